@@ -1,0 +1,303 @@
+/*
+ * core/core.h - the dlmd lock engine: public interface.
+ *
+ * The engine is a state machine.  It owns no socket, no clock, no thread
+ * and no file.  One engine instance (struct dlm_core) represents one node
+ * of the cluster; it holds that node's lockspaces.  It is driven by four
+ * kinds of input:
+ *
+ *   - local requests from clients on this node: dlm_core_lock(),
+ *     dlm_core_unlock(), dlm_core_purge_owner(), dlm_core_purge_orphans();
+ *   - messages from other nodes: dlm_core_receive();
+ *   - control commands: lockspace create/release, membership;
+ *   - the passage of time: dlm_core_tick(now).
+ *
+ * and answers through the callbacks of struct dlm_core_ops:
+ *
+ *   - send():  a message (already encoded, see core/wire.h) for node N;
+ *   - ast():   a completion or blocking AST for a local client;
+ *   - log():   one formatted log line.
+ *
+ * Callbacks are invoked synchronously from inside the engine's entry points
+ * and MUST NOT call back into the engine; the caller queues what it gets
+ * and acts after the entry point returns.  This keeps every entry point
+ * atomic and lets a simulator deliver messages in any order it likes.
+ *
+ * Distribution.  A resource name hashes to a directory node among the
+ * lockspace members; the directory records which node masters the
+ * resource, and the first node that looks a name up becomes its master.
+ * Requests on a resource mastered elsewhere travel as messages to the
+ * master, which keeps a "master copy" of every lock; answers, grants and
+ * blocking ASTs travel back.  See core/lock.c for the protocol in prose.
+ *
+ * Status codes follow the kernel convention: 0 or a negative errno.
+ * Completion ASTs carry 0 (granted), -EAGAIN (NOQUEUE request refused),
+ * -EDEADLK (conversion deadlock, conversion cancelled), -DLM_EUNLOCK
+ * (unlock done), -DLM_ECANCEL (cancel done), -EINVAL or -ENOMEM.
+ * libdlm turns these into the positive values its API documents.
+ */
+#ifndef DLMD_CORE_H
+#define DLMD_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------------
+ * Constants shared with libdlm (same numeric values as the established
+ * libdlm / kernel headers).
+ * --------------------------------------------------------------------- */
+
+#define DLM_LOCK_IV	(-1)	/* invalid / none */
+#define DLM_LOCK_NL	0	/* null */
+#define DLM_LOCK_CR	1	/* concurrent read */
+#define DLM_LOCK_CW	2	/* concurrent write */
+#define DLM_LOCK_PR	3	/* protected read */
+#define DLM_LOCK_PW	4	/* protected write */
+#define DLM_LOCK_EX	5	/* exclusive */
+#define DLM_NUM_MODES	6
+
+#define DLM_LKF_NOQUEUE		0x00000001
+#define DLM_LKF_CANCEL		0x00000002
+#define DLM_LKF_CONVERT		0x00000004
+#define DLM_LKF_VALBLK		0x00000008
+#define DLM_LKF_QUECVT		0x00000010
+#define DLM_LKF_IVVALBLK	0x00000020
+#define DLM_LKF_CONVDEADLK	0x00000040
+#define DLM_LKF_PERSISTENT	0x00000080
+#define DLM_LKF_NODLCKWT	0x00000100
+#define DLM_LKF_NODLCKBLK	0x00000200
+#define DLM_LKF_EXPEDITE	0x00000400
+#define DLM_LKF_NOQUEUEBAST	0x00000800
+#define DLM_LKF_HEADQUE		0x00001000
+#define DLM_LKF_NOORDER		0x00002000
+#define DLM_LKF_ORPHAN		0x00004000
+#define DLM_LKF_ALTPR		0x00008000
+#define DLM_LKF_ALTCW		0x00010000
+#define DLM_LKF_FORCEUNLOCK	0x00020000
+#define DLM_LKF_TIMEOUT		0x00040000
+
+#define DLM_SBF_DEMOTED		0x01
+#define DLM_SBF_VALNOTVALID	0x02
+#define DLM_SBF_ALTMODE		0x04
+
+#define DLM_ECANCEL		0x10001
+#define DLM_EUNLOCK		0x10002
+
+#define DLM_LVB_LEN		32	/* bytes in a lock value block */
+#define DLM_RESNAME_MAXLEN	64	/* bytes in one resource name */
+#define DLM_LOCKSPACE_LEN	64	/* bytes in a lockspace name */
+#define DLM_MAX_DEPTH		4	/* a root resource and 3 levels of sub-resources */
+#define DLM_MAX_NODES		128	/* members of one lockspace */
+
+/* A byte range of a resource, inclusive at both ends. */
+struct dlm_range {
+	uint64_t ra_start;
+	uint64_t ra_end;
+};
+
+#define DLM_RANGE_MIN	0ULL
+#define DLM_RANGE_MAX	UINT64_MAX
+
+struct dlm_core;
+struct dlm_ls;
+
+/* What ast() reports. */
+enum dlm_ast_type {
+	DLM_AST_COMP = 1,	/* completion AST */
+	DLM_AST_BAST = 2,	/* blocking AST */
+};
+
+struct dlm_ast {
+	enum dlm_ast_type	type;
+	struct dlm_ls		*ls;
+	void			*ls_ctx;	/* the lockspace's user context */
+	uint32_t		lkid;
+	uint64_t		owner;		/* the lock's owner */
+	uint64_t		astarg;		/* the request's cookie */
+	int			status;		/* COMP: 0 or negative code */
+	uint32_t		sbflags;	/* COMP: DLM_SBF_* */
+	int			grmode;		/* COMP: mode now granted, IV if none */
+	int			bastmode;	/* BAST: mode the blocked request wants */
+	const char		*lvb;		/* COMP with VALBLK: DLM_LVB_LEN bytes */
+};
+
+/* Log levels, as syslog's. */
+enum dlm_log_level {
+	DLM_LOG_ERR = 3,
+	DLM_LOG_WARNING = 4,
+	DLM_LOG_NOTICE = 5,
+	DLM_LOG_INFO = 6,
+	DLM_LOG_DEBUG = 7,
+};
+
+struct dlm_core_ops {
+	/* A message for node 'to'; buf is only valid during the call. */
+	void (*send)(void *ctx, uint32_t to, const void *buf, size_t len);
+	/* An AST for a local client; ast is only valid during the call. */
+	void (*ast)(void *ctx, const struct dlm_ast *ast);
+	/* One log line, without a trailing newline.  May be NULL. */
+	void (*log)(void *ctx, enum dlm_log_level level, const char *line);
+};
+
+struct dlm_core_config {
+	uint32_t	our_nodeid;	/* non-zero */
+	uint32_t	toss_ms;	/* keep unused resources this long (default 10000) */
+};
+
+/* A fault a test can switch on in one engine instance, to prove that the
+ * simulator's checker catches a broken rule.  Never set in production. */
+enum dlm_core_fault {
+	DLM_FAULT_NONE = 0,
+	DLM_FAULT_COMPAT_PR_PW,		/* treat PR and PW as compatible */
+	DLM_FAULT_SKIP_BAST,		/* never send blocking ASTs */
+	DLM_FAULT_IGNORE_QUEUE,		/* grant new requests past queued ones */
+	DLM_FAULT_LVB_NO_WRITE,		/* forget LVB writes on unlock */
+	DLM_FAULT_RANGE_IGNORED,	/* treat all ranges as overlapping nothing */
+};
+
+/* ---------------------------------------------------------------------
+ * Engine lifecycle and time
+ * --------------------------------------------------------------------- */
+
+/* Returns NULL on allocation failure or a zero node id. */
+struct dlm_core *dlm_core_new(const struct dlm_core_config *cfg,
+			      const struct dlm_core_ops *ops, void *ctx);
+/* Frees every lockspace without emitting anything. */
+void dlm_core_free(struct dlm_core *core);
+uint32_t dlm_core_nodeid(const struct dlm_core *core);
+/* The current time in milliseconds (monotonic, caller's clock).  Drops
+ * resources that have been unused for toss_ms. */
+void dlm_core_tick(struct dlm_core *core, uint64_t now_ms);
+void dlm_core_set_fault(struct dlm_core *core, enum dlm_core_fault fault);
+
+/* ---------------------------------------------------------------------
+ * Lockspaces
+ * --------------------------------------------------------------------- */
+
+/* Create the local instance of lockspace 'name' (1..DLM_LOCKSPACE_LEN
+ * bytes, NUL-terminated).  'members' are the node ids taking part (this
+ * node included); every member must create the lockspace with the same
+ * member set.  -EEXIST if it exists, -EINVAL for a bad name or members. */
+int dlm_core_ls_create(struct dlm_core *core, const char *name,
+		       const uint32_t *members, unsigned int nmembers,
+		       void *ls_ctx, struct dlm_ls **out);
+/* Release the local instance.  -EBUSY if locks remain and !force; with
+ * force, every local lock is dropped (no ASTs). */
+int dlm_core_ls_release(struct dlm_ls *ls, int force);
+struct dlm_ls *dlm_core_ls_find(struct dlm_core *core, const char *name);
+struct dlm_ls *dlm_core_ls_find_id(struct dlm_core *core, uint32_t lsid);
+uint32_t dlm_core_ls_id(const struct dlm_ls *ls);
+const char *dlm_core_ls_name(const struct dlm_ls *ls);
+/* The global lockspace id: a hash of the name, the same on every node. */
+uint32_t dlm_core_ls_name_to_id(const char *name);
+
+/* Counters for tests, benchmarks and dlmctl. */
+struct dlm_ls_stats {
+	uint64_t	ls_resources;	/* resources in the table (incl. tossed) */
+	uint64_t	ls_locks;	/* lock blocks (process and master copies) */
+	uint64_t	ls_dir_entries;	/* directory records kept here */
+	uint64_t	ls_waiters;	/* operations waiting for a remote reply */
+	uint64_t	ls_orphans;	/* orphaned persistent locks */
+	uint64_t	ls_msgs_sent;
+	uint64_t	ls_msgs_received;
+};
+void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st);
+
+/* ---------------------------------------------------------------------
+ * Locking
+ * --------------------------------------------------------------------- */
+
+struct dlm_lock_req {
+	int			mode;		/* DLM_LOCK_NL..EX */
+	uint32_t		flags;		/* DLM_LKF_* */
+	uint32_t		lkid;		/* with DLM_LKF_CONVERT: the lock */
+	const void		*name;		/* new locks: 1..DLM_RESNAME_MAXLEN bytes */
+	unsigned int		namelen;
+	uint32_t		parent;		/* new locks: parent lock id or 0 */
+	const struct dlm_range	*range;		/* NULL: the whole resource */
+	const char		*lvb;		/* VALBLK: DLM_LVB_LEN bytes to write */
+	uint64_t		owner;		/* the client (non-zero) */
+	uint64_t		astarg;		/* cookie handed back in ASTs */
+	int			want_bast;	/* deliver blocking ASTs */
+};
+
+/* Submit a new lock request or a conversion.  Returns 0 when submitted
+ * (the outcome arrives as a completion AST, which may be delivered before
+ * this returns) or a negative errno when refused outright: -EINVAL (bad
+ * mode, flags, name, range or parent), -ENOENT (unknown lock id, or no
+ * orphan to adopt), -EBUSY (an operation on the lock is in progress),
+ * -EPERM (lock owned by another client), -ENOMEM.  The lock id is stored
+ * in *lkid_out as soon as the request is accepted. */
+int dlm_core_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
+		  uint32_t *lkid_out);
+
+struct dlm_unlock_req {
+	uint32_t		lkid;
+	uint32_t		flags;		/* CANCEL, FORCEUNLOCK, VALBLK, IVVALBLK */
+	const char		*lvb;		/* VALBLK: DLM_LVB_LEN bytes to write */
+	uint64_t		owner;
+	uint64_t		astarg;
+};
+
+/* Unlock or cancel.  0 when submitted (completion AST -DLM_EUNLOCK or
+ * -DLM_ECANCEL follows; a cancel that finds nothing left to cancel ends
+ * with the lock's own completion instead); -ENOENT unknown lock, -EBUSY
+ * lock not granted / operation in progress / has children, -EPERM owned
+ * by another client, -EINVAL bad flags. */
+int dlm_core_unlock(struct dlm_ls *ls, const struct dlm_unlock_req *req);
+
+/* A client went away: force-unlock all its locks (children before
+ * parents), except PERSISTENT ones, which become orphans.  No ASTs are
+ * delivered for the purged locks.  Returns the number of locks affected. */
+int dlm_core_purge_owner(struct dlm_ls *ls, uint64_t owner);
+
+/* Unlock orphans whose original owner was 'owner' (0: all orphans) on
+ * node 'nodeid' (0 or ours: this node; another member: a message asks
+ * it).  Returns the number of local orphans purged, or -EINVAL. */
+int dlm_core_purge_orphans(struct dlm_ls *ls, uint32_t nodeid, uint64_t owner);
+
+/* Feed a message received from node 'from'.  Returns 0, or a negative
+ * errno after logging why the message was rejected (malformed, unknown
+ * lockspace, unknown lock, sender not a member). */
+int dlm_core_receive(struct dlm_core *core, uint32_t from,
+		     const void *buf, size_t len);
+
+/* ---------------------------------------------------------------------
+ * Inspection
+ * --------------------------------------------------------------------- */
+
+/* The debug dump of a lockspace: a malloc'd NUL-terminated text listing
+ * every resource in name order with its master, directory node, LVB and
+ * queues.  Returns 0 or -ENOMEM.  Format: see core/dump.c. */
+int dlm_core_ls_dump(struct dlm_ls *ls, char **text);
+
+/* Walk every lock block of the lockspace (process and master copies);
+ * for tests and checkers.  'fn' must not modify the engine. */
+struct dlm_lock_info {
+	uint32_t	lkid;
+	uint32_t	remid;
+	uint32_t	nodeid;		/* node that owns the lock */
+	int		is_master_copy;
+	int		is_master;	/* this node masters the resource */
+	int		status;		/* DLM_LKSTS_* below */
+	int		grmode;
+	int		rqmode;
+	struct dlm_range grrange;
+	struct dlm_range rqrange;
+	uint64_t	owner;
+	int		orphan;
+	const unsigned char *key;	/* resource key (see core/resource.c) */
+	unsigned int	keylen;
+};
+#define DLM_LKSTS_NONE		0	/* not on a queue (request in flight) */
+#define DLM_LKSTS_WAITING	1
+#define DLM_LKSTS_GRANTED	2
+#define DLM_LKSTS_CONVERT	3
+void dlm_core_ls_walk(struct dlm_ls *ls,
+		      void (*fn)(void *arg, const struct dlm_lock_info *li),
+		      void *arg);
+
+const char *dlm_mode_str(int mode);
+int dlm_modes_compat(int mode1, int mode2);
+
+#endif /* DLMD_CORE_H */

@@ -1,0 +1,222 @@
+/*
+ * core/core_internal.h - the engine's data model, shared by the files of core/.
+ *
+ * Objects and their prefixes:
+ *   struct dlm_core  core_   one node's engine
+ *   struct dlm_ls    ls_     a lockspace on this node
+ *   struct dlm_rsb   res_    a resource this node knows (master or copy)
+ *   struct dlm_lkb   lkb_    a lock: a process copy (owned by a local
+ *                            client) or a master copy (this node masters
+ *                            the resource, another node owns the lock)
+ *   struct dlm_dirent de_    a directory record: resource -> master node
+ *   struct dlm_owner  ow_    the locks of one local client
+ *
+ * A lock owned by a local client on a locally mastered resource is one
+ * lkb that is both.  Everything recovery needs is carried here: each
+ * lkb's owning node and the lock id on the other side (remid), each
+ * resource's master, each lockspace's members and the list of operations
+ * waiting for a remote reply (ls_waiters).
+ */
+#ifndef DLMD_CORE_INTERNAL_H
+#define DLMD_CORE_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "core/htab.h"
+#include "core/list.h"
+#include "core/wire.h"
+
+/* lkb_flags: internal state bits */
+#define LKBF_MSTCPY		0x0001	/* master copy of a remote node's lock */
+#define LKBF_ORPHAN		0x0002	/* persistent lock whose owner went away */
+#define LKBF_OVERLAP_CANCEL	0x0004	/* cancel requested while an op was in flight */
+#define LKBF_OVERLAP_UNLOCK	0x0008	/* force unlock requested while an op was in flight */
+#define LKBF_WANT_BAST		0x0010	/* deliver blocking ASTs */
+#define LKBF_RANGED		0x0020	/* lkb_grrange is not the whole resource */
+#define LKBF_UNLOCK_CHILDLESS	0x0040	/* purge: unlock once the last child is gone */
+#define LKBF_PURGED		0x0080	/* owner purged: deliver no more ASTs */
+#define LKBF_VALBLK		0x0100	/* the lock carries an LVB */
+
+/* lkb_wait_type: the remote operation this process copy waits for */
+enum dlm_wait {
+	DLM_WAIT_NONE = 0,
+	DLM_WAIT_LOOKUP,	/* on res_lookupq: master being looked up */
+	DLM_WAIT_REQUEST,
+	DLM_WAIT_CONVERT,
+	DLM_WAIT_UNLOCK,
+	DLM_WAIT_CANCEL,
+};
+
+struct dlm_rsb;
+struct dlm_owner;
+
+struct dlm_lkb {
+	struct dlm_hnode	lkb_hnode;	/* ls_lkbtbl, keyed by lkb_id */
+	uint32_t		lkb_id;
+	uint32_t		lkb_remid;	/* id on the other node (0: none yet) */
+	uint32_t		lkb_nodeid;	/* node owning the lock */
+	uint32_t		lkb_flags;	/* LKBF_* */
+	uint32_t		lkb_exflags;	/* DLM_LKF_* of the current request */
+	uint32_t		lkb_sbflags;	/* DLM_SBF_* for the next completion */
+	int8_t			lkb_grmode;
+	int8_t			lkb_rqmode;
+	int8_t			lkb_highbast;	/* highest mode already basted */
+	uint8_t			lkb_status;	/* DLM_LKSTS_* */
+	uint8_t			lkb_wait_type;	/* enum dlm_wait */
+	uint32_t		lkb_lvbseq;
+	uint32_t		lkb_nchildren;
+	struct dlm_rsb		*lkb_rsb;
+	struct dlm_lkb		*lkb_parent;
+	struct dlm_owner	*lkb_owner;	/* local locks; NULL for master copies and orphans */
+	uint64_t		lkb_ownerid;	/* owner id (kept for orphans: purge by owner) */
+	uint64_t		lkb_astarg;
+	struct dlm_list		lkb_statequeue;	/* res grant/convert/wait queue, or res_lookupq */
+	struct dlm_list		lkb_ownerqueue;	/* ow_locks or ls_orphans */
+	struct dlm_list		lkb_waiter;	/* ls_waiters while lkb_wait_type is remote */
+	struct dlm_range	lkb_grrange;
+	struct dlm_range	lkb_rqrange;
+	char			lkb_lvb[DLM_LVB_LEN];
+};
+
+/* res_flags */
+#define RESF_LOOKUP		0x01	/* master lookup in flight */
+#define RESF_VALNOTVALID	0x02	/* LVB may be stale */
+#define RESF_TOSSED		0x04	/* on ls_toss: unused, kept for a while */
+
+struct dlm_rsb {
+	struct dlm_hnode	res_hnode;	/* ls_rsbtbl, keyed by key */
+	struct dlm_ls		*res_ls;
+	uint32_t		res_nodeid;	/* master node; 0: unknown */
+	uint32_t		res_flags;
+	uint32_t		res_nlkbs;	/* lkbs on any queue of this rsb */
+	uint32_t		res_lvbseq;
+	uint32_t		res_nranged;	/* granted locks with a partial range */
+	uint32_t		res_nnoorder;	/* waiting NOORDER requests */
+	uint32_t		res_grcount[DLM_NUM_MODES]; /* granted locks per mode */
+	struct dlm_list		res_grantq;
+	struct dlm_list		res_convertq;
+	struct dlm_list		res_waitq;
+	struct dlm_list		res_lookupq;	/* process copies waiting for the master */
+	struct dlm_list		res_toss;	/* ls_toss */
+	uint64_t		res_toss_time;
+	char			res_lvb[DLM_LVB_LEN];
+	uint16_t		res_keylen;
+	unsigned char		res_key[];	/* see resource.c */
+};
+
+struct dlm_dirent {
+	struct dlm_hnode	de_hnode;	/* ls_dirtbl */
+	uint32_t		de_master;
+	uint16_t		de_keylen;
+	unsigned char		de_key[];
+};
+
+struct dlm_owner {
+	struct dlm_hnode	ow_hnode;	/* ls_ownertbl, keyed by ow_id */
+	uint64_t		ow_id;
+	struct dlm_list		ow_locks;	/* lkb_ownerqueue, newest last */
+};
+
+struct dlm_ls {
+	struct dlm_list		ls_list;	/* core_lockspaces */
+	struct dlm_core		*ls_core;
+	void			*ls_ctx;
+	uint32_t		ls_id;
+	char			ls_name[DLM_LOCKSPACE_LEN + 1];
+	uint32_t		*ls_members;	/* sorted */
+	unsigned int		ls_nmembers;
+	struct dlm_htab		ls_rsbtbl;
+	struct dlm_htab		ls_lkbtbl;
+	struct dlm_htab		ls_dirtbl;
+	struct dlm_htab		ls_ownertbl;
+	uint32_t		ls_next_lkid;
+	struct dlm_list		ls_toss;	/* unused rsbs, oldest first */
+	struct dlm_list		ls_waiters;	/* lkbs waiting for a remote reply */
+	struct dlm_list		ls_orphans;
+	uint64_t		ls_nwaiters;
+	uint64_t		ls_norphans;
+	uint64_t		ls_msgs_sent;
+	uint64_t		ls_msgs_received;
+};
+
+struct dlm_core {
+	struct dlm_core_config	core_cfg;
+	struct dlm_core_ops	core_ops;
+	void			*core_ctx;
+	uint64_t		core_now;
+	enum dlm_core_fault	core_fault;
+	struct dlm_list		core_lockspaces;
+	struct dlm_lkb		*core_lkb_cache;	/* free lkbs, linked via lkb_parent */
+	unsigned int		core_lkb_cached;
+};
+
+/* ls.c */
+void dlm_core_log(struct dlm_core *core, enum dlm_log_level level,
+		  const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define log_ls(ls, level, fmt, ...) \
+	dlm_core_log((ls)->ls_core, level, "%s: " fmt, (ls)->ls_name, ##__VA_ARGS__)
+bool dlm_ls_is_member(const struct dlm_ls *ls, uint32_t nodeid);
+uint32_t dlm_our_nodeid(const struct dlm_ls *ls);
+
+/* resource.c: keys, rsbs, lkbs, directory, owners */
+uint32_t dlm_dir_nodeid(const struct dlm_ls *ls, uint32_t hash);
+struct dlm_rsb *dlm_rsb_find(struct dlm_ls *ls, const unsigned char *key,
+			     unsigned int keylen, uint32_t hash);
+struct dlm_rsb *dlm_rsb_create(struct dlm_ls *ls, const unsigned char *key,
+			       unsigned int keylen, uint32_t hash);
+void dlm_rsb_hold(struct dlm_rsb *r);
+void dlm_rsb_release(struct dlm_rsb *r);
+void dlm_rsb_free(struct dlm_rsb *r);
+bool dlm_rsb_unused(const struct dlm_rsb *r);
+void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all);
+
+struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls);
+struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id);
+void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb);
+
+struct dlm_dirent *dlm_dir_find(struct dlm_ls *ls, const unsigned char *key,
+				unsigned int keylen, uint32_t hash);
+int dlm_dir_lookup(struct dlm_ls *ls, const unsigned char *key,
+		   unsigned int keylen, uint32_t hash, uint32_t requester,
+		   uint32_t *master);
+void dlm_dir_remove(struct dlm_ls *ls, const unsigned char *key,
+		    unsigned int keylen, uint32_t hash, uint32_t master);
+
+struct dlm_owner *dlm_owner_get(struct dlm_ls *ls, uint64_t id, bool create);
+void dlm_owner_put(struct dlm_ls *ls, struct dlm_owner *ow);
+
+/* lock.c */
+void dlm_send_msg(struct dlm_ls *ls, struct dlm_msg *m, uint32_t to);
+int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m);
+void dlm_lock_drop_all(struct dlm_ls *ls);
+void dlm_send_remove(struct dlm_ls *ls, struct dlm_rsb *r);
+
+/* dump.c */
+void dlm_key_format(const unsigned char *key, unsigned int keylen,
+		    char *out, size_t outlen);
+
+static inline bool is_master(const struct dlm_rsb *r)
+{
+	return r->res_nodeid == dlm_our_nodeid(r->res_ls);
+}
+
+static inline bool dlm_range_is_whole(const struct dlm_range *r)
+{
+	return r->ra_start == DLM_RANGE_MIN && r->ra_end == DLM_RANGE_MAX;
+}
+
+static inline bool is_master_copy(const struct dlm_lkb *lkb)
+{
+	return lkb->lkb_flags & LKBF_MSTCPY;
+}
+
+/* A process copy whose resource is mastered on another node. */
+static inline bool is_remote(const struct dlm_lkb *lkb)
+{
+	return !is_master_copy(lkb) && !is_master(lkb->lkb_rsb);
+}
+
+#endif /* DLMD_CORE_INTERNAL_H */

@@ -1,0 +1,257 @@
+/*
+ * core/dump.c - the debug dump of a lockspace, in the spirit of the
+ * seeds' debugfs file, as stable text that tests and dlmctl read.
+ *
+ *   lockspace "<name>" id <8 hex> node <our id> members <id> <id> ...
+ *   resource "<path>" master <id> <master-copy|local-copy|unknown> dir <id> [lookup] [unused]
+ *     lvb <64 hex> seq <n> <valid|invalid>         (on the master only)
+ *     granted <lkid> <MODE> [range <hex>-<hex>] [node <id> remid <lkid>] [owner <n>] [orphan] [wait <op>]
+ *     convert <lkid> <GRMODE>-><RQMODE> ...
+ *     waiting <lkid> <RQMODE> ...
+ *     lookup  <lkid> <RQMODE> ...               (waiting for the master)
+ *   inflight "<path>"                             (after all resources)
+ *     request <lkid> <RQMODE> ...               (request in flight)
+ *
+ * Resources are listed in key order, locks in queue order.  A path is the
+ * resource's name, or parent/child for sub-resources; bytes that are not
+ * printable ASCII, and '"', '\' and '/', print as \xHH.  Lock ids and
+ * remote ids are 8 hex digits.  "node" appears on master copies (the
+ * owning node and its lock id) and on process copies of remotely
+ * mastered resources ("node <master> remid <master copy id>").
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+
+struct outbuf {
+	char *ob_buf;
+	size_t ob_len;
+	size_t ob_cap;
+	int ob_err;
+};
+
+static void out(struct outbuf *ob, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void out(struct outbuf *ob, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (ob->ob_err)
+		return;
+	for (;;) {
+		size_t room = ob->ob_cap - ob->ob_len;
+
+		va_start(ap, fmt);
+		n = vsnprintf(ob->ob_buf + ob->ob_len, room, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			ob->ob_err = -EINVAL;
+			return;
+		}
+		if ((size_t)n < room) {
+			ob->ob_len += (size_t)n;
+			return;
+		} else {
+			size_t cap = ob->ob_cap * 2 + (size_t)n + 1;
+			char *nb = realloc(ob->ob_buf, cap);
+
+			if (!nb) {
+				ob->ob_err = -ENOMEM;
+				return;
+			}
+			ob->ob_buf = nb;
+			ob->ob_cap = cap;
+		}
+	}
+}
+
+void dlm_key_format(const unsigned char *key, unsigned int keylen,
+		    char *outs, size_t outlen)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	unsigned int i = 0;
+
+	if (!outlen)
+		return;
+	while (i < keylen && o + 5 < outlen) {
+		unsigned int n = key[i++], j;
+
+		if (o)
+			outs[o++] = '/';
+		for (j = 0; j < n && i < keylen && o + 5 < outlen; j++, i++) {
+			unsigned char c = key[i];
+
+			if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' &&
+			    c != '/') {
+				outs[o++] = (char)c;
+			} else {
+				outs[o++] = '\\';
+				outs[o++] = 'x';
+				outs[o++] = hex[c >> 4];
+				outs[o++] = hex[c & 15];
+			}
+		}
+	}
+	outs[o] = '\0';
+}
+
+static const char *wait_str(int w)
+{
+	switch (w) {
+	case DLM_WAIT_LOOKUP:
+		return "lookup";
+	case DLM_WAIT_REQUEST:
+		return "request";
+	case DLM_WAIT_CONVERT:
+		return "convert";
+	case DLM_WAIT_UNLOCK:
+		return "unlock";
+	case DLM_WAIT_CANCEL:
+		return "cancel";
+	default:
+		return "none";
+	}
+}
+
+static void dump_lock(struct outbuf *ob, const char *what,
+		      const struct dlm_rsb *r, const struct dlm_lkb *lkb)
+{
+	out(ob, "  %-7s %08x ", what, lkb->lkb_id);
+	if (lkb->lkb_status == DLM_LKSTS_GRANTED)
+		out(ob, "%s", dlm_mode_str(lkb->lkb_grmode));
+	else if (lkb->lkb_status == DLM_LKSTS_CONVERT)
+		out(ob, "%s->%s", dlm_mode_str(lkb->lkb_grmode),
+		    dlm_mode_str(lkb->lkb_rqmode));
+	else
+		out(ob, "%s", dlm_mode_str(lkb->lkb_rqmode));
+	if (lkb->lkb_status == DLM_LKSTS_GRANTED ||
+	    lkb->lkb_status == DLM_LKSTS_CONVERT) {
+		if (!dlm_range_is_whole(&lkb->lkb_grrange))
+			out(ob, " range %" PRIx64 "-%" PRIx64,
+			    lkb->lkb_grrange.ra_start, lkb->lkb_grrange.ra_end);
+	}
+	if (lkb->lkb_status != DLM_LKSTS_GRANTED &&
+	    !dlm_range_is_whole(&lkb->lkb_rqrange))
+		out(ob, " rqrange %" PRIx64 "-%" PRIx64,
+		    lkb->lkb_rqrange.ra_start, lkb->lkb_rqrange.ra_end);
+	if (is_master_copy(lkb))
+		out(ob, " node %u remid %08x", lkb->lkb_nodeid, lkb->lkb_remid);
+	else if (!is_master(r) && r->res_nodeid)
+		out(ob, " node %u remid %08x", r->res_nodeid, lkb->lkb_remid);
+	if (!is_master_copy(lkb))
+		out(ob, " owner %" PRIu64, lkb->lkb_ownerid);
+	if (lkb->lkb_flags & LKBF_ORPHAN)
+		out(ob, " orphan");
+	if (lkb->lkb_wait_type != DLM_WAIT_NONE &&
+	    lkb->lkb_wait_type != DLM_WAIT_LOOKUP)
+		out(ob, " wait %s", wait_str(lkb->lkb_wait_type));
+	out(ob, "\n");
+}
+
+static void dump_queue(struct outbuf *ob, const char *what,
+		       const struct dlm_rsb *r, const struct dlm_list *q)
+{
+	const struct dlm_list *pos;
+
+	dlm_list_for_each(pos, q)
+		dump_lock(ob, what, r,
+			  dlm_container_of(pos, struct dlm_lkb, lkb_statequeue));
+}
+
+static void collect_rsb(void *arg, struct dlm_hnode *n)
+{
+	struct dlm_rsb ***pp = arg;
+
+	*(*pp)++ = dlm_container_of(n, struct dlm_rsb, res_hnode);
+}
+
+static int cmp_rsb(const void *a, const void *b)
+{
+	const struct dlm_rsb *x = *(const struct dlm_rsb *const *)a;
+	const struct dlm_rsb *y = *(const struct dlm_rsb *const *)b;
+	unsigned int n = x->res_keylen < y->res_keylen ? x->res_keylen : y->res_keylen;
+	int c = memcmp(x->res_key, y->res_key, n);
+
+	if (c)
+		return c;
+	return (int)x->res_keylen - (int)y->res_keylen;
+}
+
+int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
+{
+	struct outbuf ob = { NULL, 0, 0, 0 };
+	struct dlm_rsb **all, **p;
+	size_t n = ls->ls_rsbtbl.ht_count, i;
+	char name[DLM_MAX_KEYLEN * 4 + 8];
+	unsigned int m;
+
+	all = malloc((n ? n : 1) * sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	p = all;
+	dlm_htab_walk(&ls->ls_rsbtbl, collect_rsb, &p);
+	qsort(all, n, sizeof(*all), cmp_rsb);
+
+	out(&ob, "lockspace \"%s\" id %08x node %u members", ls->ls_name,
+	    ls->ls_id, dlm_our_nodeid(ls));
+	for (m = 0; m < ls->ls_nmembers; m++)
+		out(&ob, " %u", ls->ls_members[m]);
+	out(&ob, "\n");
+	for (i = 0; i < n; i++) {
+		struct dlm_rsb *r = all[i];
+		int k;
+
+		dlm_key_format(r->res_key, r->res_keylen, name, sizeof(name));
+		out(&ob, "resource \"%s\" master %u %s dir %u%s%s\n", name,
+		    r->res_nodeid,
+		    !r->res_nodeid ? "unknown" :
+		    is_master(r) ? "master-copy" : "local-copy",
+		    dlm_dir_nodeid(ls, r->res_hnode.hn_hash),
+		    (r->res_flags & RESF_LOOKUP) ? " lookup" : "",
+		    (r->res_flags & RESF_TOSSED) ? " unused" : "");
+		if (is_master(r)) {
+			out(&ob, "  lvb ");
+			for (k = 0; k < DLM_LVB_LEN; k++)
+				out(&ob, "%02x", (unsigned char)r->res_lvb[k]);
+			out(&ob, " seq %u %s\n", r->res_lvbseq,
+			    (r->res_flags & RESF_VALNOTVALID) ? "invalid" : "valid");
+		}
+		dump_queue(&ob, "granted", r, &r->res_grantq);
+		dump_queue(&ob, "convert", r, &r->res_convertq);
+		dump_queue(&ob, "waiting", r, &r->res_waitq);
+		dump_queue(&ob, "lookup", r, &r->res_lookupq);
+	}
+	free(all);
+	/* requests in flight sit on no queue: list them from the waiters */
+	{
+		struct dlm_list *pos;
+
+		dlm_list_for_each(pos, &ls->ls_waiters) {
+			struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
+							       lkb_waiter);
+
+			if (lkb->lkb_wait_type != DLM_WAIT_REQUEST)
+				continue;
+			dlm_key_format(lkb->lkb_rsb->res_key,
+				       lkb->lkb_rsb->res_keylen, name, sizeof(name));
+			out(&ob, "inflight \"%s\"\n", name);
+			dump_lock(&ob, "request", lkb->lkb_rsb, lkb);
+		}
+	}
+	if (!ob.ob_err && !ob.ob_buf)
+		out(&ob, "%s", "");
+	if (ob.ob_err) {
+		free(ob.ob_buf);
+		return ob.ob_err;
+	}
+	*text = ob.ob_buf;
+	return 0;
+}

@@ -1,0 +1,1895 @@
+/*
+ * core/lock.c - locking: the grant rules, the request/convert/unlock/
+ * cancel operations, and the messages that carry them between nodes.
+ *
+ * Process copies and master copies.  A lock requested by a local client
+ * is a "process copy" on this node.  The resource's master holds the
+ * authoritative queues; when the master is another node it keeps a
+ * "master copy" of the lock (LKBF_MSTCPY), and the two copies know each
+ * other's ids (lkb_remid).  When this node masters the resource, the
+ * process copy is itself on the master's queues.
+ *
+ * Finding the master.  A resource's master is found through its directory
+ * node (resource.c).  The first lock on an unknown resource asks the
+ * directory (LOOKUP); other locks on it wait on res_lookupq until the
+ * answer (LOOKUP_REPLY) names the master.  A master that was dropped
+ * meanwhile answers a request with -EBADR and the requester looks up
+ * again: masters are only ever created by the directory, one record per
+ * name, so there is never more than one.
+ *
+ * The conversation, requester R and master M (each arrow is a message;
+ * when R == M none is sent and the same functions run locally):
+ *
+ *   R --REQUEST--> M      M: do_request(): grant, queue or refuse
+ *   R <--REQUEST_REPLY--  status 0 / -EINPROGRESS (queued) / -EAGAIN
+ *   R <--GRANT--          later, when a queued lock is granted
+ *   R <--BAST--           a granted lock of R blocks someone
+ *   R --CONVERT--> M      ... CONVERT_REPLY, like a request
+ *   R --UNLOCK--> M       ... UNLOCK_REPLY with -DLM_EUNLOCK
+ *   R --CANCEL--> M       ... CANCEL_REPLY with -DLM_ECANCEL, or -EBUSY
+ *                         when the lock was granted first (the GRANT is
+ *                         then already ahead of the reply on the link)
+ *
+ * Each process copy has at most one operation in flight (lkb_wait_type).
+ * A cancel or forced unlock that arrives while a request or conversion is
+ * in flight is remembered (LKBF_OVERLAP_*) and sent when the reply comes.
+ * Links are FIFO, which the protocol relies on: a GRANT is never
+ * overtaken by a later reply from the same master.
+ *
+ * The grant rules (the "rules" section below):
+ *  - A new request is granted when its mode is compatible with every
+ *    granted lock (converting locks count with their granted mode) and
+ *    nothing is queued ahead of it: convert and wait queues empty.
+ *    NOORDER skips the queue test, EXPEDITE (new NL requests only) skips
+ *    everything.
+ *  - A conversion is granted when compatible with every other granted
+ *    lock, regardless of other queued conversions, unless QUECVT asks it
+ *    to wait behind them.  Down-conversions are therefore always granted
+ *    at once.
+ *  - When a lock leaves or weakens, the convert queue is rescanned in
+ *    order, then the wait queue in FIFO order until the first request
+ *    that cannot be granted (NOORDER requests behind it still can be).
+ *  - ALTPR/ALTCW grant the alternate mode (with DLM_SBF_ALTMODE) when the
+ *    requested one cannot be granted but the alternate can.
+ *  - A conversion that cannot be granted and closes a cycle of converting
+ *    locks each blocked by the next one's granted mode is a conversion
+ *    deadlock: it is cancelled with -EDEADLK, or with CONVDEADLK its
+ *    granted mode is demoted to NL (DLM_SBF_DEMOTED) and it waits on.
+ *    A cycle can only be closed by the conversion entering the queue, so
+ *    checking there finds every one.  NODLCKWT exempts a lock.
+ *  - Blocking ASTs go to every granted lock incompatible with a queued
+ *    request (NOQUEUE requests only with NOQUEUEBAST), once per mode:
+ *    lkb_highbast remembers the strongest mode already sent and is reset
+ *    when the lock is granted anew.
+ *  - Ranges: two locks conflict only if their modes are incompatible and
+ *    their ranges overlap.
+ *  - LVBs: a lock granted PW or EX that converts down (or to the same
+ *    mode) or unlocks with VALBLK writes its value into the resource, or
+ *    with IVVALBLK marks the resource's value invalid; every other grant
+ *    with VALBLK reads the resource's value, with DLM_SBF_VALNOTVALID if
+ *    it is invalid.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+
+/* ------------------------------------------------------------------ */
+/* rules                                                              */
+/* ------------------------------------------------------------------ */
+
+/* compat[granted][requested], 1 = compatible; index by DLM_LOCK_* */
+static const uint8_t compat_matrix[DLM_NUM_MODES][DLM_NUM_MODES] = {
+	/*           NL CR CW PR PW EX */
+	/* NL */   {  1, 1, 1, 1, 1, 1 },
+	/* CR */   {  1, 1, 1, 1, 1, 0 },
+	/* CW */   {  1, 1, 1, 0, 0, 0 },
+	/* PR */   {  1, 1, 0, 1, 0, 0 },
+	/* PW */   {  1, 1, 0, 0, 0, 0 },
+	/* EX */   {  1, 0, 0, 0, 0, 0 },
+};
+
+/* quecvt_ok[granted][requested]: conversions that may carry QUECVT
+ * (those to a mode that is not already implied by the granted one) */
+static const uint8_t quecvt_matrix[DLM_NUM_MODES][DLM_NUM_MODES] = {
+	/*           NL CR CW PR PW EX */
+	/* NL */   {  0, 1, 1, 1, 1, 1 },
+	/* CR */   {  0, 0, 1, 1, 1, 1 },
+	/* CW */   {  0, 0, 0, 1, 1, 1 },
+	/* PR */   {  0, 0, 1, 0, 1, 1 },
+	/* PW */   {  0, 0, 0, 0, 0, 1 },
+	/* EX */   {  0, 0, 0, 0, 0, 0 },
+};
+
+static const char *const mode_names[DLM_NUM_MODES] = {
+	"NL", "CR", "CW", "PR", "PW", "EX"
+};
+
+const char *dlm_mode_str(int mode)
+{
+	if (mode < 0 || mode >= DLM_NUM_MODES)
+		return "--";
+	return mode_names[mode];
+}
+
+static bool mode_valid(int mode)
+{
+	return mode >= DLM_LOCK_NL && mode <= DLM_LOCK_EX;
+}
+
+int dlm_modes_compat(int m1, int m2)
+{
+	if (!mode_valid(m1) || !mode_valid(m2))
+		return 1;	/* IV holds nothing */
+	return compat_matrix[m1][m2];
+}
+
+static bool fault(const struct dlm_ls *ls, enum dlm_core_fault f)
+{
+	return ls->ls_core->core_fault == f;
+}
+
+static bool compat(const struct dlm_ls *ls, int m1, int m2)
+{
+	if (fault(ls, DLM_FAULT_COMPAT_PR_PW) &&
+	    ((m1 == DLM_LOCK_PR && m2 == DLM_LOCK_PW) ||
+	     (m1 == DLM_LOCK_PW && m2 == DLM_LOCK_PR)))
+		return true;
+	return dlm_modes_compat(m1, m2);
+}
+
+static bool ranges_overlap(const struct dlm_ls *ls, const struct dlm_range *a,
+			   const struct dlm_range *b)
+{
+	if (fault(ls, DLM_FAULT_RANGE_IGNORED))
+		return false;
+	return a->ra_start <= b->ra_end && b->ra_start <= a->ra_end;
+}
+
+/* A lock on the grant or convert queue holds its granted mode. */
+static bool holds_grmode(const struct dlm_lkb *lkb)
+{
+	return lkb->lkb_status == DLM_LKSTS_GRANTED ||
+	       lkb->lkb_status == DLM_LKSTS_CONVERT;
+}
+
+/* ------------------------------------------------------------------ */
+/* queues                                                             */
+/* ------------------------------------------------------------------ */
+
+static void count_held(struct dlm_rsb *r, struct dlm_lkb *lkb, int delta)
+{
+	if (!mode_valid(lkb->lkb_grmode))
+		return;
+	r->res_grcount[lkb->lkb_grmode] += (uint32_t)delta;
+	if (!dlm_range_is_whole(&lkb->lkb_grrange))
+		r->res_nranged += (uint32_t)delta;
+}
+
+/* Take lkb off whatever queue of r it is on. */
+static void del_from_queue(struct dlm_rsb *r, struct dlm_lkb *lkb)
+{
+	if (holds_grmode(lkb))
+		count_held(r, lkb, -1);
+	if (lkb->lkb_status == DLM_LKSTS_WAITING &&
+	    (lkb->lkb_exflags & DLM_LKF_NOORDER))
+		r->res_nnoorder--;
+	if (lkb->lkb_status != DLM_LKSTS_NONE)
+		dlm_list_del(&lkb->lkb_statequeue);
+	lkb->lkb_status = DLM_LKSTS_NONE;
+}
+
+static void add_to_queue(struct dlm_rsb *r, struct dlm_lkb *lkb, int status)
+{
+	struct dlm_list *q;
+	bool head = lkb->lkb_exflags & DLM_LKF_HEADQUE;
+
+	del_from_queue(r, lkb);
+	switch (status) {
+	case DLM_LKSTS_GRANTED:
+		q = &r->res_grantq;
+		head = false;
+		break;
+	case DLM_LKSTS_CONVERT:
+		q = &r->res_convertq;
+		break;
+	default:
+		q = &r->res_waitq;
+		if (lkb->lkb_exflags & DLM_LKF_NOORDER)
+			r->res_nnoorder++;
+		break;
+	}
+	if (head)
+		dlm_list_add_head(&lkb->lkb_statequeue, q);
+	else
+		dlm_list_add_tail(&lkb->lkb_statequeue, q);
+	lkb->lkb_status = (uint8_t)status;
+	if (holds_grmode(lkb))
+		count_held(r, lkb, 1);
+}
+
+/* Change the granted mode/range of a lock that may be holding. */
+static void set_grmode(struct dlm_rsb *r, struct dlm_lkb *lkb, int mode,
+		       const struct dlm_range *range)
+{
+	bool held = holds_grmode(lkb);
+
+	if (held)
+		count_held(r, lkb, -1);
+	lkb->lkb_grmode = (int8_t)mode;
+	lkb->lkb_grrange = *range;
+	if (held)
+		count_held(r, lkb, 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* compatibility with what is granted                                 */
+/* ------------------------------------------------------------------ */
+
+static bool queue_conflict(const struct dlm_ls *ls, const struct dlm_list *q,
+			   const struct dlm_lkb *lkb, int mode,
+			   const struct dlm_range *range)
+{
+	const struct dlm_list *pos;
+
+	dlm_list_for_each(pos, q) {
+		const struct dlm_lkb *g = dlm_container_of(pos, struct dlm_lkb,
+							   lkb_statequeue);
+
+		if (g == lkb)
+			continue;
+		if (!compat(ls, g->lkb_grmode, mode) &&
+		    ranges_overlap(ls, &g->lkb_grrange, range))
+			return true;
+	}
+	return false;
+}
+
+/* Is 'mode' over 'range' compatible with every lock holding a granted
+ * mode on r, lkb itself excepted?  Without partial ranges the per-mode
+ * counts answer in constant time, however many locks are granted. */
+static bool compat_with_granted(const struct dlm_rsb *r,
+				const struct dlm_lkb *lkb, int mode,
+				const struct dlm_range *range)
+{
+	const struct dlm_ls *ls = r->res_ls;
+	int m;
+
+	if (r->res_nranged == 0 || (dlm_range_is_whole(range) &&
+				    !fault(ls, DLM_FAULT_RANGE_IGNORED))) {
+		bool any_partial = r->res_nranged != 0;
+
+		if (!any_partial) {
+			for (m = 0; m < DLM_NUM_MODES; m++) {
+				uint32_t n = r->res_grcount[m];
+
+				if (holds_grmode(lkb) && lkb->lkb_grmode == m)
+					n--;
+				if (n && !compat(ls, m, mode))
+					return false;
+			}
+			return true;
+		}
+	}
+	return !queue_conflict(ls, &r->res_grantq, lkb, mode, range) &&
+	       !queue_conflict(ls, &r->res_convertq, lkb, mode, range);
+}
+
+/* A converting lock 'a' is blocked by a converting lock 'b' when b's
+ * granted mode conflicts with what a asks for. */
+static bool blocked_by(const struct dlm_ls *ls, const struct dlm_lkb *a,
+		       const struct dlm_lkb *b)
+{
+	return a != b && !compat(ls, b->lkb_grmode, a->lkb_rqmode) &&
+	       ranges_overlap(ls, &b->lkb_grrange, &a->lkb_rqrange);
+}
+
+/* Does lkb (about to wait on the convert queue) close a cycle of
+ * converting locks?  Returns a member of the cycle that may be resolved
+ * (lkb itself unless it is exempt with NODLCKWT), or NULL. */
+static struct dlm_lkb *conversion_deadlock(struct dlm_rsb *r,
+					   struct dlm_lkb *lkb)
+{
+	struct dlm_ls *ls = r->res_ls;
+	struct dlm_lkb **stack = NULL, **seen = NULL, *victim = NULL;
+	size_t n = 0, top = 0, nseen = 0, i;
+	struct dlm_list *pos;
+	bool cycle = false;
+
+	dlm_list_for_each(pos, &r->res_convertq)
+		n++;
+	if (n == 0)
+		return NULL;
+	stack = malloc((n + 1) * sizeof(*stack));
+	seen = malloc((n + 1) * sizeof(*seen));
+	if (!stack || !seen)
+		goto out;
+	/* depth-first search over "is blocked by" among converting locks */
+	stack[top++] = lkb;
+	while (top && !cycle) {
+		struct dlm_lkb *a = stack[--top];
+
+		dlm_list_for_each(pos, &r->res_convertq) {
+			struct dlm_lkb *b = dlm_container_of(pos, struct dlm_lkb,
+							     lkb_statequeue);
+			bool visited = false;
+
+			if (!blocked_by(ls, a, b))
+				continue;
+			if (a != lkb && blocked_by(ls, b, lkb)) {
+				cycle = true;	/* lkb -> ... -> a -> b -> lkb */
+				break;
+			}
+			if (a == lkb && blocked_by(ls, b, lkb)) {
+				cycle = true;
+				break;
+			}
+			for (i = 0; i < nseen; i++)
+				if (seen[i] == b)
+					visited = true;
+			if (!visited && nseen < n) {
+				seen[nseen++] = b;
+				stack[top++] = b;
+			}
+		}
+	}
+	if (!cycle)
+		goto out;
+	if (!(lkb->lkb_exflags & DLM_LKF_NODLCKWT)) {
+		victim = lkb;
+		goto out;
+	}
+	/* lkb is exempt: resolve another converting lock that is not */
+	dlm_list_for_each(pos, &r->res_convertq) {
+		struct dlm_lkb *b = dlm_container_of(pos, struct dlm_lkb,
+						     lkb_statequeue);
+
+		if (b != lkb && !(b->lkb_exflags & DLM_LKF_NODLCKWT) &&
+		    (blocked_by(ls, lkb, b) || blocked_by(ls, b, lkb))) {
+			victim = b;
+			break;
+		}
+	}
+out:
+	free(stack);
+	free(seen);
+	return victim;
+}
+
+/* ------------------------------------------------------------------ */
+/* ASTs and messages                                                  */
+/* ------------------------------------------------------------------ */
+
+static void cast_local(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
+{
+	struct dlm_core *core = ls->ls_core;
+	struct dlm_ast ast;
+
+	if (lkb->lkb_flags & (LKBF_PURGED | LKBF_ORPHAN))
+		return;
+	memset(&ast, 0, sizeof(ast));
+	ast.type = DLM_AST_COMP;
+	ast.ls = ls;
+	ast.ls_ctx = ls->ls_ctx;
+	ast.lkid = lkb->lkb_id;
+	ast.owner = lkb->lkb_ownerid;
+	ast.astarg = lkb->lkb_astarg;
+	ast.status = status;
+	ast.sbflags = lkb->lkb_sbflags;
+	ast.grmode = lkb->lkb_grmode;
+	ast.bastmode = DLM_LOCK_IV;
+	if ((lkb->lkb_flags & LKBF_VALBLK) && status == 0)
+		ast.lvb = lkb->lkb_lvb;
+	lkb->lkb_sbflags = 0;
+	core->core_ops.ast(core->core_ctx, &ast);
+}
+
+static void bast_local(struct dlm_ls *ls, struct dlm_lkb *lkb, int mode)
+{
+	struct dlm_core *core = ls->ls_core;
+	struct dlm_ast ast;
+
+	if (lkb->lkb_flags & (LKBF_PURGED | LKBF_ORPHAN) ||
+	    !(lkb->lkb_flags & LKBF_WANT_BAST))
+		return;
+	memset(&ast, 0, sizeof(ast));
+	ast.type = DLM_AST_BAST;
+	ast.ls = ls;
+	ast.ls_ctx = ls->ls_ctx;
+	ast.lkid = lkb->lkb_id;
+	ast.owner = lkb->lkb_ownerid;
+	ast.astarg = lkb->lkb_astarg;
+	ast.grmode = lkb->lkb_grmode;
+	ast.bastmode = mode;
+	core->core_ops.ast(core->core_ctx, &ast);
+}
+
+void dlm_send_msg(struct dlm_ls *ls, struct dlm_msg *m, uint32_t to)
+{
+	unsigned char buf[DLM_WIRE_MAX_LEN];
+	int len;
+
+	m->m_lsid = ls->ls_id;
+	m->m_from = dlm_our_nodeid(ls);
+	m->m_to = to;
+	len = dlm_msg_encode(m, buf, sizeof(buf));
+	if (len < 0) {
+		log_ls(ls, DLM_LOG_ERR, "cannot encode %s for node %u",
+		       dlm_msg_type_str(m->m_type), to);
+		return;
+	}
+	ls->ls_msgs_sent++;
+	ls->ls_core->core_ops.send(ls->ls_core->core_ctx, to, buf, (size_t)len);
+}
+
+/* A message about lkb: ids, modes, flags, ranges, and the LVB when the
+ * lock carries one. */
+static void lkb_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
+		    int status)
+{
+	memset(m, 0, sizeof(*m));
+	m->m_type = (uint16_t)type;
+	m->m_lkid = lkb->lkb_id;
+	m->m_remid = lkb->lkb_remid;
+	m->m_exflags = lkb->lkb_exflags;
+	m->m_sbflags = lkb->lkb_sbflags;
+	m->m_status = status;
+	m->m_grmode = lkb->lkb_grmode;
+	m->m_rqmode = lkb->lkb_rqmode;
+	m->m_owner = lkb->lkb_ownerid;
+	m->m_lvbseq = lkb->lkb_lvbseq;
+	m->m_grrange = lkb->lkb_grrange;
+	m->m_rqrange = lkb->lkb_rqrange;
+	if (lkb->lkb_flags & LKBF_VALBLK) {
+		m->m_lvb = lkb->lkb_lvb;
+		m->m_lvblen = DLM_LVB_LEN;
+	}
+}
+
+/* To the master copy's owner node, or to a process copy's master. */
+static uint32_t lkb_peer(const struct dlm_lkb *lkb)
+{
+	return is_master_copy(lkb) ? lkb->lkb_nodeid : lkb->lkb_rsb->res_nodeid;
+}
+
+static void send_lkb(struct dlm_ls *ls, int type, struct dlm_lkb *lkb,
+		     int status)
+{
+	struct dlm_msg m;
+
+	lkb_msg(&m, type, lkb, status);
+	if (type == DLM_MSG_REQUEST) {
+		m.m_key = lkb->lkb_rsb->res_key;
+		m.m_keylen = lkb->lkb_rsb->res_keylen;
+	}
+	dlm_send_msg(ls, &m, lkb_peer(lkb));
+	if (is_master_copy(lkb))
+		lkb->lkb_sbflags = 0;
+}
+
+static void add_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb, int wait_type)
+{
+	lkb->lkb_wait_type = (uint8_t)wait_type;
+	if (wait_type != DLM_WAIT_LOOKUP && dlm_list_empty(&lkb->lkb_waiter)) {
+		dlm_list_add_tail(&lkb->lkb_waiter, &ls->ls_waiters);
+		ls->ls_nwaiters++;
+	}
+}
+
+static void remove_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	lkb->lkb_wait_type = DLM_WAIT_NONE;
+	if (!dlm_list_empty(&lkb->lkb_waiter)) {
+		dlm_list_del(&lkb->lkb_waiter);
+		ls->ls_nwaiters--;
+	}
+}
+
+/* Tell whoever owns lkb that it has been granted (asynchronously, after
+ * the reply to its request). */
+static void cast_grant(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	if (is_master_copy(lkb))
+		send_lkb(ls, DLM_MSG_GRANT, lkb, 0);
+	else
+		cast_local(ls, lkb, 0);
+}
+
+static void send_bast(struct dlm_ls *ls, struct dlm_lkb *g, int mode)
+{
+	if (is_master_copy(g)) {
+		struct dlm_msg m;
+
+		lkb_msg(&m, DLM_MSG_BAST, g, 0);
+		m.m_bastmode = (int8_t)mode;
+		m.m_lvblen = 0;
+		m.m_lvb = NULL;
+		dlm_send_msg(ls, &m, g->lkb_nodeid);
+	} else {
+		bast_local(ls, g, mode);
+	}
+}
+
+static void bast_queue(struct dlm_rsb *r, struct dlm_list *q,
+		       struct dlm_lkb *lkb)
+{
+	struct dlm_ls *ls = r->res_ls;
+	struct dlm_list *pos;
+
+	dlm_list_for_each(pos, q) {
+		struct dlm_lkb *g = dlm_container_of(pos, struct dlm_lkb,
+						     lkb_statequeue);
+
+		if (g == lkb || !(g->lkb_flags & LKBF_WANT_BAST))
+			continue;
+		if (g->lkb_highbast >= lkb->lkb_rqmode)
+			continue;
+		if (compat(ls, g->lkb_grmode, lkb->lkb_rqmode) ||
+		    !ranges_overlap(ls, &g->lkb_grrange, &lkb->lkb_rqrange))
+			continue;
+		g->lkb_highbast = lkb->lkb_rqmode;
+		send_bast(ls, g, lkb->lkb_rqmode);
+	}
+}
+
+/* Blocking ASTs to every holder that blocks lkb's request. */
+static void send_blocking_asts(struct dlm_rsb *r, struct dlm_lkb *lkb)
+{
+	if (fault(r->res_ls, DLM_FAULT_SKIP_BAST))
+		return;
+	/* nothing granted conflicts: no need to look at each holder */
+	if (compat_with_granted(r, lkb, lkb->lkb_rqmode, &lkb->lkb_rqrange))
+		return;
+	bast_queue(r, &r->res_grantq, lkb);
+	bast_queue(r, &r->res_convertq, lkb);
+}
+
+/* ------------------------------------------------------------------ */
+/* granting (master side)                                             */
+/* ------------------------------------------------------------------ */
+
+static void lvb_write(struct dlm_rsb *r, struct dlm_lkb *lkb, uint32_t flags)
+{
+	if (flags & DLM_LKF_IVVALBLK) {
+		r->res_flags |= RESF_VALNOTVALID;
+		return;
+	}
+	if (!(flags & DLM_LKF_VALBLK) || fault(r->res_ls, DLM_FAULT_LVB_NO_WRITE))
+		return;
+	memcpy(r->res_lvb, lkb->lkb_lvb, DLM_LVB_LEN);
+	r->res_lvbseq++;
+	r->res_flags &= ~RESF_VALNOTVALID;
+}
+
+static void lvb_read(struct dlm_rsb *r, struct dlm_lkb *lkb)
+{
+	if (!(lkb->lkb_exflags & DLM_LKF_VALBLK))
+		return;
+	memcpy(lkb->lkb_lvb, r->res_lvb, DLM_LVB_LEN);
+	lkb->lkb_lvbseq = r->res_lvbseq;
+	if (r->res_flags & RESF_VALNOTVALID)
+		lkb->lkb_sbflags |= DLM_SBF_VALNOTVALID;
+}
+
+/* Grant lkb its requested mode (or 'mode', an alternate), applying the
+ * LVB rules, and put it on the grant queue. */
+static void grant_lock(struct dlm_rsb *r, struct dlm_lkb *lkb, int mode)
+{
+	int old = holds_grmode(lkb) ? lkb->lkb_grmode : DLM_LOCK_IV;
+
+	if (old >= DLM_LOCK_PW && mode <= old)
+		lvb_write(r, lkb, lkb->lkb_exflags);
+	else
+		lvb_read(r, lkb);
+	if (mode != lkb->lkb_rqmode)
+		lkb->lkb_sbflags |= DLM_SBF_ALTMODE;
+	set_grmode(r, lkb, mode, &lkb->lkb_rqrange);
+	lkb->lkb_rqmode = DLM_LOCK_IV;
+	lkb->lkb_highbast = DLM_LOCK_IV;
+	add_to_queue(r, lkb, DLM_LKSTS_GRANTED);
+}
+
+/* The mode lkb can be granted now: its requested one or an alternate
+ * one, or IV.  'queue_ok' says the queue order allows a grant. */
+static int grantable_mode(struct dlm_rsb *r, struct dlm_lkb *lkb, bool queue_ok)
+{
+	if (!queue_ok)
+		return DLM_LOCK_IV;
+	if (compat_with_granted(r, lkb, lkb->lkb_rqmode, &lkb->lkb_rqrange))
+		return lkb->lkb_rqmode;
+	if ((lkb->lkb_exflags & DLM_LKF_ALTPR) && lkb->lkb_rqmode != DLM_LOCK_PR &&
+	    compat_with_granted(r, lkb, DLM_LOCK_PR, &lkb->lkb_rqrange))
+		return DLM_LOCK_PR;
+	if ((lkb->lkb_exflags & DLM_LKF_ALTCW) && lkb->lkb_rqmode != DLM_LOCK_CW &&
+	    compat_with_granted(r, lkb, DLM_LOCK_CW, &lkb->lkb_rqrange))
+		return DLM_LOCK_CW;
+	return DLM_LOCK_IV;
+}
+
+/* Grant what the queues now allow, conversions first, then waiters in
+ * order; then blocking ASTs for what still waits.  'skip' (may be NULL)
+ * is a conversion being handled by the caller, who decides its fate. */
+static void grant_pending(struct dlm_rsb *r, struct dlm_lkb *skip)
+{
+	struct dlm_ls *ls = r->res_ls;
+	struct dlm_list *pos, *tmp;
+	bool progress = true;
+
+	while (progress) {
+		bool ahead = false;
+
+		progress = false;
+		dlm_list_for_each_safe(pos, tmp, &r->res_convertq) {
+			struct dlm_lkb *c = dlm_container_of(pos, struct dlm_lkb,
+							     lkb_statequeue);
+			bool queue_ok = !(ahead && (c->lkb_exflags & DLM_LKF_QUECVT));
+			int mode = c == skip ? DLM_LOCK_IV :
+				   grantable_mode(r, c, queue_ok);
+
+			if (mode == DLM_LOCK_IV) {
+				ahead = true;
+				continue;
+			}
+			grant_lock(r, c, mode);
+			cast_grant(ls, c);
+			progress = true;
+		}
+	}
+	if (dlm_list_empty(&r->res_convertq) ||
+	    fault(ls, DLM_FAULT_IGNORE_QUEUE)) {
+		bool ahead = false;
+
+		dlm_list_for_each_safe(pos, tmp, &r->res_waitq) {
+			struct dlm_lkb *w = dlm_container_of(pos, struct dlm_lkb,
+							     lkb_statequeue);
+			bool queue_ok = !ahead || (w->lkb_exflags & DLM_LKF_NOORDER);
+			int mode = grantable_mode(r, w, queue_ok);
+
+			if (mode == DLM_LOCK_IV) {
+				ahead = true;
+				if (!r->res_nnoorder)
+					break;
+				continue;
+			}
+			grant_lock(r, w, mode);
+			cast_grant(ls, w);
+		}
+	}
+	/* what still waits: tell the holders in its way */
+	dlm_list_for_each(pos, &r->res_convertq) {
+		struct dlm_lkb *c = dlm_container_of(pos, struct dlm_lkb,
+						     lkb_statequeue);
+
+		if (c != skip)
+			send_blocking_asts(r, c);
+	}
+	if (!dlm_list_empty(&r->res_waitq))
+		send_blocking_asts(r, dlm_list_first(&r->res_waitq,
+						     struct dlm_lkb,
+						     lkb_statequeue));
+}
+
+/* A new request at the master.  Returns 0 (granted), -EINPROGRESS
+ * (queued) or -EAGAIN (NOQUEUE and not grantable). */
+static int do_request(struct dlm_rsb *r, struct dlm_lkb *lkb)
+{
+	struct dlm_ls *ls = r->res_ls;
+	bool queue_ok;
+	int mode;
+
+	if (lkb->lkb_exflags & DLM_LKF_EXPEDITE) {
+		grant_lock(r, lkb, lkb->lkb_rqmode);	/* NL: always */
+		return 0;
+	}
+	queue_ok = (dlm_list_empty(&r->res_convertq) &&
+		    dlm_list_empty(&r->res_waitq)) ||
+		   (lkb->lkb_exflags & DLM_LKF_NOORDER) ||
+		   fault(ls, DLM_FAULT_IGNORE_QUEUE);
+	mode = grantable_mode(r, lkb, queue_ok);
+	if (mode != DLM_LOCK_IV) {
+		grant_lock(r, lkb, mode);
+		return 0;
+	}
+	if (lkb->lkb_exflags & DLM_LKF_NOQUEUE) {
+		if (lkb->lkb_exflags & DLM_LKF_NOQUEUEBAST)
+			send_blocking_asts(r, lkb);
+		return -EAGAIN;
+	}
+	add_to_queue(r, lkb, DLM_LKSTS_WAITING);
+	send_blocking_asts(r, lkb);
+	return -EINPROGRESS;
+}
+
+/* Undo a conversion request: back to the granted mode, on the grant
+ * queue. */
+static void revert_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
+{
+	lkb->lkb_rqmode = DLM_LOCK_IV;
+	lkb->lkb_rqrange = lkb->lkb_grrange;
+	if (lkb->lkb_status != DLM_LKSTS_GRANTED)
+		add_to_queue(r, lkb, DLM_LKSTS_GRANTED);
+}
+
+/* A conversion at the master.  lkb is granted, its rqmode/rqrange set.
+ * Returns 0 (granted), -EINPROGRESS (queued; lkb_grmode may have been
+ * demoted), -EAGAIN (NOQUEUE) or -EDEADLK (deadlock, cancelled). */
+static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
+{
+	struct dlm_ls *ls = r->res_ls;
+	struct dlm_lkb *victim;
+	bool queue_ok;
+	int mode;
+
+	queue_ok = !(lkb->lkb_exflags & DLM_LKF_QUECVT) ||
+		   dlm_list_empty(&r->res_convertq);
+	mode = grantable_mode(r, lkb, queue_ok);
+	if (mode != DLM_LOCK_IV) {
+		grant_lock(r, lkb, mode);
+		grant_pending(r, NULL);	/* a down-conversion may free others */
+		return 0;
+	}
+	if (lkb->lkb_exflags & DLM_LKF_NOQUEUE) {
+		if (lkb->lkb_exflags & DLM_LKF_NOQUEUEBAST)
+			send_blocking_asts(r, lkb);
+		revert_convert(r, lkb);
+		return -EAGAIN;
+	}
+	add_to_queue(r, lkb, DLM_LKSTS_CONVERT);
+	victim = conversion_deadlock(r, lkb);
+	if (victim) {
+		char name[DLM_MAX_KEYLEN * 4 + 8];
+
+		dlm_key_format(r->res_key, r->res_keylen, name, sizeof(name));
+		log_ls(ls, DLM_LOG_DEBUG,
+		       "conversion deadlock on \"%s\": lock %08x %s",
+		       name, victim->lkb_id,
+		       (victim->lkb_exflags & DLM_LKF_CONVDEADLK) ?
+		       "demoted to NL" : "cancelled");
+		if (victim->lkb_exflags & DLM_LKF_CONVDEADLK) {
+			set_grmode(r, victim, DLM_LOCK_NL, &victim->lkb_grrange);
+			victim->lkb_sbflags |= DLM_SBF_DEMOTED;
+		} else {
+			revert_convert(r, victim);
+			if (victim == lkb)
+				return -EDEADLK;
+			/* another lock gave way: it completes now */
+			if (is_master_copy(victim))
+				send_lkb(ls, DLM_MSG_GRANT, victim, -EDEADLK);
+			else
+				cast_local(ls, victim, -EDEADLK);
+		}
+		/* others may now go; lkb's own fate is decided here, so that
+		 * it is answered exactly once */
+		grant_pending(r, lkb);
+		mode = grantable_mode(r, lkb, !(lkb->lkb_exflags & DLM_LKF_QUECVT) ||
+				      dlm_list_first(&r->res_convertq, struct dlm_lkb,
+						     lkb_statequeue) == lkb);
+		if (mode != DLM_LOCK_IV) {
+			grant_lock(r, lkb, mode);
+			grant_pending(r, NULL);
+			return 0;
+		}
+	}
+	send_blocking_asts(r, lkb);
+	return -EINPROGRESS;
+}
+
+/* Unlock at the master: write or invalidate the LVB, leave the queues,
+ * grant what that allows.  The caller frees lkb. */
+static void do_unlock(struct dlm_rsb *r, struct dlm_lkb *lkb, uint32_t flags)
+{
+	if (holds_grmode(lkb) && lkb->lkb_grmode >= DLM_LOCK_PW)
+		lvb_write(r, lkb, flags);
+	del_from_queue(r, lkb);
+	grant_pending(r, NULL);
+}
+
+/* Cancel at the master.  -DLM_ECANCEL when a waiting request was removed
+ * (the caller frees lkb) or a conversion reverted; -EBUSY when nothing
+ * is left to cancel. */
+static int do_cancel(struct dlm_rsb *r, struct dlm_lkb *lkb)
+{
+	switch (lkb->lkb_status) {
+	case DLM_LKSTS_WAITING:
+		del_from_queue(r, lkb);
+		grant_pending(r, NULL);
+		return -DLM_ECANCEL;
+	case DLM_LKSTS_CONVERT:
+		revert_convert(r, lkb);
+		grant_pending(r, NULL);
+		return -DLM_ECANCEL;
+	default:
+		return -EBUSY;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* lock blocks: life and death                                        */
+/* ------------------------------------------------------------------ */
+
+static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
+		      const char *lvb);
+
+/* Free lkb, which is on no queue and has no operation in flight. */
+static void destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_lkb *parent = lkb->lkb_parent;
+	struct dlm_rsb *r = lkb->lkb_rsb;
+
+	remove_waiter(ls, lkb);
+	if (r && lkb->lkb_status != DLM_LKSTS_NONE)
+		del_from_queue(r, lkb);
+	if (!dlm_list_empty(&lkb->lkb_ownerqueue)) {
+		dlm_list_del(&lkb->lkb_ownerqueue);
+		if (lkb->lkb_flags & LKBF_ORPHAN)
+			ls->ls_norphans--;
+		else if (lkb->lkb_owner)
+			dlm_owner_put(ls, lkb->lkb_owner);
+	}
+	dlm_lkb_free(ls, lkb);
+	if (r)
+		dlm_rsb_release(r);
+	if (parent) {
+		parent->lkb_nchildren--;
+		if (!parent->lkb_nchildren &&
+		    (parent->lkb_flags & LKBF_UNLOCK_CHILDLESS)) {
+			parent->lkb_flags &= ~LKBF_UNLOCK_CHILDLESS;
+			unlock_lkb(ls, parent, DLM_LKF_FORCEUNLOCK, NULL);
+		}
+	}
+}
+
+/* Complete a process copy's unlock or failed request: AST, then free. */
+static void finish_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
+{
+	cast_local(ls, lkb, status);
+	destroy_lkb(ls, lkb);
+}
+
+/* ------------------------------------------------------------------ */
+/* process copy side: sending requests                                */
+/* ------------------------------------------------------------------ */
+
+static void send_request(struct dlm_ls *ls, struct dlm_lkb *lkb);
+
+/* Run a new request whose master is known. */
+static void dispatch_request(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_rsb *r = lkb->lkb_rsb;
+	int rv;
+
+	if (!is_master(r)) {
+		send_request(ls, lkb);
+		return;
+	}
+	rv = do_request(r, lkb);
+	if (rv == -EINPROGRESS)
+		return;
+	if (rv == 0)
+		cast_local(ls, lkb, 0);
+	else
+		finish_lkb(ls, lkb, rv);
+}
+
+static void send_request(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	add_waiter(ls, lkb, DLM_WAIT_REQUEST);
+	send_lkb(ls, DLM_MSG_REQUEST, lkb, 0);
+}
+
+/* Find the master of lkb's resource, then run the request. */
+static void request_with_master(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_rsb *r = lkb->lkb_rsb;
+	uint32_t dir, master;
+	struct dlm_msg m;
+
+	if (r->res_nodeid && !(r->res_flags & RESF_LOOKUP)) {
+		dispatch_request(ls, lkb);
+		return;
+	}
+	lkb->lkb_wait_type = DLM_WAIT_LOOKUP;
+	dlm_list_add_tail(&lkb->lkb_statequeue, &r->res_lookupq);
+	if (r->res_flags & RESF_LOOKUP)
+		return;		/* a lookup is already on its way */
+	dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
+	if (dir == dlm_our_nodeid(ls)) {
+		if (dlm_dir_lookup(ls, r->res_key, r->res_keylen,
+				   r->res_hnode.hn_hash, dir, &master)) {
+			dlm_list_del(&lkb->lkb_statequeue);
+			lkb->lkb_wait_type = DLM_WAIT_NONE;
+			finish_lkb(ls, lkb, -ENOMEM);
+			return;
+		}
+		dlm_list_del(&lkb->lkb_statequeue);
+		lkb->lkb_wait_type = DLM_WAIT_NONE;
+		r->res_nodeid = master;
+		dispatch_request(ls, lkb);
+		return;
+	}
+	r->res_flags |= RESF_LOOKUP;
+	memset(&m, 0, sizeof(m));
+	m.m_type = DLM_MSG_LOOKUP;
+	m.m_key = r->res_key;
+	m.m_keylen = r->res_keylen;
+	dlm_send_msg(ls, &m, dir);
+}
+
+void dlm_send_remove(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	struct dlm_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.m_type = DLM_MSG_REMOVE;
+	m.m_key = r->res_key;
+	m.m_keylen = r->res_keylen;
+	dlm_send_msg(ls, &m, dlm_dir_nodeid(ls, r->res_hnode.hn_hash));
+}
+
+/* ------------------------------------------------------------------ */
+/* the client entry points                                            */
+/* ------------------------------------------------------------------ */
+
+#define NEW_FLAGS (DLM_LKF_NOQUEUE | DLM_LKF_VALBLK | DLM_LKF_CONVDEADLK | \
+		   DLM_LKF_PERSISTENT | DLM_LKF_NODLCKWT | DLM_LKF_EXPEDITE | \
+		   DLM_LKF_NOQUEUEBAST | DLM_LKF_HEADQUE | DLM_LKF_NOORDER | \
+		   DLM_LKF_ORPHAN | DLM_LKF_ALTPR | DLM_LKF_ALTCW | \
+		   DLM_LKF_IVVALBLK | DLM_LKF_CONVERT | DLM_LKF_QUECVT)
+
+static int check_range(const struct dlm_range *range, struct dlm_range *out)
+{
+	if (!range) {
+		out->ra_start = DLM_RANGE_MIN;
+		out->ra_end = DLM_RANGE_MAX;
+		return 0;
+	}
+	if (range->ra_start > range->ra_end)
+		return -EINVAL;
+	*out = *range;
+	return 0;
+}
+
+static void set_astinfo(struct dlm_lkb *lkb, const struct dlm_lock_req *req)
+{
+	lkb->lkb_astarg = req->astarg;
+	if (req->want_bast)
+		lkb->lkb_flags |= LKBF_WANT_BAST;
+	else
+		lkb->lkb_flags &= ~LKBF_WANT_BAST;
+}
+
+/* Adopt an orphan: same resource (root name), granted in 'mode'. */
+static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
+			const unsigned char *key, unsigned int keylen,
+			uint32_t *lkid_out)
+{
+	struct dlm_owner *ow;
+	struct dlm_list *pos;
+
+	dlm_list_for_each(pos, &ls->ls_orphans) {
+		struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
+						       lkb_ownerqueue);
+		struct dlm_rsb *r = lkb->lkb_rsb;
+
+		if (r->res_keylen != keylen || memcmp(r->res_key, key, keylen) ||
+		    lkb->lkb_status != DLM_LKSTS_GRANTED ||
+		    lkb->lkb_wait_type != DLM_WAIT_NONE ||
+		    lkb->lkb_grmode != req->mode)
+			continue;
+		ow = dlm_owner_get(ls, req->owner, true);
+		if (!ow)
+			return -ENOMEM;
+		dlm_list_del(&lkb->lkb_ownerqueue);
+		ls->ls_norphans--;
+		lkb->lkb_flags &= ~(LKBF_ORPHAN | LKBF_PURGED);
+		lkb->lkb_owner = ow;
+		lkb->lkb_ownerid = req->owner;
+		dlm_list_add_tail(&lkb->lkb_ownerqueue, &ow->ow_locks);
+		set_astinfo(lkb, req);
+		*lkid_out = lkb->lkb_id;
+		cast_local(ls, lkb, 0);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
+			uint32_t *lkid_out)
+{
+	unsigned char key[DLM_MAX_KEYLEN];
+	unsigned int keylen = 0;
+	struct dlm_lkb *parent = NULL, *lkb;
+	struct dlm_range range;
+	struct dlm_owner *ow;
+	struct dlm_rsb *r;
+	uint32_t hash;
+
+	if (!req->name || req->namelen == 0 || req->namelen > DLM_RESNAME_MAXLEN)
+		return -EINVAL;
+	if (req->flags & (DLM_LKF_QUECVT | DLM_LKF_IVVALBLK))
+		return -EINVAL;		/* conversion-only flags */
+	if ((req->flags & DLM_LKF_EXPEDITE) && req->mode != DLM_LOCK_NL)
+		return -EINVAL;
+	if ((req->flags & DLM_LKF_PERSISTENT) && req->parent)
+		return -EINVAL;		/* persistent sub-locks: not supported */
+	if (check_range(req->range, &range))
+		return -EINVAL;
+	if (req->parent) {
+		parent = dlm_lkb_find(ls, req->parent);
+		if (!parent || is_master_copy(parent) ||
+		    (parent->lkb_flags & LKBF_ORPHAN))
+			return -ENOENT;
+		if (parent->lkb_ownerid != req->owner)
+			return -EPERM;
+		if (!holds_grmode(parent) ||
+		    parent->lkb_wait_type == DLM_WAIT_UNLOCK ||
+		    (parent->lkb_flags & LKBF_OVERLAP_UNLOCK))
+			return -EINVAL;	/* a child lives under a granted parent */
+		keylen = parent->lkb_rsb->res_keylen;
+		if (keylen + 1 + req->namelen > DLM_MAX_KEYLEN)
+			return -EINVAL;
+		memcpy(key, parent->lkb_rsb->res_key, keylen);
+	}
+	key[keylen] = (unsigned char)req->namelen;
+	memcpy(key + keylen + 1, req->name, req->namelen);
+	keylen += 1 + req->namelen;
+	if (!dlm_key_valid(key, keylen))
+		return -EINVAL;		/* too deep */
+	if (req->flags & DLM_LKF_ORPHAN)
+		return adopt_orphan(ls, req, key, keylen, lkid_out);
+
+	hash = dlm_hash_bytes(key, keylen);
+	r = dlm_rsb_find(ls, key, keylen, hash);
+	if (!r) {
+		r = dlm_rsb_create(ls, key, keylen, hash);
+		if (!r)
+			return -ENOMEM;
+		dlm_rsb_hold(r);	/* on the toss list if we fail below */
+		dlm_rsb_release(r);
+	}
+	ow = dlm_owner_get(ls, req->owner, true);
+	if (!ow)
+		return -ENOMEM;
+	lkb = dlm_lkb_create(ls);
+	if (!lkb) {
+		dlm_owner_put(ls, ow);
+		return -ENOMEM;
+	}
+	lkb->lkb_owner = ow;
+	lkb->lkb_ownerid = req->owner;
+	dlm_list_add_tail(&lkb->lkb_ownerqueue, &ow->ow_locks);
+	lkb->lkb_exflags = req->flags;
+	lkb->lkb_rqmode = (int8_t)req->mode;
+	lkb->lkb_rqrange = range;
+	if (req->flags & DLM_LKF_VALBLK)
+		lkb->lkb_flags |= LKBF_VALBLK;
+	if (req->lvb)
+		memcpy(lkb->lkb_lvb, req->lvb, DLM_LVB_LEN);
+	set_astinfo(lkb, req);
+	if (parent) {
+		lkb->lkb_parent = parent;
+		parent->lkb_nchildren++;
+	}
+	lkb->lkb_rsb = r;
+	dlm_rsb_hold(r);
+	*lkid_out = lkb->lkb_id;
+	request_with_master(ls, lkb);
+	return 0;
+}
+
+static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
+			uint32_t *lkid_out)
+{
+	struct dlm_lkb *lkb = dlm_lkb_find(ls, req->lkid);
+	struct dlm_range range;
+	struct dlm_rsb *r;
+	int rv;
+
+	if (!lkb || is_master_copy(lkb))
+		return -ENOENT;
+	if (lkb->lkb_ownerid != req->owner || (lkb->lkb_flags & LKBF_ORPHAN))
+		return -EPERM;
+	if (req->flags & (DLM_LKF_EXPEDITE | DLM_LKF_ORPHAN))
+		return -EINVAL;
+	if (lkb->lkb_status != DLM_LKSTS_GRANTED ||
+	    lkb->lkb_wait_type != DLM_WAIT_NONE ||
+	    (lkb->lkb_flags & (LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK)))
+		return -EBUSY;
+	if ((req->flags & DLM_LKF_QUECVT) &&
+	    !quecvt_matrix[lkb->lkb_grmode][req->mode])
+		return -EINVAL;
+	if (check_range(req->range, &range))
+		return -EINVAL;
+	if (!req->range)
+		range = lkb->lkb_grrange;
+	if ((req->flags & DLM_LKF_VALBLK) && lkb->lkb_grmode >= DLM_LOCK_PW &&
+	    req->mode <= lkb->lkb_grmode && !req->lvb)
+		return -EINVAL;		/* a writer must give the value */
+
+	r = lkb->lkb_rsb;
+	*lkid_out = lkb->lkb_id;
+	lkb->lkb_exflags = req->flags;
+	lkb->lkb_rqmode = (int8_t)req->mode;
+	lkb->lkb_rqrange = range;
+	lkb->lkb_sbflags = 0;
+	if (req->flags & DLM_LKF_VALBLK)
+		lkb->lkb_flags |= LKBF_VALBLK;
+	else
+		lkb->lkb_flags &= ~LKBF_VALBLK;
+	if (req->lvb)
+		memcpy(lkb->lkb_lvb, req->lvb, DLM_LVB_LEN);
+	set_astinfo(lkb, req);
+	if (!is_master(r)) {
+		add_waiter(ls, lkb, DLM_WAIT_CONVERT);
+		send_lkb(ls, DLM_MSG_CONVERT, lkb, 0);
+		return 0;
+	}
+	rv = do_convert(r, lkb);
+	if (rv != -EINPROGRESS)
+		cast_local(ls, lkb, rv);
+	return 0;
+}
+
+int dlm_core_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
+		  uint32_t *lkid_out)
+{
+	uint32_t dummy;
+
+	if (!ls || !req)
+		return -EINVAL;
+	if (!lkid_out)
+		lkid_out = &dummy;
+	if (!mode_valid(req->mode) || (req->flags & ~NEW_FLAGS) ||
+	    !req->owner)
+		return -EINVAL;
+	if ((req->flags & DLM_LKF_ALTPR) && (req->flags & DLM_LKF_ALTCW))
+		return -EINVAL;
+	if (req->flags & DLM_LKF_CONVERT)
+		return convert_lock(ls, req, lkid_out);
+	return request_lock(ls, req, lkid_out);
+}
+
+/* Unlock (flags may hold FORCEUNLOCK, VALBLK, IVVALBLK) or, with CANCEL,
+ * cancel a queued request or conversion of a process copy. */
+static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
+		      const char *lvb)
+{
+	struct dlm_rsb *r = lkb->lkb_rsb;
+	bool force = flags & DLM_LKF_FORCEUNLOCK;
+	int rv;
+
+	if (flags & DLM_LKF_CANCEL) {
+		switch (lkb->lkb_wait_type) {
+		case DLM_WAIT_LOOKUP:
+			dlm_list_del(&lkb->lkb_statequeue);
+			lkb->lkb_wait_type = DLM_WAIT_NONE;
+			finish_lkb(ls, lkb, -DLM_ECANCEL);
+			return 0;
+		case DLM_WAIT_REQUEST:
+		case DLM_WAIT_CONVERT:
+			if (lkb->lkb_flags & (LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK))
+				return -EBUSY;
+			lkb->lkb_flags |= LKBF_OVERLAP_CANCEL;
+			return 0;
+		case DLM_WAIT_NONE:
+			break;
+		default:
+			return -EBUSY;
+		}
+		if (lkb->lkb_status != DLM_LKSTS_WAITING &&
+		    lkb->lkb_status != DLM_LKSTS_CONVERT)
+			return -EBUSY;	/* granted: nothing to cancel */
+		if (!is_master(r)) {
+			add_waiter(ls, lkb, DLM_WAIT_CANCEL);
+			send_lkb(ls, DLM_MSG_CANCEL, lkb, 0);
+			return 0;
+		}
+		rv = do_cancel(r, lkb);
+		if (lkb->lkb_status == DLM_LKSTS_NONE)
+			finish_lkb(ls, lkb, rv);
+		else
+			cast_local(ls, lkb, rv);
+		return 0;
+	}
+
+	if (lkb->lkb_nchildren)
+		return -EBUSY;
+	switch (lkb->lkb_wait_type) {
+	case DLM_WAIT_NONE:
+		break;
+	case DLM_WAIT_LOOKUP:
+		if (!force)
+			return -EBUSY;
+		dlm_list_del(&lkb->lkb_statequeue);
+		lkb->lkb_wait_type = DLM_WAIT_NONE;
+		finish_lkb(ls, lkb, -DLM_EUNLOCK);
+		return 0;
+	case DLM_WAIT_UNLOCK:
+		return -EBUSY;
+	default:
+		if (!force || (lkb->lkb_flags & LKBF_OVERLAP_UNLOCK))
+			return -EBUSY;
+		lkb->lkb_flags |= LKBF_OVERLAP_UNLOCK;
+		lkb->lkb_flags &= ~LKBF_OVERLAP_CANCEL;
+		return 0;
+	}
+	if (lkb->lkb_status != DLM_LKSTS_GRANTED && !force)
+		return -EBUSY;
+	if (lvb && (flags & DLM_LKF_VALBLK))
+		memcpy(lkb->lkb_lvb, lvb, DLM_LVB_LEN);
+	if (!is_master(r)) {
+		struct dlm_msg m;
+
+		add_waiter(ls, lkb, DLM_WAIT_UNLOCK);
+		lkb_msg(&m, DLM_MSG_UNLOCK, lkb, 0);
+		m.m_exflags = flags;
+		m.m_flags = force ? DLM_MF_FORCE : 0;
+		if (!(flags & DLM_LKF_VALBLK)) {
+			m.m_lvb = NULL;
+			m.m_lvblen = 0;
+		}
+		dlm_send_msg(ls, &m, r->res_nodeid);
+		return 0;
+	}
+	do_unlock(r, lkb, flags);
+	finish_lkb(ls, lkb, -DLM_EUNLOCK);
+	return 0;
+}
+
+int dlm_core_unlock(struct dlm_ls *ls, const struct dlm_unlock_req *req)
+{
+	const uint32_t allowed = DLM_LKF_CANCEL | DLM_LKF_FORCEUNLOCK |
+				 DLM_LKF_VALBLK | DLM_LKF_IVVALBLK;
+	struct dlm_lkb *lkb;
+
+	if (!ls || !req || (req->flags & ~allowed))
+		return -EINVAL;
+	lkb = dlm_lkb_find(ls, req->lkid);
+	if (!lkb || is_master_copy(lkb))
+		return -ENOENT;
+	if (lkb->lkb_ownerid != req->owner || (lkb->lkb_flags & LKBF_ORPHAN))
+		return -EPERM;
+	if ((req->flags & DLM_LKF_VALBLK) && !(req->flags & DLM_LKF_CANCEL) &&
+	    !req->lvb)
+		return -EINVAL;
+	if (lkb->lkb_wait_type == DLM_WAIT_NONE)
+		lkb->lkb_astarg = req->astarg;
+	return unlock_lkb(ls, lkb, req->flags, req->lvb);
+}
+
+/* ------------------------------------------------------------------ */
+/* purging owners and orphans                                         */
+/* ------------------------------------------------------------------ */
+
+/* Force-unlock a purged lock, or wait for its children first. */
+static void purge_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	lkb->lkb_flags |= LKBF_PURGED;
+	if (lkb->lkb_nchildren) {
+		lkb->lkb_flags |= LKBF_UNLOCK_CHILDLESS;
+		return;
+	}
+	if (unlock_lkb(ls, lkb, DLM_LKF_FORCEUNLOCK, NULL) == -EBUSY)
+		log_ls(ls, DLM_LOG_DEBUG, "purge of %08x deferred: unlock in flight",
+		       lkb->lkb_id);
+}
+
+int dlm_core_purge_owner(struct dlm_ls *ls, uint64_t owner)
+{
+	struct dlm_owner *ow = dlm_owner_get(ls, owner, false);
+	struct dlm_list victims;
+	int count = 0;
+
+	if (!ow)
+		return 0;
+	/* newest first: children were created after their parents */
+	dlm_list_init(&victims);
+	while (!dlm_list_empty(&ow->ow_locks)) {
+		struct dlm_lkb *lkb = dlm_container_of(ow->ow_locks.prev,
+						       struct dlm_lkb,
+						       lkb_ownerqueue);
+
+		count++;
+		dlm_list_del(&lkb->lkb_ownerqueue);
+		lkb->lkb_owner = NULL;
+		if (lkb->lkb_exflags & DLM_LKF_PERSISTENT) {
+			lkb->lkb_flags |= LKBF_ORPHAN;
+			dlm_list_add_tail(&lkb->lkb_ownerqueue, &ls->ls_orphans);
+			ls->ls_norphans++;
+		} else {
+			dlm_list_add_tail(&lkb->lkb_ownerqueue, &victims);
+		}
+	}
+	dlm_owner_put(ls, ow);
+	while (!dlm_list_empty(&victims)) {
+		struct dlm_lkb *lkb = dlm_list_first(&victims, struct dlm_lkb,
+						     lkb_ownerqueue);
+
+		dlm_list_del(&lkb->lkb_ownerqueue);
+		purge_lkb(ls, lkb);
+	}
+	return count;
+}
+
+static int purge_local_orphans(struct dlm_ls *ls, uint64_t owner)
+{
+	struct dlm_list *pos, *tmp;
+	int count = 0;
+
+	dlm_list_for_each_safe(pos, tmp, &ls->ls_orphans) {
+		struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
+						       lkb_ownerqueue);
+
+		if (owner && lkb->lkb_ownerid != owner)
+			continue;
+		dlm_list_del(&lkb->lkb_ownerqueue);
+		ls->ls_norphans--;
+		lkb->lkb_flags &= ~LKBF_ORPHAN;
+		lkb->lkb_flags |= LKBF_PURGED;
+		count++;
+		purge_lkb(ls, lkb);
+	}
+	return count;
+}
+
+int dlm_core_purge_orphans(struct dlm_ls *ls, uint32_t nodeid, uint64_t owner)
+{
+	struct dlm_msg m;
+
+	if (nodeid == 0 || nodeid == dlm_our_nodeid(ls))
+		return purge_local_orphans(ls, owner);
+	if (!dlm_ls_is_member(ls, nodeid))
+		return -EINVAL;
+	memset(&m, 0, sizeof(m));
+	m.m_type = DLM_MSG_PURGE;
+	m.m_owner = owner;
+	dlm_send_msg(ls, &m, nodeid);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* receiving                                                          */
+/* ------------------------------------------------------------------ */
+
+static void reply_status(struct dlm_ls *ls, const struct dlm_msg *rq,
+			 int type, int status)
+{
+	struct dlm_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.m_type = (uint16_t)type;
+	m.m_remid = rq->m_lkid;
+	m.m_status = status;
+	m.m_grmode = DLM_LOCK_IV;
+	m.m_rqmode = DLM_LOCK_IV;
+	dlm_send_msg(ls, &m, rq->m_from);
+}
+
+/* Master side: REQUEST from a remote node. */
+static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
+	struct dlm_rsb *r;
+	struct dlm_lkb *lkb;
+	int rv;
+
+	if (!m->m_keylen || m->m_rqmode < DLM_LOCK_NL)
+		return -EBADMSG;
+	r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
+	if (!r || !is_master(r) || (r->res_flags & RESF_LOOKUP)) {
+		/* not (or no longer) the master: the sender looks up again */
+		reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -EBADR);
+		return 0;
+	}
+	lkb = dlm_lkb_create(ls);
+	if (!lkb) {
+		reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -ENOMEM);
+		return -ENOMEM;
+	}
+	lkb->lkb_flags = LKBF_MSTCPY;
+	lkb->lkb_nodeid = m->m_from;
+	lkb->lkb_remid = m->m_lkid;
+	lkb->lkb_ownerid = m->m_owner;
+	lkb->lkb_exflags = m->m_exflags;
+	lkb->lkb_rqmode = m->m_rqmode;
+	lkb->lkb_rqrange = m->m_rqrange;
+	if (m->m_exflags & DLM_LKF_VALBLK)
+		lkb->lkb_flags |= LKBF_VALBLK;
+	/* the requester wants basts if it asked; it filters them itself */
+	lkb->lkb_flags |= LKBF_WANT_BAST;
+	lkb->lkb_rsb = r;
+	dlm_rsb_hold(r);
+	rv = do_request(r, lkb);
+	send_lkb(ls, DLM_MSG_REQUEST_REPLY, lkb, rv);
+	if (rv != 0 && rv != -EINPROGRESS)
+		destroy_lkb(ls, lkb);
+	return 0;
+}
+
+/* Master side: find the master copy a message names. */
+static struct dlm_lkb *find_mstcpy(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = dlm_lkb_find(ls, m->m_remid);
+
+	if (!lkb || !is_master_copy(lkb) || lkb->lkb_nodeid != m->m_from ||
+	    lkb->lkb_remid != m->m_lkid) {
+		log_ls(ls, DLM_LOG_WARNING,
+		       "%s from node %u names unknown lock %08x/%08x",
+		       dlm_msg_type_str(m->m_type), m->m_from, m->m_remid,
+		       m->m_lkid);
+		return NULL;
+	}
+	return lkb;
+}
+
+static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = find_mstcpy(ls, m);
+	int rv;
+
+	if (!lkb)
+		return -ENOENT;
+	if (lkb->lkb_status != DLM_LKSTS_GRANTED || m->m_rqmode < DLM_LOCK_NL) {
+		log_ls(ls, DLM_LOG_WARNING, "convert of %08x from node %u: not granted",
+		       lkb->lkb_id, m->m_from);
+		reply_status(ls, m, DLM_MSG_CONVERT_REPLY, -EBUSY);
+		return -EBUSY;
+	}
+	lkb->lkb_exflags = m->m_exflags;
+	lkb->lkb_rqmode = m->m_rqmode;
+	lkb->lkb_rqrange = m->m_rqrange;
+	lkb->lkb_sbflags = 0;
+	if (m->m_exflags & DLM_LKF_VALBLK)
+		lkb->lkb_flags |= LKBF_VALBLK;
+	else
+		lkb->lkb_flags &= ~LKBF_VALBLK;
+	if (m->m_lvb)
+		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
+	rv = do_convert(lkb->lkb_rsb, lkb);
+	send_lkb(ls, DLM_MSG_CONVERT_REPLY, lkb, rv);
+	return 0;
+}
+
+static int receive_unlock(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = find_mstcpy(ls, m);
+
+	if (!lkb)
+		return -ENOENT;
+	if (lkb->lkb_status != DLM_LKSTS_GRANTED && !(m->m_flags & DLM_MF_FORCE)) {
+		reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -EBUSY);
+		return -EBUSY;
+	}
+	if (m->m_lvb)
+		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
+	do_unlock(lkb->lkb_rsb, lkb, m->m_exflags);
+	reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -DLM_EUNLOCK);
+	destroy_lkb(ls, lkb);
+	return 0;
+}
+
+static int receive_cancel(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = find_mstcpy(ls, m);
+	int rv;
+
+	if (!lkb)
+		return -ENOENT;
+	rv = do_cancel(lkb->lkb_rsb, lkb);
+	send_lkb(ls, DLM_MSG_CANCEL_REPLY, lkb, rv);
+	if (lkb->lkb_status == DLM_LKSTS_NONE)
+		destroy_lkb(ls, lkb);
+	return 0;
+}
+
+/* Process copy side: find the lock a reply/grant/bast names. */
+static struct dlm_lkb *find_pcopy(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = dlm_lkb_find(ls, m->m_remid);
+
+	if (!lkb || is_master_copy(lkb) ||
+	    lkb->lkb_rsb->res_nodeid != m->m_from) {
+		log_ls(ls, DLM_LOG_WARNING,
+		       "%s from node %u names unknown lock %08x",
+		       dlm_msg_type_str(m->m_type), m->m_from, m->m_remid);
+		return NULL;
+	}
+	return lkb;
+}
+
+/* The master granted a process copy (in a reply or a GRANT). */
+static void pcopy_granted(struct dlm_ls *ls, struct dlm_lkb *lkb,
+			  const struct dlm_msg *m)
+{
+	struct dlm_rsb *r = lkb->lkb_rsb;
+
+	lkb->lkb_sbflags |= m->m_sbflags;
+	if (m->m_lvb && (lkb->lkb_flags & LKBF_VALBLK))
+		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
+	lkb->lkb_lvbseq = m->m_lvbseq;
+	set_grmode(r, lkb, m->m_grmode, &m->m_grrange);
+	lkb->lkb_rqmode = DLM_LOCK_IV;
+	add_to_queue(r, lkb, DLM_LKSTS_GRANTED);
+	cast_local(ls, lkb, 0);
+}
+
+/* After a reply ends an operation, run a cancel or unlock that the
+ * client asked for meanwhile. */
+static void run_overlap(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	uint32_t f = lkb->lkb_flags;
+
+	lkb->lkb_flags &= ~(LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK);
+	if (f & LKBF_OVERLAP_UNLOCK)
+		unlock_lkb(ls, lkb, DLM_LKF_FORCEUNLOCK, NULL);
+	else if ((f & LKBF_OVERLAP_CANCEL) &&
+		 (lkb->lkb_status == DLM_LKSTS_WAITING ||
+		  lkb->lkb_status == DLM_LKSTS_CONVERT))
+		unlock_lkb(ls, lkb, DLM_LKF_CANCEL, NULL);
+}
+
+static int receive_request_reply(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = find_pcopy(ls, m);
+	struct dlm_rsb *r;
+
+	if (!lkb)
+		return -ENOENT;
+	if (lkb->lkb_wait_type != DLM_WAIT_REQUEST) {
+		log_ls(ls, DLM_LOG_WARNING, "unexpected request reply for %08x",
+		       lkb->lkb_id);
+		return -EPROTO;
+	}
+	r = lkb->lkb_rsb;
+	remove_waiter(ls, lkb);
+	switch (m->m_status) {
+	case -EBADR:
+		/* the node was not the master (any more): look up again */
+		if (lkb->lkb_flags & (LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK)) {
+			finish_lkb(ls, lkb, (lkb->lkb_flags & LKBF_OVERLAP_UNLOCK) ?
+				   -DLM_EUNLOCK : -DLM_ECANCEL);
+			return 0;
+		}
+		if (r->res_nodeid == m->m_from)
+			r->res_nodeid = 0;
+		request_with_master(ls, lkb);
+		return 0;
+	case 0:
+		lkb->lkb_remid = m->m_lkid;
+		pcopy_granted(ls, lkb, m);
+		run_overlap(ls, lkb);
+		return 0;
+	case -EINPROGRESS:
+		lkb->lkb_remid = m->m_lkid;
+		add_to_queue(r, lkb, DLM_LKSTS_WAITING);
+		run_overlap(ls, lkb);
+		return 0;
+	default:
+		finish_lkb(ls, lkb, m->m_status);
+		return 0;
+	}
+}
+
+static int receive_convert_reply(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = find_pcopy(ls, m);
+	struct dlm_rsb *r;
+
+	if (!lkb || lkb->lkb_remid != m->m_lkid)
+		return -ENOENT;
+	if (lkb->lkb_wait_type != DLM_WAIT_CONVERT) {
+		log_ls(ls, DLM_LOG_WARNING, "unexpected convert reply for %08x",
+		       lkb->lkb_id);
+		return -EPROTO;
+	}
+	r = lkb->lkb_rsb;
+	remove_waiter(ls, lkb);
+	switch (m->m_status) {
+	case 0:
+		pcopy_granted(ls, lkb, m);
+		break;
+	case -EINPROGRESS:
+		lkb->lkb_sbflags |= m->m_sbflags;
+		set_grmode(r, lkb, m->m_grmode, &lkb->lkb_grrange);
+		add_to_queue(r, lkb, DLM_LKSTS_CONVERT);
+		break;
+	default:
+		lkb->lkb_sbflags |= m->m_sbflags;
+		revert_convert(r, lkb);
+		cast_local(ls, lkb, m->m_status);
+		break;
+	}
+	run_overlap(ls, lkb);
+	return 0;
+}
+
+static int receive_unlock_reply(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = find_pcopy(ls, m);
+
+	if (!lkb)
+		return -ENOENT;
+	if (lkb->lkb_wait_type != DLM_WAIT_UNLOCK) {
+		log_ls(ls, DLM_LOG_WARNING, "unexpected unlock reply for %08x",
+		       lkb->lkb_id);
+		return -EPROTO;
+	}
+	remove_waiter(ls, lkb);
+	if (m->m_status == -DLM_EUNLOCK) {
+		finish_lkb(ls, lkb, -DLM_EUNLOCK);
+		return 0;
+	}
+	log_ls(ls, DLM_LOG_WARNING, "unlock of %08x refused by node %u: %d",
+	       lkb->lkb_id, m->m_from, m->m_status);
+	cast_local(ls, lkb, m->m_status);
+	return 0;
+}
+
+static int receive_cancel_reply(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = find_pcopy(ls, m);
+	struct dlm_rsb *r;
+
+	if (!lkb)
+		return -ENOENT;
+	if (lkb->lkb_wait_type != DLM_WAIT_CANCEL) {
+		log_ls(ls, DLM_LOG_WARNING, "unexpected cancel reply for %08x",
+		       lkb->lkb_id);
+		return -EPROTO;
+	}
+	r = lkb->lkb_rsb;
+	remove_waiter(ls, lkb);
+	if (m->m_status == -DLM_ECANCEL) {
+		if (lkb->lkb_status == DLM_LKSTS_WAITING) {
+			lkb->lkb_flags &= ~LKBF_OVERLAP_UNLOCK;
+			finish_lkb(ls, lkb, -DLM_ECANCEL);
+			return 0;
+		}
+		set_grmode(r, lkb, m->m_grmode, &lkb->lkb_grrange);
+		revert_convert(r, lkb);
+		cast_local(ls, lkb, -DLM_ECANCEL);
+	}
+	/* -EBUSY: granted before the cancel arrived; the GRANT came first */
+	run_overlap(ls, lkb);
+	return 0;
+}
+
+static int receive_grant(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = find_pcopy(ls, m);
+
+	if (!lkb || lkb->lkb_remid != m->m_lkid)
+		return -ENOENT;
+	if (lkb->lkb_status != DLM_LKSTS_WAITING &&
+	    lkb->lkb_status != DLM_LKSTS_CONVERT) {
+		log_ls(ls, DLM_LOG_WARNING, "grant for %08x, which is not queued",
+		       lkb->lkb_id);
+		return -EPROTO;
+	}
+	if (m->m_status == -EDEADLK) {
+		/* our conversion gave way to break a deadlock */
+		revert_convert(lkb->lkb_rsb, lkb);
+		cast_local(ls, lkb, -EDEADLK);
+		return 0;
+	}
+	pcopy_granted(ls, lkb, m);
+	return 0;
+}
+
+static int receive_bast(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = find_pcopy(ls, m);
+
+	if (!lkb)
+		return -ENOENT;
+	if (m->m_bastmode < DLM_LOCK_NL)
+		return -EBADMSG;
+	if (!holds_grmode(lkb) || lkb->lkb_wait_type == DLM_WAIT_UNLOCK ||
+	    dlm_modes_compat(lkb->lkb_grmode, m->m_bastmode))
+		return 0;	/* stale: the lock changed meanwhile */
+	bast_local(ls, lkb, m->m_bastmode);
+	return 0;
+}
+
+static int receive_lookup(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
+	uint32_t master = 0;
+	struct dlm_msg rp;
+	int rv;
+
+	if (!m->m_keylen)
+		return -EBADMSG;
+	if (dlm_dir_nodeid(ls, hash) != dlm_our_nodeid(ls)) {
+		log_ls(ls, DLM_LOG_WARNING,
+		       "lookup from node %u for a name we are not directory of",
+		       m->m_from);
+		rv = -EINVAL;
+	} else {
+		rv = dlm_dir_lookup(ls, m->m_key, m->m_keylen, hash, m->m_from,
+				    &master);
+	}
+	memset(&rp, 0, sizeof(rp));
+	rp.m_type = DLM_MSG_LOOKUP_REPLY;
+	rp.m_status = rv;
+	rp.m_nodeid = master;
+	rp.m_key = m->m_key;
+	rp.m_keylen = m->m_keylen;
+	dlm_send_msg(ls, &rp, m->m_from);
+	return rv;
+}
+
+static int receive_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
+	struct dlm_rsb *r;
+
+	if (!m->m_keylen)
+		return -EBADMSG;
+	r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
+	if (!r || !(r->res_flags & RESF_LOOKUP)) {
+		log_ls(ls, DLM_LOG_WARNING, "unexpected lookup reply from node %u",
+		       m->m_from);
+		return -ENOENT;
+	}
+	r->res_flags &= ~RESF_LOOKUP;
+	if (m->m_status || !dlm_ls_is_member(ls, m->m_nodeid)) {
+		log_ls(ls, DLM_LOG_ERR, "lookup failed at node %u: %d (master %u)",
+		       m->m_from, m->m_status, m->m_nodeid);
+		while (!dlm_list_empty(&r->res_lookupq)) {
+			struct dlm_lkb *lkb = dlm_list_first(&r->res_lookupq,
+							     struct dlm_lkb,
+							     lkb_statequeue);
+
+			dlm_list_del(&lkb->lkb_statequeue);
+			lkb->lkb_wait_type = DLM_WAIT_NONE;
+			finish_lkb(ls, lkb, m->m_status ? m->m_status : -EPROTO);
+		}
+		return m->m_status ? m->m_status : -EPROTO;
+	}
+	r->res_nodeid = m->m_nodeid;
+	/* keep r alive while its waiters run */
+	r->res_nlkbs++;
+	while (!dlm_list_empty(&r->res_lookupq)) {
+		struct dlm_lkb *lkb = dlm_list_first(&r->res_lookupq,
+						     struct dlm_lkb, lkb_statequeue);
+
+		dlm_list_del(&lkb->lkb_statequeue);
+		lkb->lkb_wait_type = DLM_WAIT_NONE;
+		dispatch_request(ls, lkb);
+	}
+	dlm_rsb_release(r);
+	return 0;
+}
+
+static int receive_remove(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
+
+	if (!m->m_keylen)
+		return -EBADMSG;
+	dlm_dir_remove(ls, m->m_key, m->m_keylen, hash, m->m_from);
+	return 0;
+}
+
+int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	switch (m->m_type) {
+	case DLM_MSG_REQUEST:
+		return receive_request(ls, m);
+	case DLM_MSG_CONVERT:
+		return receive_convert(ls, m);
+	case DLM_MSG_UNLOCK:
+		return receive_unlock(ls, m);
+	case DLM_MSG_CANCEL:
+		return receive_cancel(ls, m);
+	case DLM_MSG_REQUEST_REPLY:
+		return receive_request_reply(ls, m);
+	case DLM_MSG_CONVERT_REPLY:
+		return receive_convert_reply(ls, m);
+	case DLM_MSG_UNLOCK_REPLY:
+		return receive_unlock_reply(ls, m);
+	case DLM_MSG_CANCEL_REPLY:
+		return receive_cancel_reply(ls, m);
+	case DLM_MSG_GRANT:
+		return receive_grant(ls, m);
+	case DLM_MSG_BAST:
+		return receive_bast(ls, m);
+	case DLM_MSG_LOOKUP:
+		return receive_lookup(ls, m);
+	case DLM_MSG_LOOKUP_REPLY:
+		return receive_lookup_reply(ls, m);
+	case DLM_MSG_REMOVE:
+		return receive_remove(ls, m);
+	case DLM_MSG_PURGE:
+		purge_local_orphans(ls, m->m_owner);
+		return 0;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* teardown and inspection                                            */
+/* ------------------------------------------------------------------ */
+
+static void free_hnode_lkb(void *arg, struct dlm_hnode *n)
+{
+	(void)arg;
+	free(dlm_container_of(n, struct dlm_lkb, lkb_hnode));
+}
+
+static void free_hnode_rsb(void *arg, struct dlm_hnode *n)
+{
+	(void)arg;
+	free(dlm_container_of(n, struct dlm_rsb, res_hnode));
+}
+
+static void free_hnode_dirent(void *arg, struct dlm_hnode *n)
+{
+	(void)arg;
+	free(dlm_container_of(n, struct dlm_dirent, de_hnode));
+}
+
+static void free_hnode_owner(void *arg, struct dlm_hnode *n)
+{
+	(void)arg;
+	free(dlm_container_of(n, struct dlm_owner, ow_hnode));
+}
+
+/* Drop every object of the lockspace, sending and casting nothing. */
+void dlm_lock_drop_all(struct dlm_ls *ls)
+{
+	dlm_htab_drain(&ls->ls_lkbtbl, free_hnode_lkb, NULL);
+	dlm_htab_drain(&ls->ls_rsbtbl, free_hnode_rsb, NULL);
+	dlm_htab_drain(&ls->ls_dirtbl, free_hnode_dirent, NULL);
+	dlm_htab_drain(&ls->ls_ownertbl, free_hnode_owner, NULL);
+	dlm_list_init(&ls->ls_toss);
+	dlm_list_init(&ls->ls_waiters);
+	dlm_list_init(&ls->ls_orphans);
+	ls->ls_nwaiters = 0;
+	ls->ls_norphans = 0;
+}
+
+struct walk_ctx {
+	struct dlm_ls *ls;
+	void (*fn)(void *arg, const struct dlm_lock_info *li);
+	void *arg;
+};
+
+static void walk_one(void *arg, struct dlm_hnode *n)
+{
+	struct walk_ctx *w = arg;
+	struct dlm_lkb *lkb = dlm_container_of(n, struct dlm_lkb, lkb_hnode);
+	struct dlm_lock_info li;
+
+	memset(&li, 0, sizeof(li));
+	li.lkid = lkb->lkb_id;
+	li.remid = lkb->lkb_remid;
+	li.nodeid = lkb->lkb_nodeid;
+	li.is_master_copy = is_master_copy(lkb);
+	li.is_master = lkb->lkb_rsb && is_master(lkb->lkb_rsb) &&
+		       !(lkb->lkb_rsb->res_flags & RESF_LOOKUP);
+	li.status = lkb->lkb_status;
+	li.grmode = lkb->lkb_grmode;
+	li.rqmode = lkb->lkb_rqmode;
+	li.grrange = lkb->lkb_grrange;
+	li.rqrange = lkb->lkb_rqrange;
+	li.owner = lkb->lkb_ownerid;
+	li.orphan = !!(lkb->lkb_flags & LKBF_ORPHAN);
+	if (lkb->lkb_rsb) {
+		li.key = lkb->lkb_rsb->res_key;
+		li.keylen = lkb->lkb_rsb->res_keylen;
+	}
+	w->fn(w->arg, &li);
+}
+
+void dlm_core_ls_walk(struct dlm_ls *ls,
+		      void (*fn)(void *arg, const struct dlm_lock_info *li),
+		      void *arg)
+{
+	struct walk_ctx w = { ls, fn, arg };
+
+	dlm_htab_walk(&ls->ls_lkbtbl, walk_one, &w);
+}

@@ -1,0 +1,320 @@
+/*
+ * core/ls.c - engine instances and lockspaces: creation, release, time,
+ * message intake, statistics.
+ *
+ * A lockspace exists independently on every member node; instances find
+ * each other's messages by the global lockspace id, a hash of the name
+ * that every node computes the same way.  Membership is the sorted list
+ * of member node ids given at creation; it decides which node is the
+ * directory node of each resource name (resource.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+
+#define DEFAULT_TOSS_MS	10000
+#define LOG_LINE_MAX	512
+
+void dlm_core_log(struct dlm_core *core, enum dlm_log_level level,
+		  const char *fmt, ...)
+{
+	char line[LOG_LINE_MAX];
+	va_list ap;
+
+	if (!core->core_ops.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	core->core_ops.log(core->core_ctx, level, line);
+}
+
+struct dlm_core *dlm_core_new(const struct dlm_core_config *cfg,
+			      const struct dlm_core_ops *ops, void *ctx)
+{
+	struct dlm_core *core;
+
+	if (!cfg || !ops || !cfg->our_nodeid || !ops->send || !ops->ast)
+		return NULL;
+	core = calloc(1, sizeof(*core));
+	if (!core)
+		return NULL;
+	core->core_cfg = *cfg;
+	if (!core->core_cfg.toss_ms)
+		core->core_cfg.toss_ms = DEFAULT_TOSS_MS;
+	core->core_ops = *ops;
+	core->core_ctx = ctx;
+	dlm_list_init(&core->core_lockspaces);
+	return core;
+}
+
+static void ls_free(struct dlm_ls *ls)
+{
+	dlm_lock_drop_all(ls);
+	dlm_htab_destroy(&ls->ls_rsbtbl);
+	dlm_htab_destroy(&ls->ls_lkbtbl);
+	dlm_htab_destroy(&ls->ls_dirtbl);
+	dlm_htab_destroy(&ls->ls_ownertbl);
+	dlm_list_del(&ls->ls_list);
+	free(ls->ls_members);
+	free(ls);
+}
+
+void dlm_core_free(struct dlm_core *core)
+{
+	struct dlm_lkb *lkb;
+
+	if (!core)
+		return;
+	while (!dlm_list_empty(&core->core_lockspaces))
+		ls_free(dlm_container_of(core->core_lockspaces.next,
+					 struct dlm_ls, ls_list));
+	while ((lkb = core->core_lkb_cache)) {
+		core->core_lkb_cache = lkb->lkb_parent;
+		free(lkb);
+	}
+	free(core);
+}
+
+uint32_t dlm_core_nodeid(const struct dlm_core *core)
+{
+	return core->core_cfg.our_nodeid;
+}
+
+void dlm_core_set_fault(struct dlm_core *core, enum dlm_core_fault fault)
+{
+	core->core_fault = fault;
+	if (fault != DLM_FAULT_NONE)
+		dlm_core_log(core, DLM_LOG_WARNING,
+			     "test fault %d switched on: this engine is broken on purpose",
+			     (int)fault);
+}
+
+void dlm_core_tick(struct dlm_core *core, uint64_t now_ms)
+{
+	struct dlm_list *pos;
+
+	if (now_ms > core->core_now)
+		core->core_now = now_ms;
+	dlm_list_for_each(pos, &core->core_lockspaces)
+		dlm_toss_expire(dlm_container_of(pos, struct dlm_ls, ls_list),
+				core->core_now, false);
+}
+
+uint32_t dlm_core_ls_name_to_id(const char *name)
+{
+	uint32_t id = dlm_hash_bytes(name, strlen(name));
+
+	return id ? id : 1;	/* 0 means "no lockspace" on the wire */
+}
+
+bool dlm_ls_is_member(const struct dlm_ls *ls, uint32_t nodeid)
+{
+	unsigned int lo = 0, hi = ls->ls_nmembers;
+
+	while (lo < hi) {
+		unsigned int mid = (lo + hi) / 2;
+
+		if (ls->ls_members[mid] == nodeid)
+			return true;
+		if (ls->ls_members[mid] < nodeid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+uint32_t dlm_our_nodeid(const struct dlm_ls *ls)
+{
+	return ls->ls_core->core_cfg.our_nodeid;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int set_members(struct dlm_ls *ls, const uint32_t *members,
+		       unsigned int n)
+{
+	uint32_t *m;
+	unsigned int i;
+
+	if (n == 0 || n > DLM_MAX_NODES)
+		return -EINVAL;
+	m = malloc(n * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	memcpy(m, members, n * sizeof(*m));
+	qsort(m, n, sizeof(*m), cmp_u32);
+	for (i = 0; i < n; i++) {
+		if (m[i] == 0 || (i && m[i] == m[i - 1])) {
+			free(m);
+			return -EINVAL;
+		}
+	}
+	free(ls->ls_members);
+	ls->ls_members = m;
+	ls->ls_nmembers = n;
+	if (!dlm_ls_is_member(ls, dlm_our_nodeid(ls)))
+		return -EINVAL;
+	return 0;
+}
+
+int dlm_core_ls_create(struct dlm_core *core, const char *name,
+		       const uint32_t *members, unsigned int nmembers,
+		       void *ls_ctx, struct dlm_ls **out)
+{
+	struct dlm_ls *ls;
+	size_t len;
+	int rv;
+
+	if (!name || !members)
+		return -EINVAL;
+	len = strnlen(name, DLM_LOCKSPACE_LEN + 1);
+	if (len == 0 || len > DLM_LOCKSPACE_LEN)
+		return -EINVAL;
+	if (dlm_core_ls_find(core, name))
+		return -EEXIST;
+	if (dlm_core_ls_find_id(core, dlm_core_ls_name_to_id(name))) {
+		dlm_core_log(core, DLM_LOG_ERR,
+			     "lockspace %s: id collides with an existing lockspace",
+			     name);
+		return -EEXIST;
+	}
+	ls = calloc(1, sizeof(*ls));
+	if (!ls)
+		return -ENOMEM;
+	ls->ls_core = core;
+	ls->ls_ctx = ls_ctx;
+	memcpy(ls->ls_name, name, len);
+	ls->ls_id = dlm_core_ls_name_to_id(ls->ls_name);
+	ls->ls_next_lkid = 1;
+	dlm_list_init(&ls->ls_list);
+	dlm_list_init(&ls->ls_toss);
+	dlm_list_init(&ls->ls_waiters);
+	dlm_list_init(&ls->ls_orphans);
+	rv = set_members(ls, members, nmembers);
+	if (rv)
+		goto fail;
+	rv = -ENOMEM;
+	if (dlm_htab_init(&ls->ls_rsbtbl) || dlm_htab_init(&ls->ls_lkbtbl) ||
+	    dlm_htab_init(&ls->ls_dirtbl) || dlm_htab_init(&ls->ls_ownertbl))
+		goto fail;
+	dlm_list_add_tail(&ls->ls_list, &core->core_lockspaces);
+	log_ls(ls, DLM_LOG_INFO, "lockspace created, id %08x, %u members",
+	       ls->ls_id, ls->ls_nmembers);
+	if (out)
+		*out = ls;
+	return 0;
+fail:
+	dlm_htab_destroy(&ls->ls_rsbtbl);
+	dlm_htab_destroy(&ls->ls_lkbtbl);
+	dlm_htab_destroy(&ls->ls_dirtbl);
+	dlm_htab_destroy(&ls->ls_ownertbl);
+	free(ls->ls_members);
+	free(ls);
+	return rv;
+}
+
+int dlm_core_ls_release(struct dlm_ls *ls, int force)
+{
+	if (ls->ls_lkbtbl.ht_count && !force)
+		return -EBUSY;
+	log_ls(ls, DLM_LOG_INFO, "lockspace released%s",
+	       ls->ls_lkbtbl.ht_count ? " (forced, locks dropped)" : "");
+	ls_free(ls);
+	return 0;
+}
+
+struct dlm_ls *dlm_core_ls_find(struct dlm_core *core, const char *name)
+{
+	struct dlm_list *pos;
+
+	dlm_list_for_each(pos, &core->core_lockspaces) {
+		struct dlm_ls *ls = dlm_container_of(pos, struct dlm_ls, ls_list);
+
+		if (!strcmp(ls->ls_name, name))
+			return ls;
+	}
+	return NULL;
+}
+
+struct dlm_ls *dlm_core_ls_find_id(struct dlm_core *core, uint32_t lsid)
+{
+	struct dlm_list *pos;
+
+	dlm_list_for_each(pos, &core->core_lockspaces) {
+		struct dlm_ls *ls = dlm_container_of(pos, struct dlm_ls, ls_list);
+
+		if (ls->ls_id == lsid)
+			return ls;
+	}
+	return NULL;
+}
+
+uint32_t dlm_core_ls_id(const struct dlm_ls *ls)
+{
+	return ls->ls_id;
+}
+
+const char *dlm_core_ls_name(const struct dlm_ls *ls)
+{
+	return ls->ls_name;
+}
+
+void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->ls_resources = ls->ls_rsbtbl.ht_count;
+	st->ls_locks = ls->ls_lkbtbl.ht_count;
+	st->ls_dir_entries = ls->ls_dirtbl.ht_count;
+	st->ls_waiters = ls->ls_nwaiters;
+	st->ls_orphans = ls->ls_norphans;
+	st->ls_msgs_sent = ls->ls_msgs_sent;
+	st->ls_msgs_received = ls->ls_msgs_received;
+}
+
+int dlm_core_receive(struct dlm_core *core, uint32_t from,
+		     const void *buf, size_t len)
+{
+	const char *why = NULL;
+	struct dlm_msg m;
+	struct dlm_ls *ls;
+	int rv;
+
+	rv = dlm_msg_decode(buf, len, &m, &why);
+	if (rv) {
+		dlm_core_log(core, DLM_LOG_WARNING,
+			     "dropped message from node %u (%zu bytes): %s",
+			     from, len, why);
+		return rv;
+	}
+	if (m.m_from != from || m.m_to != core->core_cfg.our_nodeid) {
+		dlm_core_log(core, DLM_LOG_WARNING,
+			     "dropped %s from node %u: header says from %u to %u",
+			     dlm_msg_type_str(m.m_type), from, m.m_from, m.m_to);
+		return -EBADMSG;
+	}
+	ls = dlm_core_ls_find_id(core, m.m_lsid);
+	if (!ls) {
+		dlm_core_log(core, DLM_LOG_WARNING,
+			     "dropped %s from node %u: unknown lockspace %08x",
+			     dlm_msg_type_str(m.m_type), from, m.m_lsid);
+		return -ENOENT;
+	}
+	if (!dlm_ls_is_member(ls, from)) {
+		log_ls(ls, DLM_LOG_WARNING,
+		       "dropped %s from node %u: not a member",
+		       dlm_msg_type_str(m.m_type), from);
+		return -EPERM;
+	}
+	ls->ls_msgs_received++;
+	return dlm_lock_receive(ls, &m);
+}

@@ -1,0 +1,296 @@
+/*
+ * core/resource.c - resources, lock blocks, the resource directory and
+ * lock owners: allocation, lookup tables and the toss list.
+ *
+ * Resource keys.  A resource is named by a key: one or more components,
+ * each a length byte followed by 1..DLM_RESNAME_MAXLEN name bytes.  A root
+ * resource "abc" has key "\3abc"; the sub-resource "x" locked under a lock
+ * on "abc" has key "\3abc\1x".  So a name means a different resource under
+ * each parent resource, and any byte may appear in a name.
+ *
+ * Directory.  The key's hash picks the directory node among the sorted
+ * lockspace members (hash modulo member count).  The directory node keeps
+ * a record key -> master for every resource mastered anywhere; the first
+ * node to look a key up becomes its master.  When a master drops an unused
+ * resource it tells the directory node (REMOVE), which forgets the record
+ * only if that node is still the recorded master.
+ *
+ * Toss list.  A resource with no locks is not freed at once: it stays on
+ * the lockspace's toss list (oldest first) for toss_ms, so that locking
+ * the same name again costs no directory lookup.  dlm_core_tick() frees
+ * what has expired, looking only at the head of the list.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+
+#define LKB_CACHE_MAX	1024
+
+uint32_t dlm_dir_nodeid(const struct dlm_ls *ls, uint32_t hash)
+{
+	return ls->ls_members[(hash >> 8) % ls->ls_nmembers];
+}
+
+/* ---------------------------------------------------------------- rsbs */
+
+struct dlm_rsb *dlm_rsb_find(struct dlm_ls *ls, const unsigned char *key,
+			     unsigned int keylen, uint32_t hash)
+{
+	struct dlm_hnode *n;
+
+	for (n = dlm_htab_chain(&ls->ls_rsbtbl, hash); n; n = n->hn_next) {
+		struct dlm_rsb *r = dlm_container_of(n, struct dlm_rsb, res_hnode);
+
+		if (n->hn_hash == hash && r->res_keylen == keylen &&
+		    !memcmp(r->res_key, key, keylen))
+			return r;
+	}
+	return NULL;
+}
+
+struct dlm_rsb *dlm_rsb_create(struct dlm_ls *ls, const unsigned char *key,
+			       unsigned int keylen, uint32_t hash)
+{
+	struct dlm_rsb *r = calloc(1, sizeof(*r) + keylen);
+
+	if (!r)
+		return NULL;
+	r->res_ls = ls;
+	r->res_hnode.hn_hash = hash;
+	r->res_keylen = (uint16_t)keylen;
+	memcpy(r->res_key, key, keylen);
+	dlm_list_init(&r->res_grantq);
+	dlm_list_init(&r->res_convertq);
+	dlm_list_init(&r->res_waitq);
+	dlm_list_init(&r->res_lookupq);
+	dlm_list_init(&r->res_toss);
+	dlm_htab_insert(&ls->ls_rsbtbl, &r->res_hnode);
+	return r;
+}
+
+bool dlm_rsb_unused(const struct dlm_rsb *r)
+{
+	return r->res_nlkbs == 0 && !(r->res_flags & RESF_LOOKUP);
+}
+
+/* Something (an lkb, or a caller for a while) starts using r. */
+void dlm_rsb_hold(struct dlm_rsb *r)
+{
+	r->res_nlkbs++;
+	if (r->res_flags & RESF_TOSSED) {
+		r->res_flags &= ~RESF_TOSSED;
+		dlm_list_del(&r->res_toss);
+	}
+}
+
+/* Put r on the toss list if nothing uses it any more. */
+static void maybe_toss(struct dlm_rsb *r)
+{
+	struct dlm_ls *ls = r->res_ls;
+
+	if (!dlm_rsb_unused(r) || (r->res_flags & RESF_TOSSED))
+		return;
+	r->res_flags |= RESF_TOSSED;
+	r->res_toss_time = ls->ls_core->core_now;
+	dlm_list_add_tail(&r->res_toss, &ls->ls_toss);
+}
+
+/* An lkb stops using r. */
+void dlm_rsb_release(struct dlm_rsb *r)
+{
+	r->res_nlkbs--;
+	maybe_toss(r);
+}
+
+void dlm_rsb_free(struct dlm_rsb *r)
+{
+	if (r->res_flags & RESF_TOSSED)
+		dlm_list_del(&r->res_toss);
+	dlm_htab_remove(&r->res_ls->ls_rsbtbl, &r->res_hnode);
+	free(r);
+}
+
+/* Free every tossed rsb older than toss_ms (all of them with 'all').  A
+ * master gives up its directory record on the way out. */
+void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
+{
+	uint64_t toss_ms = ls->ls_core->core_cfg.toss_ms;
+
+	while (!dlm_list_empty(&ls->ls_toss)) {
+		struct dlm_rsb *r = dlm_list_first(&ls->ls_toss, struct dlm_rsb,
+						   res_toss);
+
+		if (!all && r->res_toss_time + toss_ms > now)
+			break;
+		if (is_master(r)) {
+			uint32_t dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
+
+			if (dir == dlm_our_nodeid(ls))
+				dlm_dir_remove(ls, r->res_key, r->res_keylen,
+					       r->res_hnode.hn_hash,
+					       dlm_our_nodeid(ls));
+			else
+				dlm_send_remove(ls, r);
+		}
+		dlm_rsb_free(r);
+	}
+}
+
+/* ---------------------------------------------------------------- lkbs */
+
+struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id)
+{
+	uint32_t hash = dlm_hash_u32(id);
+	struct dlm_hnode *n;
+
+	if (!id)
+		return NULL;
+	for (n = dlm_htab_chain(&ls->ls_lkbtbl, hash); n; n = n->hn_next) {
+		struct dlm_lkb *lkb = dlm_container_of(n, struct dlm_lkb, lkb_hnode);
+
+		if (lkb->lkb_id == id)
+			return lkb;
+	}
+	return NULL;
+}
+
+/* A new lkb with a fresh id, on no queue. */
+struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls)
+{
+	struct dlm_core *core = ls->ls_core;
+	struct dlm_lkb *lkb = core->core_lkb_cache;
+	uint32_t id;
+
+	if (lkb) {
+		core->core_lkb_cache = lkb->lkb_parent;
+		core->core_lkb_cached--;
+	} else {
+		lkb = malloc(sizeof(*lkb));
+		if (!lkb)
+			return NULL;
+	}
+	memset(lkb, 0, sizeof(*lkb));
+	/* ids wrap after 2^32 locks; skip 0 and ids still in use */
+	do {
+		id = ls->ls_next_lkid++;
+	} while (id == 0 || dlm_lkb_find(ls, id));
+	lkb->lkb_id = id;
+	lkb->lkb_grmode = DLM_LOCK_IV;
+	lkb->lkb_rqmode = DLM_LOCK_IV;
+	lkb->lkb_highbast = DLM_LOCK_IV;
+	lkb->lkb_nodeid = dlm_our_nodeid(ls);
+	lkb->lkb_grrange.ra_end = DLM_RANGE_MAX;
+	lkb->lkb_rqrange.ra_end = DLM_RANGE_MAX;
+	dlm_list_init(&lkb->lkb_statequeue);
+	dlm_list_init(&lkb->lkb_ownerqueue);
+	dlm_list_init(&lkb->lkb_waiter);
+	lkb->lkb_hnode.hn_hash = dlm_hash_u32(id);
+	dlm_htab_insert(&ls->ls_lkbtbl, &lkb->lkb_hnode);
+	return lkb;
+}
+
+void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_core *core = ls->ls_core;
+
+	dlm_htab_remove(&ls->ls_lkbtbl, &lkb->lkb_hnode);
+	if (core->core_lkb_cached < LKB_CACHE_MAX) {
+		lkb->lkb_parent = core->core_lkb_cache;
+		core->core_lkb_cache = lkb;
+		core->core_lkb_cached++;
+	} else {
+		free(lkb);
+	}
+}
+
+/* ----------------------------------------------------------- directory */
+
+struct dlm_dirent *dlm_dir_find(struct dlm_ls *ls, const unsigned char *key,
+				unsigned int keylen, uint32_t hash)
+{
+	struct dlm_hnode *n;
+
+	for (n = dlm_htab_chain(&ls->ls_dirtbl, hash); n; n = n->hn_next) {
+		struct dlm_dirent *de = dlm_container_of(n, struct dlm_dirent,
+							 de_hnode);
+
+		if (n->hn_hash == hash && de->de_keylen == keylen &&
+		    !memcmp(de->de_key, key, keylen))
+			return de;
+	}
+	return NULL;
+}
+
+/* The master of key; 'requester' becomes it when there is none yet. */
+int dlm_dir_lookup(struct dlm_ls *ls, const unsigned char *key,
+		   unsigned int keylen, uint32_t hash, uint32_t requester,
+		   uint32_t *master)
+{
+	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
+
+	if (!de) {
+		de = malloc(sizeof(*de) + keylen);
+		if (!de)
+			return -ENOMEM;
+		de->de_hnode.hn_hash = hash;
+		de->de_master = requester;
+		de->de_keylen = (uint16_t)keylen;
+		memcpy(de->de_key, key, keylen);
+		dlm_htab_insert(&ls->ls_dirtbl, &de->de_hnode);
+	}
+	*master = de->de_master;
+	return 0;
+}
+
+void dlm_dir_remove(struct dlm_ls *ls, const unsigned char *key,
+		    unsigned int keylen, uint32_t hash, uint32_t master)
+{
+	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
+	char name[DLM_MAX_KEYLEN * 4 + 8];
+
+	if (!de || de->de_master != master) {
+		dlm_key_format(key, keylen, name, sizeof(name));
+		log_ls(ls, DLM_LOG_DEBUG,
+		       "remove of \"%s\" from node %u ignored: master is %u",
+		       name, master, de ? de->de_master : 0);
+		return;
+	}
+	dlm_htab_remove(&ls->ls_dirtbl, &de->de_hnode);
+	free(de);
+}
+
+/* -------------------------------------------------------------- owners */
+
+struct dlm_owner *dlm_owner_get(struct dlm_ls *ls, uint64_t id, bool create)
+{
+	uint32_t hash = dlm_hash_u64(id);
+	struct dlm_owner *ow;
+	struct dlm_hnode *n;
+
+	for (n = dlm_htab_chain(&ls->ls_ownertbl, hash); n; n = n->hn_next) {
+		ow = dlm_container_of(n, struct dlm_owner, ow_hnode);
+		if (ow->ow_id == id)
+			return ow;
+	}
+	if (!create)
+		return NULL;
+	ow = malloc(sizeof(*ow));
+	if (!ow)
+		return NULL;
+	ow->ow_id = id;
+	ow->ow_hnode.hn_hash = hash;
+	dlm_list_init(&ow->ow_locks);
+	dlm_htab_insert(&ls->ls_ownertbl, &ow->ow_hnode);
+	return ow;
+}
+
+/* Free the owner record once it holds no locks. */
+void dlm_owner_put(struct dlm_ls *ls, struct dlm_owner *ow)
+{
+	if (!dlm_list_empty(&ow->ow_locks))
+		return;
+	dlm_htab_remove(&ls->ls_ownertbl, &ow->ow_hnode);
+	free(ow);
+}

@@ -1,0 +1,119 @@
+/*
+ * core/wire.h - the engine's node-to-node messages.
+ *
+ * Every message is one fixed little-endian header followed by one fixed
+ * body and two variable parts (resource key, LVB) whose lengths the body
+ * gives.  Nothing is read before the length checks pass:
+ *
+ *   offset size  header
+ *        0    4  magic      DLM_WIRE_MAGIC
+ *        4    2  version    DLM_WIRE_VERSION
+ *        6    2  type       enum dlm_msg_type
+ *        8    4  length     whole message, header included
+ *       12    4  lsid       global lockspace id
+ *       16    4  from       sender node id
+ *       20    4  to         target node id
+ *                body
+ *       24    4  lkid       sender's lock id
+ *       28    4  remid      receiver's lock id
+ *       32    4  exflags    DLM_LKF_* of the request
+ *       36    4  sbflags    DLM_SBF_*
+ *       40    4  flags      DLM_MF_* (message flags)
+ *       44    4  status     signed result code
+ *       48    4  nodeid     a node id (master in lookups)
+ *       52    4  lvbseq     LVB sequence number
+ *       56    8  owner      lock owner
+ *       64   32  ranges     granted start,end; requested start,end
+ *       96    1  grmode     signed
+ *       97    1  rqmode     signed
+ *       98    1  bastmode   signed
+ *       99    1  pad        zero
+ *      100    2  keylen     0..DLM_MAX_KEYLEN
+ *      102    2  lvblen     0 or DLM_LVB_LEN
+ *      104       key bytes, then LVB bytes
+ *
+ * The transport (lowcomms) adds its own framing, sequencing and acks
+ * around this; the engine relies only on per-link FIFO delivery.
+ */
+#ifndef DLMD_CORE_WIRE_H
+#define DLMD_CORE_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+#define DLM_WIRE_MAGIC		0x434d4c44u	/* "DLMC" little-endian */
+#define DLM_WIRE_VERSION	1
+#define DLM_WIRE_HDR_LEN	24
+#define DLM_WIRE_FIXED_LEN	104
+/* A resource key: DLM_MAX_DEPTH components, each a length byte + name. */
+#define DLM_MAX_KEYLEN		(DLM_MAX_DEPTH * (1 + DLM_RESNAME_MAXLEN))
+#define DLM_WIRE_MAX_LEN	(DLM_WIRE_FIXED_LEN + DLM_MAX_KEYLEN + DLM_LVB_LEN)
+
+enum dlm_msg_type {
+	DLM_MSG_REQUEST = 1,
+	DLM_MSG_CONVERT = 2,
+	DLM_MSG_UNLOCK = 3,
+	DLM_MSG_CANCEL = 4,
+	DLM_MSG_REQUEST_REPLY = 5,
+	DLM_MSG_CONVERT_REPLY = 6,
+	DLM_MSG_UNLOCK_REPLY = 7,
+	DLM_MSG_CANCEL_REPLY = 8,
+	DLM_MSG_GRANT = 9,
+	DLM_MSG_BAST = 10,
+	DLM_MSG_LOOKUP = 11,
+	DLM_MSG_REMOVE = 12,
+	DLM_MSG_LOOKUP_REPLY = 13,
+	DLM_MSG_PURGE = 14,
+	DLM_MSG_MAX = 14,
+};
+
+/* Message flags (m_flags). */
+#define DLM_MF_FORCE		0x1	/* UNLOCK: force (lock may be queued) */
+#define DLM_MF_ORPHAN		0x2	/* lock is an orphan */
+
+/* A decoded message.  key and lvb point into the received buffer. */
+struct dlm_msg {
+	uint16_t	m_type;
+	uint32_t	m_lsid;
+	uint32_t	m_from;
+	uint32_t	m_to;
+	uint32_t	m_lkid;
+	uint32_t	m_remid;
+	uint32_t	m_exflags;
+	uint32_t	m_sbflags;
+	uint32_t	m_flags;
+	int32_t		m_status;
+	uint32_t	m_nodeid;
+	uint32_t	m_lvbseq;
+	uint64_t	m_owner;
+	struct dlm_range m_grrange;
+	struct dlm_range m_rqrange;
+	int8_t		m_grmode;
+	int8_t		m_rqmode;
+	int8_t		m_bastmode;
+	uint16_t	m_keylen;
+	uint16_t	m_lvblen;
+	const unsigned char *m_key;
+	const char	*m_lvb;
+};
+
+const char *dlm_msg_type_str(int type);
+
+/* Encode m into buf (at least DLM_WIRE_MAX_LEN bytes).  Returns the
+ * length, or -EINVAL if a length field is out of range. */
+int dlm_msg_encode(const struct dlm_msg *m, unsigned char *buf, size_t buflen);
+
+/* Decode and validate.  Returns 0 or -EBADMSG (truncated, bad magic,
+ * length mismatch, bad key), -EPROTO (other version), -EOPNOTSUPP
+ * (unknown type), -ERANGE (mode or range out of bounds).  'why' (may be
+ * NULL) receives a static description of the first problem found. */
+int dlm_msg_decode(const void *buf, size_t len, struct dlm_msg *m,
+		   const char **why);
+
+/* Check a resource key's structure: 1..DLM_MAX_DEPTH components of
+ * 1..DLM_RESNAME_MAXLEN bytes each, exactly filling keylen. */
+int dlm_key_valid(const unsigned char *key, size_t keylen);
+
+#endif /* DLMD_CORE_WIRE_H */
