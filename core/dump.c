@@ -194,8 +194,13 @@ int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
 	unsigned int m;
 
 	all = malloc((n ? n : 1) * sizeof(*all));
-	if (!all)
+	ob.ob_cap = 4096;
+	ob.ob_buf = malloc(ob.ob_cap);
+	if (!all || !ob.ob_buf) {
+		free(all);
+		free(ob.ob_buf);
 		return -ENOMEM;
+	}
 	p = all;
 	dlm_htab_walk(&ls->ls_rsbtbl, collect_rsb, &p);
 	qsort(all, n, sizeof(*all), cmp_rsb);
@@ -246,8 +251,6 @@ int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
 			dump_lock(&ob, "request", lkb->lkb_rsb, lkb);
 		}
 	}
-	if (!ob.ob_err && !ob.ob_buf)
-		out(&ob, "%s", "");
 	if (ob.ob_err) {
 		free(ob.ob_buf);
 		return ob.ob_err;
