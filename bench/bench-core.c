@@ -1,0 +1,206 @@
+/*
+ * bench/bench-core.c - the lock engine alone, in process, one node:
+ *
+ *   - lock+unlock pairs per second on one resource, on a rotating set of
+ *     resources, and while 10k or 1M other locks are held (the cost of an
+ *     operation must not grow with the number of locks held);
+ *   - heap bytes per held lock at 10k and 1M locks, each lock on its own
+ *     resource (the worst case) and all locks on one resource.
+ *
+ * Times come from CLOCK_MONOTONIC and vary with the machine; compare the
+ * rows of one run with each other, not with another machine's numbers.
+ * Usage: bench-core [--quick]
+ */
+#include <malloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/core.h"
+
+static uint64_t nasts;
+
+static void b_send(void *ctx, uint32_t to, const void *buf, size_t len)
+{
+	(void)ctx; (void)to; (void)buf; (void)len;
+	fprintf(stderr, "bench-core: unexpected message on a one-node cluster\n");
+	exit(1);
+}
+
+static void b_ast(void *ctx, const struct dlm_ast *a)
+{
+	(void)ctx;
+	if (a->type == DLM_AST_COMP && a->status != 0 &&
+	    a->status != -DLM_EUNLOCK) {
+		fprintf(stderr, "bench-core: unexpected status %d\n", a->status);
+		exit(1);
+	}
+	nasts++;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static size_t heap_used(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+static struct dlm_core *core;
+static struct dlm_ls *ls;
+
+static void setup(void)
+{
+	static const struct dlm_core_ops ops = { b_send, b_ast, NULL };
+	struct dlm_core_config cfg = { 1, 10000 };
+	uint32_t me = 1;
+
+	core = dlm_core_new(&cfg, &ops, NULL);
+	if (!core || dlm_core_ls_create(core, "bench", &me, 1, NULL, &ls)) {
+		fprintf(stderr, "bench-core: setup failed\n");
+		exit(1);
+	}
+}
+
+static void teardown(void)
+{
+	dlm_core_free(core);
+	core = NULL;
+	ls = NULL;
+}
+
+static uint32_t lock1(const char *name, unsigned len, int mode, uint64_t owner)
+{
+	struct dlm_lock_req rq = { .mode = mode, .name = name, .namelen = len,
+				   .owner = owner };
+	uint32_t id;
+
+	if (dlm_core_lock(ls, &rq, &id)) {
+		fprintf(stderr, "bench-core: lock failed\n");
+		exit(1);
+	}
+	return id;
+}
+
+static void unlock1(uint32_t id, uint64_t owner)
+{
+	struct dlm_unlock_req u = { .lkid = id, .owner = owner };
+
+	if (dlm_core_unlock(ls, &u)) {
+		fprintf(stderr, "bench-core: unlock failed\n");
+		exit(1);
+	}
+}
+
+/* Hold n locks, each on its own resource "h<i>". */
+static uint32_t *hold_many(size_t n)
+{
+	uint32_t *ids = malloc(n * sizeof(*ids));
+	char name[32];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned len = (unsigned)snprintf(name, sizeof(name), "h%zu", i);
+
+		ids[i] = lock1(name, len, DLM_LOCK_PR, 2);
+	}
+	return ids;
+}
+
+/* Pairs per second: lock EX + unlock on 'nnames' rotating names. */
+static double pairs_rate(size_t iters, unsigned nnames)
+{
+	char name[32];
+	double t0, t1;
+	size_t i;
+
+	t0 = now_s();
+	for (i = 0; i < iters; i++) {
+		unsigned len = (unsigned)snprintf(name, sizeof(name), "p%u",
+						  (unsigned)(i % nnames));
+		uint32_t id = lock1(name, len, DLM_LOCK_EX, 1);
+
+		unlock1(id, 1);
+	}
+	t1 = now_s();
+	return (double)iters / (t1 - t0);
+}
+
+int main(int argc, char **argv)
+{
+	int quick = argc > 1 && !strcmp(argv[1], "--quick");
+	size_t iters = quick ? 200000 : 2000000;
+	size_t big = quick ? 100000 : 1000000;
+	size_t held[2] = { 10000, big };
+	int k;
+
+	printf("dlmd core engine benchmark (one node, in process)%s\n",
+	       quick ? " [quick]" : "");
+	printf("%-52s %14s\n", "case", "result");
+
+	setup();
+	printf("%-52s %11.0f /s\n", "lock+unlock pairs, 1 resource",
+	       pairs_rate(iters, 1));
+	printf("%-52s %11.0f /s\n", "lock+unlock pairs, 1000 resources",
+	       pairs_rate(iters, 1000));
+	teardown();
+
+	for (k = 0; k < 2; k++) {
+		char label[80];
+		uint32_t *ids;
+		size_t before, after, i;
+
+		setup();
+		before = heap_used();
+		ids = hold_many(held[k]);
+		after = heap_used();
+		snprintf(label, sizeof(label),
+			 "heap per held lock, %zu locks on own resources", held[k]);
+		printf("%-52s %11.0f B\n", label,
+		       (double)(after - before - held[k] * sizeof(*ids)) /
+		       (double)held[k]);
+		snprintf(label, sizeof(label),
+			 "lock+unlock pairs while %zu locks held", held[k]);
+		printf("%-52s %11.0f /s\n", label, pairs_rate(iters, 1000));
+		for (i = 0; i < held[k]; i++)
+			unlock1(ids[i], 2);
+		free(ids);
+		teardown();
+
+		setup();
+		before = heap_used();
+		ids = malloc(held[k] * sizeof(*ids));
+		for (i = 0; i < held[k]; i++)
+			ids[i] = lock1("one", 3, DLM_LOCK_NL, 3);
+		after = heap_used();
+		snprintf(label, sizeof(label),
+			 "heap per held lock, %zu locks on one resource", held[k]);
+		printf("%-52s %11.0f B\n", label,
+		       (double)(after - before - held[k] * sizeof(*ids)) /
+		       (double)held[k]);
+		snprintf(label, sizeof(label),
+			 "PR lock+unlock pairs beside %zu NL holders", held[k]);
+		{
+			double t0 = now_s(), t1;
+			size_t j, n = iters / 4;
+
+			for (j = 0; j < n; j++)
+				unlock1(lock1("one", 3, DLM_LOCK_PR, 1), 1);
+			t1 = now_s();
+			printf("%-52s %11.0f /s\n", label, (double)n / (t1 - t0));
+		}
+		free(ids);
+		teardown();
+	}
+	printf("(%llu ASTs delivered)\n", (unsigned long long)nasts);
+	return 0;
+}
