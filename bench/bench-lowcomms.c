@@ -1,0 +1,385 @@
+/*
+ * bench/bench-lowcomms.c: lowcomms over TCP loopback, next to a plain
+ * socket ping-pong measured in the same run.
+ *
+ * Two processes (so the two ends run on their own CPUs):
+ *  1. floor: a blocking TCP ping-pong of small messages with TCP_NODELAY,
+ *     one write and one read per message each way.  Its rate is what an
+ *     unbatched transport gets for request/reply traffic.
+ *  2. lowcomms ping-pong: one message, its reply, repeat; round-trip
+ *     latency through the whole stack (queue, frame, poll, ack).
+ *  3. lowcomms stream: node 1 sends small messages as fast as the queue
+ *     limit lets it; node 2 counts.  Batching puts many messages in each
+ *     write, so this rate should be many times the floor.
+ *
+ * Usage: bench-lowcomms [-n stream_count] [-p pingpong_count] [-s size]
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lowcomms/lowcomms.h"
+
+#define LOOPBACK	"127.0.0.1"
+#define MAX_FDS		256
+#define DEFAULT_STREAM	2000000L
+#define DEFAULT_PINGS	20000L
+#define DEFAULT_SIZE	32
+#define MAX_SIZE	4096
+#define BURST		10000
+#define POLL_MS		100
+
+enum { MSG_PING = 1, MSG_PONG, MSG_DATA, MSG_DONE, MSG_DONE_ACK };
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t now_ms(void)
+{
+	return (uint64_t)(now_s() * 1000);
+}
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+/* ---- floor: blocking TCP ping-pong ---------------------------------- */
+
+static int full_io(int fd, void *buf, size_t len, bool wr)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = wr ? write(fd, (char *)buf + done, len - done) :
+				 read(fd, (char *)buf + done, len - done);
+
+		if (n <= 0)
+			return -1;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static void floor_pingpong(long count, size_t size)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	char buf[MAX_SIZE];
+	int lfd, fd, one = 1;
+	double t0, t;
+	pid_t pid;
+
+	inet_pton(AF_INET, LOOPBACK, &sa.sin_addr);
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(lfd, 1) < 0 ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &len) < 0)
+		die("floor listen");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		fd = accept(lfd, NULL, NULL);
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		while (full_io(fd, buf, size, false) == 0 &&
+		       full_io(fd, buf, size, true) == 0)
+			;
+		_exit(0);
+	}
+	close(lfd);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("floor connect");
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	memset(buf, 'x', size);
+	t0 = now_s();
+	for (long i = 0; i < count; i++)
+		if (full_io(fd, buf, size, true) < 0 ||
+		    full_io(fd, buf, size, false) < 0)
+			die("floor io");
+	t = now_s() - t0;
+	close(fd);
+	waitpid(pid, NULL, 0);
+	printf("floor  socket ping-pong  %8ld round trips  %10.0f msg/s  "
+	       "rtt %6.1f us\n", count, count / t, t / count * 1e6);
+}
+
+/* ---- a lowcomms endpoint with its own poll loop ---------------------- */
+
+struct ep {
+	struct lc_ctx *ep_lc;
+	uint32_t ep_id;
+	uint32_t ep_peer;
+	short ep_events[MAX_FDS];
+	bool ep_used[MAX_FDS];
+	long ep_pongs;
+	long ep_data;
+	long ep_done_ack;	/* count reported back, -1 until then */
+	bool ep_stop;
+	size_t ep_size;
+};
+
+static int fd_add(void *arg, int fd, short ev)
+{
+	struct ep *e = arg;
+
+	if (fd < 0 || fd >= MAX_FDS)
+		return -EINVAL;
+	e->ep_used[fd] = true;
+	e->ep_events[fd] = ev;
+	return 0;
+}
+
+static int fd_mod(void *arg, int fd, short ev)
+{
+	struct ep *e = arg;
+
+	if (fd < 0 || fd >= MAX_FDS)
+		return -EINVAL;
+	e->ep_events[fd] = ev;
+	return 0;
+}
+
+static void fd_del(void *arg, int fd)
+{
+	struct ep *e = arg;
+
+	if (fd >= 0 && fd < MAX_FDS)
+		e->ep_used[fd] = false;
+}
+
+static void on_log(void *arg, int level, const char *msg)
+{
+	if (level <= 3)
+		fprintf(stderr, "bench: %s\n", msg);
+}
+
+static void deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
+		    const void *payload, size_t len)
+{
+	struct ep *e = arg;
+	char buf[MAX_SIZE] = { 0 };
+	uint64_t count;
+
+	switch (type) {
+	case MSG_PING:
+		lc_send(e->ep_lc, from, MSG_PONG, lsid, payload, len);
+		break;
+	case MSG_PONG:
+		e->ep_pongs++;
+		break;
+	case MSG_DATA:
+		e->ep_data++;
+		break;
+	case MSG_DONE:
+		count = (uint64_t)e->ep_data;
+		memcpy(buf, &count, sizeof(count));
+		lc_send(e->ep_lc, from, MSG_DONE_ACK, 0, buf, sizeof(count));
+		e->ep_data = 0;
+		break;
+	case MSG_DONE_ACK:
+		memcpy(&count, payload, sizeof(count));
+		e->ep_done_ack = (long)count;
+		break;
+	default:
+		e->ep_stop = true;
+		break;
+	}
+}
+
+static const struct lc_ops bench_ops = {
+	.ops_deliver = deliver, .ops_fd_add = fd_add,
+	.ops_fd_mod = fd_mod, .ops_fd_del = fd_del, .ops_log = on_log,
+};
+
+static void ep_start(struct ep *e, uint32_t id)
+{
+	struct lc_config cfg;
+
+	memset(e, 0, sizeof(*e));
+	e->ep_id = id;
+	e->ep_peer = 3 - id;
+	e->ep_done_ack = -1;
+	lc_config_default(&cfg);
+	cfg.cfg_nodeid = id;
+	cfg.cfg_port = 0;
+	cfg.cfg_reconnect_min_ms = 10;
+	lc_addr_parse(LOOPBACK, 0, &cfg.cfg_addrs[0]);
+	cfg.cfg_naddrs = 1;
+	e->ep_lc = lc_new(&cfg, &bench_ops, e);
+	if (!e->ep_lc || lc_listen(e->ep_lc) < 0)
+		die("lowcomms start");
+}
+
+static void ep_add_peer(struct ep *e, int port)
+{
+	struct sockaddr_storage ss;
+
+	lc_addr_parse(LOOPBACK, (uint16_t)port, &ss);
+	if (lc_node_add(e->ep_lc, e->ep_peer, &ss, 1) < 0)
+		die("node add");
+}
+
+static void ep_poll(struct ep *e, int timeout)
+{
+	struct pollfd pfd[MAX_FDS];
+	int n = 0;
+
+	lc_flush(e->ep_lc);
+	for (int fd = 0; fd < MAX_FDS; fd++)
+		if (e->ep_used[fd])
+			pfd[n++] = (struct pollfd){ .fd = fd,
+						    .events = e->ep_events[fd] };
+	if (poll(pfd, (nfds_t)n, timeout) > 0)
+		for (int i = 0; i < n; i++)
+			if (pfd[i].revents && e->ep_used[pfd[i].fd])
+				lc_fd_event(e->ep_lc, pfd[i].fd,
+					    pfd[i].revents);
+	lc_timer(e->ep_lc, now_ms());
+}
+
+/* ---- the runs -------------------------------------------------------- */
+
+static void child(int port_out, int port_in)
+{
+	struct ep e;
+	int port, peer_port;
+
+	ep_start(&e, 2);
+	port = lc_listen_port(e.ep_lc);
+	if (write(port_out, &port, sizeof(port)) != sizeof(port) ||
+	    read(port_in, &peer_port, sizeof(peer_port)) != sizeof(peer_port))
+		_exit(1);
+	ep_add_peer(&e, peer_port);
+	while (!e.ep_stop)
+		ep_poll(&e, POLL_MS);
+	/* Let the last acks out. */
+	for (int i = 0; i < 10; i++)
+		ep_poll(&e, 1);
+	lc_destroy(e.ep_lc);
+	_exit(0);
+}
+
+static void lowcomms_runs(long pings, long stream, size_t size)
+{
+	char buf[MAX_SIZE];
+	int to_child[2], from_child[2], port, child_port;
+	struct lc_stats st;
+	struct ep e;
+	double t0, t;
+	long sent = 0;
+	pid_t pid;
+
+	if (pipe(to_child) < 0 || pipe(from_child) < 0)
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0)
+		child(from_child[1], to_child[0]);
+	ep_start(&e, 1);
+	port = lc_listen_port(e.ep_lc);
+	if (read(from_child[0], &child_port, sizeof(child_port)) !=
+	    sizeof(child_port) ||
+	    write(to_child[1], &port, sizeof(port)) != sizeof(port))
+		die("pipe io");
+	ep_add_peer(&e, child_port);
+	memset(buf, 'y', size);
+
+	/* Warm up: connect. */
+	lc_send(e.ep_lc, 2, MSG_PING, 0, buf, size);
+	while (e.ep_pongs < 1)
+		ep_poll(&e, POLL_MS);
+
+	e.ep_pongs = 0;
+	t0 = now_s();
+	for (long i = 0; i < pings; i++) {
+		lc_send(e.ep_lc, 2, MSG_PING, (uint32_t)i, buf, size);
+		while (e.ep_pongs <= i)
+			ep_poll(&e, POLL_MS);
+	}
+	t = now_s() - t0;
+	printf("lowcomms ping-pong       %8ld round trips  %10.0f msg/s  "
+	       "rtt %6.1f us\n", pings, pings / t, t / pings * 1e6);
+
+	lc_get_stats(e.ep_lc, &st);
+	uint64_t writes0 = st.st_writes;
+
+	t0 = now_s();
+	while (sent < stream) {
+		long burst = stream - sent < BURST ? stream - sent : BURST;
+
+		for (long i = 0; i < burst; i++) {
+			int rv = lc_send(e.ep_lc, 2, MSG_DATA, 0, buf, size);
+
+			if (rv == -ENOBUFS)
+				break;
+			if (rv < 0)
+				die("lc_send");
+			sent++;
+		}
+		ep_poll(&e, 0);
+	}
+	lc_send(e.ep_lc, 2, MSG_DONE, 0, buf, 8);
+	while (e.ep_done_ack < 0)
+		ep_poll(&e, POLL_MS);
+	t = now_s() - t0;
+	lc_get_stats(e.ep_lc, &st);
+	printf("lowcomms stream          %8ld messages     %10.0f msg/s  "
+	       "(%.0f msgs per write, %ld received)\n", stream,
+	       stream / t, (double)stream / (double)(st.st_writes - writes0),
+	       e.ep_done_ack);
+
+	lc_send(e.ep_lc, 2, 99, 0, buf, 1);
+	while (lc_queue_len(e.ep_lc, 2) > 0)
+		ep_poll(&e, POLL_MS);
+	waitpid(pid, NULL, 0);
+	lc_destroy(e.ep_lc);
+}
+
+int main(int argc, char **argv)
+{
+	long stream = DEFAULT_STREAM, pings = DEFAULT_PINGS;
+	size_t size = DEFAULT_SIZE;
+	int opt;
+
+	while ((opt = getopt(argc, argv, "n:p:s:")) != -1) {
+		switch (opt) {
+		case 'n': stream = atol(optarg); break;
+		case 'p': pings = atol(optarg); break;
+		case 's': size = (size_t)atol(optarg); break;
+		default:
+			fprintf(stderr, "usage: %s [-n stream] [-p pings] [-s size]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	if (size < 8 || size > MAX_SIZE || pings < 1 || stream < 1) {
+		fprintf(stderr, "bad arguments\n");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	printf("message size %zu bytes, TCP loopback, two processes\n", size);
+	floor_pingpong(pings, size);
+	lowcomms_runs(pings, stream, size);
+	return 0;
+}

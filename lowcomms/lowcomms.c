@@ -1,0 +1,1403 @@
+/*
+ * lowcomms/lowcomms.c: connections between dlmd nodes, batching, reliable
+ * delivery across reconnects, admission by address.
+ *
+ * THE PARTS.  A context knows the local node id, the listening sockets and a
+ * node table.  A node (struct lc_node) holds everything that must survive a
+ * dropped connection: the sequence state in both directions and the queue of
+ * DATA frames not yet acknowledged by the peer.  A connection (struct
+ * lc_conn) holds only socket state: the fd, a reassembler for what it reads,
+ * and an output buffer into which queued frames are copied for writing.  A
+ * connection can therefore be thrown away at any moment without losing a
+ * message.
+ *
+ * SENDING.  lc_send() encodes the frame (header + payload) once, gives it the
+ * node's next sequence number and appends it to the node's queue.  If the
+ * node has no connection one is started; otherwise the connection asks for
+ * POLLOUT.  When the socket is writable, as many queued frames as fit are
+ * copied into one buffer (256 KiB) and written with one send(): a burst of
+ * small messages costs a handful of system calls, not one each.  Each frame's
+ * ack field is patched with the current cumulative ack as it is copied, so
+ * acks ride on data for free.  A frame stays queued after it is written until
+ * the peer acknowledges it.  The queue is bounded (frames and bytes); past
+ * the bound lc_send() fails with -ENOBUFS, which the caller sees as
+ * backpressure.
+ *
+ * RECEIVING.  Bytes read go through the reassembler (frame.c), which checks
+ * each header before anything else and closes the connection on the first bad
+ * frame.  A DATA frame whose seq is the next expected one is delivered; one
+ * below it is a duplicate (a resend after reconnect) and is dropped; one above
+ * it would mean a lost frame and closes the connection as a protocol error.
+ * After each read the cumulative ack is written back, in a DATA frame going
+ * that way or else in a 32-byte ACK frame.
+ *
+ * CONNECTING AND THE HELLO HANDSHAKE.  A connection is made on demand by a
+ * node with something to send, to the peer's first address (the next one
+ * after each failure), from our own address of that family.  The accepting
+ * side admits it only if the source address belongs to some node in its table
+ * (else it is refused and logged).  The initiator then writes HELLO; the
+ * acceptor checks that the node id in it owns the source address, answers
+ * with its own HELLO, and both may then send DATA.  Nothing but HELLO is
+ * accepted before the handshake.
+ *
+ *   initiator                         acceptor
+ *   CONNECTING --connect done-->  (accept: admitted by address)
+ *   HELLO_WAIT --HELLO(base,ack,epochs)--> HELLO_WAIT
+ *   ESTABLISHED <--HELLO(base,ack,epochs)-- ESTABLISHED
+ *
+ * Each side keeps, per peer, a random epoch drawn when the node was added to
+ * the table (so a restarted context, or a node removed and added again, has
+ * a new one), and the peer's epoch learnt from its last HELLO.  A HELLO tells
+ * the receiver:
+ *  - the sender's epoch: if it differs from the one remembered, the peer has
+ *    no sequence state for us or we have none for it; the receiver starts
+ *    expecting the sender's "send base" (the oldest frame it still holds), so
+ *    the queued frames are delivered once, in order;
+ *  - the receiver's epoch as the sender knows it: if that is ours, the HELLO's
+ *    ack is trusted and the acknowledged frames are dropped at once;
+ * and after the handshake each side resends its whole unacknowledged queue.
+ * Frames the peer already has are dropped there as duplicates.
+ *
+ * SIMULTANEOUS CONNECT.  If both nodes connect at once, each sees a second
+ * connection for the same peer when the HELLO arrives on the accepted one.
+ * Both apply the same rule, so they keep the same one: the connection
+ * initiated by the lower node id wins; between two connections initiated by
+ * the same node the newer wins; a HELLO carrying a new epoch (the peer
+ * restarted) always replaces the old connection, which is then stale.
+ *
+ * RECONNECT.  When a connection fails or drops, the node keeps its queue and
+ * sequence state; if it has frames queued it retries after a backoff that
+ * starts at cfg_reconnect_min_ms and doubles up to cfg_reconnect_max_ms.  A
+ * connection that has not finished its handshake within cfg_handshake_ms is
+ * closed.  lc_node_remove() is the only way queued frames are discarded.
+ *
+ * KNOWN LIMITS.
+ *  - Exactly-once holds while both contexts live.  A context destroyed with
+ *    frames queued loses them (they were the application's to resend).  A
+ *    receiver destroyed after delivering frames whose ack had not reached the
+ *    socket sees them again in its next life: lc_destroy() writes a last ACK
+ *    when the output buffer is empty, and acks are written at the end of
+ *    every read, so this needs the receiver's own send path to be backed up.
+ *  - Queued frames are acknowledged by the peer's lowcomms, not its
+ *    application: a frame is delivered to the callback before it is acked.
+ *  - TCP uses one address per node at a time (failover to the next address
+ *    only when a connect fails); multi-homing is SCTP's job.
+ *  - No keepalive of our own: a silently dead peer is noticed by TCP's
+ *    timers or by the cluster manager, which calls lc_node_remove().
+ *  - Sequence numbers are 32 bits; comparisons are wrap-safe as long as fewer
+ *    than 2^31 frames are in flight to one node, which the queue limit
+ *    guarantees.
+ */
+#include "lowcomms/lowcomms.h"
+#include "lowcomms/frame.h"
+#include "lowcomms/lowcomms_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Output buffer of a connection: frames are coalesced up to this size. */
+#define OUT_BUF_SIZE		(256 * 1024)
+/* One read buffer per context. */
+#define READ_BUF_SIZE		(256 * 1024)
+/* Bounds on work per fd event, so one busy peer cannot starve others. */
+#define READS_PER_EVENT		16
+#define WRITES_PER_FLUSH	64
+#define ACCEPTS_PER_EVENT	32
+/* listen(2) backlog; small backlogs hang joins of many nodes. */
+#define LISTEN_BACKLOG		128
+#define LOG_LINE_MAX		256
+#define MAX_LISTENERS		LC_MAX_ADDRS
+
+/* A queued DATA frame, encoded once, kept until acknowledged. */
+struct lc_qframe {
+	struct lc_qframe *qf_next;
+	uint32_t qf_seq;
+	uint32_t qf_len;		/* header + payload */
+	unsigned char qf_data[];
+};
+
+enum conn_state {
+	CONN_CONNECTING,	/* outgoing, connect() in progress */
+	CONN_HELLO_WAIT,	/* socket up, waiting for the peer's HELLO */
+	CONN_ESTABLISHED,	/* HELLOs exchanged, DATA flows */
+};
+
+struct lc_node;
+
+struct lc_conn {
+	struct lc_ctx *conn_ctx;
+	struct lc_node *conn_node;	/* NULL: accepted, before HELLO */
+	struct lc_conn *conn_prev;
+	struct lc_conn *conn_next;
+	int conn_fd;
+	enum conn_state conn_state;
+	bool conn_outgoing;		/* we called connect() */
+	short conn_events;		/* what the loop watches */
+	uint64_t conn_deadline;		/* handshake must end by then */
+	uint64_t conn_serial;		/* creation order */
+	struct sockaddr_storage conn_peer;
+	struct lc_reasm conn_ra;
+	unsigned char *conn_out;
+	size_t conn_out_len;		/* bytes in conn_out */
+	size_t conn_out_off;		/* bytes of them already written */
+};
+
+struct lc_node {
+	uint32_t node_id;
+	struct sockaddr_storage node_addrs[LC_MAX_ADDRS];
+	int node_naddrs;
+	int node_addr_next;		/* address for the next connect */
+	struct lc_conn *node_conn;	/* outgoing in progress or established */
+	uint32_t node_epoch;		/* ours, for this peer */
+	uint32_t node_peer_epoch;	/* the peer's, 0 = not known yet */
+	uint32_t node_send_next;	/* seq of the next frame we queue */
+	uint32_t node_sent_max;		/* highest seq ever written */
+	uint32_t node_recv_next;	/* seq we expect next */
+	uint32_t node_ack_sent;		/* last cumulative ack written */
+	struct lc_qframe *node_head;	/* oldest unacked frame */
+	struct lc_qframe *node_tail;
+	struct lc_qframe *node_tx;	/* next frame to write, NULL = none */
+	size_t node_qframes;
+	size_t node_qbytes;
+	unsigned int node_backoff_ms;
+	uint64_t node_retry_at;
+	bool node_retry_pending;
+};
+
+struct lc_ctx {
+	struct lc_config ctx_cfg;
+	const struct lc_ops *ctx_ops;
+	void *ctx_arg;
+	uint64_t ctx_now;		/* last lc_timer() time */
+	uint64_t ctx_serial;
+	int ctx_in_callback;		/* depth of ops_deliver calls */
+	int ctx_listen_fds[MAX_LISTENERS];
+	int ctx_nlisten;
+	int ctx_port;			/* bound port, or -1 */
+	struct lc_node **ctx_nodes;	/* sorted by node id */
+	size_t ctx_nnodes;
+	size_t ctx_nodes_cap;
+	struct lc_conn *ctx_conns;	/* list of all connections */
+	struct lc_conn **ctx_fdmap;	/* fd -> connection */
+	size_t ctx_fdmap_len;
+	unsigned char *ctx_rbuf;
+	struct lc_stats ctx_stats;
+};
+
+/* Returned by a frame handler to close its connection without alarm. */
+#define CLOSE_QUIETLY	(-EALREADY)
+
+static const char *conn_state_str(enum conn_state state)
+{
+	switch (state) {
+	case CONN_CONNECTING: return "connecting";
+	case CONN_HELLO_WAIT: return "hello-wait";
+	case CONN_ESTABLISHED: return "established";
+	}
+	return "?";
+}
+
+__attribute__((format(printf, 3, 4)))
+static void lc_log(struct lc_ctx *ctx, int level, const char *fmt, ...)
+{
+	char line[LOG_LINE_MAX];
+	va_list ap;
+
+	if (!ctx->ctx_ops->ops_log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	ctx->ctx_ops->ops_log(ctx->ctx_arg, level, line);
+}
+
+static void set_state(struct lc_conn *c, enum conn_state state)
+{
+	static const bool legal[3][3] = {
+		/* from CONNECTING */ { false, true, false },
+		/* from HELLO_WAIT */ { false, false, true },
+		/* from ESTABLISHED */ { false, false, false },
+	};
+
+	if (!legal[c->conn_state][state])
+		lc_log(c->conn_ctx, LOG_ERR, "bug: connection fd %d: %s -> %s",
+		       c->conn_fd, conn_state_str(c->conn_state),
+		       conn_state_str(state));
+	lc_log(c->conn_ctx, LOG_DEBUG, "node %u fd %d: %s -> %s",
+	       c->conn_node ? c->conn_node->node_id : 0, c->conn_fd,
+	       conn_state_str(c->conn_state), conn_state_str(state));
+	c->conn_state = state;
+}
+
+static uint32_t new_epoch(void)
+{
+	static uint32_t fallback_counter;
+	uint32_t e = 0;
+	struct timespec ts;
+
+	if (getrandom(&e, sizeof(e), GRND_NONBLOCK) != sizeof(e)) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		e = (uint32_t)ts.tv_nsec ^ ((uint32_t)getpid() << 16) ^
+		    ++fallback_counter;
+	}
+	return e ? e : 1;
+}
+
+/* ---- node table ---------------------------------------------------- */
+
+static size_t node_index(const struct lc_ctx *ctx, uint32_t nodeid, bool *found)
+{
+	size_t lo = 0, hi = ctx->ctx_nnodes;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint32_t id = ctx->ctx_nodes[mid]->node_id;
+
+		if (id == nodeid) {
+			*found = true;
+			return mid;
+		}
+		if (id < nodeid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+static struct lc_node *find_node(const struct lc_ctx *ctx, uint32_t nodeid)
+{
+	bool found;
+	size_t i = node_index(ctx, nodeid, &found);
+
+	return found ? ctx->ctx_nodes[i] : NULL;
+}
+
+static bool node_has_ip(const struct lc_node *n,
+			const struct sockaddr_storage *ss)
+{
+	for (int i = 0; i < n->node_naddrs; i++)
+		if (lc_addr_same_ip(&n->node_addrs[i], ss))
+			return true;
+	return false;
+}
+
+static bool address_is_known(const struct lc_ctx *ctx,
+			     const struct sockaddr_storage *ss)
+{
+	for (size_t i = 0; i < ctx->ctx_nnodes; i++)
+		if (node_has_ip(ctx->ctx_nodes[i], ss))
+			return true;
+	return false;
+}
+
+static void free_frames(struct lc_node *n)
+{
+	struct lc_qframe *f = n->node_head, *next;
+
+	while (f) {
+		next = f->qf_next;
+		free(f);
+		f = next;
+	}
+	n->node_head = n->node_tail = n->node_tx = NULL;
+	n->node_qframes = 0;
+	n->node_qbytes = 0;
+}
+
+/* Oldest sequence number we still hold (or would send next). */
+static uint32_t send_base(const struct lc_node *n)
+{
+	return n->node_head ? n->node_head->qf_seq : n->node_send_next;
+}
+
+static bool ack_owed(const struct lc_node *n)
+{
+	return n->node_ack_sent != n->node_recv_next - 1;
+}
+
+/* ---- fd map and connections ------------------------------------------ */
+
+static int fdmap_set(struct lc_ctx *ctx, int fd, struct lc_conn *c)
+{
+	size_t len = ctx->ctx_fdmap_len;
+	struct lc_conn **map;
+
+	if ((size_t)fd >= len) {
+		while (len <= (size_t)fd)
+			len = len ? len * 2 : 64;
+		map = realloc(ctx->ctx_fdmap, len * sizeof(*map));
+		if (!map)
+			return -ENOMEM;
+		memset(map + ctx->ctx_fdmap_len, 0,
+		       (len - ctx->ctx_fdmap_len) * sizeof(*map));
+		ctx->ctx_fdmap = map;
+		ctx->ctx_fdmap_len = len;
+	}
+	ctx->ctx_fdmap[fd] = c;
+	return 0;
+}
+
+static struct lc_conn *fdmap_get(const struct lc_ctx *ctx, int fd)
+{
+	if (fd < 0 || (size_t)fd >= ctx->ctx_fdmap_len)
+		return NULL;
+	return ctx->ctx_fdmap[fd];
+}
+
+static size_t out_cap(const struct lc_ctx *ctx)
+{
+	size_t max_frame = LC_FRAME_HDR_LEN + ctx->ctx_cfg.cfg_max_msg;
+
+	return max_frame > OUT_BUF_SIZE ? max_frame : OUT_BUF_SIZE;
+}
+
+/* Wrap a connected or accepted socket; the fd is closed on failure. */
+static struct lc_conn *conn_new(struct lc_ctx *ctx, int fd, bool outgoing,
+				const struct sockaddr_storage *peer,
+				struct lc_node *n, enum conn_state state,
+				short events)
+{
+	struct lc_conn *c = calloc(1, sizeof(*c));
+	size_t max_len = LC_FRAME_HDR_LEN + ctx->ctx_cfg.cfg_max_msg;
+
+	if (!c)
+		goto fail;
+	c->conn_out = malloc(out_cap(ctx));
+	if (!c->conn_out)
+		goto fail_conn;
+	if (lc_reasm_init(&c->conn_ra, max_len, n ? n->node_id : 0,
+			  ctx->ctx_cfg.cfg_nodeid) < 0)
+		goto fail_out;
+	if (fdmap_set(ctx, fd, c) < 0)
+		goto fail_ra;
+	if (ctx->ctx_ops->ops_fd_add(ctx->ctx_arg, fd, events) < 0) {
+		ctx->ctx_fdmap[fd] = NULL;
+		goto fail_ra;
+	}
+	c->conn_ctx = ctx;
+	c->conn_node = n;
+	c->conn_fd = fd;
+	c->conn_outgoing = outgoing;
+	c->conn_state = state;
+	c->conn_events = events;
+	c->conn_deadline = ctx->ctx_now + ctx->ctx_cfg.cfg_handshake_ms;
+	c->conn_serial = ++ctx->ctx_serial;
+	c->conn_peer = *peer;
+	c->conn_next = ctx->ctx_conns;
+	if (ctx->ctx_conns)
+		ctx->ctx_conns->conn_prev = c;
+	ctx->ctx_conns = c;
+	return c;
+
+fail_ra:
+	lc_reasm_free(&c->conn_ra);
+fail_out:
+	free(c->conn_out);
+fail_conn:
+	free(c);
+fail:
+	close(fd);
+	return NULL;
+}
+
+static void schedule_retry(struct lc_ctx *ctx, struct lc_node *n)
+{
+	const struct lc_config *cfg = &ctx->ctx_cfg;
+
+	if (!n->node_backoff_ms)
+		n->node_backoff_ms = cfg->cfg_reconnect_min_ms;
+	else if (n->node_backoff_ms < cfg->cfg_reconnect_max_ms / 2)
+		n->node_backoff_ms *= 2;
+	else
+		n->node_backoff_ms = cfg->cfg_reconnect_max_ms;
+	n->node_retry_at = ctx->ctx_now + n->node_backoff_ms;
+	n->node_retry_pending = true;
+}
+
+/*
+ * Close and free a connection.  If it was its node's connection, the node
+ * forgets it, will resend its whole queue on the next one, and schedules a
+ * reconnect if it has anything to send (retry false: the node is going).
+ */
+static void conn_close(struct lc_conn *c, bool retry)
+{
+	struct lc_ctx *ctx = c->conn_ctx;
+	struct lc_node *n = c->conn_node;
+
+	if (n && n->node_conn == c) {
+		n->node_conn = NULL;
+		n->node_tx = n->node_head;
+		if (c->conn_state == CONN_ESTABLISHED)
+			ctx->ctx_stats.st_conn_lost++;
+		if (retry && n->node_head)
+			schedule_retry(ctx, n);
+	}
+	ctx->ctx_ops->ops_fd_del(ctx->ctx_arg, c->conn_fd);
+	ctx->ctx_fdmap[c->conn_fd] = NULL;
+	close(c->conn_fd);
+	if (c->conn_prev)
+		c->conn_prev->conn_next = c->conn_next;
+	else
+		ctx->ctx_conns = c->conn_next;
+	if (c->conn_next)
+		c->conn_next->conn_prev = c->conn_prev;
+	lc_reasm_free(&c->conn_ra);
+	free(c->conn_out);
+	free(c);
+}
+
+static void conn_want(struct lc_conn *c, short events)
+{
+	struct lc_ctx *ctx = c->conn_ctx;
+
+	if (c->conn_events == events)
+		return;
+	if (ctx->ctx_ops->ops_fd_mod(ctx->ctx_arg, c->conn_fd, events) < 0) {
+		lc_log(ctx, LOG_ERR, "cannot watch fd %d", c->conn_fd);
+		return;
+	}
+	c->conn_events = events;
+}
+
+static bool conn_has_output(const struct lc_conn *c)
+{
+	const struct lc_node *n = c->conn_node;
+
+	if (c->conn_out_off < c->conn_out_len)
+		return true;
+	if (c->conn_state != CONN_ESTABLISHED)
+		return false;
+	return n->node_tx || ack_owed(n);
+}
+
+static void put_header(unsigned char *buf, const struct lc_ctx *ctx,
+		       const struct lc_node *n, uint8_t kind, uint32_t len,
+		       uint32_t seq)
+{
+	struct lc_frame_hdr h = {
+		.fh_magic = LC_FRAME_MAGIC,
+		.fh_version = LC_FRAME_VERSION,
+		.fh_kind = kind,
+		.fh_length = len,
+		.fh_sender = ctx->ctx_cfg.cfg_nodeid,
+		.fh_target = n->node_id,
+		.fh_seq = seq,
+		.fh_ack = n->node_recv_next - 1,
+	};
+
+	lc_frame_encode(buf, &h);
+}
+
+/* Append our HELLO to the (empty) output buffer. */
+static void queue_hello(struct lc_conn *c)
+{
+	struct lc_node *n = c->conn_node;
+	unsigned char *p = c->conn_out + c->conn_out_len;
+
+	put_header(p, c->conn_ctx, n, LC_KIND_HELLO, LC_HELLO_LEN,
+		   send_base(n));
+	lc_put_le32(p + LC_FRAME_HDR_LEN, n->node_epoch);
+	lc_put_le32(p + LC_FRAME_HDR_LEN + 4, n->node_peer_epoch);
+	c->conn_out_len += LC_HELLO_LEN;
+	n->node_ack_sent = n->node_recv_next - 1;
+}
+
+/* Copy queued frames (and the ack) into the empty output buffer. */
+static void fill_out(struct lc_conn *c)
+{
+	struct lc_ctx *ctx = c->conn_ctx;
+	struct lc_node *n = c->conn_node;
+	size_t cap = out_cap(ctx);
+	uint32_t ack = n->node_recv_next - 1;
+	struct lc_qframe *f;
+
+	while ((f = n->node_tx) && c->conn_out_len + f->qf_len <= cap) {
+		unsigned char *p = c->conn_out + c->conn_out_len;
+
+		memcpy(p, f->qf_data, f->qf_len);
+		lc_frame_set_ack(p, ack);
+		c->conn_out_len += f->qf_len;
+		ctx->ctx_stats.st_frames_written++;
+		if (lc_seq_after(f->qf_seq, n->node_sent_max))
+			n->node_sent_max = f->qf_seq;
+		else
+			ctx->ctx_stats.st_frames_resent++;
+		n->node_tx = f->qf_next;
+		n->node_ack_sent = ack;
+	}
+	if (!c->conn_out_len && ack_owed(n)) {
+		put_header(c->conn_out, ctx, n, LC_KIND_ACK, LC_FRAME_HDR_LEN,
+			   0);
+		c->conn_out_len = LC_FRAME_HDR_LEN;
+		n->node_ack_sent = ack;
+		ctx->ctx_stats.st_acks_sent++;
+	}
+}
+
+/* Write what we can.  Returns 0, or a negative errno if the connection
+ * broke (the caller closes it). */
+static int conn_flush(struct lc_conn *c)
+{
+	struct lc_ctx *ctx = c->conn_ctx;
+	ssize_t rv;
+
+	for (int i = 0; i < WRITES_PER_FLUSH; i++) {
+		if (c->conn_out_off == c->conn_out_len) {
+			c->conn_out_off = c->conn_out_len = 0;
+			if (c->conn_state != CONN_ESTABLISHED)
+				break;
+			fill_out(c);
+			if (!c->conn_out_len)
+				break;
+		}
+		rv = send(c->conn_fd, c->conn_out + c->conn_out_off,
+			  c->conn_out_len - c->conn_out_off,
+			  MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (rv < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return -errno;
+		}
+		ctx->ctx_stats.st_writes++;
+		ctx->ctx_stats.st_bytes_written += (uint64_t)rv;
+		c->conn_out_off += (size_t)rv;
+	}
+	conn_want(c, (short)(POLLIN | (conn_has_output(c) ? POLLOUT : 0)));
+	return 0;
+}
+
+static void conn_fail(struct lc_conn *c, int level, const char *why, int err)
+{
+	struct lc_ctx *ctx = c->conn_ctx;
+	char addr[LC_ADDR_STRLEN];
+
+	lc_log(ctx, level, "closing connection to node %u (%s, %s): %s%s%s",
+	       c->conn_node ? c->conn_node->node_id : 0,
+	       lc_addr_str(&c->conn_peer, addr, sizeof(addr)),
+	       conn_state_str(c->conn_state), why, err ? ": " : "",
+	       err ? strerror(-err) : "");
+	conn_close(c, true);
+}
+
+/* ---- connecting ---------------------------------------------------------- */
+
+static int set_sockopts(struct lc_ctx *ctx, int fd)
+{
+	const struct lc_config *cfg = &ctx->ctx_cfg;
+	int one = 1;
+
+	/* We batch ourselves; Nagle would only add latency. */
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+		return -errno;
+	if (cfg->cfg_sndbuf &&
+	    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &cfg->cfg_sndbuf,
+		       sizeof(cfg->cfg_sndbuf)) < 0)
+		return -errno;
+	if (cfg->cfg_rcvbuf &&
+	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &cfg->cfg_rcvbuf,
+		       sizeof(cfg->cfg_rcvbuf)) < 0)
+		return -errno;
+	return 0;
+}
+
+static const struct sockaddr_storage *local_addr_for(const struct lc_ctx *ctx,
+						     int family)
+{
+	for (int i = 0; i < ctx->ctx_cfg.cfg_naddrs; i++)
+		if (ctx->ctx_cfg.cfg_addrs[i].ss_family == family)
+			return &ctx->ctx_cfg.cfg_addrs[i];
+	return NULL;
+}
+
+static int start_connect(struct lc_ctx *ctx, struct lc_node *n)
+{
+	const struct sockaddr_storage *dst = &n->node_addrs[n->node_addr_next];
+	const struct sockaddr_storage *src = local_addr_for(ctx, dst->ss_family);
+	char addr[LC_ADDR_STRLEN];
+	struct sockaddr_storage bind_addr;
+	struct lc_conn *c;
+	int fd, rv;
+
+	n->node_retry_pending = false;
+	ctx->ctx_stats.st_connects++;
+	fd = socket(dst->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0) {
+		rv = -errno;
+		goto fail;
+	}
+	rv = set_sockopts(ctx, fd);
+	if (rv < 0)
+		goto fail_fd;
+	if (src) {
+		bind_addr = *src;
+		lc_addr_set_port(&bind_addr, 0);
+		if (bind(fd, (struct sockaddr *)&bind_addr,
+			 lc_addr_len(&bind_addr)) < 0) {
+			rv = -errno;
+			goto fail_fd;
+		}
+	}
+	if (connect(fd, (const struct sockaddr *)dst, lc_addr_len(dst)) < 0 &&
+	    errno != EINPROGRESS) {
+		rv = -errno;
+		goto fail_fd;
+	}
+	c = conn_new(ctx, fd, true, dst, n, CONN_CONNECTING, POLLOUT);
+	if (!c) {
+		rv = -ENOMEM;
+		goto fail;
+	}
+	n->node_conn = c;
+	lc_log(ctx, LOG_DEBUG, "connecting to node %u at %s", n->node_id,
+	       lc_addr_str(dst, addr, sizeof(addr)));
+	return 0;
+
+fail_fd:
+	close(fd);
+fail:
+	lc_log(ctx, n->node_backoff_ms ? LOG_DEBUG : LOG_WARNING,
+	       "cannot connect to node %u at %s: %s", n->node_id,
+	       lc_addr_str(dst, addr, sizeof(addr)), strerror(-rv));
+	n->node_addr_next = (n->node_addr_next + 1) % n->node_naddrs;
+	schedule_retry(ctx, n);
+	return rv;
+}
+
+/* The non-blocking connect finished, one way or the other. */
+static void on_connected(struct lc_conn *c)
+{
+	struct lc_node *n = c->conn_node;
+	socklen_t len = sizeof(int);
+	int err = 0, rv;
+
+	if (getsockopt(c->conn_fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (err) {
+		n->node_addr_next = (n->node_addr_next + 1) % n->node_naddrs;
+		conn_fail(c, n->node_backoff_ms ? LOG_DEBUG : LOG_WARNING,
+			  "connect failed", -err);
+		return;
+	}
+	set_state(c, CONN_HELLO_WAIT);
+	queue_hello(c);
+	rv = conn_flush(c);
+	if (rv < 0)
+		conn_fail(c, LOG_WARNING, "cannot write hello", rv);
+}
+
+/* ---- acknowledgements and the handshake ------------------------------ */
+
+/* Drop every frame the peer has acknowledged. */
+static int process_ack(struct lc_ctx *ctx, struct lc_node *n, uint32_t ack)
+{
+	struct lc_qframe *f;
+
+	if (lc_seq_after(ack, n->node_send_next - 1)) {
+		lc_log(ctx, LOG_ERR, "node %u acked %u, we sent only up to %u",
+		       n->node_id, ack, n->node_send_next - 1);
+		return -EPROTO;
+	}
+	while ((f = n->node_head) && !lc_seq_after(f->qf_seq, ack)) {
+		n->node_head = f->qf_next;
+		if (n->node_tx == f)
+			n->node_tx = f->qf_next;
+		n->node_qframes--;
+		n->node_qbytes -= f->qf_len - LC_FRAME_HDR_LEN;
+		free(f);
+	}
+	if (!n->node_head)
+		n->node_tail = NULL;
+	return 0;
+}
+
+static int process_hello(struct lc_ctx *ctx, struct lc_node *n,
+			 const struct lc_frame_hdr *h,
+			 const unsigned char *payload)
+{
+	uint32_t epoch = lc_get_le32(payload);
+	uint32_t known = lc_get_le32(payload + 4);
+
+	if (epoch != n->node_peer_epoch) {
+		if (n->node_peer_epoch) {
+			lc_log(ctx, LOG_NOTICE,
+			       "node %u restarted (epoch %08x -> %08x)",
+			       n->node_id, n->node_peer_epoch, epoch);
+			ctx->ctx_stats.st_peer_restarts++;
+		}
+		n->node_peer_epoch = epoch;
+		n->node_recv_next = h->fh_seq;
+		n->node_ack_sent = h->fh_seq - 1;
+	} else if (lc_seq_after(h->fh_seq, n->node_recv_next)) {
+		lc_log(ctx, LOG_ERR,
+		       "node %u resumes at %u but we expect %u: frames lost",
+		       n->node_id, h->fh_seq, n->node_recv_next);
+		return -EPROTO;
+	}
+	if (known == n->node_epoch)
+		return process_ack(ctx, n, h->fh_ack);
+	return 0;
+}
+
+static void establish(struct lc_conn *c)
+{
+	struct lc_node *n = c->conn_node;
+
+	set_state(c, CONN_ESTABLISHED);
+	n->node_tx = n->node_head;
+	n->node_backoff_ms = 0;
+	n->node_retry_pending = false;
+	c->conn_ctx->ctx_stats.st_established++;
+	lc_log(c->conn_ctx, LOG_INFO, "connected to node %u (%s)", n->node_id,
+	       c->conn_outgoing ? "outgoing" : "incoming");
+}
+
+/*
+ * HELLO on an accepted connection: find the node, settle a duplicate
+ * connection, take the peer's sequence state, answer.
+ */
+static int hello_incoming(struct lc_conn *c, const struct lc_frame_hdr *h,
+			  const unsigned char *payload)
+{
+	struct lc_ctx *ctx = c->conn_ctx;
+	struct lc_node *n = find_node(ctx, h->fh_sender);
+	struct lc_conn *old;
+	char addr[LC_ADDR_STRLEN];
+	uint32_t epoch = lc_get_le32(payload);
+	int rv;
+
+	if (!n || !node_has_ip(n, &c->conn_peer)) {
+		lc_log(ctx, LOG_WARNING,
+		       "connection from %s claims node %u, which does not have that address",
+		       lc_addr_str(&c->conn_peer, addr, sizeof(addr)),
+		       h->fh_sender);
+		return -EPERM;
+	}
+	c->conn_node = n;
+	lc_reasm_set_sender(&c->conn_ra, n->node_id);
+	old = n->node_conn;
+	if (old) {
+		bool restarted = n->node_peer_epoch &&
+				 epoch != n->node_peer_epoch;
+		bool keep_old = old->conn_outgoing &&
+				ctx->ctx_cfg.cfg_nodeid < n->node_id;
+
+		if (!restarted && keep_old) {
+			lc_log(ctx, LOG_DEBUG,
+			       "node %u: simultaneous connect, keeping ours",
+			       n->node_id);
+			c->conn_node = NULL;
+			return CLOSE_QUIETLY;
+		}
+		lc_log(ctx, LOG_DEBUG, "node %u: new connection replaces %s one",
+		       n->node_id, conn_state_str(old->conn_state));
+		conn_close(old, false);
+	}
+	n->node_conn = c;
+	rv = process_hello(ctx, n, h, payload);
+	if (rv < 0)
+		return rv;
+	queue_hello(c);
+	establish(c);
+	return 0;
+}
+
+/* ---- receiving ----------------------------------------------------------- */
+
+static int on_data(struct lc_ctx *ctx, struct lc_node *n,
+		   const struct lc_frame_hdr *h, const unsigned char *payload,
+		   size_t len)
+{
+	if (h->fh_seq != n->node_recv_next) {
+		if (lc_seq_before(h->fh_seq, n->node_recv_next)) {
+			ctx->ctx_stats.st_dups_dropped++;
+			return 0;
+		}
+		lc_log(ctx, LOG_ERR, "node %u: got seq %u, expected %u",
+		       n->node_id, h->fh_seq, n->node_recv_next);
+		return -EPROTO;
+	}
+	n->node_recv_next++;
+	ctx->ctx_stats.st_msgs_delivered++;
+	ctx->ctx_in_callback++;
+	ctx->ctx_ops->ops_deliver(ctx->ctx_arg, n->node_id, h->fh_type,
+				  h->fh_lsid, payload, len);
+	ctx->ctx_in_callback--;
+	return 0;
+}
+
+/* Reassembler callback: one whole, header-checked frame. */
+static int on_frame(void *arg, const struct lc_frame_hdr *h,
+		    const unsigned char *payload, size_t len)
+{
+	struct lc_conn *c = arg;
+	struct lc_ctx *ctx = c->conn_ctx;
+	struct lc_node *n = c->conn_node;
+	int rv;
+
+	if (c->conn_state != CONN_ESTABLISHED) {
+		if (h->fh_kind != LC_KIND_HELLO) {
+			lc_log(ctx, LOG_WARNING, "%s frame before hello",
+			       lc_frame_kind_str(h->fh_kind));
+			return -EPROTO;
+		}
+		if (!c->conn_outgoing)
+			return hello_incoming(c, h, payload);
+		rv = process_hello(ctx, n, h, payload);
+		if (rv < 0)
+			return rv;
+		establish(c);
+		return 0;
+	}
+	switch (h->fh_kind) {
+	case LC_KIND_DATA:
+		rv = process_ack(ctx, n, h->fh_ack);
+		if (rv < 0)
+			return rv;
+		return on_data(ctx, n, h, payload, len);
+	case LC_KIND_ACK:
+		return process_ack(ctx, n, h->fh_ack);
+	default:
+		lc_log(ctx, LOG_WARNING, "node %u: unexpected %s frame",
+		       n->node_id, lc_frame_kind_str(h->fh_kind));
+		return -EPROTO;
+	}
+}
+
+static void conn_read(struct lc_conn *c)
+{
+	struct lc_ctx *ctx = c->conn_ctx;
+	ssize_t got;
+	int rv;
+
+	for (int i = 0; i < READS_PER_EVENT; i++) {
+		got = recv(c->conn_fd, ctx->ctx_rbuf, READ_BUF_SIZE,
+			   MSG_DONTWAIT);
+		if (got == 0) {
+			conn_fail(c, LOG_INFO, "closed by peer", 0);
+			return;
+		}
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			conn_fail(c, LOG_INFO, "read error", -errno);
+			return;
+		}
+		ctx->ctx_stats.st_reads++;
+		rv = lc_reasm_feed(&c->conn_ra, ctx->ctx_rbuf, (size_t)got,
+				   on_frame, c);
+		if (rv == CLOSE_QUIETLY) {
+			conn_close(c, false);
+			return;
+		}
+		if (rv < 0) {
+			ctx->ctx_stats.st_rejected++;
+			conn_fail(c, LOG_WARNING,
+				  c->conn_ra.ra_err == LC_FERR_STOPPED ?
+				  "protocol error" :
+				  lc_frame_err_str(c->conn_ra.ra_err), rv);
+			return;
+		}
+		if ((size_t)got < READ_BUF_SIZE)
+			break;
+	}
+	rv = conn_flush(c);
+	if (rv < 0)
+		conn_fail(c, LOG_INFO, "write error", rv);
+}
+
+static void on_accept(struct lc_ctx *ctx, int lfd)
+{
+	char addr[LC_ADDR_STRLEN];
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd;
+
+	for (int i = 0; i < ACCEPTS_PER_EVENT; i++) {
+		len = sizeof(ss);
+		memset(&ss, 0, sizeof(ss));
+		fd = accept4(lfd, (struct sockaddr *)&ss, &len,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				lc_log(ctx, LOG_ERR, "accept: %s",
+				       strerror(errno));
+			return;
+		}
+		lc_addr_unmap(&ss);
+		if (!address_is_known(ctx, &ss)) {
+			ctx->ctx_stats.st_refused++;
+			lc_log(ctx, LOG_WARNING,
+			       "refusing connection from %s: not a cluster node address",
+			       lc_addr_str(&ss, addr, sizeof(addr)));
+			close(fd);
+			continue;
+		}
+		if (set_sockopts(ctx, fd) < 0) {
+			lc_log(ctx, LOG_ERR, "socket options: %s",
+			       strerror(errno));
+			close(fd);
+			continue;
+		}
+		if (!conn_new(ctx, fd, false, &ss, NULL, CONN_HELLO_WAIT,
+			      POLLIN)) {
+			lc_log(ctx, LOG_ERR, "no memory for a connection");
+			continue;
+		}
+		ctx->ctx_stats.st_accepts++;
+		lc_log(ctx, LOG_DEBUG, "accepted connection from %s",
+		       lc_addr_str(&ss, addr, sizeof(addr)));
+	}
+}
+
+int lc_fd_event(struct lc_ctx *ctx, int fd, short revents)
+{
+	struct lc_conn *c;
+	int rv;
+
+	for (int i = 0; i < ctx->ctx_nlisten; i++) {
+		if (ctx->ctx_listen_fds[i] == fd) {
+			on_accept(ctx, fd);
+			return 0;
+		}
+	}
+	c = fdmap_get(ctx, fd);
+	if (!c)
+		return -ENOENT;
+	if (c->conn_state == CONN_CONNECTING) {
+		if (revents & (POLLOUT | POLLERR | POLLHUP))
+			on_connected(c);
+		return 0;
+	}
+	if (revents & (POLLIN | POLLERR | POLLHUP)) {
+		conn_read(c);	/* flushes, may free c */
+		return 0;
+	}
+	if (revents & POLLOUT) {
+		rv = conn_flush(c);
+		if (rv < 0)
+			conn_fail(c, LOG_INFO, "write error", rv);
+	}
+	return 0;
+}
+
+/* ---- public API ------------------------------------------------------ */
+
+void lc_config_default(struct lc_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->cfg_port = LC_DEFAULT_PORT;
+	cfg->cfg_max_msg = LC_DEFAULT_MAX_MSG;
+	cfg->cfg_queue_frames = LC_DEFAULT_QUEUE_FRAMES;
+	cfg->cfg_queue_bytes = LC_DEFAULT_QUEUE_BYTES;
+	cfg->cfg_reconnect_min_ms = LC_DEFAULT_RECONNECT_MIN_MS;
+	cfg->cfg_reconnect_max_ms = LC_DEFAULT_RECONNECT_MAX_MS;
+	cfg->cfg_handshake_ms = LC_DEFAULT_HANDSHAKE_MS;
+}
+
+static bool config_is_valid(const struct lc_config *cfg)
+{
+	if (!cfg->cfg_nodeid)
+		return false;
+	if (cfg->cfg_naddrs < 0 || cfg->cfg_naddrs > LC_MAX_ADDRS)
+		return false;
+	for (int i = 0; i < cfg->cfg_naddrs; i++)
+		if (!lc_addr_len(&cfg->cfg_addrs[i]))
+			return false;
+	if (!cfg->cfg_max_msg ||
+	    cfg->cfg_max_msg > LC_FRAME_LEN_LIMIT - LC_FRAME_HDR_LEN)
+		return false;
+	/* Keeps wrap-safe sequence comparisons valid. */
+	if (!cfg->cfg_queue_frames || cfg->cfg_queue_frames >= (1u << 30))
+		return false;
+	if (!cfg->cfg_queue_bytes)
+		return false;
+	if (!cfg->cfg_reconnect_min_ms ||
+	    cfg->cfg_reconnect_min_ms > cfg->cfg_reconnect_max_ms)
+		return false;
+	return cfg->cfg_handshake_ms > 0;
+}
+
+struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
+		      void *arg)
+{
+	struct lc_ctx *ctx;
+
+	if (!config_is_valid(cfg) || !ops || !ops->ops_deliver ||
+	    !ops->ops_fd_add || !ops->ops_fd_mod || !ops->ops_fd_del) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		goto fail;
+	ctx->ctx_rbuf = malloc(READ_BUF_SIZE);
+	if (!ctx->ctx_rbuf)
+		goto fail_ctx;
+	ctx->ctx_cfg = *cfg;
+	ctx->ctx_ops = ops;
+	ctx->ctx_arg = arg;
+	ctx->ctx_port = -1;
+	return ctx;
+
+fail_ctx:
+	free(ctx);
+fail:
+	errno = ENOMEM;
+	return NULL;
+}
+
+static void free_node(struct lc_ctx *ctx, struct lc_node *n)
+{
+	struct lc_conn *c, *next;
+
+	for (c = ctx->ctx_conns; c; c = next) {
+		next = c->conn_next;
+		if (c->conn_node == n)
+			conn_close(c, false);
+	}
+	free_frames(n);
+	free(n);
+}
+
+/* Best effort: tell the peer what we have received before we go. */
+static void write_last_ack(struct lc_conn *c)
+{
+	struct lc_node *n = c->conn_node;
+	unsigned char buf[LC_FRAME_HDR_LEN];
+
+	if (c->conn_state != CONN_ESTABLISHED ||
+	    c->conn_out_off != c->conn_out_len || !ack_owed(n))
+		return;
+	put_header(buf, c->conn_ctx, n, LC_KIND_ACK, sizeof(buf), 0);
+	if (send(c->conn_fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT) ==
+	    (ssize_t)sizeof(buf))
+		n->node_ack_sent = n->node_recv_next - 1;
+}
+
+void lc_destroy(struct lc_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	for (struct lc_conn *c = ctx->ctx_conns; c; c = c->conn_next)
+		write_last_ack(c);
+	while (ctx->ctx_conns)
+		conn_close(ctx->ctx_conns, false);
+	for (size_t i = 0; i < ctx->ctx_nnodes; i++)
+		free_node(ctx, ctx->ctx_nodes[i]);
+	for (int i = 0; i < ctx->ctx_nlisten; i++) {
+		ctx->ctx_ops->ops_fd_del(ctx->ctx_arg, ctx->ctx_listen_fds[i]);
+		close(ctx->ctx_listen_fds[i]);
+	}
+	free(ctx->ctx_nodes);
+	free(ctx->ctx_fdmap);
+	free(ctx->ctx_rbuf);
+	free(ctx);
+}
+
+static int listen_on(struct lc_ctx *ctx, const struct sockaddr_storage *addr)
+{
+	struct sockaddr_storage ss = *addr, bound;
+	socklen_t len = sizeof(bound);
+	char text[LC_ADDR_STRLEN];
+	int one = 1, zero = 0;
+	int fd, rv;
+
+	if (ctx->ctx_port > 0)
+		lc_addr_set_port(&ss, (uint16_t)ctx->ctx_port);
+	else
+		lc_addr_set_port(&ss, ctx->ctx_cfg.cfg_port);
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
+		goto fail_errno;
+	if (ss.ss_family == AF_INET6 && !ctx->ctx_cfg.cfg_naddrs &&
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) < 0)
+		goto fail_errno;
+	if (bind(fd, (struct sockaddr *)&ss, lc_addr_len(&ss)) < 0)
+		goto fail_errno;
+	if (listen(fd, LISTEN_BACKLOG) < 0)
+		goto fail_errno;
+	if (getsockname(fd, (struct sockaddr *)&bound, &len) < 0)
+		goto fail_errno;
+	rv = ctx->ctx_ops->ops_fd_add(ctx->ctx_arg, fd, POLLIN);
+	if (rv < 0)
+		goto fail;
+	ctx->ctx_port = lc_addr_port(&bound);
+	ctx->ctx_listen_fds[ctx->ctx_nlisten++] = fd;
+	lc_log(ctx, LOG_INFO, "listening on %s",
+	       lc_addr_str(&bound, text, sizeof(text)));
+	return 0;
+
+fail_errno:
+	rv = -errno;
+fail:
+	lc_log(ctx, LOG_ERR, "cannot listen on %s: %s",
+	       lc_addr_str(&ss, text, sizeof(text)), strerror(-rv));
+	close(fd);
+	return rv;
+}
+
+int lc_listen(struct lc_ctx *ctx)
+{
+	struct sockaddr_storage any;
+	int rv;
+
+	if (ctx->ctx_nlisten)
+		return -EALREADY;
+	if (!ctx->ctx_cfg.cfg_naddrs) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&any;
+
+		memset(&any, 0, sizeof(any));
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = in6addr_any;
+		return listen_on(ctx, &any);
+	}
+	for (int i = 0; i < ctx->ctx_cfg.cfg_naddrs; i++) {
+		rv = listen_on(ctx, &ctx->ctx_cfg.cfg_addrs[i]);
+		if (rv < 0)
+			goto fail;
+	}
+	return 0;
+
+fail:
+	while (ctx->ctx_nlisten) {
+		int fd = ctx->ctx_listen_fds[--ctx->ctx_nlisten];
+
+		ctx->ctx_ops->ops_fd_del(ctx->ctx_arg, fd);
+		close(fd);
+	}
+	ctx->ctx_port = -1;
+	return rv;
+}
+
+int lc_listen_port(const struct lc_ctx *ctx)
+{
+	return ctx->ctx_port > 0 ? ctx->ctx_port : -ENOTCONN;
+}
+
+int lc_node_add(struct lc_ctx *ctx, uint32_t nodeid,
+		const struct sockaddr_storage *addrs, int naddrs)
+{
+	struct lc_node **nodes, *n;
+	bool found;
+	size_t i;
+
+	if (!nodeid || nodeid == ctx->ctx_cfg.cfg_nodeid || naddrs < 1 ||
+	    naddrs > LC_MAX_ADDRS)
+		return -EINVAL;
+	for (int a = 0; a < naddrs; a++)
+		if (!lc_addr_len(&addrs[a]))
+			return -EINVAL;
+	i = node_index(ctx, nodeid, &found);
+	if (found)
+		return -EEXIST;
+	if (ctx->ctx_nnodes == ctx->ctx_nodes_cap) {
+		size_t cap = ctx->ctx_nodes_cap ? ctx->ctx_nodes_cap * 2 : 16;
+
+		nodes = realloc(ctx->ctx_nodes, cap * sizeof(*nodes));
+		if (!nodes)
+			return -ENOMEM;
+		ctx->ctx_nodes = nodes;
+		ctx->ctx_nodes_cap = cap;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->node_id = nodeid;
+	n->node_naddrs = naddrs;
+	for (int a = 0; a < naddrs; a++) {
+		n->node_addrs[a] = addrs[a];
+		lc_addr_unmap(&n->node_addrs[a]);
+		if (!lc_addr_port(&n->node_addrs[a]))
+			lc_addr_set_port(&n->node_addrs[a],
+					 ctx->ctx_cfg.cfg_port);
+	}
+	n->node_epoch = new_epoch();
+	n->node_send_next = 1;
+	n->node_sent_max = 0;
+	n->node_recv_next = 1;
+	n->node_ack_sent = 0;
+	memmove(&ctx->ctx_nodes[i + 1], &ctx->ctx_nodes[i],
+		(ctx->ctx_nnodes - i) * sizeof(*ctx->ctx_nodes));
+	ctx->ctx_nodes[i] = n;
+	ctx->ctx_nnodes++;
+	return 0;
+}
+
+int lc_node_remove(struct lc_ctx *ctx, uint32_t nodeid)
+{
+	bool found;
+	size_t i;
+
+	if (ctx->ctx_in_callback)
+		return -EBUSY;
+	i = node_index(ctx, nodeid, &found);
+	if (!found)
+		return -ENOENT;
+	lc_log(ctx, LOG_INFO, "closing connection to node %u", nodeid);
+	free_node(ctx, ctx->ctx_nodes[i]);
+	memmove(&ctx->ctx_nodes[i], &ctx->ctx_nodes[i + 1],
+		(ctx->ctx_nnodes - i - 1) * sizeof(*ctx->ctx_nodes));
+	ctx->ctx_nnodes--;
+	return 0;
+}
+
+int lc_send(struct lc_ctx *ctx, uint32_t nodeid, uint16_t type, uint32_t lsid,
+	    const void *payload, size_t len)
+{
+	struct lc_node *n;
+	struct lc_qframe *f;
+	struct lc_frame_hdr h;
+
+	if (nodeid == ctx->ctx_cfg.cfg_nodeid)
+		return -EINVAL;
+	n = find_node(ctx, nodeid);
+	if (!n)
+		return -ENOENT;
+	if (len > ctx->ctx_cfg.cfg_max_msg)
+		return -EMSGSIZE;
+	if (n->node_qframes >= ctx->ctx_cfg.cfg_queue_frames ||
+	    n->node_qbytes + len > ctx->ctx_cfg.cfg_queue_bytes)
+		return -ENOBUFS;
+	f = malloc(sizeof(*f) + LC_FRAME_HDR_LEN + len);
+	if (!f)
+		return -ENOMEM;
+	f->qf_next = NULL;
+	f->qf_seq = n->node_send_next++;
+	f->qf_len = (uint32_t)(LC_FRAME_HDR_LEN + len);
+	h = (struct lc_frame_hdr) {
+		.fh_magic = LC_FRAME_MAGIC,
+		.fh_version = LC_FRAME_VERSION,
+		.fh_kind = LC_KIND_DATA,
+		.fh_type = type,
+		.fh_length = f->qf_len,
+		.fh_lsid = lsid,
+		.fh_sender = ctx->ctx_cfg.cfg_nodeid,
+		.fh_target = nodeid,
+		.fh_seq = f->qf_seq,
+		.fh_ack = 0,	/* patched when written */
+	};
+	lc_frame_encode(f->qf_data, &h);
+	if (len)
+		memcpy(f->qf_data + LC_FRAME_HDR_LEN, payload, len);
+	if (n->node_tail)
+		n->node_tail->qf_next = f;
+	else
+		n->node_head = f;
+	n->node_tail = f;
+	if (!n->node_tx)
+		n->node_tx = f;
+	n->node_qframes++;
+	n->node_qbytes += len;
+	ctx->ctx_stats.st_msgs_sent++;
+
+	if (!n->node_conn) {
+		if (!n->node_retry_pending)
+			start_connect(ctx, n);
+	} else if (n->node_conn->conn_state == CONN_ESTABLISHED) {
+		conn_want(n->node_conn, POLLIN | POLLOUT);
+	}
+	return 0;
+}
+
+void lc_flush(struct lc_ctx *ctx)
+{
+	struct lc_conn *c, *next;
+	int rv;
+
+	if (ctx->ctx_in_callback)
+		return;
+	for (c = ctx->ctx_conns; c; c = next) {
+		next = c->conn_next;
+		if (c->conn_state != CONN_ESTABLISHED || !conn_has_output(c))
+			continue;
+		rv = conn_flush(c);
+		if (rv < 0)
+			conn_fail(c, LOG_INFO, "write error", rv);
+	}
+}
+
+long lc_queue_len(const struct lc_ctx *ctx, uint32_t nodeid)
+{
+	const struct lc_node *n = find_node(ctx, nodeid);
+
+	return n ? (long)n->node_qframes : -ENOENT;
+}
+
+void lc_timer(struct lc_ctx *ctx, uint64_t now_ms)
+{
+	struct lc_conn *c, *next;
+
+	ctx->ctx_now = now_ms;
+	for (c = ctx->ctx_conns; c; c = next) {
+		next = c->conn_next;
+		if (c->conn_state != CONN_ESTABLISHED &&
+		    now_ms >= c->conn_deadline)
+			conn_fail(c, LOG_WARNING, "handshake timed out", 0);
+	}
+	for (size_t i = 0; i < ctx->ctx_nnodes; i++) {
+		struct lc_node *n = ctx->ctx_nodes[i];
+
+		if (!n->node_retry_pending || now_ms < n->node_retry_at)
+			continue;
+		n->node_retry_pending = false;
+		if (!n->node_conn && n->node_head)
+			start_connect(ctx, n);
+	}
+}
+
+uint64_t lc_next_timeout(const struct lc_ctx *ctx)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (const struct lc_conn *c = ctx->ctx_conns; c; c = c->conn_next)
+		if (c->conn_state != CONN_ESTABLISHED &&
+		    c->conn_deadline < next)
+			next = c->conn_deadline;
+	for (size_t i = 0; i < ctx->ctx_nnodes; i++) {
+		const struct lc_node *n = ctx->ctx_nodes[i];
+
+		if (n->node_retry_pending && n->node_retry_at < next)
+			next = n->node_retry_at;
+	}
+	return next;
+}
+
+void lc_get_stats(const struct lc_ctx *ctx, struct lc_stats *st)
+{
+	*st = ctx->ctx_stats;
+}
+
+int lc_node_fd(const struct lc_ctx *ctx, uint32_t nodeid)
+{
+	const struct lc_node *n = find_node(ctx, nodeid);
+
+	if (!n)
+		return -ENOENT;
+	if (!n->node_conn || n->node_conn->conn_state != CONN_ESTABLISHED)
+		return -ENOTCONN;
+	return n->node_conn->conn_fd;
+}

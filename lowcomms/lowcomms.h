@@ -1,0 +1,146 @@
+/*
+ * lowcomms/lowcomms.h: node-to-node transport for dlmd.
+ *
+ * A context holds a node table (node id -> addresses), one listening socket
+ * per local address, and at most one connection per peer.  It never blocks
+ * and has no threads and no event loop: the caller's loop watches the file
+ * descriptors the context hands out through lc_ops, calls lc_fd_event() when
+ * one is ready and lc_timer() when lc_next_timeout() says so.
+ *
+ * Messages are opaque (type, lockspace id, payload).  Delivery to a peer is
+ * reliable and in order for as long as both nodes keep each other in their
+ * node tables: a dropped connection is re-established and nothing is lost or
+ * repeated.  lc_node_remove() declares a node gone and throws away what was
+ * queued for it.  The protocol and its limits are described in lowcomms.c
+ * and frame.c.
+ *
+ * Every function returns 0 (or a count) on success or a negative errno.
+ * Callbacks must not call lc_node_remove() or lc_destroy(); they may call
+ * lc_send() and the query functions.
+ */
+#ifndef DLMD_LOWCOMMS_H
+#define DLMD_LOWCOMMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#define LC_DEFAULT_PORT			21064
+#define LC_DEFAULT_MAX_MSG		(64 * 1024)
+#define LC_DEFAULT_QUEUE_FRAMES		(256 * 1024)
+#define LC_DEFAULT_QUEUE_BYTES		(64u * 1024 * 1024)
+#define LC_DEFAULT_RECONNECT_MIN_MS	100
+#define LC_DEFAULT_RECONNECT_MAX_MS	5000
+#define LC_DEFAULT_HANDSHAKE_MS		10000
+#define LC_MAX_ADDRS			4
+
+struct lc_ctx;
+
+struct lc_config {
+	uint32_t cfg_nodeid;		/* our node id, not 0 */
+	/* Local addresses: listen on each; the first of a family is also the
+	 * source address of outgoing connections of that family.  None: listen
+	 * on the IPv6 wildcard, dual stack.  A port here is ignored. */
+	struct sockaddr_storage cfg_addrs[LC_MAX_ADDRS];
+	int cfg_naddrs;
+	uint16_t cfg_port;		/* listen port; 0 = any (tests) */
+	size_t cfg_max_msg;		/* largest payload lc_send accepts */
+	size_t cfg_queue_frames;	/* per peer, unacked + unsent */
+	size_t cfg_queue_bytes;		/* per peer, payload bytes */
+	unsigned int cfg_reconnect_min_ms;
+	unsigned int cfg_reconnect_max_ms;
+	unsigned int cfg_handshake_ms;	/* connect + HELLO must finish in */
+	int cfg_sndbuf;			/* SO_SNDBUF, 0 = kernel default */
+	int cfg_rcvbuf;			/* SO_RCVBUF, 0 = kernel default */
+};
+
+/* Log levels are syslog's (LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG). */
+struct lc_ops {
+	/* A whole message from node `from`, in order, exactly once. */
+	void (*ops_deliver)(void *arg, uint32_t from, uint16_t type,
+			    uint32_t lsid, const void *payload, size_t len);
+	/* Watch fd for events (POLLIN / POLLOUT bits of poll.h). */
+	int (*ops_fd_add)(void *arg, int fd, short events);
+	int (*ops_fd_mod)(void *arg, int fd, short events);
+	/* Stop watching fd; it is closed right after. */
+	void (*ops_fd_del)(void *arg, int fd);
+	void (*ops_log)(void *arg, int level, const char *msg);
+};
+
+/* Counters, for logs, tests and dlmctl. */
+struct lc_stats {
+	uint64_t st_msgs_sent;		/* accepted by lc_send */
+	uint64_t st_msgs_delivered;
+	uint64_t st_frames_written;	/* DATA frames put on a socket */
+	uint64_t st_frames_resent;	/* ... of which repeats after reconnect */
+	uint64_t st_acks_sent;		/* standalone ACK frames */
+	uint64_t st_writes;		/* successful write system calls */
+	uint64_t st_bytes_written;
+	uint64_t st_reads;
+	uint64_t st_dups_dropped;	/* DATA frames already delivered */
+	uint64_t st_connects;		/* outgoing connection attempts */
+	uint64_t st_accepts;		/* incoming connections admitted */
+	uint64_t st_refused;		/* incoming from an unknown address */
+	uint64_t st_rejected;		/* connections closed on a bad frame */
+	uint64_t st_established;	/* handshakes completed */
+	uint64_t st_conn_lost;		/* established connections lost */
+	uint64_t st_peer_restarts;	/* peer came back with a new epoch */
+};
+
+/* Fill cfg with defaults; the caller then sets cfg_nodeid and addresses. */
+void lc_config_default(struct lc_config *cfg);
+
+/* Parse a numeric IPv4 or IPv6 address and a port into *ss. */
+int lc_addr_parse(const char *text, uint16_t port, struct sockaddr_storage *ss);
+
+/* A context; ops and arg are kept (ops must outlive it).  NULL on
+ * failure with errno set. */
+struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
+		      void *arg);
+/* Closes everything, best effort to write a last ack to each peer. */
+void lc_destroy(struct lc_ctx *ctx);
+
+/* Open the listening sockets.  Returns 0 or a negative errno
+ * (-EADDRINUSE when the port is taken). */
+int lc_listen(struct lc_ctx *ctx);
+/* The port actually bound (useful with cfg_port 0), or a negative errno. */
+int lc_listen_port(const struct lc_ctx *ctx);
+
+/* Add a peer with up to LC_MAX_ADDRS addresses; a port of 0 in an address
+ * means the configured port.  -EEXIST if the node is there, -EINVAL for
+ * our own id or a bad address. */
+int lc_node_add(struct lc_ctx *ctx, uint32_t nodeid,
+		const struct sockaddr_storage *addrs, int naddrs);
+/* Declare a node gone: close its connection, drop its queues and sequence
+ * state.  Adding it again starts a new epoch. */
+int lc_node_remove(struct lc_ctx *ctx, uint32_t nodeid);
+
+/*
+ * Queue a message for nodeid; never blocks.  The connection is made on
+ * demand and the write happens when the socket is writable (or at
+ * lc_flush()).  -ENOENT unknown node, -EINVAL to ourselves, -EMSGSIZE
+ * over cfg_max_msg, -ENOBUFS when the peer's queue is at its limit (try
+ * again when lc_queue_len() has gone down), -ENOMEM.
+ */
+int lc_send(struct lc_ctx *ctx, uint32_t nodeid, uint16_t type, uint32_t lsid,
+	    const void *payload, size_t len);
+/* Try to write what is queued now rather than waiting for POLLOUT. */
+void lc_flush(struct lc_ctx *ctx);
+/* Messages queued for nodeid and not yet acknowledged, or -ENOENT. */
+long lc_queue_len(const struct lc_ctx *ctx, uint32_t nodeid);
+
+/* An fd handed out through ops_fd_add is ready (poll revents bits).
+ * -ENOENT if the fd is not ours. */
+int lc_fd_event(struct lc_ctx *ctx, int fd, short revents);
+/* Run timers (reconnect backoff, handshake timeouts).  now_ms is a
+ * monotonic clock; call at least when lc_next_timeout() has passed. */
+void lc_timer(struct lc_ctx *ctx, uint64_t now_ms);
+/* The next time (same clock) lc_timer() has work, or UINT64_MAX. */
+uint64_t lc_next_timeout(const struct lc_ctx *ctx);
+
+void lc_get_stats(const struct lc_ctx *ctx, struct lc_stats *st);
+/* The fd of the established connection to nodeid (for tests and
+ * diagnostics), or -ENOTCONN / -ENOENT. */
+int lc_node_fd(const struct lc_ctx *ctx, uint32_t nodeid);
+
+#endif /* DLMD_LOWCOMMS_H */

@@ -1,0 +1,416 @@
+/*
+ * tests/test-lowcomms-loop.c: lowcomms endpoints talking over TCP loopback
+ * in one process: ordering between several nodes, batching, simultaneous
+ * connect, refusal of strangers and impostors, backpressure, node removal,
+ * IPv6.  Every wait is bounded (WAIT_MS).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "lowcomms/frame.h"
+#include "tests/test-lowcomms-harness.h"
+
+#define WAIT_MS		10000
+#define LOOPBACK	"127.0.0.1"
+#define STRANGER	"127.0.0.2"
+
+static struct h_world *world_new(int neps, const char *addr)
+{
+	struct h_world *w = malloc(sizeof(*w));
+
+	assert_non_null(w);
+	h_world_init(w);
+	for (int i = 0; i < neps; i++)
+		assert_int_equal(h_ep_start(w, i, addr, 0, NULL), 0);
+	for (int i = 0; i < neps; i++)
+		assert_int_equal(h_ep_add_peers(w, i), 0);
+	return w;
+}
+
+static void world_free(struct h_world *w)
+{
+	h_world_fini(w);
+	free(w);
+}
+
+static void assert_clean(const struct h_world *w)
+{
+	for (int i = 0; i < w->w_neps; i++) {
+		assert_int_equal(w->w_eps[i].ep_rx_errors, 0);
+		if (w->w_eps[i].ep_lc)
+			for (int j = 0; j < w->w_neps; j++)
+				if (j != i)
+					assert_int_equal(
+						lc_queue_len(w->w_eps[i].ep_lc,
+							     (uint32_t)j + 1),
+						0);
+	}
+}
+
+static bool queues_empty(struct h_world *w, void *unused)
+{
+	(void)unused;
+	for (int i = 0; i < w->w_neps; i++)
+		for (int j = 0; j < w->w_neps; j++)
+			if (i != j && w->w_eps[i].ep_lc &&
+			    lc_queue_len(w->w_eps[i].ep_lc, (uint32_t)j + 1) > 0)
+				return false;
+	return true;
+}
+
+static bool all_done_and_acked(struct h_world *w, void *unused)
+{
+	return h_all_done(w, unused) && queues_empty(w, unused);
+}
+
+/* Three nodes, each sending to both others in interleaved rounds, with
+ * payloads of several sizes: every stream arrives whole and in order. */
+static void test_ordering(void **state)
+{
+	enum { NEPS = 3, ROUNDS = 50, PER_ROUND = 40 };
+	struct h_world *w = world_new(NEPS, LOOPBACK);
+
+	(void)state;
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int i = 0; i < NEPS; i++) {
+			w->w_eps[i].ep_msg_extra = (unsigned int)((r * 131) % 900);
+			for (int j = 0; j < NEPS; j++)
+				if (i != j)
+					assert_int_equal(h_send(w, i, j,
+								PER_ROUND),
+							 PER_ROUND);
+		}
+		h_poll(w, 0);
+	}
+	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_clean(w);
+	for (int i = 0; i < NEPS; i++)
+		assert_int_equal(w->w_eps[i].ep_rx_total,
+				 (NEPS - 1) * ROUNDS * PER_ROUND);
+	world_free(w);
+}
+
+/* Many small messages queued at once go out in few large writes. */
+static void test_batching(void **state)
+{
+	enum { COUNT = 20000, MAX_WRITES = COUNT / 100 };
+	struct h_world *w = world_new(2, LOOPBACK);
+	struct lc_stats st;
+
+	(void)state;
+	/* Connect first, so the count below is about data only. */
+	assert_int_equal(h_send(w, 0, 1, 1), 1);
+	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	lc_get_stats(w->w_eps[0].ep_lc, &st);
+	uint64_t writes0 = st.st_writes;
+
+	assert_int_equal(h_send(w, 0, 1, COUNT), COUNT);
+	assert_int_equal(lc_queue_len(w->w_eps[0].ep_lc, 2), COUNT);
+	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	lc_get_stats(w->w_eps[0].ep_lc, &st);
+	printf("batching: %d messages in %llu writes\n", COUNT,
+	       (unsigned long long)(st.st_writes - writes0));
+	assert_true(st.st_writes - writes0 <= MAX_WRITES);
+	assert_int_equal(st.st_frames_resent, 0);
+	assert_clean(w);
+	world_free(w);
+}
+
+/* Both sides send before either has polled: both connect, and they settle
+ * on one connection (the one node 1 initiated). */
+static void test_simultaneous_connect(void **state)
+{
+	struct h_world *w = world_new(2, LOOPBACK);
+	struct sockaddr_storage a_local, b_peer;
+	socklen_t alen = sizeof(a_local), blen = sizeof(b_peer);
+	struct lc_stats s0, s1;
+	int fa, fb;
+
+	(void)state;
+	assert_int_equal(h_send(w, 0, 1, 100), 100);
+	assert_int_equal(h_send(w, 1, 0, 100), 100);
+	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	/* Let any loser connection finish closing. */
+	for (int i = 0; i < 20; i++)
+		h_poll(w, 5);
+	fa = lc_node_fd(w->w_eps[0].ep_lc, 2);
+	fb = lc_node_fd(w->w_eps[1].ep_lc, 1);
+	assert_true(fa >= 0 && fb >= 0);
+	/* The same TCP connection seen from both ends. */
+	assert_int_equal(getsockname(fa, (struct sockaddr *)&a_local, &alen), 0);
+	assert_int_equal(getpeername(fb, (struct sockaddr *)&b_peer, &blen), 0);
+	assert_int_equal(alen, blen);
+	assert_memory_equal(&a_local, &b_peer, alen);
+	lc_get_stats(w->w_eps[0].ep_lc, &s0);
+	lc_get_stats(w->w_eps[1].ep_lc, &s1);
+	/* A loser may retry once or twice before the winner is adopted. */
+	assert_true(s0.st_connects >= 1 && s0.st_connects <= 3);
+	assert_true(s1.st_connects >= 1 && s1.st_connects <= 3);
+	/* More traffic flows over the one connection. */
+	assert_int_equal(h_send(w, 0, 1, 500), 500);
+	assert_int_equal(h_send(w, 1, 0, 500), 500);
+	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_int_equal(lc_node_fd(w->w_eps[0].ep_lc, 2), fa);
+	assert_clean(w);
+	world_free(w);
+}
+
+static bool refused_once(struct h_world *w, void *arg)
+{
+	(void)arg;
+	return w->w_eps[0].ep_refused_logs > 0;
+}
+
+/* Wait (polling the world) until fd reads EOF or a reset. */
+static bool closed_by_peer(struct h_world *w, int fd)
+{
+	char buf[256];
+
+	for (int i = 0; i < 200; i++) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return true;
+		h_poll(w, 5);
+	}
+	return false;
+}
+
+static int connect_from(const char *src, int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(inet_pton(AF_INET, src, &sa.sin_addr), 1);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	sa.sin_port = htons((uint16_t)port);
+	assert_int_equal(inet_pton(AF_INET, LOOPBACK, &sa.sin_addr), 1);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* A connection from 127.0.0.2, which no node has, is refused and logged. */
+static void test_refuse_unknown_address(void **state)
+{
+	struct h_world *w = world_new(2, LOOPBACK);
+	struct lc_stats st;
+	int fd;
+
+	(void)state;
+	fd = connect_from(STRANGER, w->w_eps[0].ep_port);
+	assert_true(h_run_until(w, refused_once, NULL, WAIT_MS));
+	assert_true(closed_by_peer(w, fd));
+	close(fd);
+	lc_get_stats(w->w_eps[0].ep_lc, &st);
+	assert_int_equal(st.st_refused, 1);
+	assert_int_equal(st.st_accepts, 0);
+	/* The cluster still works. */
+	assert_int_equal(h_send(w, 1, 0, 10), 10);
+	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_clean(w);
+	world_free(w);
+}
+
+/* From a known address, but the HELLO names a node that is not ours, or
+ * the bytes are not a frame at all: the connection is closed. */
+static void test_reject_impostor(void **state)
+{
+	struct h_world *w = world_new(2, LOOPBACK);
+	unsigned char hello[LC_HELLO_LEN];
+	struct lc_frame_hdr h = {
+		.fh_magic = LC_FRAME_MAGIC, .fh_version = LC_FRAME_VERSION,
+		.fh_kind = LC_KIND_HELLO, .fh_length = LC_HELLO_LEN,
+		.fh_sender = 9, .fh_target = 1, .fh_seq = 1,
+	};
+	static const char garbage[] = "GET / HTTP/1.0\r\n\r\nxxxxxxxxxxxxxxxxxxxx";
+	struct lc_stats st;
+	int fd;
+
+	(void)state;
+	lc_frame_encode(hello, &h);
+	lc_put_le32(hello + LC_FRAME_HDR_LEN, 1234);
+	lc_put_le32(hello + LC_FRAME_HDR_LEN + 4, 0);
+
+	fd = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+	assert_int_equal(send(fd, hello, sizeof(hello), 0), sizeof(hello));
+	assert_true(closed_by_peer(w, fd));
+	close(fd);
+
+	/* Claims node 2 but says it is for node 5. */
+	h.fh_sender = 2;
+	h.fh_target = 5;
+	lc_frame_encode(hello, &h);
+	fd = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+	assert_int_equal(send(fd, hello, sizeof(hello), 0), sizeof(hello));
+	assert_true(closed_by_peer(w, fd));
+	close(fd);
+
+	fd = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+	assert_int_equal(send(fd, garbage, sizeof(garbage), 0),
+			 sizeof(garbage));
+	assert_true(closed_by_peer(w, fd));
+	close(fd);
+
+	lc_get_stats(w->w_eps[0].ep_lc, &st);
+	assert_int_equal(st.st_accepts, 3);
+	assert_int_equal(st.st_rejected, 3);
+	assert_int_equal(st.st_established, 0);
+	assert_int_equal(w->w_eps[0].ep_rx_total, 0);
+	/* Node 2, the real one, still gets through. */
+	assert_int_equal(h_send(w, 1, 0, 10), 10);
+	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_clean(w);
+	world_free(w);
+}
+
+/* A peer that is down: the queue fills to its limit, lc_send says
+ * -ENOBUFS; removing the node drops the queue; the API's error codes. */
+static void test_backpressure_and_remove(void **state)
+{
+	enum { LIMIT = 100 };
+	struct h_world *w = malloc(sizeof(*w));
+	struct sockaddr_storage ss;
+	struct lc_config cfg;
+	unsigned char big[LC_DEFAULT_MAX_MSG + 1] = { 0 };
+	int dead_port;
+
+	(void)state;
+	assert_non_null(w);
+	h_world_init(w);
+	h_config(&cfg, 1, LOOPBACK);
+	cfg.cfg_queue_frames = LIMIT;
+	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, &cfg), 0);
+	/* A port nobody listens on: bind one and close it. */
+	assert_int_equal(h_ep_start(w, 1, LOOPBACK, 0, NULL), 0);
+	dead_port = w->w_eps[1].ep_port;
+	h_ep_stop(w, 1);
+	assert_int_equal(lc_addr_parse(LOOPBACK, (uint16_t)dead_port, &ss), 0);
+	assert_int_equal(lc_node_add(w->w_eps[0].ep_lc, 2, &ss, 1), 0);
+	assert_int_equal(lc_node_add(w->w_eps[0].ep_lc, 2, &ss, 1), -EEXIST);
+	assert_int_equal(lc_node_add(w->w_eps[0].ep_lc, 1, &ss, 1), -EINVAL);
+
+	assert_int_equal(h_send(w, 0, 1, LIMIT + 10), LIMIT);
+	assert_int_equal(lc_queue_len(w->w_eps[0].ep_lc, 2), LIMIT);
+	for (int i = 0; i < 30; i++)
+		h_poll(w, 5);
+	assert_int_equal(lc_send(w->w_eps[0].ep_lc, 2, 1, 0, "x", 1),
+			 -ENOBUFS);
+	assert_int_equal(lc_queue_len(w->w_eps[0].ep_lc, 2), LIMIT);
+
+	assert_int_equal(lc_send(w->w_eps[0].ep_lc, 3, 1, 0, "x", 1), -ENOENT);
+	assert_int_equal(lc_send(w->w_eps[0].ep_lc, 1, 1, 0, "x", 1), -EINVAL);
+	assert_int_equal(lc_node_remove(w->w_eps[0].ep_lc, 2), 0);
+	assert_int_equal(lc_queue_len(w->w_eps[0].ep_lc, 2), -ENOENT);
+	assert_int_equal(lc_node_remove(w->w_eps[0].ep_lc, 2), -ENOENT);
+	assert_int_equal(lc_node_add(w->w_eps[0].ep_lc, 2, &ss, 1), 0);
+	assert_int_equal(lc_send(w->w_eps[0].ep_lc, 2, 1, 0, big,
+				 sizeof(big)), -EMSGSIZE);
+	assert_int_equal(lc_queue_len(w->w_eps[0].ep_lc, 2), 0);
+	world_free(w);
+}
+
+/* Node 1 removes node 2 and adds it back (a membership change): both
+ * directions carry on, the new epoch resets node 2's view of node 1. */
+static void test_remove_and_readd(void **state)
+{
+	struct h_world *w = world_new(2, LOOPBACK);
+	struct sockaddr_storage ss;
+	struct lc_stats st;
+
+	(void)state;
+	assert_int_equal(h_send(w, 0, 1, 300), 300);
+	assert_int_equal(h_send(w, 1, 0, 300), 300);
+	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+
+	assert_int_equal(lc_node_remove(w->w_eps[0].ep_lc, 2), 0);
+	assert_int_equal(lc_addr_parse(LOOPBACK, (uint16_t)w->w_eps[1].ep_port,
+				       &ss), 0);
+	assert_int_equal(lc_node_add(w->w_eps[0].ep_lc, 2, &ss, 1), 0);
+
+	assert_int_equal(h_send(w, 0, 1, 300), 300);
+	assert_int_equal(h_send(w, 1, 0, 300), 300);
+	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	lc_get_stats(w->w_eps[1].ep_lc, &st);
+	assert_int_equal(st.st_peer_restarts, 1);
+	assert_clean(w);
+	world_free(w);
+}
+
+static void test_ipv6(void **state)
+{
+	struct h_world *w = malloc(sizeof(*w));
+	int fd = socket(AF_INET6, SOCK_STREAM, 0);
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6,
+				   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+
+	(void)state;
+	assert_non_null(w);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (fd >= 0)
+			close(fd);
+		free(w);
+		skip();
+	}
+	close(fd);
+	free(w);
+	w = world_new(3, "::1");
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 3; j++)
+			if (i != j)
+				assert_int_equal(h_send(w, i, j, 1000), 1000);
+	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_clean(w);
+	world_free(w);
+}
+
+/* A dual-stack wildcard listener admits an IPv4 peer by its address. */
+static void test_wildcard_listener(void **state)
+{
+	struct h_world *w = malloc(sizeof(*w));
+	struct lc_config cfg;
+
+	(void)state;
+	assert_non_null(w);
+	h_world_init(w);
+	h_config(&cfg, 1, NULL);
+	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, &cfg), 0);
+	assert_int_equal(h_ep_start(w, 1, LOOPBACK, 0, NULL), 0);
+	assert_int_equal(h_ep_add_peers(w, 0), 0);
+	assert_int_equal(h_ep_add_peers(w, 1), 0);
+	assert_int_equal(h_send(w, 1, 0, 100), 100);
+	assert_int_equal(h_send(w, 0, 1, 100), 100);
+	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_clean(w);
+	world_free(w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ordering),
+		cmocka_unit_test(test_batching),
+		cmocka_unit_test(test_simultaneous_connect),
+		cmocka_unit_test(test_refuse_unknown_address),
+		cmocka_unit_test(test_reject_impostor),
+		cmocka_unit_test(test_backpressure_and_remove),
+		cmocka_unit_test(test_remove_and_readd),
+		cmocka_unit_test(test_ipv6),
+		cmocka_unit_test(test_wildcard_listener),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
