@@ -1,0 +1,1647 @@
+/*
+ * tests/dlm-sim.c - the deterministic multi-node simulator of the lock
+ * engine.
+ *
+ * One run ("seed") builds a small cluster in one process: N engines
+ * (dlm_core_new, node ids 1..N), one or two lockspaces created on every
+ * node with the same member list, a few clients per node, and a simulated
+ * network (sim-net.c).  Everything random comes from one seeded PRNG, and
+ * time is virtual, so a seed replays exactly.
+ *
+ * A run has three phases:
+ *
+ *   schedule  random steps: a client operation (new locks in every mode
+ *             with random flags, conversions up and down, unlocks with and
+ *             without LVB writes, cancels, force unlocks, parent and range
+ *             locks, client crashes, orphan adoption and purging, and
+ *             deliberately invalid calls that must be refused), delivery of
+ *             one due message, or a clock tick on every node;
+ *   quiesce   no new requests; every orphan is purged, and each client
+ *             answers the blocking ASTs it got (now or earlier) by
+ *             releasing or down-converting the lock as soon as nothing is
+ *             pending on it.  When the network is empty and nobody has
+ *             anything left to do, every request must have completed;
+ *   drain     every client unlocks everything; time passes beyond the toss
+ *             delay; every engine must then be empty (no locks, waiters,
+ *             orphans, resources or directory records).
+ *
+ * The engines' callbacks never re-enter an engine: send() queues the bytes
+ * on the link, ast() queues the AST; after each entry point returns, the
+ * queued ASTs go to the client model (sim-model.c), then the checks run:
+ * client-level safety, engine-level safety and queue order (sim-check.c),
+ * the LVB and AST rules.  The first violation stops the seed; the report
+ * gives the seed, the violation, the last events and every engine's dump.
+ *
+ * Every loop is bounded; hitting a bound is reported as a liveness failure.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/sim.h"
+
+#define DEFAULT_OPS		250
+#define MAX_STEPS_PER_OP	400	/* schedule phase bound: ops * this */
+#define MAX_QUIESCE_STEPS	200000
+#define MAX_DRAIN_STEPS		200000
+#define TICK_MAX_MS		10	/* a tick advances time 1..10 ms */
+
+/* ------------------------------------------------------ fail and trace */
+
+void sim_trace(struct sim *sim, const char *fmt, ...)
+{
+	char line[SIM_TRACE_TEXT], prefix[40];
+	va_list ap;
+	int n;
+
+	n = snprintf(prefix, sizeof(prefix), "%6llu %7llums ",
+		     (unsigned long long)sim->step, (unsigned long long)sim->now);
+	memcpy(line, prefix, (size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	trace_add(&sim->trace, line);
+}
+
+void sim_fail(struct sim *sim, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (sim->failed)
+		return;
+	sim->failed = true;
+	va_start(ap, fmt);
+	vsnprintf(sim->fail_msg, sizeof(sim->fail_msg), fmt, ap);
+	va_end(ap);
+	sim_trace(sim, "VIOLATION: %s", sim->fail_msg);
+}
+
+/* ------------------------------------------------------------ callbacks */
+
+static void cb_send(void *ctx, uint32_t to, const void *buf, size_t len)
+{
+	struct sim_node *n = ctx;
+	struct sim *sim = n->n_sim;
+
+	sim->call_sends++;
+	if (to == n->n_id || to < 1 || to > sim->nnodes) {
+		sim_fail(sim, "n%u sends a message to node %u", n->n_id, to);
+		return;
+	}
+	if (!sim->nodes[to - 1].n_alive)
+		return;		/* a dead node hears nothing */
+	if (net_send(&sim->net, &sim->rng, sim->now, n->n_id, to, buf, len))
+		sim_fail(sim, "simulator: out of memory");
+}
+
+static void cb_ast(void *ctx, const struct dlm_ast *ast)
+{
+	struct sim_node *n = ctx;
+	struct sim *sim = n->n_sim;
+	struct sim_ast_rec *a;
+	unsigned int i;
+
+	if (sim->nastq == sim->astqcap) {
+		unsigned int cap = sim->astqcap ? 2 * sim->astqcap : 64;
+		struct sim_ast_rec *q = realloc(sim->astq, cap * sizeof(*q));
+
+		if (!q)
+			abort();
+		sim->astq = q;
+		sim->astqcap = cap;
+	}
+	a = &sim->astq[sim->nastq++];
+	memset(a, 0, sizeof(*a));
+	a->a_node = (int)(n - sim->nodes);
+	a->a_ls = -1;
+	for (i = 0; i < sim->nls; i++)
+		if (ast->ls == n->n_ls[i])
+			a->a_ls = (int)i;
+	a->a_ast = *ast;
+	a->a_ast.lvb = NULL;
+	if (ast->lvb) {
+		a->a_has_lvb = true;
+		memcpy(a->a_lvb, ast->lvb, DLM_LVB_LEN);
+	}
+	if (a->a_ls < 0)
+		sim_fail(sim, "n%u: AST names an unknown lockspace", n->n_id);
+}
+
+static void cb_log(void *ctx, enum dlm_log_level level, const char *line)
+{
+	struct sim_node *n = ctx;
+	struct sim *sim = n->n_sim;
+
+	if (level > DLM_LOG_INFO && !sim->opts->o_verbose)
+		return;
+	sim_trace(sim, "log  n%u <%d> %s", n->n_id, (int)level, line);
+}
+
+static const struct dlm_core_ops sim_core_ops = {
+	.send = cb_send,
+	.ast = cb_ast,
+	.log = cb_log,
+};
+
+/* ------------------------------------------------------- step plumbing */
+
+static void deliver_asts(struct sim *sim)
+{
+	unsigned int i;
+
+	/* model_deliver_ast() never calls the engine, so the queue is stable */
+	for (i = 0; i < sim->nastq && !sim->failed; i++)
+		if (sim->astq[i].a_ls >= 0)
+			model_deliver_ast(sim, &sim->astq[i]);
+	sim->nastq = 0;
+}
+
+/* After every step: hand the ASTs to the clients, then check. */
+static void after_step(struct sim *sim)
+{
+	deliver_asts(sim);
+	if (!sim->failed)
+		model_check_clients(sim);
+	if (!sim->failed)
+		check_engines(sim);
+	sim->step++;
+}
+
+static void tick_all(struct sim *sim, uint64_t advance)
+{
+	unsigned int i;
+
+	sim->now += advance;
+	sim_trace(sim, "tick +%llu", (unsigned long long)advance);
+	for (i = 0; i < sim->nnodes; i++)
+		if (sim->nodes[i].n_alive)
+			dlm_core_tick(sim->nodes[i].n_core, sim->now);
+}
+
+static void step_tick(struct sim *sim)
+{
+	tick_all(sim, 1 + rng_below(&sim->rng, TICK_MAX_MS));
+}
+
+/* Deliver one due message; with none due, move time to the next one. */
+static void step_deliver(struct sim *sim)
+{
+	struct sim_msg *m = net_pick(&sim->net, &sim->rng, sim->now);
+	int rc;
+
+	if (!m) {
+		uint64_t due = net_next_due(&sim->net);
+
+		if (due == UINT64_MAX)
+			step_tick(sim);
+		else
+			tick_all(sim, due - sim->now);
+		return;
+	}
+	sim_trace(sim, "msg  n%u->n%u len %zu", m->m_from, m->m_to, m->m_len);
+	rc = dlm_core_receive(sim->nodes[m->m_to - 1].n_core, m->m_from,
+			      m->m_data, m->m_len);
+	if (rc)
+		sim_fail(sim, "n%u rejected a message from n%u (len %zu): %d",
+			 m->m_to, m->m_from, m->m_len, rc);
+	free(m);
+}
+
+/* ---------------------------------------------------- engine entry points */
+
+static uint64_t new_astarg(struct sim *sim)
+{
+	return ++sim->next_astarg;
+}
+
+static void range_str(const struct sim_lock *lk, bool ranged,
+		      const struct dlm_range *r, char *out, size_t len)
+{
+	(void)lk;
+	if (!ranged)
+		snprintf(out, len, "all");
+	else
+		snprintf(out, len, "%llu-%llu", (unsigned long long)r->ra_start,
+			 (unsigned long long)r->ra_end);
+}
+
+static int call_lock(struct sim *sim, int node, int ls, const struct dlm_lock_req *req,
+		     uint32_t *lkid, const char *what)
+{
+	char fl[200], rng[48], name[200];
+	uint64_t sends = sim->call_sends;
+	unsigned int nast = sim->nastq;
+	int rc;
+
+	*lkid = 0;
+	sim->n_ops++;
+	rc = dlm_core_lock(sim->nodes[node].n_ls[ls], req, lkid);
+	sim_flags_str(req->flags, fl, sizeof(fl));
+	range_str(NULL, req->range != NULL, req->range ? req->range : &(struct dlm_range){0, 0},
+		  rng, sizeof(rng));
+	if (req->flags & DLM_LKF_CONVERT) {
+		snprintf(name, sizeof(name), "lk %08x", req->lkid);
+	} else {
+		unsigned char key[1 + DLM_RESNAME_MAXLEN + 8];
+		unsigned int len = req->namelen <= DLM_RESNAME_MAXLEN + 8 ?
+				   req->namelen : DLM_RESNAME_MAXLEN + 8;
+
+		key[0] = (unsigned char)len;
+		if (req->name && len)
+			memcpy(key + 1, req->name, len);
+		trace_key(key, req->name ? 1 + len : 1, name, sizeof(name));
+		if (!len)
+			snprintf(name, sizeof(name), "(empty)");
+	}
+	sim_trace(sim, "op   n%d ls%d owner %llx %s %s %s flags=%s range=%s parent=%08x "
+		  "astarg=%llu -> %d lk %08x", node + 1, ls,
+		  (unsigned long long)req->owner, what, name, sim_mode_str(req->mode), fl,
+		  rng, req->parent, (unsigned long long)req->astarg, rc, *lkid);
+	if (rc && (sim->nastq != nast || sim->call_sends != sends))
+		sim_fail(sim, "refused dlm_core_lock (%d) still emitted %u ASTs, %llu messages",
+			 rc, sim->nastq - nast,
+			 (unsigned long long)(sim->call_sends - sends));
+	return rc;
+}
+
+static int call_unlock(struct sim *sim, int node, int ls, const struct dlm_unlock_req *req,
+		       const char *what)
+{
+	char fl[200];
+	uint64_t sends = sim->call_sends;
+	unsigned int nast = sim->nastq;
+	int rc;
+
+	sim->n_ops++;
+	rc = dlm_core_unlock(sim->nodes[node].n_ls[ls], req);
+	sim_flags_str(req->flags, fl, sizeof(fl));
+	sim_trace(sim, "op   n%d ls%d owner %llx %s lk %08x flags=%s lvb=v%llu astarg=%llu -> %d",
+		  node + 1, ls, (unsigned long long)req->owner, what, req->lkid, fl,
+		  (unsigned long long)(req->lvb ? lvb_value(req->lvb) : 0),
+		  (unsigned long long)req->astarg, rc);
+	if (rc && (sim->nastq != nast || sim->call_sends != sends))
+		sim_fail(sim, "refused dlm_core_unlock (%d) still emitted %u ASTs, %llu messages",
+			 rc, sim->nastq - nast,
+			 (unsigned long long)(sim->call_sends - sends));
+	return rc;
+}
+
+/* The last component of a resource key: the name a request passes. */
+static const unsigned char *res_name(const struct sim_res *r, unsigned int *len)
+{
+	unsigned int i = 0, last = 0;
+
+	while (i < r->r_keylen) {
+		last = i;
+		i += 1u + r->r_key[i];
+	}
+	*len = r->r_key[last];
+	return r->r_key + last + 1;
+}
+
+static void pick_range(struct sim *sim, bool *ranged, struct dlm_range *r)
+{
+	uint64_t s, len;
+
+	*ranged = rng_pct(&sim->rng, 30);
+	if (!*ranged) {
+		r->ra_start = DLM_RANGE_MIN;
+		r->ra_end = DLM_RANGE_MAX;
+		return;
+	}
+	s = rng_below(&sim->rng, SIM_RANGE_SPACE);
+	len = rng_below(&sim->rng, 16);
+	r->ra_start = s;
+	r->ra_end = s + len < SIM_RANGE_SPACE ? s + len : SIM_RANGE_SPACE - 1;
+}
+
+/* A true down-conversion: granted at once, never blocked (PR -> CW is a
+ * "middle" conversion, not a down-conversion). */
+static bool is_down(int from, int to)
+{
+	return to < from && !(from == DLM_LOCK_PR && to == DLM_LOCK_CW);
+}
+
+/* LVB flags for a release (unlock or conversion to 'to') of lk.  A PW/EX
+ * holder that has ever used VALBLK always writes or invalidates, so the
+ * model never depends on whether the engine remembers an older VALBLK. */
+static uint32_t release_lvb_flags(struct sim *sim, const struct sim_lock *lk)
+{
+	unsigned int r = rng_below(&sim->rng, 100);
+
+	if (lk->l_gmode < DLM_LOCK_PW)
+		return r < 10 ? DLM_LKF_VALBLK : 0;	/* a non-writer: no effect */
+	if (lk->l_ever_valblk)
+		return r < 85 ? DLM_LKF_VALBLK : DLM_LKF_IVVALBLK;
+	return r < 50 ? 0 : r < 85 ? DLM_LKF_VALBLK : DLM_LKF_IVVALBLK;
+}
+
+/* Record the LVB effect of a release issued by lk with 'flags'. */
+static void release_lvb_effect(struct sim *sim, const struct sim_lock *lk,
+			       uint32_t flags, uint64_t value)
+{
+	if (lk->l_gmode < DLM_LOCK_PW)
+		return;
+	if (flags & DLM_LKF_IVVALBLK)
+		lvb_write(sim, lk->l_res, LVB_INVALID, 0);
+	else if (flags & DLM_LKF_VALBLK)
+		lvb_write(sim, lk->l_res, LVB_VALID, value);
+}
+
+/* -------------------------------------------------------- client choices */
+
+static struct sim_client *client_of(struct sim *sim, int node, int client)
+{
+	return &sim->nodes[node].n_clients[client];
+}
+
+/* A random lock of the client satisfying 'ok', or NULL. */
+static struct sim_lock *pick_lock(struct sim *sim, int node, int client,
+				  bool (*ok)(const struct sim_lock *))
+{
+	struct sim_client *c = client_of(sim, node, client);
+	struct sim_lock *cand[64];
+	unsigned int n = 0, i;
+
+	for (i = 0; i < c->c_nlocks && n < 64; i++)
+		if (ok(c->c_locks[i]))
+			cand[n++] = c->c_locks[i];
+	return n ? cand[rng_below(&sim->rng, n)] : NULL;
+}
+
+static bool ok_granted_idle(const struct sim_lock *lk)
+{
+	return lock_is_idle(lk) && lk->l_gmode != DLM_LOCK_IV;
+}
+
+static bool ok_unlockable(const struct sim_lock *lk)
+{
+	return ok_granted_idle(lk) && !lk->l_nchildren;
+}
+
+static bool ok_cancelable(const struct sim_lock *lk)
+{
+	return (lk->l_op == OP_REQUEST || lk->l_op == OP_CONVERT) &&
+	       !lk->l_cancel && !lk->l_force && !lk->l_op_adopt;
+}
+
+static bool ok_forceable(const struct sim_lock *lk)
+{
+	if (lk->l_nchildren || lk->l_cancel || lk->l_force || lk->l_orphan ||
+	    lk->l_op == OP_UNLOCK || lk->l_op_adopt)
+		return false;
+	/* a NOQUEUE request may end before the unlock is seen: ambiguous */
+	return !(lk->l_op == OP_REQUEST && (lk->l_op_flags & DLM_LKF_NOQUEUE));
+}
+
+static bool ok_parent(const struct sim_lock *lk)
+{
+	return ok_granted_idle(lk);
+}
+
+static bool ok_pending_request(const struct sim_lock *lk)
+{
+	return lk->l_op == OP_REQUEST && !lk->l_cancel && !lk->l_force &&
+	       !lk->l_op_adopt;
+}
+
+/* A new lock request, maybe under a parent, maybe ranged. */
+static void do_new_lock(struct sim *sim, int node, int client)
+{
+	struct sim_client *c = client_of(sim, node, client);
+	struct sim_lock *parent = NULL, *lk;
+	struct dlm_lock_req req;
+	struct dlm_range range;
+	const unsigned char *name;
+	unsigned int namelen, r;
+	bool ranged;
+	uint32_t lkid, flags = 0;
+	int ls, res, mode, rc;
+
+	if (rng_pct(&sim->rng, 30)) {
+		parent = pick_lock(sim, node, client, ok_parent);
+		if (parent && sim->res[parent->l_res].r_depth >= DLM_MAX_DEPTH)
+			parent = NULL;
+	}
+	if (parent) {
+		ls = parent->l_ls;
+		res = sim_res_child(sim, parent->l_res, rng_below(&sim->rng, SIM_NCHILD));
+	} else {
+		ls = (int)rng_below(&sim->rng, sim->nls);
+		res = sim_res_root(sim, ls, rng_below(&sim->rng, SIM_NROOT));
+	}
+	mode = (int)rng_below(&sim->rng, DLM_NUM_MODES);
+	if (rng_pct(&sim->rng, 20)) {
+		flags |= DLM_LKF_NOQUEUE;
+		if (rng_pct(&sim->rng, 40))
+			flags |= DLM_LKF_NOQUEUEBAST;
+	}
+	if (mode == DLM_LOCK_NL && rng_pct(&sim->rng, 30))
+		flags |= DLM_LKF_EXPEDITE;
+	if (rng_pct(&sim->rng, 10))
+		flags |= DLM_LKF_HEADQUE;
+	if (rng_pct(&sim->rng, 10))
+		flags |= DLM_LKF_NOORDER;
+	r = rng_below(&sim->rng, 100);
+	if (r < 8)
+		flags |= DLM_LKF_ALTPR;
+	else if (r < 16)
+		flags |= DLM_LKF_ALTCW;
+	if (rng_pct(&sim->rng, 5))
+		flags |= DLM_LKF_CONVDEADLK;
+	if (rng_pct(&sim->rng, 40))
+		flags |= DLM_LKF_VALBLK;
+	if (!parent && rng_pct(&sim->rng, 12))
+		flags |= DLM_LKF_PERSISTENT;
+	pick_range(sim, &ranged, &range);
+	name = res_name(&sim->res[res], &namelen);
+
+	memset(&req, 0, sizeof(req));
+	req.mode = mode;
+	req.flags = flags;
+	req.name = name;
+	req.namelen = namelen;
+	req.parent = parent ? parent->l_lkid : 0;
+	req.range = ranged ? &range : NULL;
+	req.owner = c->c_owner;
+	req.astarg = new_astarg(sim);
+	req.want_bast = rng_pct(&sim->rng, 92);
+	rc = call_lock(sim, node, ls, &req, &lkid, "lock");
+	if (rc) {
+		sim_fail(sim, "a valid lock request was refused: %d", rc);
+		return;
+	}
+	if (lock_find(sim, node, ls, lkid)) {
+		sim_fail(sim, "n%d: new lock got id %08x, which is in use", node + 1, lkid);
+		return;
+	}
+	lk = lock_new(sim, node, ls, lkid, client, res);
+	lk->l_ranged = ranged;
+	lk->l_range = range;
+	lk->l_want_bast = req.want_bast;
+	lk->l_persistent = flags & DLM_LKF_PERSISTENT;
+	lk->l_ever_valblk = flags & DLM_LKF_VALBLK;
+	lk->l_op = OP_REQUEST;
+	lk->l_op_mode = mode;
+	lk->l_op_flags = flags;
+	lk->l_req_flags = flags;
+	lk->l_op_astarg = req.astarg;
+	lk->l_lvb_since = sim->res[res].r_nwrites;
+	if (parent) {
+		lk->l_parent = parent;
+		parent->l_nchildren++;
+	}
+}
+
+/* Convert lk to 'mode' (a quiesce reaction passes flags; -1: random). */
+static void convert_lock(struct sim *sim, struct sim_lock *lk, int mode, int64_t force_flags)
+{
+	struct dlm_lock_req req;
+	char lvb[DLM_LVB_LEN];
+	uint64_t value = 0;
+	uint32_t flags = DLM_LKF_CONVERT, lkid;
+	int rc;
+
+	if (force_flags >= 0) {
+		flags |= (uint32_t)force_flags;
+	} else {
+		if (rng_pct(&sim->rng, 15)) {
+			flags |= DLM_LKF_NOQUEUE;
+			if (rng_pct(&sim->rng, 40))
+				flags |= DLM_LKF_NOQUEUEBAST;
+		}
+		if (mode > lk->l_gmode && rng_pct(&sim->rng, 20))
+			flags |= DLM_LKF_QUECVT;
+		if (rng_pct(&sim->rng, 25))
+			flags |= DLM_LKF_CONVDEADLK;
+		if (rng_pct(&sim->rng, 8))
+			flags |= DLM_LKF_ALTPR;
+		else if (rng_pct(&sim->rng, 8))
+			flags |= DLM_LKF_ALTCW;
+		if (rng_pct(&sim->rng, 8))
+			flags |= DLM_LKF_HEADQUE;
+		if (rng_pct(&sim->rng, 8))
+			flags |= DLM_LKF_NOORDER;
+		if (is_down(lk->l_gmode, mode) || mode == lk->l_gmode)
+			flags |= release_lvb_flags(sim, lk);
+		else if (rng_pct(&sim->rng, 40))
+			flags |= DLM_LKF_VALBLK;
+	}
+	if (flags & DLM_LKF_VALBLK) {
+		value = ++sim->next_lvb;
+		lvb_make(value, lvb);
+	}
+	memset(&req, 0, sizeof(req));
+	req.mode = mode;
+	req.flags = flags;
+	req.lkid = lk->l_lkid;
+	req.range = lk->l_ranged ? &lk->l_range : NULL;
+	req.lvb = (flags & DLM_LKF_VALBLK) ? lvb : NULL;
+	req.owner = lk->l_owner;
+	req.astarg = new_astarg(sim);
+	req.want_bast = lk->l_want_bast;
+	rc = call_lock(sim, lk->l_node, lk->l_ls, &req, &lkid, "convert");
+	if (rc == -EBUSY && lk->l_cancel_unresolved)
+		return;		/* the silent cancel is still on its way */
+	if (rc) {
+		sim_fail(sim, "a valid conversion %s->%s of lk %08x was refused: %d",
+			 sim_mode_str(lk->l_gmode), sim_mode_str(mode), lk->l_lkid, rc);
+		return;
+	}
+	lk->l_cancel_unresolved = false;
+	if (is_down(lk->l_gmode, mode))
+		release_lvb_effect(sim, lk, flags, value);
+	if (flags & DLM_LKF_VALBLK)
+		lk->l_ever_valblk = true;
+	lk->l_op = OP_CONVERT;
+	lk->l_op_mode = mode;
+	lk->l_op_flags = flags;
+	lk->l_req_flags = flags;
+	lk->l_op_astarg = req.astarg;
+	lk->l_lvb_since = sim->res[lk->l_res].r_nwrites;
+}
+
+static void do_convert(struct sim *sim, int node, int client)
+{
+	struct sim_lock *lk = pick_lock(sim, node, client, ok_granted_idle);
+	int mode;
+
+	if (!lk)
+		return;
+	do
+		mode = (int)rng_below(&sim->rng, DLM_NUM_MODES);
+	while (mode == lk->l_gmode && mode >= DLM_LOCK_PW);
+	convert_lock(sim, lk, mode, -1);
+}
+
+/* Unlock lk ('flags' < 0: random LVB flags). */
+static void unlock_lock(struct sim *sim, struct sim_lock *lk, int64_t flags_in)
+{
+	struct dlm_unlock_req req;
+	char lvb[DLM_LVB_LEN];
+	uint64_t value = 0;
+	uint32_t flags = flags_in >= 0 ? (uint32_t)flags_in : release_lvb_flags(sim, lk);
+	int rc;
+
+	if (flags & DLM_LKF_VALBLK) {
+		value = ++sim->next_lvb;
+		lvb_make(value, lvb);
+	}
+	memset(&req, 0, sizeof(req));
+	req.lkid = lk->l_lkid;
+	req.flags = flags;
+	req.lvb = (flags & DLM_LKF_VALBLK) ? lvb : NULL;
+	req.owner = lk->l_owner;
+	req.astarg = new_astarg(sim);
+	rc = call_unlock(sim, lk->l_node, lk->l_ls, &req, "unlock");
+	if (rc == -EBUSY && lk->l_cancel_unresolved)
+		return;
+	if (rc) {
+		sim_fail(sim, "a valid unlock of lk %08x was refused: %d", lk->l_lkid, rc);
+		return;
+	}
+	lk->l_cancel_unresolved = false;
+	release_lvb_effect(sim, lk, flags, value);
+	lk->l_op = OP_UNLOCK;
+	lk->l_op_astarg = req.astarg;
+}
+
+static void do_unlock(struct sim *sim, int node, int client)
+{
+	struct sim_lock *lk = pick_lock(sim, node, client, ok_unlockable);
+
+	if (lk)
+		unlock_lock(sim, lk, -1);
+}
+
+static void do_cancel(struct sim *sim, int node, int client)
+{
+	struct sim_lock *lk = pick_lock(sim, node, client, ok_cancelable);
+	struct dlm_unlock_req req;
+	int rc;
+
+	if (!lk)
+		return;
+	memset(&req, 0, sizeof(req));
+	req.lkid = lk->l_lkid;
+	req.flags = DLM_LKF_CANCEL;
+	req.owner = lk->l_owner;
+	req.astarg = new_astarg(sim);
+	rc = call_unlock(sim, node, lk->l_ls, &req, "cancel");
+	if (rc) {
+		sim_fail(sim, "cancel of pending lk %08x refused: %d", lk->l_lkid, rc);
+		return;
+	}
+	lk->l_cancel = true;
+}
+
+static void do_force(struct sim *sim, int node, int client)
+{
+	struct sim_lock *lk = pick_lock(sim, node, client, ok_forceable);
+	struct dlm_unlock_req req;
+	char lvb[DLM_LVB_LEN];
+	uint64_t value = 0;
+	uint32_t flags = DLM_LKF_FORCEUNLOCK;
+	int rc, top;
+
+	if (!lk)
+		return;
+	if (lk->l_op == OP_NONE)
+		flags |= release_lvb_flags(sim, lk);
+	if (flags & DLM_LKF_VALBLK) {
+		value = ++sim->next_lvb;
+		lvb_make(value, lvb);
+	}
+	memset(&req, 0, sizeof(req));
+	req.lkid = lk->l_lkid;
+	req.flags = flags;
+	req.lvb = (flags & DLM_LKF_VALBLK) ? lvb : NULL;
+	req.owner = lk->l_owner;
+	req.astarg = new_astarg(sim);
+	rc = call_unlock(sim, node, lk->l_ls, &req, "force");
+	if (rc == -EBUSY && lk->l_cancel_unresolved)
+		return;
+	if (rc) {
+		sim_fail(sim, "force unlock of lk %08x refused: %d", lk->l_lkid, rc);
+		return;
+	}
+	lk->l_cancel_unresolved = false;
+	if (lk->l_op == OP_NONE) {
+		release_lvb_effect(sim, lk, flags, value);
+		lk->l_op = OP_UNLOCK;
+		return;
+	}
+	/* forced out mid-operation: whether it writes the LVB is not ours to say */
+	top = lk->l_gmode > lk->l_op_mode ? lk->l_gmode : lk->l_op_mode;
+	if (top >= DLM_LOCK_PW)
+		lvb_write(sim, lk->l_res, LVB_UNKNOWN, 0);
+	lk->l_force = true;
+}
+
+/* The client crashes: its locks are purged, persistent ones orphaned;
+ * it comes back as a new owner. */
+static void do_crash(struct sim *sim, int node, int client)
+{
+	struct sim_client *c = client_of(sim, node, client);
+	unsigned int ls, i, depth;
+	uint64_t sends;
+	int rc, expect;
+
+	for (ls = 0; ls < sim->nls; ls++) {
+		expect = 0;
+		for (i = 0; i < c->c_nlocks; i++)
+			if (c->c_locks[i]->l_ls == (int)ls)
+				expect++;
+		sends = sim->call_sends;
+		(void)sends;
+		rc = dlm_core_purge_owner(sim->nodes[node].n_ls[ls], c->c_owner);
+		sim_trace(sim, "op   n%d ls%u crash of owner %llx -> %d", node + 1, ls,
+			  (unsigned long long)c->c_owner, rc);
+		if (rc != expect)
+			sim_fail(sim, "purge_owner(%llx) on n%d ls%u returned %d, the owner has %d locks",
+				 (unsigned long long)c->c_owner, node + 1, ls, rc, expect);
+		if (sim->nastq)
+			sim_fail(sim, "purge_owner emitted %u ASTs", sim->nastq);
+	}
+	/* children first: deepest resources first */
+	for (depth = DLM_MAX_DEPTH; depth >= 1; depth--) {
+		i = 0;
+		while (i < c->c_nlocks) {
+			struct sim_lock *lk = c->c_locks[i];
+			int top = lk->l_gmode;
+
+			if (sim->res[lk->l_res].r_depth != (int)depth) {
+				i++;
+				continue;
+			}
+			if (lk->l_op == OP_REQUEST || lk->l_op == OP_CONVERT)
+				top = top > lk->l_op_mode ? top : lk->l_op_mode;
+			if (lk->l_persistent) {
+				if (lk->l_op != OP_NONE && top >= DLM_LOCK_PW)
+					lvb_write(sim, lk->l_res, LVB_UNKNOWN, 0);
+				model_orphan(sim, lk);
+			} else {
+				if (top >= DLM_LOCK_PW)
+					lvb_write(sim, lk->l_res, LVB_UNKNOWN, 0);
+				lock_forget(sim, lk);
+			}
+		}
+	}
+	c->c_incarnation++;
+	c->c_owner = ((uint64_t)(node + 1) << 32) | ((uint64_t)(client + 1) << 16) |
+		     c->c_incarnation;
+}
+
+/* Purge orphans here or (by message) on another node. */
+static void purge_orphans(struct sim *sim, int node, int ls, int target, uint64_t owner)
+{
+	struct sim_node *t = &sim->nodes[target];
+	unsigned int i, exact = 0, asked = 0;
+	uint32_t nodeid;
+	int rc;
+
+	nodeid = target == node ? (rng_pct(&sim->rng, 50) ? 0 : t->n_id) : t->n_id;
+	for (i = 0; i < t->n_norphans; i++) {
+		struct sim_lock *o = t->n_orphans[i];
+
+		if (o->l_ls != ls || (owner && o->l_owner != owner))
+			continue;
+		if (o->l_purge_asked)
+			asked++;
+		else
+			exact++;
+	}
+	rc = dlm_core_purge_orphans(sim->nodes[node].n_ls[ls], nodeid, owner);
+	sim_trace(sim, "op   n%d ls%d purge orphans of owner %llx on node %u -> %d",
+		  node + 1, ls, (unsigned long long)owner, nodeid, rc);
+	if (target == node) {
+		if (rc < (int)exact || rc > (int)(exact + asked))
+			sim_fail(sim, "purge_orphans on n%d returned %d, expected %u..%u",
+				 node + 1, rc, exact, exact + asked);
+	} else if (rc != 0) {
+		sim_fail(sim, "remote purge_orphans returned %d, expected 0", rc);
+	}
+	if (sim->nastq)
+		sim_fail(sim, "purge_orphans emitted %u ASTs", sim->nastq);
+	i = 0;
+	while (i < t->n_norphans) {
+		struct sim_lock *o = t->n_orphans[i];
+		int top = o->l_gmode;
+
+		if (o->l_ls != ls || (owner && o->l_owner != owner)) {
+			i++;
+			continue;
+		}
+		if (o->l_op == OP_REQUEST || o->l_op == OP_CONVERT)
+			top = top > o->l_op_mode ? top : o->l_op_mode;
+		if (top >= DLM_LOCK_PW && !o->l_purge_asked)
+			lvb_write(sim, o->l_res, LVB_UNKNOWN, 0);
+		if (target == node) {
+			lock_forget(sim, o);
+		} else {
+			o->l_purge_asked = true;
+			i++;
+		}
+	}
+}
+
+static void do_purge_orphans(struct sim *sim, int node)
+{
+	int target = rng_pct(&sim->rng, 60) ? node : (int)rng_below(&sim->rng, sim->nnodes);
+	int ls = (int)rng_below(&sim->rng, sim->nls);
+	struct sim_node *t = &sim->nodes[target];
+	uint64_t owner = 0;
+
+	if (t->n_norphans && rng_pct(&sim->rng, 50))
+		owner = t->n_orphans[rng_below(&sim->rng, t->n_norphans)]->l_owner;
+	purge_orphans(sim, node, ls, target, owner);
+}
+
+/* A client adopts an orphan of its node (same name, same mode). */
+static void do_adopt(struct sim *sim, int node, int client)
+{
+	struct sim_node *n = &sim->nodes[node];
+	struct sim_client *c = client_of(sim, node, client);
+	struct sim_lock *o = NULL, *got = NULL;
+	struct dlm_lock_req req;
+	const unsigned char *name;
+	unsigned int namelen, i;
+	uint32_t lkid;
+	int rc;
+
+	if (!n->n_norphans || c->c_nlocks >= SIM_MAX_LOCKS)
+		return;
+	o = n->n_orphans[rng_below(&sim->rng, n->n_norphans)];
+	if (o->l_orphan_unsure || o->l_purge_asked || o->l_gmode == DLM_LOCK_IV)
+		return;
+	/* an orphan of unknown state on the same resource could match */
+	for (i = 0; i < n->n_norphans; i++) {
+		const struct sim_lock *x = n->n_orphans[i];
+
+		if (x->l_ls == o->l_ls && x->l_res == o->l_res &&
+		    (x->l_orphan_unsure || x->l_purge_asked))
+			return;
+	}
+	name = res_name(&sim->res[o->l_res], &namelen);
+	memset(&req, 0, sizeof(req));
+	req.mode = o->l_gmode;
+	req.flags = DLM_LKF_ORPHAN | DLM_LKF_PERSISTENT;
+	req.name = name;
+	req.namelen = namelen;
+	req.owner = c->c_owner;
+	req.astarg = new_astarg(sim);
+	req.want_bast = 1;
+	rc = call_lock(sim, node, o->l_ls, &req, &lkid, "adopt");
+	if (rc) {
+		sim_fail(sim, "adopting orphan lk %08x (%s) refused: %d", o->l_lkid,
+			 sim_mode_str(o->l_gmode), rc);
+		return;
+	}
+	for (i = 0; i < n->n_norphans; i++) {
+		struct sim_lock *x = n->n_orphans[i];
+
+		if (x->l_lkid == lkid && x->l_ls == o->l_ls)
+			got = x;
+	}
+	if (!got || got->l_res != o->l_res || got->l_gmode != o->l_gmode) {
+		sim_fail(sim, "adopt returned lk %08x, not a matching orphan", lkid);
+		return;
+	}
+	lock_detach_client(sim, got);
+	lock_attach_client(sim, got, client);
+	got->l_want_bast = true;
+	got->l_op = OP_REQUEST;
+	got->l_op_adopt = true;
+	got->l_op_mode = got->l_gmode;
+	got->l_op_flags = req.flags;
+	got->l_op_astarg = req.astarg;
+	got->l_bast_mask = 0;
+	deliver_asts(sim);
+	if (!sim->failed && got->l_op != OP_NONE)
+		sim_fail(sim, "adopt of lk %08x: no completion AST", lkid);
+}
+
+/* ------------------------------------------------------ invalid requests */
+
+static void expect_refused(struct sim *sim, int rc, int want, const char *what)
+{
+	sim->n_invalid++;
+	if (rc != want)
+		sim_fail(sim, "invalid request (%s) returned %d, expected %d", what, rc, want);
+}
+
+static void do_invalid(struct sim *sim, int node, int client)
+{
+	struct sim_client *c = client_of(sim, node, client);
+	struct sim_lock *lk;
+	struct dlm_lock_req req;
+	struct dlm_unlock_req ureq;
+	struct dlm_range range;
+	unsigned char longname[DLM_RESNAME_MAXLEN + 1];
+	unsigned int namelen;
+	const unsigned char *name = sim_root_name(rng_below(&sim->rng, SIM_NROOT), &namelen);
+	uint32_t lkid;
+	int ls = (int)rng_below(&sim->rng, sim->nls), rc, i;
+
+	memset(&req, 0, sizeof(req));
+	req.mode = DLM_LOCK_PR;
+	req.name = name;
+	req.namelen = namelen;
+	req.owner = c->c_owner;
+	req.astarg = new_astarg(sim);
+	memset(&ureq, 0, sizeof(ureq));
+	ureq.owner = c->c_owner;
+	ureq.astarg = new_astarg(sim);
+
+	switch (rng_below(&sim->rng, 19)) {
+	case 0:
+		req.mode = rng_pct(&sim->rng, 50) ? DLM_NUM_MODES : DLM_LOCK_IV;
+		rc = call_lock(sim, node, ls, &req, &lkid, "bad-mode");
+		expect_refused(sim, rc, -EINVAL, "bad mode");
+		break;
+	case 1:
+		req.namelen = 0;
+		rc = call_lock(sim, node, ls, &req, &lkid, "namelen-0");
+		expect_refused(sim, rc, -EINVAL, "namelen 0");
+		break;
+	case 2:
+		memset(longname, 'n', sizeof(longname));
+		req.name = longname;
+		req.namelen = sizeof(longname);
+		rc = call_lock(sim, node, ls, &req, &lkid, "name-too-long");
+		expect_refused(sim, rc, -EINVAL, "name of 65 bytes");
+		break;
+	case 3:
+		req.flags = DLM_LKF_CONVERT;
+		req.lkid = 0xfff00000u + rng_below(&sim->rng, 1000);
+		rc = call_lock(sim, node, ls, &req, &lkid, "convert-unknown");
+		expect_refused(sim, rc, -ENOENT, "convert of an unknown lock");
+		break;
+	case 4:
+		ureq.lkid = 0xfff00000u + rng_below(&sim->rng, 1000);
+		rc = call_unlock(sim, node, ls, &ureq, "unlock-unknown");
+		expect_refused(sim, rc, -ENOENT, "unlock of an unknown lock");
+		break;
+	case 5:
+		lk = pick_lock(sim, node, client, ok_pending_request);
+		if (!lk)
+			break;
+		req.flags = DLM_LKF_CONVERT;
+		req.lkid = lk->l_lkid;
+		rc = call_lock(sim, node, lk->l_ls, &req, &lkid, "convert-ungranted");
+		expect_refused(sim, rc, -EBUSY, "convert of a lock not granted");
+		break;
+	case 6:
+		for (i = 0; i < (int)c->c_nlocks; i++) {
+			lk = c->c_locks[i];
+			if (ok_granted_idle(lk) && lk->l_nchildren)
+				break;
+		}
+		if (i == (int)c->c_nlocks)
+			break;
+		ureq.lkid = lk->l_lkid;
+		rc = call_unlock(sim, node, lk->l_ls, &ureq, "unlock-parent");
+		expect_refused(sim, rc, -EBUSY, "unlock of a parent with children");
+		break;
+	case 7:
+		/* another client's lock on this node */
+		if (sim->nodes[node].n_nclients < 2)
+			break;
+		lk = pick_lock(sim, node, (client + 1) % (int)sim->nodes[node].n_nclients,
+			       ok_granted_idle);
+		if (!lk)
+			break;
+		req.flags = DLM_LKF_CONVERT;
+		req.lkid = lk->l_lkid;
+		rc = call_lock(sim, node, lk->l_ls, &req, &lkid, "convert-not-mine");
+		expect_refused(sim, rc, -EPERM, "convert of another client's lock");
+		break;
+	case 8:
+		req.flags = DLM_LKF_EXPEDITE;
+		req.mode = 1 + (int)rng_below(&sim->rng, DLM_NUM_MODES - 1);
+		rc = call_lock(sim, node, ls, &req, &lkid, "expedite-not-nl");
+		expect_refused(sim, rc, -EINVAL, "EXPEDITE with a mode other than NL");
+		break;
+	case 9:
+		req.flags = DLM_LKF_QUECVT;
+		rc = call_lock(sim, node, ls, &req, &lkid, "quecvt-new");
+		expect_refused(sim, rc, -EINVAL, "QUECVT on a new request");
+		break;
+	case 10:
+		lk = pick_lock(sim, node, client, ok_granted_idle);
+		if (!lk || lk->l_gmode == DLM_LOCK_NL)
+			break;
+		req.flags = DLM_LKF_CONVERT | DLM_LKF_QUECVT;
+		req.lkid = lk->l_lkid;
+		req.mode = (int)rng_below(&sim->rng, (uint32_t)lk->l_gmode + 1);
+		if (lk->l_gmode == DLM_LOCK_PR && req.mode == DLM_LOCK_CW)
+			req.mode = DLM_LOCK_NL;
+		rc = call_lock(sim, node, lk->l_ls, &req, &lkid, "quecvt-down");
+		expect_refused(sim, rc, -EINVAL, "QUECVT on a conversion that is not up");
+		break;
+	case 11:
+		range.ra_start = 10;
+		range.ra_end = 9;
+		req.range = &range;
+		rc = call_lock(sim, node, ls, &req, &lkid, "range-reversed");
+		expect_refused(sim, rc, -EINVAL, "range with start > end");
+		break;
+	case 12:
+		req.owner = 0;
+		rc = call_lock(sim, node, ls, &req, &lkid, "owner-0");
+		expect_refused(sim, rc, -EINVAL, "owner 0");
+		break;
+	case 13:
+		req.parent = 0xfff00000u + rng_below(&sim->rng, 1000);
+		rc = call_lock(sim, node, ls, &req, &lkid, "parent-unknown");
+		/* the engine says ENOENT (unknown lock id); core.h lists
+		 * "bad parent" under EINVAL: both are refusals */
+		if (rc == -EINVAL)
+			rc = -ENOENT;
+		expect_refused(sim, rc, -ENOENT, "unknown parent");
+		break;
+	case 14:
+		lk = pick_lock(sim, node, client, ok_pending_request);
+		if (!lk)
+			break;
+		req.parent = lk->l_lkid;
+		req.name = (const unsigned char *)"x";
+		req.namelen = 1;
+		rc = call_lock(sim, node, lk->l_ls, &req, &lkid, "parent-ungranted");
+		expect_refused(sim, rc, -EINVAL, "parent not granted");
+		break;
+	case 15:
+		req.flags = DLM_LKF_ALTPR | DLM_LKF_ALTCW;
+		rc = call_lock(sim, node, ls, &req, &lkid, "altpr-altcw");
+		expect_refused(sim, rc, -EINVAL, "ALTPR with ALTCW");
+		break;
+	case 16:
+		/* no orphan has this name: "n" * 17 is never used */
+		memset(longname, 'n', 17);
+		req.name = longname;
+		req.namelen = 17;
+		req.flags = DLM_LKF_ORPHAN;
+		rc = call_lock(sim, node, ls, &req, &lkid, "adopt-none");
+		expect_refused(sim, rc, -ENOENT, "adopt with no orphan");
+		break;
+	case 17:
+		lk = pick_lock(sim, node, client, ok_granted_idle);
+		if (!lk)
+			break;
+		ureq.lkid = lk->l_lkid;
+		ureq.flags = DLM_LKF_CONVERT;
+		rc = call_unlock(sim, node, lk->l_ls, &ureq, "unlock-bad-flags");
+		expect_refused(sim, rc, -EINVAL, "unlock with CONVERT");
+		break;
+	case 18:
+		lk = pick_lock(sim, node, client, ok_pending_request);
+		if (!lk)
+			break;
+		ureq.lkid = lk->l_lkid;
+		rc = call_unlock(sim, node, lk->l_ls, &ureq, "unlock-ungranted");
+		expect_refused(sim, rc, -EBUSY, "unlock of a lock not granted");
+		break;
+	}
+}
+
+/* ----------------------------------------------------- quiesce reactions */
+
+/* The modes of the blocking ASTs lk got, all compatible with 'mode'? */
+static bool bast_satisfied(const struct sim_lock *lk, int mode)
+{
+	int m;
+
+	for (m = 0; m < DLM_NUM_MODES; m++)
+		if ((lk->l_bast_mask & (1u << m)) && !sim_compat(mode, m))
+			return false;
+	return true;
+}
+
+static bool ok_react(const struct sim_lock *lk)
+{
+	if (!lock_is_idle(lk) || lk->l_gmode <= DLM_LOCK_NL)
+		return false;
+	return lk->l_bast_mask != 0;
+}
+
+/* Answer the blocking ASTs of lk: unlock it or convert it down to a mode
+ * compatible with every mode the ASTs asked for. */
+static void react(struct sim *sim, struct sim_lock *lk)
+{
+	int cand[DLM_NUM_MODES], n = 0, m;
+
+	if (bast_satisfied(lk, lk->l_gmode)) {
+		lk->l_bast_mask = 0;
+		return;
+	}
+	if (!lk->l_nchildren && rng_pct(&sim->rng, 50)) {
+		unlock_lock(sim, lk, -1);
+		if (lk->l_op == OP_UNLOCK)
+			lk->l_bast_mask = 0;
+		return;
+	}
+	for (m = 0; m < lk->l_gmode; m++)
+		if (is_down(lk->l_gmode, m) && bast_satisfied(lk, m))
+			cand[n++] = m;
+	m = cand[rng_below(&sim->rng, (uint32_t)n)];	/* NL always qualifies */
+	convert_lock(sim, lk, m, release_lvb_flags(sim, lk));
+	if (lk->l_op == OP_CONVERT)
+		lk->l_bast_mask = 0;
+}
+
+/* ------------------------------------------------------- schedule phase */
+
+static void client_op(struct sim *sim)
+{
+	int node = (int)rng_below(&sim->rng, sim->nnodes);
+	int client = (int)rng_below(&sim->rng, sim->nodes[node].n_nclients);
+	struct sim_client *c = client_of(sim, node, client);
+	unsigned int r = rng_below(&sim->rng, 100);
+	struct sim_lock *lk;
+
+	if (r < 30) {
+		if (c->c_nlocks < SIM_MAX_LOCKS)
+			do_new_lock(sim, node, client);
+		else
+			do_unlock(sim, node, client);
+	} else if (r < 52) {
+		do_convert(sim, node, client);
+	} else if (r < 64) {
+		do_unlock(sim, node, client);
+	} else if (r < 72) {
+		do_cancel(sim, node, client);
+	} else if (r < 76) {
+		do_force(sim, node, client);
+	} else if (r < 84) {
+		lk = pick_lock(sim, node, client, ok_react);
+		if (lk)
+			react(sim, lk);
+	} else if (r < 86) {
+		do_crash(sim, node, client);
+	} else if (r < 88) {
+		do_purge_orphans(sim, node);
+	} else if (r < 92) {
+		do_adopt(sim, node, client);
+	} else {
+		do_invalid(sim, node, client);
+	}
+}
+
+static void phase_schedule(struct sim *sim)
+{
+	uint64_t ops = 0, max = (uint64_t)sim->opts->o_ops * MAX_STEPS_PER_OP + 1000;
+
+	sim->phase = PHASE_SCHEDULE;
+	while (ops < sim->opts->o_ops && !sim->failed) {
+		unsigned int r = rng_below(&sim->rng, 100);
+
+		if (sim->step >= max) {
+			sim_fail(sim, "LIVENESS: schedule phase exceeded %llu steps",
+				 (unsigned long long)max);
+			return;
+		}
+		if (r < 40) {
+			client_op(sim);
+			ops++;
+		} else if (r < 88) {
+			step_deliver(sim);
+		} else {
+			step_tick(sim);
+		}
+		after_step(sim);
+	}
+}
+
+/* ----------------------------------------------------- quiesce and drain */
+
+typedef bool (*lock_pred)(const struct sim_lock *);
+
+/* Every lock of every client satisfying 'ok', at most 'max'. */
+static unsigned int all_locks(struct sim *sim, lock_pred ok, struct sim_lock **out,
+			      unsigned int max)
+{
+	unsigned int n = 0, i, c, k;
+
+	for (i = 0; i < sim->nnodes; i++)
+		for (c = 0; c < sim->nodes[i].n_nclients; c++) {
+			const struct sim_client *cl = &sim->nodes[i].n_clients[c];
+
+			for (k = 0; k < cl->c_nlocks && n < max; k++)
+				if (ok(cl->c_locks[k]))
+					out[n++] = cl->c_locks[k];
+		}
+	return n;
+}
+
+/* In quiesce, a lock that asked for no blocking ASTs is given up anyway:
+ * its client cannot know it blocks anybody. */
+static bool ok_release_nobast(const struct sim_lock *lk)
+{
+	return lock_is_idle(lk) && !lk->l_want_bast && lk->l_gmode > DLM_LOCK_NL;
+}
+
+static bool ok_pending(const struct sim_lock *lk)
+{
+	return lk->l_op != OP_NONE || lk->l_cancel || lk->l_force;
+}
+
+static void report_stuck(struct sim *sim, const char *phase)
+{
+	struct sim_lock *stuck[8];
+	unsigned int n = all_locks(sim, ok_pending, stuck, 8), i;
+	char buf[1024], r[200];
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && o < sizeof(buf) - 200; i++)
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o,
+				      "%s n%d lk %08x %s op=%d %s->%s flags=%x%s%s", i ? ";" : "",
+				      stuck[i]->l_node + 1, stuck[i]->l_lkid,
+				      sim_res_str(sim, stuck[i]->l_res, r, sizeof(r)),
+				      stuck[i]->l_op, sim_mode_str(stuck[i]->l_gmode),
+				      sim_mode_str(stuck[i]->l_op_mode), stuck[i]->l_op_flags,
+				      stuck[i]->l_cancel ? " cancel" : "",
+				      stuck[i]->l_force ? " force" : "");
+	sim_fail(sim, "LIVENESS (%s): %u+ requests never completed:%s", phase, n, buf);
+}
+
+static void purge_all_orphans(struct sim *sim)
+{
+	unsigned int n, ls;
+
+	for (n = 0; n < sim->nnodes && !sim->failed; n++)
+		for (ls = 0; ls < sim->nls && !sim->failed; ls++) {
+			purge_orphans(sim, (int)n, (int)ls, (int)n, 0);
+			after_step(sim);
+		}
+}
+
+static void phase_quiesce(struct sim *sim)
+{
+	struct sim_lock *cand[1024];
+	unsigned int n, idle = 0;
+	uint64_t steps;
+
+	sim->phase = PHASE_QUIESCE;
+	sim_trace(sim, "=== quiesce");
+	purge_all_orphans(sim);
+	for (steps = 0; steps < MAX_QUIESCE_STEPS && !sim->failed; steps++) {
+		n = all_locks(sim, ok_react, cand, 1024);
+		n += all_locks(sim, ok_release_nobast, cand + n, 1024 - n);
+		if (n && (rng_pct(&sim->rng, 50) || !sim->net.n_inflight)) {
+			struct sim_lock *lk = cand[rng_below(&sim->rng, n)];
+
+			if (lk->l_want_bast)
+				react(sim, lk);
+			else if (!lk->l_nchildren && rng_pct(&sim->rng, 50))
+				unlock_lock(sim, lk, -1);
+			else
+				convert_lock(sim, lk, DLM_LOCK_NL, release_lvb_flags(sim, lk));
+			idle = 0;
+		} else if (sim->net.n_inflight) {
+			if (rng_pct(&sim->rng, 90))
+				step_deliver(sim);
+			else
+				step_tick(sim);
+			idle = 0;
+		} else {
+			/* nothing moves: let timers run, then judge */
+			if (++idle > 3 || !all_locks(sim, ok_pending, cand, 1))
+				break;
+			tick_all(sim, sim->toss_ms + 1);
+		}
+		after_step(sim);
+	}
+	if (sim->failed)
+		return;
+	if (steps >= MAX_QUIESCE_STEPS)
+		sim_fail(sim, "LIVENESS: quiesce did not settle in %u steps", MAX_QUIESCE_STEPS);
+	else if (all_locks(sim, ok_pending, cand, 1))
+		report_stuck(sim, "quiesce");
+}
+
+static bool ok_drainable(const struct sim_lock *lk)
+{
+	return ok_granted_idle(lk) && !lk->l_nchildren;
+}
+
+static bool ok_any(const struct sim_lock *lk)
+{
+	(void)lk;
+	return true;
+}
+
+static void phase_drain(struct sim *sim)
+{
+	struct sim_lock *cand[1024];
+	struct dlm_ls_stats st;
+	unsigned int n, i, ls, round;
+	uint64_t steps;
+
+	sim->phase = PHASE_DRAIN;
+	sim_trace(sim, "=== drain");
+	for (steps = 0; steps < MAX_DRAIN_STEPS && !sim->failed; steps++) {
+		n = all_locks(sim, ok_drainable, cand, 1024);
+		if (n && (rng_pct(&sim->rng, 50) || !sim->net.n_inflight)) {
+			unlock_lock(sim, cand[rng_below(&sim->rng, n)], -1);
+		} else if (sim->net.n_inflight) {
+			step_deliver(sim);
+		} else if (all_locks(sim, ok_any, cand, 1)) {
+			/* a lock with a silent cancel still settling, or stuck */
+			step_tick(sim);
+			if (steps > MAX_DRAIN_STEPS / 2) {
+				report_stuck(sim, "drain");
+				return;
+			}
+		} else {
+			break;
+		}
+		after_step(sim);
+	}
+	if (sim->failed)
+		return;
+	if (steps >= MAX_DRAIN_STEPS) {
+		sim_fail(sim, "LIVENESS: drain did not finish in %u steps", MAX_DRAIN_STEPS);
+		return;
+	}
+	/* let every resource expire, and the REMOVE messages land */
+	for (round = 0; round < 3 && !sim->failed; round++) {
+		tick_all(sim, sim->toss_ms + 1);
+		after_step(sim);
+		for (steps = 0; sim->net.n_inflight && !sim->failed; steps++) {
+			if (steps > MAX_DRAIN_STEPS) {
+				sim_fail(sim, "LIVENESS: messages keep flowing after the drain");
+				return;
+			}
+			step_deliver(sim);
+			after_step(sim);
+		}
+	}
+	for (i = 0; i < sim->nnodes && !sim->failed; i++)
+		for (ls = 0; ls < sim->nls && !sim->failed; ls++) {
+			dlm_core_ls_stats(sim->nodes[i].n_ls[ls], &st);
+			if (st.ls_locks || st.ls_waiters || st.ls_orphans ||
+			    st.ls_resources || st.ls_dir_entries)
+				sim_fail(sim, "DRAIN: n%u ls%u not empty after everything was "
+					 "unlocked and tossed: %llu locks, %llu waiters, %llu "
+					 "orphans, %llu resources, %llu directory entries",
+					 i + 1, ls, (unsigned long long)st.ls_locks,
+					 (unsigned long long)st.ls_waiters,
+					 (unsigned long long)st.ls_orphans,
+					 (unsigned long long)st.ls_resources,
+					 (unsigned long long)st.ls_dir_entries);
+		}
+	if (!sim->failed && sim->net.n_inflight)
+		sim_fail(sim, "DRAIN: %llu messages still in flight",
+			 (unsigned long long)sim->net.n_inflight);
+}
+
+/* ------------------------------------------------------------- a seed */
+
+static const char *const ls_names[SIM_MAX_LS] = { "sim0", "sim-1" };
+
+static int setup(struct sim *sim)
+{
+	uint32_t members[SIM_MAX_NODES];
+	struct dlm_core_config cfg;
+	unsigned int i, ls, c;
+	int rc;
+
+	sim->nnodes = sim->opts->o_nodes ? (unsigned int)sim->opts->o_nodes
+					 : 1 + rng_below(&sim->rng, SIM_MAX_NODES);
+	sim->nls = 1 + rng_below(&sim->rng, SIM_MAX_LS);
+	sim->toss_ms = 50 + rng_below(&sim->rng, 451);
+	sim->now = 1000;
+	net_init(&sim->net, sim->nnodes, 1 + rng_below(&sim->rng, 40));
+	for (i = 0; i < SIM_RES_HASH; i++)
+		sim->res_hash[i] = -1;
+	sim->res = calloc(SIM_RES_MAX, sizeof(*sim->res));
+	if (!sim->res)
+		return -ENOMEM;
+	for (i = 0; i < sim->nnodes; i++)
+		members[i] = i + 1;
+	for (i = 0; i < sim->nnodes; i++) {
+		struct sim_node *n = &sim->nodes[i];
+
+		n->n_sim = sim;
+		n->n_id = i + 1;
+		n->n_alive = true;
+		cfg.our_nodeid = n->n_id;
+		cfg.toss_ms = sim->toss_ms;
+		n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
+		if (!n->n_core)
+			return -ENOMEM;
+		dlm_core_set_fault(n->n_core, sim->opts->o_fault);
+		dlm_core_tick(n->n_core, sim->now);
+		for (ls = 0; ls < sim->nls; ls++) {
+			rc = dlm_core_ls_create(n->n_core, ls_names[ls], members,
+						sim->nnodes, n, &n->n_ls[ls]);
+			if (rc)
+				return rc;
+		}
+		n->n_nclients = 2 + rng_below(&sim->rng, SIM_MAX_CLIENTS - 1);
+		for (c = 0; c < n->n_nclients; c++)
+			n->n_clients[c].c_owner = ((uint64_t)(i + 1) << 32) |
+						  ((uint64_t)(c + 1) << 16);
+	}
+	for (ls = 0; ls < sim->nls; ls++)
+		for (i = 0; i < SIM_NROOT; i++)
+			sim_res_root(sim, (int)ls, i);
+	sim_trace(sim, "seed %llu: %u nodes, %u lockspaces, toss %u ms, delay <= %u ms, "
+		  "fault %d", (unsigned long long)sim->seed, sim->nnodes, sim->nls,
+		  sim->toss_ms, sim->net.n_max_delay, (int)sim->opts->o_fault);
+	return 0;
+}
+
+static void dump_engines(struct sim *sim, FILE *out)
+{
+	unsigned int i, ls;
+
+	for (i = 0; i < sim->nnodes; i++)
+		for (ls = 0; ls < sim->nls; ls++) {
+			char *text = NULL;
+
+			if (!sim->nodes[i].n_ls[ls])
+				continue;
+			fprintf(out, "--- dump n%u ls%u (%s) ---\n", i + 1, ls, ls_names[ls]);
+			if (dlm_core_ls_dump(sim->nodes[i].n_ls[ls], &text) == 0 && text)
+				fputs(text, out);
+			else
+				fprintf(out, "(dump failed)\n");
+			free(text);
+		}
+}
+
+static void teardown(struct sim *sim)
+{
+	unsigned int i, b;
+
+	for (b = 0; b < SIM_LOCK_HASH; b++) {
+		struct sim_lock *lk, *next;
+
+		for (lk = sim->lock_hash[b]; lk; lk = next) {
+			next = lk->l_hnext;
+			free(lk);
+		}
+	}
+	for (i = 0; i < sim->nnodes; i++) {
+		struct sim_node *n = &sim->nodes[i];
+		unsigned int c;
+
+		if (n->n_core)
+			dlm_core_free(n->n_core);
+		for (c = 0; c < SIM_MAX_CLIENTS; c++)
+			free(n->n_clients[c].c_locks);
+		free(n->n_orphans);
+	}
+	check_free(sim);
+	net_free(&sim->net);
+	free(sim->astq);
+	free(sim->res);
+}
+
+static const struct {
+	const char *name;
+	enum dlm_core_fault fault;
+} fault_names[] = {
+	{ "none", DLM_FAULT_NONE },
+	{ "compat", DLM_FAULT_COMPAT_PR_PW },
+	{ "skip-bast", DLM_FAULT_SKIP_BAST },
+	{ "ignore-queue", DLM_FAULT_IGNORE_QUEUE },
+	{ "lvb-no-write", DLM_FAULT_LVB_NO_WRITE },
+	{ "range-ignored", DLM_FAULT_RANGE_IGNORED },
+};
+
+static const char *fault_name(enum dlm_core_fault f)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(fault_names) / sizeof(fault_names[0]); i++)
+		if (fault_names[i].fault == f)
+			return fault_names[i].name;
+	return "?";
+}
+
+/* Run one seed; 0 when every check held. */
+static int run_seed(const struct sim_opts *opts, uint64_t seed)
+{
+	struct sim *sim = calloc(1, sizeof(*sim));
+	int rc;
+
+	if (!sim) {
+		fprintf(stderr, "dlm-sim: out of memory\n");
+		return 1;
+	}
+	sim->opts = opts;
+	sim->seed = seed;
+	rng_seed(&sim->rng, seed);
+	if (opts->o_verbose)
+		sim->trace.t_stream = stdout;
+	rc = setup(sim);
+	if (rc) {
+		sim_fail(sim, "setup failed: %d", rc);
+	} else {
+		phase_schedule(sim);
+		if (!sim->failed)
+			phase_quiesce(sim);
+		if (!sim->failed)
+			phase_drain(sim);
+	}
+	if (sim->failed) {
+		printf("FAIL seed %llu (nodes %u, lockspaces %u, toss %u ms, ops %u): %s\n",
+		       (unsigned long long)seed, sim->nnodes, sim->nls, sim->toss_ms,
+		       opts->o_ops, sim->fail_msg);
+		trace_print(&sim->trace, stdout);
+		dump_engines(sim, stdout);
+		printf("FAIL seed %llu: %s\n", (unsigned long long)seed, sim->fail_msg);
+		printf("replay: dlm-sim --seed %llu --ops %u", (unsigned long long)seed,
+		       opts->o_ops);
+		if (opts->o_nodes)
+			printf(" --nodes %d", opts->o_nodes);
+		if (opts->o_fault)
+			printf(" --fault %s", fault_name(opts->o_fault));
+		printf("\n");
+	} else if (!opts->o_quiet) {
+		printf("seed %llu ok: %u nodes, %u ls, %llu steps, %llu ops (%llu invalid), "
+		       "%llu messages, %llu ASTs (%llu blocking)\n",
+		       (unsigned long long)seed, sim->nnodes, sim->nls,
+		       (unsigned long long)sim->step, (unsigned long long)sim->n_ops,
+		       (unsigned long long)sim->n_invalid,
+		       (unsigned long long)sim->net.n_sent, (unsigned long long)sim->n_asts,
+		       (unsigned long long)sim->n_basts);
+	}
+	rc = sim->failed ? 1 : 0;
+	teardown(sim);
+	free(sim);
+	return rc;
+}
+
+/* --------------------------------------------------------------- main */
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: dlm-sim [--seeds N [--from F] | --seed S] [--nodes K] [--ops M]\n"
+		"               [--fault NAME] [--quiet] [-v]\n"
+		"  --seeds N     run seeds 1..N, stop at the first violation (default 100)\n"
+		"  --seed S      run seed S only\n"
+		"  --from F      with --seeds N: run seeds F..N\n"
+		"  --nodes K     K nodes (1..%d; default: chosen by the seed)\n"
+		"  --ops M       client operations per seed (default %d)\n"
+		"  --fault NAME  break the engines on purpose: compat, skip-bast,\n"
+		"                ignore-queue, lvb-no-write, range-ignored\n"
+		"  --quiet       print only failures and the summary\n"
+		"  -v            print every event of the run as it happens\n",
+		SIM_MAX_NODES, DEFAULT_OPS);
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		return false;
+	*out = v;
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "seeds", required_argument, NULL, 'S' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "from", required_argument, NULL, 'F' },
+		{ "nodes", required_argument, NULL, 'n' },
+		{ "ops", required_argument, NULL, 'o' },
+		{ "fault", required_argument, NULL, 'f' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sim_opts opts;
+	uint64_t v, seed, passed = 0, from = 0;
+	unsigned int i;
+	int c;
+
+	memset(&opts, 0, sizeof(opts));
+	opts.o_first = 1;
+	opts.o_last = 100;
+	opts.o_ops = DEFAULT_OPS;
+	while ((c = getopt_long(argc, argv, "qvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'S':
+			if (!parse_u64(optarg, &v) || !v)
+				goto bad;
+			opts.o_first = 1;
+			opts.o_last = v;
+			break;
+		case 'F':
+			if (!parse_u64(optarg, &v) || !v)
+				goto bad;
+			from = v;
+			break;
+		case 's':
+			if (!parse_u64(optarg, &v))
+				goto bad;
+			opts.o_first = opts.o_last = v;
+			break;
+		case 'n':
+			if (!parse_u64(optarg, &v) || v < 1 || v > SIM_MAX_NODES)
+				goto bad;
+			opts.o_nodes = (int)v;
+			break;
+		case 'o':
+			if (!parse_u64(optarg, &v) || v > 1000000)
+				goto bad;
+			opts.o_ops = (unsigned int)v;
+			break;
+		case 'f':
+			for (i = 0; i < sizeof(fault_names) / sizeof(fault_names[0]); i++)
+				if (!strcmp(optarg, fault_names[i].name))
+					break;
+			if (i == sizeof(fault_names) / sizeof(fault_names[0]))
+				goto bad;
+			opts.o_fault = fault_names[i].fault;
+			break;
+		case 'q':
+			opts.o_quiet = true;
+			break;
+		case 'v':
+			opts.o_verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			goto bad;
+		}
+	}
+	if (optind != argc)
+		goto bad;
+	if (from) {
+		if (from > opts.o_last)
+			goto bad;
+		opts.o_first = from;
+	}
+	for (seed = opts.o_first; seed <= opts.o_last; seed++) {
+		if (run_seed(&opts, seed))
+			return 1;
+		passed++;
+	}
+	printf("dlm-sim: %llu seed%s passed (seeds %llu..%llu, ops %u%s%s)\n",
+	       (unsigned long long)passed, passed == 1 ? "" : "s",
+	       (unsigned long long)opts.o_first, (unsigned long long)opts.o_last, opts.o_ops,
+	       opts.o_fault ? ", fault " : "",
+	       opts.o_fault ? fault_name(opts.o_fault) : "");
+	return 0;
+bad:
+	usage(stderr);
+	return 2;
+}

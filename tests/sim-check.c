@@ -1,0 +1,304 @@
+/*
+ * tests/sim-check.c - checks made on the engines themselves.
+ *
+ * After every step each engine is walked (dlm_core_ls_walk) and the locks
+ * it reports are kept as a snapshot sorted by (lockspace, lock id); the
+ * previous step's snapshot is kept too.  Then:
+ *
+ *   safety    for every resource, the locks granted by its master (master
+ *             copies, and local locks on a resource mastered here; a
+ *             converting lock still holds its granted mode) are pairwise
+ *             compatible unless their ranges are disjoint; and no resource
+ *             has granted locks on two masters at once;
+ *   order     a new request granted during this step, without NOORDER or
+ *             EXPEDITE, must not have passed a request that was already
+ *             queued ahead of it (any conversion, or any waiting request
+ *             when the new one arrived in this step without HEADQUE) whose
+ *             range overlaps and which is still queued after the step.
+ *
+ * Snapshots only compare steps of one node, so lock ids never need
+ * translating between nodes, except to find a master copy's request flags
+ * in the owning node's client model (remid is the owner's lock id).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/sim.h"
+
+struct walk_arg {
+	struct sim	*sim;
+	struct sim_snap	*snap;
+	int		ls;
+	int		node;
+};
+
+static void snap_push(struct sim *sim, struct sim_snap *s, const struct sim_winfo *w)
+{
+	if (s->s_n == s->s_cap) {
+		unsigned int cap = s->s_cap ? 2 * s->s_cap : 128;
+		struct sim_winfo *a = realloc(s->s_info, cap * sizeof(*a));
+
+		if (!a) {
+			sim_fail(sim, "simulator: out of memory");
+			return;
+		}
+		s->s_info = a;
+		s->s_cap = cap;
+	}
+	s->s_info[s->s_n++] = *w;
+}
+
+static void walk_cb(void *arg, const struct dlm_lock_info *li)
+{
+	struct walk_arg *wa = arg;
+	struct sim_winfo w;
+
+	memset(&w, 0, sizeof(w));
+	w.w_lkid = li->lkid;
+	w.w_remid = li->remid;
+	w.w_nodeid = li->nodeid;
+	w.w_ls = wa->ls;
+	w.w_res = sim_res_find(wa->sim, wa->ls, li->key, li->keylen);
+	w.w_status = (uint8_t)li->status;
+	w.w_is_master = li->is_master_copy || li->is_master;
+	w.w_grmode = (int8_t)li->grmode;
+	w.w_rqmode = (int8_t)li->rqmode;
+	w.w_grrange = li->grrange;
+	w.w_rqrange = li->rqrange;
+	w.w_next = -1;
+	if (w.w_res < 0) {
+		char k[200];
+
+		trace_key(li->key, li->keylen, k, sizeof(k));
+		sim_fail(wa->sim, "n%d walk: lock %08x on resource %s that no client asked for",
+			 wa->node + 1, li->lkid, k);
+		return;
+	}
+	snap_push(wa->sim, wa->snap, &w);
+}
+
+static int winfo_cmp(const void *a, const void *b)
+{
+	const struct sim_winfo *x = a, *y = b;
+
+	if (x->w_ls != y->w_ls)
+		return x->w_ls < y->w_ls ? -1 : 1;
+	if (x->w_lkid != y->w_lkid)
+		return x->w_lkid < y->w_lkid ? -1 : 1;
+	return 0;
+}
+
+static const struct sim_winfo *snap_find(const struct sim_snap *s, int ls, uint32_t lkid)
+{
+	struct sim_winfo key;
+
+	key.w_ls = ls;
+	key.w_lkid = lkid;
+	return s->s_n ? bsearch(&key, s->s_info, s->s_n, sizeof(key), winfo_cmp) : NULL;
+}
+
+static bool is_held(const struct sim_winfo *w)
+{
+	return w->w_is_master && (w->w_status == DLM_LKSTS_GRANTED ||
+				  w->w_status == DLM_LKSTS_CONVERT);
+}
+
+static const char *status_str(int st)
+{
+	switch (st) {
+	case DLM_LKSTS_NONE: return "in-flight";
+	case DLM_LKSTS_WAITING: return "waiting";
+	case DLM_LKSTS_GRANTED: return "granted";
+	case DLM_LKSTS_CONVERT: return "converting";
+	}
+	return "?";
+}
+
+/* The request flags of the lock a master sees (the owner's model lock). */
+static bool request_flags(struct sim *sim, int node, const struct sim_winfo *w,
+			  uint32_t *flags)
+{
+	const struct sim_lock *lk;
+	int owner = node;
+	uint32_t lkid = w->w_lkid;
+
+	if (w->w_nodeid != sim->nodes[node].n_id) {
+		if (w->w_nodeid < 1 || w->w_nodeid > sim->nnodes)
+			return false;
+		owner = (int)w->w_nodeid - 1;
+		lkid = w->w_remid;
+	}
+	lk = lock_find(sim, owner, w->w_ls, lkid);
+	if (!lk)
+		return false;
+	*flags = lk->l_req_flags;
+	return true;
+}
+
+/* A new request granted in this step must not have jumped the queue. */
+static void check_order(struct sim *sim, int node, const struct sim_snap *prev,
+			const struct sim_snap *cur)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < cur->s_n; i++) {
+		const struct sim_winfo *l = &cur->s_info[i], *pl;
+		bool arrived;
+		uint32_t flags;
+
+		if (!l->w_is_master || l->w_status != DLM_LKSTS_GRANTED)
+			continue;
+		pl = snap_find(prev, l->w_ls, l->w_lkid);
+		if (pl && pl->w_res == l->w_res && pl->w_status != DLM_LKSTS_NONE &&
+		    pl->w_status != DLM_LKSTS_WAITING)
+			continue;	/* was granted already, or a conversion */
+		arrived = !pl || pl->w_res != l->w_res || pl->w_status == DLM_LKSTS_NONE;
+		if (!request_flags(sim, node, l, &flags))
+			continue;
+		if (flags & (DLM_LKF_NOORDER | DLM_LKF_EXPEDITE))
+			continue;
+		for (j = 0; j < prev->s_n; j++) {
+			const struct sim_winfo *q = &prev->s_info[j], *qc;
+
+			if (q->w_ls != l->w_ls || q->w_res != l->w_res ||
+			    q->w_lkid == l->w_lkid || !q->w_is_master)
+				continue;
+			if (q->w_status != DLM_LKSTS_CONVERT &&
+			    q->w_status != DLM_LKSTS_WAITING)
+				continue;
+			if (q->w_status == DLM_LKSTS_WAITING &&
+			    (!arrived || (flags & DLM_LKF_HEADQUE)))
+				continue;	/* their order is not known here */
+			qc = snap_find(cur, q->w_ls, q->w_lkid);
+			if (!qc || qc->w_res != q->w_res || qc->w_status != q->w_status)
+				continue;
+			if (!sim_ranges_overlap(&q->w_rqrange, &l->w_grrange))
+				continue;
+			{
+				char r[200];
+
+				sim_fail(sim, "ORDER: n%d granted new request %08x (%s, flags %x) on %s "
+					 "while %08x (%s %s->%s) was queued ahead and still is",
+					 node + 1, l->w_lkid, sim_mode_str(l->w_grmode), flags,
+					 sim_res_str(sim, l->w_res, r, sizeof(r)), q->w_lkid,
+					 status_str(q->w_status), sim_mode_str(q->w_grmode),
+					 sim_mode_str(q->w_rqmode));
+			}
+			return;
+		}
+	}
+}
+
+void check_engines(struct sim *sim)
+{
+	uint32_t mark = ++sim->res_mark;
+	unsigned int i, j, ls;
+	struct {
+		const struct sim_winfo *w;
+		int node;
+		int next;
+	} *held = NULL;
+	unsigned int nheld = 0, cap = 0;
+
+	for (i = 0; i < sim->nnodes && !sim->failed; i++) {
+		struct sim_node *n = &sim->nodes[i];
+		struct sim_snap *prev = &n->n_snap[n->n_cur];
+		struct sim_snap *cur = &n->n_snap[n->n_cur ^ 1];
+
+		if (!n->n_alive)
+			continue;
+		cur->s_n = 0;
+		for (ls = 0; ls < sim->nls; ls++) {
+			struct walk_arg wa = { sim, cur, (int)ls, (int)i };
+
+			dlm_core_ls_walk(n->n_ls[ls], walk_cb, &wa);
+		}
+		qsort(cur->s_info, cur->s_n, sizeof(*cur->s_info), winfo_cmp);
+		for (j = 1; j < cur->s_n; j++)
+			if (!winfo_cmp(&cur->s_info[j - 1], &cur->s_info[j]))
+				sim_fail(sim, "n%u walk: lock id %08x appears twice",
+					 i + 1, cur->s_info[j].w_lkid);
+		if (!sim->failed)
+			check_order(sim, (int)i, prev, cur);
+		n->n_cur ^= 1;
+	}
+	if (sim->failed)
+		return;
+
+	/* pool every master's granted locks by resource */
+	for (i = 0; i < sim->nnodes; i++) {
+		const struct sim_snap *s = &sim->nodes[i].n_snap[sim->nodes[i].n_cur];
+
+		if (!sim->nodes[i].n_alive)
+			continue;
+		for (j = 0; j < s->s_n; j++) {
+			const struct sim_winfo *w = &s->s_info[j];
+			struct sim_res *r;
+
+			if (!is_held(w) || w->w_grmode <= DLM_LOCK_NL)
+				continue;
+			if (nheld == cap) {
+				void *a;
+
+				cap = cap ? 2 * cap : 256;
+				a = realloc(held, cap * sizeof(*held));
+				if (!a) {
+					free(held);
+					sim_fail(sim, "simulator: out of memory");
+					return;
+				}
+				held = a;
+			}
+			r = &sim->res[w->w_res];
+			if (r->r_mark != mark) {
+				r->r_mark = mark;
+				r->r_head = -1;
+			}
+			held[nheld].w = w;
+			held[nheld].node = (int)i;
+			held[nheld].next = r->r_head;
+			r->r_head = (int)nheld++;
+		}
+	}
+	for (i = 0; i < nheld && !sim->failed; i++) {
+		int k;
+
+		for (k = held[i].next; k >= 0; k = held[k].next) {
+			const struct sim_winfo *a = held[i].w, *b = held[k].w;
+			char r[200];
+
+			if (held[i].node != held[k].node) {
+				sim_fail(sim, "SAFETY (engines): %s has granted locks on two masters, "
+					 "n%d (%08x %s) and n%d (%08x %s)",
+					 sim_res_str(sim, a->w_res, r, sizeof(r)), held[i].node + 1,
+					 a->w_lkid, sim_mode_str(a->w_grmode), held[k].node + 1,
+					 b->w_lkid, sim_mode_str(b->w_grmode));
+				break;
+			}
+			if (sim_compat(a->w_grmode, b->w_grmode) ||
+			    !sim_ranges_overlap(&a->w_grrange, &b->w_grrange))
+				continue;
+			sim_fail(sim, "SAFETY (engines): master n%d of %s grants %08x %s [%llu-%llu] "
+				 "(node %u) and %08x %s [%llu-%llu] (node %u)", held[i].node + 1,
+				 sim_res_str(sim, a->w_res, r, sizeof(r)),
+				 a->w_lkid, sim_mode_str(a->w_grmode),
+				 (unsigned long long)a->w_grrange.ra_start,
+				 (unsigned long long)a->w_grrange.ra_end, a->w_nodeid,
+				 b->w_lkid, sim_mode_str(b->w_grmode),
+				 (unsigned long long)b->w_grrange.ra_start,
+				 (unsigned long long)b->w_grrange.ra_end, b->w_nodeid);
+			break;
+		}
+	}
+	free(held);
+}
+
+void check_free(struct sim *sim)
+{
+	unsigned int i;
+
+	for (i = 0; i < SIM_MAX_NODES; i++) {
+		free(sim->nodes[i].n_snap[0].s_info);
+		free(sim->nodes[i].n_snap[1].s_info);
+	}
+}

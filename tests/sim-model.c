@@ -1,0 +1,792 @@
+/*
+ * tests/sim-model.c - what the simulated clients know, and the checks
+ * made from their point of view.
+ *
+ * Each client keeps, per lock, the mode the engine last told it was
+ * granted (l_gmode) and the operation it is waiting for (l_op, plus a
+ * cancel or force unlock issued on top).  From that follows the mode the
+ * client may rely on at this instant (lock_relied_mode()):
+ *
+ *   - nothing while a new request or an unlock is pending;
+ *   - the granted mode when nothing is pending;
+ *   - during a conversion, the weakest mode that covers every mode the
+ *     engine may grant meanwhile: the old mode, the new one, the ALTPR /
+ *     ALTCW alternative, and NL with CONVDEADLK (the engine may demote).
+ *     A down-conversion thus counts as the new, lower mode from the
+ *     moment it is issued, and the "middle" conversions PR <-> CW count
+ *     as CR, which is compatible with everything either side may meet.
+ *
+ * Safety at client level: on every resource, the relied-on modes are
+ * pairwise compatible unless the locks' ranges are disjoint.
+ *
+ * The LVB model.  Writers (PW/EX holders releasing with VALBLK or
+ * IVVALBLK) are mutually exclusive, so writes happen in the order they
+ * are issued; the model records each one at issue time (r_hist).  A
+ * grant at PR or above with VALBLK must carry the latest value, or
+ * VALNOTVALID when the latest write was an IVVALBLK.  The check is exact
+ * while the lock is still held when its AST arrives (no writer can have
+ * run since the master granted it); when the client already asked to
+ * force it away, a writer may have run, so any value current at some
+ * point since the request was issued is accepted.  A writer that was
+ * purged or forced out mid-operation leaves the value unknown until the
+ * next clean write.
+ *
+ * AST sanity: an AST must name a lock the client has; a completion must
+ * answer a pending request with a status that request can produce; a
+ * blocking AST must go to a lock that is granted, asked for basts, and
+ * (when nothing is in flight that could change its mode) holds a mode
+ * incompatible with the mode the AST says is wanted.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/sim.h"
+
+const char *const sim_mode_names[DLM_NUM_MODES] = {
+	"NL", "CR", "CW", "PR", "PW", "EX",
+};
+
+/* compat_bits[m]: the set of modes compatible with m (bit per mode).
+ * Written out from the DLM's matrix, independent of the engine's table. */
+static const unsigned int compat_bits[DLM_NUM_MODES] = {
+	[DLM_LOCK_NL] = 0x3f,					/* all */
+	[DLM_LOCK_CR] = 0x1f,					/* all but EX */
+	[DLM_LOCK_CW] = (1u << DLM_LOCK_NL) | (1u << DLM_LOCK_CR) |
+			(1u << DLM_LOCK_CW),
+	[DLM_LOCK_PR] = (1u << DLM_LOCK_NL) | (1u << DLM_LOCK_CR) |
+			(1u << DLM_LOCK_PR),
+	[DLM_LOCK_PW] = (1u << DLM_LOCK_NL) | (1u << DLM_LOCK_CR),
+	[DLM_LOCK_EX] = (1u << DLM_LOCK_NL),
+};
+
+bool sim_compat(int m1, int m2)
+{
+	if (m1 < 0 || m2 < 0)
+		return true;
+	return compat_bits[m1] & (1u << m2);
+}
+
+bool sim_ranges_overlap(const struct dlm_range *a, const struct dlm_range *b)
+{
+	return a->ra_start <= b->ra_end && b->ra_start <= a->ra_end;
+}
+
+const char *sim_mode_str(int mode)
+{
+	if (mode >= 0 && mode < DLM_NUM_MODES)
+		return sim_mode_names[mode];
+	return mode == DLM_LOCK_IV ? "IV" : "??";
+}
+
+void sim_flags_str(uint32_t flags, char *out, size_t outlen)
+{
+	static const struct {
+		uint32_t f;
+		const char *n;
+	} names[] = {
+		{ DLM_LKF_NOQUEUE, "NOQUEUE" }, { DLM_LKF_CANCEL, "CANCEL" },
+		{ DLM_LKF_CONVERT, "CONVERT" }, { DLM_LKF_VALBLK, "VALBLK" },
+		{ DLM_LKF_QUECVT, "QUECVT" }, { DLM_LKF_IVVALBLK, "IVVALBLK" },
+		{ DLM_LKF_CONVDEADLK, "CONVDEADLK" },
+		{ DLM_LKF_PERSISTENT, "PERSISTENT" },
+		{ DLM_LKF_NODLCKWT, "NODLCKWT" }, { DLM_LKF_NODLCKBLK, "NODLCKBLK" },
+		{ DLM_LKF_EXPEDITE, "EXPEDITE" },
+		{ DLM_LKF_NOQUEUEBAST, "NOQUEUEBAST" },
+		{ DLM_LKF_HEADQUE, "HEADQUE" }, { DLM_LKF_NOORDER, "NOORDER" },
+		{ DLM_LKF_ORPHAN, "ORPHAN" }, { DLM_LKF_ALTPR, "ALTPR" },
+		{ DLM_LKF_ALTCW, "ALTCW" }, { DLM_LKF_FORCEUNLOCK, "FORCEUNLOCK" },
+		{ DLM_LKF_TIMEOUT, "TIMEOUT" },
+	};
+	size_t o = 0, i;
+
+	out[0] = '\0';
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!(flags & names[i].f))
+			continue;
+		flags &= ~names[i].f;
+		o += (size_t)snprintf(out + o, o < outlen ? outlen - o : 0, "%s%s",
+				      o ? "|" : "", names[i].n);
+	}
+	if (flags)
+		o += (size_t)snprintf(out + o, o < outlen ? outlen - o : 0, "%s0x%x",
+				      o ? "|" : "", flags);
+	if (!o)
+		snprintf(out, outlen, "0");
+}
+
+/* ------------------------------------------------------------ resources */
+
+/* Root names: 1 byte, 64 bytes, and bytes that are not printable. */
+static const unsigned char root_long[DLM_RESNAME_MAXLEN] =
+	"LLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLz";
+static const unsigned char child_long[DLM_RESNAME_MAXLEN] =
+	"cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
+static const struct {
+	const unsigned char *name;
+	unsigned int len;
+} root_names[SIM_NROOT] = {
+	{ (const unsigned char *)"a", 1 },
+	{ root_long, DLM_RESNAME_MAXLEN },
+	{ (const unsigned char *)"\0\1\2", 3 },
+	{ (const unsigned char *)"\xffres\n", 5 },
+	{ (const unsigned char *)"b", 1 },
+}, child_names[SIM_NCHILD] = {
+	{ (const unsigned char *)"x", 1 },
+	{ (const unsigned char *)"\0", 1 },
+	{ child_long, DLM_RESNAME_MAXLEN },
+};
+
+const unsigned char *sim_root_name(unsigned int i, unsigned int *len)
+{
+	*len = root_names[i].len;
+	return root_names[i].name;
+}
+
+const unsigned char *sim_child_name(unsigned int i, unsigned int *len)
+{
+	*len = child_names[i].len;
+	return child_names[i].name;
+}
+
+static uint32_t key_hash(int ls, const unsigned char *key, unsigned int keylen)
+{
+	uint32_t h = 2166136261u ^ (uint32_t)ls;
+	unsigned int i;
+
+	for (i = 0; i < keylen; i++)
+		h = (h ^ key[i]) * 16777619u;
+	return h;
+}
+
+int sim_res_find(struct sim *sim, int ls, const unsigned char *key, unsigned int keylen)
+{
+	uint32_t h = key_hash(ls, key, keylen) & (SIM_RES_HASH - 1);
+	int i;
+
+	while ((i = sim->res_hash[h]) >= 0) {
+		const struct sim_res *r = &sim->res[i];
+
+		if (r->r_ls == ls && r->r_keylen == keylen &&
+		    !memcmp(r->r_key, key, keylen))
+			return i;
+		h = (h + 1) & (SIM_RES_HASH - 1);
+	}
+	return -1;
+}
+
+static int res_intern(struct sim *sim, int ls, int parent, const unsigned char *key,
+		      unsigned int keylen)
+{
+	uint32_t h;
+	struct sim_res *r;
+	int i = sim_res_find(sim, ls, key, keylen), c;
+
+	if (i >= 0)
+		return i;
+	if (sim->nres >= SIM_RES_MAX || keylen > SIM_KEY_MAX) {
+		sim_fail(sim, "simulator: too many resources");
+		return 0;
+	}
+	i = (int)sim->nres++;
+	r = &sim->res[i];
+	memset(r, 0, sizeof(*r));
+	r->r_ls = ls;
+	r->r_parent = parent;
+	r->r_depth = parent < 0 ? 1 : sim->res[parent].r_depth + 1;
+	for (c = 0; c < SIM_NCHILD; c++)
+		r->r_child[c] = -1;
+	r->r_keylen = (uint16_t)keylen;
+	memcpy(r->r_key, key, keylen);
+	r->r_hist[0].h_state = LVB_VALID;	/* a new resource: zero, valid */
+	h = key_hash(ls, key, keylen) & (SIM_RES_HASH - 1);
+	while (sim->res_hash[h] >= 0)
+		h = (h + 1) & (SIM_RES_HASH - 1);
+	sim->res_hash[h] = i;
+	return i;
+}
+
+int sim_res_root(struct sim *sim, int ls, unsigned int name)
+{
+	unsigned char key[1 + DLM_RESNAME_MAXLEN];
+
+	key[0] = (unsigned char)root_names[name].len;
+	memcpy(key + 1, root_names[name].name, root_names[name].len);
+	return res_intern(sim, ls, -1, key, 1 + root_names[name].len);
+}
+
+/* The sub-resource 'name' under resource 'parent'.  Its key is the
+ * parent's key followed by the name: a name means a different resource
+ * under each parent resource. */
+int sim_res_child(struct sim *sim, int parent, unsigned int name)
+{
+	unsigned char key[SIM_KEY_MAX + 1 + DLM_RESNAME_MAXLEN];
+	struct sim_res *p = &sim->res[parent];
+	unsigned int len;
+	int i;
+
+	if (p->r_child[name] >= 0)
+		return p->r_child[name];
+	len = p->r_keylen;
+	memcpy(key, p->r_key, len);
+	key[len++] = (unsigned char)child_names[name].len;
+	memcpy(key + len, child_names[name].name, child_names[name].len);
+	len += child_names[name].len;
+	i = res_intern(sim, p->r_ls, parent, key, len);
+	sim->res[parent].r_child[name] = i;	/* res may have moved? no: fixed array */
+	return i;
+}
+
+const char *sim_res_str(struct sim *sim, int res, char *buf, size_t len)
+{
+	const struct sim_res *r = &sim->res[res];
+	char k[160];
+
+	trace_key(r->r_key, r->r_keylen, k, sizeof(k));
+	snprintf(buf, len, "ls%d:%s", r->r_ls, k);
+	return buf;
+}
+
+/* ------------------------------------------------------------------ LVB */
+
+/* A unique, recognisable 32-byte value for write number 'value'. */
+void lvb_make(uint64_t value, char *out)
+{
+	unsigned int i;
+
+	for (i = 0; i < 8; i++)
+		out[i] = (char)(value >> (8 * i));
+	for (i = 8; i < DLM_LVB_LEN; i++)
+		out[i] = value ? (char)(value * 7 + i) : 0;
+}
+
+/* The write number an LVB carries, or UINT64_MAX if it is no value
+ * lvb_make() produced (garbage). */
+uint64_t lvb_value(const char *lvb)
+{
+	char expect[DLM_LVB_LEN];
+	uint64_t v = 0;
+	unsigned int i;
+
+	for (i = 0; i < 8; i++)
+		v |= (uint64_t)(unsigned char)lvb[i] << (8 * i);
+	lvb_make(v, expect);
+	return memcmp(expect, lvb, DLM_LVB_LEN) ? UINT64_MAX : v;
+}
+
+void lvb_write(struct sim *sim, int res, enum sim_lvb_state st, uint64_t value)
+{
+	struct sim_res *r = &sim->res[res];
+	struct sim_lvb_hist *h;
+
+	r->r_nwrites++;
+	h = &r->r_hist[r->r_nwrites % SIM_LVB_HIST];
+	h->h_state = (uint8_t)st;
+	h->h_value = value;
+}
+
+/* ---------------------------------------------------------------- locks */
+
+static unsigned int lock_bucket(int node, int ls, uint32_t lkid)
+{
+	uint32_t h = lkid * 2654435761u ^ (uint32_t)(node * 131 + ls * 7);
+
+	return (h ^ (h >> 16)) & (SIM_LOCK_HASH - 1);
+}
+
+struct sim_lock *lock_find(struct sim *sim, int node, int ls, uint32_t lkid)
+{
+	struct sim_lock *lk;
+
+	for (lk = sim->lock_hash[lock_bucket(node, ls, lkid)]; lk; lk = lk->l_hnext)
+		if (lk->l_node == node && lk->l_ls == ls && lk->l_lkid == lkid)
+			return lk;
+	return NULL;
+}
+
+static void orphan_add(struct sim_node *n, struct sim_lock *lk)
+{
+	if (n->n_norphans == n->n_orphcap) {
+		unsigned int cap = n->n_orphcap ? 2 * n->n_orphcap : 8;
+		struct sim_lock **a = realloc(n->n_orphans, cap * sizeof(*a));
+
+		if (!a)
+			abort();
+		n->n_orphans = a;
+		n->n_orphcap = cap;
+	}
+	n->n_orphans[n->n_norphans++] = lk;
+}
+
+void lock_attach_client(struct sim *sim, struct sim_lock *lk, int client)
+{
+	struct sim_client *c = &sim->nodes[lk->l_node].n_clients[client];
+
+	if (c->c_nlocks == c->c_cap) {
+		unsigned int cap = c->c_cap ? 2 * c->c_cap : 8;
+		struct sim_lock **a = realloc(c->c_locks, cap * sizeof(*a));
+
+		if (!a)
+			abort();
+		c->c_locks = a;
+		c->c_cap = cap;
+	}
+	c->c_locks[c->c_nlocks++] = lk;
+	lk->l_client = client;
+	lk->l_owner = c->c_owner;
+	lk->l_orphan = false;
+}
+
+/* Take a lock off its client's list (or the node's orphan list). */
+void lock_detach_client(struct sim *sim, struct sim_lock *lk)
+{
+	struct sim_node *n = &sim->nodes[lk->l_node];
+	struct sim_lock **a;
+	unsigned int *cnt, i;
+
+	if (lk->l_orphan) {
+		a = n->n_orphans;
+		cnt = &n->n_norphans;
+	} else if (lk->l_client >= 0) {
+		a = n->n_clients[lk->l_client].c_locks;
+		cnt = &n->n_clients[lk->l_client].c_nlocks;
+	} else {
+		return;
+	}
+	for (i = 0; i < *cnt; i++)
+		if (a[i] == lk) {
+			memmove(a + i, a + i + 1, (*cnt - i - 1) * sizeof(*a));
+			(*cnt)--;
+			break;
+		}
+	lk->l_client = -1;
+	lk->l_orphan = false;
+}
+
+struct sim_lock *lock_new(struct sim *sim, int node, int ls, uint32_t lkid,
+			  int client, int res)
+{
+	struct sim_lock *lk = calloc(1, sizeof(*lk));
+	unsigned int b = lock_bucket(node, ls, lkid);
+
+	if (!lk)
+		abort();
+	lk->l_seq = ++sim->lock_seq;
+	lk->l_node = node;
+	lk->l_ls = ls;
+	lk->l_lkid = lkid;
+	lk->l_client = -1;
+	lk->l_res = res;
+	lk->l_gmode = DLM_LOCK_IV;
+	lk->l_hnext = sim->lock_hash[b];
+	sim->lock_hash[b] = lk;
+	if (client >= 0)
+		lock_attach_client(sim, lk, client);
+	return lk;
+}
+
+/* Drop a lock from the model: it is gone from the engine (or will be, and
+ * nobody may hear of it again). */
+void lock_forget(struct sim *sim, struct sim_lock *lk)
+{
+	struct sim_lock **pp = &sim->lock_hash[lock_bucket(lk->l_node, lk->l_ls, lk->l_lkid)];
+	unsigned int b;
+
+	lock_detach_client(sim, lk);
+	while (*pp && *pp != lk)
+		pp = &(*pp)->l_hnext;
+	if (*pp)
+		*pp = lk->l_hnext;
+	if (lk->l_parent)
+		lk->l_parent->l_nchildren--;
+	if (lk->l_nchildren) {
+		/* only after an engine error: keep the model consistent */
+		sim_fail(sim, "n%d lock %08x gone while it has %u children",
+			 lk->l_node + 1, lk->l_lkid, lk->l_nchildren);
+		for (b = 0; b < SIM_LOCK_HASH; b++) {
+			struct sim_lock *c;
+
+			for (c = sim->lock_hash[b]; c; c = c->l_hnext)
+				if (c->l_parent == lk)
+					c->l_parent = NULL;
+		}
+	}
+	free(lk);
+}
+
+void model_orphan(struct sim *sim, struct sim_lock *lk)
+{
+	lock_detach_client(sim, lk);
+	lk->l_orphan = true;
+	lk->l_orphan_unsure = lk->l_op != OP_NONE || lk->l_cancel_unresolved;
+	orphan_add(&sim->nodes[lk->l_node], lk);
+}
+
+/* The weakest mode covering every mode in 'modes' (bit set): a mode
+ * compatible with everything any of them is compatible with. */
+static int weakest_covering(unsigned int modes)
+{
+	unsigned int need = 0, best_bits = 0x40;
+	int m, best = DLM_LOCK_NL;
+
+	for (m = 0; m < DLM_NUM_MODES; m++)
+		if (modes & (1u << m))
+			need |= compat_bits[m];
+	for (m = 0; m < DLM_NUM_MODES; m++)
+		if ((compat_bits[m] & need) == need &&
+		    (unsigned int)__builtin_popcount(compat_bits[m]) <
+		    (unsigned int)__builtin_popcount(best_bits)) {
+			best = m;
+			best_bits = compat_bits[m];
+		}
+	return best;
+}
+
+int lock_relied_mode(const struct sim_lock *lk)
+{
+	unsigned int modes;
+
+	if (lk->l_orphan || lk->l_force)
+		return DLM_LOCK_IV;
+	switch (lk->l_op) {
+	case OP_NONE:
+		return lk->l_gmode;
+	case OP_CONVERT:
+		modes = (1u << lk->l_gmode) | (1u << lk->l_op_mode);
+		if (lk->l_op_flags & DLM_LKF_ALTPR)
+			modes |= 1u << DLM_LOCK_PR;
+		if (lk->l_op_flags & DLM_LKF_ALTCW)
+			modes |= 1u << DLM_LOCK_CW;
+		if (lk->l_op_flags & DLM_LKF_CONVDEADLK)
+			modes |= 1u << DLM_LOCK_NL;
+		return weakest_covering(modes);
+	default:
+		return DLM_LOCK_IV;
+	}
+}
+
+bool lock_is_idle(const struct sim_lock *lk)
+{
+	return lk->l_op == OP_NONE && !lk->l_cancel && !lk->l_force &&
+	       !lk->l_orphan;
+}
+
+/* ----------------------------------------------------------------- ASTs */
+
+static void lock_desc(struct sim *sim, const struct sim_lock *lk, char *buf, size_t len)
+{
+	char r[200];
+
+	snprintf(buf, len, "n%d c%d lk %08x %s gr=%s", lk->l_node + 1, lk->l_client,
+		 lk->l_lkid, sim_res_str(sim, lk->l_res, r, sizeof(r)),
+		 sim_mode_str(lk->l_gmode));
+}
+
+static void check_lvb(struct sim *sim, struct sim_lock *lk, const struct sim_ast_rec *a)
+{
+	const struct sim_res *r = &sim->res[lk->l_res];
+	const struct sim_lvb_hist *cur = &r->r_hist[r->r_nwrites % SIM_LVB_HIST];
+	bool notvalid = a->a_ast.sbflags & DLM_SBF_VALNOTVALID;
+	uint64_t got;
+	uint32_t w;
+	char d[300];
+
+	lock_desc(sim, lk, d, sizeof(d));
+	if (!a->a_has_lvb) {
+		sim_fail(sim, "LVB: %s granted %s with VALBLK but the AST carries no LVB",
+			 d, sim_mode_str(a->a_ast.grmode));
+		return;
+	}
+	got = lvb_value(a->a_lvb);
+	if (!lk->l_force) {
+		/* still held: exactly the latest write */
+		if (cur->h_state == LVB_UNKNOWN)
+			return;
+		if (cur->h_state == LVB_INVALID) {
+			if (!notvalid)
+				sim_fail(sim, "LVB: %s: the value was invalidated (IVVALBLK) "
+					 "but the grant lacks VALNOTVALID", d);
+			return;
+		}
+		if (notvalid)
+			sim_fail(sim, "LVB: %s: grant says VALNOTVALID, expected valid v%llu",
+				 d, (unsigned long long)cur->h_value);
+		else if (got != cur->h_value)
+			sim_fail(sim, "LVB: %s: grant carries %s%llu, the latest write is v%llu",
+				 d, got == UINT64_MAX ? "garbage " : "v",
+				 (unsigned long long)(got == UINT64_MAX ? 0 : got),
+				 (unsigned long long)cur->h_value);
+		return;
+	}
+	/* a release was issued since: any value current since the request */
+	if (r->r_nwrites - lk->l_lvb_since >= SIM_LVB_HIST)
+		return;
+	for (w = lk->l_lvb_since; w <= r->r_nwrites; w++) {
+		const struct sim_lvb_hist *h = &r->r_hist[w % SIM_LVB_HIST];
+
+		if (h->h_state == LVB_UNKNOWN ||
+		    (notvalid && h->h_state == LVB_INVALID) ||
+		    (!notvalid && h->h_state == LVB_VALID && got == h->h_value))
+			return;
+	}
+	sim_fail(sim, "LVB: %s: grant carries %s%llu%s, not a value current since the "
+		 "request (write #%u..#%u)", d, got == UINT64_MAX ? "garbage " : "v",
+		 (unsigned long long)(got == UINT64_MAX ? 0 : got),
+		 notvalid ? " VALNOTVALID" : "", lk->l_lvb_since, r->r_nwrites);
+}
+
+/* A completion with status 0: is the granted mode one the request allows? */
+static void check_grant(struct sim *sim, struct sim_lock *lk, const struct sim_ast_rec *a)
+{
+	const struct dlm_ast *ast = &a->a_ast;
+	uint32_t fl = lk->l_op_flags;
+	int alt = (fl & DLM_LKF_ALTPR) ? DLM_LOCK_PR :
+		  (fl & DLM_LKF_ALTCW) ? DLM_LOCK_CW : DLM_LOCK_IV;
+	bool altmode = ast->sbflags & DLM_SBF_ALTMODE;
+	bool write_conv;
+	char d[300];
+
+	lock_desc(sim, lk, d, sizeof(d));
+	if (ast->grmode == lk->l_op_mode) {
+		if (altmode)
+			sim_fail(sim, "%s: granted the requested %s but ALTMODE is set",
+				 d, sim_mode_str(ast->grmode));
+	} else if (ast->grmode == alt && alt != DLM_LOCK_IV) {
+		if (!altmode)
+			sim_fail(sim, "%s: granted the alternate mode %s without ALTMODE",
+				 d, sim_mode_str(ast->grmode));
+	} else {
+		sim_fail(sim, "%s: granted %s, requested %s (flags %x)", d,
+			 sim_mode_str(ast->grmode), sim_mode_str(lk->l_op_mode), fl);
+		return;
+	}
+	if ((ast->sbflags & DLM_SBF_DEMOTED) &&
+	    !(lk->l_op == OP_CONVERT && (fl & DLM_LKF_CONVDEADLK)))
+		sim_fail(sim, "%s: DEMOTED on a request without CONVDEADLK", d);
+	if (!(fl & DLM_LKF_VALBLK) || ast->grmode < DLM_LOCK_PR)
+		return;
+	/* a PW/EX holder converting down writes the LVB; it reads nothing */
+	write_conv = lk->l_op == OP_CONVERT && lk->l_gmode >= DLM_LOCK_PW &&
+		     ast->grmode <= lk->l_gmode;
+	if (!write_conv)
+		check_lvb(sim, lk, a);
+}
+
+/* The pending request of lk got its answer. */
+static void op_done(struct sim_lock *lk)
+{
+	if (lk->l_force) {
+		lk->l_force = false;
+		lk->l_op = OP_UNLOCK;		/* the force unlock goes on */
+	} else {
+		lk->l_op = OP_NONE;
+	}
+	if (lk->l_cancel) {
+		/* the cancel found nothing to cancel; it ends silently */
+		lk->l_cancel = false;
+		lk->l_cancel_unresolved = true;
+	}
+	lk->l_op_adopt = false;
+}
+
+static void handle_comp(struct sim *sim, struct sim_lock *lk, const struct sim_ast_rec *a)
+{
+	const struct dlm_ast *ast = &a->a_ast;
+	int st = ast->status;
+	uint32_t fl = lk->l_op_flags;
+	char d[300];
+
+	lock_desc(sim, lk, d, sizeof(d));
+	switch (lk->l_op) {
+	case OP_NONE:
+		sim_fail(sim, "%s: completion (status %d) with no request pending%s",
+			 d, st, lk->l_cancel_unresolved ?
+			 " (a cancel that found nothing must stay silent)" : "");
+		return;
+	case OP_REQUEST:
+		if (st == 0) {
+			check_grant(sim, lk, a);
+			lk->l_gmode = ast->grmode;
+			op_done(lk);
+			return;
+		}
+		if (ast->grmode != DLM_LOCK_IV)
+			sim_fail(sim, "%s: failed request (status %d) reports grmode %s",
+				 d, st, sim_mode_str(ast->grmode));
+		if (st == -EAGAIN && (fl & DLM_LKF_NOQUEUE) && !lk->l_op_adopt) {
+			lock_forget(sim, lk);
+		} else if (st == -DLM_ECANCEL && lk->l_cancel) {
+			lock_forget(sim, lk);
+		} else if (st == -DLM_EUNLOCK && lk->l_force) {
+			lock_forget(sim, lk);
+		} else {
+			sim_fail(sim, "%s: request (%s flags %x%s%s) completed with "
+				 "unexpected status %d", d, sim_mode_str(lk->l_op_mode), fl,
+				 lk->l_cancel ? ", cancel pending" : "",
+				 lk->l_force ? ", force unlock pending" : "", st);
+			lock_forget(sim, lk);
+		}
+		return;
+	case OP_CONVERT:
+		if (st == 0) {
+			check_grant(sim, lk, a);
+			lk->l_gmode = ast->grmode;
+			op_done(lk);
+			return;
+		}
+		if (st == -DLM_EUNLOCK && lk->l_force) {
+			lock_forget(sim, lk);
+			return;
+		}
+		if ((st == -EAGAIN && (fl & DLM_LKF_NOQUEUE)) ||
+		    (st == -EDEADLK && !(fl & DLM_LKF_CONVDEADLK)) ||
+		    (st == -DLM_ECANCEL && lk->l_cancel)) {
+			bool demoted = (fl & DLM_LKF_CONVDEADLK) && st == -DLM_ECANCEL &&
+				       ast->grmode == DLM_LOCK_NL;
+
+			if (ast->grmode != lk->l_gmode && !demoted)
+				sim_fail(sim, "%s: conversion to %s ended with status %d "
+					 "and grmode %s, expected the old mode", d,
+					 sim_mode_str(lk->l_op_mode), st,
+					 sim_mode_str(ast->grmode));
+			if (st == -DLM_ECANCEL) {
+				lk->l_cancel = false;	/* it did cancel */
+				lk->l_gmode = ast->grmode;
+			}
+			op_done(lk);
+			return;
+		}
+		sim_fail(sim, "%s: conversion to %s (flags %x%s%s) completed with unexpected "
+			 "status %d", d, sim_mode_str(lk->l_op_mode), fl,
+			 lk->l_cancel ? ", cancel pending" : "",
+			 lk->l_force ? ", force unlock pending" : "", st);
+		op_done(lk);
+		return;
+	case OP_UNLOCK:
+		if (st != -DLM_EUNLOCK)
+			sim_fail(sim, "%s: unlock completed with status %d", d, st);
+		lock_forget(sim, lk);
+		return;
+	}
+}
+
+static void handle_bast(struct sim *sim, struct sim_lock *lk, const struct sim_ast_rec *a)
+{
+	int bm = a->a_ast.bastmode;
+	char d[300];
+
+	lock_desc(sim, lk, d, sizeof(d));
+	sim->n_basts++;
+	if (bm < 0 || bm >= DLM_NUM_MODES) {
+		sim_fail(sim, "%s: blocking AST with bad mode %d", d, bm);
+		return;
+	}
+	if (!lk->l_want_bast)
+		sim_fail(sim, "%s: blocking AST for a lock that asked for none", d);
+	else if (lk->l_gmode == DLM_LOCK_IV)
+		sim_fail(sim, "%s: blocking AST for a lock that was never granted", d);
+	else if (lk->l_op == OP_NONE && sim_compat(lk->l_gmode, bm))
+		sim_fail(sim, "%s: blocking AST for %s, which %s does not block", d,
+			 sim_mode_str(bm), sim_mode_str(lk->l_gmode));
+	lk->l_bast_mask |= 1u << bm;
+}
+
+void model_deliver_ast(struct sim *sim, const struct sim_ast_rec *a)
+{
+	const struct dlm_ast *ast = &a->a_ast;
+	struct sim_lock *lk = lock_find(sim, a->a_node, a->a_ls, ast->lkid);
+	char line[SIM_TRACE_TEXT];
+
+	sim->n_asts++;
+	if (ast->type == DLM_AST_BAST)
+		snprintf(line, sizeof(line), "ast  n%d ls%d lk %08x owner %llx BAST %s",
+			 a->a_node + 1, a->a_ls, ast->lkid,
+			 (unsigned long long)ast->owner, sim_mode_str(ast->bastmode));
+	else
+		snprintf(line, sizeof(line), "ast  n%d ls%d lk %08x owner %llx COMP "
+			 "status %d gr=%s sb=%x%s%llu", a->a_node + 1, a->a_ls, ast->lkid,
+			 (unsigned long long)ast->owner, ast->status,
+			 sim_mode_str(ast->grmode), ast->sbflags,
+			 a->a_has_lvb ? " lvb=v" : "",
+			 (unsigned long long)(a->a_has_lvb ? lvb_value(a->a_lvb) : 0));
+	sim_trace(sim, "%s", line);
+	if (ast->type != DLM_AST_BAST && ast->type != DLM_AST_COMP) {
+		sim_fail(sim, "AST of unknown type %d", ast->type);
+		return;
+	}
+	if (!lk) {
+		sim_fail(sim, "AST for lock %08x on n%d ls%d, which no client has",
+			 ast->lkid, a->a_node + 1, a->a_ls);
+		return;
+	}
+	if (lk->l_orphan) {
+		sim_fail(sim, "AST for orphaned lock %08x on n%d", ast->lkid, a->a_node + 1);
+		return;
+	}
+	if (ast->owner != lk->l_owner) {
+		sim_fail(sim, "AST for lock %08x names owner %llx, the lock is %llx's",
+			 ast->lkid, (unsigned long long)ast->owner,
+			 (unsigned long long)lk->l_owner);
+		return;
+	}
+	if (ast->type == DLM_AST_BAST)
+		handle_bast(sim, lk, a);
+	else
+		handle_comp(sim, lk, a);
+}
+
+/* ------------------------------------------------- client-level safety */
+
+void model_check_clients(struct sim *sim)
+{
+	struct sim_lock *held[1024];
+	int next[1024];
+	unsigned int nheld = 0, n, c, i;
+	uint32_t mark = ++sim->res_mark;
+
+	for (n = 0; n < sim->nnodes; n++)
+		for (c = 0; c < sim->nodes[n].n_nclients; c++) {
+			const struct sim_client *cl = &sim->nodes[n].n_clients[c];
+
+			for (i = 0; i < cl->c_nlocks; i++) {
+				struct sim_lock *lk = cl->c_locks[i];
+				struct sim_res *r = &sim->res[lk->l_res];
+				int m = lock_relied_mode(lk);
+
+				if (m <= DLM_LOCK_NL)
+					continue;	/* NL conflicts with nothing */
+				if (nheld == 1024) {
+					sim_fail(sim, "simulator: too many locks");
+					return;
+				}
+				if (r->r_mark != mark) {
+					r->r_mark = mark;
+					r->r_head = -1;
+				}
+				held[nheld] = lk;
+				next[nheld] = r->r_head;
+				r->r_head = (int)nheld++;
+			}
+		}
+	for (i = 0; i < nheld; i++) {
+		int j;
+
+		for (j = next[i]; j >= 0; j = next[j]) {
+			const struct sim_lock *a = held[i], *b = held[j];
+			int ma = lock_relied_mode(a), mb = lock_relied_mode(b);
+			char da[300], db[300];
+
+			if (sim_compat(ma, mb) || !sim_ranges_overlap(&a->l_range, &b->l_range))
+				continue;
+			lock_desc(sim, a, da, sizeof(da));
+			lock_desc(sim, b, db, sizeof(db));
+			sim_fail(sim, "SAFETY (clients): %s relies on %s [%llu-%llu] while "
+				 "%s relies on %s [%llu-%llu]", da, sim_mode_str(ma),
+				 (unsigned long long)a->l_range.ra_start,
+				 (unsigned long long)a->l_range.ra_end, db, sim_mode_str(mb),
+				 (unsigned long long)b->l_range.ra_start,
+				 (unsigned long long)b->l_range.ra_end);
+			return;
+		}
+	}
+}

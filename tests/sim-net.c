@@ -1,0 +1,134 @@
+/*
+ * tests/sim-net.c - the simulator's network.
+ *
+ * One queue per ordered pair of nodes (a link).  A message sent at time
+ * 'now' gets a delivery time now + a random delay of 0..n_max_delay ms,
+ * raised if needed to the delivery time of the message before it on the
+ * same link: links are FIFO, as a TCP connection (or lowcomms' sequenced
+ * delivery across reconnects) is.  Across links anything goes, so the
+ * engines see every interleaving the delays allow.
+ *
+ * net_pick() chooses at random among the link heads that are due; the
+ * simulator advances time to net_next_due() when none is.  A dead node's
+ * traffic is dropped with net_drop_node() (for the node-fault mode of the
+ * recovery work: a dead node sends nothing more and receives nothing).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/sim.h"
+
+void net_init(struct sim_net *net, unsigned int nnodes, uint32_t max_delay)
+{
+	memset(net, 0, sizeof(*net));
+	net->n_nodes = nnodes;
+	net->n_max_delay = max_delay;
+}
+
+int net_send(struct sim_net *net, struct sim_rng *rng, uint64_t now,
+	     uint32_t from, uint32_t to, const void *buf, size_t len)
+{
+	struct sim_link *l;
+	struct sim_msg *m;
+	uint64_t due;
+
+	if (from < 1 || from > net->n_nodes || to < 1 || to > net->n_nodes)
+		return -EINVAL;
+	m = malloc(sizeof(*m) + len);
+	if (!m)
+		return -ENOMEM;
+	l = &net->n_link[from - 1][to - 1];
+	due = now + rng_below(rng, net->n_max_delay + 1);
+	if (due < l->l_last_due)
+		due = l->l_last_due;
+	l->l_last_due = due;
+	m->m_next = NULL;
+	m->m_due = due;
+	m->m_from = from;
+	m->m_to = to;
+	m->m_len = len;
+	memcpy(m->m_data, buf, len);
+	if (l->l_tail)
+		l->l_tail->m_next = m;
+	else
+		l->l_head = m;
+	l->l_tail = m;
+	net->n_inflight++;
+	net->n_sent++;
+	return 0;
+}
+
+/* Take a random due link head (the caller frees it), or NULL. */
+struct sim_msg *net_pick(struct sim_net *net, struct sim_rng *rng, uint64_t now)
+{
+	struct sim_link *due[SIM_MAX_NODES * SIM_MAX_NODES];
+	unsigned int ndue = 0, f, t;
+	struct sim_link *l;
+	struct sim_msg *m;
+
+	if (!net->n_inflight)
+		return NULL;
+	for (f = 0; f < net->n_nodes; f++)
+		for (t = 0; t < net->n_nodes; t++) {
+			l = &net->n_link[f][t];
+			if (l->l_head && l->l_head->m_due <= now)
+				due[ndue++] = l;
+		}
+	if (!ndue)
+		return NULL;
+	l = due[rng_below(rng, ndue)];
+	m = l->l_head;
+	l->l_head = m->m_next;
+	if (!l->l_head)
+		l->l_tail = NULL;
+	net->n_inflight--;
+	net->n_delivered++;
+	return m;
+}
+
+uint64_t net_next_due(const struct sim_net *net)
+{
+	uint64_t best = UINT64_MAX;
+	unsigned int f, t;
+
+	for (f = 0; f < net->n_nodes; f++)
+		for (t = 0; t < net->n_nodes; t++) {
+			const struct sim_msg *m = net->n_link[f][t].l_head;
+
+			if (m && m->m_due < best)
+				best = m->m_due;
+		}
+	return best;
+}
+
+static void link_clear(struct sim_net *net, struct sim_link *l)
+{
+	struct sim_msg *m, *next;
+
+	for (m = l->l_head; m; m = next) {
+		next = m->m_next;
+		free(m);
+		net->n_inflight--;
+	}
+	l->l_head = l->l_tail = NULL;
+}
+
+void net_drop_node(struct sim_net *net, uint32_t node)
+{
+	unsigned int i;
+
+	for (i = 0; i < net->n_nodes; i++) {
+		link_clear(net, &net->n_link[node - 1][i]);
+		link_clear(net, &net->n_link[i][node - 1]);
+	}
+}
+
+void net_free(struct sim_net *net)
+{
+	unsigned int f, t;
+
+	for (f = 0; f < net->n_nodes; f++)
+		for (t = 0; t < net->n_nodes; t++)
+			link_clear(net, &net->n_link[f][t]);
+}

@@ -1,0 +1,360 @@
+/*
+ * tests/sim.h - the deterministic simulator's shared types.
+ *
+ * The simulator (tests/dlm-sim.c) runs several engine instances, one per
+ * simulated node, in one process.  The pieces:
+ *
+ *   sim-net.c    the network: one FIFO queue per (from, to) link, every
+ *                message stamped with a random delivery time that never
+ *                overtakes an earlier message on the same link;
+ *   sim-model.c  the clients' view of their locks: what each client may
+ *                rely on, what it is waiting for, the LVB every grant must
+ *                carry; it consumes the engines' ASTs and checks them;
+ *   sim-check.c  the engine-level checks, made by walking every engine;
+ *   sim-trace.c  the ring of recent events printed when a check fails;
+ *   dlm-sim.c    the command line, the random schedule and the phases
+ *                (schedule, quiesce, drain).
+ *
+ * Everything lives in one struct sim per seed: no globals, so that a run
+ * is a pure function of its seed and options.  The output never contains
+ * addresses or wall-clock times, so a seed replays byte for byte.
+ *
+ * Node faults (death, join: the recovery issue) are meant to slot in as
+ * follows: a node has an "alive" flag; a dead node's queued messages are
+ * dropped with net_drop_node(), its clients' model locks are discarded,
+ * and the engines of the survivors are driven through recovery.  None of
+ * that is switched on yet.
+ */
+#ifndef DLMD_TESTS_SIM_H
+#define DLMD_TESTS_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/core.h"
+
+#define SIM_MAX_NODES		7
+#define SIM_MAX_LS		2
+#define SIM_MAX_CLIENTS		4	/* per node */
+#define SIM_MAX_LOCKS		6	/* per client, in the schedule phase */
+#define SIM_NROOT		5	/* root resource names */
+#define SIM_NCHILD		3	/* sub-resource names under each resource */
+#define SIM_RANGE_SPACE		64	/* ranges are drawn from 0..63 */
+#define SIM_KEY_MAX		(DLM_MAX_DEPTH * (DLM_RESNAME_MAXLEN + 1))
+#define SIM_RES_MAX		512	/* interned resources per seed */
+#define SIM_RES_HASH		1024	/* > 2 * SIM_RES_MAX, a power of two */
+#define SIM_LOCK_HASH		1024	/* buckets of the lock index */
+#define SIM_LVB_HIST		16	/* LVB writes remembered per resource */
+#define SIM_TRACE_LEN		200	/* events kept for a failure report */
+#define SIM_TRACE_TEXT		200	/* bytes per event line */
+
+/* ------------------------------------------------------------------ PRNG */
+
+/* xorshift64*, seeded through splitmix64 so that seeds 1, 2, 3... give
+ * unrelated streams. */
+struct sim_rng {
+	uint64_t rng_s;
+};
+
+static inline void rng_seed(struct sim_rng *r, uint64_t seed)
+{
+	uint64_t z = seed + 0x9e3779b97f4a7c15ULL;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	z ^= z >> 31;
+	r->rng_s = z ? z : 0x2545f4914f6cdd1dULL;
+}
+
+static inline uint64_t rng_next(struct sim_rng *r)
+{
+	uint64_t x = r->rng_s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	r->rng_s = x;
+	return x * 0x2545f4914f6cdd1dULL;
+}
+
+/* Uniform in 0..n-1 (n > 0). */
+static inline uint32_t rng_below(struct sim_rng *r, uint32_t n)
+{
+	return (uint32_t)(((rng_next(r) >> 32) * (uint64_t)n) >> 32);
+}
+
+static inline bool rng_pct(struct sim_rng *r, unsigned int percent)
+{
+	return rng_below(r, 100) < percent;
+}
+
+/* --------------------------------------------------------------- network */
+
+struct sim_msg {
+	struct sim_msg	*m_next;
+	uint64_t	m_due;		/* virtual ms at which it may be delivered */
+	uint32_t	m_from;
+	uint32_t	m_to;
+	size_t		m_len;
+	unsigned char	m_data[];
+};
+
+struct sim_link {
+	struct sim_msg	*l_head;
+	struct sim_msg	*l_tail;
+	uint64_t	l_last_due;	/* FIFO: no message is due before this */
+};
+
+struct sim_net {
+	unsigned int	n_nodes;
+	uint32_t	n_max_delay;	/* ms */
+	uint64_t	n_inflight;
+	uint64_t	n_sent;
+	uint64_t	n_delivered;
+	struct sim_link	n_link[SIM_MAX_NODES][SIM_MAX_NODES];	/* [from-1][to-1] */
+};
+
+void net_init(struct sim_net *net, unsigned int nnodes, uint32_t max_delay);
+int net_send(struct sim_net *net, struct sim_rng *rng, uint64_t now,
+	     uint32_t from, uint32_t to, const void *buf, size_t len);
+struct sim_msg *net_pick(struct sim_net *net, struct sim_rng *rng, uint64_t now);
+uint64_t net_next_due(const struct sim_net *net);
+void net_drop_node(struct sim_net *net, uint32_t node);
+void net_free(struct sim_net *net);
+
+/* ----------------------------------------------------------------- model */
+
+/* LVB knowledge per resource (see sim-model.c). */
+enum sim_lvb_state {
+	LVB_VALID = 0,		/* the value is exactly r_lvb */
+	LVB_INVALID,		/* IVVALBLK: grants must say VALNOTVALID */
+	LVB_UNKNOWN,		/* a writer was purged or forced out: no check */
+};
+
+struct sim_lvb_hist {
+	uint8_t		h_state;
+	uint64_t	h_value;
+};
+
+struct sim_res {
+	int		r_ls;
+	int		r_parent;		/* -1: root */
+	int		r_depth;		/* 1: root */
+	int		r_child[SIM_NCHILD];	/* interned lazily, -1 */
+	uint16_t	r_keylen;
+	unsigned char	r_key[SIM_KEY_MAX];
+	/* the LVB model: the latest write by issue time */
+	uint32_t	r_nwrites;
+	struct sim_lvb_hist r_hist[SIM_LVB_HIST];	/* [write % SIM_LVB_HIST] */
+	/* scratch for the checkers */
+	int		r_head;
+	uint32_t	r_mark;
+};
+
+enum sim_op {
+	OP_NONE = 0,
+	OP_REQUEST,	/* a new lock request is pending */
+	OP_CONVERT,	/* a conversion is pending */
+	OP_UNLOCK,	/* an unlock (or force unlock of an idle lock) is pending */
+};
+
+struct sim_lock {
+	struct sim_lock	*l_hnext;	/* lock index chain */
+	uint64_t	l_seq;		/* creation order, for stable traces */
+	int		l_node;		/* node index 0.. */
+	int		l_ls;
+	uint32_t	l_lkid;
+	int		l_client;	/* -1: orphan */
+	uint64_t	l_owner;
+	int		l_res;
+	struct sim_lock	*l_parent;
+	unsigned int	l_nchildren;
+	bool		l_ranged;
+	struct dlm_range l_range;
+	bool		l_want_bast;
+	bool		l_persistent;
+	bool		l_ever_valblk;	/* some request of this lock had VALBLK */
+	bool		l_orphan;
+	bool		l_orphan_unsure; /* orphaned with an operation in flight */
+	bool		l_purge_asked;	/* a remote orphan purge was sent */
+	int		l_gmode;	/* granted mode as the client knows it; IV: none */
+	enum sim_op	l_op;
+	int		l_op_mode;	/* requested mode */
+	uint32_t	l_op_flags;
+	uint64_t	l_op_astarg;
+	bool		l_op_adopt;	/* the pending request adopts an orphan */
+	bool		l_cancel;	/* a cancel is pending */
+	bool		l_cancel_unresolved; /* cancel found nothing; its reply may be in flight */
+	bool		l_force;	/* a FORCEUNLOCK is pending on top of l_op */
+	uint32_t	l_req_flags;	/* flags of the latest request or conversion */
+	uint32_t	l_lvb_since;	/* r_nwrites when the request was issued */
+	unsigned int	l_bast_mask;	/* modes of blocking ASTs not yet acted on */
+};
+
+struct sim_client {
+	uint64_t	c_owner;
+	uint32_t	c_incarnation;
+	struct sim_lock	**c_locks;
+	unsigned int	c_nlocks;
+	unsigned int	c_cap;
+};
+
+/* One lock as an engine walk reports it (sim-check.c). */
+struct sim_winfo {
+	uint32_t	w_lkid;
+	uint32_t	w_remid;
+	uint32_t	w_nodeid;
+	int		w_ls;
+	int		w_res;
+	uint8_t		w_status;
+	uint8_t		w_is_master;	/* counts for the master's grant state */
+	int8_t		w_grmode;
+	int8_t		w_rqmode;
+	struct dlm_range w_grrange;
+	struct dlm_range w_rqrange;
+	int		w_next;		/* per-resource chain, scratch */
+};
+
+struct sim_snap {
+	struct sim_winfo *s_info;
+	unsigned int	s_n;
+	unsigned int	s_cap;
+};
+
+struct sim;
+
+struct sim_node {
+	struct sim	*n_sim;
+	uint32_t	n_id;
+	bool		n_alive;
+	struct dlm_core	*n_core;
+	struct dlm_ls	*n_ls[SIM_MAX_LS];
+	unsigned int	n_nclients;
+	struct sim_client n_clients[SIM_MAX_CLIENTS];
+	struct sim_lock	**n_orphans;
+	unsigned int	n_norphans;
+	unsigned int	n_orphcap;
+	struct sim_snap	n_snap[2];	/* engine walk: previous and current */
+	int		n_cur;
+};
+
+struct sim_ast_rec {
+	int		a_node;
+	int		a_ls;
+	struct dlm_ast	a_ast;
+	bool		a_has_lvb;
+	char		a_lvb[DLM_LVB_LEN];
+};
+
+struct sim_opts {
+	uint64_t	o_first;
+	uint64_t	o_last;
+	int		o_nodes;	/* 0: varies with the seed */
+	unsigned int	o_ops;
+	enum dlm_core_fault o_fault;
+	bool		o_quiet;
+	bool		o_verbose;
+};
+
+struct sim_trace {
+	char		t_text[SIM_TRACE_LEN][SIM_TRACE_TEXT];
+	unsigned int	t_next;
+	uint64_t	t_count;
+	FILE		*t_stream;	/* -v: print every event as it happens */
+};
+
+enum sim_phase {
+	PHASE_SCHEDULE = 0,
+	PHASE_QUIESCE,
+	PHASE_DRAIN,
+};
+
+struct sim {
+	const struct sim_opts *opts;
+	uint64_t	seed;
+	struct sim_rng	rng;
+	unsigned int	nnodes;
+	unsigned int	nls;
+	uint32_t	toss_ms;
+	uint64_t	now;
+	uint64_t	step;
+	enum sim_phase	phase;
+	struct sim_node	nodes[SIM_MAX_NODES];
+	struct sim_net	net;
+
+	/* ASTs queued by the callbacks, delivered after the entry point */
+	struct sim_ast_rec *astq;
+	unsigned int	nastq;
+	unsigned int	astqcap;
+	uint64_t	call_sends;	/* messages sent during the current call */
+	bool		in_call;
+
+	/* the client model */
+	struct sim_lock	*lock_hash[SIM_LOCK_HASH];
+	uint64_t	lock_seq;
+	struct sim_res	*res;
+	unsigned int	nres;
+	int		res_hash[SIM_RES_HASH];
+	uint32_t	res_mark;
+	uint64_t	next_astarg;
+	uint64_t	next_lvb;
+
+	/* counters for the summary */
+	uint64_t	n_ops;
+	uint64_t	n_invalid;
+	uint64_t	n_asts;
+	uint64_t	n_basts;
+
+	struct sim_trace trace;
+	bool		failed;
+	char		fail_msg[512];
+};
+
+/* dlm-sim.c */
+void sim_fail(struct sim *sim, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void sim_trace(struct sim *sim, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* sim-trace.c */
+void trace_add(struct sim_trace *t, const char *line);
+void trace_print(const struct sim_trace *t, FILE *out);
+void trace_key(const unsigned char *key, unsigned int keylen, char *out, size_t outlen);
+
+/* sim-model.c */
+extern const char *const sim_mode_names[DLM_NUM_MODES];
+bool sim_compat(int m1, int m2);
+bool sim_ranges_overlap(const struct dlm_range *a, const struct dlm_range *b);
+const char *sim_mode_str(int mode);
+void sim_flags_str(uint32_t flags, char *out, size_t outlen);
+int sim_res_root(struct sim *sim, int ls, unsigned int name);
+int sim_res_child(struct sim *sim, int parent, unsigned int name);
+int sim_res_find(struct sim *sim, int ls, const unsigned char *key, unsigned int keylen);
+const unsigned char *sim_root_name(unsigned int i, unsigned int *len);
+const unsigned char *sim_child_name(unsigned int i, unsigned int *len);
+const char *sim_res_str(struct sim *sim, int res, char *buf, size_t len);
+
+struct sim_lock *lock_new(struct sim *sim, int node, int ls, uint32_t lkid,
+			  int client, int res);
+struct sim_lock *lock_find(struct sim *sim, int node, int ls, uint32_t lkid);
+void lock_forget(struct sim *sim, struct sim_lock *lk);
+void lock_detach_client(struct sim *sim, struct sim_lock *lk);
+void lock_attach_client(struct sim *sim, struct sim_lock *lk, int client);
+int lock_relied_mode(const struct sim_lock *lk);
+bool lock_is_idle(const struct sim_lock *lk);
+
+void lvb_make(uint64_t value, char *out);
+uint64_t lvb_value(const char *lvb);
+void lvb_write(struct sim *sim, int res, enum sim_lvb_state st, uint64_t value);
+
+void model_orphan(struct sim *sim, struct sim_lock *lk);
+void model_deliver_ast(struct sim *sim, const struct sim_ast_rec *a);
+void model_check_clients(struct sim *sim);
+
+/* sim-check.c */
+void check_engines(struct sim *sim);
+void check_free(struct sim *sim);
+
+#endif /* DLMD_TESTS_SIM_H */
