@@ -203,6 +203,171 @@ static int connect_from(const char *src, int port)
 	return fd;
 }
 
+/* ---- a scripted peer: a raw socket speaking the protocol by hand ---- */
+
+#define SCRIPT_EPOCH	0x5eed0001u
+#define SCRIPT_EPOCH2	0x5eed0002u
+
+static void script_send(int fd, uint8_t kind, uint32_t seq, uint32_t ack,
+			uint64_t counter, uint32_t epoch, uint32_t known)
+{
+	unsigned char buf[LC_HELLO_LEN + H_MSG_HDR];
+	struct lc_frame_hdr h = {
+		.fh_magic = LC_FRAME_MAGIC, .fh_version = LC_FRAME_VERSION,
+		.fh_kind = kind, .fh_sender = 2, .fh_target = 1,
+		.fh_seq = seq, .fh_ack = ack,
+	};
+	size_t len = LC_FRAME_HDR_LEN;
+
+	if (kind == LC_KIND_HELLO) {
+		lc_put_le32(buf + LC_FRAME_HDR_LEN, epoch);
+		lc_put_le32(buf + LC_FRAME_HDR_LEN + 4, known);
+		len = LC_HELLO_LEN;
+	} else if (kind == LC_KIND_DATA) {
+		/* What the harness's receiver expects for this counter. */
+		h.fh_type = (uint16_t)(counter % 7 + 1);
+		h.fh_lsid = (uint32_t)(counter ^ 2);
+		for (int i = 0; i < H_MSG_HDR; i++)
+			buf[LC_FRAME_HDR_LEN + i] = (unsigned char)(counter >> (8 * i));
+		len = LC_FRAME_HDR_LEN + H_MSG_HDR;
+	}
+	h.fh_length = (uint32_t)len;
+	lc_frame_encode(buf, &h);
+	assert_int_equal(send(fd, buf, len, 0), (ssize_t)len);
+}
+
+/* Read one frame header (and skip its payload), polling the world. */
+static bool script_recv(struct h_world *w, int fd, struct lc_frame_hdr *h,
+			unsigned char *payload)
+{
+	unsigned char buf[LC_HELLO_LEN];
+	size_t got = 0, want = LC_FRAME_HDR_LEN;
+
+	for (int i = 0; i < 400 && got < want; i++) {
+		ssize_t n = recv(fd, buf + got, want - got, MSG_DONTWAIT);
+
+		if (n > 0) {
+			got += (size_t)n;
+			if (got == LC_FRAME_HDR_LEN) {
+				lc_frame_decode(buf, h);
+				if (h->fh_length > sizeof(buf))
+					return false;
+				want = h->fh_length;
+			}
+			continue;
+		}
+		if (n == 0)
+			return false;
+		h_poll(w, 5);
+	}
+	if (got < want)
+		return false;
+	if (payload)
+		memcpy(payload, buf + LC_FRAME_HDR_LEN, want - LC_FRAME_HDR_LEN);
+	return true;
+}
+
+static bool delivered(struct h_world *w, void *arg)
+{
+	return w->w_eps[0].ep_rx_total >= *(uint64_t *)arg;
+}
+
+/* Handshake as node 2; returns the fd. */
+static int script_hello(struct h_world *w, uint32_t base, uint32_t epoch,
+			uint32_t *their_epoch)
+{
+	unsigned char payload[LC_HELLO_PAYLOAD_LEN];
+	struct lc_frame_hdr h;
+	int fd = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+
+	script_send(fd, LC_KIND_HELLO, base, 0, 0, epoch, *their_epoch);
+	assert_true(script_recv(w, fd, &h, payload));
+	assert_int_equal(h.fh_kind, LC_KIND_HELLO);
+	assert_int_equal(h.fh_sender, 1);
+	assert_int_equal(h.fh_target, 2);
+	/* Node 1 echoes our epoch: it now knows us. */
+	assert_int_equal(lc_get_le32(payload + 4), epoch);
+	assert_true(lc_get_le32(payload) != 0);
+	*their_epoch = lc_get_le32(payload);
+	return fd;
+}
+
+/*
+ * The receive rules, driven frame by frame: duplicates are dropped, a gap
+ * or an ack of something never sent closes the connection, a reconnect
+ * with the same epoch resumes, one with a new epoch starts over at the
+ * peer's send base, and a same-epoch peer that skipped frames is refused.
+ */
+static void test_scripted_peer(void **state)
+{
+	struct h_world *w = malloc(sizeof(*w));
+	struct sockaddr_storage ss;
+	struct lc_frame_hdr h;
+	struct lc_stats st;
+	uint32_t their_epoch = 0;
+	uint64_t want;
+	int fd;
+
+	(void)state;
+	assert_non_null(w);
+	h_world_init(w);
+	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, NULL), 0);
+	/* Node 2 lives at 127.0.0.1 (its port does not matter here). */
+	assert_int_equal(lc_addr_parse(LOOPBACK, 1, &ss), 0);
+	assert_int_equal(lc_node_add(w->w_eps[0].ep_lc, 2, &ss, 1), 0);
+
+	fd = script_hello(w, 1, SCRIPT_EPOCH, &their_epoch);
+	script_send(fd, LC_KIND_DATA, 1, 0, 0, 0, 0);
+	script_send(fd, LC_KIND_DATA, 2, 0, 1, 0, 0);
+	script_send(fd, LC_KIND_DATA, 2, 0, 1, 0, 0);
+	script_send(fd, LC_KIND_DATA, 1, 0, 0, 0, 0);
+	script_send(fd, LC_KIND_DATA, 3, 0, 2, 0, 0);
+	want = 3;
+	assert_true(h_run_until(w, delivered, &want, WAIT_MS));
+	/* Node 1 acknowledges up to 3, in an ACK frame (it has no data). */
+	do {
+		assert_true(script_recv(w, fd, &h, NULL));
+		assert_int_equal(h.fh_kind, LC_KIND_ACK);
+	} while (h.fh_ack != 3);
+	lc_get_stats(w->w_eps[0].ep_lc, &st);
+	assert_int_equal(st.st_dups_dropped, 2);
+
+	/* A gap: 5 after 3. */
+	script_send(fd, LC_KIND_DATA, 5, 0, 4, 0, 0);
+	assert_true(closed_by_peer(w, fd));
+	close(fd);
+
+	/* Same epoch: resume at 4. */
+	fd = script_hello(w, 4, SCRIPT_EPOCH, &their_epoch);
+	script_send(fd, LC_KIND_DATA, 4, 0, 3, 0, 0);
+	want = 4;
+	assert_true(h_run_until(w, delivered, &want, WAIT_MS));
+	/* An ack for a frame node 1 never sent. */
+	script_send(fd, LC_KIND_ACK, 0, 1000, 0, 0, 0);
+	assert_true(closed_by_peer(w, fd));
+	close(fd);
+
+	/* New epoch (node 2 restarted): node 1 starts over at 100. */
+	fd = script_hello(w, 100, SCRIPT_EPOCH2, &their_epoch);
+	script_send(fd, LC_KIND_DATA, 100, 0, 4, 0, 0);
+	want = 5;
+	assert_true(h_run_until(w, delivered, &want, WAIT_MS));
+	close(fd);
+
+	/* Same epoch but the send base jumped past what node 1 has. */
+	fd = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+	script_send(fd, LC_KIND_HELLO, 200, 0, 0, SCRIPT_EPOCH2, their_epoch);
+	assert_true(closed_by_peer(w, fd));
+	close(fd);
+
+	lc_get_stats(w->w_eps[0].ep_lc, &st);
+	assert_int_equal(st.st_peer_restarts, 1);
+	assert_int_equal(st.st_rejected, 3);
+	assert_int_equal(w->w_eps[0].ep_rx_total, 5);
+	assert_int_equal(w->w_eps[0].ep_rx_errors, 0);
+	world_free(w);
+}
+
 /* A connection from 127.0.0.2, which no node has, is refused and logged. */
 static void test_refuse_unknown_address(void **state)
 {
@@ -406,6 +571,7 @@ int main(void)
 		cmocka_unit_test(test_simultaneous_connect),
 		cmocka_unit_test(test_refuse_unknown_address),
 		cmocka_unit_test(test_reject_impostor),
+		cmocka_unit_test(test_scripted_peer),
 		cmocka_unit_test(test_backpressure_and_remove),
 		cmocka_unit_test(test_remove_and_readd),
 		cmocka_unit_test(test_ipv6),
