@@ -99,6 +99,7 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,8 @@
 /* listen(2) backlog; small backlogs hang joins of many nodes. */
 #define LISTEN_BACKLOG		128
 #define LOG_LINE_MAX		256
+/* At most one "refusing connection" line per interval. */
+#define REFUSE_LOG_INTERVAL_MS	1000
 #define MAX_LISTENERS		LC_MAX_ADDRS
 
 /* A queued DATA frame, encoded once, kept until acknowledged. */
@@ -195,6 +198,10 @@ struct lc_ctx {
 	size_t ctx_fdmap_len;
 	unsigned char *ctx_rbuf;
 	struct lc_stats ctx_stats;
+	struct lc_fault ctx_fault;
+	uint32_t ctx_fault_count;	/* matching frames seen */
+	uint64_t ctx_refuse_log_at;	/* next refusal may be logged then */
+	uint64_t ctx_refuse_quiet;	/* refusals not logged since */
 };
 
 /* Returned by a frame handler to close its connection without alarm. */
@@ -361,7 +368,8 @@ static struct lc_conn *fdmap_get(const struct lc_ctx *ctx, int fd)
 
 static size_t out_cap(const struct lc_ctx *ctx)
 {
-	size_t max_frame = LC_FRAME_HDR_LEN + ctx->ctx_cfg.cfg_max_msg;
+	/* Room for two of the largest frame (see LC_FAULT_DUPLICATE). */
+	size_t max_frame = 2 * (LC_FRAME_HDR_LEN + ctx->ctx_cfg.cfg_max_msg);
 
 	return max_frame > OUT_BUF_SIZE ? max_frame : OUT_BUF_SIZE;
 }
@@ -517,6 +525,23 @@ static void queue_hello(struct lc_conn *c)
 	n->node_ack_sent = n->node_recv_next - 1;
 }
 
+/* How many copies of frame f to write: 1, or 0 / 2 under a fault. */
+static int fault_copies(struct lc_ctx *ctx, const struct lc_qframe *f)
+{
+	const struct lc_fault *flt = &ctx->ctx_fault;
+	uint16_t type;
+
+	if (flt->flt_kind == LC_FAULT_NONE)
+		return 1;
+	type = lc_get_le16(f->qf_data + offsetof(struct lc_wire_hdr, wh_type));
+	if (flt->flt_type && flt->flt_type != type)
+		return 1;
+	if (++ctx->ctx_fault_count % flt->flt_every)
+		return 1;
+	ctx->ctx_stats.st_faults++;
+	return flt->flt_kind == LC_FAULT_SKIP ? 0 : 2;
+}
+
 /* Copy queued frames (and the ack) into the empty output buffer. */
 static void fill_out(struct lc_conn *c)
 {
@@ -526,21 +551,26 @@ static void fill_out(struct lc_conn *c)
 	uint32_t ack = n->node_recv_next - 1;
 	struct lc_qframe *f;
 
-	while ((f = n->node_tx) && c->conn_out_len + f->qf_len <= cap) {
-		unsigned char *p = c->conn_out + c->conn_out_len;
+	while ((f = n->node_tx) && c->conn_out_len + 2 * f->qf_len <= cap) {
+		int copies = fault_copies(ctx, f);
 
-		memcpy(p, f->qf_data, f->qf_len);
-		lc_frame_set_ack(p, ack);
-		c->conn_out_len += f->qf_len;
+		for (int i = 0; i < copies; i++) {
+			unsigned char *p = c->conn_out + c->conn_out_len;
+
+			memcpy(p, f->qf_data, f->qf_len);
+			lc_frame_set_ack(p, ack);
+			c->conn_out_len += f->qf_len;
+		}
 		ctx->ctx_stats.st_frames_written++;
 		if (lc_seq_after(f->qf_seq, n->node_sent_max))
 			n->node_sent_max = f->qf_seq;
 		else
 			ctx->ctx_stats.st_frames_resent++;
 		n->node_tx = f->qf_next;
-		n->node_ack_sent = ack;
 	}
-	if (!c->conn_out_len && ack_owed(n)) {
+	if (c->conn_out_len)
+		n->node_ack_sent = ack;
+	else if (ack_owed(n)) {
 		put_header(c->conn_out, ctx, n, LC_KIND_ACK, LC_FRAME_HDR_LEN,
 			   0);
 		c->conn_out_len = LC_FRAME_HDR_LEN;
@@ -925,6 +955,26 @@ static void conn_read(struct lc_conn *c)
 		conn_fail(c, LOG_INFO, "write error", rv);
 }
 
+/* Close a connection from a stranger; log it, at a limited rate. */
+static void refuse(struct lc_ctx *ctx, int fd,
+		   const struct sockaddr_storage *ss)
+{
+	char addr[LC_ADDR_STRLEN];
+
+	close(fd);
+	ctx->ctx_stats.st_refused++;
+	if (ctx->ctx_refuse_log_at && ctx->ctx_now < ctx->ctx_refuse_log_at) {
+		ctx->ctx_refuse_quiet++;
+		return;
+	}
+	lc_log(ctx, LOG_WARNING,
+	       "refusing connection from %s: not a cluster node address (%llu more not logged)",
+	       lc_addr_str(ss, addr, sizeof(addr)),
+	       (unsigned long long)ctx->ctx_refuse_quiet);
+	ctx->ctx_refuse_quiet = 0;
+	ctx->ctx_refuse_log_at = ctx->ctx_now + REFUSE_LOG_INTERVAL_MS;
+}
+
 static void on_accept(struct lc_ctx *ctx, int lfd)
 {
 	char addr[LC_ADDR_STRLEN];
@@ -947,11 +997,7 @@ static void on_accept(struct lc_ctx *ctx, int lfd)
 		}
 		lc_addr_unmap(&ss);
 		if (!address_is_known(ctx, &ss)) {
-			ctx->ctx_stats.st_refused++;
-			lc_log(ctx, LOG_WARNING,
-			       "refusing connection from %s: not a cluster node address",
-			       lc_addr_str(&ss, addr, sizeof(addr)));
-			close(fd);
+			refuse(ctx, fd, &ss);
 			continue;
 		}
 		if (set_sockopts(ctx, fd) < 0) {
@@ -1384,6 +1430,25 @@ uint64_t lc_next_timeout(const struct lc_ctx *ctx)
 			next = n->node_retry_at;
 	}
 	return next;
+}
+
+int lc_set_fault(struct lc_ctx *ctx, const struct lc_fault *flt)
+{
+	if (flt->flt_kind != LC_FAULT_NONE && flt->flt_kind != LC_FAULT_DUPLICATE &&
+	    flt->flt_kind != LC_FAULT_SKIP)
+		return -EINVAL;
+	if (flt->flt_kind != LC_FAULT_NONE && !flt->flt_every)
+		return -EINVAL;
+	/* Skipping every frame would never get one through. */
+	if (flt->flt_kind == LC_FAULT_SKIP && flt->flt_every < 2)
+		return -EINVAL;
+	ctx->ctx_fault = *flt;
+	ctx->ctx_fault_count = 0;
+	if (flt->flt_kind != LC_FAULT_NONE)
+		lc_log(ctx, LOG_NOTICE, "fault injection: %s every %u frames of type %u",
+		       flt->flt_kind == LC_FAULT_SKIP ? "skip" : "duplicate",
+		       flt->flt_every, flt->flt_type);
+	return 0;
 }
 
 void lc_get_stats(const struct lc_ctx *ctx, struct lc_stats *st)

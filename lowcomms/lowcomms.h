@@ -85,6 +85,26 @@ struct lc_stats {
 	uint64_t st_established;	/* handshakes completed */
 	uint64_t st_conn_lost;		/* established connections lost */
 	uint64_t st_peer_restarts;	/* peer came back with a new epoch */
+	uint64_t st_faults;		/* frames hit by lc_set_fault() */
+};
+
+/*
+ * Fault injection, switched at run time (tests, and the daemon's debug
+ * commands).  It acts on DATA frames as they are copied to a socket; the
+ * queue is untouched, so the reliable layer has to repair the damage and
+ * the application should still see every message exactly once.
+ */
+enum lc_fault_kind {
+	LC_FAULT_NONE = 0,
+	LC_FAULT_DUPLICATE,	/* write the frame twice */
+	LC_FAULT_SKIP,		/* leave it out: the peer sees a gap, drops
+				 * the connection, and it is resent */
+};
+
+struct lc_fault {
+	enum lc_fault_kind flt_kind;
+	uint16_t flt_type;	/* application type, 0 = any */
+	uint32_t flt_every;	/* every Nth matching frame; >= 2 for SKIP */
 };
 
 /* Fill cfg with defaults; the caller then sets cfg_nodeid and addresses. */
@@ -139,6 +159,8 @@ void lc_timer(struct lc_ctx *ctx, uint64_t now_ms);
 uint64_t lc_next_timeout(const struct lc_ctx *ctx);
 
 void lc_get_stats(const struct lc_ctx *ctx, struct lc_stats *st);
+/* Set (or with LC_FAULT_NONE clear) the fault to inject; -EINVAL. */
+int lc_set_fault(struct lc_ctx *ctx, const struct lc_fault *flt);
 /* The fd of the established connection to nodeid (for tests and
  * diagnostics), or -ENOTCONN / -ENOENT. */
 int lc_node_fd(const struct lc_ctx *ctx, uint32_t nodeid);

@@ -563,6 +563,71 @@ static void test_wildcard_listener(void **state)
 	world_free(w);
 }
 
+/* A known address that connects and says nothing is dropped after the
+ * handshake time. */
+static void test_handshake_timeout(void **state)
+{
+	struct h_world *w = malloc(sizeof(*w));
+	struct lc_config cfg;
+	struct sockaddr_storage ss;
+	uint64_t t0;
+	int fd;
+
+	(void)state;
+	assert_non_null(w);
+	h_world_init(w);
+	h_config(&cfg, 1, LOOPBACK);
+	cfg.cfg_handshake_ms = 100;
+	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, &cfg), 0);
+	assert_int_equal(lc_addr_parse(LOOPBACK, 1, &ss), 0);
+	assert_int_equal(lc_node_add(w->w_eps[0].ep_lc, 2, &ss, 1), 0);
+	t0 = h_now_ms();
+	fd = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+	assert_true(closed_by_peer(w, fd));
+	assert_true(h_now_ms() - t0 >= 90);
+	close(fd);
+	world_free(w);
+}
+
+/* Node 2 is down when node 1 starts sending: connects fail and back off;
+ * when node 2 comes up on its port, the queue drains, in order. */
+static void test_peer_comes_up_late(void **state)
+{
+	struct h_world *w = malloc(sizeof(*w));
+	struct sockaddr_storage ss;
+	struct lc_stats st;
+	int port, rv = -EADDRINUSE;
+
+	(void)state;
+	assert_non_null(w);
+	h_world_init(w);
+	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, NULL), 0);
+	/* Learn a free port, then leave it unbound for a while. */
+	assert_int_equal(h_ep_start(w, 1, LOOPBACK, 0, NULL), 0);
+	port = w->w_eps[1].ep_port;
+	h_ep_stop(w, 1);
+	assert_int_equal(lc_addr_parse(LOOPBACK, (uint16_t)port, &ss), 0);
+	assert_int_equal(lc_node_add(w->w_eps[0].ep_lc, 2, &ss, 1), 0);
+	assert_int_equal(h_send(w, 0, 1, 1000), 1000);
+	for (int i = 0; i < 20; i++)
+		h_poll(w, 10);
+	lc_get_stats(w->w_eps[0].ep_lc, &st);
+	assert_true(st.st_connects >= 2);
+	assert_int_equal(st.st_established, 0);
+	assert_true(lc_next_timeout(w->w_eps[0].ep_lc) != UINT64_MAX);
+
+	for (int t = 0; t < 20 && rv == -EADDRINUSE; t++) {
+		rv = h_ep_start(w, 1, LOOPBACK, port, NULL);
+		if (rv == -EADDRINUSE)
+			h_poll(w, 10);
+	}
+	assert_int_equal(rv, 0);
+	assert_int_equal(h_ep_add_peers(w, 1), 0);
+	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_clean(w);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -574,6 +639,8 @@ int main(void)
 		cmocka_unit_test(test_scripted_peer),
 		cmocka_unit_test(test_backpressure_and_remove),
 		cmocka_unit_test(test_remove_and_readd),
+		cmocka_unit_test(test_handshake_timeout),
+		cmocka_unit_test(test_peer_comes_up_late),
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_wildcard_listener),
 	};

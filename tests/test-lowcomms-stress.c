@@ -230,12 +230,74 @@ static void test_restart_receiver(void **state)
 	world_free(w);
 }
 
+/* Injected faults on the wire, both directions: duplicated frames are
+ * dropped by the receiver, skipped frames cause a reconnect and a resend. */
+static void run_with_fault(enum lc_fault_kind kind, uint32_t every)
+{
+	struct stream s = { 100000, true, SLOW_BURST };
+	struct h_world *w = world_new(2, NULL);
+	struct lc_fault flt = { kind, 0, every };
+	uint64_t end = h_now_ms() + MAX_MS;
+	struct lc_stats st[2];
+
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(lc_set_fault(w->w_eps[i].ep_lc, &flt), 0);
+	while (!stream_sent(w, &s) && h_now_ms() < end)
+		stream_step(w, &s);
+	assert_true(stream_sent(w, &s));
+	assert_true(h_run_until(w, acked, NULL, (int)(end - h_now_ms())));
+	print_stats(w, kind == LC_FAULT_SKIP ? "skip" : "duplicate");
+	for (int i = 0; i < 2; i++) {
+		lc_get_stats(w->w_eps[i].ep_lc, &st[i]);
+		assert_true(st[i].st_faults > 0);
+		assert_int_equal(w->w_eps[i].ep_rx_errors, 0);
+		assert_int_equal(w->w_eps[i].ep_rx_total, s.st_target);
+	}
+	if (kind == LC_FAULT_DUPLICATE)
+		assert_true(st[0].st_dups_dropped + st[1].st_dups_dropped >=
+			    st[0].st_faults + st[1].st_faults);
+	else
+		assert_true(st[0].st_conn_lost + st[1].st_conn_lost > 0);
+	world_free(w);
+}
+
+static void test_fault_duplicate(void **state)
+{
+	(void)state;
+	run_with_fault(LC_FAULT_DUPLICATE, 7);
+}
+
+static void test_fault_skip(void **state)
+{
+	(void)state;
+	run_with_fault(LC_FAULT_SKIP, 9973);
+}
+
+static void test_fault_rules(void **state)
+{
+	struct h_world *w = world_new(1, NULL);
+	struct lc_fault bad_skip = { LC_FAULT_SKIP, 0, 1 };
+	struct lc_fault bad_every = { LC_FAULT_DUPLICATE, 0, 0 };
+	struct lc_fault bad_kind = { (enum lc_fault_kind)9, 0, 3 };
+	struct lc_fault none = { LC_FAULT_NONE, 0, 0 };
+
+	(void)state;
+	assert_int_equal(lc_set_fault(w->w_eps[0].ep_lc, &bad_skip), -EINVAL);
+	assert_int_equal(lc_set_fault(w->w_eps[0].ep_lc, &bad_every), -EINVAL);
+	assert_int_equal(lc_set_fault(w->w_eps[0].ep_lc, &bad_kind), -EINVAL);
+	assert_int_equal(lc_set_fault(w->w_eps[0].ep_lc, &none), 0);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_million),
 		cmocka_unit_test(test_shutdown_under_load),
 		cmocka_unit_test(test_restart_receiver),
+		cmocka_unit_test(test_fault_duplicate),
+		cmocka_unit_test(test_fault_skip),
+		cmocka_unit_test(test_fault_rules),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
