@@ -249,6 +249,24 @@ static void set_state(struct lc_conn *c, enum conn_state state)
 	c->conn_state = state;
 }
 
+/*
+ * Deadlines are computed from ctx_now.  lc_timer() sets it from the loop's
+ * clock, but the loop may call lc_timer() only when a deadline is due, so
+ * before computing a new deadline the clock is read here too (the same
+ * CLOCK_MONOTONIC the caller is told to use).
+ */
+static uint64_t refresh_now(struct lc_ctx *ctx)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	if (now > ctx->ctx_now)
+		ctx->ctx_now = now;
+	return ctx->ctx_now;
+}
+
 static uint32_t new_epoch(void)
 {
 	static uint32_t fallback_counter;
@@ -403,7 +421,7 @@ static struct lc_conn *conn_new(struct lc_ctx *ctx, int fd, bool outgoing,
 	c->conn_outgoing = outgoing;
 	c->conn_state = state;
 	c->conn_events = events;
-	c->conn_deadline = ctx->ctx_now + ctx->ctx_cfg.cfg_handshake_ms;
+	c->conn_deadline = refresh_now(ctx) + ctx->ctx_cfg.cfg_handshake_ms;
 	c->conn_serial = ++ctx->ctx_serial;
 	c->conn_peer = *peer;
 	c->conn_next = ctx->ctx_conns;
@@ -433,7 +451,7 @@ static void schedule_retry(struct lc_ctx *ctx, struct lc_node *n)
 		n->node_backoff_ms *= 2;
 	else
 		n->node_backoff_ms = cfg->cfg_reconnect_max_ms;
-	n->node_retry_at = ctx->ctx_now + n->node_backoff_ms;
+	n->node_retry_at = refresh_now(ctx) + n->node_backoff_ms;
 	n->node_retry_pending = true;
 }
 
@@ -963,6 +981,7 @@ static void refuse(struct lc_ctx *ctx, int fd,
 
 	close(fd);
 	ctx->ctx_stats.st_refused++;
+	refresh_now(ctx);
 	if (ctx->ctx_refuse_log_at && ctx->ctx_now < ctx->ctx_refuse_log_at) {
 		ctx->ctx_refuse_quiet++;
 		return;

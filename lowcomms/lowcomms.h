@@ -15,8 +15,19 @@
  * and frame.c.
  *
  * Every function returns 0 (or a count) on success or a negative errno.
- * Callbacks must not call lc_node_remove() or lc_destroy(); they may call
- * lc_send() and the query functions.
+ * Callbacks must not call lc_node_remove() (it returns -EBUSY there) or
+ * lc_destroy(); they may call lc_send() and the query functions.
+ *
+ * Driving it from a loop:
+ *   ctx = lc_new(&cfg, &ops, arg);  lc_listen(ctx);  lc_node_add(...) each peer
+ *   loop:
+ *     wait on the fds from ops_fd_add/mod with the events asked for, until
+ *       lc_next_timeout(ctx) at the latest;
+ *     lc_fd_event(ctx, fd, revents) for each ready fd (deliveries happen here);
+ *     lc_timer(ctx, now_ms);
+ *     lc_flush(ctx)  (optional: writes what was queued this round now rather
+ *                     than on the next POLLOUT, saving one loop turn of latency)
+ * lc_send() only queues; bytes move in lc_fd_event() and lc_flush().
  */
 #ifndef DLMD_LOWCOMMS_H
 #define DLMD_LOWCOMMS_H
@@ -152,8 +163,9 @@ long lc_queue_len(const struct lc_ctx *ctx, uint32_t nodeid);
 /* An fd handed out through ops_fd_add is ready (poll revents bits).
  * -ENOENT if the fd is not ours. */
 int lc_fd_event(struct lc_ctx *ctx, int fd, short revents);
-/* Run timers (reconnect backoff, handshake timeouts).  now_ms is a
- * monotonic clock; call at least when lc_next_timeout() has passed. */
+/* Run timers (reconnect backoff, handshake timeouts).  now_ms is
+ * CLOCK_MONOTONIC in milliseconds (lowcomms also reads that clock when it
+ * sets a deadline); call at least when lc_next_timeout() has passed. */
 void lc_timer(struct lc_ctx *ctx, uint64_t now_ms);
 /* The next time (same clock) lc_timer() has work, or UINT64_MAX. */
 uint64_t lc_next_timeout(const struct lc_ctx *ctx);
