@@ -60,7 +60,7 @@ static struct dlm_ls *ls;
 
 static void setup(void)
 {
-	static const struct dlm_core_ops ops = { b_send, b_ast, NULL };
+	static const struct dlm_core_ops ops = { .send = b_send, .ast = b_ast };
 	struct dlm_core_config cfg = { 1, 10000 };
 	uint32_t me = 1;
 

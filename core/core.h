@@ -137,6 +137,9 @@ struct dlm_core_ops {
 	void (*ast)(void *ctx, const struct dlm_ast *ast);
 	/* One log line, without a trailing newline.  May be NULL. */
 	void (*log)(void *ctx, enum dlm_log_level level, const char *line);
+	/* Recovery for 'event' finished its last barrier on this node (every
+	 * member has passed it too); call dlm_core_ls_finish().  May be NULL. */
+	void (*recovery_done)(void *ctx, struct dlm_ls *ls, uint32_t event);
 };
 
 struct dlm_core_config {
@@ -153,6 +156,9 @@ enum dlm_core_fault {
 	DLM_FAULT_IGNORE_QUEUE,		/* grant new requests past queued ones */
 	DLM_FAULT_LVB_NO_WRITE,		/* forget LVB writes on unlock */
 	DLM_FAULT_RANGE_IGNORED,	/* treat all ranges as overlapping nothing */
+	DLM_FAULT_SKIP_PURGE,		/* recovery keeps departed nodes' locks */
+	DLM_FAULT_SKIP_RESEND,		/* recovery does not resend locks to new masters */
+	DLM_FAULT_KEEP_DEAD_MASTER,	/* recovery keeps departed masters */
 };
 
 /* ---------------------------------------------------------------------
@@ -185,6 +191,41 @@ int dlm_core_ls_create(struct dlm_core *core, const char *name,
  * force, every local lock is dropped (no ASTs). */
 int dlm_core_ls_release(struct dlm_ls *ls, int force);
 struct dlm_ls *dlm_core_ls_find(struct dlm_core *core, const char *name);
+
+/* ---------------------------------------------------------------------
+ * Recovery control (see core/recover.c for the steps and barriers)
+ *
+ * The cluster glue drives each lockspace as the seeds' dlm_controld did:
+ * on a membership change it stops the lockspace on every member, agrees
+ * on the new member list and a cluster-wide event number E (increasing),
+ * and starts recovery for E on every member.  The engines then run the
+ * recovery steps among themselves, with a barrier after each, and each
+ * reports recovery_done(E); the glue then calls finish(E).  A stop (or a
+ * start of a newer event) during recovery aborts it; the next start runs
+ * it again from the beginning.
+ * --------------------------------------------------------------------- */
+
+enum dlm_ls_state {
+	DLM_LS_RUNNING = 0,	/* locking enabled */
+	DLM_LS_STOPPED,		/* new work held, incoming messages held */
+	DLM_LS_RECOVERING,	/* recovery for an event in progress */
+	DLM_LS_RECOVERED,	/* recovery done, waiting for finish */
+};
+
+/* Suspend locking: local requests are accepted but held, incoming lock
+ * messages are held, until finish.  Idempotent. */
+int dlm_core_ls_stop(struct dlm_ls *ls);
+/* Set the members for event E and start recovery.  -EINVAL for a bad
+ * member list or an event not newer than the last one started; -EBUSY if
+ * the lockspace was not stopped. */
+int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
+		      const uint32_t *members, unsigned int nmembers);
+/* Resume locking after recovery E: process held messages and requests.
+ * -EBUSY if recovery E has not reached its end here. */
+int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event);
+enum dlm_ls_state dlm_core_ls_state(const struct dlm_ls *ls, uint32_t *event,
+				    const char **step);
+const char *dlm_ls_state_str(enum dlm_ls_state state);
 struct dlm_ls *dlm_core_ls_find_id(struct dlm_core *core, uint32_t lsid);
 uint32_t dlm_core_ls_id(const struct dlm_ls *ls);
 const char *dlm_core_ls_name(const struct dlm_ls *ls);

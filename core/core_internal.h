@@ -39,6 +39,7 @@
 #define LKBF_UNLOCK_CHILDLESS	0x0040	/* purge: unlock once the last child is gone */
 #define LKBF_PURGED		0x0080	/* owner purged: deliver no more ASTs */
 #define LKBF_VALBLK		0x0100	/* the lock carries an LVB */
+#define LKBF_RESEND		0x0200	/* op (lkb_wait_type) to redo at finish; on ls_resend */
 
 /* lkb_wait_type: the remote operation this process copy waits for */
 enum dlm_wait {
@@ -68,6 +69,7 @@ struct dlm_lkb {
 	uint8_t			lkb_wait_type;	/* enum dlm_wait */
 	uint32_t		lkb_lvbseq;
 	uint32_t		lkb_nchildren;
+	uint32_t		lkb_unlock_flags;	/* flags of an unlock to redo */
 	struct dlm_rsb		*lkb_rsb;
 	struct dlm_lkb		*lkb_parent;
 	struct dlm_owner	*lkb_owner;	/* local locks; NULL for master copies and orphans */
@@ -75,7 +77,8 @@ struct dlm_lkb {
 	uint64_t		lkb_astarg;
 	struct dlm_list		lkb_statequeue;	/* res grant/convert/wait queue, or res_lookupq */
 	struct dlm_list		lkb_ownerqueue;	/* ow_locks or ls_orphans */
-	struct dlm_list		lkb_waiter;	/* ls_waiters while lkb_wait_type is remote */
+	struct dlm_list		lkb_waiter;	/* ls_waiters while a remote op is in flight,
+						   or ls_resend (LKBF_RESEND) */
 	struct dlm_range	lkb_grrange;
 	struct dlm_range	lkb_rqrange;
 	char			lkb_lvb[DLM_LVB_LEN];
@@ -85,11 +88,15 @@ struct dlm_lkb {
 #define RESF_LOOKUP		0x01	/* master lookup in flight */
 #define RESF_VALNOTVALID	0x02	/* LVB may be stale */
 #define RESF_TOSSED		0x04	/* on ls_toss: unused, kept for a while */
+#define RESF_RECOVER_MASTER	0x08	/* recovery: master departed, find a new one */
+#define RESF_NEW_MASTER		0x10	/* recovery: we became master, recover LVB */
+#define RESF_RECOVER_GRANT	0x20	/* recovery: locks purged, grant again */
 
 struct dlm_rsb {
 	struct dlm_hnode	res_hnode;	/* ls_rsbtbl, keyed by key */
 	struct dlm_ls		*res_ls;
 	uint32_t		res_nodeid;	/* master node; 0: unknown */
+	uint32_t		res_new_nodeid;	/* recovery: the new master, before commit */
 	uint32_t		res_flags;
 	uint32_t		res_nlkbs;	/* lkbs on any queue of this rsb */
 	uint32_t		res_lvbseq;
@@ -120,6 +127,34 @@ struct dlm_owner {
 	struct dlm_list		ow_locks;	/* lkb_ownerqueue, newest last */
 };
 
+/* A message held while the lockspace is stopped. */
+struct dlm_held {
+	struct dlm_list		h_list;
+	uint32_t		h_from;
+	size_t			h_len;
+	unsigned char		h_buf[];
+};
+
+/* The latest barrier status heard from one node. */
+struct dlm_rcstat {
+	uint32_t		rs_nodeid;
+	uint32_t		rs_event;
+	uint32_t		rs_step;
+};
+
+/* Recovery steps (recover.c); a barrier follows each. */
+enum dlm_rstep {
+	DLM_RS_NONE = 0,
+	DLM_RS_NODES,		/* members agreed; directory cleared */
+	DLM_RS_DIR,		/* directory rebuilt */
+	DLM_RS_MASTERS_PENDING,	/* waiting for our new-master lookups */
+	DLM_RS_MASTERS,		/* new masters chosen */
+	DLM_RS_LOCKS_PENDING,	/* waiting for our resent locks to be taken */
+	DLM_RS_LOCKS,		/* locks resent */
+	DLM_RS_DONE,		/* LVBs recovered, locks granted */
+	DLM_RS_FINISHED,	/* waiting for finish */
+};
+
 struct dlm_ls {
 	struct dlm_list		ls_list;	/* core_lockspaces */
 	struct dlm_core		*ls_core;
@@ -140,6 +175,17 @@ struct dlm_ls {
 	uint64_t		ls_norphans;
 	uint64_t		ls_msgs_sent;
 	uint64_t		ls_msgs_received;
+	/* recovery */
+	enum dlm_ls_state	ls_state;
+	enum dlm_rstep		ls_rstep;
+	uint32_t		ls_event;	/* last event started */
+	uint32_t		ls_generation;	/* last event finished */
+	uint32_t		ls_rc_out;	/* recovery replies we wait for */
+	struct dlm_list		ls_held;	/* messages held while stopped */
+	struct dlm_list		ls_rc_deferred;	/* RC_LOOKUPs before our DIR barrier */
+	struct dlm_list		ls_resend;	/* lkbs with an op to redo at finish */
+	struct dlm_rcstat	ls_rcstat[DLM_MAX_NODES];
+	unsigned int		ls_nrcstat;
 };
 
 struct dlm_core {
@@ -159,6 +205,9 @@ void dlm_core_log(struct dlm_core *core, enum dlm_log_level level,
 #define log_ls(ls, level, fmt, ...) \
 	dlm_core_log((ls)->ls_core, level, "%s: " fmt, (ls)->ls_name, ##__VA_ARGS__)
 bool dlm_ls_is_member(const struct dlm_ls *ls, uint32_t nodeid);
+int dlm_ls_set_members(struct dlm_ls *ls, const uint32_t *members,
+		       unsigned int n);
+int dlm_dispatch_msg(struct dlm_ls *ls, uint32_t from, const struct dlm_msg *m);
 uint32_t dlm_our_nodeid(const struct dlm_ls *ls);
 
 /* resource.c: keys, rsbs, lkbs, directory, owners */
@@ -194,6 +243,22 @@ int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m);
 void dlm_lock_drop_all(struct dlm_ls *ls);
 void dlm_send_remove(struct dlm_ls *ls, struct dlm_rsb *r);
 
+/* lock.c, for recover.c */
+bool dlm_ls_running(const struct dlm_ls *ls);
+void dlm_grant_pending(struct dlm_rsb *r);
+void dlm_queue_lkb(struct dlm_rsb *r, struct dlm_lkb *lkb, int status);
+void dlm_destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb);
+void dlm_resend_later(struct dlm_ls *ls, struct dlm_lkb *lkb);
+void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb);
+void dlm_redo_lookups(struct dlm_ls *ls, struct dlm_rsb *r);
+void dlm_lkb_to_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
+		    int status);
+
+/* recover.c */
+int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m);
+void dlm_recover_init_ls(struct dlm_ls *ls);
+void dlm_recover_free_ls(struct dlm_ls *ls);
+
 /* dump.c */
 void dlm_key_format(const unsigned char *key, unsigned int keylen,
 		    char *out, size_t outlen);
@@ -206,6 +271,13 @@ static inline bool is_master(const struct dlm_rsb *r)
 static inline bool dlm_range_is_whole(const struct dlm_range *r)
 {
 	return r->ra_start == DLM_RANGE_MIN && r->ra_end == DLM_RANGE_MAX;
+}
+
+/* A lock on the grant or convert queue holds its granted mode. */
+static inline bool holds_grmode(const struct dlm_lkb *lkb)
+{
+	return lkb->lkb_status == DLM_LKSTS_GRANTED ||
+	       lkb->lkb_status == DLM_LKSTS_CONVERT;
 }
 
 static inline bool is_master_copy(const struct dlm_lkb *lkb)

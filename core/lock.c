@@ -147,13 +147,6 @@ static bool ranges_overlap(const struct dlm_ls *ls, const struct dlm_range *a,
 	return a->ra_start <= b->ra_end && b->ra_start <= a->ra_end;
 }
 
-/* A lock on the grant or convert queue holds its granted mode. */
-static bool holds_grmode(const struct dlm_lkb *lkb)
-{
-	return lkb->lkb_status == DLM_LKSTS_GRANTED ||
-	       lkb->lkb_status == DLM_LKSTS_CONVERT;
-}
-
 /* ------------------------------------------------------------------ */
 /* queues                                                             */
 /* ------------------------------------------------------------------ */
@@ -412,6 +405,8 @@ void dlm_send_msg(struct dlm_ls *ls, struct dlm_msg *m, uint32_t to)
 
 	m->m_lsid = ls->ls_id;
 	m->m_from = dlm_our_nodeid(ls);
+	if (!dlm_msg_is_recovery(m->m_type))
+		m->m_gen = ls->ls_generation;
 	m->m_to = to;
 	len = dlm_msg_encode(m, buf, sizeof(buf));
 	if (len < 0) {
@@ -480,10 +475,31 @@ static void add_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb, int wait_type)
 static void remove_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
 	lkb->lkb_wait_type = DLM_WAIT_NONE;
-	if (!dlm_list_empty(&lkb->lkb_waiter)) {
+	if (lkb->lkb_flags & LKBF_RESEND) {
+		lkb->lkb_flags &= ~LKBF_RESEND;
+		dlm_list_del(&lkb->lkb_waiter);
+	} else if (!dlm_list_empty(&lkb->lkb_waiter)) {
 		dlm_list_del(&lkb->lkb_waiter);
 		ls->ls_nwaiters--;
 	}
+}
+
+bool dlm_ls_running(const struct dlm_ls *ls)
+{
+	return ls->ls_state == DLM_LS_RUNNING;
+}
+
+/* Keep lkb's operation (lkb_wait_type) to redo when the lockspace runs
+ * again: it was asked for while stopped, or was in flight to a node that
+ * departed. */
+void dlm_resend_later(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	int wait_type = lkb->lkb_wait_type;
+
+	remove_waiter(ls, lkb);
+	lkb->lkb_wait_type = (uint8_t)wait_type;
+	lkb->lkb_flags |= LKBF_RESEND;
+	dlm_list_add_tail(&lkb->lkb_waiter, &ls->ls_resend);
 }
 
 /* Tell whoever owns lkb that it has been granted (asynchronously, after
@@ -885,14 +901,15 @@ static void request_with_master(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	uint32_t dir, master;
 	struct dlm_msg m;
 
-	if (r->res_nodeid && !(r->res_flags & RESF_LOOKUP)) {
+	if (r->res_nodeid && !(r->res_flags & RESF_LOOKUP) &&
+	    dlm_ls_running(ls)) {
 		dispatch_request(ls, lkb);
 		return;
 	}
 	lkb->lkb_wait_type = DLM_WAIT_LOOKUP;
 	dlm_list_add_tail(&lkb->lkb_statequeue, &r->res_lookupq);
-	if (r->res_flags & RESF_LOOKUP)
-		return;		/* a lookup is already on its way */
+	if ((r->res_flags & RESF_LOOKUP) || !dlm_ls_running(ls))
+		return;		/* a lookup is on its way, or runs at finish */
 	dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
 	if (dir == dlm_our_nodeid(ls)) {
 		if (dlm_dir_lookup(ls, r->res_key, r->res_keylen,
@@ -911,6 +928,7 @@ static void request_with_master(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	r->res_flags |= RESF_LOOKUP;
 	memset(&m, 0, sizeof(m));
 	m.m_type = DLM_MSG_LOOKUP;
+	m.m_nodeid = dlm_our_nodeid(ls);
 	m.m_key = r->res_key;
 	m.m_keylen = r->res_keylen;
 	dlm_send_msg(ls, &m, dir);
@@ -1120,6 +1138,11 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	if (req->lvb)
 		memcpy(lkb->lkb_lvb, req->lvb, DLM_LVB_LEN);
 	set_astinfo(lkb, req);
+	if (!dlm_ls_running(ls)) {
+		lkb->lkb_wait_type = DLM_WAIT_CONVERT;
+		dlm_resend_later(ls, lkb);
+		return 0;
+	}
 	if (!is_master(r)) {
 		add_waiter(ls, lkb, DLM_WAIT_CONVERT);
 		send_lkb(ls, DLM_MSG_CONVERT, lkb, 0);
@@ -1180,6 +1203,11 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		if (lkb->lkb_status != DLM_LKSTS_WAITING &&
 		    lkb->lkb_status != DLM_LKSTS_CONVERT)
 			return -EBUSY;	/* granted: nothing to cancel */
+		if (!dlm_ls_running(ls)) {
+			lkb->lkb_wait_type = DLM_WAIT_CANCEL;
+			dlm_resend_later(ls, lkb);
+			return 0;
+		}
 		if (!is_master(r)) {
 			add_waiter(ls, lkb, DLM_WAIT_CANCEL);
 			send_lkb(ls, DLM_MSG_CANCEL, lkb, 0);
@@ -1218,6 +1246,12 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		return -EBUSY;
 	if (lvb && (flags & DLM_LKF_VALBLK))
 		memcpy(lkb->lkb_lvb, lvb, DLM_LVB_LEN);
+	if (!dlm_ls_running(ls)) {
+		lkb->lkb_unlock_flags = flags;
+		lkb->lkb_wait_type = DLM_WAIT_UNLOCK;
+		dlm_resend_later(ls, lkb);
+		return 0;
+	}
 	if (!is_master(r)) {
 		struct dlm_msg m;
 
@@ -1701,6 +1735,13 @@ static int receive_lookup(struct dlm_ls *ls, const struct dlm_msg *m)
 
 	if (!m->m_keylen)
 		return -EBADMSG;
+	if (m->m_gen != ls->ls_generation) {
+		/* sent before a recovery that moved directories: the sender
+		 * looks up again after it */
+		log_ls(ls, DLM_LOG_DEBUG, "stale lookup from node %u dropped",
+		       m->m_from);
+		return 0;
+	}
 	if (dlm_dir_nodeid(ls, hash) != dlm_our_nodeid(ls)) {
 		log_ls(ls, DLM_LOG_WARNING,
 		       "lookup from node %u for a name we are not directory of",
@@ -1712,6 +1753,7 @@ static int receive_lookup(struct dlm_ls *ls, const struct dlm_msg *m)
 	}
 	memset(&rp, 0, sizeof(rp));
 	rp.m_type = DLM_MSG_LOOKUP_REPLY;
+	rp.m_gen = m->m_gen;
 	rp.m_status = rv;
 	rp.m_nodeid = master;
 	rp.m_key = m->m_key;
@@ -1727,6 +1769,8 @@ static int receive_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 
 	if (!m->m_keylen)
 		return -EBADMSG;
+	if (m->m_gen != ls->ls_generation)
+		return 0;	/* answers a lookup from before a recovery */
 	r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
 	if (!r || !(r->res_flags & RESF_LOOKUP)) {
 		log_ls(ls, DLM_LOG_WARNING, "unexpected lookup reply from node %u",
@@ -1769,6 +1813,8 @@ static int receive_remove(struct dlm_ls *ls, const struct dlm_msg *m)
 
 	if (!m->m_keylen)
 		return -EBADMSG;
+	if (m->m_gen != ls->ls_generation)
+		return 0;	/* the directory was rebuilt since */
 	dlm_dir_remove(ls, m->m_key, m->m_keylen, hash, m->m_from);
 	return 0;
 }
@@ -1892,4 +1938,97 @@ void dlm_core_ls_walk(struct dlm_ls *ls,
 	struct walk_ctx w = { ls, fn, arg };
 
 	dlm_htab_walk(&ls->ls_lkbtbl, walk_one, &w);
+}
+
+/* ------------------------------------------------------------------ */
+/* for recovery (recover.c)                                           */
+/* ------------------------------------------------------------------ */
+
+void dlm_grant_pending(struct dlm_rsb *r)
+{
+	grant_pending(r, NULL);
+}
+
+void dlm_queue_lkb(struct dlm_rsb *r, struct dlm_lkb *lkb, int status)
+{
+	add_to_queue(r, lkb, status);
+}
+
+void dlm_destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	destroy_lkb(ls, lkb);
+}
+
+void dlm_lkb_to_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
+		    int status)
+{
+	lkb_msg(m, type, lkb, status);
+}
+
+/* Run the requests of r that waited for its master (lookupq) again. */
+void dlm_redo_lookups(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	struct dlm_list todo;
+
+	if (dlm_list_empty(&r->res_lookupq) || (r->res_flags & RESF_LOOKUP))
+		return;
+	dlm_list_init(&todo);
+	while (!dlm_list_empty(&r->res_lookupq)) {
+		struct dlm_list *n = r->res_lookupq.next;
+
+		dlm_list_del(n);
+		dlm_list_add_tail(n, &todo);
+	}
+	while (!dlm_list_empty(&todo)) {
+		struct dlm_lkb *lkb = dlm_list_first(&todo, struct dlm_lkb,
+						     lkb_statequeue);
+
+		dlm_list_del(&lkb->lkb_statequeue);
+		lkb->lkb_wait_type = DLM_WAIT_NONE;
+		request_with_master(ls, lkb);
+	}
+}
+
+/* Redo the operation kept by dlm_resend_later(), now that the lockspace
+ * runs again. */
+void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_rsb *r = lkb->lkb_rsb;
+	uint32_t id = lkb->lkb_id;
+	int wait_type = lkb->lkb_wait_type;
+	int rv;
+
+	remove_waiter(ls, lkb);
+	switch (wait_type) {
+	case DLM_WAIT_REQUEST:
+		if (r->res_nodeid && !dlm_ls_is_member(ls, r->res_nodeid))
+			r->res_nodeid = 0;
+		request_with_master(ls, lkb);
+		break;
+	case DLM_WAIT_CONVERT:
+		if (!is_master(r)) {
+			add_waiter(ls, lkb, DLM_WAIT_CONVERT);
+			send_lkb(ls, DLM_MSG_CONVERT, lkb, 0);
+			return;
+		}
+		rv = do_convert(r, lkb);
+		if (rv != -EINPROGRESS)
+			cast_local(ls, lkb, rv);
+		break;
+	case DLM_WAIT_UNLOCK:
+		if (unlock_lkb(ls, lkb, lkb->lkb_unlock_flags | DLM_LKF_FORCEUNLOCK,
+			       NULL) < 0)
+			log_ls(ls, DLM_LOG_WARNING, "unlock of %08x not redone",
+			       id);
+		break;
+	case DLM_WAIT_CANCEL:
+		(void)unlock_lkb(ls, lkb, DLM_LKF_CANCEL, NULL);
+		break;
+	default:
+		break;
+	}
+	/* a cancel or unlock asked for meanwhile, once this op is over */
+	lkb = dlm_lkb_find(ls, id);
+	if (lkb && lkb->lkb_wait_type == DLM_WAIT_NONE)
+		run_overlap(ls, lkb);
 }

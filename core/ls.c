@@ -53,6 +53,7 @@ struct dlm_core *dlm_core_new(const struct dlm_core_config *cfg,
 
 static void ls_free(struct dlm_ls *ls)
 {
+	dlm_recover_free_ls(ls);
 	dlm_lock_drop_all(ls);
 	dlm_htab_destroy(&ls->ls_rsbtbl);
 	dlm_htab_destroy(&ls->ls_lkbtbl);
@@ -99,9 +100,12 @@ void dlm_core_tick(struct dlm_core *core, uint64_t now_ms)
 
 	if (now_ms > core->core_now)
 		core->core_now = now_ms;
-	dlm_list_for_each(pos, &core->core_lockspaces)
-		dlm_toss_expire(dlm_container_of(pos, struct dlm_ls, ls_list),
-				core->core_now, false);
+	dlm_list_for_each(pos, &core->core_lockspaces) {
+		struct dlm_ls *ls = dlm_container_of(pos, struct dlm_ls, ls_list);
+
+		if (dlm_ls_running(ls))
+			dlm_toss_expire(ls, core->core_now, false);
+	}
 }
 
 uint32_t dlm_core_ls_name_to_id(const char *name)
@@ -140,7 +144,7 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int set_members(struct dlm_ls *ls, const uint32_t *members,
+int dlm_ls_set_members(struct dlm_ls *ls, const uint32_t *members,
 		       unsigned int n)
 {
 	uint32_t *m;
@@ -200,7 +204,8 @@ int dlm_core_ls_create(struct dlm_core *core, const char *name,
 	dlm_list_init(&ls->ls_toss);
 	dlm_list_init(&ls->ls_waiters);
 	dlm_list_init(&ls->ls_orphans);
-	rv = set_members(ls, members, nmembers);
+	dlm_recover_init_ls(ls);
+	rv = dlm_ls_set_members(ls, members, nmembers);
 	if (rv)
 		goto fail;
 	rv = -ENOMEM;
@@ -309,12 +314,32 @@ int dlm_core_receive(struct dlm_core *core, uint32_t from,
 			     dlm_msg_type_str(m.m_type), from, m.m_lsid);
 		return -ENOENT;
 	}
+	ls->ls_msgs_received++;
+	if (dlm_msg_is_recovery(m.m_type))
+		return dlm_recover_receive(ls, &m);
+	if (!dlm_ls_running(ls)) {
+		/* held in arrival order until the lockspace runs again */
+		struct dlm_held *h = malloc(sizeof(*h) + len);
+
+		if (!h)
+			return -ENOMEM;
+		h->h_from = from;
+		h->h_len = len;
+		memcpy(h->h_buf, buf, len);
+		dlm_list_add_tail(&h->h_list, &ls->ls_held);
+		return 0;
+	}
+	return dlm_dispatch_msg(ls, from, &m);
+}
+
+/* A lock message for a running lockspace. */
+int dlm_dispatch_msg(struct dlm_ls *ls, uint32_t from, const struct dlm_msg *m)
+{
 	if (!dlm_ls_is_member(ls, from)) {
 		log_ls(ls, DLM_LOG_WARNING,
 		       "dropped %s from node %u: not a member",
-		       dlm_msg_type_str(m.m_type), from);
+		       dlm_msg_type_str(m->m_type), from);
 		return -EPERM;
 	}
-	ls->ls_msgs_received++;
-	return dlm_lock_receive(ls, &m);
+	return dlm_lock_receive(ls, m);
 }

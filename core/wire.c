@@ -11,7 +11,7 @@
 
 #include "core/wire.h"
 
-static_assert(DLM_WIRE_FIXED_LEN == 104, "wire body layout changed");
+static_assert(DLM_WIRE_FIXED_LEN == 108, "wire body layout changed");
 static_assert(DLM_WIRE_MAX_LEN <= 65535, "messages must fit 16-bit lengths");
 
 static void put16(unsigned char *p, uint16_t v)
@@ -62,6 +62,12 @@ static const char *const type_names[DLM_MSG_MAX + 1] = {
 	[DLM_MSG_REMOVE] = "remove",
 	[DLM_MSG_LOOKUP_REPLY] = "lookup_reply",
 	[DLM_MSG_PURGE] = "purge",
+	[DLM_RC_STATUS] = "rc_status",
+	[DLM_RC_DIR_ADD] = "rc_dir_add",
+	[DLM_RC_LOOKUP] = "rc_lookup",
+	[DLM_RC_LOOKUP_REPLY] = "rc_lookup_reply",
+	[DLM_RC_LOCK] = "rc_lock",
+	[DLM_RC_LOCK_REPLY] = "rc_lock_reply",
 };
 
 const char *dlm_msg_type_str(int type)
@@ -121,6 +127,7 @@ int dlm_msg_encode(const struct dlm_msg *m, unsigned char *buf, size_t buflen)
 	buf[99] = 0;
 	put16(buf + 100, m->m_keylen);
 	put16(buf + 102, m->m_lvblen);
+	put32(buf + 104, m->m_gen);
 	if (m->m_keylen)
 		memcpy(buf + DLM_WIRE_FIXED_LEN, m->m_key, m->m_keylen);
 	if (m->m_lvblen)
@@ -153,7 +160,7 @@ int dlm_msg_decode(const void *buf, size_t len, struct dlm_msg *m,
 		FAIL(-EBADMSG, "shorter than the fixed body");
 	memset(m, 0, sizeof(*m));
 	m->m_type = get16(p + 6);
-	if (m->m_type == 0 || m->m_type > DLM_MSG_MAX)
+	if (m->m_type == 0 || m->m_type > DLM_MSG_MAX || !type_names[m->m_type])
 		FAIL(-EOPNOTSUPP, "unknown message type");
 	m->m_lsid = get32(p + 12);
 	m->m_from = get32(p + 16);
@@ -176,6 +183,7 @@ int dlm_msg_decode(const void *buf, size_t len, struct dlm_msg *m,
 	m->m_bastmode = (int8_t)p[98];
 	m->m_keylen = get16(p + 100);
 	m->m_lvblen = get16(p + 102);
+	m->m_gen = get32(p + 104);
 	if (p[99] != 0)
 		FAIL(-EBADMSG, "non-zero padding");
 	if (m->m_keylen > DLM_MAX_KEYLEN)

@@ -30,7 +30,10 @@
  *       99    1  pad        zero
  *      100    2  keylen     0..DLM_MAX_KEYLEN
  *      102    2  lvblen     0 or DLM_LVB_LEN
- *      104       key bytes, then LVB bytes
+ *      104    4  gen        lockspace generation: the sender's last
+ *                           finished recovery event (recovery messages:
+ *                           the event being recovered)
+ *      108       key bytes, then LVB bytes
  *
  * The transport (lowcomms) adds its own framing, sequencing and acks
  * around this; the engine relies only on per-link FIFO delivery.
@@ -46,7 +49,7 @@
 #define DLM_WIRE_MAGIC		0x434d4c44u	/* "DLMC" little-endian */
 #define DLM_WIRE_VERSION	1
 #define DLM_WIRE_HDR_LEN	24
-#define DLM_WIRE_FIXED_LEN	104
+#define DLM_WIRE_FIXED_LEN	108
 /* A resource key: DLM_MAX_DEPTH components, each a length byte + name. */
 #define DLM_MAX_KEYLEN		(DLM_MAX_DEPTH * (1 + DLM_RESNAME_MAXLEN))
 #define DLM_WIRE_MAX_LEN	(DLM_WIRE_FIXED_LEN + DLM_MAX_KEYLEN + DLM_LVB_LEN)
@@ -66,8 +69,20 @@ enum dlm_msg_type {
 	DLM_MSG_REMOVE = 12,
 	DLM_MSG_LOOKUP_REPLY = 13,
 	DLM_MSG_PURGE = 14,
-	DLM_MSG_MAX = 14,
+	/* recovery (core/recover.c) */
+	DLM_RC_STATUS = 32,		/* barrier: step m_status of event m_gen done */
+	DLM_RC_DIR_ADD = 33,		/* directory record: key -> m_nodeid */
+	DLM_RC_LOOKUP = 34,		/* who masters key now? */
+	DLM_RC_LOOKUP_REPLY = 35,
+	DLM_RC_LOCK = 36,		/* a lock resent to its resource's new master */
+	DLM_RC_LOCK_REPLY = 37,
+	DLM_MSG_MAX = 37,
 };
+
+static inline int dlm_msg_is_recovery(int type)
+{
+	return type >= DLM_RC_STATUS;
+}
 
 /* Message flags (m_flags). */
 #define DLM_MF_FORCE		0x1	/* UNLOCK: force (lock may be queued) */
@@ -95,6 +110,7 @@ struct dlm_msg {
 	int8_t		m_bastmode;
 	uint16_t	m_keylen;
 	uint16_t	m_lvblen;
+	uint32_t	m_gen;
 	const unsigned char *m_key;
 	const char	*m_lvb;
 };

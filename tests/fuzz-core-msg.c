@@ -6,7 +6,8 @@
  * little-endian 16-bit length, a sender byte (node 2 or 3) and the bytes,
  * fed to dlm_core_receive().  Whatever arrives, the engine must neither
  * crash, nor leak, nor trip the sanitizers.  Messages the engine sends
- * are dropped.
+ * are dropped.  With the first byte's top bit set, the lockspace is in
+ * recovery (event 1) while the messages arrive.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -67,7 +68,7 @@ static void remote_request(struct dlm_core *core, struct dlm_ls *ls,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct dlm_core_ops ops = { f_send, f_ast, NULL };
+	static const struct dlm_core_ops ops = { .send = f_send, .ast = f_ast };
 	struct dlm_core_config cfg = { 1, 50 };
 	uint32_t members[3] = { 1, 2, 3 };
 	struct dlm_core *core = dlm_core_new(&cfg, &ops, NULL);
@@ -89,6 +90,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	remote_request(core, ls, "a", DLM_LOCK_PR, 5);
 	remote_request(core, ls, "b", DLM_LOCK_CR, 6);
 	(void)dlm_core_purge_owner(ls, 3);
+	/* odd first bytes: fuzz a lockspace in recovery of event 1 */
+	if (size && (data[0] & 0x80)) {
+		(void)dlm_core_ls_stop(ls);
+		(void)dlm_core_ls_start(ls, 1, members, 3);
+	}
 
 	while (off + 3 <= size) {
 		size_t len = (size_t)data[off] | ((size_t)data[off + 1] << 8);

@@ -47,6 +47,8 @@ struct cluster {
 	struct rec_ast asts[MAXAST];
 	int nasts;
 	int nlog_warn;
+	uint32_t done_event[MAXN + 1];
+	int dead[MAXN + 1];
 };
 
 struct nodectx {
@@ -94,9 +96,19 @@ static void h_log(void *ctx, enum dlm_log_level level, const char *line)
 		fprintf(stderr, "node %d: %s\n", nc->node, line);
 }
 
+static void h_done(void *ctx, struct dlm_ls *ls, uint32_t event)
+{
+	struct nodectx *nc = ctx;
+
+	(void)ls;
+	nc->c->done_event[nc->node] = event;
+}
+
 static struct cluster *cluster_new(int n, uint32_t toss_ms)
 {
-	static const struct dlm_core_ops ops = { h_send, h_ast, h_log };
+	static const struct dlm_core_ops ops = {
+		.send = h_send, .ast = h_ast, .log = h_log, .recovery_done = h_done,
+	};
 	struct cluster *c = calloc(1, sizeof(*c));
 	uint32_t members[MAXN];
 	int i;
@@ -138,6 +150,8 @@ static void drain(struct cluster *c)
 	while (c->qhead != c->qtail && guard--) {
 		struct qmsg *m = &c->q[c->qhead++ % MAXQ];
 
+		if (c->dead[m->to] || c->dead[m->from])
+			continue;
 		assert_int_equal(dlm_core_receive(c->core[m->to], m->from,
 						  m->buf, m->len), 0);
 	}
@@ -932,6 +946,246 @@ static void test_growth(void **state)
 	cluster_free(c);
 }
 
+/* ------------------------------------------------------------------ */
+/* recovery                                                           */
+/* ------------------------------------------------------------------ */
+
+static void stop_all(struct cluster *c)
+{
+	int i;
+
+	for (i = 1; i <= c->n; i++)
+		if (!c->dead[i])
+			assert_int_equal(dlm_core_ls_stop(c->ls[i]), 0);
+}
+
+static void start_all(struct cluster *c, uint32_t event)
+{
+	uint32_t members[MAXN];
+	unsigned int n = 0;
+	int i;
+
+	for (i = 1; i <= c->n; i++)
+		if (!c->dead[i])
+			members[n++] = (uint32_t)i;
+	for (i = 1; i <= c->n; i++)
+		if (!c->dead[i])
+			assert_int_equal(dlm_core_ls_start(c->ls[i], event,
+							   members, n), 0);
+}
+
+static void finish_all(struct cluster *c, uint32_t event)
+{
+	int i;
+
+	for (i = 1; i <= c->n; i++) {
+		if (c->dead[i])
+			continue;
+		if (c->done_event[i] != event)
+			fail_msg("node %d did not finish recovery %u", i, event);
+		assert_int_equal(dlm_core_ls_finish(c->ls[i], event), 0);
+	}
+	drain(c);
+}
+
+/* The nodes still alive recover event 'event' and resume. */
+static void recover_all(struct cluster *c, uint32_t event)
+{
+	stop_all(c);
+	start_all(c, event);
+	drain(c);
+	finish_all(c, event);
+}
+
+/* The master dies: a survivor becomes master, survivors' locks are
+ * resent with their state, the dead node's lock is gone, and the waiter
+ * it blocked is granted. */
+static void test_recover_master_dies(void **state)
+{
+	struct cluster *c = cluster_new(3, 100);
+	uint32_t x, a, b;
+	char *text;
+
+	(void)state;
+	x = lock_on(c, 3, 3, "R", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 3, x, 0);
+	a = lock_on(c, 1, 1, "R", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	b = lock_on(c, 2, 2, "R", DLM_LOCK_NL, DLM_LKF_EXPEDITE, 0, NULL);
+	drain(c);
+	assert_no_comp(c, 1, a);
+	assert_status(c, 2, b, 0);
+	assert_dump_has(c, 1, "resource \"R\" master 3 local-copy");
+	text = dump(c, 3);
+	if (getenv("TEST_CORE_VERBOSE"))
+		fprintf(stderr, "before (node 3, master):\n%s", text);
+	free(text);
+
+	c->dead[3] = 1;
+	recover_all(c, 1);
+	/* node 1 or 2 masters R now; node 3's EX is gone: PR granted */
+	assert_status(c, 1, a, 0);
+	assert_true(comp_of(c, 1, a)->a.sbflags & DLM_SBF_VALNOTVALID);
+	text = dump(c, 1);
+	if (getenv("TEST_CORE_VERBOSE"))
+		fprintf(stderr, "after (node 1):\n%s", text);
+	assert_non_null(strstr(text, "resource \"R\""));
+	assert_null(strstr(text, "master 3"));
+	free(text);
+	/* locking goes on: node 2 converts up, waits for node 1's PR */
+	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+	drain(c);
+	assert_int_equal(count_asts(c, 2, b, DLM_AST_COMP), 1);
+	assert_int_equal(last_bast_mode(c, 1, a), DLM_LOCK_EX);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 2, b, 0);
+	assert_int_equal(comp_of(c, 2, b)->a.grmode, DLM_LOCK_EX);
+	cluster_free(c);
+}
+
+/* A holder dies on a surviving master: its locks are purged; an EX it
+ * held makes the LVB invalid; a PR holder's LVB survives a master death. */
+static void test_recover_purge_and_lvb(void **state)
+{
+	struct cluster *c = cluster_new(3, 100);
+	char v[DLM_LVB_LEN] = "written by 2";
+	uint32_t m1, w, r, p;
+
+	(void)state;
+	m1 = lock_on(c, 1, 1, "L", DLM_LOCK_NL, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	w = lock_on(c, 2, 2, "L", DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_int_equal(convert(c, 2, 2, w, DLM_LOCK_PR, DLM_LKF_VALBLK, v), 0);
+	drain(c);
+	p = lock_on(c, 3, 3, "L", DLM_LOCK_PW, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_no_comp(c, 3, p);
+	/* node 1 (the master) dies: node 2's PR copy carries the LVB */
+	c->dead[1] = 1;
+	recover_all(c, 1);
+	assert_int_equal(unlock(c, 2, 2, w, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 3, p, 0);
+	assert_false(comp_of(c, 3, p)->a.sbflags & DLM_SBF_VALNOTVALID);
+	assert_memory_equal(comp_of(c, 3, p)->lvb, v, DLM_LVB_LEN);
+	/* now node 3 holds PW and dies; node 2 waits and must be told the
+	 * value may be stale */
+	r = lock_on(c, 2, 2, "L", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_no_comp(c, 2, r);
+	c->dead[3] = 1;
+	recover_all(c, 2);
+	assert_status(c, 2, r, 0);
+	assert_true(comp_of(c, 2, r)->a.sbflags & DLM_SBF_VALNOTVALID);
+	assert_dump_lacks(c, 2, "node 3");
+	assert_dump_has(c, 2, "invalid");
+	cluster_free(c);
+	(void)m1;
+}
+
+/* Requests made while stopped, and requests in flight to a node that
+ * dies, complete after recovery. */
+static void test_recover_held_and_resent(void **state)
+{
+	struct cluster *c = cluster_new(3, 100);
+	uint32_t x, a, b, d;
+	char v[DLM_LVB_LEN] = "survivor's write";
+
+	(void)state;
+	x = lock_on(c, 3, 3, "Q", DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
+	a = lock_on(c, 1, 1, "Z", DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_status(c, 3, x, 0);
+	assert_status(c, 1, a, 0);
+	/* node 1 unlocks Z writing an LVB; Z is mastered on node 1 or wherever
+	 * the first request went; then a request to Q's master (node 3) is
+	 * in flight when node 3 dies */
+	b = lock_on(c, 2, 2, "Q", DLM_LOCK_PR, 0, 0, NULL);
+	c->dead[3] = 1;
+	stop_all(c);
+	/* while stopped: a new request and an unlock are accepted, held */
+	d = lock_on(c, 2, 2, "new", DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(unlock(c, 1, 1, a, DLM_LKF_VALBLK, v), 0);
+	assert_no_comp(c, 2, d);
+	start_all(c, 7);
+	drain(c);
+	finish_all(c, 7);
+	assert_status(c, 2, b, 0);
+	assert_status(c, 2, d, 0);
+	assert_status(c, 1, a, -DLM_EUNLOCK);
+	/* the survivor's LVB write was kept */
+	a = lock_on(c, 2, 2, "Z", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_status(c, 2, a, 0);
+	assert_memory_equal(comp_of(c, 2, a)->lvb, v, DLM_LVB_LEN);
+	cluster_free(c);
+}
+
+/* A recovery aborted half way by a newer event, then a node joining. */
+static void test_recover_abort_and_join(void **state)
+{
+	struct cluster *c = cluster_new(4, 100);
+	uint32_t ids[4][8];
+	char name[8];
+	int i, k, steps;
+
+	(void)state;
+	/* node 4 is not a member at first */
+	c->dead[4] = 1;
+	for (i = 1; i <= 3; i++) {
+		assert_int_equal(dlm_core_ls_stop(c->ls[i]), 0);
+		assert_int_equal(dlm_core_ls_start(c->ls[i], 1,
+				 (uint32_t[]){ 1, 2, 3 }, 3), 0);
+	}
+	drain(c);
+	finish_all(c, 1);
+	for (k = 0; k < 8; k++) {
+		snprintf(name, sizeof(name), "k%d", k);
+		for (i = 1; i <= 3; i++)
+			ids[i][k] = lock_on(c, i, (uint64_t)i, name, DLM_LOCK_PR,
+					    0, 0, NULL);
+	}
+	drain(c);
+	/* node 2 dies; recovery 2 is interrupted after a few messages */
+	c->dead[2] = 1;
+	stop_all(c);
+	start_all(c, 2);
+	for (steps = 0; steps < 5 && c->qhead != c->qtail; steps++) {
+		struct qmsg *m = &c->q[c->qhead++ % MAXQ];
+
+		if (!c->dead[m->to] && !c->dead[m->from])
+			dlm_core_receive(c->core[m->to], m->from, m->buf, m->len);
+	}
+	/* node 4 joins: event 3 supersedes 2 */
+	c->dead[4] = 0;
+	stop_all(c);
+	start_all(c, 3);
+	drain(c);
+	finish_all(c, 3);
+	/* every survivor's lock is still there, granted; node 2's are gone */
+	for (k = 0; k < 8; k++) {
+		snprintf(name, sizeof(name), "k%d", k);
+		for (i = 1; i <= 3; i += 2)
+			assert_status(c, i, ids[i][k], 0);
+		/* an EX from the new node waits for both PR holders */
+		ids[0][k] = lock_on(c, 4, 4, name, DLM_LOCK_EX, 0, 0, NULL);
+	}
+	drain(c);
+	for (k = 0; k < 8; k++) {
+		assert_no_comp(c, 4, ids[0][k]);
+		assert_int_equal(unlock(c, 1, 1, ids[1][k], 0, NULL), 0);
+		assert_int_equal(unlock(c, 3, 3, ids[3][k], 0, NULL), 0);
+	}
+	drain(c);
+	for (k = 0; k < 8; k++)
+		assert_status(c, 4, ids[0][k], 0);
+	assert_dump_lacks(c, 1, "node 2 ");
+	assert_int_equal(c->nlog_warn, 0);
+	cluster_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -954,6 +1208,10 @@ int main(void)
 		cmocka_unit_test(test_overlaps),
 		cmocka_unit_test(test_bad_messages),
 		cmocka_unit_test(test_growth),
+		cmocka_unit_test(test_recover_master_dies),
+		cmocka_unit_test(test_recover_purge_and_lvb),
+		cmocka_unit_test(test_recover_held_and_resent),
+		cmocka_unit_test(test_recover_abort_and_join),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,956 @@
+/*
+ * core/recover.c - recovery of a lockspace after a membership change.
+ *
+ * The cluster glue stops the lockspace on every member (locking requests
+ * and incoming lock messages are held from then on), agrees on the new
+ * member list and an event number E, and starts recovery for E on every
+ * member.  The engines then walk these steps together; each ends with a
+ * barrier: a node sends RC_STATUS(E, step) to every other member and goes
+ * on once it has heard the same from all of them.  Because links are FIFO,
+ * everything a node sent in a step has arrived wherever it went before its
+ * status for that step does.
+ *
+ *   start   Forget what the departed nodes were doing: drop messages held
+ *           from them; operations in flight to them are kept to redo at
+ *           finish; their master copies are purged (an EX/PW lock purged
+ *           marks the resource's LVB invalid: the writer may have died
+ *           holding a newer value); resources whose master departed are
+ *           marked for a new master if we hold locks on them, forgotten
+ *           otherwise; unused resources are dropped; the directory and all
+ *           master lookups in flight are cleared.          barrier NODES
+ *   dir     Every node registers each resource it masters with the
+ *           resource's directory node under the new membership
+ *           (RC_DIR_ADD).                                   barrier DIR
+ *   masters For each resource marked above, ask its directory node who
+ *           masters it now (RC_LOOKUP); the first to ask becomes the
+ *           master, as in normal operation.  The directory node answers
+ *           only after it passed the DIR barrier itself, so its records
+ *           are complete.                                   barrier MASTERS
+ *   locks   Resend every lock we hold on a resource whose master changed
+ *           to the new master (RC_LOCK) with its state, modes, ranges and
+ *           LVB; the new master rebuilds its queues (a lock sent twice, by
+ *           an aborted earlier attempt, is recognised by node and id).
+ *           A resource's new master is adopted only when all its locks are
+ *           acknowledged, so an aborted attempt resends them. barrier LOCKS
+ *   grant   New masters recover each LVB (from a lock held in PR or above,
+ *           else the newest copy, marked invalid) and every master grants
+ *           what can now be granted, sending completion and blocking ASTs
+ *           as usual (held by their receivers until finish). barrier DONE
+ *
+ * Then recovery_done(E) is reported, and dlm_core_ls_finish(E) resumes
+ * locking: held messages are processed in arrival order, kept operations
+ * are redone, requests that wait for a master look it up again.
+ *
+ * A stop or a newer event aborts a recovery in progress; every step is
+ * safe to run again from the start.  Messages of another event are
+ * ignored.  Known limits: an LVB that lived only on a departed master (no
+ * surviving holder in PR or above) cannot be recovered: it is marked
+ * invalid (DLM_SBF_VALNOTVALID), never silently stale.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+
+static const char *const step_names[] = {
+	[DLM_RS_NONE] = "none",
+	[DLM_RS_NODES] = "nodes",
+	[DLM_RS_DIR] = "directory",
+	[DLM_RS_MASTERS_PENDING] = "masters (lookups)",
+	[DLM_RS_MASTERS] = "masters",
+	[DLM_RS_LOCKS_PENDING] = "locks (resend)",
+	[DLM_RS_LOCKS] = "locks",
+	[DLM_RS_DONE] = "done",
+	[DLM_RS_FINISHED] = "wait finish",
+};
+
+const char *dlm_ls_state_str(enum dlm_ls_state state)
+{
+	switch (state) {
+	case DLM_LS_RUNNING:
+		return "running";
+	case DLM_LS_STOPPED:
+		return "stopped";
+	case DLM_LS_RECOVERING:
+		return "recovering";
+	case DLM_LS_RECOVERED:
+		return "recovered";
+	}
+	return "?";
+}
+
+enum dlm_ls_state dlm_core_ls_state(const struct dlm_ls *ls, uint32_t *event,
+				    const char **step)
+{
+	if (event)
+		*event = ls->ls_event;
+	if (step)
+		*step = step_names[ls->ls_rstep];
+	return ls->ls_state;
+}
+
+void dlm_recover_init_ls(struct dlm_ls *ls)
+{
+	dlm_list_init(&ls->ls_held);
+	dlm_list_init(&ls->ls_rc_deferred);
+	dlm_list_init(&ls->ls_resend);
+}
+
+static void free_held(struct dlm_list *list)
+{
+	while (!dlm_list_empty(list)) {
+		struct dlm_held *h = dlm_list_first(list, struct dlm_held, h_list);
+
+		dlm_list_del(&h->h_list);
+		free(h);
+	}
+}
+
+void dlm_recover_free_ls(struct dlm_ls *ls)
+{
+	free_held(&ls->ls_held);
+	free_held(&ls->ls_rc_deferred);
+}
+
+/* ------------------------------------------------------------------ */
+/* helpers                                                            */
+/* ------------------------------------------------------------------ */
+
+static bool fault(const struct dlm_ls *ls, enum dlm_core_fault f)
+{
+	return ls->ls_core->core_fault == f;
+}
+
+static bool departed(const struct dlm_ls *ls, uint32_t nodeid)
+{
+	if (fault(ls, DLM_FAULT_KEEP_DEAD_MASTER))
+		return false;
+	return !dlm_ls_is_member(ls, nodeid);
+}
+
+/* A snapshot of every rsb, so steps may free or change them while
+ * iterating. */
+struct rsb_array {
+	struct dlm_rsb **ra_v;
+	size_t ra_n;
+};
+
+static void collect(void *arg, struct dlm_hnode *n)
+{
+	struct rsb_array *a = arg;
+
+	a->ra_v[a->ra_n++] = dlm_container_of(n, struct dlm_rsb, res_hnode);
+}
+
+static int all_rsbs(struct dlm_ls *ls, struct rsb_array *a)
+{
+	a->ra_n = 0;
+	a->ra_v = malloc((ls->ls_rsbtbl.ht_count + 1) * sizeof(*a->ra_v));
+	if (!a->ra_v)
+		return -ENOMEM;
+	dlm_htab_walk(&ls->ls_rsbtbl, collect, a);
+	return 0;
+}
+
+static bool has_queued(const struct dlm_rsb *r)
+{
+	return !dlm_list_empty(&r->res_grantq) ||
+	       !dlm_list_empty(&r->res_convertq) ||
+	       !dlm_list_empty(&r->res_waitq);
+}
+
+static void rc_msg(struct dlm_ls *ls, struct dlm_msg *m, int type)
+{
+	memset(m, 0, sizeof(*m));
+	m->m_type = (uint16_t)type;
+	m->m_gen = ls->ls_event;
+	m->m_grmode = DLM_LOCK_IV;
+	m->m_rqmode = DLM_LOCK_IV;
+	m->m_bastmode = DLM_LOCK_IV;
+}
+
+static void send_key_msg(struct dlm_ls *ls, int type, const struct dlm_rsb *r,
+			 uint32_t nodeid, uint32_t to)
+{
+	struct dlm_msg m;
+
+	rc_msg(ls, &m, type);
+	m.m_key = r->res_key;
+	m.m_keylen = r->res_keylen;
+	m.m_nodeid = nodeid;
+	dlm_send_msg(ls, &m, to);
+}
+
+static struct dlm_rcstat *rcstat(struct dlm_ls *ls, uint32_t nodeid)
+{
+	unsigned int i;
+
+	for (i = 0; i < ls->ls_nrcstat; i++)
+		if (ls->ls_rcstat[i].rs_nodeid == nodeid)
+			return &ls->ls_rcstat[i];
+	if (ls->ls_nrcstat == DLM_MAX_NODES) {
+		/* forget nodes that are no longer members */
+		unsigned int j = 0;
+
+		for (i = 0; i < ls->ls_nrcstat; i++)
+			if (dlm_ls_is_member(ls, ls->ls_rcstat[i].rs_nodeid))
+				ls->ls_rcstat[j++] = ls->ls_rcstat[i];
+		ls->ls_nrcstat = j;
+		if (j == DLM_MAX_NODES)
+			return NULL;
+	}
+	ls->ls_rcstat[ls->ls_nrcstat].rs_nodeid = nodeid;
+	ls->ls_rcstat[ls->ls_nrcstat].rs_event = 0;
+	ls->ls_rcstat[ls->ls_nrcstat].rs_step = 0;
+	return &ls->ls_rcstat[ls->ls_nrcstat++];
+}
+
+/* Tell every other member we finished 'step'. */
+static void send_status(struct dlm_ls *ls, enum dlm_rstep step)
+{
+	unsigned int i;
+
+	for (i = 0; i < ls->ls_nmembers; i++) {
+		struct dlm_msg m;
+
+		if (ls->ls_members[i] == dlm_our_nodeid(ls))
+			continue;
+		rc_msg(ls, &m, DLM_RC_STATUS);
+		m.m_status = (int32_t)step;
+		dlm_send_msg(ls, &m, ls->ls_members[i]);
+	}
+}
+
+/* Has every other member finished 'step' of our event? */
+static bool barrier(struct dlm_ls *ls, enum dlm_rstep step)
+{
+	unsigned int i;
+
+	for (i = 0; i < ls->ls_nmembers; i++) {
+		uint32_t n = ls->ls_members[i];
+		struct dlm_rcstat *st;
+
+		if (n == dlm_our_nodeid(ls))
+			continue;
+		st = rcstat(ls, n);
+		if (!st || st->rs_event != ls->ls_event ||
+		    st->rs_step < (uint32_t)step)
+			return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* the steps                                                          */
+/* ------------------------------------------------------------------ */
+
+static void free_dirent(void *arg, struct dlm_hnode *n)
+{
+	(void)arg;
+	free(dlm_container_of(n, struct dlm_dirent, de_hnode));
+}
+
+struct lkb_array {
+	struct dlm_lkb **la_v;
+	size_t la_n;
+	struct dlm_ls *la_ls;
+};
+
+static void collect_departed(void *arg, struct dlm_hnode *n)
+{
+	struct lkb_array *a = arg;
+	struct dlm_lkb *lkb = dlm_container_of(n, struct dlm_lkb, lkb_hnode);
+
+	if (is_master_copy(lkb) && departed(a->la_ls, lkb->lkb_nodeid))
+		a->la_v[a->la_n++] = lkb;
+}
+
+/* Master copies of departed nodes' locks go; a writer among them may
+ * have held a newer LVB than the resource's. */
+static int purge_departed(struct dlm_ls *ls)
+{
+	struct lkb_array a = { NULL, 0, ls };
+	size_t i;
+
+	if (fault(ls, DLM_FAULT_SKIP_PURGE))
+		return 0;
+	a.la_v = malloc((ls->ls_lkbtbl.ht_count + 1) * sizeof(*a.la_v));
+	if (!a.la_v)
+		return -ENOMEM;
+	dlm_htab_walk(&ls->ls_lkbtbl, collect_departed, &a);
+	for (i = 0; i < a.la_n; i++) {
+		struct dlm_lkb *lkb = a.la_v[i];
+		struct dlm_rsb *r = lkb->lkb_rsb;
+
+		if (holds_grmode(lkb) && lkb->lkb_grmode >= DLM_LOCK_PW)
+			r->res_flags |= RESF_VALNOTVALID;
+		r->res_flags |= RESF_RECOVER_GRANT;
+		dlm_destroy_lkb(ls, lkb);
+	}
+	if (a.la_n)
+		log_ls(ls, DLM_LOG_INFO, "recovery %u: purged %zu locks of departed nodes",
+		       ls->ls_event, a.la_n);
+	free(a.la_v);
+	return 0;
+}
+
+static int step_start(struct dlm_ls *ls)
+{
+	struct dlm_list *pos, *tmp;
+	struct rsb_array a;
+	size_t i;
+	int rv;
+
+	/* messages from departed nodes are void */
+	dlm_list_for_each_safe(pos, tmp, &ls->ls_held) {
+		struct dlm_held *h = dlm_container_of(pos, struct dlm_held, h_list);
+
+		if (!dlm_ls_is_member(ls, h->h_from)) {
+			dlm_list_del(&h->h_list);
+			free(h);
+		}
+	}
+	free_held(&ls->ls_rc_deferred);
+	ls->ls_rc_out = 0;
+
+	/* operations in flight to departed nodes: redo them at finish */
+	dlm_list_for_each_safe(pos, tmp, &ls->ls_waiters) {
+		struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
+						       lkb_waiter);
+		uint32_t to = lkb->lkb_rsb->res_nodeid;
+
+		if (!to || departed(ls, to))
+			dlm_resend_later(ls, lkb);
+	}
+
+	rv = purge_departed(ls);
+	if (rv)
+		return rv;
+
+	rv = all_rsbs(ls, &a);
+	if (rv)
+		return rv;
+	for (i = 0; i < a.ra_n; i++) {
+		struct dlm_rsb *r = a.ra_v[i];
+
+		if (r->res_flags & RESF_TOSSED) {
+			dlm_rsb_free(r);
+			continue;
+		}
+		/* lookups in flight are answered by a stale directory */
+		r->res_flags &= ~RESF_LOOKUP;
+		r->res_new_nodeid = 0;
+		if (r->res_nodeid && departed(ls, r->res_nodeid)) {
+			if (has_queued(r))
+				r->res_flags |= RESF_RECOVER_MASTER;
+			else
+				r->res_nodeid = 0;
+		}
+		if (dlm_rsb_unused(r))
+			dlm_rsb_hold(r), dlm_rsb_release(r);	/* toss list */
+	}
+	free(a.ra_v);
+
+	/* the directory is rebuilt from the masters in the next step */
+	dlm_htab_drain(&ls->ls_dirtbl, free_dirent, NULL);
+	return 0;
+}
+
+static int step_dir(struct dlm_ls *ls)
+{
+	uint32_t us = dlm_our_nodeid(ls), master;
+	struct rsb_array a;
+	size_t i;
+	int rv;
+
+	rv = all_rsbs(ls, &a);
+	if (rv)
+		return rv;
+	for (i = 0; i < a.ra_n; i++) {
+		struct dlm_rsb *r = a.ra_v[i];
+		uint32_t dir;
+
+		if (r->res_nodeid != us)
+			continue;
+		dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
+		if (dir == us) {
+			rv = dlm_dir_lookup(ls, r->res_key, r->res_keylen,
+					    r->res_hnode.hn_hash, us, &master);
+			if (rv)
+				break;
+		} else {
+			send_key_msg(ls, DLM_RC_DIR_ADD, r, us, dir);
+		}
+	}
+	free(a.ra_v);
+	return rv;
+}
+
+/* The directory answered: 'master' masters r from now on. */
+static void new_master(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t master)
+{
+	if (!(r->res_flags & RESF_RECOVER_MASTER))
+		return;
+	if (master == dlm_our_nodeid(ls)) {
+		/* our own locks are on r's queues already */
+		r->res_flags &= ~RESF_RECOVER_MASTER;
+		r->res_flags |= RESF_NEW_MASTER;
+		r->res_nodeid = master;
+		r->res_new_nodeid = 0;
+	} else {
+		r->res_new_nodeid = master;
+	}
+}
+
+static void answer_rc_lookup(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen), master = 0;
+	struct dlm_msg rp;
+	int rv;
+
+	rv = dlm_dir_lookup(ls, m->m_key, m->m_keylen, hash, m->m_from, &master);
+	rc_msg(ls, &rp, DLM_RC_LOOKUP_REPLY);
+	rp.m_status = rv;
+	rp.m_nodeid = master;
+	rp.m_key = m->m_key;
+	rp.m_keylen = m->m_keylen;
+	dlm_send_msg(ls, &rp, m->m_from);
+}
+
+static int step_masters(struct dlm_ls *ls)
+{
+	uint32_t us = dlm_our_nodeid(ls), master;
+	struct rsb_array a;
+	size_t i;
+	int rv;
+
+	/* lookups that came before our directory was complete */
+	while (!dlm_list_empty(&ls->ls_rc_deferred)) {
+		struct dlm_held *h = dlm_list_first(&ls->ls_rc_deferred,
+						    struct dlm_held, h_list);
+		struct dlm_msg m;
+
+		dlm_list_del(&h->h_list);
+		if (!dlm_msg_decode(h->h_buf, h->h_len, &m, NULL))
+			answer_rc_lookup(ls, &m);
+		free(h);
+	}
+	rv = all_rsbs(ls, &a);
+	if (rv)
+		return rv;
+	for (i = 0; i < a.ra_n; i++) {
+		struct dlm_rsb *r = a.ra_v[i];
+		uint32_t dir;
+
+		if (!(r->res_flags & RESF_RECOVER_MASTER))
+			continue;
+		dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
+		if (dir == us) {
+			rv = dlm_dir_lookup(ls, r->res_key, r->res_keylen,
+					    r->res_hnode.hn_hash, us, &master);
+			if (rv)
+				break;
+			new_master(ls, r, master);
+		} else {
+			send_key_msg(ls, DLM_RC_LOOKUP, r, us, dir);
+			ls->ls_rc_out++;
+		}
+	}
+	free(a.ra_v);
+	return rv;
+}
+
+static void resend_queue(struct dlm_ls *ls, struct dlm_rsb *r,
+			 struct dlm_list *q, uint32_t to)
+{
+	struct dlm_list *pos;
+
+	dlm_list_for_each(pos, q) {
+		struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
+						       lkb_statequeue);
+		struct dlm_msg m;
+
+		dlm_lkb_to_msg(&m, DLM_RC_LOCK, lkb, lkb->lkb_status);
+		m.m_gen = ls->ls_event;
+		m.m_key = r->res_key;
+		m.m_keylen = r->res_keylen;
+		if (lkb->lkb_status == DLM_LKSTS_GRANTED)
+			m.m_rqmode = DLM_LOCK_IV;
+		dlm_send_msg(ls, &m, to);
+		ls->ls_rc_out++;
+	}
+}
+
+static int step_locks(struct dlm_ls *ls)
+{
+	struct rsb_array a;
+	size_t i;
+	int rv;
+
+	rv = all_rsbs(ls, &a);
+	if (rv)
+		return rv;
+	for (i = 0; i < a.ra_n; i++) {
+		struct dlm_rsb *r = a.ra_v[i];
+		uint32_t to = r->res_new_nodeid;
+
+		if (!(r->res_flags & RESF_RECOVER_MASTER) || !to)
+			continue;
+		if (fault(ls, DLM_FAULT_SKIP_RESEND))
+			continue;
+		resend_queue(ls, r, &r->res_grantq, to);
+		resend_queue(ls, r, &r->res_convertq, to);
+		resend_queue(ls, r, &r->res_waitq, to);
+	}
+	free(a.ra_v);
+	return 0;
+}
+
+/* All our resent locks were taken: adopt the new masters. */
+static int commit_masters(struct dlm_ls *ls)
+{
+	struct rsb_array a;
+	size_t i;
+	int rv;
+
+	rv = all_rsbs(ls, &a);
+	if (rv)
+		return rv;
+	for (i = 0; i < a.ra_n; i++) {
+		struct dlm_rsb *r = a.ra_v[i];
+
+		if ((r->res_flags & RESF_RECOVER_MASTER) && r->res_new_nodeid) {
+			r->res_nodeid = r->res_new_nodeid;
+			r->res_new_nodeid = 0;
+			r->res_flags &= ~RESF_RECOVER_MASTER;
+		}
+	}
+	free(a.ra_v);
+	return 0;
+}
+
+/* A new master's LVB: from a lock held in PR or above (that holder's copy
+ * is current: no one could write while it held), else the newest copy
+ * any lock has, marked invalid. */
+static void recover_lvb(struct dlm_rsb *r)
+{
+	struct dlm_lkb *best = NULL;
+	struct dlm_list *qs[2] = { &r->res_grantq, &r->res_convertq };
+	bool current = false;
+	int k;
+
+	for (k = 0; k < 2 && !current; k++) {
+		struct dlm_list *pos;
+
+		dlm_list_for_each(pos, qs[k]) {
+			struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
+							       lkb_statequeue);
+
+			if (!(lkb->lkb_flags & LKBF_VALBLK))
+				continue;
+			if (lkb->lkb_grmode >= DLM_LOCK_PR) {
+				best = lkb;
+				current = true;
+				break;
+			}
+			if (!best || lkb->lkb_lvbseq > best->lkb_lvbseq)
+				best = lkb;
+		}
+	}
+	if (best) {
+		memcpy(r->res_lvb, best->lkb_lvb, DLM_LVB_LEN);
+		r->res_lvbseq = best->lkb_lvbseq;
+	} else {
+		memset(r->res_lvb, 0, DLM_LVB_LEN);
+	}
+	if (current)
+		r->res_flags &= ~RESF_VALNOTVALID;
+	else
+		r->res_flags |= RESF_VALNOTVALID;
+}
+
+static int step_grant(struct dlm_ls *ls)
+{
+	struct rsb_array a;
+	size_t i, nnew = 0;
+	int rv;
+
+	rv = all_rsbs(ls, &a);
+	if (rv)
+		return rv;
+	for (i = 0; i < a.ra_n; i++) {
+		struct dlm_rsb *r = a.ra_v[i];
+
+		if (!is_master(r))
+			continue;
+		if (r->res_flags & RESF_NEW_MASTER) {
+			recover_lvb(r);
+			nnew++;
+		}
+		if (r->res_flags & (RESF_NEW_MASTER | RESF_RECOVER_GRANT))
+			dlm_grant_pending(r);
+		r->res_flags &= ~(RESF_NEW_MASTER | RESF_RECOVER_GRANT);
+	}
+	free(a.ra_v);
+	if (nnew)
+		log_ls(ls, DLM_LOG_INFO, "recovery %u: mastering %zu more resources",
+		       ls->ls_event, nnew);
+	return 0;
+}
+
+/*
+ * Recovery as a script: run each step whose barrier has been reached, in
+ * order, until one must wait for messages.  Called on start and on every
+ * recovery message.
+ */
+static void recover_run(struct dlm_ls *ls)
+{
+	struct dlm_core *core = ls->ls_core;
+	int rv = 0;
+
+	while (ls->ls_state == DLM_LS_RECOVERING) {
+		enum dlm_rstep step = ls->ls_rstep;
+
+		switch (step) {
+		case DLM_RS_NONE:
+			rv = step_start(ls);
+			ls->ls_rstep = DLM_RS_NODES;
+			send_status(ls, DLM_RS_NODES);
+			break;
+		case DLM_RS_NODES:
+			if (!barrier(ls, DLM_RS_NODES))
+				return;
+			rv = step_dir(ls);
+			ls->ls_rstep = DLM_RS_DIR;
+			send_status(ls, DLM_RS_DIR);
+			break;
+		case DLM_RS_DIR:
+			if (!barrier(ls, DLM_RS_DIR))
+				return;
+			rv = step_masters(ls);
+			ls->ls_rstep = DLM_RS_MASTERS_PENDING;
+			break;
+		case DLM_RS_MASTERS_PENDING:
+			if (ls->ls_rc_out)
+				return;
+			ls->ls_rstep = DLM_RS_MASTERS;
+			send_status(ls, DLM_RS_MASTERS);
+			break;
+		case DLM_RS_MASTERS:
+			if (!barrier(ls, DLM_RS_MASTERS))
+				return;
+			rv = step_locks(ls);
+			ls->ls_rstep = DLM_RS_LOCKS_PENDING;
+			break;
+		case DLM_RS_LOCKS_PENDING:
+			if (ls->ls_rc_out)
+				return;
+			rv = commit_masters(ls);
+			ls->ls_rstep = DLM_RS_LOCKS;
+			send_status(ls, DLM_RS_LOCKS);
+			break;
+		case DLM_RS_LOCKS:
+			if (!barrier(ls, DLM_RS_LOCKS))
+				return;
+			rv = step_grant(ls);
+			ls->ls_rstep = DLM_RS_DONE;
+			send_status(ls, DLM_RS_DONE);
+			break;
+		case DLM_RS_DONE:
+			if (!barrier(ls, DLM_RS_DONE))
+				return;
+			ls->ls_rstep = DLM_RS_FINISHED;
+			ls->ls_state = DLM_LS_RECOVERED;
+			log_ls(ls, DLM_LOG_INFO, "recovery %u done here, %u members",
+			       ls->ls_event, ls->ls_nmembers);
+			if (core->core_ops.recovery_done)
+				core->core_ops.recovery_done(core->core_ctx, ls,
+							     ls->ls_event);
+			return;
+		default:
+			return;
+		}
+		if (rv) {
+			/* out of memory: stay stopped; the glue may retry
+			 * with a new event */
+			log_ls(ls, DLM_LOG_ERR, "recovery %u failed in step %s: %d",
+			       ls->ls_event, step_names[step], rv);
+			ls->ls_state = DLM_LS_STOPPED;
+			return;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* control                                                            */
+/* ------------------------------------------------------------------ */
+
+int dlm_core_ls_stop(struct dlm_ls *ls)
+{
+	if (ls->ls_state == DLM_LS_STOPPED)
+		return 0;
+	if (ls->ls_state != DLM_LS_RUNNING)
+		log_ls(ls, DLM_LOG_NOTICE, "recovery %u aborted in step %s",
+		       ls->ls_event, step_names[ls->ls_rstep]);
+	else
+		log_ls(ls, DLM_LOG_INFO, "stopped");
+	ls->ls_state = DLM_LS_STOPPED;
+	ls->ls_rstep = DLM_RS_NONE;
+	return 0;
+}
+
+int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
+		      const uint32_t *members, unsigned int nmembers)
+{
+	uint32_t *old = NULL;
+	unsigned int nold = ls->ls_nmembers;
+	int rv;
+
+	if (ls->ls_state == DLM_LS_RUNNING)
+		return -EBUSY;
+	if (event <= ls->ls_event)
+		return -EINVAL;
+	old = malloc(nold * sizeof(*old));
+	if (!old)
+		return -ENOMEM;
+	memcpy(old, ls->ls_members, nold * sizeof(*old));
+	rv = dlm_ls_set_members(ls, members, nmembers);
+	if (rv) {
+		dlm_ls_set_members(ls, old, nold);
+		free(old);
+		return rv;
+	}
+	free(old);
+	ls->ls_event = event;
+	ls->ls_state = DLM_LS_RECOVERING;
+	ls->ls_rstep = DLM_RS_NONE;
+	log_ls(ls, DLM_LOG_INFO, "recovery %u started, %u members", event,
+	       ls->ls_nmembers);
+	recover_run(ls);
+	return 0;
+}
+
+int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
+{
+	struct dlm_list held;
+	struct rsb_array a;
+	size_t i;
+
+	if (ls->ls_state != DLM_LS_RECOVERED || event != ls->ls_event)
+		return -EBUSY;
+	ls->ls_state = DLM_LS_RUNNING;
+	ls->ls_rstep = DLM_RS_NONE;
+	ls->ls_generation = event;
+
+	/* what arrived while we were stopped, in arrival order */
+	dlm_list_init(&held);
+	while (!dlm_list_empty(&ls->ls_held)) {
+		struct dlm_list *n = ls->ls_held.next;
+
+		dlm_list_del(n);
+		dlm_list_add_tail(n, &held);
+	}
+	while (!dlm_list_empty(&held)) {
+		struct dlm_held *h = dlm_list_first(&held, struct dlm_held, h_list);
+		struct dlm_msg m;
+
+		dlm_list_del(&h->h_list);
+		if (!dlm_msg_decode(h->h_buf, h->h_len, &m, NULL))
+			(void)dlm_dispatch_msg(ls, h->h_from, &m);
+		free(h);
+	}
+	/* operations kept for now */
+	while (!dlm_list_empty(&ls->ls_resend)) {
+		struct dlm_lkb *lkb = dlm_list_first(&ls->ls_resend,
+						     struct dlm_lkb, lkb_waiter);
+
+		dlm_redo_op(ls, lkb);
+	}
+	/* requests waiting for a master */
+	if (!all_rsbs(ls, &a)) {
+		for (i = 0; i < a.ra_n; i++)
+			dlm_redo_lookups(ls, a.ra_v[i]);
+		free(a.ra_v);
+	}
+	log_ls(ls, DLM_LOG_INFO, "recovery %u finished, locking resumed", event);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* recovery messages                                                  */
+/* ------------------------------------------------------------------ */
+
+static void receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
+	struct dlm_rsb *r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
+	struct dlm_lkb *lkb = NULL;
+	struct dlm_list *qs[3];
+	struct dlm_msg rp;
+	int k, status = 0;
+
+	if (!r || !is_master(r) || m->m_status < DLM_LKSTS_WAITING ||
+	    m->m_status > DLM_LKSTS_CONVERT ||
+	    (m->m_status != DLM_LKSTS_GRANTED && m->m_rqmode < DLM_LOCK_NL) ||
+	    (m->m_status != DLM_LKSTS_WAITING && m->m_grmode < DLM_LOCK_NL)) {
+		log_ls(ls, DLM_LOG_ERR, "recovery %u: bad lock %08x from node %u",
+		       ls->ls_event, m->m_lkid, m->m_from);
+		status = -EBADR;
+		goto reply;
+	}
+	/* already here from an aborted attempt? */
+	qs[0] = &r->res_grantq;
+	qs[1] = &r->res_convertq;
+	qs[2] = &r->res_waitq;
+	for (k = 0; k < 3 && !lkb; k++) {
+		struct dlm_list *pos;
+
+		dlm_list_for_each(pos, qs[k]) {
+			struct dlm_lkb *x = dlm_container_of(pos, struct dlm_lkb,
+							     lkb_statequeue);
+
+			if (is_master_copy(x) && x->lkb_nodeid == m->m_from &&
+			    x->lkb_remid == m->m_lkid) {
+				lkb = x;
+				break;
+			}
+		}
+	}
+	if (!lkb) {
+		lkb = dlm_lkb_create(ls);
+		if (!lkb) {
+			status = -ENOMEM;
+			goto reply;
+		}
+		lkb->lkb_flags = LKBF_MSTCPY | LKBF_WANT_BAST;
+		lkb->lkb_nodeid = m->m_from;
+		lkb->lkb_remid = m->m_lkid;
+		lkb->lkb_rsb = r;
+		dlm_rsb_hold(r);
+	}
+	lkb->lkb_ownerid = m->m_owner;
+	lkb->lkb_exflags = m->m_exflags;
+	lkb->lkb_grmode = m->m_grmode;
+	lkb->lkb_rqmode = m->m_rqmode;
+	lkb->lkb_grrange = m->m_grrange;
+	lkb->lkb_rqrange = m->m_rqrange;
+	lkb->lkb_lvbseq = m->m_lvbseq;
+	if (m->m_lvb) {
+		lkb->lkb_flags |= LKBF_VALBLK;
+		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
+	}
+	if (lkb->lkb_status != m->m_status) {
+		if (lkb->lkb_status != DLM_LKSTS_NONE) {
+			/* re-queue with the counts right */
+			int8_t gr = lkb->lkb_grmode;
+
+			dlm_queue_lkb(r, lkb, DLM_LKSTS_WAITING);
+			lkb->lkb_grmode = gr;
+		}
+		dlm_queue_lkb(r, lkb, m->m_status);
+	}
+	r->res_flags |= RESF_NEW_MASTER;
+reply:
+	rc_msg(ls, &rp, DLM_RC_LOCK_REPLY);
+	rp.m_remid = m->m_lkid;
+	rp.m_lkid = lkb ? lkb->lkb_id : 0;
+	rp.m_status = status;
+	dlm_send_msg(ls, &rp, m->m_from);
+}
+
+int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_rcstat *st;
+	struct dlm_rsb *r;
+	struct dlm_lkb *lkb;
+
+	if (m->m_type == DLM_RC_STATUS) {
+		st = rcstat(ls, m->m_from);
+		if (!st)
+			return -ENOMEM;
+		if (m->m_gen > st->rs_event ||
+		    (m->m_gen == st->rs_event && (uint32_t)m->m_status > st->rs_step)) {
+			st->rs_event = m->m_gen;
+			st->rs_step = (uint32_t)m->m_status;
+		}
+		recover_run(ls);
+		return 0;
+	}
+	if (ls->ls_state != DLM_LS_RECOVERING || m->m_gen != ls->ls_event ||
+	    !dlm_ls_is_member(ls, m->m_from)) {
+		log_ls(ls, DLM_LOG_DEBUG, "ignored %s of event %u from node %u",
+		       dlm_msg_type_str(m->m_type), m->m_gen, m->m_from);
+		return 0;
+	}
+	switch (m->m_type) {
+	case DLM_RC_DIR_ADD:
+		if (!m->m_keylen)
+			return -EBADMSG;
+		{
+			uint32_t master;
+
+			return dlm_dir_lookup(ls, m->m_key, m->m_keylen,
+					      dlm_hash_bytes(m->m_key, m->m_keylen),
+					      m->m_nodeid, &master);
+		}
+	case DLM_RC_LOOKUP:
+		if (!m->m_keylen)
+			return -EBADMSG;
+		if (ls->ls_rstep < DLM_RS_DIR ||
+		    (ls->ls_rstep == DLM_RS_DIR && !barrier(ls, DLM_RS_DIR))) {
+			/* our directory is not complete yet: answer later */
+			unsigned char buf[DLM_WIRE_MAX_LEN];
+			int len = dlm_msg_encode(m, buf, sizeof(buf));
+			struct dlm_held *h;
+
+			if (len < 0)
+				return len;
+			h = malloc(sizeof(*h) + (size_t)len);
+			if (!h)
+				return -ENOMEM;
+			h->h_from = m->m_from;
+			h->h_len = (size_t)len;
+			memcpy(h->h_buf, buf, (size_t)len);
+			dlm_list_add_tail(&h->h_list, &ls->ls_rc_deferred);
+			return 0;
+		}
+		answer_rc_lookup(ls, m);
+		return 0;
+	case DLM_RC_LOOKUP_REPLY:
+		if (!m->m_keylen || ls->ls_rstep != DLM_RS_MASTERS_PENDING)
+			return -EPROTO;
+		r = dlm_rsb_find(ls, m->m_key, m->m_keylen,
+				 dlm_hash_bytes(m->m_key, m->m_keylen));
+		if (r && !m->m_status && dlm_ls_is_member(ls, m->m_nodeid))
+			new_master(ls, r, m->m_nodeid);
+		else
+			log_ls(ls, DLM_LOG_ERR, "recovery %u: lookup failed: %d",
+			       ls->ls_event, m->m_status);
+		if (ls->ls_rc_out)
+			ls->ls_rc_out--;
+		recover_run(ls);
+		return 0;
+	case DLM_RC_LOCK:
+		if (!m->m_keylen)
+			return -EBADMSG;
+		receive_rc_lock(ls, m);
+		return 0;
+	case DLM_RC_LOCK_REPLY:
+		if (ls->ls_rstep != DLM_RS_LOCKS_PENDING)
+			return -EPROTO;
+		lkb = dlm_lkb_find(ls, m->m_remid);
+		if (lkb && !is_master_copy(lkb) && !m->m_status)
+			lkb->lkb_remid = m->m_lkid;
+		else
+			log_ls(ls, DLM_LOG_ERR,
+			       "recovery %u: node %u refused lock %08x: %d",
+			       ls->ls_event, m->m_from, m->m_remid, m->m_status);
+		if (ls->ls_rc_out)
+			ls->ls_rc_out--;
+		recover_run(ls);
+		return 0;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
