@@ -338,6 +338,10 @@ void dlm_core_ls_walk(struct dlm_ls *ls,
 		      void (*fn)(void *arg, const struct dlm_lock_info *li),
 		      void *arg);
 
+/* Check the lockspace's internal invariants (queue membership, per-mode
+ * counts).  0, or -EUCLEAN with a description in 'why'.  For tests. */
+int dlm_core_ls_verify(struct dlm_ls *ls, char *why, size_t whylen);
+
 const char *dlm_mode_str(int mode);
 int dlm_modes_compat(int mode1, int mode2);
 

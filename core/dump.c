@@ -258,3 +258,86 @@ int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
 	*text = ob.ob_buf;
 	return 0;
 }
+
+/* ------------------------------------------------------------------ */
+/* invariants                                                         */
+/* ------------------------------------------------------------------ */
+
+struct verify_ctx {
+	struct dlm_ls *vc_ls;
+	char *vc_why;
+	size_t vc_len;
+	int vc_err;
+};
+
+static void verify_rsb(void *arg, struct dlm_hnode *n)
+{
+	struct verify_ctx *vc = arg;
+	struct dlm_rsb *r = dlm_container_of(n, struct dlm_rsb, res_hnode);
+	uint32_t count[DLM_NUM_MODES] = { 0 }, nranged = 0, nnoorder = 0, nlkbs = 0;
+	const struct dlm_list *qs[4] = { &r->res_grantq, &r->res_convertq,
+					 &r->res_waitq, &r->res_lookupq };
+	static const int sts[3] = { DLM_LKSTS_GRANTED, DLM_LKSTS_CONVERT,
+				    DLM_LKSTS_WAITING };
+	char name[DLM_MAX_KEYLEN * 4 + 8];
+	const struct dlm_list *pos;
+	int k, m;
+
+	if (vc->vc_err)
+		return;
+	dlm_key_format(r->res_key, r->res_keylen, name, sizeof(name));
+	for (k = 0; k < 4; k++) {
+		dlm_list_for_each(pos, qs[k]) {
+			const struct dlm_lkb *lkb = dlm_container_of(pos,
+					struct dlm_lkb, lkb_statequeue);
+
+			nlkbs++;
+			if (lkb->lkb_rsb != r) {
+				snprintf(vc->vc_why, vc->vc_len,
+					 "%s: lock %08x on a queue of another resource",
+					 name, lkb->lkb_id);
+				vc->vc_err = -EUCLEAN;
+				return;
+			}
+			if (k < 3 && lkb->lkb_status != sts[k]) {
+				snprintf(vc->vc_why, vc->vc_len,
+					 "%s: lock %08x on queue %d has status %d",
+					 name, lkb->lkb_id, k, lkb->lkb_status);
+				vc->vc_err = -EUCLEAN;
+				return;
+			}
+			if (k < 2 && lkb->lkb_grmode >= 0) {
+				count[lkb->lkb_grmode]++;
+				if (!dlm_range_is_whole(&lkb->lkb_grrange))
+					nranged++;
+			}
+			if (k == 2 && (lkb->lkb_exflags & DLM_LKF_NOORDER))
+				nnoorder++;
+		}
+	}
+	for (m = 0; m < DLM_NUM_MODES; m++) {
+		if (count[m] != r->res_grcount[m]) {
+			snprintf(vc->vc_why, vc->vc_len,
+				 "%s: %u locks granted %s, counted %u", name,
+				 count[m], dlm_mode_str(m), r->res_grcount[m]);
+			vc->vc_err = -EUCLEAN;
+			return;
+		}
+	}
+	if (nranged != r->res_nranged || nnoorder != r->res_nnoorder ||
+	    nlkbs > r->res_nlkbs) {
+		snprintf(vc->vc_why, vc->vc_len,
+			 "%s: ranged %u/%u noorder %u/%u queued %u of %u held",
+			 name, nranged, r->res_nranged, nnoorder, r->res_nnoorder,
+			 nlkbs, r->res_nlkbs);
+		vc->vc_err = -EUCLEAN;
+	}
+}
+
+int dlm_core_ls_verify(struct dlm_ls *ls, char *why, size_t whylen)
+{
+	struct verify_ctx vc = { ls, why, whylen, 0 };
+
+	dlm_htab_walk(&ls->ls_rsbtbl, verify_rsb, &vc);
+	return vc.vc_err;
+}

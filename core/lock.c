@@ -269,61 +269,68 @@ static bool compat_with_granted(const struct dlm_rsb *r,
 	       !queue_conflict(ls, &r->res_convertq, lkb, mode, range);
 }
 
-/* A converting lock 'a' is blocked by a converting lock 'b' when b's
- * granted mode conflicts with what a asks for. */
-static bool blocked_by(const struct dlm_ls *ls, const struct dlm_lkb *a,
-		       const struct dlm_lkb *b)
+/* In the convert queue q[0..n-1] (queue order), does q[i] wait for q[j]?
+ * Either q[j]'s granted mode conflicts with what q[i] asks for, or q[i]
+ * asked to queue behind earlier conversions (QUECVT) and q[j] is one. */
+static bool waits_for(const struct dlm_ls *ls, struct dlm_lkb *const *q,
+		      size_t i, size_t j)
 {
-	return a != b && !compat(ls, b->lkb_grmode, a->lkb_rqmode) &&
+	const struct dlm_lkb *a = q[i], *b = q[j];
+
+	if (i == j)
+		return false;
+	if (j < i && (a->lkb_exflags & DLM_LKF_QUECVT) &&
+	    !(a->lkb_exflags & DLM_LKF_HEADQUE))
+		return true;
+	return !compat(ls, b->lkb_grmode, a->lkb_rqmode) &&
 	       ranges_overlap(ls, &b->lkb_grrange, &a->lkb_rqrange);
 }
 
-/* Does lkb (about to wait on the convert queue) close a cycle of
- * converting locks?  Returns a member of the cycle that may be resolved
- * (lkb itself unless it is exempt with NODLCKWT), or NULL. */
+/* Does lkb, just queued for conversion, close a cycle of converting locks
+ * each waiting for the next?  Every edge of a new cycle involves the lock
+ * that entered last, so checking on entry finds them all.  Returns the
+ * lock to resolve (lkb itself unless it is exempt with NODLCKWT), or
+ * NULL.  Costs O(n^2) in the length of the convert queue, which only
+ * holds conversions that are actually blocked. */
 static struct dlm_lkb *conversion_deadlock(struct dlm_rsb *r,
 					   struct dlm_lkb *lkb)
 {
 	struct dlm_ls *ls = r->res_ls;
-	struct dlm_lkb **stack = NULL, **seen = NULL, *victim = NULL;
-	size_t n = 0, top = 0, nseen = 0, i;
+	struct dlm_lkb **q = NULL, *victim = NULL;
+	size_t n = 0, me = 0, i, j, top = 0, *stack = NULL;
+	bool *seen = NULL, cycle = false;
 	struct dlm_list *pos;
-	bool cycle = false;
 
 	dlm_list_for_each(pos, &r->res_convertq)
 		n++;
-	if (n == 0)
+	if (n < 2)
 		return NULL;
-	stack = malloc((n + 1) * sizeof(*stack));
-	seen = malloc((n + 1) * sizeof(*seen));
-	if (!stack || !seen)
+	q = malloc(n * sizeof(*q));
+	stack = malloc(n * sizeof(*stack));
+	seen = calloc(n, sizeof(*seen));
+	if (!q || !stack || !seen)
 		goto out;
-	/* depth-first search over "is blocked by" among converting locks */
-	stack[top++] = lkb;
+	i = 0;
+	dlm_list_for_each(pos, &r->res_convertq) {
+		q[i] = dlm_container_of(pos, struct dlm_lkb, lkb_statequeue);
+		if (q[i] == lkb)
+			me = i;
+		i++;
+	}
+	/* can lkb reach itself along "waits for"? */
+	stack[top++] = me;
 	while (top && !cycle) {
-		struct dlm_lkb *a = stack[--top];
-
-		dlm_list_for_each(pos, &r->res_convertq) {
-			struct dlm_lkb *b = dlm_container_of(pos, struct dlm_lkb,
-							     lkb_statequeue);
-			bool visited = false;
-
-			if (!blocked_by(ls, a, b))
+		i = stack[--top];
+		for (j = 0; j < n; j++) {
+			if (!waits_for(ls, q, i, j))
 				continue;
-			if (a != lkb && blocked_by(ls, b, lkb)) {
-				cycle = true;	/* lkb -> ... -> a -> b -> lkb */
-				break;
-			}
-			if (a == lkb && blocked_by(ls, b, lkb)) {
+			if (j == me) {
 				cycle = true;
 				break;
 			}
-			for (i = 0; i < nseen; i++)
-				if (seen[i] == b)
-					visited = true;
-			if (!visited && nseen < n) {
-				seen[nseen++] = b;
-				stack[top++] = b;
+			if (!seen[j]) {
+				seen[j] = true;
+				stack[top++] = j;
 			}
 		}
 	}
@@ -333,18 +340,15 @@ static struct dlm_lkb *conversion_deadlock(struct dlm_rsb *r,
 		victim = lkb;
 		goto out;
 	}
-	/* lkb is exempt: resolve another converting lock that is not */
-	dlm_list_for_each(pos, &r->res_convertq) {
-		struct dlm_lkb *b = dlm_container_of(pos, struct dlm_lkb,
-						     lkb_statequeue);
-
-		if (b != lkb && !(b->lkb_exflags & DLM_LKF_NODLCKWT) &&
-		    (blocked_by(ls, lkb, b) || blocked_by(ls, b, lkb))) {
-			victim = b;
+	/* lkb is exempt: resolve another lock of the cycle that is not */
+	for (j = 0; j < n; j++) {
+		if (j != me && seen[j] && !(q[j]->lkb_exflags & DLM_LKF_NODLCKWT)) {
+			victim = q[j];
 			break;
 		}
 	}
 out:
+	free(q);
 	free(stack);
 	free(seen);
 	return victim;
@@ -383,6 +387,11 @@ static void bast_local(struct dlm_ls *ls, struct dlm_lkb *lkb, int mode)
 	struct dlm_core *core = ls->ls_core;
 	struct dlm_ast ast;
 
+	if ((lkb->lkb_flags & LKBF_ORPHAN) && mode > lkb->lkb_orphan_bast) {
+		/* told to whoever adopts it (the master sends no repeat) */
+		lkb->lkb_orphan_bast = (int8_t)mode;
+		return;
+	}
 	if (lkb->lkb_flags & (LKBF_PURGED | LKBF_ORPHAN) ||
 	    !(lkb->lkb_flags & LKBF_WANT_BAST))
 		return;
@@ -698,8 +707,10 @@ static int do_request(struct dlm_rsb *r, struct dlm_lkb *lkb)
 		grant_lock(r, lkb, lkb->lkb_rqmode);	/* NL: always */
 		return 0;
 	}
+	/* HEADQUE goes ahead of the waiters, so only conversions are ahead */
 	queue_ok = (dlm_list_empty(&r->res_convertq) &&
-		    dlm_list_empty(&r->res_waitq)) ||
+		    (dlm_list_empty(&r->res_waitq) ||
+		     (lkb->lkb_exflags & DLM_LKF_HEADQUE))) ||
 		   (lkb->lkb_exflags & DLM_LKF_NOORDER) ||
 		   fault(ls, DLM_FAULT_IGNORE_QUEUE);
 	mode = grantable_mode(r, lkb, queue_ok);
@@ -738,7 +749,8 @@ static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 	int mode;
 
 	queue_ok = !(lkb->lkb_exflags & DLM_LKF_QUECVT) ||
-		   dlm_list_empty(&r->res_convertq);
+		   dlm_list_empty(&r->res_convertq) ||
+		   (lkb->lkb_exflags & DLM_LKF_HEADQUE);
 	mode = grantable_mode(r, lkb, queue_ok);
 	if (mode != DLM_LOCK_IV) {
 		grant_lock(r, lkb, mode);
@@ -1007,6 +1019,12 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		set_astinfo(lkb, req);
 		*lkid_out = lkb->lkb_id;
 		cast_local(ls, lkb, 0);
+		if (lkb->lkb_orphan_bast != DLM_LOCK_IV) {
+			int mode = lkb->lkb_orphan_bast;
+
+			lkb->lkb_orphan_bast = DLM_LOCK_IV;
+			bast_local(ls, lkb, mode);
+		}
 		return 0;
 	}
 	return -ENOENT;
@@ -1259,7 +1277,10 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		lkb_msg(&m, DLM_MSG_UNLOCK, lkb, 0);
 		m.m_exflags = flags;
 		m.m_flags = force ? DLM_MF_FORCE : 0;
-		if (!(flags & DLM_LKF_VALBLK)) {
+		if (flags & DLM_LKF_VALBLK) {
+			m.m_lvb = lkb->lkb_lvb;
+			m.m_lvblen = DLM_LVB_LEN;
+		} else {
 			m.m_lvb = NULL;
 			m.m_lvblen = 0;
 		}
@@ -2032,3 +2053,4 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	if (lkb && lkb->lkb_wait_type == DLM_WAIT_NONE)
 		run_overlap(ls, lkb);
 }
+

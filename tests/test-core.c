@@ -405,10 +405,35 @@ static void test_quecvt(void **state)
 	 * past the queued conversion... */
 	assert_int_equal(convert(c, 1, 3, d, DLM_LOCK_CR, 0, NULL), 0);
 	assert_status(c, 1, d, 0);
+	assert_int_equal(convert(c, 1, 3, d, DLM_LOCK_NL, 0, NULL), 0);
 	/* ...unless it asks to queue behind it */
-	assert_int_equal(convert(c, 1, 3, d, DLM_LOCK_PR, DLM_LKF_QUECVT, NULL), 0);
+	assert_int_equal(convert(c, 1, 3, d, DLM_LOCK_CR, DLM_LKF_QUECVT, NULL), 0);
+	assert_int_equal(count_asts(c, 1, d, DLM_AST_COMP), 3);
+	assert_dump_has(c, 1, "NL->CR");
+	/* a releases: b gets EX first, d still waits behind it */
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	assert_status(c, 1, b, 0);
+	assert_int_equal(count_asts(c, 1, d, DLM_AST_COMP), 3);
+	assert_int_equal(convert(c, 1, 2, b, DLM_LOCK_NL, 0, NULL), 0);
+	assert_status(c, 1, d, 0);
 	assert_int_equal(comp_of(c, 1, d)->a.grmode, DLM_LOCK_CR);
-	assert_dump_has(c, 1, "CR->PR");
+	cluster_free(c);
+}
+
+/* QUECVT can deadlock too: d waits behind b, b waits for d's mode. */
+static void test_quecvt_deadlock(void **state)
+{
+	struct cluster *c = cluster_new(1, 1000);
+	uint32_t a, b, d;
+
+	(void)state;
+	a = lock_on(c, 1, 1, "r", DLM_LOCK_PR, 0, 0, NULL);
+	b = lock_on(c, 1, 2, "r", DLM_LOCK_NL, 0, 0, NULL);
+	d = lock_on(c, 1, 3, "r", DLM_LOCK_CR, 0, 0, NULL);
+	assert_int_equal(convert(c, 1, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+	assert_int_equal(convert(c, 1, 3, d, DLM_LOCK_PR, DLM_LKF_QUECVT, NULL), 0);
+	assert_status(c, 1, d, -EDEADLK);
+	assert_int_equal(comp_of(c, 1, d)->a.grmode, DLM_LOCK_CR);
 	cluster_free(c);
 	(void)a;
 }
@@ -1194,6 +1219,7 @@ int main(void)
 		cmocka_unit_test(test_noorder_headque),
 		cmocka_unit_test(test_conversions),
 		cmocka_unit_test(test_quecvt),
+		cmocka_unit_test(test_quecvt_deadlock),
 		cmocka_unit_test(test_conversion_deadlock),
 		cmocka_unit_test(test_basts),
 		cmocka_unit_test(test_altmode),
