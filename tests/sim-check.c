@@ -97,6 +97,13 @@ static const struct sim_winfo *snap_find(const struct sim_snap *s, int ls, uint3
 	return s->s_n ? bsearch(&key, s->s_info, s->s_n, sizeof(key), winfo_cmp) : NULL;
 }
 
+/* One lock of a master, chained per resource. */
+struct sim_held {
+	const struct sim_winfo *w;
+	int node;
+	int next;
+};
+
 static bool is_held(const struct sim_winfo *w)
 {
 	return w->w_is_master && (w->w_status == DLM_LKSTS_GRANTED ||
@@ -189,15 +196,91 @@ static void check_order(struct sim *sim, int node, const struct sim_snap *prev,
 	}
 }
 
+/* Could w's request be granted against every other held lock of its
+ * resource (chain 'head')?  The requested mode, or an ALTPR/ALTCW one. */
+static bool grantable(struct sim *sim, const struct sim_held *held, int head,
+		      const struct sim_winfo *w, uint32_t flags)
+{
+	int modes[3] = { w->w_rqmode, DLM_LOCK_IV, DLM_LOCK_IV }, m, k;
+
+	if (flags & DLM_LKF_ALTPR)
+		modes[1] = DLM_LOCK_PR;
+	if (flags & DLM_LKF_ALTCW)
+		modes[2] = DLM_LOCK_CW;
+	(void)sim;
+	for (m = 0; m < 3; m++) {
+		bool ok = modes[m] >= 0;
+
+		for (k = head; k >= 0 && ok; k = held[k].next) {
+			const struct sim_winfo *o = held[k].w;
+
+			if (o == w || !is_held(o))
+				continue;
+			if (!sim_compat(o->w_grmode, modes[m]) &&
+			    sim_ranges_overlap(&o->w_grrange, &w->w_rqrange))
+				ok = false;
+		}
+		if (ok)
+			return true;
+	}
+	return false;
+}
+
+/* After a step nothing grantable may wait: a conversion without QUECVT
+ * that fits, the head of the convert queue (if every conversion fits,
+ * whichever is the head fits), or, with no conversion queued, the head of
+ * the wait queue (likewise) or a NOORDER waiter that fits. */
+static void check_stuck(struct sim *sim, const struct sim_held *held, int head)
+{
+	const struct sim_winfo *bad = NULL, *w;
+	unsigned int nconv = 0, nconv_fit = 0, nwait = 0, nwait_fit = 0;
+	int k, node = held[head].node;
+	char r[200];
+
+	for (k = head; k >= 0; k = held[k].next) {
+		uint32_t flags = 0;
+		bool fit;
+
+		w = held[k].w;
+		if (w->w_status != DLM_LKSTS_CONVERT && w->w_status != DLM_LKSTS_WAITING)
+			continue;
+		if (!request_flags(sim, held[k].node, w, &flags))
+			return;		/* an orphan's or a purged lock: unknown */
+		fit = grantable(sim, held, head, w, flags);
+		if (w->w_status == DLM_LKSTS_CONVERT) {
+			nconv++;
+			nconv_fit += fit;
+			if (fit && !(flags & DLM_LKF_QUECVT))
+				bad = w;
+		} else {
+			nwait++;
+			nwait_fit += fit;
+			if (fit && (flags & DLM_LKF_NOORDER))
+				bad = bad ? bad : w;
+		}
+	}
+	if (nconv && bad && bad->w_status == DLM_LKSTS_WAITING &&
+	    (sim->opts->o_avoid & AVOID_NOORDER_CONVQ))
+		bad = NULL;
+	if (nconv)
+		bad = bad ? bad : (nconv_fit == nconv ? held[head].w : NULL);
+	else if (nwait && (bad || nwait_fit == nwait))
+		bad = bad ? bad : held[head].w;
+	if (!bad)
+		return;
+	sim_fail(sim, "STUCK: master n%d of %s leaves a grantable request queued "
+		 "(%u conversions, %u fit; %u waiting, %u fit; e.g. %08x %s %s->%s)",
+		 node + 1, sim_res_str(sim, held[head].w->w_res, r, sizeof(r)),
+		 nconv, nconv_fit, nwait, nwait_fit, bad->w_lkid,
+		 status_str(bad->w_status), sim_mode_str(bad->w_grmode),
+		 sim_mode_str(bad->w_rqmode));
+}
+
 void check_engines(struct sim *sim)
 {
 	uint32_t mark = ++sim->res_mark;
 	unsigned int i, j, ls;
-	struct {
-		const struct sim_winfo *w;
-		int node;
-		int next;
-	} *held = NULL;
+	struct sim_held *held = NULL;
 	unsigned int nheld = 0, cap = 0;
 
 	for (i = 0; i < sim->nnodes && !sim->failed; i++) {
@@ -213,7 +296,8 @@ void check_engines(struct sim *sim)
 
 			dlm_core_ls_walk(n->n_ls[ls], walk_cb, &wa);
 		}
-		qsort(cur->s_info, cur->s_n, sizeof(*cur->s_info), winfo_cmp);
+		if (cur->s_n > 1)
+			qsort(cur->s_info, cur->s_n, sizeof(*cur->s_info), winfo_cmp);
 		for (j = 1; j < cur->s_n; j++)
 			if (!winfo_cmp(&cur->s_info[j - 1], &cur->s_info[j]))
 				sim_fail(sim, "n%u walk: lock id %08x appears twice",
@@ -225,7 +309,29 @@ void check_engines(struct sim *sim)
 	if (sim->failed)
 		return;
 
-	/* pool every master's granted locks by resource */
+	/* resources with no lock at any master: their LVB may be tossed */
+	for (i = 0; i < sim->nnodes; i++) {
+		const struct sim_snap *s = &sim->nodes[i].n_snap[sim->nodes[i].n_cur];
+
+		for (j = 0; j < s->s_n; j++)
+			if (s->s_info[j].w_is_master)
+				sim->res[s->s_info[j].w_res].r_mark = mark;
+	}
+	for (i = 0; i < sim->nres; i++) {
+		struct sim_res *r = &sim->res[i];
+
+		if (r->r_mark != mark) {
+			if (r->r_empty_since == UINT64_MAX)
+				r->r_empty_since = sim->now;
+		} else if (r->r_empty_since != UINT64_MAX) {
+			if (sim->now - r->r_empty_since >= sim->toss_ms)
+				lvb_maybe_reset(sim, (int)i);
+			r->r_empty_since = UINT64_MAX;
+		}
+	}
+	mark = ++sim->res_mark;
+
+	/* pool every master's locks by resource */
 	for (i = 0; i < sim->nnodes; i++) {
 		const struct sim_snap *s = &sim->nodes[i].n_snap[sim->nodes[i].n_cur];
 
@@ -235,7 +341,7 @@ void check_engines(struct sim *sim)
 			const struct sim_winfo *w = &s->s_info[j];
 			struct sim_res *r;
 
-			if (!is_held(w) || w->w_grmode <= DLM_LOCK_NL)
+			if (!w->w_is_master || w->w_status == DLM_LKSTS_NONE)
 				continue;
 			if (nheld == cap) {
 				void *a;
@@ -261,12 +367,17 @@ void check_engines(struct sim *sim)
 		}
 	}
 	for (i = 0; i < nheld && !sim->failed; i++) {
+		const struct sim_winfo *a = held[i].w;
 		int k;
 
+		if (!is_held(a) || a->w_grmode <= DLM_LOCK_NL)
+			continue;
 		for (k = held[i].next; k >= 0; k = held[k].next) {
-			const struct sim_winfo *a = held[i].w, *b = held[k].w;
+			const struct sim_winfo *b = held[k].w;
 			char r[200];
 
+			if (!is_held(b) || b->w_grmode <= DLM_LOCK_NL)
+				continue;
 			if (held[i].node != held[k].node) {
 				sim_fail(sim, "SAFETY (engines): %s has granted locks on two masters, "
 					 "n%d (%08x %s) and n%d (%08x %s)",
@@ -290,6 +401,17 @@ void check_engines(struct sim *sim)
 			break;
 		}
 	}
+	/* nothing grantable may be left queued (per resource, once: at the
+	 * chain's head entry) */
+	mark = ++sim->res_mark;
+	for (i = 0; i < nheld && !sim->failed; i++) {
+		struct sim_res *r = &sim->res[held[i].w->w_res];
+
+		if (r->r_mark == mark)
+			continue;
+		r->r_mark = mark;
+		check_stuck(sim, held, r->r_head);
+	}
 	free(held);
 }
 
@@ -302,3 +424,4 @@ void check_free(struct sim *sim)
 		free(sim->nodes[i].n_snap[1].s_info);
 	}
 }
+

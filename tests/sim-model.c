@@ -20,16 +20,20 @@
  * pairwise compatible unless the locks' ranges are disjoint.
  *
  * The LVB model.  Writers (PW/EX holders releasing with VALBLK or
- * IVVALBLK) are mutually exclusive, so writes happen in the order they
- * are issued; the model records each one at issue time (r_hist).  A
- * grant at PR or above with VALBLK must carry the latest value, or
- * VALNOTVALID when the latest write was an IVVALBLK.  The check is exact
- * while the lock is still held when its AST arrives (no writer can have
- * run since the master granted it); when the client already asked to
- * force it away, a writer may have run, so any value current at some
- * point since the request was issued is accepted.  A writer that was
- * purged or forced out mid-operation leaves the value unknown until the
- * next clean write.
+ * IVVALBLK) of the whole resource are mutually exclusive, so their writes
+ * happen in the order they are issued; the model records each one at
+ * issue time (r_hist).  A grant at PR or above with VALBLK must carry the
+ * latest value, or VALNOTVALID when the latest write was an IVVALBLK.
+ * The check is exact while the lock is still held when its AST arrives
+ * (no writer can have run since the master granted it); when the client
+ * already asked to force it away, a writer may have run, so any value
+ * current at some point since the request was issued is accepted.  The
+ * value is unknown (no check) after a write by a ranged lock (writers of
+ * disjoint ranges hold PW/EX together, so their writes race) and after a
+ * writer was purged or forced out mid-operation, until the next clean
+ * write.  A resource that had no lock at any master for toss_ms may have
+ * been dropped and recreated with a zero, valid LVB: then both that and
+ * the previous value are accepted (LVB_MAYBE_RESET).
  *
  * AST sanity: an AST must name a lock the client has; a completion must
  * answer a pending request with a status that request can produce; a
@@ -199,6 +203,7 @@ static int res_intern(struct sim *sim, int ls, int parent, const unsigned char *
 	r->r_keylen = (uint16_t)keylen;
 	memcpy(r->r_key, key, keylen);
 	r->r_hist[0].h_state = LVB_VALID;	/* a new resource: zero, valid */
+	r->r_empty_since = sim->now;
 	h = key_hash(ls, key, keylen) & (SIM_RES_HASH - 1);
 	while (sim->res_hash[h] >= 0)
 		h = (h + 1) & (SIM_RES_HASH - 1);
@@ -282,7 +287,47 @@ void lvb_write(struct sim *sim, int res, enum sim_lvb_state st, uint64_t value)
 	r->r_nwrites++;
 	h = &r->r_hist[r->r_nwrites % SIM_LVB_HIST];
 	h->h_state = (uint8_t)st;
+	h->h_prev_state = (uint8_t)st;
 	h->h_value = value;
+}
+
+/* The resource had no lock at any master for toss_ms: its master may
+ * have dropped it, and with it the value (a new resource starts with a
+ * zero, valid LVB).  Until the next write either is right. */
+void lvb_maybe_reset(struct sim *sim, int res)
+{
+	struct sim_res *r = &sim->res[res];
+	const struct sim_lvb_hist *cur = &r->r_hist[r->r_nwrites % SIM_LVB_HIST];
+	struct sim_lvb_hist *h;
+	uint8_t prev = cur->h_state == LVB_MAYBE_RESET ? cur->h_prev_state : cur->h_state;
+	uint64_t value = cur->h_value;
+
+	r->r_nwrites++;
+	h = &r->r_hist[r->r_nwrites % SIM_LVB_HIST];
+	h->h_state = LVB_MAYBE_RESET;
+	h->h_prev_state = prev;
+	h->h_value = value;
+}
+
+/* Does a grant's LVB (value 'got', VALNOTVALID or not) agree with one
+ * history entry? */
+static bool lvb_agrees(const struct sim_lvb_hist *h, uint64_t got, bool notvalid)
+{
+	uint8_t st = h->h_state;
+
+	if (st == LVB_MAYBE_RESET) {
+		if (!notvalid && got == 0)
+			return true;
+		st = h->h_prev_state;
+	}
+	switch (st) {
+	case LVB_VALID:
+		return !notvalid && got == h->h_value;
+	case LVB_INVALID:
+		return notvalid;
+	default:
+		return true;
+	}
 }
 
 /* ---------------------------------------------------------------- locks */
@@ -416,10 +461,21 @@ void lock_forget(struct sim *sim, struct sim_lock *lk)
 
 void model_orphan(struct sim *sim, struct sim_lock *lk)
 {
+	unsigned int i;
+
 	lock_detach_client(sim, lk);
 	lk->l_orphan = true;
 	lk->l_orphan_unsure = lk->l_op != OP_NONE || lk->l_cancel_unresolved;
 	orphan_add(&sim->nodes[lk->l_node], lk);
+	/* a purge request still on its way here will take it too */
+	for (i = 0; i < sim->npurges; i++) {
+		const struct sim_purge *p = &sim->purges[i];
+
+		if (p->p_to == lk->l_node && p->p_ls == lk->l_ls &&
+		    (!p->p_owner || p->p_owner == lk->l_owner) &&
+		    sim->net.n_link[p->p_from][p->p_to].l_delivered < p->p_seq)
+			lk->l_purge_asked = true;
+	}
 }
 
 /* The weakest mode covering every mode in 'modes' (bit set): a mode
@@ -489,7 +545,7 @@ static void check_lvb(struct sim *sim, struct sim_lock *lk, const struct sim_ast
 	bool notvalid = a->a_ast.sbflags & DLM_SBF_VALNOTVALID;
 	uint64_t got;
 	uint32_t w;
-	char d[300];
+	char d[300], want[64];
 
 	lock_desc(sim, lk, d, sizeof(d));
 	if (!a->a_has_lvb) {
@@ -498,37 +554,33 @@ static void check_lvb(struct sim *sim, struct sim_lock *lk, const struct sim_ast
 		return;
 	}
 	got = lvb_value(a->a_lvb);
+	/* unused for toss_ms until this grant: maybe a fresh resource */
+	if (r->r_empty_since != UINT64_MAX &&
+	    sim->now - r->r_empty_since >= sim->toss_ms && !notvalid && got == 0)
+		return;
 	if (!lk->l_force) {
 		/* still held: exactly the latest write */
-		if (cur->h_state == LVB_UNKNOWN)
+		if (lvb_agrees(cur, got, notvalid))
 			return;
-		if (cur->h_state == LVB_INVALID) {
-			if (!notvalid)
-				sim_fail(sim, "LVB: %s: the value was invalidated (IVVALBLK) "
-					 "but the grant lacks VALNOTVALID", d);
-			return;
-		}
-		if (notvalid)
-			sim_fail(sim, "LVB: %s: grant says VALNOTVALID, expected valid v%llu",
-				 d, (unsigned long long)cur->h_value);
-		else if (got != cur->h_value)
-			sim_fail(sim, "LVB: %s: grant carries %s%llu, the latest write is v%llu",
-				 d, got == UINT64_MAX ? "garbage " : "v",
-				 (unsigned long long)(got == UINT64_MAX ? 0 : got),
-				 (unsigned long long)cur->h_value);
+		if (cur->h_state == LVB_INVALID ||
+		    (cur->h_state == LVB_MAYBE_RESET && cur->h_prev_state == LVB_INVALID))
+			snprintf(want, sizeof(want), "VALNOTVALID (IVVALBLK)");
+		else
+			snprintf(want, sizeof(want), "v%llu%s",
+				 (unsigned long long)cur->h_value,
+				 cur->h_state == LVB_MAYBE_RESET ? " or v0 (tossed)" : "");
+		sim_fail(sim, "LVB: %s: grant carries %s%llu%s, the latest write is %s",
+			 d, got == UINT64_MAX ? "garbage " : "v",
+			 (unsigned long long)(got == UINT64_MAX ? 0 : got),
+			 notvalid ? " VALNOTVALID" : "", want);
 		return;
 	}
 	/* a release was issued since: any value current since the request */
 	if (r->r_nwrites - lk->l_lvb_since >= SIM_LVB_HIST)
 		return;
-	for (w = lk->l_lvb_since; w <= r->r_nwrites; w++) {
-		const struct sim_lvb_hist *h = &r->r_hist[w % SIM_LVB_HIST];
-
-		if (h->h_state == LVB_UNKNOWN ||
-		    (notvalid && h->h_state == LVB_INVALID) ||
-		    (!notvalid && h->h_state == LVB_VALID && got == h->h_value))
+	for (w = lk->l_lvb_since; w <= r->r_nwrites; w++)
+		if (lvb_agrees(&r->r_hist[w % SIM_LVB_HIST], got, notvalid))
 			return;
-	}
 	sim_fail(sim, "LVB: %s: grant carries %s%llu%s, not a value current since the "
 		 "request (write #%u..#%u)", d, got == UINT64_MAX ? "garbage " : "v",
 		 (unsigned long long)(got == UINT64_MAX ? 0 : got),
@@ -713,6 +765,14 @@ void model_deliver_ast(struct sim *sim, const struct sim_ast_rec *a)
 	if (ast->type != DLM_AST_BAST && ast->type != DLM_AST_COMP) {
 		sim_fail(sim, "AST of unknown type %d", ast->type);
 		return;
+	}
+	if (!lk && (sim->opts->o_avoid & AVOID_PURGE_AST)) {
+		unsigned int i;
+
+		for (i = 0; i < sim->ncrashed; i++)
+			if (sim->crashed_node == a->a_node && sim->crashed_ls[i] == a->a_ls &&
+			    sim->crashed[i] == ast->lkid)
+				return;
 	}
 	if (!lk) {
 		sim_fail(sim, "AST for lock %08x on n%d ls%d, which no client has",

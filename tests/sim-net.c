@@ -54,6 +54,7 @@ int net_send(struct sim_net *net, struct sim_rng *rng, uint64_t now,
 	else
 		l->l_head = m;
 	l->l_tail = m;
+	l->l_sent++;
 	net->n_inflight++;
 	net->n_sent++;
 	return 0;
@@ -82,6 +83,7 @@ struct sim_msg *net_pick(struct sim_net *net, struct sim_rng *rng, uint64_t now)
 	l->l_head = m->m_next;
 	if (!l->l_head)
 		l->l_tail = NULL;
+	l->l_delivered++;
 	net->n_inflight--;
 	net->n_delivered++;
 	return m;
@@ -109,6 +111,7 @@ static void link_clear(struct sim_net *net, struct sim_link *l)
 	for (m = l->l_head; m; m = next) {
 		next = m->m_next;
 		free(m);
+		l->l_delivered++;
 		net->n_inflight--;
 	}
 	l->l_head = l->l_tail = NULL;

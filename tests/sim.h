@@ -105,6 +105,8 @@ struct sim_link {
 	struct sim_msg	*l_head;
 	struct sim_msg	*l_tail;
 	uint64_t	l_last_due;	/* FIFO: no message is due before this */
+	uint64_t	l_sent;		/* messages queued on the link, ever */
+	uint64_t	l_delivered;	/* messages taken off it, ever */
 };
 
 struct sim_net {
@@ -131,10 +133,13 @@ enum sim_lvb_state {
 	LVB_VALID = 0,		/* the value is exactly r_lvb */
 	LVB_INVALID,		/* IVVALBLK: grants must say VALNOTVALID */
 	LVB_UNKNOWN,		/* a writer was purged or forced out: no check */
+	LVB_MAYBE_RESET,	/* unused for toss_ms: maybe freed (zero, valid),
+				 * maybe still the previous entry's value */
 };
 
 struct sim_lvb_hist {
 	uint8_t		h_state;
+	uint8_t		h_prev_state;	/* LVB_MAYBE_RESET: what it was before */
 	uint64_t	h_value;
 };
 
@@ -148,6 +153,7 @@ struct sim_res {
 	/* the LVB model: the latest write by issue time */
 	uint32_t	r_nwrites;
 	struct sim_lvb_hist r_hist[SIM_LVB_HIST];	/* [write % SIM_LVB_HIST] */
+	uint64_t	r_empty_since;	/* no lock at any master since; UINT64_MAX: busy */
 	/* scratch for the checkers */
 	int		r_head;
 	uint32_t	r_mark;
@@ -179,6 +185,7 @@ struct sim_lock {
 	bool		l_orphan;
 	bool		l_orphan_unsure; /* orphaned with an operation in flight */
 	bool		l_purge_asked;	/* a remote orphan purge was sent */
+	bool		l_adopted;	/* taken over from an orphan */
 	int		l_gmode;	/* granted mode as the client knows it; IV: none */
 	enum sim_op	l_op;
 	int		l_op_mode;	/* requested mode */
@@ -240,6 +247,18 @@ struct sim_node {
 	int		n_cur;
 };
 
+/* A remote orphan purge in flight: it hits the orphans the target has
+ * when it arrives, not those it had when it was sent. */
+struct sim_purge {
+	int		p_from;
+	int		p_to;
+	int		p_ls;
+	uint64_t	p_owner;
+	uint64_t	p_seq;		/* delivered once the link delivered this many */
+};
+
+#define SIM_MAX_PURGES	64
+
 struct sim_ast_rec {
 	int		a_node;
 	int		a_ls;
@@ -256,7 +275,19 @@ struct sim_opts {
 	enum dlm_core_fault o_fault;
 	bool		o_quiet;
 	bool		o_verbose;
+	uint32_t	o_avoid;	/* AVOID_*: steer clear of known engine bugs */
 };
+
+/* --avoid NAME: stop generating a pattern that trips a known, reported
+ * engine bug, so that a run can look for other ones. */
+#define AVOID_VALBLK_RELEASE	0x1	/* VALBLK release of a lock requested without it */
+#define AVOID_ADOPT_BAST	0x2	/* quiesce: give up adopted locks unasked */
+#define AVOID_QUECVT		0x4	/* no conversion with QUECVT */
+#define AVOID_LOST_BAST		0x8	/* quiesce: give up every lock, bast or not */
+#define AVOID_TOSS		0x10	/* toss_ms of a minute: no re-mastering in a run */
+#define AVOID_NOORDER_CONVQ	0x20	/* check: NOORDER waiters may wait for the convert queue */
+#define AVOID_PURGE_AST		0x40	/* ignore ASTs a purge_owner call sends its own locks */
+#define AVOID_OVERLAP_LVB	0x80	/* a force unlock behind a silent cancel: LVB unknown */
 
 struct sim_trace {
 	char		t_text[SIM_TRACE_LEN][SIM_TRACE_TEXT];
@@ -290,6 +321,13 @@ struct sim {
 	unsigned int	astqcap;
 	uint64_t	call_sends;	/* messages sent during the current call */
 	bool		in_call;
+
+	struct sim_purge purges[SIM_MAX_PURGES];
+	uint32_t	crashed[64];	/* lkids purged in this step (node, ls below) */
+	int		crashed_node;
+	int		crashed_ls[64];
+	unsigned int	ncrashed;
+	unsigned int	npurges;
 
 	/* the client model */
 	struct sim_lock	*lock_hash[SIM_LOCK_HASH];
@@ -348,6 +386,7 @@ bool lock_is_idle(const struct sim_lock *lk);
 void lvb_make(uint64_t value, char *out);
 uint64_t lvb_value(const char *lvb);
 void lvb_write(struct sim *sim, int res, enum sim_lvb_state st, uint64_t value);
+void lvb_maybe_reset(struct sim *sim, int res);
 
 void model_orphan(struct sim *sim, struct sim_lock *lk);
 void model_deliver_ast(struct sim *sim, const struct sim_ast_rec *a);
