@@ -475,6 +475,7 @@ static void send_lkb(struct dlm_ls *ls, int type, struct dlm_lkb *lkb,
 static void add_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb, int wait_type)
 {
 	lkb->lkb_wait_type = (uint8_t)wait_type;
+	lkb->lkb_wait_nodeid = lkb->lkb_rsb->res_nodeid;
 	if (wait_type != DLM_WAIT_LOOKUP && dlm_list_empty(&lkb->lkb_waiter)) {
 		dlm_list_add_tail(&lkb->lkb_waiter, &ls->ls_waiters);
 		ls->ls_nwaiters++;
@@ -661,9 +662,11 @@ static void grant_pending(struct dlm_rsb *r, struct dlm_lkb *skip)
 			progress = true;
 		}
 	}
-	if (dlm_list_empty(&r->res_convertq) ||
+	/* waiters: in order behind any conversion, except NOORDER ones */
+	if (dlm_list_empty(&r->res_convertq) || r->res_nnoorder ||
 	    fault(ls, DLM_FAULT_IGNORE_QUEUE)) {
-		bool ahead = false;
+		bool ahead = !dlm_list_empty(&r->res_convertq) &&
+			     !fault(ls, DLM_FAULT_IGNORE_QUEUE);
 
 		dlm_list_for_each_safe(pos, tmp, &r->res_waitq) {
 			struct dlm_lkb *w = dlm_container_of(pos, struct dlm_lkb,
@@ -740,7 +743,8 @@ static void revert_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 
 /* A conversion at the master.  lkb is granted, its rqmode/rqrange set.
  * Returns 0 (granted), -EINPROGRESS (queued; lkb_grmode may have been
- * demoted), -EAGAIN (NOQUEUE) or -EDEADLK (deadlock, cancelled). */
+ * demoted), -EAGAIN (NOQUEUE) or -EDEADLK (deadlock, cancelled).  After
+ * answering lkb's owner, the caller runs grant_pending(). */
 static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 {
 	struct dlm_ls *ls = r->res_ls;
@@ -753,8 +757,10 @@ static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 		   (lkb->lkb_exflags & DLM_LKF_HEADQUE);
 	mode = grantable_mode(r, lkb, queue_ok);
 	if (mode != DLM_LOCK_IV) {
+		/* the caller runs grant_pending(): a down-conversion may free
+		 * others, but lkb's own answer must go out first, or a bast
+		 * for its new mode could overtake it */
 		grant_lock(r, lkb, mode);
-		grant_pending(r, NULL);	/* a down-conversion may free others */
 		return 0;
 	}
 	if (lkb->lkb_exflags & DLM_LKF_NOQUEUE) {
@@ -795,8 +801,7 @@ static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 						     lkb_statequeue) == lkb);
 		if (mode != DLM_LOCK_IV) {
 			grant_lock(r, lkb, mode);
-			grant_pending(r, NULL);
-			return 0;
+			return 0;	/* the caller runs grant_pending() */
 		}
 	}
 	send_blocking_asts(r, lkb);
@@ -1169,6 +1174,7 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	rv = do_convert(r, lkb);
 	if (rv != -EINPROGRESS)
 		cast_local(ls, lkb, rv);
+	grant_pending(r, NULL);
 	return 0;
 }
 
@@ -1353,6 +1359,9 @@ int dlm_core_purge_owner(struct dlm_ls *ls, uint64_t owner)
 			dlm_list_add_tail(&lkb->lkb_ownerqueue, &ls->ls_orphans);
 			ls->ls_norphans++;
 		} else {
+			/* no AST may reach the departed client, even for a
+			 * lock granted while its siblings are unlocked */
+			lkb->lkb_flags |= LKBF_PURGED;
 			dlm_list_add_tail(&lkb->lkb_ownerqueue, &victims);
 		}
 	}
@@ -1503,6 +1512,7 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
 	rv = do_convert(lkb->lkb_rsb, lkb);
 	send_lkb(ls, DLM_MSG_CONVERT_REPLY, lkb, rv);
+	grant_pending(lkb->lkb_rsb, NULL);
 	return 0;
 }
 
@@ -1538,13 +1548,20 @@ static int receive_cancel(struct dlm_ls *ls, const struct dlm_msg *m)
 	return 0;
 }
 
-/* Process copy side: find the lock a reply/grant/bast names. */
+/* Process copy side: find the lock a reply/grant/bast names.  A reply
+ * comes from the node the operation went to (the master may have changed
+ * meanwhile, if that node said it was not the master); a grant or bast
+ * from the master. */
 static struct dlm_lkb *find_pcopy(struct dlm_ls *ls, const struct dlm_msg *m)
 {
 	struct dlm_lkb *lkb = dlm_lkb_find(ls, m->m_remid);
+	bool reply = m->m_type >= DLM_MSG_REQUEST_REPLY &&
+		     m->m_type <= DLM_MSG_CANCEL_REPLY;
 
 	if (!lkb || is_master_copy(lkb) ||
-	    lkb->lkb_rsb->res_nodeid != m->m_from) {
+	    (reply && (lkb->lkb_wait_type == DLM_WAIT_NONE ||
+		       lkb->lkb_wait_nodeid != m->m_from)) ||
+	    (!reply && lkb->lkb_rsb->res_nodeid != m->m_from)) {
 		log_ls(ls, DLM_LOG_WARNING,
 		       "%s from node %u names unknown lock %08x",
 		       dlm_msg_type_str(m->m_type), m->m_from, m->m_remid);
@@ -2035,6 +2052,7 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		rv = do_convert(r, lkb);
 		if (rv != -EINPROGRESS)
 			cast_local(ls, lkb, rv);
+		grant_pending(r, NULL);
 		break;
 	case DLM_WAIT_UNLOCK:
 		if (unlock_lkb(ls, lkb, lkb->lkb_unlock_flags | DLM_LKF_FORCEUNLOCK,
@@ -2053,4 +2071,5 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	if (lkb && lkb->lkb_wait_type == DLM_WAIT_NONE)
 		run_overlap(ls, lkb);
 }
+
 

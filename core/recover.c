@@ -318,7 +318,7 @@ static int step_start(struct dlm_ls *ls)
 	dlm_list_for_each_safe(pos, tmp, &ls->ls_waiters) {
 		struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
 						       lkb_waiter);
-		uint32_t to = lkb->lkb_rsb->res_nodeid;
+		uint32_t to = lkb->lkb_wait_nodeid;
 
 		if (!to || departed(ls, to))
 			dlm_resend_later(ls, lkb);

@@ -295,3 +295,4 @@ void dlm_owner_put(struct dlm_ls *ls, struct dlm_owner *ow)
 	dlm_htab_remove(&ls->ls_ownertbl, &ow->ow_hnode);
 	free(ow);
 }
+
