@@ -1,0 +1,368 @@
+/*
+ * libdlm/dlmd_proto.c - encoding and checking of client protocol messages.
+ *
+ * The protocol is described at the top of dlmd_proto.h.  This file is the
+ * only place that turns bytes into struct dlmp_msg and back; both the
+ * daemon and the library link it.  Decoding checks, in order: the packet
+ * is at least a header, the magic, the version, that the header's length
+ * equals the packet length, that the type is known, that the body is at
+ * least the type's fixed size, and that any name length field accounts for
+ * exactly the remaining bytes.  Nothing is read before its length has been
+ * checked.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "libdlm/dlmd_proto.h"
+
+static uint16_t get16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+	       ((uint32_t)p[3] << 24);
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	return (uint64_t)get32(p) | ((uint64_t)get32(p + 4) << 32);
+}
+
+static void put16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	put32(p, (uint32_t)v);
+	put32(p + 4, (uint32_t)(v >> 32));
+}
+
+struct type_info {
+	unsigned int	ti_type;
+	const char	*ti_name;
+	size_t		ti_fixed;	/* body bytes before any name */
+};
+
+static const struct type_info type_table[] = {
+	{ DLMP_VERSION_REQ, "version", 0 },
+	{ DLMP_LS_CREATE, "ls_create", DLMP_LS_CREATE_LEN },
+	{ DLMP_LS_OPEN, "ls_open", DLMP_LS_OPEN_LEN },
+	{ DLMP_LS_RELEASE, "ls_release", DLMP_LS_RELEASE_LEN },
+	{ DLMP_LOCK, "lock", DLMP_LOCK_LEN },
+	{ DLMP_UNLOCK, "unlock", DLMP_UNLOCK_LEN },
+	{ DLMP_PURGE, "purge", DLMP_PURGE_LEN },
+	{ DLMP_DEADLOCK, "deadlock", DLMP_DEADLOCK_LEN },
+	{ DLMP_REPLY, "reply", DLMP_REPLY_LEN },
+	{ DLMP_AST, "ast", DLMP_AST_LEN },
+};
+#define NUM_TYPES (sizeof(type_table) / sizeof(type_table[0]))
+
+static const struct type_info *type_find(unsigned int type)
+{
+	for (size_t i = 0; i < NUM_TYPES; i++)
+		if (type_table[i].ti_type == type)
+			return &type_table[i];
+	return NULL;
+}
+
+const char *dlmp_type_str(unsigned int type)
+{
+	const struct type_info *ti = type_find(type);
+
+	return ti ? ti->ti_name : "unknown";
+}
+
+int dlmp_decode_hdr(const void *buf, size_t len, struct dlmp_hdr *hdr)
+{
+	const unsigned char *p = buf;
+
+	memset(hdr, 0, sizeof(*hdr));
+	if (len < DLMP_HDR_LEN)
+		return -EBADMSG;
+	hdr->h_magic = get32(p);
+	hdr->h_version = get16(p + 4);
+	hdr->h_type = get16(p + 6);
+	hdr->h_length = get32(p + 8);
+	hdr->h_reqid = get32(p + 12);
+	if (hdr->h_magic != DLMP_MAGIC)
+		return -EBADMSG;
+	if (hdr->h_version != DLMP_VERSION)
+		return -EPROTONOSUPPORT;
+	if (hdr->h_length != len)
+		return -EBADMSG;
+	return 0;
+}
+
+/* A lockspace name: 1..DLMP_NAME_MAX bytes, no NUL, exactly the rest. */
+static int decode_ls_name(const unsigned char *p, size_t avail,
+			  struct dlmp_ls *ls)
+{
+	if (ls->ls_namelen == 0 || ls->ls_namelen > DLMP_NAME_MAX)
+		return -EINVAL;
+	if (avail != ls->ls_namelen)
+		return -EBADMSG;
+	if (memchr(p, '\0', ls->ls_namelen))
+		return -EINVAL;
+	memcpy(ls->ls_name, p, ls->ls_namelen);
+	ls->ls_name[ls->ls_namelen] = '\0';
+	return 0;
+}
+
+int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
+{
+	const unsigned char *p = buf;
+	const struct type_info *ti;
+	size_t blen;
+	int rv;
+
+	memset(msg, 0, sizeof(*msg));
+	rv = dlmp_decode_hdr(buf, len, &msg->m_hdr);
+	if (rv)
+		return rv;
+	ti = type_find(msg->m_hdr.h_type);
+	if (!ti)
+		return -EOPNOTSUPP;
+	blen = len - DLMP_HDR_LEN;
+	if (blen < ti->ti_fixed)
+		return -EBADMSG;
+	p += DLMP_HDR_LEN;
+
+	switch (msg->m_hdr.h_type) {
+	case DLMP_VERSION_REQ:
+		return blen == 0 ? 0 : -EBADMSG;
+	case DLMP_LS_CREATE: {
+		struct dlmp_ls *ls = &msg->m_u.ls;
+
+		ls->ls_flags = get32(p);
+		ls->ls_mode = get32(p + 4);
+		ls->ls_namelen = get16(p + 8);
+		return decode_ls_name(p + ti->ti_fixed, blen - ti->ti_fixed, ls);
+	}
+	case DLMP_LS_OPEN: {
+		struct dlmp_ls *ls = &msg->m_u.ls;
+
+		ls->ls_namelen = get16(p);
+		return decode_ls_name(p + ti->ti_fixed, blen - ti->ti_fixed, ls);
+	}
+	case DLMP_LS_RELEASE: {
+		struct dlmp_ls *ls = &msg->m_u.ls;
+
+		ls->ls_flags = get32(p);
+		ls->ls_namelen = get16(p + 4);
+		return decode_ls_name(p + ti->ti_fixed, blen - ti->ti_fixed, ls);
+	}
+	case DLMP_LOCK: {
+		struct dlmp_lock *lk = &msg->m_u.lock;
+
+		lk->lk_mode = p[0];
+		lk->lk_namelen = p[1];
+		lk->lk_bits = p[2];
+		lk->lk_flags = get32(p + 4);
+		lk->lk_lkid = get32(p + 8);
+		lk->lk_parent = get32(p + 12);
+		lk->lk_range_start = get64(p + 16);
+		lk->lk_range_end = get64(p + 24);
+		lk->lk_castaddr = get64(p + 32);
+		lk->lk_castparam = get64(p + 40);
+		lk->lk_bastaddr = get64(p + 48);
+		lk->lk_bastparam = get64(p + 56);
+		lk->lk_lksb = get64(p + 64);
+		memcpy(lk->lk_lvb, p + 72, DLMP_LVB_LEN);
+		if (lk->lk_namelen > DLMP_NAME_MAX)
+			return -EINVAL;
+		if (blen - ti->ti_fixed != lk->lk_namelen)
+			return -EBADMSG;
+		memcpy(lk->lk_name, p + ti->ti_fixed, lk->lk_namelen);
+		return 0;
+	}
+	case DLMP_UNLOCK: {
+		struct dlmp_unlock *ul = &msg->m_u.unlock;
+
+		if (blen != ti->ti_fixed)
+			return -EBADMSG;
+		ul->ul_lkid = get32(p);
+		ul->ul_flags = get32(p + 4);
+		ul->ul_bits = p[8];
+		ul->ul_castparam = get64(p + 12);
+		ul->ul_lksb = get64(p + 20);
+		memcpy(ul->ul_lvb, p + 28, DLMP_LVB_LEN);
+		ul->ul_castaddr = get64(p + 60);
+		return 0;
+	}
+	case DLMP_PURGE:
+	case DLMP_DEADLOCK:
+		if (blen != ti->ti_fixed)
+			return -EBADMSG;
+		msg->m_u.pair.pr_a = get32(p);
+		msg->m_u.pair.pr_b = get32(p + 4);
+		return 0;
+	case DLMP_REPLY: {
+		struct dlmp_reply *rp = &msg->m_u.reply;
+
+		if (blen != ti->ti_fixed)
+			return -EBADMSG;
+		rp->rp_status = (int32_t)get32(p);
+		rp->rp_value = get32(p + 4);
+		rp->rp_value2 = get32(p + 8);
+		rp->rp_value3 = get32(p + 12);
+		return 0;
+	}
+	case DLMP_AST: {
+		struct dlmp_ast *as = &msg->m_u.ast;
+
+		if (blen != ti->ti_fixed)
+			return -EBADMSG;
+		as->as_kind = p[0];
+		as->as_grmode = (int8_t)p[1];
+		as->as_bastmode = (int8_t)p[2];
+		as->as_sbflags = p[3];
+		as->as_status = (int32_t)get32(p + 4);
+		as->as_lkid = get32(p + 8);
+		as->as_bits = get32(p + 12);
+		as->as_castaddr = get64(p + 16);
+		as->as_castparam = get64(p + 24);
+		as->as_bastaddr = get64(p + 32);
+		as->as_bastparam = get64(p + 40);
+		as->as_lksb = get64(p + 48);
+		memcpy(as->as_lvb, p + 56, DLMP_LVB_LEN);
+		if (as->as_kind != DLMP_AST_COMP && as->as_kind != DLMP_AST_BAST)
+			return -EBADMSG;
+		return 0;
+	}
+	}
+	return -EOPNOTSUPP;
+}
+
+static int encode_ls_name(unsigned char *p, size_t room, const struct dlmp_ls *ls)
+{
+	if (ls->ls_namelen == 0 || ls->ls_namelen > DLMP_NAME_MAX ||
+	    ls->ls_namelen > room)
+		return -EINVAL;
+	memcpy(p, ls->ls_name, ls->ls_namelen);
+	return ls->ls_namelen;
+}
+
+int dlmp_encode(const struct dlmp_msg *msg, void *buf, size_t size)
+{
+	unsigned char *p = buf, *b;
+	const struct type_info *ti = type_find(msg->m_hdr.h_type);
+	size_t len;
+	int n = 0;
+
+	if (!ti)
+		return -EINVAL;
+	if (size < DLMP_HDR_LEN + ti->ti_fixed + DLMP_NAME_MAX)
+		return -ENOSPC;
+	memset(p, 0, DLMP_HDR_LEN + ti->ti_fixed);
+	b = p + DLMP_HDR_LEN;
+
+	switch (msg->m_hdr.h_type) {
+	case DLMP_VERSION_REQ:
+		break;
+	case DLMP_LS_CREATE:
+		put32(b, msg->m_u.ls.ls_flags);
+		put32(b + 4, msg->m_u.ls.ls_mode);
+		put16(b + 8, msg->m_u.ls.ls_namelen);
+		n = encode_ls_name(b + ti->ti_fixed, DLMP_NAME_MAX, &msg->m_u.ls);
+		break;
+	case DLMP_LS_OPEN:
+		put16(b, msg->m_u.ls.ls_namelen);
+		n = encode_ls_name(b + ti->ti_fixed, DLMP_NAME_MAX, &msg->m_u.ls);
+		break;
+	case DLMP_LS_RELEASE:
+		put32(b, msg->m_u.ls.ls_flags);
+		put16(b + 4, msg->m_u.ls.ls_namelen);
+		n = encode_ls_name(b + ti->ti_fixed, DLMP_NAME_MAX, &msg->m_u.ls);
+		break;
+	case DLMP_LOCK: {
+		const struct dlmp_lock *lk = &msg->m_u.lock;
+
+		if (lk->lk_namelen > DLMP_NAME_MAX)
+			return -EINVAL;
+		b[0] = lk->lk_mode;
+		b[1] = lk->lk_namelen;
+		b[2] = lk->lk_bits;
+		put32(b + 4, lk->lk_flags);
+		put32(b + 8, lk->lk_lkid);
+		put32(b + 12, lk->lk_parent);
+		put64(b + 16, lk->lk_range_start);
+		put64(b + 24, lk->lk_range_end);
+		put64(b + 32, lk->lk_castaddr);
+		put64(b + 40, lk->lk_castparam);
+		put64(b + 48, lk->lk_bastaddr);
+		put64(b + 56, lk->lk_bastparam);
+		put64(b + 64, lk->lk_lksb);
+		memcpy(b + 72, lk->lk_lvb, DLMP_LVB_LEN);
+		memcpy(b + ti->ti_fixed, lk->lk_name, lk->lk_namelen);
+		n = lk->lk_namelen;
+		break;
+	}
+	case DLMP_UNLOCK: {
+		const struct dlmp_unlock *ul = &msg->m_u.unlock;
+
+		put32(b, ul->ul_lkid);
+		put32(b + 4, ul->ul_flags);
+		b[8] = ul->ul_bits;
+		put64(b + 12, ul->ul_castparam);
+		put64(b + 20, ul->ul_lksb);
+		memcpy(b + 28, ul->ul_lvb, DLMP_LVB_LEN);
+		put64(b + 60, ul->ul_castaddr);
+		break;
+	}
+	case DLMP_PURGE:
+	case DLMP_DEADLOCK:
+		put32(b, msg->m_u.pair.pr_a);
+		put32(b + 4, msg->m_u.pair.pr_b);
+		break;
+	case DLMP_REPLY: {
+		const struct dlmp_reply *rp = &msg->m_u.reply;
+
+		put32(b, (uint32_t)rp->rp_status);
+		put32(b + 4, rp->rp_value);
+		put32(b + 8, rp->rp_value2);
+		put32(b + 12, rp->rp_value3);
+		break;
+	}
+	case DLMP_AST: {
+		const struct dlmp_ast *as = &msg->m_u.ast;
+
+		b[0] = as->as_kind;
+		b[1] = (unsigned char)as->as_grmode;
+		b[2] = (unsigned char)as->as_bastmode;
+		b[3] = as->as_sbflags;
+		put32(b + 4, (uint32_t)as->as_status);
+		put32(b + 8, as->as_lkid);
+		put32(b + 12, as->as_bits);
+		put64(b + 16, as->as_castaddr);
+		put64(b + 24, as->as_castparam);
+		put64(b + 32, as->as_bastaddr);
+		put64(b + 40, as->as_bastparam);
+		put64(b + 48, as->as_lksb);
+		memcpy(b + 56, as->as_lvb, DLMP_LVB_LEN);
+		break;
+	}
+	}
+	if (n < 0)
+		return n;
+	len = DLMP_HDR_LEN + ti->ti_fixed + (size_t)n;
+	put32(p, DLMP_MAGIC);
+	put16(p + 4, DLMP_VERSION);
+	put16(p + 6, (uint16_t)msg->m_hdr.h_type);
+	put32(p + 8, (uint32_t)len);
+	put32(p + 12, msg->m_hdr.h_reqid);
+	return (int)len;
+}

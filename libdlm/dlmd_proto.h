@@ -1,0 +1,246 @@
+/*
+ * libdlm/dlmd_proto.h - the client protocol between libdlm and dlmd.
+ *
+ * Shared by the daemon (plugin/client.c) and the library (libdlm/libdlm.c);
+ * installed nowhere.  It plays the role of the kernel DLM's misc devices
+ * (/dev/misc/dlm-control and /dev/misc/dlm_<ls>).
+ *
+ * Transport.  A unix socket of type SOCK_SEQPACKET at the daemon's socket
+ * path (dlm.conf socket_path, default DLMD_DEFAULT_SOCKET, or $DLMD_SOCKET
+ * on the client side).  SEQPACKET keeps message boundaries, so one request
+ * is exactly one packet and one reply is exactly one packet; nothing is
+ * ever parsed across packets.  Every message starts with a fixed 16-byte
+ * little-endian header:
+ *
+ *    offset  size  field
+ *         0     4  magic     DLMP_MAGIC
+ *         4     2  version   DLMP_VERSION (a reply to an unknown version
+ *                            carries -EPROTONOSUPPORT)
+ *         6     2  type      enum dlmp_type
+ *         8     4  length    total bytes, header included; must equal the
+ *                            packet length
+ *        12     4  reqid     chosen by the client, echoed in the reply
+ *
+ * followed by a fixed body per type, then (for some types) a name whose
+ * length is a field of the body.  All multi-byte fields are little-endian
+ * and read with explicit byte loads (dlmp_get*), never by casting.  The
+ * body sizes are pinned below with static_assert.
+ *
+ * Conversation.  A connection is first a "control" connection: it may ask
+ * for the version (VERSION), create or remove a lockspace (LS_CREATE,
+ * LS_RELEASE, privileged), and bind itself to one lockspace (LS_OPEN).
+ * LS_OPEN carries, as SCM_RIGHTS ancillary data, one end of a SEQPACKET
+ * socketpair the client made: the "AST socket".  From then on the daemon
+ * writes each completion and blocking AST as one DLMP_AST packet to that
+ * socket, and the client polls the other end (dlm_ls_get_fd()).  Keeping
+ * ASTs off the request connection means a thread waiting for a reply never
+ * swallows an AST another thread is polling for.  On the bound connection
+ * the client sends LOCK, UNLOCK, PURGE and DEADLOCK; each gets one REPLY.
+ * The client has at most one request outstanding per connection (libdlm
+ * serialises them); a client that floods requests without reading replies
+ * is disconnected, not waited for.
+ *
+ * The daemon keeps, per lock, the opaque 64-bit values a LOCK carries
+ * (completion AST address and argument, blocking AST address and argument,
+ * lksb address) and hands them back in every DLMP_AST for that lock, like
+ * the kernel device does; the daemon never interprets them.  An UNLOCK
+ * replaces the completion argument and lksb, and the completion AST
+ * address when it gives one (the kernel device always keeps it, which is
+ * why the established libdlm needs dlm_unlock_wait() for locks taken with
+ * dlm_lock_wait(); here any mix works).
+ *
+ * Closing the bound connection (exit, crash, SIGKILL) releases the
+ * connection's locks at once; PERSISTENT ones become orphans, which a later
+ * LOCK with DLM_LKF_ORPHAN adopts or PURGE removes.
+ *
+ * Errors.  A malformed packet (short, bad magic, wrong length, unknown
+ * type, inconsistent name length) gets a REPLY with a negative errno
+ * (-EBADMSG, -EPROTONOSUPPORT, -EOPNOTSUPP) and reqid echoed when the
+ * header could be read; the connection stays usable.  Status values in
+ * REPLY and AST are 0 or negative errnos (-DLM_EUNLOCK etc. in ASTs);
+ * libdlm turns them into -1/errno and positive sb_status.
+ *
+ * Known limits: lockspace and resource names are 1..64 bytes; one open
+ * lockspace per connection; range locks carry one inclusive [start, end]
+ * pair.
+ */
+#ifndef DLMD_PROTO_H
+#define DLMD_PROTO_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DLMP_MAGIC		0x504d4c44u	/* "DLMP" in memory order */
+#define DLMP_VERSION		1
+/* What dlm_kernel_version() reports: the protocol version as x.y.z. */
+#define DLMP_VERSION_MAJOR	1
+#define DLMP_VERSION_MINOR	0
+#define DLMP_VERSION_PATCH	0
+
+#define DLMD_DEFAULT_SOCKET	"/run/dlmd/dlmd.sock"
+#define DLMD_DEFAULT_CTL_SOCKET	"/run/dlmd/dlmd-ctl.sock"
+#define DLMD_SOCKET_ENV		"DLMD_SOCKET"
+
+#define DLMP_NAME_MAX		64	/* lockspace and resource names */
+#define DLMP_LVB_LEN		32
+#define DLMP_HDR_LEN		16
+/* The largest packet either side sends or accepts. */
+#define DLMP_MAX_MSG		256
+
+enum dlmp_type {
+	DLMP_VERSION_REQ = 1,	/* -> REPLY value=major, value2=minor, value3=patch */
+	DLMP_LS_CREATE = 2,	/* privileged; -> REPLY */
+	DLMP_LS_OPEN = 3,	/* + SCM_RIGHTS AST socket; -> REPLY */
+	DLMP_LS_RELEASE = 4,	/* privileged; -> REPLY */
+	DLMP_LOCK = 5,		/* -> REPLY value=lkid */
+	DLMP_UNLOCK = 6,	/* -> REPLY */
+	DLMP_PURGE = 7,		/* -> REPLY value=orphans purged */
+	DLMP_DEADLOCK = 8,	/* -> REPLY */
+	DLMP_REPLY = 64,	/* daemon -> client, request connection */
+	DLMP_AST = 65,		/* daemon -> client, AST socket */
+};
+
+/* LS_CREATE flags (the established DLM_LSFL_NEWEXCL value). */
+#define DLMP_LSFL_NEWEXCL	0x8
+/* LS_RELEASE flags. */
+#define DLMP_RELEASE_FORCE	0x1
+
+/* LOCK.lk_bits */
+#define DLMP_LK_RANGE		0x1	/* range fields are meaningful */
+#define DLMP_LK_LVB		0x2	/* lvb field is meaningful */
+
+/* AST.as_kind */
+#define DLMP_AST_COMP		1
+#define DLMP_AST_BAST		2
+
+/* Body sizes (after the header), pinned. */
+#define DLMP_LS_CREATE_LEN	12	/* flags u32, mode u32, namelen u16, pad u16, name */
+#define DLMP_LS_OPEN_LEN	4	/* namelen u16, pad u16, name */
+#define DLMP_LS_RELEASE_LEN	8	/* flags u32, namelen u16, pad u16, name */
+#define DLMP_LOCK_LEN		104	/* see dlmp_lock; name follows */
+#define DLMP_UNLOCK_LEN		68
+#define DLMP_PURGE_LEN		8
+#define DLMP_DEADLOCK_LEN	8
+#define DLMP_REPLY_LEN		16
+#define DLMP_AST_LEN		88
+
+static_assert(DLMP_HDR_LEN + DLMP_LOCK_LEN + DLMP_NAME_MAX <= DLMP_MAX_MSG,
+	      "largest request fits DLMP_MAX_MSG");
+static_assert(DLMP_HDR_LEN + DLMP_AST_LEN <= DLMP_MAX_MSG, "AST fits");
+
+struct dlmp_hdr {
+	uint32_t	h_magic;
+	uint16_t	h_version;
+	uint16_t	h_type;
+	uint32_t	h_length;
+	uint32_t	h_reqid;
+};
+
+/* Lockspace requests (LS_CREATE, LS_OPEN, LS_RELEASE). */
+struct dlmp_ls {
+	uint32_t	ls_flags;
+	uint32_t	ls_mode;
+	uint16_t	ls_namelen;
+	char		ls_name[DLMP_NAME_MAX + 1];	/* NUL-terminated */
+};
+
+/* LOCK, byte offsets in the body:
+ *   0 mode u8, 1 namelen u8, 2 bits u8, 3 pad, 4 flags u32, 8 lkid u32,
+ *  12 parent u32, 16 range start u64, 24 range end u64, 32 castaddr u64,
+ *  40 castparam u64, 48 bastaddr u64, 56 bastparam u64, 64 lksb u64,
+ *  72 lvb[32], 104 name[namelen]. */
+struct dlmp_lock {
+	uint8_t		lk_mode;
+	uint8_t		lk_namelen;
+	uint8_t		lk_bits;
+	uint32_t	lk_flags;
+	uint32_t	lk_lkid;
+	uint32_t	lk_parent;
+	uint64_t	lk_range_start;
+	uint64_t	lk_range_end;
+	uint64_t	lk_castaddr;
+	uint64_t	lk_castparam;
+	uint64_t	lk_bastaddr;
+	uint64_t	lk_bastparam;
+	uint64_t	lk_lksb;
+	char		lk_lvb[DLMP_LVB_LEN];
+	char		lk_name[DLMP_NAME_MAX];
+};
+
+/* UNLOCK: 0 lkid u32, 4 flags u32, 8 bits u8 (DLMP_LK_LVB), 9 pad[3],
+ * 12 castparam u64, 20 lksb u64, 28 lvb[32], 60 castaddr u64 (0: keep
+ * the lock's completion AST address). */
+struct dlmp_unlock {
+	uint32_t	ul_lkid;
+	uint32_t	ul_flags;
+	uint8_t		ul_bits;
+	uint64_t	ul_castparam;
+	uint64_t	ul_lksb;
+	char		ul_lvb[DLMP_LVB_LEN];
+	uint64_t	ul_castaddr;
+};
+
+/* PURGE: 0 nodeid u32, 4 pid u32.  DEADLOCK: 0 lkid u32, 4 flags u32. */
+struct dlmp_pair {
+	uint32_t	pr_a;
+	uint32_t	pr_b;
+};
+
+/* REPLY: 0 status i32, 4 value u32, 8 value2 u32, 12 value3 u32. */
+struct dlmp_reply {
+	int32_t		rp_status;
+	uint32_t	rp_value;
+	uint32_t	rp_value2;
+	uint32_t	rp_value3;
+};
+
+/* AST: 0 kind u8, 1 grmode i8, 2 bastmode i8, 3 sbflags u8, 4 status i32,
+ * 8 lkid u32, 12 bits u32 (DLMP_LK_LVB), 16 castaddr, 24 castparam,
+ * 32 bastaddr, 40 bastparam, 48 lksb (u64 each), 56 lvb[32]. */
+struct dlmp_ast {
+	uint8_t		as_kind;
+	int8_t		as_grmode;
+	int8_t		as_bastmode;
+	uint8_t		as_sbflags;
+	int32_t		as_status;
+	uint32_t	as_lkid;
+	uint32_t	as_bits;
+	uint64_t	as_castaddr;
+	uint64_t	as_castparam;
+	uint64_t	as_bastaddr;
+	uint64_t	as_bastparam;
+	uint64_t	as_lksb;
+	char		as_lvb[DLMP_LVB_LEN];
+};
+
+/* One decoded message. */
+struct dlmp_msg {
+	struct dlmp_hdr		m_hdr;
+	union {
+		struct dlmp_ls		ls;
+		struct dlmp_lock	lock;
+		struct dlmp_unlock	unlock;
+		struct dlmp_pair	pair;
+		struct dlmp_reply	reply;
+		struct dlmp_ast		ast;
+	} m_u;
+};
+
+const char *dlmp_type_str(unsigned int type);
+
+/* Decode the header only: 0, or -EBADMSG (short, bad magic, length not
+ * equal to len) or -EPROTONOSUPPORT (other version).  On -EPROTONOSUPPORT
+ * and on length errors the header fields are still filled in so that the
+ * reply can echo reqid. */
+int dlmp_decode_hdr(const void *buf, size_t len, struct dlmp_hdr *hdr);
+/* Decode a whole message: 0 or a negative errno (-EBADMSG malformed,
+ * -EPROTONOSUPPORT version, -EOPNOTSUPP unknown type, -EINVAL a name of
+ * bad length).  'msg->m_hdr' is valid whenever the header was. */
+int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg);
+/* Encode 'msg' (its m_hdr.h_type, h_reqid and the matching body; magic,
+ * version and length are filled in) into buf.  Returns the length or
+ * -ENOSPC / -EINVAL. */
+int dlmp_encode(const struct dlmp_msg *msg, void *buf, size_t size);
+
+#endif /* DLMD_PROTO_H */

@@ -1,0 +1,1047 @@
+/*
+ * plugin/client.c - the client socket and the engine's callbacks.
+ *
+ * The wire format and the conversation are described in
+ * libdlm/dlmd_proto.h.  This file is the daemon's half:
+ *
+ *   accept     a SOCK_SEQPACKET connection on socket_path; SO_PEERCRED
+ *              (and SO_PEERGROUPS) give pid, uid, gid and groups once.
+ *              The connection gets a serial number; its engine owner id
+ *              is (pid << 32) | serial, so dlm_ls_purge(pid) can find the
+ *              orphans a process left and each connection is one owner.
+ *   request    one packet, decoded by dlmp_decode(); a dispatch table maps
+ *              type -> handler; every request gets exactly one REPLY on the
+ *              same connection.  A packet that does not decode gets a
+ *              REPLY with the error; nothing a client sends can stop the
+ *              loop or other clients: reads are non-blocking, at most
+ *              CLIENT_BATCH packets are taken per wake-up, and a client
+ *              whose replies cannot be written at once is disconnected.
+ *   ASTs       the engine reports ASTs through dlmd_core_ops.ast, which
+ *              only queues them (the engine must not be re-entered);
+ *              dlmd_flush() runs after every entry point and turns each
+ *              into a DLMP_AST packet on the owner's AST socket, adding
+ *              the per-lock callback values the client gave (struct
+ *              lkcb).  If the AST socket is full, packets wait in a
+ *              per-client queue (bounded by MAX_AST_QUEUE) written when
+ *              the socket drains.
+ *   close      a connection that closes (exit, crash, SIGKILL) is purged
+ *              at once with dlm_core_purge_owner(): its locks go, its
+ *              PERSISTENT locks become orphans, and whatever they blocked
+ *              is granted (those ASTs go out in the same flush).
+ *
+ * Per-lock state kept here (struct lkcb): the opaque AST addresses and
+ * arguments and the lksb address, whether the lock was ever granted (to
+ * know when a failed completion ends a new request) and whether a
+ * deadlock-cancel is pending (the engine has no such call: the daemon
+ * cancels and reports the ECANCEL completion as EDEADLK).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "plugin/dlmd.h"
+
+#define CLIENT_BATCH	64		/* packets handled per wake-up */
+#define MAX_AST_QUEUE	(1u << 20)	/* queued ASTs before a client is cut */
+#define MAX_PEER_GROUPS	64
+#define LISTEN_BACKLOG	128
+#define AST_PKT_LEN	(DLMP_HDR_LEN + DLMP_AST_LEN)
+
+struct lkcb {
+	uint64_t	lc_castaddr;
+	uint64_t	lc_castparam;
+	uint64_t	lc_bastaddr;
+	uint64_t	lc_bastparam;
+	uint64_t	lc_lksb;
+	bool		lc_granted;
+	bool		lc_deadlock;
+};
+
+struct ast_out {
+	struct ast_out	*ao_next;
+	size_t		ao_len;
+	unsigned char	ao_buf[AST_PKT_LEN];
+};
+
+struct dlmd_client {
+	struct dlmd	*cl_d;
+	int		cl_fd;
+	int		cl_ast_fd;		/* -1 until LS_OPEN */
+	uint32_t	cl_serial;
+	uint64_t	cl_owner;
+	pid_t		cl_pid;
+	uid_t		cl_uid;
+	gid_t		cl_gid;
+	gid_t		cl_groups[MAX_PEER_GROUPS];
+	unsigned int	cl_ngroups;
+	bool		cl_broken;		/* shut down, waiting for close */
+	bool		cl_ast_polling;		/* AST fd registered for POLLOUT */
+	struct dlmd_ls	*cl_ls;
+	struct u32map	cl_locks;		/* lkid -> struct lkcb */
+	struct ast_out	*cl_astq;
+	struct ast_out	**cl_astq_tail;
+	uint32_t	cl_astq_len;
+};
+
+/* ------------------------------------------------------------------ */
+/* engine callbacks                                                    */
+/* ------------------------------------------------------------------ */
+
+static void core_ast(void *ctx, const struct dlm_ast *ast)
+{
+	struct dlmd *d = ctx;
+	struct dlmd_pending_ast *pa;
+
+	if (d->d_nasts == d->d_asts_cap) {
+		size_t cap = d->d_asts_cap ? d->d_asts_cap * 2 : 64;
+		void *n = realloc(d->d_asts, cap * sizeof(*d->d_asts));
+
+		if (!n) {
+			log_err("out of memory queueing an AST for lock %x", ast->lkid);
+			return;
+		}
+		d->d_asts = n;
+		d->d_asts_cap = cap;
+	}
+	pa = &d->d_asts[d->d_nasts++];
+	memset(pa, 0, sizeof(*pa));
+	pa->pa_owner = ast->owner;
+	pa->pa_lkid = ast->lkid;
+	pa->pa_type = (uint8_t)ast->type;
+	pa->pa_grmode = (int8_t)ast->grmode;
+	pa->pa_bastmode = (int8_t)ast->bastmode;
+	pa->pa_sbflags = (uint8_t)ast->sbflags;
+	pa->pa_status = ast->status;
+	if (ast->lvb) {
+		pa->pa_has_lvb = true;
+		memcpy(pa->pa_lvb, ast->lvb, DLM_LVB_LEN);
+	}
+}
+
+static void core_send(void *ctx, uint32_t to, const void *buf, size_t len)
+{
+	struct dlmd *d = ctx;
+	struct dlmd_pending_msg *pm = malloc(sizeof(*pm) + len);
+
+	if (!pm) {
+		log_err("out of memory queueing a message for node %u", to);
+		return;
+	}
+	pm->pm_next = NULL;
+	pm->pm_to = to;
+	pm->pm_len = len;
+	memcpy(pm->pm_buf, buf, len);
+	*d->d_msgs_tail = pm;
+	d->d_msgs_tail = &pm->pm_next;
+}
+
+static void core_log(void *ctx, enum dlm_log_level level, const char *line)
+{
+	qb_log((int)level, "core: %s", line);
+}
+
+const struct dlm_core_ops dlmd_core_ops = {
+	.send = core_send,
+	.ast = core_ast,
+	.log = core_log,
+};
+
+/* ------------------------------------------------------------------ */
+/* AST delivery                                                        */
+/* ------------------------------------------------------------------ */
+
+static void client_break(struct dlmd *d, struct dlmd_client *c, const char *why)
+{
+	if (c->cl_broken)
+		return;
+	log_warn("client pid %d serial %u: %s; disconnecting", (int)c->cl_pid,
+		 c->cl_serial, why);
+	c->cl_broken = true;
+	/* Our own end then reads EOF and the normal close path runs. */
+	shutdown(c->cl_fd, SHUT_RDWR);
+}
+
+static int ast_writable(int32_t fd, int32_t revents, void *data);
+
+static void astq_drain(struct dlmd *d, struct dlmd_client *c)
+{
+	while (c->cl_astq) {
+		struct ast_out *ao = c->cl_astq;
+		ssize_t n = send(c->cl_ast_fd, ao->ao_buf, ao->ao_len,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n < 0) {
+			client_break(d, c, "AST socket closed");
+			return;
+		}
+		c->cl_astq = ao->ao_next;
+		if (!c->cl_astq)
+			c->cl_astq_tail = &c->cl_astq;
+		c->cl_astq_len--;
+		d->d_nasts_sent++;
+		free(ao);
+	}
+	if (c->cl_astq && !c->cl_ast_polling && d->d_loop) {
+		if (qb_loop_poll_add(d->d_loop, QB_LOOP_MED, c->cl_ast_fd, POLLOUT,
+				     c, ast_writable) == 0)
+			c->cl_ast_polling = true;
+	} else if (!c->cl_astq && c->cl_ast_polling) {
+		qb_loop_poll_del(d->d_loop, c->cl_ast_fd);
+		c->cl_ast_polling = false;
+	}
+}
+
+static int ast_writable(int32_t fd, int32_t revents, void *data)
+{
+	struct dlmd_client *c = data;
+
+	astq_drain(c->cl_d, c);
+	return 0;
+}
+
+static void ast_send(struct dlmd *d, struct dlmd_client *c, const struct dlmp_msg *m)
+{
+	unsigned char tmp[DLMP_MAX_MSG];
+	struct ast_out *ao;
+	int len;
+
+	if (c->cl_broken || c->cl_ast_fd < 0)
+		return;
+	len = dlmp_encode(m, tmp, sizeof(tmp));
+	if (len < 0 || (size_t)len > AST_PKT_LEN) {
+		log_err("cannot encode an AST (%d)", len);
+		return;
+	}
+	if (!c->cl_astq) {
+		/* The common case: straight to the socket. */
+		if (send(c->cl_ast_fd, tmp, (size_t)len,
+			 MSG_DONTWAIT | MSG_NOSIGNAL) == len) {
+			d->d_nasts_sent++;
+			return;
+		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			client_break(d, c, "AST socket closed");
+			return;
+		}
+	}
+	ao = malloc(sizeof(*ao));
+	if (!ao) {
+		client_break(d, c, "out of memory for ASTs");
+		return;
+	}
+	memcpy(ao->ao_buf, tmp, (size_t)len);
+	ao->ao_len = (size_t)len;
+	ao->ao_next = NULL;
+	if (c->cl_astq_len >= MAX_AST_QUEUE) {
+		free(ao);
+		client_break(d, c, "client does not read its ASTs");
+		return;
+	}
+	*c->cl_astq_tail = ao;
+	c->cl_astq_tail = &ao->ao_next;
+	c->cl_astq_len++;
+	astq_drain(d, c);
+}
+
+static void deliver_ast(struct dlmd *d, const struct dlmd_pending_ast *pa)
+{
+	struct dlmd_client *c = u32map_get(&d->d_clients, (uint32_t)pa->pa_owner);
+	struct dlmp_msg m;
+	struct lkcb *cb;
+	int status = pa->pa_status;
+	bool gone = false;
+
+	if (!c || c->cl_owner != pa->pa_owner || !c->cl_ls)
+		return;
+	cb = u32map_get(&c->cl_locks, pa->pa_lkid);
+	if (!cb) {
+		log_debug("AST for unknown lock %x of client %u dropped",
+			  pa->pa_lkid, c->cl_serial);
+		return;
+	}
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_AST;
+	m.m_u.ast.as_lkid = pa->pa_lkid;
+	m.m_u.ast.as_grmode = pa->pa_grmode;
+	m.m_u.ast.as_bastmode = pa->pa_bastmode;
+	m.m_u.ast.as_castaddr = cb->lc_castaddr;
+	m.m_u.ast.as_castparam = cb->lc_castparam;
+	m.m_u.ast.as_bastaddr = cb->lc_bastaddr;
+	m.m_u.ast.as_bastparam = cb->lc_bastparam;
+	m.m_u.ast.as_lksb = cb->lc_lksb;
+	if (pa->pa_type == DLM_AST_BAST) {
+		m.m_u.ast.as_kind = DLMP_AST_BAST;
+	} else {
+		m.m_u.ast.as_kind = DLMP_AST_COMP;
+		if (cb->lc_deadlock && status == -DLM_ECANCEL) {
+			status = -EDEADLK;
+			cb->lc_deadlock = false;
+		}
+		if (status == 0)
+			cb->lc_granted = true;
+		gone = status == -DLM_EUNLOCK || (!cb->lc_granted && status != 0);
+		m.m_u.ast.as_status = status;
+		m.m_u.ast.as_sbflags = pa->pa_sbflags;
+		if (pa->pa_has_lvb) {
+			m.m_u.ast.as_bits = DLMP_LK_LVB;
+			memcpy(m.m_u.ast.as_lvb, pa->pa_lvb, DLMP_LVB_LEN);
+		}
+	}
+	ast_send(d, c, &m);
+	if (gone)
+		free(u32map_del(&c->cl_locks, pa->pa_lkid));
+}
+
+void dlmd_flush(struct dlmd *d)
+{
+	/* Bounded: each round delivers what the previous produced; the
+	 * engine answers a message with finitely many others. */
+	while (d->d_nasts || d->d_msgs) {
+		struct dlmd_pending_msg *pm = d->d_msgs;
+
+		d->d_msgs = NULL;
+		d->d_msgs_tail = &d->d_msgs;
+		while (pm) {
+			struct dlmd_pending_msg *next = pm->pm_next;
+
+			if (pm->pm_to == d->d_nodeid)
+				dlm_core_receive(d->d_core, d->d_nodeid, pm->pm_buf,
+						 pm->pm_len);
+			else
+				dlmd_cluster_send(d, pm->pm_to, pm->pm_buf, pm->pm_len);
+			free(pm);
+			pm = next;
+		}
+		for (size_t i = 0; i < d->d_nasts; i++)
+			deliver_ast(d, &d->d_asts[i]);
+		d->d_nasts = 0;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* lockspaces                                                          */
+/* ------------------------------------------------------------------ */
+
+struct dlmd_ls *dlmd_ls_find(struct dlmd *d, const char *name)
+{
+	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next)
+		if (!strcmp(dl->dl_name, name))
+			return dl;
+	return NULL;
+}
+
+int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
+		   gid_t gid, bool excl, struct dlmd_ls **out)
+{
+	struct dlmd_ls *dl = dlmd_ls_find(d, name);
+	size_t len = strlen(name);
+	int rv;
+
+	if (dl) {
+		*out = dl;
+		return excl ? -EEXIST : 0;
+	}
+	if (len == 0 || len > DLM_LOCKSPACE_LEN)
+		return -EINVAL;
+	dl = calloc(1, sizeof(*dl));
+	if (!dl)
+		return -ENOMEM;
+	memcpy(dl->dl_name, name, len + 1);
+	dl->dl_mode = mode & 0777;
+	dl->dl_uid = uid;
+	dl->dl_gid = gid;
+	rv = dlmd_cluster_ls_join(d, dl);
+	if (rv) {
+		log_err("lockspace %s: cannot join its cluster group: %s", name,
+			strerror(-rv));
+		free(dl);
+		return rv;
+	}
+	rv = dlm_core_ls_create(d->d_core, name, dl->dl_members, dl->dl_nmembers,
+				dl, &dl->dl_core);
+	if (rv) {
+		log_err("lockspace %s: engine refused it: %s", name, strerror(-rv));
+		dlmd_cluster_ls_leave(d, dl);
+		free(dl);
+		return rv;
+	}
+	dl->dl_next = d->d_lockspaces;
+	d->d_lockspaces = dl;
+	d->d_nlockspaces++;
+	log_notice("lockspace %s created (id %08x, mode 0%o, %u member%s)", name,
+		   dlm_core_ls_id(dl->dl_core), (unsigned)dl->dl_mode,
+		   dl->dl_nmembers, dl->dl_nmembers == 1 ? "" : "s");
+	*out = dl;
+	return 0;
+}
+
+static void free_lkcb(void *arg, uint32_t key, void *val)
+{
+	free(val);
+}
+
+static void client_unbind(struct dlmd *d, struct dlmd_client *c)
+{
+	struct ast_out *ao;
+
+	if (!c->cl_ls)
+		return;
+	u32map_each(&c->cl_locks, free_lkcb, NULL);
+	u32map_free(&c->cl_locks);
+	if (c->cl_ast_polling && d->d_loop)
+		qb_loop_poll_del(d->d_loop, c->cl_ast_fd);
+	c->cl_ast_polling = false;
+	while ((ao = c->cl_astq)) {
+		c->cl_astq = ao->ao_next;
+		free(ao);
+	}
+	c->cl_astq_tail = &c->cl_astq;
+	c->cl_astq_len = 0;
+	if (c->cl_ast_fd >= 0)
+		close(c->cl_ast_fd);
+	c->cl_ast_fd = -1;
+	c->cl_ls->dl_nopen--;
+	c->cl_ls = NULL;
+}
+
+struct unbind_arg {
+	struct dlmd	*ua_d;
+	struct dlmd_ls	*ua_dl;
+};
+
+static void unbind_if_bound(void *arg, uint32_t key, void *val)
+{
+	struct unbind_arg *ua = arg;
+	struct dlmd_client *c = val;
+
+	if (c->cl_ls == ua->ua_dl)
+		client_unbind(ua->ua_d, c);
+}
+
+int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
+		    const struct dlmd_client *except)
+{
+	struct unbind_arg ua = { d, dl };
+	uint32_t others = dl->dl_nopen;
+	struct dlmd_ls **pp;
+	int rv;
+
+	if (except && except->cl_ls == dl)
+		others--;
+	if (others && !force)
+		return -EBUSY;
+	rv = dlm_core_ls_release(dl->dl_core, force);
+	if (rv)
+		return rv;
+	u32map_each(&d->d_clients, unbind_if_bound, &ua);
+	dlmd_cluster_ls_leave(d, dl);
+	for (pp = &d->d_lockspaces; *pp; pp = &(*pp)->dl_next) {
+		if (*pp == dl) {
+			*pp = dl->dl_next;
+			break;
+		}
+	}
+	d->d_nlockspaces--;
+	log_notice("lockspace %s released%s", dl->dl_name, force ? " (forced)" : "");
+	free(dl);
+	dlmd_flush(d);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* requests                                                            */
+/* ------------------------------------------------------------------ */
+
+static bool client_is_admin(const struct dlmd *d, const struct dlmd_client *c)
+{
+	if (c->cl_uid == 0)
+		return true;
+	if (!d->d_cfg.cf_have_admin_group)
+		return false;
+	if (c->cl_gid == d->d_cfg.cf_admin_gid)
+		return true;
+	for (unsigned int i = 0; i < c->cl_ngroups; i++)
+		if (c->cl_groups[i] == d->d_cfg.cf_admin_gid)
+			return true;
+	return false;
+}
+
+/* Like a device node's permission check, for read+write access. */
+static bool client_may_open(const struct dlmd_client *c, const struct dlmd_ls *dl)
+{
+	unsigned int bits = dl->dl_mode & 7;
+	bool in_group = c->cl_gid == dl->dl_gid;
+
+	if (c->cl_uid == 0)
+		return true;
+	for (unsigned int i = 0; i < c->cl_ngroups && !in_group; i++)
+		in_group = c->cl_groups[i] == dl->dl_gid;
+	if (c->cl_uid == dl->dl_uid)
+		bits = (dl->dl_mode >> 6) & 7;
+	else if (in_group)
+		bits = (dl->dl_mode >> 3) & 7;
+	return (bits & 6) == 6;
+}
+
+struct req_ctx {
+	struct dlmd		*rq_d;
+	struct dlmd_client	*rq_c;
+	const struct dlmp_msg	*rq_msg;
+	int			rq_fd;		/* passed fd, or -1; handler takes it */
+	struct dlmp_reply	rq_reply;
+};
+
+static int req_version(struct req_ctx *rq)
+{
+	rq->rq_reply.rp_value = DLMP_VERSION_MAJOR;
+	rq->rq_reply.rp_value2 = DLMP_VERSION_MINOR;
+	rq->rq_reply.rp_value3 = DLMP_VERSION_PATCH;
+	return 0;
+}
+
+static int req_ls_create(struct req_ctx *rq)
+{
+	const struct dlmp_ls *l = &rq->rq_msg->m_u.ls;
+	struct dlmd_ls *dl;
+
+	if (!client_is_admin(rq->rq_d, rq->rq_c))
+		return -EPERM;
+	if (l->ls_flags & ~DLMP_LSFL_NEWEXCL || l->ls_mode > 0777)
+		return -EINVAL;
+	return dlmd_ls_create(rq->rq_d, l->ls_name, l->ls_mode, rq->rq_c->cl_uid,
+			      rq->rq_c->cl_gid, l->ls_flags & DLMP_LSFL_NEWEXCL, &dl);
+}
+
+static int req_ls_open(struct req_ctx *rq)
+{
+	struct dlmd_client *c = rq->rq_c;
+	struct dlmd_ls *dl;
+	int fl;
+
+	if (c->cl_ls)
+		return -EISCONN;
+	if (rq->rq_fd < 0)
+		return -EBADF;
+	dl = dlmd_ls_find(rq->rq_d, rq->rq_msg->m_u.ls.ls_name);
+	if (!dl)
+		return -ENOENT;
+	if (!client_may_open(c, dl))
+		return -EACCES;
+	fl = fcntl(rq->rq_fd, F_GETFL);
+	if (fl < 0 || fcntl(rq->rq_fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	c->cl_ast_fd = rq->rq_fd;
+	rq->rq_fd = -1;
+	c->cl_ls = dl;
+	dl->dl_nopen++;
+	log_debug("client pid %d serial %u opened lockspace %s", (int)c->cl_pid,
+		  c->cl_serial, dl->dl_name);
+	return 0;
+}
+
+static int req_ls_release(struct req_ctx *rq)
+{
+	const struct dlmp_ls *l = &rq->rq_msg->m_u.ls;
+	struct dlmd_ls *dl;
+
+	if (!client_is_admin(rq->rq_d, rq->rq_c))
+		return -EPERM;
+	if (l->ls_flags & ~DLMP_RELEASE_FORCE)
+		return -EINVAL;
+	dl = dlmd_ls_find(rq->rq_d, l->ls_name);
+	if (!dl)
+		return -ENOENT;
+	return dlmd_ls_release(rq->rq_d, dl, l->ls_flags & DLMP_RELEASE_FORCE,
+			       rq->rq_c);
+}
+
+static int req_lock(struct req_ctx *rq)
+{
+	const struct dlmp_lock *lk = &rq->rq_msg->m_u.lock;
+	struct dlmd_client *c = rq->rq_c;
+	struct dlm_lock_req req;
+	struct dlm_range range;
+	struct lkcb *cb = NULL;
+	uint32_t lkid = 0;
+	int rv;
+
+	memset(&req, 0, sizeof(req));
+	req.mode = lk->lk_mode;
+	req.flags = lk->lk_flags;
+	req.lkid = lk->lk_lkid;
+	req.name = lk->lk_name;
+	req.namelen = lk->lk_namelen;
+	req.parent = lk->lk_parent;
+	if (lk->lk_bits & DLMP_LK_RANGE) {
+		range.ra_start = lk->lk_range_start;
+		range.ra_end = lk->lk_range_end;
+		req.range = &range;
+	}
+	if (lk->lk_bits & DLMP_LK_LVB)
+		req.lvb = lk->lk_lvb;
+	req.owner = c->cl_owner;
+	req.want_bast = lk->lk_bastaddr != 0;
+
+	if (!(lk->lk_flags & DLM_LKF_CONVERT)) {
+		/* Make room first: once the engine has the lock, nothing
+		 * here may fail. */
+		cb = calloc(1, sizeof(*cb));
+		if (!cb || u32map_reserve(&c->cl_locks, 1)) {
+			free(cb);
+			return -ENOMEM;
+		}
+	}
+	rv = dlm_core_lock(c->cl_ls->dl_core, &req, &lkid);
+	if (rv) {
+		free(cb);
+		return rv;
+	}
+	if (!cb) {
+		cb = u32map_get(&c->cl_locks, lkid);
+		if (!cb) {
+			log_err("lock %x of client %u has no callback record", lkid,
+				c->cl_serial);
+			rq->rq_reply.rp_value = lkid;
+			return 0;
+		}
+	} else {
+		/* An adopted orphan is granted: its first completion must
+		 * not end it.  (Its AST is queued and delivered after this.) */
+		cb->lc_granted = false;
+		u32map_put(&c->cl_locks, lkid, cb);
+	}
+	cb->lc_castaddr = lk->lk_castaddr;
+	cb->lc_castparam = lk->lk_castparam;
+	cb->lc_bastaddr = lk->lk_bastaddr;
+	cb->lc_bastparam = lk->lk_bastparam;
+	cb->lc_lksb = lk->lk_lksb;
+	rq->rq_reply.rp_value = lkid;
+	return 0;
+}
+
+static int req_unlock(struct req_ctx *rq)
+{
+	const struct dlmp_unlock *ul = &rq->rq_msg->m_u.unlock;
+	struct dlmd_client *c = rq->rq_c;
+	struct dlm_unlock_req req;
+	struct lkcb *cb;
+	int rv;
+
+	memset(&req, 0, sizeof(req));
+	req.lkid = ul->ul_lkid;
+	req.flags = ul->ul_flags;
+	if (ul->ul_bits & DLMP_LK_LVB)
+		req.lvb = ul->ul_lvb;
+	req.owner = c->cl_owner;
+	rv = dlm_core_unlock(c->cl_ls->dl_core, &req);
+	if (rv)
+		return rv;
+	cb = u32map_get(&c->cl_locks, ul->ul_lkid);
+	if (cb) {
+		/* dlm_unlock(3): the last completion AST runs, with the new
+		 * argument and status block. */
+		cb->lc_castparam = ul->ul_castparam;
+		if (ul->ul_castaddr)
+			cb->lc_castaddr = ul->ul_castaddr;
+		if (ul->ul_lksb)
+			cb->lc_lksb = ul->ul_lksb;
+	}
+	return 0;
+}
+
+struct orphan_owners {
+	uint32_t	oo_pid;
+	uint64_t	oo_owners[64];
+	unsigned int	oo_n;
+	bool		oo_more;
+};
+
+static void collect_orphan_owner(void *arg, const struct dlm_lock_info *li)
+{
+	struct orphan_owners *oo = arg;
+
+	if (!li->orphan || li->is_master_copy || (li->owner >> 32) != oo->oo_pid)
+		return;
+	for (unsigned int i = 0; i < oo->oo_n; i++)
+		if (oo->oo_owners[i] == li->owner)
+			return;
+	if (oo->oo_n < sizeof(oo->oo_owners) / sizeof(oo->oo_owners[0]))
+		oo->oo_owners[oo->oo_n++] = li->owner;
+	else
+		oo->oo_more = true;
+}
+
+static int req_purge(struct req_ctx *rq)
+{
+	struct dlmd *d = rq->rq_d;
+	struct dlm_ls *ls = rq->rq_c->cl_ls->dl_core;
+	uint32_t nodeid = rq->rq_msg->m_u.pair.pr_a;
+	uint32_t pid = rq->rq_msg->m_u.pair.pr_b;
+	struct orphan_owners oo;
+	int total = 0, rv;
+
+	if (nodeid && nodeid != d->d_nodeid)
+		return pid ? -EOPNOTSUPP : dlm_core_purge_orphans(ls, nodeid, 0);
+	if (!pid) {
+		rv = dlm_core_purge_orphans(ls, 0, 0);
+		if (rv < 0)
+			return rv;
+		rq->rq_reply.rp_value = (uint32_t)rv;
+		return 0;
+	}
+	/* Owner ids carry the pid in their high half; the engine matches
+	 * owners exactly, so purge each owner of that pid in turn.  Bounded:
+	 * each pass removes every orphan of up to 64 owners. */
+	do {
+		memset(&oo, 0, sizeof(oo));
+		oo.oo_pid = pid;
+		dlm_core_ls_walk(ls, collect_orphan_owner, &oo);
+		for (unsigned int i = 0; i < oo.oo_n; i++) {
+			rv = dlm_core_purge_orphans(ls, 0, oo.oo_owners[i]);
+			if (rv < 0)
+				return rv;
+			total += rv;
+		}
+	} while (oo.oo_more && oo.oo_n);
+	rq->rq_reply.rp_value = (uint32_t)total;
+	return 0;
+}
+
+static int req_deadlock(struct req_ctx *rq)
+{
+	struct dlmd_client *c = rq->rq_c;
+	uint32_t lkid = rq->rq_msg->m_u.pair.pr_a;
+	struct dlm_unlock_req req;
+	struct lkcb *cb = u32map_get(&c->cl_locks, lkid);
+	int rv;
+
+	if (rq->rq_msg->m_u.pair.pr_b)
+		return -EINVAL;
+	memset(&req, 0, sizeof(req));
+	req.lkid = lkid;
+	req.flags = DLM_LKF_CANCEL;
+	req.owner = c->cl_owner;
+	rv = dlm_core_unlock(c->cl_ls->dl_core, &req);
+	if (rv)
+		return rv;
+	if (cb)
+		cb->lc_deadlock = true;
+	return 0;
+}
+
+struct req_handler {
+	unsigned int	rh_type;
+	bool		rh_bound;	/* needs an open lockspace */
+	int		(*rh_fn)(struct req_ctx *rq);
+};
+
+static const struct req_handler req_table[] = {
+	{ DLMP_VERSION_REQ, false, req_version },
+	{ DLMP_LS_CREATE, false, req_ls_create },
+	{ DLMP_LS_OPEN, false, req_ls_open },
+	{ DLMP_LS_RELEASE, false, req_ls_release },
+	{ DLMP_LOCK, true, req_lock },
+	{ DLMP_UNLOCK, true, req_unlock },
+	{ DLMP_PURGE, true, req_purge },
+	{ DLMP_DEADLOCK, true, req_deadlock },
+};
+
+static void send_reply(struct dlmd *d, struct dlmd_client *c, uint32_t reqid,
+		       const struct dlmp_reply *rp)
+{
+	struct dlmp_msg m;
+	unsigned char buf[DLMP_MAX_MSG];
+	int len;
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_REPLY;
+	m.m_hdr.h_reqid = reqid;
+	m.m_u.reply = *rp;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	if (len < 0)
+		return;
+	if (send(c->cl_fd, buf, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL) != len)
+		client_break(d, c, "client does not read its replies");
+}
+
+void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,
+			 const void *buf, size_t len, int passed_fd)
+{
+	struct dlmp_msg msg;
+	struct req_ctx rq;
+	const struct req_handler *h = NULL;
+	int rv;
+
+	memset(&rq, 0, sizeof(rq));
+	rq.rq_d = d;
+	rq.rq_c = c;
+	rq.rq_msg = &msg;
+	rq.rq_fd = passed_fd;
+	d->d_nrequests++;
+	rv = dlmp_decode(buf, len, &msg);
+	if (rv == 0) {
+		for (size_t i = 0; i < sizeof(req_table) / sizeof(req_table[0]); i++)
+			if (req_table[i].rh_type == msg.m_hdr.h_type)
+				h = &req_table[i];
+		if (!h)
+			rv = -EOPNOTSUPP;	/* a reply or AST sent to us */
+		else if (h->rh_bound && !c->cl_ls)
+			rv = -ENOTCONN;
+		else
+			rv = h->rh_fn(&rq);
+	} else {
+		d->d_nbad_requests++;
+		log_debug("client pid %d serial %u: bad %s request (%zu bytes): %s",
+			  (int)c->cl_pid, c->cl_serial,
+			  dlmp_type_str(msg.m_hdr.h_type), len, strerror(-rv));
+	}
+	if (rq.rq_fd >= 0)
+		close(rq.rq_fd);
+	rq.rq_reply.rp_status = rv;
+	send_reply(d, c, msg.m_hdr.h_reqid, &rq.rq_reply);
+	dlmd_flush(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* connections                                                         */
+/* ------------------------------------------------------------------ */
+
+static int client_readable(int32_t fd, int32_t revents, void *data);
+
+struct dlmd_client *dlmd_client_new(struct dlmd *d, int fd, pid_t pid,
+				    uid_t uid, gid_t gid)
+{
+	struct dlmd_client *c = calloc(1, sizeof(*c));
+	uint32_t serial;
+
+	if (!c)
+		return NULL;
+	/* Serials are never 0 nor the map's tombstone, nor in use. */
+	for (unsigned int tries = 0;; tries++) {
+		serial = ++d->d_next_serial;
+		if (serial != 0 && serial != UINT32_MAX &&
+		    !u32map_get(&d->d_clients, serial))
+			break;
+		if (tries > 16) {
+			free(c);
+			return NULL;
+		}
+	}
+	c->cl_d = d;
+	c->cl_fd = fd;
+	c->cl_ast_fd = -1;
+	c->cl_serial = serial;
+	c->cl_owner = ((uint64_t)(uint32_t)pid << 32) | serial;
+	c->cl_pid = pid;
+	c->cl_uid = uid;
+	c->cl_gid = gid;
+	c->cl_astq_tail = &c->cl_astq;
+	if (u32map_put(&d->d_clients, serial, c)) {
+		free(c);
+		return NULL;
+	}
+	d->d_nclients_total++;
+	return c;
+}
+
+void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
+{
+	if (c->cl_ls) {
+		int n = dlm_core_purge_owner(c->cl_ls->dl_core, c->cl_owner);
+
+		log_debug("client pid %d serial %u closed: %d lock%s purged",
+			  (int)c->cl_pid, c->cl_serial, n, n == 1 ? "" : "s");
+		client_unbind(d, c);
+	}
+	u32map_del(&d->d_clients, c->cl_serial);
+	if (d->d_loop)
+		qb_loop_poll_del(d->d_loop, c->cl_fd);
+	close(c->cl_fd);
+	free(c);
+	dlmd_flush(d);
+}
+
+static void read_peer_creds(int fd, struct dlmd_client *c)
+{
+	gid_t groups[MAX_PEER_GROUPS];
+	socklen_t glen = sizeof(groups);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) == 0) {
+		c->cl_ngroups = glen / sizeof(gid_t);
+		memcpy(c->cl_groups, groups, c->cl_ngroups * sizeof(gid_t));
+	}
+}
+
+static int client_readable(int32_t fd, int32_t revents, void *data)
+{
+	struct dlmd_client *c = data;
+	struct dlmd *d = c->cl_d;
+	unsigned char buf[DLMP_MAX_MSG + 1];
+	union {
+		char		buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr	align;
+	} cbuf;
+
+	for (int i = 0; i < CLIENT_BATCH; i++) {
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = cbuf.buf,
+				     .msg_controllen = sizeof(cbuf.buf) };
+		int passed = -1;
+		ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return 0;
+		if (n <= 0) {
+			dlmd_client_close(d, c);
+			return 0;
+		}
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm;
+		     cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+				int f;
+
+				memcpy(&f, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+				if (passed < 0)
+					passed = f;
+				else
+					close(f);	/* only one fd is ever expected */
+			}
+		}
+		if (c->cl_broken) {
+			if (passed >= 0)
+				close(passed);
+			continue;
+		}
+		if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+			/* Too long for any request: decoding fails on length. */
+			n = (ssize_t)sizeof(buf);
+		dlmd_client_request(d, c, buf, (size_t)n, passed);
+	}
+	return 0;
+}
+
+static int listen_readable(int32_t fd, int32_t revents, void *data)
+{
+	struct dlmd *d = data;
+
+	for (int i = 0; i < CLIENT_BATCH; i++) {
+		struct ucred cr;
+		socklen_t crlen = sizeof(cr);
+		struct dlmd_client *c;
+		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (cfd < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				log_warn("accept on client socket: %s", strerror(errno));
+			return 0;
+		}
+		if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
+			log_warn("SO_PEERCRED: %s", strerror(errno));
+			close(cfd);
+			continue;
+		}
+		c = dlmd_client_new(d, cfd, cr.pid, cr.uid, cr.gid);
+		if (!c) {
+			log_err("out of memory for a new client");
+			close(cfd);
+			continue;
+		}
+		read_peer_creds(cfd, c);
+		if (qb_loop_poll_add(d->d_loop, QB_LOOP_MED, cfd, POLLIN, c,
+				     client_readable) != 0) {
+			log_err("cannot watch client fd %d", cfd);
+			u32map_del(&d->d_clients, c->cl_serial);
+			close(cfd);
+			free(c);
+			continue;
+		}
+		log_debug("client pid %d uid %d connected (serial %u)", (int)cr.pid,
+			  (int)cr.uid, c->cl_serial);
+	}
+	return 0;
+}
+
+int dlmd_client_listen(struct dlmd *d)
+{
+	const struct dlmd_config *cf = &d->d_cfg;
+	struct sockaddr_un sa;
+	int fd, rv;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", cf->cf_socket_path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* The single-instance lock is held (main.c): a file here is stale. */
+	unlink(cf->cf_socket_path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    chown(cf->cf_socket_path, cf->cf_socket_uid, cf->cf_socket_gid) < 0 ||
+	    chmod(cf->cf_socket_path, cf->cf_socket_mode) < 0 ||
+	    listen(fd, LISTEN_BACKLOG) < 0) {
+		rv = -errno;
+		log_err("client socket %s: %s", cf->cf_socket_path, strerror(errno));
+		close(fd);
+		return rv;
+	}
+	rv = qb_loop_poll_add(d->d_loop, QB_LOOP_HIGH, fd, POLLIN, d, listen_readable);
+	if (rv) {
+		close(fd);
+		return rv;
+	}
+	d->d_listen_fd = fd;
+	log_info("listening for clients on %s (mode 0%o)", cf->cf_socket_path,
+		 (unsigned)cf->cf_socket_mode);
+	return 0;
+}
+
+struct close_all {
+	struct dlmd_client	*ca_list[64];
+	unsigned int		ca_n;
+};
+
+static void collect_client(void *arg, uint32_t key, void *val)
+{
+	struct close_all *ca = arg;
+
+	if (ca->ca_n < sizeof(ca->ca_list) / sizeof(ca->ca_list[0]))
+		ca->ca_list[ca->ca_n++] = val;
+}
+
+void dlmd_client_fini(struct dlmd *d)
+{
+	struct close_all ca;
+
+	/* Close in batches: the map may not change while it is walked. */
+	do {
+		ca.ca_n = 0;
+		u32map_each(&d->d_clients, collect_client, &ca);
+		for (unsigned int i = 0; i < ca.ca_n; i++)
+			dlmd_client_close(d, ca.ca_list[i]);
+	} while (ca.ca_n);
+	u32map_free(&d->d_clients);
+	if (d->d_listen_fd >= 0) {
+		if (d->d_loop)
+			qb_loop_poll_del(d->d_loop, d->d_listen_fd);
+		close(d->d_listen_fd);
+		unlink(d->d_cfg.cf_socket_path);
+		d->d_listen_fd = -1;
+	}
+}
+
+unsigned int dlmd_client_count(const struct dlmd *d)
+{
+	return d->d_clients.um_count;
+}

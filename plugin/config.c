@@ -1,0 +1,350 @@
+/*
+ * plugin/config.c - dlm.conf.
+ *
+ * Format: one "key = value" per line; '#' starts a comment; blank lines
+ * are ignored; whitespace around key and value is ignored.  Every key has
+ * a default (below, and in plugin/dlm.conf.example), so an empty or absent
+ * file is a valid configuration.  An unknown key, a repeated key, a value
+ * out of range or a line without '=' is an error: "FILE:LINE: reason" on
+ * stderr and dlmd exits non-zero, before it touches anything.
+ *
+ * Keys and defaults:
+ *   port              21064        node-to-node transport port
+ *   buffer_size       1048576      transport buffer bytes (4096..67108864)
+ *   toss_secs         10           keep an unused resource this long
+ *   scan_secs         5            how often to scan for unused resources
+ *   recover_timer     60           seconds before a stuck recovery is logged
+ *   socket_path       /run/dlmd/dlmd.sock      client socket (libdlm)
+ *   control_socket    /run/dlmd/dlmd-ctl.sock  dlmctl's socket (mode 0600)
+ *   pid_file          /run/dlmd/dlmd.pid
+ *   socket_owner      root         user or numeric uid owning socket_path
+ *   socket_group      root         group or numeric gid of socket_path
+ *   socket_mode       0660         octal; who may connect and lock at all
+ *   admin_group       (none)       group whose members may create and
+ *                                  remove lockspaces (root always may)
+ *   log_level         info         err, warning, notice, info, debug
+ *   log_syslog        yes          also log to syslog (yes/no)
+ *   membership        corosync     corosync, or none (one node, tests)
+ *   nodeid            1            our node id when membership = none
+ *   enable_fencing    1            fence failed nodes before recovery (0/1)
+ *   flight_recorder_lines 4096     lines kept for "dlmctl dump" (16..1048576)
+ */
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "plugin/dlmd.h"
+
+#define LINE_MAX_LEN	1024
+
+void dlmd_config_defaults(struct dlmd_config *cf)
+{
+	memset(cf, 0, sizeof(*cf));
+	cf->cf_port = 21064;
+	cf->cf_buffer_size = 1048576;
+	cf->cf_toss_secs = 10;
+	cf->cf_scan_secs = 5;
+	cf->cf_recover_timer = 60;
+	snprintf(cf->cf_socket_path, sizeof(cf->cf_socket_path), "%s",
+		 DLMD_DEFAULT_SOCKET);
+	snprintf(cf->cf_ctl_socket_path, sizeof(cf->cf_ctl_socket_path), "%s",
+		 DLMD_DEFAULT_CTL_SOCKET);
+	snprintf(cf->cf_pid_file, sizeof(cf->cf_pid_file), "%s",
+		 DLMD_DEFAULT_PIDFILE);
+	cf->cf_socket_uid = 0;
+	cf->cf_socket_gid = 0;
+	cf->cf_socket_mode = 0660;
+	cf->cf_log_level = LOG_INFO;
+	cf->cf_log_syslog = true;
+	cf->cf_membership = DLMD_MEMBERSHIP_COROSYNC;
+	cf->cf_nodeid = 1;
+	cf->cf_enable_fencing = true;
+	cf->cf_flight_lines = 4096;
+}
+
+static int parse_u32(const char *v, uint32_t min, uint32_t max, int base,
+		     uint32_t *out)
+{
+	char *end;
+	unsigned long long x;
+
+	if (!*v || *v == '-' || *v == '+')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(v, &end, base);
+	if (errno || *end || x < min || x > max)
+		return -EINVAL;
+	*out = (uint32_t)x;
+	return 0;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+	if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true") ||
+	    !strcmp(v, "on"))
+		*out = true;
+	else if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false") ||
+		 !strcmp(v, "off"))
+		*out = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_path(const char *v, char *out, size_t size)
+{
+	if (v[0] != '/' || strlen(v) >= size)
+		return -EINVAL;
+	snprintf(out, size, "%s", v);
+	return 0;
+}
+
+static int parse_user(const char *v, uid_t *out)
+{
+	uint32_t n;
+	struct passwd *pw;
+
+	if (!parse_u32(v, 0, UINT32_MAX - 1, 10, &n)) {
+		*out = (uid_t)n;
+		return 0;
+	}
+	pw = getpwnam(v);
+	if (!pw)
+		return -ENOENT;
+	*out = pw->pw_uid;
+	return 0;
+}
+
+static int parse_group(const char *v, gid_t *out)
+{
+	uint32_t n;
+	struct group *gr;
+
+	if (!parse_u32(v, 0, UINT32_MAX - 1, 10, &n)) {
+		*out = (gid_t)n;
+		return 0;
+	}
+	gr = getgrnam(v);
+	if (!gr)
+		return -ENOENT;
+	*out = gr->gr_gid;
+	return 0;
+}
+
+static const char *const level_names[] = {
+	[LOG_ERR] = "err", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
+	[LOG_INFO] = "info", [LOG_DEBUG] = "debug",
+};
+
+static int parse_level(const char *v, int *out)
+{
+	for (int i = LOG_ERR; i <= LOG_DEBUG; i++) {
+		if (level_names[i] && !strcmp(v, level_names[i])) {
+			*out = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* One key: parse 'v' into cf.  Returns 0, -EINVAL (bad value, 'why' set)
+ * or -ENOENT (unknown key). */
+static int set_key(struct dlmd_config *cf, const char *k, const char *v,
+		   const char **why)
+{
+	uint32_t n;
+	int rv;
+
+#define U32(name, field, min, max) \
+	if (!strcmp(k, name)) { \
+		*why = "expected an integer in " #min ".." #max; \
+		rv = parse_u32(v, min, max, 10, &n); \
+		if (!rv) \
+			cf->field = n; \
+		return rv; \
+	}
+	U32("port", cf_port, 1, 65535)
+	U32("buffer_size", cf_buffer_size, 4096, 67108864)
+	U32("toss_secs", cf_toss_secs, 1, 86400)
+	U32("scan_secs", cf_scan_secs, 1, 3600)
+	U32("recover_timer", cf_recover_timer, 1, 86400)
+	U32("nodeid", cf_nodeid, 1, 0x7fffffff)
+	U32("flight_recorder_lines", cf_flight_lines, 16, 1048576)
+#undef U32
+	if (!strcmp(k, "socket_path")) {
+		*why = "expected an absolute path shorter than 108 bytes";
+		return parse_path(v, cf->cf_socket_path, sizeof(cf->cf_socket_path));
+	}
+	if (!strcmp(k, "control_socket")) {
+		*why = "expected an absolute path shorter than 108 bytes";
+		return parse_path(v, cf->cf_ctl_socket_path,
+				  sizeof(cf->cf_ctl_socket_path));
+	}
+	if (!strcmp(k, "pid_file")) {
+		*why = "expected an absolute path";
+		return parse_path(v, cf->cf_pid_file, sizeof(cf->cf_pid_file));
+	}
+	if (!strcmp(k, "socket_owner")) {
+		*why = "no such user";
+		return parse_user(v, &cf->cf_socket_uid) ? -EINVAL : 0;
+	}
+	if (!strcmp(k, "socket_group")) {
+		*why = "no such group";
+		return parse_group(v, &cf->cf_socket_gid) ? -EINVAL : 0;
+	}
+	if (!strcmp(k, "admin_group")) {
+		*why = "no such group";
+		rv = parse_group(v, &cf->cf_admin_gid) ? -EINVAL : 0;
+		if (!rv)
+			cf->cf_have_admin_group = true;
+		return rv;
+	}
+	if (!strcmp(k, "socket_mode")) {
+		*why = "expected an octal mode such as 0660";
+		rv = parse_u32(v, 0, 0777, 8, &n);
+		if (!rv)
+			cf->cf_socket_mode = (mode_t)n;
+		return rv;
+	}
+	if (!strcmp(k, "log_level")) {
+		*why = "expected err, warning, notice, info or debug";
+		return parse_level(v, &cf->cf_log_level);
+	}
+	if (!strcmp(k, "log_syslog")) {
+		*why = "expected yes or no";
+		return parse_bool(v, &cf->cf_log_syslog);
+	}
+	if (!strcmp(k, "enable_fencing")) {
+		*why = "expected 0 or 1";
+		return parse_bool(v, &cf->cf_enable_fencing);
+	}
+	if (!strcmp(k, "membership")) {
+		*why = "expected corosync or none";
+		if (!strcmp(v, "corosync"))
+			cf->cf_membership = DLMD_MEMBERSHIP_COROSYNC;
+		else if (!strcmp(v, "none"))
+			cf->cf_membership = DLMD_MEMBERSHIP_NONE;
+		else
+			return -EINVAL;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' ||
+			 e[-1] == '\r'))
+		*--e = '\0';
+	return s;
+}
+
+#define MAX_KEYS	64
+
+int dlmd_config_load(struct dlmd_config *cf, const char *path, bool must_exist)
+{
+	char line[LINE_MAX_LEN + 2], seen[MAX_KEYS][48];
+	unsigned int lineno = 0, nseen = 0;
+	FILE *f;
+	int rv = 0;
+
+	f = fopen(path, "r");
+	if (!f) {
+		if (errno == ENOENT && !must_exist)
+			return 0;
+		rv = -errno;
+		fprintf(stderr, "dlmd: cannot read config %s: %s\n", path,
+			strerror(errno));
+		return rv;
+	}
+	snprintf(cf->cf_file, sizeof(cf->cf_file), "%s", path);
+	while (fgets(line, sizeof(line), f)) {
+		char *s, *eq, *k, *v, *hash;
+		const char *why = "bad value";
+
+		lineno++;
+		if (strlen(line) > LINE_MAX_LEN) {
+			fprintf(stderr, "%s:%u: line too long\n", path, lineno);
+			rv = -EINVAL;
+			break;
+		}
+		hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		s = trim(line);
+		if (!*s)
+			continue;
+		eq = strchr(s, '=');
+		if (!eq) {
+			fprintf(stderr, "%s:%u: expected \"key = value\"\n", path,
+				lineno);
+			rv = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		k = trim(s);
+		v = trim(eq + 1);
+		for (unsigned int i = 0; i < nseen; i++) {
+			if (!strcmp(seen[i], k)) {
+				fprintf(stderr, "%s:%u: key '%s' given twice\n",
+					path, lineno, k);
+				rv = -EINVAL;
+				goto out;
+			}
+		}
+		rv = set_key(cf, k, v, &why);
+		if (rv == -ENOENT) {
+			fprintf(stderr, "%s:%u: unknown key '%s'\n", path, lineno, k);
+			rv = -EINVAL;
+			break;
+		}
+		if (rv) {
+			fprintf(stderr, "%s:%u: bad value '%s' for %s: %s\n", path,
+				lineno, v, k, why);
+			rv = -EINVAL;
+			break;
+		}
+		if (nseen < MAX_KEYS)
+			snprintf(seen[nseen++], sizeof(seen[0]), "%s", k);
+	}
+out:
+	fclose(f);
+	return rv;
+}
+
+char *dlmd_config_dump(const struct dlmd_config *cf)
+{
+	char *s = NULL;
+	char admin[32] = "(none)";
+
+	if (cf->cf_have_admin_group)
+		snprintf(admin, sizeof(admin), "%u", (unsigned)cf->cf_admin_gid);
+	if (asprintf(&s,
+		     "port = %u\nbuffer_size = %u\ntoss_secs = %u\nscan_secs = %u\n"
+		     "recover_timer = %u\nsocket_path = %s\ncontrol_socket = %s\n"
+		     "pid_file = %s\nsocket_owner = %u\nsocket_group = %u\n"
+		     "socket_mode = 0%o\nadmin_group = %s\nlog_level = %s\n"
+		     "log_syslog = %s\nmembership = %s\nnodeid = %u\n"
+		     "enable_fencing = %d\nflight_recorder_lines = %u\n",
+		     cf->cf_port, cf->cf_buffer_size, cf->cf_toss_secs,
+		     cf->cf_scan_secs, cf->cf_recover_timer, cf->cf_socket_path,
+		     cf->cf_ctl_socket_path, cf->cf_pid_file,
+		     (unsigned)cf->cf_socket_uid, (unsigned)cf->cf_socket_gid,
+		     (unsigned)cf->cf_socket_mode, admin,
+		     level_names[cf->cf_log_level] ? level_names[cf->cf_log_level] : "?",
+		     cf->cf_log_syslog ? "yes" : "no",
+		     cf->cf_membership == DLMD_MEMBERSHIP_NONE ? "none" : "corosync",
+		     cf->cf_nodeid, cf->cf_enable_fencing ? 1 : 0,
+		     cf->cf_flight_lines) < 0)
+		return NULL;
+	return s;
+}

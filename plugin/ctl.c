@@ -1,0 +1,452 @@
+/*
+ * plugin/ctl.c - the control socket that dlmctl talks to.
+ *
+ * Protocol: a SOCK_STREAM unix socket at control_socket (mode 0600, owned
+ * by root: only root may inspect or steer the daemon).  The client writes
+ * one line, "VERB [ARG]\n", at most CTL_REQ_MAX bytes; the daemon answers
+ * with a status line and a body, then closes the connection:
+ *
+ *     OK\n<body>                 success
+ *     ERR <errno> <message>\n    failure
+ *
+ * Verbs: "ls", "ls-json", "status", "status-json", "dump" (the flight
+ * recorder), "config" (the effective dlm.conf), "lockdump NAME" (the
+ * engine's dump of a lockspace), "join NAME" (create the lockspace, mode
+ * 0600, like dlm_tool join) and "leave NAME" (release it, forced).
+ * The reply is built whole, then written without blocking; what the
+ * socket does not take at once waits for POLLOUT, so a slow dlmctl never
+ * stalls lock clients.  A request line not finished within CTL_REQ_MAX
+ * bytes is answered with an error.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "plugin/dlmd.h"
+
+#define CTL_REQ_MAX	512
+#define CTL_MODE	0600
+
+struct dlmd_ctl_conn {
+	struct dlmd_ctl_conn	*cc_next;
+	struct dlmd		*cc_d;
+	int			cc_fd;
+	char			cc_req[CTL_REQ_MAX + 1];
+	size_t			cc_reqlen;
+	char			*cc_out;
+	size_t			cc_outlen;
+	size_t			cc_outoff;
+};
+
+/* A growing string. */
+struct sbuf {
+	char	*sb_s;
+	size_t	sb_len;
+	size_t	sb_cap;
+	bool	sb_oom;
+};
+
+static void sb_printf(struct sbuf *sb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void sb_printf(struct sbuf *sb, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (sb->sb_oom)
+		return;
+	for (int pass = 0; pass < 2; pass++) {
+		size_t room = sb->sb_cap - sb->sb_len;
+
+		va_start(ap, fmt);
+		n = vsnprintf(sb->sb_s ? sb->sb_s + sb->sb_len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			sb->sb_oom = true;
+			return;
+		}
+		if ((size_t)n < room) {
+			sb->sb_len += (size_t)n;
+			return;
+		}
+		size_t cap = (sb->sb_cap ? sb->sb_cap : 256);
+
+		while (cap < sb->sb_len + (size_t)n + 1)
+			cap *= 2;
+		char *s = realloc(sb->sb_s, cap);
+
+		if (!s) {
+			sb->sb_oom = true;
+			return;
+		}
+		sb->sb_s = s;
+		sb->sb_cap = cap;
+	}
+}
+
+static void json_str(struct sbuf *sb, const char *s)
+{
+	sb_printf(sb, "\"");
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			sb_printf(sb, "\\%c", ch);
+		else if (ch < 0x20 || ch >= 0x7f)
+			sb_printf(sb, "\\u%04x", ch);
+		else
+			sb_printf(sb, "%c", ch);
+	}
+	sb_printf(sb, "\"");
+}
+
+/* ------------------------------------------------------------------ */
+/* verbs                                                               */
+/* ------------------------------------------------------------------ */
+
+static int verb_ls(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+{
+	bool first = true;
+
+	if (json)
+		sb_printf(sb, "[");
+	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
+		struct dlm_ls_stats st;
+
+		dlm_core_ls_stats(dl->dl_core, &st);
+		if (json) {
+			sb_printf(sb, "%s{\"name\":", first ? "" : ",");
+			json_str(sb, dl->dl_name);
+			sb_printf(sb, ",\"id\":\"%08x\",\"state\":\"running\","
+				  "\"members\":[", dlm_core_ls_id(dl->dl_core));
+			for (unsigned int i = 0; i < dl->dl_nmembers; i++)
+				sb_printf(sb, "%s%u", i ? "," : "", dl->dl_members[i]);
+			sb_printf(sb, "],\"clients\":%u,\"resources\":%llu,"
+				  "\"locks\":%llu,\"orphans\":%llu,\"mode\":\"0%o\"}",
+				  dl->dl_nopen, (unsigned long long)st.ls_resources,
+				  (unsigned long long)st.ls_locks,
+				  (unsigned long long)st.ls_orphans,
+				  (unsigned)dl->dl_mode);
+		} else {
+			sb_printf(sb, "name %s id %08x state running members",
+				  dl->dl_name, dlm_core_ls_id(dl->dl_core));
+			for (unsigned int i = 0; i < dl->dl_nmembers; i++)
+				sb_printf(sb, " %u", dl->dl_members[i]);
+			sb_printf(sb, " clients %u resources %llu locks %llu "
+				  "orphans %llu\n", dl->dl_nopen,
+				  (unsigned long long)st.ls_resources,
+				  (unsigned long long)st.ls_locks,
+				  (unsigned long long)st.ls_orphans);
+		}
+		first = false;
+	}
+	if (json)
+		sb_printf(sb, "]\n");
+	return 0;
+}
+
+static int verb_status(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+{
+	uint32_t nodes[DLM_MAX_NODES];
+	unsigned int n = dlmd_cluster_nodes(d, nodes, DLM_MAX_NODES);
+	unsigned long long up = (unsigned long long)((dlmd_now_ms() - d->d_start_ms) / 1000);
+
+	if (json) {
+		sb_printf(sb, "{\"pid\":%d,\"nodeid\":%u,\"membership\":\"%s\","
+			  "\"quorate\":%s,\"nodes\":[", (int)getpid(), d->d_nodeid,
+			  dlmd_cluster_source_str(d),
+			  dlmd_cluster_quorate(d) ? "true" : "false");
+		for (unsigned int i = 0; i < n; i++)
+			sb_printf(sb, "%s%u", i ? "," : "", nodes[i]);
+		sb_printf(sb, "],\"lockspaces\":%u,\"clients\":%u,"
+			  "\"uptime_secs\":%llu,\"requests\":%llu,"
+			  "\"bad_requests\":%llu,\"asts_sent\":%llu,"
+			  "\"protocol\":\"%d.%d.%d\",\"socket\":",
+			  d->d_nlockspaces, dlmd_client_count(d), up,
+			  (unsigned long long)d->d_nrequests,
+			  (unsigned long long)d->d_nbad_requests,
+			  (unsigned long long)d->d_nasts_sent, DLMP_VERSION_MAJOR,
+			  DLMP_VERSION_MINOR, DLMP_VERSION_PATCH);
+		json_str(sb, d->d_cfg.cf_socket_path);
+		sb_printf(sb, "}\n");
+		return 0;
+	}
+	sb_printf(sb, "pid %d\nnodeid %u\nmembership %s\nquorate %s\nnodes",
+		  (int)getpid(), d->d_nodeid, dlmd_cluster_source_str(d),
+		  dlmd_cluster_quorate(d) ? "yes" : "no");
+	for (unsigned int i = 0; i < n; i++)
+		sb_printf(sb, " %u", nodes[i]);
+	sb_printf(sb, "\nlockspaces %u\nclients %u\nuptime %llu s\nrequests %llu\n"
+		  "bad_requests %llu\nasts_sent %llu\nprotocol %d.%d.%d\nsocket %s\n",
+		  d->d_nlockspaces, dlmd_client_count(d), up,
+		  (unsigned long long)d->d_nrequests,
+		  (unsigned long long)d->d_nbad_requests,
+		  (unsigned long long)d->d_nasts_sent, DLMP_VERSION_MAJOR,
+		  DLMP_VERSION_MINOR, DLMP_VERSION_PATCH, d->d_cfg.cf_socket_path);
+	return 0;
+}
+
+static int verb_dump(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+{
+	char *s = dlmd_log_flight_dump();
+
+	if (!s)
+		return -ENOMEM;
+	sb_printf(sb, "%s", s);
+	free(s);
+	return 0;
+}
+
+static int verb_config(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+{
+	char *s = dlmd_config_dump(&d->d_cfg);
+
+	if (!s)
+		return -ENOMEM;
+	sb_printf(sb, "%s", s);
+	free(s);
+	return 0;
+}
+
+static int verb_lockdump(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+{
+	struct dlmd_ls *dl = dlmd_ls_find(d, arg);
+	char *text = NULL;
+	int rv;
+
+	if (!dl)
+		return -ENOENT;
+	rv = dlm_core_ls_dump(dl->dl_core, &text);
+	if (rv)
+		return rv;
+	sb_printf(sb, "%s", text);
+	free(text);
+	return 0;
+}
+
+static int verb_join(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+{
+	struct dlmd_ls *dl;
+
+	if (!*arg || strlen(arg) > DLM_LOCKSPACE_LEN)
+		return -EINVAL;
+	return dlmd_ls_create(d, arg, CTL_MODE, 0, 0, false, &dl);
+}
+
+static int verb_leave(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+{
+	struct dlmd_ls *dl = dlmd_ls_find(d, arg);
+
+	if (!dl)
+		return -ENOENT;
+	return dlmd_ls_release(d, dl, true, NULL);
+}
+
+struct ctl_verb {
+	const char	*cv_name;
+	bool		cv_needs_arg;
+	bool		cv_json;
+	int		(*cv_fn)(struct dlmd *d, const char *arg, struct sbuf *sb,
+				 bool json);
+};
+
+static const struct ctl_verb verbs[] = {
+	{ "ls", false, false, verb_ls },
+	{ "ls-json", false, true, verb_ls },
+	{ "status", false, false, verb_status },
+	{ "status-json", false, true, verb_status },
+	{ "dump", false, false, verb_dump },
+	{ "config", false, false, verb_config },
+	{ "lockdump", true, false, verb_lockdump },
+	{ "join", true, false, verb_join },
+	{ "leave", true, false, verb_leave },
+};
+
+static void ctl_execute(struct dlmd *d, char *line, struct sbuf *out)
+{
+	struct sbuf body = { 0 };
+	const struct ctl_verb *v = NULL;
+	char *arg = strchr(line, ' ');
+	int rv;
+
+	if (arg)
+		*arg++ = '\0';
+	else
+		arg = line + strlen(line);
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (!strcmp(verbs[i].cv_name, line))
+			v = &verbs[i];
+	if (!v) {
+		sb_printf(out, "ERR %d unknown command '%s'\n", EINVAL, line);
+		return;
+	}
+	if (v->cv_needs_arg && !*arg) {
+		sb_printf(out, "ERR %d %s needs an argument\n", EINVAL, line);
+		return;
+	}
+	log_debug("control: %s %s", line, arg);
+	rv = v->cv_fn(d, arg, &body, v->cv_json);
+	if (!rv && body.sb_oom)
+		rv = -ENOMEM;
+	if (rv)
+		sb_printf(out, "ERR %d %s\n", -rv, strerror(-rv));
+	else
+		sb_printf(out, "OK\n%s", body.sb_s ? body.sb_s : "");
+	free(body.sb_s);
+}
+
+/* ------------------------------------------------------------------ */
+/* connections                                                         */
+/* ------------------------------------------------------------------ */
+
+static void ctl_close(struct dlmd_ctl_conn *cc)
+{
+	struct dlmd *d = cc->cc_d;
+
+	for (struct dlmd_ctl_conn **pp = &d->d_ctl_conns; *pp; pp = &(*pp)->cc_next) {
+		if (*pp == cc) {
+			*pp = cc->cc_next;
+			break;
+		}
+	}
+	qb_loop_poll_del(d->d_loop, cc->cc_fd);
+	close(cc->cc_fd);
+	free(cc->cc_out);
+	free(cc);
+}
+
+static int ctl_ready(int32_t fd, int32_t revents, void *data);
+
+static void ctl_write(struct dlmd_ctl_conn *cc)
+{
+	while (cc->cc_outoff < cc->cc_outlen) {
+		ssize_t n = send(cc->cc_fd, cc->cc_out + cc->cc_outoff,
+				 cc->cc_outlen - cc->cc_outoff,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			qb_loop_poll_mod(cc->cc_d->d_loop, QB_LOOP_LOW, cc->cc_fd,
+					 POLLOUT, cc, ctl_ready);
+			return;
+		}
+		if (n <= 0)
+			break;
+		cc->cc_outoff += (size_t)n;
+	}
+	ctl_close(cc);
+}
+
+static int ctl_ready(int32_t fd, int32_t revents, void *data)
+{
+	struct dlmd_ctl_conn *cc = data;
+	struct sbuf out = { 0 };
+	char *nl;
+	ssize_t n;
+
+	if (cc->cc_out) {
+		ctl_write(cc);
+		return 0;
+	}
+	n = recv(fd, cc->cc_req + cc->cc_reqlen, CTL_REQ_MAX - cc->cc_reqlen,
+		 MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		ctl_close(cc);
+		return 0;
+	}
+	cc->cc_reqlen += (size_t)n;
+	cc->cc_req[cc->cc_reqlen] = '\0';
+	nl = memchr(cc->cc_req, '\n', cc->cc_reqlen);
+	if (!nl && cc->cc_reqlen < CTL_REQ_MAX)
+		return 0;
+	if (!nl || memchr(cc->cc_req, '\0', (size_t)(nl - cc->cc_req)))
+		sb_printf(&out, "ERR %d request line too long or malformed\n", EINVAL);
+	else {
+		*nl = '\0';
+		ctl_execute(cc->cc_d, cc->cc_req, &out);
+	}
+	if (out.sb_oom || !out.sb_s) {
+		free(out.sb_s);
+		ctl_close(cc);
+		return 0;
+	}
+	cc->cc_out = out.sb_s;
+	cc->cc_outlen = out.sb_len;
+	ctl_write(cc);
+	return 0;
+}
+
+static int ctl_accept(int32_t fd, int32_t revents, void *data)
+{
+	struct dlmd *d = data;
+	struct dlmd_ctl_conn *cc;
+	int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (cfd < 0)
+		return 0;
+	cc = calloc(1, sizeof(*cc));
+	if (!cc) {
+		close(cfd);
+		return 0;
+	}
+	cc->cc_d = d;
+	cc->cc_fd = cfd;
+	if (qb_loop_poll_add(d->d_loop, QB_LOOP_LOW, cfd, POLLIN, cc, ctl_ready)) {
+		close(cfd);
+		free(cc);
+		return 0;
+	}
+	cc->cc_next = d->d_ctl_conns;
+	d->d_ctl_conns = cc;
+	return 0;
+}
+
+int dlmd_ctl_listen(struct dlmd *d)
+{
+	const char *path = d->d_cfg.cf_ctl_socket_path;
+	struct sockaddr_un sa;
+	int fd, rv;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    chmod(path, CTL_MODE) < 0 || listen(fd, 16) < 0) {
+		rv = -errno;
+		log_err("control socket %s: %s", path, strerror(errno));
+		close(fd);
+		return rv;
+	}
+	rv = qb_loop_poll_add(d->d_loop, QB_LOOP_LOW, fd, POLLIN, d, ctl_accept);
+	if (rv) {
+		close(fd);
+		return rv;
+	}
+	d->d_ctl_fd = fd;
+	return 0;
+}
+
+void dlmd_ctl_fini(struct dlmd *d)
+{
+	while (d->d_ctl_conns)
+		ctl_close(d->d_ctl_conns);
+	if (d->d_ctl_fd >= 0) {
+		qb_loop_poll_del(d->d_loop, d->d_ctl_fd);
+		close(d->d_ctl_fd);
+		unlink(d->d_cfg.cf_ctl_socket_path);
+		d->d_ctl_fd = -1;
+	}
+}

@@ -1,0 +1,227 @@
+/*
+ * plugin/dlmd.h - internals shared by the files of the dlmd daemon.
+ *
+ * The daemon is one libqb main loop (main.c) around one lock engine
+ * instance (core/).  Around the engine sit:
+ *
+ *   config.c   dlm.conf: keys, defaults, validation
+ *   log.c      libqb logging and the in-memory flight recorder
+ *   cluster.c  corosync glue: node id and node list (cmap), quorum, one
+ *              CPG group for the daemons and one per lockspace
+ *   client.c   the client socket (libdlm's protocol, libdlm/dlmd_proto.h)
+ *              and the engine's callbacks (ASTs, messages)
+ *   ctl.c      the control socket dlmctl talks to
+ *   u32map.c   a growing hash map from 32-bit keys to pointers
+ *
+ * Engine callbacks never re-enter the engine: ASTs and messages are queued
+ * in struct dlmd and delivered by dlmd_flush() after the entry point that
+ * produced them has returned.
+ */
+#ifndef DLMD_PLUGIN_DLMD_H
+#define DLMD_PLUGIN_DLMD_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <qb/qbloop.h>
+#include <qb/qblog.h>
+
+#include "core/core.h"
+#include "libdlm/dlmd_proto.h"
+
+#define DLMD_DEFAULT_CONF	"/etc/dlm/dlm.conf"
+#define DLMD_DEFAULT_PIDFILE	"/run/dlmd/dlmd.pid"
+#define DLMD_SUN_PATH_MAX	108	/* sizeof(sockaddr_un.sun_path) */
+
+/* A u32 -> pointer hash map with open addressing; grows at 1/2 load. */
+struct u32map {
+	uint32_t	*um_keys;
+	void		**um_vals;
+	uint32_t	um_cap;		/* power of two, or 0 */
+	uint32_t	um_count;
+	uint32_t	um_used;	/* live + tombstones */
+};
+void *u32map_get(const struct u32map *m, uint32_t key);
+/* Make room so that n more puts cannot fail.  0 or -ENOMEM. */
+int u32map_reserve(struct u32map *m, uint32_t n);
+/* Insert or replace; key must be non-zero.  0 or -ENOMEM. */
+int u32map_put(struct u32map *m, uint32_t key, void *val);
+void *u32map_del(struct u32map *m, uint32_t key);
+/* Visit every entry; fn may not modify the map. */
+void u32map_each(const struct u32map *m, void (*fn)(void *arg, uint32_t key, void *val),
+		 void *arg);
+void u32map_free(struct u32map *m);
+
+/* ------------------------------------------------------------------ */
+/* config                                                              */
+/* ------------------------------------------------------------------ */
+
+enum dlmd_membership {
+	DLMD_MEMBERSHIP_COROSYNC = 0,
+	DLMD_MEMBERSHIP_NONE = 1,	/* one node, no corosync (tests, fuzzing) */
+};
+
+struct dlmd_config {
+	char			cf_file[PATH_MAX];	/* "" when none was read */
+	uint32_t		cf_port;
+	uint32_t		cf_buffer_size;
+	uint32_t		cf_toss_secs;
+	uint32_t		cf_scan_secs;
+	uint32_t		cf_recover_timer;
+	char			cf_socket_path[DLMD_SUN_PATH_MAX];
+	char			cf_ctl_socket_path[DLMD_SUN_PATH_MAX];
+	char			cf_pid_file[PATH_MAX];
+	uid_t			cf_socket_uid;
+	gid_t			cf_socket_gid;
+	mode_t			cf_socket_mode;
+	bool			cf_have_admin_group;
+	gid_t			cf_admin_gid;
+	int			cf_log_level;		/* syslog LOG_* */
+	bool			cf_log_syslog;
+	enum dlmd_membership	cf_membership;
+	uint32_t		cf_nodeid;		/* membership none only */
+	bool			cf_enable_fencing;
+	uint32_t		cf_flight_lines;
+};
+
+void dlmd_config_defaults(struct dlmd_config *cf);
+/* Read 'path' over the defaults.  On error prints "FILE:LINE: why" to
+ * stderr and returns a negative errno.  A missing file is an error only
+ * when 'must_exist'. */
+int dlmd_config_load(struct dlmd_config *cf, const char *path, bool must_exist);
+/* The effective configuration as "key = value" lines (malloc'd). */
+char *dlmd_config_dump(const struct dlmd_config *cf);
+
+/* ------------------------------------------------------------------ */
+/* logging and flight recorder                                         */
+/* ------------------------------------------------------------------ */
+
+int dlmd_log_init(const struct dlmd_config *cf, bool to_stderr);
+void dlmd_log_fini(void);
+/* The flight recorder's lines, oldest first, as one malloc'd string. */
+char *dlmd_log_flight_dump(void);
+
+#define log_err(fmt, ...)	qb_log(LOG_ERR, fmt, ##__VA_ARGS__)
+#define log_warn(fmt, ...)	qb_log(LOG_WARNING, fmt, ##__VA_ARGS__)
+#define log_notice(fmt, ...)	qb_log(LOG_NOTICE, fmt, ##__VA_ARGS__)
+#define log_info(fmt, ...)	qb_log(LOG_INFO, fmt, ##__VA_ARGS__)
+#define log_debug(fmt, ...)	qb_log(LOG_DEBUG, fmt, ##__VA_ARGS__)
+
+/* ------------------------------------------------------------------ */
+/* the daemon                                                          */
+/* ------------------------------------------------------------------ */
+
+struct dlmd_cluster;
+struct dlmd_cluster_ls;
+
+/* One lockspace as the daemon sees it (the engine's ls_ctx). */
+struct dlmd_ls {
+	struct dlmd_ls		*dl_next;
+	char			dl_name[DLM_LOCKSPACE_LEN + 1];
+	struct dlm_ls		*dl_core;
+	mode_t			dl_mode;	/* who may open it (like the device mode) */
+	uid_t			dl_uid;		/* its creator */
+	gid_t			dl_gid;
+	uint32_t		dl_nopen;	/* client connections bound to it */
+	uint32_t		dl_members[DLM_MAX_NODES];
+	unsigned int		dl_nmembers;
+	struct dlmd_cluster_ls	*dl_cluster;	/* cluster.c's per-lockspace state */
+};
+
+/* An AST the engine produced, waiting for dlmd_flush(). */
+struct dlmd_pending_ast {
+	uint64_t	pa_owner;
+	uint32_t	pa_lkid;
+	uint8_t		pa_type;	/* DLM_AST_COMP / BAST */
+	int8_t		pa_grmode;
+	int8_t		pa_bastmode;
+	uint8_t		pa_sbflags;
+	int32_t		pa_status;
+	bool		pa_has_lvb;
+	char		pa_lvb[DLM_LVB_LEN];
+};
+
+/* A message the engine wants sent, waiting for dlmd_flush(). */
+struct dlmd_pending_msg {
+	struct dlmd_pending_msg	*pm_next;
+	uint32_t		pm_to;
+	size_t			pm_len;
+	unsigned char		pm_buf[];
+};
+
+struct dlmd_client;
+struct dlmd_ctl_conn;
+
+struct dlmd {
+	struct dlmd_config	d_cfg;
+	qb_loop_t		*d_loop;
+	struct dlm_core		*d_core;
+	uint32_t		d_nodeid;
+	int			d_exit_code;
+	uint64_t		d_start_ms;
+	int			d_listen_fd;
+	int			d_ctl_fd;
+	struct dlmd_ls		*d_lockspaces;
+	unsigned int		d_nlockspaces;
+	struct u32map		d_clients;	/* serial -> struct dlmd_client */
+	uint32_t		d_next_serial;
+	struct dlmd_ctl_conn	*d_ctl_conns;
+	struct dlmd_cluster	*d_cluster;
+	/* engine output, delivered by dlmd_flush() */
+	struct dlmd_pending_ast	*d_asts;
+	size_t			d_nasts;
+	size_t			d_asts_cap;
+	bool			d_asts_overflow;
+	struct dlmd_pending_msg	*d_msgs;
+	struct dlmd_pending_msg	**d_msgs_tail;
+	/* counters for dlmctl status */
+	uint64_t		d_nrequests;
+	uint64_t		d_nasts_sent;
+	uint64_t		d_nbad_requests;
+	uint64_t		d_nclients_total;
+};
+
+uint64_t dlmd_now_ms(void);
+
+/* client.c */
+extern const struct dlm_core_ops dlmd_core_ops;
+int dlmd_client_listen(struct dlmd *d);
+void dlmd_client_fini(struct dlmd *d);
+/* Deliver what the engine queued (ASTs, messages), until nothing is left. */
+void dlmd_flush(struct dlmd *d);
+struct dlmd_ls *dlmd_ls_find(struct dlmd *d, const char *name);
+/* Create (or find, unless 'excl') the lockspace.  0 or negative errno. */
+int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
+		   gid_t gid, bool excl, struct dlmd_ls **out);
+/* Remove a lockspace; -EBUSY if clients or locks remain and !force. */
+int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
+		    const struct dlmd_client *except);
+unsigned int dlmd_client_count(const struct dlmd *d);
+/* Handle one request packet from client 'c' (also used by the fuzzer). */
+void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,
+			 const void *buf, size_t len, int passed_fd);
+/* For the fuzzer: a client on an already connected fd with given creds. */
+struct dlmd_client *dlmd_client_new(struct dlmd *d, int fd, pid_t pid,
+				    uid_t uid, gid_t gid);
+void dlmd_client_close(struct dlmd *d, struct dlmd_client *c);
+
+/* ctl.c */
+int dlmd_ctl_listen(struct dlmd *d);
+void dlmd_ctl_fini(struct dlmd *d);
+
+/* cluster.c */
+int dlmd_cluster_init(struct dlmd *d);
+void dlmd_cluster_fini(struct dlmd *d);
+/* Join the lockspace's group and fill dl_members.  0 or negative errno. */
+int dlmd_cluster_ls_join(struct dlmd *d, struct dlmd_ls *dl);
+void dlmd_cluster_ls_leave(struct dlmd *d, struct dlmd_ls *dl);
+/* Send an engine message to another node (no transport yet: dropped). */
+void dlmd_cluster_send(struct dlmd *d, uint32_t to, const void *buf, size_t len);
+bool dlmd_cluster_quorate(const struct dlmd *d);
+const char *dlmd_cluster_source_str(const struct dlmd *d);
+/* Node list known from the membership source: fills up to max ids. */
+unsigned int dlmd_cluster_nodes(const struct dlmd *d, uint32_t *ids, unsigned int max);
+
+#endif /* DLMD_PLUGIN_DLMD_H */

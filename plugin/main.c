@@ -1,0 +1,293 @@
+/*
+ * plugin/main.c - dlmd: start-up, the main loop, shut-down.
+ *
+ *   dlmd [-f] [-D] [-c dlm.conf]
+ *
+ * Start-up, in order, so that a bad config or a second instance fails
+ * before anything is touched:
+ *   1. read the config (errors name the file and line; exit 1);
+ *   2. take the single-instance lock: an flock on "<socket_path>.lock".
+ *      If another dlmd holds it, print "another dlmd (pid N) is already
+ *      running on SOCKET" and exit 1.  The lock, not the socket file,
+ *      decides, so a stale socket left by a crash never blocks a start;
+ *   3. daemonize unless -f (the lock fd is inherited; the pid written
+ *      into the lock file and the pid file is the daemon's);
+ *   4. logging, the libqb loop, membership (cluster.c, which tells us our
+ *      node id), the engine, the client and control sockets;
+ *   5. run the loop: client and control fds, corosync fds, a timer that
+ *      hands the monotonic clock to dlm_core_tick() every scan_secs, and
+ *      SIGTERM/SIGINT, which stop the loop.
+ * Shut-down undoes it in reverse: clients are closed (their locks purged),
+ * lockspaces released with force, groups left, sockets and pid file
+ * removed.  Exit code 0 after a signal, 1 when corosync went away.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugin/dlmd.h"
+
+#define MS_PER_SEC	1000ULL
+#define NS_PER_MS	1000000ULL
+
+uint64_t dlmd_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * MS_PER_SEC + (uint64_t)ts.tv_nsec / NS_PER_MS;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: dlmd [-f] [-D] [-c FILE]\n"
+		"  -c FILE  config file (default %s)\n"
+		"  -f       stay in the foreground, log to stderr\n"
+		"  -D       debug: like -f, with log_level debug\n"
+		"  -h       this help\n"
+		"  -V       version\n", DLMD_DEFAULT_CONF);
+}
+
+/* mkdir -p for the directory part of 'path' (mode 0755). */
+static void make_parent_dirs(const char *path)
+{
+	char buf[PATH_MAX];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		mkdir(buf, 0755);
+		*p = '/';
+	}
+}
+
+/* Returns the lock fd, or -1 after printing why. */
+static int take_instance_lock(const struct dlmd_config *cf)
+{
+	char path[PATH_MAX], pidbuf[32] = "";
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s.lock", cf->cf_socket_path);
+	make_parent_dirs(path);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "dlmd: cannot open lock file %s: %s\n", path,
+			strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		n = pread(fd, pidbuf, sizeof(pidbuf) - 1, 0);
+		pidbuf[n > 0 ? n : 0] = '\0';
+		pidbuf[strcspn(pidbuf, "\n")] = '\0';
+		fprintf(stderr, "dlmd: another dlmd (pid %s) is already running on "
+			"socket %s; not starting\n", pidbuf[0] ? pidbuf : "?",
+			cf->cf_socket_path);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void write_pid(int fd)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
+		log_warn("cannot record our pid: %s", strerror(errno));
+}
+
+static int write_pid_file(const char *path)
+{
+	int fd;
+
+	make_parent_dirs(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	write_pid(fd);
+	close(fd);
+	return 0;
+}
+
+static int32_t on_signal(int32_t sig, void *data)
+{
+	struct dlmd *d = data;
+
+	log_notice("signal %d: shutting down", sig);
+	qb_loop_stop(d->d_loop);
+	return 0;
+}
+
+static qb_loop_timer_handle tick_timer;
+
+static void on_tick(void *data)
+{
+	struct dlmd *d = data;
+
+	dlm_core_tick(d->d_core, dlmd_now_ms());
+	dlmd_flush(d);
+	qb_loop_timer_add(d->d_loop, QB_LOOP_LOW,
+			  (uint64_t)d->d_cfg.cf_scan_secs * MS_PER_SEC * NS_PER_MS,
+			  d, on_tick, &tick_timer);
+}
+
+static void release_all_lockspaces(struct dlmd *d)
+{
+	while (d->d_lockspaces) {
+		struct dlmd_ls *dl = d->d_lockspaces;
+
+		if (dlmd_ls_release(d, dl, true, NULL)) {
+			log_err("cannot release lockspace %s", dl->dl_name);
+			break;
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *conf = DLMD_DEFAULT_CONF;
+	bool conf_given = false, foreground = false, debug = false;
+	struct dlmd *d;
+	struct dlm_core_config ccfg;
+	int opt, lock_fd, rv, exit_code = 1;
+
+	while ((opt = getopt(argc, argv, "c:fDhV")) != -1) {
+		switch (opt) {
+		case 'c':
+			conf = optarg;
+			conf_given = true;
+			break;
+		case 'f':
+			foreground = true;
+			break;
+		case 'D':
+			foreground = debug = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("dlmd %s, client protocol %d.%d.%d\n", PACKAGE_VERSION,
+			       DLMP_VERSION_MAJOR, DLMP_VERSION_MINOR,
+			       DLMP_VERSION_PATCH);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		fprintf(stderr, "dlmd: out of memory\n");
+		return 1;
+	}
+	d->d_listen_fd = d->d_ctl_fd = -1;
+	d->d_msgs_tail = &d->d_msgs;
+	dlmd_config_defaults(&d->d_cfg);
+	if (dlmd_config_load(&d->d_cfg, conf, conf_given)) {
+		fprintf(stderr, "dlmd: bad configuration, not starting\n");
+		free(d);
+		return 1;
+	}
+	if (debug)
+		d->d_cfg.cf_log_level = LOG_DEBUG;
+	lock_fd = take_instance_lock(&d->d_cfg);
+	if (lock_fd < 0) {
+		free(d);
+		return 1;
+	}
+	if (!foreground && daemon(0, 0) < 0) {
+		fprintf(stderr, "dlmd: daemon: %s\n", strerror(errno));
+		close(lock_fd);
+		free(d);
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (dlmd_log_init(&d->d_cfg, foreground)) {
+		fprintf(stderr, "dlmd: cannot set up logging\n");
+		goto out_lock;
+	}
+	write_pid(lock_fd);
+	rv = write_pid_file(d->d_cfg.cf_pid_file);
+	if (rv)
+		log_warn("pid file %s: %s", d->d_cfg.cf_pid_file, strerror(-rv));
+	log_notice("dlmd %s starting (config %s)", PACKAGE_VERSION,
+		   d->d_cfg.cf_file[0] ? d->d_cfg.cf_file : "defaults");
+	d->d_start_ms = dlmd_now_ms();
+	d->d_loop = qb_loop_create();
+	if (!d->d_loop) {
+		log_err("cannot create the main loop");
+		goto out_log;
+	}
+	rv = dlmd_cluster_init(d);
+	if (rv) {
+		log_err("membership (%s) unavailable: %s; not starting",
+			dlmd_cluster_source_str(d), strerror(-rv));
+		goto out_cluster;
+	}
+	memset(&ccfg, 0, sizeof(ccfg));
+	ccfg.our_nodeid = d->d_nodeid;
+	ccfg.toss_ms = d->d_cfg.cf_toss_secs * (uint32_t)MS_PER_SEC;
+	d->d_core = dlm_core_new(&ccfg, &dlmd_core_ops, d);
+	if (!d->d_core) {
+		log_err("cannot create the lock engine");
+		goto out_cluster;
+	}
+	dlm_core_tick(d->d_core, dlmd_now_ms());
+	make_parent_dirs(d->d_cfg.cf_socket_path);
+	make_parent_dirs(d->d_cfg.cf_ctl_socket_path);
+	if (dlmd_client_listen(d) || dlmd_ctl_listen(d))
+		goto out_sockets;
+	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGTERM, d, on_signal, NULL);
+	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGINT, d, on_signal, NULL);
+	qb_loop_timer_add(d->d_loop, QB_LOOP_LOW,
+			  (uint64_t)d->d_cfg.cf_scan_secs * MS_PER_SEC * NS_PER_MS,
+			  d, on_tick, &tick_timer);
+	log_notice("dlmd ready: node %u, clients on %s, control on %s",
+		   d->d_nodeid, d->d_cfg.cf_socket_path,
+		   d->d_cfg.cf_ctl_socket_path);
+	qb_loop_run(d->d_loop);
+	exit_code = d->d_exit_code;
+	qb_loop_timer_del(d->d_loop, tick_timer);
+
+out_sockets:
+	dlmd_ctl_fini(d);
+	dlmd_client_fini(d);
+	release_all_lockspaces(d);
+	dlm_core_free(d->d_core);
+out_cluster:
+	dlmd_cluster_fini(d);
+	qb_loop_destroy(d->d_loop);
+	unlink(d->d_cfg.cf_pid_file);
+	log_notice("dlmd stopped (exit %d)", exit_code);
+out_log:
+	dlmd_log_fini();
+out_lock:
+	close(lock_fd);
+	free(d->d_asts);
+	while (d->d_msgs) {
+		struct dlmd_pending_msg *pm = d->d_msgs;
+
+		d->d_msgs = pm->pm_next;
+		free(pm);
+	}
+	free(d);
+	return exit_code;
+}
