@@ -65,7 +65,7 @@ struct dlm_lkb {
 	int8_t			lkb_grmode;
 	int8_t			lkb_rqmode;
 	int8_t			lkb_highbast;	/* highest mode already basted */
-	int8_t			lkb_orphan_bast; /* bast that came while orphaned */
+	int8_t			lkb_last_bast; /* last bast for the current grant */
 	uint8_t			lkb_status;	/* DLM_LKSTS_* */
 	uint8_t			lkb_wait_type;	/* enum dlm_wait */
 	uint32_t		lkb_lvbseq;

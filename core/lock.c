@@ -387,11 +387,10 @@ static void bast_local(struct dlm_ls *ls, struct dlm_lkb *lkb, int mode)
 	struct dlm_core *core = ls->ls_core;
 	struct dlm_ast ast;
 
-	if ((lkb->lkb_flags & LKBF_ORPHAN) && mode > lkb->lkb_orphan_bast) {
-		/* told to whoever adopts it (the master sends no repeat) */
-		lkb->lkb_orphan_bast = (int8_t)mode;
-		return;
-	}
+	/* remembered for whoever adopts the lock, should its owner go:
+	 * the master sends no repeat */
+	if (mode > lkb->lkb_last_bast)
+		lkb->lkb_last_bast = (int8_t)mode;
 	if (lkb->lkb_flags & (LKBF_PURGED | LKBF_ORPHAN) ||
 	    !(lkb->lkb_flags & LKBF_WANT_BAST))
 		return;
@@ -613,6 +612,7 @@ static void grant_lock(struct dlm_rsb *r, struct dlm_lkb *lkb, int mode)
 	set_grmode(r, lkb, mode, &lkb->lkb_rqrange);
 	lkb->lkb_rqmode = DLM_LOCK_IV;
 	lkb->lkb_highbast = DLM_LOCK_IV;
+	lkb->lkb_last_bast = DLM_LOCK_IV;
 	add_to_queue(r, lkb, DLM_LKSTS_GRANTED);
 }
 
@@ -1024,10 +1024,10 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		set_astinfo(lkb, req);
 		*lkid_out = lkb->lkb_id;
 		cast_local(ls, lkb, 0);
-		if (lkb->lkb_orphan_bast != DLM_LOCK_IV) {
-			int mode = lkb->lkb_orphan_bast;
+		if (lkb->lkb_last_bast != DLM_LOCK_IV) {
+			int mode = lkb->lkb_last_bast;
 
-			lkb->lkb_orphan_bast = DLM_LOCK_IV;
+			lkb->lkb_last_bast = DLM_LOCK_IV;
 			bast_local(ls, lkb, mode);
 		}
 		return 0;
@@ -1133,13 +1133,13 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		return -EPERM;
 	if (req->flags & (DLM_LKF_EXPEDITE | DLM_LKF_ORPHAN))
 		return -EINVAL;
+	if ((req->flags & DLM_LKF_QUECVT) && mode_valid(lkb->lkb_grmode) &&
+	    !quecvt_matrix[lkb->lkb_grmode][req->mode])
+		return -EINVAL;
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED ||
 	    lkb->lkb_wait_type != DLM_WAIT_NONE ||
 	    (lkb->lkb_flags & (LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK)))
 		return -EBUSY;
-	if ((req->flags & DLM_LKF_QUECVT) &&
-	    !quecvt_matrix[lkb->lkb_grmode][req->mode])
-		return -EINVAL;
 	if (check_range(req->range, &range))
 		return -EINVAL;
 	if (!req->range)
@@ -1582,6 +1582,7 @@ static void pcopy_granted(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	lkb->lkb_lvbseq = m->m_lvbseq;
 	set_grmode(r, lkb, m->m_grmode, &m->m_grrange);
 	lkb->lkb_rqmode = DLM_LOCK_IV;
+	lkb->lkb_last_bast = DLM_LOCK_IV;
 	add_to_queue(r, lkb, DLM_LKSTS_GRANTED);
 	cast_local(ls, lkb, 0);
 }
@@ -1628,12 +1629,17 @@ static int receive_request_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 		request_with_master(ls, lkb);
 		return 0;
 	case 0:
-		lkb->lkb_remid = m->m_lkid;
-		pcopy_granted(ls, lkb, m);
-		run_overlap(ls, lkb);
-		return 0;
 	case -EINPROGRESS:
+		/* the node is the master, even if a sibling request was told
+		 * otherwise earlier and is looking it up again */
+		if (!r->res_nodeid)
+			r->res_nodeid = m->m_from;
 		lkb->lkb_remid = m->m_lkid;
+		if (m->m_status == 0) {
+			pcopy_granted(ls, lkb, m);
+			run_overlap(ls, lkb);
+			return 0;
+		}
 		add_to_queue(r, lkb, DLM_LKSTS_WAITING);
 		run_overlap(ls, lkb);
 		return 0;

@@ -180,7 +180,7 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls)
 	lkb->lkb_grmode = DLM_LOCK_IV;
 	lkb->lkb_rqmode = DLM_LOCK_IV;
 	lkb->lkb_highbast = DLM_LOCK_IV;
-	lkb->lkb_orphan_bast = DLM_LOCK_IV;
+	lkb->lkb_last_bast = DLM_LOCK_IV;
 	lkb->lkb_nodeid = dlm_our_nodeid(ls);
 	lkb->lkb_grrange.ra_end = DLM_RANGE_MAX;
 	lkb->lkb_rqrange.ra_end = DLM_RANGE_MAX;
