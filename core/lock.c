@@ -546,7 +546,9 @@ static void bast_queue(struct dlm_rsb *r, struct dlm_list *q,
 		struct dlm_lkb *g = dlm_container_of(pos, struct dlm_lkb,
 						     lkb_statequeue);
 
-		if (g == lkb || !(g->lkb_flags & LKBF_WANT_BAST))
+		/* sent even to a lock that wants no basts: the owner side
+		 * remembers it (lkb_last_bast) for an adopter */
+		if (g == lkb)
 			continue;
 		if (g->lkb_highbast >= lkb->lkb_rqmode)
 			continue;
