@@ -28,8 +28,12 @@
  * The engines' callbacks never re-enter an engine: send() queues the bytes
  * on the link, ast() queues the AST; after each entry point returns, the
  * queued ASTs go to the client model (sim-model.c), then the checks run:
- * client-level safety, engine-level safety and queue order (sim-check.c),
- * the LVB and AST rules.  The first violation stops the seed; the report
+ * client-level safety, engine-level safety, queue order and requests left
+ * queued though grantable (sim-check.c), the LVB and AST rules.
+ *
+ * --avoid NAME steers the generator (or, for one, the checker) around a
+ * pattern that trips a known engine bug, so that a run can look past it
+ * for others; make check runs with none.  The first violation stops the seed; the report
  * gives the seed, the violation, the last events and every engine's dump.
  *
  * Every loop is bounded; hitting a bound is reported as a liveness failure.

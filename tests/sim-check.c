@@ -14,7 +14,16 @@
  *             EXPEDITE, must not have passed a request that was already
  *             queued ahead of it (any conversion, or any waiting request
  *             when the new one arrived in this step without HEADQUE) whose
- *             range overlaps and which is still queued after the step.
+ *             range overlaps and which is still queued after the step;
+ *   stuck     nothing grantable is left queued once a step is over: a
+ *             conversion without QUECVT that fits the other holders, a
+ *             NOORDER waiter that fits, or the head of a queue (the walk
+ *             does not give queue order, so "the head fits" is only
+ *             concluded when every member of that queue fits).
+ *
+ * What these cannot see (a cycle through QUECVT order, a blocking AST
+ * that never reached its holder) shows up as a liveness failure in the
+ * quiesce phase instead.
  *
  * Snapshots only compare steps of one node, so lock ids never need
  * translating between nodes, except to find a master copy's request flags
