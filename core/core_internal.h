@@ -72,6 +72,7 @@ struct dlm_lkb {
 	uint32_t		lkb_nchildren;
 	uint32_t		lkb_unlock_flags;	/* flags of an unlock to redo */
 	uint32_t		lkb_wait_nodeid;	/* node the op in flight went to */
+	char			*lkb_unlock_lvb;	/* LVB of an unlock that waits for an op */
 	struct dlm_rsb		*lkb_rsb;
 	struct dlm_lkb		*lkb_parent;
 	struct dlm_owner	*lkb_owner;	/* local locks; NULL for master copies and orphans */

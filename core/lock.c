@@ -853,6 +853,8 @@ static void destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	struct dlm_rsb *r = lkb->lkb_rsb;
 
 	remove_waiter(ls, lkb);
+	free(lkb->lkb_unlock_lvb);
+	lkb->lkb_unlock_lvb = NULL;
 	if (r && lkb->lkb_status != DLM_LKSTS_NONE)
 		del_from_queue(r, lkb);
 	if (!dlm_list_empty(&lkb->lkb_ownerqueue)) {
@@ -1026,7 +1028,8 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		set_astinfo(lkb, req);
 		*lkid_out = lkb->lkb_id;
 		cast_local(ls, lkb, 0);
-		if (lkb->lkb_last_bast != DLM_LOCK_IV) {
+		if (lkb->lkb_last_bast != DLM_LOCK_IV &&
+		    !dlm_modes_compat(lkb->lkb_grmode, lkb->lkb_last_bast)) {
 			int mode = lkb->lkb_last_bast;
 
 			lkb->lkb_last_bast = DLM_LOCK_IV;
@@ -1264,6 +1267,14 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 	default:
 		if (!force || (lkb->lkb_flags & LKBF_OVERLAP_UNLOCK))
 			return -EBUSY;
+		if (lvb && (flags & DLM_LKF_VALBLK)) {
+			/* kept apart: the op in flight may still read an LVB */
+			lkb->lkb_unlock_lvb = malloc(DLM_LVB_LEN);
+			if (!lkb->lkb_unlock_lvb)
+				return -ENOMEM;
+			memcpy(lkb->lkb_unlock_lvb, lvb, DLM_LVB_LEN);
+		}
+		lkb->lkb_unlock_flags = flags;
 		lkb->lkb_flags |= LKBF_OVERLAP_UNLOCK;
 		lkb->lkb_flags &= ~LKBF_OVERLAP_CANCEL;
 		return 0;
@@ -1596,8 +1607,16 @@ static void run_overlap(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	uint32_t f = lkb->lkb_flags;
 
 	lkb->lkb_flags &= ~(LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK);
-	if (f & LKBF_OVERLAP_UNLOCK)
-		unlock_lkb(ls, lkb, DLM_LKF_FORCEUNLOCK, NULL);
+	if (f & LKBF_OVERLAP_UNLOCK) {
+		char *lvb = lkb->lkb_unlock_lvb;
+		uint32_t flags = lkb->lkb_unlock_flags & ~DLM_LKF_CANCEL;
+
+		lkb->lkb_unlock_lvb = NULL;
+		if (!lvb)
+			flags &= ~DLM_LKF_VALBLK;
+		unlock_lkb(ls, lkb, flags | DLM_LKF_FORCEUNLOCK, lvb);
+		free(lvb);
+	}
 	else if ((f & LKBF_OVERLAP_CANCEL) &&
 		 (lkb->lkb_status == DLM_LKSTS_WAITING ||
 		  lkb->lkb_status == DLM_LKSTS_CONVERT))
@@ -1908,8 +1927,11 @@ int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 
 static void free_hnode_lkb(void *arg, struct dlm_hnode *n)
 {
+	struct dlm_lkb *lkb = dlm_container_of(n, struct dlm_lkb, lkb_hnode);
+
 	(void)arg;
-	free(dlm_container_of(n, struct dlm_lkb, lkb_hnode));
+	free(lkb->lkb_unlock_lvb);
+	free(lkb);
 }
 
 static void free_hnode_rsb(void *arg, struct dlm_hnode *n)
