@@ -32,6 +32,15 @@ struct flight_recorder {
 
 static struct flight_recorder recorder = { .fr_target = -1 };
 
+/* The daemon's clock: monotonic milliseconds (what dlm_core_tick gets). */
+uint64_t dlmd_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static const char *level_str(int level)
 {
 	switch (level) {

@@ -38,14 +38,6 @@
 #define MS_PER_SEC	1000ULL
 #define NS_PER_MS	1000000ULL
 
-uint64_t dlmd_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * MS_PER_SEC + (uint64_t)ts.tv_nsec / NS_PER_MS;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,

@@ -1,0 +1,131 @@
+/*
+ * tests/fuzz-client-proto.c - fuzz target for dlmd's client protocol.
+ *
+ * Each input is a sequence of packets, each a little-endian 16-bit length
+ * followed by that many bytes (a length past the end takes what is
+ * left).  A fresh daemon state (membership none, no main loop) gets a
+ * root client already bound to lockspace "fuzz"; every packet goes
+ * through dlmd_client_request() exactly as if read from the socket, an
+ * LS_OPEN packet with a fresh AST socket attached.  Replies and ASTs are
+ * drained and decoded like libdlm would.  Whatever arrives, the daemon
+ * must neither crash, nor leak, nor trip the sanitizers, and every
+ * packet must get exactly one well-formed reply.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "plugin/dlmd.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define FUZZ_LS		"fuzz"
+#define MAX_PACKETS	64
+
+static void drain(int fd, bool expect_one_reply)
+{
+	unsigned char buf[DLMP_MAX_MSG];
+	struct dlmp_msg m;
+	int replies = 0;
+	ssize_t n;
+
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		if (dlmp_decode(buf, (size_t)n, &m))
+			abort();	/* the daemon sent garbage */
+		replies++;
+	}
+	if (expect_one_reply && replies > 1)
+		abort();
+}
+
+static void open_ls(struct dlmd *d, struct dlmd_client *c, int *ast_peer)
+{
+	struct dlmp_msg m;
+	unsigned char buf[DLMP_MAX_MSG];
+	int sv[2], len;
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_LS_OPEN;
+	m.m_u.ls.ls_namelen = (uint16_t)strlen(FUZZ_LS);
+	memcpy(m.m_u.ls.ls_name, FUZZ_LS, strlen(FUZZ_LS));
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	if (len < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv))
+		abort();
+	dlmd_client_request(d, c, buf, (size_t)len, sv[1]);
+	*ast_peer = sv[0];
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static bool log_ready;
+	struct dlm_core_config ccfg = { .our_nodeid = 1, .toss_ms = 10000 };
+	struct dlmd *d = calloc(1, sizeof(*d));
+	struct dlmd_client *c;
+	struct dlmd_ls *dl;
+	int sv[2], ast_peer = -1, extra_peers[MAX_PACKETS], nextra = 0;
+	size_t off = 0;
+
+	if (!log_ready) {
+		qb_log_init("fuzz", LOG_DAEMON, LOG_EMERG);
+		qb_log_ctl(QB_LOG_SYSLOG, QB_LOG_CONF_ENABLED, QB_FALSE);
+		log_ready = true;
+	}
+	if (!d)
+		return 0;
+	dlmd_config_defaults(&d->d_cfg);
+	d->d_cfg.cf_membership = DLMD_MEMBERSHIP_NONE;
+	d->d_listen_fd = d->d_ctl_fd = -1;
+	d->d_msgs_tail = &d->d_msgs;
+	if (dlmd_cluster_init(d))
+		abort();
+	d->d_core = dlm_core_new(&ccfg, &dlmd_core_ops, d);
+	if (!d->d_core || dlmd_ls_create(d, FUZZ_LS, 0666, 0, 0, false, &dl))
+		abort();
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv))
+		abort();
+	c = dlmd_client_new(d, sv[1], 1234, 0, 0);
+	if (!c)
+		abort();
+	open_ls(d, c, &ast_peer);
+	drain(sv[0], true);
+
+	for (int i = 0; i < MAX_PACKETS && off + 2 <= size; i++) {
+		size_t len = (size_t)data[off] | ((size_t)data[off + 1] << 8);
+		int passed = -1;
+
+		off += 2;
+		if (len > size - off)
+			len = size - off;
+		/* An LS_OPEN gets an AST socket, as libdlm sends one. */
+		if (len >= DLMP_HDR_LEN && data[off + 6] == DLMP_LS_OPEN &&
+		    data[off + 7] == 0 && nextra < MAX_PACKETS) {
+			int p[2];
+
+			if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, p))
+				abort();
+			passed = p[1];
+			extra_peers[nextra++] = p[0];
+		}
+		dlmd_client_request(d, c, data + off, len, passed);
+		drain(sv[0], true);
+		drain(ast_peer, false);
+		off += len;
+	}
+	dlmd_client_close(d, c);
+	close(sv[0]);
+	close(ast_peer);
+	for (int i = 0; i < nextra; i++)
+		close(extra_peers[i]);
+	while (d->d_lockspaces)
+		if (dlmd_ls_release(d, d->d_lockspaces, true, NULL))
+			abort();
+	dlm_core_free(d->d_core);
+	dlmd_cluster_fini(d);
+	u32map_free(&d->d_clients);
+	free(d->d_asts);
+	free(d);
+	return 0;
+}

@@ -1,0 +1,119 @@
+#!/bin/sh
+# tests/test-daemon.sh - dlmd and libdlm on a real one-node corosync cluster.
+#
+# Brings the cluster up with tests/dlm-cluster in a temporary directory,
+# runs the C tests linked against libdlm.so and libdlm_lt.so through the
+# daemon, then checks dlmctl, the single-instance rule and config errors,
+# and always tears the cluster down (trap).  If corosync cannot run here
+# the test FAILS: it never skips.  A sanitizer report in dlmd's output
+# also fails it (dlm-cluster down checks).
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+top_builddir=${top_builddir:-.}
+top_builddir=$(cd "$top_builddir" && pwd)
+CLUSTER=$top_srcdir/tests/dlm-cluster
+DLMCTL=$top_builddir/plugin/dlmctl
+DLMD=$top_builddir/plugin/dlmd
+export top_builddir
+# bounded waits: polls of 0.1 s
+POLLS=100
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-test.XXXXXX") || exit 1
+rc=0
+holder=
+
+fail() {
+	echo "FAIL: $*" >&2
+	rc=1
+}
+
+cleanup() {
+	if [ -n "$holder" ]; then
+		kill "$holder" 2>/dev/null
+		wait "$holder" 2>/dev/null
+	fi
+	exec 3>&- 2>/dev/null
+	if ! "$CLUSTER" down "$dir"; then
+		echo "FAIL: teardown reported a problem" >&2
+		rc=1
+	fi
+	if [ $rc -eq 0 ]; then
+		rm -rf "$dir"
+	else
+		echo "logs kept in $dir (dlmd: $dir/n1/dlmd.out)" >&2
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'rc=1; exit 1' INT TERM
+
+if ! "$CLUSTER" up 1 "$dir"; then
+	echo "FAIL: cannot bring up the one-node corosync cluster; dlmd needs corosync to run here" >&2
+	rc=1
+	exit 1
+fi
+. "$dir/env"
+
+echo "== libdlm.so tests"
+"$top_builddir/tests/test-libdlm" || fail "tests/test-libdlm"
+echo "== libdlm_lt.so tests"
+"$top_builddir/tests/test-libdlm-lt" || fail "tests/test-libdlm-lt"
+
+echo "== dlmctl"
+out=$("$DLMCTL" status) || fail "dlmctl status exit $?"
+echo "$out" | grep -q '^membership corosync$' || fail "status: membership: $out"
+echo "$out" | grep -q '^quorate yes$' || fail "status: quorate: $out"
+echo "$out" | grep -q '^nodeid 1$' || fail "status: nodeid: $out"
+"$DLMCTL" status --json | grep -q '"membership":"corosync"' || fail "status --json"
+"$DLMCTL" join ctl-ls || fail "dlmctl join"
+"$DLMCTL" ls | grep -q '^name ctl-ls id [0-9a-f]* state running members 1 ' ||
+	fail "dlmctl ls: $("$DLMCTL" ls)"
+"$DLMCTL" ls --json | grep -q '"name":"ctl-ls".*"members":\[1\]' ||
+	fail "dlmctl ls --json: $("$DLMCTL" ls --json)"
+# A client holding a lock shows in the lock dump.
+mkfifo "$dir/hold"
+"$top_builddir/tests/test-libdlm-lt" hold ctl-ls <"$dir/hold" >"$dir/hold.out" 2>&1 &
+holder=$!
+exec 3>"$dir/hold"
+i=0
+until grep -q '^held' "$dir/hold.out" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -gt $POLLS ] && { fail "lock holder did not start: $(cat "$dir/hold.out")"; break; }
+	sleep 0.1
+done
+"$DLMCTL" lockdump ctl-ls | grep -q 'held-resource' ||
+	fail "lockdump: $("$DLMCTL" lockdump ctl-ls)"
+"$DLMCTL" ls | grep -q 'clients 1 ' || fail "ls should count 1 client: $("$DLMCTL" ls)"
+exec 3>&-
+wait "$holder" || fail "lock holder exit status"
+holder=
+"$DLMCTL" leave ctl-ls || fail "dlmctl leave"
+"$DLMCTL" ls | grep -q ctl-ls && fail "ctl-ls still listed after leave"
+"$DLMCTL" lockdump no-such-ls 2>/dev/null && fail "lockdump of a missing lockspace succeeded"
+"$DLMCTL" dump | grep -q 'dlmd ready' || fail "dlmctl dump lacks the start-up line"
+"$DLMCTL" bogus 2>/dev/null; [ $? -eq 2 ] || fail "dlmctl bogus should exit 2"
+DLMD_CTL_SOCKET=$dir/nothing.sock "$DLMCTL" status 2>"$dir/notrunning.err"
+[ $? -eq 3 ] || fail "dlmctl without a daemon should exit 3"
+grep -q 'not running' "$dir/notrunning.err" || fail "dlmctl without a daemon: $(cat "$dir/notrunning.err")"
+
+echo "== a second dlmd on the same socket"
+"$DLMD" -f -c "$dir/n1/dlm.conf" >"$dir/second.out" 2>&1
+[ $? -ne 0 ] || fail "a second dlmd started"
+grep -q 'already running on socket' "$dir/second.out" || fail "second dlmd: $(cat "$dir/second.out")"
+"$DLMCTL" status >/dev/null || fail "the first dlmd suffered from the second"
+
+echo "== config errors"
+printf 'port = 21064\nno_such_key = 1\n' >"$dir/bad1.conf"
+"$DLMD" -f -c "$dir/bad1.conf" >"$dir/bad1.out" 2>&1
+[ $? -ne 0 ] || fail "unknown key accepted"
+grep -q "bad1.conf:2: unknown key 'no_such_key'" "$dir/bad1.out" || fail "bad1: $(cat "$dir/bad1.out")"
+printf '# comment\n\ntoss_secs = ten\n' >"$dir/bad2.conf"
+"$DLMD" -f -c "$dir/bad2.conf" >"$dir/bad2.out" 2>&1
+[ $? -ne 0 ] || fail "bad value accepted"
+grep -q "bad2.conf:3: bad value 'ten' for toss_secs" "$dir/bad2.out" || fail "bad2: $(cat "$dir/bad2.out")"
+"$DLMD" -f -c "$dir/missing.conf" >/dev/null 2>&1 && fail "missing config accepted"
+
+echo "== the daemon is still healthy"
+"$CLUSTER" status "$dir" || fail "a daemon died"
+[ $rc -eq 0 ] && echo "PASS"
+exit $rc

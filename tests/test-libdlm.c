@@ -1,0 +1,948 @@
+/*
+ * tests/test-libdlm.c - libdlm through a running dlmd.
+ *
+ * Run by tests/test-daemon.sh after "dlm-cluster up 1": DLMD_SOCKET names
+ * the daemon.  Every test uses the public API of libdlm.so (pthreads) the
+ * way an application would; nothing here touches the engine directly.
+ * Two handles on one lockspace are two connections, i.e. two lock owners,
+ * which is how one process plays several contending clients.  Tests that
+ * need a client to die (SIGKILL) fork one.
+ *
+ * Waiting is always bounded: wait_for() polls the AST fd for at most
+ * AST_TIMEOUT_MS and fails the test otherwise.
+ */
+#include <sys/types.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "libdlm/libdlm.h"
+#include "libdlm/dlmd_proto.h"
+
+#define LS_NAME		"libdlm-test"
+#define AST_TIMEOUT_MS	5000
+#define NUM_MODES	6
+#define THREADS		16
+#define THREAD_ITERS	200
+
+static dlm_lshandle_t h1, h2, h3;	/* three owners in one lockspace */
+
+/* What the ASTs of one lock saw. */
+struct rec {
+	volatile int	r_comp;		/* completion ASTs run */
+	volatile int	r_bast;		/* blocking ASTs run */
+	void		*r_comp_arg;
+	void		*r_bast_arg;
+	struct dlm_lksb	r_lksb;
+	char		r_lvb[DLM_LVB_LEN];
+};
+
+static void comp_ast(void *arg)
+{
+	struct rec *r = arg;
+
+	r->r_comp_arg = arg;
+	r->r_comp++;
+}
+
+static void bast_ast(void *arg)
+{
+	struct rec *r = arg;
+
+	r->r_bast_arg = arg;
+	r->r_bast++;
+}
+
+static void rec_init(struct rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->r_lksb.sb_lvbptr = r->r_lvb;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Dispatch the given handles' ASTs until *counter >= want.  0 or -1. */
+static int wait_for(volatile int *counter, int want, dlm_lshandle_t a,
+		    dlm_lshandle_t b)
+{
+	uint64_t end = now_ms() + AST_TIMEOUT_MS;
+
+	while (*counter < want) {
+		struct pollfd pfd[2] = {
+			{ .fd = dlm_ls_get_fd(a), .events = POLLIN },
+			{ .fd = b ? dlm_ls_get_fd(b) : -1, .events = POLLIN },
+		};
+		uint64_t now = now_ms();
+
+		if (now >= end)
+			return -1;
+		if (poll(pfd, 2, (int)(end - now)) < 0)
+			return -1;
+		if (pfd[0].revents)
+			dlm_dispatch(pfd[0].fd);
+		if (pfd[1].revents)
+			dlm_dispatch(pfd[1].fd);
+	}
+	return 0;
+}
+
+/* Nothing more arrives on 'h' within ms. */
+static void assert_quiet(dlm_lshandle_t h, int ms)
+{
+	struct pollfd pfd = { .fd = dlm_ls_get_fd(h), .events = POLLIN };
+
+	assert_int_equal(poll(&pfd, 1, ms), 0);
+}
+
+static int lock(dlm_lshandle_t h, int mode, struct rec *r, uint32_t flags,
+		const char *name, void *range)
+{
+	return dlm_ls_lock(h, (uint32_t)mode, &r->r_lksb, flags, name,
+			   (unsigned int)strlen(name), 0, comp_ast, r, bast_ast,
+			   range);
+}
+
+/* Lock and wait for the completion; returns sb_status. */
+static int lock_sync(dlm_lshandle_t h, int mode, struct rec *r, uint32_t flags,
+		     const char *name)
+{
+	int want = r->r_comp + 1;
+
+	assert_int_equal(lock(h, mode, r, flags, name, NULL), 0);
+	assert_int_equal(wait_for(&r->r_comp, want, h, NULL), 0);
+	return r->r_lksb.sb_status;
+}
+
+static int unlock_sync(dlm_lshandle_t h, struct rec *r, uint32_t flags)
+{
+	int want = r->r_comp + 1;
+
+	assert_int_equal(dlm_ls_unlock(h, r->r_lksb.sb_lkid, flags, &r->r_lksb, r), 0);
+	assert_int_equal(wait_for(&r->r_comp, want, h, NULL), 0);
+	return r->r_lksb.sb_status;
+}
+
+static int group_setup(void **state)
+{
+	h1 = dlm_new_lockspace(LS_NAME, 0600, 0);
+	if (!h1) {
+		fprintf(stderr, "dlm_new_lockspace: %s (DLMD_SOCKET=%s)\n",
+			strerror(errno), getenv("DLMD_SOCKET"));
+		return -1;
+	}
+	h2 = dlm_open_lockspace(LS_NAME);
+	h3 = dlm_open_lockspace(LS_NAME);
+	return h2 && h3 ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	dlm_close_lockspace(h3);
+	dlm_close_lockspace(h2);
+	return dlm_release_lockspace(LS_NAME, h1, 1) ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+static void test_versions(void **state)
+{
+	uint32_t a = 9, b = 9, c = 9;
+
+	assert_int_equal(dlm_kernel_version(&a, &b, &c), 0);
+	assert_int_equal(a, DLMP_VERSION_MAJOR);
+	assert_int_equal(b, DLMP_VERSION_MINOR);
+	assert_int_equal(c, DLMP_VERSION_PATCH);
+	dlm_library_version(&a, &b, &c);
+	assert_int_equal(a, DLMP_VERSION_MAJOR);
+	assert_int_equal(sizeof(struct dlm_lksb), 24);
+	assert_int_equal(offsetof(struct dlm_lksb, sb_lvbptr), 16);
+}
+
+static void test_lockspaces(void **state)
+{
+	dlm_lshandle_t h, o;
+	struct rec r;
+	char longname[DLM_LOCKSPACE_LEN + 2];
+
+	errno = 0;
+	assert_null(dlm_open_lockspace("no-such-lockspace"));
+	assert_int_equal(errno, ENOENT);
+	h = dlm_new_lockspace("ls-a", 0600, 0);
+	assert_non_null(h);
+	errno = 0;
+	assert_null(dlm_new_lockspace("ls-a", 0600, DLM_LSFL_NEWEXCL));
+	assert_int_equal(errno, EEXIST);
+	o = dlm_create_lockspace("ls-a", 0600);	/* exists: opened */
+	assert_non_null(o);
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	errno = 0;
+	assert_null(dlm_create_lockspace(longname, 0600));
+	assert_int_equal(errno, EINVAL);
+	assert_true(dlm_ls_get_fd(h) >= 0);
+
+	/* A lock remains: release without force is refused. */
+	rec_init(&r);
+	assert_int_equal(lock_sync(o, LKM_EXMODE, &r, 0, "res"), 0);
+	assert_int_equal(dlm_release_lockspace("ls-a", h, 0), -1);
+	assert_int_equal(errno, EBUSY);
+	assert_int_equal(unlock_sync(o, &r, 0), EUNLOCK);
+	assert_int_equal(dlm_close_lockspace(o), 0);
+	assert_int_equal(dlm_release_lockspace("ls-a", h, 0), 0);
+	errno = 0;
+	assert_null(dlm_open_lockspace("ls-a"));
+	assert_int_equal(errno, ENOENT);
+	errno = 0;
+	assert_int_equal(dlm_ls_lock(NULL, LKM_EXMODE, &r.r_lksb, 0, "x", 1, 0,
+				     comp_ast, &r, NULL, NULL), -1);
+	assert_int_equal(errno, ENOTCONN);
+}
+
+static const int compat[NUM_MODES][NUM_MODES] = {
+	/* NL CR CW PR PW EX */
+	{ 1, 1, 1, 1, 1, 1 },	/* NL */
+	{ 1, 1, 1, 1, 1, 0 },	/* CR */
+	{ 1, 1, 1, 0, 0, 0 },	/* CW */
+	{ 1, 1, 0, 1, 0, 0 },	/* PR */
+	{ 1, 1, 0, 0, 0, 0 },	/* PW */
+	{ 1, 0, 0, 0, 0, 0 },	/* EX */
+};
+
+static void test_mode_pairs(void **state)
+{
+	for (int held = 0; held < NUM_MODES; held++) {
+		for (int req = 0; req < NUM_MODES; req++) {
+			struct rec a, b;
+			char name[32];
+			int st;
+
+			snprintf(name, sizeof(name), "pair-%d-%d", held, req);
+			rec_init(&a);
+			rec_init(&b);
+			assert_int_equal(lock_sync(h1, held, &a, 0, name), 0);
+			st = lock_sync(h2, req, &b, LKF_NOQUEUE, name);
+			if (compat[held][req]) {
+				assert_int_equal(st, 0);
+				assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
+			} else {
+				assert_int_equal(st, EAGAIN);
+			}
+			assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+		}
+	}
+}
+
+static void test_asts(void **state)
+{
+	struct rec a, b;
+	int rv;
+
+	rec_init(&a);
+	rec_init(&b);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "asts"), 0);
+	assert_ptr_equal(a.r_comp_arg, &a);
+	assert_true(a.r_lksb.sb_lkid != 0);
+	/* sb_status is EINPROG until the AST; sb_lkid set on return. */
+	rv = lock(h2, LKM_PRMODE, &b, 0, "asts", NULL);
+	assert_int_equal(rv, 0);
+	assert_true(b.r_lksb.sb_lkid != 0);
+	assert_int_equal(wait_for(&a.r_bast, 1, h1, NULL), 0);
+	assert_ptr_equal(a.r_bast_arg, &a);	/* same arg as the completion */
+	assert_int_equal(b.r_comp, 0);
+	assert_int_equal(b.r_lksb.sb_status, EINPROG);
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+	assert_int_equal(wait_for(&b.r_comp, 1, h2, NULL), 0);
+	assert_int_equal(b.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
+}
+
+static void test_convert_quecvt(void **state)
+{
+	struct rec a, b, c, d;
+
+	rec_init(&a);
+	rec_init(&b);
+	rec_init(&c);
+	rec_init(&d);
+	assert_int_equal(lock_sync(h1, LKM_NLMODE, &a, 0, "cvt"), 0);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, LKF_CONVERT, "cvt"), 0);
+	assert_int_equal(lock_sync(h2, LKM_PRMODE, &b, LKF_NOQUEUE, "cvt"), EAGAIN);
+	/* Down-conversion is granted at once. */
+	assert_int_equal(lock_sync(h1, LKM_CRMODE, &a, LKF_CONVERT, "cvt"), 0);
+	rec_init(&b);
+	assert_int_equal(lock_sync(h2, LKM_PRMODE, &b, 0, "cvt"), 0);
+	assert_int_equal(lock_sync(h3, LKM_NLMODE, &c, 0, "cvt"), 0);
+	assert_int_equal(lock_sync(h3, LKM_NLMODE, &d, 0, "cvt"), 0);
+	/* b converts PR->EX and waits for a's CR. */
+	assert_int_equal(lock(h2, LKM_EXMODE, &b, LKF_CONVERT, "cvt", NULL), 0);
+	assert_int_equal(wait_for(&a.r_bast, 1, h1, NULL), 0);
+	/* NL->CR is compatible with everything granted: without QUECVT it
+	 * is granted at once, past b's queued conversion ... */
+	assert_int_equal(lock_sync(h3, LKM_CRMODE, &d, LKF_CONVERT, "cvt"), 0);
+	/* ... with QUECVT it queues behind b. */
+	assert_int_equal(lock(h3, LKM_CRMODE, &c, LKF_CONVERT | LKF_QUECVT, "cvt", NULL), 0);
+	assert_quiet(h3, 100);
+	assert_int_equal(c.r_comp, 1);
+	/* QUECVT on a conversion that is not an up-conversion: refused. */
+	assert_int_equal(lock(h3, LKM_NLMODE, &d, LKF_CONVERT | LKF_QUECVT, "cvt", NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	/* Cancel b's conversion: b is back in PR with ECANCEL, and c's
+	 * queued conversion is granted. */
+	assert_int_equal(dlm_ls_unlock(h2, b.r_lksb.sb_lkid, LKF_CANCEL, &b.r_lksb, &b), 0);
+	assert_int_equal(wait_for(&b.r_comp, 2, h2, NULL), 0);
+	assert_int_equal(b.r_lksb.sb_status, ECANCEL);
+	assert_int_equal(wait_for(&c.r_comp, 2, h3, NULL), 0);
+	assert_int_equal(c.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
+	assert_int_equal(unlock_sync(h3, &c, 0), EUNLOCK);
+	assert_int_equal(unlock_sync(h3, &d, 0), EUNLOCK);
+}
+
+static void test_lvb(void **state)
+{
+	struct rec w, r1, r2;
+
+	rec_init(&w);
+	rec_init(&r1);
+	rec_init(&r2);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &w, LKF_VALBLK, "lvb"), 0);
+	memset(w.r_lvb, 0, DLM_LVB_LEN);
+	snprintf(w.r_lvb, DLM_LVB_LEN, "written by the writer");
+	/* A reader queues; the writer's down-conversion to NL writes. */
+	assert_int_equal(lock(h2, LKM_PRMODE, &r1, LKF_VALBLK, "lvb", NULL), 0);
+	assert_int_equal(lock_sync(h1, LKM_NLMODE, &w, LKF_CONVERT | LKF_VALBLK, "lvb"), 0);
+	assert_int_equal(wait_for(&r1.r_comp, 1, h2, NULL), 0);
+	assert_int_equal(r1.r_lksb.sb_status, 0);
+	assert_string_equal(r1.r_lvb, "written by the writer");
+	assert_int_equal(lock_sync(h3, LKM_CRMODE, &r2, LKF_VALBLK, "lvb"), 0);
+	assert_string_equal(r2.r_lvb, "written by the writer");
+	assert_int_equal(r2.r_lksb.sb_flags & DLM_SBF_VALNOTVALID, 0);
+	assert_int_equal(unlock_sync(h2, &r1, 0), EUNLOCK);
+	assert_int_equal(unlock_sync(h3, &r2, 0), EUNLOCK);
+	/* The writer invalidates it on unlock from EX: readers are told. */
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &w, LKF_CONVERT | LKF_VALBLK, "lvb"), 0);
+	assert_int_equal(unlock_sync(h1, &w, LKF_IVVALBLK), EUNLOCK);
+	rec_init(&r1);
+	assert_int_equal(lock_sync(h2, LKM_PRMODE, &r1, LKF_VALBLK, "lvb"), 0);
+	assert_true(r1.r_lksb.sb_flags & DLM_SBF_VALNOTVALID);
+	assert_int_equal(unlock_sync(h2, &r1, 0), EUNLOCK);
+	/* VALBLK without a buffer: refused by the library. */
+	r1.r_lksb.sb_lvbptr = NULL;
+	assert_int_equal(lock(h2, LKM_PRMODE, &r1, LKF_VALBLK, "lvb", NULL), -1);
+	assert_int_equal(errno, EINVAL);
+}
+
+static void test_cancel_forceunlock(void **state)
+{
+	struct rec a, b, c;
+
+	rec_init(&a);
+	rec_init(&b);
+	rec_init(&c);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "cancel"), 0);
+	assert_int_equal(lock(h2, LKM_EXMODE, &b, 0, "cancel", NULL), 0);
+	assert_int_equal(lock(h3, LKM_EXMODE, &c, 0, "cancel", NULL), 0);
+	assert_int_equal(unlock_sync(h2, &b, LKF_CANCEL), ECANCEL);
+	assert_int_equal(unlock_sync(h3, &c, LKF_FORCEUNLOCK), EUNLOCK);
+	/* Unlocking a granted lock with CANCEL: nothing to cancel. */
+	assert_int_equal(dlm_ls_unlock(h1, a.r_lksb.sb_lkid, LKF_CANCEL, &a.r_lksb, &a), -1);
+	assert_int_equal(errno, EBUSY);
+	assert_int_equal(dlm_ls_unlock(h1, 0, 0, &a.r_lksb, &a), -1);
+	assert_int_equal(errno, EINVAL);
+	/* Somebody else's lock. */
+	assert_int_equal(dlm_ls_unlock(h2, a.r_lksb.sb_lkid, 0, &a.r_lksb, &a), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+	assert_quiet(h2, 50);
+	assert_quiet(h3, 50);
+}
+
+static void test_expedite_altpr(void **state)
+{
+	struct rec a, b, c;
+
+	rec_init(&a);
+	rec_init(&b);
+	rec_init(&c);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "exp"), 0);
+	assert_int_equal(lock(h2, LKM_PRMODE, &b, 0, "exp", NULL), 0);
+	/* An NL request with EXPEDITE passes the waiting PR. */
+	assert_int_equal(lock_sync(h3, LKM_NLMODE, &c, LKF_EXPEDITE, "exp"), 0);
+	assert_int_equal(unlock_sync(h3, &c, 0), EUNLOCK);
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+	assert_int_equal(wait_for(&b.r_comp, 1, h2, NULL), 0);
+	/* b holds PR: a PW request with ALTPR is granted PR, flagged. */
+	rec_init(&a);
+	assert_int_equal(lock_sync(h1, LKM_PWMODE, &a, LKF_ALTPR, "exp"), 0);
+	assert_true(a.r_lksb.sb_flags & DLM_SBF_ALTMODE);
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
+}
+
+static void test_convdeadlk(void **state)
+{
+	struct rec a, b;
+
+	rec_init(&a);
+	rec_init(&b);
+	assert_int_equal(lock_sync(h1, LKM_PRMODE, &a, 0, "dl"), 0);
+	assert_int_equal(lock_sync(h2, LKM_PRMODE, &b, 0, "dl"), 0);
+	assert_int_equal(lock(h1, LKM_EXMODE, &a, LKF_CONVERT, "dl", NULL), 0);
+	/* b closes the cycle; with CONVDEADLK b is demoted to NL, so a's
+	 * conversion is granted and b's waits on. */
+	assert_int_equal(lock(h2, LKM_EXMODE, &b, LKF_CONVERT | LKF_CONVDEADLK, "dl", NULL), 0);
+	assert_int_equal(wait_for(&a.r_comp, 2, h1, NULL), 0);
+	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+	assert_int_equal(wait_for(&b.r_comp, 2, h2, NULL), 0);
+	assert_int_equal(b.r_lksb.sb_status, 0);
+	assert_true(b.r_lksb.sb_flags & DLM_SBF_DEMOTED);
+	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
+
+	/* Without CONVDEADLK the conversion closing the cycle is cancelled
+	 * with EDEADLK. */
+	rec_init(&a);
+	rec_init(&b);
+	assert_int_equal(lock_sync(h1, LKM_PRMODE, &a, 0, "dl2"), 0);
+	assert_int_equal(lock_sync(h2, LKM_PRMODE, &b, 0, "dl2"), 0);
+	assert_int_equal(lock(h1, LKM_EXMODE, &a, LKF_CONVERT, "dl2", NULL), 0);
+	assert_int_equal(lock_sync(h2, LKM_EXMODE, &b, LKF_CONVERT, "dl2"), EDEADLK);
+	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
+	assert_int_equal(wait_for(&a.r_comp, 2, h1, NULL), 0);
+	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+}
+
+static void test_deadlock_cancel(void **state)
+{
+	struct rec a, b;
+
+	rec_init(&a);
+	rec_init(&b);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "dlc"), 0);
+	assert_int_equal(lock(h2, LKM_EXMODE, &b, 0, "dlc", NULL), 0);
+	assert_int_equal(dlm_ls_deadlock_cancel(h2, b.r_lksb.sb_lkid, 0), 0);
+	assert_int_equal(wait_for(&b.r_comp, 1, h2, NULL), 0);
+	assert_int_equal(b.r_lksb.sb_status, EDEADLK);
+	assert_int_equal(dlm_ls_deadlock_cancel(h1, a.r_lksb.sb_lkid, 0), -1);
+	assert_int_equal(errno, EBUSY);	/* granted: nothing to cancel */
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+}
+
+static void test_parent(void **state)
+{
+	struct rec p, c1, p2, c2, c3;
+
+	rec_init(&p);
+	rec_init(&c1);
+	rec_init(&p2);
+	rec_init(&c2);
+	rec_init(&c3);
+	assert_int_equal(lock_sync(h1, LKM_CRMODE, &p, 0, "parent"), 0);
+	assert_int_equal(dlm_ls_lock(h1, LKM_EXMODE, &c1.r_lksb, 0, "child", 5,
+				     p.r_lksb.sb_lkid, comp_ast, &c1, bast_ast, NULL), 0);
+	assert_int_equal(wait_for(&c1.r_comp, 1, h1, NULL), 0);
+	assert_int_equal(c1.r_lksb.sb_status, 0);
+	/* Another client's "child" under its own parent on the same parent
+	 * resource is the same sub-resource: it conflicts. */
+	assert_int_equal(lock_sync(h2, LKM_CRMODE, &p2, 0, "parent"), 0);
+	assert_int_equal(dlm_ls_lock(h2, LKM_EXMODE, &c2.r_lksb, LKF_NOQUEUE, "child", 5,
+				     p2.r_lksb.sb_lkid, comp_ast, &c2, NULL, NULL), 0);
+	assert_int_equal(wait_for(&c2.r_comp, 1, h2, NULL), 0);
+	assert_int_equal(c2.r_lksb.sb_status, EAGAIN);
+	/* A root resource named "child" is a different resource. */
+	assert_int_equal(lock_sync(h2, LKM_EXMODE, &c3, LKF_NOQUEUE, "child"), 0);
+	assert_int_equal(unlock_sync(h2, &c3, 0), EUNLOCK);
+	/* A parent with children cannot go first; another's parent: EPERM. */
+	assert_int_equal(dlm_ls_unlock(h1, p.r_lksb.sb_lkid, 0, &p.r_lksb, &p), -1);
+	assert_int_equal(errno, EBUSY);
+	assert_int_equal(dlm_ls_lock(h2, LKM_EXMODE, &c2.r_lksb, 0, "x", 1,
+				     p.r_lksb.sb_lkid, comp_ast, &c2, NULL, NULL), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(unlock_sync(h1, &c1, 0), EUNLOCK);
+	assert_int_equal(unlock_sync(h1, &p, 0), EUNLOCK);
+	assert_int_equal(unlock_sync(h2, &p2, 0), EUNLOCK);
+}
+
+static void test_range(void **state)
+{
+	struct dlm_range r0 = { 0, 99 }, r1 = { 100, 199 }, r2 = { 50, 150 },
+			 bad = { 10, 5 };
+	struct rec a, b, c;
+
+	rec_init(&a);
+	rec_init(&b);
+	rec_init(&c);
+	assert_int_equal(lock(h1, LKM_EXMODE, &a, 0, "range", &r0), 0);
+	assert_int_equal(wait_for(&a.r_comp, 1, h1, NULL), 0);
+	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_int_equal(lock(h2, LKM_EXMODE, &b, LKF_NOQUEUE, "range", &r1), 0);
+	assert_int_equal(wait_for(&b.r_comp, 1, h2, NULL), 0);
+	assert_int_equal(b.r_lksb.sb_status, 0);	/* disjoint */
+	assert_int_equal(lock(h3, LKM_EXMODE, &c, LKF_NOQUEUE, "range", &r2), 0);
+	assert_int_equal(wait_for(&c.r_comp, 1, h3, NULL), 0);
+	assert_int_equal(c.r_lksb.sb_status, EAGAIN);	/* overlaps both */
+	rec_init(&c);
+	assert_int_equal(lock(h3, LKM_EXMODE, &c, 0, "range", &bad), -1);
+	assert_int_equal(errno, EINVAL);
+	/* A whole-resource PR waits for both; granted once they go. */
+	assert_int_equal(lock(h3, LKM_PRMODE, &c, 0, "range", NULL), 0);
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+	assert_int_equal(c.r_comp, 0);
+	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
+	assert_int_equal(wait_for(&c.r_comp, 1, h3, NULL), 0);
+	assert_int_equal(c.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h3, &c, 0), EUNLOCK);
+}
+
+/* Many threads on one handle, _wait forms, one resource: mutual exclusion
+ * is checked with a plain counter only the holder touches. */
+static volatile int in_cs;
+static volatile long cs_entries;
+static volatile int cs_violations;
+
+static void *wait_thread(void *arg)
+{
+	dlm_lshandle_t h = arg;
+
+	for (int i = 0; i < THREAD_ITERS; i++) {
+		struct dlm_lksb lksb;
+
+		memset(&lksb, 0, sizeof(lksb));
+		if (dlm_ls_lock_wait(h, LKM_EXMODE, &lksb, 0, "threads", 7, 0,
+				     NULL, NULL, NULL) || lksb.sb_status) {
+			cs_violations++;
+			return NULL;
+		}
+		if (in_cs++)
+			cs_violations++;
+		cs_entries++;
+		in_cs--;
+		if (dlm_ls_unlock_wait(h, lksb.sb_lkid, 0, &lksb) ||
+		    lksb.sb_status != EUNLOCK) {
+			cs_violations++;
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+static void test_threads_wait(void **state)
+{
+	pthread_t t[THREADS];
+	dlm_lshandle_t hs[2];
+
+	hs[0] = dlm_open_lockspace(LS_NAME);
+	hs[1] = dlm_open_lockspace(LS_NAME);
+	assert_non_null(hs[0]);
+	assert_non_null(hs[1]);
+	/* Half the threads share a handle without an AST thread (one of
+	 * them reads for all), half share one with dlm_ls_pthread_init. */
+	assert_int_equal(dlm_ls_pthread_init(hs[1]), 0);
+	assert_int_equal(dlm_ls_pthread_init(hs[1]), -1);
+	assert_int_equal(errno, EEXIST);
+	for (int i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, wait_thread, hs[i % 2]), 0);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	assert_int_equal(cs_violations, 0);
+	assert_int_equal(cs_entries, THREADS * THREAD_ITERS);
+	assert_int_equal(dlm_close_lockspace(hs[0]), 0);
+	assert_int_equal(dlm_close_lockspace(hs[1]), 0);
+}
+
+static void test_pthread_asts(void **state)
+{
+	dlm_lshandle_t h = dlm_open_lockspace(LS_NAME);
+	struct rec a;
+	uint64_t end;
+
+	assert_non_null(h);
+	assert_int_equal(dlm_ls_pthread_init(h), 0);
+	rec_init(&a);
+	assert_int_equal(lock(h, LKM_EXMODE, &a, 0, "pthread", NULL), 0);
+	/* The AST thread runs the completion: we only watch. */
+	end = now_ms() + AST_TIMEOUT_MS;
+	while (!a.r_comp && now_ms() < end)
+		usleep(1000);
+	assert_int_equal(a.r_comp, 1);
+	assert_int_equal(a.r_lksb.sb_status, 0);
+	/* A _wait call from a thread that is not the AST thread. */
+	assert_int_equal(dlm_ls_unlock_wait(h, a.r_lksb.sb_lkid, 0, &a.r_lksb), 0);
+	assert_int_equal(a.r_lksb.sb_status, EUNLOCK);
+	assert_int_equal(dlm_close_lockspace(h), 0);
+}
+
+static void test_default_lockspace(void **state)
+{
+	struct dlm_lksb lksb;
+	int id1, id2;
+
+	memset(&lksb, 0, sizeof(lksb));
+	assert_int_equal(dlm_lock_wait(LKM_EXMODE, &lksb, 0, "dflt", 4, 0, NULL,
+				       NULL, NULL), 0);
+	assert_int_equal(lksb.sb_status, 0);
+	assert_true(dlm_get_fd() >= 0);
+	assert_int_equal(lock_resource("dflt", LKM_PRMODE, LKF_NOQUEUE, &id1), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(dlm_unlock_wait(lksb.sb_lkid, 0, &lksb), 0);
+	assert_int_equal(lksb.sb_status, EUNLOCK);
+	assert_int_equal(lock_resource("dflt", LKM_PRMODE, 0, &id1), 0);
+	assert_int_equal(lock_resource("dflt", LKM_PRMODE, 0, &id2), 0);
+	assert_int_equal(unlock_resource(id1), 0);
+	assert_int_equal(unlock_resource(id2), 0);
+	assert_int_equal(unlock_resource(id2), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(dlm_pthread_init(), 0);
+	assert_int_equal(dlm_pthread_cleanup(), 0);
+	{
+		dlm_lshandle_t d = dlm_open_lockspace("default");
+
+		assert_non_null(d);
+		assert_int_equal(dlm_release_lockspace("default", d, 1), 0);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* clients that die                                                    */
+/* ------------------------------------------------------------------ */
+
+/* Fork a child that opens the lockspace, locks 'name' in 'mode' with
+ * 'flags' and writes one byte to the pipe once the request was accepted
+ * (granted unless 'wait_only'), then sleeps until killed. */
+static pid_t child_locker(const char *name, int mode, uint32_t flags, bool wait_only)
+{
+	int p[2];
+	pid_t pid;
+	char b;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dlm_lshandle_t h = dlm_open_lockspace(LS_NAME);
+		struct dlm_lksb lksb;
+
+		close(p[0]);
+		memset(&lksb, 0, sizeof(lksb));
+		if (!h)
+			_exit(2);
+		if (wait_only) {
+			if (dlm_ls_lock(h, (uint32_t)mode, &lksb, flags, name,
+					(unsigned int)strlen(name), 0, NULL, NULL,
+					NULL, NULL))
+				_exit(3);
+		} else if (dlm_ls_lock_wait(h, (uint32_t)mode, &lksb, flags, name,
+					    (unsigned int)strlen(name), 0, NULL,
+					    NULL, NULL) || lksb.sb_status) {
+			_exit(3);
+		}
+		if (write(p[1], "x", 1) != 1)
+			_exit(4);
+		for (int i = 0; i < 600; i++)	/* bounded: the test kills us */
+			sleep(1);
+		_exit(0);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &b, 1), 1);
+	close(p[0]);
+	return pid;
+}
+
+static void kill_child(pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+}
+
+static void test_kill_holder(void **state)
+{
+	struct rec a;
+	pid_t pid = child_locker("killed", LKM_EXMODE, 0, false);
+
+	rec_init(&a);
+	assert_int_equal(lock(h1, LKM_EXMODE, &a, 0, "killed", NULL), 0);
+	assert_quiet(h1, 100);
+	assert_int_equal(a.r_comp, 0);
+	kill_child(pid);
+	/* The dead client's lock is freed at once: we are granted. */
+	assert_int_equal(wait_for(&a.r_comp, 1, h1, NULL), 0);
+	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+}
+
+static void test_kill_waiter(void **state)
+{
+	struct rec a, b;
+	pid_t pid;
+
+	rec_init(&a);
+	rec_init(&b);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "killwait"), 0);
+	pid = child_locker("killwait", LKM_EXMODE, 0, true);
+	assert_int_equal(wait_for(&a.r_bast, 1, h1, NULL), 0);
+	kill_child(pid);
+	/* Give the daemon the close, then check the waiter is gone: after
+	 * our unlock a NOQUEUE request must be granted at once. */
+	assert_int_equal(lock(h2, LKM_EXMODE, &b, 0, "killwait", NULL), 0);
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+	assert_int_equal(wait_for(&b.r_comp, 1, h2, NULL), 0);
+	assert_int_equal(b.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
+}
+
+static void test_persistent_orphan(void **state)
+{
+	struct rec a, b;
+	pid_t pid;
+
+	/* A killed owner's PERSISTENT lock stays, as an orphan. */
+	pid = child_locker("orphan", LKM_EXMODE, LKF_PERSISTENT, false);
+	kill_child(pid);
+	rec_init(&a);
+	assert_int_equal(lock_sync(h1, LKM_PRMODE, &a, LKF_NOQUEUE, "orphan"), EAGAIN);
+	/* Adopt it (same resource and mode), then unlock it. */
+	rec_init(&a);
+	assert_int_equal(lock(h1, LKM_PRMODE, &a, LKF_ORPHAN, "orphan", NULL), -1);
+	assert_int_equal(errno, ENOENT);	/* no orphan in PR */
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, LKF_ORPHAN, "orphan"), 0);
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+
+	/* Another orphan, purged by the dead process's pid. */
+	pid = child_locker("orphan2", LKM_EXMODE, LKF_PERSISTENT, false);
+	kill_child(pid);
+	rec_init(&b);
+	assert_int_equal(lock_sync(h2, LKM_EXMODE, &b, LKF_NOQUEUE, "orphan2"), EAGAIN);
+	assert_int_equal(dlm_ls_purge(h2, 0, (int)pid + 100000), 0);
+	rec_init(&b);
+	assert_int_equal(lock_sync(h2, LKM_EXMODE, &b, LKF_NOQUEUE, "orphan2"), EAGAIN);
+	assert_int_equal(dlm_ls_purge(h2, 0, (int)pid), 0);
+	rec_init(&b);
+	assert_int_equal(lock_sync(h2, LKM_EXMODE, &b, LKF_NOQUEUE, "orphan2"), 0);
+	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
+}
+
+/* ------------------------------------------------------------------ */
+/* malformed requests, straight on the socket                          */
+/* ------------------------------------------------------------------ */
+
+static int raw_connect(void)
+{
+	struct sockaddr_un sa;
+	const char *path = getenv("DLMD_SOCKET");
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+
+	assert_non_null(path);
+	assert_true(fd >= 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* Send raw bytes, read the reply; returns its status. */
+static int raw_exchange(int fd, const void *buf, size_t len, uint32_t want_reqid)
+{
+	unsigned char rb[DLMP_MAX_MSG];
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct dlmp_msg m;
+	ssize_t n;
+
+	assert_int_equal(send(fd, buf, len, 0), (ssize_t)len);
+	assert_int_equal(poll(&pfd, 1, AST_TIMEOUT_MS), 1);
+	n = recv(fd, rb, sizeof(rb), 0);
+	assert_true(n > 0);
+	assert_int_equal(dlmp_decode(rb, (size_t)n, &m), 0);
+	assert_int_equal(m.m_hdr.h_type, DLMP_REPLY);
+	assert_int_equal(m.m_hdr.h_reqid, want_reqid);
+	return m.m_u.reply.rp_status;
+}
+
+static void test_bad_requests(void **state)
+{
+	unsigned char buf[DLMP_MAX_MSG * 2];
+	struct dlmp_msg m;
+	int fd = raw_connect(), len;
+
+	/* A valid VERSION request first. */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_VERSION_REQ;
+	m.m_hdr.h_reqid = 7;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 7), 0);
+	/* Short packet, bad magic. */
+	assert_int_equal(raw_exchange(fd, "xy", 2, 0), -EBADMSG);
+	buf[0] ^= 0xff;
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 7), -EBADMSG);
+	buf[0] ^= 0xff;
+	/* Unknown version: the reply still echoes the request id. */
+	buf[4] = 99;
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 7), -EPROTONOSUPPORT);
+	buf[4] = DLMP_VERSION;
+	/* Length field not the packet length. */
+	buf[8] = (unsigned char)(len + 1);
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 7), -EBADMSG);
+	buf[8] = (unsigned char)len;
+	/* Unknown type; a reply type sent to the daemon. */
+	buf[6] = 200;
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 7), -EOPNOTSUPP);
+	buf[6] = DLMP_REPLY;
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 7), -EBADMSG);
+	buf[6] = DLMP_VERSION_REQ;
+	/* Oversized packet. */
+	memset(buf + len, 0xaa, sizeof(buf) - (size_t)len);
+	assert_int_equal(raw_exchange(fd, buf, sizeof(buf), 7), -EBADMSG);
+	/* A LOCK before LS_OPEN. */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_LOCK;
+	m.m_hdr.h_reqid = 8;
+	m.m_u.lock.lk_mode = LKM_EXMODE;
+	m.m_u.lock.lk_namelen = 1;
+	m.m_u.lock.lk_name[0] = 'x';
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 8), -ENOTCONN);
+	/* LOCK whose name length disagrees with the packet. */
+	buf[DLMP_HDR_LEN + 1] = 2;
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 8), -EBADMSG);
+	/* LS_OPEN without the AST socket. */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_LS_OPEN;
+	m.m_hdr.h_reqid = 9;
+	m.m_u.ls.ls_namelen = (uint16_t)strlen(LS_NAME);
+	memcpy(m.m_u.ls.ls_name, LS_NAME, strlen(LS_NAME));
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 9), -EBADF);
+	/* The connection still works, and so do others. */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_VERSION_REQ;
+	m.m_hdr.h_reqid = 10;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 10), 0);
+	close(fd);
+	{
+		struct rec a;
+
+		rec_init(&a);
+		assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "after-bad"), 0);
+		assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+	}
+	/* Bad arguments at the API. */
+	{
+		struct dlm_lksb lksb;
+		char name[DLM_RESNAME_MAXLEN + 1];
+
+		memset(&lksb, 0, sizeof(lksb));
+		memset(name, 'n', sizeof(name));
+		assert_int_equal(dlm_ls_lock(h1, LKM_EXMODE, &lksb, 0, name, sizeof(name),
+					     0, comp_ast, NULL, NULL, NULL), -1);
+		assert_int_equal(errno, EINVAL);
+		assert_int_equal(dlm_ls_lock(h1, 6, &lksb, 0, "m", 1, 0, comp_ast,
+					     NULL, NULL, NULL), -1);
+		assert_int_equal(errno, EINVAL);
+		assert_int_equal(dlm_ls_lock(h1, LKM_EXMODE, &lksb, LKF_TIMEOUT, "m", 1,
+					     0, comp_ast, NULL, NULL, NULL), -1);
+		assert_int_equal(errno, EINVAL);
+		lksb.sb_lkid = 0x7ffffff0;
+		assert_int_equal(dlm_ls_lock(h1, LKM_EXMODE, &lksb, LKF_CONVERT, NULL, 0,
+					     0, comp_ast, NULL, NULL, NULL), -1);
+		assert_int_equal(errno, ENOENT);
+	}
+}
+
+/* Permissions: an unprivileged client may lock in a lockspace whose mode
+ * allows it, may not create or remove lockspaces, and may not open one
+ * whose mode excludes it. */
+static void test_permissions(void **state)
+{
+	dlm_lshandle_t open_ls = dlm_new_lockspace("perm-open", 0666, 0);
+	dlm_lshandle_t closed_ls = dlm_new_lockspace("perm-closed", 0600, 0);
+	pid_t pid;
+	int st;
+
+	assert_non_null(open_ls);
+	assert_non_null(closed_ls);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dlm_lshandle_t h;
+		struct dlm_lksb lksb;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		if (dlm_new_lockspace("perm-new", 0666, 0) || errno != EPERM)
+			_exit(11);
+		if (dlm_open_lockspace("perm-closed") || errno != EACCES)
+			_exit(12);
+		h = dlm_open_lockspace("perm-open");
+		if (!h)
+			_exit(13);
+		memset(&lksb, 0, sizeof(lksb));
+		if (dlm_ls_lock_wait(h, LKM_EXMODE, &lksb, 0, "p", 1, 0, NULL, NULL,
+				     NULL) || lksb.sb_status)
+			_exit(14);
+		if (dlm_release_lockspace("perm-open", h, 1) == 0 || errno != EPERM)
+			_exit(15);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(dlm_release_lockspace("perm-open", open_ls, 1), 0);
+	assert_int_equal(dlm_release_lockspace("perm-closed", closed_ls, 1), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_versions),
+		cmocka_unit_test(test_lockspaces),
+		cmocka_unit_test(test_mode_pairs),
+		cmocka_unit_test(test_asts),
+		cmocka_unit_test(test_convert_quecvt),
+		cmocka_unit_test(test_lvb),
+		cmocka_unit_test(test_cancel_forceunlock),
+		cmocka_unit_test(test_expedite_altpr),
+		cmocka_unit_test(test_convdeadlk),
+		cmocka_unit_test(test_deadlock_cancel),
+		cmocka_unit_test(test_parent),
+		cmocka_unit_test(test_range),
+		cmocka_unit_test(test_threads_wait),
+		cmocka_unit_test(test_pthread_asts),
+		cmocka_unit_test(test_default_lockspace),
+		cmocka_unit_test(test_kill_holder),
+		cmocka_unit_test(test_kill_waiter),
+		cmocka_unit_test(test_persistent_orphan),
+		cmocka_unit_test(test_bad_requests),
+		cmocka_unit_test(test_permissions),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
