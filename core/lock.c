@@ -1384,6 +1384,12 @@ int dlm_core_purge_owner(struct dlm_ls *ls, uint64_t owner)
 						     lkb_ownerqueue);
 
 		dlm_list_del(&lkb->lkb_ownerqueue);
+		if (lkb->lkb_parent && (lkb->lkb_parent->lkb_flags & LKBF_ORPHAN)) {
+			/* an orphan's adopter must not wait for (or be
+			 * refused because of) the old owner's children */
+			lkb->lkb_parent->lkb_nchildren--;
+			lkb->lkb_parent = NULL;
+		}
 		purge_lkb(ls, lkb);
 	}
 	return count;
