@@ -1,0 +1,359 @@
+/*
+ * bench/bench-libdlm.c - local lock+unlock pairs per second through
+ * libdlm and dlmd, next to the unix-socket round-trip floor.
+ *
+ *   bench-libdlm [--quick]
+ *
+ * Uses the daemon $DLMD_SOCKET names; without it, brings up a one-node
+ * cluster with tests/dlm-cluster in a temporary directory (dlmd at log
+ * level info) and stops it at the end.  Reports, in one run:
+ *
+ *   floor, socketpair   a SOCK_SEQPACKET ping-pong between two processes
+ *                       of this program: what one request/reply costs in
+ *                       the kernel alone
+ *   floor, dlmd         VERSION requests to dlmd: the daemon's cheapest
+ *                       round trip (loop, decode, reply)
+ *   1 client sync       dlm_ls_lock_wait + dlm_ls_unlock_wait in a loop
+ *   16 clients          16 processes doing the same, each on its own
+ *                       resource; pairs/s summed
+ *   1 client async      ASYNC_WINDOW requests on distinct resources
+ *                       issued with dlm_ls_lock before any completion is
+ *                       read, then their unlocks likewise; repeated
+ *
+ * A lock+unlock pair costs at least two round trips (lock, unlock) plus
+ * two AST packets, so ~1/2 of the dlmd floor is the ceiling for sync.
+ */
+#include <sys/types.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libdlm/libdlm.h"
+#include "libdlm/dlmd_proto.h"
+
+#define BENCH_LS	"bench"
+#define NCLIENTS	16
+#define ASYNC_WINDOW	1000
+#define PING_LEN	64
+
+static double secs_full = 2.0;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void report(const char *what, double ops, double secs, const char *unit)
+{
+	printf("  %-34s %12.0f %s/s  (%.0f in %.2f s)\n", what, ops / secs, unit,
+	       ops, secs);
+	fflush(stdout);
+}
+
+static void bench_socketpair(void)
+{
+	char buf[PING_LEN];
+	int sv[2];
+	double t0, t;
+	long n = 0;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv)) {
+		perror("socketpair");
+		exit(1);
+	}
+	pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		while (recv(sv[1], buf, sizeof(buf), 0) > 0)
+			if (send(sv[1], buf, sizeof(buf), 0) < 0)
+				break;
+		_exit(0);
+	}
+	close(sv[1]);
+	memset(buf, 1, sizeof(buf));
+	t0 = now_s();
+	do {
+		for (int i = 0; i < 1000; i++) {
+			if (send(sv[0], buf, sizeof(buf), 0) < 0 ||
+			    recv(sv[0], buf, sizeof(buf), 0) <= 0) {
+				perror("ping");
+				exit(1);
+			}
+		}
+		n += 1000;
+		t = now_s() - t0;
+	} while (t < secs_full);
+	close(sv[0]);
+	waitpid(pid, NULL, 0);
+	report("floor: socketpair round trips", (double)n, t, "rt");
+}
+
+static void bench_daemon_floor(void)
+{
+	const char *path = getenv(DLMD_SOCKET_ENV);
+	unsigned char buf[DLMP_MAX_MSG], rb[DLMP_MAX_MSG];
+	struct sockaddr_un sa;
+	struct dlmp_msg m;
+	double t0, t;
+	long n = 0;
+	int fd, len;
+
+	fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		perror("connect to dlmd");
+		exit(1);
+	}
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_VERSION_REQ;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	t0 = now_s();
+	do {
+		for (int i = 0; i < 1000; i++) {
+			if (send(fd, buf, (size_t)len, 0) != len ||
+			    recv(fd, rb, sizeof(rb), 0) <= 0) {
+				perror("dlmd round trip");
+				exit(1);
+			}
+		}
+		n += 1000;
+		t = now_s() - t0;
+	} while (t < secs_full);
+	close(fd);
+	report("floor: dlmd request round trips", (double)n, t, "rt");
+}
+
+/* lock_wait + unlock_wait pairs on 'res' for secs; returns pairs done. */
+static long sync_pairs(dlm_lshandle_t ls, const char *res, double secs, double *took)
+{
+	double t0 = now_s(), t;
+	long n = 0;
+
+	do {
+		for (int i = 0; i < 100; i++) {
+			struct dlm_lksb lksb;
+
+			memset(&lksb, 0, sizeof(lksb));
+			if (dlm_ls_lock_wait(ls, LKM_EXMODE, &lksb, 0, res,
+					     (unsigned)strlen(res), 0, NULL, NULL,
+					     NULL) || lksb.sb_status ||
+			    dlm_ls_unlock_wait(ls, lksb.sb_lkid, 0, &lksb)) {
+				fprintf(stderr, "sync pair failed: %s\n", strerror(errno));
+				exit(1);
+			}
+		}
+		n += 100;
+		t = now_s() - t0;
+	} while (t < secs);
+	*took = t;
+	return n;
+}
+
+static void bench_sync1(void)
+{
+	dlm_lshandle_t ls = dlm_open_lockspace(BENCH_LS);
+	double t;
+	long n;
+
+	if (!ls) {
+		perror("open lockspace");
+		exit(1);
+	}
+	n = sync_pairs(ls, "sync-1", secs_full, &t);
+	report("1 client, synchronous", (double)n, t, "pairs");
+	dlm_close_lockspace(ls);
+}
+
+static void bench_sync16(void)
+{
+	int p[2];
+	pid_t pids[NCLIENTS];
+	double total = 0, tmax = 0;
+
+	if (pipe(p)) {
+		perror("pipe");
+		exit(1);
+	}
+	for (int c = 0; c < NCLIENTS; c++) {
+		pids[c] = fork();
+		if (pids[c] == 0) {
+			dlm_lshandle_t ls = dlm_open_lockspace(BENCH_LS);
+			char res[32], line[64];
+			double t;
+			long n;
+
+			if (!ls)
+				_exit(1);
+			snprintf(res, sizeof(res), "client-%d", c);
+			n = sync_pairs(ls, res, secs_full, &t);
+			snprintf(line, sizeof(line), "%ld %f\n", n, t);
+			if (write(p[1], line, strlen(line)) < 0)
+				_exit(1);
+			dlm_close_lockspace(ls);
+			_exit(0);
+		}
+	}
+	close(p[1]);
+	{
+		FILE *f = fdopen(p[0], "r");
+		long n;
+		double t;
+
+		while (f && fscanf(f, "%ld %lf", &n, &t) == 2) {
+			total += (double)n / t;
+			if (t > tmax)
+				tmax = t;
+		}
+		if (f)
+			fclose(f);
+	}
+	for (int c = 0; c < NCLIENTS; c++)
+		waitpid(pids[c], NULL, 0);
+	printf("  %-34s %12.0f pairs/s  (sum of %d clients, %.2f s)\n",
+	       "16 clients, synchronous", total, NCLIENTS, tmax);
+}
+
+static volatile long async_done;
+static void async_ast(void *arg) { async_done++; }
+
+static void bench_async(void)
+{
+	dlm_lshandle_t ls = dlm_open_lockspace(BENCH_LS);
+	static struct dlm_lksb lksb[ASYNC_WINDOW];
+	static char names[ASYNC_WINDOW][16];
+	double t0, t;
+	long pairs = 0;
+
+	if (!ls) {
+		perror("open lockspace");
+		exit(1);
+	}
+	for (int i = 0; i < ASYNC_WINDOW; i++)
+		snprintf(names[i], sizeof(names[i]), "async-%d", i);
+	t0 = now_s();
+	do {
+		long want;
+
+		async_done = 0;
+		for (int i = 0; i < ASYNC_WINDOW; i++)
+			if (dlm_ls_lock(ls, LKM_EXMODE, &lksb[i], 0, names[i],
+					(unsigned)strlen(names[i]), 0, async_ast, NULL,
+					NULL, NULL)) {
+				perror("dlm_ls_lock");
+				exit(1);
+			}
+		want = ASYNC_WINDOW;
+		while (async_done < want) {
+			struct pollfd pfd = { .fd = dlm_ls_get_fd(ls), .events = POLLIN };
+
+			if (poll(&pfd, 1, 5000) <= 0) {
+				fprintf(stderr, "async: completions stalled\n");
+				exit(1);
+			}
+			dlm_dispatch(pfd.fd);
+		}
+		for (int i = 0; i < ASYNC_WINDOW; i++)
+			if (dlm_ls_unlock(ls, lksb[i].sb_lkid, 0, &lksb[i], NULL)) {
+				perror("dlm_ls_unlock");
+				exit(1);
+			}
+		want = 2 * ASYNC_WINDOW;
+		while (async_done < want) {
+			struct pollfd pfd = { .fd = dlm_ls_get_fd(ls), .events = POLLIN };
+
+			if (poll(&pfd, 1, 5000) <= 0) {
+				fprintf(stderr, "async: unlocks stalled\n");
+				exit(1);
+			}
+			dlm_dispatch(pfd.fd);
+		}
+		pairs += ASYNC_WINDOW;
+		t = now_s() - t0;
+	} while (t < secs_full);
+	report("1 client, async, 1000 outstanding", (double)pairs, t, "pairs");
+	dlm_close_lockspace(ls);
+}
+
+/* No daemon named: start a one-node cluster for the run. */
+static char cluster_dir[64];
+
+static void cluster_up(void)
+{
+	char cmd[512], line[256];
+	FILE *f;
+
+	snprintf(cluster_dir, sizeof(cluster_dir), "/tmp/bench-libdlm.XXXXXX");
+	if (!mkdtemp(cluster_dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "DLM_CLUSTER_LOG_LEVEL=info top_builddir=%s %s/tests/dlm-cluster up 1 %s",
+		 TOP_BUILDDIR, TOP_SRCDIR, cluster_dir);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "bench-libdlm: cannot start a cluster (%s)\n", cmd);
+		exit(1);
+	}
+	snprintf(cmd, sizeof(cmd), "%s/env", cluster_dir);
+	f = fopen(cmd, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, "DLMD_SOCKET=", 12))
+			setenv(DLMD_SOCKET_ENV, line + 12, 1);
+	}
+	if (f)
+		fclose(f);
+}
+
+static void cluster_down(void)
+{
+	char cmd[512];
+
+	if (!cluster_dir[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "%s/tests/dlm-cluster down %s && rm -rf %s",
+		 TOP_SRCDIR, cluster_dir, cluster_dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench-libdlm: cluster teardown failed\n");
+}
+
+int main(int argc, char **argv)
+{
+	dlm_lshandle_t ls;
+
+	if (argc > 1 && !strcmp(argv[1], "--quick"))
+		secs_full = 0.5;
+	if (!getenv(DLMD_SOCKET_ENV))
+		cluster_up();
+	ls = dlm_new_lockspace(BENCH_LS, 0600, 0);
+	if (!ls) {
+		fprintf(stderr, "bench-libdlm: cannot create lockspace: %s\n",
+			strerror(errno));
+		cluster_down();
+		return 1;
+	}
+	printf("bench-libdlm: lock+unlock through libdlm and dlmd (%s)\n",
+	       getenv(DLMD_SOCKET_ENV));
+	bench_socketpair();
+	bench_daemon_floor();
+	bench_sync1();
+	bench_sync16();
+	bench_async();
+	dlm_release_lockspace(BENCH_LS, ls, 1);
+	cluster_down();
+	return 0;
+}
