@@ -63,6 +63,7 @@ struct dlmd_cluster {
 	bool			cs_quorate;
 	uint64_t		cs_ring_seq;
 	uint32_t		cs_nodes[DLM_MAX_NODES];
+	char			cs_addrs[DLM_MAX_NODES][DLMD_ADDR_LEN];
 	unsigned int		cs_nnodes;
 	uint64_t		cs_dropped;
 	uint64_t		cs_last_drop_log;
@@ -130,14 +131,24 @@ static int read_nodelist(struct dlmd_cluster *cs)
 		for (unsigned int n = 0; n < 4096 &&
 		     cmap_iter_next(cmap, iter, key, &vlen, &type) == CS_OK; n++) {
 			size_t kl = strlen(key);
+			char akey[CMAP_KEYNAME_MAXLEN + 1], *addr = NULL;
+			unsigned int idx;
 			uint32_t id;
 
-			if (kl < 7 || strcmp(key + kl - 7, ".nodeid"))
+			if (kl < 7 || strcmp(key + kl - 7, ".nodeid") ||
+			    sscanf(key, "nodelist.node.%u.", &idx) != 1)
 				continue;
-			if (cmap_get_uint32(cmap, key, &id) != CS_OK || !id)
+			if (cmap_get_uint32(cmap, key, &id) != CS_OK || !id ||
+			    cs->cs_nnodes >= DLM_MAX_NODES)
 				continue;
-			if (cs->cs_nnodes < DLM_MAX_NODES)
-				cs->cs_nodes[cs->cs_nnodes++] = id;
+			/* The address the transport will use (ring0). */
+			snprintf(akey, sizeof(akey), "nodelist.node.%u.ring0_addr", idx);
+			cs->cs_addrs[cs->cs_nnodes][0] = '\0';
+			if (cmap_get_string(cmap, akey, &addr) == CS_OK && addr) {
+				snprintf(cs->cs_addrs[cs->cs_nnodes], DLMD_ADDR_LEN, "%s", addr);
+				free(addr);
+			}
+			cs->cs_nodes[cs->cs_nnodes++] = id;
 		}
 		cmap_iter_finalize(cmap, iter);
 	}
@@ -376,6 +387,7 @@ int dlmd_cluster_init(struct dlmd *d)
 	if (d->d_cfg.cf_membership == DLMD_MEMBERSHIP_NONE) {
 		d->d_nodeid = d->d_cfg.cf_nodeid;
 		cs->cs_nodes[0] = d->d_nodeid;
+		snprintf(cs->cs_addrs[0], DLMD_ADDR_LEN, "127.0.0.1");
 		cs->cs_nnodes = 1;
 		cs->cs_quorate = true;
 		log_notice("membership none: a one-node cluster, node id %u",
@@ -399,6 +411,9 @@ int dlmd_cluster_init(struct dlmd *d)
 		return rv;
 	log_notice("corosync: we are node %u of %u configured node%s", d->d_nodeid,
 		   cs->cs_nnodes, cs->cs_nnodes == 1 ? "" : "s");
+	for (unsigned int i = 0; i < cs->cs_nnodes; i++)
+		log_info("node %u address %s", cs->cs_nodes[i],
+			 cs->cs_addrs[i][0] ? cs->cs_addrs[i] : "(none)");
 	return 0;
 }
 
@@ -497,6 +512,16 @@ bool dlmd_cluster_quorate(const struct dlmd *d)
 const char *dlmd_cluster_source_str(const struct dlmd *d)
 {
 	return d->d_cfg.cf_membership == DLMD_MEMBERSHIP_NONE ? "none" : "corosync";
+}
+
+const char *dlmd_cluster_node_addr(const struct dlmd *d, uint32_t nodeid)
+{
+	const struct dlmd_cluster *cs = d->d_cluster;
+
+	for (unsigned int i = 0; cs && i < cs->cs_nnodes; i++)
+		if (cs->cs_nodes[i] == nodeid)
+			return cs->cs_addrs[i];
+	return "";
 }
 
 unsigned int dlmd_cluster_nodes(const struct dlmd *d, uint32_t *ids, unsigned int max)

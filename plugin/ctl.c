@@ -164,8 +164,11 @@ static int verb_status(struct dlmd *d, const char *arg, struct sbuf *sb, bool js
 			  "\"quorate\":%s,\"nodes\":[", (int)getpid(), d->d_nodeid,
 			  dlmd_cluster_source_str(d),
 			  dlmd_cluster_quorate(d) ? "true" : "false");
-		for (unsigned int i = 0; i < n; i++)
-			sb_printf(sb, "%s%u", i ? "," : "", nodes[i]);
+		for (unsigned int i = 0; i < n; i++) {
+			sb_printf(sb, "%s{\"nodeid\":%u,\"addr\":", i ? "," : "", nodes[i]);
+			json_str(sb, dlmd_cluster_node_addr(d, nodes[i]));
+			sb_printf(sb, "}");
+		}
 		sb_printf(sb, "],\"lockspaces\":%u,\"clients\":%u,"
 			  "\"uptime_secs\":%llu,\"requests\":%llu,"
 			  "\"bad_requests\":%llu,\"asts_sent\":%llu,"
@@ -183,7 +186,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct sbuf *sb, bool js
 		  (int)getpid(), d->d_nodeid, dlmd_cluster_source_str(d),
 		  dlmd_cluster_quorate(d) ? "yes" : "no");
 	for (unsigned int i = 0; i < n; i++)
-		sb_printf(sb, " %u", nodes[i]);
+		sb_printf(sb, " %u(%s)", nodes[i], dlmd_cluster_node_addr(d, nodes[i]));
 	sb_printf(sb, "\nlockspaces %u\nclients %u\nuptime %llu s\nrequests %llu\n"
 		  "bad_requests %llu\nasts_sent %llu\nprotocol %d.%d.%d\nsocket %s\n",
 		  d->d_nlockspaces, dlmd_client_count(d), up,

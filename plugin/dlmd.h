@@ -34,6 +34,7 @@
 #define DLMD_DEFAULT_CONF	"/etc/dlm/dlm.conf"
 #define DLMD_DEFAULT_PIDFILE	"/run/dlmd/dlmd.pid"
 #define DLMD_SUN_PATH_MAX	108	/* sizeof(sockaddr_un.sun_path) */
+#define DLMD_ADDR_LEN		64	/* a node address as text (ring0_addr) */
 
 /* A u32 -> pointer hash map with open addressing; grows at 1/2 load. */
 struct u32map {
@@ -223,5 +224,7 @@ bool dlmd_cluster_quorate(const struct dlmd *d);
 const char *dlmd_cluster_source_str(const struct dlmd *d);
 /* Node list known from the membership source: fills up to max ids. */
 unsigned int dlmd_cluster_nodes(const struct dlmd *d, uint32_t *ids, unsigned int max);
+/* A node's address from the membership source ("" if unknown). */
+const char *dlmd_cluster_node_addr(const struct dlmd *d, uint32_t nodeid);
 
 #endif /* DLMD_PLUGIN_DLMD_H */
