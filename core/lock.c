@@ -286,19 +286,43 @@ static bool waits_for(const struct dlm_ls *ls, struct dlm_lkb *const *q,
 	       ranges_overlap(ls, &b->lkb_grrange, &a->lkb_rqrange);
 }
 
+/* Mark in 'seen' every lock reachable from q[me] along "waits for"
+ * (forward) or against it (backward). */
+static void reach(const struct dlm_ls *ls, struct dlm_lkb *const *q, size_t n,
+		  size_t me, bool forward, bool *seen, size_t *stack)
+{
+	size_t top = 0, i, j;
+
+	stack[top++] = me;
+	while (top) {
+		i = stack[--top];
+		for (j = 0; j < n; j++) {
+			bool edge = forward ? waits_for(ls, q, i, j) :
+					      waits_for(ls, q, j, i);
+
+			if (edge && !seen[j]) {
+				seen[j] = true;
+				stack[top++] = j;
+			}
+		}
+	}
+}
+
 /* Does lkb, just queued for conversion, close a cycle of converting locks
  * each waiting for the next?  Every edge of a new cycle involves the lock
  * that entered last, so checking on entry finds them all.  Returns the
- * lock to resolve (lkb itself unless it is exempt with NODLCKWT), or
- * NULL.  Costs O(n^2) in the length of the convert queue, which only
- * holds conversions that are actually blocked. */
+ * lock of the cycle to resolve, or NULL: lkb itself if it holds a mode
+ * above NL and is not exempt (NODLCKWT), else another member holding a
+ * mode above NL (every cycle has one: NL blocks no mode, and queue order
+ * alone cannot close a cycle).  Costs O(n^2) in the length of the convert
+ * queue, which only holds conversions that are actually blocked. */
 static struct dlm_lkb *conversion_deadlock(struct dlm_rsb *r,
 					   struct dlm_lkb *lkb)
 {
 	struct dlm_ls *ls = r->res_ls;
 	struct dlm_lkb **q = NULL, *victim = NULL;
-	size_t n = 0, me = 0, i, j, top = 0, *stack = NULL;
-	bool *seen = NULL, cycle = false;
+	size_t n = 0, me = 0, i, *stack = NULL;
+	bool *fwd = NULL, *bwd = NULL;
 	struct dlm_list *pos;
 
 	dlm_list_for_each(pos, &r->res_convertq)
@@ -306,9 +330,10 @@ static struct dlm_lkb *conversion_deadlock(struct dlm_rsb *r,
 	if (n < 2)
 		return NULL;
 	q = malloc(n * sizeof(*q));
-	stack = malloc(n * sizeof(*stack));
-	seen = calloc(n, sizeof(*seen));
-	if (!q || !stack || !seen)
+	stack = malloc((n + 1) * sizeof(*stack));
+	fwd = calloc(n, sizeof(*fwd));
+	bwd = calloc(n, sizeof(*bwd));
+	if (!q || !stack || !fwd || !bwd)
 		goto out;
 	i = 0;
 	dlm_list_for_each(pos, &r->res_convertq) {
@@ -317,40 +342,30 @@ static struct dlm_lkb *conversion_deadlock(struct dlm_rsb *r,
 			me = i;
 		i++;
 	}
-	/* can lkb reach itself along "waits for"? */
-	stack[top++] = me;
-	while (top && !cycle) {
-		i = stack[--top];
-		for (j = 0; j < n; j++) {
-			if (!waits_for(ls, q, i, j))
-				continue;
-			if (j == me) {
-				cycle = true;
-				break;
-			}
-			if (!seen[j]) {
-				seen[j] = true;
-				stack[top++] = j;
-			}
-		}
-	}
-	if (!cycle)
-		goto out;
-	if (!(lkb->lkb_exflags & DLM_LKF_NODLCKWT)) {
+	reach(ls, q, n, me, true, fwd, stack);
+	if (!fwd[me])
+		goto out;		/* lkb cannot reach itself: no cycle */
+	reach(ls, q, n, me, false, bwd, stack);
+	if (lkb->lkb_grmode != DLM_LOCK_NL &&
+	    !(lkb->lkb_exflags & DLM_LKF_NODLCKWT)) {
 		victim = lkb;
 		goto out;
 	}
-	/* lkb is exempt: resolve another lock of the cycle that is not */
-	for (j = 0; j < n; j++) {
-		if (j != me && seen[j] && !(q[j]->lkb_exflags & DLM_LKF_NODLCKWT)) {
-			victim = q[j];
+	for (i = 0; i < n; i++) {
+		if (i == me || !fwd[i] || !bwd[i] || q[i]->lkb_grmode == DLM_LOCK_NL)
+			continue;
+		if (!(q[i]->lkb_exflags & DLM_LKF_NODLCKWT)) {
+			victim = q[i];
 			break;
 		}
 	}
+	/* if every lock that could give way is exempt, the deadlock stays,
+	 * as NODLCKWT asks */
 out:
 	free(q);
 	free(stack);
-	free(seen);
+	free(fwd);
+	free(bwd);
 	return victim;
 }
 
@@ -751,7 +766,7 @@ static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 {
 	struct dlm_ls *ls = r->res_ls;
 	struct dlm_lkb *victim;
-	bool queue_ok;
+	bool queue_ok, resolved;
 	int mode;
 
 	queue_ok = !(lkb->lkb_exflags & DLM_LKF_QUECVT) ||
@@ -772,29 +787,35 @@ static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 		return -EAGAIN;
 	}
 	add_to_queue(r, lkb, DLM_LKSTS_CONVERT);
-	victim = conversion_deadlock(r, lkb);
-	if (victim) {
+	/* resolve deadlocks until none is left: a demotion breaks the
+	 * cycles made by the demoted lock's mode, but not those made by
+	 * queue order, so a demoted lock still in a cycle is cancelled */
+	resolved = false;
+	while ((victim = conversion_deadlock(r, lkb))) {
 		char name[DLM_MAX_KEYLEN * 4 + 8];
+		bool demote = (victim->lkb_exflags & DLM_LKF_CONVDEADLK) &&
+			      victim->lkb_grmode != DLM_LOCK_NL;
 
 		dlm_key_format(r->res_key, r->res_keylen, name, sizeof(name));
 		log_ls(ls, DLM_LOG_DEBUG,
 		       "conversion deadlock on \"%s\": lock %08x %s",
-		       name, victim->lkb_id,
-		       (victim->lkb_exflags & DLM_LKF_CONVDEADLK) ?
-		       "demoted to NL" : "cancelled");
-		if (victim->lkb_exflags & DLM_LKF_CONVDEADLK) {
+		       name, victim->lkb_id, demote ? "demoted to NL" : "cancelled");
+		resolved = true;
+		if (demote) {
 			set_grmode(r, victim, DLM_LOCK_NL, &victim->lkb_grrange);
 			victim->lkb_sbflags |= DLM_SBF_DEMOTED;
-		} else {
-			revert_convert(r, victim);
-			if (victim == lkb)
-				return -EDEADLK;
-			/* another lock gave way: it completes now */
-			if (is_master_copy(victim))
-				send_lkb(ls, DLM_MSG_GRANT, victim, -EDEADLK);
-			else
-				cast_local(ls, victim, -EDEADLK);
+			continue;
 		}
+		revert_convert(r, victim);
+		if (victim == lkb)
+			return -EDEADLK;	/* the caller runs grant_pending() */
+		/* another lock gave way: it completes now */
+		if (is_master_copy(victim))
+			send_lkb(ls, DLM_MSG_GRANT, victim, -EDEADLK);
+		else
+			cast_local(ls, victim, -EDEADLK);
+	}
+	if (resolved) {
 		/* others may now go; lkb's own fate is decided here, so that
 		 * it is answered exactly once */
 		grant_pending(r, lkb);
