@@ -755,15 +755,27 @@ void model_deliver_ast(struct sim *sim, const struct sim_ast_rec *a)
 			 a->a_node + 1, a->a_ls, ast->lkid,
 			 (unsigned long long)ast->owner, sim_mode_str(ast->bastmode));
 	else
+	{
+		char lv[40] = "";
+
+		if (a->a_has_lvb)
+			snprintf(lv, sizeof(lv), " lvb=v%llu",
+				 (unsigned long long)lvb_value(a->a_lvb));
 		snprintf(line, sizeof(line), "ast  n%d ls%d lk %08x owner %llx COMP "
-			 "status %d gr=%s sb=%x%s%llu", a->a_node + 1, a->a_ls, ast->lkid,
+			 "status %d gr=%s sb=%x%s", a->a_node + 1, a->a_ls, ast->lkid,
 			 (unsigned long long)ast->owner, ast->status,
-			 sim_mode_str(ast->grmode), ast->sbflags,
-			 a->a_has_lvb ? " lvb=v" : "",
-			 (unsigned long long)(a->a_has_lvb ? lvb_value(a->a_lvb) : 0));
+			 sim_mode_str(ast->grmode), ast->sbflags, lv);
+	}
 	sim_trace(sim, "%s", line);
 	if (ast->type != DLM_AST_BAST && ast->type != DLM_AST_COMP) {
 		sim_fail(sim, "AST of unknown type %d", ast->type);
+		return;
+	}
+	if (ast->type == DLM_AST_COMP &&
+	    (ast->sbflags & ~(uint32_t)(DLM_SBF_DEMOTED | DLM_SBF_VALNOTVALID |
+					DLM_SBF_ALTMODE))) {
+		sim_fail(sim, "completion for lock %08x with unknown sbflags %x",
+			 ast->lkid, ast->sbflags);
 		return;
 	}
 	if (!lk && (sim->opts->o_avoid & AVOID_PURGE_AST)) {
