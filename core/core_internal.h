@@ -120,6 +120,7 @@ struct dlm_rsb {
 struct dlm_dirent {
 	struct dlm_hnode	de_hnode;	/* ls_dirtbl */
 	uint32_t		de_master;
+	uint32_t		de_event;	/* recovery event that last confirmed it */
 	uint16_t		de_keylen;
 	unsigned char		de_key[];
 };
@@ -187,6 +188,8 @@ struct dlm_ls {
 	struct dlm_list		ls_held;	/* messages held while stopped */
 	struct dlm_list		ls_rc_deferred;	/* RC_LOOKUPs before our DIR barrier */
 	struct dlm_list		ls_resend;	/* lkbs with an op to redo at finish */
+	struct dlm_rsb		**ls_rec_rsbs;	/* resources when recovery started */
+	size_t			ls_rec_nrsbs;
 	struct dlm_rcstat	ls_rcstat[DLM_MAX_NODES];
 	unsigned int		ls_nrcstat;
 };

@@ -111,6 +111,9 @@ void dlm_recover_free_ls(struct dlm_ls *ls)
 {
 	free_held(&ls->ls_held);
 	free_held(&ls->ls_rc_deferred);
+	free(ls->ls_rec_rsbs);
+	ls->ls_rec_rsbs = NULL;
+	ls->ls_rec_nrsbs = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -245,12 +248,6 @@ static bool barrier(struct dlm_ls *ls, enum dlm_rstep step)
 /* the steps                                                          */
 /* ------------------------------------------------------------------ */
 
-static void free_dirent(void *arg, struct dlm_hnode *n)
-{
-	(void)arg;
-	free(dlm_container_of(n, struct dlm_dirent, de_hnode));
-}
-
 struct lkb_array {
 	struct dlm_lkb **la_v;
 	size_t la_n;
@@ -328,9 +325,15 @@ static int step_start(struct dlm_ls *ls)
 	if (rv)
 		return rv;
 
+	/* the resources the steps look at: all of them, less the unused
+	 * ones, which go (rsbs created while stopped wait for finish) */
+	free(ls->ls_rec_rsbs);
+	ls->ls_rec_rsbs = NULL;
+	ls->ls_rec_nrsbs = 0;
 	rv = all_rsbs(ls, &a);
 	if (rv)
 		return rv;
+	ls->ls_rec_rsbs = a.ra_v;
 	for (i = 0; i < a.ra_n; i++) {
 		struct dlm_rsb *r = a.ra_v[i];
 
@@ -338,6 +341,7 @@ static int step_start(struct dlm_ls *ls)
 			dlm_rsb_free(r);
 			continue;
 		}
+		ls->ls_rec_rsbs[ls->ls_rec_nrsbs++] = r;
 		/* lookups in flight are answered by a stale directory */
 		r->res_flags &= ~RESF_LOOKUP;
 		r->res_new_nodeid = 0;
@@ -350,25 +354,53 @@ static int step_start(struct dlm_ls *ls)
 		if (dlm_rsb_unused(r))
 			dlm_rsb_hold(r), dlm_rsb_release(r);	/* toss list */
 	}
-	free(a.ra_v);
+	/* the directory is rebuilt from the masters in the next step: each
+	 * record they confirm is kept (or made), the others are swept once
+	 * all have registered (sweep_dir) */
+	return 0;
+}
 
-	/* the directory is rebuilt from the masters in the next step */
-	dlm_htab_drain(&ls->ls_dirtbl, free_dirent, NULL);
+struct sweep_ctx {
+	uint32_t		sw_event;
+	struct dlm_dirent	**sw_v;
+	size_t			sw_n;
+};
+
+static void collect_unconfirmed(void *arg, struct dlm_hnode *n)
+{
+	struct dlm_dirent *de = dlm_container_of(n, struct dlm_dirent, de_hnode);
+	struct sweep_ctx *sw = arg;
+
+	if (de->de_event != sw->sw_event)
+		sw->sw_v[sw->sw_n++] = de;
+}
+
+/* After the DIR barrier: forget the records no master confirmed. */
+static int sweep_dir(struct dlm_ls *ls)
+{
+	struct sweep_ctx sw = { ls->ls_event, NULL, 0 };
+	size_t i;
+
+	sw.sw_v = malloc((ls->ls_dirtbl.ht_count + 1) * sizeof(*sw.sw_v));
+	if (!sw.sw_v)
+		return -ENOMEM;
+	dlm_htab_walk(&ls->ls_dirtbl, collect_unconfirmed, &sw);
+	for (i = 0; i < sw.sw_n; i++) {
+		dlm_htab_remove(&ls->ls_dirtbl, &sw.sw_v[i]->de_hnode);
+		free(sw.sw_v[i]);
+	}
+	free(sw.sw_v);
 	return 0;
 }
 
 static int step_dir(struct dlm_ls *ls)
 {
 	uint32_t us = dlm_our_nodeid(ls), master;
-	struct rsb_array a;
 	size_t i;
-	int rv;
+	int rv = 0;
 
-	rv = all_rsbs(ls, &a);
-	if (rv)
-		return rv;
-	for (i = 0; i < a.ra_n; i++) {
-		struct dlm_rsb *r = a.ra_v[i];
+	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
+		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
 		uint32_t dir;
 
 		if (r->res_nodeid != us)
@@ -383,7 +415,6 @@ static int step_dir(struct dlm_ls *ls)
 			send_key_msg(ls, DLM_RC_DIR_ADD, r, us, dir);
 		}
 	}
-	free(a.ra_v);
 	return rv;
 }
 
@@ -421,10 +452,12 @@ static void answer_rc_lookup(struct dlm_ls *ls, const struct dlm_msg *m)
 static int step_masters(struct dlm_ls *ls)
 {
 	uint32_t us = dlm_our_nodeid(ls), master;
-	struct rsb_array a;
 	size_t i;
-	int rv;
+	int rv = 0;
 
+	rv = sweep_dir(ls);
+	if (rv)
+		return rv;
 	/* lookups that came before our directory was complete */
 	while (!dlm_list_empty(&ls->ls_rc_deferred)) {
 		struct dlm_held *h = dlm_list_first(&ls->ls_rc_deferred,
@@ -436,11 +469,8 @@ static int step_masters(struct dlm_ls *ls)
 			answer_rc_lookup(ls, &m);
 		free(h);
 	}
-	rv = all_rsbs(ls, &a);
-	if (rv)
-		return rv;
-	for (i = 0; i < a.ra_n; i++) {
-		struct dlm_rsb *r = a.ra_v[i];
+	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
+		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
 		uint32_t dir;
 
 		if (!(r->res_flags & RESF_RECOVER_MASTER))
@@ -457,7 +487,6 @@ static int step_masters(struct dlm_ls *ls)
 			ls->ls_rc_out++;
 		}
 	}
-	free(a.ra_v);
 	return rv;
 }
 
@@ -484,15 +513,10 @@ static void resend_queue(struct dlm_ls *ls, struct dlm_rsb *r,
 
 static int step_locks(struct dlm_ls *ls)
 {
-	struct rsb_array a;
 	size_t i;
-	int rv;
 
-	rv = all_rsbs(ls, &a);
-	if (rv)
-		return rv;
-	for (i = 0; i < a.ra_n; i++) {
-		struct dlm_rsb *r = a.ra_v[i];
+	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
+		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
 		uint32_t to = r->res_new_nodeid;
 
 		if (!(r->res_flags & RESF_RECOVER_MASTER) || !to)
@@ -503,22 +527,16 @@ static int step_locks(struct dlm_ls *ls)
 		resend_queue(ls, r, &r->res_convertq, to);
 		resend_queue(ls, r, &r->res_waitq, to);
 	}
-	free(a.ra_v);
 	return 0;
 }
 
 /* All our resent locks were taken: adopt the new masters. */
 static int commit_masters(struct dlm_ls *ls)
 {
-	struct rsb_array a;
 	size_t i;
-	int rv;
 
-	rv = all_rsbs(ls, &a);
-	if (rv)
-		return rv;
-	for (i = 0; i < a.ra_n; i++) {
-		struct dlm_rsb *r = a.ra_v[i];
+	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
+		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
 
 		if ((r->res_flags & RESF_RECOVER_MASTER) && r->res_new_nodeid) {
 			r->res_nodeid = r->res_new_nodeid;
@@ -526,7 +544,6 @@ static int commit_masters(struct dlm_ls *ls)
 			r->res_flags &= ~RESF_RECOVER_MASTER;
 		}
 	}
-	free(a.ra_v);
 	return 0;
 }
 
@@ -572,15 +589,10 @@ static void recover_lvb(struct dlm_rsb *r)
 
 static int step_grant(struct dlm_ls *ls)
 {
-	struct rsb_array a;
 	size_t i, nnew = 0;
-	int rv;
 
-	rv = all_rsbs(ls, &a);
-	if (rv)
-		return rv;
-	for (i = 0; i < a.ra_n; i++) {
-		struct dlm_rsb *r = a.ra_v[i];
+	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
+		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
 
 		if (!is_master(r))
 			continue;
@@ -592,7 +604,6 @@ static int step_grant(struct dlm_ls *ls)
 			dlm_grant_pending(r);
 		r->res_flags &= ~(RESF_NEW_MASTER | RESF_RECOVER_GRANT);
 	}
-	free(a.ra_v);
 	if (nnew)
 		log_ls(ls, DLM_LOG_INFO, "recovery %u: mastering %zu more resources",
 		       ls->ls_event, nnew);
@@ -773,6 +784,9 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 			dlm_redo_lookups(ls, a.ra_v[i]);
 		free(a.ra_v);
 	}
+	free(ls->ls_rec_rsbs);
+	ls->ls_rec_rsbs = NULL;
+	ls->ls_rec_nrsbs = 0;
 	log_ls(ls, DLM_LOG_INFO, "recovery %u finished, locking resumed", event);
 	return 0;
 }

@@ -237,10 +237,14 @@ int dlm_dir_lookup(struct dlm_ls *ls, const unsigned char *key,
 			return -ENOMEM;
 		de->de_hnode.hn_hash = hash;
 		de->de_master = requester;
+		de->de_event = ls->ls_event;
 		de->de_keylen = (uint16_t)keylen;
 		memcpy(de->de_key, key, keylen);
 		dlm_htab_insert(&ls->ls_dirtbl, &de->de_hnode);
 	}
+	/* during recovery: confirmed by its master's registration or by a
+	 * lookup after the directory's rebuild, so the sweep keeps it */
+	de->de_event = ls->ls_event;
 	*master = de->de_master;
 	return 0;
 }
