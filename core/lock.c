@@ -279,8 +279,9 @@ static bool waits_for(const struct dlm_ls *ls, struct dlm_lkb *const *q,
 
 	if (i == j)
 		return false;
-	if (j < i && (a->lkb_exflags & DLM_LKF_QUECVT) &&
-	    !(a->lkb_exflags & DLM_LKF_HEADQUE))
+	/* position counts, not how the lock got there: a later HEADQUE
+	 * conversion can put itself ahead of an earlier QUECVT one */
+	if (j < i && (a->lkb_exflags & DLM_LKF_QUECVT))
 		return true;
 	return !compat(ls, b->lkb_grmode, a->lkb_rqmode) &&
 	       ranges_overlap(ls, &b->lkb_grrange, &a->lkb_rqrange);
