@@ -265,10 +265,20 @@ struct dlm_lock_req {
 /* Submit a new lock request or a conversion.  Returns 0 when submitted
  * (the outcome arrives as a completion AST, which may be delivered before
  * this returns) or a negative errno when refused outright: -EINVAL (bad
- * mode, flags, name, range or parent), -ENOENT (unknown lock id, or no
- * orphan to adopt), -EBUSY (an operation on the lock is in progress),
- * -EPERM (lock owned by another client), -ENOMEM.  The lock id is stored
- * in *lkid_out as soon as the request is accepted. */
+ * mode, flags, name or range; a parent that is not granted; a resource
+ * nested deeper than DLM_MAX_DEPTH; QUECVT or IVVALBLK on a new request;
+ * EXPEDITE other than on a new NL request; ALTPR with ALTCW; QUECVT on a
+ * conversion that is not to a stronger mode; PERSISTENT with a parent),
+ * -ENOENT (unknown lock or parent id, or no orphan to adopt), -EBUSY (an
+ * operation on the lock is in progress), -EPERM (lock or parent owned by
+ * another client), -ENOMEM.  The lock id is stored in *lkid_out as soon
+ * as the request is accepted.
+ *
+ * Flags apply to the request that carries them, as in the kernel: a
+ * lock is PERSISTENT (orphaned rather than unlocked when its owner is
+ * purged) if its latest request said so.  An alternate mode (ALTPR,
+ * ALTCW) may be weaker than the mode held before a conversion; the LVB
+ * rules then treat the grant as a down-conversion. */
 int dlm_core_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		  uint32_t *lkid_out);
 
@@ -327,6 +337,7 @@ struct dlm_lock_info {
 	struct dlm_range rqrange;
 	uint64_t	owner;
 	int		orphan;
+	uint32_t	exflags;	/* DLM_LKF_* of the lock's latest request */
 	const unsigned char *key;	/* resource key (see core/resource.c) */
 	unsigned int	keylen;
 };

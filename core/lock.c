@@ -2020,6 +2020,7 @@ static void walk_one(void *arg, struct dlm_hnode *n)
 	li.rqrange = lkb->lkb_rqrange;
 	li.owner = lkb->lkb_ownerid;
 	li.orphan = !!(lkb->lkb_flags & LKBF_ORPHAN);
+	li.exflags = lkb->lkb_exflags;
 	if (lkb->lkb_rsb) {
 		li.key = lkb->lkb_rsb->res_key;
 		li.keylen = lkb->lkb_rsb->res_keylen;
