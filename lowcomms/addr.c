@@ -117,3 +117,33 @@ int lc_addr_parse(const char *text, uint16_t port, struct sockaddr_storage *ss)
 	}
 	return -EINVAL;
 }
+
+int lc_addr_family_for(const struct sockaddr_storage *addrs, int n, int dflt)
+{
+	int family = n ? AF_INET : dflt;
+
+	for (int i = 0; i < n; i++)
+		if (addrs[i].ss_family == AF_INET6)
+			family = AF_INET6;
+	return family;
+}
+
+int lc_addr_pack(const struct sockaddr_storage *addrs, int n, int port,
+		 unsigned char *buf, size_t *len)
+{
+	size_t off = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct sockaddr_storage ss = addrs[i];
+		socklen_t l = lc_addr_len(&ss);
+
+		if (!l)
+			return -EINVAL;
+		if (port >= 0)
+			lc_addr_set_port(&ss, (uint16_t)port);
+		memcpy(buf + off, &ss, l);
+		off += l;
+	}
+	*len = off;
+	return 0;
+}

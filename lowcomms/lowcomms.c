@@ -71,6 +71,16 @@
  * connection that has not finished its handshake within cfg_handshake_ms is
  * closed.  lc_node_remove() is the only way queued frames are discarded.
  *
+ * TRANSPORTS.  The bytes go through a transport (lowcomms_internal.h):
+ * TCP (sock.c), the kernel's SCTP (sock.c) or libusrsctp (usrsctp.c), picked
+ * at lc_new() from cfg_transport and, for SCTP, whether the kernel has it.
+ * Everything above (frames, sequence numbers, HELLO, admission, resend) is
+ * the same for all; SCTP carries the stream of frames as TCP does, but one
+ * association spans all the addresses of both nodes, so a dead network is
+ * survived without a reconnect.  usrsctp's sockets are not fds: the loop
+ * watches an eventfd per socket instead, which only ever asks for POLLIN
+ * (tr_notify_fd), and an event on it means "try both directions".
+ *
  * KNOWN LIMITS.
  *  - Exactly-once holds while both contexts live.  A context destroyed with
  *    frames queued loses them (they were the application's to resend).  A
@@ -81,7 +91,10 @@
  *  - Queued frames are acknowledged by the peer's lowcomms, not its
  *    application: a frame is delivered to the callback before it is acked.
  *  - TCP uses one address per node at a time (failover to the next address
- *    only when a connect fails); multi-homing is SCTP's job.
+ *    only when a connect fails); multi-homing is SCTP's job.  With SCTP,
+ *    admission looks at the primary source address of the association
+ *    only, and the node table's addresses must all be of families the
+ *    local addresses can reach.
  *  - No keepalive of our own: a silently dead peer is noticed by TCP's
  *    timers or by the cluster manager, which calls lc_node_remove().
  *  - Sequence numbers are 32 bits; comparisons are wrap-safe as long as fewer
@@ -95,7 +108,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -145,9 +157,10 @@ struct lc_conn {
 	struct lc_node *conn_node;	/* NULL: accepted, before HELLO */
 	struct lc_conn *conn_prev;
 	struct lc_conn *conn_next;
-	int conn_fd;
+	struct lc_sock conn_sock;	/* conn_sock.sk_fd: what the loop watches */
 	enum conn_state conn_state;
 	bool conn_outgoing;		/* we called connect() */
+	bool conn_abort;		/* reset rather than close gracefully */
 	short conn_events;		/* what the loop watches */
 	uint64_t conn_deadline;		/* handshake must end by then */
 	uint64_t conn_serial;		/* creation order */
@@ -163,6 +176,7 @@ struct lc_node {
 	struct sockaddr_storage node_addrs[LC_MAX_ADDRS];
 	int node_naddrs;
 	int node_addr_next;		/* address for the next connect */
+	uint16_t node_udp_port;		/* usrsctp: its UDP port, 0 = ours */
 	struct lc_conn *node_conn;	/* outgoing in progress or established */
 	uint32_t node_epoch;		/* ours, for this peer */
 	uint32_t node_peer_epoch;	/* the peer's, 0 = not known yet */
@@ -187,7 +201,9 @@ struct lc_ctx {
 	uint64_t ctx_now;		/* last lc_timer() time */
 	uint64_t ctx_serial;
 	int ctx_in_callback;		/* depth of ops_deliver calls */
-	int ctx_listen_fds[MAX_LISTENERS];
+	const struct lc_transport *ctx_tr;
+	void *ctx_tr_state;
+	struct lc_sock ctx_listen[MAX_LISTENERS];
 	int ctx_nlisten;
 	int ctx_port;			/* bound port, or -1 */
 	struct lc_node **ctx_nodes;	/* sorted by node id */
@@ -241,10 +257,10 @@ static void set_state(struct lc_conn *c, enum conn_state state)
 
 	if (!legal[c->conn_state][state])
 		lc_log(c->conn_ctx, LOG_ERR, "bug: connection fd %d: %s -> %s",
-		       c->conn_fd, conn_state_str(c->conn_state),
+		       c->conn_sock.sk_fd, conn_state_str(c->conn_state),
 		       conn_state_str(state));
 	lc_log(c->conn_ctx, LOG_DEBUG, "node %u fd %d: %s -> %s",
-	       c->conn_node ? c->conn_node->node_id : 0, c->conn_fd,
+	       c->conn_node ? c->conn_node->node_id : 0, c->conn_sock.sk_fd,
 	       conn_state_str(c->conn_state), conn_state_str(state));
 	c->conn_state = state;
 }
@@ -392,14 +408,23 @@ static size_t out_cap(const struct lc_ctx *ctx)
 	return max_frame > OUT_BUF_SIZE ? max_frame : OUT_BUF_SIZE;
 }
 
-/* Wrap a connected or accepted socket; the fd is closed on failure. */
-static struct lc_conn *conn_new(struct lc_ctx *ctx, int fd, bool outgoing,
+/* What the loop is asked to watch when lowcomms wants `events`: a
+ * notification fd is only ever read. */
+static short watch_events(const struct lc_ctx *ctx, short events)
+{
+	return ctx->ctx_tr->tr_notify_fd ? POLLIN : events;
+}
+
+/* Wrap a connected or accepted socket; it is closed on failure. */
+static struct lc_conn *conn_new(struct lc_ctx *ctx, const struct lc_sock *sk,
+				bool outgoing,
 				const struct sockaddr_storage *peer,
 				struct lc_node *n, enum conn_state state,
 				short events)
 {
 	struct lc_conn *c = calloc(1, sizeof(*c));
 	size_t max_len = LC_FRAME_HDR_LEN + ctx->ctx_cfg.cfg_max_msg;
+	int fd = sk->sk_fd;
 
 	if (!c)
 		goto fail;
@@ -411,13 +436,14 @@ static struct lc_conn *conn_new(struct lc_ctx *ctx, int fd, bool outgoing,
 		goto fail_out;
 	if (fdmap_set(ctx, fd, c) < 0)
 		goto fail_ra;
-	if (ctx->ctx_ops->ops_fd_add(ctx->ctx_arg, fd, events) < 0) {
+	if (ctx->ctx_ops->ops_fd_add(ctx->ctx_arg, fd,
+				     watch_events(ctx, events)) < 0) {
 		ctx->ctx_fdmap[fd] = NULL;
 		goto fail_ra;
 	}
 	c->conn_ctx = ctx;
 	c->conn_node = n;
-	c->conn_fd = fd;
+	c->conn_sock = *sk;
 	c->conn_outgoing = outgoing;
 	c->conn_state = state;
 	c->conn_events = events;
@@ -437,7 +463,11 @@ fail_out:
 fail_conn:
 	free(c);
 fail:
-	close(fd);
+	{
+		struct lc_sock tmp = *sk;
+
+		ctx->ctx_tr->tr_close(&tmp, true);
+	}
 	return NULL;
 }
 
@@ -473,9 +503,9 @@ static void conn_close(struct lc_conn *c, bool retry)
 		if (retry && n->node_head)
 			schedule_retry(ctx, n);
 	}
-	ctx->ctx_ops->ops_fd_del(ctx->ctx_arg, c->conn_fd);
-	ctx->ctx_fdmap[c->conn_fd] = NULL;
-	close(c->conn_fd);
+	ctx->ctx_ops->ops_fd_del(ctx->ctx_arg, c->conn_sock.sk_fd);
+	ctx->ctx_fdmap[c->conn_sock.sk_fd] = NULL;
+	ctx->ctx_tr->tr_close(&c->conn_sock, c->conn_abort);
 	if (c->conn_prev)
 		c->conn_prev->conn_next = c->conn_next;
 	else
@@ -493,8 +523,10 @@ static void conn_want(struct lc_conn *c, short events)
 
 	if (c->conn_events == events)
 		return;
-	if (ctx->ctx_ops->ops_fd_mod(ctx->ctx_arg, c->conn_fd, events) < 0) {
-		lc_log(ctx, LOG_ERR, "cannot watch fd %d", c->conn_fd);
+	if (watch_events(ctx, c->conn_events) != watch_events(ctx, events) &&
+	    ctx->ctx_ops->ops_fd_mod(ctx->ctx_arg, c->conn_sock.sk_fd,
+				     watch_events(ctx, events)) < 0) {
+		lc_log(ctx, LOG_ERR, "cannot watch fd %d", c->conn_sock.sk_fd);
 		return;
 	}
 	c->conn_events = events;
@@ -613,16 +645,13 @@ static int conn_flush(struct lc_conn *c)
 			if (!c->conn_out_len)
 				break;
 		}
-		rv = send(c->conn_fd, c->conn_out + c->conn_out_off,
-			  c->conn_out_len - c->conn_out_off,
-			  MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (rv < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				break;
-			return -errno;
-		}
+		rv = ctx->ctx_tr->tr_send(&c->conn_sock,
+					  c->conn_out + c->conn_out_off,
+					  c->conn_out_len - c->conn_out_off);
+		if (rv == -EAGAIN)
+			break;
+		if (rv < 0)
+			return (int)rv;
 		ctx->ctx_stats.st_writes++;
 		ctx->ctx_stats.st_bytes_written += (uint64_t)rv;
 		c->conn_out_off += (size_t)rv;
@@ -646,80 +675,47 @@ static void conn_fail(struct lc_conn *c, int level, const char *why, int err)
 
 /* ---- connecting ---------------------------------------------------------- */
 
-static int set_sockopts(struct lc_ctx *ctx, int fd)
-{
-	const struct lc_config *cfg = &ctx->ctx_cfg;
-	int one = 1;
-
-	/* We batch ourselves; Nagle would only add latency. */
-	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
-		return -errno;
-	if (cfg->cfg_sndbuf &&
-	    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &cfg->cfg_sndbuf,
-		       sizeof(cfg->cfg_sndbuf)) < 0)
-		return -errno;
-	if (cfg->cfg_rcvbuf &&
-	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &cfg->cfg_rcvbuf,
-		       sizeof(cfg->cfg_rcvbuf)) < 0)
-		return -errno;
-	return 0;
-}
-
-static const struct sockaddr_storage *local_addr_for(const struct lc_ctx *ctx,
-						     int family)
-{
-	for (int i = 0; i < ctx->ctx_cfg.cfg_naddrs; i++)
-		if (ctx->ctx_cfg.cfg_addrs[i].ss_family == family)
-			return &ctx->ctx_cfg.cfg_addrs[i];
-	return NULL;
-}
-
+/*
+ * Connect to n.  TCP: to the address after the last that failed, from our
+ * first address of its family.  SCTP: one association over all of n's
+ * addresses (the next one first, as primary path) from all of ours.
+ */
 static int start_connect(struct lc_ctx *ctx, struct lc_node *n)
 {
+	const struct lc_transport *tr = ctx->ctx_tr;
 	const struct sockaddr_storage *dst = &n->node_addrs[n->node_addr_next];
-	const struct sockaddr_storage *src = local_addr_for(ctx, dst->ss_family);
+	struct sockaddr_storage remotes[LC_MAX_ADDRS];
 	char addr[LC_ADDR_STRLEN];
-	struct sockaddr_storage bind_addr;
+	struct lc_sock sk;
 	struct lc_conn *c;
-	int fd, rv;
+	int nremotes = tr->tr_multihomed ? n->node_naddrs : 1;
+	int udp_port = n->node_udp_port;
+	int rv;
 
+	for (int i = 0; i < nremotes; i++)
+		remotes[i] = n->node_addrs[(n->node_addr_next + i) %
+					   n->node_naddrs];
+	if (!udp_port && tr->tr_udp_port)
+		udp_port = tr->tr_udp_port(ctx->ctx_tr_state);
 	n->node_retry_pending = false;
 	ctx->ctx_stats.st_connects++;
-	fd = socket(dst->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    0);
-	if (fd < 0) {
-		rv = -errno;
-		goto fail;
-	}
-	rv = set_sockopts(ctx, fd);
+	rv = tr->tr_connect(ctx->ctx_tr_state, &ctx->ctx_cfg,
+			    ctx->ctx_cfg.cfg_addrs, ctx->ctx_cfg.cfg_naddrs,
+			    remotes, nremotes,
+			    udp_port > 0 ? (uint16_t)udp_port : 0, &sk);
 	if (rv < 0)
-		goto fail_fd;
-	if (src) {
-		bind_addr = *src;
-		lc_addr_set_port(&bind_addr, 0);
-		if (bind(fd, (struct sockaddr *)&bind_addr,
-			 lc_addr_len(&bind_addr)) < 0) {
-			rv = -errno;
-			goto fail_fd;
-		}
-	}
-	if (connect(fd, (const struct sockaddr *)dst, lc_addr_len(dst)) < 0 &&
-	    errno != EINPROGRESS) {
-		rv = -errno;
-		goto fail_fd;
-	}
-	c = conn_new(ctx, fd, true, dst, n, CONN_CONNECTING, POLLOUT);
+		goto fail;
+	c = conn_new(ctx, &sk, true, dst, n, CONN_CONNECTING, POLLOUT);
 	if (!c) {
 		rv = -ENOMEM;
 		goto fail;
 	}
 	n->node_conn = c;
-	lc_log(ctx, LOG_DEBUG, "connecting to node %u at %s", n->node_id,
-	       lc_addr_str(dst, addr, sizeof(addr)));
+	lc_log(ctx, LOG_DEBUG, "connecting to node %u at %s%s", n->node_id,
+	       lc_addr_str(dst, addr, sizeof(addr)),
+	       nremotes > 1 ? " and its other addresses" : "");
 	return 0;
 
-fail_fd:
-	close(fd);
 fail:
 	lc_log(ctx, n->node_backoff_ms ? LOG_DEBUG : LOG_WARNING,
 	       "cannot connect to node %u at %s: %s", n->node_id,
@@ -729,19 +725,19 @@ fail:
 	return rv;
 }
 
-/* The non-blocking connect finished, one way or the other. */
+/* The connect may have finished, one way or the other. */
 static void on_connected(struct lc_conn *c)
 {
 	struct lc_node *n = c->conn_node;
-	socklen_t len = sizeof(int);
-	int err = 0, rv;
+	int err, rv;
 
-	if (getsockopt(c->conn_fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-		err = errno;
-	if (err) {
+	err = c->conn_ctx->ctx_tr->tr_connect_result(&c->conn_sock);
+	if (err == -EAGAIN)
+		return;
+	if (err < 0) {
 		n->node_addr_next = (n->node_addr_next + 1) % n->node_naddrs;
 		conn_fail(c, n->node_backoff_ms ? LOG_DEBUG : LOG_WARNING,
-			  "connect failed", -err);
+			  "connect failed", err);
 		return;
 	}
 	set_state(c, CONN_HELLO_WAIT);
@@ -936,18 +932,16 @@ static void conn_read(struct lc_conn *c)
 	int rv;
 
 	for (int i = 0; i < READS_PER_EVENT; i++) {
-		got = recv(c->conn_fd, ctx->ctx_rbuf, READ_BUF_SIZE,
-			   MSG_DONTWAIT);
+		got = ctx->ctx_tr->tr_recv(&c->conn_sock, ctx->ctx_rbuf,
+					   READ_BUF_SIZE);
 		if (got == 0) {
 			conn_fail(c, LOG_INFO, "closed by peer", 0);
 			return;
 		}
+		if (got == -EAGAIN)
+			break;
 		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				break;
-			conn_fail(c, LOG_INFO, "read error", -errno);
+			conn_fail(c, LOG_INFO, "read error", (int)got);
 			return;
 		}
 		ctx->ctx_stats.st_reads++;
@@ -974,12 +968,12 @@ static void conn_read(struct lc_conn *c)
 }
 
 /* Close a connection from a stranger; log it, at a limited rate. */
-static void refuse(struct lc_ctx *ctx, int fd,
+static void refuse(struct lc_ctx *ctx, struct lc_sock *sk,
 		   const struct sockaddr_storage *ss)
 {
 	char addr[LC_ADDR_STRLEN];
 
-	close(fd);
+	ctx->ctx_tr->tr_close(sk, false);
 	ctx->ctx_stats.st_refused++;
 	refresh_now(ctx);
 	if (ctx->ctx_refuse_log_at && ctx->ctx_now < ctx->ctx_refuse_log_at) {
@@ -994,38 +988,28 @@ static void refuse(struct lc_ctx *ctx, int fd,
 	ctx->ctx_refuse_log_at = ctx->ctx_now + REFUSE_LOG_INTERVAL_MS;
 }
 
-static void on_accept(struct lc_ctx *ctx, int lfd)
+static void on_accept(struct lc_ctx *ctx, struct lc_sock *lsock)
 {
 	char addr[LC_ADDR_STRLEN];
 	struct sockaddr_storage ss;
-	socklen_t len;
-	int fd;
+	struct lc_sock sk;
+	int rv;
 
 	for (int i = 0; i < ACCEPTS_PER_EVENT; i++) {
-		len = sizeof(ss);
-		memset(&ss, 0, sizeof(ss));
-		fd = accept4(lfd, (struct sockaddr *)&ss, &len,
-			     SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				lc_log(ctx, LOG_ERR, "accept: %s",
-				       strerror(errno));
+		rv = ctx->ctx_tr->tr_accept(ctx->ctx_tr_state, &ctx->ctx_cfg,
+					    lsock, &sk, &ss);
+		if (rv == -EAGAIN)
+			return;
+		if (rv < 0) {
+			lc_log(ctx, LOG_ERR, "accept: %s", strerror(-rv));
 			return;
 		}
 		lc_addr_unmap(&ss);
 		if (!address_is_known(ctx, &ss)) {
-			refuse(ctx, fd, &ss);
+			refuse(ctx, &sk, &ss);
 			continue;
 		}
-		if (set_sockopts(ctx, fd) < 0) {
-			lc_log(ctx, LOG_ERR, "socket options: %s",
-			       strerror(errno));
-			close(fd);
-			continue;
-		}
-		if (!conn_new(ctx, fd, false, &ss, NULL, CONN_HELLO_WAIT,
+		if (!conn_new(ctx, &sk, false, &ss, NULL, CONN_HELLO_WAIT,
 			      POLLIN)) {
 			lc_log(ctx, LOG_ERR, "no memory for a connection");
 			continue;
@@ -1041,29 +1025,44 @@ int lc_fd_event(struct lc_ctx *ctx, int fd, short revents)
 	struct lc_conn *c;
 	int rv;
 
+	const struct lc_transport *tr = ctx->ctx_tr;
+
 	for (int i = 0; i < ctx->ctx_nlisten; i++) {
-		if (ctx->ctx_listen_fds[i] == fd) {
-			on_accept(ctx, fd);
-			return 0;
-		}
+		struct lc_sock *l = &ctx->ctx_listen[i];
+
+		if (l->sk_fd != fd)
+			continue;
+		if (tr->tr_event_begin)
+			tr->tr_event_begin(l);
+		on_accept(ctx, l);
+		if (tr->tr_event_end)
+			tr->tr_event_end(l, false);
+		return 0;
 	}
 	c = fdmap_get(ctx, fd);
 	if (!c)
 		return -ENOENT;
+	if (tr->tr_notify_fd) {
+		/* "Something happened": look at both directions. */
+		tr->tr_event_begin(&c->conn_sock);
+		revents = POLLIN | POLLOUT;
+	}
 	if (c->conn_state == CONN_CONNECTING) {
 		if (revents & (POLLOUT | POLLERR | POLLHUP))
 			on_connected(c);
-		return 0;
-	}
-	if (revents & (POLLIN | POLLERR | POLLHUP)) {
+	} else if (revents & (POLLIN | POLLERR | POLLHUP)) {
 		conn_read(c);	/* flushes, may free c */
-		return 0;
-	}
-	if (revents & POLLOUT) {
+	} else if (revents & POLLOUT) {
 		rv = conn_flush(c);
 		if (rv < 0)
 			conn_fail(c, LOG_INFO, "write error", rv);
 	}
+	/* c may be gone; if the fd still maps to a connection, re-arm it. */
+	c = fdmap_get(ctx, fd);
+	if (c && tr->tr_event_end)
+		tr->tr_event_end(&c->conn_sock,
+				 c->conn_state != CONN_CONNECTING &&
+				 conn_has_output(c));
 	return 0;
 }
 
@@ -1079,6 +1078,42 @@ void lc_config_default(struct lc_config *cfg)
 	cfg->cfg_reconnect_min_ms = LC_DEFAULT_RECONNECT_MIN_MS;
 	cfg->cfg_reconnect_max_ms = LC_DEFAULT_RECONNECT_MAX_MS;
 	cfg->cfg_handshake_ms = LC_DEFAULT_HANDSHAKE_MS;
+	cfg->cfg_transport = LC_TRANSPORT_TCP;
+	cfg->cfg_sctp_impl = LC_SCTP_AUTO;
+	cfg->cfg_sctp_udp_port = LC_DEFAULT_SCTP_UDP_PORT;
+}
+
+int lc_transport_parse(const char *text, enum lc_transport_kind *kind)
+{
+	if (!strcmp(text, "tcp"))
+		*kind = LC_TRANSPORT_TCP;
+	else if (!strcmp(text, "sctp"))
+		*kind = LC_TRANSPORT_SCTP;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* The transport the config asks for, or NULL with *err set. */
+static const struct lc_transport *pick_transport(const struct lc_config *cfg,
+						 int *err)
+{
+	if (cfg->cfg_transport == LC_TRANSPORT_TCP)
+		return &lc_transport_tcp;
+	switch (cfg->cfg_sctp_impl) {
+	case LC_SCTP_AUTO:
+		return lc_sctp_kernel_available() ? &lc_transport_sctp_kernel :
+						    &lc_transport_usrsctp;
+	case LC_SCTP_KERNEL:
+		if (lc_sctp_kernel_available())
+			return &lc_transport_sctp_kernel;
+		*err = EPROTONOSUPPORT;
+		return NULL;
+	case LC_SCTP_USER:
+		return &lc_transport_usrsctp;
+	}
+	*err = EINVAL;
+	return NULL;
 }
 
 static bool config_is_valid(const struct lc_config *cfg)
@@ -1101,35 +1136,52 @@ static bool config_is_valid(const struct lc_config *cfg)
 	if (!cfg->cfg_reconnect_min_ms ||
 	    cfg->cfg_reconnect_min_ms > cfg->cfg_reconnect_max_ms)
 		return false;
+	if (cfg->cfg_transport != LC_TRANSPORT_TCP &&
+	    cfg->cfg_transport != LC_TRANSPORT_SCTP)
+		return false;
 	return cfg->cfg_handshake_ms > 0;
 }
 
 struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 		      void *arg)
 {
+	const struct lc_transport *tr;
 	struct lc_ctx *ctx;
+	int err = ENOMEM, rv;
 
 	if (!config_is_valid(cfg) || !ops || !ops->ops_deliver ||
 	    !ops->ops_fd_add || !ops->ops_fd_mod || !ops->ops_fd_del) {
 		errno = EINVAL;
 		return NULL;
 	}
+	tr = pick_transport(cfg, &err);
+	if (!tr)
+		goto fail;
+	err = ENOMEM;
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		goto fail;
 	ctx->ctx_rbuf = malloc(READ_BUF_SIZE);
 	if (!ctx->ctx_rbuf)
 		goto fail_ctx;
+	rv = tr->tr_open(cfg, &ctx->ctx_tr_state);
+	if (rv < 0) {
+		err = -rv;
+		goto fail_rbuf;
+	}
+	ctx->ctx_tr = tr;
 	ctx->ctx_cfg = *cfg;
 	ctx->ctx_ops = ops;
 	ctx->ctx_arg = arg;
 	ctx->ctx_port = -1;
 	return ctx;
 
+fail_rbuf:
+	free(ctx->ctx_rbuf);
 fail_ctx:
 	free(ctx);
 fail:
-	errno = ENOMEM;
+	errno = err;
 	return NULL;
 }
 
@@ -1156,7 +1208,7 @@ static void write_last_ack(struct lc_conn *c)
 	    c->conn_out_off != c->conn_out_len || !ack_owed(n))
 		return;
 	put_header(buf, c->conn_ctx, n, LC_KIND_ACK, sizeof(buf), 0);
-	if (send(c->conn_fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT) ==
+	if (c->conn_ctx->ctx_tr->tr_send(&c->conn_sock, buf, sizeof(buf)) ==
 	    (ssize_t)sizeof(buf))
 		n->node_ack_sent = n->node_recv_next - 1;
 }
@@ -1172,56 +1224,56 @@ void lc_destroy(struct lc_ctx *ctx)
 	for (size_t i = 0; i < ctx->ctx_nnodes; i++)
 		free_node(ctx, ctx->ctx_nodes[i]);
 	for (int i = 0; i < ctx->ctx_nlisten; i++) {
-		ctx->ctx_ops->ops_fd_del(ctx->ctx_arg, ctx->ctx_listen_fds[i]);
-		close(ctx->ctx_listen_fds[i]);
+		ctx->ctx_ops->ops_fd_del(ctx->ctx_arg,
+					 ctx->ctx_listen[i].sk_fd);
+		ctx->ctx_tr->tr_close(&ctx->ctx_listen[i], false);
 	}
+	ctx->ctx_tr->tr_close_ctx(ctx->ctx_tr_state);
 	free(ctx->ctx_nodes);
 	free(ctx->ctx_fdmap);
 	free(ctx->ctx_rbuf);
 	free(ctx);
 }
 
-static int listen_on(struct lc_ctx *ctx, const struct sockaddr_storage *addr)
+/* Listen on naddrs addresses with one socket (TCP: naddrs is 1). */
+static int listen_on(struct lc_ctx *ctx, const struct sockaddr_storage *addrs,
+		     int naddrs)
 {
-	struct sockaddr_storage ss = *addr, bound;
-	socklen_t len = sizeof(bound);
+	struct sockaddr_storage ss[LC_MAX_ADDRS];
 	char text[LC_ADDR_STRLEN];
-	int one = 1, zero = 0;
-	int fd, rv;
+	struct lc_sock sk;
+	uint16_t port = ctx->ctx_port > 0 ? (uint16_t)ctx->ctx_port :
+					    ctx->ctx_cfg.cfg_port;
+	int rv;
 
-	if (ctx->ctx_port > 0)
-		lc_addr_set_port(&ss, (uint16_t)ctx->ctx_port);
-	else
-		lc_addr_set_port(&ss, ctx->ctx_cfg.cfg_port);
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
-		goto fail_errno;
-	if (ss.ss_family == AF_INET6 && !ctx->ctx_cfg.cfg_naddrs &&
-	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) < 0)
-		goto fail_errno;
-	if (bind(fd, (struct sockaddr *)&ss, lc_addr_len(&ss)) < 0)
-		goto fail_errno;
-	if (listen(fd, LISTEN_BACKLOG) < 0)
-		goto fail_errno;
-	if (getsockname(fd, (struct sockaddr *)&bound, &len) < 0)
-		goto fail_errno;
-	rv = ctx->ctx_ops->ops_fd_add(ctx->ctx_arg, fd, POLLIN);
+	for (int i = 0; i < naddrs; i++) {
+		ss[i] = addrs[i];
+		lc_addr_set_port(&ss[i], port);
+	}
+	rv = ctx->ctx_tr->tr_listen(ctx->ctx_tr_state, &ctx->ctx_cfg, ss,
+				    naddrs, &sk, &port);
 	if (rv < 0)
 		goto fail;
-	ctx->ctx_port = lc_addr_port(&bound);
-	ctx->ctx_listen_fds[ctx->ctx_nlisten++] = fd;
-	lc_log(ctx, LOG_INFO, "listening on %s",
-	       lc_addr_str(&bound, text, sizeof(text)));
+	rv = ctx->ctx_ops->ops_fd_add(ctx->ctx_arg, sk.sk_fd, POLLIN);
+	if (rv < 0) {
+		ctx->ctx_tr->tr_close(&sk, false);
+		goto fail;
+	}
+	ctx->ctx_port = port;
+	ctx->ctx_listen[ctx->ctx_nlisten++] = sk;
+	for (int i = 0; i < naddrs; i++) {
+		lc_addr_set_port(&ss[i], port);
+		lc_log(ctx, LOG_INFO, "listening on %s (%s)",
+		       lc_addr_str(&ss[i], text, sizeof(text)),
+		       ctx->ctx_tr->tr_name);
+	}
 	return 0;
 
-fail_errno:
-	rv = -errno;
 fail:
-	lc_log(ctx, LOG_ERR, "cannot listen on %s: %s",
-	       lc_addr_str(&ss, text, sizeof(text)), strerror(-rv));
-	close(fd);
+	lc_log(ctx, LOG_ERR, "cannot listen on %s%s (%s): %s",
+	       lc_addr_str(&ss[0], text, sizeof(text)),
+	       naddrs > 1 ? " and others" : "", ctx->ctx_tr->tr_name,
+	       strerror(-rv));
 	return rv;
 }
 
@@ -1238,10 +1290,13 @@ int lc_listen(struct lc_ctx *ctx)
 		memset(&any, 0, sizeof(any));
 		s6->sin6_family = AF_INET6;
 		s6->sin6_addr = in6addr_any;
-		return listen_on(ctx, &any);
+		return listen_on(ctx, &any, 1);
 	}
+	if (ctx->ctx_tr->tr_multihomed)
+		return listen_on(ctx, ctx->ctx_cfg.cfg_addrs,
+				 ctx->ctx_cfg.cfg_naddrs);
 	for (int i = 0; i < ctx->ctx_cfg.cfg_naddrs; i++) {
-		rv = listen_on(ctx, &ctx->ctx_cfg.cfg_addrs[i]);
+		rv = listen_on(ctx, &ctx->ctx_cfg.cfg_addrs[i], 1);
 		if (rv < 0)
 			goto fail;
 	}
@@ -1249,10 +1304,10 @@ int lc_listen(struct lc_ctx *ctx)
 
 fail:
 	while (ctx->ctx_nlisten) {
-		int fd = ctx->ctx_listen_fds[--ctx->ctx_nlisten];
+		struct lc_sock *l = &ctx->ctx_listen[--ctx->ctx_nlisten];
 
-		ctx->ctx_ops->ops_fd_del(ctx->ctx_arg, fd);
-		close(fd);
+		ctx->ctx_ops->ops_fd_del(ctx->ctx_arg, l->sk_fd);
+		ctx->ctx_tr->tr_close(l, false);
 	}
 	ctx->ctx_port = -1;
 	return rv;
@@ -1483,5 +1538,44 @@ int lc_node_fd(const struct lc_ctx *ctx, uint32_t nodeid)
 		return -ENOENT;
 	if (!n->node_conn || n->node_conn->conn_state != CONN_ESTABLISHED)
 		return -ENOTCONN;
-	return n->node_conn->conn_fd;
+	return n->node_conn->conn_sock.sk_fd;
+}
+
+int lc_node_reset(struct lc_ctx *ctx, uint32_t nodeid)
+{
+	struct lc_node *n = find_node(ctx, nodeid);
+
+	if (ctx->ctx_in_callback)
+		return -EBUSY;
+	if (!n)
+		return -ENOENT;
+	if (!n->node_conn || n->node_conn->conn_state != CONN_ESTABLISHED)
+		return -ENOTCONN;
+	n->node_conn->conn_abort = true;
+	conn_fail(n->node_conn, LOG_NOTICE, "reset on request", 0);
+	return 0;
+}
+
+const char *lc_transport_name(const struct lc_ctx *ctx)
+{
+	return ctx->ctx_tr->tr_name;
+}
+
+int lc_udp_port(const struct lc_ctx *ctx)
+{
+	if (!ctx->ctx_tr->tr_udp_port)
+		return -EOPNOTSUPP;
+	return ctx->ctx_tr->tr_udp_port(ctx->ctx_tr_state);
+}
+
+int lc_node_set_udp_port(struct lc_ctx *ctx, uint32_t nodeid, uint16_t port)
+{
+	struct lc_node *n = find_node(ctx, nodeid);
+
+	if (!ctx->ctx_tr->tr_udp_port)
+		return -EOPNOTSUPP;
+	if (!n)
+		return -ENOENT;
+	n->node_udp_port = port;
+	return 0;
 }

@@ -44,6 +44,22 @@
 #define LC_DEFAULT_RECONNECT_MAX_MS	5000
 #define LC_DEFAULT_HANDSHAKE_MS		10000
 #define LC_MAX_ADDRS			4
+/* SCTP over UDP (RFC 6951) when the kernel has no SCTP: IANA's port. */
+#define LC_DEFAULT_SCTP_UDP_PORT	9899
+
+/* The carrier of lowcomms' frames; the protocol above is the same. */
+enum lc_transport_kind {
+	LC_TRANSPORT_TCP = 0,	/* default; one address per node at a time */
+	LC_TRANSPORT_SCTP,	/* one association over all of a node's
+				 * addresses, failing over between them */
+};
+
+/* Which SCTP: the kernel's if it has one, else libusrsctp (AUTO). */
+enum lc_sctp_impl {
+	LC_SCTP_AUTO = 0,
+	LC_SCTP_KERNEL,
+	LC_SCTP_USER,
+};
 
 struct lc_ctx;
 
@@ -63,6 +79,12 @@ struct lc_config {
 	unsigned int cfg_handshake_ms;	/* connect + HELLO must finish in */
 	int cfg_sndbuf;			/* SO_SNDBUF, 0 = kernel default */
 	int cfg_rcvbuf;			/* SO_RCVBUF, 0 = kernel default */
+	enum lc_transport_kind cfg_transport;
+	enum lc_sctp_impl cfg_sctp_impl;
+	/* libusrsctp only: the process's SCTP-over-UDP port, and every
+	 * peer's unless lc_node_set_udp_port() says otherwise.  0 = any free
+	 * port (tests; see lc_udp_port()). */
+	uint16_t cfg_sctp_udp_port;
 };
 
 /* Log levels are syslog's (LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG). */
@@ -121,11 +143,15 @@ struct lc_fault {
 /* Fill cfg with defaults; the caller then sets cfg_nodeid and addresses. */
 void lc_config_default(struct lc_config *cfg);
 
+/* "tcp" or "sctp" (the daemon's `transport` key) into *kind; -EINVAL. */
+int lc_transport_parse(const char *text, enum lc_transport_kind *kind);
+
 /* Parse a numeric IPv4 or IPv6 address and a port into *ss. */
 int lc_addr_parse(const char *text, uint16_t port, struct sockaddr_storage *ss);
 
 /* A context; ops and arg are kept (ops must outlive it).  NULL on
- * failure with errno set. */
+ * failure with errno set (EPROTONOSUPPORT: the SCTP asked for is not
+ * there; EADDRINUSE: the SCTP-over-UDP port is taken). */
 struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 		      void *arg);
 /* Closes everything, best effort to write a last ack to each peer. */
@@ -174,7 +200,20 @@ void lc_get_stats(const struct lc_ctx *ctx, struct lc_stats *st);
 /* Set (or with LC_FAULT_NONE clear) the fault to inject; -EINVAL. */
 int lc_set_fault(struct lc_ctx *ctx, const struct lc_fault *flt);
 /* The fd of the established connection to nodeid (for tests and
- * diagnostics), or -ENOTCONN / -ENOENT. */
+ * diagnostics), or -ENOTCONN / -ENOENT.  With usrsctp this is the eventfd
+ * the loop watches, not a socket: use lc_node_reset() to break it. */
 int lc_node_fd(const struct lc_ctx *ctx, uint32_t nodeid);
+/* Abort the connection to nodeid as if the network had reset it (the peer
+ * sees a reset, both sides reconnect and resend).  Fault injection for
+ * tests and debug commands; -ENOTCONN, -ENOENT, -EBUSY in a callback. */
+int lc_node_reset(struct lc_ctx *ctx, uint32_t nodeid);
+
+/* "tcp", "sctp (kernel)" or "sctp (usrsctp)". */
+const char *lc_transport_name(const struct lc_ctx *ctx);
+/* usrsctp: the SCTP-over-UDP port this process uses; else -EOPNOTSUPP. */
+int lc_udp_port(const struct lc_ctx *ctx);
+/* usrsctp: the SCTP-over-UDP port of nodeid, when it is not ours (several
+ * processes on one host).  Takes effect at the next connect. */
+int lc_node_set_udp_port(struct lc_ctx *ctx, uint32_t nodeid, uint16_t port);
 
 #endif /* DLMD_LOWCOMMS_H */
