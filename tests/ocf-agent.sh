@@ -1,0 +1,329 @@
+#!/bin/sh
+# tests/ocf-agent.sh - the OCF resource agent (ocf/dlmd) on a real dlmd.
+#
+#  1. golden files: the agent's meta-data (paths normalized) against
+#     tests/ocf-golden/meta-data.xml, valid against resource-agents'
+#     ra-api-1.dtd (xmllint --dtdvalid); validate-all's exit code and
+#     exit reason for good and bad parameters against
+#     tests/ocf-golden/validate-all.out.  No cluster needed.
+#  2. ocf-tester passes every test on the agent against a one-node
+#     corosync (tests/dlm-cluster up 1) inside that node's namespaces.
+#     The harness's own dlmd is stopped first by the agent (pid file).
+#  3. start's refusals: bad dlm.conf, no corosync (an empty network
+#     namespace), stonith-enabled=false without allow_stonith_disabled
+#     (a stand-in crm_attribute on PATH plays pacemaker), a CIB that
+#     cannot be read under pacemaker; the no-quorum-policy warning.
+#  4. monitor's three outcomes: running, not running (dlmd killed, stale
+#     pid file; start recovers), failed (dlmd stopped with SIGSTOP so it
+#     cannot answer; a lockspace waiting for fencing with no fencing
+#     pending, seen through stand-in dlmctl/stonith_admin wrappers).
+#
+# Every wait is bounded (the agent's own bounds, tests/run-test's limit);
+# everything started is stopped by PID in the EXIT trap.  Needs root,
+# corosync and resource-agents (tests/setup-deps installs them): when they
+# are missing the test fails, except under "make distcheck"
+# (DLMD_DISTCHECK set by ocf/Makefile.inc's distcheck flags), where it
+# skips (exit 77) as tests/test-daemon.sh's cluster would be missing too.
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+top_srcdir=$(cd "$top_srcdir" && pwd)
+top_builddir=${top_builddir:-.}
+top_builddir=$(cd "$top_builddir" && pwd)
+CLUSTER=$top_srcdir/tests/dlm-cluster
+GOLDEN=$top_srcdir/tests/ocf-golden
+AGENT=$top_builddir/ocf/dlmd
+DLMD=$top_builddir/plugin/dlmd
+DLMCTL=$top_builddir/plugin/dlmctl
+export top_builddir
+: "${OCF_ROOT:=/usr/lib/ocf}"
+DTD_DIR=/usr/share/resource-agents
+export OCF_ROOT OCF_RESOURCE_INSTANCE=dlm
+
+rc=0
+dir=
+fail() {
+	echo "FAIL: $*" >&2
+	rc=1
+}
+
+missing=""
+[ "$(id -u)" = 0 ] || missing="$missing root"
+for t in ocf-tester xmllint corosync; do
+	command -v "$t" >/dev/null 2>&1 || missing="$missing $t"
+done
+[ -r "$OCF_ROOT/lib/heartbeat/ocf-shellfuncs" ] || missing="$missing ocf-shellfuncs"
+[ -r "$DTD_DIR/ra-api-1.dtd" ] || missing="$missing ra-api-1.dtd"
+if [ -n "$missing" ]; then
+	if [ -n "${DLMD_DISTCHECK:-}" ]; then
+		echo "SKIP (distcheck): missing$missing"
+		exit 77
+	fi
+	echo "FAIL: missing$missing (run tests/setup-deps)" >&2
+	exit 1
+fi
+[ -x "$AGENT" ] || { echo "FAIL: no agent at $AGENT (make first)" >&2; exit 1; }
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-ocf.XXXXXX") || exit 1
+chmod 755 "$dir"
+cluster_up=
+
+# Stop whatever dlmd the agent may have left, by its pid file.
+# shellcheck disable=SC2317 # called from the EXIT trap
+stop_leftovers() {
+	pf=$dir/n1/dlmd.pid
+	[ -r "$pf" ] || return 0
+	pid=$(cat "$pf")
+	if [ -n "$pid" ] && [ -d "/proc/$pid" ] &&
+	   [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dlmd ]; then
+		kill -CONT "$pid" 2>/dev/null
+		kill -TERM "$pid" 2>/dev/null
+		i=0
+		while [ -d "/proc/$pid" ] && [ "$i" -lt 50 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		kill -KILL "$pid" 2>/dev/null
+	fi
+}
+
+# shellcheck disable=SC2317 # the EXIT trap
+cleanup() {
+	if [ -n "$cluster_up" ]; then
+		stop_leftovers
+		"$CLUSTER" down "$dir" >/dev/null || { echo "FAIL: teardown" >&2; rc=1; }
+	fi
+	if [ "$rc" -eq 0 ]; then
+		rm -rf "$dir"
+	else
+		echo "files kept in $dir" >&2
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'rc=1; exit 1' INT TERM
+
+# ----------------------------------------------------------------------
+echo "== meta-data: golden file and ra-api-1.dtd"
+# The agent as make builds it, with fixed paths, so the golden file does
+# not depend on --prefix.
+sed -e 's|@sbindir[@]|/usr/sbin|g' -e 's|@bindir[@]|/usr/bin|g' \
+    -e 's|@sysconfdir[@]|/etc|g' -e 's|@PACKAGE_VERSION[@]|VERSION|g' \
+    "$top_srcdir/ocf/dlmd.in" >"$dir/agent-golden"
+chmod 755 "$dir/agent-golden"
+"$dir/agent-golden" meta-data >"$dir/meta-data.xml" || fail "meta-data exit $?"
+diff -u "$GOLDEN/meta-data.xml" "$dir/meta-data.xml" ||
+	fail "meta-data differs from tests/ocf-golden/meta-data.xml"
+"$AGENT" meta-data >"$dir/meta-data-built.xml" || fail "built agent: meta-data exit $?"
+for f in meta-data.xml meta-data-built.xml; do
+	(cd "$DTD_DIR" && xmllint --noout --nonet --dtdvalid ra-api-1.dtd - <"$dir/$f") ||
+		fail "$f is not valid against ra-api-1.dtd"
+done
+# The same check ocf-tester makes (the DOCTYPE's own DTD, from its dir).
+(cd "$DTD_DIR" && xmllint --noout --valid - <"$dir/meta-data-built.xml") ||
+	fail "meta-data: xmllint --valid through its DOCTYPE"
+
+# ----------------------------------------------------------------------
+echo "== validate-all: exit codes and reasons (golden)"
+mkdir -p "$dir/v"
+cat >"$dir/v/dlm.conf" <<EOF
+pid_file = $dir/v/dlmd.pid
+control_socket = $dir/v/dlmd-ctl.sock
+EOF
+# One case per line: NAME, then VAR=VALUE words for the agent's
+# environment (OCF_RESKEY_ implied), "-" for none.
+cat >"$dir/v/cases" <<EOF
+good -
+good-pidfile-socket pidfile=@V@/dlmd.pid socket=@V@/dlmd-ctl.sock
+relative-config config=etc/dlm.conf
+empty-config config=
+missing-config config=/nonexistent/dlm.conf
+config-is-dir config=/
+stonith-not-bool allow_stonith_disabled=maybe
+stonith-true allow_stonith_disabled=true
+args-config args=-c/etc/dlm.conf
+args-operand args=extra
+args-ok args=-D
+pidfile-differs pidfile=/run/other.pid
+socket-differs socket=/run/other.sock
+no-daemon daemon=/nonexistent/dlmd
+no-dlmctl dlmctl=/nonexistent/dlmctl
+globally-unique CRM_meta_globally_unique=true
+EOF
+: >"$dir/v/out"
+while read -r name vars; do
+	(
+		OCF_RESKEY_config=$dir/v/dlm.conf
+		OCF_RESKEY_daemon=$DLMD
+		OCF_RESKEY_dlmctl=$DLMCTL
+		export OCF_RESKEY_config OCF_RESKEY_daemon OCF_RESKEY_dlmctl
+		if [ "$vars" != - ]; then
+			for kv in $vars; do
+				kv=$(printf '%s' "$kv" | sed "s|@V@|$dir/v|g")
+				export "OCF_RESKEY_$kv"
+			done
+		fi
+		"$AGENT" validate-all >/dev/null 2>"$dir/v/err"
+		vrc=$?
+		reason=$(sed -n 's/^ocf-exit-reason://p' "$dir/v/err")
+		echo "$name rc=$vrc${reason:+ reason=$reason}"
+	) | sed "s|$dir/v|@V@|g" >>"$dir/v/out"
+done <"$dir/v/cases"
+( "$AGENT" frobnicate >/dev/null 2>&1; echo "unknown-action rc=$?" ) >>"$dir/v/out"
+diff -u "$GOLDEN/validate-all.out" "$dir/v/out" ||
+	fail "validate-all differs from tests/ocf-golden/validate-all.out"
+
+# ----------------------------------------------------------------------
+echo "== one-node cluster"
+if ! "$CLUSTER" up 1 "$dir" >"$dir/up.out" 2>&1; then
+	cat "$dir/up.out" >&2
+	fail "cannot bring up the one-node corosync cluster"
+	exit 1
+fi
+cluster_up=1
+CONF=$dir/n1/dlm.conf
+PIDFILE=$dir/n1/dlmd.pid
+# in_node CMD...: run in node 1's namespaces with the agent's parameters.
+in_node() {
+	"$CLUSTER" exec "$dir" 1 env OCF_ROOT="$OCF_ROOT" \
+		OCF_RESOURCE_INSTANCE=dlm OCF_RESKEY_config="$CONF" \
+		OCF_RESKEY_daemon="$DLMD" OCF_RESKEY_dlmctl="$DLMCTL" "$@"
+}
+# agent ACTION [VAR=VALUE...]: output in $dir/agent.out, exit code as ours.
+agent() {
+	a=$1
+	shift
+	in_node "$@" "$AGENT" "$a" >"$dir/agent.out" 2>&1
+}
+reason() { sed -n 's/^ocf-exit-reason://p' "$dir/agent.out"; }
+expect() { # EXPECTED-RC WHAT
+	got=$1
+	shift
+	if [ "$got" != "$1" ]; then
+		shift
+		fail "$*: exit $got, expected $1"
+		sed 's/^/    /' "$dir/agent.out" >&2
+	fi
+}
+
+agent monitor
+expect $? 0 "monitor of the harness's dlmd"
+agent stop
+expect $? 0 "stop of the harness's dlmd (by its pid file)"
+agent monitor
+expect $? 7 "monitor after stop"
+
+echo "== ocf-tester"
+in_node ocf-tester -n dlm -o config="$CONF" -o daemon="$DLMD" \
+	-o dlmctl="$DLMCTL" "$AGENT" >"$dir/ocf-tester.out" 2>&1
+trc=$?
+cat "$dir/ocf-tester.out"
+[ $trc -eq 0 ] || fail "ocf-tester exit $trc"
+grep -q 'passed all tests' "$dir/ocf-tester.out" || fail "ocf-tester did not pass all tests"
+
+echo "== start refuses"
+cp "$CONF" "$dir/bad.conf"
+echo "no_such_key = 1" >>"$dir/bad.conf"
+agent start OCF_RESKEY_config="$dir/bad.conf"
+expect $? 6 "start with a bad dlm.conf"
+reason | grep -q "unknown key 'no_such_key'" || fail "bad config reason: $(reason)"
+agent monitor
+expect $? 7 "monitor after the bad-config start"
+
+# No corosync: an empty network namespace has none to talk to.
+env OCF_RESKEY_config="$CONF" OCF_RESKEY_daemon="$DLMD" \
+	OCF_RESKEY_dlmctl="$DLMCTL" unshare --net "$AGENT" start >"$dir/agent.out" 2>&1
+expect $? 1 "start without corosync"
+reason | grep -q "corosync is not running" || fail "no-corosync reason: $(reason)"
+
+# Pacemaker's cluster properties, played by a stand-in crm_attribute.
+mkdir -p "$dir/fake"
+cat >"$dir/fake/crm_attribute" <<'EOF'
+#!/bin/sh
+# Stand-in: prints $FAKE_STONITH for stonith-enabled, $FAKE_NQP for
+# no-quorum-policy; fails like an unreachable CIB when FAKE_CIB_DOWN=1.
+[ "${FAKE_CIB_DOWN:-0}" = 1 ] && { echo "Could not connect to the CIB" >&2; exit 102; }
+case "$*" in
+*stonith-enabled*) echo "$FAKE_STONITH" ;;
+*no-quorum-policy*) echo "$FAKE_NQP" ;;
+*) exit 105 ;;
+esac
+EOF
+chmod 755 "$dir/fake/crm_attribute"
+FPATH=$dir/fake:$PATH
+agent start PATH="$FPATH" FAKE_STONITH=false FAKE_NQP=freeze
+expect $? 6 "start with stonith-enabled=false"
+reason | grep -q "stonith-enabled is false" || fail "stonith reason: $(reason)"
+agent start PATH="$FPATH" FAKE_CIB_DOWN=1 OCF_RESKEY_CRM_meta_on_node=n1
+expect $? 1 "start under pacemaker with an unreadable CIB"
+reason | grep -q "cannot read the cluster property" || fail "CIB reason: $(reason)"
+agent monitor
+expect $? 7 "monitor after refused starts"
+agent start PATH="$FPATH" FAKE_STONITH=false FAKE_NQP=stop \
+	OCF_RESKEY_allow_stonith_disabled=true
+expect $? 0 "start with stonith-enabled=false and allow_stonith_disabled=true"
+grep -q "no-quorum-policy is stop" "$dir/agent.out" ||
+	fail "no warning about no-quorum-policy: $(cat "$dir/agent.out")"
+
+echo "== monitor: running, failed, not running"
+agent monitor
+expect $? 0 "monitor of a started dlmd"
+pid=$(cat "$PIDFILE")
+# A lockspace waiting for fencing, nothing pending: failed.
+in_node "$DLMCTL" -s "$dir/n1/dlmd-ctl.sock" join ocf-ls >/dev/null ||
+	fail "dlmctl join ocf-ls"
+cat >"$dir/fake/dlmctl" <<EOF
+#!/bin/sh
+# Stand-in: the real dlmctl, with every lockspace waiting for fencing.
+case " \$* " in
+*" ls "*) "$DLMCTL" "\$@" | sed 's/ state [a-z_]* / state wait_fencing /' ;;
+*) exec "$DLMCTL" "\$@" ;;
+esac
+EOF
+cat >"$dir/fake/stonith_admin" <<'EOF'
+#!/bin/sh
+# Stand-in fencer history: one pending operation when FAKE_PENDING=1.
+echo '<pacemaker-result api-version="2.25" request="stonith_admin">'
+if [ "${FAKE_PENDING:-0}" = 1 ]; then
+	echo '  <fence_history><fence_event action="reboot" target="n2" status="pending" extended-status="pending"/></fence_history>'
+else
+	echo '  <fence_history/>'
+fi
+echo '  <status code="0" message="OK"/>'
+echo '</pacemaker-result>'
+EOF
+chmod 755 "$dir/fake/dlmctl" "$dir/fake/stonith_admin"
+agent monitor PATH="$FPATH" OCF_RESKEY_dlmctl="$dir/fake/dlmctl"
+expect $? 1 "monitor: lockspace waits for fencing, none pending"
+reason | grep -q "waits for fencing but no fencing is pending" || fail "fencing reason: $(reason)"
+agent monitor PATH="$FPATH" OCF_RESKEY_dlmctl="$dir/fake/dlmctl" FAKE_PENDING=1
+expect $? 0 "monitor: lockspace waits for a pending fencing"
+in_node "$DLMCTL" -s "$dir/n1/dlmd-ctl.sock" leave ocf-ls >/dev/null ||
+	fail "dlmctl leave ocf-ls"
+
+# Alive but not answering (dlmctl gives up after its own 10 s).
+kill -STOP "$pid"
+agent monitor
+mrc=$?
+kill -CONT "$pid"
+expect $mrc 1 "monitor of a dlmd that does not answer"
+reason | grep -q "does not answer" || fail "stuck reason: $(reason)"
+agent monitor
+expect $? 0 "monitor once it answers again"
+
+# Killed: not running; a stale pid file and socket do not stop a start.
+kill -KILL "$pid"
+i=0
+while [ -d "/proc/$pid" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+agent monitor
+expect $? 7 "monitor after SIGKILL"
+agent start
+expect $? 0 "start after SIGKILL (stale pid file and socket)"
+[ "$(cat "$PIDFILE")" != "$pid" ] || fail "pid file still names the killed dlmd"
+agent stop
+expect $? 0 "final stop"
+agent monitor
+expect $? 7 "monitor after the final stop"
+[ ! -e "$PIDFILE" ] || fail "pid file left after stop"
+
+[ $rc -eq 0 ] && echo "ocf-agent: all checks passed"
+exit $rc
