@@ -151,6 +151,7 @@ const struct dlm_core_ops dlmd_core_ops = {
 	.send = core_send,
 	.ast = core_ast,
 	.log = core_log,
+	.recovery_done = dlmd_cluster_recovery_done,
 };
 
 /* ------------------------------------------------------------------ */
@@ -325,6 +326,7 @@ void dlmd_flush(struct dlmd *d)
 			deliver_ast(d, &d->d_asts[i]);
 		d->d_nasts = 0;
 	}
+	dlmd_comms_kick(d);
 }
 
 /* ------------------------------------------------------------------ */
@@ -374,6 +376,7 @@ int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
 		free(dl);
 		return rv;
 	}
+	dlmd_cluster_ls_created(d, dl);
 	dl->dl_next = d->d_lockspaces;
 	d->d_lockspaces = dl;
 	d->d_nlockspaces++;
@@ -443,6 +446,7 @@ int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
 	if (rv)
 		return rv;
 	u32map_each(&d->d_clients, unbind_if_bound, &ua);
+	dlmd_ls_join_done(d, dl, -ECONNABORTED);
 	dlmd_cluster_ls_leave(d, dl);
 	for (pp = &d->d_lockspaces; *pp; pp = &(*pp)->dl_next) {
 		if (*pp == dl) {
@@ -508,17 +512,34 @@ static int req_version(struct req_ctx *rq)
 	return 0;
 }
 
+/*
+ * A lockspace is usable once its first membership is agreed and recovered
+ * (cluster.c); until then the create request is held in dl_waits and
+ * answered by dlmd_ls_join_done().
+ */
 static int req_ls_create(struct req_ctx *rq)
 {
 	const struct dlmp_ls *l = &rq->rq_msg->m_u.ls;
 	struct dlmd_ls *dl;
+	struct dlmd_create_wait *w;
+	int rv;
 
 	if (!client_is_admin(rq->rq_d, rq->rq_c))
 		return -EPERM;
 	if (l->ls_flags & ~DLMP_LSFL_NEWEXCL || l->ls_mode > 0777)
 		return -EINVAL;
-	return dlmd_ls_create(rq->rq_d, l->ls_name, l->ls_mode, rq->rq_c->cl_uid,
-			      rq->rq_c->cl_gid, l->ls_flags & DLMP_LSFL_NEWEXCL, &dl);
+	rv = dlmd_ls_create(rq->rq_d, l->ls_name, l->ls_mode, rq->rq_c->cl_uid,
+			    rq->rq_c->cl_gid, l->ls_flags & DLMP_LSFL_NEWEXCL, &dl);
+	if (rv || dlmd_cluster_ls_ready(rq->rq_d, dl))
+		return rv;
+	w = realloc(dl->dl_waits, (dl->dl_nwaits + 1) * sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	dl->dl_waits = w;
+	w[dl->dl_nwaits].cw_serial = rq->rq_c->cl_serial;
+	w[dl->dl_nwaits].cw_reqid = rq->rq_msg->m_hdr.h_reqid;
+	dl->dl_nwaits++;
+	return DLMD_REPLY_DEFERRED;
 }
 
 static int req_ls_open(struct req_ctx *rq)
@@ -806,9 +827,30 @@ void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,
 	}
 	if (rq.rq_fd >= 0)
 		close(rq.rq_fd);
-	rq.rq_reply.rp_status = rv;
-	send_reply(d, c, msg.m_hdr.h_reqid, &rq.rq_reply);
+	if (rv != DLMD_REPLY_DEFERRED) {
+		rq.rq_reply.rp_status = rv;
+		send_reply(d, c, msg.m_hdr.h_reqid, &rq.rq_reply);
+	}
 	dlmd_flush(d);
+}
+
+void dlmd_ls_join_done(struct dlmd *d, struct dlmd_ls *dl, int status)
+{
+	struct dlmp_reply rp;
+
+	for (unsigned int i = 0; i < dl->dl_nwaits; i++) {
+		struct dlmd_client *c = u32map_get(&d->d_clients,
+						   dl->dl_waits[i].cw_serial);
+
+		if (!c)
+			continue;	/* gave up waiting */
+		memset(&rp, 0, sizeof(rp));
+		rp.rp_status = status;
+		send_reply(d, c, dl->dl_waits[i].cw_reqid, &rp);
+	}
+	free(dl->dl_waits);
+	dl->dl_waits = NULL;
+	dl->dl_nwaits = 0;
 }
 
 /* ------------------------------------------------------------------ */

@@ -1,31 +1,107 @@
 /*
- * plugin/cluster.c - the daemon's glue to the cluster stack (corosync).
+ * plugin/cluster.c - the daemon's glue to the cluster stack (corosync):
+ * node list, quorum, and the CPG protocol that drives each lockspace's
+ * recovery.
  *
  * What comes from where:
  *
  *   our node id      corosync_cfg_local_get() (cfg); cross-checked with
  *                    cmap's nodelist.local_node_pos entry
- *   node list        cmap nodelist.node.<idx>.nodeid (idx is not the id)
- *   quorum           libquorum, tracked for the whole life of the daemon
- *   daemon group     CPG "dlmd:daemon": every dlmd of the cluster joins it;
- *                    it will carry daemon-to-daemon control messages
- *                    (lockspace start/stop barriers, fencing results)
- *   lockspace group  CPG "dlmd:ls:<name>" per lockspace: its member list
- *                    is the lockspace's membership
+ *   node list        cmap nodelist.node.<idx>.nodeid and .ring<N>_addr
+ *                    (idx is not the id); every node with its addresses is
+ *                    given to lowcomms (plugin/comms.c).  The nodelist is
+ *                    tracked: a node added later is added to lowcomms.
+ *   quorum           libquorum: quorate flag, ring sequence, node view
+ *   daemon group     CPG "dlmd:daemon": every dlmd joins it.  A node that
+ *                    leaves it (its daemon stopped, or the node failed) has
+ *                    its lowcomms state dropped, so that the next daemon
+ *                    there starts a new transport epoch; a node that failed
+ *                    (reason node-down) is handed to fencing (fence.c).
+ *   lockspace group  CPG "dlmd:ls:<name>" per lockspace: its members are
+ *                    the lockspace's members.
  *
- * Every CPG and quorum handle's fd sits in the main loop; cpg_dispatch()
- * runs the callbacks from there.  Losing corosync (POLLHUP on any of its
- * fds, or a dispatch error) stops the daemon with exit code 1: locks
- * cannot be trusted without membership.
+ * THE LOCKSPACE PROTOCOL.  CPG delivers configuration changes (confchg)
+ * and messages in one total order, the same on every member (totem's
+ * agreed order, extended virtual synchrony).  Everything below relies on
+ * that: every member applies the same deterministic rule to the same
+ * sequence of events, so every member takes the same decisions at the
+ * same point of the sequence, with no further agreement round.
  *
- * One-node scope (this version): the engine's lockspace members are just
- * us.  A lockspace group's configuration changes are recorded and logged;
- * when another node shows up, ls_members_changed() logs that multi-node
- * recovery is not implemented yet.  That function is where the multi-node
- * work plugs in: stop the lockspace, agree on the member set and an event
- * number over the daemon group, run the engine's recovery, finish.
- * Engine messages for other nodes are dropped (no transport is wired in;
- * lowcomms/ will carry them) with a rate-limited warning.
+ *  1. confchg.  On every change of the group (a join, a clean leave, a
+ *     daemon exit, a node failure) each member at once stops the
+ *     lockspace in the engine (dlm_core_ls_stop: requests and lock
+ *     messages are held), and forgets whatever it had collected for the
+ *     previous change.  Nodes that left with reason node-down are recorded
+ *     as failed: they must be fenced before recovery.
+ *
+ *  2. wait conditions, each member for itself:
+ *       quorum   the cluster is quorate, the quorum's node view contains
+ *                every member, and it already reflects the change (after
+ *                a node failure corosync reports CPG confchg, totem ring,
+ *                then quorum; quorum state from before the failure must
+ *                not count, or an isolated node would believe itself
+ *                quorate and recover alone): either the quorum view no
+ *                longer lists the failed nodes or its ring is newer than
+ *                the one seen at the change;
+ *       fencing  every node that failed out of the lockspace since its
+ *                last completed recovery is fenced (fence.c).
+ *
+ *  3. START.  When its conditions hold, each member multicasts START (in
+ *     the lockspace's group, agreed order): the member list of the change
+ *     it answers, the last event it took part in (0: it has never run the
+ *     lockspace, "fresh"), and the members of that event.
+ *
+ *  4. decision.  A START counts for the current change when it is
+ *     delivered after that change, comes from a member, and carries the
+ *     member list of that change (a START answering an older change that
+ *     is delivered late carries another list and is ignored).  When every
+ *     member's START has been counted, every member decides, at the same
+ *     point of the sequence and on the same data:
+ *       - stateful merge: members that ran the lockspace ("has state") but
+ *         whose last event is older than the newest one reported were cut
+ *         off while the others recovered without them (a healed
+ *         partition).  Their locks may conflict with what was granted
+ *         since: they are LOSERS.  A loser drops its instance of the
+ *         lockspace (forced release: its clients lose their locks) and
+ *         leaves the group; the others decide nothing and wait for the
+ *         change that its leave causes;
+ *       - otherwise the event number is E = (newest last event) + 1: it is
+ *         larger than every member's previous event (the engine requires
+ *         increasing events), the same on every member, and a fresh
+ *         joiner learns it from the others' STARTs.
+ *     Each member then starts recovery in the engine,
+ *     dlm_core_ls_start(E, members), once it is quorate.  The engines run
+ *     the recovery steps and their barriers among themselves over
+ *     lowcomms (core/recover.c).
+ *
+ *  5. finish.  The engine's recovery_done(E) means its last barrier was
+ *     passed by every member.  If still quorate the member calls
+ *     dlm_core_ls_finish(E) and locking resumes; held LS_CREATE replies
+ *     of a joining lockspace are sent then.
+ *
+ *  A newer confchg at any point goes back to 1: the engine aborts a
+ *  recovery in progress on stop, and the newer event restarts it.
+ *
+ * Joining and leaving.  A lockspace created on this node (libdlm, dlmctl
+ * join) is created in the engine with this node alone and stopped at
+ * once, then its group is joined; the join is a membership change like
+ * any other, and the client's create request is answered when the first
+ * recovery finishes.  Releasing a lockspace leaves the group (a clean
+ * leave for the others: no fencing).  A dlmd restart is a daemon exit
+ * (reason proc-down) followed, later, by a fresh join.
+ *
+ * Known limits.
+ *  - A START answering an older change whose member list equals the
+ *    current one (A -> B -> A within one member's reaction time) is
+ *    counted for the current change.  The decision is still the same on
+ *    every member; only the reported "last event" of that member may be
+ *    one change old, which at worst delays the start by one more change.
+ *  - A loser's clients are disconnected from the lockspace; they must
+ *    open it again.  Every member runs the fence command for itself.
+ *
+ * Losing corosync (POLLHUP on any of its fds, or a dispatch error) stops
+ * the daemon with exit code 1: locks cannot be trusted without
+ * membership.
  *
  * membership = none (dlm.conf) replaces all of this with a fixed
  * one-node cluster whose node id is the config's nodeid; it exists for
@@ -45,13 +121,79 @@
 #include <corosync/cpg.h>
 #include <corosync/quorum.h>
 
+#include "lowcomms/lowcomms.h"
 #include "plugin/dlmd.h"
 
 #define DAEMON_GROUP		"dlmd:daemon"
 #define LS_GROUP_PREFIX		"dlmd:ls:"
 #define CS_RETRIES		50	/* CS_ERR_TRY_AGAIN retries */
 #define CS_RETRY_US		20000
-#define DROP_LOG_INTERVAL_MS	10000
+#define NODELIST_MAX_KEYS	4096	/* bound on a cmap iteration */
+#define MAX_RINGS		8	/* ring0_addr .. ring7_addr */
+#define MCAST_RETRY_MS		50	/* after CS_ERR_TRY_AGAIN on a START */
+#define NS_PER_MS		1000000ULL
+
+/* ------------------------------------------------------------------ */
+/* daemon messages over CPG: a fixed little-endian header               */
+/* ------------------------------------------------------------------ */
+
+#define CM_MAGIC		0x434d4c44u	/* "DLMC" little-endian */
+#define CM_VERSION		1
+#define CM_HDR_LEN		28
+#define CM_START_FIXED		16	/* last_event, flags, nmembers, nprev */
+#define CM_MAX_LEN		(CM_HDR_LEN + CM_START_FIXED + 2 * 4 * DLM_MAX_NODES)
+
+enum cm_type {
+	CM_START = 1,
+};
+
+/*
+ *  0 magic   4 version(16) type(16)   8 length   12 sender   16 target
+ * 20 lockspace id   24 sequence (the sender's change count, for logs)
+ */
+struct cm_hdr {
+	uint32_t	h_magic;
+	uint16_t	h_version;
+	uint16_t	h_type;
+	uint32_t	h_length;
+	uint32_t	h_sender;
+	uint32_t	h_target;
+	uint32_t	h_lsid;
+	uint32_t	h_seq;
+};
+
+struct cm_start {
+	uint32_t	st_last_event;		/* 0: fresh */
+	uint32_t	st_flags;		/* none defined yet */
+	uint32_t	st_nmembers;
+	uint32_t	st_members[DLM_MAX_NODES];
+	uint32_t	st_nprev;
+	uint32_t	st_prev[DLM_MAX_NODES];
+};
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static uint32_t get_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+/* ------------------------------------------------------------------ */
+/* state                                                               */
+/* ------------------------------------------------------------------ */
+
+struct cs_node {
+	uint32_t	n_id;
+	unsigned int	n_naddrs;
+	char		n_addrs[LC_MAX_ADDRS][DLMD_ADDR_LEN];
+};
 
 struct dlmd_cluster {
 	struct dlmd		*cs_d;
@@ -61,12 +203,18 @@ struct dlmd_cluster {
 	quorum_handle_t		cs_quorum;
 	int			cs_quorum_fd;
 	bool			cs_quorate;
-	uint64_t		cs_ring_seq;
-	uint32_t		cs_nodes[DLM_MAX_NODES];
-	char			cs_addrs[DLM_MAX_NODES][DLMD_ADDR_LEN];
+	uint64_t		cs_ring_seq;		/* of the quorum view */
+	uint32_t		cs_qview[DLM_MAX_NODES];
+	unsigned int		cs_nqview;
+	cmap_handle_t		cs_cmap;
+	cmap_track_handle_t	cs_cmap_track;
+	int			cs_cmap_fd;
+	bool			cs_nodelist_changed;
+	struct cs_node		cs_nodes[DLM_MAX_NODES];
 	unsigned int		cs_nnodes;
-	uint64_t		cs_dropped;
-	uint64_t		cs_last_drop_log;
+	bool			cs_kick_queued;
+	bool			cs_retry_armed;
+	qb_loop_timer_handle	cs_retry;
 };
 
 struct dlmd_cluster_ls {
@@ -74,8 +222,32 @@ struct dlmd_cluster_ls {
 	struct dlmd_ls		*cl_dl;
 	cpg_handle_t		cl_cpg;
 	int			cl_fd;
-	uint32_t		cl_members[DLM_MAX_NODES];
+	bool			cl_in_group;	/* our join was delivered */
+	uint32_t		cl_lsid;
+	/* the current change */
+	uint32_t		cl_members[DLM_MAX_NODES];	/* sorted */
 	unsigned int		cl_nmembers;
+	uint32_t		cl_change_seq;
+	uint32_t		cl_change_down[DLM_MAX_NODES];	/* node-down at it */
+	unsigned int		cl_nchange_down;
+	uint64_t		cl_change_ring;	/* quorum ring when it came */
+	bool			cl_start_sent;
+	bool			cl_got[DLM_MAX_NODES];	/* per cl_members[i] */
+	struct cm_start		cl_starts[DLM_MAX_NODES];
+	/* failed since the last finished recovery: must be fenced */
+	uint32_t		cl_failed[DLM_MAX_NODES];
+	unsigned int		cl_nfailed;
+	/* decisions */
+	uint32_t		cl_last_event;	/* last decided event, 0 = fresh */
+	uint32_t		cl_prev[DLM_MAX_NODES];	/* its members */
+	unsigned int		cl_nprev;
+	bool			cl_decided;	/* for the current change */
+	bool			cl_start_pending; /* decided, engine not started */
+	uint32_t		cl_recovered;	/* recovery_done(E) seen, or 0 */
+	bool			cl_running;
+	bool			cl_ever_ran;
+	bool			cl_loser;	/* drop at the next kick */
+	bool			cl_kick;
 };
 
 static const char *cs_str(cs_error_t e)
@@ -103,55 +275,99 @@ static void lost_corosync(struct dlmd *d, const char *what)
 	qb_loop_stop(d->d_loop);
 }
 
+static bool id_in(const uint32_t *ids, unsigned int n, uint32_t id)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void fmt_ids(char *buf, size_t size, const uint32_t *ids, unsigned int n)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (unsigned int i = 0; i < n && off + 12 < size; i++)
+		off += (size_t)snprintf(buf + off, size - off, "%s%u",
+					i ? " " : "", ids[i]);
+}
+
+static void kick(struct dlmd_cluster *cs);
+
 /* ------------------------------------------------------------------ */
-/* node list and our id                                                */
+/* node list                                                           */
 /* ------------------------------------------------------------------ */
 
-static int read_nodelist(struct dlmd_cluster *cs)
+static const struct cs_node *find_node(const struct dlmd_cluster *cs,
+				       uint32_t id)
 {
-	cmap_handle_t cmap;
+	for (unsigned int i = 0; i < cs->cs_nnodes; i++)
+		if (cs->cs_nodes[i].n_id == id)
+			return &cs->cs_nodes[i];
+	return NULL;
+}
+
+/* Read nodelist.node.* into cs_nodes (all rings).  0 or -ENOTCONN. */
+static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
+{
 	cmap_iter_handle_t iter;
 	char key[CMAP_KEYNAME_MAXLEN + 1];
 	size_t vlen;
 	cmap_value_types_t type;
+	unsigned int n = 0;
+
+	if (cmap_iter_init(cmap, "nodelist.node.", &iter) != CS_OK)
+		return -ENOTCONN;
+	for (unsigned int k = 0; k < NODELIST_MAX_KEYS &&
+	     cmap_iter_next(cmap, iter, key, &vlen, &type) == CS_OK; k++) {
+		size_t kl = strlen(key);
+		struct cs_node *nd;
+		unsigned int idx;
+		uint32_t id;
+
+		if (kl < 7 || strcmp(key + kl - 7, ".nodeid") ||
+		    sscanf(key, "nodelist.node.%u.", &idx) != 1)
+			continue;
+		if (cmap_get_uint32(cmap, key, &id) != CS_OK || !id ||
+		    n >= DLM_MAX_NODES)
+			continue;
+		nd = &cs->cs_nodes[n++];
+		memset(nd, 0, sizeof(*nd));
+		nd->n_id = id;
+		for (unsigned int r = 0; r < MAX_RINGS &&
+		     nd->n_naddrs < LC_MAX_ADDRS; r++) {
+			char akey[CMAP_KEYNAME_MAXLEN + 1], *addr = NULL;
+
+			snprintf(akey, sizeof(akey), "nodelist.node.%u.ring%u_addr",
+				 idx, r);
+			if (cmap_get_string(cmap, akey, &addr) != CS_OK || !addr)
+				continue;
+			snprintf(nd->n_addrs[nd->n_naddrs++], DLMD_ADDR_LEN, "%s",
+				 addr);
+			free(addr);
+		}
+	}
+	cmap_iter_finalize(cmap, iter);
+	cs->cs_nnodes = n;
+	return 0;
+}
+
+static int read_local_id(struct dlmd_cluster *cs, cmap_handle_t cmap)
+{
 	corosync_cfg_handle_t cfg;
 	corosync_cfg_callbacks_t cfg_cb;
 	unsigned int local = 0;
+	char key[CMAP_KEYNAME_MAXLEN + 1];
 	cs_error_t e;
-	int rv = 0;
 
-	e = cmap_initialize(&cmap);
-	if (e != CS_OK) {
-		log_err("cmap: %s (is corosync running?)", cs_str(e));
-		return -ENOTCONN;
-	}
-	cs->cs_nnodes = 0;
-	e = cmap_iter_init(cmap, "nodelist.node.", &iter);
-	if (e == CS_OK) {
-		for (unsigned int n = 0; n < 4096 &&
-		     cmap_iter_next(cmap, iter, key, &vlen, &type) == CS_OK; n++) {
-			size_t kl = strlen(key);
-			char akey[CMAP_KEYNAME_MAXLEN + 1], *addr = NULL;
-			unsigned int idx;
-			uint32_t id;
-
-			if (kl < 7 || strcmp(key + kl - 7, ".nodeid") ||
-			    sscanf(key, "nodelist.node.%u.", &idx) != 1)
-				continue;
-			if (cmap_get_uint32(cmap, key, &id) != CS_OK || !id ||
-			    cs->cs_nnodes >= DLM_MAX_NODES)
-				continue;
-			/* The address the transport will use (ring0). */
-			snprintf(akey, sizeof(akey), "nodelist.node.%u.ring0_addr", idx);
-			cs->cs_addrs[cs->cs_nnodes][0] = '\0';
-			if (cmap_get_string(cmap, akey, &addr) == CS_OK && addr) {
-				snprintf(cs->cs_addrs[cs->cs_nnodes], DLMD_ADDR_LEN, "%s", addr);
-				free(addr);
-			}
-			cs->cs_nodes[cs->cs_nnodes++] = id;
-		}
-		cmap_iter_finalize(cmap, iter);
-	}
 	memset(&cfg_cb, 0, sizeof(cfg_cb));
 	e = corosync_cfg_initialize(&cfg, &cfg_cb);
 	if (e == CS_OK) {
@@ -170,11 +386,55 @@ static int read_nodelist(struct dlmd_cluster *cs)
 	}
 	if (!local) {
 		log_err("cannot find our node id in corosync (cfg, cmap nodelist)");
-		rv = -ENOENT;
+		return -ENOENT;
 	}
 	cs->cs_d->d_nodeid = local;
-	cmap_finalize(cmap);
-	return rv;
+	return 0;
+}
+
+static const char *const *node_addr_ptrs(const struct cs_node *nd,
+					 const char **out)
+{
+	for (unsigned int i = 0; i < nd->n_naddrs; i++)
+		out[i] = nd->n_addrs[i];
+	return out;
+}
+
+/* Give lowcomms every node it does not know yet. */
+static void nodes_to_comms(struct dlmd_cluster *cs)
+{
+	struct dlmd *d = cs->cs_d;
+
+	for (unsigned int i = 0; i < cs->cs_nnodes; i++) {
+		const struct cs_node *nd = &cs->cs_nodes[i];
+		const char *p[LC_MAX_ADDRS];
+
+		if (nd->n_id == d->d_nodeid || !nd->n_naddrs)
+			continue;
+		dlmd_comms_node_add(d, nd->n_id, node_addr_ptrs(nd, p),
+				    nd->n_naddrs);
+	}
+}
+
+static void nodelist_notify(cmap_handle_t h, cmap_track_handle_t t,
+			    int32_t event, const char *key,
+			    struct cmap_notify_value nv,
+			    struct cmap_notify_value ov, void *data)
+{
+	struct dlmd_cluster *cs = data;
+
+	cs->cs_nodelist_changed = true;
+	kick(cs);
+}
+
+static int cmap_ready(int32_t fd, int32_t revents, void *data)
+{
+	struct dlmd_cluster *cs = data;
+
+	if ((revents & (POLLHUP | POLLERR)) ||
+	    cmap_dispatch(cs->cs_cmap, CS_DISPATCH_ALL) != CS_OK)
+		lost_corosync(cs->cs_d, "cmap");
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -196,6 +456,10 @@ static void quorum_notify(quorum_handle_t h, uint32_t quorate, uint64_t ring_seq
 			   n == 1 ? "" : "s");
 	cs->cs_quorate = quorate;
 	cs->cs_ring_seq = ring_seq;
+	cs->cs_nqview = 0;
+	for (uint32_t i = 0; i < n && i < DLM_MAX_NODES; i++)
+		cs->cs_qview[cs->cs_nqview++] = view[i];
+	kick(cs);
 }
 
 static int quorum_ready(int32_t fd, int32_t revents, void *data)
@@ -224,6 +488,7 @@ static int quorum_start(struct dlmd_cluster *cs)
 	if (e != CS_OK || quorum_fd_get(cs->cs_quorum, &cs->cs_quorum_fd) != CS_OK) {
 		log_err("quorum tracking: %s", cs_str(e));
 		quorum_finalize(cs->cs_quorum);
+		cs->cs_quorum_fd = -1;
 		return -ENOTCONN;
 	}
 	return qb_loop_poll_add(cs->cs_d->d_loop, QB_LOOP_HIGH, cs->cs_quorum_fd,
@@ -231,31 +496,372 @@ static int quorum_start(struct dlmd_cluster *cs)
 }
 
 /* ------------------------------------------------------------------ */
-/* CPG                                                                 */
+/* the lockspace protocol                                              */
 /* ------------------------------------------------------------------ */
 
-static void fmt_members(char *buf, size_t size, const struct cpg_address *a,
-			size_t n)
+static int member_index(const struct dlmd_cluster_ls *cl, uint32_t id)
 {
-	size_t off = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < n && off + 12 < size; i++)
-		off += (size_t)snprintf(buf + off, size - off, "%s%u",
-					i ? " " : "", a[i].nodeid);
+	for (unsigned int i = 0; i < cl->cl_nmembers; i++)
+		if (cl->cl_members[i] == id)
+			return (int)i;
+	return -1;
 }
 
-/* A lockspace group changed.  One node: just record and log it. */
-static void ls_members_changed(struct dlmd_cluster_ls *cl)
+/* NULL when this node may send its START for the current change, else
+ * what it waits for. */
+static const char *start_blocker(const struct dlmd_cluster_ls *cl,
+				 char *buf, size_t size)
 {
+	const struct dlmd_cluster *cs = cl->cl_d->d_cluster;
+	bool view_current = cs->cs_ring_seq > cl->cl_change_ring;
+
+	if (!cs->cs_quorate)
+		return "quorum";
+	for (unsigned int i = 0; i < cl->cl_nchange_down; i++)
+		if (id_in(cs->cs_qview, cs->cs_nqview, cl->cl_change_down[i]) &&
+		    !view_current)
+			return "quorum (view older than the change)";
+	for (unsigned int i = 0; i < cl->cl_nmembers; i++)
+		if (!id_in(cs->cs_qview, cs->cs_nqview, cl->cl_members[i]))
+			return "quorum (member not in the quorum view)";
+	for (unsigned int i = 0; i < cl->cl_nfailed; i++) {
+		if (!dlmd_fence_is_done(cl->cl_d, cl->cl_failed[i])) {
+			snprintf(buf, size, "fencing node %u", cl->cl_failed[i]);
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+static int send_start(struct dlmd_cluster_ls *cl)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct iovec iov;
+	size_t len = CM_HDR_LEN + CM_START_FIXED +
+		     4 * ((size_t)cl->cl_nmembers + cl->cl_nprev);
+	unsigned char *p = buf;
+	cs_error_t e;
+
+	put_le32(p, CM_MAGIC);
+	p[4] = CM_VERSION;
+	p[5] = 0;
+	p[6] = CM_START;
+	p[7] = 0;
+	put_le32(p + 8, (uint32_t)len);
+	put_le32(p + 12, cl->cl_d->d_nodeid);
+	put_le32(p + 16, 0);
+	put_le32(p + 20, cl->cl_lsid);
+	put_le32(p + 24, cl->cl_change_seq);
+	p += CM_HDR_LEN;
+	put_le32(p, cl->cl_last_event);
+	put_le32(p + 4, 0);
+	put_le32(p + 8, cl->cl_nmembers);
+	put_le32(p + 12, cl->cl_nprev);
+	p += CM_START_FIXED;
+	for (unsigned int i = 0; i < cl->cl_nmembers; i++, p += 4)
+		put_le32(p, cl->cl_members[i]);
+	for (unsigned int i = 0; i < cl->cl_nprev; i++, p += 4)
+		put_le32(p, cl->cl_prev[i]);
+	iov.iov_base = buf;
+	iov.iov_len = len;
+	e = cpg_mcast_joined(cl->cl_cpg, CPG_TYPE_AGREED, &iov, 1);
+	if (e == CS_ERR_TRY_AGAIN)
+		return -EAGAIN;
+	if (e != CS_OK) {
+		log_err("lockspace %s: cannot send START: %s", cl->cl_dl->dl_name,
+			cs_str(e));
+		return -ENOTCONN;
+	}
+	log_debug("lockspace %s: START sent for change %u (last event %u)",
+		  cl->cl_dl->dl_name, cl->cl_change_seq, cl->cl_last_event);
+	return 0;
+}
+
+/* Every member's START is in: decide, the same way on every member. */
+static void decide(struct dlmd_cluster_ls *cl)
+{
+	struct dlmd *d = cl->cl_d;
+	uint32_t newest = 0, losers[DLM_MAX_NODES];
+	unsigned int nlosers = 0;
+	char m[DLM_MAX_NODES * 11 + 1];
+
+	for (unsigned int i = 0; i < cl->cl_nmembers; i++)
+		if (cl->cl_starts[i].st_last_event > newest)
+			newest = cl->cl_starts[i].st_last_event;
 	for (unsigned int i = 0; i < cl->cl_nmembers; i++) {
-		if (cl->cl_members[i] != cl->cl_d->d_nodeid) {
-			log_warn("lockspace %s: node %u joined its group, but "
-				 "multi-node recovery is not implemented yet; "
-				 "the lockspace stays local", cl->cl_dl->dl_name,
-				 cl->cl_members[i]);
+		uint32_t last = cl->cl_starts[i].st_last_event;
+
+		if (last && last != newest)
+			losers[nlosers++] = cl->cl_members[i];
+	}
+	if (nlosers) {
+		fmt_ids(m, sizeof(m), losers, nlosers);
+		log_err("lockspace %s: stateful merge: node(s) %s ran it with an "
+			"event older than %u (cut off while the others recovered); "
+			"they drop their instance", cl->cl_dl->dl_name, m, newest);
+		if (id_in(losers, nlosers, d->d_nodeid)) {
+			cl->cl_loser = true;
+			kick(d->d_cluster);
+		}
+		return;
+	}
+	if (newest == UINT32_MAX) {
+		log_err("lockspace %s: event numbers exhausted", cl->cl_dl->dl_name);
+		return;
+	}
+	cl->cl_decided = true;
+	cl->cl_start_pending = true;
+	cl->cl_last_event = newest + 1;
+	memcpy(cl->cl_prev, cl->cl_members, cl->cl_nmembers * sizeof(uint32_t));
+	cl->cl_nprev = cl->cl_nmembers;
+	fmt_ids(m, sizeof(m), cl->cl_members, cl->cl_nmembers);
+	log_notice("lockspace %s: members [%s] agreed, event %u",
+		   cl->cl_dl->dl_name, m, cl->cl_last_event);
+}
+
+static void replies_after_join(struct dlmd_cluster_ls *cl, int status)
+{
+	dlmd_ls_join_done(cl->cl_d, cl->cl_dl, status);
+}
+
+/* Move the lockspace on as far as the conditions allow.  Never called
+ * from inside an engine callback. */
+static void ls_progress(struct dlmd_cluster_ls *cl)
+{
+	struct dlmd *d = cl->cl_d;
+	struct dlmd_ls *dl = cl->cl_dl;
+	char buf[64];
+	int rv;
+
+	if (!cl->cl_in_group || cl->cl_loser)
+		return;
+	if (!cl->cl_start_sent) {
+		if (start_blocker(cl, buf, sizeof(buf)))
+			return;
+		rv = send_start(cl);
+		if (rv == -EAGAIN) {
+			dlmd_cluster_retry_later(d);
 			return;
 		}
+		if (rv)
+			return;
+		cl->cl_start_sent = true;
+	}
+	if (!cl->cl_decided)
+		return;
+	if (cl->cl_start_pending) {
+		if (!d->d_cluster->cs_quorate)
+			return;
+		rv = dlm_core_ls_start(dl->dl_core, cl->cl_last_event,
+				       cl->cl_members, cl->cl_nmembers);
+		if (rv) {
+			log_err("lockspace %s: engine refused to start event %u: %s",
+				dl->dl_name, cl->cl_last_event, strerror(-rv));
+			cl->cl_start_pending = false;
+			return;
+		}
+		cl->cl_start_pending = false;
+		memcpy(dl->dl_members, cl->cl_members,
+		       cl->cl_nmembers * sizeof(uint32_t));
+		dl->dl_nmembers = cl->cl_nmembers;
+		dlmd_flush(d);
+	}
+	if (cl->cl_recovered == cl->cl_last_event && !cl->cl_running) {
+		if (!d->d_cluster->cs_quorate)
+			return;
+		rv = dlm_core_ls_finish(dl->dl_core, cl->cl_last_event);
+		if (rv) {
+			log_err("lockspace %s: finish of event %u refused: %s",
+				dl->dl_name, cl->cl_last_event, strerror(-rv));
+			return;
+		}
+		cl->cl_running = true;
+		cl->cl_nfailed = 0;
+		log_notice("lockspace %s: recovery %u finished, locking resumed "
+			   "(%u member%s)", dl->dl_name, cl->cl_last_event,
+			   cl->cl_nmembers, cl->cl_nmembers == 1 ? "" : "s");
+		if (!cl->cl_ever_ran) {
+			cl->cl_ever_ran = true;
+			replies_after_join(cl, 0);
+		}
+		dlmd_flush(d);
+	}
+}
+
+static void ls_drop_as_loser(struct dlmd_cluster_ls *cl)
+{
+	struct dlmd *d = cl->cl_d;
+	struct dlmd_ls *dl = cl->cl_dl;
+
+	log_err("lockspace %s: our instance is stale; releasing it (its clients "
+		"lose their locks)", dl->dl_name);
+	if (dlmd_ls_release(d, dl, true, NULL))
+		log_err("lockspace %s: cannot release it", dl->dl_name);
+}
+
+static void kick_job(void *data)
+{
+	struct dlmd_cluster *cs = data;
+	struct dlmd *d = cs->cs_d;
+	bool again = true;
+
+	cs->cs_kick_queued = false;
+	if (cs->cs_nodelist_changed) {
+		cs->cs_nodelist_changed = false;
+		if (cs->cs_cmap && read_nodelist(cs, cs->cs_cmap) == 0)
+			nodes_to_comms(cs);
+	}
+	/* a loser's release changes the list: start over after one */
+	for (unsigned int pass = 0; again && pass < DLM_MAX_NODES; pass++) {
+		again = false;
+		for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
+			struct dlmd_cluster_ls *cl = dl->dl_cluster;
+
+			if (!cl)
+				continue;
+			if (cl->cl_loser) {
+				ls_drop_as_loser(cl);
+				again = true;
+				break;
+			}
+			ls_progress(cl);
+		}
+	}
+}
+
+static void kick(struct dlmd_cluster *cs)
+{
+	if (cs->cs_kick_queued)
+		return;
+	if (qb_loop_job_add(cs->cs_d->d_loop, QB_LOOP_HIGH, cs, kick_job) == 0)
+		cs->cs_kick_queued = true;
+}
+
+static void retry_timer(void *data)
+{
+	struct dlmd_cluster *cs = data;
+
+	cs->cs_retry_armed = false;
+	kick(cs);
+}
+
+void dlmd_cluster_retry_later(struct dlmd *d)
+{
+	struct dlmd_cluster *cs = d->d_cluster;
+
+	if (cs->cs_retry_armed)
+		return;
+	if (qb_loop_timer_add(d->d_loop, QB_LOOP_HIGH, MCAST_RETRY_MS * NS_PER_MS,
+			      cs, retry_timer, &cs->cs_retry) == 0)
+		cs->cs_retry_armed = true;
+}
+
+void dlmd_cluster_fencing_changed(struct dlmd *d)
+{
+	if (d->d_cluster)
+		kick(d->d_cluster);
+}
+
+void dlmd_cluster_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event)
+{
+	struct dlmd *d = ctx;
+
+	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
+		if (dl->dl_core != ls || !dl->dl_cluster)
+			continue;
+		dl->dl_cluster->cl_recovered = event;
+		kick(d->d_cluster);
+	}
+}
+
+/* A START from 'from' in the lockspace's group. */
+static void receive_start(struct dlmd_cluster_ls *cl, uint32_t from,
+			  const unsigned char *p, size_t len)
+{
+	struct cm_start st;
+	int idx = member_index(cl, from);
+	bool same;
+
+	if (len < CM_START_FIXED)
+		return;
+	memset(&st, 0, sizeof(st));
+	st.st_last_event = get_le32(p);
+	st.st_flags = get_le32(p + 4);
+	st.st_nmembers = get_le32(p + 8);
+	st.st_nprev = get_le32(p + 12);
+	if (st.st_nmembers > DLM_MAX_NODES || st.st_nprev > DLM_MAX_NODES ||
+	    len != CM_START_FIXED + 4 * ((size_t)st.st_nmembers + st.st_nprev)) {
+		log_warn("lockspace %s: malformed START from node %u dropped",
+			 cl->cl_dl->dl_name, from);
+		return;
+	}
+	p += CM_START_FIXED;
+	for (uint32_t i = 0; i < st.st_nmembers; i++, p += 4)
+		st.st_members[i] = get_le32(p);
+	for (uint32_t i = 0; i < st.st_nprev; i++, p += 4)
+		st.st_prev[i] = get_le32(p);
+	if (!cl->cl_in_group || idx < 0)
+		return;
+	same = st.st_nmembers == cl->cl_nmembers &&
+	       !memcmp(st.st_members, cl->cl_members, cl->cl_nmembers * 4);
+	if (!same) {
+		log_debug("lockspace %s: START from node %u answers an older "
+			  "change; ignored", cl->cl_dl->dl_name, from);
+		return;
+	}
+	if (cl->cl_got[idx] || cl->cl_decided)
+		return;
+	cl->cl_got[idx] = true;
+	cl->cl_starts[idx] = st;
+	for (unsigned int i = 0; i < cl->cl_nmembers; i++)
+		if (!cl->cl_got[i])
+			return;
+	decide(cl);
+	ls_progress(cl);
+}
+
+/* Messages in a lockspace group (the daemon group carries none yet). */
+static void ls_deliver(cpg_handle_t h, const struct cpg_name *group,
+			uint32_t nodeid, uint32_t pid, void *msg, size_t len)
+{
+	struct dlmd_cluster_ls *cl = NULL;
+	const unsigned char *p = msg;
+	struct cm_hdr hd;
+
+	if (len < CM_HDR_LEN) {
+		log_warn("CPG message of %zu bytes from node %u: too short", len,
+			 nodeid);
+		return;
+	}
+	hd.h_magic = get_le32(p);
+	hd.h_version = (uint16_t)(p[4] | p[5] << 8);
+	hd.h_type = (uint16_t)(p[6] | p[7] << 8);
+	hd.h_length = get_le32(p + 8);
+	hd.h_sender = get_le32(p + 12);
+	hd.h_target = get_le32(p + 16);
+	hd.h_lsid = get_le32(p + 20);
+	hd.h_seq = get_le32(p + 24);
+	if (hd.h_magic != CM_MAGIC || hd.h_version != CM_VERSION ||
+	    hd.h_length != len || hd.h_sender != nodeid) {
+		log_warn("CPG message from node %u: bad header (magic %08x version "
+			 "%u length %u/%zu sender %u)", nodeid, hd.h_magic,
+			 hd.h_version, hd.h_length, len, hd.h_sender);
+		return;
+	}
+	if (cpg_context_get(h, (void **)&cl) != CS_OK || !cl)
+		return;
+	if (hd.h_target && hd.h_target != cl->cl_d->d_nodeid)
+		return;
+	switch (hd.h_type) {
+	case CM_START:
+		if (hd.h_lsid != cl->cl_lsid)
+			return;
+		receive_start(cl, nodeid, p + CM_HDR_LEN, len - CM_HDR_LEN);
+		break;
+	default:
+		log_debug("CPG message of unknown type %u from node %u ignored",
+			  hd.h_type, nodeid);
+		break;
 	}
 }
 
@@ -265,19 +871,80 @@ static void ls_confchg(cpg_handle_t h, const struct cpg_name *group,
 		       const struct cpg_address *joined, size_t njoined)
 {
 	struct dlmd_cluster_ls *cl = NULL;
-	char m[256], l[256], j[256];
+	struct dlmd *d;
+	struct dlmd_ls *dl;
+	char m[DLM_MAX_NODES * 11 + 1], j[DLM_MAX_NODES * 11 + 1],
+	     l[DLM_MAX_NODES * 11 + 1];
+	uint32_t ids[DLM_MAX_NODES];
+	unsigned int n = 0;
+	bool us = false;
 
 	if (cpg_context_get(h, (void **)&cl) != CS_OK || !cl)
 		return;
-	fmt_members(m, sizeof(m), members, nmembers);
-	fmt_members(l, sizeof(l), left, nleft);
-	fmt_members(j, sizeof(j), joined, njoined);
-	log_info("lockspace %s: group members [%s] joined [%s] left [%s]",
-		 cl->cl_dl->dl_name, m, j, l);
-	cl->cl_nmembers = 0;
-	for (size_t i = 0; i < nmembers && i < DLM_MAX_NODES; i++)
-		cl->cl_members[cl->cl_nmembers++] = members[i].nodeid;
-	ls_members_changed(cl);
+	d = cl->cl_d;
+	dl = cl->cl_dl;
+	for (size_t i = 0; i < nmembers && n < DLM_MAX_NODES; i++) {
+		if (members[i].nodeid == d->d_nodeid)
+			us = true;
+		if (!id_in(ids, n, members[i].nodeid))
+			ids[n++] = members[i].nodeid;
+	}
+	if (!us)
+		return;		/* our own leave, or not joined yet */
+	qsort(ids, n, sizeof(ids[0]), cmp_u32);
+	cl->cl_in_group = true;
+	memcpy(cl->cl_members, ids, n * sizeof(ids[0]));
+	cl->cl_nmembers = n;
+	cl->cl_change_seq++;
+	cl->cl_change_ring = d->d_cluster->cs_ring_seq;
+	cl->cl_nchange_down = 0;
+	for (size_t i = 0; i < nleft; i++) {
+		uint32_t id = left[i].nodeid;
+
+		if (left[i].reason != CPG_REASON_NODEDOWN || id == d->d_nodeid)
+			continue;
+		cl->cl_change_down[cl->cl_nchange_down++] = id;
+		if (!id_in(cl->cl_failed, cl->cl_nfailed, id))
+			cl->cl_failed[cl->cl_nfailed++] = id;
+		dlmd_fence_node_failed(d, id);
+	}
+	/* 1. stop at once, forget the previous change's STARTs */
+	dlm_core_ls_stop(dl->dl_core);
+	cl->cl_running = false;
+	cl->cl_start_sent = false;
+	cl->cl_decided = false;
+	cl->cl_start_pending = false;
+	cl->cl_recovered = 0;
+	memset(cl->cl_got, 0, sizeof(cl->cl_got));
+	{
+		uint32_t a[DLM_MAX_NODES], b[DLM_MAX_NODES];
+		unsigned int na = 0, nb = 0;
+
+		for (size_t i = 0; i < njoined && na < DLM_MAX_NODES; i++)
+			a[na++] = joined[i].nodeid;
+		for (size_t i = 0; i < nleft && nb < DLM_MAX_NODES; i++)
+			b[nb++] = left[i].nodeid;
+		fmt_ids(m, sizeof(m), ids, n);
+		fmt_ids(j, sizeof(j), a, na);
+		fmt_ids(l, sizeof(l), b, nb);
+	}
+	log_notice("lockspace %s: change %u: members [%s] joined [%s] left [%s]%s; "
+		   "stopped", dl->dl_name, cl->cl_change_seq, m, j, l,
+		   cl->cl_nchange_down ? " (node failure)" : "");
+	ls_progress(cl);
+}
+
+static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
+			   uint32_t nodeid, uint32_t pid, void *msg, size_t len)
+{
+	log_debug("daemon group: message of %zu bytes from node %u ignored "
+		  "(no daemon messages defined yet)", len, nodeid);
+}
+
+static void ls_totem_confchg(cpg_handle_t h, struct cpg_ring_id ring,
+			     uint32_t n, const uint32_t *list)
+{
+	/* the quorum callback carries what the protocol needs */
 }
 
 static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
@@ -285,18 +952,37 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			   const struct cpg_address *left, size_t nleft,
 			   const struct cpg_address *joined, size_t njoined)
 {
-	char m[256];
+	struct dlmd_cluster *cs = NULL;
+	uint32_t ids[DLM_MAX_NODES];
+	unsigned int n = 0;
+	char m[DLM_MAX_NODES * 11 + 1];
 
-	fmt_members(m, sizeof(m), members, nmembers);
+	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
+		return;
+	for (size_t i = 0; i < nmembers && n < DLM_MAX_NODES; i++)
+		ids[n++] = members[i].nodeid;
+	fmt_ids(m, sizeof(m), ids, n);
 	log_info("daemon group members [%s]", m);
-}
+	for (size_t i = 0; i < nleft; i++) {
+		uint32_t id = left[i].nodeid;
+		const struct cs_node *nd = find_node(cs, id);
+		const char *p[LC_MAX_ADDRS];
+		bool still;
 
-static void cpg_deliver(cpg_handle_t h, const struct cpg_name *group,
-			uint32_t nodeid, uint32_t pid, void *msg, size_t len)
-{
-	log_debug("CPG message of %zu bytes from node %u in %.*s ignored "
-		  "(no daemon messages defined yet)", len, nodeid,
-		  (int)group->length, group->value);
+		if (id == cs->cs_d->d_nodeid)
+			continue;
+		if (left[i].reason == CPG_REASON_NODEDOWN)
+			dlmd_fence_node_failed(cs->cs_d, id);
+		/* a node still in the group (another dlmd of it) keeps it */
+		still = false;
+		for (unsigned int k = 0; k < n; k++)
+			if (ids[k] == id)
+				still = true;
+		if (!still && nd)
+			dlmd_comms_node_reset(cs->cs_d, id, node_addr_ptrs(nd, p),
+					      nd->n_naddrs);
+	}
+	kick(cs);
 }
 
 static int ls_cpg_ready(int32_t fd, int32_t revents, void *data)
@@ -320,8 +1006,8 @@ static int daemon_cpg_ready(int32_t fd, int32_t revents, void *data)
 }
 
 /* Connect a CPG handle, join 'name'.  0 or -ENOTCONN. */
-static int cpg_open(const char *name, cpg_confchg_fn_t confchg, void *ctx,
-		    cpg_handle_t *h, int *fd)
+static int cpg_open(const char *name, cpg_deliver_fn_t deliver,
+		    cpg_confchg_fn_t confchg, void *ctx, cpg_handle_t *h, int *fd)
 {
 	cpg_model_v1_data_t model;
 	struct cpg_name gn;
@@ -329,8 +1015,9 @@ static int cpg_open(const char *name, cpg_confchg_fn_t confchg, void *ctx,
 
 	memset(&model, 0, sizeof(model));
 	model.model = CPG_MODEL_V1;
-	model.cpg_deliver_fn = cpg_deliver;
+	model.cpg_deliver_fn = deliver;
 	model.cpg_confchg_fn = confchg;
+	model.cpg_totem_confchg_fn = ls_totem_confchg;
 	model.flags = CPG_MODEL_V1_DELIVER_INITIAL_TOTEM_CONF;
 	e = cpg_model_initialize(h, CPG_MODEL_V1, (cpg_model_data_t *)&model, ctx);
 	if (e != CS_OK) {
@@ -373,9 +1060,40 @@ static void cpg_close(const char *name, cpg_handle_t h)
 /* interface                                                           */
 /* ------------------------------------------------------------------ */
 
+static int cmap_start(struct dlmd_cluster *cs)
+{
+	cs_error_t e;
+	int rv;
+
+	e = cmap_initialize(&cs->cs_cmap);
+	if (e != CS_OK) {
+		log_err("cmap: %s (is corosync running?)", cs_str(e));
+		cs->cs_cmap = 0;
+		return -ENOTCONN;
+	}
+	rv = read_nodelist(cs, cs->cs_cmap);
+	if (!rv)
+		rv = read_local_id(cs, cs->cs_cmap);
+	if (rv)
+		return rv;
+	e = cmap_track_add(cs->cs_cmap, "nodelist.node.",
+			   CMAP_TRACK_ADD | CMAP_TRACK_DELETE | CMAP_TRACK_MODIFY |
+			   CMAP_TRACK_PREFIX, nodelist_notify, cs, &cs->cs_cmap_track);
+	if (e != CS_OK || cmap_fd_get(cs->cs_cmap, &cs->cs_cmap_fd) != CS_OK) {
+		log_warn("cmap: cannot track the nodelist (%s); nodes added later "
+			 "need a dlmd restart", cs_str(e));
+		cs->cs_cmap_fd = -1;
+		return 0;
+	}
+	return qb_loop_poll_add(cs->cs_d->d_loop, QB_LOOP_LOW, cs->cs_cmap_fd,
+				POLLIN, cs, cmap_ready);
+}
+
 int dlmd_cluster_init(struct dlmd *d)
 {
 	struct dlmd_cluster *cs = calloc(1, sizeof(*cs));
+	const struct cs_node *self;
+	const char *p[LC_MAX_ADDRS];
 	int rv;
 
 	if (!cs)
@@ -383,28 +1101,41 @@ int dlmd_cluster_init(struct dlmd *d)
 	cs->cs_d = d;
 	cs->cs_daemon_fd = -1;
 	cs->cs_quorum_fd = -1;
+	cs->cs_cmap_fd = -1;
 	d->d_cluster = cs;
 	if (d->d_cfg.cf_membership == DLMD_MEMBERSHIP_NONE) {
 		d->d_nodeid = d->d_cfg.cf_nodeid;
-		cs->cs_nodes[0] = d->d_nodeid;
-		snprintf(cs->cs_addrs[0], DLMD_ADDR_LEN, "127.0.0.1");
+		cs->cs_nodes[0].n_id = d->d_nodeid;
+		cs->cs_nodes[0].n_naddrs = 1;
+		snprintf(cs->cs_nodes[0].n_addrs[0], DLMD_ADDR_LEN, "127.0.0.1");
 		cs->cs_nnodes = 1;
 		cs->cs_quorate = true;
 		log_notice("membership none: a one-node cluster, node id %u",
 			   d->d_nodeid);
-		return 0;
+		return dlmd_fence_init(d);
 	}
 	cs->cs_corosync = true;
-	rv = read_nodelist(cs);
+	rv = cmap_start(cs);
 	if (rv)
 		return rv;
+	rv = dlmd_fence_init(d);
+	if (rv)
+		return rv;
+	self = find_node(cs, d->d_nodeid);
+	rv = dlmd_comms_init(d, self ? node_addr_ptrs(self, p) : NULL,
+			     self ? self->n_naddrs : 0);
+	if (rv)
+		return rv;
+	nodes_to_comms(cs);
 	rv = quorum_start(cs);
 	if (rv)
 		return rv;
-	rv = cpg_open(DAEMON_GROUP, daemon_confchg, cs, &cs->cs_daemon_cpg,
+	rv = cpg_open(DAEMON_GROUP, daemon_deliver, daemon_confchg, cs, &cs->cs_daemon_cpg,
 		      &cs->cs_daemon_fd);
-	if (rv)
+	if (rv) {
+		cs->cs_daemon_fd = -1;
 		return rv;
+	}
 	rv = qb_loop_poll_add(d->d_loop, QB_LOOP_HIGH, cs->cs_daemon_fd, POLLIN,
 			      cs, daemon_cpg_ready);
 	if (rv)
@@ -412,8 +1143,9 @@ int dlmd_cluster_init(struct dlmd *d)
 	log_notice("corosync: we are node %u of %u configured node%s", d->d_nodeid,
 		   cs->cs_nnodes, cs->cs_nnodes == 1 ? "" : "s");
 	for (unsigned int i = 0; i < cs->cs_nnodes; i++)
-		log_info("node %u address %s", cs->cs_nodes[i],
-			 cs->cs_addrs[i][0] ? cs->cs_addrs[i] : "(none)");
+		log_info("node %u address %s%s", cs->cs_nodes[i].n_id,
+			 cs->cs_nodes[i].n_naddrs ? cs->cs_nodes[i].n_addrs[0] : "(none)",
+			 cs->cs_nodes[i].n_naddrs > 1 ? " (and more rings)" : "");
 	return 0;
 }
 
@@ -423,6 +1155,10 @@ void dlmd_cluster_fini(struct dlmd *d)
 
 	if (!cs)
 		return;
+	if (cs->cs_kick_queued)
+		qb_loop_job_del(d->d_loop, QB_LOOP_HIGH, cs, kick_job);
+	if (cs->cs_retry_armed)
+		qb_loop_timer_del(d->d_loop, cs->cs_retry);
 	if (cs->cs_corosync) {
 		if (cs->cs_daemon_fd >= 0) {
 			qb_loop_poll_del(d->d_loop, cs->cs_daemon_fd);
@@ -433,10 +1169,13 @@ void dlmd_cluster_fini(struct dlmd *d)
 			quorum_trackstop(cs->cs_quorum);
 			quorum_finalize(cs->cs_quorum);
 		}
+		if (cs->cs_cmap_fd >= 0)
+			qb_loop_poll_del(d->d_loop, cs->cs_cmap_fd);
+		if (cs->cs_cmap)
+			cmap_finalize(cs->cs_cmap);
 	}
-	if (cs->cs_dropped)
-		log_info("%llu engine message(s) for other nodes were dropped",
-			 (unsigned long long)cs->cs_dropped);
+	dlmd_comms_fini(d);
+	dlmd_fence_fini(d);
 	free(cs);
 	d->d_cluster = NULL;
 }
@@ -452,26 +1191,44 @@ int dlmd_cluster_ls_join(struct dlmd *d, struct dlmd_ls *dl)
 	cl->cl_d = d;
 	cl->cl_dl = dl;
 	cl->cl_fd = -1;
-	if (d->d_cluster->cs_corosync) {
-		snprintf(name, sizeof(name), "%s%s", LS_GROUP_PREFIX, dl->dl_name);
-		rv = cpg_open(name, ls_confchg, cl, &cl->cl_cpg, &cl->cl_fd);
-		if (rv) {
-			free(cl);
-			return rv;
-		}
-		rv = qb_loop_poll_add(d->d_loop, QB_LOOP_HIGH, cl->cl_fd, POLLIN,
-				      cl, ls_cpg_ready);
-		if (rv) {
-			cpg_close(name, cl->cl_cpg);
-			free(cl);
-			return rv;
-		}
-	}
-	/* One node: the lockspace's members are us. */
+	cl->cl_lsid = dlm_core_ls_name_to_id(dl->dl_name);
 	dl->dl_members[0] = d->d_nodeid;
 	dl->dl_nmembers = 1;
 	dl->dl_cluster = cl;
+	if (!d->d_cluster->cs_corosync) {
+		/* one node: the lockspace runs as created */
+		cl->cl_running = cl->cl_ever_ran = true;
+		return 0;
+	}
+	snprintf(name, sizeof(name), "%s%s", LS_GROUP_PREFIX, dl->dl_name);
+	rv = cpg_open(name, ls_deliver, ls_confchg, cl, &cl->cl_cpg, &cl->cl_fd);
+	if (rv)
+		goto fail;
+	rv = qb_loop_poll_add(d->d_loop, QB_LOOP_HIGH, cl->cl_fd, POLLIN, cl,
+			      ls_cpg_ready);
+	if (rv) {
+		cpg_close(name, cl->cl_cpg);
+		goto fail;
+	}
 	return 0;
+fail:
+	dl->dl_cluster = NULL;
+	free(cl);
+	return rv;
+}
+
+void dlmd_cluster_ls_created(struct dlmd *d, struct dlmd_ls *dl)
+{
+	struct dlmd_cluster_ls *cl = dl->dl_cluster;
+
+	/* held until the first membership is agreed and recovered */
+	if (cl && !cl->cl_running)
+		dlm_core_ls_stop(dl->dl_core);
+}
+
+bool dlmd_cluster_ls_ready(const struct dlmd *d, const struct dlmd_ls *dl)
+{
+	return dl->dl_cluster && dl->dl_cluster->cl_ever_ran;
 }
 
 void dlmd_cluster_ls_leave(struct dlmd *d, struct dlmd_ls *dl)
@@ -492,16 +1249,7 @@ void dlmd_cluster_ls_leave(struct dlmd *d, struct dlmd_ls *dl)
 
 void dlmd_cluster_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
 {
-	struct dlmd_cluster *cs = d->d_cluster;
-	uint64_t now = dlmd_now_ms();
-
-	cs->cs_dropped++;
-	if (now - cs->cs_last_drop_log >= DROP_LOG_INTERVAL_MS ||
-	    cs->cs_last_drop_log == 0) {
-		log_warn("no transport to node %u yet: %llu message(s) dropped so far",
-			 to, (unsigned long long)cs->cs_dropped);
-		cs->cs_last_drop_log = now;
-	}
+	dlmd_comms_send(d, to, buf, len);
 }
 
 bool dlmd_cluster_quorate(const struct dlmd *d)
@@ -516,12 +1264,9 @@ const char *dlmd_cluster_source_str(const struct dlmd *d)
 
 const char *dlmd_cluster_node_addr(const struct dlmd *d, uint32_t nodeid)
 {
-	const struct dlmd_cluster *cs = d->d_cluster;
+	const struct cs_node *nd = d->d_cluster ? find_node(d->d_cluster, nodeid) : NULL;
 
-	for (unsigned int i = 0; cs && i < cs->cs_nnodes; i++)
-		if (cs->cs_nodes[i] == nodeid)
-			return cs->cs_addrs[i];
-	return "";
+	return nd && nd->n_naddrs ? nd->n_addrs[0] : "";
 }
 
 unsigned int dlmd_cluster_nodes(const struct dlmd *d, uint32_t *ids, unsigned int max)
@@ -530,6 +1275,53 @@ unsigned int dlmd_cluster_nodes(const struct dlmd *d, uint32_t *ids, unsigned in
 	unsigned int n = 0;
 
 	for (; cs && n < cs->cs_nnodes && n < max; n++)
-		ids[n] = cs->cs_nodes[n];
+		ids[n] = cs->cs_nodes[n].n_id;
 	return n;
+}
+
+void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
+			      struct dlmd_ls_view *v)
+{
+	const struct dlmd_cluster_ls *cl = dl->dl_cluster;
+	const char *step = "";
+	uint32_t ev = 0;
+	enum dlm_ls_state st = dlm_core_ls_state(dl->dl_core, &ev, &step);
+
+	memset(v, 0, sizeof(*v));
+	v->lv_state = dlm_ls_state_str(st);
+	v->lv_event = ev;
+	if (!cl) {
+		snprintf(v->lv_wait, sizeof(v->lv_wait), "-");
+		return;
+	}
+	memcpy(v->lv_group, cl->cl_members, cl->cl_nmembers * sizeof(uint32_t));
+	v->lv_ngroup = cl->cl_nmembers;
+	if (cl->cl_running || !d->d_cluster->cs_corosync) {
+		snprintf(v->lv_wait, sizeof(v->lv_wait), "none");
+	} else if (!cl->cl_in_group) {
+		snprintf(v->lv_wait, sizeof(v->lv_wait), "join (group)");
+	} else if (!cl->cl_start_sent) {
+		char buf[64];
+		const char *why = start_blocker(cl, buf, sizeof(buf));
+
+		snprintf(v->lv_wait, sizeof(v->lv_wait), "%s",
+			 why ? why : "start (sending)");
+	} else if (!cl->cl_decided) {
+		size_t off = (size_t)snprintf(v->lv_wait, sizeof(v->lv_wait),
+					      "members (start from");
+
+		for (unsigned int i = 0; i < cl->cl_nmembers &&
+		     off + 12 < sizeof(v->lv_wait); i++)
+			if (!cl->cl_got[i])
+				off += (size_t)snprintf(v->lv_wait + off,
+							sizeof(v->lv_wait) - off,
+							" %u", cl->cl_members[i]);
+		snprintf(v->lv_wait + off, sizeof(v->lv_wait) - off, ")");
+	} else if (cl->cl_start_pending) {
+		snprintf(v->lv_wait, sizeof(v->lv_wait), "quorum (to start)");
+	} else if (cl->cl_recovered != cl->cl_last_event) {
+		snprintf(v->lv_wait, sizeof(v->lv_wait), "recovery step %s", step);
+	} else {
+		snprintf(v->lv_wait, sizeof(v->lv_wait), "quorum (to finish)");
+	}
 }

@@ -27,6 +27,8 @@
  *   membership        corosync     corosync, or none (one node, tests)
  *   nodeid            1            our node id when membership = none
  *   enable_fencing    1            fence failed nodes before recovery (0/1)
+ *   fence_command     (none)       run "CMD NODEID" to fence a failed node;
+ *                                  exit 0 means fenced (plugin/fence.c)
  *   flight_recorder_lines 4096     lines kept for "dlmctl dump" (16..1048576)
  */
 #include <errno.h>
@@ -222,6 +224,13 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 		*why = "expected 0 or 1";
 		return parse_bool(v, &cf->cf_enable_fencing);
 	}
+	if (!strcmp(k, "fence_command")) {
+		*why = "expected a command shorter than 1024 bytes";
+		if (!*v || strlen(v) >= sizeof(cf->cf_fence_command))
+			return -EINVAL;
+		snprintf(cf->cf_fence_command, sizeof(cf->cf_fence_command), "%s", v);
+		return 0;
+	}
 	if (!strcmp(k, "membership")) {
 		*why = "expected corosync or none";
 		if (!strcmp(v, "corosync"))
@@ -334,7 +343,8 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     "pid_file = %s\nsocket_owner = %u\nsocket_group = %u\n"
 		     "socket_mode = 0%o\nadmin_group = %s\nlog_level = %s\n"
 		     "log_syslog = %s\nmembership = %s\nnodeid = %u\n"
-		     "enable_fencing = %d\nflight_recorder_lines = %u\n",
+		     "enable_fencing = %d\nfence_command = %s\n"
+		     "flight_recorder_lines = %u\n",
 		     cf->cf_port, cf->cf_buffer_size, cf->cf_toss_secs,
 		     cf->cf_scan_secs, cf->cf_recover_timer, cf->cf_socket_path,
 		     cf->cf_ctl_socket_path, cf->cf_pid_file,
@@ -344,6 +354,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     cf->cf_log_syslog ? "yes" : "no",
 		     cf->cf_membership == DLMD_MEMBERSHIP_NONE ? "none" : "corosync",
 		     cf->cf_nodeid, cf->cf_enable_fencing ? 1 : 0,
+		     cf->cf_fence_command[0] ? cf->cf_fence_command : "(none)",
 		     cf->cf_flight_lines) < 0)
 		return NULL;
 	return s;

@@ -12,7 +12,9 @@
  * Verbs: "ls", "ls-json", "status", "status-json", "dump" (the flight
  * recorder), "config" (the effective dlm.conf), "lockdump NAME" (the
  * engine's dump of a lockspace), "join NAME" (create the lockspace, mode
- * 0600, like dlm_tool join) and "leave NAME" (release it, forced).
+ * 0600, like dlm_tool join; it joins the lockspace's group and shows up
+ * in "ls" with what it waits for), "leave NAME" (release it, forced) and
+ * "fence_ack NODEID" (an operator declares a failed node fenced).
  * The reply is built whole, then written without blocking; what the
  * socket does not take at once waits for POLLOUT, so a slow dlmctl never
  * stalls lock clients.  A request line not finished within CTL_REQ_MAX
@@ -120,15 +122,23 @@ static int verb_ls(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
 		sb_printf(sb, "[");
 	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
 		struct dlm_ls_stats st;
+		struct dlmd_ls_view v;
 
 		dlm_core_ls_stats(dl->dl_core, &st);
+		dlmd_cluster_ls_describe(d, dl, &v);
 		if (json) {
 			sb_printf(sb, "%s{\"name\":", first ? "" : ",");
 			json_str(sb, dl->dl_name);
-			sb_printf(sb, ",\"id\":\"%08x\",\"state\":\"running\","
-				  "\"members\":[", dlm_core_ls_id(dl->dl_core));
+			sb_printf(sb, ",\"id\":\"%08x\",\"state\":\"%s\","
+				  "\"event\":%u,\"wait\":", dlm_core_ls_id(dl->dl_core),
+				  v.lv_state, v.lv_event);
+			json_str(sb, v.lv_wait);
+			sb_printf(sb, ",\"members\":[");
 			for (unsigned int i = 0; i < dl->dl_nmembers; i++)
 				sb_printf(sb, "%s%u", i ? "," : "", dl->dl_members[i]);
+			sb_printf(sb, "],\"group\":[");
+			for (unsigned int i = 0; i < v.lv_ngroup; i++)
+				sb_printf(sb, "%s%u", i ? "," : "", v.lv_group[i]);
 			sb_printf(sb, "],\"clients\":%u,\"resources\":%llu,"
 				  "\"locks\":%llu,\"orphans\":%llu,\"mode\":\"0%o\"}",
 				  dl->dl_nopen, (unsigned long long)st.ls_resources,
@@ -136,15 +146,18 @@ static int verb_ls(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
 				  (unsigned long long)st.ls_orphans,
 				  (unsigned)dl->dl_mode);
 		} else {
-			sb_printf(sb, "name %s id %08x state running members",
-				  dl->dl_name, dlm_core_ls_id(dl->dl_core));
+			sb_printf(sb, "name %s id %08x state %s members",
+				  dl->dl_name, dlm_core_ls_id(dl->dl_core), v.lv_state);
 			for (unsigned int i = 0; i < dl->dl_nmembers; i++)
 				sb_printf(sb, " %u", dl->dl_members[i]);
 			sb_printf(sb, " clients %u resources %llu locks %llu "
-				  "orphans %llu\n", dl->dl_nopen,
+				  "orphans %llu event %u group", dl->dl_nopen,
 				  (unsigned long long)st.ls_resources,
 				  (unsigned long long)st.ls_locks,
-				  (unsigned long long)st.ls_orphans);
+				  (unsigned long long)st.ls_orphans, v.lv_event);
+			for (unsigned int i = 0; i < v.lv_ngroup; i++)
+				sb_printf(sb, " %u", v.lv_group[i]);
+			sb_printf(sb, "\n  wait %s\n", v.lv_wait);
 		}
 		first = false;
 	}
@@ -187,6 +200,12 @@ static int verb_status(struct dlmd *d, const char *arg, struct sbuf *sb, bool js
 		  dlmd_cluster_quorate(d) ? "yes" : "no");
 	for (unsigned int i = 0; i < n; i++)
 		sb_printf(sb, " %u(%s)", nodes[i], dlmd_cluster_node_addr(d, nodes[i]));
+	{
+		char comms[256];
+
+		dlmd_comms_status(d, comms, sizeof(comms));
+		sb_printf(sb, "\ncomms %s", comms);
+	}
 	sb_printf(sb, "\nlockspaces %u\nclients %u\nuptime %llu s\nrequests %llu\n"
 		  "bad_requests %llu\nasts_sent %llu\nprotocol %d.%d.%d\nsocket %s\n",
 		  d->d_nlockspaces, dlmd_client_count(d), up,
@@ -253,6 +272,17 @@ static int verb_leave(struct dlmd *d, const char *arg, struct sbuf *sb, bool jso
 	return dlmd_ls_release(d, dl, true, NULL);
 }
 
+static int verb_fence_ack(struct dlmd *d, const char *arg, struct sbuf *sb,
+			  bool json)
+{
+	char *end;
+	unsigned long id = strtoul(arg, &end, 10);
+
+	if (*end || !id || id > UINT32_MAX)
+		return -EINVAL;
+	return dlmd_fence_ack(d, (uint32_t)id);
+}
+
 struct ctl_verb {
 	const char	*cv_name;
 	bool		cv_needs_arg;
@@ -271,6 +301,7 @@ static const struct ctl_verb verbs[] = {
 	{ "lockdump", true, false, verb_lockdump },
 	{ "join", true, false, verb_join },
 	{ "leave", true, false, verb_leave },
+	{ "fence_ack", true, false, verb_fence_ack },
 };
 
 static void ctl_execute(struct dlmd *d, char *line, struct sbuf *out)

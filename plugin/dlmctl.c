@@ -2,7 +2,8 @@
  * plugin/dlmctl.c - the control tool for dlmd.
  *
  *   dlmctl [-s SOCKET] [--json] ls | status | dump | config |
- *          lockdump LOCKSPACE | join LOCKSPACE | leave LOCKSPACE
+ *          lockdump LOCKSPACE | join LOCKSPACE | leave LOCKSPACE |
+ *          fence_ack NODEID
  *
  * Talks to the daemon's control socket (protocol: plugin/ctl.c): the
  * socket is -s, else $DLMD_CTL_SOCKET, else the default path.  Prints the
@@ -43,6 +44,7 @@ static void usage(FILE *f)
 		"  lockdump LS        the lock dump of lockspace LS\n"
 		"  join LS            create lockspace LS on this node\n"
 		"  leave LS           remove lockspace LS from this node (forced)\n"
+		"  fence_ack NODEID   declare a failed node fenced (recovery goes on)\n"
 		"The control socket is -s, $DLMD_CTL_SOCKET or %s.\n",
 		DLMD_DEFAULT_CTL_SOCKET);
 }
@@ -85,7 +87,7 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	needs_arg = !strcmp(verb, "lockdump") || !strcmp(verb, "join") ||
-		    !strcmp(verb, "leave");
+		    !strcmp(verb, "leave") || !strcmp(verb, "fence_ack");
 	if (strcmp(verb, "ls") && strcmp(verb, "status") && strcmp(verb, "dump") &&
 	    strcmp(verb, "config") && !needs_arg) {
 		fprintf(stderr, "dlmctl: unknown command '%s'\n", verb);

@@ -7,7 +7,11 @@
  *   config.c   dlm.conf: keys, defaults, validation
  *   log.c      libqb logging and the in-memory flight recorder
  *   cluster.c  corosync glue: node id and node list (cmap), quorum, one
- *              CPG group for the daemons and one per lockspace
+ *              CPG group for the daemons and one per lockspace, and the
+ *              protocol that agrees on members and events for recovery
+ *   comms.c    lowcomms (node-to-node transport) in the loop: engine
+ *              messages to and from other nodes
+ *   fence.c    fencing of failed nodes before their locks are released
  *   client.c   the client socket (libdlm's protocol, libdlm/dlmd_proto.h)
  *              and the engine's callbacks (ASTs, messages)
  *   ctl.c      the control socket dlmctl talks to
@@ -84,6 +88,7 @@ struct dlmd_config {
 	enum dlmd_membership	cf_membership;
 	uint32_t		cf_nodeid;		/* membership none only */
 	bool			cf_enable_fencing;
+	char			cf_fence_command[1024];	/* "" = none */
 	uint32_t		cf_flight_lines;
 };
 
@@ -116,6 +121,8 @@ char *dlmd_log_flight_dump(void);
 
 struct dlmd_cluster;
 struct dlmd_cluster_ls;
+struct dlmd_comms;
+struct dlmd_fence;
 
 /* One lockspace as the daemon sees it (the engine's ls_ctx). */
 struct dlmd_ls {
@@ -129,7 +136,18 @@ struct dlmd_ls {
 	uint32_t		dl_members[DLM_MAX_NODES];
 	unsigned int		dl_nmembers;
 	struct dlmd_cluster_ls	*dl_cluster;	/* cluster.c's per-lockspace state */
+	/* LS_CREATE requests answered once the first recovery finished */
+	struct dlmd_create_wait	*dl_waits;
+	unsigned int		dl_nwaits;
 };
+
+struct dlmd_create_wait {
+	uint32_t	cw_serial;	/* the client */
+	uint32_t	cw_reqid;
+};
+
+/* A reply that a request handler will send later (see dl_waits). */
+#define DLMD_REPLY_DEFERRED	1
 
 /* An AST the engine produced, waiting for dlmd_flush(). */
 struct dlmd_pending_ast {
@@ -170,6 +188,8 @@ struct dlmd {
 	uint32_t		d_next_serial;
 	struct dlmd_ctl_conn	*d_ctl_conns;
 	struct dlmd_cluster	*d_cluster;
+	struct dlmd_comms	*d_comms;
+	struct dlmd_fence	*d_fence;
 	/* engine output, delivered by dlmd_flush() */
 	struct dlmd_pending_ast	*d_asts;
 	size_t			d_nasts;
@@ -218,13 +238,62 @@ void dlmd_cluster_fini(struct dlmd *d);
 /* Join the lockspace's group and fill dl_members.  0 or negative errno. */
 int dlmd_cluster_ls_join(struct dlmd *d, struct dlmd_ls *dl);
 void dlmd_cluster_ls_leave(struct dlmd *d, struct dlmd_ls *dl);
-/* Send an engine message to another node (no transport yet: dropped). */
+/* Send an engine message to another node (through comms.c). */
 void dlmd_cluster_send(struct dlmd *d, uint32_t to, const void *buf, size_t len);
+/* The engine created the lockspace: hold it until its first recovery. */
+void dlmd_cluster_ls_created(struct dlmd *d, struct dlmd_ls *dl);
+/* Has the lockspace's first membership been agreed and recovered? */
+bool dlmd_cluster_ls_ready(const struct dlmd *d, const struct dlmd_ls *dl);
+/* The engine's recovery_done callback (ctx is struct dlmd). */
+void dlmd_cluster_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event);
+/* A node's fencing state changed: lockspaces may go on. */
+void dlmd_cluster_fencing_changed(struct dlmd *d);
+/* corosync asked us to retry a send: try again shortly. */
+void dlmd_cluster_retry_later(struct dlmd *d);
+/* What a lockspace is doing, for dlmctl ls. */
+struct dlmd_ls_view {
+	const char	*lv_state;		/* the engine's state */
+	uint32_t	lv_event;
+	uint32_t	lv_group[DLM_MAX_NODES];	/* CPG members now */
+	unsigned int	lv_ngroup;
+	char		lv_wait[160];		/* what recovery waits for */
+};
+void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
+			      struct dlmd_ls_view *v);
 bool dlmd_cluster_quorate(const struct dlmd *d);
 const char *dlmd_cluster_source_str(const struct dlmd *d);
 /* Node list known from the membership source: fills up to max ids. */
 unsigned int dlmd_cluster_nodes(const struct dlmd *d, uint32_t *ids, unsigned int max);
 /* A node's address from the membership source ("" if unknown). */
 const char *dlmd_cluster_node_addr(const struct dlmd *d, uint32_t nodeid);
+
+/* comms.c */
+struct sockaddr_storage;
+int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
+		    unsigned int naddrs);
+void dlmd_comms_fini(struct dlmd *d);
+int dlmd_comms_addr_parse(const char *text, uint16_t port,
+			  struct sockaddr_storage *ss);
+int dlmd_comms_node_add(struct dlmd *d, uint32_t nodeid,
+			const char *const *addrs, unsigned int naddrs);
+/* The node's daemon left: drop its transport state, keep it known. */
+void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
+			   const char *const *addrs, unsigned int naddrs);
+void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len);
+/* Write what was queued now (end of dlmd_flush). */
+void dlmd_comms_kick(struct dlmd *d);
+void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size);
+
+/* fence.c */
+int dlmd_fence_init(struct dlmd *d);
+void dlmd_fence_fini(struct dlmd *d);
+void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid);
+bool dlmd_fence_is_done(const struct dlmd *d, uint32_t nodeid);
+/* An operator says the node is fenced.  0, or -ENOENT if none pending. */
+int dlmd_fence_ack(struct dlmd *d, uint32_t nodeid);
+
+/* client.c: the first recovery of a created lockspace finished (0) or the
+ * lockspace went away (negative errno): answer the held LS_CREATEs. */
+void dlmd_ls_join_done(struct dlmd *d, struct dlmd_ls *dl, int status);
 
 #endif /* DLMD_PLUGIN_DLMD_H */

@@ -1,0 +1,425 @@
+/*
+ * plugin/comms.c - the daemon's use of lowcomms: engine messages between
+ * nodes.
+ *
+ * One lowcomms context per daemon.  Its file descriptors sit in the libqb
+ * loop (lowcomms asks for them through lc_ops); one libqb timer is kept
+ * armed for lc_next_timeout().  After every lowcomms event the context is
+ * flushed (lc_flush) so that what the engine answered goes out in the same
+ * loop turn, and the timer is re-armed.
+ *
+ * What travels: each engine message (already encoded by core/wire.c, which
+ * carries its own lockspace id, sender and target) is one lowcomms message
+ * of type COMMS_TYPE_ENGINE.  lowcomms delivers in order and exactly once
+ * while both nodes keep each other in their tables; comms_deliver() hands
+ * each one to dlm_core_receive().
+ *
+ * Back-pressure: lc_send() never blocks and refuses with -ENOBUFS when a
+ * peer's queue is full.  The engine's protocol has no retransmission of its
+ * own, so a refused message is never dropped: it goes on a per-node backlog
+ * (FIFO, and every later message for that node queues behind it so order
+ * is kept) that is retried on every loop turn lowcomms reports progress on
+ * and on a short timer.
+ *
+ * Node table: cluster.c calls dlmd_comms_node_add() for every node of the
+ * corosync nodelist (all rings, up to LC_MAX_ADDRS addresses) and
+ * dlmd_comms_node_reset() when a node's daemon left the cluster: its queue
+ * and sequence state are dropped and the node is added again, so the next
+ * incarnation of that daemon starts a new lowcomms epoch.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "lowcomms/lowcomms.h"
+#include "plugin/dlmd.h"
+
+#define COMMS_TYPE_ENGINE	1
+#define COMMS_BACKLOG_RETRY_MS	20
+#define COMMS_QUEUE_FRAMES	(4u * 1024 * 1024)
+#define COMMS_QUEUE_BYTES	(1024u * 1024 * 1024)
+#define NS_PER_MS		1000000ULL
+
+struct comms_backlog {
+	struct comms_backlog	*cb_next;
+	uint32_t		cb_to;
+	size_t			cb_len;
+	unsigned char		cb_buf[];
+};
+
+struct dlmd_comms {
+	struct dlmd		*cm_d;
+	struct lc_ctx		*cm_lc;
+	qb_loop_timer_handle	cm_timer;
+	bool			cm_timer_armed;
+	uint64_t		cm_timer_at;	/* ms, CLOCK_MONOTONIC */
+	struct comms_backlog	*cm_backlog;
+	struct comms_backlog	**cm_backlog_tail;
+	uint64_t		cm_nbacklog;
+	uint64_t		cm_dropped;	/* to unknown nodes */
+};
+
+static void comms_rearm(struct dlmd_comms *cm);
+
+static void comms_deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
+			  const void *payload, size_t len)
+{
+	struct dlmd_comms *cm = arg;
+
+	if (type != COMMS_TYPE_ENGINE) {
+		log_warn("comms: message of unknown type %u from node %u dropped",
+			 type, from);
+		return;
+	}
+	(void)dlm_core_receive(cm->cm_d->d_core, from, payload, len);
+}
+
+/* Send what the backlog holds, in order, until lowcomms refuses again. */
+static void backlog_drain(struct dlmd_comms *cm)
+{
+	struct comms_backlog **pp = &cm->cm_backlog;
+	uint32_t blocked[DLM_MAX_NODES];
+	unsigned int nblocked = 0;
+
+	while (*pp) {
+		struct comms_backlog *b = *pp;
+		bool skip = false;
+		int rv;
+
+		for (unsigned int i = 0; i < nblocked; i++)
+			if (blocked[i] == b->cb_to)
+				skip = true;
+		if (skip) {
+			pp = &b->cb_next;
+			continue;
+		}
+		rv = lc_send(cm->cm_lc, b->cb_to, COMMS_TYPE_ENGINE, 0, b->cb_buf,
+			     b->cb_len);
+		if (rv == -ENOBUFS) {
+			if (nblocked < DLM_MAX_NODES)
+				blocked[nblocked++] = b->cb_to;
+			pp = &b->cb_next;
+			continue;
+		}
+		if (rv)
+			log_warn("comms: message for node %u dropped: %s", b->cb_to,
+				 strerror(-rv));
+		*pp = b->cb_next;
+		free(b);
+		cm->cm_nbacklog--;
+	}
+	cm->cm_backlog_tail = pp;
+}
+
+static void after_event(struct dlmd_comms *cm)
+{
+	if (cm->cm_backlog)
+		backlog_drain(cm);
+	dlmd_flush(cm->cm_d);
+	lc_flush(cm->cm_lc);
+	comms_rearm(cm);
+}
+
+static int fd_ready(int32_t fd, int32_t revents, void *data)
+{
+	struct dlmd_comms *cm = data;
+
+	(void)lc_fd_event(cm->cm_lc, fd, (short)revents);
+	after_event(cm);
+	return 0;
+}
+
+static int comms_fd_add(void *arg, int fd, short events)
+{
+	struct dlmd_comms *cm = arg;
+
+	return qb_loop_poll_add(cm->cm_d->d_loop, QB_LOOP_MED, fd, events, cm,
+				fd_ready);
+}
+
+static int comms_fd_mod(void *arg, int fd, short events)
+{
+	struct dlmd_comms *cm = arg;
+
+	return qb_loop_poll_mod(cm->cm_d->d_loop, QB_LOOP_MED, fd, events, cm,
+				fd_ready);
+}
+
+static void comms_fd_del(void *arg, int fd)
+{
+	struct dlmd_comms *cm = arg;
+
+	qb_loop_poll_del(cm->cm_d->d_loop, fd);
+}
+
+static void comms_log(void *arg, int level, const char *msg)
+{
+	qb_log(level, "comms: %s", msg);
+}
+
+static const struct lc_ops comms_ops = {
+	.ops_deliver = comms_deliver,
+	.ops_fd_add = comms_fd_add,
+	.ops_fd_mod = comms_fd_mod,
+	.ops_fd_del = comms_fd_del,
+	.ops_log = comms_log,
+};
+
+static void on_timer(void *data)
+{
+	struct dlmd_comms *cm = data;
+
+	cm->cm_timer_armed = false;
+	lc_timer(cm->cm_lc, dlmd_now_ms());
+	after_event(cm);
+}
+
+/* Keep one timer armed for the earliest of lowcomms' next deadline and the
+ * backlog's retry. */
+static void comms_rearm(struct dlmd_comms *cm)
+{
+	uint64_t now = dlmd_now_ms();
+	uint64_t at = lc_next_timeout(cm->cm_lc);
+
+	if (cm->cm_backlog && at > now + COMMS_BACKLOG_RETRY_MS)
+		at = now + COMMS_BACKLOG_RETRY_MS;
+	if (at == UINT64_MAX)
+		return;
+	if (cm->cm_timer_armed) {
+		if (cm->cm_timer_at <= at)
+			return;
+		qb_loop_timer_del(cm->cm_d->d_loop, cm->cm_timer);
+		cm->cm_timer_armed = false;
+	}
+	if (qb_loop_timer_add(cm->cm_d->d_loop, QB_LOOP_MED,
+			      (at > now ? at - now : 0) * NS_PER_MS, cm, on_timer,
+			      &cm->cm_timer) == 0) {
+		cm->cm_timer_armed = true;
+		cm->cm_timer_at = at;
+	}
+}
+
+int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
+		    unsigned int naddrs)
+{
+	struct dlmd_comms *cm = calloc(1, sizeof(*cm));
+	struct lc_config cfg;
+	int rv;
+
+	if (!cm)
+		return -ENOMEM;
+	cm->cm_d = d;
+	cm->cm_backlog_tail = &cm->cm_backlog;
+	lc_config_default(&cfg);
+	cfg.cfg_nodeid = d->d_nodeid;
+	cfg.cfg_port = (uint16_t)d->d_cfg.cf_port;
+	cfg.cfg_sndbuf = (int)d->d_cfg.cf_buffer_size;
+	cfg.cfg_rcvbuf = (int)d->d_cfg.cf_buffer_size;
+	cfg.cfg_queue_frames = COMMS_QUEUE_FRAMES;
+	cfg.cfg_queue_bytes = COMMS_QUEUE_BYTES;
+	for (unsigned int i = 0; i < naddrs && cfg.cfg_naddrs < LC_MAX_ADDRS; i++) {
+		if (dlmd_comms_addr_parse(our_addrs[i], 0,
+					  &cfg.cfg_addrs[cfg.cfg_naddrs]) == 0)
+			cfg.cfg_naddrs++;
+		else
+			log_warn("comms: our address '%s' does not resolve; not "
+				 "listening on it", our_addrs[i]);
+	}
+	cm->cm_lc = lc_new(&cfg, &comms_ops, cm);
+	if (!cm->cm_lc) {
+		rv = -errno;
+		log_err("comms: cannot create the transport: %s", strerror(-rv));
+		free(cm);
+		return rv ? rv : -ENOMEM;
+	}
+	d->d_comms = cm;
+	rv = lc_listen(cm->cm_lc);
+	if (rv) {
+		log_err("comms: cannot listen on port %u: %s", d->d_cfg.cf_port,
+			strerror(-rv));
+		return rv;
+	}
+	log_info("comms: listening on port %d", lc_listen_port(cm->cm_lc));
+	return 0;
+}
+
+void dlmd_comms_fini(struct dlmd *d)
+{
+	struct dlmd_comms *cm = d->d_comms;
+
+	if (!cm)
+		return;
+	if (cm->cm_timer_armed)
+		qb_loop_timer_del(d->d_loop, cm->cm_timer);
+	lc_destroy(cm->cm_lc);
+	while (cm->cm_backlog) {
+		struct comms_backlog *b = cm->cm_backlog;
+
+		cm->cm_backlog = b->cb_next;
+		free(b);
+	}
+	free(cm);
+	d->d_comms = NULL;
+}
+
+int dlmd_comms_addr_parse(const char *text, uint16_t port,
+			  struct sockaddr_storage *ss)
+{
+	struct addrinfo hints, *res = NULL;
+	int rv;
+
+	if (lc_addr_parse(text, port, ss) == 0)
+		return 0;
+	/* a host name in the nodelist: resolve it once */
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	rv = getaddrinfo(text, NULL, &hints, &res);
+	if (rv || !res)
+		return -ENOENT;
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	else if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+	freeaddrinfo(res);
+	return 0;
+}
+
+int dlmd_comms_node_add(struct dlmd *d, uint32_t nodeid,
+			const char *const *addrs, unsigned int naddrs)
+{
+	struct sockaddr_storage ss[LC_MAX_ADDRS];
+	int n = 0, rv;
+
+	if (!d->d_comms)
+		return 0;
+	for (unsigned int i = 0; i < naddrs && n < LC_MAX_ADDRS; i++) {
+		if (dlmd_comms_addr_parse(addrs[i], 0, &ss[n]) == 0)
+			n++;
+		else
+			log_warn("comms: node %u address '%s' does not resolve",
+				 nodeid, addrs[i]);
+	}
+	if (!n)
+		return -EINVAL;
+	rv = lc_node_add(d->d_comms->cm_lc, nodeid, ss, n);
+	if (rv == -EEXIST)
+		return 0;
+	if (rv)
+		log_warn("comms: cannot add node %u: %s", nodeid, strerror(-rv));
+	else
+		log_debug("comms: node %u added with %d address%s", nodeid, n,
+			  n == 1 ? "" : "es");
+	return rv;
+}
+
+static void backlog_forget(struct dlmd_comms *cm, uint32_t nodeid)
+{
+	struct comms_backlog **pp = &cm->cm_backlog;
+
+	while (*pp) {
+		struct comms_backlog *b = *pp;
+
+		if (b->cb_to == nodeid) {
+			*pp = b->cb_next;
+			free(b);
+			cm->cm_nbacklog--;
+		} else {
+			pp = &b->cb_next;
+		}
+	}
+	cm->cm_backlog_tail = pp;
+}
+
+void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
+			   const char *const *addrs, unsigned int naddrs)
+{
+	struct dlmd_comms *cm = d->d_comms;
+	int rv;
+
+	if (!cm || nodeid == d->d_nodeid)
+		return;
+	backlog_forget(cm, nodeid);
+	rv = lc_node_remove(cm->cm_lc, nodeid);
+	if (rv && rv != -ENOENT)
+		log_warn("comms: cannot remove node %u: %s", nodeid, strerror(-rv));
+	else
+		log_info("comms: node %u's daemon left: connection state dropped",
+			 nodeid);
+	dlmd_comms_node_add(d, nodeid, addrs, naddrs);
+	comms_rearm(cm);
+}
+
+void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
+{
+	struct dlmd_comms *cm = d->d_comms;
+	struct comms_backlog *b;
+	int rv = -ENOBUFS;
+
+	if (!cm) {
+		return;
+	}
+	/* keep order: nothing overtakes a message already in the backlog */
+	for (b = cm->cm_backlog; b; b = b->cb_next)
+		if (b->cb_to == to)
+			break;
+	if (!b)
+		rv = lc_send(cm->cm_lc, to, COMMS_TYPE_ENGINE, 0, buf, len);
+	if (rv == 0)
+		return;
+	if (rv != -ENOBUFS && rv != -ENOMEM) {
+		cm->cm_dropped++;
+		log_warn("comms: message for node %u dropped: %s", to, strerror(-rv));
+		return;
+	}
+	b = malloc(sizeof(*b) + len);
+	if (!b) {
+		log_err("comms: out of memory: message for node %u lost", to);
+		return;
+	}
+	b->cb_next = NULL;
+	b->cb_to = to;
+	b->cb_len = len;
+	memcpy(b->cb_buf, buf, len);
+	*cm->cm_backlog_tail = b;
+	cm->cm_backlog_tail = &b->cb_next;
+	cm->cm_nbacklog++;
+}
+
+/* Called once dlmd_flush() has handed every queued message over. */
+void dlmd_comms_kick(struct dlmd *d)
+{
+	struct dlmd_comms *cm = d->d_comms;
+
+	if (!cm)
+		return;
+	lc_flush(cm->cm_lc);
+	comms_rearm(cm);
+}
+
+void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size)
+{
+	const struct dlmd_comms *cm = d->d_comms;
+	struct lc_stats st;
+
+	if (!cm) {
+		snprintf(buf, size, "none");
+		return;
+	}
+	lc_get_stats(cm->cm_lc, &st);
+	snprintf(buf, size, "sent %llu delivered %llu connects %llu established "
+		 "%llu lost %llu peer_restarts %llu backlog %llu",
+		 (unsigned long long)st.st_msgs_sent,
+		 (unsigned long long)st.st_msgs_delivered,
+		 (unsigned long long)st.st_connects,
+		 (unsigned long long)st.st_established,
+		 (unsigned long long)st.st_conn_lost,
+		 (unsigned long long)st.st_peer_restarts,
+		 (unsigned long long)cm->cm_nbacklog);
+}
