@@ -273,9 +273,14 @@ in_node "$DLMCTL" -s "$dir/n1/dlmd-ctl.sock" join ocf-ls >/dev/null ||
 	fail "dlmctl join ocf-ls"
 cat >"$dir/fake/dlmctl" <<EOF
 #!/bin/sh
-# Stand-in: the real dlmctl, with every lockspace waiting for fencing.
+# Stand-in: the real dlmctl, with every lockspace's recovery waiting
+# for fencing ("wait" line under the lockspace, as dlmctl ls prints it).
 case " \$* " in
-*" ls "*) "$DLMCTL" "\$@" | sed 's/ state [a-z_]* / state wait_fencing /' ;;
+*" ls "*) "$DLMCTL" "\$@" | awk '/^name / {
+		sub(/ state [a-z_]+ /, " state stopped ")
+		print
+		print "  wait fencing node 2"
+	}' ;;
 *) exec "$DLMCTL" "\$@" ;;
 esac
 EOF
