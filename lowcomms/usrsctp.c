@@ -76,6 +76,10 @@
 /* Waiting for shutting-down associations before usrsctp_finish(). */
 #define STACK_FINISH_MS		3000
 #define STACK_FINISH_STEP_MS	10
+/* A graceful close discards unread data in reads of this size, at most
+ * this many (a socket buffer's worth). */
+#define DRAIN_BUF		(16 * 1024)
+#define DRAIN_READS		(2 * DEFAULT_BUF / DRAIN_BUF)
 /* The registry grows by this many slots. */
 #define SLOTS_CHUNK		64
 #define TOKEN_INDEX_BITS	32
@@ -410,6 +414,26 @@ fail:
 	return rv;
 }
 
+static ssize_t us_recv(struct lc_sock *sk, void *buf, size_t len);
+
+/*
+ * Closing a socket with unread data makes SCTP abort the association, and
+ * the peer's usrsctp reports an ABORT before data it has not handed over
+ * yet, which may include what we wrote last (lowcomms' final ack).  So a
+ * graceful close discards what is waiting to be read (it was not
+ * acknowledged, the peer will resend it), stops reading so that nothing
+ * more is queued, discards what came in meanwhile, and SCTP's SHUTDOWN then
+ * delivers everything we wrote before the association ends.
+ */
+static void drain(struct lc_sock *sk)
+{
+	unsigned char buf[DRAIN_BUF];
+
+	for (int i = 0; i < DRAIN_READS; i++)
+		if (us_recv(sk, buf, sizeof(buf)) <= 0)
+			break;
+}
+
 static void us_close(struct lc_sock *sk, bool abort)
 {
 	struct us_sock *us = sk->sk_priv;
@@ -421,6 +445,11 @@ static void us_close(struct lc_sock *sk, bool abort)
 	if (abort)
 		(void)usrsctp_setsockopt(us->us_so, SOL_SOCKET, SO_LINGER, &lg,
 					 sizeof(lg));
+	else {
+		drain(sk);
+		(void)usrsctp_shutdown(us->us_so, SHUT_RD);
+		drain(sk);
+	}
 	usrsctp_close(us->us_so);
 	free(us);
 	sk->sk_fd = -1;
