@@ -1,6 +1,6 @@
 /*
- * bench/bench-lowcomms.c: lowcomms over TCP loopback, next to a plain
- * socket ping-pong measured in the same run.
+ * bench/bench-lowcomms.c: lowcomms over TCP and over SCTP on loopback, next
+ * to a plain socket ping-pong measured in the same run.
  *
  * Two processes (so the two ends run on their own CPUs):
  *  1. floor: a blocking TCP ping-pong of small messages with TCP_NODELAY,
@@ -11,8 +11,13 @@
  *  3. lowcomms stream: node 1 sends small messages as fast as the queue
  *     limit lets it; node 2 counts.  Batching puts many messages in each
  *     write, so this rate should be many times the floor.
+ * Runs 2 and 3 are made once per transport: TCP, then SCTP (the kernel's,
+ * or libusrsctp's SCTP over UDP where the kernel has none; each process
+ * then has its own usrsctp stack on its own UDP port, which the two
+ * exchange with their listening ports).
  *
  * Usage: bench-lowcomms [-n stream_count] [-p pingpong_count] [-s size]
+ *                       [-t tcp|sctp|both]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -119,8 +124,9 @@ static void floor_pingpong(long count, size_t size)
 	t = now_s() - t0;
 	close(fd);
 	waitpid(pid, NULL, 0);
-	printf("floor  socket ping-pong  %8ld round trips  %10.0f msg/s  "
-	       "rtt %6.1f us\n", count, count / t, t / count * 1e6);
+	printf("%-15s ping-pong %8ld round trips  %10.0f msg/s  "
+	       "rtt %6.1f us\n", "floor (socket)", count, count / t,
+	       t / count * 1e6);
 }
 
 /* ---- a lowcomms endpoint with its own poll loop ---------------------- */
@@ -211,7 +217,7 @@ static const struct lc_ops bench_ops = {
 	.ops_fd_mod = fd_mod, .ops_fd_del = fd_del, .ops_log = on_log,
 };
 
-static void ep_start(struct ep *e, uint32_t id)
+static void ep_start(struct ep *e, uint32_t id, enum lc_transport_kind kind)
 {
 	struct lc_config cfg;
 
@@ -223,6 +229,8 @@ static void ep_start(struct ep *e, uint32_t id)
 	cfg.cfg_nodeid = id;
 	cfg.cfg_port = 0;
 	cfg.cfg_reconnect_min_ms = 10;
+	cfg.cfg_transport = kind;
+	cfg.cfg_sctp_udp_port = 0;	/* usrsctp: any free UDP port */
 	lc_addr_parse(LOOPBACK, 0, &cfg.cfg_addrs[0]);
 	cfg.cfg_naddrs = 1;
 	e->ep_lc = lc_new(&cfg, &bench_ops, e);
@@ -230,13 +238,30 @@ static void ep_start(struct ep *e, uint32_t id)
 		die("lowcomms start");
 }
 
-static void ep_add_peer(struct ep *e, int port)
+/* What one end tells the other: its listening port and, with usrsctp,
+ * its SCTP-over-UDP port (else 0). */
+struct ports {
+	int pt_listen;
+	int pt_udp;
+};
+
+static struct ports ep_ports(const struct ep *e)
+{
+	int udp = lc_udp_port(e->ep_lc);
+
+	return (struct ports){ lc_listen_port(e->ep_lc), udp > 0 ? udp : 0 };
+}
+
+static void ep_add_peer(struct ep *e, const struct ports *pt)
 {
 	struct sockaddr_storage ss;
 
-	lc_addr_parse(LOOPBACK, (uint16_t)port, &ss);
+	lc_addr_parse(LOOPBACK, (uint16_t)pt->pt_listen, &ss);
 	if (lc_node_add(e->ep_lc, e->ep_peer, &ss, 1) < 0)
 		die("node add");
+	if (pt->pt_udp &&
+	    lc_node_set_udp_port(e->ep_lc, e->ep_peer, (uint16_t)pt->pt_udp) < 0)
+		die("node udp port");
 }
 
 static void ep_poll(struct ep *e, int timeout)
@@ -259,17 +284,17 @@ static void ep_poll(struct ep *e, int timeout)
 
 /* ---- the runs -------------------------------------------------------- */
 
-static void child(int port_out, int port_in)
+static void child(int port_out, int port_in, enum lc_transport_kind kind)
 {
+	struct ports mine, peer;
 	struct ep e;
-	int port, peer_port;
 
-	ep_start(&e, 2);
-	port = lc_listen_port(e.ep_lc);
-	if (write(port_out, &port, sizeof(port)) != sizeof(port) ||
-	    read(port_in, &peer_port, sizeof(peer_port)) != sizeof(peer_port))
+	ep_start(&e, 2, kind);
+	mine = ep_ports(&e);
+	if (write(port_out, &mine, sizeof(mine)) != sizeof(mine) ||
+	    read(port_in, &peer, sizeof(peer)) != sizeof(peer))
 		_exit(1);
-	ep_add_peer(&e, peer_port);
+	ep_add_peer(&e, &peer);
 	while (!e.ep_stop)
 		ep_poll(&e, POLL_MS);
 	/* Let the last acks out. */
@@ -279,11 +304,14 @@ static void child(int port_out, int port_in)
 	_exit(0);
 }
 
-static void lowcomms_runs(long pings, long stream, size_t size)
+static void lowcomms_runs(long pings, long stream, size_t size,
+			  enum lc_transport_kind kind)
 {
 	char buf[MAX_SIZE];
-	int to_child[2], from_child[2], port, child_port;
+	int to_child[2], from_child[2];
+	struct ports mine, peer;
 	struct lc_stats st;
+	const char *name;
 	struct ep e;
 	double t0, t;
 	long sent = 0;
@@ -295,14 +323,19 @@ static void lowcomms_runs(long pings, long stream, size_t size)
 	if (pid < 0)
 		die("fork");
 	if (pid == 0)
-		child(from_child[1], to_child[0]);
-	ep_start(&e, 1);
-	port = lc_listen_port(e.ep_lc);
-	if (read(from_child[0], &child_port, sizeof(child_port)) !=
-	    sizeof(child_port) ||
-	    write(to_child[1], &port, sizeof(port)) != sizeof(port))
+		child(from_child[1], to_child[0], kind);
+	/* After the fork: usrsctp's threads do not survive one. */
+	ep_start(&e, 1, kind);
+	mine = ep_ports(&e);
+	if (read(from_child[0], &peer, sizeof(peer)) != sizeof(peer) ||
+	    write(to_child[1], &mine, sizeof(mine)) != sizeof(mine))
 		die("pipe io");
-	ep_add_peer(&e, child_port);
+	ep_add_peer(&e, &peer);
+	name = lc_transport_name(e.ep_lc);
+	close(to_child[0]);
+	close(to_child[1]);
+	close(from_child[0]);
+	close(from_child[1]);
 	memset(buf, 'y', size);
 
 	/* Warm up: connect. */
@@ -318,8 +351,8 @@ static void lowcomms_runs(long pings, long stream, size_t size)
 			ep_poll(&e, POLL_MS);
 	}
 	t = now_s() - t0;
-	printf("lowcomms ping-pong       %8ld round trips  %10.0f msg/s  "
-	       "rtt %6.1f us\n", pings, pings / t, t / pings * 1e6);
+	printf("%-15s ping-pong %8ld round trips  %10.0f msg/s  "
+	       "rtt %6.1f us\n", name, pings, pings / t, t / pings * 1e6);
 
 	lc_get_stats(e.ep_lc, &st);
 	uint64_t writes0 = st.st_writes;
@@ -344,8 +377,8 @@ static void lowcomms_runs(long pings, long stream, size_t size)
 		ep_poll(&e, POLL_MS);
 	t = now_s() - t0;
 	lc_get_stats(e.ep_lc, &st);
-	printf("lowcomms stream          %8ld messages     %10.0f msg/s  "
-	       "(%.0f msgs per write, %ld received)\n", stream,
+	printf("%-15s stream    %8ld messages     %10.0f msg/s  "
+	       "(%.0f msgs per write, %ld received)\n", name, stream,
 	       stream / t, (double)stream / (double)(st.st_writes - writes0),
 	       e.ep_done_ack);
 
@@ -360,15 +393,22 @@ int main(int argc, char **argv)
 {
 	long stream = DEFAULT_STREAM, pings = DEFAULT_PINGS;
 	size_t size = DEFAULT_SIZE;
+	bool tcp = true, sctp = true;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "n:p:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:p:s:t:")) != -1) {
 		switch (opt) {
 		case 'n': stream = atol(optarg); break;
 		case 'p': pings = atol(optarg); break;
 		case 's': size = (size_t)atol(optarg); break;
+		case 't':
+			tcp = !strcmp(optarg, "tcp") || !strcmp(optarg, "both");
+			sctp = !strcmp(optarg, "sctp") || !strcmp(optarg, "both");
+			if (tcp || sctp)
+				break;
+			/* fall through */
 		default:
-			fprintf(stderr, "usage: %s [-n stream] [-p pings] [-s size]\n",
+			fprintf(stderr, "usage: %s [-n stream] [-p pings] [-s size] [-t tcp|sctp|both]\n",
 				argv[0]);
 			return 2;
 		}
@@ -378,8 +418,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	printf("message size %zu bytes, TCP loopback, two processes\n", size);
+	printf("message size %zu bytes, loopback, two processes\n", size);
 	floor_pingpong(pings, size);
-	lowcomms_runs(pings, stream, size);
+	if (tcp)
+		lowcomms_runs(pings, stream, size, LC_TRANSPORT_TCP);
+	if (sctp)
+		lowcomms_runs(pings, stream, size, LC_TRANSPORT_SCTP);
 	return 0;
 }
