@@ -97,7 +97,7 @@ static void cb_send(void *ctx, uint32_t to, const void *buf, size_t len)
 	}
 	if (!sim->nodes[to - 1].n_alive)
 		return;		/* a dead node hears nothing */
-	if (net_send(&sim->net, &sim->rng, sim->now, n->n_id, to, buf, len))
+	if (net_send(&sim->net, &sim->rng, sim->now, n->n_id, to, buf, len, n->n_event))
 		sim_fail(sim, "simulator: out of memory");
 }
 
@@ -144,15 +144,33 @@ static void cb_log(void *ctx, enum dlm_log_level level, const char *line)
 	sim_trace(sim, "log  n%u <%d> %s", n->n_id, (int)level, line);
 }
 
-static const struct dlm_core_ops sim_core_ops = {
+/* Recovery of 'event' reached its end on this node: the glue
+ * (sim-faults.c) finishes it at a later step. */
+static void cb_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event)
+{
+	struct sim_node *n = ctx;
+	struct sim *sim = n->n_sim;
+	unsigned int i;
+
+	for (i = 0; i < sim->nls; i++)
+		if (ls == n->n_ls[i]) {
+			n->n_done[i] = event;
+			sim_trace(sim, "done n%u ls%u recovery %u", n->n_id, i, event);
+			return;
+		}
+	sim_fail(sim, "n%u: recovery_done names an unknown lockspace", n->n_id);
+}
+
+const struct dlm_core_ops sim_core_ops = {
 	.send = cb_send,
 	.ast = cb_ast,
 	.log = cb_log,
+	.recovery_done = cb_recovery_done,
 };
 
 /* ------------------------------------------------------- step plumbing */
 
-static void deliver_asts(struct sim *sim)
+void sim_deliver_asts(struct sim *sim)
 {
 	unsigned int i;
 
@@ -166,12 +184,17 @@ static void deliver_asts(struct sim *sim)
 /* After every step: hand the ASTs to the clients, then check. */
 static void after_step(struct sim *sim)
 {
-	deliver_asts(sim);
+	sim_deliver_asts(sim);
 	sim->ncrashed = 0;
 	if (!sim->failed)
 		model_check_clients(sim);
 	if (!sim->failed)
 		check_engines(sim);
+	if (sim->check_recovered) {
+		sim->check_recovered = false;
+		if (!sim->failed)
+			check_recovered(sim);
+	}
 	sim->step++;
 }
 
@@ -200,6 +223,8 @@ static void step_deliver(struct sim *sim)
 	if (!m) {
 		uint64_t due = net_next_due(&sim->net);
 
+		if (sim->opts->o_faults && glue_next_due(sim) < due)
+			due = glue_next_due(sim) > sim->now ? glue_next_due(sim) : sim->now + 1;
 		if (due == UINT64_MAX)
 			step_tick(sim);
 		else
@@ -209,9 +234,15 @@ static void step_deliver(struct sim *sim)
 	sim_trace(sim, "msg  n%u->n%u len %zu", m->m_from, m->m_to, m->m_len);
 	rc = dlm_core_receive(sim->nodes[m->m_to - 1].n_core, m->m_from,
 			      m->m_data, m->m_len);
-	if (rc)
+	/* with faults, only a rejection between two live nodes of the same
+	 * membership is wrong (the network drops a dead node's messages) */
+	if (rc && (!sim->opts->o_faults ||
+		   m->m_event == sim->nodes[m->m_to - 1].n_event))
 		sim_fail(sim, "n%u rejected a message from n%u (len %zu): %d",
 			 m->m_to, m->m_from, m->m_len, rc);
+	else if (rc)
+		sim_trace(sim, "msg  n%u rejected it (%d): sent in event %u, now in %u",
+			  m->m_to, rc, m->m_event, sim->nodes[m->m_to - 1].n_event);
 	free(m);
 }
 
@@ -262,9 +293,10 @@ static int call_lock(struct sim *sim, int node, int ls, const struct dlm_lock_re
 			snprintf(name, sizeof(name), "(empty)");
 	}
 	sim_trace(sim, "op   n%d ls%d owner %llx %s %s %s flags=%s range=%s parent=%08x "
-		  "astarg=%llu -> %d lk %08x", node + 1, ls,
+		  "lvb=v%llu astarg=%llu -> %d lk %08x", node + 1, ls,
 		  (unsigned long long)req->owner, what, name, sim_mode_str(req->mode), fl,
-		  rng, req->parent, (unsigned long long)req->astarg, rc, *lkid);
+		  rng, req->parent, (unsigned long long)(req->lvb ? lvb_value(req->lvb) : 0),
+		  (unsigned long long)req->astarg, rc, *lkid);
 	if (rc && (sim->nastq != nast || sim->call_sends != sends))
 		sim_fail(sim, "refused dlm_core_lock (%d) still emitted %u ASTs, %llu messages",
 			 rc, sim->nastq - nast,
@@ -564,6 +596,11 @@ static void convert_lock(struct sim *sim, struct sim_lock *lk, int mode, int64_t
 	req.lkid = lk->l_lkid;
 	req.range = lk->l_ranged ? &lk->l_range : NULL;
 	req.lvb = (flags & DLM_LKF_VALBLK) ? lvb : NULL;
+	/* --avoid recovery-lvb: bytes only with a conversion that writes them
+	 * (recovery takes a PR+ holder's buffer for the resource's value) */
+	if ((sim->opts->o_avoid & AVOID_RECOVERY_LVB) &&
+	    !(lk->l_gmode >= DLM_LOCK_PW && mode <= lk->l_gmode))
+		req.lvb = NULL;
 	req.owner = lk->l_owner;
 	req.astarg = new_astarg(sim);
 	req.want_bast = lk->l_want_bast;
@@ -618,6 +655,9 @@ static void unlock_lock(struct sim *sim, struct sim_lock *lk, int64_t flags_in)
 	uint32_t flags = flags_in >= 0 ? (uint32_t)flags_in : release_lvb_flags(sim, lk);
 	int rc;
 
+	/* --avoid recovery-lvb: a non-writer's unlock passes no LVB bytes */
+	if ((sim->opts->o_avoid & AVOID_RECOVERY_LVB) && lk->l_gmode < DLM_LOCK_PW)
+		flags &= ~(uint32_t)DLM_LKF_VALBLK;
 	if (flags & DLM_LKF_VALBLK) {
 		value = ++sim->next_lvb;
 		lvb_make(value, lvb);
@@ -851,8 +891,13 @@ static void do_purge_orphans(struct sim *sim, int node)
 {
 	int target = rng_pct(&sim->rng, 60) ? node : (int)rng_below(&sim->rng, sim->nnodes);
 	int ls = (int)rng_below(&sim->rng, sim->nls);
-	struct sim_node *t = &sim->nodes[target];
+	struct sim_node *t;
 	uint64_t owner = 0;
+
+	/* --faults: ask another node only within one running membership */
+	if (target != node && !nodes_connected(sim, node, target))
+		target = node;
+	t = &sim->nodes[target];
 
 	if (t->n_norphans && rng_pct(&sim->rng, 50))
 		owner = t->n_orphans[rng_below(&sim->rng, t->n_norphans)]->l_owner;
@@ -874,6 +919,10 @@ static void do_adopt(struct sim *sim, int node, int client)
 	if (!n->n_norphans || c->c_nlocks >= SIM_MAX_LOCKS)
 		return;
 	o = n->n_orphans[rng_below(&sim->rng, n->n_norphans)];
+	/* an adoption answers at once, but not while the lockspace is held */
+	if (sim->opts->o_faults &&
+	    dlm_core_ls_state(n->n_ls[o->l_ls], NULL, NULL) != DLM_LS_RUNNING)
+		return;
 	if (o->l_orphan_unsure || o->l_purge_asked || o->l_gmode == DLM_LOCK_IV)
 		return;
 	/* an orphan of unknown state on the same resource could match */
@@ -919,7 +968,7 @@ static void do_adopt(struct sim *sim, int node, int client)
 	got->l_op_flags = req.flags;
 	got->l_op_astarg = req.astarg;
 	got->l_bast_mask = 0;
-	deliver_asts(sim);
+	sim_deliver_asts(sim);
 	if (!sim->failed && got->l_op != OP_NONE)
 		sim_fail(sim, "adopt of lk %08x: no completion AST", lkid);
 }
@@ -1157,11 +1206,19 @@ static void react(struct sim *sim, struct sim_lock *lk)
 
 static void client_op(struct sim *sim)
 {
-	int node = (int)rng_below(&sim->rng, sim->nnodes);
-	int client = (int)rng_below(&sim->rng, sim->nodes[node].n_nclients);
-	struct sim_client *c = client_of(sim, node, client);
-	unsigned int r = rng_below(&sim->rng, 100);
+	int node = (int)rng_below(&sim->rng, sim->nnodes), client, k;
+	struct sim_client *c;
+	unsigned int r;
 	struct sim_lock *lk;
+
+	/* --faults: the next live node whose clients work */
+	for (k = 0; k < (int)sim->nnodes && !node_usable(sim, node); k++)
+		node = (node + 1) % (int)sim->nnodes;
+	if (!node_usable(sim, node))
+		return;
+	client = (int)rng_below(&sim->rng, sim->nodes[node].n_nclients);
+	c = client_of(sim, node, client);
+	r = rng_below(&sim->rng, 100);
 
 	if (r < 30) {
 		if (c->c_nlocks < SIM_MAX_LOCKS)
@@ -1204,7 +1261,9 @@ static void phase_schedule(struct sim *sim)
 				 (unsigned long long)max);
 			return;
 		}
-		if (r < 40) {
+		if (sim->opts->o_faults && faults_step(sim)) {
+			/* a node died or joined, or the glue acted */
+		} else if (r < 40) {
 			client_op(sim);
 			ops++;
 		} else if (r < 88) {
@@ -1288,6 +1347,8 @@ static void purge_all_orphans(struct sim *sim)
 
 	for (n = 0; n < sim->nnodes && !sim->failed; n++)
 		for (ls = 0; ls < sim->nls && !sim->failed; ls++) {
+			if (!sim->nodes[n].n_alive)
+				continue;
 			purge_orphans(sim, (int)n, (int)ls, (int)n, 0);
 			after_step(sim);
 		}
@@ -1309,7 +1370,10 @@ static void phase_quiesce(struct sim *sim)
 			n += all_locks(sim, ok_release_adopted, cand + n, 1024 - n);
 		if (sim->opts->o_avoid & AVOID_LOST_BAST)
 			n += all_locks(sim, ok_release_any, cand + n, 1024 - n);
-		if (n && (rng_pct(&sim->rng, 50) || !sim->net.n_inflight)) {
+		if (sim->opts->o_faults && glue_due(sim) && rng_pct(&sim->rng, 50)) {
+			glue_step(sim);		/* membership settles meanwhile */
+			idle = 0;
+		} else if (n && (rng_pct(&sim->rng, 50) || !sim->net.n_inflight)) {
 			struct sim_lock *lk = cand[rng_below(&sim->rng, n)];
 
 			if (lk->l_want_bast && lk->l_bast_mask)
@@ -1325,6 +1389,17 @@ static void phase_quiesce(struct sim *sim)
 			else
 				step_tick(sim);
 			idle = 0;
+		} else if (sim->opts->o_faults && glue_busy(sim)) {
+			/* a recovery is under way with nothing in flight */
+			if (glue_due(sim)) {
+				glue_step(sim);
+			} else if (glue_next_due(sim) != UINT64_MAX) {
+				tick_all(sim, glue_next_due(sim) > sim->now ?
+					 glue_next_due(sim) - sim->now : 1);
+			} else {
+				glue_report_stall(sim);
+				return;
+			}
 		} else {
 			/* nothing moves: let timers run, then judge */
 			if (++idle > 3 || !all_locks(sim, ok_pending, cand, 1))
@@ -1337,6 +1412,8 @@ static void phase_quiesce(struct sim *sim)
 		return;
 	if (steps >= MAX_QUIESCE_STEPS)
 		sim_fail(sim, "LIVENESS: quiesce did not settle in %u steps", MAX_QUIESCE_STEPS);
+	else if (sim->opts->o_faults && glue_busy(sim))
+		glue_report_stall(sim);
 	else if (all_locks(sim, ok_pending, cand, 1))
 		report_stuck(sim, "quiesce");
 }
@@ -1400,6 +1477,8 @@ static void phase_drain(struct sim *sim)
 	}
 	for (i = 0; i < sim->nnodes && !sim->failed; i++)
 		for (ls = 0; ls < sim->nls && !sim->failed; ls++) {
+			if (!sim->nodes[i].n_alive)
+				continue;
 			dlm_core_ls_stats(sim->nodes[i].n_ls[ls], &st);
 			if (st.ls_locks || st.ls_waiters || st.ls_orphans ||
 			    st.ls_resources || st.ls_dir_entries)
@@ -1419,7 +1498,7 @@ static void phase_drain(struct sim *sim)
 
 /* ------------------------------------------------------------- a seed */
 
-static const char *const ls_names[SIM_MAX_LS] = { "sim0", "sim-1" };
+const char *const sim_ls_names[SIM_MAX_LS] = { "sim0", "sim-1" };
 
 static int setup(struct sim *sim)
 {
@@ -1435,7 +1514,9 @@ static int setup(struct sim *sim)
 	if (sim->opts->o_avoid & AVOID_TOSS)
 		sim->toss_ms = 60000;
 	sim->now = 1000;
-	net_init(&sim->net, sim->nnodes, 1 + rng_below(&sim->rng, 40));
+	/* with faults, nodes may join under new ids up to SIM_MAX_NODES */
+	net_init(&sim->net, sim->opts->o_faults ? SIM_MAX_NODES : sim->nnodes,
+		 1 + rng_below(&sim->rng, 40));
 	for (i = 0; i < SIM_RES_HASH; i++)
 		sim->res_hash[i] = -1;
 	sim->res = calloc(SIM_RES_MAX, sizeof(*sim->res));
@@ -1457,13 +1538,13 @@ static int setup(struct sim *sim)
 		dlm_core_set_fault(n->n_core, sim->opts->o_fault);
 		dlm_core_tick(n->n_core, sim->now);
 		for (ls = 0; ls < sim->nls; ls++) {
-			rc = dlm_core_ls_create(n->n_core, ls_names[ls], members,
+			rc = dlm_core_ls_create(n->n_core, sim_ls_names[ls], members,
 						sim->nnodes, n, &n->n_ls[ls]);
 			if (rc)
 				return rc;
 		}
 		n->n_nclients = 2 + rng_below(&sim->rng, SIM_MAX_CLIENTS - 1);
-		for (c = 0; c < n->n_nclients; c++)
+		for (c = 0; c < SIM_MAX_CLIENTS; c++)
 			n->n_clients[c].c_owner = ((uint64_t)(i + 1) << 32) |
 						  ((uint64_t)(c + 1) << 16);
 	}
@@ -1473,6 +1554,10 @@ static int setup(struct sim *sim)
 	sim_trace(sim, "seed %llu: %u nodes, %u lockspaces, toss %u ms, delay <= %u ms, "
 		  "fault %d", (unsigned long long)sim->seed, sim->nnodes, sim->nls,
 		  sim->toss_ms, sim->net.n_max_delay, (int)sim->opts->o_fault);
+	for (i = 0; i < sim->nnodes; i++)
+		sim->nodes[i].n_joined = true;
+	if (sim->opts->o_faults)
+		faults_setup(sim);
 	return 0;
 }
 
@@ -1486,7 +1571,7 @@ static void dump_engines(struct sim *sim, FILE *out)
 
 			if (!sim->nodes[i].n_ls[ls])
 				continue;
-			fprintf(out, "--- dump n%u ls%u (%s) ---\n", i + 1, ls, ls_names[ls]);
+			fprintf(out, "--- dump n%u ls%u (%s) ---\n", i + 1, ls, sim_ls_names[ls]);
 			if (dlm_core_ls_dump(sim->nodes[i].n_ls[ls], &text) == 0 && text)
 				fputs(text, out);
 			else
@@ -1533,6 +1618,9 @@ static const struct {
 	{ "ignore-queue", DLM_FAULT_IGNORE_QUEUE },
 	{ "lvb-no-write", DLM_FAULT_LVB_NO_WRITE },
 	{ "range-ignored", DLM_FAULT_RANGE_IGNORED },
+	{ "skip-purge", DLM_FAULT_SKIP_PURGE },
+	{ "skip-resend", DLM_FAULT_SKIP_RESEND },
+	{ "keep-dead-master", DLM_FAULT_KEEP_DEAD_MASTER },
 };
 
 static const struct {
@@ -1547,6 +1635,9 @@ static const struct {
 	{ "noorder-convq", AVOID_NOORDER_CONVQ },
 	{ "purge-ast", AVOID_PURGE_AST },
 	{ "overlap-lvb", AVOID_OVERLAP_LVB },
+	{ "recovery-toss", AVOID_RECOVERY_TOSS },
+	{ "recovery-lvb", AVOID_RECOVERY_LVB },
+	{ "recovery-inflight", AVOID_RECOVERY_INFLIGHT },
 };
 
 static const char *fault_name(enum dlm_core_fault f)
@@ -1590,12 +1681,16 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 		       (unsigned long long)seed, sim->nnodes, sim->nls, sim->toss_ms,
 		       opts->o_ops, sim->fail_msg);
 		trace_print(&sim->trace, stdout);
+		if (opts->o_faults)
+			glue_report(sim, stdout);
 		dump_engines(sim, stdout);
 		printf("FAIL seed %llu: %s\n", (unsigned long long)seed, sim->fail_msg);
 		printf("replay: dlm-sim --seed %llu --ops %u", (unsigned long long)seed,
 		       opts->o_ops);
 		if (opts->o_nodes)
 			printf(" --nodes %d", opts->o_nodes);
+		if (opts->o_faults)
+			printf(" --faults");
 		if (opts->o_fault)
 			printf(" --fault %s", fault_name(opts->o_fault));
 		for (i = 0; i < sizeof(avoid_names) / sizeof(avoid_names[0]); i++)
@@ -1610,6 +1705,12 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 		       (unsigned long long)sim->n_invalid,
 		       (unsigned long long)sim->net.n_sent, (unsigned long long)sim->n_asts,
 		       (unsigned long long)sim->n_basts);
+		if (opts->o_faults)
+			printf("seed %llu faults: %llu deaths, %llu joins, %llu recoveries "
+			       "finished, last event %u\n", (unsigned long long)seed,
+			       (unsigned long long)sim->n_deaths,
+			       (unsigned long long)sim->n_joins,
+			       (unsigned long long)sim->n_recoveries, sim->event);
 	}
 	rc = sim->failed ? 1 : 0;
 	teardown(sim);
@@ -1623,17 +1724,21 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: dlm-sim [--seeds N [--from F] | --seed S] [--nodes K] [--ops M]\n"
-		"               [--fault NAME] [--quiet] [-v]\n"
+		"               [--faults] [--fault NAME] [--quiet] [-v]\n"
 		"  --seeds N     run seeds 1..N, stop at the first violation (default 100)\n"
 		"  --seed S      run seed S only\n"
 		"  --from F      with --seeds N: run seeds F..N\n"
 		"  --nodes K     K nodes (1..%d; default: chosen by the seed)\n"
 		"  --ops M       client operations per seed (default %d)\n"
+		"  --faults      nodes die and join (the engines recover), checked\n"
+		"                after every step and at the end of each recovery\n"
 		"  --fault NAME  break the engines on purpose: compat, skip-bast,\n"
-		"                ignore-queue, lvb-no-write, range-ignored\n"
+		"                ignore-queue, lvb-no-write, range-ignored; with\n"
+		"                --faults: skip-purge, skip-resend, keep-dead-master\n"
 		"  --avoid NAME  do not generate a pattern that trips a known engine\n"
 		"                bug (valblk-release, adopt-bast, quecvt, lost-bast,\n"
-		"                toss, noorder-convq, purge-ast, overlap-lvb)\n"
+		"                toss, noorder-convq, purge-ast, overlap-lvb,\n"
+		"                recovery-toss, recovery-lvb, recovery-inflight)\n"
 		"  --quiet       print only failures and the summary\n"
 		"  -v            print every event of the run as it happens\n",
 		SIM_MAX_NODES, DEFAULT_OPS);
@@ -1661,6 +1766,7 @@ int main(int argc, char **argv)
 		{ "nodes", required_argument, NULL, 'n' },
 		{ "ops", required_argument, NULL, 'o' },
 		{ "fault", required_argument, NULL, 'f' },
+		{ "faults", no_argument, NULL, 'N' },
 		{ "avoid", required_argument, NULL, 'a' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -1720,6 +1826,9 @@ int main(int argc, char **argv)
 				goto bad;
 			opts.o_avoid |= avoid_names[i].bit;
 			break;
+		case 'N':
+			opts.o_faults = true;
+			break;
 		case 'q':
 			opts.o_quiet = true;
 			break;
@@ -1745,9 +1854,10 @@ int main(int argc, char **argv)
 			return 1;
 		passed++;
 	}
-	printf("dlm-sim: %llu seed%s passed (seeds %llu..%llu, ops %u%s%s)\n",
+	printf("dlm-sim: %llu seed%s passed (seeds %llu..%llu, ops %u%s%s%s)\n",
 	       (unsigned long long)passed, passed == 1 ? "" : "s",
 	       (unsigned long long)opts.o_first, (unsigned long long)opts.o_last, opts.o_ops,
+	       opts.o_faults ? ", node faults" : "",
 	       opts.o_fault ? ", fault " : "",
 	       opts.o_fault ? fault_name(opts.o_fault) : "");
 	return 0;

@@ -25,6 +25,18 @@
  * that never reached its holder) shows up as a liveness failure in the
  * quiesce phase instead.
  *
+ * With --faults only live nodes are walked (a dead node is fenced: its
+ * locks count for nothing), so safety holds between a death and the end
+ * of its recovery too; order and stuck are judged only on lockspaces that
+ * run (recovery rebuilds queues in any order and holds grants).  When a
+ * recovery has finished everywhere, check_recovered() adds:
+ *
+ *   survive   every settled lock of a surviving client (granted, nothing
+ *             pending; and every settled orphan) is still on its node with
+ *             the mode the client knows, and the master of its resource,
+ *             a live node, has it granted in that mode;
+ *   departed  no live node has any lock of a node that is dead.
+ *
  * Snapshots only compare steps of one node, so lock ids never need
  * translating between nodes, except to find a master copy's request flags
  * in the owning node's client model (remid is the owner's lock id).
@@ -39,6 +51,7 @@ struct walk_arg {
 	struct sim_snap	*snap;
 	int		ls;
 	int		node;
+	bool		running;
 };
 
 static void snap_push(struct sim *sim, struct sim_snap *s, const struct sim_winfo *w)
@@ -74,6 +87,7 @@ static void walk_cb(void *arg, const struct dlm_lock_info *li)
 	w.w_rqmode = (int8_t)li->rqmode;
 	w.w_grrange = li->grrange;
 	w.w_rqrange = li->rqrange;
+	w.w_running = wa->running;
 	w.w_next = -1;
 	if (w.w_res < 0) {
 		char k[200];
@@ -164,6 +178,9 @@ static void check_order(struct sim *sim, int node, const struct sim_snap *prev,
 
 		if (!l->w_is_master || l->w_status != DLM_LKSTS_GRANTED)
 			continue;
+		/* recovery rebuilds queues from resent locks in any order */
+		if (!l->w_running || !sim->nodes[node].n_ran_prev[l->w_ls])
+			continue;
 		pl = snap_find(prev, l->w_ls, l->w_lkid);
 		if (pl && pl->w_res == l->w_res && pl->w_status != DLM_LKSTS_NONE &&
 		    pl->w_status != DLM_LKSTS_WAITING)
@@ -246,6 +263,9 @@ static void check_stuck(struct sim *sim, const struct sim_held *held, int head)
 	int k, node = held[head].node;
 	char r[200];
 
+	for (k = head; k >= 0; k = held[k].next)
+		if (!held[k].w->w_running)
+			return;		/* held for recovery: it waits, rightly */
 	for (k = head; k >= 0; k = held[k].next) {
 		uint32_t flags = 0;
 		bool fit;
@@ -301,7 +321,8 @@ void check_engines(struct sim *sim)
 			continue;
 		cur->s_n = 0;
 		for (ls = 0; ls < sim->nls; ls++) {
-			struct walk_arg wa = { sim, cur, (int)ls, (int)i };
+			struct walk_arg wa = { sim, cur, (int)ls, (int)i,
+				dlm_core_ls_state(n->n_ls[ls], NULL, NULL) == DLM_LS_RUNNING };
 
 			dlm_core_ls_walk(n->n_ls[ls], walk_cb, &wa);
 		}
@@ -313,6 +334,9 @@ void check_engines(struct sim *sim)
 					 i + 1, cur->s_info[j].w_lkid);
 		if (!sim->failed)
 			check_order(sim, (int)i, prev, cur);
+		for (ls = 0; ls < sim->nls; ls++)
+			n->n_ran_prev[ls] = dlm_core_ls_state(n->n_ls[ls], NULL, NULL) ==
+					    DLM_LS_RUNNING;
 		n->n_cur ^= 1;
 	}
 	if (sim->failed)
@@ -381,6 +405,10 @@ void check_engines(struct sim *sim)
 
 		if (!is_held(a) || a->w_grmode <= DLM_LOCK_NL)
 			continue;
+		/* --avoid recovery-inflight: a lock whose unlock or down-
+		 * conversion the dead master had done comes back as it was */
+		if (!a->w_running && (sim->opts->o_avoid & AVOID_RECOVERY_INFLIGHT))
+			continue;
 		for (k = held[i].next; k >= 0; k = held[k].next) {
 			const struct sim_winfo *b = held[k].w;
 			char r[200];
@@ -434,3 +462,142 @@ void check_free(struct sim *sim)
 	}
 }
 
+
+/* --------------------------------------------- the end of a recovery */
+
+struct mkey {
+	int		k_ls;
+	uint32_t	k_nodeid;	/* the owner */
+	uint32_t	k_lkid;		/* the owner's lock id */
+	int		k_node;		/* the master holding this copy */
+	const struct sim_winfo *k_w;
+};
+
+static int mkey_cmp(const void *a, const void *b)
+{
+	const struct mkey *x = a, *y = b;
+
+	if (x->k_ls != y->k_ls)
+		return x->k_ls < y->k_ls ? -1 : 1;
+	if (x->k_nodeid != y->k_nodeid)
+		return x->k_nodeid < y->k_nodeid ? -1 : 1;
+	if (x->k_lkid != y->k_lkid)
+		return x->k_lkid < y->k_lkid ? -1 : 1;
+	return 0;
+}
+
+static bool settled(const struct sim_lock *lk)
+{
+	if (lk->l_gmode == DLM_LOCK_IV || lk->l_cancel_unresolved)
+		return false;
+	if (lk->l_orphan)
+		return lk->l_op == OP_NONE && !lk->l_cancel && !lk->l_force &&
+		       !lk->l_orphan_unsure && !lk->l_purge_asked;
+	return lock_is_idle(lk);
+}
+
+static void check_survivor(struct sim *sim, const struct sim_lock *lk,
+			   const struct mkey *keys, unsigned int nkeys)
+{
+	const struct sim_node *n = &sim->nodes[lk->l_node];
+	const struct sim_winfo *w = snap_find(&n->n_snap[n->n_cur], lk->l_ls, lk->l_lkid);
+	struct mkey key, *m;
+	char r[200];
+
+	sim_res_str(sim, lk->l_res, r, sizeof(r));
+	if (!w || w->w_res != lk->l_res) {
+		sim_fail(sim, "RECOVERY: n%d lost lock %08x (%s %s) of a surviving %s",
+			 lk->l_node + 1, lk->l_lkid, r, sim_mode_str(lk->l_gmode),
+			 lk->l_orphan ? "orphan" : "client");
+		return;
+	}
+	if (w->w_status != DLM_LKSTS_GRANTED || w->w_grmode != lk->l_gmode) {
+		sim_fail(sim, "RECOVERY: n%d lock %08x on %s is %s %s, its client holds %s",
+			 lk->l_node + 1, lk->l_lkid, r, status_str(w->w_status),
+			 sim_mode_str(w->w_grmode), sim_mode_str(lk->l_gmode));
+		return;
+	}
+	if (w->w_is_master)
+		return;		/* mastered on its own node */
+	key.k_ls = lk->l_ls;
+	key.k_nodeid = n->n_id;
+	key.k_lkid = lk->l_lkid;
+	m = nkeys ? bsearch(&key, keys, nkeys, sizeof(key), mkey_cmp) : NULL;
+	if (!m) {
+		sim_fail(sim, "RECOVERY: no master has n%d's lock %08x (%s %s)",
+			 lk->l_node + 1, lk->l_lkid, r, sim_mode_str(lk->l_gmode));
+		return;
+	}
+	if ((m > keys && !mkey_cmp(m - 1, m)) || (m + 1 < keys + nkeys && !mkey_cmp(m + 1, m))) {
+		sim_fail(sim, "RECOVERY: n%d's lock %08x (%s) has two master copies",
+			 lk->l_node + 1, lk->l_lkid, r);
+		return;
+	}
+	if (m->k_w->w_res != lk->l_res || m->k_w->w_status != DLM_LKSTS_GRANTED ||
+	    m->k_w->w_grmode != lk->l_gmode)
+		sim_fail(sim, "RECOVERY: master n%d has n%d's lock %08x (%s %s) as %s %s",
+			 m->k_node + 1, lk->l_node + 1, lk->l_lkid, r,
+			 sim_mode_str(lk->l_gmode), status_str(m->k_w->w_status),
+			 sim_mode_str(m->k_w->w_grmode));
+}
+
+void check_recovered(struct sim *sim)
+{
+	struct mkey *keys = NULL;
+	unsigned int nkeys = 0, cap = 0, i, j, c, b;
+
+	(void)c;
+	for (i = 0; i < sim->nnodes && !sim->failed; i++) {
+		const struct sim_node *n = &sim->nodes[i];
+		const struct sim_snap *s = &n->n_snap[n->n_cur];
+
+		if (!n->n_alive)
+			continue;
+		for (j = 0; j < s->s_n; j++) {
+			const struct sim_winfo *w = &s->s_info[j];
+			char r[200];
+
+			if (w->w_nodeid < 1 || w->w_nodeid > sim->nnodes ||
+			    !sim->nodes[w->w_nodeid - 1].n_alive) {
+				sim_fail(sim, "DEPARTED: after recovery n%u still has lock %08x "
+					 "(%s %s %s) of departed node %u", i + 1, w->w_lkid,
+					 sim_res_str(sim, w->w_res, r, sizeof(r)),
+					 status_str(w->w_status), sim_mode_str(w->w_grmode),
+					 w->w_nodeid);
+				break;
+			}
+			if (!w->w_is_master || w->w_nodeid == n->n_id)
+				continue;
+			if (nkeys == cap) {
+				struct mkey *a;
+
+				cap = cap ? 2 * cap : 256;
+				a = realloc(keys, cap * sizeof(*a));
+				if (!a) {
+					sim_fail(sim, "simulator: out of memory");
+					goto out;
+				}
+				keys = a;
+			}
+			keys[nkeys].k_ls = w->w_ls;
+			keys[nkeys].k_nodeid = w->w_nodeid;
+			keys[nkeys].k_lkid = w->w_remid;
+			keys[nkeys].k_node = (int)i;
+			keys[nkeys].k_w = w;
+			nkeys++;
+		}
+	}
+	if (sim->failed)
+		goto out;
+	if (nkeys > 1)
+		qsort(keys, nkeys, sizeof(*keys), mkey_cmp);
+	for (b = 0; b < SIM_LOCK_HASH && !sim->failed; b++) {
+		const struct sim_lock *lk;
+
+		for (lk = sim->lock_hash[b]; lk && !sim->failed; lk = lk->l_hnext)
+			if (sim->nodes[lk->l_node].n_alive && settled(lk))
+				check_survivor(sim, lk, keys, nkeys);
+	}
+out:
+	free(keys);
+}

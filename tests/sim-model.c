@@ -279,6 +279,27 @@ uint64_t lvb_value(const char *lvb)
 	return memcmp(expect, lvb, DLM_LVB_LEN) ? UINT64_MAX : v;
 }
 
+static const char *const lvb_state_names[] = {
+	[LVB_VALID] = "valid",
+	[LVB_INVALID] = "invalid",
+	[LVB_UNKNOWN] = "unknown",
+	[LVB_MAYBE_RESET] = "maybe-reset",
+	[LVB_VALID_OR_INVALID] = "valid-or-invalid",
+};
+
+static void lvb_trace(struct sim *sim, int res)
+{
+	const struct sim_res *r = &sim->res[res];
+	const struct sim_lvb_hist *h = &r->r_hist[r->r_nwrites % SIM_LVB_HIST];
+	char name[200];
+
+	sim_trace(sim, "lvb  %s write #%u: %s%s%s v%llu", sim_res_str(sim, res, name, sizeof(name)),
+		  r->r_nwrites, lvb_state_names[h->h_state],
+		  h->h_state == LVB_MAYBE_RESET ? " of " : "",
+		  h->h_state == LVB_MAYBE_RESET ? lvb_state_names[h->h_prev_state] : "",
+		  (unsigned long long)h->h_value);
+}
+
 void lvb_write(struct sim *sim, int res, enum sim_lvb_state st, uint64_t value)
 {
 	struct sim_res *r = &sim->res[res];
@@ -288,7 +309,7 @@ void lvb_write(struct sim *sim, int res, enum sim_lvb_state st, uint64_t value)
 	h = &r->r_hist[r->r_nwrites % SIM_LVB_HIST];
 	h->h_state = (uint8_t)st;
 	h->h_prev_state = (uint8_t)st;
-	h->h_value = value;
+	h->h_value = value;	lvb_trace(sim, res);
 }
 
 /* The resource had no lock at any master for toss_ms: its master may
@@ -306,7 +327,37 @@ void lvb_maybe_reset(struct sim *sim, int res)
 	h = &r->r_hist[r->r_nwrites % SIM_LVB_HIST];
 	h->h_state = LVB_MAYBE_RESET;
 	h->h_prev_state = prev;
-	h->h_value = value;
+	h->h_value = value;	lvb_trace(sim, res);
+}
+
+/* --faults: a node died that mastered the resource, or held it in PW or
+ * EX: the value it had may be lost, so a grant may carry the latest value
+ * or say VALNOTVALID; with 'maybe_reset' (no survivor holds a lock there,
+ * so a new master starts afresh) a zero, valid LVB is right too. */
+static void lvb_loosen(struct sim *sim, int res, bool maybe_reset)
+{
+	struct sim_res *r = &sim->res[res];
+	const struct sim_lvb_hist *cur = &r->r_hist[r->r_nwrites % SIM_LVB_HIST];
+	uint8_t st = cur->h_state;
+	uint64_t value = cur->h_value;
+	struct sim_lvb_hist *h;
+
+	if (st == LVB_MAYBE_RESET) {
+		maybe_reset = true;
+		st = cur->h_prev_state;
+	}
+	if (st == LVB_VALID)
+		st = LVB_VALID_OR_INVALID;
+	if (!maybe_reset) {
+		if (st != cur->h_state)
+			lvb_write(sim, res, (enum sim_lvb_state)st, value);
+		return;
+	}
+	r->r_nwrites++;
+	h = &r->r_hist[r->r_nwrites % SIM_LVB_HIST];
+	h->h_state = LVB_MAYBE_RESET;
+	h->h_prev_state = st;
+	h->h_value = value;	lvb_trace(sim, res);
 }
 
 /* Does a grant's LVB (value 'got', VALNOTVALID or not) agree with one
@@ -325,6 +376,8 @@ static bool lvb_agrees(const struct sim_lvb_hist *h, uint64_t got, bool notvalid
 		return !notvalid && got == h->h_value;
 	case LVB_INVALID:
 		return notvalid;
+	case LVB_VALID_OR_INVALID:
+		return notvalid || got == h->h_value;
 	default:
 		return true;
 	}
@@ -566,9 +619,13 @@ static void check_lvb(struct sim *sim, struct sim_lock *lk, const struct sim_ast
 		    (cur->h_state == LVB_MAYBE_RESET && cur->h_prev_state == LVB_INVALID))
 			snprintf(want, sizeof(want), "VALNOTVALID (IVVALBLK)");
 		else
-			snprintf(want, sizeof(want), "v%llu%s",
+			snprintf(want, sizeof(want), "v%llu%s%s",
 				 (unsigned long long)cur->h_value,
-				 cur->h_state == LVB_MAYBE_RESET ? " or v0 (tossed)" : "");
+				 cur->h_state == LVB_MAYBE_RESET ? " or v0 (tossed)" : "",
+				 cur->h_state == LVB_VALID_OR_INVALID ||
+				 (cur->h_state == LVB_MAYBE_RESET &&
+				  cur->h_prev_state == LVB_VALID_OR_INVALID) ?
+				 " or VALNOTVALID (a node died)" : "");
 		sim_fail(sim, "LVB: %s: grant carries %s%llu%s, the latest write is %s",
 			 d, got == UINT64_MAX ? "garbage " : "v",
 			 (unsigned long long)(got == UINT64_MAX ? 0 : got),
@@ -861,4 +918,120 @@ void model_check_clients(struct sim *sim)
 			return;
 		}
 	}
+}
+
+/* --------------------------------------------------------- node death */
+
+/* Node 'node' died (--faults).  Where that may lose an LVB, loosen the
+ * model: on resources it held in PW/EX (granted or asked for: a purged
+ * writer makes the value invalid, unless its release got there first),
+ * and on resources no survivor is seen to master (it may have been the
+ * master; with no surviving holder either, the resource may come back
+ * afresh).  Then its clients' locks and its orphans leave the model: it
+ * is fenced, nobody relies on them. */
+void model_node_dies(struct sim *sim, int node)
+{
+	bool *dead_writer = calloc(sim->nres + 1, sizeof(bool));
+	bool *live_master = calloc(sim->nres + 1, sizeof(bool));
+	bool *live_holder = calloc(sim->nres + 1, sizeof(bool));
+	unsigned int i, j, b;
+
+	if (!dead_writer || !live_master || !live_holder) {
+		sim_fail(sim, "simulator: out of memory");
+		goto out;
+	}
+	for (b = 0; b < SIM_LOCK_HASH; b++) {
+		const struct sim_lock *lk;
+
+		for (lk = sim->lock_hash[b]; lk; lk = lk->l_hnext) {
+			int top = lk->l_gmode;
+
+			if (lk->l_node != node)
+				continue;
+			if ((lk->l_op == OP_REQUEST || lk->l_op == OP_CONVERT) &&
+			    lk->l_op_mode > top)
+				top = lk->l_op_mode;
+			if (top >= DLM_LOCK_PW)
+				dead_writer[lk->l_res] = true;
+		}
+	}
+	for (i = 0; i < sim->nnodes; i++) {
+		const struct sim_node *n = &sim->nodes[i];
+		const struct sim_snap *s = &n->n_snap[n->n_cur];
+
+		if ((int)i == node || !n->n_alive)
+			continue;
+		for (j = 0; j < s->s_n; j++) {
+			const struct sim_winfo *w = &s->s_info[j];
+
+			if (w->w_status == DLM_LKSTS_NONE || w->w_nodeid < 1 ||
+			    w->w_nodeid > sim->nnodes || (int)w->w_nodeid - 1 == node ||
+			    !sim->nodes[w->w_nodeid - 1].n_alive)
+				continue;	/* the dead node's own locks go too */
+			if (w->w_is_master)
+				live_master[w->w_res] = true;
+			if (w->w_status == DLM_LKSTS_GRANTED || w->w_status == DLM_LKSTS_CONVERT)
+				live_holder[w->w_res] = true;
+		}
+	}
+	for (i = 0; i < sim->nres; i++)
+		if (dead_writer[i] || !live_master[i])
+			lvb_loosen(sim, (int)i, !live_holder[i]);
+
+	/* forget every lock of the node: parents and children go together */
+	for (b = 0; b < SIM_LOCK_HASH; b++) {
+		struct sim_lock *lk;
+
+		for (lk = sim->lock_hash[b]; lk; lk = lk->l_hnext)
+			if (lk->l_node == node) {
+				lk->l_parent = NULL;
+				lk->l_nchildren = 0;
+			}
+	}
+	for (b = 0; b < SIM_LOCK_HASH; b++) {
+		while (sim->lock_hash[b]) {
+			struct sim_lock *lk = sim->lock_hash[b];
+
+			while (lk && lk->l_node != node)
+				lk = lk->l_hnext;
+			if (!lk)
+				break;
+			lock_forget(sim, lk);
+		}
+	}
+out:
+	free(dead_writer);
+	free(live_master);
+	free(live_holder);
+}
+
+/* --avoid recovery-toss: a recovery drops every resource nobody holds a
+ * lock on, and its LVB with it, however recently it was written. */
+void model_recovery_toss(struct sim *sim)
+{
+	bool *held = calloc(sim->nres + 1, sizeof(bool));
+	unsigned int i, j;
+
+	if (!held) {
+		sim_fail(sim, "simulator: out of memory");
+		return;
+	}
+	for (i = 0; i < sim->nnodes; i++) {
+		const struct sim_node *n = &sim->nodes[i];
+		const struct sim_snap *s = &n->n_snap[n->n_cur];
+
+		if (!n->n_alive)
+			continue;
+		for (j = 0; j < s->s_n; j++) {
+			const struct sim_winfo *w = &s->s_info[j];
+
+			if (w->w_status != DLM_LKSTS_NONE && w->w_nodeid >= 1 &&
+			    w->w_nodeid <= sim->nnodes && sim->nodes[w->w_nodeid - 1].n_alive)
+				held[w->w_res] = true;
+		}
+	}
+	for (i = 0; i < sim->nres; i++)
+		if (!held[i])
+			lvb_maybe_reset(sim, (int)i);
+	free(held);
 }

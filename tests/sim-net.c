@@ -10,8 +10,10 @@
  *
  * net_pick() chooses at random among the link heads that are due; the
  * simulator advances time to net_next_due() when none is.  A dead node's
- * traffic is dropped with net_drop_node() (for the node-fault mode of the
- * recovery work: a dead node sends nothing more and receives nothing).
+ * traffic is dropped with net_drop_node() (--faults: what a dead node
+ * sent is lost, and it receives nothing).  Each message carries the
+ * sender's membership event, so that a rejection can be judged: only
+ * between two live nodes of the same membership is it a violation.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,7 +29,7 @@ void net_init(struct sim_net *net, unsigned int nnodes, uint32_t max_delay)
 }
 
 int net_send(struct sim_net *net, struct sim_rng *rng, uint64_t now,
-	     uint32_t from, uint32_t to, const void *buf, size_t len)
+	     uint32_t from, uint32_t to, const void *buf, size_t len, uint32_t event)
 {
 	struct sim_link *l;
 	struct sim_msg *m;
@@ -45,6 +47,7 @@ int net_send(struct sim_net *net, struct sim_rng *rng, uint64_t now,
 	l->l_last_due = due;
 	m->m_next = NULL;
 	m->m_due = due;
+	m->m_event = event;
 	m->m_from = from;
 	m->m_to = to;
 	m->m_len = len;

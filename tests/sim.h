@@ -19,11 +19,12 @@
  * is a pure function of its seed and options.  The output never contains
  * addresses or wall-clock times, so a seed replays byte for byte.
  *
- * Node faults (death, join: the recovery issue) are meant to slot in as
- * follows: a node has an "alive" flag; a dead node's queued messages are
- * dropped with net_drop_node(), its clients' model locks are discarded,
- * and the engines of the survivors are driven through recovery.  None of
- * that is switched on yet.
+ *   sim-faults.c node faults (--faults): node death and join, and the
+ *                cluster glue's part in recovery (stop, start, finish),
+ *                plus the checks made when a recovery has finished.
+ *
+ * Node faults are off unless --faults is given; without it a seed runs
+ * exactly as it always did (the same random draws, the same output).
  */
 #ifndef DLMD_TESTS_SIM_H
 #define DLMD_TESTS_SIM_H
@@ -95,6 +96,7 @@ static inline bool rng_pct(struct sim_rng *r, unsigned int percent)
 struct sim_msg {
 	struct sim_msg	*m_next;
 	uint64_t	m_due;		/* virtual ms at which it may be delivered */
+	uint32_t	m_event;	/* the sender's membership event when sent */
 	uint32_t	m_from;
 	uint32_t	m_to;
 	size_t		m_len;
@@ -120,7 +122,7 @@ struct sim_net {
 
 void net_init(struct sim_net *net, unsigned int nnodes, uint32_t max_delay);
 int net_send(struct sim_net *net, struct sim_rng *rng, uint64_t now,
-	     uint32_t from, uint32_t to, const void *buf, size_t len);
+	     uint32_t from, uint32_t to, const void *buf, size_t len, uint32_t event);
 struct sim_msg *net_pick(struct sim_net *net, struct sim_rng *rng, uint64_t now);
 uint64_t net_next_due(const struct sim_net *net);
 void net_drop_node(struct sim_net *net, uint32_t node);
@@ -135,6 +137,8 @@ enum sim_lvb_state {
 	LVB_UNKNOWN,		/* a writer was purged or forced out: no check */
 	LVB_MAYBE_RESET,	/* unused for toss_ms: maybe freed (zero, valid),
 				 * maybe still the previous entry's value */
+	LVB_VALID_OR_INVALID,	/* a node died (the master, or a PW/EX holder):
+				 * exactly h_value, or flagged VALNOTVALID */
 };
 
 struct sim_lvb_hist {
@@ -221,6 +225,7 @@ struct sim_winfo {
 	int8_t		w_rqmode;
 	struct dlm_range w_grrange;
 	struct dlm_range w_rqrange;
+	bool		w_running;	/* its lockspace was running at the walk */
 	int		w_next;		/* per-resource chain, scratch */
 };
 
@@ -231,6 +236,21 @@ struct sim_snap {
 };
 
 struct sim;
+
+/* A command of the cluster glue for one node, carried out at c_due. */
+enum sim_cmd_kind {
+	CMD_STOP = 1,		/* dlm_core_ls_stop on every lockspace */
+	CMD_START,		/* dlm_core_ls_start(c_event, c_members) */
+};
+
+struct sim_cmd {
+	uint64_t	c_due;
+	uint8_t		c_kind;
+	uint32_t	c_event;
+	uint32_t	c_members;	/* bit (id - 1) per member */
+};
+
+#define SIM_MAX_CMDS	16	/* glue commands queued per node */
 
 struct sim_node {
 	struct sim	*n_sim;
@@ -245,6 +265,13 @@ struct sim_node {
 	unsigned int	n_orphcap;
 	struct sim_snap	n_snap[2];	/* engine walk: previous and current */
 	int		n_cur;
+	bool		n_ran_prev[SIM_MAX_LS];	/* lockspace running at the last walk */
+	/* --faults: the glue's view of this node */
+	bool		n_joined;	/* clients may work (finished a first recovery) */
+	uint32_t	n_event;	/* last event started here */
+	uint32_t	n_done[SIM_MAX_LS];	/* recovery_done(event) reported */
+	struct sim_cmd	n_cmds[SIM_MAX_CMDS];
+	unsigned int	n_ncmds;
 };
 
 /* A remote orphan purge in flight: it hits the orphans the target has
@@ -273,6 +300,7 @@ struct sim_opts {
 	int		o_nodes;	/* 0: varies with the seed */
 	unsigned int	o_ops;
 	enum dlm_core_fault o_fault;
+	bool		o_faults;	/* node deaths and joins, recovery */
 	bool		o_quiet;
 	bool		o_verbose;
 	uint32_t	o_avoid;	/* AVOID_*: steer clear of known engine bugs */
@@ -288,6 +316,9 @@ struct sim_opts {
 #define AVOID_NOORDER_CONVQ	0x20	/* check: NOORDER waiters may wait for the convert queue */
 #define AVOID_PURGE_AST		0x40	/* ignore ASTs a purge_owner call sends its own locks */
 #define AVOID_OVERLAP_LVB	0x80	/* a force unlock behind a silent cancel: LVB unknown */
+#define AVOID_RECOVERY_TOSS	0x100	/* --faults: a recovery may drop an unused resource's LVB */
+#define AVOID_RECOVERY_LVB	0x200	/* --faults: no LVB bytes on a request that writes none */
+#define AVOID_RECOVERY_INFLIGHT	0x400	/* --faults check: a recovering master's grants may clash */
 
 struct sim_trace {
 	char		t_text[SIM_TRACE_LEN][SIM_TRACE_TEXT];
@@ -338,6 +369,16 @@ struct sim {
 	uint32_t	res_mark;
 	uint64_t	next_astarg;
 	uint64_t	next_lvb;
+
+	/* --faults: membership (sim-faults.c) */
+	uint32_t	event;		/* the latest membership event */
+	uint32_t	members;	/* its members, bit (id - 1) each */
+	uint32_t	checked_event;	/* the last event whose end was checked */
+	bool		check_recovered; /* all finished: check after this step */
+	unsigned int	fault_budget;	/* node faults left for this seed */
+	uint64_t	n_deaths;
+	uint64_t	n_joins;
+	uint64_t	n_recoveries;
 
 	/* counters for the summary */
 	uint64_t	n_ops;
@@ -392,8 +433,27 @@ void model_orphan(struct sim *sim, struct sim_lock *lk);
 void model_deliver_ast(struct sim *sim, const struct sim_ast_rec *a);
 void model_check_clients(struct sim *sim);
 
+void model_node_dies(struct sim *sim, int node);
+void model_recovery_toss(struct sim *sim);
+
 /* sim-check.c */
 void check_engines(struct sim *sim);
 void check_free(struct sim *sim);
+
+/* sim-faults.c */
+bool node_usable(const struct sim *sim, int node);
+bool nodes_connected(const struct sim *sim, int a, int b);
+void faults_setup(struct sim *sim);
+bool faults_step(struct sim *sim);
+bool glue_due(const struct sim *sim);
+bool glue_busy(const struct sim *sim);
+uint64_t glue_next_due(const struct sim *sim);
+void glue_step(struct sim *sim);
+void glue_report(struct sim *sim, FILE *out);
+void glue_report_stall(struct sim *sim);
+void check_recovered(struct sim *sim);
+extern const struct dlm_core_ops sim_core_ops;
+extern const char *const sim_ls_names[SIM_MAX_LS];
+void sim_deliver_asts(struct sim *sim);
 
 #endif /* DLMD_TESTS_SIM_H */

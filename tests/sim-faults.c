@@ -1,0 +1,470 @@
+/*
+ * tests/sim-faults.c - node faults (--faults): nodes die and join, and
+ * the simulator plays the cluster glue's part in recovery.
+ *
+ * Death.  At any step of the schedule phase (also while a recovery is
+ * under way) a live node may die, as long as another one stays alive.
+ * Its engine is freed; everything queued on its links, both ways, is
+ * lost, and whatever the survivors send it later too (cb_send).  Its
+ * clients and their locks leave the model at once: the node is fenced,
+ * so nobody relies on what it held.  Before they go, the LVB model is
+ * loosened where the death may make a value stale (see
+ * model_node_dies()).
+ *
+ * Join.  When membership is settled, a node may join: a fresh engine
+ * under a new id, or a dead id restarted empty.  It creates its
+ * lockspaces with the new member list, stopped, and takes part in the
+ * recovery like everyone else; its clients start working once it has
+ * finished that recovery.  A dead id comes back only after a recovery
+ * without it has finished everywhere, so that its old locks are known to
+ * be gone (a node that rejoins before its death was recovered is a new
+ * incarnation the engines could not tell from the old one).
+ *
+ * The glue.  On each membership change the event number goes up and
+ * every member gets two commands: stop, then start(event, members).  Each
+ * command has its own due time, a few ms apart from node to node, as
+ * corosync's configuration changes reach the daemons at slightly
+ * different moments while messages keep flowing.  A glue step carries out
+ * one node's due commands, or finishes that node's lockspaces that
+ * reported recovery_done for the event it started last.  A change during
+ * a recovery just queues another stop and start: the engine aborts and
+ * restarts.  When every live node runs the latest event, the end of the
+ * recovery is checked (check_recovered() in sim-check.c).
+ *
+ * The number of node faults per seed is bounded (fault_budget), and so is
+ * everything else: a recovery that never ends is reported as a liveness
+ * failure by the quiesce phase.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/sim.h"
+
+#define GLUE_STAGGER_MS		12	/* a command reaches nodes this far apart */
+#define FAULT_PERMILLE_IDLE	6	/* chance of a fault per step, settled */
+#define FAULT_PERMILLE_BUSY	30	/* ... and while a recovery runs */
+#define FAULT_MAX_PER_SEED	4
+#define JOIN_PCT		35	/* a fault is a join (when one may happen) */
+
+static uint32_t node_bit(int node)
+{
+	return 1u << node;
+}
+
+bool node_usable(const struct sim *sim, int node)
+{
+	const struct sim_node *n = &sim->nodes[node];
+
+	return n->n_alive && n->n_joined;
+}
+
+static bool node_running(const struct sim *sim, int node)
+{
+	const struct sim_node *n = &sim->nodes[node];
+	unsigned int ls;
+
+	if (!n->n_alive || n->n_ncmds)
+		return false;
+	for (ls = 0; ls < sim->nls; ls++)
+		if (dlm_core_ls_state(n->n_ls[ls], NULL, NULL) != DLM_LS_RUNNING)
+			return false;
+	return true;
+}
+
+/* May node a ask node b for something (a remote orphan purge)?  Both
+ * run the same membership. */
+bool nodes_connected(const struct sim *sim, int a, int b)
+{
+	if (!sim->opts->o_faults)
+		return true;
+	return node_usable(sim, a) && node_usable(sim, b) && node_running(sim, a) &&
+	       node_running(sim, b) && sim->nodes[a].n_event == sim->nodes[b].n_event;
+}
+
+static unsigned int members_array(uint32_t bits, uint32_t *out)
+{
+	unsigned int n = 0, i;
+
+	for (i = 0; i < SIM_MAX_NODES; i++)
+		if (bits & (1u << i))
+			out[n++] = i + 1;
+	return n;
+}
+
+/* ------------------------------------------------------------ the glue */
+
+static void queue_cmd(struct sim *sim, int node, enum sim_cmd_kind kind, uint64_t due)
+{
+	struct sim_node *n = &sim->nodes[node];
+	struct sim_cmd *c;
+
+	if (n->n_ncmds == SIM_MAX_CMDS) {
+		sim_fail(sim, "simulator: too many glue commands for n%d", node + 1);
+		return;
+	}
+	if (n->n_ncmds && due < n->n_cmds[n->n_ncmds - 1].c_due)
+		due = n->n_cmds[n->n_ncmds - 1].c_due;
+	c = &n->n_cmds[n->n_ncmds++];
+	c->c_due = due;
+	c->c_kind = (uint8_t)kind;
+	c->c_event = sim->event;
+	c->c_members = sim->members;
+}
+
+/* A new membership (sim->members): a new event, stop and start for all. */
+static void membership_change(struct sim *sim)
+{
+	unsigned int i;
+
+	sim->event++;
+	sim_trace(sim, "glue event %u: members %x", sim->event, sim->members);
+	for (i = 0; i < sim->nnodes; i++) {
+		uint64_t stop;
+
+		if (!(sim->members & node_bit((int)i)))
+			continue;
+		stop = sim->now + rng_below(&sim->rng, GLUE_STAGGER_MS + 1);
+		queue_cmd(sim, (int)i, CMD_STOP, stop);
+		queue_cmd(sim, (int)i, CMD_START,
+			  stop + rng_below(&sim->rng, GLUE_STAGGER_MS + 1));
+	}
+}
+
+static bool can_finish(const struct sim *sim, int node, unsigned int ls)
+{
+	const struct sim_node *n = &sim->nodes[node];
+	uint32_t ev;
+
+	if (!n->n_alive || n->n_ncmds || !n->n_event)
+		return false;
+	return dlm_core_ls_state(n->n_ls[ls], &ev, NULL) == DLM_LS_RECOVERED &&
+	       ev == n->n_event && n->n_done[ls] == n->n_event;
+}
+
+static bool node_due(const struct sim *sim, int node)
+{
+	const struct sim_node *n = &sim->nodes[node];
+	unsigned int ls;
+
+	if (!n->n_alive)
+		return false;
+	if (n->n_ncmds)
+		return n->n_cmds[0].c_due <= sim->now;
+	for (ls = 0; ls < sim->nls; ls++)
+		if (can_finish(sim, node, ls))
+			return true;
+	return false;
+}
+
+bool glue_due(const struct sim *sim)
+{
+	unsigned int i;
+
+	for (i = 0; i < sim->nnodes; i++)
+		if (node_due(sim, (int)i))
+			return true;
+	return false;
+}
+
+bool glue_busy(const struct sim *sim)
+{
+	unsigned int i;
+
+	for (i = 0; i < sim->nnodes; i++)
+		if (sim->nodes[i].n_alive && !node_running(sim, (int)i))
+			return true;
+	return false;
+}
+
+uint64_t glue_next_due(const struct sim *sim)
+{
+	uint64_t best = UINT64_MAX;
+	unsigned int i;
+
+	for (i = 0; i < sim->nnodes; i++) {
+		const struct sim_node *n = &sim->nodes[i];
+
+		if (n->n_alive && n->n_ncmds && n->n_cmds[0].c_due < best)
+			best = n->n_cmds[0].c_due;
+	}
+	return best;
+}
+
+static void run_cmd(struct sim *sim, int node, const struct sim_cmd *c)
+{
+	struct sim_node *n = &sim->nodes[node];
+	uint32_t members[SIM_MAX_NODES];
+	unsigned int nm = members_array(c->c_members, members), ls;
+	int rc;
+
+	if (c->c_kind == CMD_START && (sim->opts->o_avoid & AVOID_RECOVERY_TOSS))
+		model_recovery_toss(sim);
+
+	for (ls = 0; ls < sim->nls && !sim->failed; ls++) {
+		if (c->c_kind == CMD_STOP) {
+			rc = dlm_core_ls_stop(n->n_ls[ls]);
+			sim_trace(sim, "glue n%d ls%u stop -> %d", node + 1, ls, rc);
+			if (rc)
+				sim_fail(sim, "n%d ls%u: stop returned %d", node + 1, ls, rc);
+		} else {
+			n->n_event = c->c_event;
+			rc = dlm_core_ls_start(n->n_ls[ls], c->c_event, members, nm);
+			sim_trace(sim, "glue n%d ls%u start event %u members %x -> %d",
+				  node + 1, ls, c->c_event, c->c_members, rc);
+			if (rc)
+				sim_fail(sim, "n%d ls%u: start of event %u returned %d",
+					 node + 1, ls, c->c_event, rc);
+		}
+	}
+}
+
+/* One node's due commands, or its finishes. */
+void glue_step(struct sim *sim)
+{
+	int cand[SIM_MAX_NODES], ncand = 0, node, rc;
+	struct sim_node *n;
+	unsigned int i, ls;
+	bool all;
+
+	for (i = 0; i < sim->nnodes; i++)
+		if (node_due(sim, (int)i))
+			cand[ncand++] = (int)i;
+	if (!ncand)
+		return;
+	node = cand[rng_below(&sim->rng, (uint32_t)ncand)];
+	n = &sim->nodes[node];
+	if (n->n_ncmds) {
+		while (n->n_ncmds && n->n_cmds[0].c_due <= sim->now && !sim->failed) {
+			struct sim_cmd c = n->n_cmds[0];
+
+			memmove(n->n_cmds, n->n_cmds + 1, (n->n_ncmds - 1) * sizeof(c));
+			n->n_ncmds--;
+			run_cmd(sim, node, &c);
+		}
+	} else {
+		for (ls = 0; ls < sim->nls && !sim->failed; ls++) {
+			if (!can_finish(sim, node, ls))
+				continue;
+			rc = dlm_core_ls_finish(n->n_ls[ls], n->n_event);
+			sim_trace(sim, "glue n%d ls%u finish event %u -> %d", node + 1, ls,
+				  n->n_event, rc);
+			if (rc)
+				sim_fail(sim, "n%d ls%u: finish of event %u returned %d",
+					 node + 1, ls, n->n_event, rc);
+		}
+	}
+	if (sim->failed)
+		return;
+	all = node_running(sim, node);
+	if (all && !n->n_joined) {
+		n->n_joined = true;
+		sim_trace(sim, "glue n%d joined: its clients start", node + 1);
+	}
+	if (!glue_busy(sim) && sim->checked_event != sim->event) {
+		sim->checked_event = sim->event;
+		sim->check_recovered = true;
+		sim->n_recoveries++;
+		sim_trace(sim, "glue event %u finished everywhere", sim->event);
+	}
+}
+
+/* ------------------------------------------------------- death, join */
+
+static void node_dies(struct sim *sim, int node)
+{
+	struct sim_node *n = &sim->nodes[node];
+	unsigned int ls;
+
+	sim_trace(sim, "DEATH n%d (event %u)", node + 1, n->n_event);
+	model_node_dies(sim, node);
+	net_drop_node(&sim->net, n->n_id);
+	dlm_core_free(n->n_core);
+	n->n_core = NULL;
+	for (ls = 0; ls < SIM_MAX_LS; ls++) {
+		n->n_ls[ls] = NULL;
+		n->n_done[ls] = 0;
+		n->n_ran_prev[ls] = false;
+	}
+	n->n_alive = false;
+	n->n_joined = false;
+	n->n_event = 0;
+	n->n_ncmds = 0;
+	n->n_snap[0].s_n = 0;
+	n->n_snap[1].s_n = 0;
+	sim->members &= ~node_bit(node);
+	sim->n_deaths++;
+	membership_change(sim);
+}
+
+static int node_joins(struct sim *sim, int node)
+{
+	struct sim_node *n = &sim->nodes[node];
+	uint32_t members[SIM_MAX_NODES];
+	struct dlm_core_config cfg;
+	unsigned int nm, ls, c;
+	int rc;
+
+	if ((unsigned int)node >= sim->nnodes)
+		sim->nnodes = (unsigned int)node + 1;
+	n->n_sim = sim;
+	n->n_id = (uint32_t)node + 1;
+	sim_trace(sim, "JOIN n%d", node + 1);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.our_nodeid = n->n_id;
+	cfg.toss_ms = sim->toss_ms;
+	n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
+	if (!n->n_core)
+		return -ENOMEM;
+	dlm_core_set_fault(n->n_core, sim->opts->o_fault);
+	dlm_core_tick(n->n_core, sim->now);
+	n->n_alive = true;
+	n->n_joined = false;
+	n->n_event = 0;
+	n->n_ncmds = 0;
+	sim->members |= node_bit(node);
+	nm = members_array(sim->members, members);
+	for (ls = 0; ls < sim->nls; ls++) {
+		n->n_done[ls] = 0;
+		n->n_ran_prev[ls] = false;
+		rc = dlm_core_ls_create(n->n_core, sim_ls_names[ls], members, nm, n,
+					&n->n_ls[ls]);
+		if (rc)
+			return rc;
+		/* held until the recovery that lets it in */
+		rc = dlm_core_ls_stop(n->n_ls[ls]);
+		if (rc)
+			return rc;
+	}
+	n->n_nclients = 2 + rng_below(&sim->rng, SIM_MAX_CLIENTS - 1);
+	for (c = 0; c < SIM_MAX_CLIENTS; c++) {
+		struct sim_client *cl = &n->n_clients[c];
+
+		if (cl->c_nlocks)
+			sim_fail(sim, "simulator: n%d client %u kept locks over its death",
+				 node + 1, c);
+		cl->c_incarnation++;
+		cl->c_owner = ((uint64_t)(node + 1) << 32) | ((uint64_t)(c + 1) << 16) |
+			      cl->c_incarnation;
+	}
+	if (n->n_norphans)
+		sim_fail(sim, "simulator: n%d kept orphans over its death", node + 1);
+	n->n_snap[0].s_n = 0;
+	n->n_snap[1].s_n = 0;
+	sim->n_joins++;
+	membership_change(sim);
+	return 0;
+}
+
+void faults_setup(struct sim *sim)
+{
+	unsigned int i;
+
+	sim->members = 0;
+	for (i = 0; i < sim->nnodes; i++)
+		sim->members |= node_bit((int)i);
+	sim->event = 0;
+	sim->checked_event = 0;
+	sim->fault_budget = 1 + rng_below(&sim->rng, FAULT_MAX_PER_SEED);
+}
+
+/* A fault now?  Returns true when it acted (the step is used). */
+static bool try_fault(struct sim *sim)
+{
+	int alive = 0, dead[SIM_MAX_NODES], ndead = 0, live[SIM_MAX_NODES], node, rc;
+	bool can_die, can_join;
+	unsigned int i;
+
+	for (i = 0; i < sim->nnodes; i++) {
+		if (sim->nodes[i].n_alive)
+			live[alive++] = (int)i;
+		else
+			dead[ndead++] = (int)i;
+	}
+	can_die = alive >= 2;
+	can_join = !glue_busy(sim) && (ndead || sim->nnodes < SIM_MAX_NODES);
+	if (!can_die && !can_join)
+		return false;
+	if (can_join && (!can_die || rng_pct(&sim->rng, JOIN_PCT))) {
+		if (ndead && (sim->nnodes == SIM_MAX_NODES || rng_pct(&sim->rng, 50)))
+			node = dead[rng_below(&sim->rng, (uint32_t)ndead)];
+		else
+			node = (int)sim->nnodes;
+		rc = node_joins(sim, node);
+		if (rc)
+			sim_fail(sim, "n%d could not join: %d", node + 1, rc);
+	} else {
+		node_dies(sim, live[rng_below(&sim->rng, (uint32_t)alive)]);
+	}
+	sim->fault_budget--;
+	return true;
+}
+
+bool faults_step(struct sim *sim)
+{
+	bool busy = glue_busy(sim);
+
+	if (glue_due(sim) && rng_pct(&sim->rng, 30)) {
+		glue_step(sim);
+		return true;
+	}
+	if (sim->fault_budget &&
+	    rng_below(&sim->rng, 1000) < (busy ? FAULT_PERMILLE_BUSY : FAULT_PERMILLE_IDLE))
+		return try_fault(sim);
+	return false;
+}
+
+/* ------------------------------------------------------------- reports */
+
+void glue_report(struct sim *sim, FILE *out)
+{
+	unsigned int i, ls, k;
+
+	fprintf(out, "--- membership: event %u, members %x, checked %u ---\n",
+		sim->event, sim->members, sim->checked_event);
+	for (i = 0; i < sim->nnodes; i++) {
+		const struct sim_node *n = &sim->nodes[i];
+
+		fprintf(out, "n%u %s%s event %u", i + 1, n->n_alive ? "alive" : "dead",
+			n->n_alive && !n->n_joined ? " joining" : "", n->n_event);
+		for (ls = 0; n->n_alive && ls < sim->nls; ls++) {
+			const char *step;
+			uint32_t ev;
+			enum dlm_ls_state st = dlm_core_ls_state(n->n_ls[ls], &ev, &step);
+
+			fprintf(out, "; ls%u %s event %u step %s done %u", ls,
+				dlm_ls_state_str(st), ev, step, n->n_done[ls]);
+		}
+		for (k = 0; n->n_alive && k < n->n_ncmds; k++)
+			fprintf(out, "; cmd %s event %u at %llums",
+				n->n_cmds[k].c_kind == CMD_STOP ? "stop" : "start",
+				n->n_cmds[k].c_event, (unsigned long long)n->n_cmds[k].c_due);
+		fprintf(out, "\n");
+	}
+}
+
+/* Nothing moves and a recovery has not ended: say where it waits. */
+void glue_report_stall(struct sim *sim)
+{
+	char buf[400];
+	size_t o = 0;
+	unsigned int i, ls;
+
+	buf[0] = '\0';
+	for (i = 0; i < sim->nnodes && o < sizeof(buf) - 80; i++) {
+		const struct sim_node *n = &sim->nodes[i];
+
+		for (ls = 0; n->n_alive && ls < sim->nls && o < sizeof(buf) - 80; ls++) {
+			const char *step;
+			uint32_t ev;
+			enum dlm_ls_state st = dlm_core_ls_state(n->n_ls[ls], &ev, &step);
+
+			if (st == DLM_LS_RUNNING)
+				continue;
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, " n%u ls%u %s %u (%s);",
+					      i + 1, ls, dlm_ls_state_str(st), ev, step);
+		}
+	}
+	sim_fail(sim, "LIVENESS: recovery of event %u never ends, nothing in flight:%s",
+		 sim->event, buf);
+}
