@@ -1232,13 +1232,15 @@ static void client_op(struct sim *sim)
 	} else if (r < 72) {
 		do_cancel(sim, node, client);
 	} else if (r < 76) {
-		do_force(sim, node, client);
+		if (!(sim->opts->o_avoid & AVOID_RECOVERY_OVERLAP) || !glue_busy(sim))
+			do_force(sim, node, client);
 	} else if (r < 84) {
 		lk = pick_lock(sim, node, client, ok_react);
 		if (lk)
 			react(sim, lk);
 	} else if (r < 86) {
-		do_crash(sim, node, client);
+		if (!(sim->opts->o_avoid & AVOID_RECOVERY_OVERLAP) || !glue_busy(sim))
+			do_crash(sim, node, client);
 	} else if (r < 88) {
 		do_purge_orphans(sim, node);
 	} else if (r < 92) {
@@ -1638,6 +1640,7 @@ static const struct {
 	{ "recovery-toss", AVOID_RECOVERY_TOSS },
 	{ "recovery-lvb", AVOID_RECOVERY_LVB },
 	{ "recovery-inflight", AVOID_RECOVERY_INFLIGHT },
+	{ "recovery-overlap", AVOID_RECOVERY_OVERLAP },
 };
 
 static const char *fault_name(enum dlm_core_fault f)
@@ -1738,7 +1741,8 @@ static void usage(FILE *out)
 		"  --avoid NAME  do not generate a pattern that trips a known engine\n"
 		"                bug (valblk-release, adopt-bast, quecvt, lost-bast,\n"
 		"                toss, noorder-convq, purge-ast, overlap-lvb,\n"
-		"                recovery-toss, recovery-lvb, recovery-inflight)\n"
+		"                recovery-toss, recovery-lvb, recovery-inflight,\n"
+		"                recovery-overlap)\n"
 		"  --quiet       print only failures and the summary\n"
 		"  -v            print every event of the run as it happens\n",
 		SIM_MAX_NODES, DEFAULT_OPS);

@@ -544,9 +544,7 @@ static void check_survivor(struct sim *sim, const struct sim_lock *lk,
 void check_recovered(struct sim *sim)
 {
 	struct mkey *keys = NULL;
-	unsigned int nkeys = 0, cap = 0, i, j, c, b;
-
-	(void)c;
+	unsigned int nkeys = 0, cap = 0, i, j, b;
 	for (i = 0; i < sim->nnodes && !sim->failed; i++) {
 		const struct sim_node *n = &sim->nodes[i];
 		const struct sim_snap *s = &n->n_snap[n->n_cur];

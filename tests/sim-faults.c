@@ -198,8 +198,11 @@ static void run_cmd(struct sim *sim, int node, const struct sim_cmd *c)
 	unsigned int nm = members_array(c->c_members, members), ls;
 	int rc;
 
-	if (c->c_kind == CMD_START && (sim->opts->o_avoid & AVOID_RECOVERY_TOSS))
-		model_recovery_toss(sim);
+	if (c->c_kind == CMD_START) {
+		model_recovery_purge(sim, node);
+		if (sim->opts->o_avoid & AVOID_RECOVERY_TOSS)
+			model_recovery_toss(sim);
+	}
 
 	for (ls = 0; ls < sim->nls && !sim->failed; ls++) {
 		if (c->c_kind == CMD_STOP) {

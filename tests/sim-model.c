@@ -1035,3 +1035,24 @@ void model_recovery_toss(struct sim *sim)
 			lvb_maybe_reset(sim, (int)i);
 	free(held);
 }
+
+/* Node 'node' starts a recovery: it purges the master copies of dead
+ * nodes' locks.  Until now a dead node's waiting PW/EX request could still
+ * be granted here (its grant is lost on the way), and a purged PW/EX
+ * holder makes the LVB invalid, so loosen those resources once more. */
+void model_recovery_purge(struct sim *sim, int node)
+{
+	const struct sim_node *n = &sim->nodes[node];
+	const struct sim_snap *s = &n->n_snap[n->n_cur];
+	unsigned int j;
+
+	for (j = 0; j < s->s_n; j++) {
+		const struct sim_winfo *w = &s->s_info[j];
+
+		if (!w->w_is_master || w->w_nodeid < 1 || w->w_nodeid > sim->nnodes ||
+		    sim->nodes[w->w_nodeid - 1].n_alive)
+			continue;
+		if (w->w_grmode >= DLM_LOCK_PW || w->w_rqmode >= DLM_LOCK_PW)
+			lvb_loosen(sim, w->w_res, false);
+	}
+}

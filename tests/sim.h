@@ -319,6 +319,7 @@ struct sim_opts {
 #define AVOID_RECOVERY_TOSS	0x100	/* --faults: a recovery may drop an unused resource's LVB */
 #define AVOID_RECOVERY_LVB	0x200	/* --faults: no LVB bytes on a request that writes none */
 #define AVOID_RECOVERY_INFLIGHT	0x400	/* --faults check: a recovering master's grants may clash */
+#define AVOID_RECOVERY_OVERLAP	0x800	/* --faults: no force unlock or crash while membership changes */
 
 struct sim_trace {
 	char		t_text[SIM_TRACE_LEN][SIM_TRACE_TEXT];
@@ -435,6 +436,7 @@ void model_check_clients(struct sim *sim);
 
 void model_node_dies(struct sim *sim, int node);
 void model_recovery_toss(struct sim *sim);
+void model_recovery_purge(struct sim *sim, int node);
 
 /* sim-check.c */
 void check_engines(struct sim *sim);
