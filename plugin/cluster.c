@@ -459,6 +459,7 @@ static void quorum_notify(quorum_handle_t h, uint32_t quorate, uint64_t ring_seq
 	cs->cs_nqview = 0;
 	for (uint32_t i = 0; i < n && i < DLM_MAX_NODES; i++)
 		cs->cs_qview[cs->cs_nqview++] = view[i];
+	dlmd_fence_kick(cs->cs_d);
 	kick(cs);
 }
 
@@ -1250,6 +1251,13 @@ void dlmd_cluster_ls_leave(struct dlmd *d, struct dlmd_ls *dl)
 void dlmd_cluster_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
 {
 	dlmd_comms_send(d, to, buf, len);
+}
+
+bool dlmd_cluster_quorum_has(const struct dlmd *d, uint32_t nodeid)
+{
+	const struct dlmd_cluster *cs = d->d_cluster;
+
+	return cs && cs->cs_corosync && id_in(cs->cs_qview, cs->cs_nqview, nodeid);
 }
 
 bool dlmd_cluster_quorate(const struct dlmd *d)

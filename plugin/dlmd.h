@@ -261,6 +261,8 @@ struct dlmd_ls_view {
 void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 			      struct dlmd_ls_view *v);
 bool dlmd_cluster_quorate(const struct dlmd *d);
+/* Does the current quorum view list the node? */
+bool dlmd_cluster_quorum_has(const struct dlmd *d, uint32_t nodeid);
 const char *dlmd_cluster_source_str(const struct dlmd *d);
 /* Node list known from the membership source: fills up to max ids. */
 unsigned int dlmd_cluster_nodes(const struct dlmd *d, uint32_t *ids, unsigned int max);
@@ -289,6 +291,8 @@ int dlmd_fence_init(struct dlmd *d);
 void dlmd_fence_fini(struct dlmd *d);
 void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid);
 bool dlmd_fence_is_done(const struct dlmd *d, uint32_t nodeid);
+/* Quorum changed: start the fencing that waited for it. */
+void dlmd_fence_kick(struct dlmd *d);
 /* An operator says the node is fenced.  0, or -ENOENT if none pending. */
 int dlmd_fence_ack(struct dlmd *d, uint32_t nodeid);
 

@@ -26,7 +26,10 @@
  * version: a pacemaker cluster configures fence_command with a helper that
  * asks the fencer (for example "stonith_admin --reboot").
  *
- * The command runs in a child process; its exit is noticed through
+ * Only a quorate node runs the command, and only once the quorum view no
+ * longer lists the victim (corosync reports the CPG change before the
+ * quorum change, so quorum state at the moment of a failure is stale): a
+ * node cut off alone would otherwise fence the majority.  The command runs in a child process; its exit is noticed through
  * SIGCHLD, delivered by the libqb loop (so no handler runs inside other
  * code).  At most one command per node runs at a time.
  */
@@ -138,6 +141,19 @@ static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 	uint64_t now = dlmd_now_ms();
 	pid_t pid;
 
+	/* Only a quorate partition fences (dlm_controld's
+	 * enable_quorum_fencing): a node cut off alone must not shoot the
+	 * majority.  Retried until quorum comes or the node is fenced. */
+	if (!dlmd_cluster_quorate(fe->fe_d) ||
+	    dlmd_cluster_quorum_has(fe->fe_d, fn->fn_nodeid)) {
+		if (now - fn->fn_last_log >= FENCE_LOG_INTERVAL_MS) {
+			log_notice("fencing: node %u waits for a quorate view "
+				   "without it", fn->fn_nodeid);
+			fn->fn_last_log = now;
+		}
+		schedule_retry(fe, fn);
+		return;
+	}
 	snprintf(line, sizeof(line), "%s %u", cmd, fn->fn_nodeid);
 	pid = fork();
 	if (pid < 0) {
@@ -265,6 +281,20 @@ void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid)
 	}
 	if (d->d_cfg.cf_fence_command[0] && !fn->fn_pid)
 		run_command(fe, fn);
+}
+
+void dlmd_fence_kick(struct dlmd *d)
+{
+	struct dlmd_fence *fe = d->d_fence;
+
+	if (!fe || !d->d_cfg.cf_enable_fencing || !d->d_cfg.cf_fence_command[0])
+		return;
+	for (unsigned int i = 0; i < fe->fe_nnodes; i++) {
+		struct fence_node *fn = &fe->fe_nodes[i];
+
+		if (!is_fenced(fn) && !fn->fn_pid)
+			run_command(fe, fn);
+	}
 }
 
 bool dlmd_fence_is_done(const struct dlmd *d, uint32_t nodeid)

@@ -1,0 +1,220 @@
+#!/bin/sh
+# tests/test-cluster.sh - dlmd on a 3-node corosync cluster (network
+# namespaces, tests/dlm-cluster up 3), checked from outside.
+#
+# Scenarios, on one cluster, in order (each bounded in time):
+#   a. workload: two clients per node (tests/cluster-client work) take EX,
+#      PR and PW locks on NRES shared resources; EX sections increment a
+#      counter in the LVB and in a file; the checker finds no overlapping
+#      incompatible holds, no lost update, counters = EX sections.
+#   b. node failure: during the workload node 2's clients, dlmd and
+#      corosync are killed (SIGKILL).  A lock held on node 1 stays held; a
+#      lock held on node 2 is released after fencing (the fence agent is
+#      dlm-cluster fence) and the request waiting for it on node 3 is
+#      granted; the lockspace runs again with members 1 3; the checker
+#      passes.
+#   d. restart: node 2 comes back, rejoins the lockspace (members 1 2 3),
+#      and a short workload on all three passes the checker.
+#   c. partition: node 3 is cut off.  While fencing is held back
+#      (DIR/fence-hold), node 3 (no quorum) grants nothing new and node 1
+#      shows it waits for fencing; once fencing may proceed, node 3 is
+#      fenced, the majority recovers (members 1 2) and grants; after the
+#      link heals node 3 restarts and rejoins.
+# At the end the LVBs agree with the files (cluster-client final).  The
+# cluster is always torn down (trap); logs are kept on failure.
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+top_builddir=${top_builddir:-.}
+top_builddir=$(cd "$top_builddir" && pwd)
+export top_builddir
+CLUSTER=$top_srcdir/tests/dlm-cluster
+CLIENT=$top_builddir/tests/cluster-client
+DLMCTL=$top_builddir/plugin/dlmctl
+LS=clustertest
+NRES=8
+WORK_MS=${CLUSTER_TEST_WORK_MS:-3000}
+POLLS=300		# bounded waits: polls of 0.1 s
+BLOCKED_S=3		# how long "nothing is granted" is watched
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmc.XXXXXX") || exit 1
+rc=0
+pids=
+
+fail() {
+	echo "FAIL: $*" >&2
+	rc=1
+}
+
+cleanup() {
+	for p in $pids; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	if ! "$CLUSTER" down "$dir"; then
+		echo "FAIL: teardown reported a problem" >&2
+		rc=1
+	fi
+	if [ $rc -eq 0 ]; then
+		rm -rf "$dir"
+	else
+		echo "logs kept in $dir (dlmd: $dir/nK/dlmd.out)" >&2
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'rc=1; exit 1' INT TERM
+
+on() { # K CMD...: run CMD on node K
+	k=$1
+	shift
+	"$CLUSTER" exec "$dir" "$k" "$@"
+}
+
+ls_line() { # K: node K's "dlmctl ls" lines for $LS
+	on "$1" "$DLMCTL" ls 2>/dev/null | grep -A1 "^name $LS "
+}
+
+# wait_ls K REGEX WHAT: until node K's ls output matches REGEX
+wait_ls() {
+	i=0
+	until ls_line "$1" | grep -q "$2"; do
+		i=$((i + 1))
+		if [ $i -gt $POLLS ]; then
+			fail "node $1: $3; dlmctl ls: $(ls_line "$1")"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# start_client K ARGS...: a cluster-client on node K in the background,
+# registered as part of the node (dlm-cluster kill takes it down too)
+start_client() {
+	k=$1
+	shift
+	"$CLUSTER" exec "$dir" "$k" "$CLIENT" "$@" >>"$dir/client-n$k.out" 2>&1 &
+	echo $! >>"$dir/n$k/clients"
+	pids="$pids $!"
+	last_pid=$!
+}
+
+# wait_pid PID SECONDS: 0 if it exits in time with status 0
+wait_pid() {
+	i=0
+	while kill -0 "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -gt $(($2 * 10)) ] && return 124
+		sleep 0.1
+	done
+	wait "$1"
+}
+
+workload() { # MS NODES...: two clients per node
+	ms=$1
+	shift
+	for k in "$@"; do
+		: >"$dir/wl-n$k"
+		for c in 1 2; do
+			start_client "$k" work "$LS" "$dir" $NRES "$ms" "$k$c"
+			echo "$last_pid" >>"$dir/wl-n$k"
+		done
+	done
+}
+
+wait_workload() { # SECONDS NODES...: the clients of these nodes end well
+	s=$1
+	shift
+	for k in "$@"; do
+		for p in $(cat "$dir/wl-n$k"); do
+			wait_pid "$p" "$s" || fail "a workload client on node $k ($p) failed or hung"
+		done
+	done
+}
+
+check() { # WHAT
+	if ! "$CLIENT" check "$dir" $NRES >"$dir/check.out" 2>&1; then
+		fail "$1: checker: $(grep -c VIOLATION "$dir/check.out") violations"
+		head -n 20 "$dir/check.out" >&2
+	fi
+	echo "   $(tail -n 1 "$dir/check.out")"
+}
+
+if ! "$CLUSTER" up 3 "$dir"; then
+	echo "FAIL: cannot bring up the 3-node cluster" >&2
+	rc=1
+	exit 1
+fi
+mkdir -p "$dir/logs" "$dir/counters"
+chmod 777 "$dir/logs" "$dir/counters"
+
+echo "== a. workload on 3 nodes"
+workload "$WORK_MS" 1 2 3
+wait_workload $((WORK_MS / 1000 + 30)) 1 2 3
+for k in 1 2 3; do
+	wait_ls $k "members 1 2 3 .*" "lockspace not on all three" || true
+done
+check "workload"
+
+echo "== b. node 2 fails during the workload"
+start_client 1 hold "$LS" held-by-1 EX
+h1=$last_pid
+start_client 2 hold "$LS" held-by-2 EX
+i=0
+until [ "$(grep -c '^held' "$dir/client-n1.out" "$dir/client-n2.out" |
+	awk -F: '{s += $2} END {print s}')" -ge 2 ]; do
+	i=$((i + 1))
+	[ $i -gt $POLLS ] && { fail "holders did not get their locks"; break; }
+	sleep 0.1
+done
+start_client 3 try "$LS" held-by-2 EX
+waiter=$last_pid
+workload $((WORK_MS * 2)) 1 2 3
+sleep 1
+t0=$(date +%s%N)
+"$CLUSTER" kill "$dir" 2
+wait_ls 1 "state running members 1 3 " "no recovery to members 1 3"
+t1=$(date +%s%N)
+echo "   recovery (kill to running on node 1): $(((t1 - t0) / 1000000)) ms"
+wait_ls 3 "state running members 1 3 " "node 3 did not recover"
+wait_pid "$waiter" 20 || fail "the request waiting for node 2's lock was not granted"
+grep -q granted "$dir/client-n3.out" || fail "waiter: $(cat "$dir/client-n3.out")"
+# node 1's lock survived: node 3 cannot have it
+timeout "$BLOCKED_S" "$CLUSTER" exec "$dir" 3 "$CLIENT" try "$LS" held-by-1 EX >"$dir/try1.out" 2>&1
+[ $? -eq 124 ] || fail "node 1's lock was lost: $(cat "$dir/try1.out")"
+wait_workload $((WORK_MS * 2 / 1000 + 30)) 1 3
+check "node failure"
+
+echo "== d. node 2 restarts and rejoins"
+"$CLUSTER" start "$dir" 2 >/dev/null || fail "node 2 did not start"
+workload "$WORK_MS" 1 2 3
+wait_ls 1 "state running members 1 2 3 " "node 2 did not rejoin"
+wait_workload $((WORK_MS / 1000 + 30)) 1 2 3
+check "rejoin"
+kill -KILL "$h1" 2>/dev/null
+
+echo "== c. node 3 is cut off"
+touch "$dir/fence-hold"
+workload $((WORK_MS * 2)) 1 2 3
+sleep 1
+"$CLUSTER" cut "$dir" 3
+wait_ls 1 "wait fencing node 3" "node 1 does not wait for fencing node 3"
+timeout "$BLOCKED_S" "$CLUSTER" exec "$dir" 3 "$CLIENT" try "$LS" fresh-on-3 EX >"$dir/try3.out" 2>&1
+[ $? -eq 124 ] || fail "node 3 without quorum granted a lock: $(cat "$dir/try3.out")"
+on 3 "$DLMCTL" ls | grep -q "wait quorum" || fail "node 3 should wait for quorum: $(ls_line 3)"
+rm -f "$dir/fence-hold"
+wait_ls 1 "state running members 1 2 " "the majority did not recover"
+timeout 10 "$CLUSTER" exec "$dir" 1 "$CLIENT" try "$LS" fresh-on-1 EX >"$dir/try4.out" 2>&1 ||
+	fail "the majority grants nothing: $(cat "$dir/try4.out")"
+grep -q 'fence node 3$' "$dir/fence.log" || fail "node 3 was not fenced: $(cat "$dir/fence.log")"
+"$CLUSTER" heal "$dir" 3
+wait_workload $((WORK_MS * 2 / 1000 + 30)) 1 2
+"$CLUSTER" start "$dir" 3 >/dev/null || fail "node 3 did not restart"
+start_client 3 try "$LS" after-heal EX
+wait_pid "$last_pid" 20 || fail "node 3 cannot lock after rejoining"
+wait_ls 1 "state running members 1 2 3 " "node 3 did not rejoin"
+check "partition"
+
+echo "== final LVBs"
+on 1 "$CLIENT" final "$LS" "$dir" $NRES || fail "LVBs disagree with the files"
+"$CLUSTER" status "$dir" >/dev/null || fail "a daemon died: $("$CLUSTER" status "$dir")"
+[ $rc -eq 0 ] && echo "PASS"
+exit $rc
