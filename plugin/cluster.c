@@ -98,6 +98,14 @@
  *    one change old, which at worst delays the start by one more change.
  *  - A loser's clients are disconnected from the lockspace; they must
  *    open it again.  Every member runs the fence command for itself.
+ *  - Only node-down needs fencing.  A dlmd that dies while its node stays
+ *    up (reason proc-down) is treated as a leave: its locks are released
+ *    at once, but a local client inside a critical section learns of it
+ *    only at its next libdlm call.  Applications that cannot accept that
+ *    must die with dlmd (or configure the node to be fenced then).
+ *  - A node that failed and merges back before it was fenced (a healed
+ *    partition without a working fence method) stays "to be fenced":
+ *    recovery waits for "dlmctl fence_ack".
  *
  * Losing corosync (POLLHUP on any of its fds, or a dispatch error) stops
  * the daemon with exit code 1: locks cannot be trusted without
