@@ -202,7 +202,7 @@ timeout "$BLOCKED_S" "$CLUSTER" exec "$dir" 3 "$CLIENT" try "$LS" fresh-on-3 EX 
 [ $? -eq 124 ] || fail "node 3 without quorum granted a lock: $(cat "$dir/try3.out")"
 on 3 "$DLMCTL" ls | grep -q "wait quorum" || fail "node 3 should wait for quorum: $(ls_line 3)"
 rm -f "$dir/fence-hold"
-wait_ls 1 "state running members 1 2 " "the majority did not recover"
+wait_ls 1 "state running members 1 2 clients" "the majority did not recover"
 timeout 10 "$CLUSTER" exec "$dir" 1 "$CLIENT" try "$LS" fresh-on-1 EX >"$dir/try4.out" 2>&1 ||
 	fail "the majority grants nothing: $(cat "$dir/try4.out")"
 grep -q 'fence node 3$' "$dir/fence.log" || fail "node 3 was not fenced: $(cat "$dir/fence.log")"
