@@ -17,17 +17,20 @@
 #include <time.h>
 
 #include "core/core.h"
+#include "core/wire.h"
 
 #define NODES	3
 
+/* The network: one FIFO of fixed-size slots, grown by doubling, so that
+ * the harness itself does not allocate per message. */
 struct bmsg {
-	struct bmsg *next;
 	uint32_t from, to;
-	size_t len;
-	unsigned char buf[];
+	uint32_t len;
+	unsigned char buf[DLM_WIRE_MAX_LEN];
 };
 
-static struct bmsg *qhead, *qtail;
+static struct bmsg *q;
+static size_t qcap, qhead, qtail;
 static uint64_t nmsgs, nbytes;
 static struct dlm_core *cores[NODES + 1];
 static struct dlm_ls *lss[NODES + 1];
@@ -37,22 +40,31 @@ static uint32_t node_of_ctx[NODES + 1];
 
 static void b_send(void *ctx, uint32_t to, const void *buf, size_t len)
 {
-	struct bmsg *m = malloc(sizeof(*m) + len);
+	struct bmsg *m;
 
-	if (!m) {
-		perror("malloc");
-		exit(1);
+	if (qtail == qcap) {
+		if (qhead > 0) {	/* compact */
+			memmove(q, q + qhead, (qtail - qhead) * sizeof(*q));
+			qtail -= qhead;
+			qhead = 0;
+		}
+		if (qtail == qcap) {
+			size_t ncap = qcap ? qcap * 2 : 4096;
+			struct bmsg *nq = realloc(q, ncap * sizeof(*q));
+
+			if (!nq) {
+				perror("realloc");
+				exit(1);
+			}
+			q = nq;
+			qcap = ncap;
+		}
 	}
-	m->next = NULL;
+	m = &q[qtail++];
 	m->from = *(uint32_t *)ctx;
 	m->to = to;
-	m->len = len;
+	m->len = (uint32_t)len;
 	memcpy(m->buf, buf, len);
-	if (qtail)
-		qtail->next = m;
-	else
-		qhead = m;
-	qtail = m;
 	nmsgs++;
 	nbytes += len;
 }
@@ -75,19 +87,19 @@ static void b_done(void *ctx, struct dlm_ls *ls, uint32_t event)
 
 static void drain(void)
 {
-	while (qhead) {
-		struct bmsg *m = qhead;
+	static struct bmsg cur;	/* the queue may move while cur is handled */
 
-		qhead = m->next;
-		if (!qhead)
-			qtail = NULL;
+	while (qhead < qtail) {
+		struct bmsg *m = &cur;
+
+		memcpy(&cur, &q[qhead++], sizeof(cur));
 		if (!dead[m->to] && !dead[m->from] &&
 		    dlm_core_receive(cores[m->to], m->from, m->buf, m->len)) {
 			fprintf(stderr, "bench-recovery: message refused\n");
 			exit(1);
 		}
-		free(m);
 	}
+	qhead = qtail = 0;
 }
 
 static double now_s(void)
@@ -203,5 +215,6 @@ int main(int argc, char **argv)
 	}
 	for (n = 1; n <= NODES; n++)
 		dlm_core_free(cores[n]);
+	free(q);
 	return 0;
 }
