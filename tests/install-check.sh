@@ -130,7 +130,7 @@ for l in libdlm libdlm_lt; do
 		pkg-config --cflags --libs "$l") ||
 		{ fail "pkg-config --cflags --libs $l"; continue; }
 	# shellcheck disable=SC2086 # flags is a list of options
-	${CC:-cc} -o "$W/prog-$l" "$W/prog.c" $flags >"$W/cc.out" 2>&1 ||
+	${CC:-cc} ${SAN_CFLAGS:-} -o "$W/prog-$l" "$W/prog.c" $flags >"$W/cc.out" 2>&1 ||
 		{ cat "$W/cc.out" >&2; fail "cannot build against installed $l ($flags)"; continue; }
 	LD_LIBRARY_PATH=$D$libdir "$W/prog-$l" | grep -q '^libdlm protocol ' ||
 		fail "a program linked with installed $l does not run"
