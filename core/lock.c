@@ -592,6 +592,14 @@ static void send_blocking_asts(struct dlm_rsb *r, struct dlm_lkb *lkb)
 /* granting (master side)                                             */
 /* ------------------------------------------------------------------ */
 
+/* Does granting (or releasing, mode NL) 'mode' write the lock's LVB into
+ * the resource?  A holder in PW or EX going to an equal or lower mode. */
+static bool lvb_writes(const struct dlm_lkb *lkb, int mode)
+{
+	return holds_grmode(lkb) && lkb->lkb_grmode >= DLM_LOCK_PW &&
+	       mode <= lkb->lkb_grmode;
+}
+
 static void lvb_write(struct dlm_rsb *r, struct dlm_lkb *lkb, uint32_t flags)
 {
 	if (flags & DLM_LKF_IVVALBLK) {
@@ -619,9 +627,9 @@ static void lvb_read(struct dlm_rsb *r, struct dlm_lkb *lkb)
  * LVB rules, and put it on the grant queue. */
 static void grant_lock(struct dlm_rsb *r, struct dlm_lkb *lkb, int mode)
 {
-	int old = holds_grmode(lkb) ? lkb->lkb_grmode : DLM_LOCK_IV;
-
-	if (old >= DLM_LOCK_PW && mode <= old)
+	/* by the mode asked for: an up-conversion granted an alternate
+	 * mode below the held one reads, as it would have */
+	if (lvb_writes(lkb, lkb->lkb_rqmode))
 		lvb_write(r, lkb, lkb->lkb_exflags);
 	else
 		lvb_read(r, lkb);
@@ -1185,7 +1193,10 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		lkb->lkb_flags |= LKBF_VALBLK;
 	else
 		lkb->lkb_flags &= ~LKBF_VALBLK;
-	if (req->lvb)
+	/* the caller's bytes become the lock's copy only when this
+	 * conversion writes them: until then lkb_lvb is the value this lock
+	 * read, which recovery may take as the resource's */
+	if (req->lvb && lvb_writes(lkb, req->mode))
 		memcpy(lkb->lkb_lvb, req->lvb, DLM_LVB_LEN);
 	set_astinfo(lkb, req);
 	if (!dlm_ls_running(ls)) {
@@ -1303,7 +1314,7 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 	}
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED && !force)
 		return -EBUSY;
-	if (lvb && (flags & DLM_LKF_VALBLK))
+	if (lvb && (flags & DLM_LKF_VALBLK) && lvb_writes(lkb, DLM_LOCK_NL))
 		memcpy(lkb->lkb_lvb, lvb, DLM_LVB_LEN);
 	if (!dlm_ls_running(ls)) {
 		lkb->lkb_unlock_flags = flags;
@@ -2096,6 +2107,28 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	int rv;
 
 	remove_waiter(ls, lkb);
+	/* a cancel or force unlock (a purge) came while the op was in
+	 * flight to a departed master: the op never took effect anywhere
+	 * (the new master has the lock as it was), so finish it here
+	 * rather than redo it and undo it */
+	if ((lkb->lkb_flags & (LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK)) &&
+	    (wait_type == DLM_WAIT_REQUEST || wait_type == DLM_WAIT_CONVERT)) {
+		bool unlock = lkb->lkb_flags & LKBF_OVERLAP_UNLOCK;
+
+		if (wait_type == DLM_WAIT_REQUEST) {
+			lkb->lkb_flags &= ~(LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK);
+			finish_lkb(ls, lkb, unlock ? -DLM_EUNLOCK : -DLM_ECANCEL);
+			return;
+		}
+		revert_convert(r, lkb);
+		if (!unlock) {
+			lkb->lkb_flags &= ~LKBF_OVERLAP_CANCEL;
+			cast_local(ls, lkb, -DLM_ECANCEL);
+			return;
+		}
+		run_overlap(ls, lkb);
+		return;
+	}
 	switch (wait_type) {
 	case DLM_WAIT_REQUEST:
 		if (r->res_nodeid && !dlm_ls_is_member(ls, r->res_nodeid))

@@ -16,8 +16,9 @@
  *           marks the resource's LVB invalid: the writer may have died
  *           holding a newer value); resources whose master departed are
  *           marked for a new master if we hold locks on them, forgotten
- *           otherwise; unused resources are dropped; the directory and all
- *           master lookups in flight are cleared.          barrier NODES
+ *           otherwise; unused copies of resources mastered elsewhere
+ *           are dropped (unused ones we master stay, LVB and all); the
+ *           directory and all master lookups in flight are cleared.          barrier NODES
  *   dir     Every node registers each resource it masters with the
  *           resource's directory node under the new membership
  *           (RC_DIR_ADD).                                   barrier DIR
@@ -337,7 +338,10 @@ static int step_start(struct dlm_ls *ls)
 	for (i = 0; i < a.ra_n; i++) {
 		struct dlm_rsb *r = a.ra_v[i];
 
-		if (r->res_flags & RESF_TOSSED) {
+		/* an unused copy of a resource mastered elsewhere carries
+		 * nothing; an unused resource we master keeps its LVB (a
+		 * surviving writer's value) and is registered like the rest */
+		if ((r->res_flags & RESF_TOSSED) && !is_master(r)) {
 			dlm_rsb_free(r);
 			continue;
 		}

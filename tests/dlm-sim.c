@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/wire.h"
 #include "tests/sim.h"
 
 #define DEFAULT_OPS		300
@@ -214,6 +215,32 @@ static void step_tick(struct sim *sim)
 	tick_all(sim, 1 + rng_below(&sim->rng, TICK_MAX_MS));
 }
 
+/* One line per delivered message: its type and the fields that tell
+ * what it does, so a failing seed's trace reads as a protocol log. */
+static void trace_msg(struct sim *sim, const struct sim_msg *m)
+{
+	struct dlm_msg d;
+	char key[120];
+	size_t i, k = 0;
+
+	if (dlm_msg_decode(m->m_data, m->m_len, &d, NULL)) {
+		sim_trace(sim, "msg  n%u->n%u len %zu (undecodable)", m->m_from,
+			  m->m_to, m->m_len);
+		return;
+	}
+	/* components are length-prefixed: show bytes < 0x20 as '/' */
+	for (i = 0; i < d.m_keylen && k + 2 < sizeof(key); i++) {
+		unsigned char c = d.m_key[i];
+
+		key[k++] = c >= 0x20 && c < 0x7f ? (char)c : '/';
+	}
+	key[k] = 0;
+	sim_trace(sim, "msg  n%u->n%u %s ev %u lk %08x rem %08x st %d gr %d rq %d "
+		  "node %u \"%s\"%s", m->m_from, m->m_to, dlm_msg_type_str(d.m_type),
+		  d.m_gen, d.m_lkid, d.m_remid, d.m_status, d.m_grmode, d.m_rqmode,
+		  d.m_nodeid, key, d.m_lvb ? " +lvb" : "");
+}
+
 /* Deliver one due message; with none due, move time to the next one. */
 static void step_deliver(struct sim *sim)
 {
@@ -231,7 +258,7 @@ static void step_deliver(struct sim *sim)
 			tick_all(sim, due - sim->now);
 		return;
 	}
-	sim_trace(sim, "msg  n%u->n%u len %zu", m->m_from, m->m_to, m->m_len);
+	trace_msg(sim, m);
 	rc = dlm_core_receive(sim->nodes[m->m_to - 1].n_core, m->m_from,
 			      m->m_data, m->m_len);
 	/* with faults, only a rejection between two live nodes of the same
