@@ -71,6 +71,24 @@
  * connection that has not finished its handshake within cfg_handshake_ms is
  * closed.  lc_node_remove() is the only way queued frames are discarded.
  *
+ * RESTARTING THE SOCKET LAYER.  Exactly-once rests on the receiver's memory:
+ * per peer, the two epochs and the next sequence number it expects.  That
+ * lives in the node, not in the connection, so killing every socket loses
+ * nothing: lc_restart() aborts every connection, closes the listeners and
+ * listens again on the same port, and the nodes stay as they were.  On
+ * reconnect the receiver's HELLO carries its cumulative ack under the epoch
+ * the sender knows, so the sender drops what was delivered before it
+ * resends, and whatever is resent anyway (acks in flight when the sockets
+ * died) is dropped by sequence number.  Destroying the context and creating
+ * a new one is not a restart of the socket layer but of the node: the new
+ * context has a new epoch and no memory of what the old one delivered, so
+ * it takes the peer's queue from the send base, and frames the old one
+ * delivered whose ack never reached the sender are delivered again.  The
+ * ack is lost whenever the connection is reset before it arrives; with
+ * usrsctp that is the rule, not a race, because data arriving at a closed
+ * socket makes the stack ABORT and the sending side's usrsctp reports the
+ * ABORT before the ack it had received.
+ *
  * TRANSPORTS.  The bytes go through a transport (lowcomms_internal.h):
  * TCP (sock.c), the kernel's SCTP (sock.c) or libusrsctp (usrsctp.c), picked
  * at lc_new() from cfg_transport and, for SCTP, whether the kernel has it.
@@ -82,12 +100,15 @@
  * (tr_notify_fd), and an event on it means "try both directions".
  *
  * KNOWN LIMITS.
- *  - Exactly-once holds while both contexts live.  A context destroyed with
- *    frames queued loses them (they were the application's to resend).  A
- *    receiver destroyed after delivering frames whose ack had not reached the
- *    socket sees them again in its next life: lc_destroy() writes a last ACK
- *    when the output buffer is empty, and acks are written at the end of
- *    every read, so this needs the receiver's own send path to be backed up.
+ *  - Exactly-once holds while both contexts live (through any number of
+ *    reconnects and lc_restart() calls).  A context destroyed with frames
+ *    queued loses them (they were the application's to resend).  A receiver
+ *    destroyed after delivering frames whose ack had not reached the peer
+ *    sees them again in its next life (see RESTARTING above): lc_destroy()
+ *    writes a last ACK when the output buffer is empty, which over TCP
+ *    nearly always arrives and over usrsctp nearly never.  dlmd keeps one
+ *    context for the life of the daemon, and a daemon that restarts comes
+ *    back as a new member.
  *  - Queued frames are acknowledged by the peer's lowcomms, not its
  *    application: a frame is delivered to the callback before it is acked.
  *  - TCP uses one address per node at a time (failover to the next address
@@ -1280,6 +1301,7 @@ fail:
 int lc_listen(struct lc_ctx *ctx)
 {
 	struct sockaddr_storage any;
+	int port = ctx->ctx_port;	/* kept across lc_restart() */
 	int rv;
 
 	if (ctx->ctx_nlisten)
@@ -1309,8 +1331,30 @@ fail:
 		ctx->ctx_ops->ops_fd_del(ctx->ctx_arg, l->sk_fd);
 		ctx->ctx_tr->tr_close(l, false);
 	}
-	ctx->ctx_port = -1;
+	ctx->ctx_port = port;
 	return rv;
+}
+
+int lc_restart(struct lc_ctx *ctx)
+{
+	if (ctx->ctx_in_callback)
+		return -EBUSY;
+	lc_log(ctx, LOG_NOTICE,
+	       "restarting the socket layer (%s): resetting every connection",
+	       ctx->ctx_tr->tr_name);
+	/* conn_close() keeps each node's queue and sequence state and
+	 * schedules a reconnect for a node with something to send. */
+	while (ctx->ctx_conns) {
+		ctx->ctx_conns->conn_abort = true;
+		conn_close(ctx->ctx_conns, true);
+	}
+	while (ctx->ctx_nlisten) {
+		struct lc_sock *l = &ctx->ctx_listen[--ctx->ctx_nlisten];
+
+		ctx->ctx_ops->ops_fd_del(ctx->ctx_arg, l->sk_fd);
+		ctx->ctx_tr->tr_close(l, true);
+	}
+	return lc_listen(ctx);
 }
 
 int lc_listen_port(const struct lc_ctx *ctx)

@@ -208,6 +208,21 @@ int lc_node_fd(const struct lc_ctx *ctx, uint32_t nodeid);
  * tests and debug commands; -ENOTCONN, -ENOENT, -EBUSY in a callback. */
 int lc_node_reset(struct lc_ctx *ctx, uint32_t nodeid);
 
+/*
+ * Kill and restart the socket layer, keeping everything else: every
+ * connection is aborted (the peers see a reset, as if the host's network
+ * stack had been restarted) and the listening sockets are closed and opened
+ * again on the same port.  The node table, the sequence state in both
+ * directions and the queues are kept, so the peers reconnect, each side's
+ * HELLO carries its cumulative ack, and nothing is lost or delivered twice.
+ * This is the way to recover from a broken socket layer while staying a
+ * member; lc_destroy() and lc_new() start a new epoch instead (see KNOWN
+ * LIMITS in lowcomms.c).  Returns 0, -EBUSY in a callback, or lc_listen()'s
+ * error: then nothing listens until lc_listen() succeeds (call it again
+ * later; -EADDRINUSE can last while aborted associations are torn down).
+ */
+int lc_restart(struct lc_ctx *ctx);
+
 /* "tcp", "sctp (kernel)" or "sctp (usrsctp)". */
 const char *lc_transport_name(const struct lc_ctx *ctx);
 /* usrsctp: the SCTP-over-UDP port this process uses; else -EOPNOTSUPP. */

@@ -5,11 +5,15 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
+
+#include <cmocka.h>
 
 uint64_t h_now_ms(void)
 {
@@ -45,6 +49,13 @@ static void on_deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
 		if (!ep->ep_rx_errors)
 			ep->ep_rx_first_bad = counter;
 		ep->ep_rx_errors++;
+		if (from >= 1 && from <= H_MAX_EP) {
+			if (counter < ep->ep_rx_next[from])
+				ep->ep_rx_dups++;
+			else if (counter > ep->ep_rx_next[from])
+				ep->ep_rx_lost += counter -
+						  ep->ep_rx_next[from];
+		}
 		if (ep->ep_rx_errors < 5)
 			fprintf(stderr,
 				"node %u: from %u got counter %llu, expected %llu (len %zu)\n",
@@ -94,6 +105,8 @@ static void on_log(void *arg, int level, const char *msg)
 
 	if (strstr(msg, "refusing"))
 		ep->ep_refused_logs++;
+	if (ep->ep_log_needle && strstr(msg, ep->ep_log_needle))
+		ep->ep_log_hits++;
 	if (level <= LOG_WARNING)
 		ep->ep_warnings++;
 	if (ep->ep_world->w_verbose || level <= LOG_ERR)
@@ -114,12 +127,34 @@ void h_world_init(struct h_world *w)
 	for (int i = 0; i < H_MAX_FDS; i++)
 		w->w_fds[i].hf_ep = -1;
 	w->w_verbose = getenv("LC_TEST_VERBOSE") != NULL;
+	w->w_config = h_config;
 }
 
 void h_world_fini(struct h_world *w)
 {
 	for (int i = 0; i < H_MAX_EP; i++)
 		h_ep_stop(w, i);
+}
+
+struct h_world *h_world_new(int neps, const char *addr, h_config_fn *config)
+{
+	struct h_world *w = malloc(sizeof(*w));
+
+	assert_non_null(w);
+	h_world_init(w);
+	if (config)
+		w->w_config = config;
+	for (int i = 0; i < neps; i++)
+		assert_int_equal(h_ep_start(w, i, addr, 0, NULL), 0);
+	for (int i = 0; i < neps; i++)
+		assert_int_equal(h_ep_add_peers(w, i), 0);
+	return w;
+}
+
+void h_world_free(struct h_world *w)
+{
+	h_world_fini(w);
+	free(w);
 }
 
 void h_config(struct lc_config *cfg, uint32_t nodeid, const char *addr)
@@ -134,6 +169,23 @@ void h_config(struct lc_config *cfg, uint32_t nodeid, const char *addr)
 		cfg->cfg_naddrs = 1;
 }
 
+void h_sctp_config(struct lc_config *cfg, uint32_t nodeid, const char *addr)
+{
+	const char *impl = getenv("LC_SCTP_IMPL");
+
+	h_config(cfg, nodeid, addr);
+	cfg->cfg_transport = LC_TRANSPORT_SCTP;
+	cfg->cfg_sctp_impl = LC_SCTP_AUTO;
+	if (impl && !strcmp(impl, "kernel"))
+		cfg->cfg_sctp_impl = LC_SCTP_KERNEL;
+	else if (impl && !strcmp(impl, "user"))
+		cfg->cfg_sctp_impl = LC_SCTP_USER;
+	cfg->cfg_sctp_udp_port = 0;
+	/* SCTP's own setup is a 4-way handshake and usrsctp's timers are
+	 * coarse; leave room on a loaded machine. */
+	cfg->cfg_handshake_ms = 5000;
+}
+
 int h_ep_start(struct h_world *w, int idx, const char *addr, int port,
 	       const struct lc_config *cfg)
 {
@@ -142,7 +194,7 @@ int h_ep_start(struct h_world *w, int idx, const char *addr, int port,
 	int rv;
 
 	if (!cfg) {
-		h_config(&def, (uint32_t)idx + 1, addr);
+		w->w_config(&def, (uint32_t)idx + 1, addr);
 		cfg = &def;
 	}
 	ep->ep_world = w;
@@ -175,6 +227,42 @@ void h_ep_stop(struct h_world *w, int idx)
 		lc_destroy(ep->ep_lc);
 		ep->ep_lc = NULL;
 	}
+}
+
+int h_ep_recreate(struct h_world *w, int idx)
+{
+	struct h_ep *ep = &w->w_eps[idx];
+	struct lc_config cfg = ep->ep_cfg;
+	char addr[sizeof(ep->ep_addr)];
+	int rv = -EADDRINUSE;
+
+	memcpy(addr, ep->ep_addr, sizeof(addr));
+	cfg.cfg_port = (uint16_t)ep->ep_port;
+	h_ep_stop(w, idx);
+	for (int t = 0; t < H_BIND_TRIES && rv == -EADDRINUSE; t++) {
+		rv = h_ep_start(w, idx, addr, 0, &cfg);
+		if (rv == -EADDRINUSE)
+			h_poll(w, H_BIND_WAIT_MS);
+	}
+	if (rv < 0)
+		return rv;
+	return h_ep_add_peers(w, idx);
+}
+
+int h_ep_restart_sockets(struct h_world *w, int idx)
+{
+	struct h_ep *ep = &w->w_eps[idx];
+	int rv = lc_restart(ep->ep_lc);
+
+	for (int t = 0; t < H_BIND_TRIES && rv == -EADDRINUSE; t++) {
+		h_poll(w, H_BIND_WAIT_MS);
+		rv = lc_listen(ep->ep_lc);
+	}
+	if (rv < 0)
+		return rv;
+	if (lc_listen_port(ep->ep_lc) != ep->ep_port)
+		return -EADDRNOTAVAIL;
+	return 0;
 }
 
 int h_ep_add_peers(struct h_world *w, int idx)
@@ -307,4 +395,144 @@ bool h_all_done(struct h_world *w, void *unused)
 			if (i != j && !h_pair_done(w, i, j))
 				return false;
 	return true;
+}
+
+bool h_acked(struct h_world *w, void *unused)
+{
+	(void)unused;
+	if (!h_all_done(w, NULL))
+		return false;
+	for (int i = 0; i < w->w_neps; i++)
+		for (int j = 0; j < w->w_neps; j++)
+			if (i != j && w->w_eps[i].ep_lc &&
+			    lc_queue_len(w->w_eps[i].ep_lc, (uint32_t)j + 1) > 0)
+				return false;
+	return true;
+}
+
+void h_print_stats(const struct h_world *w, const char *what)
+{
+	for (int i = 0; i < w->w_neps; i++) {
+		const struct h_ep *ep = &w->w_eps[i];
+		struct lc_stats st;
+
+		if (!ep->ep_lc)
+			continue;
+		lc_get_stats(ep->ep_lc, &st);
+		printf("%s: node %d sent %llu delivered %llu writes %llu "
+		       "resent %llu dups-dropped %llu conns-lost %llu "
+		       "peer-restarts %llu; app received %llu, %llu twice, "
+		       "%llu skipped\n",
+		       what, i + 1, (unsigned long long)st.st_msgs_sent,
+		       (unsigned long long)st.st_msgs_delivered,
+		       (unsigned long long)st.st_writes,
+		       (unsigned long long)st.st_frames_resent,
+		       (unsigned long long)st.st_dups_dropped,
+		       (unsigned long long)st.st_conn_lost,
+		       (unsigned long long)st.st_peer_restarts,
+		       (unsigned long long)ep->ep_rx_total,
+		       (unsigned long long)ep->ep_rx_dups,
+		       (unsigned long long)ep->ep_rx_lost);
+	}
+}
+
+void h_stream_step(struct h_world *w, const struct h_stream *s)
+{
+	for (int dir = 0; dir < (s->st_both ? 2 : 1); dir++) {
+		int from = dir, to = 1 - dir;
+		long left = s->st_target -
+			    (long)w->w_eps[from].ep_tx_next[to + 1];
+
+		if (left > s->st_burst)
+			left = s->st_burst;
+		if (s->st_window && w->w_eps[from].ep_lc) {
+			long room = s->st_window -
+				    lc_queue_len(w->w_eps[from].ep_lc,
+						 (uint32_t)to + 1);
+
+			if (left > room)
+				left = room;
+		}
+		if (left > 0 && w->w_eps[from].ep_lc)
+			assert_true(h_send(w, from, to, left) >= 0);
+	}
+	h_poll(w, 1);
+}
+
+bool h_stream_sent(const struct h_world *w, const struct h_stream *s)
+{
+	return (long)w->w_eps[0].ep_tx_next[2] == s->st_target &&
+	       (!s->st_both || (long)w->w_eps[1].ep_tx_next[1] == s->st_target);
+}
+
+int h_stream_with_actions(struct h_world *w, const struct h_stream *s, int n,
+			  h_action_fn *action, int max_ms)
+{
+	uint64_t end = h_now_ms() + (uint64_t)max_ms;
+	int done = 0;
+
+	while (!h_stream_sent(w, s) && h_now_ms() < end) {
+		long progress = (long)w->w_eps[1].ep_rx_next[1];
+
+		h_stream_step(w, s);
+		if (done < n &&
+		    progress > (done + 1) * (s->st_target / (n + 2))) {
+			int rv = action(w, done);
+
+			if (rv < 0)
+				return rv;
+			done += rv;
+		}
+	}
+	if (h_now_ms() < end)
+		h_run_until(w, h_acked, NULL, (int)(end - h_now_ms()));
+	return done;
+}
+
+/* Restart the socket layer of node 2, then node 1, and so on, only while
+ * node 1 has frames for node 2 that are not acknowledged yet. */
+static int restart_sockets_action(struct h_world *w, int k)
+{
+	int idx = k % 2 ? 0 : 1;
+	int rv;
+
+	if (lc_node_fd(w->w_eps[0].ep_lc, 2) < 0 ||
+	    lc_queue_len(w->w_eps[0].ep_lc, 2) <= 0)
+		return 0;
+	rv = h_ep_restart_sockets(w, idx);
+	return rv < 0 ? rv : 1;
+}
+
+void h_test_restart_sockets(const char *addr, h_config_fn *config,
+			    long target, int restarts, int max_ms)
+{
+	enum { BURST = 500, WINDOW = 5000 };
+	struct h_stream s = { target, true, BURST, WINDOW };
+	struct h_world *w = h_world_new(2, addr, config);
+	struct lc_stats st[2];
+	int done;
+
+	done = h_stream_with_actions(w, &s, restarts, restart_sockets_action,
+				     max_ms);
+	h_print_stats(w, "restart sockets");
+	assert_int_equal(done, restarts);
+	assert_true(h_stream_sent(w, &s));
+	assert_true(h_acked(w, NULL));
+	for (int i = 0; i < 2; i++) {
+		lc_get_stats(w->w_eps[i].ep_lc, &st[i]);
+		/* Counted by sequence number at the application. */
+		assert_int_equal(w->w_eps[i].ep_rx_dups, 0);
+		assert_int_equal(w->w_eps[i].ep_rx_lost, 0);
+		assert_int_equal(w->w_eps[i].ep_rx_errors, 0);
+		assert_int_equal(w->w_eps[i].ep_rx_total, target);
+		assert_int_equal(w->w_eps[i].ep_rx_next[2 - i], target);
+		/* The same epochs throughout: no node restarted. */
+		assert_int_equal(st[i].st_peer_restarts, 0);
+		assert_int_equal(st[i].st_msgs_delivered, target);
+	}
+	/* Connections really died with frames unacknowledged. */
+	assert_true(st[0].st_conn_lost + st[1].st_conn_lost >=
+		    (uint64_t)restarts);
+	assert_true(st[0].st_frames_resent + st[1].st_frames_resent > 0);
+	h_world_free(w);
 }

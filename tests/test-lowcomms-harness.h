@@ -5,8 +5,15 @@
  * Endpoint i has node id i + 1.  Each test message carries a 64-bit counter
  * per (sender, receiver) pair; the receiving endpoint checks that counters
  * arrive as 0, 1, 2, ... so any loss, duplicate or reordering is counted in
- * ep_rx_errors.  Tracking lives in the harness, not in the lowcomms context,
- * so it survives an endpoint being destroyed and recreated.
+ * ep_rx_errors, and split into ep_rx_dups (a counter below the next one
+ * expected: delivered again) and ep_rx_lost (counters skipped over).
+ * Tracking lives in the harness, not in the lowcomms context, so it
+ * survives an endpoint being destroyed and recreated.
+ *
+ * The TCP tests (test-lowcomms-loop, -stress) and the SCTP ones
+ * (test-lowcomms-sctp) share all of it; a world's w_config says which
+ * transport its endpoints use.  Every wait is bounded in time, every retry
+ * in count.
  */
 #ifndef DLMD_TEST_LOWCOMMS_HARNESS_H
 #define DLMD_TEST_LOWCOMMS_HARNESS_H
@@ -35,10 +42,14 @@ struct h_ep {
 	uint64_t ep_rx_next[H_MAX_EP + 1];	/* by sender node id */
 	uint64_t ep_rx_total;
 	uint64_t ep_rx_errors;
+	uint64_t ep_rx_dups;			/* counters seen before */
+	uint64_t ep_rx_lost;			/* counters jumped over */
 	uint64_t ep_rx_first_bad;		/* counter of the first error */
 	unsigned int ep_msg_extra;		/* extra payload bytes per msg */
 	int ep_refused_logs;			/* log lines "refusing ..." */
 	int ep_warnings;			/* LOG_WARNING or worse */
+	const char *ep_log_needle;		/* count lines containing it */
+	int ep_log_hits;
 };
 
 struct h_fd {
@@ -46,23 +57,44 @@ struct h_fd {
 	int hf_ep;				/* owner, -1 = unused */
 };
 
+/* Fills an endpoint's config (h_config, h_sctp_config). */
+typedef void h_config_fn(struct lc_config *cfg, uint32_t nodeid,
+			 const char *addr);
+
 struct h_world {
 	struct h_ep w_eps[H_MAX_EP];
 	int w_neps;
 	struct h_fd w_fds[H_MAX_FDS];
 	bool w_verbose;
+	h_config_fn *w_config;			/* for h_ep_start(.., NULL) */
 };
 
 void h_world_init(struct h_world *w);
 void h_world_fini(struct h_world *w);
+/* A world of neps endpoints on addr, configured by config (NULL:
+ * h_config), each knowing all the others.  Asserts (cmocka) on failure. */
+struct h_world *h_world_new(int neps, const char *addr, h_config_fn *config);
+void h_world_free(struct h_world *w);
 uint64_t h_now_ms(void);
-/* The default endpoint config with fast reconnects, for tests. */
-void h_config(struct lc_config *cfg, uint32_t nodeid, const char *addr);
+/* The default endpoint config with fast reconnects, for tests (TCP). */
+h_config_fn h_config;
+/* The same over SCTP: the kernel's or usrsctp per LC_SCTP_IMPL in the
+ * environment ("kernel", "user"; default: whichever this kernel allows),
+ * usrsctp on a free UDP port. */
+h_config_fn h_sctp_config;
 /* Create endpoint idx (node id idx + 1) listening on addr, port 0 unless
- * port is given.  Returns 0 or a negative errno. */
+ * port is given; cfg NULL: the world's w_config.  Returns 0 or a negative
+ * errno. */
 int h_ep_start(struct h_world *w, int idx, const char *addr, int port,
 	       const struct lc_config *cfg);
 void h_ep_stop(struct h_world *w, int idx);
+/* Destroy endpoint idx's context and create a new one on the same address
+ * and port (a restarted node: a new epoch), retrying a bind that is still
+ * busy up to H_BIND_TRIES times.  Returns 0 or a negative errno. */
+int h_ep_recreate(struct h_world *w, int idx);
+/* Kill and restart endpoint idx's socket layer (lc_restart()), keeping its
+ * context; retries the listen while the port is busy, as h_ep_recreate. */
+int h_ep_restart_sockets(struct h_world *w, int idx);
 /* Add every other running endpoint to idx's node table. */
 int h_ep_add_peers(struct h_world *w, int idx);
 /* One poll round (timeout_ms at most), then timers.  Returns events seen. */
@@ -76,5 +108,56 @@ long h_send(struct h_world *w, int from, int to, long count);
 /* Everything sent from -> to has been delivered. */
 bool h_pair_done(const struct h_world *w, int from, int to);
 bool h_all_done(struct h_world *w, void *unused);
+/* h_all_done, and every queue acknowledged (empty). */
+bool h_acked(struct h_world *w, void *unused);
+/* Counters of every endpoint, one line each, for the test log. */
+void h_print_stats(const struct h_world *w, const char *what);
+
+/* Streaming between endpoints 0 and 1. */
+struct h_stream {
+	long st_target;		/* messages per direction */
+	bool st_both;		/* 1 -> 0 as well as 0 -> 1 */
+	long st_burst;		/* queued per loop iteration at most */
+	long st_window;		/* unacknowledged at most, 0 = no limit */
+};
+
+/* Top the queues up (to the window, if any), then poll once.  A window
+ * keeps the sender in step with the receiver, so that faults injected at
+ * given points of progress happen while traffic flows. */
+void h_stream_step(struct h_world *w, const struct h_stream *s);
+bool h_stream_sent(const struct h_world *w, const struct h_stream *s);
+
+/*
+ * Something done to the world in the middle of a stream, the k-th time:
+ * returns 1 when done, 0 when it cannot be done right now (tried again at
+ * the next step), a negative errno on failure.
+ */
+typedef int h_action_fn(struct h_world *w, int k);
+
+/*
+ * Stream s for at most max_ms, calling action n times, the k-th once
+ * endpoint 1 has received (k + 1) / (n + 2) of the target, then wait
+ * (within the same time) until everything is delivered and acknowledged.
+ * Returns how many actions were done, or the action's negative errno; the
+ * caller checks h_stream_sent() and h_acked().
+ */
+int h_stream_with_actions(struct h_world *w, const struct h_stream *s, int n,
+			  h_action_fn *action, int max_ms);
+
+/*
+ * The socket-layer restart test, shared by TCP and SCTP: endpoints 0 and 1
+ * (configured by config, on addr) stream `target` messages each way, with
+ * at most a window unacknowledged, and `restarts` times, while frames are
+ * in flight, one endpoint (node 2 and node 1 in turn) has its socket layer
+ * killed and restarted with lc_restart().  Asserts (cmocka) that every
+ * message arrived exactly once: no counter skipped, none seen twice, and
+ * that no peer saw a restart of the node (a new epoch).
+ */
+void h_test_restart_sockets(const char *addr, h_config_fn *config,
+			    long target, int restarts, int max_ms);
+
+/* Bound on bind retries after an endpoint's sockets are closed. */
+#define H_BIND_TRIES	100
+#define H_BIND_WAIT_MS	20
 
 #endif

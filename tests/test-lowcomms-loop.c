@@ -27,25 +27,6 @@
 #define LOOPBACK	"127.0.0.1"
 #define STRANGER	"127.0.0.2"
 
-static struct h_world *world_new(int neps, const char *addr)
-{
-	struct h_world *w = malloc(sizeof(*w));
-
-	assert_non_null(w);
-	h_world_init(w);
-	for (int i = 0; i < neps; i++)
-		assert_int_equal(h_ep_start(w, i, addr, 0, NULL), 0);
-	for (int i = 0; i < neps; i++)
-		assert_int_equal(h_ep_add_peers(w, i), 0);
-	return w;
-}
-
-static void world_free(struct h_world *w)
-{
-	h_world_fini(w);
-	free(w);
-}
-
 static void assert_clean(const struct h_world *w)
 {
 	for (int i = 0; i < w->w_neps; i++) {
@@ -60,28 +41,12 @@ static void assert_clean(const struct h_world *w)
 	}
 }
 
-static bool queues_empty(struct h_world *w, void *unused)
-{
-	(void)unused;
-	for (int i = 0; i < w->w_neps; i++)
-		for (int j = 0; j < w->w_neps; j++)
-			if (i != j && w->w_eps[i].ep_lc &&
-			    lc_queue_len(w->w_eps[i].ep_lc, (uint32_t)j + 1) > 0)
-				return false;
-	return true;
-}
-
-static bool all_done_and_acked(struct h_world *w, void *unused)
-{
-	return h_all_done(w, unused) && queues_empty(w, unused);
-}
-
 /* Three nodes, each sending to both others in interleaved rounds, with
  * payloads of several sizes: every stream arrives whole and in order. */
 static void test_ordering(void **state)
 {
 	enum { NEPS = 3, ROUNDS = 50, PER_ROUND = 40 };
-	struct h_world *w = world_new(NEPS, LOOPBACK);
+	struct h_world *w = h_world_new(NEPS, LOOPBACK, NULL);
 
 	(void)state;
 	for (int r = 0; r < ROUNDS; r++) {
@@ -95,45 +60,45 @@ static void test_ordering(void **state)
 		}
 		h_poll(w, 0);
 	}
-	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
 	assert_clean(w);
 	for (int i = 0; i < NEPS; i++)
 		assert_int_equal(w->w_eps[i].ep_rx_total,
 				 (NEPS - 1) * ROUNDS * PER_ROUND);
-	world_free(w);
+	h_world_free(w);
 }
 
 /* Many small messages queued at once go out in few large writes. */
 static void test_batching(void **state)
 {
 	enum { COUNT = 20000, MAX_WRITES = COUNT / 100 };
-	struct h_world *w = world_new(2, LOOPBACK);
+	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
 	struct lc_stats st;
 
 	(void)state;
 	/* Connect first, so the count below is about data only. */
 	assert_int_equal(h_send(w, 0, 1, 1), 1);
-	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
 	lc_get_stats(w->w_eps[0].ep_lc, &st);
 	uint64_t writes0 = st.st_writes;
 
 	assert_int_equal(h_send(w, 0, 1, COUNT), COUNT);
 	assert_int_equal(lc_queue_len(w->w_eps[0].ep_lc, 2), COUNT);
-	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
 	lc_get_stats(w->w_eps[0].ep_lc, &st);
 	printf("batching: %d messages in %llu writes\n", COUNT,
 	       (unsigned long long)(st.st_writes - writes0));
 	assert_true(st.st_writes - writes0 <= MAX_WRITES);
 	assert_int_equal(st.st_frames_resent, 0);
 	assert_clean(w);
-	world_free(w);
+	h_world_free(w);
 }
 
 /* Both sides send before either has polled: both connect, and they settle
  * on one connection (the one node 1 initiated). */
 static void test_simultaneous_connect(void **state)
 {
-	struct h_world *w = world_new(2, LOOPBACK);
+	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
 	struct sockaddr_storage a_local, b_peer;
 	socklen_t alen = sizeof(a_local), blen = sizeof(b_peer);
 	struct lc_stats s0, s1;
@@ -142,7 +107,7 @@ static void test_simultaneous_connect(void **state)
 	(void)state;
 	assert_int_equal(h_send(w, 0, 1, 100), 100);
 	assert_int_equal(h_send(w, 1, 0, 100), 100);
-	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
 	/* Let any loser connection finish closing. */
 	for (int i = 0; i < 20; i++)
 		h_poll(w, 5);
@@ -162,10 +127,10 @@ static void test_simultaneous_connect(void **state)
 	/* More traffic flows over the one connection. */
 	assert_int_equal(h_send(w, 0, 1, 500), 500);
 	assert_int_equal(h_send(w, 1, 0, 500), 500);
-	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
 	assert_int_equal(lc_node_fd(w->w_eps[0].ep_lc, 2), fa);
 	assert_clean(w);
-	world_free(w);
+	h_world_free(w);
 }
 
 static bool refused_once(struct h_world *w, void *arg)
@@ -365,13 +330,13 @@ static void test_scripted_peer(void **state)
 	assert_int_equal(st.st_rejected, 3);
 	assert_int_equal(w->w_eps[0].ep_rx_total, 5);
 	assert_int_equal(w->w_eps[0].ep_rx_errors, 0);
-	world_free(w);
+	h_world_free(w);
 }
 
 /* A connection from 127.0.0.2, which no node has, is refused and logged. */
 static void test_refuse_unknown_address(void **state)
 {
-	struct h_world *w = world_new(2, LOOPBACK);
+	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
 	struct lc_stats st;
 	int fd;
 
@@ -385,16 +350,16 @@ static void test_refuse_unknown_address(void **state)
 	assert_int_equal(st.st_accepts, 0);
 	/* The cluster still works. */
 	assert_int_equal(h_send(w, 1, 0, 10), 10);
-	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
 	assert_clean(w);
-	world_free(w);
+	h_world_free(w);
 }
 
 /* From a known address, but the HELLO names a node that is not ours, or
  * the bytes are not a frame at all: the connection is closed. */
 static void test_reject_impostor(void **state)
 {
-	struct h_world *w = world_new(2, LOOPBACK);
+	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
 	unsigned char hello[LC_HELLO_LEN];
 	struct lc_frame_hdr h = {
 		.fh_magic = LC_FRAME_MAGIC, .fh_version = LC_FRAME_VERSION,
@@ -437,9 +402,9 @@ static void test_reject_impostor(void **state)
 	assert_int_equal(w->w_eps[0].ep_rx_total, 0);
 	/* Node 2, the real one, still gets through. */
 	assert_int_equal(h_send(w, 1, 0, 10), 10);
-	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
 	assert_clean(w);
-	world_free(w);
+	h_world_free(w);
 }
 
 /* A peer that is down: the queue fills to its limit, lc_send says
@@ -485,21 +450,21 @@ static void test_backpressure_and_remove(void **state)
 	assert_int_equal(lc_send(w->w_eps[0].ep_lc, 2, 1, 0, big,
 				 sizeof(big)), -EMSGSIZE);
 	assert_int_equal(lc_queue_len(w->w_eps[0].ep_lc, 2), 0);
-	world_free(w);
+	h_world_free(w);
 }
 
 /* Node 1 removes node 2 and adds it back (a membership change): both
  * directions carry on, the new epoch resets node 2's view of node 1. */
 static void test_remove_and_readd(void **state)
 {
-	struct h_world *w = world_new(2, LOOPBACK);
+	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
 	struct sockaddr_storage ss;
 	struct lc_stats st;
 
 	(void)state;
 	assert_int_equal(h_send(w, 0, 1, 300), 300);
 	assert_int_equal(h_send(w, 1, 0, 300), 300);
-	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
 
 	assert_int_equal(lc_node_remove(w->w_eps[0].ep_lc, 2), 0);
 	assert_int_equal(lc_addr_parse(LOOPBACK, (uint16_t)w->w_eps[1].ep_port,
@@ -508,11 +473,11 @@ static void test_remove_and_readd(void **state)
 
 	assert_int_equal(h_send(w, 0, 1, 300), 300);
 	assert_int_equal(h_send(w, 1, 0, 300), 300);
-	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
 	lc_get_stats(w->w_eps[1].ep_lc, &st);
 	assert_int_equal(st.st_peer_restarts, 1);
 	assert_clean(w);
-	world_free(w);
+	h_world_free(w);
 }
 
 static void test_ipv6(void **state)
@@ -532,14 +497,14 @@ static void test_ipv6(void **state)
 	}
 	close(fd);
 	free(w);
-	w = world_new(3, "::1");
+	w = h_world_new(3, "::1", NULL);
 	for (int i = 0; i < 3; i++)
 		for (int j = 0; j < 3; j++)
 			if (i != j)
 				assert_int_equal(h_send(w, i, j, 1000), 1000);
-	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
 	assert_clean(w);
-	world_free(w);
+	h_world_free(w);
 }
 
 /* A dual-stack wildcard listener admits an IPv4 peer by its address. */
@@ -558,9 +523,9 @@ static void test_wildcard_listener(void **state)
 	assert_int_equal(h_ep_add_peers(w, 1), 0);
 	assert_int_equal(h_send(w, 1, 0, 100), 100);
 	assert_int_equal(h_send(w, 0, 1, 100), 100);
-	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
 	assert_clean(w);
-	world_free(w);
+	h_world_free(w);
 }
 
 /* A known address that connects and says nothing is dropped after the
@@ -586,7 +551,7 @@ static void test_handshake_timeout(void **state)
 	assert_true(closed_by_peer(w, fd));
 	assert_true(h_now_ms() - t0 >= 90);
 	close(fd);
-	world_free(w);
+	h_world_free(w);
 }
 
 /* Node 2 is down when node 1 starts sending: connects fail and back off;
@@ -623,9 +588,9 @@ static void test_peer_comes_up_late(void **state)
 	}
 	assert_int_equal(rv, 0);
 	assert_int_equal(h_ep_add_peers(w, 1), 0);
-	assert_true(h_run_until(w, all_done_and_acked, NULL, WAIT_MS));
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
 	assert_clean(w);
-	world_free(w);
+	h_world_free(w);
 }
 
 int main(void)
