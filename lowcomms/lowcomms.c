@@ -1115,20 +1115,38 @@ int lc_transport_parse(const char *text, enum lc_transport_kind *kind)
 	return 0;
 }
 
-/* The transport the config asks for, or NULL with *err set. */
+/*
+ * The transport the config asks for, or NULL with *err set (a positive
+ * errno).  SCTP, AUTO: the kernel's if socket() can open one; usrsctp if it
+ * fails with EPROTONOSUPPORT (no SCTP in this kernel), and then *missing
+ * gets that error for lc_new() to log.  Any other failure of the probe
+ * (out of fds, denied by policy) fails lc_new(): the two SCTPs do not talk
+ * to each other (usrsctp runs over UDP), so quietly taking the other one
+ * would cut this node off from peers that use the kernel's.
+ */
 static const struct lc_transport *pick_transport(const struct lc_config *cfg,
-						 int *err)
+						 int *err, int *missing)
 {
+	int probe;
+
 	if (cfg->cfg_transport == LC_TRANSPORT_TCP)
 		return &lc_transport_tcp;
 	switch (cfg->cfg_sctp_impl) {
 	case LC_SCTP_AUTO:
-		return lc_sctp_kernel_available() ? &lc_transport_sctp_kernel :
-						    &lc_transport_usrsctp;
-	case LC_SCTP_KERNEL:
-		if (lc_sctp_kernel_available())
+		probe = lc_sctp_kernel_probe();
+		if (!probe)
 			return &lc_transport_sctp_kernel;
-		*err = EPROTONOSUPPORT;
+		if (lc_sctp_kernel_missing(probe)) {
+			*missing = probe;
+			return &lc_transport_usrsctp;
+		}
+		*err = -probe;
+		return NULL;
+	case LC_SCTP_KERNEL:
+		probe = lc_sctp_kernel_probe();
+		if (!probe)
+			return &lc_transport_sctp_kernel;
+		*err = -probe;
 		return NULL;
 	case LC_SCTP_USER:
 		return &lc_transport_usrsctp;
@@ -1168,14 +1186,14 @@ struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 {
 	const struct lc_transport *tr;
 	struct lc_ctx *ctx;
-	int err = ENOMEM, rv;
+	int err = ENOMEM, missing = 0, rv;
 
 	if (!config_is_valid(cfg) || !ops || !ops->ops_deliver ||
 	    !ops->ops_fd_add || !ops->ops_fd_mod || !ops->ops_fd_del) {
 		errno = EINVAL;
 		return NULL;
 	}
-	tr = pick_transport(cfg, &err);
+	tr = pick_transport(cfg, &err, &missing);
 	if (!tr)
 		goto fail;
 	err = ENOMEM;
@@ -1195,6 +1213,11 @@ struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 	ctx->ctx_ops = ops;
 	ctx->ctx_arg = arg;
 	ctx->ctx_port = -1;
+	/* Once per context, that is once per daemon. */
+	if (missing)
+		lc_log(ctx, LOG_NOTICE,
+		       "no SCTP in this kernel (socket: %s): using usrsctp, SCTP over UDP port %d; every node must",
+		       strerror(-missing), tr->tr_udp_port(ctx->ctx_tr_state));
 	return ctx;
 
 fail_rbuf:

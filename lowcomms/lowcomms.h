@@ -54,7 +54,9 @@ enum lc_transport_kind {
 				 * addresses, failing over between them */
 };
 
-/* Which SCTP: the kernel's if it has one, else libusrsctp (AUTO). */
+/* Which SCTP: the kernel's if it has one, else libusrsctp (AUTO: when
+ * socket(IPPROTO_SCTP) fails with EPROTONOSUPPORT, logged once at lc_new;
+ * the two do not interoperate, so every node must end up with the same). */
 enum lc_sctp_impl {
 	LC_SCTP_AUTO = 0,
 	LC_SCTP_KERNEL,
@@ -151,7 +153,8 @@ int lc_addr_parse(const char *text, uint16_t port, struct sockaddr_storage *ss);
 
 /* A context; ops and arg are kept (ops must outlive it).  NULL on
  * failure with errno set (EPROTONOSUPPORT: the SCTP asked for is not
- * there; EADDRINUSE: the SCTP-over-UDP port is taken). */
+ * there; EADDRINUSE: the SCTP-over-UDP port is taken; with AUTO, another
+ * error of the kernel SCTP probe, e.g. EMFILE or EACCES). */
 struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 		      void *arg);
 /* Closes everything, best effort to write a last ack to each peer. */

@@ -98,8 +98,12 @@ struct lc_transport {
 extern const struct lc_transport lc_transport_tcp;
 extern const struct lc_transport lc_transport_sctp_kernel;
 extern const struct lc_transport lc_transport_usrsctp;
-/* Whether this kernel can open SCTP sockets. */
-bool lc_sctp_kernel_available(void);
+/* Whether this kernel can open SCTP sockets: 0, or socket()'s negative
+ * errno (-EPROTONOSUPPORT: built without SCTP, or the module is absent). */
+int lc_sctp_kernel_probe(void);
+/* Whether a probe error means "this kernel has no SCTP" (use usrsctp)
+ * rather than a failure to report (out of fds, denied by policy). */
+bool lc_sctp_kernel_missing(int err);
 
 /* Length of the sockaddr for its family, or 0 if the family is not IP. */
 socklen_t lc_addr_len(const struct sockaddr_storage *ss);

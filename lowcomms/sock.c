@@ -15,14 +15,22 @@
  *    The bytes of each send() are one SCTP message on stream 0; the reader
  *    treats what it receives as a byte stream, as with TCP.
  * The kernel SCTP calls are made through setsockopt, the interface libsctp
- * wraps, so nothing but <netinet/sctp.h> is needed.  This file is only used
- * when socket(..., IPPROTO_SCTP) works (lc_sctp_kernel_available()).
+ * wraps, so only the header is needed, not the library: <netinet/sctp.h>
+ * (libsctp-dev) where it is installed, else the kernel's <linux/sctp.h>
+ * (linux-libc-dev), which is what <netinet/sctp.h> includes anyway.  The
+ * kernel SCTP transport is compiled everywhere and used only when
+ * socket(..., IPPROTO_SCTP) works (lc_sctp_kernel_probe()); where it fails
+ * with EPROTONOSUPPORT lowcomms.c picks usrsctp and says so once.
  */
 #include "lowcomms/lowcomms_internal.h"
 
 #include <errno.h>
 #include <netinet/in.h>
+#if __has_include(<netinet/sctp.h>)
 #include <netinet/sctp.h>
+#else
+#include <linux/sctp.h>
+#endif
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -285,14 +293,19 @@ const struct lc_transport lc_transport_tcp = {
 
 /* ---- kernel SCTP ------------------------------------------------------- */
 
-bool lc_sctp_kernel_available(void)
+int lc_sctp_kernel_probe(void)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_SCTP);
 
 	if (fd < 0)
-		return false;
+		return -errno;
 	close(fd);
-	return true;
+	return 0;
+}
+
+bool lc_sctp_kernel_missing(int err)
+{
+	return err == -EPROTONOSUPPORT || err == -ESOCKTNOSUPPORT;
 }
 
 /* Timers and behaviour of every association of this socket (inherited by

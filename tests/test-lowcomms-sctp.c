@@ -14,6 +14,7 @@
  * bounded.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -49,6 +52,98 @@ static void test_transport(void **state)
 	assert_non_null(strstr(name, "sctp"));
 	if (strstr(name, "usrsctp"))
 		assert_true(lc_udp_port(w->w_eps[0].ep_lc) > 0);
+	h_world_free(w);
+}
+
+static void null_deliver(void *arg, uint32_t from, uint16_t type,
+			 uint32_t lsid, const void *payload, size_t len)
+{
+	(void)arg, (void)from, (void)type, (void)lsid, (void)payload,
+	(void)len;
+}
+
+static int null_fd(void *arg, int fd, short events)
+{
+	(void)arg, (void)fd, (void)events;
+	return 0;
+}
+
+static void null_fd_del(void *arg, int fd)
+{
+	(void)arg, (void)fd;
+}
+
+static const struct lc_ops null_ops = {
+	.ops_deliver = null_deliver,
+	.ops_fd_add = null_fd,
+	.ops_fd_mod = null_fd,
+	.ops_fd_del = null_fd_del,
+};
+
+static void auto_config(struct lc_config *cfg, uint32_t nodeid,
+			const char *addr)
+{
+	h_sctp_config(cfg, nodeid, addr);
+	cfg->cfg_sctp_impl = LC_SCTP_AUTO;
+}
+
+/*
+ * The choice of SCTP follows what this kernel can do: where socket()
+ * refuses IPPROTO_SCTP with EPROTONOSUPPORT (as here: no SCTP module),
+ * AUTO takes usrsctp and says so in one log line per context, not one per
+ * connection, and asking for the kernel's fails with that errno; where the
+ * kernel has SCTP, AUTO takes it and logs nothing of the kind.
+ */
+static void test_kernel_sctp_fallback(void **state)
+{
+	static const char needle[] = "no SCTP in this kernel";
+	struct h_world *w = malloc(sizeof(*w));
+	int fd = socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP);
+	int probe = fd < 0 ? errno : 0;
+	struct lc_config cfg;
+	struct lc_ctx *ctx;
+	const char *name;
+
+	(void)state;
+	if (fd >= 0)
+		close(fd);
+	assert_non_null(w);
+	h_world_init(w);
+	w->w_config = auto_config;
+	w->w_eps[0].ep_log_needle = needle;
+	w->w_eps[1].ep_log_needle = needle;
+	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, NULL), 0);
+	assert_int_equal(h_ep_start(w, 1, LOOPBACK, 0, NULL), 0);
+	assert_int_equal(h_ep_add_peers(w, 0), 0);
+	assert_int_equal(h_ep_add_peers(w, 1), 0);
+	/* Connections (and a reset) do not log it again. */
+	assert_int_equal(h_send(w, 0, 1, 100), 100);
+	assert_int_equal(h_send(w, 1, 0, 100), 100);
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	assert_int_equal(lc_node_reset(w->w_eps[0].ep_lc, 2), 0);
+	assert_int_equal(h_send(w, 0, 1, 100), 100);
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	name = lc_transport_name(w->w_eps[0].ep_lc);
+	printf("kernel SCTP probe: %s; AUTO picked %s\n",
+	       probe ? strerror(probe) : "ok", name);
+
+	if (probe == EPROTONOSUPPORT || probe == ESOCKTNOSUPPORT) {
+		assert_string_equal(name, "sctp (usrsctp)");
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(w->w_eps[i].ep_log_hits, 1);
+		/* Asking for the kernel's SCTP fails with socket()'s errno. */
+		h_sctp_config(&cfg, 3, LOOPBACK);
+		cfg.cfg_sctp_impl = LC_SCTP_KERNEL;
+		errno = 0;
+		ctx = lc_new(&cfg, &null_ops, NULL);
+		assert_null(ctx);
+		assert_int_equal(errno, probe);
+	} else {
+		assert_int_equal(probe, 0);
+		assert_string_equal(name, "sctp (kernel)");
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(w->w_eps[i].ep_log_hits, 0);
+	}
 	h_world_free(w);
 }
 
@@ -313,6 +408,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_transport),
+		cmocka_unit_test(test_kernel_sctp_fallback),
 		cmocka_unit_test(test_ordering),
 		cmocka_unit_test(test_stream),
 		cmocka_unit_test(test_reset_under_load),
