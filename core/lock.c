@@ -2097,6 +2097,144 @@ void dlm_redo_lookups(struct dlm_ls *ls, struct dlm_rsb *r)
 	}
 }
 
+/* Is gr -> rq (with ranges) a down-conversion: does rq conflict with
+ * nothing gr did not conflict with, over no more of the resource? */
+static bool is_down_conversion(const struct dlm_lkb *lkb)
+{
+	int m;
+
+	if (!mode_valid(lkb->lkb_grmode) || !mode_valid(lkb->lkb_rqmode))
+		return false;
+	for (m = DLM_LOCK_NL; m <= DLM_LOCK_EX; m++)
+		if (dlm_modes_compat(lkb->lkb_grmode, m) &&
+		    !dlm_modes_compat(lkb->lkb_rqmode, m))
+			return false;
+	return lkb->lkb_rqrange.ra_start >= lkb->lkb_grrange.ra_start &&
+	       lkb->lkb_rqrange.ra_end <= lkb->lkb_grrange.ra_end;
+}
+
+/* PR <-> CW: neither mode covers the other. */
+static bool is_middle_conversion(int gr, int rq)
+{
+	return (gr == DLM_LOCK_PR && rq == DLM_LOCK_CW) ||
+	       (gr == DLM_LOCK_CW && rq == DLM_LOCK_PR);
+}
+
+/*
+ * Recovery (start step): lkb's operation was in flight to a master that
+ * departed, which may or may not have done it before it died.  Settle
+ * now, with the reply the master would have sent, what must be settled
+ * before the locks are resent, so that the new master never holds a
+ * lock in a mode its owner has given up while another lock was granted
+ * against it:
+ *   unlock            done (the lock is not resent);
+ *   cancel            done (a waiting request goes; a conversion reverts);
+ *   down-conversion   granted (the lock is resent in the lower mode; a
+ *                     writer's LVB goes with it);
+ *   PR <-> CW         queued, as the master would have answered; the new
+ *                     master settles which mode the dead one had granted
+ *                     (dlm_recover_conversions).
+ * Anything else (requests, up-conversions, NOQUEUE middle conversions)
+ * is kept and redone at finish: the lock's old state is safe to resend.
+ */
+void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.m_from = lkb->lkb_wait_nodeid;
+	m.m_remid = lkb->lkb_id;
+	m.m_lkid = lkb->lkb_remid;
+	m.m_grmode = lkb->lkb_grmode;
+	m.m_rqmode = DLM_LOCK_IV;
+	m.m_bastmode = DLM_LOCK_IV;
+	m.m_grrange = lkb->lkb_grrange;
+	switch (lkb->lkb_wait_type) {
+	case DLM_WAIT_UNLOCK:
+		m.m_type = DLM_MSG_UNLOCK_REPLY;
+		m.m_status = -DLM_EUNLOCK;
+		(void)receive_unlock_reply(ls, &m);
+		return;
+	case DLM_WAIT_CANCEL:
+		m.m_type = DLM_MSG_CANCEL_REPLY;
+		m.m_status = -DLM_ECANCEL;
+		(void)receive_cancel_reply(ls, &m);
+		return;
+	case DLM_WAIT_CONVERT:
+		m.m_type = DLM_MSG_CONVERT_REPLY;
+		if (is_down_conversion(lkb)) {
+			/* a cancel behind it finds nothing; an unlock runs
+			 * at finish */
+			m.m_status = 0;
+			m.m_grmode = lkb->lkb_rqmode;
+			m.m_grrange = lkb->lkb_rqrange;
+			m.m_lvbseq = lkb->lkb_lvbseq;
+			if (lkb->lkb_flags & LKBF_VALBLK) {
+				m.m_lvb = lkb->lkb_lvb;
+				m.m_lvblen = DLM_LVB_LEN;
+			}
+			(void)receive_convert_reply(ls, &m);
+			return;
+		}
+		if (lkb->lkb_flags & (LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK))
+			break;	/* dlm_redo_op finishes it */
+		if (is_middle_conversion(lkb->lkb_grmode, lkb->lkb_rqmode) &&
+		    !(lkb->lkb_exflags & DLM_LKF_NOQUEUE)) {
+			m.m_status = -EINPROGRESS;
+			(void)receive_convert_reply(ls, &m);
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	dlm_resend_later(ls, lkb);
+}
+
+/*
+ * Recovery, at a new master once every lock is in: a PR <-> CW conversion
+ * queued at the dead master may have been granted there (its GRANT lost
+ * with it) and other locks granted against the new mode.  When a granted
+ * lock conflicts with such a lock's old mode, the dead master must have
+ * granted the conversion: take it as granted in the new mode (the
+ * grant that follows tells the owner).
+ */
+void dlm_recover_conversions(struct dlm_rsb *r)
+{
+	struct dlm_ls *ls = r->res_ls;
+	struct dlm_list *pos, *qpos;
+	struct dlm_list *qs[2] = { &r->res_grantq, &r->res_convertq };
+
+	dlm_list_for_each(pos, &r->res_convertq) {
+		struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
+						       lkb_statequeue);
+		bool conflict = false;
+		int k;
+
+		if (!is_middle_conversion(lkb->lkb_grmode, lkb->lkb_rqmode))
+			continue;
+		for (k = 0; k < 2 && !conflict; k++)
+			dlm_list_for_each(qpos, qs[k]) {
+				struct dlm_lkb *g = dlm_container_of(qpos, struct dlm_lkb,
+								     lkb_statequeue);
+
+				if (g == lkb || !mode_valid(g->lkb_grmode))
+					continue;
+				if (!compat(ls, g->lkb_grmode, lkb->lkb_grmode) &&
+				    ranges_overlap(ls, &g->lkb_grrange, &lkb->lkb_grrange)) {
+					conflict = true;
+					break;
+				}
+			}
+		if (conflict) {
+			log_ls(ls, DLM_LOG_DEBUG,
+			       "recovery: conversion of %08x to %s taken as granted",
+			       lkb->lkb_id, lkb->lkb_rqmode == DLM_LOCK_PR ? "PR" : "CW");
+			set_grmode(r, lkb, lkb->lkb_rqmode, &lkb->lkb_grrange);
+		}
+	}
+}
+
 /* Redo the operation kept by dlm_resend_later(), now that the lockspace
  * runs again. */
 void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
@@ -2110,9 +2248,12 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	/* a cancel or force unlock (a purge) came while the op was in
 	 * flight to a departed master: the op never took effect anywhere
 	 * (the new master has the lock as it was), so finish it here
-	 * rather than redo it and undo it */
+	 * rather than redo it and undo it.  Not a down-conversion: that is
+	 * never queued, so no cancel can stop it (and it may write the
+	 * LVB); it is done, then the overlap runs. */
 	if ((lkb->lkb_flags & (LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK)) &&
-	    (wait_type == DLM_WAIT_REQUEST || wait_type == DLM_WAIT_CONVERT)) {
+	    (wait_type == DLM_WAIT_REQUEST ||
+	     (wait_type == DLM_WAIT_CONVERT && !is_down_conversion(lkb)))) {
 		bool unlock = lkb->lkb_flags & LKBF_OVERLAP_UNLOCK;
 
 		if (wait_type == DLM_WAIT_REQUEST) {

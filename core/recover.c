@@ -295,7 +295,7 @@ static int purge_departed(struct dlm_ls *ls)
 
 static int step_start(struct dlm_ls *ls)
 {
-	struct dlm_list *pos, *tmp;
+	struct dlm_list *pos, *tmp, gone;
 	struct rsb_array a;
 	size_t i;
 	int rv;
@@ -312,14 +312,25 @@ static int step_start(struct dlm_ls *ls)
 	free_held(&ls->ls_rc_deferred);
 	ls->ls_rc_out = 0;
 
-	/* operations in flight to departed nodes: redo them at finish */
+	/* operations in flight to departed nodes: settle those the lock's
+	 * resent state depends on, keep the rest to redo at finish (taken
+	 * off the list first: settling one may run another lock's op) */
+	dlm_list_init(&gone);
 	dlm_list_for_each_safe(pos, tmp, &ls->ls_waiters) {
 		struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
 						       lkb_waiter);
 		uint32_t to = lkb->lkb_wait_nodeid;
 
-		if (!to || departed(ls, to))
-			dlm_resend_later(ls, lkb);
+		if (!to || departed(ls, to)) {
+			dlm_list_del(&lkb->lkb_waiter);
+			dlm_list_add_tail(&lkb->lkb_waiter, &gone);
+		}
+	}
+	while (!dlm_list_empty(&gone)) {
+		struct dlm_lkb *lkb = dlm_list_first(&gone, struct dlm_lkb,
+						     lkb_waiter);
+
+		dlm_recover_waiter(ls, lkb);
 	}
 
 	rv = purge_departed(ls);
@@ -601,6 +612,7 @@ static int step_grant(struct dlm_ls *ls)
 		if (!is_master(r))
 			continue;
 		if (r->res_flags & RESF_NEW_MASTER) {
+			dlm_recover_conversions(r);
 			recover_lvb(r);
 			nnew++;
 		}

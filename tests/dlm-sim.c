@@ -1225,8 +1225,10 @@ static void react(struct sim *sim, struct sim_lock *lk)
 	m = cand[rng_below(&sim->rng, (uint32_t)n)];	/* NL always qualifies */
 	convert_lock(sim, lk, m, release_lvb_flags(sim, lk) |
 		     (lk->l_persistent ? DLM_LKF_PERSISTENT : 0));
-	if (lk->l_op == OP_CONVERT)
+	if (lk->l_op == OP_CONVERT) {
+		lk->l_react_mask = lk->l_bast_mask;
 		lk->l_bast_mask = 0;
+	}
 }
 
 /* ------------------------------------------------------- schedule phase */

@@ -684,6 +684,7 @@ static void check_grant(struct sim *sim, struct sim_lock *lk, const struct sim_a
 /* The pending request of lk got its answer. */
 static void op_done(struct sim_lock *lk)
 {
+	lk->l_react_mask = 0;
 	if (lk->l_force) {
 		lk->l_force = false;
 		lk->l_op = OP_UNLOCK;		/* the force unlock goes on */
@@ -762,6 +763,9 @@ static void handle_comp(struct sim *sim, struct sim_lock *lk, const struct sim_a
 				lk->l_cancel = false;	/* it did cancel */
 				lk->l_gmode = ast->grmode;
 			}
+			/* a down-conversion answering blocking ASTs did not
+			 * happen: they are unanswered again */
+			lk->l_bast_mask |= lk->l_react_mask;
 			op_done(lk);
 			return;
 		}
@@ -1054,5 +1058,20 @@ void model_recovery_purge(struct sim *sim, int node)
 			continue;
 		if (w->w_grmode >= DLM_LOCK_PW || w->w_rqmode >= DLM_LOCK_PW)
 			lvb_loosen(sim, w->w_res, false);
+	}
+	/* A release by a PW/EX holder still in flight may have gone to a
+	 * master that died (the node learns of it only now): the value it
+	 * wrote may be lost with that master, and is then flagged. */
+	for (j = 0; j < n->n_nclients; j++) {
+		const struct sim_client *c = &n->n_clients[j];
+		unsigned int k;
+
+		for (k = 0; k < c->c_nlocks; k++) {
+			const struct sim_lock *lk = c->c_locks[k];
+
+			if (lk->l_gmode >= DLM_LOCK_PW &&
+			    (lk->l_op == OP_UNLOCK || lk->l_op == OP_CONVERT || lk->l_force))
+				lvb_loosen(sim, lk->l_res, false);
+		}
 	}
 }

@@ -202,6 +202,7 @@ struct sim_lock {
 	uint32_t	l_req_flags;	/* flags of the latest request or conversion */
 	uint32_t	l_lvb_since;	/* r_nwrites when the request was issued */
 	unsigned int	l_bast_mask;	/* modes of blocking ASTs not yet acted on */
+	unsigned int	l_react_mask;	/* l_bast_mask a pending down-conversion answers */
 };
 
 struct sim_client {
