@@ -1148,6 +1148,113 @@ static void test_recover_held_and_resent(void **state)
 	cluster_free(c);
 }
 
+
+/* Deliver, in order, only the queued messages from 'from' to 'to' (and
+ * none of what they cause); the others stay queued in their order. */
+static void deliver_only(struct cluster *c, uint32_t from, uint32_t to)
+{
+	size_t n = c->qtail - c->qhead, i, keep = 0;
+	struct qmsg *tmp = calloc(n ? n : 1, sizeof(*tmp));
+
+	assert_non_null(tmp);
+	for (i = 0; i < n; i++)
+		tmp[i] = c->q[(c->qhead + i) % MAXQ];
+	c->qhead = c->qtail = 0;
+	for (i = 0; i < n; i++)
+		if (!(tmp[i].from == from && tmp[i].to == to))
+			c->q[c->qtail++ % MAXQ] = tmp[keep++, i];
+	for (i = 0; i < n; i++)
+		if (tmp[i].from == from && tmp[i].to == to)
+			assert_int_equal(dlm_core_receive(c->core[to], from, tmp[i].buf,
+							  tmp[i].len), 0);
+	free(tmp);
+}
+
+static void assert_verified(struct cluster *c)
+{
+	char why[256];
+	int i;
+
+	for (i = 1; i <= c->n; i++)
+		if (!c->dead[i] && dlm_core_ls_verify(c->ls[i], why, sizeof(why)))
+			fail_msg("node %d: %s", i, why);
+}
+
+/* An unlock the master did just before it died: the lock it released
+ * must not come back to the new master next to the lock granted in its
+ * place (the reply the dead master never sent is taken as given). */
+static void test_recover_inflight_unlock(void **state)
+{
+	struct cluster *c = cluster_new(3, 100);
+	uint32_t x, a, b;
+	char *text;
+
+	(void)state;
+	x = lock_on(c, 3, 3, "U", DLM_LOCK_NL, 0, 0, NULL);	/* node 3 masters U */
+	drain(c);
+	a = lock_on(c, 1, 1, "U", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	b = lock_on(c, 2, 2, "U", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_no_comp(c, 2, b);
+	c->nasts = 0;
+	/* node 1 unlocks; node 3 does it and grants node 2, whose GRANT
+	 * arrives; the unlock reply to node 1 is lost as node 3 dies */
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	deliver_only(c, 1, 3);
+	deliver_only(c, 3, 2);
+	assert_status(c, 2, b, 0);
+	assert_no_comp(c, 1, a);
+	c->dead[3] = 1;
+	stop_all(c);
+	start_all(c, 1);
+	drain(c);
+	/* recovered, not yet finished: one EX holder, node 2's */
+	assert_status(c, 1, a, -DLM_EUNLOCK);
+	assert_verified(c);
+	text = dump(c, 1);
+	if (getenv("TEST_CORE_VERBOSE"))
+		fprintf(stderr, "after recovery (node 1):\n%s", text);
+	assert_null(strstr(text, "owner 1\n"));
+	free(text);
+	finish_all(c, 1);
+	assert_verified(c);
+	assert_int_equal(count_asts(c, 1, a, DLM_AST_COMP), 1);
+	(void)x;
+	cluster_free(c);
+}
+
+/* A resource no one holds, on a master that survives, keeps the value a
+ * writer left in it across a recovery another node's death causes. */
+static void test_recover_unused_keeps_lvb(void **state)
+{
+	struct cluster *c = cluster_new(3, 60000);
+	char v[DLM_LVB_LEN] = "left by node 1";
+	uint32_t a, r;
+
+	(void)state;
+	a = lock_on(c, 2, 2, "K", DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_int_equal(unlock(c, 2, 2, a, 0, NULL), 0);	/* node 2 masters K */
+	drain(c);
+	a = lock_on(c, 1, 1, "K", DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	assert_int_equal(unlock(c, 1, 1, a, DLM_LKF_VALBLK, v), 0);
+	drain(c);
+	assert_dump_has(c, 2, "resource \"K\" master 2 master-copy");
+	assert_dump_has(c, 2, "unused");
+	c->dead[3] = 1;
+	recover_all(c, 1);
+	r = lock_on(c, 1, 1, "K", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_status(c, 1, r, 0);
+	assert_false(comp_of(c, 1, r)->a.sbflags & DLM_SBF_VALNOTVALID);
+	assert_memory_equal(comp_of(c, 1, r)->lvb, v, DLM_LVB_LEN);
+	cluster_free(c);
+}
+
 /* A recovery aborted half way by a newer event, then a node joining. */
 static void test_recover_abort_and_join(void **state)
 {
@@ -1238,6 +1345,8 @@ int main(void)
 		cmocka_unit_test(test_recover_purge_and_lvb),
 		cmocka_unit_test(test_recover_held_and_resent),
 		cmocka_unit_test(test_recover_abort_and_join),
+		cmocka_unit_test(test_recover_inflight_unlock),
+		cmocka_unit_test(test_recover_unused_keeps_lvb),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
