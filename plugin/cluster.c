@@ -134,8 +134,12 @@
 
 #define DAEMON_GROUP		"dlmd:daemon"
 #define LS_GROUP_PREFIX		"dlmd:ls:"
-#define CS_RETRIES		50	/* CS_ERR_TRY_AGAIN retries */
+#define CS_RETRIES		50	/* CS_ERR_TRY_AGAIN retries (1 s) */
 #define CS_RETRY_US		20000
+/* At start-up corosync may still be settling (its IPC not listening yet
+ * right after it was started, or TRY_AGAIN during the sync that follows
+ * a membership change): connecting is retried for this long, logged. */
+#define CS_STARTUP_RETRIES	500	/* x CS_RETRY_US = 10 s */
 #define NODELIST_MAX_KEYS	4096	/* bound on a cmap iteration */
 #define MAX_RINGS		8	/* ring0_addr .. ring7_addr */
 #define MCAST_RETRY_MS		50	/* after CS_ERR_TRY_AGAIN on a START */
@@ -485,15 +489,26 @@ static int quorum_start(struct dlmd_cluster *cs)
 {
 	quorum_callbacks_t cb = { .quorum_notify_fn = quorum_notify };
 	uint32_t type;
-	cs_error_t e;
+	cs_error_t e = CS_ERR_TRY_AGAIN;
 
-	e = quorum_initialize(&cs->cs_quorum, &cb, &type);
+	for (int i = 0; i < CS_STARTUP_RETRIES; i++) {
+		e = quorum_initialize(&cs->cs_quorum, &cb, &type);
+		if (e != CS_ERR_TRY_AGAIN)
+			break;
+		usleep(CS_RETRY_US);
+	}
 	if (e != CS_OK) {
 		log_err("quorum: %s", cs_str(e));
 		return -ENOTCONN;
 	}
 	quorum_context_set(cs->cs_quorum, cs);
-	e = quorum_trackstart(cs->cs_quorum, CS_TRACK_CHANGES | CS_TRACK_CURRENT);
+	for (int i = 0; i < CS_STARTUP_RETRIES; i++) {
+		e = quorum_trackstart(cs->cs_quorum,
+				      CS_TRACK_CHANGES | CS_TRACK_CURRENT);
+		if (e != CS_ERR_TRY_AGAIN)
+			break;
+		usleep(CS_RETRY_US);
+	}
 	if (e != CS_OK || quorum_fd_get(cs->cs_quorum, &cs->cs_quorum_fd) != CS_OK) {
 		log_err("quorum tracking: %s", cs_str(e));
 		quorum_finalize(cs->cs_quorum);
@@ -1016,11 +1031,12 @@ static int daemon_cpg_ready(int32_t fd, int32_t revents, void *data)
 
 /* Connect a CPG handle, join 'name'.  0 or -ENOTCONN. */
 static int cpg_open(const char *name, cpg_deliver_fn_t deliver,
-		    cpg_confchg_fn_t confchg, void *ctx, cpg_handle_t *h, int *fd)
+		    cpg_confchg_fn_t confchg, void *ctx, int retries,
+		    cpg_handle_t *h, int *fd)
 {
 	cpg_model_v1_data_t model;
 	struct cpg_name gn;
-	cs_error_t e;
+	cs_error_t e = CS_ERR_TRY_AGAIN;
 
 	memset(&model, 0, sizeof(model));
 	model.model = CPG_MODEL_V1;
@@ -1028,17 +1044,26 @@ static int cpg_open(const char *name, cpg_deliver_fn_t deliver,
 	model.cpg_confchg_fn = confchg;
 	model.cpg_totem_confchg_fn = ls_totem_confchg;
 	model.flags = CPG_MODEL_V1_DELIVER_INITIAL_TOTEM_CONF;
-	e = cpg_model_initialize(h, CPG_MODEL_V1, (cpg_model_data_t *)&model, ctx);
+	for (int i = 0; i < retries; i++) {
+		e = cpg_model_initialize(h, CPG_MODEL_V1,
+					 (cpg_model_data_t *)&model, ctx);
+		if (e != CS_ERR_TRY_AGAIN)
+			break;
+		usleep(CS_RETRY_US);
+	}
 	if (e != CS_OK) {
 		log_err("cpg for %s: %s", name, cs_str(e));
 		return -ENOTCONN;
 	}
 	memset(&gn, 0, sizeof(gn));
 	gn.length = (uint32_t)snprintf(gn.value, sizeof(gn.value), "%s", name);
-	for (int i = 0; i < CS_RETRIES; i++) {
+	for (int i = 0; i < retries; i++) {
 		e = cpg_join(*h, &gn);
 		if (e != CS_ERR_TRY_AGAIN)
 			break;
+		if (i == CS_RETRIES)
+			log_notice("cpg join %s: corosync still says try again; "
+				   "retrying", name);
 		usleep(CS_RETRY_US);	/* bounded; corosync asks us to retry */
 	}
 	if (e != CS_OK || cpg_fd_get(*h, fd) != CS_OK) {
@@ -1071,10 +1096,18 @@ static void cpg_close(const char *name, cpg_handle_t h)
 
 static int cmap_start(struct dlmd_cluster *cs)
 {
-	cs_error_t e;
+	cs_error_t e = CS_ERR_TRY_AGAIN;
 	int rv;
 
-	e = cmap_initialize(&cs->cs_cmap);
+	for (int i = 0; i < CS_STARTUP_RETRIES; i++) {
+		e = cmap_initialize(&cs->cs_cmap);
+		if (e != CS_ERR_LIBRARY && e != CS_ERR_TRY_AGAIN)
+			break;
+		if (i == 0)
+			log_notice("cmap: %s; retrying for up to %d s", cs_str(e),
+				   CS_STARTUP_RETRIES * CS_RETRY_US / 1000000);
+		usleep(CS_RETRY_US);	/* bounded; before the loop runs */
+	}
 	if (e != CS_OK) {
 		log_err("cmap: %s (is corosync running?)", cs_str(e));
 		cs->cs_cmap = 0;
@@ -1139,8 +1172,8 @@ int dlmd_cluster_init(struct dlmd *d)
 	rv = quorum_start(cs);
 	if (rv)
 		return rv;
-	rv = cpg_open(DAEMON_GROUP, daemon_deliver, daemon_confchg, cs, &cs->cs_daemon_cpg,
-		      &cs->cs_daemon_fd);
+	rv = cpg_open(DAEMON_GROUP, daemon_deliver, daemon_confchg, cs,
+		      CS_STARTUP_RETRIES, &cs->cs_daemon_cpg, &cs->cs_daemon_fd);
 	if (rv) {
 		cs->cs_daemon_fd = -1;
 		return rv;
@@ -1210,7 +1243,8 @@ int dlmd_cluster_ls_join(struct dlmd *d, struct dlmd_ls *dl)
 		return 0;
 	}
 	snprintf(name, sizeof(name), "%s%s", LS_GROUP_PREFIX, dl->dl_name);
-	rv = cpg_open(name, ls_deliver, ls_confchg, cl, &cl->cl_cpg, &cl->cl_fd);
+	rv = cpg_open(name, ls_deliver, ls_confchg, cl, CS_RETRIES, &cl->cl_cpg,
+		      &cl->cl_fd);
 	if (rv)
 		goto fail;
 	rv = qb_loop_poll_add(d->d_loop, QB_LOOP_HIGH, cl->cl_fd, POLLIN, cl,

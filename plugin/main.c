@@ -228,6 +228,11 @@ int main(int argc, char **argv)
 		log_err("cannot create the main loop");
 		goto out_log;
 	}
+	/* SIGTERM/SIGINT are ours from here on: one that arrives while we
+	 * connect to corosync is logged and stops the loop at once, instead
+	 * of killing the process silently with its default action. */
+	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGTERM, d, on_signal, NULL);
+	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGINT, d, on_signal, NULL);
 	rv = dlmd_cluster_init(d);
 	if (rv) {
 		log_err("membership (%s) unavailable: %s; not starting",
@@ -247,8 +252,6 @@ int main(int argc, char **argv)
 	make_parent_dirs(d->d_cfg.cf_ctl_socket_path);
 	if (dlmd_client_listen(d) || dlmd_ctl_listen(d))
 		goto out_sockets;
-	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGTERM, d, on_signal, NULL);
-	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGINT, d, on_signal, NULL);
 	qb_loop_timer_add(d->d_loop, QB_LOOP_LOW,
 			  (uint64_t)d->d_cfg.cf_scan_secs * MS_PER_SEC * NS_PER_MS,
 			  d, on_tick, &tick_timer);
