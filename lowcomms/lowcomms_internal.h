@@ -67,7 +67,8 @@ struct lc_transport {
 	ssize_t (*tr_send)(struct lc_sock *sk, const void *buf, size_t len);
 	/* Bytes read, 0 at the end of the stream. */
 	ssize_t (*tr_recv)(struct lc_sock *sk, void *buf, size_t len);
-	/* Close (abort: drop unsent data and reset the peer at once). */
+	/* Close (abort: drop unsent data and reset the peer at once; usrsctp
+	 * always aborts, see us_close()). */
 	void (*tr_close)(struct lc_sock *sk, bool abort);
 	/* Around the handling of an fd event (may be NULL): begin consumes
 	 * the notification, end re-arms it if work is left (readable data, or
