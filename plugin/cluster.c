@@ -550,7 +550,11 @@ static const char *start_blocker(const struct dlmd_cluster_ls *cl,
 			return "quorum (member not in the quorum view)";
 	for (unsigned int i = 0; i < cl->cl_nfailed; i++) {
 		if (!dlmd_fence_is_done(cl->cl_d, cl->cl_failed[i])) {
-			snprintf(buf, size, "fencing node %u", cl->cl_failed[i]);
+			char what[80];
+
+			dlmd_fence_describe(cl->cl_d, cl->cl_failed[i], what,
+					    sizeof(what));
+			snprintf(buf, size, "fencing %s", what);
 			return buf;
 		}
 	}
@@ -654,7 +658,7 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 {
 	struct dlmd *d = cl->cl_d;
 	struct dlmd_ls *dl = cl->cl_dl;
-	char buf[64];
+	char buf[96];
 	int rv;
 
 	if (!cl->cl_in_group || cl->cl_loser)
@@ -1351,7 +1355,7 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 	} else if (!cl->cl_in_group) {
 		snprintf(v->lv_wait, sizeof(v->lv_wait), "join (group)");
 	} else if (!cl->cl_start_sent) {
-		char buf[64];
+		char buf[96];
 		const char *why = start_blocker(cl, buf, sizeof(buf));
 
 		snprintf(v->lv_wait, sizeof(v->lv_wait), "%s",

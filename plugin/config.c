@@ -29,6 +29,9 @@
  *   enable_fencing    1            fence failed nodes before recovery (0/1)
  *   fence_command     (none)       run "CMD NODEID" to fence a failed node;
  *                                  exit 0 means fenced (plugin/fence.c)
+ *   fence_pacemaker   auto         learn fencing results from pacemaker's
+ *                                  fencer: auto (when it is reachable,
+ *                                  else fence_command), yes (always), no
  *   flight_recorder_lines 4096     lines kept for "dlmctl dump" (16..1048576)
  */
 #include <errno.h>
@@ -231,6 +234,23 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 		snprintf(cf->cf_fence_command, sizeof(cf->cf_fence_command), "%s", v);
 		return 0;
 	}
+	if (!strcmp(k, "fence_pacemaker")) {
+		*why = "expected auto, yes or no";
+		if (!strcmp(v, "auto")) {
+			cf->cf_fence_pcmk = DLMD_FENCE_PCMK_AUTO;
+		} else if (!strcmp(v, "yes")) {
+			*why = "this dlmd was built without pacemaker's fencing "
+			       "API (configure found no pacemaker-fencing)";
+			if (!dlmd_fence_pcmk_built())
+				return -EINVAL;
+			cf->cf_fence_pcmk = DLMD_FENCE_PCMK_YES;
+		} else if (!strcmp(v, "no")) {
+			cf->cf_fence_pcmk = DLMD_FENCE_PCMK_NO;
+		} else {
+			return -EINVAL;
+		}
+		return 0;
+	}
 	if (!strcmp(k, "membership")) {
 		*why = "expected corosync or none";
 		if (!strcmp(v, "corosync"))
@@ -344,7 +364,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     "socket_mode = 0%o\nadmin_group = %s\nlog_level = %s\n"
 		     "log_syslog = %s\nmembership = %s\nnodeid = %u\n"
 		     "enable_fencing = %d\nfence_command = %s\n"
-		     "flight_recorder_lines = %u\n",
+		     "fence_pacemaker = %s\nflight_recorder_lines = %u\n",
 		     cf->cf_port, cf->cf_buffer_size, cf->cf_toss_secs,
 		     cf->cf_scan_secs, cf->cf_recover_timer, cf->cf_socket_path,
 		     cf->cf_ctl_socket_path, cf->cf_pid_file,
@@ -355,6 +375,8 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     cf->cf_membership == DLMD_MEMBERSHIP_NONE ? "none" : "corosync",
 		     cf->cf_nodeid, cf->cf_enable_fencing ? 1 : 0,
 		     cf->cf_fence_command[0] ? cf->cf_fence_command : "(none)",
+		     cf->cf_fence_pcmk == DLMD_FENCE_PCMK_YES ? "yes" :
+		     cf->cf_fence_pcmk == DLMD_FENCE_PCMK_NO ? "no" : "auto",
 		     cf->cf_flight_lines) < 0)
 		return NULL;
 	return s;

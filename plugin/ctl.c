@@ -205,6 +205,8 @@ static int verb_status(struct dlmd *d, const char *arg, struct sbuf *sb, bool js
 
 		dlmd_comms_status(d, comms, sizeof(comms));
 		sb_printf(sb, "\ncomms %s", comms);
+		dlmd_fence_status(d, comms, sizeof(comms));
+		sb_printf(sb, "\nfencing %s", comms);
 	}
 	sb_printf(sb, "\nlockspaces %u\nclients %u\nuptime %llu s\nrequests %llu\n"
 		  "bad_requests %llu\nasts_sent %llu\nprotocol %d.%d.%d\nsocket %s\n",

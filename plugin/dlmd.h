@@ -68,6 +68,13 @@ enum dlmd_membership {
 	DLMD_MEMBERSHIP_NONE = 1,	/* one node, no corosync (tests, fuzzing) */
 };
 
+/* dlm.conf fence_pacemaker: use pacemaker's fencer (plugin/fence.c). */
+enum dlmd_fence_pcmk {
+	DLMD_FENCE_PCMK_AUTO = 0,	/* when the fencer is reachable */
+	DLMD_FENCE_PCMK_YES = 1,	/* always; wait while it is not */
+	DLMD_FENCE_PCMK_NO = 2,		/* never */
+};
+
 struct dlmd_config {
 	char			cf_file[PATH_MAX];	/* "" when none was read */
 	uint32_t		cf_port;
@@ -89,6 +96,7 @@ struct dlmd_config {
 	uint32_t		cf_nodeid;		/* membership none only */
 	bool			cf_enable_fencing;
 	char			cf_fence_command[1024];	/* "" = none */
+	enum dlmd_fence_pcmk	cf_fence_pcmk;
 	uint32_t		cf_flight_lines;
 };
 
@@ -286,11 +294,36 @@ void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len);
 void dlmd_comms_kick(struct dlmd *d);
 void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size);
 
+/* fence-policy.c: fence.c's decisions, without I/O (tests/test-fence.c) */
+enum dlmd_fence_method {
+	DLMD_FENCE_OFF,		/* enable_fencing = 0: fenced at once */
+	DLMD_FENCE_PACEMAKER,	/* wait for pacemaker's fencer to report it */
+	DLMD_FENCE_COMMAND,	/* run fence_command */
+	DLMD_FENCE_MANUAL,	/* wait for dlmctl fence_ack */
+};
+const char *dlmd_fence_method_str(enum dlmd_fence_method m);
+/* Was dlmd built with pacemaker's fencing API? */
+bool dlmd_fence_pcmk_built(void);
+/* How a failed node is fenced now, from the config and whether we are
+ * connected to pacemaker's fencer. */
+enum dlmd_fence_method dlmd_fence_choose(const struct dlmd_config *cf,
+					 bool fencer_connected);
+/* Does a fencing operation from pacemaker's history count for a failure
+ * at failed_s (wall clock, s)?  Only a successful one (done) that
+ * completed at or after the failure. */
+bool dlmd_fence_pcmk_counts(int64_t failed_s, bool done, int64_t completed_s);
+
 /* fence.c */
 int dlmd_fence_init(struct dlmd *d);
 void dlmd_fence_fini(struct dlmd *d);
 void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid);
 bool dlmd_fence_is_done(const struct dlmd *d, uint32_t nodeid);
+/* What fencing of the node waits for, as "node N (METHOD...)", for
+ * dlmctl ls. */
+void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
+			 size_t size);
+/* The fencing method and fencer connection, one line, for dlmctl status. */
+void dlmd_fence_status(const struct dlmd *d, char *buf, size_t size);
 /* Quorum changed: start the fencing that waited for it. */
 void dlmd_fence_kick(struct dlmd *d);
 /* An operator says the node is fenced.  0, or -ENOENT if none pending. */

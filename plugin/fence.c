@@ -10,10 +10,24 @@
  *
  * Per node the table keeps the time of the latest failure and the time of
  * the latest successful fencing; a node is "fenced" when the second is not
- * older than the first.  How a node gets fenced, by configuration:
+ * older than the first.  How a node gets fenced is chosen at every attempt
+ * (fence-policy.c holds the rule and its tests):
  *
  *   enable_fencing = 0      never waits (tests; a cluster whose storage
  *                           needs no protection): marked fenced at once.
+ *   pacemaker               fence_pacemaker = yes, or auto (the default)
+ *                           while dlmd is connected to pacemaker's fencer
+ *                           (pacemaker-fenced, libstonithd): pacemaker
+ *                           itself fences a node lost uncleanly; dlmd
+ *                           waits until the fencer's history for the node
+ *                           (asked by corosync node id) holds a successful
+ *                           fencing completed at or after the failure.
+ *                           The history is read at the failure, at every
+ *                           st_notify_fence notification (the fencer's
+ *                           connection fd is in the main loop) and every
+ *                           FENCE_RETRY_MS as a backstop.  dlmd does not
+ *                           ask for the fencing (stonith_api_kick): the
+ *                           cluster's policy decides.
  *   fence_command = CMD     run "CMD NODEID" through /bin/sh; exit 0
  *                           means the node is fenced.  A failure is retried
  *                           every FENCE_RETRY_MS (logged rate-limited).
@@ -22,9 +36,12 @@
  *   neither                 nothing can fence: recovery waits until an
  *                           operator runs "dlmctl fence_ack NODEID".
  *
- * Pacemaker's fencing API (stonith_api_time_helper) is not linked in this
- * version: a pacemaker cluster configures fence_command with a helper that
- * asks the fencer (for example "stonith_admin --reboot").
+ * With fence_pacemaker = auto, losing the fencer moves pending nodes to
+ * fence_command (or fence_ack) at their next attempt; the connection is
+ * retried every FENCE_RETRY_MS while a node waits.  dlmd built without
+ * pacemaker-dev (configure: "pacemaker's fencing API: no") has no
+ * pacemaker method and rejects fence_pacemaker = yes.  The history query
+ * is a synchronous call to the local fencer, which answers from memory.
  *
  * Only a quorate node runs the command, and only once the quorum view no
  * longer lists the victim (corosync reports the CPG change before the
@@ -41,9 +58,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <poll.h>
+#include <time.h>
+
+#ifdef HAVE_PACEMAKER_FENCING
+#include <crm/stonith-ng.h>
+#endif
+
 #include "plugin/dlmd.h"
 
 #define FENCE_RETRY_MS		2000
+#define PCMK_CLIENT_NAME	"dlmd"
+#define PCMK_HISTORY_TIMEOUT_S	10
 #define FENCE_LOG_INTERVAL_MS	10000
 #define FENCE_CMD_MAX		1024
 #define NS_PER_MS		1000000ULL
@@ -51,6 +77,10 @@
 struct fence_node {
 	uint32_t	fn_nodeid;
 	uint64_t	fn_failed_at;	/* ms; 0 = never failed */
+	int64_t		fn_failed_wall;	/* wall clock s of the failure */
+	enum dlmd_fence_method fn_method;	/* of the latest attempt */
+	bool		fn_pcmk_pending;	/* the fencer has an operation on it */
+	int64_t		fn_pcmk_last_done;	/* latest fencing in its history */
 	uint64_t	fn_fenced_at;	/* ms; 0 = never fenced */
 	pid_t		fn_pid;		/* running command, or 0 */
 	uint64_t	fn_started_at;	/* when the running command began */
@@ -65,6 +95,12 @@ struct dlmd_fence {
 	struct fence_node	fe_nodes[DLM_MAX_NODES];
 	unsigned int		fe_nnodes;
 	bool			fe_sigchld;
+	bool			fe_pcmk_connected;
+	uint64_t		fe_pcmk_last_try;	/* ms of the last connect */
+#ifdef HAVE_PACEMAKER_FENCING
+	stonith_t		*fe_st;
+	int			fe_st_fd;
+#endif
 };
 
 static struct fence_node *fnode(struct dlmd_fence *fe, uint32_t nodeid,
@@ -86,6 +122,7 @@ static bool is_fenced(const struct fence_node *fn)
 }
 
 static void run_command(struct dlmd_fence *fe, struct fence_node *fn);
+static void attempt(struct dlmd_fence *fe, struct fence_node *fn);
 
 static void fenced(struct dlmd_fence *fe, struct fence_node *fn, const char *how)
 {
@@ -112,7 +149,7 @@ static void retry_timer(void *data)
 		return;
 	fn->fn_retry_armed = false;
 	if (!is_fenced(fn) && !fn->fn_pid)
-		run_command(fe, fn);
+		attempt(fe, fn);
 }
 
 static void schedule_retry(struct dlmd_fence *fe, struct fence_node *fn)
@@ -201,7 +238,7 @@ static int32_t on_sigchld(int32_t sig, void *data)
 				fn->fn_attempts = 0;
 				fenced(fe, fn, "fence_command exit 0");
 			} else {
-				run_command(fe, fn);
+				attempt(fe, fn);
 			}
 		} else {
 			log_debug("fencing: command for node %u failed (status "
@@ -211,6 +248,201 @@ static int32_t on_sigchld(int32_t sig, void *data)
 		}
 	}
 	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* pacemaker's fencer                                                   */
+/* ------------------------------------------------------------------ */
+
+#ifdef HAVE_PACEMAKER_FENCING
+/* libstonithd's notification callback has no user pointer: the one
+ * fencing table of this process (one daemon per process). */
+static struct dlmd_fence *pcmk_fence;
+
+static void pcmk_disconnect(struct dlmd_fence *fe, bool in_dispatch)
+{
+	if (!fe->fe_st)
+		return;
+	if (!in_dispatch && fe->fe_st_fd >= 0)
+		qb_loop_poll_del(fe->fe_d->d_loop, fe->fe_st_fd);
+	stonith_api_delete(fe->fe_st);
+	fe->fe_st = NULL;
+	fe->fe_st_fd = -1;
+	fe->fe_pcmk_connected = false;
+	pcmk_fence = NULL;
+}
+
+/* Read the fencer's history of the node: true if it is now fenced. */
+static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	stonith_history_t *hist = NULL;
+	char target[16];
+	int64_t done = 0;
+	bool pending = false;
+	int rc;
+
+	if (!fe->fe_st)
+		return false;
+	snprintf(target, sizeof(target), "%u", fn->fn_nodeid);
+	rc = fe->fe_st->cmds->history(fe->fe_st, st_opt_sync_call | st_opt_cs_nodeid,
+				      target, &hist, PCMK_HISTORY_TIMEOUT_S);
+	if (rc < 0) {
+		log_warn("fencing: pacemaker's fencer history of node %u: %s",
+			 fn->fn_nodeid, strerror(-rc));
+		/* a lost connection shows on its fd (pcmk_ready), which
+		 * may be the caller: never disconnect here */
+		stonith_history_free(hist);
+		return false;
+	}
+	for (stonith_history_t *h = hist; h; h = h->next) {
+		if (h->state == st_done) {
+			if ((int64_t)h->completed > done)
+				done = (int64_t)h->completed;
+		} else if (h->state != st_failed) {
+			pending = true;
+		}
+	}
+	stonith_history_free(hist);
+	fn->fn_pcmk_pending = pending;
+	fn->fn_pcmk_last_done = done;
+	if (dlmd_fence_pcmk_counts(fn->fn_failed_wall, done > 0, done)) {
+		char how[96];
+
+		snprintf(how, sizeof(how), "pacemaker's fencer: fenced %lld s "
+			 "after the failure", (long long)(done - fn->fn_failed_wall));
+		fenced(fe, fn, how);
+		return true;
+	}
+	return false;
+}
+
+/* st_notify_fence: some fencing ended; look at every node we wait for. */
+static void pcmk_on_fence(stonith_t *st, stonith_event_t *e)
+{
+	struct dlmd_fence *fe = pcmk_fence;
+
+	if (!fe)
+		return;
+	log_info("fencing: pacemaker's fencer: %s of %s by %s: %s",
+		 e->action ? e->action : "?", e->target ? e->target : "?",
+		 e->executioner ? e->executioner : "?",
+		 e->result == 0 ? "ok" : "failed");
+	for (unsigned int i = 0; i < fe->fe_nnodes && fe->fe_st; i++) {
+		struct fence_node *fn = &fe->fe_nodes[i];
+
+		if (!is_fenced(fn) && fn->fn_method == DLMD_FENCE_PACEMAKER)
+			pcmk_check(fe, fn);
+	}
+}
+
+static int pcmk_ready(int32_t fd, int32_t revents, void *data)
+{
+	struct dlmd_fence *fe = data;
+
+	if ((revents & (POLLHUP | POLLERR)) || !stonith_dispatch(fe->fe_st)) {
+		log_warn("fencing: lost the connection to pacemaker's fencer");
+		pcmk_disconnect(fe, true);
+		return -1;	/* libqb drops the fd */
+	}
+	return 0;
+}
+
+static void pcmk_connect(struct dlmd_fence *fe)
+{
+	struct dlmd *d = fe->fe_d;
+	uint64_t now = dlmd_now_ms();
+	stonith_t *st;
+	int rc, fd = -1;
+
+	if (fe->fe_st || !d->d_cfg.cf_enable_fencing ||
+	    d->d_cfg.cf_fence_pcmk == DLMD_FENCE_PCMK_NO ||
+	    (fe->fe_pcmk_last_try && now - fe->fe_pcmk_last_try < FENCE_RETRY_MS))
+		return;
+	fe->fe_pcmk_last_try = now;
+	st = stonith_api_new();
+	if (!st)
+		return;
+	rc = st->cmds->connect(st, PCMK_CLIENT_NAME, &fd);
+	if (rc < 0 || fd < 0) {
+		log_debug("fencing: pacemaker's fencer not reachable: %s",
+			  strerror(rc < 0 ? -rc : ENOTCONN));
+		stonith_api_delete(st);
+		return;
+	}
+	rc = st->cmds->register_notification(st, T_STONITH_NOTIFY_FENCE,
+					     pcmk_on_fence);
+	if (rc < 0 || qb_loop_poll_add(d->d_loop, QB_LOOP_HIGH, fd, POLLIN, fe,
+				       pcmk_ready)) {
+		log_warn("fencing: cannot follow pacemaker's fencer: %s",
+			 strerror(rc < 0 ? -rc : EINVAL));
+		stonith_api_delete(st);
+		return;
+	}
+	fe->fe_st = st;
+	fe->fe_st_fd = fd;
+	fe->fe_pcmk_connected = true;
+	pcmk_fence = fe;
+	log_notice("fencing: connected to pacemaker's fencer");
+}
+#else
+static void pcmk_connect(struct dlmd_fence *fe)
+{
+}
+
+static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	return false;
+}
+#endif
+
+/* One step towards fencing the node, by the method that applies now. */
+static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	struct dlmd *d = fe->fe_d;
+	enum dlmd_fence_method m;
+	uint64_t now = dlmd_now_ms();
+	bool log_now;
+
+	if (is_fenced(fn) || fn->fn_pid)
+		return;
+	pcmk_connect(fe);
+	m = dlmd_fence_choose(&d->d_cfg, fe->fe_pcmk_connected);
+	log_now = m != fn->fn_method || !fn->fn_last_log ||
+		  now - fn->fn_last_log >= FENCE_LOG_INTERVAL_MS;
+	fn->fn_method = m;
+	switch (m) {
+	case DLMD_FENCE_OFF:
+		fenced(fe, fn, "fencing disabled");
+		return;
+	case DLMD_FENCE_PACEMAKER:
+		if (pcmk_check(fe, fn))
+			return;
+		if (log_now) {
+			log_notice("fencing: node %u: waiting for pacemaker's "
+				   "fencer to fence it (%s)", fn->fn_nodeid,
+				   !fe->fe_pcmk_connected ? "fencer not reachable" :
+				   fn->fn_pcmk_pending ? "fencing in progress" :
+				   "no fencing since the failure yet");
+			fn->fn_last_log = now;
+		}
+		schedule_retry(fe, fn);
+		return;
+	case DLMD_FENCE_COMMAND:
+		run_command(fe, fn);
+		return;
+	case DLMD_FENCE_MANUAL:
+		if (log_now) {
+			log_notice("fencing: node %u: nothing can fence it; "
+				   "waiting for 'dlmctl fence_ack %u'",
+				   fn->fn_nodeid, fn->fn_nodeid);
+			fn->fn_last_log = now;
+		}
+		/* the fencer may appear (fence_pacemaker = auto) */
+		if (dlmd_fence_pcmk_built() &&
+		    d->d_cfg.cf_fence_pcmk != DLMD_FENCE_PCMK_NO)
+			schedule_retry(fe, fn);
+		return;
+	}
 }
 
 int dlmd_fence_init(struct dlmd *d)
@@ -226,12 +458,28 @@ int dlmd_fence_init(struct dlmd *d)
 				       on_sigchld, NULL) == 0)
 			fe->fe_sigchld = true;
 	}
+#ifdef HAVE_PACEMAKER_FENCING
+	fe->fe_st_fd = -1;
+#endif
+	pcmk_connect(fe);
 	if (!d->d_cfg.cf_enable_fencing)
 		log_notice("fencing disabled (enable_fencing = 0): failed nodes' "
 			   "locks are released without fencing them");
-	else if (!d->d_cfg.cf_fence_command[0])
-		log_notice("fencing enabled without fence_command: recovery after "
-			   "a node failure waits for 'dlmctl fence_ack NODEID'");
+	else if (!dlmd_fence_pcmk_built())
+		log_notice("fencing: built without pacemaker's fencing API; "
+			   "failed nodes are fenced by %s",
+			   d->d_cfg.cf_fence_command[0] ? "fence_command" :
+			   "an operator ('dlmctl fence_ack NODEID')");
+	else
+		log_notice("fencing: fence_pacemaker = %s, pacemaker's fencer %s; "
+			   "otherwise %s",
+			   d->d_cfg.cf_fence_pcmk == DLMD_FENCE_PCMK_YES ? "yes" :
+			   d->d_cfg.cf_fence_pcmk == DLMD_FENCE_PCMK_NO ? "no" : "auto",
+			   fe->fe_pcmk_connected ? "connected" : "not reachable",
+			   d->d_cfg.cf_fence_pcmk == DLMD_FENCE_PCMK_YES ?
+			   "recovery waits for the fencer" :
+			   d->d_cfg.cf_fence_command[0] ? "fence_command" :
+			   "'dlmctl fence_ack NODEID'");
 	return 0;
 }
 
@@ -251,6 +499,9 @@ void dlmd_fence_fini(struct dlmd *d)
 		/* a pending retry timer owns a small allocation; the loop is
 		 * destroyed right after, which is the only way it leaks */
 	}
+#ifdef HAVE_PACEMAKER_FENCING
+	pcmk_disconnect(fe, false);
+#endif
 	free(fe);
 	d->d_fence = NULL;
 }
@@ -273,28 +524,72 @@ void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid)
 	if (!is_fenced(fn))
 		return;
 	fn->fn_failed_at = now ? now : 1;
+	fn->fn_failed_wall = (int64_t)time(NULL);
 	fn->fn_attempts = 0;
+	fn->fn_last_log = 0;
+	fn->fn_pcmk_pending = false;
 	log_notice("fencing: node %u failed", nodeid);
-	if (!d->d_cfg.cf_enable_fencing) {
-		fenced(fe, fn, "fencing disabled");
-		return;
-	}
-	if (d->d_cfg.cf_fence_command[0] && !fn->fn_pid)
-		run_command(fe, fn);
+	attempt(fe, fn);
 }
 
 void dlmd_fence_kick(struct dlmd *d)
 {
 	struct dlmd_fence *fe = d->d_fence;
 
-	if (!fe || !d->d_cfg.cf_enable_fencing || !d->d_cfg.cf_fence_command[0])
+	if (!fe || !d->d_cfg.cf_enable_fencing)
 		return;
 	for (unsigned int i = 0; i < fe->fe_nnodes; i++) {
 		struct fence_node *fn = &fe->fe_nodes[i];
 
 		if (!is_fenced(fn) && !fn->fn_pid)
-			run_command(fe, fn);
+			attempt(fe, fn);
 	}
+}
+
+void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
+			 size_t size)
+{
+	const struct dlmd_fence *fe = d->d_fence;
+	const struct fence_node *fn = NULL;
+
+	for (unsigned int i = 0; fe && i < fe->fe_nnodes; i++)
+		if (fe->fe_nodes[i].fn_nodeid == nodeid)
+			fn = &fe->fe_nodes[i];
+	if (!fn) {
+		snprintf(buf, size, "node %u", nodeid);
+		return;
+	}
+	switch (fn->fn_method) {
+	case DLMD_FENCE_PACEMAKER:
+		snprintf(buf, size, "node %u (pacemaker: %s)", nodeid,
+			 !fe->fe_pcmk_connected ? "fencer not reachable" :
+			 fn->fn_pcmk_pending ? "in progress" : "not fenced yet");
+		break;
+	case DLMD_FENCE_COMMAND:
+		snprintf(buf, size, "node %u (fence_command, attempt %u)", nodeid,
+			 fn->fn_attempts);
+		break;
+	case DLMD_FENCE_MANUAL:
+		snprintf(buf, size, "node %u (dlmctl fence_ack)", nodeid);
+		break;
+	default:
+		snprintf(buf, size, "node %u", nodeid);
+		break;
+	}
+}
+
+void dlmd_fence_status(const struct dlmd *d, char *buf, size_t size)
+{
+	const struct dlmd_fence *fe = d->d_fence;
+
+	snprintf(buf, size, "%s (fence_pacemaker %s, fencer %s, fence_command %s)",
+		 dlmd_fence_method_str(dlmd_fence_choose(&d->d_cfg,
+							 fe && fe->fe_pcmk_connected)),
+		 !dlmd_fence_pcmk_built() ? "not built" :
+		 d->d_cfg.cf_fence_pcmk == DLMD_FENCE_PCMK_YES ? "yes" :
+		 d->d_cfg.cf_fence_pcmk == DLMD_FENCE_PCMK_NO ? "no" : "auto",
+		 fe && fe->fe_pcmk_connected ? "connected" : "not connected",
+		 d->d_cfg.cf_fence_command[0] ? "set" : "none");
 }
 
 bool dlmd_fence_is_done(const struct dlmd *d, uint32_t nodeid)
