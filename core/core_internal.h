@@ -40,6 +40,8 @@
 #define LKBF_PURGED		0x0080	/* owner purged: deliver no more ASTs */
 #define LKBF_VALBLK		0x0100	/* the lock carries an LVB */
 #define LKBF_RESEND		0x0200	/* op (lkb_wait_type) to redo at finish; on ls_resend */
+#define LKBF_LVB_STALE		0x0400	/* lkb_lvb came flagged VALNOTVALID (or was
+					 * written with IVVALBLK) */
 
 /* lkb_wait_type: the remote operation this process copy waits for */
 enum dlm_wait {

@@ -619,8 +619,11 @@ static void lvb_read(struct dlm_rsb *r, struct dlm_lkb *lkb)
 		return;
 	memcpy(lkb->lkb_lvb, r->res_lvb, DLM_LVB_LEN);
 	lkb->lkb_lvbseq = r->res_lvbseq;
-	if (r->res_flags & RESF_VALNOTVALID)
+	lkb->lkb_flags &= ~LKBF_LVB_STALE;
+	if (r->res_flags & RESF_VALNOTVALID) {
 		lkb->lkb_sbflags |= DLM_SBF_VALNOTVALID;
+		lkb->lkb_flags |= LKBF_LVB_STALE;
+	}
 }
 
 /* Grant lkb its requested mode (or 'mode', an alternate), applying the
@@ -1196,8 +1199,13 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	/* the caller's bytes become the lock's copy only when this
 	 * conversion writes them: until then lkb_lvb is the value this lock
 	 * read, which recovery may take as the resource's */
-	if (req->lvb && lvb_writes(lkb, req->mode))
+	if (lvb_writes(lkb, req->mode) && (req->flags & DLM_LKF_IVVALBLK)) {
+		lkb->lkb_flags |= LKBF_LVB_STALE;
+	} else if (req->lvb && lvb_writes(lkb, req->mode) &&
+		   (req->flags & DLM_LKF_VALBLK)) {
 		memcpy(lkb->lkb_lvb, req->lvb, DLM_LVB_LEN);
+		lkb->lkb_flags &= ~LKBF_LVB_STALE;
+	}
 	set_astinfo(lkb, req);
 	if (!dlm_ls_running(ls)) {
 		lkb->lkb_wait_type = DLM_WAIT_CONVERT;
@@ -1629,8 +1637,13 @@ static void pcopy_granted(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	struct dlm_rsb *r = lkb->lkb_rsb;
 
 	lkb->lkb_sbflags |= m->m_sbflags;
-	if (m->m_lvb && (lkb->lkb_flags & LKBF_VALBLK))
+	if (m->m_lvb && (lkb->lkb_flags & LKBF_VALBLK)) {
 		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
+		if (m->m_sbflags & DLM_SBF_VALNOTVALID)
+			lkb->lkb_flags |= LKBF_LVB_STALE;
+		else
+			lkb->lkb_flags &= ~LKBF_LVB_STALE;
+	}
 	lkb->lkb_lvbseq = m->m_lvbseq;
 	set_grmode(r, lkb, m->m_grmode, &m->m_grrange);
 	lkb->lkb_rqmode = DLM_LOCK_IV;
@@ -2157,7 +2170,9 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		return;
 	case DLM_WAIT_CANCEL:
 		m.m_type = DLM_MSG_CANCEL_REPLY;
-		m.m_status = -DLM_ECANCEL;
+		/* granted meanwhile (the GRANT came first): nothing left */
+		m.m_status = lkb->lkb_status == DLM_LKSTS_WAITING ||
+			     lkb->lkb_status == DLM_LKSTS_CONVERT ? -DLM_ECANCEL : -EBUSY;
 		(void)receive_cancel_reply(ls, &m);
 		return;
 	case DLM_WAIT_CONVERT:
@@ -2168,12 +2183,20 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 			m.m_status = 0;
 			m.m_grmode = lkb->lkb_rqmode;
 			m.m_grrange = lkb->lkb_rqrange;
+			uint32_t id = lkb->lkb_id;
+			bool stale = lkb->lkb_flags & LKBF_LVB_STALE;
+
 			m.m_lvbseq = lkb->lkb_lvbseq;
 			if (lkb->lkb_flags & LKBF_VALBLK) {
 				m.m_lvb = lkb->lkb_lvb;
 				m.m_lvblen = DLM_LVB_LEN;
 			}
 			(void)receive_convert_reply(ls, &m);
+			/* an IVVALBLK write (or a value that came flagged)
+			 * stays flagged in the copy recovery sends */
+			lkb = dlm_lkb_find(ls, id);
+			if (lkb && stale)
+				lkb->lkb_flags |= LKBF_LVB_STALE;
 			return;
 		}
 		if (lkb->lkb_flags & (LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK))

@@ -521,6 +521,9 @@ static void resend_queue(struct dlm_ls *ls, struct dlm_rsb *r,
 		m.m_keylen = r->res_keylen;
 		if (lkb->lkb_status == DLM_LKSTS_GRANTED)
 			m.m_rqmode = DLM_LOCK_IV;
+		/* a holder's copy that came flagged stays flagged */
+		m.m_sbflags = (lkb->lkb_flags & LKBF_LVB_STALE) ?
+			      DLM_SBF_VALNOTVALID : 0;
 		dlm_send_msg(ls, &m, to);
 		ls->ls_rc_out++;
 	}
@@ -563,8 +566,8 @@ static int commit_masters(struct dlm_ls *ls)
 }
 
 /* A new master's LVB: from a lock held in PR or above (that holder's copy
- * is current: no one could write while it held), else the newest copy
- * any lock has, marked invalid. */
+ * is current: no one could write while it held; still invalid if it was
+ * granted so), else the newest copy any lock has, marked invalid. */
 static void recover_lvb(struct dlm_rsb *r)
 {
 	struct dlm_lkb *best = NULL;
@@ -596,7 +599,7 @@ static void recover_lvb(struct dlm_rsb *r)
 	} else {
 		memset(r->res_lvb, 0, DLM_LVB_LEN);
 	}
-	if (current)
+	if (current && !(best->lkb_flags & LKBF_LVB_STALE))
 		r->res_flags &= ~RESF_VALNOTVALID;
 	else
 		r->res_flags |= RESF_VALNOTVALID;
@@ -870,6 +873,10 @@ static void receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		lkb->lkb_flags |= LKBF_VALBLK;
 		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
 	}
+	if (m->m_sbflags & DLM_SBF_VALNOTVALID)
+		lkb->lkb_flags |= LKBF_LVB_STALE;
+	else
+		lkb->lkb_flags &= ~LKBF_LVB_STALE;
 	if (lkb->lkb_status != m->m_status) {
 		if (lkb->lkb_status != DLM_LKSTS_NONE) {
 			/* re-queue with the counts right */

@@ -1061,17 +1061,20 @@ void model_recovery_purge(struct sim *sim, int node)
 	}
 	/* A release by a PW/EX holder still in flight may have gone to a
 	 * master that died (the node learns of it only now): the value it
-	 * wrote may be lost with that master, and is then flagged. */
-	for (j = 0; j < n->n_nclients; j++) {
-		const struct sim_client *c = &n->n_clients[j];
-		unsigned int k;
+	 * wrote may be lost with that master, and is then flagged.  An
+	 * unlock in flight to a dead master (a client's, or a purge after a
+	 * crash) is taken as done: if that was the last lock there, the
+	 * resource may start afresh. */
+	for (j = 0; j < s->s_n; j++) {
+		const struct sim_winfo *w = &s->s_info[j];
+		const struct sim_lock *lk;
 
-		for (k = 0; k < c->c_nlocks; k++) {
-			const struct sim_lock *lk = c->c_locks[k];
-
-			if (lk->l_gmode >= DLM_LOCK_PW &&
-			    (lk->l_op == OP_UNLOCK || lk->l_op == OP_CONVERT || lk->l_force))
-				lvb_loosen(sim, lk->l_res, false);
-		}
+		if (w->w_nodeid != (uint32_t)node + 1 || w->w_status == DLM_LKSTS_NONE)
+			continue;
+		lk = lock_find(sim, node, w->w_ls, w->w_lkid);
+		if (!lk || lk->l_op == OP_UNLOCK || lk->l_force)
+			lvb_loosen(sim, w->w_res, true);
+		else if (lk->l_gmode >= DLM_LOCK_PW && lk->l_op == OP_CONVERT)
+			lvb_loosen(sim, w->w_res, false);
 	}
 }
