@@ -1216,7 +1216,8 @@ struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 	/* Once per context, that is once per daemon. */
 	if (missing)
 		lc_log(ctx, LOG_NOTICE,
-		       "no SCTP in this kernel (socket: %s): using usrsctp, SCTP over UDP port %d; every node must",
+		       "no SCTP in this kernel (socket: %s): using usrsctp, "
+		       "SCTP over UDP port %d; every node must",
 		       strerror(-missing), tr->tr_udp_port(ctx->ctx_tr_state));
 	return ctx;
 

@@ -432,7 +432,7 @@ fail:
  */
 static void abort_assoc(struct us_sock *us)
 {
-	static const char nothing;	/* usrsctp wants a buffer, even empty */
+	static const char nothing;	/* a buffer, even for 0 bytes */
 	struct sctp_sndinfo si = { .snd_flags = SCTP_ABORT };
 
 	/* Fails with ENOTCONN when there is no association: nothing to do. */

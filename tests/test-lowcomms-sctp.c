@@ -8,10 +8,11 @@
  * the same way: ordering between three nodes, a long stream, connections
  * reset under load in both directions, an endpoint's socket layer killed
  * and restarted mid-stream (exactly once), a receiver's context recreated
- * mid-stream (a new node: repeats allowed, no loss), wire faults, refusal of a stranger, and two addresses per node (one
- * association over both).  Multi-homed failover with a path cut is in
- * test-lowcomms-sctp-netns.sh, which needs namespaces.  Every wait is
- * bounded.
+ * mid-stream (a new node: repeats allowed, no loss), wire faults, refusal
+ * of a stranger, and two addresses per node (one association over both);
+ * and the choice between the kernel's SCTP and usrsctp.  Multi-homed
+ * failover with a path cut is in test-lowcomms-sctp-netns.sh, which needs
+ * namespaces.  Every wait is bounded.
  */
 #include <errno.h>
 #include <netinet/in.h>
