@@ -1,38 +1,78 @@
 #!/bin/sh
-# tests/pcmk-cluster.sh - pacemaker runs dlmd through the OCF agent on the
-# 3-node test cluster (tests/dlm-cluster up 3).  Not in make check yet.
+# tests/pcmk-cluster.sh - pacemaker runs dlmd through the OCF agent
+# (ocf:dlmd:dlmd, as a clone) on the 3-host test cluster of
+# tests/dlm-cluster, and fences a host with a fence device that really
+# stops it.
 #
-#   1. bring up 3 nodes (corosync; dlm-cluster's own dlmd is stopped by
-#      the agent, by its pid file), give each node private pacemaker
-#      state (/var/lib/pacemaker, /var/log/pacemaker, /run/crm), the agent
-#      under /usr/lib/ocf/resource.d/dlmd (a private copy of resource.d),
-#      and the node's dlm.conf at the same path on every node
-#      (/run/dlm-test/dlm.conf, in each node's private /run) since a clone
-#      has one set of parameters; start pacemakerd on every node;
-#   2. crm configure primitive + clone (interleave=true); the CIB has
-#      stonith-enabled=false, so first check that the agent refuses to
-#      start without allow_stonith_disabled, then allow it;
-#   3. crm resource start: dlmd runs on every node;
-#   4. SIGKILL dlmd on node 2: pacemaker's monitor notices, the clone
-#      instance is restarted there (a new pid);
-#   5. crm resource stop: every dlmd is gone;
-#   teardown: pacemakerd and everything else stopped by PID.
+# Set-up: dlm-cluster up 3 (corosync; its own dlmd is stopped through the
+# agent, by its pid file); each host gets private pacemaker state
+# (/var/lib/pacemaker, /var/log/pacemaker, /run/crm), the agent under
+# /usr/lib/ocf/resource.d/dlmd (a private copy of resource.d), the test
+# fence agent tests/fence_dlmtest as /usr/sbin/fence_dlmtest (a read-only
+# overlay, in the host's mount namespace only), and its dlm.conf at one
+# path on every host (/run/dlm-test/dlm.conf, in each host's private
+# /run), since a clone has one set of parameters.  pacemakerd on every
+# host, its CIB seeded with stonith-enabled=false.
+#
+# A. fencing disabled (dlm.conf: enable_fencing = 0)
+#   1. crm configure primitive + clone: the agent refuses to start while
+#      stonith-enabled is false, saying so; allow_stonith_disabled=true
+#      lets it start;
+#   2. crm resource start: dlmd runs on every host;
+#   3. SIGKILL dlmd on host 2: pacemaker's monitor notices and restarts it
+#      there (a new pid, a fail count);
+#   4. a client on every host holds a lock in one lockspace; SIGKILL
+#      host 3's corosync: hosts 1 and 2 keep their dlmd (same pids), the
+#      lockspace recovers to members 1 2, host 3's lock is released and
+#      host 1's is not; host 3's corosync comes back, pacemaker restarts
+#      dlmd there;
+#   5. crm resource stop: every dlmd is gone.
+# B. fencing through pacemaker (stonith-enabled=true, a stonith primitive
+#    with fence_dlmtest, no-quorum-policy=freeze; dlmd learns of fencing
+#    through fence_command, a helper calling stonith_admin)
+#   6. the clone starts without allow_stonith_disabled; a client on every
+#      host holds a lock; the fence agent is held (DIR/fence-hold) and
+#      host 3's link is cut;
+#   7. while the fencing operation is pending: the survivors' lockspace
+#      waits for fencing node 3, host 3's lock is not granted elsewhere,
+#      host 3's dlmd still runs, and the agent's monitor calls the
+#      survivors healthy (fencing is pending);
+#   8. the hold is released: the fence agent kills host 3's processes,
+#      then (and only then) the lockspace recovers to members 1 2 and
+#      host 3's lock is granted on host 1; crm resource stop.
 #
 # Usage: tests/pcmk-cluster.sh [DIR]   (default: a new temporary directory)
-# Every wait is bounded (WAIT_S); a failure prints why and exits 1.
+# Exits 77 (skipped) when pacemaker or crmsh is not installed.  Every wait
+# is bounded (WAIT_S); a failure prints why and exits 1, keeping DIR.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_srcdir=$(cd "$top_srcdir" && pwd)
 top_builddir=${top_builddir:-.}
 top_builddir=$(cd "$top_builddir" && pwd)
 CLUSTER=$top_srcdir/tests/dlm-cluster
+FENCE_AGENT=$top_srcdir/tests/fence_dlmtest
 AGENT=$top_builddir/ocf/dlmd
 DLMD=$top_builddir/plugin/dlmd
 DLMCTL=$top_builddir/plugin/dlmctl
+CLIENT=$top_builddir/tests/cluster-client
 export top_builddir
-N=3
-WAIT_S=60
+LS=pcmktest
+WAIT_S=60	# bound of every wait
+BLOCKED_S=2	# how long "nothing is granted" is watched
+HOLD_S=4	# how long fencing is held pending, after the survivors wait
 OCF_ROOT=/usr/lib/ocf
+CONF=/run/dlm-test/dlm.conf
+
+for t in pacemakerd crm crm_mon crm_resource stonith_admin corosync; do
+	if ! command -v "$t" >/dev/null 2>&1; then
+		echo "SKIP: $t is not installed (pacemaker, crmsh: tests/setup-deps)"
+		exit 77
+	fi
+done
+if [ ! -r "$OCF_ROOT/lib/heartbeat/ocf-shellfuncs" ]; then
+	echo "SKIP: resource-agents' ocf-shellfuncs is not installed"
+	exit 77
+fi
 
 rc=0
 fail() {
@@ -44,68 +84,97 @@ die() {
 	exit 1
 }
 
-for t in pacemakerd crm crm_mon corosync; do
-	command -v "$t" >/dev/null 2>&1 || die "$t is not installed (tests/setup-deps)"
-done
-[ "$(id -u)" = 0 ] || die "needs root"
+[ "$(id -u)" = 0 ] || die "needs root (namespaces, corosync, pacemaker)"
 [ -x "$AGENT" ] || die "no agent at $AGENT (make first)"
+[ -x "$CLIENT" ] || die "no $CLIENT (make check builds it)"
 
 dir=${1:-$(mktemp -d "${TMPDIR:-/tmp}/dlmd-pcmk.XXXXXX")}
 mkdir -p "$dir" && chmod 755 "$dir"
 dir=$(cd "$dir" && pwd)
+t_start=$(date +%s)
 
-on() { # K CMD...: run CMD on node K
+on() { # K CMD...: run CMD on host K
 	k=$1
 	shift
 	"$CLUSTER" exec "$dir" "$k" "$@"
 }
 
+# nsx K CMD...: CMD in host K's namespaces, exec'd in place, so that
+# "nsx ... &" leaves the real pid in $! (dlm-cluster exec does too, but
+# needs the host's env file).
+nsx() {
+	k=$1
+	shift
+	exec nsenter --net="/run/netns/$(cat "$dir/tag")n$k" \
+		--mount="$dir/ns/n$k.mnt" --uts="$dir/ns/n$k.uts" "$@"
+}
+
+alive() { # PID NAME: PID runs and is NAME
+	[ -n "$1" ] && [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]
+}
+
+# shellcheck disable=SC2317 # used by the EXIT trap
+descendants() { # PID: every process below PID
+	for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+		echo "$c"
+		descendants "$c"
+	done
+}
+
+clients=""
 # shellcheck disable=SC2317 # the EXIT trap
 cleanup() {
-	for k in 1 2 3; do
-		pf=$dir/pcmk-$k.pid
-		[ -r "$pf" ] || continue
-		pid=$(cat "$pf")
-		if [ -d "/proc/$pid" ] &&
-		   [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = pacemakerd ]; then
-			kill -TERM "$pid" 2>/dev/null
-		fi
+	rm -f "$dir/fence-hold"
+	for p in $clients; do
+		kill -KILL "$p" 2>/dev/null
 	done
 	for k in 1 2 3; do
-		pf=$dir/pcmk-$k.pid
-		[ -r "$pf" ] || continue
-		pid=$(cat "$pf")
+		pid=$(cat "$dir/pcmk-$k.pid" 2>/dev/null)
+		alive "$pid" pacemakerd && kill -TERM "$pid" 2>/dev/null
+	done
+	for k in 1 2 3; do
+		pid=$(cat "$dir/pcmk-$k.pid" 2>/dev/null)
+		[ -n "$pid" ] || continue
 		i=0
-		while [ -d "/proc/$pid" ] && [ "$i" -lt 300 ]; do
+		while alive "$pid" pacemakerd && [ "$i" -lt 150 ]; do
 			sleep 0.1
 			i=$((i + 1))
 		done
-		[ -d "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null
-		# pacemaker's children of this node (their pids, from /proc)
-		for c in $(ps -o pid= --ppid "$pid" 2>/dev/null); do
+		# pacemakerd, and anything left below it (by pid, from /proc)
+		for c in $pid $(descendants "$pid"); do
 			kill -KILL "$c" 2>/dev/null
 		done
 	done
-	# any dlmd the agent started, by the node's pid file
+	# any dlmd the agent started, by the host's pid file, and what it runs
 	for k in 1 2 3; do
-		pf=$dir/n$k/dlmd.pid
-		[ -r "$pf" ] || continue
-		pid=$(cat "$pf")
-		[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dlmd ] && kill -TERM "$pid" 2>/dev/null
+		pid=$(cat "$dir/n$k/dlmd.pid" 2>/dev/null)
+		alive "$pid" dlmd || continue
+		for c in $(descendants "$pid"); do
+			kill -KILL "$c" 2>/dev/null
+		done
+		kill -TERM "$pid" 2>/dev/null
 	done
-	for k in 1 2 3; do
-		on "$k" sh -c 'umount /usr/lib/ocf/resource.d /var/lib/pacemaker /var/log/pacemaker' 2>/dev/null
-	done
-	"$CLUSTER" down "$dir" >/dev/null 2>&1 || true
+	if ! "$CLUSTER" down "$dir" >"$dir/down.out" 2>&1; then
+		cat "$dir/down.out" >&2
+		fail "dlm-cluster down reported a problem"
+	fi
 	if [ "$rc" -eq 0 ]; then
 		rm -rf "$dir"
 	else
-		echo "files kept in $dir" >&2
+		echo "files kept in $dir (pacemaker: nK/log-pacemaker, fencing: fence.log)" >&2
 	fi
 	exit "$rc"
 }
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM
+
+# crm_do ARGS...: crm ARGS on host 1, its chatter kept in DIR/crm.out
+crm_do() {
+	echo "## crm $*" >>"$dir/crm.out"
+	on 1 crm "$@" >>"$dir/crm.out" 2>&1 && return 0
+	tail -n 5 "$dir/crm.out" >&2
+	return 1
+}
 
 # wait_for SECONDS WHAT CMD...: until CMD succeeds, bounded.
 wait_for() {
@@ -114,23 +183,94 @@ wait_for() {
 	shift 2
 	until "$@" >/dev/null 2>&1; do
 		[ "$(date +%s)" -lt "$wf_end" ] || { fail "timed out waiting for $wf_what"; return 1; }
-		sleep 0.5
+		sleep 0.2
 	done
 }
 
-echo "== $N nodes"
-"$CLUSTER" up "$N" "$dir" || die "dlm-cluster up $N"
+ls_line() { # K: host K's "dlmctl ls" lines for $LS
+	on "$1" "$DLMCTL" ls 2>/dev/null | grep -A1 "^name $LS "
+}
+# shellcheck disable=SC2317 # called through wait_for
+ls_has() { ls_line "$1" | grep -q "$2"; }
+wait_ls() { # K REGEX WHAT
+	wait_for $WAIT_S "$3" ls_has "$1" "$2" ||
+		fail "host $1: dlmctl ls: $(ls_line "$1")"
+}
 
-# Private pacemaker state, the agent, and one config path for all nodes.
-mkdir -p "$dir/ocf"
+agent() { # K ACTION: the agent, by hand, on host K (as pacemaker calls it)
+	on "$1" env OCF_ROOT=$OCF_ROOT OCF_RESOURCE_INSTANCE=dlm \
+		OCF_RESKEY_config=$CONF OCF_RESKEY_daemon="$DLMD" \
+		OCF_RESKEY_dlmctl="$DLMCTL" "$AGENT" "$2" >>"$dir/agent.out" 2>&1
+}
+running_on() { agent "$1" monitor; }
+# shellcheck disable=SC2317 # called through wait_for
+all_running() { running_on 1 && running_on 2 && running_on 3; }
+# shellcheck disable=SC2317
+none_running() { ! running_on 1 && ! running_on 2 && ! running_on 3; }
+dlmd_pid() { cat "$dir/n$1/dlmd.pid" 2>/dev/null; }
+same_survivors() { # P1 P2: hosts 1 and 2 still run these dlmd pids
+	if [ "$(dlmd_pid 1)" != "$1" ] || [ "$(dlmd_pid 2)" != "$2" ]; then
+		fail "a survivor's dlmd was restarted ($1 $2 -> $(dlmd_pid 1) $(dlmd_pid 2))"
+	fi
+}
+# shellcheck disable=SC2317
+mon_has() { on 1 crm_mon -1 2>/dev/null | grep -q "$1"; }
+
+# hold K RES: a client on host K takes RES in EX and keeps it
+hold() {
+	# dlm-cluster exec execs nsenter, which execs the client: $! is its pid
+	"$CLUSTER" exec "$dir" "$1" "$CLIENT" hold "$LS" "$2" EX \
+		>"$dir/client-$2.out" 2>&1 &
+	clients="$clients $!"
+	echo $! >>"$dir/n$1/clients"
+	wait_for $WAIT_S "host $1's client to hold $2" grep -q '^held' "$dir/client-$2.out"
+}
+# granted K RES SECONDS: a try for RES in EX from host K is granted in time
+granted() {
+	timeout "$3" "$CLUSTER" exec "$dir" "$1" "$CLIENT" try "$LS" "$2" EX \
+		>"$dir/try.out" 2>&1 && grep -q granted "$dir/try.out"
+}
+
+# conf LINES: every host's $CONF is its dlm-cluster dlm.conf with its
+# fencing lines replaced by LINES (only while no dlmd runs).
+conf() {
+	for k in 1 2 3; do
+		{
+			grep -v '^\(enable_fencing\|fence_command\) *=' "$dir/n$k/dlm.conf"
+			printf '%s\n' "$1"
+		} >"$dir/n$k/dlm-pcmk.conf"
+		on "$k" cp "$dir/n$k/dlm-pcmk.conf" "$CONF" || die "host $k: cannot write $CONF"
+	done
+}
+
+start_pacemaker() { # K
+	(nsx "$1" env PCMK_logfile=/var/log/pacemaker/pacemaker.log \
+		pacemakerd >>"$dir/n$1/pacemakerd.out" 2>&1 </dev/null) &
+	# the subshell execs nsenter, which execs pacemakerd: $! is its pid
+	echo $! >"$dir/pcmk-$1.pid"
+}
+
+start_corosync() { # K: as dlm-cluster starts it, without its dlmd
+	(nsx "$1" corosync -f -c "$dir/n$1/corosync.conf" \
+		>>"$dir/n$1/corosync.out" 2>&1 </dev/null) &
+	echo $! >"$dir/n$1/corosync.pid"
+}
+
+# ----------------------------------------------------------------------
+echo "== 3 hosts: corosync, pacemaker"
+"$CLUSTER" up 3 "$dir" >"$dir/up.out" 2>&1 || { cat "$dir/up.out" >&2; die "dlm-cluster up 3"; }
+mkdir -p "$dir/ocf/dlmd" "$dir/fence-bin"
 cp -a "$OCF_ROOT/resource.d/." "$dir/ocf/"
-mkdir -p "$dir/ocf/dlmd"
 cp "$AGENT" "$dir/ocf/dlmd/dlmd"
+cp "$FENCE_AGENT" "$dir/fence-bin/fence_dlmtest"
+chmod 755 "$dir/fence-bin/fence_dlmtest"
 for k in 1 2 3; do
 	nd=$dir/n$k
 	[ -d "$nd/varlib-pacemaker" ] || cp -a /var/lib/pacemaker "$nd/varlib-pacemaker"
 	[ -d "$nd/log-pacemaker" ] || cp -a /var/log/pacemaker "$nd/log-pacemaker"
 	mkdir -p "$nd/varlib-pacemaker/cib"
+	# Seeded so that the first election does not wait; no crm_feature_set
+	# (a newer one than the daemons' makes pacemaker shut down).
 	cat >"$nd/varlib-pacemaker/cib/cib.xml" <<'EOF'
 <cib validate-with="pacemaker-3.9" epoch="1" num_updates="0" admin_epoch="0">
   <configuration>
@@ -152,72 +292,178 @@ EOF
 	on "$k" sh -c "
 		mount --bind '$nd/varlib-pacemaker' /var/lib/pacemaker &&
 		mount --bind '$nd/log-pacemaker' /var/log/pacemaker &&
-		mount --bind '$dir/ocf' /usr/lib/ocf/resource.d &&
+		mount --bind '$dir/ocf' $OCF_ROOT/resource.d &&
+		mount -t overlay overlay -o 'lowerdir=$dir/fence-bin:/usr/sbin' /usr/sbin &&
 		mkdir -p /run/crm /run/dlm-test &&
-		chown hacluster:haclient /run/crm &&
-		cp '$nd/dlm.conf' /run/dlm-test/dlm.conf" ||
-		die "node $k: pacemaker mounts"
-	# dlm-cluster's own dlmd: stopped through the agent (pid file).
-	on "$k" env OCF_ROOT=$OCF_ROOT OCF_RESOURCE_INSTANCE=dlm \
-		OCF_RESKEY_config=/run/dlm-test/dlm.conf OCF_RESKEY_daemon="$DLMD" \
-		OCF_RESKEY_dlmctl="$DLMCTL" "$AGENT" stop >/dev/null 2>&1 ||
-		fail "node $k: agent stop of dlm-cluster's dlmd"
+		chown hacluster:haclient /run/crm" ||
+		die "host $k: pacemaker mounts"
 done
-
-echo "== pacemaker"
+conf "enable_fencing = 0"
 for k in 1 2 3; do
-	# nsenter execs in place: $! is pacemakerd's pid
-	nsenter --net="/run/netns/$(cat "$dir/tag")n$k" --mount="$dir/ns/n$k.mnt" \
-		--uts="$dir/ns/n$k.uts" env PCMK_logfile=/var/log/pacemaker/pacemaker.log \
-		pacemakerd >"$dir/n$k/pacemakerd.out" 2>&1 </dev/null &
-	echo $! >"$dir/pcmk-$k.pid"
+	# dlm-cluster's own dlmd: stopped through the agent (pid file).
+	agent "$k" stop || fail "host $k: agent stop of dlm-cluster's dlmd"
 done
-wait_for $WAIT_S "3 nodes online" sh -c \
-	"'$CLUSTER' exec '$dir' 1 crm_mon -1 | grep -q 'Online: \[ n1 n2 n3 \]'" || exit 1
+for k in 1 2 3; do
+	start_pacemaker "$k"
+done
+wait_for $WAIT_S "3 hosts online in crm_mon" mon_has 'Online: \[ n1 n2 n3 \]' || exit 1
 
-running_on() { # K: the agent's monitor says dlmd runs on node K
-	on "$1" env OCF_ROOT=$OCF_ROOT OCF_RESOURCE_INSTANCE=dlm \
-		OCF_RESKEY_config=/run/dlm-test/dlm.conf OCF_RESKEY_daemon="$DLMD" \
-		OCF_RESKEY_dlmctl="$DLMCTL" "$AGENT" monitor >/dev/null 2>&1
-}
-# shellcheck disable=SC2317 # called through wait_for
-all_running() { running_on 1 && running_on 2 && running_on 3; }
-none_running() { ! running_on 1 && ! running_on 2 && ! running_on 3; }
-
-echo "== the clone refuses to start with stonith-enabled=false"
-on 1 crm configure primitive dlm ocf:dlmd:dlmd \
-	params config=/run/dlm-test/dlm.conf daemon="$DLMD" dlmctl="$DLMCTL" \
+echo "== A1. the clone refuses to start with stonith-enabled=false"
+crm_do configure primitive dlm ocf:dlmd:dlmd \
+	params config=$CONF daemon="$DLMD" dlmctl="$DLMCTL" \
 	op start timeout=90s op stop timeout=100s \
 	op monitor interval=5s timeout=20s meta target-role=Stopped ||
 	die "crm configure primitive"
-on 1 crm configure clone dlm-clone dlm meta interleave=true ordered=false ||
+crm_do configure clone dlm-clone dlm meta interleave=true ordered=false ||
 	die "crm configure clone"
-on 1 crm resource start dlm-clone || fail "crm resource start (refused case)"
-wait_for $WAIT_S "the refusal in crm_mon" sh -c \
-	"'$CLUSTER' exec '$dir' 1 crm_mon -1 | grep -q 'stonith-enabled is false'"
+crm_do resource start dlm-clone || fail "crm resource start (refused case)"
+wait_for $WAIT_S "the refusal in crm_mon" mon_has 'stonith-enabled is false'
 none_running || fail "dlmd runs although stonith-enabled=false"
-on 1 crm resource stop dlm-clone
-on 1 crm resource param dlm set allow_stonith_disabled true ||
+crm_do resource stop dlm-clone
+crm_do resource param dlm set allow_stonith_disabled true ||
 	fail "crm resource param allow_stonith_disabled"
-on 1 crm resource cleanup dlm-clone >/dev/null 2>&1
+crm_do resource cleanup dlm-clone
 
-echo "== crm resource start"
-on 1 crm resource start dlm-clone || fail "crm resource start"
-wait_for $WAIT_S "dlmd on every node" all_running
-on 1 crm_mon -1
+echo "== A2. crm resource start: dlmd on every host"
+crm_do resource start dlm-clone || fail "crm resource start"
+wait_for $WAIT_S "dlmd on every host" all_running || exit 1
 
-echo "== kill dlmd on node 2: monitor notices, pacemaker restarts it"
-old=$(cat "$dir/n2/dlmd.pid")
+echo "== A3. SIGKILL dlmd on host 2: the monitor notices, pacemaker restarts it"
+old=$(dlmd_pid 2)
 kill -KILL "$old"
-wait_for $WAIT_S "a new dlmd on node 2" sh -c \
-	"[ -r '$dir/n2/dlmd.pid' ] && [ \"\$(cat '$dir/n2/dlmd.pid')\" != '$old' ] &&
-	 '$CLUSTER' exec '$dir' 2 '$DLMCTL' -s '$dir/n2/dlmd-ctl.sock' status"
-on 1 crm_mon -1 --failcounts | grep -q 'dlm.*fail-count' ||
-	fail "no failcount recorded for the killed dlmd"
+# shellcheck disable=SC2317
+restarted() { new=$(dlmd_pid 2) && [ "$new" != "$old" ] && running_on 2; }
+wait_for $WAIT_S "a new dlmd on host 2" restarted
+on 1 crm_mon -1 --failcounts 2>/dev/null | grep -q 'dlm.*fail-count' ||
+	fail "no fail count recorded for the killed dlmd"
+echo "   host 2: dlmd pid $old killed, restarted as $(dlmd_pid 2)"
 
-echo "== crm resource stop"
-on 1 crm resource stop dlm-clone || fail "crm resource stop"
-wait_for $WAIT_S "dlmd gone everywhere" none_running
+echo "== A4. a lockspace on every host; host 3's corosync killed"
+for k in 1 2 3; do
+	hold "$k" "held-by-$k" || exit 1
+done
+wait_ls 1 "state running members 1 2 3 " "the lockspace on all three hosts"
+p1=$(dlmd_pid 1)
+p2=$(dlmd_pid 2)
+kill -KILL "$(cat "$dir/n3/corosync.pid")"
+t0=$(date +%s%N)
+wait_ls 1 "state running members 1 2 clients" "host 1 recovers to members 1 2"
+t1=$(date +%s%N)
+wait_ls 2 "state running members 1 2 clients" "host 2 recovers to members 1 2"
+echo "   recovery (corosync killed to running on host 1): $(((t1 - t0) / 1000000)) ms"
+same_survivors "$p1" "$p2"
+if ! running_on 1 || ! running_on 2; then
+	fail "the agent's monitor fails on a survivor: $(tail -n 3 "$dir/agent.out")"
+fi
+granted 1 held-by-3 20 || fail "host 3's lock was not released: $(cat "$dir/try.out")"
+granted 2 held-by-1 "$BLOCKED_S" && fail "host 1's lock was lost in recovery"
+wait_for $WAIT_S "host 3 offline in crm_mon" mon_has 'OFFLINE: \[ n3 \]'
 
-[ $rc -eq 0 ] && echo "pcmk-cluster: all checks passed"
+echo "   host 3's corosync back: pacemaker starts dlmd there again"
+while read -r p; do
+	kill -KILL "$p" 2>/dev/null
+done <"$dir/n3/clients"
+: >"$dir/n3/clients"
+start_corosync 3
+wait_for $WAIT_S "3 hosts online again" mon_has 'Online: \[ n1 n2 n3 \]' || exit 1
+wait_for $WAIT_S "dlmd on every host again" all_running || exit 1
+
+echo "== A5. crm resource stop: every dlmd gone"
+for p in $clients; do
+	kill -KILL "$p" 2>/dev/null
+done
+clients=""
+: >"$dir/n1/clients"
+: >"$dir/n2/clients"
+crm_do resource stop dlm-clone || fail "crm resource stop"
+wait_for $WAIT_S "dlmd gone everywhere" none_running || exit 1
+
+# ----------------------------------------------------------------------
+echo "== B6. fencing on: device fence_dlmtest, dlmd asks pacemaker's fencer"
+# dlmd's fence_command: ask the fencer to fence node id $1 (merged with
+# the fencing pacemaker itself schedules; --tolerance: done if the node
+# was fenced within the last two minutes).
+cat >"$dir/fence-pcmk" <<EOF
+#!/bin/sh
+name=\$($(command -v crm_node) -l 2>/dev/null | awk -v id="\$1" '\$1 == id { print \$2 }')
+echo "\$(date +%s.%N) dlmd on \$(uname -n) asks to fence node \$1 (\${name:-n\$1})" >>"$dir/fence.log"
+exec $(command -v stonith_admin) --reboot "\${name:-n\$1}" --tolerance 120s --timeout 90
+EOF
+chmod 755 "$dir/fence-pcmk"
+conf "fence_command = $dir/fence-pcmk"
+crm_do configure primitive fence-test stonith:fence_dlmtest \
+	params dir="$dir" pcmk_host_list="n1 n2 n3" \
+	op monitor interval=60s || die "crm configure primitive fence-test"
+crm_do configure property stonith-enabled=true no-quorum-policy=freeze ||
+	fail "crm configure property"
+crm_do resource param dlm delete allow_stonith_disabled ||
+	fail "crm resource param dlm delete allow_stonith_disabled"
+wait_for $WAIT_S "the fence device started" mon_has 'fence-test.*Started'
+crm_do resource start dlm-clone || fail "crm resource start (fencing on)"
+wait_for $WAIT_S "dlmd on every host (fencing on)" all_running || exit 1
+for k in 1 2 3; do
+	hold "$k" "held-by-$k" || exit 1
+done
+for k in 1 2 3; do
+	wait_ls "$k" "state running members 1 2 3 " "the lockspace on host $k"
+done
+p1=$(dlmd_pid 1)
+p2=$(dlmd_pid 2)
+p3=$(dlmd_pid 3)
+touch "$dir/fence-hold"
+"$CLUSTER" cut "$dir" 3
+
+echo "== B7. fencing pending: recovery waits"
+wait_ls 1 "wait fencing node 3" "host 1 waits for fencing node 3"
+wait_ls 2 "wait fencing node 3" "host 2 waits for fencing node 3"
+# shellcheck disable=SC2317
+fence_held() { grep -q 'n3: held' "$dir/fence.log"; }
+wait_for $WAIT_S "the fence agent to be called for n3" fence_held
+sleep "$HOLD_S"
+ls_has 1 "wait fencing node 3" || fail "host 1 stopped waiting for fencing: $(ls_line 1)"
+alive "$p3" dlmd || fail "host 3's dlmd died before it was fenced"
+granted 1 held-by-3 "$BLOCKED_S" && fail "host 3's lock was granted before host 3 was fenced"
+on 1 stonith_admin --history '*' --verbose --output-as xml >"$dir/history-pending.xml" 2>&1
+grep -q 'status="pending"' "$dir/history-pending.xml" ||
+	fail "the fencer shows no pending operation: $(cat "$dir/history-pending.xml")"
+running_on 1 || fail "the agent's monitor fails host 1 while fencing is pending: $(tail -n 3 "$dir/agent.out")"
+echo "   hosts 1, 2 wait for fencing node 3; host 3's dlmd (pid $p3) still runs"
+
+echo "== B8. fencing done: host 3 is stopped, then the lockspace recovers"
+t0=$(date +%s%N)
+rm -f "$dir/fence-hold"
+# shellcheck disable=SC2317
+host3_down() {
+	! alive "$p3" dlmd && ! alive "$(cat "$dir/pcmk-3.pid")" pacemakerd &&
+		! alive "$(cat "$dir/n3/corosync.pid")" corosync
+}
+wait_for $WAIT_S "host 3's processes to be killed by the fence agent" host3_down
+wait_ls 1 "state running members 1 2 clients" "host 1 recovers to members 1 2"
+t1=$(date +%s%N)
+wait_ls 2 "state running members 1 2 clients" "host 2 recovers to members 1 2"
+echo "   fencing released to running on host 1: $(((t1 - t0) / 1000000)) ms"
+grep -q 'n3: done' "$dir/fence.log" || fail "the fence agent did not finish: $(cat "$dir/fence.log")"
+# the order, from the timestamps: the victim was killed before recovery ran
+t_kill=$(sed -n 's/^\([0-9.]*\) .*n3: killing$/\1/p' "$dir/fence.log" | head -n 1)
+if [ -z "$t_kill" ] || [ "${t_kill%.*}" -gt "$((t1 / 1000000000))" ]; then
+	fail "recovery ran before the fence agent killed host 3 ($t_kill)"
+fi
+granted 1 held-by-3 20 || fail "host 3's lock was not released after fencing: $(cat "$dir/try.out")"
+granted 2 held-by-1 "$BLOCKED_S" && fail "host 1's lock was lost in recovery"
+same_survivors "$p1" "$p2"
+on 1 stonith_admin --history n3 >"$dir/history.out" 2>&1
+grep -q 'successful\|fenced' "$dir/history.out" ||
+	fail "pacemaker has no successful fencing of n3: $(cat "$dir/history.out")"
+grep -q 'asks to fence node 3' "$dir/fence.log" ||
+	fail "dlmd did not ask pacemaker to fence node 3"
+for p in $clients; do
+	kill -KILL "$p" 2>/dev/null
+done
+clients=""
+crm_do resource stop dlm-clone || fail "crm resource stop (fencing on)"
+# shellcheck disable=SC2317
+survivors_stopped() { ! alive "$p1" dlmd && ! alive "$p2" dlmd; }
+wait_for $WAIT_S "dlmd gone on hosts 1 and 2" survivors_stopped
+
+[ $rc -eq 0 ] && echo "pcmk-cluster: all checks passed in $(($(date +%s) - t_start)) s"
 exit $rc
