@@ -107,6 +107,8 @@ struct dlm_rsb {
 	uint32_t		res_lvbseq;
 	uint32_t		res_nranged;	/* granted locks with a partial range */
 	uint32_t		res_nnoorder;	/* waiting NOORDER requests */
+	uint32_t		res_rc_event;	/* recovery: event of the last RC_LOCK taken */
+	uint32_t		res_rc_gen;	/* ls_generation then */
 	uint32_t		res_grcount[DLM_NUM_MODES]; /* granted locks per mode */
 	struct dlm_list		res_grantq;
 	struct dlm_list		res_convertq;

@@ -832,11 +832,19 @@ static void receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		status = -EBADR;
 		goto reply;
 	}
-	/* already here from an aborted attempt? */
+	/* already here from an aborted attempt?  Only possible when r took
+	 * locks in an earlier event of this recovery (none finished since):
+	 * the search is skipped otherwise, keeping a recovery linear in the
+	 * number of locks however many share a resource.  res_rc_event is
+	 * the first event of this recovery in which r took a lock. */
 	qs[0] = &r->res_grantq;
 	qs[1] = &r->res_convertq;
 	qs[2] = &r->res_waitq;
-	for (k = 0; k < 3 && !lkb; k++) {
+	if (r->res_rc_gen != ls->ls_generation || !r->res_rc_event) {
+		r->res_rc_event = ls->ls_event;
+		r->res_rc_gen = ls->ls_generation;
+	}
+	for (k = r->res_rc_event == ls->ls_event ? 3 : 0; k < 3 && !lkb; k++) {
 		struct dlm_list *pos;
 
 		dlm_list_for_each(pos, qs[k]) {

@@ -1255,6 +1255,60 @@ static void test_recover_unused_keeps_lvb(void **state)
 	cluster_free(c);
 }
 
+
+/* Recovery 1 is aborted right after the new master took a resent lock
+ * (its reply not yet back); recovery 2 resends it: the new master keeps
+ * one copy, not two. */
+static void test_recover_abort_dedupe(void **state)
+{
+	struct cluster *c = cluster_new(3, 100);
+	uint32_t x, a, b;
+	int steps, rc_locks = 0, i, n;
+	char *text, *p;
+
+	(void)state;
+	x = lock_on(c, 3, 3, "D", DLM_LOCK_NL, 0, 0, NULL);	/* node 3 masters D */
+	drain(c);
+	a = lock_on(c, 1, 1, "D", DLM_LOCK_PR, 0, 0, NULL);
+	b = lock_on(c, 2, 2, "D", DLM_LOCK_PR, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	assert_status(c, 2, b, 0);
+	c->dead[3] = 1;
+	stop_all(c);
+	start_all(c, 1);
+	for (steps = 0; steps < 1000 && c->qhead != c->qtail && !rc_locks; steps++) {
+		struct qmsg *m = &c->q[c->qhead++ % MAXQ];
+		struct dlm_msg d;
+
+		if (c->dead[m->to] || c->dead[m->from])
+			continue;
+		assert_int_equal(dlm_msg_decode(m->buf, m->len, &d, NULL), 0);
+		if (d.m_type == DLM_RC_LOCK)
+			rc_locks++;
+		assert_int_equal(dlm_core_receive(c->core[m->to], m->from,
+						  m->buf, m->len), 0);
+	}
+	assert_int_equal(rc_locks, 1);
+	stop_all(c);
+	start_all(c, 2);
+	drain(c);
+	finish_all(c, 2);
+	for (i = 1; i <= 2; i++) {
+		text = dump(c, i);
+		if (getenv("TEST_CORE_VERBOSE"))
+			fprintf(stderr, "node %d after:\n%s", i, text);
+		for (n = 0, p = text; (p = strstr(p, " remid ")); p++)
+			n++;
+		if (strstr(text, "master-copy"))
+			assert_int_equal(n, 1);	/* the other node's lock, once */
+		free(text);
+	}
+	assert_verified(c);
+	(void)x;
+	cluster_free(c);
+}
+
 /* A recovery aborted half way by a newer event, then a node joining. */
 static void test_recover_abort_and_join(void **state)
 {
@@ -1347,6 +1401,7 @@ int main(void)
 		cmocka_unit_test(test_recover_abort_and_join),
 		cmocka_unit_test(test_recover_inflight_unlock),
 		cmocka_unit_test(test_recover_unused_keeps_lvb),
+		cmocka_unit_test(test_recover_abort_dedupe),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
