@@ -42,6 +42,9 @@
 #define LKBF_RESEND		0x0200	/* op (lkb_wait_type) to redo at finish; on ls_resend */
 #define LKBF_LVB_STALE		0x0400	/* lkb_lvb came flagged VALNOTVALID (or was
 					 * written with IVVALBLK) */
+#define LKBF_LVB_KNOWN		0x0800	/* lkb_lvb holds the value this lock last read
+					 * or wrote (VALBLK alone says only that the
+					 * latest request asked for one) */
 
 /* lkb_wait_type: the remote operation this process copy waits for */
 enum dlm_wait {

@@ -619,6 +619,7 @@ static void lvb_read(struct dlm_rsb *r, struct dlm_lkb *lkb)
 		return;
 	memcpy(lkb->lkb_lvb, r->res_lvb, DLM_LVB_LEN);
 	lkb->lkb_lvbseq = r->res_lvbseq;
+	lkb->lkb_flags |= LKBF_LVB_KNOWN;
 	lkb->lkb_flags &= ~LKBF_LVB_STALE;
 	if (r->res_flags & RESF_VALNOTVALID) {
 		lkb->lkb_sbflags |= DLM_SBF_VALNOTVALID;
@@ -1204,6 +1205,7 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	} else if (req->lvb && lvb_writes(lkb, req->mode) &&
 		   (req->flags & DLM_LKF_VALBLK)) {
 		memcpy(lkb->lkb_lvb, req->lvb, DLM_LVB_LEN);
+		lkb->lkb_flags |= LKBF_LVB_KNOWN;
 		lkb->lkb_flags &= ~LKBF_LVB_STALE;
 	}
 	set_astinfo(lkb, req);
@@ -1639,6 +1641,7 @@ static void pcopy_granted(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	lkb->lkb_sbflags |= m->m_sbflags;
 	if (m->m_lvb && (lkb->lkb_flags & LKBF_VALBLK)) {
 		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
+		lkb->lkb_flags |= LKBF_LVB_KNOWN;
 		if (m->m_sbflags & DLM_SBF_VALNOTVALID)
 			lkb->lkb_flags |= LKBF_LVB_STALE;
 		else

@@ -521,9 +521,14 @@ static void resend_queue(struct dlm_ls *ls, struct dlm_rsb *r,
 		m.m_keylen = r->res_keylen;
 		if (lkb->lkb_status == DLM_LKSTS_GRANTED)
 			m.m_rqmode = DLM_LOCK_IV;
-		/* a holder's copy that came flagged stays flagged */
+		/* a holder's copy that came flagged stays flagged; a lock
+		 * that never read or wrote a value sends none */
 		m.m_sbflags = (lkb->lkb_flags & LKBF_LVB_STALE) ?
 			      DLM_SBF_VALNOTVALID : 0;
+		if (!(lkb->lkb_flags & LKBF_LVB_KNOWN)) {
+			m.m_lvb = NULL;
+			m.m_lvblen = 0;
+		}
 		dlm_send_msg(ls, &m, to);
 		ls->ls_rc_out++;
 	}
@@ -582,7 +587,7 @@ static void recover_lvb(struct dlm_rsb *r)
 			struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
 							       lkb_statequeue);
 
-			if (!(lkb->lkb_flags & LKBF_VALBLK))
+			if (!(lkb->lkb_flags & LKBF_LVB_KNOWN))
 				continue;
 			if (lkb->lkb_grmode >= DLM_LOCK_PR) {
 				best = lkb;
@@ -877,9 +882,15 @@ static void receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 	lkb->lkb_grrange = m->m_grrange;
 	lkb->lkb_rqrange = m->m_rqrange;
 	lkb->lkb_lvbseq = m->m_lvbseq;
-	if (m->m_lvb) {
+	if (m->m_exflags & DLM_LKF_VALBLK)
 		lkb->lkb_flags |= LKBF_VALBLK;
+	else
+		lkb->lkb_flags &= ~LKBF_VALBLK;
+	if (m->m_lvb) {
+		lkb->lkb_flags |= LKBF_LVB_KNOWN;
 		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
+	} else {
+		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 	}
 	if (m->m_sbflags & DLM_SBF_VALNOTVALID)
 		lkb->lkb_flags |= LKBF_LVB_STALE;
