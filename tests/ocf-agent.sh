@@ -292,7 +292,10 @@ echo '  <status code="0" message="OK"/>'
 echo '</pacemaker-result>'
 EOF
 chmod 755 "$dir/fake/dlmctl" "$dir/fake/stonith_admin"
-agent monitor PATH="$FPATH" OCF_RESKEY_dlmctl="$dir/fake/dlmctl"
+# (the agent looks again for a while, bounded by the monitor's timeout
+# less 5 s: 2 s here)
+agent monitor PATH="$FPATH" OCF_RESKEY_dlmctl="$dir/fake/dlmctl" \
+	OCF_RESKEY_CRM_meta_timeout=7000
 expect $? 1 "monitor: lockspace waits for fencing, none pending"
 reason | grep -q "waits for fencing but no fencing is pending" || fail "fencing reason: $(reason)"
 agent monitor PATH="$FPATH" OCF_RESKEY_dlmctl="$dir/fake/dlmctl" FAKE_PENDING=1

@@ -28,8 +28,10 @@
 #      dlmd there;
 #   5. crm resource stop: every dlmd is gone.
 # B. fencing through pacemaker (stonith-enabled=true, a stonith primitive
-#    with fence_dlmtest, no-quorum-policy=freeze; dlmd learns of fencing
-#    through fence_command, a helper calling stonith_admin)
+#    with fence_dlmtest, no-quorum-policy=freeze).  dlmd learns of fencing
+#    from pacemaker's fencer (dlm.conf fence_pacemaker = yes) when it is
+#    built with libstonithd; otherwise through fence_command, a helper
+#    that calls stonith_admin.
 #   6. the clone starts without allow_stonith_disabled; a client on every
 #      host holds a lock; the fence agent is held (DIR/fence-hold) and
 #      host 3's link is cut;
@@ -379,18 +381,28 @@ crm_do resource stop dlm-clone || fail "crm resource stop"
 wait_for $WAIT_S "dlmd gone everywhere" none_running || exit 1
 
 # ----------------------------------------------------------------------
-echo "== B6. fencing on: device fence_dlmtest, dlmd asks pacemaker's fencer"
-# dlmd's fence_command: ask the fencer to fence node id $1 (merged with
-# the fencing pacemaker itself schedules; --tolerance: done if the node
-# was fenced within the last two minutes).
-cat >"$dir/fence-pcmk" <<EOF
+echo "== B6. fencing on: device fence_dlmtest; dlmd waits for pacemaker's fencer"
+if ldd "$DLMD" 2>/dev/null | grep -q libstonithd; then
+	# dlmd follows the fencer itself (libstonithd): pacemaker fences the
+	# lost host, dlmd waits for the fencer's history to say so.
+	FENCE_VIA=pacemaker
+	conf "fence_pacemaker = yes"
+else
+	# dlmd built without pacemaker's fencing API: its fence_command asks
+	# the fencer to fence node id $1 (merged with the fencing pacemaker
+	# schedules itself; --tolerance: done if the node was fenced within
+	# the last two minutes).
+	FENCE_VIA=fence_command
+	cat >"$dir/fence-pcmk" <<EOF
 #!/bin/sh
 name=\$($(command -v crm_node) -l 2>/dev/null | awk -v id="\$1" '\$1 == id { print \$2 }')
 echo "\$(date +%s.%N) dlmd on \$(uname -n) asks to fence node \$1 (\${name:-n\$1})" >>"$dir/fence.log"
 exec $(command -v stonith_admin) --reboot "\${name:-n\$1}" --tolerance 120s --timeout 90
 EOF
-chmod 755 "$dir/fence-pcmk"
-conf "fence_command = $dir/fence-pcmk"
+	chmod 755 "$dir/fence-pcmk"
+	conf "fence_command = $dir/fence-pcmk"
+fi
+echo "   dlmd learns of fencing through: $FENCE_VIA"
 crm_do configure primitive fence-test stonith:fence_dlmtest \
 	params dir="$dir" pcmk_host_list="n1 n2 n3" \
 	op monitor interval=60s || die "crm configure primitive fence-test"
@@ -419,6 +431,10 @@ wait_ls 2 "wait fencing node 3" "host 2 waits for fencing node 3"
 # shellcheck disable=SC2317
 fence_held() { grep -q 'n3: held' "$dir/fence.log"; }
 wait_for $WAIT_S "the fence agent to be called for n3" fence_held
+if [ "$FENCE_VIA" = pacemaker ]; then
+	ls_has 1 "wait fencing node 3 (pacemaker" ||
+		fail "host 1 does not wait for pacemaker's fencer: $(ls_line 1)"
+fi
 sleep "$HOLD_S"
 ls_has 1 "wait fencing node 3" || fail "host 1 stopped waiting for fencing: $(ls_line 1)"
 alive "$p3" dlmd || fail "host 3's dlmd died before it was fenced"
@@ -454,8 +470,10 @@ same_survivors "$p1" "$p2"
 on 1 stonith_admin --history n3 >"$dir/history.out" 2>&1
 grep -q 'successful\|fenced' "$dir/history.out" ||
 	fail "pacemaker has no successful fencing of n3: $(cat "$dir/history.out")"
-grep -q 'asks to fence node 3' "$dir/fence.log" ||
-	fail "dlmd did not ask pacemaker to fence node 3"
+if [ "$FENCE_VIA" = fence_command ]; then
+	grep -q 'asks to fence node 3' "$dir/fence.log" ||
+		fail "dlmd did not ask pacemaker to fence node 3"
+fi
 for p in $clients; do
 	kill -KILL "$p" 2>/dev/null
 done
