@@ -246,6 +246,8 @@ int dlm_dir_lookup(struct dlm_ls *ls, const unsigned char *key,
 		   uint32_t *master);
 void dlm_dir_remove(struct dlm_ls *ls, const unsigned char *key,
 		    unsigned int keylen, uint32_t hash, uint32_t master);
+int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
+		     unsigned int keylen, uint32_t hash, uint32_t master);
 
 struct dlm_owner *dlm_owner_get(struct dlm_ls *ls, uint64_t id, bool create);
 void dlm_owner_put(struct dlm_ls *ls, struct dlm_owner *ow);

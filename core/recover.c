@@ -410,7 +410,7 @@ static int sweep_dir(struct dlm_ls *ls)
 
 static int step_dir(struct dlm_ls *ls)
 {
-	uint32_t us = dlm_our_nodeid(ls), master;
+	uint32_t us = dlm_our_nodeid(ls);
 	size_t i;
 	int rv = 0;
 
@@ -422,8 +422,8 @@ static int step_dir(struct dlm_ls *ls)
 			continue;
 		dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
 		if (dir == us) {
-			rv = dlm_dir_lookup(ls, r->res_key, r->res_keylen,
-					    r->res_hnode.hn_hash, us, &master);
+			rv = dlm_dir_register(ls, r->res_key, r->res_keylen,
+					      r->res_hnode.hn_hash, us);
 			if (rv)
 				break;
 		} else {
@@ -943,13 +943,9 @@ int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 	case DLM_RC_DIR_ADD:
 		if (!m->m_keylen)
 			return -EBADMSG;
-		{
-			uint32_t master;
-
-			return dlm_dir_lookup(ls, m->m_key, m->m_keylen,
-					      dlm_hash_bytes(m->m_key, m->m_keylen),
-					      m->m_nodeid, &master);
-		}
+		return dlm_dir_register(ls, m->m_key, m->m_keylen,
+					dlm_hash_bytes(m->m_key, m->m_keylen),
+					m->m_nodeid);
 	case DLM_RC_LOOKUP:
 		if (!m->m_keylen)
 			return -EBADMSG;

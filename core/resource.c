@@ -249,6 +249,35 @@ int dlm_dir_lookup(struct dlm_ls *ls, const unsigned char *key,
 	return 0;
 }
 
+/* Recovery: 'master' says it masters key.  A record not yet confirmed
+ * in this event (left from before: its master may be gone) takes the
+ * new master; two masters claiming one resource in one event is a bug
+ * somewhere, logged, and the first claim kept. */
+int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
+		     unsigned int keylen, uint32_t hash, uint32_t master)
+{
+	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
+	char name[DLM_MAX_KEYLEN * 4 + 8];
+	uint32_t dummy;
+
+	if (!de)
+		return dlm_dir_lookup(ls, key, keylen, hash, master, &dummy);
+	if (de->de_master != master) {
+		dlm_key_format(key, keylen, name, sizeof(name));
+		if (de->de_event == ls->ls_event) {
+			log_ls(ls, DLM_LOG_ERR,
+			       "recovery %u: nodes %u and %u both master \"%s\"",
+			       ls->ls_event, de->de_master, master, name);
+			return 0;
+		}
+		log_ls(ls, DLM_LOG_DEBUG, "directory: \"%s\" master %u, was %u",
+		       name, master, de->de_master);
+		de->de_master = master;
+	}
+	de->de_event = ls->ls_event;
+	return 0;
+}
+
 void dlm_dir_remove(struct dlm_ls *ls, const unsigned char *key,
 		    unsigned int keylen, uint32_t hash, uint32_t master)
 {
