@@ -130,31 +130,45 @@ cleanup() {
 	for p in $clients; do
 		kill -KILL "$p" 2>/dev/null
 	done
+	# pacemakerd and everything below it, and the dlmd the agent started
+	# (it daemonized: not below pacemakerd) with what it runs, as
+	# "pid comm" recorded now; pacemakerd gets TERM (it stops its
+	# children itself), whatever is left after 15 s gets KILL.
+	: >"$dir/procs"
 	for k in 1 2 3; do
-		pid=$(cat "$dir/pcmk-$k.pid" 2>/dev/null)
-		alive "$pid" pacemakerd && kill -TERM "$pid" 2>/dev/null
-	done
-	for k in 1 2 3; do
-		pid=$(cat "$dir/pcmk-$k.pid" 2>/dev/null)
-		[ -n "$pid" ] || continue
-		i=0
-		while alive "$pid" pacemakerd && [ "$i" -lt 150 ]; do
-			sleep 0.1
-			i=$((i + 1))
-		done
-		# pacemakerd, and anything left below it (by pid, from /proc)
-		for c in $pid $(descendants "$pid"); do
-			kill -KILL "$c" 2>/dev/null
+		pids=$(cat "$dir/pcmk-$k.pid" "$dir/n$k/dlmd.pid" 2>/dev/null)
+		for pid in $pids; do
+			for c in $pid $(descendants "$pid"); do
+				comm=$(cat "/proc/$c/comm" 2>/dev/null) &&
+					echo "$c $comm" >>"$dir/procs"
+			done
 		done
 	done
-	# any dlmd the agent started, by the host's pid file, and what it runs
-	for k in 1 2 3; do
-		pid=$(cat "$dir/n$k/dlmd.pid" 2>/dev/null)
-		alive "$pid" dlmd || continue
-		for c in $(descendants "$pid"); do
-			kill -KILL "$c" 2>/dev/null
-		done
-		kill -TERM "$pid" 2>/dev/null
+	while read -r pid comm; do
+		case $comm in
+		pacemakerd | dlmd) kill -TERM "$pid" 2>/dev/null ;;
+		esac
+	done <"$dir/procs"
+	i=0
+	while [ "$i" -lt 150 ]; do
+		left=0
+		while read -r pid comm; do
+			alive "$pid" "$comm" && left=1
+		done <"$dir/procs"
+		[ "$left" = 0 ] && break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	while read -r pid comm; do
+		alive "$pid" "$comm" && kill -KILL "$pid" 2>/dev/null
+	done <"$dir/procs"
+	# A sanitizer report of a dlmd run by pacemaker (ASAN_OPTIONS and
+	# UBSAN_OPTIONS log_path, given to pacemakerd, reach the agent's dlmd).
+	for f in "$dir"/san.*; do
+		[ -e "$f" ] || continue
+		echo "sanitizer report in $f:" >&2
+		head -n 40 "$f" >&2
+		fail "a dlmd run by pacemaker reported a sanitizer error"
 	done
 	if ! "$CLUSTER" down "$dir" >"$dir/down.out" 2>&1; then
 		cat "$dir/down.out" >&2
@@ -247,6 +261,8 @@ conf() {
 
 start_pacemaker() { # K
 	(nsx "$1" env PCMK_logfile=/var/log/pacemaker/pacemaker.log \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$dir/san" \
+		UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$dir/san" \
 		pacemakerd >>"$dir/n$1/pacemakerd.out" 2>&1 </dev/null) &
 	# the subshell execs nsenter, which execs pacemakerd: $! is its pid
 	echo $! >"$dir/pcmk-$1.pid"
@@ -329,6 +345,8 @@ crm_do resource cleanup dlm-clone
 echo "== A2. crm resource start: dlmd on every host"
 crm_do resource start dlm-clone || fail "crm resource start"
 wait_for $WAIT_S "dlmd on every host" all_running || exit 1
+tr '\0' '\n' <"/proc/$(dlmd_pid 1)/environ" | grep -q "^ASAN_OPTIONS=.*log_path=$dir/san" ||
+	fail "ASAN_OPTIONS did not reach the dlmd pacemaker runs"
 
 echo "== A3. SIGKILL dlmd on host 2: the monitor notices, pacemaker restarts it"
 old=$(dlmd_pid 2)
