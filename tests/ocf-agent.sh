@@ -269,12 +269,13 @@ in_node "$DLMCTL" -s "$dir/n1/dlmd-ctl.sock" join ocf-ls >/dev/null ||
 cat >"$dir/fake/dlmctl" <<EOF
 #!/bin/sh
 # Stand-in: the real dlmctl, with every lockspace's recovery waiting
-# for fencing ("wait" line under the lockspace, as dlmctl ls prints it).
+# for fencing ("wait" line under the lockspace, as dlmctl ls prints it,
+# followed by \$FAKE_WAIT: how dlmd is having the node fenced).
 case " \$* " in
-*" ls "*) "$DLMCTL" "\$@" | awk '/^name / {
+*" ls "*) "$DLMCTL" "\$@" | awk -v wait="\${FAKE_WAIT:-}" '/^name / {
 		sub(/ state [a-z_]+ /, " state stopped ")
 		print
-		print "  wait fencing node 2"
+		print "  wait fencing node 2" wait
 	}' ;;
 *) exec "$DLMCTL" "\$@" ;;
 esac
@@ -300,6 +301,16 @@ expect $? 1 "monitor: lockspace waits for fencing, none pending"
 reason | grep -q "waits for fencing but no fencing is pending" || fail "fencing reason: $(reason)"
 agent monitor PATH="$FPATH" OCF_RESKEY_dlmctl="$dir/fake/dlmctl" FAKE_PENDING=1
 expect $? 0 "monitor: lockspace waits for a pending fencing"
+# dlmd itself says the fencing is under way: no need to ask the fencer.
+agent monitor PATH="$FPATH" OCF_RESKEY_dlmctl="$dir/fake/dlmctl" \
+	FAKE_WAIT=" (pacemaker: in progress)" OCF_RESKEY_CRM_meta_timeout=7000
+expect $? 0 "monitor: lockspace waits for fencing that dlmd sees in progress"
+agent monitor PATH="$FPATH" OCF_RESKEY_dlmctl="$dir/fake/dlmctl" \
+	FAKE_WAIT=" (fence_command, attempt 2)" OCF_RESKEY_CRM_meta_timeout=7000
+expect $? 0 "monitor: lockspace waits for dlmd's fence_command"
+agent monitor PATH="$FPATH" OCF_RESKEY_dlmctl="$dir/fake/dlmctl" \
+	FAKE_WAIT=" (dlmctl fence_ack)" OCF_RESKEY_CRM_meta_timeout=7000
+expect $? 1 "monitor: lockspace waits for fence_ack, none pending"
 in_node "$DLMCTL" -s "$dir/n1/dlmd-ctl.sock" leave ocf-ls >/dev/null ||
 	fail "dlmctl leave ocf-ls"
 
