@@ -615,8 +615,11 @@ static void lvb_write(struct dlm_rsb *r, struct dlm_lkb *lkb, uint32_t flags)
 
 static void lvb_read(struct dlm_rsb *r, struct dlm_lkb *lkb)
 {
-	if (!(lkb->lkb_exflags & DLM_LKF_VALBLK))
+	if (!(lkb->lkb_exflags & DLM_LKF_VALBLK)) {
+		/* what it read before is no longer known current */
+		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 		return;
+	}
 	memcpy(lkb->lkb_lvb, r->res_lvb, DLM_LVB_LEN);
 	lkb->lkb_lvbseq = r->res_lvbseq;
 	lkb->lkb_flags |= LKBF_LVB_KNOWN;
@@ -1646,6 +1649,9 @@ static void pcopy_granted(struct dlm_ls *ls, struct dlm_lkb *lkb,
 			lkb->lkb_flags |= LKBF_LVB_STALE;
 		else
 			lkb->lkb_flags &= ~LKBF_LVB_STALE;
+	} else if (!lvb_writes(lkb, m->m_grmode)) {
+		/* granted without reading: an older copy is not current */
+		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 	}
 	lkb->lkb_lvbseq = m->m_lvbseq;
 	set_grmode(r, lkb, m->m_grmode, &m->m_grrange);
