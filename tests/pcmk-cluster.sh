@@ -127,6 +127,13 @@ clients=""
 # shellcheck disable=SC2317 # the EXIT trap
 cleanup() {
 	rm -f "$dir/fence-hold"
+	if [ "$rc" -ne 0 ]; then
+		# every dlmd's flight recorder, for the post-mortem
+		for k in 1 2 3; do
+			timeout 5 "$CLUSTER" exec "$dir" "$k" "$DLMCTL" dump \
+				>"$dir/dump-n$k.txt" 2>&1
+		done
+	fi
 	for p in $clients; do
 		kill -KILL "$p" 2>/dev/null
 	done
@@ -177,7 +184,7 @@ cleanup() {
 	if [ "$rc" -eq 0 ]; then
 		rm -rf "$dir"
 	else
-		echo "files kept in $dir (pacemaker: nK/log-pacemaker, fencing: fence.log)" >&2
+		echo "files kept in $dir (pacemaker: nK/log-pacemaker, fencing: fence.log, dlmd: dump-nK.txt)" >&2
 	fi
 	exit "$rc"
 }
@@ -485,7 +492,6 @@ if [ -z "$t_done" ] || [ "$t_done" -gt "$t1" ]; then
 else
 	echo "   fence agent done $(((t1 - t_done) / 1000000)) ms before host 1 was seen running"
 fi
-on 1 "$DLMCTL" dump >"$dir/dump-n1.txt" 2>&1
 granted 1 held-by-3 20 || fail "host 3's lock was not released after fencing: $(cat "$dir/try.out")"
 granted 2 held-by-1 "$BLOCKED_S" && fail "host 1's lock was lost in recovery"
 same_survivors "$p1" "$p2"
