@@ -2199,6 +2199,15 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 			if (lkb->lkb_flags & LKBF_VALBLK) {
 				m.m_lvb = lkb->lkb_lvb;
 				m.m_lvblen = DLM_LVB_LEN;
+				/* a conversion that reads gets the lock's own
+				 * copy: current only if read at a grant of PR
+				 * or above it still holds (no one could write
+				 * since); otherwise it is flagged */
+				if (!lvb_writes(lkb, lkb->lkb_rqmode) &&
+				    (!(lkb->lkb_flags & LKBF_LVB_KNOWN) ||
+				     (lkb->lkb_flags & LKBF_LVB_STALE) ||
+				     lkb->lkb_grmode < DLM_LOCK_PR))
+					m.m_sbflags |= DLM_SBF_VALNOTVALID;
 			}
 			(void)receive_convert_reply(ls, &m);
 			/* an IVVALBLK write (or a value that came flagged)

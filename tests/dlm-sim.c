@@ -877,7 +877,13 @@ static void purge_orphans(struct sim *sim, int node, int ls, int target, uint64_
 		for (k = 0; k < sim->npurges; k++) {
 			const struct sim_purge *p = &sim->purges[k];
 
-			if (sim->net.n_link[p->p_from][p->p_to].l_delivered < p->p_seq)
+			const struct sim_node *t2 = &sim->nodes[p->p_to];
+
+			if (!t2->n_alive || !t2->n_ls[p->p_ls])
+				continue;	/* gone with its node */
+			if (sim->net.n_link[p->p_from][p->p_to].l_delivered < p->p_seq ||
+			    dlm_core_ls_state(t2->n_ls[p->p_ls], NULL, NULL) !=
+			    DLM_LS_RUNNING)
 				sim->purges[n++] = *p;
 		}
 		sim->npurges = n;

@@ -524,9 +524,14 @@ void model_orphan(struct sim *sim, struct sim_lock *lk)
 	for (i = 0; i < sim->npurges; i++) {
 		const struct sim_purge *p = &sim->purges[i];
 
+		/* delivered to a stopped lockspace, it waits there for the
+		 * end of the recovery */
 		if (p->p_to == lk->l_node && p->p_ls == lk->l_ls &&
 		    (!p->p_owner || p->p_owner == lk->l_owner) &&
-		    sim->net.n_link[p->p_from][p->p_to].l_delivered < p->p_seq)
+		    (sim->net.n_link[p->p_from][p->p_to].l_delivered < p->p_seq ||
+		     !sim->nodes[p->p_to].n_ls[p->p_ls] ||
+		     dlm_core_ls_state(sim->nodes[p->p_to].n_ls[p->p_ls], NULL, NULL) !=
+		     DLM_LS_RUNNING))
 			lk->l_purge_asked = true;
 	}
 }
