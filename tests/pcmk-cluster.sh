@@ -57,6 +57,7 @@ AGENT=$top_builddir/ocf/dlmd
 DLMD=$top_builddir/plugin/dlmd
 DLMCTL=$top_builddir/plugin/dlmctl
 CLIENT=$top_builddir/tests/cluster-client
+LSAN_SUPP=$top_srcdir/tests/pcmk-cluster.supp	# known leaks, each with its bug
 export top_builddir
 LS=pcmktest
 WAIT_S=60	# bound of every wait
@@ -111,8 +112,17 @@ nsx() {
 		--mount="$dir/ns/n$k.mnt" --uts="$dir/ns/n$k.uts" "$@"
 }
 
-alive() { # PID NAME: PID runs and is NAME
-	[ -n "$1" ] && [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]
+# alive PID NAME: PID runs NAME and is this test's: its command line or
+# its environment names DIR (corosync -c DIR/nK/corosync.conf; pacemakerd
+# and everything it starts, the agent's dlmd included, inherit
+# DLM_TEST_HOST=DIR/nK/; clients have DLMD_SOCKET=DIR/nK/dlmd.sock).
+# The name alone is not enough: pids wrap within minutes here, and a
+# stale pid file could name another cluster's daemon.
+alive() {
+	[ -n "$1" ] && [ -r "/proc/$1/cmdline" ] &&
+		tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q "$2" || return 1
+	tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -qF "$dir/" ||
+		tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep -qF "$dir/"
 }
 
 # shellcheck disable=SC2317 # used by the EXIT trap
@@ -135,7 +145,7 @@ cleanup() {
 		done
 	fi
 	for p in $clients; do
-		kill -KILL "$p" 2>/dev/null
+		alive "$p" cluster-client && kill -KILL "$p" 2>/dev/null
 	done
 	# pacemakerd and everything below it, and the dlmd the agent started
 	# (it daemonized: not below pacemakerd) with what it runs, as
@@ -147,13 +157,16 @@ cleanup() {
 		for pid in $pids; do
 			for c in $pid $(descendants "$pid"); do
 				comm=$(cat "/proc/$c/comm" 2>/dev/null) &&
+					alive "$c" "$comm" &&
 					echo "$c $comm" >>"$dir/procs"
 			done
 		done
 	done
+	# (TERM for the dlmd daemon only, not for the agent script, whose
+	# name is dlmd too: pacemaker fences a node whose stop fails.)
 	while read -r pid comm; do
-		case $comm in
-		pacemakerd | dlmd) kill -TERM "$pid" 2>/dev/null ;;
+		case $comm:$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)") in
+		pacemakerd:* | dlmd:dlmd | dlmd:lt-dlmd) kill -TERM "$pid" 2>/dev/null ;;
 		esac
 	done <"$dir/procs"
 	i=0
@@ -170,7 +183,8 @@ cleanup() {
 		alive "$pid" "$comm" && kill -KILL "$pid" 2>/dev/null
 	done <"$dir/procs"
 	# A sanitizer report of a dlmd run by pacemaker (ASAN_OPTIONS and
-	# UBSAN_OPTIONS log_path, given to pacemakerd, reach the agent's dlmd).
+	# UBSAN_OPTIONS log_path, given to pacemakerd, reach the agent's dlmd;
+	# known leaks are suppressed by tests/pcmk-cluster.supp).
 	for f in "$dir"/san.*; do
 		[ -e "$f" ] || continue
 		echo "sanitizer report in $f:" >&2
@@ -268,8 +282,10 @@ conf() {
 
 start_pacemaker() { # K
 	(nsx "$1" env PCMK_logfile=/var/log/pacemaker/pacemaker.log \
+		DLM_TEST_HOST="$dir/n$1/" \
 		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$dir/san" \
 		UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$dir/san" \
+		LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$LSAN_SUPP:print_suppressions=0" \
 		pacemakerd >>"$dir/n$1/pacemakerd.out" 2>&1 </dev/null) &
 	# the subshell execs nsenter, which execs pacemakerd: $! is its pid
 	echo $! >"$dir/pcmk-$1.pid"
@@ -352,11 +368,15 @@ crm_do resource cleanup dlm-clone
 echo "== A2. crm resource start: dlmd on every host"
 crm_do resource start dlm-clone || fail "crm resource start"
 wait_for $WAIT_S "dlmd on every host" all_running || exit 1
-tr '\0' '\n' <"/proc/$(dlmd_pid 1)/environ" | grep -q "^ASAN_OPTIONS=.*log_path=$dir/san" ||
-	fail "ASAN_OPTIONS did not reach the dlmd pacemaker runs"
+tr '\0' '\n' <"/proc/$(dlmd_pid 1)/environ" >"$dir/dlmd-environ"
+if ! grep -q "^ASAN_OPTIONS=.*log_path=$dir/san" "$dir/dlmd-environ" ||
+   ! grep -q "^LSAN_OPTIONS=.*suppressions=" "$dir/dlmd-environ"; then
+	fail "ASAN_OPTIONS or LSAN_OPTIONS did not reach the dlmd pacemaker runs"
+fi
 
 echo "== A3. SIGKILL dlmd on host 2: the monitor notices, pacemaker restarts it"
 old=$(dlmd_pid 2)
+alive "$old" dlmd || fail "host 2's dlmd pid $old is not this test's dlmd"
 kill -KILL "$old"
 # shellcheck disable=SC2317
 restarted() { new=$(dlmd_pid 2) && [ "$new" != "$old" ] && running_on 2; }
@@ -372,7 +392,9 @@ done
 wait_ls 1 "state running members 1 2 3 " "the lockspace on all three hosts"
 p1=$(dlmd_pid 1)
 p2=$(dlmd_pid 2)
-kill -KILL "$(cat "$dir/n3/corosync.pid")"
+pid=$(cat "$dir/n3/corosync.pid")
+alive "$pid" corosync || die "host 3's corosync pid $pid is not this test's corosync"
+kill -KILL "$pid"
 t0=$(date +%s%N)
 wait_ls 1 "state running members 1 2 clients" "host 1 recovers to members 1 2"
 t1=$(date +%s%N)
@@ -388,7 +410,7 @@ wait_for $WAIT_S "host 3 offline in crm_mon" mon_has 'OFFLINE: \[ n3 \]'
 
 echo "   host 3's corosync back: pacemaker starts dlmd there again"
 while read -r p; do
-	kill -KILL "$p" 2>/dev/null
+	alive "$p" cluster-client && kill -KILL "$p" 2>/dev/null
 done <"$dir/n3/clients"
 : >"$dir/n3/clients"
 start_corosync 3
@@ -397,7 +419,7 @@ wait_for $WAIT_S "dlmd on every host again" all_running || exit 1
 
 echo "== A5. crm resource stop: every dlmd gone"
 for p in $clients; do
-	kill -KILL "$p" 2>/dev/null
+	alive "$p" cluster-client && kill -KILL "$p" 2>/dev/null
 done
 clients=""
 : >"$dir/n1/clients"
@@ -503,7 +525,7 @@ if [ "$FENCE_VIA" = fence_command ]; then
 		fail "dlmd did not ask pacemaker to fence node 3"
 fi
 for p in $clients; do
-	kill -KILL "$p" 2>/dev/null
+	alive "$p" cluster-client && kill -KILL "$p" 2>/dev/null
 done
 clients=""
 crm_do resource stop dlm-clone || fail "crm resource stop (fencing on)"
