@@ -46,9 +46,20 @@ fail() {
 	rc=1
 }
 
+# kill_client PID: SIGKILL PID only while it is still a client of this
+# cluster (dlm-cluster exec put DLM_CLUSTER_DIR=DIR in its environment).
+# pid_max is 32768 here and PIDs wrap within minutes under the tests: a
+# PID from a list may since belong to another process, another test's
+# dlmd for one, which a bare kill would take down at its start.
+kill_client() {
+	tr '\0' '\n' 2>/dev/null <"/proc/$1/environ" |
+		grep -qxF "DLM_CLUSTER_DIR=$(cd "$dir" && pwd)" &&
+		kill -KILL "$1" 2>/dev/null
+}
+
 cleanup() {
 	for p in $pids; do
-		kill -KILL "$p" 2>/dev/null
+		kill_client "$p"
 	done
 	if ! "$CLUSTER" down "$dir"; then
 		echo "FAIL: teardown reported a problem" >&2
@@ -190,7 +201,7 @@ workload "$WORK_MS" 1 2 3
 wait_ls 1 "state running members 1 2 3 " "node 2 did not rejoin"
 wait_workload $((WORK_MS / 1000 + 30)) 1 2 3
 check "rejoin"
-kill -KILL "$h1" 2>/dev/null
+kill_client "$h1"
 
 echo "== c. node 3 is cut off"
 touch "$dir/fence-hold"
