@@ -2217,15 +2217,19 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 				lkb->lkb_flags |= LKBF_LVB_STALE;
 			return;
 		}
-		if (lkb->lkb_flags & (LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK))
-			break;	/* dlm_redo_op finishes it */
-		if (is_middle_conversion(lkb->lkb_grmode, lkb->lkb_rqmode) &&
+		/* the dead master may have granted a PR <-> CW conversion,
+		 * or demoted a CONVDEADLK one to NL, and granted other locks
+		 * against the new mode: queue it, and let the new master
+		 * settle the mode (a cancel or unlock behind it runs at
+		 * finish) */
+		if ((is_middle_conversion(lkb->lkb_grmode, lkb->lkb_rqmode) ||
+		     (lkb->lkb_exflags & DLM_LKF_CONVDEADLK)) &&
 		    !(lkb->lkb_exflags & DLM_LKF_NOQUEUE)) {
 			m.m_status = -EINPROGRESS;
 			(void)receive_convert_reply(ls, &m);
 			return;
 		}
-		break;
+		break;	/* the old mode is safe: redone at finish */
 	default:
 		break;
 	}
@@ -2233,12 +2237,13 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 }
 
 /*
- * Recovery, at a new master once every lock is in: a PR <-> CW conversion
- * queued at the dead master may have been granted there (its GRANT lost
- * with it) and other locks granted against the new mode.  When a granted
- * lock conflicts with such a lock's old mode, the dead master must have
- * granted the conversion: take it as granted in the new mode (the
- * grant that follows tells the owner).
+ * Recovery, at a new master once every lock is in: a conversion queued at
+ * the dead master may have been changed there without its owner hearing
+ * of it, and other locks granted against the new state.  When a granted
+ * lock conflicts with a converting lock's mode, the dead master must have
+ * done so: a PR <-> CW conversion was granted (take it in the new mode;
+ * the grant that follows tells the owner), a CONVDEADLK one was demoted
+ * to NL (it waits on; its owner hears DLM_SBF_DEMOTED with the grant).
  */
 void dlm_recover_conversions(struct dlm_rsb *r)
 {
@@ -2252,7 +2257,9 @@ void dlm_recover_conversions(struct dlm_rsb *r)
 		bool conflict = false;
 		int k;
 
-		if (!is_middle_conversion(lkb->lkb_grmode, lkb->lkb_rqmode))
+		if (!is_middle_conversion(lkb->lkb_grmode, lkb->lkb_rqmode) &&
+		    !((lkb->lkb_exflags & DLM_LKF_CONVDEADLK) &&
+		      lkb->lkb_grmode > DLM_LOCK_NL))
 			continue;
 		for (k = 0; k < 2 && !conflict; k++)
 			dlm_list_for_each(qpos, qs[k]) {
@@ -2267,11 +2274,19 @@ void dlm_recover_conversions(struct dlm_rsb *r)
 					break;
 				}
 			}
-		if (conflict) {
+		if (!conflict)
+			continue;
+		if (is_middle_conversion(lkb->lkb_grmode, lkb->lkb_rqmode)) {
 			log_ls(ls, DLM_LOG_DEBUG,
 			       "recovery: conversion of %08x to %s taken as granted",
 			       lkb->lkb_id, lkb->lkb_rqmode == DLM_LOCK_PR ? "PR" : "CW");
 			set_grmode(r, lkb, lkb->lkb_rqmode, &lkb->lkb_grrange);
+		} else {
+			log_ls(ls, DLM_LOG_DEBUG,
+			       "recovery: converting lock %08x taken as demoted to NL",
+			       lkb->lkb_id);
+			set_grmode(r, lkb, DLM_LOCK_NL, &lkb->lkb_grrange);
+			lkb->lkb_sbflags |= DLM_SBF_DEMOTED;
 		}
 	}
 }

@@ -1407,10 +1407,16 @@ static void phase_quiesce(struct sim *sim)
 			n += all_locks(sim, ok_release_adopted, cand + n, 1024 - n);
 		if (sim->opts->o_avoid & AVOID_LOST_BAST)
 			n += all_locks(sim, ok_release_any, cand + n, 1024 - n);
+		/* a reaction refused while a recovery holds the reply it
+		 * waits for must not keep time from moving */
+		bool glue_waits = sim->opts->o_faults && glue_busy(sim) &&
+				  !sim->net.n_inflight;
+
 		if (sim->opts->o_faults && glue_due(sim) && rng_pct(&sim->rng, 50)) {
 			glue_step(sim);		/* membership settles meanwhile */
 			idle = 0;
-		} else if (n && (rng_pct(&sim->rng, 50) || !sim->net.n_inflight)) {
+		} else if (n && (rng_pct(&sim->rng, 50) ||
+				 (!sim->net.n_inflight && !glue_waits))) {
 			struct sim_lock *lk = cand[rng_below(&sim->rng, n)];
 
 			if (lk->l_want_bast && lk->l_bast_mask)
