@@ -75,6 +75,7 @@
 #define NS_PER_MS		1000000ULL
 
 struct fence_node {
+	struct dlmd_fence *fn_fe;	/* the table; the retry timer's argument */
 	uint32_t	fn_nodeid;
 	uint64_t	fn_failed_at;	/* ms; 0 = never failed */
 	int64_t		fn_failed_wall;	/* wall clock s of the failure */
@@ -112,6 +113,7 @@ static struct fence_node *fnode(struct dlmd_fence *fe, uint32_t nodeid,
 	if (!create || fe->fe_nnodes >= DLM_MAX_NODES)
 		return NULL;
 	memset(&fe->fe_nodes[fe->fe_nnodes], 0, sizeof(fe->fe_nodes[0]));
+	fe->fe_nodes[fe->fe_nnodes].fn_fe = fe;
 	fe->fe_nodes[fe->fe_nnodes].fn_nodeid = nodeid;
 	return &fe->fe_nodes[fe->fe_nnodes++];
 }
@@ -133,42 +135,26 @@ static void fenced(struct dlmd_fence *fe, struct fence_node *fn, const char *how
 	dlmd_cluster_fencing_changed(fe->fe_d);
 }
 
-struct retry_arg {
-	struct dlmd_fence	*ra_fe;
-	uint32_t		ra_nodeid;
-};
-
+/* The retry timer's argument is the node's entry itself: entries never
+ * move (a fixed array, only appended to), so nothing is allocated for it
+ * and dlmd_fence_fini() only has to delete an armed timer. */
 static void retry_timer(void *data)
 {
-	struct retry_arg *ra = data;
-	struct fence_node *fn = fnode(ra->ra_fe, ra->ra_nodeid, false);
-	struct dlmd_fence *fe = ra->ra_fe;
+	struct fence_node *fn = data;
 
-	free(ra);
-	if (!fn)
-		return;
 	fn->fn_retry_armed = false;
 	if (!is_fenced(fn) && !fn->fn_pid)
-		attempt(fe, fn);
+		attempt(fn->fn_fe, fn);
 }
 
 static void schedule_retry(struct dlmd_fence *fe, struct fence_node *fn)
 {
-	struct retry_arg *ra;
-
 	if (fn->fn_retry_armed)
 		return;
-	ra = malloc(sizeof(*ra));
-	if (!ra)
-		return;
-	ra->ra_fe = fe;
-	ra->ra_nodeid = fn->fn_nodeid;
 	if (qb_loop_timer_add(fe->fe_d->d_loop, QB_LOOP_LOW,
-			      FENCE_RETRY_MS * NS_PER_MS, ra, retry_timer,
+			      FENCE_RETRY_MS * NS_PER_MS, fn, retry_timer,
 			      &fn->fn_retry) == 0)
 		fn->fn_retry_armed = true;
-	else
-		free(ra);
 }
 
 static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
@@ -496,8 +482,10 @@ void dlmd_fence_fini(struct dlmd *d)
 			kill(fn->fn_pid, SIGTERM);
 			waitpid(fn->fn_pid, NULL, 0);
 		}
-		/* a pending retry timer owns a small allocation; the loop is
-		 * destroyed right after, which is the only way it leaks */
+		if (fn->fn_retry_armed) {
+			qb_loop_timer_del(d->d_loop, fn->fn_retry);
+			fn->fn_retry_armed = false;
+		}
 	}
 #ifdef HAVE_PACEMAKER_FENCING
 	pcmk_disconnect(fe, false);
