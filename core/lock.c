@@ -778,9 +778,39 @@ static void revert_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
  * Returns 0 (granted), -EINPROGRESS (queued; lkb_grmode may have been
  * demoted), -EAGAIN (NOQUEUE) or -EDEADLK (deadlock, cancelled).  After
  * answering lkb's owner, the caller runs grant_pending(). */
-static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
+/* A conversion deadlock's victim gives way: demoted to NL with
+ * CONVDEADLK (it waits on), else its conversion is cancelled with
+ * -EDEADLK.  Returns true when that victim is 'self', whose answer the
+ * caller gives; any other victim is answered here. */
+static bool break_deadlock(struct dlm_rsb *r, struct dlm_lkb *victim,
+			   struct dlm_lkb *self)
 {
 	struct dlm_ls *ls = r->res_ls;
+	char name[DLM_MAX_KEYLEN * 4 + 8];
+	bool demote = (victim->lkb_exflags & DLM_LKF_CONVDEADLK) &&
+		      victim->lkb_grmode != DLM_LOCK_NL;
+
+	dlm_key_format(r->res_key, r->res_keylen, name, sizeof(name));
+	log_ls(ls, DLM_LOG_DEBUG, "conversion deadlock on \"%s\": lock %08x %s",
+	       name, victim->lkb_id, demote ? "demoted to NL" : "cancelled");
+	if (demote) {
+		set_grmode(r, victim, DLM_LOCK_NL, &victim->lkb_grrange);
+		victim->lkb_sbflags |= DLM_SBF_DEMOTED;
+		return false;
+	}
+	revert_convert(r, victim);
+	if (victim == self)
+		return true;
+	/* another lock gave way: it completes now */
+	if (is_master_copy(victim))
+		send_lkb(ls, DLM_MSG_GRANT, victim, -EDEADLK);
+	else
+		cast_local(ls, victim, -EDEADLK);
+	return false;
+}
+
+static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
+{
 	struct dlm_lkb *victim;
 	bool queue_ok, resolved;
 	int mode;
@@ -808,28 +838,9 @@ static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 	 * queue order, so a demoted lock still in a cycle is cancelled */
 	resolved = false;
 	while ((victim = conversion_deadlock(r, lkb))) {
-		char name[DLM_MAX_KEYLEN * 4 + 8];
-		bool demote = (victim->lkb_exflags & DLM_LKF_CONVDEADLK) &&
-			      victim->lkb_grmode != DLM_LOCK_NL;
-
-		dlm_key_format(r->res_key, r->res_keylen, name, sizeof(name));
-		log_ls(ls, DLM_LOG_DEBUG,
-		       "conversion deadlock on \"%s\": lock %08x %s",
-		       name, victim->lkb_id, demote ? "demoted to NL" : "cancelled");
 		resolved = true;
-		if (demote) {
-			set_grmode(r, victim, DLM_LOCK_NL, &victim->lkb_grrange);
-			victim->lkb_sbflags |= DLM_SBF_DEMOTED;
-			continue;
-		}
-		revert_convert(r, victim);
-		if (victim == lkb)
+		if (break_deadlock(r, victim, lkb))
 			return -EDEADLK;	/* the caller runs grant_pending() */
-		/* another lock gave way: it completes now */
-		if (is_master_copy(victim))
-			send_lkb(ls, DLM_MSG_GRANT, victim, -EDEADLK);
-		else
-			cast_local(ls, victim, -EDEADLK);
 	}
 	if (resolved) {
 		/* others may now go; lkb's own fate is decided here, so that
@@ -2287,6 +2298,33 @@ void dlm_recover_conversions(struct dlm_rsb *r)
 			       lkb->lkb_id);
 			set_grmode(r, lkb, DLM_LOCK_NL, &lkb->lkb_grrange);
 			lkb->lkb_sbflags |= DLM_SBF_DEMOTED;
+		}
+	}
+}
+
+/* Recovery, at a new master once every lock is in: the queues were
+ * rebuilt from the owners' copies, and no conversion passed through
+ * do_convert here, so look for conversion deadlocks among them now (each
+ * resolution demotes a lock or takes one off the convert queue, so this
+ * ends). */
+void dlm_recover_deadlocks(struct dlm_rsb *r)
+{
+	bool again = true;
+
+	while (again) {
+		struct dlm_list *pos;
+
+		again = false;
+		dlm_list_for_each(pos, &r->res_convertq) {
+			struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
+							       lkb_statequeue);
+			struct dlm_lkb *victim = conversion_deadlock(r, lkb);
+
+			if (!victim)
+				continue;
+			(void)break_deadlock(r, victim, NULL);
+			again = true;
+			break;
 		}
 	}
 }

@@ -621,6 +621,7 @@ static int step_grant(struct dlm_ls *ls)
 			continue;
 		if (r->res_flags & RESF_NEW_MASTER) {
 			dlm_recover_conversions(r);
+			dlm_recover_deadlocks(r);
 			recover_lvb(r);
 			nnew++;
 		}
