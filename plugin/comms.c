@@ -229,6 +229,12 @@ int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 			log_warn("comms: our address '%s' does not resolve; not "
 				 "listening on it", our_addrs[i]);
 	}
+	if (d->d_cfg.cf_protocol == DLMD_PROTO_SCTP ||
+	    (d->d_cfg.cf_protocol == DLMD_PROTO_DETECT && cfg.cfg_naddrs > 1))
+		cfg.cfg_transport = LC_TRANSPORT_SCTP;
+	log_info("comms: %s on port %u, %u local address%s",
+		 cfg.cfg_transport == LC_TRANSPORT_SCTP ? "SCTP" : "TCP",
+		 (unsigned)cfg.cfg_port, cfg.cfg_naddrs, cfg.cfg_naddrs == 1 ? "" : "es");
 	cm->cm_lc = lc_new(&cfg, &comms_ops, cm);
 	if (!cm->cm_lc) {
 		rv = -errno;

@@ -251,6 +251,18 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 		}
 		return 0;
 	}
+	if (!strcmp(k, "protocol")) {
+		*why = "expected tcp, sctp or detect";
+		if (!strcmp(v, "tcp") || !strcmp(v, "0"))
+			cf->cf_protocol = DLMD_PROTO_TCP;
+		else if (!strcmp(v, "sctp") || !strcmp(v, "1"))
+			cf->cf_protocol = DLMD_PROTO_SCTP;
+		else if (!strcmp(v, "detect") || !strcmp(v, "2"))
+			cf->cf_protocol = DLMD_PROTO_DETECT;
+		else
+			return -EINVAL;
+		return 0;
+	}
 	if (!strcmp(k, "membership")) {
 		*why = "expected corosync or none";
 		if (!strcmp(v, "corosync"))
@@ -358,14 +370,17 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 	if (cf->cf_have_admin_group)
 		snprintf(admin, sizeof(admin), "%u", (unsigned)cf->cf_admin_gid);
 	if (asprintf(&s,
-		     "port = %u\nbuffer_size = %u\ntoss_secs = %u\nscan_secs = %u\n"
+		     "port = %u\nprotocol = %s\nbuffer_size = %u\ntoss_secs = %u\nscan_secs = %u\n"
 		     "recover_timer = %u\nsocket_path = %s\ncontrol_socket = %s\n"
 		     "pid_file = %s\nsocket_owner = %u\nsocket_group = %u\n"
 		     "socket_mode = 0%o\nadmin_group = %s\nlog_level = %s\n"
 		     "log_syslog = %s\nmembership = %s\nnodeid = %u\n"
 		     "enable_fencing = %d\nfence_command = %s\n"
 		     "fence_pacemaker = %s\nflight_recorder_lines = %u\n",
-		     cf->cf_port, cf->cf_buffer_size, cf->cf_toss_secs,
+		     cf->cf_port,
+		     cf->cf_protocol == DLMD_PROTO_SCTP ? "sctp" :
+		     cf->cf_protocol == DLMD_PROTO_DETECT ? "detect" : "tcp",
+		     cf->cf_buffer_size, cf->cf_toss_secs,
 		     cf->cf_scan_secs, cf->cf_recover_timer, cf->cf_socket_path,
 		     cf->cf_ctl_socket_path, cf->cf_pid_file,
 		     (unsigned)cf->cf_socket_uid, (unsigned)cf->cf_socket_gid,

@@ -78,9 +78,17 @@ enum dlmd_fence_pcmk {
 	DLMD_FENCE_PCMK_NO = 2,		/* never */
 };
 
+/* Node-to-node transport (dlm.conf protocol). */
+enum dlmd_protocol {
+	DLMD_PROTO_TCP = 0,		/* default */
+	DLMD_PROTO_SCTP = 1,		/* multi-homed: every corosync ring address */
+	DLMD_PROTO_DETECT = 2,		/* SCTP when we have several addresses, else TCP */
+};
+
 struct dlmd_config {
 	char			cf_file[PATH_MAX];	/* "" when none was read */
 	uint32_t		cf_port;
+	int			cf_protocol;	/* enum dlmd_protocol */
 	uint32_t		cf_buffer_size;
 	uint32_t		cf_toss_secs;
 	uint32_t		cf_scan_secs;

@@ -1,0 +1,171 @@
+#!/bin/sh
+# tests/test-cluster-sctp.sh - two networks between the nodes, dlmd over
+# SCTP: cutting one network changes nothing visible.
+#
+# tests/dlm-cluster up 3 with DLM_CLUSTER_LINKS=2 (10.213.77.K and
+# 10.213.78.K, corosync links 0 and 1) and dlm.conf "protocol = sctp"
+# (one association per peer over both addresses; usrsctp here, since
+# this kernel has no SCTP).  Then, each step bounded in time:
+#   1. a workload on all three nodes (tests/cluster-client work);
+#   2. during it, node 3's first link is cut: a lock held on node 1 and
+#      wanted on node 3 is released and node 3 is granted it, so lock
+#      traffic crossed between them over the second network; the link
+#      heals, then node 2's second link is cut for a while and heals;
+#   3. the lockspace never recovered (same event, members 1 2 3 on every
+#      node) and the checker finds no violation in the workload.
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+top_builddir=${top_builddir:-.}
+top_builddir=$(cd "$top_builddir" && pwd)
+export top_builddir
+CLUSTER=$top_srcdir/tests/dlm-cluster
+CLIENT=$top_builddir/tests/cluster-client
+DLMCTL=$top_builddir/plugin/dlmctl
+LS=sctptest
+NRES=8
+WORK_MS=${CLUSTER_TEST_WORK_MS:-6000}
+POLLS=300		# bounded waits: polls of 0.1 s
+DLM_CLUSTER_LINKS=2
+DLM_CLUSTER_CONF_EXTRA="protocol = sctp"
+export DLM_CLUSTER_LINKS DLM_CLUSTER_CONF_EXTRA
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmsctp.XXXXXX") || exit 1
+rc=0
+pids=
+
+fail() {
+	echo "FAIL: $*" >&2
+	rc=1
+}
+
+# kill_client PID: only while it is still a client of this cluster
+kill_client() {
+	tr '\0' '\n' 2>/dev/null <"/proc/$1/environ" |
+		grep -qxF "DLM_CLUSTER_DIR=$(cd "$dir" && pwd)" &&
+		kill -KILL "$1" 2>/dev/null
+}
+
+cleanup() {
+	for p in $pids; do
+		kill_client "$p"
+	done
+	if ! "$CLUSTER" down "$dir"; then
+		echo "FAIL: teardown reported a problem" >&2
+		rc=1
+	fi
+	if [ $rc -eq 0 ]; then
+		rm -rf "$dir"
+	else
+		echo "logs kept in $dir (dlmd: $dir/nK/dlmd.out)" >&2
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'rc=1; exit 1' INT TERM
+
+on() { k=$1; shift; "$CLUSTER" exec "$dir" "$k" "$@"; }
+ls_line() { on "$1" "$DLMCTL" ls 2>/dev/null | grep "^name $LS "; }
+
+start_client() { # K ARGS...
+	k=$1
+	shift
+	"$CLUSTER" exec "$dir" "$k" "$CLIENT" "$@" >>"$dir/client-n$k.out" 2>&1 &
+	echo $! >>"$dir/n$k/clients"
+	pids="$pids $!"
+	last_pid=$!
+}
+
+wait_pid() { # PID SECONDS
+	i=0
+	while kill -0 "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -gt $(($2 * 10)) ] && return 124
+		sleep 0.1
+	done
+	wait "$1"
+}
+
+held_count() { grep -c '^held' "$dir/client-n$1.out" 2>/dev/null || true; }
+
+wait_held() { # K N WHAT: until node K's clients printed N "held" lines
+	i=0
+	until [ "$(held_count "$1")" -ge "$2" ]; do
+		i=$((i + 1))
+		if [ $i -gt $POLLS ]; then
+			fail "$3"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+if ! "$CLUSTER" up 3 "$dir"; then
+	echo "FAIL: cannot bring up the 3-node cluster with two links" >&2
+	rc=1
+	exit 1
+fi
+mkdir -p "$dir/logs" "$dir/counters"
+chmod 777 "$dir/logs" "$dir/counters"
+if ! grep -q "added with 2 addresses" "$dir/n1/dlmd.out" ||
+   ! grep -q "listening on .*(sctp" "$dir/n1/dlmd.out"; then
+	fail "dlmd is not on SCTP with two addresses per node"
+	exit 1
+fi
+
+echo "== 1. workload on 3 nodes, over SCTP on two networks"
+wl=
+for k in 1 2 3; do
+	for c in 1 2; do
+		start_client "$k" work "$LS" "$dir" $NRES "$WORK_MS" "$k$c"
+		wl="$wl $last_pid"
+	done
+done
+i=0
+until ls_line 1 | grep -q "members 1 2 3 "; do
+	i=$((i + 1))
+	[ $i -gt $POLLS ] && { fail "lockspace not on all three nodes"; exit 1; }
+	sleep 0.1
+done
+event0=$(ls_line 1 | sed -n 's/.* event \([0-9]*\).*/\1/p')
+echo "   lockspace running, event $event0"
+
+echo "== 2. node 3's first link cut during the workload"
+start_client 1 hold "$LS" crossing EX
+h1=$last_pid
+wait_held 1 1 "node 1 did not get its lock" || exit 1
+"$CLUSTER" cut "$dir" 3 1 || fail "cut node 3 link 1"
+start_client 3 hold "$LS" crossing EX
+h3=$last_pid
+sleep 1
+[ "$(held_count 3)" -eq 0 ] || fail "node 3 was granted a lock node 1 holds"
+kill_client "$h1"		# node 1's holder goes: its lock is released
+wait_held 3 1 "node 3 was not granted the lock over the second network" &&
+	echo "   node 3 granted the lock node 1 released, its first link down"
+kill_client "$h3"
+# one network at a time: node 3 heals before node 2 loses the other one
+# (both cut at once would leave nodes 2 and 3 no network in common)
+"$CLUSTER" heal "$dir" 3 1 || fail "heal node 3 link 1"
+sleep 2
+"$CLUSTER" cut "$dir" 2 2 || fail "cut node 2 link 2"
+sleep 2
+"$CLUSTER" heal "$dir" 2 2 || fail "heal node 2 link 2"
+
+echo "== 3. nothing visible changed"
+for p in $wl; do
+	wait_pid "$p" $((WORK_MS / 1000 + 60)) || fail "a workload client ($p) failed or hung"
+done
+for k in 1 2 3; do
+	l=$(ls_line $k)
+	case $l in
+	*"members 1 2 3 "*"event $event0 "*|*"event $event0 "*"members 1 2 3 "*) ;;
+	*) fail "node $k: the lockspace changed: $l" ;;
+	esac
+done
+echo "   every node: members 1 2 3, event $event0 (no recovery)"
+if ! "$CLIENT" check "$dir" $NRES >"$dir/check.out" 2>&1; then
+	fail "checker: $(grep -c VIOLATION "$dir/check.out") violations"
+	head -n 20 "$dir/check.out" >&2
+fi
+echo "   $(tail -n 1 "$dir/check.out")"
+[ $rc -eq 0 ] && echo PASS
+exit $rc
