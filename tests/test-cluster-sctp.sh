@@ -33,57 +33,9 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmsctp.XXXXXX") || exit 1
 rc=0
 pids=
 
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
-}
+. "$top_srcdir/tests/cluster-test-lib.sh"
 
-# kill_client PID: only while it is still a client of this cluster
-kill_client() {
-	tr '\0' '\n' 2>/dev/null <"/proc/$1/environ" |
-		grep -qxF "DLM_CLUSTER_DIR=$(cd "$dir" && pwd)" &&
-		kill -KILL "$1" 2>/dev/null
-}
-
-cleanup() {
-	for p in $pids; do
-		kill_client "$p"
-	done
-	if ! "$CLUSTER" down "$dir"; then
-		echo "FAIL: teardown reported a problem" >&2
-		rc=1
-	fi
-	if [ $rc -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "logs kept in $dir (dlmd: $dir/nK/dlmd.out)" >&2
-	fi
-	exit $rc
-}
-trap cleanup EXIT
-trap 'rc=1; exit 1' INT TERM
-
-on() { k=$1; shift; "$CLUSTER" exec "$dir" "$k" "$@"; }
 ls_line() { on "$1" "$DLMCTL" ls 2>/dev/null | grep "^name $LS "; }
-
-start_client() { # K ARGS...
-	k=$1
-	shift
-	"$CLUSTER" exec "$dir" "$k" "$CLIENT" "$@" >>"$dir/client-n$k.out" 2>&1 &
-	echo $! >>"$dir/n$k/clients"
-	pids="$pids $!"
-	last_pid=$!
-}
-
-wait_pid() { # PID SECONDS
-	i=0
-	while kill -0 "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -gt $(($2 * 10)) ] && return 124
-		sleep 0.1
-	done
-	wait "$1"
-}
 
 held_count() { grep -c '^held' "$dir/client-n$1.out" 2>/dev/null || true; }
 

@@ -41,45 +41,7 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmc.XXXXXX") || exit 1
 rc=0
 pids=
 
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
-}
-
-# kill_client PID: SIGKILL PID only while it is still a client of this
-# cluster (dlm-cluster exec put DLM_CLUSTER_DIR=DIR in its environment).
-# pid_max is 32768 here and PIDs wrap within minutes under the tests: a
-# PID from a list may since belong to another process, another test's
-# dlmd for one, which a bare kill would take down at its start.
-kill_client() {
-	tr '\0' '\n' 2>/dev/null <"/proc/$1/environ" |
-		grep -qxF "DLM_CLUSTER_DIR=$(cd "$dir" && pwd)" &&
-		kill -KILL "$1" 2>/dev/null
-}
-
-cleanup() {
-	for p in $pids; do
-		kill_client "$p"
-	done
-	if ! "$CLUSTER" down "$dir"; then
-		echo "FAIL: teardown reported a problem" >&2
-		rc=1
-	fi
-	if [ $rc -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "logs kept in $dir (dlmd: $dir/nK/dlmd.out)" >&2
-	fi
-	exit $rc
-}
-trap cleanup EXIT
-trap 'rc=1; exit 1' INT TERM
-
-on() { # K CMD...: run CMD on node K
-	k=$1
-	shift
-	"$CLUSTER" exec "$dir" "$k" "$@"
-}
+. "$top_srcdir/tests/cluster-test-lib.sh"
 
 ls_line() { # K: node K's "dlmctl ls" lines for $LS
 	on "$1" "$DLMCTL" ls 2>/dev/null | grep -A1 "^name $LS "
@@ -98,27 +60,6 @@ wait_ls() {
 	done
 }
 
-# start_client K ARGS...: a cluster-client on node K in the background,
-# registered as part of the node (dlm-cluster kill takes it down too)
-start_client() {
-	k=$1
-	shift
-	"$CLUSTER" exec "$dir" "$k" "$CLIENT" "$@" >>"$dir/client-n$k.out" 2>&1 &
-	echo $! >>"$dir/n$k/clients"
-	pids="$pids $!"
-	last_pid=$!
-}
-
-# wait_pid PID SECONDS: 0 if it exits in time with status 0
-wait_pid() {
-	i=0
-	while kill -0 "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -gt $(($2 * 10)) ] && return 124
-		sleep 0.1
-	done
-	wait "$1"
-}
 
 workload() { # MS NODES...: two clients per node
 	ms=$1
