@@ -2164,11 +2164,12 @@ static bool is_middle_conversion(int gr, int rq)
  *   cancel            done (a waiting request goes; a conversion reverts);
  *   down-conversion   granted (the lock is resent in the lower mode; a
  *                     writer's LVB goes with it);
- *   PR <-> CW         queued, as the master would have answered; the new
- *                     master settles which mode the dead one had granted
+ *   PR <-> CW, or     queued, as the master would have answered; the new
+ *   CONVDEADLK        master settles what the dead one had done: granted
+ *                     the new mode, or demoted the lock to NL
  *                     (dlm_recover_conversions).
- * Anything else (requests, up-conversions, NOQUEUE middle conversions)
- * is kept and redone at finish: the lock's old state is safe to resend.
+ * Anything else (requests, up-conversions, NOQUEUE conversions) is kept
+ * and redone at finish: the lock's old state is safe to resend.
  */
 void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
