@@ -27,7 +27,8 @@
  * each header before anything else and closes the connection on the first bad
  * frame.  A DATA frame whose seq is the next expected one is delivered; one
  * below it is a duplicate (a resend after reconnect) and is dropped; one above
- * it would mean a lost frame and closes the connection as a protocol error.
+ * it would mean a lost frame and closes the connection as a protocol error
+ * (reported through ops_frames_lost: the caller decides what it means).
  * After each read the cumulative ack is written back, in a DATA frame going
  * that way or else in a 32-byte ACK frame.
  *
@@ -770,6 +771,17 @@ static void on_connected(struct lc_conn *c)
 
 /* ---- acknowledgements and the handshake ------------------------------ */
 
+/* Frames from the peer are missing for good: tell the caller. */
+static void report_lost(struct lc_ctx *ctx, struct lc_node *n, uint32_t got)
+{
+	if (!ctx->ctx_ops->ops_frames_lost)
+		return;
+	ctx->ctx_in_callback++;
+	ctx->ctx_ops->ops_frames_lost(ctx->ctx_arg, n->node_id,
+				      n->node_recv_next, got);
+	ctx->ctx_in_callback--;
+}
+
 /* Drop every frame the peer has acknowledged. */
 static int process_ack(struct lc_ctx *ctx, struct lc_node *n, uint32_t ack)
 {
@@ -814,6 +826,7 @@ static int process_hello(struct lc_ctx *ctx, struct lc_node *n,
 		lc_log(ctx, LOG_ERR,
 		       "node %u resumes at %u but we expect %u: frames lost",
 		       n->node_id, h->fh_seq, n->node_recv_next);
+		report_lost(ctx, n, h->fh_seq);
 		return -EPROTO;
 	}
 	if (known == n->node_epoch)
@@ -897,6 +910,7 @@ static int on_data(struct lc_ctx *ctx, struct lc_node *n,
 		}
 		lc_log(ctx, LOG_ERR, "node %u: got seq %u, expected %u",
 		       n->node_id, h->fh_seq, n->node_recv_next);
+		report_lost(ctx, n, h->fh_seq);
 		return -EPROTO;
 	}
 	n->node_recv_next++;

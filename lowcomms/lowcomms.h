@@ -100,6 +100,15 @@ struct lc_ops {
 	/* Stop watching fd; it is closed right after. */
 	void (*ops_fd_del)(void *arg, int fd);
 	void (*ops_log)(void *arg, int level, const char *msg);
+	/* Optional (may be NULL): the peer skipped frames we never got (a
+	 * HELLO resuming past what we expect, or a DATA frame beyond the
+	 * next one) while its epoch is unchanged.  They cannot come back:
+	 * the connection is closed as a protocol error, and every reconnect
+	 * will find the same gap until the caller removes the node.  What
+	 * to do about it (the exactly-once stream is broken) is the
+	 * caller's decision. */
+	void (*ops_frames_lost)(void *arg, uint32_t from, uint32_t expected,
+				uint32_t got);
 };
 
 /* Counters, for logs, tests and dlmctl. */

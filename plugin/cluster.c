@@ -16,7 +16,10 @@
  *                    leaves it (its daemon stopped, or the node failed) has
  *                    its lowcomms state dropped, so that the next daemon
  *                    there starts a new transport epoch; a node that failed
- *                    (reason node-down) is handed to fencing (fence.c).
+ *                    (reason node-down) is handed to fencing (fence.c),
+ *                    saying whether our side of the group held a strict
+ *                    majority of the configured nodes then (see SPLIT AND
+ *                    MERGE below).
  *   lockspace group  CPG "dlmd:ls:<name>" per lockspace: its members are
  *                    the lockspace's members.
  *
@@ -31,8 +34,12 @@
  *     daemon exit, a node failure) each member at once stops the
  *     lockspace in the engine (dlm_core_ls_stop: requests and lock
  *     messages are held), and forgets whatever it had collected for the
- *     previous change.  Nodes that left with reason node-down are recorded
- *     as failed: they must be fenced before recovery.
+ *     previous change.  Nodes that left with reason node-down, and nodes
+ *     whose dlmd left without a clean leave (reason proc-down: it died or
+ *     was killed while its node stayed up), are recorded as failed: they
+ *     must be fenced before recovery.  Only a clean leave (reason leave:
+ *     the lockspace was released, or dlmd stopped cleanly, which
+ *     releases every lockspace first) needs no fencing.
  *
  *  2. wait conditions, each member for itself:
  *       quorum   the cluster is quorate, the quorum's node view contains
@@ -87,8 +94,63 @@
  * once, then its group is joined; the join is a membership change like
  * any other, and the client's create request is answered when the first
  * recovery finishes.  Releasing a lockspace leaves the group (a clean
- * leave for the others: no fencing).  A dlmd restart is a daemon exit
- * (reason proc-down) followed, later, by a fresh join.
+ * leave for the others: no fencing).  A dlmd killed, or crashed, is a
+ * daemon failure (reason proc-down): its node is fenced (DAEMON FAILURE).
+ *
+ * DAEMON FAILURE.  A dlmd that dies while its node stays up leaves its
+ * groups with reason proc-down.  Its clients may still be alive, inside
+ * their critical sections, and learn of it only at their next libdlm
+ * call: their locks must not be given away before the node is fenced,
+ * exactly as for a node failure (the established DLM fences a node whose
+ * control daemon fails with lockspaces).  So a proc-down in a lockspace
+ * group counts as a failure of the node; as corosync on that node is up,
+ * the node stays in the quorum view, and fencing does not wait for a view
+ * without it (fence.c: DLMD_FAIL_DAEMON).  A proc-down in the daemon
+ * group alone (a dlmd without lockspaces) needs nothing.
+ *
+ * SPLIT AND MERGE.  A network blip shorter than it takes to fence can
+ * still make totem split the ring and merge it again: each side sees the
+ * other leave with reason node-down, then come back with reason node-up
+ * (a merge: the same daemons, with the state they kept while apart).
+ * Fencing that waits for "a quorate view without the victim" then waits
+ * forever, as the victim is back in the view.  The rule:
+ *  - every member learns of a failure from its own daemon group confchg.
+ *    CPG delivers it in the same order on every member of a side, and a
+ *    side's membership at that point is what that member records: the
+ *    failure was "seen from a majority" iff that side held a strict
+ *    majority of the configured nodes (2 * members > nodes).  Two
+ *    disjoint sides never both hold one, whatever the timing of quorum
+ *    notifications (which come after the confchg and, in a fast
+ *    split-merge, may not come at all).
+ *  - a member that saw a node fail from a majority side, and then sees it
+ *    merge back (reason node-up) without having fenced it since, removes
+ *    it from the cluster (corosync_cfg_kill_node): its corosync exits, its
+ *    dlmd with it; it leaves with node-down, is fenced, and can come back
+ *    only as a fresh node, with no lockspace state.  It may also be fenced
+ *    while still in the view (fence.c: DLMD_FAIL_MAJORITY).
+ *  - the formerly isolated side saw the majority fail from a minority
+ *    side: after the merge it is quorate again and sees them in the view,
+ *    but never removes or fences them (its failures carry no majority
+ *    mark, so its fencing waits for a view without them, which never
+ *    comes); it is removed instead.  Both sides apply these rules to the
+ *    same confchg sequence, so exactly the minority side goes.
+ *  - nothing recovers in between: lockspaces stopped at the split, and
+ *    START waits for the failed node to be fenced on every member.
+ * With no majority side (an even split, or nodes without dlmd counted in
+ * the nodelist) nobody removes anyone: fencing of the other side waits as
+ * before (a known limit, below).
+ *
+ * LOST FRAMES.  lowcomms delivers engine messages in order and exactly
+ * once while both nodes keep each other; a peer resuming past what we got
+ * (ops_frames_lost) means messages between two live members are gone for
+ * good, and the engines (which have no retransmission of their own) would
+ * hang on them.  dlmd_cluster_frames_lost() then removes the higher id of
+ * the two from the cluster (both ends, if both notice, pick the same
+ * node): it is fenced, and the others recover without it.
+ *
+ * STALLS.  A running lockspace whose operations wait for a remote reply
+ * while nothing at all arrives for STALL_MS is shown as "stalled", never
+ * "running" (dlmctl ls), and logged; see watchdog_timer().
  *
  * Known limits.
  *  - A START answering an older change whose member list equals the
@@ -98,14 +160,13 @@
  *    one change old, which at worst delays the start by one more change.
  *  - A loser's clients are disconnected from the lockspace; they must
  *    open it again.  Every member runs the fence command for itself.
- *  - Only node-down needs fencing.  A dlmd that dies while its node stays
- *    up (reason proc-down) is treated as a leave: its locks are released
- *    at once, but a local client inside a critical section learns of it
- *    only at its next libdlm call.  Applications that cannot accept that
- *    must die with dlmd (or configure the node to be fenced then).
- *  - A node that failed and merges back before it was fenced (a healed
- *    partition without a working fence method) stays "to be fenced":
- *    recovery waits for "dlmctl fence_ack".
+ *  - A split with no side holding a majority of the configured nodes
+ *    (e.g. 2 + 2 of 4, or two_node clusters) merges back with every
+ *    side waiting to fence the other; nobody is removed, recovery waits
+ *    for fencing (or an operator stopping one side; fence_ack is refused
+ *    while the node is in the view).
+ *  - The majority is counted in configured nodes, one vote each: a
+ *    votequorum with unequal votes or a quorum device is not modelled.
  *
  * Losing corosync (POLLHUP on any of its fds, or a dispatch error) stops
  * the daemon with exit code 1: locks cannot be trusted without
@@ -144,6 +205,8 @@
 #define MAX_RINGS		8	/* ring0_addr .. ring7_addr */
 #define MCAST_RETRY_MS		50	/* after CS_ERR_TRY_AGAIN on a START */
 #define NS_PER_MS		1000000ULL
+#define STALL_TICK_MS		2000	/* the stall watchdog's period */
+#define STALL_MS		10000	/* running, waiters, nothing received */
 
 /* ------------------------------------------------------------------ */
 /* daemon messages over CPG: a fixed little-endian header               */
@@ -224,7 +287,19 @@ struct dlmd_cluster {
 	bool			cs_nodelist_changed;
 	struct cs_node		cs_nodes[DLM_MAX_NODES];
 	unsigned int		cs_nnodes;
+	/* the daemon group now, and the nodes we lost (node-down) while
+	 * our side of the daemon group held a strict majority of the
+	 * configured nodes: if one of them merges back, we remove it */
+	uint32_t		cs_dmembers[DLM_MAX_NODES];
+	unsigned int		cs_ndmembers;
+	uint32_t		cs_lost[DLM_MAX_NODES];
+	unsigned int		cs_nlost;
+	/* peers whose lost frames were already acted on (until they leave) */
+	uint32_t		cs_gap[DLM_MAX_NODES];
+	unsigned int		cs_ngap;
 	bool			cs_kick_queued;
+	bool			cs_wd_armed;
+	qb_loop_timer_handle	cs_wd;
 	bool			cs_retry_armed;
 	qb_loop_timer_handle	cs_retry;
 };
@@ -259,6 +334,11 @@ struct dlmd_cluster_ls {
 	bool			cl_running;
 	bool			cl_ever_ran;
 	bool			cl_loser;	/* drop at the next kick */
+	/* the stall watchdog (running, yet no reply arrives) */
+	uint64_t		cl_wd_rx;	/* messages received at 'since' */
+	uint64_t		cl_wd_since;	/* ms; 0 = not watching */
+	uint64_t		cl_wd_waiters;
+	bool			cl_stalled;
 	bool			cl_kick;
 };
 
@@ -773,6 +853,53 @@ static void retry_timer(void *data)
 	kick(cs);
 }
 
+/* The stall watchdog: a running lockspace with operations waiting for a
+ * remote reply that receives nothing at all for STALL_MS cannot make
+ * progress (a reply every request gets at once from a live master was
+ * lost, or the peer hangs).  It is then shown as "stalled", not
+ * "running", and logged; it is "running" again when a message arrives or
+ * nothing waits any more. */
+static void watchdog_timer(void *data)
+{
+	struct dlmd_cluster *cs = data;
+	struct dlmd *d = cs->cs_d;
+	uint64_t now = dlmd_now_ms();
+
+	cs->cs_wd_armed = false;
+	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
+		struct dlmd_cluster_ls *cl = dl->dl_cluster;
+		struct dlm_ls_stats st;
+
+		if (!cl)
+			continue;
+		dlm_core_ls_stats(dl->dl_core, &st);
+		if (!cl->cl_running || !st.ls_waiters ||
+		    st.ls_msgs_received != cl->cl_wd_rx || !cl->cl_wd_since) {
+			if (cl->cl_stalled)
+				log_notice("lockspace %s: no longer stalled (%s)",
+					   dl->dl_name, !cl->cl_running ? "stopped" :
+					   !st.ls_waiters ? "nothing waits" :
+					   "a message arrived");
+			cl->cl_stalled = false;
+			cl->cl_wd_rx = st.ls_msgs_received;
+			cl->cl_wd_since = now;
+			continue;
+		}
+		cl->cl_wd_waiters = st.ls_waiters;
+		if (!cl->cl_stalled && now - cl->cl_wd_since >= STALL_MS) {
+			cl->cl_stalled = true;
+			log_err("lockspace %s: stalled: %llu operation%s wait for a "
+				"remote reply and nothing arrived for %llu s",
+				dl->dl_name, (unsigned long long)st.ls_waiters,
+				st.ls_waiters == 1 ? "" : "s",
+				(unsigned long long)((now - cl->cl_wd_since) / 1000));
+		}
+	}
+	if (qb_loop_timer_add(d->d_loop, QB_LOOP_LOW, STALL_TICK_MS * NS_PER_MS, cs,
+			      watchdog_timer, &cs->cs_wd) == 0)
+		cs->cs_wd_armed = true;
+}
+
 void dlmd_cluster_retry_later(struct dlmd *d)
 {
 	struct dlmd_cluster *cs = d->d_cluster;
@@ -904,7 +1031,7 @@ static void ls_confchg(cpg_handle_t h, const struct cpg_name *group,
 	char m[DLM_MAX_NODES * 11 + 1], j[DLM_MAX_NODES * 11 + 1],
 	     l[DLM_MAX_NODES * 11 + 1];
 	uint32_t ids[DLM_MAX_NODES];
-	unsigned int n = 0;
+	unsigned int n = 0, ndaemon_down = 0;
 	bool us = false;
 
 	if (cpg_context_get(h, (void **)&cl) != CS_OK || !cl)
@@ -929,12 +1056,22 @@ static void ls_confchg(cpg_handle_t h, const struct cpg_name *group,
 	for (size_t i = 0; i < nleft; i++) {
 		uint32_t id = left[i].nodeid;
 
-		if (left[i].reason != CPG_REASON_NODEDOWN || id == d->d_nodeid)
+		if (id == d->d_nodeid)
 			continue;
-		cl->cl_change_down[cl->cl_nchange_down++] = id;
+		if (left[i].reason == CPG_REASON_NODEDOWN) {
+			cl->cl_change_down[cl->cl_nchange_down++] = id;
+			/* the daemon group's report says from which side */
+			dlmd_fence_node_failed(d, id, DLMD_FAIL_NODE);
+		} else if (left[i].reason == CPG_REASON_PROCDOWN) {
+			/* its dlmd died without leaving: its clients may
+			 * still run inside their locks */
+			ndaemon_down++;
+			dlmd_fence_node_failed(d, id, DLMD_FAIL_DAEMON);
+		} else {
+			continue;	/* a clean leave: nothing to fence */
+		}
 		if (!id_in(cl->cl_failed, cl->cl_nfailed, id))
 			cl->cl_failed[cl->cl_nfailed++] = id;
-		dlmd_fence_node_failed(d, id);
 	}
 	/* 1. stop at once, forget the previous change's STARTs */
 	dlm_core_ls_stop(dl->dl_core);
@@ -958,7 +1095,8 @@ static void ls_confchg(cpg_handle_t h, const struct cpg_name *group,
 	}
 	log_notice("lockspace %s: change %u: members [%s] joined [%s] left [%s]%s; "
 		   "stopped", dl->dl_name, cl->cl_change_seq, m, j, l,
-		   cl->cl_nchange_down ? " (node failure)" : "");
+		   cl->cl_nchange_down ? " (node failure)" :
+		   ndaemon_down ? " (dlmd failure: to be fenced)" : "");
 	ls_progress(cl);
 }
 
@@ -975,6 +1113,46 @@ static void ls_totem_confchg(cpg_handle_t h, struct cpg_ring_id ring,
 	/* the quorum callback carries what the protocol needs */
 }
 
+static void id_remove(uint32_t *ids, unsigned int *n, uint32_t id)
+{
+	for (unsigned int i = 0; i < *n; i++) {
+		if (ids[i] == id) {
+			ids[i] = ids[--*n];
+			return;
+		}
+	}
+}
+
+/* Make node 'id' leave the cluster: its corosync exits (and with it its
+ * dlmd, which cannot run without corosync), so that it drops out of the
+ * view, gets fenced and can only come back as a fresh node. */
+static void remove_node(struct dlmd_cluster *cs, uint32_t id, const char *why)
+{
+	corosync_cfg_handle_t cfg;
+	corosync_cfg_callbacks_t cb;
+	cs_error_t e;
+
+	memset(&cb, 0, sizeof(cb));
+	e = corosync_cfg_initialize(&cfg, &cb);
+	if (e == CS_OK) {
+		e = corosync_cfg_kill_node(cfg, id, why);
+		corosync_cfg_finalize(cfg);
+	}
+	if (e != CS_OK)
+		log_err("cannot remove node %u from the cluster (%s): %s", id, why,
+			cs_str(e));
+	else
+		log_err("removing node %u from the cluster (corosync_cfg_kill_node): "
+			"%s", id, why);
+}
+
+/* Does our side of the daemon group hold a strict majority of the
+ * configured nodes?  Two disjoint sides never both do. */
+static bool majority_side(const struct dlmd_cluster *cs, unsigned int n)
+{
+	return cs->cs_nnodes && 2 * n > cs->cs_nnodes;
+}
+
 static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			   const struct cpg_address *members, size_t nmembers,
 			   const struct cpg_address *left, size_t nleft,
@@ -984,13 +1162,46 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 	uint32_t ids[DLM_MAX_NODES];
 	unsigned int n = 0;
 	char m[DLM_MAX_NODES * 11 + 1];
+	bool majority;
 
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
 		return;
 	for (size_t i = 0; i < nmembers && n < DLM_MAX_NODES; i++)
-		ids[n++] = members[i].nodeid;
+		if (!id_in(ids, n, members[i].nodeid))
+			ids[n++] = members[i].nodeid;
+	memcpy(cs->cs_dmembers, ids, n * sizeof(ids[0]));
+	cs->cs_ndmembers = n;
+	majority = majority_side(cs, n);
 	fmt_ids(m, sizeof(m), ids, n);
 	log_info("daemon group members [%s]", m);
+	for (size_t i = 0; i < njoined; i++) {
+		uint32_t id = joined[i].nodeid;
+		char why[128];
+
+		if (id == cs->cs_d->d_nodeid)
+			continue;
+		if (joined[i].reason == CPG_REASON_NODEUP &&
+		    id_in(cs->cs_lost, cs->cs_nlost, id) &&
+		    dlmd_fence_killed(cs->cs_d, id)) {
+			/* fenced for real since: a new incarnation whose
+			 * corosync merged with ours */
+			log_info("node %u is back after it was fenced", id);
+		} else if (joined[i].reason == CPG_REASON_NODEUP &&
+			   id_in(cs->cs_lost, cs->cs_nlost, id)) {
+			/* A split healed: the node we lost comes back with
+			 * the state it kept while cut off (its locks, its
+			 * transport sequence); it never merges. */
+			snprintf(why, sizeof(why), "dlmd: node %u merged back after "
+				 "a split; its state is stale", id);
+			remove_node(cs, id, why);
+		} else if (joined[i].reason == CPG_REASON_NODEUP) {
+			log_notice("node %u merged back after a split; we were on "
+				   "the smaller side: the majority removes it or us",
+				   id);
+		}
+		id_remove(cs->cs_lost, &cs->cs_nlost, id);
+		id_remove(cs->cs_gap, &cs->cs_ngap, id);
+	}
 	for (size_t i = 0; i < nleft; i++) {
 		uint32_t id = left[i].nodeid;
 		const struct cs_node *nd = find_node(cs, id);
@@ -999,8 +1210,14 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 
 		if (id == cs->cs_d->d_nodeid)
 			continue;
-		if (left[i].reason == CPG_REASON_NODEDOWN)
-			dlmd_fence_node_failed(cs->cs_d, id);
+		id_remove(cs->cs_gap, &cs->cs_ngap, id);
+		if (left[i].reason == CPG_REASON_NODEDOWN) {
+			dlmd_fence_node_failed(cs->cs_d, id, majority ?
+					       DLMD_FAIL_MAJORITY : DLMD_FAIL_NODE);
+			if (majority && !id_in(cs->cs_lost, cs->cs_nlost, id) &&
+			    cs->cs_nlost < DLM_MAX_NODES)
+				cs->cs_lost[cs->cs_nlost++] = id;
+		}
 		/* a node still in the group (another dlmd of it) keeps it */
 		still = false;
 		for (unsigned int k = 0; k < n; k++)
@@ -1011,6 +1228,35 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 					      nd->n_naddrs);
 	}
 	kick(cs);
+}
+
+void dlmd_cluster_frames_lost(struct dlmd *d, uint32_t peer)
+{
+	struct dlmd_cluster *cs = d->d_cluster;
+	uint32_t victim;
+	char why[128];
+
+	if (!cs || !cs->cs_corosync || peer == d->d_nodeid)
+		return;
+	if (!id_in(cs->cs_dmembers, cs->cs_ndmembers, peer)) {
+		log_warn("comms: frames from node %u lost, but its daemon is not "
+			 "in the cluster (its transport state is reset when it "
+			 "comes back)", peer);
+		return;
+	}
+	if (id_in(cs->cs_gap, cs->cs_ngap, peer))
+		return;		/* acted on already */
+	if (cs->cs_ngap < DLM_MAX_NODES)
+		cs->cs_gap[cs->cs_ngap++] = peer;
+	/* Both ends may notice; both pick the same node: the higher id. */
+	victim = peer > d->d_nodeid ? peer : d->d_nodeid;
+	log_err("comms: frames between node %u and us were lost while both are "
+		"members: the lock state between us cannot be trusted; node %u "
+		"(the higher id) leaves the cluster, is fenced, and the others "
+		"recover", peer, victim);
+	snprintf(why, sizeof(why), "dlmd: frames lost between nodes %u and %u",
+		 d->d_nodeid, peer);
+	remove_node(cs, victim, why);
 }
 
 static int ls_cpg_ready(int32_t fd, int32_t revents, void *data)
@@ -1186,6 +1432,9 @@ int dlmd_cluster_init(struct dlmd *d)
 			      cs, daemon_cpg_ready);
 	if (rv)
 		return rv;
+	if (qb_loop_timer_add(d->d_loop, QB_LOOP_LOW, STALL_TICK_MS * NS_PER_MS, cs,
+			      watchdog_timer, &cs->cs_wd) == 0)
+		cs->cs_wd_armed = true;
 	log_notice("corosync: we are node %u of %u configured node%s", d->d_nodeid,
 		   cs->cs_nnodes, cs->cs_nnodes == 1 ? "" : "s");
 	for (unsigned int i = 0; i < cs->cs_nnodes; i++)
@@ -1205,6 +1454,8 @@ void dlmd_cluster_fini(struct dlmd *d)
 		qb_loop_job_del(d->d_loop, QB_LOOP_HIGH, cs, kick_job);
 	if (cs->cs_retry_armed)
 		qb_loop_timer_del(d->d_loop, cs->cs_retry);
+	if (cs->cs_wd_armed)
+		qb_loop_timer_del(d->d_loop, cs->cs_wd);
 	if (cs->cs_corosync) {
 		if (cs->cs_daemon_fd >= 0) {
 			qb_loop_poll_del(d->d_loop, cs->cs_daemon_fd);
@@ -1350,7 +1601,14 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 	}
 	memcpy(v->lv_group, cl->cl_members, cl->cl_nmembers * sizeof(uint32_t));
 	v->lv_ngroup = cl->cl_nmembers;
-	if (cl->cl_running || !d->d_cluster->cs_corosync) {
+	if (cl->cl_running && cl->cl_stalled) {
+		v->lv_state = "stalled";
+		snprintf(v->lv_wait, sizeof(v->lv_wait), "reply (%llu operation%s "
+			 "wait for a remote reply; nothing received for %llu s)",
+			 (unsigned long long)cl->cl_wd_waiters,
+			 cl->cl_wd_waiters == 1 ? "" : "s",
+			 (unsigned long long)((dlmd_now_ms() - cl->cl_wd_since) / 1000));
+	} else if (cl->cl_running || !d->d_cluster->cs_corosync) {
 		snprintf(v->lv_wait, sizeof(v->lv_wait), "none");
 	} else if (!cl->cl_in_group) {
 		snprintf(v->lv_wait, sizeof(v->lv_wait), "join (group)");

@@ -23,6 +23,10 @@
  *
  * Node table: cluster.c calls dlmd_comms_node_add() for every node of the
  * corosync nodelist (all rings, up to LC_MAX_ADDRS addresses) and
+ * Frames lost (lowcomms' ops_frames_lost: a peer resumed past what we
+ * got) go to dlmd_cluster_frames_lost(), which removes one of the two
+ * nodes from the cluster (plugin/cluster.c).
+ *
  * dlmd_comms_node_reset() when a node's daemon left the cluster: its queue
  * and sequence state are dropped and the node is added again, so the next
  * incarnation of that daemon starts a new lowcomms epoch.
@@ -161,7 +165,17 @@ static void comms_log(void *arg, int level, const char *msg)
 	qb_log(level, "comms: %s", msg);
 }
 
+/* The exactly-once stream from the node is broken: cluster.c decides. */
+static void comms_frames_lost(void *arg, uint32_t from, uint32_t expected,
+			      uint32_t got)
+{
+	struct dlmd_comms *cm = arg;
+
+	dlmd_cluster_frames_lost(cm->cm_d, from);
+}
+
 static const struct lc_ops comms_ops = {
+	.ops_frames_lost = comms_frames_lost,
 	.ops_deliver = comms_deliver,
 	.ops_fd_add = comms_fd_add,
 	.ops_fd_mod = comms_fd_mod,

@@ -14,7 +14,12 @@
  * engine's dump of a lockspace), "join NAME" (create the lockspace, mode
  * 0600, like dlm_tool join; it joins the lockspace's group and shows up
  * in "ls" with what it waits for), "leave NAME" (release it, forced) and
- * "fence_ack NODEID" (an operator declares a failed node fenced).
+ * "fence_ack NODEID" (an operator declares a failed node fenced; refused
+ * for a node that is a member of the current cluster view: it is alive)
+ * and "debug_frames_lost NODEID" (a test hook: the daemon acts as if
+ * lowcomms had found frames from the node lost, see plugin/cluster.c).
+ * A failing verb may put its own message in the body: it replaces
+ * strerror's in the ERR line.
  * The reply is built whole, then written without blocking; what the
  * socket does not take at once waits for POLLOUT, so a slow dlmctl never
  * stalls lock clients.  A request line not finished within CTL_REQ_MAX
@@ -280,9 +285,30 @@ static int verb_fence_ack(struct dlmd *d, const char *arg, struct sbuf *sb,
 	char *end;
 	unsigned long id = strtoul(arg, &end, 10);
 
+	char why[160];
+	int rv;
+
 	if (*end || !id || id > UINT32_MAX)
 		return -EINVAL;
-	return dlmd_fence_ack(d, (uint32_t)id);
+	rv = dlmd_fence_ack(d, (uint32_t)id, why, sizeof(why));
+	if (rv)
+		sb_printf(sb, "%s", why);
+	return rv;
+}
+
+/* A test hook: act as if lowcomms had found frames from the node lost
+ * (what plugin/cluster.c does then is the policy under test). */
+static int verb_debug_frames_lost(struct dlmd *d, const char *arg,
+				  struct sbuf *sb, bool json)
+{
+	char *end;
+	unsigned long id = strtoul(arg, &end, 10);
+
+	if (*end || !id || id > UINT32_MAX || id == d->d_nodeid)
+		return -EINVAL;
+	log_warn("control: debug_frames_lost %lu (a test of the policy)", id);
+	dlmd_cluster_frames_lost(d, (uint32_t)id);
+	return 0;
 }
 
 struct ctl_verb {
@@ -304,6 +330,7 @@ static const struct ctl_verb verbs[] = {
 	{ "join", true, false, verb_join },
 	{ "leave", true, false, verb_leave },
 	{ "fence_ack", true, false, verb_fence_ack },
+	{ "debug_frames_lost", true, false, verb_debug_frames_lost },
 };
 
 static void ctl_execute(struct dlmd *d, char *line, struct sbuf *out)
@@ -332,7 +359,9 @@ static void ctl_execute(struct dlmd *d, char *line, struct sbuf *out)
 	rv = v->cv_fn(d, arg, &body, v->cv_json);
 	if (!rv && body.sb_oom)
 		rv = -ENOMEM;
-	if (rv)
+	if (rv && body.sb_len && !body.sb_oom)
+		sb_printf(out, "ERR %d %s\n", -rv, body.sb_s);
+	else if (rv)
 		sb_printf(out, "ERR %d %s\n", -rv, strerror(-rv));
 	else
 		sb_printf(out, "OK\n%s", body.sb_s ? body.sb_s : "");

@@ -3,7 +3,7 @@
  *
  *   dlmctl [-s SOCKET] [--json] ls | status | dump | config |
  *          lockdump LOCKSPACE | join LOCKSPACE | leave LOCKSPACE |
- *          fence_ack NODEID
+ *          fence_ack NODEID | debug_frames_lost NODEID
  *
  * Talks to the daemon's control socket (protocol: plugin/ctl.c): the
  * socket is -s, else $DLMD_CTL_SOCKET, else the default path.  Prints the
@@ -44,7 +44,10 @@ static void usage(FILE *f)
 		"  lockdump LS        the lock dump of lockspace LS\n"
 		"  join LS            create lockspace LS on this node\n"
 		"  leave LS           remove lockspace LS from this node (forced)\n"
-		"  fence_ack NODEID   declare a failed node fenced (recovery goes on)\n"
+		"  fence_ack NODEID   declare a failed node fenced (recovery goes on);\n"
+		"                     refused for a node in the current cluster view\n"
+		"  debug_frames_lost NODEID\n"
+		"                     tests: act as if frames from NODEID were lost\n"
 		"The control socket is -s, $DLMD_CTL_SOCKET or %s.\n",
 		DLMD_DEFAULT_CTL_SOCKET);
 }
@@ -87,7 +90,8 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	needs_arg = !strcmp(verb, "lockdump") || !strcmp(verb, "join") ||
-		    !strcmp(verb, "leave") || !strcmp(verb, "fence_ack");
+		    !strcmp(verb, "leave") || !strcmp(verb, "fence_ack") ||
+		    !strcmp(verb, "debug_frames_lost");
 	if (strcmp(verb, "ls") && strcmp(verb, "status") && strcmp(verb, "dump") &&
 	    strcmp(verb, "config") && !needs_arg) {
 		fprintf(stderr, "dlmctl: unknown command '%s'\n", verb);

@@ -269,6 +269,9 @@ void dlmd_cluster_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event);
 void dlmd_cluster_fencing_changed(struct dlmd *d);
 /* corosync asked us to retry a send: try again shortly. */
 void dlmd_cluster_retry_later(struct dlmd *d);
+/* Frames from a member were lost (lowcomms found a sequence gap): the
+ * higher id of the two leaves the cluster and is fenced. */
+void dlmd_cluster_frames_lost(struct dlmd *d, uint32_t nodeid);
 /* What a lockspace is doing, for dlmctl ls. */
 struct dlmd_ls_view {
 	const char	*lv_state;		/* the engine's state */
@@ -327,8 +330,18 @@ bool dlmd_fence_pcmk_counts(int64_t failed_s, bool done, int64_t completed_s);
 /* fence.c */
 int dlmd_fence_init(struct dlmd *d);
 void dlmd_fence_fini(struct dlmd *d);
-void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid);
+/* How a node failed (dlmd_fence_node_failed's 'how', bits): */
+#define DLMD_FAIL_NODE		0	/* node-down (CPG): it left the ring */
+#define DLMD_FAIL_DAEMON	1	/* its dlmd left a lockspace group
+					 * without a clean leave (proc-down);
+					 * the node is up */
+#define DLMD_FAIL_MAJORITY	2	/* seen from a side that held a strict
+					 * majority of the configured nodes */
+void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how);
 bool dlmd_fence_is_done(const struct dlmd *d, uint32_t nodeid);
+/* Was the node's latest failure fenced by a method that stops the node
+ * (fence_command, pacemaker), not by fence_ack or enable_fencing = 0? */
+bool dlmd_fence_killed(const struct dlmd *d, uint32_t nodeid);
 /* What fencing of the node waits for, as "node N (METHOD...)", for
  * dlmctl ls. */
 void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
@@ -337,8 +350,10 @@ void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
 void dlmd_fence_status(const struct dlmd *d, char *buf, size_t size);
 /* Quorum changed: start the fencing that waited for it. */
 void dlmd_fence_kick(struct dlmd *d);
-/* An operator says the node is fenced.  0, or -ENOENT if none pending. */
-int dlmd_fence_ack(struct dlmd *d, uint32_t nodeid);
+/* An operator says the node is fenced.  0, -ENOENT if none pending, or
+ * -EBUSY if the node is a member of the current view (alive); 'why'
+ * says it in words. */
+int dlmd_fence_ack(struct dlmd *d, uint32_t nodeid, char *why, size_t size);
 
 /* client.c: the first recovery of a created lockspace finished (0) or the
  * lockspace went away (negative errno): answer the held LS_CREATEs. */

@@ -46,7 +46,25 @@
  * Only a quorate node runs the command, and only once the quorum view no
  * longer lists the victim (corosync reports the CPG change before the
  * quorum change, so quorum state at the moment of a failure is stale): a
- * node cut off alone would otherwise fence the majority.  The command runs in a child process; its exit is noticed through
+ * node cut off alone would otherwise fence the majority.  Two kinds of
+ * failure may be fenced while the victim is still in the view
+ * (dlmd_fence_node_failed's 'how'):
+ *   DLMD_FAIL_DAEMON    the victim's dlmd left a lockspace group without
+ *                       a clean leave while its node stayed up: the node
+ *                       is in the view and stays there; its clients may
+ *                       hold locks.  With pacemaker's fencer, dlmd asks
+ *                       the fencer to fence it (pacemaker itself would
+ *                       not: the node is not lost to it).
+ *   DLMD_FAIL_MAJORITY  we saw the failure from a side of the daemon
+ *                       group holding a strict majority of the configured
+ *                       nodes: after a split that merges back before it
+ *                       is fenced, the victim is in the view again
+ *                       (plugin/cluster.c, SPLIT AND MERGE); the minority
+ *                       side never has this mark, so it never fences the
+ *                       majority.
+ * "dlmctl fence_ack" is refused for a node in the current view: it is
+ * alive, and so may be its clients.
+ * The command runs in a child process; its exit is noticed through
  * SIGCHLD, delivered by the libqb loop (so no handler runs inside other
  * code).  At most one command per node runs at a time.
  */
@@ -70,6 +88,7 @@
 #define FENCE_RETRY_MS		2000
 #define PCMK_CLIENT_NAME	"dlmd"
 #define PCMK_HISTORY_TIMEOUT_S	10
+#define PCMK_FENCE_TIMEOUT_S	120
 #define FENCE_LOG_INTERVAL_MS	10000
 #define FENCE_CMD_MAX		1024
 #define NS_PER_MS		1000000ULL
@@ -81,12 +100,21 @@ struct fence_node {
 	int64_t		fn_failed_wall;	/* wall clock s of the failure */
 	enum dlmd_fence_method fn_method;	/* of the latest attempt */
 	bool		fn_pcmk_pending;	/* the fencer has an operation on it */
+	bool		fn_pcmk_asked;	/* we asked the fencer to fence it */
 	int64_t		fn_pcmk_last_done;	/* latest fencing in its history */
 	uint64_t	fn_fenced_at;	/* ms; 0 = never fenced */
 	pid_t		fn_pid;		/* running command, or 0 */
 	uint64_t	fn_started_at;	/* when the running command began */
 	uint64_t	fn_last_log;
 	unsigned int	fn_attempts;
+	/* The victim may be fenced while the quorum view still lists it:
+	 * its daemon died with its node up (DLMD_FAIL_DAEMON), or its
+	 * failure was seen from a side holding a majority of the nodes
+	 * (DLMD_FAIL_MAJORITY).  Otherwise only once the view drops it. */
+	bool		fn_in_view_ok;
+	bool		fn_daemon;	/* the latest failure was dlmd's alone */
+	bool		fn_killed;	/* fenced by a method that stops it (not
+					 * fence_ack, not enable_fencing = 0) */
 	bool		fn_retry_armed;
 	qb_loop_timer_handle fn_retry;
 };
@@ -126,8 +154,10 @@ static bool is_fenced(const struct fence_node *fn)
 static void run_command(struct dlmd_fence *fe, struct fence_node *fn);
 static void attempt(struct dlmd_fence *fe, struct fence_node *fn);
 
-static void fenced(struct dlmd_fence *fe, struct fence_node *fn, const char *how)
+static void fenced(struct dlmd_fence *fe, struct fence_node *fn, const char *how,
+		   bool killed)
 {
+	fn->fn_killed = killed;
 	fn->fn_fenced_at = dlmd_now_ms();
 	if (fn->fn_fenced_at < fn->fn_failed_at)
 		fn->fn_fenced_at = fn->fn_failed_at;
@@ -168,10 +198,13 @@ static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 	 * enable_quorum_fencing): a node cut off alone must not shoot the
 	 * majority.  Retried until quorum comes or the node is fenced. */
 	if (!dlmd_cluster_quorate(fe->fe_d) ||
-	    dlmd_cluster_quorum_has(fe->fe_d, fn->fn_nodeid)) {
+	    (dlmd_cluster_quorum_has(fe->fe_d, fn->fn_nodeid) &&
+	     !fn->fn_in_view_ok)) {
 		if (now - fn->fn_last_log >= FENCE_LOG_INTERVAL_MS) {
 			log_notice("fencing: node %u waits for a quorate view "
-				   "without it", fn->fn_nodeid);
+				   "without it%s", fn->fn_nodeid,
+				   dlmd_cluster_quorate(fe->fe_d) ? " (its failure "
+				   "was seen from a minority side)" : "");
 			fn->fn_last_log = now;
 		}
 		schedule_retry(fe, fn);
@@ -222,7 +255,7 @@ static int32_t on_sigchld(int32_t sig, void *data)
 			/* only a command started after the failure counts */
 			if (fn->fn_started_at >= fn->fn_failed_at) {
 				fn->fn_attempts = 0;
-				fenced(fe, fn, "fence_command exit 0");
+				fenced(fe, fn, "fence_command exit 0", true);
 			} else {
 				attempt(fe, fn);
 			}
@@ -296,7 +329,7 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 
 		snprintf(how, sizeof(how), "pacemaker's fencer: fenced %lld s "
 			 "after the failure", (long long)(done - fn->fn_failed_wall));
-		fenced(fe, fn, how);
+		fenced(fe, fn, how, true);
 		return true;
 	}
 	return false;
@@ -331,6 +364,29 @@ static int pcmk_ready(int32_t fd, int32_t revents, void *data)
 		return -1;	/* libqb drops the fd */
 	}
 	return 0;
+}
+
+/* Pacemaker fences a node it lost, by its own policy; a node whose dlmd
+ * alone died is not lost to pacemaker, so dlmd asks for it, once per
+ * failure (asynchronously: the result shows in the history). */
+static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	char target[16];
+	int rc;
+
+	if (!fe->fe_st || !fn->fn_daemon || fn->fn_pcmk_asked)
+		return;
+	snprintf(target, sizeof(target), "%u", fn->fn_nodeid);
+	rc = fe->fe_st->cmds->fence(fe->fe_st, st_opt_cs_nodeid, target, "reboot",
+				    PCMK_FENCE_TIMEOUT_S, 0);
+	if (rc < 0) {
+		log_warn("fencing: asking pacemaker's fencer to fence node %u: %s",
+			 fn->fn_nodeid, strerror(-rc));
+		return;
+	}
+	fn->fn_pcmk_asked = true;
+	log_notice("fencing: asked pacemaker's fencer to fence node %u (its "
+		   "dlmd died with lockspaces)", fn->fn_nodeid);
 }
 
 static void pcmk_connect(struct dlmd_fence *fe)
@@ -379,6 +435,10 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 {
 	return false;
 }
+
+static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
+{
+}
 #endif
 
 /* One step towards fencing the node, by the method that applies now. */
@@ -398,11 +458,12 @@ static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
 	fn->fn_method = m;
 	switch (m) {
 	case DLMD_FENCE_OFF:
-		fenced(fe, fn, "fencing disabled");
+		fenced(fe, fn, "fencing disabled", false);
 		return;
 	case DLMD_FENCE_PACEMAKER:
 		if (pcmk_check(fe, fn))
 			return;
+		pcmk_ask(fe, fn);
 		if (log_now) {
 			log_notice("fencing: node %u: waiting for pacemaker's "
 				   "fencer to fence it (%s)", fn->fn_nodeid,
@@ -494,11 +555,12 @@ void dlmd_fence_fini(struct dlmd *d)
 	d->d_fence = NULL;
 }
 
-void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid)
+void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how)
 {
 	struct dlmd_fence *fe = d->d_fence;
 	struct fence_node *fn;
 	uint64_t now = dlmd_now_ms();
+	bool in_view_ok = how & (DLMD_FAIL_DAEMON | DLMD_FAIL_MAJORITY);
 
 	if (!fe || nodeid == d->d_nodeid)
 		return;
@@ -508,15 +570,26 @@ void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid)
 		return;
 	}
 	/* one failure may be reported by several groups: keep the first
-	 * report of an unfenced failure */
-	if (!is_fenced(fn))
+	 * report of an unfenced failure, with what the others add */
+	if (!is_fenced(fn)) {
+		if (in_view_ok && !fn->fn_in_view_ok) {
+			fn->fn_in_view_ok = true;
+			if (!fn->fn_pid)
+				attempt(fe, fn);
+		}
 		return;
+	}
 	fn->fn_failed_at = now ? now : 1;
 	fn->fn_failed_wall = (int64_t)time(NULL);
 	fn->fn_attempts = 0;
 	fn->fn_last_log = 0;
 	fn->fn_pcmk_pending = false;
-	log_notice("fencing: node %u failed", nodeid);
+	fn->fn_pcmk_asked = false;
+	fn->fn_in_view_ok = in_view_ok;
+	fn->fn_daemon = how & DLMD_FAIL_DAEMON;
+	log_notice("fencing: node %u failed%s", nodeid,
+		   how & DLMD_FAIL_DAEMON ? " (its dlmd died while it had "
+		   "lockspaces; the node itself is up)" : "");
 	attempt(fe, fn);
 }
 
@@ -591,13 +664,33 @@ bool dlmd_fence_is_done(const struct dlmd *d, uint32_t nodeid)
 	return !fn || is_fenced(fn);
 }
 
-int dlmd_fence_ack(struct dlmd *d, uint32_t nodeid)
+bool dlmd_fence_killed(const struct dlmd *d, uint32_t nodeid)
 {
 	struct dlmd_fence *fe = d->d_fence;
 	struct fence_node *fn = fe ? fnode(fe, nodeid, false) : NULL;
 
-	if (!fn || is_fenced(fn))
+	return fn && fn->fn_failed_at && is_fenced(fn) && fn->fn_killed;
+}
+
+int dlmd_fence_ack(struct dlmd *d, uint32_t nodeid, char *why, size_t size)
+{
+	struct dlmd_fence *fe = d->d_fence;
+	struct fence_node *fn = fe ? fnode(fe, nodeid, false) : NULL;
+
+	if (!fn || is_fenced(fn)) {
+		snprintf(why, size, "node %u is not waiting to be fenced", nodeid);
 		return -ENOENT;
-	fenced(fe, fn, "acknowledged by an operator");
+	}
+	/* A node in the current view is alive: its corosync runs, and so
+	 * may its clients, inside the locks we would give away. */
+	if (dlmd_cluster_quorum_has(d, nodeid)) {
+		snprintf(why, size, "node %u is a member of the current cluster "
+			 "view (it is alive): refused; fence it, or stop its "
+			 "cluster stack, first", nodeid);
+		log_warn("fencing: fence_ack of node %u refused: it is a member "
+			 "of the current cluster view", nodeid);
+		return -EBUSY;
+	}
+	fenced(fe, fn, "acknowledged by an operator", false);
 	return 0;
 }

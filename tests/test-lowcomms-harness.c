@@ -113,7 +113,19 @@ static void on_log(void *arg, int level, const char *msg)
 		fprintf(stderr, "[node %u] %d %s\n", ep->ep_id, level, msg);
 }
 
+static void on_frames_lost(void *arg, uint32_t from, uint32_t expected,
+			   uint32_t got)
+{
+	struct h_ep *ep = arg;
+
+	ep->ep_frames_lost++;
+	ep->ep_lost_from = from;
+	ep->ep_lost_expected = expected;
+	ep->ep_lost_got = got;
+}
+
 static const struct lc_ops h_ops = {
+	.ops_frames_lost = on_frames_lost,
 	.ops_deliver = on_deliver,
 	.ops_fd_add = on_fd_add,
 	.ops_fd_mod = on_fd_mod,

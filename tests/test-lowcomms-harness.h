@@ -50,6 +50,8 @@ struct h_ep {
 	int ep_warnings;			/* LOG_WARNING or worse */
 	const char *ep_log_needle;		/* count lines containing it */
 	int ep_log_hits;
+	unsigned int ep_frames_lost;		/* ops_frames_lost calls */
+	uint32_t ep_lost_from, ep_lost_expected, ep_lost_got;	/* the last */
 };
 
 struct h_fd {

@@ -297,10 +297,15 @@ static void test_scripted_peer(void **state)
 	lc_get_stats(w->w_eps[0].ep_lc, &st);
 	assert_int_equal(st.st_dups_dropped, 2);
 
-	/* A gap: 5 after 3. */
+	/* A gap: 5 after 3.  The caller hears of it (ops_frames_lost). */
+	assert_int_equal(w->w_eps[0].ep_frames_lost, 0);
 	script_send(fd, LC_KIND_DATA, 5, 0, 4, 0, 0);
 	assert_true(closed_by_peer(w, fd));
 	close(fd);
+	assert_int_equal(w->w_eps[0].ep_frames_lost, 1);
+	assert_int_equal(w->w_eps[0].ep_lost_from, 2);
+	assert_int_equal(w->w_eps[0].ep_lost_expected, 4);
+	assert_int_equal(w->w_eps[0].ep_lost_got, 5);
 
 	/* Same epoch: resume at 4. */
 	fd = script_hello(w, 4, SCRIPT_EPOCH, &their_epoch);
@@ -319,11 +324,16 @@ static void test_scripted_peer(void **state)
 	assert_true(h_run_until(w, delivered, &want, WAIT_MS));
 	close(fd);
 
-	/* Same epoch but the send base jumped past what node 1 has. */
+	/* Same epoch but the send base jumped past what node 1 has: the
+	 * caller hears of it. */
 	fd = connect_from(LOOPBACK, w->w_eps[0].ep_port);
 	script_send(fd, LC_KIND_HELLO, 200, 0, 0, SCRIPT_EPOCH2, their_epoch);
 	assert_true(closed_by_peer(w, fd));
 	close(fd);
+	assert_int_equal(w->w_eps[0].ep_frames_lost, 2);
+	assert_int_equal(w->w_eps[0].ep_lost_from, 2);
+	assert_int_equal(w->w_eps[0].ep_lost_expected, 101);
+	assert_int_equal(w->w_eps[0].ep_lost_got, 200);
 
 	lc_get_stats(w->w_eps[0].ep_lc, &st);
 	assert_int_equal(st.st_peer_restarts, 1);
