@@ -53,6 +53,9 @@ pids=
 
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
+t_start=$(date +%s)
+say() { echo "$* ($(( $(date +%s) - t_start )) s)"; }
+
 ls_line() { # K: node K's "dlmctl ls" lines for $LS
 	on "$1" "$DLMCTL" ls 2>/dev/null | grep -A1 "^name $LS "
 }
@@ -134,7 +137,7 @@ mkdir -p "$dir/logs" "$dir/counters"
 chmod 777 "$dir/logs" "$dir/counters"
 : >"$dir/fence.log"
 
-echo "== 1. node 2's dlmd dies, its client holding EX stays alive"
+say "== 1. node 2's dlmd dies, its client holding EX stays alive"
 start_client 2 hold "$LS" r-held EX
 holder=$last_pid
 i=0
@@ -158,7 +161,7 @@ if ! kill -0 "$waiter" 2>/dev/null; then
 fi
 kill -0 "$holder" 2>/dev/null || fail "node 2's holder died before fencing (it should be alive)"
 ls_line 1 | grep -q "wait fencing node 2" || fail "node 1 does not wait for fencing node 2: $(ls_line 1)"
-echo "== 3. fence_ack of node 2 (alive, in the view) is refused"
+say "== 3. fence_ack of node 2 (alive, in the view) is refused"
 if on 1 "$DLMCTL" fence_ack 2 >"$dir/ack.out" 2>&1; then
 	fail "fence_ack of a live node was accepted"
 fi
@@ -174,7 +177,7 @@ check "dlmd-only death"
 restart 2
 wait_ls 1 "state running members 1 2 3 " "node 2 did not rejoin"
 
-echo "== 1b. a clean stop of node 3's dlmd needs no fencing"
+say "== 1b. a clean stop of node 3's dlmd needs no fencing"
 n3=$(fences_of 3)
 p=$(pid_of 3 dlmd)
 kill -TERM "$p"
@@ -186,7 +189,7 @@ running 3 corosync || fail "node 3's corosync died after a clean dlmd stop"
 restart 3
 wait_ls 1 "state running members 1 2 3 " "node 3 did not rejoin"
 
-echo "== 2. split and merge: node 2 cut past the token, fencing held, healed"
+say "== 2. split and merge: node 2 cut past the token, fencing held, healed"
 touch "$dir/fence-hold"
 workload $((WORK_MS * 2)) 1 3
 sleep 0.5
@@ -206,7 +209,7 @@ check "split and merge"
 restart 2
 wait_ls 1 "state running members 1 2 3 " "node 2 did not rejoin after the merge"
 
-echo "== 2b. $BLIPS sub-token blips of node 2"
+say "== 2b. $BLIPS sub-token blips of node 2"
 workload $((BLIPS * 4000)) 1 3
 b=1
 kicked=0
@@ -241,7 +244,7 @@ echo "   $BLIPS blips, node 2 lost and kicked in $kicked"
 wait_workload $((BLIPS * 4 + 60)) 1 3
 check "blips"
 
-echo "== 4. frames from node 2 lost at node 1"
+say "== 4. frames from node 2 lost at node 1"
 f0=$(fences_of 2)
 on 1 "$DLMCTL" debug_frames_lost 2 >"$dir/gap.out" 2>&1 || fail "debug_frames_lost: $(cat "$dir/gap.out")"
 i=0
@@ -253,7 +256,7 @@ running 1 corosync && running 1 dlmd || fail "node 1 went down"
 restart 2
 wait_ls 1 "state running members 1 2 3 " "node 2 did not rejoin"
 
-echo "== 5. a lockspace that cannot make progress is not shown running"
+say "== 5. a lockspace that cannot make progress is not shown running"
 start_client 2 hold "$LS" r-stall PR
 h2=$last_pid
 i=0
