@@ -204,6 +204,12 @@ wait_ls 1 "state running members 1 3 " "the majority did not recover after the m
 wait_ls 3 "state running members 1 3 " "node 3 did not recover after the merge"
 running 1 corosync && running 3 corosync && running 1 dlmd && running 3 dlmd ||
 	fail "a majority node was kicked or fenced: $("$CLUSTER" status "$dir")"
+grep -q "removing node 2 from the cluster" "$dir/n1/dlmd.out" "$dir/n3/dlmd.out" ||
+	fail "no majority node says it removed node 2"
+grep -q "removing node [13] from the cluster" "$dir/n2/dlmd.out" &&
+	fail "the isolated node tried to remove a majority node"
+grep -q "fence node [13]" "$dir/fence.log" &&
+	fail "a majority node was fenced (or its fencing tried): $(cat "$dir/fence.log")"
 wait_workload $((WORK_MS * 2 / 1000 + 30)) 1 3
 check "split and merge"
 restart 2
