@@ -1,6 +1,6 @@
 /*
  * lowcomms/lowcomms.c: connections between dlmd nodes, batching, reliable
- * delivery across reconnects, admission by address.
+ * delivery across reconnects, admission by address and by the cluster key.
  *
  * THE PARTS.  A context knows the local node id, the listening sockets and a
  * node table.  A node (struct lc_node) holds everything that must survive a
@@ -42,8 +42,37 @@
  *
  *   initiator                         acceptor
  *   CONNECTING --connect done-->  (accept: admitted by address)
+ *  [with a key: INIT -->, <-- RESP, FIN -->, then records only; see below]
  *   HELLO_WAIT --HELLO(base,ack,epochs)--> HELLO_WAIT
  *   ESTABLISHED <--HELLO(base,ack,epochs)-- ESTABLISHED
+ *
+ * THE CLUSTER KEY (cfg_security LC_SEC_KEY; auth.c has the protocol and
+ * why these primitives).  An address is easy to borrow: any process on a
+ * node can connect from that node's address, and a host can take a dead
+ * node's.  So with a key, before any HELLO, the two ends run auth.c's
+ * handshake: the initiator's INIT names both node ids (the acceptor
+ * applies the address rule to the id claimed there), each side sends a
+ * fresh nonce, the acceptor's RESP and the initiator's FIN each carry a MAC
+ * over the whole transcript with a key derived from the cluster key, and
+ * both derive per-connection, per-direction session keys.  Only then do
+ * HELLOs flow, so a stranger never reaches the code that replaces a node's
+ * connection or takes its sequence state.  From the FIN on, each side's
+ * bytes are records: every batch that fill_out() builds for one write (and
+ * each HELLO and lone ACK) is sealed as one ChaCha20-Poly1305 record
+ * (crypto_aead_chacha20poly1305_ietf) whose nonce is the direction's record
+ * counter; the reader opens each record in order and feeds its plaintext to
+ * the frame reassembler.  The cost is one AEAD per write, not per message
+ * (bench/bench-lowcomms.c measures it).  A record that fails to open (forged,
+ * replayed, reordered, corrupted) or a handshake that does not prove the key
+ * closes the connection with a log line that says so (rate-limited for
+ * connections that never became a node's); a node's queue then goes out
+ * again on a new connection as after any drop, so exactly-once is
+ * untouched.  crypto_aead rather than crypto_secretstream: the nonces are
+ * our counters, so "replayed" is a rule we state and test, and the session
+ * keys already bind a stream to one connection (auth.c says more).
+ * Without a key (LC_SEC_NONE, dlm.conf crypto = none) frames go out as
+ * they are and admission is by address only; a keyed peer meeting a plain
+ * one is refused with a line naming the mismatch.
  *
  * Each side keeps, per peer, a random epoch drawn when the node was added to
  * the table (so a restarted context, or a node removed and added again, has
@@ -116,6 +145,9 @@
  *    admission looks at the primary source address of the association
  *    only, and the node table's addresses must all be of families the
  *    local addresses can reach.
+ *  - The cluster key is shared: whoever can read the key file can pose as
+ *    any node from that node's address (auth.c; the key file's mode is
+ *    checked).  A handshake costs a round trip more than HELLO alone.
  *  - No keepalive of our own: a silently dead peer is noticed by TCP's
  *    timers or by the cluster manager, which calls lc_node_remove().
  *  - Sequence numbers are 32 bits; comparisons are wrap-safe as long as fewer
@@ -257,6 +289,8 @@ struct lc_ctx {
 	uint32_t ctx_fault_count;	/* matching frames seen */
 	uint64_t ctx_refuse_log_at;	/* next refusal may be logged then */
 	uint64_t ctx_refuse_quiet;	/* refusals not logged since */
+	uint64_t ctx_reject_log_at;	/* the same for failed handshakes */
+	uint64_t ctx_reject_quiet;
 };
 
 /* Returned by a frame handler to close its connection without alarm. */
@@ -1201,10 +1235,33 @@ static int conn_input(struct lc_conn *c, const unsigned char *p, size_t len)
 	return 0;
 }
 
+/* Close an accepted connection that failed authentication before it
+ * became a node's; log why, at most once per REFUSE_LOG_INTERVAL_MS. */
+static void reject(struct lc_conn *c)
+{
+	struct lc_ctx *ctx = c->conn_ctx;
+	char addr[LC_ADDR_STRLEN], claim[32] = "";
+
+	refresh_now(ctx);
+	if (ctx->ctx_reject_log_at && ctx->ctx_now < ctx->ctx_reject_log_at) {
+		ctx->ctx_reject_quiet++;
+	} else {
+		if (c->conn_hs.hs_peer)
+			snprintf(claim, sizeof(claim), " claiming node %u",
+				 c->conn_hs.hs_peer);
+		lc_log(ctx, LOG_WARNING,
+		       "rejecting connection from %s%s: %s (%llu more not logged)",
+		       lc_addr_str(&c->conn_peer, addr, sizeof(addr)), claim,
+		       c->conn_why, (unsigned long long)ctx->ctx_reject_quiet);
+		ctx->ctx_reject_quiet = 0;
+		ctx->ctx_reject_log_at = ctx->ctx_now + REFUSE_LOG_INTERVAL_MS;
+	}
+	conn_close(c, false);
+}
+
 static void conn_read(struct lc_conn *c)
 {
 	struct lc_ctx *ctx = c->conn_ctx;
-	char addr[LC_ADDR_STRLEN];
 	ssize_t got;
 	int rv;
 
@@ -1229,12 +1286,12 @@ static void conn_read(struct lc_conn *c)
 		}
 		if (rv == -EACCES && c->conn_why) {
 			ctx->ctx_stats.st_rejected++;
-			if (c->conn_hs.hs_peer && !c->conn_node)
-				lc_log(ctx, LOG_WARNING,
-				       "connection from %s claiming node %u: authentication failed",
-				       lc_addr_str(&c->conn_peer, addr,
-						   sizeof(addr)),
-				       c->conn_hs.hs_peer);
+			if (!c->conn_node) {
+				/* Not (yet) a node's connection: a stranger
+				 * may make many, so the log is rate-limited. */
+				reject(c);
+				return;
+			}
 			conn_fail(c, LOG_WARNING, c->conn_why, 0);
 			return;
 		}
