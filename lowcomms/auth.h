@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sodium.h>
+
 #include "lowcomms/lowcomms.h"
 
 /* Key material in a key file: at least this much, at most that much. */
@@ -27,9 +29,13 @@
 #define LC_HS_HDR_LEN		12
 #define LC_HS_NONCE_LEN		32
 #define LC_HS_MAC_LEN		32
-/* The only suite, symmetric only: key schedule BLAKE2b, handshake MAC
- * HMAC-SHA-512-256, records ChaCha20-Poly1305 (IETF). */
-#define LC_HS_SUITE		1
+/* Record ciphers (key schedule BLAKE2b and handshake MAC HMAC-SHA-512-256
+ * in every case).  INIT offers a set, RESP names the one chosen. */
+#define LC_SUITE_CHACHA		1u	/* ChaCha20-Poly1305 (IETF): always */
+#define LC_SUITE_AESGCM		2u	/* AES-256-GCM: where the CPU has it */
+#define LC_SUITES_KNOWN		(LC_SUITE_CHACHA | LC_SUITE_AESGCM)
+/* The suites this machine can run (libsodium's AES-GCM needs AES-NI). */
+uint32_t lc_suites_local(void);
 
 enum lc_hs_type {
 	LC_HS_INIT = 1,		/* initiator -> acceptor */
@@ -69,7 +75,7 @@ const char *lc_hs_err_str(enum lc_hs_err err);
 /* A parsed handshake message; pointers into the parsed buffer. */
 struct lc_hs_msg {
 	uint8_t hm_type;
-	uint32_t hm_suite;		/* INIT, RESP */
+	uint32_t hm_suite;		/* INIT: offered set; RESP: chosen */
 	uint32_t hm_sender;
 	uint32_t hm_target;
 	const unsigned char *hm_nonce;	/* INIT, RESP */
@@ -91,10 +97,13 @@ struct lc_keys {
 	unsigned char k_sess[32];	/* session key derivation */
 };
 
-/* One direction of a session: key and record counter (the AEAD nonce). */
+/* One direction of a session: cipher, key and record counter (the AEAD
+ * nonce).  A zeroed one is ChaCha20-Poly1305 with a zero key. */
 struct lc_aead {
+	crypto_aead_aes256gcm_state ae_aes;	/* AES-GCM: expanded key */
 	unsigned char ae_key[32];
 	uint64_t ae_counter;
+	uint32_t ae_suite;
 };
 
 enum lc_hs_state {
@@ -111,6 +120,7 @@ struct lc_hs {
 	bool hs_initiator;
 	uint32_t hs_local;
 	uint32_t hs_peer;	/* expected (initiator) or claimed (acceptor) */
+	uint32_t hs_suites;	/* we offer (initiator) or accept (acceptor) */
 	const struct lc_keys *hs_keys;
 	unsigned char hs_init[LC_HS_INIT_LEN];	/* the transcript */
 	unsigned char hs_resp[LC_HS_RESP_LEN];
@@ -122,13 +132,15 @@ struct lc_hs {
 void lc_keys_derive(const unsigned char cluster_key[LC_KEY_LEN],
 		    struct lc_keys *keys);
 
-/* Initiator: fill out with INIT for peer. */
+/* Initiator: fill out with INIT for peer, offering suites (a set that
+ * includes LC_SUITE_CHACHA). */
 int lc_hs_start_initiator(struct lc_hs *hs, const struct lc_keys *keys,
-			  uint32_t local, uint32_t peer,
+			  uint32_t local, uint32_t peer, uint32_t suites,
 			  unsigned char out[LC_HS_INIT_LEN]);
-/* Acceptor: wait for INIT. */
+/* Acceptor: wait for INIT; suites: what we can run.  AES-GCM is chosen
+ * when both sides have it, else ChaCha20-Poly1305. */
 void lc_hs_start_acceptor(struct lc_hs *hs, const struct lc_keys *keys,
-			  uint32_t local);
+			  uint32_t local, uint32_t suites);
 /* Acceptor, on INIT (raw: its bytes, m: parsed).  The caller has checked
  * that m->hm_sender may connect from where it did.  Fills out with RESP. */
 enum lc_hs_err lc_hs_on_init(struct lc_hs *hs, const struct lc_hs_msg *m,

@@ -58,8 +58,9 @@
  * HELLOs flow, so a stranger never reaches the code that replaces a node's
  * connection or takes its sequence state.  From the FIN on, each side's
  * bytes are records: every batch that fill_out() builds for one write (and
- * each HELLO and lone ACK) is sealed as one ChaCha20-Poly1305 record
- * (crypto_aead_chacha20poly1305_ietf) whose nonce is the direction's record
+ * each HELLO and lone ACK) is sealed as one AEAD record
+ * (crypto_aead_chacha20poly1305_ietf, or AES-256-GCM when both CPUs have
+ * AES-NI) whose nonce is the direction's record
  * counter; the reader opens each record in order and feeds its plaintext to
  * the frame reassembler.  The cost is one AEAD per write, not per message
  * (bench/bench-lowcomms.c measures it).  A record that fails to open (forged,
@@ -267,6 +268,7 @@ struct lc_ctx {
 	struct lc_config ctx_cfg;
 	bool ctx_sec;			/* cfg_security == LC_SEC_KEY */
 	struct lc_keys ctx_keys;	/* derived from cfg_key */
+	uint32_t ctx_suites;		/* record ciphers this CPU runs */
 	const struct lc_ops *ctx_ops;
 	void *ctx_arg;
 	uint64_t ctx_now;		/* last lc_timer() time */
@@ -855,7 +857,7 @@ static void on_connected(struct lc_conn *c)
 		/* HELLO follows once the peer has proved the key. */
 		lc_hs_start_initiator(&c->conn_hs, &c->conn_ctx->ctx_keys,
 				      c->conn_ctx->ctx_cfg.cfg_nodeid,
-				      n->node_id,
+				      n->node_id, c->conn_ctx->ctx_suites,
 				      c->conn_out + c->conn_out_len);
 		c->conn_out_len += LC_HS_INIT_LEN;
 	} else {
@@ -1046,6 +1048,11 @@ static int on_frame(void *arg, const struct lc_frame_hdr *h,
 
 /* ---- the key handshake and records (LC_SEC_KEY) ------------------------ */
 
+static const char *suite_name(uint32_t suite)
+{
+	return suite == LC_SUITE_AESGCM ? "AES-256-GCM" : "ChaCha20-Poly1305";
+}
+
 /* The handshake failed or a record did not open: count it, say why. */
 static int auth_fail(struct lc_conn *c, const char *why)
 {
@@ -1089,8 +1096,8 @@ static int hs_message(struct lc_conn *c, const struct lc_hs_msg *m)
 		if (err != LC_HSERR_NONE)
 			return auth_fail(c, lc_hs_err_str(err));
 		c->conn_out_len += LC_HS_FIN_LEN;
-		lc_log(ctx, LOG_DEBUG, "node %u proved the cluster key",
-		       hs->hs_peer);
+		lc_log(ctx, LOG_DEBUG, "node %u proved the cluster key (%s)",
+		       hs->hs_peer, suite_name(hs->hs_tx.ae_suite));
 		queue_hello(c);
 		return 0;
 	case LC_HSS_WAIT_FIN:
@@ -1099,9 +1106,10 @@ static int hs_message(struct lc_conn *c, const struct lc_hs_msg *m)
 			return auth_fail(c, lc_hs_err_str(err));
 		/* From now on every frame must come from that node. */
 		lc_reasm_set_sender(&c->conn_ra, hs->hs_peer);
-		lc_log(ctx, LOG_DEBUG, "node %u at %s proved the cluster key",
+		lc_log(ctx, LOG_DEBUG, "node %u at %s proved the cluster key (%s)",
 		       hs->hs_peer,
-		       lc_addr_str(&c->conn_peer, addr, sizeof(addr)));
+		       lc_addr_str(&c->conn_peer, addr, sizeof(addr)),
+		       suite_name(hs->hs_rx.ae_suite));
 		return 0;
 	default:
 		return auth_fail(c, lc_hs_err_str(LC_HSERR_STATE));
@@ -1362,7 +1370,8 @@ static void on_accept(struct lc_ctx *ctx, struct lc_sock *lsock)
 		}
 		if (ctx->ctx_sec)
 			lc_hs_start_acceptor(&c->conn_hs, &ctx->ctx_keys,
-					     ctx->ctx_cfg.cfg_nodeid);
+					     ctx->ctx_cfg.cfg_nodeid,
+					     ctx->ctx_suites);
 		ctx->ctx_stats.st_accepts++;
 		lc_log(ctx, LOG_DEBUG, "accepted connection from %s",
 		       lc_addr_str(&ss, addr, sizeof(addr)));
@@ -1554,6 +1563,9 @@ struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 	ctx->ctx_sec = cfg->cfg_security == LC_SEC_KEY;
 	if (ctx->ctx_sec)
 		lc_keys_derive(cfg->cfg_key, &ctx->ctx_keys);
+	ctx->ctx_suites = lc_suites_local();
+	if (cfg->cfg_suites)
+		ctx->ctx_suites &= cfg->cfg_suites;
 	/* The context keeps only what it derived. */
 	sodium_memzero(ctx->ctx_cfg.cfg_key, sizeof(ctx->ctx_cfg.cfg_key));
 	ctx->ctx_ops = ops;
@@ -1978,7 +1990,7 @@ int lc_node_reset(struct lc_ctx *ctx, uint32_t nodeid)
 
 const char *lc_security_name(const struct lc_ctx *ctx)
 {
-	return ctx->ctx_sec ? "cluster key (ChaCha20-Poly1305 records)" :
+	return ctx->ctx_sec ? "cluster key (AEAD records)" :
 			      "none (plaintext, admission by address only)";
 }
 

@@ -103,6 +103,10 @@ struct lc_config {
 	enum lc_security cfg_security;
 	/* LC_SEC_KEY: from lc_key_load() or lc_key_derive(). */
 	unsigned char cfg_key[LC_KEY_LEN];
+	/* LC_SEC_KEY: record ciphers we offer and accept, a set of auth.h's
+	 * LC_SUITE_*; 0 = every one this CPU runs.  ChaCha20-Poly1305 is
+	 * always in (tests use 1 to force it where AES-GCM would win). */
+	uint32_t cfg_suites;
 };
 
 /* Log levels are syslog's (LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG). */

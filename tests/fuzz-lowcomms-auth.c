@@ -38,8 +38,9 @@ static size_t type_len(uint8_t type)
 	       type == LC_HS_FIN ? LC_HS_FIN_LEN : 0;
 }
 
-/* The key works: a whole handshake between two honest parties. */
-static void self_test(void)
+/* The key works: a whole handshake between two honest parties, the
+ * initiator offering `offer`, the acceptor able to run `can`. */
+static void self_test(uint32_t offer, uint32_t can)
 {
 	unsigned char init[LC_HS_INIT_LEN], resp[LC_HS_RESP_LEN];
 	unsigned char fin[LC_HS_FIN_LEN], rec[64];
@@ -47,14 +48,17 @@ static void self_test(void)
 	struct lc_hs_msg m;
 	size_t used, pt;
 
-	lc_hs_start_initiator(&a, &keys, 1, 2, init);
-	lc_hs_start_acceptor(&b, &keys, 2);
+	lc_hs_start_initiator(&a, &keys, 1, 2, offer, init);
+	lc_hs_start_acceptor(&b, &keys, 2, can);
 	check(lc_hs_parse(init, sizeof(init), &m, &used) == LC_HSERR_NONE);
 	check(lc_hs_on_init(&b, &m, init, resp) == LC_HSERR_NONE);
 	check(lc_hs_parse(resp, sizeof(resp), &m, &used) == LC_HSERR_NONE);
 	check(lc_hs_on_resp(&a, &m, resp, fin) == LC_HSERR_NONE);
 	check(lc_hs_parse(fin, sizeof(fin), &m, &used) == LC_HSERR_NONE);
 	check(lc_hs_on_fin(&b, &m, fin) == LC_HSERR_NONE);
+	check(a.hs_tx.ae_suite == b.hs_rx.ae_suite);
+	check(a.hs_tx.ae_suite == ((offer & can & LC_SUITE_AESGCM) ?
+				   LC_SUITE_AESGCM : LC_SUITE_CHACHA));
 	memcpy(rec + LC_REC_HDR_LEN, "hello", 5);
 	used = lc_rec_seal(&a.hs_tx, rec, 5);
 	check(used == 5 + LC_REC_OVERHEAD);
@@ -86,7 +90,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memset(material, 0x42, sizeof(material));
 		check(lc_key_derive(material, sizeof(material), key) == 0);
 		lc_keys_derive(key, &keys);
-		self_test();
+		self_test(LC_SUITE_CHACHA, LC_SUITE_CHACHA);
+		self_test(LC_SUITE_CHACHA, lc_suites_local());
+		self_test(lc_suites_local(), LC_SUITE_CHACHA);
+		self_test(lc_suites_local(), lc_suites_local());
 		ready = 1;
 	}
 	if (size < 1)
@@ -94,8 +101,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mode = data[0];
 	data++;
 	size--;
-	lc_hs_start_acceptor(&acc, &keys, 2);
-	lc_hs_start_initiator(&ini, &keys, 2, 1, init);
+	lc_hs_start_acceptor(&acc, &keys, 2, lc_suites_local());
+	lc_hs_start_initiator(&ini, &keys, 2, 1, lc_suites_local(), init);
 
 	while (pos < size) {
 		err = lc_hs_parse(data + pos, size - pos, &m, &used);
