@@ -14,10 +14,14 @@
  * Runs 2 and 3 are made once per transport: TCP, then SCTP (the kernel's,
  * or libusrsctp's SCTP over UDP where the kernel has none; each process
  * then has its own usrsctp stack on its own UDP port, which the two
- * exchange with their listening ports).
+ * exchange with their listening ports); and each once in plaintext
+ * (crypto = none) and once with a cluster key (the handshake, then one
+ * ChaCha20-Poly1305 record per batched write), at the same message size.
+ * The last lines give the keyed run's per-message cost as a multiple of
+ * the plaintext one (the goal is <= 1.2).
  *
  * Usage: bench-lowcomms [-n stream_count] [-p pingpong_count] [-s size]
- *                       [-t tcp|sctp|both]
+ *                       [-t tcp|sctp|both] [-c none|key|both]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -217,8 +221,13 @@ static const struct lc_ops bench_ops = {
 	.ops_fd_mod = fd_mod, .ops_fd_del = fd_del, .ops_log = on_log,
 };
 
+/* The security of the runs being made (a fixed bench key when keyed). */
+static enum lc_security bench_security;
+
 static void ep_start(struct ep *e, uint32_t id, enum lc_transport_kind kind)
 {
+	static const char material[] = "bench-lowcomms: not a secret key, "
+				       "only for measuring the cost";
 	struct lc_config cfg;
 
 	memset(e, 0, sizeof(*e));
@@ -233,6 +242,10 @@ static void ep_start(struct ep *e, uint32_t id, enum lc_transport_kind kind)
 	cfg.cfg_sctp_udp_port = 0;	/* usrsctp: any free UDP port */
 	lc_addr_parse(LOOPBACK, 0, &cfg.cfg_addrs[0]);
 	cfg.cfg_naddrs = 1;
+	cfg.cfg_security = bench_security;
+	if (bench_security == LC_SEC_KEY &&
+	    lc_key_derive(material, sizeof(material), cfg.cfg_key) < 0)
+		die("key");
 	e->ep_lc = lc_new(&cfg, &bench_ops, e);
 	if (!e->ep_lc || lc_listen(e->ep_lc) < 0)
 		die("lowcomms start");
@@ -304,14 +317,21 @@ static void child(int port_out, int port_in, enum lc_transport_kind kind)
 	_exit(0);
 }
 
-static void lowcomms_runs(long pings, long stream, size_t size,
-			  enum lc_transport_kind kind)
+/* The results of one transport and security: per-message costs, us. */
+struct result {
+	double r_rtt_us;
+	double r_stream_us;
+};
+
+static struct result lowcomms_runs(long pings, long stream, size_t size,
+				   enum lc_transport_kind kind)
 {
+	struct result res;
+	char name[64];
 	char buf[MAX_SIZE];
 	int to_child[2], from_child[2];
 	struct ports mine, peer;
 	struct lc_stats st;
-	const char *name;
 	struct ep e;
 	double t0, t;
 	long sent = 0;
@@ -331,7 +351,8 @@ static void lowcomms_runs(long pings, long stream, size_t size,
 	    write(to_child[1], &mine, sizeof(mine)) != sizeof(mine))
 		die("pipe io");
 	ep_add_peer(&e, &peer);
-	name = lc_transport_name(e.ep_lc);
+	snprintf(name, sizeof(name), "%s %s", lc_transport_name(e.ep_lc),
+		 bench_security == LC_SEC_KEY ? "key" : "plain");
 	close(to_child[0]);
 	close(to_child[1]);
 	close(from_child[0]);
@@ -351,8 +372,9 @@ static void lowcomms_runs(long pings, long stream, size_t size,
 			ep_poll(&e, POLL_MS);
 	}
 	t = now_s() - t0;
-	printf("%-15s ping-pong %8ld round trips  %10.0f msg/s  "
+	printf("%-21s ping-pong %8ld round trips  %10.0f msg/s  "
 	       "rtt %6.1f us\n", name, pings, pings / t, t / pings * 1e6);
+	res.r_rtt_us = t / pings * 1e6;
 
 	lc_get_stats(e.ep_lc, &st);
 	uint64_t writes0 = st.st_writes;
@@ -377,7 +399,8 @@ static void lowcomms_runs(long pings, long stream, size_t size,
 		ep_poll(&e, POLL_MS);
 	t = now_s() - t0;
 	lc_get_stats(e.ep_lc, &st);
-	printf("%-15s stream    %8ld messages     %10.0f msg/s  "
+	res.r_stream_us = t / stream * 1e6;
+	printf("%-21s stream    %8ld messages     %10.0f msg/s  "
 	       "(%.0f msgs per write, %ld received)\n", name, stream,
 	       stream / t, (double)stream / (double)(st.st_writes - writes0),
 	       e.ep_done_ack);
@@ -387,16 +410,41 @@ static void lowcomms_runs(long pings, long stream, size_t size,
 		ep_poll(&e, POLL_MS);
 	waitpid(pid, NULL, 0);
 	lc_destroy(e.ep_lc);
+	return res;
+}
+
+/* Plaintext and/or keyed runs of one transport, and the keyed cost as a
+ * multiple of the plaintext one. */
+static void transport_runs(long pings, long stream, size_t size,
+			   enum lc_transport_kind kind, bool plain, bool key)
+{
+	struct result rp = { 0, 0 }, rk = { 0, 0 };
+
+	if (plain) {
+		bench_security = LC_SEC_NONE;
+		rp = lowcomms_runs(pings, stream, size, kind);
+	}
+	if (key) {
+		bench_security = LC_SEC_KEY;
+		rk = lowcomms_runs(pings, stream, size, kind);
+	}
+	if (plain && key)
+		printf("%-21s key/plain per message: stream %.3f us / %.3f us = "
+		       "%.2fx, ping-pong %.1f us / %.1f us = %.2fx\n",
+		       kind == LC_TRANSPORT_TCP ? "tcp" : "sctp",
+		       rk.r_stream_us, rp.r_stream_us,
+		       rk.r_stream_us / rp.r_stream_us, rk.r_rtt_us,
+		       rp.r_rtt_us, rk.r_rtt_us / rp.r_rtt_us);
 }
 
 int main(int argc, char **argv)
 {
 	long stream = DEFAULT_STREAM, pings = DEFAULT_PINGS;
 	size_t size = DEFAULT_SIZE;
-	bool tcp = true, sctp = true;
+	bool tcp = true, sctp = true, plain = true, key = true;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "n:p:s:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:p:s:t:c:")) != -1) {
 		switch (opt) {
 		case 'n': stream = atol(optarg); break;
 		case 'p': pings = atol(optarg); break;
@@ -406,9 +454,16 @@ int main(int argc, char **argv)
 			sctp = !strcmp(optarg, "sctp") || !strcmp(optarg, "both");
 			if (tcp || sctp)
 				break;
+			goto usage;
+		case 'c':
+			plain = !strcmp(optarg, "none") || !strcmp(optarg, "both");
+			key = !strcmp(optarg, "key") || !strcmp(optarg, "both");
+			if (plain || key)
+				break;
 			/* fall through */
 		default:
-			fprintf(stderr, "usage: %s [-n stream] [-p pings] [-s size] [-t tcp|sctp|both]\n",
+usage:
+			fprintf(stderr, "usage: %s [-n stream] [-p pings] [-s size] [-t tcp|sctp|both] [-c none|key|both]\n",
 				argv[0]);
 			return 2;
 		}
@@ -421,8 +476,9 @@ int main(int argc, char **argv)
 	printf("message size %zu bytes, loopback, two processes\n", size);
 	floor_pingpong(pings, size);
 	if (tcp)
-		lowcomms_runs(pings, stream, size, LC_TRANSPORT_TCP);
+		transport_runs(pings, stream, size, LC_TRANSPORT_TCP, plain, key);
 	if (sctp)
-		lowcomms_runs(pings, stream, size, LC_TRANSPORT_SCTP);
+		transport_runs(pings, stream, size, LC_TRANSPORT_SCTP, plain,
+			       key);
 	return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * lowcomms/lowcomms.c: connections between dlmd nodes, batching, reliable
- * delivery across reconnects, admission by address.
+ * delivery across reconnects, admission by address and by the cluster key.
  *
  * THE PARTS.  A context knows the local node id, the listening sockets and a
  * node table.  A node (struct lc_node) holds everything that must survive a
@@ -43,8 +43,38 @@
  *
  *   initiator                         acceptor
  *   CONNECTING --connect done-->  (accept: admitted by address)
+ *  [with a key: INIT -->, <-- RESP, FIN -->, then records only; see below]
  *   HELLO_WAIT --HELLO(base,ack,epochs)--> HELLO_WAIT
  *   ESTABLISHED <--HELLO(base,ack,epochs)-- ESTABLISHED
+ *
+ * THE CLUSTER KEY (cfg_security LC_SEC_KEY; auth.c has the protocol and
+ * why these primitives).  An address is easy to borrow: any process on a
+ * node can connect from that node's address, and a host can take a dead
+ * node's.  So with a key, before any HELLO, the two ends run auth.c's
+ * handshake: the initiator's INIT names both node ids (the acceptor
+ * applies the address rule to the id claimed there), each side sends a
+ * fresh nonce, the acceptor's RESP and the initiator's FIN each carry a MAC
+ * over the whole transcript with a key derived from the cluster key, and
+ * both derive per-connection, per-direction session keys.  Only then do
+ * HELLOs flow, so a stranger never reaches the code that replaces a node's
+ * connection or takes its sequence state.  From the FIN on, each side's
+ * bytes are records: every batch that fill_out() builds for one write (and
+ * each HELLO and lone ACK) is sealed as one AEAD record
+ * (crypto_aead_chacha20poly1305_ietf, or AES-256-GCM when both CPUs have
+ * AES-NI) whose nonce is the direction's record
+ * counter; the reader opens each record in order and feeds its plaintext to
+ * the frame reassembler.  The cost is one AEAD per write, not per message
+ * (bench/bench-lowcomms.c measures it).  A record that fails to open (forged,
+ * replayed, reordered, corrupted) or a handshake that does not prove the key
+ * closes the connection with a log line that says so (rate-limited for
+ * connections that never became a node's); a node's queue then goes out
+ * again on a new connection as after any drop, so exactly-once is
+ * untouched.  crypto_aead rather than crypto_secretstream: the nonces are
+ * our counters, so "replayed" is a rule we state and test, and the session
+ * keys already bind a stream to one connection (auth.c says more).
+ * Without a key (LC_SEC_NONE, dlm.conf crypto = none) frames go out as
+ * they are and admission is by address only; a keyed peer meeting a plain
+ * one is refused with a line naming the mismatch.
  *
  * Each side keeps, per peer, a random epoch drawn when the node was added to
  * the table (so a restarted context, or a node removed and added again, has
@@ -117,6 +147,9 @@
  *    admission looks at the primary source address of the association
  *    only, and the node table's addresses must all be of families the
  *    local addresses can reach.
+ *  - The cluster key is shared: whoever can read the key file can pose as
+ *    any node from that node's address (auth.c; the key file's mode is
+ *    checked).  A handshake costs a round trip more than HELLO alone.
  *  - No keepalive of our own: a silently dead peer is noticed by TCP's
  *    timers or by the cluster manager, which calls lc_node_remove().
  *  - Sequence numbers are 32 bits; comparisons are wrap-safe as long as fewer
@@ -124,6 +157,7 @@
  *    guarantees.
  */
 #include "lowcomms/lowcomms.h"
+#include "lowcomms/auth.h"
 #include "lowcomms/frame.h"
 #include "lowcomms/lowcomms_internal.h"
 
@@ -143,6 +177,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 /* Output buffer of a connection: frames are coalesced up to this size. */
 #define OUT_BUF_SIZE		(256 * 1024)
 /* One read buffer per context. */
@@ -157,6 +193,11 @@
 /* At most one "refusing connection" line per interval. */
 #define REFUSE_LOG_INTERVAL_MS	1000
 #define MAX_LISTENERS		LC_MAX_ADDRS
+/* Room in an output buffer beyond out_cap(): handshake messages and the
+ * header and tag of a record (LC_SEC_KEY). */
+#define OUT_SLACK		256
+/* First allocation of a connection's record buffer; it doubles as needed. */
+#define REC_MIN_CAP		4096
 
 /* A queued DATA frame, encoded once, kept until acknowledged. */
 struct lc_qframe {
@@ -188,6 +229,14 @@ struct lc_conn {
 	uint64_t conn_serial;		/* creation order */
 	struct sockaddr_storage conn_peer;
 	struct lc_reasm conn_ra;
+	/* LC_SEC_KEY only: the handshake, then the record being read. */
+	struct lc_hs conn_hs;
+	unsigned char conn_hsbuf[LC_HS_MAX_LEN];
+	size_t conn_hslen;
+	unsigned char *conn_rec;	/* header + ciphertext so far */
+	size_t conn_rec_len;
+	size_t conn_rec_cap;
+	const char *conn_why;		/* why the handshake or a record failed */
 	unsigned char *conn_out;
 	size_t conn_out_len;		/* bytes in conn_out */
 	size_t conn_out_off;		/* bytes of them already written */
@@ -218,6 +267,9 @@ struct lc_node {
 
 struct lc_ctx {
 	struct lc_config ctx_cfg;
+	bool ctx_sec;			/* cfg_security == LC_SEC_KEY */
+	struct lc_keys ctx_keys;	/* derived from cfg_key */
+	uint32_t ctx_suites;		/* record ciphers this CPU runs */
 	const struct lc_ops *ctx_ops;
 	void *ctx_arg;
 	uint64_t ctx_now;		/* last lc_timer() time */
@@ -240,6 +292,8 @@ struct lc_ctx {
 	uint32_t ctx_fault_count;	/* matching frames seen */
 	uint64_t ctx_refuse_log_at;	/* next refusal may be logged then */
 	uint64_t ctx_refuse_quiet;	/* refusals not logged since */
+	uint64_t ctx_reject_log_at;	/* the same for failed handshakes */
+	uint64_t ctx_reject_quiet;
 };
 
 /* Returned by a frame handler to close its connection without alarm. */
@@ -450,7 +504,7 @@ static struct lc_conn *conn_new(struct lc_ctx *ctx, const struct lc_sock *sk,
 
 	if (!c)
 		goto fail;
-	c->conn_out = malloc(out_cap(ctx));
+	c->conn_out = malloc(out_cap(ctx) + OUT_SLACK);
 	if (!c->conn_out)
 		goto fail_conn;
 	if (lc_reasm_init(&c->conn_ra, max_len, n ? n->node_id : 0,
@@ -535,6 +589,8 @@ static void conn_close(struct lc_conn *c, bool retry)
 	if (c->conn_next)
 		c->conn_next->conn_prev = c->conn_prev;
 	lc_reasm_free(&c->conn_ra);
+	lc_hs_wipe(&c->conn_hs);
+	free(c->conn_rec);
 	free(c->conn_out);
 	free(c);
 }
@@ -583,10 +639,42 @@ static void put_header(unsigned char *buf, const struct lc_ctx *ctx,
 	lc_frame_encode(buf, &h);
 }
 
-/* Append our HELLO to the (empty) output buffer. */
+/*
+ * Records (LC_SEC_KEY): frames appended to the output buffer between
+ * rec_begin() and rec_end() become one sealed record, so a whole batch costs
+ * one AEAD.  Without a key both do nothing and frames go out as they are.
+ */
+static size_t rec_begin(struct lc_conn *c)
+{
+	size_t at = c->conn_out_len;
+
+	if (c->conn_ctx->ctx_sec)
+		c->conn_out_len += LC_REC_HDR_LEN;
+	return at;
+}
+
+static void rec_end(struct lc_conn *c, size_t at)
+{
+	struct lc_ctx *ctx = c->conn_ctx;
+	size_t pt;
+
+	if (!ctx->ctx_sec)
+		return;
+	pt = c->conn_out_len - at - LC_REC_HDR_LEN;
+	if (!pt) {
+		c->conn_out_len = at;
+		return;
+	}
+	c->conn_out_len = at + lc_rec_seal(&c->conn_hs.hs_tx,
+					   c->conn_out + at, pt);
+	ctx->ctx_stats.st_records_sealed++;
+}
+
+/* Append our HELLO to the output buffer. */
 static void queue_hello(struct lc_conn *c)
 {
 	struct lc_node *n = c->conn_node;
+	size_t at = rec_begin(c);
 	unsigned char *p = c->conn_out + c->conn_out_len;
 
 	put_header(p, c->conn_ctx, n, LC_KIND_HELLO, LC_HELLO_LEN,
@@ -595,6 +683,7 @@ static void queue_hello(struct lc_conn *c)
 	lc_put_le32(p + LC_FRAME_HDR_LEN + 4, n->node_peer_epoch);
 	c->conn_out_len += LC_HELLO_LEN;
 	n->node_ack_sent = n->node_recv_next - 1;
+	rec_end(c, at);
 }
 
 /* How many copies of frame f to write: 1, or 0 / 2 under a fault. */
@@ -621,6 +710,7 @@ static void fill_out(struct lc_conn *c)
 	struct lc_node *n = c->conn_node;
 	size_t cap = out_cap(ctx);
 	uint32_t ack = n->node_recv_next - 1;
+	size_t at = rec_begin(c), base = c->conn_out_len;
 	struct lc_qframe *f;
 
 	while ((f = n->node_tx) && c->conn_out_len + 2 * f->qf_len <= cap) {
@@ -640,15 +730,16 @@ static void fill_out(struct lc_conn *c)
 			ctx->ctx_stats.st_frames_resent++;
 		n->node_tx = f->qf_next;
 	}
-	if (c->conn_out_len)
+	if (c->conn_out_len > base)
 		n->node_ack_sent = ack;
 	else if (ack_owed(n)) {
-		put_header(c->conn_out, ctx, n, LC_KIND_ACK, LC_FRAME_HDR_LEN,
-			   0);
-		c->conn_out_len = LC_FRAME_HDR_LEN;
+		put_header(c->conn_out + base, ctx, n, LC_KIND_ACK,
+			   LC_FRAME_HDR_LEN, 0);
+		c->conn_out_len = base + LC_FRAME_HDR_LEN;
 		n->node_ack_sent = ack;
 		ctx->ctx_stats.st_acks_sent++;
 	}
+	rec_end(c, at);
 }
 
 /* Write what we can.  Returns 0, or a negative errno if the connection
@@ -763,7 +854,16 @@ static void on_connected(struct lc_conn *c)
 		return;
 	}
 	set_state(c, CONN_HELLO_WAIT);
-	queue_hello(c);
+	if (c->conn_ctx->ctx_sec) {
+		/* HELLO follows once the peer has proved the key. */
+		lc_hs_start_initiator(&c->conn_hs, &c->conn_ctx->ctx_keys,
+				      c->conn_ctx->ctx_cfg.cfg_nodeid,
+				      n->node_id, c->conn_ctx->ctx_suites,
+				      c->conn_out + c->conn_out_len);
+		c->conn_out_len += LC_HS_INIT_LEN;
+	} else {
+		queue_hello(c);
+	}
 	rv = conn_flush(c);
 	if (rv < 0)
 		conn_fail(c, LOG_WARNING, "cannot write hello", rv);
@@ -960,6 +1060,227 @@ static int on_frame(void *arg, const struct lc_frame_hdr *h,
 	}
 }
 
+/* ---- the key handshake and records (LC_SEC_KEY) ------------------------ */
+
+static const char *suite_name(uint32_t suite)
+{
+	return suite == LC_SUITE_AESGCM ? "AES-256-GCM" : "ChaCha20-Poly1305";
+}
+
+/* The handshake failed or a record did not open: count it, say why. */
+static int auth_fail(struct lc_conn *c, const char *why)
+{
+	c->conn_ctx->ctx_stats.st_auth_failed++;
+	c->conn_why = why;
+	return -EACCES;
+}
+
+/* One whole handshake message in conn_hsbuf. */
+static int hs_message(struct lc_conn *c, const struct lc_hs_msg *m)
+{
+	struct lc_ctx *ctx = c->conn_ctx;
+	struct lc_hs *hs = &c->conn_hs;
+	char addr[LC_ADDR_STRLEN];
+	enum lc_hs_err err;
+	struct lc_node *n;
+
+	switch (hs->hs_state) {
+	case LC_HSS_WAIT_INIT:
+		if (m->hm_type != LC_HS_INIT)
+			return auth_fail(c, lc_hs_err_str(LC_HSERR_TYPE));
+		/* Admission by address first, as without a key: the node
+		 * claimed must own the address the connection comes from. */
+		n = find_node(ctx, m->hm_sender);
+		if (!n || !node_has_ip(n, &c->conn_peer)) {
+			lc_log(ctx, LOG_WARNING,
+			       "connection from %s claims node %u, which does not have that address",
+			       lc_addr_str(&c->conn_peer, addr, sizeof(addr)),
+			       m->hm_sender);
+			return -EPERM;
+		}
+		err = lc_hs_on_init(hs, m, c->conn_hsbuf,
+				    c->conn_out + c->conn_out_len);
+		if (err != LC_HSERR_NONE)
+			return auth_fail(c, lc_hs_err_str(err));
+		c->conn_out_len += LC_HS_RESP_LEN;
+		return 0;
+	case LC_HSS_WAIT_RESP:
+		err = lc_hs_on_resp(hs, m, c->conn_hsbuf,
+				    c->conn_out + c->conn_out_len);
+		if (err != LC_HSERR_NONE)
+			return auth_fail(c, lc_hs_err_str(err));
+		c->conn_out_len += LC_HS_FIN_LEN;
+		lc_log(ctx, LOG_DEBUG, "node %u proved the cluster key (%s)",
+		       hs->hs_peer, suite_name(hs->hs_tx.ae_suite));
+		queue_hello(c);
+		return 0;
+	case LC_HSS_WAIT_FIN:
+		err = lc_hs_on_fin(hs, m, c->conn_hsbuf);
+		if (err != LC_HSERR_NONE)
+			return auth_fail(c, lc_hs_err_str(err));
+		/* From now on every frame must come from that node. */
+		lc_reasm_set_sender(&c->conn_ra, hs->hs_peer);
+		lc_log(ctx, LOG_DEBUG, "node %u at %s proved the cluster key (%s)",
+		       hs->hs_peer,
+		       lc_addr_str(&c->conn_peer, addr, sizeof(addr)),
+		       suite_name(hs->hs_rx.ae_suite));
+		return 0;
+	default:
+		return auth_fail(c, lc_hs_err_str(LC_HSERR_STATE));
+	}
+}
+
+/* Take handshake bytes; returns how many were used, or a negative errno. */
+static ssize_t hs_feed(struct lc_conn *c, const unsigned char *p, size_t len)
+{
+	struct lc_hs_msg m;
+	enum lc_hs_err err;
+	size_t used = 0, need, take;
+	int rv;
+
+	for (;;) {
+		err = lc_hs_parse(c->conn_hsbuf, c->conn_hslen, &m, &need);
+		if (err == LC_HSERR_NONE)
+			break;
+		if (err != LC_HSERR_MORE)
+			return auth_fail(c, lc_hs_err_str(err));
+		if (used == len)
+			return (ssize_t)used;
+		if (c->conn_hslen < 4)
+			need = 4;	/* judge the magic first */
+		take = need - c->conn_hslen;
+		if (take > len - used)
+			take = len - used;
+		memcpy(c->conn_hsbuf + c->conn_hslen, p + used, take);
+		c->conn_hslen += take;
+		used += take;
+	}
+	c->conn_hslen = 0;
+	rv = hs_message(c, &m);
+	return rv < 0 ? rv : (ssize_t)used;
+}
+
+static int rec_reserve(struct lc_conn *c, size_t want)
+{
+	size_t cap = c->conn_rec_cap ? c->conn_rec_cap : REC_MIN_CAP;
+	unsigned char *buf;
+
+	if (want <= c->conn_rec_cap)
+		return 0;
+	while (cap < want)
+		cap *= 2;
+	buf = realloc(c->conn_rec, cap);
+	if (!buf)
+		return -ENOMEM;
+	c->conn_rec = buf;
+	c->conn_rec_cap = cap;
+	return 0;
+}
+
+/* Take record bytes; each whole record is opened and its frames fed to the
+ * reassembler.  Returns how many were used, or a negative errno. */
+static ssize_t rec_feed(struct lc_conn *c, const unsigned char *p, size_t len)
+{
+	size_t used = 0, take, ct_len = 0, pt_len;
+	int rv;
+
+	while (used < len) {
+		if (c->conn_rec_len < LC_REC_HDR_LEN) {
+			rv = rec_reserve(c, LC_REC_HDR_LEN);
+			if (rv < 0)
+				return rv;
+			take = LC_REC_HDR_LEN - c->conn_rec_len;
+			if (take > len - used)
+				take = len - used;
+			memcpy(c->conn_rec + c->conn_rec_len, p + used, take);
+			c->conn_rec_len += take;
+			used += take;
+			if (c->conn_rec_len < LC_REC_HDR_LEN)
+				break;
+		}
+		ct_len = lc_rec_ct_len(c->conn_rec, out_cap(c->conn_ctx));
+		if (!ct_len)
+			return auth_fail(c, "malformed record (length out of bounds)");
+		rv = rec_reserve(c, LC_REC_HDR_LEN + ct_len);
+		if (rv < 0)
+			return rv;
+		take = LC_REC_HDR_LEN + ct_len - c->conn_rec_len;
+		if (take > len - used)
+			take = len - used;
+		memcpy(c->conn_rec + c->conn_rec_len, p + used, take);
+		c->conn_rec_len += take;
+		used += take;
+		if (c->conn_rec_len < LC_REC_HDR_LEN + ct_len)
+			break;
+		c->conn_rec_len = 0;
+		if (lc_rec_open(&c->conn_hs.hs_rx, c->conn_rec, ct_len,
+				&pt_len) < 0)
+			return auth_fail(c,
+					 "record failed authentication (forged, "
+					 "replayed, reordered or corrupted)");
+		rv = lc_reasm_feed(&c->conn_ra, c->conn_rec + LC_REC_HDR_LEN,
+				   pt_len, on_frame, c);
+		if (rv < 0)
+			return rv;
+	}
+	return (ssize_t)used;
+}
+
+/* Bytes read on a connection: handshake, then records (or, without a key,
+ * frames straight to the reassembler).  0 or a negative errno. */
+static int conn_input(struct lc_conn *c, const unsigned char *p, size_t len)
+{
+	ssize_t used;
+
+	if (!c->conn_ctx->ctx_sec) {
+		/* Say plainly why a keyed peer gets nowhere with us. */
+		if (c->conn_state != CONN_ESTABLISHED && !c->conn_ra.ra_len &&
+		    len >= 4 && lc_get_le32(p) == LC_HS_MAGIC) {
+			c->conn_why = "peer authenticates with a cluster key, "
+				      "we have crypto = none";
+			return -EACCES;
+		}
+		return lc_reasm_feed(&c->conn_ra, p, len, on_frame, c);
+	}
+	while (len) {
+		if (c->conn_hs.hs_state != LC_HSS_DONE)
+			used = hs_feed(c, p, len);
+		else
+			used = rec_feed(c, p, len);
+		if (used < 0)
+			return (int)used;
+		if (!used)
+			break;
+		p += used;
+		len -= (size_t)used;
+	}
+	return 0;
+}
+
+/* Close an accepted connection that failed authentication before it
+ * became a node's; log why, at most once per REFUSE_LOG_INTERVAL_MS. */
+static void reject(struct lc_conn *c)
+{
+	struct lc_ctx *ctx = c->conn_ctx;
+	char addr[LC_ADDR_STRLEN], claim[32] = "";
+
+	refresh_now(ctx);
+	if (ctx->ctx_reject_log_at && ctx->ctx_now < ctx->ctx_reject_log_at) {
+		ctx->ctx_reject_quiet++;
+	} else {
+		if (c->conn_hs.hs_peer)
+			snprintf(claim, sizeof(claim), " claiming node %u",
+				 c->conn_hs.hs_peer);
+		lc_log(ctx, LOG_WARNING,
+		       "rejecting connection from %s%s: %s (%llu more not logged)",
+		       lc_addr_str(&c->conn_peer, addr, sizeof(addr)), claim,
+		       c->conn_why, (unsigned long long)ctx->ctx_reject_quiet);
+		ctx->ctx_reject_quiet = 0;
+		ctx->ctx_reject_log_at = ctx->ctx_now + REFUSE_LOG_INTERVAL_MS;
+	}
+	conn_close(c, false);
+}
+
 static void conn_read(struct lc_conn *c)
 {
 	struct lc_ctx *ctx = c->conn_ctx;
@@ -980,10 +1301,20 @@ static void conn_read(struct lc_conn *c)
 			return;
 		}
 		ctx->ctx_stats.st_reads++;
-		rv = lc_reasm_feed(&c->conn_ra, ctx->ctx_rbuf, (size_t)got,
-				   on_frame, c);
+		rv = conn_input(c, ctx->ctx_rbuf, (size_t)got);
 		if (rv == CLOSE_QUIETLY) {
 			conn_close(c, false);
+			return;
+		}
+		if (rv == -EACCES && c->conn_why) {
+			ctx->ctx_stats.st_rejected++;
+			if (!c->conn_node) {
+				/* Not (yet) a node's connection: a stranger
+				 * may make many, so the log is rate-limited. */
+				reject(c);
+				return;
+			}
+			conn_fail(c, LOG_WARNING, c->conn_why, 0);
 			return;
 		}
 		if (rv < 0) {
@@ -1026,6 +1357,7 @@ static void refuse(struct lc_ctx *ctx, struct lc_sock *sk,
 static void on_accept(struct lc_ctx *ctx, struct lc_sock *lsock)
 {
 	char addr[LC_ADDR_STRLEN];
+	struct lc_conn *c;
 	struct sockaddr_storage ss;
 	struct lc_sock sk;
 	int rv;
@@ -1044,11 +1376,16 @@ static void on_accept(struct lc_ctx *ctx, struct lc_sock *lsock)
 			refuse(ctx, &sk, &ss);
 			continue;
 		}
-		if (!conn_new(ctx, &sk, false, &ss, NULL, CONN_HELLO_WAIT,
-			      POLLIN)) {
+		c = conn_new(ctx, &sk, false, &ss, NULL, CONN_HELLO_WAIT,
+			     POLLIN);
+		if (!c) {
 			lc_log(ctx, LOG_ERR, "no memory for a connection");
 			continue;
 		}
+		if (ctx->ctx_sec)
+			lc_hs_start_acceptor(&c->conn_hs, &ctx->ctx_keys,
+					     ctx->ctx_cfg.cfg_nodeid,
+					     ctx->ctx_suites);
 		ctx->ctx_stats.st_accepts++;
 		lc_log(ctx, LOG_DEBUG, "accepted connection from %s",
 		       lc_addr_str(&ss, addr, sizeof(addr)));
@@ -1192,6 +1529,15 @@ static bool config_is_valid(const struct lc_config *cfg)
 	if (cfg->cfg_transport != LC_TRANSPORT_TCP &&
 	    cfg->cfg_transport != LC_TRANSPORT_SCTP)
 		return false;
+	/* Plaintext only when asked for; a key of all zeros was never set. */
+	if (cfg->cfg_security == LC_SEC_KEY) {
+		unsigned char zero[LC_KEY_LEN] = { 0 };
+
+		if (!sodium_memcmp(cfg->cfg_key, zero, LC_KEY_LEN))
+			return false;
+	} else if (cfg->cfg_security != LC_SEC_NONE) {
+		return false;
+	}
 	return cfg->cfg_handshake_ms > 0;
 }
 
@@ -1205,6 +1551,10 @@ struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 	if (!config_is_valid(cfg) || !ops || !ops->ops_deliver ||
 	    !ops->ops_fd_add || !ops->ops_fd_mod || !ops->ops_fd_del) {
 		errno = EINVAL;
+		return NULL;
+	}
+	if (sodium_init() < 0) {
+		errno = EIO;
 		return NULL;
 	}
 	tr = pick_transport(cfg, &err, &missing);
@@ -1224,6 +1574,14 @@ struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 	}
 	ctx->ctx_tr = tr;
 	ctx->ctx_cfg = *cfg;
+	ctx->ctx_sec = cfg->cfg_security == LC_SEC_KEY;
+	if (ctx->ctx_sec)
+		lc_keys_derive(cfg->cfg_key, &ctx->ctx_keys);
+	ctx->ctx_suites = lc_suites_local();
+	if (cfg->cfg_suites)
+		ctx->ctx_suites &= cfg->cfg_suites;
+	/* The context keeps only what it derived. */
+	sodium_memzero(ctx->ctx_cfg.cfg_key, sizeof(ctx->ctx_cfg.cfg_key));
 	ctx->ctx_ops = ops;
 	ctx->ctx_arg = arg;
 	ctx->ctx_port = -1;
@@ -1261,14 +1619,19 @@ static void free_node(struct lc_ctx *ctx, struct lc_node *n)
 static void write_last_ack(struct lc_conn *c)
 {
 	struct lc_node *n = c->conn_node;
-	unsigned char buf[LC_FRAME_HDR_LEN];
+	unsigned char buf[LC_FRAME_HDR_LEN + LC_REC_OVERHEAD];
+	size_t off = c->conn_ctx->ctx_sec ? LC_REC_HDR_LEN : 0, len;
 
 	if (c->conn_state != CONN_ESTABLISHED ||
 	    c->conn_out_off != c->conn_out_len || !ack_owed(n))
 		return;
-	put_header(buf, c->conn_ctx, n, LC_KIND_ACK, sizeof(buf), 0);
-	if (c->conn_ctx->ctx_tr->tr_send(&c->conn_sock, buf, sizeof(buf)) ==
-	    (ssize_t)sizeof(buf))
+	put_header(buf + off, c->conn_ctx, n, LC_KIND_ACK, LC_FRAME_HDR_LEN,
+		   0);
+	len = LC_FRAME_HDR_LEN;
+	if (c->conn_ctx->ctx_sec)
+		len = lc_rec_seal(&c->conn_hs.hs_tx, buf, LC_FRAME_HDR_LEN);
+	if (c->conn_ctx->ctx_tr->tr_send(&c->conn_sock, buf, len) ==
+	    (ssize_t)len)
 		n->node_ack_sent = n->node_recv_next - 1;
 }
 
@@ -1288,6 +1651,7 @@ void lc_destroy(struct lc_ctx *ctx)
 		ctx->ctx_tr->tr_close(&ctx->ctx_listen[i], false);
 	}
 	ctx->ctx_tr->tr_close_ctx(ctx->ctx_tr_state);
+	sodium_memzero(&ctx->ctx_keys, sizeof(ctx->ctx_keys));
 	free(ctx->ctx_nodes);
 	free(ctx->ctx_fdmap);
 	free(ctx->ctx_rbuf);
@@ -1636,6 +2000,12 @@ int lc_node_reset(struct lc_ctx *ctx, uint32_t nodeid)
 	n->node_conn->conn_abort = true;
 	conn_fail(n->node_conn, LOG_NOTICE, "reset on request", 0);
 	return 0;
+}
+
+const char *lc_security_name(const struct lc_ctx *ctx)
+{
+	return ctx->ctx_sec ? "cluster key (AEAD records)" :
+			      "none (plaintext, admission by address only)";
 }
 
 const char *lc_transport_name(const struct lc_ctx *ctx)

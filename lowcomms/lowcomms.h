@@ -63,6 +63,19 @@ enum lc_sctp_impl {
 	LC_SCTP_USER,
 };
 
+/*
+ * Who may talk to us (auth.c).  There is no default: a config that does
+ * not say is refused by lc_new(), so plaintext is always a choice.
+ */
+enum lc_security {
+	LC_SEC_UNSET = 0,
+	LC_SEC_NONE,		/* plaintext, peers admitted by address only */
+	LC_SEC_KEY,		/* handshake proving cfg_key, sealed records */
+};
+
+/* The cluster key lowcomms uses, derived from a key file's bytes. */
+#define LC_KEY_LEN		32
+
 struct lc_ctx;
 
 struct lc_config {
@@ -87,6 +100,13 @@ struct lc_config {
 	 * peer's unless lc_node_set_udp_port() says otherwise.  0 = any free
 	 * port (tests; see lc_udp_port()). */
 	uint16_t cfg_sctp_udp_port;
+	enum lc_security cfg_security;
+	/* LC_SEC_KEY: from lc_key_load() or lc_key_derive(). */
+	unsigned char cfg_key[LC_KEY_LEN];
+	/* LC_SEC_KEY: record ciphers we offer and accept, a set of auth.h's
+	 * LC_SUITE_*; 0 = every one this CPU runs.  ChaCha20-Poly1305 is
+	 * always in (tests use 1 to force it where AES-GCM would win). */
+	uint32_t cfg_suites;
 };
 
 /* Log levels are syslog's (LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG). */
@@ -130,6 +150,9 @@ struct lc_stats {
 	uint64_t st_conn_lost;		/* established connections lost */
 	uint64_t st_peer_restarts;	/* peer came back with a new epoch */
 	uint64_t st_faults;		/* frames hit by lc_set_fault() */
+	uint64_t st_auth_failed;	/* handshakes that did not prove the key,
+					 * records that failed to open */
+	uint64_t st_records_sealed;	/* LC_SEC_KEY: AEAD records written */
 };
 
 /*
@@ -159,6 +182,18 @@ int lc_transport_parse(const char *text, enum lc_transport_kind *kind);
 
 /* Parse a numeric IPv4 or IPv6 address and a port into *ss. */
 int lc_addr_parse(const char *text, uint16_t port, struct sockaddr_storage *ss);
+
+/*
+ * The cluster key from a key file (corosync's authkey, or dlm.conf's
+ * key_file): a regular file of 32..4096 bytes that only its owner may read
+ * or write.  The bytes are hashed into key with dlmd's own context (auth.c).
+ * Returns 0, or a negative errno with why (a line for the log) filled in.
+ */
+int lc_key_load(const char *path, unsigned char key[LC_KEY_LEN], char *why,
+		size_t whylen);
+/* The same from key material in memory (tests): 0 or -EINVAL (length). */
+int lc_key_derive(const void *material, size_t len,
+		  unsigned char key[LC_KEY_LEN]);
 
 /* A context; ops and arg are kept (ops must outlive it).  NULL on
  * failure with errno set (EPROTONOSUPPORT: the SCTP asked for is not
@@ -234,6 +269,9 @@ int lc_node_reset(struct lc_ctx *ctx, uint32_t nodeid);
  * later; -EADDRINUSE can last while aborted associations are torn down).
  */
 int lc_restart(struct lc_ctx *ctx);
+
+/* "authenticated (...)" or "none (plaintext)", for the daemon's log. */
+const char *lc_security_name(const struct lc_ctx *ctx);
 
 /* "tcp", "sctp (kernel)" or "sctp (usrsctp)". */
 const char *lc_transport_name(const struct lc_ctx *ctx);

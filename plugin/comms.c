@@ -21,6 +21,11 @@
  * is kept) that is retried on every loop turn lowcomms reports progress on
  * and on a short timer.
  *
+ * Security: unless dlm.conf says crypto = none (logged as a warning at
+ * start), the context gets the cluster key from key_file (corosync's
+ * authkey by default) and dlmd does not start without a usable one: peers
+ * must prove it in a handshake and every frame is sealed (lowcomms/auth.c).
+ *
  * Node table: cluster.c calls dlmd_comms_node_add() for every node of the
  * corosync nodelist (all rings, up to LC_MAX_ADDRS addresses) and
  * Frames lost (lowcomms' ops_frames_lost: a peer resumed past what we
@@ -246,10 +251,34 @@ int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 	if (d->d_cfg.cf_protocol == DLMD_PROTO_SCTP ||
 	    (d->d_cfg.cf_protocol == DLMD_PROTO_DETECT && cfg.cfg_naddrs > 1))
 		cfg.cfg_transport = LC_TRANSPORT_SCTP;
+	if (d->d_cfg.cf_crypto_none) {
+		cfg.cfg_security = LC_SEC_NONE;
+		log_warn("comms: crypto = none: node-to-node traffic is neither "
+			 "authenticated nor encrypted; anything that can connect "
+			 "to port %u from a cluster node's address can join the "
+			 "lock traffic", (unsigned)cfg.cfg_port);
+	} else {
+		char why[512];
+
+		rv = lc_key_load(d->d_cfg.cf_key_file, cfg.cfg_key, why,
+				 sizeof(why));
+		if (rv < 0) {
+			log_err("comms: %s; not starting (dlm.conf: key_file "
+				"names the cluster key; crypto = none for "
+				"plaintext)", why);
+			free(cm);
+			return rv;
+		}
+		cfg.cfg_security = LC_SEC_KEY;
+		log_info("comms: peers must prove the cluster key (derived from "
+			 "%s); every frame is authenticated and encrypted",
+			 d->d_cfg.cf_key_file);
+	}
 	log_info("comms: %s on port %u, %u local address%s",
 		 cfg.cfg_transport == LC_TRANSPORT_SCTP ? "SCTP" : "TCP",
 		 (unsigned)cfg.cfg_port, cfg.cfg_naddrs, cfg.cfg_naddrs == 1 ? "" : "es");
 	cm->cm_lc = lc_new(&cfg, &comms_ops, cm);
+	explicit_bzero(cfg.cfg_key, sizeof(cfg.cfg_key));
 	if (!cm->cm_lc) {
 		rv = -errno;
 		log_err("comms: cannot create the transport: %s", strerror(-rv));

@@ -33,6 +33,10 @@
  *                                  fencer: auto (when it is reachable,
  *                                  else fence_command), yes (always), no
  *   flight_recorder_lines 4096     lines kept for "dlmctl dump" (16..1048576)
+ *   crypto            key          key: peers prove the cluster key and
+ *                                  every frame is sealed; none: plaintext,
+ *                                  admission by address only (a warning)
+ *   key_file          /etc/corosync/authkey   the cluster key (mode 0600)
  */
 #include <errno.h>
 #include <grp.h>
@@ -69,6 +73,9 @@ void dlmd_config_defaults(struct dlmd_config *cf)
 	cf->cf_nodeid = 1;
 	cf->cf_enable_fencing = true;
 	cf->cf_flight_lines = 4096;
+	cf->cf_crypto_none = false;
+	snprintf(cf->cf_key_file, sizeof(cf->cf_key_file), "%s",
+		 DLMD_DEFAULT_KEY_FILE);
 }
 
 static int parse_u32(const char *v, uint32_t min, uint32_t max, int base,
@@ -263,6 +270,20 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 			return -EINVAL;
 		return 0;
 	}
+	if (!strcmp(k, "crypto")) {
+		*why = "expected key or none";
+		if (!strcmp(v, "key"))
+			cf->cf_crypto_none = false;
+		else if (!strcmp(v, "none"))
+			cf->cf_crypto_none = true;
+		else
+			return -EINVAL;
+		return 0;
+	}
+	if (!strcmp(k, "key_file")) {
+		*why = "expected an absolute path";
+		return parse_path(v, cf->cf_key_file, sizeof(cf->cf_key_file));
+	}
 	if (!strcmp(k, "membership")) {
 		*why = "expected corosync or none";
 		if (!strcmp(v, "corosync"))
@@ -362,6 +383,18 @@ out:
 	return rv;
 }
 
+/* The crypto keys' lines, after the others (frees s). */
+static char *dump_crypto(char *s, const struct dlmd_config *cf)
+{
+	char *t = NULL;
+
+	if (asprintf(&t, "%scrypto = %s\nkey_file = %s\n", s,
+		     cf->cf_crypto_none ? "none" : "key", cf->cf_key_file) < 0)
+		t = NULL;
+	free(s);
+	return t;
+}
+
 char *dlmd_config_dump(const struct dlmd_config *cf)
 {
 	char *s = NULL;
@@ -394,5 +427,5 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     cf->cf_fence_pcmk == DLMD_FENCE_PCMK_NO ? "no" : "auto",
 		     cf->cf_flight_lines) < 0)
 		return NULL;
-	return s;
+	return dump_crypto(s, cf);
 }

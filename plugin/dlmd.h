@@ -40,6 +40,8 @@
 
 #define DLMD_DEFAULT_CONF	"/etc/dlm/dlm.conf"
 #define DLMD_DEFAULT_PIDFILE	"/run/dlmd/dlmd.pid"
+/* corosync's authkey: dlm.conf key_file names another (lowcomms/auth.c). */
+#define DLMD_DEFAULT_KEY_FILE	"/etc/corosync/authkey"
 #define DLMD_SUN_PATH_MAX	108	/* sizeof(sockaddr_un.sun_path) */
 #define DLMD_ADDR_LEN		64	/* a node address as text (ring0_addr) */
 
@@ -109,6 +111,9 @@ struct dlmd_config {
 	char			cf_fence_command[1024];	/* "" = none */
 	enum dlmd_fence_pcmk	cf_fence_pcmk;
 	uint32_t		cf_flight_lines;
+	/* Node-to-node security (lowcomms/auth.c): crypto = key | none. */
+	bool			cf_crypto_none;
+	char			cf_key_file[PATH_MAX];
 };
 
 void dlmd_config_defaults(struct dlmd_config *cf);

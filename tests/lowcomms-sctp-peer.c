@@ -269,6 +269,15 @@ int main(int argc, char **argv)
 		usage();
 	/* Peer addresses carry port 0: lc_node_add() gives them ours. */
 	cfg.cfg_port = (uint16_t)port;
+	/* Both ends derive the same test key (crypto on, as in production). */
+	{
+		static const char material[] =
+			"lowcomms-sctp-peer: the test's cluster key material";
+
+		cfg.cfg_security = LC_SEC_KEY;
+		if (lc_key_derive(material, sizeof(material), cfg.cfg_key) < 0)
+			return 1;
+	}
 
 	p.p_lc = lc_new(&cfg, &peer_ops, &p);
 	if (!p.p_lc) {

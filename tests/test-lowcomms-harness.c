@@ -169,9 +169,26 @@ void h_world_free(struct h_world *w)
 	free(w);
 }
 
+void h_test_key(unsigned char key[LC_KEY_LEN], int variant)
+{
+	unsigned char material[64];
+
+	for (size_t i = 0; i < sizeof(material); i++)
+		material[i] = (unsigned char)(i * 13 + 7 + variant * 101);
+	assert_int_equal(lc_key_derive(material, sizeof(material), key), 0);
+}
+
 void h_config(struct lc_config *cfg, uint32_t nodeid, const char *addr)
 {
+	const char *sec = getenv("LC_TEST_SECURITY");
+
 	lc_config_default(cfg);
+	if (sec && !strcmp(sec, "none")) {
+		cfg->cfg_security = LC_SEC_NONE;
+	} else {
+		cfg->cfg_security = LC_SEC_KEY;
+		h_test_key(cfg->cfg_key, 0);
+	}
 	cfg->cfg_nodeid = nodeid;
 	cfg->cfg_port = 0;
 	cfg->cfg_reconnect_min_ms = 5;
@@ -179,6 +196,13 @@ void h_config(struct lc_config *cfg, uint32_t nodeid, const char *addr)
 	cfg->cfg_handshake_ms = 2000;
 	if (addr && lc_addr_parse(addr, 0, &cfg->cfg_addrs[0]) == 0)
 		cfg->cfg_naddrs = 1;
+}
+
+void h_plain_config(struct lc_config *cfg, uint32_t nodeid, const char *addr)
+{
+	h_config(cfg, nodeid, addr);
+	cfg->cfg_security = LC_SEC_NONE;
+	memset(cfg->cfg_key, 0, sizeof(cfg->cfg_key));
 }
 
 void h_sctp_config(struct lc_config *cfg, uint32_t nodeid, const char *addr)

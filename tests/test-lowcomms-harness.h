@@ -78,8 +78,14 @@ void h_world_fini(struct h_world *w);
 struct h_world *h_world_new(int neps, const char *addr, h_config_fn *config);
 void h_world_free(struct h_world *w);
 uint64_t h_now_ms(void);
-/* The default endpoint config with fast reconnects, for tests (TCP). */
+/* The default endpoint config with fast reconnects, for tests (TCP):
+ * authenticated with the test key h_test_key(.., 0), or plaintext when
+ * LC_TEST_SECURITY=none is in the environment (the plaintext run). */
 h_config_fn h_config;
+/* h_config, always plaintext (tests that script raw frames). */
+h_config_fn h_plain_config;
+/* A test cluster key; another variant is a different (wrong) key. */
+void h_test_key(unsigned char key[LC_KEY_LEN], int variant);
 /* The same over SCTP: the kernel's or usrsctp per LC_SCTP_IMPL in the
  * environment ("kernel", "user"; default: whichever this kernel allows),
  * usrsctp on a free UDP port. */

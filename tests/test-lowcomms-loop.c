@@ -276,6 +276,8 @@ static void test_scripted_peer(void **state)
 	(void)state;
 	assert_non_null(w);
 	h_world_init(w);
+	/* Raw frames from the script: plaintext. */
+	w->w_config = h_plain_config;
 	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, NULL), 0);
 	/* Node 2 lives at 127.0.0.1 (its port does not matter here). */
 	assert_int_equal(lc_addr_parse(LOOPBACK, 1, &ss), 0);

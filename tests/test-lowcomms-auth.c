@@ -1,0 +1,714 @@
+/*
+ * tests/test-lowcomms-auth.c: nobody joins the lock traffic without the
+ * cluster key (issue 12).  Loopback endpoints with a key, and attackers
+ * made of raw sockets on the same host, so that every connection comes
+ * from an address the node table admits:
+ *  - the impostor of the finding: a plaintext HELLO claiming a node, with a
+ *    new epoch (it used to replace the real connection);
+ *  - an impostor that speaks the handshake but has no key (a garbage FIN);
+ *  - a peer with the wrong key (refused both ways), while two right ones
+ *    keep talking;
+ *  - a recorded handshake replayed on a new connection;
+ *  - a recorded record replayed into a live connection (through a proxy
+ *    that copies a whole record): the connection is killed, the reliable
+ *    layer resends, and everything arrives exactly once;
+ *  - the key file rules (missing, short, readable by others, a symlink).
+ * Each refusal must leave a log line saying why, and the real traffic must
+ * be delivered exactly once and the real connection never replaced.
+ * Every wait is bounded (WAIT_MS).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "lowcomms/auth.h"
+#include "lowcomms/frame.h"
+#include "tests/test-lowcomms-harness.h"
+
+#define WAIT_MS		10000
+#define LOOPBACK	"127.0.0.1"
+#define NO_KEY_NEEDLE	"does not prove the cluster key"
+#define REPLAY_NEEDLE	"record failed authentication"
+
+/* h_config, always with the test key (whatever LC_TEST_SECURITY says). */
+static void auth_config(struct lc_config *cfg, uint32_t nodeid,
+			const char *addr)
+{
+	h_config(cfg, nodeid, addr);
+	cfg->cfg_security = LC_SEC_KEY;
+	h_test_key(cfg->cfg_key, 0);
+}
+
+static void assert_clean(const struct h_world *w)
+{
+	for (int i = 0; i < w->w_neps; i++) {
+		assert_int_equal(w->w_eps[i].ep_rx_errors, 0);
+		assert_int_equal(w->w_eps[i].ep_rx_dups, 0);
+		assert_int_equal(w->w_eps[i].ep_rx_lost, 0);
+	}
+}
+
+static int connect_from(const char *src, int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(inet_pton(AF_INET, src, &sa.sin_addr), 1);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	sa.sin_port = htons((uint16_t)port);
+	assert_int_equal(inet_pton(AF_INET, LOOPBACK, &sa.sin_addr), 1);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* Read (and drop) what the peer says until it closes; false if it keeps
+ * the connection open for ~2 s. */
+static bool closed_by_peer(struct h_world *w, int fd)
+{
+	char buf[512];
+
+	for (int i = 0; i < 400; i++) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return true;
+		h_poll(w, 5);
+	}
+	return false;
+}
+
+static void send_all(int fd, const void *buf, size_t len)
+{
+	assert_int_equal(send(fd, buf, len, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+static struct lc_stats stats(const struct h_world *w, int i)
+{
+	struct lc_stats st;
+
+	lc_get_stats(w->w_eps[i].ep_lc, &st);
+	return st;
+}
+
+/* Stream n messages each way between endpoints 0 and 1, all acked. */
+static void traffic(struct h_world *w, long n)
+{
+	assert_int_equal(h_send(w, 0, 1, n), n);
+	assert_int_equal(h_send(w, 1, 0, n), n);
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+}
+
+/* Nodes 1 and 2 have all they sent to each other delivered and acked. */
+static bool pair_acked(struct h_world *w, void *unused)
+{
+	(void)unused;
+	return h_pair_done(w, 0, 1) && h_pair_done(w, 1, 0) &&
+	       lc_queue_len(w->w_eps[0].ep_lc, 2) == 0 &&
+	       lc_queue_len(w->w_eps[1].ep_lc, 1) == 0;
+}
+
+/* ---- the key, the config ------------------------------------------------ */
+
+static void write_file(const char *path, const void *buf, size_t len,
+		       mode_t mode)
+{
+	int fd;
+
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, mode);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+static void test_key_file(void **state)
+{
+	char dir[] = "/tmp/lc-auth-XXXXXX", path[64], link[64], why[256];
+	unsigned char material[256], key[LC_KEY_LEN], key2[LC_KEY_LEN];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/authkey", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	for (size_t i = 0; i < sizeof(material); i++)
+		material[i] = (unsigned char)(i * 7 + 3);
+
+	why[0] = 0;
+	assert_int_equal(lc_key_load(path, key, why, sizeof(why)), -ENOENT);
+	assert_non_null(strstr(why, "cannot open key file"));
+
+	/* Others may read it: refused, and the line says the mode. */
+	write_file(path, material, sizeof(material), 0644);
+	assert_int_equal(lc_key_load(path, key, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "mode 0644"));
+	write_file(path, material, sizeof(material), 0640);
+	assert_int_equal(lc_key_load(path, key, why, sizeof(why)), -EPERM);
+
+	/* Too short to be a key. */
+	write_file(path, material, LC_KEYFILE_MIN - 1, 0600);
+	assert_int_equal(lc_key_load(path, key, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "bytes"));
+
+	/* A symlink is not followed. */
+	write_file(path, material, sizeof(material), 0600);
+	assert_int_equal(symlink(path, link), 0);
+	assert_true(lc_key_load(link, key, why, sizeof(why)) < 0);
+
+	/* A good one: the key is derived (not the file's bytes) and the same
+	 * material always gives the same key, other material another. */
+	assert_int_equal(lc_key_load(path, key, why, sizeof(why)), 0);
+	assert_int_equal(lc_key_derive(material, sizeof(material), key2), 0);
+	assert_memory_equal(key, key2, LC_KEY_LEN);
+	assert_memory_not_equal(key, material, LC_KEY_LEN);
+	material[100] ^= 1;
+	assert_int_equal(lc_key_derive(material, sizeof(material), key2), 0);
+	assert_memory_not_equal(key, key2, LC_KEY_LEN);
+	assert_int_equal(lc_key_derive(material, LC_KEYFILE_MIN - 1, key2),
+			 -EINVAL);
+
+	unlink(link);
+	unlink(path);
+	rmdir(dir);
+}
+
+static const struct lc_ops null_ops;
+
+static void ignore_deliver(void *arg, uint32_t from, uint16_t type,
+			   uint32_t lsid, const void *payload, size_t len)
+{
+	(void)arg; (void)from; (void)type; (void)lsid; (void)payload;
+	(void)len;
+}
+
+static int ignore_fd(void *arg, int fd, short events)
+{
+	(void)arg; (void)fd; (void)events;
+	return 0;
+}
+
+static void ignore_fd_del(void *arg, int fd)
+{
+	(void)arg; (void)fd;
+}
+
+/* Plaintext only when asked for: a config that says nothing, or a key
+ * that was never set, is refused. */
+static void test_config_must_choose(void **state)
+{
+	static const struct lc_ops ops = {
+		.ops_deliver = ignore_deliver, .ops_fd_add = ignore_fd,
+		.ops_fd_mod = ignore_fd, .ops_fd_del = ignore_fd_del,
+	};
+	struct lc_config cfg;
+	struct lc_ctx *ctx;
+
+	(void)state;
+	(void)null_ops;
+	lc_config_default(&cfg);
+	cfg.cfg_nodeid = 1;
+	errno = 0;
+	assert_null(lc_new(&cfg, &ops, NULL));
+	assert_int_equal(errno, EINVAL);
+	cfg.cfg_security = LC_SEC_KEY;
+	errno = 0;
+	assert_null(lc_new(&cfg, &ops, NULL));
+	assert_int_equal(errno, EINVAL);
+	h_test_key(cfg.cfg_key, 0);
+	ctx = lc_new(&cfg, &ops, NULL);
+	assert_non_null(ctx);
+	lc_destroy(ctx);
+	cfg.cfg_security = LC_SEC_NONE;
+	ctx = lc_new(&cfg, &ops, NULL);
+	assert_non_null(ctx);
+	lc_destroy(ctx);
+}
+
+/* ---- impostors on the node's own address --------------------------------- */
+
+/* The finding: from node 2's address, a plaintext HELLO claiming node 2
+ * with a new epoch.  Without a key it replaced the real connection. */
+static void test_impostor_plaintext_hello(void **state)
+{
+	struct h_world *w = h_world_new(2, LOOPBACK, auth_config);
+	unsigned char hello[LC_HELLO_LEN];
+	struct lc_frame_hdr h = {
+		.fh_magic = LC_FRAME_MAGIC, .fh_version = LC_FRAME_VERSION,
+		.fh_kind = LC_KIND_HELLO, .fh_length = LC_HELLO_LEN,
+		.fh_sender = 2, .fh_target = 1, .fh_seq = 1,
+	};
+	struct lc_stats before, after;
+	int fd;
+
+	(void)state;
+	traffic(w, 100);
+	before = stats(w, 0);
+	w->w_eps[0].ep_log_needle = "unauthenticated lowcomms";
+	lc_frame_encode(hello, &h);
+	lc_put_le32(hello + LC_FRAME_HDR_LEN, 0xbad0e90c);
+	lc_put_le32(hello + LC_FRAME_HDR_LEN + 4, 0);
+	fd = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+	send_all(fd, hello, sizeof(hello));
+	assert_true(closed_by_peer(w, fd));
+	close(fd);
+	assert_int_equal(w->w_eps[0].ep_log_hits, 1);
+	/* The real node 2 is still the one connected, and traffic flows. */
+	traffic(w, 100);
+	after = stats(w, 0);
+	assert_int_equal(after.st_peer_restarts, 0);
+	assert_int_equal(after.st_conn_lost, before.st_conn_lost);
+	assert_int_equal(after.st_established, before.st_established);
+	assert_int_equal(after.st_rejected, before.st_rejected + 1);
+	assert_int_equal(w->w_eps[0].ep_rx_total, 200);
+	assert_clean(w);
+	h_world_free(w);
+}
+
+/* An impostor that speaks the handshake, claims node 2, but has no key:
+ * it gets a RESP and nothing else; its FIN is refused. */
+static void test_impostor_without_key(void **state)
+{
+	struct h_world *w = h_world_new(2, LOOPBACK, auth_config);
+	struct lc_keys wrong;
+	unsigned char wrong_key[LC_KEY_LEN];
+	unsigned char init[LC_HS_INIT_LEN], fin[LC_HS_FIN_LEN];
+	unsigned char resp[LC_HS_RESP_LEN];
+	struct lc_stats before, after;
+	struct lc_hs hs;
+	size_t got = 0;
+	int fd;
+
+	(void)state;
+	traffic(w, 100);
+	before = stats(w, 0);
+	w->w_eps[0].ep_log_needle = NO_KEY_NEEDLE;
+	h_test_key(wrong_key, 7);
+	lc_keys_derive(wrong_key, &wrong);
+	lc_hs_start_initiator(&hs, &wrong, 2, 1, LC_SUITE_CHACHA, init);
+	fd = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+	send_all(fd, init, sizeof(init));
+	for (int i = 0; i < 400 && got < sizeof(resp); i++) {
+		ssize_t n = recv(fd, resp + got, sizeof(resp) - got,
+				 MSG_DONTWAIT);
+
+		if (n > 0)
+			got += (size_t)n;
+		h_poll(w, 5);
+	}
+	assert_int_equal(got, sizeof(resp));
+	/* It cannot check node 1's proof, and cannot make its own: send a
+	 * FIN with a made-up MAC. */
+	memcpy(fin, init, LC_HS_HDR_LEN);
+	fin[5] = LC_HS_FIN;
+	lc_put_le32(fin + 8, LC_HS_FIN_LEN);
+	lc_put_le32(fin + LC_HS_HDR_LEN, 2);
+	lc_put_le32(fin + LC_HS_HDR_LEN + 4, 1);
+	memset(fin + LC_HS_HDR_LEN + 8, 0x5a, LC_HS_MAC_LEN);
+	send_all(fd, fin, sizeof(fin));
+	assert_true(closed_by_peer(w, fd));
+	close(fd);
+	assert_int_equal(w->w_eps[0].ep_log_hits, 1);
+	traffic(w, 100);
+	after = stats(w, 0);
+	assert_int_equal(after.st_auth_failed, before.st_auth_failed + 1);
+	assert_int_equal(after.st_conn_lost, before.st_conn_lost);
+	assert_int_equal(after.st_peer_restarts, 0);
+	assert_int_equal(w->w_eps[0].ep_rx_total, 200);
+	assert_clean(w);
+	h_world_free(w);
+}
+
+/* Node 3 has the wrong key: it never gets in (nor lets node 1 in), says
+ * why, and nodes 1 and 2 go on undisturbed. */
+static void test_wrong_key(void **state)
+{
+	struct h_world *w = malloc(sizeof(*w));
+	struct lc_config cfg;
+	struct lc_stats st1, st3;
+
+	(void)state;
+	assert_non_null(w);
+	h_world_init(w);
+	w->w_config = auth_config;
+	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, NULL), 0);
+	assert_int_equal(h_ep_start(w, 1, LOOPBACK, 0, NULL), 0);
+	auth_config(&cfg, 3, LOOPBACK);
+	h_test_key(cfg.cfg_key, 3);
+	assert_int_equal(h_ep_start(w, 2, LOOPBACK, 0, &cfg), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(h_ep_add_peers(w, i), 0);
+	w->w_eps[0].ep_log_needle = NO_KEY_NEEDLE;
+	w->w_eps[2].ep_log_needle = NO_KEY_NEEDLE;
+
+	/* Node 3 -> node 1: node 1 answers, node 3 finds node 1's proof
+	 * wrong; node 1 -> node 3: the same the other way. */
+	assert_int_equal(h_send(w, 2, 0, 10), 10);
+	assert_int_equal(h_send(w, 0, 2, 10), 10);
+	assert_int_equal(h_send(w, 0, 1, 300), 300);
+	assert_int_equal(h_send(w, 1, 0, 300), 300);
+	assert_true(h_run_until(w, pair_acked, NULL, WAIT_MS));
+	for (int i = 0; i < 50 && (w->w_eps[2].ep_log_hits < 2 ||
+				   w->w_eps[0].ep_log_hits < 1); i++)
+		h_poll(w, 20);
+	st1 = stats(w, 0);
+	st3 = stats(w, 2);
+	assert_true(w->w_eps[2].ep_log_hits >= 2);
+	assert_true(w->w_eps[0].ep_log_hits >= 1);
+	assert_true(st3.st_auth_failed >= 1);
+	assert_true(st1.st_auth_failed >= 1);
+	assert_int_equal(st3.st_established, 0);
+	assert_int_equal(w->w_eps[2].ep_rx_total, 0);
+	assert_int_equal(w->w_eps[0].ep_rx_total, 300);
+	assert_int_equal(lc_queue_len(w->w_eps[0].ep_lc, 3), 10);
+	assert_int_equal(lc_queue_len(w->w_eps[2].ep_lc, 1), 10);
+	assert_clean(w);
+
+	/* With the right key, node 3's queue goes through, exactly once. */
+	w->w_eps[2].ep_cfg = cfg;
+	h_test_key(w->w_eps[2].ep_cfg.cfg_key, 0);
+	lc_destroy(w->w_eps[2].ep_lc);
+	w->w_eps[2].ep_lc = NULL;
+	w->w_eps[2].ep_tx_next[1] = 0;
+	cfg = w->w_eps[2].ep_cfg;
+	cfg.cfg_port = (uint16_t)w->w_eps[2].ep_port;
+	assert_int_equal(h_ep_start(w, 2, LOOPBACK, 0, &cfg), 0);
+	assert_int_equal(h_ep_add_peers(w, 2), 0);
+	assert_int_equal(h_send(w, 2, 0, 10), 10);
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	assert_int_equal(w->w_eps[2].ep_rx_total, 10);
+	assert_int_equal(w->w_eps[0].ep_rx_total, 310);
+	assert_clean(w);
+	h_world_free(w);
+}
+
+/* Node 1 offers ChaCha20-Poly1305 only (a CPU without AES-NI): both
+ * directions use it, whatever node 2 could run, and traffic flows. */
+static void test_cipher_choice(void **state)
+{
+	struct h_world *w = malloc(sizeof(*w));
+	struct lc_config cfg;
+
+	(void)state;
+	assert_non_null(w);
+	h_world_init(w);
+	w->w_config = auth_config;
+	auth_config(&cfg, 1, LOOPBACK);
+	cfg.cfg_suites = LC_SUITE_CHACHA;
+	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, &cfg), 0);
+	assert_int_equal(h_ep_start(w, 1, LOOPBACK, 0, NULL), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(h_ep_add_peers(w, i), 0);
+		w->w_eps[i].ep_log_needle = "key (ChaCha20-Poly1305)";
+	}
+	traffic(w, 2000);
+	/* One line at each end of each connection (the needle is a debug
+	 * line; the harness counts lines at every level). */
+	assert_true(w->w_eps[0].ep_log_hits >= 1);
+	assert_true(w->w_eps[1].ep_log_hits >= 1);
+	assert_int_equal(w->w_eps[0].ep_rx_total, 2000);
+	assert_int_equal(w->w_eps[1].ep_rx_total, 2000);
+	assert_clean(w);
+	h_world_free(w);
+}
+
+/* ---- replays, through a recording proxy ------------------------------------ */
+
+/*
+ * Sits between node 1 (which knows node 2 at the proxy's port) and node 2.
+ * Node 1 -> node 2 bytes are cut at record boundaries (after the INIT and
+ * FIN of each connection) so that a whole record can be sent twice; the
+ * bytes of the first connection are recorded.  Node 2 -> node 1 bytes pass
+ * untouched.  Traffic is kept small, so the loopback buffers never fill.
+ */
+#define PX_BUF		(1 << 20)
+#define PX_HS_BYTES	(LC_HS_INIT_LEN + LC_HS_FIN_LEN)
+
+struct proxy {
+	int px_listen;
+	int px_client;
+	int px_server;
+	int px_port;
+	int px_dst_port;
+	int px_conns;
+	size_t px_hs_left;
+	unsigned char px_buf[PX_BUF];
+	size_t px_len;
+	unsigned char px_rec[PX_BUF];	/* the first connection, node 1 -> 2 */
+	size_t px_rec_len;
+	bool px_replay;			/* send the next whole record twice */
+	int px_replayed;
+};
+
+static void proxy_init(struct proxy *px, int dst_port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+
+	memset(px, 0, sizeof(*px));
+	px->px_client = px->px_server = -1;
+	px->px_dst_port = dst_port;
+	px->px_listen = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(px->px_listen >= 0);
+	assert_int_equal(inet_pton(AF_INET, LOOPBACK, &sa.sin_addr), 1);
+	assert_int_equal(bind(px->px_listen, (struct sockaddr *)&sa,
+			      sizeof(sa)), 0);
+	assert_int_equal(listen(px->px_listen, 8), 0);
+	assert_int_equal(getsockname(px->px_listen, (struct sockaddr *)&sa,
+				     &len), 0);
+	px->px_port = ntohs(sa.sin_port);
+}
+
+static void proxy_drop(struct proxy *px)
+{
+	if (px->px_client >= 0)
+		close(px->px_client);
+	if (px->px_server >= 0)
+		close(px->px_server);
+	px->px_client = px->px_server = -1;
+	px->px_len = 0;
+}
+
+static void proxy_fini(struct proxy *px)
+{
+	proxy_drop(px);
+	close(px->px_listen);
+}
+
+/* Send to a proxy socket; false if the other end is gone. */
+static bool px_send(int fd, const void *buf, size_t len)
+{
+	return send(fd, buf, len, MSG_NOSIGNAL) == (ssize_t)len;
+}
+
+/* Forward what can be forwarded of node 1's bytes. */
+static void proxy_forward(struct proxy *px)
+{
+	size_t off = 0, n;
+	bool record;
+
+	while (off < px->px_len) {
+		record = !px->px_hs_left;
+		if (!record) {
+			n = px->px_len - off < px->px_hs_left ?
+			    px->px_len - off : px->px_hs_left;
+			px->px_hs_left -= n;
+		} else {
+			if (px->px_len - off < LC_REC_HDR_LEN)
+				break;
+			n = LC_REC_HDR_LEN + lc_get_le32(px->px_buf + off);
+			if (px->px_len - off < n)
+				break;
+		}
+		if (!px_send(px->px_server, px->px_buf + off, n)) {
+			proxy_drop(px);
+			return;
+		}
+		if (record && px->px_replay) {
+			/* The same record again: a replay. */
+			px->px_replay = false;
+			px->px_replayed++;
+			if (!px_send(px->px_server, px->px_buf + off, n)) {
+				proxy_drop(px);
+				return;
+			}
+		}
+		off += n;
+	}
+	memmove(px->px_buf, px->px_buf + off, px->px_len - off);
+	px->px_len -= off;
+}
+
+static void proxy_pump(struct proxy *px)
+{
+	unsigned char buf[65536];
+	struct pollfd p[3] = {
+		{ .fd = px->px_listen, .events = POLLIN },
+		{ .fd = px->px_client, .events = POLLIN },
+		{ .fd = px->px_server, .events = POLLIN },
+	};
+	ssize_t n;
+
+	if (poll(p, 3, 0) <= 0)
+		return;
+	if ((p[0].revents & POLLIN) && px->px_client < 0) {
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+
+		px->px_client = accept(px->px_listen, NULL, NULL);
+		assert_true(px->px_client >= 0);
+		px->px_server = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(px->px_server >= 0);
+		assert_int_equal(inet_pton(AF_INET, LOOPBACK, &sa.sin_addr), 1);
+		sa.sin_port = htons((uint16_t)px->px_dst_port);
+		assert_int_equal(connect(px->px_server, (struct sockaddr *)&sa,
+					 sizeof(sa)), 0);
+		px->px_hs_left = PX_HS_BYTES;
+		px->px_len = 0;
+		px->px_conns++;
+		return;
+	}
+	if (p[1].revents) {
+		n = recv(px->px_client, px->px_buf + px->px_len,
+			 PX_BUF - px->px_len, MSG_DONTWAIT);
+		if (n <= 0) {
+			proxy_drop(px);
+			return;
+		}
+		if (px->px_conns == 1 &&
+		    px->px_rec_len + (size_t)n <= sizeof(px->px_rec)) {
+			memcpy(px->px_rec + px->px_rec_len,
+			       px->px_buf + px->px_len, (size_t)n);
+			px->px_rec_len += (size_t)n;
+		}
+		px->px_len += (size_t)n;
+		proxy_forward(px);
+	}
+	if (p[2].revents) {
+		n = recv(px->px_server, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n <= 0) {
+			proxy_drop(px);
+			return;
+		}
+		if (!px_send(px->px_client, buf, (size_t)n))
+			proxy_drop(px);
+	}
+}
+
+struct px_wait {
+	struct proxy *pw_px;
+	bool (*pw_done)(struct h_world *w, void *arg);
+};
+
+/* h_run_until's condition, pumping the proxy on every turn. */
+static bool px_until(struct h_world *w, void *arg)
+{
+	struct px_wait *pw = arg;
+
+	for (int i = 0; i < 8; i++)
+		proxy_pump(pw->pw_px);
+	return pw->pw_done(w, NULL);
+}
+
+/* Nodes 1 and 2; node 1 reaches node 2 through px. */
+static struct h_world *proxied_world(struct proxy *px)
+{
+	struct h_world *w = malloc(sizeof(*w));
+	struct sockaddr_storage ss;
+
+	assert_non_null(w);
+	h_world_init(w);
+	w->w_config = auth_config;
+	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, NULL), 0);
+	assert_int_equal(h_ep_start(w, 1, LOOPBACK, 0, NULL), 0);
+	proxy_init(px, w->w_eps[1].ep_port);
+	assert_int_equal(lc_addr_parse(LOOPBACK, (uint16_t)px->px_port, &ss),
+			 0);
+	assert_int_equal(lc_node_add(w->w_eps[0].ep_lc, 2, &ss, 1), 0);
+	assert_int_equal(h_ep_add_peers(w, 1), 0);
+	return w;
+}
+
+/* A record of a live connection sent a second time: node 2 kills the
+ * connection and says why; node 1 reconnects, resends, and every message
+ * arrives exactly once. */
+static void test_replayed_record(void **state)
+{
+	static struct proxy px;
+	struct h_world *w = proxied_world(&px);
+	struct px_wait pw = { &px, h_acked };
+	struct lc_stats st;
+
+	(void)state;
+	w->w_eps[1].ep_log_needle = REPLAY_NEEDLE;
+	assert_int_equal(h_send(w, 0, 1, 200), 200);
+	assert_true(h_run_until(w, px_until, &pw, WAIT_MS));
+	assert_int_equal(px.px_conns, 1);
+
+	px.px_replay = true;
+	assert_int_equal(h_send(w, 0, 1, 200), 200);
+	assert_true(h_run_until(w, px_until, &pw, WAIT_MS));
+	assert_int_equal(px.px_replayed, 1);
+	assert_int_equal(w->w_eps[1].ep_log_hits, 1);
+	st = stats(w, 1);
+	assert_int_equal(st.st_auth_failed, 1);
+	/* Whatever the killed connection had not delivered, and what comes
+	 * next, goes over a new one. */
+	assert_int_equal(h_send(w, 0, 1, 200), 200);
+	assert_true(h_run_until(w, px_until, &pw, WAIT_MS));
+	st = stats(w, 1);
+	assert_int_equal(px.px_conns, 2);
+	assert_int_equal(w->w_eps[1].ep_rx_total, 600);
+	assert_int_equal(st.st_peer_restarts, 0);
+	assert_clean(w);
+	h_world_free(w);
+	proxy_fini(&px);
+}
+
+/* The first connection's bytes from node 1 (INIT, FIN, records), replayed
+ * whole on a new connection from node 1's address: node 2 answers the INIT
+ * with a fresh nonce, so the old FIN does not prove anything. */
+static void test_replayed_handshake(void **state)
+{
+	static struct proxy px;
+	struct h_world *w = proxied_world(&px);
+	struct px_wait pw = { &px, h_acked };
+	struct lc_stats before, after;
+	int fd;
+
+	(void)state;
+	assert_int_equal(h_send(w, 0, 1, 200), 200);
+	assert_true(h_run_until(w, px_until, &pw, WAIT_MS));
+	assert_true(px.px_rec_len > PX_HS_BYTES);
+	before = stats(w, 1);
+	w->w_eps[1].ep_log_needle = NO_KEY_NEEDLE;
+
+	fd = connect_from(LOOPBACK, w->w_eps[1].ep_port);
+	send_all(fd, px.px_rec, px.px_rec_len);
+	assert_true(closed_by_peer(w, fd));
+	close(fd);
+	assert_int_equal(w->w_eps[1].ep_log_hits, 1);
+	after = stats(w, 1);
+	assert_int_equal(after.st_auth_failed, before.st_auth_failed + 1);
+	assert_int_equal(w->w_eps[1].ep_rx_total, 200);
+
+	/* The real connection was not touched and still works. */
+	assert_int_equal(h_send(w, 0, 1, 200), 200);
+	assert_true(h_run_until(w, px_until, &pw, WAIT_MS));
+	after = stats(w, 1);
+	assert_int_equal(after.st_conn_lost, before.st_conn_lost);
+	assert_int_equal(px.px_conns, 1);
+	assert_int_equal(w->w_eps[1].ep_rx_total, 400);
+	assert_clean(w);
+	h_world_free(w);
+	proxy_fini(&px);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_key_file),
+		cmocka_unit_test(test_config_must_choose),
+		cmocka_unit_test(test_impostor_plaintext_hello),
+		cmocka_unit_test(test_impostor_without_key),
+		cmocka_unit_test(test_wrong_key),
+		cmocka_unit_test(test_cipher_choice),
+		cmocka_unit_test(test_replayed_record),
+		cmocka_unit_test(test_replayed_handshake),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
