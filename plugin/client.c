@@ -27,7 +27,10 @@
  *   close      a connection that closes (exit, crash, SIGKILL) is purged
  *              at once with dlm_core_purge_owner(): its locks go, its
  *              PERSISTENT locks become orphans, and whatever they blocked
- *              is granted (those ASTs go out in the same flush).
+ *              is granted (those ASTs go out in the same flush).  The
+ *              lockspace records the uid of an owner that left orphans:
+ *              adopting or purging them needs that uid or the admin
+ *              privilege (root or admin_group; "orphans and their owners").
  *
  * Per-lock state kept here (struct lkcb): the opaque AST addresses and
  * arguments and the lksb address, whether the lock was ever granted (to
@@ -387,6 +390,8 @@ int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
 	return 0;
 }
 
+static void orphan_recs_clear(struct dlmd_ls *dl);
+
 static void free_lkcb(void *arg, uint32_t key, void *val)
 {
 	free(val);
@@ -456,9 +461,115 @@ int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
 	}
 	d->d_nlockspaces--;
 	log_notice("lockspace %s released%s", dl->dl_name, force ? " (forced)" : "");
+	orphan_recs_clear(dl);
 	free(dl);
 	dlmd_flush(d);
 	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* orphans and their owners                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The engine keeps an orphan's owner id ((pid << 32) | serial) but knows
+ * nothing of users.  When a client's close leaves orphans, its lockspace
+ * records who that owner was (dl_orphan_owners: serial -> owner, uid and
+ * how many orphans it left).  Adopting an orphan (DLM_LKF_ORPHAN) or
+ * purging it (dlm_ls_purge) then needs the same uid as the owner that
+ * left it, or the lockspace-admin privilege (client_is_admin: root or a
+ * member of dlm.conf's admin_group).  An orphan without a record (memory
+ * ran out when it was made) is an admin's only.  Records go when their
+ * orphans are adopted or purged here, and all at once whenever the
+ * engine reports no orphan left (a purge asked by another node removes
+ * orphans without telling us; until then a record only costs memory).
+ */
+struct orphan_rec {
+	uint64_t	or_owner;
+	uid_t		or_uid;
+	uint64_t	or_count;	/* orphans it left, at most this many remain */
+};
+
+static void free_val(void *arg, uint32_t key, void *val)
+{
+	free(val);
+}
+
+static void orphan_recs_clear(struct dlmd_ls *dl)
+{
+	u32map_each(&dl->dl_orphan_owners, free_val, NULL);
+	u32map_free(&dl->dl_orphan_owners);
+}
+
+static void orphan_recs_prune(struct dlmd_ls *dl)
+{
+	struct dlm_ls_stats st;
+
+	if (!dl->dl_orphan_owners.um_count)
+		return;
+	dlm_core_ls_stats(dl->dl_core, &st);
+	if (!st.ls_orphans)
+		orphan_recs_clear(dl);
+}
+
+static struct orphan_rec *orphan_rec_find(const struct dlmd_ls *dl, uint64_t owner)
+{
+	struct orphan_rec *rec = u32map_get(&dl->dl_orphan_owners, (uint32_t)owner);
+
+	return rec && rec->or_owner == owner ? rec : NULL;
+}
+
+static void orphan_rec_add(struct dlmd_ls *dl, const struct dlmd_client *c,
+			   uint64_t n)
+{
+	uint32_t key = (uint32_t)c->cl_owner;
+	struct orphan_rec *rec = u32map_get(&dl->dl_orphan_owners, key);
+
+	if (rec && rec->or_owner == c->cl_owner) {
+		rec->or_count += n;
+		return;
+	}
+	if (rec) {
+		/* A serial reused after wrapping: the old record is stale. */
+		free(u32map_del(&dl->dl_orphan_owners, key));
+	}
+	rec = calloc(1, sizeof(*rec));
+	if (!rec || u32map_put(&dl->dl_orphan_owners, key, rec)) {
+		free(rec);
+		log_err("lockspace %s: out of memory recording who left %llu "
+			"orphan%s (client pid %d uid %u): only an admin may adopt "
+			"or purge them", dl->dl_name, (unsigned long long)n,
+			n == 1 ? "" : "s", (int)c->cl_pid, (unsigned)c->cl_uid);
+		return;
+	}
+	rec->or_owner = c->cl_owner;
+	rec->or_uid = c->cl_uid;
+	rec->or_count = n;
+}
+
+static void orphan_rec_sub(struct dlmd_ls *dl, uint64_t owner, uint64_t n)
+{
+	struct orphan_rec *rec = orphan_rec_find(dl, owner);
+
+	if (!rec)
+		return;
+	if (rec->or_count <= n)
+		free(u32map_del(&dl->dl_orphan_owners, (uint32_t)owner));
+	else
+		rec->or_count -= n;
+}
+
+/* May a client of user 'uid' (admin or not) adopt or purge the orphans
+ * that 'owner' left? */
+static bool orphan_owner_allowed(const struct dlmd_ls *dl, uint64_t owner,
+				 uid_t uid, bool admin)
+{
+	const struct orphan_rec *rec;
+
+	if (admin)
+		return true;
+	rec = orphan_rec_find(dl, owner);
+	return rec && rec->or_uid == uid;
 }
 
 /* ------------------------------------------------------------------ */
@@ -585,10 +696,32 @@ static int req_ls_release(struct req_ctx *rq)
 			       rq->rq_c);
 }
 
+/* DLM_LKF_ORPHAN: the engine asks which orphans the requester may take;
+ * the one it took is remembered to update the records. */
+struct adopt_check {
+	struct dlmd_ls	*ac_dl;
+	uid_t		ac_uid;
+	bool		ac_admin;
+	uint64_t	ac_taken;
+};
+
+static int may_adopt(void *arg, uint64_t orphan_owner)
+{
+	struct adopt_check *ac = arg;
+
+	if (!orphan_owner_allowed(ac->ac_dl, orphan_owner, ac->ac_uid,
+				  ac->ac_admin))
+		return 0;
+	ac->ac_taken = orphan_owner;
+	return 1;
+}
+
 static int req_lock(struct req_ctx *rq)
 {
 	const struct dlmp_lock *lk = &rq->rq_msg->m_u.lock;
 	struct dlmd_client *c = rq->rq_c;
+	struct adopt_check ac = { c->cl_ls, c->cl_uid,
+				  client_is_admin(rq->rq_d, c), 0 };
 	struct dlm_lock_req req;
 	struct dlm_range range;
 	struct lkcb *cb = NULL;
@@ -611,6 +744,10 @@ static int req_lock(struct req_ctx *rq)
 		req.lvb = lk->lk_lvb;
 	req.owner = c->cl_owner;
 	req.want_bast = lk->lk_bastaddr != 0;
+	if (lk->lk_flags & DLM_LKF_ORPHAN) {
+		req.may_adopt = may_adopt;
+		req.may_adopt_arg = &ac;
+	}
 
 	if (!(lk->lk_flags & DLM_LKF_CONVERT)) {
 		/* Make room first: once the engine has the lock, nothing
@@ -623,8 +760,16 @@ static int req_lock(struct req_ctx *rq)
 	}
 	rv = dlm_core_lock(c->cl_ls->dl_core, &req, &lkid);
 	if (rv) {
+		if (rv == -EPERM && (lk->lk_flags & DLM_LKF_ORPHAN))
+			log_info("client pid %d uid %u may not adopt another "
+				 "user's orphan in lockspace %s", (int)c->cl_pid,
+				 (unsigned)c->cl_uid, c->cl_ls->dl_name);
 		free(cb);
 		return rv;
+	}
+	if (ac.ac_taken) {
+		orphan_rec_sub(c->cl_ls, ac.ac_taken, 1);
+		orphan_recs_prune(c->cl_ls);
 	}
 	if (!cb) {
 		cb = u32map_get(&c->cl_locks, lkid);
@@ -679,11 +824,17 @@ static int req_unlock(struct req_ctx *rq)
 	return 0;
 }
 
+/* The owners of pid's orphans, up to 64 per walk, among those the caller
+ * may purge; the others are counted in oo_refused. */
 struct orphan_owners {
-	uint32_t	oo_pid;
-	uint64_t	oo_owners[64];
-	unsigned int	oo_n;
-	bool		oo_more;
+	const struct dlmd_ls	*oo_dl;
+	uint32_t		oo_pid;
+	uid_t			oo_uid;
+	bool			oo_admin;
+	uint64_t		oo_owners[64];
+	unsigned int		oo_n;
+	bool			oo_more;
+	unsigned int		oo_refused;
 };
 
 static void collect_orphan_owner(void *arg, const struct dlm_lock_info *li)
@@ -692,6 +843,10 @@ static void collect_orphan_owner(void *arg, const struct dlm_lock_info *li)
 
 	if (!li->orphan || li->is_master_copy || (li->owner >> 32) != oo->oo_pid)
 		return;
+	if (!orphan_owner_allowed(oo->oo_dl, li->owner, oo->oo_uid, oo->oo_admin)) {
+		oo->oo_refused++;
+		return;
+	}
 	for (unsigned int i = 0; i < oo->oo_n; i++)
 		if (oo->oo_owners[i] == li->owner)
 			return;
@@ -701,21 +856,81 @@ static void collect_orphan_owner(void *arg, const struct dlm_lock_info *li)
 		oo->oo_more = true;
 }
 
+struct user_owners {
+	uid_t		uo_uid;
+	uint64_t	uo_owners[64];
+	unsigned int	uo_n;
+};
+
+static void collect_user_owner(void *arg, uint32_t key, void *val)
+{
+	struct user_owners *uo = arg;
+	const struct orphan_rec *rec = val;
+
+	if (rec->or_uid == uo->uo_uid &&
+	    uo->uo_n < sizeof(uo->uo_owners) / sizeof(uo->uo_owners[0]))
+		uo->uo_owners[uo->uo_n++] = rec->or_owner;
+}
+
+/* Purge every orphan this node's records give to user 'uid'.  Bounded:
+ * each pass removes the records it collected. */
+static int purge_user_orphans(struct dlmd_ls *dl, uid_t uid)
+{
+	struct user_owners uo;
+	int total = 0, rv;
+
+	do {
+		memset(&uo, 0, sizeof(uo));
+		uo.uo_uid = uid;
+		u32map_each(&dl->dl_orphan_owners, collect_user_owner, &uo);
+		for (unsigned int i = 0; i < uo.uo_n; i++) {
+			rv = dlm_core_purge_orphans(dl->dl_core, 0, uo.uo_owners[i]);
+			free(u32map_del(&dl->dl_orphan_owners,
+					(uint32_t)uo.uo_owners[i]));
+			if (rv < 0)
+				return rv;
+			total += rv;
+		}
+	} while (uo.uo_n);
+	return total;
+}
+
+/*
+ * dlm_ls_purge(nodeid, pid).  Who may purge what: an admin (root or
+ * admin_group) any orphan, here or on another node; anyone else only the
+ * orphans that owners of their own uid left on this node: "all" (pid 0)
+ * means all of theirs, a pid whose orphans are another user's is -EPERM,
+ * and another node's orphans are -EPERM (their owners are known there).
+ */
 static int req_purge(struct req_ctx *rq)
 {
 	struct dlmd *d = rq->rq_d;
-	struct dlm_ls *ls = rq->rq_c->cl_ls->dl_core;
+	struct dlmd_client *c = rq->rq_c;
+	struct dlmd_ls *dl = c->cl_ls;
+	struct dlm_ls *ls = dl->dl_core;
 	uint32_t nodeid = rq->rq_msg->m_u.pair.pr_a;
 	uint32_t pid = rq->rq_msg->m_u.pair.pr_b;
+	bool admin = client_is_admin(d, c);
 	struct orphan_owners oo;
+	unsigned int refused = 0;
 	int total = 0, rv;
 
-	if (nodeid && nodeid != d->d_nodeid)
+	if (nodeid && nodeid != d->d_nodeid) {
+		if (!admin)
+			return -EPERM;
 		return pid ? -EOPNOTSUPP : dlm_core_purge_orphans(ls, nodeid, 0);
+	}
 	if (!pid) {
-		rv = dlm_core_purge_orphans(ls, 0, 0);
+		if (admin) {
+			rv = dlm_core_purge_orphans(ls, 0, 0);
+			if (rv >= 0)
+				orphan_recs_clear(dl);
+		} else {
+			rv = purge_user_orphans(dl, c->cl_uid);
+		}
 		if (rv < 0)
 			return rv;
+		orphan_recs_prune(dl);
 		rq->rq_reply.rp_value = (uint32_t)rv;
 		return 0;
 	}
@@ -724,15 +939,27 @@ static int req_purge(struct req_ctx *rq)
 	 * each pass removes every orphan of up to 64 owners. */
 	do {
 		memset(&oo, 0, sizeof(oo));
+		oo.oo_dl = dl;
 		oo.oo_pid = pid;
+		oo.oo_uid = c->cl_uid;
+		oo.oo_admin = admin;
 		dlm_core_ls_walk(ls, collect_orphan_owner, &oo);
+		refused = oo.oo_refused;
 		for (unsigned int i = 0; i < oo.oo_n; i++) {
 			rv = dlm_core_purge_orphans(ls, 0, oo.oo_owners[i]);
 			if (rv < 0)
 				return rv;
+			orphan_rec_sub(dl, oo.oo_owners[i], (uint64_t)rv);
 			total += rv;
 		}
 	} while (oo.oo_more && oo.oo_n);
+	orphan_recs_prune(dl);
+	if (!total && refused) {
+		log_info("client pid %d uid %u may not purge pid %u's orphans in "
+			 "lockspace %s (another user's)", (int)c->cl_pid,
+			 (unsigned)c->cl_uid, pid, dl->dl_name);
+		return -EPERM;
+	}
 	rq->rq_reply.rp_value = (uint32_t)total;
 	return 0;
 }
@@ -898,8 +1125,15 @@ struct dlmd_client *dlmd_client_new(struct dlmd *d, int fd, pid_t pid,
 void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 {
 	if (c->cl_ls) {
-		int n = dlm_core_purge_owner(c->cl_ls->dl_core, c->cl_owner);
+		struct dlmd_ls *dl = c->cl_ls;
+		struct dlm_ls_stats before, after;
+		int n;
 
+		dlm_core_ls_stats(dl->dl_core, &before);
+		n = dlm_core_purge_owner(dl->dl_core, c->cl_owner);
+		dlm_core_ls_stats(dl->dl_core, &after);
+		if (after.ls_orphans > before.ls_orphans)
+			orphan_rec_add(dl, c, after.ls_orphans - before.ls_orphans);
 		log_debug("client pid %d serial %u closed: %d lock%s purged",
 			  (int)c->cl_pid, c->cl_serial, n, n == 1 ? "" : "s");
 		client_unbind(d, c);

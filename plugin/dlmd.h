@@ -155,6 +155,10 @@ struct dlmd_ls {
 	uint32_t		dl_members[DLM_MAX_NODES];
 	unsigned int		dl_nmembers;
 	struct dlmd_cluster_ls	*dl_cluster;	/* cluster.c's per-lockspace state */
+	/* who left the orphans here: owner serial -> struct dlmd_orphan_owner
+	 * (client.c; adopting or purging an orphan needs its user or the
+	 * lockspace-admin privilege) */
+	struct u32map		dl_orphan_owners;
 	/* LS_CREATE requests answered once the first recovery finished */
 	struct dlmd_create_wait	*dl_waits;
 	unsigned int		dl_nwaits;
