@@ -229,6 +229,13 @@ struct dlmp_msg {
 
 const char *dlmp_type_str(unsigned int type);
 
+/* Is 'name' a valid lockspace name?  1..DLMP_NAME_MAX bytes, each a
+ * graphic ASCII character (0x21..0x7e) other than '/': names show up in
+ * logs, "dlmctl ls" and file-like places, so no control byte, space or
+ * path separator may hide in one.  Both sides check: libdlm before it
+ * sends, dlmd (authoritatively) before it creates a lockspace. */
+int dlmp_ls_name_valid(const char *name);
+
 /* Decode the header only: 0, or -EBADMSG (short, bad magic, length not
  * equal to len) or -EPROTONOSUPPORT (other version).  On -EPROTONOSUPPORT
  * and on length errors the header fields are still filled in so that the

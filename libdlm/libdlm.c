@@ -221,7 +221,7 @@ static int set_ls_name(struct dlmp_ls *l, const char *name)
 	if (!name)
 		return -EINVAL;
 	len = strlen(name);
-	if (len == 0 || len > DLM_LOCKSPACE_LEN)
+	if (len == 0 || len > DLM_LOCKSPACE_LEN || !dlmp_ls_name_valid(name))
 		return -EINVAL;
 	memcpy(l->ls_name, name, len + 1);
 	l->ls_namelen = (uint16_t)len;

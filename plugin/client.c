@@ -145,9 +145,14 @@ static void core_send(void *ctx, uint32_t to, const void *buf, size_t len)
 	d->d_msgs_tail = &pm->pm_next;
 }
 
+/* The engine escapes the names it prints (core/dump.c); escaping the
+ * whole line again here costs little and keeps any byte from elsewhere
+ * from ending a log line. */
 static void core_log(void *ctx, enum dlm_log_level level, const char *line)
 {
-	qb_log((int)level, "core: %s", line);
+	char safe[DLMD_ESCAPED_SIZE(512)];	/* core/ls.c LOG_LINE_MAX */
+
+	qb_log((int)level, "core: %s", dlmd_escape(line, safe, sizeof(safe)));
 }
 
 const struct dlm_core_ops dlmd_core_ops = {
@@ -355,7 +360,7 @@ int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
 		*out = dl;
 		return excl ? -EEXIST : 0;
 	}
-	if (len == 0 || len > DLM_LOCKSPACE_LEN)
+	if (len == 0 || len > DLM_LOCKSPACE_LEN || !dlmp_ls_name_valid(name))
 		return -EINVAL;
 	dl = calloc(1, sizeof(*dl));
 	if (!dl)

@@ -321,14 +321,21 @@ static void ctl_execute(struct dlmd *d, char *line, struct sbuf *out)
 		if (!strcmp(verbs[i].cv_name, line))
 			v = &verbs[i];
 	if (!v) {
-		sb_printf(out, "ERR %d unknown command '%s'\n", EINVAL, line);
+		char safe[DLMD_ESCAPED_SIZE(64)];
+
+		sb_printf(out, "ERR %d unknown command '%s'\n", EINVAL,
+			  dlmd_escape(line, safe, sizeof(safe)));
 		return;
 	}
 	if (v->cv_needs_arg && !*arg) {
 		sb_printf(out, "ERR %d %s needs an argument\n", EINVAL, line);
 		return;
 	}
-	log_debug("control: %s %s", line, arg);
+	{
+		char safe[DLMD_ESCAPED_SIZE(CTL_REQ_MAX)];
+
+		log_debug("control: %s %s", line, dlmd_escape(arg, safe, sizeof(safe)));
+	}
 	rv = v->cv_fn(d, arg, &body, v->cv_json);
 	if (!rv && body.sb_oom)
 		rv = -ENOMEM;

@@ -127,6 +127,14 @@ int dlmd_log_init(const struct dlmd_config *cf, bool to_stderr);
 void dlmd_log_fini(void);
 /* The flight recorder's lines, oldest first, as one malloc'd string. */
 char *dlmd_log_flight_dump(void);
+/* Text from outside (a client, a peer, a command line) made safe to log
+ * or print: graphic ASCII and space are kept, every other byte and '\'
+ * become \xHH, so nothing can end a log line or fake another.  Writes at
+ * most size bytes (NUL included; cut short when it does not fit) into
+ * buf and returns buf. */
+char *dlmd_escape(const char *s, char *buf, size_t size);
+/* The size of buffer dlmd_escape() needs for n input bytes. */
+#define DLMD_ESCAPED_SIZE(n)	((n) * 4 + 1)
 
 #define log_err(fmt, ...)	qb_log(LOG_ERR, fmt, ##__VA_ARGS__)
 #define log_warn(fmt, ...)	qb_log(LOG_WARNING, fmt, ##__VA_ARGS__)

@@ -216,6 +216,18 @@ static void test_lockspaces(void **state)
 	errno = 0;
 	assert_null(dlm_create_lockspace(longname, 0600));
 	assert_int_equal(errno, EINVAL);
+	/* Names are graphic ASCII without '/': nothing that could write a
+	 * fake line into a log or "dlmctl ls", nor a path. */
+	{
+		static const char *const bad[] = { "bad\nname", "a/b", "sp ace",
+						   "\x01x", "tab\t", "\x7f", "\xc3\xa9" };
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			errno = 0;
+			assert_null(dlm_new_lockspace(bad[i], 0600, 0));
+			assert_int_equal(errno, EINVAL);
+		}
+	}
 	assert_true(dlm_ls_get_fd(h) >= 0);
 
 	/* A lock remains: release without force is refused. */
@@ -996,6 +1008,17 @@ static void test_bad_requests(void **state)
 	/* LOCK whose name length disagrees with the packet. */
 	buf[DLMP_HDR_LEN + 1] = 2;
 	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 8), -EBADMSG);
+	/* LS_CREATE of a name with a newline, past libdlm's own check: the
+	 * daemon refuses it too (it would write fake lines in its log). */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_LS_CREATE;
+	m.m_hdr.h_reqid = 11;
+	m.m_u.ls.ls_mode = 0600;
+	m.m_u.ls.ls_namelen = (uint16_t)strlen("x\nfake line");
+	memcpy(m.m_u.ls.ls_name, "x\nfake line", m.m_u.ls.ls_namelen);
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_true(len > 0);
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 11), -EINVAL);
 	/* LS_OPEN without the AST socket. */
 	memset(&m, 0, sizeof(m));
 	m.m_hdr.h_type = DLMP_LS_OPEN;
