@@ -53,6 +53,13 @@
  * connection's locks at once; PERSISTENT ones become orphans, which a later
  * LOCK with DLM_LKF_ORPHAN adopts or PURGE removes.
  *
+ * Refusal.  A connection the daemon will not serve (its user holds
+ * dlm.conf's max_clients_per_uid connections already) gets one REPLY
+ * with reqid 0 and a negative errno (-EUSERS) as soon as it is accepted,
+ * before any request, and is closed.  Clients never use reqid 0, so the
+ * first read (or a send that fails because the daemon closed) finds it;
+ * libdlm returns it as errno.
+ *
  * Errors.  A malformed packet (short, bad magic, wrong length, unknown
  * type, inconsistent name length) gets a REPLY with a negative errno
  * (-EBADMSG, -EPROTONOSUPPORT, -EOPNOTSUPP) and reqid echoed when the

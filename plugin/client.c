@@ -52,10 +52,12 @@
 #include "plugin/dlmd.h"
 
 #define CLIENT_BATCH	64		/* packets handled per wake-up */
-#define MAX_AST_QUEUE	(1u << 20)	/* queued ASTs before a client is cut */
 #define MAX_PEER_GROUPS	64
 #define LISTEN_BACKLOG	128
 #define AST_PKT_LEN	(DLMP_HDR_LEN + DLMP_AST_LEN)
+#define ACCEPT_PAUSE_MS	500		/* fds ran out: accept again after this */
+#define LIMIT_LOG_MS	60000		/* at most one line a minute per limit */
+#define NS_PER_MS	1000000ULL
 
 struct lkcb {
 	uint64_t	lc_castaddr;
@@ -91,6 +93,8 @@ struct dlmd_client {
 	struct ast_out	*cl_astq;
 	struct ast_out	**cl_astq_tail;
 	uint32_t	cl_astq_len;
+	uint64_t	cl_astq_bytes;		/* counted in d_astq_bytes */
+	bool		cl_counted;		/* counted in d_uid_conns */
 };
 
 /* ------------------------------------------------------------------ */
@@ -166,15 +170,73 @@ const struct dlm_core_ops dlmd_core_ops = {
 /* AST delivery                                                        */
 /* ------------------------------------------------------------------ */
 
+/* Drop the ASTs waiting for the client's AST socket. */
+static void astq_free(struct dlmd *d, struct dlmd_client *c)
+{
+	struct ast_out *ao;
+
+	if (c->cl_ast_polling && d->d_loop)
+		qb_loop_poll_del(d->d_loop, c->cl_ast_fd);
+	c->cl_ast_polling = false;
+	while ((ao = c->cl_astq)) {
+		c->cl_astq = ao->ao_next;
+		free(ao);
+	}
+	c->cl_astq_tail = &c->cl_astq;
+	c->cl_astq_len = 0;
+	d->d_astq_bytes -= c->cl_astq_bytes;
+	c->cl_astq_bytes = 0;
+}
+
+/* Disconnect a client that broke the rules.  Its queued ASTs go at once
+ * (nothing more is delivered to it); its locks go when the connection
+ * closes, as if it had exited, and the client sees the connection end
+ * (ENOTCONN from libdlm), so none is lost without it knowing. */
 static void client_break(struct dlmd *d, struct dlmd_client *c, const char *why)
 {
 	if (c->cl_broken)
 		return;
-	log_warn("client pid %d serial %u: %s; disconnecting", (int)c->cl_pid,
-		 c->cl_serial, why);
+	log_warn("client pid %d uid %u serial %u: %s; disconnecting", (int)c->cl_pid,
+		 (unsigned)c->cl_uid, c->cl_serial, why);
 	c->cl_broken = true;
+	astq_free(d, c);
 	/* Our own end then reads EOF and the normal close path runs. */
 	shutdown(c->cl_fd, SHUT_RDWR);
+}
+
+static void find_largest_astq(void *arg, uint32_t key, void *val)
+{
+	struct dlmd_client **worst = arg;
+	struct dlmd_client *c = val;
+
+	if (!c->cl_broken && c->cl_astq_bytes &&
+	    (!*worst || c->cl_astq_bytes > (*worst)->cl_astq_bytes))
+		*worst = c;
+}
+
+/*
+ * The global bound on unread ASTs (dlm.conf ast_queue_limit): while all
+ * clients' queues together hold more, the client with the largest queue
+ * (the one that reads least) is disconnected, with a log line.  One slow
+ * client cannot take the daemon's memory, nor can many together.
+ */
+static void astq_enforce_limit(struct dlmd *d)
+{
+	while (d->d_astq_bytes > d->d_cfg.cf_ast_queue_limit) {
+		struct dlmd_client *worst = NULL;
+		char why[160];
+
+		u32map_each(&d->d_clients, find_largest_astq, &worst);
+		if (!worst)
+			break;
+		snprintf(why, sizeof(why), "%u unread ASTs (%llu bytes), the most of "
+			 "any client, while all clients' passed ast_queue_limit "
+			 "(%u bytes)", worst->cl_astq_len,
+			 (unsigned long long)worst->cl_astq_bytes,
+			 d->d_cfg.cf_ast_queue_limit);
+		d->d_ncut_slow++;
+		client_break(d, worst, why);
+	}
 }
 
 static int ast_writable(int32_t fd, int32_t revents, void *data);
@@ -196,6 +258,8 @@ static void astq_drain(struct dlmd *d, struct dlmd_client *c)
 		if (!c->cl_astq)
 			c->cl_astq_tail = &c->cl_astq;
 		c->cl_astq_len--;
+		c->cl_astq_bytes -= sizeof(*ao);
+		d->d_astq_bytes -= sizeof(*ao);
 		d->d_nasts_sent++;
 		free(ao);
 	}
@@ -250,15 +314,14 @@ static void ast_send(struct dlmd *d, struct dlmd_client *c, const struct dlmp_ms
 	memcpy(ao->ao_buf, tmp, (size_t)len);
 	ao->ao_len = (size_t)len;
 	ao->ao_next = NULL;
-	if (c->cl_astq_len >= MAX_AST_QUEUE) {
-		free(ao);
-		client_break(d, c, "client does not read its ASTs");
-		return;
-	}
 	*c->cl_astq_tail = ao;
 	c->cl_astq_tail = &ao->ao_next;
 	c->cl_astq_len++;
-	astq_drain(d, c);
+	c->cl_astq_bytes += sizeof(*ao);
+	d->d_astq_bytes += sizeof(*ao);
+	astq_enforce_limit(d);
+	if (!c->cl_broken)
+		astq_drain(d, c);
 }
 
 static void deliver_ast(struct dlmd *d, const struct dlmd_pending_ast *pa)
@@ -404,21 +467,11 @@ static void free_lkcb(void *arg, uint32_t key, void *val)
 
 static void client_unbind(struct dlmd *d, struct dlmd_client *c)
 {
-	struct ast_out *ao;
-
 	if (!c->cl_ls)
 		return;
 	u32map_each(&c->cl_locks, free_lkcb, NULL);
 	u32map_free(&c->cl_locks);
-	if (c->cl_ast_polling && d->d_loop)
-		qb_loop_poll_del(d->d_loop, c->cl_ast_fd);
-	c->cl_ast_polling = false;
-	while ((ao = c->cl_astq)) {
-		c->cl_astq = ao->ao_next;
-		free(ao);
-	}
-	c->cl_astq_tail = &c->cl_astq;
-	c->cl_astq_len = 0;
+	astq_free(d, c);
 	if (c->cl_ast_fd >= 0)
 		close(c->cl_ast_fd);
 	c->cl_ast_fd = -1;
@@ -1091,6 +1144,125 @@ void dlmd_ls_join_done(struct dlmd *d, struct dlmd_ls *dl, int status)
 
 static int client_readable(int32_t fd, int32_t revents, void *data);
 
+/*
+ * Limits on connections.
+ *
+ * Per user: a uid other than root may hold at most max_clients_per_uid
+ * connections (dlm.conf); one more is accepted only to be told so and
+ * closed: the daemon sends a REPLY with reqid 0 and status -EUSERS
+ * before any request (libdlm/dlmd_proto.h), which libdlm reports as
+ * errno EUSERS.  Each connection costs the daemon two fds (the request
+ * connection and, once a lockspace is open, the AST socket), so this
+ * keeps one user from taking them all.
+ *
+ * Fds running out anyway (many users, a low RLIMIT_NOFILE): accept fails
+ * with EMFILE/ENFILE while the connection stays queued, so a level-
+ * triggered poll would call us again at once, for ever.  Instead the
+ * listening socket leaves the loop for ACCEPT_PAUSE_MS and comes back
+ * (new clients wait in the backlog meanwhile, and are served once fds
+ * are free), and the failure is logged once a minute at most, with how
+ * many times it happened in between.
+ */
+static uint32_t uid_conns(const struct dlmd *d, uid_t uid)
+{
+	return (uint32_t)(uintptr_t)u32map_get(&d->d_uid_conns, (uint32_t)uid);
+}
+
+/* Root (uid 0) is not counted; nor is uid 0xffffffff (not a user, and
+ * not a key the map can hold). */
+static bool uid_limited(uid_t uid)
+{
+	return uid != 0 && (uint32_t)uid != UINT32_MAX;
+}
+
+static int uid_conns_add(struct dlmd *d, uid_t uid, int delta)
+{
+	uint32_t n = uid_conns(d, uid) + (uint32_t)delta;
+
+	if (!n) {
+		u32map_del(&d->d_uid_conns, (uint32_t)uid);
+		return 0;
+	}
+	return u32map_put(&d->d_uid_conns, (uint32_t)uid, (void *)(uintptr_t)n);
+}
+
+/* Log a limit's event at most once per LIMIT_LOG_MS; *quiet counts the
+ * ones not logged.  Returns whether to log now. */
+static bool limit_log_due(uint64_t *last_ms, uint64_t *quiet)
+{
+	uint64_t now = dlmd_now_ms();
+
+	if (*last_ms && now - *last_ms < LIMIT_LOG_MS) {
+		(*quiet)++;
+		return false;
+	}
+	*last_ms = now ? now : 1;
+	return true;
+}
+
+/* Tell a connection we will not serve it why, then close it. */
+static void refuse_conn(struct dlmd *d, int fd, const struct ucred *cr, int status)
+{
+	struct dlmp_msg m;
+	unsigned char buf[DLMP_MAX_MSG];
+	int len;
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_REPLY;
+	m.m_hdr.h_reqid = 0;
+	m.m_u.reply.rp_status = status;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	if (len > 0 && send(fd, buf, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL) != len)
+		log_debug("client pid %d: cannot send the refusal: %s", (int)cr->pid,
+			  strerror(errno));
+	close(fd);
+	d->d_nrefused++;
+	if (limit_log_due(&d->d_refuse_log_ms, &d->d_refuse_nquiet)) {
+		log_warn("client pid %d uid %u refused: %s (%llu other refusal%s "
+			 "not logged in the last minute)", (int)cr->pid,
+			 (unsigned)cr->uid, status == -EUSERS ?
+			 "the user holds max_clients_per_uid connections" :
+			 strerror(-status),
+			 (unsigned long long)d->d_refuse_nquiet,
+			 d->d_refuse_nquiet == 1 ? "" : "s");
+		d->d_refuse_nquiet = 0;
+	}
+}
+
+static int listen_readable(int32_t fd, int32_t revents, void *data);
+
+static void accept_resume(void *data)
+{
+	struct dlmd *d = data;
+
+	d->d_accept_paused = false;
+	if (qb_loop_poll_add(d->d_loop, QB_LOOP_HIGH, d->d_listen_fd, POLLIN, d,
+			     listen_readable) != 0) {
+		log_err("cannot watch the client socket again; retrying");
+		d->d_accept_paused = true;
+		qb_loop_timer_add(d->d_loop, QB_LOOP_HIGH,
+				  ACCEPT_PAUSE_MS * NS_PER_MS, d, accept_resume,
+				  &d->d_accept_timer);
+	}
+}
+
+static void accept_pause(struct dlmd *d, int err)
+{
+	if (limit_log_due(&d->d_accept_log_ms, &d->d_accept_nquiet)) {
+		log_err("accept on client socket: %s; not accepting new clients "
+			"for %u ms at a time until fds are free (%u clients; %llu "
+			"more such pause%s not logged in the last minute)",
+			strerror(err), ACCEPT_PAUSE_MS, dlmd_client_count(d),
+			(unsigned long long)d->d_accept_nquiet,
+			d->d_accept_nquiet == 1 ? "" : "s");
+		d->d_accept_nquiet = 0;
+	}
+	qb_loop_poll_del(d->d_loop, d->d_listen_fd);
+	d->d_accept_paused = true;
+	qb_loop_timer_add(d->d_loop, QB_LOOP_HIGH, ACCEPT_PAUSE_MS * NS_PER_MS, d,
+			  accept_resume, &d->d_accept_timer);
+}
+
 struct dlmd_client *dlmd_client_new(struct dlmd *d, int fd, pid_t pid,
 				    uid_t uid, gid_t gid)
 {
@@ -1143,6 +1315,8 @@ void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 			  (int)c->cl_pid, c->cl_serial, n, n == 1 ? "" : "s");
 		client_unbind(d, c);
 	}
+	if (c->cl_counted)
+		uid_conns_add(d, c->cl_uid, -1);
 	u32map_del(&d->d_clients, c->cl_serial);
 	if (d->d_loop)
 		qb_loop_poll_del(d->d_loop, c->cl_fd);
@@ -1224,8 +1398,13 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (cfd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				log_warn("accept on client socket: %s", strerror(errno));
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			/* EMFILE, ENFILE, ENOBUFS, ENOMEM: the connection
+			 * stays queued; wait instead of spinning. */
+			accept_pause(d, errno);
 			return 0;
 		}
 		if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
@@ -1233,16 +1412,30 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 			close(cfd);
 			continue;
 		}
+		if (uid_limited(cr.uid) &&
+		    uid_conns(d, cr.uid) >= d->d_cfg.cf_max_clients_per_uid) {
+			refuse_conn(d, cfd, &cr, -EUSERS);
+			continue;
+		}
+		if (uid_limited(cr.uid) && uid_conns_add(d, cr.uid, 1)) {
+			refuse_conn(d, cfd, &cr, -ENOMEM);
+			continue;
+		}
 		c = dlmd_client_new(d, cfd, cr.pid, cr.uid, cr.gid);
 		if (!c) {
 			log_err("out of memory for a new client");
-			close(cfd);
+			if (uid_limited(cr.uid))
+				uid_conns_add(d, cr.uid, -1);
+			refuse_conn(d, cfd, &cr, -ENOMEM);
 			continue;
 		}
+		c->cl_counted = uid_limited(cr.uid);
 		read_peer_creds(cfd, c);
 		if (qb_loop_poll_add(d->d_loop, QB_LOOP_MED, cfd, POLLIN, c,
 				     client_readable) != 0) {
 			log_err("cannot watch client fd %d", cfd);
+			if (c->cl_counted)
+				uid_conns_add(d, cr.uid, -1);
 			u32map_del(&d->d_clients, c->cl_serial);
 			close(cfd);
 			free(c);
@@ -1313,6 +1506,10 @@ void dlmd_client_fini(struct dlmd *d)
 			dlmd_client_close(d, ca.ca_list[i]);
 	} while (ca.ca_n);
 	u32map_free(&d->d_clients);
+	u32map_free(&d->d_uid_conns);
+	if (d->d_accept_paused && d->d_loop)
+		qb_loop_timer_del(d->d_loop, d->d_accept_timer);
+	d->d_accept_paused = false;
 	if (d->d_listen_fd >= 0) {
 		if (d->d_loop)
 			qb_loop_poll_del(d->d_loop, d->d_listen_fd);

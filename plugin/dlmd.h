@@ -109,6 +109,8 @@ struct dlmd_config {
 	char			cf_fence_command[1024];	/* "" = none */
 	enum dlmd_fence_pcmk	cf_fence_pcmk;
 	uint32_t		cf_flight_lines;
+	uint32_t		cf_max_clients_per_uid;	/* root is exempt */
+	uint32_t		cf_ast_queue_limit;	/* bytes, all clients */
 };
 
 void dlmd_config_defaults(struct dlmd_config *cf);
@@ -233,6 +235,17 @@ struct dlmd {
 	uint64_t		d_nasts_sent;
 	uint64_t		d_nbad_requests;
 	uint64_t		d_nclients_total;
+	/* limits (client.c) */
+	struct u32map		d_uid_conns;	/* uid -> connections (as a count) */
+	uint64_t		d_astq_bytes;	/* unread ASTs queued, all clients */
+	uint64_t		d_nrefused;	/* connections refused: per-uid limit */
+	uint64_t		d_ncut_slow;	/* clients cut: ast_queue_limit */
+	bool			d_accept_paused; /* fds ran out: not accepting */
+	qb_loop_timer_handle	d_accept_timer;
+	uint64_t		d_accept_log_ms; /* rate limit of the fd-exhaustion line */
+	uint64_t		d_refuse_log_ms; /* ... and of the per-uid refusal line */
+	uint64_t		d_accept_nquiet; /* events since the last such line */
+	uint64_t		d_refuse_nquiet;
 };
 
 uint64_t dlmd_now_ms(void);
