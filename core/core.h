@@ -260,6 +260,11 @@ struct dlm_lock_req {
 	uint64_t		owner;		/* the client (non-zero) */
 	uint64_t		astarg;		/* cookie handed back in ASTs */
 	int			want_bast;	/* deliver blocking ASTs */
+	/* With DLM_LKF_ORPHAN: may the requester adopt an orphan whose
+	 * original owner was 'orphan_owner'?  NULL: any orphan.  The caller
+	 * decides (the daemon compares users); the engine only asks. */
+	int			(*may_adopt)(void *arg, uint64_t orphan_owner);
+	void			*may_adopt_arg;
 };
 
 /* Submit a new lock request or a conversion.  Returns 0 when submitted
@@ -271,7 +276,8 @@ struct dlm_lock_req {
  * conversion that is not to a stronger mode; PERSISTENT with a parent),
  * -ENOENT (unknown lock or parent id, or no orphan to adopt), -EBUSY (an
  * operation on the lock is in progress), -EPERM (lock or parent owned by
- * another client), -ENOMEM.  The lock id is stored in *lkid_out as soon
+ * another client; with ORPHAN: orphans match but may_adopt refused every
+ * one), -ENOMEM.  The lock id is stored in *lkid_out as soon
  * as the request is accepted.
  *
  * Flags apply to the request that carries them, as in the kernel: a

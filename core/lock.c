@@ -1046,13 +1046,15 @@ static void set_astinfo(struct dlm_lkb *lkb, const struct dlm_lock_req *req)
 		lkb->lkb_flags &= ~LKBF_WANT_BAST;
 }
 
-/* Adopt an orphan: same resource (root name), granted in 'mode'. */
+/* Adopt an orphan: same resource (root name), granted in 'mode', one the
+ * requester may take (req->may_adopt); the oldest such orphan first. */
 static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 			const unsigned char *key, unsigned int keylen,
 			uint32_t *lkid_out)
 {
 	struct dlm_owner *ow;
 	struct dlm_list *pos;
+	bool refused = false;
 
 	dlm_list_for_each(pos, &ls->ls_orphans) {
 		struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
@@ -1064,6 +1066,11 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		    lkb->lkb_wait_type != DLM_WAIT_NONE ||
 		    lkb->lkb_grmode != req->mode)
 			continue;
+		if (req->may_adopt &&
+		    !req->may_adopt(req->may_adopt_arg, lkb->lkb_ownerid)) {
+			refused = true;
+			continue;
+		}
 		ow = dlm_owner_get(ls, req->owner, true);
 		if (!ow)
 			return -ENOMEM;
@@ -1085,7 +1092,7 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		}
 		return 0;
 	}
-	return -ENOENT;
+	return refused ? -EPERM : -ENOENT;
 }
 
 static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,

@@ -86,6 +86,21 @@ const char *dlmp_type_str(unsigned int type)
 	return ti ? ti->ti_name : "unknown";
 }
 
+int dlmp_ls_name_valid(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len > DLMP_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (c < 0x21 || c > 0x7e || c == '/')
+			return 0;
+	}
+	return 1;
+}
+
 int dlmp_decode_hdr(const void *buf, size_t len, struct dlmp_hdr *hdr)
 {
 	const unsigned char *p = buf;

@@ -53,6 +53,13 @@
  * connection's locks at once; PERSISTENT ones become orphans, which a later
  * LOCK with DLM_LKF_ORPHAN adopts or PURGE removes.
  *
+ * Refusal.  A connection the daemon will not serve (its user holds
+ * dlm.conf's max_clients_per_uid connections already) gets one REPLY
+ * with reqid 0 and a negative errno (-EUSERS) as soon as it is accepted,
+ * before any request, and is closed.  Clients never use reqid 0, so the
+ * first read (or a send that fails because the daemon closed) finds it;
+ * libdlm returns it as errno.
+ *
  * Errors.  A malformed packet (short, bad magic, wrong length, unknown
  * type, inconsistent name length) gets a REPLY with a negative errno
  * (-EBADMSG, -EPROTONOSUPPORT, -EOPNOTSUPP) and reqid echoed when the
@@ -228,6 +235,13 @@ struct dlmp_msg {
 };
 
 const char *dlmp_type_str(unsigned int type);
+
+/* Is 'name' a valid lockspace name?  1..DLMP_NAME_MAX bytes, each a
+ * graphic ASCII character (0x21..0x7e) other than '/': names show up in
+ * logs, "dlmctl ls" and file-like places, so no control byte, space or
+ * path separator may hide in one.  Both sides check: libdlm before it
+ * sends, dlmd (authoritatively) before it creates a lockspace. */
+int dlmp_ls_name_valid(const char *name);
 
 /* Decode the header only: 0, or -EBADMSG (short, bad magic, length not
  * equal to len) or -EPROTONOSUPPORT (other version).  On -EPROTONOSUPPORT

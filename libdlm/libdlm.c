@@ -138,6 +138,23 @@ static int connect_daemon(void)
 	return fd;
 }
 
+/* The daemon refused the connection before any request: it sent one
+ * REPLY with reqid 0 (dlmd_proto.h; -EUSERS: this user has too many
+ * connections) and closed.  Returns that status, or 0 if there is none
+ * to read now. */
+static int refusal_status(int fd)
+{
+	unsigned char buf[DLMP_MAX_MSG];
+	struct dlmp_msg rm;
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+	if (n > 0 && dlmp_decode(buf, (size_t)n, &rm) == 0 &&
+	    rm.m_hdr.h_type == DLMP_REPLY && rm.m_hdr.h_reqid == 0 &&
+	    rm.m_u.reply.rp_status < 0)
+		return rm.m_u.reply.rp_status;
+	return 0;
+}
+
 /* Send 'msg' on fd (with 'pass_fd' as SCM_RIGHTS if >= 0) and read its
  * reply.  Returns the reply status (0 or negative errno). */
 static int do_request(int fd, uint32_t *reqid, struct dlmp_msg *msg,
@@ -154,7 +171,9 @@ static int do_request(int fd, uint32_t *reqid, struct dlmp_msg *msg,
 	ssize_t n;
 	int len, rv;
 
-	msg->m_hdr.h_reqid = ++*reqid;
+	if (++*reqid == 0)
+		++*reqid;	/* reqid 0 is the daemon's refusal */
+	msg->m_hdr.h_reqid = *reqid;
 	len = dlmp_encode(msg, buf, sizeof(buf));
 	if (len < 0)
 		return len;
@@ -178,8 +197,16 @@ static int do_request(int fd, uint32_t *reqid, struct dlmp_msg *msg,
 	do {
 		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
 	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
+	if (n < 0) {
+		rv = -errno;
+		if (rv == -EPIPE || rv == -ECONNRESET) {
+			int why = refusal_status(fd);
+
+			if (why)
+				return why;
+		}
+		return rv;
+	}
 	if (n != len)
 		return -EIO;
 	/* Bounded: the daemon answers every request exactly once, in order. */
@@ -196,6 +223,8 @@ static int do_request(int fd, uint32_t *reqid, struct dlmp_msg *msg,
 			return -EPROTO;
 		if (rm.m_hdr.h_type != DLMP_REPLY)
 			return -EPROTO;
+		if (rm.m_hdr.h_reqid == 0 && rm.m_u.reply.rp_status < 0)
+			return rm.m_u.reply.rp_status;	/* refused */
 		if (rm.m_hdr.h_reqid == *reqid)
 			break;
 	}
@@ -221,7 +250,7 @@ static int set_ls_name(struct dlmp_ls *l, const char *name)
 	if (!name)
 		return -EINVAL;
 	len = strlen(name);
-	if (len == 0 || len > DLM_LOCKSPACE_LEN)
+	if (len == 0 || len > DLM_LOCKSPACE_LEN || !dlmp_ls_name_valid(name))
 		return -EINVAL;
 	memcpy(l->ls_name, name, len + 1);
 	l->ls_namelen = (uint16_t)len;

@@ -27,7 +27,10 @@
  *   close      a connection that closes (exit, crash, SIGKILL) is purged
  *              at once with dlm_core_purge_owner(): its locks go, its
  *              PERSISTENT locks become orphans, and whatever they blocked
- *              is granted (those ASTs go out in the same flush).
+ *              is granted (those ASTs go out in the same flush).  The
+ *              lockspace records the uid of an owner that left orphans:
+ *              adopting or purging them needs that uid or the admin
+ *              privilege (root or admin_group; "orphans and their owners").
  *
  * Per-lock state kept here (struct lkcb): the opaque AST addresses and
  * arguments and the lksb address, whether the lock was ever granted (to
@@ -49,10 +52,12 @@
 #include "plugin/dlmd.h"
 
 #define CLIENT_BATCH	64		/* packets handled per wake-up */
-#define MAX_AST_QUEUE	(1u << 20)	/* queued ASTs before a client is cut */
 #define MAX_PEER_GROUPS	64
 #define LISTEN_BACKLOG	128
 #define AST_PKT_LEN	(DLMP_HDR_LEN + DLMP_AST_LEN)
+#define ACCEPT_PAUSE_MS	500		/* fds ran out: accept again after this */
+#define LIMIT_LOG_MS	60000		/* at most one line a minute per limit */
+#define NS_PER_MS	1000000ULL
 
 struct lkcb {
 	uint64_t	lc_castaddr;
@@ -88,6 +93,8 @@ struct dlmd_client {
 	struct ast_out	*cl_astq;
 	struct ast_out	**cl_astq_tail;
 	uint32_t	cl_astq_len;
+	uint64_t	cl_astq_bytes;		/* counted in d_astq_bytes */
+	bool		cl_counted;		/* counted in d_uid_conns */
 };
 
 /* ------------------------------------------------------------------ */
@@ -142,9 +149,14 @@ static void core_send(void *ctx, uint32_t to, const void *buf, size_t len)
 	d->d_msgs_tail = &pm->pm_next;
 }
 
+/* The engine escapes the names it prints (core/dump.c); escaping the
+ * whole line again here costs little and keeps any byte from elsewhere
+ * from ending a log line. */
 static void core_log(void *ctx, enum dlm_log_level level, const char *line)
 {
-	qb_log((int)level, "core: %s", line);
+	char safe[DLMD_ESCAPED_SIZE(512)];	/* core/ls.c LOG_LINE_MAX */
+
+	qb_log((int)level, "core: %s", dlmd_escape(line, safe, sizeof(safe)));
 }
 
 const struct dlm_core_ops dlmd_core_ops = {
@@ -158,15 +170,73 @@ const struct dlm_core_ops dlmd_core_ops = {
 /* AST delivery                                                        */
 /* ------------------------------------------------------------------ */
 
+/* Drop the ASTs waiting for the client's AST socket. */
+static void astq_free(struct dlmd *d, struct dlmd_client *c)
+{
+	struct ast_out *ao;
+
+	if (c->cl_ast_polling && d->d_loop)
+		qb_loop_poll_del(d->d_loop, c->cl_ast_fd);
+	c->cl_ast_polling = false;
+	while ((ao = c->cl_astq)) {
+		c->cl_astq = ao->ao_next;
+		free(ao);
+	}
+	c->cl_astq_tail = &c->cl_astq;
+	c->cl_astq_len = 0;
+	d->d_astq_bytes -= c->cl_astq_bytes;
+	c->cl_astq_bytes = 0;
+}
+
+/* Disconnect a client that broke the rules.  Its queued ASTs go at once
+ * (nothing more is delivered to it); its locks go when the connection
+ * closes, as if it had exited, and the client sees the connection end
+ * (ENOTCONN from libdlm), so none is lost without it knowing. */
 static void client_break(struct dlmd *d, struct dlmd_client *c, const char *why)
 {
 	if (c->cl_broken)
 		return;
-	log_warn("client pid %d serial %u: %s; disconnecting", (int)c->cl_pid,
-		 c->cl_serial, why);
+	log_warn("client pid %d uid %u serial %u: %s; disconnecting", (int)c->cl_pid,
+		 (unsigned)c->cl_uid, c->cl_serial, why);
 	c->cl_broken = true;
+	astq_free(d, c);
 	/* Our own end then reads EOF and the normal close path runs. */
 	shutdown(c->cl_fd, SHUT_RDWR);
+}
+
+static void find_largest_astq(void *arg, uint32_t key, void *val)
+{
+	struct dlmd_client **worst = arg;
+	struct dlmd_client *c = val;
+
+	if (!c->cl_broken && c->cl_astq_bytes &&
+	    (!*worst || c->cl_astq_bytes > (*worst)->cl_astq_bytes))
+		*worst = c;
+}
+
+/*
+ * The global bound on unread ASTs (dlm.conf ast_queue_limit): while all
+ * clients' queues together hold more, the client with the largest queue
+ * (the one that reads least) is disconnected, with a log line.  One slow
+ * client cannot take the daemon's memory, nor can many together.
+ */
+static void astq_enforce_limit(struct dlmd *d)
+{
+	while (d->d_astq_bytes > d->d_cfg.cf_ast_queue_limit) {
+		struct dlmd_client *worst = NULL;
+		char why[160];
+
+		u32map_each(&d->d_clients, find_largest_astq, &worst);
+		if (!worst)
+			break;
+		snprintf(why, sizeof(why), "%u unread ASTs (%llu bytes), the most of "
+			 "any client, while all clients' passed ast_queue_limit "
+			 "(%u bytes)", worst->cl_astq_len,
+			 (unsigned long long)worst->cl_astq_bytes,
+			 d->d_cfg.cf_ast_queue_limit);
+		d->d_ncut_slow++;
+		client_break(d, worst, why);
+	}
 }
 
 static int ast_writable(int32_t fd, int32_t revents, void *data);
@@ -188,6 +258,8 @@ static void astq_drain(struct dlmd *d, struct dlmd_client *c)
 		if (!c->cl_astq)
 			c->cl_astq_tail = &c->cl_astq;
 		c->cl_astq_len--;
+		c->cl_astq_bytes -= sizeof(*ao);
+		d->d_astq_bytes -= sizeof(*ao);
 		d->d_nasts_sent++;
 		free(ao);
 	}
@@ -242,15 +314,14 @@ static void ast_send(struct dlmd *d, struct dlmd_client *c, const struct dlmp_ms
 	memcpy(ao->ao_buf, tmp, (size_t)len);
 	ao->ao_len = (size_t)len;
 	ao->ao_next = NULL;
-	if (c->cl_astq_len >= MAX_AST_QUEUE) {
-		free(ao);
-		client_break(d, c, "client does not read its ASTs");
-		return;
-	}
 	*c->cl_astq_tail = ao;
 	c->cl_astq_tail = &ao->ao_next;
 	c->cl_astq_len++;
-	astq_drain(d, c);
+	c->cl_astq_bytes += sizeof(*ao);
+	d->d_astq_bytes += sizeof(*ao);
+	astq_enforce_limit(d);
+	if (!c->cl_broken)
+		astq_drain(d, c);
 }
 
 static void deliver_ast(struct dlmd *d, const struct dlmd_pending_ast *pa)
@@ -352,7 +423,7 @@ int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
 		*out = dl;
 		return excl ? -EEXIST : 0;
 	}
-	if (len == 0 || len > DLM_LOCKSPACE_LEN)
+	if (len == 0 || len > DLM_LOCKSPACE_LEN || !dlmp_ls_name_valid(name))
 		return -EINVAL;
 	dl = calloc(1, sizeof(*dl));
 	if (!dl)
@@ -387,6 +458,8 @@ int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
 	return 0;
 }
 
+static void orphan_recs_clear(struct dlmd_ls *dl);
+
 static void free_lkcb(void *arg, uint32_t key, void *val)
 {
 	free(val);
@@ -394,21 +467,11 @@ static void free_lkcb(void *arg, uint32_t key, void *val)
 
 static void client_unbind(struct dlmd *d, struct dlmd_client *c)
 {
-	struct ast_out *ao;
-
 	if (!c->cl_ls)
 		return;
 	u32map_each(&c->cl_locks, free_lkcb, NULL);
 	u32map_free(&c->cl_locks);
-	if (c->cl_ast_polling && d->d_loop)
-		qb_loop_poll_del(d->d_loop, c->cl_ast_fd);
-	c->cl_ast_polling = false;
-	while ((ao = c->cl_astq)) {
-		c->cl_astq = ao->ao_next;
-		free(ao);
-	}
-	c->cl_astq_tail = &c->cl_astq;
-	c->cl_astq_len = 0;
+	astq_free(d, c);
 	if (c->cl_ast_fd >= 0)
 		close(c->cl_ast_fd);
 	c->cl_ast_fd = -1;
@@ -456,9 +519,115 @@ int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
 	}
 	d->d_nlockspaces--;
 	log_notice("lockspace %s released%s", dl->dl_name, force ? " (forced)" : "");
+	orphan_recs_clear(dl);
 	free(dl);
 	dlmd_flush(d);
 	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* orphans and their owners                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The engine keeps an orphan's owner id ((pid << 32) | serial) but knows
+ * nothing of users.  When a client's close leaves orphans, its lockspace
+ * records who that owner was (dl_orphan_owners: serial -> owner, uid and
+ * how many orphans it left).  Adopting an orphan (DLM_LKF_ORPHAN) or
+ * purging it (dlm_ls_purge) then needs the same uid as the owner that
+ * left it, or the lockspace-admin privilege (client_is_admin: root or a
+ * member of dlm.conf's admin_group).  An orphan without a record (memory
+ * ran out when it was made) is an admin's only.  Records go when their
+ * orphans are adopted or purged here, and all at once whenever the
+ * engine reports no orphan left (a purge asked by another node removes
+ * orphans without telling us; until then a record only costs memory).
+ */
+struct orphan_rec {
+	uint64_t	or_owner;
+	uid_t		or_uid;
+	uint64_t	or_count;	/* orphans it left, at most this many remain */
+};
+
+static void free_val(void *arg, uint32_t key, void *val)
+{
+	free(val);
+}
+
+static void orphan_recs_clear(struct dlmd_ls *dl)
+{
+	u32map_each(&dl->dl_orphan_owners, free_val, NULL);
+	u32map_free(&dl->dl_orphan_owners);
+}
+
+static void orphan_recs_prune(struct dlmd_ls *dl)
+{
+	struct dlm_ls_stats st;
+
+	if (!dl->dl_orphan_owners.um_count)
+		return;
+	dlm_core_ls_stats(dl->dl_core, &st);
+	if (!st.ls_orphans)
+		orphan_recs_clear(dl);
+}
+
+static struct orphan_rec *orphan_rec_find(const struct dlmd_ls *dl, uint64_t owner)
+{
+	struct orphan_rec *rec = u32map_get(&dl->dl_orphan_owners, (uint32_t)owner);
+
+	return rec && rec->or_owner == owner ? rec : NULL;
+}
+
+static void orphan_rec_add(struct dlmd_ls *dl, const struct dlmd_client *c,
+			   uint64_t n)
+{
+	uint32_t key = (uint32_t)c->cl_owner;
+	struct orphan_rec *rec = u32map_get(&dl->dl_orphan_owners, key);
+
+	if (rec && rec->or_owner == c->cl_owner) {
+		rec->or_count += n;
+		return;
+	}
+	if (rec) {
+		/* A serial reused after wrapping: the old record is stale. */
+		free(u32map_del(&dl->dl_orphan_owners, key));
+	}
+	rec = calloc(1, sizeof(*rec));
+	if (!rec || u32map_put(&dl->dl_orphan_owners, key, rec)) {
+		free(rec);
+		log_err("lockspace %s: out of memory recording who left %llu "
+			"orphan%s (client pid %d uid %u): only an admin may adopt "
+			"or purge them", dl->dl_name, (unsigned long long)n,
+			n == 1 ? "" : "s", (int)c->cl_pid, (unsigned)c->cl_uid);
+		return;
+	}
+	rec->or_owner = c->cl_owner;
+	rec->or_uid = c->cl_uid;
+	rec->or_count = n;
+}
+
+static void orphan_rec_sub(struct dlmd_ls *dl, uint64_t owner, uint64_t n)
+{
+	struct orphan_rec *rec = orphan_rec_find(dl, owner);
+
+	if (!rec)
+		return;
+	if (rec->or_count <= n)
+		free(u32map_del(&dl->dl_orphan_owners, (uint32_t)owner));
+	else
+		rec->or_count -= n;
+}
+
+/* May a client of user 'uid' (admin or not) adopt or purge the orphans
+ * that 'owner' left? */
+static bool orphan_owner_allowed(const struct dlmd_ls *dl, uint64_t owner,
+				 uid_t uid, bool admin)
+{
+	const struct orphan_rec *rec;
+
+	if (admin)
+		return true;
+	rec = orphan_rec_find(dl, owner);
+	return rec && rec->or_uid == uid;
 }
 
 /* ------------------------------------------------------------------ */
@@ -585,10 +754,32 @@ static int req_ls_release(struct req_ctx *rq)
 			       rq->rq_c);
 }
 
+/* DLM_LKF_ORPHAN: the engine asks which orphans the requester may take;
+ * the one it took is remembered to update the records. */
+struct adopt_check {
+	struct dlmd_ls	*ac_dl;
+	uid_t		ac_uid;
+	bool		ac_admin;
+	uint64_t	ac_taken;
+};
+
+static int may_adopt(void *arg, uint64_t orphan_owner)
+{
+	struct adopt_check *ac = arg;
+
+	if (!orphan_owner_allowed(ac->ac_dl, orphan_owner, ac->ac_uid,
+				  ac->ac_admin))
+		return 0;
+	ac->ac_taken = orphan_owner;
+	return 1;
+}
+
 static int req_lock(struct req_ctx *rq)
 {
 	const struct dlmp_lock *lk = &rq->rq_msg->m_u.lock;
 	struct dlmd_client *c = rq->rq_c;
+	struct adopt_check ac = { c->cl_ls, c->cl_uid,
+				  client_is_admin(rq->rq_d, c), 0 };
 	struct dlm_lock_req req;
 	struct dlm_range range;
 	struct lkcb *cb = NULL;
@@ -611,6 +802,10 @@ static int req_lock(struct req_ctx *rq)
 		req.lvb = lk->lk_lvb;
 	req.owner = c->cl_owner;
 	req.want_bast = lk->lk_bastaddr != 0;
+	if (lk->lk_flags & DLM_LKF_ORPHAN) {
+		req.may_adopt = may_adopt;
+		req.may_adopt_arg = &ac;
+	}
 
 	if (!(lk->lk_flags & DLM_LKF_CONVERT)) {
 		/* Make room first: once the engine has the lock, nothing
@@ -623,8 +818,16 @@ static int req_lock(struct req_ctx *rq)
 	}
 	rv = dlm_core_lock(c->cl_ls->dl_core, &req, &lkid);
 	if (rv) {
+		if (rv == -EPERM && (lk->lk_flags & DLM_LKF_ORPHAN))
+			log_info("client pid %d uid %u may not adopt another "
+				 "user's orphan in lockspace %s", (int)c->cl_pid,
+				 (unsigned)c->cl_uid, c->cl_ls->dl_name);
 		free(cb);
 		return rv;
+	}
+	if (ac.ac_taken) {
+		orphan_rec_sub(c->cl_ls, ac.ac_taken, 1);
+		orphan_recs_prune(c->cl_ls);
 	}
 	if (!cb) {
 		cb = u32map_get(&c->cl_locks, lkid);
@@ -679,11 +882,17 @@ static int req_unlock(struct req_ctx *rq)
 	return 0;
 }
 
+/* The owners of pid's orphans, up to 64 per walk, among those the caller
+ * may purge; the others are counted in oo_refused. */
 struct orphan_owners {
-	uint32_t	oo_pid;
-	uint64_t	oo_owners[64];
-	unsigned int	oo_n;
-	bool		oo_more;
+	const struct dlmd_ls	*oo_dl;
+	uint32_t		oo_pid;
+	uid_t			oo_uid;
+	bool			oo_admin;
+	uint64_t		oo_owners[64];
+	unsigned int		oo_n;
+	bool			oo_more;
+	unsigned int		oo_refused;
 };
 
 static void collect_orphan_owner(void *arg, const struct dlm_lock_info *li)
@@ -692,6 +901,10 @@ static void collect_orphan_owner(void *arg, const struct dlm_lock_info *li)
 
 	if (!li->orphan || li->is_master_copy || (li->owner >> 32) != oo->oo_pid)
 		return;
+	if (!orphan_owner_allowed(oo->oo_dl, li->owner, oo->oo_uid, oo->oo_admin)) {
+		oo->oo_refused++;
+		return;
+	}
 	for (unsigned int i = 0; i < oo->oo_n; i++)
 		if (oo->oo_owners[i] == li->owner)
 			return;
@@ -701,21 +914,81 @@ static void collect_orphan_owner(void *arg, const struct dlm_lock_info *li)
 		oo->oo_more = true;
 }
 
+struct user_owners {
+	uid_t		uo_uid;
+	uint64_t	uo_owners[64];
+	unsigned int	uo_n;
+};
+
+static void collect_user_owner(void *arg, uint32_t key, void *val)
+{
+	struct user_owners *uo = arg;
+	const struct orphan_rec *rec = val;
+
+	if (rec->or_uid == uo->uo_uid &&
+	    uo->uo_n < sizeof(uo->uo_owners) / sizeof(uo->uo_owners[0]))
+		uo->uo_owners[uo->uo_n++] = rec->or_owner;
+}
+
+/* Purge every orphan this node's records give to user 'uid'.  Bounded:
+ * each pass removes the records it collected. */
+static int purge_user_orphans(struct dlmd_ls *dl, uid_t uid)
+{
+	struct user_owners uo;
+	int total = 0, rv;
+
+	do {
+		memset(&uo, 0, sizeof(uo));
+		uo.uo_uid = uid;
+		u32map_each(&dl->dl_orphan_owners, collect_user_owner, &uo);
+		for (unsigned int i = 0; i < uo.uo_n; i++) {
+			rv = dlm_core_purge_orphans(dl->dl_core, 0, uo.uo_owners[i]);
+			free(u32map_del(&dl->dl_orphan_owners,
+					(uint32_t)uo.uo_owners[i]));
+			if (rv < 0)
+				return rv;
+			total += rv;
+		}
+	} while (uo.uo_n);
+	return total;
+}
+
+/*
+ * dlm_ls_purge(nodeid, pid).  Who may purge what: an admin (root or
+ * admin_group) any orphan, here or on another node; anyone else only the
+ * orphans that owners of their own uid left on this node: "all" (pid 0)
+ * means all of theirs, a pid whose orphans are another user's is -EPERM,
+ * and another node's orphans are -EPERM (their owners are known there).
+ */
 static int req_purge(struct req_ctx *rq)
 {
 	struct dlmd *d = rq->rq_d;
-	struct dlm_ls *ls = rq->rq_c->cl_ls->dl_core;
+	struct dlmd_client *c = rq->rq_c;
+	struct dlmd_ls *dl = c->cl_ls;
+	struct dlm_ls *ls = dl->dl_core;
 	uint32_t nodeid = rq->rq_msg->m_u.pair.pr_a;
 	uint32_t pid = rq->rq_msg->m_u.pair.pr_b;
+	bool admin = client_is_admin(d, c);
 	struct orphan_owners oo;
+	unsigned int refused = 0;
 	int total = 0, rv;
 
-	if (nodeid && nodeid != d->d_nodeid)
+	if (nodeid && nodeid != d->d_nodeid) {
+		if (!admin)
+			return -EPERM;
 		return pid ? -EOPNOTSUPP : dlm_core_purge_orphans(ls, nodeid, 0);
+	}
 	if (!pid) {
-		rv = dlm_core_purge_orphans(ls, 0, 0);
+		if (admin) {
+			rv = dlm_core_purge_orphans(ls, 0, 0);
+			if (rv >= 0)
+				orphan_recs_clear(dl);
+		} else {
+			rv = purge_user_orphans(dl, c->cl_uid);
+		}
 		if (rv < 0)
 			return rv;
+		orphan_recs_prune(dl);
 		rq->rq_reply.rp_value = (uint32_t)rv;
 		return 0;
 	}
@@ -724,15 +997,27 @@ static int req_purge(struct req_ctx *rq)
 	 * each pass removes every orphan of up to 64 owners. */
 	do {
 		memset(&oo, 0, sizeof(oo));
+		oo.oo_dl = dl;
 		oo.oo_pid = pid;
+		oo.oo_uid = c->cl_uid;
+		oo.oo_admin = admin;
 		dlm_core_ls_walk(ls, collect_orphan_owner, &oo);
+		refused = oo.oo_refused;
 		for (unsigned int i = 0; i < oo.oo_n; i++) {
 			rv = dlm_core_purge_orphans(ls, 0, oo.oo_owners[i]);
 			if (rv < 0)
 				return rv;
+			orphan_rec_sub(dl, oo.oo_owners[i], (uint64_t)rv);
 			total += rv;
 		}
 	} while (oo.oo_more && oo.oo_n);
+	orphan_recs_prune(dl);
+	if (!total && refused) {
+		log_info("client pid %d uid %u may not purge pid %u's orphans in "
+			 "lockspace %s (another user's)", (int)c->cl_pid,
+			 (unsigned)c->cl_uid, pid, dl->dl_name);
+		return -EPERM;
+	}
 	rq->rq_reply.rp_value = (uint32_t)total;
 	return 0;
 }
@@ -859,6 +1144,125 @@ void dlmd_ls_join_done(struct dlmd *d, struct dlmd_ls *dl, int status)
 
 static int client_readable(int32_t fd, int32_t revents, void *data);
 
+/*
+ * Limits on connections.
+ *
+ * Per user: a uid other than root may hold at most max_clients_per_uid
+ * connections (dlm.conf); one more is accepted only to be told so and
+ * closed: the daemon sends a REPLY with reqid 0 and status -EUSERS
+ * before any request (libdlm/dlmd_proto.h), which libdlm reports as
+ * errno EUSERS.  Each connection costs the daemon two fds (the request
+ * connection and, once a lockspace is open, the AST socket), so this
+ * keeps one user from taking them all.
+ *
+ * Fds running out anyway (many users, a low RLIMIT_NOFILE): accept fails
+ * with EMFILE/ENFILE while the connection stays queued, so a level-
+ * triggered poll would call us again at once, for ever.  Instead the
+ * listening socket leaves the loop for ACCEPT_PAUSE_MS and comes back
+ * (new clients wait in the backlog meanwhile, and are served once fds
+ * are free), and the failure is logged once a minute at most, with how
+ * many times it happened in between.
+ */
+static uint32_t uid_conns(const struct dlmd *d, uid_t uid)
+{
+	return (uint32_t)(uintptr_t)u32map_get(&d->d_uid_conns, (uint32_t)uid);
+}
+
+/* Root (uid 0) is not counted; nor is uid 0xffffffff (not a user, and
+ * not a key the map can hold). */
+static bool uid_limited(uid_t uid)
+{
+	return uid != 0 && (uint32_t)uid != UINT32_MAX;
+}
+
+static int uid_conns_add(struct dlmd *d, uid_t uid, int delta)
+{
+	uint32_t n = uid_conns(d, uid) + (uint32_t)delta;
+
+	if (!n) {
+		u32map_del(&d->d_uid_conns, (uint32_t)uid);
+		return 0;
+	}
+	return u32map_put(&d->d_uid_conns, (uint32_t)uid, (void *)(uintptr_t)n);
+}
+
+/* Log a limit's event at most once per LIMIT_LOG_MS; *quiet counts the
+ * ones not logged.  Returns whether to log now. */
+static bool limit_log_due(uint64_t *last_ms, uint64_t *quiet)
+{
+	uint64_t now = dlmd_now_ms();
+
+	if (*last_ms && now - *last_ms < LIMIT_LOG_MS) {
+		(*quiet)++;
+		return false;
+	}
+	*last_ms = now ? now : 1;
+	return true;
+}
+
+/* Tell a connection we will not serve it why, then close it. */
+static void refuse_conn(struct dlmd *d, int fd, const struct ucred *cr, int status)
+{
+	struct dlmp_msg m;
+	unsigned char buf[DLMP_MAX_MSG];
+	int len;
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_REPLY;
+	m.m_hdr.h_reqid = 0;
+	m.m_u.reply.rp_status = status;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	if (len > 0 && send(fd, buf, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL) != len)
+		log_debug("client pid %d: cannot send the refusal: %s", (int)cr->pid,
+			  strerror(errno));
+	close(fd);
+	d->d_nrefused++;
+	if (limit_log_due(&d->d_refuse_log_ms, &d->d_refuse_nquiet)) {
+		log_warn("client pid %d uid %u refused: %s (%llu other refusal%s "
+			 "not logged in the last minute)", (int)cr->pid,
+			 (unsigned)cr->uid, status == -EUSERS ?
+			 "the user holds max_clients_per_uid connections" :
+			 strerror(-status),
+			 (unsigned long long)d->d_refuse_nquiet,
+			 d->d_refuse_nquiet == 1 ? "" : "s");
+		d->d_refuse_nquiet = 0;
+	}
+}
+
+static int listen_readable(int32_t fd, int32_t revents, void *data);
+
+static void accept_resume(void *data)
+{
+	struct dlmd *d = data;
+
+	d->d_accept_paused = false;
+	if (qb_loop_poll_add(d->d_loop, QB_LOOP_HIGH, d->d_listen_fd, POLLIN, d,
+			     listen_readable) != 0) {
+		log_err("cannot watch the client socket again; retrying");
+		d->d_accept_paused = true;
+		qb_loop_timer_add(d->d_loop, QB_LOOP_HIGH,
+				  ACCEPT_PAUSE_MS * NS_PER_MS, d, accept_resume,
+				  &d->d_accept_timer);
+	}
+}
+
+static void accept_pause(struct dlmd *d, int err)
+{
+	if (limit_log_due(&d->d_accept_log_ms, &d->d_accept_nquiet)) {
+		log_err("accept on client socket: %s; not accepting new clients "
+			"for %u ms at a time until fds are free (%u clients; %llu "
+			"more such pause%s not logged in the last minute)",
+			strerror(err), ACCEPT_PAUSE_MS, dlmd_client_count(d),
+			(unsigned long long)d->d_accept_nquiet,
+			d->d_accept_nquiet == 1 ? "" : "s");
+		d->d_accept_nquiet = 0;
+	}
+	qb_loop_poll_del(d->d_loop, d->d_listen_fd);
+	d->d_accept_paused = true;
+	qb_loop_timer_add(d->d_loop, QB_LOOP_HIGH, ACCEPT_PAUSE_MS * NS_PER_MS, d,
+			  accept_resume, &d->d_accept_timer);
+}
+
 struct dlmd_client *dlmd_client_new(struct dlmd *d, int fd, pid_t pid,
 				    uid_t uid, gid_t gid)
 {
@@ -898,12 +1302,21 @@ struct dlmd_client *dlmd_client_new(struct dlmd *d, int fd, pid_t pid,
 void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 {
 	if (c->cl_ls) {
-		int n = dlm_core_purge_owner(c->cl_ls->dl_core, c->cl_owner);
+		struct dlmd_ls *dl = c->cl_ls;
+		struct dlm_ls_stats before, after;
+		int n;
 
+		dlm_core_ls_stats(dl->dl_core, &before);
+		n = dlm_core_purge_owner(dl->dl_core, c->cl_owner);
+		dlm_core_ls_stats(dl->dl_core, &after);
+		if (after.ls_orphans > before.ls_orphans)
+			orphan_rec_add(dl, c, after.ls_orphans - before.ls_orphans);
 		log_debug("client pid %d serial %u closed: %d lock%s purged",
 			  (int)c->cl_pid, c->cl_serial, n, n == 1 ? "" : "s");
 		client_unbind(d, c);
 	}
+	if (c->cl_counted)
+		uid_conns_add(d, c->cl_uid, -1);
 	u32map_del(&d->d_clients, c->cl_serial);
 	if (d->d_loop)
 		qb_loop_poll_del(d->d_loop, c->cl_fd);
@@ -985,8 +1398,13 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (cfd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				log_warn("accept on client socket: %s", strerror(errno));
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			/* EMFILE, ENFILE, ENOBUFS, ENOMEM: the connection
+			 * stays queued; wait instead of spinning. */
+			accept_pause(d, errno);
 			return 0;
 		}
 		if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
@@ -994,16 +1412,30 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 			close(cfd);
 			continue;
 		}
+		if (uid_limited(cr.uid) &&
+		    uid_conns(d, cr.uid) >= d->d_cfg.cf_max_clients_per_uid) {
+			refuse_conn(d, cfd, &cr, -EUSERS);
+			continue;
+		}
+		if (uid_limited(cr.uid) && uid_conns_add(d, cr.uid, 1)) {
+			refuse_conn(d, cfd, &cr, -ENOMEM);
+			continue;
+		}
 		c = dlmd_client_new(d, cfd, cr.pid, cr.uid, cr.gid);
 		if (!c) {
 			log_err("out of memory for a new client");
-			close(cfd);
+			if (uid_limited(cr.uid))
+				uid_conns_add(d, cr.uid, -1);
+			refuse_conn(d, cfd, &cr, -ENOMEM);
 			continue;
 		}
+		c->cl_counted = uid_limited(cr.uid);
 		read_peer_creds(cfd, c);
 		if (qb_loop_poll_add(d->d_loop, QB_LOOP_MED, cfd, POLLIN, c,
 				     client_readable) != 0) {
 			log_err("cannot watch client fd %d", cfd);
+			if (c->cl_counted)
+				uid_conns_add(d, cr.uid, -1);
 			u32map_del(&d->d_clients, c->cl_serial);
 			close(cfd);
 			free(c);
@@ -1074,6 +1506,10 @@ void dlmd_client_fini(struct dlmd *d)
 			dlmd_client_close(d, ca.ca_list[i]);
 	} while (ca.ca_n);
 	u32map_free(&d->d_clients);
+	u32map_free(&d->d_uid_conns);
+	if (d->d_accept_paused && d->d_loop)
+		qb_loop_timer_del(d->d_loop, d->d_accept_timer);
+	d->d_accept_paused = false;
 	if (d->d_listen_fd >= 0) {
 		if (d->d_loop)
 			qb_loop_poll_del(d->d_loop, d->d_listen_fd);

@@ -37,6 +37,12 @@
  *                                  every frame is sealed; none: plaintext,
  *                                  admission by address only (a warning)
  *   key_file          /etc/corosync/authkey   the cluster key (mode 0600)
+ *   max_clients_per_uid 1024       client connections one user may hold
+ *                                  (1..1048576; root is not limited)
+ *   ast_queue_limit   67108864     bytes of unread ASTs dlmd keeps for all
+ *                                  clients together (65536..4294967295);
+ *                                  past it the client with the most is
+ *                                  disconnected (plugin/client.c)
  */
 #include <errno.h>
 #include <grp.h>
@@ -76,6 +82,8 @@ void dlmd_config_defaults(struct dlmd_config *cf)
 	cf->cf_crypto_none = false;
 	snprintf(cf->cf_key_file, sizeof(cf->cf_key_file), "%s",
 		 DLMD_DEFAULT_KEY_FILE);
+	cf->cf_max_clients_per_uid = 1024;
+	cf->cf_ast_queue_limit = 64u << 20;
 }
 
 static int parse_u32(const char *v, uint32_t min, uint32_t max, int base,
@@ -186,6 +194,8 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 	U32("recover_timer", cf_recover_timer, 1, 86400)
 	U32("nodeid", cf_nodeid, 1, 0x7fffffff)
 	U32("flight_recorder_lines", cf_flight_lines, 16, 1048576)
+	U32("max_clients_per_uid", cf_max_clients_per_uid, 1, 1048576)
+	U32("ast_queue_limit", cf_ast_queue_limit, 65536, 4294967295)
 #undef U32
 	if (!strcmp(k, "socket_path")) {
 		*why = "expected an absolute path shorter than 108 bytes";
@@ -409,7 +419,8 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     "socket_mode = 0%o\nadmin_group = %s\nlog_level = %s\n"
 		     "log_syslog = %s\nmembership = %s\nnodeid = %u\n"
 		     "enable_fencing = %d\nfence_command = %s\n"
-		     "fence_pacemaker = %s\nflight_recorder_lines = %u\n",
+		     "fence_pacemaker = %s\nflight_recorder_lines = %u\n"
+		     "max_clients_per_uid = %u\nast_queue_limit = %u\n",
 		     cf->cf_port,
 		     cf->cf_protocol == DLMD_PROTO_SCTP ? "sctp" :
 		     cf->cf_protocol == DLMD_PROTO_DETECT ? "detect" : "tcp",
@@ -425,7 +436,8 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     cf->cf_fence_command[0] ? cf->cf_fence_command : "(none)",
 		     cf->cf_fence_pcmk == DLMD_FENCE_PCMK_YES ? "yes" :
 		     cf->cf_fence_pcmk == DLMD_FENCE_PCMK_NO ? "no" : "auto",
-		     cf->cf_flight_lines) < 0)
+		     cf->cf_flight_lines, cf->cf_max_clients_per_uid,
+		     cf->cf_ast_queue_limit) < 0)
 		return NULL;
 	return dump_crypto(s, cf);
 }

@@ -190,11 +190,16 @@ static int verb_status(struct dlmd *d, const char *arg, struct sbuf *sb, bool js
 		sb_printf(sb, "],\"lockspaces\":%u,\"clients\":%u,"
 			  "\"uptime_secs\":%llu,\"requests\":%llu,"
 			  "\"bad_requests\":%llu,\"asts_sent\":%llu,"
+			  "\"ast_queue_bytes\":%llu,\"clients_refused\":%llu,"
+			  "\"clients_cut_slow\":%llu,"
 			  "\"protocol\":\"%d.%d.%d\",\"socket\":",
 			  d->d_nlockspaces, dlmd_client_count(d), up,
 			  (unsigned long long)d->d_nrequests,
 			  (unsigned long long)d->d_nbad_requests,
-			  (unsigned long long)d->d_nasts_sent, DLMP_VERSION_MAJOR,
+			  (unsigned long long)d->d_nasts_sent,
+			  (unsigned long long)d->d_astq_bytes,
+			  (unsigned long long)d->d_nrefused,
+			  (unsigned long long)d->d_ncut_slow, DLMP_VERSION_MAJOR,
 			  DLMP_VERSION_MINOR, DLMP_VERSION_PATCH);
 		json_str(sb, d->d_cfg.cf_socket_path);
 		sb_printf(sb, "}\n");
@@ -214,11 +219,16 @@ static int verb_status(struct dlmd *d, const char *arg, struct sbuf *sb, bool js
 		sb_printf(sb, "\nfencing %s", comms);
 	}
 	sb_printf(sb, "\nlockspaces %u\nclients %u\nuptime %llu s\nrequests %llu\n"
-		  "bad_requests %llu\nasts_sent %llu\nprotocol %d.%d.%d\nsocket %s\n",
+		  "bad_requests %llu\nasts_sent %llu\nast_queue_bytes %llu\n"
+		  "clients_refused %llu\nclients_cut_slow %llu\n"
+		  "protocol %d.%d.%d\nsocket %s\n",
 		  d->d_nlockspaces, dlmd_client_count(d), up,
 		  (unsigned long long)d->d_nrequests,
 		  (unsigned long long)d->d_nbad_requests,
-		  (unsigned long long)d->d_nasts_sent, DLMP_VERSION_MAJOR,
+		  (unsigned long long)d->d_nasts_sent,
+		  (unsigned long long)d->d_astq_bytes,
+		  (unsigned long long)d->d_nrefused,
+		  (unsigned long long)d->d_ncut_slow, DLMP_VERSION_MAJOR,
 		  DLMP_VERSION_MINOR, DLMP_VERSION_PATCH, d->d_cfg.cf_socket_path);
 	return 0;
 }
@@ -348,14 +358,21 @@ static void ctl_execute(struct dlmd *d, char *line, struct sbuf *out)
 		if (!strcmp(verbs[i].cv_name, line))
 			v = &verbs[i];
 	if (!v) {
-		sb_printf(out, "ERR %d unknown command '%s'\n", EINVAL, line);
+		char safe[DLMD_ESCAPED_SIZE(64)];
+
+		sb_printf(out, "ERR %d unknown command '%s'\n", EINVAL,
+			  dlmd_escape(line, safe, sizeof(safe)));
 		return;
 	}
 	if (v->cv_needs_arg && !*arg) {
 		sb_printf(out, "ERR %d %s needs an argument\n", EINVAL, line);
 		return;
 	}
-	log_debug("control: %s %s", line, arg);
+	{
+		char safe[DLMD_ESCAPED_SIZE(CTL_REQ_MAX)];
+
+		log_debug("control: %s %s", line, dlmd_escape(arg, safe, sizeof(safe)));
+	}
 	rv = v->cv_fn(d, arg, &body, v->cv_json);
 	if (!rv && body.sb_oom)
 		rv = -ENOMEM;

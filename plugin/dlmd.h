@@ -114,6 +114,8 @@ struct dlmd_config {
 	/* Node-to-node security (lowcomms/auth.c): crypto = key | none. */
 	bool			cf_crypto_none;
 	char			cf_key_file[PATH_MAX];
+	uint32_t		cf_max_clients_per_uid;	/* root is exempt */
+	uint32_t		cf_ast_queue_limit;	/* bytes, all clients */
 };
 
 void dlmd_config_defaults(struct dlmd_config *cf);
@@ -132,6 +134,14 @@ int dlmd_log_init(const struct dlmd_config *cf, bool to_stderr);
 void dlmd_log_fini(void);
 /* The flight recorder's lines, oldest first, as one malloc'd string. */
 char *dlmd_log_flight_dump(void);
+/* Text from outside (a client, a peer, a command line) made safe to log
+ * or print: graphic ASCII and space are kept, every other byte and '\'
+ * become \xHH, so nothing can end a log line or fake another.  Writes at
+ * most size bytes (NUL included; cut short when it does not fit) into
+ * buf and returns buf. */
+char *dlmd_escape(const char *s, char *buf, size_t size);
+/* The size of buffer dlmd_escape() needs for n input bytes. */
+#define DLMD_ESCAPED_SIZE(n)	((n) * 4 + 1)
 
 #define log_err(fmt, ...)	qb_log(LOG_ERR, fmt, ##__VA_ARGS__)
 #define log_warn(fmt, ...)	qb_log(LOG_WARNING, fmt, ##__VA_ARGS__)
@@ -160,6 +170,10 @@ struct dlmd_ls {
 	uint32_t		dl_members[DLM_MAX_NODES];
 	unsigned int		dl_nmembers;
 	struct dlmd_cluster_ls	*dl_cluster;	/* cluster.c's per-lockspace state */
+	/* who left the orphans here: owner serial -> struct dlmd_orphan_owner
+	 * (client.c; adopting or purging an orphan needs its user or the
+	 * lockspace-admin privilege) */
+	struct u32map		dl_orphan_owners;
 	/* LS_CREATE requests answered once the first recovery finished */
 	struct dlmd_create_wait	*dl_waits;
 	unsigned int		dl_nwaits;
@@ -226,6 +240,17 @@ struct dlmd {
 	uint64_t		d_nasts_sent;
 	uint64_t		d_nbad_requests;
 	uint64_t		d_nclients_total;
+	/* limits (client.c) */
+	struct u32map		d_uid_conns;	/* uid -> connections (as a count) */
+	uint64_t		d_astq_bytes;	/* unread ASTs queued, all clients */
+	uint64_t		d_nrefused;	/* connections refused: per-uid limit */
+	uint64_t		d_ncut_slow;	/* clients cut: ast_queue_limit */
+	bool			d_accept_paused; /* fds ran out: not accepting */
+	qb_loop_timer_handle	d_accept_timer;
+	uint64_t		d_accept_log_ms; /* rate limit of the fd-exhaustion line */
+	uint64_t		d_refuse_log_ms; /* ... and of the per-uid refusal line */
+	uint64_t		d_accept_nquiet; /* events since the last such line */
+	uint64_t		d_refuse_nquiet;
 };
 
 uint64_t dlmd_now_ms(void);

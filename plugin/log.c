@@ -121,6 +121,33 @@ void dlmd_log_fini(void)
 	fr->fr_cap = fr->fr_count = fr->fr_head = 0;
 }
 
+char *dlmd_escape(const char *s, char *buf, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	if (!size)
+		return buf;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c >= 0x20 && c < 0x7f && c != '\\') {
+			if (o + 1 >= size)
+				break;
+			buf[o++] = (char)c;
+		} else {
+			if (o + 4 >= size)
+				break;
+			buf[o++] = '\\';
+			buf[o++] = 'x';
+			buf[o++] = hex[c >> 4];
+			buf[o++] = hex[c & 15];
+		}
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 char *dlmd_log_flight_dump(void)
 {
 	struct flight_recorder *fr = &recorder;

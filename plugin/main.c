@@ -12,7 +12,8 @@
  *      decides, so a stale socket left by a crash never blocks a start;
  *   3. daemonize unless -f (the lock fd is inherited; the pid written
  *      into the lock file and the pid file is the daemon's);
- *   4. logging, the libqb loop, membership (cluster.c, which tells us our
+ *   4. logging, RLIMIT_NOFILE raised to its hard limit (each client
+ *      costs two fds), the libqb loop, membership (cluster.c, which tells us our
  *      node id), the engine, the client and control sockets;
  *   5. run the loop: client and control fds, corosync fds, a timer that
  *      hands the monotonic clock to dlm_core_tick() every scan_secs, and
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -112,6 +114,27 @@ static int write_pid_file(const char *path)
 	write_pid(fd);
 	close(fd);
 	return 0;
+}
+
+/* Each client costs two fds: take all the fds we are allowed, so the
+ * per-user connection limit (max_clients_per_uid), not a low default
+ * soft limit, decides.  Running out anyway is handled (client.c). */
+static void raise_nofile_limit(void)
+{
+	struct rlimit rl;
+	rlim_t was;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	was = rl.rlim_cur;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		log_warn("cannot raise RLIMIT_NOFILE from %llu to %llu: %s",
+			 (unsigned long long)was, (unsigned long long)rl.rlim_max,
+			 strerror(errno));
+	else
+		log_info("RLIMIT_NOFILE raised from %llu to %llu",
+			 (unsigned long long)was, (unsigned long long)rl.rlim_max);
 }
 
 static int32_t on_signal(int32_t sig, void *data)
@@ -216,6 +239,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dlmd: cannot set up logging\n");
 		goto out_lock;
 	}
+	raise_nofile_limit();
 	write_pid(lock_fd);
 	rv = write_pid_file(d->d_cfg.cf_pid_file);
 	if (rv)

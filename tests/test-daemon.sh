@@ -87,6 +87,32 @@ done
 exec 3>&-
 wait "$holder" || fail "lock holder exit status"
 holder=
+# Client-controlled names never write a line of their own: a resource
+# name with a newline prints escaped in the lock dump; a lockspace name
+# with one is refused, by dlmctl and by the daemon (tests/test-libdlm).
+nl='
+'
+"$top_builddir/tests/test-libdlm-lt" hold ctl-ls "evil${nl}resource \"faked\"" \
+	<"$dir/hold" >"$dir/hold.out" 2>&1 &
+holder=$!
+exec 3>"$dir/hold"
+i=0
+until grep -q '^held' "$dir/hold.out" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -gt $POLLS ] && { fail "second lock holder did not start: $(cat "$dir/hold.out")"; break; }
+	sleep 0.1
+done
+"$DLMCTL" lockdump ctl-ls >"$dir/lockdump.out"
+grep -q 'resource "evil\\x0aresource \\x22faked\\x22"' "$dir/lockdump.out" ||
+	fail "lockdump does not escape a newline in a resource name: $(cat "$dir/lockdump.out")"
+grep -q '^resource "faked' "$dir/lockdump.out" && fail "lockdump printed a faked line"
+grep -q '^resource "faked' "$dir/n1/dlmd.out" && fail "dlmd's log has a faked line"
+exec 3>&-
+wait "$holder" || fail "second lock holder exit status"
+holder=
+"$DLMCTL" join "bad${nl}name" 2>/dev/null && fail "dlmctl join accepted a name with a newline"
+"$DLMCTL" ls | grep -q '^name' && [ "$("$DLMCTL" ls | grep -c '^name')" != 1 ] &&
+	fail "dlmctl ls lists more than ctl-ls: $("$DLMCTL" ls)"
 "$DLMCTL" leave ctl-ls || fail "dlmctl leave"
 "$DLMCTL" ls | grep -q ctl-ls && fail "ctl-ls still listed after leave"
 "$DLMCTL" lockdump no-such-ls 2>/dev/null && fail "lockdump of a missing lockspace succeeded"

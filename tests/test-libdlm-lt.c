@@ -4,9 +4,10 @@
  * failed final status becomes -1/errno.  The AST fd and dlm_dispatch
  * work as in libdlm.so.  Run by tests/test-daemon.sh.
  *
- * "test-libdlm-lt hold LOCKSPACE" instead takes an EX lock on
- * "held-resource", prints "held" and keeps it until stdin reaches EOF
- * (the shell test uses it to see a lock in "dlmctl lockdump").
+ * "test-libdlm-lt hold LOCKSPACE [RESOURCE]" instead takes an EX lock on
+ * RESOURCE (default "held-resource"), prints "held" and keeps it until
+ * stdin reaches EOF (the shell test uses it to see a lock in "dlmctl
+ * lockdump", and how a name with a newline is printed there).
  */
 #include <sys/types.h>
 
@@ -35,7 +36,7 @@ static void ast(void *arg)
 	done = *(int *)arg;
 }
 
-static int hold(const char *lsname)
+static int hold(const char *lsname, const char *resname)
 {
 	dlm_lshandle_t h = dlm_open_lockspace(lsname);
 	struct dlm_lksb lksb;
@@ -43,8 +44,9 @@ static int hold(const char *lsname)
 
 	CHECK(h != NULL);
 	memset(&lksb, 0, sizeof(lksb));
-	CHECK(dlm_ls_lock_wait(h, LKM_EXMODE, &lksb, 0, "held-resource", 13, 0,
-			       NULL, NULL, NULL) == 0);
+	CHECK(dlm_ls_lock_wait(h, LKM_EXMODE, &lksb, 0, resname,
+			       (unsigned int)strlen(resname), 0, NULL, NULL,
+			       NULL) == 0);
 	printf("held\n");
 	fflush(stdout);
 	while (fgets(buf, sizeof(buf), stdin))
@@ -61,8 +63,8 @@ int main(int argc, char **argv)
 	struct pollfd pfd;
 	int tag = 42;
 
-	if (argc == 3 && !strcmp(argv[1], "hold"))
-		return hold(argv[2]);
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "hold"))
+		return hold(argv[2], argc == 4 ? argv[3] : "held-resource");
 	h1 = dlm_new_lockspace(LS_NAME, 0600, 0);
 	CHECK(h1 != NULL);
 	h2 = dlm_open_lockspace(LS_NAME);

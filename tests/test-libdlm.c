@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <errno.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -215,6 +216,18 @@ static void test_lockspaces(void **state)
 	errno = 0;
 	assert_null(dlm_create_lockspace(longname, 0600));
 	assert_int_equal(errno, EINVAL);
+	/* Names are graphic ASCII without '/': nothing that could write a
+	 * fake line into a log or "dlmctl ls", nor a path. */
+	{
+		static const char *const bad[] = { "bad\nname", "a/b", "sp ace",
+						   "\x01x", "tab\t", "\x7f", "\xc3\xa9" };
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			errno = 0;
+			assert_null(dlm_new_lockspace(bad[i], 0600, 0));
+			assert_int_equal(errno, EINVAL);
+		}
+	}
 	assert_true(dlm_ls_get_fd(h) >= 0);
 
 	/* A lock remains: release without force is refused. */
@@ -763,6 +776,156 @@ static void test_persistent_orphan(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* orphans keep their owner                                            */
+/* ------------------------------------------------------------------ */
+
+#define NOBODY		65534		/* the unprivileged users of these tests */
+#define OTHER_UID	1		/* "daemon": another unprivileged user */
+#define OWN_LS		"orphan-owner"	/* mode 0666: open to everyone */
+
+/* In a child: become uid/gid with supplementary group NOBODY (the test
+ * harness's socket group), or stay root for uid 0. */
+static void become(uid_t uid, gid_t gid)
+{
+	gid_t grp = NOBODY;
+
+	if (uid == 0)
+		return;
+	if (setgroups(1, &grp) || setgid(gid) || setuid(uid))
+		_exit(100);
+}
+
+/* Fork a child that, as uid/gid, holds a PERSISTENT EX lock on 'name' in
+ * OWN_LS, then is killed: its lock becomes an orphan.  Returns its pid. */
+static pid_t make_orphan(const char *name, uid_t uid, gid_t gid)
+{
+	int p[2];
+	pid_t pid;
+	char b;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dlm_lshandle_t h;
+		struct dlm_lksb lksb;
+
+		close(p[0]);
+		become(uid, gid);
+		h = dlm_open_lockspace(OWN_LS);
+		memset(&lksb, 0, sizeof(lksb));
+		if (!h || dlm_ls_lock_wait(h, LKM_EXMODE, &lksb, LKF_PERSISTENT, name,
+					   (unsigned int)strlen(name), 0, NULL, NULL,
+					   NULL) || lksb.sb_status)
+			_exit(3);
+		if (write(p[1], "x", 1) != 1)
+			_exit(4);
+		for (int i = 0; i < 600; i++)	/* bounded: the test kills us */
+			sleep(1);
+		_exit(0);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &b, 1), 1);
+	close(p[0]);
+	kill_child(pid);
+	return pid;
+}
+
+/* Is there still an EX holder (the orphan) on 'name'? */
+static bool orphan_there(dlm_lshandle_t h, const char *name)
+{
+	struct rec r;
+	int st;
+
+	rec_init(&r);
+	st = lock_sync(h, LKM_EXMODE, &r, LKF_NOQUEUE, name);
+	if (st == 0)
+		assert_int_equal(unlock_sync(h, &r, 0), EUNLOCK);
+	return st == EAGAIN;
+}
+
+/* One try, as uid/gid in a child: adopt 'name' in EX (pid 0) or purge
+ * pid's orphans (pid > 0; -1: all of them).  Returns the child's result:
+ * 0 done, else the errno of the refusal (200 + step on other trouble). */
+static int try_as(uid_t uid, gid_t gid, const char *name, int pid)
+{
+	pid_t child = fork();
+	int st;
+
+	assert_true(child >= 0);
+	if (child == 0) {
+		dlm_lshandle_t h;
+		struct dlm_lksb lksb;
+
+		become(uid, gid);
+		h = dlm_open_lockspace(OWN_LS);
+		if (!h)
+			_exit(201);
+		memset(&lksb, 0, sizeof(lksb));
+		if (pid == 0) {
+			if (dlm_ls_lock_wait(h, LKM_EXMODE, &lksb, LKF_ORPHAN, name,
+					     (unsigned int)strlen(name), 0, NULL,
+					     NULL, NULL))
+				_exit(errno);
+			if (lksb.sb_status)
+				_exit(202);
+			if (dlm_ls_unlock_wait(h, lksb.sb_lkid, 0, &lksb) ||
+			    lksb.sb_status != EUNLOCK)
+				_exit(203);
+			_exit(0);
+		}
+		if (dlm_ls_purge(h, 0, pid < 0 ? 0 : pid))
+			_exit(errno);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(child, &st, 0), child);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* Adopting or purging an orphan needs the uid of the owner that left it,
+ * or the admin privilege (root here): in a lockspace open to everyone,
+ * nobody may not take root's orphan nor purge it, and another user may
+ * not take nobody's. */
+static void test_orphan_owner(void **state)
+{
+	dlm_lshandle_t ls = dlm_new_lockspace(OWN_LS, 0666, 0);
+	pid_t root_pid, nobody_pid;
+
+	assert_non_null(ls);
+	root_pid = make_orphan("root-orphan", 0, 0);
+	assert_true(orphan_there(ls, "root-orphan"));
+	assert_int_equal(try_as(NOBODY, NOBODY, "root-orphan", 0), EPERM);
+	assert_int_equal(try_as(NOBODY, NOBODY, NULL, (int)root_pid), EPERM);
+	assert_int_equal(try_as(NOBODY, NOBODY, NULL, -1), 0);	/* none of its own */
+	assert_true(orphan_there(ls, "root-orphan"));
+
+	/* nobody's orphans: not another user's to take or purge ... */
+	nobody_pid = make_orphan("nobody-orphan", NOBODY, NOBODY);
+	assert_int_equal(try_as(OTHER_UID, OTHER_UID, "nobody-orphan", 0), EPERM);
+	assert_int_equal(try_as(OTHER_UID, OTHER_UID, NULL, (int)nobody_pid), EPERM);
+	assert_int_equal(try_as(OTHER_UID, OTHER_UID, NULL, -1), 0);
+	assert_true(orphan_there(ls, "nobody-orphan"));
+	/* ... but nobody's own: adopted, and purged by pid and all. */
+	assert_int_equal(try_as(NOBODY, NOBODY, "nobody-orphan", 0), 0);
+	assert_false(orphan_there(ls, "nobody-orphan"));
+	nobody_pid = make_orphan("nobody-orphan", NOBODY, NOBODY);
+	assert_int_equal(try_as(NOBODY, NOBODY, NULL, (int)nobody_pid), 0);
+	assert_false(orphan_there(ls, "nobody-orphan"));
+	make_orphan("nobody-orphan", NOBODY, NOBODY);
+	assert_int_equal(try_as(NOBODY, NOBODY, NULL, -1), 0);
+	assert_false(orphan_there(ls, "nobody-orphan"));
+	assert_true(orphan_there(ls, "root-orphan"));
+
+	/* The admin (root) takes anyone's. */
+	make_orphan("nobody-orphan", NOBODY, NOBODY);
+	assert_int_equal(try_as(0, 0, "nobody-orphan", 0), 0);
+	assert_int_equal(try_as(0, 0, NULL, (int)root_pid), 0);
+	assert_false(orphan_there(ls, "root-orphan"));
+	assert_int_equal(dlm_release_lockspace(OWN_LS, ls, 1), 0);
+}
+
+/* ------------------------------------------------------------------ */
 /* malformed requests, straight on the socket                          */
 /* ------------------------------------------------------------------ */
 
@@ -845,6 +1008,17 @@ static void test_bad_requests(void **state)
 	/* LOCK whose name length disagrees with the packet. */
 	buf[DLMP_HDR_LEN + 1] = 2;
 	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 8), -EBADMSG);
+	/* LS_CREATE of a name with a newline, past libdlm's own check: the
+	 * daemon refuses it too (it would write fake lines in its log). */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_LS_CREATE;
+	m.m_hdr.h_reqid = 11;
+	m.m_u.ls.ls_mode = 0600;
+	m.m_u.ls.ls_namelen = (uint16_t)strlen("x\nfake line");
+	memcpy(m.m_u.ls.ls_name, "x\nfake line", m.m_u.ls.ls_namelen);
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_true(len > 0);
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 11), -EINVAL);
 	/* LS_OPEN without the AST socket. */
 	memset(&m, 0, sizeof(m));
 	m.m_hdr.h_type = DLMP_LS_OPEN;
@@ -953,6 +1127,7 @@ int main(void)
 		cmocka_unit_test(test_kill_holder),
 		cmocka_unit_test(test_kill_waiter),
 		cmocka_unit_test(test_persistent_orphan),
+		cmocka_unit_test(test_orphan_owner),
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_permissions),
 	};

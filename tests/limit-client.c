@@ -1,0 +1,188 @@
+/*
+ * tests/limit-client.c - the clients tests/test-client-limits.sh needs to
+ * push dlmd against its limits, through libdlm.so like an application:
+ *
+ *   limit-client create LS MODE   create lockspace LS (octal MODE), close
+ *                                 the handle (the lockspace stays)
+ *   limit-client open LS N        open LS N times (N connections); print
+ *                                 "opened K" and, if the K+1st failed,
+ *                                 "error ERRNO-NAME"; hold until stdin EOF
+ *   limit-client connect N        N bare connections to the client socket,
+ *                                 no request; print "connected K"; hold
+ *                                 until stdin EOF
+ *   limit-client slow LS N        open LS and submit N NL requests on
+ *                                 distinct resources, never reading the
+ *                                 AST socket; print "submitted K" and, on
+ *                                 a failure, "error ERRNO-NAME"; hold until
+ *                                 stdin EOF, then print "ast-socket" with
+ *                                 what reading the AST socket says (ok or
+ *                                 the errno name, ENOTCONN when the
+ *                                 daemon disconnected us)
+ *
+ * Every line is flushed at once: the shell test waits for them.  Exit 0
+ * unless the arguments or the set-up (not the limit under test) failed.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "libdlm/libdlm.h"
+
+#define MAX_HANDLES	4096
+
+static const char *errno_name(int e)
+{
+	switch (e) {
+	case EUSERS: return "EUSERS";
+	case EAGAIN: return "EAGAIN";
+	case ENOTCONN: return "ENOTCONN";
+	case EPIPE: return "EPIPE";
+	case ECONNRESET: return "ECONNRESET";
+	case EACCES: return "EACCES";
+	case EPERM: return "EPERM";
+	case ENOENT: return "ENOENT";
+	case EMFILE: return "EMFILE";
+	default: return "other";
+	}
+}
+
+static void hold(void)
+{
+	char buf[64];
+
+	while (fgets(buf, sizeof(buf), stdin))
+		;
+}
+
+static int cmd_create(const char *ls, const char *mode)
+{
+	dlm_lshandle_t h = dlm_new_lockspace(ls, (mode_t)strtoul(mode, NULL, 8), 0);
+
+	if (!h) {
+		fprintf(stderr, "limit-client: create %s: %s\n", ls, strerror(errno));
+		return 1;
+	}
+	return dlm_close_lockspace(h) ? 1 : 0;
+}
+
+static int cmd_open(const char *ls, int n)
+{
+	static dlm_lshandle_t hs[MAX_HANDLES];
+	int k, err = 0;
+
+	for (k = 0; k < n; k++) {
+		hs[k] = dlm_open_lockspace(ls);
+		if (!hs[k]) {
+			err = errno;
+			break;
+		}
+	}
+	printf("opened %d\n", k);
+	if (err)
+		printf("error %s\n", errno_name(err));
+	fflush(stdout);
+	hold();
+	while (k--)
+		dlm_close_lockspace(hs[k]);
+	return 0;
+}
+
+static int cmd_connect(int n)
+{
+	static int fds[MAX_HANDLES];
+	const char *path = getenv("DLMD_SOCKET");
+	struct sockaddr_un sa;
+	int k;
+
+	if (!path || strlen(path) >= sizeof(sa.sun_path))
+		return 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path, path, strlen(path));
+	for (k = 0; k < n; k++) {
+		fds[k] = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+		if (fds[k] < 0)
+			break;
+		/* Non-blocking: once the daemon stops accepting, the
+		 * backlog fills and connect says EAGAIN instead of waiting. */
+		if (connect(fds[k], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			close(fds[k]);
+			break;
+		}
+	}
+	printf("connected %d\n", k);
+	fflush(stdout);
+	hold();
+	while (k--)
+		close(fds[k]);
+	return 0;
+}
+
+static void no_ast(void *arg)
+{
+	(void)arg;
+}
+
+static int cmd_slow(const char *ls, int n)
+{
+	dlm_lshandle_t h = dlm_open_lockspace(ls);
+	static struct dlm_lksb lksb[65536];
+	int k, err = 0, rv;
+	char name[32];
+
+	if (!h || n > (int)(sizeof(lksb) / sizeof(lksb[0])))
+		return 1;
+	for (k = 0; k < n; k++) {
+		snprintf(name, sizeof(name), "slow-%d-%d", (int)getpid(), k);
+		if (dlm_ls_lock(h, LKM_NLMODE, &lksb[k], 0, name,
+				(unsigned int)strlen(name), 0, no_ast, NULL, NULL,
+				NULL)) {
+			err = errno;
+			break;
+		}
+	}
+	printf("submitted %d\n", k);
+	if (err)
+		printf("error %s\n", errno_name(err));
+	fflush(stdout);
+	hold();
+	/* Drain the AST socket: ASTs, then EOF if the daemon cut us. */
+	for (int i = 0; i < 100000; i++) {
+		struct pollfd pfd = { .fd = dlm_ls_get_fd(h), .events = POLLIN };
+
+		if (poll(&pfd, 1, 1000) <= 0) {
+			printf("ast-socket ok\n");
+			break;
+		}
+		rv = dlm_dispatch(pfd.fd);
+		if (rv) {
+			printf("ast-socket %s\n", errno_name(errno));
+			break;
+		}
+	}
+	fflush(stdout);
+	dlm_close_lockspace(h);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && !strcmp(argv[1], "create"))
+		return cmd_create(argv[2], argv[3]);
+	if (argc == 4 && !strcmp(argv[1], "open"))
+		return cmd_open(argv[2], atoi(argv[3]) > MAX_HANDLES ? MAX_HANDLES :
+				atoi(argv[3]));
+	if (argc == 3 && !strcmp(argv[1], "connect"))
+		return cmd_connect(atoi(argv[2]) > MAX_HANDLES ? MAX_HANDLES :
+				   atoi(argv[2]));
+	if (argc == 4 && !strcmp(argv[1], "slow"))
+		return cmd_slow(argv[2], atoi(argv[3]));
+	fprintf(stderr, "usage: limit-client create LS MODE | open LS N | "
+		"connect N | slow LS N\n");
+	return 2;
+}

@@ -1,0 +1,230 @@
+#!/bin/sh
+# tests/test-client-limits.sh - what local clients may take from dlmd.
+#
+# A one-node dlmd (membership none: no corosync, no network) with its
+# sockets in a temporary directory, run with a small RLIMIT_NOFILE, and
+# tests/limit-client playing the clients, some as unprivileged users
+# (setpriv):
+#   1. the client socket has the owner, group and mode of dlm.conf
+#      (root, the test's "dlm group" nogroup, 0660): a user outside the
+#      group cannot connect (EACCES);
+#   2. a user holds at most max_clients_per_uid connections; the next one
+#      fails with EUSERS, and the refusals are logged once (rate-limited);
+#      root is not limited;
+#   3. fd exhaustion: a flood of idle connections uses up dlmd's fds;
+#      dlmd does not spin (its CPU time over a few seconds stays low),
+#      logs the exhaustion once, and a client that came during the flood
+#      is served when it ends;
+#   4. slow clients: clients that never read their ASTs may together keep
+#      at most ast_queue_limit bytes queued in dlmd; the one with the most
+#      is disconnected (logged) and learns it (ENOTCONN on its AST socket).
+# Needs root (setpriv, prlimit); fails, never skips.  Every wait is bounded.
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+top_builddir=${top_builddir:-.}
+top_builddir=$(cd "$top_builddir" && pwd)
+DLMD=$top_builddir/plugin/dlmd
+DLMCTL=$top_builddir/plugin/dlmctl
+LC=$top_builddir/tests/limit-client
+NOFILE=64		# dlmd's RLIMIT_NOFILE, soft and hard
+PER_UID=8		# max_clients_per_uid
+AST_LIMIT=262144	# ast_queue_limit, bytes
+SLOW_LOCKS=1500		# ASTs each slow client leaves unread
+CPU_TICKS_MAX=60	# dlmd's CPU time in CPU_SECS s of flood (clock ticks)
+CPU_SECS=3
+POLLS=100		# waits: polls of 0.1 s
+
+rc=0
+pid=
+fail() {
+	echo "FAIL: $*" >&2
+	rc=1
+}
+
+[ "$(id -u)" = 0 ] || { echo "FAIL: needs root (setpriv, prlimit)" >&2; exit 1; }
+dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-limits.XXXXXX") || exit 1
+chmod 755 "$dir"
+holders=
+
+cleanup() {
+	for h in $holders; do
+		kill -KILL "$h" 2>/dev/null
+		wait "$h" 2>/dev/null
+	done
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid"
+		i=0
+		while kill -0 "$pid" 2>/dev/null && [ $i -lt $POLLS ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		kill -KILL "$pid" 2>/dev/null
+	fi
+	if grep -q 'AddressSanitizer\|LeakSanitizer\|runtime error' "$dir/dlmd.out" 2>/dev/null; then
+		echo "FAIL: sanitizer report in dlmd's output" >&2
+		rc=1
+	fi
+	if [ $rc -eq 0 ]; then
+		rm -rf "$dir"
+	else
+		echo "logs kept in $dir (dlmd: $dir/dlmd.out)" >&2
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'rc=1; exit 1' INT TERM
+
+cat >"$dir/dlm.conf" <<EOF
+socket_path = $dir/dlmd.sock
+control_socket = $dir/dlmd-ctl.sock
+pid_file = $dir/dlmd.pid
+socket_owner = root
+socket_group = nogroup
+socket_mode = 0660
+log_syslog = no
+log_level = debug
+membership = none
+max_clients_per_uid = $PER_UID
+ast_queue_limit = $AST_LIMIT
+EOF
+export DLMD_SOCKET=$dir/dlmd.sock DLMD_CTL_SOCKET=$dir/dlmd-ctl.sock
+
+# wait_line FILE PATTERN WHAT: poll until FILE has a line matching PATTERN.
+wait_line() {
+	i=0
+	until grep -q "$2" "$1" 2>/dev/null; do
+		i=$((i + 1))
+		if [ $i -gt $POLLS ]; then
+			fail "$3: no '$2' in $(cat "$1" 2>/dev/null)"
+			return 1
+		fi
+		sleep 0.1
+	done
+	return 0
+}
+
+# hold NAME FD CMD...: run CMD in the background with stdin from fifo
+# NAME, kept open by this shell on FD (3..9), output in $dir/NAME.out;
+# "release NAME FD" closes it (EOF: CMD lets go and exits) and waits.
+hold() {
+	name=$1
+	fd=$2
+	shift 2
+	mkfifo "$dir/$name.fifo"
+	# The other holders' fifo ends stay here, not in CMD: their EOF
+	# must not wait for CMD.
+	"$@" <"$dir/$name.fifo" >"$dir/$name.out" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
+	eval "held_$name=$!"
+	holders="$holders $!"
+	eval "exec $fd>\"\$dir/\$name.fifo\""
+}
+
+release() {
+	eval "exec $2>&-"
+	eval "rp=\$held_$1"
+	i=0
+	while kill -0 "$rp" 2>/dev/null && [ $i -lt $POLLS ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if kill -0 "$rp" 2>/dev/null; then
+		fail "$1 did not exit after its stdin closed: $(cat "$dir/$1.out")"
+		kill -KILL "$rp" 2>/dev/null
+	fi
+	wait "$rp" 2>/dev/null
+}
+
+status_value() { # KEY: a number from dlmctl status
+	"$DLMCTL" status | sed -n "s/^$1 //p"
+}
+
+cpu_ticks() { # PID: utime + stime
+	awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
+prlimit --nofile=$NOFILE:$NOFILE "$DLMD" -f -c "$dir/dlm.conf" >"$dir/dlmd.out" 2>&1 &
+pid=$!
+wait_line "$dir/dlmd.out" 'dlmd ready' "dlmd start" || exit 1
+
+echo "== 1. the client socket: owner, group, mode from dlm.conf"
+perm=$(stat -c '%U %G %a' "$dir/dlmd.sock")
+[ "$perm" = "root nogroup 660" ] || fail "socket is '$perm', want 'root nogroup 660'"
+"$LC" create lim 0666 || fail "root cannot create a lockspace"
+setpriv --reuid=daemon --regid=daemon --clear-groups "$LC" open lim 1 </dev/null >"$dir/outsider.out" 2>&1
+grep -q '^error EACCES' "$dir/outsider.out" ||
+	fail "a user outside the socket's group: $(cat "$dir/outsider.out")"
+
+echo "== 2. at most $PER_UID connections per user; root is not limited"
+hold nobody1 4 setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" open lim $((PER_UID + 4))
+wait_line "$dir/nobody1.out" '^opened' "nobody's connections"
+grep -q "^opened $PER_UID\$" "$dir/nobody1.out" ||
+	fail "nobody opened more or less than $PER_UID: $(cat "$dir/nobody1.out")"
+grep -q '^error EUSERS$' "$dir/nobody1.out" ||
+	fail "the connection past the limit: $(cat "$dir/nobody1.out")"
+setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" open lim 1 </dev/null >"$dir/nobody2.out" 2>&1
+grep -q '^error EUSERS$' "$dir/nobody2.out" || fail "a second refusal: $(cat "$dir/nobody2.out")"
+"$LC" open lim $((PER_UID * 2)) </dev/null >"$dir/root.out" 2>&1
+grep -q "^opened $((PER_UID * 2))\$" "$dir/root.out" || fail "root is limited: $(cat "$dir/root.out")"
+[ "$(status_value clients_refused)" = 2 ] || fail "clients_refused: $("$DLMCTL" status)"
+n=$(grep -c 'refused: the user holds max_clients_per_uid' "$dir/dlmd.out")
+[ "$n" = 1 ] || fail "refusals logged $n times in a minute, want once"
+release nobody1 4
+# Its connections are gone: nobody may connect again.
+setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" open lim 1 </dev/null >"$dir/nobody3.out" 2>&1
+grep -q '^opened 1$' "$dir/nobody3.out" || fail "nobody after closing: $(cat "$dir/nobody3.out")"
+
+echo "== 3. fds run out: no spinning, one log line, served afterwards"
+hold flood 5 "$LC" connect 400
+wait_line "$dir/flood.out" '^connected' "the flood"
+wait_line "$dir/dlmd.out" 'accept on client socket' "the fd exhaustion log line"
+# A client that comes during the flood waits in the backlog.
+hold late 6 "$LC" open lim 1
+sleep 1
+t0=$(cpu_ticks "$pid")
+sleep $CPU_SECS
+t1=$(cpu_ticks "$pid")
+echo "dlmd used $((t1 - t0)) clock ticks in $CPU_SECS s of fd exhaustion"
+[ $((t1 - t0)) -le $CPU_TICKS_MAX ] ||
+	fail "dlmd spins while out of fds: $((t1 - t0)) ticks in $CPU_SECS s"
+n=$(grep -c 'accept on client socket' "$dir/dlmd.out")
+[ "$n" = 1 ] || fail "fd exhaustion logged $n times, want once (rate-limited)"
+grep -q '^opened' "$dir/late.out" && fail "the late client was served with no fd free?"
+release flood 5
+wait_line "$dir/late.out" '^opened 1$' "the late client after the flood"
+release late 6
+"$DLMCTL" status >/dev/null || fail "dlmctl status after the flood"
+
+echo "== 4. unread ASTs: at most $AST_LIMIT bytes for all clients together"
+hold slow1 4 "$LC" slow lim $SLOW_LOCKS
+wait_line "$dir/slow1.out" '^submitted' "slow client 1"
+q=$(status_value ast_queue_bytes)
+[ "$q" -gt 0 ] && [ "$q" -le $AST_LIMIT ] || fail "one slow client: ast_queue_bytes $q"
+[ "$(status_value clients_cut_slow)" = 0 ] || fail "one slow client under the limit was cut"
+hold slow2 5 "$LC" slow lim $SLOW_LOCKS
+wait_line "$dir/slow2.out" '^submitted' "slow client 2"
+hold slow3 6 "$LC" slow lim $SLOW_LOCKS
+wait_line "$dir/slow3.out" '^submitted' "slow client 3"
+hold slow4 7 "$LC" slow lim $SLOW_LOCKS
+wait_line "$dir/slow4.out" '^submitted' "slow client 4"
+q=$(status_value ast_queue_bytes)
+[ "$q" -le $AST_LIMIT ] || fail "four slow clients: ast_queue_bytes $q > $AST_LIMIT"
+cut=$(status_value clients_cut_slow)
+[ "$cut" -ge 1 ] || fail "four slow clients past the limit: none was cut"
+grep -q 'unread ASTs.*passed ast_queue_limit.*disconnecting' "$dir/dlmd.out" ||
+	fail "no log line for the slow client cut"
+release slow1 4
+release slow2 5
+release slow3 6
+release slow4 7
+# The first (then the largest queue) was cut and learns it; the last
+# was not, and gets every AST.
+grep -q '^ast-socket ENOTCONN$' "$dir/slow1.out" || fail "slow client 1: $(cat "$dir/slow1.out")"
+grep -q '^ast-socket ok$' "$dir/slow4.out" || fail "slow client 4: $(cat "$dir/slow4.out")"
+[ "$(status_value ast_queue_bytes)" = 0 ] || fail "ASTs still queued: $("$DLMCTL" status)"
+
+echo "== the daemon is still healthy"
+kill -0 "$pid" 2>/dev/null || fail "dlmd died"
+"$LC" open lim 1 </dev/null >"$dir/last.out" 2>&1
+grep -q '^opened 1$' "$dir/last.out" || fail "a client at the end: $(cat "$dir/last.out")"
+[ $rc -eq 0 ] && echo "PASS"
+exit $rc
