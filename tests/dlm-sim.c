@@ -1664,6 +1664,8 @@ static const struct {
 	{ "skip-purge", DLM_FAULT_SKIP_PURGE },
 	{ "skip-resend", DLM_FAULT_SKIP_RESEND },
 	{ "keep-dead-master", DLM_FAULT_KEEP_DEAD_MASTER },
+	{ "quecvt-ignored", DLM_FAULT_QUECVT_IGNORED },
+	{ "waitq-pass", DLM_FAULT_WAITQ_PASS },
 };
 
 static const struct {
@@ -1777,7 +1779,8 @@ static void usage(FILE *out)
 		"  --faults      nodes die and join (the engines recover), checked\n"
 		"                after every step and at the end of each recovery\n"
 		"  --fault NAME  break the engines on purpose: compat, skip-bast,\n"
-		"                ignore-queue, lvb-no-write, range-ignored; with\n"
+		"                ignore-queue, lvb-no-write, range-ignored,\n"
+		"                quecvt-ignored, waitq-pass; with\n"
 		"                --faults: skip-purge, skip-resend, keep-dead-master\n"
 		"  --avoid NAME  do not generate a pattern that trips a known engine\n"
 		"                bug (valblk-release, adopt-bast, quecvt, lost-bast,\n"

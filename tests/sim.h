@@ -226,7 +226,11 @@ struct sim_winfo {
 	int8_t		w_rqmode;
 	struct dlm_range w_grrange;
 	struct dlm_range w_rqrange;
+	uint32_t	w_exflags;	/* the engine's flags of its latest request */
 	bool		w_running;	/* its lockspace was running at the walk */
+	bool		w_qnew;		/* entered its queue in this step */
+	int64_t		w_qkey;		/* queue order (see sim-check.c): lower
+					 * is ahead, equal is unknown */
 	int		w_next;		/* per-resource chain, scratch */
 };
 
@@ -267,6 +271,8 @@ struct sim_node {
 	struct sim_snap	n_snap[2];	/* engine walk: previous and current */
 	int		n_cur;
 	bool		n_ran_prev[SIM_MAX_LS];	/* lockspace running at the last walk */
+	int64_t		n_rec_key[SIM_MAX_LS];	/* queue key of locks rebuilt while
+						 * the lockspace did not run */
 	/* --faults: the glue's view of this node */
 	bool		n_joined;	/* clients may work (finished a first recovery) */
 	uint32_t	n_event;	/* last event started here */
