@@ -279,6 +279,8 @@ struct sim_node {
 	uint32_t	n_done[SIM_MAX_LS];	/* recovery_done(event) reported */
 	struct sim_cmd	n_cmds[SIM_MAX_CMDS];
 	unsigned int	n_ncmds;
+	uint64_t	n_fence_at;	/* its daemon died, its clients live on
+					 * until this fence time; 0: none */
 };
 
 /* A remote orphan purge in flight: it hits the orphans the target has
@@ -308,6 +310,8 @@ struct sim_opts {
 	unsigned int	o_ops;
 	enum dlm_core_fault o_fault;
 	bool		o_faults;	/* node deaths and joins, recovery */
+	bool		o_daemon_deaths; /* --faults: some deaths are the daemon's only */
+	bool		o_no_fence_wait; /* broken glue: recover before the fence */
 	bool		o_quiet;
 	bool		o_verbose;
 	uint32_t	o_avoid;	/* AVOID_*: steer clear of known engine bugs */
@@ -385,6 +389,7 @@ struct sim {
 	bool		check_recovered; /* all finished: check after this step */
 	unsigned int	fault_budget;	/* node faults left for this seed */
 	uint64_t	n_deaths;
+	uint64_t	n_daemon_deaths;
 	uint64_t	n_joins;
 	uint64_t	n_recoveries;
 
@@ -442,6 +447,7 @@ void model_deliver_ast(struct sim *sim, const struct sim_ast_rec *a);
 void model_check_clients(struct sim *sim);
 
 void model_node_dies(struct sim *sim, int node);
+void model_node_fenced(struct sim *sim, int node);
 void model_recovery_toss(struct sim *sim);
 void model_recovery_purge(struct sim *sim, int node);
 
