@@ -159,6 +159,8 @@ enum dlm_core_fault {
 	DLM_FAULT_SKIP_PURGE,		/* recovery keeps departed nodes' locks */
 	DLM_FAULT_SKIP_RESEND,		/* recovery does not resend locks to new masters */
 	DLM_FAULT_KEEP_DEAD_MASTER,	/* recovery keeps departed masters */
+	DLM_FAULT_QUECVT_IGNORED,	/* an arriving conversion ignores QUECVT */
+	DLM_FAULT_WAITQ_PASS,		/* a waiter is granted past an older blocked one */
 };
 
 /* ---------------------------------------------------------------------

@@ -708,6 +708,8 @@ static void grant_pending(struct dlm_rsb *r, struct dlm_lkb *skip)
 			int mode = grantable_mode(r, w, queue_ok);
 
 			if (mode == DLM_LOCK_IV) {
+				if (fault(ls, DLM_FAULT_WAITQ_PASS))
+					continue;
 				ahead = true;
 				if (!r->res_nnoorder)
 					break;
@@ -817,7 +819,8 @@ static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 
 	queue_ok = !(lkb->lkb_exflags & DLM_LKF_QUECVT) ||
 		   dlm_list_empty(&r->res_convertq) ||
-		   (lkb->lkb_exflags & DLM_LKF_HEADQUE);
+		   (lkb->lkb_exflags & DLM_LKF_HEADQUE) ||
+		   fault(r->res_ls, DLM_FAULT_QUECVT_IGNORED);
 	mode = grantable_mode(r, lkb, queue_ok);
 	if (mode != DLM_LOCK_IV) {
 		/* the caller runs grant_pending(): a down-conversion may free

@@ -1323,7 +1323,7 @@ static unsigned int all_locks(struct sim *sim, lock_pred ok, struct sim_lock **o
 	unsigned int n = 0, i, c, k;
 
 	for (i = 0; i < sim->nnodes; i++)
-		for (c = 0; c < sim->nodes[i].n_nclients; c++) {
+		for (c = 0; c < sim->nodes[i].n_nclients && sim->nodes[i].n_alive; c++) {
 			const struct sim_client *cl = &sim->nodes[i].n_clients[c];
 
 			for (k = 0; k < cl->c_nlocks && n < max; k++)
@@ -1664,6 +1664,8 @@ static const struct {
 	{ "skip-purge", DLM_FAULT_SKIP_PURGE },
 	{ "skip-resend", DLM_FAULT_SKIP_RESEND },
 	{ "keep-dead-master", DLM_FAULT_KEEP_DEAD_MASTER },
+	{ "quecvt-ignored", DLM_FAULT_QUECVT_IGNORED },
+	{ "waitq-pass", DLM_FAULT_WAITQ_PASS },
 };
 
 static const struct {
@@ -1735,8 +1737,12 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --nodes %d", opts->o_nodes);
 		if (opts->o_faults)
 			printf(" --faults");
+		if (opts->o_daemon_deaths)
+			printf(" --daemon-deaths");
 		if (opts->o_fault)
 			printf(" --fault %s", fault_name(opts->o_fault));
+		if (opts->o_no_fence_wait)
+			printf(" --fault no-fence-wait");
 		for (i = 0; i < sizeof(avoid_names) / sizeof(avoid_names[0]); i++)
 			if (opts->o_avoid & avoid_names[i].bit)
 				printf(" --avoid %s", avoid_names[i].name);
@@ -1750,9 +1756,11 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 		       (unsigned long long)sim->net.n_sent, (unsigned long long)sim->n_asts,
 		       (unsigned long long)sim->n_basts);
 		if (opts->o_faults)
-			printf("seed %llu faults: %llu deaths, %llu joins, %llu recoveries "
-			       "finished, last event %u\n", (unsigned long long)seed,
+			printf("seed %llu faults: %llu deaths (%llu of the daemon only), "
+			       "%llu joins, %llu recoveries finished, last event %u\n",
+			       (unsigned long long)seed,
 			       (unsigned long long)sim->n_deaths,
+			       (unsigned long long)sim->n_daemon_deaths,
 			       (unsigned long long)sim->n_joins,
 			       (unsigned long long)sim->n_recoveries, sim->event);
 	}
@@ -1768,7 +1776,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: dlm-sim [--seeds N [--from F] | --seed S] [--nodes K] [--ops M]\n"
-		"               [--faults] [--fault NAME] [--quiet] [-v]\n"
+		"               [--faults [--daemon-deaths]] [--fault NAME] [--quiet] [-v]\n"
 		"  --seeds N     run seeds 1..N, stop at the first violation (default 100)\n"
 		"  --seed S      run seed S only\n"
 		"  --from F      with --seeds N: run seeds F..N\n"
@@ -1776,9 +1784,16 @@ static void usage(FILE *out)
 		"  --ops M       client operations per seed (default %d)\n"
 		"  --faults      nodes die and join (the engines recover), checked\n"
 		"                after every step and at the end of each recovery\n"
+		"  --daemon-deaths  with --faults: some deaths are the daemon's only;\n"
+		"                its clients live on (relying on their locks) until\n"
+		"                the glue fences the node; no recovery starts before\n"
+		"                that fence\n"
 		"  --fault NAME  break the engines on purpose: compat, skip-bast,\n"
-		"                ignore-queue, lvb-no-write, range-ignored; with\n"
-		"                --faults: skip-purge, skip-resend, keep-dead-master\n"
+		"                ignore-queue, lvb-no-write, range-ignored,\n"
+		"                quecvt-ignored, waitq-pass; with\n"
+		"                --faults: skip-purge, skip-resend, keep-dead-master;\n"
+		"                no-fence-wait breaks the glue: recovery starts before\n"
+		"                a daemon-only death is fenced\n"
 		"  --avoid NAME  do not generate a pattern that trips a known engine\n"
 		"                bug (valblk-release, adopt-bast, quecvt, lost-bast,\n"
 		"                toss, noorder-convq, purge-ast, overlap-lvb,\n"
@@ -1812,6 +1827,7 @@ int main(int argc, char **argv)
 		{ "ops", required_argument, NULL, 'o' },
 		{ "fault", required_argument, NULL, 'f' },
 		{ "faults", no_argument, NULL, 'N' },
+		{ "daemon-deaths", no_argument, NULL, 'D' },
 		{ "avoid", required_argument, NULL, 'a' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -1856,6 +1872,11 @@ int main(int argc, char **argv)
 			opts.o_ops = (unsigned int)v;
 			break;
 		case 'f':
+			/* a fault of the simulated cluster glue, not of the engines */
+			if (!strcmp(optarg, "no-fence-wait")) {
+				opts.o_no_fence_wait = true;
+				break;
+			}
 			for (i = 0; i < sizeof(fault_names) / sizeof(fault_names[0]); i++)
 				if (!strcmp(optarg, fault_names[i].name))
 					break;
@@ -1874,6 +1895,9 @@ int main(int argc, char **argv)
 		case 'N':
 			opts.o_faults = true;
 			break;
+		case 'D':
+			opts.o_daemon_deaths = true;
+			break;
 		case 'q':
 			opts.o_quiet = true;
 			break;
@@ -1889,6 +1913,11 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc)
 		goto bad;
+	if ((opts.o_daemon_deaths || opts.o_no_fence_wait) && !opts.o_faults) {
+		fprintf(stderr, "dlm-sim: --daemon-deaths and --fault no-fence-wait "
+			"need --faults\n");
+		return 2;
+	}
 	if (from) {
 		if (from > opts.o_last)
 			goto bad;
@@ -1899,10 +1928,12 @@ int main(int argc, char **argv)
 			return 1;
 		passed++;
 	}
-	printf("dlm-sim: %llu seed%s passed (seeds %llu..%llu, ops %u%s%s%s)\n",
+	printf("dlm-sim: %llu seed%s passed (seeds %llu..%llu, ops %u%s%s%s%s%s)\n",
 	       (unsigned long long)passed, passed == 1 ? "" : "s",
 	       (unsigned long long)opts.o_first, (unsigned long long)opts.o_last, opts.o_ops,
 	       opts.o_faults ? ", node faults" : "",
+	       opts.o_daemon_deaths ? ", daemon-only deaths" : "",
+	       opts.o_no_fence_wait ? ", glue fault no-fence-wait" : "",
 	       opts.o_fault ? ", fault " : "",
 	       opts.o_fault ? fault_name(opts.o_fault) : "");
 	return 0;

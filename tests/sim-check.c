@@ -10,11 +10,15 @@
  *             converting lock still holds its granted mode) are pairwise
  *             compatible unless their ranges are disjoint; and no resource
  *             has granted locks on two masters at once;
- *   order     a new request granted during this step, without NOORDER or
- *             EXPEDITE, must not have passed a request that was already
- *             queued ahead of it (any conversion, or any waiting request
- *             when the new one arrived in this step without HEADQUE) whose
- *             range overlaps and which is still queued after the step;
+ *   order     a lock granted during this step must not have passed one
+ *             queued ahead of it that is still queued after the step: a
+ *             new request (not NOORDER or EXPEDITE) passes no conversion
+ *             and no older waiter; a QUECVT conversion passes no older
+ *             conversion (see check_queue_order() for the rules and for
+ *             how queue order is known from outside: each lock's entry
+ *             into a queue is seen step by step, HEADQUE goes to the
+ *             head, locks entering in one step or rebuilt by a recovery
+ *             tie);
  *   stuck     nothing grantable is left queued once a step is over: a
  *             conversion without QUECVT that fits the other holders, a
  *             NOORDER waiter that fits, or the head of a queue (the walk
@@ -27,7 +31,9 @@
  *
  * With --faults only live nodes are walked (a dead node is fenced: its
  * locks count for nothing), so safety holds between a death and the end
- * of its recovery too; order and stuck are judged only on lockspaces that
+ * of its recovery too (at a new master still rebuilding its queues, a
+ * conversion the dead master may have done counts with either mode, see
+ * mode_unsettled()); order and stuck are judged only on lockspaces that
  * run (recovery rebuilds queues in any order and holds grants).  When a
  * recovery has finished everywhere, check_recovered() adds:
  *
@@ -87,6 +93,7 @@ static void walk_cb(void *arg, const struct dlm_lock_info *li)
 	w.w_rqmode = (int8_t)li->rqmode;
 	w.w_grrange = li->grrange;
 	w.w_rqrange = li->rqrange;
+	w.w_exflags = li->exflags;
 	w.w_running = wa->running;
 	w.w_next = -1;
 	if (w.w_res < 0) {
@@ -122,7 +129,7 @@ static const struct sim_winfo *snap_find(const struct sim_snap *s, int ls, uint3
 
 /* One lock of a master, chained per resource. */
 struct sim_held {
-	const struct sim_winfo *w;
+	struct sim_winfo *w;
 	int node;
 	int next;
 };
@@ -131,6 +138,30 @@ static bool is_held(const struct sim_winfo *w)
 {
 	return w->w_is_master && (w->w_status == DLM_LKSTS_GRANTED ||
 				  w->w_status == DLM_LKSTS_CONVERT);
+}
+
+/*
+ * The other mode a converting lock may really hold at a new master that
+ * is rebuilding its queues (its lockspace does not run), or IV.  The
+ * conversion was in flight to the dead master, which may have done it
+ * and granted other locks against the result without its owner hearing:
+ * a PR <-> CW conversion may have been granted (the mode asked for), a
+ * CONVDEADLK one demoted to NL.  The new master settles which, from the
+ * locks granted against it, before it grants anything
+ * (dlm_recover_conversions); until then the owner's copy shows the old
+ * mode, so safety is judged against either.  Once the lockspace runs
+ * every lock's mode is settled and judged exactly.
+ */
+static int mode_unsettled(const struct sim_winfo *w)
+{
+	if (w->w_running || w->w_status != DLM_LKSTS_CONVERT)
+		return DLM_LOCK_IV;
+	if ((w->w_grmode == DLM_LOCK_PR && w->w_rqmode == DLM_LOCK_CW) ||
+	    (w->w_grmode == DLM_LOCK_CW && w->w_rqmode == DLM_LOCK_PR))
+		return w->w_rqmode;
+	if (w->w_exflags & DLM_LKF_CONVDEADLK)
+		return DLM_LOCK_NL;
+	return DLM_LOCK_IV;
 }
 
 static const char *status_str(int st)
@@ -165,58 +196,183 @@ static bool request_flags(struct sim *sim, int node, const struct sim_winfo *w,
 	return true;
 }
 
-/* A new request granted in this step must not have jumped the queue. */
-static void check_order(struct sim *sim, int node, const struct sim_snap *prev,
-			const struct sim_snap *cur)
+/* ------------------------------------------------------------ order */
+
+/* The flags of w's latest request: the owner's model if it knows the lock,
+ * else what the engine recorded (an orphan's, an adopted lock's). */
+static uint32_t lock_flags(struct sim *sim, int node, const struct sim_winfo *w)
 {
-	unsigned int i, j;
+	uint32_t flags;
 
-	for (i = 0; i < cur->s_n; i++) {
-		const struct sim_winfo *l = &cur->s_info[i], *pl;
-		bool arrived;
-		uint32_t flags;
+	return request_flags(sim, node, w, &flags) ? flags : w->w_exflags;
+}
 
-		if (!l->w_is_master || l->w_status != DLM_LKSTS_GRANTED)
-			continue;
-		/* recovery rebuilds queues from resent locks in any order */
-		if (!l->w_running || !sim->nodes[node].n_ran_prev[l->w_ls])
-			continue;
-		pl = snap_find(prev, l->w_ls, l->w_lkid);
-		if (pl && pl->w_res == l->w_res && pl->w_status != DLM_LKSTS_NONE &&
-		    pl->w_status != DLM_LKSTS_WAITING)
-			continue;	/* was granted already, or a conversion */
-		arrived = !pl || pl->w_res != l->w_res || pl->w_status == DLM_LKSTS_NONE;
-		if (!request_flags(sim, node, l, &flags))
-			continue;
-		if (flags & (DLM_LKF_NOORDER | DLM_LKF_EXPEDITE))
-			continue;
-		for (j = 0; j < prev->s_n; j++) {
-			const struct sim_winfo *q = &prev->s_info[j], *qc;
+static bool is_queued(const struct sim_winfo *w)
+{
+	return w->w_status == DLM_LKSTS_WAITING || w->w_status == DLM_LKSTS_CONVERT;
+}
 
-			if (q->w_ls != l->w_ls || q->w_res != l->w_res ||
-			    q->w_lkid == l->w_lkid || !q->w_is_master)
-				continue;
-			if (q->w_status != DLM_LKSTS_CONVERT &&
-			    q->w_status != DLM_LKSTS_WAITING)
-				continue;
-			if (q->w_status == DLM_LKSTS_WAITING &&
-			    (!arrived || (flags & DLM_LKF_HEADQUE)))
-				continue;	/* their order is not known here */
-			qc = snap_find(cur, q->w_ls, q->w_lkid);
-			if (!qc || qc->w_res != q->w_res || qc->w_status != q->w_status)
-				continue;
-			if (!sim_ranges_overlap(&q->w_rqrange, &l->w_grrange))
-				continue;
-			{
-				char r[200];
+/* w's entry in its master's previous walk, if it was a master entry of
+ * the same resource then. */
+static const struct sim_winfo *prev_entry(struct sim *sim, int node,
+					  const struct sim_winfo *w)
+{
+	const struct sim_node *n = &sim->nodes[node];
+	const struct sim_winfo *pl = snap_find(&n->n_snap[n->n_cur ^ 1], w->w_ls, w->w_lkid);
 
-				sim_fail(sim, "ORDER: n%d granted new request %08x (%s, flags %x) on %s "
-					 "while %08x (%s %s->%s) was queued ahead and still is",
-					 node + 1, l->w_lkid, sim_mode_str(l->w_grmode), flags,
-					 sim_res_str(sim, l->w_res, r, sizeof(r)), q->w_lkid,
-					 status_str(q->w_status), sim_mode_str(q->w_grmode),
-					 sim_mode_str(q->w_rqmode));
+	return pl && pl->w_res == w->w_res && pl->w_is_master ? pl : NULL;
+}
+
+/* The key a lock entering one of r's queues at 'node' in this step gets:
+ * behind everything (the step's key), or with HEADQUE ahead of every lock
+ * already on that queue; while the lockspace does not run (a new master
+ * rebuilding its queues), the recovery's key, the same for all of them. */
+static int64_t entry_key(struct sim *sim, const struct sim_held *held, int head,
+			 int node, int status, uint32_t flags, bool running)
+{
+	int64_t key = (int64_t)sim->step * 2 + 2, min = INT64_MAX;
+	int k;
+
+	if (!running)
+		return sim->nodes[node].n_rec_key[held[head].w->w_ls];
+	if (!(flags & DLM_LKF_HEADQUE))
+		return key;
+	for (k = head; k >= 0; k = held[k].next) {
+		const struct sim_winfo *q = held[k].w;
+
+		if (held[k].node == node && q->w_status == status && !q->w_qnew &&
+		    q->w_qkey < min)
+			min = q->w_qkey;
+	}
+	return min == INT64_MAX ? key : min - 1;
+}
+
+/* Give every queued lock of one resource (chain 'head') its queue key:
+ * kept from the previous walk while it stays on the same queue of the
+ * same master, new when it entered one. */
+static void order_keys(struct sim *sim, struct sim_held *held, int head)
+{
+	int k, pass;
+
+	/* first the locks that stayed, then the new ones (HEADQUE ones go
+	 * ahead of those that stayed) */
+	for (pass = 0; pass < 2; pass++)
+		for (k = head; k >= 0; k = held[k].next) {
+			struct sim_winfo *w = held[k].w;
+			const struct sim_winfo *pl;
+
+			if (!is_queued(w))
+				continue;
+			pl = prev_entry(sim, held[k].node, w);
+			if (pass == 0) {
+				w->w_qnew = !pl || pl->w_status != w->w_status;
+				if (!w->w_qnew)
+					w->w_qkey = pl->w_qkey;
+			} else if (w->w_qnew) {
+				w->w_qkey = entry_key(sim, held, head, held[k].node,
+						      w->w_status,
+						      lock_flags(sim, held[k].node, w),
+						      w->w_running);
 			}
+		}
+}
+
+static void order_fail(struct sim *sim, int node, const struct sim_winfo *l,
+		       const char *how, uint32_t flags, const struct sim_winfo *q)
+{
+	char r[200];
+
+	sim_fail(sim, "ORDER: master n%d of %s granted %s %08x (now %s, flags %x) "
+		 "while %08x (%s %s->%s), queued ahead of it, stays blocked",
+		 node + 1, sim_res_str(sim, l->w_res, r, sizeof(r)), how, l->w_lkid,
+		 sim_mode_str(l->w_grmode), flags, q->w_lkid, status_str(q->w_status),
+		 sim_mode_str(q->w_grmode), sim_mode_str(q->w_rqmode));
+}
+
+/*
+ * Queue order, for one resource (chain 'head'), judged by what changed at
+ * its master since the previous walk (one step).  A lock granted in this
+ * step must not have passed a lock that was queued ahead of it and is
+ * still queued after the step (it was never grantable in the step, so
+ * the rules kept the later one waiting too):
+ *
+ *   a new request (from the wait queue, or at once on arrival), unless
+ *   EXPEDITE or NOORDER: no conversion may stay queued, and no waiter
+ *   with a lower key (older; a NOORDER one too: it holds its place);
+ *   a conversion from the convert queue with QUECVT: no conversion with
+ *   a lower key may stay queued;
+ *   a conversion granted on arrival with QUECVT (HEADQUE puts it at the
+ *   head, so not then): no conversion queued before the step may stay.
+ *
+ * Conversions without QUECVT are granted whenever they fit, regardless of
+ * the convert queue (the engine's rule, core/lock.c), so their order is
+ * not judged.  A key is the step in which the lock entered its queue, as
+ * seen here: several locks entering in one step tie (their order is not
+ * known from outside), and so do all locks a new master rebuilt while its
+ * lockspace did not run (recovery resends them in any order); locks that
+ * arrive after the recovery go behind all of them.  Grants are judged
+ * only between two walks of a running lockspace: the step that finishes
+ * a recovery grants what the rebuilt queues allow, in an order the
+ * outside cannot know.
+ */
+static void check_queue_order(struct sim *sim, const struct sim_held *held, int head)
+{
+	int k, j;
+
+	for (k = head; k >= 0 && !sim->failed; k = held[k].next) {
+		const struct sim_winfo *l = held[k].w, *pl;
+		int node = held[k].node;
+		uint32_t flags;
+		int64_t key;
+		bool conv, arrived;
+
+		if (l->w_status != DLM_LKSTS_GRANTED || !l->w_running ||
+		    !sim->nodes[node].n_ran_prev[l->w_ls])
+			continue;
+		pl = prev_entry(sim, node, l);
+		if (pl && pl->w_status == DLM_LKSTS_GRANTED) {
+			if (pl->w_grmode == l->w_grmode)
+				continue;	/* nothing new (or a same-mode conversion) */
+			conv = true;		/* converted on arrival */
+			arrived = true;
+		} else if (pl && pl->w_status == DLM_LKSTS_CONVERT) {
+			if (pl->w_grmode == l->w_grmode)
+				continue;	/* cancelled, or demoted and cancelled */
+			conv = true;
+			arrived = false;
+		} else {
+			conv = false;		/* a new request */
+			arrived = !pl || pl->w_status != DLM_LKSTS_WAITING;
+		}
+		flags = lock_flags(sim, node, l);
+		if (flags & DLM_LKF_EXPEDITE)
+			continue;
+		if (conv && !(flags & DLM_LKF_QUECVT))
+			continue;
+		if (!conv && (flags & DLM_LKF_NOORDER))
+			continue;
+		if (conv && arrived && (flags & DLM_LKF_HEADQUE))
+			continue;
+		key = arrived ? entry_key(sim, held, head, node,
+					  conv ? DLM_LKSTS_CONVERT : DLM_LKSTS_WAITING,
+					  flags, true) : pl->w_qkey;
+		for (j = head; j >= 0; j = held[j].next) {
+			const struct sim_winfo *q = held[j].w;
+
+			if (held[j].node != node || q == l || !is_queued(q))
+				continue;
+			if (conv) {
+				if (q->w_status != DLM_LKSTS_CONVERT)
+					continue;
+				if (arrived ? q->w_qnew : q->w_qkey >= key)
+					continue;
+			} else if (q->w_status == DLM_LKSTS_WAITING && q->w_qkey >= key) {
+				continue;
+			}
+			order_fail(sim, node, l, conv ? (arrived ? "QUECVT conversion on arrival" :
+							 "QUECVT conversion") :
+				   arrived ? "new request on arrival" : "waiting request",
+				   flags, q);
 			return;
 		}
 	}
@@ -314,7 +470,6 @@ void check_engines(struct sim *sim)
 
 	for (i = 0; i < sim->nnodes && !sim->failed; i++) {
 		struct sim_node *n = &sim->nodes[i];
-		struct sim_snap *prev = &n->n_snap[n->n_cur];
 		struct sim_snap *cur = &n->n_snap[n->n_cur ^ 1];
 
 		if (!n->n_alive)
@@ -332,11 +487,10 @@ void check_engines(struct sim *sim)
 			if (!winfo_cmp(&cur->s_info[j - 1], &cur->s_info[j]))
 				sim_fail(sim, "n%u walk: lock id %08x appears twice",
 					 i + 1, cur->s_info[j].w_lkid);
-		if (!sim->failed)
-			check_order(sim, (int)i, prev, cur);
 		for (ls = 0; ls < sim->nls; ls++)
-			n->n_ran_prev[ls] = dlm_core_ls_state(n->n_ls[ls], NULL, NULL) ==
-					    DLM_LS_RUNNING;
+			if (dlm_core_ls_state(n->n_ls[ls], NULL, NULL) != DLM_LS_RUNNING &&
+			    (n->n_ran_prev[ls] || !n->n_rec_key[ls]))
+				n->n_rec_key[ls] = (int64_t)sim->step * 2 + 1;
 		n->n_cur ^= 1;
 	}
 	if (sim->failed)
@@ -366,12 +520,12 @@ void check_engines(struct sim *sim)
 
 	/* pool every master's locks by resource */
 	for (i = 0; i < sim->nnodes; i++) {
-		const struct sim_snap *s = &sim->nodes[i].n_snap[sim->nodes[i].n_cur];
+		struct sim_snap *s = &sim->nodes[i].n_snap[sim->nodes[i].n_cur];
 
 		if (!sim->nodes[i].n_alive)
 			continue;
 		for (j = 0; j < s->s_n; j++) {
-			const struct sim_winfo *w = &s->s_info[j];
+			struct sim_winfo *w = &s->s_info[j];
 			struct sim_res *r;
 
 			if (!w->w_is_master || w->w_status == DLM_LKSTS_NONE)
@@ -409,6 +563,8 @@ void check_engines(struct sim *sim)
 		 * conversion the dead master had done comes back as it was */
 		if (!a->w_running && (sim->opts->o_avoid & AVOID_RECOVERY_INFLIGHT))
 			continue;
+		if (mode_unsettled(a) == DLM_LOCK_NL)
+			continue;
 		for (k = held[i].next; k >= 0; k = held[k].next) {
 			const struct sim_winfo *b = held[k].w;
 			char r[200];
@@ -425,6 +581,14 @@ void check_engines(struct sim *sim)
 			}
 			if (sim_compat(a->w_grmode, b->w_grmode) ||
 			    !sim_ranges_overlap(&a->w_grrange, &b->w_grrange))
+				continue;
+			if (mode_unsettled(b) == DLM_LOCK_NL ||
+			    (mode_unsettled(a) >= 0 &&
+			     sim_compat(mode_unsettled(a), b->w_grmode)) ||
+			    (mode_unsettled(b) >= 0 &&
+			     sim_compat(a->w_grmode, mode_unsettled(b))) ||
+			    (mode_unsettled(a) >= 0 && mode_unsettled(b) >= 0 &&
+			     sim_compat(mode_unsettled(a), mode_unsettled(b))))
 				continue;
 			sim_fail(sim, "SAFETY (engines): master n%d of %s grants %08x %s [%llu-%llu] "
 				 "(node %u) and %08x %s [%llu-%llu] (node %u)", held[i].node + 1,
@@ -447,9 +611,17 @@ void check_engines(struct sim *sim)
 		if (r->r_mark == mark)
 			continue;
 		r->r_mark = mark;
-		check_stuck(sim, held, r->r_head);
+		order_keys(sim, held, r->r_head);
+		check_queue_order(sim, held, r->r_head);
+		if (!sim->failed)
+			check_stuck(sim, held, r->r_head);
 	}
 	free(held);
+	for (i = 0; i < sim->nnodes; i++)
+		for (ls = 0; ls < sim->nls; ls++)
+			sim->nodes[i].n_ran_prev[ls] = sim->nodes[i].n_alive &&
+				dlm_core_ls_state(sim->nodes[i].n_ls[ls], NULL, NULL) ==
+				DLM_LS_RUNNING;
 }
 
 void check_free(struct sim *sim)

@@ -11,6 +11,17 @@
  * loosened where the death may make a value stale (see
  * model_node_dies()).
  *
+ * Daemon-only death (--daemon-deaths: a share of the deaths).  Only the
+ * node's engine dies, as when dlmd alone is killed: its links go as
+ * above, but its clients live on, still relying on every lock they were
+ * granted, until the glue fences the node (a fence time 20-220 ms later;
+ * in the simulator the fence is the moment its clients are known dead
+ * and leave the model).  The glue stops the lockspaces at once but
+ * starts no recovery before that fence, since recovery gives the dead
+ * node's locks away: the client-level safety check catches a glue that
+ * does (--fault no-fence-wait, in sim-broken.test).  A fenced node may
+ * rejoin later like any dead one.
+ *
  * Join.  When membership is settled, a node may join: a fresh engine
  * under a new id, or a dead id restarted empty.  It creates its
  * lockspaces with the new member list, stopped, and takes part in the
@@ -46,6 +57,9 @@
 #define FAULT_PERMILLE_BUSY	30	/* ... and while a recovery runs */
 #define FAULT_MAX_PER_SEED	4
 #define JOIN_PCT		35	/* a fault is a join (when one may happen) */
+#define DAEMON_DEATH_PCT	40	/* --daemon-deaths: a death is the daemon's only */
+#define FENCE_MIN_MS		20	/* a daemon-only death is fenced this late, */
+#define FENCE_SPREAD_MS		200	/* ... plus up to this */
 
 static uint32_t node_bit(int node)
 {
@@ -112,23 +126,57 @@ static void queue_cmd(struct sim *sim, int node, enum sim_cmd_kind kind, uint64_
 	c->c_members = sim->members;
 }
 
-/* A new membership (sim->members): a new event, stop and start for all. */
+/* The latest fence time of a daemon-only death not fenced yet, or 0. */
+static uint64_t fence_pending(const struct sim *sim)
+{
+	uint64_t last = 0;
+	unsigned int i;
+
+	for (i = 0; i < sim->nnodes; i++)
+		if (sim->nodes[i].n_fence_at > last)
+			last = sim->nodes[i].n_fence_at;
+	return last;
+}
+
+/* A new membership (sim->members): a new event, stop and start for all.
+ * The stops come at once; no start comes before every node whose daemon
+ * died alone is fenced (unless the glue is broken on purpose: --fault
+ * no-fence-wait), since recovery gives that node's locks away. */
 static void membership_change(struct sim *sim)
 {
+	uint64_t fence = sim->opts->o_no_fence_wait ? 0 : fence_pending(sim);
 	unsigned int i;
 
 	sim->event++;
 	sim_trace(sim, "glue event %u: members %x", sim->event, sim->members);
 	for (i = 0; i < sim->nnodes; i++) {
-		uint64_t stop;
+		uint64_t stop, start;
 
 		if (!(sim->members & node_bit((int)i)))
 			continue;
 		stop = sim->now + rng_below(&sim->rng, GLUE_STAGGER_MS + 1);
 		queue_cmd(sim, (int)i, CMD_STOP, stop);
-		queue_cmd(sim, (int)i, CMD_START,
-			  stop + rng_below(&sim->rng, GLUE_STAGGER_MS + 1));
+		start = stop + rng_below(&sim->rng, GLUE_STAGGER_MS + 1);
+		if (start <= fence)
+			start = fence + 1;
+		queue_cmd(sim, (int)i, CMD_START, start);
 	}
+}
+
+static bool fence_due(const struct sim *sim, int node)
+{
+	const struct sim_node *n = &sim->nodes[node];
+
+	return n->n_fence_at && n->n_fence_at <= sim->now;
+}
+
+/* The node whose daemon died is fenced: its clients are dead now, and
+ * leave the model (until now they relied on every lock they held). */
+static void fence_node(struct sim *sim, int node)
+{
+	sim_trace(sim, "FENCE n%d: its clients are gone", node + 1);
+	sim->nodes[node].n_fence_at = 0;
+	model_node_fenced(sim, node);
 }
 
 static bool can_finish(const struct sim *sim, int node, unsigned int ls)
@@ -147,6 +195,8 @@ static bool node_due(const struct sim *sim, int node)
 	const struct sim_node *n = &sim->nodes[node];
 	unsigned int ls;
 
+	if (fence_due(sim, node))
+		return true;
 	if (!n->n_alive)
 		return false;
 	if (n->n_ncmds)
@@ -172,7 +222,8 @@ bool glue_busy(const struct sim *sim)
 	unsigned int i;
 
 	for (i = 0; i < sim->nnodes; i++)
-		if (sim->nodes[i].n_alive && !node_running(sim, (int)i))
+		if ((sim->nodes[i].n_alive && !node_running(sim, (int)i)) ||
+		    sim->nodes[i].n_fence_at)
 			return true;
 	return false;
 }
@@ -187,6 +238,8 @@ uint64_t glue_next_due(const struct sim *sim)
 
 		if (n->n_alive && n->n_ncmds && n->n_cmds[0].c_due < best)
 			best = n->n_cmds[0].c_due;
+		if (n->n_fence_at && n->n_fence_at < best)
+			best = n->n_fence_at;
 	}
 	return best;
 }
@@ -230,6 +283,12 @@ void glue_step(struct sim *sim)
 	unsigned int i, ls;
 	bool all;
 
+	/* a fence first: a start may wait for it */
+	for (i = 0; i < sim->nnodes; i++)
+		if (fence_due(sim, (int)i)) {
+			fence_node(sim, (int)i);
+			return;
+		}
 	for (i = 0; i < sim->nnodes; i++)
 		if (node_due(sim, (int)i))
 			cand[ncand++] = (int)i;
@@ -274,13 +333,24 @@ void glue_step(struct sim *sim)
 
 /* ------------------------------------------------------- death, join */
 
-static void node_dies(struct sim *sim, int node)
+static void node_dies(struct sim *sim, int node, bool daemon_only)
 {
 	struct sim_node *n = &sim->nodes[node];
 	unsigned int ls;
 
-	sim_trace(sim, "DEATH n%d (event %u)", node + 1, n->n_event);
+	if (daemon_only) {
+		n->n_fence_at = sim->now + FENCE_MIN_MS +
+				rng_below(&sim->rng, FENCE_SPREAD_MS + 1);
+		sim_trace(sim, "DAEMON DEATH n%d (event %u): its clients live on until "
+			  "it is fenced at %llums", node + 1, n->n_event,
+			  (unsigned long long)n->n_fence_at);
+		sim->n_daemon_deaths++;
+	} else {
+		sim_trace(sim, "DEATH n%d (event %u)", node + 1, n->n_event);
+	}
 	model_node_dies(sim, node);
+	if (!daemon_only)
+		model_node_fenced(sim, node);
 	net_drop_node(&sim->net, n->n_id);
 	dlm_core_free(n->n_core);
 	n->n_core = NULL;
@@ -381,7 +451,7 @@ static bool try_fault(struct sim *sim)
 	for (i = 0; i < sim->nnodes; i++) {
 		if (sim->nodes[i].n_alive)
 			live[alive++] = (int)i;
-		else
+		else if (!sim->nodes[i].n_fence_at)	/* no rejoin before the fence */
 			dead[ndead++] = (int)i;
 	}
 	can_die = alive >= 2;
@@ -397,7 +467,9 @@ static bool try_fault(struct sim *sim)
 		if (rc)
 			sim_fail(sim, "n%d could not join: %d", node + 1, rc);
 	} else {
-		node_dies(sim, live[rng_below(&sim->rng, (uint32_t)alive)]);
+		node = live[rng_below(&sim->rng, (uint32_t)alive)];
+		node_dies(sim, node, sim->opts->o_daemon_deaths &&
+			  rng_pct(&sim->rng, DAEMON_DEATH_PCT));
 	}
 	sim->fault_budget--;
 	return true;

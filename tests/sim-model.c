@@ -931,13 +931,13 @@ void model_check_clients(struct sim *sim)
 
 /* --------------------------------------------------------- node death */
 
-/* Node 'node' died (--faults).  Where that may lose an LVB, loosen the
- * model: on resources it held in PW/EX (granted or asked for: a purged
- * writer makes the value invalid, unless its release got there first),
- * and on resources no survivor is seen to master (it may have been the
- * master; with no surviving holder either, the resource may come back
- * afresh).  Then its clients' locks and its orphans leave the model: it
- * is fenced, nobody relies on them. */
+/* Node 'node''s engine died (--faults; with its clients, or alone).
+ * Where that may lose an LVB, loosen the model: on resources it held in
+ * PW/EX (granted or asked for: a purged writer makes the value invalid,
+ * unless its release got there first), and on resources no survivor is
+ * seen to master (it may have been the master; with no surviving holder
+ * either, the resource may come back afresh).  Its clients' locks stay
+ * until model_node_fenced(). */
 void model_node_dies(struct sim *sim, int node)
 {
 	bool *dead_writer = calloc(sim->nres + 1, sizeof(bool));
@@ -986,6 +986,17 @@ void model_node_dies(struct sim *sim, int node)
 	for (i = 0; i < sim->nres; i++)
 		if (dead_writer[i] || !live_master[i])
 			lvb_loosen(sim, (int)i, !live_holder[i]);
+out:
+	free(dead_writer);
+	free(live_master);
+	free(live_holder);
+}
+
+/* Node 'node' is fenced: its clients' locks and its orphans leave the
+ * model, nobody relies on them. */
+void model_node_fenced(struct sim *sim, int node)
+{
+	unsigned int b;
 
 	/* forget every lock of the node: parents and children go together */
 	for (b = 0; b < SIM_LOCK_HASH; b++) {
@@ -1008,10 +1019,6 @@ void model_node_dies(struct sim *sim, int node)
 			lock_forget(sim, lk);
 		}
 	}
-out:
-	free(dead_writer);
-	free(live_master);
-	free(live_holder);
 }
 
 /* --avoid recovery-toss: a recovery drops every resource nobody holds a

@@ -226,7 +226,11 @@ struct sim_winfo {
 	int8_t		w_rqmode;
 	struct dlm_range w_grrange;
 	struct dlm_range w_rqrange;
+	uint32_t	w_exflags;	/* the engine's flags of its latest request */
 	bool		w_running;	/* its lockspace was running at the walk */
+	bool		w_qnew;		/* entered its queue in this step */
+	int64_t		w_qkey;		/* queue order (see sim-check.c): lower
+					 * is ahead, equal is unknown */
 	int		w_next;		/* per-resource chain, scratch */
 };
 
@@ -267,12 +271,16 @@ struct sim_node {
 	struct sim_snap	n_snap[2];	/* engine walk: previous and current */
 	int		n_cur;
 	bool		n_ran_prev[SIM_MAX_LS];	/* lockspace running at the last walk */
+	int64_t		n_rec_key[SIM_MAX_LS];	/* queue key of locks rebuilt while
+						 * the lockspace did not run */
 	/* --faults: the glue's view of this node */
 	bool		n_joined;	/* clients may work (finished a first recovery) */
 	uint32_t	n_event;	/* last event started here */
 	uint32_t	n_done[SIM_MAX_LS];	/* recovery_done(event) reported */
 	struct sim_cmd	n_cmds[SIM_MAX_CMDS];
 	unsigned int	n_ncmds;
+	uint64_t	n_fence_at;	/* its daemon died, its clients live on
+					 * until this fence time; 0: none */
 };
 
 /* A remote orphan purge in flight: it hits the orphans the target has
@@ -302,6 +310,8 @@ struct sim_opts {
 	unsigned int	o_ops;
 	enum dlm_core_fault o_fault;
 	bool		o_faults;	/* node deaths and joins, recovery */
+	bool		o_daemon_deaths; /* --faults: some deaths are the daemon's only */
+	bool		o_no_fence_wait; /* broken glue: recover before the fence */
 	bool		o_quiet;
 	bool		o_verbose;
 	uint32_t	o_avoid;	/* AVOID_*: steer clear of known engine bugs */
@@ -379,6 +389,7 @@ struct sim {
 	bool		check_recovered; /* all finished: check after this step */
 	unsigned int	fault_budget;	/* node faults left for this seed */
 	uint64_t	n_deaths;
+	uint64_t	n_daemon_deaths;
 	uint64_t	n_joins;
 	uint64_t	n_recoveries;
 
@@ -436,6 +447,7 @@ void model_deliver_ast(struct sim *sim, const struct sim_ast_rec *a);
 void model_check_clients(struct sim *sim);
 
 void model_node_dies(struct sim *sim, int node);
+void model_node_fenced(struct sim *sim, int node);
 void model_recovery_toss(struct sim *sim);
 void model_recovery_purge(struct sim *sim, int node);
 
