@@ -47,6 +47,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,10 +325,8 @@ static char *trim(char *s)
 
 int dlmd_config_load(struct dlmd_config *cf, const char *path, bool must_exist)
 {
-	char line[LINE_MAX_LEN + 2], seen[MAX_KEYS][48];
-	unsigned int lineno = 0, nseen = 0;
 	FILE *f;
-	int rv = 0;
+	int rv;
 
 	f = fopen(path, "r");
 	if (!f) {
@@ -339,13 +338,42 @@ int dlmd_config_load(struct dlmd_config *cf, const char *path, bool must_exist)
 		return rv;
 	}
 	snprintf(cf->cf_file, sizeof(cf->cf_file), "%s", path);
+	rv = dlmd_config_parse(cf, f, path, stderr);
+	fclose(f);
+	return rv;
+}
+
+/* An error line, or nothing when errf is NULL. */
+static void errmsg(FILE *errf, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void errmsg(FILE *errf, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!errf)
+		return;
+	va_start(ap, fmt);
+	vfprintf(errf, fmt, ap);
+	va_end(ap);
+}
+
+/* The parser proper, on an open stream ('path' names it in errors, which
+ * go to errf); the config fuzz target (tests/fuzz-config.c) feeds it from
+ * memory. */
+int dlmd_config_parse(struct dlmd_config *cf, FILE *f, const char *path,
+		      FILE *errf)
+{
+	char line[LINE_MAX_LEN + 2], seen[MAX_KEYS][48];
+	unsigned int lineno = 0, nseen = 0;
+	int rv = 0;
+
 	while (fgets(line, sizeof(line), f)) {
 		char *s, *eq, *k, *v, *hash;
 		const char *why = "bad value";
 
 		lineno++;
 		if (strlen(line) > LINE_MAX_LEN) {
-			fprintf(stderr, "%s:%u: line too long\n", path, lineno);
+			errmsg(errf, "%s:%u: line too long\n", path, lineno);
 			rv = -EINVAL;
 			break;
 		}
@@ -357,7 +385,7 @@ int dlmd_config_load(struct dlmd_config *cf, const char *path, bool must_exist)
 			continue;
 		eq = strchr(s, '=');
 		if (!eq) {
-			fprintf(stderr, "%s:%u: expected \"key = value\"\n", path,
+			errmsg(errf, "%s:%u: expected \"key = value\"\n", path,
 				lineno);
 			rv = -EINVAL;
 			break;
@@ -367,7 +395,7 @@ int dlmd_config_load(struct dlmd_config *cf, const char *path, bool must_exist)
 		v = trim(eq + 1);
 		for (unsigned int i = 0; i < nseen; i++) {
 			if (!strcmp(seen[i], k)) {
-				fprintf(stderr, "%s:%u: key '%s' given twice\n",
+				errmsg(errf, "%s:%u: key '%s' given twice\n",
 					path, lineno, k);
 				rv = -EINVAL;
 				goto out;
@@ -375,12 +403,12 @@ int dlmd_config_load(struct dlmd_config *cf, const char *path, bool must_exist)
 		}
 		rv = set_key(cf, k, v, &why);
 		if (rv == -ENOENT) {
-			fprintf(stderr, "%s:%u: unknown key '%s'\n", path, lineno, k);
+			errmsg(errf, "%s:%u: unknown key '%s'\n", path, lineno, k);
 			rv = -EINVAL;
 			break;
 		}
 		if (rv) {
-			fprintf(stderr, "%s:%u: bad value '%s' for %s: %s\n", path,
+			errmsg(errf, "%s:%u: bad value '%s' for %s: %s\n", path,
 				lineno, v, k, why);
 			rv = -EINVAL;
 			break;
@@ -389,7 +417,6 @@ int dlmd_config_load(struct dlmd_config *cf, const char *path, bool must_exist)
 			snprintf(seen[nseen++], sizeof(seen[0]), "%s", k);
 	}
 out:
-	fclose(f);
 	return rv;
 }
 

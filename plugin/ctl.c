@@ -385,6 +385,21 @@ static void ctl_execute(struct dlmd *d, char *line, struct sbuf *out)
 	free(body.sb_s);
 }
 
+/* One request line (without its newline) answered as the socket would
+ * answer it: malloc'd "OK\n<body>" or "ERR <errno> <message>\n", NULL
+ * when out of memory.  For tests/fuzz-ctl.c. */
+char *dlmd_ctl_answer(struct dlmd *d, char *line)
+{
+	struct sbuf out = { 0 };
+
+	ctl_execute(d, line, &out);
+	if (out.sb_oom) {
+		free(out.sb_s);
+		return NULL;
+	}
+	return out.sb_s;
+}
+
 /* ------------------------------------------------------------------ */
 /* connections                                                         */
 /* ------------------------------------------------------------------ */

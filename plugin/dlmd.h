@@ -123,6 +123,8 @@ void dlmd_config_defaults(struct dlmd_config *cf);
  * stderr and returns a negative errno.  A missing file is an error only
  * when 'must_exist'. */
 int dlmd_config_load(struct dlmd_config *cf, const char *path, bool must_exist);
+int dlmd_config_parse(struct dlmd_config *cf, FILE *f, const char *path,
+		      FILE *errf);
 /* The effective configuration as "key = value" lines (malloc'd). */
 char *dlmd_config_dump(const struct dlmd_config *cf);
 
@@ -280,6 +282,8 @@ void dlmd_client_close(struct dlmd *d, struct dlmd_client *c);
 /* ctl.c */
 int dlmd_ctl_listen(struct dlmd *d);
 void dlmd_ctl_fini(struct dlmd *d);
+/* One control request line answered in memory (tests/fuzz-ctl.c). */
+char *dlmd_ctl_answer(struct dlmd *d, char *line);
 
 /* cluster.c */
 int dlmd_cluster_init(struct dlmd *d);
