@@ -84,6 +84,13 @@
 #define DLMP_VERSION_MAJOR	1
 #define DLMP_VERSION_MINOR	0
 #define DLMP_VERSION_PATCH	0
+/* The kernel DLM device interface (DLM_DEVICE_VERSION_*) whose semantics
+ * dlmd gives: dlm_kernel_version() and dlm_library_version() report it,
+ * as programs (lvmlockd) compare it with the kernel versions they know.
+ * The dlmd protocol version above is shown by "dlmctl status". */
+#define DLMP_DEVICE_COMPAT_MAJOR	6
+#define DLMP_DEVICE_COMPAT_MINOR	0
+#define DLMP_DEVICE_COMPAT_PATCH	2
 
 #define DLMD_DEFAULT_SOCKET	"/run/dlmd/dlmd.sock"
 #define DLMD_DEFAULT_CTL_SOCKET	"/run/dlmd/dlmd-ctl.sock"
@@ -101,9 +108,9 @@ enum dlmp_type {
 	DLMP_LS_OPEN = 3,	/* + SCM_RIGHTS AST socket; -> REPLY */
 	DLMP_LS_RELEASE = 4,	/* privileged; -> REPLY */
 	DLMP_LOCK = 5,		/* -> REPLY value=lkid */
-	DLMP_UNLOCK = 6,	/* -> REPLY */
+	DLMP_UNLOCK = 6,	/* -> REPLY value=DLMP_UNLOCK_* */
 	DLMP_PURGE = 7,		/* -> REPLY value=orphans purged */
-	DLMP_DEADLOCK = 8,	/* -> REPLY */
+	DLMP_DEADLOCK = 8,	/* -> REPLY value=DLMP_UNLOCK_* */
 	DLMP_REPLY = 64,	/* daemon -> client, request connection */
 	DLMP_AST = 65,		/* daemon -> client, AST socket */
 };
@@ -116,6 +123,11 @@ enum dlmp_type {
 /* LOCK.lk_bits */
 #define DLMP_LK_RANGE		0x1	/* range fields are meaningful */
 #define DLMP_LK_LVB		0x2	/* lvb field is meaningful */
+
+/* UNLOCK's REPLY value: what follows a successful request. */
+#define DLMP_UNLOCK_AST		0	/* a completion AST */
+#define DLMP_UNLOCK_NOTHING	1	/* a cancel found nothing to cancel
+					 * (granted first): no AST follows */
 
 /* AST.as_kind */
 #define DLMP_AST_COMP		1

@@ -631,12 +631,16 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	return 0;
 }
 
+/* *nothing is set when a cancel had nothing to cancel: no AST follows and
+ * the status block keeps its status. */
 static int ls_unlock(struct ls_handle *h, uint32_t lkid, uint32_t flags,
-		     struct dlm_lksb *lksb, ast_fn astaddr, void *astarg)
+		     struct dlm_lksb *lksb, ast_fn astaddr, void *astarg,
+		     bool *nothing)
 {
 	struct dlmp_msg msg;
 	struct dlmp_unlock *ul = &msg.m_u.unlock;
 	struct dlmp_reply reply;
+	int old_status = lksb ? lksb->sb_status : 0, rv;
 
 	if (!h)
 		return -ENOTCONN;
@@ -655,7 +659,14 @@ static int ls_unlock(struct ls_handle *h, uint32_t lkid, uint32_t flags,
 	}
 	if (lksb)
 		lksb->sb_status = EINPROG;
-	return handle_request(h, &msg, &reply);
+	rv = handle_request(h, &msg, &reply);
+	if (!rv && reply.rp_value == DLMP_UNLOCK_NOTHING) {
+		if (lksb)
+			lksb->sb_status = old_status;
+		if (nothing)
+			*nothing = true;
+	}
+	return rv;
 }
 
 /* The _wait forms' final status: the pthread library leaves it in the
@@ -694,12 +705,13 @@ static int ls_unlock_wait(struct ls_handle *h, uint32_t lkid, uint32_t flags,
 			  struct dlm_lksb *lksb)
 {
 	struct sync_wait sw = { .sw_h = h, .sw_done = false };
+	bool nothing = false;
 	int rv;
 
 	if (!lksb)
 		return -EINVAL;
-	rv = ls_unlock(h, lkid, flags, lksb, sync_ast, &sw);
-	if (rv)
+	rv = ls_unlock(h, lkid, flags, lksb, sync_ast, &sw, &nothing);
+	if (rv || nothing)
 		return rv;
 	rv = sync_wait(h, &sw);
 	if (rv)
@@ -735,7 +747,7 @@ int dlm_ls_lockx(dlm_lshandle_t ls, uint32_t mode, struct dlm_lksb *lksb,
 int dlm_ls_unlock(dlm_lshandle_t ls, uint32_t lkid, uint32_t flags,
 		  struct dlm_lksb *lksb, void *astarg)
 {
-	return ret_errno(ls_unlock(ls, lkid, flags, lksb, NULL, astarg));
+	return ret_errno(ls_unlock(ls, lkid, flags, lksb, NULL, astarg, NULL));
 }
 
 int dlm_ls_lock_wait(dlm_lshandle_t ls, uint32_t mode, struct dlm_lksb *lksb,
@@ -851,7 +863,7 @@ int dlm_unlock(uint32_t lkid, uint32_t flags, struct dlm_lksb *lksb, void *astar
 
 	if (!h)
 		return ret_errno(err);
-	return ret_errno(ls_unlock(h, lkid, flags, lksb, NULL, astarg));
+	return ret_errno(ls_unlock(h, lkid, flags, lksb, NULL, astarg, NULL));
 }
 
 int dlm_unlock_wait(uint32_t lkid, uint32_t flags, struct dlm_lksb *lksb)
@@ -894,23 +906,28 @@ int dlm_kernel_version(uint32_t *maj, uint32_t *min, uint32_t *patch)
 	close(fd);
 	if (rv)
 		return ret_errno(rv);
+	/* A daemon that speaks our protocol gives the kernel device
+	 * interface's semantics: report that version, as the established
+	 * library reports the kernel's. */
+	if (reply.rp_value != DLMP_VERSION_MAJOR)
+		return ret_errno(-EPROTO);
 	if (maj)
-		*maj = reply.rp_value;
+		*maj = DLMP_DEVICE_COMPAT_MAJOR;
 	if (min)
-		*min = reply.rp_value2;
+		*min = DLMP_DEVICE_COMPAT_MINOR;
 	if (patch)
-		*patch = reply.rp_value3;
+		*patch = DLMP_DEVICE_COMPAT_PATCH;
 	return 0;
 }
 
 void dlm_library_version(uint32_t *maj, uint32_t *min, uint32_t *patch)
 {
 	if (maj)
-		*maj = DLMP_VERSION_MAJOR;
+		*maj = DLMP_DEVICE_COMPAT_MAJOR;
 	if (min)
-		*min = DLMP_VERSION_MINOR;
+		*min = DLMP_DEVICE_COMPAT_MINOR;
 	if (patch)
-		*patch = DLMP_VERSION_PATCH;
+		*patch = DLMP_DEVICE_COMPAT_PATCH;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1016,6 +1033,24 @@ int lock_resource(const char *resource, int mode, int flags, int *lockid)
 		return ret_errno(err);
 	if (!resource || !lockid || mode < 0)
 		return ret_errno(-EINVAL);
+	if (flags & LKF_CONVERT) {
+		/* Convert the lock *lockid names, in its own status block
+		 * (it stays on the list; the caller does not unlock it
+		 * meanwhile, as with the established library). */
+		pthread_mutex_lock(&resource_locks_lock);
+		for (rl = resource_locks; rl; rl = rl->rl_next)
+			if ((int)rl->rl_lksb.sb_lkid == *lockid)
+				break;
+		pthread_mutex_unlock(&resource_locks_lock);
+		if (!rl)
+			return ret_errno(-ENOENT);
+		rv = ls_lock_wait(h, (uint32_t)mode, &rl->rl_lksb, (uint32_t)flags,
+				  resource, (unsigned int)strlen(resource), 0, NULL,
+				  NULL, NULL);
+		if (!rv && rl->rl_lksb.sb_status)
+			rv = -rl->rl_lksb.sb_status;
+		return ret_errno(rv);
+	}
 	rl = calloc(1, sizeof(*rl));
 	if (!rl)
 		return ret_errno(-ENOMEM);

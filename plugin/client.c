@@ -867,6 +867,13 @@ static int req_unlock(struct req_ctx *rq)
 		req.lvb = ul->ul_lvb;
 	req.owner = c->cl_owner;
 	rv = dlm_core_unlock(c->cl_ls->dl_core, &req);
+	if (rv == -EBUSY && (req.flags & DLM_LKF_CANCEL)) {
+		/* As the kernel's device answers a cancel that comes too
+		 * late (the lock was granted, or a cancel is already under
+		 * way): success, and no completion AST for this call. */
+		rq->rq_reply.rp_value = DLMP_UNLOCK_NOTHING;
+		return 0;
+	}
 	if (rv)
 		return rv;
 	cb = u32map_get(&c->cl_locks, ul->ul_lkid);
@@ -1037,6 +1044,13 @@ static int req_deadlock(struct req_ctx *rq)
 	req.flags = DLM_LKF_CANCEL;
 	req.owner = c->cl_owner;
 	rv = dlm_core_unlock(c->cl_ls->dl_core, &req);
+	if (rv == -EBUSY && (req.flags & DLM_LKF_CANCEL)) {
+		/* As the kernel's device answers a cancel that comes too
+		 * late (the lock was granted, or a cancel is already under
+		 * way): success, and no completion AST for this call. */
+		rq->rq_reply.rp_value = DLMP_UNLOCK_NOTHING;
+		return 0;
+	}
 	if (rv)
 		return rv;
 	if (cb)

@@ -121,7 +121,7 @@ int main(void)
 	uint32_t maj, min, patch;
 
 	dlm_library_version(&maj, &min, &patch);
-	printf("libdlm protocol %u.%u.%u\n", maj, min, patch);
+	printf("libdlm device interface %u.%u.%u\n", maj, min, patch);
 	return 0;
 }
 EOF
@@ -132,7 +132,7 @@ for l in libdlm libdlm_lt; do
 	# shellcheck disable=SC2086 # flags is a list of options
 	${CC:-cc} ${SAN_CFLAGS:-} -o "$W/prog-$l" "$W/prog.c" $flags >"$W/cc.out" 2>&1 ||
 		{ cat "$W/cc.out" >&2; fail "cannot build against installed $l ($flags)"; continue; }
-	LD_LIBRARY_PATH=$D$libdir "$W/prog-$l" | grep -q '^libdlm protocol ' ||
+	LD_LIBRARY_PATH=$D$libdir "$W/prog-$l" | grep -q '^libdlm device interface 6\.0\.2$' ||
 		fail "a program linked with installed $l does not run"
 done
 

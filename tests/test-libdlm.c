@@ -186,11 +186,16 @@ static void test_versions(void **state)
 	uint32_t a = 9, b = 9, c = 9;
 
 	assert_int_equal(dlm_kernel_version(&a, &b, &c), 0);
-	assert_int_equal(a, DLMP_VERSION_MAJOR);
-	assert_int_equal(b, DLMP_VERSION_MINOR);
-	assert_int_equal(c, DLMP_VERSION_PATCH);
+	/* the kernel device interface dlmd is compatible with: lvmlockd
+	 * wants at least 6.0.1 */
+	assert_int_equal(a, 6);
+	assert_int_equal(b, 0);
+	assert_int_equal(c, 2);
+	a = b = c = 9;
 	dlm_library_version(&a, &b, &c);
-	assert_int_equal(a, DLMP_VERSION_MAJOR);
+	assert_int_equal(a, 6);
+	assert_int_equal(b, 0);
+	assert_int_equal(c, 2);
 	assert_int_equal(sizeof(struct dlm_lksb), 24);
 	assert_int_equal(offsetof(struct dlm_lksb, sb_lvbptr), 16);
 }
@@ -394,9 +399,21 @@ static void test_cancel_forceunlock(void **state)
 	assert_int_equal(lock(h3, LKM_EXMODE, &c, 0, "cancel", NULL), 0);
 	assert_int_equal(unlock_sync(h2, &b, LKF_CANCEL), ECANCEL);
 	assert_int_equal(unlock_sync(h3, &c, LKF_FORCEUNLOCK), EUNLOCK);
-	/* Unlocking a granted lock with CANCEL: nothing to cancel. */
-	assert_int_equal(dlm_ls_unlock(h1, a.r_lksb.sb_lkid, LKF_CANCEL, &a.r_lksb, &a), -1);
-	assert_int_equal(errno, EBUSY);
+	/* Unlocking a granted lock with CANCEL: nothing to cancel.  As with
+	 * the kernel's device: success, the status block untouched, and no
+	 * completion AST (the _wait form returns at once). */
+	assert_int_equal(dlm_ls_unlock(h1, a.r_lksb.sb_lkid, LKF_CANCEL, &a.r_lksb, &a), 0);
+	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_int_equal(dlm_ls_unlock_wait(h1, a.r_lksb.sb_lkid, LKF_CANCEL, &a.r_lksb), 0);
+	assert_int_equal(a.r_lksb.sb_status, 0);
+	{
+		int comps = a.r_comp;
+
+		/* the next completion is the conversion's, not a cancel's */
+		assert_int_equal(lock_sync(h1, LKM_NLMODE, &a, LKF_CONVERT,
+					   "cancel"), 0);
+		assert_int_equal(a.r_comp, comps + 1);
+	}
 	assert_int_equal(dlm_ls_unlock(h1, 0, 0, &a.r_lksb, &a), -1);
 	assert_int_equal(errno, EINVAL);
 	/* Somebody else's lock. */
@@ -474,8 +491,8 @@ static void test_deadlock_cancel(void **state)
 	assert_int_equal(dlm_ls_deadlock_cancel(h2, b.r_lksb.sb_lkid, 0), 0);
 	assert_int_equal(wait_for(&b.r_comp, 1, h2, NULL), 0);
 	assert_int_equal(b.r_lksb.sb_status, EDEADLK);
-	assert_int_equal(dlm_ls_deadlock_cancel(h1, a.r_lksb.sb_lkid, 0), -1);
-	assert_int_equal(errno, EBUSY);	/* granted: nothing to cancel */
+	/* granted: nothing to cancel; the kernel's device says 0 */
+	assert_int_equal(dlm_ls_deadlock_cancel(h1, a.r_lksb.sb_lkid, 0), 0);
 	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
 }
 
@@ -639,6 +656,26 @@ static void test_default_lockspace(void **state)
 	assert_int_equal(lksb.sb_status, EUNLOCK);
 	assert_int_equal(lock_resource("dflt", LKM_PRMODE, 0, &id1), 0);
 	assert_int_equal(lock_resource("dflt", LKM_PRMODE, 0, &id2), 0);
+	/* LKF_CONVERT converts the lock *lockid names (old API): id1 PR ->
+	 * EX is refused while id2 holds PR, id2 PR -> NL lets it through. */
+	{
+		int conv = id1, other = id2;
+
+		assert_int_equal(lock_resource("dflt", LKM_EXMODE,
+					       LKF_CONVERT | LKF_NOQUEUE, &conv), -1);
+		assert_int_equal(errno, EAGAIN);
+		assert_int_equal(conv, id1);
+		assert_int_equal(lock_resource("dflt", LKM_NLMODE, LKF_CONVERT,
+					       &other), 0);
+		assert_int_equal(other, id2);
+		assert_int_equal(lock_resource("dflt", LKM_EXMODE,
+					       LKF_CONVERT | LKF_NOQUEUE, &conv), 0);
+		assert_int_equal(conv, id1);
+		conv = 0x7ffffff0;
+		assert_int_equal(lock_resource("dflt", LKM_EXMODE, LKF_CONVERT,
+					       &conv), -1);
+		assert_int_equal(errno, ENOENT);
+	}
 	assert_int_equal(unlock_resource(id1), 0);
 	assert_int_equal(unlock_resource(id2), 0);
 	assert_int_equal(unlock_resource(id2), -1);
