@@ -480,8 +480,11 @@ static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
 	case DLMD_FENCE_MANUAL:
 		if (log_now) {
 			log_notice("fencing: node %u: nothing can fence it; "
-				   "waiting for 'dlmctl fence_ack %u'",
-				   fn->fn_nodeid, fn->fn_nodeid);
+				   "waiting for 'dlmctl fence_ack %u'%s",
+				   fn->fn_nodeid, fn->fn_nodeid,
+				   dlmd_cluster_quorum_has(d, fn->fn_nodeid) ?
+				   " (refused while it is in the cluster view: "
+				   "stop it first)" : "");
 			fn->fn_last_log = now;
 		}
 		/* the fencer may appear (fence_pacemaker = auto) */
