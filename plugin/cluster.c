@@ -118,10 +118,12 @@
  *    CPG delivers it in the same order on every member of a side, and a
  *    side's membership at that point is what that member records: the
  *    failure was "seen from a majority" iff that side held a strict
- *    majority of the configured nodes (2 * members > nodes).  Two
- *    disjoint sides never both hold one, whatever the timing of quorum
- *    notifications (which come after the confchg and, in a fast
- *    split-merge, may not come at all).
+ *    majority of the configured nodes (2 * members > nodes), counted in
+ *    the daemon group or, if not there, in the totem ring that corosync
+ *    delivers right after (nodes whose corosync runs without a dlmd
+ *    count there; daemon_totem_confchg()).  Two disjoint sides never both
+ *    hold one, whatever the timing of quorum notifications (which come
+ *    after the confchg and, in a fast split-merge, may not come at all).
  *  - a member that saw a node fail from a majority side, and then sees it
  *    merge back (reason node-up) without having fenced it since, removes
  *    it from the cluster (corosync_cfg_kill_node): its corosync exits, its
@@ -136,9 +138,8 @@
  *    same confchg sequence, so exactly the minority side goes.
  *  - nothing recovers in between: lockspaces stopped at the split, and
  *    START waits for the failed node to be fenced on every member.
- * With no majority side (an even split, or nodes without dlmd counted in
- * the nodelist) nobody removes anyone: fencing of the other side waits as
- * before (a known limit, below).
+ * With no majority side (an even split) nobody removes anyone: fencing of
+ * the other side waits as before (a known limit, below).
  *
  * LOST FRAMES.  lowcomms delivers engine messages in order and exactly
  * once while both nodes keep each other; a peer resuming past what we got
@@ -294,6 +295,11 @@ struct dlmd_cluster {
 	unsigned int		cs_ndmembers;
 	uint32_t		cs_lost[DLM_MAX_NODES];
 	unsigned int		cs_nlost;
+	/* lost (node-down) while our daemon group side was no majority:
+	 * the totem ring that follows may still show a majority side (nodes
+	 * whose corosync runs without a dlmd count there) */
+	uint32_t		cs_down[DLM_MAX_NODES];
+	unsigned int		cs_ndown;
 	/* peers whose lost frames were already acted on (until they leave) */
 	uint32_t		cs_gap[DLM_MAX_NODES];
 	unsigned int		cs_ngap;
@@ -1200,6 +1206,7 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 				   id);
 		}
 		id_remove(cs->cs_lost, &cs->cs_nlost, id);
+		id_remove(cs->cs_down, &cs->cs_ndown, id);
 		id_remove(cs->cs_gap, &cs->cs_ngap, id);
 	}
 	for (size_t i = 0; i < nleft; i++) {
@@ -1217,6 +1224,9 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			if (majority && !id_in(cs->cs_lost, cs->cs_nlost, id) &&
 			    cs->cs_nlost < DLM_MAX_NODES)
 				cs->cs_lost[cs->cs_nlost++] = id;
+			else if (!majority && !id_in(cs->cs_down, cs->cs_ndown, id) &&
+				 cs->cs_ndown < DLM_MAX_NODES)
+				cs->cs_down[cs->cs_ndown++] = id;
 		}
 		/* a node still in the group (another dlmd of it) keeps it */
 		still = false;
@@ -1228,6 +1238,46 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 					      nd->n_naddrs);
 	}
 	kick(cs);
+}
+
+/*
+ * The totem ring of the daemon group's connection: corosync delivers it
+ * after the group's confchg of the same change.  A node lost while our
+ * side of the daemon group was no majority may still have been lost from
+ * a majority ring (nodes whose corosync runs without a dlmd count there):
+ * if this ring no longer has it and holds a strict majority of the
+ * configured nodes, the failure is marked as seen from a majority.  A
+ * ring that has it again (a fast merge) decides nothing.  Rings and
+ * daemon groups of two disjoint sides are disjoint, so this keeps the
+ * rule symmetric-safe (SPLIT AND MERGE).
+ */
+static void daemon_totem_confchg(cpg_handle_t h, struct cpg_ring_id ring,
+				 uint32_t n, const uint32_t *list)
+{
+	struct dlmd_cluster *cs = NULL;
+
+	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
+		return;
+	for (unsigned int i = 0; i < cs->cs_ndown;) {
+		uint32_t id = cs->cs_down[i];
+
+		if (id_in(list, n, id)) {
+			id_remove(cs->cs_down, &cs->cs_ndown, id);
+			continue;
+		}
+		if (!majority_side(cs, n)) {
+			i++;
+			continue;
+		}
+		log_notice("node %u was lost from a ring of %u of %u nodes: a "
+			   "majority side", id, n, cs->cs_nnodes);
+		if (!dlmd_fence_is_done(cs->cs_d, id))
+			dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_MAJORITY);
+		if (!id_in(cs->cs_lost, cs->cs_nlost, id) &&
+		    cs->cs_nlost < DLM_MAX_NODES)
+			cs->cs_lost[cs->cs_nlost++] = id;
+		id_remove(cs->cs_down, &cs->cs_ndown, id);
+	}
 }
 
 void dlmd_cluster_frames_lost(struct dlmd *d, uint32_t peer)
@@ -1281,8 +1331,8 @@ static int daemon_cpg_ready(int32_t fd, int32_t revents, void *data)
 
 /* Connect a CPG handle, join 'name'.  0 or -ENOTCONN. */
 static int cpg_open(const char *name, cpg_deliver_fn_t deliver,
-		    cpg_confchg_fn_t confchg, void *ctx, int retries,
-		    cpg_handle_t *h, int *fd)
+		    cpg_confchg_fn_t confchg, cpg_totem_confchg_fn_t totem,
+		    void *ctx, int retries, cpg_handle_t *h, int *fd)
 {
 	cpg_model_v1_data_t model;
 	struct cpg_name gn;
@@ -1292,7 +1342,7 @@ static int cpg_open(const char *name, cpg_deliver_fn_t deliver,
 	model.model = CPG_MODEL_V1;
 	model.cpg_deliver_fn = deliver;
 	model.cpg_confchg_fn = confchg;
-	model.cpg_totem_confchg_fn = ls_totem_confchg;
+	model.cpg_totem_confchg_fn = totem;
 	model.flags = CPG_MODEL_V1_DELIVER_INITIAL_TOTEM_CONF;
 	for (int i = 0; i < retries; i++) {
 		e = cpg_model_initialize(h, CPG_MODEL_V1,
@@ -1422,7 +1472,8 @@ int dlmd_cluster_init(struct dlmd *d)
 	rv = quorum_start(cs);
 	if (rv)
 		return rv;
-	rv = cpg_open(DAEMON_GROUP, daemon_deliver, daemon_confchg, cs,
+	rv = cpg_open(DAEMON_GROUP, daemon_deliver, daemon_confchg,
+		      daemon_totem_confchg, cs,
 		      CS_STARTUP_RETRIES, &cs->cs_daemon_cpg, &cs->cs_daemon_fd);
 	if (rv) {
 		cs->cs_daemon_fd = -1;
@@ -1498,7 +1549,8 @@ int dlmd_cluster_ls_join(struct dlmd *d, struct dlmd_ls *dl)
 		return 0;
 	}
 	snprintf(name, sizeof(name), "%s%s", LS_GROUP_PREFIX, dl->dl_name);
-	rv = cpg_open(name, ls_deliver, ls_confchg, cl, CS_RETRIES, &cl->cl_cpg,
+	rv = cpg_open(name, ls_deliver, ls_confchg, ls_totem_confchg, cl,
+		      CS_RETRIES, &cl->cl_cpg,
 		      &cl->cl_fd);
 	if (rv)
 		goto fail;
