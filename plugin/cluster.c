@@ -147,7 +147,10 @@
  * good, and the engines (which have no retransmission of their own) would
  * hang on them.  dlmd_cluster_frames_lost() then removes the higher id of
  * the two from the cluster (both ends, if both notice, pick the same
- * node): it is fenced, and the others recover without it.
+ * node; corosync_cfg_kill_node, retried for up to a second) and, when
+ * that is the peer, fences it at once (DLMD_FAIL_REMOVED: also while it
+ * is still in the view); the others recover without it.  It acts once
+ * per incarnation of the peer (until it leaves the daemon group).
  *
  * STALLS.  A running lockspace whose operations wait for a remote reply
  * while nothing at all arrives for STALL_MS is shown as "stalled", never
@@ -1141,12 +1144,17 @@ static void remove_node(struct dlmd_cluster *cs, uint32_t id, const char *why)
 	memset(&cb, 0, sizeof(cb));
 	e = corosync_cfg_initialize(&cfg, &cb);
 	if (e == CS_OK) {
-		e = corosync_cfg_kill_node(cfg, id, why);
+		for (int i = 0; i < CS_RETRIES; i++) {
+			e = corosync_cfg_kill_node(cfg, id, why);
+			if (e != CS_ERR_TRY_AGAIN)
+				break;
+			usleep(CS_RETRY_US);	/* bounded: 1 s */
+		}
 		corosync_cfg_finalize(cfg);
 	}
 	if (e != CS_OK)
-		log_err("cannot remove node %u from the cluster (%s): %s", id, why,
-			cs_str(e));
+		log_err("cannot remove node %u from the cluster (%s): %s", id,
+			why, cs_str(e));
 	else
 		log_err("removing node %u from the cluster (corosync_cfg_kill_node): "
 			"%s", id, why);
@@ -1200,6 +1208,8 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			snprintf(why, sizeof(why), "dlmd: node %u merged back after "
 				 "a split; its state is stale", id);
 			remove_node(cs, id, why);
+			/* its failure carries DLMD_FAIL_MAJORITY: it is fenced
+			 * even while still in the view */
 		} else if (joined[i].reason == CPG_REASON_NODEUP) {
 			log_notice("node %u merged back after a split; we were on "
 				   "the smaller side: the majority removes it or us",
@@ -1307,6 +1317,9 @@ void dlmd_cluster_frames_lost(struct dlmd *d, uint32_t peer)
 	snprintf(why, sizeof(why), "dlmd: frames lost between nodes %u and %u",
 		 d->d_nodeid, peer);
 	remove_node(cs, victim, why);
+	/* and fence it at once, without waiting for it to leave the view */
+	if (victim != d->d_nodeid)
+		dlmd_fence_node_failed(d, victim, DLMD_FAIL_REMOVED);
 }
 
 static int ls_cpg_ready(int32_t fd, int32_t revents, void *data)
