@@ -125,7 +125,9 @@
  *    hold one, whatever the timing of quorum notifications (which come
  *    after the confchg and, in a fast split-merge, may not come at all).
  *  - a member that saw a node fail from a majority side, and then sees it
- *    merge back (reason node-up) without having fenced it since, removes
+ *    merge back (reason node-up) without having fenced it since by a
+ *    method that stops nodes (a fence_ack, or enable_fencing = 0, does
+ *    not count: such a node may be alive with stale state), removes
  *    it from the cluster (corosync_cfg_kill_node): its corosync exits, its
  *    dlmd with it; it leaves with node-down, is fenced, and can come back
  *    only as a fresh node, with no lockspace state.  It may also be fenced
@@ -134,8 +136,10 @@
  *    side: after the merge it is quorate again and sees them in the view,
  *    but never removes or fences them (its failures carry no majority
  *    mark, so its fencing waits for a view without them, which never
- *    comes); it is removed instead.  Both sides apply these rules to the
- *    same confchg sequence, so exactly the minority side goes.
+ *    comes); it is removed instead.  CPG delivers one side's confchgs
+ *    identically to every member of that side, so all members of a side
+ *    decide alike; at most one side holds a majority, so exactly the
+ *    minority side goes.
  *  - nothing recovers in between: lockspaces stopped at the split, and
  *    START waits for the failed node to be fenced on every member.
  * With no majority side (an even split) nobody removes anyone: fencing of
@@ -171,6 +175,11 @@
  *    while the node is in the view).
  *  - The majority is counted in configured nodes, one vote each: a
  *    votequorum with unequal votes or a quorum device is not modelled.
+ *  - The stall watchdog sees operations waiting for a reply while the
+ *    lockspace receives nothing at all; traffic on other resources of
+ *    the lockspace hides a lost reply, and a lost grant (a request the
+ *    master has queued, whose grant message never arrives) is no waiter.
+ *    Lost messages themselves are handled (LOST FRAMES).
  *
  * Losing corosync (POLLHUP on any of its fds, or a dispatch error) stops
  * the daemon with exit code 1: locks cannot be trusted without
