@@ -118,12 +118,16 @@
  *    CPG delivers it in the same order on every member of a side, and a
  *    side's membership at that point is what that member records: the
  *    failure was "seen from a majority" iff that side held a strict
- *    majority of the configured nodes (2 * members > nodes).  Two
- *    disjoint sides never both hold one, whatever the timing of quorum
- *    notifications (which come after the confchg and, in a fast
- *    split-merge, may not come at all).
+ *    majority of the configured nodes (2 * members > nodes), counted in
+ *    the daemon group or, if not there, in the totem ring that corosync
+ *    delivers right after (nodes whose corosync runs without a dlmd
+ *    count there; daemon_totem_confchg()).  Two disjoint sides never both
+ *    hold one, whatever the timing of quorum notifications (which come
+ *    after the confchg and, in a fast split-merge, may not come at all).
  *  - a member that saw a node fail from a majority side, and then sees it
- *    merge back (reason node-up) without having fenced it since, removes
+ *    merge back (reason node-up) without having fenced it since by a
+ *    method that stops nodes (a fence_ack, or enable_fencing = 0, does
+ *    not count: such a node may be alive with stale state), removes
  *    it from the cluster (corosync_cfg_kill_node): its corosync exits, its
  *    dlmd with it; it leaves with node-down, is fenced, and can come back
  *    only as a fresh node, with no lockspace state.  It may also be fenced
@@ -132,13 +136,14 @@
  *    side: after the merge it is quorate again and sees them in the view,
  *    but never removes or fences them (its failures carry no majority
  *    mark, so its fencing waits for a view without them, which never
- *    comes); it is removed instead.  Both sides apply these rules to the
- *    same confchg sequence, so exactly the minority side goes.
+ *    comes); it is removed instead.  CPG delivers one side's confchgs
+ *    identically to every member of that side, so all members of a side
+ *    decide alike; at most one side holds a majority, so exactly the
+ *    minority side goes.
  *  - nothing recovers in between: lockspaces stopped at the split, and
  *    START waits for the failed node to be fenced on every member.
- * With no majority side (an even split, or nodes without dlmd counted in
- * the nodelist) nobody removes anyone: fencing of the other side waits as
- * before (a known limit, below).
+ * With no majority side (an even split) nobody removes anyone: fencing of
+ * the other side waits as before (a known limit, below).
  *
  * LOST FRAMES.  lowcomms delivers engine messages in order and exactly
  * once while both nodes keep each other; a peer resuming past what we got
@@ -146,7 +151,10 @@
  * good, and the engines (which have no retransmission of their own) would
  * hang on them.  dlmd_cluster_frames_lost() then removes the higher id of
  * the two from the cluster (both ends, if both notice, pick the same
- * node): it is fenced, and the others recover without it.
+ * node; corosync_cfg_kill_node, retried for up to a second) and, when
+ * that is the peer, fences it at once (DLMD_FAIL_REMOVED: also while it
+ * is still in the view); the others recover without it.  It acts once
+ * per incarnation of the peer (until it leaves the daemon group).
  *
  * STALLS.  A running lockspace whose operations wait for a remote reply
  * while nothing at all arrives for STALL_MS is shown as "stalled", never
@@ -167,6 +175,11 @@
  *    while the node is in the view).
  *  - The majority is counted in configured nodes, one vote each: a
  *    votequorum with unequal votes or a quorum device is not modelled.
+ *  - The stall watchdog sees operations waiting for a reply while the
+ *    lockspace receives nothing at all; traffic on other resources of
+ *    the lockspace hides a lost reply, and a lost grant (a request the
+ *    master has queued, whose grant message never arrives) is no waiter.
+ *    Lost messages themselves are handled (LOST FRAMES).
  *
  * Losing corosync (POLLHUP on any of its fds, or a dispatch error) stops
  * the daemon with exit code 1: locks cannot be trusted without
@@ -294,6 +307,11 @@ struct dlmd_cluster {
 	unsigned int		cs_ndmembers;
 	uint32_t		cs_lost[DLM_MAX_NODES];
 	unsigned int		cs_nlost;
+	/* lost (node-down) while our daemon group side was no majority:
+	 * the totem ring that follows may still show a majority side (nodes
+	 * whose corosync runs without a dlmd count there) */
+	uint32_t		cs_down[DLM_MAX_NODES];
+	unsigned int		cs_ndown;
 	/* peers whose lost frames were already acted on (until they leave) */
 	uint32_t		cs_gap[DLM_MAX_NODES];
 	unsigned int		cs_ngap;
@@ -1135,12 +1153,17 @@ static void remove_node(struct dlmd_cluster *cs, uint32_t id, const char *why)
 	memset(&cb, 0, sizeof(cb));
 	e = corosync_cfg_initialize(&cfg, &cb);
 	if (e == CS_OK) {
-		e = corosync_cfg_kill_node(cfg, id, why);
+		for (int i = 0; i < CS_RETRIES; i++) {
+			e = corosync_cfg_kill_node(cfg, id, why);
+			if (e != CS_ERR_TRY_AGAIN)
+				break;
+			usleep(CS_RETRY_US);	/* bounded: 1 s */
+		}
 		corosync_cfg_finalize(cfg);
 	}
 	if (e != CS_OK)
-		log_err("cannot remove node %u from the cluster (%s): %s", id, why,
-			cs_str(e));
+		log_err("cannot remove node %u from the cluster (%s): %s", id,
+			why, cs_str(e));
 	else
 		log_err("removing node %u from the cluster (corosync_cfg_kill_node): "
 			"%s", id, why);
@@ -1194,12 +1217,15 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			snprintf(why, sizeof(why), "dlmd: node %u merged back after "
 				 "a split; its state is stale", id);
 			remove_node(cs, id, why);
+			/* its failure carries DLMD_FAIL_MAJORITY: it is fenced
+			 * even while still in the view */
 		} else if (joined[i].reason == CPG_REASON_NODEUP) {
 			log_notice("node %u merged back after a split; we were on "
 				   "the smaller side: the majority removes it or us",
 				   id);
 		}
 		id_remove(cs->cs_lost, &cs->cs_nlost, id);
+		id_remove(cs->cs_down, &cs->cs_ndown, id);
 		id_remove(cs->cs_gap, &cs->cs_ngap, id);
 	}
 	for (size_t i = 0; i < nleft; i++) {
@@ -1217,6 +1243,9 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			if (majority && !id_in(cs->cs_lost, cs->cs_nlost, id) &&
 			    cs->cs_nlost < DLM_MAX_NODES)
 				cs->cs_lost[cs->cs_nlost++] = id;
+			else if (!majority && !id_in(cs->cs_down, cs->cs_ndown, id) &&
+				 cs->cs_ndown < DLM_MAX_NODES)
+				cs->cs_down[cs->cs_ndown++] = id;
 		}
 		/* a node still in the group (another dlmd of it) keeps it */
 		still = false;
@@ -1228,6 +1257,46 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 					      nd->n_naddrs);
 	}
 	kick(cs);
+}
+
+/*
+ * The totem ring of the daemon group's connection: corosync delivers it
+ * after the group's confchg of the same change.  A node lost while our
+ * side of the daemon group was no majority may still have been lost from
+ * a majority ring (nodes whose corosync runs without a dlmd count there):
+ * if this ring no longer has it and holds a strict majority of the
+ * configured nodes, the failure is marked as seen from a majority.  A
+ * ring that has it again (a fast merge) decides nothing.  Rings and
+ * daemon groups of two disjoint sides are disjoint, so this keeps the
+ * rule symmetric-safe (SPLIT AND MERGE).
+ */
+static void daemon_totem_confchg(cpg_handle_t h, struct cpg_ring_id ring,
+				 uint32_t n, const uint32_t *list)
+{
+	struct dlmd_cluster *cs = NULL;
+
+	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
+		return;
+	for (unsigned int i = 0; i < cs->cs_ndown;) {
+		uint32_t id = cs->cs_down[i];
+
+		if (id_in(list, n, id)) {
+			id_remove(cs->cs_down, &cs->cs_ndown, id);
+			continue;
+		}
+		if (!majority_side(cs, n)) {
+			i++;
+			continue;
+		}
+		log_notice("node %u was lost from a ring of %u of %u nodes: a "
+			   "majority side", id, n, cs->cs_nnodes);
+		if (!dlmd_fence_is_done(cs->cs_d, id))
+			dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_MAJORITY);
+		if (!id_in(cs->cs_lost, cs->cs_nlost, id) &&
+		    cs->cs_nlost < DLM_MAX_NODES)
+			cs->cs_lost[cs->cs_nlost++] = id;
+		id_remove(cs->cs_down, &cs->cs_ndown, id);
+	}
 }
 
 void dlmd_cluster_frames_lost(struct dlmd *d, uint32_t peer)
@@ -1257,6 +1326,9 @@ void dlmd_cluster_frames_lost(struct dlmd *d, uint32_t peer)
 	snprintf(why, sizeof(why), "dlmd: frames lost between nodes %u and %u",
 		 d->d_nodeid, peer);
 	remove_node(cs, victim, why);
+	/* and fence it at once, without waiting for it to leave the view */
+	if (victim != d->d_nodeid)
+		dlmd_fence_node_failed(d, victim, DLMD_FAIL_REMOVED);
 }
 
 static int ls_cpg_ready(int32_t fd, int32_t revents, void *data)
@@ -1281,8 +1353,8 @@ static int daemon_cpg_ready(int32_t fd, int32_t revents, void *data)
 
 /* Connect a CPG handle, join 'name'.  0 or -ENOTCONN. */
 static int cpg_open(const char *name, cpg_deliver_fn_t deliver,
-		    cpg_confchg_fn_t confchg, void *ctx, int retries,
-		    cpg_handle_t *h, int *fd)
+		    cpg_confchg_fn_t confchg, cpg_totem_confchg_fn_t totem,
+		    void *ctx, int retries, cpg_handle_t *h, int *fd)
 {
 	cpg_model_v1_data_t model;
 	struct cpg_name gn;
@@ -1292,7 +1364,7 @@ static int cpg_open(const char *name, cpg_deliver_fn_t deliver,
 	model.model = CPG_MODEL_V1;
 	model.cpg_deliver_fn = deliver;
 	model.cpg_confchg_fn = confchg;
-	model.cpg_totem_confchg_fn = ls_totem_confchg;
+	model.cpg_totem_confchg_fn = totem;
 	model.flags = CPG_MODEL_V1_DELIVER_INITIAL_TOTEM_CONF;
 	for (int i = 0; i < retries; i++) {
 		e = cpg_model_initialize(h, CPG_MODEL_V1,
@@ -1422,7 +1494,8 @@ int dlmd_cluster_init(struct dlmd *d)
 	rv = quorum_start(cs);
 	if (rv)
 		return rv;
-	rv = cpg_open(DAEMON_GROUP, daemon_deliver, daemon_confchg, cs,
+	rv = cpg_open(DAEMON_GROUP, daemon_deliver, daemon_confchg,
+		      daemon_totem_confchg, cs,
 		      CS_STARTUP_RETRIES, &cs->cs_daemon_cpg, &cs->cs_daemon_fd);
 	if (rv) {
 		cs->cs_daemon_fd = -1;
@@ -1498,7 +1571,8 @@ int dlmd_cluster_ls_join(struct dlmd *d, struct dlmd_ls *dl)
 		return 0;
 	}
 	snprintf(name, sizeof(name), "%s%s", LS_GROUP_PREFIX, dl->dl_name);
-	rv = cpg_open(name, ls_deliver, ls_confchg, cl, CS_RETRIES, &cl->cl_cpg,
+	rv = cpg_open(name, ls_deliver, ls_confchg, ls_totem_confchg, cl,
+		      CS_RETRIES, &cl->cl_cpg,
 		      &cl->cl_fd);
 	if (rv)
 		goto fail;

@@ -371,6 +371,8 @@ void dlmd_fence_fini(struct dlmd *d);
 					 * the node is up */
 #define DLMD_FAIL_MAJORITY	2	/* seen from a side that held a strict
 					 * majority of the configured nodes */
+#define DLMD_FAIL_REMOVED	4	/* we removed it from the cluster (its
+					 * messages to us were lost) */
 void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how);
 bool dlmd_fence_is_done(const struct dlmd *d, uint32_t nodeid);
 /* Was the node's latest failure fenced by a method that stops the node

@@ -55,6 +55,9 @@
  *                       hold locks.  With pacemaker's fencer, dlmd asks
  *                       the fencer to fence it (pacemaker itself would
  *                       not: the node is not lost to it).
+ *   DLMD_FAIL_REMOVED   messages between it and us were lost for good;
+ *                       we asked corosync to remove it from the cluster
+ *                       and fence it without waiting for that.
  *   DLMD_FAIL_MAJORITY  we saw the failure from a side of the daemon
  *                       group holding a strict majority of the configured
  *                       nodes: after a split that merges back before it
@@ -480,8 +483,11 @@ static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
 	case DLMD_FENCE_MANUAL:
 		if (log_now) {
 			log_notice("fencing: node %u: nothing can fence it; "
-				   "waiting for 'dlmctl fence_ack %u'",
-				   fn->fn_nodeid, fn->fn_nodeid);
+				   "waiting for 'dlmctl fence_ack %u'%s",
+				   fn->fn_nodeid, fn->fn_nodeid,
+				   dlmd_cluster_quorum_has(d, fn->fn_nodeid) ?
+				   " (refused while it is in the cluster view: "
+				   "stop it first)" : "");
 			fn->fn_last_log = now;
 		}
 		/* the fencer may appear (fence_pacemaker = auto) */
@@ -560,7 +566,8 @@ void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how)
 	struct dlmd_fence *fe = d->d_fence;
 	struct fence_node *fn;
 	uint64_t now = dlmd_now_ms();
-	bool in_view_ok = how & (DLMD_FAIL_DAEMON | DLMD_FAIL_MAJORITY);
+	bool in_view_ok = how & (DLMD_FAIL_DAEMON | DLMD_FAIL_MAJORITY |
+				 DLMD_FAIL_REMOVED);
 
 	if (!fe || nodeid == d->d_nodeid)
 		return;
@@ -589,7 +596,9 @@ void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how)
 	fn->fn_daemon = how & DLMD_FAIL_DAEMON;
 	log_notice("fencing: node %u failed%s", nodeid,
 		   how & DLMD_FAIL_DAEMON ? " (its dlmd died while it had "
-		   "lockspaces; the node itself is up)" : "");
+		   "lockspaces; the node itself is up)" :
+		   how & DLMD_FAIL_REMOVED ? " (removed from the cluster: "
+		   "messages between us were lost)" : "");
 	attempt(fe, fn);
 }
 

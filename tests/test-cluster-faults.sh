@@ -22,6 +22,8 @@
 #      must not kick or fence them) fences it and recovers.  Then a loop
 #      of sub-token blips (cut, 0.4 s, heal) must each end with every
 #      lockspace running, a kicked node restarted, within a bound.
+#   2c. the same split and merge while node 3 runs corosync but no dlmd:
+#      the ring (1 3) is the majority, node 2 is removed again.
 #   3. (in 1) fence_ack of a live node is refused with a clear error.
 #   5. node 2's dlmd is SIGSTOPped while a request of node 1 waits for its
 #      reply (node 2 masters the resource): node 1 shows the lockspace
@@ -214,6 +216,27 @@ wait_workload $((WORK_MS * 2 / 1000 + 30)) 1 3
 check "split and merge"
 restart 2
 wait_ls 1 "state running members 1 2 3 " "node 2 did not rejoin after the merge"
+
+say "== 2c. split and merge while node 3 runs corosync without dlmd"
+p=$(pid_of 3 dlmd)
+kill -TERM "$p"
+i=0
+while kill -0 "$p" 2>/dev/null && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
+wait_ls 1 "state running members 1 2 " "no recovery after node 3's clean stop"
+touch "$dir/fence-hold"
+"$CLUSTER" cut "$dir" 2
+wait_ls 1 "wait fencing node 2" "node 1 did not lose node 2"
+"$CLUSTER" heal "$dir" 2
+i=0
+while running 2 corosync && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
+running 2 corosync && fail "node 2 merged back unfenced and was not kicked out (ring 1 3 is a majority)"
+rm -f "$dir/fence-hold"
+wait_ls 1 "state running members 1 clients" "node 1 did not recover alone after the merge"
+running 1 corosync && running 1 dlmd && running 3 corosync ||
+	fail "a majority node went down: $("$CLUSTER" status "$dir")"
+restart 3
+restart 2
+wait_ls 1 "state running members 1 2 3 " "nodes 2 and 3 did not rejoin"
 
 say "== 2b. $BLIPS sub-token blips of node 2"
 workload $((BLIPS * 4000)) 1 3
