@@ -930,8 +930,11 @@ static void establish(struct lc_conn *c)
 	n->node_backoff_ms = 0;
 	n->node_retry_pending = false;
 	c->conn_ctx->ctx_stats.st_established++;
-	lc_log(c->conn_ctx, LOG_INFO, "connected to node %u (%s)", n->node_id,
-	       c->conn_outgoing ? "outgoing" : "incoming");
+	lc_log(c->conn_ctx, LOG_INFO, "connected to node %u (%s, %s)",
+	       n->node_id, c->conn_outgoing ? "outgoing" : "incoming",
+	       !c->conn_ctx->ctx_sec ? "plaintext" :
+	       c->conn_hs.hs_tx.ae_suite == LC_SUITE_AESGCM ?
+	       "key, AES-256-GCM" : "key, ChaCha20-Poly1305");
 }
 
 /*
