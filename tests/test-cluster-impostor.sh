@@ -118,6 +118,11 @@ grep "rejecting connection" "$dir/n2/dlmd.out" | sed 's/^/   node 2: /'
 if grep -q "node 1 restarted" "$dir/n2/dlmd.out"; then
 	fail "node 2 took an impostor for node 1"
 fi
+st=$(on 2 "$DLMCTL" status 2>/dev/null | grep '^comms ')
+case $st in
+*" crypto key auth_failed "[1-9]*) echo "   node 2 $(echo "$st" | grep -o 'crypto.*')" ;;
+*) fail "dlmctl status on node 2 does not count the refusals: $st" ;;
+esac
 
 echo "== 3. a key file others may read: dlmd does not start"
 mkdir -p "$dir/bad"
