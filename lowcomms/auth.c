@@ -11,10 +11,11 @@
  * dlmd's own contexts, one key for handshake MACs and one for deriving
  * session keys.  So nothing dlmd sends or computes is a function of
  * corosync's key that corosync itself also computes.  A key file must be
- * a regular file of LC_KEYFILE_MIN..LC_KEYFILE_MAX bytes that no one but
- * its owner may read or write (mode 0600 or stricter): anyone who can read
- * it can join the lock traffic as any node, so a file others may read is
- * refused, not merely warned about.
+ * a regular file of LC_KEYFILE_MIN..LC_KEYFILE_MAX bytes, owned by root or
+ * by dlmd's own user, that no one but its owner may read or write (mode
+ * 0600 or stricter): anyone who can read it can join the lock traffic as
+ * any node, so a file others may read is refused, not merely warned
+ * about.
  *
  * THE HANDSHAKE.  Before lowcomms' own HELLO (lowcomms.c), on every
  * connection, in the clear:
@@ -175,6 +176,14 @@ int lc_key_load(const char *path, unsigned char key[LC_KEY_LEN], char *why,
 		rv = -EINVAL;
 		snprintf(why, whylen, "key file %s is not a regular file",
 			 path);
+		goto out;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		rv = -EPERM;
+		snprintf(why, whylen,
+			 "key file %s belongs to uid %u: that user may read it "
+			 "(and join the lock traffic); it must be root's or ours",
+			 path, (unsigned)st.st_uid);
 		goto out;
 	}
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {

@@ -165,6 +165,15 @@ static void test_key_file(void **state)
 	assert_int_equal(lc_key_load(path, key, why, sizeof(why)), -EINVAL);
 	assert_non_null(strstr(why, "bytes"));
 
+	/* Another user's file: that user could read it. */
+	if (geteuid() == 0) {
+		write_file(path, material, sizeof(material), 0600);
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		assert_int_equal(lc_key_load(path, key, why, sizeof(why)),
+				 -EPERM);
+		assert_non_null(strstr(why, "belongs to uid 65534"));
+	}
+
 	/* A symlink is not followed. */
 	write_file(path, material, sizeof(material), 0600);
 	assert_int_equal(symlink(path, link), 0);
