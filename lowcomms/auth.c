@@ -11,10 +11,11 @@
  * dlmd's own contexts, one key for handshake MACs and one for deriving
  * session keys.  So nothing dlmd sends or computes is a function of
  * corosync's key that corosync itself also computes.  A key file must be
- * a regular file of LC_KEYFILE_MIN..LC_KEYFILE_MAX bytes that no one but
- * its owner may read or write (mode 0600 or stricter): anyone who can read
- * it can join the lock traffic as any node, so a file others may read is
- * refused, not merely warned about.
+ * a regular file of LC_KEYFILE_MIN..LC_KEYFILE_MAX bytes, owned by root or
+ * by dlmd's own user, that no one but its owner may read or write (mode
+ * 0600 or stricter): anyone who can read it can join the lock traffic as
+ * any node, so a file others may read is refused, not merely warned
+ * about.
  *
  * THE HANDSHAKE.  Before lowcomms' own HELLO (lowcomms.c), on every
  * connection, in the clear:
@@ -108,8 +109,24 @@ static_assert(crypto_aead_aes256gcm_NPUBBYTES ==
 #define KDF_ID_MAC	1
 #define KDF_ID_SESS	2
 
-/* Offsets inside a message, after the header. */
+/* Offsets inside a message: the body follows the header.  INIT and RESP:
+ * suite, sender, target, nonce (RESP: then its MAC); FIN: sender, target,
+ * MAC.  Every field little-endian. */
 #define OFF_BODY	LC_HS_HDR_LEN
+#define BODY_SUITE	0
+#define BODY_SENDER	4
+#define BODY_TARGET	8
+#define BODY_NONCE	12
+#define BODY_MAC	(BODY_NONCE + LC_HS_NONCE_LEN)
+#define FIN_SENDER	0
+#define FIN_TARGET	4
+#define FIN_MAC		8
+static_assert(OFF_BODY + BODY_NONCE + LC_HS_NONCE_LEN == LC_HS_INIT_LEN,
+	      "INIT layout");
+static_assert(OFF_BODY + BODY_MAC + LC_HS_MAC_LEN == LC_HS_RESP_LEN,
+	      "RESP layout");
+static_assert(OFF_BODY + FIN_MAC + LC_HS_MAC_LEN == LC_HS_FIN_LEN,
+	      "FIN layout");
 
 const char *lc_hs_err_str(enum lc_hs_err err)
 {
@@ -175,6 +192,14 @@ int lc_key_load(const char *path, unsigned char key[LC_KEY_LEN], char *why,
 		rv = -EINVAL;
 		snprintf(why, whylen, "key file %s is not a regular file",
 			 path);
+		goto out;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		rv = -EPERM;
+		snprintf(why, whylen,
+			 "key file %s belongs to uid %u: that user may read it "
+			 "(and join the lock traffic); it must be root's or ours",
+			 path, (unsigned)st.st_uid);
 		goto out;
 	}
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
@@ -296,12 +321,12 @@ enum lc_hs_err lc_hs_parse(const unsigned char *buf, size_t len,
 	switch (m->hm_type) {
 	case LC_HS_INIT:
 	case LC_HS_RESP:
-		m->hm_suite = lc_get_le32(b);
-		m->hm_sender = lc_get_le32(b + 4);
-		m->hm_target = lc_get_le32(b + 8);
-		m->hm_nonce = b + 12;
+		m->hm_suite = lc_get_le32(b + BODY_SUITE);
+		m->hm_sender = lc_get_le32(b + BODY_SENDER);
+		m->hm_target = lc_get_le32(b + BODY_TARGET);
+		m->hm_nonce = b + BODY_NONCE;
 		if (m->hm_type == LC_HS_RESP) {
-			m->hm_mac = b + 12 + LC_HS_NONCE_LEN;
+			m->hm_mac = b + BODY_MAC;
 			if (m->hm_suite != LC_SUITE_CHACHA &&
 			    m->hm_suite != LC_SUITE_AESGCM)
 				return LC_HSERR_SUITE;
@@ -311,9 +336,9 @@ enum lc_hs_err lc_hs_parse(const unsigned char *buf, size_t len,
 		}
 		break;
 	case LC_HS_FIN:
-		m->hm_sender = lc_get_le32(b);
-		m->hm_target = lc_get_le32(b + 4);
-		m->hm_mac = b + 8;
+		m->hm_sender = lc_get_le32(b + FIN_SENDER);
+		m->hm_target = lc_get_le32(b + FIN_TARGET);
+		m->hm_mac = b + FIN_MAC;
 		break;
 	}
 	return LC_HSERR_NONE;
@@ -358,7 +383,7 @@ static void derive_session(struct lc_hs *hs)
 	hs->hs_tx.ae_counter = 0;
 	hs->hs_rx.ae_counter = 0;
 	hs->hs_tx.ae_suite = hs->hs_rx.ae_suite =
-		lc_get_le32(hs->hs_resp + OFF_BODY);
+		lc_get_le32(hs->hs_resp + OFF_BODY + BODY_SUITE);
 	if (hs->hs_tx.ae_suite == LC_SUITE_AESGCM) {
 		crypto_aead_aes256gcm_beforenm(&hs->hs_tx.ae_aes,
 					       hs->hs_tx.ae_key);
@@ -383,10 +408,10 @@ int lc_hs_start_initiator(struct lc_hs *hs, const struct lc_keys *keys,
 	hs->hs_keys = keys;
 	hs->hs_suites = (suites & LC_SUITES_KNOWN) | LC_SUITE_CHACHA;
 	put_hdr(out, LC_HS_INIT);
-	lc_put_le32(b, hs->hs_suites);
-	lc_put_le32(b + 4, local);
-	lc_put_le32(b + 8, peer);
-	randombytes_buf(b + 12, LC_HS_NONCE_LEN);
+	lc_put_le32(b + BODY_SUITE, hs->hs_suites);
+	lc_put_le32(b + BODY_SENDER, local);
+	lc_put_le32(b + BODY_TARGET, peer);
+	randombytes_buf(b + BODY_NONCE, LC_HS_NONCE_LEN);
 	memcpy(hs->hs_init, out, LC_HS_INIT_LEN);
 	hs->hs_state = LC_HSS_WAIT_RESP;
 	return 0;
@@ -425,14 +450,14 @@ enum lc_hs_err lc_hs_on_init(struct lc_hs *hs, const struct lc_hs_msg *m,
 	hs->hs_peer = m->hm_sender;
 	memcpy(hs->hs_init, raw, LC_HS_INIT_LEN);
 	put_hdr(out, LC_HS_RESP);
-	lc_put_le32(b, (m->hm_suite & hs->hs_suites & LC_SUITE_AESGCM) ?
+	lc_put_le32(b + BODY_SUITE, (m->hm_suite & hs->hs_suites & LC_SUITE_AESGCM) ?
 		       LC_SUITE_AESGCM : LC_SUITE_CHACHA);
-	lc_put_le32(b + 4, hs->hs_local);
-	lc_put_le32(b + 8, hs->hs_peer);
-	randombytes_buf(b + 12, LC_HS_NONCE_LEN);
+	lc_put_le32(b + BODY_SENDER, hs->hs_local);
+	lc_put_le32(b + BODY_TARGET, hs->hs_peer);
+	randombytes_buf(b + BODY_NONCE, LC_HS_NONCE_LEN);
 	transcript_mac(hs->hs_keys, 'A', hs->hs_init, LC_HS_INIT_LEN, out,
 		       LC_HS_RESP_LEN - LC_HS_MAC_LEN, NULL, 0,
-		       b + 12 + LC_HS_NONCE_LEN);
+		       b + BODY_MAC);
 	memcpy(hs->hs_resp, out, LC_HS_RESP_LEN);
 	hs->hs_state = LC_HSS_WAIT_FIN;
 	return LC_HSERR_NONE;
@@ -464,11 +489,11 @@ enum lc_hs_err lc_hs_on_resp(struct lc_hs *hs, const struct lc_hs_msg *m,
 		return fail(hs, LC_HSERR_MAC);
 	memcpy(hs->hs_resp, raw, LC_HS_RESP_LEN);
 	put_hdr(out, LC_HS_FIN);
-	lc_put_le32(b, hs->hs_local);
-	lc_put_le32(b + 4, hs->hs_peer);
+	lc_put_le32(b + FIN_SENDER, hs->hs_local);
+	lc_put_le32(b + FIN_TARGET, hs->hs_peer);
 	transcript_mac(hs->hs_keys, 'I', hs->hs_init, LC_HS_INIT_LEN,
 		       hs->hs_resp, LC_HS_RESP_LEN, out,
-		       LC_HS_FIN_LEN - LC_HS_MAC_LEN, b + 8);
+		       LC_HS_FIN_LEN - LC_HS_MAC_LEN, b + FIN_MAC);
 	derive_session(hs);
 	return LC_HSERR_NONE;
 }

@@ -43,7 +43,8 @@
  *
  * Known limits: the length field allows 4 GiB but a reassembler refuses more
  * than LC_FRAME_LEN_LIMIT; the header has no checksum (TCP's and SCTP's are
- * trusted); the kind field is checked here, the application type is not
+ * trusted against noise; against tampering, frames travel inside the
+ * authenticated records of auth.c unless dlm.conf says crypto = none); the kind field is checked here, the application type is not
  * (that is the dispatch table's job in the layer above).
  */
 #include "lowcomms/frame.h"

@@ -182,7 +182,7 @@
 /* Output buffer of a connection: frames are coalesced up to this size. */
 #define OUT_BUF_SIZE		(256 * 1024)
 /* One read buffer per context. */
-#define READ_BUF_SIZE		(256 * 1024)
+#define READ_BUF_SIZE		(512 * 1024)
 /* Bounds on work per fd event, so one busy peer cannot starve others. */
 #define READS_PER_EVENT		16
 #define WRITES_PER_FLUSH	64
@@ -943,8 +943,11 @@ static void establish(struct lc_conn *c)
 	n->node_backoff_ms = 0;
 	n->node_retry_pending = false;
 	c->conn_ctx->ctx_stats.st_established++;
-	lc_log(c->conn_ctx, LOG_INFO, "connected to node %u (%s)", n->node_id,
-	       c->conn_outgoing ? "outgoing" : "incoming");
+	lc_log(c->conn_ctx, LOG_INFO, "connected to node %u (%s, %s)",
+	       n->node_id, c->conn_outgoing ? "outgoing" : "incoming",
+	       !c->conn_ctx->ctx_sec ? "plaintext" :
+	       c->conn_hs.hs_tx.ae_suite == LC_SUITE_AESGCM ?
+	       "key, AES-256-GCM" : "key, ChaCha20-Poly1305");
 }
 
 /*
@@ -1177,14 +1180,41 @@ static int rec_reserve(struct lc_conn *c, size_t want)
 	return 0;
 }
 
-/* Take record bytes; each whole record is opened and its frames fed to the
- * reassembler.  Returns how many were used, or a negative errno. */
-static ssize_t rec_feed(struct lc_conn *c, const unsigned char *p, size_t len)
+/* Open the whole record at rec and feed its frames to the reassembler. */
+static int rec_open_feed(struct lc_conn *c, unsigned char *rec, size_t ct_len)
 {
-	size_t used = 0, take, ct_len = 0, pt_len;
+	size_t pt_len;
+
+	if (lc_rec_open(&c->conn_hs.hs_rx, rec, ct_len, &pt_len) < 0)
+		return auth_fail(c, "record failed authentication (forged, "
+				    "replayed, reordered or corrupted)");
+	return lc_reasm_feed(&c->conn_ra, rec + LC_REC_HDR_LEN, pt_len,
+			     on_frame, c);
+}
+
+/* Take record bytes; each whole record is opened and its frames fed to the
+ * reassembler.  A record wholly inside p is opened where it is (p is the
+ * context's read buffer); only one cut by the end of a read is copied.
+ * Returns how many bytes were used, or a negative errno. */
+static ssize_t rec_feed(struct lc_conn *c, unsigned char *p, size_t len)
+{
+	size_t used = 0, take, ct_len = 0;
 	int rv;
 
 	while (used < len) {
+		if (!c->conn_rec_len && len - used >= LC_REC_HDR_LEN) {
+			ct_len = lc_rec_ct_len(p + used, out_cap(c->conn_ctx));
+			if (!ct_len)
+				return auth_fail(c, "malformed record (length "
+						    "out of bounds)");
+			if (len - used >= LC_REC_HDR_LEN + ct_len) {
+				rv = rec_open_feed(c, p + used, ct_len);
+				if (rv < 0)
+					return rv;
+				used += LC_REC_HDR_LEN + ct_len;
+				continue;
+			}
+		}
 		if (c->conn_rec_len < LC_REC_HDR_LEN) {
 			rv = rec_reserve(c, LC_REC_HDR_LEN);
 			if (rv < 0)
@@ -1213,13 +1243,7 @@ static ssize_t rec_feed(struct lc_conn *c, const unsigned char *p, size_t len)
 		if (c->conn_rec_len < LC_REC_HDR_LEN + ct_len)
 			break;
 		c->conn_rec_len = 0;
-		if (lc_rec_open(&c->conn_hs.hs_rx, c->conn_rec, ct_len,
-				&pt_len) < 0)
-			return auth_fail(c,
-					 "record failed authentication (forged, "
-					 "replayed, reordered or corrupted)");
-		rv = lc_reasm_feed(&c->conn_ra, c->conn_rec + LC_REC_HDR_LEN,
-				   pt_len, on_frame, c);
+		rv = rec_open_feed(c, c->conn_rec, ct_len);
 		if (rv < 0)
 			return rv;
 	}
@@ -1228,7 +1252,7 @@ static ssize_t rec_feed(struct lc_conn *c, const unsigned char *p, size_t len)
 
 /* Bytes read on a connection: handshake, then records (or, without a key,
  * frames straight to the reassembler).  0 or a negative errno. */
-static int conn_input(struct lc_conn *c, const unsigned char *p, size_t len)
+static int conn_input(struct lc_conn *c, unsigned char *p, size_t len)
 {
 	ssize_t used;
 

@@ -185,8 +185,8 @@ int lc_addr_parse(const char *text, uint16_t port, struct sockaddr_storage *ss);
 
 /*
  * The cluster key from a key file (corosync's authkey, or dlm.conf's
- * key_file): a regular file of 32..4096 bytes that only its owner may read
- * or write.  The bytes are hashed into key with dlmd's own context (auth.c).
+ * key_file): a regular file of 32..4096 bytes, root's or ours, that only
+ * its owner may read or write.  The bytes are hashed into key with dlmd's own context (auth.c).
  * Returns 0, or a negative errno with why (a line for the log) filled in.
  */
 int lc_key_load(const char *path, unsigned char key[LC_KEY_LEN], char *why,

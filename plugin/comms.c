@@ -463,12 +463,15 @@ void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size)
 	}
 	lc_get_stats(cm->cm_lc, &st);
 	snprintf(buf, size, "sent %llu delivered %llu connects %llu established "
-		 "%llu lost %llu peer_restarts %llu backlog %llu",
+		 "%llu lost %llu peer_restarts %llu backlog %llu crypto %s "
+		 "auth_failed %llu",
 		 (unsigned long long)st.st_msgs_sent,
 		 (unsigned long long)st.st_msgs_delivered,
 		 (unsigned long long)st.st_connects,
 		 (unsigned long long)st.st_established,
 		 (unsigned long long)st.st_conn_lost,
 		 (unsigned long long)st.st_peer_restarts,
-		 (unsigned long long)cm->cm_nbacklog);
+		 (unsigned long long)cm->cm_nbacklog,
+		 cm->cm_d->d_cfg.cf_crypto_none ? "none" : "key",
+		 (unsigned long long)st.st_auth_failed);
 }

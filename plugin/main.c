@@ -259,8 +259,10 @@ int main(int argc, char **argv)
 	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGINT, d, on_signal, NULL);
 	rv = dlmd_cluster_init(d);
 	if (rv) {
-		log_err("membership (%s) unavailable: %s; not starting",
-			dlmd_cluster_source_str(d), strerror(-rv));
+		/* The line before says which part failed (corosync, fencing,
+		 * the node-to-node transport or its key). */
+		log_err("cluster start-up (membership %s) failed: %s; not "
+			"starting", dlmd_cluster_source_str(d), strerror(-rv));
 		goto out_cluster;
 	}
 	memset(&ccfg, 0, sizeof(ccfg));

@@ -165,6 +165,15 @@ static void test_key_file(void **state)
 	assert_int_equal(lc_key_load(path, key, why, sizeof(why)), -EINVAL);
 	assert_non_null(strstr(why, "bytes"));
 
+	/* Another user's file: that user could read it. */
+	if (geteuid() == 0) {
+		write_file(path, material, sizeof(material), 0600);
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		assert_int_equal(lc_key_load(path, key, why, sizeof(why)),
+				 -EPERM);
+		assert_non_null(strstr(why, "belongs to uid 65534"));
+	}
+
 	/* A symlink is not followed. */
 	write_file(path, material, sizeof(material), 0600);
 	assert_int_equal(symlink(path, link), 0);
@@ -237,6 +246,136 @@ static void test_config_must_choose(void **state)
 	ctx = lc_new(&cfg, &ops, NULL);
 	assert_non_null(ctx);
 	lc_destroy(ctx);
+}
+
+/* ---- the handshake, message by message ------------------------------------ */
+
+/* Run a whole handshake between initiator a (node 1) and acceptor b (node
+ * 2); the messages are left in init, resp, fin. */
+static void handshake(struct lc_hs *a, struct lc_hs *b,
+		      const struct lc_keys *keys, uint32_t suites,
+		      unsigned char *init, unsigned char *resp,
+		      unsigned char *fin)
+{
+	struct lc_hs_msg m;
+	size_t used;
+
+	lc_hs_start_initiator(a, keys, 1, 2, suites, init);
+	lc_hs_start_acceptor(b, keys, 2, suites);
+	assert_int_equal(lc_hs_parse(init, LC_HS_INIT_LEN, &m, &used),
+			 LC_HSERR_NONE);
+	assert_int_equal(lc_hs_on_init(b, &m, init, resp), LC_HSERR_NONE);
+	assert_int_equal(lc_hs_parse(resp, LC_HS_RESP_LEN, &m, &used),
+			 LC_HSERR_NONE);
+	assert_int_equal(lc_hs_on_resp(a, &m, resp, fin), LC_HSERR_NONE);
+	assert_int_equal(lc_hs_parse(fin, LC_HS_FIN_LEN, &m, &used),
+			 LC_HSERR_NONE);
+	assert_int_equal(lc_hs_on_fin(b, &m, fin), LC_HSERR_NONE);
+}
+
+/*
+ * Replays and tampering, without sockets: an old RESP offered to a new
+ * initiator, an old FIN to a new acceptor, a RESP whose cipher choice was
+ * changed in flight (a downgrade), an INIT for another node, and records
+ * of one connection offered to another.  Each is refused, and says why.
+ */
+static void test_handshake_rules(void **state)
+{
+	unsigned char key[LC_KEY_LEN], init[LC_HS_INIT_LEN];
+	unsigned char resp[LC_HS_RESP_LEN], fin[LC_HS_FIN_LEN];
+	unsigned char init2[LC_HS_INIT_LEN], resp2[LC_HS_RESP_LEN];
+	unsigned char fin2[LC_HS_FIN_LEN], rec[64], rec0[64];
+	uint32_t both = LC_SUITE_CHACHA | LC_SUITE_AESGCM;
+	struct lc_hs a, b, a2, b2;
+	struct lc_keys keys;
+	struct lc_hs_msg m;
+	size_t used, pt;
+
+	(void)state;
+	h_test_key(key, 0);
+	lc_keys_derive(key, &keys);
+	handshake(&a, &b, &keys, LC_SUITE_CHACHA, init, resp, fin);
+
+	/* An old RESP does not answer a new INIT (new nonce). */
+	lc_hs_start_initiator(&a2, &keys, 1, 2, LC_SUITE_CHACHA, init2);
+	assert_int_equal(lc_hs_parse(resp, sizeof(resp), &m, &used),
+			 LC_HSERR_NONE);
+	assert_int_equal(lc_hs_on_resp(&a2, &m, resp, fin2), LC_HSERR_MAC);
+	assert_non_null(strstr(lc_hs_err_str(LC_HSERR_MAC), "replayed"));
+
+	/* An old INIT gets a new RESP; the old FIN does not match it. */
+	lc_hs_start_acceptor(&b2, &keys, 2, LC_SUITE_CHACHA);
+	assert_int_equal(lc_hs_parse(init, sizeof(init), &m, &used),
+			 LC_HSERR_NONE);
+	assert_int_equal(lc_hs_on_init(&b2, &m, init, resp2), LC_HSERR_NONE);
+	assert_memory_not_equal(resp, resp2, sizeof(resp));
+	assert_int_equal(lc_hs_parse(fin, sizeof(fin), &m, &used),
+			 LC_HSERR_NONE);
+	assert_int_equal(lc_hs_on_fin(&b2, &m, fin), LC_HSERR_MAC);
+
+	/* The cipher choice is under the MAC: flipping it is caught. */
+	lc_hs_start_initiator(&a2, &keys, 1, 2, both, init2);
+	lc_hs_start_acceptor(&b2, &keys, 2, both);
+	assert_int_equal(lc_hs_parse(init2, sizeof(init2), &m, &used),
+			 LC_HSERR_NONE);
+	assert_int_equal(lc_hs_on_init(&b2, &m, init2, resp2), LC_HSERR_NONE);
+	lc_put_le32(resp2 + LC_HS_HDR_LEN,
+		    lc_get_le32(resp2 + LC_HS_HDR_LEN) == LC_SUITE_AESGCM ?
+		    LC_SUITE_CHACHA : LC_SUITE_AESGCM);
+	assert_int_equal(lc_hs_parse(resp2, sizeof(resp2), &m, &used),
+			 LC_HSERR_NONE);
+	assert_int_equal(lc_hs_on_resp(&a2, &m, resp2, fin2), LC_HSERR_MAC);
+	/* ... and a choice that was not offered is refused outright. */
+	lc_hs_start_initiator(&a2, &keys, 1, 2, LC_SUITE_CHACHA, init2);
+	lc_hs_start_acceptor(&b2, &keys, 2, both);
+	assert_int_equal(lc_hs_parse(init2, sizeof(init2), &m, &used),
+			 LC_HSERR_NONE);
+	assert_int_equal(lc_hs_on_init(&b2, &m, init2, resp2), LC_HSERR_NONE);
+	assert_int_equal(lc_get_le32(resp2 + LC_HS_HDR_LEN), LC_SUITE_CHACHA);
+	lc_put_le32(resp2 + LC_HS_HDR_LEN, LC_SUITE_AESGCM);
+	assert_int_equal(lc_hs_parse(resp2, sizeof(resp2), &m, &used),
+			 LC_HSERR_NONE);
+	assert_int_equal(lc_hs_on_resp(&a2, &m, resp2, fin2), LC_HSERR_SUITE);
+
+	/* An INIT for node 3 at node 2. */
+	lc_hs_start_initiator(&a2, &keys, 1, 3, LC_SUITE_CHACHA, init2);
+	lc_hs_start_acceptor(&b2, &keys, 2, LC_SUITE_CHACHA);
+	assert_int_equal(lc_hs_parse(init2, sizeof(init2), &m, &used),
+			 LC_HSERR_NONE);
+	assert_int_equal(lc_hs_on_init(&b2, &m, init2, resp2),
+			 LC_HSERR_TARGET);
+
+	/* A record of the first connection does not open on a second one
+	 * between the same nodes, nor back towards its sender. */
+	handshake(&a2, &b2, &keys, LC_SUITE_CHACHA, init2, resp2, fin2);
+	memcpy(rec0 + LC_REC_HDR_LEN, "lock", 4);
+	lc_rec_seal(&a.hs_tx, rec0, 4);
+	/* (A failed open may wipe the buffer: each try gets a copy.) */
+	memcpy(rec, rec0, sizeof(rec));
+	assert_int_equal(lc_rec_open(&b2.hs_rx, rec, 4 + LC_REC_TAG_LEN, &pt),
+			 -EBADMSG);
+	memcpy(rec, rec0, sizeof(rec));
+	assert_int_equal(lc_rec_open(&a.hs_rx, rec, 4 + LC_REC_TAG_LEN, &pt),
+			 -EBADMSG);
+	memcpy(rec, rec0, sizeof(rec));
+	assert_int_equal(lc_rec_open(&b.hs_rx, rec, 4 + LC_REC_TAG_LEN, &pt),
+			 0);
+	assert_int_equal(pt, 4);
+	assert_memory_equal(rec + LC_REC_HDR_LEN, "lock", 4);
+	/* The same record twice: the second is a replay. */
+	memcpy(rec, rec0, sizeof(rec));
+	assert_int_equal(lc_rec_open(&b.hs_rx, rec, 4 + LC_REC_TAG_LEN, &pt),
+			 -EBADMSG);
+	/* A changed length header (the associated data) is caught too. */
+	memcpy(rec + LC_REC_HDR_LEN, "lock", 4);
+	lc_rec_seal(&a.hs_tx, rec, 4);
+	rec[0] ^= 1;
+	assert_int_equal(lc_rec_open(&b.hs_rx, rec, 4 + LC_REC_TAG_LEN, &pt),
+			 -EBADMSG);
+	lc_hs_wipe(&a);
+	lc_hs_wipe(&b);
+	lc_hs_wipe(&a2);
+	lc_hs_wipe(&b2);
 }
 
 /* ---- impostors on the node's own address --------------------------------- */
@@ -702,6 +841,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_key_file),
 		cmocka_unit_test(test_config_must_choose),
+		cmocka_unit_test(test_handshake_rules),
 		cmocka_unit_test(test_impostor_plaintext_hello),
 		cmocka_unit_test(test_impostor_without_key),
 		cmocka_unit_test(test_wrong_key),

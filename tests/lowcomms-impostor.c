@@ -1,0 +1,188 @@
+/*
+ * tests/lowcomms-impostor.c: the attacker of issue 12, for the cluster
+ * test (tests/test-cluster-impostor.sh).  Run on a node (as an unprivileged
+ * user), it connects to a peer's dlmd port from this node's address and
+ * claims to be this node:
+ *
+ *   lowcomms-impostor hello FROM TO PORT CLAIM TARGET
+ *       the original attack: a plaintext HELLO with a new epoch;
+ *   lowcomms-impostor handshake FROM TO PORT CLAIM TARGET KEYFILE
+ *       the key handshake, with the key from KEYFILE if it can read it,
+ *       else (said on stdout) with a random key; its FIN carries its own
+ *       MAC, right or wrong.
+ *
+ * It then waits (at most 5 s) for the peer to close the connection.  Exit
+ * 0: refused (closed; with a key it could not prove, as it should be);
+ * 1: still open, or the peer accepted our proof; 2: usage or setup error.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "lowcomms/auth.h"
+#include "lowcomms/frame.h"
+
+#define WAIT_MS		5000
+
+static int usage(void)
+{
+	fprintf(stderr,
+		"usage: lowcomms-impostor hello FROM TO PORT CLAIM TARGET\n"
+		"       lowcomms-impostor handshake FROM TO PORT CLAIM TARGET KEYFILE\n");
+	return 2;
+}
+
+static int connect_from(const char *from, const char *to, int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || inet_pton(AF_INET, from, &sa.sin_addr) != 1 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		perror("impostor: socket/bind");
+		return -1;
+	}
+	sa.sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, to, &sa.sin_addr) != 1 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		perror("impostor: connect");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Read up to len bytes (want all of them when exact), WAIT_MS at most.
+ * Returns bytes read, or -1 when the peer closed or reset. */
+static ssize_t read_some(int fd, unsigned char *buf, size_t len, bool exact)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n;
+
+		if (poll(&p, 1, WAIT_MS) <= 0)
+			break;
+		n = recv(fd, buf + got, len - got, 0);
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+		if (!exact)
+			break;
+	}
+	return (ssize_t)got;
+}
+
+/* 0 if the peer closes within WAIT_MS. */
+static int wait_closed(int fd)
+{
+	unsigned char buf[4096];
+
+	for (;;) {
+		ssize_t n = read_some(fd, buf, sizeof(buf), false);
+
+		if (n < 0)
+			return 0;
+		if (n == 0)
+			return 1;
+	}
+}
+
+static int do_hello(int fd, uint32_t claim, uint32_t target)
+{
+	unsigned char hello[LC_HELLO_LEN];
+	struct lc_frame_hdr h = {
+		.fh_magic = LC_FRAME_MAGIC, .fh_version = LC_FRAME_VERSION,
+		.fh_kind = LC_KIND_HELLO, .fh_length = LC_HELLO_LEN,
+		.fh_sender = claim, .fh_target = target, .fh_seq = 1,
+	};
+
+	lc_frame_encode(hello, &h);
+	lc_put_le32(hello + LC_FRAME_HDR_LEN, 0xbad0e90c);
+	lc_put_le32(hello + LC_FRAME_HDR_LEN + 4, 0);
+	if (send(fd, hello, sizeof(hello), MSG_NOSIGNAL) != sizeof(hello))
+		return 0;	/* already refused */
+	return wait_closed(fd);
+}
+
+static int do_handshake(int fd, uint32_t claim, uint32_t target,
+			const char *keyfile)
+{
+	unsigned char key[LC_KEY_LEN], init[LC_HS_INIT_LEN];
+	unsigned char resp[LC_HS_RESP_LEN], fin[LC_HS_FIN_LEN];
+	char why[256];
+	struct lc_keys keys;
+	struct lc_hs_msg m;
+	struct lc_hs hs;
+	enum lc_hs_err err;
+	size_t used;
+
+	if (lc_key_load(keyfile, key, why, sizeof(why)) < 0) {
+		printf("impostor: %s: trying without the key\n", why);
+		randombytes_buf(key, sizeof(key));
+	} else {
+		printf("impostor: read the key file\n");
+	}
+	lc_keys_derive(key, &keys);
+	lc_hs_start_initiator(&hs, &keys, claim, target, lc_suites_local(),
+			      init);
+	if (send(fd, init, sizeof(init), MSG_NOSIGNAL) != sizeof(init))
+		return 0;
+	if (read_some(fd, resp, sizeof(resp), true) != sizeof(resp)) {
+		printf("impostor: no RESP\n");
+		return wait_closed(fd);
+	}
+	if (lc_hs_parse(resp, sizeof(resp), &m, &used) != LC_HSERR_NONE) {
+		printf("impostor: bad RESP\n");
+		return 2;
+	}
+	err = lc_hs_on_resp(&hs, &m, resp, fin);
+	if (err == LC_HSERR_NONE) {
+		printf("impostor: the peer's proof checks out: we hold the key\n");
+		return 1;
+	}
+	printf("impostor: cannot check the peer's proof (%s); sending a made-up FIN\n",
+	       lc_hs_err_str(err));
+	memset(fin, 0, sizeof(fin));
+	memcpy(fin, init, LC_HS_HDR_LEN);
+	fin[5] = LC_HS_FIN;
+	lc_put_le32(fin + 8, LC_HS_FIN_LEN);
+	lc_put_le32(fin + LC_HS_HDR_LEN, claim);
+	lc_put_le32(fin + LC_HS_HDR_LEN + 4, target);
+	randombytes_buf(fin + LC_HS_HDR_LEN + 8, LC_HS_MAC_LEN);
+	if (send(fd, fin, sizeof(fin), MSG_NOSIGNAL) != sizeof(fin))
+		return 0;
+	return wait_closed(fd);
+}
+
+int main(int argc, char **argv)
+{
+	int fd, rv;
+	uint32_t claim, target;
+
+	if (argc < 7)
+		return usage();
+	claim = (uint32_t)strtoul(argv[5], NULL, 0);
+	target = (uint32_t)strtoul(argv[6], NULL, 0);
+	if (sodium_init() < 0)
+		return 2;
+	fd = connect_from(argv[2], argv[3], atoi(argv[4]));
+	if (fd < 0)
+		return 2;
+	if (!strcmp(argv[1], "hello") && argc == 7)
+		rv = do_hello(fd, claim, target);
+	else if (!strcmp(argv[1], "handshake") && argc == 8)
+		rv = do_handshake(fd, claim, target, argv[7]);
+	else
+		rv = usage();
+	close(fd);
+	printf("impostor: %s\n", rv == 0 ? "refused" : rv == 1 ? "NOT refused" :
+	       "error");
+	return rv;
+}

@@ -1,0 +1,161 @@
+#!/bin/sh
+# tests/test-cluster-impostor.sh - issue 12's finding, replayed on a real
+# cluster: an unprivileged user on node 1 connects to node 2's dlmd port
+# from node 1's address and says "I am node 1".
+#
+# tests/dlm-cluster up 2 (a fresh cluster key in DIR/authkey, mode 0600,
+# corosync's keyfile and dlmd's key_file; fencing off).  Then, each step
+# bounded in time:
+#   1. a workload on both nodes (tests/cluster-client work);
+#   2. during it, as nobody on node 1 (who cannot read the key file):
+#      a. the original attack, a plaintext HELLO claiming node 1 with a new
+#         epoch (tests/lowcomms-impostor hello);
+#      b. the key handshake claiming node 1, without the key (it cannot
+#         read the file, so it uses a random one): its FIN is refused;
+#      node 2 logs why for each, and never sees "node 1 restarted";
+#   3. a dlmd given a key file others may read refuses to start, saying so;
+#   4. the workload finishes, the lockspace never recovered (same event,
+#      members 1 2) and the checker finds no violation.
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+top_builddir=${top_builddir:-.}
+top_builddir=$(cd "$top_builddir" && pwd)
+export top_builddir
+CLUSTER=$top_srcdir/tests/dlm-cluster
+CLIENT=$top_builddir/tests/cluster-client
+DLMCTL=$top_builddir/plugin/dlmctl
+DLMD=$top_builddir/plugin/dlmd
+IMPOSTOR=$top_builddir/tests/lowcomms-impostor
+LS=imptest
+NRES=8
+WORK_MS=${CLUSTER_TEST_WORK_MS:-6000}
+POLLS=300		# bounded waits: polls of 0.1 s
+NOBODY=65534
+DLM_CLUSTER_FENCING=off
+DLM_CLUSTER_CRYPTO=on
+export DLM_CLUSTER_FENCING DLM_CLUSTER_CRYPTO
+
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP: needs root (namespaces, corosync)"
+	exit 77
+fi
+command -v setpriv >/dev/null 2>&1 || { echo "SKIP: no setpriv (util-linux)"; exit 77; }
+[ -x "$IMPOSTOR" ] || { echo "FAIL: $IMPOSTOR not built"; exit 1; }
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmimp.XXXXXX") || exit 1
+rc=0
+pids=
+
+. "$top_srcdir/tests/cluster-test-lib.sh"
+
+ls_line() { on "$1" "$DLMCTL" ls 2>/dev/null | grep "^name $LS "; }
+# on K as_nobody CMD...: CMD on node K as nobody, no groups
+as_nobody="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
+
+if ! "$CLUSTER" up 2 "$dir"; then
+	echo "FAIL: cannot bring up the 2-node cluster" >&2
+	rc=1
+	exit 1
+fi
+mkdir -p "$dir/logs" "$dir/counters"
+chmod 777 "$dir/logs" "$dir/counters"
+# nobody must be able to run the impostor (the build tree may not be
+# reachable for it), not to read the key
+cp "$IMPOSTOR" "$dir/impostor" && chmod 755 "$dir/impostor" ||
+	{ fail "cannot copy the impostor"; exit 1; }
+for k in 1 2; do
+	grep -q "peers must prove the cluster key" "$dir/n$k/dlmd.out" ||
+		{ fail "node $k's dlmd does not run with the cluster key"; exit 1; }
+done
+grep -q "^ *crypto_cipher: aes256" "$dir/n1/corosync.conf" ||
+	fail "corosync does not run with crypto"
+
+echo "== 1. workload on both nodes"
+wl=
+for k in 1 2; do
+	for c in 1 2; do
+		start_client "$k" work "$LS" "$dir" $NRES "$WORK_MS" "$k$c"
+		wl="$wl $last_pid"
+	done
+done
+i=0
+until ls_line 1 | grep -q "members 1 2 "; do
+	i=$((i + 1))
+	[ $i -gt $POLLS ] && { fail "lockspace not on both nodes"; exit 1; }
+	sleep 0.1
+done
+event0=$(ls_line 1 | sed -n 's/.* event \([0-9]*\).*/\1/p')
+echo "   lockspace running, event $event0"
+
+echo "== 2. impostors on node 1, as nobody, claiming node 1"
+if on 1 $as_nobody cat "$dir/authkey" >/dev/null 2>&1; then
+	fail "nobody can read the cluster key"
+fi
+if on 1 $as_nobody "$dir/impostor" hello 10.213.77.1 10.213.77.2 21064 1 2 \
+	>"$dir/impostor-hello.out" 2>&1; then
+	echo "   plaintext HELLO: refused"
+else
+	fail "plaintext HELLO impostor: $(tail -n 1 "$dir/impostor-hello.out")"
+fi
+# node 2 logs at most one rejection a second (a flood must not fill the log)
+sleep 1.2
+if on 1 $as_nobody "$dir/impostor" handshake 10.213.77.1 10.213.77.2 21064 1 2 \
+	"$dir/authkey" >"$dir/impostor-hs.out" 2>&1; then
+	echo "   handshake without the key: refused"
+else
+	fail "handshake impostor: $(tail -n 1 "$dir/impostor-hs.out")"
+fi
+grep -q "trying without the key" "$dir/impostor-hs.out" ||
+	fail "the impostor read the key file"
+i=0
+until grep -q "rejecting connection from 10.213.77.1:[0-9]*: peer speaks unauthenticated" "$dir/n2/dlmd.out" &&
+      grep -q "rejecting connection from 10.213.77.1:[0-9]* claiming node 1: peer does not prove the cluster key" "$dir/n2/dlmd.out"; do
+	i=$((i + 1))
+	[ $i -gt $POLLS ] && { fail "node 2 did not log both refusals"; break; }
+	sleep 0.1
+done
+grep "rejecting connection" "$dir/n2/dlmd.out" | sed 's/^/   node 2: /'
+if grep -q "node 1 restarted" "$dir/n2/dlmd.out"; then
+	fail "node 2 took an impostor for node 1"
+fi
+st=$(on 2 "$DLMCTL" status 2>/dev/null | grep '^comms ')
+case $st in
+*" crypto key auth_failed "[1-9]*) echo "   node 2 $(echo "$st" | grep -o 'crypto.*')" ;;
+*) fail "dlmctl status on node 2 does not count the refusals: $st" ;;
+esac
+
+echo "== 3. a key file others may read: dlmd does not start"
+mkdir -p "$dir/bad"
+cp "$dir/authkey" "$dir/authkey-open" && chmod 644 "$dir/authkey-open"
+sed -e "s|^key_file = .*|key_file = $dir/authkey-open|" \
+    -e "s|^socket_path = .*|socket_path = $dir/bad/dlmd.sock|" \
+    -e "s|^control_socket = .*|control_socket = $dir/bad/dlmd-ctl.sock|" \
+    -e "s|^pid_file = .*|pid_file = $dir/bad/dlmd.pid|" \
+    "$dir/n2/dlm.conf" >"$dir/bad/dlm.conf"
+if on 2 timeout 30 "$DLMD" -f -c "$dir/bad/dlm.conf" >"$dir/bad/dlmd.out" 2>&1; then
+	fail "dlmd started with a key file others may read"
+elif grep -q "authkey-open has mode 0644: others may read" "$dir/bad/dlmd.out"; then
+	echo "   refused: $(grep -o 'key file .*' "$dir/bad/dlmd.out" | head -n 1)"
+else
+	fail "dlmd did not say why it refused: $(tail -n 2 "$dir/bad/dlmd.out")"
+fi
+
+echo "== 4. the lock traffic did not notice"
+for p in $wl; do
+	wait_pid "$p" $((WORK_MS / 1000 + 60)) || fail "a workload client ($p) failed or hung"
+done
+for k in 1 2; do
+	l=$(ls_line $k)
+	case $l in
+	*"members 1 2 "*"event $event0 "*|*"event $event0 "*"members 1 2 "*) ;;
+	*) fail "node $k: the lockspace changed: $l" ;;
+	esac
+done
+echo "   both nodes: members 1 2, event $event0 (no recovery)"
+if ! "$CLIENT" check "$dir" $NRES >"$dir/check.out" 2>&1; then
+	fail "checker: $(grep -c VIOLATION "$dir/check.out") violations"
+	head -n 20 "$dir/check.out" >&2
+fi
+echo "   $(tail -n 1 "$dir/check.out")"
+[ $rc -eq 0 ] && echo PASS
+exit $rc
