@@ -1451,6 +1451,7 @@ int dlmd_client_listen(struct dlmd *d)
 {
 	const struct dlmd_config *cf = &d->d_cfg;
 	struct sockaddr_un sa;
+	mode_t old_umask;
 	int fd, rv;
 
 	memset(&sa, 0, sizeof(sa));
@@ -1461,7 +1462,12 @@ int dlmd_client_listen(struct dlmd *d)
 		return -errno;
 	/* The single-instance lock is held (main.c): a file here is stale. */
 	unlink(cf->cf_socket_path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	/* Created owner-only, so nobody connects before owner, group and
+	 * mode are what dlm.conf says. */
+	old_umask = umask(0177);
+	rv = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old_umask);
+	if (rv < 0 ||
 	    chown(cf->cf_socket_path, cf->cf_socket_uid, cf->cf_socket_gid) < 0 ||
 	    chmod(cf->cf_socket_path, cf->cf_socket_mode) < 0 ||
 	    listen(fd, LISTEN_BACKLOG) < 0) {
