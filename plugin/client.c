@@ -6,6 +6,10 @@
  *
  *   accept     a SOCK_SEQPACKET connection on socket_path; SO_PEERCRED
  *              (and SO_PEERGROUPS) give pid, uid, gid and groups once.
+ *              A user past max_clients_per_uid is refused (a REPLY with
+ *              reqid 0 and -EUSERS, then close); when fds run out the
+ *              socket leaves the loop for a while ("Limits on
+ *              connections" below).
  *              The connection gets a serial number; its engine owner id
  *              is (pid << 32) | serial, so dlm_ls_purge(pid) can find the
  *              orphans a process left and each connection is one owner.
@@ -22,8 +26,10 @@
  *              into a DLMP_AST packet on the owner's AST socket, adding
  *              the per-lock callback values the client gave (struct
  *              lkcb).  If the AST socket is full, packets wait in a
- *              per-client queue (bounded by MAX_AST_QUEUE) written when
- *              the socket drains.
+ *              per-client queue written when the socket drains.  All
+ *              clients' queues together are
+ *              bounded by ast_queue_limit: past it, the client with the
+ *              largest queue is disconnected (astq_enforce_limit).
  *   close      a connection that closes (exit, crash, SIGKILL) is purged
  *              at once with dlm_core_purge_owner(): its locks go, its
  *              PERSISTENT locks become orphans, and whatever they blocked
