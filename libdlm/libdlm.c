@@ -146,8 +146,15 @@ static int refusal_status(int fd)
 {
 	unsigned char buf[DLMP_MAX_MSG];
 	struct dlmp_msg rm;
-	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	ssize_t n;
 
+	/* The daemon closed with our request unread: the socket's pending
+	 * ECONNRESET comes first, once; the refusal is queued behind it. */
+	for (int tries = 0; tries < 2; tries++) {
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n >= 0 || (errno != ECONNRESET && errno != EPIPE))
+			break;
+	}
 	if (n > 0 && dlmp_decode(buf, (size_t)n, &rm) == 0 &&
 	    rm.m_hdr.h_type == DLMP_REPLY && rm.m_hdr.h_reqid == 0 &&
 	    rm.m_u.reply.rp_status < 0)
@@ -214,8 +221,16 @@ static int do_request(int fd, uint32_t *reqid, struct dlmp_msg *msg,
 		do {
 			n = recv(fd, buf, sizeof(buf), 0);
 		} while (n < 0 && errno == EINTR);
-		if (n < 0)
-			return -errno;
+		if (n < 0) {
+			rv = -errno;
+			if (rv == -ECONNRESET) {
+				int why = refusal_status(fd);
+
+				if (why)
+					return why;
+			}
+			return rv;
+		}
 		if (n == 0)
 			return -ENOTCONN;
 		rv = dlmp_decode(buf, (size_t)n, &rm);

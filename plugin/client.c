@@ -6,6 +6,10 @@
  *
  *   accept     a SOCK_SEQPACKET connection on socket_path; SO_PEERCRED
  *              (and SO_PEERGROUPS) give pid, uid, gid and groups once.
+ *              A user past max_clients_per_uid is refused (a REPLY with
+ *              reqid 0 and -EUSERS, then close); when fds run out the
+ *              socket leaves the loop for a while ("Limits on
+ *              connections" below).
  *              The connection gets a serial number; its engine owner id
  *              is (pid << 32) | serial, so dlm_ls_purge(pid) can find the
  *              orphans a process left and each connection is one owner.
@@ -22,8 +26,10 @@
  *              into a DLMP_AST packet on the owner's AST socket, adding
  *              the per-lock callback values the client gave (struct
  *              lkcb).  If the AST socket is full, packets wait in a
- *              per-client queue (bounded by MAX_AST_QUEUE) written when
- *              the socket drains.
+ *              per-client queue written when the socket drains.  All
+ *              clients' queues together are
+ *              bounded by ast_queue_limit: past it, the client with the
+ *              largest queue is disconnected (astq_enforce_limit).
  *   close      a connection that closes (exit, crash, SIGKILL) is purged
  *              at once with dlm_core_purge_owner(): its locks go, its
  *              PERSISTENT locks become orphans, and whatever they blocked
@@ -1465,6 +1471,7 @@ int dlmd_client_listen(struct dlmd *d)
 {
 	const struct dlmd_config *cf = &d->d_cfg;
 	struct sockaddr_un sa;
+	mode_t old_umask;
 	int fd, rv;
 
 	memset(&sa, 0, sizeof(sa));
@@ -1475,7 +1482,12 @@ int dlmd_client_listen(struct dlmd *d)
 		return -errno;
 	/* The single-instance lock is held (main.c): a file here is stale. */
 	unlink(cf->cf_socket_path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	/* Created owner-only, so nobody connects before owner, group and
+	 * mode are what dlm.conf says. */
+	old_umask = umask(0177);
+	rv = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old_umask);
+	if (rv < 0 ||
 	    chown(cf->cf_socket_path, cf->cf_socket_uid, cf->cf_socket_gid) < 0 ||
 	    chmod(cf->cf_socket_path, cf->cf_socket_mode) < 0 ||
 	    listen(fd, LISTEN_BACKLOG) < 0) {

@@ -40,6 +40,7 @@
 
 #define CTL_REQ_MAX	512
 #define CTL_MODE	0600
+#define CTL_PAUSE_MS	500	/* accept failed (no fds): retry after this */
 
 struct dlmd_ctl_conn {
 	struct dlmd_ctl_conn	*cc_next;
@@ -482,14 +483,35 @@ static int ctl_ready(int32_t fd, int32_t revents, void *data)
 	return 0;
 }
 
+static int ctl_accept(int32_t fd, int32_t revents, void *data);
+
+static void ctl_resume(void *data)
+{
+	struct dlmd *d = data;
+
+	if (d->d_ctl_fd >= 0 && qb_loop_poll_add(d->d_loop, QB_LOOP_LOW, d->d_ctl_fd,
+						 POLLIN, d, ctl_accept))
+		qb_loop_timer_add(d->d_loop, QB_LOOP_LOW, CTL_PAUSE_MS * 1000000ULL,
+				  d, ctl_resume, &d->d_ctl_pause_timer);
+}
+
 static int ctl_accept(int32_t fd, int32_t revents, void *data)
 {
 	struct dlmd *d = data;
 	struct dlmd_ctl_conn *cc;
 	int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-	if (cfd < 0)
+	if (cfd < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
+		    errno == ECONNABORTED)
+			return 0;
+		/* Out of fds (the client socket logs that): the connection
+		 * stays queued, so wait rather than be called again at once. */
+		qb_loop_poll_del(d->d_loop, fd);
+		qb_loop_timer_add(d->d_loop, QB_LOOP_LOW, CTL_PAUSE_MS * 1000000ULL,
+				  d, ctl_resume, &d->d_ctl_pause_timer);
 		return 0;
+	}
 	cc = calloc(1, sizeof(*cc));
 	if (!cc) {
 		close(cfd);
@@ -511,6 +533,7 @@ int dlmd_ctl_listen(struct dlmd *d)
 {
 	const char *path = d->d_cfg.cf_ctl_socket_path;
 	struct sockaddr_un sa;
+	mode_t old_umask;
 	int fd, rv;
 
 	memset(&sa, 0, sizeof(sa));
@@ -520,8 +543,11 @@ int dlmd_ctl_listen(struct dlmd *d)
 	if (fd < 0)
 		return -errno;
 	unlink(path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    chmod(path, CTL_MODE) < 0 || listen(fd, 16) < 0) {
+	/* Owner-only from the start: nobody else connects, ever. */
+	old_umask = umask(0177);
+	rv = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old_umask);
+	if (rv < 0 || chmod(path, CTL_MODE) < 0 || listen(fd, 16) < 0) {
 		rv = -errno;
 		log_err("control socket %s: %s", path, strerror(errno));
 		close(fd);
@@ -540,6 +566,7 @@ void dlmd_ctl_fini(struct dlmd *d)
 {
 	while (d->d_ctl_conns)
 		ctl_close(d->d_ctl_conns);
+	qb_loop_timer_del(d->d_loop, d->d_ctl_pause_timer);
 	if (d->d_ctl_fd >= 0) {
 		qb_loop_poll_del(d->d_loop, d->d_ctl_fd);
 		close(d->d_ctl_fd);

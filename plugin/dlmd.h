@@ -249,6 +249,7 @@ struct dlmd {
 	uint64_t		d_ncut_slow;	/* clients cut: ast_queue_limit */
 	bool			d_accept_paused; /* fds ran out: not accepting */
 	qb_loop_timer_handle	d_accept_timer;
+	qb_loop_timer_handle	d_ctl_pause_timer;	/* ctl.c, the same for dlmctl */
 	uint64_t		d_accept_log_ms; /* rate limit of the fd-exhaustion line */
 	uint64_t		d_refuse_log_ms; /* ... and of the per-uid refusal line */
 	uint64_t		d_accept_nquiet; /* events since the last such line */

@@ -30,7 +30,7 @@ NOFILE=64		# dlmd's RLIMIT_NOFILE, soft and hard
 PER_UID=8		# max_clients_per_uid
 AST_LIMIT=262144	# ast_queue_limit, bytes
 SLOW_LOCKS=1500		# ASTs each slow client leaves unread
-CPU_TICKS_MAX=60	# dlmd's CPU time in CPU_SECS s of flood (clock ticks)
+CPU_TICKS_MAX=30	# dlmd's CPU time in CPU_SECS s of flood (clock ticks)
 CPU_SECS=3
 POLLS=100		# waits: polls of 0.1 s
 
@@ -150,7 +150,7 @@ echo "== 1. the client socket: owner, group, mode from dlm.conf"
 perm=$(stat -c '%U %G %a' "$dir/dlmd.sock")
 [ "$perm" = "root nogroup 660" ] || fail "socket is '$perm', want 'root nogroup 660'"
 "$LC" create lim 0666 || fail "root cannot create a lockspace"
-setpriv --reuid=daemon --regid=daemon --clear-groups "$LC" open lim 1 </dev/null >"$dir/outsider.out" 2>&1
+timeout 20 setpriv --reuid=daemon --regid=daemon --clear-groups "$LC" open lim 1 </dev/null >"$dir/outsider.out" 2>&1
 grep -q '^error EACCES' "$dir/outsider.out" ||
 	fail "a user outside the socket's group: $(cat "$dir/outsider.out")"
 
@@ -161,16 +161,16 @@ grep -q "^opened $PER_UID\$" "$dir/nobody1.out" ||
 	fail "nobody opened more or less than $PER_UID: $(cat "$dir/nobody1.out")"
 grep -q '^error EUSERS$' "$dir/nobody1.out" ||
 	fail "the connection past the limit: $(cat "$dir/nobody1.out")"
-setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" open lim 1 </dev/null >"$dir/nobody2.out" 2>&1
+timeout 20 setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" open lim 1 </dev/null >"$dir/nobody2.out" 2>&1
 grep -q '^error EUSERS$' "$dir/nobody2.out" || fail "a second refusal: $(cat "$dir/nobody2.out")"
-"$LC" open lim $((PER_UID * 2)) </dev/null >"$dir/root.out" 2>&1
+timeout 20 "$LC" open lim $((PER_UID * 2)) </dev/null >"$dir/root.out" 2>&1
 grep -q "^opened $((PER_UID * 2))\$" "$dir/root.out" || fail "root is limited: $(cat "$dir/root.out")"
 [ "$(status_value clients_refused)" = 2 ] || fail "clients_refused: $("$DLMCTL" status)"
 n=$(grep -c 'refused: the user holds max_clients_per_uid' "$dir/dlmd.out")
 [ "$n" = 1 ] || fail "refusals logged $n times in a minute, want once"
 release nobody1 4
 # Its connections are gone: nobody may connect again.
-setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" open lim 1 </dev/null >"$dir/nobody3.out" 2>&1
+timeout 20 setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" open lim 1 </dev/null >"$dir/nobody3.out" 2>&1
 grep -q '^opened 1$' "$dir/nobody3.out" || fail "nobody after closing: $(cat "$dir/nobody3.out")"
 
 echo "== 3. fds run out: no spinning, one log line, served afterwards"
@@ -224,7 +224,7 @@ grep -q '^ast-socket ok$' "$dir/slow4.out" || fail "slow client 4: $(cat "$dir/s
 
 echo "== the daemon is still healthy"
 kill -0 "$pid" 2>/dev/null || fail "dlmd died"
-"$LC" open lim 1 </dev/null >"$dir/last.out" 2>&1
+timeout 20 "$LC" open lim 1 </dev/null >"$dir/last.out" 2>&1
 grep -q '^opened 1$' "$dir/last.out" || fail "a client at the end: $(cat "$dir/last.out")"
 [ $rc -eq 0 ] && echo "PASS"
 exit $rc

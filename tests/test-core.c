@@ -662,6 +662,12 @@ static void test_range_locks(void **state)
 	cluster_free(c);
 }
 
+/* may_adopt for test_orphans: only orphans of owner *arg. */
+static int adopt_only_owner(void *arg, uint64_t orphan_owner)
+{
+	return orphan_owner == *(uint64_t *)arg;
+}
+
 static void test_orphans(void **state)
 {
 	struct cluster *c = cluster_new(1, 1000);
@@ -682,6 +688,22 @@ static void test_orphans(void **state)
 		.mode = DLM_LOCK_PR, .name = "keep", .namelen = 4,
 		.flags = DLM_LKF_ORPHAN | DLM_LKF_PERSISTENT, .owner = 9 },
 		&adopted), -ENOENT);
+	/* the caller's may_adopt refuses it: -EPERM, the orphan stays */
+	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
+		.mode = DLM_LOCK_EX, .name = "keep", .namelen = 4,
+		.flags = DLM_LKF_ORPHAN | DLM_LKF_PERSISTENT, .owner = 9,
+		.may_adopt = adopt_only_owner, .may_adopt_arg = &(uint64_t){ 6 } },
+		&adopted), -EPERM);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_orphans, 1);
+	/* ... and is asked about the orphan's owner: 7 */
+	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
+		.mode = DLM_LOCK_EX, .name = "keep", .namelen = 4,
+		.flags = DLM_LKF_ORPHAN | DLM_LKF_PERSISTENT, .owner = 9,
+		.may_adopt = adopt_only_owner, .may_adopt_arg = &(uint64_t){ 7 } },
+		&adopted), 0);
+	assert_int_equal(adopted, p);
+	assert_int_equal(dlm_core_purge_owner(c->ls[1], 9), 1);
 	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
 		.mode = DLM_LOCK_EX, .name = "keep", .namelen = 4,
 		.flags = DLM_LKF_ORPHAN | DLM_LKF_PERSISTENT, .owner = 9 },

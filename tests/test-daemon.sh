@@ -59,6 +59,10 @@ echo "== libdlm.so tests"
 echo "== libdlm_lt.so tests"
 "$top_builddir/tests/test-libdlm-lt" || fail "tests/test-libdlm-lt"
 
+echo "== the client socket: as dlm.conf(5) advises, not open to all"
+perm=$(stat -c '%U %G %a' "$DLMD_SOCKET")
+[ "$perm" = "root nogroup 660" ] || fail "client socket is '$perm', want 'root nogroup 660'"
+
 echo "== dlmctl"
 out=$("$DLMCTL" status) || fail "dlmctl status exit $?"
 echo "$out" | grep -q '^membership corosync$' || fail "status: membership: $out"
