@@ -19,9 +19,12 @@
  * is a pure function of its seed and options.  The output never contains
  * addresses or wall-clock times, so a seed replays byte for byte.
  *
- *   sim-faults.c node faults (--faults): node death and join, and the
- *                cluster glue's part in recovery (stop, start, finish),
- *                plus the checks made when a recovery has finished.
+ *   sim-faults.c node faults (--faults): node death and join, the
+ *                daemon's death alone (--daemon-deaths) and network
+ *                splits (--partitions), both fenced before recovery, and
+ *                the cluster glue's part in recovery (stop, start,
+ *                finish), plus the checks made when a recovery has
+ *                finished.
  *
  * Node faults are off unless --faults is given; without it a seed runs
  * exactly as it always did (the same random draws, the same output).
