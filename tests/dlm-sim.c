@@ -1739,6 +1739,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --faults");
 		if (opts->o_daemon_deaths)
 			printf(" --daemon-deaths");
+		if (opts->o_partitions)
+			printf(" --partitions");
 		if (opts->o_fault)
 			printf(" --fault %s", fault_name(opts->o_fault));
 		if (opts->o_no_fence_wait)
@@ -1757,10 +1759,11 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 		       (unsigned long long)sim->n_basts);
 		if (opts->o_faults)
 			printf("seed %llu faults: %llu deaths (%llu of the daemon only), "
-			       "%llu joins, %llu recoveries finished, last event %u\n",
-			       (unsigned long long)seed,
+			       "%llu splits, %llu joins, %llu recoveries finished, "
+			       "last event %u\n", (unsigned long long)seed,
 			       (unsigned long long)sim->n_deaths,
 			       (unsigned long long)sim->n_daemon_deaths,
+			       (unsigned long long)sim->n_splits,
 			       (unsigned long long)sim->n_joins,
 			       (unsigned long long)sim->n_recoveries, sim->event);
 	}
@@ -1776,7 +1779,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: dlm-sim [--seeds N [--from F] | --seed S] [--nodes K] [--ops M]\n"
-		"               [--faults [--daemon-deaths]] [--fault NAME] [--quiet] [-v]\n"
+		"               [--faults [--daemon-deaths] [--partitions]] [--fault NAME]\n"
+		"               [--quiet] [-v]\n"
 		"  --seeds N     run seeds 1..N, stop at the first violation (default 100)\n"
 		"  --seed S      run seed S only\n"
 		"  --from F      with --seeds N: run seeds F..N\n"
@@ -1788,6 +1792,9 @@ static void usage(FILE *out)
 		"                its clients live on (relying on their locks) until\n"
 		"                the glue fences the node; no recovery starts before\n"
 		"                that fence\n"
+		"  --partitions  with --faults: the network splits; the side without\n"
+		"                quorum stops and is fenced (it may rejoin empty later),\n"
+		"                messages across the cut arrive if it heals first\n"
 		"  --fault NAME  break the engines on purpose: compat, skip-bast,\n"
 		"                ignore-queue, lvb-no-write, range-ignored,\n"
 		"                quecvt-ignored, waitq-pass; with\n"
@@ -1828,6 +1835,7 @@ int main(int argc, char **argv)
 		{ "fault", required_argument, NULL, 'f' },
 		{ "faults", no_argument, NULL, 'N' },
 		{ "daemon-deaths", no_argument, NULL, 'D' },
+		{ "partitions", no_argument, NULL, 'P' },
 		{ "avoid", required_argument, NULL, 'a' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -1898,6 +1906,9 @@ int main(int argc, char **argv)
 		case 'D':
 			opts.o_daemon_deaths = true;
 			break;
+		case 'P':
+			opts.o_partitions = true;
+			break;
 		case 'q':
 			opts.o_quiet = true;
 			break;
@@ -1913,9 +1924,10 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc)
 		goto bad;
-	if ((opts.o_daemon_deaths || opts.o_no_fence_wait) && !opts.o_faults) {
-		fprintf(stderr, "dlm-sim: --daemon-deaths and --fault no-fence-wait "
-			"need --faults\n");
+	if ((opts.o_daemon_deaths || opts.o_no_fence_wait || opts.o_partitions) &&
+	    !opts.o_faults) {
+		fprintf(stderr, "dlm-sim: --daemon-deaths, --partitions and --fault "
+			"no-fence-wait need --faults\n");
 		return 2;
 	}
 	if (from) {
@@ -1928,11 +1940,12 @@ int main(int argc, char **argv)
 			return 1;
 		passed++;
 	}
-	printf("dlm-sim: %llu seed%s passed (seeds %llu..%llu, ops %u%s%s%s%s%s)\n",
+	printf("dlm-sim: %llu seed%s passed (seeds %llu..%llu, ops %u%s%s%s%s%s%s)\n",
 	       (unsigned long long)passed, passed == 1 ? "" : "s",
 	       (unsigned long long)opts.o_first, (unsigned long long)opts.o_last, opts.o_ops,
 	       opts.o_faults ? ", node faults" : "",
 	       opts.o_daemon_deaths ? ", daemon-only deaths" : "",
+	       opts.o_partitions ? ", partitions" : "",
 	       opts.o_no_fence_wait ? ", glue fault no-fence-wait" : "",
 	       opts.o_fault ? ", fault " : "",
 	       opts.o_fault ? fault_name(opts.o_fault) : "");

@@ -306,7 +306,13 @@ static void order_fail(struct sim *sim, int node, const struct sim_winfo *l,
  *
  * Conversions without QUECVT are granted whenever they fit, regardless of
  * the convert queue (the engine's rule, core/lock.c), so their order is
- * not judged.  A key is the step in which the lock entered its queue, as
+ * not judged.  (The established DLM is stricter here: once queued, such a
+ * conversion waits for the ones ahead of it too.  Judging that rule
+ * found no difference in thousands of seeds, but it is not the engine's
+ * documented rule, so it is not asserted.)  CONVDEADLK: a demoted lock
+ * keeps its place (its granted mode drops to NL, it stays queued); a
+ * conversion cancelled by a deadlock goes back to its old mode, which is
+ * no grant.  A key is the step in which the lock entered its queue, as
  * seen here: several locks entering in one step tie (their order is not
  * known from outside), and so do all locks a new master rebuilt while its
  * lockspace did not run (recovery resends them in any order); locks that

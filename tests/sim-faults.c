@@ -22,6 +22,12 @@
  * does (--fault no-fence-wait, in sim-broken.test).  A fenced node may
  * rejoin later like any dead one.
  *
+ * Split (--partitions: a share of the faults).  A minority of the live
+ * nodes is cut off the network; the others recover without it once it is
+ * fenced, and it is fenced whole (see node_split()).  Whether the cut
+ * heals before or after that fence, the lost side's state never merges
+ * back: it rejoins empty, later, like any dead node.
+ *
  * Join.  When membership is settled, a node may join: a fresh engine
  * under a new id, or a dead id restarted empty.  It creates its
  * lockspaces with the new member list, stopped, and takes part in the
@@ -60,6 +66,9 @@
 #define DAEMON_DEATH_PCT	40	/* --daemon-deaths: a death is the daemon's only */
 #define FENCE_MIN_MS		20	/* a daemon-only death is fenced this late, */
 #define FENCE_SPREAD_MS		200	/* ... plus up to this */
+#define SPLIT_PCT		30	/* --partitions: a fault is a split */
+#define HEAL_MIN_MS		5	/* a split heals this late, */
+#define HEAL_SPREAD_MS		300	/* ... plus up to this */
 
 static uint32_t node_bit(int node)
 {
@@ -172,11 +181,21 @@ static bool fence_due(const struct sim *sim, int node)
 
 /* The node whose daemon died is fenced: its clients are dead now, and
  * leave the model (until now they relied on every lock they held). */
+static void node_gone(struct sim *sim, int node);
+
 static void fence_node(struct sim *sim, int node)
 {
 	sim_trace(sim, "FENCE n%d: its clients are gone", node + 1);
 	sim->nodes[node].n_fence_at = 0;
-	model_node_fenced(sim, node);
+	if (sim->nodes[node].n_alive) {
+		/* cut off by a split: the whole node goes now */
+		model_node_dies(sim, node);
+		model_node_fenced(sim, node);
+		node_gone(sim, node);
+		sim->n_deaths++;
+	} else {
+		model_node_fenced(sim, node);
+	}
 }
 
 static bool can_finish(const struct sim *sim, int node, unsigned int ls)
@@ -336,7 +355,6 @@ void glue_step(struct sim *sim)
 static void node_dies(struct sim *sim, int node, bool daemon_only)
 {
 	struct sim_node *n = &sim->nodes[node];
-	unsigned int ls;
 
 	if (daemon_only) {
 		n->n_fence_at = sim->now + FENCE_MIN_MS +
@@ -351,6 +369,18 @@ static void node_dies(struct sim *sim, int node, bool daemon_only)
 	model_node_dies(sim, node);
 	if (!daemon_only)
 		model_node_fenced(sim, node);
+	node_gone(sim, node);
+	sim->members &= ~node_bit(node);
+	sim->n_deaths++;
+	membership_change(sim);
+}
+
+/* The engine of a dead node goes, and its traffic. */
+static void node_gone(struct sim *sim, int node)
+{
+	struct sim_node *n = &sim->nodes[node];
+	unsigned int ls;
+
 	net_drop_node(&sim->net, n->n_id);
 	dlm_core_free(n->n_core);
 	n->n_core = NULL;
@@ -365,8 +395,43 @@ static void node_dies(struct sim *sim, int node, bool daemon_only)
 	n->n_ncmds = 0;
 	n->n_snap[0].s_n = 0;
 	n->n_snap[1].s_n = 0;
-	sim->members &= ~node_bit(node);
-	sim->n_deaths++;
+}
+
+/*
+ * A split (--partitions): the nodes in 'cut', fewer than half of the live
+ * ones, lose the network to the others until heal_at (their messages both
+ * ways are held, then arrive: see sim-net.c).  The quorate side sees them
+ * leave: a new membership without them, stopped at once and started only
+ * once they are fenced.  The cut-off side has no quorum: its glue stops
+ * its lockspaces and starts nothing; its clients live on, relying on
+ * their locks.  The fence comes 20-220 ms after the split, before or after
+ * the heal: the cut-off nodes die whole then (the established way: a node
+ * that was lost never merges back with its old state; it may rejoin
+ * empty later, as any dead node).  After a heal before the fence, what
+ * the cut-off nodes sent before they stopped reaches the others, who
+ * must not take it as current.
+ */
+static void node_split(struct sim *sim, uint32_t cut)
+{
+	uint64_t fence = sim->now + FENCE_MIN_MS + rng_below(&sim->rng, FENCE_SPREAD_MS + 1);
+	uint64_t heal = sim->now + HEAL_MIN_MS + rng_below(&sim->rng, HEAL_SPREAD_MS + 1);
+	unsigned int i;
+
+	sim_trace(sim, "SPLIT nodes %x cut off until %llums, fenced at %llums", cut,
+		  (unsigned long long)heal, (unsigned long long)fence);
+	net_cut(&sim->net, cut, heal);
+	for (i = 0; i < sim->nnodes; i++) {
+		struct sim_node *n = &sim->nodes[i];
+
+		if (!(cut & node_bit((int)i)))
+			continue;
+		n->n_fence_at = fence;
+		n->n_ncmds = 0;		/* no quorum: no start comes */
+		queue_cmd(sim, (int)i, CMD_STOP,
+			  sim->now + rng_below(&sim->rng, GLUE_STAGGER_MS + 1));
+	}
+	sim->members &= ~cut;
+	sim->n_splits++;
 	membership_change(sim);
 }
 
@@ -449,9 +514,11 @@ static bool try_fault(struct sim *sim)
 	unsigned int i;
 
 	for (i = 0; i < sim->nnodes; i++) {
+		if (sim->nodes[i].n_fence_at)
+			continue;	/* cut off or half dead: left to the fence */
 		if (sim->nodes[i].n_alive)
 			live[alive++] = (int)i;
-		else if (!sim->nodes[i].n_fence_at)	/* no rejoin before the fence */
+		else
 			dead[ndead++] = (int)i;
 	}
 	can_die = alive >= 2;
@@ -466,6 +533,18 @@ static bool try_fault(struct sim *sim)
 		rc = node_joins(sim, node);
 		if (rc)
 			sim_fail(sim, "n%d could not join: %d", node + 1, rc);
+	} else if (sim->opts->o_partitions && alive >= 3 && !glue_busy(sim) &&
+		   rng_pct(&sim->rng, SPLIT_PCT)) {
+		uint32_t cut = 0;
+		unsigned int ncut = 1 + rng_below(&sim->rng, (uint32_t)(alive - 1) / 2);
+
+		while (ncut--) {
+			do
+				node = live[rng_below(&sim->rng, (uint32_t)alive)];
+			while (cut & node_bit(node));
+			cut |= node_bit(node);
+		}
+		node_split(sim, cut);
 	} else {
 		node = live[rng_below(&sim->rng, (uint32_t)alive)];
 		node_dies(sim, node, sim->opts->o_daemon_deaths &&

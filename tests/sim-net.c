@@ -14,12 +14,44 @@
  * sent is lost, and it receives nothing).  Each message carries the
  * sender's membership event, so that a rejection can be judged: only
  * between two live nodes of the same membership is it a violation.
+ *
+ * A partition (net_cut, --partitions) holds every message between the
+ * cut-off nodes and the others, those in flight and those sent later,
+ * until it heals: then they arrive, in order, as over a TCP connection
+ * (or lowcomms' resend) that outlived a short cut.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tests/sim.h"
+
+static bool crosses(const struct sim_net *net, uint32_t from, uint32_t to)
+{
+	return !(net->n_cut & (1u << (from - 1))) != !(net->n_cut & (1u << (to - 1)));
+}
+
+/* Cut the nodes in 'cut' (bit id - 1) off the others until heal_at. */
+void net_cut(struct sim_net *net, uint32_t cut, uint64_t heal_at)
+{
+	unsigned int f, t;
+
+	net->n_cut = cut;
+	net->n_heal_at = heal_at;
+	for (f = 1; f <= net->n_nodes; f++)
+		for (t = 1; t <= net->n_nodes; t++) {
+			struct sim_link *l = &net->n_link[f - 1][t - 1];
+			struct sim_msg *m;
+
+			if (!crosses(net, f, t))
+				continue;
+			for (m = l->l_head; m; m = m->m_next)
+				if (m->m_due < heal_at)
+					m->m_due = heal_at;
+			if (l->l_head && l->l_last_due < heal_at)
+				l->l_last_due = heal_at;
+		}
+}
 
 void net_init(struct sim_net *net, unsigned int nnodes, uint32_t max_delay)
 {
@@ -42,6 +74,8 @@ int net_send(struct sim_net *net, struct sim_rng *rng, uint64_t now,
 		return -ENOMEM;
 	l = &net->n_link[from - 1][to - 1];
 	due = now + rng_below(rng, net->n_max_delay + 1);
+	if (crosses(net, from, to) && now < net->n_heal_at && due < net->n_heal_at)
+		due = net->n_heal_at;
 	if (due < l->l_last_due)
 		due = l->l_last_due;
 	l->l_last_due = due;

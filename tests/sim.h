@@ -19,9 +19,12 @@
  * is a pure function of its seed and options.  The output never contains
  * addresses or wall-clock times, so a seed replays byte for byte.
  *
- *   sim-faults.c node faults (--faults): node death and join, and the
- *                cluster glue's part in recovery (stop, start, finish),
- *                plus the checks made when a recovery has finished.
+ *   sim-faults.c node faults (--faults): node death and join, the
+ *                daemon's death alone (--daemon-deaths) and network
+ *                splits (--partitions), both fenced before recovery, and
+ *                the cluster glue's part in recovery (stop, start,
+ *                finish), plus the checks made when a recovery has
+ *                finished.
  *
  * Node faults are off unless --faults is given; without it a seed runs
  * exactly as it always did (the same random draws, the same output).
@@ -115,6 +118,8 @@ struct sim_net {
 	unsigned int	n_nodes;
 	uint32_t	n_max_delay;	/* ms */
 	uint64_t	n_inflight;
+	uint32_t	n_cut;		/* a partition: these nodes (bit id - 1) ... */
+	uint64_t	n_heal_at;	/* ... hear nothing from the others before this */
 	uint64_t	n_sent;
 	uint64_t	n_delivered;
 	struct sim_link	n_link[SIM_MAX_NODES][SIM_MAX_NODES];	/* [from-1][to-1] */
@@ -126,6 +131,7 @@ int net_send(struct sim_net *net, struct sim_rng *rng, uint64_t now,
 struct sim_msg *net_pick(struct sim_net *net, struct sim_rng *rng, uint64_t now);
 uint64_t net_next_due(const struct sim_net *net);
 void net_drop_node(struct sim_net *net, uint32_t node);
+void net_cut(struct sim_net *net, uint32_t cut, uint64_t heal_at);
 void net_free(struct sim_net *net);
 
 /* ----------------------------------------------------------------- model */
@@ -312,6 +318,7 @@ struct sim_opts {
 	bool		o_faults;	/* node deaths and joins, recovery */
 	bool		o_daemon_deaths; /* --faults: some deaths are the daemon's only */
 	bool		o_no_fence_wait; /* broken glue: recover before the fence */
+	bool		o_partitions;	/* --faults: network splits and merges */
 	bool		o_quiet;
 	bool		o_verbose;
 	uint32_t	o_avoid;	/* AVOID_*: steer clear of known engine bugs */
@@ -390,6 +397,7 @@ struct sim {
 	unsigned int	fault_budget;	/* node faults left for this seed */
 	uint64_t	n_deaths;
 	uint64_t	n_daemon_deaths;
+	uint64_t	n_splits;
 	uint64_t	n_joins;
 	uint64_t	n_recoveries;
 
