@@ -3,8 +3,9 @@
  *
  * Each input is a sequence of packets, each a little-endian 16-bit length
  * followed by that many bytes (a length past the end takes what is
- * left).  A fresh daemon state (membership none, no main loop) gets a
- * root client already bound to lockspace "fuzz"; every packet goes
+ * left).  A daemon state (membership none, no main loop; made once and
+ * kept) gets a fresh lockspace "fuzz" and a root client already bound to
+ * it; every packet goes
  * through dlmd_client_request() exactly as if read from the socket, an
  * LS_OPEN packet with a fresh AST socket attached.  Replies and ASTs are
  * drained and decoded like libdlm would.  Whatever arrives, the daemon
@@ -58,23 +59,22 @@ static void open_ls(struct dlmd *d, struct dlmd_client *c, int *ast_peer)
 	*ast_peer = sv[0];
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* The daemon state (membership none, no main loop, the engine) is made at
+ * the first input and kept; each input gets a fresh lockspace and client,
+ * and leaves no lockspace behind, so every input starts from the same
+ * state (and the per-input cost is the lockspace's, not the daemon's). */
+static struct dlmd *daemon_state(void)
 {
-	static bool log_ready;
+	static struct dlmd *d;
 	struct dlm_core_config ccfg = { .our_nodeid = 1, .toss_ms = 10000 };
-	struct dlmd *d = calloc(1, sizeof(*d));
-	struct dlmd_client *c;
-	struct dlmd_ls *dl;
-	int sv[2], ast_peer = -1, extra_peers[MAX_PACKETS], nextra = 0;
-	size_t off = 0;
 
-	if (!log_ready) {
-		qb_log_init("fuzz", LOG_DAEMON, LOG_EMERG);
-		qb_log_ctl(QB_LOG_SYSLOG, QB_LOG_CONF_ENABLED, QB_FALSE);
-		log_ready = true;
-	}
+	if (d)
+		return d;
+	qb_log_init("fuzz", LOG_DAEMON, LOG_EMERG);
+	qb_log_ctl(QB_LOG_SYSLOG, QB_LOG_CONF_ENABLED, QB_FALSE);
+	d = calloc(1, sizeof(*d));
 	if (!d)
-		return 0;
+		abort();
 	dlmd_config_defaults(&d->d_cfg);
 	d->d_cfg.cf_membership = DLMD_MEMBERSHIP_NONE;
 	d->d_listen_fd = d->d_ctl_fd = -1;
@@ -82,7 +82,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (dlmd_cluster_init(d))
 		abort();
 	d->d_core = dlm_core_new(&ccfg, &dlmd_core_ops, d);
-	if (!d->d_core || dlmd_ls_create(d, FUZZ_LS, 0666, 0, 0, false, &dl))
+	if (!d->d_core)
+		abort();
+	return d;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct dlmd *d = daemon_state();
+	struct dlmd_client *c;
+	struct dlmd_ls *dl;
+	int sv[2], ast_peer = -1, extra_peers[MAX_PACKETS], nextra = 0;
+	size_t off = 0;
+
+	if (dlmd_ls_create(d, FUZZ_LS, 0666, 0, 0, false, &dl))
 		abort();
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv))
 		abort();
@@ -122,10 +135,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (d->d_lockspaces)
 		if (dlmd_ls_release(d, d->d_lockspaces, true, NULL))
 			abort();
-	dlm_core_free(d->d_core);
-	dlmd_cluster_fini(d);
-	u32map_free(&d->d_clients);
-	free(d->d_asts);
-	free(d);
 	return 0;
 }
