@@ -204,6 +204,7 @@
 #include <corosync/quorum.h>
 
 #include "lowcomms/lowcomms.h"
+#include "plugin/cpgmsg.h"
 #include "plugin/dlmd.h"
 
 #define DAEMON_GROUP		"dlmd:daemon"
@@ -221,57 +222,8 @@
 #define STALL_TICK_MS		2000	/* the stall watchdog's period */
 #define STALL_MS		10000	/* running, waiters, nothing received */
 
-/* ------------------------------------------------------------------ */
-/* daemon messages over CPG: a fixed little-endian header               */
-/* ------------------------------------------------------------------ */
-
-#define CM_MAGIC		0x434d4c44u	/* "DLMC" little-endian */
-#define CM_VERSION		1
-#define CM_HDR_LEN		28
-#define CM_START_FIXED		16	/* last_event, flags, nmembers, nprev */
-#define CM_MAX_LEN		(CM_HDR_LEN + CM_START_FIXED + 2 * 4 * DLM_MAX_NODES)
-
-enum cm_type {
-	CM_START = 1,
-};
-
-/*
- *  0 magic   4 version(16) type(16)   8 length   12 sender   16 target
- * 20 lockspace id   24 sequence (the sender's change count, for logs)
- */
-struct cm_hdr {
-	uint32_t	h_magic;
-	uint16_t	h_version;
-	uint16_t	h_type;
-	uint32_t	h_length;
-	uint32_t	h_sender;
-	uint32_t	h_target;
-	uint32_t	h_lsid;
-	uint32_t	h_seq;
-};
-
-struct cm_start {
-	uint32_t	st_last_event;		/* 0: fresh */
-	uint32_t	st_flags;		/* none defined yet */
-	uint32_t	st_nmembers;
-	uint32_t	st_members[DLM_MAX_NODES];
-	uint32_t	st_nprev;
-	uint32_t	st_prev[DLM_MAX_NODES];
-};
-
-static void put_le32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-	p[2] = (unsigned char)(v >> 16);
-	p[3] = (unsigned char)(v >> 24);
-}
-
-static uint32_t get_le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
+/* The messages themselves (header, START) and their codec are in
+ * plugin/cpgmsg.[ch]. */
 
 /* ------------------------------------------------------------------ */
 /* state                                                               */
@@ -338,7 +290,7 @@ struct dlmd_cluster_ls {
 	uint64_t		cl_change_ring;	/* quorum ring when it came */
 	bool			cl_start_sent;
 	bool			cl_got[DLM_MAX_NODES];	/* per cl_members[i] */
-	struct cm_start		cl_starts[DLM_MAX_NODES];
+	uint32_t		cl_start_event[DLM_MAX_NODES];	/* their last events */
 	/* failed since the last finished recovery: must be fenced */
 	uint32_t		cl_failed[DLM_MAX_NODES];
 	unsigned int		cl_nfailed;
@@ -662,32 +614,23 @@ static const char *start_blocker(const struct dlmd_cluster_ls *cl,
 static int send_start(struct dlmd_cluster_ls *cl)
 {
 	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = {
+		.h_sender = cl->cl_d->d_nodeid,
+		.h_lsid = cl->cl_lsid,
+		.h_seq = cl->cl_change_seq,
+	};
+	struct cm_start st;
 	struct iovec iov;
-	size_t len = CM_HDR_LEN + CM_START_FIXED +
-		     4 * ((size_t)cl->cl_nmembers + cl->cl_nprev);
-	unsigned char *p = buf;
+	size_t len;
 	cs_error_t e;
 
-	put_le32(p, CM_MAGIC);
-	p[4] = CM_VERSION;
-	p[5] = 0;
-	p[6] = CM_START;
-	p[7] = 0;
-	put_le32(p + 8, (uint32_t)len);
-	put_le32(p + 12, cl->cl_d->d_nodeid);
-	put_le32(p + 16, 0);
-	put_le32(p + 20, cl->cl_lsid);
-	put_le32(p + 24, cl->cl_change_seq);
-	p += CM_HDR_LEN;
-	put_le32(p, cl->cl_last_event);
-	put_le32(p + 4, 0);
-	put_le32(p + 8, cl->cl_nmembers);
-	put_le32(p + 12, cl->cl_nprev);
-	p += CM_START_FIXED;
-	for (unsigned int i = 0; i < cl->cl_nmembers; i++, p += 4)
-		put_le32(p, cl->cl_members[i]);
-	for (unsigned int i = 0; i < cl->cl_nprev; i++, p += 4)
-		put_le32(p, cl->cl_prev[i]);
+	memset(&st, 0, sizeof(st));
+	st.st_last_event = cl->cl_last_event;
+	st.st_nmembers = cl->cl_nmembers;
+	memcpy(st.st_members, cl->cl_members, cl->cl_nmembers * sizeof(uint32_t));
+	st.st_nprev = cl->cl_nprev;
+	memcpy(st.st_prev, cl->cl_prev, cl->cl_nprev * sizeof(uint32_t));
+	len = dlmd_cm_start_encode(buf, &h, &st);
 	iov.iov_base = buf;
 	iov.iov_len = len;
 	e = cpg_mcast_joined(cl->cl_cpg, CPG_TYPE_AGREED, &iov, 1);
@@ -712,10 +655,10 @@ static void decide(struct dlmd_cluster_ls *cl)
 	char m[DLM_MAX_NODES * 11 + 1];
 
 	for (unsigned int i = 0; i < cl->cl_nmembers; i++)
-		if (cl->cl_starts[i].st_last_event > newest)
-			newest = cl->cl_starts[i].st_last_event;
+		if (cl->cl_start_event[i] > newest)
+			newest = cl->cl_start_event[i];
 	for (unsigned int i = 0; i < cl->cl_nmembers; i++) {
-		uint32_t last = cl->cl_starts[i].st_last_event;
+		uint32_t last = cl->cl_start_event[i];
 
 		if (last && last != newest)
 			losers[nlosers++] = cl->cl_members[i];
@@ -953,26 +896,14 @@ static void receive_start(struct dlmd_cluster_ls *cl, uint32_t from,
 {
 	struct cm_start st;
 	int idx = member_index(cl, from);
+	const char *why;
 	bool same;
 
-	if (len < CM_START_FIXED)
-		return;
-	memset(&st, 0, sizeof(st));
-	st.st_last_event = get_le32(p);
-	st.st_flags = get_le32(p + 4);
-	st.st_nmembers = get_le32(p + 8);
-	st.st_nprev = get_le32(p + 12);
-	if (st.st_nmembers > DLM_MAX_NODES || st.st_nprev > DLM_MAX_NODES ||
-	    len != CM_START_FIXED + 4 * ((size_t)st.st_nmembers + st.st_nprev)) {
-		log_warn("lockspace %s: malformed START from node %u dropped",
-			 cl->cl_dl->dl_name, from);
+	if (dlmd_cm_start_decode(p, len, &st, &why)) {
+		log_warn("lockspace %s: malformed START from node %u dropped: %s",
+			 cl->cl_dl->dl_name, from, why);
 		return;
 	}
-	p += CM_START_FIXED;
-	for (uint32_t i = 0; i < st.st_nmembers; i++, p += 4)
-		st.st_members[i] = get_le32(p);
-	for (uint32_t i = 0; i < st.st_nprev; i++, p += 4)
-		st.st_prev[i] = get_le32(p);
 	if (!cl->cl_in_group || idx < 0)
 		return;
 	same = st.st_nmembers == cl->cl_nmembers &&
@@ -985,7 +916,7 @@ static void receive_start(struct dlmd_cluster_ls *cl, uint32_t from,
 	if (cl->cl_got[idx] || cl->cl_decided)
 		return;
 	cl->cl_got[idx] = true;
-	cl->cl_starts[idx] = st;
+	cl->cl_start_event[idx] = st.st_last_event;
 	for (unsigned int i = 0; i < cl->cl_nmembers; i++)
 		if (!cl->cl_got[i])
 			return;
@@ -1000,25 +931,16 @@ static void ls_deliver(cpg_handle_t h, const struct cpg_name *group,
 	struct dlmd_cluster_ls *cl = NULL;
 	const unsigned char *p = msg;
 	struct cm_hdr hd;
+	const char *why;
 
-	if (len < CM_HDR_LEN) {
-		log_warn("CPG message of %zu bytes from node %u: too short", len,
-			 nodeid);
+	if (dlmd_cm_hdr_decode(p, len, &hd, &why)) {
+		log_warn("CPG message of %zu bytes from node %u dropped: %s", len,
+			 nodeid, why);
 		return;
 	}
-	hd.h_magic = get_le32(p);
-	hd.h_version = (uint16_t)(p[4] | p[5] << 8);
-	hd.h_type = (uint16_t)(p[6] | p[7] << 8);
-	hd.h_length = get_le32(p + 8);
-	hd.h_sender = get_le32(p + 12);
-	hd.h_target = get_le32(p + 16);
-	hd.h_lsid = get_le32(p + 20);
-	hd.h_seq = get_le32(p + 24);
-	if (hd.h_magic != CM_MAGIC || hd.h_version != CM_VERSION ||
-	    hd.h_length != len || hd.h_sender != nodeid) {
-		log_warn("CPG message from node %u: bad header (magic %08x version "
-			 "%u length %u/%zu sender %u)", nodeid, hd.h_magic,
-			 hd.h_version, hd.h_length, len, hd.h_sender);
+	if (hd.h_sender != nodeid) {
+		log_warn("CPG message from node %u says it is from node %u: dropped",
+			 nodeid, hd.h_sender);
 		return;
 	}
 	if (cpg_context_get(h, (void **)&cl) != CS_OK || !cl)

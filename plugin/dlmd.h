@@ -9,6 +9,7 @@
  *   cluster.c  corosync glue: node id and node list (cmap), quorum, one
  *              CPG group for the daemons and one per lockspace, and the
  *              protocol that agrees on members and events for recovery
+ *   cpgmsg.c   that protocol's CPG messages (header, START): encode, decode
  *   comms.c    lowcomms (node-to-node transport) in the loop: engine
  *              messages to and from other nodes
  *   fence.c    fencing of failed nodes before their locks are released:
