@@ -114,9 +114,10 @@ grep -q '^resource "faked' "$dir/n1/dlmd.out" && fail "dlmd's log has a faked li
 exec 3>&-
 wait "$holder" || fail "second lock holder exit status"
 holder=
+before=$("$DLMCTL" ls | grep -c '^name')
 "$DLMCTL" join "bad${nl}name" 2>/dev/null && fail "dlmctl join accepted a name with a newline"
-"$DLMCTL" ls | grep -q '^name' && [ "$("$DLMCTL" ls | grep -c '^name')" != 1 ] &&
-	fail "dlmctl ls lists more than ctl-ls: $("$DLMCTL" ls)"
+[ "$("$DLMCTL" ls | grep -c '^name')" = "$before" ] ||
+	fail "a lockspace name with a newline made lines in dlmctl ls: $("$DLMCTL" ls)"
 "$DLMCTL" leave ctl-ls || fail "dlmctl leave"
 "$DLMCTL" ls | grep -q ctl-ls && fail "ctl-ls still listed after leave"
 "$DLMCTL" lockdump no-such-ls 2>/dev/null && fail "lockdump of a missing lockspace succeeded"

@@ -1101,6 +1101,69 @@ static void test_bad_requests(void **state)
 	}
 }
 
+/* A daemon that refuses a connection (max_clients_per_uid) sends a REPLY
+ * with reqid 0 and closes.  A fake daemon here does it after our request
+ * arrived, without reading it, which makes the socket report ECONNRESET
+ * before the refusal (the order a busy dlmd can produce): libdlm still
+ * returns the refusal's errno, EUSERS. */
+static void *fake_refuser(void *arg)
+{
+	int lfd = *(int *)arg, cfd;
+	struct pollfd pfd;
+	unsigned char buf[DLMP_MAX_MSG];
+	struct dlmp_msg m;
+	int len;
+
+	cfd = accept(lfd, NULL, NULL);
+	if (cfd < 0)
+		return NULL;
+	pfd.fd = cfd;
+	pfd.events = POLLIN;
+	poll(&pfd, 1, AST_TIMEOUT_MS);		/* the request is queued */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_REPLY;
+	m.m_u.reply.rp_status = -EUSERS;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	if (len > 0 && send(cfd, buf, (size_t)len, MSG_NOSIGNAL) != len)
+		fprintf(stderr, "fake daemon: send: %s\n", strerror(errno));
+	close(cfd);
+	return NULL;
+}
+
+static void test_refused_connection(void **state)
+{
+	char path[64], *saved = strdup(getenv("DLMD_SOCKET"));
+	struct sockaddr_un sa;
+	dlm_lshandle_t h;
+	pthread_t t;
+	int lfd, err;
+
+	assert_non_null(saved);
+	snprintf(path, sizeof(path), "/tmp/dlmd-refuse.%d.sock", (int)getpid());
+	unlink(path);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	assert_true(lfd >= 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	assert_int_equal(pthread_create(&t, NULL, fake_refuser, &lfd), 0);
+	setenv("DLMD_SOCKET", path, 1);
+	errno = 0;
+	h = dlm_open_lockspace(LS_NAME);
+	err = errno;
+	/* Back to the real daemon before asserting: a failure must not
+	 * leave the tests after this one talking to the fake. */
+	setenv("DLMD_SOCKET", saved, 1);
+	pthread_join(t, NULL);
+	close(lfd);
+	unlink(path);
+	free(saved);
+	assert_null(h);
+	assert_int_equal(err, EUSERS);
+}
+
 /* Permissions: an unprivileged client may lock in a lockspace whose mode
  * allows it, may not create or remove lockspaces, and may not open one
  * whose mode excludes it. */
@@ -1166,6 +1229,7 @@ int main(void)
 		cmocka_unit_test(test_persistent_orphan),
 		cmocka_unit_test(test_orphan_owner),
 		cmocka_unit_test(test_bad_requests),
+		cmocka_unit_test(test_refused_connection),
 		cmocka_unit_test(test_permissions),
 	};
 
