@@ -1,5 +1,6 @@
 # tests/cluster-test-lib.sh - shell helpers shared by the cluster tests
-# (test-cluster.sh, test-cluster-sctp.sh), sourced after they set CLUSTER,
+# (test-cluster.sh, test-cluster-sctp.sh, test-cluster-faults.sh,
+# test-cluster-impostor.sh), sourced after they set CLUSTER,
 # CLIENT and dir (the cluster's directory), rc=0 and pids= (client PIDs).
 # Installs the EXIT trap: clients killed, cluster torn down, logs kept on
 # failure.
@@ -63,4 +64,54 @@ wait_pid() {
 		sleep 0.1
 	done
 	wait "$1"
+}
+
+# The helpers below also need DLMCTL, LS, NRES and POLLS (bounded waits,
+# polls of 0.1 s).
+
+ls_line() { # K: node K's "dlmctl ls" lines for $LS
+	on "$1" "$DLMCTL" ls 2>/dev/null | grep -A1 "^name $LS "
+}
+
+# wait_ls K REGEX WHAT: until node K's ls output matches REGEX
+wait_ls() {
+	i=0
+	until ls_line "$1" | grep -q "$2"; do
+		i=$((i + 1))
+		if [ $i -gt $POLLS ]; then
+			fail "node $1: $3; dlmctl ls: $(ls_line "$1")"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+workload() { # MS NODES...: two clients per node
+	ms=$1
+	shift
+	for k in "$@"; do
+		: >"$dir/wl-n$k"
+		for c in 1 2; do
+			start_client "$k" work "$LS" "$dir" $NRES "$ms" "$k$c"
+			echo "$last_pid" >>"$dir/wl-n$k"
+		done
+	done
+}
+
+wait_workload() { # SECONDS NODES...: the clients of these nodes end well
+	s=$1
+	shift
+	for k in "$@"; do
+		for p in $(cat "$dir/wl-n$k"); do
+			wait_pid "$p" "$s" || fail "a workload client on node $k ($p) failed or hung"
+		done
+	done
+}
+
+check() { # WHAT
+	if ! "$CLIENT" check "$dir" $NRES >"$dir/check.out" 2>&1; then
+		fail "$1: checker: $(grep -c VIOLATION "$dir/check.out") violations"
+		head -n 20 "$dir/check.out" >&2
+	fi
+	echo "   $(tail -n 1 "$dir/check.out")"
 }

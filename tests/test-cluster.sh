@@ -43,54 +43,6 @@ pids=
 
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
-ls_line() { # K: node K's "dlmctl ls" lines for $LS
-	on "$1" "$DLMCTL" ls 2>/dev/null | grep -A1 "^name $LS "
-}
-
-# wait_ls K REGEX WHAT: until node K's ls output matches REGEX
-wait_ls() {
-	i=0
-	until ls_line "$1" | grep -q "$2"; do
-		i=$((i + 1))
-		if [ $i -gt $POLLS ]; then
-			fail "node $1: $3; dlmctl ls: $(ls_line "$1")"
-			return 1
-		fi
-		sleep 0.1
-	done
-}
-
-
-workload() { # MS NODES...: two clients per node
-	ms=$1
-	shift
-	for k in "$@"; do
-		: >"$dir/wl-n$k"
-		for c in 1 2; do
-			start_client "$k" work "$LS" "$dir" $NRES "$ms" "$k$c"
-			echo "$last_pid" >>"$dir/wl-n$k"
-		done
-	done
-}
-
-wait_workload() { # SECONDS NODES...: the clients of these nodes end well
-	s=$1
-	shift
-	for k in "$@"; do
-		for p in $(cat "$dir/wl-n$k"); do
-			wait_pid "$p" "$s" || fail "a workload client on node $k ($p) failed or hung"
-		done
-	done
-}
-
-check() { # WHAT
-	if ! "$CLIENT" check "$dir" $NRES >"$dir/check.out" 2>&1; then
-		fail "$1: checker: $(grep -c VIOLATION "$dir/check.out") violations"
-		head -n 20 "$dir/check.out" >&2
-	fi
-	echo "   $(tail -n 1 "$dir/check.out")"
-}
-
 if ! "$CLUSTER" up 3 "$dir"; then
 	echo "FAIL: cannot bring up the 3-node cluster" >&2
 	rc=1
