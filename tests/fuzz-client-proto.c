@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "plugin/dlmd.h"
+#include "tests/fuzz-daemon.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -59,37 +60,12 @@ static void open_ls(struct dlmd *d, struct dlmd_client *c, int *ast_peer)
 	*ast_peer = sv[0];
 }
 
-/* The daemon state (membership none, no main loop, the engine) is made at
- * the first input and kept; each input gets a fresh lockspace and client,
- * and leaves no lockspace behind, so every input starts from the same
- * state (and the per-input cost is the lockspace's, not the daemon's). */
-static struct dlmd *daemon_state(void)
-{
-	static struct dlmd *d;
-	struct dlm_core_config ccfg = { .our_nodeid = 1, .toss_ms = 10000 };
-
-	if (d)
-		return d;
-	qb_log_init("fuzz", LOG_DAEMON, LOG_EMERG);
-	qb_log_ctl(QB_LOG_SYSLOG, QB_LOG_CONF_ENABLED, QB_FALSE);
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		abort();
-	dlmd_config_defaults(&d->d_cfg);
-	d->d_cfg.cf_membership = DLMD_MEMBERSHIP_NONE;
-	d->d_listen_fd = d->d_ctl_fd = -1;
-	d->d_msgs_tail = &d->d_msgs;
-	if (dlmd_cluster_init(d))
-		abort();
-	d->d_core = dlm_core_new(&ccfg, &dlmd_core_ops, d);
-	if (!d->d_core)
-		abort();
-	return d;
-}
-
+/* Each input gets a fresh lockspace and client of the kept daemon
+ * (tests/fuzz-daemon.h) and leaves no lockspace behind, so every input
+ * starts from the same state. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct dlmd *d = daemon_state();
+	struct dlmd *d = fuzz_daemon_state();
 	struct dlmd_client *c;
 	struct dlmd_ls *dl;
 	int sv[2], ast_peer = -1, extra_peers[MAX_PACKETS], nextra = 0;

@@ -17,35 +17,12 @@
 #include <string.h>
 
 #include "plugin/dlmd.h"
+#include "tests/fuzz-daemon.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_LINE	512	/* CTL_REQ_MAX in plugin/ctl.c */
 #define MAX_LINES	32
-
-static struct dlmd *daemon_state(void)
-{
-	static struct dlmd *d;
-	struct dlm_core_config ccfg = { .our_nodeid = 1, .toss_ms = 10000 };
-
-	if (d)
-		return d;
-	qb_log_init("fuzz", LOG_DAEMON, LOG_EMERG);
-	qb_log_ctl(QB_LOG_SYSLOG, QB_LOG_CONF_ENABLED, QB_FALSE);
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		abort();
-	dlmd_config_defaults(&d->d_cfg);
-	d->d_cfg.cf_membership = DLMD_MEMBERSHIP_NONE;
-	d->d_listen_fd = d->d_ctl_fd = -1;
-	d->d_msgs_tail = &d->d_msgs;
-	if (dlmd_cluster_init(d))
-		abort();
-	d->d_core = dlm_core_new(&ccfg, &dlmd_core_ops, d);
-	if (!d->d_core)
-		abort();
-	return d;
-}
 
 static void check_answer(const char *a)
 {
@@ -67,7 +44,7 @@ static void check_answer(const char *a)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct dlmd *d = daemon_state();
+	struct dlmd *d = fuzz_daemon_state();
 	char line[MAX_LINE + 1];
 	size_t off = 0;
 
