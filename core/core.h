@@ -279,8 +279,11 @@ struct dlm_lock_req {
  * -ENOENT (unknown lock or parent id, or no orphan to adopt), -EBUSY (an
  * operation on the lock is in progress), -EPERM (lock or parent owned by
  * another client; with ORPHAN: orphans match but may_adopt refused every
- * one), -ENOMEM.  The lock id is stored in *lkid_out as soon
- * as the request is accepted.
+ * one), -EAGAIN (with ORPHAN: an orphan of that name the requester may
+ * take is granted in another mode only), -ENOMEM.  The lock id is stored
+ * in *lkid_out as soon as the request is accepted.  An adoption (ORPHAN)
+ * is complete when this returns 0: no completion AST follows, as in the
+ * kernel (a bast the orphan missed is repeated to the adopter).
  *
  * Flags apply to the request that carries them, as in the kernel: a
  * lock is PERSISTENT (orphaned rather than unlocked when its owner is

@@ -1050,14 +1050,18 @@ static void set_astinfo(struct dlm_lkb *lkb, const struct dlm_lock_req *req)
 }
 
 /* Adopt an orphan: same resource (root name), granted in 'mode', one the
- * requester may take (req->may_adopt); the oldest such orphan first. */
+ * requester may take (req->may_adopt); the oldest such orphan first.
+ * As in the kernel, adoption is synchronous: the lock id is the answer
+ * and no completion AST is queued (the lock was granted long ago).  An
+ * orphan of that name in another mode only: -EAGAIN, so the caller can
+ * retry in the other mode (lvmlockd does); none at all: -ENOENT. */
 static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 			const unsigned char *key, unsigned int keylen,
 			uint32_t *lkid_out)
 {
 	struct dlm_owner *ow;
 	struct dlm_list *pos;
-	bool refused = false;
+	bool refused = false, other_mode = false;
 
 	dlm_list_for_each(pos, &ls->ls_orphans) {
 		struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
@@ -1066,9 +1070,17 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 
 		if (r->res_keylen != keylen || memcmp(r->res_key, key, keylen) ||
 		    lkb->lkb_status != DLM_LKSTS_GRANTED ||
-		    lkb->lkb_wait_type != DLM_WAIT_NONE ||
-		    lkb->lkb_grmode != req->mode)
+		    lkb->lkb_wait_type != DLM_WAIT_NONE)
 			continue;
+		if (lkb->lkb_grmode != req->mode) {
+			/* only counts if the requester could take it */
+			if (!req->may_adopt ||
+			    req->may_adopt(req->may_adopt_arg, lkb->lkb_ownerid))
+				other_mode = true;
+			else
+				refused = true;
+			continue;
+		}
 		if (req->may_adopt &&
 		    !req->may_adopt(req->may_adopt_arg, lkb->lkb_ownerid)) {
 			refused = true;
@@ -1085,7 +1097,6 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		dlm_list_add_tail(&lkb->lkb_ownerqueue, &ow->ow_locks);
 		set_astinfo(lkb, req);
 		*lkid_out = lkb->lkb_id;
-		cast_local(ls, lkb, 0);
 		if (lkb->lkb_last_bast != DLM_LOCK_IV &&
 		    !dlm_modes_compat(lkb->lkb_grmode, lkb->lkb_last_bast)) {
 			int mode = lkb->lkb_last_bast;
@@ -1095,6 +1106,8 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		}
 		return 0;
 	}
+	if (other_mode)
+		return -EAGAIN;
 	return refused ? -EPERM : -ENOENT;
 }
 

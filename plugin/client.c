@@ -844,9 +844,11 @@ static int req_lock(struct req_ctx *rq)
 			return 0;
 		}
 	} else {
-		/* An adopted orphan is granted: its first completion must
-		 * not end it.  (Its AST is queued and delivered after this.) */
-		cb->lc_granted = false;
+		/* An adopted orphan is granted already, and its adoption is
+		 * answered by this reply alone: no completion AST follows
+		 * (as the kernel's device answers it).  A later failed
+		 * completion (a refused conversion) must not end it. */
+		cb->lc_granted = (lk->lk_flags & DLM_LKF_ORPHAN) != 0;
 		u32map_put(&c->cl_locks, lkid, cb);
 	}
 	cb->lc_castaddr = lk->lk_castaddr;

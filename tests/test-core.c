@@ -673,6 +673,7 @@ static void test_orphans(void **state)
 	struct cluster *c = cluster_new(1, 1000);
 	struct dlm_ls_stats st;
 	uint32_t p, n, w, adopted = 0;
+	int nasts;
 
 	(void)state;
 	p = lock_on(c, 1, 7, "keep", DLM_LOCK_EX, DLM_LKF_PERSISTENT, 0, NULL);
@@ -683,11 +684,23 @@ static void test_orphans(void **state)
 	assert_int_equal(st.ls_orphans, 1);
 	assert_dump_has(c, 1, "orphan");
 	assert_no_comp(c, 1, w);		/* the orphan still holds EX */
-	/* adopt: wrong mode, then right mode */
+	nasts = c->nasts;
+	/* adopt: wrong mode (EAGAIN: try the other mode, as the kernel
+	 * answers), no such name (ENOENT), then right mode */
 	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
 		.mode = DLM_LOCK_PR, .name = "keep", .namelen = 4,
 		.flags = DLM_LKF_ORPHAN | DLM_LKF_PERSISTENT, .owner = 9 },
+		&adopted), -EAGAIN);
+	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
+		.mode = DLM_LOCK_EX, .name = "kept", .namelen = 4,
+		.flags = DLM_LKF_ORPHAN | DLM_LKF_PERSISTENT, .owner = 9 },
 		&adopted), -ENOENT);
+	/* another mode, but not the requester's to take: -EPERM */
+	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
+		.mode = DLM_LOCK_PR, .name = "keep", .namelen = 4,
+		.flags = DLM_LKF_ORPHAN | DLM_LKF_PERSISTENT, .owner = 9,
+		.may_adopt = adopt_only_owner, .may_adopt_arg = &(uint64_t){ 6 } },
+		&adopted), -EPERM);
 	/* the caller's may_adopt refuses it: -EPERM, the orphan stays */
 	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
 		.mode = DLM_LOCK_EX, .name = "keep", .namelen = 4,
@@ -703,12 +716,19 @@ static void test_orphans(void **state)
 		.may_adopt = adopt_only_owner, .may_adopt_arg = &(uint64_t){ 7 } },
 		&adopted), 0);
 	assert_int_equal(adopted, p);
+	/* adoption is synchronous: no completion AST, as in the kernel */
+	assert_int_equal(c->nasts, nasts);
 	assert_int_equal(dlm_core_purge_owner(c->ls[1], 9), 1);
 	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
 		.mode = DLM_LOCK_EX, .name = "keep", .namelen = 4,
 		.flags = DLM_LKF_ORPHAN | DLM_LKF_PERSISTENT, .owner = 9 },
 		&adopted), 0);
 	assert_int_equal(adopted, p);
+	assert_int_equal(c->nasts, nasts);
+	/* the adopter owns it: it converts it like any lock of its own */
+	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
+		.mode = DLM_LOCK_PR, .lkid = p, .flags = DLM_LKF_CONVERT | DLM_LKF_PERSISTENT,
+		.owner = 9 }, &adopted), 0);
 	assert_status(c, 1, p, 0);
 	/* orphan it again and purge it */
 	assert_int_equal(dlm_core_purge_owner(c->ls[1], 9), 1);

@@ -783,6 +783,7 @@ static void test_kill_waiter(void **state)
 
 static void test_persistent_orphan(void **state)
 {
+	struct dlm_lksb lk;
 	struct rec a, b;
 	pid_t pid;
 
@@ -791,12 +792,57 @@ static void test_persistent_orphan(void **state)
 	kill_child(pid);
 	rec_init(&a);
 	assert_int_equal(lock_sync(h1, LKM_PRMODE, &a, LKF_NOQUEUE, "orphan"), EAGAIN);
-	/* Adopt it (same resource and mode), then unlock it. */
+	/* Adopt it as lvmlockd -A 1 does: AST addresses (void *)1, which
+	 * must never be called.  In PR: EAGAIN, the orphan is held in
+	 * another mode (lvmlockd retries in the other mode); under a name
+	 * nobody left: ENOENT. */
+	memset(&lk, 0, sizeof(lk));
+	assert_int_equal(dlm_ls_lockx(h1, LKM_PRMODE, &lk,
+				      LKF_PERSISTENT | LKF_ORPHAN, "orphan", 6, 0,
+				      (void *)1, (void *)1, (void *)1, NULL, NULL), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(dlm_ls_lockx(h1, LKM_EXMODE, &lk,
+				      LKF_PERSISTENT | LKF_ORPHAN, "nobody-left", 11,
+				      0, (void *)1, (void *)1, (void *)1, NULL,
+				      NULL), -1);
+	assert_int_equal(errno, ENOENT);
+	/* In EX: adopted at once, the lock id and status in the lksb on
+	 * return, and no completion AST (it would call (void *)1). */
+	memset(&lk, 0, sizeof(lk));
+	lk.sb_status = -1;
+	assert_int_equal(dlm_ls_lockx(h1, LKM_EXMODE, &lk,
+				      LKF_PERSISTENT | LKF_ORPHAN, "orphan", 6, 0,
+				      (void *)1, (void *)1, (void *)1, NULL, NULL), 0);
+	assert_int_not_equal(lk.sb_lkid, 0);
+	assert_int_equal(lk.sb_status, 0);
+	assert_quiet(h1, 100);
+	/* the handle goes on working (this crashed: the next wait ran the
+	 * adoption's AST), and the adopted lock is ours to convert ... */
+	rec_init(&b);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &b, 0, "after-adopt"), 0);
+	assert_int_equal(unlock_sync(h1, &b, 0), EUNLOCK);
 	rec_init(&a);
-	assert_int_equal(lock(h1, LKM_PRMODE, &a, LKF_ORPHAN, "orphan", NULL), -1);
-	assert_int_equal(errno, ENOENT);	/* no orphan in PR */
-	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, LKF_ORPHAN, "orphan"), 0);
+	a.r_lksb.sb_lkid = lk.sb_lkid;
+	assert_int_equal(lock_sync(h1, LKM_PRMODE, &a, LKF_CONVERT | LKF_PERSISTENT,
+				   "orphan"), 0);
+	rec_init(&b);
+	assert_int_equal(lock_sync(h2, LKM_PRMODE, &b, LKF_NOQUEUE, "orphan"), 0);
+	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
+	/* ... and to unlock. */
 	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+
+	/* dlm_ls_lock_wait adopts too, and returns at once. */
+	pid = child_locker("orphan", LKM_PRMODE, LKF_PERSISTENT, false);
+	kill_child(pid);
+	memset(&lk, 0, sizeof(lk));
+	assert_int_equal(dlm_ls_lock_wait(h1, LKM_EXMODE, &lk, LKF_ORPHAN, "orphan",
+					  6, 0, NULL, NULL, NULL), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(dlm_ls_lock_wait(h1, LKM_PRMODE, &lk, LKF_ORPHAN, "orphan",
+					  6, 0, NULL, NULL, NULL), 0);
+	assert_int_equal(lk.sb_status, 0);
+	assert_int_equal(dlm_ls_unlock_wait(h1, lk.sb_lkid, 0, &lk), 0);
+	assert_int_equal(lk.sb_status, EUNLOCK);
 
 	/* Another orphan, purged by the dead process's pid. */
 	pid = child_locker("orphan2", LKM_EXMODE, LKF_PERSISTENT, false);
