@@ -427,7 +427,10 @@ int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
 
 	if (dl) {
 		*out = dl;
-		return excl ? -EEXIST : 0;
+		if (excl)
+			return -EEXIST;
+		dl->dl_ncreates++;
+		return 0;
 	}
 	if (len == 0 || len > DLM_LOCKSPACE_LEN || !dlmp_ls_name_valid(name))
 		return -EINVAL;
@@ -436,6 +439,7 @@ int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
 		return -ENOMEM;
 	memcpy(dl->dl_name, name, len + 1);
 	dl->dl_mode = mode & 0777;
+	dl->dl_ncreates = 1;
 	dl->dl_uid = uid;
 	dl->dl_gid = gid;
 	rv = dlmd_cluster_ls_join(d, dl);
@@ -744,20 +748,36 @@ static int req_ls_open(struct req_ctx *rq)
 	return 0;
 }
 
+/*
+ * dlm_release_lockspace(3), as the kernel counts: every create (LS_CREATE
+ * of a new or existing lockspace, "dlmctl join") counts once, and a
+ * release only undoes one of them until the last, which removes the
+ * lockspace: refused with -EBUSY while other connections are bound to it,
+ * unless forced.  So processes sharing a lockspace, each creating and
+ * releasing it (with force, as upstream programs do), do not pull it away
+ * from under each other.  "dlmctl leave" removes it regardless.
+ */
 static int req_ls_release(struct req_ctx *rq)
 {
 	const struct dlmp_ls *l = &rq->rq_msg->m_u.ls;
+	struct dlmd_client *c = rq->rq_c;
 	struct dlmd_ls *dl;
 
-	if (!client_is_admin(rq->rq_d, rq->rq_c))
+	if (!client_is_admin(rq->rq_d, c))
 		return -EPERM;
 	if (l->ls_flags & ~DLMP_RELEASE_FORCE)
 		return -EINVAL;
 	dl = dlmd_ls_find(rq->rq_d, l->ls_name);
 	if (!dl)
 		return -ENOENT;
-	return dlmd_ls_release(rq->rq_d, dl, l->ls_flags & DLMP_RELEASE_FORCE,
-			       rq->rq_c);
+	if (dl->dl_ncreates > 1) {
+		dl->dl_ncreates--;
+		log_debug("lockspace %s: released by client pid %d, %u other "
+			  "create%s keep it", dl->dl_name, (int)c->cl_pid,
+			  dl->dl_ncreates, dl->dl_ncreates == 1 ? "" : "s");
+		return 0;
+	}
+	return dlmd_ls_release(rq->rq_d, dl, l->ls_flags & DLMP_RELEASE_FORCE, c);
 }
 
 /* DLM_LKF_ORPHAN: the engine asks which orphans the requester may take;

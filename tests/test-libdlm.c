@@ -235,7 +235,16 @@ static void test_lockspaces(void **state)
 	}
 	assert_true(dlm_ls_get_fd(h) >= 0);
 
-	/* A lock remains: release without force is refused. */
+	/* Created twice: the first release only undoes one create (as the
+	 * kernel counts them), the lockspace and o's lock stay. */
+	rec_init(&r);
+	assert_int_equal(lock_sync(o, LKM_EXMODE, &r, 0, "res"), 0);
+	assert_int_equal(dlm_release_lockspace("ls-a", h, 0), 0);
+	assert_int_equal(unlock_sync(o, &r, 0), EUNLOCK);
+	/* The last create: while o is open with a lock, release without
+	 * force is refused. */
+	h = dlm_open_lockspace("ls-a");
+	assert_non_null(h);
 	rec_init(&r);
 	assert_int_equal(lock_sync(o, LKM_EXMODE, &r, 0, "res"), 0);
 	assert_int_equal(dlm_release_lockspace("ls-a", h, 0), -1);
@@ -250,6 +259,65 @@ static void test_lockspaces(void **state)
 	assert_int_equal(dlm_ls_lock(NULL, LKM_EXMODE, &r.r_lksb, 0, "x", 1, 0,
 				     comp_ast, &r, NULL, NULL), -1);
 	assert_int_equal(errno, ENOTCONN);
+}
+
+/* Several processes using one lockspace, each creating it and releasing
+ * it with force as upstream programs do: a release by one leaves the
+ * lockspace to the others (the kernel counts creates); only the last
+ * forced release removes it, from under any handle merely opened. */
+static void test_shared_release(void **state)
+{
+	dlm_lshandle_t mine, peek;
+	struct rec a, b;
+	int p[2], st;
+	pid_t pid;
+	char c;
+
+	mine = dlm_new_lockspace("ls-shared", 0600, 0);
+	assert_non_null(mine);
+	rec_init(&a);
+	assert_int_equal(lock_sync(mine, LKM_EXMODE, &a, 0, "mine"), 0);
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dlm_lshandle_t h = dlm_new_lockspace("ls-shared", 0600, 0);
+		struct dlm_lksb lk;
+
+		close(p[0]);
+		memset(&lk, 0, sizeof(lk));
+		if (!h)
+			_exit(2);
+		if (dlm_ls_lock_wait(h, LKM_EXMODE, &lk, 0, "theirs", 6, 0, NULL,
+				     NULL, NULL) || lk.sb_status)
+			_exit(3);
+		if (dlm_release_lockspace("ls-shared", h, 1))
+			_exit(4);
+		_exit(0);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &c, 1), 0);	/* the child is gone */
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* Our handle and our lock are untouched. */
+	peek = dlm_open_lockspace("ls-shared");
+	assert_non_null(peek);
+	rec_init(&b);
+	assert_int_equal(lock_sync(peek, LKM_EXMODE, &b, LKF_NOQUEUE, "mine"), EAGAIN);
+	rec_init(&b);
+	assert_int_equal(lock_sync(mine, LKM_PRMODE, &b, 0, "more"), 0);
+	assert_int_equal(unlock_sync(mine, &b, 0), EUNLOCK);
+	/* The last forced release removes it, under peek too. */
+	assert_int_equal(dlm_release_lockspace("ls-shared", mine, 1), 0);
+	rec_init(&b);
+	assert_int_equal(lock(peek, LKM_NLMODE, &b, 0, "gone", NULL), -1);
+	assert_int_equal(errno, ENOTCONN);
+	assert_int_equal(dlm_close_lockspace(peek), 0);
+	errno = 0;
+	assert_null(dlm_open_lockspace("ls-shared"));
+	assert_int_equal(errno, ENOENT);
 }
 
 static const int compat[NUM_MODES][NUM_MODES] = {
@@ -1194,6 +1262,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_versions),
 		cmocka_unit_test(test_lockspaces),
+		cmocka_unit_test(test_shared_release),
 		cmocka_unit_test(test_mode_pairs),
 		cmocka_unit_test(test_asts),
 		cmocka_unit_test(test_convert_quecvt),
