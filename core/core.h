@@ -313,10 +313,20 @@ int dlm_core_unlock(struct dlm_ls *ls, const struct dlm_unlock_req *req);
  * delivered for the purged locks.  Returns the number of locks affected. */
 int dlm_core_purge_owner(struct dlm_ls *ls, uint64_t owner);
 
+/* The same, but PERSISTENT locks are unlocked too (dlm_ls_purge with the
+ * caller's own pid, as the kernel does it). */
+int dlm_core_purge_owner_locks(struct dlm_ls *ls, uint64_t owner);
+
 /* Unlock orphans whose original owner was 'owner' (0: all orphans) on
  * node 'nodeid' (0 or ours: this node; another member: a message asks
  * it).  Returns the number of local orphans purged, or -EINVAL. */
 int dlm_core_purge_orphans(struct dlm_ls *ls, uint32_t nodeid, uint64_t owner);
+
+/* The same for the orphans of every owner whose id has 'group' in its
+ * high 32 bits (the daemon puts a client's pid there, so this is
+ * dlm_ls_purge(nodeid, pid) on any member).  'group' 0 matches none. */
+int dlm_core_purge_orphan_group(struct dlm_ls *ls, uint32_t nodeid,
+				uint32_t group);
 
 /* Feed a message received from node 'from'.  Returns 0, or a negative
  * errno after logging why the message was rejected (malformed, unknown

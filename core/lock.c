@@ -1429,7 +1429,20 @@ static void purge_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		       lkb->lkb_id);
 }
 
+static int purge_owner(struct dlm_ls *ls, uint64_t owner, bool orphan);
+
 int dlm_core_purge_owner(struct dlm_ls *ls, uint64_t owner)
+{
+	return purge_owner(ls, owner, true);
+}
+
+int dlm_core_purge_owner_locks(struct dlm_ls *ls, uint64_t owner)
+{
+	return purge_owner(ls, owner, false);
+}
+
+/* With 'orphan', PERSISTENT locks become orphans; without, they go too. */
+static int purge_owner(struct dlm_ls *ls, uint64_t owner, bool orphan)
 {
 	struct dlm_owner *ow = dlm_owner_get(ls, owner, false);
 	struct dlm_list victims;
@@ -1447,7 +1460,7 @@ int dlm_core_purge_owner(struct dlm_ls *ls, uint64_t owner)
 		count++;
 		dlm_list_del(&lkb->lkb_ownerqueue);
 		lkb->lkb_owner = NULL;
-		if (lkb->lkb_exflags & DLM_LKF_PERSISTENT) {
+		if (orphan && (lkb->lkb_exflags & DLM_LKF_PERSISTENT)) {
 			lkb->lkb_flags |= LKBF_ORPHAN;
 			dlm_list_add_tail(&lkb->lkb_ownerqueue, &ls->ls_orphans);
 			ls->ls_norphans++;
@@ -1475,16 +1488,21 @@ int dlm_core_purge_owner(struct dlm_ls *ls, uint64_t owner)
 	return count;
 }
 
-static int purge_local_orphans(struct dlm_ls *ls, uint64_t owner)
+/* Orphans of 'owner' (0: all), or with 'group' of every owner whose id
+ * has 'owner' in its high half. */
+static int purge_local_orphans(struct dlm_ls *ls, uint64_t owner, bool group)
 {
 	struct dlm_list *pos, *tmp;
 	int count = 0;
 
+	if (group && !owner)
+		return 0;
 	dlm_list_for_each_safe(pos, tmp, &ls->ls_orphans) {
 		struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
 						       lkb_ownerqueue);
 
-		if (owner && lkb->lkb_ownerid != owner)
+		if (group ? lkb->lkb_ownerid >> 32 != owner :
+		    owner && lkb->lkb_ownerid != owner)
 			continue;
 		dlm_list_del(&lkb->lkb_ownerqueue);
 		ls->ls_norphans--;
@@ -1496,19 +1514,32 @@ static int purge_local_orphans(struct dlm_ls *ls, uint64_t owner)
 	return count;
 }
 
-int dlm_core_purge_orphans(struct dlm_ls *ls, uint32_t nodeid, uint64_t owner)
+static int purge_orphans(struct dlm_ls *ls, uint32_t nodeid, uint64_t owner,
+			 bool group)
 {
 	struct dlm_msg m;
 
 	if (nodeid == 0 || nodeid == dlm_our_nodeid(ls))
-		return purge_local_orphans(ls, owner);
+		return purge_local_orphans(ls, owner, group);
 	if (!dlm_ls_is_member(ls, nodeid))
 		return -EINVAL;
 	memset(&m, 0, sizeof(m));
 	m.m_type = DLM_MSG_PURGE;
 	m.m_owner = owner;
+	m.m_flags = group ? DLM_MF_OWNER_GROUP : 0;
 	dlm_send_msg(ls, &m, nodeid);
 	return 0;
+}
+
+int dlm_core_purge_orphans(struct dlm_ls *ls, uint32_t nodeid, uint64_t owner)
+{
+	return purge_orphans(ls, nodeid, owner, false);
+}
+
+int dlm_core_purge_orphan_group(struct dlm_ls *ls, uint32_t nodeid,
+				uint32_t group)
+{
+	return purge_orphans(ls, nodeid, group, true);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2009,7 +2040,10 @@ int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 	case DLM_MSG_REMOVE:
 		return receive_remove(ls, m);
 	case DLM_MSG_PURGE:
-		purge_local_orphans(ls, m->m_owner);
+		if ((m->m_flags & DLM_MF_OWNER_GROUP) && m->m_owner > UINT32_MAX)
+			return -EINVAL;
+		purge_local_orphans(ls, m->m_owner,
+				    (m->m_flags & DLM_MF_OWNER_GROUP) != 0);
 		return 0;
 	default:
 		return -EOPNOTSUPP;

@@ -989,11 +989,17 @@ static int purge_user_orphans(struct dlmd_ls *dl, uid_t uid)
 }
 
 /*
- * dlm_ls_purge(nodeid, pid).  Who may purge what: an admin (root or
- * admin_group) any orphan, here or on another node; anyone else only the
- * orphans that owners of their own uid left on this node: "all" (pid 0)
- * means all of theirs, a pid whose orphans are another user's is -EPERM,
- * and another node's orphans are -EPERM (their owners are known there).
+ * dlm_ls_purge(nodeid, pid), as the kernel does it: on this node (nodeid
+ * 0 or ours) the orphans that process pid left (pid 0: all orphans),
+ * except that the caller's own pid means the caller's own locks on this
+ * handle, all of them, PERSISTENT ones too, with no ASTs (the kernel
+ * purges the calling process's locks on that device file); on another
+ * member the orphans of pid there (a message asks it).  Who may purge
+ * what: an admin (root or admin_group) any orphan, here or on another
+ * node; anyone else only the orphans that owners of their own uid left
+ * on this node: "all" (pid 0) means all of theirs, a pid whose orphans
+ * are another user's is -EPERM, and another node's orphans are -EPERM
+ * (their owners are known there).
  */
 static int req_purge(struct req_ctx *rq)
 {
@@ -1011,7 +1017,27 @@ static int req_purge(struct req_ctx *rq)
 	if (nodeid && nodeid != d->d_nodeid) {
 		if (!admin)
 			return -EPERM;
-		return pid ? -EOPNOTSUPP : dlm_core_purge_orphans(ls, nodeid, 0);
+		log_info("client pid %d purges the orphans of %s%u on node %u in "
+			 "lockspace %s", (int)c->cl_pid, pid ? "pid " : "all",
+			 pid ? pid : 0, nodeid, dl->dl_name);
+		rv = pid ? dlm_core_purge_orphan_group(ls, nodeid, pid) :
+			   dlm_core_purge_orphans(ls, nodeid, 0);
+		return rv < 0 ? rv : 0;
+	}
+	if (pid && pid == (uint32_t)c->cl_pid) {
+		rv = dlm_core_purge_owner_locks(ls, c->cl_owner);
+		if (rv < 0)
+			return rv;
+		/* gone without ASTs: forget their callbacks and whatever
+		 * ASTs still wait here to be written */
+		u32map_each(&c->cl_locks, free_lkcb, NULL);
+		u32map_free(&c->cl_locks);
+		astq_free(d, c);
+		log_debug("client pid %d serial %u purged its %d lock%s in "
+			  "lockspace %s", (int)c->cl_pid, c->cl_serial, rv,
+			  rv == 1 ? "" : "s", dl->dl_name);
+		rq->rq_reply.rp_value = (uint32_t)rv;
+		return 0;
 	}
 	if (!pid) {
 		if (admin) {

@@ -740,6 +740,43 @@ static void test_orphans(void **state)
 	(void)n;
 }
 
+/* dlm_ls_purge(nodeid, pid) on another node: the orphans of every owner
+ * of that owner group (the daemon's pid), and only those, go there. */
+static void test_purge_orphan_group(void **state)
+{
+	struct cluster *c = cluster_new(2, 1000);
+	const uint64_t a1 = (5ULL << 32) | 1, a2 = (5ULL << 32) | 2;
+	const uint64_t b1 = (6ULL << 32) | 1;
+	struct dlm_ls_stats st;
+
+	(void)state;
+	lock_on(c, 2, a1, "ga1", DLM_LOCK_EX, DLM_LKF_PERSISTENT, 0, NULL);
+	lock_on(c, 2, a2, "ga2", DLM_LOCK_EX, DLM_LKF_PERSISTENT, 0, NULL);
+	lock_on(c, 2, b1, "gb1", DLM_LOCK_EX, DLM_LKF_PERSISTENT, 0, NULL);
+	drain(c);
+	assert_int_equal(dlm_core_purge_owner(c->ls[2], a1), 1);
+	assert_int_equal(dlm_core_purge_owner(c->ls[2], a2), 1);
+	assert_int_equal(dlm_core_purge_owner(c->ls[2], b1), 1);
+	drain(c);
+	dlm_core_ls_stats(c->ls[2], &st);
+	assert_int_equal(st.ls_orphans, 3);
+	/* group 0 matches nobody; an unknown node is refused */
+	assert_int_equal(dlm_core_purge_orphan_group(c->ls[2], 0, 0), 0);
+	assert_int_equal(dlm_core_purge_orphan_group(c->ls[1], 99, 5), -EINVAL);
+	/* from node 1: a message asks node 2 */
+	assert_int_equal(dlm_core_purge_orphan_group(c->ls[1], 2, 5), 0);
+	drain(c);
+	dlm_core_ls_stats(c->ls[2], &st);
+	assert_int_equal(st.ls_orphans, 1);
+	assert_dump_has(c, 2, "gb1");
+	/* locally */
+	assert_int_equal(dlm_core_purge_orphan_group(c->ls[2], 0, 6), 1);
+	dlm_core_ls_stats(c->ls[2], &st);
+	assert_int_equal(st.ls_orphans, 0);
+	drain(c);
+	cluster_free(c);
+}
+
 static void test_bad_input(void **state)
 {
 	struct cluster *c = cluster_new(1, 1000);
@@ -1431,6 +1468,7 @@ int main(void)
 		cmocka_unit_test(test_parent_locks),
 		cmocka_unit_test(test_range_locks),
 		cmocka_unit_test(test_orphans),
+		cmocka_unit_test(test_purge_orphan_group),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_three_nodes),
 		cmocka_unit_test(test_stale_master),

@@ -926,6 +926,41 @@ static void test_persistent_orphan(void **state)
 	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
 }
 
+/* dlm_ls_purge with the caller's own pid, as the kernel does it: the
+ * caller's locks on that handle go, PERSISTENT ones too (no orphan), with
+ * no AST; the process's other handles keep theirs. */
+static void test_purge_own(void **state)
+{
+	struct rec a, b, c, d;
+
+	rec_init(&a);
+	rec_init(&b);
+	rec_init(&c);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "own-plain"), 0);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &b, LKF_PERSISTENT, "own-pers"), 0);
+	assert_int_equal(lock_sync(h2, LKM_EXMODE, &c, 0, "own-other"), 0);
+	assert_int_equal(dlm_ls_purge(h1, 0, (int)getpid()), 0);
+	assert_quiet(h1, 100);
+	assert_int_equal(a.r_comp, 1);
+	assert_int_equal(b.r_comp, 1);
+	/* both free (not orphaned): granted at once elsewhere */
+	rec_init(&d);
+	assert_int_equal(lock_sync(h3, LKM_EXMODE, &d, LKF_NOQUEUE, "own-plain"), 0);
+	assert_int_equal(unlock_sync(h3, &d, 0), EUNLOCK);
+	rec_init(&d);
+	assert_int_equal(lock_sync(h3, LKM_EXMODE, &d, LKF_NOQUEUE, "own-pers"), 0);
+	assert_int_equal(unlock_sync(h3, &d, 0), EUNLOCK);
+	/* the lock ids are gone; h2's lock stays */
+	assert_int_equal(dlm_ls_unlock(h1, a.r_lksb.sb_lkid, 0, &a.r_lksb, &a), -1);
+	rec_init(&d);
+	assert_int_equal(lock_sync(h3, LKM_EXMODE, &d, LKF_NOQUEUE, "own-other"), EAGAIN);
+	assert_int_equal(unlock_sync(h2, &c, 0), EUNLOCK);
+	/* h1 goes on working */
+	rec_init(&a);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "own-plain"), 0);
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+}
+
 /* ------------------------------------------------------------------ */
 /* orphans keep their owner                                            */
 /* ------------------------------------------------------------------ */
@@ -1279,6 +1314,7 @@ int main(void)
 		cmocka_unit_test(test_kill_holder),
 		cmocka_unit_test(test_kill_waiter),
 		cmocka_unit_test(test_persistent_orphan),
+		cmocka_unit_test(test_purge_own),
 		cmocka_unit_test(test_orphan_owner),
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_permissions),
