@@ -1094,6 +1094,12 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		lkb->lkb_flags &= ~(LKBF_ORPHAN | LKBF_PURGED);
 		lkb->lkb_owner = ow;
 		lkb->lkb_ownerid = req->owner;
+		/* the adoption is the lock's latest request: PERSISTENT if it
+		 * says so (as the kernel takes the adopter's flags) */
+		if (req->flags & DLM_LKF_PERSISTENT)
+			lkb->lkb_exflags |= DLM_LKF_PERSISTENT;
+		else
+			lkb->lkb_exflags &= ~DLM_LKF_PERSISTENT;
 		dlm_list_add_tail(&lkb->lkb_ownerqueue, &ow->ow_locks);
 		set_astinfo(lkb, req);
 		*lkid_out = lkb->lkb_id;

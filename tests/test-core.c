@@ -736,6 +736,17 @@ static void test_orphans(void **state)
 	assert_int_equal(dlm_core_purge_orphans(c->ls[1], 0, 9), 1);
 	assert_status(c, 1, w, 0);
 	assert_int_equal(dlm_core_purge_orphans(c->ls[1], 99, 0), -EINVAL);
+	/* an adoption without PERSISTENT makes the lock an ordinary one:
+	 * its adopter's exit unlocks it */
+	p = lock_on(c, 1, 10, "again", DLM_LOCK_EX, DLM_LKF_PERSISTENT, 0, NULL);
+	assert_int_equal(dlm_core_purge_owner(c->ls[1], 10), 1);
+	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
+		.mode = DLM_LOCK_EX, .name = "again", .namelen = 5,
+		.flags = DLM_LKF_ORPHAN, .owner = 11 }, &adopted), 0);
+	assert_int_equal(adopted, p);
+	assert_int_equal(dlm_core_purge_owner(c->ls[1], 11), 1);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_orphans, 0);
 	cluster_free(c);
 	(void)n;
 }
