@@ -279,8 +279,11 @@ struct dlm_lock_req {
  * -ENOENT (unknown lock or parent id, or no orphan to adopt), -EBUSY (an
  * operation on the lock is in progress), -EPERM (lock or parent owned by
  * another client; with ORPHAN: orphans match but may_adopt refused every
- * one), -ENOMEM.  The lock id is stored in *lkid_out as soon
- * as the request is accepted.
+ * one), -EAGAIN (with ORPHAN: an orphan of that name the requester may
+ * take is granted in another mode only), -ENOMEM.  The lock id is stored
+ * in *lkid_out as soon as the request is accepted.  An adoption (ORPHAN)
+ * is complete when this returns 0: no completion AST follows, as in the
+ * kernel (a bast the orphan missed is repeated to the adopter).
  *
  * Flags apply to the request that carries them, as in the kernel: a
  * lock is PERSISTENT (orphaned rather than unlocked when its owner is
@@ -310,10 +313,20 @@ int dlm_core_unlock(struct dlm_ls *ls, const struct dlm_unlock_req *req);
  * delivered for the purged locks.  Returns the number of locks affected. */
 int dlm_core_purge_owner(struct dlm_ls *ls, uint64_t owner);
 
+/* The same, but PERSISTENT locks are unlocked too (dlm_ls_purge with the
+ * caller's own pid, as the kernel does it). */
+int dlm_core_purge_owner_locks(struct dlm_ls *ls, uint64_t owner);
+
 /* Unlock orphans whose original owner was 'owner' (0: all orphans) on
  * node 'nodeid' (0 or ours: this node; another member: a message asks
  * it).  Returns the number of local orphans purged, or -EINVAL. */
 int dlm_core_purge_orphans(struct dlm_ls *ls, uint32_t nodeid, uint64_t owner);
+
+/* The same for the orphans of every owner whose id has 'group' in its
+ * high 32 bits (the daemon puts a client's pid there, so this is
+ * dlm_ls_purge(nodeid, pid) on any member).  'group' 0 matches none. */
+int dlm_core_purge_orphan_group(struct dlm_ls *ls, uint32_t nodeid,
+				uint32_t group);
 
 /* Feed a message received from node 'from'.  Returns 0, or a negative
  * errno after logging why the message was rejected (malformed, unknown

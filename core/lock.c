@@ -1050,14 +1050,18 @@ static void set_astinfo(struct dlm_lkb *lkb, const struct dlm_lock_req *req)
 }
 
 /* Adopt an orphan: same resource (root name), granted in 'mode', one the
- * requester may take (req->may_adopt); the oldest such orphan first. */
+ * requester may take (req->may_adopt); the oldest such orphan first.
+ * As in the kernel, adoption is synchronous: the lock id is the answer
+ * and no completion AST is queued (the lock was granted long ago).  An
+ * orphan of that name in another mode only: -EAGAIN, so the caller can
+ * retry in the other mode (lvmlockd does); none at all: -ENOENT. */
 static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 			const unsigned char *key, unsigned int keylen,
 			uint32_t *lkid_out)
 {
 	struct dlm_owner *ow;
 	struct dlm_list *pos;
-	bool refused = false;
+	bool refused = false, other_mode = false;
 
 	dlm_list_for_each(pos, &ls->ls_orphans) {
 		struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
@@ -1066,9 +1070,17 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 
 		if (r->res_keylen != keylen || memcmp(r->res_key, key, keylen) ||
 		    lkb->lkb_status != DLM_LKSTS_GRANTED ||
-		    lkb->lkb_wait_type != DLM_WAIT_NONE ||
-		    lkb->lkb_grmode != req->mode)
+		    lkb->lkb_wait_type != DLM_WAIT_NONE)
 			continue;
+		if (lkb->lkb_grmode != req->mode) {
+			/* only counts if the requester could take it */
+			if (!req->may_adopt ||
+			    req->may_adopt(req->may_adopt_arg, lkb->lkb_ownerid))
+				other_mode = true;
+			else
+				refused = true;
+			continue;
+		}
 		if (req->may_adopt &&
 		    !req->may_adopt(req->may_adopt_arg, lkb->lkb_ownerid)) {
 			refused = true;
@@ -1082,10 +1094,15 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		lkb->lkb_flags &= ~(LKBF_ORPHAN | LKBF_PURGED);
 		lkb->lkb_owner = ow;
 		lkb->lkb_ownerid = req->owner;
+		/* the adoption is the lock's latest request: PERSISTENT if it
+		 * says so (as the kernel takes the adopter's flags) */
+		if (req->flags & DLM_LKF_PERSISTENT)
+			lkb->lkb_exflags |= DLM_LKF_PERSISTENT;
+		else
+			lkb->lkb_exflags &= ~DLM_LKF_PERSISTENT;
 		dlm_list_add_tail(&lkb->lkb_ownerqueue, &ow->ow_locks);
 		set_astinfo(lkb, req);
 		*lkid_out = lkb->lkb_id;
-		cast_local(ls, lkb, 0);
 		if (lkb->lkb_last_bast != DLM_LOCK_IV &&
 		    !dlm_modes_compat(lkb->lkb_grmode, lkb->lkb_last_bast)) {
 			int mode = lkb->lkb_last_bast;
@@ -1095,6 +1112,8 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		}
 		return 0;
 	}
+	if (other_mode)
+		return -EAGAIN;
 	return refused ? -EPERM : -ENOENT;
 }
 
@@ -1416,7 +1435,20 @@ static void purge_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		       lkb->lkb_id);
 }
 
+static int purge_owner(struct dlm_ls *ls, uint64_t owner, bool orphan);
+
 int dlm_core_purge_owner(struct dlm_ls *ls, uint64_t owner)
+{
+	return purge_owner(ls, owner, true);
+}
+
+int dlm_core_purge_owner_locks(struct dlm_ls *ls, uint64_t owner)
+{
+	return purge_owner(ls, owner, false);
+}
+
+/* With 'orphan', PERSISTENT locks become orphans; without, they go too. */
+static int purge_owner(struct dlm_ls *ls, uint64_t owner, bool orphan)
 {
 	struct dlm_owner *ow = dlm_owner_get(ls, owner, false);
 	struct dlm_list victims;
@@ -1434,7 +1466,7 @@ int dlm_core_purge_owner(struct dlm_ls *ls, uint64_t owner)
 		count++;
 		dlm_list_del(&lkb->lkb_ownerqueue);
 		lkb->lkb_owner = NULL;
-		if (lkb->lkb_exflags & DLM_LKF_PERSISTENT) {
+		if (orphan && (lkb->lkb_exflags & DLM_LKF_PERSISTENT)) {
 			lkb->lkb_flags |= LKBF_ORPHAN;
 			dlm_list_add_tail(&lkb->lkb_ownerqueue, &ls->ls_orphans);
 			ls->ls_norphans++;
@@ -1462,16 +1494,21 @@ int dlm_core_purge_owner(struct dlm_ls *ls, uint64_t owner)
 	return count;
 }
 
-static int purge_local_orphans(struct dlm_ls *ls, uint64_t owner)
+/* Orphans of 'owner' (0: all), or with 'group' of every owner whose id
+ * has 'owner' in its high half. */
+static int purge_local_orphans(struct dlm_ls *ls, uint64_t owner, bool group)
 {
 	struct dlm_list *pos, *tmp;
 	int count = 0;
 
+	if (group && !owner)
+		return 0;
 	dlm_list_for_each_safe(pos, tmp, &ls->ls_orphans) {
 		struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
 						       lkb_ownerqueue);
 
-		if (owner && lkb->lkb_ownerid != owner)
+		if (group ? lkb->lkb_ownerid >> 32 != owner :
+		    owner && lkb->lkb_ownerid != owner)
 			continue;
 		dlm_list_del(&lkb->lkb_ownerqueue);
 		ls->ls_norphans--;
@@ -1483,19 +1520,32 @@ static int purge_local_orphans(struct dlm_ls *ls, uint64_t owner)
 	return count;
 }
 
-int dlm_core_purge_orphans(struct dlm_ls *ls, uint32_t nodeid, uint64_t owner)
+static int purge_orphans(struct dlm_ls *ls, uint32_t nodeid, uint64_t owner,
+			 bool group)
 {
 	struct dlm_msg m;
 
 	if (nodeid == 0 || nodeid == dlm_our_nodeid(ls))
-		return purge_local_orphans(ls, owner);
+		return purge_local_orphans(ls, owner, group);
 	if (!dlm_ls_is_member(ls, nodeid))
 		return -EINVAL;
 	memset(&m, 0, sizeof(m));
 	m.m_type = DLM_MSG_PURGE;
 	m.m_owner = owner;
+	m.m_flags = group ? DLM_MF_OWNER_GROUP : 0;
 	dlm_send_msg(ls, &m, nodeid);
 	return 0;
+}
+
+int dlm_core_purge_orphans(struct dlm_ls *ls, uint32_t nodeid, uint64_t owner)
+{
+	return purge_orphans(ls, nodeid, owner, false);
+}
+
+int dlm_core_purge_orphan_group(struct dlm_ls *ls, uint32_t nodeid,
+				uint32_t group)
+{
+	return purge_orphans(ls, nodeid, group, true);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1996,7 +2046,10 @@ int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 	case DLM_MSG_REMOVE:
 		return receive_remove(ls, m);
 	case DLM_MSG_PURGE:
-		purge_local_orphans(ls, m->m_owner);
+		if ((m->m_flags & DLM_MF_OWNER_GROUP) && m->m_owner > UINT32_MAX)
+			return -EINVAL;
+		purge_local_orphans(ls, m->m_owner,
+				    (m->m_flags & DLM_MF_OWNER_GROUP) != 0);
 		return 0;
 	default:
 		return -EOPNOTSUPP;

@@ -87,6 +87,7 @@ static inline int dlm_msg_is_recovery(int type)
 /* Message flags (m_flags). */
 #define DLM_MF_FORCE		0x1	/* UNLOCK: force (lock may be queued) */
 #define DLM_MF_ORPHAN		0x2	/* lock is an orphan */
+#define DLM_MF_OWNER_GROUP	0x4	/* PURGE: m_owner is an owner group */
 
 /* A decoded message.  key and lvb point into the received buffer. */
 struct dlm_msg {

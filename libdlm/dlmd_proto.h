@@ -51,7 +51,10 @@
  *
  * Closing the bound connection (exit, crash, SIGKILL) releases the
  * connection's locks at once; PERSISTENT ones become orphans, which a later
- * LOCK with DLM_LKF_ORPHAN adopts or PURGE removes.
+ * LOCK with DLM_LKF_ORPHAN adopts or PURGE removes.  An adoption is
+ * answered by its REPLY alone (value = the adopted lock's id; -EAGAIN when
+ * the orphan is held in another mode, -ENOENT when there is none): no
+ * completion AST follows, as with the kernel's device.
  *
  * Refusal.  A connection the daemon will not serve (its user holds
  * dlm.conf's max_clients_per_uid connections already) gets one REPLY

@@ -643,6 +643,13 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 		return rv;
 	if (!(flags & LKF_CONVERT))
 		lksb->sb_lkid = reply.rp_value;
+	if (flags & LKF_ORPHAN) {
+		/* An adoption is done when the reply comes and no AST
+		 * follows (as with the kernel, whose write() returns the lock
+		 * id): the status block is complete now. */
+		lksb->sb_status = 0;
+		lksb->sb_flags = 0;
+	}
 	return 0;
 }
 
@@ -706,6 +713,9 @@ static int ls_lock_wait(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lks
 	struct sync_wait sw = { .sw_h = h, .sw_done = false };
 	int rv;
 
+	if (flags & LKF_ORPHAN)	/* adopted at once: no AST to wait for */
+		return ls_lock(h, mode, lksb, flags, name, namelen, parent,
+			       NULL, NULL, bastaddr, bastarg, range);
 	rv = ls_lock(h, mode, lksb, flags, name, namelen, parent, sync_ast, &sw,
 		     bastaddr, bastarg, range);
 	if (rv)

@@ -427,7 +427,10 @@ int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
 
 	if (dl) {
 		*out = dl;
-		return excl ? -EEXIST : 0;
+		if (excl)
+			return -EEXIST;
+		dl->dl_ncreates++;
+		return 0;
 	}
 	if (len == 0 || len > DLM_LOCKSPACE_LEN || !dlmp_ls_name_valid(name))
 		return -EINVAL;
@@ -436,6 +439,7 @@ int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
 		return -ENOMEM;
 	memcpy(dl->dl_name, name, len + 1);
 	dl->dl_mode = mode & 0777;
+	dl->dl_ncreates = 1;
 	dl->dl_uid = uid;
 	dl->dl_gid = gid;
 	rv = dlmd_cluster_ls_join(d, dl);
@@ -744,20 +748,36 @@ static int req_ls_open(struct req_ctx *rq)
 	return 0;
 }
 
+/*
+ * dlm_release_lockspace(3), as the kernel counts: every create (LS_CREATE
+ * of a new or existing lockspace, "dlmctl join") counts once, and a
+ * release only undoes one of them until the last, which removes the
+ * lockspace: refused with -EBUSY while other connections are bound to it,
+ * unless forced.  So processes sharing a lockspace, each creating and
+ * releasing it (with force, as upstream programs do), do not pull it away
+ * from under each other.  "dlmctl leave" removes it regardless.
+ */
 static int req_ls_release(struct req_ctx *rq)
 {
 	const struct dlmp_ls *l = &rq->rq_msg->m_u.ls;
+	struct dlmd_client *c = rq->rq_c;
 	struct dlmd_ls *dl;
 
-	if (!client_is_admin(rq->rq_d, rq->rq_c))
+	if (!client_is_admin(rq->rq_d, c))
 		return -EPERM;
 	if (l->ls_flags & ~DLMP_RELEASE_FORCE)
 		return -EINVAL;
 	dl = dlmd_ls_find(rq->rq_d, l->ls_name);
 	if (!dl)
 		return -ENOENT;
-	return dlmd_ls_release(rq->rq_d, dl, l->ls_flags & DLMP_RELEASE_FORCE,
-			       rq->rq_c);
+	if (dl->dl_ncreates > 1) {
+		dl->dl_ncreates--;
+		log_debug("lockspace %s: released by client pid %d, %u other "
+			  "create%s keep it", dl->dl_name, (int)c->cl_pid,
+			  dl->dl_ncreates, dl->dl_ncreates == 1 ? "" : "s");
+		return 0;
+	}
+	return dlmd_ls_release(rq->rq_d, dl, l->ls_flags & DLMP_RELEASE_FORCE, c);
 }
 
 /* DLM_LKF_ORPHAN: the engine asks which orphans the requester may take;
@@ -844,9 +864,11 @@ static int req_lock(struct req_ctx *rq)
 			return 0;
 		}
 	} else {
-		/* An adopted orphan is granted: its first completion must
-		 * not end it.  (Its AST is queued and delivered after this.) */
-		cb->lc_granted = false;
+		/* An adopted orphan is granted already, and its adoption is
+		 * answered by this reply alone: no completion AST follows
+		 * (as the kernel's device answers it).  A later failed
+		 * completion (a refused conversion) must not end it. */
+		cb->lc_granted = (lk->lk_flags & DLM_LKF_ORPHAN) != 0;
 		u32map_put(&c->cl_locks, lkid, cb);
 	}
 	cb->lc_castaddr = lk->lk_castaddr;
@@ -967,11 +989,17 @@ static int purge_user_orphans(struct dlmd_ls *dl, uid_t uid)
 }
 
 /*
- * dlm_ls_purge(nodeid, pid).  Who may purge what: an admin (root or
- * admin_group) any orphan, here or on another node; anyone else only the
- * orphans that owners of their own uid left on this node: "all" (pid 0)
- * means all of theirs, a pid whose orphans are another user's is -EPERM,
- * and another node's orphans are -EPERM (their owners are known there).
+ * dlm_ls_purge(nodeid, pid), as the kernel does it: on this node (nodeid
+ * 0 or ours) the orphans that process pid left (pid 0: all orphans),
+ * except that the caller's own pid means the caller's own locks on this
+ * handle, all of them, PERSISTENT ones too, with no ASTs (the kernel
+ * purges the calling process's locks on that device file); on another
+ * member the orphans of pid there (a message asks it).  Who may purge
+ * what: an admin (root or admin_group) any orphan, here or on another
+ * node; anyone else only the orphans that owners of their own uid left
+ * on this node: "all" (pid 0) means all of theirs, a pid whose orphans
+ * are another user's is -EPERM, and another node's orphans are -EPERM
+ * (their owners are known there).
  */
 static int req_purge(struct req_ctx *rq)
 {
@@ -989,7 +1017,27 @@ static int req_purge(struct req_ctx *rq)
 	if (nodeid && nodeid != d->d_nodeid) {
 		if (!admin)
 			return -EPERM;
-		return pid ? -EOPNOTSUPP : dlm_core_purge_orphans(ls, nodeid, 0);
+		log_info("client pid %d purges the orphans of %s%u on node %u in "
+			 "lockspace %s", (int)c->cl_pid, pid ? "pid " : "all",
+			 pid ? pid : 0, nodeid, dl->dl_name);
+		rv = pid ? dlm_core_purge_orphan_group(ls, nodeid, pid) :
+			   dlm_core_purge_orphans(ls, nodeid, 0);
+		return rv < 0 ? rv : 0;
+	}
+	if (pid && pid == (uint32_t)c->cl_pid) {
+		rv = dlm_core_purge_owner_locks(ls, c->cl_owner);
+		if (rv < 0)
+			return rv;
+		/* gone without ASTs: forget their callbacks and whatever
+		 * ASTs still wait here to be written */
+		u32map_each(&c->cl_locks, free_lkcb, NULL);
+		u32map_free(&c->cl_locks);
+		astq_free(d, c);
+		log_debug("client pid %d serial %u purged its %d lock%s in "
+			  "lockspace %s", (int)c->cl_pid, c->cl_serial, rv,
+			  rv == 1 ? "" : "s", dl->dl_name);
+		rq->rq_reply.rp_value = (uint32_t)rv;
+		return 0;
 	}
 	if (!pid) {
 		if (admin) {

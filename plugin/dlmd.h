@@ -170,6 +170,9 @@ struct dlmd_ls {
 	uid_t			dl_uid;		/* its creator */
 	gid_t			dl_gid;
 	uint32_t		dl_nopen;	/* client connections bound to it */
+	/* creations not yet released (LS_CREATE, "dlmctl join"): as in the
+	 * kernel, a release only removes the lockspace at the last one */
+	uint32_t		dl_ncreates;
 	uint32_t		dl_members[DLM_MAX_NODES];
 	unsigned int		dl_nmembers;
 	struct dlmd_cluster_ls	*dl_cluster;	/* cluster.c's per-lockspace state */

@@ -993,17 +993,18 @@ static void do_adopt(struct sim *sim, int node, int client)
 	}
 	lock_detach_client(sim, got);
 	lock_attach_client(sim, got, client);
+	/* Adoption is synchronous, as in the kernel: the lock is the
+	 * client's now and no completion AST follows (one would find no
+	 * request pending and fail the run). */
 	got->l_want_bast = true;
-	got->l_op = OP_REQUEST;
-	got->l_op_adopt = true;
+	got->l_op = OP_NONE;
+	got->l_op_adopt = false;
 	got->l_adopted = true;
 	got->l_op_mode = got->l_gmode;
 	got->l_op_flags = req.flags;
 	got->l_op_astarg = req.astarg;
 	got->l_bast_mask = 0;
 	sim_deliver_asts(sim);
-	if (!sim->failed && got->l_op != OP_NONE)
-		sim_fail(sim, "adopt of lk %08x: no completion AST", lkid);
 }
 
 /* ------------------------------------------------------ invalid requests */

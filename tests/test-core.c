@@ -673,6 +673,7 @@ static void test_orphans(void **state)
 	struct cluster *c = cluster_new(1, 1000);
 	struct dlm_ls_stats st;
 	uint32_t p, n, w, adopted = 0;
+	int nasts;
 
 	(void)state;
 	p = lock_on(c, 1, 7, "keep", DLM_LOCK_EX, DLM_LKF_PERSISTENT, 0, NULL);
@@ -683,11 +684,23 @@ static void test_orphans(void **state)
 	assert_int_equal(st.ls_orphans, 1);
 	assert_dump_has(c, 1, "orphan");
 	assert_no_comp(c, 1, w);		/* the orphan still holds EX */
-	/* adopt: wrong mode, then right mode */
+	nasts = c->nasts;
+	/* adopt: wrong mode (EAGAIN: try the other mode, as the kernel
+	 * answers), no such name (ENOENT), then right mode */
 	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
 		.mode = DLM_LOCK_PR, .name = "keep", .namelen = 4,
 		.flags = DLM_LKF_ORPHAN | DLM_LKF_PERSISTENT, .owner = 9 },
+		&adopted), -EAGAIN);
+	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
+		.mode = DLM_LOCK_EX, .name = "kept", .namelen = 4,
+		.flags = DLM_LKF_ORPHAN | DLM_LKF_PERSISTENT, .owner = 9 },
 		&adopted), -ENOENT);
+	/* another mode, but not the requester's to take: -EPERM */
+	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
+		.mode = DLM_LOCK_PR, .name = "keep", .namelen = 4,
+		.flags = DLM_LKF_ORPHAN | DLM_LKF_PERSISTENT, .owner = 9,
+		.may_adopt = adopt_only_owner, .may_adopt_arg = &(uint64_t){ 6 } },
+		&adopted), -EPERM);
 	/* the caller's may_adopt refuses it: -EPERM, the orphan stays */
 	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
 		.mode = DLM_LOCK_EX, .name = "keep", .namelen = 4,
@@ -703,12 +716,19 @@ static void test_orphans(void **state)
 		.may_adopt = adopt_only_owner, .may_adopt_arg = &(uint64_t){ 7 } },
 		&adopted), 0);
 	assert_int_equal(adopted, p);
+	/* adoption is synchronous: no completion AST, as in the kernel */
+	assert_int_equal(c->nasts, nasts);
 	assert_int_equal(dlm_core_purge_owner(c->ls[1], 9), 1);
 	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
 		.mode = DLM_LOCK_EX, .name = "keep", .namelen = 4,
 		.flags = DLM_LKF_ORPHAN | DLM_LKF_PERSISTENT, .owner = 9 },
 		&adopted), 0);
 	assert_int_equal(adopted, p);
+	assert_int_equal(c->nasts, nasts);
+	/* the adopter owns it: it converts it like any lock of its own */
+	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
+		.mode = DLM_LOCK_PR, .lkid = p, .flags = DLM_LKF_CONVERT | DLM_LKF_PERSISTENT,
+		.owner = 9 }, &adopted), 0);
 	assert_status(c, 1, p, 0);
 	/* orphan it again and purge it */
 	assert_int_equal(dlm_core_purge_owner(c->ls[1], 9), 1);
@@ -716,8 +736,56 @@ static void test_orphans(void **state)
 	assert_int_equal(dlm_core_purge_orphans(c->ls[1], 0, 9), 1);
 	assert_status(c, 1, w, 0);
 	assert_int_equal(dlm_core_purge_orphans(c->ls[1], 99, 0), -EINVAL);
+	/* an adoption without PERSISTENT makes the lock an ordinary one:
+	 * its adopter's exit unlocks it */
+	p = lock_on(c, 1, 10, "again", DLM_LOCK_EX, DLM_LKF_PERSISTENT, 0, NULL);
+	assert_int_equal(dlm_core_purge_owner(c->ls[1], 10), 1);
+	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
+		.mode = DLM_LOCK_EX, .name = "again", .namelen = 5,
+		.flags = DLM_LKF_ORPHAN, .owner = 11 }, &adopted), 0);
+	assert_int_equal(adopted, p);
+	assert_int_equal(dlm_core_purge_owner(c->ls[1], 11), 1);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_orphans, 0);
 	cluster_free(c);
 	(void)n;
+}
+
+/* dlm_ls_purge(nodeid, pid) on another node: the orphans of every owner
+ * of that owner group (the daemon's pid), and only those, go there. */
+static void test_purge_orphan_group(void **state)
+{
+	struct cluster *c = cluster_new(2, 1000);
+	const uint64_t a1 = (5ULL << 32) | 1, a2 = (5ULL << 32) | 2;
+	const uint64_t b1 = (6ULL << 32) | 1;
+	struct dlm_ls_stats st;
+
+	(void)state;
+	lock_on(c, 2, a1, "ga1", DLM_LOCK_EX, DLM_LKF_PERSISTENT, 0, NULL);
+	lock_on(c, 2, a2, "ga2", DLM_LOCK_EX, DLM_LKF_PERSISTENT, 0, NULL);
+	lock_on(c, 2, b1, "gb1", DLM_LOCK_EX, DLM_LKF_PERSISTENT, 0, NULL);
+	drain(c);
+	assert_int_equal(dlm_core_purge_owner(c->ls[2], a1), 1);
+	assert_int_equal(dlm_core_purge_owner(c->ls[2], a2), 1);
+	assert_int_equal(dlm_core_purge_owner(c->ls[2], b1), 1);
+	drain(c);
+	dlm_core_ls_stats(c->ls[2], &st);
+	assert_int_equal(st.ls_orphans, 3);
+	/* group 0 matches nobody; an unknown node is refused */
+	assert_int_equal(dlm_core_purge_orphan_group(c->ls[2], 0, 0), 0);
+	assert_int_equal(dlm_core_purge_orphan_group(c->ls[1], 99, 5), -EINVAL);
+	/* from node 1: a message asks node 2 */
+	assert_int_equal(dlm_core_purge_orphan_group(c->ls[1], 2, 5), 0);
+	drain(c);
+	dlm_core_ls_stats(c->ls[2], &st);
+	assert_int_equal(st.ls_orphans, 1);
+	assert_dump_has(c, 2, "gb1");
+	/* locally */
+	assert_int_equal(dlm_core_purge_orphan_group(c->ls[2], 0, 6), 1);
+	dlm_core_ls_stats(c->ls[2], &st);
+	assert_int_equal(st.ls_orphans, 0);
+	drain(c);
+	cluster_free(c);
 }
 
 static void test_bad_input(void **state)
@@ -1411,6 +1479,7 @@ int main(void)
 		cmocka_unit_test(test_parent_locks),
 		cmocka_unit_test(test_range_locks),
 		cmocka_unit_test(test_orphans),
+		cmocka_unit_test(test_purge_orphan_group),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_three_nodes),
 		cmocka_unit_test(test_stale_master),

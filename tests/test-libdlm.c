@@ -235,7 +235,16 @@ static void test_lockspaces(void **state)
 	}
 	assert_true(dlm_ls_get_fd(h) >= 0);
 
-	/* A lock remains: release without force is refused. */
+	/* Created twice: the first release only undoes one create (as the
+	 * kernel counts them), the lockspace and o's lock stay. */
+	rec_init(&r);
+	assert_int_equal(lock_sync(o, LKM_EXMODE, &r, 0, "res"), 0);
+	assert_int_equal(dlm_release_lockspace("ls-a", h, 0), 0);
+	assert_int_equal(unlock_sync(o, &r, 0), EUNLOCK);
+	/* The last create: while o is open with a lock, release without
+	 * force is refused. */
+	h = dlm_open_lockspace("ls-a");
+	assert_non_null(h);
 	rec_init(&r);
 	assert_int_equal(lock_sync(o, LKM_EXMODE, &r, 0, "res"), 0);
 	assert_int_equal(dlm_release_lockspace("ls-a", h, 0), -1);
@@ -250,6 +259,65 @@ static void test_lockspaces(void **state)
 	assert_int_equal(dlm_ls_lock(NULL, LKM_EXMODE, &r.r_lksb, 0, "x", 1, 0,
 				     comp_ast, &r, NULL, NULL), -1);
 	assert_int_equal(errno, ENOTCONN);
+}
+
+/* Several processes using one lockspace, each creating it and releasing
+ * it with force as upstream programs do: a release by one leaves the
+ * lockspace to the others (the kernel counts creates); only the last
+ * forced release removes it, from under any handle merely opened. */
+static void test_shared_release(void **state)
+{
+	dlm_lshandle_t mine, peek;
+	struct rec a, b;
+	int p[2], st;
+	pid_t pid;
+	char c;
+
+	mine = dlm_new_lockspace("ls-shared", 0600, 0);
+	assert_non_null(mine);
+	rec_init(&a);
+	assert_int_equal(lock_sync(mine, LKM_EXMODE, &a, 0, "mine"), 0);
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dlm_lshandle_t h = dlm_new_lockspace("ls-shared", 0600, 0);
+		struct dlm_lksb lk;
+
+		close(p[0]);
+		memset(&lk, 0, sizeof(lk));
+		if (!h)
+			_exit(2);
+		if (dlm_ls_lock_wait(h, LKM_EXMODE, &lk, 0, "theirs", 6, 0, NULL,
+				     NULL, NULL) || lk.sb_status)
+			_exit(3);
+		if (dlm_release_lockspace("ls-shared", h, 1))
+			_exit(4);
+		_exit(0);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &c, 1), 0);	/* the child is gone */
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* Our handle and our lock are untouched. */
+	peek = dlm_open_lockspace("ls-shared");
+	assert_non_null(peek);
+	rec_init(&b);
+	assert_int_equal(lock_sync(peek, LKM_EXMODE, &b, LKF_NOQUEUE, "mine"), EAGAIN);
+	rec_init(&b);
+	assert_int_equal(lock_sync(mine, LKM_PRMODE, &b, 0, "more"), 0);
+	assert_int_equal(unlock_sync(mine, &b, 0), EUNLOCK);
+	/* The last forced release removes it, under peek too. */
+	assert_int_equal(dlm_release_lockspace("ls-shared", mine, 1), 0);
+	rec_init(&b);
+	assert_int_equal(lock(peek, LKM_NLMODE, &b, 0, "gone", NULL), -1);
+	assert_int_equal(errno, ENOTCONN);
+	assert_int_equal(dlm_close_lockspace(peek), 0);
+	errno = 0;
+	assert_null(dlm_open_lockspace("ls-shared"));
+	assert_int_equal(errno, ENOENT);
 }
 
 static const int compat[NUM_MODES][NUM_MODES] = {
@@ -783,6 +851,7 @@ static void test_kill_waiter(void **state)
 
 static void test_persistent_orphan(void **state)
 {
+	struct dlm_lksb lk;
 	struct rec a, b;
 	pid_t pid;
 
@@ -791,12 +860,57 @@ static void test_persistent_orphan(void **state)
 	kill_child(pid);
 	rec_init(&a);
 	assert_int_equal(lock_sync(h1, LKM_PRMODE, &a, LKF_NOQUEUE, "orphan"), EAGAIN);
-	/* Adopt it (same resource and mode), then unlock it. */
+	/* Adopt it as lvmlockd -A 1 does: AST addresses (void *)1, which
+	 * must never be called.  In PR: EAGAIN, the orphan is held in
+	 * another mode (lvmlockd retries in the other mode); under a name
+	 * nobody left: ENOENT. */
+	memset(&lk, 0, sizeof(lk));
+	assert_int_equal(dlm_ls_lockx(h1, LKM_PRMODE, &lk,
+				      LKF_PERSISTENT | LKF_ORPHAN, "orphan", 6, 0,
+				      (void *)1, (void *)1, (void *)1, NULL, NULL), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(dlm_ls_lockx(h1, LKM_EXMODE, &lk,
+				      LKF_PERSISTENT | LKF_ORPHAN, "nobody-left", 11,
+				      0, (void *)1, (void *)1, (void *)1, NULL,
+				      NULL), -1);
+	assert_int_equal(errno, ENOENT);
+	/* In EX: adopted at once, the lock id and status in the lksb on
+	 * return, and no completion AST (it would call (void *)1). */
+	memset(&lk, 0, sizeof(lk));
+	lk.sb_status = -1;
+	assert_int_equal(dlm_ls_lockx(h1, LKM_EXMODE, &lk,
+				      LKF_PERSISTENT | LKF_ORPHAN, "orphan", 6, 0,
+				      (void *)1, (void *)1, (void *)1, NULL, NULL), 0);
+	assert_int_not_equal(lk.sb_lkid, 0);
+	assert_int_equal(lk.sb_status, 0);
+	assert_quiet(h1, 100);
+	/* the handle goes on working (this crashed: the next wait ran the
+	 * adoption's AST), and the adopted lock is ours to convert ... */
+	rec_init(&b);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &b, 0, "after-adopt"), 0);
+	assert_int_equal(unlock_sync(h1, &b, 0), EUNLOCK);
 	rec_init(&a);
-	assert_int_equal(lock(h1, LKM_PRMODE, &a, LKF_ORPHAN, "orphan", NULL), -1);
-	assert_int_equal(errno, ENOENT);	/* no orphan in PR */
-	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, LKF_ORPHAN, "orphan"), 0);
+	a.r_lksb.sb_lkid = lk.sb_lkid;
+	assert_int_equal(lock_sync(h1, LKM_PRMODE, &a, LKF_CONVERT | LKF_PERSISTENT,
+				   "orphan"), 0);
+	rec_init(&b);
+	assert_int_equal(lock_sync(h2, LKM_PRMODE, &b, LKF_NOQUEUE, "orphan"), 0);
+	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
+	/* ... and to unlock. */
 	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+
+	/* dlm_ls_lock_wait adopts too, and returns at once. */
+	pid = child_locker("orphan", LKM_PRMODE, LKF_PERSISTENT, false);
+	kill_child(pid);
+	memset(&lk, 0, sizeof(lk));
+	assert_int_equal(dlm_ls_lock_wait(h1, LKM_EXMODE, &lk, LKF_ORPHAN, "orphan",
+					  6, 0, NULL, NULL, NULL), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(dlm_ls_lock_wait(h1, LKM_PRMODE, &lk, LKF_ORPHAN, "orphan",
+					  6, 0, NULL, NULL, NULL), 0);
+	assert_int_equal(lk.sb_status, 0);
+	assert_int_equal(dlm_ls_unlock_wait(h1, lk.sb_lkid, 0, &lk), 0);
+	assert_int_equal(lk.sb_status, EUNLOCK);
 
 	/* Another orphan, purged by the dead process's pid. */
 	pid = child_locker("orphan2", LKM_EXMODE, LKF_PERSISTENT, false);
@@ -810,6 +924,41 @@ static void test_persistent_orphan(void **state)
 	rec_init(&b);
 	assert_int_equal(lock_sync(h2, LKM_EXMODE, &b, LKF_NOQUEUE, "orphan2"), 0);
 	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
+}
+
+/* dlm_ls_purge with the caller's own pid, as the kernel does it: the
+ * caller's locks on that handle go, PERSISTENT ones too (no orphan), with
+ * no AST; the process's other handles keep theirs. */
+static void test_purge_own(void **state)
+{
+	struct rec a, b, c, d;
+
+	rec_init(&a);
+	rec_init(&b);
+	rec_init(&c);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "own-plain"), 0);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &b, LKF_PERSISTENT, "own-pers"), 0);
+	assert_int_equal(lock_sync(h2, LKM_EXMODE, &c, 0, "own-other"), 0);
+	assert_int_equal(dlm_ls_purge(h1, 0, (int)getpid()), 0);
+	assert_quiet(h1, 100);
+	assert_int_equal(a.r_comp, 1);
+	assert_int_equal(b.r_comp, 1);
+	/* both free (not orphaned): granted at once elsewhere */
+	rec_init(&d);
+	assert_int_equal(lock_sync(h3, LKM_EXMODE, &d, LKF_NOQUEUE, "own-plain"), 0);
+	assert_int_equal(unlock_sync(h3, &d, 0), EUNLOCK);
+	rec_init(&d);
+	assert_int_equal(lock_sync(h3, LKM_EXMODE, &d, LKF_NOQUEUE, "own-pers"), 0);
+	assert_int_equal(unlock_sync(h3, &d, 0), EUNLOCK);
+	/* the lock ids are gone; h2's lock stays */
+	assert_int_equal(dlm_ls_unlock(h1, a.r_lksb.sb_lkid, 0, &a.r_lksb, &a), -1);
+	rec_init(&d);
+	assert_int_equal(lock_sync(h3, LKM_EXMODE, &d, LKF_NOQUEUE, "own-other"), EAGAIN);
+	assert_int_equal(unlock_sync(h2, &c, 0), EUNLOCK);
+	/* h1 goes on working */
+	rec_init(&a);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "own-plain"), 0);
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1211,6 +1360,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_versions),
 		cmocka_unit_test(test_lockspaces),
+		cmocka_unit_test(test_shared_release),
 		cmocka_unit_test(test_mode_pairs),
 		cmocka_unit_test(test_asts),
 		cmocka_unit_test(test_convert_quecvt),
@@ -1227,6 +1377,7 @@ int main(void)
 		cmocka_unit_test(test_kill_holder),
 		cmocka_unit_test(test_kill_waiter),
 		cmocka_unit_test(test_persistent_orphan),
+		cmocka_unit_test(test_purge_own),
 		cmocka_unit_test(test_orphan_owner),
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_refused_connection),
