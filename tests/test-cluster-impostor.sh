@@ -78,12 +78,7 @@ for k in 1 2; do
 		wl="$wl $last_pid"
 	done
 done
-i=0
-until ls_line 1 | grep -q "members 1 2 "; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "lockspace not on both nodes"; exit 1; }
-	sleep 0.1
-done
+wait_ls 1 "members 1 2 " "lockspace not on both nodes" || exit 1
 event0=$(ls_line 1 | sed -n 's/.* event \([0-9]*\).*/\1/p')
 echo "   lockspace running, event $event0"
 
