@@ -17,7 +17,11 @@
  *      node id), the engine, the client and control sockets;
  *   5. run the loop: client and control fds, corosync fds, a timer that
  *      hands the monotonic clock to dlm_core_tick() every scan_secs, and
- *      SIGTERM/SIGINT, which stop the loop.
+ *      SIGTERM/SIGINT, which stop the loop - unless a lockspace is in
+ *      use (a client has it open, or it holds orphaned persistent locks):
+ *      then the signal is refused with a log line naming the lockspaces,
+ *      as dlm_controld refuses, because leaving would hand those locks to
+ *      other nodes under their holders (see ls_in_use()).
  * Shut-down undoes it in reverse: clients are closed (their locks purged),
  * lockspaces released with force, groups left, sockets and pid file
  * removed.  Exit code 0 after a signal, 1 when corosync went away.
@@ -137,10 +141,49 @@ static void raise_nofile_limit(void)
 			 (unsigned long long)was, (unsigned long long)rl.rlim_max);
 }
 
+/*
+ * Whether dlmd may leave a lockspace by itself, on a signal.  Not while a
+ * client on this node has it open, nor while a process left persistent
+ * locks in it (orphans, which their owner will adopt when it restarts):
+ * leaving would release those locks cluster-wide, and another node would
+ * be granted them while their holder here still believes it holds them.
+ * The established dlm_controld refuses to stop with lockspaces for the
+ * same reason.  A dlmd that is killed instead is fenced by the others
+ * (cluster.c), which is safe: its clients die with the node.
+ */
+static bool ls_in_use(struct dlmd_ls *dl)
+{
+	struct dlm_ls_stats st;
+
+	if (dl->dl_nopen)
+		return true;
+	dlm_core_ls_stats(dl->dl_core, &st);
+	return st.ls_orphans != 0;
+}
+
 static int32_t on_signal(int32_t sig, void *data)
 {
 	struct dlmd *d = data;
+	unsigned int busy = 0;
 
+	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
+		struct dlm_ls_stats st;
+
+		if (!ls_in_use(dl))
+			continue;
+		dlm_core_ls_stats(dl->dl_core, &st);
+		log_warn("lockspace %s is in use: %u client connections, "
+			 "%llu orphaned locks", dl->dl_name, dl->dl_nopen,
+			 (unsigned long long)st.ls_orphans);
+		busy++;
+	}
+	if (busy) {
+		log_warn("signal %d: shutdown refused, %u lockspaces in use; "
+			 "stop their users (and adopt or purge their orphans, "
+			 "or \"dlmctl leave\" them) first. Killing dlmd instead "
+			 "gets this node fenced", sig, busy);
+		return 0;
+	}
 	log_notice("signal %d: shutting down", sig);
 	qb_loop_stop(d->d_loop);
 	return 0;

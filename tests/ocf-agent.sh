@@ -8,7 +8,9 @@
 #     tests/ocf-golden/validate-all.out.  No cluster needed.
 #  2. ocf-tester passes every test on the agent against a one-node
 #     corosync (tests/dlm-cluster up 1) inside that node's namespaces.
-#     The harness's own dlmd is stopped first by the agent (pid file).
+#     The harness's own dlmd is stopped first by the agent (pid file);
+#     before that, stop must fail, naming the lockspace, while a client
+#     holds a lock in it (dlmd refuses to leave a lockspace in use).
 #  3. start's refusals: bad dlm.conf, no corosync (an empty network
 #     namespace), stonith-enabled=false without allow_stonith_disabled
 #     (a stand-in crm_attribute on PATH plays pacemaker), a CIB that
@@ -202,6 +204,29 @@ expect() { # EXPECTED-RC WHAT
 
 agent monitor
 expect $? 0 "monitor of the harness's dlmd"
+# A lockspace in use (a client has it open): dlmd refuses SIGTERM, so
+# stop fails at once naming it (pacemaker then fences this node) and
+# dlmd keeps the client's lock; once the client is gone, stop works.
+in_node "$DLMCTL" join busy-ls || fail "dlmctl join busy-ls"
+mkfifo "$dir/hold"
+in_node "$top_builddir/tests/test-libdlm-lt" hold busy-ls <"$dir/hold" >"$dir/hold.out" 2>&1 &
+holder=$!
+exec 3>"$dir/hold"
+i=0
+until grep -q '^held' "$dir/hold.out" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -gt 100 ] && { fail "busy-ls holder did not start: $(cat "$dir/hold.out")"; break; }
+	sleep 0.1
+done
+agent stop
+expect $? 1 "stop with a lockspace in use"
+reason | grep -q 'lockspaces in use: busy-ls (clients 1, orphans 0)' ||
+	fail "stop's exit reason does not name busy-ls: $(reason)"
+agent monitor
+expect $? 0 "monitor after a refused stop"
+exec 3>&-
+wait "$holder" || fail "the holder could not unlock after a refused stop: $(cat "$dir/hold.out")"
+in_node "$DLMCTL" leave busy-ls || fail "dlmctl leave busy-ls"
 agent stop
 expect $? 0 "stop of the harness's dlmd (by its pid file)"
 agent monitor

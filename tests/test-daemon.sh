@@ -146,5 +146,56 @@ grep -q "bad2.conf:3: bad value 'ten' for toss_secs" "$dir/bad2.out" || fail "ba
 
 echo "== the daemon is still healthy"
 "$CLUSTER" status "$dir" || fail "a daemon died"
+
+# Last, since it stops dlmd.  Stopping with a lockspace in use would hand
+# its locks to other nodes under their holders: SIGTERM is refused while a
+# client has it open, and while it holds orphaned persistent locks.
+echo "== SIGTERM is refused while a lockspace is in use"
+refusals() { grep -c 'shutdown refused' "$dir/n1/dlmd.out"; }
+wait_refusals() { # N: until dlmd has logged N refusals
+	i=0
+	until [ "$(refusals)" -ge "$1" ]; do
+		i=$((i + 1))
+		[ $i -gt $POLLS ] && { fail "dlmd did not refuse SIGTERM (refusal $1)"; return 1; }
+		sleep 0.1
+	done
+}
+"$DLMCTL" join stop-ls || fail "dlmctl join stop-ls"
+"$top_builddir/tests/test-libdlm-lt" hold stop-ls <"$dir/hold" >"$dir/hold.out" 2>&1 &
+holder=$!
+exec 3>"$dir/hold"
+i=0
+until grep -q '^held' "$dir/hold.out" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -gt $POLLS ] && { fail "stop-ls holder did not start: $(cat "$dir/hold.out")"; break; }
+	sleep 0.1
+done
+n=$(refusals)
+kill -TERM "$DLMD_PID_1"
+wait_refusals $((n + 1))
+grep -q 'lockspace stop-ls is in use: 1 client connections, 0 orphaned locks' "$dir/n1/dlmd.out" ||
+	fail "the refusal does not name stop-ls and its client"
+kill -0 "$DLMD_PID_1" 2>/dev/null || fail "dlmd stopped under a client's lock"
+"$DLMCTL" lockdump stop-ls | grep -q 'held-resource' ||
+	fail "the held lock is gone after a refused SIGTERM: $("$DLMCTL" lockdump stop-ls)"
+exec 3>&-
+wait "$holder" || fail "the holder could not unlock after a refused SIGTERM: $(cat "$dir/hold.out")"
+holder=
+"$top_builddir/tests/test-libdlm-lt" orphan stop-ls orphan-resource >"$dir/orphan.out" 2>&1 ||
+	fail "orphan client: $(cat "$dir/orphan.out")"
+kill -TERM "$DLMD_PID_1"
+wait_refusals $((n + 2))
+grep -q 'lockspace stop-ls is in use: 0 client connections, 1 orphaned locks' "$dir/n1/dlmd.out" ||
+	fail "the refusal does not count stop-ls's orphan"
+kill -0 "$DLMD_PID_1" 2>/dev/null || fail "dlmd stopped with an orphaned lock"
+"$DLMCTL" leave stop-ls || fail "dlmctl leave stop-ls"
+kill -TERM "$DLMD_PID_1"
+i=0
+while kill -0 "$DLMD_PID_1" 2>/dev/null && [ $i -lt $POLLS ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+kill -0 "$DLMD_PID_1" 2>/dev/null && fail "dlmd did not stop on SIGTERM once no lockspace was in use"
+grep -q 'dlmd stopped (exit 0)' "$dir/n1/dlmd.out" || fail "dlmd did not stop cleanly: $(tail -n 5 "$dir/n1/dlmd.out")"
 [ $rc -eq 0 ] && echo "PASS"
 exit $rc

@@ -8,6 +8,9 @@
  * RESOURCE (default "held-resource"), prints "held" and keeps it until
  * stdin reaches EOF (the shell test uses it to see a lock in "dlmctl
  * lockdump", and how a name with a newline is printed there).
+ * "test-libdlm-lt orphan LOCKSPACE RESOURCE" takes a PERSISTENT EX lock
+ * on RESOURCE, prints "orphaned" and closes the lockspace without
+ * unlocking it, so that the lock stays behind as an orphan.
  */
 #include <sys/types.h>
 
@@ -56,6 +59,21 @@ static int hold(const char *lsname, const char *resname)
 	return 0;
 }
 
+static int orphan(const char *lsname, const char *resname)
+{
+	dlm_lshandle_t h = dlm_open_lockspace(lsname);
+	struct dlm_lksb lksb;
+
+	CHECK(h != NULL);
+	memset(&lksb, 0, sizeof(lksb));
+	CHECK(dlm_ls_lock_wait(h, LKM_EXMODE, &lksb, LKF_PERSISTENT, resname,
+			       (unsigned int)strlen(resname), 0, NULL, NULL,
+			       NULL) == 0);
+	CHECK(dlm_close_lockspace(h) == 0);
+	printf("orphaned\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	dlm_lshandle_t h1, h2;
@@ -65,6 +83,8 @@ int main(int argc, char **argv)
 
 	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "hold"))
 		return hold(argv[2], argc == 4 ? argv[3] : "held-resource");
+	if (argc == 4 && !strcmp(argv[1], "orphan"))
+		return orphan(argv[2], argv[3]);
 	h1 = dlm_new_lockspace(LS_NAME, 0600, 0);
 	CHECK(h1 != NULL);
 	h2 = dlm_open_lockspace(LS_NAME);
