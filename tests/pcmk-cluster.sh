@@ -41,7 +41,12 @@
 #      survivors healthy (fencing is pending);
 #   8. the hold is released: the fence agent kills host 3's processes,
 #      then (and only then) the lockspace recovers to members 1 2 and
-#      host 3's lock is granted on host 1; crm resource stop.
+#      host 3's lock is granted on host 1;
+#   9. host 3 back; host 2's dlmd alone is SIGKILLed (its corosync,
+#      pacemaker and lock client stay up): hosts 1 and 3 wait for fencing
+#      node 2 (held), host 2's lock is not granted while its holder lives;
+#      released, pacemaker's fencer stops host 2, and only then do hosts
+#      1 and 3 recover and grant host 2's lock; crm resource stop.
 #
 # Usage: tests/pcmk-cluster.sh [DIR]   (default: a new temporary directory)
 # Exits 77 (skipped) when pacemaker or crmsh is not installed.  Every wait
@@ -524,14 +529,65 @@ if [ "$FENCE_VIA" = fence_command ]; then
 	grep -q 'asks to fence node 3' "$dir/fence.log" ||
 		fail "dlmd did not ask pacemaker to fence node 3"
 fi
+
+echo "== B9. host 3 back; host 2's dlmd alone killed: pacemaker fences host 2 first"
+"$CLUSTER" heal "$dir" 3
+: >"$dir/n3/clients"
+start_corosync 3
+start_pacemaker 3
+wait_for $WAIT_S "3 hosts online again (fencing on)" mon_has 'Online: \[ n1 n2 n3 \]' || exit 1
+wait_for $WAIT_S "dlmd on every host again (fencing on)" all_running || exit 1
+hold 3 held-by-3b || exit 1
+wait_ls 1 "state running members 1 2 3 " "host 3 back in the lockspace"
+p1=$(dlmd_pid 1)
+p2=$(dlmd_pid 2)
+p3=$(dlmd_pid 3)
+holder2=$(tail -n 1 "$dir/n2/clients")
+alive "$holder2" cluster-client || die "host 2's holder of held-by-2 is gone"
+touch "$dir/fence-hold"
+n_before=$(grep -c 'n2: held' "$dir/fence.log")
+kill -KILL "$p2"
+# Its corosync, pacemaker and the client holding held-by-2 live on: the
+# others must fence host 2 (through pacemaker's fencer) before they give
+# its lock away, whatever pacemaker's monitor does about the dead dlmd.
+wait_ls 1 "wait fencing node 2" "host 1 waits for fencing node 2 after its dlmd died"
+wait_ls 3 "wait fencing node 2" "host 3 waits for fencing node 2 after its dlmd died"
+# shellcheck disable=SC2317
+fence2_held() { [ "$(grep -c 'n2: held' "$dir/fence.log")" -gt "$n_before" ]; }
+wait_for $WAIT_S "the fence agent to be called for n2" fence2_held
+alive "$holder2" cluster-client || fail "host 2's holder died before host 2 was fenced"
+granted 1 held-by-2 "$BLOCKED_S" && fail "host 2's lock was granted while its holder lived and host 2 was not fenced"
+t0=$(date +%s%N)
+rm -f "$dir/fence-hold"
+# shellcheck disable=SC2317
+host2_down() {
+	! alive "$holder2" cluster-client && ! alive "$(cat "$dir/pcmk-2.pid")" pacemakerd &&
+		! alive "$(cat "$dir/n2/corosync.pid")" corosync
+}
+wait_for $WAIT_S "host 2's processes to be killed by the fence agent" host2_down
+wait_ls 1 "state running members 1 3 clients" "host 1 recovers to members 1 3"
+t1=$(date +%s%N)
+wait_ls 3 "state running members 1 3 clients" "host 3 recovers to members 1 3"
+echo "   fencing released to running on host 1: $(((t1 - t0) / 1000000)) ms"
+t_done=$(sed -n 's/^\([0-9]*\)\.\([0-9]\{9\}\) .*n2: done$/\1\2/p' "$dir/fence.log" | tail -n 1)
+if [ -z "$t_done" ] || [ "$t_done" -gt "$t1" ]; then
+	fail "host 1 ran again before the fence agent had killed host 2 (${t_done:-none} > $t1)"
+fi
+granted 1 held-by-2 20 || fail "host 2's lock was not released after fencing: $(cat "$dir/try.out")"
+granted 3 held-by-1 "$BLOCKED_S" && fail "host 1's lock was lost in recovery"
+alive "$p1" dlmd && alive "$p3" dlmd || fail "a survivor's dlmd changed: $p1 $p3"
+on 1 stonith_admin --history n2 >"$dir/history2.out" 2>&1
+grep -q 'successful\|fenced' "$dir/history2.out" ||
+	fail "pacemaker has no successful fencing of n2: $(cat "$dir/history2.out")"
+
 for p in $clients; do
 	alive "$p" cluster-client && kill -KILL "$p" 2>/dev/null
 done
 clients=""
 crm_do resource stop dlm-clone || fail "crm resource stop (fencing on)"
 # shellcheck disable=SC2317
-survivors_stopped() { ! alive "$p1" dlmd && ! alive "$p2" dlmd; }
-wait_for $WAIT_S "dlmd gone on hosts 1 and 2" survivors_stopped
+survivors_stopped() { ! alive "$p1" dlmd && ! alive "$p3" dlmd; }
+wait_for $WAIT_S "dlmd gone on hosts 1 and 3" survivors_stopped
 
 [ $rc -eq 0 ] && echo "pcmk-cluster: all checks passed in $(($(date +%s) - t_start)) s"
 exit $rc
