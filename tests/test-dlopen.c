@@ -3,7 +3,8 @@
  * ocfs2-tools' libo2dlm load it: dlopen() by soname, every entry point
  * through dlsym(), no link-time dependency on libdlm at all.  Run by
  * tests/test-daemon.sh with LD_LIBRARY_PATH pointing at the build's
- * libdlm/.libs, as a consumer finds the installed library.
+ * libdlm/.libs, as a consumer finds the installed library (and
+ * TEST_DLOPEN_DIR naming that directory: the one loaded must be ours).
  *
  * It resolves the union of what those programs resolve (a missing symbol
  * is how such a program decides "no DLM here"), checks that the _lt
@@ -18,6 +19,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
@@ -133,6 +136,18 @@ int main(int argc, char **argv)
 	if (!lib) {
 		fprintf(stderr, "dlopen(%s): %s\n", SONAME, dlerror());
 		return 1;
+	}
+	/* A distribution's own libdlm may be installed too: with
+	 * TEST_DLOPEN_DIR set, the one loaded must come from there. */
+	if (getenv("TEST_DLOPEN_DIR")) {
+		const char *dir = getenv("TEST_DLOPEN_DIR");
+		struct link_map *map = NULL;
+
+		CHECK(dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map);
+		if (strncmp(map->l_name, dir, strlen(dir)) != 0) {
+			fprintf(stderr, "loaded %s, not from %s\n", map->l_name, dir);
+			return 1;
+		}
 	}
 	CHECK(resolve(lib, &h) == 0);
 	/* libdlm_lt has no pthread helpers and no old lock_resource API */
