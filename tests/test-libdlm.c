@@ -926,6 +926,68 @@ static void test_persistent_orphan(void **state)
 	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
 }
 
+/* Adoption and blocking ASTs.  A request queued behind an orphan sends
+ * its blocking AST to nobody; dlmd gives it to an adopter that asked for
+ * blocking ASTs, so the waiter is not stuck behind a lock whose new owner
+ * never hears of it.  lvmlockd adopts with (void *)1 for both ASTs: that
+ * is no routine, so libdlm asks for no blocking ASTs and calls nothing,
+ * not the missed one nor any later one (this crashed, calling 1). */
+static void test_adopt_bast(void **state)
+{
+	struct dlm_lksb lk;
+	struct rec a, b, c;
+	pid_t pid;
+
+	pid = child_locker("adopt-bast", LKM_EXMODE, LKF_PERSISTENT, false);
+	kill_child(pid);
+	rec_init(&a);
+	assert_int_equal(lock(h2, LKM_PRMODE, &a, 0, "adopt-bast", NULL), 0);
+	assert_quiet(h2, 100);
+	memset(&lk, 0, sizeof(lk));
+	assert_int_equal(dlm_ls_lockx(h1, LKM_EXMODE, &lk,
+				      LKF_PERSISTENT | LKF_ORPHAN, "adopt-bast", 10,
+				      0, (void *)1, (void *)1, (void *)1, NULL, NULL), 0);
+	assert_int_equal(lk.sb_status, 0);
+	/* read whatever comes, as lvmlockd's next _wait call does */
+	settle(h1, 200);
+	/* a new conflicting request: still nothing is called */
+	rec_init(&b);
+	assert_int_equal(lock(h3, LKM_EXMODE, &b, 0, "adopt-bast", NULL), 0);
+	settle(h1, 200);
+	assert_int_equal(a.r_comp, 0);
+	assert_int_equal(b.r_comp, 0);
+	/* the adopted lock converts and unlocks with real routines */
+	rec_init(&c);
+	c.r_lksb.sb_lkid = lk.sb_lkid;
+	assert_int_equal(lock_sync(h1, LKM_PRMODE, &c, LKF_CONVERT, "adopt-bast"), 0);
+	assert_int_equal(wait_for(&a.r_comp, 1, h2, NULL), 0);
+	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h1, &c, 0), EUNLOCK);
+	assert_int_equal(unlock_sync(h2, &a, 0), EUNLOCK);
+	assert_int_equal(wait_for(&b.r_comp, 1, h3, NULL), 0);
+	assert_int_equal(b.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h3, &b, 0), EUNLOCK);
+
+	/* An adopter with a real blocking AST routine gets the one the
+	 * orphan missed (and no completion AST). */
+	pid = child_locker("adopt-bast2", LKM_EXMODE, LKF_PERSISTENT, false);
+	kill_child(pid);
+	rec_init(&a);
+	assert_int_equal(lock(h2, LKM_PRMODE, &a, 0, "adopt-bast2", NULL), 0);
+	assert_quiet(h2, 100);
+	rec_init(&c);
+	assert_int_equal(lock(h1, LKM_EXMODE, &c, LKF_PERSISTENT | LKF_ORPHAN,
+			      "adopt-bast2", NULL), 0);
+	assert_int_equal(c.r_lksb.sb_status, 0);
+	assert_int_equal(wait_for(&c.r_bast, 1, h1, NULL), 0);
+	assert_ptr_equal(c.r_bast_arg, &c);
+	assert_int_equal(c.r_comp, 0);
+	assert_int_equal(unlock_sync(h1, &c, 0), EUNLOCK);
+	assert_int_equal(wait_for(&a.r_comp, 1, h2, NULL), 0);
+	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h2, &a, 0), EUNLOCK);
+}
+
 /* dlm_ls_purge with the caller's own pid, as the kernel does it: the
  * caller's locks on that handle go, PERSISTENT ones too (no orphan), with
  * no AST; the process's other handles keep theirs. */
@@ -1377,6 +1439,7 @@ int main(void)
 		cmocka_unit_test(test_kill_holder),
 		cmocka_unit_test(test_kill_waiter),
 		cmocka_unit_test(test_persistent_orphan),
+		cmocka_unit_test(test_adopt_bast),
 		cmocka_unit_test(test_purge_own),
 		cmocka_unit_test(test_orphan_owner),
 		cmocka_unit_test(test_bad_requests),
