@@ -599,6 +599,90 @@ static void test_parent(void **state)
 	assert_int_equal(unlock_sync(h2, &p2, 0), EUNLOCK);
 }
 
+/* A deep tree, as the established sublocks example builds one (it
+ * stopped at the fifth level with EINVAL): a chain DEEP_LEVELS long with
+ * SUBLOCKS children at the bottom; the same path from another handle is
+ * the same resource; unlocked bottom up; then built again on a handle
+ * that is closed with it all held (the daemon purges the tree). */
+#define DEEP_LEVELS	40
+#define SUBLOCKS	3
+
+static int lock_under(dlm_lshandle_t h, int mode, struct rec *r, uint32_t flags,
+		      const char *name, uint32_t parent)
+{
+	int want = r->r_comp + 1;
+
+	assert_int_equal(dlm_ls_lock(h, (uint32_t)mode, &r->r_lksb, flags, name,
+				     (unsigned int)strlen(name), parent, comp_ast,
+				     r, bast_ast, NULL), 0);
+	assert_int_equal(wait_for(&r->r_comp, want, h, NULL), 0);
+	return r->r_lksb.sb_status;
+}
+
+static void test_parent_deep(void **state)
+{
+	static struct rec chain[DEEP_LEVELS], leaf[SUBLOCKS], other[DEEP_LEVELS + 1];
+	char name[16];
+	dlm_lshandle_t h4;
+	struct rec x;
+	uint32_t parent = 0;
+	int i;
+
+	for (i = 0; i < DEEP_LEVELS; i++) {
+		rec_init(&chain[i]);
+		snprintf(name, sizeof(name), "level%d", i);
+		assert_int_equal(lock_under(h1, LKM_CRMODE, &chain[i], 0, name, parent), 0);
+		parent = chain[i].r_lksb.sb_lkid;
+	}
+	for (i = 0; i < SUBLOCKS; i++) {
+		rec_init(&leaf[i]);
+		snprintf(name, sizeof(name), "leaf%d", i);
+		assert_int_equal(lock_under(h1, LKM_EXMODE, &leaf[i], 0, name, parent), 0);
+	}
+	/* h2 walks the same path: compatible all the way, then the leaf
+	 * is the same resource (EX held: EAGAIN), another name is not */
+	parent = 0;
+	for (i = 0; i < DEEP_LEVELS; i++) {
+		rec_init(&other[i]);
+		snprintf(name, sizeof(name), "level%d", i);
+		assert_int_equal(lock_under(h2, LKM_CRMODE, &other[i], 0, name, parent), 0);
+		parent = other[i].r_lksb.sb_lkid;
+	}
+	rec_init(&other[DEEP_LEVELS]);
+	assert_int_equal(lock_under(h2, LKM_EXMODE, &other[DEEP_LEVELS], LKF_NOQUEUE,
+				    "leaf1", parent), EAGAIN);
+	assert_int_equal(lock_under(h2, LKM_EXMODE, &other[DEEP_LEVELS], LKF_NOQUEUE,
+				    "leaf9", parent), 0);
+	/* a parent with children still cannot go first */
+	assert_int_equal(dlm_ls_unlock(h1, chain[DEEP_LEVELS - 1].r_lksb.sb_lkid, 0,
+				       &chain[DEEP_LEVELS - 1].r_lksb, NULL), -1);
+	assert_int_equal(errno, EBUSY);
+	for (i = SUBLOCKS - 1; i >= 0; i--)
+		assert_int_equal(unlock_sync(h1, &leaf[i], 0), EUNLOCK);
+	for (i = DEEP_LEVELS - 1; i >= 0; i--)
+		assert_int_equal(unlock_sync(h1, &chain[i], 0), EUNLOCK);
+	assert_int_equal(unlock_sync(h2, &other[DEEP_LEVELS], 0), EUNLOCK);
+	for (i = DEEP_LEVELS - 1; i >= 0; i--)
+		assert_int_equal(unlock_sync(h2, &other[i], 0), EUNLOCK);
+
+	/* closed with a deep EX tree held: all of it goes */
+	h4 = dlm_open_lockspace(LS_NAME);
+	assert_non_null(h4);
+	parent = 0;
+	for (i = 0; i < DEEP_LEVELS; i++) {
+		rec_init(&chain[i]);
+		snprintf(name, sizeof(name), "level%d", i);
+		assert_int_equal(lock_under(h4, LKM_EXMODE, &chain[i], 0, name, parent), 0);
+		parent = chain[i].r_lksb.sb_lkid;
+	}
+	rec_init(&x);
+	assert_int_equal(lock(h2, LKM_EXMODE, &x, 0, "level0", NULL), 0);
+	assert_int_equal(dlm_close_lockspace(h4), 0);
+	assert_int_equal(wait_for(&x.r_comp, 1, h2, NULL), 0);
+	assert_int_equal(x.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h2, &x, 0), EUNLOCK);
+}
+
 static void test_range(void **state)
 {
 	struct dlm_range r0 = { 0, 99 }, r1 = { 100, 199 }, r2 = { 50, 150 },
@@ -1432,6 +1516,7 @@ int main(void)
 		cmocka_unit_test(test_convdeadlk),
 		cmocka_unit_test(test_deadlock_cancel),
 		cmocka_unit_test(test_parent),
+		cmocka_unit_test(test_parent_deep),
 		cmocka_unit_test(test_range),
 		cmocka_unit_test(test_threads_wait),
 		cmocka_unit_test(test_pthread_asts),
