@@ -86,7 +86,14 @@
 #define DLM_LVB_LEN		32	/* bytes in a lock value block */
 #define DLM_RESNAME_MAXLEN	64	/* bytes in one resource name */
 #define DLM_LOCKSPACE_LEN	64	/* bytes in a lockspace name */
-#define DLM_MAX_DEPTH		4	/* a root resource and 3 levels of sub-resources */
+/* Sub-resources (parent locks) nest without limit.  Down to
+ * DLM_KEY_PATH_DEPTH levels a resource's key is its whole path; deeper
+ * ones are named by a digest of their parent's key (core/resource.c), so
+ * a key stays short however deep the tree. */
+#define DLM_KEY_PATH_DEPTH	4
+#define DLM_KEY_DIGEST_LEN	32	/* BLAKE2b-256 of the parent's key */
+#define DLM_KEY_DIGEST_MARK	0	/* first byte of a digest key */
+#define DLM_MAX_KEYLEN		(DLM_KEY_PATH_DEPTH * (1 + DLM_RESNAME_MAXLEN))
 #define DLM_MAX_NODES		128	/* members of one lockspace */
 
 /* A byte range of a resource, inclusive at both ends. */
@@ -269,11 +276,19 @@ struct dlm_lock_req {
 	void			*may_adopt_arg;
 };
 
+/* The key of resource 'name' (1..DLM_RESNAME_MAXLEN bytes) under the
+ * resource whose key is 'pkey' (NULL, 0: a root resource), written to
+ * 'out' (DLM_MAX_KEYLEN bytes).  Its cost does not depend on the depth.
+ * Returns the key's length, or -EINVAL for a bad name or parent key.
+ * The engine names resources with it; the simulator too. */
+int dlm_key_child(const unsigned char *pkey, unsigned int pkeylen,
+		  const void *name, unsigned int namelen, unsigned char *out);
+
 /* Submit a new lock request or a conversion.  Returns 0 when submitted
  * (the outcome arrives as a completion AST, which may be delivered before
  * this returns) or a negative errno when refused outright: -EINVAL (bad
  * mode, flags, name or range; a parent that is not granted; a resource
- * nested deeper than DLM_MAX_DEPTH; QUECVT or IVVALBLK on a new request;
+ * QUECVT or IVVALBLK on a new request;
  * EXPEDITE other than on a new NL request; ALTPR with ALTCW; QUECVT on a
  * conversion that is not to a stronger mode; PERSISTENT with a parent),
  * -ENOENT (unknown lock or parent id, or no orphan to adopt), -EBUSY (an

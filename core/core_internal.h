@@ -80,6 +80,7 @@ struct dlm_lkb {
 	char			*lkb_unlock_lvb;	/* LVB of an unlock that waits for an op */
 	struct dlm_rsb		*lkb_rsb;
 	struct dlm_lkb		*lkb_parent;
+	struct dlm_lkb		*lkb_childless_next;	/* ls_childless */
 	struct dlm_owner	*lkb_owner;	/* local locks; NULL for master copies and orphans */
 	uint64_t		lkb_ownerid;	/* owner id (kept for orphans: purge by owner) */
 	uint64_t		lkb_astarg;
@@ -182,6 +183,10 @@ struct dlm_ls {
 	struct dlm_list		ls_toss;	/* unused rsbs, oldest first */
 	struct dlm_list		ls_waiters;	/* lkbs waiting for a remote reply */
 	struct dlm_list		ls_orphans;
+	/* purged parents whose last child went, to force-unlock in a loop
+	 * rather than by recursion up a deep tree (lock.c destroy_lkb) */
+	struct dlm_lkb		*ls_childless;
+	bool			ls_childless_busy;
 	uint64_t		ls_nwaiters;
 	uint64_t		ls_norphans;
 	uint64_t		ls_msgs_sent;

@@ -72,15 +72,31 @@ static void out(struct outbuf *ob, const char *fmt, ...)
 	}
 }
 
+/* Bytes of a parent digest that a dump shows. */
+#define DLM_KEY_DIGEST_PRINT	8
+
 void dlm_key_format(const unsigned char *key, unsigned int keylen,
 		    char *outs, size_t outlen)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t o = 0;
-	unsigned int i = 0;
+	unsigned int i = 0, j0;
 
 	if (!outlen)
 		return;
+	if (keylen > 1 + DLM_KEY_DIGEST_LEN && key[0] == DLM_KEY_DIGEST_MARK &&
+	    outlen > 2 + 2 * DLM_KEY_DIGEST_PRINT + 6) {
+		/* a deep sub-resource: "\#" (a name's backslash is always
+		 * escaped, so no name prints this) and the parent digest's
+		 * first bytes, then the name */
+		outs[o++] = '\\';
+		outs[o++] = '#';
+		for (j0 = 0; j0 < DLM_KEY_DIGEST_PRINT; j0++) {
+			outs[o++] = hex[key[1 + j0] >> 4];
+			outs[o++] = hex[key[1 + j0] & 15];
+		}
+		i = 1 + DLM_KEY_DIGEST_LEN;
+	}
 	while (i < keylen && o + 5 < outlen) {
 		unsigned int n = key[i++], j;
 

@@ -897,6 +897,25 @@ static int do_cancel(struct dlm_rsb *r, struct dlm_lkb *lkb)
 static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		      const char *lvb);
 
+/* Force-unlock the purged parents whose last child went.  Unlocking one
+ * may free it and so make its own parent childless: that one is queued
+ * and taken by the loop here, not by recursion, so a tree of any depth
+ * unwinds in constant stack. */
+static void unlock_childless(struct dlm_ls *ls)
+{
+	struct dlm_lkb *lkb;
+
+	if (ls->ls_childless_busy)
+		return;		/* an outer call's loop takes it */
+	ls->ls_childless_busy = true;
+	while ((lkb = ls->ls_childless)) {
+		ls->ls_childless = lkb->lkb_childless_next;
+		lkb->lkb_childless_next = NULL;
+		unlock_lkb(ls, lkb, DLM_LKF_FORCEUNLOCK, NULL);
+	}
+	ls->ls_childless_busy = false;
+}
+
 /* Free lkb, which is on no queue and has no operation in flight. */
 static void destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
@@ -923,7 +942,9 @@ static void destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		if (!parent->lkb_nchildren &&
 		    (parent->lkb_flags & LKBF_UNLOCK_CHILDLESS)) {
 			parent->lkb_flags &= ~LKBF_UNLOCK_CHILDLESS;
-			unlock_lkb(ls, parent, DLM_LKF_FORCEUNLOCK, NULL);
+			parent->lkb_childless_next = ls->ls_childless;
+			ls->ls_childless = parent;
+			unlock_childless(ls);
 		}
 	}
 }
@@ -1121,12 +1142,13 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 			uint32_t *lkid_out)
 {
 	unsigned char key[DLM_MAX_KEYLEN];
-	unsigned int keylen = 0;
+	unsigned int keylen;
 	struct dlm_lkb *parent = NULL, *lkb;
 	struct dlm_range range;
 	struct dlm_owner *ow;
 	struct dlm_rsb *r;
 	uint32_t hash;
+	int rv;
 
 	if (!req->name || req->namelen == 0 || req->namelen > DLM_RESNAME_MAXLEN)
 		return -EINVAL;
@@ -1149,16 +1171,14 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		    parent->lkb_wait_type == DLM_WAIT_UNLOCK ||
 		    (parent->lkb_flags & LKBF_OVERLAP_UNLOCK))
 			return -EINVAL;	/* a child lives under a granted parent */
-		keylen = parent->lkb_rsb->res_keylen;
-		if (keylen + 1 + req->namelen > DLM_MAX_KEYLEN)
-			return -EINVAL;
-		memcpy(key, parent->lkb_rsb->res_key, keylen);
 	}
-	key[keylen] = (unsigned char)req->namelen;
-	memcpy(key + keylen + 1, req->name, req->namelen);
-	keylen += 1 + req->namelen;
-	if (!dlm_key_valid(key, keylen))
-		return -EINVAL;		/* too deep */
+	rv = parent ? dlm_key_child(parent->lkb_rsb->res_key,
+				    parent->lkb_rsb->res_keylen, req->name,
+				    req->namelen, key) :
+		      dlm_key_child(NULL, 0, req->name, req->namelen, key);
+	if (rv < 0)
+		return rv;
+	keylen = (unsigned int)rv;
 	if (req->flags & DLM_LKF_ORPHAN)
 		return adopt_orphan(ls, req, key, keylen, lkid_out);
 

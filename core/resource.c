@@ -8,6 +8,17 @@
  * on "abc" has key "\3abc\1x".  So a name means a different resource under
  * each parent resource, and any byte may appear in a name.
  *
+ * Deep trees.  Parent locks nest without limit, but a key must stay short
+ * (it travels in every message, and is hashed and compared on every
+ * lookup).  Down to DLM_KEY_PATH_DEPTH levels the key is the whole path as
+ * above, which dumps show readably.  A resource below that is named by
+ * its parent's key digested (BLAKE2b-256, libsodium's generichash)
+ * followed by its own name: "\0" + digest + "\1x".  The digest is of the
+ * parent's key, which is itself a path or a digest key, so every node
+ * derives the same key for the same path, at a cost independent of the
+ * depth.  Two paths share a key only if BLAKE2b-256 collides.  The zero
+ * first byte (DLM_KEY_DIGEST_MARK) never starts a path key.
+ *
  * Directory.  The key's hash picks the directory node among the sorted
  * lockspace members (hash modulo member count).  The directory node keeps
  * a record key -> master for every resource mastered anywhere; the first
@@ -20,17 +31,66 @@
  * the same name again costs no directory lookup.  dlm_core_tick() frees
  * what has expired, looking only at the head of the list.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "core/core_internal.h"
+#include "core/wire.h"
 
 #define LKB_CACHE_MAX	1024
 
 uint32_t dlm_dir_nodeid(const struct dlm_ls *ls, uint32_t hash)
 {
 	return ls->ls_members[(hash >> 8) % ls->ls_nmembers];
+}
+
+/* ---------------------------------------------------------------- keys */
+
+static_assert(1 + DLM_KEY_DIGEST_LEN + 1 + DLM_RESNAME_MAXLEN <= DLM_MAX_KEYLEN,
+	      "a digest key must fit DLM_MAX_KEYLEN");
+static_assert(crypto_generichash_BYTES_MIN <= DLM_KEY_DIGEST_LEN &&
+	      DLM_KEY_DIGEST_LEN <= crypto_generichash_BYTES_MAX,
+	      "generichash must give DLM_KEY_DIGEST_LEN bytes");
+
+static unsigned int key_depth(const unsigned char *key, unsigned int keylen)
+{
+	unsigned int off = 0, depth = 0;
+
+	while (off < keylen) {
+		off += 1u + key[off];
+		depth++;
+	}
+	return depth;
+}
+
+int dlm_key_child(const unsigned char *pkey, unsigned int pkeylen,
+		  const void *name, unsigned int namelen, unsigned char *out)
+{
+	unsigned int off = 0;
+
+	if (!name || namelen == 0 || namelen > DLM_RESNAME_MAXLEN)
+		return -EINVAL;
+	if (pkeylen) {
+		if (!pkey || !dlm_key_valid(pkey, pkeylen))
+			return -EINVAL;
+		if (pkey[0] != DLM_KEY_DIGEST_MARK &&
+		    key_depth(pkey, pkeylen) < DLM_KEY_PATH_DEPTH) {
+			memcpy(out, pkey, pkeylen);
+			off = pkeylen;
+		} else {
+			out[0] = DLM_KEY_DIGEST_MARK;
+			crypto_generichash(out + 1, DLM_KEY_DIGEST_LEN, pkey,
+					   pkeylen, NULL, 0);
+			off = 1 + DLM_KEY_DIGEST_LEN;
+		}
+	}
+	out[off] = (unsigned char)namelen;
+	memcpy(out + off + 1, name, namelen);
+	return (int)(off + 1 + namelen);
 }
 
 /* ---------------------------------------------------------------- rsbs */

@@ -79,15 +79,22 @@ const char *dlm_msg_type_str(int type)
 
 int dlm_key_valid(const unsigned char *key, size_t keylen)
 {
-	size_t off = 0;
+	size_t off = 0, n;
 	int depth = 0;
 
 	if (keylen == 0 || keylen > DLM_MAX_KEYLEN)
 		return 0;
+	if (key[0] == DLM_KEY_DIGEST_MARK) {
+		/* a deep sub-resource: digest of the parent, then its name */
+		off = 1 + DLM_KEY_DIGEST_LEN;
+		if (keylen <= off)
+			return 0;
+		n = key[off];
+		return n != 0 && n <= DLM_RESNAME_MAXLEN && off + 1 + n == keylen;
+	}
 	while (off < keylen) {
-		size_t n = key[off];
-
-		if (n == 0 || n > DLM_RESNAME_MAXLEN || ++depth > DLM_MAX_DEPTH)
+		n = key[off];
+		if (n == 0 || n > DLM_RESNAME_MAXLEN || ++depth > DLM_KEY_PATH_DEPTH)
 			return 0;
 		off += 1 + n;
 	}

@@ -50,8 +50,7 @@
 #define DLM_WIRE_VERSION	1
 #define DLM_WIRE_HDR_LEN	24
 #define DLM_WIRE_FIXED_LEN	108
-/* A resource key: DLM_MAX_DEPTH components, each a length byte + name. */
-#define DLM_MAX_KEYLEN		(DLM_MAX_DEPTH * (1 + DLM_RESNAME_MAXLEN))
+/* A resource key is at most DLM_MAX_KEYLEN bytes (core/core.h). */
 #define DLM_WIRE_MAX_LEN	(DLM_WIRE_FIXED_LEN + DLM_MAX_KEYLEN + DLM_LVB_LEN)
 
 enum dlm_msg_type {
@@ -129,8 +128,10 @@ int dlm_msg_encode(const struct dlm_msg *m, unsigned char *buf, size_t buflen);
 int dlm_msg_decode(const void *buf, size_t len, struct dlm_msg *m,
 		   const char **why);
 
-/* Check a resource key's structure: 1..DLM_MAX_DEPTH components of
- * 1..DLM_RESNAME_MAXLEN bytes each, exactly filling keylen. */
+/* Check a resource key's structure (core/resource.c): a path of
+ * 1..DLM_KEY_PATH_DEPTH components of 1..DLM_RESNAME_MAXLEN bytes each,
+ * or a zero byte, a parent digest and one such component, exactly
+ * filling keylen. */
 int dlm_key_valid(const unsigned char *key, size_t keylen);
 
 #endif /* DLMD_CORE_WIRE_H */

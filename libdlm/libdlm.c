@@ -466,6 +466,18 @@ int dlm_ls_get_fd(dlm_lshandle_t ls)
 
 typedef void (*ast_fn)(void *arg);
 
+/* No code lives in the first page (Linux never maps it for a program's
+ * text), so an AST address below this is a marker, not a routine:
+ * lvmlockd's adoption passes (void *)1 for both ASTs, meaning "none".
+ * libdlm never calls such an address, and never asks dlmd for blocking
+ * ASTs a caller gave no routine for. */
+#define AST_MIN_ADDR	4096u
+
+static bool is_routine(ast_fn fn)
+{
+	return (uintptr_t)fn >= AST_MIN_ADDR;
+}
+
 static void run_ast(const struct dlmp_ast *as)
 {
 	if (as->as_kind == DLMP_AST_COMP) {
@@ -479,12 +491,12 @@ static void run_ast(const struct dlmp_ast *as)
 			lksb->sb_lkid = as->as_lkid;
 			lksb->sb_status = -as->as_status;
 		}
-		if (fn)
+		if (is_routine(fn))
 			fn((void *)(uintptr_t)as->as_castparam);
 	} else {
 		ast_fn fn = (ast_fn)(uintptr_t)as->as_bastaddr;
 
-		if (fn)
+		if (is_routine(fn))
 			fn((void *)(uintptr_t)as->as_bastparam);
 	}
 }
@@ -632,9 +644,10 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 		lk->lk_bits |= DLMP_LK_LVB;
 		memcpy(lk->lk_lvb, lksb->sb_lvbptr, DLM_LVB_LEN);
 	}
-	lk->lk_castaddr = (uint64_t)(uintptr_t)astaddr;
+	lk->lk_castaddr = is_routine(astaddr) ? (uint64_t)(uintptr_t)astaddr : 0;
 	lk->lk_castparam = (uint64_t)(uintptr_t)astarg;
-	lk->lk_bastaddr = (uint64_t)(uintptr_t)bastaddr;
+	/* no routine: dlmd sends this lock no blocking ASTs at all */
+	lk->lk_bastaddr = is_routine(bastaddr) ? (uint64_t)(uintptr_t)bastaddr : 0;
 	lk->lk_bastparam = (uint64_t)(uintptr_t)bastarg;
 	lk->lk_lksb = (uint64_t)(uintptr_t)lksb;
 	lksb->sb_status = EINPROG;

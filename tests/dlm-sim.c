@@ -358,6 +358,8 @@ static const unsigned char *res_name(const struct sim_res *r, unsigned int *len)
 {
 	unsigned int i = 0, last = 0;
 
+	if (r->r_key[0] == DLM_KEY_DIGEST_MARK)
+		i = 1 + DLM_KEY_DIGEST_LEN;	/* a deep one: digest, then name */
 	while (i < r->r_keylen) {
 		last = i;
 		i += 1u + r->r_key[i];
@@ -480,6 +482,23 @@ static bool ok_parent(const struct sim_lock *lk)
 	return ok_granted_idle(lk);
 }
 
+/* The client's lock on the deepest resource that may be a parent. */
+static struct sim_lock *pick_deepest(struct sim *sim, int node, int client)
+{
+	struct sim_client *c = client_of(sim, node, client);
+	struct sim_lock *best = NULL;
+	unsigned int i;
+
+	for (i = 0; i < c->c_nlocks; i++) {
+		struct sim_lock *lk = c->c_locks[i];
+
+		if (ok_parent(lk) && (!best || sim->res[lk->l_res].r_depth >
+					       sim->res[best->l_res].r_depth))
+			best = lk;
+	}
+	return best;
+}
+
 static bool ok_pending_request(const struct sim_lock *lk)
 {
 	return lk->l_op == OP_REQUEST && !lk->l_cancel && !lk->l_force &&
@@ -499,11 +518,15 @@ static void do_new_lock(struct sim *sim, int node, int client)
 	uint32_t lkid, flags = 0;
 	int ls, res, mode, rc;
 
-	if (rng_pct(&sim->rng, 30)) {
+	if (sim->opts->o_depth > SIM_DEPTH) {
+		/* deep trees: mostly under the client's deepest lock */
+		if (rng_pct(&sim->rng, 70))
+			parent = pick_deepest(sim, node, client);
+	} else if (rng_pct(&sim->rng, 30)) {
 		parent = pick_lock(sim, node, client, ok_parent);
-		if (parent && sim->res[parent->l_res].r_depth >= DLM_MAX_DEPTH)
-			parent = NULL;
 	}
+	if (parent && sim->res[parent->l_res].r_depth >= (int)sim->opts->o_depth)
+		parent = NULL;
 	if (parent) {
 		ls = parent->l_ls;
 		res = sim_res_child(sim, parent->l_res, rng_below(&sim->rng, SIM_NCHILD));
@@ -806,7 +829,7 @@ static void do_crash(struct sim *sim, int node, int client)
 				 (unsigned long long)c->c_owner, node + 1, ls, rc, expect);
 	}
 	/* children first: deepest resources first */
-	for (depth = DLM_MAX_DEPTH; depth >= 1; depth--) {
+	for (depth = sim->opts->o_depth; depth >= 1; depth--) {
 		i = 0;
 		while (i < c->c_nlocks) {
 			struct sim_lock *lk = c->c_locks[i];
@@ -1736,6 +1759,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 		       opts->o_ops);
 		if (opts->o_nodes)
 			printf(" --nodes %d", opts->o_nodes);
+		if (opts->o_depth != SIM_DEPTH)
+			printf(" --depth %u", opts->o_depth);
 		if (opts->o_faults)
 			printf(" --faults");
 		if (opts->o_daemon_deaths)
@@ -1779,7 +1804,7 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: dlm-sim [--seeds N [--from F] | --seed S] [--nodes K] [--ops M]\n"
+		"usage: dlm-sim [--seeds N [--from F] | --seed S] [--nodes K] [--ops M] [--depth D]\n"
 		"               [--faults [--daemon-deaths] [--partitions]] [--fault NAME]\n"
 		"               [--quiet] [-v]\n"
 		"  --seeds N     run seeds 1..N, stop at the first violation (default 100)\n"
@@ -1787,6 +1812,8 @@ static void usage(FILE *out)
 		"  --from F      with --seeds N: run seeds F..N\n"
 		"  --nodes K     K nodes (1..%d; default: chosen by the seed)\n"
 		"  --ops M       client operations per seed (default %d)\n"
+		"  --depth D     sub-resources nest D levels deep at most, root 1\n"
+		"                (1..%d, default %d; below %d their keys are digests)\n"
 		"  --faults      nodes die and join (the engines recover), checked\n"
 		"                after every step and at the end of each recovery\n"
 		"  --daemon-deaths  with --faults: some deaths are the daemon's only;\n"
@@ -1809,7 +1836,8 @@ static void usage(FILE *out)
 		"                recovery-overlap)\n"
 		"  --quiet       print only failures and the summary\n"
 		"  -v            print every event of the run as it happens\n",
-		SIM_MAX_NODES, DEFAULT_OPS);
+		SIM_MAX_NODES, DEFAULT_OPS, SIM_DEPTH_MAX, SIM_DEPTH,
+		DLM_KEY_PATH_DEPTH);
 }
 
 static bool parse_u64(const char *s, uint64_t *out)
@@ -1833,6 +1861,7 @@ int main(int argc, char **argv)
 		{ "from", required_argument, NULL, 'F' },
 		{ "nodes", required_argument, NULL, 'n' },
 		{ "ops", required_argument, NULL, 'o' },
+		{ "depth", required_argument, NULL, 'd' },
 		{ "fault", required_argument, NULL, 'f' },
 		{ "faults", no_argument, NULL, 'N' },
 		{ "daemon-deaths", no_argument, NULL, 'D' },
@@ -1852,6 +1881,7 @@ int main(int argc, char **argv)
 	opts.o_first = 1;
 	opts.o_last = 100;
 	opts.o_ops = DEFAULT_OPS;
+	opts.o_depth = SIM_DEPTH;
 	while ((c = getopt_long(argc, argv, "qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'S':
@@ -1879,6 +1909,11 @@ int main(int argc, char **argv)
 			if (!parse_u64(optarg, &v) || v > 1000000)
 				goto bad;
 			opts.o_ops = (unsigned int)v;
+			break;
+		case 'd':
+			if (!parse_u64(optarg, &v) || v < 1 || v > SIM_DEPTH_MAX)
+				goto bad;
+			opts.o_depth = (unsigned int)v;
 			break;
 		case 'f':
 			/* a fault of the simulated cluster glue, not of the engines */

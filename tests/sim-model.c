@@ -220,24 +220,25 @@ int sim_res_root(struct sim *sim, int ls, unsigned int name)
 	return res_intern(sim, ls, -1, key, 1 + root_names[name].len);
 }
 
-/* The sub-resource 'name' under resource 'parent'.  Its key is the
- * parent's key followed by the name: a name means a different resource
- * under each parent resource. */
+/* The sub-resource 'name' under resource 'parent', keyed as the engine
+ * keys it (dlm_key_child: the path, or deeper a digest of the parent's
+ * key, then the name): a name means a different resource under each
+ * parent resource. */
 int sim_res_child(struct sim *sim, int parent, unsigned int name)
 {
-	unsigned char key[SIM_KEY_MAX + 1 + DLM_RESNAME_MAXLEN];
+	unsigned char key[SIM_KEY_MAX];
 	struct sim_res *p = &sim->res[parent];
-	unsigned int len;
-	int i;
+	int i, len;
 
 	if (p->r_child[name] >= 0)
 		return p->r_child[name];
-	len = p->r_keylen;
-	memcpy(key, p->r_key, len);
-	key[len++] = (unsigned char)child_names[name].len;
-	memcpy(key + len, child_names[name].name, child_names[name].len);
-	len += child_names[name].len;
-	i = res_intern(sim, p->r_ls, parent, key, len);
+	len = dlm_key_child(p->r_key, p->r_keylen, child_names[name].name,
+			    child_names[name].len, key);
+	if (len < 0) {
+		sim_fail(sim, "simulator: dlm_key_child failed (%d)", len);
+		return 0;
+	}
+	i = res_intern(sim, p->r_ls, parent, key, (unsigned int)len);
 	sim->res[parent].r_child[name] = i;	/* res may have moved? no: fixed array */
 	return i;
 }

@@ -51,6 +51,13 @@ void trace_key(const unsigned char *key, unsigned int keylen, char *out, size_t 
 	if (!outlen)
 		return;
 	out[0] = '\0';
+	if (keylen > 1 + DLM_KEY_DIGEST_LEN && key[0] == DLM_KEY_DIGEST_MARK &&
+	    outlen > 32) {
+		/* a deep sub-resource: its parent's digest, then its name */
+		o = (size_t)snprintf(out, outlen, "\\#%02x%02x%02x%02x", key[1],
+				     key[2], key[3], key[4]);
+		i = 1 + DLM_KEY_DIGEST_LEN;
+	}
 	while (i < keylen && o + 16 < outlen) {
 		unsigned int n = key[i++], j;
 

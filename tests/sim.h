@@ -46,7 +46,9 @@
 #define SIM_NROOT		5	/* root resource names */
 #define SIM_NCHILD		3	/* sub-resource names under each resource */
 #define SIM_RANGE_SPACE		64	/* ranges are drawn from 0..63 */
-#define SIM_KEY_MAX		(DLM_MAX_DEPTH * (DLM_RESNAME_MAXLEN + 1))
+#define SIM_KEY_MAX		DLM_MAX_KEYLEN
+#define SIM_DEPTH		4	/* default deepest resource (--depth) */
+#define SIM_DEPTH_MAX		16
 #define SIM_RES_MAX		512	/* interned resources per seed */
 #define SIM_RES_HASH		1024	/* > 2 * SIM_RES_MAX, a power of two */
 #define SIM_LOCK_HASH		1024	/* buckets of the lock index */
@@ -314,6 +316,7 @@ struct sim_opts {
 	uint64_t	o_last;
 	int		o_nodes;	/* 0: varies with the seed */
 	unsigned int	o_ops;
+	unsigned int	o_depth;	/* deepest resource: root is 1 */
 	enum dlm_core_fault o_fault;
 	bool		o_faults;	/* node deaths and joins, recovery */
 	bool		o_daemon_deaths; /* --faults: some deaths are the daemon's only */

@@ -635,6 +635,99 @@ static void test_parent_locks(void **state)
 	cluster_free(c);
 }
 
+/* A chain of 'depth' locks of 'owner' on node, each under the one before,
+ * all named 'name'; each granted (ASTs checked, then forgotten, so the
+ * record does not fill up).  Returns the deepest lock id. */
+static uint32_t lock_chain(struct cluster *c, int node, uint64_t owner,
+			   const char *name, int mode, unsigned int depth)
+{
+	uint32_t parent = 0;
+
+	for (unsigned int i = 0; i < depth; i++) {
+		parent = lock_on(c, node, owner, name, mode, 0, parent, NULL);
+		drain(c);
+		assert_status(c, node, parent, 0);
+		c->nasts = 0;
+	}
+	return parent;
+}
+
+/* Parent locks nest without a depth limit (the fifth level was EINVAL),
+ * a path means the same resource wherever it is locked from, and a deep
+ * tree is purged without recursion (100000 levels overflowed the stack
+ * when each parent's unlock ran inside its child's). */
+static void test_parent_deep(void **state)
+{
+	enum { DEEP = 100000, WIDE = 12 };
+	struct cluster *c = cluster_new(2, 1000);
+	struct dlm_ls_stats st;
+	uint32_t a, b, k;
+
+	(void)state;
+	/* the same path from two nodes is one resource, past the depth
+	 * where keys become digests */
+	a = lock_chain(c, 1, 1, "d", DLM_LOCK_CR, WIDE);
+	b = lock_chain(c, 2, 2, "d", DLM_LOCK_CR, WIDE);
+	k = lock_on(c, 1, 1, "leaf", DLM_LOCK_EX, DLM_LKF_NOQUEUE, a, NULL);
+	drain(c);
+	assert_status(c, 1, k, 0);
+	k = lock_on(c, 2, 2, "leaf", DLM_LOCK_EX, DLM_LKF_NOQUEUE, b, NULL);
+	drain(c);
+	assert_status(c, 2, k, -EAGAIN);
+	/* ... and another name there is another resource */
+	k = lock_on(c, 2, 2, "leaf2", DLM_LOCK_EX, DLM_LKF_NOQUEUE, b, NULL);
+	drain(c);
+	assert_status(c, 2, k, 0);
+	c->nasts = 0;
+	/* the dump names a deep one by its parent's digest and its name */
+	assert_dump_has(c, 1, "\\#");
+	assert_dump_has(c, 1, "/leaf\"");
+	assert_int_equal(dlm_core_purge_owner(c->ls[1], 1), WIDE + 1);
+	assert_int_equal(dlm_core_purge_owner(c->ls[2], 2), WIDE + 1);
+	drain(c);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_locks, 0);
+	dlm_core_ls_stats(c->ls[2], &st);
+	assert_int_equal(st.ls_locks, 0);
+
+	/* Very deep: node 1 masters a chain of DEEP - 1 resources; node 2
+	 * locks the same chain and masters one more below it, which node 1
+	 * locks last.  Purging node 1's owner waits for that remote unlock,
+	 * then unlocks the whole local chain at once, bottom up. */
+	a = lock_chain(c, 1, 3, "x", DLM_LOCK_CR, DEEP - 1);
+	lock_chain(c, 2, 4, "x", DLM_LOCK_CR, DEEP);
+	k = lock_on(c, 1, 3, "x", DLM_LOCK_CR, 0, a, NULL);
+	drain(c);
+	assert_status(c, 1, k, 0);
+	c->nasts = 0;
+	assert_int_equal(dlm_core_purge_owner(c->ls[1], 3), DEEP);
+	drain(c);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_locks, (uint64_t)DEEP - 1);	/* node 2's master copies */
+	assert_int_equal(c->nasts, 0);	/* a purge sends no ASTs */
+	assert_dump_lacks(c, 1, "owner 3");
+
+	/* the key of a deep resource: short, the same for the same path,
+	 * different under another parent */
+	{
+		unsigned char k1[DLM_MAX_KEYLEN], k2[DLM_MAX_KEYLEN];
+		int l1 = dlm_key_child(NULL, 0, "x", 1, k1), l2;
+
+		for (int i = 0; i < 50; i++) {
+			memcpy(k2, k1, (size_t)l1);
+			l1 = dlm_key_child(k2, (unsigned int)l1, "x", 1, k1);
+			assert_true(l1 > 0 && l1 <= 1 + DLM_KEY_DIGEST_LEN + 2);
+		}
+		assert_int_equal(k1[0], DLM_KEY_DIGEST_MARK);
+		assert_true(dlm_key_valid(k1, (size_t)l1));
+		l2 = dlm_key_child(k2, (unsigned int)l1, "y", 1, k1);
+		assert_true(l2 > 0);
+		assert_int_equal(dlm_key_child(k2, 3, "y", 1, k1), -EINVAL);
+		assert_int_equal(dlm_key_child(NULL, 0, "", 0, k1), -EINVAL);
+	}
+	cluster_free(c);
+}
+
 static void test_range_locks(void **state)
 {
 	struct cluster *c = cluster_new(1, 1000);
@@ -1477,6 +1570,7 @@ int main(void)
 		cmocka_unit_test(test_lvb),
 		cmocka_unit_test(test_cancel_and_force),
 		cmocka_unit_test(test_parent_locks),
+		cmocka_unit_test(test_parent_deep),
 		cmocka_unit_test(test_range_locks),
 		cmocka_unit_test(test_orphans),
 		cmocka_unit_test(test_purge_orphan_group),

@@ -58,6 +58,32 @@ echo "== libdlm.so tests"
 "$top_builddir/tests/test-libdlm" || fail "tests/test-libdlm"
 echo "== libdlm_lt.so tests"
 "$top_builddir/tests/test-libdlm-lt" || fail "tests/test-libdlm-lt"
+echo "== libdlm_lt.so.3 by dlopen, as mdadm and ocfs2-tools load it"
+libs=$top_builddir/libdlm/.libs
+TEST_DLOPEN_DIR=$libs LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+	"$top_builddir/tests/test-dlopen" || fail "tests/test-dlopen"
+for lib in libdlm libdlm_lt; do
+	soname=$(readelf -d "$libs/$lib.so.3" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+	[ "$soname" = "$lib.so.3" ] || fail "$lib.so.3 has soname '$soname'"
+	# the exports are exactly the version script's globals
+	want=$(sed -n '/global:/,/local:/s/^[[:space:]]*\([a-z_]*\);/\1/p' \
+		"$top_srcdir/libdlm/$lib.map" | sort)
+	have=$(nm -D --defined-only "$libs/$lib.so.3" | awk '$2 ~ /^[TW]$/ { print $3 }' |
+		sed 's/@.*//' | sort)
+	[ "$want" = "$have" ] ||
+		fail "$lib.so.3 exports differ from $lib.map: $(echo "$want" | tr '\n' ' ') / $(echo "$have" | tr '\n' ' ')"
+	# unversioned, as the established library's
+	readelf -V "$libs/$lib.so.3" | grep -q 'Version definition' &&
+		fail "$lib.so.3 defines symbol versions; the established one has none"
+	# and the same set as the distribution's libdlm, where one is installed
+	sys=$(ldconfig -p 2>/dev/null | sed -n "s/^[[:space:]]*$lib\.so\.3 (.*) => //p" | head -n 1)
+	if [ -n "$sys" ]; then
+		theirs=$(nm -D --defined-only "$sys" | awk '$2 ~ /^[TW]$/ { print $3 }' |
+			sed 's/@.*//' | sort)
+		[ "$theirs" = "$have" ] ||
+			fail "$lib.so.3 exports differ from $sys: $(echo "$theirs" | tr '\n' ' ')"
+	fi
+done
 
 echo "== the client socket: as dlm.conf(5) advises, not open to all"
 perm=$(stat -c '%U %G %a' "$DLMD_SOCKET")

@@ -599,6 +599,90 @@ static void test_parent(void **state)
 	assert_int_equal(unlock_sync(h2, &p2, 0), EUNLOCK);
 }
 
+/* A deep tree, as the established sublocks example builds one (it
+ * stopped at the fifth level with EINVAL): a chain DEEP_LEVELS long with
+ * SUBLOCKS children at the bottom; the same path from another handle is
+ * the same resource; unlocked bottom up; then built again on a handle
+ * that is closed with it all held (the daemon purges the tree). */
+#define DEEP_LEVELS	40
+#define SUBLOCKS	3
+
+static int lock_under(dlm_lshandle_t h, int mode, struct rec *r, uint32_t flags,
+		      const char *name, uint32_t parent)
+{
+	int want = r->r_comp + 1;
+
+	assert_int_equal(dlm_ls_lock(h, (uint32_t)mode, &r->r_lksb, flags, name,
+				     (unsigned int)strlen(name), parent, comp_ast,
+				     r, bast_ast, NULL), 0);
+	assert_int_equal(wait_for(&r->r_comp, want, h, NULL), 0);
+	return r->r_lksb.sb_status;
+}
+
+static void test_parent_deep(void **state)
+{
+	static struct rec chain[DEEP_LEVELS], leaf[SUBLOCKS], other[DEEP_LEVELS + 1];
+	char name[16];
+	dlm_lshandle_t h4;
+	struct rec x;
+	uint32_t parent = 0;
+	int i;
+
+	for (i = 0; i < DEEP_LEVELS; i++) {
+		rec_init(&chain[i]);
+		snprintf(name, sizeof(name), "level%d", i);
+		assert_int_equal(lock_under(h1, LKM_CRMODE, &chain[i], 0, name, parent), 0);
+		parent = chain[i].r_lksb.sb_lkid;
+	}
+	for (i = 0; i < SUBLOCKS; i++) {
+		rec_init(&leaf[i]);
+		snprintf(name, sizeof(name), "leaf%d", i);
+		assert_int_equal(lock_under(h1, LKM_EXMODE, &leaf[i], 0, name, parent), 0);
+	}
+	/* h2 walks the same path: compatible all the way, then the leaf
+	 * is the same resource (EX held: EAGAIN), another name is not */
+	parent = 0;
+	for (i = 0; i < DEEP_LEVELS; i++) {
+		rec_init(&other[i]);
+		snprintf(name, sizeof(name), "level%d", i);
+		assert_int_equal(lock_under(h2, LKM_CRMODE, &other[i], 0, name, parent), 0);
+		parent = other[i].r_lksb.sb_lkid;
+	}
+	rec_init(&other[DEEP_LEVELS]);
+	assert_int_equal(lock_under(h2, LKM_EXMODE, &other[DEEP_LEVELS], LKF_NOQUEUE,
+				    "leaf1", parent), EAGAIN);
+	assert_int_equal(lock_under(h2, LKM_EXMODE, &other[DEEP_LEVELS], LKF_NOQUEUE,
+				    "leaf9", parent), 0);
+	/* a parent with children still cannot go first */
+	assert_int_equal(dlm_ls_unlock(h1, chain[DEEP_LEVELS - 1].r_lksb.sb_lkid, 0,
+				       &chain[DEEP_LEVELS - 1].r_lksb, NULL), -1);
+	assert_int_equal(errno, EBUSY);
+	for (i = SUBLOCKS - 1; i >= 0; i--)
+		assert_int_equal(unlock_sync(h1, &leaf[i], 0), EUNLOCK);
+	for (i = DEEP_LEVELS - 1; i >= 0; i--)
+		assert_int_equal(unlock_sync(h1, &chain[i], 0), EUNLOCK);
+	assert_int_equal(unlock_sync(h2, &other[DEEP_LEVELS], 0), EUNLOCK);
+	for (i = DEEP_LEVELS - 1; i >= 0; i--)
+		assert_int_equal(unlock_sync(h2, &other[i], 0), EUNLOCK);
+
+	/* closed with a deep EX tree held: all of it goes */
+	h4 = dlm_open_lockspace(LS_NAME);
+	assert_non_null(h4);
+	parent = 0;
+	for (i = 0; i < DEEP_LEVELS; i++) {
+		rec_init(&chain[i]);
+		snprintf(name, sizeof(name), "level%d", i);
+		assert_int_equal(lock_under(h4, LKM_EXMODE, &chain[i], 0, name, parent), 0);
+		parent = chain[i].r_lksb.sb_lkid;
+	}
+	rec_init(&x);
+	assert_int_equal(lock(h2, LKM_EXMODE, &x, 0, "level0", NULL), 0);
+	assert_int_equal(dlm_close_lockspace(h4), 0);
+	assert_int_equal(wait_for(&x.r_comp, 1, h2, NULL), 0);
+	assert_int_equal(x.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h2, &x, 0), EUNLOCK);
+}
+
 static void test_range(void **state)
 {
 	struct dlm_range r0 = { 0, 99 }, r1 = { 100, 199 }, r2 = { 50, 150 },
@@ -924,6 +1008,68 @@ static void test_persistent_orphan(void **state)
 	rec_init(&b);
 	assert_int_equal(lock_sync(h2, LKM_EXMODE, &b, LKF_NOQUEUE, "orphan2"), 0);
 	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
+}
+
+/* Adoption and blocking ASTs.  A request queued behind an orphan sends
+ * its blocking AST to nobody; dlmd gives it to an adopter that asked for
+ * blocking ASTs, so the waiter is not stuck behind a lock whose new owner
+ * never hears of it.  lvmlockd adopts with (void *)1 for both ASTs: that
+ * is no routine, so libdlm asks for no blocking ASTs and calls nothing,
+ * not the missed one nor any later one (this crashed, calling 1). */
+static void test_adopt_bast(void **state)
+{
+	struct dlm_lksb lk;
+	struct rec a, b, c;
+	pid_t pid;
+
+	pid = child_locker("adopt-bast", LKM_EXMODE, LKF_PERSISTENT, false);
+	kill_child(pid);
+	rec_init(&a);
+	assert_int_equal(lock(h2, LKM_PRMODE, &a, 0, "adopt-bast", NULL), 0);
+	assert_quiet(h2, 100);
+	memset(&lk, 0, sizeof(lk));
+	assert_int_equal(dlm_ls_lockx(h1, LKM_EXMODE, &lk,
+				      LKF_PERSISTENT | LKF_ORPHAN, "adopt-bast", 10,
+				      0, (void *)1, (void *)1, (void *)1, NULL, NULL), 0);
+	assert_int_equal(lk.sb_status, 0);
+	/* read whatever comes, as lvmlockd's next _wait call does */
+	settle(h1, 200);
+	/* a new conflicting request: still nothing is called */
+	rec_init(&b);
+	assert_int_equal(lock(h3, LKM_EXMODE, &b, 0, "adopt-bast", NULL), 0);
+	settle(h1, 200);
+	assert_int_equal(a.r_comp, 0);
+	assert_int_equal(b.r_comp, 0);
+	/* the adopted lock converts and unlocks with real routines */
+	rec_init(&c);
+	c.r_lksb.sb_lkid = lk.sb_lkid;
+	assert_int_equal(lock_sync(h1, LKM_PRMODE, &c, LKF_CONVERT, "adopt-bast"), 0);
+	assert_int_equal(wait_for(&a.r_comp, 1, h2, NULL), 0);
+	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h1, &c, 0), EUNLOCK);
+	assert_int_equal(unlock_sync(h2, &a, 0), EUNLOCK);
+	assert_int_equal(wait_for(&b.r_comp, 1, h3, NULL), 0);
+	assert_int_equal(b.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h3, &b, 0), EUNLOCK);
+
+	/* An adopter with a real blocking AST routine gets the one the
+	 * orphan missed (and no completion AST). */
+	pid = child_locker("adopt-bast2", LKM_EXMODE, LKF_PERSISTENT, false);
+	kill_child(pid);
+	rec_init(&a);
+	assert_int_equal(lock(h2, LKM_PRMODE, &a, 0, "adopt-bast2", NULL), 0);
+	assert_quiet(h2, 100);
+	rec_init(&c);
+	assert_int_equal(lock(h1, LKM_EXMODE, &c, LKF_PERSISTENT | LKF_ORPHAN,
+			      "adopt-bast2", NULL), 0);
+	assert_int_equal(c.r_lksb.sb_status, 0);
+	assert_int_equal(wait_for(&c.r_bast, 1, h1, NULL), 0);
+	assert_ptr_equal(c.r_bast_arg, &c);
+	assert_int_equal(c.r_comp, 0);
+	assert_int_equal(unlock_sync(h1, &c, 0), EUNLOCK);
+	assert_int_equal(wait_for(&a.r_comp, 1, h2, NULL), 0);
+	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h2, &a, 0), EUNLOCK);
 }
 
 /* dlm_ls_purge with the caller's own pid, as the kernel does it: the
@@ -1370,6 +1516,7 @@ int main(void)
 		cmocka_unit_test(test_convdeadlk),
 		cmocka_unit_test(test_deadlock_cancel),
 		cmocka_unit_test(test_parent),
+		cmocka_unit_test(test_parent_deep),
 		cmocka_unit_test(test_range),
 		cmocka_unit_test(test_threads_wait),
 		cmocka_unit_test(test_pthread_asts),
@@ -1377,6 +1524,7 @@ int main(void)
 		cmocka_unit_test(test_kill_holder),
 		cmocka_unit_test(test_kill_waiter),
 		cmocka_unit_test(test_persistent_orphan),
+		cmocka_unit_test(test_adopt_bast),
 		cmocka_unit_test(test_purge_own),
 		cmocka_unit_test(test_orphan_owner),
 		cmocka_unit_test(test_bad_requests),
