@@ -464,6 +464,10 @@ int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
 	log_notice("lockspace %s created (id %08x, mode 0%o, %u member%s)", name,
 		   dlm_core_ls_id(dl->dl_core), (unsigned)dl->dl_mode,
 		   dl->dl_nmembers, dl->dl_nmembers == 1 ? "" : "s");
+	/* with a cluster its members show once its first recovery starts
+	 * (cluster.c); alone it runs as created */
+	if (dlmd_cluster_ls_ready(d, dl))
+		dlmd_view_ls_changed(d, dl);
 	*out = dl;
 	return 0;
 }
@@ -528,6 +532,7 @@ int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
 		}
 	}
 	d->d_nlockspaces--;
+	dlmd_view_ls_removed(d, dl);
 	log_notice("lockspace %s released%s", dl->dl_name, force ? " (forced)" : "");
 	orphan_recs_clear(dl);
 	free(dl);

@@ -521,6 +521,7 @@ static void quorum_notify(quorum_handle_t h, uint32_t quorate, uint64_t ring_seq
 	cs->cs_nqview = 0;
 	for (uint32_t i = 0; i < n && i < DLM_MAX_NODES; i++)
 		cs->cs_qview[cs->cs_nqview++] = view[i];
+	dlmd_view_nodes_changed(cs->cs_d);
 	dlmd_fence_kick(cs->cs_d);
 	kick(cs);
 }
@@ -733,6 +734,7 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 		memcpy(dl->dl_members, cl->cl_members,
 		       cl->cl_nmembers * sizeof(uint32_t));
 		dl->dl_nmembers = cl->cl_nmembers;
+		dlmd_view_ls_changed(d, dl);
 		dlmd_flush(d);
 	}
 	if (cl->cl_recovered == cl->cl_last_event && !cl->cl_running) {

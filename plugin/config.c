@@ -43,6 +43,10 @@
  *                                  clients together (65536..4294967295);
  *                                  past it the client with the most is
  *                                  disconnected (plugin/client.c)
+ *   configfs_dir      /run/dlmd/configfs   where dlmd keeps a view of the
+ *                                  cluster laid out as the kernel's
+ *                                  /sys/kernel/config (dlm/cluster/...,
+ *                                  plugin/view.c); none: no view
  */
 #include <errno.h>
 #include <grp.h>
@@ -85,6 +89,8 @@ void dlmd_config_defaults(struct dlmd_config *cf)
 		 DLMD_DEFAULT_KEY_FILE);
 	cf->cf_max_clients_per_uid = 1024;
 	cf->cf_ast_queue_limit = 64u << 20;
+	snprintf(cf->cf_configfs_dir, sizeof(cf->cf_configfs_dir), "%s",
+		 DLMD_DEFAULT_CONFIGFS_DIR);
 }
 
 static int parse_u32(const char *v, uint32_t min, uint32_t max, int base,
@@ -295,6 +301,17 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 		*why = "expected an absolute path";
 		return parse_path(v, cf->cf_key_file, sizeof(cf->cf_key_file));
 	}
+	if (!strcmp(k, "configfs_dir")) {
+		*why = "expected an absolute path or none";
+		if (!strcmp(v, "none")) {
+			cf->cf_configfs_dir[0] = '\0';
+			return 0;
+		}
+		if (!strcmp(v, "/"))
+			return -EINVAL;
+		return parse_path(v, cf->cf_configfs_dir,
+				  sizeof(cf->cf_configfs_dir));
+	}
 	if (!strcmp(k, "membership")) {
 		*why = "expected corosync or none";
 		if (!strcmp(v, "corosync"))
@@ -420,13 +437,14 @@ out:
 	return rv;
 }
 
-/* The crypto keys' lines, after the others (frees s). */
+/* The crypto keys' and configfs_dir's lines, after the others (frees s). */
 static char *dump_crypto(char *s, const struct dlmd_config *cf)
 {
 	char *t = NULL;
 
-	if (asprintf(&t, "%scrypto = %s\nkey_file = %s\n", s,
-		     cf->cf_crypto_none ? "none" : "key", cf->cf_key_file) < 0)
+	if (asprintf(&t, "%scrypto = %s\nkey_file = %s\nconfigfs_dir = %s\n", s,
+		     cf->cf_crypto_none ? "none" : "key", cf->cf_key_file,
+		     cf->cf_configfs_dir[0] ? cf->cf_configfs_dir : "none") < 0)
 		t = NULL;
 	free(s);
 	return t;

@@ -193,7 +193,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct sbuf *sb, bool js
 			  "\"bad_requests\":%llu,\"asts_sent\":%llu,"
 			  "\"ast_queue_bytes\":%llu,\"clients_refused\":%llu,"
 			  "\"clients_cut_slow\":%llu,"
-			  "\"protocol\":\"%d.%d.%d\",\"socket\":",
+			  "\"protocol\":\"%d.%d.%d\",\"configfs\":",
 			  d->d_nlockspaces, dlmd_client_count(d), up,
 			  (unsigned long long)d->d_nrequests,
 			  (unsigned long long)d->d_nbad_requests,
@@ -202,6 +202,10 @@ static int verb_status(struct dlmd *d, const char *arg, struct sbuf *sb, bool js
 			  (unsigned long long)d->d_nrefused,
 			  (unsigned long long)d->d_ncut_slow, DLMP_VERSION_MAJOR,
 			  DLMP_VERSION_MINOR, DLMP_VERSION_PATCH);
+		json_str(sb, dlmd_view_state(d));
+		sb_printf(sb, ",\"configfs_dir\":");
+		json_str(sb, d->d_cfg.cf_configfs_dir);
+		sb_printf(sb, ",\"socket\":");
 		json_str(sb, d->d_cfg.cf_socket_path);
 		sb_printf(sb, "}\n");
 		return 0;
@@ -222,7 +226,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct sbuf *sb, bool js
 	sb_printf(sb, "\nlockspaces %u\nclients %u\nuptime %llu s\nrequests %llu\n"
 		  "bad_requests %llu\nasts_sent %llu\nast_queue_bytes %llu\n"
 		  "clients_refused %llu\nclients_cut_slow %llu\n"
-		  "protocol %d.%d.%d\nsocket %s\n",
+		  "protocol %d.%d.%d\nsocket %s\nconfigfs %s %s\n",
 		  d->d_nlockspaces, dlmd_client_count(d), up,
 		  (unsigned long long)d->d_nrequests,
 		  (unsigned long long)d->d_nbad_requests,
@@ -230,7 +234,9 @@ static int verb_status(struct dlmd *d, const char *arg, struct sbuf *sb, bool js
 		  (unsigned long long)d->d_astq_bytes,
 		  (unsigned long long)d->d_nrefused,
 		  (unsigned long long)d->d_ncut_slow, DLMP_VERSION_MAJOR,
-		  DLMP_VERSION_MINOR, DLMP_VERSION_PATCH, d->d_cfg.cf_socket_path);
+		  DLMP_VERSION_MINOR, DLMP_VERSION_PATCH, d->d_cfg.cf_socket_path,
+		  d->d_cfg.cf_configfs_dir[0] ? d->d_cfg.cf_configfs_dir : "-",
+		  dlmd_view_state(d));
 	return 0;
 }
 

@@ -19,6 +19,8 @@
  *   client.c   the client socket (libdlm's protocol, libdlm/dlmd_proto.h)
  *              and the engine's callbacks (ASTs, messages)
  *   ctl.c      the control socket dlmctl talks to
+ *   view.c     the configfs-compatible view (dlm/cluster/...) that
+ *              programs written for the kernel DLM read (lvmlockd)
  *   u32map.c   a growing hash map from 32-bit keys to pointers
  *
  * Engine callbacks never re-enter the engine: ASTs and messages are queued
@@ -43,6 +45,8 @@
 #define DLMD_DEFAULT_PIDFILE	"/run/dlmd/dlmd.pid"
 /* corosync's authkey: dlm.conf key_file names another (lowcomms/auth.c). */
 #define DLMD_DEFAULT_KEY_FILE	"/etc/corosync/authkey"
+/* The configfs-compatible view (plugin/view.c): dlm.conf configfs_dir. */
+#define DLMD_DEFAULT_CONFIGFS_DIR	"/run/dlmd/configfs"
 #define DLMD_SUN_PATH_MAX	108	/* sizeof(sockaddr_un.sun_path) */
 #define DLMD_ADDR_LEN		64	/* a node address as text (ring0_addr) */
 
@@ -117,6 +121,8 @@ struct dlmd_config {
 	char			cf_key_file[PATH_MAX];
 	uint32_t		cf_max_clients_per_uid;	/* root is exempt */
 	uint32_t		cf_ast_queue_limit;	/* bytes, all clients */
+	/* the configfs-compatible view's root ("" = none): plugin/view.c */
+	char			cf_configfs_dir[PATH_MAX];
 };
 
 void dlmd_config_defaults(struct dlmd_config *cf);
@@ -160,6 +166,7 @@ struct dlmd_cluster;
 struct dlmd_cluster_ls;
 struct dlmd_comms;
 struct dlmd_fence;
+struct dlmd_view;
 
 /* One lockspace as the daemon sees it (the engine's ls_ctx). */
 struct dlmd_ls {
@@ -234,6 +241,7 @@ struct dlmd {
 	struct dlmd_cluster	*d_cluster;
 	struct dlmd_comms	*d_comms;
 	struct dlmd_fence	*d_fence;
+	struct dlmd_view	*d_view;	/* view.c; NULL: none */
 	/* engine output, delivered by dlmd_flush() */
 	struct dlmd_pending_ast	*d_asts;
 	size_t			d_nasts;
@@ -329,6 +337,24 @@ const char *dlmd_cluster_source_str(const struct dlmd *d);
 unsigned int dlmd_cluster_nodes(const struct dlmd *d, uint32_t *ids, unsigned int max);
 /* A node's address from the membership source ("" if unknown). */
 const char *dlmd_cluster_node_addr(const struct dlmd *d, uint32_t nodeid);
+
+/* view.c: the configfs-compatible view (dlm.conf configfs_dir).  init
+ * never fails for a refusal (a kernel DLM, another dlmd) or a write
+ * error: it logs and dlmd goes on without it.  0 or -ENOMEM. */
+int dlmd_view_init(struct dlmd *d);
+void dlmd_view_fini(struct dlmd *d);
+/* The quorum's node view changed: rewrite comms/. */
+void dlmd_view_nodes_changed(struct dlmd *d);
+/* A lockspace started with new members (or runs from its creation, with
+ * membership none): rewrite spaces/<ls>/. */
+void dlmd_view_ls_changed(struct dlmd *d, const struct dlmd_ls *dl);
+/* The lockspace goes away: remove spaces/<ls>/. */
+void dlmd_view_ls_removed(struct dlmd *d, const struct dlmd_ls *dl);
+/* "on", "off (why)", "refused (why)": for dlmctl status. */
+const char *dlmd_view_state(const struct dlmd *d);
+/* Is the kernel DLM loaded: is 'configfs' a configfs with dlm/ in it?
+ * If so 'why' says it in words. */
+bool dlmd_view_kernel_dlm(const char *configfs, char *why, size_t size);
 
 /* comms.c */
 struct sockaddr_storage;

@@ -317,6 +317,10 @@ int main(int argc, char **argv)
 		goto out_cluster;
 	}
 	dlm_core_tick(d->d_core, dlmd_now_ms());
+	if (dlmd_view_init(d)) {
+		log_err("cannot set up the configfs view: out of memory");
+		goto out_sockets;
+	}
 	make_parent_dirs(d->d_cfg.cf_socket_path);
 	make_parent_dirs(d->d_cfg.cf_ctl_socket_path);
 	if (dlmd_client_listen(d) || dlmd_ctl_listen(d))
@@ -335,6 +339,7 @@ out_sockets:
 	dlmd_ctl_fini(d);
 	dlmd_client_fini(d);
 	release_all_lockspaces(d);
+	dlmd_view_fini(d);
 	dlm_core_free(d->d_core);
 out_cluster:
 	dlmd_cluster_fini(d);

@@ -41,7 +41,7 @@ trap 'rc=1; exit 1' INT TERM
 
 # The directories this build installs to (ocf/Makefile.inc).
 bindir='' sbindir='' libdir='' includedir='' mandir=''
-sysconfdir='' pkgconfigdir='' ocfagentdir='' systemdunitdir=
+sysconfdir='' pkgconfigdir='' ocfagentdir='' systemdunitdir= lvmlockddropindir=
 # MAKEFLAGS from an enclosing "make check" would make -s verbose again.
 dirs=$(cd "$top_builddir" && MAKEFLAGS='' $MAKE -s show-install-dirs) ||
 	{ fail "make show-install-dirs"; exit 1; }
@@ -60,6 +60,9 @@ need() { # TEST PATH WHAT
 }
 need -x "$sbindir/dlmd" "daemon"
 need -x "$bindir/dlmctl" "control tool"
+need -x "$sbindir/dlmd-configfs" "configfs view runner"
+grep -q "^conf=$sysconfdir/dlm/dlm.conf$" "$D$sbindir/dlmd-configfs" ||
+	fail "dlmd-configfs does not default to $sysconfdir/dlm/dlm.conf"
 for l in libdlm libdlm_lt; do
 	need -f "$libdir/$l.so.3" "$l soname"
 	need -L "$libdir/$l.so" "$l link for -l${l#lib}"
@@ -73,6 +76,10 @@ if [ -n "${systemdunitdir:-}" ]; then
 	grep -q "^ExecStart=$sbindir/dlmd .*-c $sysconfdir/dlm/dlm.conf" \
 		"$D$systemdunitdir/dlmd.service" ||
 		fail "the unit does not name $sbindir/dlmd and $sysconfdir/dlm/dlm.conf"
+	need -f "$lvmlockddropindir/dlmd.conf" "lvmlockd.service drop-in"
+	grep -q "^ExecStart=$sbindir/dlmd-configfs -c $sysconfdir/dlm/dlm.conf /sbin/lvmlockd " \
+		"$D$lvmlockddropindir/dlmd.conf" ||
+		fail "the lvmlockd drop-in does not run lvmlockd through $sbindir/dlmd-configfs"
 fi
 if [ -x "$D$ocfagentdir/dlmd" ]; then
 	grep -q "^DLMD_DEFAULT_DAEMON=\"$sbindir/dlmd\"" "$D$ocfagentdir/dlmd" ||

@@ -86,6 +86,7 @@ log_level = debug
 membership = none
 max_clients_per_uid = $PER_UID
 ast_queue_limit = $AST_LIMIT
+configfs_dir = $dir/configfs
 EOF
 export DLMD_SOCKET=$dir/dlmd.sock DLMD_CTL_SOCKET=$dir/dlmd-ctl.sock
 
