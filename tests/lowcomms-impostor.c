@@ -24,6 +24,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "lowcomms/auth.h"
 #include "lowcomms/frame.h"
 
@@ -143,6 +145,7 @@ static int do_handshake(int fd, uint32_t claim, uint32_t target,
 		return 2;
 	}
 	err = lc_hs_on_resp(&hs, &m, resp, fin);
+	lc_hs_wipe(&hs);
 	if (err == LC_HSERR_NONE) {
 		printf("impostor: the peer's proof checks out: we hold the key\n");
 		return 1;
