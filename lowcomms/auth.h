@@ -1,9 +1,12 @@
 /*
  * lowcomms/auth.h: the cluster key, the authentication handshake and the
- * sealed records of node-to-node traffic (libsodium).
+ * sealed records of node-to-node traffic (handshake: libsodium; records:
+ * OpenSSL's EVP AEADs).
  *
  * Pure code apart from lc_key_load() (which reads a file): no sockets, no
- * clock, no allocation.  lowcomms.c, the unit tests and the fuzz target use
+ * clock; the only allocation is each direction's cipher context, made when
+ * a handshake completes (lc_aead_init) and freed by lc_hs_wipe() /
+ * lc_aead_wipe().  lowcomms.c, the unit tests and the fuzz target use
  * it.  The protocol and the choice of primitives are described at the top
  * of auth.c; lowcomms.c says where it sits in a connection's life.
  */
@@ -13,8 +16,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <sodium.h>
 
 #include "lowcomms/lowcomms.h"
 
@@ -34,7 +35,10 @@
 #define LC_SUITE_CHACHA		1u	/* ChaCha20-Poly1305 (IETF): always */
 #define LC_SUITE_AESGCM		2u	/* AES-256-GCM: where the CPU has it */
 #define LC_SUITES_KNOWN		(LC_SUITE_CHACHA | LC_SUITE_AESGCM)
-/* The suites this machine can run (libsodium's AES-GCM needs AES-NI). */
+/* The suites this machine runs well: AES-GCM only where the CPU has AES-NI
+ * and carry-less multiply (libsodium's test), else ChaCha20-Poly1305 alone;
+ * without them AES-GCM is slower than ChaCha20 and harder to make
+ * constant-time. */
 uint32_t lc_suites_local(void);
 
 enum lc_hs_type {
@@ -68,6 +72,7 @@ enum lc_hs_err {
 	LC_HSERR_TARGET,	/* not addressed to us */
 	LC_HSERR_MAC,		/* does not hold the key, or a replay */
 	LC_HSERR_STATE,		/* called in the wrong state (a bug) */
+	LC_HSERR_CIPHER,	/* the record cipher could not be set up */
 };
 
 const char *lc_hs_err_str(enum lc_hs_err err);
@@ -97,14 +102,26 @@ struct lc_keys {
 	unsigned char k_sess[32];	/* session key derivation */
 };
 
-/* One direction of a session: cipher, key and record counter (the AEAD
- * nonce).  A zeroed one is ChaCha20-Poly1305 with a zero key. */
+/* One direction of a session: cipher and key (an OpenSSL cipher context,
+ * the key already expanded) and record counter (the AEAD nonce).  Zeroed:
+ * no cipher yet (lc_aead_init() keys it; lc_aead_wipe() frees it). */
+struct evp_cipher_ctx_st;	/* OpenSSL's EVP_CIPHER_CTX */
 struct lc_aead {
-	crypto_aead_aes256gcm_state ae_aes;	/* AES-GCM: expanded key */
-	unsigned char ae_key[32];
+	struct evp_cipher_ctx_st *ae_ctx;
 	uint64_t ae_counter;
 	uint32_t ae_suite;
+	bool ae_seal;			/* sealing (else opening) */
 };
+
+#define LC_AEAD_KEY_LEN		32
+
+/* Key one direction for suite (LC_SUITE_AESGCM or LC_SUITE_CHACHA), to
+ * seal records or to open them, counter 0.  ae must be zeroed or wiped.
+ * 0, -EINVAL (unknown suite) or -ENOMEM. */
+int lc_aead_init(struct lc_aead *ae, uint32_t suite,
+		 const unsigned char key[LC_AEAD_KEY_LEN], bool seal);
+/* Free ae's cipher context (its key is wiped with it); ae is zeroed. */
+void lc_aead_wipe(struct lc_aead *ae);
 
 enum lc_hs_state {
 	LC_HSS_IDLE = 0,
@@ -133,7 +150,9 @@ void lc_keys_derive(const unsigned char cluster_key[LC_KEY_LEN],
 		    struct lc_keys *keys);
 
 /* Initiator: fill out with INIT for peer, offering suites (a set that
- * includes LC_SUITE_CHACHA). */
+ * includes LC_SUITE_CHACHA).  hs is overwritten: it must be new or wiped
+ * (a completed handshake holds cipher contexts; lc_hs_wipe() frees them).
+ * The same holds for lc_hs_start_acceptor(). */
 int lc_hs_start_initiator(struct lc_hs *hs, const struct lc_keys *keys,
 			  uint32_t local, uint32_t peer, uint32_t suites,
 			  unsigned char out[LC_HS_INIT_LEN]);
@@ -147,20 +166,22 @@ enum lc_hs_err lc_hs_on_init(struct lc_hs *hs, const struct lc_hs_msg *m,
 			     const unsigned char *raw,
 			     unsigned char out[LC_HS_RESP_LEN]);
 /* Initiator, on RESP: checks the acceptor's proof, fills out with FIN;
- * then DONE, hs_tx/hs_rx set. */
+ * then DONE, hs_tx/hs_rx set (LC_HSERR_CIPHER if they cannot be). */
 enum lc_hs_err lc_hs_on_resp(struct lc_hs *hs, const struct lc_hs_msg *m,
 			     const unsigned char *raw,
 			     unsigned char out[LC_HS_FIN_LEN]);
 /* Acceptor, on FIN: checks the initiator's proof; then DONE. */
 enum lc_hs_err lc_hs_on_fin(struct lc_hs *hs, const struct lc_hs_msg *m,
 			    const unsigned char *raw);
-/* Wipe the handshake's secrets. */
+/* Wipe the handshake's secrets and free its cipher contexts. */
 void lc_hs_wipe(struct lc_hs *hs);
 
 /*
  * Seal the plaintext at rec + LC_REC_HDR_LEN (ptlen bytes, not 0) in place:
  * writes the length header, encrypts, appends the tag.  rec must have room
- * for ptlen + LC_REC_OVERHEAD bytes.  Returns the record's whole length.
+ * for ptlen + LC_REC_OVERHEAD bytes.  Returns the record's whole length,
+ * or 0 if the cipher failed (no cipher, ptlen out of range, or OpenSSL
+ * itself: the connection must then be dropped).
  */
 size_t lc_rec_seal(struct lc_aead *tx, unsigned char *rec, size_t ptlen);
 /* The ciphertext length a record header announces, or 0 if it is out of
@@ -168,7 +189,8 @@ size_t lc_rec_seal(struct lc_aead *tx, unsigned char *rec, size_t ptlen);
 size_t lc_rec_ct_len(const unsigned char hdr[LC_REC_HDR_LEN], size_t max_pt);
 /* Open a whole record in place (rec: header + ct_len bytes).  Returns 0
  * with the plaintext at rec + LC_REC_HDR_LEN, *ptlen its length, or
- * -EBADMSG (forged, corrupted, replayed or out of order). */
+ * -EBADMSG (forged, corrupted, replayed or out of order; the bytes that
+ * did not authenticate are zeroed, never left as plaintext). */
 int lc_rec_open(struct lc_aead *rx, unsigned char *rec, size_t ct_len,
 		size_t *ptlen);
 

@@ -60,8 +60,8 @@
  * connection or takes its sequence state.  From the FIN on, each side's
  * bytes are records: every batch that fill_out() builds for one write (and
  * each HELLO and lone ACK) is sealed as one AEAD record
- * (crypto_aead_chacha20poly1305_ietf, or AES-256-GCM when both CPUs have
- * AES-NI) whose nonce is the direction's record
+ * (ChaCha20-Poly1305, or AES-256-GCM when both CPUs have AES-NI; OpenSSL's
+ * EVP) whose nonce is the direction's record
  * counter; the reader opens each record in order and feeds its plaintext to
  * the frame reassembler.  The cost is one AEAD per write, not per message
  * (bench/bench-lowcomms.c measures it).  A record that fails to open (forged,
@@ -69,7 +69,9 @@
  * closes the connection with a log line that says so (rate-limited for
  * connections that never became a node's); a node's queue then goes out
  * again on a new connection as after any drop, so exactly-once is
- * untouched.  crypto_aead rather than crypto_secretstream: the nonces are
+ * untouched.  A record that cannot be sealed (OpenSSL failing) drops the
+ * connection the same way.  Plain AEAD rather than a stream construction
+ * such as crypto_secretstream: the nonces are
  * our counters, so "replayed" is a rule we state and test, and the session
  * keys already bind a stream to one connection (auth.c says more).
  * Without a key (LC_SEC_NONE, dlm.conf crypto = none) frames go out as
@@ -237,6 +239,7 @@ struct lc_conn {
 	size_t conn_rec_len;
 	size_t conn_rec_cap;
 	const char *conn_why;		/* why the handshake or a record failed */
+	int conn_seal_err;		/* a record could not be sealed */
 	unsigned char *conn_out;
 	size_t conn_out_len;		/* bytes in conn_out */
 	size_t conn_out_off;		/* bytes of them already written */
@@ -656,7 +659,7 @@ static size_t rec_begin(struct lc_conn *c)
 static void rec_end(struct lc_conn *c, size_t at)
 {
 	struct lc_ctx *ctx = c->conn_ctx;
-	size_t pt;
+	size_t pt, len;
 
 	if (!ctx->ctx_sec)
 		return;
@@ -665,8 +668,18 @@ static void rec_end(struct lc_conn *c, size_t at)
 		c->conn_out_len = at;
 		return;
 	}
-	c->conn_out_len = at + lc_rec_seal(&c->conn_hs.hs_tx,
-					   c->conn_out + at, pt);
+	len = lc_rec_seal(&c->conn_hs.hs_tx, c->conn_out + at, pt);
+	if (!len) {
+		/* Nothing unsealed may go out: drop the batch, and the
+		 * connection with it (conn_flush); the frames stay queued
+		 * and go out again on a new connection. */
+		lc_log(ctx, LOG_ERR, "node %u: cannot seal a record of %zu bytes",
+		       c->conn_node ? c->conn_node->node_id : 0, pt);
+		c->conn_out_len = at;
+		c->conn_seal_err = -EIO;
+		return;
+	}
+	c->conn_out_len = at + len;
 	ctx->ctx_stats.st_records_sealed++;
 }
 
@@ -750,11 +763,15 @@ static int conn_flush(struct lc_conn *c)
 	ssize_t rv;
 
 	for (int i = 0; i < WRITES_PER_FLUSH; i++) {
+		if (c->conn_seal_err)
+			return c->conn_seal_err;
 		if (c->conn_out_off == c->conn_out_len) {
 			c->conn_out_off = c->conn_out_len = 0;
 			if (c->conn_state != CONN_ESTABLISHED)
 				break;
 			fill_out(c);
+			if (c->conn_seal_err)
+				return c->conn_seal_err;
 			if (!c->conn_out_len)
 				break;
 		}
@@ -1654,7 +1671,7 @@ static void write_last_ack(struct lc_conn *c)
 	len = LC_FRAME_HDR_LEN;
 	if (c->conn_ctx->ctx_sec)
 		len = lc_rec_seal(&c->conn_hs.hs_tx, buf, LC_FRAME_HDR_LEN);
-	if (c->conn_ctx->ctx_tr->tr_send(&c->conn_sock, buf, len) ==
+	if (len && c->conn_ctx->ctx_tr->tr_send(&c->conn_sock, buf, len) ==
 	    (ssize_t)len)
 		n->node_ack_sent = n->node_recv_next - 1;
 }

@@ -8,8 +8,8 @@
  *       the original attack: a plaintext HELLO with a new epoch;
  *   lowcomms-impostor handshake FROM TO PORT CLAIM TARGET KEYFILE
  *       the key handshake, with the key from KEYFILE if it can read it,
- *       else (said on stdout) with a random key; its FIN carries its own
- *       MAC, right or wrong.
+ *       else (said on stdout) with a random key; its FIN carries the MAC
+ *       that key makes, right or wrong.
  *
  * It then waits (at most 5 s) for the peer to close the connection.  Exit
  * 0: refused (closed; with a key it could not prove, as it should be);
@@ -23,6 +23,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <sodium.h>
 
 #include "lowcomms/auth.h"
 #include "lowcomms/frame.h"
@@ -119,6 +121,7 @@ static int do_handshake(int fd, uint32_t claim, uint32_t target,
 	char why[256];
 	struct lc_keys keys;
 	struct lc_hs_msg m;
+	crypto_auth_hmacsha512256_state st;
 	struct lc_hs hs;
 	enum lc_hs_err err;
 	size_t used;
@@ -143,19 +146,28 @@ static int do_handshake(int fd, uint32_t claim, uint32_t target,
 		return 2;
 	}
 	err = lc_hs_on_resp(&hs, &m, resp, fin);
+	lc_hs_wipe(&hs);
 	if (err == LC_HSERR_NONE) {
 		printf("impostor: the peer's proof checks out: we hold the key\n");
 		return 1;
 	}
-	printf("impostor: cannot check the peer's proof (%s); sending a made-up FIN\n",
-	       lc_hs_err_str(err));
+	printf("impostor: cannot check the peer's proof (%s); sending a FIN "
+	       "with our own key's MAC\n", lc_hs_err_str(err));
 	memset(fin, 0, sizeof(fin));
 	memcpy(fin, init, LC_HS_HDR_LEN);
 	fin[5] = LC_HS_FIN;
 	lc_put_le32(fin + 8, LC_HS_FIN_LEN);
 	lc_put_le32(fin + LC_HS_HDR_LEN, claim);
 	lc_put_le32(fin + LC_HS_HDR_LEN + 4, target);
-	randombytes_buf(fin + LC_HS_HDR_LEN + 8, LC_HS_MAC_LEN);
+	/* What an honest initiator with our key would send (auth.c's mac_i:
+	 * HMAC over "I" || INIT || RESP || FIN without its MAC): with a
+	 * wrong key, a well-formed proof of the wrong key. */
+	crypto_auth_hmacsha512256_init(&st, keys.k_mac, sizeof(keys.k_mac));
+	crypto_auth_hmacsha512256_update(&st, (const unsigned char *)"I", 1);
+	crypto_auth_hmacsha512256_update(&st, init, sizeof(init));
+	crypto_auth_hmacsha512256_update(&st, resp, sizeof(resp));
+	crypto_auth_hmacsha512256_update(&st, fin, LC_HS_FIN_LEN - LC_HS_MAC_LEN);
+	crypto_auth_hmacsha512256_final(&st, fin + LC_HS_HDR_LEN + 8);
 	if (send(fd, fin, sizeof(fin), MSG_NOSIGNAL) != sizeof(fin))
 		return 0;
 	return wait_closed(fd);

@@ -1,12 +1,14 @@
 #!/bin/sh
-# tests/test-cluster-impostor.sh - issue 12's finding, replayed on a real
+# tests/test-cluster-impostor.sh - issue 12's findings, replayed on a real
 # cluster: an unprivileged user on node 1 connects to node 2's dlmd port
-# from node 1's address and says "I am node 1".
+# from node 1's address and says "I am node 1"; and a host that takes over
+# a dead node's address says it is that node.
 #
-# tests/dlm-cluster up 2 (a fresh cluster key in DIR/authkey, mode 0600,
+# tests/dlm-cluster up 3 (a fresh cluster key in DIR/authkey, mode 0600,
 # corosync's keyfile and dlmd's key_file; fencing off).  Then, each step
 # bounded in time:
-#   1. a workload on both nodes (tests/cluster-client work);
+#   1. a workload on nodes 1 and 2 (tests/cluster-client work); node 3
+#      holds a lock in the same lockspace;
 #   2. during it, as nobody on node 1 (who cannot read the key file):
 #      a. the original attack, a plaintext HELLO claiming node 1 with a new
 #         epoch (tests/lowcomms-impostor hello);
@@ -14,8 +16,18 @@
 #         read the file, so it uses a random one): its FIN is refused;
 #      node 2 logs why for each, and never sees "node 1 restarted";
 #   3. a dlmd given a key file others may read refuses to start, saying so;
-#   4. the workload finishes, the lockspace never recovered (same event,
-#      members 1 2) and the checker finds no violation.
+#      the lockspace has not recovered (same event, members 1 2 3);
+#   4. node 3 dies (corosync and dlmd SIGKILLed); nodes 1 and 2 recover
+#      the lockspace to members 1 2;
+#   5. from node 3's address (its namespace, as root there, its daemons
+#      dead: a host that took the address over), claiming node 3, to
+#      nodes 1 and 2: a plaintext HELLO, the handshake without the key,
+#      and the handshake with a wrong key (a well-formed FIN with that
+#      key's MAC).  Each is refused and logged with why; neither survivor
+#      ever sees node 3 prove the key again;
+#   6. the workload finishes, the lockspace did not change after node 3's
+#      recovery (same event, members 1 2) and the checker finds no
+#      violation.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-.}
@@ -28,7 +40,8 @@ DLMD=$top_builddir/plugin/dlmd
 IMPOSTOR=$top_builddir/tests/lowcomms-impostor
 LS=imptest
 NRES=8
-WORK_MS=${CLUSTER_TEST_WORK_MS:-6000}
+# long enough to go on through every step up to 6
+WORK_MS=${CLUSTER_TEST_WORK_MS:-16000}
 POLLS=300		# bounded waits: polls of 0.1 s
 NOBODY=65534
 DLM_CLUSTER_FENCING=off
@@ -52,8 +65,8 @@ ls_line() { on "$1" "$DLMCTL" ls 2>/dev/null | grep "^name $LS "; }
 # on K as_nobody CMD...: CMD on node K as nobody, no groups
 as_nobody="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
 
-if ! "$CLUSTER" up 2 "$dir"; then
-	echo "FAIL: cannot bring up the 2-node cluster" >&2
+if ! "$CLUSTER" up 3 "$dir"; then
+	echo "FAIL: cannot bring up the 3-node cluster" >&2
 	rc=1
 	exit 1
 fi
@@ -63,14 +76,17 @@ chmod 777 "$dir/logs" "$dir/counters"
 # reachable for it), not to read the key
 cp "$IMPOSTOR" "$dir/impostor" && chmod 755 "$dir/impostor" ||
 	{ fail "cannot copy the impostor"; exit 1; }
-for k in 1 2; do
+for k in 1 2 3; do
 	grep -q "peers must prove the cluster key" "$dir/n$k/dlmd.out" ||
 		{ fail "node $k's dlmd does not run with the cluster key"; exit 1; }
 done
 grep -q "^ *crypto_cipher: aes256" "$dir/n1/corosync.conf" ||
 	fail "corosync does not run with crypto"
 
-echo "== 1. workload on both nodes"
+echo "== 1. workload on nodes 1 and 2, node 3 holds a lock"
+start_client 3 hold "$LS" n3-lock PR
+holder=$last_pid
+wait_ls 3 "members" "lockspace not on node 3" || exit 1
 wl=
 for k in 1 2; do
 	for c in 1 2; do
@@ -78,7 +94,7 @@ for k in 1 2; do
 		wl="$wl $last_pid"
 	done
 done
-wait_ls 1 "members 1 2 " "lockspace not on both nodes" || exit 1
+wait_ls 1 "members 1 2 3 " "lockspace not on all three nodes" || exit 1
 event0=$(ls_line 1 | sed -n 's/.* event \([0-9]*\).*/\1/p')
 echo "   lockspace running, event $event0"
 
@@ -135,18 +151,83 @@ else
 	fail "dlmd did not say why it refused: $(tail -n 2 "$dir/bad/dlmd.out")"
 fi
 
-echo "== 4. the lock traffic did not notice"
+for k in 1 2; do
+	l=$(ls_line $k)
+	case $l in
+	*"members 1 2 3 "*"event $event0 "*|*"event $event0 "*"members 1 2 3 "*) ;;
+	*) fail "node $k: the lockspace changed: $l" ;;
+	esac
+done
+echo "   nodes 1 and 2: members 1 2 3, event $event0 (no recovery)"
+
+echo "== 4. node 3 dies"
+"$CLUSTER" kill "$dir" 3 || fail "cannot kill node 3"
+kill_client "$holder"
+for k in 1 2; do
+	wait_ls $k "members 1 2 clients" "node $k did not recover the lockspace without node 3" || exit 1
+done
+event1=$(ls_line 1 | sed -n 's/.* event \([0-9]*\).*/\1/p')
+[ "$event1" = "$event0" ] && fail "no new event after node 3 died"
+echo "   nodes 1 and 2 recovered: members 1 2, event $event1"
+
+echo "== 5. a host on node 3's address, claiming node 3"
+# From here on, what the survivors log.
+for k in 1 2; do
+	eval "from$k=\$((\$(wc -l <"\$dir/n$k/dlmd.out") + 1))"
+done
+since() { eval "tail -n +\$from$1 \"\$dir/n$1/dlmd.out\""; }
+head -c 256 /dev/urandom >"$dir/wrong-authkey" && chmod 600 "$dir/wrong-authkey" ||
+	fail "cannot make a wrong key"
+# at most one rejection a second is logged per node: a pause per round
+for round in hello nokey wrongkey; do
+	sleep 1.2
+	for t in 1 2; do
+		case $round in
+		hello) args="hello 10.213.77.3 10.213.77.$t 21064 3 $t" ;;
+		nokey) args="handshake 10.213.77.3 10.213.77.$t 21064 3 $t $dir/n3/no-such-key" ;;
+		wrongkey) args="handshake 10.213.77.3 10.213.77.$t 21064 3 $t $dir/wrong-authkey" ;;
+		esac
+		out=$dir/takeover-$round-$t.out
+		if on 3 "$dir/impostor" $args >"$out" 2>&1; then
+			echo "   $round to node $t: refused"
+		else
+			fail "$round impostor to node $t: $(tail -n 1 "$out")"
+		fi
+	done
+done
+grep -q "trying without the key" "$dir/takeover-nokey-1.out" ||
+	fail "the keyless impostor had a key"
+grep -q "read the key file" "$dir/takeover-wrongkey-1.out" &&
+grep -q "cannot check the peer's proof" "$dir/takeover-wrongkey-1.out" ||
+	fail "the wrong-key impostor did not run with its own key"
+for k in 1 2; do
+	i=0
+	until [ "$(since $k | grep -c "rejecting connection from 10.213.77.3:[0-9]* claiming node 3: peer does not prove the cluster key")" -ge 2 ] &&
+	      since $k | grep -q "rejecting connection from 10.213.77.3:[0-9]*: peer speaks unauthenticated"; do
+		i=$((i + 1))
+		[ $i -gt $POLLS ] && { fail "node $k did not log the three refusals"; break; }
+		sleep 0.1
+	done
+	since $k | grep "rejecting connection" | sed "s/^/   node $k: /"
+	if since $k | grep -E -q "node 3 (at [^ ]* )?proved the cluster key|node 3 restarted"; then
+		fail "node $k took the host on node 3's address for node 3"
+	fi
+done
+
+echo "== 6. the lock traffic did not notice"
 for p in $wl; do
 	wait_pid "$p" $((WORK_MS / 1000 + 60)) || fail "a workload client ($p) failed or hung"
 done
 for k in 1 2; do
 	l=$(ls_line $k)
 	case $l in
-	*"members 1 2 "*"event $event0 "*|*"event $event0 "*"members 1 2 "*) ;;
+	*"members 1 2 clients"*"event $event1 "*) ;;
 	*) fail "node $k: the lockspace changed: $l" ;;
 	esac
+	st=$(on $k "$DLMCTL" status 2>/dev/null | grep '^comms ')
+	echo "   node $k: $(echo "$st" | grep -o 'crypto.*')"
 done
-echo "   both nodes: members 1 2, event $event0 (no recovery)"
+echo "   nodes 1 and 2: members 1 2, event $event1 (no recovery since node 3's)"
 if ! "$CLIENT" check "$dir" $NRES >"$dir/check.out" 2>&1; then
 	fail "checker: $(grep -c VIOLATION "$dir/check.out") violations"
 	head -n 20 "$dir/check.out" >&2

@@ -12,7 +12,10 @@
  *  - a recorded record replayed into a live connection (through a proxy
  *    that copies a whole record): the connection is killed, the reliable
  *    layer resends, and everything arrives exactly once;
- *  - the key file rules (missing, short, readable by others, a symlink).
+ *  - the key file rules (missing, short, readable by others, a symlink);
+ *  - the records themselves: byte for byte what libsodium's AEADs make
+ *    (the earlier releases' record layer, and an independent check of
+ *    OpenSSL's), and a record that fails leaves no plaintext behind.
  * Each refusal must leave a log line saying why, and the real traffic must
  * be delivered exactly once and the real connection never replaced.
  * Every wait is bounded (WAIT_MS).
@@ -34,6 +37,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sodium.h>
 
 #include "lowcomms/auth.h"
 #include "lowcomms/frame.h"
@@ -376,6 +380,140 @@ static void test_handshake_rules(void **state)
 	lc_hs_wipe(&b);
 	lc_hs_wipe(&a2);
 	lc_hs_wipe(&b2);
+}
+
+/* ---- the record layer against libsodium --------------------------------- */
+
+/* libsodium's view of one record: seal (or open) ptlen bytes at
+ * rec + LC_REC_HDR_LEN with key and counter, as the records were made
+ * with libsodium before OpenSSL (auth.c's RECORDS paragraph). */
+static size_t sodium_seal(uint32_t suite, const unsigned char *key,
+			  uint64_t counter, unsigned char *rec, size_t ptlen)
+{
+	unsigned char nonce[12] = { 0 };
+	unsigned long long clen = 0;
+
+	for (int i = 0; i < 8; i++)
+		nonce[i] = (unsigned char)(counter >> (8 * i));
+	lc_put_le32(rec, (uint32_t)(ptlen + LC_REC_TAG_LEN));
+	if (suite == LC_SUITE_AESGCM)
+		crypto_aead_aes256gcm_encrypt(rec + LC_REC_HDR_LEN, &clen,
+					      rec + LC_REC_HDR_LEN, ptlen, rec,
+					      LC_REC_HDR_LEN, NULL, nonce, key);
+	else
+		crypto_aead_chacha20poly1305_ietf_encrypt(
+			rec + LC_REC_HDR_LEN, &clen, rec + LC_REC_HDR_LEN,
+			ptlen, rec, LC_REC_HDR_LEN, NULL, nonce, key);
+	return LC_REC_HDR_LEN + (size_t)clen;
+}
+
+static int sodium_open(uint32_t suite, const unsigned char *key,
+		       uint64_t counter, unsigned char *rec, size_t ct_len)
+{
+	unsigned char nonce[12] = { 0 };
+	unsigned long long mlen = 0;
+
+	for (int i = 0; i < 8; i++)
+		nonce[i] = (unsigned char)(counter >> (8 * i));
+	if (suite == LC_SUITE_AESGCM)
+		return crypto_aead_aes256gcm_decrypt(
+			rec + LC_REC_HDR_LEN, &mlen, NULL, rec + LC_REC_HDR_LEN,
+			ct_len, rec, LC_REC_HDR_LEN, nonce, key);
+	return crypto_aead_chacha20poly1305_ietf_decrypt(
+		rec + LC_REC_HDR_LEN, &mlen, NULL, rec + LC_REC_HDR_LEN,
+		ct_len, rec, LC_REC_HDR_LEN, nonce, key);
+}
+
+/*
+ * Each suite the machine runs, at record sizes around the AEADs' block
+ * and bulk boundaries: a record lc_rec_seal() makes is byte for byte the
+ * one libsodium makes with the same key and counter, and libsodium's
+ * opens with lc_rec_open(), counter after counter.  A changed byte, a
+ * direction used the wrong way, or a record out of turn does not open, and
+ * a failed open leaves zeros, not unauthenticated plaintext.
+ */
+static void test_record_layer(void **state)
+{
+	static const size_t sizes[] = { 1, 15, 16, 17, 64, 255, 256, 288,
+					1056, 4099, 65536 + 7 };
+	uint32_t suites[2] = { LC_SUITE_CHACHA, LC_SUITE_AESGCM };
+	size_t max = 65536 + 7 + LC_REC_OVERHEAD;
+	unsigned char *a = malloc(max), *b = malloc(max), *pt = malloc(max);
+	unsigned char key[LC_AEAD_KEY_LEN];
+	struct lc_aead tx, rx;
+	size_t len, got;
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(pt);
+	assert_true(sodium_init() >= 0);
+	for (size_t i = 0; i < LC_AEAD_KEY_LEN; i++)
+		key[i] = (unsigned char)(i * 7 + 1);
+	for (size_t i = 0; i < max; i++)
+		pt[i] = (unsigned char)(i * 13 + 5);
+	assert_int_equal(lc_aead_init(&tx, 3, key, true), -EINVAL);
+	for (int si = 0; si < 2; si++) {
+		uint32_t suite = suites[si];
+
+		if (!(lc_suites_local() & suite))
+			continue;
+		assert_int_equal(lc_aead_init(&tx, suite, key, true), 0);
+		assert_int_equal(lc_aead_init(&rx, suite, key, false), 0);
+		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			size_t n = sizes[k];
+			uint64_t ctr = tx.ae_counter;
+
+			/* Ours, then libsodium's, of the same record. */
+			memcpy(a + LC_REC_HDR_LEN, pt, n);
+			len = lc_rec_seal(&tx, a, n);
+			assert_int_equal(len, n + LC_REC_OVERHEAD);
+			memcpy(b + LC_REC_HDR_LEN, pt, n);
+			assert_int_equal(sodium_seal(suite, key, ctr, b, n), len);
+			assert_memory_equal(a, b, len);
+			/* libsodium opens ours. */
+			assert_int_equal(sodium_open(suite, key, ctr, b,
+						     len - LC_REC_HDR_LEN), 0);
+			assert_memory_equal(b + LC_REC_HDR_LEN, pt, n);
+			/* A sealing direction does not open. */
+			assert_int_equal(lc_rec_open(&tx, a, len - LC_REC_HDR_LEN,
+						     &got), -EBADMSG);
+			/* One changed byte (the last of the tag, or of the
+			 * length header): refused, zeros left. */
+			a[len - 1 - (k % 2) * (len - 1)] ^= 0x40;
+			assert_int_equal(lc_rec_open(&rx, a, len - LC_REC_HDR_LEN,
+						     &got), -EBADMSG);
+			for (size_t j = 0; j < n; j++)
+				assert_int_equal(a[LC_REC_HDR_LEN + j], 0);
+			assert_int_equal(rx.ae_counter, ctr);
+			/* The record libsodium makes, whole: opens, once. */
+			memcpy(b + LC_REC_HDR_LEN, pt, n);
+			sodium_seal(suite, key, ctr, b, n);
+			memcpy(a, b, len);
+			assert_int_equal(lc_rec_open(&rx, b, len - LC_REC_HDR_LEN,
+						     &got), 0);
+			assert_int_equal(got, n);
+			assert_memory_equal(b + LC_REC_HDR_LEN, pt, n);
+			assert_int_equal(lc_rec_open(&rx, a, len - LC_REC_HDR_LEN,
+						     &got), -EBADMSG);
+		}
+		/* A record from two counters ahead does not open either. */
+		memcpy(b + LC_REC_HDR_LEN, pt, 100);
+		sodium_seal(suite, key, rx.ae_counter + 1, b, 100);
+		assert_int_equal(lc_rec_open(&rx, b, 100 + LC_REC_TAG_LEN, &got),
+				 -EBADMSG);
+		lc_aead_wipe(&tx);
+		lc_aead_wipe(&rx);
+		assert_null(tx.ae_ctx);
+	}
+	/* No cipher: nothing seals, nothing opens. */
+	memset(&tx, 0, sizeof(tx));
+	assert_int_equal(lc_rec_seal(&tx, a, 10), 0);
+	assert_int_equal(lc_rec_open(&tx, a, 10 + LC_REC_TAG_LEN, &got),
+			 -EBADMSG);
+	free(a);
+	free(b);
+	free(pt);
 }
 
 /* ---- impostors on the node's own address --------------------------------- */
@@ -842,6 +980,7 @@ int main(void)
 		cmocka_unit_test(test_key_file),
 		cmocka_unit_test(test_config_must_choose),
 		cmocka_unit_test(test_handshake_rules),
+		cmocka_unit_test(test_record_layer),
 		cmocka_unit_test(test_impostor_plaintext_hello),
 		cmocka_unit_test(test_impostor_without_key),
 		cmocka_unit_test(test_wrong_key),
