@@ -507,6 +507,18 @@ static void unbind_if_bound(void *arg, uint32_t key, void *val)
 		client_unbind(ua->ua_d, c);
 }
 
+/* In use: a client has it open, or it holds orphaned (persistent) locks
+ * whose owner may come back for them. */
+bool dlmd_ls_in_use(struct dlmd_ls *dl)
+{
+	struct dlm_ls_stats st;
+
+	if (dl->dl_nopen)
+		return true;
+	dlm_core_ls_stats(dl->dl_core, &st);
+	return st.ls_orphans != 0;
+}
+
 int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
 		    const struct dlmd_client *except)
 {

@@ -13,7 +13,9 @@
  * recorder), "config" (the effective dlm.conf), "lockdump NAME" (the
  * engine's dump of a lockspace), "join NAME" (create the lockspace, mode
  * 0600, like dlm_tool join; it joins the lockspace's group and shows up
- * in "ls" with what it waits for), "leave NAME" (release it, forced) and
+ * in "ls" with what it waits for), "leave NAME" (release it; refused
+ * while a client has it open or it holds orphans), "leave-force NAME"
+ * (release it regardless, dropping those locks) and
  * "fence_ack NODEID" (an operator declares a failed node fenced; refused
  * for a node that is a member of the current cluster view: it is alive)
  * and "debug_frames_lost NODEID" (a test hook: the daemon acts as if
@@ -287,13 +289,50 @@ static int verb_join(struct dlmd *d, const char *arg, struct sbuf *sb, bool json
 	return dlmd_ls_create(d, arg, CTL_MODE, 0, 0, false, &dl);
 }
 
-static int verb_leave(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+/*
+ * "leave": the lockspace goes, with whatever creates of it remain, but
+ * only when nobody uses it: releasing it under a client's granted lock
+ * would let another node take that lock while the client still believes
+ * it holds it.  So a client connection or an orphaned lock makes it
+ * -EBUSY, naming them.  "leave-force" releases it regardless (the
+ * clients' locks are dropped and their connections unbound), logged.
+ */
+static int leave(struct dlmd *d, const char *arg, struct sbuf *sb, bool force)
 {
 	struct dlmd_ls *dl = dlmd_ls_find(d, arg);
+	struct dlm_ls_stats st;
 
 	if (!dl)
 		return -ENOENT;
+	dlm_core_ls_stats(dl->dl_core, &st);
+	if (dlmd_ls_in_use(dl)) {
+		if (!force) {
+			sb_printf(sb, "lockspace %s is in use: %u client connections, "
+				  "%llu orphaned locks; stop its users (or adopt or "
+				  "purge the orphans) first, or leave --force",
+				  dl->dl_name, dl->dl_nopen,
+				  (unsigned long long)st.ls_orphans);
+			log_warn("control: leave %s refused: in use (%u client "
+				 "connections, %llu orphaned locks)", dl->dl_name,
+				 dl->dl_nopen, (unsigned long long)st.ls_orphans);
+			return -EBUSY;
+		}
+		log_warn("control: leave --force %s: dropping the locks of %u "
+			 "client connections and %llu orphaned locks", dl->dl_name,
+			 dl->dl_nopen, (unsigned long long)st.ls_orphans);
+	}
 	return dlmd_ls_release(d, dl, true, NULL);
+}
+
+static int verb_leave(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+{
+	return leave(d, arg, sb, false);
+}
+
+static int verb_leave_force(struct dlmd *d, const char *arg, struct sbuf *sb,
+			    bool json)
+{
+	return leave(d, arg, sb, true);
 }
 
 static int verb_fence_ack(struct dlmd *d, const char *arg, struct sbuf *sb,
@@ -346,6 +385,7 @@ static const struct ctl_verb verbs[] = {
 	{ "lockdump", true, false, verb_lockdump },
 	{ "join", true, false, verb_join },
 	{ "leave", true, false, verb_leave },
+	{ "leave-force", true, false, verb_leave_force },
 	{ "fence_ack", true, false, verb_fence_ack },
 	{ "debug_frames_lost", true, false, verb_debug_frames_lost },
 };

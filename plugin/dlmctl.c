@@ -2,7 +2,7 @@
  * plugin/dlmctl.c - the control tool for dlmd.
  *
  *   dlmctl [-s SOCKET] [--json] ls | status | dump | config |
- *          lockdump LOCKSPACE | join LOCKSPACE | leave LOCKSPACE |
+ *          lockdump LOCKSPACE | join LOCKSPACE | leave [--force] LOCKSPACE |
  *          fence_ack NODEID | debug_frames_lost NODEID
  *
  * Talks to the daemon's control socket (protocol: plugin/ctl.c): the
@@ -46,7 +46,9 @@ static void usage(FILE *f)
 		"  lockdump LS        the lock dump of lockspace LS\n"
 		"  join LS            create lockspace LS on this node; returns once it\n"
 		"                     runs (up to 60 s)\n"
-		"  leave LS           remove lockspace LS from this node (forced)\n"
+		"  leave [--force] LS remove lockspace LS from this node; refused while\n"
+		"                     a client has it open or it holds orphaned locks,\n"
+		"                     unless --force (their locks are dropped)\n"
 		"  fence_ack NODEID   declare a failed node fenced (recovery goes on);\n"
 		"                     refused for a node in the current cluster view\n"
 		"  debug_frames_lost NODEID\n"
@@ -201,7 +203,7 @@ int main(int argc, char **argv)
 {
 	const char *path = getenv("DLMD_CTL_SOCKET");
 	const char *verb = NULL, *arg = NULL;
-	bool json = false, needs_arg;
+	bool json = false, force = false, needs_arg;
 	char req[DLMP_NAME_MAX + 64];
 	char *out = NULL;
 	int i, rv;
@@ -211,6 +213,8 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j")) {
 			json = true;
+		} else if (!strcmp(argv[i], "--force") || !strcmp(argv[i], "-f")) {
+			force = true;
 		} else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
 			path = argv[++i];
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -242,7 +246,8 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (needs_arg != (arg != NULL) ||
-	    (json && strcmp(verb, "ls") && strcmp(verb, "status"))) {
+	    (json && strcmp(verb, "ls") && strcmp(verb, "status")) ||
+	    (force && strcmp(verb, "leave"))) {
 		usage(stderr);
 		return EXIT_USAGE;
 	}
@@ -250,7 +255,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dlmctl: bad lockspace name '%s'\n", arg);
 		return EXIT_USAGE;
 	}
-	snprintf(req, sizeof(req), "%s%s%s%s\n", verb, json ? "-json" : "",
+	snprintf(req, sizeof(req), "%s%s%s%s%s\n", verb, json ? "-json" : "",
+		 force ? "-force" : "",
 		 arg ? " " : "", arg ? arg : "");
 
 	rv = ctl_request(path, req, &out);

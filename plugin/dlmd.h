@@ -281,6 +281,7 @@ struct dlmd_ls *dlmd_ls_find(struct dlmd *d, const char *name);
 int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
 		   gid_t gid, bool excl, struct dlmd_ls **out);
 /* Remove a lockspace; -EBUSY if clients or locks remain and !force. */
+bool dlmd_ls_in_use(struct dlmd_ls *dl);
 int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
 		    const struct dlmd_client *except);
 unsigned int dlmd_client_count(const struct dlmd *d);

@@ -151,16 +151,6 @@ static void raise_nofile_limit(void)
  * same reason.  A dlmd that is killed instead is fenced by the others
  * (cluster.c), which is safe: its clients die with the node.
  */
-static bool ls_in_use(struct dlmd_ls *dl)
-{
-	struct dlm_ls_stats st;
-
-	if (dl->dl_nopen)
-		return true;
-	dlm_core_ls_stats(dl->dl_core, &st);
-	return st.ls_orphans != 0;
-}
-
 static int32_t on_signal(int32_t sig, void *data)
 {
 	struct dlmd *d = data;
@@ -169,7 +159,7 @@ static int32_t on_signal(int32_t sig, void *data)
 	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
 		struct dlm_ls_stats st;
 
-		if (!ls_in_use(dl))
+		if (!dlmd_ls_in_use(dl))
 			continue;
 		dlm_core_ls_stats(dl->dl_core, &st);
 		log_warn("lockspace %s is in use: %u client connections, "
@@ -180,7 +170,7 @@ static int32_t on_signal(int32_t sig, void *data)
 	if (busy) {
 		log_warn("signal %d: shutdown refused, %u lockspaces in use; "
 			 "stop their users (and adopt or purge their orphans, "
-			 "or \"dlmctl leave\" them) first. Killing dlmd instead "
+			 "or \"dlmctl leave --force\" them) first. Killing dlmd instead "
 			 "gets this node fenced", sig, busy);
 		return 0;
 	}

@@ -204,6 +204,12 @@ grep -q 'lockspace stop-ls is in use: 1 client connections, 0 orphaned locks' "$
 kill -0 "$DLMD_PID_1" 2>/dev/null || fail "dlmd stopped under a client's lock"
 "$DLMCTL" lockdump stop-ls | grep -q 'held-resource' ||
 	fail "the held lock is gone after a refused SIGTERM: $("$DLMCTL" lockdump stop-ls)"
+# nor does "dlmctl leave" take the lockspace from under its client
+"$DLMCTL" leave stop-ls >"$dir/leave.out" 2>&1 && fail "dlmctl leave of a lockspace in use succeeded"
+grep -q 'lockspace stop-ls is in use: 1 client connections, 0 orphaned locks' "$dir/leave.out" ||
+	fail "dlmctl leave's refusal does not say why: $(cat "$dir/leave.out")"
+"$DLMCTL" lockdump stop-ls | grep -q 'held-resource' ||
+	fail "the held lock is gone after a refused leave: $("$DLMCTL" lockdump stop-ls)"
 exec 3>&-
 wait "$holder" || fail "the holder could not unlock after a refused SIGTERM: $(cat "$dir/hold.out")"
 holder=
@@ -214,7 +220,12 @@ wait_refusals $((n + 2))
 grep -q 'lockspace stop-ls is in use: 0 client connections, 1 orphaned locks' "$dir/n1/dlmd.out" ||
 	fail "the refusal does not count stop-ls's orphan"
 kill -0 "$DLMD_PID_1" 2>/dev/null || fail "dlmd stopped with an orphaned lock"
-"$DLMCTL" leave stop-ls || fail "dlmctl leave stop-ls"
+"$DLMCTL" leave stop-ls >"$dir/leave.out" 2>&1 && fail "dlmctl leave of a lockspace with an orphan succeeded"
+grep -q 'lockspace stop-ls is in use: 0 client connections, 1 orphaned locks' "$dir/leave.out" ||
+	fail "dlmctl leave's refusal does not count the orphan: $(cat "$dir/leave.out")"
+"$DLMCTL" leave --force stop-ls || fail "dlmctl leave --force stop-ls"
+grep -q 'leave --force stop-ls: dropping the locks of 0 client connections and 1 orphaned locks' \
+	"$dir/n1/dlmd.out" || fail "dlmd did not log the forced leave"
 kill -TERM "$DLMD_PID_1"
 i=0
 while kill -0 "$DLMD_PID_1" 2>/dev/null && [ $i -lt $POLLS ]; do
