@@ -61,6 +61,13 @@ need() { # TEST PATH WHAT
 need -x "$sbindir/dlmd" "daemon"
 need -x "$bindir/dlmctl" "control tool"
 need -x "$sbindir/dlmd-configfs" "configfs view runner"
+# dlm_tool (and its page) only where configure found no other one
+if grep -qFx 'S["INSTALL_DLM_TOOL_TRUE"]=""' "$top_builddir/config.status"; then
+	need -x "$sbindir/dlm_tool" "dlm_tool front end"
+	need -f "$mandir/man8/dlm_tool.8" "dlm_tool(8)"
+else
+	[ -e "$D$sbindir/dlm_tool" ] && fail "dlm_tool installed over another DLM's (configure found one)"
+fi
 grep -q "^conf=$sysconfdir/dlm/dlm.conf$" "$D$sbindir/dlmd-configfs" ||
 	fail "dlmd-configfs does not default to $sysconfdir/dlm/dlm.conf"
 for l in libdlm libdlm_lt; do
