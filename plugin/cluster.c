@@ -118,7 +118,7 @@
  *    CPG delivers it in the same order on every member of a side, and a
  *    side's membership at that point is what that member records: the
  *    failure was "seen from a majority" iff that side held a strict
- *    majority of the configured nodes (2 * members > nodes), counted in
+ *    majority of the configured nodes (2 * members > nodes, or half with the tie-breaker: below), counted in
  *    the daemon group or, if not there, in the totem ring that corosync
  *    delivers right after (nodes whose corosync runs without a dlmd
  *    count there; daemon_totem_confchg()).  Two disjoint sides never both
@@ -142,8 +142,16 @@
  *    minority side goes.
  *  - nothing recovers in between: lockspaces stopped at the split, and
  *    START waits for the failed node to be fenced on every member.
- * With no majority side (an even split) nobody removes anyone: fencing of
- * the other side waits as before (a known limit, below).
+ * An even split (2 + 2 of 4, or 1 + 1 in a two_node cluster) counts the
+ *    half holding the tie-breaker node as the majority: votequorum's
+ *    auto_tie_breaker_node where auto_tie_breaker is on (the half it
+ *    keeps quorate), else the lowest configured node id (read_tiebreak).
+ *    Exactly one of two disjoint halves holds it, so the rule stays
+ *    symmetric-safe, and a two_node cluster's blip that merges back
+ *    resolves by itself: node 1 (say) removes and fences node 2.  A half
+ *    that is not quorate still fences nobody (fence.c), so in a 2 + 2
+ *    split without auto_tie_breaker the winning half removes the others
+ *    and then waits for quorum, i.e. for them to come back fresh.
  *
  * LOST FRAMES.  lowcomms delivers engine messages in order and exactly
  * once while both nodes keep each other; a peer resuming past what we got
@@ -168,11 +176,11 @@
  *    one change old, which at worst delays the start by one more change.
  *  - A loser's clients are disconnected from the lockspace; they must
  *    open it again.  Every member runs the fence command for itself.
- *  - A split with no side holding a majority of the configured nodes
- *    (e.g. 2 + 2 of 4, or two_node clusters) merges back with every
- *    side waiting to fence the other; nobody is removed, recovery waits
- *    for fencing (or an operator stopping one side; fence_ack is refused
- *    while the node is in the view).
+ *  - A split into three or more sides none of which holds a majority
+ *    (or half with the tie-breaker) merges back with every side waiting
+ *    to fence the others; nobody is removed, recovery waits for fencing
+ *    (or an operator stopping one side; fence_ack is refused while the
+ *    node is in the view).
  *  - The majority is counted in configured nodes, one vote each: a
  *    votequorum with unequal votes or a quorum device is not modelled.
  *  - The stall watchdog sees operations waiting for a reply while the
@@ -252,6 +260,7 @@ struct dlmd_cluster {
 	bool			cs_nodelist_changed;
 	struct cs_node		cs_nodes[DLM_MAX_NODES];
 	unsigned int		cs_nnodes;
+	uint32_t		cs_tiebreak;	/* wins an even split; 0: none */
 	/* the daemon group now, and the nodes we lost (node-down) while
 	 * our side of the daemon group held a strict majority of the
 	 * configured nodes: if one of them merges back, we remove it */
@@ -377,6 +386,50 @@ static const struct cs_node *find_node(const struct dlmd_cluster *cs,
 	return NULL;
 }
 
+/*
+ * The node whose half wins an even split (SPLIT AND MERGE): votequorum's
+ * quorum.auto_tie_breaker_node where auto_tie_breaker is on ("lowest",
+ * "highest", or a list of ids whose first configured one counts), else
+ * the lowest configured id, so a two_node cluster or a 2 + 2 split that
+ * merges back resolves by itself.  With auto_tie_breaker this is the
+ * half votequorum keeps quorate.
+ */
+static void read_tiebreak(struct dlmd_cluster *cs, cmap_handle_t cmap)
+{
+	uint32_t lo = 0, hi = 0, pick = 0;
+	uint8_t atb = 0;
+	char *how = NULL;
+
+	for (unsigned int i = 0; i < cs->cs_nnodes; i++) {
+		uint32_t id = cs->cs_nodes[i].n_id;
+
+		if (!lo || id < lo)
+			lo = id;
+		if (id > hi)
+			hi = id;
+	}
+	if (cmap_get_uint8(cmap, "quorum.auto_tie_breaker", &atb) == CS_OK && atb &&
+	    cmap_get_string(cmap, "quorum.auto_tie_breaker_node", &how) == CS_OK &&
+	    how) {
+		if (!strcmp(how, "highest")) {
+			pick = hi;
+		} else if (strcmp(how, "lowest")) {
+			for (char *p = how, *end; *p && !pick; p = end) {
+				unsigned long v = strtoul(p, &end, 10);
+
+				if (end == p)
+					break;
+				if (v && v <= UINT32_MAX && find_node(cs, (uint32_t)v))
+					pick = (uint32_t)v;
+				while (*end == ' ' || *end == ',')
+					end++;
+			}
+		}
+		free(how);
+	}
+	cs->cs_tiebreak = pick ? pick : lo;
+}
+
 /* Read nodelist.node.* into cs_nodes (all rings).  0 or -ENOTCONN. */
 static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
 {
@@ -419,6 +472,7 @@ static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
 	}
 	cmap_iter_finalize(cmap, iter);
 	cs->cs_nnodes = n;
+	read_tiebreak(cs, cmap);
 	return 0;
 }
 
@@ -1093,11 +1147,18 @@ static void remove_node(struct dlmd_cluster *cs, uint32_t id, const char *why)
 			"%s", id, why);
 }
 
-/* Does our side of the daemon group hold a strict majority of the
- * configured nodes?  Two disjoint sides never both do. */
-static bool majority_side(const struct dlmd_cluster *cs, unsigned int n)
+/* Does our side (IDS, the daemon group's or the ring's) hold a strict
+ * majority of the configured nodes, or exactly half of them with the
+ * tie-breaker node?  Two disjoint sides never both do. */
+static bool majority_side(const struct dlmd_cluster *cs, const uint32_t *ids,
+			  unsigned int n)
 {
-	return cs->cs_nnodes && 2 * n > cs->cs_nnodes;
+	if (!cs->cs_nnodes)
+		return false;
+	if (2 * n > cs->cs_nnodes)
+		return true;
+	return 2 * n == cs->cs_nnodes && cs->cs_tiebreak &&
+	       id_in(ids, n, cs->cs_tiebreak);
 }
 
 static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
@@ -1118,7 +1179,7 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			ids[n++] = members[i].nodeid;
 	memcpy(cs->cs_dmembers, ids, n * sizeof(ids[0]));
 	cs->cs_ndmembers = n;
-	majority = majority_side(cs, n);
+	majority = majority_side(cs, ids, n);
 	fmt_ids(m, sizeof(m), ids, n);
 	log_info("daemon group members [%s]", m);
 	for (size_t i = 0; i < njoined; i++) {
@@ -1208,12 +1269,14 @@ static void daemon_totem_confchg(cpg_handle_t h, struct cpg_ring_id ring,
 			id_remove(cs->cs_down, &cs->cs_ndown, id);
 			continue;
 		}
-		if (!majority_side(cs, n)) {
+		if (!majority_side(cs, list, n)) {
 			i++;
 			continue;
 		}
 		log_notice("node %u was lost from a ring of %u of %u nodes: a "
-			   "majority side", id, n, cs->cs_nnodes);
+			   "majority side%s", id, n, cs->cs_nnodes,
+			   2 * n == cs->cs_nnodes ? " (the half with the "
+			   "tie-breaker node)" : "");
 		if (!dlmd_fence_is_done(cs->cs_d, id))
 			dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_MAJORITY);
 		if (!id_in(cs->cs_lost, cs->cs_nlost, id) &&
@@ -1432,8 +1495,9 @@ int dlmd_cluster_init(struct dlmd *d)
 	if (qb_loop_timer_add(d->d_loop, QB_LOOP_LOW, STALL_TICK_MS * NS_PER_MS, cs,
 			      watchdog_timer, &cs->cs_wd) == 0)
 		cs->cs_wd_armed = true;
-	log_notice("corosync: we are node %u of %u configured node%s", d->d_nodeid,
-		   cs->cs_nnodes, cs->cs_nnodes == 1 ? "" : "s");
+	log_notice("corosync: we are node %u of %u configured node%s; node %u "
+		   "breaks even splits", d->d_nodeid, cs->cs_nnodes,
+		   cs->cs_nnodes == 1 ? "" : "s", cs->cs_tiebreak);
 	for (unsigned int i = 0; i < cs->cs_nnodes; i++)
 		log_info("node %u address %s%s", cs->cs_nodes[i].n_id,
 			 cs->cs_nodes[i].n_naddrs ? cs->cs_nodes[i].n_addrs[0] : "(none)",

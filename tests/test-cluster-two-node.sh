@@ -1,0 +1,116 @@
+#!/bin/sh
+# tests/test-cluster-two-node.sh - an even split that merges back resolves
+# by itself (issue 11, item 2; plugin/cluster.c SPLIT AND MERGE): a
+# two_node corosync cluster (tests/dlm-cluster up 2, DLM_CLUSTER_QUORUM
+# "two_node: 1", fence_command = dlm-cluster fence), where each half of a
+# split is one node of two and stays quorate.
+#
+#   A client on node 2 holds EX.  Fencing is held back (DIR/fence-hold);
+#   node 2 is cut for longer than the token, so each node loses the other,
+#   and healed, so corosync merges them back with neither fenced.  With no
+#   operator: node 1 (the tie-breaker: the lowest configured id) removes
+#   node 2 from the cluster (its corosync exits) and never is removed or
+#   fenced itself; node 1's waiter for the EX lock is NOT granted while
+#   node 2's holder lives unfenced; once fencing may run, node 2 is fenced
+#   (its holder dies), the waiter is granted, node 1 runs the lockspace
+#   alone and the history checker passes.  Node 2 restarts and rejoins.
+# Before the tie-break both nodes waited for ever to fence a node that
+# was back in the view.
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+top_builddir=${top_builddir:-.}
+top_builddir=$(cd "$top_builddir" && pwd)
+export top_builddir
+CLUSTER=$top_srcdir/tests/dlm-cluster
+CLIENT=$top_builddir/tests/cluster-client
+DLMCTL=$top_builddir/plugin/dlmctl
+LS=twonode
+NRES=4
+WORK_MS=${CLUSTER_TEST_WORK_MS:-3000}
+POLLS=300		# bounded waits: polls of 0.1 s
+BLOCKED_S=3		# how long "nothing is granted" is watched
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/dlm2n.XXXXXX") || exit 1
+rc=0
+pids=
+
+. "$top_srcdir/tests/cluster-test-lib.sh"
+
+t_start=$(date +%s)
+say() { echo "$* ($(( $(date +%s) - t_start )) s)"; }
+
+running() { # K NAME: is node K's dlmd or corosync alive?
+	case $2 in
+	dlmd) p=$(cat "$dir/n$1/dlmd.launch-pid" 2>/dev/null) ;;
+	corosync) p=$(cat "$dir/n$1/corosync.pid" 2>/dev/null) ;;
+	esac
+	[ -n "$p" ] && kill -0 "$p" 2>/dev/null &&
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "$2"
+}
+
+if ! DLM_CLUSTER_QUORUM="two_node: 1" "$CLUSTER" up 2 "$dir"; then
+	echo "FAIL: cannot bring up the two_node cluster" >&2
+	rc=1
+	exit 1
+fi
+grep -q "two_node: 1" "$dir/n1/corosync.conf" || fail "corosync.conf has no two_node"
+mkdir -p "$dir/logs" "$dir/counters"
+chmod 777 "$dir/logs" "$dir/counters"
+: >"$dir/fence.log"
+grep -q "breaks even splits" "$dir/n1/dlmd.out" ||
+	fail "dlmd does not log its tie-breaker node"
+grep -q "node 1 breaks even splits" "$dir/n2/dlmd.out" ||
+	fail "node 2 does not take node 1 (the lowest id) as the tie-breaker"
+
+say "== a holder on node 2, a workload on both"
+start_client 2 hold "$LS" r-held EX
+holder=$last_pid
+i=0
+until grep -q '^held' "$dir/client-n2.out" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -gt $POLLS ] && { fail "node 2's client did not get its lock"; break; }
+	sleep 0.1
+done
+workload "$WORK_MS" 1 2
+wait_workload $((WORK_MS / 1000 + 30)) 1 2
+wait_ls 1 "state running members 1 2 " "the lockspace is not on both nodes"
+check "before the split"
+
+say "== node 2 cut past the token, fencing held, healed"
+touch "$dir/fence-hold"
+workload $((WORK_MS * 2)) 1
+"$CLUSTER" cut "$dir" 2
+wait_ls 1 "wait fencing node 2" "node 1 did not lose node 2"
+start_client 1 try "$LS" r-held EX
+waiter=$last_pid
+"$CLUSTER" heal "$dir" 2
+i=0
+while running 2 corosync && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
+running 2 corosync && fail "node 2 merged back unfenced and was not removed (an even split must resolve by itself)"
+grep -q "removing node 2 from the cluster" "$dir/n1/dlmd.out" ||
+	fail "node 1 (the tie-breaker) does not say it removed node 2"
+grep -q "removing node 1 from the cluster" "$dir/n2/dlmd.out" &&
+	fail "node 2 tried to remove the tie-breaker node"
+sleep "$BLOCKED_S"
+kill -0 "$waiter" 2>/dev/null ||
+	fail "node 1 was granted node 2's EX while node 2's holder was alive and unfenced: $(tail -n 2 "$dir/client-n1.out")"
+kill -0 "$holder" 2>/dev/null || fail "node 2's holder died before fencing (it should be alive)"
+rm -f "$dir/fence-hold"
+wait_pid "$waiter" 60 || fail "the waiter was not granted after fencing node 2"
+grep -q "fence node 2\$" "$dir/fence.log" || fail "node 2 was not fenced: $(cat "$dir/fence.log")"
+grep -q "fence node 1\$" "$dir/fence.log" && fail "node 1 was fenced: $(cat "$dir/fence.log")"
+kill -0 "$holder" 2>/dev/null && fail "node 2's holder is still alive after the waiter was granted"
+wait_ls 1 "state running members 1 clients" "node 1 does not run the lockspace alone"
+running 1 corosync && running 1 dlmd || fail "node 1 went down: $("$CLUSTER" status "$dir")"
+wait_workload $((WORK_MS * 2 / 1000 + 30)) 1
+check "even split and merge"
+
+say "== node 2 restarts and rejoins"
+"$CLUSTER" start "$dir" 2 >/dev/null || fail "node 2 did not start"
+timeout 60 "$CLUSTER" exec "$dir" 2 "$CLIENT" try "$LS" rejoin-2 EX \
+	>"$dir/rejoin.out" 2>&1 || fail "node 2 cannot lock after restarting: $(cat "$dir/rejoin.out")"
+wait_ls 1 "state running members 1 2 " "node 2 did not rejoin"
+
+"$CLUSTER" status "$dir" >/dev/null || fail "a daemon died: $("$CLUSTER" status "$dir")"
+say "test-cluster-two-node: done"
+exit $rc
