@@ -151,7 +151,10 @@
  *    resolves by itself: node 1 (say) removes and fences node 2.  A half
  *    that is not quorate still fences nobody (fence.c), so in a 2 + 2
  *    split without auto_tie_breaker the winning half removes the others
- *    and then waits for quorum, i.e. for them to come back fresh.
+ *    and then waits for quorum, i.e. for them to come back fresh.  The
+ *    half without the tie-breaker delays its fence command (fence.c,
+ *    DLMD_FAIL_EVEN_LOSER), so in a two_node cluster the halves of a
+ *    real partition do not shoot each other: the tie-breaker's wins.
  *
  * LOST FRAMES.  lowcomms delivers engine messages in order and exactly
  * once while both nodes keep each other; a peer resuming past what we got
@@ -1224,7 +1227,9 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 		id_remove(cs->cs_gap, &cs->cs_ngap, id);
 		if (left[i].reason == CPG_REASON_NODEDOWN) {
 			dlmd_fence_node_failed(cs->cs_d, id, majority ?
-					       DLMD_FAIL_MAJORITY : DLMD_FAIL_NODE);
+					       DLMD_FAIL_MAJORITY :
+					       2 * n == cs->cs_nnodes ?
+					       DLMD_FAIL_EVEN_LOSER : DLMD_FAIL_NODE);
 			if (majority && !id_in(cs->cs_lost, cs->cs_nlost, id) &&
 			    cs->cs_nlost < DLM_MAX_NODES)
 				cs->cs_lost[cs->cs_nlost++] = id;

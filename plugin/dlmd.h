@@ -405,6 +405,10 @@ void dlmd_fence_fini(struct dlmd *d);
 					 * majority of the configured nodes */
 #define DLMD_FAIL_REMOVED	4	/* we removed it from the cluster (its
 					 * messages to us were lost) */
+#define DLMD_FAIL_EVEN_LOSER	8	/* seen from the half of an even split
+					 * without the tie-breaker node: our
+					 * fence command waits
+					 * EVEN_SPLIT_FENCE_DELAY_MS first */
 void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how);
 bool dlmd_fence_is_done(const struct dlmd *d, uint32_t nodeid);
 /* Was the node's latest failure fenced by a method that stops the node

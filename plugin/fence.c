@@ -65,6 +65,12 @@
  *                       (plugin/cluster.c, SPLIT AND MERGE); the minority
  *                       side never has this mark, so it never fences the
  *                       majority.
+ * A failure seen from the half of an even split without the tie-breaker
+ * node (DLMD_FAIL_EVEN_LOSER; plugin/cluster.c, SPLIT AND MERGE) runs the
+ * fence command only EVEN_SPLIT_FENCE_DELAY_MS after the failure: in a
+ * two_node cluster both halves stay quorate, and without the delay a
+ * blip would have each shoot the other; with it, the tie-breaker half
+ * fences (or, after a merge, removes) the other first.
  * "dlmctl fence_ack" is refused for a node in the current view: it is
  * alive, and so may be its clients.
  * The command runs in a child process; its exit is noticed through
@@ -89,6 +95,7 @@
 #include "plugin/dlmd.h"
 
 #define FENCE_RETRY_MS		2000
+#define EVEN_SPLIT_FENCE_DELAY_MS 5000	/* DLMD_FAIL_EVEN_LOSER */
 #define PCMK_CLIENT_NAME	"dlmd"
 #define PCMK_HISTORY_TIMEOUT_S	10
 #define PCMK_FENCE_TIMEOUT_S	120
@@ -120,6 +127,8 @@ struct fence_node {
 					 * fence_ack, not enable_fencing = 0) */
 	bool		fn_retry_armed;
 	qb_loop_timer_handle fn_retry;
+	/* the fence command not before this (ms; DLMD_FAIL_EVEN_LOSER) */
+	uint64_t	fn_not_before;
 };
 
 struct dlmd_fence {
@@ -208,6 +217,22 @@ static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 				   "without it%s", fn->fn_nodeid,
 				   dlmd_cluster_quorate(fe->fe_d) ? " (its failure "
 				   "was seen from a minority side)" : "");
+			fn->fn_last_log = now;
+		}
+		schedule_retry(fe, fn);
+		return;
+	}
+	/* The half of an even split without the tie-breaker gives the other
+	 * half time to fence us first (as pcmk_delay_base on one node of a
+	 * two_node cluster): a blip that merges back within it is then
+	 * resolved by the tie-breaker half removing us, not by both halves
+	 * shooting each other. */
+	if (now < fn->fn_not_before) {
+		if (now - fn->fn_last_log >= FENCE_LOG_INTERVAL_MS) {
+			log_notice("fencing: node %u in %llu ms (we are the half of "
+				   "an even split without the tie-breaker node)",
+				   fn->fn_nodeid,
+				   (unsigned long long)(fn->fn_not_before - now));
 			fn->fn_last_log = now;
 		}
 		schedule_retry(fe, fn);
@@ -594,6 +619,8 @@ void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how)
 	fn->fn_pcmk_asked = false;
 	fn->fn_in_view_ok = in_view_ok;
 	fn->fn_daemon = how & DLMD_FAIL_DAEMON;
+	fn->fn_not_before = how & DLMD_FAIL_EVEN_LOSER ?
+			    fn->fn_failed_at + EVEN_SPLIT_FENCE_DELAY_MS : 0;
 	log_notice("fencing: node %u failed%s", nodeid,
 		   how & DLMD_FAIL_DAEMON ? " (its dlmd died while it had "
 		   "lockspaces; the node itself is up)" :

@@ -14,6 +14,9 @@
 #   node 2's holder lives unfenced; once fencing may run, node 2 is fenced
 #   (its holder dies), the waiter is granted, node 1 runs the lockspace
 #   alone and the history checker passes.  Node 2 restarts and rejoins.
+#   Then a 3 s cut with fencing free: both halves are quorate, node 1
+#   fences node 2 at once and node 2 (delayed: the half without the
+#   tie-breaker) never fences node 1.
 # Before the tie-break both nodes waited for ever to fence a node that
 # was back in the view.
 set -u
@@ -108,6 +111,29 @@ check "even split and merge"
 say "== node 2 restarts and rejoins"
 "$CLUSTER" start "$dir" 2 >/dev/null || fail "node 2 did not start"
 timeout 60 "$CLUSTER" exec "$dir" 2 "$CLIENT" try "$LS" rejoin-2 EX \
+	>"$dir/rejoin.out" 2>&1 || fail "node 2 cannot lock after restarting: $(cat "$dir/rejoin.out")"
+wait_ls 1 "state running members 1 2 " "node 2 did not rejoin"
+
+say "== node 2 cut for 3 s, fencing free: node 1 fences node 2, node 2 never node 1"
+# both halves are quorate (two_node); node 2's fence command waits 5 s
+# (the half without the tie-breaker), node 1's runs at once
+n1=$(grep -c "fence node 1\$" "$dir/fence.log")
+n2=$(grep -c "fence node 2\$" "$dir/fence.log")
+"$CLUSTER" cut "$dir" 2
+sleep 3
+"$CLUSTER" heal "$dir" 2
+i=0
+while [ "$(grep -c "fence node 2\$" "$dir/fence.log")" -le "$n2" ] && [ $i -lt $POLLS ]; do
+	sleep 0.1; i=$((i + 1))
+done
+[ "$(grep -c "fence node 2\$" "$dir/fence.log")" -gt "$n2" ] || fail "node 1 did not fence node 2: $(cat "$dir/fence.log")"
+sleep 6	# past node 2's delay: it must be gone by then, not fencing
+[ "$(grep -c "fence node 1\$" "$dir/fence.log")" -eq "$n1" ] ||
+	fail "node 2 fenced node 1 (the halves shot each other): $(cat "$dir/fence.log")"
+running 1 corosync && running 1 dlmd || fail "node 1 went down: $("$CLUSTER" status "$dir")"
+wait_ls 1 "state running members 1 clients" "node 1 does not run the lockspace alone"
+"$CLUSTER" start "$dir" 2 >/dev/null || fail "node 2 did not start"
+timeout 60 "$CLUSTER" exec "$dir" 2 "$CLIENT" try "$LS" rejoin-2b EX \
 	>"$dir/rejoin.out" 2>&1 || fail "node 2 cannot lock after restarting: $(cat "$dir/rejoin.out")"
 wait_ls 1 "state running members 1 2 " "node 2 did not rejoin"
 
