@@ -110,6 +110,35 @@ wait_pid "$wp_1" 60 || fail "the client on node 1 failed or hung"
 wait_pid "$wp_2" 60 || fail "the client on node 2 failed or hung"
 check "two clients in $LS"
 
+echo "== a process of CPG protocol version 1 in the daemon group is refused"
+PEER=$top_builddir/tests/cpg-peer
+PEER_S=8
+on 2 "$PEER" 1 $PEER_S >"$dir/cpg-peer.out" 2>&1 &
+peer=$!
+i=0
+until grep -q "speaks CPG protocol version 1, we speak 2: mixing versions is refused" \
+	"$dir/n1/dlmd.out" 2>/dev/null; do
+	i=$((i + 1))
+	if [ $i -gt $POLLS ]; then
+		fail "node 1 logged no refusal of the version-1 peer"
+		break
+	fi
+	sleep 0.1
+done
+# while it is a member, no lockspace changes members (it never announces
+# what it is in); running ones run on
+on 1 "$DLMCTL" join lsmem-mixed >/dev/null || fail "join lsmem-mixed failed"
+LS=lsmem-mixed
+wait_ls 1 "wait join (sync: lockspaces of daemon(s) 2)" \
+	"lsmem-mixed does not wait for the peer's announcement"
+LS=lsmem-1
+ls_line 1 | grep -q "state running members 1 2 " ||
+	fail "lsmem-1 stopped while the peer was a member: $(ls_line 1)"
+wait_pid "$peer" $((PEER_S + 30)) || fail "cpg-peer failed: $(cat "$dir/cpg-peer.out")"
+LS=lsmem-mixed
+wait_ls 1 "state running members 1 " "lsmem-mixed does not run once the peer left"
+on 1 "$DLMCTL" leave lsmem-mixed >/dev/null || fail "leave lsmem-mixed failed"
+
 echo "== all lockspaces left"
 for k in 1 2; do
 	(
