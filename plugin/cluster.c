@@ -265,6 +265,15 @@
  * "running" (dlmctl ls), and logged; see watchdog_timer().
  *
  * Known limits.
+ *  - Every dlmd keeps the table of every lockspace of the cluster (a
+ *    name and its member ids each), and after every confchg that adds a
+ *    daemon every daemon multicasts its list of lockspaces (CM_ANN_MAX
+ *    names a message); while that sync lasts no lockspace changes
+ *    members.  A daemon that never announces (another version) holds
+ *    lockspace changes until it leaves; that is logged after
+ *    SYNC_LOG_MS.
+ *  - A version-1 dlmd (a CPG group per lockspace) and this one cannot
+ *    share a cluster: stop every dlmd to upgrade.
  *  - A START answering an older change whose member list equals the
  *    current one (A -> B -> A within one member's reaction time) is
  *    counted for the current change.  The decision is still the same on
@@ -416,6 +425,7 @@ struct dlmd_cluster {
 	uint32_t		cs_sync_j[DLM_MAX_NODES];	/* unknown to us in it */
 	unsigned int		cs_nsync_j;
 	uint32_t		cs_seq;		/* messages sent, for logs */
+	uint32_t		cs_self_pid;	/* ours, as CPG reports it */
 	/* the table: every lockspace of the cluster and its members */
 	struct cs_lsent		*cs_ls[LS_HASH];
 	unsigned int		cs_nls;
@@ -1762,16 +1772,24 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 				 "still in lockspaces (its LEAVEs were not sent); "
 				 "taken as clean leaves", id);
 	}
-	for (size_t i = 0; i < njoined; i++)
-		if (joined[i].nodeid == d->d_nodeid &&
-		    joined[i].pid == (uint32_t)getpid())
-			we_joined = true;
+	/* The first confchg we get is our own join: our process is the one
+	 * of our node id it adds (CPG's pid may be of another pid namespace
+	 * than getpid(); if two of our node id join at once, getpid()'s). */
+	if (!cs->cs_self_pid) {
+		for (size_t i = 0; i < njoined; i++) {
+			if (joined[i].nodeid != d->d_nodeid)
+				continue;
+			if (!cs->cs_self_pid || joined[i].pid == (uint32_t)getpid())
+				cs->cs_self_pid = joined[i].pid;
+		}
+		we_joined = cs->cs_self_pid != 0;
+	}
 	/* the new list of processes; those that joined are unknown */
 	for (size_t i = 0; i < nmembers && nn < DLM_MAX_NODES; i++) {
 		struct cs_daemon *old = dm_find(cs, members[i].nodeid,
 						members[i].pid);
 		bool self = members[i].nodeid == d->d_nodeid &&
-			    members[i].pid == (uint32_t)getpid();
+			    members[i].pid == cs->cs_self_pid;
 
 		if (old && !we_joined) {
 			ndm[nn] = *old;
