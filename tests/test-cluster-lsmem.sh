@@ -127,7 +127,9 @@ until grep -q "speaks CPG protocol version 1, we speak 2: mixing versions is ref
 done
 # while it is a member, no lockspace changes members (it never announces
 # what it is in); running ones run on
-on 1 "$DLMCTL" join lsmem-mixed >/dev/null || fail "join lsmem-mixed failed"
+# (dlmctl join returns once the lockspace runs: here, after the peer left)
+on 1 "$DLMCTL" join lsmem-mixed >"$dir/join-mixed.out" 2>&1 &
+joiner=$!
 LS=lsmem-mixed
 wait_ls 1 "wait join (sync: lockspaces of daemon(s) 2)" \
 	"lsmem-mixed does not wait for the peer's announcement"
@@ -137,6 +139,9 @@ ls_line 1 | grep -q "state running members 1 2 " ||
 wait_pid "$peer" $((PEER_S + 30)) || fail "cpg-peer failed: $(cat "$dir/cpg-peer.out")"
 LS=lsmem-mixed
 wait_ls 1 "state running members 1 " "lsmem-mixed does not run once the peer left"
+wait_pid "$joiner" 30 || fail "dlmctl join lsmem-mixed failed or hung: $(cat "$dir/join-mixed.out")"
+grep -q "join lsmem-mixed: waiting: name lsmem-mixed .*state stopped.*; wait join (sync" "$dir/join-mixed.out" ||
+	fail "dlmctl join did not say what lsmem-mixed waited for: $(cat "$dir/join-mixed.out")"
 on 1 "$DLMCTL" leave lsmem-mixed >/dev/null || fail "leave lsmem-mixed failed"
 
 echo "== all lockspaces left"
