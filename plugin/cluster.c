@@ -65,7 +65,8 @@
  * outgoing messages), and CPG delivers one sender's messages in order;
  * so at the ANNOUNCE's delivery exactly the JOIN/LEAVEs it reflects have
  * been delivered.  (A long list goes out as several ANNOUNCEs, FIRST ..
- * LAST; only a complete one counts.)  Until X's ANNOUNCE arrives, X is
+ * LAST; only a complete one counts.  Before it go the sender's FAILED
+ * records: Recorded failures, below.)  Until X's ANNOUNCE arrives, X is
  * "unknown" to the members that did not know it: they ignore X's JOIN,
  * LEAVE and START (the ANNOUNCE includes what they did).  From the
  * confchg that adds a member until every current member's ANNOUNCE has
@@ -105,13 +106,32 @@
  * fails out of the lockspace with it: fenced before recovery) or not at
  * all (it never was a member); every daemon sees the same one.  A
  * failure while syncing is applied at once by the daemons that know the
- * failed daemon's lockspaces; those that did not (a newcomer) cannot
- * decide without their STARTs, which wait for the fencing.  A daemon that
- * failed with lockspaces is recorded against each of them in the table
- * (until it is fenced): a daemon that joins such a lockspace later waits
- * for that fencing too.  And as the table says which lockspaces a dlmd
- * that died was in, every daemon fences a node whose dlmd died with
- * lockspaces (DAEMON FAILURE), not only the lockspaces' members.
+ * failed daemon's lockspaces, and starts the sync over (as a join does):
+ * a member that did not know the failed daemon (a newcomer) learns from
+ * the others' FAILED records, sent before their ANNOUNCEs, which
+ * lockspaces it failed out of, before the sync ends.
+ *
+ * Recorded failures.  A daemon that failed with lockspaces is recorded
+ * against each of them in the table, with whether only its dlmd died
+ * (until it is fenced), also by daemons that are not in the lockspace:
+ * a daemon that joins such a lockspace later waits for that fencing too,
+ * even if the failed daemon was the lockspace's last member (its clients
+ * may still hold the locks).  The record is state a newcomer cannot have
+ * seen, so it is part of the state transfer: with every ANNOUNCE a
+ * daemon first sends FAILED(L, ids) for every lockspace L with unfenced
+ * failures it recorded.  A member takes such a record (into the table,
+ * and its fencing) when it could not have seen the failure itself: the
+ * sender was unknown to it, or the failed daemon was unknown to it when
+ * it failed in this sync; never for a daemon it has known all along.  A
+ * record that lists our own node means that a previous dlmd of ours died
+ * in L, perhaps with clients that still hold its locks; fencing
+ * ourselves is no answer (dlmd_fence_is_done() of our own id is always
+ * true), so we take no part in L (no START: "fencing of us" in dlmctl ls)
+ * until every such sender has seen our node fenced - it then sends its
+ * record again without us - or has left the daemon group.  As the table
+ * says which lockspaces a dlmd that died was in, every daemon fences a
+ * node whose dlmd died with lockspaces (DAEMON FAILURE), not only the
+ * lockspaces' members.
  *
  * Versions.  The messages carry a protocol version (plugin/cpgmsg.h; 2
  * since lockspaces moved into the daemon group).  A message of another
@@ -272,6 +292,11 @@
  *    members.  A daemon that never announces (another version) holds
  *    lockspace changes until it leaves; that is logged after
  *    SYNC_LOG_MS.
+ *  - A FAILED record is taken by a member that cannot tell whether it
+ *    saw that failure: one that joined after it fences the node again
+ *    even if the others just did (the fence command must be idempotent
+ *    anyway); a claim of our own failure is dropped when its sender
+ *    leaves, fenced or not.
  *  - A version-1 dlmd (a CPG group per lockspace) and this one cannot
  *    share a cluster: stop every dlmd to upgrade.
  *  - A START answering an older change whose member list equals the
@@ -373,6 +398,14 @@ struct cs_lsent {
 	uint32_t	*le_failed;	/* failed out of it; until fenced */
 	unsigned int	le_nfailed;
 	unsigned int	le_cfailed;
+	uint32_t	*le_dfailed;	/* those of them whose dlmd alone died */
+	unsigned int	le_ndfailed;
+	unsigned int	le_cdfailed;
+	/* daemons whose FAILED record of it lists our own node: a previous
+	 * dlmd of ours died in it, and they have not seen us fenced */
+	uint32_t	*le_claim;
+	unsigned int	le_nclaim;
+	unsigned int	le_cclaim;
 	bool		le_mark;	/* scratch (an ANNOUNCE's set) */
 	struct dlmd_cluster_ls *le_cl;	/* our instance, if any */
 };
@@ -424,6 +457,10 @@ struct dlmd_cluster {
 	bool			cs_sync_logged;
 	uint32_t		cs_sync_j[DLM_MAX_NODES];	/* unknown to us in it */
 	unsigned int		cs_nsync_j;
+	/* daemons unknown to us that failed in this sync: the others'
+	 * FAILED records say which lockspaces they failed out of */
+	uint32_t		cs_unseen[DLM_MAX_NODES];
+	unsigned int		cs_nunseen;
 	uint32_t		cs_seq;		/* messages sent, for logs */
 	uint32_t		cs_self_pid;	/* ours, as CPG reports it */
 	/* the table: every lockspace of the cluster and its members */
@@ -445,6 +482,7 @@ struct dlmd_cluster_ls {
 	struct dlmd_ls		*cl_dl;
 	bool			cl_in_group;	/* our JOIN was delivered */
 	uint32_t		cl_lsid;
+	struct cs_lsent		*cl_le;		/* its table entry (kept while bound) */
 	/* the current change */
 	uint32_t		cl_members[DLM_MAX_NODES];	/* sorted */
 	unsigned int		cl_nmembers;
@@ -958,12 +996,43 @@ static bool le_add(struct cs_lsent *le, uint32_t id)
 	return true;
 }
 
-static void le_failed_add(struct cs_lsent *le, uint32_t id)
+/* Record id's failure out of le ('daemon': its dlmd alone died). */
+static void le_failed_add(struct cs_lsent *le, uint32_t id, bool daemon)
 {
 	if (le->le_nfailed >= DLM_MAX_NODES ||
-	    !ids_add(&le->le_failed, &le->le_nfailed, &le->le_cfailed, id, false))
+	    !ids_add(&le->le_failed, &le->le_nfailed, &le->le_cfailed, id, false) ||
+	    (daemon && !ids_add(&le->le_dfailed, &le->le_ndfailed,
+				&le->le_cdfailed, id, false)))
 		log_err("lockspace %s: cannot record node %u's failure",
 			le->le_name, id);
+}
+
+/* Drop the failures that are fenced now; how many. */
+static unsigned int le_drop_fenced(struct dlmd_cluster *cs, struct cs_lsent *le)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < le->le_nfailed;) {
+		uint32_t id = le->le_failed[i];
+
+		if (dlmd_fence_is_done(cs->cs_d, id)) {
+			ids_del(le->le_failed, &le->le_nfailed, id);
+			ids_del(le->le_dfailed, &le->le_ndfailed, id);
+			n++;
+		} else {
+			i++;
+		}
+	}
+	return n;
+}
+
+static void le_free(struct cs_lsent *le)
+{
+	free(le->le_members);
+	free(le->le_failed);
+	free(le->le_dfailed);
+	free(le->le_claim);
+	free(le);
 }
 
 /* Drop the fenced failures; free an entry nobody needs any more. */
@@ -971,13 +1040,8 @@ static void le_tidy(struct dlmd_cluster *cs, struct cs_lsent *le)
 {
 	struct cs_lsent **pp;
 
-	for (unsigned int i = 0; i < le->le_nfailed;) {
-		if (dlmd_fence_is_done(cs->cs_d, le->le_failed[i]))
-			ids_del(le->le_failed, &le->le_nfailed, le->le_failed[i]);
-		else
-			i++;
-	}
-	if (le->le_nmembers || le->le_nfailed || le->le_cl)
+	le_drop_fenced(cs, le);
+	if (le->le_nmembers || le->le_nfailed || le->le_nclaim || le->le_cl)
 		return;
 	for (pp = &cs->cs_ls[le_bucket(le->le_name)]; *pp; pp = &(*pp)->le_next) {
 		if (*pp == le) {
@@ -986,9 +1050,49 @@ static void le_tidy(struct dlmd_cluster *cs, struct cs_lsent *le)
 		}
 	}
 	cs->cs_nls--;
-	free(le->le_members);
-	free(le->le_failed);
-	free(le);
+	le_free(le);
+}
+
+/* FAILED: every failure out of le we recorded and have not seen fenced
+ * (none: count 0).  A daemon that joins later learns them so. */
+static void send_failed(struct dlmd_cluster *cs, struct cs_lsent *le)
+{
+	static struct cm_failed fl;
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = out_hdr(cs, dlm_core_ls_name_to_id(le->le_name));
+	size_t len;
+
+	memset(&fl, 0, sizeof(fl));
+	snprintf(fl.fl_ls.n_name, sizeof(fl.fl_ls.n_name), "%s", le->le_name);
+	for (unsigned int i = 0; i < le->le_nfailed && i < DLM_MAX_NODES; i++) {
+		fl.fl_ids[fl.fl_count] = le->le_failed[i];
+		fl.fl_flags[fl.fl_count++] =
+			id_in(le->le_dfailed, le->le_ndfailed, le->le_failed[i]) ?
+			CM_FAILED_DAEMON : 0;
+	}
+	len = dlmd_cm_failed_encode(buf, &h, &fl);
+	if (!len || out_queue(cs, buf, len))
+		log_err("lockspace %s: cannot send its recorded failures",
+			le->le_name);
+}
+
+/* At the start of a sync: every lockspace's unfenced failures. */
+static void send_failed_all(struct dlmd_cluster *cs)
+{
+	unsigned int n = 0;
+
+	for (unsigned int b = 0; b < LS_HASH; b++) {
+		for (struct cs_lsent *le = cs->cs_ls[b]; le; le = le->le_next) {
+			le_drop_fenced(cs, le);
+			if (!le->le_nfailed)
+				continue;
+			send_failed(cs, le);
+			n++;
+		}
+	}
+	if (n)
+		log_info("daemon group: sent the unfenced failures of %u "
+			 "lockspace%s", n, n == 1 ? "" : "s");
 }
 
 /* ---- the lockspace protocol on the derived changes ----------------- */
@@ -1010,6 +1114,16 @@ static const char *start_blocker(const struct dlmd_cluster_ls *cl,
 	for (unsigned int i = 0; i < cl->cl_nmembers; i++)
 		if (!id_in(cs->cs_qview, cs->cs_nqview, cl->cl_members[i]))
 			return "quorum (member not in the quorum view)";
+	if (cl->cl_le && cl->cl_le->le_nclaim) {
+		char ids[64];
+
+		fmt_ids(ids, sizeof(ids), cl->cl_le->le_claim,
+			cl->cl_le->le_nclaim);
+		snprintf(buf, size, "fencing of us (node%s %s record%s our own "
+			 "failure in it)", cl->cl_le->le_nclaim > 1 ? "s" : "",
+			 ids, cl->cl_le->le_nclaim > 1 ? "" : "s");
+		return buf;
+	}
 	for (unsigned int i = 0; i < cl->cl_nfailed; i++) {
 		if (!dlmd_fence_is_done(cl->cl_d, cl->cl_failed[i])) {
 			char what[80];
@@ -1293,10 +1407,37 @@ void dlmd_cluster_retry_later(struct dlmd *d)
 		cs->cs_retry_armed = true;
 }
 
+/* A fencing finished: a daemon of the fenced node in the group now (a
+ * dlmd restarted there) waits for our record of it to clear: send the
+ * records that shrank. */
 void dlmd_cluster_fencing_changed(struct dlmd *d)
 {
-	if (d->d_cluster)
-		kick(d->d_cluster);
+	struct dlmd_cluster *cs = d->d_cluster;
+
+	if (!cs)
+		return;
+	for (unsigned int b = 0; cs->cs_corosync && b < LS_HASH; b++) {
+		for (struct cs_lsent *le = cs->cs_ls[b], *next; le; le = next) {
+			uint32_t was[DLM_MAX_NODES];
+			unsigned int nwas = le->le_nfailed;
+			bool tell = false;
+
+			next = le->le_next;
+			if (!nwas || nwas > DLM_MAX_NODES)
+				continue;
+			memcpy(was, le->le_failed, nwas * sizeof(was[0]));
+			if (!le_drop_fenced(cs, le))
+				continue;
+			for (unsigned int i = 0; i < nwas; i++)
+				if (!id_in(le->le_failed, le->le_nfailed, was[i]) &&
+				    id_in(cs->cs_dmembers, cs->cs_ndmembers, was[i]))
+					tell = true;
+			if (tell)
+				send_failed(cs, le);
+			le_tidy(cs, le);
+		}
+	}
+	kick(cs);
 }
 
 void dlmd_cluster_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event)
@@ -1544,6 +1685,7 @@ static void sync_end(struct dlmd_cluster *cs)
 		}
 	}
 	cs->cs_nsync_j = 0;
+	cs->cs_nunseen = 0;
 	kick(cs);
 }
 
@@ -1647,6 +1789,80 @@ static void deliver_announce(struct dlmd_cluster *cs, struct cs_daemon *dm,
 	}
 }
 
+/*
+ * A FAILED record from dm: the failures out of a lockspace dm has
+ * recorded and not seen fenced.  We take a failure from it when we
+ * cannot have seen it ourselves: dm is unknown to us (we joined after,
+ * or dm is from the other side of a merge), or the failed daemon was
+ * unknown to us when it failed in this sync; not for a daemon we have
+ * known all along (it did not fail, or we saw it).  A record listing our
+ * own node means a previous dlmd of ours died in the lockspace: we take
+ * no part in it until dm's record no longer lists us (dm saw us fenced)
+ * or dm leaves; fencing ourselves is no answer.
+ */
+static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
+			   const unsigned char *body, size_t len)
+{
+	static struct cm_failed fl;
+	struct dlmd *d = cs->cs_d;
+	struct cs_lsent *le;
+	const char *why = NULL;
+	bool self = false;
+
+	if (dlmd_cm_failed_decode(body, len, &fl, &why)) {
+		log_warn("daemon group: malformed FAILED from node %u dropped: %s",
+			 dm->dm_id, why);
+		return;
+	}
+	if (dm->dm_id == d->d_nodeid)
+		return;		/* our own record */
+	le = le_find(cs, fl.fl_ls.n_name, true);
+	if (!le)
+		return;
+	for (uint32_t i = 0; i < fl.fl_count; i++) {
+		uint32_t id = fl.fl_ids[i];
+		bool daemon = fl.fl_flags[i] & CM_FAILED_DAEMON;
+
+		if (id == d->d_nodeid) {
+			self = true;
+			continue;
+		}
+		if (id_in(le->le_failed, le->le_nfailed, id))
+			continue;
+		if (dm->dm_known && !id_in(cs->cs_unseen, cs->cs_nunseen, id))
+			continue;
+		if (id_in(cs->cs_dmembers, cs->cs_ndmembers, id) &&
+		    !id_in(cs->cs_sync_j, cs->cs_nsync_j, id)) {
+			log_info("lockspace %s: node %u records node %u as failed "
+				 "out of it, but we have known node %u's dlmd all "
+				 "along; not taken", le->le_name, dm->dm_id, id, id);
+			continue;
+		}
+		log_notice("lockspace %s: node %u recorded node %u as failed out "
+			   "of it%s and not yet fenced: it is fenced before we "
+			   "take part in the lockspace", le->le_name, dm->dm_id, id,
+			   daemon ? " (its dlmd died)" : "");
+		le_failed_add(le, id, daemon);
+		dlmd_fence_node_failed(d, id, daemon ? DLMD_FAIL_DAEMON :
+				       DLMD_FAIL_NODE);
+	}
+	if (self && !id_in(le->le_claim, le->le_nclaim, dm->dm_id)) {
+		if (!ids_add(&le->le_claim, &le->le_nclaim, &le->le_cclaim,
+			     dm->dm_id, false))
+			log_err("lockspace %s: no memory for node %u's record",
+				le->le_name, dm->dm_id);
+		log_err("lockspace %s: node %u records our own failure in it (a "
+			"previous dlmd of ours died in it; its clients may still "
+			"hold its locks): we take no part in it until node %u has "
+			"seen our node fenced", le->le_name, dm->dm_id, dm->dm_id);
+	} else if (!self && ids_del(le->le_claim, &le->le_nclaim, dm->dm_id)) {
+		log_notice("lockspace %s: node %u has seen our node fenced; "
+			   "we may take part in it", le->le_name, dm->dm_id);
+	}
+	le_tidy(cs, le);
+	kick(cs);
+}
+
 static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 			   uint32_t nodeid, uint32_t pid, void *msg, size_t len)
 {
@@ -1694,6 +1910,11 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 		deliver_announce(cs, dm, p + CM_HDR_LEN, len - CM_HDR_LEN);
 		return;
 	}
+	if (hd.h_type == CM_FAILED) {
+		/* state, not membership: taken from an unknown daemon too */
+		deliver_failed(cs, dm, p + CM_HDR_LEN, len - CM_HDR_LEN);
+		return;
+	}
 	if (!dm->dm_known) {
 		/* what it did before its ANNOUNCE, the ANNOUNCE says */
 		log_debug("daemon group: message type %u from node %u before its "
@@ -1737,7 +1958,7 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 	struct dlmd *d = cs->cs_d;
 	struct cs_daemon ndm[DLM_MAX_NODES];
 	unsigned int nn = 0;
-	bool we_joined = false;
+	bool we_joined = false, failed = false;
 
 	/* who left, and the lockspaces they leave */
 	for (size_t i = 0; i < nleft; i++) {
@@ -1747,9 +1968,40 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 
 		if (!dm || id == d->d_nodeid)
 			continue;
-		if (!dm->dm_known)
-			continue;	/* nothing of it is in the table */
+		/* its records of our own failure go with it */
 		for (unsigned int b = 0; b < LS_HASH; b++) {
+			for (struct cs_lsent *le = cs->cs_ls[b], *next; le; le = next) {
+				next = le->le_next;
+				if (!ids_del(le->le_claim, &le->le_nclaim, id))
+					continue;
+				log_warn("lockspace %s: node %u, which recorded our "
+					 "own failure in it, left the daemon group; "
+					 "nobody waits for our fencing in it any more",
+					 le->le_name, id);
+				le_tidy(cs, le);
+			}
+		}
+		if (left[i].reason != CPG_REASON_LEAVE)
+			failed = true;
+		if (!dm->dm_known) {
+			/* nothing of it is in our table; those who knew it
+			 * send their records of its failures (below) */
+			if (left[i].reason != CPG_REASON_LEAVE &&
+			    cs->cs_nunseen < DLM_MAX_NODES &&
+			    !id_in(cs->cs_unseen, cs->cs_nunseen, id))
+				cs->cs_unseen[cs->cs_nunseen++] = id;
+			continue;
+		}
+		/* a dlmd that died with lockspaces: its node is fenced; its
+		 * failure is recorded (below) before the entries are tidied,
+		 * or they would drop it as "fenced" (never failed) */
+		for (unsigned int b = 0; !had && b < LS_HASH; b++)
+			for (struct cs_lsent *le = cs->cs_ls[b]; !had && le;
+			     le = le->le_next)
+				had = le_has(le, id);
+		if (had && left[i].reason == CPG_REASON_PROCDOWN)
+			dlmd_fence_node_failed(d, id, DLMD_FAIL_DAEMON);
+		for (unsigned int b = 0; had && b < LS_HASH; b++) {
 			for (struct cs_lsent *le = cs->cs_ls[b], *next; le; le = next) {
 				struct ls_left lf = { id, left[i].reason };
 				struct dlmd_cluster_ls *cl = le->le_cl;
@@ -1757,19 +2009,17 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 				next = le->le_next;
 				if (!le_has(le, id))
 					continue;
-				had = true;
 				ids_del(le->le_members, &le->le_nmembers, id);
 				if (left[i].reason != CPG_REASON_LEAVE)
-					le_failed_add(le, id);
+					le_failed_add(le, id, left[i].reason ==
+						      CPG_REASON_PROCDOWN);
 				if (cl && cl->cl_in_group)
 					ls_change(cl, le->le_members, le->le_nmembers,
 						  &lf, 1, "");
 				le_tidy(cs, le);
 			}
 		}
-		if (had && left[i].reason == CPG_REASON_PROCDOWN)
-			dlmd_fence_node_failed(d, id, DLMD_FAIL_DAEMON);
-		else if (had && left[i].reason == CPG_REASON_LEAVE)
+		if (had && left[i].reason == CPG_REASON_LEAVE)
 			log_warn("node %u's dlmd left the daemon group cleanly while "
 				 "still in lockspaces (its LEAVEs were not sent); "
 				 "taken as clean leaves", id);
@@ -1811,9 +2061,12 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		free(cs->cs_dm[i].dm_ann);
 	memcpy(cs->cs_dm, ndm, nn * sizeof(ndm[0]));
 	cs->cs_ndm = nn;
-	if (njoined) {
+	if (njoined || (failed && cs->cs_syncing)) {
 		/* a member added: everybody announces, nobody decides until
-		 * every member's ANNOUNCE is in */
+		 * every member's ANNOUNCE is in.  A failure while syncing
+		 * starts it over: a member that did not know the failed
+		 * daemon learns from the others' FAILED records which
+		 * lockspaces it failed out of before the sync ends. */
 		if (!cs->cs_syncing) {
 			cs->cs_syncing = true;
 			cs->cs_sync_since = dlmd_now_ms();
@@ -1821,6 +2074,7 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		}
 		for (unsigned int i = 0; i < cs->cs_ndm; i++)
 			cs->cs_dm[i].dm_announced = false;
+		send_failed_all(cs);
 		send_announce(cs);
 	}
 	sync_check(cs);
@@ -2273,9 +2527,7 @@ void dlmd_cluster_fini(struct dlmd *d)
 			struct cs_lsent *le = cs->cs_ls[b];
 
 			cs->cs_ls[b] = le->le_next;
-			free(le->le_members);
-			free(le->le_failed);
-			free(le);
+			le_free(le);
 		}
 	}
 	for (unsigned int i = 0; i < cs->cs_ndm; i++)
@@ -2315,6 +2567,7 @@ int dlmd_cluster_ls_join(struct dlmd *d, struct dlmd_ls *dl)
 		goto fail;
 	}
 	le->le_cl = cl;
+	cl->cl_le = le;
 	return 0;
 fail:
 	dl->dl_cluster = NULL;

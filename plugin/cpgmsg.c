@@ -168,6 +168,31 @@ size_t dlmd_cm_announce_encode(unsigned char *buf, const struct cm_hdr *h,
 	return len;
 }
 
+size_t dlmd_cm_failed_encode(unsigned char *buf, const struct cm_hdr *h,
+			     const struct cm_failed *fl)
+{
+	size_t len;
+	unsigned char *p;
+
+	if (!dlmd_cm_name_valid(fl->fl_ls.n_name) || fl->fl_count > DLM_MAX_NODES)
+		return 0;
+	for (uint32_t i = 0; i < fl->fl_count; i++)
+		if (!fl->fl_ids[i] || (fl->fl_flags[i] & ~CM_FAILED_DAEMON))
+			return 0;
+	len = CM_HDR_LEN + 4 + strlen(fl->fl_ls.n_name) + CM_FAILED_FIXED +
+	      8 * (size_t)fl->fl_count;
+	put_hdr(buf, h, CM_FAILED, len);
+	p = buf + CM_HDR_LEN;
+	p += put_name(p, fl->fl_ls.n_name);
+	put_le32(p, fl->fl_count);
+	p += CM_FAILED_FIXED;
+	for (uint32_t i = 0; i < fl->fl_count; i++, p += 8) {
+		put_le32(p, fl->fl_ids[i]);
+		put_le32(p + 4, fl->fl_flags[i]);
+	}
+	return len;
+}
+
 int dlmd_cm_hdr_decode(const unsigned char *msg, size_t len, struct cm_hdr *h,
 		       const char **why)
 {
@@ -284,6 +309,47 @@ int dlmd_cm_announce_decode(const unsigned char *body, size_t len,
 	if (len) {
 		*why = "ANNOUNCE longer than its names";
 		return -EINVAL;
+	}
+	return 0;
+}
+
+int dlmd_cm_failed_decode(const unsigned char *body, size_t len,
+			  struct cm_failed *fl, const char **why)
+{
+	const unsigned char *p = body;
+	size_t nl;
+
+	memset(fl, 0, sizeof(*fl));
+	nl = get_name(p, len, &fl->fl_ls, why);
+	if (!nl)
+		return -EINVAL;
+	p += nl;
+	len -= nl;
+	if (len < CM_FAILED_FIXED) {
+		*why = "FAILED shorter than its fixed part";
+		return -EINVAL;
+	}
+	fl->fl_count = get_le32(p);
+	if (fl->fl_count > DLM_MAX_NODES) {
+		*why = "FAILED with more node ids than a lockspace has members";
+		return -EINVAL;
+	}
+	if (len != CM_FAILED_FIXED + 8 * (size_t)fl->fl_count) {
+		*why = "FAILED length differs from its count";
+		return -EINVAL;
+	}
+	p += CM_FAILED_FIXED;
+	for (uint32_t i = 0; i < fl->fl_count; i++, p += 8) {
+		fl->fl_ids[i] = get_le32(p);
+		fl->fl_flags[i] = get_le32(p + 4);
+		if (!fl->fl_ids[i]) {
+			*why = "FAILED with node id 0";
+			return -EINVAL;
+		}
+		if (fl->fl_flags[i] & ~CM_FAILED_DAEMON) {
+			*why = "FAILED with undefined flags";
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

@@ -23,6 +23,12 @@
  *         node ids (the members of the sender's last event)
  *   ANNOUNCE (4):          0 flags (CM_ANN_FIRST, CM_ANN_LAST)  4 count
  *                          8 count NAMEs: lockspaces the sender is in
+ *   FAILED (5):            NAME, then 0 count, 4 count pairs of
+ *                          (node id, flags): the daemons the sender has
+ *                          recorded as failed out of that lockspace and
+ *                          not yet seen fenced, all of them (count 0:
+ *                          none any more).  Flag CM_FAILED_DAEMON: only
+ *                          its dlmd died (proc-down), the node is up.
  *
  * Version 1 (a CPG group per lockspace, START only) is not understood:
  * a version-1 or other-version message is refused by the header decoder
@@ -30,8 +36,8 @@
  *
  * The decoders take nothing on trust: a message whose length is not
  * exactly what its header and counts say, of another magic or version,
- * with a bad name, undefined flags, or with more than DLM_MAX_NODES ids or
- * CM_ANN_MAX names, is refused; tests/fuzz-cpg.c checks that whatever
+ * with a bad name, undefined flags, a node id 0, or with more than
+ * DLM_MAX_NODES ids or CM_ANN_MAX names, is refused; tests/fuzz-cpg.c checks that whatever
  * they accept encodes back to the same bytes.
  */
 #ifndef DLMD_CPGMSG_H
@@ -55,14 +61,20 @@
 				 2 * 4 * DLM_MAX_NODES)
 #define CM_ANN_MAX_LEN		(CM_HDR_LEN + CM_ANN_FIXED + \
 				 CM_ANN_MAX * CM_NAME_MAX_LEN)
-#define CM_MAX_LEN		(CM_START_MAX_LEN > CM_ANN_MAX_LEN ? \
-				 CM_START_MAX_LEN : CM_ANN_MAX_LEN)
+#define CM_FAILED_FIXED		4	/* count */
+#define CM_FAILED_DAEMON	1u	/* a dlmd failure (proc-down) */
+#define CM_FAILED_MAX_LEN	(CM_HDR_LEN + CM_NAME_MAX_LEN + CM_FAILED_FIXED + \
+				 8 * DLM_MAX_NODES)
+#define CM_MAX2(a, b)		((a) > (b) ? (a) : (b))
+#define CM_MAX_LEN		CM_MAX2(CM_MAX2(CM_START_MAX_LEN, CM_ANN_MAX_LEN), \
+					CM_FAILED_MAX_LEN)
 
 enum cm_type {
 	CM_START = 1,
 	CM_JOIN = 2,
 	CM_LEAVE = 3,
 	CM_ANNOUNCE = 4,
+	CM_FAILED = 5,
 };
 
 struct cm_hdr {
@@ -96,6 +108,13 @@ struct cm_announce {
 	struct cm_name	an_ls[CM_ANN_MAX];
 };
 
+struct cm_failed {
+	struct cm_name	fl_ls;
+	uint32_t	fl_count;
+	uint32_t	fl_ids[DLM_MAX_NODES];
+	uint32_t	fl_flags[DLM_MAX_NODES];	/* CM_FAILED_DAEMON */
+};
+
 /* Is 'name' a valid lockspace name on the wire (1..DLM_LOCKSPACE_LEN
  * bytes of graphic ASCII, no '/')? */
 int dlmd_cm_name_valid(const char *name);
@@ -111,6 +130,8 @@ size_t dlmd_cm_ls_encode(unsigned char *buf, const struct cm_hdr *h,
 			 uint16_t type, const char *name);
 size_t dlmd_cm_announce_encode(unsigned char *buf, const struct cm_hdr *h,
 			       const struct cm_announce *an);
+size_t dlmd_cm_failed_encode(unsigned char *buf, const struct cm_hdr *h,
+			     const struct cm_failed *fl);
 
 /* The header of a message of 'len' bytes: 0, or -EINVAL with *why, or
  * -EPROTONOSUPPORT (another version; h->h_version says which). */
@@ -123,5 +144,7 @@ int dlmd_cm_ls_decode(const unsigned char *body, size_t len,
 		      struct cm_name *name, const char **why);
 int dlmd_cm_announce_decode(const unsigned char *body, size_t len,
 			    struct cm_announce *an, const char **why);
+int dlmd_cm_failed_decode(const unsigned char *body, size_t len,
+			  struct cm_failed *fl, const char **why);
 
 #endif

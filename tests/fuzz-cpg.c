@@ -4,8 +4,8 @@
  *
  * The input is one CPG message as corosync would deliver it.  Besides
  * the sanitizers' verdict, the decoders must be exact: a message they
- * accept (header, and a START's, JOIN's, LEAVE's or ANNOUNCE's body)
- * encodes back to the same bytes, so nothing in it was skipped, guessed
+ * accept (header, and a START's, JOIN's, LEAVE's, ANNOUNCE's or FAILED's
+ * body) encodes back to the same bytes, so nothing in it was skipped, guessed
  * or left unchecked; every name accepted is a valid lockspace name.
  */
 #include <errno.h>
@@ -22,6 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static unsigned char again[CM_MAX_LEN];
 	static struct cm_start st;
 	static struct cm_announce an;
+	static struct cm_failed fl;
 	struct cm_name nm;
 	struct cm_hdr h;
 	const char *why = NULL;
@@ -67,6 +68,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!dlmd_cm_name_valid(an.an_ls[i].n_name))
 				abort();
 		len = dlmd_cm_announce_encode(again, &h, &an);
+		if (len != size || memcmp(again, data, size))
+			abort();
+		return 0;
+	case CM_FAILED:
+		if (dlmd_cm_failed_decode(body, blen, &fl, &why))
+			break;
+		if (!dlmd_cm_name_valid(fl.fl_ls.n_name))
+			abort();
+		len = dlmd_cm_failed_encode(again, &h, &fl);
 		if (len != size || memcmp(again, data, size))
 			abort();
 		return 0;
