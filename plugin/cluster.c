@@ -66,7 +66,12 @@
  * so at the ANNOUNCE's delivery exactly the JOIN/LEAVEs it reflects have
  * been delivered.  (A long list goes out as several ANNOUNCEs, FIRST ..
  * LAST; only a complete one counts.  Before it go the sender's FAILED
- * records: Recorded failures, below.)  Until X's ANNOUNCE arrives, X is
+ * records: Recorded failures, below.)  Only an ANNOUNCE sent after the
+ * confchg that started the sync counts: each carries the configuration
+ * it answers (a hash of the members' node ids and pids, the same on
+ * every member), and one answering an older confchg, or the rest of one
+ * begun before it, is ignored alike by every member; a joiner never saw
+ * them, or their first parts.  Until X's ANNOUNCE arrives, X is
  * "unknown" to the members that did not know it: they ignore X's JOIN,
  * LEAVE and START (the ANNOUNCE includes what they did).  From the
  * confchg that adds a member until every current member's ANNOUNCE has
@@ -453,6 +458,7 @@ struct dlmd_cluster {
 	struct cs_daemon	cs_dm[DLM_MAX_NODES];
 	unsigned int		cs_ndm;
 	bool			cs_syncing;
+	uint32_t		cs_view;	/* the confchg the sync answers */
 	uint64_t		cs_sync_since;	/* ms */
 	bool			cs_sync_logged;
 	uint32_t		cs_sync_j[DLM_MAX_NODES];	/* unknown to us in it */
@@ -899,6 +905,7 @@ static void send_announce(struct dlmd_cluster *cs)
 		while (dl && !dl->dl_cluster)
 			dl = dl->dl_next;
 		an.an_flags = (first ? CM_ANN_FIRST : 0) | (dl ? 0 : CM_ANN_LAST);
+		an.an_view = cs->cs_view;
 		total += an.an_count;
 		len = dlmd_cm_announce_encode(buf, &h, &an);
 		if (!len || out_queue(cs, buf, len)) {
@@ -1756,6 +1763,13 @@ static void deliver_announce(struct dlmd_cluster *cs, struct cs_daemon *dm,
 		dm->dm_ann_open = false;
 		return;
 	}
+	if (an.an_view != cs->cs_view) {
+		/* sent before the confchg that started this sync: its
+		 * sender's ANNOUNCE for this one comes after it */
+		log_debug("daemon group: an ANNOUNCE of node %u answers an older "
+			  "configuration; ignored", dm->dm_id);
+		return;
+	}
 	if (an.an_flags & CM_ANN_FIRST) {
 		dm->dm_ann_open = true;
 		dm->dm_nann = 0;
@@ -1945,6 +1959,33 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	}
 }
 
+/* A daemon group configuration as a number, the same on every member:
+ * FNV-1a of its (node id, pid) pairs in ascending order. */
+static uint32_t view_of(const struct cpg_address *m, size_t n)
+{
+	uint32_t h = 2166136261u;
+	uint64_t prev = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		uint64_t next = UINT64_MAX;
+
+		for (size_t i = 0; i < n; i++) {
+			uint64_t v = (uint64_t)m[i].nodeid << 32 | m[i].pid;
+
+			if ((k == 0 || v > prev) && v < next)
+				next = v;
+		}
+		if (next == UINT64_MAX && k)
+			break;
+		for (int b = 0; b < 8; b++) {
+			h ^= (uint8_t)(next >> (8 * b));
+			h *= 16777619u;
+		}
+		prev = next;
+	}
+	return h;
+}
+
 /*
  * The lockspace side of a daemon group confchg (after the daemon group's
  * own rules in daemon_confchg): daemons that left leave every lockspace
@@ -2072,8 +2113,16 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 			cs->cs_sync_since = dlmd_now_ms();
 			cs->cs_sync_logged = false;
 		}
-		for (unsigned int i = 0; i < cs->cs_ndm; i++)
+		/* Only ANNOUNCEs sent after this confchg count, the same on
+		 * every member: a joiner never saw those sent before it
+		 * (or their first parts).  They carry the configuration they
+		 * answer; one in progress is dropped. */
+		cs->cs_view = view_of(members, nmembers);
+		for (unsigned int i = 0; i < cs->cs_ndm; i++) {
 			cs->cs_dm[i].dm_announced = false;
+			cs->cs_dm[i].dm_ann_open = false;
+			cs->cs_dm[i].dm_nann = 0;
+		}
 		send_failed_all(cs);
 		send_announce(cs);
 	}

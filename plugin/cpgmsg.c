@@ -161,7 +161,8 @@ size_t dlmd_cm_announce_encode(unsigned char *buf, const struct cm_hdr *h,
 	put_hdr(buf, h, CM_ANNOUNCE, len);
 	p = buf + CM_HDR_LEN;
 	put_le32(p, an->an_flags);
-	put_le32(p + 4, an->an_count);
+	put_le32(p + 4, an->an_view);
+	put_le32(p + 8, an->an_count);
 	p += CM_ANN_FIXED;
 	for (uint32_t i = 0; i < an->an_count; i++)
 		p += put_name(p, an->an_ls[i].n_name);
@@ -287,7 +288,8 @@ int dlmd_cm_announce_decode(const unsigned char *body, size_t len,
 		return -EINVAL;
 	}
 	an->an_flags = get_le32(p);
-	an->an_count = get_le32(p + 4);
+	an->an_view = get_le32(p + 4);
+	an->an_count = get_le32(p + 8);
 	if (an->an_flags & ~(CM_ANN_FIRST | CM_ANN_LAST)) {
 		*why = "ANNOUNCE with undefined flags";
 		return -EINVAL;

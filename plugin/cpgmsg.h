@@ -21,8 +21,11 @@
  *       8 nmembers   12 nprev
  *      16 nmembers node ids (the change the START answers), then nprev
  *         node ids (the members of the sender's last event)
- *   ANNOUNCE (4):          0 flags (CM_ANN_FIRST, CM_ANN_LAST)  4 count
- *                          8 count NAMEs: lockspaces the sender is in
+ *   ANNOUNCE (4):          0 flags (CM_ANN_FIRST, CM_ANN_LAST)
+ *                          4 view: the daemon group configuration it
+ *                            answers (a hash of its members)
+ *                          8 count
+ *                         12 count NAMEs: lockspaces the sender is in
  *   FAILED (5):            NAME, then 0 count, 4 count pairs of
  *                          (node id, flags): the daemons the sender has
  *                          recorded as failed out of that lockspace and
@@ -53,7 +56,7 @@
 #define CM_HDR_LEN		28
 #define CM_NAME_MAX_LEN		(4 + DLM_LOCKSPACE_LEN)
 #define CM_START_FIXED		16	/* last_event, flags, nmembers, nprev */
-#define CM_ANN_FIXED		8	/* flags, count */
+#define CM_ANN_FIXED		12	/* flags, view, count */
 #define CM_ANN_MAX		64	/* names in one ANNOUNCE */
 #define CM_ANN_FIRST		1u	/* the first of the sender's set */
 #define CM_ANN_LAST		2u	/* the last: the set is complete */
@@ -104,6 +107,7 @@ struct cm_start {
 
 struct cm_announce {
 	uint32_t	an_flags;		/* CM_ANN_FIRST | CM_ANN_LAST */
+	uint32_t	an_view;		/* the configuration it answers */
 	uint32_t	an_count;
 	struct cm_name	an_ls[CM_ANN_MAX];
 };

@@ -600,6 +600,43 @@ static void test_basic(void **state)
 	assert_int_equal(ls_of(0, "L")->core.nmembers, 2);
 }
 
+/* Deliver the first queued message sent by node id 'from' (CPG keeps
+ * one sender's order; between senders any order is possible). */
+static void deliver_from(uint32_t from)
+{
+	for (unsigned int k = 0; k < nmsgs; k++) {
+		if (msgs[k].nodeid == from) {
+			struct sim_msg m = msgs[k];
+
+			memmove(&msgs[1], &msgs[0], k * sizeof(msgs[0]));
+			msgs[0] = m;
+			deliver_one();
+			return;
+		}
+	}
+	fail_msg("no message of node %u queued", from);
+}
+
+/* Every running member of the group is syncing, or none is. */
+static void assert_same_sync(void)
+{
+	int first = -1;
+
+	for (int i = 0; i < SIM_NODES; i++) {
+		if (!sim[i].up)
+			continue;
+		if (first < 0)
+			first = i;
+		else if (sim[i].d.d_cluster->cs_syncing !=
+			 sim[first].d.d_cluster->cs_syncing)
+			fail_msg("node %u is %ssyncing, node %u is %ssyncing",
+				 sim[first].id,
+				 sim[first].d.d_cluster->cs_syncing ? "" : "not ",
+				 sim[i].id,
+				 sim[i].d.d_cluster->cs_syncing ? "" : "not ");
+	}
+}
+
 /*
  * Review item 1: A runs lockspace L alone; A's dlmd dies (its clients
  * may live on with their locks); B, not in L, records the failure and
@@ -650,6 +687,29 @@ static void test_failure_then_old_member_joins(void **state)
 	assert_true(ls_running(1, "L"));
 }
 
+/* The same, when A dies during N's sync, before its ANNOUNCE is in. */
+static void test_failure_during_sync(void **state)
+{
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(0, "L");
+	settle();
+	assert_true(ls_running(0, "L"));
+	sim_start(2);		/* N joins: a sync starts */
+	assert_true(nmsgs > 0);
+	sim_kill(0);		/* A dies before anything is delivered */
+	settle();
+	assert_true(sim[1].failed[1]);
+	ls_create(2, "L");
+	settle();
+	assert_false(ls_running(2, "L"));
+	fence_done(1, 1);
+	fence_done(2, 1);
+	settle();
+	assert_true(ls_running(2, "L"));
+}
+
 /* A's dlmd restarts after it died in L; the old one's clients may still
  * hold L's locks, and B has not fenced A yet.  A's new dlmd must not run
  * L until B has (fence_done(self) is no help: nobody fences itself). */
@@ -674,6 +734,54 @@ static void test_failure_of_self_restarted(void **state)
 	assert_true(ls_running(0, "L"));
 }
 
+/*
+ * Review item 2: an ANNOUNCE in several parts spanning a confchg.  A has
+ * more lockspaces than one ANNOUNCE carries.  confchg1 (+N1), A.ANN1
+ * part 1, confchg2 (+N2), A.ANN1 last part, ...: N2 never saw the first
+ * part; the sync must still end at the same point on every member.
+ */
+static void test_announce_spanning_confchg(void **state)
+{
+	char name[16];
+
+	sim_start(0);		/* A */
+	sim_start(1);		/* B */
+	settle();
+	for (int k = 0; k < CM_ANN_MAX + 6; k++) {
+		snprintf(name, sizeof(name), "ls%d", k);
+		ls_create(0, name);
+	}
+	ls_create(1, "ls0");
+	settle();
+	assert_true(ls_running(1, "ls0"));
+	sim_start(2);		/* confchg1: +N1 */
+	deliver_from(1);	/* A.ANN1 part 1 */
+	sim_start(3);		/* confchg2: +N2 */
+	deliver_from(1);	/* A.ANN1 part 2 (LAST) */
+	assert_same_sync();
+	deliver_from(2);	/* B.ANN1 */
+	assert_same_sync();
+	deliver_from(3);	/* N1.ANN1 */
+	assert_same_sync();
+	deliver_from(2);	/* B.ANN2 */
+	assert_same_sync();
+	deliver_from(3);	/* N1.ANN2 */
+	assert_same_sync();
+	deliver_from(4);	/* N2.ANN2 */
+	assert_same_sync();
+	while (nmsgs) {
+		deliver_one();
+		assert_same_sync();
+	}
+	settle();
+	assert_false(sim[3].d.d_cluster->cs_syncing);
+	ls_create(3, "ls0");
+	settle();
+	assert_true(ls_running(0, "ls0"));
+	assert_true(ls_running(1, "ls0"));
+	assert_true(ls_running(3, "ls0"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -682,7 +790,11 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_then_old_member_joins,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failure_during_sync,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_of_self_restarted,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_announce_spanning_confchg,
 						setup, teardown),
 	};
 
