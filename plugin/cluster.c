@@ -218,7 +218,11 @@
  * join) is created in the engine with this node alone and stopped at
  * once, then its JOIN is sent; the JOIN's delivery is a membership change
  * like any other, and the client's create request is answered when the
- * first recovery finishes.  Releasing a lockspace sends LEAVE (a clean
+ * first recovery finishes.  An instance knows its own JOIN by the
+ * header's sequence number: a lockspace released and created again
+ * before its first JOIN is delivered has JOIN, LEAVE, JOIN in the queue,
+ * and only the second JOIN binds the new instance (the others see the
+ * same three changes of the table; we take part from the second).  Releasing a lockspace sends LEAVE (a clean
  * leave for the others: no fencing).  A dlmd killed, or crashed, is a
  * daemon failure (reason proc-down): its node is fenced (DAEMON FAILURE).
  * Outgoing messages wait in one FIFO while corosync says "try again"
@@ -487,6 +491,8 @@ struct dlmd_cluster_ls {
 	struct dlmd		*cl_d;
 	struct dlmd_ls		*cl_dl;
 	bool			cl_in_group;	/* our JOIN was delivered */
+	uint32_t		cl_join_seq;	/* h_seq of this instance's JOIN */
+	bool			cl_join_delivered; /* it was (maybe while syncing) */
 	uint32_t		cl_lsid;
 	struct cs_lsent		*cl_le;		/* its table entry (kept while bound) */
 	/* the current change */
@@ -1582,8 +1588,10 @@ static void ls_our_join(struct dlmd_cluster *cs, struct cs_lsent *le,
 	ls_change(cl, le->le_members, le->le_nmembers, NULL, 0, why);
 }
 
-/* Daemon 'id' joins lockspace 'name' at this point of the stream. */
-static void table_join(struct dlmd_cluster *cs, uint32_t id, const char *name)
+/* Daemon 'id' joins lockspace 'name' at this point of the stream; 'seq'
+ * is the JOIN's h_seq (0: no JOIN message). */
+static void table_join(struct dlmd_cluster *cs, uint32_t id, const char *name,
+		       uint32_t seq)
 {
 	struct cs_lsent *le = le_find(cs, name, true);
 	struct dlmd_cluster_ls *cl;
@@ -1600,6 +1608,15 @@ static void table_join(struct dlmd_cluster *cs, uint32_t id, const char *name)
 	if (!cl)
 		return;
 	if (id == cs->cs_d->d_nodeid) {
+		/* Our JOIN of an instance released since (its LEAVE comes
+		 * next) is not the JOIN of the one we have now. */
+		if (cl->cl_join_delivered || seq != cl->cl_join_seq) {
+			log_debug("lockspace %s: our JOIN %u is of an instance "
+				  "released since (ours is JOIN %u)", name, seq,
+				  cl->cl_join_seq);
+			return;
+		}
+		cl->cl_join_delivered = true;
 		if (!cl->cl_in_group && !cs->cs_syncing)
 			ls_our_join(cs, le, "");
 		/* while syncing: at its end */
@@ -1667,7 +1684,7 @@ static void sync_end(struct dlmd_cluster *cs)
 		if (!le || le->le_cl != cl)
 			continue;
 		if (!cl->cl_in_group) {
-			if (le_has(le, d->d_nodeid))
+			if (cl->cl_join_delivered)
 				ls_our_join(cs, le, " (after the daemons' sync)");
 			continue;
 		}
@@ -1726,7 +1743,7 @@ static void announce_apply(struct dlmd_cluster *cs, struct cs_daemon *dm)
 			/* a known daemon's ANNOUNCE says what we derived */
 			log_warn("lockspace %s: node %u announces it, but its JOIN "
 				 "was not seen; taken as a join here", le->le_name, id);
-			table_join(cs, id, le->le_name);
+			table_join(cs, id, le->le_name, 0);
 		} else {
 			le_add(le, id);	/* its changes: at the sync's end */
 		}
@@ -1948,7 +1965,7 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 			break;
 		}
 		if (hd.h_type == CM_JOIN)
-			table_join(cs, nodeid, nm.n_name);
+			table_join(cs, nodeid, nm.n_name, hd.h_seq);
 		else
 			table_leave(cs, nodeid, nm.n_name);
 		break;
@@ -2615,6 +2632,7 @@ int dlmd_cluster_ls_join(struct dlmd *d, struct dlmd_ls *dl)
 		le_tidy(cs, le);
 		goto fail;
 	}
+	cl->cl_join_seq = cs->cs_seq;	/* send_ls's header took it */
 	le->le_cl = cl;
 	cl->cl_le = le;
 	return 0;

@@ -536,6 +536,17 @@ static void ls_create(int i, const char *name)
 	run_jobs();
 }
 
+static void ls_release(int i, const char *name)
+{
+	struct sim_ls *sl = ls_of(i, name);
+
+	assert_non_null(sl);
+	cur = i;
+	dlmd_ls_release(&sim[i].d, &sl->dl, false, NULL);
+	cur = -1;
+	run_jobs();
+}
+
 static bool ls_running(int i, const char *name)
 {
 	struct sim_ls *sl = ls_of(i, name);
@@ -782,6 +793,62 @@ static void test_announce_spanning_confchg(void **state)
 	assert_true(ls_running(3, "ls0"));
 }
 
+/*
+ * Review item 3: create L, release it and create it again before the
+ * first JOIN is delivered.  The first JOIN and its LEAVE belong to the
+ * released instance; only the second JOIN binds the new one, so that we
+ * and B see the same changes and agree on the event.
+ */
+static void test_own_old_join(void **state)
+{
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(1, "L");
+	settle();
+	assert_true(ls_running(1, "L"));
+	ls_create(0, "L");	/* JOIN1 */
+	ls_release(0, "L");	/* LEAVE1 */
+	ls_create(0, "L");	/* JOIN2 */
+	deliver_from(1);	/* JOIN1: B changes to [1 2] */
+	deliver_from(1);	/* LEAVE1: B changes to [2] */
+	/* B's STARTs for [1 2] and [2] come before JOIN2: B runs alone */
+	deliver_from(2);
+	deliver_from(2);
+	engine_step();
+	settle();
+	assert_true(ls_running(0, "L"));
+	assert_true(ls_running(1, "L"));
+	assert_int_equal(ls_of(0, "L")->core.event, ls_of(1, "L")->core.event);
+}
+
+/* The same while the daemon group syncs (the binding waits for its end). */
+static void test_own_old_join_syncing(void **state)
+{
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(1, "L");
+	settle();
+	sim_start(2);		/* a sync starts; nothing delivered yet */
+	ls_create(0, "L");	/* JOIN1 */
+	ls_release(0, "L");	/* LEAVE1 */
+	ls_create(0, "L");	/* JOIN2 */
+	deliver_from(1);	/* A's ANNOUNCE (sent before JOIN1) */
+	deliver_from(1);	/* JOIN1 */
+	deliver_from(2);	/* B's ANNOUNCE */
+	deliver_from(3);	/* N's ANNOUNCE: the sync ends, JOIN1 in */
+	assert_false(sim[0].d.d_cluster->cs_syncing);
+	deliver_from(1);	/* LEAVE1: B changes to [2] */
+	deliver_from(2);	/* B's STARTs: B runs alone */
+	deliver_from(2);
+	engine_step();
+	settle();
+	assert_true(ls_running(0, "L"));
+	assert_true(ls_running(1, "L"));
+	assert_int_equal(ls_of(0, "L")->core.event, ls_of(1, "L")->core.event);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -795,6 +862,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failure_of_self_restarted,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_announce_spanning_confchg,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_old_join, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_old_join_syncing,
 						setup, teardown),
 	};
 
