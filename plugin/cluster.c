@@ -71,7 +71,9 @@
  * it answers (a hash of the members' node ids and pids, the same on
  * every member), and one answering an older confchg, or the rest of one
  * begun before it, is ignored alike by every member; a joiner never saw
- * them, or their first parts.  Until X's ANNOUNCE arrives, X is
+ * them, or their first parts.  One daemon's ANNOUNCE holds at most
+ * CS_ANN_TOTAL_MAX names: a longer one is dropped (logged), and the sync
+ * waits as for a daemon that never announces.  Until X's ANNOUNCE arrives, X is
  * "unknown" to the members that did not know it: they ignore X's JOIN,
  * LEAVE and START (the ANNOUNCE includes what they did).  From the
  * confchg that adds a member until every current member's ANNOUNCE has
@@ -369,6 +371,11 @@
 #define STALL_MS		10000	/* running, waiters, nothing received */
 #define SYNC_LOG_MS		10000	/* log a sync that waits this long */
 #define LS_HASH			256	/* buckets of the lockspace table */
+/* Names in one daemon's ANNOUNCE (its lockspaces), at most: a peer that
+ * sends FIRST and never LAST cannot grow it beyond (about 4 MB). */
+#ifndef CS_ANN_TOTAL_MAX
+#define CS_ANN_TOTAL_MAX	65536
+#endif
 
 /* The messages themselves (header, START, JOIN, LEAVE, ANNOUNCE) and
  * their codec are in plugin/cpgmsg.[ch]. */
@@ -1793,6 +1800,15 @@ static void deliver_announce(struct dlmd_cluster *cs, struct cs_daemon *dm,
 	}
 	if (!dm->dm_ann_open)
 		return;		/* the rest of one begun before our join */
+	if (dm->dm_nann + an.an_count > CS_ANN_TOTAL_MAX) {
+		log_err("daemon group: node %u's ANNOUNCE is too long (more than "
+			"%u lockspaces); dropped (no lockspace changes members "
+			"until it announces again or leaves)", dm->dm_id,
+			CS_ANN_TOTAL_MAX);
+		dm->dm_ann_open = false;
+		dm->dm_nann = 0;
+		return;
+	}
 	if (dm->dm_nann + an.an_count > dm->dm_cann) {
 		unsigned int nc = dm->dm_cann ? 2 * dm->dm_cann : CM_ANN_MAX;
 		struct cm_name *p;
@@ -1935,8 +1951,15 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 			 "a member (an old incarnation?): dropped", nodeid, pid);
 		return;
 	}
-	if (hd.h_target && hd.h_target != cs->cs_d->d_nodeid)
+	if (hd.h_target && hd.h_type >= CM_START && hd.h_type <= CM_FAILED) {
+		/* every member must apply these alike: none is for one */
+		log_warn("daemon group: message type %u from node %u with target "
+			 "node %u dropped (it is for every member)", hd.h_type,
+			 nodeid, hd.h_target);
 		return;
+	}
+	if (hd.h_target && hd.h_target != cs->cs_d->d_nodeid)
+		return;		/* a type of a later version, for another */
 	if (hd.h_type == CM_ANNOUNCE) {
 		deliver_announce(cs, dm, p + CM_HDR_LEN, len - CM_HDR_LEN);
 		return;

@@ -6,7 +6,9 @@
  * Every message has a fixed little-endian header:
  *
  *    0 magic "DLMC"   4 version(16) type(16)   8 length (whole message)
- *   12 sender node id   16 target node id (0: everyone)
+ *   12 sender node id   16 target node id (0: everyone; every type
+ *      defined here is for everyone, and cluster.c drops one that has a
+ *      target: each member must apply it alike)
  *   20 lockspace id (of the name in the body; 0 for ANNOUNCE)
  *   24 sequence (the sender's change count, for logs)
  *

@@ -25,6 +25,8 @@
 #define dlm_core_ls_finish	fake_ls_finish
 #define dlm_core_ls_state	fake_ls_state
 #define dlm_core_ls_stats	fake_ls_stats
+/* a small cap, so that the test reaches it */
+#define CS_ANN_TOTAL_MAX	256
 
 #include "plugin/cluster.c"
 
@@ -611,6 +613,14 @@ static void test_basic(void **state)
 	assert_int_equal(ls_of(0, "L")->core.nmembers, 2);
 }
 
+/* Queue a message of node slot i as if its dlmd had sent it. */
+static void inject(int i, const unsigned char *buf, size_t len)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	fake_cpg_mcast_joined((cpg_handle_t)(i + 1), CPG_TYPE_AGREED, &iov, 1);
+}
+
 /* Deliver the first queued message sent by node id 'from' (CPG keeps
  * one sender's order; between senders any order is possible). */
 static void deliver_from(uint32_t from)
@@ -849,6 +859,58 @@ static void test_own_old_join_syncing(void **state)
 	assert_int_equal(ls_of(0, "L")->core.event, ls_of(1, "L")->core.event);
 }
 
+/* Review item 4: a JOIN with a target (membership is for everyone) is
+ * refused, not applied by one member only. */
+static void test_targeted_join_refused(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 2, .h_target = 1, .h_seq = 77 };
+	size_t len;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
+	assert_true(len > 0);
+	inject(1, buf, len);
+	settle();
+	assert_false(le_has(le_find(sim[0].d.d_cluster, "T", false), 2));
+	assert_false(le_has(le_find(sim[1].d.d_cluster, "T", false), 2));
+	assert_true(logged(0, "with target"));
+}
+
+/* Review item 4: a peer that sends FIRST and never LAST cannot grow an
+ * ANNOUNCE being received without bound. */
+static void test_announce_capped(void **state)
+{
+	static struct cm_announce an;
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 2 };
+	unsigned int parts = CS_ANN_TOTAL_MAX / CM_ANN_MAX + 4;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	for (unsigned int p = 0; p < parts; p++) {
+		size_t len;
+
+		memset(&an, 0, sizeof(an));
+		an.an_flags = p ? 0 : CM_ANN_FIRST;
+		an.an_count = CM_ANN_MAX;
+		an.an_view = sim[1].d.d_cluster->cs_view;	/* a current one */
+		for (unsigned int k = 0; k < CM_ANN_MAX; k++)
+			snprintf(an.an_ls[k].n_name, sizeof(an.an_ls[k].n_name),
+				 "p%uk%u", p, k);
+		len = dlmd_cm_announce_encode(buf, &h, &an);
+		assert_true(len > 0);
+		inject(1, buf, len);
+		deliver_one();
+		assert_true(dm_find(sim[0].d.d_cluster, 2, sim[1].pid)->dm_nann <=
+			    CS_ANN_TOTAL_MAX);
+	}
+	assert_true(logged(0, "too long"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -866,6 +928,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_own_old_join, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_own_old_join_syncing,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_targeted_join_refused,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_announce_capped, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
