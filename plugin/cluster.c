@@ -302,7 +302,10 @@
  *    names a message); while that sync lasts no lockspace changes
  *    members.  A daemon that never announces (another version) holds
  *    lockspace changes until it leaves; that is logged after
- *    SYNC_LOG_MS.
+ *    SYNC_LOG_MS.  A daemon's leave costs the lockspaces it was in (a
+ *    list per node id), an engine's recovery_done a hash lookup; but
+ *    every kick still walks all of our own lockspaces, and a LEAVE looks
+ *    its entry up in its node's list.
  *  - A FAILED record is taken by a member that cannot tell whether it
  *    saw that failure: one that joined after it fences the node again
  *    even if the others just did (the fence command must be idempotent
@@ -426,6 +429,16 @@ struct cs_lsent {
 	struct dlmd_cluster_ls *le_cl;	/* our instance, if any */
 };
 
+/* The lockspaces of the table a node's daemon is in: the reverse of
+ * le_members, so that a daemon's leave costs its own lockspaces, not a
+ * scan of the whole table. */
+struct cs_byid {
+	uint32_t	bi_id;
+	struct cs_lsent	**bi_ls;
+	unsigned int	bi_n;
+	unsigned int	bi_cap;
+};
+
 /* An outgoing CPG message, waiting while corosync says "try again". */
 struct cs_out {
 	struct cs_out	*o_next;
@@ -483,6 +496,9 @@ struct dlmd_cluster {
 	/* the table: every lockspace of the cluster and its members */
 	struct cs_lsent		*cs_ls[LS_HASH];
 	unsigned int		cs_nls;
+	struct cs_byid		cs_byid[DLM_MAX_NODES];
+	unsigned int		cs_nbyid;
+	unsigned int		cs_nclaims;	/* le_claim entries, all */
 	/* outgoing messages, in order */
 	struct cs_out		*cs_out;
 	struct cs_out		**cs_out_tail;
@@ -1004,15 +1020,69 @@ static bool ids_del(uint32_t *ids, unsigned int *n, uint32_t id)
 	return false;
 }
 
-static bool le_add(struct cs_lsent *le, uint32_t id)
+static struct cs_byid *byid(struct dlmd_cluster *cs, uint32_t id, bool create)
 {
-	if (le->le_nmembers >= DLM_MAX_NODES ||
+	for (unsigned int i = 0; i < cs->cs_nbyid; i++)
+		if (cs->cs_byid[i].bi_id == id)
+			return &cs->cs_byid[i];
+	if (!create || cs->cs_nbyid >= DLM_MAX_NODES)
+		return NULL;
+	memset(&cs->cs_byid[cs->cs_nbyid], 0, sizeof(cs->cs_byid[0]));
+	cs->cs_byid[cs->cs_nbyid].bi_id = id;
+	return &cs->cs_byid[cs->cs_nbyid++];
+}
+
+static bool le_add(struct dlmd_cluster *cs, struct cs_lsent *le, uint32_t id)
+{
+	struct cs_byid *bi = byid(cs, id, true);
+
+	if (bi && bi->bi_n == bi->bi_cap) {
+		unsigned int nc = bi->bi_cap ? 2 * bi->bi_cap : 16;
+		struct cs_lsent **p = realloc(bi->bi_ls, nc * sizeof(*p));
+
+		if (p) {
+			bi->bi_ls = p;
+			bi->bi_cap = nc;
+		}
+	}
+	if (!bi || bi->bi_n == bi->bi_cap || le->le_nmembers >= DLM_MAX_NODES ||
 	    !ids_add(&le->le_members, &le->le_nmembers, &le->le_cmembers, id,
 		     true)) {
 		log_err("lockspace %s: cannot add node %u to its table entry",
 			le->le_name, id);
 		return false;
 	}
+	bi->bi_ls[bi->bi_n++] = le;
+	return true;
+}
+
+/* id is no member of le any more (a LEAVE). */
+static void le_del(struct dlmd_cluster *cs, struct cs_lsent *le, uint32_t id)
+{
+	struct cs_byid *bi = byid(cs, id, false);
+
+	ids_del(le->le_members, &le->le_nmembers, id);
+	for (unsigned int i = bi ? bi->bi_n : 0; i-- > 0;) {
+		if (bi->bi_ls[i] == le) {
+			bi->bi_ls[i] = bi->bi_ls[--bi->bi_n];
+			break;
+		}
+	}
+}
+
+static bool claim_add(struct dlmd_cluster *cs, struct cs_lsent *le, uint32_t id)
+{
+	if (!ids_add(&le->le_claim, &le->le_nclaim, &le->le_cclaim, id, false))
+		return false;
+	cs->cs_nclaims++;
+	return true;
+}
+
+static bool claim_del(struct dlmd_cluster *cs, struct cs_lsent *le, uint32_t id)
+{
+	if (!ids_del(le->le_claim, &le->le_nclaim, id))
+		return false;
+	cs->cs_nclaims--;
 	return true;
 }
 
@@ -1463,7 +1533,18 @@ void dlmd_cluster_fencing_changed(struct dlmd *d)
 void dlmd_cluster_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event)
 {
 	struct dlmd *d = ctx;
+	struct dlmd_cluster *cs = d->d_cluster;
 
+	if (cs && cs->cs_corosync) {
+		/* by the table's hash: a mass recovery is no n^2 scan */
+		struct cs_lsent *le = le_find(cs, dlm_core_ls_name(ls), false);
+
+		if (le && le->le_cl && le->le_cl->cl_dl->dl_core == ls) {
+			le->le_cl->cl_recovered = event;
+			kick(cs);
+		}
+		return;
+	}
 	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
 		if (dl->dl_core != ls || !dl->dl_cluster)
 			continue;
@@ -1609,7 +1690,7 @@ static void table_join(struct dlmd_cluster *cs, uint32_t id, const char *name,
 		log_warn("lockspace %s: node %u joins it twice; ignored", name, id);
 		return;
 	}
-	if (!le_add(le, id))
+	if (!le_add(cs, le, id))
 		return;
 	cl = le->le_cl;
 	if (!cl)
@@ -1644,7 +1725,7 @@ static void table_leave(struct dlmd_cluster *cs, uint32_t id, const char *name)
 			  "ignored", name, id);
 		return;
 	}
-	ids_del(le->le_members, &le->le_nmembers, id);
+	le_del(cs, le, id);
 	cl = le->le_cl;
 	/* our own LEAVE: that instance is gone already (a newer one of
 	 * ours, if any, has its JOIN still to come) */
@@ -1752,7 +1833,7 @@ static void announce_apply(struct dlmd_cluster *cs, struct cs_daemon *dm)
 				 "was not seen; taken as a join here", le->le_name, id);
 			table_join(cs, id, le->le_name, 0);
 		} else {
-			le_add(le, id);	/* its changes: at the sync's end */
+			le_add(cs, le, id);	/* its changes: at the sync's end */
 		}
 	}
 	if (dm->dm_known) {
@@ -1894,15 +1975,14 @@ static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 				       DLMD_FAIL_NODE);
 	}
 	if (self && !id_in(le->le_claim, le->le_nclaim, dm->dm_id)) {
-		if (!ids_add(&le->le_claim, &le->le_nclaim, &le->le_cclaim,
-			     dm->dm_id, false))
+		if (!claim_add(cs, le, dm->dm_id))
 			log_err("lockspace %s: no memory for node %u's record",
 				le->le_name, dm->dm_id);
 		log_err("lockspace %s: node %u records our own failure in it (a "
 			"previous dlmd of ours died in it; its clients may still "
 			"hold its locks): we take no part in it until node %u has "
 			"seen our node fenced", le->le_name, dm->dm_id, dm->dm_id);
-	} else if (!self && ids_del(le->le_claim, &le->le_nclaim, dm->dm_id)) {
+	} else if (!self && claim_del(cs, le, dm->dm_id)) {
 		log_notice("lockspace %s: node %u has seen our node fenced; "
 			   "we may take part in it", le->le_name, dm->dm_id);
 	}
@@ -2045,15 +2125,18 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 	for (size_t i = 0; i < nleft; i++) {
 		struct cs_daemon *dm = dm_find(cs, left[i].nodeid, left[i].pid);
 		uint32_t id = left[i].nodeid;
-		bool had = false;
+		struct cs_lsent **own;
+		struct cs_byid *bi;
+		unsigned int nown;
+		bool had;
 
 		if (!dm || id == d->d_nodeid)
 			continue;
 		/* its records of our own failure go with it */
-		for (unsigned int b = 0; b < LS_HASH; b++) {
+		for (unsigned int b = 0; cs->cs_nclaims && b < LS_HASH; b++) {
 			for (struct cs_lsent *le = cs->cs_ls[b], *next; le; le = next) {
 				next = le->le_next;
-				if (!ids_del(le->le_claim, &le->le_nclaim, id))
+				if (!claim_del(cs, le, id))
 					continue;
 				log_warn("lockspace %s: node %u, which recorded our "
 					 "own failure in it, left the daemon group; "
@@ -2076,30 +2159,32 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		/* a dlmd that died with lockspaces: its node is fenced; its
 		 * failure is recorded (below) before the entries are tidied,
 		 * or they would drop it as "fenced" (never failed) */
-		for (unsigned int b = 0; !had && b < LS_HASH; b++)
-			for (struct cs_lsent *le = cs->cs_ls[b]; !had && le;
-			     le = le->le_next)
-				had = le_has(le, id);
+		bi = byid(cs, id, false);
+		had = bi && bi->bi_n;
 		if (had && left[i].reason == CPG_REASON_PROCDOWN)
 			dlmd_fence_node_failed(d, id, DLMD_FAIL_DAEMON);
-		for (unsigned int b = 0; had && b < LS_HASH; b++) {
-			for (struct cs_lsent *le = cs->cs_ls[b], *next; le; le = next) {
-				struct ls_left lf = { id, left[i].reason };
-				struct dlmd_cluster_ls *cl = le->le_cl;
-
-				next = le->le_next;
-				if (!le_has(le, id))
-					continue;
-				ids_del(le->le_members, &le->le_nmembers, id);
-				if (left[i].reason != CPG_REASON_LEAVE)
-					le_failed_add(le, id, left[i].reason ==
-						      CPG_REASON_PROCDOWN);
-				if (cl && cl->cl_in_group)
-					ls_change(cl, le->le_members, le->le_nmembers,
-						  &lf, 1, "");
-				le_tidy(cs, le);
-			}
+		/* it leaves all of them: its list goes at once */
+		own = bi ? bi->bi_ls : NULL;
+		nown = bi ? bi->bi_n : 0;
+		if (bi) {
+			bi->bi_ls = NULL;
+			bi->bi_n = bi->bi_cap = 0;
 		}
+		for (unsigned int k = 0; k < nown; k++) {
+			struct cs_lsent *le = own[k];
+			struct ls_left lf = { id, left[i].reason };
+			struct dlmd_cluster_ls *cl = le->le_cl;
+
+			ids_del(le->le_members, &le->le_nmembers, id);
+			if (left[i].reason != CPG_REASON_LEAVE)
+				le_failed_add(le, id, left[i].reason ==
+					      CPG_REASON_PROCDOWN);
+			if (cl && cl->cl_in_group)
+				ls_change(cl, le->le_members, le->le_nmembers,
+					  &lf, 1, "");
+			le_tidy(cs, le);
+		}
+		free(own);
 		if (had && left[i].reason == CPG_REASON_LEAVE)
 			log_warn("node %u's dlmd left the daemon group cleanly while "
 				 "still in lockspaces (its LEAVEs were not sent); "
@@ -2621,6 +2706,8 @@ void dlmd_cluster_fini(struct dlmd *d)
 	}
 	for (unsigned int i = 0; i < cs->cs_ndm; i++)
 		free(cs->cs_dm[i].dm_ann);
+	for (unsigned int i = 0; i < cs->cs_nbyid; i++)
+		free(cs->cs_byid[i].bi_ls);
 	free(cs);
 	d->d_cluster = NULL;
 }

@@ -25,6 +25,7 @@
 #define dlm_core_ls_finish	fake_ls_finish
 #define dlm_core_ls_state	fake_ls_state
 #define dlm_core_ls_stats	fake_ls_stats
+#define dlm_core_ls_name	fake_ls_name
 /* a small cap, so that the test reaches it */
 #define CS_ANN_TOTAL_MAX	256
 
@@ -193,6 +194,14 @@ enum dlm_ls_state fake_ls_state(const struct dlm_ls *ls, uint32_t *event,
 void fake_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 {
 	memset(st, 0, sizeof(*st));
+}
+
+const char *fake_ls_name(const struct dlm_ls *ls)
+{
+	const struct sim_ls *sl = (const struct sim_ls *)
+		((const char *)ls - offsetof(struct sim_ls, core));
+
+	return sl->dl.dl_name;
 }
 
 /* ---- the rest of the daemon --------------------------------------- */
@@ -911,6 +920,54 @@ static void test_announce_capped(void **state)
 	assert_true(logged(0, "too long"));
 }
 
+/* Review item 5: a daemon in many lockspaces fails; each of them changes
+ * on the survivors, waits for its fencing and runs again (the per-node
+ * list of the table replaces the scan of the whole table). */
+static void test_mass_failure(void **state)
+{
+	char name[16];
+
+	sim_start(0);
+	sim_start(1);
+	sim_start(2);
+	settle();
+	for (int k = 0; k < 100; k++) {
+		snprintf(name, sizeof(name), "m%d", k);
+		ls_create(0, name);
+		ls_create(1, name);
+		if (k % 2)
+			ls_create(2, name);
+	}
+	settle();
+	for (int k = 0; k < 100; k++) {
+		snprintf(name, sizeof(name), "m%d", k);
+		assert_true(ls_running(1, name));
+		assert_int_equal(ls_of(1, name)->core.nmembers, k % 2 ? 3 : 2);
+	}
+	sim_kill(0);
+	settle();
+	for (int k = 0; k < 100; k++) {
+		snprintf(name, sizeof(name), "m%d", k);
+		assert_false(ls_running(1, name));
+		assert_int_equal(ls_of(1, name)->dl.dl_cluster->cl_nmembers,
+				 k % 2 ? 2 : 1);
+	}
+	fence_done(1, 1);
+	fence_done(2, 1);
+	settle();
+	for (int k = 0; k < 100; k++) {
+		snprintf(name, sizeof(name), "m%d", k);
+		assert_true(ls_running(1, name));
+		if (k % 2) {
+			assert_true(ls_running(2, name));
+			assert_int_equal(ls_of(1, name)->core.event,
+					 ls_of(2, name)->core.event);
+		}
+	}
+	/* node 1's table entries went with it */
+	assert_int_equal(byid(sim[1].d.d_cluster, 1, false)->bi_n, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -932,6 +989,7 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_announce_capped, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_mass_failure, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
