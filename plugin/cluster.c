@@ -20,25 +20,149 @@
  *                    saying whether our side of the group held a strict
  *                    majority of the configured nodes then (see SPLIT AND
  *                    MERGE below).
- *   lockspace group  CPG "dlmd:ls:<name>" per lockspace: its members are
- *                    the lockspace's members.
+ *   lockspaces       carried over the daemon group too (ONE GROUP FOR ALL
+ *                    LOCKSPACES below): a lockspace costs corosync
+ *                    nothing but its messages, where a CPG connection of
+ *                    its own cost it megabytes of IPC buffers.
  *
- * THE LOCKSPACE PROTOCOL.  CPG delivers configuration changes (confchg)
- * and messages in one total order, the same on every member (totem's
- * agreed order, extended virtual synchrony).  Everything below relies on
- * that: every member applies the same deterministic rule to the same
- * sequence of events, so every member takes the same decisions at the
- * same point of the sequence, with no further agreement round.
+ * ONE GROUP FOR ALL LOCKSPACES.  CPG gives the daemon group one total
+ * order of messages and configuration changes (confchg), the same on
+ * every member (totem's agreed order, extended virtual synchrony: a
+ * member that sees two events sees them in the same order as every other
+ * member that sees both; the messages of one sender arrive in the order
+ * it sent them; a member sees no message of a process after its leave).
+ * A lockspace's membership is not a CPG group of its own any more: every
+ * dlmd derives it, identically, from that one ordered stream:
  *
- *  1. confchg.  On every change of the group (a join, a clean leave, a
- *     daemon exit, a node failure) each member at once stops the
- *     lockspace in the engine (dlm_core_ls_stop: requests and lock
- *     messages are held), and forgets whatever it had collected for the
- *     previous change.  Nodes that left with reason node-down, and nodes
- *     whose dlmd left without a clean leave (reason proc-down: it died or
- *     was killed while its node stayed up), are recorded as failed: they
- *     must be fenced before recovery.  Only a clean leave (reason leave:
- *     the lockspace was released, or dlmd stopped cleanly, which
+ *   JOIN(L) from X      X is a member of L from this point on
+ *   LEAVE(L) from X     X left L cleanly here (its instance is released)
+ *   confchg, X left     X left every lockspace it was in, at this point,
+ *                       with the confchg's reason: node-down (its node
+ *                       failed) and proc-down (its dlmd died) are
+ *                       failures to be fenced; a clean leave of the daemon
+ *                       group comes only from a dlmd that released all its
+ *                       lockspaces first (its LEAVEs are sent before, so
+ *                       delivered before)
+ *
+ * Every dlmd keeps the resulting table, "which daemon is in which
+ * lockspace", for every lockspace of the cluster, not only its own (a
+ * few bytes per lockspace and member).  A point of the stream at which
+ * the members of a lockspace change is, for each member, what a confchg
+ * of the lockspace's own group was before: the protocol below (START,
+ * decide, recover) runs unchanged on these derived changes, its STARTs
+ * carried in the daemon group with the lockspace's name.  As every member
+ * of L applies the same rule to the same stream, they see the same
+ * changes of L at the same points, which is all the protocol needs.
+ *
+ * State transfer.  A daemon that joins the daemon group (a fresh dlmd,
+ * or the other side of a split that merges) does not know the table: it
+ * saw none of the messages before its join.  So after every confchg that
+ * adds a member, every member (old and new) sends ANNOUNCE: the list of
+ * lockspaces it is in.  Its content is the sender's membership at the
+ * point the ANNOUNCE is delivered: a daemon's membership changes only
+ * by its own JOIN/LEAVE messages, it queues the ANNOUNCE after every
+ * JOIN/LEAVE it queued before and before any later one (one FIFO of
+ * outgoing messages), and CPG delivers one sender's messages in order;
+ * so at the ANNOUNCE's delivery exactly the JOIN/LEAVEs it reflects have
+ * been delivered.  (A long list goes out as several ANNOUNCEs, FIRST ..
+ * LAST; only a complete one counts.  Before it go the sender's FAILED
+ * records: Recorded failures, below.)  Only an ANNOUNCE sent after the
+ * confchg that started the sync counts: each carries the configuration
+ * it answers (a hash of the members' node ids and pids, the same on
+ * every member), and one answering an older confchg, or the rest of one
+ * begun before it, is ignored alike by every member; a joiner never saw
+ * them, or their first parts.  One daemon's ANNOUNCE holds at most
+ * CS_ANN_TOTAL_MAX names: a longer one is dropped (logged), and the sync
+ * waits as for a daemon that never announces.  Until X's ANNOUNCE arrives, X is
+ * "unknown" to the members that did not know it: they ignore X's JOIN,
+ * LEAVE and START (the ANNOUNCE includes what they did).  From the
+ * confchg that adds a member until every current member's ANNOUNCE has
+ * been delivered after it, the daemon group is SYNCING.  The end of the
+ * sync is the delivery of the last of those ANNOUNCEs: the same point for
+ * every member (a member that leaves before it has sent one is no
+ * longer waited for; a newer confchg that adds a member starts it over).
+ * While syncing:
+ *   - no START is sent and no lockspace decides (a START delivered then
+ *     is counted, the decision waits): a newcomer's table is incomplete,
+ *     and deciding needs the same data everywhere;
+ *   - everything else goes on: changes that known daemons cause are
+ *     applied at once (a failure stops its lockspaces at once and is
+ *     recorded for fencing), and running lockspaces keep running: a
+ *     fresh dlmd joining the cluster stops nothing.
+ * At the end of the sync every member knows the whole table; a
+ * lockspace L of ours then takes a new change iff its members differ
+ * from the change it had, or one of its members was unknown to us in
+ * the sync (J: the joiners, and for a newcomer every old member), or our
+ * own JOIN was delivered during it.  That test gives the same answer on
+ * every member of L: members that knew each other before the sync saw
+ * the same stream for each other, so they have the same J; two members
+ * that did not know each other (the two sides of a merge) both find the
+ * other in J.  A lockspace of old members only changes nothing.  A
+ * lockspace that takes no change decides now if every START is in.
+ *
+ * Incarnations.  Each daemon is known by node id and process id, as CPG
+ * reports them.  A message from a process that is not a current member
+ * is dropped (logged); a dlmd that restarts is a new process: its old
+ * process left (proc-down: its lockspaces failed with it) before the new
+ * one joined, and the new one starts unknown, with no lockspace, until
+ * its ANNOUNCE.  Nothing of the old incarnation can be taken for the
+ * new one.
+ *
+ * Races.  A lockspace join racing a node failure: the JOIN is either
+ * delivered before the failure's confchg (the node is a member, then
+ * fails out of the lockspace with it: fenced before recovery) or not at
+ * all (it never was a member); every daemon sees the same one.  A
+ * failure while syncing is applied at once by the daemons that know the
+ * failed daemon's lockspaces, and starts the sync over (as a join does):
+ * a member that did not know the failed daemon (a newcomer) learns from
+ * the others' FAILED records, sent before their ANNOUNCEs, which
+ * lockspaces it failed out of, before the sync ends.
+ *
+ * Recorded failures.  A daemon that failed with lockspaces is recorded
+ * against each of them in the table, with whether only its dlmd died
+ * (until it is fenced), also by daemons that are not in the lockspace:
+ * a daemon that joins such a lockspace later waits for that fencing too,
+ * even if the failed daemon was the lockspace's last member (its clients
+ * may still hold the locks).  The record is state a newcomer cannot have
+ * seen, so it is part of the state transfer: with every ANNOUNCE a
+ * daemon first sends FAILED(L, ids) for every lockspace L with unfenced
+ * failures it recorded.  A member takes such a record (into the table,
+ * and its fencing) when it could not have seen the failure itself: the
+ * sender was unknown to it, or the failed daemon was unknown to it when
+ * it failed in this sync; never for a daemon it has known all along.  A
+ * record that lists our own node means that a previous dlmd of ours died
+ * in L, perhaps with clients that still hold its locks; fencing
+ * ourselves is no answer (dlmd_fence_is_done() of our own id is always
+ * true), so we take no part in L (no START: "fencing of us" in dlmctl ls)
+ * until every such sender has seen our node fenced - it then sends its
+ * record again without us - or has left the daemon group.  As the table
+ * says which lockspaces a dlmd that died was in, every daemon fences a
+ * node whose dlmd died with lockspaces (DAEMON FAILURE), not only the
+ * lockspaces' members.
+ *
+ * Versions.  The messages carry a protocol version (plugin/cpgmsg.h; 2
+ * since lockspaces moved into the daemon group).  A message of another
+ * version is refused and the sender logged, once; as such a daemon
+ * never sends an ANNOUNCE we understand, the daemon group stays syncing
+ * while it is a member: no lockspace changes membership (dlmctl ls says
+ * what it waits for).  A version-1 dlmd runs its lockspaces in groups of
+ * their own that version 2 never joins: the two must not share a
+ * cluster (no rolling upgrade between them).
+ *
+ * THE LOCKSPACE PROTOCOL.  Every member applies the same deterministic
+ * rule to the same sequence of events (the derived changes above, and
+ * the STARTs), so every member takes the same decisions at the same
+ * point of the sequence, with no further agreement round.
+ *
+ *  1. change.  On every change of the lockspace's members (a join, a
+ *     clean leave, a daemon exit, a node failure) each member at once
+ *     stops the lockspace in the engine (dlm_core_ls_stop: requests and
+ *     lock messages are held), and forgets whatever it had collected for
+ *     the previous change.  Nodes that left with reason node-down, and
+ *     nodes whose dlmd left without a clean leave (reason proc-down: it
+ *     died or was killed while its node stayed up), are recorded as
+ *     failed: they must be fenced before recovery.  Only a clean leave
+ *     (the lockspace was released, or dlmd stopped cleanly, which
  *     releases every lockspace first) needs no fencing.
  *
  *  2. wait conditions, each member for itself:
@@ -51,27 +175,30 @@
  *                longer lists the failed nodes or its ring is newer than
  *                the one seen at the change;
  *       fencing  every node that failed out of the lockspace since its
- *                last completed recovery is fenced (fence.c).
+ *                last completed recovery is fenced (fence.c);
+ *       sync     the daemon group is not syncing.
  *
  *  3. START.  When its conditions hold, each member multicasts START (in
- *     the lockspace's group, agreed order): the member list of the change
- *     it answers, the last event it took part in (0: it has never run the
- *     lockspace, "fresh"), and the members of that event.
+ *     the daemon group, agreed order, with the lockspace's name): the
+ *     member list of the change it answers, the last event it took part
+ *     in (0: it has never run the lockspace, "fresh"), and the members
+ *     of that event.
  *
  *  4. decision.  A START counts for the current change when it is
  *     delivered after that change, comes from a member, and carries the
  *     member list of that change (a START answering an older change that
  *     is delivered late carries another list and is ignored).  When every
- *     member's START has been counted, every member decides, at the same
- *     point of the sequence and on the same data:
+ *     member's START has been counted (and the group is not syncing),
+ *     every member decides, at the same point of the sequence and on the
+ *     same data:
  *       - stateful merge: members that ran the lockspace ("has state") but
  *         whose last event is older than the newest one reported were cut
  *         off while the others recovered without them (a healed
  *         partition).  Their locks may conflict with what was granted
  *         since: they are LOSERS.  A loser drops its instance of the
  *         lockspace (forced release: its clients lose their locks) and
- *         leaves the group; the others decide nothing and wait for the
- *         change that its leave causes;
+ *         leaves it; the others decide nothing and wait for the change
+ *         that its LEAVE causes;
  *       - otherwise the event number is E = (newest last event) + 1: it is
  *         larger than every member's previous event (the engine requires
  *         increasing events), the same on every member, and a fresh
@@ -86,27 +213,35 @@
  *     dlm_core_ls_finish(E) and locking resumes; held LS_CREATE replies
  *     of a joining lockspace are sent then.
  *
- *  A newer confchg at any point goes back to 1: the engine aborts a
+ *  A newer change at any point goes back to 1: the engine aborts a
  *  recovery in progress on stop, and the newer event restarts it.
  *
  * Joining and leaving.  A lockspace created on this node (libdlm, dlmctl
  * join) is created in the engine with this node alone and stopped at
- * once, then its group is joined; the join is a membership change like
- * any other, and the client's create request is answered when the first
- * recovery finishes.  Releasing a lockspace leaves the group (a clean
+ * once, then its JOIN is sent; the JOIN's delivery is a membership change
+ * like any other, and the client's create request is answered when the
+ * first recovery finishes.  An instance knows its own JOIN by the
+ * header's sequence number: a lockspace released and created again
+ * before its first JOIN is delivered has JOIN, LEAVE, JOIN in the queue,
+ * and only the second JOIN binds the new instance (the others see the
+ * same three changes of the table; we take part from the second).  Releasing a lockspace sends LEAVE (a clean
  * leave for the others: no fencing).  A dlmd killed, or crashed, is a
  * daemon failure (reason proc-down): its node is fenced (DAEMON FAILURE).
+ * Outgoing messages wait in one FIFO while corosync says "try again"
+ * (they keep their order); dlmd's clean stop sends what is queued before
+ * it leaves the daemon group.
  *
- * DAEMON FAILURE.  A dlmd that dies while its node stays up leaves its
- * groups with reason proc-down.  Its clients may still be alive, inside
- * their critical sections, and learn of it only at their next libdlm
- * call: their locks must not be given away before the node is fenced,
- * exactly as for a node failure (the established DLM fences a node whose
- * control daemon fails with lockspaces).  So a proc-down in a lockspace
- * group counts as a failure of the node; as corosync on that node is up,
- * the node stays in the quorum view, and fencing does not wait for a view
- * without it (fence.c: DLMD_FAIL_DAEMON).  A proc-down in the daemon
- * group alone (a dlmd without lockspaces) needs nothing.
+ * DAEMON FAILURE.  A dlmd that dies while its node stays up leaves the
+ * daemon group with reason proc-down.  Its clients may still be alive,
+ * inside their critical sections, and learn of it only at their next
+ * libdlm call: their locks must not be given away before the node is
+ * fenced, exactly as for a node failure (the established DLM fences a
+ * node whose control daemon fails with lockspaces).  So a proc-down of a
+ * dlmd that the table shows in a lockspace counts as a failure of the
+ * node, for every daemon; as corosync on that node is up, the node stays
+ * in the quorum view, and fencing does not wait for a view without it
+ * (fence.c: DLMD_FAIL_DAEMON).  A proc-down of a dlmd without lockspaces
+ * needs nothing.
  *
  * SPLIT AND MERGE.  A network blip shorter than it takes to fence can
  * still make totem split the ring and merge it again: each side sees the
@@ -172,6 +307,23 @@
  * "running" (dlmctl ls), and logged; see watchdog_timer().
  *
  * Known limits.
+ *  - Every dlmd keeps the table of every lockspace of the cluster (a
+ *    name and its member ids each), and after every confchg that adds a
+ *    daemon every daemon multicasts its list of lockspaces (CM_ANN_MAX
+ *    names a message); while that sync lasts no lockspace changes
+ *    members.  A daemon that never announces (another version) holds
+ *    lockspace changes until it leaves; that is logged after
+ *    SYNC_LOG_MS.  A daemon's leave costs the lockspaces it was in (a
+ *    list per node id), an engine's recovery_done a hash lookup; but
+ *    every kick still walks all of our own lockspaces, and a LEAVE looks
+ *    its entry up in its node's list.
+ *  - A FAILED record is taken by a member that cannot tell whether it
+ *    saw that failure: one that joined after it fences the node again
+ *    even if the others just did (the fence command must be idempotent
+ *    anyway); a claim of our own failure is dropped when its sender
+ *    leaves, fenced or not.
+ *  - A version-1 dlmd (a CPG group per lockspace) and this one cannot
+ *    share a cluster: stop every dlmd to upgrade.
  *  - A START answering an older change whose member list equals the
  *    current one (A -> B -> A within one member's reaction time) is
  *    counted for the current change.  The decision is still the same on
@@ -219,7 +371,6 @@
 #include "plugin/dlmd.h"
 
 #define DAEMON_GROUP		"dlmd:daemon"
-#define LS_GROUP_PREFIX		"dlmd:ls:"
 #define CS_RETRIES		50	/* CS_ERR_TRY_AGAIN retries (1 s) */
 #define CS_RETRY_US		20000
 /* At start-up corosync may still be settling (its IPC not listening yet
@@ -228,13 +379,20 @@
 #define CS_STARTUP_RETRIES	500	/* x CS_RETRY_US = 10 s */
 #define NODELIST_MAX_KEYS	4096	/* bound on a cmap iteration */
 #define MAX_RINGS		8	/* ring0_addr .. ring7_addr */
-#define MCAST_RETRY_MS		50	/* after CS_ERR_TRY_AGAIN on a START */
+#define MCAST_RETRY_MS		50	/* after CS_ERR_TRY_AGAIN on a send */
 #define NS_PER_MS		1000000ULL
 #define STALL_TICK_MS		2000	/* the stall watchdog's period */
 #define STALL_MS		10000	/* running, waiters, nothing received */
+#define SYNC_LOG_MS		10000	/* log a sync that waits this long */
+#define LS_HASH			256	/* buckets of the lockspace table */
+/* Names in one daemon's ANNOUNCE (its lockspaces), at most: a peer that
+ * sends FIRST and never LAST cannot grow it beyond (about 4 MB). */
+#ifndef CS_ANN_TOTAL_MAX
+#define CS_ANN_TOTAL_MAX	65536
+#endif
 
-/* The messages themselves (header, START) and their codec are in
- * plugin/cpgmsg.[ch]. */
+/* The messages themselves (header, START, JOIN, LEAVE, ANNOUNCE) and
+ * their codec are in plugin/cpgmsg.[ch]. */
 
 /* ------------------------------------------------------------------ */
 /* state                                                               */
@@ -244,6 +402,59 @@ struct cs_node {
 	uint32_t	n_id;
 	unsigned int	n_naddrs;
 	char		n_addrs[LC_MAX_ADDRS][DLMD_ADDR_LEN];
+};
+
+/* A member (a process) of the daemon group. */
+struct cs_daemon {
+	uint32_t	dm_id;
+	uint32_t	dm_pid;
+	bool		dm_known;	/* we know its lockspaces */
+	bool		dm_announced;	/* its ANNOUNCE came in this sync */
+	bool		dm_refused;	/* another version: logged once */
+	/* an ANNOUNCE being received (FIRST .. LAST) */
+	bool		dm_ann_open;
+	struct cm_name	*dm_ann;
+	unsigned int	dm_nann;
+	unsigned int	dm_cann;
+};
+
+/* The table: a lockspace some daemon is in (or that failed with one). */
+struct cs_lsent {
+	struct cs_lsent	*le_next;	/* hash chain */
+	char		le_name[DLM_LOCKSPACE_LEN + 1];
+	uint32_t	*le_members;	/* known daemons in it, sorted */
+	unsigned int	le_nmembers;
+	unsigned int	le_cmembers;
+	uint32_t	*le_failed;	/* failed out of it; until fenced */
+	unsigned int	le_nfailed;
+	unsigned int	le_cfailed;
+	uint32_t	*le_dfailed;	/* those of them whose dlmd alone died */
+	unsigned int	le_ndfailed;
+	unsigned int	le_cdfailed;
+	/* daemons whose FAILED record of it lists our own node: a previous
+	 * dlmd of ours died in it, and they have not seen us fenced */
+	uint32_t	*le_claim;
+	unsigned int	le_nclaim;
+	unsigned int	le_cclaim;
+	bool		le_mark;	/* scratch (an ANNOUNCE's set) */
+	struct dlmd_cluster_ls *le_cl;	/* our instance, if any */
+};
+
+/* The lockspaces of the table a node's daemon is in: the reverse of
+ * le_members, so that a daemon's leave costs its own lockspaces, not a
+ * scan of the whole table. */
+struct cs_byid {
+	uint32_t	bi_id;
+	struct cs_lsent	**bi_ls;
+	unsigned int	bi_n;
+	unsigned int	bi_cap;
+};
+
+/* An outgoing CPG message, waiting while corosync says "try again". */
+struct cs_out {
+	struct cs_out	*o_next;
+	size_t		o_len;
+	unsigned char	o_buf[];
 };
 
 struct dlmd_cluster {
@@ -279,6 +490,31 @@ struct dlmd_cluster {
 	/* peers whose lost frames were already acted on (until they leave) */
 	uint32_t		cs_gap[DLM_MAX_NODES];
 	unsigned int		cs_ngap;
+	/* the daemon group's processes, and the state transfer */
+	struct cs_daemon	cs_dm[DLM_MAX_NODES];
+	unsigned int		cs_ndm;
+	bool			cs_syncing;
+	uint32_t		cs_view;	/* the confchg the sync answers */
+	uint64_t		cs_sync_since;	/* ms */
+	bool			cs_sync_logged;
+	uint32_t		cs_sync_j[DLM_MAX_NODES];	/* unknown to us in it */
+	unsigned int		cs_nsync_j;
+	/* daemons unknown to us that failed in this sync: the others'
+	 * FAILED records say which lockspaces they failed out of */
+	uint32_t		cs_unseen[DLM_MAX_NODES];
+	unsigned int		cs_nunseen;
+	uint32_t		cs_seq;		/* messages sent, for logs */
+	uint32_t		cs_self_pid;	/* ours, as CPG reports it */
+	/* the table: every lockspace of the cluster and its members */
+	struct cs_lsent		*cs_ls[LS_HASH];
+	unsigned int		cs_nls;
+	struct cs_byid		cs_byid[DLM_MAX_NODES];
+	unsigned int		cs_nbyid;
+	unsigned int		cs_nclaims;	/* le_claim entries, all */
+	/* outgoing messages, in order */
+	struct cs_out		*cs_out;
+	struct cs_out		**cs_out_tail;
+	unsigned int		cs_nout;
 	bool			cs_kick_queued;
 	bool			cs_wd_armed;
 	qb_loop_timer_handle	cs_wd;
@@ -289,10 +525,11 @@ struct dlmd_cluster {
 struct dlmd_cluster_ls {
 	struct dlmd		*cl_d;
 	struct dlmd_ls		*cl_dl;
-	cpg_handle_t		cl_cpg;
-	int			cl_fd;
-	bool			cl_in_group;	/* our join was delivered */
+	bool			cl_in_group;	/* our JOIN was delivered */
+	uint32_t		cl_join_seq;	/* h_seq of this instance's JOIN */
+	bool			cl_join_delivered; /* it was (maybe while syncing) */
 	uint32_t		cl_lsid;
+	struct cs_lsent		*cl_le;		/* its table entry (kept while bound) */
 	/* the current change */
 	uint32_t		cl_members[DLM_MAX_NODES];	/* sorted */
 	unsigned int		cl_nmembers;
@@ -355,13 +592,6 @@ static bool id_in(const uint32_t *ids, unsigned int n, uint32_t id)
 		if (ids[i] == id)
 			return true;
 	return false;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static void fmt_ids(char *buf, size_t size, const uint32_t *ids, unsigned int n)
@@ -639,6 +869,381 @@ static int member_index(const struct dlmd_cluster_ls *cl, uint32_t id)
 	return -1;
 }
 
+/* ---- the daemons of the daemon group ----------------------------- */
+
+static struct cs_daemon *dm_find(struct dlmd_cluster *cs, uint32_t id,
+				 uint32_t pid)
+{
+	for (unsigned int i = 0; i < cs->cs_ndm; i++)
+		if (cs->cs_dm[i].dm_id == id && cs->cs_dm[i].dm_pid == pid)
+			return &cs->cs_dm[i];
+	return NULL;
+}
+
+/* The daemons not yet announced in this sync, as "1 2 3". */
+static void fmt_unannounced(const struct dlmd_cluster *cs, char *buf,
+			    size_t size)
+{
+	uint32_t ids[DLM_MAX_NODES];
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < cs->cs_ndm; i++)
+		if (!cs->cs_dm[i].dm_announced)
+			ids[n++] = cs->cs_dm[i].dm_id;
+	fmt_ids(buf, size, ids, n);
+}
+
+/* ---- outgoing messages ------------------------------------------- */
+
+static void out_flush(struct dlmd_cluster *cs)
+{
+	while (cs->cs_out) {
+		struct cs_out *o = cs->cs_out;
+		struct iovec iov = { .iov_base = o->o_buf, .iov_len = o->o_len };
+		cs_error_t e = cpg_mcast_joined(cs->cs_daemon_cpg, CPG_TYPE_AGREED,
+						&iov, 1);
+
+		if (e == CS_ERR_TRY_AGAIN) {
+			dlmd_cluster_retry_later(cs->cs_d);
+			return;
+		}
+		if (e != CS_OK) {
+			log_err("daemon group: cannot send a message of %zu bytes: %s",
+				o->o_len, cs_str(e));
+			lost_corosync(cs->cs_d, "daemon group send");
+			return;
+		}
+		cs->cs_out = o->o_next;
+		if (!cs->cs_out)
+			cs->cs_out_tail = &cs->cs_out;
+		cs->cs_nout--;
+		free(o);
+	}
+}
+
+/* Queue a message (sent in queue order).  0 or -ENOMEM. */
+static int out_queue(struct dlmd_cluster *cs, const unsigned char *buf,
+		     size_t len)
+{
+	struct cs_out *o = malloc(sizeof(*o) + len);
+
+	if (!o) {
+		log_err("daemon group: no memory for an outgoing message");
+		return -ENOMEM;
+	}
+	o->o_next = NULL;
+	o->o_len = len;
+	memcpy(o->o_buf, buf, len);
+	*cs->cs_out_tail = o;
+	cs->cs_out_tail = &o->o_next;
+	cs->cs_nout++;
+	out_flush(cs);
+	return 0;
+}
+
+static struct cm_hdr out_hdr(struct dlmd_cluster *cs, uint32_t lsid)
+{
+	struct cm_hdr h = {
+		.h_sender = cs->cs_d->d_nodeid,
+		.h_lsid = lsid,
+		.h_seq = ++cs->cs_seq,
+	};
+
+	return h;
+}
+
+/* JOIN or LEAVE of lockspace 'name'. */
+static int send_ls(struct dlmd_cluster *cs, uint16_t type, const char *name)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = out_hdr(cs, dlm_core_ls_name_to_id(name));
+	size_t len = dlmd_cm_ls_encode(buf, &h, type, name);
+
+	if (!len) {
+		log_err("lockspace %s: its name cannot be sent", name);
+		return -EINVAL;
+	}
+	return out_queue(cs, buf, len);
+}
+
+/* ANNOUNCE: the lockspaces we are in, as of our queued JOIN/LEAVEs (our
+ * local instances: each queued a JOIN when created and queues a LEAVE
+ * when released). */
+static void send_announce(struct dlmd_cluster *cs)
+{
+	static struct cm_announce an;
+	unsigned char buf[CM_MAX_LEN];
+	struct dlmd_ls *dl = cs->cs_d->d_lockspaces;
+	unsigned int total = 0;
+	bool first = true;
+
+	do {
+		struct cm_hdr h = out_hdr(cs, 0);
+		size_t len;
+
+		memset(&an, 0, sizeof(an));
+		for (; dl && an.an_count < CM_ANN_MAX; dl = dl->dl_next) {
+			if (!dl->dl_cluster)
+				continue;
+			snprintf(an.an_ls[an.an_count++].n_name,
+				 sizeof(an.an_ls[0].n_name), "%s", dl->dl_name);
+		}
+		while (dl && !dl->dl_cluster)
+			dl = dl->dl_next;
+		an.an_flags = (first ? CM_ANN_FIRST : 0) | (dl ? 0 : CM_ANN_LAST);
+		an.an_view = cs->cs_view;
+		total += an.an_count;
+		len = dlmd_cm_announce_encode(buf, &h, &an);
+		if (!len || out_queue(cs, buf, len)) {
+			log_err("daemon group: cannot send our lockspaces");
+			return;
+		}
+		first = false;
+	} while (dl);
+	log_debug("daemon group: announced our %u lockspace%s", total,
+		  total == 1 ? "" : "s");
+}
+
+/* ---- the table ----------------------------------------------------- */
+
+static unsigned int le_bucket(const char *name)
+{
+	return dlm_core_ls_name_to_id(name) % LS_HASH;
+}
+
+static struct cs_lsent *le_find(struct dlmd_cluster *cs, const char *name,
+				bool create)
+{
+	unsigned int b = le_bucket(name);
+	struct cs_lsent *le;
+
+	for (le = cs->cs_ls[b]; le; le = le->le_next)
+		if (!strcmp(le->le_name, name))
+			return le;
+	if (!create)
+		return NULL;
+	le = calloc(1, sizeof(*le));
+	if (!le) {
+		log_err("lockspace %s: no memory for its table entry", name);
+		return NULL;
+	}
+	snprintf(le->le_name, sizeof(le->le_name), "%s", name);
+	le->le_next = cs->cs_ls[b];
+	cs->cs_ls[b] = le;
+	cs->cs_nls++;
+	return le;
+}
+
+static bool le_has(const struct cs_lsent *le, uint32_t id)
+{
+	return le && id_in(le->le_members, le->le_nmembers, id);
+}
+
+/* Add id to a growing array; false on no memory. */
+static bool ids_add(uint32_t **ids, unsigned int *n, unsigned int *cap,
+		    uint32_t id, bool sorted)
+{
+	unsigned int i;
+
+	if (id_in(*ids, *n, id))
+		return true;
+	if (*n == *cap) {
+		unsigned int nc = *cap ? 2 * *cap : 4;
+		uint32_t *p = realloc(*ids, nc * sizeof(*p));
+
+		if (!p)
+			return false;
+		*ids = p;
+		*cap = nc;
+	}
+	i = *n;
+	if (sorted)
+		for (; i > 0 && (*ids)[i - 1] > id; i--)
+			(*ids)[i] = (*ids)[i - 1];
+	(*ids)[i] = id;
+	(*n)++;
+	return true;
+}
+
+static bool ids_del(uint32_t *ids, unsigned int *n, uint32_t id)
+{
+	for (unsigned int i = 0; i < *n; i++) {
+		if (ids[i] == id) {
+			memmove(&ids[i], &ids[i + 1], (*n - i - 1) * sizeof(*ids));
+			(*n)--;
+			return true;
+		}
+	}
+	return false;
+}
+
+static struct cs_byid *byid(struct dlmd_cluster *cs, uint32_t id, bool create)
+{
+	for (unsigned int i = 0; i < cs->cs_nbyid; i++)
+		if (cs->cs_byid[i].bi_id == id)
+			return &cs->cs_byid[i];
+	if (!create || cs->cs_nbyid >= DLM_MAX_NODES)
+		return NULL;
+	memset(&cs->cs_byid[cs->cs_nbyid], 0, sizeof(cs->cs_byid[0]));
+	cs->cs_byid[cs->cs_nbyid].bi_id = id;
+	return &cs->cs_byid[cs->cs_nbyid++];
+}
+
+static bool le_add(struct dlmd_cluster *cs, struct cs_lsent *le, uint32_t id)
+{
+	struct cs_byid *bi = byid(cs, id, true);
+
+	if (bi && bi->bi_n == bi->bi_cap) {
+		unsigned int nc = bi->bi_cap ? 2 * bi->bi_cap : 16;
+		struct cs_lsent **p = realloc(bi->bi_ls, nc * sizeof(*p));
+
+		if (p) {
+			bi->bi_ls = p;
+			bi->bi_cap = nc;
+		}
+	}
+	if (!bi || bi->bi_n == bi->bi_cap || le->le_nmembers >= DLM_MAX_NODES ||
+	    !ids_add(&le->le_members, &le->le_nmembers, &le->le_cmembers, id,
+		     true)) {
+		log_err("lockspace %s: cannot add node %u to its table entry",
+			le->le_name, id);
+		return false;
+	}
+	bi->bi_ls[bi->bi_n++] = le;
+	return true;
+}
+
+/* id is no member of le any more (a LEAVE). */
+static void le_del(struct dlmd_cluster *cs, struct cs_lsent *le, uint32_t id)
+{
+	struct cs_byid *bi = byid(cs, id, false);
+
+	ids_del(le->le_members, &le->le_nmembers, id);
+	for (unsigned int i = bi ? bi->bi_n : 0; i-- > 0;) {
+		if (bi->bi_ls[i] == le) {
+			bi->bi_ls[i] = bi->bi_ls[--bi->bi_n];
+			break;
+		}
+	}
+}
+
+static bool claim_add(struct dlmd_cluster *cs, struct cs_lsent *le, uint32_t id)
+{
+	if (!ids_add(&le->le_claim, &le->le_nclaim, &le->le_cclaim, id, false))
+		return false;
+	cs->cs_nclaims++;
+	return true;
+}
+
+static bool claim_del(struct dlmd_cluster *cs, struct cs_lsent *le, uint32_t id)
+{
+	if (!ids_del(le->le_claim, &le->le_nclaim, id))
+		return false;
+	cs->cs_nclaims--;
+	return true;
+}
+
+/* Record id's failure out of le ('daemon': its dlmd alone died). */
+static void le_failed_add(struct cs_lsent *le, uint32_t id, bool daemon)
+{
+	if (le->le_nfailed >= DLM_MAX_NODES ||
+	    !ids_add(&le->le_failed, &le->le_nfailed, &le->le_cfailed, id, false) ||
+	    (daemon && !ids_add(&le->le_dfailed, &le->le_ndfailed,
+				&le->le_cdfailed, id, false)))
+		log_err("lockspace %s: cannot record node %u's failure",
+			le->le_name, id);
+}
+
+/* Drop the failures that are fenced now; how many. */
+static unsigned int le_drop_fenced(struct dlmd_cluster *cs, struct cs_lsent *le)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < le->le_nfailed;) {
+		uint32_t id = le->le_failed[i];
+
+		if (dlmd_fence_is_done(cs->cs_d, id)) {
+			ids_del(le->le_failed, &le->le_nfailed, id);
+			ids_del(le->le_dfailed, &le->le_ndfailed, id);
+			n++;
+		} else {
+			i++;
+		}
+	}
+	return n;
+}
+
+static void le_free(struct cs_lsent *le)
+{
+	free(le->le_members);
+	free(le->le_failed);
+	free(le->le_dfailed);
+	free(le->le_claim);
+	free(le);
+}
+
+/* Drop the fenced failures; free an entry nobody needs any more. */
+static void le_tidy(struct dlmd_cluster *cs, struct cs_lsent *le)
+{
+	struct cs_lsent **pp;
+
+	le_drop_fenced(cs, le);
+	if (le->le_nmembers || le->le_nfailed || le->le_nclaim || le->le_cl)
+		return;
+	for (pp = &cs->cs_ls[le_bucket(le->le_name)]; *pp; pp = &(*pp)->le_next) {
+		if (*pp == le) {
+			*pp = le->le_next;
+			break;
+		}
+	}
+	cs->cs_nls--;
+	le_free(le);
+}
+
+/* FAILED: every failure out of le we recorded and have not seen fenced
+ * (none: count 0).  A daemon that joins later learns them so. */
+static void send_failed(struct dlmd_cluster *cs, struct cs_lsent *le)
+{
+	static struct cm_failed fl;
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = out_hdr(cs, dlm_core_ls_name_to_id(le->le_name));
+	size_t len;
+
+	memset(&fl, 0, sizeof(fl));
+	snprintf(fl.fl_ls.n_name, sizeof(fl.fl_ls.n_name), "%s", le->le_name);
+	for (unsigned int i = 0; i < le->le_nfailed && i < DLM_MAX_NODES; i++) {
+		fl.fl_ids[fl.fl_count] = le->le_failed[i];
+		fl.fl_flags[fl.fl_count++] =
+			id_in(le->le_dfailed, le->le_ndfailed, le->le_failed[i]) ?
+			CM_FAILED_DAEMON : 0;
+	}
+	len = dlmd_cm_failed_encode(buf, &h, &fl);
+	if (!len || out_queue(cs, buf, len))
+		log_err("lockspace %s: cannot send its recorded failures",
+			le->le_name);
+}
+
+/* At the start of a sync: every lockspace's unfenced failures. */
+static void send_failed_all(struct dlmd_cluster *cs)
+{
+	unsigned int n = 0;
+
+	for (unsigned int b = 0; b < LS_HASH; b++) {
+		for (struct cs_lsent *le = cs->cs_ls[b]; le; le = le->le_next) {
+			le_drop_fenced(cs, le);
+			if (!le->le_nfailed)
+				continue;
+			send_failed(cs, le);
+			n++;
+		}
+	}
+	if (n)
+		log_info("daemon group: sent the unfenced failures of %u "
+			 "lockspace%s", n, n == 1 ? "" : "s");
+}
+
+/* ---- the lockspace protocol on the derived changes ----------------- */
+
 /* NULL when this node may send its START for the current change, else
  * what it waits for. */
 static const char *start_blocker(const struct dlmd_cluster_ls *cl,
@@ -656,6 +1261,16 @@ static const char *start_blocker(const struct dlmd_cluster_ls *cl,
 	for (unsigned int i = 0; i < cl->cl_nmembers; i++)
 		if (!id_in(cs->cs_qview, cs->cs_nqview, cl->cl_members[i]))
 			return "quorum (member not in the quorum view)";
+	if (cl->cl_le && cl->cl_le->le_nclaim) {
+		char ids[64];
+
+		fmt_ids(ids, sizeof(ids), cl->cl_le->le_claim,
+			cl->cl_le->le_nclaim);
+		snprintf(buf, size, "fencing of us (node%s %s record%s our own "
+			 "failure in it)", cl->cl_le->le_nclaim > 1 ? "s" : "",
+			 ids, cl->cl_le->le_nclaim > 1 ? "" : "s");
+		return buf;
+	}
 	for (unsigned int i = 0; i < cl->cl_nfailed; i++) {
 		if (!dlmd_fence_is_done(cl->cl_d, cl->cl_failed[i])) {
 			char what[80];
@@ -666,38 +1281,38 @@ static const char *start_blocker(const struct dlmd_cluster_ls *cl,
 			return buf;
 		}
 	}
+	if (cs->cs_syncing) {
+		char ids[64];
+
+		fmt_unannounced(cs, ids, sizeof(ids));
+		snprintf(buf, size, "sync (lockspaces of daemon%s %s)",
+			 strchr(ids, ' ') ? "s" : "", ids);
+		return buf;
+	}
 	return NULL;
 }
 
 static int send_start(struct dlmd_cluster_ls *cl)
 {
+	struct dlmd_cluster *cs = cl->cl_d->d_cluster;
 	unsigned char buf[CM_MAX_LEN];
-	struct cm_hdr h = {
-		.h_sender = cl->cl_d->d_nodeid,
-		.h_lsid = cl->cl_lsid,
-		.h_seq = cl->cl_change_seq,
-	};
+	struct cm_hdr h = out_hdr(cs, cl->cl_lsid);
 	struct cm_start st;
-	struct iovec iov;
 	size_t len;
-	cs_error_t e;
 
+	h.h_seq = cl->cl_change_seq;
 	memset(&st, 0, sizeof(st));
+	snprintf(st.st_ls.n_name, sizeof(st.st_ls.n_name), "%s",
+		 cl->cl_dl->dl_name);
 	st.st_last_event = cl->cl_last_event;
 	st.st_nmembers = cl->cl_nmembers;
 	memcpy(st.st_members, cl->cl_members, cl->cl_nmembers * sizeof(uint32_t));
 	st.st_nprev = cl->cl_nprev;
 	memcpy(st.st_prev, cl->cl_prev, cl->cl_nprev * sizeof(uint32_t));
 	len = dlmd_cm_start_encode(buf, &h, &st);
-	iov.iov_base = buf;
-	iov.iov_len = len;
-	e = cpg_mcast_joined(cl->cl_cpg, CPG_TYPE_AGREED, &iov, 1);
-	if (e == CS_ERR_TRY_AGAIN)
-		return -EAGAIN;
-	if (e != CS_OK) {
-		log_err("lockspace %s: cannot send START: %s", cl->cl_dl->dl_name,
-			cs_str(e));
-		return -ENOTCONN;
+	if (!len || out_queue(cs, buf, len)) {
+		log_err("lockspace %s: cannot send START", cl->cl_dl->dl_name);
+		return -ENOMEM;
 	}
 	log_debug("lockspace %s: START sent for change %u (last event %u)",
 		  cl->cl_dl->dl_name, cl->cl_change_seq, cl->cl_last_event);
@@ -765,12 +1380,7 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 	if (!cl->cl_start_sent) {
 		if (start_blocker(cl, buf, sizeof(buf)))
 			return;
-		rv = send_start(cl);
-		if (rv == -EAGAIN) {
-			dlmd_cluster_retry_later(d);
-			return;
-		}
-		if (rv)
+		if (send_start(cl))
 			return;
 		cl->cl_start_sent = true;
 	}
@@ -834,6 +1444,7 @@ static void kick_job(void *data)
 	bool again = true;
 
 	cs->cs_kick_queued = false;
+	out_flush(cs);
 	if (cs->cs_nodelist_changed) {
 		cs->cs_nodelist_changed = false;
 		if (cs->cs_cmap && read_nodelist(cs, cs->cs_cmap) == 0)
@@ -886,6 +1497,18 @@ static void watchdog_timer(void *data)
 	uint64_t now = dlmd_now_ms();
 
 	cs->cs_wd_armed = false;
+	if (cs->cs_syncing && !cs->cs_sync_logged &&
+	    now - cs->cs_sync_since >= SYNC_LOG_MS) {
+		char ids[64];
+
+		cs->cs_sync_logged = true;
+		fmt_unannounced(cs, ids, sizeof(ids));
+		log_err("daemon group: no lockspace can change members: for %llu s "
+			"we wait for the lockspaces of daemon(s) %s (another "
+			"version of dlmd, which speaks no CPG protocol %u?)",
+			(unsigned long long)((now - cs->cs_sync_since) / 1000), ids,
+			CM_VERSION);
+	}
 	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
 		struct dlmd_cluster_ls *cl = dl->dl_cluster;
 		struct dlm_ls_stats st;
@@ -931,16 +1554,54 @@ void dlmd_cluster_retry_later(struct dlmd *d)
 		cs->cs_retry_armed = true;
 }
 
+/* A fencing finished: a daemon of the fenced node in the group now (a
+ * dlmd restarted there) waits for our record of it to clear: send the
+ * records that shrank. */
 void dlmd_cluster_fencing_changed(struct dlmd *d)
 {
-	if (d->d_cluster)
-		kick(d->d_cluster);
+	struct dlmd_cluster *cs = d->d_cluster;
+
+	if (!cs)
+		return;
+	for (unsigned int b = 0; cs->cs_corosync && b < LS_HASH; b++) {
+		for (struct cs_lsent *le = cs->cs_ls[b], *next; le; le = next) {
+			uint32_t was[DLM_MAX_NODES];
+			unsigned int nwas = le->le_nfailed;
+			bool tell = false;
+
+			next = le->le_next;
+			if (!nwas || nwas > DLM_MAX_NODES)
+				continue;
+			memcpy(was, le->le_failed, nwas * sizeof(was[0]));
+			if (!le_drop_fenced(cs, le))
+				continue;
+			for (unsigned int i = 0; i < nwas; i++)
+				if (!id_in(le->le_failed, le->le_nfailed, was[i]) &&
+				    id_in(cs->cs_dmembers, cs->cs_ndmembers, was[i]))
+					tell = true;
+			if (tell)
+				send_failed(cs, le);
+			le_tidy(cs, le);
+		}
+	}
+	kick(cs);
 }
 
 void dlmd_cluster_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event)
 {
 	struct dlmd *d = ctx;
+	struct dlmd_cluster *cs = d->d_cluster;
 
+	if (cs && cs->cs_corosync) {
+		/* by the table's hash: a mass recovery is no n^2 scan */
+		struct cs_lsent *le = le_find(cs, dlm_core_ls_name(ls), false);
+
+		if (le && le->le_cl && le->le_cl->cl_dl->dl_core == ls) {
+			le->le_cl->cl_recovered = event;
+			kick(cs);
+		}
+		return;
+	}
 	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
 		if (dl->dl_core != ls || !dl->dl_cluster)
 			continue;
@@ -949,24 +1610,26 @@ void dlmd_cluster_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event)
 	}
 }
 
-/* A START from 'from' in the lockspace's group. */
-static void receive_start(struct dlmd_cluster_ls *cl, uint32_t from,
-			  const unsigned char *p, size_t len)
+/* Every START is in and the daemon group is not syncing. */
+static bool all_got(const struct dlmd_cluster_ls *cl)
 {
-	struct cm_start st;
+	for (unsigned int i = 0; i < cl->cl_nmembers; i++)
+		if (!cl->cl_got[i])
+			return false;
+	return cl->cl_nmembers > 0;
+}
+
+/* A START from 'from' for lockspace cl. */
+static void receive_start(struct dlmd_cluster_ls *cl, uint32_t from,
+			  const struct cm_start *st)
+{
 	int idx = member_index(cl, from);
-	const char *why;
 	bool same;
 
-	if (dlmd_cm_start_decode(p, len, &st, &why)) {
-		log_warn("lockspace %s: malformed START from node %u dropped: %s",
-			 cl->cl_dl->dl_name, from, why);
-		return;
-	}
 	if (!cl->cl_in_group || idx < 0)
 		return;
-	same = st.st_nmembers == cl->cl_nmembers &&
-	       !memcmp(st.st_members, cl->cl_members, cl->cl_nmembers * 4);
+	same = st->st_nmembers == cl->cl_nmembers &&
+	       !memcmp(st->st_members, cl->cl_members, cl->cl_nmembers * 4);
 	if (!same) {
 		log_debug("lockspace %s: START from node %u answers an older "
 			  "change; ignored", cl->cl_dl->dl_name, from);
@@ -975,101 +1638,63 @@ static void receive_start(struct dlmd_cluster_ls *cl, uint32_t from,
 	if (cl->cl_got[idx] || cl->cl_decided)
 		return;
 	cl->cl_got[idx] = true;
-	cl->cl_start_event[idx] = st.st_last_event;
-	for (unsigned int i = 0; i < cl->cl_nmembers; i++)
-		if (!cl->cl_got[i])
-			return;
+	cl->cl_start_event[idx] = st->st_last_event;
+	if (!all_got(cl) || cl->cl_d->d_cluster->cs_syncing)
+		return;		/* a sync's end decides then */
 	decide(cl);
 	ls_progress(cl);
 }
 
-/* Messages in a lockspace group (the daemon group carries none yet). */
-static void ls_deliver(cpg_handle_t h, const struct cpg_name *group,
-			uint32_t nodeid, uint32_t pid, void *msg, size_t len)
-{
-	struct dlmd_cluster_ls *cl = NULL;
-	const unsigned char *p = msg;
-	struct cm_hdr hd;
-	const char *why;
+struct ls_left {
+	uint32_t	id;
+	uint32_t	reason;		/* CPG_REASON_* */
+};
 
-	if (dlmd_cm_hdr_decode(p, len, &hd, &why)) {
-		log_warn("CPG message of %zu bytes from node %u dropped: %s", len,
-			 nodeid, why);
-		return;
-	}
-	if (hd.h_sender != nodeid) {
-		log_warn("CPG message from node %u says it is from node %u: dropped",
-			 nodeid, hd.h_sender);
-		return;
-	}
-	if (cpg_context_get(h, (void **)&cl) != CS_OK || !cl)
-		return;
-	if (hd.h_target && hd.h_target != cl->cl_d->d_nodeid)
-		return;
-	switch (hd.h_type) {
-	case CM_START:
-		if (hd.h_lsid != cl->cl_lsid)
-			return;
-		receive_start(cl, nodeid, p + CM_HDR_LEN, len - CM_HDR_LEN);
-		break;
-	default:
-		log_debug("CPG message of unknown type %u from node %u ignored",
-			  hd.h_type, nodeid);
-		break;
-	}
-}
-
-static void ls_confchg(cpg_handle_t h, const struct cpg_name *group,
-		       const struct cpg_address *members, size_t nmembers,
-		       const struct cpg_address *left, size_t nleft,
-		       const struct cpg_address *joined, size_t njoined)
+/*
+ * A change of lockspace cl's members, derived from the daemon group's
+ * stream (ONE GROUP FOR ALL LOCKSPACES): 'ids' (sorted) are its members
+ * from here on; 'left' says who left and why.  Step 1 of the protocol.
+ */
+static void ls_change(struct dlmd_cluster_ls *cl, const uint32_t *ids,
+		      unsigned int n, const struct ls_left *left,
+		      unsigned int nleft, const char *why)
 {
-	struct dlmd_cluster_ls *cl = NULL;
-	struct dlmd *d;
-	struct dlmd_ls *dl;
+	struct dlmd *d = cl->cl_d;
+	struct dlmd_ls *dl = cl->cl_dl;
 	char m[DLM_MAX_NODES * 11 + 1], j[DLM_MAX_NODES * 11 + 1],
 	     l[DLM_MAX_NODES * 11 + 1];
-	uint32_t ids[DLM_MAX_NODES];
-	unsigned int n = 0, ndaemon_down = 0;
-	bool us = false;
+	uint32_t a[DLM_MAX_NODES], b[DLM_MAX_NODES];
+	unsigned int na = 0, nb = 0, ndaemon_down = 0;
 
-	if (cpg_context_get(h, (void **)&cl) != CS_OK || !cl)
-		return;
-	d = cl->cl_d;
-	dl = cl->cl_dl;
-	for (size_t i = 0; i < nmembers && n < DLM_MAX_NODES; i++) {
-		if (members[i].nodeid == d->d_nodeid)
-			us = true;
-		if (!id_in(ids, n, members[i].nodeid))
-			ids[n++] = members[i].nodeid;
-	}
-	if (!us)
-		return;		/* our own leave, or not joined yet */
-	qsort(ids, n, sizeof(ids[0]), cmp_u32);
-	cl->cl_in_group = true;
-	memcpy(cl->cl_members, ids, n * sizeof(ids[0]));
+	for (unsigned int i = 0; i < n; i++)
+		if (!id_in(cl->cl_members, cl->cl_nmembers, ids[i]))
+			a[na++] = ids[i];
+	for (unsigned int i = 0; i < nleft; i++)
+		b[nb++] = left[i].id;
+	if (n)
+		memcpy(cl->cl_members, ids, n * sizeof(ids[0]));
 	cl->cl_nmembers = n;
 	cl->cl_change_seq++;
 	cl->cl_change_ring = d->d_cluster->cs_ring_seq;
 	cl->cl_nchange_down = 0;
-	for (size_t i = 0; i < nleft; i++) {
-		uint32_t id = left[i].nodeid;
+	for (unsigned int i = 0; i < nleft; i++) {
+		uint32_t id = left[i].id;
 
 		if (id == d->d_nodeid)
 			continue;
 		if (left[i].reason == CPG_REASON_NODEDOWN) {
+			/* the daemon group's report of it (just before)
+			 * says from which side it was seen */
 			cl->cl_change_down[cl->cl_nchange_down++] = id;
-			/* the daemon group's report says from which side */
-			dlmd_fence_node_failed(d, id, DLMD_FAIL_NODE);
 		} else if (left[i].reason == CPG_REASON_PROCDOWN) {
 			/* its dlmd died without leaving: its clients may
 			 * still run inside their locks */
 			ndaemon_down++;
-			dlmd_fence_node_failed(d, id, DLMD_FAIL_DAEMON);
 		} else {
 			continue;	/* a clean leave: nothing to fence */
 		}
-		if (!id_in(cl->cl_failed, cl->cl_nfailed, id))
+		if (!id_in(cl->cl_failed, cl->cl_nfailed, id) &&
+		    cl->cl_nfailed < DLM_MAX_NODES)
 			cl->cl_failed[cl->cl_nfailed++] = id;
 	}
 	/* 1. stop at once, forget the previous change's STARTs */
@@ -1080,36 +1705,611 @@ static void ls_confchg(cpg_handle_t h, const struct cpg_name *group,
 	cl->cl_start_pending = false;
 	cl->cl_recovered = 0;
 	memset(cl->cl_got, 0, sizeof(cl->cl_got));
-	{
-		uint32_t a[DLM_MAX_NODES], b[DLM_MAX_NODES];
-		unsigned int na = 0, nb = 0;
-
-		for (size_t i = 0; i < njoined && na < DLM_MAX_NODES; i++)
-			a[na++] = joined[i].nodeid;
-		for (size_t i = 0; i < nleft && nb < DLM_MAX_NODES; i++)
-			b[nb++] = left[i].nodeid;
-		fmt_ids(m, sizeof(m), ids, n);
-		fmt_ids(j, sizeof(j), a, na);
-		fmt_ids(l, sizeof(l), b, nb);
-	}
-	log_notice("lockspace %s: change %u: members [%s] joined [%s] left [%s]%s; "
+	fmt_ids(m, sizeof(m), ids, n);
+	fmt_ids(j, sizeof(j), a, na);
+	fmt_ids(l, sizeof(l), b, nb);
+	log_notice("lockspace %s: change %u: members [%s] joined [%s] left [%s]%s%s; "
 		   "stopped", dl->dl_name, cl->cl_change_seq, m, j, l,
 		   cl->cl_nchange_down ? " (node failure)" :
-		   ndaemon_down ? " (dlmd failure: to be fenced)" : "");
-	ls_progress(cl);
+		   ndaemon_down ? " (dlmd failure: to be fenced)" : "", why);
+	kick(d->d_cluster);
+}
+
+/* Our own JOIN of cl's lockspace is delivered (and we are not syncing):
+ * we are a member from here on. */
+static void ls_our_join(struct dlmd_cluster *cs, struct cs_lsent *le,
+			const char *why)
+{
+	struct dlmd_cluster_ls *cl = le->le_cl;
+
+	cl->cl_in_group = true;
+	/* a failure recorded against the lockspace before we joined it is
+	 * fenced before we take part in its recovery */
+	le_tidy(cs, le);
+	for (unsigned int i = 0; i < le->le_nfailed; i++)
+		if (!id_in(cl->cl_failed, cl->cl_nfailed, le->le_failed[i]) &&
+		    cl->cl_nfailed < DLM_MAX_NODES)
+			cl->cl_failed[cl->cl_nfailed++] = le->le_failed[i];
+	ls_change(cl, le->le_members, le->le_nmembers, NULL, 0, why);
+}
+
+/* Daemon 'id' joins lockspace 'name' at this point of the stream; 'seq'
+ * is the JOIN's h_seq (0: no JOIN message). */
+static void table_join(struct dlmd_cluster *cs, uint32_t id, const char *name,
+		       uint32_t seq)
+{
+	struct cs_lsent *le = le_find(cs, name, true);
+	struct dlmd_cluster_ls *cl;
+
+	if (!le)
+		return;
+	if (le_has(le, id)) {
+		log_warn("lockspace %s: node %u joins it twice; ignored", name, id);
+		return;
+	}
+	if (!le_add(cs, le, id))
+		return;
+	cl = le->le_cl;
+	if (!cl)
+		return;
+	if (id == cs->cs_d->d_nodeid) {
+		/* Our JOIN of an instance released since (its LEAVE comes
+		 * next) is not the JOIN of the one we have now. */
+		if (cl->cl_join_delivered || seq != cl->cl_join_seq) {
+			log_debug("lockspace %s: our JOIN %u is of an instance "
+				  "released since (ours is JOIN %u)", name, seq,
+				  cl->cl_join_seq);
+			return;
+		}
+		cl->cl_join_delivered = true;
+		if (!cl->cl_in_group && !cs->cs_syncing)
+			ls_our_join(cs, le, "");
+		/* while syncing: at its end */
+	} else if (cl->cl_in_group) {
+		ls_change(cl, le->le_members, le->le_nmembers, NULL, 0, "");
+	}
+}
+
+/* Daemon 'id' leaves lockspace 'name' cleanly at this point. */
+static void table_leave(struct dlmd_cluster *cs, uint32_t id, const char *name)
+{
+	struct cs_lsent *le = le_find(cs, name, false);
+	struct ls_left lf = { id, CPG_REASON_LEAVE };
+	struct dlmd_cluster_ls *cl;
+
+	if (!le_has(le, id)) {
+		log_debug("lockspace %s: node %u leaves it but is no member; "
+			  "ignored", name, id);
+		return;
+	}
+	le_del(cs, le, id);
+	cl = le->le_cl;
+	/* our own LEAVE: that instance is gone already (a newer one of
+	 * ours, if any, has its JOIN still to come) */
+	if (cl && cl->cl_in_group && id != cs->cs_d->d_nodeid)
+		ls_change(cl, le->le_members, le->le_nmembers, &lf, 1, "");
+	le_tidy(cs, le);
+}
+
+/* Our own daemon's START for lockspace cl, or another's. */
+static void deliver_start(struct dlmd_cluster *cs, uint32_t from,
+			  const unsigned char *body, size_t len)
+{
+	static struct cm_start st;
+	struct cs_lsent *le;
+	const char *why = NULL;
+
+	if (dlmd_cm_start_decode(body, len, &st, &why)) {
+		log_warn("daemon group: malformed START from node %u dropped: %s",
+			 from, why);
+		return;
+	}
+	le = le_find(cs, st.st_ls.n_name, false);
+	if (le && le->le_cl)
+		receive_start(le->le_cl, from, &st);
+}
+
+/* The end of a sync: every member's lockspaces are known. */
+static void sync_end(struct dlmd_cluster *cs)
+{
+	struct dlmd *d = cs->cs_d;
+
+	cs->cs_syncing = false;
+	log_info("daemon group: every daemon's lockspaces are known (%u "
+		 "lockspace%s in the cluster)", cs->cs_nls,
+		 cs->cs_nls == 1 ? "" : "s");
+	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
+		struct dlmd_cluster_ls *cl = dl->dl_cluster;
+		struct cs_lsent *le;
+		bool differs, unknown = false;
+
+		if (!cl)
+			continue;
+		le = le_find(cs, dl->dl_name, false);
+		if (!le || le->le_cl != cl)
+			continue;
+		if (!cl->cl_in_group) {
+			if (cl->cl_join_delivered)
+				ls_our_join(cs, le, " (after the daemons' sync)");
+			continue;
+		}
+		differs = le->le_nmembers != cl->cl_nmembers ||
+			  memcmp(le->le_members, cl->cl_members,
+				 le->le_nmembers * sizeof(uint32_t));
+		for (unsigned int i = 0; i < le->le_nmembers; i++)
+			if (id_in(cs->cs_sync_j, cs->cs_nsync_j, le->le_members[i]))
+				unknown = true;
+		if (differs || unknown) {
+			struct ls_left lf[DLM_MAX_NODES];
+			unsigned int nl = 0;
+
+			for (unsigned int i = 0; i < cl->cl_nmembers; i++)
+				if (!le_has(le, cl->cl_members[i]))
+					lf[nl++] = (struct ls_left){ cl->cl_members[i],
+								     CPG_REASON_LEAVE };
+			ls_change(cl, le->le_members, le->le_nmembers, lf, nl,
+				  " (after the daemons' sync)");
+		} else if (!cl->cl_decided && all_got(cl)) {
+			decide(cl);
+		}
+	}
+	cs->cs_nsync_j = 0;
+	cs->cs_nunseen = 0;
+	kick(cs);
+}
+
+static void sync_check(struct dlmd_cluster *cs)
+{
+	if (!cs->cs_syncing)
+		return;
+	for (unsigned int i = 0; i < cs->cs_ndm; i++)
+		if (!cs->cs_dm[i].dm_announced)
+			return;
+	sync_end(cs);
+}
+
+/* A complete ANNOUNCE from dm: its set of lockspaces at this point. */
+static void announce_apply(struct dlmd_cluster *cs, struct cs_daemon *dm)
+{
+	uint32_t id = dm->dm_id;
+
+	for (unsigned int b = 0; b < LS_HASH; b++)
+		for (struct cs_lsent *le = cs->cs_ls[b]; le; le = le->le_next)
+			le->le_mark = false;
+	for (unsigned int i = 0; i < dm->dm_nann; i++) {
+		struct cs_lsent *le = le_find(cs, dm->dm_ann[i].n_name, true);
+
+		if (!le)
+			continue;
+		le->le_mark = true;
+		if (le_has(le, id))
+			continue;
+		if (dm->dm_known) {
+			/* a known daemon's ANNOUNCE says what we derived */
+			log_warn("lockspace %s: node %u announces it, but its JOIN "
+				 "was not seen; taken as a join here", le->le_name, id);
+			table_join(cs, id, le->le_name, 0);
+		} else {
+			le_add(cs, le, id);	/* its changes: at the sync's end */
+		}
+	}
+	if (dm->dm_known) {
+		for (unsigned int b = 0; b < LS_HASH; b++) {
+			for (struct cs_lsent *le = cs->cs_ls[b], *next; le; le = next) {
+				next = le->le_next;
+				if (le->le_mark || !le_has(le, id))
+					continue;
+				log_warn("lockspace %s: node %u no longer announces "
+					 "it; taken as a leave here", le->le_name, id);
+				table_leave(cs, id, le->le_name);
+			}
+		}
+	}
+	dm->dm_known = true;
+	dm->dm_announced = true;
+	log_debug("daemon group: node %u announced %u lockspace%s", id,
+		  dm->dm_nann, dm->dm_nann == 1 ? "" : "s");
+	dm->dm_nann = 0;
+	sync_check(cs);
+}
+
+static void deliver_announce(struct dlmd_cluster *cs, struct cs_daemon *dm,
+			     const unsigned char *body, size_t len)
+{
+	static struct cm_announce an;
+	const char *why = NULL;
+
+	if (dlmd_cm_announce_decode(body, len, &an, &why)) {
+		log_warn("daemon group: malformed ANNOUNCE from node %u dropped: %s",
+			 dm->dm_id, why);
+		dm->dm_ann_open = false;
+		return;
+	}
+	if (an.an_view != cs->cs_view) {
+		/* sent before the confchg that started this sync: its
+		 * sender's ANNOUNCE for this one comes after it */
+		log_debug("daemon group: an ANNOUNCE of node %u answers an older "
+			  "configuration; ignored", dm->dm_id);
+		return;
+	}
+	if (an.an_flags & CM_ANN_FIRST) {
+		dm->dm_ann_open = true;
+		dm->dm_nann = 0;
+	}
+	if (!dm->dm_ann_open)
+		return;		/* the rest of one begun before our join */
+	if (dm->dm_nann + an.an_count > CS_ANN_TOTAL_MAX) {
+		log_err("daemon group: node %u's ANNOUNCE is too long (more than "
+			"%u lockspaces); dropped (no lockspace changes members "
+			"until it announces again or leaves)", dm->dm_id,
+			CS_ANN_TOTAL_MAX);
+		dm->dm_ann_open = false;
+		dm->dm_nann = 0;
+		return;
+	}
+	if (dm->dm_nann + an.an_count > dm->dm_cann) {
+		unsigned int nc = dm->dm_cann ? 2 * dm->dm_cann : CM_ANN_MAX;
+		struct cm_name *p;
+
+		while (nc < dm->dm_nann + an.an_count)
+			nc *= 2;
+		p = realloc(dm->dm_ann, nc * sizeof(*p));
+		if (!p) {
+			log_err("daemon group: no memory for node %u's ANNOUNCE",
+				dm->dm_id);
+			dm->dm_ann_open = false;
+			return;
+		}
+		dm->dm_ann = p;
+		dm->dm_cann = nc;
+	}
+	if (an.an_count) {
+		memcpy(dm->dm_ann + dm->dm_nann, an.an_ls,
+		       an.an_count * sizeof(an.an_ls[0]));
+		dm->dm_nann += an.an_count;
+	}
+	if (an.an_flags & CM_ANN_LAST) {
+		dm->dm_ann_open = false;
+		announce_apply(cs, dm);
+	}
+}
+
+/*
+ * A FAILED record from dm: the failures out of a lockspace dm has
+ * recorded and not seen fenced.  We take a failure from it when we
+ * cannot have seen it ourselves: dm is unknown to us (we joined after,
+ * or dm is from the other side of a merge), or the failed daemon was
+ * unknown to us when it failed in this sync; not for a daemon we have
+ * known all along (it did not fail, or we saw it).  A record listing our
+ * own node means a previous dlmd of ours died in the lockspace: we take
+ * no part in it until dm's record no longer lists us (dm saw us fenced)
+ * or dm leaves; fencing ourselves is no answer.
+ */
+static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
+			   const unsigned char *body, size_t len)
+{
+	static struct cm_failed fl;
+	struct dlmd *d = cs->cs_d;
+	struct cs_lsent *le;
+	const char *why = NULL;
+	bool self = false;
+
+	if (dlmd_cm_failed_decode(body, len, &fl, &why)) {
+		log_warn("daemon group: malformed FAILED from node %u dropped: %s",
+			 dm->dm_id, why);
+		return;
+	}
+	if (dm->dm_id == d->d_nodeid)
+		return;		/* our own record */
+	le = le_find(cs, fl.fl_ls.n_name, true);
+	if (!le)
+		return;
+	for (uint32_t i = 0; i < fl.fl_count; i++) {
+		uint32_t id = fl.fl_ids[i];
+		bool daemon = fl.fl_flags[i] & CM_FAILED_DAEMON;
+
+		if (id == d->d_nodeid) {
+			self = true;
+			continue;
+		}
+		if (id_in(le->le_failed, le->le_nfailed, id))
+			continue;
+		if (dm->dm_known && !id_in(cs->cs_unseen, cs->cs_nunseen, id))
+			continue;
+		if (id_in(cs->cs_dmembers, cs->cs_ndmembers, id) &&
+		    !id_in(cs->cs_sync_j, cs->cs_nsync_j, id)) {
+			log_info("lockspace %s: node %u records node %u as failed "
+				 "out of it, but we have known node %u's dlmd all "
+				 "along; not taken", le->le_name, dm->dm_id, id, id);
+			continue;
+		}
+		log_notice("lockspace %s: node %u recorded node %u as failed out "
+			   "of it%s and not yet fenced: it is fenced before we "
+			   "take part in the lockspace", le->le_name, dm->dm_id, id,
+			   daemon ? " (its dlmd died)" : "");
+		le_failed_add(le, id, daemon);
+		dlmd_fence_node_failed(d, id, daemon ? DLMD_FAIL_DAEMON :
+				       DLMD_FAIL_NODE);
+	}
+	if (self && !id_in(le->le_claim, le->le_nclaim, dm->dm_id)) {
+		if (!claim_add(cs, le, dm->dm_id))
+			log_err("lockspace %s: no memory for node %u's record",
+				le->le_name, dm->dm_id);
+		log_err("lockspace %s: node %u records our own failure in it (a "
+			"previous dlmd of ours died in it; its clients may still "
+			"hold its locks): we take no part in it until node %u has "
+			"seen our node fenced", le->le_name, dm->dm_id, dm->dm_id);
+	} else if (!self && claim_del(cs, le, dm->dm_id)) {
+		log_notice("lockspace %s: node %u has seen our node fenced; "
+			   "we may take part in it", le->le_name, dm->dm_id);
+	}
+	le_tidy(cs, le);
+	kick(cs);
 }
 
 static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 			   uint32_t nodeid, uint32_t pid, void *msg, size_t len)
 {
-	log_debug("daemon group: message of %zu bytes from node %u ignored "
-		  "(no daemon messages defined yet)", len, nodeid);
+	struct dlmd_cluster *cs = NULL;
+	const unsigned char *p = msg;
+	struct cs_daemon *dm;
+	struct cm_hdr hd;
+	struct cm_name nm;
+	const char *why = NULL;
+	int rv;
+
+	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
+		return;
+	dm = dm_find(cs, nodeid, pid);
+	rv = dlmd_cm_hdr_decode(p, len, &hd, &why);
+	if (rv == -EPROTONOSUPPORT) {
+		if (dm && !dm->dm_refused) {
+			dm->dm_refused = true;
+			log_err("daemon group: node %u (pid %u) speaks CPG protocol "
+				"version %u, we speak %u: mixing versions is refused; "
+				"its messages are dropped, and no lockspace changes "
+				"members while it is in the group", nodeid, pid,
+				hd.h_version, CM_VERSION);
+		}
+		return;
+	}
+	if (rv) {
+		log_warn("daemon group: message of %zu bytes from node %u dropped: "
+			 "%s", len, nodeid, why);
+		return;
+	}
+	if (hd.h_sender != nodeid) {
+		log_warn("daemon group: message from node %u says it is from node "
+			 "%u: dropped", nodeid, hd.h_sender);
+		return;
+	}
+	if (!dm) {
+		log_warn("daemon group: message from node %u pid %u, which is not "
+			 "a member (an old incarnation?): dropped", nodeid, pid);
+		return;
+	}
+	if (hd.h_target && hd.h_type >= CM_START && hd.h_type <= CM_FAILED) {
+		/* every member must apply these alike: none is for one */
+		log_warn("daemon group: message type %u from node %u with target "
+			 "node %u dropped (it is for every member)", hd.h_type,
+			 nodeid, hd.h_target);
+		return;
+	}
+	if (hd.h_target && hd.h_target != cs->cs_d->d_nodeid)
+		return;		/* a type of a later version, for another */
+	if (hd.h_type == CM_ANNOUNCE) {
+		deliver_announce(cs, dm, p + CM_HDR_LEN, len - CM_HDR_LEN);
+		return;
+	}
+	if (hd.h_type == CM_FAILED) {
+		/* state, not membership: taken from an unknown daemon too */
+		deliver_failed(cs, dm, p + CM_HDR_LEN, len - CM_HDR_LEN);
+		return;
+	}
+	if (!dm->dm_known) {
+		/* what it did before its ANNOUNCE, the ANNOUNCE says */
+		log_debug("daemon group: message type %u from node %u before its "
+			  "announcement; its announcement covers it", hd.h_type,
+			  nodeid);
+		return;
+	}
+	switch (hd.h_type) {
+	case CM_START:
+		deliver_start(cs, nodeid, p + CM_HDR_LEN, len - CM_HDR_LEN);
+		break;
+	case CM_JOIN:
+	case CM_LEAVE:
+		if (dlmd_cm_ls_decode(p + CM_HDR_LEN, len - CM_HDR_LEN, &nm, &why)) {
+			log_warn("daemon group: malformed %s from node %u dropped: %s",
+				 hd.h_type == CM_JOIN ? "JOIN" : "LEAVE", nodeid, why);
+			break;
+		}
+		if (hd.h_type == CM_JOIN)
+			table_join(cs, nodeid, nm.n_name, hd.h_seq);
+		else
+			table_leave(cs, nodeid, nm.n_name);
+		break;
+	default:
+		log_debug("daemon group: message of unknown type %u from node %u "
+			  "ignored", hd.h_type, nodeid);
+		break;
+	}
 }
 
-static void ls_totem_confchg(cpg_handle_t h, struct cpg_ring_id ring,
-			     uint32_t n, const uint32_t *list)
+/* A daemon group configuration as a number, the same on every member:
+ * FNV-1a of its (node id, pid) pairs in ascending order. */
+static uint32_t view_of(const struct cpg_address *m, size_t n)
 {
-	/* the quorum callback carries what the protocol needs */
+	uint32_t h = 2166136261u;
+	uint64_t prev = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		uint64_t next = UINT64_MAX;
+
+		for (size_t i = 0; i < n; i++) {
+			uint64_t v = (uint64_t)m[i].nodeid << 32 | m[i].pid;
+
+			if ((k == 0 || v > prev) && v < next)
+				next = v;
+		}
+		if (next == UINT64_MAX && k)
+			break;
+		for (int b = 0; b < 8; b++) {
+			h ^= (uint8_t)(next >> (8 * b));
+			h *= 16777619u;
+		}
+		prev = next;
+	}
+	return h;
+}
+
+/*
+ * The lockspace side of a daemon group confchg (after the daemon group's
+ * own rules in daemon_confchg): daemons that left leave every lockspace
+ * at this point; a member added starts a sync.
+ */
+static void daemon_confchg_ls(struct dlmd_cluster *cs,
+			      const struct cpg_address *members, size_t nmembers,
+			      const struct cpg_address *left, size_t nleft,
+			      const struct cpg_address *joined, size_t njoined)
+{
+	struct dlmd *d = cs->cs_d;
+	struct cs_daemon ndm[DLM_MAX_NODES];
+	unsigned int nn = 0;
+	bool we_joined = false, failed = false;
+
+	/* who left, and the lockspaces they leave */
+	for (size_t i = 0; i < nleft; i++) {
+		struct cs_daemon *dm = dm_find(cs, left[i].nodeid, left[i].pid);
+		uint32_t id = left[i].nodeid;
+		struct cs_lsent **own;
+		struct cs_byid *bi;
+		unsigned int nown;
+		bool had;
+
+		if (!dm || id == d->d_nodeid)
+			continue;
+		/* its records of our own failure go with it */
+		for (unsigned int b = 0; cs->cs_nclaims && b < LS_HASH; b++) {
+			for (struct cs_lsent *le = cs->cs_ls[b], *next; le; le = next) {
+				next = le->le_next;
+				if (!claim_del(cs, le, id))
+					continue;
+				log_warn("lockspace %s: node %u, which recorded our "
+					 "own failure in it, left the daemon group; "
+					 "nobody waits for our fencing in it any more",
+					 le->le_name, id);
+				le_tidy(cs, le);
+			}
+		}
+		if (left[i].reason != CPG_REASON_LEAVE)
+			failed = true;
+		if (!dm->dm_known) {
+			/* nothing of it is in our table; those who knew it
+			 * send their records of its failures (below) */
+			if (left[i].reason != CPG_REASON_LEAVE &&
+			    cs->cs_nunseen < DLM_MAX_NODES &&
+			    !id_in(cs->cs_unseen, cs->cs_nunseen, id))
+				cs->cs_unseen[cs->cs_nunseen++] = id;
+			continue;
+		}
+		/* a dlmd that died with lockspaces: its node is fenced; its
+		 * failure is recorded (below) before the entries are tidied,
+		 * or they would drop it as "fenced" (never failed) */
+		bi = byid(cs, id, false);
+		had = bi && bi->bi_n;
+		if (had && left[i].reason == CPG_REASON_PROCDOWN)
+			dlmd_fence_node_failed(d, id, DLMD_FAIL_DAEMON);
+		/* it leaves all of them: its list goes at once */
+		own = bi ? bi->bi_ls : NULL;
+		nown = bi ? bi->bi_n : 0;
+		if (bi) {
+			bi->bi_ls = NULL;
+			bi->bi_n = bi->bi_cap = 0;
+		}
+		for (unsigned int k = 0; k < nown; k++) {
+			struct cs_lsent *le = own[k];
+			struct ls_left lf = { id, left[i].reason };
+			struct dlmd_cluster_ls *cl = le->le_cl;
+
+			ids_del(le->le_members, &le->le_nmembers, id);
+			if (left[i].reason != CPG_REASON_LEAVE)
+				le_failed_add(le, id, left[i].reason ==
+					      CPG_REASON_PROCDOWN);
+			if (cl && cl->cl_in_group)
+				ls_change(cl, le->le_members, le->le_nmembers,
+					  &lf, 1, "");
+			le_tidy(cs, le);
+		}
+		free(own);
+		if (had && left[i].reason == CPG_REASON_LEAVE)
+			log_warn("node %u's dlmd left the daemon group cleanly while "
+				 "still in lockspaces (its LEAVEs were not sent); "
+				 "taken as clean leaves", id);
+	}
+	/* The first confchg we get is our own join: our process is the one
+	 * of our node id it adds (CPG's pid may be of another pid namespace
+	 * than getpid(); if two of our node id join at once, getpid()'s). */
+	if (!cs->cs_self_pid) {
+		for (size_t i = 0; i < njoined; i++) {
+			if (joined[i].nodeid != d->d_nodeid)
+				continue;
+			if (!cs->cs_self_pid || joined[i].pid == (uint32_t)getpid())
+				cs->cs_self_pid = joined[i].pid;
+		}
+		we_joined = cs->cs_self_pid != 0;
+	}
+	/* the new list of processes; those that joined are unknown */
+	for (size_t i = 0; i < nmembers && nn < DLM_MAX_NODES; i++) {
+		struct cs_daemon *old = dm_find(cs, members[i].nodeid,
+						members[i].pid);
+		bool self = members[i].nodeid == d->d_nodeid &&
+			    members[i].pid == cs->cs_self_pid;
+
+		if (old && !we_joined) {
+			ndm[nn] = *old;
+			old->dm_ann = NULL;	/* moved */
+		} else {
+			memset(&ndm[nn], 0, sizeof(ndm[nn]));
+			ndm[nn].dm_id = members[i].nodeid;
+			ndm[nn].dm_pid = members[i].pid;
+			ndm[nn].dm_known = self;
+			if (!self && cs->cs_nsync_j < DLM_MAX_NODES &&
+			    !id_in(cs->cs_sync_j, cs->cs_nsync_j, members[i].nodeid))
+				cs->cs_sync_j[cs->cs_nsync_j++] = members[i].nodeid;
+		}
+		nn++;
+	}
+	for (unsigned int i = 0; i < cs->cs_ndm; i++)
+		free(cs->cs_dm[i].dm_ann);
+	memcpy(cs->cs_dm, ndm, nn * sizeof(ndm[0]));
+	cs->cs_ndm = nn;
+	if (njoined || (failed && cs->cs_syncing)) {
+		/* a member added: everybody announces, nobody decides until
+		 * every member's ANNOUNCE is in.  A failure while syncing
+		 * starts it over: a member that did not know the failed
+		 * daemon learns from the others' FAILED records which
+		 * lockspaces it failed out of before the sync ends. */
+		if (!cs->cs_syncing) {
+			cs->cs_syncing = true;
+			cs->cs_sync_since = dlmd_now_ms();
+			cs->cs_sync_logged = false;
+		}
+		/* Only ANNOUNCEs sent after this confchg count, the same on
+		 * every member: a joiner never saw those sent before it
+		 * (or their first parts).  They carry the configuration they
+		 * answer; one in progress is dropped. */
+		cs->cs_view = view_of(members, nmembers);
+		for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+			cs->cs_dm[i].dm_announced = false;
+			cs->cs_dm[i].dm_ann_open = false;
+			cs->cs_dm[i].dm_nann = 0;
+		}
+		send_failed_all(cs);
+		send_announce(cs);
+	}
+	sync_check(cs);
+	kick(cs);
 }
 
 static void id_remove(uint32_t *ids, unsigned int *n, uint32_t id)
@@ -1246,6 +2446,7 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			dlmd_comms_node_reset(cs->cs_d, id, node_addr_ptrs(nd, p),
 					      nd->n_naddrs);
 	}
+	daemon_confchg_ls(cs, members, nmembers, left, nleft, joined, njoined);
 	kick(cs);
 }
 
@@ -1323,16 +2524,6 @@ void dlmd_cluster_frames_lost(struct dlmd *d, uint32_t peer)
 		dlmd_fence_node_failed(d, victim, DLMD_FAIL_REMOVED);
 }
 
-static int ls_cpg_ready(int32_t fd, int32_t revents, void *data)
-{
-	struct dlmd_cluster_ls *cl = data;
-
-	if ((revents & (POLLHUP | POLLERR)) ||
-	    cpg_dispatch(cl->cl_cpg, CS_DISPATCH_ALL) != CS_OK)
-		lost_corosync(cl->cl_d, "lockspace group");
-	return 0;
-}
-
 static int daemon_cpg_ready(int32_t fd, int32_t revents, void *data)
 {
 	struct dlmd_cluster *cs = data;
@@ -1386,6 +2577,33 @@ static int cpg_open(const char *name, cpg_deliver_fn_t deliver,
 		return -ENOTCONN;
 	}
 	return 0;
+}
+
+/* dlmd stops: send what is queued (the LEAVEs of the lockspaces just
+ * released) before the daemon group is left, so that the others see
+ * clean leaves.  Bounded: 1 s of "try again". */
+static void out_drain(struct dlmd_cluster *cs)
+{
+	for (int i = 0; cs->cs_out && i < CS_RETRIES; i++) {
+		struct cs_out *o = cs->cs_out;
+		struct iovec iov = { .iov_base = o->o_buf, .iov_len = o->o_len };
+		cs_error_t e = cpg_mcast_joined(cs->cs_daemon_cpg, CPG_TYPE_AGREED,
+						&iov, 1);
+
+		if (e == CS_ERR_TRY_AGAIN) {
+			usleep(CS_RETRY_US);	/* bounded; at stop only */
+			continue;
+		}
+		if (e != CS_OK)
+			break;
+		cs->cs_out = o->o_next;
+		cs->cs_nout--;
+		free(o);
+		i = 0;
+	}
+	if (cs->cs_out)
+		log_warn("daemon group: %u message%s not sent at stop", cs->cs_nout,
+			 cs->cs_nout == 1 ? "" : "s");
 }
 
 static void cpg_close(const char *name, cpg_handle_t h)
@@ -1458,6 +2676,7 @@ int dlmd_cluster_init(struct dlmd *d)
 	cs->cs_daemon_fd = -1;
 	cs->cs_quorum_fd = -1;
 	cs->cs_cmap_fd = -1;
+	cs->cs_out_tail = &cs->cs_out;
 	d->d_cluster = cs;
 	if (d->d_cfg.cf_membership == DLMD_MEMBERSHIP_NONE) {
 		d->d_nodeid = d->d_cfg.cf_nodeid;
@@ -1525,6 +2744,7 @@ void dlmd_cluster_fini(struct dlmd *d)
 	if (cs->cs_corosync) {
 		if (cs->cs_daemon_fd >= 0) {
 			qb_loop_poll_del(d->d_loop, cs->cs_daemon_fd);
+			out_drain(cs);
 			cpg_close(DAEMON_GROUP, cs->cs_daemon_cpg);
 		}
 		if (cs->cs_quorum_fd >= 0) {
@@ -1539,42 +2759,61 @@ void dlmd_cluster_fini(struct dlmd *d)
 	}
 	dlmd_comms_fini(d);
 	dlmd_fence_fini(d);
+	while (cs->cs_out) {
+		struct cs_out *o = cs->cs_out;
+
+		cs->cs_out = o->o_next;
+		free(o);
+	}
+	for (unsigned int b = 0; b < LS_HASH; b++) {
+		while (cs->cs_ls[b]) {
+			struct cs_lsent *le = cs->cs_ls[b];
+
+			cs->cs_ls[b] = le->le_next;
+			le_free(le);
+		}
+	}
+	for (unsigned int i = 0; i < cs->cs_ndm; i++)
+		free(cs->cs_dm[i].dm_ann);
+	for (unsigned int i = 0; i < cs->cs_nbyid; i++)
+		free(cs->cs_byid[i].bi_ls);
 	free(cs);
 	d->d_cluster = NULL;
 }
 
 int dlmd_cluster_ls_join(struct dlmd *d, struct dlmd_ls *dl)
 {
+	struct dlmd_cluster *cs = d->d_cluster;
 	struct dlmd_cluster_ls *cl = calloc(1, sizeof(*cl));
-	char name[CPG_MAX_NAME_LENGTH];
+	struct cs_lsent *le;
 	int rv;
 
 	if (!cl)
 		return -ENOMEM;
 	cl->cl_d = d;
 	cl->cl_dl = dl;
-	cl->cl_fd = -1;
 	cl->cl_lsid = dlm_core_ls_name_to_id(dl->dl_name);
 	dl->dl_members[0] = d->d_nodeid;
 	dl->dl_nmembers = 1;
 	dl->dl_cluster = cl;
-	if (!d->d_cluster->cs_corosync) {
+	if (!cs->cs_corosync) {
 		/* one node: the lockspace runs as created */
 		cl->cl_running = cl->cl_ever_ran = true;
 		return 0;
 	}
-	snprintf(name, sizeof(name), "%s%s", LS_GROUP_PREFIX, dl->dl_name);
-	rv = cpg_open(name, ls_deliver, ls_confchg, ls_totem_confchg, cl,
-		      CS_RETRIES, &cl->cl_cpg,
-		      &cl->cl_fd);
-	if (rv)
-		goto fail;
-	rv = qb_loop_poll_add(d->d_loop, QB_LOOP_HIGH, cl->cl_fd, POLLIN, cl,
-			      ls_cpg_ready);
-	if (rv) {
-		cpg_close(name, cl->cl_cpg);
+	le = le_find(cs, dl->dl_name, true);
+	if (!le) {
+		rv = -ENOMEM;
 		goto fail;
 	}
+	rv = send_ls(cs, CM_JOIN, dl->dl_name);
+	if (rv) {
+		le_tidy(cs, le);
+		goto fail;
+	}
+	cl->cl_join_seq = cs->cs_seq;	/* send_ls's header took it */
+	le->le_cl = cl;
+	cl->cl_le = le;
 	return 0;
 fail:
 	dl->dl_cluster = NULL;
@@ -1598,15 +2837,22 @@ bool dlmd_cluster_ls_ready(const struct dlmd *d, const struct dlmd_ls *dl)
 
 void dlmd_cluster_ls_leave(struct dlmd *d, struct dlmd_ls *dl)
 {
+	struct dlmd_cluster *cs = d->d_cluster;
 	struct dlmd_cluster_ls *cl = dl->dl_cluster;
-	char name[CPG_MAX_NAME_LENGTH];
 
 	if (!cl)
 		return;
-	if (cl->cl_fd >= 0) {
-		snprintf(name, sizeof(name), "%s%s", LS_GROUP_PREFIX, dl->dl_name);
-		qb_loop_poll_del(d->d_loop, cl->cl_fd);
-		cpg_close(name, cl->cl_cpg);
+	if (cs->cs_corosync) {
+		struct cs_lsent *le = le_find(cs, dl->dl_name, false);
+
+		if (le && le->le_cl == cl) {
+			le->le_cl = NULL;
+			le_tidy(cs, le);
+		}
+		/* a clean leave for the others, after our JOIN (FIFO) */
+		if (send_ls(cs, CM_LEAVE, dl->dl_name))
+			log_err("lockspace %s: its LEAVE cannot be sent; the others "
+				"see us leave only when our dlmd leaves", dl->dl_name);
 	}
 	free(cl);
 	dl->dl_cluster = NULL;
@@ -1677,6 +2923,12 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 			 (unsigned long long)((dlmd_now_ms() - cl->cl_wd_since) / 1000));
 	} else if (cl->cl_running || !d->d_cluster->cs_corosync) {
 		snprintf(v->lv_wait, sizeof(v->lv_wait), "none");
+	} else if (!cl->cl_in_group && d->d_cluster->cs_syncing) {
+		char ids[64];
+
+		fmt_unannounced(d->d_cluster, ids, sizeof(ids));
+		snprintf(v->lv_wait, sizeof(v->lv_wait), "join (sync: lockspaces "
+			 "of daemon(s) %s)", ids);
 	} else if (!cl->cl_in_group) {
 		snprintf(v->lv_wait, sizeof(v->lv_wait), "join (group)");
 	} else if (!cl->cl_start_sent) {

@@ -34,22 +34,91 @@ static uint32_t get_le32(const unsigned char *p)
 	       (uint32_t)p[3] << 24;
 }
 
-size_t dlmd_cm_start_encode(unsigned char *buf, const struct cm_hdr *h,
-			    const struct cm_start *st)
+static int name_char_ok(unsigned char c)
 {
-	size_t len = CM_HDR_LEN + CM_START_FIXED +
-		     4 * ((size_t)st->st_nmembers + st->st_nprev);
-	unsigned char *p = buf;
+	return c > 0x20 && c < 0x7f && c != '/';
+}
 
+int dlmd_cm_name_valid(const char *name)
+{
+	size_t len = strnlen(name, DLM_LOCKSPACE_LEN + 1);
+
+	if (len == 0 || len > DLM_LOCKSPACE_LEN)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!name_char_ok((unsigned char)name[i]))
+			return 0;
+	return 1;
+}
+
+static void put_hdr(unsigned char *p, const struct cm_hdr *h, uint16_t type,
+		    size_t len)
+{
 	put_le32(p, CM_MAGIC);
 	put_le16(p + 4, CM_VERSION);
-	put_le16(p + 6, CM_START);
+	put_le16(p + 6, type);
 	put_le32(p + 8, (uint32_t)len);
 	put_le32(p + 12, h->h_sender);
 	put_le32(p + 16, h->h_target);
 	put_le32(p + 20, h->h_lsid);
 	put_le32(p + 24, h->h_seq);
-	p += CM_HDR_LEN;
+}
+
+/* A NAME field at p; returns its length. */
+static size_t put_name(unsigned char *p, const char *name)
+{
+	size_t n = strlen(name);
+
+	put_le32(p, (uint32_t)n);
+	memcpy(p + 4, name, n);
+	return 4 + n;
+}
+
+/* Decode a NAME field from p (avail bytes): its length, or 0. */
+static size_t get_name(const unsigned char *p, size_t avail,
+		       struct cm_name *out, const char **why)
+{
+	uint32_t n;
+
+	if (avail < 4) {
+		*why = "name field cut short";
+		return 0;
+	}
+	n = get_le32(p);
+	if (n == 0 || n > DLM_LOCKSPACE_LEN) {
+		*why = "lockspace name of a bad length";
+		return 0;
+	}
+	if (avail - 4 < n) {
+		*why = "name field cut short";
+		return 0;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (!name_char_ok(p[4 + i])) {
+			*why = "lockspace name with a byte that is not graphic "
+			       "ASCII, or a '/'";
+			return 0;
+		}
+	}
+	memcpy(out->n_name, p + 4, n);
+	out->n_name[n] = '\0';
+	return 4 + (size_t)n;
+}
+
+size_t dlmd_cm_start_encode(unsigned char *buf, const struct cm_hdr *h,
+			    const struct cm_start *st)
+{
+	size_t len;
+	unsigned char *p;
+
+	if (!dlmd_cm_name_valid(st->st_ls.n_name) ||
+	    st->st_nmembers > DLM_MAX_NODES || st->st_nprev > DLM_MAX_NODES)
+		return 0;
+	len = CM_HDR_LEN + 4 + strlen(st->st_ls.n_name) + CM_START_FIXED +
+	      4 * ((size_t)st->st_nmembers + st->st_nprev);
+	put_hdr(buf, h, CM_START, len);
+	p = buf + CM_HDR_LEN;
+	p += put_name(p, st->st_ls.n_name);
 	put_le32(p, st->st_last_event);
 	put_le32(p + 4, st->st_flags);
 	put_le32(p + 8, st->st_nmembers);
@@ -62,15 +131,74 @@ size_t dlmd_cm_start_encode(unsigned char *buf, const struct cm_hdr *h,
 	return len;
 }
 
+size_t dlmd_cm_ls_encode(unsigned char *buf, const struct cm_hdr *h,
+			 uint16_t type, const char *name)
+{
+	size_t len;
+
+	if ((type != CM_JOIN && type != CM_LEAVE) || !dlmd_cm_name_valid(name))
+		return 0;
+	len = CM_HDR_LEN + 4 + strlen(name);
+	put_hdr(buf, h, type, len);
+	put_name(buf + CM_HDR_LEN, name);
+	return len;
+}
+
+size_t dlmd_cm_announce_encode(unsigned char *buf, const struct cm_hdr *h,
+			       const struct cm_announce *an)
+{
+	size_t len = CM_HDR_LEN + CM_ANN_FIXED;
+	unsigned char *p;
+
+	if (an->an_count > CM_ANN_MAX ||
+	    (an->an_flags & ~(CM_ANN_FIRST | CM_ANN_LAST)))
+		return 0;
+	for (uint32_t i = 0; i < an->an_count; i++) {
+		if (!dlmd_cm_name_valid(an->an_ls[i].n_name))
+			return 0;
+		len += 4 + strlen(an->an_ls[i].n_name);
+	}
+	put_hdr(buf, h, CM_ANNOUNCE, len);
+	p = buf + CM_HDR_LEN;
+	put_le32(p, an->an_flags);
+	put_le32(p + 4, an->an_view);
+	put_le32(p + 8, an->an_count);
+	p += CM_ANN_FIXED;
+	for (uint32_t i = 0; i < an->an_count; i++)
+		p += put_name(p, an->an_ls[i].n_name);
+	return len;
+}
+
+size_t dlmd_cm_failed_encode(unsigned char *buf, const struct cm_hdr *h,
+			     const struct cm_failed *fl)
+{
+	size_t len;
+	unsigned char *p;
+
+	if (!dlmd_cm_name_valid(fl->fl_ls.n_name) || fl->fl_count > DLM_MAX_NODES)
+		return 0;
+	for (uint32_t i = 0; i < fl->fl_count; i++)
+		if (!fl->fl_ids[i] || (fl->fl_flags[i] & ~CM_FAILED_DAEMON))
+			return 0;
+	len = CM_HDR_LEN + 4 + strlen(fl->fl_ls.n_name) + CM_FAILED_FIXED +
+	      8 * (size_t)fl->fl_count;
+	put_hdr(buf, h, CM_FAILED, len);
+	p = buf + CM_HDR_LEN;
+	p += put_name(p, fl->fl_ls.n_name);
+	put_le32(p, fl->fl_count);
+	p += CM_FAILED_FIXED;
+	for (uint32_t i = 0; i < fl->fl_count; i++, p += 8) {
+		put_le32(p, fl->fl_ids[i]);
+		put_le32(p + 4, fl->fl_flags[i]);
+	}
+	return len;
+}
+
 int dlmd_cm_hdr_decode(const unsigned char *msg, size_t len, struct cm_hdr *h,
 		       const char **why)
 {
 	if (len < CM_HDR_LEN) {
 		*why = "shorter than the header";
-		return -EINVAL;
-	}
-	if (len > CM_MAX_LEN) {
-		*why = "longer than any message";
 		return -EINVAL;
 	}
 	h->h_magic = get_le32(msg);
@@ -86,7 +214,11 @@ int dlmd_cm_hdr_decode(const unsigned char *msg, size_t len, struct cm_hdr *h,
 		return -EINVAL;
 	}
 	if (h->h_version != CM_VERSION) {
-		*why = "unknown version";
+		*why = "another protocol version";
+		return -EPROTONOSUPPORT;
+	}
+	if (len > CM_MAX_LEN) {
+		*why = "longer than any message";
 		return -EINVAL;
 	}
 	if (h->h_length != len) {
@@ -100,12 +232,18 @@ int dlmd_cm_start_decode(const unsigned char *body, size_t len,
 			 struct cm_start *st, const char **why)
 {
 	const unsigned char *p = body;
+	size_t nl;
 
+	memset(st, 0, sizeof(*st));
+	nl = get_name(p, len, &st->st_ls, why);
+	if (!nl)
+		return -EINVAL;
+	p += nl;
+	len -= nl;
 	if (len < CM_START_FIXED) {
 		*why = "START shorter than its fixed part";
 		return -EINVAL;
 	}
-	memset(st, 0, sizeof(*st));
 	st->st_last_event = get_le32(p);
 	st->st_flags = get_le32(p + 4);
 	st->st_nmembers = get_le32(p + 8);
@@ -123,5 +261,97 @@ int dlmd_cm_start_decode(const unsigned char *body, size_t len,
 		st->st_members[i] = get_le32(p);
 	for (uint32_t i = 0; i < st->st_nprev; i++, p += 4)
 		st->st_prev[i] = get_le32(p);
+	return 0;
+}
+
+int dlmd_cm_ls_decode(const unsigned char *body, size_t len,
+		      struct cm_name *name, const char **why)
+{
+	size_t nl = get_name(body, len, name, why);
+
+	if (!nl)
+		return -EINVAL;
+	if (nl != len) {
+		*why = "JOIN/LEAVE longer than its name";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int dlmd_cm_announce_decode(const unsigned char *body, size_t len,
+			    struct cm_announce *an, const char **why)
+{
+	const unsigned char *p = body;
+
+	if (len < CM_ANN_FIXED) {
+		*why = "ANNOUNCE shorter than its fixed part";
+		return -EINVAL;
+	}
+	an->an_flags = get_le32(p);
+	an->an_view = get_le32(p + 4);
+	an->an_count = get_le32(p + 8);
+	if (an->an_flags & ~(CM_ANN_FIRST | CM_ANN_LAST)) {
+		*why = "ANNOUNCE with undefined flags";
+		return -EINVAL;
+	}
+	if (an->an_count > CM_ANN_MAX) {
+		*why = "ANNOUNCE with too many names";
+		return -EINVAL;
+	}
+	p += CM_ANN_FIXED;
+	len -= CM_ANN_FIXED;
+	for (uint32_t i = 0; i < an->an_count; i++) {
+		size_t nl = get_name(p, len, &an->an_ls[i], why);
+
+		if (!nl)
+			return -EINVAL;
+		p += nl;
+		len -= nl;
+	}
+	if (len) {
+		*why = "ANNOUNCE longer than its names";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int dlmd_cm_failed_decode(const unsigned char *body, size_t len,
+			  struct cm_failed *fl, const char **why)
+{
+	const unsigned char *p = body;
+	size_t nl;
+
+	memset(fl, 0, sizeof(*fl));
+	nl = get_name(p, len, &fl->fl_ls, why);
+	if (!nl)
+		return -EINVAL;
+	p += nl;
+	len -= nl;
+	if (len < CM_FAILED_FIXED) {
+		*why = "FAILED shorter than its fixed part";
+		return -EINVAL;
+	}
+	fl->fl_count = get_le32(p);
+	if (fl->fl_count > DLM_MAX_NODES) {
+		*why = "FAILED with more node ids than a lockspace has members";
+		return -EINVAL;
+	}
+	if (len != CM_FAILED_FIXED + 8 * (size_t)fl->fl_count) {
+		*why = "FAILED length differs from its count";
+		return -EINVAL;
+	}
+	p += CM_FAILED_FIXED;
+	for (uint32_t i = 0; i < fl->fl_count; i++, p += 8) {
+		fl->fl_ids[i] = get_le32(p);
+		fl->fl_flags[i] = get_le32(p + 4);
+		if (!fl->fl_ids[i]) {
+			*why = "FAILED with node id 0";
+			return -EINVAL;
+		}
+		if (fl->fl_flags[i] & ~CM_FAILED_DAEMON) {
+			*why = "FAILED with undefined flags";
+			return -EINVAL;
+		}
+	}
 	return 0;
 }

@@ -1,25 +1,49 @@
 /*
- * plugin/cpgmsg.h - the messages dlmds send each other over CPG
- * (plugin/cluster.c's lockspace protocol), and their codec.
+ * plugin/cpgmsg.h - the messages dlmds send each other over CPG, all in
+ * the one daemon group (plugin/cluster.c's lockspace protocol), and
+ * their codec.
  *
  * Every message has a fixed little-endian header:
  *
  *    0 magic "DLMC"   4 version(16) type(16)   8 length (whole message)
- *   12 sender node id   16 target node id (0: everyone)
- *   20 lockspace id     24 sequence (the sender's change count, for logs)
+ *   12 sender node id   16 target node id (0: everyone; every type
+ *      defined here is for everyone, and cluster.c drops one that has a
+ *      target: each member must apply it alike)
+ *   20 lockspace id (of the name in the body; 0 for ANNOUNCE)
+ *   24 sequence (the sender's change count, for logs)
  *
- * followed by a body of the type's layout.  START (type 1):
+ * followed by a body of the type's layout.  A lockspace name in a body is
+ * a NAME field: 4 bytes of length (1..DLM_LOCKSPACE_LEN), then that many
+ * bytes of graphic ASCII other than '/' (no terminating NUL).
  *
- *    0 last event (0: the sender never ran the lockspace)
- *    4 flags (none defined yet; sent as 0)
- *    8 nmembers   12 nprev
- *   16 nmembers node ids (the change the START answers), then nprev node
- *      ids (the members of the sender's last event)
+ *   JOIN (2), LEAVE (3):   NAME
+ *   START (1):             NAME, then
+ *       0 last event (0: the sender never ran the lockspace)
+ *       4 flags (none defined yet; sent as 0)
+ *       8 nmembers   12 nprev
+ *      16 nmembers node ids (the change the START answers), then nprev
+ *         node ids (the members of the sender's last event)
+ *   ANNOUNCE (4):          0 flags (CM_ANN_FIRST, CM_ANN_LAST)
+ *                          4 view: the daemon group configuration it
+ *                            answers (a hash of its members)
+ *                          8 count
+ *                         12 count NAMEs: lockspaces the sender is in
+ *   FAILED (5):            NAME, then 0 count, 4 count pairs of
+ *                          (node id, flags): the daemons the sender has
+ *                          recorded as failed out of that lockspace and
+ *                          not yet seen fenced, all of them (count 0:
+ *                          none any more).  Flag CM_FAILED_DAEMON: only
+ *                          its dlmd died (proc-down), the node is up.
+ *
+ * Version 1 (a CPG group per lockspace, START only) is not understood:
+ * a version-1 or other-version message is refused by the header decoder
+ * (-EPROTONOSUPPORT, with the version it carries filled in).
  *
  * The decoders take nothing on trust: a message whose length is not
  * exactly what its header and counts say, of another magic or version,
- * or with more than DLM_MAX_NODES ids, is refused; tests/fuzz-cpg.c
- * checks that whatever they accept encodes back to the same bytes.
+ * with a bad name, undefined flags, a node id 0, or with more than
+ * DLM_MAX_NODES ids or CM_ANN_MAX names, is refused; tests/fuzz-cpg.c checks that whatever
+ * they accept encodes back to the same bytes.
  */
 #ifndef DLMD_CPGMSG_H
 #define DLMD_CPGMSG_H
@@ -30,13 +54,32 @@
 #include "core/core.h"
 
 #define CM_MAGIC		0x434d4c44u	/* "DLMC" little-endian */
-#define CM_VERSION		1
+#define CM_VERSION		2
 #define CM_HDR_LEN		28
+#define CM_NAME_MAX_LEN		(4 + DLM_LOCKSPACE_LEN)
 #define CM_START_FIXED		16	/* last_event, flags, nmembers, nprev */
-#define CM_MAX_LEN		(CM_HDR_LEN + CM_START_FIXED + 2 * 4 * DLM_MAX_NODES)
+#define CM_ANN_FIXED		12	/* flags, view, count */
+#define CM_ANN_MAX		64	/* names in one ANNOUNCE */
+#define CM_ANN_FIRST		1u	/* the first of the sender's set */
+#define CM_ANN_LAST		2u	/* the last: the set is complete */
+#define CM_START_MAX_LEN	(CM_HDR_LEN + CM_NAME_MAX_LEN + CM_START_FIXED + \
+				 2 * 4 * DLM_MAX_NODES)
+#define CM_ANN_MAX_LEN		(CM_HDR_LEN + CM_ANN_FIXED + \
+				 CM_ANN_MAX * CM_NAME_MAX_LEN)
+#define CM_FAILED_FIXED		4	/* count */
+#define CM_FAILED_DAEMON	1u	/* a dlmd failure (proc-down) */
+#define CM_FAILED_MAX_LEN	(CM_HDR_LEN + CM_NAME_MAX_LEN + CM_FAILED_FIXED + \
+				 8 * DLM_MAX_NODES)
+#define CM_MAX2(a, b)		((a) > (b) ? (a) : (b))
+#define CM_MAX_LEN		CM_MAX2(CM_MAX2(CM_START_MAX_LEN, CM_ANN_MAX_LEN), \
+					CM_FAILED_MAX_LEN)
 
 enum cm_type {
 	CM_START = 1,
+	CM_JOIN = 2,
+	CM_LEAVE = 3,
+	CM_ANNOUNCE = 4,
+	CM_FAILED = 5,
 };
 
 struct cm_hdr {
@@ -50,7 +93,12 @@ struct cm_hdr {
 	uint32_t	h_seq;
 };
 
+struct cm_name {
+	char		n_name[DLM_LOCKSPACE_LEN + 1];	/* NUL-terminated */
+};
+
 struct cm_start {
+	struct cm_name	st_ls;
 	uint32_t	st_last_event;		/* 0: fresh */
 	uint32_t	st_flags;		/* none defined yet */
 	uint32_t	st_nmembers;
@@ -59,16 +107,50 @@ struct cm_start {
 	uint32_t	st_prev[DLM_MAX_NODES];
 };
 
-/* A START's whole message into buf (CM_MAX_LEN bytes); h_magic,
- * h_version, h_type and h_length are filled in here.  Returns its
- * length. */
+struct cm_announce {
+	uint32_t	an_flags;		/* CM_ANN_FIRST | CM_ANN_LAST */
+	uint32_t	an_view;		/* the configuration it answers */
+	uint32_t	an_count;
+	struct cm_name	an_ls[CM_ANN_MAX];
+};
+
+struct cm_failed {
+	struct cm_name	fl_ls;
+	uint32_t	fl_count;
+	uint32_t	fl_ids[DLM_MAX_NODES];
+	uint32_t	fl_flags[DLM_MAX_NODES];	/* CM_FAILED_DAEMON */
+};
+
+/* Is 'name' a valid lockspace name on the wire (1..DLM_LOCKSPACE_LEN
+ * bytes of graphic ASCII, no '/')? */
+int dlmd_cm_name_valid(const char *name);
+
+/* Each encoder writes the whole message into buf (CM_MAX_LEN bytes);
+ * h_magic, h_version, h_type and h_length are filled in here.  They
+ * return its length, or 0 if the structure cannot be encoded (a bad
+ * name, too many ids or names). */
 size_t dlmd_cm_start_encode(unsigned char *buf, const struct cm_hdr *h,
 			    const struct cm_start *st);
-/* The header of a message of 'len' bytes: 0, or -EINVAL with *why. */
+/* JOIN or LEAVE (type) of lockspace 'name'. */
+size_t dlmd_cm_ls_encode(unsigned char *buf, const struct cm_hdr *h,
+			 uint16_t type, const char *name);
+size_t dlmd_cm_announce_encode(unsigned char *buf, const struct cm_hdr *h,
+			       const struct cm_announce *an);
+size_t dlmd_cm_failed_encode(unsigned char *buf, const struct cm_hdr *h,
+			     const struct cm_failed *fl);
+
+/* The header of a message of 'len' bytes: 0, or -EINVAL with *why, or
+ * -EPROTONOSUPPORT (another version; h->h_version says which). */
 int dlmd_cm_hdr_decode(const unsigned char *msg, size_t len, struct cm_hdr *h,
 		       const char **why);
-/* A START's body (what follows the header): 0, or -EINVAL with *why. */
+/* A body (what follows the header): 0, or -EINVAL with *why. */
 int dlmd_cm_start_decode(const unsigned char *body, size_t len,
 			 struct cm_start *st, const char **why);
+int dlmd_cm_ls_decode(const unsigned char *body, size_t len,
+		      struct cm_name *name, const char **why);
+int dlmd_cm_announce_decode(const unsigned char *body, size_t len,
+			    struct cm_announce *an, const char **why);
+int dlmd_cm_failed_decode(const unsigned char *body, size_t len,
+			  struct cm_failed *fl, const char **why);
 
 #endif

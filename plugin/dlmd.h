@@ -7,9 +7,11 @@
  *   config.c   dlm.conf: keys, defaults, validation
  *   log.c      libqb logging and the in-memory flight recorder
  *   cluster.c  corosync glue: node id and node list (cmap), quorum, one
- *              CPG group for the daemons and one per lockspace, and the
- *              protocol that agrees on members and events for recovery
- *   cpgmsg.c   that protocol's CPG messages (header, START): encode, decode
+ *              CPG group for the daemons that carries every lockspace's
+ *              membership, and the protocol that agrees on members and
+ *              events for recovery
+ *   cpgmsg.c   that protocol's CPG messages (header, START, JOIN, LEAVE,
+ *              ANNOUNCE): encode, decode
  *   comms.c    lowcomms (node-to-node transport) in the loop: engine
  *              messages to and from other nodes
  *   fence.c    fencing of failed nodes before their locks are released:
@@ -398,9 +400,9 @@ int dlmd_fence_init(struct dlmd *d);
 void dlmd_fence_fini(struct dlmd *d);
 /* How a node failed (dlmd_fence_node_failed's 'how', bits): */
 #define DLMD_FAIL_NODE		0	/* node-down (CPG): it left the ring */
-#define DLMD_FAIL_DAEMON	1	/* its dlmd left a lockspace group
-					 * without a clean leave (proc-down);
-					 * the node is up */
+#define DLMD_FAIL_DAEMON	1	/* its dlmd left the daemon group
+					 * with lockspaces, without a clean
+					 * leave (proc-down); the node is up */
 #define DLMD_FAIL_MAJORITY	2	/* seen from a side that held a strict
 					 * majority of the configured nodes */
 #define DLMD_FAIL_REMOVED	4	/* we removed it from the cluster (its

@@ -49,12 +49,13 @@
  * node cut off alone would otherwise fence the majority.  Two kinds of
  * failure may be fenced while the victim is still in the view
  * (dlmd_fence_node_failed's 'how'):
- *   DLMD_FAIL_DAEMON    the victim's dlmd left a lockspace group without
- *                       a clean leave while its node stayed up: the node
- *                       is in the view and stays there; its clients may
- *                       hold locks.  With pacemaker's fencer, dlmd asks
- *                       the fencer to fence it (pacemaker itself would
- *                       not: the node is not lost to it).
+ *   DLMD_FAIL_DAEMON    the victim's dlmd died with lockspaces (it left
+ *                       the daemon group with proc-down) while its node
+ *                       stayed up: the node is in the view and stays
+ *                       there; its clients may hold locks.  With
+ *                       pacemaker's fencer, dlmd asks the fencer to
+ *                       fence it (pacemaker itself would not: the node
+ *                       is not lost to it).
  *   DLMD_FAIL_REMOVED   messages between it and us were lost for good;
  *                       we asked corosync to remove it from the cluster
  *                       and fence it without waiting for that.

@@ -4,9 +4,11 @@
  *
  * The input is one CPG message as corosync would deliver it.  Besides
  * the sanitizers' verdict, the decoders must be exact: a message they
- * accept (header, and a START's body) encodes back to the same bytes, so
- * nothing in it was skipped, guessed or left unchecked.
+ * accept (header, and a START's, JOIN's, LEAVE's, ANNOUNCE's or FAILED's
+ * body) encodes back to the same bytes, so nothing in it was skipped, guessed
+ * or left unchecked; every name accepted is a valid lockspace name.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,29 +19,71 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	unsigned char again[CM_MAX_LEN];
-	struct cm_start st;
+	static unsigned char again[CM_MAX_LEN];
+	static struct cm_start st;
+	static struct cm_announce an;
+	static struct cm_failed fl;
+	struct cm_name nm;
 	struct cm_hdr h;
 	const char *why = NULL;
-	size_t len;
+	const unsigned char *body = data + CM_HDR_LEN;
+	size_t blen = size - CM_HDR_LEN, len;
+	int rv;
 
-	if (dlmd_cm_hdr_decode(data, size, &h, &why)) {
+	rv = dlmd_cm_hdr_decode(data, size, &h, &why);
+	if (rv) {
 		if (!why)
 			abort();	/* a refusal says why */
+		if (rv == -EPROTONOSUPPORT && h.h_version == CM_VERSION)
+			abort();
 		return 0;
 	}
 	if (h.h_length != size || size > CM_MAX_LEN)
 		abort();
-	if (h.h_type != CM_START)
-		return 0;	/* cluster.c ignores unknown types */
 	why = NULL;
-	if (dlmd_cm_start_decode(data + CM_HDR_LEN, size - CM_HDR_LEN, &st, &why)) {
-		if (!why)
+	switch (h.h_type) {
+	case CM_START:
+		if (dlmd_cm_start_decode(body, blen, &st, &why))
+			break;
+		if (!dlmd_cm_name_valid(st.st_ls.n_name))
+			abort();
+		len = dlmd_cm_start_encode(again, &h, &st);
+		if (len != size || memcmp(again, data, size))
 			abort();
 		return 0;
+	case CM_JOIN:
+	case CM_LEAVE:
+		if (dlmd_cm_ls_decode(body, blen, &nm, &why))
+			break;
+		if (!dlmd_cm_name_valid(nm.n_name))
+			abort();
+		len = dlmd_cm_ls_encode(again, &h, h.h_type, nm.n_name);
+		if (len != size || memcmp(again, data, size))
+			abort();
+		return 0;
+	case CM_ANNOUNCE:
+		if (dlmd_cm_announce_decode(body, blen, &an, &why))
+			break;
+		for (uint32_t i = 0; i < an.an_count; i++)
+			if (!dlmd_cm_name_valid(an.an_ls[i].n_name))
+				abort();
+		len = dlmd_cm_announce_encode(again, &h, &an);
+		if (len != size || memcmp(again, data, size))
+			abort();
+		return 0;
+	case CM_FAILED:
+		if (dlmd_cm_failed_decode(body, blen, &fl, &why))
+			break;
+		if (!dlmd_cm_name_valid(fl.fl_ls.n_name))
+			abort();
+		len = dlmd_cm_failed_encode(again, &h, &fl);
+		if (len != size || memcmp(again, data, size))
+			abort();
+		return 0;
+	default:
+		return 0;	/* cluster.c ignores unknown types */
 	}
-	len = dlmd_cm_start_encode(again, &h, &st);
-	if (len != size || memcmp(again, data, size))
-		abort();
+	if (!why)
+		abort();	/* a refused body says why */
 	return 0;
 }

@@ -1,0 +1,135 @@
+/*
+ * tests/cpg-peer.c - a stranger in dlmd's daemon group, for the tests:
+ * joins the CPG group "dlmd:daemon" as a process that is no dlmd, sends
+ * one message of protocol VERSION (a START of lockspace LS, as a dlmd of
+ * that version would), stays a member for SECONDS (dispatching what it is
+ * sent, which it ignores), then leaves.
+ *
+ *   cpg-peer VERSION SECONDS [LS]
+ *
+ * With VERSION 1 it stands for an older dlmd (CPG protocol 1), whose
+ * daemon group messages a version-2 dlmd must refuse, and which never
+ * announces its lockspaces.  Exits 0 if it could join, send and leave.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <corosync/cpg.h>
+
+#include "plugin/cpgmsg.h"
+
+static void deliver(cpg_handle_t h, const struct cpg_name *g, uint32_t nodeid,
+		    uint32_t pid, void *msg, size_t len)
+{
+}
+
+static void confchg(cpg_handle_t h, const struct cpg_name *g,
+		    const struct cpg_address *m, size_t nm,
+		    const struct cpg_address *l, size_t nl,
+		    const struct cpg_address *j, size_t nj)
+{
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int main(int argc, char **argv)
+{
+	cpg_callbacks_t cb = { .cpg_deliver_fn = deliver,
+			       .cpg_confchg_fn = confchg };
+	static struct cm_start st;
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h;
+	struct cpg_name gn;
+	struct iovec iov;
+	cpg_handle_t cpg;
+	unsigned int nodeid = 0;
+	uint64_t end;
+	long version, secs;
+	size_t len;
+	cs_error_t e;
+	int fd;
+
+	if (argc < 3 || argc > 4) {
+		fprintf(stderr, "usage: cpg-peer VERSION SECONDS [LS]\n");
+		return 2;
+	}
+	version = strtol(argv[1], NULL, 10);
+	secs = strtol(argv[2], NULL, 10);
+	if (version < 0 || version > 65535 || secs < 0 || secs > 600) {
+		fprintf(stderr, "cpg-peer: bad VERSION or SECONDS\n");
+		return 2;
+	}
+	e = cpg_initialize(&cpg, &cb);
+	if (e != CS_OK) {
+		fprintf(stderr, "cpg-peer: cpg_initialize: %d\n", (int)e);
+		return 1;
+	}
+	cpg_local_get(cpg, &nodeid);
+	memset(&gn, 0, sizeof(gn));
+	gn.length = (uint32_t)snprintf(gn.value, sizeof(gn.value), "dlmd:daemon");
+	for (int i = 0; i < 100; i++) {
+		e = cpg_join(cpg, &gn);
+		if (e != CS_ERR_TRY_AGAIN)
+			break;
+		usleep(20000);
+	}
+	if (e != CS_OK || cpg_fd_get(cpg, &fd) != CS_OK) {
+		fprintf(stderr, "cpg-peer: cpg_join: %d\n", (int)e);
+		cpg_finalize(cpg);
+		return 1;
+	}
+	memset(&h, 0, sizeof(h));
+	h.h_sender = nodeid;
+	memset(&st, 0, sizeof(st));
+	snprintf(st.st_ls.n_name, sizeof(st.st_ls.n_name), "%s",
+		 argc == 4 ? argv[3] : "cpgpeer");
+	st.st_nmembers = 1;
+	st.st_members[0] = nodeid;
+	len = dlmd_cm_start_encode(buf, &h, &st);
+	buf[4] = (unsigned char)version;	/* the version field */
+	buf[5] = (unsigned char)(version >> 8);
+	iov.iov_base = buf;
+	iov.iov_len = len;
+	for (int i = 0; i < 100; i++) {
+		e = cpg_mcast_joined(cpg, CPG_TYPE_AGREED, &iov, 1);
+		if (e != CS_ERR_TRY_AGAIN)
+			break;
+		usleep(20000);
+	}
+	if (e != CS_OK) {
+		fprintf(stderr, "cpg-peer: cpg_mcast_joined: %d\n", (int)e);
+		cpg_finalize(cpg);
+		return 1;
+	}
+	printf("cpg-peer: node %u in dlmd:daemon, sent a version %ld START\n",
+	       nodeid, version);
+	fflush(stdout);
+	end = now_ms() + (uint64_t)secs * 1000;
+	while (now_ms() < end) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		if (poll(&p, 1, 100) > 0 &&
+		    cpg_dispatch(cpg, CS_DISPATCH_ALL) != CS_OK)
+			break;
+	}
+	for (int i = 0; i < 100; i++) {
+		e = cpg_leave(cpg, &gn);
+		if (e != CS_ERR_TRY_AGAIN)
+			break;
+		usleep(20000);
+	}
+	cpg_finalize(cpg);
+	return e == CS_OK ? 0 : 1;
+}

@@ -1,0 +1,996 @@
+/*
+ * tests/test-cpg-proto.c - the lockspace protocol of plugin/cluster.c
+ * driven without corosync: several simulated dlmds in one process, one
+ * totally ordered stream of daemon group messages and confchgs that the
+ * test writes itself (the order CPG could deliver), so that races that a
+ * real cluster hits only by chance are played exactly.
+ *
+ * cluster.c is included here with corosync's CPG send and context calls,
+ * the libqb loop and the engine's lockspace calls renamed to fakes below;
+ * the rest of the daemon (fencing, comms, clients) is replaced by the
+ * small fakes at the end of this file.  The fake engine "recovers" event
+ * E of a lockspace when every member listed has started E with the same
+ * member list (core/recover.c's barriers need that); a member that never
+ * does leaves the others waiting, which the tests see as a lockspace that
+ * never runs.
+ */
+#define cpg_mcast_joined	fake_cpg_mcast_joined
+#define cpg_context_get		fake_cpg_context_get
+#define qb_loop_job_add		fake_qb_loop_job_add
+#define qb_loop_job_del		fake_qb_loop_job_del
+#define qb_loop_timer_add	fake_qb_loop_timer_add
+#define qb_loop_timer_del	fake_qb_loop_timer_del
+#define dlm_core_ls_stop	fake_ls_stop
+#define dlm_core_ls_start	fake_ls_start
+#define dlm_core_ls_finish	fake_ls_finish
+#define dlm_core_ls_state	fake_ls_state
+#define dlm_core_ls_stats	fake_ls_stats
+#define dlm_core_ls_name	fake_ls_name
+/* a small cap, so that the test reaches it */
+#define CS_ANN_TOTAL_MAX	256
+
+#include "plugin/cluster.c"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <cmocka.h>
+
+#define SIM_NODES	6
+#define SIM_MAX_MSGS	4096
+#define SIM_MAX_LS	160
+#define SIM_MAX_JOBS	64
+#define SIM_LOG_LEN	256
+#define SIM_LOG_LINES	2048
+
+/* The fake engine's lockspace. */
+struct dlm_ls {
+	bool		started;	/* since the last stop */
+	uint32_t	event;
+	uint32_t	members[DLM_MAX_NODES];
+	unsigned int	nmembers;
+	bool		done_sent;	/* recovery_done(event) given */
+	bool		running;
+};
+
+struct sim_ls {
+	struct dlmd_ls	dl;
+	struct dlm_ls	core;
+	int		join_status;	/* dlmd_ls_join_done, 1 = not yet */
+};
+
+struct sim_node {
+	bool		up;
+	uint32_t	id;
+	uint32_t	pid;
+	struct dlmd	d;
+	struct sim_ls	*ls[SIM_MAX_LS];
+	bool		failed[DLM_MAX_NODES + 1];	/* fence table */
+	unsigned int	fail_how[DLM_MAX_NODES + 1];
+};
+
+struct sim_msg {
+	uint32_t	nodeid, pid;
+	size_t		len;
+	unsigned char	buf[CM_MAX_LEN];
+};
+
+struct sim_job {
+	void		*data;
+	void		(*fn)(void *);
+};
+
+static struct sim_node sim[SIM_NODES];
+static struct sim_msg *msgs;	/* sent, not yet delivered, in order */
+static unsigned int nmsgs;
+static struct sim_job jobs[SIM_MAX_JOBS];
+static unsigned int njobs;
+static uint32_t next_pid = 100;
+static uint64_t fake_now = 1000;
+static int cur = -1;		/* the node being called into, for logs */
+static char loglines[SIM_LOG_LINES][SIM_LOG_LEN];
+static unsigned int nlog;
+static bool verbose;
+
+/* ---- fakes of corosync, libqb and the engine ---------------------- */
+
+cs_error_t fake_cpg_mcast_joined(cpg_handle_t h, cpg_guarantee_t g,
+				 const struct iovec *iov, unsigned int n)
+{
+	struct sim_node *sn = &sim[h - 1];
+	struct sim_msg *m;
+
+	assert_true(n == 1 && iov[0].iov_len <= CM_MAX_LEN);
+	assert_true(nmsgs < SIM_MAX_MSGS);
+	m = &msgs[nmsgs++];
+	m->nodeid = sn->id;
+	m->pid = sn->pid;
+	m->len = iov[0].iov_len;
+	memcpy(m->buf, iov[0].iov_base, m->len);
+	return CS_OK;
+}
+
+cs_error_t fake_cpg_context_get(cpg_handle_t h, void **ctx)
+{
+	*ctx = sim[h - 1].d.d_cluster;
+	return CS_OK;
+}
+
+int32_t fake_qb_loop_job_add(qb_loop_t *l, enum qb_loop_priority p,
+			     void *data, qb_loop_job_dispatch_fn fn)
+{
+	assert_true(njobs < SIM_MAX_JOBS);
+	jobs[njobs].data = data;
+	jobs[njobs].fn = fn;
+	njobs++;
+	return 0;
+}
+
+int32_t fake_qb_loop_job_del(qb_loop_t *l, enum qb_loop_priority p,
+			     void *data, qb_loop_job_dispatch_fn fn)
+{
+	for (unsigned int i = 0; i < njobs; i++) {
+		if (jobs[i].data == data && jobs[i].fn == fn) {
+			memmove(&jobs[i], &jobs[i + 1],
+				(njobs - i - 1) * sizeof(jobs[0]));
+			njobs--;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int32_t fake_qb_loop_timer_add(qb_loop_t *l, enum qb_loop_priority p,
+			       uint64_t nsec, void *data,
+			       qb_loop_timer_dispatch_fn fn,
+			       qb_loop_timer_handle *t)
+{
+	*t = 0;
+	return 0;	/* timers never fire: the tests move the clock */
+}
+
+int32_t fake_qb_loop_timer_del(qb_loop_t *l, qb_loop_timer_handle t)
+{
+	return 0;
+}
+
+int fake_ls_stop(struct dlm_ls *ls)
+{
+	ls->started = false;
+	ls->running = false;
+	ls->done_sent = false;
+	return 0;
+}
+
+int fake_ls_start(struct dlm_ls *ls, uint32_t event, const uint32_t *members,
+		  unsigned int n)
+{
+	if (ls->started || (ls->event && event <= ls->event))
+		return -EINVAL;
+	ls->started = true;
+	ls->event = event;
+	memcpy(ls->members, members, n * sizeof(*members));
+	ls->nmembers = n;
+	ls->done_sent = false;
+	return 0;
+}
+
+int fake_ls_finish(struct dlm_ls *ls, uint32_t event)
+{
+	if (!ls->started || ls->event != event || !ls->done_sent)
+		return -EBUSY;
+	ls->running = true;
+	return 0;
+}
+
+enum dlm_ls_state fake_ls_state(const struct dlm_ls *ls, uint32_t *event,
+				const char **step)
+{
+	*event = ls->event;
+	*step = "";
+	return ls->running ? DLM_LS_RUNNING : ls->started ? DLM_LS_RECOVERING :
+	       DLM_LS_STOPPED;
+}
+
+void fake_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+}
+
+const char *fake_ls_name(const struct dlm_ls *ls)
+{
+	const struct sim_ls *sl = (const struct sim_ls *)
+		((const char *)ls - offsetof(struct sim_ls, core));
+
+	return sl->dl.dl_name;
+}
+
+/* ---- the rest of the daemon --------------------------------------- */
+
+static struct sim_node *node_of(const struct dlmd *d)
+{
+	for (unsigned int i = 0; i < SIM_NODES; i++)
+		if (&sim[i].d == d)
+			return &sim[i];
+	fail();
+	return NULL;
+}
+
+uint64_t dlmd_now_ms(void) { return fake_now; }
+void dlmd_flush(struct dlmd *d) { }
+void dlmd_view_nodes_changed(struct dlmd *d) { }
+void dlmd_view_ls_changed(struct dlmd *d, const struct dlmd_ls *dl) { }
+int dlmd_comms_init(struct dlmd *d, const char *const *a, unsigned int n)
+{ return 0; }
+void dlmd_comms_fini(struct dlmd *d) { }
+int dlmd_comms_node_add(struct dlmd *d, uint32_t id, const char *const *a,
+			unsigned int n) { return 0; }
+void dlmd_comms_node_reset(struct dlmd *d, uint32_t id, const char *const *a,
+			   unsigned int n) { }
+void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *b, size_t n) { }
+int dlmd_fence_init(struct dlmd *d) { return 0; }
+void dlmd_fence_fini(struct dlmd *d) { }
+void dlmd_fence_kick(struct dlmd *d) { }
+bool dlmd_fence_killed(const struct dlmd *d, uint32_t id) { return false; }
+
+void dlmd_fence_node_failed(struct dlmd *d, uint32_t id, unsigned int how)
+{
+	struct sim_node *sn = node_of(d);
+
+	if (id == d->d_nodeid || id > DLM_MAX_NODES)
+		return;
+	sn->failed[id] = true;
+	sn->fail_how[id] = how;
+}
+
+bool dlmd_fence_is_done(const struct dlmd *d, uint32_t id)
+{
+	return id > DLM_MAX_NODES || !node_of(d)->failed[id];
+}
+
+void dlmd_fence_describe(const struct dlmd *d, uint32_t id, char *buf,
+			 size_t size)
+{
+	snprintf(buf, size, "node %u (fake)", id);
+}
+
+void dlmd_ls_join_done(struct dlmd *d, struct dlmd_ls *dl, int status)
+{
+	((struct sim_ls *)dl)->join_status = status;
+}
+
+static void sim_ls_unlink(struct sim_node *sn, struct sim_ls *sl)
+{
+	struct dlmd_ls **pp;
+
+	for (pp = &sn->d.d_lockspaces; *pp; pp = &(*pp)->dl_next) {
+		if (*pp == &sl->dl) {
+			*pp = sl->dl.dl_next;
+			break;
+		}
+	}
+	for (unsigned int i = 0; i < SIM_MAX_LS; i++)
+		if (sn->ls[i] == sl)
+			sn->ls[i] = NULL;
+	free(sl);
+}
+
+int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
+		    const struct dlmd_client *except)
+{
+	dlmd_cluster_ls_leave(d, dl);
+	sim_ls_unlink(node_of(d), (struct sim_ls *)dl);
+	return 0;
+}
+
+/* ---- logs: every line, with the node that wrote it ----------------- */
+
+static void sim_log(int32_t t, struct qb_log_callsite *cs, struct timespec *ts,
+		    const char *msg)
+{
+	unsigned int id = cur >= 0 ? sim[cur].id : 0;
+
+	if (nlog < SIM_LOG_LINES)
+		snprintf(loglines[nlog++], SIM_LOG_LEN, "node %u: %s", id, msg);
+	if (verbose)
+		fprintf(stderr, "  [node %u] %s\n", id, msg);
+}
+
+/* Did node 'i' log a line containing 'what'? */
+static bool logged(int i, const char *what)
+{
+	char pre[32];
+
+	snprintf(pre, sizeof(pre), "node %u: ", sim[i].id);
+	for (unsigned int k = 0; k < nlog; k++)
+		if (!strncmp(loglines[k], pre, strlen(pre)) &&
+		    strstr(loglines[k], what))
+			return true;
+	return false;
+}
+
+/* ---- the simulated group ------------------------------------------ */
+
+static void run_jobs(void)
+{
+	for (unsigned int n = 0; njobs && n < 100000; n++) {
+		struct sim_job j = jobs[0];
+		struct dlmd_cluster *cs = j.data;
+
+		memmove(&jobs[0], &jobs[1], (njobs - 1) * sizeof(jobs[0]));
+		njobs--;
+		cur = -1;
+		for (int i = 0; i < SIM_NODES; i++)
+			if (sim[i].up && sim[i].d.d_cluster == cs)
+				cur = i;
+		j.fn(j.data);
+	}
+	cur = -1;
+}
+
+static void node_init(int i, uint32_t id)
+{
+	struct sim_node *sn = &sim[i];
+	struct dlmd_cluster *cs = calloc(1, sizeof(*cs));
+
+	assert_non_null(cs);
+	memset(sn, 0, sizeof(*sn));
+	sn->up = true;
+	sn->id = id;
+	sn->pid = next_pid++;
+	sn->d.d_nodeid = id;
+	cs->cs_d = &sn->d;
+	cs->cs_corosync = true;
+	cs->cs_daemon_cpg = (cpg_handle_t)(i + 1);
+	cs->cs_daemon_fd = -1;
+	cs->cs_quorum_fd = -1;
+	cs->cs_cmap_fd = -1;
+	cs->cs_out_tail = &cs->cs_out;
+	cs->cs_quorate = true;
+	cs->cs_ring_seq = 1;
+	for (unsigned int k = 0; k < SIM_NODES; k++) {
+		cs->cs_nodes[k].n_id = k + 1;
+		cs->cs_qview[k] = k + 1;
+	}
+	cs->cs_nnodes = SIM_NODES;
+	cs->cs_nqview = SIM_NODES;
+	sn->d.d_cluster = cs;
+}
+
+static void node_free(int i)
+{
+	struct sim_node *sn = &sim[i];
+
+	while (sn->d.d_lockspaces) {
+		struct sim_ls *sl = (struct sim_ls *)sn->d.d_lockspaces;
+
+		if (sl->dl.dl_cluster) {
+			free(sl->dl.dl_cluster);
+			sl->dl.dl_cluster = NULL;
+		}
+		sim_ls_unlink(sn, sl);
+	}
+	cur = i;
+	dlmd_cluster_fini(&sn->d);
+	cur = -1;
+	sn->up = false;
+}
+
+/* The group's members now, as CPG lists them. */
+static size_t members(struct cpg_address *a)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < SIM_NODES; i++) {
+		if (!sim[i].up)
+			continue;
+		a[n].nodeid = sim[i].id;
+		a[n].pid = sim[i].pid;
+		a[n].reason = 0;
+		n++;
+	}
+	return n;
+}
+
+static void confchg(const struct cpg_address *left, size_t nleft,
+		    const struct cpg_address *joined, size_t njoined)
+{
+	struct cpg_address m[SIM_NODES];
+	size_t nm = members(m);
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+
+	for (int i = 0; i < SIM_NODES; i++) {
+		if (!sim[i].up)
+			continue;
+		sim[i].d.d_cluster->cs_ring_seq++;
+		cur = i;
+		daemon_confchg((cpg_handle_t)(i + 1), &gn, m, nm, left, nleft,
+			       joined, njoined);
+	}
+	cur = -1;
+	run_jobs();
+}
+
+/* Node slot i (node id i + 1) starts a dlmd: it joins the group. */
+static void sim_start(int i)
+{
+	struct cpg_address j;
+
+	node_init(i, (uint32_t)i + 1);
+	j.nodeid = sim[i].id;
+	j.pid = sim[i].pid;
+	j.reason = CPG_REASON_JOIN;
+	confchg(NULL, 0, &j, 1);
+}
+
+/* Node slot i's dlmd dies (proc-down); what it had queued is lost. */
+static void sim_kill(int i)
+{
+	struct cpg_address l = { .nodeid = sim[i].id, .pid = sim[i].pid,
+				 .reason = CPG_REASON_PROCDOWN };
+	unsigned int k = 0;
+
+	for (unsigned int n = 0; n < nmsgs; n++)
+		if (msgs[n].nodeid != l.nodeid || msgs[n].pid != l.pid)
+			msgs[k++] = msgs[n];
+	nmsgs = k;
+	node_free(i);
+	confchg(&l, 1, NULL, 0);
+}
+
+/* Deliver the first queued message to every member. */
+static void deliver_one(void)
+{
+	struct sim_msg m;
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+
+	assert_true(nmsgs > 0);
+	m = msgs[0];
+	memmove(&msgs[0], &msgs[1], (nmsgs - 1) * sizeof(msgs[0]));
+	nmsgs--;
+	for (int i = 0; i < SIM_NODES; i++) {
+		if (!sim[i].up)
+			continue;
+		cur = i;
+		daemon_deliver((cpg_handle_t)(i + 1), &gn, m.nodeid, m.pid,
+			       m.buf, m.len);
+	}
+	cur = -1;
+	run_jobs();
+}
+
+/* Let the engines recover what every member has started alike. */
+static bool engine_step(void)
+{
+	bool any = false;
+
+	for (int i = 0; i < SIM_NODES; i++) {
+		if (!sim[i].up)
+			continue;
+		for (struct dlmd_ls *dl = sim[i].d.d_lockspaces; dl; dl = dl->dl_next) {
+			struct dlm_ls *ls = dl->dl_core;
+			bool all = ls->started && !ls->done_sent;
+
+			for (unsigned int m = 0; all && m < ls->nmembers; m++) {
+				int k = (int)ls->members[m] - 1;
+				struct dlmd_ls *o;
+
+				all = false;
+				if (k < 0 || k >= SIM_NODES || !sim[k].up)
+					break;
+				for (o = sim[k].d.d_lockspaces; o; o = o->dl_next)
+					if (!strcmp(o->dl_name, dl->dl_name))
+						break;
+				if (!o || !o->dl_core->started ||
+				    o->dl_core->event != ls->event ||
+				    o->dl_core->nmembers != ls->nmembers ||
+				    memcmp(o->dl_core->members, ls->members,
+					   ls->nmembers * 4))
+					break;
+				all = true;
+			}
+			if (!all)
+				continue;
+			ls->done_sent = true;
+			cur = i;
+			dlmd_cluster_recovery_done(&sim[i].d, ls, ls->event);
+			any = true;
+		}
+	}
+	cur = -1;
+	run_jobs();
+	return any;
+}
+
+/* Deliver everything, recover, until nothing moves (bounded). */
+static void settle(void)
+{
+	for (int n = 0; n < 1000; n++) {
+		bool moved = nmsgs > 0;
+
+		while (nmsgs)
+			deliver_one();
+		moved |= engine_step();
+		if (!moved && !njobs)
+			return;
+	}
+	fail_msg("the simulated cluster does not settle");
+}
+
+static struct sim_ls *ls_of(int i, const char *name)
+{
+	for (struct dlmd_ls *dl = sim[i].d.d_lockspaces; dl; dl = dl->dl_next)
+		if (!strcmp(dl->dl_name, name))
+			return (struct sim_ls *)dl;
+	return NULL;
+}
+
+/* Create lockspace 'name' on node slot i, as dlmd_ls_create does. */
+static void ls_create(int i, const char *name)
+{
+	struct sim_ls *sl = calloc(1, sizeof(*sl));
+	unsigned int k;
+
+	assert_non_null(sl);
+	snprintf(sl->dl.dl_name, sizeof(sl->dl.dl_name), "%s", name);
+	sl->dl.dl_core = &sl->core;
+	sl->join_status = 1;
+	cur = i;
+	assert_int_equal(dlmd_cluster_ls_join(&sim[i].d, &sl->dl), 0);
+	sl->dl.dl_next = sim[i].d.d_lockspaces;
+	sim[i].d.d_lockspaces = &sl->dl;
+	dlmd_cluster_ls_created(&sim[i].d, &sl->dl);
+	cur = -1;
+	for (k = 0; k < SIM_MAX_LS && sim[i].ls[k]; k++)
+		;
+	assert_true(k < SIM_MAX_LS);
+	sim[i].ls[k] = sl;
+	run_jobs();
+}
+
+static void ls_release(int i, const char *name)
+{
+	struct sim_ls *sl = ls_of(i, name);
+
+	assert_non_null(sl);
+	cur = i;
+	dlmd_ls_release(&sim[i].d, &sl->dl, false, NULL);
+	cur = -1;
+	run_jobs();
+}
+
+static bool ls_running(int i, const char *name)
+{
+	struct sim_ls *sl = ls_of(i, name);
+
+	return sl && sl->dl.dl_cluster && sl->dl.dl_cluster->cl_running &&
+	       sl->core.running;
+}
+
+static void fence_done(int i, uint32_t id)
+{
+	sim[i].failed[id] = false;
+	cur = i;
+	dlmd_cluster_fencing_changed(&sim[i].d);
+	cur = -1;
+	run_jobs();
+}
+
+static int setup(void **state)
+{
+	int t;
+
+	memset(sim, 0, sizeof(sim));
+	msgs = calloc(SIM_MAX_MSGS, sizeof(*msgs));
+	assert_non_null(msgs);
+	nmsgs = njobs = nlog = 0;
+	verbose = getenv("TEST_CPG_PROTO_VERBOSE") != NULL;
+	qb_log_init("test-cpg-proto", LOG_DAEMON, LOG_DEBUG);
+	qb_log_ctl(QB_LOG_SYSLOG, QB_LOG_CONF_ENABLED, QB_FALSE);
+	t = qb_log_custom_open(sim_log, NULL, NULL, NULL);
+	assert_true(t >= 0);
+	qb_log_filter_ctl(t, QB_LOG_FILTER_ADD, QB_LOG_FILTER_FILE, "*", LOG_DEBUG);
+	qb_log_ctl(t, QB_LOG_CONF_ENABLED, QB_TRUE);
+	*state = NULL;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	for (int i = 0; i < SIM_NODES; i++)
+		if (sim[i].up)
+			node_free(i);
+	free(msgs);
+	msgs = NULL;
+	qb_log_fini();
+	return 0;
+}
+
+/* ---- the scenarios ------------------------------------------------- */
+
+/* Two nodes form a lockspace and run it: the harness itself works. */
+static void test_basic(void **state)
+{
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(0, "L");
+	ls_create(1, "L");
+	settle();
+	assert_true(ls_running(0, "L"));
+	assert_true(ls_running(1, "L"));
+	assert_int_equal(ls_of(0, "L")->core.event, ls_of(1, "L")->core.event);
+	assert_int_equal(ls_of(0, "L")->core.nmembers, 2);
+}
+
+/* Queue a message of node slot i as if its dlmd had sent it. */
+static void inject(int i, const unsigned char *buf, size_t len)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	fake_cpg_mcast_joined((cpg_handle_t)(i + 1), CPG_TYPE_AGREED, &iov, 1);
+}
+
+/* Deliver the first queued message sent by node id 'from' (CPG keeps
+ * one sender's order; between senders any order is possible). */
+static void deliver_from(uint32_t from)
+{
+	for (unsigned int k = 0; k < nmsgs; k++) {
+		if (msgs[k].nodeid == from) {
+			struct sim_msg m = msgs[k];
+
+			memmove(&msgs[1], &msgs[0], k * sizeof(msgs[0]));
+			msgs[0] = m;
+			deliver_one();
+			return;
+		}
+	}
+	fail_msg("no message of node %u queued", from);
+}
+
+/* Every running member of the group is syncing, or none is. */
+static void assert_same_sync(void)
+{
+	int first = -1;
+
+	for (int i = 0; i < SIM_NODES; i++) {
+		if (!sim[i].up)
+			continue;
+		if (first < 0)
+			first = i;
+		else if (sim[i].d.d_cluster->cs_syncing !=
+			 sim[first].d.d_cluster->cs_syncing)
+			fail_msg("node %u is %ssyncing, node %u is %ssyncing",
+				 sim[first].id,
+				 sim[first].d.d_cluster->cs_syncing ? "" : "not ",
+				 sim[i].id,
+				 sim[i].d.d_cluster->cs_syncing ? "" : "not ");
+	}
+}
+
+/*
+ * Review item 1: A runs lockspace L alone; A's dlmd dies (its clients
+ * may live on with their locks); B, not in L, records the failure and
+ * fences A (held).  Node N starts later and creates L: it must wait for
+ * A's fencing, not run L alone and grant A's locks.
+ */
+static void test_failure_passed_to_newcomer(void **state)
+{
+	sim_start(0);		/* A = node 1 */
+	sim_start(1);		/* B = node 2 */
+	settle();
+	ls_create(0, "L");
+	settle();
+	assert_true(ls_running(0, "L"));
+	sim_kill(0);
+	settle();
+	assert_true(sim[1].failed[1]);		/* B fences A */
+	sim_start(2);		/* N = node 3 */
+	settle();
+	ls_create(2, "L");
+	settle();
+	assert_false(ls_running(2, "L"));
+	assert_true(sim[2].failed[1]);		/* N waits for A's fencing too */
+	assert_true(sim[2].fail_how[1] & DLMD_FAIL_DAEMON);
+	/* once fenced (here: by N's own fencing), L runs */
+	fence_done(1, 1);
+	fence_done(2, 1);
+	settle();
+	assert_true(ls_running(2, "L"));
+}
+
+/* B, in the group all along but not in L, creates L after A died in it:
+ * B too waits for A's fencing (the table keeps A's failure). */
+static void test_failure_then_old_member_joins(void **state)
+{
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(0, "L");
+	settle();
+	sim_kill(0);
+	settle();
+	ls_create(1, "L");
+	settle();
+	assert_false(ls_running(1, "L"));
+	fence_done(1, 1);
+	settle();
+	assert_true(ls_running(1, "L"));
+}
+
+/* The same, when A dies during N's sync, before its ANNOUNCE is in. */
+static void test_failure_during_sync(void **state)
+{
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(0, "L");
+	settle();
+	assert_true(ls_running(0, "L"));
+	sim_start(2);		/* N joins: a sync starts */
+	assert_true(nmsgs > 0);
+	sim_kill(0);		/* A dies before anything is delivered */
+	settle();
+	assert_true(sim[1].failed[1]);
+	ls_create(2, "L");
+	settle();
+	assert_false(ls_running(2, "L"));
+	fence_done(1, 1);
+	fence_done(2, 1);
+	settle();
+	assert_true(ls_running(2, "L"));
+}
+
+/* A's dlmd restarts after it died in L; the old one's clients may still
+ * hold L's locks, and B has not fenced A yet.  A's new dlmd must not run
+ * L until B has (fence_done(self) is no help: nobody fences itself). */
+static void test_failure_of_self_restarted(void **state)
+{
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(0, "L");
+	settle();
+	sim_kill(0);
+	settle();
+	assert_true(sim[1].failed[1]);
+	sim_start(0);		/* A again, a new process */
+	settle();
+	ls_create(0, "L");
+	settle();
+	assert_false(ls_running(0, "L"));
+	assert_true(logged(0, "our own failure"));
+	fence_done(1, 1);	/* B: A fenced (e.g. dlmctl fence_ack) */
+	settle();
+	assert_true(ls_running(0, "L"));
+}
+
+/*
+ * Review item 2: an ANNOUNCE in several parts spanning a confchg.  A has
+ * more lockspaces than one ANNOUNCE carries.  confchg1 (+N1), A.ANN1
+ * part 1, confchg2 (+N2), A.ANN1 last part, ...: N2 never saw the first
+ * part; the sync must still end at the same point on every member.
+ */
+static void test_announce_spanning_confchg(void **state)
+{
+	char name[16];
+
+	sim_start(0);		/* A */
+	sim_start(1);		/* B */
+	settle();
+	for (int k = 0; k < CM_ANN_MAX + 6; k++) {
+		snprintf(name, sizeof(name), "ls%d", k);
+		ls_create(0, name);
+	}
+	ls_create(1, "ls0");
+	settle();
+	assert_true(ls_running(1, "ls0"));
+	sim_start(2);		/* confchg1: +N1 */
+	deliver_from(1);	/* A.ANN1 part 1 */
+	sim_start(3);		/* confchg2: +N2 */
+	deliver_from(1);	/* A.ANN1 part 2 (LAST) */
+	assert_same_sync();
+	deliver_from(2);	/* B.ANN1 */
+	assert_same_sync();
+	deliver_from(3);	/* N1.ANN1 */
+	assert_same_sync();
+	deliver_from(2);	/* B.ANN2 */
+	assert_same_sync();
+	deliver_from(3);	/* N1.ANN2 */
+	assert_same_sync();
+	deliver_from(4);	/* N2.ANN2 */
+	assert_same_sync();
+	while (nmsgs) {
+		deliver_one();
+		assert_same_sync();
+	}
+	settle();
+	assert_false(sim[3].d.d_cluster->cs_syncing);
+	ls_create(3, "ls0");
+	settle();
+	assert_true(ls_running(0, "ls0"));
+	assert_true(ls_running(1, "ls0"));
+	assert_true(ls_running(3, "ls0"));
+}
+
+/*
+ * Review item 3: create L, release it and create it again before the
+ * first JOIN is delivered.  The first JOIN and its LEAVE belong to the
+ * released instance; only the second JOIN binds the new one, so that we
+ * and B see the same changes and agree on the event.
+ */
+static void test_own_old_join(void **state)
+{
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(1, "L");
+	settle();
+	assert_true(ls_running(1, "L"));
+	ls_create(0, "L");	/* JOIN1 */
+	ls_release(0, "L");	/* LEAVE1 */
+	ls_create(0, "L");	/* JOIN2 */
+	deliver_from(1);	/* JOIN1: B changes to [1 2] */
+	deliver_from(1);	/* LEAVE1: B changes to [2] */
+	/* B's STARTs for [1 2] and [2] come before JOIN2: B runs alone */
+	deliver_from(2);
+	deliver_from(2);
+	engine_step();
+	settle();
+	assert_true(ls_running(0, "L"));
+	assert_true(ls_running(1, "L"));
+	assert_int_equal(ls_of(0, "L")->core.event, ls_of(1, "L")->core.event);
+}
+
+/* The same while the daemon group syncs (the binding waits for its end). */
+static void test_own_old_join_syncing(void **state)
+{
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(1, "L");
+	settle();
+	sim_start(2);		/* a sync starts; nothing delivered yet */
+	ls_create(0, "L");	/* JOIN1 */
+	ls_release(0, "L");	/* LEAVE1 */
+	ls_create(0, "L");	/* JOIN2 */
+	deliver_from(1);	/* A's ANNOUNCE (sent before JOIN1) */
+	deliver_from(1);	/* JOIN1 */
+	deliver_from(2);	/* B's ANNOUNCE */
+	deliver_from(3);	/* N's ANNOUNCE: the sync ends, JOIN1 in */
+	assert_false(sim[0].d.d_cluster->cs_syncing);
+	deliver_from(1);	/* LEAVE1: B changes to [2] */
+	deliver_from(2);	/* B's STARTs: B runs alone */
+	deliver_from(2);
+	engine_step();
+	settle();
+	assert_true(ls_running(0, "L"));
+	assert_true(ls_running(1, "L"));
+	assert_int_equal(ls_of(0, "L")->core.event, ls_of(1, "L")->core.event);
+}
+
+/* Review item 4: a JOIN with a target (membership is for everyone) is
+ * refused, not applied by one member only. */
+static void test_targeted_join_refused(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 2, .h_target = 1, .h_seq = 77 };
+	size_t len;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
+	assert_true(len > 0);
+	inject(1, buf, len);
+	settle();
+	assert_false(le_has(le_find(sim[0].d.d_cluster, "T", false), 2));
+	assert_false(le_has(le_find(sim[1].d.d_cluster, "T", false), 2));
+	assert_true(logged(0, "with target"));
+}
+
+/* Review item 4: a peer that sends FIRST and never LAST cannot grow an
+ * ANNOUNCE being received without bound. */
+static void test_announce_capped(void **state)
+{
+	static struct cm_announce an;
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 2 };
+	unsigned int parts = CS_ANN_TOTAL_MAX / CM_ANN_MAX + 4;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	for (unsigned int p = 0; p < parts; p++) {
+		size_t len;
+
+		memset(&an, 0, sizeof(an));
+		an.an_flags = p ? 0 : CM_ANN_FIRST;
+		an.an_count = CM_ANN_MAX;
+		an.an_view = sim[1].d.d_cluster->cs_view;	/* a current one */
+		for (unsigned int k = 0; k < CM_ANN_MAX; k++)
+			snprintf(an.an_ls[k].n_name, sizeof(an.an_ls[k].n_name),
+				 "p%uk%u", p, k);
+		len = dlmd_cm_announce_encode(buf, &h, &an);
+		assert_true(len > 0);
+		inject(1, buf, len);
+		deliver_one();
+		assert_true(dm_find(sim[0].d.d_cluster, 2, sim[1].pid)->dm_nann <=
+			    CS_ANN_TOTAL_MAX);
+	}
+	assert_true(logged(0, "too long"));
+}
+
+/* Review item 5: a daemon in many lockspaces fails; each of them changes
+ * on the survivors, waits for its fencing and runs again (the per-node
+ * list of the table replaces the scan of the whole table). */
+static void test_mass_failure(void **state)
+{
+	char name[16];
+
+	sim_start(0);
+	sim_start(1);
+	sim_start(2);
+	settle();
+	for (int k = 0; k < 100; k++) {
+		snprintf(name, sizeof(name), "m%d", k);
+		ls_create(0, name);
+		ls_create(1, name);
+		if (k % 2)
+			ls_create(2, name);
+	}
+	settle();
+	for (int k = 0; k < 100; k++) {
+		snprintf(name, sizeof(name), "m%d", k);
+		assert_true(ls_running(1, name));
+		assert_int_equal(ls_of(1, name)->core.nmembers, k % 2 ? 3 : 2);
+	}
+	sim_kill(0);
+	settle();
+	for (int k = 0; k < 100; k++) {
+		snprintf(name, sizeof(name), "m%d", k);
+		assert_false(ls_running(1, name));
+		assert_int_equal(ls_of(1, name)->dl.dl_cluster->cl_nmembers,
+				 k % 2 ? 2 : 1);
+	}
+	fence_done(1, 1);
+	fence_done(2, 1);
+	settle();
+	for (int k = 0; k < 100; k++) {
+		snprintf(name, sizeof(name), "m%d", k);
+		assert_true(ls_running(1, name));
+		if (k % 2) {
+			assert_true(ls_running(2, name));
+			assert_int_equal(ls_of(1, name)->core.event,
+					 ls_of(2, name)->core.event);
+		}
+	}
+	/* node 1's table entries went with it */
+	assert_int_equal(byid(sim[1].d.d_cluster, 1, false)->bi_n, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_basic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failure_passed_to_newcomer,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failure_then_old_member_joins,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failure_during_sync,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failure_of_self_restarted,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_announce_spanning_confchg,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_old_join, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_old_join_syncing,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_targeted_join_refused,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_announce_capped, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_mass_failure, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
