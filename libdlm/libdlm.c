@@ -575,17 +575,11 @@ static int dispatch_fd(int fd, struct ls_handle *h)
 {
 	unsigned char buf[DLMP_MAX_MSG];
 	struct dlmp_msg m;
-	uint32_t epoch = 0;
-	bool have_epoch;
 
-	if (h) {
-		epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
-		have_epoch = true;
-	} else {
-		have_epoch = fd_ast_epoch(fd, &epoch);
-	}
 	for (int i = 0; i < DISPATCH_MAX; i++) {
 		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		uint32_t epoch = 0;
+		bool have_epoch = true;
 
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -598,6 +592,11 @@ static int dispatch_fd(int fd, struct ls_handle *h)
 			return -ENOTCONN;
 		if (dlmp_decode(buf, (size_t)n, &m) || m.m_hdr.h_type != DLMP_AST)
 			continue;	/* not from dlmd: ignore */
+		/* read per AST: a purge may end while we dispatch */
+		if (h)
+			epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
+		else
+			have_epoch = fd_ast_epoch(fd, &epoch);
 		if (have_epoch && is_stale_ast(&m, epoch))
 			continue;	/* its lock was purged */
 		run_ast(&m.m_u.ast);
