@@ -56,6 +56,15 @@
  * the orphan is held in another mode, -ENOENT when there is none): no
  * completion AST follows, as with the kernel's device.
  *
+ * AST epochs.  dlm_ls_purge() of the caller's own locks (its own pid)
+ * removes them without ASTs, and the kernel also frees their callbacks
+ * not yet read; but what the daemon wrote to the AST socket cannot be
+ * taken back.  So every DLMP_AST carries, in its header's reqid field,
+ * the connection's purge epoch: 0 at first, one more after each purge of
+ * its own locks, wrapping.  That PURGE's REPLY gives the new epoch in
+ * value2, and libdlm drops an AST whose epoch is older (serial number
+ * arithmetic) than the latest its handle was given.
+ *
  * Refusal.  A connection the daemon will not serve (its user holds
  * dlm.conf's max_clients_per_uid connections already) gets one REPLY
  * with reqid 0 and a negative errno (-EUSERS) as soon as it is accepted,
@@ -112,7 +121,8 @@ enum dlmp_type {
 	DLMP_LS_RELEASE = 4,	/* privileged; -> REPLY */
 	DLMP_LOCK = 5,		/* -> REPLY value=lkid */
 	DLMP_UNLOCK = 6,	/* -> REPLY value=DLMP_UNLOCK_* */
-	DLMP_PURGE = 7,		/* -> REPLY value=orphans purged */
+	DLMP_PURGE = 7,		/* -> REPLY value=locks purged, value2=AST
+				 * epoch (purge of one's own locks) */
 	DLMP_DEADLOCK = 8,	/* -> REPLY value=DLMP_UNLOCK_* */
 	DLMP_REPLY = 64,	/* daemon -> client, request connection */
 	DLMP_AST = 65,		/* daemon -> client, AST socket */

@@ -33,6 +33,15 @@
  * In libdlm_lt there are no threads: the caller reads until its
  * operation is done.
  *
+ * Purging one's own locks (dlm_ls_purge with the caller's pid) drops the
+ * ASTs of those locks that were not read yet, as the kernel frees a
+ * purged process's queued callbacks.  dlmd cannot take back what it
+ * already wrote to the AST socket, so it stamps each AST with the
+ * connection's purge epoch (dlmd_proto.h) and the PURGE reply gives the
+ * new one; dispatching drops an AST of an older epoch.  dlm_dispatch()
+ * is given only an fd: a list of the open handles (open_handles) finds
+ * the fd's epoch.
+ *
  * Return convention at this API: 0 or -1 with errno.  Internally every
  * function returns 0 or a negative errno, converted once by ret_errno().
  */
@@ -61,12 +70,14 @@
 
 #ifdef _REENTRANT
 #define MUTEX_T			pthread_mutex_t
+#define MUTEX_STATIC_INIT	PTHREAD_MUTEX_INITIALIZER
 #define MUTEX_INIT(m)		pthread_mutex_init(m, NULL)
 #define MUTEX_DESTROY(m)	pthread_mutex_destroy(m)
 #define LOCK(m)			pthread_mutex_lock(m)
 #define UNLOCK(m)		pthread_mutex_unlock(m)
 #else
 #define MUTEX_T			int
+#define MUTEX_STATIC_INIT	0
 #define MUTEX_INIT(m)		(*(m) = 0)
 #define MUTEX_DESTROY(m)	((void)(m))
 #define LOCK(m)			((void)(m))
@@ -79,6 +90,8 @@ struct ls_handle {
 	uint32_t	lh_reqid;
 	char		lh_name[DLM_LOCKSPACE_LEN + 1];
 	MUTEX_T		lh_req_lock;	/* one request at a time on lh_fd */
+	uint32_t	lh_ast_epoch;	/* ASTs stamped older: dropped (atomic) */
+	struct ls_handle *lh_next;	/* in open_handles */
 #ifdef _REENTRANT
 	pthread_mutex_t	lh_lock;	/* sync waits, reader hand-over */
 	pthread_cond_t	lh_cond;
@@ -95,6 +108,11 @@ struct sync_wait {
 	struct ls_handle	*sw_h;
 	bool			sw_done;
 };
+
+/* Every handle whose AST fd is open, so that dlm_dispatch(fd) can find
+ * the fd's purge epoch.  A process has few handles. */
+static MUTEX_T open_handles_lock = MUTEX_STATIC_INIT;
+static struct ls_handle *open_handles;
 
 static int ret_errno(int rv)
 {
@@ -276,8 +294,48 @@ static int set_ls_name(struct dlmp_ls *l, const char *name)
 /* lockspace handles                                                   */
 /* ------------------------------------------------------------------ */
 
+static void handle_register(struct ls_handle *h)
+{
+	LOCK(&open_handles_lock);
+	h->lh_next = open_handles;
+	open_handles = h;
+	UNLOCK(&open_handles_lock);
+}
+
+static void handle_unregister(struct ls_handle *h)
+{
+	LOCK(&open_handles_lock);
+	for (struct ls_handle **pp = &open_handles; *pp; pp = &(*pp)->lh_next) {
+		if (*pp == h) {
+			*pp = h->lh_next;
+			break;
+		}
+	}
+	UNLOCK(&open_handles_lock);
+}
+
+/* The purge epoch of the handle whose AST fd is 'fd'; false for an fd
+ * that is none of ours (its ASTs are then all run). */
+static bool fd_ast_epoch(int fd, uint32_t *epoch)
+{
+	bool found = false;
+
+	LOCK(&open_handles_lock);
+	for (struct ls_handle *h = open_handles; h; h = h->lh_next) {
+		if (h->lh_ast_fd == fd) {
+			*epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
+			found = true;
+			break;
+		}
+	}
+	UNLOCK(&open_handles_lock);
+	return found;
+}
+
 static void handle_free(struct ls_handle *h)
 {
+	if (h->lh_ast_fd >= 0)
+		handle_unregister(h);
 	if (h->lh_fd >= 0)
 		close(h->lh_fd);
 	if (h->lh_ast_fd >= 0)
@@ -330,6 +388,7 @@ static struct ls_handle *ls_open_on(int fd, const char *name, int *err)
 		return NULL;
 	}
 	h->lh_ast_fd = sv[0];
+	handle_register(h);
 	return h;
 }
 
@@ -501,15 +560,26 @@ static void run_ast(const struct dlmp_ast *as)
 	}
 }
 
-/* Run up to DISPATCH_MAX waiting ASTs.  0, or negative errno (-ENOTCONN
- * when the daemon closed the socket). */
-static int dispatch_fd(int fd)
+/* Was this AST written before the latest purge of our own locks?  Its
+ * header's reqid carries the purge epoch it was made in (serial number
+ * arithmetic: the epoch wraps). */
+static bool is_stale_ast(const struct dlmp_msg *m, uint32_t epoch)
+{
+	return (int32_t)(m->m_hdr.h_reqid - epoch) < 0;
+}
+
+/* Run up to DISPATCH_MAX waiting ASTs of handle 'h' (NULL: found by its
+ * fd), dropping those made before a purge of our own locks.  0, or
+ * negative errno (-ENOTCONN when the daemon closed the socket). */
+static int dispatch_fd(int fd, struct ls_handle *h)
 {
 	unsigned char buf[DLMP_MAX_MSG];
 	struct dlmp_msg m;
 
 	for (int i = 0; i < DISPATCH_MAX; i++) {
 		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		uint32_t epoch = 0;
+		bool have_epoch = true;
 
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -522,6 +592,13 @@ static int dispatch_fd(int fd)
 			return -ENOTCONN;
 		if (dlmp_decode(buf, (size_t)n, &m) || m.m_hdr.h_type != DLMP_AST)
 			continue;	/* not from dlmd: ignore */
+		/* read per AST: a purge may end while we dispatch */
+		if (h)
+			epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
+		else
+			have_epoch = fd_ast_epoch(fd, &epoch);
+		if (have_epoch && is_stale_ast(&m, epoch))
+			continue;	/* its lock was purged */
 		run_ast(&m.m_u.ast);
 	}
 	return 0;
@@ -529,7 +606,7 @@ static int dispatch_fd(int fd)
 
 int dlm_dispatch(int fd)
 {
-	return ret_errno(dispatch_fd(fd));
+	return ret_errno(dispatch_fd(fd, NULL));
 }
 
 static void sync_ast(void *arg)
@@ -559,7 +636,7 @@ static int read_once(struct ls_handle *h)
 		return errno == EINTR ? 0 : -errno;
 	if (n == 0)
 		return 0;
-	return dispatch_fd(h->lh_ast_fd);
+	return dispatch_fd(h->lh_ast_fd, h);
 }
 
 /* Wait until sync_ast has run for 'sw'.  0 or negative errno. */
@@ -834,6 +911,11 @@ int dlm_ls_purge(dlm_lshandle_t ls, int nodeid, int pid)
 	msg.m_u.pair.pr_a = (uint32_t)nodeid;
 	msg.m_u.pair.pr_b = (uint32_t)pid;
 	rv = handle_request(h, &msg, &reply);
+	/* Our own locks purged: their unread ASTs are void from now on.  (A
+	 * dlmd without purge epochs answers 0, which changes nothing.) */
+	if (rv == 0 && (int32_t)(reply.rp_value2 -
+				 __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE)) > 0)
+		__atomic_store_n(&h->lh_ast_epoch, reply.rp_value2, __ATOMIC_RELEASE);
 	return ret_errno(rv < 0 ? rv : 0);
 }
 
@@ -991,7 +1073,7 @@ static void *ast_thread(void *arg)
 		if (n < 0 || pfd[1].revents)
 			break;
 		if (pfd[0].revents & POLLIN) {
-			if (dispatch_fd(h->lh_ast_fd) == -ENOTCONN)
+			if (dispatch_fd(h->lh_ast_fd, h) == -ENOTCONN)
 				break;
 		} else if (pfd[0].revents & (POLLHUP | POLLERR)) {
 			break;

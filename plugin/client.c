@@ -96,6 +96,8 @@ struct dlmd_client {
 	bool		cl_ast_polling;		/* AST fd registered for POLLOUT */
 	struct dlmd_ls	*cl_ls;
 	struct u32map	cl_locks;		/* lkid -> struct lkcb */
+	uint32_t	cl_purge_epoch;		/* purges of its own locks, in
+						 * each AST (dlmd_proto.h) */
 	struct ast_out	*cl_astq;
 	struct ast_out	**cl_astq_tail;
 	uint32_t	cl_astq_len;
@@ -348,6 +350,7 @@ static void deliver_ast(struct dlmd *d, const struct dlmd_pending_ast *pa)
 	}
 	memset(&m, 0, sizeof(m));
 	m.m_hdr.h_type = DLMP_AST;
+	m.m_hdr.h_reqid = c->cl_purge_epoch;
 	m.m_u.ast.as_lkid = pa->pa_lkid;
 	m.m_u.ast.as_grmode = pa->pa_grmode;
 	m.m_u.ast.as_bastmode = pa->pa_bastmode;
@@ -1046,14 +1049,19 @@ static int req_purge(struct req_ctx *rq)
 		if (rv < 0)
 			return rv;
 		/* gone without ASTs: forget their callbacks and whatever
-		 * ASTs still wait here to be written */
+		 * ASTs still wait here to be written; those already in the
+		 * AST socket carry the old epoch, which libdlm drops once
+		 * the reply gave it the new one */
 		u32map_each(&c->cl_locks, free_lkcb, NULL);
 		u32map_free(&c->cl_locks);
 		astq_free(d, c);
+		c->cl_purge_epoch++;
 		log_debug("client pid %d serial %u purged its %d lock%s in "
-			  "lockspace %s", (int)c->cl_pid, c->cl_serial, rv,
-			  rv == 1 ? "" : "s", dl->dl_name);
+			  "lockspace %s (AST epoch %u)", (int)c->cl_pid,
+			  c->cl_serial, rv, rv == 1 ? "" : "s", dl->dl_name,
+			  c->cl_purge_epoch);
 		rq->rq_reply.rp_value = (uint32_t)rv;
+		rq->rq_reply.rp_value2 = c->cl_purge_epoch;
 		return 0;
 	}
 	if (!pid) {

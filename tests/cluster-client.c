@@ -37,6 +37,12 @@
  *       it under timeout(1) to see that nothing is granted).
  *   cluster-client hold LS RES MODE
  *       Take RES in MODE, print "held", sleep until killed.
+ *   cluster-client orphan LS RES MODE
+ *       As hold, with LKF_PERSISTENT, printing "held PID": killed, it
+ *       leaves the lock behind as an orphan of PID on its node.
+ *   cluster-client purge LS NODEID PID
+ *       dlm_ls_purge(NODEID, PID) and print "purged" (the orphans of PID
+ *       on node NODEID; 0: all of them).
  *
  * Node name for logs: $DLM_CLUSTER_NODE (set by dlm-cluster exec).
  */
@@ -191,15 +197,21 @@ static dlm_lshandle_t get_ls(const char *name)
 	return ls;
 }
 
-static int lock_wait(dlm_lshandle_t ls, int mode, struct dlm_lksb *lksb,
-		     const char *name)
+static int lock_wait_flags(dlm_lshandle_t ls, int mode, struct dlm_lksb *lksb,
+			   const char *name, uint32_t flags)
 {
-	int rv = dlm_ls_lock_wait(ls, (uint32_t)mode, lksb, LKF_VALBLK, name,
+	int rv = dlm_ls_lock_wait(ls, (uint32_t)mode, lksb, LKF_VALBLK | flags, name,
 				  (unsigned int)strlen(name), 0, NULL, NULL, NULL);
 
 	if (rv < 0)
 		return -errno;
 	return lksb->sb_status ? -lksb->sb_status : 0;
+}
+
+static int lock_wait(dlm_lshandle_t ls, int mode, struct dlm_lksb *lksb,
+		     const char *name)
+{
+	return lock_wait_flags(ls, mode, lksb, name, 0);
 }
 
 static int do_work(int argc, char **argv)
@@ -530,7 +542,9 @@ static int do_check(int argc, char **argv)
 	return violations ? 1 : 0;
 }
 
-static int do_try(int argc, char **argv, int hold)
+enum try_kind { TRY, HOLD, ORPHAN };
+
+static int do_try(int argc, char **argv, enum try_kind kind)
 {
 	dlm_lshandle_t ls = get_ls(argv[2]);
 	struct dlm_lksb lksb;
@@ -541,19 +555,39 @@ static int do_try(int argc, char **argv, int hold)
 		return 2;
 	memset(&lksb, 0, sizeof(lksb));
 	lksb.sb_lvbptr = lvb;
-	rv = lock_wait(ls, mode, &lksb, argv[3]);
+	rv = lock_wait_flags(ls, mode, &lksb, argv[3],
+			     kind == ORPHAN ? LKF_PERSISTENT : 0);
 	if (rv) {
 		printf("error %d\n", rv);
 		dlm_close_lockspace(ls);
 		return 1;
 	}
-	printf("%s\n", hold ? "held" : "granted");
+	if (kind == ORPHAN)
+		printf("held %d\n", (int)getpid());
+	else
+		printf("%s\n", kind == HOLD ? "held" : "granted");
 	fflush(stdout);
-	if (hold)
+	if (kind != TRY)
 		sleep(HOLD_SLEEP_S);
 	dlm_ls_unlock_wait(ls, lksb.sb_lkid, 0, &lksb);
 	dlm_close_lockspace(ls);
 	return 0;
+}
+
+static int do_purge(int argc, char **argv)
+{
+	dlm_lshandle_t ls = get_ls(argv[2]);
+	int rv;
+
+	if (!ls)
+		return 2;
+	rv = dlm_ls_purge(ls, atoi(argv[3]), atoi(argv[4]));
+	if (rv)
+		printf("error %d\n", errno);
+	else
+		printf("purged\n");
+	dlm_close_lockspace(ls);
+	return rv ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -565,10 +599,15 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[1], "check"))
 		return do_check(argc, argv);
 	if (argc == 5 && !strcmp(argv[1], "try"))
-		return do_try(argc, argv, 0);
+		return do_try(argc, argv, TRY);
 	if (argc == 5 && !strcmp(argv[1], "hold"))
-		return do_try(argc, argv, 1);
+		return do_try(argc, argv, HOLD);
+	if (argc == 5 && !strcmp(argv[1], "orphan"))
+		return do_try(argc, argv, ORPHAN);
+	if (argc == 5 && !strcmp(argv[1], "purge"))
+		return do_purge(argc, argv);
 	fprintf(stderr, "usage: cluster-client work LS DIR NRES MS SEED | final LS DIR NRES |\n"
-		"       check DIR NRES | try LS RES MODE | hold LS RES MODE\n");
+		"       check DIR NRES | try LS RES MODE | hold LS RES MODE |\n"
+		"       orphan LS RES MODE | purge LS NODEID PID\n");
 	return 2;
 }

@@ -15,6 +15,10 @@
 #      passes.
 #   d. restart: node 2 comes back, rejoins the lockspace (members 1 2 3),
 #      and a short workload on all three passes the checker.
+#   e. remote purge: a client on node 2 is killed holding a PERSISTENT
+#      EX lock, which stays as an orphan (node 3 is refused it); from
+#      node 1, dlm_ls_purge(2, another pid) leaves it, dlm_ls_purge(2,
+#      its pid) removes it on node 2 and node 3 is granted the lock.
 #   c. partition: node 3 is cut off.  While fencing is held back
 #      (DIR/fence-hold), node 3 (no quorum) grants nothing new and node 1
 #      shows it waits for fencing; once fencing may proceed, node 3 is
@@ -95,6 +99,29 @@ wait_ls 1 "state running members 1 2 3 " "node 2 did not rejoin"
 wait_workload $((WORK_MS / 1000 + 30)) 1 2 3
 check "rejoin"
 kill_client "$h1"
+
+echo "== e. dlm_ls_purge(nodeid, pid) of an orphan on another node"
+start_client 2 orphan "$LS" orphan-on-2 EX
+oc=$last_pid
+i=0
+until opid=$(sed -n 's/^held \([0-9]*\)$/\1/p' "$dir/client-n2.out" | tail -n 1) &&
+	[ -n "$opid" ]; do
+	i=$((i + 1))
+	[ $i -gt $POLLS ] && { fail "the orphan's owner did not get its lock"; break; }
+	sleep 0.1
+done
+kill_client "$oc"
+wait "$oc" 2>/dev/null
+timeout "$BLOCKED_S" "$CLUSTER" exec "$dir" 3 "$CLIENT" try "$LS" orphan-on-2 EX >"$dir/try-o1.out" 2>&1
+[ $? -eq 124 ] || fail "the orphan did not stay: $(cat "$dir/try-o1.out")"
+on 1 "$CLIENT" purge "$LS" 2 $((opid + 1)) >"$dir/purge1.out" 2>&1 ||
+	fail "purge of another pid: $(cat "$dir/purge1.out")"
+timeout "$BLOCKED_S" "$CLUSTER" exec "$dir" 3 "$CLIENT" try "$LS" orphan-on-2 EX >"$dir/try-o2.out" 2>&1
+[ $? -eq 124 ] || fail "a purge of another pid removed the orphan: $(cat "$dir/try-o2.out")"
+on 1 "$CLIENT" purge "$LS" 2 "$opid" >"$dir/purge2.out" 2>&1 ||
+	fail "purge of the orphan's pid: $(cat "$dir/purge2.out")"
+timeout 10 "$CLUSTER" exec "$dir" 3 "$CLIENT" try "$LS" orphan-on-2 EX >"$dir/try-o3.out" 2>&1 ||
+	fail "the orphan was not purged on node 2: $(cat "$dir/try-o3.out")"
 
 echo "== c. node 3 is cut off"
 touch "$dir/fence-hold"

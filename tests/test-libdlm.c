@@ -1072,6 +1072,48 @@ static void test_adopt_bast(void **state)
 	assert_int_equal(unlock_sync(h2, &a, 0), EUNLOCK);
 }
 
+/* ASTs of purged locks that wait unread on the handle's fd are not run
+ * (the kernel frees a purged process's queued callbacks): a's blocking
+ * AST (c's request) and b's completion, found by dlm_dispatch() or, with
+ * 'by_wait', by the next _wait call on the handle. */
+static void purge_unread(bool by_wait)
+{
+	struct pollfd pfd = { .fd = dlm_ls_get_fd(h1), .events = POLLIN };
+	struct dlm_lksb lk;
+	struct rec a, b, c;
+
+	rec_init(&a);
+	rec_init(&b);
+	rec_init(&c);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "own-bast"), 0);
+	assert_int_equal(lock(h2, LKM_EXMODE, &c, 0, "own-bast", NULL), 0);
+	assert_int_equal(lock(h1, LKM_EXMODE, &b, 0, "own-unread", NULL), 0);
+	/* a round trip on h1: the daemon has written both ASTs by now */
+	assert_int_equal(dlm_ls_purge(h1, 0, 999999), 0);
+	assert_int_equal(poll(&pfd, 1, 0), 1);
+	assert_int_equal(dlm_ls_purge(h1, 0, (int)getpid()), 0);
+	if (by_wait) {
+		memset(&lk, 0, sizeof(lk));
+		assert_int_equal(dlm_ls_lock_wait(h1, LKM_NLMODE, &lk, 0, "own-wait",
+						  8, 0, NULL, NULL, NULL), 0);
+		assert_int_equal(lk.sb_status, 0);
+		assert_int_equal(dlm_ls_unlock_wait(h1, lk.sb_lkid, 0, &lk), 0);
+	}
+	settle(h1, 200);
+	assert_int_equal(a.r_bast, 0);
+	assert_int_equal(b.r_comp, 0);
+	/* c gets the lock a held; h1's ASTs made after the purge do run */
+	assert_int_equal(wait_for(&c.r_comp, 1, h2, NULL), 0);
+	assert_int_equal(c.r_lksb.sb_status, 0);
+	rec_init(&a);
+	assert_int_equal(lock(h1, LKM_PRMODE, &a, 0, "own-bast", NULL), 0);
+	assert_int_equal(wait_for(&c.r_bast, 1, h2, NULL), 0);
+	assert_int_equal(unlock_sync(h2, &c, 0), EUNLOCK);
+	assert_int_equal(wait_for(&a.r_comp, 1, h1, NULL), 0);
+	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+}
+
 /* dlm_ls_purge with the caller's own pid, as the kernel does it: the
  * caller's locks on that handle go, PERSISTENT ones too (no orphan), with
  * no AST; the process's other handles keep theirs. */
@@ -1105,6 +1147,9 @@ static void test_purge_own(void **state)
 	rec_init(&a);
 	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "own-plain"), 0);
 	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+
+	purge_unread(false);
+	purge_unread(true);
 }
 
 /* ------------------------------------------------------------------ */

@@ -18,6 +18,8 @@
 # LVM_SYSTEM_DIR whose filter accepts only the loop device.
 #
 # In order:
+#   0. each node's view has comms/1..3 (nodeid, local, addr, addr_list),
+#      read through dlmd-configfs;
 #   1. vgcreate --shared on node 1 (lvmlockd reads cluster_name from the
 #      view to choose dlm), vgchange --lock-start on every node; the view
 #      on node 1 lists the three nodes of lvm_vg1;
@@ -200,6 +202,24 @@ wait_view() { # K LS "IDS " WHAT
 	done
 }
 
+# comms_ok K: node K's comms/, read through dlmd-configfs at
+# /sys/kernel/config as lvmlockd reads it (lvm 2.03.17 and later find
+# their node id there): nodes 1 2 3, each with nodeid, local (1 for K
+# only), addr and the node's address in addr_list.
+comms_ok() {
+	on "$1" "$CONFIGFS_RUN" sh -c '
+		c=/sys/kernel/config/dlm/cluster/comms
+		[ "$(ls "$c" | sort -n | tr "\n" " ")" = "1 2 3 " ] || exit 1
+		for j in 1 2 3; do
+			[ "$(cat "$c/$j/nodeid")" = "$j" ] || exit 1
+			l=0
+			[ "$j" = "$0" ] && l=1
+			[ "$(cat "$c/$j/local")" = "$l" ] || exit 1
+			[ -f "$c/$j/addr" ] || exit 1
+			grep -qx "AF_INET.10.213.77.$j" "$c/$j/addr_list" || exit 1
+		done' "$1"
+}
+
 if ! "$CLUSTER" up 3 "$dir"; then
 	echo "FAIL: cannot bring up the 3-node cluster" >&2
 	rc=1
@@ -242,6 +262,17 @@ EOF
 	on $k sh -c "mkdir -p /run/dlmd /run/lvm && ln -sf '$dir/n$k/dlmd.sock' /run/dlmd/dlmd.sock" ||
 		fail "node $k: cannot link the default socket path"
 	on $k test -r "$VIEW/cluster_name" || fail "node $k: dlmd wrote no view in $VIEW"
+done
+for k in 1 2 3; do
+	i=0
+	until comms_ok $k; do
+		i=$((i + 1))
+		if [ $i -gt $POLLS ]; then
+			fail "node $k: comms/ is not nodes 1 2 3 with nodeid, local, addr, addr_list"
+			break
+		fi
+		sleep 0.1
+	done
 done
 for k in 1 2 3; do
 	start_lvmlockd $k || exit 1
