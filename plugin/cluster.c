@@ -385,6 +385,7 @@
 #define STALL_MS		10000	/* running, waiters, nothing received */
 #define SYNC_LOG_MS		10000	/* log a sync that waits this long */
 #define LS_HASH			256	/* buckets of the lockspace table */
+#define BLOCKER_LEN		128	/* start_blocker()'s text: 116 at most */
 /* Names in one daemon's ANNOUNCE (its lockspaces), at most: a peer that
  * sends FIRST and never LAST cannot grow it beyond (about 4 MB). */
 #ifndef CS_ANN_TOTAL_MAX
@@ -1372,7 +1373,7 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 {
 	struct dlmd *d = cl->cl_d;
 	struct dlmd_ls *dl = cl->cl_dl;
-	char buf[96];
+	char buf[BLOCKER_LEN];
 	int rv;
 
 	if (!cl->cl_in_group || cl->cl_loser)
@@ -2932,7 +2933,7 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 	} else if (!cl->cl_in_group) {
 		snprintf(v->lv_wait, sizeof(v->lv_wait), "join (group)");
 	} else if (!cl->cl_start_sent) {
-		char buf[96];
+		char buf[BLOCKER_LEN];
 		const char *why = start_blocker(cl, buf, sizeof(buf));
 
 		snprintf(v->lv_wait, sizeof(v->lv_wait), "%s",

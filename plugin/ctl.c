@@ -264,9 +264,25 @@ static int verb_config(struct dlmd *d, const char *arg, struct sbuf *sb, bool js
 	return 0;
 }
 
-static int verb_lockdump(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+/* The lockspace named 'arg', or NULL with "no lockspace 'NAME'" in 'sb'
+ * (the ERR line's message: strerror's "No such file or directory" names
+ * nothing an operator can look for). */
+static struct dlmd_ls *find_ls(struct dlmd *d, const char *arg, struct sbuf *sb)
 {
 	struct dlmd_ls *dl = dlmd_ls_find(d, arg);
+
+	if (!dl) {
+		char safe[DLMD_ESCAPED_SIZE(CTL_REQ_MAX)];
+
+		sb_printf(sb, "no lockspace '%s'",
+			  dlmd_escape(arg, safe, sizeof(safe)));
+	}
+	return dl;
+}
+
+static int verb_lockdump(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+{
+	struct dlmd_ls *dl = find_ls(d, arg, sb);
 	char *text = NULL;
 	int rv;
 
@@ -299,7 +315,7 @@ static int verb_join(struct dlmd *d, const char *arg, struct sbuf *sb, bool json
  */
 static int leave(struct dlmd *d, const char *arg, struct sbuf *sb, bool force)
 {
-	struct dlmd_ls *dl = dlmd_ls_find(d, arg);
+	struct dlmd_ls *dl = find_ls(d, arg, sb);
 	struct dlm_ls_stats st;
 
 	if (!dl)
@@ -344,8 +360,13 @@ static int verb_fence_ack(struct dlmd *d, const char *arg, struct sbuf *sb,
 	char why[160];
 	int rv;
 
-	if (*end || !id || id > UINT32_MAX)
+	if (*end || !id || id > UINT32_MAX) {
+		char safe[DLMD_ESCAPED_SIZE(CTL_REQ_MAX)];
+
+		sb_printf(sb, "'%s' is not a node id",
+			  dlmd_escape(arg, safe, sizeof(safe)));
 		return -EINVAL;
+	}
 	rv = dlmd_fence_ack(d, (uint32_t)id, why, sizeof(why));
 	if (rv)
 		sb_printf(sb, "%s", why);

@@ -44,6 +44,14 @@ struct opts {
 	unsigned int mode;	/* -m */
 };
 
+/* dlm_tool's options are short, as the established tool's; GNU's two
+ * long ones are understood too. */
+static const struct option long_opts[] = {
+	{ "help",	no_argument,	NULL, 'h' },
+	{ "version",	no_argument,	NULL, 'V' },
+	{ NULL,		0,		NULL, 0 }
+};
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -57,8 +65,8 @@ static void usage(FILE *f)
 		"                   (remote locks that are locally mastered)\n"
 		"  -m <mode>        Permission mode for join (octal; dlmd: 0600)\n"
 		"  -w, -s           Accepted for lockdebug, no effect\n"
-		"  -h               Print this help, then exit\n"
-		"  -V               Print program version information, then exit\n\n"
+		"  -h, --help       Print this help, then exit\n"
+		"  -V, --version    Print program version information, then exit\n\n"
 		"A front end to dlmd (see dlm_tool(8), dlmctl(8)); the control\n"
 		"socket is $DLMD_CTL_SOCKET or %s.\n", DLMD_DEFAULT_CTL_SOCKET);
 }
@@ -539,7 +547,7 @@ int main(int argc, char **argv)
 	char line[DLMP_NAME_MAX + 64];
 	int c;
 
-	while ((c = getopt(argc, argv, "nvMm:wshV")) != -1) {
+	while ((c = getopt_long(argc, argv, "nvMm:wshV", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			o.all_nodes = true;
@@ -560,9 +568,10 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'V':
-			printf(PROG " (dlmd front end, client protocol %d.%d.%d)\n",
-			       DLMP_VERSION_MAJOR, DLMP_VERSION_MINOR,
-			       DLMP_VERSION_PATCH);
+			printf(PROG " (dlmd) %s\n"
+			       "a front end to dlmd, client protocol %d.%d.%d\n",
+			       PACKAGE_VERSION, DLMP_VERSION_MAJOR,
+			       DLMP_VERSION_MINOR, DLMP_VERSION_PATCH);
 			return 0;
 		default:
 			fprintf(stderr, "Please use '-h' for usage.\n");

@@ -1,7 +1,8 @@
 /*
  * plugin/main.c - dlmd: start-up, the main loop, shut-down.
  *
- *   dlmd [-f] [-D] [-c dlm.conf]
+ *   dlmd [-f|--foreground] [-D|--debug] [-c|--config dlm.conf]
+ *   dlmd -h|--help, dlmd -V|--version
  *
  * Start-up, in order, so that a bad config or a second instance fails
  * before anything is touched:
@@ -44,15 +45,26 @@
 #define MS_PER_SEC	1000ULL
 #define NS_PER_MS	1000000ULL
 
+static const struct option long_opts[] = {
+	{ "config",	required_argument,	NULL, 'c' },
+	{ "foreground",	no_argument,		NULL, 'f' },
+	{ "debug",	no_argument,		NULL, 'D' },
+	{ "help",	no_argument,		NULL, 'h' },
+	{ "version",	no_argument,		NULL, 'V' },
+	{ NULL,		0,			NULL, 0 }
+};
+
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: dlmd [-f] [-D] [-c FILE]\n"
-		"  -c FILE  config file (default %s)\n"
-		"  -f       stay in the foreground, log to stderr\n"
-		"  -D       debug: like -f, with log_level debug\n"
-		"  -h       this help\n"
-		"  -V       version\n", DLMD_DEFAULT_CONF);
+		"Usage: dlmd [OPTION]...\n"
+		"The distributed lock manager daemon of this node (dlmd(8)).\n\n"
+		"  -c, --config=FILE  config file (default %s)\n"
+		"  -f, --foreground   stay in the foreground, log to stderr\n"
+		"  -D, --debug        like --foreground, with log_level debug\n"
+		"  -h, --help         print this help, then exit\n"
+		"  -V, --version      print the version, then exit\n",
+		DLMD_DEFAULT_CONF);
 }
 
 /* mkdir -p for the directory part of 'path' (mode 0755). */
@@ -212,7 +224,7 @@ int main(int argc, char **argv)
 	struct dlm_core_config ccfg;
 	int opt, lock_fd, rv, exit_code = 1;
 
-	while ((opt = getopt(argc, argv, "c:fDhV")) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:fDhV", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			conf = optarg;
@@ -228,17 +240,19 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'V':
-			printf("dlmd %s, client protocol %d.%d.%d\n", PACKAGE_VERSION,
+			printf("dlmd %s\nclient protocol %d.%d.%d\n", PACKAGE_VERSION,
 			       DLMP_VERSION_MAJOR, DLMP_VERSION_MINOR,
 			       DLMP_VERSION_PATCH);
 			return 0;
-		default:
-			usage(stderr);
+		default:	/* getopt_long said what is wrong */
+			fprintf(stderr, "Try 'dlmd --help' for more information.\n");
 			return 2;
 		}
 	}
 	if (optind != argc) {
-		usage(stderr);
+		fprintf(stderr, "dlmd: unexpected argument '%s' (dlmd takes no "
+			"operands)\nTry 'dlmd --help' for more information.\n",
+			argv[optind]);
 		return 2;
 	}
 	d = calloc(1, sizeof(*d));

@@ -375,7 +375,11 @@ static int do_check(int argc, char **argv)
 	static unsigned char seen[MAX_RES][MAX_XS / MAX_RES];
 	/* increments whose writer never released its EX (it died inside) */
 	static unsigned char died[MAX_RES][MAX_XS / MAX_RES];
-	static struct { unsigned int r; uint64_t lv, fv; char who[64]; } lags[4096];
+	static struct {
+		unsigned int r;
+		uint64_t lv, fv;
+		char who[sizeof(((struct dirent *)0)->d_name)];
+	} lags[4096];
 	size_t nlags = 0;
 	uint64_t maxnew[MAX_RES] = { 0 }, nx[MAX_RES] = { 0 };
 	unsigned int begins[MAX_RES] = { 0 }, ends[MAX_RES] = { 0 };

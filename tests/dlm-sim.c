@@ -1101,12 +1101,11 @@ static void do_invalid(struct sim *sim, int node, int client)
 		expect_refused(sim, rc, -EBUSY, "convert of a lock not granted");
 		break;
 	case 6:
-		for (i = 0; i < (int)c->c_nlocks; i++) {
-			lk = c->c_locks[i];
-			if (ok_stable(lk) && lk->l_nchildren)
-				break;
-		}
-		if (i == (int)c->c_nlocks)
+		lk = NULL;
+		for (i = 0; i < (int)c->c_nlocks && !lk; i++)
+			if (ok_stable(c->c_locks[i]) && c->c_locks[i]->l_nchildren)
+				lk = c->c_locks[i];
+		if (!lk)
 			break;
 		ureq.lkid = lk->l_lkid;
 		rc = call_unlock(sim, node, lk->l_ls, &ureq, "unlock-parent");

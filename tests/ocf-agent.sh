@@ -138,6 +138,8 @@ config-is-dir config=/
 stonith-not-bool allow_stonith_disabled=maybe
 stonith-true allow_stonith_disabled=true
 args-config args=-c/etc/dlm.conf
+args-config-long args=--config=/etc/dlm.conf
+args-version args=--version
 args-operand args=extra
 args-ok args=-D
 pidfile-differs pidfile=/run/other.pid

@@ -125,9 +125,9 @@ nsx() {
 # stale pid file could name another cluster's daemon.
 alive() {
 	[ -n "$1" ] && [ -r "/proc/$1/cmdline" ] &&
-		tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q "$2" || return 1
-	tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -qF "$dir/" ||
-		tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep -qF "$dir/"
+		tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -q "$2" || return 1
+	tr '\0' '\n' 2>/dev/null <"/proc/$1/cmdline" | grep -qF "$dir/" ||
+		tr '\0' '\n' 2>/dev/null <"/proc/$1/environ" | grep -qF "$dir/"
 }
 
 # shellcheck disable=SC2317 # used by the EXIT trap
@@ -296,10 +296,9 @@ start_pacemaker() { # K
 	echo $! >"$dir/pcmk-$1.pid"
 }
 
-start_corosync() { # K: as dlm-cluster starts it, without its dlmd
-	(nsx "$1" corosync -f -c "$dir/n$1/corosync.conf" \
-		>>"$dir/n$1/corosync.out" 2>&1 </dev/null) &
-	echo $! >"$dir/n$1/corosync.pid"
+start_corosync() { # K: host K's corosync alone (pacemaker runs dlmd), quorate
+	"$CLUSTER" start-corosync "$dir" "$1" >>"$dir/start-corosync.out" ||
+		fail "host $1: dlm-cluster start-corosync"
 }
 
 # ----------------------------------------------------------------------
