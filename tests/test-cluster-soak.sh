@@ -11,4 +11,4 @@ set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-.}
 export top_srcdir top_builddir
-exec "$top_srcdir/tests/cluster-soak" 1
+SOAK_WORK_MS=${SOAK_WORK_MS:-2500} exec "$top_srcdir/tests/cluster-soak" 1
