@@ -275,6 +275,15 @@
  *    identically to every member of that side, so all members of a side
  *    decide alike; at most one side holds a majority, so exactly the
  *    minority side goes.
+ *  - a node whose failure was seen from a minority side may instead
+ *    come back afresh (it really died, and restarted): its new dlmd
+ *    joins the daemon group with reason join, which a merge never
+ *    shows.  The incarnation we lost is gone, so no majority is shot by
+ *    fencing it, and it must be fenced (its clients may have outlived
+ *    it; the new dlmd itself waits for that): once quorate we fence it
+ *    while it is in the view (fence.c: DLMD_FAIL_RESTARTED).  Without
+ *    this, a node left alone by two failures, both restarted, waited
+ *    for a view without the node it had to fence, for ever.
  *  - nothing recovers in between: lockspaces stopped at the split, and
  *    START waits for the failed node to be fenced on every member.
  * An even split (2 + 2 of 4, or 1 + 1 in a two_node cluster) counts the
@@ -2392,6 +2401,7 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 
 		if (id == cs->cs_d->d_nodeid)
 			continue;
+		dlmd_fence_node_joined(cs->cs_d, id);
 		if (joined[i].reason == CPG_REASON_NODEUP &&
 		    id_in(cs->cs_lost, cs->cs_nlost, id) &&
 		    dlmd_fence_killed(cs->cs_d, id)) {
@@ -2412,6 +2422,11 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			log_notice("node %u merged back after a split; we were on "
 				   "the smaller side: the majority removes it or us",
 				   id);
+		} else if (joined[i].reason == CPG_REASON_JOIN &&
+			   !dlmd_fence_is_done(cs->cs_d, id)) {
+			/* a new dlmd of a node whose failure is not fenced
+			 * yet: not a merge (fence.c, DLMD_FAIL_RESTARTED) */
+			dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_RESTARTED);
 		}
 		id_remove(cs->cs_lost, &cs->cs_nlost, id);
 		id_remove(cs->cs_down, &cs->cs_ndown, id);

@@ -411,7 +411,14 @@ void dlmd_fence_fini(struct dlmd *d);
 					 * without the tie-breaker node: our
 					 * fence command waits
 					 * EVEN_SPLIT_FENCE_DELAY_MS first */
+#define DLMD_FAIL_RESTARTED	16	/* (for a failure not yet fenced) its
+					 * dlmd joined our daemon group afresh
+					 * (reason join, not a merge): the
+					 * incarnation we lost is gone */
 void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how);
+/* Its dlmd joined our daemon group (any reason): a new incarnation, as
+ * far as fencing goes. */
+void dlmd_fence_node_joined(struct dlmd *d, uint32_t nodeid);
 bool dlmd_fence_is_done(const struct dlmd *d, uint32_t nodeid);
 /* Was the node's latest failure fenced by a method that stops the node
  * (fence_command, pacemaker), not by fence_ack or enable_fencing = 0? */

@@ -66,6 +66,17 @@
  *                       (plugin/cluster.c, SPLIT AND MERGE); the minority
  *                       side never has this mark, so it never fences the
  *                       majority.
+ *   DLMD_FAIL_RESTARTED the failure was seen from a minority side, and
+ *                       the node then came back afresh: its dlmd joined
+ *                       our daemon group (CPG reason join), which a
+ *                       merge never shows (its daemons come back with
+ *                       reason node-up).  The incarnation we lost is
+ *                       gone, so this is no majority we were cut off
+ *                       from; but its clients may have outlived it, and
+ *                       the new incarnation itself waits to see its
+ *                       failure fenced: without this mark both would
+ *                       wait for ever (a node alone after two failures,
+ *                       both restarted: cluster-soak's "recovery" kind).
  * A failure seen from the half of an even split without the tie-breaker
  * node (DLMD_FAIL_EVEN_LOSER; plugin/cluster.c, SPLIT AND MERGE) runs the
  * fence command only EVEN_SPLIT_FENCE_DELAY_MS after the failure: in a
@@ -130,6 +141,14 @@ struct fence_node {
 	qb_loop_timer_handle fn_retry;
 	/* the fence command not before this (ms; DLMD_FAIL_EVEN_LOSER) */
 	uint64_t	fn_not_before;
+	/* Its incarnations, by the time (ms) we saw its dlmd join our daemon
+	 * group (0: before us): the latest one, the one the running command
+	 * was started against, and the one the last successful command
+	 * fenced.  A node that leaves when no join came since our command
+	 * fenced it is that fenced incarnation going: nothing to fence. */
+	uint64_t	fn_joined_at;
+	uint64_t	fn_cmd_joined_at;
+	uint64_t	fn_fenced_joined_at;
 };
 
 struct dlmd_fence {
@@ -171,6 +190,7 @@ static void fenced(struct dlmd_fence *fe, struct fence_node *fn, const char *how
 		   bool killed)
 {
 	fn->fn_killed = killed;
+	fn->fn_fenced_joined_at = 0;	/* the command path sets it after */
 	fn->fn_fenced_at = dlmd_now_ms();
 	if (fn->fn_fenced_at < fn->fn_failed_at)
 		fn->fn_fenced_at = fn->fn_failed_at;
@@ -257,6 +277,7 @@ static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 	}
 	fn->fn_pid = pid;
 	fn->fn_started_at = now;
+	fn->fn_cmd_joined_at = fn->fn_joined_at;
 	fn->fn_attempts++;
 	if (fn->fn_attempts == 1 || now - fn->fn_last_log >= FENCE_LOG_INTERVAL_MS) {
 		log_notice("fencing: running '%s' (attempt %u)", line,
@@ -285,6 +306,7 @@ static int32_t on_sigchld(int32_t sig, void *data)
 			if (fn->fn_started_at >= fn->fn_failed_at) {
 				fn->fn_attempts = 0;
 				fenced(fe, fn, "fence_command exit 0", true);
+				fn->fn_fenced_joined_at = fn->fn_cmd_joined_at;
 			} else {
 				attempt(fe, fn);
 			}
@@ -593,7 +615,7 @@ void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how)
 	struct fence_node *fn;
 	uint64_t now = dlmd_now_ms();
 	bool in_view_ok = how & (DLMD_FAIL_DAEMON | DLMD_FAIL_MAJORITY |
-				 DLMD_FAIL_REMOVED);
+				 DLMD_FAIL_REMOVED | DLMD_FAIL_RESTARTED);
 
 	if (!fe || nodeid == d->d_nodeid)
 		return;
@@ -602,10 +624,22 @@ void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how)
 		log_err("fencing: node table full; node %u not recorded", nodeid);
 		return;
 	}
+	/* the incarnation our fence command killed, leaving: fencing it
+	 * again would only shoot the next one (a loop while it restarts) */
+	if (is_fenced(fn) && fn->fn_killed && fn->fn_joined_at &&
+	    fn->fn_fenced_joined_at == fn->fn_joined_at) {
+		log_notice("fencing: node %u left after we fenced it (it has not "
+			   "joined since): nothing more to fence", nodeid);
+		return;
+	}
 	/* one failure may be reported by several groups: keep the first
 	 * report of an unfenced failure, with what the others add */
 	if (!is_fenced(fn)) {
 		if (in_view_ok && !fn->fn_in_view_ok) {
+			if (how & DLMD_FAIL_RESTARTED)
+				log_notice("fencing: node %u came back afresh (a new "
+					   "dlmd, not a merge) before it was fenced: "
+					   "it is fenced while in the view", nodeid);
 			fn->fn_in_view_ok = true;
 			if (!fn->fn_pid)
 				attempt(fe, fn);
@@ -628,6 +662,21 @@ void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how)
 		   how & DLMD_FAIL_REMOVED ? " (removed from the cluster: "
 		   "messages between us were lost)" : "");
 	attempt(fe, fn);
+}
+
+void dlmd_fence_node_joined(struct dlmd *d, uint32_t nodeid)
+{
+	struct dlmd_fence *fe = d->d_fence;
+	struct fence_node *fn;
+	uint64_t now = dlmd_now_ms();
+
+	if (!fe || nodeid == d->d_nodeid)
+		return;
+	fn = fnode(fe, nodeid, true);
+	if (!fn)
+		return;
+	/* strictly later than any earlier join, never 0 */
+	fn->fn_joined_at = now > fn->fn_joined_at ? now : fn->fn_joined_at + 1;
 }
 
 void dlmd_fence_kick(struct dlmd *d)

@@ -7,31 +7,47 @@
  *       resources "res-0" .. "res-<NRES-1>" of lockspace LS.  Inside an EX
  *       section increment the resource's counter, kept both in the LVB
  *       (8 bytes, little-endian, then a marker) and in the file DIR/counters/r<N> that
- *       every node's namespace sees; the two must agree whenever the LVB
- *       is valid and carries the marker (an LVB of a resource that nobody
- *       held comes back zeroed, by DLM rules).  Every hold is appended to DIR/logs/<node>-<pid>.log:
- *         H res mode t_granted t_released   (CLOCK_MONOTONIC ns; one kernel,
- *                                           so comparable across nodes)
- *         B res                             about to write an increment
- *         X res old new                     the increment, before unlock
- *         U res                             that EX lock's unlock returned
- *         L res lvb file                    an EX (or final PR) saw a valid LVB
- *                                           that differs from the file
- *         V text                            a violation seen in the client
- *         S ex pr pw errors                 summary at the end
+ *       every node's namespace sees.  Every step a checker needs is
+ *       appended to DIR/logs/<node>-<pid>.log, one write(2) a line, so
+ *       a client killed at any point leaves whole lines (times are
+ *       CLOCK_MONOTONIC ns; one kernel, so comparable across nodes):
+ *         G res mode t                   granted at t (the hold begins)
+ *         L res lvb file                 the grant carried a valid LVB with
+ *                                        the counter, and it differs from
+ *                                        the file (any mode: the file
+ *                                        cannot change while we hold it)
+ *         B res old t                    EX: about to write old+1 to the file
+ *         X res old new t                EX: the file holds new
+ *         H res mode t_granted t_released  the hold is over; unlock follows
+ *         U res status                   EX: the unlock returned, with the
+ *                                        lksb's sb_status (EUNLOCK: the LVB
+ *                                        was written)
+ *         E res what errno               a call failed
+ *         V text                         a violation seen in the client
+ *         S ex pr pw errors              summary at the end
  *   cluster-client final LS DIR NRES
  *       PR+VALBLK on every resource; an LVB that differs from the file is
  *       logged (L) for the checker.
  *   cluster-client check DIR NRES
- *       Read every log: no two incompatible holds of one resource overlap
- *       in time; the increments of each resource form one chain 0,1,2..
- *       without a repeated value (a repeat is a lost update); the file
- *       holds the chain's last value (one more is allowed only when a
- *       client was killed between B and X); a valid LVB differs from
- *       the file only by increments of writers that died inside their EX
- *       section (a dead client's lock is force-unlocked without writing
- *       the LVB, by DLM rules).  Prints the counts and exits
- *       1 on any violation.
+ *       Read every log and judge, exactly (every violation it reports is
+ *       one, whatever point the faults killed a client at):
+ *       - holds: no two incompatible holds of one resource overlap in
+ *         time.  A hold whose client died inside it (G without H) lasts
+ *         from its grant to the last thing it did (its B or X);
+ *       - increments: each resource's values 0,1,2.. are each
+ *         incremented once: by an X, or by a writer that died between
+ *         its B and its X (it may or may not have written); a value
+ *         incremented twice is a lost update, a value never incremented
+ *         below the last is a hole;
+ *       - the file holds the last X's value, or more by writers that died
+ *         between B and X at the top of the chain;
+ *       - LVBs: a valid LVB may lag the file only by increments whose LVB
+ *         was not written: the writer died in its EX section, or its
+ *         unlock did not end in EUNLOCK (a dead client's lock is force-
+ *         unlocked without writing the LVB, by DLM rules).  Any other lag
+ *         (an LVB that went backwards) and any LVB ahead of the file are
+ *         violations.
+ *       Prints the counts and exits 1 on any violation.
  *   cluster-client try LS RES MODE
  *       Request RES in MODE and print "granted" when it is (the test runs
  *       it under timeout(1) to see that nothing is granted).
@@ -243,8 +259,8 @@ static int do_work(int argc, char **argv)
 		int mode = pick < 2 ? LKM_EXMODE : pick == 2 ? LKM_PRMODE : LKM_PWMODE;
 		struct dlm_lksb lksb;
 		char name[NAME_LEN];
-		uint64_t t0, t1;
-		int rv;
+		uint64_t t0, t1, fv = 0;
+		int fd, rv;
 
 		memset(&lksb, 0, sizeof(lksb));
 		/* an LVB the DLM does not return must not look like one */
@@ -261,30 +277,32 @@ static int do_work(int argc, char **argv)
 			continue;
 		}
 		t0 = now_ns();
-		if (mode == LKM_EXMODE) {
-			int fd = open_counter(dir, r);
-			uint64_t fv = 0, lv = lvb_get(lvb);
-
-			if (fd < 0 || file_get(fd, &fv)) {
-				logf_("V %u cannot read counter file\n", r);
-			} else {
-				if (!(lksb.sb_flags & DLM_SBF_VALNOTVALID) &&
-				    lvb_has_counter(lvb) && lv != fv)
-					logf_("L %u %" PRIu64 " %" PRIu64 "\n", r, lv, fv);
-				logf_("B %u\n", r);
+		logf_("G %u %s %" PRIu64 "\n", r, mode_str(mode), t0);
+		fd = open_counter(dir, r);
+		if (fd < 0 || file_get(fd, &fv)) {
+			logf_("V %u cannot read counter file\n", r);
+		} else {
+			/* every mode reads: no writer runs while we hold it */
+			if (!(lksb.sb_flags & DLM_SBF_VALNOTVALID) &&
+			    lvb_has_counter(lvb) && lvb_get(lvb) != fv)
+				logf_("L %u %" PRIu64 " %" PRIu64 "\n", r, lvb_get(lvb), fv);
+			if (mode == LKM_EXMODE) {
+				logf_("B %u %" PRIu64 " %" PRIu64 "\n", r, fv, now_ns());
 				if (file_put(fd, fv + 1))
 					logf_("V %u cannot write counter file\n", r);
-				logf_("X %u %" PRIu64 " %" PRIu64 "\n", r, fv, fv + 1);
+				logf_("X %u %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", r, fv,
+				      fv + 1, now_ns());
 				lvb_put(lvb, fv + 1);
 			}
-			if (fd >= 0)
-				close(fd);
-			ex++;
-		} else if (mode == LKM_PRMODE) {
-			pr++;
-		} else {
-			pw++;
 		}
+		if (fd >= 0)
+			close(fd);
+		if (mode == LKM_EXMODE)
+			ex++;
+		else if (mode == LKM_PRMODE)
+			pr++;
+		else
+			pw++;
 		usleep((useconds_t)(random() % HOLD_MAX_US));
 		t1 = now_ns();
 		logf_("H %u %s %" PRIu64 " %" PRIu64 "\n", r, mode_str(mode), t0, t1);
@@ -296,7 +314,7 @@ static int do_work(int argc, char **argv)
 			break;
 		}
 		if (mode == LKM_EXMODE)
-			logf_("U %u\n", r);
+			logf_("U %u %d\n", r, lksb.sb_status);
 	}
 	logf_("S %lu %lu %lu %lu\n", ex, pr, pw, errs);
 	printf("node %s pid %d: ex %lu pr %lu pw %lu errors %lu\n", node ? node : "?",
@@ -358,6 +376,204 @@ struct hold {
 	unsigned int	h_who;
 };
 
+/* What the logs say happened to each value of a resource's counter. */
+#define VAL_X		0x01	/* an X incremented it */
+#define VAL_X2		0x02	/* ... and another X too: a lost update */
+#define VAL_DEADB	0x04	/* a writer died between its B and X */
+#define VAL_LVB_OK	0x08	/* an X whose unlock wrote the LVB */
+#define VAL_LVB_LOST	0x10	/* an X whose LVB was not written */
+#define MAX_VALS	(MAX_XS / MAX_RES)
+
+/* The parse state of one client's log. */
+struct client_state {
+	bool		cs_g;		/* inside a hold (G seen, no H yet) */
+	unsigned int	cs_g_res;
+	int		cs_g_mode;
+	uint64_t	cs_g_t0;
+	uint64_t	cs_g_last;	/* the last thing done in it */
+	bool		cs_b;		/* B seen, no X yet */
+	unsigned int	cs_b_res;
+	uint64_t	cs_b_old;
+	bool		cs_x;		/* X seen, no U yet */
+	unsigned int	cs_x_res;
+	uint64_t	cs_x_old;
+};
+
+struct check {
+	unsigned int	c_nres;
+	struct hold	*c_holds;
+	size_t		c_nholds;
+	unsigned char	(*c_val)[MAX_VALS];
+	uint64_t	c_maxnew[MAX_RES];
+	struct {
+		unsigned int r;
+		uint64_t lv, fv;
+		char who[sizeof(((struct dirent *)0)->d_name)];
+	} c_lags[4096];
+	size_t		c_nlags;
+	unsigned long	c_violations;
+	unsigned long	c_deadb, c_lvb_lost;
+};
+
+static void add_hold(struct check *c, unsigned int r, int mode, uint64_t t0,
+		     uint64_t t1, unsigned int who)
+{
+	if (r < c->c_nres && mode >= 0 && c->c_nholds < MAX_HOLDS)
+		c->c_holds[c->c_nholds++] = (struct hold){ r, mode, t0, t1, who };
+}
+
+static void violation(struct check *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void violation(struct check *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("VIOLATION ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	c->c_violations++;
+}
+
+/* The X that cs_x names is over: its LVB was written or not. */
+static void close_x(struct check *c, struct client_state *cs, bool written)
+{
+	if (!cs->cs_x)
+		return;
+	if (cs->cs_x_res < c->c_nres && cs->cs_x_old < MAX_VALS) {
+		c->c_val[cs->cs_x_res][cs->cs_x_old] |= written ? VAL_LVB_OK : VAL_LVB_LOST;
+		if (!written)
+			c->c_lvb_lost++;
+	}
+	cs->cs_x = false;
+}
+
+/* One line of a client's log (see the file's header for the letters). */
+static void check_line(struct check *c, struct client_state *cs, const char *name,
+		       const char *line, unsigned int who, unsigned long sums[4])
+{
+	unsigned int r;
+	uint64_t o, n, t0, t1;
+	int st;
+	char m[8];
+
+	switch (line[0]) {
+	case 'G':
+		if (sscanf(line, "G %u %7s %" SCNu64, &r, m, &t0) != 3)
+			break;
+		if (cs->cs_g)	/* cannot happen in a live client: be safe */
+			add_hold(c, cs->cs_g_res, cs->cs_g_mode, cs->cs_g_t0,
+				 cs->cs_g_last, who);
+		cs->cs_g = true;
+		cs->cs_g_res = r;
+		cs->cs_g_mode = mode_of(m);
+		cs->cs_g_t0 = cs->cs_g_last = t0;
+		return;
+	case 'H':
+		if (sscanf(line, "H %u %7s %" SCNu64 " %" SCNu64, &r, m, &t0, &t1) != 4)
+			break;
+		add_hold(c, r, mode_of(m), t0, t1, who);
+		cs->cs_g = false;
+		return;
+	case 'B':
+		if (sscanf(line, "B %u %" SCNu64 " %" SCNu64, &r, &o, &t0) != 3)
+			break;
+		cs->cs_b = true;
+		cs->cs_b_res = r;
+		cs->cs_b_old = o;
+		if (cs->cs_g && t0 > cs->cs_g_last)
+			cs->cs_g_last = t0;
+		return;
+	case 'X':
+		if (sscanf(line, "X %u %" SCNu64 " %" SCNu64 " %" SCNu64, &r, &o, &n, &t0) != 4)
+			break;
+		if (r >= c->c_nres)
+			return;
+		cs->cs_b = false;
+		if (cs->cs_g && t0 > cs->cs_g_last)
+			cs->cs_g_last = t0;
+		if (n != o + 1 || o >= MAX_VALS) {
+			violation(c, "%s: bad increment %s", name, line);
+			return;
+		}
+		if (c->c_val[r][o] & VAL_X) {
+			c->c_val[r][o] |= VAL_X2;
+			violation(c, "res-%u: value %" PRIu64 " incremented twice (lost "
+				  "update)\n", r, o);
+		}
+		c->c_val[r][o] |= VAL_X;
+		close_x(c, cs, false);	/* no U before the next X: not written */
+		cs->cs_x = true;
+		cs->cs_x_res = r;
+		cs->cs_x_old = o;
+		if (n > c->c_maxnew[r])
+			c->c_maxnew[r] = n;
+		return;
+	case 'U':
+		if (sscanf(line, "U %u %d", &r, &st) != 2)
+			break;
+		if (cs->cs_x && cs->cs_x_res == r)
+			close_x(c, cs, st == EUNLOCK);
+		return;
+	case 'E':
+		/* a failed unlock wrote nothing; a failed lock had no X */
+		if (strstr(line, " unlock "))
+			close_x(c, cs, false);
+		return;
+	case 'L':
+		if (sscanf(line, "L %u %" SCNu64 " %" SCNu64, &r, &o, &n) != 3)
+			break;
+		if (r < c->c_nres && c->c_nlags < sizeof(c->c_lags) / sizeof(c->c_lags[0])) {
+			c->c_lags[c->c_nlags].r = r;
+			c->c_lags[c->c_nlags].lv = o;
+			c->c_lags[c->c_nlags].fv = n;
+			snprintf(c->c_lags[c->c_nlags].who, sizeof(c->c_lags[0].who), "%s", name);
+			c->c_nlags++;
+		}
+		return;
+	case 'V':
+		violation(c, "%s: %s", name, line);
+		return;
+	case 'S':
+		if (sscanf(line, "S %lu %lu %lu %lu", &sums[0], &sums[1], &sums[2], &sums[3]) == 4)
+			return;
+		break;
+	default:
+		break;
+	}
+	violation(c, "%s: a log line the checker does not know: %s", name, line);
+}
+
+/* The log ended: the client died (or finished) in the state it was in. */
+static void check_eof(struct check *c, struct client_state *cs, unsigned int who)
+{
+	if (cs->cs_g)		/* died holding: the hold lasted to its last act */
+		add_hold(c, cs->cs_g_res, cs->cs_g_mode, cs->cs_g_t0, cs->cs_g_last, who);
+	if (cs->cs_b && cs->cs_b_res < c->c_nres && cs->cs_b_old < MAX_VALS) {
+		c->c_val[cs->cs_b_res][cs->cs_b_old] |= VAL_DEADB;
+		c->c_deadb++;
+	}
+	close_x(c, cs, false);	/* died before its unlock returned */
+}
+
+/* May a valid LVB 'lv' stand beside the file's 'fv'?  Only if every
+ * increment in between left the LVB unwritten. */
+static bool lag_explained(const struct check *c, unsigned int r, uint64_t lv, uint64_t fv)
+{
+	if (lv >= fv)
+		return false;	/* ahead of the file: nobody writes that */
+	for (uint64_t v = lv; v < fv; v++) {
+		unsigned char f = v < MAX_VALS ? c->c_val[r][v] : 0;
+
+		if (f & VAL_LVB_OK)
+			return false;	/* this one's LVB was written */
+		if (!(f & (VAL_LVB_LOST | VAL_DEADB)))
+			return false;
+	}
+	return true;
+}
+
 static int cmp_hold(const void *a, const void *b)
 {
 	const struct hold *x = a, *y = b;
@@ -370,27 +586,20 @@ static int cmp_hold(const void *a, const void *b)
 static int do_check(int argc, char **argv)
 {
 	const char *dir = argv[2];
-	unsigned int nres = (unsigned int)atoi(argv[3]);
+	static struct check chk;
 	static struct hold holds[MAX_HOLDS];
-	static unsigned char seen[MAX_RES][MAX_XS / MAX_RES];
-	/* increments whose writer never released its EX (it died inside) */
-	static unsigned char died[MAX_RES][MAX_XS / MAX_RES];
-	static struct {
-		unsigned int r;
-		uint64_t lv, fv;
-		char who[sizeof(((struct dirent *)0)->d_name)];
-	} lags[4096];
-	size_t nlags = 0;
-	uint64_t maxnew[MAX_RES] = { 0 }, nx[MAX_RES] = { 0 };
-	unsigned int begins[MAX_RES] = { 0 }, ends[MAX_RES] = { 0 };
-	size_t nholds = 0;
-	unsigned long violations = 0, ex = 0, pr = 0, pw = 0, errs = 0, clients = 0;
+	static unsigned char vals[MAX_RES][MAX_VALS];
+	struct check *c = &chk;
+	unsigned long sums_total[4] = { 0 }, clients = 0;
 	char path[4096], line[LINE_LEN];
 	unsigned int who = 0;
 	struct dirent *de;
 	DIR *dp;
 
-	if (!nres || nres > MAX_RES)
+	c->c_nres = (unsigned int)atoi(argv[3]);
+	c->c_holds = holds;
+	c->c_val = vals;
+	if (!c->c_nres || c->c_nres > MAX_RES)
 		return 2;
 	snprintf(path, sizeof(path), "%s/logs", dir);
 	dp = opendir(path);
@@ -399,9 +608,8 @@ static int do_check(int argc, char **argv)
 		return 2;
 	}
 	while ((de = readdir(dp))) {
-		unsigned int b[MAX_RES] = { 0 };
-		int open_x = -1;	/* resource of an X not yet closed by U */
-		uint64_t open_o = 0;
+		struct client_state cs = { 0 };
+		unsigned long sums[4] = { 0 };
 		FILE *f;
 
 		if (de->d_name[0] == '.')
@@ -412,138 +620,78 @@ static int do_check(int argc, char **argv)
 			continue;
 		who++;
 		clients++;
-		while (fgets(line, sizeof(line), f)) {
-			unsigned int r;
-			unsigned long a1, a2, a3, a4;
-			uint64_t o, n, t0, t1;
-			char m[8];
-
-			if (sscanf(line, "U %u", &r) == 1) {
-				if ((int)r == open_x)
-					open_x = -1;
-			} else if (sscanf(line, "H %u %7s %" SCNu64 " %" SCNu64, &r, m, &t0, &t1) == 4) {
-				if (r < nres && nholds < MAX_HOLDS)
-					holds[nholds++] = (struct hold){ r, mode_of(m), t0, t1, who };
-			} else if (sscanf(line, "X %u %" SCNu64 " %" SCNu64, &r, &o, &n) == 3) {
-				if (r >= nres)
-					continue;
-				ends[r]++;
-				if (b[r])
-					b[r]--;
-				if (n != o + 1 || o >= sizeof(seen[0])) {
-					printf("VIOLATION %s: bad increment %s", de->d_name, line);
-					violations++;
-					continue;
-				}
-				if (seen[r][o]) {
-					printf("VIOLATION res-%u: value %" PRIu64 " incremented "
-					       "twice (lost update)\n", r, o);
-					violations++;
-				}
-				seen[r][o] = 1;
-				nx[r]++;
-				if (open_x >= 0 && open_o < sizeof(died[0]))
-					died[open_x][open_o] = 1;
-				open_x = (int)r;
-				open_o = o;
-				if (n > maxnew[r])
-					maxnew[r] = n;
-			} else if (sscanf(line, "B %u", &r) == 1) {
-				if (r < nres) {
-					begins[r]++;
-					b[r]++;
-				}
-			} else if (sscanf(line, "L %u %" SCNu64 " %" SCNu64, &r, &o, &n) == 3) {
-				if (r < nres && nlags < sizeof(lags) / sizeof(lags[0])) {
-					lags[nlags].r = r;
-					lags[nlags].lv = o;
-					lags[nlags].fv = n;
-					snprintf(lags[nlags].who, sizeof(lags[0].who), "%s",
-						 de->d_name);
-					nlags++;
-				}
-			} else if (line[0] == 'V') {
-				printf("VIOLATION %s: %s", de->d_name, line);
-				violations++;
-			} else if (sscanf(line, "S %lu %lu %lu %lu", &a1, &a2, &a3, &a4) == 4) {
-				ex += a1;
-				pr += a2;
-				pw += a3;
-				errs += a4;
-			}
-		}
+		while (fgets(line, sizeof(line), f))
+			check_line(c, &cs, de->d_name, line, who, sums);
 		fclose(f);
-		/* the log ends inside an EX section: that writer died there */
-		if (open_x >= 0 && open_o < sizeof(died[0]))
-			died[open_x][open_o] = 1;
-		(void)b;
+		check_eof(c, &cs, who);
+		for (int i = 0; i < 4; i++)
+			sums_total[i] += sums[i];
 	}
 	closedir(dp);
-	/* an LVB may lag the file only by increments of writers that died
-	 * holding EX (their lock was purged without writing the LVB) */
-	for (size_t i = 0; i < nlags; i++) {
-		bool ok = lags[i].lv < lags[i].fv;
-
-		for (uint64_t v = lags[i].lv; ok && v < lags[i].fv; v++)
-			if (v >= sizeof(died[0]) || !died[lags[i].r][v])
-				ok = false;
-		if (!ok) {
-			printf("VIOLATION %s: res-%u LVB %" PRIu64 " but file %" PRIu64
-			       " (not explained by dead writers)\n", lags[i].who,
-			       lags[i].r, lags[i].lv, lags[i].fv);
-			violations++;
-		}
-	}
-	qsort(holds, nholds, sizeof(holds[0]), cmp_hold);
+	for (size_t i = 0; i < c->c_nlags; i++)
+		if (!lag_explained(c, c->c_lags[i].r, c->c_lags[i].lv, c->c_lags[i].fv))
+			violation(c, "%s: res-%u LVB %" PRIu64 " but file %" PRIu64
+				  " (not explained by writers whose LVB was not written)\n",
+				  c->c_lags[i].who, c->c_lags[i].r, c->c_lags[i].lv,
+				  c->c_lags[i].fv);
+	qsort(holds, c->c_nholds, sizeof(holds[0]), cmp_hold);
 	/* overlap: against every earlier hold of the resource still open */
-	for (size_t i = 0; i < nholds; i++) {
+	for (size_t i = 0; i < c->c_nholds; i++) {
 		for (size_t j = i; j-- > 0;) {
 			if (holds[j].h_res != holds[i].h_res)
 				break;
 			if (holds[j].h_t1 <= holds[i].h_t0)
 				continue;
-			if (!compat(holds[j].h_mode, holds[i].h_mode)) {
-				printf("VIOLATION res-%u: %s [%" PRIu64 ",%" PRIu64 "] overlaps "
-				       "%s [%" PRIu64 ",%" PRIu64 "]\n", holds[i].h_res,
-				       mode_str(holds[j].h_mode), holds[j].h_t0,
-				       holds[j].h_t1, mode_str(holds[i].h_mode),
-				       holds[i].h_t0, holds[i].h_t1);
-				violations++;
-			}
+			if (!compat(holds[j].h_mode, holds[i].h_mode))
+				violation(c, "res-%u: %s [%" PRIu64 ",%" PRIu64 "] overlaps "
+					  "%s [%" PRIu64 ",%" PRIu64 "]\n", holds[i].h_res,
+					  mode_str(holds[j].h_mode), holds[j].h_t0,
+					  holds[j].h_t1, mode_str(holds[i].h_mode),
+					  holds[i].h_t0, holds[i].h_t1);
 		}
 	}
-	for (unsigned int r = 0; r < nres; r++) {
+	for (unsigned int r = 0; r < c->c_nres; r++) {
 		int fd = open_counter(dir, r);
-		uint64_t fv = 0;
-		unsigned int unfinished = begins[r] - ends[r];
+		uint64_t fv = 0, max = c->c_maxnew[r];
 
 		if (fd >= 0) {
 			file_get(fd, &fv);
 			close(fd);
 		}
-		/* the chain 0..max must be complete */
-		if (nx[r] != maxnew[r]) {
-			printf("VIOLATION res-%u: %" PRIu64 " increments but the chain "
-			       "ends at %" PRIu64 "\n", r, nx[r], maxnew[r]);
-			violations++;
-		}
-		if (fv < maxnew[r] || fv > maxnew[r] + unfinished) {
-			printf("VIOLATION res-%u: file %" PRIu64 ", increments %" PRIu64
-			       " (+%u unfinished)\n", r, fv, maxnew[r], unfinished);
-			violations++;
+		/* the chain 0..max: every value incremented (by an X, or
+		 * maybe by a writer that died after its B) */
+		for (uint64_t v = 0; v < max && v < MAX_VALS; v++)
+			if (!(vals[r][v] & (VAL_X | VAL_DEADB))) {
+				violation(c, "res-%u: the chain ends at %" PRIu64 " but value %"
+					  PRIu64 " was never incremented\n", r, max, v);
+				break;
+			}
+		/* the file: the chain's top, or above it by dead writers */
+		{
+			bool ok = fv >= max;
+
+			for (uint64_t v = max; ok && v < fv; v++)
+				if (v >= MAX_VALS || !(vals[r][v] & VAL_DEADB))
+					ok = false;
+			if (!ok)
+				violation(c, "res-%u: file %" PRIu64 ", increments end at %"
+					  PRIu64 "\n", r, fv, max);
 		}
 	}
 	{
 		uint64_t total = 0;
 
-		for (unsigned int r = 0; r < nres; r++)
-			total += nx[r];
+		for (unsigned int r = 0; r < c->c_nres; r++)
+			for (uint64_t v = 0; v < MAX_VALS; v++)
+				total += vals[r][v] & VAL_X ? 1 : 0;
 		printf("check: %lu clients, %zu holds, %" PRIu64 " EX increments "
-		       "(clients report ex %lu pr %lu pw %lu errors %lu), "
-		       "%lu violation%s\n", clients, nholds, total, ex, pr, pw, errs,
-		       violations, violations == 1 ? "" : "s");
+		       "(clients report ex %lu pr %lu pw %lu errors %lu; %lu writers "
+		       "died mid-write, %lu LVBs unwritten), %lu violation%s\n",
+		       clients, c->c_nholds, total, sums_total[0], sums_total[1],
+		       sums_total[2], sums_total[3], c->c_deadb, c->c_lvb_lost,
+		       c->c_violations, c->c_violations == 1 ? "" : "s");
 	}
-	return violations ? 1 : 0;
+	return c->c_violations ? 1 : 0;
 }
 
 enum try_kind { TRY, HOLD, ORPHAN };

@@ -31,6 +31,10 @@
 #      reply (node 2 masters the resource): node 1 shows the lockspace
 #      "stalled", not "running", within ~12 s, and "running" again after
 #      SIGCONT.
+#   6. two failures (node 3, then node 1) leave node 2 alone and not
+#      quorate; node 1 restarts afresh: node 2 fences it (it is in the
+#      view, but as a new dlmd, not a merge) instead of waiting for ever,
+#      and the lockspace runs on all three again.
 # Item 4 (frames lost between live members) is tested in
 # tests/test-lowcomms-loop.c (the gap is reported) and here in 4: node 1's
 # dlmd is told (dlmctl debug_frames_lost, a test hook of the control socket) that
@@ -140,7 +144,7 @@ p=$(pid_of 3 dlmd)
 kill -TERM "$p"
 i=0
 while kill -0 "$p" 2>/dev/null && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
-wait_ls 1 "state running members 1 2 " "no recovery after node 3's clean stop"
+wait_ls 1 "state running members 1 2 clients" "no recovery after node 3's clean stop"
 [ "$(fences_of 3)" = "$n3" ] || fail "node 3 was fenced after a clean stop"
 running 3 corosync || fail "node 3's corosync died after a clean dlmd stop"
 restart 3
@@ -177,7 +181,7 @@ p=$(pid_of 3 dlmd)
 kill -TERM "$p"
 i=0
 while kill -0 "$p" 2>/dev/null && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
-wait_ls 1 "state running members 1 2 " "no recovery after node 3's clean stop"
+wait_ls 1 "state running members 1 2 clients" "no recovery after node 3's clean stop"
 touch "$dir/fence-hold"
 "$CLUSTER" cut "$dir" 2
 wait_ls 1 "wait fencing node 2" "node 1 did not lose node 2"
@@ -206,7 +210,7 @@ settled() {
 	R=${R# }
 	[ "${#R}" -ge 3 ] || return 1	# "K K" at least: two nodes
 	for k in $R; do
-		ls_line $k | grep -q "state running members $R " || return 1
+		ls_line $k | grep -q "state running members $R clients" || return 1
 	done
 }
 workload $((BLIPS * 4000)) 1 3
@@ -279,6 +283,45 @@ kill -CONT "$p2"
 wait_ls 1 "state running members 1 2 3 " "node 1 still stalled after node 2 continued"
 kill_client "$w1"
 kill_client "$h2"
+
+say "== 6. two failures leave node 2 alone; the first comes back afresh"
+# Node 3 dies and is fenced; then node 1 dies while node 2 alone is not
+# quorate (its failure is seen from a minority side).  Node 1 restarts:
+# the view (1 2) is quorate again with node 1 in it, as a new dlmd (a
+# join, not a merge).  Node 2 must fence node 1 now (its old clients
+# may live; the new dlmd waits for it), not wait for a view without it
+# for ever (cluster-soak's "recovery" round found that stall).
+"$CLUSTER" kill "$dir" 3
+wait_ls 1 "state running members 1 2 clients" "nodes 1 and 2 did not recover without node 3"
+f1=$(fences_of 1)
+"$CLUSTER" kill "$dir" 1
+i=0
+until grep -q "fencing: node 1 failed" "$dir/n2/dlmd.out" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -gt $POLLS ] && { fail "node 2 did not see node 1 fail"; break; }
+	sleep 0.1
+done
+"$CLUSTER" start "$dir" 1 >/dev/null 2>&1
+i=0
+while [ "$(fences_of 1)" = "$f1" ] && [ $i -lt $POLLS ]; do
+	i=$((i + 1))
+	sleep 0.1
+done
+if [ "$(fences_of 1)" = "$f1" ]; then
+	fail "node 1 came back afresh and nobody fenced it: $(ls_line 2)"
+else
+	grep -q "fencing: node 1 came back afresh" "$dir/n2/dlmd.out" ||
+		fail "node 2 fenced node 1 without saying why"
+fi
+# the fence agent logs before it kills: let it finish
+i=0
+while { running 1 corosync || running 1 dlmd; } && [ $i -lt $POLLS ]; do
+	i=$((i + 1))
+	sleep 0.1
+done
+restart 1
+restart 3
+wait_ls 2 "state running members 1 2 3 " "the lockspace did not run on all three again"
 
 "$CLUSTER" status "$dir" >/dev/null || fail "a daemon died: $("$CLUSTER" status "$dir")"
 [ $rc -eq 0 ] && echo "PASS"

@@ -138,7 +138,7 @@ ls_line 1 | grep -q "state running members 1 2 " ||
 	fail "lsmem-1 stopped while the peer was a member: $(ls_line 1)"
 wait_pid "$peer" $((PEER_S + 30)) || fail "cpg-peer failed: $(cat "$dir/cpg-peer.out")"
 LS=lsmem-mixed
-wait_ls 1 "state running members 1 " "lsmem-mixed does not run once the peer left"
+wait_ls 1 "state running members 1 clients" "lsmem-mixed does not run once the peer left"
 wait_pid "$joiner" 30 || fail "dlmctl join lsmem-mixed failed or hung: $(cat "$dir/join-mixed.out")"
 grep -q "join lsmem-mixed: waiting: name lsmem-mixed .*state stopped.*; wait join (sync" "$dir/join-mixed.out" ||
 	fail "dlmctl join did not say what lsmem-mixed waited for: $(cat "$dir/join-mixed.out")"

@@ -238,9 +238,15 @@ void dlmd_fence_node_failed(struct dlmd *d, uint32_t id, unsigned int how)
 
 	if (id == d->d_nodeid || id > DLM_MAX_NODES)
 		return;
+	if (sn->failed[id]) {	/* more about the failure recorded */
+		sn->fail_how[id] |= how;
+		return;
+	}
 	sn->failed[id] = true;
 	sn->fail_how[id] = how;
 }
+
+void dlmd_fence_node_joined(struct dlmd *d, uint32_t id) { }
 
 bool dlmd_fence_is_done(const struct dlmd *d, uint32_t id)
 {
