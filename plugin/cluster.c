@@ -1974,6 +1974,24 @@ static void deliver_announce(struct dlmd_cluster *cs, struct cs_daemon *dm,
 	}
 }
 
+/* Do we take dm's record of id's failure out of le (deliver_failed)? */
+static bool failed_take(struct dlmd_cluster *cs, const struct cs_daemon *dm,
+			const struct cs_lsent *le, uint32_t id)
+{
+	if (id_in(le->le_failed, le->le_nfailed, id))
+		return false;
+	if (dm->dm_known && !id_in(cs->cs_unseen, cs->cs_nunseen, id))
+		return false;
+	if (id_in(cs->cs_dmembers, cs->cs_ndmembers, id) &&
+	    !id_in(cs->cs_sync_j, cs->cs_nsync_j, id)) {
+		log_info("lockspace %s: node %u records node %u as failed out of "
+			 "it, but we have known node %u's dlmd all along; not "
+			 "taken", le->le_name, dm->dm_id, id, id);
+		return false;
+	}
+	return true;
+}
+
 /*
  * A FAILED record from dm: the failures out of a lockspace dm has
  * recorded and not seen fenced.  We take a failure from it when we
@@ -2012,24 +2030,20 @@ static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 			self = true;
 			continue;
 		}
-		if (id_in(le->le_failed, le->le_nfailed, id))
-			continue;
-		if (dm->dm_known && !id_in(cs->cs_unseen, cs->cs_nunseen, id))
-			continue;
-		if (id_in(cs->cs_dmembers, cs->cs_ndmembers, id) &&
-		    !id_in(cs->cs_sync_j, cs->cs_nsync_j, id)) {
-			log_info("lockspace %s: node %u records node %u as failed "
-				 "out of it, but we have known node %u's dlmd all "
-				 "along; not taken", le->le_name, dm->dm_id, id, id);
-			continue;
+		if (failed_take(cs, dm, le, id)) {
+			log_notice("lockspace %s: node %u recorded node %u as failed "
+				   "out of it%s and not yet fenced: it is fenced "
+				   "before we take part in the lockspace", le->le_name,
+				   dm->dm_id, id, daemon ? " (its dlmd died)" : "");
+			le_failed_add(le, id, daemon);
+			dlmd_fence_node_learned(d, id, daemon ? DLMD_FAIL_DAEMON :
+						DLMD_FAIL_NODE, dm->dm_id);
+		} else {
+			/* another who recorded it: a failure we only learned
+			 * of is fenced by them while they are here (fence.c,
+			 * ONE FENCER) */
+			dlmd_fence_knower(d, id, dm->dm_id);
 		}
-		log_notice("lockspace %s: node %u recorded node %u as failed out "
-			   "of it%s and not yet fenced: it is fenced before we "
-			   "take part in the lockspace", le->le_name, dm->dm_id, id,
-			   daemon ? " (its dlmd died)" : "");
-		le_failed_add(le, id, daemon);
-		dlmd_fence_node_failed(d, id, daemon ? DLMD_FAIL_DAEMON :
-				       DLMD_FAIL_NODE);
 	}
 	if (self && !id_in(le->le_claim, le->le_nclaim, dm->dm_id)) {
 		if (!claim_add(cs, le, dm->dm_id))
@@ -2045,6 +2059,25 @@ static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 	}
 	le_tidy(cs, le);
 	kick(cs);
+}
+
+static void deliver_fence(struct dlmd_cluster *cs, uint32_t from, uint16_t type,
+			  const unsigned char *body, size_t len)
+{
+	struct cm_fence fc;
+	const char *why = NULL;
+
+	if (dlmd_cm_fence_decode(body, len, type, &fc, &why)) {
+		log_warn("daemon group: malformed %s from node %u dropped: %s",
+			 type == CM_FENCE_CLAIM ? "FENCE_CLAIM" : "FENCE_RESULT",
+			 from, why);
+		return;
+	}
+	if (type == CM_FENCE_CLAIM)
+		dlmd_fence_claim_delivered(cs->cs_d, from, fc.fc_nodeid);
+	else
+		dlmd_fence_result_delivered(cs->cs_d, from, fc.fc_nodeid,
+					    (enum dlmd_fence_status)fc.fc_status);
 }
 
 static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
@@ -2088,7 +2121,7 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 			 "a member (an old incarnation?): dropped", nodeid, pid);
 		return;
 	}
-	if (hd.h_target && hd.h_type >= CM_START && hd.h_type <= CM_FAILED) {
+	if (hd.h_target && hd.h_type >= CM_START && hd.h_type <= CM_FENCE_RESULT) {
 		/* every member must apply these alike: none is for one */
 		log_warn("daemon group: message type %u from node %u with target "
 			 "node %u dropped (it is for every member)", hd.h_type,
@@ -2104,6 +2137,13 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	if (hd.h_type == CM_FAILED) {
 		/* state, not membership: taken from an unknown daemon too */
 		deliver_failed(cs, dm, p + CM_HDR_LEN, len - CM_HDR_LEN);
+		return;
+	}
+	if (hd.h_type == CM_FENCE_CLAIM || hd.h_type == CM_FENCE_RESULT) {
+		/* the fencing turn: followed from every member, known or
+		 * not, in the order delivered (fence.c, ONE FENCER) */
+		deliver_fence(cs, nodeid, hd.h_type, p + CM_HDR_LEN,
+			      len - CM_HDR_LEN);
 		return;
 	}
 	if (!dm->dm_known) {
@@ -2445,6 +2485,9 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 		if (!still && nd)
 			dlmd_comms_node_reset(cs->cs_d, id, node_addr_ptrs(nd, p),
 					      nd->n_naddrs);
+		/* a claim on fencing it held ends here, for every member */
+		if (!still)
+			dlmd_fence_member_left(cs->cs_d, id);
 	}
 	daemon_confchg_ls(cs, members, nmembers, left, nleft, joined, njoined);
 	kick(cs);
@@ -2861,6 +2904,44 @@ void dlmd_cluster_ls_leave(struct dlmd *d, struct dlmd_ls *dl)
 void dlmd_cluster_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
 {
 	dlmd_comms_send(d, to, buf, len);
+}
+
+bool dlmd_cluster_in_daemon_group(const struct dlmd *d)
+{
+	const struct dlmd_cluster *cs = d->d_cluster;
+
+	return cs && cs->cs_corosync && cs->cs_self_pid;
+}
+
+unsigned int dlmd_cluster_daemon_members(const struct dlmd *d, uint32_t *ids,
+					 unsigned int max)
+{
+	const struct dlmd_cluster *cs = d->d_cluster;
+	unsigned int n = 0;
+
+	for (; cs && n < cs->cs_ndmembers && n < max; n++)
+		ids[n] = cs->cs_dmembers[n];
+	return n;
+}
+
+int dlmd_cluster_fence_send(struct dlmd *d, bool claim, uint32_t nodeid,
+			    enum dlmd_fence_status st)
+{
+	struct dlmd_cluster *cs = d->d_cluster;
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h;
+	struct cm_fence fc = { .fc_nodeid = nodeid,
+			       .fc_status = claim ? 0 : (uint32_t)st };
+	size_t len;
+
+	if (!dlmd_cluster_in_daemon_group(d))
+		return -ENOTCONN;
+	h = out_hdr(cs, 0);
+	len = dlmd_cm_fence_encode(buf, &h, claim ? CM_FENCE_CLAIM :
+				   CM_FENCE_RESULT, &fc);
+	if (!len)
+		return -EINVAL;
+	return out_queue(cs, buf, len);
 }
 
 bool dlmd_cluster_quorum_has(const struct dlmd *d, uint32_t nodeid)

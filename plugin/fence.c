@@ -31,8 +31,8 @@
  *   fence_command = CMD     run "CMD NODEID" through /bin/sh; exit 0
  *                           means the node is fenced.  A failure is retried
  *                           every FENCE_RETRY_MS (logged rate-limited).
- *                           Every surviving daemon runs it for itself, so
- *                           the command must be idempotent.
+ *                           One survivor runs it (ONE FENCER below) and
+ *                           tells the others the result.
  *   neither                 nothing can fence: recovery waits until an
  *                           operator runs "dlmctl fence_ack NODEID".
  *
@@ -77,6 +77,81 @@
  * The command runs in a child process; its exit is noticed through
  * SIGCHLD, delivered by the libqb loop (so no handler runs inside other
  * code).  At most one command per node runs at a time.
+ *
+ * ONE FENCER.  A fence agent power-cycles a machine: two survivors that
+ * both run it reboot the victim twice, the second time perhaps while it
+ * rejoins.  So one survivor fences, and the others wait for its result.
+ * The choice is made over the daemon group (plugin/cluster.c), whose
+ * totally ordered stream of messages and confchgs every member sees
+ * alike; fence-policy.c keeps, per failed node, the "turn" that stream
+ * defines, and its rules are the only ones that matter for safety:
+ *
+ *   - a survivor that would fence V (the method needs an action: the
+ *     fence command, or asking pacemaker's fencer to fence a node whose
+ *     dlmd alone died) and passes the gates above (quorate, V out of the
+ *     view or marked otherwise, the even-split delay) multicasts
+ *     FENCE_CLAIM(V) instead, and acts only when its own claim is
+ *     delivered while nobody else's holds.  Every member accepts the
+ *     same first claim, so at most one survivor acts on V at a time,
+ *     whatever each thought of the others when it claimed;
+ *   - the claimer multicasts FENCE_RESULT(V): DONE once V is fenced (the
+ *     command exited 0, or the fencer's history shows it), FAILED when
+ *     its attempt failed (the turn passes to the next candidate), or
+ *     RELEASED when it gives the claim back without a verdict (an
+ *     operator's fence_ack here, or a command that started before V's
+ *     latest failure: it is claimed and run again);
+ *   - a claimer that leaves the daemon group (it died, or its node) loses
+ *     its claim at that confchg, on every member: the next survivor
+ *     takes over.  A second failure during fencing is just that: each
+ *     failed node has its own turn, and the claims of the dead end.
+ *
+ * Who claims first is only a matter of time, not of safety: the
+ * candidates are the daemon group's members but the failed nodes, lowest
+ * id first, rotated to begin after the last one whose attempt failed;
+ * the first candidate claims at once, the k-th only k * CLAIM_STAGGER_MS
+ * after the turn became free (a failure, the end of a claim; after a
+ * FAILED result, FENCE_RETRY_MS later), so a candidate that says nothing
+ * (hung, or a dlmd that does not know these messages) delays fencing but
+ * never blocks it.
+ *
+ * A survivor that learns the result from another logs "node V fenced by
+ * node X" and counts it only if the claim it answers was accepted after
+ * its own record of V's failure (a fencing that began before the failure
+ * may have missed it): a failure recorded at a daemon group confchg is
+ * recorded by every member at the same point, before any claim for it.
+ * A member that joined after the failure learned it from the others'
+ * FAILED records (cluster.c, Recorded failures) and has not seen the
+ * claims made before its join: it counts any DONE delivered after the
+ * record, never claims V itself while a daemon that recorded the
+ * failure (a "knower") is still in the group, and only then takes over.
+ *
+ * Pacemaker: a node lost to the cluster is fenced by pacemaker's own
+ * policy, which dlmd never duplicates; every dlmd reads the fencer's
+ * history for itself (the history is cluster-wide).  Only the request
+ * dlmd makes itself (a node whose dlmd alone died) follows the claim, so
+ * one survivor asks; a DONE from it also counts.  fence_ack stays an
+ * operator's word to one dlmd, as before: it is not multicast.
+ *
+ * Mixed versions.  FENCE_CLAIM and FENCE_RESULT are types 6 and 7 of CPG
+ * protocol version 2, added without a version change, and we fall back
+ * rather than refuse: a version-2 dlmd that does not know them ignores
+ * them (cluster.c drops every type it does not know) and runs the fence
+ * command itself, as every dlmd did before.  Recovery stays safe: each
+ * dlmd still goes on only after a fencing it ran, or one it was told of
+ * that began after the failure.  Such a peer never claims, so where it
+ * is the first candidate the next one claims CLAIM_STAGGER_MS later; a
+ * mixed cluster fences a failed node once per old dlmd plus once, and
+ * once the upgrade is complete exactly once.  Refusing the mix would
+ * instead hold every lockspace's membership changes (a version mismatch
+ * stops the daemon group's sync), which would make a rolling upgrade
+ * impossible.
+ *
+ * Limits.  A claimer that hangs without leaving the daemon group holds
+ * the claim until it leaves (a fence agent that never returns blocks
+ * recovery anyway).  A node removed for lost frames (DLMD_FAIL_REMOVED)
+ * is fenced at once by the remover, before the others record its
+ * failure: they do not count that fencing and fence it once more.
+ * Without a daemon group (membership = none) a daemon fences by itself.
  */
 #include <errno.h>
 #include <signal.h>
@@ -96,6 +171,8 @@
 #include "plugin/dlmd.h"
 
 #define FENCE_RETRY_MS		2000
+/* the k-th candidate claims k * this after the turn became free */
+#define CLAIM_STAGGER_MS	2000
 #define EVEN_SPLIT_FENCE_DELAY_MS 5000	/* DLMD_FAIL_EVEN_LOSER */
 #define PCMK_CLIENT_NAME	"dlmd"
 #define PCMK_HISTORY_TIMEOUT_S	10
@@ -130,6 +207,17 @@ struct fence_node {
 	qb_loop_timer_handle fn_retry;
 	/* the fence command not before this (ms; DLMD_FAIL_EVEN_LOSER) */
 	uint64_t	fn_not_before;
+	/* ONE FENCER: the claim on fencing it, the same on every member */
+	struct dlmd_fence_turn fn_turn;
+	uint32_t	fn_claims;	/* claims accepted so far */
+	uint32_t	fn_failed_claims; /* fn_claims at the latest failure */
+	uint64_t	fn_turn_at;	/* ms: the turn is free from then on */
+	bool		fn_claim_sent;	/* our FENCE_CLAIM is on its way */
+	bool		fn_result_sent;	/* our FENCE_RESULT is: not ours now */
+	bool		fn_learned;	/* from another's record, not seen */
+	uint32_t	fn_knowers[DLM_MAX_NODES];	/* who recorded it */
+	unsigned int	fn_nknowers;
+	uint32_t	fn_fenced_by;	/* the peer whose DONE counted; 0: us */
 };
 
 struct dlmd_fence {
@@ -167,9 +255,46 @@ static bool is_fenced(const struct fence_node *fn)
 static void run_command(struct dlmd_fence *fe, struct fence_node *fn);
 static void attempt(struct dlmd_fence *fe, struct fence_node *fn);
 
+/* Are claims made over the daemon group (we are in it)? */
+static bool claims_on(const struct dlmd_fence *fe)
+{
+	return dlmd_cluster_in_daemon_group(fe->fe_d);
+}
+
+/* Does our claim on fencing fn hold (and is it not being given back)? */
+static bool we_hold(const struct dlmd_fence *fe, const struct fence_node *fn)
+{
+	return claims_on(fe) && fn->fn_turn.ft_claimer == fe->fe_d->d_nodeid &&
+	       !fn->fn_result_sent;
+}
+
+/* End our claim with a result (nothing if we hold none). */
+static void send_result(struct dlmd_fence *fe, struct fence_node *fn,
+			enum dlmd_fence_status st)
+{
+	int rv;
+
+	if (!we_hold(fe, fn))
+		return;
+	rv = dlmd_cluster_fence_send(fe->fe_d, false, fn->fn_nodeid, st);
+	if (rv) {
+		log_err("fencing: cannot tell the others about node %u: %s",
+			fn->fn_nodeid, strerror(-rv));
+		return;
+	}
+	fn->fn_result_sent = true;
+	log_info("fencing: node %u: our claim ends (%s)", fn->fn_nodeid,
+		 st == DLMD_FENCE_DONE ? "fenced" : st == DLMD_FENCE_FAILED ?
+		 "our attempt failed: the next survivor takes over" :
+		 "given back");
+}
+
 static void fenced(struct dlmd_fence *fe, struct fence_node *fn, const char *how,
 		   bool killed)
 {
+	/* the others learn it from us if the claim is ours; an operator's
+	 * word is ours alone: the claim goes back without a verdict */
+	send_result(fe, fn, killed ? DLMD_FENCE_DONE : DLMD_FENCE_RELEASED);
 	fn->fn_killed = killed;
 	fn->fn_fenced_at = dlmd_now_ms();
 	if (fn->fn_fenced_at < fn->fn_failed_at)
@@ -190,22 +315,26 @@ static void retry_timer(void *data)
 		attempt(fn->fn_fe, fn);
 }
 
-static void schedule_retry(struct dlmd_fence *fe, struct fence_node *fn)
+static void schedule_retry_in(struct dlmd_fence *fe, struct fence_node *fn,
+			      uint64_t ms)
 {
 	if (fn->fn_retry_armed)
 		return;
-	if (qb_loop_timer_add(fe->fe_d->d_loop, QB_LOOP_LOW,
-			      FENCE_RETRY_MS * NS_PER_MS, fn, retry_timer,
-			      &fn->fn_retry) == 0)
+	if (qb_loop_timer_add(fe->fe_d->d_loop, QB_LOOP_LOW, ms * NS_PER_MS, fn,
+			      retry_timer, &fn->fn_retry) == 0)
 		fn->fn_retry_armed = true;
 }
 
-static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
+static void schedule_retry(struct dlmd_fence *fe, struct fence_node *fn)
 {
-	const char *cmd = fe->fe_d->d_cfg.cf_fence_command;
-	char line[FENCE_CMD_MAX + 16];
+	schedule_retry_in(fe, fn, FENCE_RETRY_MS);
+}
+
+/* May a fencing of fn be started by this node now (or claimed)?  If
+ * not, says why (rate-limited) and retries later. */
+static bool gate(struct dlmd_fence *fe, struct fence_node *fn)
+{
 	uint64_t now = dlmd_now_ms();
-	pid_t pid;
 
 	/* Only a quorate partition fences (dlm_controld's
 	 * enable_quorum_fencing): a node cut off alone must not shoot the
@@ -221,7 +350,7 @@ static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 			fn->fn_last_log = now;
 		}
 		schedule_retry(fe, fn);
-		return;
+		return false;
 	}
 	/* The half of an even split without the tie-breaker gives the other
 	 * half time to fence us first (as pcmk_delay_base on one node of a
@@ -237,8 +366,20 @@ static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 			fn->fn_last_log = now;
 		}
 		schedule_retry(fe, fn);
-		return;
+		return false;
 	}
+	return true;
+}
+
+static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	const char *cmd = fe->fe_d->d_cfg.cf_fence_command;
+	char line[FENCE_CMD_MAX + 16];
+	uint64_t now = dlmd_now_ms();
+	pid_t pid;
+
+	if (!gate(fe, fn))
+		return;
 	snprintf(line, sizeof(line), "%s %u", cmd, fn->fn_nodeid);
 	pid = fork();
 	if (pid < 0) {
@@ -286,12 +427,16 @@ static int32_t on_sigchld(int32_t sig, void *data)
 				fn->fn_attempts = 0;
 				fenced(fe, fn, "fence_command exit 0", true);
 			} else {
+				/* claimed again: the others count only a
+				 * claim made after the failure */
+				send_result(fe, fn, DLMD_FENCE_RELEASED);
 				attempt(fe, fn);
 			}
 		} else {
 			log_debug("fencing: command for node %u failed (status "
 				  "%d); retrying in %d ms", fn->fn_nodeid, status,
 				  FENCE_RETRY_MS);
+			send_result(fe, fn, DLMD_FENCE_FAILED);
 			schedule_retry(fe, fn);
 		}
 	}
@@ -470,6 +615,70 @@ static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
 }
 #endif
 
+/* Do we defer to the daemons that saw fn's failure (we only learned of
+ * it from their records, and have not seen the claims made before)? */
+static bool deferred(const struct fence_node *fn, const uint32_t *members,
+		     unsigned int n)
+{
+	if (!fn->fn_learned)
+		return false;
+	for (unsigned int i = 0; i < fn->fn_nknowers; i++)
+		for (unsigned int k = 0; k < n; k++)
+			if (members[k] == fn->fn_knowers[i])
+				return true;
+	return false;
+}
+
+/*
+ * ONE FENCER: may this node act on fn now?  True when our claim holds,
+ * or without a daemon group.  Otherwise false, having claimed when it is
+ * our turn (the claim's delivery calls attempt() again), or arranged to
+ * look again when it may become ours.
+ */
+static bool may_act(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	struct dlmd *d = fe->fe_d;
+	uint32_t members[DLM_MAX_NODES], skip[DLM_MAX_NODES];
+	unsigned int n, nskip = 0;
+	uint64_t now = dlmd_now_ms(), at;
+	int rank, rv;
+
+	if (!claims_on(fe))
+		return true;
+	if (fn->fn_turn.ft_claimer == d->d_nodeid)
+		return !fn->fn_result_sent;
+	if (fn->fn_turn.ft_claimer || fn->fn_claim_sent || fn->fn_result_sent)
+		return false;	/* a delivery moves us on */
+	if (!gate(fe, fn))
+		return false;
+	n = dlmd_cluster_daemon_members(d, members, DLM_MAX_NODES);
+	if (deferred(fn, members, n))
+		return false;	/* a knower's leave moves us on */
+	for (unsigned int i = 0; i < fe->fe_nnodes && nskip < DLM_MAX_NODES; i++)
+		if (!is_fenced(&fe->fe_nodes[i]))
+			skip[nskip++] = fe->fe_nodes[i].fn_nodeid;
+	rank = dlmd_fence_turn_rank(&fn->fn_turn, members, n, skip, nskip,
+				    d->d_nodeid);
+	if (rank < 0)
+		return false;
+	at = fn->fn_turn_at + (uint64_t)rank * CLAIM_STAGGER_MS;
+	if (now < at) {
+		schedule_retry_in(fe, fn, at - now);
+		return false;
+	}
+	rv = dlmd_cluster_fence_send(d, true, fn->fn_nodeid, DLMD_FENCE_DONE);
+	if (rv) {
+		log_err("fencing: cannot claim node %u's fencing: %s",
+			fn->fn_nodeid, strerror(-rv));
+		schedule_retry(fe, fn);
+		return false;
+	}
+	fn->fn_claim_sent = true;
+	log_info("fencing: node %u: we claim its fencing (candidate %d)",
+		 fn->fn_nodeid, rank + 1);
+	return false;
+}
+
 /* One step towards fencing the node, by the method that applies now. */
 static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
 {
@@ -492,7 +701,10 @@ static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
 	case DLMD_FENCE_PACEMAKER:
 		if (pcmk_check(fe, fn))
 			return;
-		pcmk_ask(fe, fn);
+		/* what dlmd asks of the fencer, one survivor asks */
+		if (fn->fn_daemon && fe->fe_st && !fn->fn_pcmk_asked &&
+		    may_act(fe, fn))
+			pcmk_ask(fe, fn);
 		if (log_now) {
 			log_notice("fencing: node %u: waiting for pacemaker's "
 				   "fencer to fence it (%s)", fn->fn_nodeid,
@@ -504,7 +716,8 @@ static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
 		schedule_retry(fe, fn);
 		return;
 	case DLMD_FENCE_COMMAND:
-		run_command(fe, fn);
+		if (may_act(fe, fn))
+			run_command(fe, fn);
 		return;
 	case DLMD_FENCE_MANUAL:
 		if (log_now) {
@@ -587,7 +800,9 @@ void dlmd_fence_fini(struct dlmd *d)
 	d->d_fence = NULL;
 }
 
-void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how)
+/* Record a failure of nodeid ('learned': from 'from's record). */
+static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
+			uint32_t from)
 {
 	struct dlmd_fence *fe = d->d_fence;
 	struct fence_node *fn;
@@ -622,12 +837,160 @@ void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how)
 	fn->fn_daemon = how & DLMD_FAIL_DAEMON;
 	fn->fn_not_before = how & DLMD_FAIL_EVEN_LOSER ?
 			    fn->fn_failed_at + EVEN_SPLIT_FENCE_DELAY_MS : 0;
+	/* only a claim accepted from now on fences this failure */
+	fn->fn_failed_claims = fn->fn_claims;
+	fn->fn_turn_at = fn->fn_failed_at;
+	fn->fn_fenced_by = 0;
+	fn->fn_learned = from != 0;
+	fn->fn_nknowers = 0;
+	if (from)
+		fn->fn_knowers[fn->fn_nknowers++] = from;
 	log_notice("fencing: node %u failed%s", nodeid,
 		   how & DLMD_FAIL_DAEMON ? " (its dlmd died while it had "
 		   "lockspaces; the node itself is up)" :
 		   how & DLMD_FAIL_REMOVED ? " (removed from the cluster: "
 		   "messages between us were lost)" : "");
 	attempt(fe, fn);
+}
+
+void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how)
+{
+	node_failed(d, nodeid, how, 0);
+}
+
+void dlmd_fence_node_learned(struct dlmd *d, uint32_t nodeid, unsigned int how,
+			     uint32_t from)
+{
+	node_failed(d, nodeid, how, from);
+}
+
+void dlmd_fence_knower(struct dlmd *d, uint32_t nodeid, uint32_t from)
+{
+	struct dlmd_fence *fe = d->d_fence;
+	struct fence_node *fn = fe ? fnode(fe, nodeid, false) : NULL;
+
+	if (!fn || !fn->fn_learned || is_fenced(fn) || from == d->d_nodeid ||
+	    fn->fn_nknowers >= DLM_MAX_NODES)
+		return;
+	for (unsigned int i = 0; i < fn->fn_nknowers; i++)
+		if (fn->fn_knowers[i] == from)
+			return;
+	fn->fn_knowers[fn->fn_nknowers++] = from;
+}
+
+void dlmd_fence_claim_delivered(struct dlmd *d, uint32_t from, uint32_t nodeid)
+{
+	struct dlmd_fence *fe = d->d_fence;
+	struct fence_node *fn = fe ? fnode(fe, nodeid, true) : NULL;
+	bool ours = from == d->d_nodeid;
+	uint32_t had;
+
+	if (!fn)
+		return;
+	if (ours)
+		fn->fn_claim_sent = false;
+	had = fn->fn_turn.ft_claimer;
+	if (!dlmd_fence_turn_claim(&fn->fn_turn, from)) {
+		log_info("fencing: node %u claims node %u's fencing while node "
+			 "%u's claim holds: ignored", from, nodeid, had);
+		return;
+	}
+	if (had == from)
+		return;
+	fn->fn_claims++;
+	if (!ours) {
+		if (!is_fenced(fn))
+			log_notice("fencing: node %u fences node %u; we wait for "
+				   "its result", from, nodeid);
+		return;
+	}
+	fn->fn_result_sent = false;
+	if (is_fenced(fn)) {
+		send_result(fe, fn, DLMD_FENCE_RELEASED);
+		return;
+	}
+	log_notice("fencing: node %u is ours to fence (our claim came first)",
+		   nodeid);
+	attempt(fe, fn);
+}
+
+void dlmd_fence_result_delivered(struct dlmd *d, uint32_t from, uint32_t nodeid,
+				 enum dlmd_fence_status st)
+{
+	struct dlmd_fence *fe = d->d_fence;
+	struct fence_node *fn = fe ? fnode(fe, nodeid, true) : NULL;
+	bool ours = from == d->d_nodeid, current, ended;
+
+	if (!fn)
+		return;
+	/* a claim accepted after our record of the failure */
+	current = fn->fn_turn.ft_claimer == from &&
+		  fn->fn_claims > fn->fn_failed_claims;
+	ended = dlmd_fence_turn_result(&fn->fn_turn, from, st);
+	if (ours)
+		fn->fn_result_sent = false;
+	switch (st) {
+	case DLMD_FENCE_DONE:
+		if (ours || is_fenced(fn))
+			break;
+		if (current || fn->fn_learned) {
+			char how[48];
+
+			log_notice("fencing: node %u fenced by node %u", nodeid, from);
+			snprintf(how, sizeof(how), "fenced by node %u", from);
+			fn->fn_fenced_by = from;
+			fenced(fe, fn, how, true);
+		} else {
+			log_notice("fencing: node %u reports node %u fenced, by a "
+				   "claim older than its failure here: not counted; "
+				   "it is fenced again", from, nodeid);
+		}
+		break;
+	case DLMD_FENCE_FAILED:
+		if (!ended)
+			break;
+		if (!ours && !is_fenced(fn))
+			log_notice("fencing: node %u could not fence node %u; the "
+				   "next survivor takes over", from, nodeid);
+		fn->fn_turn_at = dlmd_now_ms() + FENCE_RETRY_MS;
+		break;
+	case DLMD_FENCE_RELEASED:
+		if (ended)
+			fn->fn_turn_at = dlmd_now_ms();
+		break;
+	}
+	if (!fn->fn_turn.ft_claimer && !is_fenced(fn) && !fn->fn_pid)
+		attempt(fe, fn);
+}
+
+void dlmd_fence_member_left(struct dlmd *d, uint32_t id)
+{
+	struct dlmd_fence *fe = d->d_fence;
+
+	if (!fe || id == d->d_nodeid)
+		return;
+	for (unsigned int i = 0; i < fe->fe_nnodes; i++) {
+		struct fence_node *fn = &fe->fe_nodes[i];
+		bool again = false;
+
+		for (unsigned int k = 0; k < fn->fn_nknowers; k++) {
+			if (fn->fn_knowers[k] == id) {
+				fn->fn_knowers[k] = fn->fn_knowers[--fn->fn_nknowers];
+				again = true;
+				break;
+			}
+		}
+		if (dlmd_fence_turn_left(&fn->fn_turn, id)) {
+			if (!is_fenced(fn))
+				log_notice("fencing: node %u, which was fencing node "
+					   "%u, left; the next survivor takes over",
+					   id, fn->fn_nodeid);
+			fn->fn_turn_at = dlmd_now_ms();
+			again = true;
+		}
+		if (again && !is_fenced(fn) && !fn->fn_pid)
+			attempt(fe, fn);
+	}
 }
 
 void dlmd_fence_kick(struct dlmd *d)
@@ -664,8 +1027,15 @@ void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
 			 fn->fn_pcmk_pending ? "in progress" : "not fenced yet");
 		break;
 	case DLMD_FENCE_COMMAND:
-		snprintf(buf, size, "node %u (fence_command, attempt %u)", nodeid,
-			 fn->fn_attempts);
+		if (fn->fn_turn.ft_claimer && fn->fn_turn.ft_claimer != d->d_nodeid)
+			snprintf(buf, size, "node %u (fence_command by node %u)",
+				 nodeid, fn->fn_turn.ft_claimer);
+		else if (fn->fn_learned && fn->fn_nknowers)
+			snprintf(buf, size, "node %u (fence_command by the nodes "
+				 "that saw it fail)", nodeid);
+		else
+			snprintf(buf, size, "node %u (fence_command, attempt %u)",
+				 nodeid, fn->fn_attempts);
 		break;
 	case DLMD_FENCE_MANUAL:
 		snprintf(buf, size, "node %u (dlmctl fence_ack)", nodeid);

@@ -66,6 +66,8 @@ struct sim_node {
 	struct sim_ls	*ls[SIM_MAX_LS];
 	bool		failed[DLM_MAX_NODES + 1];	/* fence table */
 	unsigned int	fail_how[DLM_MAX_NODES + 1];
+	uint32_t	learned_from[DLM_MAX_NODES + 1];	/* record sender */
+	uint32_t	claimer[DLM_MAX_NODES + 1];	/* fencing turn */
 };
 
 struct sim_msg {
@@ -240,6 +242,47 @@ void dlmd_fence_node_failed(struct dlmd *d, uint32_t id, unsigned int how)
 		return;
 	sn->failed[id] = true;
 	sn->fail_how[id] = how;
+}
+
+void dlmd_fence_node_learned(struct dlmd *d, uint32_t id, unsigned int how,
+			     uint32_t from)
+{
+	dlmd_fence_node_failed(d, id, how);
+	if (id <= DLM_MAX_NODES)
+		node_of(d)->learned_from[id] = from;
+}
+
+void dlmd_fence_knower(struct dlmd *d, uint32_t id, uint32_t from) { }
+
+/* The fencing turn messages, as fence.c would see them delivered. */
+void dlmd_fence_claim_delivered(struct dlmd *d, uint32_t from, uint32_t id)
+{
+	struct sim_node *sn = node_of(d);
+
+	if (id <= DLM_MAX_NODES && !sn->claimer[id])
+		sn->claimer[id] = from;
+}
+
+void dlmd_fence_result_delivered(struct dlmd *d, uint32_t from, uint32_t id,
+				 enum dlmd_fence_status st)
+{
+	struct sim_node *sn = node_of(d);
+
+	if (id > DLM_MAX_NODES)
+		return;
+	if (sn->claimer[id] == from || st == DLMD_FENCE_DONE)
+		sn->claimer[id] = 0;
+	if (st == DLMD_FENCE_DONE)
+		sn->failed[id] = false;
+}
+
+void dlmd_fence_member_left(struct dlmd *d, uint32_t id)
+{
+	struct sim_node *sn = node_of(d);
+
+	for (unsigned int v = 0; v <= DLM_MAX_NODES; v++)
+		if (sn->claimer[v] == id)
+			sn->claimer[v] = 0;
 }
 
 bool dlmd_fence_is_done(const struct dlmd *d, uint32_t id)
