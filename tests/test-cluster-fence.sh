@@ -114,9 +114,10 @@ grep -q "n1: fence node 2: held" "$dir/fence.log" &&
 "$CLUSTER" kill-dlmd "$dir" 1
 wait_ls 3 "wait fencing node [12]" "node 3 does not wait for fencing"
 rm -f "$dir/fence-hold"
-wait_log "$dir/fence.log" ": fence node 1\$" "node 1 (its dlmd died with a lockspace) was not fenced"
+# the agent has finished (not only begun) before a node comes back
+wait_log "$dir/n3/dlmd.out" "fencing: node 1 is fenced" "node 1 (its dlmd died with a lockspace) was not fenced"
 restart 1
-wait_log "$dir/fence.log" ": fence node 2\$" "node 2 was not fenced"
+wait_log "$dir/n3/dlmd.out" "fencing: node 2 is fenced" "node 2 was not fenced"
 restart 2
 for k in 1 2 3; do
 	wait_ls $k "state running members 1 2 3 " "node $k: not all three again"
