@@ -1011,6 +1011,60 @@ static void test_mass_failure(void **state)
 	assert_int_equal(byid(sim[1].d.d_cluster, 1, false)->bi_n, 0);
 }
 
+/* ONE FENCER's messages go to fence.c on every member alike, from a
+ * daemon not yet announced too; a targeted one is refused; a failure a
+ * newcomer takes from a record names the record's sender (its knower). */
+static void test_fence_messages(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 1 };
+	struct cm_fence fc = { .fc_nodeid = 1 };
+	size_t len;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(0, "L");
+	ls_create(1, "L");
+	settle();
+	sim_kill(0);		/* node 1 dies in L */
+	settle();
+	assert_true(sim[1].failed[1]);
+	sim_start(2);		/* node 3 learns it from node 2's record */
+	assert_int_equal(dlmd_cluster_fence_send(&sim[1].d, true, 1,
+						 DLMD_FENCE_DONE), 0);
+	deliver_from(2);	/* node 2's FAILED record (sync) */
+	assert_true(sim[2].failed[1]);
+	assert_int_equal(sim[2].learned_from[1], 2);
+	settle();		/* node 2's claim: on nodes 2 and 3 */
+	assert_int_equal(sim[1].claimer[1], 2);
+	assert_int_equal(sim[2].claimer[1], 2);
+	/* a claim while node 2's holds is for fence.c to ignore; a
+	 * targeted one never reaches it */
+	h.h_sender = 3;
+	h.h_target = 2;
+	len = dlmd_cm_fence_encode(buf, &h, CM_FENCE_CLAIM, &fc);
+	assert_true(len > 0);
+	inject(2, buf, len);
+	settle();
+	assert_int_equal(sim[1].claimer[1], 2);
+	assert_true(logged(1, "with target"));
+	/* node 2 reports node 1 fenced: node 3 takes it */
+	assert_int_equal(dlmd_cluster_fence_send(&sim[1].d, false, 1,
+						 DLMD_FENCE_DONE), 0);
+	settle();
+	assert_int_equal(sim[2].claimer[1], 0);
+	assert_false(sim[2].failed[1]);
+	/* the claimer leaves: its claims end everywhere */
+	assert_int_equal(dlmd_cluster_fence_send(&sim[2].d, true, 5,
+						 DLMD_FENCE_DONE), 0);
+	settle();
+	assert_int_equal(sim[1].claimer[5], 3);
+	sim_kill(2);
+	settle();
+	assert_int_equal(sim[1].claimer[5], 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1033,6 +1087,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_announce_capped, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_mass_failure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fence_messages, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
