@@ -20,6 +20,9 @@
  *                    saying whether our side of the group held a strict
  *                    majority of the configured nodes then (see SPLIT AND
  *                    MERGE below).
+ *   fencing turn     FENCE_CLAIM / FENCE_RESULT in the daemon group too:
+ *                    one survivor fences a failed node (fence.c, ONE
+ *                    FENCER); this file only carries them
  *   lockspaces       carried over the daemon group too (ONE GROUP FOR ALL
  *                    LOCKSPACES below): a lockspace costs corosync
  *                    nothing but its messages, where a CPG connection of
@@ -318,10 +321,10 @@
  *    every kick still walks all of our own lockspaces, and a LEAVE looks
  *    its entry up in its node's list.
  *  - A FAILED record is taken by a member that cannot tell whether it
- *    saw that failure: one that joined after it fences the node again
- *    even if the others just did (the fence command must be idempotent
- *    anyway); a claim of our own failure is dropped when its sender
- *    leaves, fenced or not.
+ *    saw that failure; it then leaves the fencing to the members that
+ *    recorded it while they are in the group (fence.c, ONE FENCER) and
+ *    takes a fencing they report after the record; a claim of our own
+ *    failure is dropped when its sender leaves, fenced or not.
  *  - A version-1 dlmd (a CPG group per lockspace) and this one cannot
  *    share a cluster: stop every dlmd to upgrade.
  *  - A START answering an older change whose member list equals the
@@ -330,7 +333,7 @@
  *    every member; only the reported "last event" of that member may be
  *    one change old, which at worst delays the start by one more change.
  *  - A loser's clients are disconnected from the lockspace; they must
- *    open it again.  Every member runs the fence command for itself.
+ *    open it again.
  *  - A split into three or more sides none of which holds a majority
  *    (or half with the tie-breaker) merges back with every side waiting
  *    to fence the others; nobody is removed, recovery waits for fencing

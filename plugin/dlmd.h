@@ -11,13 +11,14 @@
  *              membership, and the protocol that agrees on members and
  *              events for recovery
  *   cpgmsg.c   that protocol's CPG messages (header, START, JOIN, LEAVE,
- *              ANNOUNCE): encode, decode
+ *              ANNOUNCE, FAILED, FENCE_CLAIM, FENCE_RESULT): encode, decode
  *   comms.c    lowcomms (node-to-node transport) in the loop: engine
  *              messages to and from other nodes
  *   fence.c    fencing of failed nodes before their locks are released:
  *              pacemaker's fencer (libstonithd), fence_command, fence_ack
- *   fence-policy.c  which of those applies, and which fencer results
- *              count (no I/O; tests/test-fence.c)
+ *   fence-policy.c  which of those applies, which fencer results
+ *              count, and whose turn it is to fence (no I/O;
+ *              tests/test-fence.c)
  *   client.c   the client socket (libdlm's protocol, libdlm/dlmd_proto.h)
  *              and the engine's callbacks (ASTs, messages)
  *   ctl.c      the control socket dlmctl talks to
