@@ -17,6 +17,12 @@
 #      Node 3 takes over; once fencing may succeed, nodes 1 and 2 are
 #      each fenced exactly once, both by node 3.  Nodes 1 and 2 restart
 #      and all three run the lockspace again.
+#   3. the designated fencer dies while its fence agent runs (DIR/fence-
+#      wait holds the agent; it gives up when the dlmd that ran it dies):
+#      node 3 is killed, node 1 claims it and runs the agent, node 2 waits
+#      for node 1's result.  Node 1's dlmd is killed (its lockspace client
+#      stays): its claim ends, node 2 takes over, and nodes 3 and 1 are
+#      each fenced exactly once, by node 2.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-.}
@@ -127,6 +133,35 @@ sleep "$SETTLE_S"
 [ "$(fences_of 2)" = $((f2 + 1)) ] || fail "node 2 fenced $(($(fences_of 2) - f2)) times, not once: $(cat "$dir/fence.log")"
 grep -q "n3: fence node 1\$" "$dir/fence.log" || fail "node 3 did not fence node 1: $(cat "$dir/fence.log")"
 grep -q "n3: fence node 2\$" "$dir/fence.log" || fail "node 3 did not take over fencing node 2: $(cat "$dir/fence.log")"
+
+say "== 3. the fencer's dlmd dies while its fence agent runs"
+for k in 1 2; do
+	holder $k "$(($(grep -c '^held' "$dir/client-n$k.out" 2>/dev/null) + 1))"
+done
+touch "$dir/fence-wait"
+f1=$(fences_of 1)
+f3=$(fences_of 3)
+"$CLUSTER" kill "$dir" 3
+wait_log "$dir/fence.log" "n1: fence node 3: waiting" "node 1 did not start fencing node 3"
+wait_log "$dir/n2/dlmd.out" "node 1 fences node 3; we wait for its result" "node 2 does not wait for node 1's fencing"
+"$CLUSTER" kill-dlmd "$dir" 1
+wait_log "$dir/n2/dlmd.out" "node 1, which was fencing node 3, left" "node 2 did not see the fencer go"
+wait_log "$dir/fence.log" "n2: fence node 3: waiting" "node 2 did not take over fencing node 3"
+wait_log "$dir/fence.log" "n1: fence node 3: gave up" "node 1's agent did not end with its dlmd"
+rm -f "$dir/fence-wait"
+wait_log "$dir/n2/dlmd.out" "fencing: node 1 is fenced" "node 1 (the fencer whose dlmd died) was not fenced"
+wait_log "$dir/n2/dlmd.out" "fencing: node 3 is fenced" "node 3 was not fenced after the take-over"
+restart 1
+restart 3
+for k in 1 2 3; do
+	wait_ls $k "state running members 1 2 3 " "node $k: not all three again after 3"
+done
+sleep "$SETTLE_S"
+[ "$(fences_of 3)" = $((f3 + 1)) ] || fail "node 3 fenced $(($(fences_of 3) - f3)) times, not once: $(cat "$dir/fence.log")"
+[ "$(fences_of 1)" = $((f1 + 1)) ] || fail "node 1 fenced $(($(fences_of 1) - f1)) times, not once: $(cat "$dir/fence.log")"
+grep -q "n2: fence node 3\$" "$dir/fence.log" || fail "node 2 did not fence node 3"
+grep -q "n2: fence node 1\$" "$dir/fence.log" || fail "node 2 did not fence node 1"
+
 echo "   fence.log:"
 sed 's/^/     /' "$dir/fence.log"
 
