@@ -189,6 +189,7 @@ struct fence_node {
 	enum dlmd_fence_method fn_method;	/* of the latest attempt */
 	bool		fn_pcmk_pending;	/* the fencer has an operation on it */
 	bool		fn_pcmk_asked;	/* we asked the fencer to fence it */
+	int64_t		fn_pcmk_asked_wall;	/* when (wall clock s) */
 	int64_t		fn_pcmk_last_done;	/* latest fencing in its history */
 	uint64_t	fn_fenced_at;	/* ms; 0 = never fenced */
 	pid_t		fn_pid;		/* running command, or 0 */
@@ -470,7 +471,7 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 {
 	stonith_history_t *hist = NULL;
 	char target[16];
-	int64_t done = 0;
+	int64_t done = 0, failed = 0;
 	bool pending = false;
 	int rc;
 
@@ -491,13 +492,25 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 		if (h->state == st_done) {
 			if ((int64_t)h->completed > done)
 				done = (int64_t)h->completed;
-		} else if (h->state != st_failed) {
+		} else if (h->state == st_failed) {
+			if ((int64_t)h->completed > failed)
+				failed = (int64_t)h->completed;
+		} else {
 			pending = true;
 		}
 	}
 	stonith_history_free(hist);
 	fn->fn_pcmk_pending = pending;
 	fn->fn_pcmk_last_done = done;
+	/* what we asked for failed, and nothing else is under way: the
+	 * turn passes (ONE FENCER), and we may ask again on ours */
+	if (fn->fn_pcmk_asked && !pending && failed >= fn->fn_pcmk_asked_wall &&
+	    done < fn->fn_pcmk_asked_wall) {
+		log_notice("fencing: pacemaker's fencer could not fence node %u",
+			   fn->fn_nodeid);
+		fn->fn_pcmk_asked = false;
+		send_result(fe, fn, DLMD_FENCE_FAILED);
+	}
 	if (dlmd_fence_pcmk_counts(fn->fn_failed_wall, done > 0, done)) {
 		char how[96];
 
@@ -559,6 +572,7 @@ static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
 		return;
 	}
 	fn->fn_pcmk_asked = true;
+	fn->fn_pcmk_asked_wall = (int64_t)time(NULL);
 	log_notice("fencing: asked pacemaker's fencer to fence node %u (its "
 		   "dlmd died with lockspaces)", fn->fn_nodeid);
 }
