@@ -497,6 +497,7 @@ struct dlmd_cluster {
 	struct cs_daemon	cs_dm[DLM_MAX_NODES];
 	unsigned int		cs_ndm;
 	bool			cs_syncing;
+	bool			cs_synced;	/* a sync ended since we joined */
 	uint32_t		cs_view;	/* the confchg the sync answers */
 	uint64_t		cs_sync_since;	/* ms */
 	bool			cs_sync_logged;
@@ -1858,6 +1859,8 @@ static void sync_end(struct dlmd_cluster *cs)
 	}
 	cs->cs_nsync_j = 0;
 	cs->cs_nunseen = 0;
+	cs->cs_synced = true;
+	dlmd_fence_kick(d);	/* claims wait for the end of a sync */
 	kick(cs);
 }
 
@@ -2041,11 +2044,6 @@ static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 			le_failed_add(le, id, daemon);
 			dlmd_fence_node_learned(d, id, daemon ? DLMD_FAIL_DAEMON :
 						DLMD_FAIL_NODE, dm->dm_id);
-		} else {
-			/* another who recorded it: a failure we only learned
-			 * of is fenced by them while they are here (fence.c,
-			 * ONE FENCER) */
-			dlmd_fence_knower(d, id, dm->dm_id);
 		}
 	}
 	if (self && !id_in(le->le_claim, le->le_nclaim, dm->dm_id)) {
@@ -2349,6 +2347,9 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 			cs->cs_dm[i].dm_nann = 0;
 		}
 		send_failed_all(cs);
+		/* the fencing turns we hold, for those who join (fence.c,
+		 * ONE FENCER): before our ANNOUNCE, so in by the sync's end */
+		dlmd_fence_resend_claims(d);
 		send_announce(cs);
 	}
 	sync_check(cs);
@@ -2914,6 +2915,14 @@ bool dlmd_cluster_in_daemon_group(const struct dlmd *d)
 	const struct dlmd_cluster *cs = d->d_cluster;
 
 	return cs && cs->cs_corosync && cs->cs_self_pid;
+}
+
+bool dlmd_cluster_may_claim(const struct dlmd *d, bool learned)
+{
+	const struct dlmd_cluster *cs = d->d_cluster;
+
+	return dlmd_cluster_in_daemon_group(d) && cs->cs_synced &&
+	       !(learned && cs->cs_syncing);
 }
 
 unsigned int dlmd_cluster_daemon_members(const struct dlmd *d, uint32_t *ids,

@@ -336,6 +336,9 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 bool dlmd_cluster_quorate(const struct dlmd *d);
 /* Are we a member of the daemon group (our join was delivered)? */
 bool dlmd_cluster_in_daemon_group(const struct dlmd *d);
+/* Is our view of the fencing turns complete: a sync has ended since we
+ * joined, and, for a failure we 'learned' from a record, none runs? */
+bool dlmd_cluster_may_claim(const struct dlmd *d, bool learned);
 /* The node ids of the daemon group now (ours too): up to max. */
 unsigned int dlmd_cluster_daemon_members(const struct dlmd *d, uint32_t *ids,
 					 unsigned int max);
@@ -465,9 +468,9 @@ void dlmd_fence_status(const struct dlmd *d, char *buf, size_t size);
  * Recorded failures), not from what we saw. */
 void dlmd_fence_node_learned(struct dlmd *d, uint32_t nodeid, unsigned int how,
 			     uint32_t from);
-/* Daemon 'from' recorded nodeid's failure: if we only learned of it,
- * 'from' saw it, and fences it while it is in the group. */
-void dlmd_fence_knower(struct dlmd *d, uint32_t nodeid, uint32_t from);
+/* A sync starts: multicast again the fencing claims we hold, for the
+ * daemons that join (they have not seen them). */
+void dlmd_fence_resend_claims(struct dlmd *d);
 /* The daemon group delivered a FENCE_CLAIM / FENCE_RESULT of nodeid. */
 void dlmd_fence_claim_delivered(struct dlmd *d, uint32_t from, uint32_t nodeid);
 void dlmd_fence_result_delivered(struct dlmd *d, uint32_t from, uint32_t nodeid,

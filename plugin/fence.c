@@ -119,11 +119,15 @@
  * its own record of V's failure (a fencing that began before the failure
  * may have missed it): a failure recorded at a daemon group confchg is
  * recorded by every member at the same point, before any claim for it.
- * A member that joined after the failure learned it from the others'
- * FAILED records (cluster.c, Recorded failures) and has not seen the
- * claims made before its join: it counts any DONE delivered after the
- * record, never claims V itself while a daemon that recorded the
- * failure (a "knower") is still in the group, and only then takes over.
+ * A member that joined later has not seen the claims made before its
+ * join.  So at the start of every sync (a confchg that adds a member;
+ * cluster.c, State transfer) a claimer multicasts its claims again,
+ * before its ANNOUNCE: by the end of the sync every member holds the
+ * same turns (a repeated claim of the holder changes nothing for the
+ * others).  Until its first sync has ended a daemon claims nothing, and
+ * a failure it learned from another's FAILED record (cluster.c,
+ * Recorded failures) it does not claim while a sync runs; it counts any
+ * DONE delivered after that record.
  *
  * Pacemaker: a node lost to the cluster is fenced by pacemaker's own
  * policy, which dlmd never duplicates; every dlmd reads the fencer's
@@ -146,7 +150,9 @@
  * stops the daemon group's sync), which would make a rolling upgrade
  * impossible.
  *
- * Limits.  A claimer that hangs without leaving the daemon group holds
+ * Limits.  After a merge the two sides' claims meet: a node both sides
+ * claimed (one they both lost) may be fenced by each.  A claimer that
+ * hangs without leaving the daemon group holds
  * the claim until it leaves (a fence agent that never returns blocks
  * recovery anyway).  A node removed for lost frames (DLMD_FAIL_REMOVED)
  * is fenced at once by the remover, before the others record its
@@ -216,8 +222,6 @@ struct fence_node {
 	bool		fn_claim_sent;	/* our FENCE_CLAIM is on its way */
 	bool		fn_result_sent;	/* our FENCE_RESULT is: not ours now */
 	bool		fn_learned;	/* from another's record, not seen */
-	uint32_t	fn_knowers[DLM_MAX_NODES];	/* who recorded it */
-	unsigned int	fn_nknowers;
 	uint32_t	fn_fenced_by;	/* the peer whose DONE counted; 0: us */
 };
 
@@ -629,20 +633,6 @@ static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
 }
 #endif
 
-/* Do we defer to the daemons that saw fn's failure (we only learned of
- * it from their records, and have not seen the claims made before)? */
-static bool deferred(const struct fence_node *fn, const uint32_t *members,
-		     unsigned int n)
-{
-	if (!fn->fn_learned)
-		return false;
-	for (unsigned int i = 0; i < fn->fn_nknowers; i++)
-		for (unsigned int k = 0; k < n; k++)
-			if (members[k] == fn->fn_knowers[i])
-				return true;
-	return false;
-}
-
 /*
  * ONE FENCER: may this node act on fn now?  True when our claim holds,
  * or without a daemon group.  Otherwise false, having claimed when it is
@@ -663,11 +653,12 @@ static bool may_act(struct dlmd_fence *fe, struct fence_node *fn)
 		return !fn->fn_result_sent;
 	if (fn->fn_turn.ft_claimer || fn->fn_claim_sent || fn->fn_result_sent)
 		return false;	/* a delivery moves us on */
+	/* our view of the turns is complete (the end of a sync kicks us) */
+	if (!dlmd_cluster_may_claim(d, fn->fn_learned))
+		return false;
 	if (!gate(fe, fn))
 		return false;
 	n = dlmd_cluster_daemon_members(d, members, DLM_MAX_NODES);
-	if (deferred(fn, members, n))
-		return false;	/* a knower's leave moves us on */
 	for (unsigned int i = 0; i < fe->fe_nnodes && nskip < DLM_MAX_NODES; i++)
 		if (!is_fenced(&fe->fe_nodes[i]))
 			skip[nskip++] = fe->fe_nodes[i].fn_nodeid;
@@ -856,9 +847,6 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 	fn->fn_turn_at = fn->fn_failed_at;
 	fn->fn_fenced_by = 0;
 	fn->fn_learned = from != 0;
-	fn->fn_nknowers = 0;
-	if (from)
-		fn->fn_knowers[fn->fn_nknowers++] = from;
 	log_notice("fencing: node %u failed%s", nodeid,
 		   how & DLMD_FAIL_DAEMON ? " (its dlmd died while it had "
 		   "lockspaces; the node itself is up)" :
@@ -878,18 +866,20 @@ void dlmd_fence_node_learned(struct dlmd *d, uint32_t nodeid, unsigned int how,
 	node_failed(d, nodeid, how, from);
 }
 
-void dlmd_fence_knower(struct dlmd *d, uint32_t nodeid, uint32_t from)
+void dlmd_fence_resend_claims(struct dlmd *d)
 {
 	struct dlmd_fence *fe = d->d_fence;
-	struct fence_node *fn = fe ? fnode(fe, nodeid, false) : NULL;
 
-	if (!fn || !fn->fn_learned || is_fenced(fn) || from == d->d_nodeid ||
-	    fn->fn_nknowers >= DLM_MAX_NODES)
-		return;
-	for (unsigned int i = 0; i < fn->fn_nknowers; i++)
-		if (fn->fn_knowers[i] == from)
-			return;
-	fn->fn_knowers[fn->fn_nknowers++] = from;
+	for (unsigned int i = 0; fe && i < fe->fe_nnodes; i++) {
+		struct fence_node *fn = &fe->fe_nodes[i];
+
+		if (!we_hold(fe, fn))
+			continue;
+		if (dlmd_cluster_fence_send(d, true, fn->fn_nodeid,
+					    DLMD_FENCE_DONE))
+			log_err("fencing: cannot repeat our claim on node %u for "
+				"the daemons that join", fn->fn_nodeid);
+	}
 }
 
 void dlmd_fence_claim_delivered(struct dlmd *d, uint32_t from, uint32_t nodeid)
@@ -987,13 +977,6 @@ void dlmd_fence_member_left(struct dlmd *d, uint32_t id)
 		struct fence_node *fn = &fe->fe_nodes[i];
 		bool again = false;
 
-		for (unsigned int k = 0; k < fn->fn_nknowers; k++) {
-			if (fn->fn_knowers[k] == id) {
-				fn->fn_knowers[k] = fn->fn_knowers[--fn->fn_nknowers];
-				again = true;
-				break;
-			}
-		}
 		if (dlmd_fence_turn_left(&fn->fn_turn, id)) {
 			if (!is_fenced(fn))
 				log_notice("fencing: node %u, which was fencing node "
@@ -1044,9 +1027,6 @@ void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
 		if (fn->fn_turn.ft_claimer && fn->fn_turn.ft_claimer != d->d_nodeid)
 			snprintf(buf, size, "node %u (fence_command by node %u)",
 				 nodeid, fn->fn_turn.ft_claimer);
-		else if (fn->fn_learned && fn->fn_nknowers)
-			snprintf(buf, size, "node %u (fence_command by the nodes "
-				 "that saw it fail)", nodeid);
 		else
 			snprintf(buf, size, "node %u (fence_command, attempt %u)",
 				 nodeid, fn->fn_attempts);

@@ -252,7 +252,16 @@ void dlmd_fence_node_learned(struct dlmd *d, uint32_t id, unsigned int how,
 		node_of(d)->learned_from[id] = from;
 }
 
-void dlmd_fence_knower(struct dlmd *d, uint32_t id, uint32_t from) { }
+/* As fence.c: the claims this node holds, multicast again. */
+void dlmd_fence_resend_claims(struct dlmd *d)
+{
+	struct sim_node *sn = node_of(d);
+
+	for (uint32_t v = 1; v <= DLM_MAX_NODES; v++)
+		if (sn->claimer[v] == d->d_nodeid)
+			assert_int_equal(dlmd_cluster_fence_send(d, true, v,
+								 DLMD_FENCE_DONE), 0);
+}
 
 /* The fencing turn messages, as fence.c would see them delivered. */
 void dlmd_fence_claim_delivered(struct dlmd *d, uint32_t from, uint32_t id)
@@ -1012,12 +1021,13 @@ static void test_mass_failure(void **state)
 }
 
 /* ONE FENCER's messages go to fence.c on every member alike, from a
- * daemon not yet announced too; a targeted one is refused; a failure a
- * newcomer takes from a record names the record's sender (its knower). */
+ * daemon not yet announced too; a targeted one is refused; a claim held
+ * is repeated for a newcomer before the end of its sync, and a newcomer
+ * may claim only after that end. */
 static void test_fence_messages(void **state)
 {
 	unsigned char buf[CM_MAX_LEN];
-	struct cm_hdr h = { .h_sender = 1 };
+	struct cm_hdr h = { .h_sender = 3, .h_target = 2 };
 	struct cm_fence fc = { .fc_nodeid = 1 };
 	size_t len;
 
@@ -1030,19 +1040,23 @@ static void test_fence_messages(void **state)
 	sim_kill(0);		/* node 1 dies in L */
 	settle();
 	assert_true(sim[1].failed[1]);
-	sim_start(2);		/* node 3 learns it from node 2's record */
 	assert_int_equal(dlmd_cluster_fence_send(&sim[1].d, true, 1,
 						 DLMD_FENCE_DONE), 0);
-	deliver_from(2);	/* node 2's FAILED record (sync) */
+	settle();		/* node 2 claims node 1's fencing */
+	assert_int_equal(sim[1].claimer[1], 2);
+	sim_start(2);		/* node 3 joins: a sync */
+	assert_false(dlmd_cluster_may_claim(&sim[2].d, false));
+	deliver_from(2);	/* node 2's FAILED record */
 	assert_true(sim[2].failed[1]);
 	assert_int_equal(sim[2].learned_from[1], 2);
-	settle();		/* node 2's claim: on nodes 2 and 3 */
-	assert_int_equal(sim[1].claimer[1], 2);
+	assert_int_equal(sim[2].claimer[1], 0);
+	deliver_from(2);	/* node 2's claim, again */
 	assert_int_equal(sim[2].claimer[1], 2);
-	/* a claim while node 2's holds is for fence.c to ignore; a
-	 * targeted one never reaches it */
-	h.h_sender = 3;
-	h.h_target = 2;
+	assert_false(dlmd_cluster_may_claim(&sim[2].d, true));
+	settle();		/* the sync ends */
+	assert_true(dlmd_cluster_may_claim(&sim[2].d, true));
+	assert_int_equal(sim[1].claimer[1], 2);
+	/* a targeted claim never reaches fence.c */
 	len = dlmd_cm_fence_encode(buf, &h, CM_FENCE_CLAIM, &fc);
 	assert_true(len > 0);
 	inject(2, buf, len);
