@@ -150,14 +150,23 @@
  * stops the daemon group's sync), which would make a rolling upgrade
  * impossible.
  *
- * Limits.  After a merge the two sides' claims meet: a node both sides
- * claimed (one they both lost) may be fenced by each.  A claimer that
- * hangs without leaving the daemon group holds
- * the claim until it leaves (a fence agent that never returns blocks
- * recovery anyway).  A node removed for lost frames (DLMD_FAIL_REMOVED)
- * is fenced at once by the remover, before the others record its
- * failure: they do not count that fencing and fence it once more.
- * Without a daemon group (membership = none) a daemon fences by itself.
+ * Limits.
+ *  - After a merge the two sides' claims meet: a node both sides claimed
+ *    (one they both lost) may be fenced by each.
+ *  - A claimer that hangs without leaving the daemon group holds the
+ *    claim until it leaves (a fence agent that never returns blocks
+ *    recovery anyway).
+ *  - A claimer's dlmd that dies while its node lives leaves its fence
+ *    agent running (a child of a dead process): if that agent still
+ *    succeeds, the survivor that took over fences the victim a second
+ *    time.  A node that dies takes its agent with it.
+ *  - A node removed for lost frames (DLMD_FAIL_REMOVED) is fenced at
+ *    once by the remover, before the others record its failure: they do
+ *    not count that fencing and fence it once more.  Likewise a node
+ *    fenced while its dlmd is still in the group (a removed one) then
+ *    leaves it with a new failure (node-down), fenced again.
+ *  - Without a daemon group (membership = none) a daemon fences by
+ *    itself.
  */
 #include <errno.h>
 #include <signal.h>
