@@ -163,8 +163,8 @@
  *  - A node removed for lost frames (DLMD_FAIL_REMOVED) is fenced at
  *    once by the remover, before the others record its failure: they do
  *    not count that fencing and fence it once more.  Likewise a node
- *    fenced while its dlmd is still in the group (a removed one) then
- *    leaves it with a new failure (node-down), fenced again.
+ *    fenced while its dlmd is still in the group may leave it after
+ *    the fencing ends: a new failure (node-down), fenced again.
  *  - Without a daemon group (membership = none) a daemon fences by
  *    itself.
  */
