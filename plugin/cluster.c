@@ -20,6 +20,9 @@
  *                    saying whether our side of the group held a strict
  *                    majority of the configured nodes then (see SPLIT AND
  *                    MERGE below).
+ *   fencing turn     FENCE_CLAIM / FENCE_RESULT in the daemon group too:
+ *                    one survivor fences a failed node (fence.c, ONE
+ *                    FENCER); this file only carries them
  *   lockspaces       carried over the daemon group too (ONE GROUP FOR ALL
  *                    LOCKSPACES below): a lockspace costs corosync
  *                    nothing but its messages, where a CPG connection of
@@ -327,10 +330,10 @@
  *    every kick still walks all of our own lockspaces, and a LEAVE looks
  *    its entry up in its node's list.
  *  - A FAILED record is taken by a member that cannot tell whether it
- *    saw that failure: one that joined after it fences the node again
- *    even if the others just did (the fence command must be idempotent
- *    anyway); a claim of our own failure is dropped when its sender
- *    leaves, fenced or not.
+ *    saw that failure; it then leaves the fencing to the members that
+ *    recorded it while they are in the group (fence.c, ONE FENCER) and
+ *    takes a fencing they report after the record; a claim of our own
+ *    failure is dropped when its sender leaves, fenced or not.
  *  - A version-1 dlmd (a CPG group per lockspace) and this one cannot
  *    share a cluster: stop every dlmd to upgrade.
  *  - A START answering an older change whose member list equals the
@@ -339,7 +342,7 @@
  *    every member; only the reported "last event" of that member may be
  *    one change old, which at worst delays the start by one more change.
  *  - A loser's clients are disconnected from the lockspace; they must
- *    open it again.  Every member runs the fence command for itself.
+ *    open it again.
  *  - A split into three or more sides none of which holds a majority
  *    (or half with the tie-breaker) merges back with every side waiting
  *    to fence the others; nobody is removed, recovery waits for fencing
@@ -504,6 +507,7 @@ struct dlmd_cluster {
 	struct cs_daemon	cs_dm[DLM_MAX_NODES];
 	unsigned int		cs_ndm;
 	bool			cs_syncing;
+	bool			cs_synced;	/* a sync ended since we joined */
 	uint32_t		cs_view;	/* the confchg the sync answers */
 	uint64_t		cs_sync_since;	/* ms */
 	bool			cs_sync_logged;
@@ -1865,6 +1869,8 @@ static void sync_end(struct dlmd_cluster *cs)
 	}
 	cs->cs_nsync_j = 0;
 	cs->cs_nunseen = 0;
+	cs->cs_synced = true;
+	dlmd_fence_kick(d);	/* claims wait for the end of a sync */
 	kick(cs);
 }
 
@@ -1984,6 +1990,24 @@ static void deliver_announce(struct dlmd_cluster *cs, struct cs_daemon *dm,
 	}
 }
 
+/* Do we take dm's record of id's failure out of le (deliver_failed)? */
+static bool failed_take(struct dlmd_cluster *cs, const struct cs_daemon *dm,
+			const struct cs_lsent *le, uint32_t id)
+{
+	if (id_in(le->le_failed, le->le_nfailed, id))
+		return false;
+	if (dm->dm_known && !id_in(cs->cs_unseen, cs->cs_nunseen, id))
+		return false;
+	if (id_in(cs->cs_dmembers, cs->cs_ndmembers, id) &&
+	    !id_in(cs->cs_sync_j, cs->cs_nsync_j, id)) {
+		log_info("lockspace %s: node %u records node %u as failed out of "
+			 "it, but we have known node %u's dlmd all along; not "
+			 "taken", le->le_name, dm->dm_id, id, id);
+		return false;
+	}
+	return true;
+}
+
 /*
  * A FAILED record from dm: the failures out of a lockspace dm has
  * recorded and not seen fenced.  We take a failure from it when we
@@ -2022,24 +2046,15 @@ static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 			self = true;
 			continue;
 		}
-		if (id_in(le->le_failed, le->le_nfailed, id))
-			continue;
-		if (dm->dm_known && !id_in(cs->cs_unseen, cs->cs_nunseen, id))
-			continue;
-		if (id_in(cs->cs_dmembers, cs->cs_ndmembers, id) &&
-		    !id_in(cs->cs_sync_j, cs->cs_nsync_j, id)) {
-			log_info("lockspace %s: node %u records node %u as failed "
-				 "out of it, but we have known node %u's dlmd all "
-				 "along; not taken", le->le_name, dm->dm_id, id, id);
-			continue;
+		if (failed_take(cs, dm, le, id)) {
+			log_notice("lockspace %s: node %u recorded node %u as failed "
+				   "out of it%s and not yet fenced: it is fenced "
+				   "before we take part in the lockspace", le->le_name,
+				   dm->dm_id, id, daemon ? " (its dlmd died)" : "");
+			le_failed_add(le, id, daemon);
+			dlmd_fence_node_learned(d, id, daemon ? DLMD_FAIL_DAEMON :
+						DLMD_FAIL_NODE, dm->dm_id);
 		}
-		log_notice("lockspace %s: node %u recorded node %u as failed out "
-			   "of it%s and not yet fenced: it is fenced before we "
-			   "take part in the lockspace", le->le_name, dm->dm_id, id,
-			   daemon ? " (its dlmd died)" : "");
-		le_failed_add(le, id, daemon);
-		dlmd_fence_node_failed(d, id, daemon ? DLMD_FAIL_DAEMON :
-				       DLMD_FAIL_NODE);
 	}
 	if (self && !id_in(le->le_claim, le->le_nclaim, dm->dm_id)) {
 		if (!claim_add(cs, le, dm->dm_id))
@@ -2055,6 +2070,25 @@ static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 	}
 	le_tidy(cs, le);
 	kick(cs);
+}
+
+static void deliver_fence(struct dlmd_cluster *cs, uint32_t from, uint16_t type,
+			  const unsigned char *body, size_t len)
+{
+	struct cm_fence fc;
+	const char *why = NULL;
+
+	if (dlmd_cm_fence_decode(body, len, type, &fc, &why)) {
+		log_warn("daemon group: malformed %s from node %u dropped: %s",
+			 type == CM_FENCE_CLAIM ? "FENCE_CLAIM" : "FENCE_RESULT",
+			 from, why);
+		return;
+	}
+	if (type == CM_FENCE_CLAIM)
+		dlmd_fence_claim_delivered(cs->cs_d, from, fc.fc_nodeid);
+	else
+		dlmd_fence_result_delivered(cs->cs_d, from, fc.fc_nodeid,
+					    (enum dlmd_fence_status)fc.fc_status);
 }
 
 static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
@@ -2098,7 +2132,7 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 			 "a member (an old incarnation?): dropped", nodeid, pid);
 		return;
 	}
-	if (hd.h_target && hd.h_type >= CM_START && hd.h_type <= CM_FAILED) {
+	if (hd.h_target && hd.h_type >= CM_START && hd.h_type <= CM_FENCE_RESULT) {
 		/* every member must apply these alike: none is for one */
 		log_warn("daemon group: message type %u from node %u with target "
 			 "node %u dropped (it is for every member)", hd.h_type,
@@ -2114,6 +2148,13 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	if (hd.h_type == CM_FAILED) {
 		/* state, not membership: taken from an unknown daemon too */
 		deliver_failed(cs, dm, p + CM_HDR_LEN, len - CM_HDR_LEN);
+		return;
+	}
+	if (hd.h_type == CM_FENCE_CLAIM || hd.h_type == CM_FENCE_RESULT) {
+		/* the fencing turn: followed from every member, known or
+		 * not, in the order delivered (fence.c, ONE FENCER) */
+		deliver_fence(cs, nodeid, hd.h_type, p + CM_HDR_LEN,
+			      len - CM_HDR_LEN);
 		return;
 	}
 	if (!dm->dm_known) {
@@ -2316,6 +2357,9 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 			cs->cs_dm[i].dm_nann = 0;
 		}
 		send_failed_all(cs);
+		/* the fencing turns we hold, for those who join (fence.c,
+		 * ONE FENCER): before our ANNOUNCE, so in by the sync's end */
+		dlmd_fence_resend_claims(d);
 		send_announce(cs);
 	}
 	sync_check(cs);
@@ -2461,6 +2505,9 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 		if (!still && nd)
 			dlmd_comms_node_reset(cs->cs_d, id, node_addr_ptrs(nd, p),
 					      nd->n_naddrs);
+		/* a claim on fencing it held ends here, for every member */
+		if (!still)
+			dlmd_fence_member_left(cs->cs_d, id);
 	}
 	daemon_confchg_ls(cs, members, nmembers, left, nleft, joined, njoined);
 	kick(cs);
@@ -2877,6 +2924,52 @@ void dlmd_cluster_ls_leave(struct dlmd *d, struct dlmd_ls *dl)
 void dlmd_cluster_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
 {
 	dlmd_comms_send(d, to, buf, len);
+}
+
+bool dlmd_cluster_in_daemon_group(const struct dlmd *d)
+{
+	const struct dlmd_cluster *cs = d->d_cluster;
+
+	return cs && cs->cs_corosync && cs->cs_self_pid;
+}
+
+bool dlmd_cluster_may_claim(const struct dlmd *d, bool learned)
+{
+	const struct dlmd_cluster *cs = d->d_cluster;
+
+	return dlmd_cluster_in_daemon_group(d) && cs->cs_synced &&
+	       !(learned && cs->cs_syncing);
+}
+
+unsigned int dlmd_cluster_daemon_members(const struct dlmd *d, uint32_t *ids,
+					 unsigned int max)
+{
+	const struct dlmd_cluster *cs = d->d_cluster;
+	unsigned int n = 0;
+
+	for (; cs && n < cs->cs_ndmembers && n < max; n++)
+		ids[n] = cs->cs_dmembers[n];
+	return n;
+}
+
+int dlmd_cluster_fence_send(struct dlmd *d, bool claim, uint32_t nodeid,
+			    enum dlmd_fence_status st)
+{
+	struct dlmd_cluster *cs = d->d_cluster;
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h;
+	struct cm_fence fc = { .fc_nodeid = nodeid,
+			       .fc_status = claim ? 0 : (uint32_t)st };
+	size_t len;
+
+	if (!dlmd_cluster_in_daemon_group(d))
+		return -ENOTCONN;
+	h = out_hdr(cs, 0);
+	len = dlmd_cm_fence_encode(buf, &h, claim ? CM_FENCE_CLAIM :
+				   CM_FENCE_RESULT, &fc);
+	if (!len)
+		return -EINVAL;
+	return out_queue(cs, buf, len);
 }
 
 bool dlmd_cluster_quorum_has(const struct dlmd *d, uint32_t nodeid)

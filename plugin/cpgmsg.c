@@ -5,6 +5,7 @@
  * structures into bytes and checks bytes before they become structures.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "plugin/cpgmsg.h"
@@ -194,6 +195,26 @@ size_t dlmd_cm_failed_encode(unsigned char *buf, const struct cm_hdr *h,
 	return len;
 }
 
+static bool fence_ok(uint16_t type, const struct cm_fence *fc)
+{
+	if (!fc->fc_nodeid)
+		return false;
+	if (type == CM_FENCE_CLAIM)
+		return fc->fc_status == 0;
+	return type == CM_FENCE_RESULT && fc->fc_status <= CM_FENCE_RELEASED;
+}
+
+size_t dlmd_cm_fence_encode(unsigned char *buf, const struct cm_hdr *h,
+			    uint16_t type, const struct cm_fence *fc)
+{
+	if (!fence_ok(type, fc))
+		return 0;
+	put_hdr(buf, h, type, CM_FENCE_LEN);
+	put_le32(buf + CM_HDR_LEN, fc->fc_nodeid);
+	put_le32(buf + CM_HDR_LEN + 4, fc->fc_status);
+	return CM_FENCE_LEN;
+}
+
 int dlmd_cm_hdr_decode(const unsigned char *msg, size_t len, struct cm_hdr *h,
 		       const char **why)
 {
@@ -352,6 +373,26 @@ int dlmd_cm_failed_decode(const unsigned char *body, size_t len,
 			*why = "FAILED with undefined flags";
 			return -EINVAL;
 		}
+	}
+	return 0;
+}
+
+int dlmd_cm_fence_decode(const unsigned char *body, size_t len, uint16_t type,
+			 struct cm_fence *fc, const char **why)
+{
+	if (len != CM_FENCE_LEN - CM_HDR_LEN) {
+		*why = "FENCE_CLAIM/FENCE_RESULT of a bad length";
+		return -EINVAL;
+	}
+	fc->fc_nodeid = get_le32(body);
+	fc->fc_status = get_le32(body + 4);
+	if (!fc->fc_nodeid) {
+		*why = "FENCE_CLAIM/FENCE_RESULT of node id 0";
+		return -EINVAL;
+	}
+	if (!fence_ok(type, fc)) {
+		*why = "FENCE_CLAIM/FENCE_RESULT with an undefined status";
+		return -EINVAL;
 	}
 	return 0;
 }

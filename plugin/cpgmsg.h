@@ -34,6 +34,21 @@
  *                          not yet seen fenced, all of them (count 0:
  *                          none any more).  Flag CM_FAILED_DAEMON: only
  *                          its dlmd died (proc-down), the node is up.
+ *   FENCE_CLAIM (6):       0 node id (the failed node; not 0)
+ *                          4 status (0)
+ *                          the sender fences that node if its claim is
+ *                          the first delivered while nobody holds one
+ *   FENCE_RESULT (7):      0 node id   4 status: CM_FENCE_DONE (0, the
+ *                          sender fenced it), CM_FENCE_FAILED (1, its
+ *                          attempt failed: the next survivor takes over),
+ *                          CM_FENCE_RELEASED (2, it gives its claim back
+ *                          without a verdict)
+ *                          (plugin/fence.c, ONE FENCER)
+ *
+ * Types 6 and 7 came after version 2 was released, without a version
+ * change: a version-2 dlmd that does not know them ignores them, as it
+ * ignores every type it does not know, and fences by itself (fence.c
+ * says why that is safe).
  *
  * Version 1 (a CPG group per lockspace, START only) is not understood:
  * a version-1 or other-version message is refused by the header decoder
@@ -70,6 +85,10 @@
 #define CM_FAILED_DAEMON	1u	/* a dlmd failure (proc-down) */
 #define CM_FAILED_MAX_LEN	(CM_HDR_LEN + CM_NAME_MAX_LEN + CM_FAILED_FIXED + \
 				 8 * DLM_MAX_NODES)
+#define CM_FENCE_LEN		(CM_HDR_LEN + 8)	/* node id, status */
+#define CM_FENCE_DONE		0u
+#define CM_FENCE_FAILED		1u
+#define CM_FENCE_RELEASED	2u
 #define CM_MAX2(a, b)		((a) > (b) ? (a) : (b))
 #define CM_MAX_LEN		CM_MAX2(CM_MAX2(CM_START_MAX_LEN, CM_ANN_MAX_LEN), \
 					CM_FAILED_MAX_LEN)
@@ -80,6 +99,8 @@ enum cm_type {
 	CM_LEAVE = 3,
 	CM_ANNOUNCE = 4,
 	CM_FAILED = 5,
+	CM_FENCE_CLAIM = 6,
+	CM_FENCE_RESULT = 7,
 };
 
 struct cm_hdr {
@@ -121,6 +142,11 @@ struct cm_failed {
 	uint32_t	fl_flags[DLM_MAX_NODES];	/* CM_FAILED_DAEMON */
 };
 
+struct cm_fence {
+	uint32_t	fc_nodeid;		/* the failed node */
+	uint32_t	fc_status;		/* CM_FENCE_*; 0 in a CLAIM */
+};
+
 /* Is 'name' a valid lockspace name on the wire (1..DLM_LOCKSPACE_LEN
  * bytes of graphic ASCII, no '/')? */
 int dlmd_cm_name_valid(const char *name);
@@ -138,6 +164,9 @@ size_t dlmd_cm_announce_encode(unsigned char *buf, const struct cm_hdr *h,
 			       const struct cm_announce *an);
 size_t dlmd_cm_failed_encode(unsigned char *buf, const struct cm_hdr *h,
 			     const struct cm_failed *fl);
+/* FENCE_CLAIM or FENCE_RESULT (type). */
+size_t dlmd_cm_fence_encode(unsigned char *buf, const struct cm_hdr *h,
+			    uint16_t type, const struct cm_fence *fc);
 
 /* The header of a message of 'len' bytes: 0, or -EINVAL with *why, or
  * -EPROTONOSUPPORT (another version; h->h_version says which). */
@@ -152,5 +181,8 @@ int dlmd_cm_announce_decode(const unsigned char *body, size_t len,
 			    struct cm_announce *an, const char **why);
 int dlmd_cm_failed_decode(const unsigned char *body, size_t len,
 			  struct cm_failed *fl, const char **why);
+/* The body of a FENCE_CLAIM or FENCE_RESULT (type). */
+int dlmd_cm_fence_decode(const unsigned char *body, size_t len, uint16_t type,
+			 struct cm_fence *fc, const char **why);
 
 #endif

@@ -11,13 +11,14 @@
  *              membership, and the protocol that agrees on members and
  *              events for recovery
  *   cpgmsg.c   that protocol's CPG messages (header, START, JOIN, LEAVE,
- *              ANNOUNCE): encode, decode
+ *              ANNOUNCE, FAILED, FENCE_CLAIM, FENCE_RESULT): encode, decode
  *   comms.c    lowcomms (node-to-node transport) in the loop: engine
  *              messages to and from other nodes
  *   fence.c    fencing of failed nodes before their locks are released:
  *              pacemaker's fencer (libstonithd), fence_command, fence_ack
- *   fence-policy.c  which of those applies, and which fencer results
- *              count (no I/O; tests/test-fence.c)
+ *   fence-policy.c  which of those applies, which fencer results
+ *              count, and whose turn it is to fence (no I/O;
+ *              tests/test-fence.c)
  *   client.c   the client socket (libdlm's protocol, libdlm/dlmd_proto.h)
  *              and the engine's callbacks (ASTs, messages)
  *   ctl.c      the control socket dlmctl talks to
@@ -333,6 +334,15 @@ struct dlmd_ls_view {
 void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 			      struct dlmd_ls_view *v);
 bool dlmd_cluster_quorate(const struct dlmd *d);
+/* Are we a member of the daemon group (our join was delivered)? */
+bool dlmd_cluster_in_daemon_group(const struct dlmd *d);
+/* Is our view of the fencing turns complete: a sync has ended since we
+ * joined, and, for a failure we 'learned' from a record, none runs? */
+bool dlmd_cluster_may_claim(const struct dlmd *d, bool learned);
+/* The node ids of the daemon group now (ours too): up to max. */
+unsigned int dlmd_cluster_daemon_members(const struct dlmd *d, uint32_t *ids,
+					 unsigned int max);
+
 /* Does the current quorum view list the node? */
 bool dlmd_cluster_quorum_has(const struct dlmd *d, uint32_t nodeid);
 const char *dlmd_cluster_source_str(const struct dlmd *d);
@@ -394,6 +404,38 @@ enum dlmd_fence_method dlmd_fence_choose(const struct dlmd_config *cf,
  * at failed_s (wall clock, s)?  Only a successful one (done) that
  * completed at or after the failure. */
 bool dlmd_fence_pcmk_counts(int64_t failed_s, bool done, int64_t completed_s);
+/* The one-fencer rule: who may fence one failed node now, as every
+ * member of the daemon group derives it from the same ordered stream of
+ * FENCE_CLAIM / FENCE_RESULT messages and confchgs (fence-policy.c). */
+enum dlmd_fence_status {
+	DLMD_FENCE_DONE = 0,		/* the claimer fenced the node */
+	DLMD_FENCE_FAILED = 1,		/* its attempt failed: the turn passes */
+	DLMD_FENCE_RELEASED = 2,	/* it gives the claim back, no verdict */
+};
+struct dlmd_fence_turn {
+	uint32_t	ft_claimer;	/* whose claim holds; 0: nobody's */
+	uint32_t	ft_last_failed;	/* the last claimer whose attempt
+					 * failed (0: none since it was fenced) */
+};
+/* cluster.c: multicast FENCE_CLAIM (claim) or FENCE_RESULT 'st' of node
+ * 'nodeid' in the daemon group.  0 or a negative errno. */
+int dlmd_cluster_fence_send(struct dlmd *d, bool claim, uint32_t nodeid,
+			    enum dlmd_fence_status st);
+/* A claim from 'from' is delivered: true if it holds now (accepted, or
+ * 'from' held it already); false if another's claim holds. */
+bool dlmd_fence_turn_claim(struct dlmd_fence_turn *t, uint32_t from);
+/* A result from 'from' is delivered: true if it ends from's claim.  A
+ * DONE ends the claim whoever held it. */
+bool dlmd_fence_turn_result(struct dlmd_fence_turn *t, uint32_t from,
+			    enum dlmd_fence_status st);
+/* Daemon 'id' left the group: true if that ends its claim. */
+bool dlmd_fence_turn_left(struct dlmd_fence_turn *t, uint32_t id);
+/* Our place in the order of candidates to claim: the members (ids, n)
+ * but those in 'skip' (failed nodes), ascending, starting after
+ * ft_last_failed: 0 claims first.  -1: 'self' is no candidate. */
+int dlmd_fence_turn_rank(const struct dlmd_fence_turn *t, const uint32_t *members,
+			 unsigned int n, const uint32_t *skip, unsigned int nskip,
+			 uint32_t self);
 
 /* fence.c */
 int dlmd_fence_init(struct dlmd *d);
@@ -429,6 +471,19 @@ void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
 			 size_t size);
 /* The fencing method and fencer connection, one line, for dlmctl status. */
 void dlmd_fence_status(const struct dlmd *d, char *buf, size_t size);
+/* The failure of 'nodeid' came from daemon 'from's record (cluster.c,
+ * Recorded failures), not from what we saw. */
+void dlmd_fence_node_learned(struct dlmd *d, uint32_t nodeid, unsigned int how,
+			     uint32_t from);
+/* A sync starts: multicast again the fencing claims we hold, for the
+ * daemons that join (they have not seen them). */
+void dlmd_fence_resend_claims(struct dlmd *d);
+/* The daemon group delivered a FENCE_CLAIM / FENCE_RESULT of nodeid. */
+void dlmd_fence_claim_delivered(struct dlmd *d, uint32_t from, uint32_t nodeid);
+void dlmd_fence_result_delivered(struct dlmd *d, uint32_t from, uint32_t nodeid,
+				 enum dlmd_fence_status st);
+/* Node 'id' has no daemon in the group any more. */
+void dlmd_fence_member_left(struct dlmd *d, uint32_t id);
 /* Quorum changed: start the fencing that waited for it. */
 void dlmd_fence_kick(struct dlmd *d);
 /* An operator says the node is fenced.  0, -ENOENT if none pending, or

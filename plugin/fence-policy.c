@@ -26,6 +26,30 @@
  * compares them.  A fencing completed within the same second before the
  * failure is therefore accepted: the window is one second, and it needs
  * a second failure of the node within that second.
+ *
+ * ONE FENCER (plugin/fence.c's essay has the protocol).  Which survivor
+ * fences a failed node is the turn below, kept per failed node by every
+ * member of the daemon group from the same totally ordered stream:
+ *
+ *   CLAIM from X        accepted iff nobody holds the claim: X fences;
+ *                       a claim delivered while another holds is
+ *                       ignored by every member alike (two nodes that
+ *                       claim at once: the first delivered wins)
+ *   RESULT done         the node is fenced: the claim ends, whoever
+ *                       held it, and the rotation starts over
+ *   RESULT failed       X's attempt failed: its claim ends and the turn
+ *                       passes to the next candidate after X
+ *   RESULT released     X gives the claim back without a verdict
+ *   X leaves the group  its claim ends (the next candidate takes over)
+ *
+ * Candidates are the daemon group's members but the failed ones, in
+ * ascending node id, rotated to start after the last node whose attempt
+ * failed: without failures the lowest id claims first; after node X
+ * failed, the next higher id (wrapping around), so that a survivor that
+ * cannot reach the fence device does not keep the turn.  Only the rank
+ * is a choice; the claims arbitrate, so members that disagree on the
+ * ranks for a moment (one has seen a confchg the other has not yet)
+ * still never have two claims accepted.
  */
 #include "plugin/dlmd.h"
 
@@ -70,4 +94,85 @@ enum dlmd_fence_method dlmd_fence_choose(const struct dlmd_config *cf,
 bool dlmd_fence_pcmk_counts(int64_t failed_s, bool done, int64_t completed_s)
 {
 	return done && failed_s > 0 && completed_s >= failed_s;
+}
+
+bool dlmd_fence_turn_claim(struct dlmd_fence_turn *t, uint32_t from)
+{
+	if (t->ft_claimer && t->ft_claimer != from)
+		return false;
+	t->ft_claimer = from;
+	return true;
+}
+
+bool dlmd_fence_turn_result(struct dlmd_fence_turn *t, uint32_t from,
+			    enum dlmd_fence_status st)
+{
+	bool held = t->ft_claimer && t->ft_claimer == from;
+
+	switch (st) {
+	case DLMD_FENCE_DONE:
+		/* fenced: whoever held the claim, it is over */
+		t->ft_claimer = 0;
+		t->ft_last_failed = 0;
+		break;
+	case DLMD_FENCE_FAILED:
+		if (held) {
+			t->ft_claimer = 0;
+			t->ft_last_failed = from;
+		}
+		break;
+	case DLMD_FENCE_RELEASED:
+		if (held)
+			t->ft_claimer = 0;
+		break;
+	}
+	return held;
+}
+
+bool dlmd_fence_turn_left(struct dlmd_fence_turn *t, uint32_t id)
+{
+	if (!t->ft_claimer || t->ft_claimer != id)
+		return false;
+	t->ft_claimer = 0;
+	return true;
+}
+
+int dlmd_fence_turn_rank(const struct dlmd_fence_turn *t, const uint32_t *members,
+			 unsigned int n, const uint32_t *skip, unsigned int nskip,
+			 uint32_t self)
+{
+	uint32_t cand[DLM_MAX_NODES];
+	unsigned int k = 0, start = 0;
+	int pos = -1;
+
+	/* the candidates, sorted (members come in any order) */
+	for (unsigned int i = 0; i < n && k < DLM_MAX_NODES; i++) {
+		uint32_t id = members[i];
+		bool out = !id;
+		unsigned int j;
+
+		for (j = 0; j < nskip && !out; j++)
+			out = skip[j] == id;
+		for (j = 0; j < k && !out; j++)
+			out = cand[j] == id;	/* twice (two processes) */
+		if (out)
+			continue;
+		for (j = k; j > 0 && cand[j - 1] > id; j--)
+			cand[j] = cand[j - 1];
+		cand[j] = id;
+		k++;
+	}
+	for (unsigned int i = 0; i < k; i++)
+		if (cand[i] == self)
+			pos = (int)i;
+	if (pos < 0)
+		return -1;
+	/* rotated: the first candidate after the last one that failed */
+	if (t->ft_last_failed) {
+		while (start < k && cand[start] <= t->ft_last_failed)
+			start++;
+		if (start == k)
+			start = 0;
+	}
+	return (int)(((unsigned int)pos + k - start) % k);
 }

@@ -31,8 +31,8 @@
  *   fence_command = CMD     run "CMD NODEID" through /bin/sh; exit 0
  *                           means the node is fenced.  A failure is retried
  *                           every FENCE_RETRY_MS (logged rate-limited).
- *                           Every surviving daemon runs it for itself, so
- *                           the command must be idempotent.
+ *                           One survivor runs it (ONE FENCER below) and
+ *                           tells the others the result.
  *   neither                 nothing can fence: recovery waits until an
  *                           operator runs "dlmctl fence_ack NODEID".
  *
@@ -88,6 +88,96 @@
  * The command runs in a child process; its exit is noticed through
  * SIGCHLD, delivered by the libqb loop (so no handler runs inside other
  * code).  At most one command per node runs at a time.
+ *
+ * ONE FENCER.  A fence agent power-cycles a machine: two survivors that
+ * both run it reboot the victim twice, the second time perhaps while it
+ * rejoins.  So one survivor fences, and the others wait for its result.
+ * The choice is made over the daemon group (plugin/cluster.c), whose
+ * totally ordered stream of messages and confchgs every member sees
+ * alike; fence-policy.c keeps, per failed node, the "turn" that stream
+ * defines, and its rules are the only ones that matter for safety:
+ *
+ *   - a survivor that would fence V (the method needs an action: the
+ *     fence command, or asking pacemaker's fencer to fence a node whose
+ *     dlmd alone died) and passes the gates above (quorate, V out of the
+ *     view or marked otherwise, the even-split delay) multicasts
+ *     FENCE_CLAIM(V) instead, and acts only when its own claim is
+ *     delivered while nobody else's holds.  Every member accepts the
+ *     same first claim, so at most one survivor acts on V at a time,
+ *     whatever each thought of the others when it claimed;
+ *   - the claimer multicasts FENCE_RESULT(V): DONE once V is fenced (the
+ *     command exited 0, or the fencer's history shows it), FAILED when
+ *     its attempt failed (the turn passes to the next candidate), or
+ *     RELEASED when it gives the claim back without a verdict (an
+ *     operator's fence_ack here, or a command that started before V's
+ *     latest failure: it is claimed and run again);
+ *   - a claimer that leaves the daemon group (it died, or its node) loses
+ *     its claim at that confchg, on every member: the next survivor
+ *     takes over.  A second failure during fencing is just that: each
+ *     failed node has its own turn, and the claims of the dead end.
+ *
+ * Who claims first is only a matter of time, not of safety: the
+ * candidates are the daemon group's members but the failed nodes, lowest
+ * id first, rotated to begin after the last one whose attempt failed;
+ * the first candidate claims at once, the k-th only k * CLAIM_STAGGER_MS
+ * after the turn became free (a failure, the end of a claim; after a
+ * FAILED result, FENCE_RETRY_MS later), so a candidate that says nothing
+ * (hung, or a dlmd that does not know these messages) delays fencing but
+ * never blocks it.
+ *
+ * A survivor that learns the result from another logs "node V fenced by
+ * node X" and counts it only if the claim it answers was accepted after
+ * its own record of V's failure (a fencing that began before the failure
+ * may have missed it): a failure recorded at a daemon group confchg is
+ * recorded by every member at the same point, before any claim for it.
+ * A member that joined later has not seen the claims made before its
+ * join.  So at the start of every sync (a confchg that adds a member;
+ * cluster.c, State transfer) a claimer multicasts its claims again,
+ * before its ANNOUNCE: by the end of the sync every member holds the
+ * same turns (a repeated claim of the holder changes nothing for the
+ * others).  Until its first sync has ended a daemon claims nothing, and
+ * a failure it learned from another's FAILED record (cluster.c,
+ * Recorded failures) it does not claim while a sync runs; it counts any
+ * DONE delivered after that record.
+ *
+ * Pacemaker: a node lost to the cluster is fenced by pacemaker's own
+ * policy, which dlmd never duplicates; every dlmd reads the fencer's
+ * history for itself (the history is cluster-wide).  Only the request
+ * dlmd makes itself (a node whose dlmd alone died) follows the claim, so
+ * one survivor asks; a DONE from it also counts.  fence_ack stays an
+ * operator's word to one dlmd, as before: it is not multicast.
+ *
+ * Mixed versions.  FENCE_CLAIM and FENCE_RESULT are types 6 and 7 of CPG
+ * protocol version 2, added without a version change, and we fall back
+ * rather than refuse: a version-2 dlmd that does not know them ignores
+ * them (cluster.c drops every type it does not know) and runs the fence
+ * command itself, as every dlmd did before.  Recovery stays safe: each
+ * dlmd still goes on only after a fencing it ran, or one it was told of
+ * that began after the failure.  Such a peer never claims, so where it
+ * is the first candidate the next one claims CLAIM_STAGGER_MS later; a
+ * mixed cluster fences a failed node once per old dlmd plus once, and
+ * once the upgrade is complete exactly once.  Refusing the mix would
+ * instead hold every lockspace's membership changes (a version mismatch
+ * stops the daemon group's sync), which would make a rolling upgrade
+ * impossible.
+ *
+ * Limits.
+ *  - After a merge the two sides' claims meet: a node both sides claimed
+ *    (one they both lost) may be fenced by each.
+ *  - A claimer that hangs without leaving the daemon group holds the
+ *    claim until it leaves (a fence agent that never returns blocks
+ *    recovery anyway).
+ *  - A claimer's dlmd that dies while its node lives leaves its fence
+ *    agent running (a child of a dead process): if that agent still
+ *    succeeds, the survivor that took over fences the victim a second
+ *    time.  A node that dies takes its agent with it.
+ *  - A node removed for lost frames (DLMD_FAIL_REMOVED) is fenced at
+ *    once by the remover, before the others record its failure: they do
+ *    not count that fencing and fence it once more.  Likewise a node
+ *    fenced while its dlmd is still in the group may leave it after
+ *    the fencing ends: a new failure (node-down), fenced again.
+ *  - Without a daemon group (membership = none) a daemon fences by
+ *    itself.
  */
 #include <errno.h>
 #include <signal.h>
@@ -107,6 +197,8 @@
 #include "plugin/dlmd.h"
 
 #define FENCE_RETRY_MS		2000
+/* the k-th candidate claims k * this after the turn became free */
+#define CLAIM_STAGGER_MS	2000
 #define EVEN_SPLIT_FENCE_DELAY_MS 5000	/* DLMD_FAIL_EVEN_LOSER */
 #define PCMK_CLIENT_NAME	"dlmd"
 #define PCMK_HISTORY_TIMEOUT_S	10
@@ -123,6 +215,7 @@ struct fence_node {
 	enum dlmd_fence_method fn_method;	/* of the latest attempt */
 	bool		fn_pcmk_pending;	/* the fencer has an operation on it */
 	bool		fn_pcmk_asked;	/* we asked the fencer to fence it */
+	int64_t		fn_pcmk_asked_wall;	/* when (wall clock s) */
 	int64_t		fn_pcmk_last_done;	/* latest fencing in its history */
 	uint64_t	fn_fenced_at;	/* ms; 0 = never fenced */
 	pid_t		fn_pid;		/* running command, or 0 */
@@ -149,6 +242,18 @@ struct fence_node {
 	uint64_t	fn_joined_at;
 	uint64_t	fn_cmd_joined_at;
 	uint64_t	fn_fenced_joined_at;
+	uint64_t	fn_claim_joined_at;	/* fn_joined_at when the
+						 * current claim was taken:
+						 * what its DONE fenced */
+	/* ONE FENCER: the claim on fencing it, the same on every member */
+	struct dlmd_fence_turn fn_turn;
+	uint32_t	fn_claims;	/* claims accepted so far */
+	uint32_t	fn_failed_claims; /* fn_claims at the latest failure */
+	uint64_t	fn_turn_at;	/* ms: the turn is free from then on */
+	bool		fn_claim_sent;	/* our FENCE_CLAIM is on its way */
+	bool		fn_result_sent;	/* our FENCE_RESULT is: not ours now */
+	bool		fn_learned;	/* from another's record, not seen */
+	uint32_t	fn_fenced_by;	/* the peer whose DONE counted; 0: us */
 };
 
 struct dlmd_fence {
@@ -186,9 +291,46 @@ static bool is_fenced(const struct fence_node *fn)
 static void run_command(struct dlmd_fence *fe, struct fence_node *fn);
 static void attempt(struct dlmd_fence *fe, struct fence_node *fn);
 
+/* Are claims made over the daemon group (we are in it)? */
+static bool claims_on(const struct dlmd_fence *fe)
+{
+	return dlmd_cluster_in_daemon_group(fe->fe_d);
+}
+
+/* Does our claim on fencing fn hold (and is it not being given back)? */
+static bool we_hold(const struct dlmd_fence *fe, const struct fence_node *fn)
+{
+	return claims_on(fe) && fn->fn_turn.ft_claimer == fe->fe_d->d_nodeid &&
+	       !fn->fn_result_sent;
+}
+
+/* End our claim with a result (nothing if we hold none). */
+static void send_result(struct dlmd_fence *fe, struct fence_node *fn,
+			enum dlmd_fence_status st)
+{
+	int rv;
+
+	if (!we_hold(fe, fn))
+		return;
+	rv = dlmd_cluster_fence_send(fe->fe_d, false, fn->fn_nodeid, st);
+	if (rv) {
+		log_err("fencing: cannot tell the others about node %u: %s",
+			fn->fn_nodeid, strerror(-rv));
+		return;
+	}
+	fn->fn_result_sent = true;
+	log_info("fencing: node %u: our claim ends (%s)", fn->fn_nodeid,
+		 st == DLMD_FENCE_DONE ? "fenced" : st == DLMD_FENCE_FAILED ?
+		 "our attempt failed: the next survivor takes over" :
+		 "given back");
+}
+
 static void fenced(struct dlmd_fence *fe, struct fence_node *fn, const char *how,
 		   bool killed)
 {
+	/* the others learn it from us if the claim is ours; an operator's
+	 * word is ours alone: the claim goes back without a verdict */
+	send_result(fe, fn, killed ? DLMD_FENCE_DONE : DLMD_FENCE_RELEASED);
 	fn->fn_killed = killed;
 	fn->fn_fenced_joined_at = 0;	/* the command path sets it after */
 	fn->fn_fenced_at = dlmd_now_ms();
@@ -210,22 +352,26 @@ static void retry_timer(void *data)
 		attempt(fn->fn_fe, fn);
 }
 
-static void schedule_retry(struct dlmd_fence *fe, struct fence_node *fn)
+static void schedule_retry_in(struct dlmd_fence *fe, struct fence_node *fn,
+			      uint64_t ms)
 {
 	if (fn->fn_retry_armed)
 		return;
-	if (qb_loop_timer_add(fe->fe_d->d_loop, QB_LOOP_LOW,
-			      FENCE_RETRY_MS * NS_PER_MS, fn, retry_timer,
-			      &fn->fn_retry) == 0)
+	if (qb_loop_timer_add(fe->fe_d->d_loop, QB_LOOP_LOW, ms * NS_PER_MS, fn,
+			      retry_timer, &fn->fn_retry) == 0)
 		fn->fn_retry_armed = true;
 }
 
-static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
+static void schedule_retry(struct dlmd_fence *fe, struct fence_node *fn)
 {
-	const char *cmd = fe->fe_d->d_cfg.cf_fence_command;
-	char line[FENCE_CMD_MAX + 16];
+	schedule_retry_in(fe, fn, FENCE_RETRY_MS);
+}
+
+/* May a fencing of fn be started by this node now (or claimed)?  If
+ * not, says why (rate-limited) and retries later. */
+static bool gate(struct dlmd_fence *fe, struct fence_node *fn)
+{
 	uint64_t now = dlmd_now_ms();
-	pid_t pid;
 
 	/* Only a quorate partition fences (dlm_controld's
 	 * enable_quorum_fencing): a node cut off alone must not shoot the
@@ -241,7 +387,7 @@ static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 			fn->fn_last_log = now;
 		}
 		schedule_retry(fe, fn);
-		return;
+		return false;
 	}
 	/* The half of an even split without the tie-breaker gives the other
 	 * half time to fence us first (as pcmk_delay_base on one node of a
@@ -257,8 +403,20 @@ static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 			fn->fn_last_log = now;
 		}
 		schedule_retry(fe, fn);
-		return;
+		return false;
 	}
+	return true;
+}
+
+static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	const char *cmd = fe->fe_d->d_cfg.cf_fence_command;
+	char line[FENCE_CMD_MAX + 16];
+	uint64_t now = dlmd_now_ms();
+	pid_t pid;
+
+	if (!gate(fe, fn))
+		return;
 	snprintf(line, sizeof(line), "%s %u", cmd, fn->fn_nodeid);
 	pid = fork();
 	if (pid < 0) {
@@ -308,12 +466,16 @@ static int32_t on_sigchld(int32_t sig, void *data)
 				fenced(fe, fn, "fence_command exit 0", true);
 				fn->fn_fenced_joined_at = fn->fn_cmd_joined_at;
 			} else {
+				/* claimed again: the others count only a
+				 * claim made after the failure */
+				send_result(fe, fn, DLMD_FENCE_RELEASED);
 				attempt(fe, fn);
 			}
 		} else {
 			log_debug("fencing: command for node %u failed (status "
 				  "%d); retrying in %d ms", fn->fn_nodeid, status,
 				  FENCE_RETRY_MS);
+			send_result(fe, fn, DLMD_FENCE_FAILED);
 			schedule_retry(fe, fn);
 		}
 	}
@@ -347,7 +509,7 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 {
 	stonith_history_t *hist = NULL;
 	char target[16];
-	int64_t done = 0;
+	int64_t done = 0, failed = 0;
 	bool pending = false;
 	int rc;
 
@@ -368,13 +530,25 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 		if (h->state == st_done) {
 			if ((int64_t)h->completed > done)
 				done = (int64_t)h->completed;
-		} else if (h->state != st_failed) {
+		} else if (h->state == st_failed) {
+			if ((int64_t)h->completed > failed)
+				failed = (int64_t)h->completed;
+		} else {
 			pending = true;
 		}
 	}
 	stonith_history_free(hist);
 	fn->fn_pcmk_pending = pending;
 	fn->fn_pcmk_last_done = done;
+	/* what we asked for failed, and nothing else is under way: the
+	 * turn passes (ONE FENCER), and we may ask again on ours */
+	if (fn->fn_pcmk_asked && !pending && failed >= fn->fn_pcmk_asked_wall &&
+	    done < fn->fn_pcmk_asked_wall) {
+		log_notice("fencing: pacemaker's fencer could not fence node %u",
+			   fn->fn_nodeid);
+		fn->fn_pcmk_asked = false;
+		send_result(fe, fn, DLMD_FENCE_FAILED);
+	}
 	if (dlmd_fence_pcmk_counts(fn->fn_failed_wall, done > 0, done)) {
 		char how[96];
 
@@ -436,6 +610,7 @@ static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
 		return;
 	}
 	fn->fn_pcmk_asked = true;
+	fn->fn_pcmk_asked_wall = (int64_t)time(NULL);
 	log_notice("fencing: asked pacemaker's fencer to fence node %u (its "
 		   "dlmd died with lockspaces)", fn->fn_nodeid);
 }
@@ -492,6 +667,57 @@ static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
 }
 #endif
 
+/*
+ * ONE FENCER: may this node act on fn now?  True when our claim holds,
+ * or without a daemon group.  Otherwise false, having claimed when it is
+ * our turn (the claim's delivery calls attempt() again), or arranged to
+ * look again when it may become ours.
+ */
+static bool may_act(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	struct dlmd *d = fe->fe_d;
+	uint32_t members[DLM_MAX_NODES], skip[DLM_MAX_NODES];
+	unsigned int n, nskip = 0;
+	uint64_t now = dlmd_now_ms(), at;
+	int rank, rv;
+
+	if (!claims_on(fe))
+		return true;
+	if (fn->fn_turn.ft_claimer == d->d_nodeid)
+		return !fn->fn_result_sent;
+	if (fn->fn_turn.ft_claimer || fn->fn_claim_sent || fn->fn_result_sent)
+		return false;	/* a delivery moves us on */
+	/* our view of the turns is complete (the end of a sync kicks us) */
+	if (!dlmd_cluster_may_claim(d, fn->fn_learned))
+		return false;
+	if (!gate(fe, fn))
+		return false;
+	n = dlmd_cluster_daemon_members(d, members, DLM_MAX_NODES);
+	for (unsigned int i = 0; i < fe->fe_nnodes && nskip < DLM_MAX_NODES; i++)
+		if (!is_fenced(&fe->fe_nodes[i]))
+			skip[nskip++] = fe->fe_nodes[i].fn_nodeid;
+	rank = dlmd_fence_turn_rank(&fn->fn_turn, members, n, skip, nskip,
+				    d->d_nodeid);
+	if (rank < 0)
+		return false;
+	at = fn->fn_turn_at + (uint64_t)rank * CLAIM_STAGGER_MS;
+	if (now < at) {
+		schedule_retry_in(fe, fn, at - now);
+		return false;
+	}
+	rv = dlmd_cluster_fence_send(d, true, fn->fn_nodeid, DLMD_FENCE_DONE);
+	if (rv) {
+		log_err("fencing: cannot claim node %u's fencing: %s",
+			fn->fn_nodeid, strerror(-rv));
+		schedule_retry(fe, fn);
+		return false;
+	}
+	fn->fn_claim_sent = true;
+	log_info("fencing: node %u: we claim its fencing (candidate %d)",
+		 fn->fn_nodeid, rank + 1);
+	return false;
+}
+
 /* One step towards fencing the node, by the method that applies now. */
 static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
 {
@@ -514,7 +740,10 @@ static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
 	case DLMD_FENCE_PACEMAKER:
 		if (pcmk_check(fe, fn))
 			return;
-		pcmk_ask(fe, fn);
+		/* what dlmd asks of the fencer, one survivor asks */
+		if (fn->fn_daemon && fe->fe_st && !fn->fn_pcmk_asked &&
+		    may_act(fe, fn))
+			pcmk_ask(fe, fn);
 		if (log_now) {
 			log_notice("fencing: node %u: waiting for pacemaker's "
 				   "fencer to fence it (%s)", fn->fn_nodeid,
@@ -526,7 +755,8 @@ static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
 		schedule_retry(fe, fn);
 		return;
 	case DLMD_FENCE_COMMAND:
-		run_command(fe, fn);
+		if (may_act(fe, fn))
+			run_command(fe, fn);
 		return;
 	case DLMD_FENCE_MANUAL:
 		if (log_now) {
@@ -609,7 +839,9 @@ void dlmd_fence_fini(struct dlmd *d)
 	d->d_fence = NULL;
 }
 
-void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how)
+/* Record a failure of nodeid ('learned': from 'from's record). */
+static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
+			uint32_t from)
 {
 	struct dlmd_fence *fe = d->d_fence;
 	struct fence_node *fn;
@@ -656,6 +888,11 @@ void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how)
 	fn->fn_daemon = how & DLMD_FAIL_DAEMON;
 	fn->fn_not_before = how & DLMD_FAIL_EVEN_LOSER ?
 			    fn->fn_failed_at + EVEN_SPLIT_FENCE_DELAY_MS : 0;
+	/* only a claim accepted from now on fences this failure */
+	fn->fn_failed_claims = fn->fn_claims;
+	fn->fn_turn_at = fn->fn_failed_at;
+	fn->fn_fenced_by = 0;
+	fn->fn_learned = from != 0;
 	log_notice("fencing: node %u failed%s", nodeid,
 		   how & DLMD_FAIL_DAEMON ? " (its dlmd died while it had "
 		   "lockspaces; the node itself is up)" :
@@ -677,6 +914,146 @@ void dlmd_fence_node_joined(struct dlmd *d, uint32_t nodeid)
 		return;
 	/* strictly later than any earlier join, never 0 */
 	fn->fn_joined_at = now > fn->fn_joined_at ? now : fn->fn_joined_at + 1;
+}
+
+void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how)
+{
+	node_failed(d, nodeid, how, 0);
+}
+
+void dlmd_fence_node_learned(struct dlmd *d, uint32_t nodeid, unsigned int how,
+			     uint32_t from)
+{
+	node_failed(d, nodeid, how, from);
+}
+
+void dlmd_fence_resend_claims(struct dlmd *d)
+{
+	struct dlmd_fence *fe = d->d_fence;
+
+	for (unsigned int i = 0; fe && i < fe->fe_nnodes; i++) {
+		struct fence_node *fn = &fe->fe_nodes[i];
+
+		if (!we_hold(fe, fn))
+			continue;
+		if (dlmd_cluster_fence_send(d, true, fn->fn_nodeid,
+					    DLMD_FENCE_DONE))
+			log_err("fencing: cannot repeat our claim on node %u for "
+				"the daemons that join", fn->fn_nodeid);
+	}
+}
+
+void dlmd_fence_claim_delivered(struct dlmd *d, uint32_t from, uint32_t nodeid)
+{
+	struct dlmd_fence *fe = d->d_fence;
+	struct fence_node *fn = fe ? fnode(fe, nodeid, true) : NULL;
+	bool ours = from == d->d_nodeid;
+	uint32_t had;
+
+	if (!fn)
+		return;
+	if (ours)
+		fn->fn_claim_sent = false;
+	had = fn->fn_turn.ft_claimer;
+	if (!dlmd_fence_turn_claim(&fn->fn_turn, from)) {
+		log_info("fencing: node %u claims node %u's fencing while node "
+			 "%u's claim holds: ignored", from, nodeid, had);
+		return;
+	}
+	if (had == from)
+		return;
+	fn->fn_claims++;
+	fn->fn_claim_joined_at = fn->fn_joined_at;
+	if (!ours) {
+		if (!is_fenced(fn))
+			log_notice("fencing: node %u fences node %u; we wait for "
+				   "its result", from, nodeid);
+		return;
+	}
+	fn->fn_result_sent = false;
+	if (is_fenced(fn)) {
+		send_result(fe, fn, DLMD_FENCE_RELEASED);
+		return;
+	}
+	log_notice("fencing: node %u is ours to fence (our claim came first)",
+		   nodeid);
+	attempt(fe, fn);
+}
+
+void dlmd_fence_result_delivered(struct dlmd *d, uint32_t from, uint32_t nodeid,
+				 enum dlmd_fence_status st)
+{
+	struct dlmd_fence *fe = d->d_fence;
+	struct fence_node *fn = fe ? fnode(fe, nodeid, true) : NULL;
+	bool ours = from == d->d_nodeid, current, ended;
+
+	if (!fn)
+		return;
+	/* a claim accepted after our record of the failure */
+	current = fn->fn_turn.ft_claimer == from &&
+		  fn->fn_claims > fn->fn_failed_claims;
+	ended = dlmd_fence_turn_result(&fn->fn_turn, from, st);
+	if (ours)
+		fn->fn_result_sent = false;
+	switch (st) {
+	case DLMD_FENCE_DONE:
+		if (ours || is_fenced(fn))
+			break;
+		if (current || fn->fn_learned) {
+			char how[48];
+
+			log_notice("fencing: node %u fenced by node %u", nodeid, from);
+			snprintf(how, sizeof(how), "fenced by node %u", from);
+			fn->fn_fenced_by = from;
+			fenced(fe, fn, how, true);
+			/* the incarnation there when the claim was taken
+			 * (the claimer's command started after that) */
+			if (current)
+				fn->fn_fenced_joined_at = fn->fn_claim_joined_at;
+		} else {
+			log_notice("fencing: node %u reports node %u fenced, by a "
+				   "claim older than its failure here: not counted; "
+				   "it is fenced again", from, nodeid);
+		}
+		break;
+	case DLMD_FENCE_FAILED:
+		if (!ended)
+			break;
+		if (!ours && !is_fenced(fn))
+			log_notice("fencing: node %u could not fence node %u; the "
+				   "next survivor takes over", from, nodeid);
+		fn->fn_turn_at = dlmd_now_ms() + FENCE_RETRY_MS;
+		break;
+	case DLMD_FENCE_RELEASED:
+		if (ended)
+			fn->fn_turn_at = dlmd_now_ms();
+		break;
+	}
+	if (!fn->fn_turn.ft_claimer && !is_fenced(fn) && !fn->fn_pid)
+		attempt(fe, fn);
+}
+
+void dlmd_fence_member_left(struct dlmd *d, uint32_t id)
+{
+	struct dlmd_fence *fe = d->d_fence;
+
+	if (!fe || id == d->d_nodeid)
+		return;
+	for (unsigned int i = 0; i < fe->fe_nnodes; i++) {
+		struct fence_node *fn = &fe->fe_nodes[i];
+		bool again = false;
+
+		if (dlmd_fence_turn_left(&fn->fn_turn, id)) {
+			if (!is_fenced(fn))
+				log_notice("fencing: node %u, which was fencing node "
+					   "%u, left; the next survivor takes over",
+					   id, fn->fn_nodeid);
+			fn->fn_turn_at = dlmd_now_ms();
+			again = true;
+		}
+		if (again && !is_fenced(fn) && !fn->fn_pid)
+			attempt(fe, fn);
+	}
 }
 
 void dlmd_fence_kick(struct dlmd *d)
@@ -713,8 +1090,12 @@ void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
 			 fn->fn_pcmk_pending ? "in progress" : "not fenced yet");
 		break;
 	case DLMD_FENCE_COMMAND:
-		snprintf(buf, size, "node %u (fence_command, attempt %u)", nodeid,
-			 fn->fn_attempts);
+		if (fn->fn_turn.ft_claimer && fn->fn_turn.ft_claimer != d->d_nodeid)
+			snprintf(buf, size, "node %u (fence_command by node %u)",
+				 nodeid, fn->fn_turn.ft_claimer);
+		else
+			snprintf(buf, size, "node %u (fence_command, attempt %u)",
+				 nodeid, fn->fn_attempts);
 		break;
 	case DLMD_FENCE_MANUAL:
 		snprintf(buf, size, "node %u (dlmctl fence_ack)", nodeid);

@@ -4,9 +4,10 @@
  *
  * The input is one CPG message as corosync would deliver it.  Besides
  * the sanitizers' verdict, the decoders must be exact: a message they
- * accept (header, and a START's, JOIN's, LEAVE's, ANNOUNCE's or FAILED's
- * body) encodes back to the same bytes, so nothing in it was skipped, guessed
- * or left unchecked; every name accepted is a valid lockspace name.
+ * accept (header, and a START's, JOIN's, LEAVE's, ANNOUNCE's, FAILED's,
+ * FENCE_CLAIM's or FENCE_RESULT's body) encodes back to the same bytes,
+ * so nothing in it was skipped, guessed or left unchecked; every name
+ * accepted is a valid lockspace name.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -23,6 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct cm_start st;
 	static struct cm_announce an;
 	static struct cm_failed fl;
+	struct cm_fence fc;
 	struct cm_name nm;
 	struct cm_hdr h;
 	const char *why = NULL;
@@ -77,6 +79,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!dlmd_cm_name_valid(fl.fl_ls.n_name))
 			abort();
 		len = dlmd_cm_failed_encode(again, &h, &fl);
+		if (len != size || memcmp(again, data, size))
+			abort();
+		return 0;
+	case CM_FENCE_CLAIM:
+	case CM_FENCE_RESULT:
+		if (dlmd_cm_fence_decode(body, blen, h.h_type, &fc, &why))
+			break;
+		if (!fc.fc_nodeid)
+			abort();
+		len = dlmd_cm_fence_encode(again, &h, h.h_type, &fc);
 		if (len != size || memcmp(again, data, size))
 			abort();
 		return 0;

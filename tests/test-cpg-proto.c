@@ -66,6 +66,8 @@ struct sim_node {
 	struct sim_ls	*ls[SIM_MAX_LS];
 	bool		failed[DLM_MAX_NODES + 1];	/* fence table */
 	unsigned int	fail_how[DLM_MAX_NODES + 1];
+	uint32_t	learned_from[DLM_MAX_NODES + 1];	/* record sender */
+	uint32_t	claimer[DLM_MAX_NODES + 1];	/* fencing turn */
 };
 
 struct sim_msg {
@@ -247,6 +249,55 @@ void dlmd_fence_node_failed(struct dlmd *d, uint32_t id, unsigned int how)
 }
 
 void dlmd_fence_node_joined(struct dlmd *d, uint32_t id) { }
+void dlmd_fence_node_learned(struct dlmd *d, uint32_t id, unsigned int how,
+			     uint32_t from)
+{
+	dlmd_fence_node_failed(d, id, how);
+	if (id <= DLM_MAX_NODES)
+		node_of(d)->learned_from[id] = from;
+}
+
+/* As fence.c: the claims this node holds, multicast again. */
+void dlmd_fence_resend_claims(struct dlmd *d)
+{
+	struct sim_node *sn = node_of(d);
+
+	for (uint32_t v = 1; v <= DLM_MAX_NODES; v++)
+		if (sn->claimer[v] == d->d_nodeid)
+			assert_int_equal(dlmd_cluster_fence_send(d, true, v,
+								 DLMD_FENCE_DONE), 0);
+}
+
+/* The fencing turn messages, as fence.c would see them delivered. */
+void dlmd_fence_claim_delivered(struct dlmd *d, uint32_t from, uint32_t id)
+{
+	struct sim_node *sn = node_of(d);
+
+	if (id <= DLM_MAX_NODES && !sn->claimer[id])
+		sn->claimer[id] = from;
+}
+
+void dlmd_fence_result_delivered(struct dlmd *d, uint32_t from, uint32_t id,
+				 enum dlmd_fence_status st)
+{
+	struct sim_node *sn = node_of(d);
+
+	if (id > DLM_MAX_NODES)
+		return;
+	if (sn->claimer[id] == from || st == DLMD_FENCE_DONE)
+		sn->claimer[id] = 0;
+	if (st == DLMD_FENCE_DONE)
+		sn->failed[id] = false;
+}
+
+void dlmd_fence_member_left(struct dlmd *d, uint32_t id)
+{
+	struct sim_node *sn = node_of(d);
+
+	for (unsigned int v = 0; v <= DLM_MAX_NODES; v++)
+		if (sn->claimer[v] == id)
+			sn->claimer[v] = 0;
+}
 
 bool dlmd_fence_is_done(const struct dlmd *d, uint32_t id)
 {
@@ -974,6 +1025,65 @@ static void test_mass_failure(void **state)
 	assert_int_equal(byid(sim[1].d.d_cluster, 1, false)->bi_n, 0);
 }
 
+/* ONE FENCER's messages go to fence.c on every member alike, from a
+ * daemon not yet announced too; a targeted one is refused; a claim held
+ * is repeated for a newcomer before the end of its sync, and a newcomer
+ * may claim only after that end. */
+static void test_fence_messages(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 3, .h_target = 2 };
+	struct cm_fence fc = { .fc_nodeid = 1 };
+	size_t len;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(0, "L");
+	ls_create(1, "L");
+	settle();
+	sim_kill(0);		/* node 1 dies in L */
+	settle();
+	assert_true(sim[1].failed[1]);
+	assert_int_equal(dlmd_cluster_fence_send(&sim[1].d, true, 1,
+						 DLMD_FENCE_DONE), 0);
+	settle();		/* node 2 claims node 1's fencing */
+	assert_int_equal(sim[1].claimer[1], 2);
+	sim_start(2);		/* node 3 joins: a sync */
+	assert_false(dlmd_cluster_may_claim(&sim[2].d, false));
+	deliver_from(2);	/* node 2's FAILED record */
+	assert_true(sim[2].failed[1]);
+	assert_int_equal(sim[2].learned_from[1], 2);
+	assert_int_equal(sim[2].claimer[1], 0);
+	deliver_from(2);	/* node 2's claim, again */
+	assert_int_equal(sim[2].claimer[1], 2);
+	assert_false(dlmd_cluster_may_claim(&sim[2].d, true));
+	settle();		/* the sync ends */
+	assert_true(dlmd_cluster_may_claim(&sim[2].d, true));
+	assert_int_equal(sim[1].claimer[1], 2);
+	/* a targeted claim never reaches fence.c */
+	len = dlmd_cm_fence_encode(buf, &h, CM_FENCE_CLAIM, &fc);
+	assert_true(len > 0);
+	inject(2, buf, len);
+	settle();
+	assert_int_equal(sim[1].claimer[1], 2);
+	assert_true(logged(1, "with target"));
+	/* node 2 reports node 1 fenced: node 3 takes it */
+	assert_int_equal(dlmd_cluster_fence_send(&sim[1].d, false, 1,
+						 DLMD_FENCE_DONE), 0);
+	settle();
+	assert_int_equal(sim[2].claimer[1], 0);
+	assert_false(sim[2].failed[1]);
+	/* the claimer leaves: its claims end everywhere */
+	assert_int_equal(dlmd_cluster_fence_send(&sim[2].d, true, 5,
+						 DLMD_FENCE_DONE), 0);
+	settle();
+	assert_int_equal(sim[1].claimer[5], 3);
+	sim_kill(2);
+	settle();
+	assert_int_equal(sim[1].claimer[5], 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -996,6 +1106,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_announce_capped, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_mass_failure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fence_messages, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

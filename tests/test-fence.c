@@ -3,8 +3,10 @@
  * and the fence_pacemaker key of dlm.conf (plugin/config.c), without a
  * cluster: which method fences a failed node for every configuration and
  * fencer state, and which results from pacemaker's fencer history let
- * recovery go on.  Runs in both builds (with and without pacemaker's
- * fencing API); the expectations follow dlmd_fence_pcmk_built().
+ * recovery go on, and the one-fencer turn (who fences a failed node, who
+ * takes over when that one fails or dies).  Runs in both builds (with
+ * and without pacemaker's fencing API); the expectations follow
+ * dlmd_fence_pcmk_built().
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -143,6 +145,223 @@ static void test_method_names(void **state)
 	assert_string_equal(dlmd_fence_method_str(DLMD_FENCE_OFF), "off");
 }
 
+/* ---- ONE FENCER: the turn (fence-policy.c) ------------------------- */
+
+#define NO_SKIP		NULL, 0
+
+/* Without failures the lowest member claims first, the others in order;
+ * failed nodes and non-members are no candidates. */
+static void test_turn_lowest_first(void **state)
+{
+	struct dlmd_fence_turn t = { 0 };
+	const uint32_t members[] = { 3, 1, 2 };
+	const uint32_t failed[] = { 4 };
+
+	assert_int_equal(dlmd_fence_turn_rank(&t, members, 3, failed, 1, 1), 0);
+	assert_int_equal(dlmd_fence_turn_rank(&t, members, 3, failed, 1, 2), 1);
+	assert_int_equal(dlmd_fence_turn_rank(&t, members, 3, failed, 1, 3), 2);
+	assert_int_equal(dlmd_fence_turn_rank(&t, members, 3, failed, 1, 4), -1);
+	/* a node still in the group but failed (removed, merged back) */
+	assert_int_equal(dlmd_fence_turn_rank(&t, members, 3, members, 1, 3), -1);
+	assert_int_equal(dlmd_fence_turn_rank(&t, members, 3, members, 1, 1), 0);
+	/* two processes of one node count once */
+	{
+		const uint32_t twice[] = { 2, 5, 2 };
+
+		assert_int_equal(dlmd_fence_turn_rank(&t, twice, 3, NO_SKIP, 5), 1);
+	}
+}
+
+/* The first claim delivered holds; a later one is ignored by every
+ * member alike, until the holder's result or leave. */
+static void test_turn_first_claim_wins(void **state)
+{
+	struct dlmd_fence_turn t = { 0 };
+
+	assert_true(dlmd_fence_turn_claim(&t, 2));
+	assert_false(dlmd_fence_turn_claim(&t, 1));
+	assert_true(dlmd_fence_turn_claim(&t, 2));	/* its own again */
+	assert_int_equal(t.ft_claimer, 2);
+	/* a result of one that does not hold ends nothing */
+	assert_false(dlmd_fence_turn_result(&t, 1, DLMD_FENCE_FAILED));
+	assert_false(dlmd_fence_turn_result(&t, 1, DLMD_FENCE_RELEASED));
+	assert_int_equal(t.ft_claimer, 2);
+	assert_int_equal(t.ft_last_failed, 0);
+	assert_false(dlmd_fence_turn_left(&t, 3));
+	assert_int_equal(t.ft_claimer, 2);
+	assert_true(dlmd_fence_turn_result(&t, 2, DLMD_FENCE_DONE));
+	assert_int_equal(t.ft_claimer, 0);
+	assert_true(dlmd_fence_turn_claim(&t, 1));
+}
+
+/* The fencer dies: its claim ends, the next lowest survivor is first. */
+static void test_turn_takeover_on_death(void **state)
+{
+	struct dlmd_fence_turn t = { 0 };
+	const uint32_t members[] = { 2, 3 };	/* node 1 left */
+	const uint32_t failed[] = { 4, 1 };
+
+	assert_true(dlmd_fence_turn_claim(&t, 1));
+	assert_true(dlmd_fence_turn_left(&t, 1));
+	assert_int_equal(t.ft_claimer, 0);
+	assert_int_equal(dlmd_fence_turn_rank(&t, members, 2, failed, 2, 2), 0);
+	assert_int_equal(dlmd_fence_turn_rank(&t, members, 2, failed, 2, 3), 1);
+	assert_true(dlmd_fence_turn_claim(&t, 2));
+	assert_false(dlmd_fence_turn_claim(&t, 3));
+}
+
+/* A failed attempt passes the turn to the next higher id, wrapping
+ * around; a release does not; a DONE starts the rotation over. */
+static void test_turn_rotates_on_failure(void **state)
+{
+	struct dlmd_fence_turn t = { 0 };
+	const uint32_t members[] = { 1, 3, 5 };
+
+	assert_true(dlmd_fence_turn_claim(&t, 1));
+	assert_true(dlmd_fence_turn_result(&t, 1, DLMD_FENCE_FAILED));
+	assert_int_equal(t.ft_claimer, 0);
+	assert_int_equal(dlmd_fence_turn_rank(&t, members, 3, NO_SKIP, 3), 0);
+	assert_int_equal(dlmd_fence_turn_rank(&t, members, 3, NO_SKIP, 5), 1);
+	assert_int_equal(dlmd_fence_turn_rank(&t, members, 3, NO_SKIP, 1), 2);
+	assert_true(dlmd_fence_turn_claim(&t, 3));
+	assert_true(dlmd_fence_turn_result(&t, 3, DLMD_FENCE_FAILED));
+	assert_int_equal(dlmd_fence_turn_rank(&t, members, 3, NO_SKIP, 5), 0);
+	assert_true(dlmd_fence_turn_claim(&t, 5));
+	assert_true(dlmd_fence_turn_result(&t, 5, DLMD_FENCE_FAILED));
+	/* wrapped: node 1 again */
+	assert_int_equal(dlmd_fence_turn_rank(&t, members, 3, NO_SKIP, 1), 0);
+	/* the last one to fail left: the next after it is still first */
+	assert_int_equal(dlmd_fence_turn_rank(&t, members, 2, NO_SKIP, 1), 0);
+	/* a release keeps the order */
+	assert_true(dlmd_fence_turn_claim(&t, 1));
+	assert_true(dlmd_fence_turn_result(&t, 1, DLMD_FENCE_RELEASED));
+	assert_int_equal(t.ft_last_failed, 5);
+	/* fenced: a later failure starts with the lowest again */
+	assert_true(dlmd_fence_turn_claim(&t, 1));
+	assert_true(dlmd_fence_turn_result(&t, 1, DLMD_FENCE_DONE));
+	assert_int_equal(t.ft_last_failed, 0);
+	assert_int_equal(dlmd_fence_turn_rank(&t, members, 3, NO_SKIP, 1), 0);
+}
+
+/*
+ * Three members, each with its own copy of the turn, fed the same
+ * ordered stream; a member acts only while its own copy says its claim
+ * holds.  Members claim on stale views (several at once), fencers fail
+ * and die, a second node fails during fencing: at no point do two
+ * members act on one node, and each failed node ends fenced once.
+ */
+struct replica {
+	bool			up;
+	struct dlmd_fence_turn	turn[8];	/* per victim */
+};
+
+static void stream_claim(struct replica *r, unsigned int nr, uint32_t from,
+			 uint32_t victim)
+{
+	for (unsigned int i = 0; i < nr; i++)
+		if (r[i].up)
+			dlmd_fence_turn_claim(&r[i].turn[victim], from);
+}
+
+static void stream_result(struct replica *r, unsigned int nr, uint32_t from,
+			  uint32_t victim, enum dlmd_fence_status st)
+{
+	for (unsigned int i = 0; i < nr; i++)
+		if (r[i].up)
+			dlmd_fence_turn_result(&r[i].turn[victim], from, st);
+}
+
+static void stream_left(struct replica *r, unsigned int nr, uint32_t id)
+{
+	r[id - 1].up = false;
+	for (unsigned int i = 0; i < nr; i++)
+		for (unsigned int v = 0; v < 8 && r[i].up; v++)
+			dlmd_fence_turn_left(&r[i].turn[v], id);
+}
+
+/* How many live members act on victim v (their copy: they hold it). */
+static unsigned int acting(const struct replica *r, unsigned int nr, uint32_t v)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < nr; i++)
+		if (r[i].up && r[i].turn[v].ft_claimer == i + 1)
+			n++;
+	return n;
+}
+
+/* Every live member's copy says the same. */
+static void assert_agree(const struct replica *r, unsigned int nr, uint32_t v)
+{
+	int first = -1;
+
+	for (unsigned int i = 0; i < nr; i++) {
+		if (!r[i].up)
+			continue;
+		if (first < 0) {
+			first = (int)i;
+			continue;
+		}
+		assert_int_equal(r[i].turn[v].ft_claimer, r[first].turn[v].ft_claimer);
+		assert_int_equal(r[i].turn[v].ft_last_failed,
+				 r[first].turn[v].ft_last_failed);
+	}
+}
+
+static void test_turn_one_fencer_stream(void **state)
+{
+	struct replica r[4];
+	unsigned int fenced4 = 0, fenced1 = 0;
+
+	memset(r, 0, sizeof(r));
+	for (int i = 0; i < 4; i++)
+		r[i].up = true;
+	/* node 4 fails; nodes 1 and 2 both claim (2 on a stale view, first
+	 * delivered), node 3 too: only node 2 acts */
+	stream_left(r, 4, 4);
+	stream_claim(r, 4, 2, 4);
+	stream_claim(r, 4, 1, 4);
+	stream_claim(r, 4, 3, 4);
+	assert_agree(r, 4, 4);
+	assert_int_equal(acting(r, 4, 4), 1);
+	assert_int_equal(r[0].turn[4].ft_claimer, 2);
+	/* node 2's attempt fails: node 3 is next, claims, acts */
+	stream_result(r, 4, 2, 4, DLMD_FENCE_FAILED);
+	assert_int_equal(acting(r, 4, 4), 0);
+	{
+		const uint32_t members[] = { 1, 2, 3 }, skip[] = { 4 };
+
+		assert_int_equal(dlmd_fence_turn_rank(&r[2].turn[4], members, 3,
+						      skip, 1, 3), 0);
+	}
+	stream_claim(r, 4, 3, 4);
+	assert_int_equal(acting(r, 4, 4), 1);
+	/* a second failure during fencing: node 1 fails while node 3 acts on
+	 * node 4; node 3 claims node 1 as well */
+	stream_left(r, 4, 1);
+	stream_claim(r, 4, 3, 1);
+	assert_int_equal(acting(r, 4, 1), 1);
+	/* node 3 (the fencer) dies too: both claims end; node 2 takes over
+	 * each, one claim at a time per node */
+	stream_left(r, 4, 3);
+	assert_int_equal(acting(r, 4, 4), 0);
+	assert_int_equal(acting(r, 4, 1), 0);
+	stream_claim(r, 4, 2, 4);
+	stream_claim(r, 4, 2, 1);
+	assert_int_equal(acting(r, 4, 4), 1);
+	assert_int_equal(acting(r, 4, 1), 1);
+	stream_result(r, 4, 2, 4, DLMD_FENCE_DONE);
+	fenced4++;
+	stream_result(r, 4, 2, 1, DLMD_FENCE_DONE);
+	fenced1++;
+	assert_int_equal(acting(r, 4, 4), 0);
+	assert_int_equal(acting(r, 4, 1), 0);
+	assert_int_equal(fenced4, 1);
+	assert_int_equal(fenced1, 1);
+	assert_agree(r, 4, 4);
+	assert_agree(r, 4, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +371,11 @@ int main(void)
 		cmocka_unit_test(test_pacemaker_result_counts),
 		cmocka_unit_test(test_config_key),
 		cmocka_unit_test(test_method_names),
+		cmocka_unit_test(test_turn_lowest_first),
+		cmocka_unit_test(test_turn_first_claim_wins),
+		cmocka_unit_test(test_turn_takeover_on_death),
+		cmocka_unit_test(test_turn_rotates_on_failure),
+		cmocka_unit_test(test_turn_one_fencer_stream),
 	};
 
 	printf("# pacemaker's fencing API: %s\n",
