@@ -12,6 +12,9 @@
  *  - a recorded record replayed into a live connection (through a proxy
  *    that copies a whole record): the connection is killed, the reliable
  *    layer resends, and everything arrives exactly once;
+ *  - records cut anywhere by the reads (the proxy passes a few KiB at a
+ *    time), so that their rest is read straight into the record buffer,
+ *    and a byte flipped in such a rest: refused as a replay is;
  *  - the key file rules (missing, short, readable by others, a symlink);
  *  - the records themselves: byte for byte what libsodium's AEADs make
  *    (the earlier releases' record layer, and an independent check of
@@ -711,9 +714,14 @@ static void test_cipher_choice(void **state)
  * FIN of each connection) so that a whole record can be sent twice; the
  * bytes of the first connection are recorded.  Node 2 -> node 1 bytes pass
  * untouched.  Traffic is kept small, so the loopback buffers never fill.
+ * In dribble mode (px_dribble) node 1's bytes go on px_dribble at a time,
+ * one piece per pump whatever the record boundaries, and with px_tamper
+ * one byte PX_TAMPER_AT into the next record longer than twice that is
+ * flipped on its way.
  */
 #define PX_BUF		(1 << 20)
 #define PX_HS_BYTES	(LC_HS_INIT_LEN + LC_HS_FIN_LEN)
+#define PX_TAMPER_AT	(40 * 1024)
 
 struct proxy {
 	int px_listen;
@@ -729,6 +737,13 @@ struct proxy {
 	size_t px_rec_len;
 	bool px_replay;			/* send the next whole record twice */
 	int px_replayed;
+	/* Dribble mode; offsets count node 1's bytes on this connection. */
+	size_t px_dribble;		/* bytes per pump, 0: off */
+	size_t px_sent;			/* forwarded; px_buf holds what follows */
+	size_t px_next_rec;		/* where the next record header starts */
+	bool px_tamper;			/* flip a byte in the next long record */
+	size_t px_tamper_at;		/* that byte, until flipped (0: none) */
+	int px_tampered;
 };
 
 static void proxy_init(struct proxy *px, int dst_port)
@@ -770,6 +785,56 @@ static void proxy_fini(struct proxy *px)
 static bool px_send(int fd, const void *buf, size_t len)
 {
 	return send(fd, buf, len, MSG_NOSIGNAL) == (ssize_t)len;
+}
+
+/* Dribble mode: walk the record headers that have arrived, and flip the
+ * byte to tamper with once it is there. */
+static void proxy_scan(struct proxy *px)
+{
+	size_t at, n;
+
+	for (;;) {
+		if (px->px_tamper_at) {
+			if (px->px_tamper_at >= px->px_sent + px->px_len)
+				return;
+			px->px_buf[px->px_tamper_at - px->px_sent] ^= 0x01;
+			px->px_tamper_at = 0;
+			px->px_tampered++;
+		}
+		at = px->px_next_rec - px->px_sent;
+		if (at + LC_REC_HDR_LEN > px->px_len)
+			return;
+		n = LC_REC_HDR_LEN + lc_get_le32(px->px_buf + at);
+		if (px->px_tamper && n > 2 * PX_TAMPER_AT) {
+			px->px_tamper = false;
+			px->px_tamper_at = px->px_next_rec + PX_TAMPER_AT;
+		}
+		px->px_next_rec += n;
+	}
+}
+
+/* Dribble mode: forward the next piece, never past a record header not yet
+ * read whole or the byte still to be flipped. */
+static void proxy_dribble(struct proxy *px)
+{
+	size_t end = px->px_sent + px->px_len, n;
+
+	if (px->px_next_rec < end)
+		end = px->px_next_rec;
+	if (px->px_tamper_at && px->px_tamper_at < end)
+		end = px->px_tamper_at;
+	n = end - px->px_sent;
+	if (n > px->px_dribble)
+		n = px->px_dribble;
+	if (!n)
+		return;
+	if (!px_send(px->px_server, px->px_buf, n)) {
+		proxy_drop(px);
+		return;
+	}
+	memmove(px->px_buf, px->px_buf + n, px->px_len - n);
+	px->px_len -= n;
+	px->px_sent += n;
 }
 
 /* Forward what can be forwarded of node 1's bytes. */
@@ -820,6 +885,8 @@ static void proxy_pump(struct proxy *px)
 	};
 	ssize_t n;
 
+	if (px->px_dribble && px->px_server >= 0)
+		proxy_dribble(px);
 	if (poll(p, 3, 0) <= 0)
 		return;
 	if ((p[0].revents & POLLIN) && px->px_client < 0) {
@@ -835,6 +902,9 @@ static void proxy_pump(struct proxy *px)
 					 sizeof(sa)), 0);
 		px->px_hs_left = PX_HS_BYTES;
 		px->px_len = 0;
+		px->px_sent = 0;
+		px->px_next_rec = PX_HS_BYTES;
+		px->px_tamper_at = 0;
 		px->px_conns++;
 		return;
 	}
@@ -852,7 +922,10 @@ static void proxy_pump(struct proxy *px)
 			px->px_rec_len += (size_t)n;
 		}
 		px->px_len += (size_t)n;
-		proxy_forward(px);
+		if (px->px_dribble)
+			proxy_scan(px);
+		else
+			proxy_forward(px);
 	}
 	if (p[2].revents) {
 		n = recv(px->px_server, buf, sizeof(buf), MSG_DONTWAIT);
@@ -935,6 +1008,49 @@ static void test_replayed_record(void **state)
 	proxy_fini(&px);
 }
 
+/* Records cut anywhere by node 2's reads, a large one arriving over many
+ * reads (its rest read straight into the record buffer): all delivered once
+ * and in order.  Then a byte flipped deep inside a large record: node 2
+ * refuses it, and the messages arrive exactly once over a new connection. */
+#define CUT_MSGS	2000
+#define CUT_MSG_EXTRA	1000
+#define CUT_DRIBBLE	3001	/* odd, so cuts fall in headers too */
+
+static void test_records_cut_by_reads(void **state)
+{
+	static struct proxy px;
+	struct h_world *w = proxied_world(&px);
+	struct px_wait pw = { &px, h_acked };
+	struct lc_stats st;
+
+	(void)state;
+	px.px_dribble = CUT_DRIBBLE;
+	w->w_eps[0].ep_msg_extra = CUT_MSG_EXTRA;
+	w->w_eps[1].ep_log_needle = REPLAY_NEEDLE;
+	assert_int_equal(h_send(w, 0, 1, CUT_MSGS), CUT_MSGS);
+	assert_true(h_run_until(w, px_until, &pw, WAIT_MS));
+	st = stats(w, 1);
+	assert_int_equal(st.st_auth_failed, 0);
+	assert_int_equal(px.px_conns, 1);
+	assert_int_equal(w->w_eps[1].ep_rx_total, CUT_MSGS);
+	/* It did come in pieces. */
+	assert_true(st.st_reads > CUT_MSGS * CUT_MSG_EXTRA / PX_BUF);
+
+	px.px_tamper = true;
+	assert_int_equal(h_send(w, 0, 1, CUT_MSGS), CUT_MSGS);
+	assert_true(h_run_until(w, px_until, &pw, WAIT_MS));
+	assert_int_equal(px.px_tampered, 1);
+	assert_int_equal(w->w_eps[1].ep_log_hits, 1);
+	st = stats(w, 1);
+	assert_int_equal(st.st_auth_failed, 1);
+	assert_int_equal(px.px_conns, 2);
+	assert_int_equal(w->w_eps[1].ep_rx_total, 2 * CUT_MSGS);
+	assert_int_equal(st.st_peer_restarts, 0);
+	assert_clean(w);
+	h_world_free(w);
+	proxy_fini(&px);
+}
+
 /* The first connection's bytes from node 1 (INIT, FIN, records), replayed
  * whole on a new connection from node 1's address: node 2 answers the INIT
  * with a fresh nonce, so the old FIN does not prove anything. */
@@ -986,6 +1102,7 @@ int main(void)
 		cmocka_unit_test(test_wrong_key),
 		cmocka_unit_test(test_cipher_choice),
 		cmocka_unit_test(test_replayed_record),
+		cmocka_unit_test(test_records_cut_by_reads),
 		cmocka_unit_test(test_replayed_handshake),
 	};
 
