@@ -62,9 +62,11 @@
  * each HELLO and lone ACK) is sealed as one AEAD record
  * (ChaCha20-Poly1305, or AES-256-GCM when both CPUs have AES-NI; OpenSSL's
  * EVP) whose nonce is the direction's record
- * counter; the reader opens each record in order and feeds its plaintext to
- * the frame reassembler.  The cost is one AEAD per write, not per message
- * (bench/bench-lowcomms.c measures it).  A record that fails to open (forged,
+ * counter; the reader opens each record in order, where it lies in the
+ * read buffer (rec_read_cut() completes one that a read cut), and feeds its
+ * plaintext to the frame reassembler.  The cost is one AEAD per write, not
+ * per message, and no copy beyond the plaintext path's (bench/bench-lowcomms.c
+ * measures it).  A record that fails to open (forged,
  * replayed, reordered, corrupted) or a handshake that does not prove the key
  * closes the connection with a log line that says so (rate-limited for
  * connections that never became a node's); a node's queue then goes out
@@ -1355,7 +1357,7 @@ static void reject(struct lc_conn *c)
 }
 
 /* Close c after its input failed with rv (conn_input(), rec_open_feed()). */
-static void input_failed(struct lc_conn *c, int rv)
+static void conn_input_fail(struct lc_conn *c, int rv)
 {
 	struct lc_ctx *ctx = c->conn_ctx;
 
@@ -1451,8 +1453,8 @@ static void conn_read(struct lc_conn *c)
 	for (int i = 0; i < READS_PER_EVENT; i++) {
 		missing = rec_missing(c, &ct_len);
 		if (missing >= READ_DIRECT_MIN) {
-			/* The rest of a record an earlier read cut: into the
-			 * record buffer directly, not through buf and a copy. */
+			/* The rest of a record an earlier read cut: into
+			 * the record buffer directly, not through buf. */
 			got = conn_recv(c, c->conn_rec + c->conn_rec_len,
 					missing);
 			if (got == -EAGAIN)
@@ -1465,7 +1467,7 @@ static void conn_read(struct lc_conn *c)
 			c->conn_rec_len = 0;
 			rv = rec_open_feed(c, c->conn_rec, ct_len);
 			if (rv < 0) {
-				input_failed(c, (int)rv);
+				conn_input_fail(c, (int)rv);
 				return;
 			}
 			continue;
@@ -1485,7 +1487,7 @@ static void conn_read(struct lc_conn *c)
 				return;
 		}
 		if (rv < 0) {
-			input_failed(c, (int)rv);
+			conn_input_fail(c, (int)rv);
 			return;
 		}
 		if ((size_t)got < READ_BUF_SIZE)

@@ -739,9 +739,9 @@ struct proxy {
 	int px_replayed;
 	/* Dribble mode; offsets count node 1's bytes on this connection. */
 	size_t px_dribble;		/* bytes per pump, 0: off */
-	size_t px_sent;			/* forwarded; px_buf holds what follows */
-	size_t px_next_rec;		/* where the next record header starts */
-	bool px_tamper;			/* flip a byte in the next long record */
+	size_t px_sent;			/* forwarded; px_buf: what follows */
+	size_t px_next_rec;		/* where the next record starts */
+	bool px_tamper;			/* flip a byte in the next long one */
 	size_t px_tamper_at;		/* that byte, until flipped (0: none) */
 	int px_tampered;
 };
