@@ -60,8 +60,8 @@
  * connection or takes its sequence state.  From the FIN on, each side's
  * bytes are records: every batch that fill_out() builds for one write (and
  * each HELLO and lone ACK) is sealed as one AEAD record
- * (ChaCha20-Poly1305, or AES-256-GCM when both CPUs have AES-NI; OpenSSL's
- * EVP) whose nonce is the direction's record
+ * (ChaCha20-Poly1305, or when both CPUs have AES-NI AES-256-OCB from
+ * libgcrypt, or AES-256-GCM; auth.c) whose nonce is the direction's record
  * counter; the reader opens each record in order, where it lies in the
  * read buffer (rec_read_cut() completes one that a read cut), and feeds its
  * plaintext to the frame reassembler.  The cost is one AEAD per write, not
@@ -706,6 +706,16 @@ static void rec_end(struct lc_conn *c, size_t at)
 	ctx->ctx_stats.st_records_sealed++;
 }
 
+/* A record suite's name, for logs. */
+static const char *suite_name(uint32_t suite)
+{
+	switch (suite) {
+	case LC_SUITE_AESOCB: return "AES-256-OCB";
+	case LC_SUITE_AESGCM: return "AES-256-GCM";
+	}
+	return "ChaCha20-Poly1305";
+}
+
 /* Append our HELLO to the output buffer. */
 static void queue_hello(struct lc_conn *c)
 {
@@ -983,11 +993,11 @@ static void establish(struct lc_conn *c)
 	n->node_backoff_ms = 0;
 	n->node_retry_pending = false;
 	c->conn_ctx->ctx_stats.st_established++;
-	lc_log(c->conn_ctx, LOG_INFO, "connected to node %u (%s, %s)",
+	lc_log(c->conn_ctx, LOG_INFO, "connected to node %u (%s, %s%s)",
 	       n->node_id, c->conn_outgoing ? "outgoing" : "incoming",
-	       !c->conn_ctx->ctx_sec ? "plaintext" :
-	       c->conn_hs.hs_tx.ae_suite == LC_SUITE_AESGCM ?
-	       "key, AES-256-GCM" : "key, ChaCha20-Poly1305");
+	       c->conn_ctx->ctx_sec ? "key, " : "plaintext",
+	       c->conn_ctx->ctx_sec ? suite_name(c->conn_hs.hs_tx.ae_suite) :
+	       "");
 }
 
 /*
@@ -1104,11 +1114,6 @@ static int on_frame(void *arg, const struct lc_frame_hdr *h,
 }
 
 /* ---- the key handshake and records (LC_SEC_KEY) ------------------------ */
-
-static const char *suite_name(uint32_t suite)
-{
-	return suite == LC_SUITE_AESGCM ? "AES-256-GCM" : "ChaCha20-Poly1305";
-}
 
 /* The handshake failed or a record did not open: count it, say why. */
 static int auth_fail(struct lc_conn *c, const char *why)
