@@ -272,11 +272,40 @@ out:
 	return rv;
 }
 
+/* libgcrypt, made ready once per process: the version check initialises
+ * it.  No secure memory (OpenSSL's contexts, and the session keys, live in
+ * ordinary memory too); a program that initialised libgcrypt itself keeps
+ * its settings. */
+static bool gcrypt_ready(void)
+{
+	if (gcry_control(GCRYCTL_INITIALIZATION_FINISHED_P))
+		return true;
+	if (!gcry_check_version(GCRYPT_VERSION))
+		return false;
+	gcry_control(GCRYCTL_DISABLE_SECMEM, 0);
+	gcry_control(GCRYCTL_INITIALIZATION_FINISHED, 0);
+	return true;
+}
+
+/* Whether this libgcrypt runs AES-256-OCB (not in FIPS mode, say): a
+ * suite is offered only if a handshake that chooses it can key it. */
+static bool ocb_runs(void)
+{
+	gcry_cipher_hd_t h;
+
+	if (!gcrypt_ready() ||
+	    gcry_cipher_open(&h, GCRY_CIPHER_AES256, GCRY_CIPHER_MODE_OCB, 0))
+		return false;
+	gcry_cipher_close(h);
+	return true;
+}
+
 uint32_t lc_suites_local(void)
 {
 	if (sodium_init() < 0 || !crypto_aead_aes256gcm_is_available())
 		return LC_SUITE_CHACHA;
-	return LC_SUITE_CHACHA | LC_SUITE_AESGCM | LC_SUITE_AESOCB;
+	return LC_SUITE_CHACHA | LC_SUITE_AESGCM |
+	       (ocb_runs() ? LC_SUITE_AESOCB : 0);
 }
 
 uint32_t lc_suite_choose(uint32_t both)
@@ -577,21 +606,6 @@ static const EVP_CIPHER *suite_cipher(uint32_t suite)
 	case LC_SUITE_CHACHA: return EVP_chacha20_poly1305();
 	}
 	return NULL;
-}
-
-/* libgcrypt, made ready once per process: the version check initialises
- * it.  No secure memory (OpenSSL's contexts, and the session keys, live in
- * ordinary memory too); a program that initialised libgcrypt itself keeps
- * its settings. */
-static bool gcrypt_ready(void)
-{
-	if (gcry_control(GCRYCTL_INITIALIZATION_FINISHED_P))
-		return true;
-	if (!gcry_check_version(GCRYPT_VERSION))
-		return false;
-	gcry_control(GCRYCTL_DISABLE_SECMEM, 0);
-	gcry_control(GCRYCTL_INITIALIZATION_FINISHED, 0);
-	return true;
 }
 
 /* AES-256-OCB, 96-bit nonce, 128-bit tag (libgcrypt's defaults but the
