@@ -1,7 +1,7 @@
 /*
  * lowcomms/auth.h: the cluster key, the authentication handshake and the
  * sealed records of node-to-node traffic (handshake: libsodium; records:
- * OpenSSL's EVP AEADs).
+ * OpenSSL's EVP AEADs, and libgcrypt's AES-OCB).
  *
  * Pure code apart from lc_key_load() (which reads a file): no sockets, no
  * clock; the only allocation is each direction's cipher context, made when
@@ -34,12 +34,19 @@
  * in every case).  INIT offers a set, RESP names the one chosen. */
 #define LC_SUITE_CHACHA		1u	/* ChaCha20-Poly1305 (IETF): always */
 #define LC_SUITE_AESGCM		2u	/* AES-256-GCM: where the CPU has it */
-#define LC_SUITES_KNOWN		(LC_SUITE_CHACHA | LC_SUITE_AESGCM)
-/* The suites this machine runs well: AES-GCM only where the CPU has AES-NI
- * and carry-less multiply (libsodium's test), else ChaCha20-Poly1305 alone;
- * without them AES-GCM is slower than ChaCha20 and harder to make
- * constant-time. */
+#define LC_SUITE_AESOCB		4u	/* AES-256-OCB (RFC 7253): the same */
+#define LC_SUITES_KNOWN		(LC_SUITE_CHACHA | LC_SUITE_AESGCM | \
+				 LC_SUITE_AESOCB)
+/* The suites this machine runs well: the AES ones only where the CPU has
+ * AES-NI and carry-less multiply (libsodium's test), else ChaCha20-Poly1305
+ * alone; without them AES is slower than ChaCha20 and harder to make
+ * constant-time.  Of those both ends run, the acceptor chooses AES-OCB,
+ * then AES-GCM, then ChaCha20-Poly1305 (lc_suite_choose()): the fastest
+ * first (auth.c says why). */
 uint32_t lc_suites_local(void);
+/* The suite an acceptor chooses from the suites both ends run (a set that
+ * includes LC_SUITE_CHACHA). */
+uint32_t lc_suite_choose(uint32_t both);
 
 enum lc_hs_type {
 	LC_HS_INIT = 1,		/* initiator -> acceptor */
@@ -103,11 +110,14 @@ struct lc_keys {
 };
 
 /* One direction of a session: cipher and key (an OpenSSL cipher context,
- * the key already expanded) and record counter (the AEAD nonce).  Zeroed:
- * no cipher yet (lc_aead_init() keys it; lc_aead_wipe() frees it). */
+ * or for AES-OCB a libgcrypt one, the key already expanded) and record
+ * counter (the AEAD nonce).  Zeroed: no cipher yet (lc_aead_init() keys
+ * it; lc_aead_wipe() frees it). */
 struct evp_cipher_ctx_st;	/* OpenSSL's EVP_CIPHER_CTX */
+struct gcry_cipher_handle;	/* libgcrypt's, gcry_cipher_hd_t */
 struct lc_aead {
 	struct evp_cipher_ctx_st *ae_ctx;
+	struct gcry_cipher_handle *ae_ocb;
 	uint64_t ae_counter;
 	uint32_t ae_suite;
 	bool ae_seal;			/* sealing (else opening) */
@@ -115,9 +125,9 @@ struct lc_aead {
 
 #define LC_AEAD_KEY_LEN		32
 
-/* Key one direction for suite (LC_SUITE_AESGCM or LC_SUITE_CHACHA), to
- * seal records or to open them, counter 0.  ae must be zeroed or wiped.
- * 0, -EINVAL (unknown suite) or -ENOMEM. */
+/* Key one direction for suite (one LC_SUITE_*), to seal records or to
+ * open them, counter 0.  ae must be zeroed or wiped.  0, -EINVAL (unknown
+ * suite) or -ENOMEM. */
 int lc_aead_init(struct lc_aead *ae, uint32_t suite,
 		 const unsigned char key[LC_AEAD_KEY_LEN], bool seal);
 /* Free ae's cipher context (its key is wiped with it); ae is zeroed. */
@@ -156,8 +166,8 @@ void lc_keys_derive(const unsigned char cluster_key[LC_KEY_LEN],
 int lc_hs_start_initiator(struct lc_hs *hs, const struct lc_keys *keys,
 			  uint32_t local, uint32_t peer, uint32_t suites,
 			  unsigned char out[LC_HS_INIT_LEN]);
-/* Acceptor: wait for INIT; suites: what we can run.  AES-GCM is chosen
- * when both sides have it, else ChaCha20-Poly1305. */
+/* Acceptor: wait for INIT; suites: what we can run.  It chooses with
+ * lc_suite_choose() from what both sides run. */
 void lc_hs_start_acceptor(struct lc_hs *hs, const struct lc_keys *keys,
 			  uint32_t local, uint32_t suites);
 /* Acceptor, on INIT (raw: its bytes, m: parsed).  The caller has checked

@@ -60,11 +60,13 @@
  * connection or takes its sequence state.  From the FIN on, each side's
  * bytes are records: every batch that fill_out() builds for one write (and
  * each HELLO and lone ACK) is sealed as one AEAD record
- * (ChaCha20-Poly1305, or AES-256-GCM when both CPUs have AES-NI; OpenSSL's
- * EVP) whose nonce is the direction's record
- * counter; the reader opens each record in order and feeds its plaintext to
- * the frame reassembler.  The cost is one AEAD per write, not per message
- * (bench/bench-lowcomms.c measures it).  A record that fails to open (forged,
+ * (ChaCha20-Poly1305, or when both CPUs have AES-NI AES-256-OCB from
+ * libgcrypt, or AES-256-GCM; auth.c) whose nonce is the direction's record
+ * counter; the reader opens each record in order, where it lies in the
+ * read buffer (rec_read_cut() completes one that a read cut), and feeds its
+ * plaintext to the frame reassembler.  The cost is one AEAD per write, not
+ * per message, and no copy beyond the plaintext path's (bench/bench-lowcomms.c
+ * measures it).  A record that fails to open (forged,
  * replayed, reordered, corrupted) or a handshake that does not prove the key
  * closes the connection with a log line that says so (rate-limited for
  * connections that never became a node's); a node's queue then goes out
@@ -183,8 +185,13 @@
 
 /* Output buffer of a connection: frames are coalesced up to this size. */
 #define OUT_BUF_SIZE		(256 * 1024)
-/* One read buffer per context. */
+/* One read buffer per context: what one read asks for.  With a key the
+ * buffer has room for one whole record more (rbuf_cap()), see conn_read(). */
 #define READ_BUF_SIZE		(512 * 1024)
+/* A record that a read cut is read on straight into the connection's
+ * record buffer when at least this much of it is missing; less is read
+ * with what follows and copied (a system call costs more than the copy). */
+#define READ_DIRECT_MIN		(16 * 1024)
 /* Bounds on work per fd event, so one busy peer cannot starve others. */
 #define READS_PER_EVENT		16
 #define WRITES_PER_FLUSH	64
@@ -479,12 +486,28 @@ static struct lc_conn *fdmap_get(const struct lc_ctx *ctx, int fd)
 	return ctx->ctx_fdmap[fd];
 }
 
-static size_t out_cap(const struct lc_ctx *ctx)
+/* The largest batch of frames one write carries (one record's plaintext
+ * with a key), for a largest message of max_msg bytes. */
+static size_t batch_cap(size_t max_msg)
 {
 	/* Room for two of the largest frame (see LC_FAULT_DUPLICATE). */
-	size_t max_frame = 2 * (LC_FRAME_HDR_LEN + ctx->ctx_cfg.cfg_max_msg);
+	size_t max_frame = 2 * (LC_FRAME_HDR_LEN + max_msg);
 
 	return max_frame > OUT_BUF_SIZE ? max_frame : OUT_BUF_SIZE;
+}
+
+static size_t out_cap(const struct lc_ctx *ctx)
+{
+	return batch_cap(ctx->ctx_cfg.cfg_max_msg);
+}
+
+/* Size of a context's read buffer: a read's worth, and with a key room
+ * after it for the rest of the largest record a read can cut. */
+static size_t rbuf_cap(const struct lc_config *cfg)
+{
+	if (cfg->cfg_security != LC_SEC_KEY)
+		return READ_BUF_SIZE;
+	return READ_BUF_SIZE + LC_REC_OVERHEAD + batch_cap(cfg->cfg_max_msg);
 }
 
 /* What the loop is asked to watch when lowcomms wants `events`: a
@@ -681,6 +704,16 @@ static void rec_end(struct lc_conn *c, size_t at)
 	}
 	c->conn_out_len = at + len;
 	ctx->ctx_stats.st_records_sealed++;
+}
+
+/* A record suite's name, for logs. */
+static const char *suite_name(uint32_t suite)
+{
+	switch (suite) {
+	case LC_SUITE_AESOCB: return "AES-256-OCB";
+	case LC_SUITE_AESGCM: return "AES-256-GCM";
+	}
+	return "ChaCha20-Poly1305";
 }
 
 /* Append our HELLO to the output buffer. */
@@ -960,11 +993,11 @@ static void establish(struct lc_conn *c)
 	n->node_backoff_ms = 0;
 	n->node_retry_pending = false;
 	c->conn_ctx->ctx_stats.st_established++;
-	lc_log(c->conn_ctx, LOG_INFO, "connected to node %u (%s, %s)",
+	lc_log(c->conn_ctx, LOG_INFO, "connected to node %u (%s, %s%s)",
 	       n->node_id, c->conn_outgoing ? "outgoing" : "incoming",
-	       !c->conn_ctx->ctx_sec ? "plaintext" :
-	       c->conn_hs.hs_tx.ae_suite == LC_SUITE_AESGCM ?
-	       "key, AES-256-GCM" : "key, ChaCha20-Poly1305");
+	       c->conn_ctx->ctx_sec ? "key, " : "plaintext",
+	       c->conn_ctx->ctx_sec ? suite_name(c->conn_hs.hs_tx.ae_suite) :
+	       "");
 }
 
 /*
@@ -1081,11 +1114,6 @@ static int on_frame(void *arg, const struct lc_frame_hdr *h,
 }
 
 /* ---- the key handshake and records (LC_SEC_KEY) ------------------------ */
-
-static const char *suite_name(uint32_t suite)
-{
-	return suite == LC_SUITE_AESGCM ? "AES-256-GCM" : "ChaCha20-Poly1305";
-}
 
 /* The handshake failed or a record did not open: count it, say why. */
 static int auth_fail(struct lc_conn *c, const char *why)
@@ -1211,9 +1239,12 @@ static int rec_open_feed(struct lc_conn *c, unsigned char *rec, size_t ct_len)
 
 /* Take record bytes; each whole record is opened and its frames fed to the
  * reassembler.  A record wholly inside p is opened where it is (p is the
- * context's read buffer); only one cut by the end of a read is copied.
+ * context's read buffer).  One cut by the end of p is left there when
+ * keep_cut is set and its header is whole (conn_read() then reads its rest
+ * straight after it), else copied to the connection's record buffer.
  * Returns how many bytes were used, or a negative errno. */
-static ssize_t rec_feed(struct lc_conn *c, unsigned char *p, size_t len)
+static ssize_t rec_feed(struct lc_conn *c, unsigned char *p, size_t len,
+			bool keep_cut)
 {
 	size_t used = 0, take, ct_len = 0;
 	int rv;
@@ -1231,6 +1262,8 @@ static ssize_t rec_feed(struct lc_conn *c, unsigned char *p, size_t len)
 				used += LC_REC_HDR_LEN + ct_len;
 				continue;
 			}
+			if (keep_cut)
+				break;
 		}
 		if (c->conn_rec_len < LC_REC_HDR_LEN) {
 			rv = rec_reserve(c, LC_REC_HDR_LEN);
@@ -1268,10 +1301,15 @@ static ssize_t rec_feed(struct lc_conn *c, unsigned char *p, size_t len)
 }
 
 /* Bytes read on a connection: handshake, then records (or, without a key,
- * frames straight to the reassembler).  0 or a negative errno. */
-static int conn_input(struct lc_conn *c, unsigned char *p, size_t len)
+ * frames straight to the reassembler).  With keep_cut a record cut by the
+ * end of p may be left unused (rec_feed()).  Returns how many bytes were
+ * used, or a negative errno. */
+static ssize_t conn_input(struct lc_conn *c, unsigned char *p, size_t len,
+			  bool keep_cut)
 {
+	size_t total = len;
 	ssize_t used;
+	int rv;
 
 	if (!c->conn_ctx->ctx_sec) {
 		/* Say plainly why a keyed peer gets nowhere with us. */
@@ -1281,21 +1319,22 @@ static int conn_input(struct lc_conn *c, unsigned char *p, size_t len)
 				      "we have crypto = none";
 			return -EACCES;
 		}
-		return lc_reasm_feed(&c->conn_ra, p, len, on_frame, c);
+		rv = lc_reasm_feed(&c->conn_ra, p, len, on_frame, c);
+		return rv < 0 ? rv : (ssize_t)len;
 	}
 	while (len) {
 		if (c->conn_hs.hs_state != LC_HSS_DONE)
 			used = hs_feed(c, p, len);
 		else
-			used = rec_feed(c, p, len);
+			used = rec_feed(c, p, len, keep_cut);
 		if (used < 0)
-			return (int)used;
+			return used;
 		if (!used)
 			break;
 		p += used;
 		len -= (size_t)used;
 	}
-	return 0;
+	return (ssize_t)(total - len);
 }
 
 /* Close an accepted connection that failed authentication before it
@@ -1322,48 +1361,138 @@ static void reject(struct lc_conn *c)
 	conn_close(c, false);
 }
 
+/* Close c after its input failed with rv (conn_input(), rec_open_feed()). */
+static void conn_input_fail(struct lc_conn *c, int rv)
+{
+	struct lc_ctx *ctx = c->conn_ctx;
+
+	if (rv == CLOSE_QUIETLY) {
+		conn_close(c, false);
+		return;
+	}
+	ctx->ctx_stats.st_rejected++;
+	if (rv == -EACCES && c->conn_why) {
+		if (!c->conn_node) {
+			/* Not (yet) a node's connection: a stranger may make
+			 * many, so the log is rate-limited. */
+			reject(c);
+			return;
+		}
+		conn_fail(c, LOG_WARNING, c->conn_why, 0);
+		return;
+	}
+	conn_fail(c, LOG_WARNING,
+		  c->conn_ra.ra_err == LC_FERR_STOPPED ? "protocol error" :
+		  lc_frame_err_str(c->conn_ra.ra_err), rv);
+}
+
+/* Read at most len bytes from c into buf: how many (not 0), or -EAGAIN,
+ * or another negative errno once c has been failed (end of file, error). */
+static ssize_t conn_recv(struct lc_conn *c, unsigned char *buf, size_t len)
+{
+	struct lc_ctx *ctx = c->conn_ctx;
+	ssize_t got = ctx->ctx_tr->tr_recv(&c->conn_sock, buf, len);
+
+	if (got == -EAGAIN)
+		return got;
+	if (got == 0) {
+		conn_fail(c, LOG_INFO, "closed by peer", 0);
+		return -EPIPE;
+	}
+	if (got < 0) {
+		conn_fail(c, LOG_INFO, "read error", (int)got);
+		return got;
+	}
+	ctx->ctx_stats.st_reads++;
+	return got;
+}
+
+/* With a key, the bytes still missing of the record c has begun to read
+ * into its record buffer (its header whole there), else 0; *ct_len: the
+ * length the header announces. */
+static size_t rec_missing(const struct lc_conn *c, size_t *ct_len)
+{
+	if (!c->conn_ctx->ctx_sec || c->conn_hs.hs_state != LC_HSS_DONE ||
+	    c->conn_rec_len < LC_REC_HDR_LEN)
+		return 0;
+	*ct_len = lc_rec_ct_len(c->conn_rec, out_cap(c->conn_ctx));
+	if (!*ct_len || LC_REC_HDR_LEN + *ct_len > c->conn_rec_cap)
+		return 0;	/* rec_feed() fails it */
+	return LC_REC_HDR_LEN + *ct_len - c->conn_rec_len;
+}
+
+/*
+ * A read cut a record: its start is at buf + used, buf + got is the end of
+ * the read.  Its rest is usually in the socket already, so it is read
+ * straight after it (the read buffer has room for a whole record more,
+ * rbuf_cap()) and the record is opened where it lies, with no copy; what
+ * has not arrived yet goes to the record buffer with the start, and later
+ * reads put the rest there directly.  Returns what conn_input() returns
+ * for the bytes from buf + used on, or a negative errno with *closed set
+ * if the read failed (c has then been failed already).
+ */
+static ssize_t rec_read_cut(struct lc_conn *c, unsigned char *buf,
+			    size_t used, size_t got, bool *closed)
+{
+	size_t rec_len = LC_REC_HDR_LEN + lc_get_le32(buf + used);
+	ssize_t more;
+
+	more = conn_recv(c, buf + got, rec_len - (got - used));
+	if (more < 0 && more != -EAGAIN) {
+		*closed = true;
+		return more;
+	}
+	if (more > 0)
+		got += (size_t)more;
+	return conn_input(c, buf + used, got - used, false);
+}
+
 static void conn_read(struct lc_conn *c)
 {
 	struct lc_ctx *ctx = c->conn_ctx;
-	ssize_t got;
-	int rv;
+	unsigned char *buf = ctx->ctx_rbuf;
+	size_t missing, ct_len = 0;
+	bool closed = false;
+	ssize_t got, rv;
 
 	for (int i = 0; i < READS_PER_EVENT; i++) {
-		got = ctx->ctx_tr->tr_recv(&c->conn_sock, ctx->ctx_rbuf,
-					   READ_BUF_SIZE);
-		if (got == 0) {
-			conn_fail(c, LOG_INFO, "closed by peer", 0);
-			return;
-		}
-		if (got == -EAGAIN)
-			break;
-		if (got < 0) {
-			conn_fail(c, LOG_INFO, "read error", (int)got);
-			return;
-		}
-		ctx->ctx_stats.st_reads++;
-		rv = conn_input(c, ctx->ctx_rbuf, (size_t)got);
-		if (rv == CLOSE_QUIETLY) {
-			conn_close(c, false);
-			return;
-		}
-		if (rv == -EACCES && c->conn_why) {
-			ctx->ctx_stats.st_rejected++;
-			if (!c->conn_node) {
-				/* Not (yet) a node's connection: a stranger
-				 * may make many, so the log is rate-limited. */
-				reject(c);
+		missing = rec_missing(c, &ct_len);
+		if (missing >= READ_DIRECT_MIN) {
+			/* The rest of a record an earlier read cut: into
+			 * the record buffer directly, not through buf. */
+			got = conn_recv(c, c->conn_rec + c->conn_rec_len,
+					missing);
+			if (got == -EAGAIN)
+				break;
+			if (got < 0)
+				return;
+			c->conn_rec_len += (size_t)got;
+			if ((size_t)got < missing)
+				break;		/* the socket is drained */
+			c->conn_rec_len = 0;
+			rv = rec_open_feed(c, c->conn_rec, ct_len);
+			if (rv < 0) {
+				conn_input_fail(c, (int)rv);
 				return;
 			}
-			conn_fail(c, LOG_WARNING, c->conn_why, 0);
+			continue;
+		}
+		got = conn_recv(c, buf, READ_BUF_SIZE);
+		if (got == -EAGAIN)
+			break;
+		if (got < 0)
 			return;
+		rv = conn_input(c, buf, (size_t)got, true);
+		if (rv >= 0 && rv < got && ctx->ctx_sec &&
+		    c->conn_hs.hs_state == LC_HSS_DONE && !c->conn_rec_len &&
+		    (size_t)(got - rv) >= LC_REC_HDR_LEN) {
+			rv = rec_read_cut(c, buf, (size_t)rv, (size_t)got,
+					  &closed);
+			if (closed)
+				return;
 		}
 		if (rv < 0) {
-			ctx->ctx_stats.st_rejected++;
-			conn_fail(c, LOG_WARNING,
-				  c->conn_ra.ra_err == LC_FERR_STOPPED ?
-				  "protocol error" :
-				  lc_frame_err_str(c->conn_ra.ra_err), rv);
+			conn_input_fail(c, (int)rv);
 			return;
 		}
 		if ((size_t)got < READ_BUF_SIZE)
@@ -1371,7 +1500,7 @@ static void conn_read(struct lc_conn *c)
 	}
 	rv = conn_flush(c);
 	if (rv < 0)
-		conn_fail(c, LOG_INFO, "write error", rv);
+		conn_fail(c, LOG_INFO, "write error", (int)rv);
 }
 
 /* Close a connection from a stranger; log it, at a limited rate. */
@@ -1605,7 +1734,7 @@ struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		goto fail;
-	ctx->ctx_rbuf = malloc(READ_BUF_SIZE);
+	ctx->ctx_rbuf = malloc(rbuf_cap(cfg));
 	if (!ctx->ctx_rbuf)
 		goto fail_ctx;
 	rv = tr->tr_open(cfg, &ctx->ctx_tr_state);

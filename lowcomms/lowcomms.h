@@ -105,7 +105,7 @@ struct lc_config {
 	unsigned char cfg_key[LC_KEY_LEN];
 	/* LC_SEC_KEY: record ciphers we offer and accept, a set of auth.h's
 	 * LC_SUITE_*; 0 = every one this CPU runs.  ChaCha20-Poly1305 is
-	 * always in (tests use 1 to force it where AES-GCM would win). */
+	 * always in (tests use 1 to force it where an AES suite would win). */
 	uint32_t cfg_suites;
 };
 

@@ -11,8 +11,8 @@
  *    (RESP) holding a fixed key: a FIN or RESP can never pass, because the
  *    fuzzer cannot make a MAC without the key.
  *  - What is left, if byte 0 says so, is opened as records with a session
- *    key the fuzzer does not know (ChaCha20-Poly1305, or AES-256-GCM if
- *    byte 0 says so and the CPU has it): nothing may open.
+ *    key the fuzzer does not know (ChaCha20-Poly1305, or AES-256-GCM or
+ *    AES-256-OCB if byte 0 says so and the CPU has AES): nothing may open.
  * Once per process a real handshake between two parties is run to check
  * that the fixed key does work.  Any violation traps.
  */
@@ -58,8 +58,10 @@ static void self_test(uint32_t offer, uint32_t can)
 	check(lc_hs_parse(fin, sizeof(fin), &m, &used) == LC_HSERR_NONE);
 	check(lc_hs_on_fin(&b, &m, fin) == LC_HSERR_NONE);
 	check(a.hs_tx.ae_suite == b.hs_rx.ae_suite);
-	check(a.hs_tx.ae_suite == ((offer & can & LC_SUITE_AESGCM) ?
-				   LC_SUITE_AESGCM : LC_SUITE_CHACHA));
+	check(a.hs_tx.ae_suite == lc_suite_choose(offer & can));
+	check(offer == LC_SUITE_CHACHA || can == LC_SUITE_CHACHA ||
+	      (lc_suites_local() & LC_SUITE_AESOCB) == 0 ||
+	      a.hs_tx.ae_suite == LC_SUITE_AESOCB);
 	memcpy(rec + LC_REC_HDR_LEN, "hello", 5);
 	used = lc_rec_seal(&a.hs_tx, rec, 5);
 	check(used == 5 + LC_REC_OVERHEAD);
@@ -144,12 +146,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (mode & 1) {
 		unsigned char sess[LC_AEAD_KEY_LEN];
 
-		/* Either suite, by the mode byte. */
+		/* Any suite, by the mode byte. */
+		uint32_t suite = (mode & 4) ? LC_SUITE_AESOCB :
+				 (mode & 2) ? LC_SUITE_AESGCM : LC_SUITE_CHACHA;
+
+		if (!(lc_suites_local() & suite))
+			suite = LC_SUITE_CHACHA;
 		memset(sess, 0x17, sizeof(sess));
-		check(lc_aead_init(&rx, (mode & 2) && (lc_suites_local() &
-							LC_SUITE_AESGCM) ?
-				   LC_SUITE_AESGCM : LC_SUITE_CHACHA, sess,
-				   false) == 0);
+		check(lc_aead_init(&rx, suite, sess, false) == 0);
 		while (size - pos >= LC_REC_HDR_LEN) {
 			size_t ct = lc_rec_ct_len(data + pos,
 						  sizeof(rec) - LC_REC_OVERHEAD);

@@ -12,10 +12,14 @@
  *  - a recorded record replayed into a live connection (through a proxy
  *    that copies a whole record): the connection is killed, the reliable
  *    layer resends, and everything arrives exactly once;
+ *  - records cut anywhere by the reads (the proxy passes a few KiB at a
+ *    time), so that their rest is read straight into the record buffer,
+ *    and a byte flipped in such a rest: refused as a replay is;
  *  - the key file rules (missing, short, readable by others, a symlink);
  *  - the records themselves: byte for byte what libsodium's AEADs make
  *    (the earlier releases' record layer, and an independent check of
- *    OpenSSL's), and a record that fails leaves no plaintext behind.
+ *    OpenSSL's), and for AES-OCB (libgcrypt's) what OpenSSL's makes; a
+ *    record that fails leaves no plaintext behind.
  * Each refusal must leave a log line saying why, and the real traffic must
  * be delivered exactly once and the real connection never replaced.
  * Every wait is bounded (WAIT_MS).
@@ -37,6 +41,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <openssl/evp.h>
 #include <sodium.h>
 
 #include "lowcomms/auth.h"
@@ -329,6 +334,17 @@ static void test_handshake_rules(void **state)
 	assert_int_equal(lc_hs_parse(resp2, sizeof(resp2), &m, &used),
 			 LC_HSERR_NONE);
 	assert_int_equal(lc_hs_on_resp(&a2, &m, resp2, fin2), LC_HSERR_MAC);
+	/* So is AES-OCB, the first choice, turned into AES-GCM. */
+	lc_hs_start_initiator(&a2, &keys, 1, 2, LC_SUITES_KNOWN, init2);
+	lc_hs_start_acceptor(&b2, &keys, 2, LC_SUITES_KNOWN);
+	assert_int_equal(lc_hs_parse(init2, sizeof(init2), &m, &used),
+			 LC_HSERR_NONE);
+	assert_int_equal(lc_hs_on_init(&b2, &m, init2, resp2), LC_HSERR_NONE);
+	assert_int_equal(lc_get_le32(resp2 + LC_HS_HDR_LEN), LC_SUITE_AESOCB);
+	lc_put_le32(resp2 + LC_HS_HDR_LEN, LC_SUITE_AESGCM);
+	assert_int_equal(lc_hs_parse(resp2, sizeof(resp2), &m, &used),
+			 LC_HSERR_NONE);
+	assert_int_equal(lc_hs_on_resp(&a2, &m, resp2, fin2), LC_HSERR_MAC);
 	/* ... and a choice that was not offered is refused outright. */
 	lc_hs_start_initiator(&a2, &keys, 1, 2, LC_SUITE_CHACHA, init2);
 	lc_hs_start_acceptor(&b2, &keys, 2, both);
@@ -382,13 +398,41 @@ static void test_handshake_rules(void **state)
 	lc_hs_wipe(&b2);
 }
 
-/* ---- the record layer against libsodium --------------------------------- */
+/* ---- the record layer against libsodium and OpenSSL --------------------- */
 
-/* libsodium's view of one record: seal (or open) ptlen bytes at
- * rec + LC_REC_HDR_LEN with key and counter, as the records were made
- * with libsodium before OpenSSL (auth.c's RECORDS paragraph). */
-static size_t sodium_seal(uint32_t suite, const unsigned char *key,
-			  uint64_t counter, unsigned char *rec, size_t ptlen)
+/* OpenSSL's AES-256-OCB (96-bit nonce, 128-bit tag) of one record, in
+ * place: seal (ct_len 0) or open (ct_len: ciphertext and tag); 0 or -1. */
+static int openssl_ocb(const unsigned char *key, const unsigned char *nonce,
+		       unsigned char *rec, size_t ptlen, size_t ct_len)
+{
+	EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
+	unsigned char *p = rec + LC_REC_HDR_LEN;
+	bool seal = !ct_len;
+	size_t len = seal ? ptlen : ct_len - LC_REC_TAG_LEN;
+	int n = 0, f = 0, ok;
+
+	assert_non_null(x);
+	ok = EVP_CipherInit_ex2(x, EVP_aes_256_ocb(), NULL, NULL, seal,
+				NULL) == 1 &&
+	     EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_SET_IVLEN, 12, NULL) == 1 &&
+	     EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_SET_TAG, LC_REC_TAG_LEN,
+				 seal ? NULL : p + len) == 1 &&
+	     EVP_CipherInit_ex2(x, NULL, key, nonce, seal, NULL) == 1 &&
+	     EVP_CipherUpdate(x, NULL, &n, rec, LC_REC_HDR_LEN) == 1 &&
+	     EVP_CipherUpdate(x, p, &n, p, (int)len) == 1 &&
+	     EVP_CipherFinal_ex(x, p + n, &f) == 1 &&
+	     (!seal || EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_GET_TAG,
+					   LC_REC_TAG_LEN, p + len) == 1);
+	EVP_CIPHER_CTX_free(x);
+	return ok ? 0 : -1;
+}
+
+/* A reference view of one record: seal (or open) ptlen bytes at
+ * rec + LC_REC_HDR_LEN with key and counter, as libsodium makes them (the
+ * records before OpenSSL, auth.c's RECORDS paragraph), and for AES-OCB,
+ * which libsodium lacks, as OpenSSL does. */
+static size_t ref_seal(uint32_t suite, const unsigned char *key,
+		       uint64_t counter, unsigned char *rec, size_t ptlen)
 {
 	unsigned char nonce[12] = { 0 };
 	unsigned long long clen = 0;
@@ -396,7 +440,10 @@ static size_t sodium_seal(uint32_t suite, const unsigned char *key,
 	for (int i = 0; i < 8; i++)
 		nonce[i] = (unsigned char)(counter >> (8 * i));
 	lc_put_le32(rec, (uint32_t)(ptlen + LC_REC_TAG_LEN));
-	if (suite == LC_SUITE_AESGCM)
+	if (suite == LC_SUITE_AESOCB) {
+		assert_int_equal(openssl_ocb(key, nonce, rec, ptlen, 0), 0);
+		clen = ptlen + LC_REC_TAG_LEN;
+	} else if (suite == LC_SUITE_AESGCM)
 		crypto_aead_aes256gcm_encrypt(rec + LC_REC_HDR_LEN, &clen,
 					      rec + LC_REC_HDR_LEN, ptlen, rec,
 					      LC_REC_HDR_LEN, NULL, nonce, key);
@@ -407,14 +454,16 @@ static size_t sodium_seal(uint32_t suite, const unsigned char *key,
 	return LC_REC_HDR_LEN + (size_t)clen;
 }
 
-static int sodium_open(uint32_t suite, const unsigned char *key,
-		       uint64_t counter, unsigned char *rec, size_t ct_len)
+static int ref_open(uint32_t suite, const unsigned char *key,
+		    uint64_t counter, unsigned char *rec, size_t ct_len)
 {
 	unsigned char nonce[12] = { 0 };
 	unsigned long long mlen = 0;
 
 	for (int i = 0; i < 8; i++)
 		nonce[i] = (unsigned char)(counter >> (8 * i));
+	if (suite == LC_SUITE_AESOCB)
+		return openssl_ocb(key, nonce, rec, 0, ct_len);
 	if (suite == LC_SUITE_AESGCM)
 		return crypto_aead_aes256gcm_decrypt(
 			rec + LC_REC_HDR_LEN, &mlen, NULL, rec + LC_REC_HDR_LEN,
@@ -427,16 +476,18 @@ static int sodium_open(uint32_t suite, const unsigned char *key,
 /*
  * Each suite the machine runs, at record sizes around the AEADs' block
  * and bulk boundaries: a record lc_rec_seal() makes is byte for byte the
- * one libsodium makes with the same key and counter, and libsodium's
- * opens with lc_rec_open(), counter after counter.  A changed byte, a
- * direction used the wrong way, or a record out of turn does not open, and
- * a failed open leaves zeros, not unauthenticated plaintext.
+ * one libsodium (for AES-OCB, OpenSSL) makes with the same key and
+ * counter, and theirs opens with lc_rec_open(), counter after counter.  A
+ * changed byte, a direction used the wrong way, or a record out of turn
+ * does not open, and a failed open leaves zeros, not unauthenticated
+ * plaintext.
  */
 static void test_record_layer(void **state)
 {
 	static const size_t sizes[] = { 1, 15, 16, 17, 64, 255, 256, 288,
 					1056, 4099, 65536 + 7 };
-	uint32_t suites[2] = { LC_SUITE_CHACHA, LC_SUITE_AESGCM };
+	uint32_t suites[3] = { LC_SUITE_CHACHA, LC_SUITE_AESGCM,
+			       LC_SUITE_AESOCB };
 	size_t max = 65536 + 7 + LC_REC_OVERHEAD;
 	unsigned char *a = malloc(max), *b = malloc(max), *pt = malloc(max);
 	unsigned char key[LC_AEAD_KEY_LEN];
@@ -453,7 +504,7 @@ static void test_record_layer(void **state)
 	for (size_t i = 0; i < max; i++)
 		pt[i] = (unsigned char)(i * 13 + 5);
 	assert_int_equal(lc_aead_init(&tx, 3, key, true), -EINVAL);
-	for (int si = 0; si < 2; si++) {
+	for (int si = 0; si < 3; si++) {
 		uint32_t suite = suites[si];
 
 		if (!(lc_suites_local() & suite))
@@ -464,15 +515,15 @@ static void test_record_layer(void **state)
 			size_t n = sizes[k];
 			uint64_t ctr = tx.ae_counter;
 
-			/* Ours, then libsodium's, of the same record. */
+			/* Ours, then the reference's, of the same record. */
 			memcpy(a + LC_REC_HDR_LEN, pt, n);
 			len = lc_rec_seal(&tx, a, n);
 			assert_int_equal(len, n + LC_REC_OVERHEAD);
 			memcpy(b + LC_REC_HDR_LEN, pt, n);
-			assert_int_equal(sodium_seal(suite, key, ctr, b, n), len);
+			assert_int_equal(ref_seal(suite, key, ctr, b, n), len);
 			assert_memory_equal(a, b, len);
-			/* libsodium opens ours. */
-			assert_int_equal(sodium_open(suite, key, ctr, b,
+			/* The reference opens ours. */
+			assert_int_equal(ref_open(suite, key, ctr, b,
 						     len - LC_REC_HDR_LEN), 0);
 			assert_memory_equal(b + LC_REC_HDR_LEN, pt, n);
 			/* A sealing direction does not open. */
@@ -486,9 +537,9 @@ static void test_record_layer(void **state)
 			for (size_t j = 0; j < n; j++)
 				assert_int_equal(a[LC_REC_HDR_LEN + j], 0);
 			assert_int_equal(rx.ae_counter, ctr);
-			/* The record libsodium makes, whole: opens, once. */
+			/* The reference's record, whole: opens, once. */
 			memcpy(b + LC_REC_HDR_LEN, pt, n);
-			sodium_seal(suite, key, ctr, b, n);
+			ref_seal(suite, key, ctr, b, n);
 			memcpy(a, b, len);
 			assert_int_equal(lc_rec_open(&rx, b, len - LC_REC_HDR_LEN,
 						     &got), 0);
@@ -499,12 +550,13 @@ static void test_record_layer(void **state)
 		}
 		/* A record from two counters ahead does not open either. */
 		memcpy(b + LC_REC_HDR_LEN, pt, 100);
-		sodium_seal(suite, key, rx.ae_counter + 1, b, 100);
+		ref_seal(suite, key, rx.ae_counter + 1, b, 100);
 		assert_int_equal(lc_rec_open(&rx, b, 100 + LC_REC_TAG_LEN, &got),
 				 -EBADMSG);
 		lc_aead_wipe(&tx);
 		lc_aead_wipe(&rx);
 		assert_null(tx.ae_ctx);
+		assert_null(tx.ae_ocb);
 	}
 	/* No cipher: nothing seals, nothing opens. */
 	memset(&tx, 0, sizeof(tx));
@@ -673,24 +725,25 @@ static void test_wrong_key(void **state)
 	h_world_free(w);
 }
 
-/* Node 1 offers ChaCha20-Poly1305 only (a CPU without AES-NI): both
- * directions use it, whatever node 2 could run, and traffic flows. */
-static void test_cipher_choice(void **state)
+/* Node 1 offers ChaCha20-Poly1305 only (a CPU without AES-NI), or all
+ * but AES-OCB (a node built before it), or everything: both directions
+ * use ChaCha20-Poly1305, AES-GCM, AES-OCB (where this CPU runs AES well),
+ * whatever node 2 could run, and traffic flows. */
+static void cipher_choice(uint32_t offer, const char *needle)
 {
 	struct h_world *w = malloc(sizeof(*w));
 	struct lc_config cfg;
 
-	(void)state;
 	assert_non_null(w);
 	h_world_init(w);
 	w->w_config = auth_config;
 	auth_config(&cfg, 1, LOOPBACK);
-	cfg.cfg_suites = LC_SUITE_CHACHA;
+	cfg.cfg_suites = offer;
 	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, &cfg), 0);
 	assert_int_equal(h_ep_start(w, 1, LOOPBACK, 0, NULL), 0);
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(h_ep_add_peers(w, i), 0);
-		w->w_eps[i].ep_log_needle = "key (ChaCha20-Poly1305)";
+		w->w_eps[i].ep_log_needle = needle;
 	}
 	traffic(w, 2000);
 	/* One line at each end of each connection (the needle is a debug
@@ -703,6 +756,18 @@ static void test_cipher_choice(void **state)
 	h_world_free(w);
 }
 
+static void test_cipher_choice(void **state)
+{
+	bool aes = lc_suites_local() & LC_SUITE_AESOCB;
+
+	(void)state;
+	cipher_choice(LC_SUITE_CHACHA, "key (ChaCha20-Poly1305)");
+	cipher_choice(LC_SUITE_CHACHA | LC_SUITE_AESGCM,
+		      aes ? "key (AES-256-GCM)" : "key (ChaCha20-Poly1305)");
+	cipher_choice(LC_SUITES_KNOWN,
+		      aes ? "key (AES-256-OCB)" : "key (ChaCha20-Poly1305)");
+}
+
 /* ---- replays, through a recording proxy ------------------------------------ */
 
 /*
@@ -711,9 +776,14 @@ static void test_cipher_choice(void **state)
  * FIN of each connection) so that a whole record can be sent twice; the
  * bytes of the first connection are recorded.  Node 2 -> node 1 bytes pass
  * untouched.  Traffic is kept small, so the loopback buffers never fill.
+ * In dribble mode (px_dribble) node 1's bytes go on px_dribble at a time,
+ * one piece per pump whatever the record boundaries, and with px_tamper
+ * one byte PX_TAMPER_AT into the next record longer than twice that is
+ * flipped on its way.
  */
 #define PX_BUF		(1 << 20)
 #define PX_HS_BYTES	(LC_HS_INIT_LEN + LC_HS_FIN_LEN)
+#define PX_TAMPER_AT	(40 * 1024)
 
 struct proxy {
 	int px_listen;
@@ -729,6 +799,13 @@ struct proxy {
 	size_t px_rec_len;
 	bool px_replay;			/* send the next whole record twice */
 	int px_replayed;
+	/* Dribble mode; offsets count node 1's bytes on this connection. */
+	size_t px_dribble;		/* bytes per pump, 0: off */
+	size_t px_sent;			/* forwarded; px_buf: what follows */
+	size_t px_next_rec;		/* where the next record starts */
+	bool px_tamper;			/* flip a byte in the next long one */
+	size_t px_tamper_at;		/* that byte, until flipped (0: none) */
+	int px_tampered;
 };
 
 static void proxy_init(struct proxy *px, int dst_port)
@@ -770,6 +847,56 @@ static void proxy_fini(struct proxy *px)
 static bool px_send(int fd, const void *buf, size_t len)
 {
 	return send(fd, buf, len, MSG_NOSIGNAL) == (ssize_t)len;
+}
+
+/* Dribble mode: walk the record headers that have arrived, and flip the
+ * byte to tamper with once it is there. */
+static void proxy_scan(struct proxy *px)
+{
+	size_t at, n;
+
+	for (;;) {
+		if (px->px_tamper_at) {
+			if (px->px_tamper_at >= px->px_sent + px->px_len)
+				return;
+			px->px_buf[px->px_tamper_at - px->px_sent] ^= 0x01;
+			px->px_tamper_at = 0;
+			px->px_tampered++;
+		}
+		at = px->px_next_rec - px->px_sent;
+		if (at + LC_REC_HDR_LEN > px->px_len)
+			return;
+		n = LC_REC_HDR_LEN + lc_get_le32(px->px_buf + at);
+		if (px->px_tamper && n > 2 * PX_TAMPER_AT) {
+			px->px_tamper = false;
+			px->px_tamper_at = px->px_next_rec + PX_TAMPER_AT;
+		}
+		px->px_next_rec += n;
+	}
+}
+
+/* Dribble mode: forward the next piece, never past a record header not yet
+ * read whole or the byte still to be flipped. */
+static void proxy_dribble(struct proxy *px)
+{
+	size_t end = px->px_sent + px->px_len, n;
+
+	if (px->px_next_rec < end)
+		end = px->px_next_rec;
+	if (px->px_tamper_at && px->px_tamper_at < end)
+		end = px->px_tamper_at;
+	n = end - px->px_sent;
+	if (n > px->px_dribble)
+		n = px->px_dribble;
+	if (!n)
+		return;
+	if (!px_send(px->px_server, px->px_buf, n)) {
+		proxy_drop(px);
+		return;
+	}
+	memmove(px->px_buf, px->px_buf + n, px->px_len - n);
+	px->px_len -= n;
+	px->px_sent += n;
 }
 
 /* Forward what can be forwarded of node 1's bytes. */
@@ -820,6 +947,8 @@ static void proxy_pump(struct proxy *px)
 	};
 	ssize_t n;
 
+	if (px->px_dribble && px->px_server >= 0)
+		proxy_dribble(px);
 	if (poll(p, 3, 0) <= 0)
 		return;
 	if ((p[0].revents & POLLIN) && px->px_client < 0) {
@@ -835,6 +964,9 @@ static void proxy_pump(struct proxy *px)
 					 sizeof(sa)), 0);
 		px->px_hs_left = PX_HS_BYTES;
 		px->px_len = 0;
+		px->px_sent = 0;
+		px->px_next_rec = PX_HS_BYTES;
+		px->px_tamper_at = 0;
 		px->px_conns++;
 		return;
 	}
@@ -852,7 +984,10 @@ static void proxy_pump(struct proxy *px)
 			px->px_rec_len += (size_t)n;
 		}
 		px->px_len += (size_t)n;
-		proxy_forward(px);
+		if (px->px_dribble)
+			proxy_scan(px);
+		else
+			proxy_forward(px);
 	}
 	if (p[2].revents) {
 		n = recv(px->px_server, buf, sizeof(buf), MSG_DONTWAIT);
@@ -935,6 +1070,49 @@ static void test_replayed_record(void **state)
 	proxy_fini(&px);
 }
 
+/* Records cut anywhere by node 2's reads, a large one arriving over many
+ * reads (its rest read straight into the record buffer): all delivered once
+ * and in order.  Then a byte flipped deep inside a large record: node 2
+ * refuses it, and the messages arrive exactly once over a new connection. */
+#define CUT_MSGS	2000
+#define CUT_MSG_EXTRA	1000
+#define CUT_DRIBBLE	3001	/* odd, so cuts fall in headers too */
+
+static void test_records_cut_by_reads(void **state)
+{
+	static struct proxy px;
+	struct h_world *w = proxied_world(&px);
+	struct px_wait pw = { &px, h_acked };
+	struct lc_stats st;
+
+	(void)state;
+	px.px_dribble = CUT_DRIBBLE;
+	w->w_eps[0].ep_msg_extra = CUT_MSG_EXTRA;
+	w->w_eps[1].ep_log_needle = REPLAY_NEEDLE;
+	assert_int_equal(h_send(w, 0, 1, CUT_MSGS), CUT_MSGS);
+	assert_true(h_run_until(w, px_until, &pw, WAIT_MS));
+	st = stats(w, 1);
+	assert_int_equal(st.st_auth_failed, 0);
+	assert_int_equal(px.px_conns, 1);
+	assert_int_equal(w->w_eps[1].ep_rx_total, CUT_MSGS);
+	/* It did come in pieces. */
+	assert_true(st.st_reads > CUT_MSGS * CUT_MSG_EXTRA / PX_BUF);
+
+	px.px_tamper = true;
+	assert_int_equal(h_send(w, 0, 1, CUT_MSGS), CUT_MSGS);
+	assert_true(h_run_until(w, px_until, &pw, WAIT_MS));
+	assert_int_equal(px.px_tampered, 1);
+	assert_int_equal(w->w_eps[1].ep_log_hits, 1);
+	st = stats(w, 1);
+	assert_int_equal(st.st_auth_failed, 1);
+	assert_int_equal(px.px_conns, 2);
+	assert_int_equal(w->w_eps[1].ep_rx_total, 2 * CUT_MSGS);
+	assert_int_equal(st.st_peer_restarts, 0);
+	assert_clean(w);
+	h_world_free(w);
+	proxy_fini(&px);
+}
+
 /* The first connection's bytes from node 1 (INIT, FIN, records), replayed
  * whole on a new connection from node 1's address: node 2 answers the INIT
  * with a fresh nonce, so the old FIN does not prove anything. */
@@ -986,6 +1164,7 @@ int main(void)
 		cmocka_unit_test(test_wrong_key),
 		cmocka_unit_test(test_cipher_choice),
 		cmocka_unit_test(test_replayed_record),
+		cmocka_unit_test(test_records_cut_by_reads),
 		cmocka_unit_test(test_replayed_handshake),
 	};
 
