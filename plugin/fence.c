@@ -173,9 +173,14 @@
  *    time.  A node that dies takes its agent with it.
  *  - A node removed for lost frames (DLMD_FAIL_REMOVED) is fenced at
  *    once by the remover, before the others record its failure: they do
- *    not count that fencing and fence it once more.  Likewise a node
- *    fenced while its dlmd is still in the group may leave it after
- *    the fencing ends: a new failure (node-down), fenced again.
+ *    not count that fencing and fence it once more.  A node fenced
+ *    while its dlmd is still in the group, which leaves it after the
+ *    fencing ends, is not fenced again by the fencer or by those that
+ *    counted its DONE: its incarnation (the time of its latest join)
+ *    was the one the claim was taken against (fn_fenced_joined_at).
+ *    A daemon that only learned of the failure (fn_learned), or a
+ *    fencing by pacemaker or fence_ack, does not know which incarnation
+ *    it stopped and records the leave as a new failure.
  *  - Without a daemon group (membership = none) a daemon fences by
  *    itself.
  */
