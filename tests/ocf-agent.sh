@@ -396,12 +396,18 @@ for w in "fencing node 2 (pacemaker: not fenced yet)" \
 	 "fencing node 2 (fence_command, attempt 3)" \
 	 "fencing node 2 (fence_command by node 3)" \
 	 "fencing node 2 (dlmctl fence_ack)" \
-	 "quorum (to start)"; do
+	 "quorum (to start)" \
+	 "reply (2 operations wait for a remote reply; nothing received for 12 s)"; do
 	for p in "" n3 n2; do
 		fake_monitor 0 "monitor: '$w', fencer pending on '${p:-none}'" \
 			FAKE_WAIT="$w" FAKE_PENDING="$p"
 		[ -n "$p" ] && continue
-		grep -qF "waits for: $w (lockspace ocf-ls)" "$dir/agent.out" ||
+		# (a stalled lockspace's seconds of silence are left out)
+		case $w in
+		*"; nothing received"*) want="${w%; nothing received*})" ;;
+		*) want=$w ;;
+		esac
+		grep -qF "waits for: $want (lockspace ocf-ls)" "$dir/agent.out" ||
 			fail "monitor does not report '$w': $(cat "$dir/agent.out")"
 		case $w in
 		*fence_ack*)
