@@ -17,8 +17,15 @@
 #     cannot be read under pacemaker; the no-quorum-policy warning.
 #  4. monitor's three outcomes: running, not running (dlmd killed, stale
 #     pid file; start recovers), failed (dlmd stopped with SIGSTOP so it
-#     cannot answer; a lockspace waiting for fencing with no fencing
-#     pending, seen through stand-in dlmctl/stonith_admin wrappers).
+#     cannot answer, also while a lockspace waits for fencing; its
+#     control socket gone).  A lockspace waiting for fencing is running,
+#     however dlmd has the node fenced and whatever the fencer has
+#     pending (nothing, or another node's fencing), also through a gap of
+#     over 10 s with nothing pending (a stand-in dlmctl adds the wait to
+#     the real dlmd's "dlmctl ls", a stand-in stonith_admin plays the
+#     fencer).  The wait is reported once per change: the node attribute
+#     dlmd-wait through a stand-in attrd_updater (set, kept, deleted when
+#     the wait ends), a log line when attrd_updater is absent or fails.
 #
 # Every wait is bounded (the agent's own bounds, tests/run-test's limit);
 # everything started is stopped by PID in the EXIT trap.  Needs root,
@@ -290,56 +297,166 @@ echo "== monitor: running, failed, not running"
 agent monitor
 expect $? 0 "monitor of a started dlmd"
 pid=$(cat "$PIDFILE")
-# A lockspace waiting for fencing, nothing pending: failed.
+# A lockspace waiting for fencing is healthy, whatever the fencer does.
 in_node "$DLMCTL" -s "$dir/n1/dlmd-ctl.sock" join ocf-ls >/dev/null ||
 	fail "dlmctl join ocf-ls"
 cat >"$dir/fake/dlmctl" <<EOF
 #!/bin/sh
-# Stand-in: the real dlmctl, with every lockspace's recovery waiting
-# for fencing ("wait" line under the lockspace, as dlmctl ls prints it,
-# followed by \$FAKE_WAIT: how dlmd is having the node fenced).
+# Stand-in: the real dlmctl (and its exit code), with every lockspace's
+# recovery waiting for \$FAKE_WAIT ("wait" line under the lockspace, as
+# dlmctl ls prints it; default: fencing node 2, nothing more said).
 case " \$* " in
-*" ls "*) "$DLMCTL" "\$@" | awk -v wait="\${FAKE_WAIT:-}" '/^name / {
-		sub(/ state [a-z_]+ /, " state stopped ")
-		print
-		print "  wait fencing node 2" wait
-	}' ;;
+*" ls "*)
+	out=\$("$DLMCTL" "\$@" 2>&1)
+	frc=\$?
+	printf '%s\n' "\$out" | awk -v wait="\${FAKE_WAIT:-fencing node 2}" '
+		/^name / {
+			sub(/ state [a-z_]+ /, " state stopped ")
+			print
+			next
+		}
+		/^  wait / { print "  wait " wait; next }
+		{ print }'
+	exit \$frc
+	;;
 *) exec "$DLMCTL" "\$@" ;;
 esac
 EOF
 cat >"$dir/fake/stonith_admin" <<'EOF'
 #!/bin/sh
-# Stand-in fencer history: one pending operation when FAKE_PENDING=1.
+# Stand-in fencer history: one pending operation on $FAKE_PENDING (a node
+# name), none when it is empty.
 echo '<pacemaker-result api-version="2.25" request="stonith_admin">'
-if [ "${FAKE_PENDING:-0}" = 1 ]; then
-	echo '  <fence_history><fence_event action="reboot" target="n2" status="pending" extended-status="pending"/></fence_history>'
+if [ -n "${FAKE_PENDING:-}" ]; then
+	echo "  <fence_history><fence_event action=\"reboot\" target=\"$FAKE_PENDING\" status=\"pending\" extended-status=\"pending\"/></fence_history>"
 else
 	echo '  <fence_history/>'
 fi
 echo '  <status code="0" message="OK"/>'
 echo '</pacemaker-result>'
 EOF
-chmod 755 "$dir/fake/dlmctl" "$dir/fake/stonith_admin"
-# (the agent looks again for a while, bounded by the monitor's timeout
-# less 5 s: 2 s here)
-agent monitor PATH="$FPATH" OCF_RESKEY_dlmctl="$dir/fake/dlmctl" \
-	OCF_RESKEY_CRM_meta_timeout=7000
-expect $? 1 "monitor: lockspace waits for fencing, none pending"
-reason | grep -q "waits for fencing but no fencing is pending" || fail "fencing reason: $(reason)"
-agent monitor PATH="$FPATH" OCF_RESKEY_dlmctl="$dir/fake/dlmctl" FAKE_PENDING=1
-expect $? 0 "monitor: lockspace waits for a pending fencing"
-# dlmd itself says the fencing is under way: no need to ask the fencer.
-agent monitor PATH="$FPATH" OCF_RESKEY_dlmctl="$dir/fake/dlmctl" \
-	FAKE_WAIT=" (pacemaker: in progress)" OCF_RESKEY_CRM_meta_timeout=7000
-expect $? 0 "monitor: lockspace waits for fencing that dlmd sees in progress"
-agent monitor PATH="$FPATH" OCF_RESKEY_dlmctl="$dir/fake/dlmctl" \
-	FAKE_WAIT=" (fence_command, attempt 2)" OCF_RESKEY_CRM_meta_timeout=7000
-expect $? 0 "monitor: lockspace waits for dlmd's fence_command"
-agent monitor PATH="$FPATH" OCF_RESKEY_dlmctl="$dir/fake/dlmctl" \
-	FAKE_WAIT=" (dlmctl fence_ack)" OCF_RESKEY_CRM_meta_timeout=7000
-expect $? 1 "monitor: lockspace waits for fence_ack, none pending"
+mkdir -p "$dir/fake-attrd"
+cat >"$dir/fake-attrd/attrd_updater" <<EOF
+#!/bin/sh
+# Stand-in attrd: records each call; refuses like a node without
+# pacemaker when FAKE_ATTRD_DOWN=1.
+echo "\$*" >>"$dir/attrd.log"
+if [ "\${FAKE_ATTRD_DOWN:-0}" = 1 ]; then
+	echo "attrd_updater: Could not update: Connection refused (111)" >&2
+	exit 102
+fi
+EOF
+chmod 755 "$dir/fake/dlmctl" "$dir/fake/stonith_admin" \
+	"$dir/fake-attrd/attrd_updater"
+: >"$dir/attrd.log"
+# No attrd_updater on this PATH (pacemaker's tools live in /usr/sbin).
+NOATTRD_PATH=$dir/fake:/usr/bin:/bin
+ATTRD_PATH=$dir/fake-attrd:$dir/fake:/usr/bin:/bin
+PATH=$NOATTRD_PATH command -v attrd_updater >/dev/null &&
+	fail "attrd_updater found on $NOATTRD_PATH"
+fake_monitor() { # EXPECTED-RC WHAT [VAR=VALUE...]: monitor through the stand-ins
+	fm_rc=$1
+	fm_what=$2
+	shift 2
+	agent monitor PATH="$NOATTRD_PATH" OCF_RESKEY_dlmctl="$dir/fake/dlmctl" \
+		OCF_RESKEY_CRM_meta_timeout=20000 "$@"
+	expect $? "$fm_rc" "$fm_what"
+}
+attrd_calls() { wc -l <"$dir/attrd.log" | tr -d ' '; }
+
+# The gap: waiting for fencing, nothing pending at the fencer, for longer
+# than the 10 s the monitor used to allow (then it called dlmd failed and
+# pacemaker restarted, or fenced, a healthy survivor).  Without
+# attrd_updater the wait is logged, once.
+t_gap=$(date +%s)
+n=0
+while :; do
+	t_mon=$(date +%s)
+	fake_monitor 0 "monitor: waits for fencing, nothing pending ($n)"
+	[ $(($(date +%s) - t_mon)) -le 3 ] ||
+		fail "monitor of a lockspace waiting for fencing took over 3 s"
+	if [ $n = 0 ]; then
+		grep -q 'waits for: fencing node 2 (lockspace ocf-ls)' "$dir/agent.out" ||
+			fail "monitor does not report the wait: $(cat "$dir/agent.out")"
+	else
+		grep -q 'waits for' "$dir/agent.out" &&
+			fail "monitor reports an unchanged wait again: $(cat "$dir/agent.out")"
+	fi
+	n=$((n + 1))
+	[ $(($(date +%s) - t_gap)) -gt 11 ] && break
+	sleep 2
+done
+echo "   $n monitors over $(($(date +%s) - t_gap)) s of waiting for fencing, nothing pending: running"
+
+# Which node the fencer works on, and how dlmd has it fenced, no longer
+# matter: the waits are all healthy, and each is reported as dlmd says it.
+for w in "fencing node 2 (pacemaker: not fenced yet)" \
+	 "fencing node 2 (pacemaker: fencer not reachable)" \
+	 "fencing node 2 (pacemaker: in progress)" \
+	 "fencing node 2 (fence_command, attempt 3)" \
+	 "fencing node 2 (fence_command by node 3)" \
+	 "fencing node 2 (dlmctl fence_ack)" \
+	 "quorum (to start)" \
+	 "reply (2 operations wait for a remote reply; nothing received for 12 s)"; do
+	for p in "" n3 n2; do
+		fake_monitor 0 "monitor: '$w', fencer pending on '${p:-none}'" \
+			FAKE_WAIT="$w" FAKE_PENDING="$p"
+		[ -n "$p" ] && continue
+		# (a stalled lockspace's seconds of silence are left out)
+		case $w in
+		*"; nothing received"*) want="${w%; nothing received*})" ;;
+		*) want=$w ;;
+		esac
+		grep -qF "waits for: $want (lockspace ocf-ls)" "$dir/agent.out" ||
+			fail "monitor does not report '$w': $(cat "$dir/agent.out")"
+		case $w in
+		*fence_ack*)
+			grep -q 'run "dlmctl fence_ack NODEID"' "$dir/agent.out" ||
+				fail "no fence_ack hint: $(cat "$dir/agent.out")"
+			;;
+		esac
+	done
+done
+
+# The node attribute: set once per change, deleted when the wait ends.
+fake_monitor 0 "monitor: wait reported to attrd" PATH="$ATTRD_PATH" \
+	OCF_RESKEY_CRM_meta_on_node=n1
+grep -qx -- '-n dlmd-wait -N n1 -U fencing node 2 (lockspace ocf-ls)' "$dir/attrd.log" ||
+	fail "no dlmd-wait attribute set: $(cat "$dir/attrd.log")"
+ac=$(attrd_calls)
+fake_monitor 0 "monitor: the same wait again" PATH="$ATTRD_PATH" \
+	OCF_RESKEY_CRM_meta_on_node=n1
+[ "$(attrd_calls)" = "$ac" ] || fail "attribute set again for an unchanged wait: $(cat "$dir/attrd.log")"
+fake_monitor 0 "monitor: a new wait, attrd down" PATH="$ATTRD_PATH" \
+	FAKE_ATTRD_DOWN=1 FAKE_WAIT="fencing node 2 (pacemaker: in progress)"
+tail -n 1 "$dir/attrd.log" | grep -qx -- '-n dlmd-wait -U fencing node 2 (pacemaker: in progress) (lockspace ocf-ls)' ||
+	fail "attrd down: no attempt to set the attribute: $(cat "$dir/attrd.log")"
+grep -q 'cannot update the node attribute dlmd-wait' "$dir/agent.out" ||
+	fail "attrd down: not logged: $(cat "$dir/agent.out")"
+agent monitor PATH="$ATTRD_PATH" OCF_RESKEY_CRM_meta_on_node=n1
+expect $? 0 "monitor: the wait is over"
+tail -n 1 "$dir/attrd.log" | grep -qx -- '-n dlmd-wait -N n1 -D' ||
+	fail "dlmd-wait not deleted when the wait ended: $(cat "$dir/attrd.log")"
+ac=$(attrd_calls)
+agent monitor PATH="$ATTRD_PATH" OCF_RESKEY_CRM_meta_on_node=n1
+expect $? 0 "monitor: still no wait"
+[ "$(attrd_calls)" = "$ac" ] || fail "attrd called with nothing to change: $(cat "$dir/attrd.log")"
+
+# Waiting for fencing does not hide a dlmd that does not answer.
+kill -STOP "$pid"
+fake_monitor 1 "monitor of a dlmd that waits for fencing and does not answer"
+kill -CONT "$pid"
+reason | grep -q "does not answer" || fail "stuck (fencing) reason: $(reason)"
 in_node "$DLMCTL" -s "$dir/n1/dlmd-ctl.sock" leave ocf-ls >/dev/null ||
 	fail "dlmctl leave ocf-ls"
+
+# Its control socket gone: dlmctl cannot reach it, failed.
+mv "$dir/n1/dlmd-ctl.sock" "$dir/n1/dlmd-ctl.sock.away"
+agent monitor
+mrc=$?
+mv "$dir/n1/dlmd-ctl.sock.away" "$dir/n1/dlmd-ctl.sock"
+expect $mrc 1 "monitor of a dlmd whose control socket is gone"
+reason | grep -q "does not answer" || fail "socket-gone reason: $(reason)"
 
 # Alive but not answering (dlmctl gives up after its own 10 s).
 kill -STOP "$pid"

@@ -38,7 +38,8 @@
 #   7. while the fencing operation is pending: the survivors' lockspace
 #      waits for fencing node 3, host 3's lock is not granted elsewhere,
 #      host 3's dlmd still runs, and the agent's monitor calls the
-#      survivors healthy (fencing is pending);
+#      survivors healthy (fencing is pending; crm_mon -A's dlmd-wait line
+#      is printed, not checked);
 #   8. the hold is released: the fence agent kills host 3's processes,
 #      then (and only then) the lockspace recovers to members 1 2 and
 #      host 3's lock is granted on host 1;
@@ -495,6 +496,9 @@ grep -q 'status="pending"' "$dir/history-pending.xml" ||
 	fail "the fencer shows no pending operation: $(cat "$dir/history-pending.xml")"
 running_on 1 || fail "the agent's monitor fails host 1 while fencing is pending: $(tail -n 3 "$dir/agent.out")"
 echo "   hosts 1, 2 wait for fencing node 3; host 3's dlmd (pid $p3) still runs"
+# The monitor reports the wait as the node attribute dlmd-wait (shown
+# for information only: pacemaker's own monitor may not have run yet).
+on 1 crm_mon -1 -A 2>/dev/null | grep 'dlmd-wait' | sed 's/^ */   crm_mon -A: /'
 
 echo "== B8. fencing done: host 3 is stopped, then the lockspace recovers"
 t0=$(date +%s%N)
