@@ -8,9 +8,13 @@
  * barrier: a node sends RC_STATUS(E, step) to every other member and goes
  * on once it has heard the same from all of them.  Because links are FIFO,
  * everything a node sent in a step has arrived wherever it went before its
- * status for that step does.
+ * status for that step does.  The steps are one table, recovery_steps[]
+ * below, run by recover_run() top to bottom; it is the kernel's
+ * ls_recover() order (fs/dlm/recoverd.c), with the purge and the waiters
+ * moved into the first step:
  *
- *   start   Forget what the departed nodes were doing: drop messages held
+ *   nodes   (kernel: recover_members, waiters_pre, purge)
+ *           Forget what the departed nodes were doing: drop messages held
  *           from them; operations in flight to them are kept to redo at
  *           finish; their master copies are purged (an EX/PW lock purged
  *           marks the resource's LVB invalid: the writer may have died
@@ -19,24 +23,29 @@
  *           otherwise; unused copies of resources mastered elsewhere
  *           are dropped (unused ones we master stay, LVB and all); the
  *           directory and all master lookups in flight are cleared.          barrier NODES
- *   dir     Every node registers each resource it masters with the
+ *   directory (kernel: recover_directory)
+ *           Every node registers each resource it masters with the
  *           resource's directory node under the new membership
  *           (RC_DIR_ADD).                                   barrier DIR
- *   masters For each resource marked above, ask its directory node who
+ *   masters (kernel: recover_masters)
+ *           For each resource marked above, ask its directory node who
  *           masters it now (RC_LOOKUP); the first to ask becomes the
- *           master, as in normal operation.  The directory node answers
- *           only after it passed the DIR barrier itself, so its records
- *           are complete.                                   barrier MASTERS
- *   locks   Resend every lock we hold on a resource whose master changed
+ *           master, as in normal operation.  A directory node holds a
+ *           lookup until it passed the DIR barrier itself, so its records
+ *           are complete; we wait for our answers.          barrier MASTERS
+ *   locks   (kernel: recover_locks)
+ *           Resend every lock we hold on a resource whose master changed
  *           to the new master (RC_LOCK) with its state, modes, ranges and
  *           LVB; the new master rebuilds its queues (a lock sent twice, by
  *           an aborted earlier attempt, is recognised by node and id).
  *           A resource's new master is adopted only when all its locks are
  *           acknowledged, so an aborted attempt resends them. barrier LOCKS
- *   grant   New masters recover each LVB (from a lock held in PR or above,
- *           else the newest copy, marked invalid) and every master grants
- *           what can now be granted, sending completion and blocking ASTs
- *           as usual (held by their receivers until finish). barrier DONE
+ *   done    (kernel: recover_rsbs, recover_grant)
+ *           New masters recover each LVB (from a lock held in PR or above,
+ *           else the newest copy, marked invalid) and every master
+ *           grants what can now be granted, sending completion and
+ *           blocking ASTs as usual (held by their receivers until
+ *           finish).                                        barrier DONE
  *
  * Then recovery_done(E) is reported, and dlm_core_ls_finish(E) resumes
  * locking: held messages are processed in arrival order, kept operations
@@ -54,17 +63,7 @@
 
 #include "core/core_internal.h"
 
-static const char *const step_names[] = {
-	[DLM_RS_NONE] = "none",
-	[DLM_RS_NODES] = "nodes",
-	[DLM_RS_DIR] = "directory",
-	[DLM_RS_MASTERS_PENDING] = "masters (lookups)",
-	[DLM_RS_MASTERS] = "masters",
-	[DLM_RS_LOCKS_PENDING] = "locks (resend)",
-	[DLM_RS_LOCKS] = "locks",
-	[DLM_RS_DONE] = "done",
-	[DLM_RS_FINISHED] = "wait finish",
-};
+static const char *step_name(enum dlm_rstep step);
 
 const char *dlm_ls_state_str(enum dlm_ls_state state)
 {
@@ -87,7 +86,7 @@ enum dlm_ls_state dlm_core_ls_state(const struct dlm_ls *ls, uint32_t *event,
 	if (event)
 		*event = ls->ls_event;
 	if (step)
-		*step = step_names[ls->ls_rstep];
+		*step = step_name(ls->ls_rstep);
 	return ls->ls_state;
 }
 
@@ -635,86 +634,95 @@ static int step_grant(struct dlm_ls *ls)
 	return 0;
 }
 
-/*
- * Recovery as a script: run each step whose barrier has been reached, in
- * order, until one must wait for messages.  Called on start and on every
- * recovery message.
- */
-static void recover_run(struct dlm_ls *ls)
+/* The end of the table: every member passed the last barrier. */
+static int step_recovered(struct dlm_ls *ls)
 {
 	struct dlm_core *core = ls->ls_core;
-	int rv = 0;
 
-	while (ls->ls_state == DLM_LS_RECOVERING) {
-		enum dlm_rstep step = ls->ls_rstep;
+	ls->ls_state = DLM_LS_RECOVERED;
+	log_ls(ls, DLM_LOG_INFO, "recovery %u done here, %u members",
+	       ls->ls_event, ls->ls_nmembers);
+	if (core->core_ops.recovery_done)
+		core->core_ops.recovery_done(core->core_ctx, ls, ls->ls_event);
+	return 0;
+}
 
-		switch (step) {
-		case DLM_RS_NONE:
-			rv = step_start(ls);
-			ls->ls_rstep = DLM_RS_NODES;
-			send_status(ls, DLM_RS_NODES);
-			break;
-		case DLM_RS_NODES:
-			if (!barrier(ls, DLM_RS_NODES))
-				return;
-			rv = step_dir(ls);
-			ls->ls_rstep = DLM_RS_DIR;
-			send_status(ls, DLM_RS_DIR);
-			break;
-		case DLM_RS_DIR:
-			if (!barrier(ls, DLM_RS_DIR))
-				return;
-			rv = step_masters(ls);
-			ls->ls_rstep = DLM_RS_MASTERS_PENDING;
-			break;
-		case DLM_RS_MASTERS_PENDING:
-			if (ls->ls_rc_out)
-				return;
-			ls->ls_rstep = DLM_RS_MASTERS;
-			send_status(ls, DLM_RS_MASTERS);
-			break;
-		case DLM_RS_MASTERS:
-			if (!barrier(ls, DLM_RS_MASTERS))
-				return;
-			rv = step_locks(ls);
-			ls->ls_rstep = DLM_RS_LOCKS_PENDING;
-			break;
-		case DLM_RS_LOCKS_PENDING:
-			if (ls->ls_rc_out)
-				return;
-			rv = commit_masters(ls);
-			ls->ls_rstep = DLM_RS_LOCKS;
-			send_status(ls, DLM_RS_LOCKS);
-			break;
-		case DLM_RS_LOCKS:
-			if (!barrier(ls, DLM_RS_LOCKS))
-				return;
-			rv = step_grant(ls);
-			ls->ls_rstep = DLM_RS_DONE;
-			send_status(ls, DLM_RS_DONE);
-			break;
-		case DLM_RS_DONE:
-			if (!barrier(ls, DLM_RS_DONE))
-				return;
-			ls->ls_rstep = DLM_RS_FINISHED;
-			ls->ls_state = DLM_LS_RECOVERED;
-			log_ls(ls, DLM_LOG_INFO, "recovery %u done here, %u members",
-			       ls->ls_event, ls->ls_nmembers);
-			if (core->core_ops.recovery_done)
-				core->core_ops.recovery_done(core->core_ctx, ls,
-							     ls->ls_event);
+/*
+ * Recovery as a table, read top to bottom.  Row S is the way into step
+ * S from the step before it: once what it waits for has come, the
+ * lockspace is in step S, its action runs, and (announce) every other
+ * member is told it is done, which is what their barrier on S waits for.  Adding a step is one
+ * enum value (core_internal.h) and one row here.
+ *
+ *   WAIT_NONE      go on at once (the first row, run by start)
+ *   WAIT_BARRIER   every member announced the step we are in
+ *   WAIT_REPLIES   the replies to the messages we sent in this step
+ *                  (ls_rc_out) have all come
+ */
+enum rc_wait { WAIT_NONE, WAIT_BARRIER, WAIT_REPLIES };
+
+static const struct recovery_step {
+	const char	*name;		/* for logs and dlm_core_ls_state() */
+	enum rc_wait	wait;
+	int		(*action)(struct dlm_ls *ls);	/* NULL: none */
+	bool		announce;
+} recovery_steps[] = {
+	/* step                      name                 waits for      runs            announce */
+	[DLM_RS_NONE]            = { "none",              WAIT_NONE,     NULL,           false },
+	[DLM_RS_NODES]           = { "nodes",             WAIT_NONE,     step_start,     true },
+	[DLM_RS_DIR]             = { "directory",         WAIT_BARRIER,  step_dir,       true },
+	[DLM_RS_MASTERS_PENDING] = { "masters (lookups)", WAIT_BARRIER,  step_masters,   false },
+	[DLM_RS_MASTERS]         = { "masters",           WAIT_REPLIES,  NULL,           true },
+	[DLM_RS_LOCKS_PENDING]   = { "locks (resend)",    WAIT_BARRIER,  step_locks,     false },
+	[DLM_RS_LOCKS]           = { "locks",             WAIT_REPLIES,  commit_masters, true },
+	[DLM_RS_DONE]            = { "done",              WAIT_BARRIER,  step_grant,     true },
+	[DLM_RS_FINISHED]        = { "wait finish",       WAIT_BARRIER,  step_recovered, false },
+};
+
+#define NSTEPS	(sizeof(recovery_steps) / sizeof(recovery_steps[0]))
+
+static const char *step_name(enum dlm_rstep step)
+{
+	return (size_t)step < NSTEPS ? recovery_steps[step].name : "?";
+}
+
+static bool step_may_run(struct dlm_ls *ls, const struct recovery_step *s)
+{
+	switch (s->wait) {
+	case WAIT_NONE:
+		return true;
+	case WAIT_BARRIER:
+		return barrier(ls, ls->ls_rstep);
+	case WAIT_REPLIES:
+		return ls->ls_rc_out == 0;
+	}
+	return false;
+}
+
+/* Run the table from where we are until a row must wait.  Called on
+ * start and on every recovery message. */
+static void recover_run(struct dlm_ls *ls)
+{
+	while (ls->ls_state == DLM_LS_RECOVERING &&
+	       (size_t)ls->ls_rstep + 1 < NSTEPS) {
+		enum dlm_rstep next = ls->ls_rstep + 1;
+		const struct recovery_step *s = &recovery_steps[next];
+		int rv;
+
+		if (!step_may_run(ls, s))
 			return;
-		default:
-			return;
-		}
+		ls->ls_rstep = next;
+		rv = s->action ? s->action(ls) : 0;
 		if (rv) {
 			/* out of memory: stay stopped; the glue may retry
 			 * with a new event */
 			log_ls(ls, DLM_LOG_ERR, "recovery %u failed in step %s: %d",
-			       ls->ls_event, step_names[step], rv);
+			       ls->ls_event, s->name, rv);
 			ls->ls_state = DLM_LS_STOPPED;
 			return;
 		}
+		if (s->announce)
+			send_status(ls, next);
 	}
 }
 
@@ -728,7 +736,7 @@ int dlm_core_ls_stop(struct dlm_ls *ls)
 		return 0;
 	if (ls->ls_state != DLM_LS_RUNNING)
 		log_ls(ls, DLM_LOG_NOTICE, "recovery %u aborted in step %s",
-		       ls->ls_event, step_names[ls->ls_rstep]);
+		       ls->ls_event, step_name(ls->ls_rstep));
 	else
 		log_ls(ls, DLM_LOG_INFO, "stopped");
 	ls->ls_state = DLM_LS_STOPPED;
