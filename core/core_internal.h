@@ -139,7 +139,7 @@ struct dlm_owner {
 	struct dlm_list		ow_locks;	/* lkb_ownerqueue, newest last */
 };
 
-/* A message held while the lockspace is stopped. */
+/* A message held for later, as received (ls.c dlm_held_add). */
 struct dlm_held {
 	struct dlm_list		h_list;
 	uint32_t		h_from;
@@ -225,7 +225,12 @@ void dlm_core_log(struct dlm_core *core, enum dlm_log_level level,
 bool dlm_ls_is_member(const struct dlm_ls *ls, uint32_t nodeid);
 int dlm_ls_set_members(struct dlm_ls *ls, const uint32_t *members,
 		       unsigned int n);
-int dlm_dispatch_msg(struct dlm_ls *ls, uint32_t from, const struct dlm_msg *m);
+int dlm_dispatch_msg(struct dlm_ls *ls, const struct dlm_msg *m);
+int dlm_held_add(struct dlm_list *q, uint32_t from, const void *buf, size_t len);
+void dlm_held_replay(struct dlm_ls *ls, struct dlm_list *q,
+		     int (*handle)(struct dlm_ls *ls, const struct dlm_msg *m));
+void dlm_held_drop(struct dlm_list *q, const struct dlm_ls *ls,
+		   bool (*keep)(const struct dlm_ls *ls, uint32_t from));
 uint32_t dlm_our_nodeid(const struct dlm_ls *ls);
 
 /* resource.c: keys, rsbs, lkbs, directory, owners */
@@ -278,7 +283,8 @@ void dlm_lkb_to_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
 		    int status);
 
 /* recover.c */
-int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m);
+int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m,
+			const void *buf, size_t len);
 void dlm_recover_init_ls(struct dlm_ls *ls);
 void dlm_recover_free_ls(struct dlm_ls *ls);
 

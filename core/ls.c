@@ -316,30 +316,81 @@ int dlm_core_receive(struct dlm_core *core, uint32_t from,
 	}
 	ls->ls_msgs_received++;
 	if (dlm_msg_is_recovery(m.m_type))
-		return dlm_recover_receive(ls, &m);
-	if (!dlm_ls_running(ls)) {
-		/* held in arrival order until the lockspace runs again */
-		struct dlm_held *h = malloc(sizeof(*h) + len);
-
-		if (!h)
-			return -ENOMEM;
-		h->h_from = from;
-		h->h_len = len;
-		memcpy(h->h_buf, buf, len);
-		dlm_list_add_tail(&h->h_list, &ls->ls_held);
-		return 0;
-	}
-	return dlm_dispatch_msg(ls, from, &m);
+		return dlm_recover_receive(ls, &m, buf, len);
+	if (!dlm_ls_running(ls))
+		return dlm_held_add(&ls->ls_held, from, buf, len);
+	return dlm_dispatch_msg(ls, &m);
 }
 
 /* A lock message for a running lockspace. */
-int dlm_dispatch_msg(struct dlm_ls *ls, uint32_t from, const struct dlm_msg *m)
+int dlm_dispatch_msg(struct dlm_ls *ls, const struct dlm_msg *m)
 {
-	if (!dlm_ls_is_member(ls, from)) {
+	if (!dlm_ls_is_member(ls, m->m_from)) {
 		log_ls(ls, DLM_LOG_WARNING,
 		       "dropped %s from node %u: not a member",
-		       dlm_msg_type_str(m->m_type), from);
+		       dlm_msg_type_str(m->m_type), m->m_from);
 		return -EPERM;
 	}
 	return dlm_lock_receive(ls, m);
+}
+
+/*
+ * Messages held for later.  A message that cannot be handled yet (a lock
+ * message while the lockspace is stopped, a recovery lookup before our
+ * directory is complete) is kept as it arrived, bytes and all, on a list
+ * in arrival order; dlm_held_replay() later decodes each again and hands
+ * it to the handler it was held from.  The one way to hold, for every
+ * kind of message.
+ */
+int dlm_held_add(struct dlm_list *q, uint32_t from, const void *buf, size_t len)
+{
+	struct dlm_held *h = malloc(sizeof(*h) + len);
+
+	if (!h)
+		return -ENOMEM;
+	h->h_from = from;
+	h->h_len = len;
+	memcpy(h->h_buf, buf, len);
+	dlm_list_add_tail(&h->h_list, q);
+	return 0;
+}
+
+void dlm_held_replay(struct dlm_ls *ls, struct dlm_list *q,
+		     int (*handle)(struct dlm_ls *ls, const struct dlm_msg *m))
+{
+	struct dlm_list todo;
+
+	/* taken off q first: a handler may hold again */
+	dlm_list_init(&todo);
+	while (!dlm_list_empty(q)) {
+		struct dlm_list *n = q->next;
+
+		dlm_list_del(n);
+		dlm_list_add_tail(n, &todo);
+	}
+	while (!dlm_list_empty(&todo)) {
+		struct dlm_held *h = dlm_list_first(&todo, struct dlm_held, h_list);
+		struct dlm_msg m;
+
+		dlm_list_del(&h->h_list);
+		if (!dlm_msg_decode(h->h_buf, h->h_len, &m, NULL))
+			(void)handle(ls, &m);
+		free(h);
+	}
+}
+
+/* Forget held messages; with 'keep', only those from nodes it refuses. */
+void dlm_held_drop(struct dlm_list *q, const struct dlm_ls *ls,
+		   bool (*keep)(const struct dlm_ls *ls, uint32_t from))
+{
+	struct dlm_list *pos, *tmp;
+
+	dlm_list_for_each_safe(pos, tmp, q) {
+		struct dlm_held *h = dlm_container_of(pos, struct dlm_held, h_list);
+
+		if (!keep || !keep(ls, h->h_from)) {
+			dlm_list_del(&h->h_list);
+			free(h);
+		}
+	}
 }

@@ -97,20 +97,10 @@ void dlm_recover_init_ls(struct dlm_ls *ls)
 	dlm_list_init(&ls->ls_resend);
 }
 
-static void free_held(struct dlm_list *list)
-{
-	while (!dlm_list_empty(list)) {
-		struct dlm_held *h = dlm_list_first(list, struct dlm_held, h_list);
-
-		dlm_list_del(&h->h_list);
-		free(h);
-	}
-}
-
 void dlm_recover_free_ls(struct dlm_ls *ls)
 {
-	free_held(&ls->ls_held);
-	free_held(&ls->ls_rc_deferred);
+	dlm_held_drop(&ls->ls_held, ls, NULL);
+	dlm_held_drop(&ls->ls_rc_deferred, ls, NULL);
 	free(ls->ls_rec_rsbs);
 	ls->ls_rec_rsbs = NULL;
 	ls->ls_rec_nrsbs = 0;
@@ -299,16 +289,10 @@ static int step_start(struct dlm_ls *ls)
 	size_t i;
 	int rv;
 
-	/* messages from departed nodes are void */
-	dlm_list_for_each_safe(pos, tmp, &ls->ls_held) {
-		struct dlm_held *h = dlm_container_of(pos, struct dlm_held, h_list);
-
-		if (!dlm_ls_is_member(ls, h->h_from)) {
-			dlm_list_del(&h->h_list);
-			free(h);
-		}
-	}
-	free_held(&ls->ls_rc_deferred);
+	/* messages from departed nodes are void, lookups of an earlier
+	 * attempt too */
+	dlm_held_drop(&ls->ls_held, ls, dlm_ls_is_member);
+	dlm_held_drop(&ls->ls_rc_deferred, ls, NULL);
 	ls->ls_rc_out = 0;
 
 	/* operations in flight to departed nodes: settle those the lock's
@@ -448,7 +432,9 @@ static void new_master(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t master)
 	}
 }
 
-static void answer_rc_lookup(struct dlm_ls *ls, const struct dlm_msg *m)
+/* RC_LOOKUP: who masters m_key now?  Asked only once our directory is
+ * complete (dir_complete, below). */
+static int receive_rc_lookup(struct dlm_ls *ls, const struct dlm_msg *m)
 {
 	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen), master = 0;
 	struct dlm_msg rp;
@@ -461,6 +447,7 @@ static void answer_rc_lookup(struct dlm_ls *ls, const struct dlm_msg *m)
 	rp.m_key = m->m_key;
 	rp.m_keylen = m->m_keylen;
 	dlm_send_msg(ls, &rp, m->m_from);
+	return 0;
 }
 
 static int step_masters(struct dlm_ls *ls)
@@ -473,16 +460,7 @@ static int step_masters(struct dlm_ls *ls)
 	if (rv)
 		return rv;
 	/* lookups that came before our directory was complete */
-	while (!dlm_list_empty(&ls->ls_rc_deferred)) {
-		struct dlm_held *h = dlm_list_first(&ls->ls_rc_deferred,
-						    struct dlm_held, h_list);
-		struct dlm_msg m;
-
-		dlm_list_del(&h->h_list);
-		if (!dlm_msg_decode(h->h_buf, h->h_len, &m, NULL))
-			answer_rc_lookup(ls, &m);
-		free(h);
-	}
+	dlm_held_replay(ls, &ls->ls_rc_deferred, receive_rc_lookup);
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
 		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
 		uint32_t dir;
@@ -777,7 +755,6 @@ int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
 
 int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 {
-	struct dlm_list held;
 	struct rsb_array a;
 	size_t i;
 
@@ -788,22 +765,7 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 	ls->ls_generation = event;
 
 	/* what arrived while we were stopped, in arrival order */
-	dlm_list_init(&held);
-	while (!dlm_list_empty(&ls->ls_held)) {
-		struct dlm_list *n = ls->ls_held.next;
-
-		dlm_list_del(n);
-		dlm_list_add_tail(n, &held);
-	}
-	while (!dlm_list_empty(&held)) {
-		struct dlm_held *h = dlm_list_first(&held, struct dlm_held, h_list);
-		struct dlm_msg m;
-
-		dlm_list_del(&h->h_list);
-		if (!dlm_msg_decode(h->h_buf, h->h_len, &m, NULL))
-			(void)dlm_dispatch_msg(ls, h->h_from, &m);
-		free(h);
-	}
+	dlm_held_replay(ls, &ls->ls_held, dlm_dispatch_msg);
 	/* operations kept for now */
 	while (!dlm_list_empty(&ls->ls_resend)) {
 		struct dlm_lkb *lkb = dlm_list_first(&ls->ls_resend,
@@ -828,7 +790,7 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 /* recovery messages                                                  */
 /* ------------------------------------------------------------------ */
 
-static void receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
+static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 {
 	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
 	struct dlm_rsb *r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
@@ -922,96 +884,129 @@ reply:
 	rp.m_lkid = lkb ? lkb->lkb_id : 0;
 	rp.m_status = status;
 	dlm_send_msg(ls, &rp, m->m_from);
+	return 0;
 }
 
-int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m)
+/* RC_STATUS: the sender finished step m_status of event m_gen. */
+static int receive_rc_status(struct dlm_ls *ls, const struct dlm_msg *m)
 {
-	struct dlm_rcstat *st;
-	struct dlm_rsb *r;
-	struct dlm_lkb *lkb;
+	struct dlm_rcstat *st = rcstat(ls, m->m_from);
 
-	if (m->m_type == DLM_RC_STATUS) {
-		st = rcstat(ls, m->m_from);
-		if (!st)
-			return -ENOMEM;
-		if (m->m_gen > st->rs_event ||
-		    (m->m_gen == st->rs_event && (uint32_t)m->m_status > st->rs_step)) {
-			st->rs_event = m->m_gen;
-			st->rs_step = (uint32_t)m->m_status;
-		}
-		recover_run(ls);
-		return 0;
+	if (!st)
+		return -ENOMEM;
+	if (m->m_gen > st->rs_event ||
+	    (m->m_gen == st->rs_event && (uint32_t)m->m_status > st->rs_step)) {
+		st->rs_event = m->m_gen;
+		st->rs_step = (uint32_t)m->m_status;
 	}
-	if (ls->ls_state != DLM_LS_RECOVERING || m->m_gen != ls->ls_event ||
-	    !dlm_ls_is_member(ls, m->m_from)) {
+	recover_run(ls);
+	return 0;
+}
+
+/* RC_DIR_ADD: the sender masters m_key. */
+static int receive_rc_dir_add(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	return dlm_dir_register(ls, m->m_key, m->m_keylen,
+				dlm_hash_bytes(m->m_key, m->m_keylen),
+				m->m_nodeid);
+}
+
+/* One of the replies this step waits for came. */
+static void reply_came(struct dlm_ls *ls)
+{
+	if (ls->ls_rc_out)
+		ls->ls_rc_out--;
+	recover_run(ls);
+}
+
+/* RC_LOOKUP_REPLY: m_key's master is m_nodeid. */
+static int receive_rc_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_rsb *r = dlm_rsb_find(ls, m->m_key, m->m_keylen,
+					 dlm_hash_bytes(m->m_key, m->m_keylen));
+
+	if (r && !m->m_status && dlm_ls_is_member(ls, m->m_nodeid))
+		new_master(ls, r, m->m_nodeid);
+	else
+		log_ls(ls, DLM_LOG_ERR, "recovery %u: lookup failed: %d",
+		       ls->ls_event, m->m_status);
+	reply_came(ls);
+	return 0;
+}
+
+/* RC_LOCK_REPLY: the new master took our lock m_remid as m_lkid. */
+static int receive_rc_lock_reply(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = dlm_lkb_find(ls, m->m_remid);
+
+	if (lkb && !is_master_copy(lkb) && !m->m_status)
+		lkb->lkb_remid = m->m_lkid;
+	else
+		log_ls(ls, DLM_LOG_ERR,
+		       "recovery %u: node %u refused lock %08x: %d",
+		       ls->ls_event, m->m_from, m->m_remid, m->m_status);
+	reply_came(ls);
+	return 0;
+}
+
+/* Our directory is complete: we passed the DIR barrier. */
+static bool dir_complete(struct dlm_ls *ls)
+{
+	return ls->ls_rstep > DLM_RS_DIR ||
+	       (ls->ls_rstep == DLM_RS_DIR && barrier(ls, DLM_RS_DIR));
+}
+
+#define RC_ANY_EVENT	0x1	/* taken in any state, of any event */
+#define RC_KEY		0x2	/* must carry a resource key */
+
+/*
+ * Every recovery message, its handler and what it needs.  A message of
+ * another event, or in a lockspace not recovering, or from a non-member
+ * is ignored (unless RC_ANY_EVENT); one that may only come in one step
+ * ('step') is a protocol error in another; one whose handler is not
+ * 'ready' yet is held (ls_rc_deferred) and handed to it by the step that
+ * makes it ready.
+ */
+static const struct rc_handler {
+	int		(*handle)(struct dlm_ls *ls, const struct dlm_msg *m);
+	unsigned int	flags;
+	enum dlm_rstep	step;			/* DLM_RS_NONE: any */
+	bool		(*ready)(struct dlm_ls *ls);	/* NULL: always */
+} rc_handlers[] = {
+	/* message                                handler                  needs          only in step             held until */
+	[DLM_RC_STATUS - DLM_RC_STATUS]       = { receive_rc_status,       RC_ANY_EVENT },
+	[DLM_RC_DIR_ADD - DLM_RC_STATUS]      = { receive_rc_dir_add,      RC_KEY },
+	[DLM_RC_LOOKUP - DLM_RC_STATUS]       = { receive_rc_lookup,       RC_KEY,        DLM_RS_NONE,             dir_complete },
+	[DLM_RC_LOOKUP_REPLY - DLM_RC_STATUS] = { receive_rc_lookup_reply, RC_KEY,        DLM_RS_MASTERS_PENDING,  NULL },
+	[DLM_RC_LOCK - DLM_RC_STATUS]         = { receive_rc_lock,         RC_KEY },
+	[DLM_RC_LOCK_REPLY - DLM_RC_STATUS]   = { receive_rc_lock_reply,   0,             DLM_RS_LOCKS_PENDING,    NULL },
+};
+
+int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m,
+			const void *buf, size_t len)
+{
+	const struct rc_handler *h;
+	size_t i;
+
+	if (m->m_type < DLM_RC_STATUS)
+		return -EOPNOTSUPP;
+	i = (size_t)(m->m_type - DLM_RC_STATUS);
+	if (i >= sizeof(rc_handlers) / sizeof(rc_handlers[0]) ||
+	    !rc_handlers[i].handle)
+		return -EOPNOTSUPP;
+	h = &rc_handlers[i];
+	if (!(h->flags & RC_ANY_EVENT) &&
+	    (ls->ls_state != DLM_LS_RECOVERING || m->m_gen != ls->ls_event ||
+	     !dlm_ls_is_member(ls, m->m_from))) {
 		log_ls(ls, DLM_LOG_DEBUG, "ignored %s of event %u from node %u",
 		       dlm_msg_type_str(m->m_type), m->m_gen, m->m_from);
 		return 0;
 	}
-	switch (m->m_type) {
-	case DLM_RC_DIR_ADD:
-		if (!m->m_keylen)
-			return -EBADMSG;
-		return dlm_dir_register(ls, m->m_key, m->m_keylen,
-					dlm_hash_bytes(m->m_key, m->m_keylen),
-					m->m_nodeid);
-	case DLM_RC_LOOKUP:
-		if (!m->m_keylen)
-			return -EBADMSG;
-		if (ls->ls_rstep < DLM_RS_DIR ||
-		    (ls->ls_rstep == DLM_RS_DIR && !barrier(ls, DLM_RS_DIR))) {
-			/* our directory is not complete yet: answer later */
-			unsigned char buf[DLM_WIRE_MAX_LEN];
-			int len = dlm_msg_encode(m, buf, sizeof(buf));
-			struct dlm_held *h;
-
-			if (len < 0)
-				return len;
-			h = malloc(sizeof(*h) + (size_t)len);
-			if (!h)
-				return -ENOMEM;
-			h->h_from = m->m_from;
-			h->h_len = (size_t)len;
-			memcpy(h->h_buf, buf, (size_t)len);
-			dlm_list_add_tail(&h->h_list, &ls->ls_rc_deferred);
-			return 0;
-		}
-		answer_rc_lookup(ls, m);
-		return 0;
-	case DLM_RC_LOOKUP_REPLY:
-		if (!m->m_keylen || ls->ls_rstep != DLM_RS_MASTERS_PENDING)
-			return -EPROTO;
-		r = dlm_rsb_find(ls, m->m_key, m->m_keylen,
-				 dlm_hash_bytes(m->m_key, m->m_keylen));
-		if (r && !m->m_status && dlm_ls_is_member(ls, m->m_nodeid))
-			new_master(ls, r, m->m_nodeid);
-		else
-			log_ls(ls, DLM_LOG_ERR, "recovery %u: lookup failed: %d",
-			       ls->ls_event, m->m_status);
-		if (ls->ls_rc_out)
-			ls->ls_rc_out--;
-		recover_run(ls);
-		return 0;
-	case DLM_RC_LOCK:
-		if (!m->m_keylen)
-			return -EBADMSG;
-		receive_rc_lock(ls, m);
-		return 0;
-	case DLM_RC_LOCK_REPLY:
-		if (ls->ls_rstep != DLM_RS_LOCKS_PENDING)
-			return -EPROTO;
-		lkb = dlm_lkb_find(ls, m->m_remid);
-		if (lkb && !is_master_copy(lkb) && !m->m_status)
-			lkb->lkb_remid = m->m_lkid;
-		else
-			log_ls(ls, DLM_LOG_ERR,
-			       "recovery %u: node %u refused lock %08x: %d",
-			       ls->ls_event, m->m_from, m->m_remid, m->m_status);
-		if (ls->ls_rc_out)
-			ls->ls_rc_out--;
-		recover_run(ls);
-		return 0;
-	default:
-		return -EOPNOTSUPP;
-	}
+	if ((h->flags & RC_KEY) && !m->m_keylen)
+		return -EBADMSG;
+	if (h->step != DLM_RS_NONE && ls->ls_rstep != h->step)
+		return -EPROTO;
+	if (h->ready && !h->ready(ls))
+		return dlm_held_add(&ls->ls_rc_deferred, m->m_from, buf, len);
+	return h->handle(ls, m);
 }
