@@ -152,6 +152,9 @@ struct dlm_core_ops {
 struct dlm_core_config {
 	uint32_t	our_nodeid;	/* non-zero */
 	uint32_t	toss_ms;	/* keep unused resources this long (default 10000) */
+	/* The LVB sequence number of a new resource (default 0); every
+	 * write adds one, wrapping.  Tests start it near the wrap. */
+	uint32_t	lvbseq_start;
 };
 
 /* A fault a test can switch on in one engine instance, to prove that the

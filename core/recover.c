@@ -42,9 +42,10 @@
  *           acknowledged, so an aborted attempt resends them. barrier LOCKS
  *   done    (kernel: recover_rsbs, recover_grant)
  *           New masters recover each LVB (from a lock held in PR or above,
- *           else the newest copy, marked invalid) and every master
- *           grants what can now be granted, sending completion and
- *           blocking ASTs as usual (held by their receivers until
+ *           else the copy with the newest sequence number, compared
+ *           as serial numbers across the wrap, marked invalid) and every
+ *           master grants what can now be granted, sending completion
+ *           and blocking ASTs as usual (held by their receivers until
  *           finish).                                        barrier DONE
  *
  * Then recovery_done(E) is reported, and dlm_core_ls_finish(E) resumes
@@ -547,6 +548,14 @@ static int commit_masters(struct dlm_ls *ls)
 	return 0;
 }
 
+/* Is LVB sequence number a after b?  Sequences wrap: compared as serial
+ * numbers (RFC 1982), by the sign of the difference, as the kernel does;
+ * right while the copies compared are less than 2^31 writes apart. */
+static bool seq_after(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) > 0;
+}
+
 /* A new master's LVB: from a lock held in PR or above (that holder's copy
  * is current: no one could write while it held; still invalid if it was
  * granted so), else the newest copy any lock has, marked invalid. */
@@ -571,7 +580,7 @@ static void recover_lvb(struct dlm_rsb *r)
 				current = true;
 				break;
 			}
-			if (!best || lkb->lkb_lvbseq > best->lkb_lvbseq)
+			if (!best || seq_after(lkb->lkb_lvbseq, best->lkb_lvbseq))
 				best = lkb;
 		}
 	}

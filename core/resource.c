@@ -118,6 +118,7 @@ struct dlm_rsb *dlm_rsb_create(struct dlm_ls *ls, const unsigned char *key,
 	if (!r)
 		return NULL;
 	r->res_ls = ls;
+	r->res_lvbseq = ls->ls_core->core_cfg.lvbseq_start;
 	r->res_hnode.hn_hash = hash;
 	r->res_keylen = (uint16_t)keylen;
 	memcpy(r->res_key, key, keylen);

@@ -1598,6 +1598,7 @@ static int setup(struct sim *sim)
 		n->n_alive = true;
 		cfg.our_nodeid = n->n_id;
 		cfg.toss_ms = sim->toss_ms;
+		cfg.lvbseq_start = sim->opts->o_lvbseq_start;
 		n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
 		if (!n->n_core)
 			return -ENOMEM;
@@ -1760,6 +1761,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --nodes %d", opts->o_nodes);
 		if (opts->o_depth != SIM_DEPTH)
 			printf(" --depth %u", opts->o_depth);
+		if (opts->o_lvbseq_start)
+			printf(" --lvbseq-start %u", opts->o_lvbseq_start);
 		if (opts->o_faults)
 			printf(" --faults");
 		if (opts->o_daemon_deaths)
@@ -1805,7 +1808,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: dlm-sim [--seeds N [--from F] | --seed S] [--nodes K] [--ops M] [--depth D]\n"
 		"               [--faults [--daemon-deaths] [--partitions]] [--fault NAME]\n"
-		"               [--quiet] [-v]\n"
+		"               [--lvbseq-start Q] [--quiet] [-v]\n"
 		"  --seeds N     run seeds 1..N, stop at the first violation (default 100)\n"
 		"  --seed S      run seed S only\n"
 		"  --from F      with --seeds N: run seeds F..N\n"
@@ -1833,6 +1836,9 @@ static void usage(FILE *out)
 		"                toss, noorder-convq, purge-ast, overlap-lvb,\n"
 		"                recovery-toss, recovery-lvb, recovery-inflight,\n"
 		"                recovery-overlap)\n"
+		"  --lvbseq-start Q  resources' LVB sequence numbers start at Q\n"
+		"                (0..4294967295, default 0): near the top, they\n"
+		"                wrap within a run\n"
 		"  --quiet       print only failures and the summary\n"
 		"  -v            print every event of the run as it happens\n",
 		SIM_MAX_NODES, DEFAULT_OPS, SIM_DEPTH_MAX, SIM_DEPTH,
@@ -1866,6 +1872,7 @@ int main(int argc, char **argv)
 		{ "daemon-deaths", no_argument, NULL, 'D' },
 		{ "partitions", no_argument, NULL, 'P' },
 		{ "avoid", required_argument, NULL, 'a' },
+		{ "lvbseq-start", required_argument, NULL, 'L' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1934,6 +1941,11 @@ int main(int argc, char **argv)
 			if (i == sizeof(avoid_names) / sizeof(avoid_names[0]))
 				goto bad;
 			opts.o_avoid |= avoid_names[i].bit;
+			break;
+		case 'L':
+			if (!parse_u64(optarg, &v) || v > UINT32_MAX)
+				goto bad;
+			opts.o_lvbseq_start = (uint32_t)v;
 			break;
 		case 'N':
 			opts.o_faults = true;

@@ -317,6 +317,7 @@ struct sim_opts {
 	int		o_nodes;	/* 0: varies with the seed */
 	unsigned int	o_ops;
 	unsigned int	o_depth;	/* deepest resource: root is 1 */
+	uint32_t	o_lvbseq_start;	/* LVB sequence of a new resource */
 	enum dlm_core_fault o_fault;
 	bool		o_faults;	/* node deaths and joins, recovery */
 	bool		o_daemon_deaths; /* --faults: some deaths are the daemon's only */

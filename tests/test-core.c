@@ -104,7 +104,8 @@ static void h_done(void *ctx, struct dlm_ls *ls, uint32_t event)
 	nc->c->done_event[nc->node] = event;
 }
 
-static struct cluster *cluster_new(int n, uint32_t toss_ms)
+/* A cluster whose resources start their LVB sequence at 'lvbseq'. */
+static struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq)
 {
 	static const struct dlm_core_ops ops = {
 		.send = h_send, .ast = h_ast, .log = h_log, .recovery_done = h_done,
@@ -120,7 +121,7 @@ static struct cluster *cluster_new(int n, uint32_t toss_ms)
 	for (i = 0; i < n; i++)
 		members[i] = (uint32_t)(i + 1);
 	for (i = 1; i <= n; i++) {
-		struct dlm_core_config cfg = { (uint32_t)i, toss_ms };
+		struct dlm_core_config cfg = { (uint32_t)i, toss_ms, lvbseq };
 
 		nctx[i].c = c;
 		nctx[i].node = i;
@@ -130,6 +131,11 @@ static struct cluster *cluster_new(int n, uint32_t toss_ms)
 						    (unsigned)n, NULL, &c->ls[i]), 0);
 	}
 	return c;
+}
+
+static struct cluster *cluster_new(int n, uint32_t toss_ms)
+{
+	return cluster_new_seq(n, toss_ms, 0);
 }
 
 static void cluster_free(struct cluster *c)
@@ -1293,6 +1299,56 @@ static void test_recover_purge_and_lvb(void **state)
 	(void)m1;
 }
 
+/* The master dies and no survivor holds PR or above: the new master takes
+ * the newest copy a survivor read, by sequence number, and the newest is
+ * newest across the wrap of the 32-bit sequence (serial-number order, as
+ * the kernel's recover_lvb compares). */
+static void test_recover_lvb_seq_wrap(void **state)
+{
+	/* the first write makes the sequence 0xffffffff, the second 0 */
+	struct cluster *c = cluster_new_seq(3, 100, 0xfffffffeu);
+	char va[DLM_LVB_LEN] = "older, seq 0xffffffff";
+	char vb[DLM_LVB_LEN] = "newer, seq 0 (wrapped)";
+	uint32_t w, a, b, r;
+
+	(void)state;
+	/* node 3 masters W and writes va */
+	w = lock_on(c, 3, 3, "W", DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_int_equal(convert(c, 3, 3, w, DLM_LOCK_NL, DLM_LKF_VALBLK, va), 0);
+	drain(c);
+	assert_dump_has(c, 3, "seq 4294967295");
+	/* node 1 reads va, then steps down to NL, keeping its copy */
+	a = lock_on(c, 1, 1, "W", DLM_LOCK_CR, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_memory_equal(comp_of(c, 1, a)->lvb, va, DLM_LVB_LEN);
+	assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_NL, DLM_LKF_VALBLK, NULL), 0);
+	drain(c);
+	/* node 3 writes vb: the sequence wraps to 0 */
+	assert_int_equal(convert(c, 3, 3, w, DLM_LOCK_EX, DLM_LKF_VALBLK, NULL), 0);
+	drain(c);
+	assert_int_equal(comp_of(c, 3, w)->a.grmode, DLM_LOCK_EX);
+	assert_int_equal(convert(c, 3, 3, w, DLM_LOCK_NL, DLM_LKF_VALBLK, vb), 0);
+	drain(c);
+	assert_dump_has(c, 3, "seq 0 ");
+	/* node 2 reads vb and steps down to NL */
+	b = lock_on(c, 2, 2, "W", DLM_LOCK_CR, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_memory_equal(comp_of(c, 2, b)->lvb, vb, DLM_LVB_LEN);
+	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_NL, DLM_LKF_VALBLK, NULL), 0);
+	drain(c);
+	/* the master dies: the new one must pick vb, flagged invalid (no
+	 * holder in PR or above vouches for it) */
+	c->dead[3] = 1;
+	recover_all(c, 1);
+	r = lock_on(c, 1, 11, "W", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_status(c, 1, r, 0);
+	assert_true(comp_of(c, 1, r)->a.sbflags & DLM_SBF_VALNOTVALID);
+	assert_memory_equal(comp_of(c, 1, r)->lvb, vb, DLM_LVB_LEN);
+	cluster_free(c);
+}
+
 /* Requests made while stopped, and requests in flight to a node that
  * dies, complete after recovery. */
 static void test_recover_held_and_resent(void **state)
@@ -1582,6 +1638,7 @@ int main(void)
 		cmocka_unit_test(test_growth),
 		cmocka_unit_test(test_recover_master_dies),
 		cmocka_unit_test(test_recover_purge_and_lvb),
+		cmocka_unit_test(test_recover_lvb_seq_wrap),
 		cmocka_unit_test(test_recover_held_and_resent),
 		cmocka_unit_test(test_recover_abort_and_join),
 		cmocka_unit_test(test_recover_inflight_unlock),
