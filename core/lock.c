@@ -30,6 +30,11 @@
  *                         when the lock was granted first (the GRANT is
  *                         then already ahead of the reply on the link)
  *
+ * Every message has one sender named after it (send_request(),
+ * send_convert_reply(), send_grant(), ... in the "sending" section) and
+ * one receive_*() handler named the same way; the four replies share
+ * one prologue, reply_begin().
+ *
  * Each process copy has at most one operation in flight (lkb_wait_type).
  * A cancel or forced unlock that arrives while a request or conversion is
  * in flight is remembered (LKBF_OVERLAP_*) and sent when the reply comes.
@@ -472,6 +477,7 @@ static uint32_t lkb_peer(const struct dlm_lkb *lkb)
 	return is_master_copy(lkb) ? lkb->lkb_nodeid : lkb->lkb_rsb->res_nodeid;
 }
 
+/* The common part of the senders below: a message about lkb to its peer. */
 static void send_lkb(struct dlm_ls *ls, int type, struct dlm_lkb *lkb,
 		     int status)
 {
@@ -509,6 +515,157 @@ static void remove_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	}
 }
 
+/* ------------------------------------------------------------------ */
+/* sending: one named sender per message                              */
+/* ------------------------------------------------------------------ */
+
+/* Process copy to master; each starts the lock's operation in flight. */
+
+static void send_request(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	add_waiter(ls, lkb, DLM_WAIT_REQUEST);
+	send_lkb(ls, DLM_MSG_REQUEST, lkb, 0);
+}
+
+static void send_convert(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	add_waiter(ls, lkb, DLM_WAIT_CONVERT);
+	send_lkb(ls, DLM_MSG_CONVERT, lkb, 0);
+}
+
+static void send_cancel(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	add_waiter(ls, lkb, DLM_WAIT_CANCEL);
+	send_lkb(ls, DLM_MSG_CANCEL, lkb, 0);
+}
+
+/* With the unlock's own flags, and the LVB only with VALBLK. */
+static void send_unlock(struct dlm_ls *ls, struct dlm_lkb *lkb,
+			uint32_t flags, bool force)
+{
+	struct dlm_msg m;
+
+	add_waiter(ls, lkb, DLM_WAIT_UNLOCK);
+	lkb_msg(&m, DLM_MSG_UNLOCK, lkb, 0);
+	m.m_exflags = flags;
+	m.m_flags = force ? DLM_MF_FORCE : 0;
+	if (flags & DLM_LKF_VALBLK) {
+		m.m_lvb = lkb->lkb_lvb;
+		m.m_lvblen = DLM_LVB_LEN;
+	} else {
+		m.m_lvb = NULL;
+		m.m_lvblen = 0;
+	}
+	dlm_send_msg(ls, &m, lkb->lkb_rsb->res_nodeid);
+}
+
+/* Master to process copy. */
+
+static void send_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb, int rv)
+{
+	send_lkb(ls, DLM_MSG_REQUEST_REPLY, lkb, rv);
+}
+
+static void send_convert_reply(struct dlm_ls *ls, struct dlm_lkb *lkb, int rv)
+{
+	send_lkb(ls, DLM_MSG_CONVERT_REPLY, lkb, rv);
+}
+
+static void send_cancel_reply(struct dlm_ls *ls, struct dlm_lkb *lkb, int rv)
+{
+	send_lkb(ls, DLM_MSG_CANCEL_REPLY, lkb, rv);
+}
+
+/* A reply of 'type' to request 'rq' that names no master copy: a
+ * refusal (of any operation), or an unlock's end. */
+static void send_reply_status(struct dlm_ls *ls, const struct dlm_msg *rq,
+			      int type, int status)
+{
+	struct dlm_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.m_type = (uint16_t)type;
+	m.m_remid = rq->m_lkid;
+	m.m_status = status;
+	m.m_grmode = DLM_LOCK_IV;
+	m.m_rqmode = DLM_LOCK_IV;
+	dlm_send_msg(ls, &m, rq->m_from);
+}
+
+/* A queued lock was granted (status 0), or gave way to break a
+ * conversion deadlock (-EDEADLK). */
+static void send_grant(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
+{
+	send_lkb(ls, DLM_MSG_GRANT, lkb, status);
+}
+
+/* The granted master copy lkb blocks a request for 'mode'. */
+static void send_bast(struct dlm_ls *ls, struct dlm_lkb *lkb, int mode)
+{
+	struct dlm_msg m;
+
+	lkb_msg(&m, DLM_MSG_BAST, lkb, 0);
+	m.m_bastmode = (int8_t)mode;
+	m.m_lvblen = 0;
+	m.m_lvb = NULL;
+	dlm_send_msg(ls, &m, lkb->lkb_nodeid);
+}
+
+/* To and from a resource's directory node. */
+
+static void send_lookup(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t dir)
+{
+	struct dlm_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.m_type = DLM_MSG_LOOKUP;
+	m.m_nodeid = dlm_our_nodeid(ls);
+	m.m_key = r->res_key;
+	m.m_keylen = r->res_keylen;
+	dlm_send_msg(ls, &m, dir);
+}
+
+static void send_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *rq,
+			      int status, uint32_t master)
+{
+	struct dlm_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.m_type = DLM_MSG_LOOKUP_REPLY;
+	m.m_gen = rq->m_gen;
+	m.m_status = status;
+	m.m_nodeid = master;
+	m.m_key = rq->m_key;
+	m.m_keylen = rq->m_keylen;
+	dlm_send_msg(ls, &m, rq->m_from);
+}
+
+void dlm_send_remove(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	struct dlm_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.m_type = DLM_MSG_REMOVE;
+	m.m_key = r->res_key;
+	m.m_keylen = r->res_keylen;
+	dlm_send_msg(ls, &m, dlm_dir_nodeid(ls, r->res_hnode.hn_hash));
+}
+
+/* Node to node: purge your orphans of 'owner' (with 'group': of every
+ * owner in that group). */
+static void send_purge(struct dlm_ls *ls, uint32_t nodeid, uint64_t owner,
+		       bool group)
+{
+	struct dlm_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.m_type = DLM_MSG_PURGE;
+	m.m_owner = owner;
+	m.m_flags = group ? DLM_MF_OWNER_GROUP : 0;
+	dlm_send_msg(ls, &m, nodeid);
+}
+
+
 bool dlm_ls_running(const struct dlm_ls *ls)
 {
 	return ls->ls_state == DLM_LS_RUNNING;
@@ -532,24 +689,18 @@ void dlm_resend_later(struct dlm_ls *ls, struct dlm_lkb *lkb)
 static void cast_grant(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
 	if (is_master_copy(lkb))
-		send_lkb(ls, DLM_MSG_GRANT, lkb, 0);
+		send_grant(ls, lkb, 0);
 	else
 		cast_local(ls, lkb, 0);
 }
 
-static void send_bast(struct dlm_ls *ls, struct dlm_lkb *g, int mode)
+/* Tell whoever owns g that it blocks a request for 'mode'. */
+static void bast_lkb(struct dlm_ls *ls, struct dlm_lkb *g, int mode)
 {
-	if (is_master_copy(g)) {
-		struct dlm_msg m;
-
-		lkb_msg(&m, DLM_MSG_BAST, g, 0);
-		m.m_bastmode = (int8_t)mode;
-		m.m_lvblen = 0;
-		m.m_lvb = NULL;
-		dlm_send_msg(ls, &m, g->lkb_nodeid);
-	} else {
+	if (is_master_copy(g))
+		send_bast(ls, g, mode);
+	else
 		bast_local(ls, g, mode);
-	}
 }
 
 static void bast_queue(struct dlm_rsb *r, struct dlm_list *q,
@@ -572,7 +723,7 @@ static void bast_queue(struct dlm_rsb *r, struct dlm_list *q,
 		    !ranges_overlap(ls, &g->lkb_grrange, &lkb->lkb_rqrange))
 			continue;
 		g->lkb_highbast = lkb->lkb_rqmode;
-		send_bast(ls, g, lkb->lkb_rqmode);
+		bast_lkb(ls, g, lkb->lkb_rqmode);
 	}
 }
 
@@ -805,7 +956,7 @@ static bool break_deadlock(struct dlm_rsb *r, struct dlm_lkb *victim,
 		return true;
 	/* another lock gave way: it completes now */
 	if (is_master_copy(victim))
-		send_lkb(ls, DLM_MSG_GRANT, victim, -EDEADLK);
+		send_grant(ls, victim, -EDEADLK);
 	else
 		cast_local(ls, victim, -EDEADLK);
 	return false;
@@ -960,8 +1111,6 @@ static void finish_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
 /* process copy side: sending requests                                */
 /* ------------------------------------------------------------------ */
 
-static void send_request(struct dlm_ls *ls, struct dlm_lkb *lkb);
-
 /* Run a new request whose master is known. */
 static void dispatch_request(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
@@ -981,18 +1130,11 @@ static void dispatch_request(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		finish_lkb(ls, lkb, rv);
 }
 
-static void send_request(struct dlm_ls *ls, struct dlm_lkb *lkb)
-{
-	add_waiter(ls, lkb, DLM_WAIT_REQUEST);
-	send_lkb(ls, DLM_MSG_REQUEST, lkb, 0);
-}
-
 /* Find the master of lkb's resource, then run the request. */
 static void request_with_master(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
 	struct dlm_rsb *r = lkb->lkb_rsb;
 	uint32_t dir, master;
-	struct dlm_msg m;
 
 	if (r->res_nodeid && !(r->res_flags & RESF_LOOKUP) &&
 	    dlm_ls_running(ls)) {
@@ -1019,23 +1161,7 @@ static void request_with_master(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		return;
 	}
 	r->res_flags |= RESF_LOOKUP;
-	memset(&m, 0, sizeof(m));
-	m.m_type = DLM_MSG_LOOKUP;
-	m.m_nodeid = dlm_our_nodeid(ls);
-	m.m_key = r->res_key;
-	m.m_keylen = r->res_keylen;
-	dlm_send_msg(ls, &m, dir);
-}
-
-void dlm_send_remove(struct dlm_ls *ls, struct dlm_rsb *r)
-{
-	struct dlm_msg m;
-
-	memset(&m, 0, sizeof(m));
-	m.m_type = DLM_MSG_REMOVE;
-	m.m_key = r->res_key;
-	m.m_keylen = r->res_keylen;
-	dlm_send_msg(ls, &m, dlm_dir_nodeid(ls, r->res_hnode.hn_hash));
+	send_lookup(ls, r, dir);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1278,8 +1404,7 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		return 0;
 	}
 	if (!is_master(r)) {
-		add_waiter(ls, lkb, DLM_WAIT_CONVERT);
-		send_lkb(ls, DLM_MSG_CONVERT, lkb, 0);
+		send_convert(ls, lkb);
 		return 0;
 	}
 	rv = do_convert(r, lkb);
@@ -1344,8 +1469,7 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 			return 0;
 		}
 		if (!is_master(r)) {
-			add_waiter(ls, lkb, DLM_WAIT_CANCEL);
-			send_lkb(ls, DLM_MSG_CANCEL, lkb, 0);
+			send_cancel(ls, lkb);
 			return 0;
 		}
 		rv = do_cancel(r, lkb);
@@ -1396,20 +1520,7 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		return 0;
 	}
 	if (!is_master(r)) {
-		struct dlm_msg m;
-
-		add_waiter(ls, lkb, DLM_WAIT_UNLOCK);
-		lkb_msg(&m, DLM_MSG_UNLOCK, lkb, 0);
-		m.m_exflags = flags;
-		m.m_flags = force ? DLM_MF_FORCE : 0;
-		if (flags & DLM_LKF_VALBLK) {
-			m.m_lvb = lkb->lkb_lvb;
-			m.m_lvblen = DLM_LVB_LEN;
-		} else {
-			m.m_lvb = NULL;
-			m.m_lvblen = 0;
-		}
-		dlm_send_msg(ls, &m, r->res_nodeid);
+		send_unlock(ls, lkb, flags, force);
 		return 0;
 	}
 	do_unlock(r, lkb, flags);
@@ -1543,17 +1654,11 @@ static int purge_local_orphans(struct dlm_ls *ls, uint64_t owner, bool group)
 static int purge_orphans(struct dlm_ls *ls, uint32_t nodeid, uint64_t owner,
 			 bool group)
 {
-	struct dlm_msg m;
-
 	if (nodeid == 0 || nodeid == dlm_our_nodeid(ls))
 		return purge_local_orphans(ls, owner, group);
 	if (!dlm_ls_is_member(ls, nodeid))
 		return -EINVAL;
-	memset(&m, 0, sizeof(m));
-	m.m_type = DLM_MSG_PURGE;
-	m.m_owner = owner;
-	m.m_flags = group ? DLM_MF_OWNER_GROUP : 0;
-	dlm_send_msg(ls, &m, nodeid);
+	send_purge(ls, nodeid, owner, group);
 	return 0;
 }
 
@@ -1572,20 +1677,6 @@ int dlm_core_purge_orphan_group(struct dlm_ls *ls, uint32_t nodeid,
 /* receiving                                                          */
 /* ------------------------------------------------------------------ */
 
-static void reply_status(struct dlm_ls *ls, const struct dlm_msg *rq,
-			 int type, int status)
-{
-	struct dlm_msg m;
-
-	memset(&m, 0, sizeof(m));
-	m.m_type = (uint16_t)type;
-	m.m_remid = rq->m_lkid;
-	m.m_status = status;
-	m.m_grmode = DLM_LOCK_IV;
-	m.m_rqmode = DLM_LOCK_IV;
-	dlm_send_msg(ls, &m, rq->m_from);
-}
-
 /* Master side: REQUEST from a remote node. */
 static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
 {
@@ -1599,12 +1690,12 @@ static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
 	r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
 	if (!r || !is_master(r) || (r->res_flags & RESF_LOOKUP)) {
 		/* not (or no longer) the master: the sender looks up again */
-		reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -EBADR);
+		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -EBADR);
 		return 0;
 	}
 	lkb = dlm_lkb_create(ls);
 	if (!lkb) {
-		reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -ENOMEM);
+		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -ENOMEM);
 		return -ENOMEM;
 	}
 	lkb->lkb_flags = LKBF_MSTCPY;
@@ -1621,7 +1712,7 @@ static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
 	lkb->lkb_rsb = r;
 	dlm_rsb_hold(r);
 	rv = do_request(r, lkb);
-	send_lkb(ls, DLM_MSG_REQUEST_REPLY, lkb, rv);
+	send_request_reply(ls, lkb, rv);
 	if (rv != 0 && rv != -EINPROGRESS)
 		destroy_lkb(ls, lkb);
 	return 0;
@@ -1653,7 +1744,7 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED || m->m_rqmode < DLM_LOCK_NL) {
 		log_ls(ls, DLM_LOG_WARNING, "convert of %08x from node %u: not granted",
 		       lkb->lkb_id, m->m_from);
-		reply_status(ls, m, DLM_MSG_CONVERT_REPLY, -EBUSY);
+		send_reply_status(ls, m, DLM_MSG_CONVERT_REPLY, -EBUSY);
 		return -EBUSY;
 	}
 	lkb->lkb_exflags = m->m_exflags;
@@ -1667,7 +1758,7 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (m->m_lvb)
 		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
 	rv = do_convert(lkb->lkb_rsb, lkb);
-	send_lkb(ls, DLM_MSG_CONVERT_REPLY, lkb, rv);
+	send_convert_reply(ls, lkb, rv);
 	grant_pending(lkb->lkb_rsb, NULL);
 	return 0;
 }
@@ -1679,13 +1770,13 @@ static int receive_unlock(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (!lkb)
 		return -ENOENT;
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED && !(m->m_flags & DLM_MF_FORCE)) {
-		reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -EBUSY);
+		send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -EBUSY);
 		return -EBUSY;
 	}
 	if (m->m_lvb)
 		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
 	do_unlock(lkb->lkb_rsb, lkb, m->m_exflags);
-	reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -DLM_EUNLOCK);
+	send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -DLM_EUNLOCK);
 	destroy_lkb(ls, lkb);
 	return 0;
 }
@@ -1698,7 +1789,7 @@ static int receive_cancel(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (!lkb)
 		return -ENOENT;
 	rv = do_cancel(lkb->lkb_rsb, lkb);
-	send_lkb(ls, DLM_MSG_CANCEL_REPLY, lkb, rv);
+	send_cancel_reply(ls, lkb, rv);
 	if (lkb->lkb_status == DLM_LKSTS_NONE)
 		destroy_lkb(ls, lkb);
 	return 0;
@@ -1775,20 +1866,46 @@ static void run_overlap(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		unlock_lkb(ls, lkb, DLM_LKF_CANCEL, NULL);
 }
 
-static int receive_request_reply(struct dlm_ls *ls, const struct dlm_msg *m)
+/*
+ * The prologue shared by the four replies: find the process copy the
+ * reply names (a convert or cancel reply names the master copy too; a
+ * request reply is what tells us its id, an unlock reply needs none); it
+ * must be waiting for exactly this operation, which ends here.  0, or
+ * the error to return for the message.
+ */
+static int reply_begin(struct dlm_ls *ls, const struct dlm_msg *m,
+		       struct dlm_lkb **out)
 {
+	static const uint8_t waits_for[] = {
+		[DLM_MSG_REQUEST_REPLY - DLM_MSG_REQUEST_REPLY] = DLM_WAIT_REQUEST,
+		[DLM_MSG_CONVERT_REPLY - DLM_MSG_REQUEST_REPLY] = DLM_WAIT_CONVERT,
+		[DLM_MSG_UNLOCK_REPLY - DLM_MSG_REQUEST_REPLY] = DLM_WAIT_UNLOCK,
+		[DLM_MSG_CANCEL_REPLY - DLM_MSG_REQUEST_REPLY] = DLM_WAIT_CANCEL,
+	};
 	struct dlm_lkb *lkb = find_pcopy(ls, m);
-	struct dlm_rsb *r;
 
-	if (!lkb)
+	if (!lkb || (m->m_type == DLM_MSG_CONVERT_REPLY &&
+		     lkb->lkb_remid != m->m_lkid))
 		return -ENOENT;
-	if (lkb->lkb_wait_type != DLM_WAIT_REQUEST) {
-		log_ls(ls, DLM_LOG_WARNING, "unexpected request reply for %08x",
-		       lkb->lkb_id);
+	if (lkb->lkb_wait_type != waits_for[m->m_type - DLM_MSG_REQUEST_REPLY]) {
+		log_ls(ls, DLM_LOG_WARNING, "unexpected %s for %08x",
+		       dlm_msg_type_str(m->m_type), lkb->lkb_id);
 		return -EPROTO;
 	}
-	r = lkb->lkb_rsb;
 	remove_waiter(ls, lkb);
+	*out = lkb;
+	return 0;
+}
+
+static int receive_request_reply(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb;
+	struct dlm_rsb *r;
+	int rv = reply_begin(ls, m, &lkb);
+
+	if (rv)
+		return rv;
+	r = lkb->lkb_rsb;
 	switch (m->m_status) {
 	case -EBADR:
 		/* the node was not the master (any more): look up again */
@@ -1824,18 +1941,13 @@ static int receive_request_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 
 static int receive_convert_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 {
-	struct dlm_lkb *lkb = find_pcopy(ls, m);
+	struct dlm_lkb *lkb;
 	struct dlm_rsb *r;
+	int rv = reply_begin(ls, m, &lkb);
 
-	if (!lkb || lkb->lkb_remid != m->m_lkid)
-		return -ENOENT;
-	if (lkb->lkb_wait_type != DLM_WAIT_CONVERT) {
-		log_ls(ls, DLM_LOG_WARNING, "unexpected convert reply for %08x",
-		       lkb->lkb_id);
-		return -EPROTO;
-	}
+	if (rv)
+		return rv;
 	r = lkb->lkb_rsb;
-	remove_waiter(ls, lkb);
 	switch (m->m_status) {
 	case 0:
 		pcopy_granted(ls, lkb, m);
@@ -1857,16 +1969,11 @@ static int receive_convert_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 
 static int receive_unlock_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 {
-	struct dlm_lkb *lkb = find_pcopy(ls, m);
+	struct dlm_lkb *lkb;
+	int rv = reply_begin(ls, m, &lkb);
 
-	if (!lkb)
-		return -ENOENT;
-	if (lkb->lkb_wait_type != DLM_WAIT_UNLOCK) {
-		log_ls(ls, DLM_LOG_WARNING, "unexpected unlock reply for %08x",
-		       lkb->lkb_id);
-		return -EPROTO;
-	}
-	remove_waiter(ls, lkb);
+	if (rv)
+		return rv;
 	if (m->m_status == -DLM_EUNLOCK) {
 		finish_lkb(ls, lkb, -DLM_EUNLOCK);
 		return 0;
@@ -1879,18 +1986,13 @@ static int receive_unlock_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 
 static int receive_cancel_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 {
-	struct dlm_lkb *lkb = find_pcopy(ls, m);
+	struct dlm_lkb *lkb;
 	struct dlm_rsb *r;
+	int rv = reply_begin(ls, m, &lkb);
 
-	if (!lkb)
-		return -ENOENT;
-	if (lkb->lkb_wait_type != DLM_WAIT_CANCEL) {
-		log_ls(ls, DLM_LOG_WARNING, "unexpected cancel reply for %08x",
-		       lkb->lkb_id);
-		return -EPROTO;
-	}
+	if (rv)
+		return rv;
 	r = lkb->lkb_rsb;
-	remove_waiter(ls, lkb);
 	if (m->m_status == -DLM_ECANCEL) {
 		if (lkb->lkb_status == DLM_LKSTS_WAITING) {
 			lkb->lkb_flags &= ~LKBF_OVERLAP_UNLOCK;
@@ -1947,7 +2049,6 @@ static int receive_lookup(struct dlm_ls *ls, const struct dlm_msg *m)
 {
 	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
 	uint32_t master = 0;
-	struct dlm_msg rp;
 	int rv;
 
 	if (!m->m_keylen)
@@ -1968,14 +2069,7 @@ static int receive_lookup(struct dlm_ls *ls, const struct dlm_msg *m)
 		rv = dlm_dir_lookup(ls, m->m_key, m->m_keylen, hash, m->m_from,
 				    &master);
 	}
-	memset(&rp, 0, sizeof(rp));
-	rp.m_type = DLM_MSG_LOOKUP_REPLY;
-	rp.m_gen = m->m_gen;
-	rp.m_status = rv;
-	rp.m_nodeid = master;
-	rp.m_key = m->m_key;
-	rp.m_keylen = m->m_keylen;
-	dlm_send_msg(ls, &rp, m->m_from);
+	send_lookup_reply(ls, m, rv, master);
 	return rv;
 }
 
@@ -2456,8 +2550,7 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		break;
 	case DLM_WAIT_CONVERT:
 		if (!is_master(r)) {
-			add_waiter(ls, lkb, DLM_WAIT_CONVERT);
-			send_lkb(ls, DLM_MSG_CONVERT, lkb, 0);
+			send_convert(ls, lkb);
 			return;
 		}
 		rv = do_convert(r, lkb);
