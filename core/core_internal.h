@@ -191,7 +191,7 @@ struct dlm_ls {
 	uint64_t		ls_norphans;
 	uint64_t		ls_msgs_sent;
 	uint64_t		ls_msgs_received;
-	/* recovery */
+	/* recovery; both changed only by recover.c set_state/set_rstep */
 	enum dlm_ls_state	ls_state;
 	enum dlm_rstep		ls_rstep;
 	uint32_t		ls_event;	/* last event started */

@@ -91,6 +91,30 @@ enum dlm_ls_state dlm_core_ls_state(const struct dlm_ls *ls, uint32_t *event,
 	return ls->ls_state;
 }
 
+/*
+ * Every change of ls_state and ls_rstep goes through these two, which
+ * report it to the glue's log (at debug level: the glue decides whether
+ * to keep it; the engine prints nothing itself).
+ */
+static void set_state(struct dlm_ls *ls, enum dlm_ls_state state)
+{
+	if (ls->ls_state == state)
+		return;
+	log_ls(ls, DLM_LOG_DEBUG, "state %s -> %s (event %u)",
+	       dlm_ls_state_str(ls->ls_state), dlm_ls_state_str(state),
+	       ls->ls_event);
+	ls->ls_state = state;
+}
+
+static void set_rstep(struct dlm_ls *ls, enum dlm_rstep step)
+{
+	if (ls->ls_rstep == step)
+		return;
+	log_ls(ls, DLM_LOG_DEBUG, "recovery %u: step %s -> %s", ls->ls_event,
+	       step_name(ls->ls_rstep), step_name(step));
+	ls->ls_rstep = step;
+}
+
 void dlm_recover_init_ls(struct dlm_ls *ls)
 {
 	dlm_list_init(&ls->ls_held);
@@ -626,7 +650,7 @@ static int step_recovered(struct dlm_ls *ls)
 {
 	struct dlm_core *core = ls->ls_core;
 
-	ls->ls_state = DLM_LS_RECOVERED;
+	set_state(ls, DLM_LS_RECOVERED);
 	log_ls(ls, DLM_LOG_INFO, "recovery %u done here, %u members",
 	       ls->ls_event, ls->ls_nmembers);
 	if (core->core_ops.recovery_done)
@@ -698,14 +722,14 @@ static void recover_run(struct dlm_ls *ls)
 
 		if (!step_may_run(ls, s))
 			return;
-		ls->ls_rstep = next;
+		set_rstep(ls, next);
 		rv = s->action ? s->action(ls) : 0;
 		if (rv) {
 			/* out of memory: stay stopped; the glue may retry
 			 * with a new event */
 			log_ls(ls, DLM_LOG_ERR, "recovery %u failed in step %s: %d",
 			       ls->ls_event, s->name, rv);
-			ls->ls_state = DLM_LS_STOPPED;
+			set_state(ls, DLM_LS_STOPPED);
 			return;
 		}
 		if (s->announce)
@@ -726,8 +750,8 @@ int dlm_core_ls_stop(struct dlm_ls *ls)
 		       ls->ls_event, step_name(ls->ls_rstep));
 	else
 		log_ls(ls, DLM_LOG_INFO, "stopped");
-	ls->ls_state = DLM_LS_STOPPED;
-	ls->ls_rstep = DLM_RS_NONE;
+	set_state(ls, DLM_LS_STOPPED);
+	set_rstep(ls, DLM_RS_NONE);
 	return 0;
 }
 
@@ -754,8 +778,8 @@ int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
 	}
 	free(old);
 	ls->ls_event = event;
-	ls->ls_state = DLM_LS_RECOVERING;
-	ls->ls_rstep = DLM_RS_NONE;
+	set_state(ls, DLM_LS_RECOVERING);
+	set_rstep(ls, DLM_RS_NONE);
 	log_ls(ls, DLM_LOG_INFO, "recovery %u started, %u members", event,
 	       ls->ls_nmembers);
 	recover_run(ls);
@@ -769,8 +793,8 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 
 	if (ls->ls_state != DLM_LS_RECOVERED || event != ls->ls_event)
 		return -EBUSY;
-	ls->ls_state = DLM_LS_RUNNING;
-	ls->ls_rstep = DLM_RS_NONE;
+	set_state(ls, DLM_LS_RUNNING);
+	set_rstep(ls, DLM_RS_NONE);
 	ls->ls_generation = event;
 
 	/* what arrived while we were stopped, in arrival order */
