@@ -147,6 +147,15 @@ struct dlm_core_ops {
 	/* Recovery for 'event' finished its last barrier on this node (every
 	 * member has passed it too); call dlm_core_ls_finish().  May be NULL. */
 	void (*recovery_done)(void *ctx, struct dlm_ls *ls, uint32_t event);
+	/* Recovery for 'event' failed on this node with 'error' (a negative
+	 * errno; -ENOMEM is the only cause today).  The lockspace stays
+	 * stopped and will not report recovery_done for 'event'; the other
+	 * members wait at the barrier of the step that failed.  Recovery
+	 * runs again only under a newer event: the glue must have every
+	 * member stop and start again (dlm_core_ls_start(E' > event)).  May
+	 * be NULL; dlm_core_ls_recovery_error() tells the same later. */
+	void (*recovery_failed)(void *ctx, struct dlm_ls *ls, uint32_t event,
+				int error);
 };
 
 struct dlm_core_config {
@@ -238,6 +247,9 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event);
 enum dlm_ls_state dlm_core_ls_state(const struct dlm_ls *ls, uint32_t *event,
 				    const char **step);
 const char *dlm_ls_state_str(enum dlm_ls_state state);
+/* 0, or the error with which the recovery last started failed here (see
+ * recovery_failed); *step (may be NULL) names the step that failed. */
+int dlm_core_ls_recovery_error(const struct dlm_ls *ls, const char **step);
 struct dlm_ls *dlm_core_ls_find_id(struct dlm_core *core, uint32_t lsid);
 uint32_t dlm_core_ls_id(const struct dlm_ls *ls);
 const char *dlm_core_ls_name(const struct dlm_ls *ls);

@@ -197,6 +197,7 @@ struct dlm_ls {
 	uint32_t		ls_event;	/* last event started */
 	uint32_t		ls_generation;	/* last event finished */
 	uint32_t		ls_rc_out;	/* recovery replies we wait for */
+	int			ls_rc_error;	/* the last start failed in ls_rstep */
 	struct dlm_list		ls_held;	/* messages held while stopped */
 	struct dlm_list		ls_rc_deferred;	/* RC_LOOKUPs before our DIR barrier */
 	struct dlm_list		ls_resend;	/* lkbs with an op to redo at finish */

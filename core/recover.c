@@ -115,6 +115,13 @@ static void set_rstep(struct dlm_ls *ls, enum dlm_rstep step)
 	ls->ls_rstep = step;
 }
 
+int dlm_core_ls_recovery_error(const struct dlm_ls *ls, const char **step)
+{
+	if (step)
+		*step = ls->ls_rc_error ? step_name(ls->ls_rstep) : NULL;
+	return ls->ls_rc_error;
+}
+
 void dlm_recover_init_ls(struct dlm_ls *ls)
 {
 	dlm_list_init(&ls->ls_held);
@@ -710,6 +717,22 @@ static bool step_may_run(struct dlm_ls *ls, const struct recovery_step *s)
 	return false;
 }
 
+/* A step failed (out of memory): we stay stopped, announcing nothing
+ * more, and tell the glue, which must run recovery again under a new
+ * event on every member. */
+static void recovery_failed(struct dlm_ls *ls, int error)
+{
+	struct dlm_core *core = ls->ls_core;
+
+	log_ls(ls, DLM_LOG_ERR, "recovery %u failed in step %s: %d",
+	       ls->ls_event, step_name(ls->ls_rstep), error);
+	ls->ls_rc_error = error;
+	set_state(ls, DLM_LS_STOPPED);
+	if (core->core_ops.recovery_failed)
+		core->core_ops.recovery_failed(core->core_ctx, ls, ls->ls_event,
+					       error);
+}
+
 /* Run the table from where we are until a row must wait.  Called on
  * start and on every recovery message. */
 static void recover_run(struct dlm_ls *ls)
@@ -725,11 +748,7 @@ static void recover_run(struct dlm_ls *ls)
 		set_rstep(ls, next);
 		rv = s->action ? s->action(ls) : 0;
 		if (rv) {
-			/* out of memory: stay stopped; the glue may retry
-			 * with a new event */
-			log_ls(ls, DLM_LOG_ERR, "recovery %u failed in step %s: %d",
-			       ls->ls_event, s->name, rv);
-			set_state(ls, DLM_LS_STOPPED);
+			recovery_failed(ls, rv);
 			return;
 		}
 		if (s->announce)
@@ -778,6 +797,7 @@ int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
 	}
 	free(old);
 	ls->ls_event = event;
+	ls->ls_rc_error = 0;
 	set_state(ls, DLM_LS_RECOVERING);
 	set_rstep(ls, DLM_RS_NONE);
 	log_ls(ls, DLM_LOG_INFO, "recovery %u started, %u members", event,
