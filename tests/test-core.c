@@ -48,6 +48,8 @@ struct cluster {
 	int nasts;
 	int nlog_warn;
 	uint32_t done_event[MAXN + 1];
+	uint32_t failed_event[MAXN + 1];
+	int failed_error[MAXN + 1];
 	int dead[MAXN + 1];
 };
 
@@ -105,10 +107,34 @@ static void h_done(void *ctx, struct dlm_ls *ls, uint32_t event)
 }
 
 /* A cluster whose resources start their LVB sequence at 'lvbseq'. */
+static void h_failed(void *ctx, struct dlm_ls *ls, uint32_t event, int error)
+{
+	struct nodectx *nc = ctx;
+
+	(void)ls;
+	nc->c->failed_event[nc->node] = event;
+	nc->c->failed_error[nc->node] = error;
+}
+
+/* Allocation failures on demand: the engine's malloc() calls come here
+ * (linked with -Wl,--wrap=malloc); the one 'malloc_countdown' calls
+ * ahead fails. */
+void *__real_malloc(size_t size);
+void *__wrap_malloc(size_t size);
+static int malloc_countdown = -1;
+
+void *__wrap_malloc(size_t size)
+{
+	if (malloc_countdown >= 0 && malloc_countdown-- == 0)
+		return NULL;
+	return __real_malloc(size);
+}
+
 static struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq)
 {
 	static const struct dlm_core_ops ops = {
 		.send = h_send, .ast = h_ast, .log = h_log, .recovery_done = h_done,
+		.recovery_failed = h_failed,
 	};
 	struct cluster *c = calloc(1, sizeof(*c));
 	uint32_t members[MAXN];
@@ -1349,6 +1375,64 @@ static void test_recover_lvb_seq_wrap(void **state)
 	cluster_free(c);
 }
 
+/* A recovery step runs out of memory on one node: that node stays
+ * stopped, says so (recovery_failed, dlm_core_ls_recovery_error), and
+ * announces nothing, so the others wait at the barrier of the step that
+ * failed; recovery under the next event succeeds. */
+static void test_recover_enomem(void **state)
+{
+	struct cluster *c = cluster_new(3, 100);
+	uint32_t members[2] = { 1, 2 };
+	const char *step = NULL;
+	uint32_t a, b, x;
+	int k, rv = -ENOMEM;
+
+	(void)state;
+	x = lock_on(c, 3, 3, "R", DLM_LOCK_PR, 0, 0, NULL);
+	drain(c);
+	a = lock_on(c, 1, 1, "R", DLM_LOCK_PR, 0, 0, NULL);
+	b = lock_on(c, 2, 2, "R", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	assert_no_comp(c, 2, b);
+	c->dead[3] = 1;
+	stop_all(c);
+	/* fail node 1's allocations one at a time until one fails inside
+	 * recovery rather than in dlm_core_ls_start itself */
+	for (k = 0; k < 50 && rv == -ENOMEM; k++) {
+		malloc_countdown = k;
+		rv = dlm_core_ls_start(c->ls[1], 1, members, 2);
+		malloc_countdown = -1;
+	}
+	assert_int_equal(rv, 0);
+	assert_int_equal(c->failed_event[1], 1);
+	assert_int_equal(c->failed_error[1], -ENOMEM);
+	assert_int_equal(dlm_core_ls_recovery_error(c->ls[1], &step), -ENOMEM);
+	assert_string_equal(step, "nodes");
+	assert_int_equal(dlm_core_ls_state(c->ls[1], NULL, NULL), DLM_LS_STOPPED);
+	/* node 2 waits for node 1's NODES status, which never comes */
+	assert_int_equal(dlm_core_ls_start(c->ls[2], 1, members, 2), 0);
+	drain(c);
+	assert_int_equal(dlm_core_ls_state(c->ls[2], NULL, &step),
+			 DLM_LS_RECOVERING);
+	assert_string_equal(step, "nodes");
+	assert_int_equal(c->done_event[1], 0);
+	assert_int_equal(c->done_event[2], 0);
+	assert_int_equal(dlm_core_ls_finish(c->ls[1], 1), -EBUSY);
+	/* the glue runs recovery again under a new event */
+	recover_all(c, 2);
+	assert_int_equal(dlm_core_ls_recovery_error(c->ls[1], &step), 0);
+	assert_null(step);
+	assert_int_equal(c->failed_event[2], 0);
+	/* node 3's PR is gone; node 1's PR blocks node 2's EX until unlocked */
+	assert_no_comp(c, 2, b);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 2, b, 0);
+	cluster_free(c);
+	(void)x;
+}
+
 /* Requests made while stopped, and requests in flight to a node that
  * dies, complete after recovery. */
 static void test_recover_held_and_resent(void **state)
@@ -1639,6 +1723,7 @@ int main(void)
 		cmocka_unit_test(test_recover_master_dies),
 		cmocka_unit_test(test_recover_purge_and_lvb),
 		cmocka_unit_test(test_recover_lvb_seq_wrap),
+		cmocka_unit_test(test_recover_enomem),
 		cmocka_unit_test(test_recover_held_and_resent),
 		cmocka_unit_test(test_recover_abort_and_join),
 		cmocka_unit_test(test_recover_inflight_unlock),
