@@ -1,0 +1,340 @@
+/*
+ * tests/test-core-recover.c - unit tests of the lock engine: recovery.
+ * A master dying, a step running out of memory, requests held and
+ * resent, operations in flight, aborted recoveries and joins (recovery
+ * of LVBs: tests/test-core-lvb.c).  The harness: tests/test-core.h.
+ */
+
+#include "tests/test-core.h"
+
+/* Allocation failures on demand: the engine's malloc() calls come here
+ * (linked with -Wl,--wrap=malloc); the one 'malloc_countdown' calls
+ * ahead fails. */
+void *__real_malloc(size_t size);
+void *__wrap_malloc(size_t size);
+static int malloc_countdown = -1;
+
+void *__wrap_malloc(size_t size)
+{
+	if (malloc_countdown >= 0 && malloc_countdown-- == 0)
+		return NULL;
+	return __real_malloc(size);
+}
+
+/* The master dies: a survivor becomes master, survivors' locks are
+ * resent with their state, the dead node's lock is gone, and the waiter
+ * it blocked is granted. */
+static void test_recover_master_dies(void **state)
+{
+	struct cluster *c = cluster_new(3, 100);
+	uint32_t x, a, b;
+	char *text;
+
+	(void)state;
+	x = lock_on(c, 3, 3, "R", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 3, x, 0);
+	a = lock_on(c, 1, 1, "R", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	b = lock_on(c, 2, 2, "R", DLM_LOCK_NL, DLM_LKF_EXPEDITE, 0, NULL);
+	drain(c);
+	assert_no_comp(c, 1, a);
+	assert_status(c, 2, b, 0);
+	assert_dump_has(c, 1, "resource \"R\" master 3 local-copy");
+	text = dump(c, 3);
+	if (getenv("TEST_CORE_VERBOSE"))
+		fprintf(stderr, "before (node 3, master):\n%s", text);
+	free(text);
+
+	c->dead[3] = 1;
+	recover_all(c, 1);
+	/* node 1 or 2 masters R now; node 3's EX is gone: PR granted */
+	assert_status(c, 1, a, 0);
+	assert_true(comp_of(c, 1, a)->a.sbflags & DLM_SBF_VALNOTVALID);
+	text = dump(c, 1);
+	if (getenv("TEST_CORE_VERBOSE"))
+		fprintf(stderr, "after (node 1):\n%s", text);
+	assert_non_null(strstr(text, "resource \"R\""));
+	assert_null(strstr(text, "master 3"));
+	free(text);
+	/* locking goes on: node 2 converts up, waits for node 1's PR */
+	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+	drain(c);
+	assert_int_equal(count_asts(c, 2, b, DLM_AST_COMP), 1);
+	assert_int_equal(last_bast_mode(c, 1, a), DLM_LOCK_EX);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 2, b, 0);
+	assert_int_equal(comp_of(c, 2, b)->a.grmode, DLM_LOCK_EX);
+	cluster_free(c);
+}
+
+/* A recovery step runs out of memory on one node: that node stays
+ * stopped, says so (recovery_failed, dlm_core_ls_recovery_error), and
+ * announces nothing, so the others wait at the barrier of the step that
+ * failed; recovery under the next event succeeds. */
+static void test_recover_enomem(void **state)
+{
+	struct cluster *c = cluster_new(3, 100);
+	uint32_t members[2] = { 1, 2 };
+	const char *step = NULL;
+	uint32_t a, b, x;
+	int k, rv = -ENOMEM;
+
+	(void)state;
+	x = lock_on(c, 3, 3, "R", DLM_LOCK_PR, 0, 0, NULL);
+	drain(c);
+	a = lock_on(c, 1, 1, "R", DLM_LOCK_PR, 0, 0, NULL);
+	b = lock_on(c, 2, 2, "R", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	assert_no_comp(c, 2, b);
+	c->dead[3] = 1;
+	stop_all(c);
+	/* fail node 1's allocations one at a time until one fails inside
+	 * recovery rather than in dlm_core_ls_start itself */
+	for (k = 0; k < 50 && rv == -ENOMEM; k++) {
+		malloc_countdown = k;
+		rv = dlm_core_ls_start(c->ls[1], 1, members, 2);
+		malloc_countdown = -1;
+	}
+	assert_int_equal(rv, 0);
+	assert_int_equal(c->failed_event[1], 1);
+	assert_int_equal(c->failed_error[1], -ENOMEM);
+	assert_int_equal(dlm_core_ls_recovery_error(c->ls[1], &step), -ENOMEM);
+	assert_string_equal(step, "nodes");
+	assert_int_equal(dlm_core_ls_state(c->ls[1], NULL, NULL), DLM_LS_STOPPED);
+	/* node 2 waits for node 1's NODES status, which never comes */
+	assert_int_equal(dlm_core_ls_start(c->ls[2], 1, members, 2), 0);
+	drain(c);
+	assert_int_equal(dlm_core_ls_state(c->ls[2], NULL, &step),
+			 DLM_LS_RECOVERING);
+	assert_string_equal(step, "nodes");
+	assert_int_equal(c->done_event[1], 0);
+	assert_int_equal(c->done_event[2], 0);
+	assert_int_equal(dlm_core_ls_finish(c->ls[1], 1), -EBUSY);
+	/* the glue runs recovery again under a new event */
+	recover_all(c, 2);
+	assert_int_equal(dlm_core_ls_recovery_error(c->ls[1], &step), 0);
+	assert_null(step);
+	assert_int_equal(c->failed_event[2], 0);
+	/* node 3's PR is gone; node 1's PR blocks node 2's EX until unlocked */
+	assert_no_comp(c, 2, b);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 2, b, 0);
+	cluster_free(c);
+	(void)x;
+}
+
+/* Requests made while stopped, and requests in flight to a node that
+ * dies, complete after recovery. */
+static void test_recover_held_and_resent(void **state)
+{
+	struct cluster *c = cluster_new(3, 100);
+	uint32_t x, a, b, d;
+	char v[DLM_LVB_LEN] = "survivor's write";
+
+	(void)state;
+	x = lock_on(c, 3, 3, "Q", DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
+	a = lock_on(c, 1, 1, "Z", DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_status(c, 3, x, 0);
+	assert_status(c, 1, a, 0);
+	/* node 1 unlocks Z writing an LVB; Z is mastered on node 1 or wherever
+	 * the first request went; then a request to Q's master (node 3) is
+	 * in flight when node 3 dies */
+	b = lock_on(c, 2, 2, "Q", DLM_LOCK_PR, 0, 0, NULL);
+	c->dead[3] = 1;
+	stop_all(c);
+	/* while stopped: a new request and an unlock are accepted, held */
+	d = lock_on(c, 2, 2, "new", DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(unlock(c, 1, 1, a, DLM_LKF_VALBLK, v), 0);
+	assert_no_comp(c, 2, d);
+	start_all(c, 7);
+	drain(c);
+	finish_all(c, 7);
+	assert_status(c, 2, b, 0);
+	assert_status(c, 2, d, 0);
+	assert_status(c, 1, a, -DLM_EUNLOCK);
+	/* the survivor's LVB write was kept */
+	a = lock_on(c, 2, 2, "Z", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_status(c, 2, a, 0);
+	assert_memory_equal(comp_of(c, 2, a)->lvb, v, DLM_LVB_LEN);
+	cluster_free(c);
+}
+
+/* An unlock the master did just before it died: the lock it released
+ * must not come back to the new master next to the lock granted in its
+ * place (the reply the dead master never sent is taken as given). */
+static void test_recover_inflight_unlock(void **state)
+{
+	struct cluster *c = cluster_new(3, 100);
+	uint32_t x, a, b;
+	char *text;
+
+	(void)state;
+	x = lock_on(c, 3, 3, "U", DLM_LOCK_NL, 0, 0, NULL);	/* node 3 masters U */
+	drain(c);
+	a = lock_on(c, 1, 1, "U", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	b = lock_on(c, 2, 2, "U", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_no_comp(c, 2, b);
+	c->nasts = 0;
+	/* node 1 unlocks; node 3 does it and grants node 2, whose GRANT
+	 * arrives; the unlock reply to node 1 is lost as node 3 dies */
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	deliver_only(c, 1, 3);
+	deliver_only(c, 3, 2);
+	assert_status(c, 2, b, 0);
+	assert_no_comp(c, 1, a);
+	c->dead[3] = 1;
+	stop_all(c);
+	start_all(c, 1);
+	drain(c);
+	/* recovered, not yet finished: one EX holder, node 2's */
+	assert_status(c, 1, a, -DLM_EUNLOCK);
+	assert_verified(c);
+	text = dump(c, 1);
+	if (getenv("TEST_CORE_VERBOSE"))
+		fprintf(stderr, "after recovery (node 1):\n%s", text);
+	assert_null(strstr(text, "owner 1\n"));
+	free(text);
+	finish_all(c, 1);
+	assert_verified(c);
+	assert_int_equal(count_asts(c, 1, a, DLM_AST_COMP), 1);
+	(void)x;
+	cluster_free(c);
+}
+
+/* Recovery 1 is aborted right after the new master took a resent lock
+ * (its reply not yet back); recovery 2 resends it: the new master keeps
+ * one copy, not two. */
+static void test_recover_abort_dedupe(void **state)
+{
+	struct cluster *c = cluster_new(3, 100);
+	uint32_t x, a, b;
+	int steps, rc_locks = 0, i, n;
+	char *text, *p;
+
+	(void)state;
+	x = lock_on(c, 3, 3, "D", DLM_LOCK_NL, 0, 0, NULL);	/* node 3 masters D */
+	drain(c);
+	a = lock_on(c, 1, 1, "D", DLM_LOCK_PR, 0, 0, NULL);
+	b = lock_on(c, 2, 2, "D", DLM_LOCK_PR, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	assert_status(c, 2, b, 0);
+	c->dead[3] = 1;
+	stop_all(c);
+	start_all(c, 1);
+	for (steps = 0; steps < 1000 && c->qhead != c->qtail && !rc_locks; steps++) {
+		struct qmsg *m = &c->q[c->qhead++ % MAXQ];
+		struct dlm_msg d;
+
+		if (c->dead[m->to] || c->dead[m->from])
+			continue;
+		assert_int_equal(dlm_msg_decode(m->buf, m->len, &d, NULL), 0);
+		if (d.m_type == DLM_RC_LOCK)
+			rc_locks++;
+		assert_int_equal(dlm_core_receive(c->core[m->to], m->from,
+						  m->buf, m->len), 0);
+	}
+	assert_int_equal(rc_locks, 1);
+	stop_all(c);
+	start_all(c, 2);
+	drain(c);
+	finish_all(c, 2);
+	for (i = 1; i <= 2; i++) {
+		text = dump(c, i);
+		if (getenv("TEST_CORE_VERBOSE"))
+			fprintf(stderr, "node %d after:\n%s", i, text);
+		for (n = 0, p = text; (p = strstr(p, " remid ")); p++)
+			n++;
+		if (strstr(text, "master-copy"))
+			assert_int_equal(n, 1);	/* the other node's lock, once */
+		free(text);
+	}
+	assert_verified(c);
+	(void)x;
+	cluster_free(c);
+}
+
+/* A recovery aborted half way by a newer event, then a node joining. */
+static void test_recover_abort_and_join(void **state)
+{
+	struct cluster *c = cluster_new(4, 100);
+	uint32_t ids[4][8];
+	char name[8];
+	int i, k, steps;
+
+	(void)state;
+	/* node 4 is not a member at first */
+	c->dead[4] = 1;
+	for (i = 1; i <= 3; i++) {
+		assert_int_equal(dlm_core_ls_stop(c->ls[i]), 0);
+		assert_int_equal(dlm_core_ls_start(c->ls[i], 1,
+				 (uint32_t[]){ 1, 2, 3 }, 3), 0);
+	}
+	drain(c);
+	finish_all(c, 1);
+	for (k = 0; k < 8; k++) {
+		snprintf(name, sizeof(name), "k%d", k);
+		for (i = 1; i <= 3; i++)
+			ids[i][k] = lock_on(c, i, (uint64_t)i, name, DLM_LOCK_PR,
+					    0, 0, NULL);
+	}
+	drain(c);
+	/* node 2 dies; recovery 2 is interrupted after a few messages */
+	c->dead[2] = 1;
+	stop_all(c);
+	start_all(c, 2);
+	for (steps = 0; steps < 5 && c->qhead != c->qtail; steps++) {
+		struct qmsg *m = &c->q[c->qhead++ % MAXQ];
+
+		if (!c->dead[m->to] && !c->dead[m->from])
+			dlm_core_receive(c->core[m->to], m->from, m->buf, m->len);
+	}
+	/* node 4 joins: event 3 supersedes 2 */
+	c->dead[4] = 0;
+	stop_all(c);
+	start_all(c, 3);
+	drain(c);
+	finish_all(c, 3);
+	/* every survivor's lock is still there, granted; node 2's are gone */
+	for (k = 0; k < 8; k++) {
+		snprintf(name, sizeof(name), "k%d", k);
+		for (i = 1; i <= 3; i += 2)
+			assert_status(c, i, ids[i][k], 0);
+		/* an EX from the new node waits for both PR holders */
+		ids[0][k] = lock_on(c, 4, 4, name, DLM_LOCK_EX, 0, 0, NULL);
+	}
+	drain(c);
+	for (k = 0; k < 8; k++) {
+		assert_no_comp(c, 4, ids[0][k]);
+		assert_int_equal(unlock(c, 1, 1, ids[1][k], 0, NULL), 0);
+		assert_int_equal(unlock(c, 3, 3, ids[3][k], 0, NULL), 0);
+	}
+	drain(c);
+	for (k = 0; k < 8; k++)
+		assert_status(c, 4, ids[0][k], 0);
+	assert_dump_lacks(c, 1, "node 2 ");
+	assert_int_equal(c->nlog_warn, 0);
+	cluster_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_recover_master_dies),
+		cmocka_unit_test(test_recover_enomem),
+		cmocka_unit_test(test_recover_held_and_resent),
+		cmocka_unit_test(test_recover_inflight_unlock),
+		cmocka_unit_test(test_recover_abort_dedupe),
+		cmocka_unit_test(test_recover_abort_and_join),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

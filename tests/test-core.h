@@ -1,0 +1,92 @@
+/*
+ * tests/test-core.h - the harness of the lock engine's unit tests
+ * (tests/test-core-*.c): small clusters of engines, one per node id
+ * 1..n, joined by an in-memory network that a test drains explicitly,
+ * recording every AST, log warning and recovery callback.  The tests
+ * are split by concern: modes and queues, LVBs, parent and range,
+ * directory, recovery.
+ */
+#ifndef DLMD_TEST_CORE_H
+#define DLMD_TEST_CORE_H
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/core.h"
+#include "core/wire.h"
+
+#define MAXN	7
+#define MAXQ	4096
+#define MAXAST	1024
+
+struct qmsg {
+	uint32_t from, to;
+	size_t len;
+	unsigned char buf[DLM_WIRE_MAX_LEN];
+};
+
+struct rec_ast {
+	int node;
+	struct dlm_ast a;
+	char lvb[DLM_LVB_LEN];
+	int has_lvb;
+};
+
+struct cluster {
+	int n;
+	struct dlm_core *core[MAXN + 1];
+	struct dlm_ls *ls[MAXN + 1];
+	struct qmsg *q;
+	size_t qhead, qtail;
+	struct rec_ast asts[MAXAST];
+	int nasts;
+	int nlog_warn;
+	uint32_t done_event[MAXN + 1];
+	uint32_t failed_event[MAXN + 1];
+	int failed_error[MAXN + 1];
+	int dead[MAXN + 1];
+};
+
+struct nodectx {
+	struct cluster *c;
+	int node;
+};
+extern struct nodectx nctx[MAXN + 1];
+
+struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq);
+struct cluster *cluster_new(int n, uint32_t toss_ms);
+void cluster_free(struct cluster *c);
+void drain(struct cluster *c);
+uint32_t lock_on(struct cluster *c, int node, uint64_t owner,
+		 const char *name, int mode, uint32_t flags,
+		 uint32_t parent, const struct dlm_range *range);
+int try_lock(struct cluster *c, int node, uint64_t owner,
+	     const char *name, int mode, uint32_t flags);
+int convert(struct cluster *c, int node, uint64_t owner, uint32_t lkid,
+	    int mode, uint32_t flags, const char *lvb);
+int unlock(struct cluster *c, int node, uint64_t owner, uint32_t lkid,
+	   uint32_t flags, const char *lvb);
+struct rec_ast *comp_of(struct cluster *c, int node, uint32_t lkid);
+int count_asts(struct cluster *c, int node, uint32_t lkid, int type);
+int last_bast_mode(struct cluster *c, int node, uint32_t lkid);
+void assert_status(struct cluster *c, int node, uint32_t lkid, int st);
+void assert_no_comp(struct cluster *c, int node, uint32_t lkid);
+char *dump(struct cluster *c, int node);
+void assert_dump_has(struct cluster *c, int node, const char *needle);
+void assert_dump_lacks(struct cluster *c, int node, const char *needle);
+void stop_all(struct cluster *c);
+void start_all(struct cluster *c, uint32_t event);
+void finish_all(struct cluster *c, uint32_t event);
+void recover_all(struct cluster *c, uint32_t event);
+void deliver_only(struct cluster *c, uint32_t from, uint32_t to);
+void assert_verified(struct cluster *c);
+
+#endif /* DLMD_TEST_CORE_H */
