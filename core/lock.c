@@ -33,7 +33,7 @@
  * Every message has one sender named after it (send_request(),
  * send_convert_reply(), send_grant(), ... in the "sending" section) and
  * one receive_*() handler named the same way; the four replies share
- * one prologue, reply_begin().
+ * one prologue, receive_reply().
  *
  * Each process copy has at most one operation in flight (lkb_wait_type).
  * A cancel or forced unlock that arrives while a request or conversion is
@@ -1866,58 +1866,25 @@ static void run_overlap(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		unlock_lkb(ls, lkb, DLM_LKF_CANCEL, NULL);
 }
 
-/*
- * The prologue shared by the four replies: find the process copy the
- * reply names (a convert or cancel reply names the master copy too; a
- * request reply is what tells us its id, an unlock reply needs none); it
- * must be waiting for exactly this operation, which ends here.  0, or
- * the error to return for the message.
- */
-static int reply_begin(struct dlm_ls *ls, const struct dlm_msg *m,
-		       struct dlm_lkb **out)
+/* After receive_reply()'s prologue. */
+/* The handlers of the four replies, after receive_reply()'s prologue. */
+static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
+				  const struct dlm_msg *m)
 {
-	static const uint8_t waits_for[] = {
-		[DLM_MSG_REQUEST_REPLY - DLM_MSG_REQUEST_REPLY] = DLM_WAIT_REQUEST,
-		[DLM_MSG_CONVERT_REPLY - DLM_MSG_REQUEST_REPLY] = DLM_WAIT_CONVERT,
-		[DLM_MSG_UNLOCK_REPLY - DLM_MSG_REQUEST_REPLY] = DLM_WAIT_UNLOCK,
-		[DLM_MSG_CANCEL_REPLY - DLM_MSG_REQUEST_REPLY] = DLM_WAIT_CANCEL,
-	};
-	struct dlm_lkb *lkb = find_pcopy(ls, m);
+	struct dlm_rsb *r = lkb->lkb_rsb;
 
-	if (!lkb || (m->m_type == DLM_MSG_CONVERT_REPLY &&
-		     lkb->lkb_remid != m->m_lkid))
-		return -ENOENT;
-	if (lkb->lkb_wait_type != waits_for[m->m_type - DLM_MSG_REQUEST_REPLY]) {
-		log_ls(ls, DLM_LOG_WARNING, "unexpected %s for %08x",
-		       dlm_msg_type_str(m->m_type), lkb->lkb_id);
-		return -EPROTO;
-	}
-	remove_waiter(ls, lkb);
-	*out = lkb;
-	return 0;
-}
-
-static int receive_request_reply(struct dlm_ls *ls, const struct dlm_msg *m)
-{
-	struct dlm_lkb *lkb;
-	struct dlm_rsb *r;
-	int rv = reply_begin(ls, m, &lkb);
-
-	if (rv)
-		return rv;
-	r = lkb->lkb_rsb;
 	switch (m->m_status) {
 	case -EBADR:
 		/* the node was not the master (any more): look up again */
 		if (lkb->lkb_flags & (LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK)) {
 			finish_lkb(ls, lkb, (lkb->lkb_flags & LKBF_OVERLAP_UNLOCK) ?
 				   -DLM_EUNLOCK : -DLM_ECANCEL);
-			return 0;
+			return;
 		}
 		if (r->res_nodeid == m->m_from)
 			r->res_nodeid = 0;
 		request_with_master(ls, lkb);
-		return 0;
+		return;
 	case 0:
 	case -EINPROGRESS:
 		/* the node is the master, even if a sibling request was told
@@ -1928,26 +1895,22 @@ static int receive_request_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 		if (m->m_status == 0) {
 			pcopy_granted(ls, lkb, m);
 			run_overlap(ls, lkb);
-			return 0;
+			return;
 		}
 		add_to_queue(r, lkb, DLM_LKSTS_WAITING);
 		run_overlap(ls, lkb);
-		return 0;
+		return;
 	default:
 		finish_lkb(ls, lkb, m->m_status);
-		return 0;
+		return;
 	}
 }
 
-static int receive_convert_reply(struct dlm_ls *ls, const struct dlm_msg *m)
+static void receive_convert_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
+				  const struct dlm_msg *m)
 {
-	struct dlm_lkb *lkb;
-	struct dlm_rsb *r;
-	int rv = reply_begin(ls, m, &lkb);
+	struct dlm_rsb *r = lkb->lkb_rsb;
 
-	if (rv)
-		return rv;
-	r = lkb->lkb_rsb;
 	switch (m->m_status) {
 	case 0:
 		pcopy_granted(ls, lkb, m);
@@ -1964,40 +1927,30 @@ static int receive_convert_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 		break;
 	}
 	run_overlap(ls, lkb);
-	return 0;
 }
 
-static int receive_unlock_reply(struct dlm_ls *ls, const struct dlm_msg *m)
+static void receive_unlock_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
+				 const struct dlm_msg *m)
 {
-	struct dlm_lkb *lkb;
-	int rv = reply_begin(ls, m, &lkb);
-
-	if (rv)
-		return rv;
 	if (m->m_status == -DLM_EUNLOCK) {
 		finish_lkb(ls, lkb, -DLM_EUNLOCK);
-		return 0;
+		return;
 	}
 	log_ls(ls, DLM_LOG_WARNING, "unlock of %08x refused by node %u: %d",
 	       lkb->lkb_id, m->m_from, m->m_status);
 	cast_local(ls, lkb, m->m_status);
-	return 0;
 }
 
-static int receive_cancel_reply(struct dlm_ls *ls, const struct dlm_msg *m)
+static void receive_cancel_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
+				 const struct dlm_msg *m)
 {
-	struct dlm_lkb *lkb;
-	struct dlm_rsb *r;
-	int rv = reply_begin(ls, m, &lkb);
+	struct dlm_rsb *r = lkb->lkb_rsb;
 
-	if (rv)
-		return rv;
-	r = lkb->lkb_rsb;
 	if (m->m_status == -DLM_ECANCEL) {
 		if (lkb->lkb_status == DLM_LKSTS_WAITING) {
 			lkb->lkb_flags &= ~LKBF_OVERLAP_UNLOCK;
 			finish_lkb(ls, lkb, -DLM_ECANCEL);
-			return 0;
+			return;
 		}
 		set_grmode(r, lkb, m->m_grmode, &lkb->lkb_grrange);
 		revert_convert(r, lkb);
@@ -2005,6 +1958,44 @@ static int receive_cancel_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 	}
 	/* -EBUSY: granted before the cancel arrived; the GRANT came first */
 	run_overlap(ls, lkb);
+}
+
+/*
+ * The four replies: one prologue, then the handler of each.  The reply
+ * names the process copy (a convert or cancel reply names the master
+ * copy too; a request reply is what tells us its id, an unlock reply
+ * needs none), which must be waiting for exactly this operation; the
+ * wait ends here.
+ */
+static int receive_reply(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	static const struct {
+		uint8_t	wait;
+		void	(*handle)(struct dlm_ls *ls, struct dlm_lkb *lkb,
+				  const struct dlm_msg *m);
+	} replies[] = {
+		[DLM_MSG_REQUEST_REPLY - DLM_MSG_REQUEST_REPLY] =
+			{ DLM_WAIT_REQUEST, receive_request_reply },
+		[DLM_MSG_CONVERT_REPLY - DLM_MSG_REQUEST_REPLY] =
+			{ DLM_WAIT_CONVERT, receive_convert_reply },
+		[DLM_MSG_UNLOCK_REPLY - DLM_MSG_REQUEST_REPLY] =
+			{ DLM_WAIT_UNLOCK, receive_unlock_reply },
+		[DLM_MSG_CANCEL_REPLY - DLM_MSG_REQUEST_REPLY] =
+			{ DLM_WAIT_CANCEL, receive_cancel_reply },
+	};
+	unsigned int i = m->m_type - DLM_MSG_REQUEST_REPLY;
+	struct dlm_lkb *lkb = find_pcopy(ls, m);
+
+	if (!lkb || (m->m_type == DLM_MSG_CONVERT_REPLY &&
+		     lkb->lkb_remid != m->m_lkid))
+		return -ENOENT;
+	if (lkb->lkb_wait_type != replies[i].wait) {
+		log_ls(ls, DLM_LOG_WARNING, "unexpected %s for %08x",
+		       dlm_msg_type_str(m->m_type), lkb->lkb_id);
+		return -EPROTO;
+	}
+	remove_waiter(ls, lkb);
+	replies[i].handle(ls, lkb, m);
 	return 0;
 }
 
@@ -2142,13 +2133,10 @@ int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 	case DLM_MSG_CANCEL:
 		return receive_cancel(ls, m);
 	case DLM_MSG_REQUEST_REPLY:
-		return receive_request_reply(ls, m);
 	case DLM_MSG_CONVERT_REPLY:
-		return receive_convert_reply(ls, m);
 	case DLM_MSG_UNLOCK_REPLY:
-		return receive_unlock_reply(ls, m);
 	case DLM_MSG_CANCEL_REPLY:
-		return receive_cancel_reply(ls, m);
+		return receive_reply(ls, m);
 	case DLM_MSG_GRANT:
 		return receive_grant(ls, m);
 	case DLM_MSG_BAST:
@@ -2364,14 +2352,14 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	case DLM_WAIT_UNLOCK:
 		m.m_type = DLM_MSG_UNLOCK_REPLY;
 		m.m_status = -DLM_EUNLOCK;
-		(void)receive_unlock_reply(ls, &m);
+		(void)receive_reply(ls, &m);
 		return;
 	case DLM_WAIT_CANCEL:
 		m.m_type = DLM_MSG_CANCEL_REPLY;
 		/* granted meanwhile (the GRANT came first): nothing left */
 		m.m_status = lkb->lkb_status == DLM_LKSTS_WAITING ||
 			     lkb->lkb_status == DLM_LKSTS_CONVERT ? -DLM_ECANCEL : -EBUSY;
-		(void)receive_cancel_reply(ls, &m);
+		(void)receive_reply(ls, &m);
 		return;
 	case DLM_WAIT_CONVERT:
 		m.m_type = DLM_MSG_CONVERT_REPLY;
@@ -2398,7 +2386,7 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 				     lkb->lkb_grmode < DLM_LOCK_PR))
 					m.m_sbflags |= DLM_SBF_VALNOTVALID;
 			}
-			(void)receive_convert_reply(ls, &m);
+			(void)receive_reply(ls, &m);
 			/* an IVVALBLK write (or a value that came flagged)
 			 * stays flagged in the copy recovery sends */
 			lkb = dlm_lkb_find(ls, id);
@@ -2415,7 +2403,7 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		     (lkb->lkb_exflags & DLM_LKF_CONVDEADLK)) &&
 		    !(lkb->lkb_exflags & DLM_LKF_NOQUEUE)) {
 			m.m_status = -EINPROGRESS;
-			(void)receive_convert_reply(ls, &m);
+			(void)receive_reply(ls, &m);
 			return;
 		}
 		break;	/* the old mode is safe: redone at finish */
