@@ -85,6 +85,38 @@ static void test_recover_purge_and_lvb(void **state)
 	(void)m1;
 }
 
+/* A CR lock on node (owner: the node id) reads 'name''s LVB, which must
+ * be 'expect', and steps down to NL keeping its copy. */
+static uint32_t read_then_nl(struct cluster *c, int node, const char *name,
+			     const char *expect)
+{
+	uint32_t lkid = lock_on(c, node, (uint64_t)node, name, DLM_LOCK_CR,
+				DLM_LKF_VALBLK, 0, NULL);
+
+	drain(c);
+	assert_status(c, node, lkid, 0);
+	assert_memory_equal(comp_of(c, node, lkid)->lvb, expect, DLM_LVB_LEN);
+	assert_int_equal(convert(c, node, (uint64_t)node, lkid, DLM_LOCK_NL,
+				 DLM_LKF_VALBLK, NULL), 0);
+	drain(c);
+	return lkid;
+}
+
+/* Node 'dead' dies; once the others recovered 'event', a new PR lock on
+ * node 1 (owner 11) reads name's LVB: its completion. */
+static struct rec_ast *read_after_death(struct cluster *c, int dead,
+					uint32_t event, const char *name)
+{
+	uint32_t lkid;
+
+	c->dead[dead] = 1;
+	recover_all(c, event);
+	lkid = lock_on(c, 1, 11, name, DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_status(c, 1, lkid, 0);
+	return comp_of(c, 1, lkid);
+}
+
 /* The master dies and no survivor holds PR or above: the new master takes
  * the newest copy a survivor read, by sequence number, and the newest is
  * newest across the wrap of the 32-bit sequence (serial-number order, as
@@ -95,7 +127,8 @@ static void test_recover_lvb_seq_wrap(void **state)
 	struct cluster *c = cluster_new_seq(3, 100, 0xfffffffeu);
 	char va[DLM_LVB_LEN] = "older, seq 0xffffffff";
 	char vb[DLM_LVB_LEN] = "newer, seq 0 (wrapped)";
-	uint32_t w, a, b, r;
+	struct rec_ast *got;
+	uint32_t w;
 
 	(void)state;
 	/* node 3 masters W and writes va */
@@ -105,11 +138,7 @@ static void test_recover_lvb_seq_wrap(void **state)
 	drain(c);
 	assert_dump_has(c, 3, "seq 4294967295");
 	/* node 1 reads va, then steps down to NL, keeping its copy */
-	a = lock_on(c, 1, 1, "W", DLM_LOCK_CR, DLM_LKF_VALBLK, 0, NULL);
-	drain(c);
-	assert_memory_equal(comp_of(c, 1, a)->lvb, va, DLM_LVB_LEN);
-	assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_NL, DLM_LKF_VALBLK, NULL), 0);
-	drain(c);
+	read_then_nl(c, 1, "W", va);
 	/* node 3 writes vb: the sequence wraps to 0 */
 	assert_int_equal(convert(c, 3, 3, w, DLM_LOCK_EX, DLM_LKF_VALBLK, NULL), 0);
 	drain(c);
@@ -118,20 +147,12 @@ static void test_recover_lvb_seq_wrap(void **state)
 	drain(c);
 	assert_dump_has(c, 3, "seq 0 ");
 	/* node 2 reads vb and steps down to NL */
-	b = lock_on(c, 2, 2, "W", DLM_LOCK_CR, DLM_LKF_VALBLK, 0, NULL);
-	drain(c);
-	assert_memory_equal(comp_of(c, 2, b)->lvb, vb, DLM_LVB_LEN);
-	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_NL, DLM_LKF_VALBLK, NULL), 0);
-	drain(c);
+	read_then_nl(c, 2, "W", vb);
 	/* the master dies: the new one must pick vb, flagged invalid (no
 	 * holder in PR or above vouches for it) */
-	c->dead[3] = 1;
-	recover_all(c, 1);
-	r = lock_on(c, 1, 11, "W", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
-	drain(c);
-	assert_status(c, 1, r, 0);
-	assert_true(comp_of(c, 1, r)->a.sbflags & DLM_SBF_VALNOTVALID);
-	assert_memory_equal(comp_of(c, 1, r)->lvb, vb, DLM_LVB_LEN);
+	got = read_after_death(c, 3, 1, "W");
+	assert_true(got->a.sbflags & DLM_SBF_VALNOTVALID);
+	assert_memory_equal(got->lvb, vb, DLM_LVB_LEN);
 	cluster_free(c);
 }
 
@@ -141,7 +162,8 @@ static void test_recover_unused_keeps_lvb(void **state)
 {
 	struct cluster *c = cluster_new(3, 60000);
 	char v[DLM_LVB_LEN] = "left by node 1";
-	uint32_t a, r;
+	struct rec_ast *got;
+	uint32_t a;
 
 	(void)state;
 	a = lock_on(c, 2, 2, "K", DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
@@ -155,13 +177,9 @@ static void test_recover_unused_keeps_lvb(void **state)
 	drain(c);
 	assert_dump_has(c, 2, "resource \"K\" master 2 master-copy");
 	assert_dump_has(c, 2, "unused");
-	c->dead[3] = 1;
-	recover_all(c, 1);
-	r = lock_on(c, 1, 1, "K", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
-	drain(c);
-	assert_status(c, 1, r, 0);
-	assert_false(comp_of(c, 1, r)->a.sbflags & DLM_SBF_VALNOTVALID);
-	assert_memory_equal(comp_of(c, 1, r)->lvb, v, DLM_LVB_LEN);
+	got = read_after_death(c, 3, 1, "K");
+	assert_false(got->a.sbflags & DLM_SBF_VALNOTVALID);
+	assert_memory_equal(got->lvb, v, DLM_LVB_LEN);
 	cluster_free(c);
 }
 
