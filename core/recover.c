@@ -52,6 +52,26 @@
  * locking: held messages are processed in arrival order, kept operations
  * are redone, requests that wait for a master look it up again.
  *
+ * The lockspace's states (ls_state, changed only by set_state(), which
+ * logs each change, and any change not listed here as a bug):
+ *
+ *   RUNNING     --stop-->                   STOPPED
+ *   STOPPED     --start(E)-->               RECOVERING
+ *   RECOVERING  --last barrier passed-->    RECOVERED
+ *   RECOVERING  --stop, or a step failed--> STOPPED
+ *   RECOVERED   --finish(E)-->              RUNNING
+ *   RECOVERED   --start(E' > E)-->          RECOVERING
+ *   RECOVERED   --stop-->                   STOPPED
+ *
+ * (a start of a newer event while RECOVERING restarts it in place), and
+ * what holds in each:
+ *
+ *   RUNNING     locking runs; ls_rstep is none.
+ *   STOPPED     requests and lock messages are held; recovery messages
+ *               are ignored; ls_rstep is none, or the step that failed.
+ *   RECOVERING  recovery for ls_event walks the table, in ls_rstep.
+ *   RECOVERED   every member passed the last barrier; waits for finish.
+ *
  * A stop or a newer event aborts a recovery in progress; every step is
  * safe to run again from the start.  Messages of another event are
  * ignored.  Known limits: an LVB that lived only on a departed master (no
@@ -98,11 +118,26 @@ enum dlm_ls_state dlm_core_ls_state(const struct dlm_ls *ls, uint32_t *event,
  */
 static void set_state(struct dlm_ls *ls, enum dlm_ls_state state)
 {
+	/* the transitions the diagram at the top of this file draws */
+	static const bool legal[4][4] = {
+		[DLM_LS_RUNNING][DLM_LS_STOPPED] = true,
+		[DLM_LS_STOPPED][DLM_LS_RECOVERING] = true,
+		[DLM_LS_RECOVERING][DLM_LS_STOPPED] = true,
+		[DLM_LS_RECOVERING][DLM_LS_RECOVERED] = true,
+		[DLM_LS_RECOVERED][DLM_LS_STOPPED] = true,
+		[DLM_LS_RECOVERED][DLM_LS_RECOVERING] = true,
+		[DLM_LS_RECOVERED][DLM_LS_RUNNING] = true,
+	};
+
 	if (ls->ls_state == state)
 		return;
-	log_ls(ls, DLM_LOG_DEBUG, "state %s -> %s (event %u)",
-	       dlm_ls_state_str(ls->ls_state), dlm_ls_state_str(state),
-	       ls->ls_event);
+	if (!legal[ls->ls_state][state])
+		log_ls(ls, DLM_LOG_ERR, "bug: state %s -> %s is not a transition",
+		       dlm_ls_state_str(ls->ls_state), dlm_ls_state_str(state));
+	else
+		log_ls(ls, DLM_LOG_DEBUG, "state %s -> %s (event %u)",
+		       dlm_ls_state_str(ls->ls_state), dlm_ls_state_str(state),
+		       ls->ls_event);
 	ls->ls_state = state;
 }
 
@@ -1011,6 +1046,7 @@ static bool dir_complete(struct dlm_ls *ls)
 
 #define RC_ANY_EVENT	0x1	/* taken in any state, of any event */
 #define RC_KEY		0x2	/* must carry a resource key */
+#define ANY_STEP	DLM_RS_NONE
 
 /*
  * Every recovery message, its handler and what it needs.  A message of
@@ -1023,16 +1059,18 @@ static bool dir_complete(struct dlm_ls *ls)
 static const struct rc_handler {
 	int		(*handle)(struct dlm_ls *ls, const struct dlm_msg *m);
 	unsigned int	flags;
-	enum dlm_rstep	step;			/* DLM_RS_NONE: any */
+	enum dlm_rstep	step;			/* the only step it may come in */
 	bool		(*ready)(struct dlm_ls *ls);	/* NULL: always */
 } rc_handlers[] = {
-	/* message                                handler                  needs          only in step             held until */
-	[DLM_RC_STATUS - DLM_RC_STATUS]       = { receive_rc_status,       RC_ANY_EVENT },
-	[DLM_RC_DIR_ADD - DLM_RC_STATUS]      = { receive_rc_dir_add,      RC_KEY },
-	[DLM_RC_LOOKUP - DLM_RC_STATUS]       = { receive_rc_lookup,       RC_KEY,        DLM_RS_NONE,             dir_complete },
-	[DLM_RC_LOOKUP_REPLY - DLM_RC_STATUS] = { receive_rc_lookup_reply, RC_KEY,        DLM_RS_MASTERS_PENDING,  NULL },
-	[DLM_RC_LOCK - DLM_RC_STATUS]         = { receive_rc_lock,         RC_KEY },
-	[DLM_RC_LOCK_REPLY - DLM_RC_STATUS]   = { receive_rc_lock_reply,   0,             DLM_RS_LOCKS_PENDING,    NULL },
+#define RC(type)	[(type) - DLM_RC_STATUS]
+	/* message              handler                  needs         only in step            held until */
+	RC(DLM_RC_STATUS)       = { receive_rc_status,       RC_ANY_EVENT, ANY_STEP,               NULL },
+	RC(DLM_RC_DIR_ADD)      = { receive_rc_dir_add,      RC_KEY,       ANY_STEP,               NULL },
+	RC(DLM_RC_LOOKUP)       = { receive_rc_lookup,       RC_KEY,       ANY_STEP,               dir_complete },
+	RC(DLM_RC_LOOKUP_REPLY) = { receive_rc_lookup_reply, RC_KEY,       DLM_RS_MASTERS_PENDING, NULL },
+	RC(DLM_RC_LOCK)         = { receive_rc_lock,         RC_KEY,       ANY_STEP,               NULL },
+	RC(DLM_RC_LOCK_REPLY)   = { receive_rc_lock_reply,   0,            DLM_RS_LOCKS_PENDING,   NULL },
+#undef RC
 };
 
 int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m,
@@ -1057,7 +1095,7 @@ int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m,
 	}
 	if ((h->flags & RC_KEY) && !m->m_keylen)
 		return -EBADMSG;
-	if (h->step != DLM_RS_NONE && ls->ls_rstep != h->step)
+	if (h->step != ANY_STEP && ls->ls_rstep != h->step)
 		return -EPROTO;
 	if (h->ready && !h->ready(ls))
 		return dlm_held_add(&ls->ls_rc_deferred, m->m_from, buf, len);
