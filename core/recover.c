@@ -701,11 +701,12 @@ static int step_recovered(struct dlm_ls *ls)
 }
 
 /*
- * Recovery as a table, read top to bottom.  Row S is the way into step
- * S from the step before it: once what it waits for has come, the
- * lockspace is in step S, its action runs, and (announce) every other
- * member is told it is done, which is what their barrier on S waits for.  Adding a step is one
- * enum value (core_internal.h) and one row here.
+ * Recovery as a table, read top to bottom (the row of "none" is where
+ * start puts us; it never runs).  Row S is the way into step S from the
+ * step before it: once what it waits for has come, the lockspace is in
+ * step S, its action runs, and (announce) every other member is told it
+ * is done, which is what their barrier on S waits for.  Adding a step is
+ * one enum value (core_internal.h) and one row here.
  *
  *   WAIT_NONE      go on at once (the first row, run by start)
  *   WAIT_BARRIER   every member announced the step we are in
