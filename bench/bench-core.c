@@ -61,7 +61,7 @@ static struct dlm_ls *ls;
 static void setup(void)
 {
 	static const struct dlm_core_ops ops = { .send = b_send, .ast = b_ast };
-	struct dlm_core_config cfg = { 1, 10000 };
+	struct dlm_core_config cfg = { .our_nodeid = 1, .toss_ms = 10000 };
 	uint32_t me = 1;
 
 	core = dlm_core_new(&cfg, &ops, NULL);

@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 	int n;
 
 	for (n = 1; n <= NODES; n++) {
-		struct dlm_core_config cfg = { (uint32_t)n, 3600000 };
+		struct dlm_core_config cfg = { .our_nodeid = (uint32_t)n, .toss_ms = 3600000 };
 
 		node_of_ctx[n] = (uint32_t)n;
 		cores[n] = dlm_core_new(&cfg, &ops, &node_of_ctx[n]);

@@ -152,6 +152,8 @@ struct dlm_core_ops {
 struct dlm_core_config {
 	uint32_t	our_nodeid;	/* non-zero */
 	uint32_t	toss_ms;	/* keep unused resources this long (default 10000) */
+	uint32_t	audit_ms;	/* audit a lock that waits this long
+					   (core/audit.c); 0: never */
 };
 
 /* A fault a test can switch on in one engine instance, to prove that the
@@ -168,6 +170,7 @@ enum dlm_core_fault {
 	DLM_FAULT_KEEP_DEAD_MASTER,	/* recovery keeps departed masters */
 	DLM_FAULT_QUECVT_IGNORED,	/* an arriving conversion ignores QUECVT */
 	DLM_FAULT_WAITQ_PASS,		/* a waiter is granted past an older blocked one */
+	DLM_FAULT_LOSE_GRANT,		/* a master forgets some GRANT messages */
 };
 
 /* ---------------------------------------------------------------------
@@ -250,6 +253,8 @@ struct dlm_ls_stats {
 	uint64_t	ls_orphans;	/* orphaned persistent locks */
 	uint64_t	ls_msgs_sent;
 	uint64_t	ls_msgs_received;
+	uint64_t	ls_stuck;	/* locks the audit found cannot progress */
+	uint64_t	ls_audits_sent;
 };
 void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st);
 

@@ -451,6 +451,7 @@ static int node_joins(struct sim *sim, int node)
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.our_nodeid = n->n_id;
 	cfg.toss_ms = sim->toss_ms;
+	cfg.audit_ms = sim->audit_ms;
 	n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
 	if (!n->n_core)
 		return -ENOMEM;

@@ -120,7 +120,7 @@ static struct cluster *cluster_new(int n, uint32_t toss_ms)
 	for (i = 0; i < n; i++)
 		members[i] = (uint32_t)(i + 1);
 	for (i = 1; i <= n; i++) {
-		struct dlm_core_config cfg = { (uint32_t)i, toss_ms };
+		struct dlm_core_config cfg = { .our_nodeid = (uint32_t)i, .toss_ms = toss_ms };
 
 		nctx[i].c = c;
 		nctx[i].node = i;
