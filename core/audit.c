@@ -24,7 +24,8 @@
  *   - a queued lock that the master reports granted lost its GRANT, one it
  *     reports on another queue, or not at all, disagrees with it;
  *   - an AUDIT unanswered after another audit_ms means the node does not
- *     answer (a daemon stopped while corosync keeps it in the view).
+ *     answer (a daemon stopped while corosync keeps it in the view); an
+ *     answer that comes later, and agrees, ends that.
  * Such a lock is "stuck": logged once, at error level, with its resource,
  * and counted (dlm_ls_stats.ls_stuck), which the daemon shows as a
  * stalled lockspace.  The audit reports; it repairs nothing: the copies
@@ -128,7 +129,6 @@ static void mark_stuck(struct dlm_ls *ls, struct dlm_lkb *lkb, const char *why)
 {
 	char name[DLM_MAX_KEYLEN * 4 + 8];
 
-	lkb->lkb_flags &= ~LKBF_AUDIT_SENT;
 	if (lkb->lkb_flags & LKBF_STUCK)
 		return;
 	lkb->lkb_flags |= LKBF_STUCK;
@@ -173,15 +173,14 @@ static void audit_one(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
 	char why[96];
 
-	if (lkb->lkb_flags & LKBF_STUCK) {
-		lkb->lkb_audit_ms = ls->ls_core->core_now;
-		return;
-	}
+	if (lkb->lkb_flags & LKBF_STUCK)
+		return;	/* until its state changes, or a late answer comes */
 	if (lkb->lkb_flags & LKBF_AUDIT_SENT) {
+		/* the audit stays outstanding: its answer, however late,
+		 * is still judged (and may end this) */
 		snprintf(why, sizeof(why), "node %u does not answer (an audit "
 			 "is unanswered)", audit_peer(lkb));
 		mark_stuck(ls, lkb, why);
-		lkb->lkb_audit_ms = ls->ls_core->core_now;
 		return;
 	}
 	send_audit(ls, lkb);
@@ -296,8 +295,13 @@ static int receive_audit_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 	}
 	if (!(lkb->lkb_flags & LKBF_BLOCKED))
 		return 0;
-	if (m->m_status == lkb->lkb_status && m->m_rqmode == lkb->lkb_rqmode)
-		return 0;	/* both copies agree: it waits behind others */
+	if (m->m_status == lkb->lkb_status && m->m_rqmode == lkb->lkb_rqmode) {
+		/* both copies agree: it waits behind others (a master that
+		 * did not answer in time has answered now) */
+		clear_stuck(ls, lkb);
+		lkb->lkb_audit_ms = ls->ls_core->core_now;
+		return 0;
+	}
 	snprintf(why, sizeof(why), "it is %s %s here but %s %s/%s at its master, "
 		 "node %u", status_str(lkb->lkb_status),
 		 dlm_mode_str(lkb->lkb_rqmode), status_str(m->m_status),

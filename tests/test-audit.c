@@ -38,6 +38,9 @@ struct net {
 	uint32_t lose_to;	/* ... to this node (0: any) */
 	int lost;
 	int deaf;		/* node whose incoming messages are all lost */
+	int stopped;		/* node whose incoming messages wait */
+	struct qmsg held[MAXQ];
+	size_t nheld;
 	int comps[3];		/* completion ASTs per node */
 	int last_status[3];
 	int stuck_logs[3], unstuck_logs[3];
@@ -134,6 +137,11 @@ static void drain(struct net *n)
 		n->nq--;
 		if ((int)m.to == n->deaf)
 			continue;
+		if ((int)m.to == n->stopped) {
+			assert_true(n->nheld < MAXQ);
+			n->held[n->nheld++] = m;
+			continue;
+		}
 		if (n->lose_type && msg_type(&m) == n->lose_type &&
 		    (!n->lose_to || m.to == n->lose_to)) {
 			n->lose_type = 0;
@@ -317,6 +325,36 @@ static void test_master_silent(void **state)
 	net_free(n);
 }
 
+/* The master's daemon is stopped for a while (its messages wait, none is
+ * lost): the lock is reported stuck, and the late answer, which agrees,
+ * ends that without any change of the lock. */
+static void test_master_late(void **state)
+{
+	uint32_t held, queued;
+	struct net *n = setup_queued(&held, &queued);
+
+	(void)state;
+	n->stopped = 1;
+	pass(n, 3 * AUDIT_MS);
+	assert_int_equal(stuck(n, 2), 1);
+	assert_int_equal(n->stuck_logs[2], 1);
+	n->stopped = 0;
+	memcpy(n->q + n->nq, n->held, n->nheld * sizeof(n->q[0]));
+	n->nq += n->nheld;
+	n->nheld = 0;
+	drain(n);
+	assert_int_equal(stuck(n, 2), 0);
+	assert_int_equal(n->unstuck_logs[2], 1);
+	assert_int_equal(n->comps[2], 0);	/* still queued, rightly */
+	pass(n, 3 * AUDIT_MS);
+	assert_int_equal(stuck(n, 2), 0);
+	assert_int_equal(n->stuck_logs[2], 1);
+	unlock(n, 1, held, 11, 0);
+	drain(n);
+	assert_int_equal(n->comps[2], 1);
+	net_free(n);
+}
+
 /* audit_ms 0 turns it off: nothing is sent, nothing reported. */
 static void test_audit_off(void **state)
 {
@@ -354,6 +392,7 @@ int main(void)
 		cmocka_unit_test(test_lost_grant),
 		cmocka_unit_test(test_lost_reply),
 		cmocka_unit_test(test_master_silent),
+		cmocka_unit_test(test_master_late),
 		cmocka_unit_test(test_audit_off),
 	};
 
