@@ -164,6 +164,8 @@ struct dlm_core_config {
 	/* The LVB sequence number of a new resource (default 0); every
 	 * write adds one, wrapping.  Tests start it near the wrap. */
 	uint32_t	lvbseq_start;
+	uint32_t	audit_ms;	/* audit a lock that waits this long
+					   (core/audit.c); 0: never */
 };
 
 /* A fault a test can switch on in one engine instance, to prove that the
@@ -180,6 +182,7 @@ enum dlm_core_fault {
 	DLM_FAULT_KEEP_DEAD_MASTER,	/* recovery keeps departed masters */
 	DLM_FAULT_QUECVT_IGNORED,	/* an arriving conversion ignores QUECVT */
 	DLM_FAULT_WAITQ_PASS,		/* a waiter is granted past an older blocked one */
+	DLM_FAULT_LOSE_GRANT,		/* a master forgets some GRANT messages */
 };
 
 /* ---------------------------------------------------------------------
@@ -265,6 +268,8 @@ struct dlm_ls_stats {
 	uint64_t	ls_orphans;	/* orphaned persistent locks */
 	uint64_t	ls_msgs_sent;
 	uint64_t	ls_msgs_received;
+	uint64_t	ls_stuck;	/* locks the audit found cannot progress */
+	uint64_t	ls_audits_sent;
 };
 void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st);
 

@@ -45,6 +45,9 @@
 #define LKBF_LVB_KNOWN		0x0800	/* lkb_lvb holds the value this lock last read
 					 * or wrote (VALBLK alone says only that the
 					 * latest request asked for one) */
+#define LKBF_BLOCKED		0x1000	/* queued at a remote master; on ls_blocked */
+#define LKBF_AUDIT_SENT		0x2000	/* an AUDIT about it is unanswered (audit.c) */
+#define LKBF_STUCK		0x4000	/* the audit found it cannot make progress */
 
 /* lkb_wait_type: the remote operation this process copy waits for */
 enum dlm_wait {
@@ -88,6 +91,8 @@ struct dlm_lkb {
 	struct dlm_list		lkb_ownerqueue;	/* ow_locks or ls_orphans */
 	struct dlm_list		lkb_waiter;	/* ls_waiters while a remote op is in flight,
 						   or ls_resend (LKBF_RESEND) */
+	struct dlm_list		lkb_blocked;	/* ls_blocked (LKBF_BLOCKED) */
+	uint64_t		lkb_audit_ms;	/* its wait (or audit) started then */
 	struct dlm_range	lkb_grrange;
 	struct dlm_range	lkb_rqrange;
 	char			lkb_lvb[DLM_LVB_LEN];
@@ -188,6 +193,13 @@ struct dlm_ls {
 	struct dlm_lkb		*ls_childless;
 	bool			ls_childless_busy;
 	uint64_t		ls_nwaiters;
+	/* the audit (audit.c) */
+	struct dlm_list		ls_blocked;	/* process copies queued at a remote
+						   master, oldest wait first */
+	uint64_t		ls_nblocked;
+	uint64_t		ls_nstuck;	/* LKBF_STUCK locks */
+	uint64_t		ls_audits_sent;
+	uint32_t		ls_audit_gen;	/* ls_generation the clocks belong to */
 	uint64_t		ls_norphans;
 	uint64_t		ls_msgs_sent;
 	uint64_t		ls_msgs_received;
@@ -288,6 +300,12 @@ int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m,
 			const void *buf, size_t len);
 void dlm_recover_init_ls(struct dlm_ls *ls);
 void dlm_recover_free_ls(struct dlm_ls *ls);
+
+/* audit.c */
+void dlm_audit_restart(struct dlm_ls *ls, struct dlm_lkb *lkb);
+void dlm_audit_queued(struct dlm_ls *ls, struct dlm_lkb *lkb);
+void dlm_audit_tick(struct dlm_ls *ls);
+int dlm_audit_receive(struct dlm_ls *ls, const struct dlm_msg *m);
 
 /* dump.c */
 void dlm_key_format(const unsigned char *key, unsigned int keylen,

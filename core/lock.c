@@ -176,6 +176,8 @@ static void del_from_queue(struct dlm_rsb *r, struct dlm_lkb *lkb)
 	if (lkb->lkb_status != DLM_LKSTS_NONE)
 		dlm_list_del(&lkb->lkb_statequeue);
 	lkb->lkb_status = DLM_LKSTS_NONE;
+	if (lkb->lkb_flags & (LKBF_BLOCKED | LKBF_STUCK | LKBF_AUDIT_SENT))
+		dlm_audit_queued(r->res_ls, lkb);
 }
 
 static void add_to_queue(struct dlm_rsb *r, struct dlm_lkb *lkb, int status)
@@ -205,6 +207,8 @@ static void add_to_queue(struct dlm_rsb *r, struct dlm_lkb *lkb, int status)
 	lkb->lkb_status = (uint8_t)status;
 	if (holds_grmode(lkb))
 		count_held(r, lkb, 1);
+	if (status != DLM_LKSTS_GRANTED && !is_master_copy(lkb))
+		dlm_audit_queued(r->res_ls, lkb);
 }
 
 /* Change the granted mode/range of a lock that may be holding. */
@@ -501,10 +505,13 @@ static void add_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb, int wait_type)
 		dlm_list_add_tail(&lkb->lkb_waiter, &ls->ls_waiters);
 		ls->ls_nwaiters++;
 	}
+	dlm_audit_restart(ls, lkb);
 }
 
 static void remove_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
+	if (lkb->lkb_wait_type != DLM_WAIT_NONE)
+		dlm_audit_restart(ls, lkb);
 	lkb->lkb_wait_type = DLM_WAIT_NONE;
 	if (lkb->lkb_flags & LKBF_RESEND) {
 		lkb->lkb_flags &= ~LKBF_RESEND;
@@ -688,10 +695,13 @@ void dlm_resend_later(struct dlm_ls *ls, struct dlm_lkb *lkb)
  * the reply to its request). */
 static void cast_grant(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
-	if (is_master_copy(lkb))
+	if (is_master_copy(lkb)) {
+		if (fault(ls, DLM_FAULT_LOSE_GRANT) && lkb->lkb_id % 4 == 0)
+			return;
 		send_grant(ls, lkb, 0);
-	else
+	} else {
 		cast_local(ls, lkb, 0);
+	}
 }
 
 /* Tell whoever owns g that it blocks a request for 'mode'. */
@@ -2147,6 +2157,9 @@ int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 		return receive_lookup_reply(ls, m);
 	case DLM_MSG_REMOVE:
 		return receive_remove(ls, m);
+	case DLM_MSG_AUDIT:
+	case DLM_MSG_AUDIT_REPLY:
+		return dlm_audit_receive(ls, m);
 	case DLM_MSG_PURGE:
 		if ((m->m_flags & DLM_MF_OWNER_GROUP) && m->m_owner > UINT32_MAX)
 			return -EINVAL;

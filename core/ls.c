@@ -103,8 +103,10 @@ void dlm_core_tick(struct dlm_core *core, uint64_t now_ms)
 	dlm_list_for_each(pos, &core->core_lockspaces) {
 		struct dlm_ls *ls = dlm_container_of(pos, struct dlm_ls, ls_list);
 
-		if (dlm_ls_running(ls))
+		if (dlm_ls_running(ls)) {
 			dlm_toss_expire(ls, core->core_now, false);
+			dlm_audit_tick(ls);
+		}
 	}
 }
 
@@ -203,6 +205,7 @@ int dlm_core_ls_create(struct dlm_core *core, const char *name,
 	dlm_list_init(&ls->ls_list);
 	dlm_list_init(&ls->ls_toss);
 	dlm_list_init(&ls->ls_waiters);
+	dlm_list_init(&ls->ls_blocked);
 	dlm_list_init(&ls->ls_orphans);
 	dlm_recover_init_ls(ls);
 	rv = dlm_ls_set_members(ls, members, nmembers);
@@ -284,6 +287,8 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	st->ls_orphans = ls->ls_norphans;
 	st->ls_msgs_sent = ls->ls_msgs_sent;
 	st->ls_msgs_received = ls->ls_msgs_received;
+	st->ls_stuck = ls->ls_audit_gen == ls->ls_generation ? ls->ls_nstuck : 0;
+	st->ls_audits_sent = ls->ls_audits_sent;
 }
 
 int dlm_core_receive(struct dlm_core *core, uint32_t from,

@@ -68,6 +68,10 @@ enum dlm_msg_type {
 	DLM_MSG_REMOVE = 12,
 	DLM_MSG_LOOKUP_REPLY = 13,
 	DLM_MSG_PURGE = 14,
+	DLM_MSG_AUDIT = 15,		/* what state is your copy of my lock in?
+					   (m_lvbseq: the audit's cookie) */
+	DLM_MSG_AUDIT_REPLY = 16,	/* m_status: its lkb_status, or -ENOENT;
+					   m_lvbseq echoed */
 	/* recovery (core/recover.c) */
 	DLM_RC_STATUS = 32,		/* barrier: step m_status of event m_gen done */
 	DLM_RC_DIR_ADD = 33,		/* directory record: key -> m_nodeid */

@@ -316,7 +316,10 @@
  *
  * STALLS.  A running lockspace whose operations wait for a remote reply
  * while nothing at all arrives for STALL_MS is shown as "stalled", never
- * "running" (dlmctl ls), and logged; see watchdog_timer().
+ * "running" (dlmctl ls), and logged; see watchdog_timer().  So is one in
+ * which the engine's audit (core/audit.c, every audit_secs) found a lock
+ * whose copies disagree (a lost grant or reply) or whose master does not
+ * answer, however much other traffic flows.
  *
  * Known limits.
  *  - Every dlmd keeps the table of every lockspace of the cluster (a
@@ -350,11 +353,9 @@
  *    node is in the view).
  *  - The majority is counted in configured nodes, one vote each: a
  *    votequorum with unequal votes or a quorum device is not modelled.
- *  - The stall watchdog sees operations waiting for a reply while the
- *    lockspace receives nothing at all; traffic on other resources of
- *    the lockspace hides a lost reply, and a lost grant (a request the
- *    master has queued, whose grant message never arrives) is no waiter.
- *    Lost messages themselves are handled (LOST FRAMES).
+ *  - A stuck lock is reported (state "stalled", the log), not repaired:
+ *    which of two disagreeing copies is right is not known.  Lost
+ *    messages themselves are handled (LOST FRAMES).
  *
  * Losing corosync (POLLHUP on any of its fds, or a dispatch error) stops
  * the daemon with exit code 1: locks cannot be trusted without
@@ -3010,6 +3011,7 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 			      struct dlmd_ls_view *v)
 {
 	const struct dlmd_cluster_ls *cl = dl->dl_cluster;
+	struct dlm_ls_stats stats;
 	const char *step = "";
 	uint32_t ev = 0;
 	enum dlm_ls_state st = dlm_core_ls_state(dl->dl_core, &ev, &step);
@@ -3023,7 +3025,15 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 	}
 	memcpy(v->lv_group, cl->cl_members, cl->cl_nmembers * sizeof(uint32_t));
 	v->lv_ngroup = cl->cl_nmembers;
-	if (cl->cl_running && cl->cl_stalled) {
+	dlm_core_ls_stats(dl->dl_core, &stats);
+	if (cl->cl_running && stats.ls_stuck) {
+		/* core/audit.c found locks whose two copies disagree */
+		v->lv_state = "stalled";
+		snprintf(v->lv_wait, sizeof(v->lv_wait), "audit (%llu lock%s stuck: "
+			 "a grant or reply was lost or a node does not answer; "
+			 "see the log)", (unsigned long long)stats.ls_stuck,
+			 stats.ls_stuck == 1 ? "" : "s");
+	} else if (cl->cl_running && cl->cl_stalled) {
 		v->lv_state = "stalled";
 		snprintf(v->lv_wait, sizeof(v->lv_wait), "reply (%llu operation%s "
 			 "wait for a remote reply; nothing received for %llu s)",

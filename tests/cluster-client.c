@@ -56,6 +56,9 @@
  *   cluster-client orphan LS RES MODE
  *       As hold, with LKF_PERSISTENT, printing "held PID": killed, it
  *       leaves the lock behind as an orphan of PID on its node.
+ *   cluster-client now
+ *       Print CLOCK_MONOTONIC in seconds with milliseconds: the clock of
+ *       dlmd's flight recorder (dlmctl dump), for timing a recovery.
  *   cluster-client purge LS NODEID PID
  *       dlm_ls_purge(NODEID, PID) and print "purged" (the orphans of PID
  *       on node NODEID; 0: all of them).
@@ -758,8 +761,16 @@ int main(int argc, char **argv)
 		return do_try(argc, argv, ORPHAN);
 	if (argc == 5 && !strcmp(argv[1], "purge"))
 		return do_purge(argc, argv);
+	if (argc == 2 && !strcmp(argv[1], "now")) {
+		struct timespec ts;
+
+		/* the clock of dlmd's flight recorder (dlmctl dump) */
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		printf("%lld.%03ld\n", (long long)ts.tv_sec, ts.tv_nsec / 1000000);
+		return 0;
+	}
 	fprintf(stderr, "usage: cluster-client work LS DIR NRES MS SEED | final LS DIR NRES |\n"
 		"       check DIR NRES | try LS RES MODE | hold LS RES MODE |\n"
-		"       orphan LS RES MODE | purge LS NODEID PID\n");
+		"       orphan LS RES MODE | purge LS NODEID PID | now\n");
 	return 2;
 }

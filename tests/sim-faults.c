@@ -452,6 +452,7 @@ static int node_joins(struct sim *sim, int node)
 	cfg.our_nodeid = n->n_id;
 	cfg.toss_ms = sim->toss_ms;
 	cfg.lvbseq_start = sim->opts->o_lvbseq_start;
+	cfg.audit_ms = sim->audit_ms;
 	n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
 	if (!n->n_core)
 		return -ENOMEM;

@@ -363,6 +363,7 @@ struct sim {
 	unsigned int	nnodes;
 	unsigned int	nls;
 	uint32_t	toss_ms;
+	uint32_t	audit_ms;	/* core/audit.c period */
 	uint64_t	now;
 	uint64_t	step;
 	enum sim_phase	phase;

@@ -31,6 +31,13 @@
 #      reply (node 2 masters the resource): node 1 shows the lockspace
 #      "stalled", not "running", within ~12 s, and "running" again after
 #      SIGCONT.
+#   5b. a lock of node 1 queued at node 2 (node 2 holds it PR) is no
+#      operation waiting for a reply: the old watchdog cannot see it.
+#      While node 2 answers, the audit (audit_secs = 1 here) agrees and
+#      node 1 stays "running"; when node 2's dlmd is SIGSTOPped, node 1
+#      shows "stalled" with "wait audit (1 lock stuck" and logs the lock;
+#      after SIGCONT the late answer ends it, and the lock is granted when
+#      node 2's holder goes.
 #   6. two failures (node 3, then node 1) leave node 2 alone and not
 #      quorate; node 1 restarts afresh: node 2 fences it (it is in the
 #      view, but as a new dlmd, not a merge) instead of waiting for ever,
@@ -89,6 +96,9 @@ restart() {
 		>"$dir/rejoin.out" 2>&1 || fail "node $1 cannot lock after restarting: $(cat "$dir/rejoin.out")"
 }
 
+# audits every second, on the same scan (section 5b)
+DLM_CLUSTER_CONF_EXTRA=$(printf 'audit_secs = 1\nscan_secs = 1')
+export DLM_CLUSTER_CONF_EXTRA
 if ! "$CLUSTER" up 3 "$dir"; then
 	echo "FAIL: cannot bring up the 3-node cluster" >&2
 	rc=1
@@ -283,6 +293,36 @@ kill -CONT "$p2"
 wait_ls 1 "state running members 1 2 3 " "node 1 still stalled after node 2 continued"
 kill_client "$w1"
 kill_client "$h2"
+
+say "== 5b. a queued lock whose master stops answering (the audit)"
+start_client 2 hold "$LS" r-audit PR
+h2=$last_pid
+i=0
+until [ "$(grep -c '^held' "$dir/client-n2.out")" -ge 3 ]; do
+	i=$((i + 1))
+	[ $i -gt $POLLS ] && { fail "node 2's client did not get r-audit"; break; }
+	sleep 0.1
+done
+: >"$dir/try-audit.out"
+"$CLUSTER" exec "$dir" 1 "$CLIENT" try "$LS" r-audit EX >"$dir/try-audit.out" 2>&1 &
+w1=$!
+pids="$pids $w1"
+sleep 4		# audited about three times, and answered: a wait, no stall
+ls_line 1 | grep -q "state running members 1 2 3 " ||
+	fail "a lock queued behind a holder made the lockspace look stuck: $(ls_line 1)"
+grep -q "is stuck" "$dir/n1/dlmd.out" && fail "node 1 called a queued lock stuck"
+p2=$(pid_of 2 dlmd)
+kill -STOP "$p2"
+wait_ls 1 "state stalled members 1 2 3 " "node 1's queued lock lost its master (stopped) and node 1 says running"
+ls_line 1 | grep -q "wait audit (1 lock stuck" ||
+	fail "the stall does not say the audit found it: $(ls_line 1)"
+grep -q "r-audit is stuck: node 2 does not answer" "$dir/n1/dlmd.out" ||
+	fail "node 1 did not log the stuck lock and its resource"
+kill -CONT "$p2"
+wait_ls 1 "state running members 1 2 3 " "node 1 still stalled after node 2 answered"
+kill_client "$h2"
+wait_pid "$w1" 30 || fail "node 1's queued lock was not granted after the holder went"
+grep -q granted "$dir/try-audit.out" || fail "node 1's try did not say granted"
 
 say "== 6. two failures leave node 2 alone; the first comes back afresh"
 # Node 3 dies and is fenced; then node 1 dies while node 2 alone is not

@@ -156,6 +156,50 @@ static void test_recover_lvb_seq_wrap(void **state)
 	cluster_free(c);
 }
 
+/* Issue 11 item 5, the finding's sequence: the master of a resource is
+ * also its writer; its EX unlock with VALBLK completes at once (the
+ * master is local) and writes the value there alone.  The master dies.
+ * A survivor's lock with VALBLK holds an older copy (read earlier, now
+ * NL).  After recovery the survivor's EX must not be handed the older
+ * value as valid: the newest write died with the master, so the value is
+ * flagged VALNOTVALID. */
+static void test_recover_lost_write_lvb(void **state)
+{
+	struct cluster *c = cluster_new(3, 100);
+	char v1[DLM_LVB_LEN] = "value 1", v2[DLM_LVB_LEN] = "value 2";
+	uint32_t w1, w2, r;
+
+	(void)state;
+	w1 = lock_on(c, 2, 2, "LW", DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_status(c, 2, w1, 0);
+	assert_int_equal(unlock(c, 2, 2, w1, DLM_LKF_VALBLK, v1), 0);
+	drain(c);
+	r = lock_on(c, 1, 1, "LW", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_status(c, 1, r, 0);
+	assert_memory_equal(comp_of(c, 1, r)->lvb, v1, DLM_LVB_LEN);
+	assert_int_equal(convert(c, 1, 1, r, DLM_LOCK_NL, DLM_LKF_VALBLK, NULL), 0);
+	drain(c);
+	w2 = lock_on(c, 2, 2, "LW", DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_status(c, 2, w2, 0);
+	assert_int_equal(unlock(c, 2, 2, w2, DLM_LKF_VALBLK, v2), 0);
+	drain(c);
+	assert_status(c, 2, w2, -DLM_EUNLOCK);
+	/* the master, node 2, dies with value 2 written there alone */
+	c->dead[2] = 1;
+	recover_all(c, 1);
+	assert_int_equal(convert(c, 1, 1, r, DLM_LOCK_EX, DLM_LKF_VALBLK, NULL), 0);
+	drain(c);
+	assert_status(c, 1, r, 0);
+	if (!(comp_of(c, 1, r)->a.sbflags & DLM_SBF_VALNOTVALID))
+		assert_memory_equal(comp_of(c, 1, r)->lvb, v2, DLM_LVB_LEN);
+	assert_true(comp_of(c, 1, r)->a.sbflags & DLM_SBF_VALNOTVALID);
+	assert_verified(c);
+	cluster_free(c);
+}
+
 /* A resource no one holds, on a master that survives, keeps the value a
  * writer left in it across a recovery another node's death causes. */
 static void test_recover_unused_keeps_lvb(void **state)
@@ -190,6 +234,7 @@ int main(void)
 		cmocka_unit_test(test_recover_purge_and_lvb),
 		cmocka_unit_test(test_recover_lvb_seq_wrap),
 		cmocka_unit_test(test_recover_unused_keeps_lvb),
+		cmocka_unit_test(test_recover_lost_write_lvb),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
