@@ -20,8 +20,22 @@
  *                       issued with dlm_ls_lock before any completion is
  *                       read, then their unlocks likewise; repeated
  *
- * A lock+unlock pair costs at least two round trips (lock, unlock) plus
- * two AST packets, so ~1/2 of the dlmd floor is the ceiling for sync.
+ * Where a synchronous pair's time went with protocol version 1 (issue 14;
+ * measured with strace -c on both sides and callgrind on dlmd, 5000
+ * pairs, one client, -O2):
+ *   client  10 syscalls per pair: per call a sendmsg (request), a recv
+ *           (its REPLY), a poll of the AST socket, a recv (the DLMP_AST
+ *           completion) and a recv that finds it empty (EAGAIN);
+ *   dlmd    ~6.3 syscalls per pair: per call a recvmsg, a sendto for the
+ *           REPLY and a sendto for the DLMP_AST (+ the EAGAIN recvmsg and
+ *           epoll_wait when the loop goes idle); ~2230 user instructions
+ *           per call, of which the engine (dlm_core_lock/unlock) ~35%,
+ *           encoding and decoding ~19%, calloc/free of the per-lock
+ *           callback record and the map ~15%, libqb's loop ~9%.
+ *   ratio   sync pair time / two socketpair round trips: 1.38 (39.2k
+ *           round trips/s, 14.2k pairs/s, one run on the loaded VM).
+ * So the kernel's packets and wake-ups, not dlmd's code, are the cost: a
+ * pair moved 8 packets (4 each way) where 4 are enough.
  */
 #include <sys/types.h>
 
