@@ -16,6 +16,9 @@
  *   1 client sync       dlm_ls_lock_wait + dlm_ls_unlock_wait in a loop
  *   16 clients          16 processes doing the same, each on its own
  *                       resource; pairs/s summed
+ *   16 threads          16 threads of one process sharing one lockspace
+ *                       handle, each on its own resource (requests in
+ *                       flight together on one connection)
  *   1 client async      ASYNC_WINDOW requests on distinct resources
  *                       issued with dlm_ls_lock before any completion is
  *                       read, then their unlocks likewise; repeated
@@ -41,6 +44,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +245,52 @@ static void bench_sync16(void)
 	       "16 clients, synchronous", total, NCLIENTS, tmax);
 }
 
+struct thread_arg {
+	dlm_lshandle_t	ta_ls;
+	char		ta_res[32];
+	long		ta_pairs;
+	double		ta_secs;
+};
+
+static void *sync_thread(void *arg)
+{
+	struct thread_arg *ta = arg;
+
+	ta->ta_pairs = sync_pairs(ta->ta_ls, ta->ta_res, secs_full, &ta->ta_secs);
+	return NULL;
+}
+
+static void bench_threads16(void)
+{
+	dlm_lshandle_t ls = dlm_open_lockspace(BENCH_LS);
+	struct thread_arg ta[NCLIENTS];
+	pthread_t t[NCLIENTS];
+	double total = 0, tmax = 0;
+
+	if (!ls) {
+		perror("open lockspace");
+		exit(1);
+	}
+	for (int i = 0; i < NCLIENTS; i++) {
+		ta[i].ta_ls = ls;
+		snprintf(ta[i].ta_res, sizeof(ta[i].ta_res), "thread-%d", i);
+		if (pthread_create(&t[i], NULL, sync_thread, &ta[i])) {
+			perror("pthread_create");
+			exit(1);
+		}
+	}
+	for (int i = 0; i < NCLIENTS; i++) {
+		pthread_join(t[i], NULL);
+		total += (double)ta[i].ta_pairs / ta[i].ta_secs;
+		if (ta[i].ta_secs > tmax)
+			tmax = ta[i].ta_secs;
+	}
+	printf("  %-34s %12.0f pairs/s  (sum of %d threads, %.2f s)\n",
+	       "16 threads, one handle, sync", total, NCLIENTS, tmax);
+	fflush(stdout);
+	dlm_close_lockspace(ls);
+}
+
 static volatile long async_done;
 static void async_ast(void *arg) { async_done++; }
 
@@ -366,6 +416,7 @@ int main(int argc, char **argv)
 	bench_daemon_floor();
 	bench_sync1();
 	bench_sync16();
+	bench_threads16();
 	bench_async();
 	dlm_release_lockspace(BENCH_LS, ls, 1);
 	cluster_down();

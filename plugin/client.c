@@ -1806,7 +1806,12 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 				       sizeof(sndbuf)) < 0)
 				log_debug("SO_SNDBUF: %s", strerror(errno));
 		}
-		if (qb_loop_poll_add(d->d_loop, QB_LOOP_MED, cfd, POLLIN, c,
+		/* HIGH, as membership: libqb runs the lower levels only in
+		 * every second or third pass of its loop, so a request
+		 * polled at MED waited for one more (empty) epoll_wait half
+		 * of the time (issue 14: 1.5 epoll_wait per request, now 1;
+		 * lowcomms (MED) still runs in two passes of three) */
+		if (qb_loop_poll_add(d->d_loop, QB_LOOP_HIGH, cfd, POLLIN, c,
 				     client_readable) != 0) {
 			log_err("cannot watch client fd %d", cfd);
 			if (c->cl_counted)
