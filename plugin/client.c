@@ -21,10 +21,11 @@
  *              the error; nothing a client sends can stop the loop or
  *              other clients: reads are non-blocking, recvmmsg takes up
  *              to CLIENT_BATCH packets a call and CLIENT_CALLS calls per
- *              wake-up, and a client whose answers cannot be written at
- *              once is disconnected (its socket's send buffer is raised to
- *              CLIENT_SNDBUF so that DLMP_MAX_HELD answers released
- *              together fit).
+ *              wake-up; the answers to what one wake-up took go out in
+ *              one sendmmsg (out_batch); a client whose answers cannot be
+ *              written at once is disconnected (its socket's send buffer
+ *              is raised to CLIENT_SNDBUF so that DLMP_MAX_HELD answers
+ *              released together fit).
  *   ASTs       the engine reports ASTs through dlmd_core_ops.ast, which
  *              only queues them (the engine must not be re-entered);
  *              dlmd_flush() runs after every entry point and turns each
@@ -391,21 +392,89 @@ static void ast_send(struct dlmd *d, struct dlmd_client *c, const struct dlmp_ms
 		astq_drain(d, c);
 }
 
+/*
+ * Answers to the client whose requests client_readable() is handling
+ * wait in out_batch and go in one sendmmsg when it is done (or the batch
+ * is full): a client with many requests in flight gets the answers to
+ * what one read took in one write.  Answers to other clients (held ones
+ * that its requests released) are written at once.
+ */
+#define ANSWER_MAX	(DLMP_HDR_LEN + DLMP_COMP_REPLY_LEN)
+#define OUT_BATCH	64
+
+static_assert(DLMP_HDR_LEN + DLMP_REPLY_LEN <= ANSWER_MAX, "REPLY fits");
+
+static struct {
+	struct dlmd_client	*ob_c;		/* batching for it, or NULL */
+	unsigned int		ob_n;
+	unsigned char		ob_buf[OUT_BATCH][ANSWER_MAX];
+	struct iovec		ob_iov[OUT_BATCH];
+	struct mmsghdr		ob_mm[OUT_BATCH];
+} out_batch;
+
+static void out_batch_flush(struct dlmd *d)
+{
+	struct dlmd_client *c = out_batch.ob_c;
+	unsigned int n = out_batch.ob_n, done = 0;
+
+	out_batch.ob_n = 0;
+	if (!c || !n || c->cl_broken)
+		return;
+	if (n == 1) {
+		/* the common case of one request per wake-up */
+		ssize_t len = (ssize_t)out_batch.ob_iov[0].iov_len;
+
+		if (send(c->cl_fd, out_batch.ob_buf[0], (size_t)len,
+			 MSG_DONTWAIT | MSG_NOSIGNAL) != len)
+			client_break(d, c, "client does not read its replies");
+		return;
+	}
+	while (done < n) {
+		int k = sendmmsg(c->cl_fd, out_batch.ob_mm + done, n - done,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (k <= 0) {
+			if (k < 0 && errno == EINTR)
+				continue;
+			client_break(d, c, "client does not read its replies");
+			return;
+		}
+		done += (unsigned int)k;
+	}
+}
+
 /* Write one answer on the request connection ('version': the header's;
  * DLMP_VERSION but for a refused request of another version). */
 static void send_answer(struct dlmd *d, struct dlmd_client *c,
 			const struct dlmp_msg *m, uint16_t version)
 {
-	unsigned char buf[DLMP_MAX_MSG];
+	unsigned char tmp[DLMP_MAX_MSG], *buf = tmp;
+	bool batch = c == out_batch.ob_c;
 	int len;
 
 	if (c->cl_broken)
 		return;
-	len = dlmp_encode(m, buf, sizeof(buf));
-	if (len < 0)
+	if (batch) {
+		if (out_batch.ob_n == OUT_BATCH)
+			out_batch_flush(d);
+		buf = out_batch.ob_buf[out_batch.ob_n];
+	}
+	len = dlmp_encode(m, tmp, sizeof(tmp));
+	if (len < 0 || (batch && (size_t)len > ANSWER_MAX))
 		return;
 	if (version != DLMP_VERSION)
-		dlmp_set_version(buf, version);
+		dlmp_set_version(tmp, version);
+	if (batch) {
+		unsigned int i = out_batch.ob_n++;
+
+		memcpy(buf, tmp, (size_t)len);
+		out_batch.ob_iov[i].iov_base = buf;
+		out_batch.ob_iov[i].iov_len = (size_t)len;
+		memset(&out_batch.ob_mm[i], 0, sizeof(out_batch.ob_mm[i]));
+		out_batch.ob_mm[i].msg_hdr.msg_iov = &out_batch.ob_iov[i];
+		out_batch.ob_mm[i].msg_hdr.msg_iovlen = 1;
+		return;
+	}
 	if (send(c->cl_fd, buf, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL) != len)
 		client_break(d, c, "client does not read its replies");
 }
@@ -1697,6 +1766,8 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 	struct mmsghdr mm[CLIENT_BATCH];
 	struct iovec iov[CLIENT_BATCH];
 
+	out_batch.ob_c = c;
+	out_batch.ob_n = 0;
 	for (int call = 0; call < CLIENT_CALLS; call++) {
 		int n;
 
@@ -1712,8 +1783,9 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 		n = recvmmsg(fd, mm, CLIENT_BATCH, MSG_DONTWAIT | MSG_CMSG_CLOEXEC,
 			     NULL);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-			return 0;
+			break;
 		if (n <= 0) {
+			out_batch.ob_c = NULL;
 			dlmd_client_close(d, c);
 			return 0;
 		}
@@ -1733,6 +1805,7 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 					if (f >= 0)
 						close(f);
 				}
+				out_batch.ob_c = NULL;
 				dlmd_client_close(d, c);
 				return 0;
 			}
@@ -1748,8 +1821,10 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 			dlmd_client_request(d, c, bufs[i], len, passed);
 		}
 		if (n < CLIENT_BATCH)
-			return 0;
+			break;
 	}
+	out_batch_flush(d);
+	out_batch.ob_c = NULL;
 	return 0;
 }
 
