@@ -1489,6 +1489,102 @@ static void test_sync_cancel(void **state)
 	assert_int_equal(dlm_close_lockspace(hp), 0);
 }
 
+struct sync_convert {
+	dlm_lshandle_t	sc_h;
+	struct dlm_lksb	*sc_lksb;
+	uint32_t	sc_flags;
+	int		sc_rv;
+	volatile int	sc_done;
+};
+
+static void *sync_convert_thread(void *arg)
+{
+	struct sync_convert *sc = arg;
+
+	sc->sc_rv = dlm_ls_lock_wait(sc->sc_h, LKM_EXMODE, sc->sc_lksb,
+				     LKF_CONVERT | sc->sc_flags, NULL, 0, 0, NULL,
+				     NULL, NULL);
+	__atomic_store_n(&sc->sc_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Conversions and value blocks through the _wait forms: the flags
+ * (DEMOTED) and the LVB come in the completion the answer carries. */
+static void test_sync_convert_lvb(void **state)
+{
+	struct dlm_lksb a, b;
+	struct sync_convert sc;
+	struct rec ar;
+	char lvb[DLM_LVB_LEN], got[DLM_LVB_LEN];
+	pthread_t t;
+	uint64_t end;
+
+	/* CONVDEADLK: b's conversion closes a cycle, b is demoted to NL so
+	 * that a's (async) conversion is granted, and b's waits on */
+	rec_init(&ar);
+	memset(&b, 0, sizeof(b));
+	assert_int_equal(lock_sync(h1, LKM_PRMODE, &ar, 0, "sdl"), 0);
+	assert_int_equal(dlm_ls_lock_wait(h2, LKM_PRMODE, &b, 0, "sdl", 3, 0, NULL,
+					  NULL, NULL), 0);
+	assert_int_equal(b.sb_status, 0);
+	assert_int_equal(lock(h1, LKM_EXMODE, &ar, LKF_CONVERT, "sdl", NULL), 0);
+	memset(&sc, 0, sizeof(sc));
+	sc.sc_h = h2;
+	sc.sc_lksb = &b;
+	sc.sc_flags = LKF_CONVDEADLK;
+	assert_int_equal(pthread_create(&t, NULL, sync_convert_thread, &sc), 0);
+	assert_int_equal(wait_for(&ar.r_comp, 2, h1, NULL), 0);
+	assert_int_equal(ar.r_lksb.sb_status, 0);
+	usleep(20000);
+	assert_int_equal(sc.sc_done, 0);
+	assert_int_equal(unlock_sync(h1, &ar, 0), EUNLOCK);
+	end = now_ms() + AST_TIMEOUT_MS;
+	while (!__atomic_load_n(&sc.sc_done, __ATOMIC_ACQUIRE) && now_ms() < end)
+		usleep(1000);
+	pthread_join(t, NULL);
+	assert_int_equal(sc.sc_rv, 0);
+	assert_int_equal(b.sb_status, 0);
+	assert_true(b.sb_flags & DLM_SBF_DEMOTED);
+	assert_int_equal(dlm_ls_unlock_wait(h2, b.sb_lkid, 0, &b), 0);
+	assert_int_equal(b.sb_status, EUNLOCK);
+
+	/* without CONVDEADLK the closing conversion fails at once */
+	rec_init(&ar);
+	memset(&b, 0, sizeof(b));
+	assert_int_equal(lock_sync(h1, LKM_PRMODE, &ar, 0, "sdl2"), 0);
+	assert_int_equal(dlm_ls_lock_wait(h2, LKM_PRMODE, &b, 0, "sdl2", 4, 0, NULL,
+					  NULL, NULL), 0);
+	assert_int_equal(lock(h1, LKM_EXMODE, &ar, LKF_CONVERT, "sdl2", NULL), 0);
+	assert_int_equal(dlm_ls_lock_wait(h2, LKM_EXMODE, &b, LKF_CONVERT, NULL, 0, 0,
+					  NULL, NULL, NULL), 0);
+	assert_int_equal(b.sb_status, EDEADLK);
+	assert_int_equal(dlm_ls_unlock_wait(h2, b.sb_lkid, 0, &b), 0);
+	assert_int_equal(wait_for(&ar.r_comp, 2, h1, NULL), 0);
+	assert_int_equal(ar.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h1, &ar, 0), EUNLOCK);
+
+	/* the value block, written by an EX unlock, read by a PR lock */
+	memset(&a, 0, sizeof(a));
+	memset(lvb, 0, sizeof(lvb));
+	a.sb_lvbptr = lvb;
+	assert_int_equal(dlm_ls_lock_wait(h1, LKM_EXMODE, &a, LKF_VALBLK, "slvb", 4,
+					  0, NULL, NULL, NULL), 0);
+	assert_int_equal(a.sb_status, 0);
+	memcpy(lvb, "sync value block, 32 bytes long", DLM_LVB_LEN);
+	assert_int_equal(dlm_ls_unlock_wait(h1, a.sb_lkid, LKF_VALBLK, &a), 0);
+	assert_int_equal(a.sb_status, EUNLOCK);
+	memset(&b, 0, sizeof(b));
+	memset(got, 0, sizeof(got));
+	b.sb_lvbptr = got;
+	assert_int_equal(dlm_ls_lock_wait(h2, LKM_PRMODE, &b, LKF_VALBLK, "slvb", 4,
+					  0, NULL, NULL, NULL), 0);
+	assert_int_equal(b.sb_status, 0);
+	assert_memory_equal(got, "sync value block, 32 bytes long", DLM_LVB_LEN);
+	assert_int_equal(dlm_ls_unlock_wait(h2, b.sb_lkid, 0, &b), 0);
+	assert_quiet(h1, 50);
+	assert_quiet(h2, 50);
+}
+
 /* A _wait lock outstanding when its lockspace is released by force
  * fails with ENOTCONN instead of waiting for ever. */
 static void test_sync_release(void **state)
@@ -2013,6 +2109,7 @@ int main(void)
 		cmocka_unit_test(test_orphan_owner),
 		cmocka_unit_test(test_pipelined),
 		cmocka_unit_test(test_sync_cancel),
+		cmocka_unit_test(test_sync_convert_lvb),
 		cmocka_unit_test(test_sync_release),
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_refused_connection),
