@@ -1872,7 +1872,9 @@ static int raw_open(int fd, uint32_t reqid)
 /* dlmd holds at most DLMP_MAX_HELD answers per connection: a raw client
  * that pipelines that many waiting _wait locks gets each its interim
  * answer, and the next is refused with ENOBUFS, not performed; a cancel
- * asking to wait is refused too, while one that does not ask is done. */
+ * asking to wait is refused too, while one that does not ask is done.
+ * When the blocker goes, the held PR locks are granted together and all
+ * their answers reach the client (none is lost to a full socket). */
 static void test_held_limit(void **state)
 {
 	unsigned char buf[DLMP_MAX_MSG];
@@ -1888,7 +1890,7 @@ static void test_held_limit(void **state)
 		memset(&m, 0, sizeof(m));
 		m.m_hdr.h_type = DLMP_LOCK;
 		m.m_hdr.h_reqid = 100 + i;
-		m.m_u.lock.lk_mode = LKM_EXMODE;
+		m.m_u.lock.lk_mode = LKM_PRMODE;
 		m.m_u.lock.lk_bits = DLMP_LK_SYNC;
 		m.m_u.lock.lk_namelen = (uint8_t)strlen("held-limit");
 		memcpy(m.m_u.lock.lk_name, "held-limit", strlen("held-limit"));
@@ -1948,10 +1950,25 @@ static void test_held_limit(void **state)
 
 		assert_int_equal(poll(&pfd, 1, 100), 0);
 	}
-	/* closing drops the held ones with their locks */
+	/* the other DLMP_MAX_HELD - 1 are granted together */
+	assert_int_equal(unlock_sync(h2, &blocker, 0), EUNLOCK);
+	{
+		static bool seen[DLMP_MAX_HELD];
+
+		memset(seen, 0, sizeof(seen));
+		for (uint32_t i = 1; i < DLMP_MAX_HELD; i++) {
+			raw_read(fd, &m);
+			assert_int_equal(m.m_hdr.h_type, DLMP_COMP_REPLY);
+			assert_int_equal(m.m_u.comp.cp_status, 0);
+			assert_true(m.m_hdr.h_reqid > 100 &&
+				    m.m_hdr.h_reqid < 100 + DLMP_MAX_HELD);
+			assert_false(seen[m.m_hdr.h_reqid - 100]);
+			seen[m.m_hdr.h_reqid - 100] = true;
+		}
+	}
+	/* closing drops the granted locks */
 	close(fd);
 	close(ast_fd);
-	assert_int_equal(unlock_sync(h2, &blocker, 0), EUNLOCK);
 	rec_init(&blocker);
 	assert_int_equal(lock_sync(h2, LKM_EXMODE, &blocker, LKF_NOQUEUE, "held-limit"), 0);
 	assert_int_equal(unlock_sync(h2, &blocker, 0), EUNLOCK);
