@@ -61,7 +61,10 @@
  * once (bad lock id, -EBUSY, ...) gets a plain REPLY with the error, and
  * so does a cancel with nothing to cancel (value DLMP_UNLOCK_NOTHING).
  * If one cancel or unlock with DLMP_LK_SYNC ends a lock on which a LOCK
- * is also held, both get the COMP_REPLY.  A connection holds at most
+ * is also held, both get the COMP_REPLY; a cancel without it (or a
+ * DEADLOCK) of a held LOCK is answered by a plain REPLY, and its
+ * completion (-DLM_ECANCEL, -EDEADLK) is the held LOCK's COMP_REPLY, with
+ * no DLMP_AST either.  A connection holds at most
  * DLMP_MAX_HELD answers: a DLMP_LK_SYNC request past that is refused at
  * once with -ENOBUFS and not performed (libdlm never has more than
  * DLMP_MAX_HELD requests in flight on a handle).  Held answers whose lock
@@ -93,7 +96,9 @@
  * the connection's purge epoch: 0 at first, one more after each purge of
  * its own locks, wrapping.  That PURGE's REPLY gives the new epoch in
  * value2, and libdlm drops an AST whose epoch is older (serial number
- * arithmetic) than the latest its handle was given.
+ * arithmetic) than the latest its handle was given.  Answers on the
+ * request connection need no epoch: each answers a request still waited
+ * for (a held one of a purged lock gets its cancel completion, above).
  *
  * Refusal.  A connection the daemon will not serve (its user holds
  * dlm.conf's max_clients_per_uid connections already) gets one REPLY
@@ -113,11 +118,12 @@
  * COMP_REPLY and DLMP_REPLY_HELD; version 1 allowed one request in flight.
  *
  * Errors.  A malformed packet (short, bad magic, wrong length, unknown
- * type, inconsistent name length) gets a REPLY with a negative errno
- * (-EBADMSG, -EPROTONOSUPPORT, -EOPNOTSUPP) and reqid echoed when the
- * header could be read; the connection stays usable.  Status values in
- * REPLY and AST are 0 or negative errnos (-DLM_EUNLOCK etc. in ASTs);
- * libdlm turns them into -1/errno and positive sb_status.
+ * type, inconsistent name length, unknown bits) gets a REPLY with a
+ * negative errno (-EBADMSG, -EPROTONOSUPPORT, -EOPNOTSUPP, -EINVAL) and
+ * reqid echoed when the header could be read; the connection stays
+ * usable.  Status values in REPLY, COMP_REPLY and AST are 0 or negative
+ * errnos (-DLM_EUNLOCK etc. in completions); libdlm turns them into
+ * -1/errno and positive sb_status.
  *
  * Known limits: lockspace and resource names are 1..64 bytes; one open
  * lockspace per connection; range locks carry one inclusive [start, end]
