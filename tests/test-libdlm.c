@@ -1585,6 +1585,61 @@ static void test_sync_convert_lvb(void **state)
 	assert_quiet(h2, 50);
 }
 
+#define FLIGHT_THREADS	(DLMP_MAX_HELD + 44)
+
+struct flight {
+	dlm_lshandle_t	fl_h;
+	struct dlm_lksb	fl_lksb;
+	int		fl_rv;
+	int		fl_errno;
+};
+
+static void *flight_thread(void *arg)
+{
+	struct flight *fl = arg;
+
+	errno = 0;
+	fl->fl_rv = dlm_ls_lock_wait(fl->fl_h, LKM_PRMODE, &fl->fl_lksb, 0,
+				     "flight-block", 12, 0, NULL, NULL, NULL);
+	fl->fl_errno = errno;
+	return NULL;
+}
+
+/* More _wait calls waiting on one handle than dlmd holds answers for a
+ * connection: libdlm keeps the excess until there is room, so none is
+ * refused (ENOBUFS), and all are granted once the blocker goes. */
+static void test_inflight_cap(void **state)
+{
+	static struct flight fl[FLIGHT_THREADS];
+	static pthread_t t[FLIGHT_THREADS];
+	dlm_lshandle_t hp = dlm_open_lockspace(LS_NAME);
+	pthread_attr_t attr;
+	struct rec blocker;
+
+	assert_non_null(hp);
+	rec_init(&blocker);
+	assert_int_equal(lock_sync(h2, LKM_EXMODE, &blocker, 0, "flight-block"), 0);
+	assert_int_equal(pthread_attr_init(&attr), 0);
+	assert_int_equal(pthread_attr_setstacksize(&attr, 256 * 1024), 0);
+	for (int i = 0; i < FLIGHT_THREADS; i++) {
+		memset(&fl[i], 0, sizeof(fl[i]));
+		fl[i].fl_h = hp;
+		assert_int_equal(pthread_create(&t[i], &attr, flight_thread, &fl[i]), 0);
+	}
+	pthread_attr_destroy(&attr);
+	usleep(300000);
+	assert_int_equal(unlock_sync(h2, &blocker, 0), EUNLOCK);
+	for (int i = 0; i < FLIGHT_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(fl[i].fl_rv, 0);
+		assert_int_equal(fl[i].fl_lksb.sb_status, 0);
+	}
+	for (int i = 0; i < FLIGHT_THREADS; i++)
+		assert_int_equal(dlm_ls_unlock_wait(hp, fl[i].fl_lksb.sb_lkid, 0,
+						    &fl[i].fl_lksb), 0);
+	assert_int_equal(dlm_close_lockspace(hp), 0);
+}
+
 /* A _wait lock outstanding when its lockspace is released by force
  * fails with ENOTCONN instead of waiting for ever. */
 static void test_sync_release(void **state)
@@ -2128,6 +2183,7 @@ int main(void)
 		cmocka_unit_test(test_sync_cancel),
 		cmocka_unit_test(test_sync_convert_lvb),
 		cmocka_unit_test(test_sync_release),
+		cmocka_unit_test(test_inflight_cap),
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_refused_connection),
 		cmocka_unit_test(test_held_limit),
