@@ -7,8 +7,9 @@
  * is at least a header, the magic, the version, that the header's length
  * equals the packet length, that the type is known, that the body is at
  * least the type's fixed size, and that any name length field accounts for
- * exactly the remaining bytes.  Nothing is read before its length has been
- * checked.
+ * exactly the remaining bytes, and that flag bytes (LOCK and UNLOCK bits,
+ * COMP_REPLY bits, AST kind) hold only known values.  Nothing is read
+ * before its length has been checked.
  */
 #include <errno.h>
 #include <string.h>
@@ -68,6 +69,7 @@ static const struct type_info type_table[] = {
 	{ DLMP_DEADLOCK, "deadlock", DLMP_DEADLOCK_LEN },
 	{ DLMP_REPLY, "reply", DLMP_REPLY_LEN },
 	{ DLMP_AST, "ast", DLMP_AST_LEN },
+	{ DLMP_COMP_REPLY, "comp_reply", DLMP_COMP_REPLY_LEN },
 };
 #define NUM_TYPES (sizeof(type_table) / sizeof(type_table[0]))
 
@@ -197,6 +199,8 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 		lk->lk_bastparam = get64(p + 56);
 		lk->lk_lksb = get64(p + 64);
 		memcpy(lk->lk_lvb, p + 72, DLMP_LVB_LEN);
+		if (lk->lk_bits & ~DLMP_LK_BITS)
+			return -EINVAL;
 		if (lk->lk_namelen > DLMP_NAME_MAX)
 			return -EINVAL;
 		if (blen - ti->ti_fixed != lk->lk_namelen)
@@ -216,6 +220,8 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 		ul->ul_lksb = get64(p + 20);
 		memcpy(ul->ul_lvb, p + 28, DLMP_LVB_LEN);
 		ul->ul_castaddr = get64(p + 60);
+		if (ul->ul_bits & ~DLMP_UL_BITS)
+			return -EINVAL;
 		return 0;
 	}
 	case DLMP_PURGE:
@@ -255,6 +261,20 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 		as->as_lksb = get64(p + 48);
 		memcpy(as->as_lvb, p + 56, DLMP_LVB_LEN);
 		if (as->as_kind != DLMP_AST_COMP && as->as_kind != DLMP_AST_BAST)
+			return -EBADMSG;
+		return 0;
+	}
+	case DLMP_COMP_REPLY: {
+		struct dlmp_comp *cp = &msg->m_u.comp;
+
+		if (blen != ti->ti_fixed)
+			return -EBADMSG;
+		cp->cp_status = (int32_t)get32(p);
+		cp->cp_lkid = get32(p + 4);
+		cp->cp_sbflags = p[8];
+		cp->cp_bits = get32(p + 12);
+		memcpy(cp->cp_lvb, p + 16, DLMP_LVB_LEN);
+		if (cp->cp_bits & ~(uint32_t)DLMP_LK_LVB)
 			return -EBADMSG;
 		return 0;
 	}
@@ -370,6 +390,16 @@ int dlmp_encode(const struct dlmp_msg *msg, void *buf, size_t size)
 		memcpy(b + 56, as->as_lvb, DLMP_LVB_LEN);
 		break;
 	}
+	case DLMP_COMP_REPLY: {
+		const struct dlmp_comp *cp = &msg->m_u.comp;
+
+		put32(b, (uint32_t)cp->cp_status);
+		put32(b + 4, cp->cp_lkid);
+		b[8] = cp->cp_sbflags;
+		put32(b + 12, cp->cp_bits);
+		memcpy(b + 16, cp->cp_lvb, DLMP_LVB_LEN);
+		break;
+	}
 	}
 	if (n < 0)
 		return n;
@@ -380,4 +410,16 @@ int dlmp_encode(const struct dlmp_msg *msg, void *buf, size_t size)
 	put32(p + 8, (uint32_t)len);
 	put32(p + 12, msg->m_hdr.h_reqid);
 	return (int)len;
+}
+
+uint16_t dlmp_reply_version(uint16_t version)
+{
+	if (version >= DLMP_VERSION_OLDEST_REPLY && version <= DLMP_VERSION)
+		return version;
+	return DLMP_VERSION;
+}
+
+void dlmp_set_version(void *buf, uint16_t version)
+{
+	put16((unsigned char *)buf + 4, version);
 }

@@ -14,8 +14,8 @@
  *
  *    offset  size  field
  *         0     4  magic     DLMP_MAGIC
- *         4     2  version   DLMP_VERSION (a reply to an unknown version
- *                            carries -EPROTONOSUPPORT)
+ *         4     2  version   DLMP_VERSION (a request in another version
+ *                            is answered -EPROTONOSUPPORT: see Versions)
  *         6     2  type      enum dlmp_type
  *         8     4  length    total bytes, header included; must equal the
  *                            packet length
@@ -35,10 +35,43 @@
  * socket, and the client polls the other end (dlm_ls_get_fd()).  Keeping
  * ASTs off the request connection means a thread waiting for a reply never
  * swallows an AST another thread is polling for.  On the bound connection
- * the client sends LOCK, UNLOCK, PURGE and DEADLOCK; each gets one REPLY.
- * The client has at most one request outstanding per connection (libdlm
- * serialises them); a client that floods requests without reading replies
- * is disconnected, not waited for.
+ * the client sends LOCK, UNLOCK, PURGE and DEADLOCK; each gets one REPLY
+ * (or COMP_REPLY, below).
+ *
+ * Pipelining.  A client may send many requests without waiting for their
+ * replies; each answer carries the request's reqid, and answers may come
+ * in any order (a held one, below, comes when its lock operation ends).
+ * libdlm lets any thread send (one packet is one request, written whole)
+ * and hands each reply to the thread waiting for that reqid.  A client
+ * that floods requests without reading the replies is disconnected, not
+ * waited for (a reply that cannot be written at once breaks it).
+ *
+ * Completion in the reply.  A LOCK or UNLOCK with DLMP_LK_SYNC in its
+ * bits (libdlm's _wait forms) asks the daemon to hold the answer until
+ * the operation completes and to send, instead of the DLMP_AST
+ * completion, one COMP_REPLY on the request connection: the completion's
+ * status (0 or -errno as in an AST: -DLM_ECANCEL, -DLM_EUNLOCK, -EAGAIN
+ * for NOQUEUE, ...), the lock id, the sb_flags and the LVB when the lock
+ * has one.  No DLMP_AST is written for that completion; blocking ASTs
+ * still go to the AST socket.  So a synchronous call is one packet each
+ * way.  When a new lock cannot be granted at once, the daemon first sends
+ * a REPLY with value = the lock id and value2 = DLMP_REPLY_HELD (the
+ * COMP_REPLY follows later), so that the caller's lksb shows the lock id
+ * while it waits and another thread can cancel it.  A request refused at
+ * once (bad lock id, -EBUSY, ...) gets a plain REPLY with the error, and
+ * so does a cancel with nothing to cancel (value DLMP_UNLOCK_NOTHING).
+ * If one cancel or unlock with DLMP_LK_SYNC ends a lock on which a LOCK
+ * is also held, both get the COMP_REPLY; a cancel without it (or a
+ * DEADLOCK) of a held LOCK is answered by a plain REPLY, and its
+ * completion (-DLM_ECANCEL, -EDEADLK) is the held LOCK's COMP_REPLY, with
+ * no DLMP_AST either.  A connection holds at most
+ * DLMP_MAX_HELD answers: a DLMP_LK_SYNC request past that is refused at
+ * once with -ENOBUFS and not performed (libdlm never has more than
+ * DLMP_MAX_HELD requests in flight on a handle).  Held answers whose lock
+ * goes without a completion are given one: a purge of the caller's own
+ * locks answers each with status -DLM_ECANCEL (a held unlock:
+ * -DLM_EUNLOCK), a lockspace release that unbinds the connection answers
+ * each with a REPLY -ENOTCONN; a closed connection needs no answers.
  *
  * The daemon keeps, per lock, the opaque 64-bit values a LOCK carries
  * (completion AST address and argument, blocking AST address and argument,
@@ -63,7 +96,9 @@
  * the connection's purge epoch: 0 at first, one more after each purge of
  * its own locks, wrapping.  That PURGE's REPLY gives the new epoch in
  * value2, and libdlm drops an AST whose epoch is older (serial number
- * arithmetic) than the latest its handle was given.
+ * arithmetic) than the latest its handle was given.  Answers on the
+ * request connection need no epoch: each answers a request still waited
+ * for (a held one of a purged lock gets its cancel completion, above).
  *
  * Refusal.  A connection the daemon will not serve (its user holds
  * dlm.conf's max_clients_per_uid connections already) gets one REPLY
@@ -72,12 +107,23 @@
  * first read (or a send that fails because the daemon closed) finds it;
  * libdlm returns it as errno.
  *
+ * Versions.  Every packet carries DLMP_VERSION and a mismatch is refused,
+ * never guessed at.  A request of another version is answered with a
+ * REPLY whose status is -EPROTONOSUPPORT: in the requester's version when
+ * it is one whose REPLY is laid out as ours (1: the header and the 16-byte
+ * REPLY have not changed since), so that an old libdlm reads a clear
+ * EPROTONOSUPPORT; otherwise in ours.  libdlm likewise returns
+ * -EPROTONOSUPPORT for an answer of another version (what an old dlmd
+ * sends a new libdlm).  Version 2 (this one) added pipelining, DLMP_LK_SYNC,
+ * COMP_REPLY and DLMP_REPLY_HELD; version 1 allowed one request in flight.
+ *
  * Errors.  A malformed packet (short, bad magic, wrong length, unknown
- * type, inconsistent name length) gets a REPLY with a negative errno
- * (-EBADMSG, -EPROTONOSUPPORT, -EOPNOTSUPP) and reqid echoed when the
- * header could be read; the connection stays usable.  Status values in
- * REPLY and AST are 0 or negative errnos (-DLM_EUNLOCK etc. in ASTs);
- * libdlm turns them into -1/errno and positive sb_status.
+ * type, inconsistent name length, unknown bits) gets a REPLY with a
+ * negative errno (-EBADMSG, -EPROTONOSUPPORT, -EOPNOTSUPP, -EINVAL) and
+ * reqid echoed when the header could be read; the connection stays
+ * usable.  Status values in REPLY, COMP_REPLY and AST are 0 or negative
+ * errnos (-DLM_EUNLOCK etc. in completions); libdlm turns them into
+ * -1/errno and positive sb_status.
  *
  * Known limits: lockspace and resource names are 1..64 bytes; one open
  * lockspace per connection; range locks carry one inclusive [start, end]
@@ -91,9 +137,11 @@
 #include <stdint.h>
 
 #define DLMP_MAGIC		0x504d4c44u	/* "DLMP" in memory order */
-#define DLMP_VERSION		1
+#define DLMP_VERSION		2
+/* The oldest version whose REPLY is laid out like ours (see Versions). */
+#define DLMP_VERSION_OLDEST_REPLY	1
 /* What dlm_kernel_version() reports: the protocol version as x.y.z. */
-#define DLMP_VERSION_MAJOR	1
+#define DLMP_VERSION_MAJOR	2
 #define DLMP_VERSION_MINOR	0
 #define DLMP_VERSION_PATCH	0
 /* The kernel DLM device interface (DLM_DEVICE_VERSION_*) whose semantics
@@ -113,6 +161,8 @@
 #define DLMP_HDR_LEN		16
 /* The largest packet either side sends or accepts. */
 #define DLMP_MAX_MSG		256
+/* Answers held for DLMP_LK_SYNC requests, per connection. */
+#define DLMP_MAX_HELD		256
 
 enum dlmp_type {
 	DLMP_VERSION_REQ = 1,	/* -> REPLY value=major, value2=minor, value3=patch */
@@ -126,6 +176,8 @@ enum dlmp_type {
 	DLMP_DEADLOCK = 8,	/* -> REPLY value=DLMP_UNLOCK_* */
 	DLMP_REPLY = 64,	/* daemon -> client, request connection */
 	DLMP_AST = 65,		/* daemon -> client, AST socket */
+	DLMP_COMP_REPLY = 66,	/* daemon -> client, request connection: the
+				 * completion of a DLMP_LK_SYNC request */
 };
 
 /* LS_CREATE flags (the established DLM_LSFL_NEWEXCL value). */
@@ -136,6 +188,14 @@ enum dlmp_type {
 /* LOCK.lk_bits */
 #define DLMP_LK_RANGE		0x1	/* range fields are meaningful */
 #define DLMP_LK_LVB		0x2	/* lvb field is meaningful */
+#define DLMP_LK_SYNC		0x4	/* LOCK, UNLOCK: the completion in a
+					 * COMP_REPLY, no DLMP_AST */
+#define DLMP_LK_BITS		0x7	/* every bit a LOCK may carry */
+#define DLMP_UL_BITS		(DLMP_LK_LVB | DLMP_LK_SYNC)	/* UNLOCK */
+
+/* REPLY.value2 of a DLMP_LK_SYNC LOCK: not the answer yet, the lock is
+ * waiting (value = its id) and a COMP_REPLY with this reqid follows. */
+#define DLMP_REPLY_HELD		1
 
 /* UNLOCK's REPLY value: what follows a successful request. */
 #define DLMP_UNLOCK_AST		0	/* a completion AST */
@@ -156,10 +216,13 @@ enum dlmp_type {
 #define DLMP_DEADLOCK_LEN	8
 #define DLMP_REPLY_LEN		16
 #define DLMP_AST_LEN		88
+#define DLMP_COMP_REPLY_LEN	48
 
 static_assert(DLMP_HDR_LEN + DLMP_LOCK_LEN + DLMP_NAME_MAX <= DLMP_MAX_MSG,
 	      "largest request fits DLMP_MAX_MSG");
 static_assert(DLMP_HDR_LEN + DLMP_AST_LEN <= DLMP_MAX_MSG, "AST fits");
+static_assert(DLMP_HDR_LEN + DLMP_COMP_REPLY_LEN <= DLMP_MAX_MSG,
+	      "COMP_REPLY fits");
 
 struct dlmp_hdr {
 	uint32_t	h_magic;
@@ -200,7 +263,7 @@ struct dlmp_lock {
 	char		lk_name[DLMP_NAME_MAX];
 };
 
-/* UNLOCK: 0 lkid u32, 4 flags u32, 8 bits u8 (DLMP_LK_LVB), 9 pad[3],
+/* UNLOCK: 0 lkid u32, 4 flags u32, 8 bits u8 (DLMP_UL_BITS), 9 pad[3],
  * 12 castparam u64, 20 lksb u64, 28 lvb[32], 60 castaddr u64 (0: keep
  * the lock's completion AST address). */
 struct dlmp_unlock {
@@ -246,6 +309,16 @@ struct dlmp_ast {
 	char		as_lvb[DLMP_LVB_LEN];
 };
 
+/* COMP_REPLY: 0 status i32 (the completion's, as in an AST), 4 lkid u32,
+ * 8 sbflags u8, 9 pad[3], 12 bits u32 (DLMP_LK_LVB), 16 lvb[32]. */
+struct dlmp_comp {
+	int32_t		cp_status;
+	uint32_t	cp_lkid;
+	uint8_t		cp_sbflags;
+	uint32_t	cp_bits;
+	char		cp_lvb[DLMP_LVB_LEN];
+};
+
 /* One decoded message. */
 struct dlmp_msg {
 	struct dlmp_hdr		m_hdr;
@@ -256,6 +329,7 @@ struct dlmp_msg {
 		struct dlmp_pair	pair;
 		struct dlmp_reply	reply;
 		struct dlmp_ast		ast;
+		struct dlmp_comp	comp;
 	} m_u;
 };
 
@@ -269,7 +343,7 @@ const char *dlmp_type_str(unsigned int type);
 int dlmp_ls_name_valid(const char *name);
 
 /* Decode the header only: 0, or -EBADMSG (short, bad magic, length not
- * equal to len) or -EPROTONOSUPPORT (other version).  On -EPROTONOSUPPORT
+ * equal to len) or -EPROTONOSUPPORT (other version; h_version says which).  On -EPROTONOSUPPORT
  * and on length errors the header fields are still filled in so that the
  * reply can echo reqid. */
 int dlmp_decode_hdr(const void *buf, size_t len, struct dlmp_hdr *hdr);
@@ -281,5 +355,9 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg);
  * version and length are filled in) into buf.  Returns the length or
  * -ENOSPC / -EINVAL. */
 int dlmp_encode(const struct dlmp_msg *msg, void *buf, size_t size);
+/* The version to answer a request of 'version' in (see Versions). */
+uint16_t dlmp_reply_version(uint16_t version);
+/* Put 'version' in the header of the encoded message at buf. */
+void dlmp_set_version(void *buf, uint16_t version);
 
 #endif /* DLMD_PROTO_H */

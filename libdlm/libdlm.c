@@ -4,8 +4,7 @@
  *
  * A lockspace handle is two sockets to dlmd (protocol: dlmd_proto.h):
  *
- *   lh_fd      the request connection: one request, one reply, in turn
- *              (lh_req_lock serialises threads sharing the handle);
+ *   lh_fd      the request connection: requests and their answers;
  *   lh_ast_fd  our end of the AST socketpair whose other end was passed
  *              to the daemon with LS_OPEN; dlm_ls_get_fd() returns it and
  *              dlm_dispatch() reads it.
@@ -15,30 +14,45 @@
  * no table here: the packet says which lksb to fill and which function to
  * call with which argument (as the kernel device does).
  *
- * Synchronous calls (the _wait forms, lock_resource).  The request is
- * submitted with a private completion AST (sync_ast) whose argument is a
- * struct sync_wait on the caller's stack; the caller then waits until
- * sync_ast marks it done.  Someone must read the AST socket meanwhile:
- *   - if the handle has an AST thread (dlm_ls_pthread_init) and we are
- *     not it, we sleep on the handle's condition variable; the thread's
- *     dispatch runs sync_ast, which broadcasts it;
- *   - otherwise one waiting thread at a time becomes the reader
- *     (lh_reading) and dispatches every AST that arrives, its own and
- *     others', while the rest sleep; when it is done it hands over.  A
- *     reader polls with a timeout (SYNC_POLL_MS) so that an application
- *     thread calling dlm_dispatch() on the same fd cannot leave it
- *     blocked on an AST that thread already ran;
- *   - a wait called from inside an AST (by the AST thread or the current
- *     reader) dispatches inline.
- * In libdlm_lt there are no threads: the caller reads until its
- * operation is done.
+ * Requests in flight.  Threads sharing a handle do not take turns: each
+ * sends its request (one packet, written whole by the kernel, so sending
+ * needs no lock) with a fresh reqid and waits for the answer with that
+ * reqid (struct waiter, on its stack, in lh_waiters).  One waiting thread
+ * at a time reads lh_fd (lh_reading: leader/follower); it hands each
+ * answer to the waiter it belongs to (condition variable per waiter) and
+ * keeps reading until its own came, then wakes a thread still waiting to
+ * take over.  A thread alone does one send and one blocking recv, with
+ * no wake-up of anyone.  At most DLMP_MAX_HELD requests are in flight per
+ * handle (more callers wait for room), which is what dlmd holds per
+ * connection.  If the connection fails, every waiter gets the error.
+ * dlm_ls_lock (async) waits for its REPLY only, while other threads'
+ * requests proceed.
+ *
+ * Synchronous calls (the _wait forms, lock_resource) ask dlmd for the
+ * completion in the answer (DLMP_LK_SYNC): the daemon sends no AST for
+ * it, and the caller fills its lksb from the COMP_REPLY itself (one
+ * packet each way; no AST thread, no hand-over).  A new lock that has to
+ * wait is first answered with its lock id (DLMP_REPLY_HELD), which goes
+ * to sb_lkid at once, so that another thread can cancel the waiting call
+ * (the cancel's completion, ECANCEL, then ends the wait).  Blocking ASTs
+ * of such locks still come through the AST socket and dlm_dispatch/the
+ * AST thread.  Orphan adoption (LKF_ORPHAN) is answered by its REPLY
+ * alone, as before.  One case keeps the old way: a _wait call made inside
+ * an AST routine (in_ast: run by dlm_dispatch or the AST thread) submits
+ * an ordinary request with a private completion AST (sync_ast) and
+ * dispatches the AST socket inline until it ran, so that blocking ASTs
+ * its wait may depend on still run (the AST thread is busy in it).
+ * In libdlm_lt there are no threads: the caller sends and reads its own
+ * answer.
  *
  * Purging one's own locks (dlm_ls_purge with the caller's pid) drops the
  * ASTs of those locks that were not read yet, as the kernel frees a
  * purged process's queued callbacks.  dlmd cannot take back what it
  * already wrote to the AST socket, so it stamps each AST with the
  * connection's purge epoch (dlmd_proto.h) and the PURGE reply gives the
- * new one; dispatching drops an AST of an older epoch.  dlm_dispatch()
+ * new one; dispatching drops an AST of an older epoch.  A synchronous
+ * call waiting on a purged lock is answered by dlmd with a cancel
+ * (ECANCEL; an unlock_wait: EUNLOCK).  dlm_dispatch()
  * is given only an fd: a list of the open handles (open_handles) finds
  * the fd's epoch.
  *
@@ -75,6 +89,12 @@
 #define MUTEX_DESTROY(m)	pthread_mutex_destroy(m)
 #define LOCK(m)			pthread_mutex_lock(m)
 #define UNLOCK(m)		pthread_mutex_unlock(m)
+#define COND_T			pthread_cond_t
+#define COND_INIT(c)		pthread_cond_init(c, NULL)
+#define COND_DESTROY(c)		pthread_cond_destroy(c)
+#define COND_WAIT(c, m)		pthread_cond_wait(c, m)
+#define COND_SIGNAL(c)		pthread_cond_signal(c)
+#define THREAD_LOCAL		__thread
 #else
 #define MUTEX_T			int
 #define MUTEX_STATIC_INIT	0
@@ -82,21 +102,46 @@
 #define MUTEX_DESTROY(m)	((void)(m))
 #define LOCK(m)			((void)(m))
 #define UNLOCK(m)		((void)(m))
+/* One thread: nobody else reads, so nobody ever waits for a reader. */
+#define COND_T			int
+#define COND_INIT(c)		(*(c) = 0)
+#define COND_DESTROY(c)		((void)(c))
+#define COND_WAIT(c, m)		((void)(c), (void)(m))
+#define COND_SIGNAL(c)		((void)(c))
+#define THREAD_LOCAL
 #endif
+
+/* A request in flight on a handle: on the stack of the thread that sent
+ * it, in the handle's lh_waiters until its answer came. */
+struct waiter {
+	struct waiter		*w_next;
+	uint32_t		w_reqid;
+	bool			w_done;
+	bool			w_held_ok;	/* a DLMP_LK_SYNC LOCK: a REPLY
+						 * with DLMP_REPLY_HELD is no
+						 * answer yet */
+	struct dlm_lksb		*w_lksb;	/* ... whose sb_lkid it sets */
+	struct dlmp_msg		w_answer;	/* REPLY or COMP_REPLY */
+	COND_T			w_cond;		/* its answer came, or the
+						 * reader's turn is ours */
+};
 
 struct ls_handle {
 	int		lh_fd;
 	int		lh_ast_fd;
 	uint32_t	lh_reqid;
 	char		lh_name[DLM_LOCKSPACE_LEN + 1];
-	MUTEX_T		lh_req_lock;	/* one request at a time on lh_fd */
+	MUTEX_T		lh_wlock;	/* the fields below up to lh_dead */
+	struct waiter	*lh_waiters;	/* requests in flight */
+	unsigned int	lh_nflight;	/* at most DLMP_MAX_HELD */
+	unsigned int	lh_nslot_waits;	/* threads waiting for room */
+	COND_T		lh_slot_cond;
+	bool		lh_reading;	/* a thread reads lh_fd */
+	int		lh_dead;	/* the connection failed: -errno */
 	uint32_t	lh_ast_epoch;	/* ASTs stamped older: dropped (atomic) */
 	struct ls_handle *lh_next;	/* in open_handles */
 #ifdef _REENTRANT
-	pthread_mutex_t	lh_lock;	/* sync waits, reader hand-over */
-	pthread_cond_t	lh_cond;
-	bool		lh_reading;
-	pthread_t	lh_reader;
+	pthread_mutex_t	lh_lock;	/* the AST thread's start */
 	bool		lh_has_thread;
 	pthread_t	lh_thread;
 	int		lh_stop[2];	/* pipe that stops the AST thread */
@@ -234,7 +279,8 @@ static int do_request(int fd, uint32_t *reqid, struct dlmp_msg *msg,
 	}
 	if (n != len)
 		return -EIO;
-	/* Bounded: the daemon answers every request exactly once, in order. */
+	/* Bounded: the daemon answers every request exactly once; on this
+	 * private connection there is no other request in flight. */
 	for (;;) {
 		do {
 			n = recv(fd, buf, sizeof(buf), 0);
@@ -252,6 +298,8 @@ static int do_request(int fd, uint32_t *reqid, struct dlmp_msg *msg,
 		if (n == 0)
 			return -ENOTCONN;
 		rv = dlmp_decode(buf, (size_t)n, &rm);
+		if (rv == -EPROTONOSUPPORT)
+			return rv;	/* a dlmd of another version */
 		if (rv)
 			return -EPROTO;
 		if (rm.m_hdr.h_type != DLMP_REPLY)
@@ -265,15 +313,213 @@ static int do_request(int fd, uint32_t *reqid, struct dlmp_msg *msg,
 	return reply->rp_status;
 }
 
+/*
+ * Requests on a handle's connection (see "Requests in flight" above).
+ * req_send() gives the request a reqid, enters 'w' in lh_waiters and
+ * sends it; req_wait() returns once w_answer holds its answer.  0 or a
+ * negative errno (the connection's failure: then no answer comes).
+ */
+static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
+{
+	unsigned char buf[DLMP_MAX_MSG];
+	ssize_t n;
+	int len, rv;
+
+	w->w_done = false;
+	COND_INIT(&w->w_cond);
+	LOCK(&h->lh_wlock);
+	while (h->lh_nflight >= DLMP_MAX_HELD && !h->lh_dead) {
+		h->lh_nslot_waits++;
+		COND_WAIT(&h->lh_slot_cond, &h->lh_wlock);
+		h->lh_nslot_waits--;
+	}
+	if (h->lh_dead) {
+		rv = h->lh_dead;
+		UNLOCK(&h->lh_wlock);
+		COND_DESTROY(&w->w_cond);
+		return rv;
+	}
+	if (++h->lh_reqid == 0)
+		++h->lh_reqid;	/* reqid 0 is the daemon's refusal */
+	w->w_reqid = h->lh_reqid;
+	w->w_next = h->lh_waiters;
+	h->lh_waiters = w;
+	h->lh_nflight++;
+	UNLOCK(&h->lh_wlock);
+
+	msg->m_hdr.h_reqid = w->w_reqid;
+	len = dlmp_encode(msg, buf, sizeof(buf));
+	if (len < 0) {
+		rv = len;
+		goto fail;
+	}
+	/* One packet is one request, written whole: threads need no lock
+	 * to send. */
+	do {
+		n = send(h->lh_fd, buf, (size_t)len, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n == len)
+		return 0;
+	rv = n < 0 ? -errno : -EIO;
+fail:
+	LOCK(&h->lh_wlock);
+	for (struct waiter **pp = &h->lh_waiters; *pp; pp = &(*pp)->w_next) {
+		if (*pp == w) {
+			*pp = w->w_next;
+			break;
+		}
+	}
+	h->lh_nflight--;
+	if (h->lh_nslot_waits)
+		COND_SIGNAL(&h->lh_slot_cond);
+	UNLOCK(&h->lh_wlock);
+	COND_DESTROY(&w->w_cond);
+	return rv;
+}
+
+/* The connection failed: every request in flight fails with 'err'. */
+static void handle_dead(struct ls_handle *h, int err)
+{
+	if (!h->lh_dead)
+		h->lh_dead = err;
+	for (struct waiter *w = h->lh_waiters; w; w = w->w_next)
+		COND_SIGNAL(&w->w_cond);
+	if (h->lh_nslot_waits) {
+#ifdef _REENTRANT
+		pthread_cond_broadcast(&h->lh_slot_cond);
+#endif
+	}
+}
+
+/* Hand one packet read from lh_fd to the request it answers (lh_wlock
+ * held). */
+static void take_answer(struct ls_handle *h, const unsigned char *buf, ssize_t n,
+			int err)
+{
+	struct dlmp_msg m;
+	struct waiter *w;
+	int rv;
+
+	if (n < 0) {
+		if (err == -ECONNRESET) {
+			int why = refusal_status(h->lh_fd);
+
+			if (why)
+				err = why;
+		}
+		handle_dead(h, err);
+		return;
+	}
+	if (n == 0) {
+		handle_dead(h, -ENOTCONN);
+		return;
+	}
+	rv = dlmp_decode(buf, (size_t)n, &m);
+	if (rv) {
+		/* another version's dlmd, or garbage: nothing it sends can
+		 * be trusted to answer the right request */
+		handle_dead(h, rv == -EPROTONOSUPPORT ? rv : -EPROTO);
+		return;
+	}
+	if (m.m_hdr.h_type == DLMP_REPLY && m.m_hdr.h_reqid == 0 &&
+	    m.m_u.reply.rp_status < 0) {
+		handle_dead(h, m.m_u.reply.rp_status);	/* refused */
+		return;
+	}
+	if (m.m_hdr.h_type != DLMP_REPLY && m.m_hdr.h_type != DLMP_COMP_REPLY) {
+		handle_dead(h, -EPROTO);
+		return;
+	}
+	for (w = h->lh_waiters; w; w = w->w_next)
+		if (w->w_reqid == m.m_hdr.h_reqid && !w->w_done)
+			break;
+	if (!w)
+		return;		/* nobody asked: not ours to act on */
+	if (w->w_held_ok && m.m_hdr.h_type == DLMP_REPLY &&
+	    m.m_u.reply.rp_status == 0 &&
+	    m.m_u.reply.rp_value2 == DLMP_REPLY_HELD) {
+		/* the lock waits: its id now, its completion later */
+		if (w->w_lksb)
+			w->w_lksb->sb_lkid = m.m_u.reply.rp_value;
+		return;
+	}
+	w->w_answer = m;
+	w->w_done = true;
+	COND_SIGNAL(&w->w_cond);
+}
+
+static int req_wait(struct ls_handle *h, struct waiter *w)
+{
+	unsigned char buf[DLMP_MAX_MSG];
+	int rv = 0;
+
+	LOCK(&h->lh_wlock);
+	while (!w->w_done) {
+		ssize_t n;
+		int err = 0;
+
+		if (h->lh_dead) {
+			rv = h->lh_dead;
+			break;
+		}
+		if (h->lh_reading) {
+			/* another thread reads; it wakes us when our answer
+			 * came or when it stops reading */
+			COND_WAIT(&w->w_cond, &h->lh_wlock);
+			continue;
+		}
+		h->lh_reading = true;
+		UNLOCK(&h->lh_wlock);
+		do {
+			n = recv(h->lh_fd, buf, sizeof(buf), 0);
+		} while (n < 0 && errno == EINTR);
+		if (n < 0)
+			err = -errno;
+		LOCK(&h->lh_wlock);
+		h->lh_reading = false;
+		take_answer(h, buf, n, err);
+	}
+	for (struct waiter **pp = &h->lh_waiters; *pp; pp = &(*pp)->w_next) {
+		if (*pp == w) {
+			*pp = w->w_next;
+			break;
+		}
+	}
+	h->lh_nflight--;
+	if (h->lh_nslot_waits)
+		COND_SIGNAL(&h->lh_slot_cond);
+	if (!h->lh_reading) {
+		/* the reader's turn passes to a thread still waiting */
+		for (struct waiter *o = h->lh_waiters; o; o = o->w_next) {
+			if (!o->w_done) {
+				COND_SIGNAL(&o->w_cond);
+				break;
+			}
+		}
+	}
+	UNLOCK(&h->lh_wlock);
+	COND_DESTROY(&w->w_cond);
+	return rv;
+}
+
+/* A request that gets a REPLY (no DLMP_LK_SYNC): its status. */
 static int handle_request(struct ls_handle *h, struct dlmp_msg *msg,
 			  struct dlmp_reply *reply)
 {
+	struct waiter w;
 	int rv;
 
-	LOCK(&h->lh_req_lock);
-	rv = do_request(h->lh_fd, &h->lh_reqid, msg, -1, reply);
-	UNLOCK(&h->lh_req_lock);
-	return rv;
+	w.w_held_ok = false;
+	w.w_lksb = NULL;
+	rv = req_send(h, msg, &w);
+	if (!rv)
+		rv = req_wait(h, &w);
+	if (rv)
+		return rv;
+	if (w.w_answer.m_hdr.h_type != DLMP_REPLY)
+		return -EPROTO;
+	*reply = w.w_answer.m_u.reply;
+	return reply->rp_status;
 }
 
 static int set_ls_name(struct dlmp_ls *l, const char *name)
@@ -340,10 +586,10 @@ static void handle_free(struct ls_handle *h)
 		close(h->lh_fd);
 	if (h->lh_ast_fd >= 0)
 		close(h->lh_ast_fd);
-	MUTEX_DESTROY(&h->lh_req_lock);
+	MUTEX_DESTROY(&h->lh_wlock);
+	COND_DESTROY(&h->lh_slot_cond);
 #ifdef _REENTRANT
 	pthread_mutex_destroy(&h->lh_lock);
-	pthread_cond_destroy(&h->lh_cond);
 #endif
 	free(h);
 }
@@ -364,10 +610,10 @@ static struct ls_handle *ls_open_on(int fd, const char *name, int *err)
 	}
 	h->lh_fd = fd;
 	h->lh_ast_fd = -1;
-	MUTEX_INIT(&h->lh_req_lock);
+	MUTEX_INIT(&h->lh_wlock);
+	COND_INIT(&h->lh_slot_cond);
 #ifdef _REENTRANT
 	pthread_mutex_init(&h->lh_lock, NULL);
-	pthread_cond_init(&h->lh_cond, NULL);
 	h->lh_stop[0] = h->lh_stop[1] = -1;
 #endif
 	snprintf(h->lh_name, sizeof(h->lh_name), "%s", name);
@@ -560,6 +806,10 @@ static void run_ast(const struct dlmp_ast *as)
 	}
 }
 
+/* How deep this thread is in AST routines run by dispatch_fd(): a
+ * synchronous call made there dispatches inline (sync_wait). */
+static THREAD_LOCAL unsigned int in_ast;
+
 /* Was this AST written before the latest purge of our own locks?  Its
  * header's reqid carries the purge epoch it was made in (serial number
  * arithmetic: the epoch wraps). */
@@ -599,7 +849,9 @@ static int dispatch_fd(int fd, struct ls_handle *h)
 			have_epoch = fd_ast_epoch(fd, &epoch);
 		if (have_epoch && is_stale_ast(&m, epoch))
 			continue;	/* its lock was purged */
+		in_ast++;
 		run_ast(&m.m_u.ast);
+		in_ast--;
 	}
 	return 0;
 }
@@ -609,21 +861,14 @@ int dlm_dispatch(int fd)
 	return ret_errno(dispatch_fd(fd, NULL));
 }
 
+/* The completion AST of a synchronous call made inside an AST routine:
+ * sw_done is the last thing it touches, as 'sw' may vanish as soon as
+ * the waiter sees it. */
 static void sync_ast(void *arg)
 {
 	struct sync_wait *sw = arg;
 
-#ifdef _REENTRANT
-	struct ls_handle *h = sw->sw_h;
-
-	/* 'sw' may vanish as soon as the waiter sees sw_done. */
-	pthread_mutex_lock(&h->lh_lock);
-	sw->sw_done = true;
-	pthread_cond_broadcast(&h->lh_cond);
-	pthread_mutex_unlock(&h->lh_lock);
-#else
-	sw->sw_done = true;
-#endif
+	__atomic_store_n(&sw->sw_done, true, __ATOMIC_RELEASE);
 }
 
 /* Read the AST socket once (waiting up to SYNC_POLL_MS) and dispatch. */
@@ -639,57 +884,44 @@ static int read_once(struct ls_handle *h)
 	return dispatch_fd(h->lh_ast_fd, h);
 }
 
-/* Wait until sync_ast has run for 'sw'.  0 or negative errno. */
+/* Inside an AST routine: dispatch every AST that comes (ours, and the
+ * blocking ASTs our wait may depend on) until sync_ast has run for 'sw'.
+ * The timeout lets us see an AST another thread (the AST thread, or a
+ * dlm_dispatch caller) ran for us.  0 or negative errno. */
 static int sync_wait(struct ls_handle *h, struct sync_wait *sw)
 {
 	int rv = 0;
 
-#ifdef _REENTRANT
-	pthread_t self = pthread_self();
-	bool inline_reader = (h->lh_has_thread && pthread_equal(h->lh_thread, self));
-
-	pthread_mutex_lock(&h->lh_lock);
-	if (h->lh_reading && pthread_equal(h->lh_reader, self))
-		inline_reader = true;
-	while (!sw->sw_done && !rv) {
-		if (inline_reader) {
-			pthread_mutex_unlock(&h->lh_lock);
-			rv = read_once(h);
-			pthread_mutex_lock(&h->lh_lock);
-			continue;
-		}
-		if (h->lh_has_thread || h->lh_reading) {
-			pthread_cond_wait(&h->lh_cond, &h->lh_lock);
-			continue;
-		}
-		h->lh_reading = true;
-		h->lh_reader = self;
-		pthread_mutex_unlock(&h->lh_lock);
+	while (!__atomic_load_n(&sw->sw_done, __ATOMIC_ACQUIRE) && !rv)
 		rv = read_once(h);
-		pthread_mutex_lock(&h->lh_lock);
-		h->lh_reading = false;
-		pthread_cond_broadcast(&h->lh_cond);
-	}
-	pthread_mutex_unlock(&h->lh_lock);
-#else
-	while (!sw->sw_done && !rv)
-		rv = read_once(h);
-#endif
 	return rv;
+}
+
+/* Fill the status block from a COMP_REPLY, as run_ast does from an AST. */
+static void comp_to_lksb(const struct dlmp_comp *cp, struct dlm_lksb *lksb)
+{
+	if ((cp->cp_bits & DLMP_LK_LVB) && lksb->sb_lvbptr)
+		memcpy(lksb->sb_lvbptr, cp->cp_lvb, DLM_LVB_LEN);
+	lksb->sb_flags = (char)cp->cp_sbflags;
+	lksb->sb_lkid = cp->cp_lkid;
+	lksb->sb_status = -cp->cp_status;
 }
 
 /* ------------------------------------------------------------------ */
 /* locking                                                             */
 /* ------------------------------------------------------------------ */
 
+/* A LOCK.  'sync': ask for the completion in the answer (DLMP_LK_SYNC)
+ * and wait for it; the status block is then complete on return. */
 static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 		   uint32_t flags, const void *name, unsigned int namelen,
 		   uint32_t parent, ast_fn astaddr, void *astarg,
-		   ast_fn bastaddr, void *bastarg, const struct dlm_range *range)
+		   ast_fn bastaddr, void *bastarg, const struct dlm_range *range,
+		   bool sync)
 {
 	struct dlmp_msg msg;
 	struct dlmp_lock *lk = &msg.m_u.lock;
-	struct dlmp_reply reply;
+	struct waiter w;
 	int rv;
 
 	if (!h)
@@ -701,7 +933,8 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	if (!(flags & LKF_CONVERT) &&
 	    (!name || namelen == 0 || namelen > DLM_RESNAME_MAXLEN))
 		return -EINVAL;
-	memset(&msg, 0, sizeof(msg));
+	memset(&msg.m_hdr, 0, sizeof(msg.m_hdr));
+	memset(lk, 0, offsetof(struct dlmp_lock, lk_lvb));
 	msg.m_hdr.h_type = DLMP_LOCK;
 	lk->lk_mode = (uint8_t)mode;
 	lk->lk_flags = flags & ~LKF_WAIT;
@@ -720,7 +953,11 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	if ((flags & LKF_VALBLK) && lksb->sb_lvbptr) {
 		lk->lk_bits |= DLMP_LK_LVB;
 		memcpy(lk->lk_lvb, lksb->sb_lvbptr, DLM_LVB_LEN);
+	} else {
+		memset(lk->lk_lvb, 0, DLMP_LVB_LEN);
 	}
+	if (sync)
+		lk->lk_bits |= DLMP_LK_SYNC;
 	lk->lk_castaddr = is_routine(astaddr) ? (uint64_t)(uintptr_t)astaddr : 0;
 	lk->lk_castparam = (uint64_t)(uintptr_t)astarg;
 	/* no routine: dlmd sends this lock no blocking ASTs at all */
@@ -728,12 +965,24 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	lk->lk_bastparam = (uint64_t)(uintptr_t)bastarg;
 	lk->lk_lksb = (uint64_t)(uintptr_t)lksb;
 	lksb->sb_status = EINPROG;
-	rv = handle_request(h, &msg, &reply);
+	w.w_held_ok = sync && !(flags & LKF_CONVERT);
+	w.w_lksb = lksb;
+	rv = req_send(h, &msg, &w);
+	if (!rv)
+		rv = req_wait(h, &w);
 	if (rv)
 		return rv;
+	if (w.w_answer.m_hdr.h_type == DLMP_COMP_REPLY) {
+		if (!sync)
+			return -EPROTO;
+		comp_to_lksb(&w.w_answer.m_u.comp, lksb);
+		return 0;
+	}
+	if (w.w_answer.m_u.reply.rp_status)
+		return w.w_answer.m_u.reply.rp_status;
 	if (!(flags & LKF_CONVERT))
-		lksb->sb_lkid = reply.rp_value;
-	if (flags & LKF_ORPHAN) {
+		lksb->sb_lkid = w.w_answer.m_u.reply.rp_value;
+	if ((flags & LKF_ORPHAN) || sync) {
 		/* An adoption is done when the reply comes and no AST
 		 * follows (as with the kernel, whose write() returns the lock
 		 * id): the status block is complete now. */
@@ -743,22 +992,24 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	return 0;
 }
 
-/* *nothing is set when a cancel had nothing to cancel: no AST follows and
- * the status block keeps its status. */
+/* An UNLOCK.  *nothing is set when a cancel had nothing to cancel: no
+ * completion follows and the status block keeps its status.  'sync':
+ * as for ls_lock. */
 static int ls_unlock(struct ls_handle *h, uint32_t lkid, uint32_t flags,
 		     struct dlm_lksb *lksb, ast_fn astaddr, void *astarg,
-		     bool *nothing)
+		     bool *nothing, bool sync)
 {
 	struct dlmp_msg msg;
 	struct dlmp_unlock *ul = &msg.m_u.unlock;
-	struct dlmp_reply reply;
+	struct waiter w;
 	int old_status = lksb ? lksb->sb_status : 0, rv;
 
 	if (!h)
 		return -ENOTCONN;
 	if (!lkid)
 		return -EINVAL;
-	memset(&msg, 0, sizeof(msg));
+	memset(&msg.m_hdr, 0, sizeof(msg.m_hdr));
+	memset(ul, 0, sizeof(*ul));
 	msg.m_hdr.h_type = DLMP_UNLOCK;
 	ul->ul_lkid = lkid;
 	ul->ul_flags = flags & ~LKF_WAIT;
@@ -769,14 +1020,34 @@ static int ls_unlock(struct ls_handle *h, uint32_t lkid, uint32_t flags,
 		ul->ul_bits |= DLMP_LK_LVB;
 		memcpy(ul->ul_lvb, lksb->sb_lvbptr, DLM_LVB_LEN);
 	}
+	if (sync)
+		ul->ul_bits |= DLMP_LK_SYNC;
 	if (lksb)
 		lksb->sb_status = EINPROG;
-	rv = handle_request(h, &msg, &reply);
-	if (!rv && reply.rp_value == DLMP_UNLOCK_NOTHING) {
+	w.w_held_ok = false;
+	w.w_lksb = NULL;
+	rv = req_send(h, &msg, &w);
+	if (!rv)
+		rv = req_wait(h, &w);
+	if (rv)
+		return rv;
+	if (w.w_answer.m_hdr.h_type == DLMP_COMP_REPLY) {
+		if (!sync || !lksb)
+			return -EPROTO;
+		comp_to_lksb(&w.w_answer.m_u.comp, lksb);
+		return 0;
+	}
+	rv = w.w_answer.m_u.reply.rp_status;
+	if (!rv && w.w_answer.m_u.reply.rp_value == DLMP_UNLOCK_NOTHING) {
 		if (lksb)
 			lksb->sb_status = old_status;
 		if (nothing)
 			*nothing = true;
+	} else if (!rv && sync && lksb) {
+		/* answered at once though we asked to wait: the daemon had
+		 * no record of the lock's callbacks (its memory ran out), so
+		 * no completion of any kind follows */
+		lksb->sb_status = (flags & LKF_CANCEL) ? ECANCEL : EUNLOCK;
 	}
 	return rv;
 }
@@ -805,9 +1076,14 @@ static int ls_lock_wait(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lks
 
 	if (flags & LKF_ORPHAN)	/* adopted at once: no AST to wait for */
 		return ls_lock(h, mode, lksb, flags, name, namelen, parent,
-			       NULL, NULL, bastaddr, bastarg, range);
+			       NULL, NULL, bastaddr, bastarg, range, false);
+	if (!in_ast) {
+		rv = ls_lock(h, mode, lksb, flags, name, namelen, parent, NULL,
+			     NULL, bastaddr, bastarg, range, true);
+		return rv ? rv : wait_result(lksb);
+	}
 	rv = ls_lock(h, mode, lksb, flags, name, namelen, parent, sync_ast, &sw,
-		     bastaddr, bastarg, range);
+		     bastaddr, bastarg, range, false);
 	if (rv)
 		return rv;
 	rv = sync_wait(h, &sw);
@@ -825,7 +1101,11 @@ static int ls_unlock_wait(struct ls_handle *h, uint32_t lkid, uint32_t flags,
 
 	if (!lksb)
 		return -EINVAL;
-	rv = ls_unlock(h, lkid, flags, lksb, sync_ast, &sw, &nothing);
+	if (!in_ast) {
+		rv = ls_unlock(h, lkid, flags, lksb, NULL, NULL, &nothing, true);
+		return rv || nothing ? rv : wait_result(lksb);
+	}
+	rv = ls_unlock(h, lkid, flags, lksb, sync_ast, &sw, &nothing, false);
 	if (rv || nothing)
 		return rv;
 	rv = sync_wait(h, &sw);
@@ -843,7 +1123,7 @@ int dlm_ls_lock(dlm_lshandle_t ls, uint32_t mode, struct dlm_lksb *lksb,
 		return ret_errno(ls_lock_wait(ls, mode, lksb, flags, name, namelen,
 					      parent, astarg, bastaddr, range));
 	return ret_errno(ls_lock(ls, mode, lksb, flags, name, namelen, parent,
-				 astaddr, astarg, bastaddr, astarg, range));
+				 astaddr, astarg, bastaddr, astarg, range, false));
 }
 
 int dlm_ls_lockx(dlm_lshandle_t ls, uint32_t mode, struct dlm_lksb *lksb,
@@ -856,13 +1136,13 @@ int dlm_ls_lockx(dlm_lshandle_t ls, uint32_t mode, struct dlm_lksb *lksb,
 	(void)xid;
 	(void)timeout;
 	return ret_errno(ls_lock(ls, mode, lksb, flags, name, namelen, parent,
-				 astaddr, astarg, bastaddr, astarg, NULL));
+				 astaddr, astarg, bastaddr, astarg, NULL, false));
 }
 
 int dlm_ls_unlock(dlm_lshandle_t ls, uint32_t lkid, uint32_t flags,
 		  struct dlm_lksb *lksb, void *astarg)
 {
-	return ret_errno(ls_unlock(ls, lkid, flags, lksb, NULL, astarg, NULL));
+	return ret_errno(ls_unlock(ls, lkid, flags, lksb, NULL, astarg, NULL, false));
 }
 
 int dlm_ls_lock_wait(dlm_lshandle_t ls, uint32_t mode, struct dlm_lksb *lksb,
@@ -983,7 +1263,7 @@ int dlm_unlock(uint32_t lkid, uint32_t flags, struct dlm_lksb *lksb, void *astar
 
 	if (!h)
 		return ret_errno(err);
-	return ret_errno(ls_unlock(h, lkid, flags, lksb, NULL, astarg, NULL));
+	return ret_errno(ls_unlock(h, lkid, flags, lksb, NULL, astarg, NULL, false));
 }
 
 int dlm_unlock_wait(uint32_t lkid, uint32_t flags, struct dlm_lksb *lksb)

@@ -203,6 +203,8 @@ struct dlmd_create_wait {
 
 /* A reply that a request handler will send later (see dl_waits). */
 #define DLMD_REPLY_DEFERRED	1
+/* A DLMP_LK_SYNC request held until its completion (client.c). */
+#define DLMD_REPLY_HELD		2
 
 /* An AST the engine produced, waiting for dlmd_flush(). */
 struct dlmd_pending_ast {
@@ -289,6 +291,8 @@ bool dlmd_ls_in_use(struct dlmd_ls *dl);
 int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
 		    const struct dlmd_client *except);
 unsigned int dlmd_client_count(const struct dlmd *d);
+/* Answers held for the client's DLMP_LK_SYNC requests (client.c). */
+unsigned int dlmd_client_nheld(const struct dlmd_client *c);
 /* Handle one request packet from client 'c' (also used by the fuzzer). */
 void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,
 			 const void *buf, size_t len, int passed_fd);

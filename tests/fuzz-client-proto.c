@@ -9,9 +9,13 @@
  * through dlmd_client_request() exactly as if read from the socket, an
  * LS_OPEN packet with a fresh AST socket attached.  Replies and ASTs are
  * drained and decoded like libdlm would.  Whatever arrives, the daemon
- * must neither crash, nor leak, nor trip the sanitizers, and every
- * packet must get exactly one well-formed reply.
+ * must neither crash, nor leak, nor trip the sanitizers; every answer on
+ * the request connection must be a well-formed REPLY or COMP_REPLY and
+ * every AST a well-formed AST; a packet is answered at once unless it is
+ * a DLMP_LK_SYNC request the daemon holds (dlmd_proto.h), and the held
+ * ones never pass DLMP_MAX_HELD.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,20 +31,55 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FUZZ_LS		"fuzz"
 #define MAX_PACKETS	64
 
-static void drain(int fd, bool expect_one_reply)
+/* Read what the daemon wrote to fd; returns how many packets.  'asts':
+ * fd is an AST socket (else the request connection). */
+static int drain(int fd, bool asts)
 {
 	unsigned char buf[DLMP_MAX_MSG];
 	struct dlmp_msg m;
-	int replies = 0;
+	int n_msgs = 0;
 	ssize_t n;
 
 	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
-		if (dlmp_decode(buf, (size_t)n, &m))
+		int rv = dlmp_decode(buf, (size_t)n, &m);
+
+		if (rv == -EPROTONOSUPPORT && !asts &&
+		    m.m_hdr.h_version == dlmp_reply_version(m.m_hdr.h_version)) {
+			/* the answer to a request of an older version, in
+			 * that version: a REPLY laid out as ours, refusing */
+			dlmp_set_version(buf, DLMP_VERSION);
+			if (dlmp_decode(buf, (size_t)n, &m) ||
+			    m.m_hdr.h_type != DLMP_REPLY ||
+			    m.m_u.reply.rp_status != -EPROTONOSUPPORT)
+				abort();
+			n_msgs++;
+			continue;
+		}
+		if (rv)
 			abort();	/* the daemon sent garbage */
-		replies++;
+		if (asts ? m.m_hdr.h_type != DLMP_AST :
+			   m.m_hdr.h_type != DLMP_REPLY &&
+			   m.m_hdr.h_type != DLMP_COMP_REPLY)
+			abort();
+		n_msgs++;
 	}
-	if (expect_one_reply && replies > 1)
-		abort();
+	return n_msgs;
+}
+
+/* May the daemon leave this packet unanswered for now?  A LOCK or UNLOCK
+ * asking for DLMP_LK_SYNC, or an LS_CREATE waiting for its lockspace's
+ * first membership. */
+static bool may_hold(const uint8_t *p, size_t len)
+{
+	struct dlmp_msg m;
+
+	if (dlmp_decode(p, len, &m))
+		return false;
+	if (m.m_hdr.h_type == DLMP_LOCK)
+		return (m.m_u.lock.lk_bits & DLMP_LK_SYNC) != 0;
+	if (m.m_hdr.h_type == DLMP_UNLOCK)
+		return (m.m_u.unlock.ul_bits & DLMP_LK_SYNC) != 0;
+	return m.m_hdr.h_type == DLMP_LS_CREATE;
 }
 
 static void open_ls(struct dlmd *d, struct dlmd_client *c, int *ast_peer)
@@ -79,7 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!c)
 		abort();
 	open_ls(d, c, &ast_peer);
-	drain(sv[0], true);
+	if (drain(sv[0], false) != 1)
+		abort();
 
 	for (int i = 0; i < MAX_PACKETS && off + 2 <= size; i++) {
 		size_t len = (size_t)data[off] | ((size_t)data[off + 1] << 8);
@@ -99,8 +139,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			extra_peers[nextra++] = p[0];
 		}
 		dlmd_client_request(d, c, data + off, len, passed);
-		drain(sv[0], true);
-		drain(ast_peer, false);
+		if (drain(sv[0], false) == 0 && !may_hold(data + off, len))
+			abort();	/* a request went unanswered */
+		if (dlmd_client_nheld(c) > DLMP_MAX_HELD)
+			abort();
+		drain(ast_peer, true);
 		off += len;
 	}
 	dlmd_client_close(d, c);

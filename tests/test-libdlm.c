@@ -1303,6 +1303,367 @@ static void test_orphan_owner(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* requests in flight, completion in the answer (protocol 2, issue 14) */
+/* ------------------------------------------------------------------ */
+
+/* A _wait lock in a thread of its own, to be watched from outside. */
+struct waiting_lock {
+	dlm_lshandle_t		wl_h;
+	const char		*wl_name;
+	uint32_t		wl_flags;
+	struct dlm_lksb		wl_lksb;
+	int			wl_rv;
+	int			wl_errno;
+	volatile int		wl_done;
+	pthread_t		wl_thread;
+};
+
+static void *waiting_lock_thread(void *arg)
+{
+	struct waiting_lock *wl = arg;
+
+	errno = 0;
+	wl->wl_rv = dlm_ls_lock_wait(wl->wl_h, LKM_EXMODE, &wl->wl_lksb,
+				     wl->wl_flags, wl->wl_name,
+				     (unsigned int)strlen(wl->wl_name), 0, NULL,
+				     NULL, NULL);
+	wl->wl_errno = errno;
+	__atomic_store_n(&wl->wl_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Start a _wait lock that must block; returns once dlmd told it its lock
+ * id (the interim answer) and it still waits. */
+static void waiting_lock_start(struct waiting_lock *wl, dlm_lshandle_t h,
+			       const char *name)
+{
+	uint64_t end = now_ms() + AST_TIMEOUT_MS;
+
+	memset(wl, 0, sizeof(*wl));
+	wl->wl_h = h;
+	wl->wl_name = name;
+	assert_int_equal(pthread_create(&wl->wl_thread, NULL, waiting_lock_thread,
+					wl), 0);
+	while (!__atomic_load_n(&wl->wl_lksb.sb_lkid, __ATOMIC_ACQUIRE) &&
+	       now_ms() < end)
+		usleep(1000);
+	assert_int_not_equal(wl->wl_lksb.sb_lkid, 0);
+	usleep(20000);
+	assert_int_equal(wl->wl_done, 0);
+	assert_int_equal(wl->wl_lksb.sb_status, EINPROG);
+}
+
+/* Wait (bounded) for the waiting lock's call to return. */
+static void waiting_lock_join(struct waiting_lock *wl)
+{
+	uint64_t end = now_ms() + AST_TIMEOUT_MS;
+
+	while (!__atomic_load_n(&wl->wl_done, __ATOMIC_ACQUIRE) && now_ms() < end)
+		usleep(1000);
+	assert_int_equal(wl->wl_done, 1);
+	pthread_join(wl->wl_thread, NULL);
+}
+
+#define PIPE_THREADS	8
+#define PIPE_PAIRS	50
+
+struct pair_thread {
+	dlm_lshandle_t	pt_h;
+	char		pt_name[32];
+	int		pt_ok;
+};
+
+static void *pair_thread(void *arg)
+{
+	struct pair_thread *pt = arg;
+
+	for (int i = 0; i < PIPE_PAIRS; i++) {
+		struct dlm_lksb lksb;
+
+		memset(&lksb, 0, sizeof(lksb));
+		if (dlm_ls_lock_wait(pt->pt_h, LKM_EXMODE, &lksb, 0, pt->pt_name,
+				     (unsigned int)strlen(pt->pt_name), 0, NULL,
+				     NULL, NULL) || lksb.sb_status || !lksb.sb_lkid)
+			return NULL;
+		if (dlm_ls_unlock_wait(pt->pt_h, lksb.sb_lkid, 0, &lksb) ||
+		    lksb.sb_status != EUNLOCK)
+			return NULL;
+	}
+	pt->pt_ok = 1;
+	return NULL;
+}
+
+/* Many threads on one handle have requests in flight together and their
+ * answers come in another order than the requests: a _wait lock that
+ * blocks does not hold up the threads behind it on the same handle, nor
+ * an async request, and completes when its blocker goes. */
+static void test_pipelined(void **state)
+{
+	dlm_lshandle_t hp = dlm_open_lockspace(LS_NAME);
+	struct pair_thread pt[PIPE_THREADS];
+	pthread_t t[PIPE_THREADS];
+	struct waiting_lock wl;
+	struct rec blocker, a;
+	uint32_t interim;
+
+	assert_non_null(hp);
+	rec_init(&blocker);
+	assert_int_equal(lock_sync(h2, LKM_EXMODE, &blocker, 0, "pipe-block"), 0);
+	waiting_lock_start(&wl, hp, "pipe-block");
+	interim = wl.wl_lksb.sb_lkid;
+	for (int i = 0; i < PIPE_THREADS; i++) {
+		pt[i].pt_h = hp;
+		pt[i].pt_ok = 0;
+		snprintf(pt[i].pt_name, sizeof(pt[i].pt_name), "pipe-%d", i);
+		assert_int_equal(pthread_create(&t[i], NULL, pair_thread, &pt[i]), 0);
+	}
+	/* an async request on the same handle meanwhile */
+	rec_init(&a);
+	assert_int_equal(lock(hp, LKM_PRMODE, &a, 0, "pipe-async", NULL), 0);
+	assert_int_not_equal(a.r_lksb.sb_lkid, 0);
+	assert_int_equal(wait_for(&a.r_comp, 1, hp, NULL), 0);
+	assert_int_equal(a.r_lksb.sb_status, 0);
+	for (int i = 0; i < PIPE_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(pt[i].pt_ok, 1);
+	}
+	/* all of that was answered while the first request still waits */
+	assert_int_equal(wl.wl_done, 0);
+	assert_int_equal(wl.wl_lksb.sb_status, EINPROG);
+	assert_int_equal(unlock_sync(h2, &blocker, 0), EUNLOCK);
+	waiting_lock_join(&wl);
+	assert_int_equal(wl.wl_rv, 0);
+	assert_int_equal(wl.wl_lksb.sb_status, 0);
+	assert_int_equal(wl.wl_lksb.sb_lkid, interim);
+	/* its completion came in its answer: no AST for it on the socket */
+	assert_quiet(hp, 100);
+	assert_int_equal(dlm_ls_unlock_wait(hp, wl.wl_lksb.sb_lkid, 0, &wl.wl_lksb), 0);
+	assert_int_equal(wl.wl_lksb.sb_status, EUNLOCK);
+	assert_int_equal(unlock_sync(hp, &a, 0), EUNLOCK);
+	assert_int_equal(dlm_close_lockspace(hp), 0);
+}
+
+/* A waiting _wait lock ended from another thread of its handle: by an
+ * async cancel, by a _wait cancel (both calls get ECANCEL), and by a
+ * purge of the handle's own locks; a NOQUEUE _wait lock gets EAGAIN. */
+static void test_sync_cancel(void **state)
+{
+	dlm_lshandle_t hp = dlm_open_lockspace(LS_NAME);
+	struct waiting_lock wl;
+	struct dlm_lksb cl, nq;
+	struct rec blocker;
+
+	assert_non_null(hp);
+	rec_init(&blocker);
+	assert_int_equal(lock_sync(h2, LKM_EXMODE, &blocker, 0, "cancel-block"), 0);
+
+	waiting_lock_start(&wl, hp, "cancel-block");
+	memset(&cl, 0, sizeof(cl));
+	assert_int_equal(dlm_ls_unlock(hp, wl.wl_lksb.sb_lkid, LKF_CANCEL, &cl, NULL), 0);
+	waiting_lock_join(&wl);
+	assert_int_equal(wl.wl_rv, 0);
+	assert_int_equal(wl.wl_lksb.sb_status, ECANCEL);
+	assert_quiet(hp, 100);	/* the waiter had the completion */
+
+	waiting_lock_start(&wl, hp, "cancel-block");
+	memset(&cl, 0, sizeof(cl));
+	assert_int_equal(dlm_ls_unlock_wait(hp, wl.wl_lksb.sb_lkid, LKF_CANCEL, &cl), 0);
+	assert_int_equal(cl.sb_status, ECANCEL);
+	waiting_lock_join(&wl);
+	assert_int_equal(wl.wl_rv, 0);
+	assert_int_equal(wl.wl_lksb.sb_status, ECANCEL);
+	assert_quiet(hp, 100);
+
+	memset(&nq, 0, sizeof(nq));
+	assert_int_equal(dlm_ls_lock_wait(hp, LKM_EXMODE, &nq, LKF_NOQUEUE,
+					  "cancel-block", 12, 0, NULL, NULL, NULL), 0);
+	assert_int_equal(nq.sb_status, EAGAIN);
+
+	waiting_lock_start(&wl, hp, "cancel-block");
+	assert_int_equal(dlm_ls_purge(hp, 0, (int)getpid()), 0);
+	waiting_lock_join(&wl);
+	assert_int_equal(wl.wl_rv, 0);
+	assert_int_equal(wl.wl_lksb.sb_status, ECANCEL);
+
+	assert_int_equal(unlock_sync(h2, &blocker, 0), EUNLOCK);
+	assert_int_equal(dlm_close_lockspace(hp), 0);
+}
+
+struct sync_convert {
+	dlm_lshandle_t	sc_h;
+	struct dlm_lksb	*sc_lksb;
+	uint32_t	sc_flags;
+	int		sc_rv;
+	volatile int	sc_done;
+};
+
+static void *sync_convert_thread(void *arg)
+{
+	struct sync_convert *sc = arg;
+
+	sc->sc_rv = dlm_ls_lock_wait(sc->sc_h, LKM_EXMODE, sc->sc_lksb,
+				     LKF_CONVERT | sc->sc_flags, NULL, 0, 0, NULL,
+				     NULL, NULL);
+	__atomic_store_n(&sc->sc_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Conversions and value blocks through the _wait forms: the flags
+ * (DEMOTED) and the LVB come in the completion the answer carries. */
+static void test_sync_convert_lvb(void **state)
+{
+	struct dlm_lksb a, b;
+	struct sync_convert sc;
+	struct rec ar;
+	char lvb[DLM_LVB_LEN], got[DLM_LVB_LEN];
+	pthread_t t;
+	uint64_t end;
+
+	/* CONVDEADLK: b's conversion closes a cycle, b is demoted to NL so
+	 * that a's (async) conversion is granted, and b's waits on */
+	rec_init(&ar);
+	memset(&b, 0, sizeof(b));
+	assert_int_equal(lock_sync(h1, LKM_PRMODE, &ar, 0, "sdl"), 0);
+	assert_int_equal(dlm_ls_lock_wait(h2, LKM_PRMODE, &b, 0, "sdl", 3, 0, NULL,
+					  NULL, NULL), 0);
+	assert_int_equal(b.sb_status, 0);
+	assert_int_equal(lock(h1, LKM_EXMODE, &ar, LKF_CONVERT, "sdl", NULL), 0);
+	memset(&sc, 0, sizeof(sc));
+	sc.sc_h = h2;
+	sc.sc_lksb = &b;
+	sc.sc_flags = LKF_CONVDEADLK;
+	assert_int_equal(pthread_create(&t, NULL, sync_convert_thread, &sc), 0);
+	assert_int_equal(wait_for(&ar.r_comp, 2, h1, NULL), 0);
+	assert_int_equal(ar.r_lksb.sb_status, 0);
+	usleep(20000);
+	assert_int_equal(sc.sc_done, 0);
+	assert_int_equal(unlock_sync(h1, &ar, 0), EUNLOCK);
+	end = now_ms() + AST_TIMEOUT_MS;
+	while (!__atomic_load_n(&sc.sc_done, __ATOMIC_ACQUIRE) && now_ms() < end)
+		usleep(1000);
+	pthread_join(t, NULL);
+	assert_int_equal(sc.sc_rv, 0);
+	assert_int_equal(b.sb_status, 0);
+	assert_true(b.sb_flags & DLM_SBF_DEMOTED);
+	assert_int_equal(dlm_ls_unlock_wait(h2, b.sb_lkid, 0, &b), 0);
+	assert_int_equal(b.sb_status, EUNLOCK);
+
+	/* without CONVDEADLK the closing conversion fails at once */
+	rec_init(&ar);
+	memset(&b, 0, sizeof(b));
+	assert_int_equal(lock_sync(h1, LKM_PRMODE, &ar, 0, "sdl2"), 0);
+	assert_int_equal(dlm_ls_lock_wait(h2, LKM_PRMODE, &b, 0, "sdl2", 4, 0, NULL,
+					  NULL, NULL), 0);
+	assert_int_equal(lock(h1, LKM_EXMODE, &ar, LKF_CONVERT, "sdl2", NULL), 0);
+	assert_int_equal(dlm_ls_lock_wait(h2, LKM_EXMODE, &b, LKF_CONVERT, NULL, 0, 0,
+					  NULL, NULL, NULL), 0);
+	assert_int_equal(b.sb_status, EDEADLK);
+	assert_int_equal(dlm_ls_unlock_wait(h2, b.sb_lkid, 0, &b), 0);
+	assert_int_equal(wait_for(&ar.r_comp, 2, h1, NULL), 0);
+	assert_int_equal(ar.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h1, &ar, 0), EUNLOCK);
+
+	/* the value block, written by an EX unlock, read by a PR lock */
+	memset(&a, 0, sizeof(a));
+	memset(lvb, 0, sizeof(lvb));
+	a.sb_lvbptr = lvb;
+	assert_int_equal(dlm_ls_lock_wait(h1, LKM_EXMODE, &a, LKF_VALBLK, "slvb", 4,
+					  0, NULL, NULL, NULL), 0);
+	assert_int_equal(a.sb_status, 0);
+	memcpy(lvb, "sync value block, 32 bytes long", DLM_LVB_LEN);
+	assert_int_equal(dlm_ls_unlock_wait(h1, a.sb_lkid, LKF_VALBLK, &a), 0);
+	assert_int_equal(a.sb_status, EUNLOCK);
+	memset(&b, 0, sizeof(b));
+	memset(got, 0, sizeof(got));
+	b.sb_lvbptr = got;
+	assert_int_equal(dlm_ls_lock_wait(h2, LKM_PRMODE, &b, LKF_VALBLK, "slvb", 4,
+					  0, NULL, NULL, NULL), 0);
+	assert_int_equal(b.sb_status, 0);
+	assert_memory_equal(got, "sync value block, 32 bytes long", DLM_LVB_LEN);
+	assert_int_equal(dlm_ls_unlock_wait(h2, b.sb_lkid, 0, &b), 0);
+	assert_quiet(h1, 50);
+	assert_quiet(h2, 50);
+}
+
+#define FLIGHT_THREADS	(DLMP_MAX_HELD + 44)
+
+struct flight {
+	dlm_lshandle_t	fl_h;
+	struct dlm_lksb	fl_lksb;
+	int		fl_rv;
+	int		fl_errno;
+};
+
+static void *flight_thread(void *arg)
+{
+	struct flight *fl = arg;
+
+	errno = 0;
+	fl->fl_rv = dlm_ls_lock_wait(fl->fl_h, LKM_PRMODE, &fl->fl_lksb, 0,
+				     "flight-block", 12, 0, NULL, NULL, NULL);
+	fl->fl_errno = errno;
+	return NULL;
+}
+
+/* More _wait calls waiting on one handle than dlmd holds answers for a
+ * connection: libdlm keeps the excess until there is room, so none is
+ * refused (ENOBUFS), and all are granted once the blocker goes. */
+static void test_inflight_cap(void **state)
+{
+	static struct flight fl[FLIGHT_THREADS];
+	static pthread_t t[FLIGHT_THREADS];
+	dlm_lshandle_t hp = dlm_open_lockspace(LS_NAME);
+	pthread_attr_t attr;
+	struct rec blocker;
+
+	assert_non_null(hp);
+	rec_init(&blocker);
+	assert_int_equal(lock_sync(h2, LKM_EXMODE, &blocker, 0, "flight-block"), 0);
+	assert_int_equal(pthread_attr_init(&attr), 0);
+	assert_int_equal(pthread_attr_setstacksize(&attr, 256 * 1024), 0);
+	for (int i = 0; i < FLIGHT_THREADS; i++) {
+		memset(&fl[i], 0, sizeof(fl[i]));
+		fl[i].fl_h = hp;
+		assert_int_equal(pthread_create(&t[i], &attr, flight_thread, &fl[i]), 0);
+	}
+	pthread_attr_destroy(&attr);
+	usleep(300000);
+	assert_int_equal(unlock_sync(h2, &blocker, 0), EUNLOCK);
+	for (int i = 0; i < FLIGHT_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(fl[i].fl_rv, 0);
+		assert_int_equal(fl[i].fl_lksb.sb_status, 0);
+	}
+	for (int i = 0; i < FLIGHT_THREADS; i++)
+		assert_int_equal(dlm_ls_unlock_wait(hp, fl[i].fl_lksb.sb_lkid, 0,
+						    &fl[i].fl_lksb), 0);
+	assert_int_equal(dlm_close_lockspace(hp), 0);
+}
+
+/* A _wait lock outstanding when its lockspace is released by force
+ * fails with ENOTCONN instead of waiting for ever. */
+static void test_sync_release(void **state)
+{
+	dlm_lshandle_t hx = dlm_new_lockspace("sync-release", 0600, 0);
+	dlm_lshandle_t hw = dlm_open_lockspace("sync-release");
+	struct waiting_lock wl;
+	struct dlm_lksb held;
+
+	assert_non_null(hx);
+	assert_non_null(hw);
+	memset(&held, 0, sizeof(held));
+	assert_int_equal(dlm_ls_lock_wait(hx, LKM_EXMODE, &held, 0, "rel", 3, 0,
+					  NULL, NULL, NULL), 0);
+	assert_int_equal(held.sb_status, 0);
+	waiting_lock_start(&wl, hw, "rel");
+	assert_int_equal(dlm_release_lockspace("sync-release", hx, 1), 0);
+	waiting_lock_join(&wl);
+	assert_int_equal(wl.wl_rv, -1);
+	assert_int_equal(wl.wl_errno, ENOTCONN);
+	assert_int_equal(dlm_close_lockspace(hw), 0);
+}
+
+/* ------------------------------------------------------------------ */
 /* malformed requests, straight on the socket                          */
 /* ------------------------------------------------------------------ */
 
@@ -1337,6 +1698,20 @@ static int raw_exchange(int fd, const void *buf, size_t len, uint32_t want_reqid
 	assert_int_equal(m.m_hdr.h_type, DLMP_REPLY);
 	assert_int_equal(m.m_hdr.h_reqid, want_reqid);
 	return m.m_u.reply.rp_status;
+}
+
+/* Read one answer (waiting up to AST_TIMEOUT_MS) into *m; its length. */
+static int raw_read(int fd, struct dlmp_msg *m)
+{
+	unsigned char rb[DLMP_MAX_MSG];
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	assert_int_equal(poll(&pfd, 1, AST_TIMEOUT_MS), 1);
+	n = recv(fd, rb, sizeof(rb), 0);
+	assert_true(n > 0);
+	assert_int_equal(dlmp_decode(rb, (size_t)n, m), 0);
+	return (int)n;
 }
 
 static void test_bad_requests(void **state)
@@ -1504,6 +1879,238 @@ static void test_refused_connection(void **state)
 	assert_int_equal(err, EUSERS);
 }
 
+/* Bind raw connection 'fd' to LS_NAME; returns our end of its AST
+ * socket. */
+static int raw_open(int fd, uint32_t reqid)
+{
+	unsigned char buf[DLMP_MAX_MSG];
+	union {
+		char		buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr	align;
+	} cbuf;
+	struct iovec iov;
+	struct msghdr mh;
+	struct cmsghdr *cm;
+	struct dlmp_msg m;
+	int sv[2], len;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_LS_OPEN;
+	m.m_hdr.h_reqid = reqid;
+	m.m_u.ls.ls_namelen = (uint16_t)strlen(LS_NAME);
+	memcpy(m.m_u.ls.ls_name, LS_NAME, strlen(LS_NAME));
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_true(len > 0);
+	iov.iov_base = buf;
+	iov.iov_len = (size_t)len;
+	memset(&mh, 0, sizeof(mh));
+	memset(&cbuf, 0, sizeof(cbuf));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf.buf;
+	mh.msg_controllen = sizeof(cbuf.buf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &sv[1], sizeof(int));
+	assert_int_equal(sendmsg(fd, &mh, 0), len);
+	close(sv[1]);
+	len = raw_read(fd, &m);
+	assert_int_equal(m.m_hdr.h_type, DLMP_REPLY);
+	assert_int_equal(m.m_hdr.h_reqid, reqid);
+	assert_int_equal(m.m_u.reply.rp_status, 0);
+	return sv[0];
+}
+
+/* dlmd holds at most DLMP_MAX_HELD answers per connection: a raw client
+ * that pipelines that many waiting _wait locks gets each its interim
+ * answer, and the next is refused with ENOBUFS, not performed; a cancel
+ * asking to wait is refused too, while one that does not ask is done.
+ * When the blocker goes, the held PR locks are granted together and all
+ * their answers reach the client (none is lost to a full socket). */
+static void test_held_limit(void **state)
+{
+	unsigned char buf[DLMP_MAX_MSG];
+	struct dlmp_msg m;
+	struct rec blocker;
+	uint32_t first_lkid = 0;
+	int fd = raw_connect(), ast_fd, len, interims = 0;
+
+	rec_init(&blocker);
+	assert_int_equal(lock_sync(h2, LKM_EXMODE, &blocker, 0, "held-limit"), 0);
+	ast_fd = raw_open(fd, 1);
+	for (uint32_t i = 0; i <= DLMP_MAX_HELD; i++) {
+		memset(&m, 0, sizeof(m));
+		m.m_hdr.h_type = DLMP_LOCK;
+		m.m_hdr.h_reqid = 100 + i;
+		m.m_u.lock.lk_mode = LKM_PRMODE;
+		m.m_u.lock.lk_bits = DLMP_LK_SYNC;
+		m.m_u.lock.lk_namelen = (uint8_t)strlen("held-limit");
+		memcpy(m.m_u.lock.lk_name, "held-limit", strlen("held-limit"));
+		len = dlmp_encode(&m, buf, sizeof(buf));
+		assert_int_equal(send(fd, buf, (size_t)len, 0), len);
+	}
+	for (uint32_t i = 0; i <= DLMP_MAX_HELD; i++) {
+		raw_read(fd, &m);
+		assert_int_equal(m.m_hdr.h_type, DLMP_REPLY);
+		assert_int_equal(m.m_hdr.h_reqid, 100 + i);
+		if (i < DLMP_MAX_HELD) {
+			assert_int_equal(m.m_u.reply.rp_status, 0);
+			assert_int_equal(m.m_u.reply.rp_value2, DLMP_REPLY_HELD);
+			if (!first_lkid)
+				first_lkid = m.m_u.reply.rp_value;
+			interims++;
+		} else {
+			assert_int_equal(m.m_u.reply.rp_status, -ENOBUFS);
+		}
+	}
+	assert_int_equal(interims, DLMP_MAX_HELD);
+	/* a cancel that would be held: refused; an async one: done, and its
+	 * completion is the held lock's answer (ECANCEL), not an AST */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_UNLOCK;
+	m.m_hdr.h_reqid = 1000;
+	m.m_u.unlock.ul_lkid = first_lkid;
+	m.m_u.unlock.ul_flags = LKF_CANCEL;
+	m.m_u.unlock.ul_bits = DLMP_LK_SYNC;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 1000), -ENOBUFS);
+	m.m_hdr.h_reqid = 1001;
+	m.m_u.unlock.ul_bits = 0;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_int_equal(send(fd, buf, (size_t)len, 0), len);
+	{
+		bool got_reply = false, got_comp = false;
+
+		for (int k = 0; k < 2; k++) {
+			raw_read(fd, &m);
+			if (m.m_hdr.h_type == DLMP_REPLY) {
+				assert_int_equal(m.m_hdr.h_reqid, 1001);
+				assert_int_equal(m.m_u.reply.rp_status, 0);
+				got_reply = true;
+			} else {
+				assert_int_equal(m.m_hdr.h_type, DLMP_COMP_REPLY);
+				assert_int_equal(m.m_hdr.h_reqid, 100);
+				assert_int_equal(m.m_u.comp.cp_status, -ECANCEL);
+				assert_int_equal(m.m_u.comp.cp_lkid, first_lkid);
+				got_comp = true;
+			}
+		}
+		assert_true(got_reply && got_comp);
+	}
+	{
+		struct pollfd pfd = { .fd = ast_fd, .events = POLLIN };
+
+		assert_int_equal(poll(&pfd, 1, 100), 0);
+	}
+	/* the other DLMP_MAX_HELD - 1 are granted together */
+	assert_int_equal(unlock_sync(h2, &blocker, 0), EUNLOCK);
+	{
+		static bool seen[DLMP_MAX_HELD];
+
+		memset(seen, 0, sizeof(seen));
+		for (uint32_t i = 1; i < DLMP_MAX_HELD; i++) {
+			raw_read(fd, &m);
+			assert_int_equal(m.m_hdr.h_type, DLMP_COMP_REPLY);
+			assert_int_equal(m.m_u.comp.cp_status, 0);
+			assert_true(m.m_hdr.h_reqid > 100 &&
+				    m.m_hdr.h_reqid < 100 + DLMP_MAX_HELD);
+			assert_false(seen[m.m_hdr.h_reqid - 100]);
+			seen[m.m_hdr.h_reqid - 100] = true;
+		}
+	}
+	/* closing drops the granted locks */
+	close(fd);
+	close(ast_fd);
+	rec_init(&blocker);
+	assert_int_equal(lock_sync(h2, LKM_EXMODE, &blocker, LKF_NOQUEUE, "held-limit"), 0);
+	assert_int_equal(unlock_sync(h2, &blocker, 0), EUNLOCK);
+}
+
+/* Version 1 (one request at a time, no held answers) and version 2 do
+ * not talk: a version-1 request is refused in a version-1 REPLY, which
+ * an old libdlm reads as EPROTONOSUPPORT; and libdlm reads an old
+ * dlmd's refusal of its request (tested with a fake one) as the same. */
+static void *fake_old_dlmd(void *arg)
+{
+	int lfd = *(int *)arg, cfd;
+	unsigned char buf[DLMP_MAX_MSG];
+	struct dlmp_msg m, rq;
+	ssize_t n;
+	int len;
+
+	cfd = accept(lfd, NULL, NULL);
+	if (cfd < 0)
+		return NULL;
+	n = recv(cfd, buf, sizeof(buf), 0);
+	/* what a version-1 dlmd does with any version-2 request */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_REPLY;
+	if (n > 0 && dlmp_decode(buf, (size_t)n, &rq) == 0)
+		m.m_hdr.h_reqid = rq.m_hdr.h_reqid;
+	m.m_u.reply.rp_status = -EPROTONOSUPPORT;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	dlmp_set_version(buf, 1);
+	if (len > 0 && send(cfd, buf, (size_t)len, MSG_NOSIGNAL) != len)
+		fprintf(stderr, "fake old dlmd: send: %s\n", strerror(errno));
+	close(cfd);
+	return NULL;
+}
+
+static void test_version_mismatch(void **state)
+{
+	char path[64], *saved = strdup(getenv("DLMD_SOCKET"));
+	unsigned char buf[DLMP_MAX_MSG];
+	struct sockaddr_un sa;
+	struct dlmp_msg m;
+	dlm_lshandle_t h;
+	pthread_t t;
+	int fd = raw_connect(), lfd, err, len;
+	ssize_t n;
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_VERSION_REQ;
+	m.m_hdr.h_reqid = 3;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	dlmp_set_version(buf, 1);
+	assert_int_equal(send(fd, buf, (size_t)len, 0), len);
+	n = recv(fd, buf, sizeof(buf), 0);
+	assert_int_equal(n, DLMP_HDR_LEN + DLMP_REPLY_LEN);
+	assert_int_equal(dlmp_decode(buf, (size_t)n, &m), -EPROTONOSUPPORT);
+	assert_int_equal(m.m_hdr.h_version, 1);
+	dlmp_set_version(buf, DLMP_VERSION);	/* the layout is version 1's */
+	assert_int_equal(dlmp_decode(buf, (size_t)n, &m), 0);
+	assert_int_equal(m.m_hdr.h_type, DLMP_REPLY);
+	assert_int_equal(m.m_hdr.h_reqid, 3);
+	assert_int_equal(m.m_u.reply.rp_status, -EPROTONOSUPPORT);
+	close(fd);
+
+	assert_non_null(saved);
+	snprintf(path, sizeof(path), "/tmp/dlmd-old.%d.sock", (int)getpid());
+	unlink(path);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	assert_true(lfd >= 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	assert_int_equal(pthread_create(&t, NULL, fake_old_dlmd, &lfd), 0);
+	setenv("DLMD_SOCKET", path, 1);
+	errno = 0;
+	h = dlm_open_lockspace(LS_NAME);
+	err = errno;
+	setenv("DLMD_SOCKET", saved, 1);
+	pthread_join(t, NULL);
+	close(lfd);
+	unlink(path);
+	free(saved);
+	assert_null(h);
+	assert_int_equal(err, EPROTONOSUPPORT);
+}
+
 /* Permissions: an unprivileged client may lock in a lockspace whose mode
  * allows it, may not create or remove lockspaces, and may not open one
  * whose mode excludes it. */
@@ -1572,8 +2179,15 @@ int main(void)
 		cmocka_unit_test(test_adopt_bast),
 		cmocka_unit_test(test_purge_own),
 		cmocka_unit_test(test_orphan_owner),
+		cmocka_unit_test(test_pipelined),
+		cmocka_unit_test(test_sync_cancel),
+		cmocka_unit_test(test_sync_convert_lvb),
+		cmocka_unit_test(test_sync_release),
+		cmocka_unit_test(test_inflight_cap),
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_refused_connection),
+		cmocka_unit_test(test_held_limit),
+		cmocka_unit_test(test_version_mismatch),
 		cmocka_unit_test(test_permissions),
 	};
 
