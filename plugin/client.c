@@ -73,6 +73,7 @@ struct lkcb {
 	uint64_t	lc_lksb;
 	bool		lc_granted;
 	bool		lc_deadlock;
+	uint64_t	lc_wait_ns;	/* a request waits since (metrics.h), or 0 */
 };
 
 struct ast_out {
@@ -361,7 +362,12 @@ static void deliver_ast(struct dlmd *d, const struct dlmd_pending_ast *pa)
 	m.m_u.ast.as_lksb = cb->lc_lksb;
 	if (pa->pa_type == DLM_AST_BAST) {
 		m.m_u.ast.as_kind = DLMP_AST_BAST;
+		c->cl_ls->dl_metrics.lm_basts++;
 	} else {
+		if (cb->lc_wait_ns)
+			dlmd_metrics_wait_end(&c->cl_ls->dl_metrics, cb->lc_wait_ns,
+					      status == 0);
+		cb->lc_wait_ns = 0;
 		m.m_u.ast.as_kind = DLMP_AST_COMP;
 		if (cb->lc_deadlock && status == -DLM_ECANCEL) {
 			status = -EDEADLK;
@@ -479,6 +485,10 @@ static void orphan_recs_clear(struct dlmd_ls *dl);
 
 static void free_lkcb(void *arg, uint32_t key, void *val)
 {
+	struct lkcb *cb = val;
+
+	if (cb->lc_wait_ns)	/* its completion will never be sent */
+		dlmd_metrics_wait_end(arg, cb->lc_wait_ns, false);
 	free(val);
 }
 
@@ -486,7 +496,7 @@ static void client_unbind(struct dlmd *d, struct dlmd_client *c)
 {
 	if (!c->cl_ls)
 		return;
-	u32map_each(&c->cl_locks, free_lkcb, NULL);
+	u32map_each(&c->cl_locks, free_lkcb, &c->cl_ls->dl_metrics);
 	u32map_free(&c->cl_locks);
 	astq_free(d, c);
 	if (c->cl_ast_fd >= 0)
@@ -830,6 +840,7 @@ static int req_lock(struct req_ctx *rq)
 	struct dlm_range range;
 	struct lkcb *cb = NULL;
 	uint32_t lkid = 0;
+	uint64_t arrived = dlmd_metrics_now_ns();
 	int rv;
 
 	memset(&req, 0, sizeof(req));
@@ -896,6 +907,11 @@ static int req_lock(struct req_ctx *rq)
 	cb->lc_bastaddr = lk->lk_bastaddr;
 	cb->lc_bastparam = lk->lk_bastparam;
 	cb->lc_lksb = lk->lk_lksb;
+	c->cl_ls->dl_metrics.lm_ops[lk->lk_flags & DLM_LKF_CONVERT ?
+				    DLMD_OP_CONVERT : DLMD_OP_LOCK]++;
+	if (!ac.ac_taken)	/* an adoption gets no completion */
+		cb->lc_wait_ns = dlmd_metrics_wait_begin(&c->cl_ls->dl_metrics,
+							 arrived);
 	rq->rq_reply.rp_value = lkid;
 	return 0;
 }
@@ -915,6 +931,9 @@ static int req_unlock(struct req_ctx *rq)
 		req.lvb = ul->ul_lvb;
 	req.owner = c->cl_owner;
 	rv = dlm_core_unlock(c->cl_ls->dl_core, &req);
+	if (!rv || (rv == -EBUSY && (req.flags & DLM_LKF_CANCEL)))
+		c->cl_ls->dl_metrics.lm_ops[req.flags & DLM_LKF_CANCEL ?
+					    DLMD_OP_CANCEL : DLMD_OP_UNLOCK]++;
 	if (rv == -EBUSY && (req.flags & DLM_LKF_CANCEL)) {
 		/* As the kernel's device answers a cancel that comes too
 		 * late (the lock was granted, or a cancel is already under
@@ -1052,7 +1071,7 @@ static int req_purge(struct req_ctx *rq)
 		 * ASTs still wait here to be written; those already in the
 		 * AST socket carry the old epoch, which libdlm drops once
 		 * the reply gave it the new one */
-		u32map_each(&c->cl_locks, free_lkcb, NULL);
+		u32map_each(&c->cl_locks, free_lkcb, &c->cl_ls->dl_metrics);
 		u32map_free(&c->cl_locks);
 		astq_free(d, c);
 		c->cl_purge_epoch++;
@@ -1123,6 +1142,9 @@ static int req_deadlock(struct req_ctx *rq)
 	req.flags = DLM_LKF_CANCEL;
 	req.owner = c->cl_owner;
 	rv = dlm_core_unlock(c->cl_ls->dl_core, &req);
+	if (!rv || (rv == -EBUSY && (req.flags & DLM_LKF_CANCEL)))
+		c->cl_ls->dl_metrics.lm_ops[req.flags & DLM_LKF_CANCEL ?
+					    DLMD_OP_CANCEL : DLMD_OP_UNLOCK]++;
 	if (rv == -EBUSY && (req.flags & DLM_LKF_CANCEL)) {
 		/* As the kernel's device answers a cancel that comes too
 		 * late (the lock was granted, or a cancel is already under
