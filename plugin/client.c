@@ -1142,9 +1142,8 @@ static int req_deadlock(struct req_ctx *rq)
 	req.flags = DLM_LKF_CANCEL;
 	req.owner = c->cl_owner;
 	rv = dlm_core_unlock(c->cl_ls->dl_core, &req);
-	if (!rv || (rv == -EBUSY && (req.flags & DLM_LKF_CANCEL)))
-		c->cl_ls->dl_metrics.lm_ops[req.flags & DLM_LKF_CANCEL ?
-					    DLMD_OP_CANCEL : DLMD_OP_UNLOCK]++;
+	if (!rv || rv == -EBUSY)
+		c->cl_ls->dl_metrics.lm_ops[DLMD_OP_CANCEL]++;
 	if (rv == -EBUSY && (req.flags & DLM_LKF_CANCEL)) {
 		/* As the kernel's device answers a cancel that comes too
 		 * late (the lock was granted, or a cancel is already under
