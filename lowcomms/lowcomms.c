@@ -993,6 +993,9 @@ static void establish(struct lc_conn *c)
 	n->node_backoff_ms = 0;
 	n->node_retry_pending = false;
 	c->conn_ctx->ctx_stats.st_established++;
+	if (c->conn_ctx->ctx_ops->ops_established)
+		c->conn_ctx->ctx_ops->ops_established(c->conn_ctx->ctx_arg,
+						      n->node_id);
 	lc_log(c->conn_ctx, LOG_INFO, "connected to node %u (%s, %s%s)",
 	       n->node_id, c->conn_outgoing ? "outgoing" : "incoming",
 	       c->conn_ctx->ctx_sec ? "key, " : "plaintext",

@@ -129,6 +129,10 @@ struct lc_ops {
 	 * caller's decision. */
 	void (*ops_frames_lost)(void *arg, uint32_t from, uint32_t expected,
 				uint32_t got);
+	/* Optional (may be NULL): a connection to node `nodeid` completed
+	 * its handshake (either side opened it); for the caller's
+	 * per-peer counts. */
+	void (*ops_established)(void *arg, uint32_t nodeid);
 };
 
 /* Counters, for logs, tests and dlmctl. */

@@ -108,6 +108,7 @@ struct lkcb {
 	uint32_t	lc_lock_reqid;
 	uint32_t	lc_unlock_reqid;
 	struct lkcb	*lc_next_free;
+	uint64_t	lc_wait_ns;	/* a request waits since (metrics.h), or 0 */
 };
 
 /* Records of dropped locks, for reuse (one daemon per process). */
@@ -564,7 +565,12 @@ static void deliver_ast(struct dlmd *d, const struct dlmd_pending_ast *pa)
 	m.m_u.ast.as_lksb = cb->lc_lksb;
 	if (pa->pa_type == DLM_AST_BAST) {
 		m.m_u.ast.as_kind = DLMP_AST_BAST;
+		c->cl_ls->dl_metrics.lm_basts++;
 	} else {
+		if (cb->lc_wait_ns)
+			dlmd_metrics_wait_end(&c->cl_ls->dl_metrics, cb->lc_wait_ns,
+					      status == 0);
+		cb->lc_wait_ns = 0;
 		m.m_u.ast.as_kind = DLMP_AST_COMP;
 		if (cb->lc_deadlock && status == -DLM_ECANCEL) {
 			status = -EDEADLK;
@@ -735,10 +741,23 @@ static void drop_held_one(void *arg, uint32_t key, void *val)
 	lkcb_free(cb);
 }
 
+/* A dropped lock's waiting request will never complete (metrics.h). */
+static void end_wait(void *arg, uint32_t key, void *val)
+{
+	struct lkcb *cb = val;
+
+	(void)key;
+	if (cb->lc_wait_ns)
+		dlmd_metrics_wait_end(arg, cb->lc_wait_ns, false);
+	cb->lc_wait_ns = 0;
+}
+
 /* Forget the client's lock records; 'dh' (or NULL: the connection is
  * gone) says how to answer the held requests among them. */
 static void drop_lock_records(struct dlmd_client *c, struct drop_held *dh)
 {
+	if (c->cl_ls)
+		u32map_each(&c->cl_locks, end_wait, &c->cl_ls->dl_metrics);
 	if (dh && c->cl_nheld)
 		u32map_each(&c->cl_locks, drop_held_one, dh);
 	else
@@ -1100,6 +1119,7 @@ static int req_lock(struct req_ctx *rq)
 	/* an adoption is answered by its REPLY alone, held or not */
 	bool hold = (lk->lk_bits & DLMP_LK_SYNC) &&
 		    !(lk->lk_flags & DLM_LKF_ORPHAN);
+	uint64_t arrived = dlmd_metrics_now_ns();
 	int rv;
 
 	if (hold && c->cl_nheld >= DLMP_MAX_HELD)
@@ -1174,6 +1194,11 @@ static int req_lock(struct req_ctx *rq)
 	cb->lc_bastaddr = lk->lk_bastaddr;
 	cb->lc_bastparam = lk->lk_bastparam;
 	cb->lc_lksb = lk->lk_lksb;
+	c->cl_ls->dl_metrics.lm_ops[lk->lk_flags & DLM_LKF_CONVERT ?
+				    DLMD_OP_CONVERT : DLMD_OP_LOCK]++;
+	if (!ac.ac_taken)	/* an adoption gets no completion */
+		cb->lc_wait_ns = dlmd_metrics_wait_begin(&c->cl_ls->dl_metrics,
+							 arrived);
 	rq->rq_reply.rp_value = lkid;
 	if (!hold)
 		return 0;
@@ -1204,6 +1229,9 @@ static int req_unlock(struct req_ctx *rq)
 		req.lvb = ul->ul_lvb;
 	req.owner = c->cl_owner;
 	rv = dlm_core_unlock(c->cl_ls->dl_core, &req);
+	if (!rv || (rv == -EBUSY && (req.flags & DLM_LKF_CANCEL)))
+		c->cl_ls->dl_metrics.lm_ops[req.flags & DLM_LKF_CANCEL ?
+					    DLMD_OP_CANCEL : DLMD_OP_UNLOCK]++;
 	if (rv == -EBUSY && (req.flags & DLM_LKF_CANCEL)) {
 		/* As the kernel's device answers a cancel that comes too
 		 * late (the lock was granted, or a cancel is already under
@@ -1421,6 +1449,8 @@ static int req_deadlock(struct req_ctx *rq)
 	req.flags = DLM_LKF_CANCEL;
 	req.owner = c->cl_owner;
 	rv = dlm_core_unlock(c->cl_ls->dl_core, &req);
+	if (!rv || rv == -EBUSY)
+		c->cl_ls->dl_metrics.lm_ops[DLMD_OP_CANCEL]++;
 	if (rv == -EBUSY && (req.flags & DLM_LKF_CANCEL)) {
 		/* As the kernel's device answers a cancel that comes too
 		 * late (the lock was granted, or a cancel is already under

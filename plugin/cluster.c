@@ -1413,6 +1413,7 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 			return;
 		}
 		cl->cl_start_pending = false;
+		dlmd_metrics_recovery_started(&dl->dl_metrics);
 		memcpy(dl->dl_members, cl->cl_members,
 		       cl->cl_nmembers * sizeof(uint32_t));
 		dl->dl_nmembers = cl->cl_nmembers;
@@ -1430,6 +1431,7 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 		}
 		cl->cl_running = true;
 		cl->cl_nfailed = 0;
+		dlmd_metrics_recovery_done(&dl->dl_metrics);
 		log_notice("lockspace %s: recovery %u finished, locking resumed "
 			   "(%u member%s)", dl->dl_name, cl->cl_last_event,
 			   cl->cl_nmembers, cl->cl_nmembers == 1 ? "" : "s");
@@ -1714,6 +1716,7 @@ static void ls_change(struct dlmd_cluster_ls *cl, const uint32_t *ids,
 	}
 	/* 1. stop at once, forget the previous change's STARTs */
 	dlm_core_ls_stop(dl->dl_core);
+	dlmd_metrics_ls_stopped(&dl->dl_metrics);
 	cl->cl_running = false;
 	cl->cl_start_sent = false;
 	cl->cl_decided = false;
@@ -2890,8 +2893,10 @@ void dlmd_cluster_ls_created(struct dlmd *d, struct dlmd_ls *dl)
 	struct dlmd_cluster_ls *cl = dl->dl_cluster;
 
 	/* held until the first membership is agreed and recovered */
-	if (cl && !cl->cl_running)
+	if (cl && !cl->cl_running) {
 		dlm_core_ls_stop(dl->dl_core);
+		dlmd_metrics_ls_stopped(&dl->dl_metrics);
+	}
 }
 
 bool dlmd_cluster_ls_ready(const struct dlmd *d, const struct dlmd_ls *dl)

@@ -35,6 +35,12 @@
  * dlmd_comms_node_reset() when a node's daemon left the cluster: its queue
  * and sequence state are dropped and the node is added again, so the next
  * incarnation of that daemon starts a new lowcomms epoch.
+ *
+ * Metrics: each node of the table has a struct dlmd_peer_metrics in
+ * cm_peers (made when the node is added, kept across its resets so its
+ * counters only grow): engine messages and their payload bytes queued to
+ * it and delivered from it, and connections established (lowcomms'
+ * ops_established).  Counting is a hash lookup by node id and two adds.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -70,15 +76,26 @@ struct dlmd_comms {
 	struct comms_backlog	**cm_backlog_tail;
 	uint64_t		cm_nbacklog;
 	uint64_t		cm_dropped;	/* to unknown nodes */
+	struct u32map		cm_peers;	/* nodeid -> dlmd_peer_metrics */
 };
 
 static void comms_rearm(struct dlmd_comms *cm);
+
+static struct dlmd_peer_metrics *peer(const struct dlmd_comms *cm, uint32_t nodeid)
+{
+	return nodeid ? u32map_get(&cm->cm_peers, nodeid) : NULL;
+}
 
 static void comms_deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
 			  const void *payload, size_t len)
 {
 	struct dlmd_comms *cm = arg;
+	struct dlmd_peer_metrics *pm = peer(cm, from);
 
+	if (pm) {
+		pm->pm_msgs_received++;
+		pm->pm_bytes_received += len;
+	}
 	if (type != COMMS_TYPE_ENGINE) {
 		log_warn("comms: message of unknown type %u from node %u dropped",
 			 type, from);
@@ -179,8 +196,17 @@ static void comms_frames_lost(void *arg, uint32_t from, uint32_t expected,
 	dlmd_cluster_frames_lost(cm->cm_d, from);
 }
 
+static void comms_established(void *arg, uint32_t nodeid)
+{
+	struct dlmd_peer_metrics *pm = peer(arg, nodeid);
+
+	if (pm)
+		pm->pm_connects++;
+}
+
 static const struct lc_ops comms_ops = {
 	.ops_frames_lost = comms_frames_lost,
+	.ops_established = comms_established,
 	.ops_deliver = comms_deliver,
 	.ops_fd_add = comms_fd_add,
 	.ops_fd_mod = comms_fd_mod,
@@ -296,6 +322,11 @@ int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 	return 0;
 }
 
+static void free_peer(void *arg, uint32_t key, void *val)
+{
+	free(val);
+}
+
 void dlmd_comms_fini(struct dlmd *d)
 {
 	struct dlmd_comms *cm = d->d_comms;
@@ -311,6 +342,8 @@ void dlmd_comms_fini(struct dlmd *d)
 		cm->cm_backlog = b->cb_next;
 		free(b);
 	}
+	u32map_each(&cm->cm_peers, free_peer, NULL);
+	u32map_free(&cm->cm_peers);
 	free(cm);
 	d->d_comms = NULL;
 }
@@ -357,6 +390,15 @@ int dlmd_comms_node_add(struct dlmd *d, uint32_t nodeid,
 	}
 	if (!n)
 		return -EINVAL;
+	if (!peer(d->d_comms, nodeid)) {
+		struct dlmd_peer_metrics *pm = calloc(1, sizeof(*pm));
+
+		if (!pm || u32map_put(&d->d_comms->cm_peers, nodeid, pm)) {
+			free(pm);
+			return -ENOMEM;
+		}
+		pm->pm_nodeid = nodeid;
+	}
 	rv = lc_node_add(d->d_comms->cm_lc, nodeid, ss, n);
 	if (rv == -EEXIST)
 		return 0;
@@ -408,6 +450,7 @@ void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
 void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
 {
 	struct dlmd_comms *cm = d->d_comms;
+	struct dlmd_peer_metrics *pm;
 	struct comms_backlog *b;
 	int rv = -ENOBUFS;
 
@@ -418,10 +461,11 @@ void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
 	for (b = cm->cm_backlog; b; b = b->cb_next)
 		if (b->cb_to == to)
 			break;
+	pm = peer(cm, to);
 	if (!b)
 		rv = lc_send(cm->cm_lc, to, COMMS_TYPE_ENGINE, 0, buf, len);
 	if (rv == 0)
-		return;
+		goto queued;
 	if (rv != -ENOBUFS && rv != -ENOMEM) {
 		cm->cm_dropped++;
 		log_warn("comms: message for node %u dropped: %s", to, strerror(-rv));
@@ -439,6 +483,11 @@ void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
 	*cm->cm_backlog_tail = b;
 	cm->cm_backlog_tail = &b->cb_next;
 	cm->cm_nbacklog++;
+queued:
+	if (pm) {
+		pm->pm_msgs_sent++;
+		pm->pm_bytes_sent += len;
+	}
 }
 
 /* Called once dlmd_flush() has handed every queued message over. */
@@ -474,4 +523,26 @@ void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size)
 		 (unsigned long long)cm->cm_nbacklog,
 		 cm->cm_d->d_cfg.cf_crypto_none ? "none" : "key",
 		 (unsigned long long)st.st_auth_failed);
+}
+
+struct each_peer {
+	void	(*ep_fn)(void *arg, const struct dlmd_peer_metrics *pm);
+	void	*ep_arg;
+};
+
+static void each_peer(void *arg, uint32_t key, void *val)
+{
+	struct each_peer *ep = arg;
+
+	ep->ep_fn(ep->ep_arg, val);
+}
+
+void dlmd_comms_each_peer(const struct dlmd *d,
+			  void (*fn)(void *arg, const struct dlmd_peer_metrics *pm),
+			  void *arg)
+{
+	struct each_peer ep = { fn, arg };
+
+	if (d->d_comms)
+		u32map_each(&d->d_comms->cm_peers, each_peer, &ep);
 }

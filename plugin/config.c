@@ -49,6 +49,11 @@
  *                                  cluster laid out as the kernel's
  *                                  /sys/kernel/config (dlm/cluster/...,
  *                                  plugin/view.c); none: no view
+ *   metrics_listen    none         the metrics endpoint (GET /metrics,
+ *                                  plugin/metrics-http.c): ADDR:PORT with
+ *                                  a numeric IPv4 address, [ADDR]:PORT
+ *                                  with IPv6, or an absolute unix socket
+ *                                  path; none: off
  */
 #include <errno.h>
 #include <grp.h>
@@ -58,6 +63,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "plugin/dlmd.h"
 
@@ -162,6 +171,65 @@ static int parse_group(const char *v, gid_t *out)
 	if (!gr)
 		return -ENOENT;
 	*out = gr->gr_gid;
+	return 0;
+}
+
+/*
+ * metrics_listen's value: "ADDR:PORT" (numeric IPv4), "[ADDR]:PORT"
+ * (numeric IPv6) or "/absolute/path" (a unix socket).  Names are not
+ * resolved: the config is read before the network may be up, and an
+ * endpoint that moves with DNS is not what an operator wants.
+ */
+int dlmd_metrics_addr_parse(const char *text, struct sockaddr_storage *ss,
+			    socklen_t *len)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon, *h = text;
+	size_t hlen;
+	uint32_t port;
+
+	memset(ss, 0, sizeof(*ss));
+	if (text[0] == '/') {
+		struct sockaddr_un *sun = (struct sockaddr_un *)ss;
+
+		if (strlen(text) >= sizeof(sun->sun_path))
+			return -EINVAL;
+		sun->sun_family = AF_UNIX;
+		memcpy(sun->sun_path, text, strlen(text) + 1);
+		*len = sizeof(*sun);
+		return 0;
+	}
+	colon = strrchr(text, ':');
+	if (!colon || parse_u32(colon + 1, 1, 65535, 10, &port))
+		return -EINVAL;
+	hlen = (size_t)(colon - text);
+	if (text[0] == '[') {
+		if (hlen < 2 || text[hlen - 1] != ']')
+			return -EINVAL;
+		h = text + 1;
+		hlen -= 2;
+	}
+	if (!hlen || hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	if (text[0] == '[') {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		if (inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1)
+			return -EINVAL;
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*sin6);
+	} else {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
+			return -EINVAL;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		*len = sizeof(*sin);
+	}
 	return 0;
 }
 
@@ -316,6 +384,24 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 		return parse_path(v, cf->cf_configfs_dir,
 				  sizeof(cf->cf_configfs_dir));
 	}
+	if (!strcmp(k, "metrics_listen")) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+
+		*why = "expected none, ADDR:PORT (numeric IPv4), [ADDR]:PORT "
+		       "(numeric IPv6) or an absolute unix socket path shorter "
+		       "than 108 bytes";
+		if (!strcmp(v, "none")) {
+			cf->cf_metrics_listen[0] = '\0';
+			return 0;
+		}
+		if (strlen(v) >= sizeof(cf->cf_metrics_listen) ||
+		    dlmd_metrics_addr_parse(v, &ss, &len))
+			return -EINVAL;
+		snprintf(cf->cf_metrics_listen, sizeof(cf->cf_metrics_listen),
+			 "%s", v);
+		return 0;
+	}
 	if (!strcmp(k, "membership")) {
 		*why = "expected corosync or none";
 		if (!strcmp(v, "corosync"))
@@ -441,14 +527,17 @@ out:
 	return rv;
 }
 
-/* The crypto keys' and configfs_dir's lines, after the others (frees s). */
+/* The crypto keys', configfs_dir's and metrics_listen's lines, after
+ * the others (frees s). */
 static char *dump_crypto(char *s, const struct dlmd_config *cf)
 {
 	char *t = NULL;
 
-	if (asprintf(&t, "%scrypto = %s\nkey_file = %s\nconfigfs_dir = %s\n", s,
+	if (asprintf(&t, "%scrypto = %s\nkey_file = %s\nconfigfs_dir = %s\n"
+		     "metrics_listen = %s\n", s,
 		     cf->cf_crypto_none ? "none" : "key", cf->cf_key_file,
-		     cf->cf_configfs_dir[0] ? cf->cf_configfs_dir : "none") < 0)
+		     cf->cf_configfs_dir[0] ? cf->cf_configfs_dir : "none",
+		     cf->cf_metrics_listen[0] ? cf->cf_metrics_listen : "none") < 0)
 		t = NULL;
 	free(s);
 	return t;

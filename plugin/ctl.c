@@ -9,7 +9,9 @@
  *     OK\n<body>                 success
  *     ERR <errno> <message>\n    failure
  *
- * Verbs: "ls", "ls-json", "status", "status-json", "dump" (the flight
+ * Verbs: "ls", "ls-json", "status", "status-json" (the latter with every
+ * metric, key "metrics": plugin/metrics.c), "metrics" (the same numbers in
+ * the Prometheus text format), "dump" (the flight
  * recorder), "config" (the effective dlm.conf), "lockdump NAME" (the
  * engine's dump of a lockspace), "join NAME" (create the lockspace, mode
  * 0600, like dlm_tool join; it joins the lockspace's group and shows up
@@ -55,18 +57,7 @@ struct dlmd_ctl_conn {
 	size_t			cc_outoff;
 };
 
-/* A growing string. */
-struct sbuf {
-	char	*sb_s;
-	size_t	sb_len;
-	size_t	sb_cap;
-	bool	sb_oom;
-};
-
-static void sb_printf(struct sbuf *sb, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void sb_printf(struct sbuf *sb, const char *fmt, ...)
+void dlmd_sb_printf(struct dlmd_sbuf *sb, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -102,32 +93,32 @@ static void sb_printf(struct sbuf *sb, const char *fmt, ...)
 	}
 }
 
-static void json_str(struct sbuf *sb, const char *s)
+void dlmd_json_str(struct dlmd_sbuf *sb, const char *s)
 {
-	sb_printf(sb, "\"");
+	dlmd_sb_printf(sb, "\"");
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
 
 		if (ch == '"' || ch == '\\')
-			sb_printf(sb, "\\%c", ch);
+			dlmd_sb_printf(sb, "\\%c", ch);
 		else if (ch < 0x20 || ch >= 0x7f)
-			sb_printf(sb, "\\u%04x", ch);
+			dlmd_sb_printf(sb, "\\u%04x", ch);
 		else
-			sb_printf(sb, "%c", ch);
+			dlmd_sb_printf(sb, "%c", ch);
 	}
-	sb_printf(sb, "\"");
+	dlmd_sb_printf(sb, "\"");
 }
 
 /* ------------------------------------------------------------------ */
 /* verbs                                                               */
 /* ------------------------------------------------------------------ */
 
-static int verb_ls(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+static int verb_ls(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool json)
 {
 	bool first = true;
 
 	if (json)
-		sb_printf(sb, "[");
+		dlmd_sb_printf(sb, "[");
 	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
 		struct dlm_ls_stats st;
 		struct dlmd_ls_view v;
@@ -135,62 +126,74 @@ static int verb_ls(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
 		dlm_core_ls_stats(dl->dl_core, &st);
 		dlmd_cluster_ls_describe(d, dl, &v);
 		if (json) {
-			sb_printf(sb, "%s{\"name\":", first ? "" : ",");
-			json_str(sb, dl->dl_name);
-			sb_printf(sb, ",\"id\":\"%08x\",\"state\":\"%s\","
+			dlmd_sb_printf(sb, "%s{\"name\":", first ? "" : ",");
+			dlmd_json_str(sb, dl->dl_name);
+			dlmd_sb_printf(sb, ",\"id\":\"%08x\",\"state\":\"%s\","
 				  "\"event\":%u,\"wait\":", dlm_core_ls_id(dl->dl_core),
 				  v.lv_state, v.lv_event);
-			json_str(sb, v.lv_wait);
-			sb_printf(sb, ",\"members\":[");
+			dlmd_json_str(sb, v.lv_wait);
+			dlmd_sb_printf(sb, ",\"members\":[");
 			for (unsigned int i = 0; i < dl->dl_nmembers; i++)
-				sb_printf(sb, "%s%u", i ? "," : "", dl->dl_members[i]);
-			sb_printf(sb, "],\"group\":[");
+				dlmd_sb_printf(sb, "%s%u", i ? "," : "", dl->dl_members[i]);
+			dlmd_sb_printf(sb, "],\"group\":[");
 			for (unsigned int i = 0; i < v.lv_ngroup; i++)
-				sb_printf(sb, "%s%u", i ? "," : "", v.lv_group[i]);
-			sb_printf(sb, "],\"clients\":%u,\"resources\":%llu,"
+				dlmd_sb_printf(sb, "%s%u", i ? "," : "", v.lv_group[i]);
+			dlmd_sb_printf(sb, "],\"clients\":%u,\"resources\":%llu,"
 				  "\"locks\":%llu,\"orphans\":%llu,\"mode\":\"0%o\"}",
 				  dl->dl_nopen, (unsigned long long)st.ls_resources,
 				  (unsigned long long)st.ls_locks,
 				  (unsigned long long)st.ls_orphans,
 				  (unsigned)dl->dl_mode);
 		} else {
-			sb_printf(sb, "name %s id %08x state %s members",
+			dlmd_sb_printf(sb, "name %s id %08x state %s members",
 				  dl->dl_name, dlm_core_ls_id(dl->dl_core), v.lv_state);
 			for (unsigned int i = 0; i < dl->dl_nmembers; i++)
-				sb_printf(sb, " %u", dl->dl_members[i]);
-			sb_printf(sb, " clients %u resources %llu locks %llu "
+				dlmd_sb_printf(sb, " %u", dl->dl_members[i]);
+			dlmd_sb_printf(sb, " clients %u resources %llu locks %llu "
 				  "orphans %llu event %u group", dl->dl_nopen,
 				  (unsigned long long)st.ls_resources,
 				  (unsigned long long)st.ls_locks,
 				  (unsigned long long)st.ls_orphans, v.lv_event);
 			for (unsigned int i = 0; i < v.lv_ngroup; i++)
-				sb_printf(sb, " %u", v.lv_group[i]);
-			sb_printf(sb, "\n  wait %s\n", v.lv_wait);
+				dlmd_sb_printf(sb, " %u", v.lv_group[i]);
+			dlmd_sb_printf(sb, "\n  wait %s\n", v.lv_wait);
 		}
 		first = false;
 	}
 	if (json)
-		sb_printf(sb, "]\n");
+		dlmd_sb_printf(sb, "]\n");
 	return 0;
 }
 
-static int verb_status(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+/* The metrics endpoint: "none", "ADDR" (listening) or "ADDR (failed)". */
+static const char *metrics_state(const struct dlmd *d)
+{
+	static char buf[DLMD_SUN_PATH_MAX + 16];
+
+	if (!d->d_cfg.cf_metrics_listen[0])
+		return "none";
+	snprintf(buf, sizeof(buf), "%s%s", d->d_cfg.cf_metrics_listen,
+		 d->d_metrics_fd >= 0 ? "" : " (failed)");
+	return buf;
+}
+
+static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool json)
 {
 	uint32_t nodes[DLM_MAX_NODES];
 	unsigned int n = dlmd_cluster_nodes(d, nodes, DLM_MAX_NODES);
 	unsigned long long up = (unsigned long long)((dlmd_now_ms() - d->d_start_ms) / 1000);
 
 	if (json) {
-		sb_printf(sb, "{\"pid\":%d,\"nodeid\":%u,\"membership\":\"%s\","
+		dlmd_sb_printf(sb, "{\"pid\":%d,\"nodeid\":%u,\"membership\":\"%s\","
 			  "\"quorate\":%s,\"nodes\":[", (int)getpid(), d->d_nodeid,
 			  dlmd_cluster_source_str(d),
 			  dlmd_cluster_quorate(d) ? "true" : "false");
 		for (unsigned int i = 0; i < n; i++) {
-			sb_printf(sb, "%s{\"nodeid\":%u,\"addr\":", i ? "," : "", nodes[i]);
-			json_str(sb, dlmd_cluster_node_addr(d, nodes[i]));
-			sb_printf(sb, "}");
+			dlmd_sb_printf(sb, "%s{\"nodeid\":%u,\"addr\":", i ? "," : "", nodes[i]);
+			dlmd_json_str(sb, dlmd_cluster_node_addr(d, nodes[i]));
+			dlmd_sb_printf(sb, "}");
 		}
-		sb_printf(sb, "],\"lockspaces\":%u,\"clients\":%u,"
+		dlmd_sb_printf(sb, "],\"lockspaces\":%u,\"clients\":%u,"
 			  "\"uptime_secs\":%llu,\"requests\":%llu,"
 			  "\"bad_requests\":%llu,\"asts_sent\":%llu,"
 			  "\"ast_queue_bytes\":%llu,\"clients_refused\":%llu,"
@@ -204,31 +207,36 @@ static int verb_status(struct dlmd *d, const char *arg, struct sbuf *sb, bool js
 			  (unsigned long long)d->d_nrefused,
 			  (unsigned long long)d->d_ncut_slow, DLMP_VERSION_MAJOR,
 			  DLMP_VERSION_MINOR, DLMP_VERSION_PATCH);
-		json_str(sb, dlmd_view_state(d));
-		sb_printf(sb, ",\"configfs_dir\":");
-		json_str(sb, d->d_cfg.cf_configfs_dir);
-		sb_printf(sb, ",\"socket\":");
-		json_str(sb, d->d_cfg.cf_socket_path);
-		sb_printf(sb, "}\n");
+		dlmd_json_str(sb, dlmd_view_state(d));
+		dlmd_sb_printf(sb, ",\"configfs_dir\":");
+		dlmd_json_str(sb, d->d_cfg.cf_configfs_dir);
+		dlmd_sb_printf(sb, ",\"socket\":");
+		dlmd_json_str(sb, d->d_cfg.cf_socket_path);
+		dlmd_sb_printf(sb, ",\"metrics_listen\":");
+		dlmd_json_str(sb, metrics_state(d));
+		/* every metric, as GET /metrics has them (metrics.c) */
+		dlmd_sb_printf(sb, ",\"metrics\":");
+		dlmd_metrics_json(d, sb);
+		dlmd_sb_printf(sb, "}\n");
 		return 0;
 	}
-	sb_printf(sb, "pid %d\nnodeid %u\nmembership %s\nquorate %s\nnodes",
+	dlmd_sb_printf(sb, "pid %d\nnodeid %u\nmembership %s\nquorate %s\nnodes",
 		  (int)getpid(), d->d_nodeid, dlmd_cluster_source_str(d),
 		  dlmd_cluster_quorate(d) ? "yes" : "no");
 	for (unsigned int i = 0; i < n; i++)
-		sb_printf(sb, " %u(%s)", nodes[i], dlmd_cluster_node_addr(d, nodes[i]));
+		dlmd_sb_printf(sb, " %u(%s)", nodes[i], dlmd_cluster_node_addr(d, nodes[i]));
 	{
 		char comms[256];
 
 		dlmd_comms_status(d, comms, sizeof(comms));
-		sb_printf(sb, "\ncomms %s", comms);
+		dlmd_sb_printf(sb, "\ncomms %s", comms);
 		dlmd_fence_status(d, comms, sizeof(comms));
-		sb_printf(sb, "\nfencing %s", comms);
+		dlmd_sb_printf(sb, "\nfencing %s", comms);
 	}
-	sb_printf(sb, "\nlockspaces %u\nclients %u\nuptime %llu s\nrequests %llu\n"
+	dlmd_sb_printf(sb, "\nlockspaces %u\nclients %u\nuptime %llu s\nrequests %llu\n"
 		  "bad_requests %llu\nasts_sent %llu\nast_queue_bytes %llu\n"
 		  "clients_refused %llu\nclients_cut_slow %llu\n"
-		  "protocol %d.%d.%d\nsocket %s\nconfigfs %s %s\n",
+		  "protocol %d.%d.%d\nsocket %s\nconfigfs %s %s\nmetrics %s\n",
 		  d->d_nlockspaces, dlmd_client_count(d), up,
 		  (unsigned long long)d->d_nrequests,
 		  (unsigned long long)d->d_nbad_requests,
@@ -238,28 +246,37 @@ static int verb_status(struct dlmd *d, const char *arg, struct sbuf *sb, bool js
 		  (unsigned long long)d->d_ncut_slow, DLMP_VERSION_MAJOR,
 		  DLMP_VERSION_MINOR, DLMP_VERSION_PATCH, d->d_cfg.cf_socket_path,
 		  d->d_cfg.cf_configfs_dir[0] ? d->d_cfg.cf_configfs_dir : "-",
-		  dlmd_view_state(d));
+		  dlmd_view_state(d), metrics_state(d));
 	return 0;
 }
 
-static int verb_dump(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+/* Every metric in the Prometheus text format, as GET /metrics answers
+ * (there is no endpoint unless dlm.conf asks for one; this always works). */
+static int verb_metrics(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb,
+			bool json)
+{
+	dlmd_metrics_prometheus(d, sb);
+	return 0;
+}
+
+static int verb_dump(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool json)
 {
 	char *s = dlmd_log_flight_dump();
 
 	if (!s)
 		return -ENOMEM;
-	sb_printf(sb, "%s", s);
+	dlmd_sb_printf(sb, "%s", s);
 	free(s);
 	return 0;
 }
 
-static int verb_config(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+static int verb_config(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool json)
 {
 	char *s = dlmd_config_dump(&d->d_cfg);
 
 	if (!s)
 		return -ENOMEM;
-	sb_printf(sb, "%s", s);
+	dlmd_sb_printf(sb, "%s", s);
 	free(s);
 	return 0;
 }
@@ -267,20 +284,20 @@ static int verb_config(struct dlmd *d, const char *arg, struct sbuf *sb, bool js
 /* The lockspace named 'arg', or NULL with "no lockspace 'NAME'" in 'sb'
  * (the ERR line's message: strerror's "No such file or directory" names
  * nothing an operator can look for). */
-static struct dlmd_ls *find_ls(struct dlmd *d, const char *arg, struct sbuf *sb)
+static struct dlmd_ls *find_ls(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb)
 {
 	struct dlmd_ls *dl = dlmd_ls_find(d, arg);
 
 	if (!dl) {
 		char safe[DLMD_ESCAPED_SIZE(CTL_REQ_MAX)];
 
-		sb_printf(sb, "no lockspace '%s'",
+		dlmd_sb_printf(sb, "no lockspace '%s'",
 			  dlmd_escape(arg, safe, sizeof(safe)));
 	}
 	return dl;
 }
 
-static int verb_lockdump(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+static int verb_lockdump(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool json)
 {
 	struct dlmd_ls *dl = find_ls(d, arg, sb);
 	char *text = NULL;
@@ -291,12 +308,12 @@ static int verb_lockdump(struct dlmd *d, const char *arg, struct sbuf *sb, bool 
 	rv = dlm_core_ls_dump(dl->dl_core, &text);
 	if (rv)
 		return rv;
-	sb_printf(sb, "%s", text);
+	dlmd_sb_printf(sb, "%s", text);
 	free(text);
 	return 0;
 }
 
-static int verb_join(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+static int verb_join(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool json)
 {
 	struct dlmd_ls *dl;
 
@@ -313,7 +330,7 @@ static int verb_join(struct dlmd *d, const char *arg, struct sbuf *sb, bool json
  * -EBUSY, naming them.  "leave-force" releases it regardless (the
  * clients' locks are dropped and their connections unbound), logged.
  */
-static int leave(struct dlmd *d, const char *arg, struct sbuf *sb, bool force)
+static int leave(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool force)
 {
 	struct dlmd_ls *dl = find_ls(d, arg, sb);
 	struct dlm_ls_stats st;
@@ -323,7 +340,7 @@ static int leave(struct dlmd *d, const char *arg, struct sbuf *sb, bool force)
 	dlm_core_ls_stats(dl->dl_core, &st);
 	if (dlmd_ls_in_use(dl)) {
 		if (!force) {
-			sb_printf(sb, "lockspace %s is in use: %u client connections, "
+			dlmd_sb_printf(sb, "lockspace %s is in use: %u client connections, "
 				  "%llu orphaned locks; stop its users (or adopt or "
 				  "purge the orphans) first, or leave --force",
 				  dl->dl_name, dl->dl_nopen,
@@ -340,18 +357,18 @@ static int leave(struct dlmd *d, const char *arg, struct sbuf *sb, bool force)
 	return dlmd_ls_release(d, dl, true, NULL);
 }
 
-static int verb_leave(struct dlmd *d, const char *arg, struct sbuf *sb, bool json)
+static int verb_leave(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool json)
 {
 	return leave(d, arg, sb, false);
 }
 
-static int verb_leave_force(struct dlmd *d, const char *arg, struct sbuf *sb,
+static int verb_leave_force(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb,
 			    bool json)
 {
 	return leave(d, arg, sb, true);
 }
 
-static int verb_fence_ack(struct dlmd *d, const char *arg, struct sbuf *sb,
+static int verb_fence_ack(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb,
 			  bool json)
 {
 	char *end;
@@ -363,20 +380,20 @@ static int verb_fence_ack(struct dlmd *d, const char *arg, struct sbuf *sb,
 	if (*end || !id || id > UINT32_MAX) {
 		char safe[DLMD_ESCAPED_SIZE(CTL_REQ_MAX)];
 
-		sb_printf(sb, "'%s' is not a node id",
+		dlmd_sb_printf(sb, "'%s' is not a node id",
 			  dlmd_escape(arg, safe, sizeof(safe)));
 		return -EINVAL;
 	}
 	rv = dlmd_fence_ack(d, (uint32_t)id, why, sizeof(why));
 	if (rv)
-		sb_printf(sb, "%s", why);
+		dlmd_sb_printf(sb, "%s", why);
 	return rv;
 }
 
 /* A test hook: act as if lowcomms had found frames from the node lost
  * (what plugin/cluster.c does then is the policy under test). */
 static int verb_debug_frames_lost(struct dlmd *d, const char *arg,
-				  struct sbuf *sb, bool json)
+				  struct dlmd_sbuf *sb, bool json)
 {
 	char *end;
 	unsigned long id = strtoul(arg, &end, 10);
@@ -392,7 +409,7 @@ struct ctl_verb {
 	const char	*cv_name;
 	bool		cv_needs_arg;
 	bool		cv_json;
-	int		(*cv_fn)(struct dlmd *d, const char *arg, struct sbuf *sb,
+	int		(*cv_fn)(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb,
 				 bool json);
 };
 
@@ -403,6 +420,7 @@ static const struct ctl_verb verbs[] = {
 	{ "status-json", false, true, verb_status },
 	{ "dump", false, false, verb_dump },
 	{ "config", false, false, verb_config },
+	{ "metrics", false, false, verb_metrics },
 	{ "lockdump", true, false, verb_lockdump },
 	{ "join", true, false, verb_join },
 	{ "leave", true, false, verb_leave },
@@ -411,9 +429,9 @@ static const struct ctl_verb verbs[] = {
 	{ "debug_frames_lost", true, false, verb_debug_frames_lost },
 };
 
-static void ctl_execute(struct dlmd *d, char *line, struct sbuf *out)
+static void ctl_execute(struct dlmd *d, char *line, struct dlmd_sbuf *out)
 {
-	struct sbuf body = { 0 };
+	struct dlmd_sbuf body = { 0 };
 	const struct ctl_verb *v = NULL;
 	char *arg = strchr(line, ' ');
 	int rv;
@@ -428,12 +446,12 @@ static void ctl_execute(struct dlmd *d, char *line, struct sbuf *out)
 	if (!v) {
 		char safe[DLMD_ESCAPED_SIZE(64)];
 
-		sb_printf(out, "ERR %d unknown command '%s'\n", EINVAL,
+		dlmd_sb_printf(out, "ERR %d unknown command '%s'\n", EINVAL,
 			  dlmd_escape(line, safe, sizeof(safe)));
 		return;
 	}
 	if (v->cv_needs_arg && !*arg) {
-		sb_printf(out, "ERR %d %s needs an argument\n", EINVAL, line);
+		dlmd_sb_printf(out, "ERR %d %s needs an argument\n", EINVAL, line);
 		return;
 	}
 	{
@@ -445,11 +463,11 @@ static void ctl_execute(struct dlmd *d, char *line, struct sbuf *out)
 	if (!rv && body.sb_oom)
 		rv = -ENOMEM;
 	if (rv && body.sb_len && !body.sb_oom)
-		sb_printf(out, "ERR %d %s\n", -rv, body.sb_s);
+		dlmd_sb_printf(out, "ERR %d %s\n", -rv, body.sb_s);
 	else if (rv)
-		sb_printf(out, "ERR %d %s\n", -rv, strerror(-rv));
+		dlmd_sb_printf(out, "ERR %d %s\n", -rv, strerror(-rv));
 	else
-		sb_printf(out, "OK\n%s", body.sb_s ? body.sb_s : "");
+		dlmd_sb_printf(out, "OK\n%s", body.sb_s ? body.sb_s : "");
 	free(body.sb_s);
 }
 
@@ -458,7 +476,7 @@ static void ctl_execute(struct dlmd *d, char *line, struct sbuf *out)
  * when out of memory.  For tests/fuzz-ctl.c. */
 char *dlmd_ctl_answer(struct dlmd *d, char *line)
 {
-	struct sbuf out = { 0 };
+	struct dlmd_sbuf out = { 0 };
 
 	ctl_execute(d, line, &out);
 	if (out.sb_oom) {
@@ -512,7 +530,7 @@ static void ctl_write(struct dlmd_ctl_conn *cc)
 static int ctl_ready(int32_t fd, int32_t revents, void *data)
 {
 	struct dlmd_ctl_conn *cc = data;
-	struct sbuf out = { 0 };
+	struct dlmd_sbuf out = { 0 };
 	char *nl;
 	ssize_t n;
 
@@ -534,7 +552,7 @@ static int ctl_ready(int32_t fd, int32_t revents, void *data)
 	if (!nl && cc->cc_reqlen < CTL_REQ_MAX)
 		return 0;
 	if (!nl || memchr(cc->cc_req, '\0', (size_t)(nl - cc->cc_req)))
-		sb_printf(&out, "ERR %d request line too long or malformed\n", EINVAL);
+		dlmd_sb_printf(&out, "ERR %d request line too long or malformed\n", EINVAL);
 	else {
 		*nl = '\0';
 		ctl_execute(cc->cc_d, cc->cc_req, &out);

@@ -1,7 +1,7 @@
 /*
  * plugin/dlmctl.c - the control tool for dlmd.
  *
- *   dlmctl [-s SOCKET] [--json] ls | status | dump | config |
+ *   dlmctl [-s SOCKET] [--json] ls | status | metrics | dump | config |
  *          lockdump LOCKSPACE | join LOCKSPACE | leave [--force] LOCKSPACE |
  *          fence_ack NODEID | debug_frames_lost NODEID
  *   dlmctl --help | --version
@@ -50,6 +50,7 @@ struct verb {
 static const struct verb verbs[] = {
 	{ "ls",			ARG_NONE,	true,	false },
 	{ "status",		ARG_NONE,	true,	false },
+	{ "metrics",		ARG_NONE,	false,	false },
 	{ "dump",		ARG_NONE,	false,	false },
 	{ "config",		ARG_NONE,	false,	false },
 	{ "lockdump",		ARG_LS,		false,	false },
@@ -75,7 +76,8 @@ static void usage(FILE *f)
 		"Inspect and steer dlmd, the lock manager daemon of this node.\n\n"
 		"Commands:\n"
 		"  ls                 lockspaces, members, state (--json)\n"
-		"  status             daemon status (--json)\n"
+		"  status             daemon status (--json: with every metric)\n"
+		"  metrics            every metric, in the Prometheus text format\n"
 		"  dump               the daemon's flight recorder (recent log)\n"
 		"  config             the daemon's effective configuration\n"
 		"  lockdump LS        the lock dump of lockspace LS\n"

@@ -25,6 +25,8 @@
  *   view.c     the configfs-compatible view (dlm/cluster/...) that
  *              programs written for the kernel DLM read (lvmlockd)
  *   u32map.c   a growing hash map from 32-bit keys to pointers
+ *   metrics.c  the numbers (metrics.h) as Prometheus text and JSON
+ *   metrics-http.c  the optional HTTP endpoint serving them
  *
  * Engine callbacks never re-enter the engine: ASTs and messages are queued
  * in struct dlmd and delivered by dlmd_flush() after the entry point that
@@ -36,6 +38,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <qb/qbloop.h>
@@ -43,6 +46,7 @@
 
 #include "core/core.h"
 #include "libdlm/dlmd_proto.h"
+#include "plugin/metrics.h"
 
 #define DLMD_DEFAULT_CONF	"/etc/dlm/dlm.conf"
 #define DLMD_DEFAULT_PIDFILE	"/run/dlmd/dlmd.pid"
@@ -127,6 +131,9 @@ struct dlmd_config {
 	uint32_t		cf_ast_queue_limit;	/* bytes, all clients */
 	/* the configfs-compatible view's root ("" = none): plugin/view.c */
 	char			cf_configfs_dir[PATH_MAX];
+	/* the metrics endpoint (plugin/metrics-http.c): "" = off, else
+	 * "ADDR:PORT" (IPv6 as "[ADDR]:PORT") or an absolute unix socket path */
+	char			cf_metrics_listen[DLMD_SUN_PATH_MAX];
 };
 
 void dlmd_config_defaults(struct dlmd_config *cf);
@@ -136,6 +143,11 @@ void dlmd_config_defaults(struct dlmd_config *cf);
 int dlmd_config_load(struct dlmd_config *cf, const char *path, bool must_exist);
 int dlmd_config_parse(struct dlmd_config *cf, FILE *f, const char *path,
 		      FILE *errf);
+/* metrics_listen's value as an address to bind (config.c): 0 or
+ * -EINVAL. */
+struct sockaddr_storage;
+int dlmd_metrics_addr_parse(const char *text, struct sockaddr_storage *ss,
+			    socklen_t *len);
 /* The effective configuration as "key = value" lines (malloc'd). */
 char *dlmd_config_dump(const struct dlmd_config *cf);
 
@@ -194,6 +206,7 @@ struct dlmd_ls {
 	/* LS_CREATE requests answered once the first recovery finished */
 	struct dlmd_create_wait	*dl_waits;
 	unsigned int		dl_nwaits;
+	struct dlmd_ls_metrics	dl_metrics;	/* metrics.h */
 };
 
 struct dlmd_create_wait {
@@ -229,6 +242,7 @@ struct dlmd_pending_msg {
 
 struct dlmd_client;
 struct dlmd_ctl_conn;
+struct dlmd_http_conn;
 
 struct dlmd {
 	struct dlmd_config	d_cfg;
@@ -272,6 +286,11 @@ struct dlmd {
 	uint64_t		d_refuse_log_ms; /* ... and of the per-uid refusal line */
 	uint64_t		d_accept_nquiet; /* events since the last such line */
 	uint64_t		d_refuse_nquiet;
+	struct dlmd_metrics	d_metrics;	/* metrics.h */
+	int			d_metrics_fd;	/* the endpoint's; -1: off */
+	struct dlmd_http_conn	*d_http_conns;
+	unsigned int		d_nhttp_conns;
+	qb_loop_timer_handle	d_metrics_pause_timer;
 };
 
 uint64_t dlmd_now_ms(void);
@@ -302,6 +321,17 @@ struct dlmd_client *dlmd_client_new(struct dlmd *d, int fd, pid_t pid,
 void dlmd_client_close(struct dlmd *d, struct dlmd_client *c);
 
 /* ctl.c */
+/* A growing string (the control socket's and the metrics' replies). */
+struct dlmd_sbuf {
+	char	*sb_s;
+	size_t	sb_len;
+	size_t	sb_cap;
+	bool	sb_oom;		/* an allocation failed: sb_s is incomplete */
+};
+void dlmd_sb_printf(struct dlmd_sbuf *sb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* s as a JSON string, quotes included. */
+void dlmd_json_str(struct dlmd_sbuf *sb, const char *s);
 int dlmd_ctl_listen(struct dlmd *d);
 void dlmd_ctl_fini(struct dlmd *d);
 /* One control request line answered in memory (tests/fuzz-ctl.c). */
@@ -390,6 +420,10 @@ void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len);
 /* Write what was queued now (end of dlmd_flush). */
 void dlmd_comms_kick(struct dlmd *d);
 void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size);
+/* Each known peer's numbers (metrics.h), in no particular order. */
+void dlmd_comms_each_peer(const struct dlmd *d,
+			  void (*fn)(void *arg, const struct dlmd_peer_metrics *pm),
+			  void *arg);
 
 /* fence-policy.c: fence.c's decisions, without I/O (tests/test-fence.c) */
 enum dlmd_fence_method {
@@ -474,6 +508,8 @@ bool dlmd_fence_killed(const struct dlmd *d, uint32_t nodeid);
  * dlmctl ls. */
 void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
 			 size_t size);
+/* How many failed nodes wait to be fenced now (for the metrics). */
+unsigned int dlmd_fence_waiting(const struct dlmd *d);
 /* The fencing method and fencer connection, one line, for dlmctl status. */
 void dlmd_fence_status(const struct dlmd *d, char *buf, size_t size);
 /* The failure of 'nodeid' came from daemon 'from's record (cluster.c,

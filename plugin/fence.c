@@ -335,12 +335,17 @@ static void fenced(struct dlmd_fence *fe, struct fence_node *fn, const char *how
 {
 	/* the others learn it from us if the claim is ours; an operator's
 	 * word is ours alone: the claim goes back without a verdict */
+	bool was_waiting = !is_fenced(fn);
+
 	send_result(fe, fn, killed ? DLMD_FENCE_DONE : DLMD_FENCE_RELEASED);
 	fn->fn_killed = killed;
 	fn->fn_fenced_joined_at = 0;	/* the command path sets it after */
 	fn->fn_fenced_at = dlmd_now_ms();
 	if (fn->fn_fenced_at < fn->fn_failed_at)
 		fn->fn_fenced_at = fn->fn_failed_at;
+	if (was_waiting)
+		fe->fe_d->d_metrics.m_fence_wait_ns +=
+			(fn->fn_fenced_at - fn->fn_failed_at) * NS_PER_MS;
 	log_notice("fencing: node %u is fenced (%s)", fn->fn_nodeid, how);
 	dlmd_cluster_fencing_changed(fe->fe_d);
 }
@@ -464,6 +469,10 @@ static int32_t on_sigchld(int32_t sig, void *data)
 		if (p != fn->fn_pid)
 			continue;
 		fn->fn_pid = 0;
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			fe->fe_d->d_metrics.m_fence_runs_ok++;
+		else
+			fe->fe_d->d_metrics.m_fence_runs_failed++;
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 			/* only a command started after the failure counts */
 			if (fn->fn_started_at >= fn->fn_failed_at) {
@@ -885,6 +894,7 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 	}
 	fn->fn_failed_at = now ? now : 1;
 	fn->fn_failed_wall = (int64_t)time(NULL);
+	d->d_metrics.m_fence_waits++;
 	fn->fn_attempts = 0;
 	fn->fn_last_log = 0;
 	fn->fn_pcmk_pending = false;
@@ -1109,6 +1119,17 @@ void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
 		snprintf(buf, size, "node %u", nodeid);
 		break;
 	}
+}
+
+unsigned int dlmd_fence_waiting(const struct dlmd *d)
+{
+	const struct dlmd_fence *fe = d->d_fence;
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; fe && i < fe->fe_nnodes; i++)
+		if (!is_fenced(&fe->fe_nodes[i]))
+			n++;
+	return n;
 }
 
 void dlmd_fence_status(const struct dlmd *d, char *buf, size_t size)

@@ -15,7 +15,9 @@
  *      into the lock file and the pid file is the daemon's);
  *   4. logging, RLIMIT_NOFILE raised to its hard limit (each client
  *      costs two fds), the libqb loop, membership (cluster.c, which tells us our
- *      node id), the engine, the client and control sockets;
+ *      node id), the engine, the client and control sockets, and the
+ *      metrics endpoint if dlm.conf asks for one (metrics-http.c; a
+ *      failure there is logged, not fatal);
  *   5. run the loop: client and control fds, corosync fds, a timer that
  *      hands the monotonic clock to dlm_core_tick() every scan_secs, and
  *      SIGTERM/SIGINT, which stop the loop - unless a lockspace is in
@@ -260,7 +262,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dlmd: out of memory\n");
 		return 1;
 	}
-	d->d_listen_fd = d->d_ctl_fd = -1;
+	d->d_listen_fd = d->d_ctl_fd = d->d_metrics_fd = -1;
 	d->d_msgs_tail = &d->d_msgs;
 	dlmd_config_defaults(&d->d_cfg);
 	if (dlmd_config_load(&d->d_cfg, conf, conf_given)) {
@@ -330,6 +332,7 @@ int main(int argc, char **argv)
 	make_parent_dirs(d->d_cfg.cf_ctl_socket_path);
 	if (dlmd_client_listen(d) || dlmd_ctl_listen(d))
 		goto out_sockets;
+	(void)dlmd_metrics_listen(d);	/* logs; dlmd runs without it */
 	qb_loop_timer_add(d->d_loop, QB_LOOP_LOW,
 			  (uint64_t)d->d_cfg.cf_scan_secs * MS_PER_SEC * NS_PER_MS,
 			  d, on_tick, &tick_timer);
@@ -341,6 +344,7 @@ int main(int argc, char **argv)
 	qb_loop_timer_del(d->d_loop, tick_timer);
 
 out_sockets:
+	dlmd_metrics_fini(d);
 	dlmd_ctl_fini(d);
 	dlmd_client_fini(d);
 	release_all_lockspaces(d);

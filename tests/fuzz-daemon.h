@@ -25,7 +25,7 @@ static inline struct dlmd *fuzz_daemon_state(void)
 		abort();
 	dlmd_config_defaults(&d->d_cfg);
 	d->d_cfg.cf_membership = DLMD_MEMBERSHIP_NONE;
-	d->d_listen_fd = d->d_ctl_fd = -1;
+	d->d_listen_fd = d->d_ctl_fd = d->d_metrics_fd = -1;
 	d->d_msgs_tail = &d->d_msgs;
 	if (dlmd_cluster_init(d))
 		abort();

@@ -98,7 +98,7 @@ cmp -s "$top_srcdir/plugin/dlm.conf.example" "$D$sysconfdir/dlm/dlm.conf" ||
 	fail "dlm.conf is not plugin/dlm.conf.example"
 
 echo "== man pages"
-for m in man8/dlmd.8 man8/dlmctl.8 man5/dlm.conf.5 man3/libdlm.3 \
+for m in man8/dlmd.8 man8/dlmctl.8 man5/dlm.conf.5 man7/dlmd-metrics.7 man3/libdlm.3 \
 	 man3/dlm_create_lockspace.3 man3/dlm_new_lockspace.3 \
 	 man3/dlm_open_lockspace.3 man3/dlm_close_lockspace.3 \
 	 man3/dlm_release_lockspace.3 man3/dlm_ls_get_fd.3 \

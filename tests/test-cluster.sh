@@ -12,7 +12,9 @@
 #      lock held on node 2 is released after fencing (the fence agent is
 #      dlm-cluster fence) and the request waiting for it on node 3 is
 #      granted; the lockspace runs again with members 1 3; the checker
-#      passes.
+#      passes.  The survivors' metrics (dlmctl metrics, dlmd-metrics(7))
+#      show the recoveries with their duration, the fencing wait, and
+#      engine messages both ways between nodes 1 and 3.
 #   d. restart: node 2 comes back, rejoins the lockspace (members 1 2 3),
 #      and a short workload on all three passes the checker.
 #   e. remote purge: a client on node 2 is killed holding a PERSISTENT
@@ -91,6 +93,27 @@ timeout "$BLOCKED_S" "$CLUSTER" exec "$dir" 3 "$CLIENT" try "$LS" held-by-1 EX >
 [ $? -eq 124 ] || fail "node 1's lock was lost: $(cat "$dir/try1.out")"
 wait_workload $((WORK_MS * 2 / 1000 + 30)) 1 3
 check "node failure"
+# metric K SERIES: node K's value of SERIES in "dlmctl metrics" (or "")
+metric() {
+	on "$1" "$DLMCTL" metrics 2>/dev/null | awk -v s="$2" '$1 == s { print $2 }'
+}
+for k in 1 3; do
+	p=$((4 - k))
+	nrec=$(metric $k "dlmd_recoveries_completed_total{lockspace=\"$LS\"}")
+	[ "${nrec:-0}" -ge 2 ] ||
+		fail "node $k: '$nrec' recoveries completed, want the join's and node 2's failure's"
+	last=$(metric $k "dlmd_recovery_last_duration_seconds{lockspace=\"$LS\"}")
+	awk -v v="${last:-0}" 'BEGIN { exit !(v > 0) }' ||
+		fail "node $k: last recovery took '$last' s"
+	nfw=$(metric $k dlmd_fence_waits_total)
+	[ "${nfw:-0}" -ge 1 ] || fail "node $k: '$nfw' fencing waits, want node 2's"
+	sent=$(metric $k "dlmd_peer_messages_sent_total{node=\"$p\"}")
+	recv=$(metric $k "dlmd_peer_messages_received_total{node=\"$p\"}")
+	[ "${sent:-0}" -gt 0 ] && [ "${recv:-0}" -gt 0 ] ||
+		fail "node $k: messages with node $p: '$sent' sent, '$recv' received"
+	echo "   metrics of node $k: $nrec recoveries, the last $last s; $nfw fencing" \
+		"wait(s); $sent messages to node $p, $recv from it"
+done
 
 echo "== d. node 2 restarts and rejoins"
 "$CLUSTER" start "$dir" 2 >/dev/null || fail "node 2 did not start"

@@ -124,7 +124,16 @@ static void on_frames_lost(void *arg, uint32_t from, uint32_t expected,
 	ep->ep_lost_got = got;
 }
 
+static void on_established(void *arg, uint32_t nodeid)
+{
+	struct h_ep *ep = arg;
+
+	if (nodeid <= H_MAX_EP)
+		ep->ep_established[nodeid]++;
+}
+
 static const struct lc_ops h_ops = {
+	.ops_established = on_established,
 	.ops_frames_lost = on_frames_lost,
 	.ops_deliver = on_deliver,
 	.ops_fd_add = on_fd_add,

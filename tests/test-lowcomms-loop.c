@@ -124,6 +124,10 @@ static void test_simultaneous_connect(void **state)
 	/* A loser may retry once or twice before the winner is adopted. */
 	assert_true(s0.st_connects >= 1 && s0.st_connects <= 3);
 	assert_true(s1.st_connects >= 1 && s1.st_connects <= 3);
+	/* ops_established named the peer once per handshake completed */
+	assert_true(w->w_eps[0].ep_established[2] >= 1);
+	assert_int_equal(w->w_eps[0].ep_established[2], s0.st_established);
+	assert_int_equal(w->w_eps[1].ep_established[1], s1.st_established);
 	/* More traffic flows over the one connection. */
 	assert_int_equal(h_send(w, 0, 1, 500), 500);
 	assert_int_equal(h_send(w, 1, 0, 500), 500);
