@@ -812,8 +812,12 @@ static int run_clients(const struct settings *st, const struct system *sy,
 		if (!err)
 			err = read_full(ready_p[0], &c, 1);
 	}
-	if (err)
+	if (err) {
+		fprintf(stderr, "bench-compare: %s: %s\n", sy->sy_name,
+			err == -EPIPE ? "a client failed to connect or warm up"
+				      : "clients not ready in time");
 		goto out;
+	}
 	go.go_start = now_s();
 	go.go_end = go.go_start + st->st_secs;
 	for (int i = 0; i < nclients && !err; i++)
@@ -844,9 +848,10 @@ static int run_clients(const struct settings *st, const struct system *sy,
 	wr->wr_p99_us = res[0].cr_p99_us;
 out:
 	if (err) {
-		fprintf(stderr, "bench-compare: %s %s: %s\n", sy->sy_name,
-			async ? "async" : shared ? "one name" : "own names",
-			strerror(-err));
+		if (err != -EPIPE)
+			fprintf(stderr, "bench-compare: %s %s: %s\n", sy->sy_name,
+				async ? "async" : shared ? "one name" : "own names",
+				strerror(-err));
 		for (int i = 0; i < started; i++)
 			kill(pids[i], SIGKILL);
 	}
@@ -1132,6 +1137,9 @@ int main(int argc, char **argv)
 			if (run_clients(&st, sy, n, w == W3, async, &r[s][w])) {
 				printf(" failed\n");
 				failed++;
+				/* Not even one client worked: the rest would fail too. */
+				if (w == W1)
+					break;
 				continue;
 			}
 			printf(" %.0f %s/s\n", r[s][w].wr_rate, async ? "ops" : "pairs");
