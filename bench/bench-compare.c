@@ -4,7 +4,9 @@
  *
  *   bench-compare [--secs S] [--warmup S] [--clients N] [--window W]
  *                 [--redis SOCKET] [--pg CONNINFO] [--dat FILE]
- *                 [--only SYSTEM,...]
+ *                 [--only SYSTEM,...] [--workloads W,...] [--prefix P]
+ *                 [--raw FILE] [--start-at EPOCH] [--ls-exists 1]
+ *                 [--no-table 1]
  *
  * bench/compare is the way to run it: it starts a one-node dlmd
  * (tests/dlm-cluster up 1), a private redis-server and a private
@@ -51,6 +53,17 @@
  *          dlm_dispatch; each slot takes its lock, gives it back, takes
  *          it again.  Lock operations/s, a lock and an unlock counting one
  *          each.
+ *
+ *   fresh  (bench/compare --cluster, not run unless named) like W2, but
+ *          every pair on a name never used before: each lock creates its
+ *          resource, and on a cluster first asks the name's directory
+ *          node who masters it.
+ *
+ * bench/compare --cluster runs one bench-compare per node (dlm-cluster
+ * exec) on the lockspace it joined beforehand (--ls-exists 1), names
+ * prefixed per node (--prefix), all starting at one moment (--start-at,
+ * CLOCK_REALTIME, which every node namespace shares), and sums their
+ * --raw lines; see that script for the remote-master pair and its floor.
  *
  * Every client is a process forked from this one; each connects, warms
  * up, reports ready through a pipe, and waits for the parent's "go"
@@ -128,6 +141,12 @@ struct settings {
 	const char	*st_pg;		/* libpq conninfo */
 	const char	*st_dat;	/* data file to write, or NULL */
 	const char	*st_only;	/* comma-separated systems, or NULL */
+	const char	*st_workloads;	/* comma-separated workloads, or NULL */
+	const char	*st_prefix;	/* of every name and key */
+	const char	*st_raw;	/* one line per measurement, or NULL */
+	double		st_start_at;	/* CLOCK_REALTIME: go no sooner */
+	bool		st_ls_exists;	/* lockspace made by someone else */
+	bool		st_no_table;
 };
 
 /* One client process's connection and its current lock. */
@@ -183,13 +202,19 @@ struct wl_result {
 	double		wr_p50_us;
 	double		wr_p99_us;
 	double		wr_fair;	/* fewest / most pairs of a client */
+	long		wr_min;		/* the fewest pairs of a client */
+	long		wr_max;		/* the most */
 	long		wr_retries;
 };
 
-enum workload { W1, W2, W3, WASYNC, NWORKLOADS };
+/* WFRESH is for bench/compare --cluster: like W2, but every pair on a
+ * name never used before (each lock creates the resource, and with
+ * several nodes looks its master up in the directory first). */
+enum workload { W1, W2, W3, WASYNC, WFRESH, NWORKLOADS };
 
 static const char *const workload_name[NWORKLOADS] = {
 	[W1] = "W1", [W2] = "W2", [W3] = "W3", [WASYNC] = "async",
+	[WFRESH] = "fresh",
 };
 
 static double now_s(void)
@@ -527,7 +552,7 @@ static double samples_pct_us(struct samples *sa, double pct)
 
 /* A client's life: connect, warm up, ready, go, count, report. */
 static int client_run(const struct settings *st, const struct system *sy,
-		      int id, bool shared, int ready_fd, int go_fd,
+		      int id, enum workload w, int ready_fd, int go_fd,
 		      struct client_result *cr)
 {
 	struct client cl;
@@ -540,11 +565,11 @@ static int client_run(const struct settings *st, const struct system *sy,
 	memset(&cl, 0, sizeof(cl));
 	cl.cl_id = id;
 	cl.cl_st = st;
-	if (shared) {
-		snprintf(cl.cl_name, sizeof(cl.cl_name), "cmp-one");
+	if (w == W3) {
+		snprintf(cl.cl_name, sizeof(cl.cl_name), "%s-one", st->st_prefix);
 		cl.cl_key = 1;
 	} else {
-		snprintf(cl.cl_name, sizeof(cl.cl_name), "cmp-own-%d", id);
+		snprintf(cl.cl_name, sizeof(cl.cl_name), "%s-own-%d", st->st_prefix, id);
 		cl.cl_key = 1000 + id;
 	}
 	err = sy->sy_connect(&cl);
@@ -566,7 +591,12 @@ static int client_run(const struct settings *st, const struct system *sy,
 		goto out;
 	cl.cl_retries = 0;
 	cl.cl_give_up = go.go_end + SPIN_GRACE_S;
-	for (;;) {
+	for (unsigned long seq = 0;; seq++) {
+		if (w == WFRESH) {
+			snprintf(cl.cl_name, sizeof(cl.cl_name), "%s-f%d-%lu",
+				 st->st_prefix, id, seq);
+			cl.cl_key = ((long long)(id + 1) << 32) + (long long)seq;
+		}
 		t0 = now_s();
 		err = sy->sy_lock(&cl);
 		if (!err)
@@ -740,6 +770,21 @@ out:
 	return err;
 }
 
+/* Sleep until CLOCK_REALTIME reaches t (seconds since the epoch; 0: no
+ * wait).  bench/compare --cluster starts the clients of every node at
+ * one moment this way: the nodes' namespaces share the machine's clock. */
+static void wait_realtime(double t)
+{
+	struct timespec ts;
+
+	if (t <= 0)
+		return;
+	ts.tv_sec = (time_t)t;
+	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
 /* Wait until fd is readable, at most timeout_s; 0 or -ETIMEDOUT. */
 static int wait_readable(int fd, double timeout_s)
 {
@@ -753,13 +798,12 @@ static int wait_readable(int fd, double timeout_s)
 }
 
 /*
- * Run 'nclients' client processes of system sy ('async': the dlmd async
- * client instead), all on one name if 'shared', and gather their results
- * into wr.  0 or a negative errno; on failure the clients are killed.
+ * Run 'nclients' client processes of system sy on workload w (WASYNC:
+ * the dlmd async client), and gather their results into wr.  0 or a
+ * negative errno; on failure the clients are killed.
  */
 static int run_clients(const struct settings *st, const struct system *sy,
-		       int nclients, bool shared, bool async,
-		       struct wl_result *wr)
+		       int nclients, enum workload w, struct wl_result *wr)
 {
 	int ready_p[2] = { -1, -1 }, go_p[2] = { -1, -1 }, res_p[2] = { -1, -1 };
 	pid_t pids[MAX_CLIENTS];
@@ -791,9 +835,9 @@ static int run_clients(const struct settings *st, const struct system *sy,
 			close(res_p[0]);
 			memset(&cr, 0, sizeof(cr));
 			cr.cr_id = started;
-			rc = async ? async_run(st, ready_p[1], go_p[0], &cr)
-				   : client_run(st, sy, started, shared, ready_p[1],
-						go_p[0], &cr);
+			rc = w == WASYNC ? async_run(st, ready_p[1], go_p[0], &cr)
+					 : client_run(st, sy, started, w, ready_p[1],
+						      go_p[0], &cr);
 			cr.cr_err = rc;
 			_exit(write_full(res_p[1], &cr, sizeof(cr)) || rc ? 1 : 0);
 		}
@@ -818,6 +862,7 @@ static int run_clients(const struct settings *st, const struct system *sy,
 				      : "clients not ready in time");
 		goto out;
 	}
+	wait_realtime(st->st_start_at);
 	go.go_start = now_s();
 	go.go_end = go.go_start + st->st_secs;
 	for (int i = 0; i < nclients && !err; i++)
@@ -842,6 +887,8 @@ static int run_clients(const struct settings *st, const struct system *sy,
 		wr->wr_retries += res[i].cr_retries;
 	}
 	wr->wr_done = true;
+	wr->wr_min = pmin;
+	wr->wr_max = pmax;
 	wr->wr_rate = total / st->st_secs;
 	wr->wr_fair = pmax ? (double)pmin / (double)pmax : 0;
 	wr->wr_p50_us = res[0].cr_p50_us;
@@ -850,8 +897,7 @@ out:
 	if (err) {
 		if (err != -EPIPE)
 			fprintf(stderr, "bench-compare: %s %s: %s\n", sy->sy_name,
-				async ? "async" : shared ? "one name" : "own names",
-				strerror(-err));
+				workload_name[w], strerror(-err));
 		for (int i = 0; i < started; i++)
 			kill(pids[i], SIGKILL);
 	}
@@ -1020,6 +1066,8 @@ static int write_dat(const char *path, const struct settings *st,
 		fprintf(f, " %s", systems[s].sy_name);
 	fprintf(f, "\n");
 	for (int w = 0; w < NWORKLOADS; w++) {
+		if (w == WFRESH)	/* the cluster's: not in this chart */
+			continue;
 		if (w == W2 || w == W3)	/* "W2: 16 clients" */
 			fprintf(f, "\"%.4s%d %s\"", label[w], st->st_clients,
 				label[w] + 4);
@@ -1036,14 +1084,14 @@ static int write_dat(const char *path, const struct settings *st,
 	return fclose(f) ? -errno : 0;
 }
 
-static bool wanted(const struct settings *st, const char *name)
+/* Is name in the comma-separated list?  A NULL list holds everything. */
+static bool in_list(const char *list, const char *name)
 {
-	const char *p = st->st_only;
 	size_t len = strlen(name);
 
-	if (!p)
+	if (!list)
 		return true;
-	while (p && *p) {
+	for (const char *p = list; p && *p;) {
 		if (!strncmp(p, name, len) && (p[len] == ',' || !p[len]))
 			return true;
 		p = strchr(p, ',');
@@ -1053,12 +1101,47 @@ static bool wanted(const struct settings *st, const char *name)
 	return false;
 }
 
+/* The workloads to run: --workloads, else all but the cluster's fresh. */
+static bool workload_wanted(const struct settings *st, enum workload w)
+{
+	if (!st->st_workloads)
+		return w != WFRESH;
+	return in_list(st->st_workloads, workload_name[w]);
+}
+
+/* --raw: "SYSTEM WORKLOAD CLIENTS RATE P50_US P99_US MIN MAX RETRIES" per
+ * measurement, for bench/compare --cluster to sum over nodes. */
+static int write_raw(const char *path, const struct settings *st,
+		     struct wl_result r[NSYSTEMS][NWORKLOADS])
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -errno;
+	for (int s = 0; s < NSYSTEMS; s++)
+		for (int w = 0; w < NWORKLOADS; w++) {
+			struct wl_result *x = &r[s][w];
+
+			if (!x->wr_done)
+				continue;
+			fprintf(f, "%s %s %d %.1f %.1f %.1f %ld %ld %ld\n",
+				systems[s].sy_name, workload_name[w],
+				w == W1 || w == WASYNC ? 1 : st->st_clients, x->wr_rate,
+				x->wr_p50_us, x->wr_p99_us, x->wr_min, x->wr_max,
+				x->wr_retries);
+		}
+	return fclose(f) ? -errno : 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: bench-compare [--secs S] [--warmup S] [--clients N] [--window W]\n"
 		"                     [--redis SOCKET] [--pg CONNINFO] [--dat FILE]\n"
 		"                     [--only dlmd,redis,postgresql,floor]\n"
+		"                     [--workloads W1,W2,W3,async,fresh] [--prefix P]\n"
+		"                     [--raw FILE] [--start-at EPOCH_SECONDS]\n"
+		"                     [--ls-exists 1] [--no-table 1]\n"
 		"dlmd is reached through $DLMD_SOCKET; run by bench/compare.\n");
 	exit(2);
 }
@@ -1069,6 +1152,7 @@ int main(int argc, char **argv)
 	struct settings st = {
 		.st_secs = DEFAULT_SECS, .st_warmup = DEFAULT_WARMUP,
 		.st_clients = DEFAULT_CLIENTS, .st_window = DEFAULT_WINDOW,
+		.st_prefix = "cmp",
 	};
 	bool have_ls = false;
 	int failed = 0;
@@ -1095,19 +1179,31 @@ int main(int argc, char **argv)
 			st.st_dat = v;
 		else if (!strcmp(argv[i], "--only"))
 			st.st_only = v;
+		else if (!strcmp(argv[i], "--workloads"))
+			st.st_workloads = v;
+		else if (!strcmp(argv[i], "--prefix"))
+			st.st_prefix = v;
+		else if (!strcmp(argv[i], "--raw"))
+			st.st_raw = v;
+		else if (!strcmp(argv[i], "--start-at"))
+			st.st_start_at = atof(v);
+		else if (!strcmp(argv[i], "--ls-exists"))
+			st.st_ls_exists = atoi(v) != 0;
+		else if (!strcmp(argv[i], "--no-table"))
+			st.st_no_table = atoi(v) != 0;
 		else
 			usage();
 	}
 	if (st.st_secs <= 0 || st.st_warmup < 0 || st.st_clients < 1 ||
 	    st.st_clients > MAX_CLIENTS || st.st_window < 1 ||
-	    st.st_window > MAX_WINDOW)
+	    st.st_window > MAX_WINDOW || strlen(st.st_prefix) > 24)
 		usage();
 	signal(SIGPIPE, SIG_IGN);
-	if (wanted(&st, "dlmd")) {
+	if (in_list(st.st_only, "dlmd")) {
 		if (!getenv("DLMD_SOCKET")) {
 			fprintf(stderr, "bench-compare: no DLMD_SOCKET: dlmd not measured\n");
 			failed++;
-		} else if (lockspace_op(true)) {
+		} else if (!st.st_ls_exists && lockspace_op(true)) {
 			failed++;
 		} else {
 			have_ls = true;
@@ -1118,7 +1214,7 @@ int main(int argc, char **argv)
 	for (int s = 0; s < NSYSTEMS; s++) {
 		const struct system *sy = &systems[s];
 
-		if (!wanted(&st, sy->sy_name) || (s == SYS_DLMD && !have_ls))
+		if (!in_list(st.st_only, sy->sy_name) || (s == SYS_DLMD && !have_ls))
 			continue;
 		if ((s == SYS_REDIS && !st.st_redis) || (s == SYS_PG && !st.st_pg)) {
 			fprintf(stderr, "bench-compare: no address for %s: not measured\n",
@@ -1126,15 +1222,16 @@ int main(int argc, char **argv)
 			failed++;
 			continue;
 		}
-		for (int w = 0; w < NWORKLOADS; w++) {
-			bool async = w == WASYNC;
-			int n = w == W1 || async ? 1 : st.st_clients;
+		for (enum workload w = 0; w < NWORKLOADS; w++) {
+			int n = w == W1 || w == WASYNC ? 1 : st.st_clients;
 
-			if ((async && s != SYS_DLMD) || (w == W3 && !sy->sy_shared_name))
+			if (!workload_wanted(&st, w) ||
+			    (w == WASYNC && s != SYS_DLMD) ||
+			    (w == W3 && !sy->sy_shared_name))
 				continue;
 			printf("  %-12s %-6s ...", sy->sy_name, workload_name[w]);
 			fflush(stdout);
-			if (run_clients(&st, sy, n, w == W3, async, &r[s][w])) {
+			if (run_clients(&st, sy, n, w, &r[s][w])) {
 				printf(" failed\n");
 				failed++;
 				/* Not even one client worked: the rest would fail too. */
@@ -1142,20 +1239,31 @@ int main(int argc, char **argv)
 					break;
 				continue;
 			}
-			printf(" %.0f %s/s\n", r[s][w].wr_rate, async ? "ops" : "pairs");
+			printf(" %.0f %s/s\n", r[s][w].wr_rate,
+			       w == WASYNC ? "ops" : "pairs");
 		}
 	}
-	if (have_ls && lockspace_op(false)) {
+	if (have_ls && !st.st_ls_exists && lockspace_op(false)) {
 		fprintf(stderr, "bench-compare: cannot release lockspace " CMP_LS "\n");
 		failed++;
 	}
-	print_table(&st, r);
-	print_ratios(r);
+	if (!st.st_no_table) {
+		print_table(&st, r);
+		print_ratios(r);
+	}
 	if (st.st_dat) {
 		int err = write_dat(st.st_dat, &st, r);
 
 		if (err) {
 			fprintf(stderr, "bench-compare: %s: %s\n", st.st_dat, strerror(-err));
+			failed++;
+		}
+	}
+	if (st.st_raw) {
+		int err = write_raw(st.st_raw, &st, r);
+
+		if (err) {
+			fprintf(stderr, "bench-compare: %s: %s\n", st.st_raw, strerror(-err));
 			failed++;
 		}
 	}
