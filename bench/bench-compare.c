@@ -33,7 +33,9 @@
  *               SOCK_SEQPACKET socketpair to an echo process: the least
  *               a socket design pays for a lock and an unlock (the
  *               kernel's send, wake-up, receive, both ways, twice).  It
- *               is what the issue's W1 goal is measured against.
+ *               is what the issue's W1 goal is measured against.  In
+ *               W2 the floor is N such process pairs at once (what the
+ *               kernel's socket path gives with every client busy).
  *
  * The workloads, each a fixed time (--secs, default 3 s) after a warm-up
  * (--warmup, default 0.5 s) in which every client already runs its loop:
