@@ -1,0 +1,1275 @@
+/*
+ * bench/bench-compare.c - dlmd beside Redis, PostgreSQL and the
+ * unix-socket floor, in one sitting (issue 14).
+ *
+ *   bench-compare [--secs S] [--warmup S] [--clients N] [--window W]
+ *                 [--redis SOCKET] [--pg CONNINFO] [--dat FILE]
+ *                 [--only SYSTEM,...] [--workloads W,...] [--prefix P]
+ *                 [--raw FILE] [--start-at EPOCH] [--ls-exists 1]
+ *                 [--no-table 1]
+ *
+ * bench/compare is the way to run it: it starts a one-node dlmd
+ * (tests/dlm-cluster up 1), a private redis-server and a private
+ * PostgreSQL cluster, each on a unix socket in a temporary directory,
+ * passes their addresses here (dlmd's through $DLMD_SOCKET), and draws
+ * the data file this program writes.  The lockspace "compare" is made
+ * by a short-lived child at the start and released by another at the
+ * end, so the process that forks the clients never holds a libdlm
+ * handle.
+ *
+ * What a "pair" is, per system (one lock taken and given back):
+ *
+ *   dlmd        dlm_ls_lock_wait(EX) + dlm_ls_unlock_wait, through libdlm
+ *               on a lockspace handle of the client's own
+ *               (dlm_open_lockspace per client process).
+ *   Redis       SET key token NX PX 30000, then EVALSHA of the usual
+ *               compare-and-delete script (delete the key only if it
+ *               still holds our token), loaded once per connection with
+ *               SCRIPT LOAD.  The token is unique per pair.
+ *   PostgreSQL  prepared statements SELECT pg_advisory_lock($1) and
+ *               SELECT pg_advisory_unlock($1) (session-level locks on a
+ *               bigint key), one backend per client.
+ *   floor       two round trips of a 64-byte message over a
+ *               SOCK_SEQPACKET socketpair to an echo process: the least
+ *               a socket design pays for a lock and an unlock (the
+ *               kernel's send, wake-up, receive, both ways, twice).  It
+ *               is what the issue's W1 goal is measured against.  In
+ *               W2 the floor is N such process pairs at once (what the
+ *               kernel's socket path gives with every client busy).
+ *
+ * The workloads, each a fixed time (--secs, default 3 s) after a warm-up
+ * (--warmup, default 0.5 s) in which every client already runs its loop:
+ *
+ *   W1     1 client process, pairs on its own name.  Pairs/s, and the
+ *          p50/p99 latency of one pair (clock read around each pair).
+ *   W2     N client processes (default 16), each on its own name.  Pairs
+ *          per second summed over the clients.
+ *   W3     N client processes on ONE name.  Pairs/s summed, and fairness
+ *          = the fewest pairs any client completed / the most.  Redis has
+ *          no waiting: a client retries SET NX at once, without a sleep,
+ *          until it succeeds (what a simple client loop does; the retries
+ *          are counted and printed).  dlmd and PostgreSQL queue the
+ *          waiters.  Not run for the floor (there is no shared name).
+ *   async  dlmd only: 1 client, --window (default 1000) requests in
+ *          flight with dlm_ls_lock/dlm_ls_unlock and completions run by
+ *          dlm_dispatch; each slot takes its lock, gives it back, takes
+ *          it again.  Lock operations/s, a lock and an unlock counting one
+ *          each.
+ *
+ *   fresh  (bench/compare --cluster, not run unless named) like W2, but
+ *          every pair on a name never used before: each lock creates its
+ *          resource, and on a cluster first asks the name's directory
+ *          node who masters it.
+ *
+ * bench/compare --cluster runs one bench-compare per node (dlm-cluster
+ * exec) on the lockspace it joined beforehand (--ls-exists 1), names
+ * prefixed per node (--prefix), all starting at one moment (--start-at,
+ * CLOCK_REALTIME, which every node namespace shares), and sums their
+ * --raw lines; see that script for the remote-master pair and its floor.
+ *
+ * Every client is a process forked from this one; each connects, warms
+ * up, reports ready through a pipe, and waits for the parent's "go"
+ * message, which carries the measurement window [start, end) on
+ * CLOCK_MONOTONIC (one clock for every process).  A client counts the
+ * pairs that completed inside the window and sends its count (and its
+ * latency percentiles) back through a pipe; rates are counts divided by
+ * the window's length.  The parent never opens a libdlm handle, a Redis
+ * or PostgreSQL connection itself.
+ *
+ * The output is a table (rows: systems; columns: workloads) and a ratio
+ * block with the goals of issue 14, each "met" or "not met"; --dat FILE
+ * writes the pairs/s as a gnuplot data file (rows: workloads, columns:
+ * systems, "-" where nothing was measured).  On a loaded machine the
+ * absolute figures are noisy; the ratios within one sitting are the
+ * point.
+ */
+#include <sys/types.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+#include <libpq-fe.h>
+
+#include "libdlm/libdlm.h"
+
+#define CMP_LS			"compare"
+#define DEFAULT_SECS		3.0
+#define DEFAULT_WARMUP		0.5
+#define DEFAULT_CLIENTS		16
+#define MAX_CLIENTS		256
+#define DEFAULT_WINDOW		1000
+#define MAX_WINDOW		65536
+#define PING_LEN		64
+#define REDIS_TTL_MS		30000
+/* A Redis W3 client gives up spinning this long after the window ends. */
+#define SPIN_GRACE_S		5.0
+/* Time allowed for connecting and warming up, and for the results after
+ * the window ends, before the parent gives up on its clients. */
+#define READY_TIMEOUT_S		60.0
+#define RESULT_TIMEOUT_S	60.0
+/* async: how long the completions of the last requests may take. */
+#define DRAIN_TIMEOUT_MS	10000
+
+/* The issue's goals (issue 14), as ratios measured in one sitting. */
+#define GOAL_W1_FLOOR		1.1	/* W1 pair time / floor pair time, at most */
+#define GOAL_W1_REDIS		2.0	/* W1 dlmd / Redis, stretch, at least */
+#define GOAL_W2			3.0	/* W2 dlmd / Redis and / PostgreSQL */
+#define GOAL_W3_PG		2.0	/* W3 dlmd / PostgreSQL */
+#define GOAL_W3_FAIR		0.9	/* W3 dlmd fairness min/max */
+#define GOAL_ASYNC		300000.0 /* async lock operations/s */
+
+/* The Redis compare-and-delete: delete KEYS[1] only if it holds ARGV[1]. */
+static const char redis_unlock_lua[] =
+	"if redis.call('get', KEYS[1]) == ARGV[1] then "
+	"return redis.call('del', KEYS[1]) else return 0 end";
+
+struct settings {
+	double		st_secs;
+	double		st_warmup;
+	int		st_clients;
+	int		st_window;
+	const char	*st_redis;	/* redis-server's unix socket */
+	const char	*st_pg;		/* libpq conninfo */
+	const char	*st_dat;	/* data file to write, or NULL */
+	const char	*st_only;	/* comma-separated systems, or NULL */
+	const char	*st_workloads;	/* comma-separated workloads, or NULL */
+	const char	*st_prefix;	/* of every name and key */
+	const char	*st_raw;	/* one line per measurement, or NULL */
+	double		st_start_at;	/* CLOCK_REALTIME: go no sooner */
+	bool		st_ls_exists;	/* lockspace made by someone else */
+	bool		st_no_table;
+};
+
+/* One client process's connection and its current lock. */
+struct client {
+	int		cl_id;
+	char		cl_name[64];	/* resource name (dlmd) / key (Redis) */
+	long long	cl_key;		/* advisory lock key (PostgreSQL) */
+	double		cl_give_up;	/* Redis W3: stop spinning after this */
+	long		cl_retries;	/* Redis: SET NX refused */
+	unsigned long	cl_seq;		/* Redis: makes each token unique */
+	const struct settings *cl_st;
+	dlm_lshandle_t	cl_ls;
+	uint32_t	cl_lkid;
+	redisContext	*cl_redis;
+	char		cl_sha[48];	/* the unlock script's SHA1 */
+	char		cl_token[64];
+	PGconn		*cl_pg;
+	int		cl_fd;		/* floor: our end of the socketpair */
+	pid_t		cl_echo;	/* floor: the echo process */
+};
+
+/* The operations each system offers; 0 or a negative errno. */
+struct system {
+	const char	*sy_name;	/* --only, data file column */
+	const char	*sy_label;	/* table row */
+	bool		sy_shared_name;	/* W3 makes sense */
+	int		(*sy_connect)(struct client *cl);
+	int		(*sy_lock)(struct client *cl);
+	int		(*sy_unlock)(struct client *cl);
+	void		(*sy_close)(struct client *cl);
+};
+
+/* What the parent sends each client once all are ready. */
+struct go_msg {
+	double		go_start;
+	double		go_end;
+};
+
+/* What a client sends back (smaller than PIPE_BUF: written atomically). */
+struct client_result {
+	int		cr_id;
+	int		cr_err;		/* 0 or a negative errno */
+	long		cr_pairs;	/* completed inside the window */
+	long		cr_retries;
+	double		cr_p50_us;
+	double		cr_p99_us;
+};
+
+/* One workload on one system. */
+struct wl_result {
+	bool		wr_done;
+	double		wr_rate;	/* pairs/s summed (async: ops/s) */
+	double		wr_p50_us;
+	double		wr_p99_us;
+	double		wr_fair;	/* fewest / most pairs of a client */
+	long		wr_min;		/* the fewest pairs of a client */
+	long		wr_max;		/* the most */
+	long		wr_retries;
+};
+
+/* WFRESH is for bench/compare --cluster: like W2, but every pair on a
+ * name never used before (each lock creates the resource, and with
+ * several nodes looks its master up in the directory first). */
+enum workload { W1, W2, W3, WASYNC, WFRESH, NWORKLOADS };
+
+static const char *const workload_name[NWORKLOADS] = {
+	[W1] = "W1", [W2] = "W2", [W3] = "W3", [WASYNC] = "async",
+	[WFRESH] = "fresh",
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Write or read exactly len bytes; 0 or a negative errno (-EPIPE: EOF). */
+static int write_full(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EPIPE;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* ---- dlmd ---------------------------------------------------------- */
+
+static int dlmd_connect(struct client *cl)
+{
+	cl->cl_ls = dlm_open_lockspace(CMP_LS);
+	return cl->cl_ls ? 0 : -(errno ? errno : EIO);
+}
+
+static int dlmd_lock(struct client *cl)
+{
+	struct dlm_lksb lksb;
+
+	memset(&lksb, 0, sizeof(lksb));
+	if (dlm_ls_lock_wait(cl->cl_ls, LKM_EXMODE, &lksb, 0, cl->cl_name,
+			     (unsigned int)strlen(cl->cl_name), 0, NULL, NULL,
+			     NULL))
+		return -(errno ? errno : EIO);
+	if (lksb.sb_status)
+		return -EPROTO;
+	cl->cl_lkid = lksb.sb_lkid;
+	return 0;
+}
+
+static int dlmd_unlock(struct client *cl)
+{
+	struct dlm_lksb lksb;
+
+	memset(&lksb, 0, sizeof(lksb));
+	if (dlm_ls_unlock_wait(cl->cl_ls, cl->cl_lkid, 0, &lksb))
+		return -(errno ? errno : EIO);
+	return 0;
+}
+
+static void dlmd_close(struct client *cl)
+{
+	if (cl->cl_ls)
+		dlm_close_lockspace(cl->cl_ls);
+	cl->cl_ls = NULL;
+}
+
+/* ---- Redis --------------------------------------------------------- */
+
+static int redis_connect(struct client *cl)
+{
+	redisReply *r;
+	int err = 0;
+
+	if (!cl->cl_st->st_redis)
+		return -ENOENT;
+	cl->cl_redis = redisConnectUnix(cl->cl_st->st_redis);
+	if (!cl->cl_redis || cl->cl_redis->err) {
+		fprintf(stderr, "bench-compare: redis %s: %s\n", cl->cl_st->st_redis,
+			cl->cl_redis ? cl->cl_redis->errstr : "no memory");
+		return -ECONNREFUSED;
+	}
+	r = redisCommand(cl->cl_redis, "SCRIPT LOAD %s", redis_unlock_lua);
+	if (!r || r->type != REDIS_REPLY_STRING || r->len >= (long)sizeof(cl->cl_sha))
+		err = -EPROTO;
+	else
+		memcpy(cl->cl_sha, r->str, (size_t)r->len + 1);
+	if (r)
+		freeReplyObject(r);
+	return err;
+}
+
+static int redis_lock(struct client *cl)
+{
+	snprintf(cl->cl_token, sizeof(cl->cl_token), "%ld-%d-%lu", (long)getpid(),
+		 cl->cl_id, ++cl->cl_seq);
+	for (;;) {
+		redisReply *r = redisCommand(cl->cl_redis, "SET %s %s NX PX %d",
+					     cl->cl_name, cl->cl_token, REDIS_TTL_MS);
+		int type;
+
+		if (!r)
+			return -EIO;
+		type = r->type;
+		freeReplyObject(r);
+		if (type == REDIS_REPLY_STATUS)
+			return 0;
+		if (type != REDIS_REPLY_NIL)
+			return -EPROTO;
+		/* Held by another client: retry at once (no sleep). */
+		cl->cl_retries++;
+		if (cl->cl_give_up && now_s() > cl->cl_give_up)
+			return -ETIMEDOUT;
+	}
+}
+
+static int redis_unlock(struct client *cl)
+{
+	redisReply *r = redisCommand(cl->cl_redis, "EVALSHA %s 1 %s %s", cl->cl_sha,
+				     cl->cl_name, cl->cl_token);
+	int err = 0;
+
+	if (!r)
+		return -EIO;
+	/* 1: deleted; 0 would mean the key expired or was taken from us. */
+	if (r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+		err = -EPROTO;
+	freeReplyObject(r);
+	return err;
+}
+
+static void redis_close(struct client *cl)
+{
+	if (cl->cl_redis)
+		redisFree(cl->cl_redis);
+	cl->cl_redis = NULL;
+}
+
+/* ---- PostgreSQL ---------------------------------------------------- */
+
+static int pg_prepare(PGconn *pg, const char *name, const char *sql)
+{
+	PGresult *res = PQprepare(pg, name, sql, 1, NULL);
+	int err = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -EPROTO;
+
+	if (err)
+		fprintf(stderr, "bench-compare: prepare %s: %s", name,
+			PQerrorMessage(pg));
+	PQclear(res);
+	return err;
+}
+
+static int pg_connect(struct client *cl)
+{
+	int err;
+
+	if (!cl->cl_st->st_pg)
+		return -ENOENT;
+	cl->cl_pg = PQconnectdb(cl->cl_st->st_pg);
+	if (PQstatus(cl->cl_pg) != CONNECTION_OK) {
+		fprintf(stderr, "bench-compare: postgresql: %s",
+			PQerrorMessage(cl->cl_pg));
+		return -ECONNREFUSED;
+	}
+	err = pg_prepare(cl->cl_pg, "lk", "SELECT pg_advisory_lock($1::bigint)");
+	if (!err)
+		err = pg_prepare(cl->cl_pg, "ul",
+				 "SELECT pg_advisory_unlock($1::bigint)");
+	return err;
+}
+
+/* Run prepared statement 'stmt' on our key; the single boolean or void
+ * value it returns in *val (NULL for void). */
+static int pg_exec(struct client *cl, const char *stmt, char *val)
+{
+	char key[32];
+	const char *params[1] = { key };
+	PGresult *res;
+	int err = 0;
+
+	snprintf(key, sizeof(key), "%lld", cl->cl_key);
+	res = PQexecPrepared(cl->cl_pg, stmt, 1, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		err = -EPROTO;
+	else if (val)
+		*val = PQgetvalue(res, 0, 0)[0];
+	PQclear(res);
+	return err;
+}
+
+static int pg_lock(struct client *cl)
+{
+	return pg_exec(cl, "lk", NULL);
+}
+
+static int pg_unlock(struct client *cl)
+{
+	char v = 0;
+	int err = pg_exec(cl, "ul", &v);
+
+	return err ? err : v == 't' ? 0 : -EPROTO;
+}
+
+static void pg_close(struct client *cl)
+{
+	if (cl->cl_pg)
+		PQfinish(cl->cl_pg);
+	cl->cl_pg = NULL;
+}
+
+/* ---- the floor: a socketpair ping-pong ----------------------------- */
+
+static int floor_connect(struct client *cl)
+{
+	char buf[PING_LEN];
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv))
+		return -errno;
+	cl->cl_echo = fork();
+	if (cl->cl_echo < 0) {
+		int err = -errno;
+
+		close(sv[0]);
+		close(sv[1]);
+		return err;
+	}
+	if (cl->cl_echo == 0) {
+		ssize_t n;
+
+		close(sv[0]);
+		while ((n = recv(sv[1], buf, sizeof(buf), 0)) > 0)
+			if (send(sv[1], buf, (size_t)n, 0) != n)
+				break;
+		_exit(0);
+	}
+	close(sv[1]);
+	cl->cl_fd = sv[0];
+	return 0;
+}
+
+static int floor_round_trip(struct client *cl)
+{
+	char buf[PING_LEN];
+
+	memset(buf, 1, sizeof(buf));
+	if (send(cl->cl_fd, buf, sizeof(buf), 0) != (ssize_t)sizeof(buf))
+		return -EIO;
+	if (recv(cl->cl_fd, buf, sizeof(buf), 0) != (ssize_t)sizeof(buf))
+		return -EIO;
+	return 0;
+}
+
+static void floor_close(struct client *cl)
+{
+	if (cl->cl_echo > 0) {
+		close(cl->cl_fd);
+		waitpid(cl->cl_echo, NULL, 0);
+	}
+	cl->cl_echo = 0;
+}
+
+enum { SYS_DLMD, SYS_REDIS, SYS_PG, SYS_FLOOR, NSYSTEMS };
+
+static const struct system systems[NSYSTEMS] = {
+	[SYS_DLMD] = { "dlmd", "dlmd", true, dlmd_connect, dlmd_lock,
+		       dlmd_unlock, dlmd_close },
+	[SYS_REDIS] = { "redis", "Redis", true, redis_connect, redis_lock,
+			redis_unlock, redis_close },
+	[SYS_PG] = { "postgresql", "PostgreSQL", true, pg_connect, pg_lock,
+		     pg_unlock, pg_close },
+	[SYS_FLOOR] = { "floor", "floor: 2 unix-socket round trips", false,
+			floor_connect, floor_round_trip, floor_round_trip,
+			floor_close },
+};
+
+/* ---- client processes ---------------------------------------------- */
+
+struct samples {
+	uint32_t	*sa_ns;
+	size_t		sa_n;
+	size_t		sa_cap;
+};
+
+static void samples_add(struct samples *sa, double secs)
+{
+	if (sa->sa_n == sa->sa_cap) {
+		size_t cap = sa->sa_cap ? 2 * sa->sa_cap : 65536;
+		uint32_t *p = realloc(sa->sa_ns, cap * sizeof(*p));
+
+		if (!p)
+			return;	/* percentiles from what we have */
+		sa->sa_ns = p;
+		sa->sa_cap = cap;
+	}
+	sa->sa_ns[sa->sa_n++] = secs >= 4.0 ? UINT32_MAX : (uint32_t)(secs * 1e9);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double samples_pct_us(struct samples *sa, double pct)
+{
+	size_t i;
+
+	if (!sa->sa_n)
+		return 0;
+	i = (size_t)(pct / 100.0 * (double)(sa->sa_n - 1) + 0.5);
+	return sa->sa_ns[i] / 1e3;
+}
+
+/* A client's life: connect, warm up, ready, go, count, report. */
+static int client_run(const struct settings *st, const struct system *sy,
+		      int id, enum workload w, int ready_fd, int go_fd,
+		      struct client_result *cr)
+{
+	struct client cl;
+	struct samples sa = { 0 };
+	struct go_msg go;
+	double t0, t1, warm_end;
+	char ready = 'r';
+	int err;
+
+	memset(&cl, 0, sizeof(cl));
+	cl.cl_id = id;
+	cl.cl_st = st;
+	if (w == W3) {
+		snprintf(cl.cl_name, sizeof(cl.cl_name), "%s-one", st->st_prefix);
+		cl.cl_key = 1;
+	} else {
+		snprintf(cl.cl_name, sizeof(cl.cl_name), "%s-own-%d", st->st_prefix, id);
+		cl.cl_key = 1000 + id;
+	}
+	err = sy->sy_connect(&cl);
+	if (err)
+		goto out;
+	warm_end = now_s() + st->st_warmup;
+	cl.cl_give_up = warm_end + SPIN_GRACE_S;
+	do {
+		err = sy->sy_lock(&cl);
+		if (!err)
+			err = sy->sy_unlock(&cl);
+		if (err)
+			goto out;
+	} while (now_s() < warm_end);
+	err = write_full(ready_fd, &ready, 1);
+	if (!err)
+		err = read_full(go_fd, &go, sizeof(go));
+	if (err)
+		goto out;
+	cl.cl_retries = 0;
+	cl.cl_give_up = go.go_end + SPIN_GRACE_S;
+	for (unsigned long seq = 0;; seq++) {
+		if (w == WFRESH) {
+			snprintf(cl.cl_name, sizeof(cl.cl_name), "%s-f%d-%lu",
+				 st->st_prefix, id, seq);
+			cl.cl_key = ((long long)(id + 1) << 32) + (long long)seq;
+		}
+		t0 = now_s();
+		err = sy->sy_lock(&cl);
+		if (!err)
+			err = sy->sy_unlock(&cl);
+		t1 = now_s();
+		if (err || t1 >= go.go_end)
+			break;
+		if (t0 >= go.go_start) {
+			cr->cr_pairs++;
+			samples_add(&sa, t1 - t0);
+		}
+	}
+	/* Redis W3: a client still spinning when the others have gone. */
+	if (err == -ETIMEDOUT)
+		err = 0;
+	qsort(sa.sa_ns, sa.sa_n, sizeof(*sa.sa_ns), cmp_u32);
+	cr->cr_p50_us = samples_pct_us(&sa, 50);
+	cr->cr_p99_us = samples_pct_us(&sa, 99);
+	cr->cr_retries = cl.cl_retries;
+out:
+	if (err)
+		fprintf(stderr, "bench-compare: %s client %d: %s\n", sy->sy_name, id,
+			strerror(-err));
+	free(sa.sa_ns);
+	sy->sy_close(&cl);
+	return err;
+}
+
+/* async (dlmd): a window of slots, each locking and unlocking its own
+ * name over and over.  An AST only queues its slot; the loop around
+ * dlm_dispatch issues the slot's next request. */
+struct async_state;
+
+struct async_slot {
+	struct dlm_lksb	sl_lksb;
+	char		sl_name[24];
+	bool		sl_locked;	/* its last completion was a grant */
+	struct async_state *sl_as;
+};
+
+struct async_state {
+	struct async_slot *as_slots;
+	struct async_slot **as_done;	/* completed, not yet handled */
+	int		as_ndone;
+	int		as_inflight;
+	int		as_err;
+};
+
+static void async_ast(void *arg)
+{
+	struct async_slot *sl = arg;
+
+	sl->sl_as->as_done[sl->sl_as->as_ndone++] = sl;
+}
+
+/* The slot's next request: an unlock if it holds its lock, else a lock. */
+static int async_issue(dlm_lshandle_t ls, struct async_slot *sl)
+{
+	int rc;
+
+	if (sl->sl_locked)
+		rc = dlm_ls_unlock(ls, sl->sl_lksb.sb_lkid, 0, &sl->sl_lksb, sl);
+	else
+		rc = dlm_ls_lock(ls, LKM_EXMODE, &sl->sl_lksb, 0, sl->sl_name,
+				 (unsigned int)strlen(sl->sl_name), 0, async_ast,
+				 sl, NULL, NULL);
+	if (rc)
+		return -(errno ? errno : EIO);
+	sl->sl_as->as_inflight++;
+	return 0;
+}
+
+/* Run the ASTs ready within timeout_ms; 0, -ETIMEDOUT or an error. */
+static int async_wait(dlm_lshandle_t ls, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = dlm_ls_get_fd(ls), .events = POLLIN };
+	int n = poll(&pfd, 1, timeout_ms);
+
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (n == 0)
+		return -ETIMEDOUT;
+	dlm_dispatch(pfd.fd);
+	return 0;
+}
+
+/* Handle the queued completions: count those inside the window, issue
+ * the next request while 'more' (and an unlock for every grant). */
+static int async_handle(struct async_state *as, dlm_lshandle_t ls,
+			const struct go_msg *go, bool more, long *ops)
+{
+	double t = now_s();
+	int err = 0;
+
+	for (int i = 0; i < as->as_ndone && !err; i++) {
+		struct async_slot *sl = as->as_done[i];
+		int status = sl->sl_lksb.sb_status;
+
+		as->as_inflight--;
+		if (sl->sl_locked ? status != EUNLOCK : status != 0) {
+			fprintf(stderr, "bench-compare: async %s on %s: status %d\n",
+				sl->sl_locked ? "unlock" : "lock", sl->sl_name, status);
+			err = -EPROTO;
+			break;
+		}
+		sl->sl_locked = !sl->sl_locked;
+		if (t >= go->go_start && t < go->go_end)
+			(*ops)++;
+		if (more || sl->sl_locked)
+			err = async_issue(ls, sl);
+	}
+	as->as_ndone = 0;
+	return err;
+}
+
+static int async_run(const struct settings *st, int ready_fd, int go_fd,
+		     struct client_result *cr)
+{
+	struct async_state as;
+	struct go_msg go = { 0, 0 };
+	dlm_lshandle_t ls = NULL;
+	int window = st->st_window, err = 0;
+	long ops = 0;
+	char ready = 'r';
+
+	memset(&as, 0, sizeof(as));
+	as.as_slots = calloc((size_t)window, sizeof(*as.as_slots));
+	as.as_done = calloc((size_t)window, sizeof(*as.as_done));
+	if (!as.as_slots || !as.as_done) {
+		err = -ENOMEM;
+		goto out;
+	}
+	ls = dlm_open_lockspace(CMP_LS);
+	if (!ls) {
+		err = -(errno ? errno : EIO);
+		goto out;
+	}
+	for (int i = 0; i < window && !err; i++) {
+		struct async_slot *sl = &as.as_slots[i];
+
+		sl->sl_as = &as;
+		snprintf(sl->sl_name, sizeof(sl->sl_name), "cmp-async-%d", i);
+		err = async_issue(ls, sl);
+	}
+	/* The warm-up: the same loop, outside any window. */
+	for (double warm_end = now_s() + st->st_warmup; !err && now_s() < warm_end;) {
+		err = async_wait(ls, DRAIN_TIMEOUT_MS);
+		if (!err)
+			err = async_handle(&as, ls, &go, true, &ops);
+	}
+	if (!err)
+		err = write_full(ready_fd, &ready, 1);
+	if (!err)
+		err = read_full(go_fd, &go, sizeof(go));
+	ops = 0;
+	/* Until the window ends, then until every lock is given back. */
+	while (!err && as.as_inflight > 0) {
+		err = async_wait(ls, DRAIN_TIMEOUT_MS);
+		if (!err)
+			err = async_handle(&as, ls, &go, now_s() < go.go_end, &ops);
+	}
+	cr->cr_pairs = ops;
+out:
+	if (err)
+		fprintf(stderr, "bench-compare: async client: %s (%d in flight)\n",
+			strerror(-err), as.as_inflight);
+	if (ls)
+		dlm_close_lockspace(ls);
+	free(as.as_slots);
+	free(as.as_done);
+	return err;
+}
+
+/* Sleep until CLOCK_REALTIME reaches t (seconds since the epoch; 0: no
+ * wait).  bench/compare --cluster starts the clients of every node at
+ * one moment this way: the nodes' namespaces share the machine's clock. */
+static void wait_realtime(double t)
+{
+	struct timespec ts;
+
+	if (t <= 0)
+		return;
+	ts.tv_sec = (time_t)t;
+	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+/* Wait until fd is readable, at most timeout_s; 0 or -ETIMEDOUT. */
+static int wait_readable(int fd, double timeout_s)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int n;
+
+	do
+		n = poll(&pfd, 1, (int)(timeout_s * 1000));
+	while (n < 0 && errno == EINTR);
+	return n > 0 ? 0 : -ETIMEDOUT;
+}
+
+/*
+ * Run 'nclients' client processes of system sy on workload w (WASYNC:
+ * the dlmd async client), and gather their results into wr.  0 or a
+ * negative errno; on failure the clients are killed.
+ */
+static int run_clients(const struct settings *st, const struct system *sy,
+		       int nclients, enum workload w, struct wl_result *wr)
+{
+	int ready_p[2] = { -1, -1 }, go_p[2] = { -1, -1 }, res_p[2] = { -1, -1 };
+	pid_t pids[MAX_CLIENTS];
+	struct client_result res[MAX_CLIENTS];
+	struct go_msg go;
+	long pmin = -1, pmax = 0;
+	double total = 0;
+	int started = 0, got = 0, err = 0;
+
+	memset(wr, 0, sizeof(*wr));
+	if (pipe(ready_p) || pipe(go_p) || pipe(res_p)) {
+		err = -errno;
+		goto out;
+	}
+	fflush(NULL);
+	for (; started < nclients; started++) {
+		pid_t pid = fork();
+
+		if (pid < 0) {
+			err = -errno;
+			goto out;
+		}
+		if (pid == 0) {
+			struct client_result cr;
+			int rc;
+
+			close(ready_p[0]);
+			close(go_p[1]);
+			close(res_p[0]);
+			memset(&cr, 0, sizeof(cr));
+			cr.cr_id = started;
+			rc = w == WASYNC ? async_run(st, ready_p[1], go_p[0], &cr)
+					 : client_run(st, sy, started, w, ready_p[1],
+						      go_p[0], &cr);
+			cr.cr_err = rc;
+			_exit(write_full(res_p[1], &cr, sizeof(cr)) || rc ? 1 : 0);
+		}
+		pids[started] = pid;
+	}
+	close(ready_p[1]);
+	close(go_p[0]);
+	close(res_p[1]);
+	ready_p[1] = go_p[0] = res_p[1] = -1;
+	/* All connected and warmed up?  A client that failed closes its end
+	 * of the ready pipe without writing: EOF before nclients bytes. */
+	for (int i = 0; i < nclients && !err; i++) {
+		char c;
+
+		err = wait_readable(ready_p[0], READY_TIMEOUT_S);
+		if (!err)
+			err = read_full(ready_p[0], &c, 1);
+	}
+	if (err) {
+		fprintf(stderr, "bench-compare: %s: %s\n", sy->sy_name,
+			err == -EPIPE ? "a client failed to connect or warm up"
+				      : "clients not ready in time");
+		goto out;
+	}
+	wait_realtime(st->st_start_at);
+	go.go_start = now_s();
+	go.go_end = go.go_start + st->st_secs;
+	for (int i = 0; i < nclients && !err; i++)
+		err = write_full(go_p[1], &go, sizeof(go));
+	for (; got < nclients && !err; got++) {
+		double left = go.go_end + RESULT_TIMEOUT_S - now_s();
+
+		err = wait_readable(res_p[0], left > 0 ? left : 0);
+		if (!err)
+			err = read_full(res_p[0], &res[got], sizeof(res[got]));
+		if (!err && res[got].cr_err)
+			err = res[got].cr_err;
+	}
+	if (err)
+		goto out;
+	for (int i = 0; i < nclients; i++) {
+		total += (double)res[i].cr_pairs;
+		if (pmin < 0 || res[i].cr_pairs < pmin)
+			pmin = res[i].cr_pairs;
+		if (res[i].cr_pairs > pmax)
+			pmax = res[i].cr_pairs;
+		wr->wr_retries += res[i].cr_retries;
+	}
+	wr->wr_done = true;
+	wr->wr_min = pmin;
+	wr->wr_max = pmax;
+	wr->wr_rate = total / st->st_secs;
+	wr->wr_fair = pmax ? (double)pmin / (double)pmax : 0;
+	wr->wr_p50_us = res[0].cr_p50_us;
+	wr->wr_p99_us = res[0].cr_p99_us;
+out:
+	if (err) {
+		if (err != -EPIPE)
+			fprintf(stderr, "bench-compare: %s %s: %s\n", sy->sy_name,
+				workload_name[w], strerror(-err));
+		for (int i = 0; i < started; i++)
+			kill(pids[i], SIGKILL);
+	}
+	for (int i = 0; i < 2; i++) {
+		if (ready_p[i] >= 0)
+			close(ready_p[i]);
+		if (go_p[i] >= 0)
+			close(go_p[i]);
+		if (res_p[i] >= 0)
+			close(res_p[i]);
+	}
+	for (int i = 0; i < started; i++)
+		waitpid(pids[i], NULL, 0);
+	return err;
+}
+
+/* ---- the lockspace, made and removed by short-lived children -------- */
+
+static int lockspace_op(bool create)
+{
+	pid_t pid;
+	int status;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		dlm_lshandle_t ls;
+
+		if (create) {
+			ls = dlm_new_lockspace(CMP_LS, 0600, 0);
+			if (!ls) {
+				fprintf(stderr, "bench-compare: cannot create lockspace "
+					CMP_LS ": %s\n", strerror(errno));
+				_exit(1);
+			}
+			_exit(dlm_close_lockspace(ls) ? 1 : 0);
+		}
+		ls = dlm_open_lockspace(CMP_LS);
+		_exit(ls && !dlm_release_lockspace(CMP_LS, ls, 1) ? 0 : 1);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
+/* ---- output -------------------------------------------------------- */
+
+/* 12345 -> "12.3k", 1234567 -> "1.23M" */
+static const char *kfmt(char *buf, size_t len, double v)
+{
+	if (v >= 1e6)
+		snprintf(buf, len, "%.2fM", v / 1e6);
+	else if (v >= 1e3)
+		snprintf(buf, len, "%.1fk", v / 1e3);
+	else
+		snprintf(buf, len, "%.0f", v);
+	return buf;
+}
+
+static void print_table(const struct settings *st,
+			struct wl_result r[NSYSTEMS][NWORKLOADS])
+{
+	char a[16], cell[NWORKLOADS][64];
+
+	printf("\n| pairs/s (p50, p99 µs) | W1: 1 client, own name | W2: %d clients, own names "
+	       "| W3: %d clients, one name (fairness) | async: 1 client, %d in flight |\n",
+	       st->st_clients, st->st_clients, st->st_window);
+	printf("|---|---|---|---|---|\n");
+	for (int s = 0; s < NSYSTEMS; s++) {
+		for (int w = 0; w < NWORKLOADS; w++) {
+			struct wl_result *x = &r[s][w];
+
+			if (!x->wr_done) {
+				snprintf(cell[w], sizeof(cell[w]), "–");
+				continue;
+			}
+			kfmt(a, sizeof(a), x->wr_rate);
+			if (w == W1)
+				snprintf(cell[w], sizeof(cell[w]), "%s (%.0f, %.0f)", a,
+					 x->wr_p50_us, x->wr_p99_us);
+			else if (w == W3 && s == SYS_REDIS)
+				snprintf(cell[w], sizeof(cell[w]),
+					 "%s (%.2f), %.0f retries/pair", a,
+					 x->wr_fair, x->wr_rate > 0 ?
+					 (double)x->wr_retries / (x->wr_rate * st->st_secs) : 0);
+			else if (w == W3)
+				snprintf(cell[w], sizeof(cell[w]), "%s (%.2f)", a, x->wr_fair);
+			else if (w == WASYNC)
+				snprintf(cell[w], sizeof(cell[w]), "%s ops/s", a);
+			else
+				snprintf(cell[w], sizeof(cell[w]), "%s", a);
+		}
+		printf("| %s | %s | %s | %s | %s |\n", systems[s].sy_label, cell[W1],
+		       cell[W2], cell[W3], cell[WASYNC]);
+	}
+}
+
+/* One goal line: 'value' against 'goal', met when value <= goal if
+ * 'at_most', else value >= goal; "no data" when either side is missing. */
+static void goal_line(const char *what, bool have, double value, bool at_most,
+		      double goal, const char *unit)
+{
+	bool met = at_most ? value <= goal : value >= goal;
+
+	if (!have) {
+		printf("  %-46s %12s   goal %s %g%s   no data\n", what, "–",
+		       at_most ? "≤" : "≥", goal, unit);
+		return;
+	}
+	printf("  %-46s %12.*f%s   goal %s %g%s   %s\n", what,
+	       goal >= 1000 ? 0 : 2, value, unit, at_most ? "≤" : "≥", goal, unit,
+	       met ? "met" : "not met");
+}
+
+static void print_ratios(struct wl_result r[NSYSTEMS][NWORKLOADS])
+{
+	struct wl_result *d = r[SYS_DLMD], *re = r[SYS_REDIS], *pg = r[SYS_PG],
+			 *fl = r[SYS_FLOOR];
+	bool w1f = d[W1].wr_done && fl[W1].wr_done && d[W1].wr_rate > 0;
+	bool w1r = d[W1].wr_done && re[W1].wr_done && re[W1].wr_rate > 0;
+	bool w2r = d[W2].wr_done && re[W2].wr_done && re[W2].wr_rate > 0;
+	bool w2p = d[W2].wr_done && pg[W2].wr_done && pg[W2].wr_rate > 0;
+	bool w3p = d[W3].wr_done && pg[W3].wr_done && pg[W3].wr_rate > 0;
+
+	printf("\nratios (issue 14's goals, in this sitting):\n");
+	goal_line("W1 pair time / floor pair time (mean)", w1f,
+		  w1f ? fl[W1].wr_rate / d[W1].wr_rate : 0, true, GOAL_W1_FLOOR, "x");
+	if (w1f && fl[W1].wr_p50_us > 0)
+		printf("  %-46s %12.2fx   (p50 %.0f µs / %.0f µs)\n",
+		       "W1 pair time / floor pair time (p50)",
+		       d[W1].wr_p50_us / fl[W1].wr_p50_us, d[W1].wr_p50_us,
+		       fl[W1].wr_p50_us);
+	goal_line("W1 dlmd / Redis pairs/s (stretch)", w1r,
+		  w1r ? d[W1].wr_rate / re[W1].wr_rate : 0, false, GOAL_W1_REDIS, "x");
+	goal_line("W2 dlmd / Redis pairs/s", w2r,
+		  w2r ? d[W2].wr_rate / re[W2].wr_rate : 0, false, GOAL_W2, "x");
+	goal_line("W2 dlmd / PostgreSQL pairs/s", w2p,
+		  w2p ? d[W2].wr_rate / pg[W2].wr_rate : 0, false, GOAL_W2, "x");
+	goal_line("W3 dlmd / PostgreSQL pairs/s", w3p,
+		  w3p ? d[W3].wr_rate / pg[W3].wr_rate : 0, false, GOAL_W3_PG, "x");
+	goal_line("W3 dlmd fairness (min/max pairs per client)", d[W3].wr_done,
+		  d[W3].wr_fair, false, GOAL_W3_FAIR, "");
+	goal_line("async dlmd lock operations/s", d[WASYNC].wr_done,
+		  d[WASYNC].wr_rate, false, GOAL_ASYNC, "");
+}
+
+/* The data file: one row per workload, one column per system (gnuplot's
+ * clustered histogram reads it as is); "-" where nothing was measured. */
+static int write_dat(const char *path, const struct settings *st,
+		     struct wl_result r[NSYSTEMS][NWORKLOADS])
+{
+	FILE *f = fopen(path, "w");
+	static const char *const label[NWORKLOADS] = {
+		[W1] = "W1: 1 client", [W2] = "W2: clients",
+		[W3] = "W3: clients on one name", [WASYNC] = "async (ops/s)",
+	};
+
+	if (!f)
+		return -errno;
+	fprintf(f, "# bench-compare: pairs/s (async: lock operations/s), %.1f s each\n",
+		st->st_secs);
+	fprintf(f, "# workload");
+	for (int s = 0; s < NSYSTEMS; s++)
+		fprintf(f, " %s", systems[s].sy_name);
+	fprintf(f, "\n");
+	for (int w = 0; w < NWORKLOADS; w++) {
+		if (w == WFRESH)	/* the cluster's: not in this chart */
+			continue;
+		if (w == W2 || w == W3)	/* "W2: 16 clients" */
+			fprintf(f, "\"%.4s%d %s\"", label[w], st->st_clients,
+				label[w] + 4);
+		else
+			fprintf(f, "\"%s\"", label[w]);
+		for (int s = 0; s < NSYSTEMS; s++) {
+			if (r[s][w].wr_done)
+				fprintf(f, " %.0f", r[s][w].wr_rate);
+			else
+				fprintf(f, " -");
+		}
+		fprintf(f, "\n");
+	}
+	return fclose(f) ? -errno : 0;
+}
+
+/* Is name in the comma-separated list?  A NULL list holds everything. */
+static bool in_list(const char *list, const char *name)
+{
+	size_t len = strlen(name);
+
+	if (!list)
+		return true;
+	for (const char *p = list; p && *p;) {
+		if (!strncmp(p, name, len) && (p[len] == ',' || !p[len]))
+			return true;
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return false;
+}
+
+/* The workloads to run: --workloads, else all but the cluster's fresh. */
+static bool workload_wanted(const struct settings *st, enum workload w)
+{
+	if (!st->st_workloads)
+		return w != WFRESH;
+	return in_list(st->st_workloads, workload_name[w]);
+}
+
+/* --raw: "SYSTEM WORKLOAD CLIENTS RATE P50_US P99_US MIN MAX RETRIES" per
+ * measurement, for bench/compare --cluster to sum over nodes. */
+static int write_raw(const char *path, const struct settings *st,
+		     struct wl_result r[NSYSTEMS][NWORKLOADS])
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -errno;
+	for (int s = 0; s < NSYSTEMS; s++)
+		for (int w = 0; w < NWORKLOADS; w++) {
+			struct wl_result *x = &r[s][w];
+
+			if (!x->wr_done)
+				continue;
+			fprintf(f, "%s %s %d %.1f %.1f %.1f %ld %ld %ld\n",
+				systems[s].sy_name, workload_name[w],
+				w == W1 || w == WASYNC ? 1 : st->st_clients, x->wr_rate,
+				x->wr_p50_us, x->wr_p99_us, x->wr_min, x->wr_max,
+				x->wr_retries);
+		}
+	return fclose(f) ? -errno : 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: bench-compare [--secs S] [--warmup S] [--clients N] [--window W]\n"
+		"                     [--redis SOCKET] [--pg CONNINFO] [--dat FILE]\n"
+		"                     [--only dlmd,redis,postgresql,floor]\n"
+		"                     [--workloads W1,W2,W3,async,fresh] [--prefix P]\n"
+		"                     [--raw FILE] [--start-at EPOCH_SECONDS]\n"
+		"                     [--ls-exists 1] [--no-table 1]\n"
+		"dlmd is reached through $DLMD_SOCKET; run by bench/compare.\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static struct wl_result r[NSYSTEMS][NWORKLOADS];
+	struct settings st = {
+		.st_secs = DEFAULT_SECS, .st_warmup = DEFAULT_WARMUP,
+		.st_clients = DEFAULT_CLIENTS, .st_window = DEFAULT_WINDOW,
+		.st_prefix = "cmp",
+	};
+	bool have_ls = false;
+	int failed = 0;
+
+	/* Every option takes a value. */
+	for (int i = 1; i < argc; i += 2) {
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!v)
+			usage();
+		if (!strcmp(argv[i], "--secs"))
+			st.st_secs = atof(v);
+		else if (!strcmp(argv[i], "--warmup"))
+			st.st_warmup = atof(v);
+		else if (!strcmp(argv[i], "--clients"))
+			st.st_clients = atoi(v);
+		else if (!strcmp(argv[i], "--window"))
+			st.st_window = atoi(v);
+		else if (!strcmp(argv[i], "--redis"))
+			st.st_redis = v;
+		else if (!strcmp(argv[i], "--pg"))
+			st.st_pg = v;
+		else if (!strcmp(argv[i], "--dat"))
+			st.st_dat = v;
+		else if (!strcmp(argv[i], "--only"))
+			st.st_only = v;
+		else if (!strcmp(argv[i], "--workloads"))
+			st.st_workloads = v;
+		else if (!strcmp(argv[i], "--prefix"))
+			st.st_prefix = v;
+		else if (!strcmp(argv[i], "--raw"))
+			st.st_raw = v;
+		else if (!strcmp(argv[i], "--start-at"))
+			st.st_start_at = atof(v);
+		else if (!strcmp(argv[i], "--ls-exists"))
+			st.st_ls_exists = atoi(v) != 0;
+		else if (!strcmp(argv[i], "--no-table"))
+			st.st_no_table = atoi(v) != 0;
+		else
+			usage();
+	}
+	if (st.st_secs <= 0 || st.st_warmup < 0 || st.st_clients < 1 ||
+	    st.st_clients > MAX_CLIENTS || st.st_window < 1 ||
+	    st.st_window > MAX_WINDOW || strlen(st.st_prefix) > 24)
+		usage();
+	signal(SIGPIPE, SIG_IGN);
+	if (in_list(st.st_only, "dlmd")) {
+		if (!getenv("DLMD_SOCKET")) {
+			fprintf(stderr, "bench-compare: no DLMD_SOCKET: dlmd not measured\n");
+			failed++;
+		} else if (!st.st_ls_exists && lockspace_op(true)) {
+			failed++;
+		} else {
+			have_ls = true;
+		}
+	}
+	printf("bench-compare: %.1f s per measurement after %.1f s of warm-up, "
+	       "%d clients in W2/W3\n", st.st_secs, st.st_warmup, st.st_clients);
+	for (int s = 0; s < NSYSTEMS; s++) {
+		const struct system *sy = &systems[s];
+
+		if (!in_list(st.st_only, sy->sy_name) || (s == SYS_DLMD && !have_ls))
+			continue;
+		if ((s == SYS_REDIS && !st.st_redis) || (s == SYS_PG && !st.st_pg)) {
+			fprintf(stderr, "bench-compare: no address for %s: not measured\n",
+				sy->sy_name);
+			failed++;
+			continue;
+		}
+		for (enum workload w = 0; w < NWORKLOADS; w++) {
+			int n = w == W1 || w == WASYNC ? 1 : st.st_clients;
+
+			if (!workload_wanted(&st, w) ||
+			    (w == WASYNC && s != SYS_DLMD) ||
+			    (w == W3 && !sy->sy_shared_name))
+				continue;
+			printf("  %-12s %-6s ...", sy->sy_name, workload_name[w]);
+			fflush(stdout);
+			if (run_clients(&st, sy, n, w, &r[s][w])) {
+				printf(" failed\n");
+				failed++;
+				/* Not even one client worked: the rest would fail too. */
+				if (w == W1)
+					break;
+				continue;
+			}
+			printf(" %.0f %s/s\n", r[s][w].wr_rate,
+			       w == WASYNC ? "ops" : "pairs");
+		}
+	}
+	if (have_ls && !st.st_ls_exists && lockspace_op(false)) {
+		fprintf(stderr, "bench-compare: cannot release lockspace " CMP_LS "\n");
+		failed++;
+	}
+	if (!st.st_no_table) {
+		print_table(&st, r);
+		print_ratios(r);
+	}
+	if (st.st_dat) {
+		int err = write_dat(st.st_dat, &st, r);
+
+		if (err) {
+			fprintf(stderr, "bench-compare: %s: %s\n", st.st_dat, strerror(-err));
+			failed++;
+		}
+	}
+	if (st.st_raw) {
+		int err = write_raw(st.st_raw, &st, r);
+
+		if (err) {
+			fprintf(stderr, "bench-compare: %s: %s\n", st.st_raw, strerror(-err));
+			failed++;
+		}
+	}
+	if (failed)
+		fprintf(stderr, "bench-compare: %d measurement(s) failed\n", failed);
+	return failed ? 1 : 0;
+}
