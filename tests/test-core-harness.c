@@ -81,7 +81,10 @@ struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq)
 	for (i = 0; i < n; i++)
 		members[i] = (uint32_t)(i + 1);
 	for (i = 1; i <= n; i++) {
-		struct dlm_core_config cfg = { (uint32_t)i, toss_ms, lvbseq };
+		struct dlm_core_config cfg = {
+			.our_nodeid = (uint32_t)i, .toss_ms = toss_ms,
+			.lvbseq_start = lvbseq,
+		};
 
 		nctx[i].c = c;
 		nctx[i].node = i;
