@@ -238,6 +238,7 @@ const struct dlm_core_ops dlmd_core_ops = {
 	.ast = core_ast,
 	.log = core_log,
 	.recovery_done = dlmd_cluster_recovery_done,
+	.recovery_failed = dlmd_cluster_recovery_failed,
 };
 
 /* ------------------------------------------------------------------ */

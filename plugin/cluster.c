@@ -1627,6 +1627,24 @@ void dlmd_cluster_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event)
 	}
 }
 
+/* The engine's recovery of 'event' failed here (out of memory): the
+ * lockspace stays stopped and the other members wait at the step's
+ * barrier; recovery runs again only under a newer event.  Said loudly;
+ * dlmctl ls shows it (dlmd_cluster_ls_describe). */
+void dlmd_cluster_recovery_failed(void *ctx, struct dlm_ls *ls, uint32_t event,
+				  int error)
+{
+	const char *step = "?";
+
+	(void)ctx;
+	(void)dlm_core_ls_recovery_error(ls, &step);
+	log_err("lockspace %s: recovery %u failed here in step %s: %s; the "
+		"other members wait for us.  It runs again at the next "
+		"membership change; stopping dlmd on this node makes the others "
+		"fence it and go on", dlm_core_ls_name(ls), event, step,
+		strerror(-error));
+}
+
 /* Every START is in and the daemon group is not syncing. */
 static bool all_got(const struct dlmd_cluster_ls *cl)
 {
@@ -3017,7 +3035,7 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 {
 	const struct dlmd_cluster_ls *cl = dl->dl_cluster;
 	struct dlm_ls_stats stats;
-	const char *step = "";
+	const char *step = "", *failed_step = "";
 	uint32_t ev = 0;
 	enum dlm_ls_state st = dlm_core_ls_state(dl->dl_core, &ev, &step);
 
@@ -3074,6 +3092,12 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 		snprintf(v->lv_wait + off, sizeof(v->lv_wait) - off, ")");
 	} else if (cl->cl_start_pending) {
 		snprintf(v->lv_wait, sizeof(v->lv_wait), "quorum (to start)");
+	} else if (cl->cl_recovered != cl->cl_last_event &&
+		   dlm_core_ls_recovery_error(dl->dl_core, &failed_step)) {
+		snprintf(v->lv_wait, sizeof(v->lv_wait), "recovery %u failed here "
+			 "in step %s: %s (the others wait; see the log)",
+			 cl->cl_last_event, failed_step,
+			 strerror(-dlm_core_ls_recovery_error(dl->dl_core, NULL)));
 	} else if (cl->cl_recovered != cl->cl_last_event) {
 		snprintf(v->lv_wait, sizeof(v->lv_wait), "recovery step %s", step);
 	} else {

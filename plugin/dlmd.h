@@ -351,6 +351,8 @@ void dlmd_cluster_ls_created(struct dlmd *d, struct dlmd_ls *dl);
 bool dlmd_cluster_ls_ready(const struct dlmd *d, const struct dlmd_ls *dl);
 /* The engine's recovery_done callback (ctx is struct dlmd). */
 void dlmd_cluster_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event);
+void dlmd_cluster_recovery_failed(void *ctx, struct dlm_ls *ls, uint32_t event,
+				  int error);
 /* A node's fencing state changed: lockspaces may go on. */
 void dlmd_cluster_fencing_changed(struct dlmd *d);
 /* corosync asked us to retry a send: try again shortly. */
