@@ -531,6 +531,7 @@ struct dlmd_cluster {
 	struct cs_out		**cs_out_tail;
 	unsigned int		cs_nout;
 	bool			cs_kick_queued;
+	qb_loop_timer_handle	cs_kick_timer;
 	bool			cs_wd_armed;
 	qb_loop_timer_handle	cs_wd;
 	bool			cs_retry_armed;
@@ -1489,7 +1490,14 @@ static void kick(struct dlmd_cluster *cs)
 {
 	if (cs->cs_kick_queued)
 		return;
-	if (qb_loop_job_add(cs->cs_d->d_loop, QB_LOOP_HIGH, cs, kick_job) == 0)
+	/* A timer due at once, not a job: libqb counts the jobs due when a
+	 * loop turn starts, and one added while that turn dispatches (from
+	 * a CPG or fencer callback) waits for the next wake-up of the poll,
+	 * which an idle daemon may not have for a long while (45 ms between
+	 * "node 3 is fenced" and the START it allowed, measured).  A due
+	 * timer makes the poll return at once. */
+	if (qb_loop_timer_add(cs->cs_d->d_loop, QB_LOOP_HIGH, 0, cs, kick_job,
+			      &cs->cs_kick_timer) == 0)
 		cs->cs_kick_queued = true;
 }
 
@@ -2821,7 +2829,7 @@ void dlmd_cluster_fini(struct dlmd *d)
 	if (!cs)
 		return;
 	if (cs->cs_kick_queued)
-		qb_loop_job_del(d->d_loop, QB_LOOP_HIGH, cs, kick_job);
+		qb_loop_timer_del(d->d_loop, cs->cs_kick_timer);
 	if (cs->cs_retry_armed)
 		qb_loop_timer_del(d->d_loop, cs->cs_retry);
 	if (cs->cs_wd_armed)
