@@ -313,6 +313,21 @@ static int do_request(int fd, uint32_t *reqid, struct dlmp_msg *msg,
 	return reply->rp_status;
 }
 
+/* w's answer is in (or it gave up): off the list, its slot free for a
+ * thread waiting for one.  Under lh_wlock. */
+static void waiter_done(struct ls_handle *h, struct waiter *w)
+{
+	for (struct waiter **pp = &h->lh_waiters; *pp; pp = &(*pp)->w_next) {
+		if (*pp == w) {
+			*pp = w->w_next;
+			break;
+		}
+	}
+	h->lh_nflight--;
+	if (h->lh_nslot_waits)
+		COND_SIGNAL(&h->lh_slot_cond);
+}
+
 /*
  * Requests on a handle's connection (see "Requests in flight" above).
  * req_send() gives the request a reqid, enters 'w' in lh_waiters and
@@ -363,15 +378,7 @@ static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
 	rv = n < 0 ? -errno : -EIO;
 fail:
 	LOCK(&h->lh_wlock);
-	for (struct waiter **pp = &h->lh_waiters; *pp; pp = &(*pp)->w_next) {
-		if (*pp == w) {
-			*pp = w->w_next;
-			break;
-		}
-	}
-	h->lh_nflight--;
-	if (h->lh_nslot_waits)
-		COND_SIGNAL(&h->lh_slot_cond);
+	waiter_done(h, w);
 	UNLOCK(&h->lh_wlock);
 	COND_DESTROY(&w->w_cond);
 	return rv;
@@ -479,15 +486,7 @@ static int req_wait(struct ls_handle *h, struct waiter *w)
 		h->lh_reading = false;
 		take_answer(h, buf, n, err);
 	}
-	for (struct waiter **pp = &h->lh_waiters; *pp; pp = &(*pp)->w_next) {
-		if (*pp == w) {
-			*pp = w->w_next;
-			break;
-		}
-	}
-	h->lh_nflight--;
-	if (h->lh_nslot_waits)
-		COND_SIGNAL(&h->lh_slot_cond);
+	waiter_done(h, w);
 	if (!h->lh_reading) {
 		/* the reader's turn passes to a thread still waiting */
 		for (struct waiter *o = h->lh_waiters; o; o = o->w_next) {
