@@ -339,6 +339,7 @@ say "== 6. two failures leave node 2 alone; the first comes back afresh"
 "$CLUSTER" kill "$dir" 3
 wait_ls 1 "state running members 1 2 clients" "nodes 1 and 2 did not recover without node 3"
 f1=$(fences_of 1)
+done1=$(grep -c "fencing: node 1 is fenced" "$dir/n2/dlmd.out")
 "$CLUSTER" kill "$dir" 1
 i=0
 until grep -q "fencing: node 1 failed" "$dir/n2/dlmd.out" 2>/dev/null; do
@@ -358,6 +359,16 @@ else
 	grep -q "fencing: node 1 came back afresh" "$dir/n2/dlmd.out" ||
 		fail "node 2 fenced node 1 without saying why"
 fi
+# until node 2 has fenced it: an attempt that meets node 1 still
+# starting fails (a process of the node runs after the kill) and is
+# retried FENCE_RETRY_MS later; a restart before that would be killed
+i=0
+while [ "$(grep -c "fencing: node 1 is fenced" "$dir/n2/dlmd.out")" -le "$done1" ] &&
+	[ $i -lt $POLLS ]; do
+	i=$((i + 1))
+	sleep 0.1
+done
+[ $i -ge $POLLS ] && fail "node 2 never finished fencing node 1"
 # the fence agent logs before it kills: let it finish
 i=0
 while { running 1 corosync || running 1 dlmd; } && [ $i -lt $POLLS ]; do
