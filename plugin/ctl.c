@@ -506,23 +506,30 @@ static void ctl_close(struct dlmd_ctl_conn *cc)
 	free(cc);
 }
 
+int dlmd_send_rest(int fd, const char *buf, size_t len, size_t *off)
+{
+	while (*off < len) {
+		ssize_t n = send(fd, buf + *off, len - *off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n <= 0)
+			return -1;
+		*off += (size_t)n;
+	}
+	return 1;
+}
+
 static int ctl_ready(int32_t fd, int32_t revents, void *data);
 
 static void ctl_write(struct dlmd_ctl_conn *cc)
 {
-	while (cc->cc_outoff < cc->cc_outlen) {
-		ssize_t n = send(cc->cc_fd, cc->cc_out + cc->cc_outoff,
-				 cc->cc_outlen - cc->cc_outoff,
-				 MSG_DONTWAIT | MSG_NOSIGNAL);
-
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			qb_loop_poll_mod(cc->cc_d->d_loop, QB_LOOP_LOW, cc->cc_fd,
-					 POLLOUT, cc, ctl_ready);
-			return;
-		}
-		if (n <= 0)
-			break;
-		cc->cc_outoff += (size_t)n;
+	if (dlmd_send_rest(cc->cc_fd, cc->cc_out, cc->cc_outlen,
+			   &cc->cc_outoff) == 0) {
+		qb_loop_poll_mod(cc->cc_d->d_loop, QB_LOOP_LOW, cc->cc_fd,
+				 POLLOUT, cc, ctl_ready);
+		return;
 	}
 	ctl_close(cc);
 }

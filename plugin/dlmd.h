@@ -332,6 +332,10 @@ void dlmd_sb_printf(struct dlmd_sbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* s as a JSON string, quotes included. */
 void dlmd_json_str(struct dlmd_sbuf *sb, const char *s);
+/* Write buf[*off..len) to the non-blocking fd as far as it takes it,
+ * advancing *off: 1 all written, 0 it would block (wait for POLLOUT),
+ * -1 the peer is gone or the send failed. */
+int dlmd_send_rest(int fd, const char *buf, size_t len, size_t *off);
 int dlmd_ctl_listen(struct dlmd *d);
 void dlmd_ctl_fini(struct dlmd *d);
 /* One control request line answered in memory (tests/fuzz-ctl.c). */

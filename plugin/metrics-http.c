@@ -139,21 +139,15 @@ static int http_ready(int32_t fd, int32_t revents, void *data);
 /* Write what the socket takes; then shut down our side and drain. */
 static void http_write(struct dlmd_http_conn *hc)
 {
-	while (hc->hc_outoff < hc->hc_outlen) {
-		ssize_t n = send(hc->hc_fd, hc->hc_out + hc->hc_outoff,
-				 hc->hc_outlen - hc->hc_outoff,
-				 MSG_DONTWAIT | MSG_NOSIGNAL);
-
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			qb_loop_poll_mod(hc->hc_d->d_loop, QB_LOOP_LOW, hc->hc_fd,
-					 POLLOUT, hc, http_ready);
-			return;
-		}
-		if (n <= 0) {
-			http_close(hc);
-			return;
-		}
-		hc->hc_outoff += (size_t)n;
+	switch (dlmd_send_rest(hc->hc_fd, hc->hc_out, hc->hc_outlen,
+			       &hc->hc_outoff)) {
+	case 0:
+		qb_loop_poll_mod(hc->hc_d->d_loop, QB_LOOP_LOW, hc->hc_fd,
+				 POLLOUT, hc, http_ready);
+		return;
+	case -1:
+		http_close(hc);
+		return;
 	}
 	if (shutdown(hc->hc_fd, SHUT_WR) < 0) {
 		http_close(hc);
