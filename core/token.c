@@ -1,0 +1,94 @@
+/*
+ * core/token.c - fencing tokens: a number with every write grant that
+ * storage can use to refuse a writer whose lock was given away.
+ *
+ * The problem.  A holder of an EX lock can pause (a GC, swap, a stopped
+ * VM, a queue of writes in the network) and go on writing after its lock
+ * was taken from it: its node was declared dead and fenced too late, its
+ * process was killed with writes still in flight, its lock was purged.
+ * The lock manager cannot stop such a write, but the storage can, if
+ * every grant of a mode that allows writing carries a number that only
+ * grows: the storage remembers the highest number it has seen for an
+ * object and refuses a write with a lower one.
+ *
+ * The promise.  Each grant of CW, PW or EX on a resource carries a 64-bit
+ * token strictly greater than the token of every earlier grant on that
+ * resource with which it conflicts (an earlier grant of an incompatible
+ * mode on an overlapping range: one that had to end before this one
+ * could start), across master changes (a resource dropped and mastered
+ * again elsewhere, a master that died), node deaths and recoveries, for
+ * as long as any node keeps the lockspace.  Compatible grants (two CW
+ * locks, two EX locks on disjoint ranges) get distinct tokens in the
+ * order their master granted them, and may reach their holders in
+ * another order.  A conversion between write modes is a grant and gets a
+ * new token; a grant of NL, CR or PR carries none (0).  The one
+ * exception: a down-conversion (EX to PW or CW) in flight to a master
+ * that died is completed by its own node during recovery (lock.c
+ * dlm_recover_waiter) and keeps the lock's token, which is safe: the
+ * lock held a write mode all along, so nothing conflicting was granted
+ * in between.
+ *
+ * The design: a Lamport clock per lockspace, floored by the recovery
+ * generation.  Every node keeps ls_token, the highest token it has
+ * minted or heard of in the lockspace.
+ *
+ *   mint    A master grants a write mode: token = max(ls_token,
+ *           E << 32) + 1, where E is the lockspace's latest recovery
+ *           event on this node (ls_event: the grants of a recovery's last
+ *           step belong to it already); ls_token = token.
+ *   carry   Every engine message carries the sender's ls_token in the
+ *           wire field m_clock (core/wire.h), and the receiver raises its
+ *           own to it when the sender is a member (dlm_core_receive).
+ *           Messages about a lock (replies, GRANT, RC_LOCK) also carry
+ *           that lock's own token (m_token), which the holder's process
+ *           copy and a new master's copy keep.
+ *
+ * Why it holds.  Two conflicting grants A then B on resource R:
+ *
+ *  - same master, no recovery between: the master's ls_token only grows,
+ *    so B's token is above A's.
+ *  - a recovery between them (a node died or joined, the master may have
+ *    died with A's holder, so that nobody alive knows A's token): the
+ *    cluster glue numbers events E = (newest event any member ran) + 1
+ *    (plugin/cluster.c), so B's event is above the event A was granted
+ *    under, and the high half of B's token is at least that event while
+ *    the high half of A's is at most its own.  Recovery events are agreed
+ *    by all members, and the recovery barriers make every member start E
+ *    before any grants under it: no node grants under an older event
+ *    once any node grants under E.  A joining node with no past starts
+ *    at the others' event, never at 0.
+ *  - the master changed without a recovery: R went unused, its master X
+ *    dropped it (REMOVE to R's directory node D, after X minted A's
+ *    token), and Y became master by asking D (LOOKUP_REPLY), or by
+ *    asking X while D still named it (X answers -EBADR and Y asks again).
+ *    D's record of Y exists only after D received X's REMOVE; every
+ *    message in that chain carries its sender's clock, so Y's ls_token is
+ *    above A's token before it grants B.  (When two of X, D, Y are one
+ *    node the chain goes through that node's own clock.)
+ *
+ * The directory and every link are inside one lockspace, so one clock per
+ * lockspace is enough; tokens of different resources are comparable
+ * only in the sense that they are all below the next minted anywhere
+ * after hearing of them.  A token minted at the master reaches the holder
+ * with its grant (REQUEST_REPLY, CONVERT_REPLY or GRANT) and a new master
+ * with the holder's RC_LOCK, so the holder and the dump show the same
+ * number; clients read it with dlm_ls_lock_token() (libdlm).
+ *
+ * Limits.
+ *  - "While any node keeps the lockspace": when every node has left it,
+ *    nothing remembers its events or clock, and a new instance starts at
+ *    event 1 again.  Storage that must survive that keeps its own epoch
+ *    (e.g. resets its high-water marks when it is told the lockspace was
+ *    created afresh) or never lets the whole lockspace go.
+ *  - One recovery generation holds 2^32 - 1 tokens of one causal chain
+ *    (the clock advances by one per write grant it orders); past that the
+ *    low half carries into the high half, which still only grows, but a
+ *    master that died with its holder after more than 2^32 grants since
+ *    the last recovery could have minted tokens above the next
+ *    generation's first ones.  A warning is logged once when a
+ *    lockspace's low half passes 2^31 (at a million write grants a
+ *    second on one chain, that is 35 minutes without a membership
+ *    change).
+ *  - The token is a fact about the lock manager's order; it protects only
+ *    storage that checks it.
+ */
