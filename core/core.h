@@ -126,6 +126,8 @@ struct dlm_ast {
 	int			grmode;		/* COMP: mode now granted, IV if none */
 	int			bastmode;	/* BAST: mode the blocked request wants */
 	const char		*lvb;		/* COMP with VALBLK: DLM_LVB_LEN bytes */
+	uint64_t		token;		/* COMP granted CW, PW or EX: the
+						   fencing token; else 0 */
 };
 
 /* Log levels, as syslog's. */
@@ -183,6 +185,9 @@ enum dlm_core_fault {
 	DLM_FAULT_QUECVT_IGNORED,	/* an arriving conversion ignores QUECVT */
 	DLM_FAULT_WAITQ_PASS,		/* a waiter is granted past an older blocked one */
 	DLM_FAULT_LOSE_GRANT,		/* a master forgets some GRANT messages */
+	DLM_FAULT_TOKEN_RESET,		/* fencing tokens: each node counts alone
+					   from 0, ignoring the others and the
+					   recovery event (core/token.c) */
 };
 
 /* ---------------------------------------------------------------------
@@ -396,6 +401,8 @@ struct dlm_lock_info {
 	uint32_t	exflags;	/* DLM_LKF_* of the lock's latest request */
 	const unsigned char *key;	/* resource key (see core/resource.c) */
 	unsigned int	keylen;
+	uint64_t	token;		/* fencing token while granted CW, PW or
+					   EX (core/token.c); else 0 */
 };
 #define DLM_LKSTS_NONE		0	/* not on a queue (request in flight) */
 #define DLM_LKSTS_WAITING	1
@@ -404,6 +411,13 @@ struct dlm_lock_info {
 void dlm_core_ls_walk(struct dlm_ls *ls,
 		      void (*fn)(void *arg, const struct dlm_lock_info *li),
 		      void *arg);
+
+/* The fencing token of lock 'lkid' of client 'owner' (core/token.c):
+ * 0 and *token, or -ENOENT (no such lock, or it does not hold CW, PW or
+ * EX now: not granted, converting from a mode that does not write, or
+ * an orphan) or -EPERM (another client's lock). */
+int dlm_core_lock_token(struct dlm_ls *ls, uint32_t lkid, uint64_t owner,
+			uint64_t *token);
 
 /* Check the lockspace's internal invariants (queue membership, per-mode
  * counts).  0, or -EUCLEAN with a description in 'why'.  For tests. */

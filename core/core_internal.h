@@ -78,6 +78,8 @@ struct dlm_lkb {
 	uint8_t			lkb_wait_type;	/* enum dlm_wait */
 	uint32_t		lkb_lvbseq;
 	uint32_t		lkb_nchildren;
+	uint64_t		lkb_token;	/* fencing token of the current write
+						   grant (token.c); 0: none */
 	uint32_t		lkb_unlock_flags;	/* flags of an unlock to redo */
 	uint32_t		lkb_wait_nodeid;	/* node the op in flight went to */
 	char			*lkb_unlock_lvb;	/* LVB of an unlock that waits for an op */
@@ -203,6 +205,8 @@ struct dlm_ls {
 	uint64_t		ls_norphans;
 	uint64_t		ls_msgs_sent;
 	uint64_t		ls_msgs_received;
+	uint64_t		ls_token;	/* token clock (token.c) */
+	bool			ls_token_warned;
 	/* recovery; both changed only by recover.c set_state/set_rstep */
 	enum dlm_ls_state	ls_state;
 	enum dlm_rstep		ls_rstep;
@@ -300,6 +304,16 @@ int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m,
 			const void *buf, size_t len);
 void dlm_recover_init_ls(struct dlm_ls *ls);
 void dlm_recover_free_ls(struct dlm_ls *ls);
+
+/* token.c: a token is (recovery event << DLM_TOKEN_GEN_SHIFT) plus a
+ * count */
+#define DLM_TOKEN_GEN_SHIFT	32
+#define DLM_TOKEN_LOW_MASK	((UINT64_C(1) << DLM_TOKEN_GEN_SHIFT) - 1)
+uint64_t dlm_token_mint(struct dlm_ls *ls);
+void dlm_token_heard(struct dlm_ls *ls, uint64_t clock);
+bool dlm_token_mode(int mode);
+/* lkb's token if it holds (or last held, when not granted) a write mode */
+uint64_t dlm_lkb_token(const struct dlm_lkb *lkb);
 
 /* audit.c */
 void dlm_audit_restart(struct dlm_ls *ls, struct dlm_lkb *lkb);

@@ -403,6 +403,8 @@ static void cast_local(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
 	ast.bastmode = DLM_LOCK_IV;
 	if ((lkb->lkb_flags & LKBF_VALBLK) && status == 0)
 		ast.lvb = lkb->lkb_lvb;
+	if (status == 0)
+		ast.token = dlm_lkb_token(lkb);
 	lkb->lkb_sbflags = 0;
 	core->core_ops.ast(core->core_ctx, &ast);
 }
@@ -440,6 +442,7 @@ void dlm_send_msg(struct dlm_ls *ls, struct dlm_msg *m, uint32_t to)
 	m->m_from = dlm_our_nodeid(ls);
 	if (!dlm_msg_is_recovery(m->m_type))
 		m->m_gen = ls->ls_generation;
+	m->m_clock = ls->ls_token;
 	m->m_to = to;
 	len = dlm_msg_encode(m, buf, sizeof(buf));
 	if (len < 0) {
@@ -467,6 +470,7 @@ static void lkb_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
 	m->m_rqmode = lkb->lkb_rqmode;
 	m->m_owner = lkb->lkb_ownerid;
 	m->m_lvbseq = lkb->lkb_lvbseq;
+	m->m_token = dlm_lkb_token(lkb);
 	m->m_grrange = lkb->lkb_grrange;
 	m->m_rqrange = lkb->lkb_rqrange;
 	if (lkb->lkb_flags & LKBF_VALBLK) {
@@ -792,7 +796,8 @@ static void lvb_read(struct dlm_rsb *r, struct dlm_lkb *lkb)
 }
 
 /* Grant lkb its requested mode (or 'mode', an alternate), applying the
- * LVB rules, and put it on the grant queue. */
+ * LVB rules, with a new fencing token if the mode writes (token.c), and
+ * put it on the grant queue. */
 static void grant_lock(struct dlm_rsb *r, struct dlm_lkb *lkb, int mode)
 {
 	/* by the mode asked for: an up-conversion granted an alternate
@@ -804,6 +809,7 @@ static void grant_lock(struct dlm_rsb *r, struct dlm_lkb *lkb, int mode)
 	if (mode != lkb->lkb_rqmode)
 		lkb->lkb_sbflags |= DLM_SBF_ALTMODE;
 	set_grmode(r, lkb, mode, &lkb->lkb_rqrange);
+	lkb->lkb_token = dlm_token_mode(mode) ? dlm_token_mint(r->res_ls) : 0;
 	lkb->lkb_rqmode = DLM_LOCK_IV;
 	lkb->lkb_highbast = DLM_LOCK_IV;
 	lkb->lkb_last_bast = DLM_LOCK_IV;
@@ -1846,6 +1852,7 @@ static void pcopy_granted(struct dlm_ls *ls, struct dlm_lkb *lkb,
 		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 	}
 	lkb->lkb_lvbseq = m->m_lvbseq;
+	lkb->lkb_token = m->m_token;
 	set_grmode(r, lkb, m->m_grmode, &m->m_grrange);
 	lkb->lkb_rqmode = DLM_LOCK_IV;
 	lkb->lkb_last_bast = DLM_LOCK_IV;
@@ -2243,6 +2250,8 @@ static void walk_one(void *arg, struct dlm_hnode *n)
 	li.owner = lkb->lkb_ownerid;
 	li.orphan = !!(lkb->lkb_flags & LKBF_ORPHAN);
 	li.exflags = lkb->lkb_exflags;
+	if (holds_grmode(lkb))
+		li.token = dlm_lkb_token(lkb);
 	if (lkb->lkb_rsb) {
 		li.key = lkb->lkb_rsb->res_key;
 		li.keylen = lkb->lkb_rsb->res_keylen;
@@ -2386,6 +2395,10 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 			bool stale = lkb->lkb_flags & LKBF_LVB_STALE;
 
 			m.m_lvbseq = lkb->lkb_lvbseq;
+			/* the lock wrote all along: it keeps its token
+			 * (token.c) */
+			if (dlm_token_mode(lkb->lkb_rqmode))
+				m.m_token = dlm_lkb_token(lkb);
 			if (lkb->lkb_flags & LKBF_VALBLK) {
 				m.m_lvb = lkb->lkb_lvb;
 				m.m_lvblen = DLM_LVB_LEN;

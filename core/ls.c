@@ -320,6 +320,10 @@ int dlm_core_receive(struct dlm_core *core, uint32_t from,
 		return -ENOENT;
 	}
 	ls->ls_msgs_received++;
+	/* what a member has minted or heard of orders our next fencing
+	 * tokens (token.c), whenever we handle the message */
+	if (dlm_ls_is_member(ls, from))
+		dlm_token_heard(ls, m.m_clock);
 	if (dlm_msg_is_recovery(m.m_type))
 		return dlm_recover_receive(ls, &m, buf, len);
 	if (!dlm_ls_running(ls))

@@ -942,6 +942,7 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 	lkb->lkb_grrange = m->m_grrange;
 	lkb->lkb_rqrange = m->m_rqrange;
 	lkb->lkb_lvbseq = m->m_lvbseq;
+	lkb->lkb_token = m->m_token;
 	if (m->m_exflags & DLM_LKF_VALBLK)
 		lkb->lkb_flags |= LKBF_VALBLK;
 	else

@@ -92,3 +92,76 @@
  *  - The token is a fact about the lock manager's order; it protects only
  *    storage that checks it.
  */
+#include <errno.h>
+
+#include "core/core_internal.h"
+
+/* The low half of a token past which we warn once (see Limits). */
+#define TOKEN_LOW_WARN		(UINT64_C(1) << 31)
+
+static uint64_t token_floor(const struct dlm_ls *ls)
+{
+	return (uint64_t)ls->ls_event << DLM_TOKEN_GEN_SHIFT;
+}
+
+uint64_t dlm_token_mint(struct dlm_ls *ls)
+{
+	uint64_t t = ls->ls_token;
+
+	if (ls->ls_core->core_fault != DLM_FAULT_TOKEN_RESET &&
+	    t < token_floor(ls))
+		t = token_floor(ls);
+	if (t == UINT64_MAX) {
+		/* cannot happen in practice (see Limits); never wrap */
+		log_ls(ls, DLM_LOG_ERR, "fencing tokens exhausted");
+		return t;
+	}
+	t++;
+	if (!ls->ls_token_warned &&
+	    (t & DLM_TOKEN_LOW_MASK) >= TOKEN_LOW_WARN) {
+		ls->ls_token_warned = true;
+		log_ls(ls, DLM_LOG_WARNING,
+		       "fencing tokens: %llu grants in event %u; a recovery "
+		       "is due before 2^32",
+		       (unsigned long long)(t & DLM_TOKEN_LOW_MASK),
+		       (unsigned int)(t >> DLM_TOKEN_GEN_SHIFT));
+	}
+	ls->ls_token = t;
+	return t;
+}
+
+void dlm_token_heard(struct dlm_ls *ls, uint64_t clock)
+{
+	/* the broken variant counts alone: it neither hears the others nor
+	 * the generation, so a new master starts from its own count */
+	if (ls->ls_core->core_fault == DLM_FAULT_TOKEN_RESET)
+		return;
+	if (clock > ls->ls_token)
+		ls->ls_token = clock;
+}
+
+bool dlm_token_mode(int mode)
+{
+	return mode == DLM_LOCK_CW || mode == DLM_LOCK_PW ||
+	       mode == DLM_LOCK_EX;
+}
+
+uint64_t dlm_lkb_token(const struct dlm_lkb *lkb)
+{
+	return dlm_token_mode(lkb->lkb_grmode) ? lkb->lkb_token : 0;
+}
+
+int dlm_core_lock_token(struct dlm_ls *ls, uint32_t lkid, uint64_t owner,
+			uint64_t *token)
+{
+	struct dlm_lkb *lkb = dlm_lkb_find(ls, lkid);
+
+	if (!lkb || is_master_copy(lkb) || (lkb->lkb_flags & LKBF_ORPHAN))
+		return -ENOENT;
+	if (lkb->lkb_ownerid != owner)
+		return -EPERM;
+	if (!holds_grmode(lkb) || !dlm_lkb_token(lkb))
+		return -ENOENT;
+	*token = lkb->lkb_token;
+	return 0;
+}

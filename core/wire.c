@@ -11,7 +11,7 @@
 
 #include "core/wire.h"
 
-static_assert(DLM_WIRE_FIXED_LEN == 108, "wire body layout changed");
+static_assert(DLM_WIRE_FIXED_LEN == 124, "wire body layout changed");
 static_assert(DLM_WIRE_MAX_LEN <= 65535, "messages must fit 16-bit lengths");
 
 static void put16(unsigned char *p, uint16_t v)
@@ -137,6 +137,8 @@ int dlm_msg_encode(const struct dlm_msg *m, unsigned char *buf, size_t buflen)
 	put16(buf + 100, m->m_keylen);
 	put16(buf + 102, m->m_lvblen);
 	put32(buf + 104, m->m_gen);
+	put64(buf + 108, m->m_token);
+	put64(buf + 116, m->m_clock);
 	if (m->m_keylen)
 		memcpy(buf + DLM_WIRE_FIXED_LEN, m->m_key, m->m_keylen);
 	if (m->m_lvblen)
@@ -193,6 +195,8 @@ int dlm_msg_decode(const void *buf, size_t len, struct dlm_msg *m,
 	m->m_keylen = get16(p + 100);
 	m->m_lvblen = get16(p + 102);
 	m->m_gen = get32(p + 104);
+	m->m_token = get64(p + 108);
+	m->m_clock = get64(p + 116);
 	if (p[99] != 0)
 		FAIL(-EBADMSG, "non-zero padding");
 	if (m->m_keylen > DLM_MAX_KEYLEN)
@@ -206,6 +210,9 @@ int dlm_msg_decode(const void *buf, size_t len, struct dlm_msg *m,
 	if (!mode_ok(m->m_grmode) || !mode_ok(m->m_rqmode) ||
 	    !mode_ok(m->m_bastmode))
 		FAIL(-ERANGE, "mode out of range");
+	if (m->m_token && m->m_grmode != DLM_LOCK_CW &&
+	    m->m_grmode != DLM_LOCK_PW && m->m_grmode != DLM_LOCK_EX)
+		FAIL(-EBADMSG, "fencing token with a mode that does not write");
 	if (m->m_grrange.ra_start > m->m_grrange.ra_end ||
 	    m->m_rqrange.ra_start > m->m_rqrange.ra_end)
 		FAIL(-ERANGE, "range start after end");

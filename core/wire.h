@@ -33,7 +33,18 @@
  *      104    4  gen        lockspace generation: the sender's last
  *                           finished recovery event (recovery messages:
  *                           the event being recovered)
- *      108       key bytes, then LVB bytes
+ *      108    8  token      the fencing token of the lock the message is
+ *                           about (0: none; non-zero only with a grmode
+ *                           of CW, PW or EX; see core/token.c)
+ *      116    8  clock      the sender's token clock (core/token.c)
+ *      124       key bytes, then LVB bytes
+ *
+ * Versions.  A decoder accepts its own version only: version 2 added
+ * token and clock (fencing tokens, issue 17) and a version-1 engine
+ * cannot order tokens, so the two must not share a lockspace (dlmd of
+ * both versions in one cluster is not supported anyway, see
+ * plugin/cluster.c).  A message of another version is dropped and
+ * logged (-EPROTO).
  *
  * The transport (lowcomms) adds its own framing, sequencing and acks
  * around this; the engine relies only on per-link FIFO delivery.
@@ -47,9 +58,9 @@
 #include "core/core.h"
 
 #define DLM_WIRE_MAGIC		0x434d4c44u	/* "DLMC" little-endian */
-#define DLM_WIRE_VERSION	1
+#define DLM_WIRE_VERSION	2
 #define DLM_WIRE_HDR_LEN	24
-#define DLM_WIRE_FIXED_LEN	108
+#define DLM_WIRE_FIXED_LEN	124
 /* A resource key is at most DLM_MAX_KEYLEN bytes (core/core.h). */
 #define DLM_WIRE_MAX_LEN	(DLM_WIRE_FIXED_LEN + DLM_MAX_KEYLEN + DLM_LVB_LEN)
 
@@ -115,6 +126,8 @@ struct dlm_msg {
 	uint16_t	m_keylen;
 	uint16_t	m_lvblen;
 	uint32_t	m_gen;
+	uint64_t	m_token;
+	uint64_t	m_clock;
 	const unsigned char *m_key;
 	const char	*m_lvb;
 };

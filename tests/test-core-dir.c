@@ -150,6 +150,27 @@ static void test_bad_messages(void **state)
 	m.m_keylen = 3;
 	len = dlm_msg_encode(&m, buf, sizeof(buf));
 	assert_int_equal(dlm_core_receive(c->core[1], 2, buf, (size_t)len), -EBADMSG);
+	/* a fencing token with a mode that does not write */
+	{
+		struct dlm_msg d;
+		const char *why = NULL;
+
+		m.m_type = DLM_MSG_GRANT;
+		m.m_keylen = 0;
+		m.m_token = 7;
+		m.m_grmode = DLM_LOCK_PR;
+		len = dlm_msg_encode(&m, buf, sizeof(buf));
+		assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, &why),
+				 -EBADMSG);
+		m.m_grmode = DLM_LOCK_CW;
+		m.m_clock = 9;
+		len = dlm_msg_encode(&m, buf, sizeof(buf));
+		assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, &why), 0);
+		assert_true(d.m_token == 7 && d.m_clock == 9);
+		m.m_token = 0;
+		m.m_clock = 0;
+		m.m_grmode = DLM_LOCK_NL;
+	}
 	/* unknown lockspace */
 	m.m_type = DLM_MSG_GRANT;
 	m.m_keylen = 0;

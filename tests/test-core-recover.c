@@ -68,6 +68,82 @@ static void test_recover_master_dies(void **state)
 	cluster_free(c);
 }
 
+static uint64_t token_of(struct cluster *c, int node, uint64_t owner,
+			 uint32_t lkid)
+{
+	uint64_t t = 0;
+
+	assert_int_equal(dlm_core_lock_token(c->ls[node], lkid, owner, &t), 0);
+	assert_int_equal(comp_of(c, node, lkid)->a.token, t);
+	return t;
+}
+
+/* Fencing tokens (core/token.c): every write grant on a resource carries
+ * a larger token than the ones before it, when the master dies together
+ * with the holder (nobody alive knows the last token), and when a
+ * resource is dropped and mastered again elsewhere without a recovery. */
+static void test_recover_token(void **state)
+{
+	struct cluster *c = cluster_new(3, 100);
+	uint32_t x, y, a, u[1];
+	uint64_t t, t0, last;
+	int i;
+
+	(void)state;
+	/* node 3 masters T and holds it EX: nobody else hears the token */
+	x = lock_on(c, 3, 3, "T", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 3, x, 0);
+	t0 = token_of(c, 3, 3, x);
+	assert_true(t0 > 0);
+	/* converting down to PR: no token; back up to EX: a larger one */
+	assert_int_equal(convert(c, 3, 3, x, DLM_LOCK_PR, 0, NULL), 0);
+	drain(c);
+	assert_int_equal(dlm_core_lock_token(c->ls[3], x, 3, &t), -ENOENT);
+	assert_int_equal(dlm_core_lock_token(c->ls[3], x, 1, &t), -EPERM);
+	assert_int_equal(convert(c, 3, 3, x, DLM_LOCK_EX, 0, NULL), 0);
+	drain(c);
+	t = token_of(c, 3, 3, x);
+	assert_true(t > t0);
+	t0 = t;
+	c->dead[3] = 1;
+	recover_all(c, 1);
+	a = lock_on(c, 1, 1, "T", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	t = token_of(c, 1, 1, a);
+	if (t <= t0)
+		fail_msg("token %llx after the master died, %llx before",
+			 (unsigned long long)t, (unsigned long long)t0);
+
+	/* node 2 masters U and mints a few tokens; U goes unused and is
+	 * dropped; node 1 then masters it: its tokens go on above */
+	y = lock_on(c, 2, 2, "U", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(convert(c, 2, 2, y, i % 2 ? DLM_LOCK_EX :
+					 DLM_LOCK_NL, 0, NULL), 0);
+		drain(c);
+	}
+	last = token_of(c, 2, 2, y);
+	assert_int_equal(unlock(c, 2, 2, y, 0, NULL), 0);
+	drain(c);
+	for (i = 1; i <= 2; i++)
+		dlm_core_tick(c->core[i], 1000);
+	drain(c);
+	assert_dump_lacks(c, 2, "resource \"U\"");
+	/* the directory's clock told node 1 what node 2 minted */
+	u[0] = lock_on(c, 1, 1, "U", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, u[0], 0);
+	assert_dump_has(c, 1, "resource \"U\" master 1");
+	t = token_of(c, 1, 1, u[0]);
+	if (t <= last)
+		fail_msg("token %llx after a new master, %llx before",
+			 (unsigned long long)t, (unsigned long long)last);
+	cluster_free(c);
+}
+
 /* A recovery step runs out of memory on one node: that node stays
  * stopped, says so (recovery_failed, dlm_core_ls_recovery_error), and
  * announces nothing, so the others wait at the barrier of the step that
@@ -330,6 +406,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_recover_master_dies),
 		cmocka_unit_test(test_recover_enomem),
+		cmocka_unit_test(test_recover_token),
 		cmocka_unit_test(test_recover_held_and_resent),
 		cmocka_unit_test(test_recover_inflight_unlock),
 		cmocka_unit_test(test_recover_abort_dedupe),
