@@ -67,6 +67,7 @@ static const struct type_info type_table[] = {
 	{ DLMP_UNLOCK, "unlock", DLMP_UNLOCK_LEN },
 	{ DLMP_PURGE, "purge", DLMP_PURGE_LEN },
 	{ DLMP_DEADLOCK, "deadlock", DLMP_DEADLOCK_LEN },
+	{ DLMP_TOKEN, "token", DLMP_TOKEN_LEN },
 	{ DLMP_REPLY, "reply", DLMP_REPLY_LEN },
 	{ DLMP_AST, "ast", DLMP_AST_LEN },
 	{ DLMP_COMP_REPLY, "comp_reply", DLMP_COMP_REPLY_LEN },
@@ -226,6 +227,7 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 	}
 	case DLMP_PURGE:
 	case DLMP_DEADLOCK:
+	case DLMP_TOKEN:
 		if (blen != ti->ti_fixed)
 			return -EBADMSG;
 		msg->m_u.pair.pr_a = get32(p);
@@ -360,6 +362,7 @@ int dlmp_encode(const struct dlmp_msg *msg, void *buf, size_t size)
 	}
 	case DLMP_PURGE:
 	case DLMP_DEADLOCK:
+	case DLMP_TOKEN:
 		put32(b, msg->m_u.pair.pr_a);
 		put32(b + 4, msg->m_u.pair.pr_b);
 		break;

@@ -35,8 +35,8 @@
  * socket, and the client polls the other end (dlm_ls_get_fd()).  Keeping
  * ASTs off the request connection means a thread waiting for a reply never
  * swallows an AST another thread is polling for.  On the bound connection
- * the client sends LOCK, UNLOCK, PURGE and DEADLOCK; each gets one REPLY
- * (or COMP_REPLY, below).
+ * the client sends LOCK, UNLOCK, PURGE, DEADLOCK and TOKEN; each gets one
+ * REPLY (or COMP_REPLY, below).
  *
  * Pipelining.  A client may send many requests without waiting for their
  * replies; each answer carries the request's reqid, and answers may come
@@ -116,6 +116,19 @@
  * -EPROTONOSUPPORT for an answer of another version (what an old dlmd
  * sends a new libdlm).  Version 2 (this one) added pipelining, DLMP_LK_SYNC,
  * COMP_REPLY and DLMP_REPLY_HELD; version 1 allowed one request in flight.
+ * Minor 1 of version 2 added the TOKEN request: a new type, which a dlmd
+ * of minor 0 answers -EOPNOTSUPP (unknown type), so libdlm needs no
+ * version check to use it and every other packet is unchanged.
+ *
+ * Fencing tokens.  TOKEN (body: lkid u32, then a zero u32) asks for the
+ * fencing token of one of the connection's own locks (core/token.c): the
+ * REPLY has value = its low 32 bits, value2 = its high 32 bits; status
+ * -ENOENT when the lock is unknown or does not hold CW, PW or EX now,
+ * -EINVAL when the second word is not zero.  A query rather than a field
+ * of the completion: no packet layout changes, and the answer is what
+ * the daemon knows when asked (after a completion was dispatched it is
+ * that completion's token, as the lock cannot change until the client
+ * asks it to).
  *
  * Errors.  A malformed packet (short, bad magic, wrong length, unknown
  * type, inconsistent name length, unknown bits) gets a REPLY with a
@@ -142,7 +155,7 @@
 #define DLMP_VERSION_OLDEST_REPLY	1
 /* What dlm_kernel_version() reports: the protocol version as x.y.z. */
 #define DLMP_VERSION_MAJOR	2
-#define DLMP_VERSION_MINOR	0
+#define DLMP_VERSION_MINOR	1
 #define DLMP_VERSION_PATCH	0
 /* The kernel DLM device interface (DLM_DEVICE_VERSION_*) whose semantics
  * dlmd gives: dlm_kernel_version() and dlm_library_version() report it,
@@ -174,6 +187,7 @@ enum dlmp_type {
 	DLMP_PURGE = 7,		/* -> REPLY value=locks purged, value2=AST
 				 * epoch (purge of one's own locks) */
 	DLMP_DEADLOCK = 8,	/* -> REPLY value=DLMP_UNLOCK_* */
+	DLMP_TOKEN = 9,		/* -> REPLY value=token low, value2=high */
 	DLMP_REPLY = 64,	/* daemon -> client, request connection */
 	DLMP_AST = 65,		/* daemon -> client, AST socket */
 	DLMP_COMP_REPLY = 66,	/* daemon -> client, request connection: the
@@ -214,6 +228,7 @@ enum dlmp_type {
 #define DLMP_UNLOCK_LEN		68
 #define DLMP_PURGE_LEN		8
 #define DLMP_DEADLOCK_LEN	8
+#define DLMP_TOKEN_LEN		8
 #define DLMP_REPLY_LEN		16
 #define DLMP_AST_LEN		88
 #define DLMP_COMP_REPLY_LEN	48
@@ -276,7 +291,8 @@ struct dlmp_unlock {
 	uint64_t	ul_castaddr;
 };
 
-/* PURGE: 0 nodeid u32, 4 pid u32.  DEADLOCK: 0 lkid u32, 4 flags u32. */
+/* PURGE: 0 nodeid u32, 4 pid u32.  DEADLOCK: 0 lkid u32, 4 flags u32.
+ * TOKEN: 0 lkid u32, 4 zero u32. */
 struct dlmp_pair {
 	uint32_t	pr_a;
 	uint32_t	pr_b;

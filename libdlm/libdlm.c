@@ -1174,6 +1174,26 @@ int dlm_ls_deadlock_cancel(dlm_lshandle_t ls, uint32_t lkid, uint32_t flags)
 	return ret_errno(handle_request(h, &msg, &reply));
 }
 
+int dlm_ls_lock_token(dlm_lshandle_t ls, uint32_t lkid, uint64_t *token)
+{
+	struct ls_handle *h = ls;
+	struct dlmp_msg msg;
+	struct dlmp_reply reply;
+	int rv;
+
+	if (!h)
+		return ret_errno(-ENOTCONN);
+	if (!token)
+		return ret_errno(-EINVAL);
+	memset(&msg, 0, sizeof(msg));
+	msg.m_hdr.h_type = DLMP_TOKEN;
+	msg.m_u.pair.pr_a = lkid;
+	rv = handle_request(h, &msg, &reply);
+	if (rv == 0)
+		*token = (uint64_t)reply.rp_value | ((uint64_t)reply.rp_value2 << 32);
+	return ret_errno(rv < 0 ? rv : 0);
+}
+
 int dlm_ls_purge(dlm_lshandle_t ls, int nodeid, int pid)
 {
 	struct ls_handle *h = ls;
@@ -1273,6 +1293,16 @@ int dlm_unlock_wait(uint32_t lkid, uint32_t flags, struct dlm_lksb *lksb)
 	if (!h)
 		return ret_errno(err);
 	return ret_errno(ls_unlock_wait(h, lkid, flags, lksb));
+}
+
+int dlm_lock_token(uint32_t lkid, uint64_t *token)
+{
+	int err = 0;
+	struct ls_handle *h = get_default(&err);
+
+	if (!h)
+		return ret_errno(err);
+	return dlm_ls_lock_token(h, lkid, token);
 }
 
 int dlm_get_fd(void)

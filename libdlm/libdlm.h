@@ -159,6 +159,14 @@ int dlm_ls_unlock_wait(dlm_lshandle_t ls, uint32_t lkid, uint32_t flags,
 int dlm_ls_deadlock_cancel(dlm_lshandle_t ls, uint32_t lkid, uint32_t flags);
 int dlm_ls_purge(dlm_lshandle_t ls, int nodeid, int pid);
 
+/* An extension of this implementation (not in the established libdlm):
+ * the fencing token of lock lkid, granted CW, PW or EX, a number larger
+ * than that of every earlier conflicting grant on its resource.  See
+ * dlm_ls_lock_token(3). */
+#define DLM_HAVE_LOCK_TOKEN 1
+int dlm_ls_lock_token(dlm_lshandle_t ls, uint32_t lkid, uint64_t *token);
+int dlm_lock_token(uint32_t lkid, uint64_t *token);
+
 #ifdef _REENTRANT
 /* A thread per lockspace that runs its ASTs. */
 int dlm_pthread_init(void);

@@ -1466,6 +1466,26 @@ static int req_deadlock(struct req_ctx *rq)
 	return 0;
 }
 
+/* The fencing token of one of the client's locks (core/token.c). */
+static int req_token(struct req_ctx *rq)
+{
+	struct dlmd_client *c = rq->rq_c;
+	uint64_t token;
+	int rv;
+
+	if (rq->rq_msg->m_u.pair.pr_b)
+		return -EINVAL;
+	rv = dlm_core_lock_token(c->cl_ls->dl_core, rq->rq_msg->m_u.pair.pr_a,
+				 c->cl_owner, &token);
+	if (rv == -EPERM)
+		rv = -ENOENT;	/* another client's lock: not ours to know */
+	if (rv)
+		return rv;
+	rq->rq_reply.rp_value = (uint32_t)token;
+	rq->rq_reply.rp_value2 = (uint32_t)(token >> 32);
+	return 0;
+}
+
 struct req_handler {
 	unsigned int	rh_type;
 	bool		rh_bound;	/* needs an open lockspace */
@@ -1481,6 +1501,7 @@ static const struct req_handler req_table[] = {
 	{ DLMP_UNLOCK, true, req_unlock },
 	{ DLMP_PURGE, true, req_purge },
 	{ DLMP_DEADLOCK, true, req_deadlock },
+	{ DLMP_TOKEN, true, req_token },
 };
 
 void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,

@@ -110,6 +110,7 @@ for m in man8/dlmd.8 man8/dlmctl.8 man5/dlm.conf.5 man7/dlmd-metrics.7 man3/libd
 	 man3/dlm_pthread_cleanup.3 man3/lock_resource.3 \
 	 man3/unlock_resource.3 man3/dlm_ls_purge.3 \
 	 man3/dlm_ls_deadlock_cancel.3 man3/dlm_kernel_version.3 \
+	 man3/dlm_ls_lock_token.3 man3/dlm_lock_token.3 \
 	 man3/dlm_library_version.3; do
 	need -f "$mandir/$m" "man page"
 done
