@@ -5,7 +5,7 @@
  *   lockspace "<name>" id <8 hex> node <our id> members <id> <id> ...
  *   resource "<path>" master <id> <master-copy|local-copy|unknown> dir <id> [lookup] [unused]
  *     lvb <64 hex> seq <n> <valid|invalid>         (on the master only)
- *     granted <lkid> <MODE> [range <hex>-<hex>] [node <id> remid <lkid>] [owner <n>] [orphan] [wait <op>]
+ *     granted <lkid> <MODE> [range <hex>-<hex>] [node <id> remid <lkid>] [owner <n>] [orphan] [wait <op>] [token <n>]
  *     convert <lkid> <GRMODE>-><RQMODE> ...
  *     waiting <lkid> <RQMODE> ...
  *     lookup  <lkid> <RQMODE> ...               (waiting for the master)
@@ -17,7 +17,10 @@
  * printable ASCII, and '"', '\' and '/', print as \xHH.  Lock ids and
  * remote ids are 8 hex digits.  "node" appears on master copies (the
  * owning node and its lock id) and on process copies of remotely
- * mastered resources ("node <master> remid <master copy id>").
+ * mastered resources ("node <master> remid <master copy id>").  "token"
+ * is the fencing token (core/token.c, decimal) of a lock that holds CW,
+ * PW or EX: the same number on the master's and the owner's copy, and
+ * what dlm_ls_lock_token() gives the owner.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -169,6 +172,8 @@ static void dump_lock(struct outbuf *ob, const char *what,
 	if (lkb->lkb_wait_type != DLM_WAIT_NONE &&
 	    lkb->lkb_wait_type != DLM_WAIT_LOOKUP)
 		out(ob, " wait %s", wait_str(lkb->lkb_wait_type));
+	if (holds_grmode(lkb) && dlm_lkb_token(lkb))
+		out(ob, " token %" PRIu64, dlm_lkb_token(lkb));
 	out(ob, "\n");
 }
 

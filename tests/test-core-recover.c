@@ -106,6 +106,13 @@ static void test_recover_token(void **state)
 	t = token_of(c, 3, 3, x);
 	assert_true(t > t0);
 	t0 = t;
+	{
+		char needle[64];
+
+		snprintf(needle, sizeof(needle), " owner 3 token %llu\n",
+			 (unsigned long long)t);
+		assert_dump_has(c, 3, needle);
+	}
 	c->dead[3] = 1;
 	recover_all(c, 1);
 	a = lock_on(c, 1, 1, "T", DLM_LOCK_EX, 0, 0, NULL);
@@ -115,6 +122,17 @@ static void test_recover_token(void **state)
 	if (t <= t0)
 		fail_msg("token %llx after the master died, %llx before",
 			 (unsigned long long)t, (unsigned long long)t0);
+	{
+		/* the master's copy shows the owner's number */
+		char needle[64], *text = dump(c, 1);
+		int m = strstr(text, "resource \"T\" master 2") ? 2 : 1;
+
+		free(text);
+		snprintf(needle, sizeof(needle), " token %llu\n",
+			 (unsigned long long)t);
+		assert_dump_has(c, 1, needle);
+		assert_dump_has(c, m, needle);
+	}
 
 	/* node 2 masters U and mints a few tokens; U goes unused and is
 	 * dropped; node 1 then masters it: its tokens go on above */
