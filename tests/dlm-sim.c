@@ -1700,6 +1700,7 @@ static const struct {
 	{ "quecvt-ignored", DLM_FAULT_QUECVT_IGNORED },
 	{ "waitq-pass", DLM_FAULT_WAITQ_PASS },
 	{ "lose-grant", DLM_FAULT_LOSE_GRANT },
+	{ "token-reset", DLM_FAULT_TOKEN_RESET },
 };
 
 static const struct {
@@ -1837,7 +1838,8 @@ static void usage(FILE *out)
 		"                messages across the cut arrive if it heals first\n"
 		"  --fault NAME  break the engines on purpose: compat, skip-bast,\n"
 		"                ignore-queue, lvb-no-write, range-ignored,\n"
-		"                quecvt-ignored, waitq-pass, lose-grant; with\n"
+		"                quecvt-ignored, waitq-pass, lose-grant,\n"
+		"                token-reset; with\n"
 		"                --faults: skip-purge, skip-resend, keep-dead-master;\n"
 		"                no-fence-wait breaks the glue: recovery starts before\n"
 		"                a daemon-only death is fenced\n"

@@ -651,6 +651,75 @@ static void check_lvb(struct sim *sim, struct sim_lock *lk, const struct sim_ast
 }
 
 /* A completion with status 0: is the granted mode one the request allows? */
+/*
+ * Fencing tokens (core/token.c): a grant of CW, PW or EX carries a token
+ * above that of every grant seen before on the resource that conflicts
+ * with it, a grant of another mode carries none.  "Seen before" is the
+ * order of the completions here: two conflicting grants complete in the
+ * order the master(s) made them, because the first must be released
+ * before the second is made and a release needs the grant's completion
+ * first (a holder that died before its completion never shows it).
+ * Compatible grants (CW with CW; any two on disjoint ranges) may
+ * complete in either order, so each grant is compared only with the
+ * highest token of each class it conflicts with: among write modes
+ * only CW and CW are compatible, and two ranges are known to overlap
+ * when one of them is the whole resource.  A grant may keep the token
+ * its lock had (a down-conversion that recovery completed: core/lock.c
+ * dlm_recover_waiter).  A grant that completes with a force unlock
+ * pending is not compared: the client let the lock go before it heard of
+ * the grant, so the master may have released it and granted others
+ * (completed here first) before the grant reaches the client, which then
+ * holds an old token and nothing else; that is what tokens are for.
+ * Every seed checks this, faults included.
+ */
+static bool token_mode(int mode)
+{
+	return mode == DLM_LOCK_CW || mode == DLM_LOCK_PW || mode == DLM_LOCK_EX;
+}
+
+static void check_token(struct sim *sim, struct sim_lock *lk,
+			const struct dlm_ast *ast, const char *d)
+{
+	struct sim_res *r = &sim->res[lk->l_res];
+	int whole = !lk->l_ranged, cls = ast->grmode != DLM_LOCK_CW;
+	uint64_t t = ast->token, floor = 0;
+	int w, c;
+
+	if (!token_mode(ast->grmode)) {
+		if (t)
+			sim_fail(sim, "%s: granted %s with fencing token %llx", d,
+				 sim_mode_str(ast->grmode), (unsigned long long)t);
+		return;
+	}
+	if (!t) {
+		sim_fail(sim, "%s: granted %s without a fencing token", d,
+			 sim_mode_str(ast->grmode));
+		return;
+	}
+	if (t == lk->l_token)
+		return;		/* kept */
+	if (lk->l_force) {
+		lk->l_token = t;
+		return;
+	}
+	/* a whole-range grant overlaps every earlier one, a ranged one the
+	 * whole-range ones; PW/EX conflict with both classes, CW with PW/EX */
+	for (w = 0; w < 2; w++)
+		for (c = 0; c < 2; c++)
+			if ((whole || w) && (cls || c) && r->r_token_max[w][c] > floor)
+				floor = r->r_token_max[w][c];
+	if (t <= floor) {
+		sim_fail(sim, "TOKEN: %s: granted %s with fencing token %llx, not "
+			 "above %llx of an earlier conflicting grant", d,
+			 sim_mode_str(ast->grmode), (unsigned long long)t,
+			 (unsigned long long)floor);
+		return;
+	}
+	if (t > r->r_token_max[whole][cls])
+		r->r_token_max[whole][cls] = t;
+	lk->l_token = t;
+}
+
 static void check_grant(struct sim *sim, struct sim_lock *lk, const struct sim_ast_rec *a)
 {
 	const struct dlm_ast *ast = &a->a_ast;
@@ -662,6 +731,7 @@ static void check_grant(struct sim *sim, struct sim_lock *lk, const struct sim_a
 	char d[300];
 
 	lock_desc(sim, lk, d, sizeof(d));
+	check_token(sim, lk, ast, d);
 	if (ast->grmode == lk->l_op_mode) {
 		if (altmode)
 			sim_fail(sim, "%s: granted the requested %s but ALTMODE is set",
@@ -823,15 +893,18 @@ void model_deliver_ast(struct sim *sim, const struct sim_ast_rec *a)
 			 (unsigned long long)ast->owner, sim_mode_str(ast->bastmode));
 	else
 	{
-		char lv[40] = "";
+		char lv[40] = "", tok[32] = "";
 
 		if (a->a_has_lvb)
 			snprintf(lv, sizeof(lv), " lvb=v%llu",
 				 (unsigned long long)lvb_value(a->a_lvb));
+		if (ast->token)
+			snprintf(tok, sizeof(tok), " tok=%llx",
+				 (unsigned long long)ast->token);
 		snprintf(line, sizeof(line), "ast  n%d ls%d lk %08x owner %llx COMP "
-			 "status %d gr=%s sb=%x%s", a->a_node + 1, a->a_ls, ast->lkid,
+			 "status %d gr=%s sb=%x%s%s", a->a_node + 1, a->a_ls, ast->lkid,
 			 (unsigned long long)ast->owner, ast->status,
-			 sim_mode_str(ast->grmode), ast->sbflags, lv);
+			 sim_mode_str(ast->grmode), ast->sbflags, lv, tok);
 	}
 	sim_trace(sim, "%s", line);
 	if (ast->type != DLM_AST_BAST && ast->type != DLM_AST_COMP) {

@@ -166,6 +166,9 @@ struct sim_res {
 	uint32_t	r_nwrites;
 	struct sim_lvb_hist r_hist[SIM_LVB_HIST];	/* [write % SIM_LVB_HIST] */
 	uint64_t	r_empty_since;	/* no lock at any master since; UINT64_MAX: busy */
+	/* fencing tokens seen in grants: [whole range][mode class], the
+	 * class 0 for CW, 1 for PW and EX (see sim-model.c check_token) */
+	uint64_t	r_token_max[2][2];
 	/* scratch for the checkers */
 	int		r_head;
 	uint32_t	r_mark;
@@ -199,6 +202,7 @@ struct sim_lock {
 	bool		l_purge_asked;	/* a remote orphan purge was sent */
 	bool		l_adopted;	/* taken over from an orphan */
 	int		l_gmode;	/* granted mode as the client knows it; IV: none */
+	uint64_t	l_token;	/* fencing token of its latest write grant */
 	enum sim_op	l_op;
 	int		l_op_mode;	/* requested mode */
 	uint32_t	l_op_flags;
