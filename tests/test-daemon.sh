@@ -56,6 +56,9 @@ fi
 
 echo "== libdlm.so tests"
 "$top_builddir/tests/test-libdlm" || fail "tests/test-libdlm"
+echo "== fencing tokens against a toy storage server"
+DLMCTL=$DLMCTL timeout 60 "$top_builddir/tests/test-fencing" ||
+	fail "tests/test-fencing"
 echo "== libdlm_lt.so tests"
 "$top_builddir/tests/test-libdlm-lt" || fail "tests/test-libdlm-lt"
 echo "== libdlm_lt.so.3 by dlopen, as mdadm and ocfs2-tools load it"

@@ -21,7 +21,7 @@
  *              lock id or another handle's lock; CW holders get distinct
  *              tokens; dlmctl lockdump shows the token the owner reads.
  *
- * Run by tests/test-fencing.sh against a one-node cluster ($DLMCTL is the
+ * Run by tests/test-daemon.sh against a one-node cluster ($DLMCTL is the
  * control tool, for the lock dump).  Exits 0, or 1 after saying what
  * failed.
  */
@@ -226,6 +226,14 @@ static void case_killed(struct storage *st)
 	dlm_close_lockspace(h);
 }
 
+static void close_both(dlm_lshandle_t a, dlm_lshandle_t b)
+{
+	if (a)
+		dlm_close_lockspace(a);
+	if (b)
+		dlm_close_lockspace(b);
+}
+
 /* A holder that writes after its lock went to another. */
 static void case_unlocked(struct storage *st)
 {
@@ -259,10 +267,7 @@ static void case_unlocked(struct storage *st)
 		       "after %" PRIu64 "\n", ta, tb);
 	dlm_ls_unlock_wait(b, lb.sb_lkid, 0, &lb);
 out:
-	if (a)
-		dlm_close_lockspace(a);
-	if (b)
-		dlm_close_lockspace(b);
+	close_both(a, b);
 }
 
 /* Does "$DLMCTL lockdump" show lock 'lkid' with 'token'? */
@@ -364,10 +369,7 @@ static void case_modes(void)
 	printf("modes: EX %" PRIu64 ", PW %" PRIu64 ", CW %" PRIu64 " and %"
 	       PRIu64 "\n", t1, t2, tc1, tc2);
 out:
-	if (a)
-		dlm_close_lockspace(a);
-	if (b)
-		dlm_close_lockspace(b);
+	close_both(a, b);
 }
 
 int main(void)
