@@ -1159,25 +1159,33 @@ int dlm_ls_unlock_wait(dlm_lshandle_t ls, uint32_t lkid, uint32_t flags,
 	return ret_errno(ls_unlock_wait(ls, lkid, flags, lksb));
 }
 
+/* A request whose body is two words (DEADLOCK, TOKEN, PURGE): its status,
+ * the answer in *reply. */
+static int pair_request(struct ls_handle *h, uint16_t type, uint32_t a,
+			uint32_t b, struct dlmp_reply *reply)
+{
+	struct dlmp_msg msg;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.m_hdr.h_type = type;
+	msg.m_u.pair.pr_a = a;
+	msg.m_u.pair.pr_b = b;
+	return handle_request(h, &msg, reply);
+}
+
 int dlm_ls_deadlock_cancel(dlm_lshandle_t ls, uint32_t lkid, uint32_t flags)
 {
 	struct ls_handle *h = ls;
-	struct dlmp_msg msg;
 	struct dlmp_reply reply;
 
 	if (!h)
 		return ret_errno(-ENOTCONN);
-	memset(&msg, 0, sizeof(msg));
-	msg.m_hdr.h_type = DLMP_DEADLOCK;
-	msg.m_u.pair.pr_a = lkid;
-	msg.m_u.pair.pr_b = flags;
-	return ret_errno(handle_request(h, &msg, &reply));
+	return ret_errno(pair_request(h, DLMP_DEADLOCK, lkid, flags, &reply));
 }
 
 int dlm_ls_lock_token(dlm_lshandle_t ls, uint32_t lkid, uint64_t *token)
 {
 	struct ls_handle *h = ls;
-	struct dlmp_msg msg;
 	struct dlmp_reply reply;
 	int rv;
 
@@ -1185,10 +1193,7 @@ int dlm_ls_lock_token(dlm_lshandle_t ls, uint32_t lkid, uint64_t *token)
 		return ret_errno(-ENOTCONN);
 	if (!token)
 		return ret_errno(-EINVAL);
-	memset(&msg, 0, sizeof(msg));
-	msg.m_hdr.h_type = DLMP_TOKEN;
-	msg.m_u.pair.pr_a = lkid;
-	rv = handle_request(h, &msg, &reply);
+	rv = pair_request(h, DLMP_TOKEN, lkid, 0, &reply);
 	if (rv == 0)
 		*token = (uint64_t)reply.rp_value | ((uint64_t)reply.rp_value2 << 32);
 	return ret_errno(rv < 0 ? rv : 0);
@@ -1197,7 +1202,6 @@ int dlm_ls_lock_token(dlm_lshandle_t ls, uint32_t lkid, uint64_t *token)
 int dlm_ls_purge(dlm_lshandle_t ls, int nodeid, int pid)
 {
 	struct ls_handle *h = ls;
-	struct dlmp_msg msg;
 	struct dlmp_reply reply;
 	int rv;
 
@@ -1205,11 +1209,7 @@ int dlm_ls_purge(dlm_lshandle_t ls, int nodeid, int pid)
 		return ret_errno(-ENOTCONN);
 	if (nodeid < 0 || pid < 0)
 		return ret_errno(-EINVAL);
-	memset(&msg, 0, sizeof(msg));
-	msg.m_hdr.h_type = DLMP_PURGE;
-	msg.m_u.pair.pr_a = (uint32_t)nodeid;
-	msg.m_u.pair.pr_b = (uint32_t)pid;
-	rv = handle_request(h, &msg, &reply);
+	rv = pair_request(h, DLMP_PURGE, (uint32_t)nodeid, (uint32_t)pid, &reply);
 	/* Our own locks purged: their unread ASTs are void from now on.  (A
 	 * dlmd without purge epochs answers 0, which changes nothing.) */
 	if (rv == 0 && (int32_t)(reply.rp_value2 -
