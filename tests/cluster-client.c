@@ -56,6 +56,15 @@
  *   cluster-client orphan LS RES MODE
  *       As hold, with LKF_PERSISTENT, printing "held PID": killed, it
  *       leaves the lock behind as an orphan of PID on its node.
+ *   cluster-client token-hold LS RES MODE
+ *       As hold, printing "held token N": the lock's fencing token
+ *       (dlm_ls_lock_token; MODE CW, PW or EX).
+ *   cluster-client store FILE TOKEN
+ *       A toy storage server's check of a write with fencing token TOKEN
+ *       to the object kept in FILE (the highest token it accepted, in
+ *       decimal, under flock): "accepted" (exit 0) when TOKEN is not
+ *       below it, then FILE holds TOKEN; "rejected TOKEN below HIGH"
+ *       (exit 3) otherwise.
  *   cluster-client now
  *       Print CLOCK_MONOTONIC in seconds with milliseconds: the clock of
  *       dlmd's flight recorder (dlmctl dump), for timing a recovery.
@@ -76,6 +85,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -697,7 +707,7 @@ static int do_check(int argc, char **argv)
 	return c->c_violations ? 1 : 0;
 }
 
-enum try_kind { TRY, HOLD, ORPHAN };
+enum try_kind { TRY, HOLD, ORPHAN, TOKEN_HOLD };
 
 static int do_try(int argc, char **argv, enum try_kind kind)
 {
@@ -717,9 +727,18 @@ static int do_try(int argc, char **argv, enum try_kind kind)
 		dlm_close_lockspace(ls);
 		return 1;
 	}
-	if (kind == ORPHAN)
+	if (kind == ORPHAN) {
 		printf("held %d\n", (int)getpid());
-	else
+	} else if (kind == TOKEN_HOLD) {
+		uint64_t token = 0;
+
+		if (dlm_ls_lock_token(ls, lksb.sb_lkid, &token)) {
+			printf("error token %d\n", errno);
+			dlm_close_lockspace(ls);
+			return 1;
+		}
+		printf("held token %" PRIu64 "\n", token);
+	} else
 		printf("%s\n", kind == HOLD ? "held" : "granted");
 	fflush(stdout);
 	if (kind != TRY)
@@ -727,6 +746,45 @@ static int do_try(int argc, char **argv, enum try_kind kind)
 	dlm_ls_unlock_wait(ls, lksb.sb_lkid, 0, &lksb);
 	dlm_close_lockspace(ls);
 	return 0;
+}
+
+static int do_store(char **argv)
+{
+	char *end, buf[32];
+	uint64_t token, high = 0;
+	ssize_t n;
+	int fd, rv = 0;
+
+	errno = 0;
+	token = strtoull(argv[3], &end, 10);
+	if (errno || *end || end == argv[3])
+		return 2;
+	fd = open(argv[2], O_RDWR | O_CREAT, 0644);
+	if (fd < 0 || flock(fd, LOCK_EX)) {
+		printf("error %d\n", errno);
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n > 0) {
+		buf[n] = 0;
+		high = strtoull(buf, NULL, 10);
+	}
+	if (token < high) {
+		printf("rejected %" PRIu64 " below %" PRIu64 "\n", token, high);
+		rv = 3;
+	} else {
+		n = snprintf(buf, sizeof(buf), "%" PRIu64 "\n", token);
+		if (ftruncate(fd, 0) || pwrite(fd, buf, (size_t)n, 0) != n) {
+			printf("error %d\n", errno);
+			rv = 1;
+		} else {
+			printf("accepted\n");
+		}
+	}
+	close(fd);
+	return rv;
 }
 
 static int do_purge(int argc, char **argv)
@@ -761,6 +819,10 @@ int main(int argc, char **argv)
 		return do_try(argc, argv, ORPHAN);
 	if (argc == 5 && !strcmp(argv[1], "purge"))
 		return do_purge(argc, argv);
+	if (argc == 5 && !strcmp(argv[1], "token-hold"))
+		return do_try(argc, argv, TOKEN_HOLD);
+	if (argc == 4 && !strcmp(argv[1], "store"))
+		return do_store(argv);
 	if (argc == 2 && !strcmp(argv[1], "now")) {
 		struct timespec ts;
 
@@ -771,6 +833,7 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "usage: cluster-client work LS DIR NRES MS SEED | final LS DIR NRES |\n"
 		"       check DIR NRES | try LS RES MODE | hold LS RES MODE |\n"
-		"       orphan LS RES MODE | purge LS NODEID PID | now\n");
+		"       orphan LS RES MODE | purge LS NODEID PID |\n"
+		"       token-hold LS RES MODE | store FILE TOKEN | now\n");
 	return 2;
 }

@@ -27,8 +27,14 @@
 #      fenced, the majority recovers (members 1 2) and grants; after the
 #      link heals node 3 restarts and rejoins.
 # At the end the LVBs agree with the files, but for increments of writers
-# that died inside their EX section (cluster-client final, then check).  The
-# cluster is always torn down (trap); logs are kept on failure.
+# that died inside their EX section (cluster-client final, then check).
+#   f. fencing tokens (issue 17): node 1 takes a new resource EX (so it
+#      masters it and holds it: nobody else knows its token) and writes
+#      to a toy storage server (cluster-client store) with its token;
+#      node 1 is killed; after recovery node 2's EX has a larger token,
+#      its write is accepted, and node 1's write arriving late is
+#      refused.  Node 1 then restarts and rejoins.
+# The cluster is always torn down (trap); logs are kept on failure.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-.}
@@ -171,6 +177,48 @@ check "partition"
 echo "== final LVBs"
 on 1 "$CLIENT" final "$LS" "$dir" $NRES || fail "cannot read the final LVBs"
 check "final LVBs"
+
+echo "== f. fencing tokens: node 1 dies holding EX; its late write is refused"
+# token_of K: the token of node K's latest token-hold ("held token N")
+token_of() {
+	sed -n 's/^held token \([0-9]*\)$/\1/p' "$dir/client-n$1.out" | tail -n 1
+}
+# store K TOKEN: a write with TOKEN to the toy storage, from node K
+store() {
+	on "$1" "$CLIENT" store "$dir/store-fenced-obj" "$2"
+}
+# hold_token K WHAT: node K takes fenced-obj EX; wait for its token
+hold_token() {
+	start_client "$1" token-hold "$LS" fenced-obj EX
+	i=0
+	until [ -n "$(token_of "$1")" ]; do
+		i=$((i + 1))
+		[ $i -gt $POLLS ] && { fail "$2"; break; }
+		sleep 0.1
+	done
+}
+hold_token 1 "node 1 did not get fenced-obj"
+t1=$(token_of 1)
+store 1 "${t1:-0}" >"$dir/store1.out" 2>&1 ||
+	fail "node 1's write was refused: $(cat "$dir/store1.out")"
+"$CLUSTER" kill "$dir" 1
+wait_ls 2 "state running members 2 3 " "no recovery to members 2 3"
+hold_token 2 "node 2 did not get fenced-obj after node 1 died"
+t2_pid=$last_pid
+t2=$(token_of 2)
+echo "   tokens: node 1's $t1, node 2's $t2 after node 1 died"
+[ "${t2:-0}" -gt "${t1:-0}" ] || fail "node 2's token '$t2' is not above node 1's '$t1'"
+store 2 "${t2:-0}" >"$dir/store2.out" 2>&1 ||
+	fail "node 2's write was refused: $(cat "$dir/store2.out")"
+# node 1's write, delayed until now (a paused writer, a slow network)
+store 2 "${t1:-0}" >"$dir/store3.out" 2>&1
+st=$?
+[ $st -eq 3 ] && grep -q "^rejected ${t1:-0} below ${t2:-0}\$" "$dir/store3.out" ||
+	fail "node 1's stale write (exit $st): $(cat "$dir/store3.out")"
+kill_client "$t2_pid"
+"$CLUSTER" start "$dir" 1 >/dev/null || fail "node 1 did not restart"
+start_client 1 try "$LS" after-tokens EX
+wait_pid "$last_pid" 20 || fail "node 1 cannot lock after rejoining"
 "$CLUSTER" status "$dir" >/dev/null || fail "a daemon died: $("$CLUSTER" status "$dir")"
 [ $rc -eq 0 ] && echo "PASS"
 exit $rc
