@@ -226,26 +226,16 @@ static void case_killed(struct storage *st)
 	dlm_close_lockspace(h);
 }
 
-static void close_both(dlm_lshandle_t a, dlm_lshandle_t b)
-{
-	if (a)
-		dlm_close_lockspace(a);
-	if (b)
-		dlm_close_lockspace(b);
-}
-
 /* A holder that writes after its lock went to another. */
-static void case_unlocked(struct storage *st)
+static void case_unlocked(struct storage *st, dlm_lshandle_t a,
+			  dlm_lshandle_t b)
 {
-	dlm_lshandle_t a = open_ls(), b = open_ls();
 	struct dlm_lksb la, lb;
 	uint64_t ta, tb;
 
-	if (!a || !b)
-		goto out;
 	if (lock_wait(a, "obj-unlocked", LKM_PWMODE, 0, &la)) {
 		failf("unlocked: first holder");
-		goto out;
+		return;
 	}
 	ta = token_of(a, la.sb_lkid, "unlocked: first holder");
 	if (store_write(st, "obj-unlocked", ta, 1))
@@ -254,7 +244,7 @@ static void case_unlocked(struct storage *st)
 	expect_no_token(a, la.sb_lkid, "unlocked: after the unlock");
 	if (lock_wait(b, "obj-unlocked", LKM_EXMODE, 0, &lb)) {
 		failf("unlocked: second holder");
-		goto out;
+		return;
 	}
 	tb = token_of(b, lb.sb_lkid, "unlocked: second holder");
 	expect_greater(tb, ta, "unlocked: second holder");
@@ -266,8 +256,6 @@ static void case_unlocked(struct storage *st)
 		printf("unlocked: late write with token %" PRIu64 " refused "
 		       "after %" PRIu64 "\n", ta, tb);
 	dlm_ls_unlock_wait(b, lb.sb_lkid, 0, &lb);
-out:
-	close_both(a, b);
 }
 
 /* Does "$DLMCTL lockdump" show lock 'lkid' with 'token'? */
@@ -302,18 +290,16 @@ static void no_ast(void *arg)
 	(void)arg;
 }
 
-static void case_modes(void)
+/* On one lock of handle a: EX, then PR (no token), PW (a new, larger
+ * one), NL (none), CW; and a CW of handle b beside it. */
+static void case_modes(dlm_lshandle_t a, dlm_lshandle_t b)
 {
-	dlm_lshandle_t a = open_ls(), b = open_ls();
 	struct dlm_lksb la, lb, lc;
 	uint64_t t1, t2, tc1, tc2;
 
-	if (!a || !b)
-		goto out;
-	/* EX, down to PR (none), to PW (new and larger), to EX again */
 	if (lock_wait(a, "obj-modes", LKM_EXMODE, 0, &la)) {
 		failf("modes: EX");
-		goto out;
+		return;
 	}
 	t1 = token_of(a, la.sb_lkid, "modes: EX");
 	if (!dump_shows(la.sb_lkid, t1))
@@ -347,7 +333,7 @@ static void case_modes(void)
 	if (lock_wait(a, "obj-modes", LKM_CWMODE, LKF_CONVERT, &la) ||
 	    lock_wait(b, "obj-modes", LKM_CWMODE, 0, &lc)) {
 		failf("modes: CW");
-		goto out;
+		return;
 	}
 	tc1 = token_of(a, la.sb_lkid, "modes: first CW");
 	tc2 = token_of(b, lc.sb_lkid, "modes: second CW");
@@ -368,14 +354,12 @@ static void case_modes(void)
 		failf("dlm_ls_lock_token with NULL: errno %d, want EINVAL", errno);
 	printf("modes: EX %" PRIu64 ", PW %" PRIu64 ", CW %" PRIu64 " and %"
 	       PRIu64 "\n", t1, t2, tc1, tc2);
-out:
-	close_both(a, b);
 }
 
 int main(void)
 {
 	struct storage st;
-	dlm_lshandle_t ls;
+	dlm_lshandle_t ls, a, b;
 
 	memset(&st, 0, sizeof(st));
 	ls = dlm_create_lockspace(LS_NAME, 0600);
@@ -384,8 +368,16 @@ int main(void)
 		return 1;
 	}
 	case_killed(&st);
-	case_unlocked(&st);
-	case_modes();
+	a = open_ls();
+	b = open_ls();
+	if (a && b) {
+		case_unlocked(&st, a, b);
+		case_modes(a, b);
+	}
+	if (a)
+		dlm_close_lockspace(a);
+	if (b)
+		dlm_close_lockspace(b);
 	if (dlm_release_lockspace(LS_NAME, ls, 1))
 		failf("dlm_release_lockspace: %s", strerror(errno));
 	if (failures)
