@@ -473,6 +473,7 @@ struct cs_out {
 
 struct dlmd_cluster {
 	struct dlmd		*cs_d;
+	const struct dlmd_cluster_up *cs_up;	/* client.c and view.c */
 	bool			cs_corosync;
 	cpg_handle_t		cs_daemon_cpg;
 	int			cs_daemon_fd;
@@ -824,7 +825,7 @@ static void quorum_notify(quorum_handle_t h, uint32_t quorate, uint64_t ring_seq
 	cs->cs_nqview = 0;
 	for (uint32_t i = 0; i < n && i < DLM_MAX_NODES; i++)
 		cs->cs_qview[cs->cs_nqview++] = view[i];
-	dlmd_view_nodes_changed(cs->cs_d);
+	cs->cs_up->cu_view_nodes_changed(cs->cs_d);
 	dlmd_fence_kick(cs->cs_d);
 	kick(cs);
 }
@@ -1379,7 +1380,7 @@ static void decide(struct dlmd_cluster_ls *cl)
 
 static void replies_after_join(struct dlmd_cluster_ls *cl, int status)
 {
-	dlmd_ls_join_done(cl->cl_d, cl->cl_dl, status);
+	cl->cl_d->d_cluster->cs_up->cu_ls_join_done(cl->cl_d, cl->cl_dl, status);
 }
 
 /* Move the lockspace on as far as the conditions allow.  Never called
@@ -1418,7 +1419,7 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 		memcpy(dl->dl_members, cl->cl_members,
 		       cl->cl_nmembers * sizeof(uint32_t));
 		dl->dl_nmembers = cl->cl_nmembers;
-		dlmd_view_ls_changed(d, dl);
+		d->d_cluster->cs_up->cu_view_ls_changed(d, dl);
 		dlmd_flush(d);
 	}
 	if (cl->cl_recovered == cl->cl_last_event && !cl->cl_running) {
@@ -1451,7 +1452,7 @@ static void ls_drop_as_loser(struct dlmd_cluster_ls *cl)
 
 	log_err("lockspace %s: our instance is stale; releasing it (its clients "
 		"lose their locks)", dl->dl_name);
-	if (dlmd_ls_release(d, dl, true, NULL))
+	if (d->d_cluster->cs_up->cu_ls_drop(d, dl))
 		log_err("lockspace %s: cannot release it", dl->dl_name);
 }
 
@@ -1612,9 +1613,8 @@ void dlmd_cluster_fencing_changed(struct dlmd *d)
 	kick(cs);
 }
 
-void dlmd_cluster_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event)
+void dlmd_cluster_recovery_done(struct dlmd *d, struct dlm_ls *ls, uint32_t event)
 {
-	struct dlmd *d = ctx;
 	struct dlmd_cluster *cs = d->d_cluster;
 
 	if (cs && cs->cs_corosync) {
@@ -1639,12 +1639,12 @@ void dlmd_cluster_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event)
  * lockspace stays stopped and the other members wait at the step's
  * barrier; recovery runs again only under a newer event.  Said loudly;
  * dlmctl ls shows it (dlmd_cluster_ls_describe). */
-void dlmd_cluster_recovery_failed(void *ctx, struct dlm_ls *ls, uint32_t event,
-				  int error)
+void dlmd_cluster_recovery_failed(struct dlmd *d, struct dlm_ls *ls,
+				  uint32_t event, int error)
 {
 	const char *step = "?";
 
-	(void)ctx;
+	(void)d;
 	(void)dlm_core_ls_recovery_error(ls, &step);
 	log_err("lockspace %s: recovery %u failed here in step %s: %s; the "
 		"other members wait for us.  It runs again at the next "
@@ -2756,7 +2756,25 @@ static int cmap_start(struct dlmd_cluster *cs)
 				POLLIN, cs, cmap_ready);
 }
 
-int dlmd_cluster_init(struct dlmd *d)
+/* What fencing asks of the daemon group and the quorum (fence.c sits
+ * below this file). */
+static const struct dlmd_fence_up fence_up = {
+	.fu_in_group = dlmd_cluster_in_daemon_group,
+	.fu_may_claim = dlmd_cluster_may_claim,
+	.fu_members = dlmd_cluster_daemon_members,
+	.fu_quorate = dlmd_cluster_quorate,
+	.fu_quorum_has = dlmd_cluster_quorum_has,
+	.fu_send = dlmd_cluster_fence_send,
+	.fu_changed = dlmd_cluster_fencing_changed,
+};
+
+/* What the transport reports (comms.c sits below this file). */
+static const struct dlmd_comms_up comms_up = {
+	.cu_flush = dlmd_flush,
+	.cu_frames_lost = dlmd_cluster_frames_lost,
+};
+
+int dlmd_cluster_init(struct dlmd *d, const struct dlmd_cluster_up *up)
 {
 	struct dlmd_cluster *cs = calloc(1, sizeof(*cs));
 	const struct cs_node *self;
@@ -2766,6 +2784,7 @@ int dlmd_cluster_init(struct dlmd *d)
 	if (!cs)
 		return -ENOMEM;
 	cs->cs_d = d;
+	cs->cs_up = up;
 	cs->cs_daemon_fd = -1;
 	cs->cs_quorum_fd = -1;
 	cs->cs_cmap_fd = -1;
@@ -2780,18 +2799,18 @@ int dlmd_cluster_init(struct dlmd *d)
 		cs->cs_quorate = true;
 		log_notice("membership none: a one-node cluster, node id %u",
 			   d->d_nodeid);
-		return dlmd_fence_init(d);
+		return dlmd_fence_init(d, &fence_up);
 	}
 	cs->cs_corosync = true;
 	rv = cmap_start(cs);
 	if (rv)
 		return rv;
-	rv = dlmd_fence_init(d);
+	rv = dlmd_fence_init(d, &fence_up);
 	if (rv)
 		return rv;
 	self = find_node(cs, d->d_nodeid);
 	rv = dlmd_comms_init(d, self ? node_addr_ptrs(self, p) : NULL,
-			     self ? self->n_naddrs : 0);
+			     self ? self->n_naddrs : 0, &comms_up);
 	if (rv)
 		return rv;
 	nodes_to_comms(cs);
@@ -2951,11 +2970,6 @@ void dlmd_cluster_ls_leave(struct dlmd *d, struct dlmd_ls *dl)
 	}
 	free(cl);
 	dl->dl_cluster = NULL;
-}
-
-void dlmd_cluster_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
-{
-	dlmd_comms_send(d, to, buf, len);
 }
 
 bool dlmd_cluster_in_daemon_group(const struct dlmd *d)

@@ -29,8 +29,11 @@
  * Node table: cluster.c calls dlmd_comms_node_add() for every node of the
  * corosync nodelist (all rings, up to LC_MAX_ADDRS addresses) and
  * Frames lost (lowcomms' ops_frames_lost: a peer resumed past what we
- * got) go to dlmd_cluster_frames_lost(), which removes one of the two
- * nodes from the cluster (plugin/cluster.c).
+ * got) go up to cluster.c (cu_frames_lost of the table it gave
+ * dlmd_comms_init(): dlmd_cluster_frames_lost()), which removes one of the
+ * two nodes from the cluster.  This file calls nothing above it by name:
+ * after each lowcomms event it hands the engine's output on through the
+ * same table (cu_flush: dlmd_flush() of plugin/engine.c).
  *
  * dlmd_comms_node_reset() when a node's daemon left the cluster: its queue
  * and sequence state are dropped and the node is added again, so the next
@@ -68,6 +71,7 @@ struct comms_backlog {
 
 struct dlmd_comms {
 	struct dlmd		*cm_d;
+	const struct dlmd_comms_up *cm_up;	/* cluster.c's */
 	struct lc_ctx		*cm_lc;
 	qb_loop_timer_handle	cm_timer;
 	bool			cm_timer_armed;
@@ -145,7 +149,7 @@ static void after_event(struct dlmd_comms *cm)
 {
 	if (cm->cm_backlog)
 		backlog_drain(cm);
-	dlmd_flush(cm->cm_d);
+	cm->cm_up->cu_flush(cm->cm_d);
 	lc_flush(cm->cm_lc);
 	comms_rearm(cm);
 }
@@ -193,7 +197,7 @@ static void comms_frames_lost(void *arg, uint32_t from, uint32_t expected,
 {
 	struct dlmd_comms *cm = arg;
 
-	dlmd_cluster_frames_lost(cm->cm_d, from);
+	cm->cm_up->cu_frames_lost(cm->cm_d, from);
 }
 
 static void comms_established(void *arg, uint32_t nodeid)
@@ -249,7 +253,7 @@ static void comms_rearm(struct dlmd_comms *cm)
 }
 
 int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
-		    unsigned int naddrs)
+		    unsigned int naddrs, const struct dlmd_comms_up *up)
 {
 	struct dlmd_comms *cm = calloc(1, sizeof(*cm));
 	struct lc_config cfg;
@@ -258,6 +262,7 @@ int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 	if (!cm)
 		return -ENOMEM;
 	cm->cm_d = d;
+	cm->cm_up = up;
 	cm->cm_backlog_tail = &cm->cm_backlog;
 	lc_config_default(&cfg);
 	cfg.cfg_nodeid = d->d_nodeid;

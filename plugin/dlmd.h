@@ -19,18 +19,60 @@
  *   fence-policy.c  which of those applies, which fencer results
  *              count, and whose turn it is to fence (no I/O;
  *              tests/test-fence.c)
+ *   engine.c   the engine's callbacks (ASTs, messages, recovery
+ *              reports) and dlmd_flush(), which delivers what they queued
  *   client.c   the client socket (libdlm's protocol, libdlm/dlmd_proto.h)
- *              and the engine's callbacks (ASTs, messages)
+ *              and the daemon's lockspaces (create, release)
  *   ctl.c      the control socket dlmctl talks to
  *   view.c     the configfs-compatible view (dlm/cluster/...) that
  *              programs written for the kernel DLM read (lvmlockd)
  *   u32map.c   a growing hash map from 32-bit keys to pointers
  *   metrics.c  the numbers (metrics.h) as Prometheus text and JSON
  *   metrics-http.c  the optional HTTP endpoint serving them
+ *   daemon.c   the wiring: which file above receives what a file below
+ *              reports (the *_up tables), and the start of cluster and
+ *              engine (main.c and the fuzz targets)
  *
  * Engine callbacks never re-enter the engine: ASTs and messages are queued
  * in struct dlmd and delivered by dlmd_flush() after the entry point that
  * produced them has returned.
+ *
+ * DEPENDENCIES go one way, down this list (a file calls only files below
+ * it, by name):
+ *
+ *   main.c, daemon.c                  start, stop, wiring
+ *   ctl.c, metrics*.c                 read everything below (one
+ *                                     level: metrics.c uses ctl.c's
+ *                                     string buffer, ctl.c the metrics)
+ *   client.c                          the client socket, lockspaces
+ *   view.c                            the configfs view
+ *   cluster.c                         corosync, the lockspace protocol
+ *   fence.c                           fencing
+ *   engine.c                          the engine glue, dlmd_flush()
+ *   comms.c                           the node-to-node transport
+ *   cpgmsg.c, fence-policy.c, config.c, log.c, u32map.c, core/, lowcomms/
+ *
+ * A file below reports up only through a table of function pointers the
+ * file above gave it (struct dlmd_comms_up, dlmd_fence_up, dlmd_engine_up,
+ * dlmd_cluster_up below; daemon.c and cluster.c fill them), so each is
+ * read without the ones above it.
+ *
+ * A lock request, followed through the files: client.c decodes it and
+ * calls the engine (dlm_core_lock); the engine queues its messages and
+ * ASTs through engine.c's callbacks; client.c calls dlmd_flush() (engine.c),
+ * which hands messages to comms.c (lowcomms to the master's node) and
+ * ASTs up to client.c's dlmd_client_deliver_ast (eu_ast).  On the master
+ * node, comms.c hands the message to dlm_core_receive and calls
+ * cu_flush (dlmd_flush) for the answer.
+ *
+ * A node death: cluster.c gets the confchg (node-down) from corosync,
+ * stops each lockspace the node was in (dlm_core_ls_stop) and calls
+ * fence.c (dlmd_fence_node_failed); fence.c fences it and reports it
+ * fenced through fu_changed; cluster.c then agrees on the new members and
+ * event (START messages, member-policy.c's decision), starts the engine's
+ * recovery (dlm_core_ls_start) and, when the engine reports it done
+ * (eu_recovery_done via engine.c), finishes it (dlm_core_ls_finish) and
+ * dlmd_flush() delivers the ASTs of what was granted.
  */
 #ifndef DLMD_PLUGIN_DLMD_H
 #define DLMD_PLUGIN_DLMD_H
@@ -269,6 +311,7 @@ struct dlmd {
 	bool			d_asts_overflow;
 	struct dlmd_pending_msg	*d_msgs;
 	struct dlmd_pending_msg	**d_msgs_tail;
+	const struct dlmd_engine_up *d_engine_up;
 	/* counters for dlmctl status */
 	uint64_t		d_nrequests;
 	uint64_t		d_nasts_sent;
@@ -295,12 +338,33 @@ struct dlmd {
 
 uint64_t dlmd_now_ms(void);
 
-/* client.c */
-extern const struct dlm_core_ops dlmd_core_ops;
-int dlmd_client_listen(struct dlmd *d);
-void dlmd_client_fini(struct dlmd *d);
+/* engine.c */
+/* What engine.c reports up (daemon.c fills it). */
+struct dlmd_engine_up {
+	/* client.c: write one AST to its owner (dlmd_client_deliver_ast) */
+	void	(*eu_ast)(struct dlmd *d, const struct dlmd_pending_ast *pa);
+	/* cluster.c: the engine's recovery of 'event' is done / failed */
+	void	(*eu_recovery_done)(struct dlmd *d, struct dlm_ls *ls,
+				    uint32_t event);
+	void	(*eu_recovery_failed)(struct dlmd *d, struct dlm_ls *ls,
+				      uint32_t event, int error);
+};
+/* Create the engine (d_core) with our callbacks.  0 or -ENOMEM. */
+int dlmd_engine_new(struct dlmd *d, const struct dlmd_engine_up *up);
+/* Free the engine and what its callbacks queued. */
+void dlmd_engine_free(struct dlmd *d);
 /* Deliver what the engine queued (ASTs, messages), until nothing is left. */
 void dlmd_flush(struct dlmd *d);
+
+/* daemon.c: start the cluster glue (and fencing, comms) and the engine,
+ * wired to each other.  0 or a negative errno (logged). */
+int dlmd_daemon_start(struct dlmd *d);
+
+/* client.c */
+int dlmd_client_listen(struct dlmd *d);
+void dlmd_client_fini(struct dlmd *d);
+/* Write one AST the engine produced to its owner (eu_ast). */
+void dlmd_client_deliver_ast(struct dlmd *d, const struct dlmd_pending_ast *pa);
 struct dlmd_ls *dlmd_ls_find(struct dlmd *d, const char *name);
 /* Create (or find, unless 'excl') the lockspace.  0 or negative errno. */
 int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
@@ -342,21 +406,33 @@ void dlmd_ctl_fini(struct dlmd *d);
 char *dlmd_ctl_answer(struct dlmd *d, char *line);
 
 /* cluster.c */
-int dlmd_cluster_init(struct dlmd *d);
+/* What cluster.c reports up (daemon.c fills it). */
+struct dlmd_cluster_up {
+	/* client.c: the first recovery of a created lockspace finished (0)
+	 * or the lockspace went away (negative errno): answer the held
+	 * LS_CREATEs (dlmd_ls_join_done) */
+	void	(*cu_ls_join_done)(struct dlmd *d, struct dlmd_ls *dl, int status);
+	/* client.c: our instance of the lockspace is stale: release it, its
+	 * clients lose their locks.  0 or a negative errno. */
+	int	(*cu_ls_drop)(struct dlmd *d, struct dlmd_ls *dl);
+	/* view.c: a lockspace started with new members; the quorum's node
+	 * view changed */
+	void	(*cu_view_ls_changed)(struct dlmd *d, const struct dlmd_ls *dl);
+	void	(*cu_view_nodes_changed)(struct dlmd *d);
+};
+int dlmd_cluster_init(struct dlmd *d, const struct dlmd_cluster_up *up);
 void dlmd_cluster_fini(struct dlmd *d);
 /* Join the lockspace's group and fill dl_members.  0 or negative errno. */
 int dlmd_cluster_ls_join(struct dlmd *d, struct dlmd_ls *dl);
 void dlmd_cluster_ls_leave(struct dlmd *d, struct dlmd_ls *dl);
-/* Send an engine message to another node (through comms.c). */
-void dlmd_cluster_send(struct dlmd *d, uint32_t to, const void *buf, size_t len);
 /* The engine created the lockspace: hold it until its first recovery. */
 void dlmd_cluster_ls_created(struct dlmd *d, struct dlmd_ls *dl);
 /* Has the lockspace's first membership been agreed and recovered? */
 bool dlmd_cluster_ls_ready(const struct dlmd *d, const struct dlmd_ls *dl);
-/* The engine's recovery_done callback (ctx is struct dlmd). */
-void dlmd_cluster_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event);
-void dlmd_cluster_recovery_failed(void *ctx, struct dlm_ls *ls, uint32_t event,
-				  int error);
+/* The engine's recovery of 'event' is done / failed (eu_recovery_*). */
+void dlmd_cluster_recovery_done(struct dlmd *d, struct dlm_ls *ls, uint32_t event);
+void dlmd_cluster_recovery_failed(struct dlmd *d, struct dlm_ls *ls,
+				  uint32_t event, int error);
 /* A node's fencing state changed: lockspaces may go on. */
 void dlmd_cluster_fencing_changed(struct dlmd *d);
 /* corosync asked us to retry a send: try again shortly. */
@@ -412,8 +488,16 @@ bool dlmd_view_kernel_dlm(const char *configfs, char *why, size_t size);
 
 /* comms.c */
 struct sockaddr_storage;
+/* What comms.c reports up (cluster.c fills it). */
+struct dlmd_comms_up {
+	/* engine messages were delivered: deliver the engine's output
+	 * (dlmd_flush) */
+	void	(*cu_flush)(struct dlmd *d);
+	/* frames from the node were lost (dlmd_cluster_frames_lost) */
+	void	(*cu_frames_lost)(struct dlmd *d, uint32_t nodeid);
+};
 int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
-		    unsigned int naddrs);
+		    unsigned int naddrs, const struct dlmd_comms_up *up);
 void dlmd_comms_fini(struct dlmd *d);
 int dlmd_comms_addr_parse(const char *text, uint16_t port,
 			  struct sockaddr_storage *ss);
@@ -483,7 +567,20 @@ int dlmd_fence_turn_rank(const struct dlmd_fence_turn *t, const uint32_t *member
 			 uint32_t self);
 
 /* fence.c */
-int dlmd_fence_init(struct dlmd *d);
+/* What fence.c asks of the daemon group and the quorum, and reports
+ * (cluster.c fills it with its dlmd_cluster_* functions of those names). */
+struct dlmd_fence_up {
+	bool	(*fu_in_group)(const struct dlmd *d);	/* in_daemon_group */
+	bool	(*fu_may_claim)(const struct dlmd *d, bool learned);
+	unsigned int (*fu_members)(const struct dlmd *d, uint32_t *ids,
+				   unsigned int max);	/* daemon_members */
+	bool	(*fu_quorate)(const struct dlmd *d);
+	bool	(*fu_quorum_has)(const struct dlmd *d, uint32_t nodeid);
+	int	(*fu_send)(struct dlmd *d, bool claim, uint32_t nodeid,
+			   enum dlmd_fence_status st);	/* fence_send */
+	void	(*fu_changed)(struct dlmd *d);	/* fencing_changed */
+};
+int dlmd_fence_init(struct dlmd *d, const struct dlmd_fence_up *up);
 void dlmd_fence_fini(struct dlmd *d);
 /* How a node failed (dlmd_fence_node_failed's 'how', bits): */
 #define DLMD_FAIL_NODE		0	/* node-down (CPG): it left the ring */

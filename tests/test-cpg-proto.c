@@ -241,7 +241,8 @@ uint64_t dlmd_now_ms(void) { return fake_now; }
 void dlmd_flush(struct dlmd *d) { }
 void dlmd_view_nodes_changed(struct dlmd *d) { }
 void dlmd_view_ls_changed(struct dlmd *d, const struct dlmd_ls *dl) { }
-int dlmd_comms_init(struct dlmd *d, const char *const *a, unsigned int n)
+int dlmd_comms_init(struct dlmd *d, const char *const *a, unsigned int n,
+		    const struct dlmd_comms_up *up)
 { return 0; }
 void dlmd_comms_fini(struct dlmd *d) { }
 int dlmd_comms_node_add(struct dlmd *d, uint32_t id, const char *const *a,
@@ -249,7 +250,8 @@ int dlmd_comms_node_add(struct dlmd *d, uint32_t id, const char *const *a,
 void dlmd_comms_node_reset(struct dlmd *d, uint32_t id, const char *const *a,
 			   unsigned int n) { }
 void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *b, size_t n) { }
-int dlmd_fence_init(struct dlmd *d) { return 0; }
+int dlmd_fence_init(struct dlmd *d, const struct dlmd_fence_up *up)
+{ return 0; }
 void dlmd_fence_fini(struct dlmd *d) { }
 void dlmd_fence_kick(struct dlmd *d) { }
 bool dlmd_fence_killed(const struct dlmd *d, uint32_t id) { return false; }
@@ -330,7 +332,7 @@ void dlmd_fence_describe(const struct dlmd *d, uint32_t id, char *buf,
 	snprintf(buf, size, "node %u (fake)", id);
 }
 
-void dlmd_ls_join_done(struct dlmd *d, struct dlmd_ls *dl, int status)
+static void sim_join_done(struct dlmd *d, struct dlmd_ls *dl, int status)
 {
 	((struct sim_ls *)dl)->join_status = status;
 }
@@ -358,6 +360,19 @@ int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
 	sim_ls_unlink(node_of(d), (struct sim_ls *)dl);
 	return 0;
 }
+
+static int sim_ls_drop(struct dlmd *d, struct dlmd_ls *dl)
+{
+	return dlmd_ls_release(d, dl, true, NULL);
+}
+
+/* What cluster.c reports up, to the fakes above. */
+static const struct dlmd_cluster_up sim_cluster_up = {
+	.cu_ls_join_done = sim_join_done,
+	.cu_ls_drop = sim_ls_drop,
+	.cu_view_ls_changed = dlmd_view_ls_changed,
+	.cu_view_nodes_changed = dlmd_view_nodes_changed,
+};
 
 /* ---- logs: every line, with the node that wrote it ----------------- */
 
@@ -416,6 +431,7 @@ static void node_init(int i, uint32_t id)
 	sn->pid = next_pid++;
 	sn->d.d_nodeid = id;
 	cs->cs_d = &sn->d;
+	cs->cs_up = &sim_cluster_up;
 	cs->cs_corosync = true;
 	cs->cs_daemon_cpg = (cpg_handle_t)(i + 1);
 	cs->cs_daemon_fd = -1;
