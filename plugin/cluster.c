@@ -219,6 +219,11 @@
  *  A newer change at any point goes back to 1: the engine aborts a
  *  recovery in progress on stop, and the newer event restarts it.
  *
+ *  Our instance's place in these steps is one value, cl_state (joining,
+ *  stopped, started, decided, recovering, running, or stale for a loser),
+ *  changed only by set_state(), which logs each transition; dlmctl ls
+ *  says what it waits for from it (dlmd_cluster_ls_describe).
+ *
  * Joining and leaving.  A lockspace created on this node (libdlm, dlmctl
  * join) is created in the engine with this node alone and stopped at
  * once, then its JOIN is sent; the JOIN's delivery is a membership change
@@ -539,10 +544,36 @@ struct dlmd_cluster {
 	qb_loop_timer_handle	cs_retry;
 };
 
+/* Where our instance of a lockspace is in the protocol above (steps 1 to
+ * 5); set_state() is the one place that changes it, and logs it. */
+enum cl_state {
+	CL_JOINING,	/* our JOIN is not delivered yet (or we sync) */
+	CL_STOPPED,	/* 1. a change stopped it; 2. START waits for
+			 * quorum, fencing, the end of a sync */
+	CL_STARTED,	/* 3. our START is sent; 4. we wait for the others' */
+	CL_DECIDED,	/* 4. members and event decided; the engine's start
+			 * waits for quorum */
+	CL_RECOVERING,	/* the engine recovers (cl_recovered == cl_last_event:
+			 * done, 5. the finish waits for quorum) */
+	CL_RUNNING,	/* 5. finished: locking runs */
+	CL_STALE,	/* 4. a loser of a stateful merge: dropped at the
+			 * next kick */
+};
+
+static const char *const cl_state_names[] = {
+	[CL_JOINING] = "joining",
+	[CL_STOPPED] = "stopped",
+	[CL_STARTED] = "started",
+	[CL_DECIDED] = "decided",
+	[CL_RECOVERING] = "recovering",
+	[CL_RUNNING] = "running",
+	[CL_STALE] = "stale",
+};
+
 struct dlmd_cluster_ls {
 	struct dlmd		*cl_d;
 	struct dlmd_ls		*cl_dl;
-	bool			cl_in_group;	/* our JOIN was delivered */
+	enum cl_state		cl_state;
 	uint32_t		cl_join_seq;	/* h_seq of this instance's JOIN */
 	bool			cl_join_delivered; /* it was (maybe while syncing) */
 	uint32_t		cl_lsid;
@@ -554,7 +585,6 @@ struct dlmd_cluster_ls {
 	uint32_t		cl_change_down[DLM_MAX_NODES];	/* node-down at it */
 	unsigned int		cl_nchange_down;
 	uint64_t		cl_change_ring;	/* quorum ring when it came */
-	bool			cl_start_sent;
 	bool			cl_got[DLM_MAX_NODES];	/* per cl_members[i] */
 	uint32_t		cl_start_event[DLM_MAX_NODES];	/* their last events */
 	/* failed since the last finished recovery: must be fenced */
@@ -564,19 +594,30 @@ struct dlmd_cluster_ls {
 	uint32_t		cl_last_event;	/* last decided event, 0 = fresh */
 	uint32_t		cl_prev[DLM_MAX_NODES];	/* its members */
 	unsigned int		cl_nprev;
-	bool			cl_decided;	/* for the current change */
-	bool			cl_start_pending; /* decided, engine not started */
 	uint32_t		cl_recovered;	/* recovery_done(E) seen, or 0 */
-	bool			cl_running;
-	bool			cl_ever_ran;
-	bool			cl_loser;	/* drop at the next kick */
+	bool			cl_ever_ran;	/* a recovery has finished */
 	/* the stall watchdog (running, yet no reply arrives) */
 	uint64_t		cl_wd_rx;	/* messages received at 'since' */
 	uint64_t		cl_wd_since;	/* ms; 0 = not watching */
 	uint64_t		cl_wd_waiters;
 	bool			cl_stalled;
-	bool			cl_kick;
 };
+
+static void set_state(struct dlmd_cluster_ls *cl, enum cl_state to,
+		      const char *why)
+{
+	if (cl->cl_state == to)
+		return;
+	log_info("lockspace %s: %s -> %s (%s)", cl->cl_dl->dl_name,
+		 cl_state_names[cl->cl_state], cl_state_names[to], why);
+	cl->cl_state = to;
+}
+
+/* Are STARTs still counted for the current change (nothing decided)? */
+static bool cl_deciding(const struct dlmd_cluster_ls *cl)
+{
+	return cl->cl_state == CL_STOPPED || cl->cl_state == CL_STARTED;
+}
 
 static const char *cs_str(cs_error_t e)
 {
@@ -1359,7 +1400,7 @@ static void decide(struct dlmd_cluster_ls *cl)
 			"event older than %u (cut off while the others recovered); "
 			"they drop their instance", cl->cl_dl->dl_name, m, newest);
 		if (id_in(losers, nlosers, d->d_nodeid)) {
-			cl->cl_loser = true;
+			set_state(cl, CL_STALE, "a loser of a stateful merge");
 			kick(d->d_cluster);
 		}
 		return;
@@ -1368,8 +1409,7 @@ static void decide(struct dlmd_cluster_ls *cl)
 		log_err("lockspace %s: event numbers exhausted", cl->cl_dl->dl_name);
 		return;
 	}
-	cl->cl_decided = true;
-	cl->cl_start_pending = true;
+	set_state(cl, CL_DECIDED, "every START is in");
 	cl->cl_last_event = newest + 1;
 	memcpy(cl->cl_prev, cl->cl_members, cl->cl_nmembers * sizeof(uint32_t));
 	cl->cl_nprev = cl->cl_nmembers;
@@ -1392,29 +1432,24 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 	char buf[BLOCKER_LEN];
 	int rv;
 
-	if (!cl->cl_in_group || cl->cl_loser)
-		return;
-	if (!cl->cl_start_sent) {
+	if (cl->cl_state == CL_STOPPED) {
 		if (start_blocker(cl, buf, sizeof(buf)))
 			return;
 		if (send_start(cl))
 			return;
-		cl->cl_start_sent = true;
+		set_state(cl, CL_STARTED, "START sent");
 	}
-	if (!cl->cl_decided)
-		return;
-	if (cl->cl_start_pending) {
+	if (cl->cl_state == CL_DECIDED) {
 		if (!d->d_cluster->cs_quorate)
 			return;
 		rv = dlm_core_ls_start(dl->dl_core, cl->cl_last_event,
 				       cl->cl_members, cl->cl_nmembers);
+		set_state(cl, CL_RECOVERING, "the engine's recovery starts");
 		if (rv) {
 			log_err("lockspace %s: engine refused to start event %u: %s",
 				dl->dl_name, cl->cl_last_event, strerror(-rv));
-			cl->cl_start_pending = false;
 			return;
 		}
-		cl->cl_start_pending = false;
 		dlmd_metrics_recovery_started(&dl->dl_metrics);
 		memcpy(dl->dl_members, cl->cl_members,
 		       cl->cl_nmembers * sizeof(uint32_t));
@@ -1422,7 +1457,8 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 		d->d_cluster->cs_up->cu_view_ls_changed(d, dl);
 		dlmd_flush(d);
 	}
-	if (cl->cl_recovered == cl->cl_last_event && !cl->cl_running) {
+	if (cl->cl_state == CL_RECOVERING &&
+	    cl->cl_recovered == cl->cl_last_event) {
 		if (!d->d_cluster->cs_quorate)
 			return;
 		rv = dlm_core_ls_finish(dl->dl_core, cl->cl_last_event);
@@ -1431,7 +1467,7 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 				dl->dl_name, cl->cl_last_event, strerror(-rv));
 			return;
 		}
-		cl->cl_running = true;
+		set_state(cl, CL_RUNNING, "recovery finished");
 		cl->cl_nfailed = 0;
 		dlmd_metrics_recovery_done(&dl->dl_metrics);
 		log_notice("lockspace %s: recovery %u finished, locking resumed "
@@ -1477,7 +1513,7 @@ static void kick_job(void *data)
 
 			if (!cl)
 				continue;
-			if (cl->cl_loser) {
+			if (cl->cl_state == CL_STALE) {
 				ls_drop_as_loser(cl);
 				again = true;
 				break;
@@ -1542,11 +1578,12 @@ static void watchdog_timer(void *data)
 		if (!cl)
 			continue;
 		dlm_core_ls_stats(dl->dl_core, &st);
-		if (!cl->cl_running || !st.ls_waiters ||
+		if (cl->cl_state != CL_RUNNING || !st.ls_waiters ||
 		    st.ls_msgs_received != cl->cl_wd_rx || !cl->cl_wd_since) {
 			if (cl->cl_stalled)
 				log_notice("lockspace %s: no longer stalled (%s)",
-					   dl->dl_name, !cl->cl_running ? "stopped" :
+					   dl->dl_name, cl->cl_state != CL_RUNNING ?
+					   "stopped" :
 					   !st.ls_waiters ? "nothing waits" :
 					   "a message arrived");
 			cl->cl_stalled = false;
@@ -1669,7 +1706,7 @@ static void receive_start(struct dlmd_cluster_ls *cl, uint32_t from,
 	int idx = member_index(cl, from);
 	bool same;
 
-	if (!cl->cl_in_group || idx < 0)
+	if (cl->cl_state == CL_JOINING || idx < 0)
 		return;
 	same = st->st_nmembers == cl->cl_nmembers &&
 	       !memcmp(st->st_members, cl->cl_members, cl->cl_nmembers * 4);
@@ -1678,7 +1715,7 @@ static void receive_start(struct dlmd_cluster_ls *cl, uint32_t from,
 			  "change; ignored", cl->cl_dl->dl_name, from);
 		return;
 	}
-	if (cl->cl_got[idx] || cl->cl_decided)
+	if (cl->cl_got[idx] || !cl_deciding(cl))
 		return;
 	cl->cl_got[idx] = true;
 	cl->cl_start_event[idx] = st->st_last_event;
@@ -1743,10 +1780,8 @@ static void ls_change(struct dlmd_cluster_ls *cl, const uint32_t *ids,
 	/* 1. stop at once, forget the previous change's STARTs */
 	dlm_core_ls_stop(dl->dl_core);
 	dlmd_metrics_ls_stopped(&dl->dl_metrics);
-	cl->cl_running = false;
-	cl->cl_start_sent = false;
-	cl->cl_decided = false;
-	cl->cl_start_pending = false;
+	if (cl->cl_state != CL_STALE)
+		set_state(cl, CL_STOPPED, "a membership change");
 	cl->cl_recovered = 0;
 	memset(cl->cl_got, 0, sizeof(cl->cl_got));
 	fmt_ids(m, sizeof(m), ids, n);
@@ -1766,7 +1801,6 @@ static void ls_our_join(struct dlmd_cluster *cs, struct cs_lsent *le,
 {
 	struct dlmd_cluster_ls *cl = le->le_cl;
 
-	cl->cl_in_group = true;
 	/* a failure recorded against the lockspace before we joined it is
 	 * fenced before we take part in its recovery */
 	le_tidy(cs, le);
@@ -1806,10 +1840,10 @@ static void table_join(struct dlmd_cluster *cs, uint32_t id, const char *name,
 			return;
 		}
 		cl->cl_join_delivered = true;
-		if (!cl->cl_in_group && !cs->cs_syncing)
+		if (cl->cl_state == CL_JOINING && !cs->cs_syncing)
 			ls_our_join(cs, le, "");
 		/* while syncing: at its end */
-	} else if (cl->cl_in_group) {
+	} else if (cl->cl_state != CL_JOINING) {
 		ls_change(cl, le->le_members, le->le_nmembers, NULL, 0, "");
 	}
 }
@@ -1830,7 +1864,7 @@ static void table_leave(struct dlmd_cluster *cs, uint32_t id, const char *name)
 	cl = le->le_cl;
 	/* our own LEAVE: that instance is gone already (a newer one of
 	 * ours, if any, has its JOIN still to come) */
-	if (cl && cl->cl_in_group && id != cs->cs_d->d_nodeid)
+	if (cl && cl->cl_state != CL_JOINING && id != cs->cs_d->d_nodeid)
 		ls_change(cl, le->le_members, le->le_nmembers, &lf, 1, "");
 	le_tidy(cs, le);
 }
@@ -1872,7 +1906,7 @@ static void sync_end(struct dlmd_cluster *cs)
 		le = le_find(cs, dl->dl_name, false);
 		if (!le || le->le_cl != cl)
 			continue;
-		if (!cl->cl_in_group) {
+		if (cl->cl_state == CL_JOINING) {
 			if (cl->cl_join_delivered)
 				ls_our_join(cs, le, " (after the daemons' sync)");
 			continue;
@@ -1893,7 +1927,7 @@ static void sync_end(struct dlmd_cluster *cs)
 								     CPG_REASON_LEAVE };
 			ls_change(cl, le->le_members, le->le_nmembers, lf, nl,
 				  " (after the daemons' sync)");
-		} else if (!cl->cl_decided && all_got(cl)) {
+		} else if (cl_deciding(cl) && all_got(cl)) {
 			decide(cl);
 		}
 	}
@@ -2317,7 +2351,7 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 			if (left[i].reason != CPG_REASON_LEAVE)
 				le_failed_add(le, id, left[i].reason ==
 					      CPG_REASON_PROCDOWN);
-			if (cl && cl->cl_in_group)
+			if (cl && cl->cl_state != CL_JOINING)
 				ls_change(cl, le->le_members, le->le_nmembers,
 					  &lf, 1, "");
 			le_tidy(cs, le);
@@ -2910,7 +2944,8 @@ int dlmd_cluster_ls_join(struct dlmd *d, struct dlmd_ls *dl)
 	dl->dl_cluster = cl;
 	if (!cs->cs_corosync) {
 		/* one node: the lockspace runs as created */
-		cl->cl_running = cl->cl_ever_ran = true;
+		set_state(cl, CL_RUNNING, "one node: runs as created");
+		cl->cl_ever_ran = true;
 		return 0;
 	}
 	le = le_find(cs, dl->dl_name, true);
@@ -2938,7 +2973,7 @@ void dlmd_cluster_ls_created(struct dlmd *d, struct dlmd_ls *dl)
 	struct dlmd_cluster_ls *cl = dl->dl_cluster;
 
 	/* held until the first membership is agreed and recovered */
-	if (cl && !cl->cl_running) {
+	if (cl && cl->cl_state != CL_RUNNING) {
 		dlm_core_ls_stop(dl->dl_core);
 		dlmd_metrics_ls_stopped(&dl->dl_metrics);
 	}
@@ -3071,37 +3106,28 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 	memcpy(v->lv_group, cl->cl_members, cl->cl_nmembers * sizeof(uint32_t));
 	v->lv_ngroup = cl->cl_nmembers;
 	dlm_core_ls_stats(dl->dl_core, &stats);
-	if (cl->cl_running && stats.ls_stuck) {
-		/* core/audit.c found locks whose two copies disagree */
-		v->lv_state = "stalled";
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "audit (%llu lock%s stuck: "
-			 "a grant or reply was lost or a node does not answer; "
-			 "see the log)", (unsigned long long)stats.ls_stuck,
-			 stats.ls_stuck == 1 ? "" : "s");
-	} else if (cl->cl_running && cl->cl_stalled) {
-		v->lv_state = "stalled";
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "reply (%llu operation%s "
-			 "wait for a remote reply; nothing received for %llu s)",
-			 (unsigned long long)cl->cl_wd_waiters,
-			 cl->cl_wd_waiters == 1 ? "" : "s",
-			 (unsigned long long)((dlmd_now_ms() - cl->cl_wd_since) / 1000));
-	} else if (cl->cl_running || !d->d_cluster->cs_corosync) {
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "none");
-	} else if (!cl->cl_in_group && d->d_cluster->cs_syncing) {
-		char ids[64];
+	/* (with membership none it runs from its creation) */
+	switch (cl->cl_state) {
+	case CL_JOINING:
+		if (d->d_cluster->cs_syncing) {
+			char ids[64];
 
-		fmt_unannounced(d->d_cluster, ids, sizeof(ids));
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "join (sync: lockspaces "
-			 "of daemon(s) %s)", ids);
-	} else if (!cl->cl_in_group) {
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "join (group)");
-	} else if (!cl->cl_start_sent) {
+			fmt_unannounced(d->d_cluster, ids, sizeof(ids));
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "join (sync: "
+				 "lockspaces of daemon(s) %s)", ids);
+		} else {
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "join (group)");
+		}
+		break;
+	case CL_STOPPED: {
 		char buf[BLOCKER_LEN];
 		const char *why = start_blocker(cl, buf, sizeof(buf));
 
 		snprintf(v->lv_wait, sizeof(v->lv_wait), "%s",
 			 why ? why : "start (sending)");
-	} else if (!cl->cl_decided) {
+		break;
+	}
+	case CL_STARTED: {
 		size_t off = (size_t)snprintf(v->lv_wait, sizeof(v->lv_wait),
 					      "members (start from");
 
@@ -3112,17 +3138,49 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 							sizeof(v->lv_wait) - off,
 							" %u", cl->cl_members[i]);
 		snprintf(v->lv_wait + off, sizeof(v->lv_wait) - off, ")");
-	} else if (cl->cl_start_pending) {
+		break;
+	}
+	case CL_DECIDED:
 		snprintf(v->lv_wait, sizeof(v->lv_wait), "quorum (to start)");
-	} else if (cl->cl_recovered != cl->cl_last_event &&
-		   dlm_core_ls_recovery_error(dl->dl_core, &failed_step)) {
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "recovery %u failed here "
-			 "in step %s: %s (the others wait; see the log)",
-			 cl->cl_last_event, failed_step,
-			 strerror(-dlm_core_ls_recovery_error(dl->dl_core, NULL)));
-	} else if (cl->cl_recovered != cl->cl_last_event) {
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "recovery step %s", step);
-	} else {
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "quorum (to finish)");
+		break;
+	case CL_RECOVERING:
+		if (cl->cl_recovered == cl->cl_last_event)
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "quorum (to finish)");
+		else if (dlm_core_ls_recovery_error(dl->dl_core, &failed_step))
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "recovery %u "
+				 "failed here in step %s: %s (the others wait; see "
+				 "the log)", cl->cl_last_event, failed_step,
+				 strerror(-dlm_core_ls_recovery_error(dl->dl_core,
+								      NULL)));
+		else
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "recovery step %s",
+				 step);
+		break;
+	case CL_RUNNING:
+		if (stats.ls_stuck) {
+			/* core/audit.c found locks whose two copies disagree */
+			v->lv_state = "stalled";
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "audit (%llu lock%s "
+				 "stuck: a grant or reply was lost or a node does not "
+				 "answer; see the log)",
+				 (unsigned long long)stats.ls_stuck,
+				 stats.ls_stuck == 1 ? "" : "s");
+		} else if (cl->cl_stalled) {
+			v->lv_state = "stalled";
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "reply (%llu "
+				 "operation%s wait for a remote reply; nothing "
+				 "received for %llu s)",
+				 (unsigned long long)cl->cl_wd_waiters,
+				 cl->cl_wd_waiters == 1 ? "" : "s",
+				 (unsigned long long)((dlmd_now_ms() -
+						       cl->cl_wd_since) / 1000));
+		} else {
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "none");
+		}
+		break;
+	case CL_STALE:
+		snprintf(v->lv_wait, sizeof(v->lv_wait), "release (a stale "
+			 "instance: a loser of a stateful merge)");
+		break;
 	}
 }

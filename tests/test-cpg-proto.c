@@ -655,7 +655,8 @@ static bool ls_running(int i, const char *name)
 {
 	struct sim_ls *sl = ls_of(i, name);
 
-	return sl && sl->dl.dl_cluster && sl->dl.dl_cluster->cl_running &&
+	return sl && sl->dl.dl_cluster &&
+	       sl->dl.dl_cluster->cl_state == CL_RUNNING &&
 	       sl->core.running;
 }
 
