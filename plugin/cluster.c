@@ -1377,40 +1377,35 @@ static int send_start(struct dlmd_cluster_ls *cl)
 	return 0;
 }
 
-/* Every member's START is in: decide, the same way on every member. */
+/* Every member's START is in: decide, the same way on every member
+ * (member-policy.c). */
 static void decide(struct dlmd_cluster_ls *cl)
 {
 	struct dlmd *d = cl->cl_d;
-	uint32_t newest = 0, losers[DLM_MAX_NODES];
-	unsigned int nlosers = 0;
+	struct dlmd_decision dc;
 	char m[DLM_MAX_NODES * 11 + 1];
 
-	for (unsigned int i = 0; i < cl->cl_nmembers; i++)
-		if (cl->cl_start_event[i] > newest)
-			newest = cl->cl_start_event[i];
-	for (unsigned int i = 0; i < cl->cl_nmembers; i++) {
-		uint32_t last = cl->cl_start_event[i];
-
-		if (last && last != newest)
-			losers[nlosers++] = cl->cl_members[i];
-	}
-	if (nlosers) {
-		fmt_ids(m, sizeof(m), losers, nlosers);
+	dlmd_decide(cl->cl_members, cl->cl_start_event, cl->cl_nmembers, &dc);
+	switch (dc.dc_kind) {
+	case DLMD_DECIDE_LOSERS:
+		fmt_ids(m, sizeof(m), dc.dc_losers, dc.dc_nlosers);
 		log_err("lockspace %s: stateful merge: node(s) %s ran it with an "
 			"event older than %u (cut off while the others recovered); "
-			"they drop their instance", cl->cl_dl->dl_name, m, newest);
-		if (id_in(losers, nlosers, d->d_nodeid)) {
+			"they drop their instance", cl->cl_dl->dl_name, m,
+			dc.dc_newest);
+		if (id_in(dc.dc_losers, dc.dc_nlosers, d->d_nodeid)) {
 			set_state(cl, CL_STALE, "a loser of a stateful merge");
 			kick(d->d_cluster);
 		}
 		return;
-	}
-	if (newest == UINT32_MAX) {
+	case DLMD_DECIDE_EXHAUSTED:
 		log_err("lockspace %s: event numbers exhausted", cl->cl_dl->dl_name);
 		return;
+	case DLMD_DECIDE_START:
+		break;
 	}
 	set_state(cl, CL_DECIDED, "every START is in");
-	cl->cl_last_event = newest + 1;
+	cl->cl_last_event = dc.dc_event;
 	memcpy(cl->cl_prev, cl->cl_members, cl->cl_nmembers * sizeof(uint32_t));
 	cl->cl_nprev = cl->cl_nmembers;
 	fmt_ids(m, sizeof(m), cl->cl_members, cl->cl_nmembers);

@@ -19,6 +19,9 @@
  *   fence-policy.c  which of those applies, which fencer results
  *              count, and whose turn it is to fence (no I/O;
  *              tests/test-fence.c)
+ *   member-policy.c  the members and event a recovery uses, decided
+ *              from every member's START (no I/O;
+ *              tests/test-member-policy.c)
  *   engine.c   the engine's callbacks (ASTs, messages, recovery
  *              reports) and dlmd_flush(), which delivers what they queued
  *   client.c   the client socket (libdlm's protocol, libdlm/dlmd_proto.h)
@@ -50,7 +53,8 @@
  *   fence.c                           fencing
  *   engine.c                          the engine glue, dlmd_flush()
  *   comms.c                           the node-to-node transport
- *   cpgmsg.c, fence-policy.c, config.c, log.c, u32map.c, core/, lowcomms/
+ *   cpgmsg.c, fence-policy.c, member-policy.c, config.c, log.c,
+ *   u32map.c, core/, lowcomms/
  *
  * A file below reports up only through a table of function pointers the
  * file above gave it (struct dlmd_comms_up, dlmd_fence_up, dlmd_engine_up,
@@ -565,6 +569,26 @@ bool dlmd_fence_turn_left(struct dlmd_fence_turn *t, uint32_t id);
 int dlmd_fence_turn_rank(const struct dlmd_fence_turn *t, const uint32_t *members,
 			 unsigned int n, const uint32_t *skip, unsigned int nskip,
 			 uint32_t self);
+
+/* member-policy.c: the decision of a change's members and event once
+ * every member's START is in (cluster.c; tests/test-member-policy.c) */
+enum dlmd_decide_kind {
+	DLMD_DECIDE_START,	/* every member starts recovery of dc_event */
+	DLMD_DECIDE_LOSERS,	/* dc_losers ran it with an older event: they
+				 * drop their instance, nothing starts */
+	DLMD_DECIDE_EXHAUSTED,	/* the newest event is UINT32_MAX */
+};
+struct dlmd_decision {
+	enum dlmd_decide_kind	dc_kind;
+	uint32_t		dc_newest;	/* newest last event reported */
+	uint32_t		dc_event;	/* START: the event, newest + 1 */
+	uint32_t		dc_losers[DLM_MAX_NODES];
+	unsigned int		dc_nlosers;
+};
+/* members[i] reported last_events[i] (0: fresh) in its START; n <=
+ * DLM_MAX_NODES. */
+void dlmd_decide(const uint32_t *members, const uint32_t *last_events,
+		 unsigned int n, struct dlmd_decision *dc);
 
 /* fence.c */
 /* What fence.c asks of the daemon group and the quorum, and reports
