@@ -555,6 +555,8 @@ enum cl_state {
 			 * waits for quorum */
 	CL_RECOVERING,	/* the engine recovers (cl_recovered == cl_last_event:
 			 * done, 5. the finish waits for quorum) */
+	CL_FAILED,	/* the engine's recovery failed here: a RESTART is
+			 * sent at cl_restart_at (RECOVERY RETRY) */
 	CL_RUNNING,	/* 5. finished: locking runs */
 	CL_STALE,	/* 4. a loser of a stateful merge: dropped at the
 			 * next kick */
@@ -566,6 +568,7 @@ static const char *const cl_state_names[] = {
 	[CL_STARTED] = "started",
 	[CL_DECIDED] = "decided",
 	[CL_RECOVERING] = "recovering",
+	[CL_FAILED] = "failed",
 	[CL_RUNNING] = "running",
 	[CL_STALE] = "stale",
 };
@@ -601,6 +604,13 @@ struct dlmd_cluster_ls {
 	uint64_t		cl_wd_since;	/* ms; 0 = not watching */
 	uint64_t		cl_wd_waiters;
 	bool			cl_stalled;
+	/* RECOVERY RETRY (CL_FAILED) */
+	uint32_t		cl_restart_attempt;	/* failures in a row */
+	int			cl_restart_error;
+	char			cl_restart_step[32];	/* where it failed */
+	uint64_t		cl_restart_at;		/* ms: send the RESTART */
+	bool			cl_restart_armed;
+	qb_loop_timer_handle	cl_restart_timer;
 };
 
 static void set_state(struct dlmd_cluster_ls *cl, enum cl_state to,
@@ -1418,6 +1428,91 @@ static void replies_after_join(struct dlmd_cluster_ls *cl, int status)
 	cl->cl_d->d_cluster->cs_up->cu_ls_join_done(cl->cl_d, cl->cl_dl, status);
 }
 
+/*
+ * RECOVERY RETRY.  When the engine's recovery of event E fails here (a
+ * step ran out of memory: eu_recovery_failed), or the engine refuses to
+ * start it, the lockspace stays stopped, and the other members wait at
+ * the step's barrier for a status we never send.  A retry must therefore
+ * be cluster-wide: after a back-off (member-policy.c: 1 s, doubling to
+ * 30 s, attempt after attempt until a recovery finishes) we multicast
+ * LS_RESTART {name, E}.  Its delivery is, on every member whose last
+ * decided event is E and that has decided (decided, recovering or
+ * failed), a change of the same members: step 1 again (stop, START,
+ * decision), so E+1 is decided and recovered by all.  A member for which
+ * a newer change is already under way ignores it: that change restarts
+ * recovery anyway.  dlmctl ls shows "recovery failed, retry in N s
+ * (attempt K)".
+ */
+static void restart_timer(void *data);
+
+static void restart_disarm(struct dlmd_cluster_ls *cl)
+{
+	if (cl->cl_restart_armed)
+		qb_loop_timer_del(cl->cl_d->d_loop, cl->cl_restart_timer);
+	cl->cl_restart_armed = false;
+}
+
+/* Send the RESTART after the back-off of the current attempt. */
+static void restart_arm(struct dlmd_cluster_ls *cl)
+{
+	uint32_t delay = dlmd_restart_delay_ms(cl->cl_restart_attempt);
+
+	restart_disarm(cl);
+	cl->cl_restart_at = dlmd_now_ms() + delay;
+	if (qb_loop_timer_add(cl->cl_d->d_loop, QB_LOOP_LOW,
+			      (uint64_t)delay * NS_PER_MS, cl, restart_timer,
+			      &cl->cl_restart_timer) == 0)
+		cl->cl_restart_armed = true;
+	else
+		log_err("lockspace %s: cannot arm the restart timer: recovery "
+			"restarts at the next membership change",
+			cl->cl_dl->dl_name);
+}
+
+static void restart_timer(void *data)
+{
+	struct dlmd_cluster_ls *cl = data;
+	struct dlmd_cluster *cs = cl->cl_d->d_cluster;
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = out_hdr(cs, cl->cl_lsid);
+	struct cm_restart rs;
+	size_t len;
+
+	cl->cl_restart_armed = false;
+	if (cl->cl_state != CL_FAILED)
+		return;
+	memset(&rs, 0, sizeof(rs));
+	snprintf(rs.rs_ls.n_name, sizeof(rs.rs_ls.n_name), "%s",
+		 cl->cl_dl->dl_name);
+	rs.rs_event = cl->cl_last_event;
+	len = dlmd_cm_restart_encode(buf, &h, &rs);
+	if (!len || out_queue(cs, buf, len)) {
+		log_err("lockspace %s: cannot send LS_RESTART; trying again",
+			cl->cl_dl->dl_name);
+		restart_arm(cl);
+		return;
+	}
+	log_notice("lockspace %s: LS_RESTART of event %u sent (attempt %u)",
+		   cl->cl_dl->dl_name, cl->cl_last_event, cl->cl_restart_attempt);
+}
+
+/* Our recovery of cl_last_event failed (error, in step 'step'). */
+static void recovery_failed_here(struct dlmd_cluster_ls *cl, int error,
+				 const char *step)
+{
+	cl->cl_restart_attempt++;
+	cl->cl_restart_error = error;
+	snprintf(cl->cl_restart_step, sizeof(cl->cl_restart_step), "%s", step);
+	set_state(cl, CL_FAILED, "the engine's recovery failed here");
+	log_err("lockspace %s: recovery %u failed here in step %s: %s; the "
+		"other members wait for us: restarting it everywhere in %u s "
+		"(attempt %u)", cl->cl_dl->dl_name, cl->cl_last_event, step,
+		strerror(-error),
+		dlmd_restart_delay_ms(cl->cl_restart_attempt) / 1000,
+		cl->cl_restart_attempt);
+	restart_arm(cl);
+}
+
 /* Move the lockspace on as far as the conditions allow.  Never called
  * from inside an engine callback. */
 static void ls_progress(struct dlmd_cluster_ls *cl)
@@ -1439,12 +1534,11 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 			return;
 		rv = dlm_core_ls_start(dl->dl_core, cl->cl_last_event,
 				       cl->cl_members, cl->cl_nmembers);
-		set_state(cl, CL_RECOVERING, "the engine's recovery starts");
 		if (rv) {
-			log_err("lockspace %s: engine refused to start event %u: %s",
-				dl->dl_name, cl->cl_last_event, strerror(-rv));
+			recovery_failed_here(cl, rv, "start");
 			return;
 		}
+		set_state(cl, CL_RECOVERING, "the engine's recovery starts");
 		dlmd_metrics_recovery_started(&dl->dl_metrics);
 		memcpy(dl->dl_members, cl->cl_members,
 		       cl->cl_nmembers * sizeof(uint32_t));
@@ -1464,6 +1558,7 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 		}
 		set_state(cl, CL_RUNNING, "recovery finished");
 		cl->cl_nfailed = 0;
+		cl->cl_restart_attempt = 0;
 		dlmd_metrics_recovery_done(&dl->dl_metrics);
 		log_notice("lockspace %s: recovery %u finished, locking resumed "
 			   "(%u member%s)", dl->dl_name, cl->cl_last_event,
@@ -1669,20 +1764,27 @@ void dlmd_cluster_recovery_done(struct dlmd *d, struct dlm_ls *ls, uint32_t even
 
 /* The engine's recovery of 'event' failed here (out of memory): the
  * lockspace stays stopped and the other members wait at the step's
- * barrier; recovery runs again only under a newer event.  Said loudly;
- * dlmctl ls shows it (dlmd_cluster_ls_describe). */
+ * barrier; we restart it everywhere (RECOVERY RETRY). */
 void dlmd_cluster_recovery_failed(struct dlmd *d, struct dlm_ls *ls,
 				  uint32_t event, int error)
 {
+	struct dlmd_cluster *cs = d->d_cluster;
 	const char *step = "?";
 
-	(void)d;
 	(void)dlm_core_ls_recovery_error(ls, &step);
-	log_err("lockspace %s: recovery %u failed here in step %s: %s; the "
-		"other members wait for us.  It runs again at the next "
-		"membership change; stopping dlmd on this node makes the others "
-		"fence it and go on", dlm_core_ls_name(ls), event, step,
-		strerror(-error));
+	for (struct dlmd_ls *dl = d->d_lockspaces; cs && dl; dl = dl->dl_next) {
+		struct dlmd_cluster_ls *cl = dl->dl_cluster;
+
+		if (dl->dl_core != ls || !cl)
+			continue;
+		if (cl->cl_state == CL_RECOVERING && cl->cl_last_event == event) {
+			recovery_failed_here(cl, error, step ? step : "?");
+			return;
+		}
+	}
+	log_err("lockspace %s: recovery %u failed here in step %s: %s (not "
+		"the recovery we run: ignored)", dlm_core_ls_name(ls), event,
+		step ? step : "?", strerror(-error));
 }
 
 /* Every START is in and the daemon group is not syncing. */
@@ -1777,6 +1879,7 @@ static void ls_change(struct dlmd_cluster_ls *cl, const uint32_t *ids,
 	dlmd_metrics_ls_stopped(&dl->dl_metrics);
 	if (cl->cl_state != CL_STALE)
 		set_state(cl, CL_STOPPED, "a membership change");
+	restart_disarm(cl);
 	cl->cl_recovered = 0;
 	memset(cl->cl_got, 0, sizeof(cl->cl_got));
 	fmt_ids(m, sizeof(m), ids, n);
@@ -1880,6 +1983,40 @@ static void deliver_start(struct dlmd_cluster *cs, uint32_t from,
 	le = le_find(cs, st.st_ls.n_name, false);
 	if (le && le->le_cl)
 		receive_start(le->le_cl, from, &st);
+}
+
+/* LS_RESTART from 'from' (RECOVERY RETRY). */
+static void deliver_restart(struct dlmd_cluster *cs, uint32_t from,
+			    const unsigned char *body, size_t len)
+{
+	struct cm_restart rs;
+	struct cs_lsent *le;
+	struct dlmd_cluster_ls *cl;
+	const char *why = NULL;
+	char reason[64];
+
+	if (dlmd_cm_restart_decode(body, len, &rs, &why)) {
+		log_warn("daemon group: malformed LS_RESTART from node %u dropped: "
+			 "%s", from, why);
+		return;
+	}
+	le = le_find(cs, rs.rs_ls.n_name, false);
+	cl = le ? le->le_cl : NULL;
+	if (!cl || member_index(cl, from) < 0)
+		return;
+	if (cl->cl_last_event != rs.rs_event ||
+	    (cl->cl_state != CL_DECIDED && cl->cl_state != CL_RECOVERING &&
+	     cl->cl_state != CL_FAILED)) {
+		log_info("lockspace %s: LS_RESTART of event %u from node %u "
+			 "ignored (we are %s at event %u)", cl->cl_dl->dl_name,
+			 rs.rs_event, from, cl_state_names[cl->cl_state],
+			 cl->cl_last_event);
+		return;
+	}
+	restart_disarm(cl);
+	snprintf(reason, sizeof(reason), " (restart: recovery %u failed on "
+		 "node %u)", rs.rs_event, from);
+	ls_change(cl, le->le_members, le->le_nmembers, NULL, 0, reason);
 }
 
 /* The end of a sync: every member's lockspaces are known. */
@@ -2191,7 +2328,7 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 			 "a member (an old incarnation?): dropped", nodeid, pid);
 		return;
 	}
-	if (hd.h_target && hd.h_type >= CM_START && hd.h_type <= CM_FENCE_RESULT) {
+	if (hd.h_target && hd.h_type >= CM_START && hd.h_type <= CM_RESTART) {
 		/* every member must apply these alike: none is for one */
 		log_warn("daemon group: message type %u from node %u with target "
 			 "node %u dropped (it is for every member)", hd.h_type,
@@ -2226,6 +2363,9 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	switch (hd.h_type) {
 	case CM_START:
 		deliver_start(cs, nodeid, p + CM_HDR_LEN, len - CM_HDR_LEN);
+		break;
+	case CM_RESTART:
+		deliver_restart(cs, nodeid, p + CM_HDR_LEN, len - CM_HDR_LEN);
 		break;
 	case CM_JOIN:
 	case CM_LEAVE:
@@ -2998,6 +3138,7 @@ void dlmd_cluster_ls_leave(struct dlmd *d, struct dlmd_ls *dl)
 			log_err("lockspace %s: its LEAVE cannot be sent; the others "
 				"see us leave only when our dlmd leaves", dl->dl_name);
 	}
+	restart_disarm(cl);
 	free(cl);
 	dl->dl_cluster = NULL;
 }
@@ -3151,6 +3292,17 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 			snprintf(v->lv_wait, sizeof(v->lv_wait), "recovery step %s",
 				 step);
 		break;
+	case CL_FAILED: {
+		uint64_t now = dlmd_now_ms();
+
+		snprintf(v->lv_wait, sizeof(v->lv_wait), "recovery failed, retry "
+			 "in %llu s (attempt %u): event %u, step %s: %s",
+			 (unsigned long long)(cl->cl_restart_at > now ?
+					      (cl->cl_restart_at - now + 999) / 1000 : 0),
+			 cl->cl_restart_attempt, cl->cl_last_event,
+			 cl->cl_restart_step, strerror(-cl->cl_restart_error));
+		break;
+	}
 	case CL_RUNNING:
 		if (stats.ls_stuck) {
 			/* core/audit.c found locks whose two copies disagree */

@@ -11,7 +11,8 @@
  *              membership, and the protocol that agrees on members and
  *              events for recovery
  *   cpgmsg.c   that protocol's CPG messages (header, START, JOIN, LEAVE,
- *              ANNOUNCE, FAILED, FENCE_CLAIM, FENCE_RESULT): encode, decode
+ *              ANNOUNCE, FAILED, FENCE_CLAIM, FENCE_RESULT, LS_RESTART):
+ *              encode, decode
  *   comms.c    lowcomms (node-to-node transport) in the loop: engine
  *              messages to and from other nodes
  *   fence.c    fencing of failed nodes before their locks are released:
@@ -589,6 +590,11 @@ struct dlmd_decision {
  * DLM_MAX_NODES. */
 void dlmd_decide(const uint32_t *members, const uint32_t *last_events,
 		 unsigned int n, struct dlmd_decision *dc);
+/* The back-off before the 'attempt'th (1, 2, ...) restart of a failed
+ * recovery: 1 s doubling to at most 30 s. */
+#define DLMD_RESTART_FIRST_MS	1000u
+#define DLMD_RESTART_MAX_MS	30000u
+uint32_t dlmd_restart_delay_ms(uint32_t attempt);
 
 /* fence.c */
 /* What fence.c asks of the daemon group and the quorum, and reports

@@ -21,6 +21,10 @@
  *     joiner learns it from the others.  The first start of a lockspace
  *     (everyone fresh) is event 1.
  *   - The newest being UINT32_MAX leaves no event: nothing is started.
+ *
+ * And when a recovery failed on this node, how long it waits before it
+ * restarts recovery on every member (RECOVERY RETRY in cluster.c): 1 s
+ * at the first failure, doubling at each failure in a row, at most 30 s.
  */
 #include <stdint.h>
 
@@ -48,4 +52,13 @@ void dlmd_decide(const uint32_t *members, const uint32_t *last_events,
 		dc->dc_kind = DLMD_DECIDE_START;
 		dc->dc_event = newest + 1;
 	}
+}
+
+uint32_t dlmd_restart_delay_ms(uint32_t attempt)
+{
+	uint32_t ms = DLMD_RESTART_FIRST_MS;
+
+	for (uint32_t i = 1; i < attempt && ms < DLMD_RESTART_MAX_MS; i++)
+		ms *= 2;
+	return ms < DLMD_RESTART_MAX_MS ? ms : DLMD_RESTART_MAX_MS;
 }

@@ -121,6 +121,20 @@ static void test_order_free(void **state)
 	expect_start(m, last, 3, 9);
 }
 
+/* The back-off before restarting a failed recovery: 1 s, doubling at
+ * each failure in a row, at most 30 s. */
+static void test_restart_delay(void **state)
+{
+	assert_int_equal(dlmd_restart_delay_ms(0), 1000);
+	assert_int_equal(dlmd_restart_delay_ms(1), 1000);
+	assert_int_equal(dlmd_restart_delay_ms(2), 2000);
+	assert_int_equal(dlmd_restart_delay_ms(3), 4000);
+	assert_int_equal(dlmd_restart_delay_ms(5), 16000);
+	assert_int_equal(dlmd_restart_delay_ms(6), 30000);
+	assert_int_equal(dlmd_restart_delay_ms(7), 30000);
+	assert_int_equal(dlmd_restart_delay_ms(UINT32_MAX), 30000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -132,6 +146,7 @@ int main(void)
 		cmocka_unit_test(test_stateful_merge),
 		cmocka_unit_test(test_exhausted),
 		cmocka_unit_test(test_order_free),
+		cmocka_unit_test(test_restart_delay),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
