@@ -183,6 +183,8 @@ enum dlm_core_fault {
 	DLM_FAULT_QUECVT_IGNORED,	/* an arriving conversion ignores QUECVT */
 	DLM_FAULT_WAITQ_PASS,		/* a waiter is granted past an older blocked one */
 	DLM_FAULT_LOSE_GRANT,		/* a master forgets some GRANT messages */
+	DLM_FAULT_RECOVERY_FAIL_ONCE,	/* the next recovery step fails (-ENOMEM),
+					 * once: the glue's retry (no rule broken) */
 };
 
 /* ---------------------------------------------------------------------
