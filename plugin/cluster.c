@@ -662,6 +662,9 @@ static bool id_in(const uint32_t *ids, unsigned int n, uint32_t id)
 	return false;
 }
 
+/* fmt_ids() of DLM_MAX_NODES ids: 10 digits and a space each, the NUL. */
+#define IDS_TEXT_LEN	(DLM_MAX_NODES * 11 + 1)
+
 static void fmt_ids(char *buf, size_t size, const uint32_t *ids, unsigned int n)
 {
 	size_t off = 0;
@@ -1393,7 +1396,7 @@ static void decide(struct dlmd_cluster_ls *cl)
 {
 	struct dlmd *d = cl->cl_d;
 	struct dlmd_decision dc;
-	char m[DLM_MAX_NODES * 11 + 1];
+	char m[IDS_TEXT_LEN];
 
 	dlmd_decide(cl->cl_members, cl->cl_start_event, cl->cl_nmembers, &dc);
 	switch (dc.dc_kind) {
@@ -1838,8 +1841,8 @@ static void ls_change(struct dlmd_cluster_ls *cl, const uint32_t *ids,
 {
 	struct dlmd *d = cl->cl_d;
 	struct dlmd_ls *dl = cl->cl_dl;
-	char m[DLM_MAX_NODES * 11 + 1], j[DLM_MAX_NODES * 11 + 1],
-	     l[DLM_MAX_NODES * 11 + 1];
+	char m[IDS_TEXT_LEN], j[IDS_TEXT_LEN],
+	     l[IDS_TEXT_LEN];
 	uint32_t a[DLM_MAX_NODES], b[DLM_MAX_NODES];
 	unsigned int na = 0, nb = 0, ndaemon_down = 0;
 
@@ -2625,7 +2628,7 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 	struct dlmd_cluster *cs = NULL;
 	uint32_t ids[DLM_MAX_NODES];
 	unsigned int n = 0;
-	char m[DLM_MAX_NODES * 11 + 1];
+	char m[IDS_TEXT_LEN];
 	bool majority;
 
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
