@@ -19,7 +19,10 @@
  * own, so a refused message is never dropped: it goes on a per-node backlog
  * (FIFO, and every later message for that node queues behind it so order
  * is kept) that is retried on every loop turn lowcomms reports progress on
- * and on a short timer.
+ * and on a short timer.  When not even the backlog entry can be
+ * allocated, dlmd_comms_send() says so (-ENOMEM) and the caller keeps the
+ * message (engine.c holds it and tries again).  Only a message for a node
+ * that is not in the table (any more) is dropped, counted.
  *
  * Security: unless dlm.conf says crypto = none (logged as a warning at
  * start), the context gets the cluster key from key_file (corosync's
@@ -129,15 +132,19 @@ static void backlog_drain(struct dlmd_comms *cm)
 		}
 		rv = lc_send(cm->cm_lc, b->cb_to, COMMS_TYPE_ENGINE, 0, b->cb_buf,
 			     b->cb_len);
-		if (rv == -ENOBUFS) {
+		if (rv == -ENOBUFS || rv == -ENOMEM) {
 			if (nblocked < DLM_MAX_NODES)
 				blocked[nblocked++] = b->cb_to;
 			pp = &b->cb_next;
 			continue;
 		}
-		if (rv)
+		if (rv) {
+			/* the node left our table (lc_node_remove threw
+			 * away what was queued for it already) */
+			cm->cm_dropped++;
 			log_warn("comms: message for node %u dropped: %s", b->cb_to,
 				 strerror(-rv));
+		}
 		*pp = b->cb_next;
 		free(b);
 		cm->cm_nbacklog--;
@@ -452,16 +459,15 @@ void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
 	comms_rearm(cm);
 }
 
-void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
+int dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
 {
 	struct dlmd_comms *cm = d->d_comms;
 	struct dlmd_peer_metrics *pm;
 	struct comms_backlog *b;
 	int rv = -ENOBUFS;
 
-	if (!cm) {
-		return;
-	}
+	if (!cm)
+		return 0;
 	/* keep order: nothing overtakes a message already in the backlog */
 	for (b = cm->cm_backlog; b; b = b->cb_next)
 		if (b->cb_to == to)
@@ -474,13 +480,11 @@ void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
 	if (rv != -ENOBUFS && rv != -ENOMEM) {
 		cm->cm_dropped++;
 		log_warn("comms: message for node %u dropped: %s", to, strerror(-rv));
-		return;
+		return 0;
 	}
 	b = malloc(sizeof(*b) + len);
-	if (!b) {
-		log_err("comms: out of memory: message for node %u lost", to);
-		return;
-	}
+	if (!b)
+		return -ENOMEM;	/* the caller holds it (engine.c) */
 	b->cb_next = NULL;
 	b->cb_to = to;
 	b->cb_len = len;
@@ -493,6 +497,7 @@ queued:
 		pm->pm_msgs_sent++;
 		pm->pm_bytes_sent += len;
 	}
+	return 0;
 }
 
 /* Called once dlmd_flush() has handed every queued message over. */

@@ -283,6 +283,7 @@ struct dlmd_pending_ast {
 struct dlmd_pending_msg {
 	struct dlmd_pending_msg	*pm_next;
 	uint32_t		pm_to;
+	bool			pm_reserve;	/* one of engine.c's reserve */
 	size_t			pm_len;
 	unsigned char		pm_buf[];
 };
@@ -313,9 +314,16 @@ struct dlmd {
 	struct dlmd_pending_ast	*d_asts;
 	size_t			d_nasts;
 	size_t			d_asts_cap;
-	bool			d_asts_overflow;
 	struct dlmd_pending_msg	*d_msgs;
 	struct dlmd_pending_msg	**d_msgs_tail;
+	/* comms.c could not take these (out of memory): tried again first */
+	struct dlmd_pending_msg	*d_held;
+	struct dlmd_pending_msg	**d_held_tail;
+	qb_loop_timer_handle	d_held_timer;
+	bool			d_held_armed;
+	/* preallocated messages for when malloc fails (engine.c) */
+	struct dlmd_pending_msg	*d_msg_reserve;
+	bool			d_cannot_hold;	/* the reserve ran out: stopping */
 	const struct dlmd_engine_up *d_engine_up;
 	/* counters for dlmctl status */
 	uint64_t		d_nrequests;
@@ -511,7 +519,10 @@ int dlmd_comms_node_add(struct dlmd *d, uint32_t nodeid,
 /* The node's daemon left: drop its transport state, keep it known. */
 void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
 			   const char *const *addrs, unsigned int naddrs);
-void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len);
+/* Queue an engine message for node 'to': 0 (taken, or dropped, counted,
+ * for a node not in the table), or -ENOMEM: not taken, nothing lost:
+ * the caller keeps it and tries again, in order. */
+int dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len);
 /* Write what was queued now (end of dlmd_flush). */
 void dlmd_comms_kick(struct dlmd *d);
 void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size);

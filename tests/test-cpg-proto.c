@@ -289,7 +289,6 @@ int dlmd_comms_node_add(struct dlmd *d, uint32_t id, const char *const *a,
 			unsigned int n) { return 0; }
 void dlmd_comms_node_reset(struct dlmd *d, uint32_t id, const char *const *a,
 			   unsigned int n) { }
-void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *b, size_t n) { }
 int dlmd_fence_init(struct dlmd *d, const struct dlmd_fence_up *up)
 { return 0; }
 void dlmd_fence_fini(struct dlmd *d) { }
