@@ -1535,13 +1535,15 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 	if (cl->cl_state == CL_DECIDED) {
 		if (!d->d_cluster->cs_quorate)
 			return;
+		/* before the call: its first steps run inside it, and may
+		 * report done or failed (recovery_failed_here) at once */
+		set_state(cl, CL_RECOVERING, "the engine's recovery starts");
 		rv = dlm_core_ls_start(dl->dl_core, cl->cl_last_event,
 				       cl->cl_members, cl->cl_nmembers);
 		if (rv) {
 			recovery_failed_here(cl, rv, "start");
 			return;
 		}
-		set_state(cl, CL_RECOVERING, "the engine's recovery starts");
 		dlmd_metrics_recovery_started(&dl->dl_metrics);
 		memcpy(dl->dl_members, cl->cl_members,
 		       cl->cl_nmembers * sizeof(uint32_t));

@@ -53,6 +53,7 @@ struct dlm_ls {
 	bool		running;
 	unsigned int	fail_recoveries;	/* the next n recoveries fail */
 	unsigned int	fail_starts;	/* the next n starts are refused */
+	unsigned int	fail_in_start;	/* the next n fail inside the start */
 	int		rc_error;	/* the last recovery's failure, or 0 */
 };
 
@@ -221,6 +222,20 @@ int fake_ls_start(struct dlm_ls *ls, uint32_t event, const uint32_t *members,
 		return -ENOMEM;
 	}
 	ls->rc_error = 0;
+	if (ls->fail_in_start) {
+		/* as core/recover.c, whose first steps run inside the start */
+		ls->fail_in_start--;
+		ls->rc_error = -ENOMEM;
+		ls->started = false;
+		ls->event = event;
+		for (int i = 0; i < SIM_NODES; i++)
+			for (struct dlmd_ls *dl = sim[i].d.d_lockspaces; dl;
+			     dl = dl->dl_next)
+				if (dl->dl_core == ls)
+					dlmd_cluster_recovery_failed(&sim[i].d, ls,
+								     event, -ENOMEM);
+		return 0;
+	}
 	ls->started = true;
 	ls->event = event;
 	memcpy(ls->members, members, n * sizeof(*members));
@@ -1284,6 +1299,20 @@ static void test_recovery_retry(void **state)
 		assert_true(ls_running(i, "L"));
 		assert_int_equal(ls_of(i, "L")->core.event, e + 5);
 	}
+	/* a step failing inside the engine's start (core/recover.c runs the
+	 * first ones there) is retried the same way */
+	ls_of(1, "L")->core.fail_in_start = 1;
+	ls_create(3, "L");
+	settle();
+	assert_int_equal(ls_of(1, "L")->dl.dl_cluster->cl_state, CL_FAILED);
+	assert_true(strstr(ls_wait(1, "L"), "retry in 1 s (attempt 1): event 7")
+		    != NULL);
+	assert_int_equal(fire_restarts(), 1);
+	settle();
+	for (int i = 0; i < 4; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.event, e + 7);
+	}
 	/* a RESTART of an old event is ignored; one of event 0 is refused */
 	snprintf(rs.rs_ls.n_name, sizeof(rs.rs_ls.n_name), "L");
 	assert_int_equal(dlmd_cm_restart_encode(buf, &h, &rs), 0);
@@ -1294,7 +1323,7 @@ static void test_recovery_retry(void **state)
 	settle();
 	assert_true(logged(0, "LS_RESTART of event 5 from node 2 ignored"));
 	assert_true(ls_running(0, "L"));
-	assert_int_equal(ls_of(0, "L")->core.event, e + 5);
+	assert_int_equal(ls_of(0, "L")->core.event, e + 7);
 }
 
 /* The LS_RESTART codec: what it accepts encodes back the same; a short
