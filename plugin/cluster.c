@@ -1426,11 +1426,6 @@ static void decide(struct dlmd_cluster_ls *cl)
 		   cl->cl_dl->dl_name, m, cl->cl_last_event);
 }
 
-static void replies_after_join(struct dlmd_cluster_ls *cl, int status)
-{
-	cl->cl_d->d_cluster->cs_up->cu_ls_join_done(cl->cl_d, cl->cl_dl, status);
-}
-
 /*
  * RECOVERY RETRY.  When the engine's recovery of event E fails here (a
  * step ran out of memory: eu_recovery_failed), or the engine refuses to
@@ -1570,7 +1565,8 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 			   cl->cl_nmembers, cl->cl_nmembers == 1 ? "" : "s");
 		if (!cl->cl_ever_ran) {
 			cl->cl_ever_ran = true;
-			replies_after_join(cl, 0);
+			/* the held LS_CREATE replies (client.c) */
+			d->d_cluster->cs_up->cu_ls_join_done(d, dl, 0);
 		}
 		dlmd_flush(d);
 	}
