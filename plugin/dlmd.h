@@ -60,7 +60,8 @@
  * A file below reports up only through a table of function pointers the
  * file above gave it (struct dlmd_comms_up, dlmd_fence_up, dlmd_engine_up,
  * dlmd_cluster_up below; daemon.c and cluster.c fill them), so each is
- * read without the ones above it.
+ * read without the ones above it.  tests/plugin-layers.sh checks the
+ * order on the built objects.
  *
  * A lock request, followed through the files: client.c decodes it and
  * calls the engine (dlm_core_lock); the engine queues its messages and
