@@ -127,7 +127,7 @@ void dlm_audit_queued(struct dlm_ls *ls, struct dlm_lkb *lkb)
 
 static void mark_stuck(struct dlm_ls *ls, struct dlm_lkb *lkb, const char *why)
 {
-	char name[DLM_MAX_KEYLEN * 4 + 8];
+	char name[DLM_KEY_TEXT_LEN];
 
 	if (lkb->lkb_flags & LKBF_STUCK)
 		return;

@@ -188,6 +188,8 @@ enum dlm_core_fault {
 	DLM_FAULT_TOKEN_RESET,		/* fencing tokens: each node counts alone
 					   from 0, ignoring the others and the
 					   recovery event (core/token.c) */
+	DLM_FAULT_RECOVERY_FAIL_ONCE,	/* the next recovery step fails (-ENOMEM),
+					 * once: the glue's retry (no rule broken) */
 };
 
 /* ---------------------------------------------------------------------

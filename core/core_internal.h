@@ -322,6 +322,10 @@ void dlm_audit_tick(struct dlm_ls *ls);
 int dlm_audit_receive(struct dlm_ls *ls, const struct dlm_msg *m);
 
 /* dump.c */
+/* The size of the text dlm_key_format() writes for any key: each byte
+ * of a key may print as 4 ("\xHH"), plus the separators and a digest
+ * mark's head, and the NUL. */
+#define DLM_KEY_TEXT_LEN	(DLM_MAX_KEYLEN * 4 + 8)
 void dlm_key_format(const unsigned char *key, unsigned int keylen,
 		    char *out, size_t outlen);
 

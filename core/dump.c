@@ -211,7 +211,7 @@ int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
 	struct outbuf ob = { NULL, 0, 0, 0 };
 	struct dlm_rsb **all, **p;
 	size_t n = ls->ls_rsbtbl.ht_count, i;
-	char name[DLM_MAX_KEYLEN * 4 + 8];
+	char name[DLM_KEY_TEXT_LEN];
 	unsigned int m;
 
 	all = malloc((n ? n : 1) * sizeof(*all));
@@ -300,7 +300,7 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 					 &r->res_waitq, &r->res_lookupq };
 	static const int sts[3] = { DLM_LKSTS_GRANTED, DLM_LKSTS_CONVERT,
 				    DLM_LKSTS_WAITING };
-	char name[DLM_MAX_KEYLEN * 4 + 8];
+	char name[DLM_KEY_TEXT_LEN];
 	const struct dlm_list *pos;
 	int k, m;
 

@@ -955,7 +955,7 @@ static bool break_deadlock(struct dlm_rsb *r, struct dlm_lkb *victim,
 			   struct dlm_lkb *self)
 {
 	struct dlm_ls *ls = r->res_ls;
-	char name[DLM_MAX_KEYLEN * 4 + 8];
+	char name[DLM_KEY_TEXT_LEN];
 	bool demote = (victim->lkb_exflags & DLM_LKF_CONVDEADLK) &&
 		      victim->lkb_grmode != DLM_LOCK_NL;
 

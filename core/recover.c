@@ -783,6 +783,10 @@ static void recover_run(struct dlm_ls *ls)
 			return;
 		set_rstep(ls, next);
 		rv = s->action ? s->action(ls) : 0;
+		if (!rv && ls->ls_core->core_fault == DLM_FAULT_RECOVERY_FAIL_ONCE) {
+			ls->ls_core->core_fault = DLM_FAULT_NONE;
+			rv = -ENOMEM;
+		}
 		if (rv) {
 			recovery_failed(ls, rv);
 			return;

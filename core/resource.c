@@ -43,9 +43,14 @@
 
 #define LKB_CACHE_MAX	1024
 
+/* The directory node of a name picks from the hash's bits above those
+ * that choose the resource table's bucket (core/htab.c masks the low
+ * ones), so that a node's share of names is spread over its buckets. */
+#define DIR_HASH_SHIFT	8
+
 uint32_t dlm_dir_nodeid(const struct dlm_ls *ls, uint32_t hash)
 {
-	return ls->ls_members[(hash >> 8) % ls->ls_nmembers];
+	return ls->ls_members[(hash >> DIR_HASH_SHIFT) % ls->ls_nmembers];
 }
 
 /* ---------------------------------------------------------------- keys */
@@ -319,7 +324,7 @@ int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 		     unsigned int keylen, uint32_t hash, uint32_t master)
 {
 	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
-	char name[DLM_MAX_KEYLEN * 4 + 8];
+	char name[DLM_KEY_TEXT_LEN];
 	uint32_t dummy;
 
 	if (!de)
@@ -344,7 +349,7 @@ void dlm_dir_remove(struct dlm_ls *ls, const unsigned char *key,
 		    unsigned int keylen, uint32_t hash, uint32_t master)
 {
 	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
-	char name[DLM_MAX_KEYLEN * 4 + 8];
+	char name[DLM_KEY_TEXT_LEN];
 
 	if (!de || de->de_master != master) {
 		dlm_key_format(key, keylen, name, sizeof(name));

@@ -1,5 +1,5 @@
 /*
- * plugin/client.c - the client socket and the engine's callbacks.
+ * plugin/client.c - the client socket.
  *
  * The wire format and the conversation are described in
  * libdlm/dlmd_proto.h.  This file is the daemon's half:
@@ -26,16 +26,16 @@
  *              written at once is disconnected (its socket's send buffer
  *              is raised to CLIENT_SNDBUF so that DLMP_MAX_HELD answers
  *              released together fit).
- *   ASTs       the engine reports ASTs through dlmd_core_ops.ast, which
- *              only queues them (the engine must not be re-entered);
- *              dlmd_flush() runs after every entry point and turns each
- *              into a DLMP_AST packet on the owner's AST socket, adding
- *              the per-lock callback values the client gave (struct
- *              lkcb).  If the AST socket is full, packets wait in a
- *              per-client queue written when the socket drains.  All
- *              clients' queues together are
- *              bounded by ast_queue_limit: past it, the client with the
- *              largest queue is disconnected (astq_enforce_limit).
+ *   ASTs       the engine's ASTs are queued by engine.c (the engine must
+ *              not be re-entered); dlmd_flush() runs after every entry
+ *              point and hands each to dlmd_client_deliver_ast(), which
+ *              turns it into a DLMP_AST packet on the owner's AST
+ *              socket, adding the per-lock callback values the client
+ *              gave (struct lkcb).  If the AST socket is full, packets
+ *              wait in a per-client queue written when the socket
+ *              drains.  All clients' queues together are bounded by
+ *              ast_queue_limit: past it, the client with the largest
+ *              queue is disconnected (astq_enforce_limit).
  *   close      a connection that closes (exit, crash, SIGKILL) is purged
  *              at once with dlm_core_purge_owner(): its locks go, its
  *              PERSISTENT locks become orphans, and whatever they blocked
@@ -57,10 +57,10 @@
  * accepts is not answered at once: its reqid goes into the lock's record
  * (lc_sync_lock for a LOCK, lc_sync_unlock for an UNLOCK or cancel; at
  * most one of each, as the engine allows one operation in progress plus
- * a cancel) and deliver_ast() turns the completion into a COMP_REPLY to
- * each, instead of a DLMP_AST.  A LOCK still waiting after the flush that
- * follows its request gets an interim REPLY (DLMP_REPLY_HELD) with its
- * lock id.  cl_nheld counts them, bounded by DLMP_MAX_HELD (past it a
+ * a cancel) and dlmd_client_deliver_ast() turns the completion into a
+ * COMP_REPLY to each, instead of a DLMP_AST.  A LOCK still waiting after
+ * the flush that follows its request gets an interim REPLY
+ * (DLMP_REPLY_HELD) with its lock id.  cl_nheld counts them, bounded by DLMP_MAX_HELD (past it a
  * request is refused with -ENOBUFS).  A purge of the client's own locks
  * answers its held ones with a cancel completion; a release of the
  * lockspace under it with -ENOTCONN; a closed connection drops them.
@@ -169,76 +169,6 @@ struct dlmd_client {
 	uint32_t	cl_astq_len;
 	uint64_t	cl_astq_bytes;		/* counted in d_astq_bytes */
 	bool		cl_counted;		/* counted in d_uid_conns */
-};
-
-/* ------------------------------------------------------------------ */
-/* engine callbacks                                                    */
-/* ------------------------------------------------------------------ */
-
-static void core_ast(void *ctx, const struct dlm_ast *ast)
-{
-	struct dlmd *d = ctx;
-	struct dlmd_pending_ast *pa;
-
-	if (d->d_nasts == d->d_asts_cap) {
-		size_t cap = d->d_asts_cap ? d->d_asts_cap * 2 : 64;
-		void *n = realloc(d->d_asts, cap * sizeof(*d->d_asts));
-
-		if (!n) {
-			log_err("out of memory queueing an AST for lock %x", ast->lkid);
-			return;
-		}
-		d->d_asts = n;
-		d->d_asts_cap = cap;
-	}
-	pa = &d->d_asts[d->d_nasts++];
-	memset(pa, 0, sizeof(*pa));
-	pa->pa_owner = ast->owner;
-	pa->pa_lkid = ast->lkid;
-	pa->pa_type = (uint8_t)ast->type;
-	pa->pa_grmode = (int8_t)ast->grmode;
-	pa->pa_bastmode = (int8_t)ast->bastmode;
-	pa->pa_sbflags = (uint8_t)ast->sbflags;
-	pa->pa_status = ast->status;
-	if (ast->lvb) {
-		pa->pa_has_lvb = true;
-		memcpy(pa->pa_lvb, ast->lvb, DLM_LVB_LEN);
-	}
-}
-
-static void core_send(void *ctx, uint32_t to, const void *buf, size_t len)
-{
-	struct dlmd *d = ctx;
-	struct dlmd_pending_msg *pm = malloc(sizeof(*pm) + len);
-
-	if (!pm) {
-		log_err("out of memory queueing a message for node %u", to);
-		return;
-	}
-	pm->pm_next = NULL;
-	pm->pm_to = to;
-	pm->pm_len = len;
-	memcpy(pm->pm_buf, buf, len);
-	*d->d_msgs_tail = pm;
-	d->d_msgs_tail = &pm->pm_next;
-}
-
-/* The engine escapes the names it prints (core/dump.c); escaping the
- * whole line again here costs little and keeps any byte from elsewhere
- * from ending a log line. */
-static void core_log(void *ctx, enum dlm_log_level level, const char *line)
-{
-	char safe[DLMD_ESCAPED_SIZE(512)];	/* core/ls.c LOG_LINE_MAX */
-
-	qb_log((int)level, "core: %s", dlmd_escape(line, safe, sizeof(safe)));
-}
-
-const struct dlm_core_ops dlmd_core_ops = {
-	.send = core_send,
-	.ast = core_ast,
-	.log = core_log,
-	.recovery_done = dlmd_cluster_recovery_done,
-	.recovery_failed = dlmd_cluster_recovery_failed,
 };
 
 /* ------------------------------------------------------------------ */
@@ -537,7 +467,7 @@ static bool answer_held(struct dlmd *d, struct dlmd_client *c, struct lkcb *cb,
 	return any;
 }
 
-static void deliver_ast(struct dlmd *d, const struct dlmd_pending_ast *pa)
+void dlmd_client_deliver_ast(struct dlmd *d, const struct dlmd_pending_ast *pa)
 {
 	struct dlmd_client *c = u32map_get(&d->d_clients, (uint32_t)pa->pa_owner);
 	struct dlmp_msg m;
@@ -604,33 +534,6 @@ static void deliver_ast(struct dlmd *d, const struct dlmd_pending_ast *pa)
 done:
 	if (gone)
 		lkcb_free(u32map_del(&c->cl_locks, pa->pa_lkid));
-}
-
-void dlmd_flush(struct dlmd *d)
-{
-	/* Bounded: each round delivers what the previous produced; the
-	 * engine answers a message with finitely many others. */
-	while (d->d_nasts || d->d_msgs) {
-		struct dlmd_pending_msg *pm = d->d_msgs;
-
-		d->d_msgs = NULL;
-		d->d_msgs_tail = &d->d_msgs;
-		while (pm) {
-			struct dlmd_pending_msg *next = pm->pm_next;
-
-			if (pm->pm_to == d->d_nodeid)
-				dlm_core_receive(d->d_core, d->d_nodeid, pm->pm_buf,
-						 pm->pm_len);
-			else
-				dlmd_cluster_send(d, pm->pm_to, pm->pm_buf, pm->pm_len);
-			free(pm);
-			pm = next;
-		}
-		for (size_t i = 0; i < d->d_nasts; i++)
-			deliver_ast(d, &d->d_asts[i]);
-		d->d_nasts = 0;
-	}
-	dlmd_comms_kick(d);
 }
 
 /* ------------------------------------------------------------------ */

@@ -219,6 +219,11 @@
  *  A newer change at any point goes back to 1: the engine aborts a
  *  recovery in progress on stop, and the newer event restarts it.
  *
+ *  Our instance's place in these steps is one value, cl_state (joining,
+ *  stopped, started, decided, recovering, running, or stale for a loser),
+ *  changed only by set_state(), which logs each transition; dlmctl ls
+ *  says what it waits for from it (dlmd_cluster_ls_describe).
+ *
  * Joining and leaving.  A lockspace created on this node (libdlm, dlmctl
  * join) is created in the engine with this node alone and stopped at
  * once, then its JOIN is sent; the JOIN's delivery is a membership change
@@ -473,6 +478,7 @@ struct cs_out {
 
 struct dlmd_cluster {
 	struct dlmd		*cs_d;
+	const struct dlmd_cluster_up *cs_up;	/* client.c and view.c */
 	bool			cs_corosync;
 	cpg_handle_t		cs_daemon_cpg;
 	int			cs_daemon_fd;
@@ -538,10 +544,39 @@ struct dlmd_cluster {
 	qb_loop_timer_handle	cs_retry;
 };
 
+/* Where our instance of a lockspace is in the protocol above (steps 1 to
+ * 5); set_state() is the one place that changes it, and logs it. */
+enum cl_state {
+	CL_JOINING,	/* our JOIN is not delivered yet (or we sync) */
+	CL_STOPPED,	/* 1. a change stopped it; 2. START waits for
+			 * quorum, fencing, the end of a sync */
+	CL_STARTED,	/* 3. our START is sent; 4. we wait for the others' */
+	CL_DECIDED,	/* 4. members and event decided; the engine's start
+			 * waits for quorum */
+	CL_RECOVERING,	/* the engine recovers (cl_recovered == cl_last_event:
+			 * done, 5. the finish waits for quorum) */
+	CL_FAILED,	/* the engine's recovery failed here: a RESTART is
+			 * sent at cl_restart_at (RECOVERY RETRY) */
+	CL_RUNNING,	/* 5. finished: locking runs */
+	CL_STALE,	/* 4. a loser of a stateful merge: dropped at the
+			 * next kick */
+};
+
+static const char *const cl_state_names[] = {
+	[CL_JOINING] = "joining",
+	[CL_STOPPED] = "stopped",
+	[CL_STARTED] = "started",
+	[CL_DECIDED] = "decided",
+	[CL_RECOVERING] = "recovering",
+	[CL_FAILED] = "failed",
+	[CL_RUNNING] = "running",
+	[CL_STALE] = "stale",
+};
+
 struct dlmd_cluster_ls {
 	struct dlmd		*cl_d;
 	struct dlmd_ls		*cl_dl;
-	bool			cl_in_group;	/* our JOIN was delivered */
+	enum cl_state		cl_state;
 	uint32_t		cl_join_seq;	/* h_seq of this instance's JOIN */
 	bool			cl_join_delivered; /* it was (maybe while syncing) */
 	uint32_t		cl_lsid;
@@ -553,7 +588,6 @@ struct dlmd_cluster_ls {
 	uint32_t		cl_change_down[DLM_MAX_NODES];	/* node-down at it */
 	unsigned int		cl_nchange_down;
 	uint64_t		cl_change_ring;	/* quorum ring when it came */
-	bool			cl_start_sent;
 	bool			cl_got[DLM_MAX_NODES];	/* per cl_members[i] */
 	uint32_t		cl_start_event[DLM_MAX_NODES];	/* their last events */
 	/* failed since the last finished recovery: must be fenced */
@@ -563,19 +597,37 @@ struct dlmd_cluster_ls {
 	uint32_t		cl_last_event;	/* last decided event, 0 = fresh */
 	uint32_t		cl_prev[DLM_MAX_NODES];	/* its members */
 	unsigned int		cl_nprev;
-	bool			cl_decided;	/* for the current change */
-	bool			cl_start_pending; /* decided, engine not started */
 	uint32_t		cl_recovered;	/* recovery_done(E) seen, or 0 */
-	bool			cl_running;
-	bool			cl_ever_ran;
-	bool			cl_loser;	/* drop at the next kick */
+	bool			cl_ever_ran;	/* a recovery has finished */
 	/* the stall watchdog (running, yet no reply arrives) */
 	uint64_t		cl_wd_rx;	/* messages received at 'since' */
 	uint64_t		cl_wd_since;	/* ms; 0 = not watching */
 	uint64_t		cl_wd_waiters;
 	bool			cl_stalled;
-	bool			cl_kick;
+	/* RECOVERY RETRY (CL_FAILED) */
+	uint32_t		cl_restart_attempt;	/* failures in a row */
+	int			cl_restart_error;
+	char			cl_restart_step[32];	/* where it failed */
+	uint64_t		cl_restart_at;		/* ms: send the RESTART */
+	bool			cl_restart_armed;
+	qb_loop_timer_handle	cl_restart_timer;
 };
+
+static void set_state(struct dlmd_cluster_ls *cl, enum cl_state to,
+		      const char *why)
+{
+	if (cl->cl_state == to)
+		return;
+	log_info("lockspace %s: %s -> %s (%s)", cl->cl_dl->dl_name,
+		 cl_state_names[cl->cl_state], cl_state_names[to], why);
+	cl->cl_state = to;
+}
+
+/* Are STARTs still counted for the current change (nothing decided)? */
+static bool cl_deciding(const struct dlmd_cluster_ls *cl)
+{
+	return cl->cl_state == CL_STOPPED || cl->cl_state == CL_STARTED;
+}
 
 static const char *cs_str(cs_error_t e)
 {
@@ -609,6 +661,9 @@ static bool id_in(const uint32_t *ids, unsigned int n, uint32_t id)
 			return true;
 	return false;
 }
+
+/* fmt_ids() of DLM_MAX_NODES ids: 10 digits and a space each, the NUL. */
+#define IDS_TEXT_LEN	(DLM_MAX_NODES * 11 + 1)
 
 static void fmt_ids(char *buf, size_t size, const uint32_t *ids, unsigned int n)
 {
@@ -824,7 +879,7 @@ static void quorum_notify(quorum_handle_t h, uint32_t quorate, uint64_t ring_seq
 	cs->cs_nqview = 0;
 	for (uint32_t i = 0; i < n && i < DLM_MAX_NODES; i++)
 		cs->cs_qview[cs->cs_nqview++] = view[i];
-	dlmd_view_nodes_changed(cs->cs_d);
+	cs->cs_up->cu_view_nodes_changed(cs->cs_d);
 	dlmd_fence_kick(cs->cs_d);
 	kick(cs);
 }
@@ -1335,41 +1390,35 @@ static int send_start(struct dlmd_cluster_ls *cl)
 	return 0;
 }
 
-/* Every member's START is in: decide, the same way on every member. */
+/* Every member's START is in: decide, the same way on every member
+ * (member-policy.c). */
 static void decide(struct dlmd_cluster_ls *cl)
 {
 	struct dlmd *d = cl->cl_d;
-	uint32_t newest = 0, losers[DLM_MAX_NODES];
-	unsigned int nlosers = 0;
-	char m[DLM_MAX_NODES * 11 + 1];
+	struct dlmd_decision dc;
+	char m[IDS_TEXT_LEN];
 
-	for (unsigned int i = 0; i < cl->cl_nmembers; i++)
-		if (cl->cl_start_event[i] > newest)
-			newest = cl->cl_start_event[i];
-	for (unsigned int i = 0; i < cl->cl_nmembers; i++) {
-		uint32_t last = cl->cl_start_event[i];
-
-		if (last && last != newest)
-			losers[nlosers++] = cl->cl_members[i];
-	}
-	if (nlosers) {
-		fmt_ids(m, sizeof(m), losers, nlosers);
+	dlmd_decide(cl->cl_members, cl->cl_start_event, cl->cl_nmembers, &dc);
+	switch (dc.dc_kind) {
+	case DLMD_DECIDE_LOSERS:
+		fmt_ids(m, sizeof(m), dc.dc_losers, dc.dc_nlosers);
 		log_err("lockspace %s: stateful merge: node(s) %s ran it with an "
 			"event older than %u (cut off while the others recovered); "
-			"they drop their instance", cl->cl_dl->dl_name, m, newest);
-		if (id_in(losers, nlosers, d->d_nodeid)) {
-			cl->cl_loser = true;
+			"they drop their instance", cl->cl_dl->dl_name, m,
+			dc.dc_newest);
+		if (id_in(dc.dc_losers, dc.dc_nlosers, d->d_nodeid)) {
+			set_state(cl, CL_STALE, "a loser of a stateful merge");
 			kick(d->d_cluster);
 		}
 		return;
-	}
-	if (newest == UINT32_MAX) {
+	case DLMD_DECIDE_EXHAUSTED:
 		log_err("lockspace %s: event numbers exhausted", cl->cl_dl->dl_name);
 		return;
+	case DLMD_DECIDE_START:
+		break;
 	}
-	cl->cl_decided = true;
-	cl->cl_start_pending = true;
-	cl->cl_last_event = newest + 1;
+	set_state(cl, CL_DECIDED, "every START is in");
+	cl->cl_last_event = dc.dc_event;
 	memcpy(cl->cl_prev, cl->cl_members, cl->cl_nmembers * sizeof(uint32_t));
 	cl->cl_nprev = cl->cl_nmembers;
 	fmt_ids(m, sizeof(m), cl->cl_members, cl->cl_nmembers);
@@ -1377,9 +1426,89 @@ static void decide(struct dlmd_cluster_ls *cl)
 		   cl->cl_dl->dl_name, m, cl->cl_last_event);
 }
 
-static void replies_after_join(struct dlmd_cluster_ls *cl, int status)
+/*
+ * RECOVERY RETRY.  When the engine's recovery of event E fails here (a
+ * step ran out of memory: eu_recovery_failed), or the engine refuses to
+ * start it, the lockspace stays stopped, and the other members wait at
+ * the step's barrier for a status we never send.  A retry must therefore
+ * be cluster-wide: after a back-off (member-policy.c: 1 s, doubling to
+ * 30 s, attempt after attempt until a recovery finishes) we multicast
+ * LS_RESTART {name, E}.  Its delivery is, on every member whose last
+ * decided event is E and that has decided (decided, recovering or
+ * failed), a change of the same members: step 1 again (stop, START,
+ * decision), so E+1 is decided and recovered by all.  A member for which
+ * a newer change is already under way ignores it: that change restarts
+ * recovery anyway.  dlmctl ls shows "recovery failed, retry in N s
+ * (attempt K)".
+ */
+static void restart_timer(void *data);
+
+static void restart_disarm(struct dlmd_cluster_ls *cl)
 {
-	dlmd_ls_join_done(cl->cl_d, cl->cl_dl, status);
+	if (cl->cl_restart_armed)
+		qb_loop_timer_del(cl->cl_d->d_loop, cl->cl_restart_timer);
+	cl->cl_restart_armed = false;
+}
+
+/* Send the RESTART after the back-off of the current attempt. */
+static void restart_arm(struct dlmd_cluster_ls *cl)
+{
+	uint32_t delay = dlmd_restart_delay_ms(cl->cl_restart_attempt);
+
+	restart_disarm(cl);
+	cl->cl_restart_at = dlmd_now_ms() + delay;
+	if (qb_loop_timer_add(cl->cl_d->d_loop, QB_LOOP_LOW,
+			      (uint64_t)delay * NS_PER_MS, cl, restart_timer,
+			      &cl->cl_restart_timer) == 0)
+		cl->cl_restart_armed = true;
+	else
+		log_err("lockspace %s: cannot arm the restart timer: recovery "
+			"restarts at the next membership change",
+			cl->cl_dl->dl_name);
+}
+
+static void restart_timer(void *data)
+{
+	struct dlmd_cluster_ls *cl = data;
+	struct dlmd_cluster *cs = cl->cl_d->d_cluster;
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = out_hdr(cs, cl->cl_lsid);
+	struct cm_restart rs;
+	size_t len;
+
+	cl->cl_restart_armed = false;
+	if (cl->cl_state != CL_FAILED)
+		return;
+	memset(&rs, 0, sizeof(rs));
+	snprintf(rs.rs_ls.n_name, sizeof(rs.rs_ls.n_name), "%s",
+		 cl->cl_dl->dl_name);
+	rs.rs_event = cl->cl_last_event;
+	len = dlmd_cm_restart_encode(buf, &h, &rs);
+	if (!len || out_queue(cs, buf, len)) {
+		log_err("lockspace %s: cannot send LS_RESTART; trying again",
+			cl->cl_dl->dl_name);
+		restart_arm(cl);
+		return;
+	}
+	log_notice("lockspace %s: LS_RESTART of event %u sent (attempt %u)",
+		   cl->cl_dl->dl_name, cl->cl_last_event, cl->cl_restart_attempt);
+}
+
+/* Our recovery of cl_last_event failed (error, in step 'step'). */
+static void recovery_failed_here(struct dlmd_cluster_ls *cl, int error,
+				 const char *step)
+{
+	cl->cl_restart_attempt++;
+	cl->cl_restart_error = error;
+	snprintf(cl->cl_restart_step, sizeof(cl->cl_restart_step), "%s", step);
+	set_state(cl, CL_FAILED, "the engine's recovery failed here");
+	log_err("lockspace %s: recovery %u failed here in step %s: %s; the "
+		"other members wait for us: restarting it everywhere in %u s "
+		"(attempt %u)", cl->cl_dl->dl_name, cl->cl_last_event, step,
+		strerror(-error),
+		dlmd_restart_delay_ms(cl->cl_restart_attempt) / 1000,
+		cl->cl_restart_attempt);
+	restart_arm(cl);
 }
 
 /* Move the lockspace on as far as the conditions allow.  Never called
@@ -1391,37 +1520,34 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 	char buf[BLOCKER_LEN];
 	int rv;
 
-	if (!cl->cl_in_group || cl->cl_loser)
-		return;
-	if (!cl->cl_start_sent) {
+	if (cl->cl_state == CL_STOPPED) {
 		if (start_blocker(cl, buf, sizeof(buf)))
 			return;
 		if (send_start(cl))
 			return;
-		cl->cl_start_sent = true;
+		set_state(cl, CL_STARTED, "START sent");
 	}
-	if (!cl->cl_decided)
-		return;
-	if (cl->cl_start_pending) {
+	if (cl->cl_state == CL_DECIDED) {
 		if (!d->d_cluster->cs_quorate)
 			return;
+		/* before the call: its first steps run inside it, and may
+		 * report done or failed (recovery_failed_here) at once */
+		set_state(cl, CL_RECOVERING, "the engine's recovery starts");
 		rv = dlm_core_ls_start(dl->dl_core, cl->cl_last_event,
 				       cl->cl_members, cl->cl_nmembers);
 		if (rv) {
-			log_err("lockspace %s: engine refused to start event %u: %s",
-				dl->dl_name, cl->cl_last_event, strerror(-rv));
-			cl->cl_start_pending = false;
+			recovery_failed_here(cl, rv, "start");
 			return;
 		}
-		cl->cl_start_pending = false;
 		dlmd_metrics_recovery_started(&dl->dl_metrics);
 		memcpy(dl->dl_members, cl->cl_members,
 		       cl->cl_nmembers * sizeof(uint32_t));
 		dl->dl_nmembers = cl->cl_nmembers;
-		dlmd_view_ls_changed(d, dl);
+		d->d_cluster->cs_up->cu_view_ls_changed(d, dl);
 		dlmd_flush(d);
 	}
-	if (cl->cl_recovered == cl->cl_last_event && !cl->cl_running) {
+	if (cl->cl_state == CL_RECOVERING &&
+	    cl->cl_recovered == cl->cl_last_event) {
 		if (!d->d_cluster->cs_quorate)
 			return;
 		rv = dlm_core_ls_finish(dl->dl_core, cl->cl_last_event);
@@ -1430,15 +1556,17 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 				dl->dl_name, cl->cl_last_event, strerror(-rv));
 			return;
 		}
-		cl->cl_running = true;
+		set_state(cl, CL_RUNNING, "recovery finished");
 		cl->cl_nfailed = 0;
+		cl->cl_restart_attempt = 0;
 		dlmd_metrics_recovery_done(&dl->dl_metrics);
 		log_notice("lockspace %s: recovery %u finished, locking resumed "
 			   "(%u member%s)", dl->dl_name, cl->cl_last_event,
 			   cl->cl_nmembers, cl->cl_nmembers == 1 ? "" : "s");
 		if (!cl->cl_ever_ran) {
 			cl->cl_ever_ran = true;
-			replies_after_join(cl, 0);
+			/* the held LS_CREATE replies (client.c) */
+			d->d_cluster->cs_up->cu_ls_join_done(d, dl, 0);
 		}
 		dlmd_flush(d);
 	}
@@ -1451,7 +1579,7 @@ static void ls_drop_as_loser(struct dlmd_cluster_ls *cl)
 
 	log_err("lockspace %s: our instance is stale; releasing it (its clients "
 		"lose their locks)", dl->dl_name);
-	if (dlmd_ls_release(d, dl, true, NULL))
+	if (d->d_cluster->cs_up->cu_ls_drop(d, dl))
 		log_err("lockspace %s: cannot release it", dl->dl_name);
 }
 
@@ -1476,7 +1604,7 @@ static void kick_job(void *data)
 
 			if (!cl)
 				continue;
-			if (cl->cl_loser) {
+			if (cl->cl_state == CL_STALE) {
 				ls_drop_as_loser(cl);
 				again = true;
 				break;
@@ -1541,11 +1669,12 @@ static void watchdog_timer(void *data)
 		if (!cl)
 			continue;
 		dlm_core_ls_stats(dl->dl_core, &st);
-		if (!cl->cl_running || !st.ls_waiters ||
+		if (cl->cl_state != CL_RUNNING || !st.ls_waiters ||
 		    st.ls_msgs_received != cl->cl_wd_rx || !cl->cl_wd_since) {
 			if (cl->cl_stalled)
 				log_notice("lockspace %s: no longer stalled (%s)",
-					   dl->dl_name, !cl->cl_running ? "stopped" :
+					   dl->dl_name, cl->cl_state != CL_RUNNING ?
+					   "stopped" :
 					   !st.ls_waiters ? "nothing waits" :
 					   "a message arrived");
 			cl->cl_stalled = false;
@@ -1612,9 +1741,8 @@ void dlmd_cluster_fencing_changed(struct dlmd *d)
 	kick(cs);
 }
 
-void dlmd_cluster_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event)
+void dlmd_cluster_recovery_done(struct dlmd *d, struct dlm_ls *ls, uint32_t event)
 {
-	struct dlmd *d = ctx;
 	struct dlmd_cluster *cs = d->d_cluster;
 
 	if (cs && cs->cs_corosync) {
@@ -1637,20 +1765,27 @@ void dlmd_cluster_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event)
 
 /* The engine's recovery of 'event' failed here (out of memory): the
  * lockspace stays stopped and the other members wait at the step's
- * barrier; recovery runs again only under a newer event.  Said loudly;
- * dlmctl ls shows it (dlmd_cluster_ls_describe). */
-void dlmd_cluster_recovery_failed(void *ctx, struct dlm_ls *ls, uint32_t event,
-				  int error)
+ * barrier; we restart it everywhere (RECOVERY RETRY). */
+void dlmd_cluster_recovery_failed(struct dlmd *d, struct dlm_ls *ls,
+				  uint32_t event, int error)
 {
+	struct dlmd_cluster *cs = d->d_cluster;
 	const char *step = "?";
 
-	(void)ctx;
 	(void)dlm_core_ls_recovery_error(ls, &step);
-	log_err("lockspace %s: recovery %u failed here in step %s: %s; the "
-		"other members wait for us.  It runs again at the next "
-		"membership change; stopping dlmd on this node makes the others "
-		"fence it and go on", dlm_core_ls_name(ls), event, step,
-		strerror(-error));
+	for (struct dlmd_ls *dl = d->d_lockspaces; cs && dl; dl = dl->dl_next) {
+		struct dlmd_cluster_ls *cl = dl->dl_cluster;
+
+		if (dl->dl_core != ls || !cl)
+			continue;
+		if (cl->cl_state == CL_RECOVERING && cl->cl_last_event == event) {
+			recovery_failed_here(cl, error, step ? step : "?");
+			return;
+		}
+	}
+	log_err("lockspace %s: recovery %u failed here in step %s: %s (not "
+		"the recovery we run: ignored)", dlm_core_ls_name(ls), event,
+		step ? step : "?", strerror(-error));
 }
 
 /* Every START is in and the daemon group is not syncing. */
@@ -1669,7 +1804,7 @@ static void receive_start(struct dlmd_cluster_ls *cl, uint32_t from,
 	int idx = member_index(cl, from);
 	bool same;
 
-	if (!cl->cl_in_group || idx < 0)
+	if (cl->cl_state == CL_JOINING || idx < 0)
 		return;
 	same = st->st_nmembers == cl->cl_nmembers &&
 	       !memcmp(st->st_members, cl->cl_members, cl->cl_nmembers * 4);
@@ -1678,7 +1813,7 @@ static void receive_start(struct dlmd_cluster_ls *cl, uint32_t from,
 			  "change; ignored", cl->cl_dl->dl_name, from);
 		return;
 	}
-	if (cl->cl_got[idx] || cl->cl_decided)
+	if (cl->cl_got[idx] || !cl_deciding(cl))
 		return;
 	cl->cl_got[idx] = true;
 	cl->cl_start_event[idx] = st->st_last_event;
@@ -1704,8 +1839,8 @@ static void ls_change(struct dlmd_cluster_ls *cl, const uint32_t *ids,
 {
 	struct dlmd *d = cl->cl_d;
 	struct dlmd_ls *dl = cl->cl_dl;
-	char m[DLM_MAX_NODES * 11 + 1], j[DLM_MAX_NODES * 11 + 1],
-	     l[DLM_MAX_NODES * 11 + 1];
+	char m[IDS_TEXT_LEN], j[IDS_TEXT_LEN],
+	     l[IDS_TEXT_LEN];
 	uint32_t a[DLM_MAX_NODES], b[DLM_MAX_NODES];
 	unsigned int na = 0, nb = 0, ndaemon_down = 0;
 
@@ -1743,10 +1878,9 @@ static void ls_change(struct dlmd_cluster_ls *cl, const uint32_t *ids,
 	/* 1. stop at once, forget the previous change's STARTs */
 	dlm_core_ls_stop(dl->dl_core);
 	dlmd_metrics_ls_stopped(&dl->dl_metrics);
-	cl->cl_running = false;
-	cl->cl_start_sent = false;
-	cl->cl_decided = false;
-	cl->cl_start_pending = false;
+	if (cl->cl_state != CL_STALE)
+		set_state(cl, CL_STOPPED, "a membership change");
+	restart_disarm(cl);
 	cl->cl_recovered = 0;
 	memset(cl->cl_got, 0, sizeof(cl->cl_got));
 	fmt_ids(m, sizeof(m), ids, n);
@@ -1766,7 +1900,6 @@ static void ls_our_join(struct dlmd_cluster *cs, struct cs_lsent *le,
 {
 	struct dlmd_cluster_ls *cl = le->le_cl;
 
-	cl->cl_in_group = true;
 	/* a failure recorded against the lockspace before we joined it is
 	 * fenced before we take part in its recovery */
 	le_tidy(cs, le);
@@ -1806,10 +1939,10 @@ static void table_join(struct dlmd_cluster *cs, uint32_t id, const char *name,
 			return;
 		}
 		cl->cl_join_delivered = true;
-		if (!cl->cl_in_group && !cs->cs_syncing)
+		if (cl->cl_state == CL_JOINING && !cs->cs_syncing)
 			ls_our_join(cs, le, "");
 		/* while syncing: at its end */
-	} else if (cl->cl_in_group) {
+	} else if (cl->cl_state != CL_JOINING) {
 		ls_change(cl, le->le_members, le->le_nmembers, NULL, 0, "");
 	}
 }
@@ -1830,7 +1963,7 @@ static void table_leave(struct dlmd_cluster *cs, uint32_t id, const char *name)
 	cl = le->le_cl;
 	/* our own LEAVE: that instance is gone already (a newer one of
 	 * ours, if any, has its JOIN still to come) */
-	if (cl && cl->cl_in_group && id != cs->cs_d->d_nodeid)
+	if (cl && cl->cl_state != CL_JOINING && id != cs->cs_d->d_nodeid)
 		ls_change(cl, le->le_members, le->le_nmembers, &lf, 1, "");
 	le_tidy(cs, le);
 }
@@ -1853,6 +1986,40 @@ static void deliver_start(struct dlmd_cluster *cs, uint32_t from,
 		receive_start(le->le_cl, from, &st);
 }
 
+/* LS_RESTART from 'from' (RECOVERY RETRY). */
+static void deliver_restart(struct dlmd_cluster *cs, uint32_t from,
+			    const unsigned char *body, size_t len)
+{
+	struct cm_restart rs;
+	struct cs_lsent *le;
+	struct dlmd_cluster_ls *cl;
+	const char *why = NULL;
+	char reason[64];
+
+	if (dlmd_cm_restart_decode(body, len, &rs, &why)) {
+		log_warn("daemon group: malformed LS_RESTART from node %u dropped: "
+			 "%s", from, why);
+		return;
+	}
+	le = le_find(cs, rs.rs_ls.n_name, false);
+	cl = le ? le->le_cl : NULL;
+	if (!cl || member_index(cl, from) < 0)
+		return;
+	if (cl->cl_last_event != rs.rs_event ||
+	    (cl->cl_state != CL_DECIDED && cl->cl_state != CL_RECOVERING &&
+	     cl->cl_state != CL_FAILED)) {
+		log_info("lockspace %s: LS_RESTART of event %u from node %u "
+			 "ignored (we are %s at event %u)", cl->cl_dl->dl_name,
+			 rs.rs_event, from, cl_state_names[cl->cl_state],
+			 cl->cl_last_event);
+		return;
+	}
+	restart_disarm(cl);
+	snprintf(reason, sizeof(reason), " (restart: recovery %u failed on "
+		 "node %u)", rs.rs_event, from);
+	ls_change(cl, le->le_members, le->le_nmembers, NULL, 0, reason);
+}
+
 /* The end of a sync: every member's lockspaces are known. */
 static void sync_end(struct dlmd_cluster *cs)
 {
@@ -1872,7 +2039,7 @@ static void sync_end(struct dlmd_cluster *cs)
 		le = le_find(cs, dl->dl_name, false);
 		if (!le || le->le_cl != cl)
 			continue;
-		if (!cl->cl_in_group) {
+		if (cl->cl_state == CL_JOINING) {
 			if (cl->cl_join_delivered)
 				ls_our_join(cs, le, " (after the daemons' sync)");
 			continue;
@@ -1893,7 +2060,7 @@ static void sync_end(struct dlmd_cluster *cs)
 								     CPG_REASON_LEAVE };
 			ls_change(cl, le->le_members, le->le_nmembers, lf, nl,
 				  " (after the daemons' sync)");
-		} else if (!cl->cl_decided && all_got(cl)) {
+		} else if (cl_deciding(cl) && all_got(cl)) {
 			decide(cl);
 		}
 	}
@@ -2162,7 +2329,7 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 			 "a member (an old incarnation?): dropped", nodeid, pid);
 		return;
 	}
-	if (hd.h_target && hd.h_type >= CM_START && hd.h_type <= CM_FENCE_RESULT) {
+	if (hd.h_target && hd.h_type >= CM_START && hd.h_type <= CM_RESTART) {
 		/* every member must apply these alike: none is for one */
 		log_warn("daemon group: message type %u from node %u with target "
 			 "node %u dropped (it is for every member)", hd.h_type,
@@ -2197,6 +2364,9 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	switch (hd.h_type) {
 	case CM_START:
 		deliver_start(cs, nodeid, p + CM_HDR_LEN, len - CM_HDR_LEN);
+		break;
+	case CM_RESTART:
+		deliver_restart(cs, nodeid, p + CM_HDR_LEN, len - CM_HDR_LEN);
 		break;
 	case CM_JOIN:
 	case CM_LEAVE:
@@ -2317,7 +2487,7 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 			if (left[i].reason != CPG_REASON_LEAVE)
 				le_failed_add(le, id, left[i].reason ==
 					      CPG_REASON_PROCDOWN);
-			if (cl && cl->cl_in_group)
+			if (cl && cl->cl_state != CL_JOINING)
 				ls_change(cl, le->le_members, le->le_nmembers,
 					  &lf, 1, "");
 			le_tidy(cs, le);
@@ -2456,7 +2626,7 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 	struct dlmd_cluster *cs = NULL;
 	uint32_t ids[DLM_MAX_NODES];
 	unsigned int n = 0;
-	char m[DLM_MAX_NODES * 11 + 1];
+	char m[IDS_TEXT_LEN];
 	bool majority;
 
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
@@ -2756,7 +2926,25 @@ static int cmap_start(struct dlmd_cluster *cs)
 				POLLIN, cs, cmap_ready);
 }
 
-int dlmd_cluster_init(struct dlmd *d)
+/* What fencing asks of the daemon group and the quorum (fence.c sits
+ * below this file). */
+static const struct dlmd_fence_up fence_up = {
+	.fu_in_group = dlmd_cluster_in_daemon_group,
+	.fu_may_claim = dlmd_cluster_may_claim,
+	.fu_members = dlmd_cluster_daemon_members,
+	.fu_quorate = dlmd_cluster_quorate,
+	.fu_quorum_has = dlmd_cluster_quorum_has,
+	.fu_send = dlmd_cluster_fence_send,
+	.fu_changed = dlmd_cluster_fencing_changed,
+};
+
+/* What the transport reports (comms.c sits below this file). */
+static const struct dlmd_comms_up comms_up = {
+	.cu_flush = dlmd_flush,
+	.cu_frames_lost = dlmd_cluster_frames_lost,
+};
+
+int dlmd_cluster_init(struct dlmd *d, const struct dlmd_cluster_up *up)
 {
 	struct dlmd_cluster *cs = calloc(1, sizeof(*cs));
 	const struct cs_node *self;
@@ -2766,6 +2954,7 @@ int dlmd_cluster_init(struct dlmd *d)
 	if (!cs)
 		return -ENOMEM;
 	cs->cs_d = d;
+	cs->cs_up = up;
 	cs->cs_daemon_fd = -1;
 	cs->cs_quorum_fd = -1;
 	cs->cs_cmap_fd = -1;
@@ -2780,18 +2969,18 @@ int dlmd_cluster_init(struct dlmd *d)
 		cs->cs_quorate = true;
 		log_notice("membership none: a one-node cluster, node id %u",
 			   d->d_nodeid);
-		return dlmd_fence_init(d);
+		return dlmd_fence_init(d, &fence_up);
 	}
 	cs->cs_corosync = true;
 	rv = cmap_start(cs);
 	if (rv)
 		return rv;
-	rv = dlmd_fence_init(d);
+	rv = dlmd_fence_init(d, &fence_up);
 	if (rv)
 		return rv;
 	self = find_node(cs, d->d_nodeid);
 	rv = dlmd_comms_init(d, self ? node_addr_ptrs(self, p) : NULL,
-			     self ? self->n_naddrs : 0);
+			     self ? self->n_naddrs : 0, &comms_up);
 	if (rv)
 		return rv;
 	nodes_to_comms(cs);
@@ -2891,7 +3080,8 @@ int dlmd_cluster_ls_join(struct dlmd *d, struct dlmd_ls *dl)
 	dl->dl_cluster = cl;
 	if (!cs->cs_corosync) {
 		/* one node: the lockspace runs as created */
-		cl->cl_running = cl->cl_ever_ran = true;
+		set_state(cl, CL_RUNNING, "one node: runs as created");
+		cl->cl_ever_ran = true;
 		return 0;
 	}
 	le = le_find(cs, dl->dl_name, true);
@@ -2919,7 +3109,7 @@ void dlmd_cluster_ls_created(struct dlmd *d, struct dlmd_ls *dl)
 	struct dlmd_cluster_ls *cl = dl->dl_cluster;
 
 	/* held until the first membership is agreed and recovered */
-	if (cl && !cl->cl_running) {
+	if (cl && cl->cl_state != CL_RUNNING) {
 		dlm_core_ls_stop(dl->dl_core);
 		dlmd_metrics_ls_stopped(&dl->dl_metrics);
 	}
@@ -2949,13 +3139,9 @@ void dlmd_cluster_ls_leave(struct dlmd *d, struct dlmd_ls *dl)
 			log_err("lockspace %s: its LEAVE cannot be sent; the others "
 				"see us leave only when our dlmd leaves", dl->dl_name);
 	}
+	restart_disarm(cl);
 	free(cl);
 	dl->dl_cluster = NULL;
-}
-
-void dlmd_cluster_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
-{
-	dlmd_comms_send(d, to, buf, len);
 }
 
 bool dlmd_cluster_in_daemon_group(const struct dlmd *d)
@@ -3057,37 +3243,28 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 	memcpy(v->lv_group, cl->cl_members, cl->cl_nmembers * sizeof(uint32_t));
 	v->lv_ngroup = cl->cl_nmembers;
 	dlm_core_ls_stats(dl->dl_core, &stats);
-	if (cl->cl_running && stats.ls_stuck) {
-		/* core/audit.c found locks whose two copies disagree */
-		v->lv_state = "stalled";
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "audit (%llu lock%s stuck: "
-			 "a grant or reply was lost or a node does not answer; "
-			 "see the log)", (unsigned long long)stats.ls_stuck,
-			 stats.ls_stuck == 1 ? "" : "s");
-	} else if (cl->cl_running && cl->cl_stalled) {
-		v->lv_state = "stalled";
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "reply (%llu operation%s "
-			 "wait for a remote reply; nothing received for %llu s)",
-			 (unsigned long long)cl->cl_wd_waiters,
-			 cl->cl_wd_waiters == 1 ? "" : "s",
-			 (unsigned long long)((dlmd_now_ms() - cl->cl_wd_since) / 1000));
-	} else if (cl->cl_running || !d->d_cluster->cs_corosync) {
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "none");
-	} else if (!cl->cl_in_group && d->d_cluster->cs_syncing) {
-		char ids[64];
+	/* (with membership none it runs from its creation) */
+	switch (cl->cl_state) {
+	case CL_JOINING:
+		if (d->d_cluster->cs_syncing) {
+			char ids[64];
 
-		fmt_unannounced(d->d_cluster, ids, sizeof(ids));
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "join (sync: lockspaces "
-			 "of daemon(s) %s)", ids);
-	} else if (!cl->cl_in_group) {
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "join (group)");
-	} else if (!cl->cl_start_sent) {
+			fmt_unannounced(d->d_cluster, ids, sizeof(ids));
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "join (sync: "
+				 "lockspaces of daemon(s) %s)", ids);
+		} else {
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "join (group)");
+		}
+		break;
+	case CL_STOPPED: {
 		char buf[BLOCKER_LEN];
 		const char *why = start_blocker(cl, buf, sizeof(buf));
 
 		snprintf(v->lv_wait, sizeof(v->lv_wait), "%s",
 			 why ? why : "start (sending)");
-	} else if (!cl->cl_decided) {
+		break;
+	}
+	case CL_STARTED: {
 		size_t off = (size_t)snprintf(v->lv_wait, sizeof(v->lv_wait),
 					      "members (start from");
 
@@ -3098,17 +3275,60 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 							sizeof(v->lv_wait) - off,
 							" %u", cl->cl_members[i]);
 		snprintf(v->lv_wait + off, sizeof(v->lv_wait) - off, ")");
-	} else if (cl->cl_start_pending) {
+		break;
+	}
+	case CL_DECIDED:
 		snprintf(v->lv_wait, sizeof(v->lv_wait), "quorum (to start)");
-	} else if (cl->cl_recovered != cl->cl_last_event &&
-		   dlm_core_ls_recovery_error(dl->dl_core, &failed_step)) {
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "recovery %u failed here "
-			 "in step %s: %s (the others wait; see the log)",
-			 cl->cl_last_event, failed_step,
-			 strerror(-dlm_core_ls_recovery_error(dl->dl_core, NULL)));
-	} else if (cl->cl_recovered != cl->cl_last_event) {
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "recovery step %s", step);
-	} else {
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "quorum (to finish)");
+		break;
+	case CL_RECOVERING:
+		if (cl->cl_recovered == cl->cl_last_event)
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "quorum (to finish)");
+		else if (dlm_core_ls_recovery_error(dl->dl_core, &failed_step))
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "recovery %u "
+				 "failed here in step %s: %s (the others wait; see "
+				 "the log)", cl->cl_last_event, failed_step,
+				 strerror(-dlm_core_ls_recovery_error(dl->dl_core,
+								      NULL)));
+		else
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "recovery step %s",
+				 step);
+		break;
+	case CL_FAILED: {
+		uint64_t now = dlmd_now_ms();
+
+		snprintf(v->lv_wait, sizeof(v->lv_wait), "recovery failed, retry "
+			 "in %llu s (attempt %u): event %u, step %s: %s",
+			 (unsigned long long)(cl->cl_restart_at > now ?
+					      (cl->cl_restart_at - now + 999) / 1000 : 0),
+			 cl->cl_restart_attempt, cl->cl_last_event,
+			 cl->cl_restart_step, strerror(-cl->cl_restart_error));
+		break;
+	}
+	case CL_RUNNING:
+		if (stats.ls_stuck) {
+			/* core/audit.c found locks whose two copies disagree */
+			v->lv_state = "stalled";
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "audit (%llu lock%s "
+				 "stuck: a grant or reply was lost or a node does not "
+				 "answer; see the log)",
+				 (unsigned long long)stats.ls_stuck,
+				 stats.ls_stuck == 1 ? "" : "s");
+		} else if (cl->cl_stalled) {
+			v->lv_state = "stalled";
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "reply (%llu "
+				 "operation%s wait for a remote reply; nothing "
+				 "received for %llu s)",
+				 (unsigned long long)cl->cl_wd_waiters,
+				 cl->cl_wd_waiters == 1 ? "" : "s",
+				 (unsigned long long)((dlmd_now_ms() -
+						       cl->cl_wd_since) / 1000));
+		} else {
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "none");
+		}
+		break;
+	case CL_STALE:
+		snprintf(v->lv_wait, sizeof(v->lv_wait), "release (a stale "
+			 "instance: a loser of a stateful merge)");
+		break;
 	}
 }

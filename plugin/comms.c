@@ -19,7 +19,10 @@
  * own, so a refused message is never dropped: it goes on a per-node backlog
  * (FIFO, and every later message for that node queues behind it so order
  * is kept) that is retried on every loop turn lowcomms reports progress on
- * and on a short timer.
+ * and on a short timer.  When not even the backlog entry can be
+ * allocated, dlmd_comms_send() says so (-ENOMEM) and the caller keeps the
+ * message (engine.c holds it and tries again).  Only a message for a node
+ * that is not in the table (any more) is dropped, counted.
  *
  * Security: unless dlm.conf says crypto = none (logged as a warning at
  * start), the context gets the cluster key from key_file (corosync's
@@ -29,8 +32,11 @@
  * Node table: cluster.c calls dlmd_comms_node_add() for every node of the
  * corosync nodelist (all rings, up to LC_MAX_ADDRS addresses) and
  * Frames lost (lowcomms' ops_frames_lost: a peer resumed past what we
- * got) go to dlmd_cluster_frames_lost(), which removes one of the two
- * nodes from the cluster (plugin/cluster.c).
+ * got) go up to cluster.c (cu_frames_lost of the table it gave
+ * dlmd_comms_init(): dlmd_cluster_frames_lost()), which removes one of the
+ * two nodes from the cluster.  This file calls nothing above it by name:
+ * after each lowcomms event it hands the engine's output on through the
+ * same table (cu_flush: dlmd_flush() of plugin/engine.c).
  *
  * dlmd_comms_node_reset() when a node's daemon left the cluster: its queue
  * and sequence state are dropped and the node is added again, so the next
@@ -68,6 +74,7 @@ struct comms_backlog {
 
 struct dlmd_comms {
 	struct dlmd		*cm_d;
+	const struct dlmd_comms_up *cm_up;	/* cluster.c's */
 	struct lc_ctx		*cm_lc;
 	qb_loop_timer_handle	cm_timer;
 	bool			cm_timer_armed;
@@ -125,15 +132,19 @@ static void backlog_drain(struct dlmd_comms *cm)
 		}
 		rv = lc_send(cm->cm_lc, b->cb_to, COMMS_TYPE_ENGINE, 0, b->cb_buf,
 			     b->cb_len);
-		if (rv == -ENOBUFS) {
+		if (rv == -ENOBUFS || rv == -ENOMEM) {
 			if (nblocked < DLM_MAX_NODES)
 				blocked[nblocked++] = b->cb_to;
 			pp = &b->cb_next;
 			continue;
 		}
-		if (rv)
+		if (rv) {
+			/* the node left our table (lc_node_remove threw
+			 * away what was queued for it already) */
+			cm->cm_dropped++;
 			log_warn("comms: message for node %u dropped: %s", b->cb_to,
 				 strerror(-rv));
+		}
 		*pp = b->cb_next;
 		free(b);
 		cm->cm_nbacklog--;
@@ -145,7 +156,7 @@ static void after_event(struct dlmd_comms *cm)
 {
 	if (cm->cm_backlog)
 		backlog_drain(cm);
-	dlmd_flush(cm->cm_d);
+	cm->cm_up->cu_flush(cm->cm_d);
 	lc_flush(cm->cm_lc);
 	comms_rearm(cm);
 }
@@ -193,7 +204,7 @@ static void comms_frames_lost(void *arg, uint32_t from, uint32_t expected,
 {
 	struct dlmd_comms *cm = arg;
 
-	dlmd_cluster_frames_lost(cm->cm_d, from);
+	cm->cm_up->cu_frames_lost(cm->cm_d, from);
 }
 
 static void comms_established(void *arg, uint32_t nodeid)
@@ -249,7 +260,7 @@ static void comms_rearm(struct dlmd_comms *cm)
 }
 
 int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
-		    unsigned int naddrs)
+		    unsigned int naddrs, const struct dlmd_comms_up *up)
 {
 	struct dlmd_comms *cm = calloc(1, sizeof(*cm));
 	struct lc_config cfg;
@@ -258,6 +269,7 @@ int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 	if (!cm)
 		return -ENOMEM;
 	cm->cm_d = d;
+	cm->cm_up = up;
 	cm->cm_backlog_tail = &cm->cm_backlog;
 	lc_config_default(&cfg);
 	cfg.cfg_nodeid = d->d_nodeid;
@@ -447,16 +459,15 @@ void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
 	comms_rearm(cm);
 }
 
-void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
+int dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
 {
 	struct dlmd_comms *cm = d->d_comms;
 	struct dlmd_peer_metrics *pm;
 	struct comms_backlog *b;
 	int rv = -ENOBUFS;
 
-	if (!cm) {
-		return;
-	}
+	if (!cm)
+		return 0;
 	/* keep order: nothing overtakes a message already in the backlog */
 	for (b = cm->cm_backlog; b; b = b->cb_next)
 		if (b->cb_to == to)
@@ -469,13 +480,11 @@ void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
 	if (rv != -ENOBUFS && rv != -ENOMEM) {
 		cm->cm_dropped++;
 		log_warn("comms: message for node %u dropped: %s", to, strerror(-rv));
-		return;
+		return 0;
 	}
 	b = malloc(sizeof(*b) + len);
-	if (!b) {
-		log_err("comms: out of memory: message for node %u lost", to);
-		return;
-	}
+	if (!b)
+		return -ENOMEM;	/* the caller holds it (engine.c) */
 	b->cb_next = NULL;
 	b->cb_to = to;
 	b->cb_len = len;
@@ -488,6 +497,7 @@ queued:
 		pm->pm_msgs_sent++;
 		pm->pm_bytes_sent += len;
 	}
+	return 0;
 }
 
 /* Called once dlmd_flush() has handed every queued message over. */

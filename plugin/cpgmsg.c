@@ -195,6 +195,20 @@ size_t dlmd_cm_failed_encode(unsigned char *buf, const struct cm_hdr *h,
 	return len;
 }
 
+size_t dlmd_cm_restart_encode(unsigned char *buf, const struct cm_hdr *h,
+			      const struct cm_restart *rs)
+{
+	size_t len;
+
+	if (!dlmd_cm_name_valid(rs->rs_ls.n_name) || !rs->rs_event)
+		return 0;
+	len = CM_HDR_LEN + 4 + strlen(rs->rs_ls.n_name) + CM_RESTART_FIXED;
+	put_hdr(buf, h, CM_RESTART, len);
+	put_le32(buf + CM_HDR_LEN + put_name(buf + CM_HDR_LEN, rs->rs_ls.n_name),
+		 rs->rs_event);
+	return len;
+}
+
 static bool fence_ok(uint16_t type, const struct cm_fence *fc)
 {
 	if (!fc->fc_nodeid)
@@ -373,6 +387,27 @@ int dlmd_cm_failed_decode(const unsigned char *body, size_t len,
 			*why = "FAILED with undefined flags";
 			return -EINVAL;
 		}
+	}
+	return 0;
+}
+
+int dlmd_cm_restart_decode(const unsigned char *body, size_t len,
+			   struct cm_restart *rs, const char **why)
+{
+	size_t nl;
+
+	memset(rs, 0, sizeof(*rs));
+	nl = get_name(body, len, &rs->rs_ls, why);
+	if (!nl)
+		return -EINVAL;
+	if (len - nl != CM_RESTART_FIXED) {
+		*why = "LS_RESTART length differs from its layout";
+		return -EINVAL;
+	}
+	rs->rs_event = get_le32(body + nl);
+	if (!rs->rs_event) {
+		*why = "LS_RESTART of event 0";
+		return -EINVAL;
 	}
 	return 0;
 }

@@ -44,11 +44,18 @@
  *                          CM_FENCE_RELEASED (2, it gives its claim back
  *                          without a verdict)
  *                          (plugin/fence.c, ONE FENCER)
+ *   LS_RESTART (8):        NAME, then 0 event (not 0): the sender's
+ *                          recovery of that event failed; every member
+ *                          whose last event it is restarts recovery as
+ *                          a change of the same members (plugin/
+ *                          cluster.c, RECOVERY RETRY)
  *
  * Types 6 and 7 came after version 2 was released, without a version
  * change: a version-2 dlmd that does not know them ignores them, as it
  * ignores every type it does not know, and fences by itself (fence.c
- * says why that is safe).
+ * says why that is safe).  Type 8 came the same way: a dlmd that does
+ * not know it leaves a failed recovery waiting until the next
+ * membership change, as before.
  *
  * Version 1 (a CPG group per lockspace, START only) is not understood:
  * a version-1 or other-version message is refused by the header decoder
@@ -86,6 +93,8 @@
 #define CM_FAILED_MAX_LEN	(CM_HDR_LEN + CM_NAME_MAX_LEN + CM_FAILED_FIXED + \
 				 8 * DLM_MAX_NODES)
 #define CM_FENCE_LEN		(CM_HDR_LEN + 8)	/* node id, status */
+#define CM_RESTART_FIXED	4	/* event */
+#define CM_RESTART_MAX_LEN	(CM_HDR_LEN + CM_NAME_MAX_LEN + CM_RESTART_FIXED)
 #define CM_FENCE_DONE		0u
 #define CM_FENCE_FAILED		1u
 #define CM_FENCE_RELEASED	2u
@@ -101,6 +110,7 @@ enum cm_type {
 	CM_FAILED = 5,
 	CM_FENCE_CLAIM = 6,
 	CM_FENCE_RESULT = 7,
+	CM_RESTART = 8,
 };
 
 struct cm_hdr {
@@ -142,6 +152,11 @@ struct cm_failed {
 	uint32_t	fl_flags[DLM_MAX_NODES];	/* CM_FAILED_DAEMON */
 };
 
+struct cm_restart {
+	struct cm_name	rs_ls;
+	uint32_t	rs_event;		/* whose recovery failed; not 0 */
+};
+
 struct cm_fence {
 	uint32_t	fc_nodeid;		/* the failed node */
 	uint32_t	fc_status;		/* CM_FENCE_*; 0 in a CLAIM */
@@ -164,6 +179,8 @@ size_t dlmd_cm_announce_encode(unsigned char *buf, const struct cm_hdr *h,
 			       const struct cm_announce *an);
 size_t dlmd_cm_failed_encode(unsigned char *buf, const struct cm_hdr *h,
 			     const struct cm_failed *fl);
+size_t dlmd_cm_restart_encode(unsigned char *buf, const struct cm_hdr *h,
+			      const struct cm_restart *rs);
 /* FENCE_CLAIM or FENCE_RESULT (type). */
 size_t dlmd_cm_fence_encode(unsigned char *buf, const struct cm_hdr *h,
 			    uint16_t type, const struct cm_fence *fc);
@@ -181,6 +198,8 @@ int dlmd_cm_announce_decode(const unsigned char *body, size_t len,
 			    struct cm_announce *an, const char **why);
 int dlmd_cm_failed_decode(const unsigned char *body, size_t len,
 			  struct cm_failed *fl, const char **why);
+int dlmd_cm_restart_decode(const unsigned char *body, size_t len,
+			   struct cm_restart *rs, const char **why);
 /* The body of a FENCE_CLAIM or FENCE_RESULT (type). */
 int dlmd_cm_fence_decode(const unsigned char *body, size_t len, uint16_t type,
 			 struct cm_fence *fc, const char **why);

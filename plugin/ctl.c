@@ -405,6 +405,14 @@ static int verb_debug_frames_lost(struct dlmd *d, const char *arg,
 	return 0;
 }
 
+static int verb_debug_recovery_fail(struct dlmd *d, const char *arg,
+				    struct dlmd_sbuf *sb, bool json)
+{
+	log_warn("control: debug_recovery_fail (a test of the recovery retry)");
+	dlm_core_set_fault(d->d_core, DLM_FAULT_RECOVERY_FAIL_ONCE);
+	return 0;
+}
+
 struct ctl_verb {
 	const char	*cv_name;
 	bool		cv_needs_arg;
@@ -427,6 +435,7 @@ static const struct ctl_verb verbs[] = {
 	{ "leave-force", true, false, verb_leave_force },
 	{ "fence_ack", true, false, verb_fence_ack },
 	{ "debug_frames_lost", true, false, verb_debug_frames_lost },
+	{ "debug_recovery_fail", false, false, verb_debug_recovery_fail },
 };
 
 static void ctl_execute(struct dlmd *d, char *line, struct dlmd_sbuf *out)

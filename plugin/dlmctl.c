@@ -3,7 +3,8 @@
  *
  *   dlmctl [-s SOCKET] [--json] ls | status | metrics | dump | config |
  *          lockdump LOCKSPACE | join LOCKSPACE | leave [--force] LOCKSPACE |
- *          fence_ack NODEID | debug_frames_lost NODEID
+ *          fence_ack NODEID | debug_frames_lost NODEID |
+ *          debug_recovery_fail
  *   dlmctl --help | --version
  *
  * Talks to the daemon's control socket (protocol: plugin/ctl.c): the
@@ -58,6 +59,7 @@ static const struct verb verbs[] = {
 	{ "leave",		ARG_LS,		false,	true },
 	{ "fence_ack",		ARG_NODE,	false,	false },
 	{ "debug_frames_lost",	ARG_NODE,	false,	false },
+	{ "debug_recovery_fail",	ARG_NONE,	false,	false },
 };
 
 static const struct option long_opts[] = {
@@ -89,7 +91,9 @@ static void usage(FILE *f)
 		"  fence_ack NODEID   declare a failed node fenced (recovery goes on);\n"
 		"                     refused for a node in the current cluster view\n"
 		"  debug_frames_lost NODEID\n"
-		"                     tests: act as if frames from NODEID were lost\n\n"
+		"                     tests: act as if frames from NODEID were lost\n"
+		"  debug_recovery_fail\n"
+		"                     tests: the next recovery step here fails once\n\n"
 		"Options:\n"
 		"  -s, --socket=PATH  the control socket (default $DLMD_CTL_SOCKET,\n"
 		"                     else %s)\n"

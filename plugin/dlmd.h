@@ -11,7 +11,8 @@
  *              membership, and the protocol that agrees on members and
  *              events for recovery
  *   cpgmsg.c   that protocol's CPG messages (header, START, JOIN, LEAVE,
- *              ANNOUNCE, FAILED, FENCE_CLAIM, FENCE_RESULT): encode, decode
+ *              ANNOUNCE, FAILED, FENCE_CLAIM, FENCE_RESULT, LS_RESTART):
+ *              encode, decode
  *   comms.c    lowcomms (node-to-node transport) in the loop: engine
  *              messages to and from other nodes
  *   fence.c    fencing of failed nodes before their locks are released:
@@ -19,18 +20,65 @@
  *   fence-policy.c  which of those applies, which fencer results
  *              count, and whose turn it is to fence (no I/O;
  *              tests/test-fence.c)
+ *   member-policy.c  the members and event a recovery uses, decided
+ *              from every member's START (no I/O;
+ *              tests/test-member-policy.c)
+ *   engine.c   the engine's callbacks (ASTs, messages, recovery
+ *              reports) and dlmd_flush(), which delivers what they queued
  *   client.c   the client socket (libdlm's protocol, libdlm/dlmd_proto.h)
- *              and the engine's callbacks (ASTs, messages)
+ *              and the daemon's lockspaces (create, release)
  *   ctl.c      the control socket dlmctl talks to
  *   view.c     the configfs-compatible view (dlm/cluster/...) that
  *              programs written for the kernel DLM read (lvmlockd)
  *   u32map.c   a growing hash map from 32-bit keys to pointers
  *   metrics.c  the numbers (metrics.h) as Prometheus text and JSON
  *   metrics-http.c  the optional HTTP endpoint serving them
+ *   daemon.c   the wiring: which file above receives what a file below
+ *              reports (the *_up tables), and the start of cluster and
+ *              engine (main.c and the fuzz targets)
  *
  * Engine callbacks never re-enter the engine: ASTs and messages are queued
  * in struct dlmd and delivered by dlmd_flush() after the entry point that
  * produced them has returned.
+ *
+ * DEPENDENCIES go one way, down this list (a file calls only files below
+ * it, by name):
+ *
+ *   main.c, daemon.c                  start, stop, wiring
+ *   ctl.c, metrics*.c                 read everything below (one
+ *                                     level: metrics.c uses ctl.c's
+ *                                     string buffer, ctl.c the metrics)
+ *   client.c                          the client socket, lockspaces
+ *   view.c                            the configfs view
+ *   cluster.c                         corosync, the lockspace protocol
+ *   fence.c                           fencing
+ *   engine.c                          the engine glue, dlmd_flush()
+ *   comms.c                           the node-to-node transport
+ *   cpgmsg.c, fence-policy.c, member-policy.c, config.c, log.c,
+ *   u32map.c, core/, lowcomms/
+ *
+ * A file below reports up only through a table of function pointers the
+ * file above gave it (struct dlmd_comms_up, dlmd_fence_up, dlmd_engine_up,
+ * dlmd_cluster_up below; daemon.c and cluster.c fill them), so each is
+ * read without the ones above it.  tests/plugin-layers.sh checks the
+ * order on the built objects.
+ *
+ * A lock request, followed through the files: client.c decodes it and
+ * calls the engine (dlm_core_lock); the engine queues its messages and
+ * ASTs through engine.c's callbacks; client.c calls dlmd_flush() (engine.c),
+ * which hands messages to comms.c (lowcomms to the master's node) and
+ * ASTs up to client.c's dlmd_client_deliver_ast (eu_ast).  On the master
+ * node, comms.c hands the message to dlm_core_receive and calls
+ * cu_flush (dlmd_flush) for the answer.
+ *
+ * A node death: cluster.c gets the confchg (node-down) from corosync,
+ * stops each lockspace the node was in (dlm_core_ls_stop) and calls
+ * fence.c (dlmd_fence_node_failed); fence.c fences it and reports it
+ * fenced through fu_changed; cluster.c then agrees on the new members and
+ * event (START messages, member-policy.c's decision), starts the engine's
+ * recovery (dlm_core_ls_start) and, when the engine reports it done
+ * (eu_recovery_done via engine.c), finishes it (dlm_core_ls_finish) and
+ * dlmd_flush() delivers the ASTs of what was granted.
  */
 #ifndef DLMD_PLUGIN_DLMD_H
 #define DLMD_PLUGIN_DLMD_H
@@ -236,6 +284,7 @@ struct dlmd_pending_ast {
 struct dlmd_pending_msg {
 	struct dlmd_pending_msg	*pm_next;
 	uint32_t		pm_to;
+	bool			pm_reserve;	/* one of engine.c's reserve */
 	size_t			pm_len;
 	unsigned char		pm_buf[];
 };
@@ -266,9 +315,17 @@ struct dlmd {
 	struct dlmd_pending_ast	*d_asts;
 	size_t			d_nasts;
 	size_t			d_asts_cap;
-	bool			d_asts_overflow;
 	struct dlmd_pending_msg	*d_msgs;
 	struct dlmd_pending_msg	**d_msgs_tail;
+	/* comms.c could not take these (out of memory): tried again first */
+	struct dlmd_pending_msg	*d_held;
+	struct dlmd_pending_msg	**d_held_tail;
+	qb_loop_timer_handle	d_held_timer;
+	bool			d_held_armed;
+	/* preallocated messages for when malloc fails (engine.c) */
+	struct dlmd_pending_msg	*d_msg_reserve;
+	bool			d_cannot_hold;	/* the reserve ran out: stopping */
+	const struct dlmd_engine_up *d_engine_up;
 	/* counters for dlmctl status */
 	uint64_t		d_nrequests;
 	uint64_t		d_nasts_sent;
@@ -295,12 +352,33 @@ struct dlmd {
 
 uint64_t dlmd_now_ms(void);
 
-/* client.c */
-extern const struct dlm_core_ops dlmd_core_ops;
-int dlmd_client_listen(struct dlmd *d);
-void dlmd_client_fini(struct dlmd *d);
+/* engine.c */
+/* What engine.c reports up (daemon.c fills it). */
+struct dlmd_engine_up {
+	/* client.c: write one AST to its owner (dlmd_client_deliver_ast) */
+	void	(*eu_ast)(struct dlmd *d, const struct dlmd_pending_ast *pa);
+	/* cluster.c: the engine's recovery of 'event' is done / failed */
+	void	(*eu_recovery_done)(struct dlmd *d, struct dlm_ls *ls,
+				    uint32_t event);
+	void	(*eu_recovery_failed)(struct dlmd *d, struct dlm_ls *ls,
+				      uint32_t event, int error);
+};
+/* Create the engine (d_core) with our callbacks.  0 or -ENOMEM. */
+int dlmd_engine_new(struct dlmd *d, const struct dlmd_engine_up *up);
+/* Free the engine and what its callbacks queued. */
+void dlmd_engine_free(struct dlmd *d);
 /* Deliver what the engine queued (ASTs, messages), until nothing is left. */
 void dlmd_flush(struct dlmd *d);
+
+/* daemon.c: start the cluster glue (and fencing, comms) and the engine,
+ * wired to each other.  0 or a negative errno (logged). */
+int dlmd_daemon_start(struct dlmd *d);
+
+/* client.c */
+int dlmd_client_listen(struct dlmd *d);
+void dlmd_client_fini(struct dlmd *d);
+/* Write one AST the engine produced to its owner (eu_ast). */
+void dlmd_client_deliver_ast(struct dlmd *d, const struct dlmd_pending_ast *pa);
 struct dlmd_ls *dlmd_ls_find(struct dlmd *d, const char *name);
 /* Create (or find, unless 'excl') the lockspace.  0 or negative errno. */
 int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
@@ -342,21 +420,33 @@ void dlmd_ctl_fini(struct dlmd *d);
 char *dlmd_ctl_answer(struct dlmd *d, char *line);
 
 /* cluster.c */
-int dlmd_cluster_init(struct dlmd *d);
+/* What cluster.c reports up (daemon.c fills it). */
+struct dlmd_cluster_up {
+	/* client.c: the first recovery of a created lockspace finished (0)
+	 * or the lockspace went away (negative errno): answer the held
+	 * LS_CREATEs (dlmd_ls_join_done) */
+	void	(*cu_ls_join_done)(struct dlmd *d, struct dlmd_ls *dl, int status);
+	/* client.c: our instance of the lockspace is stale: release it, its
+	 * clients lose their locks.  0 or a negative errno. */
+	int	(*cu_ls_drop)(struct dlmd *d, struct dlmd_ls *dl);
+	/* view.c: a lockspace started with new members; the quorum's node
+	 * view changed */
+	void	(*cu_view_ls_changed)(struct dlmd *d, const struct dlmd_ls *dl);
+	void	(*cu_view_nodes_changed)(struct dlmd *d);
+};
+int dlmd_cluster_init(struct dlmd *d, const struct dlmd_cluster_up *up);
 void dlmd_cluster_fini(struct dlmd *d);
 /* Join the lockspace's group and fill dl_members.  0 or negative errno. */
 int dlmd_cluster_ls_join(struct dlmd *d, struct dlmd_ls *dl);
 void dlmd_cluster_ls_leave(struct dlmd *d, struct dlmd_ls *dl);
-/* Send an engine message to another node (through comms.c). */
-void dlmd_cluster_send(struct dlmd *d, uint32_t to, const void *buf, size_t len);
 /* The engine created the lockspace: hold it until its first recovery. */
 void dlmd_cluster_ls_created(struct dlmd *d, struct dlmd_ls *dl);
 /* Has the lockspace's first membership been agreed and recovered? */
 bool dlmd_cluster_ls_ready(const struct dlmd *d, const struct dlmd_ls *dl);
-/* The engine's recovery_done callback (ctx is struct dlmd). */
-void dlmd_cluster_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event);
-void dlmd_cluster_recovery_failed(void *ctx, struct dlm_ls *ls, uint32_t event,
-				  int error);
+/* The engine's recovery of 'event' is done / failed (eu_recovery_*). */
+void dlmd_cluster_recovery_done(struct dlmd *d, struct dlm_ls *ls, uint32_t event);
+void dlmd_cluster_recovery_failed(struct dlmd *d, struct dlm_ls *ls,
+				  uint32_t event, int error);
 /* A node's fencing state changed: lockspaces may go on. */
 void dlmd_cluster_fencing_changed(struct dlmd *d);
 /* corosync asked us to retry a send: try again shortly. */
@@ -412,8 +502,16 @@ bool dlmd_view_kernel_dlm(const char *configfs, char *why, size_t size);
 
 /* comms.c */
 struct sockaddr_storage;
+/* What comms.c reports up (cluster.c fills it). */
+struct dlmd_comms_up {
+	/* engine messages were delivered: deliver the engine's output
+	 * (dlmd_flush) */
+	void	(*cu_flush)(struct dlmd *d);
+	/* frames from the node were lost (dlmd_cluster_frames_lost) */
+	void	(*cu_frames_lost)(struct dlmd *d, uint32_t nodeid);
+};
 int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
-		    unsigned int naddrs);
+		    unsigned int naddrs, const struct dlmd_comms_up *up);
 void dlmd_comms_fini(struct dlmd *d);
 int dlmd_comms_addr_parse(const char *text, uint16_t port,
 			  struct sockaddr_storage *ss);
@@ -422,7 +520,10 @@ int dlmd_comms_node_add(struct dlmd *d, uint32_t nodeid,
 /* The node's daemon left: drop its transport state, keep it known. */
 void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
 			   const char *const *addrs, unsigned int naddrs);
-void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len);
+/* Queue an engine message for node 'to': 0 (taken, or dropped, counted,
+ * for a node not in the table), or -ENOMEM: not taken, nothing lost:
+ * the caller keeps it and tries again, in order. */
+int dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len);
 /* Write what was queued now (end of dlmd_flush). */
 void dlmd_comms_kick(struct dlmd *d);
 void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size);
@@ -482,8 +583,46 @@ int dlmd_fence_turn_rank(const struct dlmd_fence_turn *t, const uint32_t *member
 			 unsigned int n, const uint32_t *skip, unsigned int nskip,
 			 uint32_t self);
 
+/* member-policy.c: the decision of a change's members and event once
+ * every member's START is in (cluster.c; tests/test-member-policy.c) */
+enum dlmd_decide_kind {
+	DLMD_DECIDE_START,	/* every member starts recovery of dc_event */
+	DLMD_DECIDE_LOSERS,	/* dc_losers ran it with an older event: they
+				 * drop their instance, nothing starts */
+	DLMD_DECIDE_EXHAUSTED,	/* the newest event is UINT32_MAX */
+};
+struct dlmd_decision {
+	enum dlmd_decide_kind	dc_kind;
+	uint32_t		dc_newest;	/* newest last event reported */
+	uint32_t		dc_event;	/* START: the event, newest + 1 */
+	uint32_t		dc_losers[DLM_MAX_NODES];
+	unsigned int		dc_nlosers;
+};
+/* members[i] reported last_events[i] (0: fresh) in its START; n <=
+ * DLM_MAX_NODES. */
+void dlmd_decide(const uint32_t *members, const uint32_t *last_events,
+		 unsigned int n, struct dlmd_decision *dc);
+/* The back-off before the 'attempt'th (1, 2, ...) restart of a failed
+ * recovery: 1 s doubling to at most 30 s. */
+#define DLMD_RESTART_FIRST_MS	1000u
+#define DLMD_RESTART_MAX_MS	30000u
+uint32_t dlmd_restart_delay_ms(uint32_t attempt);
+
 /* fence.c */
-int dlmd_fence_init(struct dlmd *d);
+/* What fence.c asks of the daemon group and the quorum, and reports
+ * (cluster.c fills it with its dlmd_cluster_* functions of those names). */
+struct dlmd_fence_up {
+	bool	(*fu_in_group)(const struct dlmd *d);	/* in_daemon_group */
+	bool	(*fu_may_claim)(const struct dlmd *d, bool learned);
+	unsigned int (*fu_members)(const struct dlmd *d, uint32_t *ids,
+				   unsigned int max);	/* daemon_members */
+	bool	(*fu_quorate)(const struct dlmd *d);
+	bool	(*fu_quorum_has)(const struct dlmd *d, uint32_t nodeid);
+	int	(*fu_send)(struct dlmd *d, bool claim, uint32_t nodeid,
+			   enum dlmd_fence_status st);	/* fence_send */
+	void	(*fu_changed)(struct dlmd *d);	/* fencing_changed */
+};
+int dlmd_fence_init(struct dlmd *d, const struct dlmd_fence_up *up);
 void dlmd_fence_fini(struct dlmd *d);
 /* How a node failed (dlmd_fence_node_failed's 'how', bits): */
 #define DLMD_FAIL_NODE		0	/* node-down (CPG): it left the ring */

@@ -263,6 +263,7 @@ struct fence_node {
 
 struct dlmd_fence {
 	struct dlmd		*fe_d;
+	const struct dlmd_fence_up *fe_up;	/* cluster.c's */
 	struct fence_node	fe_nodes[DLM_MAX_NODES];
 	unsigned int		fe_nnodes;
 	bool			fe_sigchld;
@@ -299,7 +300,7 @@ static void attempt(struct dlmd_fence *fe, struct fence_node *fn);
 /* Are claims made over the daemon group (we are in it)? */
 static bool claims_on(const struct dlmd_fence *fe)
 {
-	return dlmd_cluster_in_daemon_group(fe->fe_d);
+	return fe->fe_up->fu_in_group(fe->fe_d);
 }
 
 /* Does our claim on fencing fn hold (and is it not being given back)? */
@@ -317,7 +318,7 @@ static void send_result(struct dlmd_fence *fe, struct fence_node *fn,
 
 	if (!we_hold(fe, fn))
 		return;
-	rv = dlmd_cluster_fence_send(fe->fe_d, false, fn->fn_nodeid, st);
+	rv = fe->fe_up->fu_send(fe->fe_d, false, fn->fn_nodeid, st);
 	if (rv) {
 		log_err("fencing: cannot tell the others about node %u: %s",
 			fn->fn_nodeid, strerror(-rv));
@@ -347,7 +348,7 @@ static void fenced(struct dlmd_fence *fe, struct fence_node *fn, const char *how
 		fe->fe_d->d_metrics.m_fence_wait_ns +=
 			(fn->fn_fenced_at - fn->fn_failed_at) * NS_PER_MS;
 	log_notice("fencing: node %u is fenced (%s)", fn->fn_nodeid, how);
-	dlmd_cluster_fencing_changed(fe->fe_d);
+	fe->fe_up->fu_changed(fe->fe_d);
 }
 
 /* The retry timer's argument is the node's entry itself: entries never
@@ -386,13 +387,13 @@ static bool gate(struct dlmd_fence *fe, struct fence_node *fn)
 	/* Only a quorate partition fences (dlm_controld's
 	 * enable_quorum_fencing): a node cut off alone must not shoot the
 	 * majority.  Retried until quorum comes or the node is fenced. */
-	if (!dlmd_cluster_quorate(fe->fe_d) ||
-	    (dlmd_cluster_quorum_has(fe->fe_d, fn->fn_nodeid) &&
+	if (!fe->fe_up->fu_quorate(fe->fe_d) ||
+	    (fe->fe_up->fu_quorum_has(fe->fe_d, fn->fn_nodeid) &&
 	     !fn->fn_in_view_ok)) {
 		if (now - fn->fn_last_log >= FENCE_LOG_INTERVAL_MS) {
 			log_notice("fencing: node %u waits for a quorate view "
 				   "without it%s", fn->fn_nodeid,
-				   dlmd_cluster_quorate(fe->fe_d) ? " (its failure "
+				   fe->fe_up->fu_quorate(fe->fe_d) ? " (its failure "
 				   "was seen from a minority side)" : "");
 			fn->fn_last_log = now;
 		}
@@ -702,11 +703,11 @@ static bool may_act(struct dlmd_fence *fe, struct fence_node *fn)
 	if (fn->fn_turn.ft_claimer || fn->fn_claim_sent || fn->fn_result_sent)
 		return false;	/* a delivery moves us on */
 	/* our view of the turns is complete (the end of a sync kicks us) */
-	if (!dlmd_cluster_may_claim(d, fn->fn_learned))
+	if (!fe->fe_up->fu_may_claim(d, fn->fn_learned))
 		return false;
 	if (!gate(fe, fn))
 		return false;
-	n = dlmd_cluster_daemon_members(d, members, DLM_MAX_NODES);
+	n = fe->fe_up->fu_members(d, members, DLM_MAX_NODES);
 	for (unsigned int i = 0; i < fe->fe_nnodes && nskip < DLM_MAX_NODES; i++)
 		if (!is_fenced(&fe->fe_nodes[i]))
 			skip[nskip++] = fe->fe_nodes[i].fn_nodeid;
@@ -719,7 +720,7 @@ static bool may_act(struct dlmd_fence *fe, struct fence_node *fn)
 		schedule_retry_in(fe, fn, at - now);
 		return false;
 	}
-	rv = dlmd_cluster_fence_send(d, true, fn->fn_nodeid, DLMD_FENCE_DONE);
+	rv = fe->fe_up->fu_send(d, true, fn->fn_nodeid, DLMD_FENCE_DONE);
 	if (rv) {
 		log_err("fencing: cannot claim node %u's fencing: %s",
 			fn->fn_nodeid, strerror(-rv));
@@ -777,7 +778,7 @@ static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
 			log_notice("fencing: node %u: nothing can fence it; "
 				   "waiting for 'dlmctl fence_ack %u'%s",
 				   fn->fn_nodeid, fn->fn_nodeid,
-				   dlmd_cluster_quorum_has(d, fn->fn_nodeid) ?
+				   fe->fe_up->fu_quorum_has(d, fn->fn_nodeid) ?
 				   " (refused while it is in the cluster view: "
 				   "stop it first)" : "");
 			fn->fn_last_log = now;
@@ -790,13 +791,14 @@ static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
 	}
 }
 
-int dlmd_fence_init(struct dlmd *d)
+int dlmd_fence_init(struct dlmd *d, const struct dlmd_fence_up *up)
 {
 	struct dlmd_fence *fe = calloc(1, sizeof(*fe));
 
 	if (!fe)
 		return -ENOMEM;
 	fe->fe_d = d;
+	fe->fe_up = up;
 	d->d_fence = fe;
 	if (d->d_cfg.cf_enable_fencing && d->d_cfg.cf_fence_command[0]) {
 		if (qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGCHLD, fe,
@@ -951,7 +953,7 @@ void dlmd_fence_resend_claims(struct dlmd *d)
 
 		if (!we_hold(fe, fn))
 			continue;
-		if (dlmd_cluster_fence_send(d, true, fn->fn_nodeid,
+		if (fe->fe_up->fu_send(d, true, fn->fn_nodeid,
 					    DLMD_FENCE_DONE))
 			log_err("fencing: cannot repeat our claim on node %u for "
 				"the daemons that join", fn->fn_nodeid);
@@ -1176,7 +1178,7 @@ int dlmd_fence_ack(struct dlmd *d, uint32_t nodeid, char *why, size_t size)
 	}
 	/* A node in the current view is alive: its corosync runs, and so
 	 * may its clients, inside the locks we would give away. */
-	if (dlmd_cluster_quorum_has(d, nodeid)) {
+	if (fe->fe_up->fu_quorum_has(d, nodeid)) {
 		snprintf(why, size, "node %u is a member of the current cluster "
 			 "view (it is alive): refused; fence it, or stop its "
 			 "cluster stack, first", nodeid);

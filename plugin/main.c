@@ -223,7 +223,6 @@ int main(int argc, char **argv)
 	const char *conf = DLMD_DEFAULT_CONF;
 	bool conf_given = false, foreground = false, debug = false;
 	struct dlmd *d;
-	struct dlm_core_config ccfg;
 	int opt, lock_fd, rv, exit_code = 1;
 
 	while ((opt = getopt_long(argc, argv, "c:fDhV", long_opts, NULL)) != -1) {
@@ -263,7 +262,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	d->d_listen_fd = d->d_ctl_fd = d->d_metrics_fd = -1;
-	d->d_msgs_tail = &d->d_msgs;
 	dlmd_config_defaults(&d->d_cfg);
 	if (dlmd_config_load(&d->d_cfg, conf, conf_given)) {
 		fprintf(stderr, "dlmd: bad configuration, not starting\n");
@@ -306,23 +304,8 @@ int main(int argc, char **argv)
 	 * of killing the process silently with its default action. */
 	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGTERM, d, on_signal, NULL);
 	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGINT, d, on_signal, NULL);
-	rv = dlmd_cluster_init(d);
-	if (rv) {
-		/* The line before says which part failed (corosync, fencing,
-		 * the node-to-node transport or its key). */
-		log_err("cluster start-up (membership %s) failed: %s; not "
-			"starting", dlmd_cluster_source_str(d), strerror(-rv));
+	if (dlmd_daemon_start(d))
 		goto out_cluster;
-	}
-	memset(&ccfg, 0, sizeof(ccfg));
-	ccfg.our_nodeid = d->d_nodeid;
-	ccfg.toss_ms = d->d_cfg.cf_toss_secs * (uint32_t)MS_PER_SEC;
-	ccfg.audit_ms = d->d_cfg.cf_audit_secs * (uint32_t)MS_PER_SEC;
-	d->d_core = dlm_core_new(&ccfg, &dlmd_core_ops, d);
-	if (!d->d_core) {
-		log_err("cannot create the lock engine");
-		goto out_cluster;
-	}
 	dlm_core_tick(d->d_core, dlmd_now_ms());
 	if (dlmd_view_init(d)) {
 		log_err("cannot set up the configfs view: out of memory");
@@ -349,8 +332,8 @@ out_sockets:
 	dlmd_client_fini(d);
 	release_all_lockspaces(d);
 	dlmd_view_fini(d);
-	dlm_core_free(d->d_core);
 out_cluster:
+	dlmd_engine_free(d);
 	dlmd_cluster_fini(d);
 	qb_loop_destroy(d->d_loop);
 	unlink(d->d_cfg.cf_pid_file);
@@ -359,13 +342,6 @@ out_log:
 	dlmd_log_fini();
 out_lock:
 	close(lock_fd);
-	free(d->d_asts);
-	while (d->d_msgs) {
-		struct dlmd_pending_msg *pm = d->d_msgs;
-
-		d->d_msgs = pm->pm_next;
-		free(pm);
-	}
 	free(d);
 	return exit_code;
 }

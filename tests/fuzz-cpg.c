@@ -5,7 +5,7 @@
  * The input is one CPG message as corosync would deliver it.  Besides
  * the sanitizers' verdict, the decoders must be exact: a message they
  * accept (header, and a START's, JOIN's, LEAVE's, ANNOUNCE's, FAILED's,
- * FENCE_CLAIM's or FENCE_RESULT's body) encodes back to the same bytes,
+ * FENCE_CLAIM's, FENCE_RESULT's or LS_RESTART's body) encodes back to the same bytes,
  * so nothing in it was skipped, guessed or left unchecked; every name
  * accepted is a valid lockspace name.
  */
@@ -25,6 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct cm_announce an;
 	static struct cm_failed fl;
 	struct cm_fence fc;
+	struct cm_restart rs;
 	struct cm_name nm;
 	struct cm_hdr h;
 	const char *why = NULL;
@@ -89,6 +90,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!fc.fc_nodeid)
 			abort();
 		len = dlmd_cm_fence_encode(again, &h, h.h_type, &fc);
+		if (len != size || memcmp(again, data, size))
+			abort();
+		return 0;
+	case CM_RESTART:
+		if (dlmd_cm_restart_decode(body, blen, &rs, &why))
+			break;
+		if (!dlmd_cm_name_valid(rs.rs_ls.n_name) || !rs.rs_event)
+			abort();
+		len = dlmd_cm_restart_encode(again, &h, &rs);
 		if (len != size || memcmp(again, data, size))
 			abort();
 		return 0;

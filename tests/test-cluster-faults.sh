@@ -42,6 +42,11 @@
 #      quorate; node 1 restarts afresh: node 2 fences it (it is in the
 #      view, but as a new dlmd, not a merge) instead of waiting for ever,
 #      and the lockspace runs on all three again.
+#   7. a recovery step fails on node 1 (dlmctl debug_recovery_fail, a test
+#      hook: the engine's next step fails once) during the change a clean
+#      stop of node 3's dlmd causes: node 1 logs the failure and its
+#      back-off, multicasts LS_RESTART, node 2 restarts with it, and the
+#      lockspace runs on nodes 1 and 2; node 3 rejoins.
 # Item 4 (frames lost between live members) is tested in
 # tests/test-lowcomms-loop.c (the gap is reported) and here in 4: node 1's
 # dlmd is told (dlmctl debug_frames_lost, a test hook of the control socket) that
@@ -378,6 +383,24 @@ done
 restart 1
 restart 3
 wait_ls 2 "state running members 1 2 3 " "the lockspace did not run on all three again"
+
+say "== 7. a recovery step fails on node 1: restarted on every member"
+on 1 "$DLMCTL" debug_recovery_fail >"$dir/rf.out" 2>&1 ||
+	fail "debug_recovery_fail: $(cat "$dir/rf.out")"
+p=$(pid_of 3 dlmd)
+kill -TERM "$p"
+i=0
+while kill -0 "$p" 2>/dev/null && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
+wait_ls 1 "state running members 1 2 clients" "no recovery after the failed step"
+wait_ls 2 "state running members 1 2 clients" "node 2 did not recover with node 1"
+grep -q "restarting it everywhere in 1 s (attempt 1)" "$dir/n1/dlmd.out" ||
+	fail "node 1 did not log its failed recovery and back-off"
+grep -q "LS_RESTART of event [0-9]* sent (attempt 1)" "$dir/n1/dlmd.out" ||
+	fail "node 1 sent no LS_RESTART"
+grep -q "restart: recovery [0-9]* failed on node 1" "$dir/n2/dlmd.out" ||
+	fail "node 2 did not restart recovery on node 1's LS_RESTART"
+restart 3
+wait_ls 1 "state running members 1 2 3 " "node 3 did not rejoin after the retry"
 
 "$CLUSTER" status "$dir" >/dev/null || fail "a daemon died: $("$CLUSTER" status "$dir")"
 [ $rc -eq 0 ] && echo "PASS"

@@ -26,6 +26,7 @@
 #define dlm_core_ls_state	fake_ls_state
 #define dlm_core_ls_stats	fake_ls_stats
 #define dlm_core_ls_name	fake_ls_name
+#define dlm_core_ls_recovery_error	fake_ls_recovery_error
 /* a small cap, so that the test reaches it */
 #define CS_ANN_TOTAL_MAX	256
 
@@ -50,6 +51,10 @@ struct dlm_ls {
 	unsigned int	nmembers;
 	bool		done_sent;	/* recovery_done(event) given */
 	bool		running;
+	unsigned int	fail_recoveries;	/* the next n recoveries fail */
+	unsigned int	fail_starts;	/* the next n starts are refused */
+	unsigned int	fail_in_start;	/* the next n fail inside the start */
+	int		rc_error;	/* the last recovery's failure, or 0 */
 };
 
 struct sim_ls {
@@ -80,7 +85,14 @@ struct sim_job {
 	void		*data;
 	void		(*fn)(void *);
 	qb_loop_timer_handle timer;	/* a timer due at once, or 0 */
+	uint64_t	due;		/* (a later timer) fake_now then */
 };
+
+/* cluster.c's recovery restart timers: they fire when a test says so
+ * (fire_restarts); every other timer with a delay never fires. */
+#define SIM_MAX_LATER	64
+static struct sim_job later[SIM_MAX_LATER];
+static unsigned int nlater;
 
 static struct sim_node sim[SIM_NODES];
 static struct sim_msg *msgs;	/* sent, not yet delivered, in order */
@@ -151,6 +163,15 @@ int32_t fake_qb_loop_timer_add(qb_loop_t *l, enum qb_loop_priority p,
 	static qb_loop_timer_handle next_timer = 1;
 
 	*t = 0;
+	if (nsec && fn == restart_timer) {
+		assert_true(nlater < SIM_MAX_LATER);
+		later[nlater].data = data;
+		later[nlater].fn = fn;
+		later[nlater].due = fake_now + nsec / 1000000;
+		later[nlater].timer = *t = next_timer++;
+		nlater++;
+		return 0;
+	}
 	if (nsec)
 		return 0;	/* timers never fire: the tests move the clock */
 	/* due at once (cluster.c's kick): runs with the jobs */
@@ -164,6 +185,14 @@ int32_t fake_qb_loop_timer_add(qb_loop_t *l, enum qb_loop_priority p,
 
 int32_t fake_qb_loop_timer_del(qb_loop_t *l, qb_loop_timer_handle t)
 {
+	for (unsigned int i = 0; t && i < nlater; i++) {
+		if (later[i].timer == t) {
+			memmove(&later[i], &later[i + 1],
+				(nlater - i - 1) * sizeof(later[0]));
+			nlater--;
+			return 0;
+		}
+	}
 	for (unsigned int i = 0; t && i < njobs; i++) {
 		if (jobs[i].timer == t) {
 			memmove(&jobs[i], &jobs[i + 1],
@@ -188,6 +217,25 @@ int fake_ls_start(struct dlm_ls *ls, uint32_t event, const uint32_t *members,
 {
 	if (ls->started || (ls->event && event <= ls->event))
 		return -EINVAL;
+	if (ls->fail_starts) {
+		ls->fail_starts--;
+		return -ENOMEM;
+	}
+	ls->rc_error = 0;
+	if (ls->fail_in_start) {
+		/* as core/recover.c, whose first steps run inside the start */
+		ls->fail_in_start--;
+		ls->rc_error = -ENOMEM;
+		ls->started = false;
+		ls->event = event;
+		for (int i = 0; i < SIM_NODES; i++)
+			for (struct dlmd_ls *dl = sim[i].d.d_lockspaces; dl;
+			     dl = dl->dl_next)
+				if (dl->dl_core == ls)
+					dlmd_cluster_recovery_failed(&sim[i].d, ls,
+								     event, -ENOMEM);
+		return 0;
+	}
 	ls->started = true;
 	ls->event = event;
 	memcpy(ls->members, members, n * sizeof(*members));
@@ -218,6 +266,13 @@ void fake_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	memset(st, 0, sizeof(*st));
 }
 
+int fake_ls_recovery_error(const struct dlm_ls *ls, const char **step)
+{
+	if (step)
+		*step = ls->rc_error ? "fake-step" : NULL;
+	return ls->rc_error;
+}
+
 const char *fake_ls_name(const struct dlm_ls *ls)
 {
 	const struct sim_ls *sl = (const struct sim_ls *)
@@ -241,15 +296,16 @@ uint64_t dlmd_now_ms(void) { return fake_now; }
 void dlmd_flush(struct dlmd *d) { }
 void dlmd_view_nodes_changed(struct dlmd *d) { }
 void dlmd_view_ls_changed(struct dlmd *d, const struct dlmd_ls *dl) { }
-int dlmd_comms_init(struct dlmd *d, const char *const *a, unsigned int n)
+int dlmd_comms_init(struct dlmd *d, const char *const *a, unsigned int n,
+		    const struct dlmd_comms_up *up)
 { return 0; }
 void dlmd_comms_fini(struct dlmd *d) { }
 int dlmd_comms_node_add(struct dlmd *d, uint32_t id, const char *const *a,
 			unsigned int n) { return 0; }
 void dlmd_comms_node_reset(struct dlmd *d, uint32_t id, const char *const *a,
 			   unsigned int n) { }
-void dlmd_comms_send(struct dlmd *d, uint32_t to, const void *b, size_t n) { }
-int dlmd_fence_init(struct dlmd *d) { return 0; }
+int dlmd_fence_init(struct dlmd *d, const struct dlmd_fence_up *up)
+{ return 0; }
 void dlmd_fence_fini(struct dlmd *d) { }
 void dlmd_fence_kick(struct dlmd *d) { }
 bool dlmd_fence_killed(const struct dlmd *d, uint32_t id) { return false; }
@@ -330,7 +386,7 @@ void dlmd_fence_describe(const struct dlmd *d, uint32_t id, char *buf,
 	snprintf(buf, size, "node %u (fake)", id);
 }
 
-void dlmd_ls_join_done(struct dlmd *d, struct dlmd_ls *dl, int status)
+static void sim_join_done(struct dlmd *d, struct dlmd_ls *dl, int status)
 {
 	((struct sim_ls *)dl)->join_status = status;
 }
@@ -358,6 +414,19 @@ int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
 	sim_ls_unlink(node_of(d), (struct sim_ls *)dl);
 	return 0;
 }
+
+static int sim_ls_drop(struct dlmd *d, struct dlmd_ls *dl)
+{
+	return dlmd_ls_release(d, dl, true, NULL);
+}
+
+/* What cluster.c reports up, to the fakes above. */
+static const struct dlmd_cluster_up sim_cluster_up = {
+	.cu_ls_join_done = sim_join_done,
+	.cu_ls_drop = sim_ls_drop,
+	.cu_view_ls_changed = dlmd_view_ls_changed,
+	.cu_view_nodes_changed = dlmd_view_nodes_changed,
+};
 
 /* ---- logs: every line, with the node that wrote it ----------------- */
 
@@ -416,6 +485,7 @@ static void node_init(int i, uint32_t id)
 	sn->pid = next_pid++;
 	sn->d.d_nodeid = id;
 	cs->cs_d = &sn->d;
+	cs->cs_up = &sim_cluster_up;
 	cs->cs_corosync = true;
 	cs->cs_daemon_cpg = (cpg_handle_t)(i + 1);
 	cs->cs_daemon_fd = -1;
@@ -441,6 +511,9 @@ static void node_free(int i)
 		struct sim_ls *sl = (struct sim_ls *)sn->d.d_lockspaces;
 
 		if (sl->dl.dl_cluster) {
+			for (unsigned int k = 0; k < nlater; k++)
+				if (later[k].data == sl->dl.dl_cluster)
+					later[k].data = NULL;
 			free(sl->dl.dl_cluster);
 			sl->dl.dl_cluster = NULL;
 		}
@@ -547,6 +620,18 @@ static bool engine_step(void)
 			struct dlm_ls *ls = dl->dl_core;
 			bool all = ls->started && !ls->done_sent;
 
+			if (ls->started && ls->fail_recoveries) {
+				/* as core/recover.c: stopped, the others wait */
+				ls->fail_recoveries--;
+				ls->started = false;
+				ls->rc_error = -ENOMEM;
+				cur = i;
+				dlmd_cluster_recovery_failed(&sim[i].d, ls, ls->event,
+							     -ENOMEM);
+				any = true;
+				continue;
+			}
+
 			for (unsigned int m = 0; all && m < ls->nmembers; m++) {
 				int k = (int)ls->members[m] - 1;
 				struct dlmd_ls *o;
@@ -639,7 +724,8 @@ static bool ls_running(int i, const char *name)
 {
 	struct sim_ls *sl = ls_of(i, name);
 
-	return sl && sl->dl.dl_cluster && sl->dl.dl_cluster->cl_running &&
+	return sl && sl->dl.dl_cluster &&
+	       sl->dl.dl_cluster->cl_state == CL_RUNNING &&
 	       sl->core.running;
 }
 
@@ -659,7 +745,7 @@ static int setup(void **state)
 	memset(sim, 0, sizeof(sim));
 	msgs = calloc(SIM_MAX_MSGS, sizeof(*msgs));
 	assert_non_null(msgs);
-	nmsgs = njobs = nlog = 0;
+	nmsgs = njobs = nlog = nlater = 0;
 	verbose = getenv("TEST_CPG_PROTO_VERBOSE") != NULL;
 	qb_log_init("test-cpg-proto", LOG_DAEMON, LOG_DEBUG);
 	qb_log_ctl(QB_LOG_SYSLOG, QB_LOG_CONF_ENABLED, QB_FALSE);
@@ -1104,6 +1190,174 @@ static void test_fence_messages(void **state)
 	assert_int_equal(sim[1].claimer[5], 0);
 }
 
+/* Fire the recovery restart timers due first (moving the clock there):
+ * how many fired. */
+static unsigned int fire_restarts(void)
+{
+	uint64_t due = UINT64_MAX;
+	unsigned int n = 0;
+
+	for (unsigned int k = 0; k < nlater; k++)
+		if (later[k].due < due)
+			due = later[k].due;
+	if (due == UINT64_MAX)
+		return 0;
+	if (due > fake_now)
+		fake_now = due;
+	for (unsigned int k = 0; k < nlater; ) {
+		struct sim_job j = later[k];
+
+		if (j.due > fake_now) {
+			k++;
+			continue;
+		}
+		memmove(&later[k], &later[k + 1], (nlater - k - 1) * sizeof(later[0]));
+		nlater--;
+		if (j.data) {
+			j.fn(j.data);
+			n++;
+		}
+	}
+	run_jobs();
+	return n;
+}
+
+static const char *ls_wait(int i, const char *name)
+{
+	static struct dlmd_ls_view v;
+
+	dlmd_cluster_ls_describe(&sim[i].d, &ls_of(i, name)->dl, &v);
+	return v.lv_wait;
+}
+
+/*
+ * RECOVERY RETRY: node 1's recovery of a change fails (out of memory);
+ * nodes 2 and 3 wait for it.  After 1 s node 1 multicasts LS_RESTART and
+ * every member recovers the next event; a second failure in a row waits
+ * 2 s; a refused engine start is retried the same way; a RESTART of an
+ * old event changes nothing.
+ */
+static void test_recovery_retry(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 2 };
+	struct cm_restart rs = { .rs_event = 0 };
+	uint32_t e;
+	size_t len;
+
+	for (int i = 0; i < 4; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		ls_create(i, "L");
+	settle();
+	e = ls_of(0, "L")->core.event;
+	assert_true(ls_running(0, "L") && ls_running(2, "L"));
+	/* node 4 joins; node 1's recovery of it fails */
+	ls_of(0, "L")->core.fail_recoveries = 1;
+	ls_create(3, "L");
+	settle();
+	assert_int_equal(ls_of(1, "L")->core.event, e + 1);
+	for (int i = 0; i < 4; i++)
+		assert_false(ls_running(i, "L"));
+	assert_int_equal(ls_of(0, "L")->dl.dl_cluster->cl_state, CL_FAILED);
+	assert_string_equal(ls_wait(0, "L"), "recovery failed, retry in 1 s "
+			    "(attempt 1): event 2, step fake-step: Cannot allocate "
+			    "memory");
+	assert_true(logged(0, "restarting it everywhere in 1 s (attempt 1)"));
+	/* nothing moves before the back-off */
+	settle();
+	assert_false(ls_running(1, "L"));
+	/* it fails once more at the restart: 2 s */
+	ls_of(0, "L")->core.fail_recoveries = 1;
+	assert_int_equal(fire_restarts(), 1);
+	settle();
+	assert_true(logged(1, "restart: recovery 2 failed on node 1"));
+	assert_int_equal(ls_of(3, "L")->core.event, e + 2);
+	assert_false(ls_running(3, "L"));
+	assert_true(strstr(ls_wait(0, "L"), "retry in 2 s (attempt 2)") != NULL);
+	assert_int_equal(fire_restarts(), 1);
+	settle();
+	for (int i = 0; i < 4; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.event, e + 3);
+	}
+	assert_string_equal(ls_wait(0, "L"), "none");
+	/* a refused start counts as a failure, and the attempts start over
+	 * after a recovery finished */
+	ls_of(2, "L")->core.fail_starts = 1;
+	dlmd_cluster_ls_leave(&sim[3].d, &ls_of(3, "L")->dl);
+	sim_ls_unlink(&sim[3], ls_of(3, "L"));
+	settle();
+	assert_int_equal(ls_of(2, "L")->dl.dl_cluster->cl_state, CL_FAILED);
+	assert_true(strstr(ls_wait(2, "L"), "(attempt 1): event 5, step start")
+		    != NULL);
+	assert_false(ls_running(0, "L"));
+	assert_int_equal(fire_restarts(), 1);
+	settle();
+	for (int i = 0; i < 3; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.event, e + 5);
+	}
+	/* a step failing inside the engine's start (core/recover.c runs the
+	 * first ones there) is retried the same way */
+	ls_of(1, "L")->core.fail_in_start = 1;
+	ls_create(3, "L");
+	settle();
+	assert_int_equal(ls_of(1, "L")->dl.dl_cluster->cl_state, CL_FAILED);
+	assert_true(strstr(ls_wait(1, "L"), "retry in 1 s (attempt 1): event 7")
+		    != NULL);
+	assert_int_equal(fire_restarts(), 1);
+	settle();
+	for (int i = 0; i < 4; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.event, e + 7);
+	}
+	/* a RESTART of an old event is ignored; one of event 0 is refused */
+	snprintf(rs.rs_ls.n_name, sizeof(rs.rs_ls.n_name), "L");
+	assert_int_equal(dlmd_cm_restart_encode(buf, &h, &rs), 0);
+	rs.rs_event = e + 4;
+	len = dlmd_cm_restart_encode(buf, &h, &rs);
+	assert_true(len > 0);
+	inject(1, buf, len);
+	settle();
+	assert_true(logged(0, "LS_RESTART of event 5 from node 2 ignored"));
+	assert_true(ls_running(0, "L"));
+	assert_int_equal(ls_of(0, "L")->core.event, e + 7);
+}
+
+/* The LS_RESTART codec: what it accepts encodes back the same; a short
+ * body, a trailing byte and event 0 are refused. */
+static void test_restart_codec(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 3, .h_lsid = 7, .h_seq = 9 }, h2;
+	struct cm_restart rs = { .rs_event = 41 }, back;
+	const char *why = NULL;
+	size_t len;
+
+	snprintf(rs.rs_ls.n_name, sizeof(rs.rs_ls.n_name), "vg-data");
+	len = dlmd_cm_restart_encode(buf, &h, &rs);
+	assert_int_equal(len, CM_HDR_LEN + 4 + 7 + CM_RESTART_FIXED);
+	assert_int_equal(dlmd_cm_hdr_decode(buf, len, &h2, &why), 0);
+	assert_int_equal(h2.h_type, CM_RESTART);
+	assert_int_equal(dlmd_cm_restart_decode(buf + CM_HDR_LEN, len - CM_HDR_LEN,
+						&back, &why), 0);
+	assert_string_equal(back.rs_ls.n_name, "vg-data");
+	assert_int_equal(back.rs_event, 41);
+	assert_int_equal(dlmd_cm_restart_decode(buf + CM_HDR_LEN,
+						len - CM_HDR_LEN - 1, &back, &why),
+			 -EINVAL);
+	buf[len] = 0;
+	assert_int_equal(dlmd_cm_restart_decode(buf + CM_HDR_LEN,
+						len - CM_HDR_LEN + 1, &back, &why),
+			 -EINVAL);
+	memset(buf + len - 4, 0, 4);
+	assert_int_equal(dlmd_cm_restart_decode(buf + CM_HDR_LEN, len - CM_HDR_LEN,
+						&back, &why), -EINVAL);
+	assert_string_equal(why, "LS_RESTART of event 0");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1127,6 +1381,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_mass_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fence_messages, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recovery_retry, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_restart_codec, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,64 @@
+/*
+ * plugin/member-policy.c - step 4 of the lockspace protocol
+ * (plugin/cluster.c's essay): the decision every member takes when every
+ * member's START of a change is in, without I/O, so that
+ * tests/test-member-policy.c can check it alone.
+ *
+ * The input is, per member of the change, the last event it took part in
+ * as its START reports it (0: it never ran the lockspace, "fresh").  The
+ * members themselves are those of the change: every START counted
+ * carries the same list.
+ *
+ *   - A member that ran the lockspace (last event not 0) with an event
+ *     older than the newest reported was cut off while the others
+ *     recovered without it (a healed partition): its locks may conflict
+ *     with what was granted since.  Every such member is a LOSER; nothing
+ *     is started, the losers drop their instance and the others wait for
+ *     the change their LEAVEs cause.
+ *   - Otherwise the event is the newest last event + 1: larger than each
+ *     member's previous one (the engine needs increasing events), the
+ *     same on every member (they decide on the same data), and a fresh
+ *     joiner learns it from the others.  The first start of a lockspace
+ *     (everyone fresh) is event 1.
+ *   - The newest being UINT32_MAX leaves no event: nothing is started.
+ *
+ * And when a recovery failed on this node, how long it waits before it
+ * restarts recovery on every member (RECOVERY RETRY in cluster.c): 1 s
+ * at the first failure, doubling at each failure in a row, at most 30 s.
+ */
+#include <stdint.h>
+
+#include "plugin/dlmd.h"
+
+void dlmd_decide(const uint32_t *members, const uint32_t *last_events,
+		 unsigned int n, struct dlmd_decision *dc)
+{
+	uint32_t newest = 0;
+
+	dc->dc_nlosers = 0;
+	dc->dc_event = 0;
+	for (unsigned int i = 0; i < n; i++)
+		if (last_events[i] > newest)
+			newest = last_events[i];
+	dc->dc_newest = newest;
+	for (unsigned int i = 0; i < n; i++)
+		if (last_events[i] && last_events[i] != newest)
+			dc->dc_losers[dc->dc_nlosers++] = members[i];
+	if (dc->dc_nlosers)
+		dc->dc_kind = DLMD_DECIDE_LOSERS;
+	else if (newest == UINT32_MAX)
+		dc->dc_kind = DLMD_DECIDE_EXHAUSTED;
+	else {
+		dc->dc_kind = DLMD_DECIDE_START;
+		dc->dc_event = newest + 1;
+	}
+}
+
+uint32_t dlmd_restart_delay_ms(uint32_t attempt)
+{
+	uint32_t ms = DLMD_RESTART_FIRST_MS;
+
+	for (uint32_t i = 1; i < attempt && ms < DLMD_RESTART_MAX_MS; i++)
+		ms *= 2;
+	return ms < DLMD_RESTART_MAX_MS ? ms : DLMD_RESTART_MAX_MS;
+}

@@ -1,0 +1,153 @@
+/*
+ * tests/test-member-policy.c - the decision of plugin/member-policy.c:
+ * from each member's last event (as its START reports it), the event a
+ * change's recovery uses, or the losers of a stateful merge, in the cases
+ * the lockspace protocol meets (plugin/cluster.c's essay, step 4).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "plugin/dlmd.h"
+
+static struct dlmd_decision run(const uint32_t *members, const uint32_t *last,
+				unsigned int n)
+{
+	struct dlmd_decision dc;
+
+	memset(&dc, 0xa5, sizeof(dc));
+	dlmd_decide(members, last, n, &dc);
+	return dc;
+}
+
+static void expect_start(const uint32_t *members, const uint32_t *last,
+			 unsigned int n, uint32_t event)
+{
+	struct dlmd_decision dc = run(members, last, n);
+
+	assert_int_equal(dc.dc_kind, DLMD_DECIDE_START);
+	assert_int_equal(dc.dc_event, event);
+	assert_int_equal(dc.dc_nlosers, 0);
+}
+
+/* A lockspace created on several nodes at once: everyone is fresh. */
+static void test_first_start(void **state)
+{
+	const uint32_t m[] = { 1, 2, 3 }, last[] = { 0, 0, 0 };
+	const uint32_t alone[] = { 4 }, alone_last[] = { 0 };
+
+	expect_start(m, last, 3, 1);
+	expect_start(alone, alone_last, 1, 1);
+}
+
+/* No START at all (no members): nothing older, event 1. */
+static void test_empty(void **state)
+{
+	expect_start(NULL, NULL, 0, 1);
+}
+
+/* Fresh joiners learn the event from those that ran it. */
+static void test_join(void **state)
+{
+	const uint32_t m[] = { 1, 2, 5 }, last[] = { 7, 7, 0 };
+	const uint32_t m2[] = { 1, 2, 3, 4 }, last2[] = { 0, 9, 0, 0 };
+
+	expect_start(m, last, 3, 8);
+	expect_start(m2, last2, 4, 10);
+}
+
+/* A clean leave or a failure: the rest ran the same event. */
+static void test_leave(void **state)
+{
+	const uint32_t m[] = { 2, 3 }, last[] = { 12, 12 };
+
+	expect_start(m, last, 2, 13);
+}
+
+/* A death during a change: the survivors decided event 5 and their
+ * recovery never finished; the change that follows is 6 for all, with
+ * no loser (they all report the 5 they decided together). */
+static void test_death_during_change(void **state)
+{
+	const uint32_t m[] = { 1, 3 }, last[] = { 5, 5 };
+	const uint32_t m2[] = { 1, 3, 4 }, last2[] = { 5, 5, 0 };
+
+	expect_start(m, last, 2, 6);
+	/* and a node joining in the same change */
+	expect_start(m2, last2, 3, 6);
+}
+
+/* A member whose last event differs (cut off while the others went on):
+ * every such member is a loser, and nothing starts. */
+static void test_stateful_merge(void **state)
+{
+	const uint32_t m[] = { 1, 2, 3, 4 }, last[] = { 4, 6, 6, 3 };
+	const uint32_t m2[] = { 1, 2, 3 }, last2[] = { 6, 0, 4 };
+	struct dlmd_decision dc = run(m, last, 4);
+
+	assert_int_equal(dc.dc_kind, DLMD_DECIDE_LOSERS);
+	assert_int_equal(dc.dc_newest, 6);
+	assert_int_equal(dc.dc_nlosers, 2);
+	assert_int_equal(dc.dc_losers[0], 1);
+	assert_int_equal(dc.dc_losers[1], 4);
+	/* a fresh member never loses */
+	dc = run(m2, last2, 3);
+	assert_int_equal(dc.dc_kind, DLMD_DECIDE_LOSERS);
+	assert_int_equal(dc.dc_nlosers, 1);
+	assert_int_equal(dc.dc_losers[0], 3);
+}
+
+/* The last event number: nothing can follow it. */
+static void test_exhausted(void **state)
+{
+	const uint32_t m[] = { 1, 2 }, last[] = { UINT32_MAX, UINT32_MAX };
+	const uint32_t m2[] = { 1, 2 }, last2[] = { UINT32_MAX - 1, 0 };
+	struct dlmd_decision dc = run(m, last, 2);
+
+	assert_int_equal(dc.dc_kind, DLMD_DECIDE_EXHAUSTED);
+	assert_int_equal(dc.dc_nlosers, 0);
+	expect_start(m2, last2, 2, UINT32_MAX);
+}
+
+/* Every member decides on the same data in any order of the list. */
+static void test_order_free(void **state)
+{
+	const uint32_t m[] = { 3, 1, 2 }, last[] = { 0, 8, 8 };
+
+	expect_start(m, last, 3, 9);
+}
+
+/* The back-off before restarting a failed recovery: 1 s, doubling at
+ * each failure in a row, at most 30 s. */
+static void test_restart_delay(void **state)
+{
+	assert_int_equal(dlmd_restart_delay_ms(0), 1000);
+	assert_int_equal(dlmd_restart_delay_ms(1), 1000);
+	assert_int_equal(dlmd_restart_delay_ms(2), 2000);
+	assert_int_equal(dlmd_restart_delay_ms(3), 4000);
+	assert_int_equal(dlmd_restart_delay_ms(5), 16000);
+	assert_int_equal(dlmd_restart_delay_ms(6), 30000);
+	assert_int_equal(dlmd_restart_delay_ms(7), 30000);
+	assert_int_equal(dlmd_restart_delay_ms(UINT32_MAX), 30000);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_first_start),
+		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_join),
+		cmocka_unit_test(test_leave),
+		cmocka_unit_test(test_death_during_change),
+		cmocka_unit_test(test_stateful_merge),
+		cmocka_unit_test(test_exhausted),
+		cmocka_unit_test(test_order_free),
+		cmocka_unit_test(test_restart_delay),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
