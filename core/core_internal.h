@@ -95,7 +95,7 @@ struct dlm_lkb {
 	uint64_t		lkb_audit_ms;	/* its wait (or audit) started then */
 	struct dlm_range	lkb_grrange;
 	struct dlm_range	lkb_rqrange;
-	char			lkb_lvb[DLM_LVB_LEN];
+	char			*lkb_lvb;	/* NULL: all zeros (see dlm_lvb_store) */
 };
 
 /* res_flags */
@@ -125,7 +125,7 @@ struct dlm_rsb {
 	struct dlm_list		res_lookupq;	/* process copies waiting for the master */
 	struct dlm_list		res_toss;	/* ls_toss */
 	uint64_t		res_toss_time;
-	char			res_lvb[DLM_LVB_LEN];
+	char			*res_lvb;	/* NULL: all zeros (see dlm_lvb_store) */
 	uint16_t		res_keylen;
 	unsigned char		res_key[];	/* see resource.c */
 };
@@ -274,6 +274,25 @@ int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 
 struct dlm_owner *dlm_owner_get(struct dlm_ls *ls, uint64_t id, bool create);
 void dlm_owner_put(struct dlm_ls *ls, struct dlm_owner *ow);
+
+/* Lock value blocks are allocated lazily: most locks never use one, and
+ * 32 bytes in every lkb and rsb were a tenth of a held lock's memory.  A
+ * NULL buffer reads as 32 zero bytes; storing zeros into it allocates
+ * nothing.  dlm_lvb_store() fails only for want of memory; its callers
+ * then treat the value as lost, the way the DLM treats any value it
+ * cannot vouch for: flagged not valid (VALNOTVALID), never invented. */
+extern const char dlm_lvb_zero[DLM_LVB_LEN];
+bool dlm_lvb_store(char **slot, const char *src);
+
+static inline const char *dlm_lkb_lvb(const struct dlm_lkb *lkb)
+{
+	return lkb->lkb_lvb ? lkb->lkb_lvb : dlm_lvb_zero;
+}
+
+static inline const char *dlm_res_lvb(const struct dlm_rsb *r)
+{
+	return r->res_lvb ? r->res_lvb : dlm_lvb_zero;
+}
 
 /* lock.c */
 void dlm_send_msg(struct dlm_ls *ls, struct dlm_msg *m, uint32_t to);

@@ -402,7 +402,7 @@ static void cast_local(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
 	ast.grmode = lkb->lkb_grmode;
 	ast.bastmode = DLM_LOCK_IV;
 	if ((lkb->lkb_flags & LKBF_VALBLK) && status == 0)
-		ast.lvb = lkb->lkb_lvb;
+		ast.lvb = dlm_lkb_lvb(lkb);
 	lkb->lkb_sbflags = 0;
 	core->core_ops.ast(core->core_ctx, &ast);
 }
@@ -470,7 +470,7 @@ static void lkb_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
 	m->m_grrange = lkb->lkb_grrange;
 	m->m_rqrange = lkb->lkb_rqrange;
 	if (lkb->lkb_flags & LKBF_VALBLK) {
-		m->m_lvb = lkb->lkb_lvb;
+		m->m_lvb = dlm_lkb_lvb(lkb);
 		m->m_lvblen = DLM_LVB_LEN;
 	}
 }
@@ -557,7 +557,7 @@ static void send_unlock(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	m.m_exflags = flags;
 	m.m_flags = force ? DLM_MF_FORCE : 0;
 	if (flags & DLM_LKF_VALBLK) {
-		m.m_lvb = lkb->lkb_lvb;
+		m.m_lvb = dlm_lkb_lvb(lkb);
 		m.m_lvblen = DLM_LVB_LEN;
 	} else {
 		m.m_lvb = NULL;
@@ -769,7 +769,10 @@ static void lvb_write(struct dlm_rsb *r, struct dlm_lkb *lkb, uint32_t flags)
 	}
 	if (!(flags & DLM_LKF_VALBLK) || fault(r->res_ls, DLM_FAULT_LVB_NO_WRITE))
 		return;
-	memcpy(r->res_lvb, lkb->lkb_lvb, DLM_LVB_LEN);
+	if (!dlm_lvb_store(&r->res_lvb, dlm_lkb_lvb(lkb))) {
+		r->res_flags |= RESF_VALNOTVALID;	/* the value is lost */
+		return;
+	}
 	r->res_lvbseq++;
 	r->res_flags &= ~RESF_VALNOTVALID;
 }
@@ -781,7 +784,13 @@ static void lvb_read(struct dlm_rsb *r, struct dlm_lkb *lkb)
 		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 		return;
 	}
-	memcpy(lkb->lkb_lvb, r->res_lvb, DLM_LVB_LEN);
+	if (!dlm_lvb_store(&lkb->lkb_lvb, dlm_res_lvb(r))) {
+		/* no room for the value: the reader gets zeros, flagged */
+		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
+		lkb->lkb_flags |= LKBF_LVB_STALE;
+		lkb->lkb_sbflags |= DLM_SBF_VALNOTVALID;
+		return;
+	}
 	lkb->lkb_lvbseq = r->res_lvbseq;
 	lkb->lkb_flags |= LKBF_LVB_KNOWN;
 	lkb->lkb_flags &= ~LKBF_LVB_STALE;
@@ -1343,8 +1352,9 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	lkb->lkb_rqrange = range;
 	if (req->flags & DLM_LKF_VALBLK)
 		lkb->lkb_flags |= LKBF_VALBLK;
+	/* kept only to be sent along; a new lock reads its value at grant */
 	if (req->lvb)
-		memcpy(lkb->lkb_lvb, req->lvb, DLM_LVB_LEN);
+		(void)dlm_lvb_store(&lkb->lkb_lvb, req->lvb);
 	set_astinfo(lkb, req);
 	if (parent) {
 		lkb->lkb_parent = parent;
@@ -1403,9 +1413,12 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		lkb->lkb_flags |= LKBF_LVB_STALE;
 	} else if (req->lvb && lvb_writes(lkb, req->mode) &&
 		   (req->flags & DLM_LKF_VALBLK)) {
-		memcpy(lkb->lkb_lvb, req->lvb, DLM_LVB_LEN);
-		lkb->lkb_flags |= LKBF_LVB_KNOWN;
-		lkb->lkb_flags &= ~LKBF_LVB_STALE;
+		if (dlm_lvb_store(&lkb->lkb_lvb, req->lvb)) {
+			lkb->lkb_flags |= LKBF_LVB_KNOWN;
+			lkb->lkb_flags &= ~LKBF_LVB_STALE;
+		} else {
+			lkb->lkb_flags |= LKBF_LVB_STALE;
+		}
 	}
 	set_astinfo(lkb, req);
 	if (!dlm_ls_running(ls)) {
@@ -1521,8 +1534,11 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 	}
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED && !force)
 		return -EBUSY;
-	if (lvb && (flags & DLM_LKF_VALBLK) && lvb_writes(lkb, DLM_LOCK_NL))
-		memcpy(lkb->lkb_lvb, lvb, DLM_LVB_LEN);
+	if (lvb && (flags & DLM_LKF_VALBLK) && lvb_writes(lkb, DLM_LOCK_NL) &&
+	    !dlm_lvb_store(&lkb->lkb_lvb, lvb))
+		/* no room to keep the value: it is lost, say so (this path
+		 * also redoes overlapping unlocks, which must not fail) */
+		flags = (flags & ~(uint32_t)DLM_LKF_VALBLK) | DLM_LKF_IVVALBLK;
 	if (!dlm_ls_running(ls)) {
 		lkb->lkb_unlock_flags = flags;
 		lkb->lkb_wait_type = DLM_WAIT_UNLOCK;
@@ -1765,8 +1781,9 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 		lkb->lkb_flags |= LKBF_VALBLK;
 	else
 		lkb->lkb_flags &= ~LKBF_VALBLK;
-	if (m->m_lvb)
-		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
+	if (m->m_lvb && !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb))
+		/* no room for the value: a write invalidates instead */
+		lkb->lkb_exflags |= DLM_LKF_IVVALBLK;
 	rv = do_convert(lkb->lkb_rsb, lkb);
 	send_convert_reply(ls, lkb, rv);
 	grant_pending(lkb->lkb_rsb, NULL);
@@ -1776,6 +1793,7 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 static int receive_unlock(struct dlm_ls *ls, const struct dlm_msg *m)
 {
 	struct dlm_lkb *lkb = find_mstcpy(ls, m);
+	uint32_t flags = m->m_exflags;
 
 	if (!lkb)
 		return -ENOENT;
@@ -1783,9 +1801,9 @@ static int receive_unlock(struct dlm_ls *ls, const struct dlm_msg *m)
 		send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -EBUSY);
 		return -EBUSY;
 	}
-	if (m->m_lvb)
-		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
-	do_unlock(lkb->lkb_rsb, lkb, m->m_exflags);
+	if (m->m_lvb && !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb))
+		flags |= DLM_LKF_IVVALBLK;	/* no room: the value is lost */
+	do_unlock(lkb->lkb_rsb, lkb, flags);
 	send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -DLM_EUNLOCK);
 	destroy_lkb(ls, lkb);
 	return 0;
@@ -1834,8 +1852,13 @@ static void pcopy_granted(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	struct dlm_rsb *r = lkb->lkb_rsb;
 
 	lkb->lkb_sbflags |= m->m_sbflags;
-	if (m->m_lvb && (lkb->lkb_flags & LKBF_VALBLK)) {
-		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
+	if (m->m_lvb && (lkb->lkb_flags & LKBF_VALBLK) &&
+	    !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb)) {
+		/* no room for the value: the client gets zeros, flagged */
+		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
+		lkb->lkb_flags |= LKBF_LVB_STALE;
+		lkb->lkb_sbflags |= DLM_SBF_VALNOTVALID;
+	} else if (m->m_lvb && (lkb->lkb_flags & LKBF_VALBLK)) {
 		lkb->lkb_flags |= LKBF_LVB_KNOWN;
 		if (m->m_sbflags & DLM_SBF_VALNOTVALID)
 			lkb->lkb_flags |= LKBF_LVB_STALE;
@@ -2181,13 +2204,17 @@ static void free_hnode_lkb(void *arg, struct dlm_hnode *n)
 
 	(void)arg;
 	free(lkb->lkb_unlock_lvb);
+	free(lkb->lkb_lvb);
 	free(lkb);
 }
 
 static void free_hnode_rsb(void *arg, struct dlm_hnode *n)
 {
+	struct dlm_rsb *r = dlm_container_of(n, struct dlm_rsb, res_hnode);
+
 	(void)arg;
-	free(dlm_container_of(n, struct dlm_rsb, res_hnode));
+	free(r->res_lvb);
+	free(r);
 }
 
 static void free_hnode_dirent(void *arg, struct dlm_hnode *n)
@@ -2387,7 +2414,7 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 
 			m.m_lvbseq = lkb->lkb_lvbseq;
 			if (lkb->lkb_flags & LKBF_VALBLK) {
-				m.m_lvb = lkb->lkb_lvb;
+				m.m_lvb = dlm_lkb_lvb(lkb);
 				m.m_lvblen = DLM_LVB_LEN;
 				/* a conversion that reads gets the lock's own
 				 * copy: current only if read at a grant of PR

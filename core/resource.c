@@ -93,6 +93,23 @@ int dlm_key_child(const unsigned char *pkey, unsigned int pkeylen,
 	return (int)(off + 1 + namelen);
 }
 
+/* ---------------------------------------------------------------- LVBs */
+
+const char dlm_lvb_zero[DLM_LVB_LEN];
+
+bool dlm_lvb_store(char **slot, const char *src)
+{
+	if (!*slot) {
+		if (!memcmp(src, dlm_lvb_zero, DLM_LVB_LEN))
+			return true;
+		*slot = malloc(DLM_LVB_LEN);
+		if (!*slot)
+			return false;
+	}
+	memcpy(*slot, src, DLM_LVB_LEN);
+	return true;
+}
+
 /* ---------------------------------------------------------------- rsbs */
 
 struct dlm_rsb *dlm_rsb_find(struct dlm_ls *ls, const unsigned char *key,
@@ -170,6 +187,7 @@ void dlm_rsb_free(struct dlm_rsb *r)
 	if (r->res_flags & RESF_TOSSED)
 		dlm_list_del(&r->res_toss);
 	dlm_htab_remove(&r->res_ls->ls_rsbtbl, &r->res_hnode);
+	free(r->res_lvb);
 	free(r);
 }
 
@@ -269,6 +287,8 @@ void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	struct dlm_core *core = ls->ls_core;
 
 	dlm_htab_remove(&ls->ls_lkbtbl, &lkb->lkb_hnode);
+	free(lkb->lkb_lvb);
+	lkb->lkb_lvb = NULL;
 	if (core->core_lkb_cached < LKB_CACHE_MAX) {
 		lkb->lkb_parent = core->core_lkb_cache;
 		core->core_lkb_cache = lkb;
