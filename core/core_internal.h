@@ -48,6 +48,9 @@
 #define LKBF_BLOCKED		0x1000	/* queued at a remote master; on ls_blocked */
 #define LKBF_AUDIT_SENT		0x2000	/* an AUDIT about it is unanswered (audit.c) */
 #define LKBF_STUCK		0x4000	/* the audit found it cannot make progress */
+#define LKBF_OWNED		0x8000	/* on its owner's ow_locks (the owner is
+					 * found by lkb_ownerid: no pointer kept,
+					 * 8 B less per lock) */
 
 /* lkb_wait_type: the remote operation this process copy waits for */
 enum dlm_wait {
@@ -69,22 +72,24 @@ struct dlm_lkb {
 	uint32_t		lkb_nodeid;	/* node owning the lock */
 	uint32_t		lkb_flags;	/* LKBF_* */
 	uint32_t		lkb_exflags;	/* DLM_LKF_* of the current request */
-	uint32_t		lkb_sbflags;	/* DLM_SBF_* for the next completion */
 	int8_t			lkb_grmode;
 	int8_t			lkb_rqmode;
 	int8_t			lkb_highbast;	/* highest mode already basted */
 	int8_t			lkb_last_bast; /* last bast for the current grant */
 	uint8_t			lkb_status;	/* DLM_LKSTS_* */
 	uint8_t			lkb_wait_type;	/* enum dlm_wait */
+	uint8_t			lkb_sbflags;	/* DLM_SBF_* for the next completion */
 	uint32_t		lkb_lvbseq;
 	uint32_t		lkb_nchildren;
 	uint32_t		lkb_unlock_flags;	/* flags of an unlock to redo */
 	uint32_t		lkb_wait_nodeid;	/* node the op in flight went to */
+	/* its wait (or audit) started then: the low 32 bits of the clock's
+	 * ms, compared wrap-safe (a wait is far shorter than 49 days) */
+	uint32_t		lkb_audit_ms;
 	char			*lkb_unlock_lvb;	/* LVB of an unlock that waits for an op */
 	struct dlm_rsb		*lkb_rsb;
 	struct dlm_lkb		*lkb_parent;
 	struct dlm_lkb		*lkb_childless_next;	/* ls_childless */
-	struct dlm_owner	*lkb_owner;	/* local locks; NULL for master copies and orphans */
 	uint64_t		lkb_ownerid;	/* owner id (kept for orphans: purge by owner) */
 	uint64_t		lkb_astarg;
 	struct dlm_list		lkb_statequeue;	/* res grant/convert/wait queue, or res_lookupq */
@@ -92,7 +97,6 @@ struct dlm_lkb {
 	struct dlm_list		lkb_waiter;	/* ls_waiters while a remote op is in flight,
 						   or ls_resend (LKBF_RESEND) */
 	struct dlm_list		lkb_blocked;	/* ls_blocked (LKBF_BLOCKED) */
-	uint64_t		lkb_audit_ms;	/* its wait (or audit) started then */
 	struct dlm_range	lkb_grrange;
 	struct dlm_range	lkb_rqrange;
 	char			*lkb_lvb;	/* NULL: all zeros (see dlm_lvb_store) */

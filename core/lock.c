@@ -1086,6 +1086,16 @@ static void unlock_childless(struct dlm_ls *ls)
 	ls->ls_childless_busy = false;
 }
 
+/* lkb leaves its owner's list: the owner record goes with its last lock. */
+static void put_owner_of(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_owner *ow = dlm_owner_get(ls, lkb->lkb_ownerid, false);
+
+	lkb->lkb_flags &= ~LKBF_OWNED;
+	if (ow)
+		dlm_owner_put(ls, ow);
+}
+
 /* Free lkb, which is on no queue and has no operation in flight. */
 static void destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
@@ -1101,8 +1111,8 @@ static void destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		dlm_list_del(&lkb->lkb_ownerqueue);
 		if (lkb->lkb_flags & LKBF_ORPHAN)
 			ls->ls_norphans--;
-		else if (lkb->lkb_owner)
-			dlm_owner_put(ls, lkb->lkb_owner);
+		else if (lkb->lkb_flags & LKBF_OWNED)
+			put_owner_of(ls, lkb);
 	}
 	dlm_lkb_free(ls, lkb);
 	if (r)
@@ -1258,7 +1268,7 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		dlm_list_del(&lkb->lkb_ownerqueue);
 		ls->ls_norphans--;
 		lkb->lkb_flags &= ~(LKBF_ORPHAN | LKBF_PURGED);
-		lkb->lkb_owner = ow;
+		lkb->lkb_flags |= LKBF_OWNED;
 		lkb->lkb_ownerid = req->owner;
 		/* the adoption is the lock's latest request: PERSISTENT if it
 		 * says so (as the kernel takes the adopter's flags) */
@@ -1344,7 +1354,7 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		dlm_owner_put(ls, ow);
 		return -ENOMEM;
 	}
-	lkb->lkb_owner = ow;
+	lkb->lkb_flags |= LKBF_OWNED;
 	lkb->lkb_ownerid = req->owner;
 	dlm_list_add_tail(&lkb->lkb_ownerqueue, &ow->ow_locks);
 	lkb->lkb_exflags = req->flags;
@@ -1622,7 +1632,7 @@ static int purge_owner(struct dlm_ls *ls, uint64_t owner, bool orphan)
 
 		count++;
 		dlm_list_del(&lkb->lkb_ownerqueue);
-		lkb->lkb_owner = NULL;
+		lkb->lkb_flags &= ~LKBF_OWNED;
 		if (orphan && (lkb->lkb_exflags & DLM_LKF_PERSISTENT)) {
 			lkb->lkb_flags |= LKBF_ORPHAN;
 			dlm_list_add_tail(&lkb->lkb_ownerqueue, &ls->ls_orphans);
@@ -1851,7 +1861,7 @@ static void pcopy_granted(struct dlm_ls *ls, struct dlm_lkb *lkb,
 {
 	struct dlm_rsb *r = lkb->lkb_rsb;
 
-	lkb->lkb_sbflags |= m->m_sbflags;
+	lkb->lkb_sbflags |= (uint8_t)m->m_sbflags;
 	if (m->m_lvb && (lkb->lkb_flags & LKBF_VALBLK) &&
 	    !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb)) {
 		/* no room for the value: the client gets zeros, flagged */
@@ -1949,12 +1959,12 @@ static void receive_convert_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 		pcopy_granted(ls, lkb, m);
 		break;
 	case -EINPROGRESS:
-		lkb->lkb_sbflags |= m->m_sbflags;
+		lkb->lkb_sbflags |= (uint8_t)m->m_sbflags;
 		set_grmode(r, lkb, m->m_grmode, &lkb->lkb_grrange);
 		add_to_queue(r, lkb, DLM_LKSTS_CONVERT);
 		break;
 	default:
-		lkb->lkb_sbflags |= m->m_sbflags;
+		lkb->lkb_sbflags |= (uint8_t)m->m_sbflags;
 		revert_convert(r, lkb);
 		cast_local(ls, lkb, m->m_status);
 		break;
