@@ -115,23 +115,26 @@ struct dlm_rsb {
 	struct dlm_ls		*res_ls;
 	uint32_t		res_nodeid;	/* master node; 0: unknown */
 	uint32_t		res_new_nodeid;	/* recovery: the new master, before commit */
-	uint32_t		res_flags;
+	uint16_t		res_flags;
+	uint16_t		res_keylen;
 	uint32_t		res_nlkbs;	/* lkbs on any queue of this rsb */
 	uint32_t		res_lvbseq;
 	uint32_t		res_nranged;	/* granted locks with a partial range */
 	uint32_t		res_nnoorder;	/* waiting NOORDER requests */
 	uint32_t		res_rc_event;	/* recovery: event of the last RC_LOCK taken */
 	uint32_t		res_rc_gen;	/* ls_generation then */
+	/* put on the toss list then: the low 32 bits of the clock's ms,
+	 * compared wrap-safe (toss_ms is a 32-bit number of ms) */
+	uint32_t		res_toss_time;
 	uint32_t		res_grcount[DLM_NUM_MODES]; /* granted locks per mode */
 	struct dlm_list		res_grantq;
 	struct dlm_list		res_convertq;
 	struct dlm_list		res_waitq;
 	struct dlm_list		res_lookupq;	/* process copies waiting for the master */
 	struct dlm_list		res_toss;	/* ls_toss */
-	uint64_t		res_toss_time;
 	char			*res_lvb;	/* NULL: all zeros (see dlm_lvb_store) */
-	uint16_t		res_keylen;
-	unsigned char		res_key[];	/* see resource.c */
+	unsigned char		res_key[];	/* see resource.c; allocated to its
+						 * length, from offsetof, not sizeof */
 };
 
 struct dlm_dirent {

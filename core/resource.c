@@ -130,7 +130,7 @@ struct dlm_rsb *dlm_rsb_find(struct dlm_ls *ls, const unsigned char *key,
 struct dlm_rsb *dlm_rsb_create(struct dlm_ls *ls, const unsigned char *key,
 			       unsigned int keylen, uint32_t hash)
 {
-	struct dlm_rsb *r = calloc(1, sizeof(*r) + keylen);
+	struct dlm_rsb *r = calloc(1, offsetof(struct dlm_rsb, res_key) + keylen);
 
 	if (!r)
 		return NULL;
@@ -171,7 +171,7 @@ static void maybe_toss(struct dlm_rsb *r)
 	if (!dlm_rsb_unused(r) || (r->res_flags & RESF_TOSSED))
 		return;
 	r->res_flags |= RESF_TOSSED;
-	r->res_toss_time = ls->ls_core->core_now;
+	r->res_toss_time = (uint32_t)ls->ls_core->core_now;
 	dlm_list_add_tail(&r->res_toss, &ls->ls_toss);
 }
 
@@ -195,13 +195,13 @@ void dlm_rsb_free(struct dlm_rsb *r)
  * master gives up its directory record on the way out. */
 void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
 {
-	uint64_t toss_ms = ls->ls_core->core_cfg.toss_ms;
+	uint32_t toss_ms = ls->ls_core->core_cfg.toss_ms;
 
 	while (!dlm_list_empty(&ls->ls_toss)) {
 		struct dlm_rsb *r = dlm_list_first(&ls->ls_toss, struct dlm_rsb,
 						   res_toss);
 
-		if (!all && r->res_toss_time + toss_ms > now)
+		if (!all && (uint32_t)now - r->res_toss_time < toss_ms)
 			break;
 		if (is_master(r)) {
 			uint32_t dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
@@ -324,7 +324,7 @@ int dlm_dir_lookup(struct dlm_ls *ls, const unsigned char *key,
 	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
 
 	if (!de) {
-		de = malloc(sizeof(*de) + keylen);
+		de = malloc(offsetof(struct dlm_dirent, de_key) + keylen);
 		if (!de)
 			return -ENOMEM;
 		de->de_hnode.hn_hash = hash;
