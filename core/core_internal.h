@@ -145,6 +145,12 @@ struct dlm_dirent {
 	unsigned char		de_key[];
 };
 
+/* A block of lock ids reserved for one owner (dlm_core_ids_reserve). */
+struct dlm_idblock {
+	uint32_t		ib_first;	/* a multiple of DLM_IDS_BLOCK */
+	uint64_t		ib_owner;
+};
+
 struct dlm_owner {
 	struct dlm_hnode	ow_hnode;	/* ls_ownertbl, keyed by ow_id */
 	uint64_t		ow_id;
@@ -192,6 +198,9 @@ struct dlm_ls {
 	struct dlm_htab		ls_dirtbl;
 	struct dlm_htab		ls_ownertbl;
 	uint32_t		ls_next_lkid;
+	struct dlm_idblock	*ls_idblocks;	/* reserved, sorted by ib_first */
+	size_t			ls_nidblocks;
+	size_t			ls_idblocks_cap;
 	struct dlm_list		ls_toss;	/* unused rsbs, oldest first */
 	struct dlm_list		ls_waiters;	/* lkbs waiting for a remote reply */
 	struct dlm_list		ls_orphans;
@@ -265,7 +274,8 @@ void dlm_rsb_free(struct dlm_rsb *r);
 bool dlm_rsb_unused(const struct dlm_rsb *r);
 void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all);
 
-struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls);
+struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id);
+struct dlm_idblock *dlm_idblock_find(const struct dlm_ls *ls, uint32_t id);
 struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id);
 void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb);
 

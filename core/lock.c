@@ -1313,6 +1313,17 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		return -EINVAL;
 	if ((req->flags & DLM_LKF_PERSISTENT) && req->parent)
 		return -EINVAL;		/* persistent sub-locks: not supported */
+	if (req->newid) {
+		/* an id the client took from its own reserved block */
+		const struct dlm_idblock *ib = dlm_idblock_find(ls, req->newid);
+
+		if (!ib || (req->flags & DLM_LKF_ORPHAN))
+			return -EINVAL;
+		if (ib->ib_owner != req->owner)
+			return -EPERM;
+		if (dlm_lkb_find(ls, req->newid))
+			return -EEXIST;
+	}
 	if (check_range(req->range, &range))
 		return -EINVAL;
 	if (req->parent) {
@@ -1349,7 +1360,7 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	ow = dlm_owner_get(ls, req->owner, true);
 	if (!ow)
 		return -ENOMEM;
-	lkb = dlm_lkb_create(ls);
+	lkb = dlm_lkb_create(ls, req->newid);
 	if (!lkb) {
 		dlm_owner_put(ls, ow);
 		return -ENOMEM;
@@ -1729,7 +1740,7 @@ static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
 		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -EBADR);
 		return 0;
 	}
-	lkb = dlm_lkb_create(ls);
+	lkb = dlm_lkb_create(ls, 0);
 	if (!lkb) {
 		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -ENOMEM);
 		return -ENOMEM;

@@ -925,7 +925,7 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		}
 	}
 	if (!lkb) {
-		lkb = dlm_lkb_create(ls);
+		lkb = dlm_lkb_create(ls, 0);
 		if (!lkb) {
 			status = -ENOMEM;
 			goto reply;

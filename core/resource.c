@@ -245,12 +245,11 @@ struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id)
 	return NULL;
 }
 
-/* A new lkb with a fresh id, on no queue. */
-struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls)
+/* A new lkb with id 'id' (unused; 0: a fresh one), on no queue. */
+struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id)
 {
 	struct dlm_core *core = ls->ls_core;
 	struct dlm_lkb *lkb = core->core_lkb_cache;
-	uint32_t id;
 
 	if (lkb) {
 		core->core_lkb_cache = lkb->lkb_parent;
@@ -261,10 +260,14 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls)
 			return NULL;
 	}
 	memset(lkb, 0, sizeof(*lkb));
-	/* ids wrap after 2^32 locks; skip 0 and ids still in use */
-	do {
+	/* ids wrap after 2^32 locks; skip 0, ids still in use and ids of
+	 * blocks reserved for a client */
+	while (!id) {
 		id = ls->ls_next_lkid++;
-	} while (id == 0 || dlm_lkb_find(ls, id));
+		if (id && (dlm_lkb_find(ls, id) ||
+			   (ls->ls_nidblocks && dlm_idblock_find(ls, id))))
+			id = 0;
+	}
 	lkb->lkb_id = id;
 	lkb->lkb_grmode = DLM_LOCK_IV;
 	lkb->lkb_rqmode = DLM_LOCK_IV;
@@ -296,6 +299,84 @@ void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	} else {
 		free(lkb);
 	}
+}
+
+/* ----------------------------------------------------------- id blocks */
+
+/* The reserved block holding id, or NULL (binary search). */
+struct dlm_idblock *dlm_idblock_find(const struct dlm_ls *ls, uint32_t id)
+{
+	uint32_t first = id & ~(DLM_IDS_BLOCK - 1);
+	size_t lo = 0, hi = ls->ls_nidblocks;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		struct dlm_idblock *ib = &ls->ls_idblocks[mid];
+
+		if (ib->ib_first == first)
+			return ib;
+		if (ib->ib_first < first)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* May [first, first + DLM_IDS_BLOCK) be reserved: not block 0 (id 0 is
+ * no id), not reserved already, no id in use?  The lkb table hashes an id
+ * to itself, so the probes walk consecutive buckets. */
+static bool idblock_free(const struct dlm_ls *ls, uint32_t first)
+{
+	uint32_t k;
+
+	if (!first || dlm_idblock_find(ls, first))
+		return false;
+	for (k = 0; k < DLM_IDS_BLOCK; k++)
+		if (dlm_lkb_find((struct dlm_ls *)ls, first + k))
+			return false;
+	return true;
+}
+
+int dlm_core_ids_reserve(struct dlm_ls *ls, uint64_t owner, uint32_t *first)
+{
+	uint32_t f = (ls->ls_next_lkid + DLM_IDS_BLOCK - 1) & ~(DLM_IDS_BLOCK - 1);
+	size_t i;
+	int tries;
+
+	if (ls->ls_nidblocks == ls->ls_idblocks_cap) {
+		size_t cap = ls->ls_idblocks_cap ? ls->ls_idblocks_cap * 2 : 16;
+		struct dlm_idblock *v = realloc(ls->ls_idblocks, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		ls->ls_idblocks = v;
+		ls->ls_idblocks_cap = cap;
+	}
+	for (tries = 0; !idblock_free(ls, f); tries++, f += DLM_IDS_BLOCK)
+		if (tries == DLM_IDS_TRIES)
+			return -ENOSPC;
+	/* the engine's own ids go on past it */
+	ls->ls_next_lkid = f + DLM_IDS_BLOCK;
+	for (i = ls->ls_nidblocks; i > 0 && ls->ls_idblocks[i - 1].ib_first > f; i--)
+		ls->ls_idblocks[i] = ls->ls_idblocks[i - 1];
+	ls->ls_idblocks[i].ib_first = f;
+	ls->ls_idblocks[i].ib_owner = owner;
+	ls->ls_nidblocks++;
+	*first = f;
+	return 0;
+}
+
+void dlm_core_ids_release(struct dlm_ls *ls, uint32_t first)
+{
+	struct dlm_idblock *ib = dlm_idblock_find(ls, first);
+	size_t i;
+
+	if (!ib || ib->ib_first != first)
+		return;
+	for (i = (size_t)(ib - ls->ls_idblocks); i + 1 < ls->ls_nidblocks; i++)
+		ls->ls_idblocks[i] = ls->ls_idblocks[i + 1];
+	ls->ls_nidblocks--;
 }
 
 /* ----------------------------------------------------------- directory */
