@@ -55,7 +55,7 @@ fi
 . "$dir/env"
 
 echo "== libdlm.so tests"
-"$top_builddir/tests/test-libdlm" || fail "tests/test-libdlm"
+DLMD_PID_1=$DLMD_PID_1 "$top_builddir/tests/test-libdlm" || fail "tests/test-libdlm"
 echo "== libdlm_lt.so tests"
 "$top_builddir/tests/test-libdlm-lt" || fail "tests/test-libdlm-lt"
 echo "== libdlm_lt.so.3 by dlopen, as mdadm and ocfs2-tools load it"
