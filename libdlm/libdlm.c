@@ -343,11 +343,28 @@ static void waiter_done(struct ls_handle *h, struct waiter *w)
  * sends it; req_wait() returns once w_answer holds its answer.  0 or a
  * negative errno (the connection's failure: then no answer comes).
  */
-static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
+/* Encode and send one request.  One packet is one request, written
+ * whole: threads need no lock to send. */
+static int send_packet(struct ls_handle *h, struct dlmp_msg *msg)
 {
 	unsigned char buf[DLMP_MAX_MSG];
 	ssize_t n;
-	int len, rv;
+	int len;
+
+	len = dlmp_encode(msg, buf, sizeof(buf));
+	if (len < 0)
+		return len;
+	do {
+		n = send(h->lh_fd, buf, (size_t)len, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n == len)
+		return 0;
+	return n < 0 ? -errno : -EIO;
+}
+
+static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
+{
+	int rv;
 
 	w->w_done = false;
 	COND_INIT(&w->w_cond);
@@ -372,20 +389,9 @@ static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
 	UNLOCK(&h->lh_wlock);
 
 	msg->m_hdr.h_reqid = w->w_reqid;
-	len = dlmp_encode(msg, buf, sizeof(buf));
-	if (len < 0) {
-		rv = len;
-		goto fail;
-	}
-	/* One packet is one request, written whole: threads need no lock
-	 * to send. */
-	do {
-		n = send(h->lh_fd, buf, (size_t)len, MSG_NOSIGNAL);
-	} while (n < 0 && errno == EINTR);
-	if (n == len)
+	rv = send_packet(h, msg);
+	if (!rv)
 		return 0;
-	rv = n < 0 ? -errno : -EIO;
-fail:
 	LOCK(&h->lh_wlock);
 	waiter_done(h, w);
 	UNLOCK(&h->lh_wlock);
@@ -464,6 +470,20 @@ static void take_answer(struct ls_handle *h, const unsigned char *buf, ssize_t n
 	COND_SIGNAL(&w->w_cond);
 }
 
+/* Nobody reads lh_fd now: the reader's turn passes to a thread still
+ * waiting for an answer (lh_wlock held). */
+static void pass_reader_turn(struct ls_handle *h)
+{
+	if (h->lh_reading)
+		return;
+	for (struct waiter *o = h->lh_waiters; o; o = o->w_next) {
+		if (!o->w_done) {
+			COND_SIGNAL(&o->w_cond);
+			break;
+		}
+	}
+}
+
 static int req_wait(struct ls_handle *h, struct waiter *w)
 {
 	unsigned char buf[DLMP_MAX_MSG];
@@ -496,15 +516,7 @@ static int req_wait(struct ls_handle *h, struct waiter *w)
 		take_answer(h, buf, n, err);
 	}
 	waiter_done(h, w);
-	if (!h->lh_reading) {
-		/* the reader's turn passes to a thread still waiting */
-		for (struct waiter *o = h->lh_waiters; o; o = o->w_next) {
-			if (!o->w_done) {
-				COND_SIGNAL(&o->w_cond);
-				break;
-			}
-		}
-	}
+	pass_reader_turn(h);
 	UNLOCK(&h->lh_wlock);
 	COND_DESTROY(&w->w_cond);
 	return rv;
@@ -513,10 +525,6 @@ static int req_wait(struct ls_handle *h, struct waiter *w)
 /* A request that gets no answer at all (a LOCK with DLMP_LK_NEWID). */
 static int send_unanswered(struct ls_handle *h, struct dlmp_msg *msg)
 {
-	unsigned char buf[DLMP_MAX_MSG];
-	ssize_t n;
-	int len;
-
 	LOCK(&h->lh_wlock);
 	if (h->lh_dead) {
 		UNLOCK(&h->lh_wlock);
@@ -526,15 +534,7 @@ static int send_unanswered(struct ls_handle *h, struct dlmp_msg *msg)
 		++h->lh_reqid;
 	msg->m_hdr.h_reqid = h->lh_reqid;
 	UNLOCK(&h->lh_wlock);
-	len = dlmp_encode(msg, buf, sizeof(buf));
-	if (len < 0)
-		return len;
-	do {
-		n = send(h->lh_fd, buf, (size_t)len, MSG_NOSIGNAL);
-	} while (n < 0 && errno == EINTR);
-	if (n == len)
-		return 0;
-	return n < 0 ? -errno : -EIO;
+	return send_packet(h, msg);
 }
 
 /* A request that gets a REPLY (no DLMP_LK_SYNC): its status. */
@@ -995,23 +995,16 @@ static void poll_answers(struct ls_handle *h)
 			break;
 		take_answer(h, buf, n, err);
 	}
-	if (!h->lh_reading) {
-		/* the reader's turn passes to a thread waiting for it */
-		for (struct waiter *o = h->lh_waiters; o; o = o->w_next) {
-			if (!o->w_done) {
-				COND_SIGNAL(&o->w_cond);
-				break;
-			}
-		}
-	}
+	pass_reader_turn(h);
 	UNLOCK(&h->lh_wlock);
 }
 
 /*
  * An async new lock with an id of our own block: sb_lkid is set and the
  * LOCK sent without waiting; its outcome is its completion AST (one with
- * an error status if dlmd cannot take it: out of memory).  -EAGAIN when the handle has no block (a dlmd that
- * could not reserve one): the caller then asks dlmd for the id.
+ * an error status if dlmd cannot take it: out of memory).  -EAGAIN when
+ * the handle has no block (a dlmd that could not reserve one): the
+ * caller then asks dlmd for the id.
  */
 static int lock_with_own_id(struct ls_handle *h, struct dlmp_msg *msg,
 			    struct dlm_lksb *lksb)
