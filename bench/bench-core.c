@@ -19,7 +19,16 @@
  *   malloc: 8 B of header per chunk, rounded up to 16 B, for each of
  *   the three allocations.
  * Before issue 14's shrink (lkb 256, rsb 216, dirent 32 B): 272 + 240 +
- * 48 chunk bytes + 24 bucket bytes = 585 B per lock at 1M.
+ * 48 chunk bytes + 24 bucket bytes = 585 B per lock at 1M.  After it
+ * (lazy LVB buffers, narrower fields, no owner pointer, keys allocated
+ * from offsetof; lkb 216, rsb 176 B): 224 + 192 + 48 + 24 = 488 B, 489 B
+ * measured; on one resource 280 -> 232 B.  What is left for the goal of
+ * 200 B: the directory record of a resource this node both masters and
+ * directs (48 B; the rsb could serve as it), the two range fields (32 B;
+ * whole-resource locks need none), the remote-wait and audit fields of
+ * the lkb (~40 B, used only while a lock waits on another node), the
+ * rsb's lookup and toss links (32 B, never both in use), and malloc's
+ * 8-16 B per chunk (a slab of fixed-size lkbs would save it).
  *
  * Times come from CLOCK_MONOTONIC and vary with the machine; compare the
  * rows of one run with each other, not with another machine's numbers.
