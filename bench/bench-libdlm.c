@@ -3,6 +3,7 @@
  * libdlm and dlmd, next to the unix-socket round-trip floor.
  *
  *   bench-libdlm [--quick]
+ *   bench-libdlm --rss N [nl|ex]
  *
  * Uses the daemon $DLMD_SOCKET names; without it, brings up a one-node
  * cluster with tests/dlm-cluster in a temporary directory (dlmd at log
@@ -22,6 +23,13 @@
  *   1 client async      ASYNC_WINDOW requests on distinct resources
  *                       issued with dlm_ls_lock before any completion is
  *                       read, then their unlocks likewise; repeated
+ *
+ * --rss N: dlmd's memory per held lock instead: reads VmRSS of dlmd
+ * (/proc/PID/status; the PID from $DLMD_PID_1, as tests/dlm-cluster's
+ * env file names it) before and after this client takes N locks in mode
+ * NL (or EX), each on its own resource, through dlm_ls_lock (1000 in
+ * flight), and prints the difference per lock: the engine's lkb, rsb and
+ * directory record, and dlmd's own per-lock bookkeeping for the client.
  *
  * Where a synchronous pair's time went with protocol version 1 (issue 14;
  * measured with strace -c on both sides and callgrind on dlmd, 5000
@@ -385,6 +393,80 @@ static void bench_async(void)
 	dlm_close_lockspace(ls);
 }
 
+/* VmRSS of process 'pid' in bytes, or 0. */
+static size_t vmrss(const char *pid)
+{
+	char path[64], line[256];
+	size_t kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/status", pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %zu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb * 1024;
+}
+
+/* --rss: dlmd's resident bytes per held lock, N locks on own resources. */
+static int bench_rss(long n, int mode)
+{
+	const char *pid = getenv("DLMD_PID_1");
+	dlm_lshandle_t ls = dlm_open_lockspace(BENCH_LS);
+	static struct dlm_lksb lksb[ASYNC_WINDOW];
+	size_t before, after;
+	char name[32];
+	double t0, t;
+	long i;
+
+	if (!pid || !ls) {
+		fprintf(stderr, "bench-libdlm: --rss needs DLMD_PID_1 and the lockspace\n");
+		return 1;
+	}
+	before = vmrss(pid);
+	t0 = now_s();
+	async_done = 0;
+	for (i = 0; i < n; i++) {
+		/* at most ASYNC_WINDOW in flight: wait for the oldest */
+		while (i - async_done >= ASYNC_WINDOW) {
+			struct pollfd pfd = { .fd = dlm_ls_get_fd(ls), .events = POLLIN };
+
+			if (poll(&pfd, 1, 5000) <= 0) {
+				fprintf(stderr, "rss: completions stalled\n");
+				return 1;
+			}
+			dlm_dispatch(pfd.fd);
+		}
+		snprintf(name, sizeof(name), "rss-%ld", i);
+		if (dlm_ls_lock(ls, (uint32_t)mode, &lksb[i % ASYNC_WINDOW], 0, name,
+				(unsigned)strlen(name), 0, async_ast, NULL, NULL,
+				NULL)) {
+			perror("dlm_ls_lock");
+			return 1;
+		}
+	}
+	while (async_done < n) {
+		struct pollfd pfd = { .fd = dlm_ls_get_fd(ls), .events = POLLIN };
+
+		if (poll(&pfd, 1, 5000) <= 0) {
+			fprintf(stderr, "rss: completions stalled\n");
+			return 1;
+		}
+		dlm_dispatch(pfd.fd);
+	}
+	t = now_s() - t0;
+	after = vmrss(pid);
+	printf("  dlmd VmRSS %zu kB before, %zu kB after %ld %s locks on own resources (%.1f s)\n",
+	       before / 1024, after / 1024, n, mode == LKM_EXMODE ? "EX" : "NL", t);
+	printf("  %-34s %12.0f B\n", "dlmd resident bytes per held lock",
+	       (double)(after - before) / (double)n);
+	fflush(stdout);
+	dlm_close_lockspace(ls);
+	return 0;
+}
+
 /* No daemon named: start a one-node cluster for the run. */
 static char cluster_dir[64];
 
@@ -411,6 +493,8 @@ static void cluster_up(void)
 		line[strcspn(line, "\n")] = '\0';
 		if (!strncmp(line, "DLMD_SOCKET=", 12))
 			setenv(DLMD_SOCKET_ENV, line + 12, 1);
+		if (!strncmp(line, "DLMD_PID_1=", 11))
+			setenv("DLMD_PID_1", line + 11, 1);
 	}
 	if (f)
 		fclose(f);
@@ -431,9 +515,20 @@ static void cluster_down(void)
 int main(int argc, char **argv)
 {
 	dlm_lshandle_t ls;
+	long rss_locks = 0;
+	int rss_mode = LKM_NLMODE, rv = 0;
 
 	if (argc > 1 && !strcmp(argv[1], "--quick"))
 		secs_full = 0.5;
+	if (argc > 2 && !strcmp(argv[1], "--rss")) {
+		rss_locks = atol(argv[2]);
+		if (argc > 3 && !strcmp(argv[3], "ex"))
+			rss_mode = LKM_EXMODE;
+		if (rss_locks <= 0) {
+			fprintf(stderr, "usage: bench-libdlm [--quick | --rss N [nl|ex]]\n");
+			return 2;
+		}
+	}
 	if (!getenv(DLMD_SOCKET_ENV))
 		cluster_up();
 	ls = dlm_new_lockspace(BENCH_LS, 0600, 0);
@@ -445,6 +540,12 @@ int main(int argc, char **argv)
 	}
 	printf("bench-libdlm: lock+unlock through libdlm and dlmd (%s)\n",
 	       getenv(DLMD_SOCKET_ENV));
+	if (rss_locks) {
+		rv = bench_rss(rss_locks, rss_mode);
+		dlm_release_lockspace(BENCH_LS, ls, 1);
+		cluster_down();
+		return rv;
+	}
 	bench_socketpair();
 	bench_daemon_floor();
 	bench_sync1();

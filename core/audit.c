@@ -84,7 +84,7 @@ static void clear_stuck(struct dlm_ls *ls, struct dlm_lkb *lkb)
 static void restart_clock(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
 	clear_stuck(ls, lkb);
-	lkb->lkb_audit_ms = ls->ls_core->core_now;
+	lkb->lkb_audit_ms = (uint32_t)ls->ls_core->core_now;
 }
 
 /* lkb's wait changed (or ended): its clock restarts, an audit in flight
@@ -161,9 +161,9 @@ static void send_audit(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	m.m_grmode = lkb->lkb_grmode;
 	m.m_rqmode = lkb->lkb_rqmode;
 	lkb->lkb_flags |= LKBF_AUDIT_SENT;
-	lkb->lkb_audit_ms = ls->ls_core->core_now;
+	lkb->lkb_audit_ms = (uint32_t)ls->ls_core->core_now;
 	/* which audit this is: an answer to an earlier one is stale */
-	m.m_lvbseq = (uint32_t)lkb->lkb_audit_ms;
+	m.m_lvbseq = lkb->lkb_audit_ms;
 	ls->ls_audits_sent++;
 	dlm_send_msg(ls, &m, audit_peer(lkb));
 }
@@ -209,7 +209,7 @@ void dlm_audit_tick(struct dlm_ls *ls)
 		struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
 						       lkb_waiter);
 
-		if (now - lkb->lkb_audit_ms >= period &&
+		if ((uint32_t)now - lkb->lkb_audit_ms >= period &&
 		    audit_peer(lkb) != dlm_our_nodeid(ls))
 			audit_one(ls, lkb);
 	}
@@ -219,7 +219,7 @@ void dlm_audit_tick(struct dlm_ls *ls)
 		struct dlm_lkb *lkb = dlm_list_first(&ls->ls_blocked,
 						     struct dlm_lkb, lkb_blocked);
 
-		if (now - lkb->lkb_audit_ms < period)
+		if ((uint32_t)now - lkb->lkb_audit_ms < period)
 			break;
 		if (lkb->lkb_wait_type != DLM_WAIT_NONE) {
 			/* an operation in flight: audited as a waiter, and
@@ -273,7 +273,7 @@ static int receive_audit_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 	char why[128];
 
 	if (!lkb || is_master_copy(lkb) || !(lkb->lkb_flags & LKBF_AUDIT_SENT) ||
-	    m->m_lvbseq != (uint32_t)lkb->lkb_audit_ms ||
+	    m->m_lvbseq != lkb->lkb_audit_ms ||
 	    m->m_gen != ls->ls_generation || audit_peer(lkb) != m->m_from)
 		return 0;	/* a stale answer: the lock has moved on */
 	lkb->lkb_flags &= ~LKBF_AUDIT_SENT;
@@ -299,7 +299,7 @@ static int receive_audit_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 		/* both copies agree: it waits behind others (a master that
 		 * did not answer in time has answered now) */
 		clear_stuck(ls, lkb);
-		lkb->lkb_audit_ms = ls->ls_core->core_now;
+		lkb->lkb_audit_ms = (uint32_t)ls->ls_core->core_now;
 		return 0;
 	}
 	snprintf(why, sizeof(why), "it is %s %s here but %s %s/%s at its master, "

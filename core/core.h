@@ -291,6 +291,10 @@ struct dlm_lock_req {
 	const void		*name;		/* new locks: 1..DLM_RESNAME_MAXLEN bytes */
 	unsigned int		namelen;
 	uint32_t		parent;		/* new locks: parent lock id or 0 */
+	uint32_t		newid;		/* new locks: the id to give it, from a
+						 * block 'owner' reserved with
+						 * dlm_core_ids_reserve(); 0: the
+						 * engine picks one */
 	const struct dlm_range	*range;		/* NULL: the whole resource */
 	const char		*lvb;		/* VALBLK: DLM_LVB_LEN bytes to write */
 	uint64_t		owner;		/* the client (non-zero) */
@@ -334,6 +338,26 @@ int dlm_key_child(const unsigned char *pkey, unsigned int pkeylen,
  * rules then treat the grant as a down-conversion. */
 int dlm_core_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		  uint32_t *lkid_out);
+
+/* Lock ids chosen by the client (issue 14).  A client that wants to know
+ * a new lock's id before its request reaches the engine (libdlm's async
+ * dlm_ls_lock returns it at once) takes ids from a block of DLM_IDS_BLOCK
+ * consecutive ids reserved for it: dlm_core_ids_reserve() finds a block
+ * in which no id is in use, past the ids handed out so far, and the
+ * engine picks no id of a reserved block for anyone else; a new lock
+ * request with req->newid set takes that id, which must lie in a block
+ * reserved by the same owner and be unused (else -EINVAL, -EPERM or
+ * -EEXIST).  So ids stay unique in the lockspace and are not reused while
+ * live.  dlm_core_ids_release() gives a block back (its ids in use stay
+ * with their locks); a released block is not handed out again before the
+ * id counter wraps, and then only if none of its ids is in use.  Returns
+ * 0 and the block's first id, -ENOMEM, or -ENOSPC (no free block after
+ * DLM_IDS_TRIES). */
+#define DLM_IDS_SHIFT		10
+#define DLM_IDS_BLOCK		(1u << DLM_IDS_SHIFT)
+#define DLM_IDS_TRIES		64
+int dlm_core_ids_reserve(struct dlm_ls *ls, uint64_t owner, uint32_t *first);
+void dlm_core_ids_release(struct dlm_ls *ls, uint32_t first);
 
 struct dlm_unlock_req {
 	uint32_t		lkid;

@@ -48,6 +48,9 @@
 #define LKBF_BLOCKED		0x1000	/* queued at a remote master; on ls_blocked */
 #define LKBF_AUDIT_SENT		0x2000	/* an AUDIT about it is unanswered (audit.c) */
 #define LKBF_STUCK		0x4000	/* the audit found it cannot make progress */
+#define LKBF_OWNED		0x8000	/* on its owner's ow_locks (the owner is
+					 * found by lkb_ownerid: no pointer kept,
+					 * 8 B less per lock) */
 
 /* lkb_wait_type: the remote operation this process copy waits for */
 enum dlm_wait {
@@ -69,24 +72,26 @@ struct dlm_lkb {
 	uint32_t		lkb_nodeid;	/* node owning the lock */
 	uint32_t		lkb_flags;	/* LKBF_* */
 	uint32_t		lkb_exflags;	/* DLM_LKF_* of the current request */
-	uint32_t		lkb_sbflags;	/* DLM_SBF_* for the next completion */
 	int8_t			lkb_grmode;
 	int8_t			lkb_rqmode;
 	int8_t			lkb_highbast;	/* highest mode already basted */
 	int8_t			lkb_last_bast; /* last bast for the current grant */
 	uint8_t			lkb_status;	/* DLM_LKSTS_* */
 	uint8_t			lkb_wait_type;	/* enum dlm_wait */
+	uint8_t			lkb_sbflags;	/* DLM_SBF_* for the next completion */
 	uint32_t		lkb_lvbseq;
 	uint32_t		lkb_nchildren;
 	uint64_t		lkb_token;	/* fencing token of the current write
 						   grant (token.c); 0: none */
 	uint32_t		lkb_unlock_flags;	/* flags of an unlock to redo */
 	uint32_t		lkb_wait_nodeid;	/* node the op in flight went to */
+	/* its wait (or audit) started then: the low 32 bits of the clock's
+	 * ms, compared wrap-safe (a wait is far shorter than 49 days) */
+	uint32_t		lkb_audit_ms;
 	char			*lkb_unlock_lvb;	/* LVB of an unlock that waits for an op */
 	struct dlm_rsb		*lkb_rsb;
 	struct dlm_lkb		*lkb_parent;
 	struct dlm_lkb		*lkb_childless_next;	/* ls_childless */
-	struct dlm_owner	*lkb_owner;	/* local locks; NULL for master copies and orphans */
 	uint64_t		lkb_ownerid;	/* owner id (kept for orphans: purge by owner) */
 	uint64_t		lkb_astarg;
 	struct dlm_list		lkb_statequeue;	/* res grant/convert/wait queue, or res_lookupq */
@@ -94,10 +99,9 @@ struct dlm_lkb {
 	struct dlm_list		lkb_waiter;	/* ls_waiters while a remote op is in flight,
 						   or ls_resend (LKBF_RESEND) */
 	struct dlm_list		lkb_blocked;	/* ls_blocked (LKBF_BLOCKED) */
-	uint64_t		lkb_audit_ms;	/* its wait (or audit) started then */
 	struct dlm_range	lkb_grrange;
 	struct dlm_range	lkb_rqrange;
-	char			lkb_lvb[DLM_LVB_LEN];
+	char			*lkb_lvb;	/* NULL: all zeros (see dlm_lvb_store) */
 };
 
 /* res_flags */
@@ -113,23 +117,26 @@ struct dlm_rsb {
 	struct dlm_ls		*res_ls;
 	uint32_t		res_nodeid;	/* master node; 0: unknown */
 	uint32_t		res_new_nodeid;	/* recovery: the new master, before commit */
-	uint32_t		res_flags;
+	uint16_t		res_flags;
+	uint16_t		res_keylen;
 	uint32_t		res_nlkbs;	/* lkbs on any queue of this rsb */
 	uint32_t		res_lvbseq;
 	uint32_t		res_nranged;	/* granted locks with a partial range */
 	uint32_t		res_nnoorder;	/* waiting NOORDER requests */
 	uint32_t		res_rc_event;	/* recovery: event of the last RC_LOCK taken */
 	uint32_t		res_rc_gen;	/* ls_generation then */
+	/* put on the toss list then: the low 32 bits of the clock's ms,
+	 * compared wrap-safe (toss_ms is a 32-bit number of ms) */
+	uint32_t		res_toss_time;
 	uint32_t		res_grcount[DLM_NUM_MODES]; /* granted locks per mode */
 	struct dlm_list		res_grantq;
 	struct dlm_list		res_convertq;
 	struct dlm_list		res_waitq;
 	struct dlm_list		res_lookupq;	/* process copies waiting for the master */
 	struct dlm_list		res_toss;	/* ls_toss */
-	uint64_t		res_toss_time;
-	char			res_lvb[DLM_LVB_LEN];
-	uint16_t		res_keylen;
-	unsigned char		res_key[];	/* see resource.c */
+	char			*res_lvb;	/* NULL: all zeros (see dlm_lvb_store) */
+	unsigned char		res_key[];	/* see resource.c; allocated to its
+						 * length, from offsetof, not sizeof */
 };
 
 struct dlm_dirent {
@@ -138,6 +145,12 @@ struct dlm_dirent {
 	uint32_t		de_event;	/* recovery event that last confirmed it */
 	uint16_t		de_keylen;
 	unsigned char		de_key[];
+};
+
+/* A block of lock ids reserved for one owner (dlm_core_ids_reserve). */
+struct dlm_idblock {
+	uint32_t		ib_first;	/* a multiple of DLM_IDS_BLOCK */
+	uint64_t		ib_owner;
 };
 
 struct dlm_owner {
@@ -187,6 +200,9 @@ struct dlm_ls {
 	struct dlm_htab		ls_dirtbl;
 	struct dlm_htab		ls_ownertbl;
 	uint32_t		ls_next_lkid;
+	struct dlm_idblock	*ls_idblocks;	/* reserved, sorted by ib_first */
+	size_t			ls_nidblocks;
+	size_t			ls_idblocks_cap;
 	struct dlm_list		ls_toss;	/* unused rsbs, oldest first */
 	struct dlm_list		ls_waiters;	/* lkbs waiting for a remote reply */
 	struct dlm_list		ls_orphans;
@@ -262,7 +278,8 @@ void dlm_rsb_free(struct dlm_rsb *r);
 bool dlm_rsb_unused(const struct dlm_rsb *r);
 void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all);
 
-struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls);
+struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id);
+struct dlm_idblock *dlm_idblock_find(const struct dlm_ls *ls, uint32_t id);
 struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id);
 void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb);
 
@@ -278,6 +295,25 @@ int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 
 struct dlm_owner *dlm_owner_get(struct dlm_ls *ls, uint64_t id, bool create);
 void dlm_owner_put(struct dlm_ls *ls, struct dlm_owner *ow);
+
+/* Lock value blocks are allocated lazily: most locks never use one, and
+ * 32 bytes in every lkb and rsb were a tenth of a held lock's memory.  A
+ * NULL buffer reads as 32 zero bytes; storing zeros into it allocates
+ * nothing.  dlm_lvb_store() fails only for want of memory; its callers
+ * then treat the value as lost, the way the DLM treats any value it
+ * cannot vouch for: flagged not valid (VALNOTVALID), never invented. */
+extern const char dlm_lvb_zero[DLM_LVB_LEN];
+bool dlm_lvb_store(char **slot, const char *src);
+
+static inline const char *dlm_lkb_lvb(const struct dlm_lkb *lkb)
+{
+	return lkb->lkb_lvb ? lkb->lkb_lvb : dlm_lvb_zero;
+}
+
+static inline const char *dlm_res_lvb(const struct dlm_rsb *r)
+{
+	return r->res_lvb ? r->res_lvb : dlm_lvb_zero;
+}
 
 /* lock.c */
 void dlm_send_msg(struct dlm_ls *ls, struct dlm_msg *m, uint32_t to);

@@ -246,7 +246,7 @@ int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
 		if (is_master(r)) {
 			out(&ob, "  lvb ");
 			for (k = 0; k < DLM_LVB_LEN; k++)
-				out(&ob, "%02x", (unsigned char)r->res_lvb[k]);
+				out(&ob, "%02x", (unsigned char)dlm_res_lvb(r)[k]);
 			out(&ob, " seq %u %s\n", r->res_lvbseq,
 			    (r->res_flags & RESF_VALNOTVALID) ? "invalid" : "valid");
 		}

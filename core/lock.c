@@ -402,7 +402,7 @@ static void cast_local(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
 	ast.grmode = lkb->lkb_grmode;
 	ast.bastmode = DLM_LOCK_IV;
 	if ((lkb->lkb_flags & LKBF_VALBLK) && status == 0)
-		ast.lvb = lkb->lkb_lvb;
+		ast.lvb = dlm_lkb_lvb(lkb);
 	if (status == 0)
 		ast.token = dlm_lkb_token(lkb);
 	lkb->lkb_sbflags = 0;
@@ -474,7 +474,7 @@ static void lkb_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
 	m->m_grrange = lkb->lkb_grrange;
 	m->m_rqrange = lkb->lkb_rqrange;
 	if (lkb->lkb_flags & LKBF_VALBLK) {
-		m->m_lvb = lkb->lkb_lvb;
+		m->m_lvb = dlm_lkb_lvb(lkb);
 		m->m_lvblen = DLM_LVB_LEN;
 	}
 }
@@ -561,7 +561,7 @@ static void send_unlock(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	m.m_exflags = flags;
 	m.m_flags = force ? DLM_MF_FORCE : 0;
 	if (flags & DLM_LKF_VALBLK) {
-		m.m_lvb = lkb->lkb_lvb;
+		m.m_lvb = dlm_lkb_lvb(lkb);
 		m.m_lvblen = DLM_LVB_LEN;
 	} else {
 		m.m_lvb = NULL;
@@ -773,7 +773,10 @@ static void lvb_write(struct dlm_rsb *r, struct dlm_lkb *lkb, uint32_t flags)
 	}
 	if (!(flags & DLM_LKF_VALBLK) || fault(r->res_ls, DLM_FAULT_LVB_NO_WRITE))
 		return;
-	memcpy(r->res_lvb, lkb->lkb_lvb, DLM_LVB_LEN);
+	if (!dlm_lvb_store(&r->res_lvb, dlm_lkb_lvb(lkb))) {
+		r->res_flags |= RESF_VALNOTVALID;	/* the value is lost */
+		return;
+	}
 	r->res_lvbseq++;
 	r->res_flags &= ~RESF_VALNOTVALID;
 }
@@ -785,7 +788,13 @@ static void lvb_read(struct dlm_rsb *r, struct dlm_lkb *lkb)
 		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 		return;
 	}
-	memcpy(lkb->lkb_lvb, r->res_lvb, DLM_LVB_LEN);
+	if (!dlm_lvb_store(&lkb->lkb_lvb, dlm_res_lvb(r))) {
+		/* no room for the value: the reader gets zeros, flagged */
+		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
+		lkb->lkb_flags |= LKBF_LVB_STALE;
+		lkb->lkb_sbflags |= DLM_SBF_VALNOTVALID;
+		return;
+	}
 	lkb->lkb_lvbseq = r->res_lvbseq;
 	lkb->lkb_flags |= LKBF_LVB_KNOWN;
 	lkb->lkb_flags &= ~LKBF_LVB_STALE;
@@ -1083,6 +1092,16 @@ static void unlock_childless(struct dlm_ls *ls)
 	ls->ls_childless_busy = false;
 }
 
+/* lkb leaves its owner's list: the owner record goes with its last lock. */
+static void put_owner_of(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_owner *ow = dlm_owner_get(ls, lkb->lkb_ownerid, false);
+
+	lkb->lkb_flags &= ~LKBF_OWNED;
+	if (ow)
+		dlm_owner_put(ls, ow);
+}
+
 /* Free lkb, which is on no queue and has no operation in flight. */
 static void destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
@@ -1098,8 +1117,8 @@ static void destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		dlm_list_del(&lkb->lkb_ownerqueue);
 		if (lkb->lkb_flags & LKBF_ORPHAN)
 			ls->ls_norphans--;
-		else if (lkb->lkb_owner)
-			dlm_owner_put(ls, lkb->lkb_owner);
+		else if (lkb->lkb_flags & LKBF_OWNED)
+			put_owner_of(ls, lkb);
 	}
 	dlm_lkb_free(ls, lkb);
 	if (r)
@@ -1255,7 +1274,7 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		dlm_list_del(&lkb->lkb_ownerqueue);
 		ls->ls_norphans--;
 		lkb->lkb_flags &= ~(LKBF_ORPHAN | LKBF_PURGED);
-		lkb->lkb_owner = ow;
+		lkb->lkb_flags |= LKBF_OWNED;
 		lkb->lkb_ownerid = req->owner;
 		/* the adoption is the lock's latest request: PERSISTENT if it
 		 * says so (as the kernel takes the adopter's flags) */
@@ -1300,6 +1319,17 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		return -EINVAL;
 	if ((req->flags & DLM_LKF_PERSISTENT) && req->parent)
 		return -EINVAL;		/* persistent sub-locks: not supported */
+	if (req->newid) {
+		/* an id the client took from its own reserved block */
+		const struct dlm_idblock *ib = dlm_idblock_find(ls, req->newid);
+
+		if (!ib || (req->flags & DLM_LKF_ORPHAN))
+			return -EINVAL;
+		if (ib->ib_owner != req->owner)
+			return -EPERM;
+		if (dlm_lkb_find(ls, req->newid))
+			return -EEXIST;
+	}
 	if (check_range(req->range, &range))
 		return -EINVAL;
 	if (req->parent) {
@@ -1336,12 +1366,12 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	ow = dlm_owner_get(ls, req->owner, true);
 	if (!ow)
 		return -ENOMEM;
-	lkb = dlm_lkb_create(ls);
+	lkb = dlm_lkb_create(ls, req->newid);
 	if (!lkb) {
 		dlm_owner_put(ls, ow);
 		return -ENOMEM;
 	}
-	lkb->lkb_owner = ow;
+	lkb->lkb_flags |= LKBF_OWNED;
 	lkb->lkb_ownerid = req->owner;
 	dlm_list_add_tail(&lkb->lkb_ownerqueue, &ow->ow_locks);
 	lkb->lkb_exflags = req->flags;
@@ -1349,8 +1379,9 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	lkb->lkb_rqrange = range;
 	if (req->flags & DLM_LKF_VALBLK)
 		lkb->lkb_flags |= LKBF_VALBLK;
+	/* kept only to be sent along; a new lock reads its value at grant */
 	if (req->lvb)
-		memcpy(lkb->lkb_lvb, req->lvb, DLM_LVB_LEN);
+		(void)dlm_lvb_store(&lkb->lkb_lvb, req->lvb);
 	set_astinfo(lkb, req);
 	if (parent) {
 		lkb->lkb_parent = parent;
@@ -1409,9 +1440,12 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		lkb->lkb_flags |= LKBF_LVB_STALE;
 	} else if (req->lvb && lvb_writes(lkb, req->mode) &&
 		   (req->flags & DLM_LKF_VALBLK)) {
-		memcpy(lkb->lkb_lvb, req->lvb, DLM_LVB_LEN);
-		lkb->lkb_flags |= LKBF_LVB_KNOWN;
-		lkb->lkb_flags &= ~LKBF_LVB_STALE;
+		if (dlm_lvb_store(&lkb->lkb_lvb, req->lvb)) {
+			lkb->lkb_flags |= LKBF_LVB_KNOWN;
+			lkb->lkb_flags &= ~LKBF_LVB_STALE;
+		} else {
+			lkb->lkb_flags |= LKBF_LVB_STALE;
+		}
 	}
 	set_astinfo(lkb, req);
 	if (!dlm_ls_running(ls)) {
@@ -1527,8 +1561,11 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 	}
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED && !force)
 		return -EBUSY;
-	if (lvb && (flags & DLM_LKF_VALBLK) && lvb_writes(lkb, DLM_LOCK_NL))
-		memcpy(lkb->lkb_lvb, lvb, DLM_LVB_LEN);
+	if (lvb && (flags & DLM_LKF_VALBLK) && lvb_writes(lkb, DLM_LOCK_NL) &&
+	    !dlm_lvb_store(&lkb->lkb_lvb, lvb))
+		/* no room to keep the value: it is lost, say so (this path
+		 * also redoes overlapping unlocks, which must not fail) */
+		flags = (flags & ~(uint32_t)DLM_LKF_VALBLK) | DLM_LKF_IVVALBLK;
 	if (!dlm_ls_running(ls)) {
 		lkb->lkb_unlock_flags = flags;
 		lkb->lkb_wait_type = DLM_WAIT_UNLOCK;
@@ -1612,7 +1649,7 @@ static int purge_owner(struct dlm_ls *ls, uint64_t owner, bool orphan)
 
 		count++;
 		dlm_list_del(&lkb->lkb_ownerqueue);
-		lkb->lkb_owner = NULL;
+		lkb->lkb_flags &= ~LKBF_OWNED;
 		if (orphan && (lkb->lkb_exflags & DLM_LKF_PERSISTENT)) {
 			lkb->lkb_flags |= LKBF_ORPHAN;
 			dlm_list_add_tail(&lkb->lkb_ownerqueue, &ls->ls_orphans);
@@ -1709,7 +1746,7 @@ static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
 		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -EBADR);
 		return 0;
 	}
-	lkb = dlm_lkb_create(ls);
+	lkb = dlm_lkb_create(ls, 0);
 	if (!lkb) {
 		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -ENOMEM);
 		return -ENOMEM;
@@ -1771,8 +1808,9 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 		lkb->lkb_flags |= LKBF_VALBLK;
 	else
 		lkb->lkb_flags &= ~LKBF_VALBLK;
-	if (m->m_lvb)
-		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
+	if (m->m_lvb && !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb))
+		/* no room for the value: a write invalidates instead */
+		lkb->lkb_exflags |= DLM_LKF_IVVALBLK;
 	rv = do_convert(lkb->lkb_rsb, lkb);
 	send_convert_reply(ls, lkb, rv);
 	grant_pending(lkb->lkb_rsb, NULL);
@@ -1782,6 +1820,7 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 static int receive_unlock(struct dlm_ls *ls, const struct dlm_msg *m)
 {
 	struct dlm_lkb *lkb = find_mstcpy(ls, m);
+	uint32_t flags = m->m_exflags;
 
 	if (!lkb)
 		return -ENOENT;
@@ -1789,9 +1828,9 @@ static int receive_unlock(struct dlm_ls *ls, const struct dlm_msg *m)
 		send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -EBUSY);
 		return -EBUSY;
 	}
-	if (m->m_lvb)
-		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
-	do_unlock(lkb->lkb_rsb, lkb, m->m_exflags);
+	if (m->m_lvb && !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb))
+		flags |= DLM_LKF_IVVALBLK;	/* no room: the value is lost */
+	do_unlock(lkb->lkb_rsb, lkb, flags);
 	send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -DLM_EUNLOCK);
 	destroy_lkb(ls, lkb);
 	return 0;
@@ -1839,9 +1878,14 @@ static void pcopy_granted(struct dlm_ls *ls, struct dlm_lkb *lkb,
 {
 	struct dlm_rsb *r = lkb->lkb_rsb;
 
-	lkb->lkb_sbflags |= m->m_sbflags;
-	if (m->m_lvb && (lkb->lkb_flags & LKBF_VALBLK)) {
-		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
+	lkb->lkb_sbflags |= (uint8_t)m->m_sbflags;
+	if (m->m_lvb && (lkb->lkb_flags & LKBF_VALBLK) &&
+	    !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb)) {
+		/* no room for the value: the client gets zeros, flagged */
+		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
+		lkb->lkb_flags |= LKBF_LVB_STALE;
+		lkb->lkb_sbflags |= DLM_SBF_VALNOTVALID;
+	} else if (m->m_lvb && (lkb->lkb_flags & LKBF_VALBLK)) {
 		lkb->lkb_flags |= LKBF_LVB_KNOWN;
 		if (m->m_sbflags & DLM_SBF_VALNOTVALID)
 			lkb->lkb_flags |= LKBF_LVB_STALE;
@@ -1933,12 +1977,12 @@ static void receive_convert_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 		pcopy_granted(ls, lkb, m);
 		break;
 	case -EINPROGRESS:
-		lkb->lkb_sbflags |= m->m_sbflags;
+		lkb->lkb_sbflags |= (uint8_t)m->m_sbflags;
 		set_grmode(r, lkb, m->m_grmode, &lkb->lkb_grrange);
 		add_to_queue(r, lkb, DLM_LKSTS_CONVERT);
 		break;
 	default:
-		lkb->lkb_sbflags |= m->m_sbflags;
+		lkb->lkb_sbflags |= (uint8_t)m->m_sbflags;
 		revert_convert(r, lkb);
 		cast_local(ls, lkb, m->m_status);
 		break;
@@ -2188,13 +2232,17 @@ static void free_hnode_lkb(void *arg, struct dlm_hnode *n)
 
 	(void)arg;
 	free(lkb->lkb_unlock_lvb);
+	free(lkb->lkb_lvb);
 	free(lkb);
 }
 
 static void free_hnode_rsb(void *arg, struct dlm_hnode *n)
 {
+	struct dlm_rsb *r = dlm_container_of(n, struct dlm_rsb, res_hnode);
+
 	(void)arg;
-	free(dlm_container_of(n, struct dlm_rsb, res_hnode));
+	free(r->res_lvb);
+	free(r);
 }
 
 static void free_hnode_dirent(void *arg, struct dlm_hnode *n)
@@ -2400,7 +2448,7 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 			if (dlm_token_mode(lkb->lkb_rqmode))
 				m.m_token = dlm_lkb_token(lkb);
 			if (lkb->lkb_flags & LKBF_VALBLK) {
-				m.m_lvb = lkb->lkb_lvb;
+				m.m_lvb = dlm_lkb_lvb(lkb);
 				m.m_lvblen = DLM_LVB_LEN;
 				/* a conversion that reads gets the lock's own
 				 * copy: current only if read at a grant of PR

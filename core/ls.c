@@ -59,6 +59,7 @@ static void ls_free(struct dlm_ls *ls)
 	dlm_htab_destroy(&ls->ls_lkbtbl);
 	dlm_htab_destroy(&ls->ls_dirtbl);
 	dlm_htab_destroy(&ls->ls_ownertbl);
+	free(ls->ls_idblocks);
 	dlm_list_del(&ls->ls_list);
 	free(ls->ls_members);
 	free(ls);

@@ -651,9 +651,10 @@ static void recover_lvb(struct dlm_rsb *r)
 		}
 	}
 	if (best) {
-		memcpy(r->res_lvb, best->lkb_lvb, DLM_LVB_LEN);
+		if (!dlm_lvb_store(&r->res_lvb, dlm_lkb_lvb(best)))
+			current = false;	/* no room: stays not valid */
 		r->res_lvbseq = best->lkb_lvbseq;
-	} else {
+	} else if (r->res_lvb) {
 		memset(r->res_lvb, 0, DLM_LVB_LEN);
 	}
 	if (current && !(best->lkb_flags & LKBF_LVB_STALE))
@@ -928,7 +929,7 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		}
 	}
 	if (!lkb) {
-		lkb = dlm_lkb_create(ls);
+		lkb = dlm_lkb_create(ls, 0);
 		if (!lkb) {
 			status = -ENOMEM;
 			goto reply;
@@ -951,9 +952,8 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		lkb->lkb_flags |= LKBF_VALBLK;
 	else
 		lkb->lkb_flags &= ~LKBF_VALBLK;
-	if (m->m_lvb) {
+	if (m->m_lvb && dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb)) {
 		lkb->lkb_flags |= LKBF_LVB_KNOWN;
-		memcpy(lkb->lkb_lvb, m->m_lvb, DLM_LVB_LEN);
 	} else {
 		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 	}

@@ -98,6 +98,23 @@ int dlm_key_child(const unsigned char *pkey, unsigned int pkeylen,
 	return (int)(off + 1 + namelen);
 }
 
+/* ---------------------------------------------------------------- LVBs */
+
+const char dlm_lvb_zero[DLM_LVB_LEN];
+
+bool dlm_lvb_store(char **slot, const char *src)
+{
+	if (!*slot) {
+		if (!memcmp(src, dlm_lvb_zero, DLM_LVB_LEN))
+			return true;
+		*slot = malloc(DLM_LVB_LEN);
+		if (!*slot)
+			return false;
+	}
+	memcpy(*slot, src, DLM_LVB_LEN);
+	return true;
+}
+
 /* ---------------------------------------------------------------- rsbs */
 
 struct dlm_rsb *dlm_rsb_find(struct dlm_ls *ls, const unsigned char *key,
@@ -118,7 +135,7 @@ struct dlm_rsb *dlm_rsb_find(struct dlm_ls *ls, const unsigned char *key,
 struct dlm_rsb *dlm_rsb_create(struct dlm_ls *ls, const unsigned char *key,
 			       unsigned int keylen, uint32_t hash)
 {
-	struct dlm_rsb *r = calloc(1, sizeof(*r) + keylen);
+	struct dlm_rsb *r = calloc(1, offsetof(struct dlm_rsb, res_key) + keylen);
 
 	if (!r)
 		return NULL;
@@ -159,7 +176,7 @@ static void maybe_toss(struct dlm_rsb *r)
 	if (!dlm_rsb_unused(r) || (r->res_flags & RESF_TOSSED))
 		return;
 	r->res_flags |= RESF_TOSSED;
-	r->res_toss_time = ls->ls_core->core_now;
+	r->res_toss_time = (uint32_t)ls->ls_core->core_now;
 	dlm_list_add_tail(&r->res_toss, &ls->ls_toss);
 }
 
@@ -175,6 +192,7 @@ void dlm_rsb_free(struct dlm_rsb *r)
 	if (r->res_flags & RESF_TOSSED)
 		dlm_list_del(&r->res_toss);
 	dlm_htab_remove(&r->res_ls->ls_rsbtbl, &r->res_hnode);
+	free(r->res_lvb);
 	free(r);
 }
 
@@ -182,13 +200,13 @@ void dlm_rsb_free(struct dlm_rsb *r)
  * master gives up its directory record on the way out. */
 void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
 {
-	uint64_t toss_ms = ls->ls_core->core_cfg.toss_ms;
+	uint32_t toss_ms = ls->ls_core->core_cfg.toss_ms;
 
 	while (!dlm_list_empty(&ls->ls_toss)) {
 		struct dlm_rsb *r = dlm_list_first(&ls->ls_toss, struct dlm_rsb,
 						   res_toss);
 
-		if (!all && r->res_toss_time + toss_ms > now)
+		if (!all && (uint32_t)now - r->res_toss_time < toss_ms)
 			break;
 		if (is_master(r)) {
 			uint32_t dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
@@ -206,9 +224,19 @@ void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
 
 /* ---------------------------------------------------------------- lkbs */
 
+/* The lkb table's hash of a lock id is the id itself.  Ids are handed out
+ * in sequence, so they spread evenly over the buckets without mixing, and
+ * the bucket of a fresh id (looked at when it is handed out and when its
+ * lkb goes in) lies next to the previous one's: with millions of locks
+ * held it is in the cache, where a mixed hash would miss it every time. */
+static uint32_t lkid_hash(uint32_t id)
+{
+	return id;
+}
+
 struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id)
 {
-	uint32_t hash = dlm_hash_u32(id);
+	uint32_t hash = lkid_hash(id);
 	struct dlm_hnode *n;
 
 	if (!id)
@@ -222,12 +250,11 @@ struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id)
 	return NULL;
 }
 
-/* A new lkb with a fresh id, on no queue. */
-struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls)
+/* A new lkb with id 'id' (unused; 0: a fresh one), on no queue. */
+struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id)
 {
 	struct dlm_core *core = ls->ls_core;
 	struct dlm_lkb *lkb = core->core_lkb_cache;
-	uint32_t id;
 
 	if (lkb) {
 		core->core_lkb_cache = lkb->lkb_parent;
@@ -238,10 +265,14 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls)
 			return NULL;
 	}
 	memset(lkb, 0, sizeof(*lkb));
-	/* ids wrap after 2^32 locks; skip 0 and ids still in use */
-	do {
+	/* ids wrap after 2^32 locks; skip 0, ids still in use and ids of
+	 * blocks reserved for a client */
+	while (!id) {
 		id = ls->ls_next_lkid++;
-	} while (id == 0 || dlm_lkb_find(ls, id));
+		if (id && (dlm_lkb_find(ls, id) ||
+			   (ls->ls_nidblocks && dlm_idblock_find(ls, id))))
+			id = 0;
+	}
 	lkb->lkb_id = id;
 	lkb->lkb_grmode = DLM_LOCK_IV;
 	lkb->lkb_rqmode = DLM_LOCK_IV;
@@ -254,7 +285,7 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls)
 	dlm_list_init(&lkb->lkb_ownerqueue);
 	dlm_list_init(&lkb->lkb_waiter);
 	dlm_list_init(&lkb->lkb_blocked);
-	lkb->lkb_hnode.hn_hash = dlm_hash_u32(id);
+	lkb->lkb_hnode.hn_hash = lkid_hash(id);
 	dlm_htab_insert(&ls->ls_lkbtbl, &lkb->lkb_hnode);
 	return lkb;
 }
@@ -264,6 +295,8 @@ void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	struct dlm_core *core = ls->ls_core;
 
 	dlm_htab_remove(&ls->ls_lkbtbl, &lkb->lkb_hnode);
+	free(lkb->lkb_lvb);
+	lkb->lkb_lvb = NULL;
 	if (core->core_lkb_cached < LKB_CACHE_MAX) {
 		lkb->lkb_parent = core->core_lkb_cache;
 		core->core_lkb_cache = lkb;
@@ -271,6 +304,84 @@ void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	} else {
 		free(lkb);
 	}
+}
+
+/* ----------------------------------------------------------- id blocks */
+
+/* The reserved block holding id, or NULL (binary search). */
+struct dlm_idblock *dlm_idblock_find(const struct dlm_ls *ls, uint32_t id)
+{
+	uint32_t first = id & ~(DLM_IDS_BLOCK - 1);
+	size_t lo = 0, hi = ls->ls_nidblocks;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		struct dlm_idblock *ib = &ls->ls_idblocks[mid];
+
+		if (ib->ib_first == first)
+			return ib;
+		if (ib->ib_first < first)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* May [first, first + DLM_IDS_BLOCK) be reserved: not block 0 (id 0 is
+ * no id), not reserved already, no id in use?  The lkb table hashes an id
+ * to itself, so the probes walk consecutive buckets. */
+static bool idblock_free(const struct dlm_ls *ls, uint32_t first)
+{
+	uint32_t k;
+
+	if (!first || dlm_idblock_find(ls, first))
+		return false;
+	for (k = 0; k < DLM_IDS_BLOCK; k++)
+		if (dlm_lkb_find((struct dlm_ls *)ls, first + k))
+			return false;
+	return true;
+}
+
+int dlm_core_ids_reserve(struct dlm_ls *ls, uint64_t owner, uint32_t *first)
+{
+	uint32_t f = (ls->ls_next_lkid + DLM_IDS_BLOCK - 1) & ~(DLM_IDS_BLOCK - 1);
+	size_t i;
+	int tries;
+
+	if (ls->ls_nidblocks == ls->ls_idblocks_cap) {
+		size_t cap = ls->ls_idblocks_cap ? ls->ls_idblocks_cap * 2 : 16;
+		struct dlm_idblock *v = realloc(ls->ls_idblocks, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		ls->ls_idblocks = v;
+		ls->ls_idblocks_cap = cap;
+	}
+	for (tries = 0; !idblock_free(ls, f); tries++, f += DLM_IDS_BLOCK)
+		if (tries == DLM_IDS_TRIES)
+			return -ENOSPC;
+	/* the engine's own ids go on past it */
+	ls->ls_next_lkid = f + DLM_IDS_BLOCK;
+	for (i = ls->ls_nidblocks; i > 0 && ls->ls_idblocks[i - 1].ib_first > f; i--)
+		ls->ls_idblocks[i] = ls->ls_idblocks[i - 1];
+	ls->ls_idblocks[i].ib_first = f;
+	ls->ls_idblocks[i].ib_owner = owner;
+	ls->ls_nidblocks++;
+	*first = f;
+	return 0;
+}
+
+void dlm_core_ids_release(struct dlm_ls *ls, uint32_t first)
+{
+	struct dlm_idblock *ib = dlm_idblock_find(ls, first);
+	size_t i;
+
+	if (!ib || ib->ib_first != first)
+		return;
+	for (i = (size_t)(ib - ls->ls_idblocks); i + 1 < ls->ls_nidblocks; i++)
+		ls->ls_idblocks[i] = ls->ls_idblocks[i + 1];
+	ls->ls_nidblocks--;
 }
 
 /* ----------------------------------------------------------- directory */
@@ -299,7 +410,7 @@ int dlm_dir_lookup(struct dlm_ls *ls, const unsigned char *key,
 	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
 
 	if (!de) {
-		de = malloc(sizeof(*de) + keylen);
+		de = malloc(offsetof(struct dlm_dirent, de_key) + keylen);
 		if (!de)
 			return -ENOMEM;
 		de->de_hnode.hn_hash = hash;

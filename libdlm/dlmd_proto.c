@@ -68,6 +68,7 @@ static const struct type_info type_table[] = {
 	{ DLMP_PURGE, "purge", DLMP_PURGE_LEN },
 	{ DLMP_DEADLOCK, "deadlock", DLMP_DEADLOCK_LEN },
 	{ DLMP_TOKEN, "token", DLMP_TOKEN_LEN },
+	{ DLMP_IDS, "ids", DLMP_IDS_LEN },
 	{ DLMP_REPLY, "reply", DLMP_REPLY_LEN },
 	{ DLMP_AST, "ast", DLMP_AST_LEN },
 	{ DLMP_COMP_REPLY, "comp_reply", DLMP_COMP_REPLY_LEN },
@@ -202,6 +203,9 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 		memcpy(lk->lk_lvb, p + 72, DLMP_LVB_LEN);
 		if (lk->lk_bits & ~DLMP_LK_BITS)
 			return -EINVAL;
+		if ((lk->lk_bits & DLMP_LK_NEWID) &&
+		    ((lk->lk_bits & DLMP_LK_SYNC) || !lk->lk_lkid))
+			return -EINVAL;	/* an async lock with its id */
 		if (lk->lk_namelen > DLMP_NAME_MAX)
 			return -EINVAL;
 		if (blen - ti->ti_fixed != lk->lk_namelen)
@@ -228,10 +232,13 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 	case DLMP_PURGE:
 	case DLMP_DEADLOCK:
 	case DLMP_TOKEN:
+	case DLMP_IDS:
 		if (blen != ti->ti_fixed)
 			return -EBADMSG;
 		msg->m_u.pair.pr_a = get32(p);
 		msg->m_u.pair.pr_b = get32(p + 4);
+		if (msg->m_hdr.h_type == DLMP_IDS && msg->m_u.pair.pr_b)
+			return -EINVAL;	/* its pad */
 		return 0;
 	case DLMP_REPLY: {
 		struct dlmp_reply *rp = &msg->m_u.reply;
@@ -363,6 +370,7 @@ int dlmp_encode(const struct dlmp_msg *msg, void *buf, size_t size)
 	case DLMP_PURGE:
 	case DLMP_DEADLOCK:
 	case DLMP_TOKEN:
+	case DLMP_IDS:
 		put32(b, msg->m_u.pair.pr_a);
 		put32(b + 4, msg->m_u.pair.pr_b);
 		break;

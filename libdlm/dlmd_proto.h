@@ -82,6 +82,35 @@
  * why the established libdlm needs dlm_unlock_wait() for locks taken with
  * dlm_lock_wait(); here any mix works).
  *
+ * Lock ids chosen by the client (version 3).  An async dlm_ls_lock()
+ * returns the new lock's id in sb_lkid; to do so without waiting for the
+ * daemon, libdlm picks the id itself from a block of DLMP_IDS_BLOCK ids
+ * the daemon reserved for the connection in the lockspace's engine (no
+ * id of it in use, none of it handed to anyone else while reserved: see
+ * core.h dlm_core_ids_reserve).  LS_OPEN's REPLY gives the first block:
+ * value2 = its first id, value3 = its length (0: none could be reserved;
+ * the client then waits for each LOCK's REPLY as before).  When a block
+ * runs out the client sends IDS (pair a = the block it is done with, or
+ * 0) and gets a REPLY with the next block in value and value2; the
+ * daemon gives the old block back.  A LOCK with DLMP_LK_NEWID (a new
+ * lock, without DLMP_LK_SYNC, CONVERT or ORPHAN) carries the chosen id in
+ * lk_lkid and gets no REPLY at all: its outcome is its completion AST,
+ * and a request the daemon or engine refuses (-EINVAL, -ENOENT for an
+ * unknown parent, -ENOMEM, an id not from the connection's blocks, ...)
+ * is answered by a completion DLMP_AST with that status for that lock id.
+ * The client sends every LOCK with an id from a block before the IDS that
+ * gives the block back (libdlm picks and sends under one mutex), and the
+ * daemon handles a connection's requests in order, so a LOCK never finds
+ * its block released.  A connection's blocks are given back when it
+ * unbinds or closes; the ids in use stay with their locks.  When the
+ * lockspace is released under a bound connection that has a block, the
+ * daemon sends it a REPLY with reqid 0 and -ENOTCONN (as a refusal, and
+ * the connection is no more use): the client, which waits for no REPLY
+ * to its async LOCKs, reads it before its next one.  libdlm takes the
+ * fast way only for a request the daemon can refuse for want of memory
+ * alone (no parent, flags and range valid for any new lock); others wait
+ * for their REPLY as before, so that their errors stay the call's.
+ *
  * Closing the bound connection (exit, crash, SIGKILL) releases the
  * connection's locks at once; PERSISTENT ones become orphans, which a later
  * LOCK with DLM_LKF_ORPHAN adopts or PURGE removes.  An adoption is
@@ -114,11 +143,10 @@
  * REPLY have not changed since), so that an old libdlm reads a clear
  * EPROTONOSUPPORT; otherwise in ours.  libdlm likewise returns
  * -EPROTONOSUPPORT for an answer of another version (what an old dlmd
- * sends a new libdlm).  Version 2 (this one) added pipelining, DLMP_LK_SYNC,
- * COMP_REPLY and DLMP_REPLY_HELD; version 1 allowed one request in flight.
- * Minor 1 of version 2 added the TOKEN request: a new type, which a dlmd
- * of minor 0 answers -EOPNOTSUPP (unknown type), so libdlm needs no
- * version check to use it and every other packet is unchanged.
+ * sends a new libdlm).  Version 3 (this one) added lock ids chosen by the
+ * client (DLMP_LK_NEWID, IDS, the block in LS_OPEN's REPLY) and the TOKEN
+ * request.  Version 2 added pipelining, DLMP_LK_SYNC, COMP_REPLY and
+ * DLMP_REPLY_HELD; version 1 allowed one request in flight.
  *
  * Fencing tokens.  TOKEN (body: lkid u32, then a zero u32) asks for the
  * fencing token of one of the connection's own locks (core/token.c): the
@@ -150,12 +178,12 @@
 #include <stdint.h>
 
 #define DLMP_MAGIC		0x504d4c44u	/* "DLMP" in memory order */
-#define DLMP_VERSION		2
+#define DLMP_VERSION		3
 /* The oldest version whose REPLY is laid out like ours (see Versions). */
 #define DLMP_VERSION_OLDEST_REPLY	1
 /* What dlm_kernel_version() reports: the protocol version as x.y.z. */
-#define DLMP_VERSION_MAJOR	2
-#define DLMP_VERSION_MINOR	1
+#define DLMP_VERSION_MAJOR	3
+#define DLMP_VERSION_MINOR	0
 #define DLMP_VERSION_PATCH	0
 /* The kernel DLM device interface (DLM_DEVICE_VERSION_*) whose semantics
  * dlmd gives: dlm_kernel_version() and dlm_library_version() report it,
@@ -176,6 +204,8 @@
 #define DLMP_MAX_MSG		256
 /* Answers held for DLMP_LK_SYNC requests, per connection. */
 #define DLMP_MAX_HELD		256
+/* Lock ids per block reserved for a connection (core.h DLM_IDS_BLOCK). */
+#define DLMP_IDS_BLOCK		1024
 
 enum dlmp_type {
 	DLMP_VERSION_REQ = 1,	/* -> REPLY value=major, value2=minor, value3=patch */
@@ -188,6 +218,8 @@ enum dlmp_type {
 				 * epoch (purge of one's own locks) */
 	DLMP_DEADLOCK = 8,	/* -> REPLY value=DLMP_UNLOCK_* */
 	DLMP_TOKEN = 9,		/* -> REPLY value=token low, value2=high */
+	DLMP_IDS = 10,		/* -> REPLY value=first id of a new block,
+				 * value2=its length */
 	DLMP_REPLY = 64,	/* daemon -> client, request connection */
 	DLMP_AST = 65,		/* daemon -> client, AST socket */
 	DLMP_COMP_REPLY = 66,	/* daemon -> client, request connection: the
@@ -204,7 +236,11 @@ enum dlmp_type {
 #define DLMP_LK_LVB		0x2	/* lvb field is meaningful */
 #define DLMP_LK_SYNC		0x4	/* LOCK, UNLOCK: the completion in a
 					 * COMP_REPLY, no DLMP_AST */
-#define DLMP_LK_BITS		0x7	/* every bit a LOCK may carry */
+#define DLMP_LK_NEWID		0x8	/* LOCK: a new lock whose id, in lk_lkid,
+					 * the client took from its block; no
+					 * REPLY (see "Lock ids chosen by the
+					 * client") */
+#define DLMP_LK_BITS		0xf	/* every bit a LOCK may carry */
 #define DLMP_UL_BITS		(DLMP_LK_LVB | DLMP_LK_SYNC)	/* UNLOCK */
 
 /* REPLY.value2 of a DLMP_LK_SYNC LOCK: not the answer yet, the lock is
@@ -229,6 +265,7 @@ enum dlmp_type {
 #define DLMP_PURGE_LEN		8
 #define DLMP_DEADLOCK_LEN	8
 #define DLMP_TOKEN_LEN		8
+#define DLMP_IDS_LEN		8	/* block done with u32 (0: none), pad u32 */
 #define DLMP_REPLY_LEN		16
 #define DLMP_AST_LEN		88
 #define DLMP_COMP_REPLY_LEN	48
@@ -292,7 +329,8 @@ struct dlmp_unlock {
 };
 
 /* PURGE: 0 nodeid u32, 4 pid u32.  DEADLOCK: 0 lkid u32, 4 flags u32.
- * TOKEN: 0 lkid u32, 4 zero u32. */
+ * TOKEN: 0 lkid u32, 4 zero u32.
+ * IDS: 0 first id of the block given back (0: none), 4 zero. */
 struct dlmp_pair {
 	uint32_t	pr_a;
 	uint32_t	pr_b;

@@ -139,6 +139,15 @@ struct ls_handle {
 	bool		lh_reading;	/* a thread reads lh_fd */
 	int		lh_dead;	/* the connection failed: -errno */
 	uint32_t	lh_ast_epoch;	/* ASTs stamped older: dropped (atomic) */
+	/* Lock ids for async new locks (dlmd_proto.h "Lock ids chosen by
+	 * the client"): [lh_id_next, lh_id_end) of the block at
+	 * lh_id_block (0: none; each LOCK then waits for its id).  Under
+	 * lh_idlock, held from picking an id until its LOCK is sent, so
+	 * that the IDS giving a block back follows every LOCK using it. */
+	MUTEX_T		lh_idlock;
+	uint32_t	lh_id_block;
+	uint32_t	lh_id_next;
+	uint32_t	lh_id_end;
 	struct ls_handle *lh_next;	/* in open_handles */
 #ifdef _REENTRANT
 	pthread_mutex_t	lh_lock;	/* the AST thread's start */
@@ -334,11 +343,28 @@ static void waiter_done(struct ls_handle *h, struct waiter *w)
  * sends it; req_wait() returns once w_answer holds its answer.  0 or a
  * negative errno (the connection's failure: then no answer comes).
  */
-static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
+/* Encode and send one request.  One packet is one request, written
+ * whole: threads need no lock to send. */
+static int send_packet(struct ls_handle *h, struct dlmp_msg *msg)
 {
 	unsigned char buf[DLMP_MAX_MSG];
 	ssize_t n;
-	int len, rv;
+	int len;
+
+	len = dlmp_encode(msg, buf, sizeof(buf));
+	if (len < 0)
+		return len;
+	do {
+		n = send(h->lh_fd, buf, (size_t)len, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n == len)
+		return 0;
+	return n < 0 ? -errno : -EIO;
+}
+
+static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
+{
+	int rv;
 
 	w->w_done = false;
 	COND_INIT(&w->w_cond);
@@ -363,20 +389,9 @@ static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
 	UNLOCK(&h->lh_wlock);
 
 	msg->m_hdr.h_reqid = w->w_reqid;
-	len = dlmp_encode(msg, buf, sizeof(buf));
-	if (len < 0) {
-		rv = len;
-		goto fail;
-	}
-	/* One packet is one request, written whole: threads need no lock
-	 * to send. */
-	do {
-		n = send(h->lh_fd, buf, (size_t)len, MSG_NOSIGNAL);
-	} while (n < 0 && errno == EINTR);
-	if (n == len)
+	rv = send_packet(h, msg);
+	if (!rv)
 		return 0;
-	rv = n < 0 ? -errno : -EIO;
-fail:
 	LOCK(&h->lh_wlock);
 	waiter_done(h, w);
 	UNLOCK(&h->lh_wlock);
@@ -455,6 +470,20 @@ static void take_answer(struct ls_handle *h, const unsigned char *buf, ssize_t n
 	COND_SIGNAL(&w->w_cond);
 }
 
+/* Nobody reads lh_fd now: the reader's turn passes to a thread still
+ * waiting for an answer (lh_wlock held). */
+static void pass_reader_turn(struct ls_handle *h)
+{
+	if (h->lh_reading)
+		return;
+	for (struct waiter *o = h->lh_waiters; o; o = o->w_next) {
+		if (!o->w_done) {
+			COND_SIGNAL(&o->w_cond);
+			break;
+		}
+	}
+}
+
 static int req_wait(struct ls_handle *h, struct waiter *w)
 {
 	unsigned char buf[DLMP_MAX_MSG];
@@ -487,18 +516,25 @@ static int req_wait(struct ls_handle *h, struct waiter *w)
 		take_answer(h, buf, n, err);
 	}
 	waiter_done(h, w);
-	if (!h->lh_reading) {
-		/* the reader's turn passes to a thread still waiting */
-		for (struct waiter *o = h->lh_waiters; o; o = o->w_next) {
-			if (!o->w_done) {
-				COND_SIGNAL(&o->w_cond);
-				break;
-			}
-		}
-	}
+	pass_reader_turn(h);
 	UNLOCK(&h->lh_wlock);
 	COND_DESTROY(&w->w_cond);
 	return rv;
+}
+
+/* A request that gets no answer at all (a LOCK with DLMP_LK_NEWID). */
+static int send_unanswered(struct ls_handle *h, struct dlmp_msg *msg)
+{
+	LOCK(&h->lh_wlock);
+	if (h->lh_dead) {
+		UNLOCK(&h->lh_wlock);
+		return h->lh_dead;
+	}
+	if (++h->lh_reqid == 0)
+		++h->lh_reqid;
+	msg->m_hdr.h_reqid = h->lh_reqid;
+	UNLOCK(&h->lh_wlock);
+	return send_packet(h, msg);
 }
 
 /* A request that gets a REPLY (no DLMP_LK_SYNC): its status. */
@@ -586,6 +622,7 @@ static void handle_free(struct ls_handle *h)
 	if (h->lh_ast_fd >= 0)
 		close(h->lh_ast_fd);
 	MUTEX_DESTROY(&h->lh_wlock);
+	MUTEX_DESTROY(&h->lh_idlock);
 	COND_DESTROY(&h->lh_slot_cond);
 #ifdef _REENTRANT
 	pthread_mutex_destroy(&h->lh_lock);
@@ -610,6 +647,7 @@ static struct ls_handle *ls_open_on(int fd, const char *name, int *err)
 	h->lh_fd = fd;
 	h->lh_ast_fd = -1;
 	MUTEX_INIT(&h->lh_wlock);
+	MUTEX_INIT(&h->lh_idlock);
 	COND_INIT(&h->lh_slot_cond);
 #ifdef _REENTRANT
 	pthread_mutex_init(&h->lh_lock, NULL);
@@ -633,6 +671,10 @@ static struct ls_handle *ls_open_on(int fd, const char *name, int *err)
 		return NULL;
 	}
 	h->lh_ast_fd = sv[0];
+	if (reply.rp_value2 && reply.rp_value3 == DLMP_IDS_BLOCK) {
+		h->lh_id_block = h->lh_id_next = reply.rp_value2;
+		h->lh_id_end = reply.rp_value2 + DLMP_IDS_BLOCK;
+	}
 	handle_register(h);
 	return h;
 }
@@ -912,6 +954,99 @@ static void comp_to_lksb(const struct dlmp_comp *cp, struct dlm_lksb *lksb)
 
 /* A LOCK.  'sync': ask for the completion in the answer (DLMP_LK_SYNC)
  * and wait for it; the status block is then complete on return. */
+/* Flags an async new lock may carry and still take its id from the
+ * handle's block: those the daemon accepts on any new lock.  A request
+ * with others, a parent, an invalid mode combination or range goes the
+ * slow way, so that its refusal is still this call's return value. */
+#define OWN_ID_FLAGS	(LKF_NOQUEUE | LKF_VALBLK | LKF_CONVDEADLK | \
+			 LKF_PERSISTENT | LKF_NODLCKWT | LKF_EXPEDITE | \
+			 LKF_NOQUEUEBAST | LKF_HEADQUE | LKF_NOORDER | \
+			 LKF_ALTPR | LKF_ALTCW)
+
+static bool may_use_own_id(uint32_t mode, uint32_t flags, uint32_t parent,
+			   const struct dlm_range *range)
+{
+	flags &= ~LKF_WAIT;
+	return !parent && !(flags & ~OWN_ID_FLAGS) &&
+	       !((flags & LKF_EXPEDITE) && mode != LKM_NLMODE) &&
+	       !((flags & LKF_ALTPR) && (flags & LKF_ALTCW)) &&
+	       !(range && range->ra_start > range->ra_end);
+}
+
+/* Read, without blocking, what dlmd sent on the request connection that
+ * nobody waits for: a release of the lockspace under this handle (a
+ * REPLY with reqid 0 and -ENOTCONN) must fail the next async lock as
+ * the REPLY it no longer waits for would have. */
+static void poll_answers(struct ls_handle *h)
+{
+	unsigned char buf[DLMP_MAX_MSG];
+	ssize_t n;
+	int err;
+
+	LOCK(&h->lh_wlock);
+	while (!h->lh_reading && !h->lh_dead) {
+		h->lh_reading = true;
+		UNLOCK(&h->lh_wlock);
+		n = recv(h->lh_fd, buf, sizeof(buf), MSG_DONTWAIT);
+		err = n < 0 ? -errno : 0;
+		LOCK(&h->lh_wlock);
+		h->lh_reading = false;
+		if (n < 0 && (err == -EAGAIN || err == -EWOULDBLOCK || err == -EINTR))
+			break;
+		take_answer(h, buf, n, err);
+	}
+	pass_reader_turn(h);
+	UNLOCK(&h->lh_wlock);
+}
+
+/*
+ * An async new lock with an id of our own block: sb_lkid is set and the
+ * LOCK sent without waiting; its outcome is its completion AST (one with
+ * an error status if dlmd cannot take it: out of memory).  -EAGAIN when
+ * the handle has no block (a dlmd that could not reserve one): the
+ * caller then asks dlmd for the id.
+ */
+static int lock_with_own_id(struct ls_handle *h, struct dlmp_msg *msg,
+			    struct dlm_lksb *lksb)
+{
+	int rv;
+
+	poll_answers(h);
+	LOCK(&h->lh_idlock);
+	if (h->lh_id_block && h->lh_id_next == h->lh_id_end) {
+		struct dlmp_msg ids;
+		struct dlmp_reply reply;
+
+		/* the block is used up: every LOCK with its ids is sent */
+		memset(&ids, 0, sizeof(ids));
+		ids.m_hdr.h_type = DLMP_IDS;
+		ids.m_u.pair.pr_a = h->lh_id_block;
+		rv = handle_request(h, &ids, &reply);
+		if (rv || !reply.rp_value || reply.rp_value2 != DLMP_IDS_BLOCK) {
+			h->lh_id_block = 0;
+			if (rv && rv != -ENOSPC && rv != -ENOMEM) {
+				UNLOCK(&h->lh_idlock);
+				return rv;	/* the connection failed */
+			}
+		} else {
+			h->lh_id_block = h->lh_id_next = reply.rp_value;
+			h->lh_id_end = reply.rp_value + DLMP_IDS_BLOCK;
+		}
+	}
+	if (!h->lh_id_block) {
+		UNLOCK(&h->lh_idlock);
+		return -EAGAIN;
+	}
+	msg->m_u.lock.lk_lkid = h->lh_id_next;
+	msg->m_u.lock.lk_bits |= DLMP_LK_NEWID;
+	lksb->sb_lkid = h->lh_id_next;
+	rv = send_unanswered(h, msg);
+	if (!rv)
+		h->lh_id_next++;
+	UNLOCK(&h->lh_idlock);
+	return rv;
+}
+
 static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 		   uint32_t flags, const void *name, unsigned int namelen,
 		   uint32_t parent, ast_fn astaddr, void *astarg,
@@ -964,6 +1099,13 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	lk->lk_bastparam = (uint64_t)(uintptr_t)bastarg;
 	lk->lk_lksb = (uint64_t)(uintptr_t)lksb;
 	lksb->sb_status = EINPROG;
+	if (!sync && !(flags & (LKF_CONVERT | LKF_ORPHAN)) &&
+	    may_use_own_id(mode, flags, parent, range)) {
+		rv = lock_with_own_id(h, &msg, lksb);
+		if (rv != -EAGAIN)
+			return rv;
+		/* no block of ids: wait for the id as before */
+	}
 	w.w_held_ok = sync && !(flags & LKF_CONVERT);
 	w.w_lksb = lksb;
 	rv = req_send(h, &msg, &w);

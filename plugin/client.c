@@ -164,6 +164,10 @@ struct dlmd_client {
 	uint32_t	cl_purge_epoch;		/* purges of its own locks, in
 						 * each AST (dlmd_proto.h) */
 	uint32_t	cl_nheld;		/* held answers (lkcb) */
+	/* lock id blocks reserved for it (dlmd_proto.h "Lock ids chosen by
+	 * the client"): the one it takes ids from, and the one before,
+	 * given back by its next IDS; 0: none */
+	uint32_t	cl_ids[2];
 	struct ast_out	*cl_astq;
 	struct ast_out	**cl_astq_tail;
 	uint32_t	cl_astq_len;
@@ -670,6 +674,44 @@ static void drop_lock_records(struct dlmd_client *c, struct drop_held *dh)
 	c->cl_nheld = 0;
 }
 
+/* Give the client's lock id blocks back to the engine. */
+static void ids_release_all(struct dlmd_client *c)
+{
+	for (int i = 0; i < 2; i++) {
+		if (c->cl_ids[i])
+			dlm_core_ids_release(c->cl_ls->dl_core, c->cl_ids[i]);
+		c->cl_ids[i] = 0;
+	}
+}
+
+/* Is lkid from one of the client's blocks? */
+static bool ids_owned(const struct dlmd_client *c, uint32_t lkid)
+{
+	uint32_t first = lkid & ~(uint32_t)(DLMP_IDS_BLOCK - 1);
+
+	return first && (first == c->cl_ids[0] || first == c->cl_ids[1]);
+}
+
+/* A new block for c, its first id and length written at value_at and
+ * len_at (the REPLY's fields); 0 or the engine's -errno. */
+static int ids_reserve(struct dlmd_client *c, uint32_t *value_at,
+		       uint32_t *len_at)
+{
+	uint32_t first;
+	int rv;
+
+	rv = dlm_core_ids_reserve(c->cl_ls->dl_core, c->cl_owner, &first);
+	if (rv)
+		return rv;
+	if (c->cl_ids[1])
+		dlm_core_ids_release(c->cl_ls->dl_core, c->cl_ids[1]);
+	c->cl_ids[1] = c->cl_ids[0];
+	c->cl_ids[0] = first;
+	*value_at = first;
+	*len_at = DLMP_IDS_BLOCK;
+	return 0;
+}
+
 static void client_unbind(struct dlmd *d, struct dlmd_client *c, bool answer)
 {
 	struct drop_held dh = { d, c, -ENOTCONN, 0, 0 };
@@ -681,6 +723,10 @@ static void client_unbind(struct dlmd *d, struct dlmd_client *c, bool answer)
 	if (c->cl_ast_fd >= 0)
 		close(c->cl_ast_fd);
 	c->cl_ast_fd = -1;
+	if (answer)	/* the lockspace is released: its engine took them */
+		c->cl_ids[0] = c->cl_ids[1] = 0;
+	else
+		ids_release_all(c);
 	c->cl_ls->dl_nopen--;
 	c->cl_ls = NULL;
 }
@@ -688,6 +734,7 @@ static void client_unbind(struct dlmd *d, struct dlmd_client *c, bool answer)
 struct unbind_arg {
 	struct dlmd	*ua_d;
 	struct dlmd_ls	*ua_dl;
+	const struct dlmd_client *ua_except;	/* the releasing client */
 };
 
 static void unbind_if_bound(void *arg, uint32_t key, void *val)
@@ -695,8 +742,17 @@ static void unbind_if_bound(void *arg, uint32_t key, void *val)
 	struct unbind_arg *ua = arg;
 	struct dlmd_client *c = val;
 
-	if (c->cl_ls == ua->ua_dl)
-		client_unbind(ua->ua_d, c, true);
+	if (c->cl_ls != ua->ua_dl)
+		return;
+	if (c != ua->ua_except && c->cl_ids[0]) {
+		/* a client taking its own lock ids waits for no LOCK's
+		 * REPLY: tell it now that the lockspace is gone
+		 * (dlmd_proto.h "Lock ids chosen by the client") */
+		struct dlmp_reply gone = { .rp_status = -ENOTCONN };
+
+		send_reply(ua->ua_d, c, 0, &gone);
+	}
+	client_unbind(ua->ua_d, c, true);
 }
 
 /* In use: a client has it open, or it holds orphaned (persistent) locks
@@ -714,7 +770,7 @@ bool dlmd_ls_in_use(struct dlmd_ls *dl)
 int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
 		    const struct dlmd_client *except)
 {
-	struct unbind_arg ua = { d, dl };
+	struct unbind_arg ua = { d, dl, except };
 	uint32_t others = dl->dl_nopen;
 	struct dlmd_ls **pp;
 	int rv;
@@ -955,6 +1011,25 @@ static int req_ls_open(struct req_ctx *rq)
 	dl->dl_nopen++;
 	log_debug("client pid %d serial %u opened lockspace %s", (int)c->cl_pid,
 		  c->cl_serial, dl->dl_name);
+	/* its first block of lock ids; without one it still works */
+	(void)ids_reserve(c, &rq->rq_reply.rp_value2, &rq->rq_reply.rp_value3);
+	return 0;
+}
+
+/* IDS: the client's block ran out; the block it names is done with. */
+static int req_ids(struct req_ctx *rq)
+{
+	struct dlmd_client *c = rq->rq_c;
+	uint32_t done = rq->rq_msg->m_u.pair.pr_a;
+	int rv;
+
+	rv = ids_reserve(c, &rq->rq_reply.rp_value, &rq->rq_reply.rp_value2);
+	if (rv)
+		return rv;
+	if (done && done == c->cl_ids[1]) {
+		dlm_core_ids_release(c->cl_ls->dl_core, done);
+		c->cl_ids[1] = 0;
+	}
 	return 0;
 }
 
@@ -1010,7 +1085,7 @@ static int may_adopt(void *arg, uint64_t orphan_owner)
 	return 1;
 }
 
-static int req_lock(struct req_ctx *rq)
+static int lock_request(struct req_ctx *rq)
 {
 	const struct dlmp_lock *lk = &rq->rq_msg->m_u.lock;
 	struct dlmd_client *c = rq->rq_c;
@@ -1041,6 +1116,13 @@ static int req_lock(struct req_ctx *rq)
 	req.name = lk->lk_name;
 	req.namelen = lk->lk_namelen;
 	req.parent = lk->lk_parent;
+	if (lk->lk_bits & DLMP_LK_NEWID) {
+		if ((lk->lk_flags & (DLM_LKF_CONVERT | DLM_LKF_ORPHAN)) ||
+		    !ids_owned(c, lk->lk_lkid))
+			return -EINVAL;
+		req.newid = lk->lk_lkid;
+		req.lkid = 0;
+	}
 	if (lk->lk_bits & DLMP_LK_RANGE) {
 		range.ra_start = lk->lk_range_start;
 		range.ra_end = lk->lk_range_end;
@@ -1111,6 +1193,38 @@ static int req_lock(struct req_ctx *rq)
 	c->cl_nheld++;
 	rq->rq_lkid = lkid;
 	return DLMD_REPLY_HELD;
+}
+
+/*
+ * LOCK.  One with DLMP_LK_NEWID gets no REPLY: the client knows the id
+ * already, and the outcome is the completion AST; a refusal is one too,
+ * written here with the refusal's status (dlmd_proto.h).
+ */
+static int req_lock(struct req_ctx *rq)
+{
+	const struct dlmp_lock *lk = &rq->rq_msg->m_u.lock;
+	struct dlmp_msg m;
+	int rv = lock_request(rq);
+
+	if (!(lk->lk_bits & DLMP_LK_NEWID))
+		return rv;
+	if (rv < 0) {
+		memset(&m, 0, sizeof(m));
+		m.m_hdr.h_type = DLMP_AST;
+		m.m_hdr.h_reqid = rq->rq_c->cl_purge_epoch;
+		m.m_u.ast.as_kind = DLMP_AST_COMP;
+		m.m_u.ast.as_status = rv;
+		m.m_u.ast.as_lkid = lk->lk_lkid;
+		m.m_u.ast.as_grmode = DLM_LOCK_IV;
+		m.m_u.ast.as_bastmode = DLM_LOCK_IV;
+		m.m_u.ast.as_castaddr = lk->lk_castaddr;
+		m.m_u.ast.as_castparam = lk->lk_castparam;
+		m.m_u.ast.as_bastaddr = lk->lk_bastaddr;
+		m.m_u.ast.as_bastparam = lk->lk_bastparam;
+		m.m_u.ast.as_lksb = lk->lk_lksb;
+		ast_send(rq->rq_d, rq->rq_c, &m);
+	}
+	return DLMD_REPLY_DEFERRED;
 }
 
 static int req_unlock(struct req_ctx *rq)
@@ -1405,6 +1519,7 @@ static const struct req_handler req_table[] = {
 	{ DLMP_PURGE, true, req_purge },
 	{ DLMP_DEADLOCK, true, req_deadlock },
 	{ DLMP_TOKEN, true, req_token },
+	{ DLMP_IDS, true, req_ids },
 };
 
 void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,

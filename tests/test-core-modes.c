@@ -356,6 +356,60 @@ static void test_overlaps(void **state)
 	cluster_free(c);
 }
 
+/* Lock ids chosen by the client from a reserved block (issue 14): the
+ * engine takes them, refuses ids outside the owner's blocks or in use,
+ * and never picks an id of a reserved block for anyone else. */
+static int lock_newid(struct cluster *c, uint64_t owner, const char *name,
+		      uint32_t newid, uint32_t *lkid)
+{
+	struct dlm_lock_req rq = {
+		.mode = DLM_LOCK_EX, .name = name,
+		.namelen = (unsigned)strlen(name), .owner = owner,
+		.newid = newid,
+	};
+
+	*lkid = 0;
+	return dlm_core_lock(c->ls[1], &rq, lkid);
+}
+
+static void test_client_chosen_ids(void **state)
+{
+	struct cluster *c = cluster_new(1, 1000);
+	uint32_t f, g, id, k;
+	char name[16];
+
+	(void)state;
+	/* some ids handed out before the block */
+	for (k = 0; k < 10; k++) {
+		snprintf(name, sizeof(name), "pre%u", k);
+		(void)lock_on(c, 1, 2, name, DLM_LOCK_NL, 0, 0, NULL);
+	}
+	assert_int_equal(dlm_core_ids_reserve(c->ls[1], 1, &f), 0);
+	assert_int_not_equal(f, 0);
+	assert_int_equal(f % DLM_IDS_BLOCK, 0);
+	assert_int_equal(lock_newid(c, 1, "a", f + 5, &id), 0);
+	assert_int_equal(id, f + 5);
+	assert_status(c, 1, id, 0);
+	assert_int_equal(lock_newid(c, 1, "b", f + 5, &id), -EEXIST);
+	assert_int_equal(lock_newid(c, 2, "b", f + 6, &id), -EPERM);
+	assert_int_equal(lock_newid(c, 1, "b", f + DLM_IDS_BLOCK, &id), -EINVAL);
+	/* the engine's own ids go on past the block */
+	for (k = 0; k < 300; k++) {
+		snprintf(name, sizeof(name), "e%u", k);
+		id = lock_on(c, 1, 2, name, DLM_LOCK_NL, 0, 0, NULL);
+		assert_true(id < f || id >= f + DLM_IDS_BLOCK);
+	}
+	assert_int_equal(dlm_core_ids_reserve(c->ls[1], 1, &g), 0);
+	assert_true(g >= f + DLM_IDS_BLOCK);
+	/* released: its ids are no longer the owner's; its live lock stays */
+	dlm_core_ids_release(c->ls[1], f);
+	assert_int_equal(lock_newid(c, 1, "b", f + 6, &id), -EINVAL);
+	assert_int_equal(lock_newid(c, 1, "b", g, &id), 0);
+	assert_int_equal(id, g);
+	assert_int_equal(unlock(c, 1, 1, f + 5, 0, NULL), 0);
+	cluster_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -371,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_cancel_and_force),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_overlaps),
+		cmocka_unit_test(test_client_chosen_ids),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

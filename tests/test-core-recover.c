@@ -21,6 +21,45 @@ void *__wrap_malloc(size_t size)
 	return __real_malloc(size);
 }
 
+/* LVB buffers are allocated only when a lock gives a value (issue 14):
+ * a lock that never uses one, or writes only zeros, allocates none, and a
+ * write whose buffer cannot be allocated leaves the value flagged not
+ * valid rather than losing it silently; the next write with memory makes
+ * it valid again. */
+static void test_lazy_lvb_out_of_memory(void **state)
+{
+	struct cluster *c = cluster_new(1, 1000);
+	char zero[DLM_LVB_LEN] = { 0 }, v[DLM_LVB_LEN] = "value";
+	uint32_t w, r;
+
+	(void)state;
+	w = lock_on(c, 1, 1, "r", DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
+	/* zeros need no buffer: an unlock writing them allocates nothing */
+	malloc_countdown = 0;
+	assert_int_equal(unlock(c, 1, 1, w, DLM_LKF_VALBLK, zero), 0);
+	assert_int_equal(malloc_countdown, 0);
+	malloc_countdown = -1;
+	assert_dump_has(c, 1, "seq 1 valid");
+	/* a value's buffer fails: the unlock still succeeds, the value is
+	 * reported not valid to the next reader */
+	w = lock_on(c, 1, 1, "r", DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
+	malloc_countdown = 0;
+	assert_int_equal(unlock(c, 1, 1, w, DLM_LKF_VALBLK, v), 0);
+	malloc_countdown = -1;
+	assert_dump_has(c, 1, "invalid");
+	r = lock_on(c, 1, 2, "r", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	assert_true(comp_of(c, 1, r)->a.sbflags & DLM_SBF_VALNOTVALID);
+	assert_memory_equal(comp_of(c, 1, r)->lvb, zero, DLM_LVB_LEN);
+	assert_int_equal(unlock(c, 1, 2, r, 0, NULL), 0);
+	/* with memory again, a write is kept and valid */
+	w = lock_on(c, 1, 1, "r", DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
+	assert_int_equal(unlock(c, 1, 1, w, DLM_LKF_VALBLK, v), 0);
+	r = lock_on(c, 1, 2, "r", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	assert_false(comp_of(c, 1, r)->a.sbflags & DLM_SBF_VALNOTVALID);
+	assert_memory_equal(comp_of(c, 1, r)->lvb, v, DLM_LVB_LEN);
+	cluster_free(c);
+}
+
 /* The master dies: a survivor becomes master, survivors' locks are
  * resent with their state, the dead node's lock is gone, and the waiter
  * it blocked is granted. */
@@ -429,6 +468,7 @@ int main(void)
 		cmocka_unit_test(test_recover_inflight_unlock),
 		cmocka_unit_test(test_recover_abort_dedupe),
 		cmocka_unit_test(test_recover_abort_and_join),
+		cmocka_unit_test(test_lazy_lvb_out_of_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -55,7 +55,7 @@ fi
 . "$dir/env"
 
 echo "== libdlm.so tests"
-"$top_builddir/tests/test-libdlm" || fail "tests/test-libdlm"
+DLMD_PID_1=$DLMD_PID_1 "$top_builddir/tests/test-libdlm" || fail "tests/test-libdlm"
 echo "== fencing tokens against a toy storage server"
 DLMCTL=$DLMCTL timeout 60 "$top_builddir/tests/test-fencing" ||
 	fail "tests/test-fencing"

@@ -2164,6 +2164,106 @@ static void test_permissions(void **state)
 	assert_int_equal(dlm_release_lockspace("perm-closed", closed_ls, 1), 0);
 }
 
+/* Async locks take their ids from the handle's block (protocol 3, issue
+ * 14): dlm_ls_lock returns with sb_lkid set without waiting for dlmd,
+ * even while dlmd is stopped; ids stay distinct across blocks and
+ * handles, and each completion names its lock. */
+#define OWNID_LOCKS	2500	/* crosses two block boundaries */
+#define OWNID_STOPPED	10
+static struct rec ownid[2][OWNID_LOCKS];
+static pid_t ownid_dlmd;
+
+static void ownid_alarm(int sig)
+{
+	(void)sig;
+	kill(ownid_dlmd, SIGCONT);	/* never leave dlmd stopped */
+	_exit(1);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Dispatch on h until n records of v have their completion. */
+static void wait_all(dlm_lshandle_t h, struct rec *v, int n)
+{
+	uint64_t end = now_ms() + AST_TIMEOUT_MS;
+	int done = 0;
+
+	while (done < n) {
+		struct pollfd pfd = { .fd = dlm_ls_get_fd(h), .events = POLLIN };
+
+		assert_true(now_ms() < end);
+		if (poll(&pfd, 1, 100) > 0)
+			dlm_dispatch(pfd.fd);
+		for (done = 0; done < n && v[done].r_comp; done++)
+			;
+	}
+}
+
+static void test_async_own_ids(void **state)
+{
+	static uint32_t ids[2 * OWNID_LOCKS];
+	dlm_lshandle_t h[2];
+	const char *pid = getenv("DLMD_PID_1");
+	char name[32];
+	int k, i, n = 0;
+
+	(void)state;
+	h[0] = dlm_new_lockspace("ls-ownids", 0600, 0);
+	assert_non_null(h[0]);
+	h[1] = dlm_open_lockspace("ls-ownids");
+	assert_non_null(h[1]);
+	for (i = 0; i < OWNID_LOCKS; i++) {
+		for (k = 0; k < 2; k++) {
+			rec_init(&ownid[k][i]);
+			snprintf(name, sizeof(name), "own-%d-%d", k, i);
+			assert_int_equal(lock(h[k], LKM_NLMODE, &ownid[k][i], 0,
+					      name, NULL), 0);
+			assert_int_not_equal(ownid[k][i].r_lksb.sb_lkid, 0);
+			ids[n++] = ownid[k][i].r_lksb.sb_lkid;
+		}
+	}
+	qsort(ids, (size_t)n, sizeof(ids[0]), cmp_u32);
+	for (i = 1; i < n; i++)
+		assert_int_not_equal(ids[i - 1], ids[i]);
+	for (k = 0; k < 2; k++) {
+		wait_all(h[k], ownid[k], OWNID_LOCKS);
+		for (i = 0; i < OWNID_LOCKS; i++) {
+			assert_int_equal(ownid[k][i].r_lksb.sb_status, 0);
+			assert_ptr_equal(ownid[k][i].r_comp_arg, &ownid[k][i]);
+		}
+	}
+	/* dlmd stopped: the calls still return, with their ids */
+	if (pid && atoi(pid) > 0) {
+		ownid_dlmd = (pid_t)atoi(pid);
+		signal(SIGALRM, ownid_alarm);
+		alarm(AST_TIMEOUT_MS / 1000 + 1);
+		assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
+		for (i = 0; i < OWNID_STOPPED; i++) {
+			rec_init(&ownid[0][i]);
+			snprintf(name, sizeof(name), "stopped-%d", i);
+			assert_int_equal(lock(h[0], LKM_EXMODE, &ownid[0][i], 0,
+					      name, NULL), 0);
+			assert_int_not_equal(ownid[0][i].r_lksb.sb_lkid, 0);
+			assert_int_equal(ownid[0][i].r_lksb.sb_status, EINPROG);
+		}
+		assert_int_equal(kill(ownid_dlmd, SIGCONT), 0);
+		alarm(0);
+		signal(SIGALRM, SIG_DFL);
+		wait_all(h[0], ownid[0], OWNID_STOPPED);
+		for (i = 0; i < OWNID_STOPPED; i++)
+			assert_int_equal(ownid[0][i].r_lksb.sb_status, 0);
+	} else {
+		print_message("DLMD_PID_1 not set: the stopped-daemon part skipped\n");
+	}
+	assert_int_equal(dlm_close_lockspace(h[1]), 0);
+	assert_int_equal(dlm_release_lockspace("ls-ownids", h[0], 1), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2200,6 +2300,7 @@ int main(void)
 		cmocka_unit_test(test_held_limit),
 		cmocka_unit_test(test_version_mismatch),
 		cmocka_unit_test(test_permissions),
+		cmocka_unit_test(test_async_own_ids),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
