@@ -36,6 +36,12 @@
  * for others; make check runs with none.  The first violation stops the seed; the report
  * gives the seed, the violation, the last events and every engine's dump.
  *
+ * --msg-stats counts the engine messages of the passed seeds by type (the
+ * header's type, at every send an engine makes) and prints them with the
+ * count per accepted client operation: the simulator's figure of messages
+ * per lock operation, for node counts up to SIM_MAX_NODES (64; runs with
+ * --faults and the counts a seed picks stay at SIM_FAULT_MAX_NODES).
+ *
  * Every loop is bounded; hitting a bound is reported as a liveness failure.
  */
 #include <errno.h>
@@ -95,6 +101,13 @@ static void cb_send(void *ctx, uint32_t to, const void *buf, size_t len)
 	if (to == n->n_id || to < 1 || to > sim->nnodes) {
 		sim_fail(sim, "n%u sends a message to node %u", n->n_id, to);
 		return;
+	}
+	if (len >= 8) {		/* the header's type, little-endian at 6 */
+		unsigned int type = (unsigned int)((const unsigned char *)buf)[6] |
+				    (unsigned int)((const unsigned char *)buf)[7] << 8;
+
+		if (type <= DLM_MSG_MAX)
+			sim->n_msgs_type[type]++;
 	}
 	if (!sim->nodes[to - 1].n_alive)
 		return;		/* a dead node hears nothing */
@@ -308,6 +321,8 @@ static int call_lock(struct sim *sim, int node, int ls, const struct dlm_lock_re
 	*lkid = 0;
 	sim->n_ops++;
 	rc = dlm_core_lock(sim->nodes[node].n_ls[ls], req, lkid);
+	if (!rc)
+		sim->n_ops_ok++;
 	sim_flags_str(req->flags, fl, sizeof(fl));
 	range_str(NULL, req->range != NULL, req->range ? req->range : &(struct dlm_range){0, 0},
 		  rng, sizeof(rng));
@@ -347,6 +362,8 @@ static int call_unlock(struct sim *sim, int node, int ls, const struct dlm_unloc
 
 	sim->n_ops++;
 	rc = dlm_core_unlock(sim->nodes[node].n_ls[ls], req);
+	if (!rc)
+		sim->n_ops_ok++;
 	sim_flags_str(req->flags, fl, sizeof(fl));
 	sim_trace(sim, "op   n%d ls%d owner %llx %s lk %08x flags=%s lvb=v%llu astarg=%llu -> %d",
 		  node + 1, ls, (unsigned long long)req->owner, what, req->lkid, fl,
@@ -1580,14 +1597,14 @@ static int setup(struct sim *sim)
 	int rc;
 
 	sim->nnodes = sim->opts->o_nodes ? (unsigned int)sim->opts->o_nodes
-					 : 1 + rng_below(&sim->rng, SIM_MAX_NODES);
+					 : 1 + rng_below(&sim->rng, SIM_FAULT_MAX_NODES);
 	sim->nls = 1 + rng_below(&sim->rng, SIM_MAX_LS);
 	sim->toss_ms = 50 + rng_below(&sim->rng, 451);
 	if (sim->opts->o_avoid & AVOID_TOSS)
 		sim->toss_ms = 60000;
 	sim->now = 1000;
-	/* with faults, nodes may join under new ids up to SIM_MAX_NODES */
-	net_init(&sim->net, sim->opts->o_faults ? SIM_MAX_NODES : sim->nnodes,
+	/* with faults, nodes may join under new ids up to SIM_FAULT_MAX_NODES */
+	net_init(&sim->net, sim->opts->o_faults ? SIM_FAULT_MAX_NODES : sim->nnodes,
 		 1 + rng_below(&sim->rng, 40));
 	/* audits often, so that many meet messages in flight */
 	sim->audit_ms = 20 * sim->net.n_max_delay + 100;
@@ -1731,6 +1748,60 @@ static const char *fault_name(enum dlm_core_fault f)
 	return "?";
 }
 
+/* --msg-stats: the passed seeds' engine messages by type and their
+ * accepted client operations (dlm_core_lock and dlm_core_unlock calls
+ * that returned 0: a request, a conversion, an unlock or a cancel each
+ * count one), summed over the run */
+static struct {
+	uint64_t	ms_seeds;
+	uint64_t	ms_ops;
+	uint64_t	ms_type[DLM_MSG_MAX + 1];
+} msg_stats;
+
+static void msg_stats_add(const struct sim *sim)
+{
+	unsigned int t;
+
+	msg_stats.ms_seeds++;
+	msg_stats.ms_ops += sim->n_ops_ok;
+	for (t = 0; t <= DLM_MSG_MAX; t++)
+		msg_stats.ms_type[t] += sim->n_msgs_type[t];
+}
+
+/* The table: each type that was sent, its count and count per
+ * operation; then the normal-operation and recovery totals. */
+static void msg_stats_print(const struct sim_opts *opts)
+{
+	uint64_t all = 0, rc = 0, ops = msg_stats.ms_ops ? msg_stats.ms_ops : 1;
+	unsigned int t;
+
+	if (opts->o_nodes)
+		printf("dlm-sim: messages, %llu seeds of %d nodes, %llu accepted operations\n",
+		       (unsigned long long)msg_stats.ms_seeds, opts->o_nodes,
+		       (unsigned long long)msg_stats.ms_ops);
+	else
+		printf("dlm-sim: messages, %llu seeds (node counts by seed), %llu accepted "
+		       "operations\n", (unsigned long long)msg_stats.ms_seeds,
+		       (unsigned long long)msg_stats.ms_ops);
+	printf("  %-20s %12s %10s\n", "type", "messages", "per op");
+	for (t = 1; t <= DLM_MSG_MAX; t++) {
+		if (!msg_stats.ms_type[t])
+			continue;
+		printf("  %-20s %12llu %10.3f\n", dlm_msg_type_str((int)t),
+		       (unsigned long long)msg_stats.ms_type[t],
+		       (double)msg_stats.ms_type[t] / (double)ops);
+		all += msg_stats.ms_type[t];
+		if (dlm_msg_is_recovery((int)t))
+			rc += msg_stats.ms_type[t];
+	}
+	printf("  %-20s %12llu %10.3f\n", "normal operation", (unsigned long long)(all - rc),
+	       (double)(all - rc) / (double)ops);
+	printf("  %-20s %12llu %10.3f\n", "recovery", (unsigned long long)rc,
+	       (double)rc / (double)ops);
+	printf("  %-20s %12llu %10.3f\n", "all", (unsigned long long)all,
+	       (double)all / (double)ops);
+}
+
 /* Run one seed; 0 when every check held. */
 static int run_seed(const struct sim_opts *opts, uint64_t seed)
 {
@@ -1807,6 +1878,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			       (unsigned long long)sim->n_recoveries, sim->event);
 	}
 	rc = sim->failed ? 1 : 0;
+	if (!rc && opts->o_msg_stats)
+		msg_stats_add(sim);
 	teardown(sim);
 	free(sim);
 	return rc;
@@ -1819,11 +1892,12 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: dlm-sim [--seeds N [--from F] | --seed S] [--nodes K] [--ops M] [--depth D]\n"
 		"               [--faults [--daemon-deaths] [--partitions]] [--fault NAME]\n"
-		"               [--lvbseq-start Q] [--quiet] [-v]\n"
+		"               [--lvbseq-start Q] [--msg-stats] [--quiet] [-v]\n"
 		"  --seeds N     run seeds 1..N, stop at the first violation (default 100)\n"
 		"  --seed S      run seed S only\n"
 		"  --from F      with --seeds N: run seeds F..N\n"
-		"  --nodes K     K nodes (1..%d; default: chosen by the seed)\n"
+		"  --nodes K     K nodes (1..%d, with --faults 1..%d; default:\n"
+		"                chosen by the seed, 1..%d)\n"
 		"  --ops M       client operations per seed (default %d)\n"
 		"  --depth D     sub-resources nest D levels deep at most, root 1\n"
 		"                (1..%d, default %d; below %d their keys are digests)\n"
@@ -1851,9 +1925,11 @@ static void usage(FILE *out)
 		"  --lvbseq-start Q  resources' LVB sequence numbers start at Q\n"
 		"                (0..4294967295, default 0): near the top, they\n"
 		"                wrap within a run\n"
+		"  --msg-stats   at the end, the engine messages of the passed seeds\n"
+		"                by type, and per accepted client operation\n"
 		"  --quiet       print only failures and the summary\n"
 		"  -v            print every event of the run as it happens\n",
-		SIM_MAX_NODES, DEFAULT_OPS, SIM_DEPTH_MAX, SIM_DEPTH,
+		SIM_MAX_NODES, SIM_FAULT_MAX_NODES, SIM_FAULT_MAX_NODES, DEFAULT_OPS, SIM_DEPTH_MAX, SIM_DEPTH,
 		DLM_KEY_PATH_DEPTH);
 }
 
@@ -1886,6 +1962,7 @@ int main(int argc, char **argv)
 		{ "avoid", required_argument, NULL, 'a' },
 		{ "lvbseq-start", required_argument, NULL, 'L' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "msg-stats", no_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1971,6 +2048,9 @@ int main(int argc, char **argv)
 		case 'q':
 			opts.o_quiet = true;
 			break;
+		case 'M':
+			opts.o_msg_stats = true;
+			break;
 		case 'v':
 			opts.o_verbose = true;
 			break;
@@ -1987,6 +2067,11 @@ int main(int argc, char **argv)
 	    !opts.o_faults) {
 		fprintf(stderr, "dlm-sim: --daemon-deaths, --partitions and --fault "
 			"no-fence-wait need --faults\n");
+		return 2;
+	}
+	if (opts.o_faults && opts.o_nodes > SIM_FAULT_MAX_NODES) {
+		fprintf(stderr, "dlm-sim: --faults runs up to %d nodes\n",
+			SIM_FAULT_MAX_NODES);
 		return 2;
 	}
 	if (from) {
@@ -2008,6 +2093,8 @@ int main(int argc, char **argv)
 	       opts.o_no_fence_wait ? ", glue fault no-fence-wait" : "",
 	       opts.o_fault ? ", fault " : "",
 	       opts.o_fault ? fault_name(opts.o_fault) : "");
+	if (opts.o_msg_stats)
+		msg_stats_print(&opts);
 	return 0;
 bad:
 	usage(stderr);

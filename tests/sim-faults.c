@@ -109,7 +109,7 @@ static unsigned int members_array(uint32_t bits, uint32_t *out)
 {
 	unsigned int n = 0, i;
 
-	for (i = 0; i < SIM_MAX_NODES; i++)
+	for (i = 0; i < SIM_FAULT_MAX_NODES; i++)
 		if (bits & (1u << i))
 			out[n++] = i + 1;
 	return n;
@@ -524,11 +524,11 @@ static bool try_fault(struct sim *sim)
 			dead[ndead++] = (int)i;
 	}
 	can_die = alive >= 2;
-	can_join = !glue_busy(sim) && (ndead || sim->nnodes < SIM_MAX_NODES);
+	can_join = !glue_busy(sim) && (ndead || sim->nnodes < SIM_FAULT_MAX_NODES);
 	if (!can_die && !can_join)
 		return false;
 	if (can_join && (!can_die || rng_pct(&sim->rng, JOIN_PCT))) {
-		if (ndead && (sim->nnodes == SIM_MAX_NODES || rng_pct(&sim->rng, 50)))
+		if (ndead && (sim->nnodes == SIM_FAULT_MAX_NODES || rng_pct(&sim->rng, 50)))
 			node = dead[rng_below(&sim->rng, (uint32_t)ndead)];
 		else
 			node = (int)sim->nnodes;

@@ -28,7 +28,12 @@
 
 static bool crosses(const struct sim_net *net, uint32_t from, uint32_t to)
 {
-	return !(net->n_cut & (1u << (from - 1))) != !(net->n_cut & (1u << (to - 1)));
+	/* a cut is a 32-bit mask: partitions run with at most
+	 * SIM_FAULT_MAX_NODES nodes, a node past bit 31 is never in one */
+	bool f = from <= 32 && (net->n_cut & (1u << (from - 1)));
+	bool t = to <= 32 && (net->n_cut & (1u << (to - 1)));
+
+	return f != t;
 }
 
 /* Cut the nodes in 'cut' (bit id - 1) off the others until heal_at. */
