@@ -127,6 +127,8 @@ holder=
 # with one is refused, by dlmctl and by the daemon (tests/test-libdlm).
 nl='
 '
+# hold.out of the last holder says "held" until the new one truncates it
+rm -f "$dir/hold.out"
 "$top_builddir/tests/test-libdlm-lt" hold ctl-ls "evil${nl}resource \"faked\"" \
 	<"$dir/hold" >"$dir/hold.out" 2>&1 &
 holder=$!
@@ -192,6 +194,7 @@ wait_refusals() { # N: until dlmd has logged N refusals
 	done
 }
 "$DLMCTL" join stop-ls || fail "dlmctl join stop-ls"
+rm -f "$dir/hold.out"	# (the last holder's "held" would pass the wait)
 "$top_builddir/tests/test-libdlm-lt" hold stop-ls <"$dir/hold" >"$dir/hold.out" 2>&1 &
 holder=$!
 exec 3>"$dir/hold"
