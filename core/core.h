@@ -32,7 +32,9 @@
  *
  * Status codes follow the kernel convention: 0 or a negative errno.
  * Completion ASTs carry 0 (granted), -EAGAIN (NOQUEUE request refused),
- * -EDEADLK (conversion deadlock, conversion cancelled), -DLM_EUNLOCK
+ * -EDEADLK (conversion deadlock, conversion cancelled; or a deadlock
+ * across resources and nodes whose victim this request was, see
+ * core/deadlock.c), -DLM_EUNLOCK
  * (unlock done), -DLM_ECANCEL (cancel done), -EINVAL or -ENOMEM.
  * libdlm turns these into the positive values its API documents.
  */
@@ -166,6 +168,9 @@ struct dlm_core_config {
 	uint32_t	lvbseq_start;
 	uint32_t	audit_ms;	/* audit a lock that waits this long
 					   (core/audit.c); 0: never */
+	uint32_t	deadlock_ms;	/* look for a deadlock through a request
+					   that waits this long, and again as
+					   often (core/deadlock.c); 0: never */
 };
 
 /* A fault a test can switch on in one engine instance, to prove that the
@@ -183,6 +188,9 @@ enum dlm_core_fault {
 	DLM_FAULT_QUECVT_IGNORED,	/* an arriving conversion ignores QUECVT */
 	DLM_FAULT_WAITQ_PASS,		/* a waiter is granted past an older blocked one */
 	DLM_FAULT_LOSE_GRANT,		/* a master forgets some GRANT messages */
+	DLM_FAULT_DEADLK_NOOP,		/* deadlocks are found but never broken */
+	DLM_FAULT_DEADLK_ANY_VICTIM,	/* probes ignore age: every member of a
+					   cycle may cancel itself */
 };
 
 /* ---------------------------------------------------------------------
@@ -270,6 +278,9 @@ struct dlm_ls_stats {
 	uint64_t	ls_msgs_received;
 	uint64_t	ls_stuck;	/* locks the audit found cannot progress */
 	uint64_t	ls_audits_sent;
+	uint64_t	ls_deadlocks;	/* deadlock victims chosen on this node */
+	uint32_t	ls_last_victim;	/* lock id of the latest one (0: none) */
+	uint64_t	ls_probes_sent;	/* deadlock probes sent (core/deadlock.c) */
 };
 void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st);
 
@@ -396,6 +407,10 @@ struct dlm_lock_info {
 	uint32_t	exflags;	/* DLM_LKF_* of the lock's latest request */
 	const unsigned char *key;	/* resource key (see core/resource.c) */
 	unsigned int	keylen;
+	/* deadlock detection (core/deadlock.c), queued process copies: */
+	uint64_t	dl_key;		/* its age: larger is younger; 0 exempt */
+	uint64_t	dl_probe_ms;	/* its latest probe went out then */
+	int		dl_victim;	/* its deadlock cancel is in flight */
 };
 #define DLM_LKSTS_NONE		0	/* not on a queue (request in flight) */
 #define DLM_LKSTS_WAITING	1

@@ -48,6 +48,9 @@
 #define LKBF_BLOCKED		0x1000	/* queued at a remote master; on ls_blocked */
 #define LKBF_AUDIT_SENT		0x2000	/* an AUDIT about it is unanswered (audit.c) */
 #define LKBF_STUCK		0x4000	/* the audit found it cannot make progress */
+#define LKBF_DLWAIT		0x8000	/* queued process copy; on ls_dlwait (deadlock.c) */
+#define LKBF_DEADLK		0x10000	/* chosen as a deadlock's victim: its cancel
+					 * completes with -EDEADLK (deadlock.c) */
 
 /* lkb_wait_type: the remote operation this process copy waits for */
 enum dlm_wait {
@@ -93,6 +96,11 @@ struct dlm_lkb {
 						   or ls_resend (LKBF_RESEND) */
 	struct dlm_list		lkb_blocked;	/* ls_blocked (LKBF_BLOCKED) */
 	uint64_t		lkb_audit_ms;	/* its wait (or audit) started then */
+	/* deadlock detection (deadlock.c), process copies only */
+	struct dlm_list		lkb_dlwait;	/* ls_dlwait (LKBF_DLWAIT) */
+	uint64_t		lkb_dl_start;	/* its wait began then: its age */
+	uint64_t		lkb_dl_probe_ms; /* its last probe (or wait start) */
+	uint32_t		lkb_dl_mark;	/* the last probe forwarded from it */
 	struct dlm_range	lkb_grrange;
 	struct dlm_range	lkb_rqrange;
 	char			lkb_lvb[DLM_LVB_LEN];
@@ -200,6 +208,12 @@ struct dlm_ls {
 	uint64_t		ls_nstuck;	/* LKBF_STUCK locks */
 	uint64_t		ls_audits_sent;
 	uint32_t		ls_audit_gen;	/* ls_generation the clocks belong to */
+	/* deadlock detection (deadlock.c) */
+	struct dlm_list		ls_dlwait;	/* queued process copies, the one
+						   probed longest ago first */
+	uint64_t		ls_deadlocks;	/* victims chosen here */
+	uint32_t		ls_last_victim;	/* the latest one's lock id */
+	uint64_t		ls_probes_sent;
 	uint64_t		ls_norphans;
 	uint64_t		ls_msgs_sent;
 	uint64_t		ls_msgs_received;
@@ -306,6 +320,18 @@ void dlm_audit_restart(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_audit_queued(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_audit_tick(struct dlm_ls *ls);
 int dlm_audit_receive(struct dlm_ls *ls, const struct dlm_msg *m);
+
+/* lock.c, for deadlock.c */
+void dlm_for_each_blocker(const struct dlm_rsb *r, const struct dlm_lkb *w,
+			  void (*fn)(void *arg, struct dlm_lkb *h), void *arg);
+int dlm_cancel_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb);
+
+/* deadlock.c */
+void dlm_deadlock_queued(struct dlm_ls *ls, struct dlm_lkb *lkb);
+void dlm_deadlock_tick(struct dlm_ls *ls);
+int dlm_deadlock_receive(struct dlm_ls *ls, const struct dlm_msg *m);
+int dlm_deadlock_status(struct dlm_lkb *lkb, int status);
+uint64_t dlm_deadlock_key(const struct dlm_lkb *lkb);
 
 /* dump.c */
 void dlm_key_format(const unsigned char *key, unsigned int keylen,

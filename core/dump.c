@@ -9,6 +9,10 @@
  *     convert <lkid> <GRMODE>-><RQMODE> ...
  *     waiting <lkid> <RQMODE> ...
  *     lookup  <lkid> <RQMODE> ...               (waiting for the master)
+ *       a queued lock on its master ends with " waits-for <lkid>,...":
+ *       the locks (ids here) that keep it from being granted, the edges
+ *       of the wait-for graph that core/deadlock.c chases; a process copy
+ *       whose request a deadlock's victim cancels ends with " deadlock-victim"
  *   inflight "<path>"                             (after all resources)
  *     request <lkid> <RQMODE> ...               (request in flight)
  *
@@ -137,6 +141,19 @@ static const char *wait_str(int w)
 	}
 }
 
+struct edges {
+	struct outbuf	*e_ob;
+	bool		e_first;
+};
+
+static void dump_edge(void *arg, struct dlm_lkb *h)
+{
+	struct edges *e = arg;
+
+	out(e->e_ob, "%s%08x", e->e_first ? " waits-for " : ",", h->lkb_id);
+	e->e_first = false;
+}
+
 static void dump_lock(struct outbuf *ob, const char *what,
 		      const struct dlm_rsb *r, const struct dlm_lkb *lkb)
 {
@@ -169,6 +186,14 @@ static void dump_lock(struct outbuf *ob, const char *what,
 	if (lkb->lkb_wait_type != DLM_WAIT_NONE &&
 	    lkb->lkb_wait_type != DLM_WAIT_LOOKUP)
 		out(ob, " wait %s", wait_str(lkb->lkb_wait_type));
+	if ((lkb->lkb_status == DLM_LKSTS_WAITING ||
+	     lkb->lkb_status == DLM_LKSTS_CONVERT) && is_master(r)) {
+		struct edges e = { ob, true };
+
+		dlm_for_each_blocker(r, lkb, dump_edge, &e);
+	}
+	if (lkb->lkb_flags & LKBF_DEADLK)
+		out(ob, " deadlock-victim");
 	out(ob, "\n");
 }
 

@@ -249,6 +249,7 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls)
 	dlm_list_init(&lkb->lkb_ownerqueue);
 	dlm_list_init(&lkb->lkb_waiter);
 	dlm_list_init(&lkb->lkb_blocked);
+	dlm_list_init(&lkb->lkb_dlwait);
 	lkb->lkb_hnode.hn_hash = dlm_hash_u32(id);
 	dlm_htab_insert(&ls->ls_lkbtbl, &lkb->lkb_hnode);
 	return lkb;
