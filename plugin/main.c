@@ -318,6 +318,7 @@ int main(int argc, char **argv)
 	ccfg.our_nodeid = d->d_nodeid;
 	ccfg.toss_ms = d->d_cfg.cf_toss_secs * (uint32_t)MS_PER_SEC;
 	ccfg.audit_ms = d->d_cfg.cf_audit_secs * (uint32_t)MS_PER_SEC;
+	ccfg.deadlock_ms = d->d_cfg.cf_deadlock_secs * (uint32_t)MS_PER_SEC;
 	d->d_core = dlm_core_new(&ccfg, &dlmd_core_ops, d);
 	if (!d->d_core) {
 		log_err("cannot create the lock engine");
