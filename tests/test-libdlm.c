@@ -564,6 +564,50 @@ static void test_deadlock_cancel(void **state)
 	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
 }
 
+/* The deadlock's victim (its request 'lost', on handle hv, which holds
+ * 'vheld') gave way; the survivor's request 'won' (handle hs, holding
+ * 'sheld') is granted once the victim's owner lets go. */
+static void deadlock_aftermath(dlm_lshandle_t hv, struct rec *lost,
+			       struct rec *vheld, dlm_lshandle_t hs,
+			       struct rec *won, struct rec *sheld)
+{
+	assert_int_equal(lost->r_lksb.sb_status, EDEADLK);
+	assert_int_equal(won->r_comp, 0);
+	assert_int_equal(unlock_sync(hv, vheld, 0), EUNLOCK);
+	assert_int_equal(wait_for(&won->r_comp, 1, hs, NULL), 0);
+	assert_int_equal(won->r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(hs, won, 0), EUNLOCK);
+	assert_int_equal(unlock_sync(hs, sheld, 0), EUNLOCK);
+}
+
+/* Two owners, each holding what the other asks for: dlmd's deadlock
+ * detection (dlm.conf deadlock_secs, default 5 s, looked at every
+ * scan_secs) cancels the younger request with EDEADLK; the older one is
+ * granted when the victim's owner lets go. */
+static void test_deadlock_detected(void **state)
+{
+	struct rec a, b, wa, wb;
+	uint64_t end;
+
+	rec_init(&a);
+	rec_init(&b);
+	rec_init(&wa);
+	rec_init(&wb);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "dd-a"), 0);
+	assert_int_equal(lock_sync(h2, LKM_EXMODE, &b, 0, "dd-b"), 0);
+	assert_int_equal(lock(h1, LKM_EXMODE, &wb, 0, "dd-b", NULL), 0);
+	assert_int_equal(lock(h2, LKM_EXMODE, &wa, 0, "dd-a", NULL), 0);
+	/* bounded: two delays and two scans, with room to spare */
+	end = now_ms() + 30000;
+	while (!wa.r_comp && !wb.r_comp && now_ms() < end)
+		(void)wait_for(&wa.r_comp, 1, h2, h1);
+	assert_int_equal(wa.r_comp + wb.r_comp, 1);
+	if (wa.r_comp)	/* h2's request, the younger by its lock id */
+		deadlock_aftermath(h2, &wa, &b, h1, &wb, &a);
+	else
+		deadlock_aftermath(h1, &wb, &a, h2, &wa, &b);
+}
+
 static void test_parent(void **state)
 {
 	struct rec p, c1, p2, c2, c3;
@@ -2178,6 +2222,7 @@ int main(void)
 		cmocka_unit_test(test_expedite_altpr),
 		cmocka_unit_test(test_convdeadlk),
 		cmocka_unit_test(test_deadlock_cancel),
+		cmocka_unit_test(test_deadlock_detected),
 		cmocka_unit_test(test_parent),
 		cmocka_unit_test(test_parent_deep),
 		cmocka_unit_test(test_range),
