@@ -429,21 +429,31 @@ struct qline {
 	uint32_t lkid;		/* process copy id there */
 };
 
-struct pinfo {
-	bool found;
-	struct dlm_lock_info li;
-	uint32_t want;
+/* Every node's process copies, read once per step. */
+#define MAXPC	256
+struct pcopies {
+	struct dlm_lock_info li[MAXNODES][MAXPC];
+	int n[MAXNODES];
 };
 
-static void find_pcopy(void *arg, const struct dlm_lock_info *li)
-{
-	struct pinfo *p = arg;
+struct pc_ctx {
+	struct pcopies *pc;
+	int node;
+};
 
-	if (!li->is_master_copy && li->lkid == p->want) {
-		p->found = true;
-		p->li = *li;
+static void collect_pcopy(void *arg, const struct dlm_lock_info *li)
+{
+	struct pc_ctx *c = arg;
+	int *n = &c->pc->n[c->node];
+
+	if (!li->is_master_copy && *n < MAXPC) {
+		c->pc->li[c->node][*n] = *li;
+		c->pc->li[c->node][*n].key = NULL;	/* valid during the walk only */
+		(*n)++;
 	}
 }
+
+static struct pcopies pcs;
 
 static int mode_num(const char *m)
 {
@@ -464,42 +474,30 @@ struct hedge {
 	uint64_t howner;
 };
 
-static bool owner_of(struct sim *s, int node, uint32_t lkid, uint64_t *owner,
-		     struct pinfo *out)
+static const struct dlm_lock_info *pcopy(int node, uint32_t lkid)
 {
-	struct pinfo p;
-
-	memset(&p, 0, sizeof(p));
-	p.want = lkid;
-	dlm_core_ls_walk(s->ls[node], find_pcopy, &p);
-	if (!p.found)
-		return false;
-	*owner = p.li.owner;
-	if (out)
-		*out = p;
-	return true;
+	for (int i = 0; i < pcs.n[node]; i++)
+		if (pcs.li[node][i].lkid == lkid)
+			return &pcs.li[node][i];
+	return NULL;
 }
 
-static void add_resource(struct sim *s, struct graph *g, struct qline *ql,
+static void add_resource(struct graph *g, struct qline *ql,
 			 int n, struct hedge *he, int *nhe)
 {
 	for (int i = 0; i < n; i++) {
-		struct pinfo p;
-		uint64_t owner;
+		const struct dlm_lock_info *p = pcopy(ql[i].node, ql[i].lkid);
 		int w;
 
-		if (ql[i].status == DLM_LKSTS_GRANTED)
-			continue;
-		if (!owner_of(s, ql[i].node, ql[i].lkid, &owner, &p) ||
-		    g->n == MAXV)
+		if (ql[i].status == DLM_LKSTS_GRANTED || !p || g->n == MAXV)
 			continue;
 		w = g->n++;
 		g->v[w].node = ql[i].node;
 		g->v[w].lkid = ql[i].lkid;
-		g->v[w].owner = owner;
-		g->v[w].key = p.li.dl_key;
-		g->v[w].probe_ms = p.li.dl_probe_ms;
-		g->v[w].victim = p.li.dl_victim;
+		g->v[w].owner = p->owner;
+		g->v[w].key = p->dl_key;
+		g->v[w].probe_ms = p->dl_probe_ms;
+		g->v[w].victim = p->dl_victim;
 		for (int j = 0; j < n; j++) {
 			bool blocks;
 
@@ -514,13 +512,14 @@ static void add_resource(struct sim *s, struct graph *g, struct qline *ql,
 				blocks = ql[j].status != DLM_LKSTS_WAITING &&
 					 !dlm_modes_compat(ql[j].gr, ql[i].rq);
 			if (blocks && *nhe < MAXV * MAXV) {
-				uint64_t howner;
+				const struct dlm_lock_info *h = pcopy(ql[j].node,
+								      ql[j].lkid);
 
-				if (!owner_of(s, ql[j].node, ql[j].lkid, &howner, NULL))
+				if (!h)
 					continue;
 				he[*nhe].w = w;
 				he[*nhe].hnode = ql[j].node;
-				he[*nhe].howner = howner;
+				he[*nhe].howner = h->owner;
 				(*nhe)++;
 			}
 		}
@@ -533,6 +532,13 @@ static void build_graph(struct sim *s, struct graph *g)
 	int nhe = 0;
 
 	memset(g, 0, sizeof(*g));
+	for (int node = 0; node < s->nnodes; node++) {
+		struct pc_ctx c = { &pcs, node };
+
+		pcs.n[node] = 0;
+		if (s->alive[node])
+			dlm_core_ls_walk(s->ls[node], collect_pcopy, &c);
+	}
 	for (int node = 0; node < s->nnodes; node++) {
 		struct qline ql[64];
 		int nql = 0, master = 0;
@@ -551,7 +557,7 @@ static void build_graph(struct sim *s, struct graph *g)
 			const char *p;
 
 			if (!strncmp(line, "resource ", 9) || !strncmp(line, "inflight ", 9)) {
-				add_resource(s, g, ql, nql, he, &nhe);
+				add_resource(g, ql, nql, he, &nhe);
 				nql = 0;
 				p = strstr(line, " master ");
 				master = p && !strncmp(line, "resource ", 9) ?
@@ -585,7 +591,7 @@ static void build_graph(struct sim *s, struct graph *g)
 			}
 			nql++;
 		}
-		add_resource(s, g, ql, nql, he, &nhe);
+		add_resource(g, ql, nql, he, &nhe);
 		free(text);
 	}
 	/* W waits for H: W -> every queued request of H's owner; a victim
