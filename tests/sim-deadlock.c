@@ -131,6 +131,7 @@ struct sim {
 	bool node_deaths, verbose, failed, quiesce;
 	char why[512];
 	uint64_t victims, deaths, crashes, commits;
+	int largest;		/* requests in the largest knot of waits seen */
 };
 
 static void fail(struct sim *s, const char *fmt, ...)
@@ -639,6 +640,43 @@ static bool reaches_self(const struct graph *g, int v, bool young)
 	return false;
 }
 
+/* Mark in 'out' every request v reaches. */
+static void reach_all(const struct graph *g, int v, bool *out)
+{
+	int stack[MAXV], top = 0;
+
+	stack[top++] = v;
+	while (top) {
+		int x = stack[--top];
+
+		for (int y = 0; y < g->n; y++) {
+			if (g->adj[x][y] && !out[y]) {
+				out[y] = true;
+				stack[top++] = y;
+			}
+		}
+	}
+}
+
+/* How many requests wait in a cycle with v (its strongly connected
+ * component), for the report: deadlocks of more than two parties. */
+static int knot_size(const struct graph *g, int v)
+{
+	bool from_v[MAXV] = { false };
+	int n = 0;
+
+	reach_all(g, v, from_v);
+	for (int y = 0; y < g->n; y++) {
+		bool from_y[MAXV] = { false };
+
+		if (!from_v[y])
+			continue;
+		reach_all(g, y, from_y);
+		n += from_y[v];
+	}
+	return n;
+}
+
 static struct vrec *rec_find(struct sim *s, int node, uint32_t lkid, bool create)
 {
 	struct vrec *free_rec = NULL;
@@ -723,6 +761,12 @@ static void oracle(struct sim *s)
 		if (young) {
 			r->last_ok = s->now;
 			r->ok_ever = true;
+			if (!r->on_cycle) {
+				int k = knot_size(&g, v);
+
+				if (k > s->largest)
+					s->largest = k;
+			}
 		}
 		if (cyc && !r->on_cycle)
 			r->cycle_since = s->now;
@@ -943,10 +987,11 @@ static int run_seed(uint64_t seed, enum dlm_core_fault fault, bool deaths,
 		rc = 1;
 	} else if (!quiet) {
 		printf("ok seed %llu: %d nodes, %d owners, %d resources, %llu "
-		       "transactions, %llu victims, %llu crashes, %llu deaths\n",
+		       "transactions, %llu victims (largest knot %d), %llu "
+		       "crashes, %llu deaths\n",
 		       (unsigned long long)seed, s->nnodes, s->nowners, s->nres,
 		       (unsigned long long)s->commits,
-		       (unsigned long long)s->victims,
+		       (unsigned long long)s->victims, s->largest,
 		       (unsigned long long)s->crashes,
 		       (unsigned long long)s->deaths);
 	}
