@@ -98,6 +98,7 @@ struct owner {
 /* What the oracle remembers of one queued request (node, lkid). */
 struct vrec {
 	bool used, seen;
+	uint64_t last_seen;	/* queued at its master then */
 	int node;
 	uint32_t lkid;
 	uint64_t key;
@@ -750,6 +751,7 @@ static void oracle(struct sim *s)
 			r->key = g.v[v].key;
 		}
 		r->seen = true;
+		r->last_seen = s->now;
 		if (g.v[v].probe_ms != r->probe_last) {
 			r->probe_prev = r->probe_last;
 			r->probe_last = g.v[v].probe_ms;
@@ -777,9 +779,16 @@ static void oracle(struct sim *s)
 			     g.v[v].node + 1, g.v[v].lkid,
 			     (unsigned long long)r->cycle_since, DEADLOCK_BOUND);
 	}
-	for (size_t i = 0; i < nrec; i++)
-		if (s->recs[i].used && !s->recs[i].seen)
+	/* a request no longer queued is remembered a while: a probe that
+	 * passed it may still come back to it (its cancel then finds it
+	 * granted, or cancels it as the youngest of a cycle it was in) */
+	for (size_t i = 0; i < nrec; i++) {
+		if (!s->recs[i].used || s->recs[i].seen)
+			continue;
+		s->recs[i].on_cycle = false;
+		if (s->now - s->recs[i].last_seen > 2 * DEADLOCK_MS)
 			s->recs[i].used = false;
+	}
 }
 
 /* ------------------------------------------------------------ network */
