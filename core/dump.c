@@ -309,6 +309,7 @@ struct verify_ctx {
 	char *vc_why;
 	size_t vc_len;
 	int vc_err;
+	uint64_t vc_ndlwait;	/* queued process copies (deadlock.c) */
 };
 
 static void verify_rsb(void *arg, struct dlm_hnode *n)
@@ -354,6 +355,18 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 			}
 			if (k == 2 && (lkb->lkb_exflags & DLM_LKF_NOORDER))
 				nnoorder++;
+			/* deadlock.c follows every queued process copy */
+			if (!!(lkb->lkb_flags & LKBF_DLWAIT) !=
+			    ((k == 1 || k == 2) && !is_master_copy(lkb))) {
+				snprintf(vc->vc_why, vc->vc_len,
+					 "%s: lock %08x on queue %d is %son ls_dlwait",
+					 name, lkb->lkb_id, k,
+					 (lkb->lkb_flags & LKBF_DLWAIT) ? "" : "not ");
+				vc->vc_err = -EUCLEAN;
+				return;
+			}
+			if (lkb->lkb_flags & LKBF_DLWAIT)
+				vc->vc_ndlwait++;
 		}
 	}
 	for (m = 0; m < DLM_NUM_MODES; m++) {
@@ -377,8 +390,19 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 
 int dlm_core_ls_verify(struct dlm_ls *ls, char *why, size_t whylen)
 {
-	struct verify_ctx vc = { ls, why, whylen, 0 };
+	struct verify_ctx vc = { ls, why, whylen, 0, 0 };
+	const struct dlm_list *pos;
+	uint64_t n = 0;
 
 	dlm_htab_walk(&ls->ls_rsbtbl, verify_rsb, &vc);
-	return vc.vc_err;
+	if (vc.vc_err)
+		return vc.vc_err;
+	dlm_list_for_each(pos, &ls->ls_dlwait)
+		n++;
+	if (n != vc.vc_ndlwait) {
+		snprintf(why, whylen, "ls_dlwait holds %llu locks, the queues %llu",
+			 (unsigned long long)n, (unsigned long long)vc.vc_ndlwait);
+		return -EUCLEAN;
+	}
+	return 0;
 }

@@ -727,6 +727,12 @@ static void oracle(struct sim *s)
 	static struct graph g;
 	size_t nrec = sizeof(s->recs) / sizeof(s->recs[0]);
 
+	for (int i = 0; i < s->nnodes; i++) {
+		char why[256];
+
+		if (s->alive[i] && dlm_core_ls_verify(s->ls[i], why, sizeof(why)))
+			fail(s, "n%d: %s", i + 1, why);
+	}
 	if (s->recovering)
 		return;
 	build_graph(s, &g);
