@@ -56,6 +56,7 @@
 #define DEADLOCK_BOUND	(4 * DEADLOCK_MS)
 #define OPS		4000	/* schedule steps of one seed */
 #define QUIESCE_STEPS	400000
+#define REORDER		6	/* deliver one of the oldest this many messages */
 
 struct rng {
 	uint64_t s;
@@ -801,7 +802,9 @@ static void oracle(struct sim *s)
 
 static void deliver(struct sim *s)
 {
-	size_t i = rnd(&s->rng, (uint32_t)s->nq), j;
+	/* one of the oldest few: reordered across links, but no message
+	 * waits for ever (a network with a bounded delay) */
+	size_t i = rnd(&s->rng, (uint32_t)(s->nq < REORDER ? s->nq : REORDER)), j;
 	struct qmsg *m;
 
 	/* FIFO per link: the oldest message on the chosen one's link */
