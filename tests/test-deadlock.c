@@ -254,6 +254,19 @@ static void assert_deadlk(struct net *n, int node, uint32_t lkid)
 	assert_int_equal(status, -EDEADLK);
 }
 
+/* Owner 11 on node 1 holds A and waits for B, owner 21 on node 2 holds
+ * B and then waits for A (the younger request, made with 'flags'). */
+static void two_party_cycle(struct net *n, uint32_t *a1, uint32_t *b2,
+			    uint32_t *wb1, uint32_t *wa2, uint32_t flags)
+{
+	*a1 = lock(n, 1, "A", DLM_LOCK_EX, 11);
+	*b2 = lock(n, 2, "B", DLM_LOCK_EX, 21);
+	assert_granted(n, 1, *a1);
+	assert_granted(n, 2, *b2);
+	*wb1 = lock(n, 1, "B", DLM_LOCK_EX, 11);
+	*wa2 = lock_flags(n, 2, "A", DLM_LOCK_EX, 21, flags);
+}
+
 /* Two clients on two nodes, each holding what the other wants: the
  * younger request gives way with -EDEADLK, once, and the older one is
  * granted when its holder lets go. */
@@ -263,12 +276,7 @@ static void test_two_party(void **state)
 	uint32_t a1, b2, wb1, wa2;
 
 	(void)state;
-	a1 = lock(n, 1, "A", DLM_LOCK_EX, 11);
-	b2 = lock(n, 2, "B", DLM_LOCK_EX, 21);
-	assert_granted(n, 1, a1);
-	assert_granted(n, 2, b2);
-	wb1 = lock(n, 1, "B", DLM_LOCK_EX, 11);
-	wa2 = lock(n, 2, "A", DLM_LOCK_EX, 21);	/* the younger */
+	two_party_cycle(n, &a1, &b2, &wb1, &wa2, 0);
 	pass(n, DEADLOCK_MS / 2);
 	assert_int_equal(deadlocks(n), 0);	/* not before the delay */
 	pass(n, 2 * DEADLOCK_MS);
@@ -408,15 +416,13 @@ static void test_exempt(void **state)
 	uint32_t a1, b2, wb1, wa2;
 
 	(void)state;
-	a1 = lock(n, 1, "A", DLM_LOCK_EX, 11);
-	b2 = lock(n, 2, "B", DLM_LOCK_EX, 21);
-	wb1 = lock(n, 1, "B", DLM_LOCK_EX, 11);
-	wa2 = lock_flags(n, 2, "A", DLM_LOCK_EX, 21, DLM_LKF_NODLCKWT);
+	two_party_cycle(n, &a1, &b2, &wb1, &wa2, DLM_LKF_NODLCKWT);
 	pass(n, 3 * DEADLOCK_MS);
 	assert_deadlk(n, 1, wb1);
 	assert_pending(n, 2, wa2);
 	assert_int_equal(deadlocks(n), 1);
-	(void)a1;
+	unlock(n, 1, a1, 11);
+	assert_granted(n, 2, wa2);
 	(void)b2;
 	net_free(n);
 }
@@ -425,13 +431,10 @@ static void test_exempt(void **state)
 static void test_off(void **state)
 {
 	struct net *n = net_new_cfg(0);
-	uint32_t wb1, wa2;
+	uint32_t a1, b2, wb1, wa2;
 
 	(void)state;
-	(void)lock(n, 1, "A", DLM_LOCK_EX, 11);
-	(void)lock(n, 2, "B", DLM_LOCK_EX, 21);
-	wb1 = lock(n, 1, "B", DLM_LOCK_EX, 11);
-	wa2 = lock(n, 2, "A", DLM_LOCK_EX, 21);
+	two_party_cycle(n, &a1, &b2, &wb1, &wa2, 0);
 	pass(n, 10 * DEADLOCK_MS);
 	assert_pending(n, 1, wb1);
 	assert_pending(n, 2, wa2);
@@ -439,6 +442,8 @@ static void test_off(void **state)
 		assert_int_equal(stats(n, i).ls_deadlocks, 0);
 		assert_int_equal(stats(n, i).ls_probes_sent, 0);
 	}
+	(void)a1;
+	(void)b2;
 	net_free(n);
 }
 
