@@ -4,7 +4,8 @@
  * (core/deadlock.c).
  *
  * One seed builds 2..4 engines with deadlock detection on, a network
- * that delivers in a random order but FIFO on each link, and a few
+ * that delivers one of its oldest few messages at random (reordered
+ * across links, FIFO on each, no message delayed for ever), and a few
  * "transaction" clients (owners) spread over the nodes.  An owner locks
  * 2..4 resources one after the other in a random order and mode (EX or
  * PR; sometimes PR first and a conversion to EX at the end), holds them
