@@ -288,6 +288,9 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st);
  * Locking
  * --------------------------------------------------------------------- */
 
+#define DLM_WAITER_XID		0x1	/* dlm_lock_req.waiter is an xid */
+#define DLM_WAITER_ASYNC	0x2	/* the requester does not block on it */
+
 struct dlm_lock_req {
 	int			mode;		/* DLM_LOCK_NL..EX */
 	uint32_t		flags;		/* DLM_LKF_* */
@@ -300,6 +303,13 @@ struct dlm_lock_req {
 	uint64_t		owner;		/* the client (non-zero) */
 	uint64_t		astarg;		/* cookie handed back in ASTs */
 	int			want_bast;	/* deliver blocking ASTs */
+	/* Deadlock detection (deadlock.c): who within the owner makes the
+	 * request.  waiter: a thread id, or with DLM_WAITER_XID the
+	 * application's transaction id; 0: no such information, the owner
+	 * as a whole.  DLM_WAITER_ASYNC: nobody blocks on the request (an
+	 * async request without xid), so it never makes its waiter wait. */
+	uint64_t		waiter;
+	uint32_t		waiter_flags;	/* DLM_WAITER_* */
 	/* With DLM_LKF_ORPHAN: may the requester adopt an orphan whose
 	 * original owner was 'orphan_owner'?  NULL: any orphan.  The caller
 	 * decides (the daemon compares users); the engine only asks. */

@@ -187,6 +187,23 @@ static uint32_t lock_flags(struct net *n, int node, const char *name, int mode,
 	return lkid;
 }
 
+/* A request of thread (or xid) 'waiter' of owner 11 on node 1. */
+static uint32_t lock_by(struct net *n, const char *name, int mode,
+			uint64_t waiter, uint32_t waiter_flags)
+{
+	struct dlm_lock_req rq = {
+		.mode = mode, .name = name, .namelen = (unsigned int)strlen(name),
+		.owner = 11, .astarg = 11, .waiter = waiter,
+		.waiter_flags = waiter_flags,
+	};
+	uint32_t lkid = 0;
+
+	assert_int_equal(dlm_core_lock(n->ls[1], &rq, &lkid), 0);
+	drain(n);
+	pass(n, STEP_MS);
+	return lkid;
+}
+
 static uint32_t lock(struct net *n, int node, const char *name, int mode,
 		     uint64_t owner)
 {
@@ -447,6 +464,113 @@ static void test_off(void **state)
 	net_free(n);
 }
 
+/* Two threads of one owner (one connection): thread 100 holds A past
+ * the delay, thread 101 waits for A in a synchronous request.  Thread 100
+ * does not wait, so this is no deadlock: 101 is granted when 100 lets
+ * go.  The same for an xid. */
+static void test_other_thread(void **state)
+{
+	static const uint32_t kinds[] = { 0, DLM_WAITER_XID };
+
+	(void)state;
+	for (size_t k = 0; k < 2; k++) {
+		struct net *n = net_new();
+		uint32_t a, wa;
+
+		a = lock_by(n, "A", DLM_LOCK_EX, 100, kinds[k]);
+		assert_granted(n, 1, a);
+		wa = lock_by(n, "A", DLM_LOCK_EX, 101, kinds[k]);
+		pass(n, 5 * DEADLOCK_MS);
+		assert_pending(n, 1, wa);
+		assert_int_equal(deadlocks(n), 0);
+		unlock(n, 1, a, 11);
+		assert_granted(n, 1, wa);
+		net_free(n);
+	}
+}
+
+/* One thread holds A and queues an async request for A behind it: it
+ * does not block on that request, so it is granted after the unlock. */
+static void test_async_behind_own(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a, wa;
+
+	(void)state;
+	a = lock_by(n, "A", DLM_LOCK_EX, 100, 0);
+	wa = lock_by(n, "A", DLM_LOCK_EX, 100, DLM_WAITER_ASYNC);
+	pass(n, 5 * DEADLOCK_MS);
+	assert_pending(n, 1, wa);
+	assert_int_equal(deadlocks(n), 0);
+	assert_int_equal(stats(n, 1).ls_deadlocks, 0);
+	unlock(n, 1, a, 11);
+	assert_granted(n, 1, wa);
+	net_free(n);
+}
+
+/* An async request never starts a probe, and a probe that reaches a
+ * thread whose only queued request is async dies there: thread 100
+ * holds A and waits for B asynchronously, thread 101 holds B and waits
+ * for A synchronously.  100 may yet unlock A: no deadlock. */
+static void test_async_cycle(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a, b, wb, wa;
+
+	(void)state;
+	a = lock_by(n, "A", DLM_LOCK_EX, 100, 0);
+	b = lock_by(n, "B", DLM_LOCK_EX, 101, 0);
+	wb = lock_by(n, "B", DLM_LOCK_EX, 100, DLM_WAITER_ASYNC);
+	wa = lock_by(n, "A", DLM_LOCK_EX, 101, 0);
+	pass(n, 5 * DEADLOCK_MS);
+	assert_int_equal(deadlocks(n), 0);
+	assert_pending(n, 1, wa);
+	assert_pending(n, 1, wb);
+	unlock(n, 1, a, 11);
+	assert_granted(n, 1, wa);
+	(void)b;
+	net_free(n);
+}
+
+/* Two threads of one owner in a cycle of synchronous waits: one gives
+ * way, the younger. */
+static void test_cross_thread(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a, b, wb, wa;
+
+	(void)state;
+	a = lock_by(n, "A", DLM_LOCK_EX, 100, 0);
+	b = lock_by(n, "B", DLM_LOCK_EX, 101, 0);
+	wb = lock_by(n, "B", DLM_LOCK_EX, 100, 0);
+	wa = lock_by(n, "A", DLM_LOCK_EX, 101, 0);	/* the younger */
+	pass(n, 3 * DEADLOCK_MS);
+	assert_deadlk(n, 1, wa);
+	assert_pending(n, 1, wb);
+	assert_int_equal(deadlocks(n), 1);
+	unlock(n, 1, b, 11);
+	assert_granted(n, 1, wb);
+	(void)a;
+	net_free(n);
+}
+
+/* A thread that holds EX on A and waits synchronously for a new EX lock
+ * on A waits for itself: it gets -EDEADLK instead of hanging. */
+static void test_self(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a, wa;
+
+	(void)state;
+	a = lock_by(n, "A", DLM_LOCK_EX, 100, 0);
+	wa = lock_by(n, "A", DLM_LOCK_EX, 100, 0);
+	pass(n, 3 * DEADLOCK_MS);
+	assert_deadlk(n, 1, wa);
+	assert_int_equal(deadlocks(n), 1);
+	(void)a;
+	net_free(n);
+}
+
 /* Probes are rejected when malformed and ignored when stale. */
 static void test_probe_checks(void **state)
 {
@@ -493,6 +617,11 @@ int main(void)
 		cmocka_unit_test(test_exempt),
 		cmocka_unit_test(test_off),
 		cmocka_unit_test(test_probe_checks),
+		cmocka_unit_test(test_other_thread),
+		cmocka_unit_test(test_async_behind_own),
+		cmocka_unit_test(test_async_cycle),
+		cmocka_unit_test(test_cross_thread),
+		cmocka_unit_test(test_self),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
