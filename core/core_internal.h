@@ -51,6 +51,9 @@
 #define LKBF_DLWAIT		0x8000	/* queued process copy; on ls_dlwait (deadlock.c) */
 #define LKBF_DEADLK		0x10000	/* chosen as a deadlock's victim: its cancel
 					 * completes with -EDEADLK (deadlock.c) */
+#define LKBF_DLXID		0x20000	/* lkb_dl_waiter is an xid (deadlock.c) */
+#define LKBF_DLASYNC		0x40000	/* its requester does not block on its
+					 * request (deadlock.c) */
 
 /* lkb_wait_type: the remote operation this process copy waits for */
 enum dlm_wait {
@@ -101,6 +104,8 @@ struct dlm_lkb {
 	uint64_t		lkb_dl_start;	/* its wait began then: its age */
 	uint64_t		lkb_dl_probe_ms; /* its last probe (or wait start) */
 	uint32_t		lkb_dl_mark;	/* the last probe forwarded from it */
+	uint64_t		lkb_dl_waiter;	/* who within the owner made its last
+						   request (dlm_lock_req.waiter) */
 	struct dlm_range	lkb_grrange;
 	struct dlm_range	lkb_rqrange;
 	char			lkb_lvb[DLM_LVB_LEN];
@@ -328,6 +333,8 @@ int dlm_cancel_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb);
 
 /* deadlock.c */
 void dlm_deadlock_queued(struct dlm_ls *ls, struct dlm_lkb *lkb);
+void dlm_deadlock_set_waiter(struct dlm_lkb *lkb,
+			     const struct dlm_lock_req *req);
 void dlm_deadlock_tick(struct dlm_ls *ls);
 int dlm_deadlock_receive(struct dlm_ls *ls, const struct dlm_msg *m);
 int dlm_deadlock_status(struct dlm_lkb *lkb, int status);

@@ -154,6 +154,29 @@ int dlm_deadlock_status(struct dlm_lkb *lkb, int status)
 	return status == -DLM_ECANCEL ? -EDEADLK : status;
 }
 
+/* The lock's waiter is the one of its latest request (new, conversion
+ * or adoption). */
+void dlm_deadlock_set_waiter(struct dlm_lkb *lkb,
+			     const struct dlm_lock_req *req)
+{
+	lkb->lkb_dl_waiter = req->waiter;
+	lkb->lkb_flags &= ~(LKBF_DLXID | LKBF_DLASYNC);
+	if (req->waiter && (req->waiter_flags & DLM_WAITER_XID))
+		lkb->lkb_flags |= LKBF_DLXID;
+	if (req->waiter_flags & DLM_WAITER_ASYNC)
+		lkb->lkb_flags |= LKBF_DLASYNC;
+}
+
+/* Are a and b (process copies of one owner) requests of one waiter?  A
+ * lock without waiter information stands for the whole owner. */
+static bool same_waiter(const struct dlm_lkb *a, const struct dlm_lkb *b)
+{
+	if (!a->lkb_dl_waiter || !b->lkb_dl_waiter)
+		return true;
+	return a->lkb_dl_waiter == b->lkb_dl_waiter &&
+	       !((a->lkb_flags ^ b->lkb_flags) & LKBF_DLXID);
+}
+
 /* lkb (a process copy) entered or left a queue: keep ls_dlwait in step.
  * Entering a queue starts a new wait, with a new age. */
 void dlm_deadlock_queued(struct dlm_ls *ls, struct dlm_lkb *lkb)
@@ -175,14 +198,16 @@ void dlm_deadlock_queued(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	dlm_list_add_tail(&lkb->lkb_dlwait, &ls->ls_dlwait);
 }
 
-/* A queued process copy whose wait can be part of a deadlock: nothing in
- * flight, no cancel or unlock pending, not already a victim. */
+/* A queued process copy whose wait can be part of a deadlock: its
+ * requester blocks on it, nothing in flight, no cancel or unlock
+ * pending, not already a victim. */
 static bool waits_quietly(const struct dlm_lkb *lkb)
 {
 	return (lkb->lkb_flags & LKBF_DLWAIT) &&
 	       lkb->lkb_wait_type == DLM_WAIT_NONE &&
 	       !(lkb->lkb_flags & (LKBF_DEADLK | LKBF_OVERLAP_CANCEL |
-				   LKBF_OVERLAP_UNLOCK | LKBF_PURGED));
+				   LKBF_OVERLAP_UNLOCK | LKBF_PURGED |
+				   LKBF_DLASYNC));
 }
 
 static uint32_t probe_mark(const struct probe *p)
@@ -334,7 +359,7 @@ static void at_holder(struct walk *w, struct dlm_lkb *h)
 		struct dlm_lkb *x = dlm_container_of(pos, struct dlm_lkb,
 						     lkb_ownerqueue);
 
-		if (!waits_quietly(x))
+		if (!waits_quietly(x) || !same_waiter(x, h))
 			continue;
 		if (home && x->lkb_id == p->pr_lkid &&
 		    dlm_deadlock_key(x) == p->pr_key) {

@@ -1257,6 +1257,7 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		lkb->lkb_flags &= ~(LKBF_ORPHAN | LKBF_PURGED);
 		lkb->lkb_owner = ow;
 		lkb->lkb_ownerid = req->owner;
+		dlm_deadlock_set_waiter(lkb, req);
 		/* the adoption is the lock's latest request: PERSISTENT if it
 		 * says so (as the kernel takes the adopter's flags) */
 		if (req->flags & DLM_LKF_PERSISTENT)
@@ -1347,6 +1348,7 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	lkb->lkb_exflags = req->flags;
 	lkb->lkb_rqmode = (int8_t)req->mode;
 	lkb->lkb_rqrange = range;
+	dlm_deadlock_set_waiter(lkb, req);
 	if (req->flags & DLM_LKF_VALBLK)
 		lkb->lkb_flags |= LKBF_VALBLK;
 	if (req->lvb)
@@ -1398,6 +1400,7 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	lkb->lkb_rqmode = (int8_t)req->mode;
 	lkb->lkb_rqrange = range;
 	lkb->lkb_sbflags = 0;
+	dlm_deadlock_set_waiter(lkb, req);
 	if (req->flags & DLM_LKF_VALBLK)
 		lkb->lkb_flags |= LKBF_VALBLK;
 	else
