@@ -114,8 +114,10 @@
  * REPLY have not changed since), so that an old libdlm reads a clear
  * EPROTONOSUPPORT; otherwise in ours.  libdlm likewise returns
  * -EPROTONOSUPPORT for an answer of another version (what an old dlmd
- * sends a new libdlm).  Version 2 (this one) added pipelining, DLMP_LK_SYNC,
- * COMP_REPLY and DLMP_REPLY_HELD; version 1 allowed one request in flight.
+ * sends a new libdlm).  Version 3 (this one) added the requesting thread
+ * and the transaction id to LOCK (deadlock detection's waiter); version
+ * 2 added pipelining, DLMP_LK_SYNC, COMP_REPLY and DLMP_REPLY_HELD;
+ * version 1 allowed one request in flight.
  *
  * Errors.  A malformed packet (short, bad magic, wrong length, unknown
  * type, inconsistent name length, unknown bits) gets a REPLY with a
@@ -137,11 +139,11 @@
 #include <stdint.h>
 
 #define DLMP_MAGIC		0x504d4c44u	/* "DLMP" in memory order */
-#define DLMP_VERSION		2
+#define DLMP_VERSION		3
 /* The oldest version whose REPLY is laid out like ours (see Versions). */
 #define DLMP_VERSION_OLDEST_REPLY	1
 /* What dlm_kernel_version() reports: the protocol version as x.y.z. */
-#define DLMP_VERSION_MAJOR	2
+#define DLMP_VERSION_MAJOR	3
 #define DLMP_VERSION_MINOR	0
 #define DLMP_VERSION_PATCH	0
 /* The kernel DLM device interface (DLM_DEVICE_VERSION_*) whose semantics
@@ -190,7 +192,9 @@ enum dlmp_type {
 #define DLMP_LK_LVB		0x2	/* lvb field is meaningful */
 #define DLMP_LK_SYNC		0x4	/* LOCK, UNLOCK: the completion in a
 					 * COMP_REPLY, no DLMP_AST */
-#define DLMP_LK_BITS		0x7	/* every bit a LOCK may carry */
+#define DLMP_LK_BLOCKS		0x8	/* LOCK: the requester blocks until it
+					 * completes (deadlock detection) */
+#define DLMP_LK_BITS		0xf	/* every bit a LOCK may carry */
 #define DLMP_UL_BITS		(DLMP_LK_LVB | DLMP_LK_SYNC)	/* UNLOCK */
 
 /* REPLY.value2 of a DLMP_LK_SYNC LOCK: not the answer yet, the lock is
@@ -210,7 +214,7 @@ enum dlmp_type {
 #define DLMP_LS_CREATE_LEN	12	/* flags u32, mode u32, namelen u16, pad u16, name */
 #define DLMP_LS_OPEN_LEN	4	/* namelen u16, pad u16, name */
 #define DLMP_LS_RELEASE_LEN	8	/* flags u32, namelen u16, pad u16, name */
-#define DLMP_LOCK_LEN		104	/* see dlmp_lock; name follows */
+#define DLMP_LOCK_LEN		120	/* see dlmp_lock; name follows */
 #define DLMP_UNLOCK_LEN		68
 #define DLMP_PURGE_LEN		8
 #define DLMP_DEADLOCK_LEN	8
@@ -244,7 +248,10 @@ struct dlmp_ls {
  *   0 mode u8, 1 namelen u8, 2 bits u8, 3 pad, 4 flags u32, 8 lkid u32,
  *  12 parent u32, 16 range start u64, 24 range end u64, 32 castaddr u64,
  *  40 castparam u64, 48 bastaddr u64, 56 bastparam u64, 64 lksb u64,
- *  72 lvb[32], 104 name[namelen]. */
+ *  72 lvb[32], 104 tid u32, 108 pad u32 (0), 112 xid u64, 120 name[namelen].
+ * tid: the requesting thread (gettid()); xid: dlm_ls_lockx's transaction
+ * id, 0 for none.  Deadlock detection's waiter is the xid if there is
+ * one, else the thread (core/deadlock.c). */
 struct dlmp_lock {
 	uint8_t		lk_mode;
 	uint8_t		lk_namelen;
@@ -260,6 +267,8 @@ struct dlmp_lock {
 	uint64_t	lk_bastparam;
 	uint64_t	lk_lksb;
 	char		lk_lvb[DLMP_LVB_LEN];
+	uint32_t	lk_tid;
+	uint64_t	lk_xid;
 	char		lk_name[DLMP_NAME_MAX];
 };
 
