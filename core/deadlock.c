@@ -9,12 +9,29 @@
  * The two waits are recorded on different masters, and no master sees a
  * cycle.
  *
- * The wait-for graph.  Its unit is the lock owner, as in the established
- * DLM (and its dlm_controld detector, long compiled out): the client that
- * owns a lock, one process on one node (the daemon's owner id: the
- * connection and its pid), or a lockspace's persistent owner.  An owner
- * that waits for a request is taken not to release anything it holds
- * until that request is answered.  Edges:
+ * The wait-for graph.  Its unit is the waiter: one thread of control
+ * within a lock owner (the daemon's owner id: a connection and its pid).
+ * The established DLM's old detector named a waiter by its transaction
+ * id, or by the requesting task (a thread); so does this one.  A
+ * dlm_lock_req names its waiter (waiter, waiter_flags): dlmd passes the
+ * xid of dlm_ls_lockx when there is one (DLM_WAITER_XID), else the
+ * requesting thread's id, so that many threads on one connection are
+ * many waiters.  A waiter is taken not to release anything it holds
+ * while it waits, and only a requester that blocks waits: a synchronous
+ * request (the _wait calls: DLMP_LK_SYNC, DLMP_LK_BLOCKS) or one with
+ * an xid (the application declares a transaction).  An async request
+ * without xid is marked DLM_WAITER_ASYNC (LKBF_DLASYNC): its caller goes
+ * on and may release what it holds, so it never starts a probe and a
+ * probe never continues from it.  A lock's waiter is the one of its
+ * latest request, new, adoption or conversion: a conversion makes the
+ * converting thread the lock's holder as well as the waiter of the
+ * conversion (one field, lkb_dl_waiter; a thread converting another
+ * thread's lock is taken to have taken it over).  A request with no
+ * waiter (0: engine-internal callers, the simulator's clients, whose
+ * transactions are one client each) stands for its whole owner, which
+ * waits: every other waiter of that owner is the same waiter as it,
+ * the owner-wide rule this detector began with, so the simulator's
+ * wait-for oracle is unchanged.  Edges:
  *
  *   request W  --waits for-->  lock H   H keeps W from being granted by
  *                                       the grant rules (lock.c,
@@ -23,12 +40,17 @@
  *                                       every queued conversion and every
  *                                       request ahead of it; for a QUECVT
  *                                       conversion those ahead of it);
- *   lock H     --held by-->  owner O    whose queued requests all wait.
+ *   lock H     --held by-->  waiter T   H's owner's queued requests of
+ *                                       H's waiter, those whose requester
+ *                                       blocks.
  *
- * A deadlock is a cycle W1 -> H1 -> O1 -> W2 -> ... -> W1.  The first
+ * A deadlock is a cycle W1 -> H1 -> T1 -> W2 -> ... -> W1.  The first
  * kind of edge is known at W's master, the second at H's owner's node
  * (owners are local: every lock of an owner is a process copy on one
- * node).  Orphans have no owner and wait for nothing; a request with an
+ * node).  A thread that holds H and blocks on a new request W that H
+ * keeps waiting (EX held, EX asked on the same resource by the same
+ * thread) is a cycle of one waiter: it gets -EDEADLK rather than hang.
+ * Orphans have no owner and wait for nothing; a request with an
  * alternate mode (ALTPR/ALTCW) waits for one of two sets of locks and is
  * left out; a lock with an operation in flight (its client is already
  * cancelling, unlocking or converting it) is left out until it settles.
