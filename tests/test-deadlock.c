@@ -172,12 +172,16 @@ static uint64_t deadlocks(struct net *n)
 	return sum;
 }
 
-static uint32_t lock_flags(struct net *n, int node, const char *name, int mode,
-			   uint64_t owner, uint32_t flags)
+/* A new lock by waiter 'waiter' (DLM_WAITER_* 'wflags'; 0: the owner as a
+ * whole) of 'owner' on 'node'. */
+static uint32_t lock_full(struct net *n, int node, const char *name, int mode,
+			  uint64_t owner, uint32_t flags, uint64_t waiter,
+			  uint32_t wflags)
 {
 	struct dlm_lock_req rq = {
 		.mode = mode, .name = name, .namelen = (unsigned int)strlen(name),
 		.owner = owner, .astarg = owner, .flags = flags,
+		.waiter = waiter, .waiter_flags = wflags,
 	};
 	uint32_t lkid = 0;
 
@@ -187,21 +191,17 @@ static uint32_t lock_flags(struct net *n, int node, const char *name, int mode,
 	return lkid;
 }
 
+static uint32_t lock_flags(struct net *n, int node, const char *name, int mode,
+			   uint64_t owner, uint32_t flags)
+{
+	return lock_full(n, node, name, mode, owner, flags, 0, 0);
+}
+
 /* A request of thread (or xid) 'waiter' of owner 11 on node 1. */
 static uint32_t lock_by(struct net *n, const char *name, int mode,
 			uint64_t waiter, uint32_t waiter_flags)
 {
-	struct dlm_lock_req rq = {
-		.mode = mode, .name = name, .namelen = (unsigned int)strlen(name),
-		.owner = 11, .astarg = 11, .waiter = waiter,
-		.waiter_flags = waiter_flags,
-	};
-	uint32_t lkid = 0;
-
-	assert_int_equal(dlm_core_lock(n->ls[1], &rq, &lkid), 0);
-	drain(n);
-	pass(n, STEP_MS);
-	return lkid;
+	return lock_full(n, 1, name, mode, 11, 0, waiter, waiter_flags);
 }
 
 static uint32_t lock(struct net *n, int node, const char *name, int mode,
