@@ -32,7 +32,9 @@
  *
  * Status codes follow the kernel convention: 0 or a negative errno.
  * Completion ASTs carry 0 (granted), -EAGAIN (NOQUEUE request refused),
- * -EDEADLK (conversion deadlock, conversion cancelled), -DLM_EUNLOCK
+ * -EDEADLK (conversion deadlock, conversion cancelled; or a deadlock
+ * across resources and nodes whose victim this request was, see
+ * core/deadlock.c), -DLM_EUNLOCK
  * (unlock done), -DLM_ECANCEL (cancel done), -EINVAL or -ENOMEM.
  * libdlm turns these into the positive values its API documents.
  */
@@ -168,6 +170,9 @@ struct dlm_core_config {
 	uint32_t	lvbseq_start;
 	uint32_t	audit_ms;	/* audit a lock that waits this long
 					   (core/audit.c); 0: never */
+	uint32_t	deadlock_ms;	/* look for a deadlock through a request
+					   that waits this long, and again as
+					   often (core/deadlock.c); 0: never */
 };
 
 /* A fault a test can switch on in one engine instance, to prove that the
@@ -190,6 +195,9 @@ enum dlm_core_fault {
 					   recovery event (core/token.c) */
 	DLM_FAULT_RECOVERY_FAIL_ONCE,	/* the next recovery step fails (-ENOMEM),
 					 * once: the glue's retry (no rule broken) */
+	DLM_FAULT_DEADLK_NOOP,		/* deadlocks are found but never broken */
+	DLM_FAULT_DEADLK_ANY_VICTIM,	/* probes ignore age: every member of a
+					   cycle may cancel itself */
 };
 
 /* ---------------------------------------------------------------------
@@ -277,12 +285,18 @@ struct dlm_ls_stats {
 	uint64_t	ls_msgs_received;
 	uint64_t	ls_stuck;	/* locks the audit found cannot progress */
 	uint64_t	ls_audits_sent;
+	uint64_t	ls_deadlocks;	/* deadlock victims chosen on this node */
+	uint32_t	ls_last_victim;	/* lock id of the latest one (0: none) */
+	uint64_t	ls_probes_sent;	/* deadlock probes sent (core/deadlock.c) */
 };
 void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st);
 
 /* ---------------------------------------------------------------------
  * Locking
  * --------------------------------------------------------------------- */
+
+#define DLM_WAITER_XID		0x1	/* dlm_lock_req.waiter is an xid */
+#define DLM_WAITER_ASYNC	0x2	/* the requester does not block on it */
 
 struct dlm_lock_req {
 	int			mode;		/* DLM_LOCK_NL..EX */
@@ -300,6 +314,13 @@ struct dlm_lock_req {
 	uint64_t		owner;		/* the client (non-zero) */
 	uint64_t		astarg;		/* cookie handed back in ASTs */
 	int			want_bast;	/* deliver blocking ASTs */
+	/* Deadlock detection (deadlock.c): who within the owner makes the
+	 * request.  waiter: a thread id, or with DLM_WAITER_XID the
+	 * application's transaction id; 0: no such information, the owner
+	 * as a whole.  DLM_WAITER_ASYNC: nobody blocks on the request (an
+	 * async request without xid), so it never makes its waiter wait. */
+	uint64_t		waiter;
+	uint32_t		waiter_flags;	/* DLM_WAITER_* */
 	/* With DLM_LKF_ORPHAN: may the requester adopt an orphan whose
 	 * original owner was 'orphan_owner'?  NULL: any orphan.  The caller
 	 * decides (the daemon compares users); the engine only asks. */
@@ -429,6 +450,10 @@ struct dlm_lock_info {
 	unsigned int	keylen;
 	uint64_t	token;		/* fencing token while granted CW, PW or
 					   EX (core/token.c); else 0 */
+	/* deadlock detection (core/deadlock.c), queued process copies: */
+	uint64_t	dl_key;		/* its age: larger is younger; 0 exempt */
+	uint64_t	dl_probe_ms;	/* its latest probe went out then */
+	int		dl_victim;	/* its deadlock cancel is in flight */
 };
 #define DLM_LKSTS_NONE		0	/* not on a queue (request in flight) */
 #define DLM_LKSTS_WAITING	1

@@ -51,6 +51,12 @@
 #define LKBF_OWNED		0x8000	/* on its owner's ow_locks (the owner is
 					 * found by lkb_ownerid: no pointer kept,
 					 * 8 B less per lock) */
+#define LKBF_DLWAIT		0x10000	/* queued process copy; on ls_dlwait (deadlock.c) */
+#define LKBF_DEADLK		0x20000	/* chosen as a deadlock's victim: its cancel
+					 * completes with -EDEADLK (deadlock.c) */
+#define LKBF_DLXID		0x40000	/* lkb_dl_waiter is an xid (deadlock.c) */
+#define LKBF_DLASYNC		0x80000	/* its requester does not block on its
+					 * request (deadlock.c) */
 
 /* lkb_wait_type: the remote operation this process copy waits for */
 enum dlm_wait {
@@ -99,6 +105,13 @@ struct dlm_lkb {
 	struct dlm_list		lkb_waiter;	/* ls_waiters while a remote op is in flight,
 						   or ls_resend (LKBF_RESEND) */
 	struct dlm_list		lkb_blocked;	/* ls_blocked (LKBF_BLOCKED) */
+	/* deadlock detection (deadlock.c), process copies only */
+	struct dlm_list		lkb_dlwait;	/* ls_dlwait (LKBF_DLWAIT) */
+	uint64_t		lkb_dl_start;	/* its wait began then: its age */
+	uint64_t		lkb_dl_probe_ms; /* its last probe (or wait start) */
+	uint32_t		lkb_dl_mark;	/* the last probe forwarded from it */
+	uint64_t		lkb_dl_waiter;	/* who within the owner made its last
+						   request (dlm_lock_req.waiter) */
 	struct dlm_range	lkb_grrange;
 	struct dlm_range	lkb_rqrange;
 	char			*lkb_lvb;	/* NULL: all zeros (see dlm_lvb_store) */
@@ -218,6 +231,12 @@ struct dlm_ls {
 	uint64_t		ls_nstuck;	/* LKBF_STUCK locks */
 	uint64_t		ls_audits_sent;
 	uint32_t		ls_audit_gen;	/* ls_generation the clocks belong to */
+	/* deadlock detection (deadlock.c) */
+	struct dlm_list		ls_dlwait;	/* queued process copies, the one
+						   probed longest ago first */
+	uint64_t		ls_deadlocks;	/* victims chosen here */
+	uint32_t		ls_last_victim;	/* the latest one's lock id */
+	uint64_t		ls_probes_sent;
 	uint64_t		ls_norphans;
 	uint64_t		ls_msgs_sent;
 	uint64_t		ls_msgs_received;
@@ -356,6 +375,20 @@ void dlm_audit_restart(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_audit_queued(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_audit_tick(struct dlm_ls *ls);
 int dlm_audit_receive(struct dlm_ls *ls, const struct dlm_msg *m);
+
+/* lock.c, for deadlock.c */
+void dlm_for_each_blocker(const struct dlm_rsb *r, const struct dlm_lkb *w,
+			  void (*fn)(void *arg, struct dlm_lkb *h), void *arg);
+int dlm_cancel_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb);
+
+/* deadlock.c */
+void dlm_deadlock_queued(struct dlm_ls *ls, struct dlm_lkb *lkb);
+void dlm_deadlock_set_waiter(struct dlm_lkb *lkb,
+			     const struct dlm_lock_req *req);
+void dlm_deadlock_tick(struct dlm_ls *ls);
+int dlm_deadlock_receive(struct dlm_ls *ls, const struct dlm_msg *m);
+int dlm_deadlock_status(struct dlm_lkb *lkb, int status);
+uint64_t dlm_deadlock_key(const struct dlm_lkb *lkb);
 
 /* dump.c */
 /* The size of the text dlm_key_format() writes for any key: each byte

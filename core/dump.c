@@ -9,6 +9,10 @@
  *     convert <lkid> <GRMODE>-><RQMODE> ...
  *     waiting <lkid> <RQMODE> ...
  *     lookup  <lkid> <RQMODE> ...               (waiting for the master)
+ *       a queued lock on its master ends with " waits-for <lkid>,...":
+ *       the locks (ids here) that keep it from being granted, the edges
+ *       of the wait-for graph that core/deadlock.c chases; a process copy
+ *       whose request a deadlock's victim cancels ends with " deadlock-victim"
  *   inflight "<path>"                             (after all resources)
  *     request <lkid> <RQMODE> ...               (request in flight)
  *
@@ -140,6 +144,19 @@ static const char *wait_str(int w)
 	}
 }
 
+struct edges {
+	struct outbuf	*e_ob;
+	bool		e_first;
+};
+
+static void dump_edge(void *arg, struct dlm_lkb *h)
+{
+	struct edges *e = arg;
+
+	out(e->e_ob, "%s%08x", e->e_first ? " waits-for " : ",", h->lkb_id);
+	e->e_first = false;
+}
+
 static void dump_lock(struct outbuf *ob, const char *what,
 		      const struct dlm_rsb *r, const struct dlm_lkb *lkb)
 {
@@ -174,6 +191,14 @@ static void dump_lock(struct outbuf *ob, const char *what,
 		out(ob, " wait %s", wait_str(lkb->lkb_wait_type));
 	if (holds_grmode(lkb) && dlm_lkb_token(lkb))
 		out(ob, " token %" PRIu64, dlm_lkb_token(lkb));
+	if ((lkb->lkb_status == DLM_LKSTS_WAITING ||
+	     lkb->lkb_status == DLM_LKSTS_CONVERT) && is_master(r)) {
+		struct edges e = { ob, true };
+
+		dlm_for_each_blocker(r, lkb, dump_edge, &e);
+	}
+	if (lkb->lkb_flags & LKBF_DEADLK)
+		out(ob, " deadlock-victim");
 	out(ob, "\n");
 }
 
@@ -289,6 +314,7 @@ struct verify_ctx {
 	char *vc_why;
 	size_t vc_len;
 	int vc_err;
+	uint64_t vc_ndlwait;	/* queued process copies (deadlock.c) */
 };
 
 static void verify_rsb(void *arg, struct dlm_hnode *n)
@@ -334,6 +360,18 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 			}
 			if (k == 2 && (lkb->lkb_exflags & DLM_LKF_NOORDER))
 				nnoorder++;
+			/* deadlock.c follows every queued process copy */
+			if (!!(lkb->lkb_flags & LKBF_DLWAIT) !=
+			    ((k == 1 || k == 2) && !is_master_copy(lkb))) {
+				snprintf(vc->vc_why, vc->vc_len,
+					 "%s: lock %08x on queue %d is %son ls_dlwait",
+					 name, lkb->lkb_id, k,
+					 (lkb->lkb_flags & LKBF_DLWAIT) ? "" : "not ");
+				vc->vc_err = -EUCLEAN;
+				return;
+			}
+			if (lkb->lkb_flags & LKBF_DLWAIT)
+				vc->vc_ndlwait++;
 		}
 	}
 	for (m = 0; m < DLM_NUM_MODES; m++) {
@@ -357,8 +395,19 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 
 int dlm_core_ls_verify(struct dlm_ls *ls, char *why, size_t whylen)
 {
-	struct verify_ctx vc = { ls, why, whylen, 0 };
+	struct verify_ctx vc = { ls, why, whylen, 0, 0 };
+	const struct dlm_list *pos;
+	uint64_t n = 0;
 
 	dlm_htab_walk(&ls->ls_rsbtbl, verify_rsb, &vc);
-	return vc.vc_err;
+	if (vc.vc_err)
+		return vc.vc_err;
+	dlm_list_for_each(pos, &ls->ls_dlwait)
+		n++;
+	if (n != vc.vc_ndlwait) {
+		snprintf(why, whylen, "ls_dlwait holds %llu locks, the queues %llu",
+			 (unsigned long long)n, (unsigned long long)vc.vc_ndlwait);
+		return -EUCLEAN;
+	}
+	return 0;
 }

@@ -178,6 +178,8 @@ static void del_from_queue(struct dlm_rsb *r, struct dlm_lkb *lkb)
 	lkb->lkb_status = DLM_LKSTS_NONE;
 	if (lkb->lkb_flags & (LKBF_BLOCKED | LKBF_STUCK | LKBF_AUDIT_SENT))
 		dlm_audit_queued(r->res_ls, lkb);
+	if (lkb->lkb_flags & LKBF_DLWAIT)
+		dlm_deadlock_queued(r->res_ls, lkb);
 }
 
 static void add_to_queue(struct dlm_rsb *r, struct dlm_lkb *lkb, int status)
@@ -207,8 +209,10 @@ static void add_to_queue(struct dlm_rsb *r, struct dlm_lkb *lkb, int status)
 	lkb->lkb_status = (uint8_t)status;
 	if (holds_grmode(lkb))
 		count_held(r, lkb, 1);
-	if (status != DLM_LKSTS_GRANTED && !is_master_copy(lkb))
+	if (status != DLM_LKSTS_GRANTED && !is_master_copy(lkb)) {
 		dlm_audit_queued(r->res_ls, lkb);
+		dlm_deadlock_queued(r->res_ls, lkb);
+	}
 }
 
 /* Change the granted mode/range of a lock that may be holding. */
@@ -388,6 +392,8 @@ static void cast_local(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
 	struct dlm_core *core = ls->ls_core;
 	struct dlm_ast ast;
 
+	/* a deadlock's victim: its cancel reports the deadlock */
+	status = dlm_deadlock_status(lkb, status);
 	if (lkb->lkb_flags & (LKBF_PURGED | LKBF_ORPHAN))
 		return;
 	memset(&ast, 0, sizeof(ast));
@@ -1276,6 +1282,7 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		lkb->lkb_flags &= ~(LKBF_ORPHAN | LKBF_PURGED);
 		lkb->lkb_flags |= LKBF_OWNED;
 		lkb->lkb_ownerid = req->owner;
+		dlm_deadlock_set_waiter(lkb, req);
 		/* the adoption is the lock's latest request: PERSISTENT if it
 		 * says so (as the kernel takes the adopter's flags) */
 		if (req->flags & DLM_LKF_PERSISTENT)
@@ -1377,6 +1384,7 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	lkb->lkb_exflags = req->flags;
 	lkb->lkb_rqmode = (int8_t)req->mode;
 	lkb->lkb_rqrange = range;
+	dlm_deadlock_set_waiter(lkb, req);
 	if (req->flags & DLM_LKF_VALBLK)
 		lkb->lkb_flags |= LKBF_VALBLK;
 	/* kept only to be sent along; a new lock reads its value at grant */
@@ -1429,6 +1437,7 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	lkb->lkb_rqmode = (int8_t)req->mode;
 	lkb->lkb_rqrange = range;
 	lkb->lkb_sbflags = 0;
+	dlm_deadlock_set_waiter(lkb, req);
 	if (req->flags & DLM_LKF_VALBLK)
 		lkb->lkb_flags |= LKBF_VALBLK;
 	else
@@ -2211,6 +2220,9 @@ int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 	case DLM_MSG_AUDIT:
 	case DLM_MSG_AUDIT_REPLY:
 		return dlm_audit_receive(ls, m);
+	case DLM_MSG_DEADLK_PROBE:
+	case DLM_MSG_DEADLK_HOLDER:
+		return dlm_deadlock_receive(ls, m);
 	case DLM_MSG_PURGE:
 		if ((m->m_flags & DLM_MF_OWNER_GROUP) && m->m_owner > UINT32_MAX)
 			return -EINVAL;
@@ -2304,6 +2316,11 @@ static void walk_one(void *arg, struct dlm_hnode *n)
 		li.key = lkb->lkb_rsb->res_key;
 		li.keylen = lkb->lkb_rsb->res_keylen;
 	}
+	if (lkb->lkb_flags & LKBF_DLWAIT) {
+		li.dl_key = dlm_deadlock_key(lkb);
+		li.dl_probe_ms = lkb->lkb_dl_probe_ms;
+	}
+	li.dl_victim = !!(lkb->lkb_flags & LKBF_DEADLK);
 	w->fn(w->arg, &li);
 }
 
@@ -2314,6 +2331,70 @@ void dlm_core_ls_walk(struct dlm_ls *ls,
 	struct walk_ctx w = { ls, fn, arg };
 
 	dlm_htab_walk(&ls->ls_lkbtbl, walk_one, &w);
+}
+
+/* ------------------------------------------------------------------ */
+/* for deadlock detection (deadlock.c)                                */
+/* ------------------------------------------------------------------ */
+
+/* Call fn for each lock on r that keeps w, queued on r, from being
+ * granted, by the rules above: a lock holding a mode that conflicts with
+ * the one w asks for (ranges overlapping); for a new request, every
+ * queued conversion and every request ahead of it (unless NOORDER); for a
+ * QUECVT conversion, every conversion ahead of it.  A request with an
+ * alternate mode (ALTPR, ALTCW) or EXPEDITE has none: it waits for one
+ * of two sets, which a wait-for edge cannot say, so it is left out of
+ * the graph (deadlock.c).  fn must not change r's queues. */
+void dlm_for_each_blocker(const struct dlm_rsb *r, const struct dlm_lkb *w,
+			  void (*fn)(void *arg, struct dlm_lkb *h), void *arg)
+{
+	const struct dlm_ls *ls = r->res_ls;
+	bool waiting = w->lkb_status == DLM_LKSTS_WAITING;
+	bool ordered = !(w->lkb_exflags & DLM_LKF_NOORDER);
+	bool ahead = true;
+	struct dlm_list *pos;
+
+	if (w->lkb_exflags & (DLM_LKF_ALTPR | DLM_LKF_ALTCW | DLM_LKF_EXPEDITE))
+		return;
+	dlm_list_for_each(pos, &r->res_grantq) {
+		struct dlm_lkb *g = dlm_container_of(pos, struct dlm_lkb,
+						     lkb_statequeue);
+
+		if (g != w && !compat(ls, g->lkb_grmode, w->lkb_rqmode) &&
+		    ranges_overlap(ls, &g->lkb_grrange, &w->lkb_rqrange))
+			fn(arg, g);
+	}
+	dlm_list_for_each(pos, &r->res_convertq) {
+		struct dlm_lkb *c = dlm_container_of(pos, struct dlm_lkb,
+						     lkb_statequeue);
+
+		if (c == w) {
+			ahead = false;
+			continue;
+		}
+		if ((waiting && ordered) ||
+		    (!waiting && ahead && (w->lkb_exflags & DLM_LKF_QUECVT)) ||
+		    (!compat(ls, c->lkb_grmode, w->lkb_rqmode) &&
+		     ranges_overlap(ls, &c->lkb_grrange, &w->lkb_rqrange)))
+			fn(arg, c);
+	}
+	if (!waiting || !ordered)
+		return;
+	dlm_list_for_each(pos, &r->res_waitq) {
+		struct dlm_lkb *q = dlm_container_of(pos, struct dlm_lkb,
+						     lkb_statequeue);
+
+		if (q == w)
+			break;
+		fn(arg, q);
+	}
+}
+
+/* Cancel a process copy's queued request on behalf of the deadlock
+ * detector, as its client would (dlm_core_unlock with CANCEL). */
+int dlm_cancel_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	return unlock_lkb(ls, lkb, DLM_LKF_CANCEL, NULL);
 }
 
 /* ------------------------------------------------------------------ */

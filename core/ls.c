@@ -107,6 +107,7 @@ void dlm_core_tick(struct dlm_core *core, uint64_t now_ms)
 		if (dlm_ls_running(ls)) {
 			dlm_toss_expire(ls, core->core_now, false);
 			dlm_audit_tick(ls);
+			dlm_deadlock_tick(ls);
 		}
 	}
 }
@@ -207,6 +208,7 @@ int dlm_core_ls_create(struct dlm_core *core, const char *name,
 	dlm_list_init(&ls->ls_toss);
 	dlm_list_init(&ls->ls_waiters);
 	dlm_list_init(&ls->ls_blocked);
+	dlm_list_init(&ls->ls_dlwait);
 	dlm_list_init(&ls->ls_orphans);
 	dlm_recover_init_ls(ls);
 	rv = dlm_ls_set_members(ls, members, nmembers);
@@ -290,6 +292,9 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	st->ls_msgs_received = ls->ls_msgs_received;
 	st->ls_stuck = ls->ls_audit_gen == ls->ls_generation ? ls->ls_nstuck : 0;
 	st->ls_audits_sent = ls->ls_audits_sent;
+	st->ls_deadlocks = ls->ls_deadlocks;
+	st->ls_last_victim = ls->ls_last_victim;
+	st->ls_probes_sent = ls->ls_probes_sent;
 }
 
 int dlm_core_receive(struct dlm_core *core, uint32_t from,

@@ -285,6 +285,7 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id)
 	dlm_list_init(&lkb->lkb_ownerqueue);
 	dlm_list_init(&lkb->lkb_waiter);
 	dlm_list_init(&lkb->lkb_blocked);
+	dlm_list_init(&lkb->lkb_dlwait);
 	lkb->lkb_hnode.hn_hash = lkid_hash(id);
 	dlm_htab_insert(&ls->ls_lkbtbl, &lkb->lkb_hnode);
 	return lkb;

@@ -83,6 +83,14 @@ enum dlm_msg_type {
 					   (m_lvbseq: the audit's cookie) */
 	DLM_MSG_AUDIT_REPLY = 16,	/* m_status: its lkb_status, or -ENOENT;
 					   m_lvbseq echoed */
+	/* deadlock probes (core/deadlock.c); both carry the probe in
+	 * m_nodeid (the initiating lock's node), m_lvbseq (its lock id),
+	 * m_owner (its age), m_sbflags (the probe's round) and m_status (the
+	 * hops so far, 0..DLM_DEADLK_MAX_HOPS) */
+	DLM_MSG_DEADLK_PROBE = 17,	/* to a master: whom does the lock
+					   m_remid (yours) / m_lkid (mine) wait for? */
+	DLM_MSG_DEADLK_HOLDER = 18,	/* to a holder's node: lock m_remid
+					   (yours) / m_lkid (mine) blocks the probe */
 	/* recovery (core/recover.c) */
 	DLM_RC_STATUS = 32,		/* barrier: step m_status of event m_gen done */
 	DLM_RC_DIR_ADD = 33,		/* directory record: key -> m_nodeid */
@@ -92,6 +100,9 @@ enum dlm_msg_type {
 	DLM_RC_LOCK_REPLY = 37,
 	DLM_MSG_MAX = 37,
 };
+
+/* A deadlock probe travels at most this many hops (core/deadlock.c). */
+#define DLM_DEADLK_MAX_HOPS	1024
 
 static inline int dlm_msg_is_recovery(int type)
 {

@@ -201,6 +201,10 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 		lk->lk_bastparam = get64(p + 56);
 		lk->lk_lksb = get64(p + 64);
 		memcpy(lk->lk_lvb, p + 72, DLMP_LVB_LEN);
+		lk->lk_tid = get32(p + 104);
+		lk->lk_xid = get64(p + 112);
+		if (get32(p + 108))
+			return -EBADMSG;
 		if (lk->lk_bits & ~DLMP_LK_BITS)
 			return -EINVAL;
 		if ((lk->lk_bits & DLMP_LK_NEWID) &&
@@ -351,6 +355,9 @@ int dlmp_encode(const struct dlmp_msg *msg, void *buf, size_t size)
 		put64(b + 56, lk->lk_bastparam);
 		put64(b + 64, lk->lk_lksb);
 		memcpy(b + 72, lk->lk_lvb, DLMP_LVB_LEN);
+		put32(b + 104, lk->lk_tid);
+		put32(b + 108, 0);
+		put64(b + 112, lk->lk_xid);
 		memcpy(b + ti->ti_fixed, lk->lk_name, lk->lk_namelen);
 		n = lk->lk_namelen;
 		break;

@@ -144,8 +144,10 @@
  * EPROTONOSUPPORT; otherwise in ours.  libdlm likewise returns
  * -EPROTONOSUPPORT for an answer of another version (what an old dlmd
  * sends a new libdlm).  Version 3 (this one) added lock ids chosen by the
- * client (DLMP_LK_NEWID, IDS, the block in LS_OPEN's REPLY) and the TOKEN
- * request.  Version 2 added pipelining, DLMP_LK_SYNC, COMP_REPLY and
+ * client (DLMP_LK_NEWID, IDS, the block in LS_OPEN's REPLY), the TOKEN
+ * request, and the requesting thread and transaction id in LOCK
+ * (deadlock detection's waiter, DLMP_LK_BLOCKS).  Version 2 added
+ * pipelining, DLMP_LK_SYNC, COMP_REPLY and
  * DLMP_REPLY_HELD; version 1 allowed one request in flight.
  *
  * Fencing tokens.  TOKEN (body: lkid u32, then a zero u32) asks for the
@@ -240,7 +242,9 @@ enum dlmp_type {
 					 * the client took from its block; no
 					 * REPLY (see "Lock ids chosen by the
 					 * client") */
-#define DLMP_LK_BITS		0xf	/* every bit a LOCK may carry */
+#define DLMP_LK_BLOCKS		0x10	/* LOCK: the requester blocks until it
+					 * completes (deadlock detection) */
+#define DLMP_LK_BITS		0x1f	/* every bit a LOCK may carry */
 #define DLMP_UL_BITS		(DLMP_LK_LVB | DLMP_LK_SYNC)	/* UNLOCK */
 
 /* REPLY.value2 of a DLMP_LK_SYNC LOCK: not the answer yet, the lock is
@@ -260,7 +264,7 @@ enum dlmp_type {
 #define DLMP_LS_CREATE_LEN	12	/* flags u32, mode u32, namelen u16, pad u16, name */
 #define DLMP_LS_OPEN_LEN	4	/* namelen u16, pad u16, name */
 #define DLMP_LS_RELEASE_LEN	8	/* flags u32, namelen u16, pad u16, name */
-#define DLMP_LOCK_LEN		104	/* see dlmp_lock; name follows */
+#define DLMP_LOCK_LEN		120	/* see dlmp_lock; name follows */
 #define DLMP_UNLOCK_LEN		68
 #define DLMP_PURGE_LEN		8
 #define DLMP_DEADLOCK_LEN	8
@@ -296,7 +300,10 @@ struct dlmp_ls {
  *   0 mode u8, 1 namelen u8, 2 bits u8, 3 pad, 4 flags u32, 8 lkid u32,
  *  12 parent u32, 16 range start u64, 24 range end u64, 32 castaddr u64,
  *  40 castparam u64, 48 bastaddr u64, 56 bastparam u64, 64 lksb u64,
- *  72 lvb[32], 104 name[namelen]. */
+ *  72 lvb[32], 104 tid u32, 108 pad u32 (0), 112 xid u64, 120 name[namelen].
+ * tid: the requesting thread (gettid()); xid: dlm_ls_lockx's transaction
+ * id, 0 for none.  Deadlock detection's waiter is the xid if there is
+ * one, else the thread (core/deadlock.c). */
 struct dlmp_lock {
 	uint8_t		lk_mode;
 	uint8_t		lk_namelen;
@@ -312,6 +319,8 @@ struct dlmp_lock {
 	uint64_t	lk_bastparam;
 	uint64_t	lk_lksb;
 	char		lk_lvb[DLMP_LVB_LEN];
+	uint32_t	lk_tid;
+	uint64_t	lk_xid;
 	char		lk_name[DLMP_NAME_MAX];
 };
 

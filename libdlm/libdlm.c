@@ -1051,7 +1051,7 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 		   uint32_t flags, const void *name, unsigned int namelen,
 		   uint32_t parent, ast_fn astaddr, void *astarg,
 		   ast_fn bastaddr, void *bastarg, const struct dlm_range *range,
-		   bool sync)
+		   bool sync, bool blocks, uint64_t xid)
 {
 	struct dlmp_msg msg;
 	struct dlmp_lock *lk = &msg.m_u.lock;
@@ -1092,6 +1092,11 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	}
 	if (sync)
 		lk->lk_bits |= DLMP_LK_SYNC;
+	/* who waits for it, for deadlock detection (dlmd_proto.h) */
+	if (blocks)
+		lk->lk_bits |= DLMP_LK_BLOCKS;
+	lk->lk_tid = (uint32_t)gettid();
+	lk->lk_xid = xid;
 	lk->lk_castaddr = is_routine(astaddr) ? (uint64_t)(uintptr_t)astaddr : 0;
 	lk->lk_castparam = (uint64_t)(uintptr_t)astarg;
 	/* no routine: dlmd sends this lock no blocking ASTs at all */
@@ -1217,14 +1222,15 @@ static int ls_lock_wait(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lks
 
 	if (flags & LKF_ORPHAN)	/* adopted at once: no AST to wait for */
 		return ls_lock(h, mode, lksb, flags, name, namelen, parent,
-			       NULL, NULL, bastaddr, bastarg, range, false);
+			       NULL, NULL, bastaddr, bastarg, range, false,
+			       true, 0);
 	if (!in_ast) {
 		rv = ls_lock(h, mode, lksb, flags, name, namelen, parent, NULL,
-			     NULL, bastaddr, bastarg, range, true);
+			     NULL, bastaddr, bastarg, range, true, true, 0);
 		return rv ? rv : wait_result(lksb);
 	}
 	rv = ls_lock(h, mode, lksb, flags, name, namelen, parent, sync_ast, &sw,
-		     bastaddr, bastarg, range, false);
+		     bastaddr, bastarg, range, false, true, 0);
 	if (rv)
 		return rv;
 	rv = sync_wait(h, &sw);
@@ -1264,7 +1270,8 @@ int dlm_ls_lock(dlm_lshandle_t ls, uint32_t mode, struct dlm_lksb *lksb,
 		return ret_errno(ls_lock_wait(ls, mode, lksb, flags, name, namelen,
 					      parent, astarg, bastaddr, range));
 	return ret_errno(ls_lock(ls, mode, lksb, flags, name, namelen, parent,
-				 astaddr, astarg, bastaddr, astarg, range, false));
+				 astaddr, astarg, bastaddr, astarg, range, false,
+				 false, 0));
 }
 
 int dlm_ls_lockx(dlm_lshandle_t ls, uint32_t mode, struct dlm_lksb *lksb,
@@ -1272,12 +1279,13 @@ int dlm_ls_lockx(dlm_lshandle_t ls, uint32_t mode, struct dlm_lksb *lksb,
 		 uint32_t parent, void (*astaddr)(void *astarg), void *astarg,
 		 void (*bastaddr)(void *astarg), uint64_t *xid, uint64_t *timeout)
 {
-	/* Transaction ids only fed the kernel's removed deadlock detector
-	 * and lock timeouts are gone (LKF_TIMEOUT is refused). */
-	(void)xid;
+	/* A non-zero transaction id is deadlock detection's waiter: the
+	 * application blocks on the transaction's requests (dlmd_proto.h).
+	 * Lock timeouts are gone (LKF_TIMEOUT is refused). */
 	(void)timeout;
 	return ret_errno(ls_lock(ls, mode, lksb, flags, name, namelen, parent,
-				 astaddr, astarg, bastaddr, astarg, NULL, false));
+				 astaddr, astarg, bastaddr, astarg, NULL, false,
+				 false, xid ? *xid : 0));
 }
 
 int dlm_ls_unlock(dlm_lshandle_t ls, uint32_t lkid, uint32_t flags,

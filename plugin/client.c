@@ -1132,6 +1132,17 @@ static int lock_request(struct req_ctx *rq)
 		req.lvb = lk->lk_lvb;
 	req.owner = c->cl_owner;
 	req.want_bast = lk->lk_bastaddr != 0;
+	/* deadlock detection's waiter: the transaction, else the thread;
+	 * only a requester that blocks on it (or declares a transaction)
+	 * waits (core/deadlock.c) */
+	if (lk->lk_xid) {
+		req.waiter = lk->lk_xid;
+		req.waiter_flags = DLM_WAITER_XID;
+	} else {
+		req.waiter = lk->lk_tid;
+		if (!(lk->lk_bits & (DLMP_LK_SYNC | DLMP_LK_BLOCKS)))
+			req.waiter_flags = DLM_WAITER_ASYNC;
+	}
 	if (lk->lk_flags & DLM_LKF_ORPHAN) {
 		req.may_adopt = may_adopt;
 		req.may_adopt_arg = &ac;

@@ -15,6 +15,9 @@
  *   scan_secs         5            how often to scan for unused resources
  *   audit_secs        10           ask a lock's master about a lock that
  *                                  waits this long (0: never; core/audit.c)
+ *   deadlock_secs     5            look for a deadlock through a request
+ *                                  that waits this long, and again as often
+ *                                  (0: never; core/deadlock.c)
  *   recover_timer     60           seconds before a stuck recovery is logged
  *   socket_path       /run/dlmd/dlmd.sock      client socket (libdlm)
  *   control_socket    /run/dlmd/dlmd-ctl.sock  dlmctl's socket (mode 0600)
@@ -80,6 +83,7 @@ void dlmd_config_defaults(struct dlmd_config *cf)
 	cf->cf_toss_secs = 10;
 	cf->cf_scan_secs = 5;
 	cf->cf_audit_secs = 10;
+	cf->cf_deadlock_secs = 5;
 	cf->cf_recover_timer = 60;
 	snprintf(cf->cf_socket_path, sizeof(cf->cf_socket_path), "%s",
 		 DLMD_DEFAULT_SOCKET);
@@ -270,6 +274,7 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 	U32("toss_secs", cf_toss_secs, 1, 86400)
 	U32("scan_secs", cf_scan_secs, 1, 3600)
 	U32("audit_secs", cf_audit_secs, 0, 86400)
+	U32("deadlock_secs", cf_deadlock_secs, 0, 86400)
 	U32("recover_timer", cf_recover_timer, 1, 86400)
 	U32("nodeid", cf_nodeid, 1, 0x7fffffff)
 	U32("flight_recorder_lines", cf_flight_lines, 16, 1048576)
@@ -552,7 +557,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		snprintf(admin, sizeof(admin), "%u", (unsigned)cf->cf_admin_gid);
 	if (asprintf(&s,
 		     "port = %u\nprotocol = %s\nbuffer_size = %u\ntoss_secs = %u\nscan_secs = %u\n"
-		     "audit_secs = %u\n"
+		     "audit_secs = %u\ndeadlock_secs = %u\n"
 		     "recover_timer = %u\nsocket_path = %s\ncontrol_socket = %s\n"
 		     "pid_file = %s\nsocket_owner = %u\nsocket_group = %u\n"
 		     "socket_mode = 0%o\nadmin_group = %s\nlog_level = %s\n"
@@ -564,7 +569,8 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     cf->cf_protocol == DLMD_PROTO_SCTP ? "sctp" :
 		     cf->cf_protocol == DLMD_PROTO_DETECT ? "detect" : "tcp",
 		     cf->cf_buffer_size, cf->cf_toss_secs,
-		     cf->cf_scan_secs, cf->cf_audit_secs, cf->cf_recover_timer,
+		     cf->cf_scan_secs, cf->cf_audit_secs, cf->cf_deadlock_secs,
+		     cf->cf_recover_timer,
 		     cf->cf_socket_path,
 		     cf->cf_ctl_socket_path, cf->cf_pid_file,
 		     (unsigned)cf->cf_socket_uid, (unsigned)cf->cf_socket_gid,

@@ -139,11 +139,14 @@ static int verb_ls(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool j
 			for (unsigned int i = 0; i < v.lv_ngroup; i++)
 				dlmd_sb_printf(sb, "%s%u", i ? "," : "", v.lv_group[i]);
 			dlmd_sb_printf(sb, "],\"clients\":%u,\"resources\":%llu,"
-				  "\"locks\":%llu,\"orphans\":%llu,\"mode\":\"0%o\"}",
+				  "\"locks\":%llu,\"orphans\":%llu,\"mode\":\"0%o\","
+				  "\"deadlocks\":%llu,\"last_victim\":\"%08x\"}",
 				  dl->dl_nopen, (unsigned long long)st.ls_resources,
 				  (unsigned long long)st.ls_locks,
 				  (unsigned long long)st.ls_orphans,
-				  (unsigned)dl->dl_mode);
+				  (unsigned)dl->dl_mode,
+				  (unsigned long long)st.ls_deadlocks,
+				  st.ls_last_victim);
 		} else {
 			dlmd_sb_printf(sb, "name %s id %08x state %s members",
 				  dl->dl_name, dlm_core_ls_id(dl->dl_core), v.lv_state);
@@ -157,6 +160,10 @@ static int verb_ls(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool j
 			for (unsigned int i = 0; i < v.lv_ngroup; i++)
 				dlmd_sb_printf(sb, " %u", v.lv_group[i]);
 			dlmd_sb_printf(sb, "\n  wait %s\n", v.lv_wait);
+			/* core/deadlock.c: victims chosen on this node */
+			dlmd_sb_printf(sb, "  deadlocks %llu last_victim %08x\n",
+				  (unsigned long long)st.ls_deadlocks,
+				  st.ls_last_victim);
 		}
 		first = false;
 	}
@@ -175,6 +182,21 @@ static const char *metrics_state(const struct dlmd *d)
 	snprintf(buf, sizeof(buf), "%s%s", d->d_cfg.cf_metrics_listen,
 		 d->d_metrics_fd >= 0 ? "" : " (failed)");
 	return buf;
+}
+
+/* Deadlock victims chosen on this node, in every lockspace, and the
+ * latest lockspace's last one (core/deadlock.c). */
+static unsigned long long deadlocks_total(const struct dlmd *d)
+{
+	unsigned long long n = 0;
+
+	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
+		struct dlm_ls_stats st;
+
+		dlm_core_ls_stats(dl->dl_core, &st);
+		n += st.ls_deadlocks;
+	}
+	return n;
 }
 
 static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool json)
@@ -212,6 +234,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		dlmd_json_str(sb, d->d_cfg.cf_configfs_dir);
 		dlmd_sb_printf(sb, ",\"socket\":");
 		dlmd_json_str(sb, d->d_cfg.cf_socket_path);
+		dlmd_sb_printf(sb, ",\"deadlocks\":%llu", deadlocks_total(d));
 		dlmd_sb_printf(sb, ",\"metrics_listen\":");
 		dlmd_json_str(sb, metrics_state(d));
 		/* every metric, as GET /metrics has them (metrics.c) */
@@ -247,6 +270,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		  DLMP_VERSION_MINOR, DLMP_VERSION_PATCH, d->d_cfg.cf_socket_path,
 		  d->d_cfg.cf_configfs_dir[0] ? d->d_cfg.cf_configfs_dir : "-",
 		  dlmd_view_state(d), metrics_state(d));
+	dlmd_sb_printf(sb, "deadlocks %llu\n", deadlocks_total(d));
 	return 0;
 }
 

@@ -154,6 +154,7 @@ struct dlmd_config {
 	uint32_t		cf_buffer_size;
 	uint32_t		cf_toss_secs;
 	uint32_t		cf_audit_secs;
+	uint32_t		cf_deadlock_secs;
 	uint32_t		cf_scan_secs;
 	uint32_t		cf_recover_timer;
 	char			cf_socket_path[DLMD_SUN_PATH_MAX];

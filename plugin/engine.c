@@ -183,6 +183,7 @@ int dlmd_engine_new(struct dlmd *d, const struct dlmd_engine_up *up)
 	ccfg.our_nodeid = d->d_nodeid;
 	ccfg.toss_ms = d->d_cfg.cf_toss_secs * 1000u;
 	ccfg.audit_ms = d->d_cfg.cf_audit_secs * 1000u;
+	ccfg.deadlock_ms = d->d_cfg.cf_deadlock_secs * 1000u;
 	d->d_engine_up = up;
 	d->d_msgs_tail = &d->d_msgs;
 	d->d_held_tail = &d->d_held;

@@ -69,7 +69,10 @@ static void remote_request(struct dlm_core *core, struct dlm_ls *ls,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct dlm_core_ops ops = { .send = f_send, .ast = f_ast };
-	struct dlm_core_config cfg = { .our_nodeid = 1, .toss_ms = 50 };
+	/* deadlock_ms: probes of our waiting locks go out while messages
+	 * arrive, and probes that arrive are followed */
+	struct dlm_core_config cfg = { .our_nodeid = 1, .toss_ms = 50,
+				       .deadlock_ms = 40 };
 	uint32_t members[3] = { 1, 2, 3 };
 	struct dlm_core *core = dlm_core_new(&cfg, &ops, NULL);
 	struct dlm_ls *ls;

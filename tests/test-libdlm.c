@@ -564,6 +564,220 @@ static void test_deadlock_cancel(void **state)
 	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
 }
 
+/* The deadlock's victim (its request 'lost', on handle hv, which holds
+ * 'vheld') gave way; the survivor's request 'won' (handle hs, holding
+ * 'sheld') is granted once the victim's owner lets go. */
+static void deadlock_aftermath(dlm_lshandle_t hv, struct rec *lost,
+			       struct rec *vheld, dlm_lshandle_t hs,
+			       struct rec *won, struct rec *sheld)
+{
+	assert_int_equal(lost->r_lksb.sb_status, EDEADLK);
+	assert_int_equal(won->r_comp, 0);
+	assert_int_equal(unlock_sync(hv, vheld, 0), EUNLOCK);
+	assert_int_equal(wait_for(&won->r_comp, 1, hs, NULL), 0);
+	assert_int_equal(won->r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(hs, won, 0), EUNLOCK);
+	assert_int_equal(unlock_sync(hs, sheld, 0), EUNLOCK);
+}
+
+/* An async request in transaction *xid (dlm_ls_lockx). */
+static int lockx(dlm_lshandle_t h, int mode, struct rec *r, const char *name,
+		 uint64_t xid)
+{
+	return dlm_ls_lockx(h, (uint32_t)mode, &r->r_lksb, 0, name,
+			    (unsigned int)strlen(name), 0, comp_ast, r, bast_ast,
+			    &xid, NULL);
+}
+
+/* Two owners, each holding what the other asks for: dlmd's deadlock
+ * detection (dlm.conf deadlock_secs, default 5 s, looked at every
+ * scan_secs) cancels the younger request with EDEADLK; the older one is
+ * granted when the victim's owner lets go.  The requests are async, so
+ * each owner names its transaction (an xid): the application declares
+ * that it waits for them (an async request without one waits for
+ * nobody). */
+static void test_deadlock_detected(void **state)
+{
+	struct rec a, b, wa, wb;
+	uint64_t end;
+
+	rec_init(&a);
+	rec_init(&b);
+	rec_init(&wa);
+	rec_init(&wb);
+	assert_int_equal(lockx(h1, LKM_EXMODE, &a, "dd-a", 1), 0);
+	assert_int_equal(wait_for(&a.r_comp, 1, h1, NULL), 0);
+	assert_int_equal(lockx(h2, LKM_EXMODE, &b, "dd-b", 2), 0);
+	assert_int_equal(wait_for(&b.r_comp, 1, h2, NULL), 0);
+	assert_int_equal(lockx(h1, LKM_EXMODE, &wb, "dd-b", 1), 0);
+	assert_int_equal(lockx(h2, LKM_EXMODE, &wa, "dd-a", 2), 0);
+	/* bounded: two delays and two scans, with room to spare */
+	end = now_ms() + 30000;
+	while (!wa.r_comp && !wb.r_comp && now_ms() < end)
+		(void)wait_for(&wa.r_comp, 1, h2, h1);
+	assert_int_equal(wa.r_comp + wb.r_comp, 1);
+	if (wa.r_comp)	/* h2's request, the younger by its lock id */
+		deadlock_aftermath(h2, &wa, &b, h1, &wb, &a);
+	else
+		deadlock_aftermath(h1, &wb, &a, h2, &wa, &b);
+}
+
+/* Longer than dlmd's default deadlock delay (5 s) twice over, with the
+ * scans between: a wait this long is probed at least once. */
+#define DL_HOLD_MS	12000
+
+struct dl_thread {
+	dlm_lshandle_t	t_h;
+	const char	*t_first;	/* lock this (EX, waiting) first, or NULL */
+	const char	*t_second;	/* then wait for this */
+	struct dlm_lksb	t_lk1, t_lk2;
+	int		t_rv;		/* wait_status() of the second */
+	int		t_stage;	/* 1: t_first held; 2: done */
+};
+
+/* A _wait call's outcome: its errno, or the status it left in the lksb
+ * (libdlm.so returns 0 and leaves it there; libdlm_lt returns -1). */
+static int wait_status(int rv, const struct dlm_lksb *lksb)
+{
+	return rv ? errno : lksb->sb_status;
+}
+
+static int stage_of(struct dl_thread *t)
+{
+	return __atomic_load_n(&t->t_stage, __ATOMIC_ACQUIRE);
+}
+
+static void set_stage(struct dl_thread *t, int stage)
+{
+	__atomic_store_n(&t->t_stage, stage, __ATOMIC_RELEASE);
+}
+
+static void *dl_thread(void *arg)
+{
+	struct dl_thread *t = arg;
+
+	if (t->t_first) {
+		assert_int_equal(dlm_ls_lock_wait(t->t_h, LKM_EXMODE, &t->t_lk1, 0,
+						  t->t_first,
+						  (unsigned int)strlen(t->t_first),
+						  0, NULL, NULL, NULL), 0);
+		set_stage(t, 1);
+	}
+	t->t_rv = wait_status(dlm_ls_lock_wait(t->t_h, LKM_EXMODE, &t->t_lk2, 0,
+					       t->t_second,
+					       (unsigned int)strlen(t->t_second),
+					       0, NULL, NULL, NULL), &t->t_lk2);
+	/* a victim lets go of what it holds, so that the other goes on */
+	if (t->t_first && t->t_rv)
+		assert_int_equal(dlm_ls_unlock_wait(t->t_h, t->t_lk1.sb_lkid, 0,
+						    &t->t_lk1), 0);
+	set_stage(t, 2);
+	return NULL;
+}
+
+static void wait_stage(struct dl_thread *t, int stage)
+{
+	uint64_t end = now_ms() + AST_TIMEOUT_MS;
+
+	while (stage_of(t) < stage && now_ms() < end)
+		usleep(1000);
+	assert_int_equal(stage_of(t), stage);
+}
+
+/* One handle (one connection, one owner to dlmd) and two threads: the
+ * main thread holds EX past the deadlock delay while another thread
+ * waits for it in dlm_ls_lock_wait.  The holder does not wait for
+ * anything: no deadlock, the waiter is granted after the unlock. */
+static void test_deadlock_other_thread(void **state)
+{
+	struct dl_thread t = { .t_h = h1, .t_second = "dt-thread" };
+	pthread_t tid;
+	struct rec a;
+
+	rec_init(&a);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "dt-thread"), 0);
+	assert_int_equal(pthread_create(&tid, NULL, dl_thread, &t), 0);
+	settle(h1, DL_HOLD_MS);
+	assert_int_equal(stage_of(&t), 0);	/* still waiting, not cancelled */
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+	pthread_join(tid, NULL);
+	assert_int_equal(t.t_rv, 0);
+	assert_int_equal(t.t_lk2.sb_status, 0);
+	assert_int_equal(dlm_ls_unlock_wait(h1, t.t_lk2.sb_lkid, 0, &t.t_lk2), 0);
+}
+
+/* An async request queued behind the handle's own EX, held past the
+ * delay: its caller does not block on it, so it is granted after the
+ * unlock, never EDEADLK. */
+static void test_deadlock_async_own(void **state)
+{
+	struct rec a, w;
+
+	rec_init(&a);
+	rec_init(&w);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "dt-async"), 0);
+	assert_int_equal(lock(h1, LKM_EXMODE, &w, 0, "dt-async", NULL), 0);
+	settle(h1, DL_HOLD_MS);
+	assert_int_equal(w.r_comp, 0);
+	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
+	assert_int_equal(wait_for(&w.r_comp, 1, h1, NULL), 0);
+	assert_int_equal(w.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h1, &w, 0), EUNLOCK);
+}
+
+/* Two threads on one handle in a true deadlock: the main thread holds
+ * R1 and waits for R2, the other holds R2 and waits for R1, both in
+ * dlm_ls_lock_wait.  One of them gets EDEADLK, the other the lock. */
+static void test_deadlock_cross_thread(void **state)
+{
+	struct dl_thread t = { .t_h = h1, .t_first = "dt-r2",
+			       .t_second = "dt-r1" };
+	struct dlm_lksb r1, r2;
+	pthread_t tid;
+	int st;
+
+	memset(&r1, 0, sizeof(r1));
+	memset(&r2, 0, sizeof(r2));
+	assert_int_equal(dlm_ls_lock_wait(h1, LKM_EXMODE, &r1, 0, "dt-r1", 5, 0,
+					  NULL, NULL, NULL), 0);
+	assert_int_equal(pthread_create(&tid, NULL, dl_thread, &t), 0);
+	wait_stage(&t, 1);
+	usleep(200000);		/* the thread's wait for R1 is the older */
+	st = wait_status(dlm_ls_lock_wait(h1, LKM_EXMODE, &r2, 0, "dt-r2", 5, 0,
+					  NULL, NULL, NULL), &r2);
+	if (st) {		/* the victim: let the thread have R1 */
+		assert_int_equal(st, EDEADLK);
+		assert_int_equal(dlm_ls_unlock_wait(h1, r1.sb_lkid, 0, &r1), 0);
+		pthread_join(tid, NULL);
+		assert_int_equal(t.t_rv, 0);
+		assert_int_equal(dlm_ls_unlock_wait(h1, t.t_lk2.sb_lkid, 0,
+						    &t.t_lk2), 0);
+		assert_int_equal(dlm_ls_unlock_wait(h1, t.t_lk1.sb_lkid, 0,
+						    &t.t_lk1), 0);
+	} else {		/* the thread gave way and let go of R2 */
+		pthread_join(tid, NULL);
+		assert_int_equal(t.t_rv, EDEADLK);
+		assert_int_equal(dlm_ls_unlock_wait(h1, r2.sb_lkid, 0, &r2), 0);
+		assert_int_equal(dlm_ls_unlock_wait(h1, r1.sb_lkid, 0, &r1), 0);
+	}
+}
+
+/* A thread that holds EX and waits in dlm_ls_lock_wait for a new EX lock
+ * on the same resource waits for itself: EDEADLK, not a hang. */
+static void test_deadlock_self(void **state)
+{
+	struct dlm_lksb a, b;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	assert_int_equal(dlm_ls_lock_wait(h1, LKM_EXMODE, &a, 0, "dt-self", 7, 0,
+					  NULL, NULL, NULL), 0);
+	assert_int_equal(wait_status(dlm_ls_lock_wait(h1, LKM_EXMODE, &b, 0,
+						      "dt-self", 7, 0, NULL,
+						      NULL, NULL), &b), EDEADLK);
+	assert_int_equal(dlm_ls_unlock_wait(h1, a.sb_lkid, 0, &a), 0);
+}
+
 static void test_parent(void **state)
 {
 	struct rec p, c1, p2, c2, c3;
@@ -2278,6 +2492,11 @@ int main(void)
 		cmocka_unit_test(test_expedite_altpr),
 		cmocka_unit_test(test_convdeadlk),
 		cmocka_unit_test(test_deadlock_cancel),
+		cmocka_unit_test(test_deadlock_detected),
+		cmocka_unit_test(test_deadlock_other_thread),
+		cmocka_unit_test(test_deadlock_async_own),
+		cmocka_unit_test(test_deadlock_cross_thread),
+		cmocka_unit_test(test_deadlock_self),
 		cmocka_unit_test(test_parent),
 		cmocka_unit_test(test_parent_deep),
 		cmocka_unit_test(test_range),

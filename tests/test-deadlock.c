@@ -1,0 +1,628 @@
+/*
+ * tests/test-deadlock.c - deadlock detection across resources and nodes
+ * (core/deadlock.c) on three engines joined by an in-memory network:
+ * a two-party cycle across two nodes, a three-party cycle across three,
+ * one through a conversion, one on a single node, each broken once at
+ * its youngest request with -EDEADLK; a request that waits behind a
+ * holder, or behind a deadlock it is not part of, is never cancelled;
+ * NODLCKWT exempts a request; deadlock_ms 0 turns detection off.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/core.h"
+#include "core/wire.h"
+
+#define DEADLOCK_MS	2000
+#define STEP_MS		100
+#define NNODES		3
+#define MAXQ		1024
+#define MAXCOMP		64
+
+struct qmsg {
+	uint32_t from, to;
+	size_t len;
+	unsigned char buf[DLM_WIRE_MAX_LEN];
+};
+
+struct comp {
+	int node;
+	uint32_t lkid;
+	int status;
+	int grmode;
+};
+
+struct net {
+	struct dlm_core *core[NNODES + 1];
+	struct dlm_ls *ls[NNODES + 1];
+	struct qmsg q[MAXQ];
+	size_t nq;
+	uint64_t now;
+	struct comp comps[MAXCOMP];
+	int ncomps;
+};
+
+static struct ctx {
+	struct net *n;
+	int node;
+} ctxs[NNODES + 1];
+
+static void h_send(void *ctx, uint32_t to, const void *buf, size_t len)
+{
+	struct ctx *c = ctx;
+	struct net *n = c->n;
+
+	assert_true(n->nq < MAXQ);
+	n->q[n->nq].from = (uint32_t)c->node;
+	n->q[n->nq].to = to;
+	n->q[n->nq].len = len;
+	memcpy(n->q[n->nq].buf, buf, len);
+	n->nq++;
+}
+
+static void h_ast(void *ctx, const struct dlm_ast *a)
+{
+	struct ctx *c = ctx;
+	struct net *n = c->n;
+
+	if (a->type != DLM_AST_COMP)
+		return;
+	assert_true(n->ncomps < MAXCOMP);
+	n->comps[n->ncomps].node = c->node;
+	n->comps[n->ncomps].lkid = a->lkid;
+	n->comps[n->ncomps].status = a->status;
+	n->comps[n->ncomps].grmode = a->grmode;
+	n->ncomps++;
+}
+
+static void h_log(void *ctx, enum dlm_log_level level, const char *line)
+{
+	struct ctx *c = ctx;
+
+	(void)level;
+	if (getenv("TEST_CORE_VERBOSE"))
+		fprintf(stderr, "node %d: %s\n", c->node, line);
+}
+
+static struct net *net_new_cfg(uint32_t deadlock_ms)
+{
+	static const struct dlm_core_ops ops = {
+		.send = h_send, .ast = h_ast, .log = h_log,
+	};
+	static const uint32_t members[] = { 1, 2, 3 };
+	struct net *n = calloc(1, sizeof(*n));
+
+	assert_non_null(n);
+	n->now = 1000;
+	for (int i = 1; i <= NNODES; i++) {
+		struct dlm_core_config cfg = {
+			.our_nodeid = (uint32_t)i, .toss_ms = 3600000,
+			.deadlock_ms = deadlock_ms,
+		};
+
+		ctxs[i].n = n;
+		ctxs[i].node = i;
+		n->core[i] = dlm_core_new(&cfg, &ops, &ctxs[i]);
+		assert_non_null(n->core[i]);
+		dlm_core_tick(n->core[i], n->now);
+		assert_int_equal(dlm_core_ls_create(n->core[i], "dl", members,
+						    NNODES, NULL, &n->ls[i]), 0);
+	}
+	return n;
+}
+
+static struct net *net_new(void)
+{
+	return net_new_cfg(DEADLOCK_MS);
+}
+
+static void net_free(struct net *n)
+{
+	for (int i = 1; i <= NNODES; i++)
+		dlm_core_free(n->core[i]);
+	free(n);
+}
+
+static void drain(struct net *n)
+{
+	for (int guard = 0; n->nq && guard < 100000; guard++) {
+		struct qmsg m = n->q[0];
+
+		memmove(n->q, n->q + 1, (n->nq - 1) * sizeof(n->q[0]));
+		n->nq--;
+		assert_int_equal(dlm_core_receive(n->core[m.to], m.from, m.buf,
+						  m.len), 0);
+	}
+	assert_int_equal(n->nq, 0);
+}
+
+/* Let ms pass on every node in small steps, delivering as we go. */
+static void pass(struct net *n, uint64_t ms)
+{
+	for (uint64_t t = 0; t < ms; t += STEP_MS) {
+		n->now += STEP_MS;
+		for (int i = 1; i <= NNODES; i++)
+			dlm_core_tick(n->core[i], n->now);
+		drain(n);
+	}
+}
+
+static struct dlm_ls_stats stats(struct net *n, int node)
+{
+	struct dlm_ls_stats st;
+
+	dlm_core_ls_stats(n->ls[node], &st);
+	return st;
+}
+
+static uint64_t deadlocks(struct net *n)
+{
+	uint64_t sum = 0;
+
+	for (int i = 1; i <= NNODES; i++)
+		sum += stats(n, i).ls_deadlocks;
+	return sum;
+}
+
+/* A new lock by waiter 'waiter' (DLM_WAITER_* 'wflags'; 0: the owner as a
+ * whole) of 'owner' on 'node'. */
+static uint32_t lock_full(struct net *n, int node, const char *name, int mode,
+			  uint64_t owner, uint32_t flags, uint64_t waiter,
+			  uint32_t wflags)
+{
+	struct dlm_lock_req rq = {
+		.mode = mode, .name = name, .namelen = (unsigned int)strlen(name),
+		.owner = owner, .astarg = owner, .flags = flags,
+		.waiter = waiter, .waiter_flags = wflags,
+	};
+	uint32_t lkid = 0;
+
+	assert_int_equal(dlm_core_lock(n->ls[node], &rq, &lkid), 0);
+	drain(n);
+	pass(n, STEP_MS);	/* every request its own age */
+	return lkid;
+}
+
+static uint32_t lock_flags(struct net *n, int node, const char *name, int mode,
+			   uint64_t owner, uint32_t flags)
+{
+	return lock_full(n, node, name, mode, owner, flags, 0, 0);
+}
+
+/* A request of thread (or xid) 'waiter' of owner 11 on node 1. */
+static uint32_t lock_by(struct net *n, const char *name, int mode,
+			uint64_t waiter, uint32_t waiter_flags)
+{
+	return lock_full(n, 1, name, mode, 11, 0, waiter, waiter_flags);
+}
+
+static uint32_t lock(struct net *n, int node, const char *name, int mode,
+		     uint64_t owner)
+{
+	return lock_flags(n, node, name, mode, owner, 0);
+}
+
+static void convert(struct net *n, int node, uint32_t lkid, int mode,
+		    uint64_t owner)
+{
+	struct dlm_lock_req rq = {
+		.mode = mode, .flags = DLM_LKF_CONVERT, .lkid = lkid,
+		.owner = owner, .astarg = owner,
+	};
+	uint32_t out = 0;
+
+	assert_int_equal(dlm_core_lock(n->ls[node], &rq, &out), 0);
+	drain(n);
+	pass(n, STEP_MS);
+}
+
+static void unlock(struct net *n, int node, uint32_t lkid, uint64_t owner)
+{
+	struct dlm_unlock_req rq = { .lkid = lkid, .owner = owner, .astarg = owner };
+
+	assert_int_equal(dlm_core_unlock(n->ls[node], &rq), 0);
+	drain(n);
+}
+
+/* The completions lkid on node had, and the last one's status. */
+static int comps_of(struct net *n, int node, uint32_t lkid, int *status,
+		    int *grmode)
+{
+	int count = 0;
+
+	for (int i = 0; i < n->ncomps; i++) {
+		if (n->comps[i].node != node || n->comps[i].lkid != lkid)
+			continue;
+		count++;
+		if (status)
+			*status = n->comps[i].status;
+		if (grmode)
+			*grmode = n->comps[i].grmode;
+	}
+	return count;
+}
+
+static void assert_granted(struct net *n, int node, uint32_t lkid)
+{
+	int status = 1;
+
+	assert_int_equal(comps_of(n, node, lkid, &status, NULL), 1);
+	assert_int_equal(status, 0);
+}
+
+static void assert_pending(struct net *n, int node, uint32_t lkid)
+{
+	assert_int_equal(comps_of(n, node, lkid, NULL, NULL), 0);
+}
+
+static void assert_deadlk(struct net *n, int node, uint32_t lkid)
+{
+	int status = 0;
+
+	assert_int_equal(comps_of(n, node, lkid, &status, NULL), 1);
+	assert_int_equal(status, -EDEADLK);
+}
+
+/* Owner 11 on node 1 holds A and waits for B, owner 21 on node 2 holds
+ * B and then waits for A (the younger request, made with 'flags'). */
+static void two_party_cycle(struct net *n, uint32_t *a1, uint32_t *b2,
+			    uint32_t *wb1, uint32_t *wa2, uint32_t flags)
+{
+	*a1 = lock(n, 1, "A", DLM_LOCK_EX, 11);
+	*b2 = lock(n, 2, "B", DLM_LOCK_EX, 21);
+	assert_granted(n, 1, *a1);
+	assert_granted(n, 2, *b2);
+	*wb1 = lock(n, 1, "B", DLM_LOCK_EX, 11);
+	*wa2 = lock_flags(n, 2, "A", DLM_LOCK_EX, 21, flags);
+}
+
+/* Two clients on two nodes, each holding what the other wants: the
+ * younger request gives way with -EDEADLK, once, and the older one is
+ * granted when its holder lets go. */
+static void test_two_party(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a1, b2, wb1, wa2;
+
+	(void)state;
+	two_party_cycle(n, &a1, &b2, &wb1, &wa2, 0);
+	pass(n, DEADLOCK_MS / 2);
+	assert_int_equal(deadlocks(n), 0);	/* not before the delay */
+	pass(n, 2 * DEADLOCK_MS);
+	assert_deadlk(n, 2, wa2);
+	assert_pending(n, 1, wb1);
+	assert_int_equal(stats(n, 2).ls_deadlocks, 1);
+	assert_int_equal(stats(n, 2).ls_last_victim, wa2);
+	assert_int_equal(stats(n, 1).ls_deadlocks, 0);
+	/* the cycle is gone: the survivor waits on, never cancelled */
+	pass(n, 5 * DEADLOCK_MS);
+	assert_int_equal(deadlocks(n), 1);
+	assert_pending(n, 1, wb1);
+	unlock(n, 2, b2, 21);
+	assert_granted(n, 1, wb1);
+	net_free(n);
+}
+
+/* Three clients on three nodes in a ring; a fourth waits behind the
+ * ring without being part of it and is never cancelled. */
+static void test_three_party(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a1, b2, c3, wb1, wc2, wa3, wb4;
+
+	(void)state;
+	a1 = lock(n, 1, "A", DLM_LOCK_EX, 11);
+	b2 = lock(n, 2, "B", DLM_LOCK_EX, 21);
+	c3 = lock(n, 3, "C", DLM_LOCK_EX, 31);
+	wb1 = lock(n, 1, "B", DLM_LOCK_EX, 11);
+	wc2 = lock(n, 2, "C", DLM_LOCK_EX, 21);
+	wa3 = lock(n, 3, "A", DLM_LOCK_EX, 31);	/* the youngest of the ring */
+	wb4 = lock(n, 3, "B", DLM_LOCK_PR, 41);	/* behind it, younger still */
+	pass(n, 3 * DEADLOCK_MS);
+	assert_deadlk(n, 3, wa3);
+	assert_pending(n, 1, wb1);
+	assert_pending(n, 2, wc2);
+	assert_pending(n, 3, wb4);
+	assert_int_equal(deadlocks(n), 1);
+	pass(n, 5 * DEADLOCK_MS);
+	assert_int_equal(deadlocks(n), 1);
+	/* the ring's victim lets go of C: everything drains in order */
+	unlock(n, 3, c3, 31);
+	assert_granted(n, 2, wc2);
+	unlock(n, 2, wc2, 21);
+	unlock(n, 2, b2, 21);
+	assert_granted(n, 1, wb1);
+	unlock(n, 1, wb1, 11);
+	assert_granted(n, 3, wb4);
+	(void)a1;
+	net_free(n);
+}
+
+/* A cycle through a conversion: the converting lock is the youngest
+ * request, its conversion is cancelled with -EDEADLK and it keeps the
+ * mode it held. */
+static void test_conversion(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a1, b1, b2, wa2;
+	int status = 0, grmode = -1;
+	char *text = NULL, edge[64];
+
+	(void)state;
+	a1 = lock(n, 1, "A", DLM_LOCK_EX, 11);
+	b2 = lock(n, 2, "B", DLM_LOCK_PR, 21);
+	b1 = lock(n, 1, "B", DLM_LOCK_PR, 11);
+	wa2 = lock(n, 2, "A", DLM_LOCK_PR, 21);
+	convert(n, 1, b1, DLM_LOCK_EX, 11);	/* the youngest */
+	/* the master of B shows the edge: b1's conversion waits for b2 */
+	assert_int_equal(dlm_core_ls_dump(n->ls[2], &text), 0);
+	snprintf(edge, sizeof(edge), "node 1 remid %08x waits-for %08x\n", b1, b2);
+	if (!strstr(text, edge))
+		fail_msg("no \"%s\" in the dump:\n%s", edge, text);
+	free(text);
+	pass(n, 3 * DEADLOCK_MS);
+	assert_int_equal(comps_of(n, 1, b1, &status, &grmode), 2);
+	assert_int_equal(status, -EDEADLK);
+	assert_int_equal(grmode, DLM_LOCK_PR);
+	assert_pending(n, 2, wa2);
+	assert_int_equal(deadlocks(n), 1);
+	unlock(n, 1, a1, 11);
+	assert_granted(n, 2, wa2);
+	net_free(n);
+}
+
+/* A cycle of two clients on one node and one master. */
+static void test_one_node(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a, b, wb, wa;
+
+	(void)state;
+	a = lock(n, 1, "A", DLM_LOCK_EX, 11);
+	b = lock(n, 1, "B", DLM_LOCK_EX, 12);
+	wa = lock(n, 1, "A", DLM_LOCK_EX, 12);
+	wb = lock(n, 1, "B", DLM_LOCK_EX, 11);	/* the younger */
+	pass(n, 3 * DEADLOCK_MS);
+	assert_deadlk(n, 1, wb);
+	assert_pending(n, 1, wa);
+	assert_int_equal(deadlocks(n), 1);
+	assert_int_equal(stats(n, 2).ls_probes_sent + stats(n, 3).ls_probes_sent, 0);
+	(void)b;
+	unlock(n, 1, a, 11);
+	assert_granted(n, 1, wa);
+	net_free(n);
+}
+
+/* A request that waits behind a holder that does not wait is probed
+ * every period and never cancelled. */
+static void test_legitimate_wait(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a1, b1, wa2, wb3;
+
+	(void)state;
+	a1 = lock(n, 1, "A", DLM_LOCK_EX, 11);
+	b1 = lock(n, 1, "B", DLM_LOCK_EX, 11);
+	wa2 = lock(n, 2, "A", DLM_LOCK_EX, 21);
+	wb3 = lock(n, 3, "B", DLM_LOCK_EX, 31);
+	assert_int_equal(stats(n, 2).ls_probes_sent, 0);	/* none before the delay */
+	pass(n, 10 * DEADLOCK_MS);
+	assert_true(stats(n, 2).ls_probes_sent >= 4);
+	assert_int_equal(deadlocks(n), 0);
+	assert_pending(n, 2, wa2);
+	assert_pending(n, 3, wb3);
+	unlock(n, 1, a1, 11);
+	assert_granted(n, 2, wa2);
+	unlock(n, 1, b1, 11);
+	assert_granted(n, 3, wb3);
+	net_free(n);
+}
+
+/* NODLCKWT: the youngest request is exempt, so the other gives way. */
+static void test_exempt(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a1, b2, wb1, wa2;
+
+	(void)state;
+	two_party_cycle(n, &a1, &b2, &wb1, &wa2, DLM_LKF_NODLCKWT);
+	pass(n, 3 * DEADLOCK_MS);
+	assert_deadlk(n, 1, wb1);
+	assert_pending(n, 2, wa2);
+	assert_int_equal(deadlocks(n), 1);
+	unlock(n, 1, a1, 11);
+	assert_granted(n, 2, wa2);
+	(void)b2;
+	net_free(n);
+}
+
+/* deadlock_ms 0: nothing is probed and the deadlock stays. */
+static void test_off(void **state)
+{
+	struct net *n = net_new_cfg(0);
+	uint32_t a1, b2, wb1, wa2;
+
+	(void)state;
+	two_party_cycle(n, &a1, &b2, &wb1, &wa2, 0);
+	pass(n, 10 * DEADLOCK_MS);
+	assert_pending(n, 1, wb1);
+	assert_pending(n, 2, wa2);
+	for (int i = 1; i <= NNODES; i++) {
+		assert_int_equal(stats(n, i).ls_deadlocks, 0);
+		assert_int_equal(stats(n, i).ls_probes_sent, 0);
+	}
+	(void)a1;
+	(void)b2;
+	net_free(n);
+}
+
+/* Two threads of one owner (one connection): thread 100 holds A past
+ * the delay, thread 101 waits for A in a synchronous request.  Thread 100
+ * does not wait, so this is no deadlock: 101 is granted when 100 lets
+ * go.  The same for an xid. */
+static void test_other_thread(void **state)
+{
+	static const uint32_t kinds[] = { 0, DLM_WAITER_XID };
+
+	(void)state;
+	for (size_t k = 0; k < 2; k++) {
+		struct net *n = net_new();
+		uint32_t a, wa;
+
+		a = lock_by(n, "A", DLM_LOCK_EX, 100, kinds[k]);
+		assert_granted(n, 1, a);
+		wa = lock_by(n, "A", DLM_LOCK_EX, 101, kinds[k]);
+		pass(n, 5 * DEADLOCK_MS);
+		assert_pending(n, 1, wa);
+		assert_int_equal(deadlocks(n), 0);
+		unlock(n, 1, a, 11);
+		assert_granted(n, 1, wa);
+		net_free(n);
+	}
+}
+
+/* One thread holds A and queues an async request for A behind it: it
+ * does not block on that request, so it is granted after the unlock. */
+static void test_async_behind_own(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a, wa;
+
+	(void)state;
+	a = lock_by(n, "A", DLM_LOCK_EX, 100, 0);
+	wa = lock_by(n, "A", DLM_LOCK_EX, 100, DLM_WAITER_ASYNC);
+	pass(n, 5 * DEADLOCK_MS);
+	assert_pending(n, 1, wa);
+	assert_int_equal(deadlocks(n), 0);
+	assert_int_equal(stats(n, 1).ls_deadlocks, 0);
+	unlock(n, 1, a, 11);
+	assert_granted(n, 1, wa);
+	net_free(n);
+}
+
+/* An async request never starts a probe, and a probe that reaches a
+ * thread whose only queued request is async dies there: thread 100
+ * holds A and waits for B asynchronously, thread 101 holds B and waits
+ * for A synchronously.  100 may yet unlock A: no deadlock. */
+static void test_async_cycle(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a, b, wb, wa;
+
+	(void)state;
+	a = lock_by(n, "A", DLM_LOCK_EX, 100, 0);
+	b = lock_by(n, "B", DLM_LOCK_EX, 101, 0);
+	wb = lock_by(n, "B", DLM_LOCK_EX, 100, DLM_WAITER_ASYNC);
+	wa = lock_by(n, "A", DLM_LOCK_EX, 101, 0);
+	pass(n, 5 * DEADLOCK_MS);
+	assert_int_equal(deadlocks(n), 0);
+	assert_pending(n, 1, wa);
+	assert_pending(n, 1, wb);
+	unlock(n, 1, a, 11);
+	assert_granted(n, 1, wa);
+	(void)b;
+	net_free(n);
+}
+
+/* Two threads of one owner in a cycle of synchronous waits: one gives
+ * way, the younger. */
+static void test_cross_thread(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a, b, wb, wa;
+
+	(void)state;
+	a = lock_by(n, "A", DLM_LOCK_EX, 100, 0);
+	b = lock_by(n, "B", DLM_LOCK_EX, 101, 0);
+	wb = lock_by(n, "B", DLM_LOCK_EX, 100, 0);
+	wa = lock_by(n, "A", DLM_LOCK_EX, 101, 0);	/* the younger */
+	pass(n, 3 * DEADLOCK_MS);
+	assert_deadlk(n, 1, wa);
+	assert_pending(n, 1, wb);
+	assert_int_equal(deadlocks(n), 1);
+	unlock(n, 1, b, 11);
+	assert_granted(n, 1, wb);
+	(void)a;
+	net_free(n);
+}
+
+/* A thread that holds EX on A and waits synchronously for a new EX lock
+ * on A waits for itself: it gets -EDEADLK instead of hanging. */
+static void test_self(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a, wa;
+
+	(void)state;
+	a = lock_by(n, "A", DLM_LOCK_EX, 100, 0);
+	wa = lock_by(n, "A", DLM_LOCK_EX, 100, 0);
+	pass(n, 3 * DEADLOCK_MS);
+	assert_deadlk(n, 1, wa);
+	assert_int_equal(deadlocks(n), 1);
+	(void)a;
+	net_free(n);
+}
+
+/* Probes are rejected when malformed and ignored when stale. */
+static void test_probe_checks(void **state)
+{
+	struct net *n = net_new();
+	unsigned char buf[DLM_WIRE_MAX_LEN];
+	struct dlm_msg m;
+	int len;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	m.m_type = DLM_MSG_DEADLK_PROBE;
+	m.m_lsid = dlm_core_ls_id(n->ls[1]);
+	m.m_from = 2;
+	m.m_to = 1;
+	m.m_nodeid = 2;
+	m.m_lvbseq = 5;
+	m.m_owner = 7;
+	m.m_status = DLM_DEADLK_MAX_HOPS + 1;	/* too many hops */
+	m.m_grrange.ra_end = DLM_RANGE_MAX;
+	m.m_rqrange.ra_end = DLM_RANGE_MAX;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_true(len > 0);
+	assert_int_equal(dlm_core_receive(n->core[1], 2, buf, (size_t)len), -EBADMSG);
+	m.m_status = 1;
+	m.m_nodeid = 9;				/* not a member */
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_core_receive(n->core[1], 2, buf, (size_t)len), -EBADMSG);
+	m.m_nodeid = 2;
+	m.m_remid = 12345;			/* no such lock: ignored */
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_core_receive(n->core[1], 2, buf, (size_t)len), 0);
+	assert_int_equal(n->nq, 0);
+	net_free(n);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_two_party),
+		cmocka_unit_test(test_three_party),
+		cmocka_unit_test(test_conversion),
+		cmocka_unit_test(test_one_node),
+		cmocka_unit_test(test_legitimate_wait),
+		cmocka_unit_test(test_exempt),
+		cmocka_unit_test(test_off),
+		cmocka_unit_test(test_probe_checks),
+		cmocka_unit_test(test_other_thread),
+		cmocka_unit_test(test_async_behind_own),
+		cmocka_unit_test(test_async_cycle),
+		cmocka_unit_test(test_cross_thread),
+		cmocka_unit_test(test_self),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
