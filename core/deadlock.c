@@ -372,12 +372,16 @@ static void at_holder(struct walk *w, struct dlm_lkb *h)
 	const struct probe *p = w->w_probe;
 	struct dlm_ls *ls = w->w_ls;
 	bool home = p->pr_node == dlm_our_nodeid(ls);
+	struct dlm_owner *ow;
 	struct dlm_list *pos;
 
-	if (h->lkb_wait_type != DLM_WAIT_NONE || !h->lkb_owner ||
-	    (h->lkb_flags & LKBF_PURGED))
+	if (h->lkb_wait_type != DLM_WAIT_NONE ||
+	    !(h->lkb_flags & LKBF_OWNED) || (h->lkb_flags & LKBF_PURGED))
 		return;	/* its client acts on it, or it is an orphan */
-	dlm_list_for_each(pos, &h->lkb_owner->ow_locks) {
+	ow = dlm_owner_get(ls, h->lkb_ownerid, false);
+	if (!ow)
+		return;
+	dlm_list_for_each(pos, &ow->ow_locks) {
 		struct dlm_lkb *x = dlm_container_of(pos, struct dlm_lkb,
 						     lkb_ownerqueue);
 
