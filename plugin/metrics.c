@@ -315,6 +315,17 @@ static void collect_lockspaces(struct emit *em, struct dlmd *d)
 			}
 		}
 	}
+	name = "dlmd_deadlocks_total";
+	family(em, name, "counter", "Deadlocks broken on this node: cycles of "
+	       "waits whose youngest request, of a client of this node, was "
+	       "cancelled with EDEADLK.");
+	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
+		struct label lb = { "lockspace", dl->dl_name };
+		struct dlm_ls_stats st;
+
+		dlm_core_ls_stats(dl->dl_core, &st);
+		sample_u(em, name, &lb, 1, st.ls_deadlocks);
+	}
 }
 
 /* The per-peer families, one pass over the peers per family. */
