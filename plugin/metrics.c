@@ -285,25 +285,34 @@ static void collect_lockspaces(struct emit *em, struct dlmd *d)
 	{
 		static const struct {
 			const char	*name;
+			const char	*type;
 			const char	*help;
 			size_t		off;
 		} stats[] = {
-			{ "dlmd_lockspace_locks", "Lock blocks in this node's "
-			  "engine: its clients' locks and the master copies of "
-			  "other nodes' locks on resources it masters.",
+			{ "dlmd_lockspace_locks", "gauge", "Lock blocks in "
+			  "this node's engine: its clients' locks and the "
+			  "master copies of other nodes' locks on resources "
+			  "it masters.",
 			  offsetof(struct dlm_ls_stats, ls_locks) },
-			{ "dlmd_lockspace_resources", "Resources in this node's "
-			  "engine (unused ones kept for toss_secs included).",
+			{ "dlmd_lockspace_resources", "gauge", "Resources in "
+			  "this node's engine (unused ones kept for toss_secs "
+			  "included).",
 			  offsetof(struct dlm_ls_stats, ls_resources) },
-			{ "dlmd_lockspace_orphans", "Orphaned persistent locks.",
+			{ "dlmd_lockspace_orphans", "gauge", "Orphaned "
+			  "persistent locks.",
 			  offsetof(struct dlm_ls_stats, ls_orphans) },
-			{ "dlmd_lockspace_remote_waiters", "Operations waiting "
-			  "for a reply from another node.",
+			{ "dlmd_lockspace_remote_waiters", "gauge",
+			  "Operations waiting for a reply from another node.",
 			  offsetof(struct dlm_ls_stats, ls_waiters) },
+			{ "dlmd_deadlocks_total", "counter", "Deadlocks "
+			  "broken on this node: cycles of waits whose "
+			  "youngest request, of a client of this node, was "
+			  "cancelled with EDEADLK.",
+			  offsetof(struct dlm_ls_stats, ls_deadlocks) },
 		};
 
 		for (size_t i = 0; i < sizeof(stats) / sizeof(stats[0]); i++) {
-			family(em, stats[i].name, "gauge", stats[i].help);
+			family(em, stats[i].name, stats[i].type, stats[i].help);
 			for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
 				struct label lb = { "lockspace", dl->dl_name };
 				struct dlm_ls_stats st;

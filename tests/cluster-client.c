@@ -59,6 +59,14 @@
  *   cluster-client token-hold LS RES MODE
  *       As hold, printing "held token N": the lock's fencing token
  *       (dlm_ls_lock_token; MODE CW, PW or EX).
+ *   cluster-client deadlock LS FIRST SECOND GO
+ *       Take FIRST in EX, print "held", wait (at most a minute) until the
+ *       file GO exists, then ask for SECOND in EX with dlm_ls_lock_wait
+ *       (a blocking request: a waiter to deadlock detection).  Print
+ *       "granted" when it is, or "deadlock LKID" (the request's lock id,
+ *       in hex as dlmctl ls shows it) when it ends with EDEADLK; either
+ *       way let go of everything and exit 0.  Two of them on two nodes
+ *       with FIRST and SECOND swapped make a deadlock across nodes.
  *   cluster-client store FILE TOKEN
  *       A toy storage server's check of a write with fencing token TOKEN
  *       to the object kept in FILE (the highest token it accepted, in
@@ -748,6 +756,46 @@ static int do_try(int argc, char **argv, enum try_kind kind)
 	return 0;
 }
 
+#define GO_POLLS	600		/* deadlock: polls of 0.1 s for GO */
+
+static int do_deadlock(char **argv)
+{
+	dlm_lshandle_t ls = get_ls(argv[2]);
+	struct dlm_lksb first, second;
+	char lvb1[LVB_LEN], lvb2[LVB_LEN];
+	int rv, polls = 0;
+
+	if (!ls)
+		return 2;
+	memset(&first, 0, sizeof(first));
+	memset(&second, 0, sizeof(second));
+	first.sb_lvbptr = lvb1;
+	second.sb_lvbptr = lvb2;
+	rv = lock_wait(ls, LKM_EXMODE, &first, argv[3]);
+	if (rv) {
+		printf("error %d\n", rv);
+		dlm_close_lockspace(ls);
+		return 1;
+	}
+	printf("held\n");
+	fflush(stdout);
+	while (access(argv[5], F_OK) && ++polls < GO_POLLS)
+		usleep(100000);
+	rv = polls < GO_POLLS ? lock_wait(ls, LKM_EXMODE, &second, argv[4]) : -ETIMEDOUT;
+	if (rv == -EDEADLK)
+		printf("deadlock %08x\n", second.sb_lkid);
+	else if (!rv)
+		printf("granted\n");
+	else
+		printf("error %d\n", rv);
+	fflush(stdout);
+	if (!rv)
+		dlm_ls_unlock_wait(ls, second.sb_lkid, 0, &second);
+	dlm_ls_unlock_wait(ls, first.sb_lkid, 0, &first);
+	dlm_close_lockspace(ls);
+	return rv && rv != -EDEADLK;
+}
+
 static int do_store(char **argv)
 {
 	char *end, buf[32];
@@ -821,6 +869,8 @@ int main(int argc, char **argv)
 		return do_purge(argc, argv);
 	if (argc == 5 && !strcmp(argv[1], "token-hold"))
 		return do_try(argc, argv, TOKEN_HOLD);
+	if (argc == 6 && !strcmp(argv[1], "deadlock"))
+		return do_deadlock(argv);
 	if (argc == 4 && !strcmp(argv[1], "store"))
 		return do_store(argv);
 	if (argc == 2 && !strcmp(argv[1], "now")) {
@@ -834,6 +884,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "usage: cluster-client work LS DIR NRES MS SEED | final LS DIR NRES |\n"
 		"       check DIR NRES | try LS RES MODE | hold LS RES MODE |\n"
 		"       orphan LS RES MODE | purge LS NODEID PID |\n"
-		"       token-hold LS RES MODE | store FILE TOKEN | now\n");
+		"       token-hold LS RES MODE | deadlock LS FIRST SECOND GO |\n"
+		"       store FILE TOKEN | now\n");
 	return 2;
 }

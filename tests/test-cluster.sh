@@ -34,6 +34,14 @@
 #      node 1 is killed; after recovery node 2's EX has a larger token,
 #      its write is accepted, and node 1's write arriving late is
 #      refused.  Node 1 then restarts and rejoins.
+#   g. deadlock across nodes (issue 17): a client on node 1 holds dl-r1
+#      EX and one on node 2 holds dl-r2 EX (each node masters the one it
+#      took first); then each asks for the other's with dlm_ls_lock_wait
+#      (cluster-client deadlock).  Exactly one request ends with EDEADLK
+#      within the detection's bound (deadlock_secs, 5 s by default, and
+#      its scans), the other is granted once the victim lets go; dlmctl ls
+#      on the victim's node shows "deadlocks 1" and the victim's lock id,
+#      the other nodes none.
 # The cluster is always torn down (trap); logs are kept on failure.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -219,6 +227,55 @@ kill_client "$t2_pid"
 "$CLUSTER" start "$dir" 1 >/dev/null || fail "node 1 did not restart"
 start_client 1 try "$LS" after-tokens EX
 wait_pid "$last_pid" 20 || fail "node 1 cannot lock after rejoining"
+
+echo "== g. deadlock across nodes: one victim gets EDEADLK, the other is granted"
+dl_out() { # K: node K's deadlock client's output
+	cat "$dir/dl-n$1.out" 2>/dev/null
+}
+dl_line() { # K: node K's "deadlocks N last_victim ID" line for $LS
+	on "$1" "$DLMCTL" ls 2>/dev/null | grep -A2 "^name $LS " | grep deadlocks
+}
+dl_pid=
+for k in 1 2; do
+	"$CLUSTER" exec "$dir" $k "$CLIENT" deadlock "$LS" dl-r$k dl-r$((3 - k)) \
+		"$dir/dl-go" >"$dir/dl-n$k.out" 2>&1 &
+	echo $! >>"$dir/n$k/clients"
+	pids="$pids $!"
+	dl_pid="$dl_pid $!"
+	i=0
+	until dl_out $k | grep -q '^held$'; do
+		i=$((i + 1))
+		[ $i -gt $POLLS ] && { fail "node $k did not get dl-r$k: $(dl_out $k)"; break; }
+		sleep 0.1
+	done
+done
+touch "$dir/dl-go"
+# deadlock_secs (5 s) before the first probe, a scan, and room to spare
+for p in $dl_pid; do
+	wait_pid "$p" 30 || fail "a deadlocked client ($p) hung or failed"
+done
+victim=
+for k in 1 2; do
+	case "$(dl_out $k | tail -n 1)" in
+	"deadlock "*) victim="$victim $k" ;;
+	granted) ;;
+	*) fail "node $k's deadlocked client: $(dl_out $k)" ;;
+	esac
+done
+victim=${victim# }
+case "$victim" in
+1 | 2)
+	lkid=$(dl_out "$victim" | sed -n 's/^deadlock \([0-9a-f]*\)$/\1/p')
+	echo "   victim: node $victim's request $lkid"
+	dl_line "$victim" | grep -q "deadlocks 1 last_victim $lkid\$" ||
+		fail "node $victim does not show its victim $lkid: $(dl_line "$victim")"
+	for k in 1 2 3; do
+		[ $k -eq "$victim" ] && continue
+		dl_line $k | grep -q "deadlocks 0 " ||
+			fail "node $k counts a deadlock it did not break: $(dl_line $k)"
+	done ;;
+*) fail "want one victim, got '$victim': node 1 $(dl_out 1); node 2 $(dl_out 2)" ;;
+esac
 "$CLUSTER" status "$dir" >/dev/null || fail "a daemon died: $("$CLUSTER" status "$dir")"
 [ $rc -eq 0 ] && echo "PASS"
 exit $rc

@@ -17,6 +17,11 @@
 #   4. "dlmctl metrics" and "dlmctl status --json" (which parses) carry
 #      the same series with the same values as the scrape;
 #   5. a client killed while its request waits leaves nothing waiting;
+#   5b. a deadlock broken (issue 17): a client (tests/cluster-client
+#      deadlock) holds EX and waits in dlm_ls_lock_wait for EX on the
+#      same resource, a cycle of one waiter; after deadlock_secs its
+#      request ends with EDEADLK and dlmd_deadlocks_total of its
+#      lockspace is 1 (0 before it, and for the other lockspace);
 #   6. garbage: 404, 405, 400, 505, 431 for what deserves them, a client
 #      that never finishes its request is dropped after the timeout, and
 #      more than the connection limit are refused at once; dlmd answers
@@ -31,6 +36,7 @@ top_builddir=$(cd "$top_builddir" && pwd)
 DLMD=$top_builddir/plugin/dlmd
 DLMCTL=$top_builddir/plugin/dlmctl
 CLIENT=$top_builddir/tests/metrics-client
+DLCLIENT=$top_builddir/tests/cluster-client
 N=20			# lock/convert/unlock rounds
 POLLS=100		# waits: polls of 0.1 s
 
@@ -227,6 +233,7 @@ elif cmd == 'counts':
     expect(series, 'dlmd_lock_waiting_requests', 0, lockspace='alpha')
     expect(series, 'dlmd_blocking_asts_total', 1, lockspace='alpha')
     expect(series, 'dlmd_lockspace_locks', 0, lockspace='alpha')
+    expect(series, 'dlmd_deadlocks_total', 0, lockspace='alpha')
     expect(series, 'dlmd_lockspace_state', 1, lockspace='alpha', state='running')
     expect(series, 'dlmd_lockspace_state', 0, lockspace='alpha', state='stopped')
     expect(series, 'dlmd_lockspaces', 1)
@@ -407,6 +414,19 @@ done
 	fail "a dead client's request still counted waiting: $(grep 'waiting.*beta' "$dir/beta.prom")"
 [ "$(check value "$dir/beta.prom" dlmd_lock_grants_total lockspace=beta)" = 1 ] ||
 	fail "beta grants: $(grep 'grants.*beta' "$dir/beta.prom")"
+
+# --- 5b. a deadlock broken --------------------------------------------
+# deadlock_secs is 5: the victim's answer comes after one period and a scan
+DLMD_SOCKET=$dir/dlmd.sock timeout 30 "$DLCLIENT" deadlock gamma dl-self dl-self \
+	"$dir/on.conf" >"$dir/deadlock.out" 2>&1 ||
+	fail "cluster-client deadlock: $(cat "$dir/deadlock.out")"
+grep -q '^deadlock [0-9a-f]*$' "$dir/deadlock.out" ||
+	fail "no EDEADLK for a thread waiting for itself: $(cat "$dir/deadlock.out")"
+curl -sSf "$url" >"$dir/deadlock.prom" 2>&1 || fail "scrape: $(cat "$dir/deadlock.prom")"
+[ "$(check value "$dir/deadlock.prom" dlmd_deadlocks_total lockspace=gamma)" = 1 ] ||
+	fail "gamma's deadlocks: $(grep deadlocks "$dir/deadlock.prom")"
+[ "$(check value "$dir/deadlock.prom" dlmd_deadlocks_total lockspace=alpha)" = 0 ] ||
+	fail "alpha's deadlocks: $(grep deadlocks "$dir/deadlock.prom")"
 
 # --- 6. garbage -------------------------------------------------------
 check garbage $port || fail "garbage"
