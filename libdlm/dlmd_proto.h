@@ -106,7 +106,15 @@
  * lockspace is released under a bound connection that has a block, the
  * daemon sends it a REPLY with reqid 0 and -ENOTCONN (as a refusal, and
  * the connection is no more use): the client, which waits for no REPLY
- * to its async LOCKs, reads it before its next one.  libdlm takes the
+ * to its async LOCKs, reads it before its next one.  A NEWID LOCK that
+ * was on its way meanwhile reaches an unbound connection: it gets the
+ * usual REPLY -ENOTCONN (which the client, not waiting for it, ignores)
+ * and no AST, since the daemon closed its end of the AST socket at the
+ * release.  So the client completes it itself: an AST socket at its end
+ * means no completion will come, and libdlm then runs, with -ENOTCONN,
+ * the completion of every NEWID LOCK it sent that had none yet (every
+ * AST the daemon wrote is read before the end, so none comes twice).
+ * libdlm takes the
  * fast way only for a request the daemon can refuse for want of memory
  * alone (no parent, flags and range valid for any new lock); others wait
  * for their REPLY as before, so that their errors stay the call's.

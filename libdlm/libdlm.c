@@ -56,6 +56,18 @@
  * is given only an fd: a list of the open handles (open_handles) finds
  * the fd's epoch.
  *
+ * Async locks on ids of our own (dlmd_proto.h "Lock ids chosen by the
+ * client") get no REPLY: their outcome is their completion AST.  When the
+ * lockspace is released under the handle, dlmd closes the AST socket, and
+ * a LOCK that reaches it afterwards gets a completion from nobody.  So
+ * each such LOCK is remembered (struct pending, in lh_pend by lock id)
+ * from before it is sent until its first completion AST is read; when
+ * the AST socket reaches its end (no AST can come any more), dispatching
+ * completes every one still remembered with ENOTCONN, through run_ast
+ * like an AST of dlmd's, and later async locks fail at once.  A
+ * completion that did come is read first (the socket is read in order),
+ * so none completes twice.
+ *
  * Return convention at this API: 0 or -1 with errno.  Internally every
  * function returns 0 or a negative errno, converted once by ret_errno().
  */
@@ -81,6 +93,7 @@
 #define DEFAULT_LS_MODE		0600
 #define SYNC_POLL_MS		100	/* a sync reader re-checks this often */
 #define DISPATCH_MAX		1024	/* ASTs run per dlm_dispatch() call */
+#define PEND_BUCKETS		256	/* lh_pend hash chains */
 
 #ifdef _REENTRANT
 #define MUTEX_T			pthread_mutex_t
@@ -148,6 +161,12 @@ struct ls_handle {
 	uint32_t	lh_id_block;
 	uint32_t	lh_id_next;
 	uint32_t	lh_id_end;
+	/* Async locks of own ids not completed yet (see "Async locks on
+	 * ids of our own" above), by lock id; lh_gone: the AST socket
+	 * ended and they were completed.  Under lh_plock. */
+	MUTEX_T		lh_plock;
+	bool		lh_gone;
+	struct pending	*lh_pend[PEND_BUCKETS];
 	struct ls_handle *lh_next;	/* in open_handles */
 #ifdef _REENTRANT
 	pthread_mutex_t	lh_lock;	/* the AST thread's start */
@@ -155,6 +174,16 @@ struct ls_handle {
 	pthread_t	lh_thread;
 	int		lh_stop[2];	/* pipe that stops the AST thread */
 #endif
+};
+
+/* An async lock with an id of our own, sent and not completed yet. */
+struct pending {
+	struct pending	*pd_next;
+	uint32_t	pd_lkid;
+	uint32_t	pd_epoch;	/* lh_ast_epoch when sent */
+	uint64_t	pd_lksb;
+	uint64_t	pd_castaddr;
+	uint64_t	pd_castparam;
 };
 
 /* A synchronous caller's completion record (argument of sync_ast). */
@@ -613,6 +642,97 @@ static bool fd_ast_epoch(int fd, uint32_t *epoch)
 	return found;
 }
 
+/* Remember async lock 'lk' (an id of our own) before its LOCK is sent:
+ * 0, -ENOTCONN when the AST socket has ended, or -ENOMEM. */
+static int pend_add(struct ls_handle *h, const struct dlmp_lock *lk)
+{
+	struct pending *pd;
+	unsigned int b = lk->lk_lkid % PEND_BUCKETS;
+
+	pd = malloc(sizeof(*pd));
+	if (!pd)
+		return -ENOMEM;
+	pd->pd_lkid = lk->lk_lkid;
+	pd->pd_epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
+	pd->pd_lksb = lk->lk_lksb;
+	pd->pd_castaddr = lk->lk_castaddr;
+	pd->pd_castparam = lk->lk_castparam;
+	LOCK(&h->lh_plock);
+	if (h->lh_gone) {
+		UNLOCK(&h->lh_plock);
+		free(pd);
+		return -ENOTCONN;
+	}
+	pd->pd_next = h->lh_pend[b];
+	h->lh_pend[b] = pd;
+	UNLOCK(&h->lh_plock);
+	return 0;
+}
+
+/* Lock 'lkid' had its completion (or its LOCK was never sent): forget
+ * it.  Under lh_plock. */
+static void pend_drop_locked(struct ls_handle *h, uint32_t lkid)
+{
+	for (struct pending **pp = &h->lh_pend[lkid % PEND_BUCKETS]; *pp;
+	     pp = &(*pp)->pd_next) {
+		if ((*pp)->pd_lkid == lkid) {
+			struct pending *pd = *pp;
+
+			*pp = pd->pd_next;
+			free(pd);
+			return;
+		}
+	}
+}
+
+static void pend_drop(struct ls_handle *h, uint32_t lkid)
+{
+	LOCK(&h->lh_plock);
+	pend_drop_locked(h, lkid);
+	UNLOCK(&h->lh_plock);
+}
+
+/* A completion AST of lock 'lkid' was read from AST fd 'fd' (of handle
+ * h; NULL: found by the fd). */
+static void pend_completed(int fd, struct ls_handle *h, uint32_t lkid)
+{
+	if (h) {
+		pend_drop(h, lkid);
+		return;
+	}
+	LOCK(&open_handles_lock);
+	for (h = open_handles; h; h = h->lh_next) {
+		if (h->lh_ast_fd == fd) {
+			pend_drop(h, lkid);
+			break;
+		}
+	}
+	UNLOCK(&open_handles_lock);
+}
+
+/* The AST socket of h ended: no completion comes any more.  Takes out
+ * every lock still waiting for one (a chain by pd_next) and refuses
+ * later ones; *epoch is the handle's purge epoch. */
+static struct pending *pend_take_all(struct ls_handle *h, uint32_t *epoch)
+{
+	struct pending *all = NULL;
+
+	LOCK(&h->lh_plock);
+	h->lh_gone = true;
+	for (unsigned int i = 0; i < PEND_BUCKETS; i++) {
+		while (h->lh_pend[i]) {
+			struct pending *pd = h->lh_pend[i];
+
+			h->lh_pend[i] = pd->pd_next;
+			pd->pd_next = all;
+			all = pd;
+		}
+	}
+	UNLOCK(&h->lh_plock);
+	*epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
+	return all;
+}
+
 static void handle_free(struct ls_handle *h)
 {
 	if (h->lh_ast_fd >= 0)
@@ -623,6 +743,15 @@ static void handle_free(struct ls_handle *h)
 		close(h->lh_ast_fd);
 	MUTEX_DESTROY(&h->lh_wlock);
 	MUTEX_DESTROY(&h->lh_idlock);
+	for (unsigned int i = 0; i < PEND_BUCKETS; i++) {
+		while (h->lh_pend[i]) {
+			struct pending *pd = h->lh_pend[i];
+
+			h->lh_pend[i] = pd->pd_next;
+			free(pd);
+		}
+	}
+	MUTEX_DESTROY(&h->lh_plock);
 	COND_DESTROY(&h->lh_slot_cond);
 #ifdef _REENTRANT
 	pthread_mutex_destroy(&h->lh_lock);
@@ -648,6 +777,7 @@ static struct ls_handle *ls_open_on(int fd, const char *name, int *err)
 	h->lh_ast_fd = -1;
 	MUTEX_INIT(&h->lh_wlock);
 	MUTEX_INIT(&h->lh_idlock);
+	MUTEX_INIT(&h->lh_plock);
 	COND_INIT(&h->lh_slot_cond);
 #ifdef _REENTRANT
 	pthread_mutex_init(&h->lh_lock, NULL);
@@ -859,9 +989,52 @@ static bool is_stale_ast(const struct dlmp_msg *m, uint32_t epoch)
 	return (int32_t)(m->m_hdr.h_reqid - epoch) < 0;
 }
 
+/* The AST socket 'fd' (of handle h; NULL: found by the fd) ended: run
+ * the completion, with ENOTCONN, of every async lock of ours that had
+ * none (see "Async locks on ids of our own" above).  One sent before a
+ * later purge of our own locks gets none, as its AST would be dropped. */
+static void complete_pending(int fd, struct ls_handle *h)
+{
+	struct pending *all = NULL;
+	uint32_t epoch = 0;
+
+	if (h) {
+		all = pend_take_all(h, &epoch);
+	} else {
+		LOCK(&open_handles_lock);
+		for (h = open_handles; h; h = h->lh_next) {
+			if (h->lh_ast_fd == fd) {
+				all = pend_take_all(h, &epoch);
+				break;
+			}
+		}
+		UNLOCK(&open_handles_lock);
+	}
+	while (all) {
+		struct pending *pd = all;
+		struct dlmp_ast as;
+
+		all = pd->pd_next;
+		if ((int32_t)(pd->pd_epoch - epoch) >= 0) {
+			memset(&as, 0, sizeof(as));
+			as.as_kind = DLMP_AST_COMP;
+			as.as_status = -ENOTCONN;
+			as.as_lkid = pd->pd_lkid;
+			as.as_castaddr = pd->pd_castaddr;
+			as.as_castparam = pd->pd_castparam;
+			as.as_lksb = pd->pd_lksb;
+			in_ast++;
+			run_ast(&as);
+			in_ast--;
+		}
+		free(pd);
+	}
+}
+
 /* Run up to DISPATCH_MAX waiting ASTs of handle 'h' (NULL: found by its
  * fd), dropping those made before a purge of our own locks.  0, or
- * negative errno (-ENOTCONN when the daemon closed the socket). */
+ * negative errno (-ENOTCONN when the daemon closed the socket: the
+ * async locks still waiting for a completion then get theirs). */
 static int dispatch_fd(int fd, struct ls_handle *h)
 {
 	unsigned char buf[DLMP_MAX_MSG];
@@ -877,12 +1050,18 @@ static int dispatch_fd(int fd, struct ls_handle *h)
 				return 0;
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			if (errno != ECONNRESET)
+				return -errno;
+			n = 0;
 		}
-		if (n == 0)
+		if (n == 0) {
+			complete_pending(fd, h);
 			return -ENOTCONN;
+		}
 		if (dlmp_decode(buf, (size_t)n, &m) || m.m_hdr.h_type != DLMP_AST)
 			continue;	/* not from dlmd: ignore */
+		if (m.m_u.ast.as_kind == DLMP_AST_COMP)
+			pend_completed(fd, h, m.m_u.ast.as_lkid);
 		/* read per AST: a purge may end while we dispatch */
 		if (h)
 			epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
@@ -1039,10 +1218,18 @@ static int lock_with_own_id(struct ls_handle *h, struct dlmp_msg *msg,
 	}
 	msg->m_u.lock.lk_lkid = h->lh_id_next;
 	msg->m_u.lock.lk_bits |= DLMP_LK_NEWID;
+	/* remembered before it is sent: its completion may be read at once */
+	rv = pend_add(h, &msg->m_u.lock);
+	if (rv) {
+		UNLOCK(&h->lh_idlock);
+		return rv == -ENOMEM ? -EAGAIN : rv;
+	}
 	lksb->sb_lkid = h->lh_id_next;
 	rv = send_unanswered(h, msg);
 	if (!rv)
 		h->lh_id_next++;
+	else
+		pend_drop(h, msg->m_u.lock.lk_lkid);
 	UNLOCK(&h->lh_idlock);
 	return rv;
 }
@@ -1535,6 +1722,8 @@ static void *ast_thread(void *arg)
 			if (dispatch_fd(h->lh_ast_fd, h) == -ENOTCONN)
 				break;
 		} else if (pfd[0].revents & (POLLHUP | POLLERR)) {
+			/* the end: dispatch_fd completes what waits for it */
+			dispatch_fd(h->lh_ast_fd, h);
 			break;
 		}
 	}

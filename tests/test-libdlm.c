@@ -2478,6 +2478,96 @@ static void test_async_own_ids(void **state)
 	assert_int_equal(dlm_release_lockspace("ls-ownids", h[0], 1), 0);
 }
 
+/* Async locks (ids of the handle's own) sent after their lockspace was
+ * released with force under the handle, before libdlm read dlmd's notice
+ * of it: each still completes, with ENOTCONN, never hangs (issue 14).
+ * dlmd is stopped while the release (on a connection of its own, sent
+ * first) and the locks are queued, so that it handles the release
+ * first; without DLMD_PID_1 the locks simply follow the release. */
+#define GONE_LOCKS	4
+static void test_async_gone(void **state)
+{
+	static struct rec g[GONE_LOCKS], late;
+	unsigned char buf[DLMP_MAX_MSG];
+	const char *pid = getenv("DLMD_PID_1");
+	dlm_lshandle_t h, o;
+	struct dlmp_msg m;
+	struct rec held;
+	char name[32];
+	int fd, len, i, rv;
+
+	(void)state;
+	h = dlm_new_lockspace("ls-gone", 0600, 0);
+	assert_non_null(h);
+	o = dlm_open_lockspace("ls-gone");
+	assert_non_null(o);
+	rec_init(&held);
+	assert_int_equal(lock_sync(o, LKM_EXMODE, &held, 0, "held"), 0);
+	fd = raw_connect();
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_VERSION_REQ;
+	m.m_hdr.h_reqid = 1;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 1), 0);	/* accepted */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_LS_RELEASE;
+	m.m_hdr.h_reqid = 2;
+	m.m_u.ls.ls_flags = DLMP_RELEASE_FORCE;
+	m.m_u.ls.ls_namelen = (uint16_t)strlen("ls-gone");
+	memcpy(m.m_u.ls.ls_name, "ls-gone", strlen("ls-gone") + 1);
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_true(len > 0);
+	if (pid && atoi(pid) > 0) {
+		ownid_dlmd = (pid_t)atoi(pid);
+		signal(SIGALRM, ownid_alarm);
+		alarm(AST_TIMEOUT_MS / 1000 + 1);
+		assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
+		assert_int_equal(send(fd, buf, (size_t)len, 0), (ssize_t)len);
+		for (i = 0; i < GONE_LOCKS; i++) {
+			rec_init(&g[i]);
+			snprintf(name, sizeof(name), "gone-%d", i);
+			assert_int_equal(lock(o, LKM_EXMODE, &g[i], 0, name, NULL), 0);
+		}
+		assert_int_equal(kill(ownid_dlmd, SIGCONT), 0);
+		alarm(0);
+		signal(SIGALRM, SIG_DFL);
+		raw_read(fd, &m);
+		assert_int_equal(m.m_hdr.h_type, DLMP_REPLY);
+		assert_int_equal(m.m_hdr.h_reqid, 2);
+		assert_int_equal(m.m_u.reply.rp_status, 0);
+	} else {
+		print_message("DLMD_PID_1 not set: the release simply comes first\n");
+		assert_int_equal(raw_exchange(fd, buf, (size_t)len, 2), 0);
+		for (i = 0; i < GONE_LOCKS; i++) {
+			rec_init(&g[i]);
+			snprintf(name, sizeof(name), "gone-%d", i);
+			rv = lock(o, LKM_EXMODE, &g[i], 0, name, NULL);
+			if (rv) {
+				assert_int_equal(errno, ENOTCONN);
+				g[i].r_comp = 1;	/* refused by the call */
+				g[i].r_lksb.sb_status = ENOTCONN;
+			}
+		}
+	}
+	close(fd);
+	/* bounded: wait_all fails the test after AST_TIMEOUT_MS */
+	wait_all(o, g, GONE_LOCKS);
+	for (i = 0; i < GONE_LOCKS; i++) {
+		assert_int_equal(g[i].r_comp, 1);
+		assert_int_equal(g[i].r_lksb.sb_status, ENOTCONN);
+	}
+	/* Nothing more comes, and a later lock fails at once. */
+	assert_int_equal(dlm_dispatch(dlm_ls_get_fd(o)), -1);
+	assert_int_equal(errno, ENOTCONN);
+	for (i = 0; i < GONE_LOCKS; i++)
+		assert_int_equal(g[i].r_comp, 1);
+	rec_init(&late);
+	assert_int_equal(lock(o, LKM_NLMODE, &late, 0, "late", NULL), -1);
+	assert_int_equal(errno, ENOTCONN);
+	assert_int_equal(dlm_close_lockspace(o), 0);
+	assert_int_equal(dlm_close_lockspace(h), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2520,6 +2610,7 @@ int main(void)
 		cmocka_unit_test(test_version_mismatch),
 		cmocka_unit_test(test_permissions),
 		cmocka_unit_test(test_async_own_ids),
+		cmocka_unit_test(test_async_gone),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
