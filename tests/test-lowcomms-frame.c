@@ -438,7 +438,7 @@ static void test_garbage(void **state)
 				buf[i] = (unsigned char)rand_r(&seed);
 			/* Half the time, a plausible header prefix. */
 			if (round % 4 == 1 && len >= 6) {
-				lc_put_le32(buf, LC_FRAME_MAGIC);
+				dlm_put_le32(buf, LC_FRAME_MAGIC);
 				buf[4] = LC_FRAME_VERSION;
 			}
 		} else {
