@@ -11,7 +11,9 @@
  *    +------+----+----+------+-------+------+--------+--------+-----+-----+
  *
  * magic and version come first so that a stream from something that is not
- * a dlmd of this protocol is refused on its first header.  length counts the
+ * a dlmd of this protocol is refused on its first header.  The magic is
+ * "DLMF", this protocol's alone (core/wire.h lists the others), so that an
+ * engine message or a CPG message mistaken for a frame is refused too.  length counts the
  * header and the payload and is checked before anything else is trusted:
  * too short for the kind, or longer than the configured maximum, and the
  * stream is declared bad.  sender and target are node ids; a stream whose

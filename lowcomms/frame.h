@@ -15,8 +15,9 @@
 
 #include "core/le.h"
 
-/* "DLMC" read as a little-endian 32-bit number. */
-#define LC_FRAME_MAGIC		0x434d4c44u
+/* "DLMF" read as a little-endian 32-bit number; see frame.c for why each
+ * dlmd protocol has its own magic. */
+#define LC_FRAME_MAGIC		0x464d4c44u
 #define LC_FRAME_VERSION	1
 #define LC_FRAME_HDR_LEN	32
 /* Payload of a HELLO frame: sender epoch, epoch of the receiver as known. */
