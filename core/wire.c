@@ -10,42 +10,10 @@
 #include <string.h>
 
 #include "core/wire.h"
+#include "core/le.h"
 
 static_assert(DLM_WIRE_FIXED_LEN == 124, "wire body layout changed");
 static_assert(DLM_WIRE_MAX_LEN <= 65535, "messages must fit 16-bit lengths");
-
-static void put16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	put16(p, (uint16_t)v);
-	put16(p + 2, (uint16_t)(v >> 16));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint16_t get16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)get16(p) | ((uint32_t)get16(p + 2) << 16);
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	return (uint64_t)get32(p) | ((uint64_t)get32(p + 4) << 32);
-}
 
 static const char *const type_names[DLM_MSG_MAX + 1] = {
 	[DLM_MSG_REQUEST] = "request",
@@ -112,35 +80,35 @@ int dlm_msg_encode(const struct dlm_msg *m, unsigned char *buf, size_t buflen)
 	if (m->m_keylen > DLM_MAX_KEYLEN ||
 	    (m->m_lvblen != 0 && m->m_lvblen != DLM_LVB_LEN) || len > buflen)
 		return -EINVAL;
-	put32(buf + 0, DLM_WIRE_MAGIC);
-	put16(buf + 4, DLM_WIRE_VERSION);
-	put16(buf + 6, m->m_type);
-	put32(buf + 8, (uint32_t)len);
-	put32(buf + 12, m->m_lsid);
-	put32(buf + 16, m->m_from);
-	put32(buf + 20, m->m_to);
-	put32(buf + 24, m->m_lkid);
-	put32(buf + 28, m->m_remid);
-	put32(buf + 32, m->m_exflags);
-	put32(buf + 36, m->m_sbflags);
-	put32(buf + 40, m->m_flags);
-	put32(buf + 44, (uint32_t)m->m_status);
-	put32(buf + 48, m->m_nodeid);
-	put32(buf + 52, m->m_lvbseq);
-	put64(buf + 56, m->m_owner);
-	put64(buf + 64, m->m_grrange.ra_start);
-	put64(buf + 72, m->m_grrange.ra_end);
-	put64(buf + 80, m->m_rqrange.ra_start);
-	put64(buf + 88, m->m_rqrange.ra_end);
+	dlm_put_le32(buf + 0, DLM_WIRE_MAGIC);
+	dlm_put_le16(buf + 4, DLM_WIRE_VERSION);
+	dlm_put_le16(buf + 6, m->m_type);
+	dlm_put_le32(buf + 8, (uint32_t)len);
+	dlm_put_le32(buf + 12, m->m_lsid);
+	dlm_put_le32(buf + 16, m->m_from);
+	dlm_put_le32(buf + 20, m->m_to);
+	dlm_put_le32(buf + 24, m->m_lkid);
+	dlm_put_le32(buf + 28, m->m_remid);
+	dlm_put_le32(buf + 32, m->m_exflags);
+	dlm_put_le32(buf + 36, m->m_sbflags);
+	dlm_put_le32(buf + 40, m->m_flags);
+	dlm_put_le32(buf + 44, (uint32_t)m->m_status);
+	dlm_put_le32(buf + 48, m->m_nodeid);
+	dlm_put_le32(buf + 52, m->m_lvbseq);
+	dlm_put_le64(buf + 56, m->m_owner);
+	dlm_put_le64(buf + 64, m->m_grrange.ra_start);
+	dlm_put_le64(buf + 72, m->m_grrange.ra_end);
+	dlm_put_le64(buf + 80, m->m_rqrange.ra_start);
+	dlm_put_le64(buf + 88, m->m_rqrange.ra_end);
 	buf[96] = (unsigned char)m->m_grmode;
 	buf[97] = (unsigned char)m->m_rqmode;
 	buf[98] = (unsigned char)m->m_bastmode;
 	buf[99] = 0;
-	put16(buf + 100, m->m_keylen);
-	put16(buf + 102, m->m_lvblen);
-	put32(buf + 104, m->m_gen);
-	put64(buf + 108, m->m_token);
-	put64(buf + 116, m->m_clock);
+	dlm_put_le16(buf + 100, m->m_keylen);
+	dlm_put_le16(buf + 102, m->m_lvblen);
+	dlm_put_le32(buf + 104, m->m_gen);
+	dlm_put_le64(buf + 108, m->m_token);
+	dlm_put_le64(buf + 116, m->m_clock);
 	if (m->m_keylen)
 		memcpy(buf + DLM_WIRE_FIXED_LEN, m->m_key, m->m_keylen);
 	if (m->m_lvblen)
@@ -163,42 +131,42 @@ int dlm_msg_decode(const void *buf, size_t len, struct dlm_msg *m,
 
 	if (len < DLM_WIRE_HDR_LEN)
 		FAIL(-EBADMSG, "shorter than the header");
-	if (get32(p) != DLM_WIRE_MAGIC)
+	if (dlm_get_le32(p) != DLM_WIRE_MAGIC)
 		FAIL(-EBADMSG, "bad magic");
-	if (get16(p + 4) != DLM_WIRE_VERSION)
+	if (dlm_get_le16(p + 4) != DLM_WIRE_VERSION)
 		FAIL(-EPROTO, "unsupported version");
-	if (get32(p + 8) != len)
+	if (dlm_get_le32(p + 8) != len)
 		FAIL(-EBADMSG, "length field does not match");
 	if (len < DLM_WIRE_FIXED_LEN)
 		FAIL(-EBADMSG, "shorter than the fixed body");
 	memset(m, 0, sizeof(*m));
-	m->m_type = get16(p + 6);
+	m->m_type = dlm_get_le16(p + 6);
 	if (m->m_type == 0 || m->m_type > DLM_MSG_MAX || !type_names[m->m_type])
 		FAIL(-EOPNOTSUPP, "unknown message type");
-	m->m_lsid = get32(p + 12);
-	m->m_from = get32(p + 16);
-	m->m_to = get32(p + 20);
-	m->m_lkid = get32(p + 24);
-	m->m_remid = get32(p + 28);
-	m->m_exflags = get32(p + 32);
-	m->m_sbflags = get32(p + 36);
-	m->m_flags = get32(p + 40);
-	m->m_status = (int32_t)get32(p + 44);
-	m->m_nodeid = get32(p + 48);
-	m->m_lvbseq = get32(p + 52);
-	m->m_owner = get64(p + 56);
-	m->m_grrange.ra_start = get64(p + 64);
-	m->m_grrange.ra_end = get64(p + 72);
-	m->m_rqrange.ra_start = get64(p + 80);
-	m->m_rqrange.ra_end = get64(p + 88);
+	m->m_lsid = dlm_get_le32(p + 12);
+	m->m_from = dlm_get_le32(p + 16);
+	m->m_to = dlm_get_le32(p + 20);
+	m->m_lkid = dlm_get_le32(p + 24);
+	m->m_remid = dlm_get_le32(p + 28);
+	m->m_exflags = dlm_get_le32(p + 32);
+	m->m_sbflags = dlm_get_le32(p + 36);
+	m->m_flags = dlm_get_le32(p + 40);
+	m->m_status = (int32_t)dlm_get_le32(p + 44);
+	m->m_nodeid = dlm_get_le32(p + 48);
+	m->m_lvbseq = dlm_get_le32(p + 52);
+	m->m_owner = dlm_get_le64(p + 56);
+	m->m_grrange.ra_start = dlm_get_le64(p + 64);
+	m->m_grrange.ra_end = dlm_get_le64(p + 72);
+	m->m_rqrange.ra_start = dlm_get_le64(p + 80);
+	m->m_rqrange.ra_end = dlm_get_le64(p + 88);
 	m->m_grmode = (int8_t)p[96];
 	m->m_rqmode = (int8_t)p[97];
 	m->m_bastmode = (int8_t)p[98];
-	m->m_keylen = get16(p + 100);
-	m->m_lvblen = get16(p + 102);
-	m->m_gen = get32(p + 104);
-	m->m_token = get64(p + 108);
-	m->m_clock = get64(p + 116);
+	m->m_keylen = dlm_get_le16(p + 100);
+	m->m_lvblen = dlm_get_le16(p + 102);
+	m->m_gen = dlm_get_le32(p + 104);
+	m->m_token = dlm_get_le64(p + 108);
+	m->m_clock = dlm_get_le64(p + 116);
 	if (p[99] != 0)
 		FAIL(-EBADMSG, "non-zero padding");
 	if (m->m_keylen > DLM_MAX_KEYLEN)

@@ -6,7 +6,7 @@
  * gives.  Nothing is read before the length checks pass:
  *
  *   offset size  header
- *        0    4  magic      DLM_WIRE_MAGIC
+ *        0    4  magic      DLM_WIRE_MAGIC, the bytes "DLMW"
  *        4    2  version    DLM_WIRE_VERSION
  *        6    2  type       enum dlm_msg_type
  *        8    4  length     whole message, header included
@@ -48,6 +48,14 @@
  *
  * The transport (lowcomms) adds its own framing, sequencing and acks
  * around this; the engine relies only on per-link FIFO delivery.
+ *
+ * Magics.  Each dlmd protocol has its own: "DLMW" this engine wire,
+ * "DLMF" the lowcomms frame (lowcomms/frame.h), "DLMK" the lowcomms
+ * handshake (lowcomms/auth.h), "DLMG" the daemon group's CPG messages
+ * (plugin/cpgmsg.h) and "DLMP" the client protocol
+ * (libdlm/dlmd_proto.h), so that bytes of one handed to another's
+ * decoder are refused at the first field.  tests/test-cpg-proto.c pins
+ * that they differ.
  */
 #ifndef DLMD_CORE_WIRE_H
 #define DLMD_CORE_WIRE_H
@@ -57,7 +65,7 @@
 
 #include "core/core.h"
 
-#define DLM_WIRE_MAGIC		0x434d4c44u	/* "DLMC" little-endian */
+#define DLM_WIRE_MAGIC		0x574d4c44u	/* "DLMW" little-endian */
 #define DLM_WIRE_VERSION	2
 #define DLM_WIRE_HDR_LEN	24
 #define DLM_WIRE_FIXED_LEN	124

@@ -15,42 +15,7 @@
 #include <string.h>
 
 #include "libdlm/dlmd_proto.h"
-
-static uint16_t get16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-	       ((uint32_t)p[3] << 24);
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	return (uint64_t)get32(p) | ((uint64_t)get32(p + 4) << 32);
-}
-
-static void put16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-	p[2] = (unsigned char)(v >> 16);
-	p[3] = (unsigned char)(v >> 24);
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
+#include "core/le.h"
 
 struct type_info {
 	unsigned int	ti_type;
@@ -112,11 +77,11 @@ int dlmp_decode_hdr(const void *buf, size_t len, struct dlmp_hdr *hdr)
 	memset(hdr, 0, sizeof(*hdr));
 	if (len < DLMP_HDR_LEN)
 		return -EBADMSG;
-	hdr->h_magic = get32(p);
-	hdr->h_version = get16(p + 4);
-	hdr->h_type = get16(p + 6);
-	hdr->h_length = get32(p + 8);
-	hdr->h_reqid = get32(p + 12);
+	hdr->h_magic = dlm_get_le32(p);
+	hdr->h_version = dlm_get_le16(p + 4);
+	hdr->h_type = dlm_get_le16(p + 6);
+	hdr->h_length = dlm_get_le32(p + 8);
+	hdr->h_reqid = dlm_get_le32(p + 12);
 	if (hdr->h_magic != DLMP_MAGIC)
 		return -EBADMSG;
 	if (hdr->h_version != DLMP_VERSION)
@@ -166,22 +131,22 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 	case DLMP_LS_CREATE: {
 		struct dlmp_ls *ls = &msg->m_u.ls;
 
-		ls->ls_flags = get32(p);
-		ls->ls_mode = get32(p + 4);
-		ls->ls_namelen = get16(p + 8);
+		ls->ls_flags = dlm_get_le32(p);
+		ls->ls_mode = dlm_get_le32(p + 4);
+		ls->ls_namelen = dlm_get_le16(p + 8);
 		return decode_ls_name(p + ti->ti_fixed, blen - ti->ti_fixed, ls);
 	}
 	case DLMP_LS_OPEN: {
 		struct dlmp_ls *ls = &msg->m_u.ls;
 
-		ls->ls_namelen = get16(p);
+		ls->ls_namelen = dlm_get_le16(p);
 		return decode_ls_name(p + ti->ti_fixed, blen - ti->ti_fixed, ls);
 	}
 	case DLMP_LS_RELEASE: {
 		struct dlmp_ls *ls = &msg->m_u.ls;
 
-		ls->ls_flags = get32(p);
-		ls->ls_namelen = get16(p + 4);
+		ls->ls_flags = dlm_get_le32(p);
+		ls->ls_namelen = dlm_get_le16(p + 4);
 		return decode_ls_name(p + ti->ti_fixed, blen - ti->ti_fixed, ls);
 	}
 	case DLMP_LOCK: {
@@ -190,20 +155,20 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 		lk->lk_mode = p[0];
 		lk->lk_namelen = p[1];
 		lk->lk_bits = p[2];
-		lk->lk_flags = get32(p + 4);
-		lk->lk_lkid = get32(p + 8);
-		lk->lk_parent = get32(p + 12);
-		lk->lk_range_start = get64(p + 16);
-		lk->lk_range_end = get64(p + 24);
-		lk->lk_castaddr = get64(p + 32);
-		lk->lk_castparam = get64(p + 40);
-		lk->lk_bastaddr = get64(p + 48);
-		lk->lk_bastparam = get64(p + 56);
-		lk->lk_lksb = get64(p + 64);
+		lk->lk_flags = dlm_get_le32(p + 4);
+		lk->lk_lkid = dlm_get_le32(p + 8);
+		lk->lk_parent = dlm_get_le32(p + 12);
+		lk->lk_range_start = dlm_get_le64(p + 16);
+		lk->lk_range_end = dlm_get_le64(p + 24);
+		lk->lk_castaddr = dlm_get_le64(p + 32);
+		lk->lk_castparam = dlm_get_le64(p + 40);
+		lk->lk_bastaddr = dlm_get_le64(p + 48);
+		lk->lk_bastparam = dlm_get_le64(p + 56);
+		lk->lk_lksb = dlm_get_le64(p + 64);
 		memcpy(lk->lk_lvb, p + 72, DLMP_LVB_LEN);
-		lk->lk_tid = get32(p + 104);
-		lk->lk_xid = get64(p + 112);
-		if (get32(p + 108))
+		lk->lk_tid = dlm_get_le32(p + 104);
+		lk->lk_xid = dlm_get_le64(p + 112);
+		if (dlm_get_le32(p + 108))
 			return -EBADMSG;
 		if (lk->lk_bits & ~DLMP_LK_BITS)
 			return -EINVAL;
@@ -222,13 +187,13 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 
 		if (blen != ti->ti_fixed)
 			return -EBADMSG;
-		ul->ul_lkid = get32(p);
-		ul->ul_flags = get32(p + 4);
+		ul->ul_lkid = dlm_get_le32(p);
+		ul->ul_flags = dlm_get_le32(p + 4);
 		ul->ul_bits = p[8];
-		ul->ul_castparam = get64(p + 12);
-		ul->ul_lksb = get64(p + 20);
+		ul->ul_castparam = dlm_get_le64(p + 12);
+		ul->ul_lksb = dlm_get_le64(p + 20);
 		memcpy(ul->ul_lvb, p + 28, DLMP_LVB_LEN);
-		ul->ul_castaddr = get64(p + 60);
+		ul->ul_castaddr = dlm_get_le64(p + 60);
 		if (ul->ul_bits & ~DLMP_UL_BITS)
 			return -EINVAL;
 		return 0;
@@ -239,8 +204,8 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 	case DLMP_IDS:
 		if (blen != ti->ti_fixed)
 			return -EBADMSG;
-		msg->m_u.pair.pr_a = get32(p);
-		msg->m_u.pair.pr_b = get32(p + 4);
+		msg->m_u.pair.pr_a = dlm_get_le32(p);
+		msg->m_u.pair.pr_b = dlm_get_le32(p + 4);
 		if (msg->m_hdr.h_type == DLMP_IDS && msg->m_u.pair.pr_b)
 			return -EINVAL;	/* its pad */
 		return 0;
@@ -249,10 +214,10 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 
 		if (blen != ti->ti_fixed)
 			return -EBADMSG;
-		rp->rp_status = (int32_t)get32(p);
-		rp->rp_value = get32(p + 4);
-		rp->rp_value2 = get32(p + 8);
-		rp->rp_value3 = get32(p + 12);
+		rp->rp_status = (int32_t)dlm_get_le32(p);
+		rp->rp_value = dlm_get_le32(p + 4);
+		rp->rp_value2 = dlm_get_le32(p + 8);
+		rp->rp_value3 = dlm_get_le32(p + 12);
 		return 0;
 	}
 	case DLMP_AST: {
@@ -264,14 +229,14 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 		as->as_grmode = (int8_t)p[1];
 		as->as_bastmode = (int8_t)p[2];
 		as->as_sbflags = p[3];
-		as->as_status = (int32_t)get32(p + 4);
-		as->as_lkid = get32(p + 8);
-		as->as_bits = get32(p + 12);
-		as->as_castaddr = get64(p + 16);
-		as->as_castparam = get64(p + 24);
-		as->as_bastaddr = get64(p + 32);
-		as->as_bastparam = get64(p + 40);
-		as->as_lksb = get64(p + 48);
+		as->as_status = (int32_t)dlm_get_le32(p + 4);
+		as->as_lkid = dlm_get_le32(p + 8);
+		as->as_bits = dlm_get_le32(p + 12);
+		as->as_castaddr = dlm_get_le64(p + 16);
+		as->as_castparam = dlm_get_le64(p + 24);
+		as->as_bastaddr = dlm_get_le64(p + 32);
+		as->as_bastparam = dlm_get_le64(p + 40);
+		as->as_lksb = dlm_get_le64(p + 48);
 		memcpy(as->as_lvb, p + 56, DLMP_LVB_LEN);
 		if (as->as_kind != DLMP_AST_COMP && as->as_kind != DLMP_AST_BAST)
 			return -EBADMSG;
@@ -282,10 +247,10 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 
 		if (blen != ti->ti_fixed)
 			return -EBADMSG;
-		cp->cp_status = (int32_t)get32(p);
-		cp->cp_lkid = get32(p + 4);
+		cp->cp_status = (int32_t)dlm_get_le32(p);
+		cp->cp_lkid = dlm_get_le32(p + 4);
 		cp->cp_sbflags = p[8];
-		cp->cp_bits = get32(p + 12);
+		cp->cp_bits = dlm_get_le32(p + 12);
 		memcpy(cp->cp_lvb, p + 16, DLMP_LVB_LEN);
 		if (cp->cp_bits & ~(uint32_t)DLMP_LK_LVB)
 			return -EBADMSG;
@@ -322,18 +287,18 @@ int dlmp_encode(const struct dlmp_msg *msg, void *buf, size_t size)
 	case DLMP_VERSION_REQ:
 		break;
 	case DLMP_LS_CREATE:
-		put32(b, msg->m_u.ls.ls_flags);
-		put32(b + 4, msg->m_u.ls.ls_mode);
-		put16(b + 8, msg->m_u.ls.ls_namelen);
+		dlm_put_le32(b, msg->m_u.ls.ls_flags);
+		dlm_put_le32(b + 4, msg->m_u.ls.ls_mode);
+		dlm_put_le16(b + 8, msg->m_u.ls.ls_namelen);
 		n = encode_ls_name(b + ti->ti_fixed, DLMP_NAME_MAX, &msg->m_u.ls);
 		break;
 	case DLMP_LS_OPEN:
-		put16(b, msg->m_u.ls.ls_namelen);
+		dlm_put_le16(b, msg->m_u.ls.ls_namelen);
 		n = encode_ls_name(b + ti->ti_fixed, DLMP_NAME_MAX, &msg->m_u.ls);
 		break;
 	case DLMP_LS_RELEASE:
-		put32(b, msg->m_u.ls.ls_flags);
-		put16(b + 4, msg->m_u.ls.ls_namelen);
+		dlm_put_le32(b, msg->m_u.ls.ls_flags);
+		dlm_put_le16(b + 4, msg->m_u.ls.ls_namelen);
 		n = encode_ls_name(b + ti->ti_fixed, DLMP_NAME_MAX, &msg->m_u.ls);
 		break;
 	case DLMP_LOCK: {
@@ -344,20 +309,20 @@ int dlmp_encode(const struct dlmp_msg *msg, void *buf, size_t size)
 		b[0] = lk->lk_mode;
 		b[1] = lk->lk_namelen;
 		b[2] = lk->lk_bits;
-		put32(b + 4, lk->lk_flags);
-		put32(b + 8, lk->lk_lkid);
-		put32(b + 12, lk->lk_parent);
-		put64(b + 16, lk->lk_range_start);
-		put64(b + 24, lk->lk_range_end);
-		put64(b + 32, lk->lk_castaddr);
-		put64(b + 40, lk->lk_castparam);
-		put64(b + 48, lk->lk_bastaddr);
-		put64(b + 56, lk->lk_bastparam);
-		put64(b + 64, lk->lk_lksb);
+		dlm_put_le32(b + 4, lk->lk_flags);
+		dlm_put_le32(b + 8, lk->lk_lkid);
+		dlm_put_le32(b + 12, lk->lk_parent);
+		dlm_put_le64(b + 16, lk->lk_range_start);
+		dlm_put_le64(b + 24, lk->lk_range_end);
+		dlm_put_le64(b + 32, lk->lk_castaddr);
+		dlm_put_le64(b + 40, lk->lk_castparam);
+		dlm_put_le64(b + 48, lk->lk_bastaddr);
+		dlm_put_le64(b + 56, lk->lk_bastparam);
+		dlm_put_le64(b + 64, lk->lk_lksb);
 		memcpy(b + 72, lk->lk_lvb, DLMP_LVB_LEN);
-		put32(b + 104, lk->lk_tid);
-		put32(b + 108, 0);
-		put64(b + 112, lk->lk_xid);
+		dlm_put_le32(b + 104, lk->lk_tid);
+		dlm_put_le32(b + 108, 0);
+		dlm_put_le64(b + 112, lk->lk_xid);
 		memcpy(b + ti->ti_fixed, lk->lk_name, lk->lk_namelen);
 		n = lk->lk_namelen;
 		break;
@@ -365,29 +330,29 @@ int dlmp_encode(const struct dlmp_msg *msg, void *buf, size_t size)
 	case DLMP_UNLOCK: {
 		const struct dlmp_unlock *ul = &msg->m_u.unlock;
 
-		put32(b, ul->ul_lkid);
-		put32(b + 4, ul->ul_flags);
+		dlm_put_le32(b, ul->ul_lkid);
+		dlm_put_le32(b + 4, ul->ul_flags);
 		b[8] = ul->ul_bits;
-		put64(b + 12, ul->ul_castparam);
-		put64(b + 20, ul->ul_lksb);
+		dlm_put_le64(b + 12, ul->ul_castparam);
+		dlm_put_le64(b + 20, ul->ul_lksb);
 		memcpy(b + 28, ul->ul_lvb, DLMP_LVB_LEN);
-		put64(b + 60, ul->ul_castaddr);
+		dlm_put_le64(b + 60, ul->ul_castaddr);
 		break;
 	}
 	case DLMP_PURGE:
 	case DLMP_DEADLOCK:
 	case DLMP_TOKEN:
 	case DLMP_IDS:
-		put32(b, msg->m_u.pair.pr_a);
-		put32(b + 4, msg->m_u.pair.pr_b);
+		dlm_put_le32(b, msg->m_u.pair.pr_a);
+		dlm_put_le32(b + 4, msg->m_u.pair.pr_b);
 		break;
 	case DLMP_REPLY: {
 		const struct dlmp_reply *rp = &msg->m_u.reply;
 
-		put32(b, (uint32_t)rp->rp_status);
-		put32(b + 4, rp->rp_value);
-		put32(b + 8, rp->rp_value2);
-		put32(b + 12, rp->rp_value3);
+		dlm_put_le32(b, (uint32_t)rp->rp_status);
+		dlm_put_le32(b + 4, rp->rp_value);
+		dlm_put_le32(b + 8, rp->rp_value2);
+		dlm_put_le32(b + 12, rp->rp_value3);
 		break;
 	}
 	case DLMP_AST: {
@@ -397,24 +362,24 @@ int dlmp_encode(const struct dlmp_msg *msg, void *buf, size_t size)
 		b[1] = (unsigned char)as->as_grmode;
 		b[2] = (unsigned char)as->as_bastmode;
 		b[3] = as->as_sbflags;
-		put32(b + 4, (uint32_t)as->as_status);
-		put32(b + 8, as->as_lkid);
-		put32(b + 12, as->as_bits);
-		put64(b + 16, as->as_castaddr);
-		put64(b + 24, as->as_castparam);
-		put64(b + 32, as->as_bastaddr);
-		put64(b + 40, as->as_bastparam);
-		put64(b + 48, as->as_lksb);
+		dlm_put_le32(b + 4, (uint32_t)as->as_status);
+		dlm_put_le32(b + 8, as->as_lkid);
+		dlm_put_le32(b + 12, as->as_bits);
+		dlm_put_le64(b + 16, as->as_castaddr);
+		dlm_put_le64(b + 24, as->as_castparam);
+		dlm_put_le64(b + 32, as->as_bastaddr);
+		dlm_put_le64(b + 40, as->as_bastparam);
+		dlm_put_le64(b + 48, as->as_lksb);
 		memcpy(b + 56, as->as_lvb, DLMP_LVB_LEN);
 		break;
 	}
 	case DLMP_COMP_REPLY: {
 		const struct dlmp_comp *cp = &msg->m_u.comp;
 
-		put32(b, (uint32_t)cp->cp_status);
-		put32(b + 4, cp->cp_lkid);
+		dlm_put_le32(b, (uint32_t)cp->cp_status);
+		dlm_put_le32(b + 4, cp->cp_lkid);
 		b[8] = cp->cp_sbflags;
-		put32(b + 12, cp->cp_bits);
+		dlm_put_le32(b + 12, cp->cp_bits);
 		memcpy(b + 16, cp->cp_lvb, DLMP_LVB_LEN);
 		break;
 	}
@@ -422,11 +387,11 @@ int dlmp_encode(const struct dlmp_msg *msg, void *buf, size_t size)
 	if (n < 0)
 		return n;
 	len = DLMP_HDR_LEN + ti->ti_fixed + (size_t)n;
-	put32(p, DLMP_MAGIC);
-	put16(p + 4, DLMP_VERSION);
-	put16(p + 6, (uint16_t)msg->m_hdr.h_type);
-	put32(p + 8, (uint32_t)len);
-	put32(p + 12, msg->m_hdr.h_reqid);
+	dlm_put_le32(p, DLMP_MAGIC);
+	dlm_put_le16(p + 4, DLMP_VERSION);
+	dlm_put_le16(p + 6, (uint16_t)msg->m_hdr.h_type);
+	dlm_put_le32(p + 8, (uint32_t)len);
+	dlm_put_le32(p + 12, msg->m_hdr.h_reqid);
 	return (int)len;
 }
 
@@ -439,5 +404,5 @@ uint16_t dlmp_reply_version(uint16_t version)
 
 void dlmp_set_version(void *buf, uint16_t version)
 {
-	put16((unsigned char *)buf + 4, version);
+	dlm_put_le16((unsigned char *)buf + 4, version);
 }

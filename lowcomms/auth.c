@@ -340,11 +340,11 @@ static size_t type_len(unsigned int type)
 
 static void put_hdr(unsigned char *p, uint8_t type)
 {
-	lc_put_le32(p, LC_HS_MAGIC);
+	dlm_put_le32(p, LC_HS_MAGIC);
 	p[4] = LC_HS_VERSION;
 	p[5] = type;
-	lc_put_le16(p + 6, 0);
-	lc_put_le32(p + 8, (uint32_t)type_len(type));
+	dlm_put_le16(p + 6, 0);
+	dlm_put_le32(p + 8, (uint32_t)type_len(type));
 }
 
 enum lc_hs_err lc_hs_parse(const unsigned char *buf, size_t len,
@@ -360,7 +360,7 @@ enum lc_hs_err lc_hs_parse(const unsigned char *buf, size_t len,
 	 * is named as such rather than waited for. */
 	if (len < 4)
 		return LC_HSERR_MORE;
-	magic = lc_get_le32(buf);
+	magic = dlm_get_le32(buf);
 	if (magic == LC_FRAME_MAGIC)
 		return LC_HSERR_PLAINTEXT;
 	if (magic != LC_HS_MAGIC)
@@ -374,9 +374,9 @@ enum lc_hs_err lc_hs_parse(const unsigned char *buf, size_t len,
 	want = type_len(buf[5]);
 	if (!want)
 		return LC_HSERR_TYPE;
-	if (lc_get_le16(buf + 6))
+	if (dlm_get_le16(buf + 6))
 		return LC_HSERR_FLAGS;
-	length = lc_get_le32(buf + 8);
+	length = dlm_get_le32(buf + 8);
 	if (length != want)
 		return LC_HSERR_LENGTH;
 	*used = want;
@@ -386,9 +386,9 @@ enum lc_hs_err lc_hs_parse(const unsigned char *buf, size_t len,
 	switch (m->hm_type) {
 	case LC_HS_INIT:
 	case LC_HS_RESP:
-		m->hm_suite = lc_get_le32(b + BODY_SUITE);
-		m->hm_sender = lc_get_le32(b + BODY_SENDER);
-		m->hm_target = lc_get_le32(b + BODY_TARGET);
+		m->hm_suite = dlm_get_le32(b + BODY_SUITE);
+		m->hm_sender = dlm_get_le32(b + BODY_SENDER);
+		m->hm_target = dlm_get_le32(b + BODY_TARGET);
 		m->hm_nonce = b + BODY_NONCE;
 		if (m->hm_type == LC_HS_RESP) {
 			m->hm_mac = b + BODY_MAC;
@@ -402,8 +402,8 @@ enum lc_hs_err lc_hs_parse(const unsigned char *buf, size_t len,
 		}
 		break;
 	case LC_HS_FIN:
-		m->hm_sender = lc_get_le32(b + FIN_SENDER);
-		m->hm_target = lc_get_le32(b + FIN_TARGET);
+		m->hm_sender = dlm_get_le32(b + FIN_SENDER);
+		m->hm_target = dlm_get_le32(b + FIN_TARGET);
 		m->hm_mac = b + FIN_MAC;
 		break;
 	}
@@ -441,7 +441,7 @@ static enum lc_hs_err derive_session(struct lc_hs *hs)
 	static const unsigned char label[] = "session";
 	crypto_generichash_state st;
 	unsigned char out[64];
-	uint32_t suite = lc_get_le32(hs->hs_resp + OFF_BODY + BODY_SUITE);
+	uint32_t suite = dlm_get_le32(hs->hs_resp + OFF_BODY + BODY_SUITE);
 	int rv;
 
 	crypto_generichash_init(&st, hs->hs_keys->k_sess,
@@ -480,9 +480,9 @@ int lc_hs_start_initiator(struct lc_hs *hs, const struct lc_keys *keys,
 	hs->hs_keys = keys;
 	hs->hs_suites = (suites & LC_SUITES_KNOWN) | LC_SUITE_CHACHA;
 	put_hdr(out, LC_HS_INIT);
-	lc_put_le32(b + BODY_SUITE, hs->hs_suites);
-	lc_put_le32(b + BODY_SENDER, local);
-	lc_put_le32(b + BODY_TARGET, peer);
+	dlm_put_le32(b + BODY_SUITE, hs->hs_suites);
+	dlm_put_le32(b + BODY_SENDER, local);
+	dlm_put_le32(b + BODY_TARGET, peer);
 	randombytes_buf(b + BODY_NONCE, LC_HS_NONCE_LEN);
 	memcpy(hs->hs_init, out, LC_HS_INIT_LEN);
 	hs->hs_state = LC_HSS_WAIT_RESP;
@@ -516,10 +516,10 @@ enum lc_hs_err lc_hs_on_init(struct lc_hs *hs, const struct lc_hs_msg *m,
 	hs->hs_peer = m->hm_sender;
 	memcpy(hs->hs_init, raw, LC_HS_INIT_LEN);
 	put_hdr(out, LC_HS_RESP);
-	lc_put_le32(b + BODY_SUITE,
-		    lc_suite_choose(m->hm_suite & hs->hs_suites));
-	lc_put_le32(b + BODY_SENDER, hs->hs_local);
-	lc_put_le32(b + BODY_TARGET, hs->hs_peer);
+	dlm_put_le32(b + BODY_SUITE,
+		     lc_suite_choose(m->hm_suite & hs->hs_suites));
+	dlm_put_le32(b + BODY_SENDER, hs->hs_local);
+	dlm_put_le32(b + BODY_TARGET, hs->hs_peer);
 	randombytes_buf(b + BODY_NONCE, LC_HS_NONCE_LEN);
 	transcript_mac(hs->hs_keys, 'A', hs->hs_init, LC_HS_INIT_LEN, out,
 		       LC_HS_RESP_LEN - LC_HS_MAC_LEN, NULL, 0,
@@ -555,8 +555,8 @@ enum lc_hs_err lc_hs_on_resp(struct lc_hs *hs, const struct lc_hs_msg *m,
 		return fail(hs, LC_HSERR_MAC);
 	memcpy(hs->hs_resp, raw, LC_HS_RESP_LEN);
 	put_hdr(out, LC_HS_FIN);
-	lc_put_le32(b + FIN_SENDER, hs->hs_local);
-	lc_put_le32(b + FIN_TARGET, hs->hs_peer);
+	dlm_put_le32(b + FIN_SENDER, hs->hs_local);
+	dlm_put_le32(b + FIN_TARGET, hs->hs_peer);
 	transcript_mac(hs->hs_keys, 'I', hs->hs_init, LC_HS_INIT_LEN,
 		       hs->hs_resp, LC_HS_RESP_LEN, out,
 		       LC_HS_FIN_LEN - LC_HS_MAC_LEN, b + FIN_MAC);
@@ -711,7 +711,7 @@ size_t lc_rec_seal(struct lc_aead *tx, unsigned char *rec, size_t ptlen)
 	if ((!tx->ae_ctx && !tx->ae_ocb) || !tx->ae_seal || !ptlen ||
 	    ptlen > REC_PT_MAX)
 		return 0;
-	lc_put_le32(rec, (uint32_t)(ptlen + LC_REC_TAG_LEN));
+	dlm_put_le32(rec, (uint32_t)(ptlen + LC_REC_TAG_LEN));
 	record_nonce(tx->ae_counter, nonce);
 	if (tx->ae_ocb) {
 		if (!ocb_seal(tx->ae_ocb, nonce, rec, ptlen))
@@ -735,7 +735,7 @@ size_t lc_rec_seal(struct lc_aead *tx, unsigned char *rec, size_t ptlen)
 
 size_t lc_rec_ct_len(const unsigned char hdr[LC_REC_HDR_LEN], size_t max_pt)
 {
-	size_t len = lc_get_le32(hdr);
+	size_t len = dlm_get_le32(hdr);
 
 	if (len < LC_REC_TAG_LEN + 1 || len > max_pt + LC_REC_TAG_LEN)
 		return 0;

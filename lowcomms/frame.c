@@ -11,7 +11,9 @@
  *    +------+----+----+------+-------+------+--------+--------+-----+-----+
  *
  * magic and version come first so that a stream from something that is not
- * a dlmd of this protocol is refused on its first header.  length counts the
+ * a dlmd of this protocol is refused on its first header.  The magic is
+ * "DLMF", this protocol's alone (core/wire.h lists the others), so that an
+ * engine message or a CPG message mistaken for a frame is refused too.  length counts the
  * header and the payload and is checked before anything else is trusted:
  * too short for the kind, or longer than the configured maximum, and the
  * stream is declared bad.  sender and target are node ids; a stream whose
@@ -131,35 +133,35 @@ int lc_frame_err_errno(enum lc_frame_err err)
 
 void lc_frame_encode(unsigned char *buf, const struct lc_frame_hdr *h)
 {
-	lc_put_le32(buf + OFF_MAGIC, h->fh_magic);
+	dlm_put_le32(buf + OFF_MAGIC, h->fh_magic);
 	buf[OFF_VERSION] = h->fh_version;
 	buf[OFF_KIND] = h->fh_kind;
-	lc_put_le16(buf + OFF_TYPE, h->fh_type);
-	lc_put_le32(buf + OFF_LENGTH, h->fh_length);
-	lc_put_le32(buf + OFF_LSID, h->fh_lsid);
-	lc_put_le32(buf + OFF_SENDER, h->fh_sender);
-	lc_put_le32(buf + OFF_TARGET, h->fh_target);
-	lc_put_le32(buf + OFF_SEQ, h->fh_seq);
-	lc_put_le32(buf + OFF_ACK, h->fh_ack);
+	dlm_put_le16(buf + OFF_TYPE, h->fh_type);
+	dlm_put_le32(buf + OFF_LENGTH, h->fh_length);
+	dlm_put_le32(buf + OFF_LSID, h->fh_lsid);
+	dlm_put_le32(buf + OFF_SENDER, h->fh_sender);
+	dlm_put_le32(buf + OFF_TARGET, h->fh_target);
+	dlm_put_le32(buf + OFF_SEQ, h->fh_seq);
+	dlm_put_le32(buf + OFF_ACK, h->fh_ack);
 }
 
 void lc_frame_decode(const unsigned char *buf, struct lc_frame_hdr *h)
 {
-	h->fh_magic = lc_get_le32(buf + OFF_MAGIC);
+	h->fh_magic = dlm_get_le32(buf + OFF_MAGIC);
 	h->fh_version = buf[OFF_VERSION];
 	h->fh_kind = buf[OFF_KIND];
-	h->fh_type = lc_get_le16(buf + OFF_TYPE);
-	h->fh_length = lc_get_le32(buf + OFF_LENGTH);
-	h->fh_lsid = lc_get_le32(buf + OFF_LSID);
-	h->fh_sender = lc_get_le32(buf + OFF_SENDER);
-	h->fh_target = lc_get_le32(buf + OFF_TARGET);
-	h->fh_seq = lc_get_le32(buf + OFF_SEQ);
-	h->fh_ack = lc_get_le32(buf + OFF_ACK);
+	h->fh_type = dlm_get_le16(buf + OFF_TYPE);
+	h->fh_length = dlm_get_le32(buf + OFF_LENGTH);
+	h->fh_lsid = dlm_get_le32(buf + OFF_LSID);
+	h->fh_sender = dlm_get_le32(buf + OFF_SENDER);
+	h->fh_target = dlm_get_le32(buf + OFF_TARGET);
+	h->fh_seq = dlm_get_le32(buf + OFF_SEQ);
+	h->fh_ack = dlm_get_le32(buf + OFF_ACK);
 }
 
 void lc_frame_set_ack(unsigned char *buf, uint32_t ack)
 {
-	lc_put_le32(buf + OFF_ACK, ack);
+	dlm_put_le32(buf + OFF_ACK, ack);
 }
 
 enum lc_frame_err lc_frame_check(const struct lc_frame_hdr *h, size_t max_len,

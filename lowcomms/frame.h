@@ -13,8 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* "DLMC" read as a little-endian 32-bit number. */
-#define LC_FRAME_MAGIC		0x434d4c44u
+#include "core/le.h"
+
+/* "DLMF" read as a little-endian 32-bit number; see frame.c for why each
+ * dlmd protocol has its own magic. */
+#define LC_FRAME_MAGIC		0x464d4c44u
 #define LC_FRAME_VERSION	1
 #define LC_FRAME_HDR_LEN	32
 /* Payload of a HELLO frame: sender epoch, epoch of the receiver as known. */
@@ -83,32 +86,6 @@ enum lc_frame_err {
 const char *lc_frame_err_str(enum lc_frame_err err);
 int lc_frame_err_errno(enum lc_frame_err err);
 const char *lc_frame_kind_str(unsigned int kind);
-
-/* Little-endian helpers, usable on unaligned buffers. */
-static inline void lc_put_le16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-
-static inline void lc_put_le32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-	p[2] = (unsigned char)(v >> 16);
-	p[3] = (unsigned char)(v >> 24);
-}
-
-static inline uint16_t lc_get_le16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static inline uint32_t lc_get_le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) |
-	       ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
 
 /* Sequence numbers wrap; compare them as the kernel does. */
 static inline int lc_seq_before(uint32_t a, uint32_t b)

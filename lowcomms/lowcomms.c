@@ -725,8 +725,8 @@ static void queue_hello(struct lc_conn *c)
 
 	put_header(p, c->conn_ctx, n, LC_KIND_HELLO, LC_HELLO_LEN,
 		   send_base(n));
-	lc_put_le32(p + LC_FRAME_HDR_LEN, n->node_epoch);
-	lc_put_le32(p + LC_FRAME_HDR_LEN + 4, n->node_peer_epoch);
+	dlm_put_le32(p + LC_FRAME_HDR_LEN, n->node_epoch);
+	dlm_put_le32(p + LC_FRAME_HDR_LEN + 4, n->node_peer_epoch);
 	c->conn_out_len += LC_HELLO_LEN;
 	n->node_ack_sent = n->node_recv_next - 1;
 	rec_end(c, at);
@@ -740,7 +740,7 @@ static int fault_copies(struct lc_ctx *ctx, const struct lc_qframe *f)
 
 	if (flt->flt_kind == LC_FAULT_NONE)
 		return 1;
-	type = lc_get_le16(f->qf_data + offsetof(struct lc_wire_hdr, wh_type));
+	type = dlm_get_le16(f->qf_data + offsetof(struct lc_wire_hdr, wh_type));
 	if (flt->flt_type && flt->flt_type != type)
 		return 1;
 	if (++ctx->ctx_fault_count % flt->flt_every)
@@ -959,8 +959,8 @@ static int process_hello(struct lc_ctx *ctx, struct lc_node *n,
 			 const struct lc_frame_hdr *h,
 			 const unsigned char *payload)
 {
-	uint32_t epoch = lc_get_le32(payload);
-	uint32_t known = lc_get_le32(payload + 4);
+	uint32_t epoch = dlm_get_le32(payload);
+	uint32_t known = dlm_get_le32(payload + 4);
 
 	if (epoch != n->node_peer_epoch) {
 		if (n->node_peer_epoch) {
@@ -1014,7 +1014,7 @@ static int hello_incoming(struct lc_conn *c, const struct lc_frame_hdr *h,
 	struct lc_node *n = find_node(ctx, h->fh_sender);
 	struct lc_conn *old;
 	char addr[LC_ADDR_STRLEN];
-	uint32_t epoch = lc_get_le32(payload);
+	uint32_t epoch = dlm_get_le32(payload);
 	int rv;
 
 	if (!n || !node_has_ip(n, &c->conn_peer)) {
@@ -1317,7 +1317,7 @@ static ssize_t conn_input(struct lc_conn *c, unsigned char *p, size_t len,
 	if (!c->conn_ctx->ctx_sec) {
 		/* Say plainly why a keyed peer gets nowhere with us. */
 		if (c->conn_state != CONN_ESTABLISHED && !c->conn_ra.ra_len &&
-		    len >= 4 && lc_get_le32(p) == LC_HS_MAGIC) {
+		    len >= 4 && dlm_get_le32(p) == LC_HS_MAGIC) {
 			c->conn_why = "peer authenticates with a cluster key, "
 				      "we have crypto = none";
 			return -EACCES;
@@ -1437,7 +1437,7 @@ static size_t rec_missing(const struct lc_conn *c, size_t *ct_len)
 static ssize_t rec_read_cut(struct lc_conn *c, unsigned char *buf,
 			    size_t used, size_t got, bool *closed)
 {
-	size_t rec_len = LC_REC_HDR_LEN + lc_get_le32(buf + used);
+	size_t rec_len = LC_REC_HDR_LEN + dlm_get_le32(buf + used);
 	ssize_t more;
 
 	more = conn_recv(c, buf + got, rec_len - (got - used));

@@ -9,31 +9,7 @@
 #include <string.h>
 
 #include "plugin/cpgmsg.h"
-
-static void put_le16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-
-static void put_le32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-	p[2] = (unsigned char)(v >> 16);
-	p[3] = (unsigned char)(v >> 24);
-}
-
-static uint16_t get_le16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get_le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
+#include "core/le.h"
 
 static int name_char_ok(unsigned char c)
 {
@@ -55,14 +31,14 @@ int dlmd_cm_name_valid(const char *name)
 static void put_hdr(unsigned char *p, const struct cm_hdr *h, uint16_t type,
 		    size_t len)
 {
-	put_le32(p, CM_MAGIC);
-	put_le16(p + 4, CM_VERSION);
-	put_le16(p + 6, type);
-	put_le32(p + 8, (uint32_t)len);
-	put_le32(p + 12, h->h_sender);
-	put_le32(p + 16, h->h_target);
-	put_le32(p + 20, h->h_lsid);
-	put_le32(p + 24, h->h_seq);
+	dlm_put_le32(p, CM_MAGIC);
+	dlm_put_le16(p + 4, CM_VERSION);
+	dlm_put_le16(p + 6, type);
+	dlm_put_le32(p + 8, (uint32_t)len);
+	dlm_put_le32(p + 12, h->h_sender);
+	dlm_put_le32(p + 16, h->h_target);
+	dlm_put_le32(p + 20, h->h_lsid);
+	dlm_put_le32(p + 24, h->h_seq);
 }
 
 /* A NAME field at p; returns its length. */
@@ -70,7 +46,7 @@ static size_t put_name(unsigned char *p, const char *name)
 {
 	size_t n = strlen(name);
 
-	put_le32(p, (uint32_t)n);
+	dlm_put_le32(p, (uint32_t)n);
 	memcpy(p + 4, name, n);
 	return 4 + n;
 }
@@ -85,7 +61,7 @@ static size_t get_name(const unsigned char *p, size_t avail,
 		*why = "name field cut short";
 		return 0;
 	}
-	n = get_le32(p);
+	n = dlm_get_le32(p);
 	if (n == 0 || n > DLM_LOCKSPACE_LEN) {
 		*why = "lockspace name of a bad length";
 		return 0;
@@ -120,15 +96,15 @@ size_t dlmd_cm_start_encode(unsigned char *buf, const struct cm_hdr *h,
 	put_hdr(buf, h, CM_START, len);
 	p = buf + CM_HDR_LEN;
 	p += put_name(p, st->st_ls.n_name);
-	put_le32(p, st->st_last_event);
-	put_le32(p + 4, st->st_flags);
-	put_le32(p + 8, st->st_nmembers);
-	put_le32(p + 12, st->st_nprev);
+	dlm_put_le32(p, st->st_last_event);
+	dlm_put_le32(p + 4, st->st_flags);
+	dlm_put_le32(p + 8, st->st_nmembers);
+	dlm_put_le32(p + 12, st->st_nprev);
 	p += CM_START_FIXED;
 	for (uint32_t i = 0; i < st->st_nmembers; i++, p += 4)
-		put_le32(p, st->st_members[i]);
+		dlm_put_le32(p, st->st_members[i]);
 	for (uint32_t i = 0; i < st->st_nprev; i++, p += 4)
-		put_le32(p, st->st_prev[i]);
+		dlm_put_le32(p, st->st_prev[i]);
 	return len;
 }
 
@@ -161,9 +137,9 @@ size_t dlmd_cm_announce_encode(unsigned char *buf, const struct cm_hdr *h,
 	}
 	put_hdr(buf, h, CM_ANNOUNCE, len);
 	p = buf + CM_HDR_LEN;
-	put_le32(p, an->an_flags);
-	put_le32(p + 4, an->an_view);
-	put_le32(p + 8, an->an_count);
+	dlm_put_le32(p, an->an_flags);
+	dlm_put_le32(p + 4, an->an_view);
+	dlm_put_le32(p + 8, an->an_count);
 	p += CM_ANN_FIXED;
 	for (uint32_t i = 0; i < an->an_count; i++)
 		p += put_name(p, an->an_ls[i].n_name);
@@ -186,11 +162,11 @@ size_t dlmd_cm_failed_encode(unsigned char *buf, const struct cm_hdr *h,
 	put_hdr(buf, h, CM_FAILED, len);
 	p = buf + CM_HDR_LEN;
 	p += put_name(p, fl->fl_ls.n_name);
-	put_le32(p, fl->fl_count);
+	dlm_put_le32(p, fl->fl_count);
 	p += CM_FAILED_FIXED;
 	for (uint32_t i = 0; i < fl->fl_count; i++, p += 8) {
-		put_le32(p, fl->fl_ids[i]);
-		put_le32(p + 4, fl->fl_flags[i]);
+		dlm_put_le32(p, fl->fl_ids[i]);
+		dlm_put_le32(p + 4, fl->fl_flags[i]);
 	}
 	return len;
 }
@@ -198,14 +174,14 @@ size_t dlmd_cm_failed_encode(unsigned char *buf, const struct cm_hdr *h,
 size_t dlmd_cm_restart_encode(unsigned char *buf, const struct cm_hdr *h,
 			      const struct cm_restart *rs)
 {
-	size_t len;
+	size_t len, off;
 
 	if (!dlmd_cm_name_valid(rs->rs_ls.n_name) || !rs->rs_event)
 		return 0;
 	len = CM_HDR_LEN + 4 + strlen(rs->rs_ls.n_name) + CM_RESTART_FIXED;
 	put_hdr(buf, h, CM_RESTART, len);
-	put_le32(buf + CM_HDR_LEN + put_name(buf + CM_HDR_LEN, rs->rs_ls.n_name),
-		 rs->rs_event);
+	off = CM_HDR_LEN + put_name(buf + CM_HDR_LEN, rs->rs_ls.n_name);
+	dlm_put_le32(buf + off, rs->rs_event);
 	return len;
 }
 
@@ -224,8 +200,8 @@ size_t dlmd_cm_fence_encode(unsigned char *buf, const struct cm_hdr *h,
 	if (!fence_ok(type, fc))
 		return 0;
 	put_hdr(buf, h, type, CM_FENCE_LEN);
-	put_le32(buf + CM_HDR_LEN, fc->fc_nodeid);
-	put_le32(buf + CM_HDR_LEN + 4, fc->fc_status);
+	dlm_put_le32(buf + CM_HDR_LEN, fc->fc_nodeid);
+	dlm_put_le32(buf + CM_HDR_LEN + 4, fc->fc_status);
 	return CM_FENCE_LEN;
 }
 
@@ -236,14 +212,14 @@ int dlmd_cm_hdr_decode(const unsigned char *msg, size_t len, struct cm_hdr *h,
 		*why = "shorter than the header";
 		return -EINVAL;
 	}
-	h->h_magic = get_le32(msg);
-	h->h_version = get_le16(msg + 4);
-	h->h_type = get_le16(msg + 6);
-	h->h_length = get_le32(msg + 8);
-	h->h_sender = get_le32(msg + 12);
-	h->h_target = get_le32(msg + 16);
-	h->h_lsid = get_le32(msg + 20);
-	h->h_seq = get_le32(msg + 24);
+	h->h_magic = dlm_get_le32(msg);
+	h->h_version = dlm_get_le16(msg + 4);
+	h->h_type = dlm_get_le16(msg + 6);
+	h->h_length = dlm_get_le32(msg + 8);
+	h->h_sender = dlm_get_le32(msg + 12);
+	h->h_target = dlm_get_le32(msg + 16);
+	h->h_lsid = dlm_get_le32(msg + 20);
+	h->h_seq = dlm_get_le32(msg + 24);
 	if (h->h_magic != CM_MAGIC) {
 		*why = "bad magic";
 		return -EINVAL;
@@ -279,10 +255,10 @@ int dlmd_cm_start_decode(const unsigned char *body, size_t len,
 		*why = "START shorter than its fixed part";
 		return -EINVAL;
 	}
-	st->st_last_event = get_le32(p);
-	st->st_flags = get_le32(p + 4);
-	st->st_nmembers = get_le32(p + 8);
-	st->st_nprev = get_le32(p + 12);
+	st->st_last_event = dlm_get_le32(p);
+	st->st_flags = dlm_get_le32(p + 4);
+	st->st_nmembers = dlm_get_le32(p + 8);
+	st->st_nprev = dlm_get_le32(p + 12);
 	if (st->st_nmembers > DLM_MAX_NODES || st->st_nprev > DLM_MAX_NODES) {
 		*why = "START with more node ids than a lockspace has members";
 		return -EINVAL;
@@ -293,9 +269,9 @@ int dlmd_cm_start_decode(const unsigned char *body, size_t len,
 	}
 	p += CM_START_FIXED;
 	for (uint32_t i = 0; i < st->st_nmembers; i++, p += 4)
-		st->st_members[i] = get_le32(p);
+		st->st_members[i] = dlm_get_le32(p);
 	for (uint32_t i = 0; i < st->st_nprev; i++, p += 4)
-		st->st_prev[i] = get_le32(p);
+		st->st_prev[i] = dlm_get_le32(p);
 	return 0;
 }
 
@@ -322,9 +298,9 @@ int dlmd_cm_announce_decode(const unsigned char *body, size_t len,
 		*why = "ANNOUNCE shorter than its fixed part";
 		return -EINVAL;
 	}
-	an->an_flags = get_le32(p);
-	an->an_view = get_le32(p + 4);
-	an->an_count = get_le32(p + 8);
+	an->an_flags = dlm_get_le32(p);
+	an->an_view = dlm_get_le32(p + 4);
+	an->an_count = dlm_get_le32(p + 8);
 	if (an->an_flags & ~(CM_ANN_FIRST | CM_ANN_LAST)) {
 		*why = "ANNOUNCE with undefined flags";
 		return -EINVAL;
@@ -366,7 +342,7 @@ int dlmd_cm_failed_decode(const unsigned char *body, size_t len,
 		*why = "FAILED shorter than its fixed part";
 		return -EINVAL;
 	}
-	fl->fl_count = get_le32(p);
+	fl->fl_count = dlm_get_le32(p);
 	if (fl->fl_count > DLM_MAX_NODES) {
 		*why = "FAILED with more node ids than a lockspace has members";
 		return -EINVAL;
@@ -377,8 +353,8 @@ int dlmd_cm_failed_decode(const unsigned char *body, size_t len,
 	}
 	p += CM_FAILED_FIXED;
 	for (uint32_t i = 0; i < fl->fl_count; i++, p += 8) {
-		fl->fl_ids[i] = get_le32(p);
-		fl->fl_flags[i] = get_le32(p + 4);
+		fl->fl_ids[i] = dlm_get_le32(p);
+		fl->fl_flags[i] = dlm_get_le32(p + 4);
 		if (!fl->fl_ids[i]) {
 			*why = "FAILED with node id 0";
 			return -EINVAL;
@@ -404,7 +380,7 @@ int dlmd_cm_restart_decode(const unsigned char *body, size_t len,
 		*why = "LS_RESTART length differs from its layout";
 		return -EINVAL;
 	}
-	rs->rs_event = get_le32(body + nl);
+	rs->rs_event = dlm_get_le32(body + nl);
 	if (!rs->rs_event) {
 		*why = "LS_RESTART of event 0";
 		return -EINVAL;
@@ -419,8 +395,8 @@ int dlmd_cm_fence_decode(const unsigned char *body, size_t len, uint16_t type,
 		*why = "FENCE_CLAIM/FENCE_RESULT of a bad length";
 		return -EINVAL;
 	}
-	fc->fc_nodeid = get_le32(body);
-	fc->fc_status = get_le32(body + 4);
+	fc->fc_nodeid = dlm_get_le32(body);
+	fc->fc_status = dlm_get_le32(body + 4);
 	if (!fc->fc_nodeid) {
 		*why = "FENCE_CLAIM/FENCE_RESULT of node id 0";
 		return -EINVAL;

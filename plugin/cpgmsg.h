@@ -5,7 +5,7 @@
  *
  * Every message has a fixed little-endian header:
  *
- *    0 magic "DLMC"   4 version(16) type(16)   8 length (whole message)
+ *    0 magic "DLMG"   4 version(16) type(16)   8 length (whole message)
  *   12 sender node id   16 target node id (0: everyone; every type
  *      defined here is for everyone, and cluster.c drops one that has a
  *      target: each member must apply it alike)
@@ -61,6 +61,10 @@
  * a version-1 or other-version message is refused by the header decoder
  * (-EPROTONOSUPPORT, with the version it carries filled in).
  *
+ * The magic "DLMG" is this protocol's own (core/wire.h lists the other
+ * dlmd protocols' magics), so an engine message or a lowcomms frame
+ * handed to this decoder is refused at the header.
+ *
  * The decoders take nothing on trust: a message whose length is not
  * exactly what its header and counts say, of another magic or version,
  * with a bad name, undefined flags, a node id 0, or with more than
@@ -75,7 +79,7 @@
 
 #include "core/core.h"
 
-#define CM_MAGIC		0x434d4c44u	/* "DLMC" little-endian */
+#define CM_MAGIC		0x474d4c44u	/* "DLMG" little-endian */
 #define CM_VERSION		2
 #define CM_HDR_LEN		28
 #define CM_NAME_MAX_LEN		(4 + DLM_LOCKSPACE_LEN)

@@ -106,8 +106,8 @@ static int do_hello(int fd, uint32_t claim, uint32_t target)
 	};
 
 	lc_frame_encode(hello, &h);
-	lc_put_le32(hello + LC_FRAME_HDR_LEN, 0xbad0e90c);
-	lc_put_le32(hello + LC_FRAME_HDR_LEN + 4, 0);
+	dlm_put_le32(hello + LC_FRAME_HDR_LEN, 0xbad0e90c);
+	dlm_put_le32(hello + LC_FRAME_HDR_LEN + 4, 0);
 	if (send(fd, hello, sizeof(hello), MSG_NOSIGNAL) != sizeof(hello))
 		return 0;	/* already refused */
 	return wait_closed(fd);
@@ -156,9 +156,9 @@ static int do_handshake(int fd, uint32_t claim, uint32_t target,
 	memset(fin, 0, sizeof(fin));
 	memcpy(fin, init, LC_HS_HDR_LEN);
 	fin[5] = LC_HS_FIN;
-	lc_put_le32(fin + 8, LC_HS_FIN_LEN);
-	lc_put_le32(fin + LC_HS_HDR_LEN, claim);
-	lc_put_le32(fin + LC_HS_HDR_LEN + 4, target);
+	dlm_put_le32(fin + 8, LC_HS_FIN_LEN);
+	dlm_put_le32(fin + LC_HS_HDR_LEN, claim);
+	dlm_put_le32(fin + LC_HS_HDR_LEN + 4, target);
 	/* What an honest initiator with our key would send (auth.c's mac_i:
 	 * HMAC over "I" || INIT || RESP || FIN without its MAC): with a
 	 * wrong key, a well-formed proof of the wrong key. */

@@ -36,6 +36,22 @@
 #include <stdarg.h>
 #include <cmocka.h>
 
+#include "core/wire.h"
+#include "libdlm/dlmd_proto.h"
+#include "lowcomms/auth.h"
+#include "lowcomms/frame.h"
+
+/* One magic per protocol (issue 16): no decoder takes another's bytes. */
+static_assert(CM_MAGIC != DLM_WIRE_MAGIC && CM_MAGIC != LC_FRAME_MAGIC &&
+	      CM_MAGIC != LC_HS_MAGIC && CM_MAGIC != DLMP_MAGIC,
+	      "the CPG magic is shared");
+static_assert(DLM_WIRE_MAGIC != LC_FRAME_MAGIC &&
+	      DLM_WIRE_MAGIC != LC_HS_MAGIC && DLM_WIRE_MAGIC != DLMP_MAGIC,
+	      "the engine wire magic is shared");
+static_assert(LC_FRAME_MAGIC != LC_HS_MAGIC && LC_FRAME_MAGIC != DLMP_MAGIC,
+	      "the lowcomms frame magic is shared");
+static_assert(LC_HS_MAGIC != DLMP_MAGIC, "the handshake magic is shared");
+
 #define SIM_NODES	6
 #define SIM_MAX_MSGS	4096
 #define SIM_MAX_LS	160
@@ -1358,9 +1374,64 @@ static void test_restart_codec(void **state)
 	assert_string_equal(why, "LS_RESTART of event 0");
 }
 
+/* A CPG message, an engine message and a lowcomms frame, each given to
+ * the other two protocols' decoders, are refused at the magic. */
+static void test_foreign_magic(void **state)
+{
+	unsigned char cpg[CM_MAX_LEN], wire[DLM_WIRE_MAX_LEN];
+	unsigned char frame[LC_HELLO_LEN] = { 0 };
+	struct cm_hdr h = { .h_sender = 3, .h_lsid = 7, .h_seq = 9 }, h2;
+	struct cm_restart rs = { .rs_event = 41 };
+	struct dlm_msg m = { .m_type = DLM_MSG_GRANT, .m_lsid = 7,
+			     .m_from = 3, .m_to = 1 };
+	struct lc_frame_hdr fh = { .fh_magic = LC_FRAME_MAGIC,
+				   .fh_version = LC_FRAME_VERSION,
+				   .fh_kind = LC_KIND_HELLO,
+				   .fh_length = LC_HELLO_LEN,
+				   .fh_sender = 3, .fh_target = 1 }, fh2;
+	const char *why = NULL;
+	size_t cpg_len;
+	int wire_len;
+
+	(void)state;
+	snprintf(rs.rs_ls.n_name, sizeof(rs.rs_ls.n_name), "vg-data");
+	cpg_len = dlmd_cm_restart_encode(cpg, &h, &rs);
+	assert_true(cpg_len >= LC_FRAME_HDR_LEN);
+	wire_len = dlm_msg_encode(&m, wire, sizeof(wire));
+	assert_true(wire_len > 0);
+	lc_frame_encode(frame, &fh);
+
+	/* each decoder takes its own */
+	assert_int_equal(dlmd_cm_hdr_decode(cpg, cpg_len, &h2, &why), 0);
+	assert_int_equal(dlm_msg_decode(wire, (size_t)wire_len, &m, &why), 0);
+	lc_frame_decode(frame, &fh2);
+	assert_int_equal(lc_frame_check(&fh2, LC_FRAME_LEN_LIMIT, 3, 1),
+			 LC_FERR_NONE);
+
+	/* and refuses the others' at the first field */
+	assert_int_equal(dlmd_cm_hdr_decode(wire, (size_t)wire_len, &h2, &why),
+			 -EINVAL);
+	assert_string_equal(why, "bad magic");
+	assert_int_equal(dlmd_cm_hdr_decode(frame, sizeof(frame), &h2, &why),
+			 -EINVAL);
+	assert_string_equal(why, "bad magic");
+	assert_int_equal(dlm_msg_decode(cpg, cpg_len, &m, &why), -EBADMSG);
+	assert_string_equal(why, "bad magic");
+	assert_int_equal(dlm_msg_decode(frame, sizeof(frame), &m, &why),
+			 -EBADMSG);
+	assert_string_equal(why, "bad magic");
+	lc_frame_decode(cpg, &fh2);
+	assert_int_equal(lc_frame_check(&fh2, LC_FRAME_LEN_LIMIT, 0, 0),
+			 LC_FERR_MAGIC);
+	lc_frame_decode(wire, &fh2);
+	assert_int_equal(lc_frame_check(&fh2, LC_FRAME_LEN_LIMIT, 0, 0),
+			 LC_FERR_MAGIC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_foreign_magic),
 		cmocka_unit_test_setup_teardown(test_basic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_passed_to_newcomer,
 						setup, teardown),

@@ -328,9 +328,9 @@ static void test_handshake_rules(void **state)
 	assert_int_equal(lc_hs_parse(init2, sizeof(init2), &m, &used),
 			 LC_HSERR_NONE);
 	assert_int_equal(lc_hs_on_init(&b2, &m, init2, resp2), LC_HSERR_NONE);
-	lc_put_le32(resp2 + LC_HS_HDR_LEN,
-		    lc_get_le32(resp2 + LC_HS_HDR_LEN) == LC_SUITE_AESGCM ?
-		    LC_SUITE_CHACHA : LC_SUITE_AESGCM);
+	dlm_put_le32(resp2 + LC_HS_HDR_LEN,
+		     dlm_get_le32(resp2 + LC_HS_HDR_LEN) == LC_SUITE_AESGCM ?
+		     LC_SUITE_CHACHA : LC_SUITE_AESGCM);
 	assert_int_equal(lc_hs_parse(resp2, sizeof(resp2), &m, &used),
 			 LC_HSERR_NONE);
 	assert_int_equal(lc_hs_on_resp(&a2, &m, resp2, fin2), LC_HSERR_MAC);
@@ -340,8 +340,8 @@ static void test_handshake_rules(void **state)
 	assert_int_equal(lc_hs_parse(init2, sizeof(init2), &m, &used),
 			 LC_HSERR_NONE);
 	assert_int_equal(lc_hs_on_init(&b2, &m, init2, resp2), LC_HSERR_NONE);
-	assert_int_equal(lc_get_le32(resp2 + LC_HS_HDR_LEN), LC_SUITE_AESOCB);
-	lc_put_le32(resp2 + LC_HS_HDR_LEN, LC_SUITE_AESGCM);
+	assert_int_equal(dlm_get_le32(resp2 + LC_HS_HDR_LEN), LC_SUITE_AESOCB);
+	dlm_put_le32(resp2 + LC_HS_HDR_LEN, LC_SUITE_AESGCM);
 	assert_int_equal(lc_hs_parse(resp2, sizeof(resp2), &m, &used),
 			 LC_HSERR_NONE);
 	assert_int_equal(lc_hs_on_resp(&a2, &m, resp2, fin2), LC_HSERR_MAC);
@@ -351,8 +351,8 @@ static void test_handshake_rules(void **state)
 	assert_int_equal(lc_hs_parse(init2, sizeof(init2), &m, &used),
 			 LC_HSERR_NONE);
 	assert_int_equal(lc_hs_on_init(&b2, &m, init2, resp2), LC_HSERR_NONE);
-	assert_int_equal(lc_get_le32(resp2 + LC_HS_HDR_LEN), LC_SUITE_CHACHA);
-	lc_put_le32(resp2 + LC_HS_HDR_LEN, LC_SUITE_AESGCM);
+	assert_int_equal(dlm_get_le32(resp2 + LC_HS_HDR_LEN), LC_SUITE_CHACHA);
+	dlm_put_le32(resp2 + LC_HS_HDR_LEN, LC_SUITE_AESGCM);
 	assert_int_equal(lc_hs_parse(resp2, sizeof(resp2), &m, &used),
 			 LC_HSERR_NONE);
 	assert_int_equal(lc_hs_on_resp(&a2, &m, resp2, fin2), LC_HSERR_SUITE);
@@ -439,7 +439,7 @@ static size_t ref_seal(uint32_t suite, const unsigned char *key,
 
 	for (int i = 0; i < 8; i++)
 		nonce[i] = (unsigned char)(counter >> (8 * i));
-	lc_put_le32(rec, (uint32_t)(ptlen + LC_REC_TAG_LEN));
+	dlm_put_le32(rec, (uint32_t)(ptlen + LC_REC_TAG_LEN));
 	if (suite == LC_SUITE_AESOCB) {
 		assert_int_equal(openssl_ocb(key, nonce, rec, ptlen, 0), 0);
 		clen = ptlen + LC_REC_TAG_LEN;
@@ -589,8 +589,8 @@ static void test_impostor_plaintext_hello(void **state)
 	before = stats(w, 0);
 	w->w_eps[0].ep_log_needle = "unauthenticated lowcomms";
 	lc_frame_encode(hello, &h);
-	lc_put_le32(hello + LC_FRAME_HDR_LEN, 0xbad0e90c);
-	lc_put_le32(hello + LC_FRAME_HDR_LEN + 4, 0);
+	dlm_put_le32(hello + LC_FRAME_HDR_LEN, 0xbad0e90c);
+	dlm_put_le32(hello + LC_FRAME_HDR_LEN + 4, 0);
 	fd = connect_from(LOOPBACK, w->w_eps[0].ep_port);
 	send_all(fd, hello, sizeof(hello));
 	assert_true(closed_by_peer(w, fd));
@@ -644,9 +644,9 @@ static void test_impostor_without_key(void **state)
 	 * FIN with a made-up MAC. */
 	memcpy(fin, init, LC_HS_HDR_LEN);
 	fin[5] = LC_HS_FIN;
-	lc_put_le32(fin + 8, LC_HS_FIN_LEN);
-	lc_put_le32(fin + LC_HS_HDR_LEN, 2);
-	lc_put_le32(fin + LC_HS_HDR_LEN + 4, 1);
+	dlm_put_le32(fin + 8, LC_HS_FIN_LEN);
+	dlm_put_le32(fin + LC_HS_HDR_LEN, 2);
+	dlm_put_le32(fin + LC_HS_HDR_LEN + 4, 1);
 	memset(fin + LC_HS_HDR_LEN + 8, 0x5a, LC_HS_MAC_LEN);
 	send_all(fd, fin, sizeof(fin));
 	assert_true(closed_by_peer(w, fd));
@@ -866,7 +866,7 @@ static void proxy_scan(struct proxy *px)
 		at = px->px_next_rec - px->px_sent;
 		if (at + LC_REC_HDR_LEN > px->px_len)
 			return;
-		n = LC_REC_HDR_LEN + lc_get_le32(px->px_buf + at);
+		n = LC_REC_HDR_LEN + dlm_get_le32(px->px_buf + at);
 		if (px->px_tamper && n > 2 * PX_TAMPER_AT) {
 			px->px_tamper = false;
 			px->px_tamper_at = px->px_next_rec + PX_TAMPER_AT;
@@ -914,7 +914,7 @@ static void proxy_forward(struct proxy *px)
 		} else {
 			if (px->px_len - off < LC_REC_HDR_LEN)
 				break;
-			n = LC_REC_HDR_LEN + lc_get_le32(px->px_buf + off);
+			n = LC_REC_HDR_LEN + dlm_get_le32(px->px_buf + off);
 			if (px->px_len - off < n)
 				break;
 		}

@@ -143,7 +143,7 @@ static void test_layout(void **state)
 		.fh_ack = 0x1718191a,
 	};
 	static const unsigned char want[LC_FRAME_HDR_LEN] = {
-		'D', 'L', 'M', 'C', 1, 3, 0x02, 0x01,
+		'D', 'L', 'M', 'F', 1, 3, 0x02, 0x01,
 		0x06, 0x05, 0x04, 0x03, 0x0a, 0x09, 0x08, 0x07,
 		0x0e, 0x0d, 0x0c, 0x0b, 0x12, 0x11, 0x10, 0x0f,
 		0x16, 0x15, 0x14, 0x13, 0x1a, 0x19, 0x18, 0x17,
@@ -438,7 +438,7 @@ static void test_garbage(void **state)
 				buf[i] = (unsigned char)rand_r(&seed);
 			/* Half the time, a plausible header prefix. */
 			if (round % 4 == 1 && len >= 6) {
-				lc_put_le32(buf, LC_FRAME_MAGIC);
+				dlm_put_le32(buf, LC_FRAME_MAGIC);
 				buf[4] = LC_FRAME_VERSION;
 			}
 		} else {

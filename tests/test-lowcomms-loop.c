@@ -189,8 +189,8 @@ static void script_send(int fd, uint8_t kind, uint32_t seq, uint32_t ack,
 	size_t len = LC_FRAME_HDR_LEN;
 
 	if (kind == LC_KIND_HELLO) {
-		lc_put_le32(buf + LC_FRAME_HDR_LEN, epoch);
-		lc_put_le32(buf + LC_FRAME_HDR_LEN + 4, known);
+		dlm_put_le32(buf + LC_FRAME_HDR_LEN, epoch);
+		dlm_put_le32(buf + LC_FRAME_HDR_LEN + 4, known);
 		len = LC_HELLO_LEN;
 	} else if (kind == LC_KIND_DATA) {
 		/* What the harness's receiver expects for this counter. */
@@ -255,9 +255,9 @@ static int script_hello(struct h_world *w, uint32_t base, uint32_t epoch,
 	assert_int_equal(h.fh_sender, 1);
 	assert_int_equal(h.fh_target, 2);
 	/* Node 1 echoes our epoch: it now knows us. */
-	assert_int_equal(lc_get_le32(payload + 4), epoch);
-	assert_true(lc_get_le32(payload) != 0);
-	*their_epoch = lc_get_le32(payload);
+	assert_int_equal(dlm_get_le32(payload + 4), epoch);
+	assert_true(dlm_get_le32(payload) != 0);
+	*their_epoch = dlm_get_le32(payload);
 	return fd;
 }
 
@@ -388,8 +388,8 @@ static void test_reject_impostor(void **state)
 
 	(void)state;
 	lc_frame_encode(hello, &h);
-	lc_put_le32(hello + LC_FRAME_HDR_LEN, 1234);
-	lc_put_le32(hello + LC_FRAME_HDR_LEN + 4, 0);
+	dlm_put_le32(hello + LC_FRAME_HDR_LEN, 1234);
+	dlm_put_le32(hello + LC_FRAME_HDR_LEN + 4, 0);
 
 	fd = connect_from(LOOPBACK, w->w_eps[0].ep_port);
 	assert_int_equal(send(fd, hello, sizeof(hello), 0), sizeof(hello));
