@@ -581,3 +581,106 @@ void h_test_restart_sockets(const char *addr, h_config_fn *config,
 	assert_true(st[0].st_frames_resent + st[1].st_frames_resent > 0);
 	h_world_free(w);
 }
+
+struct h_world *h_test_ordering(const char *addr, h_config_fn *config,
+				int wait_ms)
+{
+	enum { NEPS = 3, ROUNDS = 50, PER_ROUND = 40 };
+	struct h_world *w = h_world_new(NEPS, addr, config);
+
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int i = 0; i < NEPS; i++) {
+			w->w_eps[i].ep_msg_extra = (unsigned int)((r * 131) % 900);
+			for (int j = 0; j < NEPS; j++)
+				if (i != j)
+					assert_int_equal(h_send(w, i, j,
+								PER_ROUND),
+							 PER_ROUND);
+		}
+		h_poll(w, 0);
+	}
+	assert_true(h_run_until(w, h_acked, NULL, wait_ms));
+	for (int i = 0; i < NEPS; i++) {
+		assert_int_equal(w->w_eps[i].ep_rx_errors, 0);
+		assert_int_equal(w->w_eps[i].ep_rx_total,
+				 (NEPS - 1) * ROUNDS * PER_ROUND);
+	}
+	return w;
+}
+
+/* The endpoints that receive in stream s: 1, and 0 too if both ways. */
+static int stream_receivers(const struct h_stream *s)
+{
+	return s->st_both ? 2 : 1;
+}
+
+struct h_world *h_test_stream(const char *addr, h_config_fn *config,
+			      const struct h_stream *s,
+			      const struct lc_fault *fault, int max_ms,
+			      const char *what)
+{
+	struct h_world *w = h_world_new(2, addr, config);
+	uint64_t start = h_now_ms(), end = start + (uint64_t)max_ms;
+
+	for (int i = 0; fault && i < 2; i++)
+		assert_int_equal(lc_set_fault(w->w_eps[i].ep_lc, fault), 0);
+	while (!h_stream_sent(w, s) && h_now_ms() < end)
+		h_stream_step(w, s);
+	assert_true(h_stream_sent(w, s));
+	assert_true(h_run_until(w, h_acked, NULL, (int)(end - h_now_ms())));
+	printf("%s: %ld messages in %llu ms\n", what, s->st_target,
+	       (unsigned long long)(h_now_ms() - start));
+	h_print_stats(w, what);
+	for (int i = 2 - stream_receivers(s); i < 2; i++) {
+		struct lc_stats st;
+
+		assert_int_equal(w->w_eps[i].ep_rx_errors, 0);
+		assert_int_equal(w->w_eps[i].ep_rx_total, s->st_target);
+		lc_get_stats(w->w_eps[i].ep_lc, &st);
+		if (fault)
+			assert_true(st.st_faults > 0);
+	}
+	return w;
+}
+
+struct h_world *h_test_actions(const char *addr, h_config_fn *config,
+			       const struct h_stream *s, int n,
+			       h_action_fn *action, int max_ms,
+			       const char *what)
+{
+	struct h_world *w = h_world_new(2, addr, config);
+	int done = h_stream_with_actions(w, s, n, action, max_ms);
+
+	h_print_stats(w, what);
+	assert_int_equal(done, n);
+	assert_true(h_stream_sent(w, s));
+	assert_true(h_acked(w, NULL));
+	return w;
+}
+
+void h_assert_resent_once(const struct h_world *w, const struct h_stream *s,
+			  int n)
+{
+	struct lc_stats st[2];
+
+	for (int i = 0; i < 2; i++)
+		lc_get_stats(w->w_eps[i].ep_lc, &st[i]);
+	assert_true(st[0].st_conn_lost + st[1].st_conn_lost >= (uint64_t)n);
+	assert_true(st[0].st_frames_resent + st[1].st_frames_resent > 0);
+	for (int i = 2 - stream_receivers(s); i < 2; i++) {
+		assert_int_equal(w->w_eps[i].ep_rx_errors, 0);
+		assert_int_equal(w->w_eps[i].ep_rx_total, s->st_target);
+	}
+}
+
+int h_recreate_action(struct h_world *w, int k)
+{
+	int rv;
+
+	(void)k;
+	if (lc_node_fd(w->w_eps[0].ep_lc, 2) < 0 ||
+	    lc_queue_len(w->w_eps[0].ep_lc, 2) <= 0)
+		return 0;
+	rv = h_ep_recreate(w, 1);
+	return rv < 0 ? rv : 1;
+}

@@ -165,6 +165,39 @@ int h_stream_with_actions(struct h_world *w, const struct h_stream *s, int n,
 void h_test_restart_sockets(const char *addr, h_config_fn *config,
 			    long target, int restarts, int max_ms);
 
+/*
+ * The bodies the TCP and SCTP tests share: each builds a world of
+ * endpoints on addr configured by config, asserts (cmocka) what holds over
+ * every transport and returns the world, for the transport's own checks;
+ * the caller frees it.
+ */
+/* Three endpoints each send to both others in interleaved rounds, with
+ * payloads of several sizes: every stream arrives whole and in order. */
+struct h_world *h_test_ordering(const char *addr, h_config_fn *config,
+				int wait_ms);
+/* Stream s between endpoints 0 and 1, with fault (NULL: none) injected at
+ * both, until sent and acknowledged within max_ms; prints the time and the
+ * counters under what.  Every receiver got each message exactly once (and,
+ * with a fault, the fault was injected at both ends). */
+struct h_world *h_test_stream(const char *addr, h_config_fn *config,
+			      const struct h_stream *s,
+			      const struct lc_fault *fault, int max_ms,
+			      const char *what);
+/* Stream s while action is done n times (h_stream_with_actions): all n
+ * done, everything sent and acknowledged.  Nothing about the receivers. */
+struct h_world *h_test_actions(const char *addr, h_config_fn *config,
+			       const struct h_stream *s, int n,
+			       h_action_fn *action, int max_ms,
+			       const char *what);
+/* After n lost connections with s streaming: the connections did die (n
+ * times at least) with frames in flight that were resent, and every
+ * receiver got each message exactly once. */
+void h_assert_resent_once(const struct h_world *w, const struct h_stream *s,
+			  int n);
+/* An h_action_fn: recreate node 2's context (h_ep_recreate), only while
+ * node 1 has frames in flight to it. */
+h_action_fn h_recreate_action;
+
 /* Bound on bind retries after an endpoint's sockets are closed. */
 #define H_BIND_TRIES	100
 #define H_BIND_WAIT_MS	20

@@ -152,28 +152,8 @@ static void test_kernel_sctp_fallback(void **state)
  * payloads of several sizes: every stream arrives whole and in order. */
 static void test_ordering(void **state)
 {
-	enum { NEPS = 3, ROUNDS = 50, PER_ROUND = 40 };
-	struct h_world *w = h_world_new(NEPS, LOOPBACK, h_sctp_config);
-
 	(void)state;
-	for (int r = 0; r < ROUNDS; r++) {
-		for (int i = 0; i < NEPS; i++) {
-			w->w_eps[i].ep_msg_extra = (unsigned int)((r * 131) % 900);
-			for (int j = 0; j < NEPS; j++)
-				if (i != j)
-					assert_int_equal(h_send(w, i, j,
-								PER_ROUND),
-							 PER_ROUND);
-		}
-		h_poll(w, 0);
-	}
-	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
-	for (int i = 0; i < NEPS; i++) {
-		assert_int_equal(w->w_eps[i].ep_rx_errors, 0);
-		assert_int_equal(w->w_eps[i].ep_rx_total,
-				 (NEPS - 1) * ROUNDS * PER_ROUND);
-	}
-	h_world_free(w);
+	h_world_free(h_test_ordering(LOOPBACK, h_sctp_config, WAIT_MS));
 }
 
 /* A long stream one way: nothing lost, nothing repeated, batched. */
@@ -181,20 +161,11 @@ static void test_stream(void **state)
 {
 	const char *env = getenv("LC_SCTP_COUNT");
 	struct h_stream s = { env ? atol(env) : STREAM_COUNT, false, BURST, 0 };
-	struct h_world *w = h_world_new(2, LOOPBACK, h_sctp_config);
-	uint64_t start = h_now_ms(), end = start + MAX_MS;
+	struct h_world *w;
 	struct lc_stats st;
 
 	(void)state;
-	while (!h_stream_sent(w, &s) && h_now_ms() < end)
-		h_stream_step(w, &s);
-	assert_true(h_stream_sent(w, &s));
-	assert_true(h_run_until(w, h_acked, NULL, (int)(end - h_now_ms())));
-	printf("stream: %ld messages in %llu ms\n", s.st_target,
-	       (unsigned long long)(h_now_ms() - start));
-	h_print_stats(w, "stream");
-	assert_int_equal(w->w_eps[1].ep_rx_errors, 0);
-	assert_int_equal(w->w_eps[1].ep_rx_total, s.st_target);
+	w = h_test_stream(LOOPBACK, h_sctp_config, &s, NULL, MAX_MS, "stream");
 	lc_get_stats(w->w_eps[0].ep_lc, &st);
 	assert_true(st.st_writes < (uint64_t)s.st_target / 10);
 	h_world_free(w);
@@ -213,24 +184,12 @@ static int reset_action(struct h_world *w, int k)
 static void test_reset_under_load(void **state)
 {
 	struct h_stream s = { 200000, true, SLOW_BURST, WINDOW };
-	struct h_world *w = h_world_new(2, LOOPBACK, h_sctp_config);
-	struct lc_stats st0, st1;
-	int done;
+	struct h_world *w;
 
 	(void)state;
-	done = h_stream_with_actions(w, &s, RESETS, reset_action, MAX_MS);
-	h_print_stats(w, "reset");
-	assert_int_equal(done, RESETS);
-	assert_true(h_stream_sent(w, &s));
-	assert_true(h_acked(w, NULL));
-	lc_get_stats(w->w_eps[0].ep_lc, &st0);
-	lc_get_stats(w->w_eps[1].ep_lc, &st1);
-	assert_true(st0.st_conn_lost + st1.st_conn_lost >= RESETS);
-	assert_true(st0.st_frames_resent + st1.st_frames_resent > 0);
-	for (int i = 0; i < 2; i++) {
-		assert_int_equal(w->w_eps[i].ep_rx_errors, 0);
-		assert_int_equal(w->w_eps[i].ep_rx_total, s.st_target);
-	}
+	w = h_test_actions(LOOPBACK, h_sctp_config, &s, RESETS, reset_action,
+			   MAX_MS, "reset");
+	h_assert_resent_once(w, &s, RESETS);
 	h_world_free(w);
 }
 
@@ -244,19 +203,6 @@ static void test_restart_sockets(void **state)
 	(void)state;
 	h_test_restart_sockets(LOOPBACK, h_sctp_config, 100000, RESTARTS + 1,
 			       MAX_MS);
-}
-
-/* Recreate node 2's context, only while node 1 has frames in flight. */
-static int recreate_action(struct h_world *w, int k)
-{
-	int rv;
-
-	(void)k;
-	if (lc_node_fd(w->w_eps[0].ep_lc, 2) < 0 ||
-	    lc_queue_len(w->w_eps[0].ep_lc, 2) <= 0)
-		return 0;
-	rv = h_ep_recreate(w, 1);
-	return rv < 0 ? rv : 1;
 }
 
 /*
@@ -274,16 +220,12 @@ static int recreate_action(struct h_world *w, int k)
 static void test_recreate_receiver(void **state)
 {
 	struct h_stream s = { 200000, false, SLOW_BURST, WINDOW };
-	struct h_world *w = h_world_new(2, LOOPBACK, h_sctp_config);
+	struct h_world *w;
 	struct lc_stats st;
-	int done;
 
 	(void)state;
-	done = h_stream_with_actions(w, &s, RESTARTS, recreate_action, MAX_MS);
-	h_print_stats(w, "recreate");
-	assert_int_equal(done, RESTARTS);
-	assert_true(h_stream_sent(w, &s));
-	assert_true(h_acked(w, NULL));
+	w = h_test_actions(LOOPBACK, h_sctp_config, &s, RESTARTS,
+			   h_recreate_action, MAX_MS, "recreate");
 	lc_get_stats(w->w_eps[0].ep_lc, &st);
 	assert_int_equal(st.st_peer_restarts, RESTARTS);
 	printf("recreate: %llu messages delivered again after a restart\n",
@@ -302,25 +244,11 @@ static void test_recreate_receiver(void **state)
 static void run_with_fault(enum lc_fault_kind kind, uint32_t every)
 {
 	struct h_stream s = { 50000, true, SLOW_BURST, WINDOW };
-	struct h_world *w = h_world_new(2, LOOPBACK, h_sctp_config);
 	struct lc_fault flt = { kind, 0, every };
-	uint64_t end = h_now_ms() + MAX_MS;
-	struct lc_stats st[2];
 
-	for (int i = 0; i < 2; i++)
-		assert_int_equal(lc_set_fault(w->w_eps[i].ep_lc, &flt), 0);
-	while (!h_stream_sent(w, &s) && h_now_ms() < end)
-		h_stream_step(w, &s);
-	assert_true(h_stream_sent(w, &s));
-	assert_true(h_run_until(w, h_acked, NULL, (int)(end - h_now_ms())));
-	h_print_stats(w, kind == LC_FAULT_SKIP ? "skip" : "duplicate");
-	for (int i = 0; i < 2; i++) {
-		lc_get_stats(w->w_eps[i].ep_lc, &st[i]);
-		assert_true(st[i].st_faults > 0);
-		assert_int_equal(w->w_eps[i].ep_rx_errors, 0);
-		assert_int_equal(w->w_eps[i].ep_rx_total, s.st_target);
-	}
-	h_world_free(w);
+	h_world_free(h_test_stream(LOOPBACK, h_sctp_config, &s, &flt, MAX_MS,
+				   kind == LC_FAULT_SKIP ? "skip" :
+				   "duplicate"));
 }
 
 static void test_fault_duplicate(void **state)

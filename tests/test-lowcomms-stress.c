@@ -36,20 +36,10 @@ static void test_million(void **state)
 {
 	const char *env = getenv("LC_STRESS_COUNT");
 	struct h_stream s = { env ? atol(env) : MILLION, false, BURST, 0 };
-	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
-	uint64_t start = h_now_ms(), end = start + MAX_MS;
 
 	(void)state;
-	while (!h_stream_sent(w, &s) && h_now_ms() < end)
-		h_stream_step(w, &s);
-	assert_true(h_stream_sent(w, &s));
-	assert_true(h_run_until(w, h_acked, NULL, (int)(end - h_now_ms())));
-	printf("million: %ld messages in %llu ms\n", s.st_target,
-	       (unsigned long long)(h_now_ms() - start));
-	h_print_stats(w, "million");
-	assert_int_equal(w->w_eps[1].ep_rx_errors, 0);
-	assert_int_equal(w->w_eps[1].ep_rx_total, s.st_target);
-	h_world_free(w);
+	h_world_free(h_test_stream(LOOPBACK, h_config, &s, NULL, MAX_MS,
+				   "million"));
 }
 
 /* Shut the k-th connection down from node 1's side or node 2's. */
@@ -68,25 +58,12 @@ static int shutdown_action(struct h_world *w, int k)
 static void test_shutdown_under_load(void **state)
 {
 	struct h_stream s = { 200000, true, SLOW_BURST, 0 };
-	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
-	struct lc_stats st0, st1;
-	int done;
+	struct h_world *w;
 
 	(void)state;
-	done = h_stream_with_actions(w, &s, SHUTDOWNS, shutdown_action,
-				     MAX_MS);
-	h_print_stats(w, "shutdown");
-	assert_int_equal(done, SHUTDOWNS);
-	assert_true(h_stream_sent(w, &s));
-	assert_true(h_acked(w, NULL));
-	lc_get_stats(w->w_eps[0].ep_lc, &st0);
-	lc_get_stats(w->w_eps[1].ep_lc, &st1);
-	assert_true(st0.st_conn_lost + st1.st_conn_lost >= SHUTDOWNS);
-	assert_true(st0.st_frames_resent + st1.st_frames_resent > 0);
-	for (int i = 0; i < 2; i++) {
-		assert_int_equal(w->w_eps[i].ep_rx_errors, 0);
-		assert_int_equal(w->w_eps[i].ep_rx_total, s.st_target);
-	}
+	w = h_test_actions(LOOPBACK, h_config, &s, SHUTDOWNS, shutdown_action,
+			   MAX_MS, "shutdown");
+	h_assert_resent_once(w, &s, SHUTDOWNS);
 	h_world_free(w);
 }
 
@@ -98,19 +75,6 @@ static void test_restart_sockets(void **state)
 	(void)state;
 	h_test_restart_sockets(LOOPBACK, h_config, 200000, RESTARTS + 1,
 			       MAX_MS);
-}
-
-/* Recreate node 2's context, only while node 1 has frames in flight. */
-static int recreate_action(struct h_world *w, int k)
-{
-	int rv;
-
-	(void)k;
-	if (lc_node_fd(w->w_eps[0].ep_lc, 2) < 0 ||
-	    lc_queue_len(w->w_eps[0].ep_lc, 2) <= 0)
-		return 0;
-	rv = h_ep_recreate(w, 1);
-	return rv < 0 ? rv : 1;
 }
 
 /*
@@ -125,16 +89,12 @@ static int recreate_action(struct h_world *w, int k)
 static void test_recreate_receiver(void **state)
 {
 	struct h_stream s = { 300000, false, SLOW_BURST, 0 };
-	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
+	struct h_world *w;
 	struct lc_stats st;
-	int done;
 
 	(void)state;
-	done = h_stream_with_actions(w, &s, RESTARTS, recreate_action, MAX_MS);
-	h_print_stats(w, "recreate");
-	assert_int_equal(done, RESTARTS);
-	assert_true(h_stream_sent(w, &s));
-	assert_true(h_acked(w, NULL));
+	w = h_test_actions(LOOPBACK, h_config, &s, RESTARTS, h_recreate_action,
+			   MAX_MS, "recreate");
 	lc_get_stats(w->w_eps[0].ep_lc, &st);
 	assert_int_equal(st.st_peer_restarts, RESTARTS);
 	assert_int_equal(w->w_eps[1].ep_rx_errors, 0);
@@ -147,24 +107,14 @@ static void test_recreate_receiver(void **state)
 static void run_with_fault(enum lc_fault_kind kind, uint32_t every)
 {
 	struct h_stream s = { 100000, true, SLOW_BURST, 0 };
-	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
 	struct lc_fault flt = { kind, 0, every };
-	uint64_t end = h_now_ms() + MAX_MS;
+	struct h_world *w;
 	struct lc_stats st[2];
 
+	w = h_test_stream(LOOPBACK, h_config, &s, &flt, MAX_MS,
+			  kind == LC_FAULT_SKIP ? "skip" : "duplicate");
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(lc_set_fault(w->w_eps[i].ep_lc, &flt), 0);
-	while (!h_stream_sent(w, &s) && h_now_ms() < end)
-		h_stream_step(w, &s);
-	assert_true(h_stream_sent(w, &s));
-	assert_true(h_run_until(w, h_acked, NULL, (int)(end - h_now_ms())));
-	h_print_stats(w, kind == LC_FAULT_SKIP ? "skip" : "duplicate");
-	for (int i = 0; i < 2; i++) {
 		lc_get_stats(w->w_eps[i].ep_lc, &st[i]);
-		assert_true(st[i].st_faults > 0);
-		assert_int_equal(w->w_eps[i].ep_rx_errors, 0);
-		assert_int_equal(w->w_eps[i].ep_rx_total, s.st_target);
-	}
 	if (kind == LC_FAULT_DUPLICATE)
 		assert_true(st[0].st_dups_dropped + st[1].st_dups_dropped >=
 			    st[0].st_faults + st[1].st_faults);
