@@ -2030,6 +2030,46 @@ static void test_bad_requests(void **state)
 	}
 }
 
+/*
+ * Open LS_NAME through a fake daemon: fake runs in a thread, given the
+ * listening socket /tmp/dlmd-<tag>.<pid>.sock that DLMD_SOCKET names for
+ * the time of the open.  Returns what dlm_open_lockspace() returned, and
+ * its errno in *err; the real daemon is back in DLMD_SOCKET before any
+ * assertion, so that a failure does not leave the tests after this one
+ * talking to the fake.
+ */
+static dlm_lshandle_t open_via_fake(const char *tag, void *(*fake)(void *),
+				    int *err)
+{
+	char path[64], *saved = strdup(getenv("DLMD_SOCKET"));
+	struct sockaddr_un sa;
+	dlm_lshandle_t h;
+	pthread_t t;
+	int lfd;
+
+	assert_non_null(saved);
+	snprintf(path, sizeof(path), "/tmp/dlmd-%s.%d.sock", tag, (int)getpid());
+	unlink(path);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	assert_true(lfd >= 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	assert_int_equal(pthread_create(&t, NULL, fake, &lfd), 0);
+	setenv("DLMD_SOCKET", path, 1);
+	errno = 0;
+	h = dlm_open_lockspace(LS_NAME);
+	*err = errno;
+	setenv("DLMD_SOCKET", saved, 1);
+	pthread_join(t, NULL);
+	close(lfd);
+	unlink(path);
+	free(saved);
+	return h;
+}
+
 /* A daemon that refuses a connection (max_clients_per_uid) sends a REPLY
  * with reqid 0 and closes.  A fake daemon here does it after our request
  * arrived, without reading it, which makes the socket report ECONNRESET
@@ -2061,34 +2101,10 @@ static void *fake_refuser(void *arg)
 
 static void test_refused_connection(void **state)
 {
-	char path[64], *saved = strdup(getenv("DLMD_SOCKET"));
-	struct sockaddr_un sa;
 	dlm_lshandle_t h;
-	pthread_t t;
-	int lfd, err;
+	int err;
 
-	assert_non_null(saved);
-	snprintf(path, sizeof(path), "/tmp/dlmd-refuse.%d.sock", (int)getpid());
-	unlink(path);
-	lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-	assert_true(lfd >= 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 4), 0);
-	assert_int_equal(pthread_create(&t, NULL, fake_refuser, &lfd), 0);
-	setenv("DLMD_SOCKET", path, 1);
-	errno = 0;
-	h = dlm_open_lockspace(LS_NAME);
-	err = errno;
-	/* Back to the real daemon before asserting: a failure must not
-	 * leave the tests after this one talking to the fake. */
-	setenv("DLMD_SOCKET", saved, 1);
-	pthread_join(t, NULL);
-	close(lfd);
-	unlink(path);
-	free(saved);
+	h = open_via_fake("refuse", fake_refuser, &err);
 	assert_null(h);
 	assert_int_equal(err, EUSERS);
 }
@@ -2286,13 +2302,10 @@ static void *fake_old_dlmd(void *arg)
 
 static void test_version_mismatch(void **state)
 {
-	char path[64], *saved = strdup(getenv("DLMD_SOCKET"));
 	unsigned char buf[DLMP_MAX_MSG];
-	struct sockaddr_un sa;
 	struct dlmp_msg m;
 	dlm_lshandle_t h;
-	pthread_t t;
-	int fd = raw_connect(), lfd, err, len;
+	int fd = raw_connect(), err, len;
 	ssize_t n;
 
 	memset(&m, 0, sizeof(m));
@@ -2312,26 +2325,7 @@ static void test_version_mismatch(void **state)
 	assert_int_equal(m.m_u.reply.rp_status, -EPROTONOSUPPORT);
 	close(fd);
 
-	assert_non_null(saved);
-	snprintf(path, sizeof(path), "/tmp/dlmd-old.%d.sock", (int)getpid());
-	unlink(path);
-	lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-	assert_true(lfd >= 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 4), 0);
-	assert_int_equal(pthread_create(&t, NULL, fake_old_dlmd, &lfd), 0);
-	setenv("DLMD_SOCKET", path, 1);
-	errno = 0;
-	h = dlm_open_lockspace(LS_NAME);
-	err = errno;
-	setenv("DLMD_SOCKET", saved, 1);
-	pthread_join(t, NULL);
-	close(lfd);
-	unlink(path);
-	free(saved);
+	h = open_via_fake("old", fake_old_dlmd, &err);
 	assert_null(h);
 	assert_int_equal(err, EPROTONOSUPPORT);
 }
