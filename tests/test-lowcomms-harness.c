@@ -553,16 +553,11 @@ void h_test_restart_sockets(const char *addr, h_config_fn *config,
 {
 	enum { BURST = 500, WINDOW = 5000 };
 	struct h_stream s = { target, true, BURST, WINDOW };
-	struct h_world *w = h_world_new(2, addr, config);
+	struct h_world *w = h_test_actions(addr, config, &s, restarts,
+					   restart_sockets_action, max_ms,
+					   "restart sockets");
 	struct lc_stats st[2];
-	int done;
 
-	done = h_stream_with_actions(w, &s, restarts, restart_sockets_action,
-				     max_ms);
-	h_print_stats(w, "restart sockets");
-	assert_int_equal(done, restarts);
-	assert_true(h_stream_sent(w, &s));
-	assert_true(h_acked(w, NULL));
 	for (int i = 0; i < 2; i++) {
 		lc_get_stats(w->w_eps[i].ep_lc, &st[i]);
 		/* Counted by sequence number at the application. */
@@ -658,9 +653,12 @@ struct h_world *h_test_actions(const char *addr, h_config_fn *config,
 	return w;
 }
 
-void h_assert_resent_once(const struct h_world *w, const struct h_stream *s,
-			  int n)
+void h_test_reconnects(const char *addr, h_config_fn *config,
+		       const struct h_stream *s, int n, h_action_fn *action,
+		       int max_ms, const char *what)
 {
+	struct h_world *w = h_test_actions(addr, config, s, n, action, max_ms,
+					   what);
 	struct lc_stats st[2];
 
 	for (int i = 0; i < 2; i++)
@@ -671,6 +669,7 @@ void h_assert_resent_once(const struct h_world *w, const struct h_stream *s,
 		assert_int_equal(w->w_eps[i].ep_rx_errors, 0);
 		assert_int_equal(w->w_eps[i].ep_rx_total, s->st_target);
 	}
+	h_world_free(w);
 }
 
 int h_recreate_action(struct h_world *w, int k)

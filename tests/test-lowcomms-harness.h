@@ -189,11 +189,13 @@ struct h_world *h_test_actions(const char *addr, h_config_fn *config,
 			       const struct h_stream *s, int n,
 			       h_action_fn *action, int max_ms,
 			       const char *what);
-/* After n lost connections with s streaming: the connections did die (n
- * times at least) with frames in flight that were resent, and every
- * receiver got each message exactly once. */
-void h_assert_resent_once(const struct h_world *w, const struct h_stream *s,
-			  int n);
+/* h_test_actions with an action that kills a connection (n times): the
+ * connections did die, n times at least, with frames in flight that were
+ * resent, and every receiver got each message exactly once.  Frees the
+ * world. */
+void h_test_reconnects(const char *addr, h_config_fn *config,
+		       const struct h_stream *s, int n, h_action_fn *action,
+		       int max_ms, const char *what);
 /* An h_action_fn: recreate node 2's context (h_ep_recreate), only while
  * node 1 has frames in flight to it. */
 h_action_fn h_recreate_action;

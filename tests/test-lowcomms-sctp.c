@@ -184,13 +184,10 @@ static int reset_action(struct h_world *w, int k)
 static void test_reset_under_load(void **state)
 {
 	struct h_stream s = { 200000, true, SLOW_BURST, WINDOW };
-	struct h_world *w;
 
 	(void)state;
-	w = h_test_actions(LOOPBACK, h_sctp_config, &s, RESETS, reset_action,
-			   MAX_MS, "reset");
-	h_assert_resent_once(w, &s, RESETS);
-	h_world_free(w);
+	h_test_reconnects(LOOPBACK, h_sctp_config, &s, RESETS, reset_action,
+			  MAX_MS, "reset");
 }
 
 /* Kill and restart node 2's socket layer, then node 1's, mid-stream both

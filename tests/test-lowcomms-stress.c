@@ -58,13 +58,10 @@ static int shutdown_action(struct h_world *w, int k)
 static void test_shutdown_under_load(void **state)
 {
 	struct h_stream s = { 200000, true, SLOW_BURST, 0 };
-	struct h_world *w;
 
 	(void)state;
-	w = h_test_actions(LOOPBACK, h_config, &s, SHUTDOWNS, shutdown_action,
-			   MAX_MS, "shutdown");
-	h_assert_resent_once(w, &s, SHUTDOWNS);
-	h_world_free(w);
+	h_test_reconnects(LOOPBACK, h_config, &s, SHUTDOWNS, shutdown_action,
+			  MAX_MS, "shutdown");
 }
 
 /* Kill and restart node 2's socket layer, then node 1's, mid-stream both
