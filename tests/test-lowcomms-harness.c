@@ -672,7 +672,9 @@ void h_test_reconnects(const char *addr, h_config_fn *config,
 	h_world_free(w);
 }
 
-int h_recreate_action(struct h_world *w, int k)
+/* Recreate node 2's context (h_ep_recreate), only while node 1 has frames
+ * in flight to it. */
+static int recreate_action(struct h_world *w, int k)
 {
 	int rv;
 
@@ -682,4 +684,17 @@ int h_recreate_action(struct h_world *w, int k)
 		return 0;
 	rv = h_ep_recreate(w, 1);
 	return rv < 0 ? rv : 1;
+}
+
+struct h_world *h_test_recreate(const char *addr, h_config_fn *config,
+				const struct h_stream *s, int n, int max_ms)
+{
+	struct h_world *w = h_test_actions(addr, config, s, n,
+					   recreate_action, max_ms,
+					   "recreate");
+	struct lc_stats st;
+
+	lc_get_stats(w->w_eps[0].ep_lc, &st);
+	assert_int_equal(st.st_peer_restarts, n);
+	return w;
 }

@@ -196,9 +196,12 @@ struct h_world *h_test_actions(const char *addr, h_config_fn *config,
 void h_test_reconnects(const char *addr, h_config_fn *config,
 		       const struct h_stream *s, int n, h_action_fn *action,
 		       int max_ms, const char *what);
-/* An h_action_fn: recreate node 2's context (h_ep_recreate), only while
- * node 1 has frames in flight to it. */
-h_action_fn h_recreate_action;
+/* Stream s while node 2's context is recreated n times (h_ep_recreate,
+ * while node 1 has frames in flight to it): node 1 saw n restarts of node 2
+ * (new epochs).  What node 2 received is for the transport's test to
+ * judge. */
+struct h_world *h_test_recreate(const char *addr, h_config_fn *config,
+				const struct h_stream *s, int n, int max_ms);
 
 /* Bound on bind retries after an endpoint's sockets are closed. */
 #define H_BIND_TRIES	100

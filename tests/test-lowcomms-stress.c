@@ -87,13 +87,9 @@ static void test_recreate_receiver(void **state)
 {
 	struct h_stream s = { 300000, false, SLOW_BURST, 0 };
 	struct h_world *w;
-	struct lc_stats st;
 
 	(void)state;
-	w = h_test_actions(LOOPBACK, h_config, &s, RESTARTS, h_recreate_action,
-			   MAX_MS, "recreate");
-	lc_get_stats(w->w_eps[0].ep_lc, &st);
-	assert_int_equal(st.st_peer_restarts, RESTARTS);
+	w = h_test_recreate(LOOPBACK, h_config, &s, RESTARTS, MAX_MS);
 	assert_int_equal(w->w_eps[1].ep_rx_errors, 0);
 	assert_int_equal(w->w_eps[1].ep_rx_total, s.st_target);
 	h_world_free(w);
