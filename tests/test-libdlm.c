@@ -159,6 +159,13 @@ static int unlock_sync(dlm_lshandle_t h, struct rec *r, uint32_t flags)
 	return r->r_lksb.sb_status;
 }
 
+/* r's first completion, waited for on h, is a grant. */
+static void assert_granted(dlm_lshandle_t h, struct rec *r)
+{
+	assert_int_equal(wait_for(&r->r_comp, 1, h, NULL), 0);
+	assert_int_equal(r->r_lksb.sb_status, 0);
+}
+
 static int group_setup(void **state)
 {
 	h1 = dlm_new_lockspace(LS_NAME, 0600, 0);
@@ -373,8 +380,7 @@ static void test_asts(void **state)
 	assert_int_equal(b.r_comp, 0);
 	assert_int_equal(b.r_lksb.sb_status, EINPROG);
 	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
-	assert_int_equal(wait_for(&b.r_comp, 1, h2, NULL), 0);
-	assert_int_equal(b.r_lksb.sb_status, 0);
+	assert_granted(h2, &b);
 	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
 }
 
@@ -434,8 +440,7 @@ static void test_lvb(void **state)
 	/* A reader queues; the writer's down-conversion to NL writes. */
 	assert_int_equal(lock(h2, LKM_PRMODE, &r1, LKF_VALBLK, "lvb", NULL), 0);
 	assert_int_equal(lock_sync(h1, LKM_NLMODE, &w, LKF_CONVERT | LKF_VALBLK, "lvb"), 0);
-	assert_int_equal(wait_for(&r1.r_comp, 1, h2, NULL), 0);
-	assert_int_equal(r1.r_lksb.sb_status, 0);
+	assert_granted(h2, &r1);
 	assert_string_equal(r1.r_lvb, "written by the writer");
 	assert_int_equal(lock_sync(h3, LKM_CRMODE, &r2, LKF_VALBLK, "lvb"), 0);
 	assert_string_equal(r2.r_lvb, "written by the writer");
@@ -720,8 +725,7 @@ static void test_deadlock_async_own(void **state)
 	settle(h1, DL_HOLD_MS);
 	assert_int_equal(w.r_comp, 0);
 	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
-	assert_int_equal(wait_for(&w.r_comp, 1, h1, NULL), 0);
-	assert_int_equal(w.r_lksb.sb_status, 0);
+	assert_granted(h1, &w);
 	assert_int_equal(unlock_sync(h1, &w, 0), EUNLOCK);
 }
 
@@ -790,8 +794,7 @@ static void test_parent(void **state)
 	assert_int_equal(lock_sync(h1, LKM_CRMODE, &p, 0, "parent"), 0);
 	assert_int_equal(dlm_ls_lock(h1, LKM_EXMODE, &c1.r_lksb, 0, "child", 5,
 				     p.r_lksb.sb_lkid, comp_ast, &c1, bast_ast, NULL), 0);
-	assert_int_equal(wait_for(&c1.r_comp, 1, h1, NULL), 0);
-	assert_int_equal(c1.r_lksb.sb_status, 0);
+	assert_granted(h1, &c1);
 	/* Another client's "child" under its own parent on the same parent
 	 * resource is the same sub-resource: it conflicts. */
 	assert_int_equal(lock_sync(h2, LKM_CRMODE, &p2, 0, "parent"), 0);
@@ -892,8 +895,7 @@ static void test_parent_deep(void **state)
 	rec_init(&x);
 	assert_int_equal(lock(h2, LKM_EXMODE, &x, 0, "level0", NULL), 0);
 	assert_int_equal(dlm_close_lockspace(h4), 0);
-	assert_int_equal(wait_for(&x.r_comp, 1, h2, NULL), 0);
-	assert_int_equal(x.r_lksb.sb_status, 0);
+	assert_granted(h2, &x);
 	assert_int_equal(unlock_sync(h2, &x, 0), EUNLOCK);
 }
 
@@ -907,8 +909,7 @@ static void test_range(void **state)
 	rec_init(&b);
 	rec_init(&c);
 	assert_int_equal(lock(h1, LKM_EXMODE, &a, 0, "range", &r0), 0);
-	assert_int_equal(wait_for(&a.r_comp, 1, h1, NULL), 0);
-	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_granted(h1, &a);
 	assert_int_equal(lock(h2, LKM_EXMODE, &b, LKF_NOQUEUE, "range", &r1), 0);
 	assert_int_equal(wait_for(&b.r_comp, 1, h2, NULL), 0);
 	assert_int_equal(b.r_lksb.sb_status, 0);	/* disjoint */
@@ -923,8 +924,7 @@ static void test_range(void **state)
 	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
 	assert_int_equal(c.r_comp, 0);
 	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
-	assert_int_equal(wait_for(&c.r_comp, 1, h3, NULL), 0);
-	assert_int_equal(c.r_lksb.sb_status, 0);
+	assert_granted(h3, &c);
 	assert_int_equal(unlock_sync(h3, &c, 0), EUNLOCK);
 }
 
@@ -1122,8 +1122,7 @@ static void test_kill_holder(void **state)
 	assert_int_equal(a.r_comp, 0);
 	kill_child(pid);
 	/* The dead client's lock is freed at once: we are granted. */
-	assert_int_equal(wait_for(&a.r_comp, 1, h1, NULL), 0);
-	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_granted(h1, &a);
 	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
 }
 
@@ -1142,8 +1141,7 @@ static void test_kill_waiter(void **state)
 	 * our unlock a NOQUEUE request must be granted at once. */
 	assert_int_equal(lock(h2, LKM_EXMODE, &b, 0, "killwait", NULL), 0);
 	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
-	assert_int_equal(wait_for(&b.r_comp, 1, h2, NULL), 0);
-	assert_int_equal(b.r_lksb.sb_status, 0);
+	assert_granted(h2, &b);
 	assert_int_equal(unlock_sync(h2, &b, 0), EUNLOCK);
 }
 
@@ -1258,12 +1256,10 @@ static void test_adopt_bast(void **state)
 	rec_init(&c);
 	c.r_lksb.sb_lkid = lk.sb_lkid;
 	assert_int_equal(lock_sync(h1, LKM_PRMODE, &c, LKF_CONVERT, "adopt-bast"), 0);
-	assert_int_equal(wait_for(&a.r_comp, 1, h2, NULL), 0);
-	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_granted(h2, &a);
 	assert_int_equal(unlock_sync(h1, &c, 0), EUNLOCK);
 	assert_int_equal(unlock_sync(h2, &a, 0), EUNLOCK);
-	assert_int_equal(wait_for(&b.r_comp, 1, h3, NULL), 0);
-	assert_int_equal(b.r_lksb.sb_status, 0);
+	assert_granted(h3, &b);
 	assert_int_equal(unlock_sync(h3, &b, 0), EUNLOCK);
 
 	/* An adopter with a real blocking AST routine gets the one the
@@ -1281,8 +1277,7 @@ static void test_adopt_bast(void **state)
 	assert_ptr_equal(c.r_bast_arg, &c);
 	assert_int_equal(c.r_comp, 0);
 	assert_int_equal(unlock_sync(h1, &c, 0), EUNLOCK);
-	assert_int_equal(wait_for(&a.r_comp, 1, h2, NULL), 0);
-	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_granted(h2, &a);
 	assert_int_equal(unlock_sync(h2, &a, 0), EUNLOCK);
 }
 
@@ -1317,14 +1312,12 @@ static void purge_unread(bool by_wait)
 	assert_int_equal(a.r_bast, 0);
 	assert_int_equal(b.r_comp, 0);
 	/* c gets the lock a held; h1's ASTs made after the purge do run */
-	assert_int_equal(wait_for(&c.r_comp, 1, h2, NULL), 0);
-	assert_int_equal(c.r_lksb.sb_status, 0);
+	assert_granted(h2, &c);
 	rec_init(&a);
 	assert_int_equal(lock(h1, LKM_PRMODE, &a, 0, "own-bast", NULL), 0);
 	assert_int_equal(wait_for(&c.r_bast, 1, h2, NULL), 0);
 	assert_int_equal(unlock_sync(h2, &c, 0), EUNLOCK);
-	assert_int_equal(wait_for(&a.r_comp, 1, h1, NULL), 0);
-	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_granted(h1, &a);
 	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
 }
 
@@ -1635,8 +1628,7 @@ static void test_pipelined(void **state)
 	rec_init(&a);
 	assert_int_equal(lock(hp, LKM_PRMODE, &a, 0, "pipe-async", NULL), 0);
 	assert_int_not_equal(a.r_lksb.sb_lkid, 0);
-	assert_int_equal(wait_for(&a.r_comp, 1, hp, NULL), 0);
-	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_granted(hp, &a);
 	for (int i = 0; i < PIPE_THREADS; i++) {
 		pthread_join(t[i], NULL);
 		assert_int_equal(pt[i].pt_ok, 1);
