@@ -47,6 +47,28 @@ cleanup() {
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM
 
+# start_holder LS [RESOURCE]: a test-libdlm-lt holder of a lock in LS in
+# the background ($holder), fed by the fifo on fd 3 (closing fd 3 makes it
+# unlock and exit); returns once it says "held".  The last holder's
+# hold.out goes first: its "held" would pass the wait before the new
+# holder truncated the file.
+start_holder() {
+	[ -p "$dir/hold" ] || mkfifo "$dir/hold"
+	rm -f "$dir/hold.out"
+	"$top_builddir/tests/test-libdlm-lt" hold "$@" <"$dir/hold" >"$dir/hold.out" 2>&1 &
+	holder=$!
+	exec 3>"$dir/hold"
+	i=0
+	until grep -q '^held' "$dir/hold.out" 2>/dev/null; do
+		i=$((i + 1))
+		if [ $i -gt $POLLS ]; then
+			fail "lock holder in $1 did not start: $(cat "$dir/hold.out")"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
 if ! "$CLUSTER" up 1 "$dir"; then
 	echo "FAIL: cannot bring up the one-node corosync cluster; dlmd needs corosync to run here" >&2
 	rc=1
@@ -106,16 +128,7 @@ echo "$out" | grep -q '^nodeid 1$' || fail "status: nodeid: $out"
 "$DLMCTL" ls --json | grep -q '"name":"ctl-ls".*"members":\[1\]' ||
 	fail "dlmctl ls --json: $("$DLMCTL" ls --json)"
 # A client holding a lock shows in the lock dump.
-mkfifo "$dir/hold"
-"$top_builddir/tests/test-libdlm-lt" hold ctl-ls <"$dir/hold" >"$dir/hold.out" 2>&1 &
-holder=$!
-exec 3>"$dir/hold"
-i=0
-until grep -q '^held' "$dir/hold.out" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "lock holder did not start: $(cat "$dir/hold.out")"; break; }
-	sleep 0.1
-done
+start_holder ctl-ls
 "$DLMCTL" lockdump ctl-ls | grep -q 'held-resource' ||
 	fail "lockdump: $("$DLMCTL" lockdump ctl-ls)"
 "$DLMCTL" ls | grep -q 'clients 1 ' || fail "ls should count 1 client: $("$DLMCTL" ls)"
@@ -127,18 +140,7 @@ holder=
 # with one is refused, by dlmctl and by the daemon (tests/test-libdlm).
 nl='
 '
-# hold.out of the last holder says "held" until the new one truncates it
-rm -f "$dir/hold.out"
-"$top_builddir/tests/test-libdlm-lt" hold ctl-ls "evil${nl}resource \"faked\"" \
-	<"$dir/hold" >"$dir/hold.out" 2>&1 &
-holder=$!
-exec 3>"$dir/hold"
-i=0
-until grep -q '^held' "$dir/hold.out" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "second lock holder did not start: $(cat "$dir/hold.out")"; break; }
-	sleep 0.1
-done
+start_holder ctl-ls "evil${nl}resource \"faked\""
 "$DLMCTL" lockdump ctl-ls >"$dir/lockdump.out"
 grep -q 'resource "evil\\x0aresource \\x22faked\\x22"' "$dir/lockdump.out" ||
 	fail "lockdump does not escape a newline in a resource name: $(cat "$dir/lockdump.out")"
@@ -194,16 +196,7 @@ wait_refusals() { # N: until dlmd has logged N refusals
 	done
 }
 "$DLMCTL" join stop-ls || fail "dlmctl join stop-ls"
-rm -f "$dir/hold.out"	# (the last holder's "held" would pass the wait)
-"$top_builddir/tests/test-libdlm-lt" hold stop-ls <"$dir/hold" >"$dir/hold.out" 2>&1 &
-holder=$!
-exec 3>"$dir/hold"
-i=0
-until grep -q '^held' "$dir/hold.out" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "stop-ls holder did not start: $(cat "$dir/hold.out")"; break; }
-	sleep 0.1
-done
+start_holder stop-ls
 n=$(refusals)
 kill -TERM "$DLMD_PID_1"
 wait_refusals $((n + 1))
