@@ -1,9 +1,14 @@
 # tests/cluster-test-lib.sh - shell helpers shared by the cluster tests
 # (test-cluster.sh, test-cluster-sctp.sh, test-cluster-faults.sh,
-# test-cluster-impostor.sh), sourced after they set CLUSTER,
-# CLIENT and dir (the cluster's directory), rc=0 and pids= (client PIDs).
+# test-cluster-impostor.sh) and the one-node ones (test-daemon.sh,
+# test-dlm-tool.sh), sourced after they set CLUSTER, CLIENT and dir (the
+# cluster's directory), rc=0 and pids= (client PIDs).
 # Installs the EXIT trap: clients killed, cluster torn down, logs kept on
-# failure.
+# failure.  A test may also keep in holders the PIDs of its own background
+# children not started by dlm-cluster exec (lock holders fed by a fifo on
+# fd 3 or 4): the trap kills and reaps them and closes fds 3 and 4 before
+# the teardown.  Only unreaped children belong there: it takes a PID out
+# once it has waited for it.
 fail() {
 	echo "FAIL: $*" >&2
 	rc=1
@@ -24,6 +29,11 @@ cleanup() {
 	for p in $pids; do
 		kill_client "$p"
 	done
+	for p in ${holders:-}; do
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	exec 3>&- 4>&- 2>/dev/null
 	if ! "$CLUSTER" down "$dir"; then
 		echo "FAIL: teardown reported a problem" >&2
 		rc=1

@@ -20,35 +20,12 @@ POLLS=100
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-test.XXXXXX") || exit 1
 rc=0
-holder=
-
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
-}
-
-cleanup() {
-	if [ -n "$holder" ]; then
-		kill "$holder" 2>/dev/null
-		wait "$holder" 2>/dev/null
-	fi
-	exec 3>&- 2>/dev/null
-	if ! "$CLUSTER" down "$dir"; then
-		echo "FAIL: teardown reported a problem" >&2
-		rc=1
-	fi
-	if [ $rc -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "logs kept in $dir (dlmd: $dir/n1/dlmd.out)" >&2
-	fi
-	exit $rc
-}
-trap cleanup EXIT
-trap 'rc=1; exit 1' INT TERM
+pids=
+holders=	# the lock holder's PID while one runs (start_holder)
+. "$top_srcdir/tests/cluster-test-lib.sh"
 
 # start_holder LS [RESOURCE]: a test-libdlm-lt holder of a lock in LS in
-# the background ($holder), fed by the fifo on fd 3 (closing fd 3 makes it
+# the background ($holders), fed by the fifo on fd 3 (closing fd 3 makes it
 # unlock and exit); returns once it says "held".  The last holder's
 # hold.out goes first: its "held" would pass the wait before the new
 # holder truncated the file.
@@ -56,7 +33,7 @@ start_holder() {
 	[ -p "$dir/hold" ] || mkfifo "$dir/hold"
 	rm -f "$dir/hold.out"
 	"$top_builddir/tests/test-libdlm-lt" hold "$@" <"$dir/hold" >"$dir/hold.out" 2>&1 &
-	holder=$!
+	holders=$!
 	exec 3>"$dir/hold"
 	i=0
 	until grep -q '^held' "$dir/hold.out" 2>/dev/null; do
@@ -133,8 +110,8 @@ start_holder ctl-ls
 	fail "lockdump: $("$DLMCTL" lockdump ctl-ls)"
 "$DLMCTL" ls | grep -q 'clients 1 ' || fail "ls should count 1 client: $("$DLMCTL" ls)"
 exec 3>&-
-wait "$holder" || fail "lock holder exit status"
-holder=
+wait "$holders" || fail "lock holder exit status"
+holders=
 # Client-controlled names never write a line of their own: a resource
 # name with a newline prints escaped in the lock dump; a lockspace name
 # with one is refused, by dlmctl and by the daemon (tests/test-libdlm).
@@ -147,8 +124,8 @@ grep -q 'resource "evil\\x0aresource \\x22faked\\x22"' "$dir/lockdump.out" ||
 grep -q '^resource "faked' "$dir/lockdump.out" && fail "lockdump printed a faked line"
 grep -q '^resource "faked' "$dir/n1/dlmd.out" && fail "dlmd's log has a faked line"
 exec 3>&-
-wait "$holder" || fail "second lock holder exit status"
-holder=
+wait "$holders" || fail "second lock holder exit status"
+holders=
 before=$("$DLMCTL" ls | grep -c '^name')
 "$DLMCTL" join "bad${nl}name" 2>/dev/null && fail "dlmctl join accepted a name with a newline"
 [ "$("$DLMCTL" ls | grep -c '^name')" = "$before" ] ||
@@ -212,8 +189,8 @@ grep -q 'lockspace stop-ls is in use: 1 client connections, 0 orphaned locks' "$
 "$DLMCTL" lockdump stop-ls | grep -q 'held-resource' ||
 	fail "the held lock is gone after a refused leave: $("$DLMCTL" lockdump stop-ls)"
 exec 3>&-
-wait "$holder" || fail "the holder could not unlock after a refused SIGTERM: $(cat "$dir/hold.out")"
-holder=
+wait "$holders" || fail "the holder could not unlock after a refused SIGTERM: $(cat "$dir/hold.out")"
+holders=
 "$top_builddir/tests/test-libdlm-lt" orphan stop-ls orphan-resource >"$dir/orphan.out" 2>&1 ||
 	fail "orphan client: $(cat "$dir/orphan.out")"
 kill -TERM "$DLMD_PID_1"
