@@ -9,10 +9,7 @@
 # fd 3 or 4): the trap kills and reaps them and closes fds 3 and 4 before
 # the teardown.  Only unreaped children belong there: it takes a PID out
 # once it has waited for it.
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
-}
+. "$top_srcdir/tests/test-lib.sh"
 
 # kill_client PID: SIGKILL PID only while it is still a client of this
 # cluster (dlm-cluster exec put DLM_CLUSTER_DIR=DIR in its environment).
@@ -38,12 +35,7 @@ cleanup() {
 		echo "FAIL: teardown reported a problem" >&2
 		rc=1
 	fi
-	if [ $rc -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "logs kept in $dir (dlmd: $dir/nK/dlmd.out)" >&2
-	fi
-	exit $rc
+	finish "dlmd: nK/dlmd.out"
 }
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM

@@ -49,10 +49,7 @@ export OCF_ROOT OCF_RESOURCE_INSTANCE=dlm
 
 rc=0
 dir=
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
-}
+. "$top_srcdir/tests/test-lib.sh"
 
 missing=""
 [ "$(id -u)" = 0 ] || missing="$missing root"
@@ -96,12 +93,7 @@ cleanup() {
 		stop_leftovers
 		"$CLUSTER" down "$dir" >/dev/null || { echo "FAIL: teardown" >&2; rc=1; }
 	fi
-	if [ "$rc" -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "files kept in $dir" >&2
-	fi
-	exit "$rc"
+	finish
 }
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM
