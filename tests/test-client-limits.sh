@@ -36,10 +36,7 @@ POLLS=100		# waits: polls of 0.1 s
 
 rc=0
 pid=
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
-}
+. "$top_srcdir/tests/test-lib.sh"
 
 [ "$(id -u)" = 0 ] || { echo "FAIL: needs root (setpriv, prlimit)" >&2; exit 1; }
 dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-limits.XXXXXX") || exit 1
@@ -51,25 +48,9 @@ cleanup() {
 		kill -KILL "$h" 2>/dev/null
 		wait "$h" 2>/dev/null
 	done
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-		kill -TERM "$pid"
-		i=0
-		while kill -0 "$pid" 2>/dev/null && [ $i -lt $POLLS ]; do
-			sleep 0.1
-			i=$((i + 1))
-		done
-		kill -KILL "$pid" 2>/dev/null
-	fi
-	if grep -q 'AddressSanitizer\|LeakSanitizer\|runtime error' "$dir/dlmd.out" 2>/dev/null; then
-		echo "FAIL: sanitizer report in dlmd's output" >&2
-		rc=1
-	fi
-	if [ $rc -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "logs kept in $dir (dlmd: $dir/dlmd.out)" >&2
-	fi
-	exit $rc
+	stop_dlmd
+	check_sanitizer "$dir/dlmd.out"
+	finish "dlmd: dlmd.out"
 }
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM

@@ -1,7 +1,8 @@
-# tests/test-lib.sh - the two shell helpers every shell test that keeps a
-# directory of files shares (tests/cluster-test-lib.sh, tests/ocf-agent.sh,
-# tests/pcmk-cluster.sh).  Sourced after rc=0 is set; dir (the test's
-# directory) need only be set by the time finish runs.
+# tests/test-lib.sh - shell helpers of the tests that keep a directory of
+# files (tests/cluster-test-lib.sh, tests/ocf-agent.sh,
+# tests/pcmk-cluster.sh, and the one-dlmd tests below).  Sourced after
+# rc=0 is set; dir (the test's directory) need only be set by the time
+# finish runs.
 
 # fail WHAT: report WHAT, and the test fails at its end
 fail() {
@@ -19,4 +20,36 @@ finish() {
 		echo "files kept in $dir${1:+ ($1)}" >&2
 	fi
 	exit "$rc"
+}
+
+# The tests that run one dlmd of their own, without a cluster
+# (test-cli.sh, test-client-limits.sh, test-metrics.sh), also share:
+
+# stop_dlmd: the dlmd at $pid, if it runs, gets SIGTERM and POLLS polls
+# of 0.1 s to stop, then SIGKILL.  Empties pid.  Returns 1 if SIGTERM
+# did not stop it.
+stop_dlmd() {
+	stopped=0
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid"
+		i=0
+		while kill -0 "$pid" 2>/dev/null && [ $i -lt $POLLS ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			stopped=1
+			kill -KILL "$pid" 2>/dev/null
+		fi
+	fi
+	pid=
+	return $stopped
+}
+
+# check_sanitizer FILE...: fails the test if a sanitizer reported in any
+# of the FILEs (those that do not exist are skipped)
+check_sanitizer() {
+	if grep -q 'AddressSanitizer\|LeakSanitizer\|runtime error' "$@" 2>/dev/null; then
+		fail "sanitizer report in $*"
+	fi
 }
