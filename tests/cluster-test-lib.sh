@@ -68,6 +68,17 @@ wait_pid() {
 	wait "$1"
 }
 
+# wait_line FILE TEXT: until FILE has a line starting with TEXT
+# (bounded by POLLS polls of 0.1 s)
+wait_line() {
+	i=0
+	until grep -q "^$2" "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -gt $POLLS ] && { fail "no '$2' in $1: $(cat "$1")"; return 1; }
+		sleep 0.1
+	done
+}
+
 # The helpers below also need DLMCTL, LS, NRES and POLLS (bounded waits,
 # polls of 0.1 s).
 

@@ -104,12 +104,7 @@ hold() {
 release() {
 	eval "exec $2>&-"
 	eval "rp=\$held_$1"
-	i=0
-	while kill -0 "$rp" 2>/dev/null && [ $i -lt $POLLS ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	if kill -0 "$rp" 2>/dev/null; then
+	if ! wait_gone "$rp"; then
 		fail "$1 did not exit after its stdin closed: $(cat "$dir/$1.out")"
 		kill -KILL "$rp" 2>/dev/null
 	fi

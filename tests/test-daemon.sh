@@ -35,15 +35,7 @@ start_holder() {
 	"$top_builddir/tests/test-libdlm-lt" hold "$@" <"$dir/hold" >"$dir/hold.out" 2>&1 &
 	holders=$!
 	exec 3>"$dir/hold"
-	i=0
-	until grep -q '^held' "$dir/hold.out" 2>/dev/null; do
-		i=$((i + 1))
-		if [ $i -gt $POLLS ]; then
-			fail "lock holder in $1 did not start: $(cat "$dir/hold.out")"
-			return 1
-		fi
-		sleep 0.1
-	done
+	wait_line "$dir/hold.out" held
 }
 
 if ! "$CLUSTER" up 1 "$dir"; then
@@ -205,12 +197,7 @@ grep -q 'lockspace stop-ls is in use: 0 client connections, 1 orphaned locks' "$
 grep -q 'leave --force stop-ls: dropping the locks of 0 client connections and 1 orphaned locks' \
 	"$dir/n1/dlmd.out" || fail "dlmd did not log the forced leave"
 kill -TERM "$DLMD_PID_1"
-i=0
-while kill -0 "$DLMD_PID_1" 2>/dev/null && [ $i -lt $POLLS ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-kill -0 "$DLMD_PID_1" 2>/dev/null && fail "dlmd did not stop on SIGTERM once no lockspace was in use"
+wait_gone "$DLMD_PID_1" || fail "dlmd did not stop on SIGTERM once no lockspace was in use"
 grep -q 'dlmd stopped (exit 0)' "$dir/n1/dlmd.out" || fail "dlmd did not stop cleanly: $(tail -n 5 "$dir/n1/dlmd.out")"
 [ $rc -eq 0 ] && echo "PASS"
 exit $rc

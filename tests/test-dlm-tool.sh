@@ -30,15 +30,6 @@ expect() {
 	grep -Eq -- "$3" "$2" || fail "$1: no line matches '$3' in: $(cat "$2")"
 }
 
-wait_line() {	# FILE TEXT: wait until FILE has a line starting with TEXT
-	i=0
-	until grep -q "^$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -gt $POLLS ] && { fail "no '$2' in $1: $(cat "$1")"; return 1; }
-		sleep 0.1
-	done
-}
-
 wait_exit() {	# PID: its exit status, or 124 (killed) after POLLS polls
 	i=0
 	while kill -0 "$1" 2>/dev/null; do

@@ -25,6 +25,17 @@ finish() {
 # The tests that run one dlmd of their own, without a cluster
 # (test-cli.sh, test-client-limits.sh, test-metrics.sh), also share:
 
+# wait_gone PID: until process PID is gone, for at most POLLS polls of
+# 0.1 s; 1 if it is still there
+wait_gone() {
+	i=0
+	while kill -0 "$1" 2>/dev/null; do
+		[ $i -ge $POLLS ] && return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
 # stop_dlmd: the dlmd at $pid, if it runs, gets SIGTERM and POLLS polls
 # of 0.1 s to stop, then SIGKILL.  Empties pid.  Returns 1 if SIGTERM
 # did not stop it.
@@ -32,12 +43,7 @@ stop_dlmd() {
 	stopped=0
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
 		kill -TERM "$pid"
-		i=0
-		while kill -0 "$pid" 2>/dev/null && [ $i -lt $POLLS ]; do
-			sleep 0.1
-			i=$((i + 1))
-		done
-		if kill -0 "$pid" 2>/dev/null; then
+		if ! wait_gone "$pid"; then
 			stopped=1
 			kill -KILL "$pid" 2>/dev/null
 		fi
