@@ -1,9 +1,8 @@
 # tests/test-lib.sh - shell helpers of the tests that keep a directory of
 # files (tests/cluster-test-lib.sh, tests/ocf-agent.sh,
 # tests/pcmk-cluster.sh, tests/install-check.sh and the one-dlmd tests
-# below).  Sourced after
-# rc=0 is set; dir (the test's directory) need only be set by the time
-# finish runs.
+# below).  Sourced after rc=0 is set; dir (the test's directory) need
+# only be set by the time finish runs.
 
 # fail WHAT: report WHAT, and the test fails at its end
 fail() {
