@@ -35,21 +35,16 @@
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_srcdir=$(cd "$top_srcdir" && pwd)
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
+. "$top_srcdir/tests/test-lib.sh"
 CLUSTER=$top_srcdir/tests/dlm-cluster
 GOLDEN=$top_srcdir/tests/ocf-golden
 AGENT=$top_builddir/ocf/dlmd
-DLMD=$top_builddir/plugin/dlmd
-DLMCTL=$top_builddir/plugin/dlmctl
-export top_builddir
 : "${OCF_ROOT:=/usr/lib/ocf}"
 DTD_DIR=/usr/share/resource-agents
 export OCF_ROOT OCF_RESOURCE_INSTANCE=dlm
 
 rc=0
 dir=
-. "$top_srcdir/tests/test-lib.sh"
 
 missing=""
 [ "$(id -u)" = 0 ] || missing="$missing root"

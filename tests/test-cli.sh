@@ -12,17 +12,13 @@
 # after the command.  Fails, never skips; every wait is bounded.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-DLMD=$top_builddir/plugin/dlmd
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 DLM_TOOL=$top_builddir/plugin/dlm_tool
 CONFIGFS=$top_builddir/ocf/dlmd-configfs
 POLLS=100		# waits: polls of 0.1 s
 
 rc=0
 pid=
-. "$top_srcdir/tests/test-lib.sh"
 
 VERSION=$(sed -n 's/^PACKAGE_VERSION = //p' "$top_builddir/Makefile")
 [ -n "$VERSION" ] || { echo "FAIL: no PACKAGE_VERSION in $top_builddir/Makefile" >&2; exit 1; }

@@ -21,10 +21,7 @@
 # Needs root (setpriv, prlimit); fails, never skips.  Every wait is bounded.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-DLMD=$top_builddir/plugin/dlmd
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 LC=$top_builddir/tests/limit-client
 NOFILE=64		# dlmd's RLIMIT_NOFILE, soft and hard
 PER_UID=8		# max_clients_per_uid
@@ -36,7 +33,6 @@ POLLS=100		# waits: polls of 0.1 s
 
 rc=0
 pid=
-. "$top_srcdir/tests/test-lib.sh"
 
 [ "$(id -u)" = 0 ] || { echo "FAIL: needs root (setpriv, prlimit)" >&2; exit 1; }
 dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-limits.XXXXXX") || exit 1

@@ -9,12 +9,8 @@
 # also fails it (dlm-cluster down checks).
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
+. "$top_srcdir/tests/test-lib.sh"
 CLUSTER=$top_srcdir/tests/dlm-cluster
-DLMCTL=$top_builddir/plugin/dlmctl
-DLMD=$top_builddir/plugin/dlmd
-export top_builddir
 # bounded waits: polls of 0.1 s
 POLLS=100
 

@@ -8,13 +8,10 @@
 # Fails (never skips) if corosync cannot run here; always tears down.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
+. "$top_srcdir/tests/test-lib.sh"
 CLUSTER=$top_srcdir/tests/dlm-cluster
-DLMCTL=$top_builddir/plugin/dlmctl
 TOOL=$top_builddir/plugin/dlm_tool
 LT=$top_builddir/tests/test-libdlm-lt
-export top_builddir
 POLLS=100	# bounded waits: polls of 0.1 s
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/dlm-tool-test.XXXXXX") || exit 1

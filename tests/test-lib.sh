@@ -2,7 +2,15 @@
 # files (tests/cluster-test-lib.sh, tests/ocf-agent.sh,
 # tests/pcmk-cluster.sh, tests/install-check.sh and the one-dlmd tests
 # below).  Sourced after rc=0 is set; dir (the test's directory) need
-# only be set by the time finish runs.
+# only be set by the time finish runs.  Sourcing it right after top_srcdir
+# is set gives the test top_builddir (absolute, exported), DLMD and
+# DLMCTL.
+
+top_builddir=${top_builddir:-.}
+top_builddir=$(cd "$top_builddir" && pwd)
+export top_builddir
+DLMD=$top_builddir/plugin/dlmd
+DLMCTL=$top_builddir/plugin/dlmctl
 
 # fail WHAT: report WHAT, and the test fails at its end
 fail() {

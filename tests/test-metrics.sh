@@ -31,10 +31,7 @@
 # Fails, never skips; every wait is bounded.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-DLMD=$top_builddir/plugin/dlmd
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 CLIENT=$top_builddir/tests/metrics-client
 DLCLIENT=$top_builddir/tests/cluster-client
 N=20			# lock/convert/unlock rounds
@@ -43,7 +40,6 @@ POLLS=100		# waits: polls of 0.1 s
 rc=0
 pid=
 cpid=
-. "$top_srcdir/tests/test-lib.sh"
 
 # Debian's python3 first: a version manager's shim in PATH costs ~0.5 s a call
 PYTHON=${PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
