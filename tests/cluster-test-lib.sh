@@ -1,13 +1,15 @@
 # tests/cluster-test-lib.sh - shell helpers shared by the cluster tests
 # (test-cluster.sh, test-cluster-sctp.sh, test-cluster-faults.sh,
-# test-cluster-impostor.sh), sourced after they set CLUSTER,
-# CLIENT and dir (the cluster's directory), rc=0 and pids= (client PIDs).
+# test-cluster-impostor.sh) and the one-node ones (test-daemon.sh,
+# test-dlm-tool.sh), sourced after they set CLUSTER, CLIENT and dir (the
+# cluster's directory), rc=0 and pids= (client PIDs).
 # Installs the EXIT trap: clients killed, cluster torn down, logs kept on
-# failure.
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
-}
+# failure.  A test may also keep in holders the PIDs of its own background
+# children not started by dlm-cluster exec (lock holders fed by a fifo on
+# fd 3 or 4): the trap kills and reaps them and closes fds 3 and 4 before
+# the teardown.  Only unreaped children belong there: it takes a PID out
+# once it has waited for it.
+. "$top_srcdir/tests/test-lib.sh"
 
 # kill_client PID: SIGKILL PID only while it is still a client of this
 # cluster (dlm-cluster exec put DLM_CLUSTER_DIR=DIR in its environment).
@@ -24,16 +26,16 @@ cleanup() {
 	for p in $pids; do
 		kill_client "$p"
 	done
+	for p in ${holders:-}; do
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	exec 3>&- 4>&- 2>/dev/null
 	if ! "$CLUSTER" down "$dir"; then
 		echo "FAIL: teardown reported a problem" >&2
 		rc=1
 	fi
-	if [ $rc -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "logs kept in $dir (dlmd: $dir/nK/dlmd.out)" >&2
-	fi
-	exit $rc
+	finish "dlmd: nK/dlmd.out"
 }
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM
@@ -64,6 +66,17 @@ wait_pid() {
 		sleep 0.1
 	done
 	wait "$1"
+}
+
+# wait_line FILE TEXT: until FILE has a line starting with TEXT
+# (bounded by POLLS polls of 0.1 s)
+wait_line() {
+	i=0
+	until grep -q "^$2" "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -gt $POLLS ] && { fail "no '$2' in $1: $(cat "$1")"; return 1; }
+		sleep 0.1
+	done
 }
 
 # The helpers below also need DLMCTL, LS, NRES and POLLS (bounded waits,

@@ -17,10 +17,7 @@ top_builddir=$(cd "$top_builddir" && pwd)
 MAKE=${MAKE:-make}
 
 rc=0
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
-}
+. "$top_srcdir/tests/test-lib.sh"
 
 dest=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-install.XXXXXX") || exit 1
 # $dest/root is DESTDIR; $dest/work holds this test's own files.
@@ -29,12 +26,8 @@ W=$dest/work
 mkdir -p "$D" "$W" || exit 1
 # shellcheck disable=SC2317 # the EXIT trap
 cleanup() {
-	if [ "$rc" -eq 0 ]; then
-		rm -rf "$dest"
-	else
-		echo "installed tree kept in $dest" >&2
-	fi
-	exit "$rc"
+	dir=$dest
+	finish "the installed tree: root"
 }
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM

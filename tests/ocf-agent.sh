@@ -35,24 +35,16 @@
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_srcdir=$(cd "$top_srcdir" && pwd)
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
+. "$top_srcdir/tests/test-lib.sh"
 CLUSTER=$top_srcdir/tests/dlm-cluster
 GOLDEN=$top_srcdir/tests/ocf-golden
 AGENT=$top_builddir/ocf/dlmd
-DLMD=$top_builddir/plugin/dlmd
-DLMCTL=$top_builddir/plugin/dlmctl
-export top_builddir
 : "${OCF_ROOT:=/usr/lib/ocf}"
 DTD_DIR=/usr/share/resource-agents
 export OCF_ROOT OCF_RESOURCE_INSTANCE=dlm
 
 rc=0
 dir=
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
-}
 
 missing=""
 [ "$(id -u)" = 0 ] || missing="$missing root"
@@ -96,12 +88,7 @@ cleanup() {
 		stop_leftovers
 		"$CLUSTER" down "$dir" >/dev/null || { echo "FAIL: teardown" >&2; rc=1; }
 	fi
-	if [ "$rc" -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "files kept in $dir" >&2
-	fi
-	exit "$rc"
+	finish
 }
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM

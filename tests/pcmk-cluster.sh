@@ -84,10 +84,7 @@ if [ ! -r "$OCF_ROOT/lib/heartbeat/ocf-shellfuncs" ]; then
 fi
 
 rc=0
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
-}
+. "$top_srcdir/tests/test-lib.sh"
 die() {
 	fail "$*"
 	exit 1
@@ -201,12 +198,7 @@ cleanup() {
 		cat "$dir/down.out" >&2
 		fail "dlm-cluster down reported a problem"
 	fi
-	if [ "$rc" -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "files kept in $dir (pacemaker: nK/log-pacemaker, fencing: fence.log, dlmd: dump-nK.txt)" >&2
-	fi
-	exit "$rc"
+	finish "pacemaker: nK/log-pacemaker, fencing: fence.log, dlmd: dump-nK.txt"
 }
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM

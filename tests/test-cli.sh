@@ -12,45 +12,22 @@
 # after the command.  Fails, never skips; every wait is bounded.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-DLMD=$top_builddir/plugin/dlmd
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 DLM_TOOL=$top_builddir/plugin/dlm_tool
 CONFIGFS=$top_builddir/ocf/dlmd-configfs
 POLLS=100		# waits: polls of 0.1 s
 
 rc=0
 pid=
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
-}
 
 VERSION=$(sed -n 's/^PACKAGE_VERSION = //p' "$top_builddir/Makefile")
 [ -n "$VERSION" ] || { echo "FAIL: no PACKAGE_VERSION in $top_builddir/Makefile" >&2; exit 1; }
 dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-cli.XXXXXX") || exit 1
 
 cleanup() {
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-		kill -TERM "$pid"
-		i=0
-		while kill -0 "$pid" 2>/dev/null && [ $i -lt $POLLS ]; do
-			sleep 0.1
-			i=$((i + 1))
-		done
-		kill -KILL "$pid" 2>/dev/null
-	fi
-	if grep -q 'AddressSanitizer\|LeakSanitizer\|runtime error' "$dir"/*.err "$dir/dlmd.out" 2>/dev/null; then
-		echo "FAIL: sanitizer report" >&2
-		rc=1
-	fi
-	if [ $rc -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "outputs kept in $dir" >&2
-	fi
-	exit $rc
+	stop_dlmd
+	check_sanitizer "$dir"/*.err "$dir/dlmd.out"
+	finish
 }
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM

@@ -21,10 +21,7 @@
 # Needs root (setpriv, prlimit); fails, never skips.  Every wait is bounded.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-DLMD=$top_builddir/plugin/dlmd
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 LC=$top_builddir/tests/limit-client
 NOFILE=64		# dlmd's RLIMIT_NOFILE, soft and hard
 PER_UID=8		# max_clients_per_uid
@@ -36,10 +33,6 @@ POLLS=100		# waits: polls of 0.1 s
 
 rc=0
 pid=
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
-}
 
 [ "$(id -u)" = 0 ] || { echo "FAIL: needs root (setpriv, prlimit)" >&2; exit 1; }
 dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-limits.XXXXXX") || exit 1
@@ -51,25 +44,9 @@ cleanup() {
 		kill -KILL "$h" 2>/dev/null
 		wait "$h" 2>/dev/null
 	done
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-		kill -TERM "$pid"
-		i=0
-		while kill -0 "$pid" 2>/dev/null && [ $i -lt $POLLS ]; do
-			sleep 0.1
-			i=$((i + 1))
-		done
-		kill -KILL "$pid" 2>/dev/null
-	fi
-	if grep -q 'AddressSanitizer\|LeakSanitizer\|runtime error' "$dir/dlmd.out" 2>/dev/null; then
-		echo "FAIL: sanitizer report in dlmd's output" >&2
-		rc=1
-	fi
-	if [ $rc -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "logs kept in $dir (dlmd: $dir/dlmd.out)" >&2
-	fi
-	exit $rc
+	stop_dlmd
+	check_sanitizer "$dir/dlmd.out"
+	finish "dlmd: dlmd.out"
 }
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM
@@ -123,12 +100,7 @@ hold() {
 release() {
 	eval "exec $2>&-"
 	eval "rp=\$held_$1"
-	i=0
-	while kill -0 "$rp" 2>/dev/null && [ $i -lt $POLLS ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	if kill -0 "$rp" 2>/dev/null; then
+	if ! wait_gone "$rp"; then
 		fail "$1 did not exit after its stdin closed: $(cat "$dir/$1.out")"
 		kill -KILL "$rp" 2>/dev/null
 	fi

@@ -9,43 +9,30 @@
 # also fails it (dlm-cluster down checks).
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
+. "$top_srcdir/tests/test-lib.sh"
 CLUSTER=$top_srcdir/tests/dlm-cluster
-DLMCTL=$top_builddir/plugin/dlmctl
-DLMD=$top_builddir/plugin/dlmd
-export top_builddir
 # bounded waits: polls of 0.1 s
 POLLS=100
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-test.XXXXXX") || exit 1
 rc=0
-holder=
+pids=
+holders=	# the lock holder's PID while one runs (start_holder)
+. "$top_srcdir/tests/cluster-test-lib.sh"
 
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
+# start_holder LS [RESOURCE]: a test-libdlm-lt holder of a lock in LS in
+# the background ($holders), fed by the fifo on fd 3 (closing fd 3 makes it
+# unlock and exit); returns once it says "held".  The last holder's
+# hold.out goes first: its "held" would pass the wait before the new
+# holder truncated the file.
+start_holder() {
+	[ -p "$dir/hold" ] || mkfifo "$dir/hold"
+	rm -f "$dir/hold.out"
+	"$top_builddir/tests/test-libdlm-lt" hold "$@" <"$dir/hold" >"$dir/hold.out" 2>&1 &
+	holders=$!
+	exec 3>"$dir/hold"
+	wait_line "$dir/hold.out" held
 }
-
-cleanup() {
-	if [ -n "$holder" ]; then
-		kill "$holder" 2>/dev/null
-		wait "$holder" 2>/dev/null
-	fi
-	exec 3>&- 2>/dev/null
-	if ! "$CLUSTER" down "$dir"; then
-		echo "FAIL: teardown reported a problem" >&2
-		rc=1
-	fi
-	if [ $rc -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "logs kept in $dir (dlmd: $dir/n1/dlmd.out)" >&2
-	fi
-	exit $rc
-}
-trap cleanup EXIT
-trap 'rc=1; exit 1' INT TERM
 
 if ! "$CLUSTER" up 1 "$dir"; then
 	echo "FAIL: cannot bring up the one-node corosync cluster; dlmd needs corosync to run here" >&2
@@ -106,47 +93,27 @@ echo "$out" | grep -q '^nodeid 1$' || fail "status: nodeid: $out"
 "$DLMCTL" ls --json | grep -q '"name":"ctl-ls".*"members":\[1\]' ||
 	fail "dlmctl ls --json: $("$DLMCTL" ls --json)"
 # A client holding a lock shows in the lock dump.
-mkfifo "$dir/hold"
-"$top_builddir/tests/test-libdlm-lt" hold ctl-ls <"$dir/hold" >"$dir/hold.out" 2>&1 &
-holder=$!
-exec 3>"$dir/hold"
-i=0
-until grep -q '^held' "$dir/hold.out" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "lock holder did not start: $(cat "$dir/hold.out")"; break; }
-	sleep 0.1
-done
+start_holder ctl-ls
 "$DLMCTL" lockdump ctl-ls | grep -q 'held-resource' ||
 	fail "lockdump: $("$DLMCTL" lockdump ctl-ls)"
 "$DLMCTL" ls | grep -q 'clients 1 ' || fail "ls should count 1 client: $("$DLMCTL" ls)"
 exec 3>&-
-wait "$holder" || fail "lock holder exit status"
-holder=
+wait "$holders" || fail "lock holder exit status"
+holders=
 # Client-controlled names never write a line of their own: a resource
 # name with a newline prints escaped in the lock dump; a lockspace name
 # with one is refused, by dlmctl and by the daemon (tests/test-libdlm).
 nl='
 '
-# hold.out of the last holder says "held" until the new one truncates it
-rm -f "$dir/hold.out"
-"$top_builddir/tests/test-libdlm-lt" hold ctl-ls "evil${nl}resource \"faked\"" \
-	<"$dir/hold" >"$dir/hold.out" 2>&1 &
-holder=$!
-exec 3>"$dir/hold"
-i=0
-until grep -q '^held' "$dir/hold.out" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "second lock holder did not start: $(cat "$dir/hold.out")"; break; }
-	sleep 0.1
-done
+start_holder ctl-ls "evil${nl}resource \"faked\""
 "$DLMCTL" lockdump ctl-ls >"$dir/lockdump.out"
 grep -q 'resource "evil\\x0aresource \\x22faked\\x22"' "$dir/lockdump.out" ||
 	fail "lockdump does not escape a newline in a resource name: $(cat "$dir/lockdump.out")"
 grep -q '^resource "faked' "$dir/lockdump.out" && fail "lockdump printed a faked line"
 grep -q '^resource "faked' "$dir/n1/dlmd.out" && fail "dlmd's log has a faked line"
 exec 3>&-
-wait "$holder" || fail "second lock holder exit status"
-holder=
+wait "$holders" || fail "second lock holder exit status"
+holders=
 before=$("$DLMCTL" ls | grep -c '^name')
 "$DLMCTL" join "bad${nl}name" 2>/dev/null && fail "dlmctl join accepted a name with a newline"
 [ "$("$DLMCTL" ls | grep -c '^name')" = "$before" ] ||
@@ -194,16 +161,7 @@ wait_refusals() { # N: until dlmd has logged N refusals
 	done
 }
 "$DLMCTL" join stop-ls || fail "dlmctl join stop-ls"
-rm -f "$dir/hold.out"	# (the last holder's "held" would pass the wait)
-"$top_builddir/tests/test-libdlm-lt" hold stop-ls <"$dir/hold" >"$dir/hold.out" 2>&1 &
-holder=$!
-exec 3>"$dir/hold"
-i=0
-until grep -q '^held' "$dir/hold.out" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "stop-ls holder did not start: $(cat "$dir/hold.out")"; break; }
-	sleep 0.1
-done
+start_holder stop-ls
 n=$(refusals)
 kill -TERM "$DLMD_PID_1"
 wait_refusals $((n + 1))
@@ -219,8 +177,8 @@ grep -q 'lockspace stop-ls is in use: 1 client connections, 0 orphaned locks' "$
 "$DLMCTL" lockdump stop-ls | grep -q 'held-resource' ||
 	fail "the held lock is gone after a refused leave: $("$DLMCTL" lockdump stop-ls)"
 exec 3>&-
-wait "$holder" || fail "the holder could not unlock after a refused SIGTERM: $(cat "$dir/hold.out")"
-holder=
+wait "$holders" || fail "the holder could not unlock after a refused SIGTERM: $(cat "$dir/hold.out")"
+holders=
 "$top_builddir/tests/test-libdlm-lt" orphan stop-ls orphan-resource >"$dir/orphan.out" 2>&1 ||
 	fail "orphan client: $(cat "$dir/orphan.out")"
 kill -TERM "$DLMD_PID_1"
@@ -235,12 +193,7 @@ grep -q 'lockspace stop-ls is in use: 0 client connections, 1 orphaned locks' "$
 grep -q 'leave --force stop-ls: dropping the locks of 0 client connections and 1 orphaned locks' \
 	"$dir/n1/dlmd.out" || fail "dlmd did not log the forced leave"
 kill -TERM "$DLMD_PID_1"
-i=0
-while kill -0 "$DLMD_PID_1" 2>/dev/null && [ $i -lt $POLLS ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-kill -0 "$DLMD_PID_1" 2>/dev/null && fail "dlmd did not stop on SIGTERM once no lockspace was in use"
+wait_gone "$DLMD_PID_1" || fail "dlmd did not stop on SIGTERM once no lockspace was in use"
 grep -q 'dlmd stopped (exit 0)' "$dir/n1/dlmd.out" || fail "dlmd did not stop cleanly: $(tail -n 5 "$dir/n1/dlmd.out")"
 [ $rc -eq 0 ] && echo "PASS"
 exit $rc

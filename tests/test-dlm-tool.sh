@@ -8,54 +8,23 @@
 # Fails (never skips) if corosync cannot run here; always tears down.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
+. "$top_srcdir/tests/test-lib.sh"
 CLUSTER=$top_srcdir/tests/dlm-cluster
-DLMCTL=$top_builddir/plugin/dlmctl
 TOOL=$top_builddir/plugin/dlm_tool
 LT=$top_builddir/tests/test-libdlm-lt
-export top_builddir
 POLLS=100	# bounded waits: polls of 0.1 s
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/dlm-tool-test.XXXXXX") || exit 1
 rc=0
+pids=
 h1=
 h2=
-
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
-}
-
-cleanup() {
-	for p in $h1 $h2; do
-		kill "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
-	exec 3>&- 4>&- 2>/dev/null
-	"$CLUSTER" down "$dir" || { echo "FAIL: teardown reported a problem" >&2; rc=1; }
-	if [ $rc -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "logs kept in $dir" >&2
-	fi
-	exit $rc
-}
-trap cleanup EXIT
-trap 'rc=1; exit 1' INT TERM
+holders=	# $h1 and $h2 while they run
+. "$top_srcdir/tests/cluster-test-lib.sh"
 
 # expect NAME FILE PATTERN: a line of FILE matches the extended regex
 expect() {
 	grep -Eq -- "$3" "$2" || fail "$1: no line matches '$3' in: $(cat "$2")"
-}
-
-wait_line() {	# FILE TEXT: wait until FILE has a line starting with TEXT
-	i=0
-	until grep -q "^$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -gt $POLLS ] && { fail "no '$2' in $1: $(cat "$1")"; return 1; }
-		sleep 0.1
-	done
 }
 
 wait_exit() {	# PID: its exit status, or 124 (killed) after POLLS polls
@@ -139,11 +108,13 @@ echo "== lockdump and lockdebug: a holder and a waiter"
 mkfifo "$dir/in1" "$dir/in2"
 "$LT" hold tool-ls held-resource <"$dir/in1" >"$dir/h1.out" 2>&1 &
 h1=$!
+holders=$h1
 exec 3>"$dir/in1"
 wait_line "$dir/h1.out" held
 # (not with holder 1's fifo open: it would never see its EOF)
 "$LT" hold tool-ls held-resource <"$dir/in2" >"$dir/h2.out" 2>&1 3>&- &
 h2=$!
+holders="$h1 $h2"
 exec 4>"$dir/in2"
 i=0
 until "$TOOL" lockdump tool-ls | grep -q 'gr IV rq EX'; do
@@ -182,6 +153,7 @@ expect "lockdebug -v" "$dir/lockdebugv" '^LVB [0-9a-f]{64} seq [0-9]+ valid$'
 exec 3>&-
 wait_exit "$h1" || fail "holder 1 exit status: $(cat "$dir/h1.out")"
 h1=
+holders=$h2
 wait_line "$dir/h2.out" held
 "$TOOL" lockdump tool-ls >"$dir/lockdump2"
 expect "lockdump after" "$dir/lockdump2" "^id [0-9a-f]{8} gr EX rq IV pid $h2 master 0 \"held-resource\"\$"
@@ -193,6 +165,7 @@ expect "leave in use" "$dir/leave-busy" '^dlm_tool: lockspace tool-ls is in use:
 exec 4>&-
 wait_exit "$h2" || fail "holder 2 exit status: $(cat "$dir/h2.out")"
 h2=
+holders=
 
 echo "== fence_ack, leave, errors"
 "$TOOL" fence_ack 1 2>"$dir/fa.err"

@@ -31,10 +31,7 @@
 # Fails, never skips; every wait is bounded.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-DLMD=$top_builddir/plugin/dlmd
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 CLIENT=$top_builddir/tests/metrics-client
 DLCLIENT=$top_builddir/tests/cluster-client
 N=20			# lock/convert/unlock rounds
@@ -43,10 +40,6 @@ POLLS=100		# waits: polls of 0.1 s
 rc=0
 pid=
 cpid=
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
-}
 
 # Debian's python3 first: a version manager's shim in PATH costs ~0.5 s a call
 PYTHON=${PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
@@ -55,35 +48,13 @@ for tool in curl "$PYTHON" ss; do
 done
 dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-metrics.XXXXXX") || exit 1
 
-stop_dlmd() {
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-		kill -TERM "$pid"
-		i=0
-		while kill -0 "$pid" 2>/dev/null && [ $i -lt $POLLS ]; do
-			sleep 0.1
-			i=$((i + 1))
-		done
-		kill -0 "$pid" 2>/dev/null && fail "dlmd did not stop on SIGTERM"
-		kill -KILL "$pid" 2>/dev/null
-	fi
-	pid=
-}
-
 cleanup() {
 	[ -n "$cpid" ] && kill -KILL "$cpid" 2>/dev/null
 	exec 3>&- 2>/dev/null
-	stop_dlmd
-	if grep -q 'AddressSanitizer\|LeakSanitizer\|runtime error' "$dir"/*.log 2>/dev/null; then
-		echo "FAIL: sanitizer report" >&2
-		rc=1
-	fi
-	if [ $rc -eq 0 ]; then
-		rm -rf "$dir"
-		echo "test-metrics: ok"
-	else
-		echo "outputs kept in $dir" >&2
-	fi
-	exit $rc
+	stop_dlmd || fail "dlmd did not stop on SIGTERM"
+	check_sanitizer "$dir"/*.log
+	[ $rc -eq 0 ] && echo "test-metrics: ok"
+	finish
 }
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM
@@ -347,7 +318,7 @@ grep -qx "metrics none" "$dir/status-off.out" ||
 ctl metrics >"$dir/metrics-off.prom" 2>&1 || fail "dlmctl metrics with the endpoint off"
 check value "$dir/metrics-off.prom" dlmd_lockspaces >/dev/null ||
 	fail "dlmctl metrics with the endpoint off: $(head -5 "$dir/metrics-off.prom")"
-stop_dlmd
+stop_dlmd || fail "dlmd did not stop on SIGTERM"
 
 # --- 2. bad values ----------------------------------------------------
 for bad in "localhost:9527" "127.0.0.1:0" "127.0.0.1:70000" "127.0.0.1" "[::1]" \
@@ -432,7 +403,7 @@ curl -sSf "$url" >"$dir/deadlock.prom" 2>&1 || fail "scrape: $(cat "$dir/deadloc
 check garbage $port || fail "garbage"
 kill -0 "$pid" 2>/dev/null || fail "dlmd died"
 ctl status >/dev/null || fail "dlmctl status after the garbage"
-stop_dlmd
+stop_dlmd || fail "dlmd did not stop on SIGTERM"
 
 # --- 7. a unix socket ------------------------------------------------
 conf "$dir/unix.conf" "metrics_listen = $dir/metrics.sock"
@@ -442,6 +413,6 @@ curl -sSf --unix-socket "$dir/metrics.sock" http://localhost/metrics >"$dir/unix
 check value "$dir/unix.prom" dlmd_lockspaces >/dev/null || fail "unix socket scrape"
 code=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$dir/metrics.sock" http://localhost/)
 [ "$code" = 404 ] || fail "GET / over the unix socket: $code, want 404"
-stop_dlmd
+stop_dlmd || fail "dlmd did not stop on SIGTERM"
 [ -e "$dir/metrics.sock" ] && fail "dlmd left $dir/metrics.sock behind"
 exit $rc

@@ -1,0 +1,69 @@
+# tests/test-lib.sh - shell helpers of the tests that keep a directory of
+# files (tests/cluster-test-lib.sh, tests/ocf-agent.sh,
+# tests/pcmk-cluster.sh, tests/install-check.sh and the one-dlmd tests
+# below).  Sourced after rc=0 is set; dir (the test's directory) need
+# only be set by the time finish runs.  Sourcing it right after top_srcdir
+# is set gives the test top_builddir (absolute, exported), DLMD and
+# DLMCTL.
+
+top_builddir=${top_builddir:-.}
+top_builddir=$(cd "$top_builddir" && pwd)
+export top_builddir
+DLMD=$top_builddir/plugin/dlmd
+DLMCTL=$top_builddir/plugin/dlmctl
+
+# fail WHAT: report WHAT, and the test fails at its end
+fail() {
+	echo "FAIL: $*" >&2
+	rc=1
+}
+
+# finish [WHERE]: the last step of an EXIT trap.  A passed test's
+# directory goes; a failed test's is kept for its logs, WHERE saying which
+# of its files to read first.  Exits with rc.
+finish() {
+	if [ "$rc" -eq 0 ]; then
+		rm -rf "$dir"
+	else
+		echo "files kept in $dir${1:+ ($1)}" >&2
+	fi
+	exit "$rc"
+}
+
+# The tests that run one dlmd of their own, without a cluster
+# (test-cli.sh, test-client-limits.sh, test-metrics.sh), also share:
+
+# wait_gone PID: until process PID is gone, for at most POLLS polls of
+# 0.1 s; 1 if it is still there
+wait_gone() {
+	i=0
+	while kill -0 "$1" 2>/dev/null; do
+		[ $i -ge $POLLS ] && return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# stop_dlmd: the dlmd at $pid, if it runs, gets SIGTERM and POLLS polls
+# of 0.1 s to stop, then SIGKILL.  Empties pid.  Returns 1 if SIGTERM
+# did not stop it.
+stop_dlmd() {
+	stopped=0
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid"
+		if ! wait_gone "$pid"; then
+			stopped=1
+			kill -KILL "$pid" 2>/dev/null
+		fi
+	fi
+	pid=
+	return $stopped
+}
+
+# check_sanitizer FILE...: fails the test if a sanitizer reported in any
+# of the FILEs (those that do not exist are skipped)
+check_sanitizer() {
+	if grep -q 'AddressSanitizer\|LeakSanitizer\|runtime error' "$@" 2>/dev/null; then
+		fail "sanitizer report in $*"
+	fi
+}
