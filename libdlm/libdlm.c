@@ -66,7 +66,11 @@
  * completes every one still remembered with ENOTCONN, through run_ast
  * like an AST of dlmd's, and later async locks fail at once.  A
  * completion that did come is read first (the socket is read in order),
- * so none completes twice.
+ * so none completes twice.  Async requests of the old way (conversions,
+ * locks under a parent, unlocks, cancels) are not remembered here: dlmd
+ * knows which of them still wait and writes each a completion with
+ * ENOTCONN before it closes the AST socket (plugin/client.c ast_lost),
+ * so a forced release from anywhere ends them too.
  *
  * Return convention at this API: 0 or -1 with errno.  Internally every
  * function returns 0 or a negative errno, converted once by ret_errno().

@@ -63,7 +63,9 @@
  * (DLMP_REPLY_HELD) with its lock id.  cl_nheld counts them, bounded by DLMP_MAX_HELD (past it a
  * request is refused with -ENOBUFS).  A purge of the client's own locks
  * answers its held ones with a cancel completion; a release of the
- * lockspace under it with -ENOTCONN; a closed connection drops them.
+ * lockspace under it with -ENOTCONN, and its async requests still
+ * waiting get a completion AST with -ENOTCONN before the AST socket
+ * closes (ast_lost); a closed connection drops them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -105,6 +107,8 @@ struct lkcb {
 	bool		lc_sync_lock;		/* a LOCK's answer is held */
 	bool		lc_sync_unlock;		/* an UNLOCK's answer is held */
 	bool		lc_sync_cancel;		/* ... and it was a cancel */
+	bool		lc_async;		/* an async request waits for
+						 * its completion AST */
 	uint32_t	lc_lock_reqid;
 	uint32_t	lc_unlock_reqid;
 	struct lkcb	*lc_next_free;
@@ -506,6 +510,7 @@ void dlmd_client_deliver_ast(struct dlmd *d, const struct dlmd_pending_ast *pa)
 			dlmd_metrics_wait_end(&c->cl_ls->dl_metrics, cb->lc_wait_ns,
 					      status == 0);
 		cb->lc_wait_ns = 0;
+		cb->lc_async = false;
 		m.m_u.ast.as_kind = DLMP_AST_COMP;
 		if (cb->lc_deadlock && status == -DLM_ECANCEL) {
 			status = -EDEADLK;
@@ -623,6 +628,42 @@ struct drop_held {
 	int32_t			dh_unlock_status;
 };
 
+/*
+ * The lockspace goes (a forced release, from any client, dlmctl or the
+ * daemon stopping) while an async request of lock 'key' waits for its
+ * completion AST: give it that completion now, with 'status', on the AST
+ * socket that is about to close, so that no caller waits for ever
+ * (issue 14).  The engine drops its locks without ASTs.  This covers
+ * every async request, the ones libdlm also remembers (ids of its own:
+ * it forgets one when its completion is read, so none completes twice)
+ * and the others (conversions, locks under a parent, unlocks and
+ * cancels), which only the daemon knows are waiting.  Limit: an AST
+ * socket already full (a client that stopped reading) keeps what did not
+ * fit in its queue, and the queue goes with the socket; libdlm then
+ * still completes its own-id locks at the socket's end.
+ */
+static void ast_lost(struct dlmd *d, struct dlmd_client *c, uint32_t key,
+		     struct lkcb *cb, int32_t status)
+{
+	struct dlmp_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_AST;
+	m.m_hdr.h_reqid = c->cl_purge_epoch;
+	m.m_u.ast.as_kind = DLMP_AST_COMP;
+	m.m_u.ast.as_status = status;
+	m.m_u.ast.as_lkid = key;
+	m.m_u.ast.as_grmode = DLM_LOCK_IV;
+	m.m_u.ast.as_bastmode = DLM_LOCK_IV;
+	m.m_u.ast.as_castaddr = cb->lc_castaddr;
+	m.m_u.ast.as_castparam = cb->lc_castparam;
+	m.m_u.ast.as_bastaddr = cb->lc_bastaddr;
+	m.m_u.ast.as_bastparam = cb->lc_bastparam;
+	m.m_u.ast.as_lksb = cb->lc_lksb;
+	cb->lc_async = false;
+	ast_send(d, c, &m);
+}
+
 static void drop_held_one(void *arg, uint32_t key, void *val)
 {
 	struct drop_held *dh = arg;
@@ -632,6 +673,8 @@ static void drop_held_one(void *arg, uint32_t key, void *val)
 	struct dlmp_comp cp;
 
 	if (dh->dh_error) {
+		if (cb->lc_async)
+			ast_lost(dh->dh_d, c, key, cb, dh->dh_error);
 		memset(&rp, 0, sizeof(rp));
 		rp.rp_status = dh->dh_error;
 		if (cb->lc_sync_lock)
@@ -666,7 +709,7 @@ static void drop_lock_records(struct dlmd_client *c, struct drop_held *dh)
 {
 	if (c->cl_ls)
 		u32map_each(&c->cl_locks, end_wait, &c->cl_ls->dl_metrics);
-	if (dh && c->cl_nheld)
+	if (dh && (c->cl_nheld || dh->dh_error))
 		u32map_each(&c->cl_locks, drop_held_one, dh);
 	else
 		u32map_each(&c->cl_locks, free_lkcb, NULL);
@@ -1197,8 +1240,10 @@ static int lock_request(struct req_ctx *rq)
 		cb->lc_wait_ns = dlmd_metrics_wait_begin(&c->cl_ls->dl_metrics,
 							 arrived);
 	rq->rq_reply.rp_value = lkid;
-	if (!hold)
+	if (!hold) {
+		cb->lc_async = !ac.ac_taken;
 		return 0;
+	}
 	cb->lc_sync_lock = true;
 	cb->lc_lock_reqid = rq->rq_msg->m_hdr.h_reqid;
 	c->cl_nheld++;
@@ -1280,8 +1325,11 @@ static int req_unlock(struct req_ctx *rq)
 		if (ul->ul_lksb)
 			cb->lc_lksb = ul->ul_lksb;
 	}
-	if (!hold || !cb)
+	if (!hold || !cb) {
+		if (cb)
+			cb->lc_async = true;
 		return 0;
+	}
 	cb->lc_sync_unlock = true;
 	cb->lc_sync_cancel = (ul->ul_flags & DLM_LKF_CANCEL) != 0;
 	cb->lc_unlock_reqid = rq->rq_msg->m_hdr.h_reqid;

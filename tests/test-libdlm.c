@@ -2554,6 +2554,63 @@ static void test_async_gone(void **state)
 	assert_int_equal(dlm_close_lockspace(h), 0);
 }
 
+/* Async requests that are not new locks of ids of the handle's own (a
+ * conversion, a lock under a parent) get a REPLY and then wait in dlmd
+ * for their completion.  When the lockspace is released with force from
+ * another handle while they wait, each still completes, with ENOTCONN,
+ * within a bound, never hangs (issue 14). */
+static void test_async_release_old_path(void **state)
+{
+	static struct rec hold, cv, par, other_par, child_hold, child;
+	dlm_lshandle_t h, o, r;
+
+	(void)state;
+	h = dlm_new_lockspace("ls-oldpath", 0600, 0);
+	assert_non_null(h);
+	o = dlm_open_lockspace("ls-oldpath");
+	assert_non_null(o);
+	rec_init(&hold);
+	rec_init(&cv);
+	rec_init(&par);
+	rec_init(&other_par);
+	rec_init(&child_hold);
+	rec_init(&child);
+	/* o holds EX; h's NL converting to EX waits behind it */
+	assert_int_equal(lock_sync(o, LKM_EXMODE, &hold, 0, "cv"), 0);
+	assert_int_equal(lock_sync(h, LKM_NLMODE, &cv, 0, "cv"), 0);
+	assert_int_equal(lock(h, LKM_EXMODE, &cv, LKF_CONVERT, "cv", NULL), 0);
+	/* o holds EX on the sub-resource "child" of "par"; h's lock on it
+	 * under its own parent waits */
+	assert_int_equal(lock_sync(o, LKM_CRMODE, &other_par, 0, "par"), 0);
+	assert_int_equal(lock_under(o, LKM_EXMODE, &child_hold, 0, "child",
+				    other_par.r_lksb.sb_lkid), 0);
+	assert_int_equal(lock_sync(h, LKM_CRMODE, &par, 0, "par"), 0);
+	assert_int_equal(dlm_ls_lock(h, LKM_EXMODE, &child.r_lksb, 0, "child", 5,
+				     par.r_lksb.sb_lkid, comp_ast, &child,
+				     bast_ast, NULL), 0);
+	/* both queued: nothing completes */
+	settle(h, 200);
+	assert_int_equal(cv.r_comp, 1);
+	assert_int_equal(child.r_comp, 0);
+	/* released with force from a third handle */
+	r = dlm_open_lockspace("ls-oldpath");
+	assert_non_null(r);
+	assert_int_equal(dlm_release_lockspace("ls-oldpath", r, 1), 0);
+	/* bounded: wait_for fails after AST_TIMEOUT_MS */
+	assert_int_equal(wait_for(&cv.r_comp, 2, h, NULL), 0);
+	assert_int_equal(cv.r_lksb.sb_status, ENOTCONN);
+	assert_int_equal(wait_for(&child.r_comp, 1, h, NULL), 0);
+	assert_int_equal(child.r_lksb.sb_status, ENOTCONN);
+	/* each once: the socket then ends */
+	assert_int_equal(dlm_dispatch(dlm_ls_get_fd(h)), -1);
+	assert_int_equal(errno, ENOTCONN);
+	assert_int_equal(cv.r_comp, 2);
+	assert_int_equal(child.r_comp, 1);
+	assert_int_equal(par.r_comp, 1);
+	assert_int_equal(dlm_close_lockspace(o), 0);
+	assert_int_equal(dlm_close_lockspace(h), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2597,6 +2654,7 @@ int main(void)
 		cmocka_unit_test(test_permissions),
 		cmocka_unit_test(test_async_own_ids),
 		cmocka_unit_test(test_async_gone),
+		cmocka_unit_test(test_async_release_old_path),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
