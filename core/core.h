@@ -288,6 +288,9 @@ struct dlm_ls_stats {
 	uint64_t	ls_deadlocks;	/* deadlock victims chosen on this node */
 	uint32_t	ls_last_victim;	/* lock id of the latest one (0: none) */
 	uint64_t	ls_probes_sent;	/* deadlock probes sent (core/deadlock.c) */
+	uint64_t	ls_clock_rejected;	/* messages dropped: their token
+						   clock was implausibly far
+						   ahead (core/token.c) */
 };
 void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st);
 

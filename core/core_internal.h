@@ -241,6 +241,7 @@ struct dlm_ls {
 	uint64_t		ls_msgs_sent;
 	uint64_t		ls_msgs_received;
 	uint64_t		ls_token;	/* token clock (token.c) */
+	uint64_t		ls_clock_rejected;	/* token.c */
 	bool			ls_token_warned;
 	/* recovery; both changed only by recover.c set_state/set_rstep */
 	enum dlm_ls_state	ls_state;
@@ -365,7 +366,8 @@ void dlm_recover_free_ls(struct dlm_ls *ls);
 #define DLM_TOKEN_GEN_SHIFT	32
 #define DLM_TOKEN_LOW_MASK	((UINT64_C(1) << DLM_TOKEN_GEN_SHIFT) - 1)
 uint64_t dlm_token_mint(struct dlm_ls *ls);
-void dlm_token_heard(struct dlm_ls *ls, uint64_t clock);
+struct dlm_msg;
+int dlm_token_heard(struct dlm_ls *ls, const struct dlm_msg *m);
 bool dlm_token_mode(int mode);
 /* lkb's token if it holds (or last held, when not granted) a write mode */
 uint64_t dlm_lkb_token(const struct dlm_lkb *lkb);

@@ -290,6 +290,7 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	st->ls_orphans = ls->ls_norphans;
 	st->ls_msgs_sent = ls->ls_msgs_sent;
 	st->ls_msgs_received = ls->ls_msgs_received;
+	st->ls_clock_rejected = ls->ls_clock_rejected;
 	st->ls_stuck = ls->ls_audit_gen == ls->ls_generation ? ls->ls_nstuck : 0;
 	st->ls_audits_sent = ls->ls_audits_sent;
 	st->ls_deadlocks = ls->ls_deadlocks;
@@ -327,9 +328,13 @@ int dlm_core_receive(struct dlm_core *core, uint32_t from,
 	}
 	ls->ls_msgs_received++;
 	/* what a member has minted or heard of orders our next fencing
-	 * tokens (token.c), whenever we handle the message */
-	if (dlm_ls_is_member(ls, from))
-		dlm_token_heard(ls, m.m_clock);
+	 * tokens (token.c), whenever we handle the message; a clock no
+	 * member can have drops the message */
+	if (dlm_ls_is_member(ls, from)) {
+		rv = dlm_token_heard(ls, &m);
+		if (rv)
+			return rv;
+	}
 	if (dlm_msg_is_recovery(m.m_type))
 		return dlm_recover_receive(ls, &m, buf, len);
 	if (!dlm_ls_running(ls))

@@ -74,6 +74,39 @@
  * with the holder's RC_LOCK, so the holder and the dump show the same
  * number; clients read it with dlm_ls_lock_token() (libdlm).
  *
+ * A clock from the future.  The clock a message carries is believed (the
+ * receiver's own is raised to it), so one member that sends a clock near
+ * UINT64_MAX, through a bug or a forged message that passed the
+ * transport's authentication, would use up the lockspace's tokens: the
+ * next grant would mint UINT64_MAX and every one after it the same
+ * (tokens saturate, they never wrap back to small numbers, but equal
+ * tokens no longer order conflicting writers).  So the receiver bounds
+ * what it hears (dlm_token_heard).  A member's clock is at most what
+ * some member minted, and minting under an event needs that event's
+ * last recovery step, which every member reaches only after starting
+ * the event: so while we have started event E (ls_event), nobody has
+ * minted under E + 1 or later, and each legitimate clock is below
+ * (E + 2) << 32 (E + 1 would do; one generation of slack covers the
+ * carry of a generation past 2^32 grants, see Limits).  One kind of
+ * message comes legitimately from further ahead: a recovery message of
+ * an event we have not started yet (m_gen above ls_event; a joining
+ * node, still at event 0, hears the others' recovery of the event that
+ * brings it in, with clocks of generations it never saw).  Its clock is
+ * not heard at all, neither believed nor held against it: the floor of
+ * that event, once we start it, is above every token minted before it,
+ * which is all such a clock could tell us.  (A forger gains nothing
+ * from that way in either: an unheard clock changes nothing.)
+ * Past that bound a clock is still believed when it is at most
+ * TOKEN_AHEAD_MAX (2^24) above our own, so that a lockspace whose
+ * tokens did carry past 2^32 in one generation keeps working; a forger
+ * can then push our clock by that much per message, 2^40 messages to
+ * the end of the range.  A message beyond both is dropped whole (a
+ * member's other fields are not to be trusted either), logged (the
+ * first, second, fourth, ... of a lockspace) and counted in
+ * ls_clock_rejected (dlm_core_ls_stats).  Below the bound a wrong clock
+ * can only make tokens jump ahead, which costs nothing: they still only
+ * grow.
+ *
  * Limits.
  *  - "While any node keeps the lockspace": when every node has left it,
  *    nothing remembers its events or clock, and a new instance starts at
@@ -95,9 +128,13 @@
 #include <errno.h>
 
 #include "core/core_internal.h"
+#include "core/wire.h"
 
 /* The low half of a token past which we warn once (see Limits). */
 #define TOKEN_LOW_WARN		(UINT64_C(1) << 31)
+/* A member's clock may be this far above ours even past the generation
+ * bound (see "A clock from the future"). */
+#define TOKEN_AHEAD_MAX		(UINT64_C(1) << 24)
 
 static uint64_t token_floor(const struct dlm_ls *ls)
 {
@@ -112,7 +149,8 @@ uint64_t dlm_token_mint(struct dlm_ls *ls)
 	    t < token_floor(ls))
 		t = token_floor(ls);
 	if (t == UINT64_MAX) {
-		/* cannot happen in practice (see Limits); never wrap */
+		/* cannot happen in practice (see Limits and "A clock from
+		 * the future"); never wrap: saturate */
 		log_ls(ls, DLM_LOG_ERR, "fencing tokens exhausted");
 		return t;
 	}
@@ -130,14 +168,52 @@ uint64_t dlm_token_mint(struct dlm_ls *ls)
 	return t;
 }
 
-void dlm_token_heard(struct dlm_ls *ls, uint64_t clock)
+/* The highest clock a member's message may carry now (see "A clock from
+ * the future"): below the generation after next, or at most
+ * TOKEN_AHEAD_MAX above our own clock; saturated, never wrapped. */
+static uint64_t clock_limit(const struct dlm_ls *ls)
 {
+	uint64_t by_gen = UINT64_MAX, by_clock = UINT64_MAX;
+
+	if (ls->ls_event < UINT32_MAX - 1)
+		by_gen = (((uint64_t)ls->ls_event + 2) << DLM_TOKEN_GEN_SHIFT) - 1;
+	if (ls->ls_token <= UINT64_MAX - TOKEN_AHEAD_MAX)
+		by_clock = ls->ls_token + TOKEN_AHEAD_MAX;
+	return by_gen > by_clock ? by_gen : by_clock;
+}
+
+int dlm_token_heard(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	uint64_t clock = m->m_clock, limit;
+
 	/* the broken variant counts alone: it neither hears the others nor
 	 * the generation, so a new master starts from its own count */
 	if (ls->ls_core->core_fault == DLM_FAULT_TOKEN_RESET)
-		return;
-	if (clock > ls->ls_token)
-		ls->ls_token = clock;
+		return 0;
+	if (clock <= ls->ls_token)
+		return 0;
+	/* the recovery of an event we have not started: its floor covers
+	 * what it could tell us */
+	if (dlm_msg_is_recovery(m->m_type) && m->m_gen > ls->ls_event)
+		return 0;
+	limit = clock_limit(ls);
+	if (clock > limit) {
+		ls->ls_clock_rejected++;
+		/* the first, then ever more rarely: a flood of them must not
+		 * flood the log */
+		if (!(ls->ls_clock_rejected & (ls->ls_clock_rejected - 1)))
+			log_ls(ls, DLM_LOG_WARNING,
+			       "dropped a message from node %u: its token clock "
+			       "%llx is beyond %llx (event %u, clock %llx); "
+			       "%llu dropped so",
+			       m->m_from, (unsigned long long)clock,
+			       (unsigned long long)limit, ls->ls_event,
+			       (unsigned long long)ls->ls_token,
+			       (unsigned long long)ls->ls_clock_rejected);
+		return -ERANGE;
+	}
+	ls->ls_token = clock;
+	return 0;
 }
 
 bool dlm_token_mode(int mode)

@@ -201,6 +201,92 @@ static void test_recover_token(void **state)
 	cluster_free(c);
 }
 
+/* A message from node 'from' to node 'to' carrying token clock 'clock':
+ * a reply about a lock nobody has, which the receiver ignores (-ENOENT)
+ * once it heard the clock.  dlm_core_receive's result: -ERANGE if it was
+ * dropped for its clock. */
+static int send_clock(struct cluster *c, int from, int to, uint64_t clock)
+{
+	unsigned char buf[DLM_WIRE_MAX_LEN];
+	struct dlm_msg m;
+	int len;
+
+	memset(&m, 0, sizeof(m));
+	m.m_type = DLM_MSG_REQUEST_REPLY;
+	m.m_lsid = dlm_core_ls_id(c->ls[to]);
+	m.m_from = (uint32_t)from;
+	m.m_to = (uint32_t)to;
+	m.m_remid = 0x7ffff001;
+	m.m_grmode = DLM_LOCK_IV;
+	m.m_rqmode = DLM_LOCK_IV;
+	m.m_bastmode = DLM_LOCK_IV;
+	m.m_clock = clock;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_true(len > 0);
+	return dlm_core_receive(c->core[to], (uint32_t)from, buf, (size_t)len);
+}
+
+/* Lock 'name' EX on node 1 (its master), unlock it, return the token. */
+static uint64_t write_grant(struct cluster *c, const char *name)
+{
+	uint32_t x = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	uint64_t t;
+
+	drain(c);
+	assert_status(c, 1, x, 0);
+	t = token_of(c, 1, 1, x);
+	assert_int_equal(unlock(c, 1, 1, x, 0, NULL), 0);
+	drain(c);
+	return t;
+}
+
+/* A member that sends a clock near UINT64_MAX (a bug, a forged message)
+ * must not use up the lockspace's fencing tokens: such a message is
+ * dropped, logged and counted, and later tokens still grow; a clock a
+ * member can have (below the generation after next) is heard
+ * (core/token.c "A clock from the future"). */
+static void test_forged_clock(void **state)
+{
+	struct cluster *c = cluster_new(2, 100);
+	struct dlm_ls_stats st;
+	uint64_t t0, t1, t2, heard;
+	int warn, rv;
+
+	(void)state;
+	t0 = write_grant(c, "F");
+	warn = c->nlog_warn;
+	rv = send_clock(c, 2, 1, UINT64_MAX - 1);
+	/* the damage it would do: equal (saturated) tokens */
+	t1 = write_grant(c, "F");
+	t2 = write_grant(c, "F");
+	if (!(t0 < t1 && t1 < t2) || t2 >= (UINT64_C(2) << 32))
+		fail_msg("tokens %llx %llx %llx after a forged clock",
+			 (unsigned long long)t0, (unsigned long long)t1,
+			 (unsigned long long)t2);
+	assert_int_equal(rv, -ERANGE);
+	assert_true(c->nlog_warn > warn);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_clock_rejected, 1);
+	/* the generation after next, at event 0: refused too */
+	assert_int_equal(send_clock(c, 2, 1, UINT64_C(2) << 32), -ERANGE);
+	/* just below it: heard, tokens go on above */
+	heard = (UINT64_C(2) << 32) - 1;
+	assert_int_not_equal(send_clock(c, 2, 1, heard), -ERANGE);
+	t1 = write_grant(c, "F");
+	assert_true(t1 > heard);
+	/* after a recovery to event 1 the bound moves up a generation */
+	recover_all(c, 1);
+	assert_int_not_equal(send_clock(c, 2, 1, (UINT64_C(3) << 32) - 1),
+			     -ERANGE);
+	assert_int_equal(send_clock(c, 2, 1, UINT64_MAX), -ERANGE);
+	t2 = write_grant(c, "F");
+	assert_true(t2 > (UINT64_C(3) << 32) - 1);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_clock_rejected, 3);
+	assert_verified(c);
+	cluster_free(c);
+}
+
 /* A recovery step runs out of memory on one node: that node stays
  * stopped, says so (recovery_failed, dlm_core_ls_recovery_error), and
  * announces nothing, so the others wait at the barrier of the step that
@@ -464,6 +550,7 @@ int main(void)
 		cmocka_unit_test(test_recover_master_dies),
 		cmocka_unit_test(test_recover_enomem),
 		cmocka_unit_test(test_recover_token),
+		cmocka_unit_test(test_forged_clock),
 		cmocka_unit_test(test_recover_held_and_resent),
 		cmocka_unit_test(test_recover_inflight_unlock),
 		cmocka_unit_test(test_recover_abort_dedupe),
