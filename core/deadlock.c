@@ -112,6 +112,30 @@
  * stale when replayed.  A member that dies in a cycle breaks it: its
  * locks are purged.
  *
+ * A member that is wrong.  Probes come from members only, but a member
+ * may be buggy (or a forged message may pass the transport's
+ * authentication), so what a probe says is checked where it can be:
+ * hops out of 1..DLM_DEADLK_MAX_HOPS, an initiator that is not a member
+ * or has no lock id or age: dropped and logged; a lock that does not
+ * exist here, or is not the one the sender's lock is paired with, or
+ * another generation: ignored.  Every hop adds one to the count, so a
+ * probe dies after DLM_DEADLK_MAX_HOPS hops whatever its initiator; a
+ * request forwards a given probe once (lkb_dl_mark), so a probe that
+ * names no real initiator (the youngest age there is, a lock that does
+ * not exist) goes round a cycle once and stops: one garbage probe costs
+ * at most one message per edge it meets, never more.  A victim is
+ * picked only by a probe that comes home as the initiator's latest
+ * round: its node, lock id, age and round (the low half of the clock
+ * when it went out, lkb_dl_probe_ms) must all be the request's own, so a
+ * HOLDER made up by a member that never saw that probe cannot cancel a
+ * request that is in no cycle.  (A probe must therefore come home
+ * within deadlock_ms, before the request's next round replaces it;
+ * one that is later is one round lost, the next round finds the cycle.)  What stays out of reach: the master of
+ * the resource the initiator waits on sees the real probe and could
+ * echo it back; a master that lies can do worse anyway (grant what
+ * conflicts), and nothing short of checking every master's queues
+ * could tell.
+ *
  * Known limits.  Two cycles that share a request can both be broken at
  * once, each by its own youngest member, where one victim would have
  * done: each member found its own cycle whole when its probe went out.
@@ -388,7 +412,8 @@ static void at_holder(struct walk *w, struct dlm_lkb *h)
 		if (!waits_quietly(x) || !same_waiter(x, h))
 			continue;
 		if (home && x->lkb_id == p->pr_lkid &&
-		    dlm_deadlock_key(x) == p->pr_key) {
+		    dlm_deadlock_key(x) == p->pr_key &&
+		    p->pr_round == (uint32_t)x->lkb_dl_probe_ms) {
 			break_cycle(ls, x);
 			return;	/* x may be gone, and ow_locks changed */
 		}

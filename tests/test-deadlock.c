@@ -606,6 +606,188 @@ static void test_probe_checks(void **state)
 	net_free(n);
 }
 
+/* The lock info of lkid on node (dlm_core_ls_walk). */
+struct find_li {
+	uint32_t		fl_lkid;
+	struct dlm_lock_info	fl_li;
+	int			fl_found;
+};
+
+static void find_li_fn(void *arg, const struct dlm_lock_info *li)
+{
+	struct find_li *f = arg;
+
+	if (li->lkid == f->fl_lkid && !li->is_master_copy) {
+		f->fl_li = *li;
+		f->fl_found = 1;
+	}
+}
+
+static struct dlm_lock_info lock_info(struct net *n, int node, uint32_t lkid)
+{
+	struct find_li f = { .fl_lkid = lkid };
+
+	dlm_core_ls_walk(n->ls[node], find_li_fn, &f);
+	assert_true(f.fl_found);
+	return f.fl_li;
+}
+
+/* A probe message of 'type' from node 'from' to 'to' about lock 'remid'
+ * there ('lkid' at the sender), initiated by lock 'init' of node
+ * 'inode' with age 'key', round 'round', 'hops' so far; the receiver's
+ * answer. */
+static int forge_probe(struct net *n, int type, int from, int to,
+		       uint32_t lkid, uint32_t remid, uint32_t inode,
+		       uint32_t init, uint64_t key, uint32_t round, int hops,
+		       uint32_t gen)
+{
+	unsigned char buf[DLM_WIRE_MAX_LEN];
+	struct dlm_msg m;
+	int len;
+
+	memset(&m, 0, sizeof(m));
+	m.m_type = (uint16_t)type;
+	m.m_lsid = dlm_core_ls_id(n->ls[to]);
+	m.m_from = (uint32_t)from;
+	m.m_to = (uint32_t)to;
+	m.m_lkid = lkid;
+	m.m_remid = remid;
+	m.m_nodeid = inode;
+	m.m_lvbseq = init;
+	m.m_owner = key;
+	m.m_sbflags = round;
+	m.m_status = hops;
+	m.m_gen = gen;
+	m.m_grmode = DLM_LOCK_IV;
+	m.m_rqmode = DLM_LOCK_IV;
+	m.m_bastmode = DLM_LOCK_IV;
+	m.m_grrange.ra_end = DLM_RANGE_MAX;
+	m.m_rqrange.ra_end = DLM_RANGE_MAX;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_true(len > 0);
+	return dlm_core_receive(n->core[to], (uint32_t)from, buf, (size_t)len);
+}
+
+static uint64_t probes_sent(struct net *n)
+{
+	uint64_t sum = 0;
+
+	for (int i = 1; i <= NNODES; i++)
+		sum += stats(n, i).ls_probes_sent;
+	return sum;
+}
+
+/* A member that sends garbage probes (a bug, or forged ones past the
+ * transport's authentication): probes naming locks that do not exist,
+ * of another generation, at the hop limit, the youngest possible age
+ * looping through a cycle that never breaks, and a HOLDER that names a
+ * waiting request as its own initiator although no cycle exists.
+ * Nothing crashes, every garbage probe costs a bounded number of
+ * messages, and no request that is not in a cycle is cancelled. */
+static void test_probe_garbage(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a1, b2, wb1, wa2, c2, c1, r;
+	struct dlm_lock_info wb1_li, wa2_li, c1_li;
+	uint64_t before;
+
+	(void)state;
+	/* a cycle that never breaks: both requests exempt (NODLCKWT) */
+	a1 = lock(n, 1, "A", DLM_LOCK_EX, 11);
+	b2 = lock(n, 2, "B", DLM_LOCK_EX, 21);
+	wb1 = lock_flags(n, 1, "B", DLM_LOCK_EX, 11, DLM_LKF_NODLCKWT);
+	wa2 = lock_flags(n, 2, "A", DLM_LOCK_EX, 21, DLM_LKF_NODLCKWT);
+	/* owner 11 also holds C, mastered by node 2 */
+	c2 = lock(n, 2, "C", DLM_LOCK_NL, 22);
+	c1 = lock(n, 1, "C", DLM_LOCK_NL, 11);
+	assert_granted(n, 1, c1);
+	pass(n, 3 * DEADLOCK_MS);
+	assert_int_equal(deadlocks(n), 0);
+	assert_int_equal(probes_sent(n), 0);
+	wb1_li = lock_info(n, 1, wb1);
+	wa2_li = lock_info(n, 2, wa2);
+	c1_li = lock_info(n, 1, c1);
+
+	/* locks that do not exist, either kind */
+	assert_int_equal(forge_probe(n, DLM_MSG_DEADLK_PROBE, 1, 2, 777, 0x7777,
+				     3, 5, 9, 1, 1, 0), 0);
+	assert_int_equal(forge_probe(n, DLM_MSG_DEADLK_HOLDER, 2, 1, 777, 0x7777,
+				     1, wb1, 9, 1, 1, 0), 0);
+	assert_int_equal(n->nq, 0);
+	/* another generation */
+	assert_int_equal(forge_probe(n, DLM_MSG_DEADLK_PROBE, 1, 2, wb1,
+				     wb1_li.remid, 3, 5, UINT64_MAX, 1, 1, 7), 0);
+	assert_int_equal(n->nq, 0);
+	/* hop counts out of range are refused; at the limit nothing goes on */
+	assert_int_equal(forge_probe(n, DLM_MSG_DEADLK_PROBE, 1, 2, wb1,
+				     wb1_li.remid, 3, 5, UINT64_MAX, 1, 65535, 0),
+			 -EBADMSG);
+	assert_int_equal(forge_probe(n, DLM_MSG_DEADLK_PROBE, 1, 2, wb1,
+				     wb1_li.remid, 3, 5, UINT64_MAX, 1, -1, 0),
+			 -EBADMSG);
+	assert_int_equal(forge_probe(n, DLM_MSG_DEADLK_PROBE, 1, 2, wb1,
+				     wb1_li.remid, 3, 5, UINT64_MAX, 1,
+				     DLM_DEADLK_MAX_HOPS, 0), 0);
+	assert_int_equal(n->nq, 0);
+	/* the youngest age there is, from a lock that does not exist, into
+	 * the cycle: it goes round once and dies at the marks; many rounds
+	 * of it cost as many times that */
+	before = probes_sent(n);
+	assert_int_equal(forge_probe(n, DLM_MSG_DEADLK_PROBE, 1, 2, wb1,
+				     wb1_li.remid, 3, 5, UINT64_MAX, 1, 1, 0), 0);
+	drain(n);
+	if (probes_sent(n) - before > 4)
+		fail_msg("one garbage probe made %llu",
+			 (unsigned long long)(probes_sent(n) - before));
+	before = probes_sent(n);
+	for (r = 2; r < 102; r++) {
+		assert_int_equal(forge_probe(n, DLM_MSG_DEADLK_PROBE, 1, 2, wb1,
+					     wb1_li.remid, 3, 5, UINT64_MAX, r,
+					     1, 0), 0);
+		drain(n);
+	}
+	if (probes_sent(n) - before > 100 * 4)
+		fail_msg("100 garbage probes made %llu",
+			 (unsigned long long)(probes_sent(n) - before));
+	/* nor does such a probe pick a victim among members of the cycle
+	 * that are not its initiator */
+	assert_int_equal(deadlocks(n), 0);
+	assert_pending(n, 1, wb1);
+	assert_pending(n, 2, wa2);
+
+	(void)a1;
+	(void)b2;
+	(void)c2;
+	(void)wa2_li;
+	(void)c1_li;
+	net_free(n);
+
+	/* Owner 11 holds C (mastered by node 2) and waits for B behind
+	 * owner 21, who waits for nothing: no cycle.  A HOLDER from C's
+	 * master saying that 11's lock on C blocks a probe of wb1's (its
+	 * age right, a round wb1 never sent) is no cycle wb1 started: wb1
+	 * is not cancelled. */
+	n = net_new();
+	c2 = lock(n, 2, "C", DLM_LOCK_NL, 22);
+	c1 = lock(n, 1, "C", DLM_LOCK_NL, 11);
+	b2 = lock(n, 2, "B", DLM_LOCK_EX, 21);
+	wb1 = lock(n, 1, "B", DLM_LOCK_EX, 11);
+	pass(n, 3 * DEADLOCK_MS);
+	assert_int_equal(deadlocks(n), 0);
+	wb1_li = lock_info(n, 1, wb1);
+	c1_li = lock_info(n, 1, c1);
+	assert_true(wb1_li.dl_key != 0);
+	assert_int_equal(forge_probe(n, DLM_MSG_DEADLK_HOLDER, 2, 1,
+				     c1_li.remid, c1, 1, wb1, wb1_li.dl_key,
+				     (uint32_t)wb1_li.dl_probe_ms + 1, 2, 0), 0);
+	drain(n);
+	assert_int_equal(deadlocks(n), 0);
+	assert_pending(n, 1, wb1);
+	(void)b2;
+	(void)c2;
+	net_free(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -617,6 +799,7 @@ int main(void)
 		cmocka_unit_test(test_exempt),
 		cmocka_unit_test(test_off),
 		cmocka_unit_test(test_probe_checks),
+		cmocka_unit_test(test_probe_garbage),
 		cmocka_unit_test(test_other_thread),
 		cmocka_unit_test(test_async_behind_own),
 		cmocka_unit_test(test_async_cycle),
