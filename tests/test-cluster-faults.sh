@@ -47,6 +47,11 @@
 #      stop of node 3's dlmd causes: node 1 logs the failure and its
 #      back-off, multicasts LS_RESTART, node 2 restarts with it, and the
 #      lockspace runs on nodes 1 and 2; node 3 rejoins.
+#   8. a recovery step fails on node 1 during node 3's join, and node 3
+#      dies (corosync and dlmd) while node 1 waits out its back-off: the
+#      LS_RESTART that follows must not wait for node 3, the lockspace
+#      runs on nodes 1 and 2 and a workload there completes and checks;
+#      node 3 rejoins.
 # Item 4 (frames lost between live members) is tested in
 # tests/test-lowcomms-loop.c (the gap is reported) and here in 4: node 1's
 # dlmd is told (dlmctl debug_frames_lost, a test hook of the control socket) that
@@ -99,6 +104,14 @@ restart() {
 	"$CLUSTER" start "$dir" "$1" >/dev/null || { fail "node $1 did not start"; return 1; }
 	timeout 30 "$CLUSTER" exec "$dir" "$1" "$CLIENT" try "$LS" rejoin-$1 EX \
 		>"$dir/rejoin.out" 2>&1 || fail "node $1 cannot lock after restarting: $(cat "$dir/rejoin.out")"
+}
+
+# stop_dlmd K: a clean stop (SIGTERM) of node K's dlmd, waited for
+stop_dlmd() {
+	p=$(pid_of "$1" dlmd)
+	kill -TERM "$p"
+	i=0
+	while kill -0 "$p" 2>/dev/null && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
 }
 
 # audits every second, on the same scan (section 5b)
@@ -401,6 +414,40 @@ grep -q "restart: recovery [0-9]* failed on node 1" "$dir/n2/dlmd.out" ||
 	fail "node 2 did not restart recovery on node 1's LS_RESTART"
 restart 3
 wait_ls 1 "state running members 1 2 3 " "node 3 did not rejoin after the retry"
+
+say "== 8. a member dies during the back-off of a failed step"
+# node 3 leaves cleanly, then joins again; the join's recovery fails on
+# node 1, and node 3 dies for good while node 1 backs off
+stop_dlmd 3
+wait_ls 1 "state running members 1 2 clients" "node 3 did not leave"
+backoffs=$(grep -c "restarting it everywhere in" "$dir/n1/dlmd.out")
+restarts=$(grep -c "LS_RESTART of event [0-9]* sent" "$dir/n1/dlmd.out")
+on 1 "$DLMCTL" debug_recovery_fail >"$dir/rf.out" 2>&1 ||
+	fail "debug_recovery_fail: $(cat "$dir/rf.out")"
+"$CLUSTER" start "$dir" 3 >/dev/null || fail "node 3 did not start"
+start_client 3 try "$LS" r8-join EX
+i=0
+while [ "$(grep -c "restarting it everywhere in" "$dir/n1/dlmd.out")" -le "$backoffs" ]; do
+	i=$((i + 1))
+	[ $i -gt $POLLS ] && { fail "node 1's recovery with node 3 did not fail and back off"; break; }
+	sleep 0.1
+done
+"$CLUSTER" kill "$dir" 3
+if [ "$(grep -c "LS_RESTART of event [0-9]* sent" "$dir/n1/dlmd.out")" -gt "$restarts" ]; then
+	echo "   note: node 1's back-off ended before node 3 died"
+fi
+wait_ls 1 "state running members 1 2 clients" "node 1 hangs after a death during its back-off"
+wait_ls 2 "state running members 1 2 clients" "node 2 hangs after a death during node 1's back-off"
+workload "$WORK_MS" 1 2
+wait_workload $((WORK_MS / 1000 + 30)) 1 2
+check "a death during the back-off"
+i=0
+while { running 3 corosync || running 3 dlmd; } && [ $i -lt $POLLS ]; do
+	i=$((i + 1))
+	sleep 0.1
+done
+restart 3
+wait_ls 1 "state running members 1 2 3 " "node 3 did not rejoin after section 8"
 
 "$CLUSTER" status "$dir" >/dev/null || fail "a daemon died: $("$CLUSTER" status "$dir")"
 [ $rc -eq 0 ] && echo "PASS"
