@@ -628,6 +628,29 @@ struct drop_held {
 	int32_t			dh_unlock_status;
 };
 
+/* A completion AST with 'status' (an error) for lock 'lkid', whose
+ * callback values are cb's: a request that ends without the engine's. */
+static void ast_send_failed(struct dlmd *d, struct dlmd_client *c,
+			    uint32_t lkid, const struct lkcb *cb, int32_t status)
+{
+	struct dlmp_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_AST;
+	m.m_hdr.h_reqid = c->cl_purge_epoch;
+	m.m_u.ast.as_kind = DLMP_AST_COMP;
+	m.m_u.ast.as_status = status;
+	m.m_u.ast.as_lkid = lkid;
+	m.m_u.ast.as_grmode = DLM_LOCK_IV;
+	m.m_u.ast.as_bastmode = DLM_LOCK_IV;
+	m.m_u.ast.as_castaddr = cb->lc_castaddr;
+	m.m_u.ast.as_castparam = cb->lc_castparam;
+	m.m_u.ast.as_bastaddr = cb->lc_bastaddr;
+	m.m_u.ast.as_bastparam = cb->lc_bastparam;
+	m.m_u.ast.as_lksb = cb->lc_lksb;
+	ast_send(d, c, &m);
+}
+
 /*
  * The lockspace goes (a forced release, from any client, dlmctl or the
  * daemon stopping) while an async request of lock 'key' waits for its
@@ -645,23 +668,8 @@ struct drop_held {
 static void ast_lost(struct dlmd *d, struct dlmd_client *c, uint32_t key,
 		     struct lkcb *cb, int32_t status)
 {
-	struct dlmp_msg m;
-
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_AST;
-	m.m_hdr.h_reqid = c->cl_purge_epoch;
-	m.m_u.ast.as_kind = DLMP_AST_COMP;
-	m.m_u.ast.as_status = status;
-	m.m_u.ast.as_lkid = key;
-	m.m_u.ast.as_grmode = DLM_LOCK_IV;
-	m.m_u.ast.as_bastmode = DLM_LOCK_IV;
-	m.m_u.ast.as_castaddr = cb->lc_castaddr;
-	m.m_u.ast.as_castparam = cb->lc_castparam;
-	m.m_u.ast.as_bastaddr = cb->lc_bastaddr;
-	m.m_u.ast.as_bastparam = cb->lc_bastparam;
-	m.m_u.ast.as_lksb = cb->lc_lksb;
 	cb->lc_async = false;
-	ast_send(d, c, &m);
+	ast_send_failed(d, c, key, cb, status);
 }
 
 static void drop_held_one(void *arg, uint32_t key, void *val)
@@ -1259,26 +1267,20 @@ static int lock_request(struct req_ctx *rq)
 static int req_lock(struct req_ctx *rq)
 {
 	const struct dlmp_lock *lk = &rq->rq_msg->m_u.lock;
-	struct dlmp_msg m;
 	int rv = lock_request(rq);
 
 	if (!(lk->lk_bits & DLMP_LK_NEWID))
 		return rv;
 	if (rv < 0) {
-		memset(&m, 0, sizeof(m));
-		m.m_hdr.h_type = DLMP_AST;
-		m.m_hdr.h_reqid = rq->rq_c->cl_purge_epoch;
-		m.m_u.ast.as_kind = DLMP_AST_COMP;
-		m.m_u.ast.as_status = rv;
-		m.m_u.ast.as_lkid = lk->lk_lkid;
-		m.m_u.ast.as_grmode = DLM_LOCK_IV;
-		m.m_u.ast.as_bastmode = DLM_LOCK_IV;
-		m.m_u.ast.as_castaddr = lk->lk_castaddr;
-		m.m_u.ast.as_castparam = lk->lk_castparam;
-		m.m_u.ast.as_bastaddr = lk->lk_bastaddr;
-		m.m_u.ast.as_bastparam = lk->lk_bastparam;
-		m.m_u.ast.as_lksb = lk->lk_lksb;
-		ast_send(rq->rq_d, rq->rq_c, &m);
+		struct lkcb cb = {
+			.lc_castaddr = lk->lk_castaddr,
+			.lc_castparam = lk->lk_castparam,
+			.lc_bastaddr = lk->lk_bastaddr,
+			.lc_bastparam = lk->lk_bastparam,
+			.lc_lksb = lk->lk_lksb,
+		};
+
+		ast_send_failed(rq->rq_d, rq->rq_c, lk->lk_lkid, &cb, rv);
 	}
 	return DLMD_REPLY_DEFERRED;
 }
