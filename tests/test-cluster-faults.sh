@@ -114,6 +114,16 @@ stop_dlmd() {
 	while kill -0 "$p" 2>/dev/null && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
 }
 
+# wait_down K: until node K's corosync and dlmd are gone (a kill, a
+# fence agent that logs before it kills)
+wait_down() {
+	i=0
+	while { running "$1" corosync || running "$1" dlmd; } && [ $i -lt $POLLS ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
+}
+
 # audits every second, on the same scan (section 5b)
 DLM_CLUSTER_CONF_EXTRA=$(printf 'audit_secs = 1\nscan_secs = 1')
 export DLM_CLUSTER_CONF_EXTRA
@@ -441,11 +451,7 @@ wait_ls 2 "state running members 1 2 clients" "node 2 hangs after a death during
 workload "$WORK_MS" 1 2
 wait_workload $((WORK_MS / 1000 + 30)) 1 2
 check "a death during the back-off"
-i=0
-while { running 3 corosync || running 3 dlmd; } && [ $i -lt $POLLS ]; do
-	i=$((i + 1))
-	sleep 0.1
-done
+wait_down 3
 restart 3
 wait_ls 1 "state running members 1 2 3 " "node 3 did not rejoin after section 8"
 
