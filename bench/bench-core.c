@@ -20,16 +20,37 @@
  *   malloc: 8 B of header per chunk, rounded up to 16 B, for each of
  *   the three allocations.
  * Before issue 14's shrink (lkb 256, rsb 216, dirent 32 B): 272 + 240 +
- * 48 chunk bytes + 24 bucket bytes = 585 B per lock at 1M.  After it
- * (lazy LVB buffers, narrower fields, no owner pointer, keys allocated
- * from offsetof; lkb 216, rsb 176 B): 224 + 192 + 48 + 24 = 488 B, 489 B
- * measured; on one resource 280 -> 232 B.  What is left for the goal of
- * 200 B: the directory record of a resource this node both masters and
- * directs (48 B; the rsb could serve as it), the two range fields (32 B;
- * whole-resource locks need none), the remote-wait and audit fields of
- * the lkb (~40 B, used only while a lock waits on another node), the
- * rsb's lookup and toss links (32 B, never both in use), and malloc's
- * 8-16 B per chunk (a slab of fixed-size lkbs would save it).
+ * 48 chunk bytes + 24 bucket bytes = 585 B per lock at 1M.  The first
+ * shrink (lazy LVB buffers, narrower fields, no owner pointer, keys
+ * allocated from offsetof) brought it to 489 B; deadlock detection and
+ * fencing tokens then added 64 B to the lkb.
+ *
+ * Where the bytes go at 1M (Dec 6, before the side record; "h123456",
+ * a 7-byte key; measured 553 B, on one resource 296 B):
+ *   lkb 280 B, one malloc chunk of             288 B
+ *     of which used only while the lock waits in a queue (deadlock
+ *     probe list, age, probe clock, mark; audit list): 60 B + holes
+ *     ranges (grrange, rqrange), whole-resource for most locks: 32 B
+ *   rsb 176 B + key 7 B, one chunk of          192 B
+ *   dirent 32 B + key 7 B, one chunk of         48 B
+ *   buckets of ls_lkbtbl, ls_rsbtbl, ls_dirtbl: 2^20 pointers each
+ *   for 1M entries                           3 x 8.4 B = 25 B
+ *   malloc: 8 B header per chunk, rounded to 16 B: 8-15 B of each
+ *   of the 3 chunks is overhead (counted in the chunk sizes above)
+ *   total 288 + 192 + 48 + 25 = 553 B.
+ * dlmd adds, per lock of a client (plugin/client.c; not in this bench):
+ *   struct lkcb 72 B, a chunk of 80 B (AST addresses and arguments, the
+ *   lksb address, held-answer ids, the wait clock, a free-list link),
+ *   and its slot in the client's lkid map (u32map, 4 B key + 8 B value,
+ *   load below 1/2: 2^21 slots for 1M locks, 25 B), about 105 B; with
+ *   the daemon's other overheads bench-libdlm --rss saw ~610 B per lock.
+ *
+ * What is left for the goal of 200 B: the directory record of a
+ * resource this node both masters and directs (48 B; the rsb could
+ * serve as it), the two range fields (32 B; whole-resource locks need
+ * none), the wait-only fields of the lkb (~64 B), the rsb's lookup and
+ * toss links (32 B, never both in use), and malloc's 8-16 B per chunk
+ * (a slab of fixed-size lkbs would save it).
  *
  * Times come from CLOCK_MONOTONIC and vary with the machine; compare the
  * rows of one run with each other, not with another machine's numbers.
