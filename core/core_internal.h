@@ -70,6 +70,27 @@ enum dlm_wait {
 
 struct dlm_rsb;
 struct dlm_owner;
+struct dlm_lkb;
+
+/* The part of a process copy used only while it waits in a queue
+ * (WAITING or CONVERT): deadlock detection's list and clocks, and the
+ * audit's list of waits at a remote master.  Most locks are granted at
+ * once and never wait; they carry a NULL pointer instead of these 64
+ * bytes.  Allocated when the lock enters ls_dlwait or ls_blocked
+ * (dlm_lkb_qwait_get), freed when it is on neither (dlm_lkb_qwait_put). */
+struct dlm_lkb_wait {
+	union {
+		struct dlm_lkb		*lw_lkb;	/* its lock */
+		struct dlm_lkb_wait	*lw_next_free;	/* core_qwait_cache */
+	};
+	/* deadlock detection (deadlock.c) */
+	struct dlm_list		lw_dlwait;	/* ls_dlwait (LKBF_DLWAIT) */
+	uint64_t		lw_dl_start;	/* its wait began then: its age */
+	uint64_t		lw_dl_probe_ms;	/* its last probe (or wait start) */
+	uint32_t		lw_dl_mark;	/* the last probe forwarded from it */
+	/* the audit (audit.c) */
+	struct dlm_list		lw_blocked;	/* ls_blocked (LKBF_BLOCKED) */
+};
 
 struct dlm_lkb {
 	struct dlm_hnode	lkb_hnode;	/* ls_lkbtbl, keyed by lkb_id */
@@ -104,12 +125,9 @@ struct dlm_lkb {
 	struct dlm_list		lkb_ownerqueue;	/* ow_locks or ls_orphans */
 	struct dlm_list		lkb_waiter;	/* ls_waiters while a remote op is in flight,
 						   or ls_resend (LKBF_RESEND) */
-	struct dlm_list		lkb_blocked;	/* ls_blocked (LKBF_BLOCKED) */
-	/* deadlock detection (deadlock.c), process copies only */
-	struct dlm_list		lkb_dlwait;	/* ls_dlwait (LKBF_DLWAIT) */
-	uint64_t		lkb_dl_start;	/* its wait began then: its age */
-	uint64_t		lkb_dl_probe_ms; /* its last probe (or wait start) */
-	uint32_t		lkb_dl_mark;	/* the last probe forwarded from it */
+	/* while a process copy waits in a queue (LKBF_DLWAIT or
+	 * LKBF_BLOCKED): see struct dlm_lkb_wait; NULL otherwise */
+	struct dlm_lkb_wait	*lkb_qwait;
 	uint64_t		lkb_dl_waiter;	/* who within the owner made its last
 						   request (dlm_lock_req.waiter) */
 	struct dlm_range	lkb_grrange;
@@ -267,6 +285,8 @@ struct dlm_core {
 	struct dlm_list		core_lockspaces;
 	struct dlm_lkb		*core_lkb_cache;	/* free lkbs, linked via lkb_parent */
 	unsigned int		core_lkb_cached;
+	struct dlm_lkb_wait	*core_qwait_cache;	/* free wait records */
+	unsigned int		core_qwait_cached;
 };
 
 /* ls.c */
@@ -301,6 +321,8 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id);
 struct dlm_idblock *dlm_idblock_find(const struct dlm_ls *ls, uint32_t id);
 struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id);
 void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb);
+struct dlm_lkb_wait *dlm_lkb_qwait_get(struct dlm_ls *ls, struct dlm_lkb *lkb);
+void dlm_lkb_qwait_put(struct dlm_ls *ls, struct dlm_lkb *lkb);
 
 struct dlm_dirent *dlm_dir_find(struct dlm_ls *ls, const unsigned char *key,
 				unsigned int keylen, uint32_t hash);

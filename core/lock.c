@@ -2245,6 +2245,7 @@ static void free_hnode_lkb(void *arg, struct dlm_hnode *n)
 	(void)arg;
 	free(lkb->lkb_unlock_lvb);
 	free(lkb->lkb_lvb);
+	free(lkb->lkb_qwait);
 	free(lkb);
 }
 
@@ -2318,7 +2319,7 @@ static void walk_one(void *arg, struct dlm_hnode *n)
 	}
 	if (lkb->lkb_flags & LKBF_DLWAIT) {
 		li.dl_key = dlm_deadlock_key(lkb);
-		li.dl_probe_ms = lkb->lkb_dl_probe_ms;
+		li.dl_probe_ms = lkb->lkb_qwait->lw_dl_probe_ms;
 	}
 	li.dl_victim = !!(lkb->lkb_flags & LKBF_DEADLK);
 	w->fn(w->arg, &li);

@@ -68,6 +68,7 @@ static void ls_free(struct dlm_ls *ls)
 void dlm_core_free(struct dlm_core *core)
 {
 	struct dlm_lkb *lkb;
+	struct dlm_lkb_wait *w;
 
 	if (!core)
 		return;
@@ -77,6 +78,10 @@ void dlm_core_free(struct dlm_core *core)
 	while ((lkb = core->core_lkb_cache)) {
 		core->core_lkb_cache = lkb->lkb_parent;
 		free(lkb);
+	}
+	while ((w = core->core_qwait_cache)) {
+		core->core_qwait_cache = w->lw_next_free;
+		free(w);
 	}
 	free(core);
 }

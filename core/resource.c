@@ -42,6 +42,7 @@
 #include "core/wire.h"
 
 #define LKB_CACHE_MAX	1024
+#define QWAIT_CACHE_MAX	1024
 
 /* The directory node of a name picks from the hash's bits above those
  * that choose the resource table's bucket (core/htab.c masks the low
@@ -284,8 +285,6 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id)
 	dlm_list_init(&lkb->lkb_statequeue);
 	dlm_list_init(&lkb->lkb_ownerqueue);
 	dlm_list_init(&lkb->lkb_waiter);
-	dlm_list_init(&lkb->lkb_blocked);
-	dlm_list_init(&lkb->lkb_dlwait);
 	lkb->lkb_hnode.hn_hash = lkid_hash(id);
 	dlm_htab_insert(&ls->ls_lkbtbl, &lkb->lkb_hnode);
 	return lkb;
@@ -298,12 +297,58 @@ void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	dlm_htab_remove(&ls->ls_lkbtbl, &lkb->lkb_hnode);
 	free(lkb->lkb_lvb);
 	lkb->lkb_lvb = NULL;
+	dlm_lkb_qwait_put(ls, lkb);
 	if (core->core_lkb_cached < LKB_CACHE_MAX) {
 		lkb->lkb_parent = core->core_lkb_cache;
 		core->core_lkb_cache = lkb;
 		core->core_lkb_cached++;
 	} else {
 		free(lkb);
+	}
+}
+
+/* lkb's wait record (struct dlm_lkb_wait), allocated (from the core's
+ * cache of free ones if it has one) if lkb has none yet; NULL for want
+ * of memory. */
+struct dlm_lkb_wait *dlm_lkb_qwait_get(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_core *core = ls->ls_core;
+	struct dlm_lkb_wait *w = lkb->lkb_qwait;
+
+	if (w)
+		return w;
+	w = core->core_qwait_cache;
+	if (w) {
+		core->core_qwait_cache = w->lw_next_free;
+		core->core_qwait_cached--;
+	} else {
+		w = malloc(sizeof(*w));
+		if (!w)
+			return NULL;
+	}
+	memset(w, 0, sizeof(*w));
+	w->lw_lkb = lkb;
+	dlm_list_init(&w->lw_dlwait);
+	dlm_list_init(&w->lw_blocked);
+	lkb->lkb_qwait = w;
+	return w;
+}
+
+/* lkb's wait record goes once lkb is on neither list that needs it. */
+void dlm_lkb_qwait_put(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_core *core = ls->ls_core;
+	struct dlm_lkb_wait *w = lkb->lkb_qwait;
+
+	if (!w || (lkb->lkb_flags & (LKBF_DLWAIT | LKBF_BLOCKED)))
+		return;
+	lkb->lkb_qwait = NULL;
+	if (core->core_qwait_cached < QWAIT_CACHE_MAX) {
+		w->lw_next_free = core->core_qwait_cache;
+		core->core_qwait_cache = w;
+		core->core_qwait_cached++;
+	} else {
+		free(w);
 	}
 }
 
