@@ -108,13 +108,13 @@ struct dlm_lkb {
 	uint8_t			lkb_sbflags;	/* DLM_SBF_* for the next completion */
 	uint32_t		lkb_lvbseq;
 	uint32_t		lkb_nchildren;
+	/* its wait (or audit) started then: the low 32 bits of the clock's
+	 * ms, compared wrap-safe (a wait is far shorter than 49 days) */
+	uint32_t		lkb_audit_ms;
 	uint64_t		lkb_token;	/* fencing token of the current write
 						   grant (token.c); 0: none */
 	uint32_t		lkb_unlock_flags;	/* flags of an unlock to redo */
 	uint32_t		lkb_wait_nodeid;	/* node the op in flight went to */
-	/* its wait (or audit) started then: the low 32 bits of the clock's
-	 * ms, compared wrap-safe (a wait is far shorter than 49 days) */
-	uint32_t		lkb_audit_ms;
 	char			*lkb_unlock_lvb;	/* LVB of an unlock that waits for an op */
 	struct dlm_rsb		*lkb_rsb;
 	struct dlm_lkb		*lkb_parent;
@@ -130,8 +130,10 @@ struct dlm_lkb {
 	struct dlm_lkb_wait	*lkb_qwait;
 	uint64_t		lkb_dl_waiter;	/* who within the owner made its last
 						   request (dlm_lock_req.waiter) */
-	struct dlm_range	lkb_grrange;
-	struct dlm_range	lkb_rqrange;
+	/* [0] the granted range, [1] the requested one; NULL while both
+	 * are the whole resource, as for most locks (dlm_lkb_grrange(),
+	 * dlm_lkb_rqrange(), dlm_lkb_set_range()) */
+	struct dlm_range	*lkb_ranges;
 	char			*lkb_lvb;	/* NULL: all zeros (see dlm_lvb_store) */
 };
 
@@ -321,6 +323,8 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id);
 struct dlm_idblock *dlm_idblock_find(const struct dlm_ls *ls, uint32_t id);
 struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id);
 void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb);
+bool dlm_lkb_set_range(struct dlm_lkb *lkb, int which,
+		       const struct dlm_range *range);
 struct dlm_lkb_wait *dlm_lkb_qwait_get(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_lkb_qwait_put(struct dlm_ls *ls, struct dlm_lkb *lkb);
 
@@ -428,6 +432,25 @@ static inline bool is_master(const struct dlm_rsb *r)
 static inline bool dlm_range_is_whole(const struct dlm_range *r)
 {
 	return r->ra_start == DLM_RANGE_MIN && r->ra_end == DLM_RANGE_MAX;
+}
+
+/* A lock's ranges: most locks cover the whole resource and keep no
+ * range record.  dlm_lkb_set_range(lkb, DLM_LKB_GR or DLM_LKB_RQ, range)
+ * allocates the record when a range is not the whole resource; it fails
+ * (false) only for want of memory, and never when the record is there
+ * already (a range copied from the lock's own other range). */
+#define DLM_LKB_GR	0
+#define DLM_LKB_RQ	1
+extern const struct dlm_range dlm_range_whole;
+
+static inline const struct dlm_range *dlm_lkb_grrange(const struct dlm_lkb *lkb)
+{
+	return lkb->lkb_ranges ? &lkb->lkb_ranges[DLM_LKB_GR] : &dlm_range_whole;
+}
+
+static inline const struct dlm_range *dlm_lkb_rqrange(const struct dlm_lkb *lkb)
+{
+	return lkb->lkb_ranges ? &lkb->lkb_ranges[DLM_LKB_RQ] : &dlm_range_whole;
 }
 
 /* A lock on the grant or convert queue holds its granted mode. */

@@ -280,8 +280,6 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id)
 	lkb->lkb_highbast = DLM_LOCK_IV;
 	lkb->lkb_last_bast = DLM_LOCK_IV;
 	lkb->lkb_nodeid = dlm_our_nodeid(ls);
-	lkb->lkb_grrange.ra_end = DLM_RANGE_MAX;
-	lkb->lkb_rqrange.ra_end = DLM_RANGE_MAX;
 	dlm_list_init(&lkb->lkb_statequeue);
 	dlm_list_init(&lkb->lkb_ownerqueue);
 	dlm_list_init(&lkb->lkb_waiter);
@@ -297,6 +295,8 @@ void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	dlm_htab_remove(&ls->ls_lkbtbl, &lkb->lkb_hnode);
 	free(lkb->lkb_lvb);
 	lkb->lkb_lvb = NULL;
+	free(lkb->lkb_ranges);
+	lkb->lkb_ranges = NULL;
 	dlm_lkb_qwait_put(ls, lkb);
 	if (core->core_lkb_cached < LKB_CACHE_MAX) {
 		lkb->lkb_parent = core->core_lkb_cache;
@@ -305,6 +305,24 @@ void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	} else {
 		free(lkb);
 	}
+}
+
+const struct dlm_range dlm_range_whole = { DLM_RANGE_MIN, DLM_RANGE_MAX };
+
+bool dlm_lkb_set_range(struct dlm_lkb *lkb, int which,
+		       const struct dlm_range *range)
+{
+	if (!lkb->lkb_ranges) {
+		if (dlm_range_is_whole(range))
+			return true;
+		lkb->lkb_ranges = malloc(2 * sizeof(*lkb->lkb_ranges));
+		if (!lkb->lkb_ranges)
+			return false;
+		lkb->lkb_ranges[DLM_LKB_GR] = dlm_range_whole;
+		lkb->lkb_ranges[DLM_LKB_RQ] = dlm_range_whole;
+	}
+	lkb->lkb_ranges[which] = *range;
+	return true;
 }
 
 /* lkb's wait record (struct dlm_lkb_wait), allocated (from the core's
