@@ -45,12 +45,30 @@
  *   load below 1/2: 2^21 slots for 1M locks, 25 B), about 105 B; with
  *   the daemon's other overheads bench-libdlm --rss saw ~610 B per lock.
  *
- * What is left for the goal of 200 B: the directory record of a
- * resource this node both masters and directs (48 B; the rsb could
- * serve as it), the two range fields (32 B; whole-resource locks need
- * none), the wait-only fields of the lkb (~64 B), the rsb's lookup and
- * toss links (32 B, never both in use), and malloc's 8-16 B per chunk
- * (a slab of fixed-size lkbs would save it).
+ * Then (issue 14, Dec 6) the fields a lock uses only while it waits in a
+ * queue went to a side record (struct dlm_lkb_wait, 64 B, allocated
+ * when a process copy enters a queue and freed when it leaves: 48 B
+ * out of the lkb), its two ranges to a record allocated only for a
+ * partial range (32 B out), and lkb_audit_ms into a hole: lkb 280 ->
+ * 200 B, a malloc chunk of 208 B instead of 288 B.  Measured in one
+ * sitting, before -> after, bytes per held lock:
+ *                          10k        1M         10M
+ *   own resources        569 -> 489  553 -> 473  583 -> 503
+ *   one resource         301 -> 221  296 -> 216  301 -> 221
+ * (on one resource a lock is its lkb chunk and its lkbtbl bucket: 208 +
+ * 8 B; the pair times of the same runs, 10M/10k, were 2.51x -> 0.89x
+ * on own resources and 1.21x -> 1.05x on one, on a machine loaded 12-14
+ * deep: noise, not a result either way.)
+ *
+ * What is left for the goal of 200 B on own resources: the directory
+ * record of a resource this node both masters and directs (48 B; the
+ * rsb could serve as it), the rsb's lookup and toss links (32 B, never
+ * both in use, but recovery looks at res_lookupq of tossed rsbs), its
+ * recovery-only fields (12 B), the lkb's remote-operation fields
+ * (lkb_waiter, lkb_wait_nodeid, lkb_unlock_flags, lkb_unlock_lvb: 32 B,
+ * used only while a reply is awaited; a side record needs allocating
+ * before the send, where the request can still fail), and malloc's
+ * 8-16 B per chunk (a slab of fixed-size lkbs would save it).
  *
  * Times come from CLOCK_MONOTONIC and vary with the machine; compare the
  * rows of one run with each other, not with another machine's numbers.
