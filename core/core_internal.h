@@ -79,10 +79,7 @@ struct dlm_lkb;
  * bytes.  Allocated when the lock enters ls_dlwait or ls_blocked
  * (dlm_lkb_qwait_get), freed when it is on neither (dlm_lkb_qwait_put). */
 struct dlm_lkb_wait {
-	union {
-		struct dlm_lkb		*lw_lkb;	/* its lock */
-		struct dlm_lkb_wait	*lw_next_free;	/* core_qwait_cache */
-	};
+	struct dlm_lkb		*lw_lkb;	/* its lock */
 	/* deadlock detection (deadlock.c) */
 	struct dlm_list		lw_dlwait;	/* ls_dlwait (LKBF_DLWAIT) */
 	uint64_t		lw_dl_start;	/* its wait began then: its age */
@@ -278,6 +275,13 @@ struct dlm_ls {
 	unsigned int		ls_nrcstat;
 };
 
+/* Freed objects of one size kept for reuse, linked through their first
+ * pointer's bytes (resource.c). */
+struct dlm_objcache {
+	void			*oc_head;
+	unsigned int		oc_count;
+};
+
 struct dlm_core {
 	struct dlm_core_config	core_cfg;
 	struct dlm_core_ops	core_ops;
@@ -285,10 +289,8 @@ struct dlm_core {
 	uint64_t		core_now;
 	enum dlm_core_fault	core_fault;
 	struct dlm_list		core_lockspaces;
-	struct dlm_lkb		*core_lkb_cache;	/* free lkbs, linked via lkb_parent */
-	unsigned int		core_lkb_cached;
-	struct dlm_lkb_wait	*core_qwait_cache;	/* free wait records */
-	unsigned int		core_qwait_cached;
+	struct dlm_objcache	core_lkbs;	/* free lkbs */
+	struct dlm_objcache	core_qwaits;	/* free wait records */
 };
 
 /* ls.c */
@@ -319,6 +321,9 @@ void dlm_rsb_free(struct dlm_rsb *r);
 bool dlm_rsb_unused(const struct dlm_rsb *r);
 void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all);
 
+void *dlm_objcache_take(struct dlm_objcache *oc, size_t size);
+void dlm_objcache_give(struct dlm_objcache *oc, void *p, unsigned int max);
+void dlm_objcache_drain(struct dlm_objcache *oc);
 struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id);
 struct dlm_idblock *dlm_idblock_find(const struct dlm_ls *ls, uint32_t id);
 struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id);

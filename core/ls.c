@@ -67,22 +67,13 @@ static void ls_free(struct dlm_ls *ls)
 
 void dlm_core_free(struct dlm_core *core)
 {
-	struct dlm_lkb *lkb;
-	struct dlm_lkb_wait *w;
-
 	if (!core)
 		return;
 	while (!dlm_list_empty(&core->core_lockspaces))
 		ls_free(dlm_container_of(core->core_lockspaces.next,
 					 struct dlm_ls, ls_list));
-	while ((lkb = core->core_lkb_cache)) {
-		core->core_lkb_cache = lkb->lkb_parent;
-		free(lkb);
-	}
-	while ((w = core->core_qwait_cache)) {
-		core->core_qwait_cache = w->lw_next_free;
-		free(w);
-	}
+	dlm_objcache_drain(&core->core_lkbs);
+	dlm_objcache_drain(&core->core_qwaits);
 	free(core);
 }
 

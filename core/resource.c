@@ -251,20 +251,50 @@ struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id)
 	return NULL;
 }
 
+/* An object of 'size' bytes (contents undefined): a cached one, or a new
+ * one; NULL for want of memory. */
+void *dlm_objcache_take(struct dlm_objcache *oc, size_t size)
+{
+	void *p = oc->oc_head;
+
+	if (!p)
+		return malloc(size);
+	memcpy(&oc->oc_head, p, sizeof(oc->oc_head));
+	oc->oc_count--;
+	return p;
+}
+
+/* Keep p for reuse, or free it once max are kept. */
+void dlm_objcache_give(struct dlm_objcache *oc, void *p, unsigned int max)
+{
+	if (oc->oc_count >= max) {
+		free(p);
+		return;
+	}
+	memcpy(p, &oc->oc_head, sizeof(oc->oc_head));
+	oc->oc_head = p;
+	oc->oc_count++;
+}
+
+void dlm_objcache_drain(struct dlm_objcache *oc)
+{
+	void *p;
+
+	while ((p = oc->oc_head)) {
+		memcpy(&oc->oc_head, p, sizeof(oc->oc_head));
+		free(p);
+	}
+	oc->oc_count = 0;
+}
+
 /* A new lkb with id 'id' (unused; 0: a fresh one), on no queue. */
 struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id)
 {
-	struct dlm_core *core = ls->ls_core;
-	struct dlm_lkb *lkb = core->core_lkb_cache;
+	struct dlm_lkb *lkb = dlm_objcache_take(&ls->ls_core->core_lkbs,
+						sizeof(*lkb));
 
-	if (lkb) {
-		core->core_lkb_cache = lkb->lkb_parent;
-		core->core_lkb_cached--;
-	} else {
-		lkb = malloc(sizeof(*lkb));
-		if (!lkb)
-			return NULL;
-	}
+	if (!lkb)
+		return NULL;
 	memset(lkb, 0, sizeof(*lkb));
 	/* ids wrap after 2^32 locks; skip 0, ids still in use and ids of
 	 * blocks reserved for a client */
@@ -298,13 +328,7 @@ void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	free(lkb->lkb_ranges);
 	lkb->lkb_ranges = NULL;
 	dlm_lkb_qwait_put(ls, lkb);
-	if (core->core_lkb_cached < LKB_CACHE_MAX) {
-		lkb->lkb_parent = core->core_lkb_cache;
-		core->core_lkb_cache = lkb;
-		core->core_lkb_cached++;
-	} else {
-		free(lkb);
-	}
+	dlm_objcache_give(&core->core_lkbs, lkb, LKB_CACHE_MAX);
 }
 
 const struct dlm_range dlm_range_whole = { DLM_RANGE_MIN, DLM_RANGE_MAX };
@@ -330,20 +354,13 @@ bool dlm_lkb_set_range(struct dlm_lkb *lkb, int which,
  * of memory. */
 struct dlm_lkb_wait *dlm_lkb_qwait_get(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
-	struct dlm_core *core = ls->ls_core;
 	struct dlm_lkb_wait *w = lkb->lkb_qwait;
 
 	if (w)
 		return w;
-	w = core->core_qwait_cache;
-	if (w) {
-		core->core_qwait_cache = w->lw_next_free;
-		core->core_qwait_cached--;
-	} else {
-		w = malloc(sizeof(*w));
-		if (!w)
-			return NULL;
-	}
+	w = dlm_objcache_take(&ls->ls_core->core_qwaits, sizeof(*w));
+	if (!w)
+		return NULL;
 	memset(w, 0, sizeof(*w));
 	w->lw_lkb = lkb;
 	dlm_list_init(&w->lw_dlwait);
@@ -355,19 +372,12 @@ struct dlm_lkb_wait *dlm_lkb_qwait_get(struct dlm_ls *ls, struct dlm_lkb *lkb)
 /* lkb's wait record goes once lkb is on neither list that needs it. */
 void dlm_lkb_qwait_put(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
-	struct dlm_core *core = ls->ls_core;
 	struct dlm_lkb_wait *w = lkb->lkb_qwait;
 
 	if (!w || (lkb->lkb_flags & (LKBF_DLWAIT | LKBF_BLOCKED)))
 		return;
 	lkb->lkb_qwait = NULL;
-	if (core->core_qwait_cached < QWAIT_CACHE_MAX) {
-		w->lw_next_free = core->core_qwait_cache;
-		core->core_qwait_cache = w;
-		core->core_qwait_cached++;
-	} else {
-		free(w);
-	}
+	dlm_objcache_give(&ls->ls_core->core_qwaits, w, QWAIT_CACHE_MAX);
 }
 
 /* ----------------------------------------------------------- id blocks */
