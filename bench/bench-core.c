@@ -20,15 +20,56 @@
  *   malloc: 8 B of header per chunk, rounded up to 16 B, for each of
  *   the three allocations.
  * Before issue 14's shrink (lkb 256, rsb 216, dirent 32 B): 272 + 240 +
- * 48 chunk bytes + 24 bucket bytes = 585 B per lock at 1M.  After it
- * (lazy LVB buffers, narrower fields, no owner pointer, keys allocated
- * from offsetof; lkb 216, rsb 176 B): 224 + 192 + 48 + 24 = 488 B, 489 B
- * measured; on one resource 280 -> 232 B.  What is left for the goal of
- * 200 B: the directory record of a resource this node both masters and
- * directs (48 B; the rsb could serve as it), the two range fields (32 B;
- * whole-resource locks need none), the remote-wait and audit fields of
- * the lkb (~40 B, used only while a lock waits on another node), the
- * rsb's lookup and toss links (32 B, never both in use), and malloc's
+ * 48 chunk bytes + 24 bucket bytes = 585 B per lock at 1M.  The first
+ * shrink (lazy LVB buffers, narrower fields, no owner pointer, keys
+ * allocated from offsetof) brought it to 489 B; deadlock detection and
+ * fencing tokens then added 64 B to the lkb.
+ *
+ * Where the bytes go at 1M (Dec 6, before the side record; "h123456",
+ * a 7-byte key; measured 553 B, on one resource 296 B):
+ *   lkb 280 B, one malloc chunk of             288 B
+ *     of which used only while the lock waits in a queue (deadlock
+ *     probe list, age, probe clock, mark; audit list): 60 B + holes
+ *     ranges (grrange, rqrange), whole-resource for most locks: 32 B
+ *   rsb 176 B + key 7 B, one chunk of          192 B
+ *   dirent 32 B + key 7 B, one chunk of         48 B
+ *   buckets of ls_lkbtbl, ls_rsbtbl, ls_dirtbl: 2^20 pointers each
+ *   for 1M entries                           3 x 8.4 B = 25 B
+ *   malloc: 8 B header per chunk, rounded to 16 B: 8-15 B of each
+ *   of the 3 chunks is overhead (counted in the chunk sizes above)
+ *   total 288 + 192 + 48 + 25 = 553 B.
+ * dlmd adds, per lock of a client (plugin/client.c; not in this bench):
+ *   struct lkcb 72 B, a chunk of 80 B (AST addresses and arguments, the
+ *   lksb address, held-answer ids, the wait clock, a free-list link),
+ *   and its slot in the client's lkid map (u32map, 4 B key + 8 B value,
+ *   load below 1/2: 2^21 slots for 1M locks, 25 B), about 105 B; with
+ *   the daemon's other overheads bench-libdlm --rss saw ~610 B per lock.
+ *
+ * Then (issue 14, Dec 6) the fields a lock uses only while it waits in a
+ * queue went to a side record (struct dlm_lkb_wait, 64 B, allocated
+ * when a process copy enters a queue and freed when it leaves: 48 B
+ * out of the lkb), its two ranges to a record allocated only for a
+ * partial range (32 B out), and lkb_audit_ms into a hole: lkb 280 ->
+ * 200 B, a malloc chunk of 208 B instead of 288 B.  Measured in one
+ * sitting, before -> after, bytes per held lock:
+ *                          10k        1M         10M
+ *   own resources        569 -> 489  553 -> 473  583 -> 503
+ *   one resource         301 -> 221  296 -> 216  301 -> 221
+ * dlmd's resident bytes per held lock, bench-libdlm --rss 1000000 (NL,
+ * own resources), the same sitting: 674 -> 594 B.
+ * (on one resource a lock is its lkb chunk and its lkbtbl bucket: 208 +
+ * 8 B; the pair times of the same runs, 10M/10k, were 2.51x -> 0.89x
+ * on own resources and 1.21x -> 1.05x on one, on a machine loaded 12-14
+ * deep: noise, not a result either way.)
+ *
+ * What is left for the goal of 200 B on own resources: the directory
+ * record of a resource this node both masters and directs (48 B; the
+ * rsb could serve as it), the rsb's lookup and toss links (32 B, never
+ * both in use, but recovery looks at res_lookupq of tossed rsbs), its
+ * recovery-only fields (12 B), the lkb's remote-operation fields
+ * (lkb_waiter, lkb_wait_nodeid, lkb_unlock_flags, lkb_unlock_lvb: 32 B,
+ * used only while a reply is awaited; a side record needs allocating
+ * before the send, where the request can still fail), and malloc's
  * 8-16 B per chunk (a slab of fixed-size lkbs would save it).
  *
  * Times come from CLOCK_MONOTONIC and vary with the machine; compare the

@@ -93,17 +93,18 @@ void dlm_audit_restart(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
 	restart_clock(ls, lkb);
 	if (lkb->lkb_flags & LKBF_BLOCKED) {
-		dlm_list_del(&lkb->lkb_blocked);
-		dlm_list_add_tail(&lkb->lkb_blocked, &ls->ls_blocked);
+		dlm_list_del(&lkb->lkb_qwait->lw_blocked);
+		dlm_list_add_tail(&lkb->lkb_qwait->lw_blocked, &ls->ls_blocked);
 	}
 }
 
 static void unlink_blocked(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
 	if (lkb->lkb_flags & LKBF_BLOCKED) {
-		dlm_list_del(&lkb->lkb_blocked);
+		dlm_list_del(&lkb->lkb_qwait->lw_blocked);
 		lkb->lkb_flags &= ~LKBF_BLOCKED;
 		ls->ls_nblocked--;
+		dlm_lkb_qwait_put(ls, lkb);
 	}
 }
 
@@ -115,14 +116,21 @@ void dlm_audit_queued(struct dlm_ls *ls, struct dlm_lkb *lkb)
 			lkb->lkb_status == DLM_LKSTS_CONVERT) &&
 		       !is_master_copy(lkb) && lkb->lkb_rsb &&
 		       lkb->lkb_rsb->res_nodeid && !is_master(lkb->lkb_rsb);
+	struct dlm_lkb_wait *w;
 
 	unlink_blocked(ls, lkb);
 	restart_clock(ls, lkb);
-	if (blocked) {
-		dlm_list_add_tail(&lkb->lkb_blocked, &ls->ls_blocked);
-		lkb->lkb_flags |= LKBF_BLOCKED;
-		ls->ls_nblocked++;
+	if (!blocked)
+		return;
+	w = dlm_lkb_qwait_get(ls, lkb);
+	if (!w) {
+		log_ls(ls, DLM_LOG_WARNING,
+		       "lock %08x: no memory to audit its wait", lkb->lkb_id);
+		return;
 	}
+	dlm_list_add_tail(&w->lw_blocked, &ls->ls_blocked);
+	lkb->lkb_flags |= LKBF_BLOCKED;
+	ls->ls_nblocked++;
 }
 
 static void mark_stuck(struct dlm_ls *ls, struct dlm_lkb *lkb, const char *why)
@@ -201,8 +209,9 @@ void dlm_audit_tick(struct dlm_ls *ls)
 			restart_clock(ls, dlm_container_of(pos, struct dlm_lkb,
 							   lkb_waiter));
 		dlm_list_for_each(pos, &ls->ls_blocked)
-			restart_clock(ls, dlm_container_of(pos, struct dlm_lkb,
-							   lkb_blocked));
+			restart_clock(ls, dlm_container_of(pos,
+							   struct dlm_lkb_wait,
+							   lw_blocked)->lw_lkb);
 		return;
 	}
 	dlm_list_for_each(pos, &ls->ls_waiters) {
@@ -216,16 +225,18 @@ void dlm_audit_tick(struct dlm_ls *ls)
 	/* ls_blocked is in clock order; each one audited moves to the tail */
 	for (uint64_t n = ls->ls_nblocked; n && !dlm_list_empty(&ls->ls_blocked);
 	     n--) {
-		struct dlm_lkb *lkb = dlm_list_first(&ls->ls_blocked,
-						     struct dlm_lkb, lkb_blocked);
+		struct dlm_lkb_wait *qw = dlm_list_first(&ls->ls_blocked,
+							 struct dlm_lkb_wait,
+							 lw_blocked);
+		struct dlm_lkb *lkb = qw->lw_lkb;
 
 		if ((uint32_t)now - lkb->lkb_audit_ms < period)
 			break;
 		if (lkb->lkb_wait_type != DLM_WAIT_NONE) {
 			/* an operation in flight: audited as a waiter, and
 			 * back in clock order when it is answered */
-			dlm_list_del(&lkb->lkb_blocked);
-			dlm_list_add_tail(&lkb->lkb_blocked, &ls->ls_blocked);
+			dlm_list_del(&qw->lw_blocked);
+			dlm_list_add_tail(&qw->lw_blocked, &ls->ls_blocked);
 			continue;
 		}
 		if (lkb->lkb_rsb->res_nodeid == 0 || is_master(lkb->lkb_rsb)) {
@@ -235,8 +246,8 @@ void dlm_audit_tick(struct dlm_ls *ls)
 			continue;
 		}
 		audit_one(ls, lkb);
-		dlm_list_del(&lkb->lkb_blocked);
-		dlm_list_add_tail(&lkb->lkb_blocked, &ls->ls_blocked);
+		dlm_list_del(&qw->lw_blocked);
+		dlm_list_add_tail(&qw->lw_blocked, &ls->ls_blocked);
 	}
 }
 

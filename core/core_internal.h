@@ -70,6 +70,24 @@ enum dlm_wait {
 
 struct dlm_rsb;
 struct dlm_owner;
+struct dlm_lkb;
+
+/* The part of a process copy used only while it waits in a queue
+ * (WAITING or CONVERT): deadlock detection's list and clocks, and the
+ * audit's list of waits at a remote master.  Most locks are granted at
+ * once and never wait; they carry a NULL pointer instead of these 64
+ * bytes.  Allocated when the lock enters ls_dlwait or ls_blocked
+ * (dlm_lkb_qwait_get), freed when it is on neither (dlm_lkb_qwait_put). */
+struct dlm_lkb_wait {
+	struct dlm_lkb		*lw_lkb;	/* its lock */
+	/* deadlock detection (deadlock.c) */
+	struct dlm_list		lw_dlwait;	/* ls_dlwait (LKBF_DLWAIT) */
+	uint64_t		lw_dl_start;	/* its wait began then: its age */
+	uint64_t		lw_dl_probe_ms;	/* its last probe (or wait start) */
+	uint32_t		lw_dl_mark;	/* the last probe forwarded from it */
+	/* the audit (audit.c) */
+	struct dlm_list		lw_blocked;	/* ls_blocked (LKBF_BLOCKED) */
+};
 
 struct dlm_lkb {
 	struct dlm_hnode	lkb_hnode;	/* ls_lkbtbl, keyed by lkb_id */
@@ -87,13 +105,13 @@ struct dlm_lkb {
 	uint8_t			lkb_sbflags;	/* DLM_SBF_* for the next completion */
 	uint32_t		lkb_lvbseq;
 	uint32_t		lkb_nchildren;
+	/* its wait (or audit) started then: the low 32 bits of the clock's
+	 * ms, compared wrap-safe (a wait is far shorter than 49 days) */
+	uint32_t		lkb_audit_ms;
 	uint64_t		lkb_token;	/* fencing token of the current write
 						   grant (token.c); 0: none */
 	uint32_t		lkb_unlock_flags;	/* flags of an unlock to redo */
 	uint32_t		lkb_wait_nodeid;	/* node the op in flight went to */
-	/* its wait (or audit) started then: the low 32 bits of the clock's
-	 * ms, compared wrap-safe (a wait is far shorter than 49 days) */
-	uint32_t		lkb_audit_ms;
 	char			*lkb_unlock_lvb;	/* LVB of an unlock that waits for an op */
 	struct dlm_rsb		*lkb_rsb;
 	struct dlm_lkb		*lkb_parent;
@@ -104,16 +122,15 @@ struct dlm_lkb {
 	struct dlm_list		lkb_ownerqueue;	/* ow_locks or ls_orphans */
 	struct dlm_list		lkb_waiter;	/* ls_waiters while a remote op is in flight,
 						   or ls_resend (LKBF_RESEND) */
-	struct dlm_list		lkb_blocked;	/* ls_blocked (LKBF_BLOCKED) */
-	/* deadlock detection (deadlock.c), process copies only */
-	struct dlm_list		lkb_dlwait;	/* ls_dlwait (LKBF_DLWAIT) */
-	uint64_t		lkb_dl_start;	/* its wait began then: its age */
-	uint64_t		lkb_dl_probe_ms; /* its last probe (or wait start) */
-	uint32_t		lkb_dl_mark;	/* the last probe forwarded from it */
+	/* while a process copy waits in a queue (LKBF_DLWAIT or
+	 * LKBF_BLOCKED): see struct dlm_lkb_wait; NULL otherwise */
+	struct dlm_lkb_wait	*lkb_qwait;
 	uint64_t		lkb_dl_waiter;	/* who within the owner made its last
 						   request (dlm_lock_req.waiter) */
-	struct dlm_range	lkb_grrange;
-	struct dlm_range	lkb_rqrange;
+	/* [0] the granted range, [1] the requested one; NULL while both
+	 * are the whole resource, as for most locks (dlm_lkb_grrange(),
+	 * dlm_lkb_rqrange(), dlm_lkb_set_range()) */
+	struct dlm_range	*lkb_ranges;
 	char			*lkb_lvb;	/* NULL: all zeros (see dlm_lvb_store) */
 };
 
@@ -259,6 +276,13 @@ struct dlm_ls {
 	unsigned int		ls_nrcstat;
 };
 
+/* Freed objects of one size kept for reuse, linked through their first
+ * pointer's bytes (resource.c). */
+struct dlm_objcache {
+	void			*oc_head;
+	unsigned int		oc_count;
+};
+
 struct dlm_core {
 	struct dlm_core_config	core_cfg;
 	struct dlm_core_ops	core_ops;
@@ -266,8 +290,8 @@ struct dlm_core {
 	uint64_t		core_now;
 	enum dlm_core_fault	core_fault;
 	struct dlm_list		core_lockspaces;
-	struct dlm_lkb		*core_lkb_cache;	/* free lkbs, linked via lkb_parent */
-	unsigned int		core_lkb_cached;
+	struct dlm_objcache	core_lkbs;	/* free lkbs */
+	struct dlm_objcache	core_qwaits;	/* free wait records */
 };
 
 /* ls.c */
@@ -298,10 +322,17 @@ void dlm_rsb_free(struct dlm_rsb *r);
 bool dlm_rsb_unused(const struct dlm_rsb *r);
 void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all);
 
+void *dlm_objcache_take(struct dlm_objcache *oc, size_t size);
+void dlm_objcache_give(struct dlm_objcache *oc, void *p, unsigned int max);
+void dlm_objcache_drain(struct dlm_objcache *oc);
 struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id);
 struct dlm_idblock *dlm_idblock_find(const struct dlm_ls *ls, uint32_t id);
 struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id);
 void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb);
+bool dlm_lkb_set_range(struct dlm_lkb *lkb, int which,
+		       const struct dlm_range *range);
+struct dlm_lkb_wait *dlm_lkb_qwait_get(struct dlm_ls *ls, struct dlm_lkb *lkb);
+void dlm_lkb_qwait_put(struct dlm_ls *ls, struct dlm_lkb *lkb);
 
 struct dlm_dirent *dlm_dir_find(struct dlm_ls *ls, const unsigned char *key,
 				unsigned int keylen, uint32_t hash);
@@ -408,6 +439,25 @@ static inline bool is_master(const struct dlm_rsb *r)
 static inline bool dlm_range_is_whole(const struct dlm_range *r)
 {
 	return r->ra_start == DLM_RANGE_MIN && r->ra_end == DLM_RANGE_MAX;
+}
+
+/* A lock's ranges: most locks cover the whole resource and keep no
+ * range record.  dlm_lkb_set_range(lkb, DLM_LKB_GR or DLM_LKB_RQ, range)
+ * allocates the record when a range is not the whole resource; it fails
+ * (false) only for want of memory, and never when the record is there
+ * already (a range copied from the lock's own other range). */
+#define DLM_LKB_GR	0
+#define DLM_LKB_RQ	1
+extern const struct dlm_range dlm_range_whole;
+
+static inline const struct dlm_range *dlm_lkb_grrange(const struct dlm_lkb *lkb)
+{
+	return lkb->lkb_ranges ? &lkb->lkb_ranges[DLM_LKB_GR] : &dlm_range_whole;
+}
+
+static inline const struct dlm_range *dlm_lkb_rqrange(const struct dlm_lkb *lkb)
+{
+	return lkb->lkb_ranges ? &lkb->lkb_ranges[DLM_LKB_RQ] : &dlm_range_whole;
 }
 
 /* A lock on the grant or convert queue holds its granted mode. */

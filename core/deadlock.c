@@ -97,7 +97,7 @@
  *
  * Loops and cost.  A probe may meet a cycle of older locks that does not
  * lead back to its initiator; each request remembers the last probe
- * forwarded from it (lkb_dl_mark, a hash of initiator and round) and
+ * forwarded from it (lw_dl_mark, a hash of initiator and round) and
  * forwards it once, and a probe that has taken DLM_DEADLK_MAX_HOPS hops is
  * dropped.  A request that waits legitimately, behind a holder that is
  * not waiting, costs one probe to its master and one to each holder's
@@ -185,9 +185,9 @@ struct walk {
  * the oldest there is. */
 uint64_t dlm_deadlock_key(const struct dlm_lkb *lkb)
 {
-	if (lkb->lkb_exflags & DLM_LKF_NODLCKWT)
+	if ((lkb->lkb_exflags & DLM_LKF_NODLCKWT) || !lkb->lkb_qwait)
 		return 0;
-	return lkb->lkb_dl_start + 1;
+	return lkb->lkb_qwait->lw_dl_start + 1;
 }
 
 /* The status of a completion for lkb: a deadlock victim's cancel says
@@ -230,18 +230,30 @@ void dlm_deadlock_queued(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	bool queued = !is_master_copy(lkb) &&
 		      (lkb->lkb_status == DLM_LKSTS_WAITING ||
 		       lkb->lkb_status == DLM_LKSTS_CONVERT);
+	struct dlm_lkb_wait *w;
 
 	if (lkb->lkb_flags & LKBF_DLWAIT) {
-		dlm_list_del(&lkb->lkb_dlwait);
+		dlm_list_del(&lkb->lkb_qwait->lw_dlwait);
 		lkb->lkb_flags &= ~LKBF_DLWAIT;
 	}
-	if (!queued)
+	if (!queued) {
+		dlm_lkb_qwait_put(ls, lkb);
 		return;
-	lkb->lkb_dl_start = ls->ls_core->core_now;
-	lkb->lkb_dl_probe_ms = lkb->lkb_dl_start;
-	lkb->lkb_dl_mark = 0;
+	}
+	w = dlm_lkb_qwait_get(ls, lkb);
+	if (!w) {
+		/* no memory for its record: this wait goes unprobed (it
+		 * can still be found as a holder's, and time out) */
+		log_ls(ls, DLM_LOG_WARNING,
+		       "lock %08x: no memory to watch its wait for deadlocks",
+		       lkb->lkb_id);
+		return;
+	}
+	w->lw_dl_start = ls->ls_core->core_now;
+	w->lw_dl_probe_ms = w->lw_dl_start;
+	w->lw_dl_mark = 0;
 	lkb->lkb_flags |= LKBF_DLWAIT;
-	dlm_list_add_tail(&lkb->lkb_dlwait, &ls->ls_dlwait);
+	dlm_list_add_tail(&w->lw_dlwait, &ls->ls_dlwait);
 }
 
 /* A queued process copy whose wait can be part of a deadlock: its
@@ -335,7 +347,7 @@ static void send_probe(struct walk *w, int type, uint32_t to, uint32_t lkid,
 /* The probe leaves request x (a process copy here): to its master. */
 static void from_waiter(struct walk *w, struct dlm_lkb *x)
 {
-	x->lkb_dl_mark = w->w_probe->pr_mark;
+	x->lkb_qwait->lw_dl_mark = w->w_probe->pr_mark;
 	if (is_master(x->lkb_rsb))
 		push(w, HOP_WAITER, x->lkb_id);
 	else
@@ -417,7 +429,8 @@ static void at_holder(struct walk *w, struct dlm_lkb *h)
 			break_cycle(ls, x);
 			return;	/* x may be gone, and ow_locks changed */
 		}
-		if (x->lkb_dl_mark != p->pr_mark && is_older(ls, x, p))
+		if (x->lkb_qwait->lw_dl_mark != p->pr_mark &&
+		    is_older(ls, x, p))
 			from_waiter(w, x);
 	}
 }
@@ -473,14 +486,16 @@ void dlm_deadlock_tick(struct dlm_ls *ls)
 	/* oldest probe first: each one probed goes to the tail, with a
 	 * clock that is not due, so this ends */
 	while (!dlm_list_empty(&ls->ls_dlwait)) {
-		struct dlm_lkb *lkb = dlm_list_first(&ls->ls_dlwait,
-						     struct dlm_lkb, lkb_dlwait);
+		struct dlm_lkb_wait *qw = dlm_list_first(&ls->ls_dlwait,
+							 struct dlm_lkb_wait,
+							 lw_dlwait);
+		struct dlm_lkb *lkb = qw->lw_lkb;
 
-		if (now - lkb->lkb_dl_probe_ms < delay)
+		if (now - qw->lw_dl_probe_ms < delay)
 			break;
-		lkb->lkb_dl_probe_ms = now;
-		dlm_list_del(&lkb->lkb_dlwait);
-		dlm_list_add_tail(&lkb->lkb_dlwait, &ls->ls_dlwait);
+		qw->lw_dl_probe_ms = now;
+		dlm_list_del(&qw->lw_dlwait);
+		dlm_list_add_tail(&qw->lw_dlwait, &ls->ls_dlwait);
 		if (waits_quietly(lkb) && dlm_deadlock_key(lkb))
 			start_probe(ls, lkb);
 	}

@@ -170,14 +170,16 @@ static void dump_lock(struct outbuf *ob, const char *what,
 		out(ob, "%s", dlm_mode_str(lkb->lkb_rqmode));
 	if (lkb->lkb_status == DLM_LKSTS_GRANTED ||
 	    lkb->lkb_status == DLM_LKSTS_CONVERT) {
-		if (!dlm_range_is_whole(&lkb->lkb_grrange))
+		if (!dlm_range_is_whole(dlm_lkb_grrange(lkb)))
 			out(ob, " range %" PRIx64 "-%" PRIx64,
-			    lkb->lkb_grrange.ra_start, lkb->lkb_grrange.ra_end);
+			    dlm_lkb_grrange(lkb)->ra_start,
+			    dlm_lkb_grrange(lkb)->ra_end);
 	}
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED &&
-	    !dlm_range_is_whole(&lkb->lkb_rqrange))
+	    !dlm_range_is_whole(dlm_lkb_rqrange(lkb)))
 		out(ob, " rqrange %" PRIx64 "-%" PRIx64,
-		    lkb->lkb_rqrange.ra_start, lkb->lkb_rqrange.ra_end);
+		    dlm_lkb_rqrange(lkb)->ra_start,
+		    dlm_lkb_rqrange(lkb)->ra_end);
 	if (is_master_copy(lkb))
 		out(ob, " node %u remid %08x", lkb->lkb_nodeid, lkb->lkb_remid);
 	else if (!is_master(r) && r->res_nodeid)
@@ -355,7 +357,7 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 			}
 			if (k < 2 && lkb->lkb_grmode >= 0) {
 				count[lkb->lkb_grmode]++;
-				if (!dlm_range_is_whole(&lkb->lkb_grrange))
+				if (!dlm_range_is_whole(dlm_lkb_grrange(lkb)))
 					nranged++;
 			}
 			if (k == 2 && (lkb->lkb_exflags & DLM_LKF_NOORDER))

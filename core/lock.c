@@ -161,7 +161,7 @@ static void count_held(struct dlm_rsb *r, struct dlm_lkb *lkb, int delta)
 	if (!mode_valid(lkb->lkb_grmode))
 		return;
 	r->res_grcount[lkb->lkb_grmode] += (uint32_t)delta;
-	if (!dlm_range_is_whole(&lkb->lkb_grrange))
+	if (!dlm_range_is_whole(dlm_lkb_grrange(lkb)))
 		r->res_nranged += (uint32_t)delta;
 }
 
@@ -224,7 +224,8 @@ static void set_grmode(struct dlm_rsb *r, struct dlm_lkb *lkb, int mode,
 	if (held)
 		count_held(r, lkb, -1);
 	lkb->lkb_grmode = (int8_t)mode;
-	lkb->lkb_grrange = *range;
+	/* range is the lock's own: its record is there if it is partial */
+	(void)dlm_lkb_set_range(lkb, DLM_LKB_GR, range);
 	if (held)
 		count_held(r, lkb, 1);
 }
@@ -246,7 +247,7 @@ static bool queue_conflict(const struct dlm_ls *ls, const struct dlm_list *q,
 		if (g == lkb)
 			continue;
 		if (!compat(ls, g->lkb_grmode, mode) &&
-		    ranges_overlap(ls, &g->lkb_grrange, range))
+		    ranges_overlap(ls, dlm_lkb_grrange(g), range))
 			return true;
 	}
 	return false;
@@ -297,7 +298,7 @@ static bool waits_for(const struct dlm_ls *ls, struct dlm_lkb *const *q,
 	if (j < i && (a->lkb_exflags & DLM_LKF_QUECVT))
 		return true;
 	return !compat(ls, b->lkb_grmode, a->lkb_rqmode) &&
-	       ranges_overlap(ls, &b->lkb_grrange, &a->lkb_rqrange);
+	       ranges_overlap(ls, dlm_lkb_grrange(b), dlm_lkb_rqrange(a));
 }
 
 /* Mark in 'seen' every lock reachable from q[me] along "waits for"
@@ -477,8 +478,8 @@ static void lkb_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
 	m->m_owner = lkb->lkb_ownerid;
 	m->m_lvbseq = lkb->lkb_lvbseq;
 	m->m_token = dlm_lkb_token(lkb);
-	m->m_grrange = lkb->lkb_grrange;
-	m->m_rqrange = lkb->lkb_rqrange;
+	m->m_grrange = *dlm_lkb_grrange(lkb);
+	m->m_rqrange = *dlm_lkb_rqrange(lkb);
 	if (lkb->lkb_flags & LKBF_VALBLK) {
 		m->m_lvb = dlm_lkb_lvb(lkb);
 		m->m_lvblen = DLM_LVB_LEN;
@@ -740,7 +741,7 @@ static void bast_queue(struct dlm_rsb *r, struct dlm_list *q,
 		if (g->lkb_highbast >= lkb->lkb_rqmode)
 			continue;
 		if (compat(ls, g->lkb_grmode, lkb->lkb_rqmode) ||
-		    !ranges_overlap(ls, &g->lkb_grrange, &lkb->lkb_rqrange))
+		    !ranges_overlap(ls, dlm_lkb_grrange(g), dlm_lkb_rqrange(lkb)))
 			continue;
 		g->lkb_highbast = lkb->lkb_rqmode;
 		bast_lkb(ls, g, lkb->lkb_rqmode);
@@ -753,7 +754,7 @@ static void send_blocking_asts(struct dlm_rsb *r, struct dlm_lkb *lkb)
 	if (fault(r->res_ls, DLM_FAULT_SKIP_BAST))
 		return;
 	/* nothing granted conflicts: no need to look at each holder */
-	if (compat_with_granted(r, lkb, lkb->lkb_rqmode, &lkb->lkb_rqrange))
+	if (compat_with_granted(r, lkb, lkb->lkb_rqmode, dlm_lkb_rqrange(lkb)))
 		return;
 	bast_queue(r, &r->res_grantq, lkb);
 	bast_queue(r, &r->res_convertq, lkb);
@@ -823,7 +824,7 @@ static void grant_lock(struct dlm_rsb *r, struct dlm_lkb *lkb, int mode)
 		lvb_read(r, lkb);
 	if (mode != lkb->lkb_rqmode)
 		lkb->lkb_sbflags |= DLM_SBF_ALTMODE;
-	set_grmode(r, lkb, mode, &lkb->lkb_rqrange);
+	set_grmode(r, lkb, mode, dlm_lkb_rqrange(lkb));
 	lkb->lkb_token = dlm_token_mode(mode) ? dlm_token_mint(r->res_ls) : 0;
 	lkb->lkb_rqmode = DLM_LOCK_IV;
 	lkb->lkb_highbast = DLM_LOCK_IV;
@@ -837,13 +838,13 @@ static int grantable_mode(struct dlm_rsb *r, struct dlm_lkb *lkb, bool queue_ok)
 {
 	if (!queue_ok)
 		return DLM_LOCK_IV;
-	if (compat_with_granted(r, lkb, lkb->lkb_rqmode, &lkb->lkb_rqrange))
+	if (compat_with_granted(r, lkb, lkb->lkb_rqmode, dlm_lkb_rqrange(lkb)))
 		return lkb->lkb_rqmode;
 	if ((lkb->lkb_exflags & DLM_LKF_ALTPR) && lkb->lkb_rqmode != DLM_LOCK_PR &&
-	    compat_with_granted(r, lkb, DLM_LOCK_PR, &lkb->lkb_rqrange))
+	    compat_with_granted(r, lkb, DLM_LOCK_PR, dlm_lkb_rqrange(lkb)))
 		return DLM_LOCK_PR;
 	if ((lkb->lkb_exflags & DLM_LKF_ALTCW) && lkb->lkb_rqmode != DLM_LOCK_CW &&
-	    compat_with_granted(r, lkb, DLM_LOCK_CW, &lkb->lkb_rqrange))
+	    compat_with_granted(r, lkb, DLM_LOCK_CW, dlm_lkb_rqrange(lkb)))
 		return DLM_LOCK_CW;
 	return DLM_LOCK_IV;
 }
@@ -953,7 +954,7 @@ static int do_request(struct dlm_rsb *r, struct dlm_lkb *lkb)
 static void revert_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 {
 	lkb->lkb_rqmode = DLM_LOCK_IV;
-	lkb->lkb_rqrange = lkb->lkb_grrange;
+	(void)dlm_lkb_set_range(lkb, DLM_LKB_RQ, dlm_lkb_grrange(lkb));
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED)
 		add_to_queue(r, lkb, DLM_LKSTS_GRANTED);
 }
@@ -978,7 +979,7 @@ static bool break_deadlock(struct dlm_rsb *r, struct dlm_lkb *victim,
 	log_ls(ls, DLM_LOG_DEBUG, "conversion deadlock on \"%s\": lock %08x %s",
 	       name, victim->lkb_id, demote ? "demoted to NL" : "cancelled");
 	if (demote) {
-		set_grmode(r, victim, DLM_LOCK_NL, &victim->lkb_grrange);
+		set_grmode(r, victim, DLM_LOCK_NL, dlm_lkb_grrange(victim));
 		victim->lkb_sbflags |= DLM_SBF_DEMOTED;
 		return false;
 	}
@@ -1374,7 +1375,9 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	if (!ow)
 		return -ENOMEM;
 	lkb = dlm_lkb_create(ls, req->newid);
-	if (!lkb) {
+	if (!lkb || !dlm_lkb_set_range(lkb, DLM_LKB_RQ, &range)) {
+		if (lkb)
+			dlm_lkb_free(ls, lkb);
 		dlm_owner_put(ls, ow);
 		return -ENOMEM;
 	}
@@ -1383,7 +1386,6 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	dlm_list_add_tail(&lkb->lkb_ownerqueue, &ow->ow_locks);
 	lkb->lkb_exflags = req->flags;
 	lkb->lkb_rqmode = (int8_t)req->mode;
-	lkb->lkb_rqrange = range;
 	dlm_deadlock_set_waiter(lkb, req);
 	if (req->flags & DLM_LKF_VALBLK)
 		lkb->lkb_flags |= LKBF_VALBLK;
@@ -1426,16 +1428,17 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	if (check_range(req->range, &range))
 		return -EINVAL;
 	if (!req->range)
-		range = lkb->lkb_grrange;
+		range = *dlm_lkb_grrange(lkb);
 	if ((req->flags & DLM_LKF_VALBLK) && lkb->lkb_grmode >= DLM_LOCK_PW &&
 	    req->mode <= lkb->lkb_grmode && !req->lvb)
 		return -EINVAL;		/* a writer must give the value */
 
+	if (!dlm_lkb_set_range(lkb, DLM_LKB_RQ, &range))
+		return -ENOMEM;
 	r = lkb->lkb_rsb;
 	*lkid_out = lkb->lkb_id;
 	lkb->lkb_exflags = req->flags;
 	lkb->lkb_rqmode = (int8_t)req->mode;
-	lkb->lkb_rqrange = range;
 	lkb->lkb_sbflags = 0;
 	dlm_deadlock_set_waiter(lkb, req);
 	if (req->flags & DLM_LKF_VALBLK)
@@ -1756,7 +1759,9 @@ static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
 		return 0;
 	}
 	lkb = dlm_lkb_create(ls, 0);
-	if (!lkb) {
+	if (!lkb || !dlm_lkb_set_range(lkb, DLM_LKB_RQ, &m->m_rqrange)) {
+		if (lkb)
+			dlm_lkb_free(ls, lkb);
 		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -ENOMEM);
 		return -ENOMEM;
 	}
@@ -1766,7 +1771,6 @@ static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
 	lkb->lkb_ownerid = m->m_owner;
 	lkb->lkb_exflags = m->m_exflags;
 	lkb->lkb_rqmode = m->m_rqmode;
-	lkb->lkb_rqrange = m->m_rqrange;
 	if (m->m_exflags & DLM_LKF_VALBLK)
 		lkb->lkb_flags |= LKBF_VALBLK;
 	/* the requester wants basts if it asked; it filters them itself */
@@ -1809,9 +1813,12 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 		send_reply_status(ls, m, DLM_MSG_CONVERT_REPLY, -EBUSY);
 		return -EBUSY;
 	}
+	if (!dlm_lkb_set_range(lkb, DLM_LKB_RQ, &m->m_rqrange)) {
+		send_reply_status(ls, m, DLM_MSG_CONVERT_REPLY, -ENOMEM);
+		return -ENOMEM;
+	}
 	lkb->lkb_exflags = m->m_exflags;
 	lkb->lkb_rqmode = m->m_rqmode;
-	lkb->lkb_rqrange = m->m_rqrange;
 	lkb->lkb_sbflags = 0;
 	if (m->m_exflags & DLM_LKF_VALBLK)
 		lkb->lkb_flags |= LKBF_VALBLK;
@@ -1987,7 +1994,7 @@ static void receive_convert_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 		break;
 	case -EINPROGRESS:
 		lkb->lkb_sbflags |= (uint8_t)m->m_sbflags;
-		set_grmode(r, lkb, m->m_grmode, &lkb->lkb_grrange);
+		set_grmode(r, lkb, m->m_grmode, dlm_lkb_grrange(lkb));
 		add_to_queue(r, lkb, DLM_LKSTS_CONVERT);
 		break;
 	default:
@@ -2022,7 +2029,7 @@ static void receive_cancel_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 			finish_lkb(ls, lkb, -DLM_ECANCEL);
 			return;
 		}
-		set_grmode(r, lkb, m->m_grmode, &lkb->lkb_grrange);
+		set_grmode(r, lkb, m->m_grmode, dlm_lkb_grrange(lkb));
 		revert_convert(r, lkb);
 		cast_local(ls, lkb, -DLM_ECANCEL);
 	}
@@ -2245,6 +2252,8 @@ static void free_hnode_lkb(void *arg, struct dlm_hnode *n)
 	(void)arg;
 	free(lkb->lkb_unlock_lvb);
 	free(lkb->lkb_lvb);
+	free(lkb->lkb_ranges);
+	free(lkb->lkb_qwait);
 	free(lkb);
 }
 
@@ -2305,8 +2314,8 @@ static void walk_one(void *arg, struct dlm_hnode *n)
 	li.status = lkb->lkb_status;
 	li.grmode = lkb->lkb_grmode;
 	li.rqmode = lkb->lkb_rqmode;
-	li.grrange = lkb->lkb_grrange;
-	li.rqrange = lkb->lkb_rqrange;
+	li.grrange = *dlm_lkb_grrange(lkb);
+	li.rqrange = *dlm_lkb_rqrange(lkb);
 	li.owner = lkb->lkb_ownerid;
 	li.orphan = !!(lkb->lkb_flags & LKBF_ORPHAN);
 	li.exflags = lkb->lkb_exflags;
@@ -2318,7 +2327,7 @@ static void walk_one(void *arg, struct dlm_hnode *n)
 	}
 	if (lkb->lkb_flags & LKBF_DLWAIT) {
 		li.dl_key = dlm_deadlock_key(lkb);
-		li.dl_probe_ms = lkb->lkb_dl_probe_ms;
+		li.dl_probe_ms = lkb->lkb_qwait->lw_dl_probe_ms;
 	}
 	li.dl_victim = !!(lkb->lkb_flags & LKBF_DEADLK);
 	w->fn(w->arg, &li);
@@ -2361,7 +2370,7 @@ void dlm_for_each_blocker(const struct dlm_rsb *r, const struct dlm_lkb *w,
 						     lkb_statequeue);
 
 		if (g != w && !compat(ls, g->lkb_grmode, w->lkb_rqmode) &&
-		    ranges_overlap(ls, &g->lkb_grrange, &w->lkb_rqrange))
+		    ranges_overlap(ls, dlm_lkb_grrange(g), dlm_lkb_rqrange(w)))
 			fn(arg, g);
 	}
 	dlm_list_for_each(pos, &r->res_convertq) {
@@ -2375,7 +2384,7 @@ void dlm_for_each_blocker(const struct dlm_rsb *r, const struct dlm_lkb *w,
 		if ((waiting && ordered) ||
 		    (!waiting && ahead && (w->lkb_exflags & DLM_LKF_QUECVT)) ||
 		    (!compat(ls, c->lkb_grmode, w->lkb_rqmode) &&
-		     ranges_overlap(ls, &c->lkb_grrange, &w->lkb_rqrange)))
+		     ranges_overlap(ls, dlm_lkb_grrange(c), dlm_lkb_rqrange(w))))
 			fn(arg, c);
 	}
 	if (!waiting || !ordered)
@@ -2450,6 +2459,7 @@ void dlm_redo_lookups(struct dlm_ls *ls, struct dlm_rsb *r)
  * nothing gr did not conflict with, over no more of the resource? */
 static bool is_down_conversion(const struct dlm_lkb *lkb)
 {
+	const struct dlm_range *gr, *rq;
 	int m;
 
 	if (!mode_valid(lkb->lkb_grmode) || !mode_valid(lkb->lkb_rqmode))
@@ -2458,8 +2468,9 @@ static bool is_down_conversion(const struct dlm_lkb *lkb)
 		if (dlm_modes_compat(lkb->lkb_grmode, m) &&
 		    !dlm_modes_compat(lkb->lkb_rqmode, m))
 			return false;
-	return lkb->lkb_rqrange.ra_start >= lkb->lkb_grrange.ra_start &&
-	       lkb->lkb_rqrange.ra_end <= lkb->lkb_grrange.ra_end;
+	gr = dlm_lkb_grrange(lkb);
+	rq = dlm_lkb_rqrange(lkb);
+	return rq->ra_start >= gr->ra_start && rq->ra_end <= gr->ra_end;
 }
 
 /* PR <-> CW: neither mode covers the other. */
@@ -2498,7 +2509,7 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	m.m_grmode = lkb->lkb_grmode;
 	m.m_rqmode = DLM_LOCK_IV;
 	m.m_bastmode = DLM_LOCK_IV;
-	m.m_grrange = lkb->lkb_grrange;
+	m.m_grrange = *dlm_lkb_grrange(lkb);
 	switch (lkb->lkb_wait_type) {
 	case DLM_WAIT_UNLOCK:
 		m.m_type = DLM_MSG_UNLOCK_REPLY;
@@ -2519,7 +2530,7 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 			 * at finish */
 			m.m_status = 0;
 			m.m_grmode = lkb->lkb_rqmode;
-			m.m_grrange = lkb->lkb_rqrange;
+			m.m_grrange = *dlm_lkb_rqrange(lkb);
 			uint32_t id = lkb->lkb_id;
 			bool stale = lkb->lkb_flags & LKBF_LVB_STALE;
 
@@ -2601,7 +2612,7 @@ void dlm_recover_conversions(struct dlm_rsb *r)
 				if (g == lkb || !mode_valid(g->lkb_grmode))
 					continue;
 				if (!compat(ls, g->lkb_grmode, lkb->lkb_grmode) &&
-				    ranges_overlap(ls, &g->lkb_grrange, &lkb->lkb_grrange)) {
+				    ranges_overlap(ls, dlm_lkb_grrange(g), dlm_lkb_grrange(lkb))) {
 					conflict = true;
 					break;
 				}
@@ -2612,12 +2623,12 @@ void dlm_recover_conversions(struct dlm_rsb *r)
 			log_ls(ls, DLM_LOG_DEBUG,
 			       "recovery: conversion of %08x to %s taken as granted",
 			       lkb->lkb_id, lkb->lkb_rqmode == DLM_LOCK_PR ? "PR" : "CW");
-			set_grmode(r, lkb, lkb->lkb_rqmode, &lkb->lkb_grrange);
+			set_grmode(r, lkb, lkb->lkb_rqmode, dlm_lkb_grrange(lkb));
 		} else {
 			log_ls(ls, DLM_LOG_DEBUG,
 			       "recovery: converting lock %08x taken as demoted to NL",
 			       lkb->lkb_id);
-			set_grmode(r, lkb, DLM_LOCK_NL, &lkb->lkb_grrange);
+			set_grmode(r, lkb, DLM_LOCK_NL, dlm_lkb_grrange(lkb));
 			lkb->lkb_sbflags |= DLM_SBF_DEMOTED;
 		}
 	}

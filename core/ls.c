@@ -67,17 +67,13 @@ static void ls_free(struct dlm_ls *ls)
 
 void dlm_core_free(struct dlm_core *core)
 {
-	struct dlm_lkb *lkb;
-
 	if (!core)
 		return;
 	while (!dlm_list_empty(&core->core_lockspaces))
 		ls_free(dlm_container_of(core->core_lockspaces.next,
 					 struct dlm_ls, ls_list));
-	while ((lkb = core->core_lkb_cache)) {
-		core->core_lkb_cache = lkb->lkb_parent;
-		free(lkb);
-	}
+	dlm_objcache_drain(&core->core_lkbs);
+	dlm_objcache_drain(&core->core_qwaits);
 	free(core);
 }
 

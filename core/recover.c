@@ -884,6 +884,14 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 /* recovery messages                                                  */
 /* ------------------------------------------------------------------ */
 
+/* The ranges an RC_LOCK gives its master copy; false for want of
+ * memory, with the lock unchanged. */
+static bool lkb_take_ranges(struct dlm_lkb *lkb, const struct dlm_msg *m)
+{
+	return dlm_lkb_set_range(lkb, DLM_LKB_GR, &m->m_grrange) &&
+	       dlm_lkb_set_range(lkb, DLM_LKB_RQ, &m->m_rqrange);
+}
+
 static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 {
 	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
@@ -930,6 +938,10 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 	}
 	if (!lkb) {
 		lkb = dlm_lkb_create(ls, 0);
+		if (lkb && !lkb_take_ranges(lkb, m)) {
+			dlm_lkb_free(ls, lkb);
+			lkb = NULL;
+		}
 		if (!lkb) {
 			status = -ENOMEM;
 			goto reply;
@@ -939,13 +951,14 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		lkb->lkb_remid = m->m_lkid;
 		lkb->lkb_rsb = r;
 		dlm_rsb_hold(r);
+	} else if (!lkb_take_ranges(lkb, m)) {
+		status = -ENOMEM;
+		goto reply;
 	}
 	lkb->lkb_ownerid = m->m_owner;
 	lkb->lkb_exflags = m->m_exflags;
 	lkb->lkb_grmode = m->m_grmode;
 	lkb->lkb_rqmode = m->m_rqmode;
-	lkb->lkb_grrange = m->m_grrange;
-	lkb->lkb_rqrange = m->m_rqrange;
 	lkb->lkb_lvbseq = m->m_lvbseq;
 	lkb->lkb_token = m->m_token;
 	if (m->m_exflags & DLM_LKF_VALBLK)

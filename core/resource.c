@@ -42,6 +42,7 @@
 #include "core/wire.h"
 
 #define LKB_CACHE_MAX	1024
+#define QWAIT_CACHE_MAX	1024
 
 /* The directory node of a name picks from the hash's bits above those
  * that choose the resource table's bucket (core/htab.c masks the low
@@ -250,20 +251,50 @@ struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id)
 	return NULL;
 }
 
+/* An object of 'size' bytes (contents undefined): a cached one, or a new
+ * one; NULL for want of memory. */
+void *dlm_objcache_take(struct dlm_objcache *oc, size_t size)
+{
+	void *p = oc->oc_head;
+
+	if (!p)
+		return malloc(size);
+	memcpy(&oc->oc_head, p, sizeof(oc->oc_head));
+	oc->oc_count--;
+	return p;
+}
+
+/* Keep p for reuse, or free it once max are kept. */
+void dlm_objcache_give(struct dlm_objcache *oc, void *p, unsigned int max)
+{
+	if (oc->oc_count >= max) {
+		free(p);
+		return;
+	}
+	memcpy(p, &oc->oc_head, sizeof(oc->oc_head));
+	oc->oc_head = p;
+	oc->oc_count++;
+}
+
+void dlm_objcache_drain(struct dlm_objcache *oc)
+{
+	void *p;
+
+	while ((p = oc->oc_head)) {
+		memcpy(&oc->oc_head, p, sizeof(oc->oc_head));
+		free(p);
+	}
+	oc->oc_count = 0;
+}
+
 /* A new lkb with id 'id' (unused; 0: a fresh one), on no queue. */
 struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id)
 {
-	struct dlm_core *core = ls->ls_core;
-	struct dlm_lkb *lkb = core->core_lkb_cache;
+	struct dlm_lkb *lkb = dlm_objcache_take(&ls->ls_core->core_lkbs,
+						sizeof(*lkb));
 
-	if (lkb) {
-		core->core_lkb_cache = lkb->lkb_parent;
-		core->core_lkb_cached--;
-	} else {
-		lkb = malloc(sizeof(*lkb));
-		if (!lkb)
-			return NULL;
-	}
+	if (!lkb)
+		return NULL;
 	memset(lkb, 0, sizeof(*lkb));
 	/* ids wrap after 2^32 locks; skip 0, ids still in use and ids of
 	 * blocks reserved for a client */
@@ -279,13 +310,9 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id)
 	lkb->lkb_highbast = DLM_LOCK_IV;
 	lkb->lkb_last_bast = DLM_LOCK_IV;
 	lkb->lkb_nodeid = dlm_our_nodeid(ls);
-	lkb->lkb_grrange.ra_end = DLM_RANGE_MAX;
-	lkb->lkb_rqrange.ra_end = DLM_RANGE_MAX;
 	dlm_list_init(&lkb->lkb_statequeue);
 	dlm_list_init(&lkb->lkb_ownerqueue);
 	dlm_list_init(&lkb->lkb_waiter);
-	dlm_list_init(&lkb->lkb_blocked);
-	dlm_list_init(&lkb->lkb_dlwait);
 	lkb->lkb_hnode.hn_hash = lkid_hash(id);
 	dlm_htab_insert(&ls->ls_lkbtbl, &lkb->lkb_hnode);
 	return lkb;
@@ -298,13 +325,59 @@ void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	dlm_htab_remove(&ls->ls_lkbtbl, &lkb->lkb_hnode);
 	free(lkb->lkb_lvb);
 	lkb->lkb_lvb = NULL;
-	if (core->core_lkb_cached < LKB_CACHE_MAX) {
-		lkb->lkb_parent = core->core_lkb_cache;
-		core->core_lkb_cache = lkb;
-		core->core_lkb_cached++;
-	} else {
-		free(lkb);
+	free(lkb->lkb_ranges);
+	lkb->lkb_ranges = NULL;
+	dlm_lkb_qwait_put(ls, lkb);
+	dlm_objcache_give(&core->core_lkbs, lkb, LKB_CACHE_MAX);
+}
+
+const struct dlm_range dlm_range_whole = { DLM_RANGE_MIN, DLM_RANGE_MAX };
+
+bool dlm_lkb_set_range(struct dlm_lkb *lkb, int which,
+		       const struct dlm_range *range)
+{
+	if (!lkb->lkb_ranges) {
+		if (dlm_range_is_whole(range))
+			return true;
+		lkb->lkb_ranges = malloc(2 * sizeof(*lkb->lkb_ranges));
+		if (!lkb->lkb_ranges)
+			return false;
+		lkb->lkb_ranges[DLM_LKB_GR] = dlm_range_whole;
+		lkb->lkb_ranges[DLM_LKB_RQ] = dlm_range_whole;
 	}
+	lkb->lkb_ranges[which] = *range;
+	return true;
+}
+
+/* lkb's wait record (struct dlm_lkb_wait), allocated (from the core's
+ * cache of free ones if it has one) if lkb has none yet; NULL for want
+ * of memory. */
+struct dlm_lkb_wait *dlm_lkb_qwait_get(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_lkb_wait *w = lkb->lkb_qwait;
+
+	if (w)
+		return w;
+	w = dlm_objcache_take(&ls->ls_core->core_qwaits, sizeof(*w));
+	if (!w)
+		return NULL;
+	memset(w, 0, sizeof(*w));
+	w->lw_lkb = lkb;
+	dlm_list_init(&w->lw_dlwait);
+	dlm_list_init(&w->lw_blocked);
+	lkb->lkb_qwait = w;
+	return w;
+}
+
+/* lkb's wait record goes once lkb is on neither list that needs it. */
+void dlm_lkb_qwait_put(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_lkb_wait *w = lkb->lkb_qwait;
+
+	if (!w || (lkb->lkb_flags & (LKBF_DLWAIT | LKBF_BLOCKED)))
+		return;
+	lkb->lkb_qwait = NULL;
+	dlm_objcache_give(&ls->ls_core->core_qwaits, w, QWAIT_CACHE_MAX);
 }
 
 /* ----------------------------------------------------------- id blocks */

@@ -60,6 +60,40 @@ static void test_lazy_lvb_out_of_memory(void **state)
 	cluster_free(c);
 }
 
+/* A lock's ranges get a record of their own only when one is partial
+ * (issue 14): that record's allocation failing refuses the request or
+ * conversion with -ENOMEM and changes nothing; with memory again both
+ * go through. */
+static void test_lazy_ranges_out_of_memory(void **state)
+{
+	struct cluster *c = cluster_new(1, 1000);
+	struct dlm_range part = { 16, 32 };
+	struct dlm_lock_req rq = { .mode = DLM_LOCK_PR, .name = "r",
+				   .namelen = 1, .owner = 1, .range = &part };
+	uint32_t a, b, id = 0;
+
+	(void)state;
+	a = lock_on(c, 1, 1, "r", DLM_LOCK_PR, 0, 0, NULL);
+	/* the lkb is allocated, its range record is not */
+	malloc_countdown = 1;
+	assert_int_equal(dlm_core_lock(c->ls[1], &rq, &id), -ENOMEM);
+	malloc_countdown = -1;
+	assert_dump_lacks(c, 1, "rqrange");
+	assert_dump_lacks(c, 1, "range 10-20");
+	/* a conversion to a partial range, likewise */
+	malloc_countdown = 0;
+	assert_int_equal(dlm_core_lock(c->ls[1], &(struct dlm_lock_req){
+		.mode = DLM_LOCK_NL, .flags = DLM_LKF_CONVERT, .lkid = a,
+		.owner = 1, .range = &part }, &id), -ENOMEM);
+	malloc_countdown = -1;
+	assert_dump_lacks(c, 1, "range 10-20");
+	b = lock_on(c, 1, 1, "r", DLM_LOCK_PR, 0, 0, &part);
+	assert_status(c, 1, b, 0);
+	assert_dump_has(c, 1, "range 10-20");
+	assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_NL, 0, NULL), 0);
+	cluster_free(c);
+}
+
 /* The master dies: a survivor becomes master, survivors' locks are
  * resent with their state, the dead node's lock is gone, and the waiter
  * it blocked is granted. */
@@ -547,6 +581,7 @@ static void test_recover_abort_and_join(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lazy_ranges_out_of_memory),
 		cmocka_unit_test(test_recover_master_dies),
 		cmocka_unit_test(test_recover_enomem),
 		cmocka_unit_test(test_recover_token),
