@@ -21,10 +21,80 @@
  *
  * Directory.  The key's hash picks the directory node among the sorted
  * lockspace members (hash modulo member count).  The directory node keeps
- * a record key -> master for every resource mastered anywhere; the first
- * node to look a key up becomes its master.  When a master drops an unused
- * resource it tells the directory node (REMOVE), which forgets the record
- * only if that node is still the recorded master.
+ * a record key -> master for every root resource mastered anywhere; the
+ * first node to look a key up becomes its master.  When a master drops an
+ * unused resource it tells the directory node (REMOVE), which forgets the
+ * record only if that node is still the recorded master.
+ *
+ * Sub-resources are mastered with their parent (issue 18).  A child
+ * resource has no directory record and is never looked up: its master is
+ * its parent resource's master, and so, down the tree, its root's master.
+ * The requester takes it from the parent lock the request names.  So a
+ * node that masters a root (it created it, or recovery gave it to it)
+ * creates and locks any number of fresh children, at any depth, with no
+ * message at all.  This is the OpenVMS lock manager's rule.
+ *
+ *   Why it is safe.  Safety is "one master per resource at a time": one
+ *   master orders all the grants of a resource, so it never grants two
+ *   conflicting locks.  A lock on child C of P needs a granted lock on P
+ *   from the same owner (lock.c refuses it otherwise), so every node that
+ *   can send a request for C holds a granted lock on P and knows P's
+ *   master exactly: that lock's master is kept right by the lock protocol
+ *   and by recovery.  All of them send C's requests to that one node,
+ *   which creates C as master on the first one; the creator itself, being
+ *   P's master, is that node.  Concurrent creators of C from several nodes
+ *   therefore meet at P's master, which arbitrates as for any resource.
+ *   The master of a child REQUEST checks it still masters the parent (the
+ *   request carries the parent's key, wire version 3) and else refuses
+ *   with -EBADR, and the requester takes the parent's master again: so a
+ *   requester whose view is stale (a request that crossed a recovery)
+ *   never makes a second master.
+ *
+ *   Holes, and how each is closed:
+ *   - Stale cached children.  A node that once mastered P may keep a
+ *     tossed copy of C (with its LVB) while P moves on: dropped, mastered
+ *     by another node, then back.  If that old C state came back, the
+ *     node would master C while another node did, or hand out a value
+ *     older than one written meanwhile.  Rule: a child resource holds its
+ *     parent resource (res_parent, counted in the parent's res_nlkbs), so
+ *     a parent is tossed only after every child of it is freed, and its
+ *     REMOVE reaches the directory only after that; the next master of P
+ *     starts with no children and, as for any freed resource, with a zero
+ *     LVB (REFERENCE.md: a value lives only while some node keeps the
+ *     resource).  And a requester never trusts a cached child's master:
+ *     each request takes it from the parent again.
+ *   - Recovery.  When P's master departs, the directory rebuild gives P a
+ *     new master (children register nothing and ask for nothing); then,
+ *     after the MASTERS barrier, when every root's master is settled,
+ *     each child marked for a new master takes its root's (the root of a
+ *     chain is settled before any descendant is looked at, which is the
+ *     order by depth).  A node that holds locks only on children still
+ *     has its parent locks, so the parents are marked for recovery too;
+ *     the locks are resent to the parent's new master, carrying the
+ *     parent's key, so that node links the child to its parent.  A
+ *     request for a child in flight to the departed master is redone at
+ *     finish, to the parent's new master.
+ *   - Parent going away while a child request is in flight: the requester
+ *     cannot unlock a parent with children (-EBUSY), purges take the
+ *     children first, and a parent with an unlock in flight takes no new
+ *     child; links are FIFO, so the request reaches P's master before any
+ *     later unlock of P.  Persistent sub-locks are refused, so an orphan
+ *     parent never has children.
+ *   - Deep trees with digest keys: a child's key does not contain its
+ *     parent's, so nothing derives the parent from the key; the requester
+ *     uses the parent lock it names, and messages carry the parent's key.
+ *
+ *   What it does not give.  Flat (root) names still pay the directory
+ *   round trip before the first lock.  No zero-message scheme is safe for
+ *   them: with names the application picks and a directory placed by
+ *   hash, the node that would arbitrate a name is fixed before anyone
+ *   creates it, so a creator granting itself at once has told nobody; a
+ *   second creator elsewhere can do the same before any "I created it"
+ *   notice arrives, and both then hold a grant.  Only a name whose every
+ *   possible requester must first go through the creator can skip the
+ *   directory, and a granted parent lock is exactly that.  The price:
+ *   all children of a root share its master, so a hot root concentrates
+ *   its whole tree on one node (moving it is remastering's job).
  *
  * Toss list.  A resource with no locks is not freed at once: it stays on
  * the lockspace's toss list (oldest first) for toss_ms, so that locking
