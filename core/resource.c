@@ -168,6 +168,31 @@ int dlm_key_child(const unsigned char *pkey, unsigned int pkeylen,
 	return (int)(off + 1 + namelen);
 }
 
+/* Is key the key of a child of the resource keyed pkey?  Its last
+ * component is its name under the parent. */
+bool dlm_key_is_child(const unsigned char *pkey, unsigned int pkeylen,
+		      const unsigned char *key, unsigned int keylen)
+{
+	unsigned char want[DLM_MAX_KEYLEN];
+	unsigned int off = 0, last = 0;
+	int n;
+
+	if (!dlm_key_valid(key, keylen) || !dlm_key_valid(pkey, pkeylen))
+		return false;
+	if (key[0] == DLM_KEY_DIGEST_MARK) {
+		last = 1 + DLM_KEY_DIGEST_LEN;
+	} else {
+		while (off < keylen) {
+			last = off;
+			off += 1u + key[off];
+		}
+		if (last == 0)
+			return false;	/* a root */
+	}
+	n = dlm_key_child(pkey, pkeylen, key + last + 1, key[last], want);
+	return n == (int)keylen && !memcmp(want, key, keylen);
+}
+
 /* ---------------------------------------------------------------- LVBs */
 
 const char dlm_lvb_zero[DLM_LVB_LEN];
@@ -257,17 +282,40 @@ void dlm_rsb_release(struct dlm_rsb *r)
 	maybe_toss(r);
 }
 
+/* r is a sub-resource of parent: it holds the parent until it is freed,
+ * so that a parent is never dropped before its children (resource.c's
+ * essay: stale cached children). */
+void dlm_rsb_set_parent(struct dlm_rsb *r, struct dlm_rsb *parent)
+{
+	if (r->res_parent)
+		return;
+	r->res_parent = parent;
+	dlm_rsb_hold(parent);
+}
+
+/* The root resource of r's tree: the one whose master masters r. */
+struct dlm_rsb *dlm_rsb_root(struct dlm_rsb *r)
+{
+	while (r->res_parent)
+		r = r->res_parent;
+	return r;
+}
+
 void dlm_rsb_free(struct dlm_rsb *r)
 {
+	struct dlm_rsb *parent = r->res_parent;
+
 	if (r->res_flags & RESF_TOSSED)
 		dlm_list_del(&r->res_toss);
 	dlm_htab_remove(&r->res_ls->ls_rsbtbl, &r->res_hnode);
 	free(r->res_lvb);
 	free(r);
+	if (parent)
+		dlm_rsb_release(parent);	/* tossed after its children */
 }
 
 /* Free every tossed rsb older than toss_ms (all of them with 'all').  A
- * master gives up its directory record on the way out. */
+ * root's master gives up its directory record on the way out. */
 void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
 {
 	uint32_t toss_ms = ls->ls_core->core_cfg.toss_ms;
@@ -278,7 +326,7 @@ void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
 
 		if (!all && (uint32_t)now - r->res_toss_time < toss_ms)
 			break;
-		if (is_master(r)) {
+		if (is_master(r) && !r->res_parent) {
 			uint32_t dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
 
 			if (dir == dlm_our_nodeid(ls))

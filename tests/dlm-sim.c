@@ -1551,8 +1551,11 @@ static void phase_drain(struct sim *sim)
 		sim_fail(sim, "LIVENESS: drain did not finish in %u steps", MAX_DRAIN_STEPS);
 		return;
 	}
-	/* let every resource expire, and the REMOVE messages land */
-	for (round = 0; round < 3 && !sim->failed; round++) {
+	/* let every resource expire, and the REMOVE messages land; a
+	 * parent resource is tossed only once its children are freed, so a
+	 * tree takes a round per level (core/resource.c) */
+	for (round = 0; round < 3 + sim->opts->o_depth && !sim->failed;
+	     round++) {
 		tick_all(sim, sim->toss_ms + 1);
 		after_step(sim);
 		for (steps = 0; sim->net.n_inflight && !sim->failed; steps++) {
