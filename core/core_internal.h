@@ -124,6 +124,7 @@ struct dlm_lkb {
 #define RESF_RECOVER_MASTER	0x08	/* recovery: master departed, find a new one */
 #define RESF_NEW_MASTER		0x10	/* recovery: we became master, recover LVB */
 #define RESF_RECOVER_GRANT	0x20	/* recovery: locks purged, grant again */
+#define RESF_RC_SENT		0x40	/* recovery: step_locks resent its locks */
 
 struct dlm_rsb {
 	struct dlm_hnode	res_hnode;	/* ls_rsbtbl, keyed by key */

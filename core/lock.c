@@ -1821,7 +1821,9 @@ static int receive_child_request(struct dlm_ls *ls, const struct dlm_msg *m)
 			 dlm_hash_bytes(m->m_pkey, m->m_pkeylen));
 	r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
 	if (!p || !is_master(p) || (p->res_flags & RESF_LOOKUP) ||
-	    (r && !is_master(r) && !dlm_rsb_unused(r))) {
+	    (r && !is_master(r) && (!dlm_list_empty(&r->res_grantq) ||
+				    !dlm_list_empty(&r->res_convertq) ||
+				    !dlm_list_empty(&r->res_waitq)))) {
 		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -EBADR);
 		return 0;
 	}
@@ -1833,7 +1835,9 @@ static int receive_child_request(struct dlm_ls *ls, const struct dlm_msg *m)
 		}
 	}
 	dlm_rsb_set_parent(r, p);
-	/* an unused copy from when another node mastered the parent */
+	/* a copy with no lock on its queues (unused, from when another node
+	 * mastered the parent, or with our own requests waiting for the
+	 * lockspace to run: they take their master from the parent too) */
 	r->res_nodeid = dlm_our_nodeid(ls);
 	return request_here(ls, r, m);
 }

@@ -620,9 +620,27 @@ static void resend_queue(struct dlm_ls *ls, struct dlm_rsb *r,
 	}
 }
 
+static void resend_rsb(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	uint32_t to = r->res_new_nodeid;
+
+	r->res_flags |= RESF_RC_SENT;
+	if (!(r->res_flags & RESF_RECOVER_MASTER) || !to)
+		return;
+	if (fault(ls, DLM_FAULT_SKIP_RESEND))
+		return;
+	resend_queue(ls, r, &r->res_grantq, to);
+	resend_queue(ls, r, &r->res_convertq, to);
+	resend_queue(ls, r, &r->res_waitq, to);
+}
+
+/* Resend our locks to new masters, a parent's before its children's:
+ * links are FIFO, so the new master has met the parent (we hold a lock
+ * on it) when a child's lock names it (receive_rc_lock). */
 static int step_locks(struct dlm_ls *ls)
 {
-	size_t i;
+	struct dlm_rsb **stack = NULL;
+	size_t i, n, cap = 0;
 
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
 		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
@@ -632,17 +650,32 @@ static int step_locks(struct dlm_ls *ls)
 			child_new_master(ls, r);
 	}
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
-		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
-		uint32_t to = r->res_new_nodeid;
+		struct dlm_rsb *r;
 
-		if (!(r->res_flags & RESF_RECOVER_MASTER) || !to)
-			continue;
-		if (fault(ls, DLM_FAULT_SKIP_RESEND))
-			continue;
-		resend_queue(ls, r, &r->res_grantq, to);
-		resend_queue(ls, r, &r->res_convertq, to);
-		resend_queue(ls, r, &r->res_waitq, to);
+		/* r and its ancestors not yet resent, then resend from the
+		 * top (a stack, not recursion: trees have no depth limit) */
+		for (n = 0, r = ls->ls_rec_rsbs[i];
+		     r && !(r->res_flags & RESF_RC_SENT); r = r->res_parent) {
+			if (n == cap) {
+				size_t ncap = cap * 2 + 16;
+				struct dlm_rsb **v = realloc(stack,
+							     ncap * sizeof(*v));
+
+				if (!v) {
+					free(stack);
+					return -ENOMEM;
+				}
+				stack = v;
+				cap = ncap;
+			}
+			stack[n++] = r;
+		}
+		while (n)
+			resend_rsb(ls, stack[--n]);
 	}
+	free(stack);
+	for (i = 0; i < ls->ls_rec_nrsbs; i++)
+		ls->ls_rec_rsbs[i]->res_flags &= ~RESF_RC_SENT;
 	return 0;
 }
 
@@ -934,20 +967,22 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 /* recovery messages                                                  */
 /* ------------------------------------------------------------------ */
 
-/* RC_LOCK for a child resource r (NULL: not here) we may not know we
+/* RC_LOCK for a child resource (*rp, NULL: not here) we may not know we
  * master yet: our own step_locks may come after the sender's.  We do
- * when we master its root, as every child's master is its root's.
- * NULL only when out of memory. */
-static struct dlm_rsb *rc_child_here(struct dlm_ls *ls, struct dlm_rsb *r,
-				     const struct dlm_msg *m, uint32_t hash)
+ * when we master its root, as every child's master is its root's; its
+ * parent is here, as the sender resent its lock on the parent first.
+ * -ENOMEM, or 0 (*rp then is checked as for any RC_LOCK). */
+static int rc_child_here(struct dlm_ls *ls, struct dlm_rsb **rp,
+			 const struct dlm_msg *m, uint32_t hash)
 {
 	struct dlm_rsb *p = dlm_rsb_find(ls, m->m_pkey, m->m_pkeylen,
 					 dlm_hash_bytes(m->m_pkey, m->m_pkeylen));
+	struct dlm_rsb *r = *rp;
 
 	if (!p || !dlm_key_is_child(m->m_pkey, m->m_pkeylen, m->m_key,
 				    m->m_keylen) ||
 	    root_master(dlm_rsb_root(p)) != dlm_our_nodeid(ls))
-		return r;	/* refused below */
+		return 0;	/* refused by the caller */
 	if (!r) {
 		/* the steps after this one look at it too */
 		if (ls->ls_rec_nrsbs == ls->ls_rec_cap) {
@@ -956,23 +991,24 @@ static struct dlm_rsb *rc_child_here(struct dlm_ls *ls, struct dlm_rsb *r,
 						     cap * sizeof(*v));
 
 			if (!v)
-				return NULL;
+				return -ENOMEM;
 			ls->ls_rec_rsbs = v;
 			ls->ls_rec_cap = cap;
 		}
 		r = dlm_rsb_create(ls, m->m_key, m->m_keylen, hash);
 		if (!r)
-			return NULL;
+			return -ENOMEM;
 		ls->ls_rec_rsbs[ls->ls_rec_nrsbs++] = r;
 		r->res_nodeid = dlm_our_nodeid(ls);
 		dlm_rsb_set_parent(r, p);
-		return r;
+		*rp = r;
+		return 0;
 	}
-	if (r->res_parent != p)
-		return r;
-	r->res_flags |= RESF_RECOVER_MASTER;
-	new_master(ls, r, dlm_our_nodeid(ls));
-	return r;
+	if (r->res_parent == p) {
+		r->res_flags |= RESF_RECOVER_MASTER;
+		new_master(ls, r, dlm_our_nodeid(ls));
+	}
+	return 0;
 }
 
 static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
@@ -985,11 +1021,9 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 	int k, status = 0;
 
 	if (m->m_pkeylen && (!r || !is_master(r))) {
-		r = rc_child_here(ls, r, m, hash);
-		if (!r) {
-			status = -ENOMEM;
+		status = rc_child_here(ls, &r, m, hash);
+		if (status)
 			goto reply;
-		}
 	}
 	if (!r || !is_master(r) || m->m_status < DLM_LKSTS_WAITING ||
 	    m->m_status > DLM_LKSTS_CONVERT ||
