@@ -528,18 +528,14 @@ static bool ok_pending_request(const struct sim_lock *lk)
 	       !lk->l_op_adopt;
 }
 
+static void new_lock_on(struct sim *sim, int node, int client,
+			struct sim_lock *parent, int ls, int res, int mode);
+
 /* A new lock request, maybe under a parent, maybe ranged. */
 static void do_new_lock(struct sim *sim, int node, int client)
 {
-	struct sim_client *c = client_of(sim, node, client);
-	struct sim_lock *parent = NULL, *lk;
-	struct dlm_lock_req req;
-	struct dlm_range range;
-	const unsigned char *name;
-	unsigned int namelen, r;
-	bool ranged;
-	uint32_t lkid, flags = 0;
-	int ls, res, mode, rc;
+	struct sim_lock *parent = NULL;
+	int ls, res;
 
 	if (sim->opts->o_depth > SIM_DEPTH) {
 		/* deep trees: mostly under the client's deepest lock */
@@ -557,7 +553,24 @@ static void do_new_lock(struct sim *sim, int node, int client)
 		ls = (int)rng_below(&sim->rng, sim->nls);
 		res = sim_res_root(sim, ls, rng_below(&sim->rng, SIM_NROOT));
 	}
-	mode = (int)rng_below(&sim->rng, DLM_NUM_MODES);
+	new_lock_on(sim, node, client, parent, ls, res,
+		    (int)rng_below(&sim->rng, DLM_NUM_MODES));
+}
+
+/* Request 'res' in 'mode' (flags random) for the client, under parent. */
+static void new_lock_on(struct sim *sim, int node, int client,
+			struct sim_lock *parent, int ls, int res, int mode)
+{
+	struct sim_client *c = client_of(sim, node, client);
+	struct sim_lock *lk;
+	struct dlm_lock_req req;
+	struct dlm_range range;
+	const unsigned char *name;
+	unsigned int namelen, r;
+	bool ranged;
+	uint32_t lkid, flags = 0;
+	int rc;
+
 	if (rng_pct(&sim->rng, 20)) {
 		flags |= DLM_LKF_NOQUEUE;
 		if (rng_pct(&sim->rng, 40))
@@ -617,6 +630,74 @@ static void do_new_lock(struct sim *sim, int node, int client)
 	if (parent) {
 		lk->l_parent = parent;
 		parent->l_nchildren++;
+	}
+}
+
+/* A client's granted, idle lock on resource res (a parent to be). */
+static struct sim_lock *client_lock_on(struct sim *sim, int node, int client,
+				       int res)
+{
+	struct sim_client *c = client_of(sim, node, client);
+	unsigned int i;
+
+	for (i = 0; i < c->c_nlocks; i++)
+		if (c->c_locks[i]->l_res == res && ok_parent(c->c_locks[i]))
+			return c->c_locks[i];
+	return NULL;
+}
+
+/* The node whose engine masters res at the last walk, or -1. */
+static int master_of(struct sim *sim, int res)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < sim->nnodes; i++) {
+		const struct sim_snap *sn = &sim->nodes[i].n_snap[sim->nodes[i].n_cur];
+
+		if (!sim->nodes[i].n_alive)
+			continue;
+		for (j = 0; j < sn->s_n; j++)
+			if (sn->s_info[j].w_res == res && sn->s_info[j].w_is_master)
+				return (int)i;
+	}
+	return -1;
+}
+
+/* Concurrent creators (issue 18): every node with a client holding a
+ * lock on the parent asks for the same fresh child at once, in strong
+ * modes; they must meet at the parent's master.  With --faults, the
+ * parent's master sometimes dies right then, with the requests in
+ * flight or the child just created there. */
+static void do_creators(struct sim *sim, int node, int client)
+{
+	struct sim_lock *parent = pick_lock(sim, node, client, ok_parent), *p;
+	int res, n, k, master;
+
+	if (!parent || sim->res[parent->l_res].r_depth >= (int)sim->opts->o_depth) {
+		do_new_lock(sim, node, client);
+		return;
+	}
+	res = sim_res_child(sim, parent->l_res, rng_below(&sim->rng, SIM_NCHILD));
+	sim_trace(sim, "creators of %d under %d", res, parent->l_res);
+	for (n = 0; n < (int)sim->nnodes && !sim->failed; n++) {
+		if (!node_usable(sim, n))
+			continue;
+		for (k = 0; k < (int)sim->nodes[n].n_nclients; k++) {
+			if (client_of(sim, n, k)->c_nlocks >= SIM_MAX_LOCKS)
+				continue;
+			p = client_lock_on(sim, n, k, parent->l_res);
+			if (!p)
+				continue;
+			new_lock_on(sim, n, k, p, p->l_ls, res,
+				    rng_pct(&sim->rng, 50) ? DLM_LOCK_EX :
+							     DLM_LOCK_PW);
+			break;
+		}
+	}
+	if (sim->opts->o_faults && !sim->failed && rng_pct(&sim->rng, 20)) {
+		master = master_of(sim, parent->l_res);
+		if (master >= 0)
+			sim->kill_next = master + 1;	/* at the next step */
 	}
 }
 
@@ -1302,7 +1383,9 @@ static void client_op(struct sim *sim)
 	r = rng_below(&sim->rng, 100);
 
 	if (r < 30) {
-		if (c->c_nlocks < SIM_MAX_LOCKS)
+		if (c->c_nlocks < SIM_MAX_LOCKS && rng_pct(&sim->rng, 10))
+			do_creators(sim, node, client);
+		else if (c->c_nlocks < SIM_MAX_LOCKS)
 			do_new_lock(sim, node, client);
 		else
 			do_unlock(sim, node, client);
@@ -1721,6 +1804,7 @@ static const struct {
 	{ "waitq-pass", DLM_FAULT_WAITQ_PASS },
 	{ "lose-grant", DLM_FAULT_LOSE_GRANT },
 	{ "token-reset", DLM_FAULT_TOKEN_RESET },
+	{ "child-local", DLM_FAULT_CHILD_LOCAL },
 };
 
 static const struct {
@@ -1916,7 +2000,7 @@ static void usage(FILE *out)
 		"  --fault NAME  break the engines on purpose: compat, skip-bast,\n"
 		"                ignore-queue, lvb-no-write, range-ignored,\n"
 		"                quecvt-ignored, waitq-pass, lose-grant,\n"
-		"                token-reset; with\n"
+		"                token-reset, child-local; with\n"
 		"                --faults: skip-purge, skip-resend, keep-dead-master;\n"
 		"                no-fence-wait breaks the glue: recovery starts before\n"
 		"                a daemon-only death is fenced\n"

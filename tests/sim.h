@@ -410,6 +410,8 @@ struct sim {
 	uint32_t	checked_event;	/* the last event whose end was checked */
 	bool		check_recovered; /* all finished: check after this step */
 	unsigned int	fault_budget;	/* node faults left for this seed */
+	int		kill_next;	/* node + 1 to kill at the next step
+					   (the workload aims at a master) */
 	uint64_t	n_deaths;
 	uint64_t	n_daemon_deaths;
 	uint64_t	n_splits;
