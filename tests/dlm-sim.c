@@ -530,6 +530,39 @@ static bool ok_pending_request(const struct sim_lock *lk)
 
 static void new_lock_on(struct sim *sim, int node, int client,
 			struct sim_lock *parent, int ls, int res, int mode);
+static int master_of(struct sim *sim, int res);
+
+/* Is res a fresh name (no lock on it anywhere: in the model, or in an
+ * engine at the last walk) under
+ * a parent that node masters, with no recovery under way?  Its request
+ * must then send nothing. */
+static bool fresh_under_local_parent(struct sim *sim, int node,
+				     const struct sim_lock *parent, int res)
+{
+	unsigned int i;
+
+	if (glue_busy(sim) || !node_usable(sim, node) ||
+	    dlm_core_ls_state(sim->nodes[node].n_ls[parent->l_ls], NULL, NULL) !=
+	    DLM_LS_RUNNING || master_of(sim, parent->l_res) != node)
+		return false;
+	for (i = 0; i < SIM_LOCK_HASH; i++) {
+		const struct sim_lock *lk;
+
+		for (lk = sim->lock_hash[i]; lk; lk = lk->l_hnext)
+			if (lk->l_res == res)
+				return false;
+	}
+	/* nor in any engine at the last walk */
+	for (i = 0; i < sim->nnodes; i++) {
+		const struct sim_snap *sn = &sim->nodes[i].n_snap[sim->nodes[i].n_cur];
+		unsigned int j;
+
+		for (j = 0; j < sn->s_n; j++)
+			if (sn->s_info[j].w_res == res)
+				return false;
+	}
+	return true;
+}
 
 /* A new lock request, maybe under a parent, maybe ranged. */
 static void do_new_lock(struct sim *sim, int node, int client)
@@ -567,8 +600,9 @@ static void new_lock_on(struct sim *sim, int node, int client,
 	struct dlm_range range;
 	const unsigned char *name;
 	unsigned int namelen, r;
-	bool ranged;
+	bool ranged, fresh;
 	uint32_t lkid, flags = 0;
+	uint64_t sends;
 	int rc;
 
 	if (rng_pct(&sim->rng, 20)) {
@@ -606,10 +640,21 @@ static void new_lock_on(struct sim *sim, int node, int client,
 	req.owner = c->c_owner;
 	req.astarg = new_astarg(sim);
 	req.want_bast = rng_pct(&sim->rng, 92);
+	fresh = parent && fresh_under_local_parent(sim, node, parent, res);
+	sends = sim->call_sends;
 	rc = call_lock(sim, node, ls, &req, &lkid, "lock");
 	if (rc) {
 		sim_fail(sim, "a valid lock request was refused: %d", rc);
 		return;
+	}
+	if (fresh) {
+		/* mastered with its parent, here: no message (issue 18) */
+		sim->n_fresh_local++;
+		sim->n_fresh_msgs += sim->call_sends - sends;
+		if (sim->call_sends != sends)
+			sim_fail(sim, "FRESH: n%d: a fresh child of a resource mastered "
+				 "there sent %llu messages", node + 1,
+				 (unsigned long long)(sim->call_sends - sends));
 	}
 	if (lock_find(sim, node, ls, lkid)) {
 		sim_fail(sim, "n%d: new lock got id %08x, which is in use", node + 1, lkid);
@@ -1843,6 +1888,7 @@ static struct {
 	uint64_t	ms_seeds;
 	uint64_t	ms_ops;
 	uint64_t	ms_type[DLM_MSG_MAX + 1];
+	uint64_t	ms_fresh, ms_fresh_msgs;	/* see msg_stats_print */
 } msg_stats;
 
 static void msg_stats_add(const struct sim *sim)
@@ -1851,6 +1897,8 @@ static void msg_stats_add(const struct sim *sim)
 
 	msg_stats.ms_seeds++;
 	msg_stats.ms_ops += sim->n_ops_ok;
+	msg_stats.ms_fresh += sim->n_fresh_local;
+	msg_stats.ms_fresh_msgs += sim->n_fresh_msgs;
 	for (t = 0; t <= DLM_MSG_MAX; t++)
 		msg_stats.ms_type[t] += sim->n_msgs_type[t];
 }
@@ -1862,6 +1910,10 @@ static void msg_stats_print(const struct sim_opts *opts)
 	uint64_t all = 0, rc = 0, ops = msg_stats.ms_ops ? msg_stats.ms_ops : 1;
 	unsigned int t;
 
+	printf("dlm-sim: fresh children requested under a parent mastered on the "
+	       "requesting node: %llu, remote messages they sent: %llu\n",
+	       (unsigned long long)msg_stats.ms_fresh,
+	       (unsigned long long)msg_stats.ms_fresh_msgs);
 	if (opts->o_nodes)
 		printf("dlm-sim: messages, %llu seeds of %d nodes, %llu accepted operations\n",
 		       (unsigned long long)msg_stats.ms_seeds, opts->o_nodes,

@@ -422,6 +422,9 @@ struct sim {
 	uint64_t	n_ops;
 	uint64_t	n_ops_ok;	/* of those, accepted by the engine */
 	uint64_t	n_msgs_type[DLM_MSG_MAX + 1];	/* engine sends, by type */
+	uint64_t	n_fresh_local;	/* fresh children requested under a
+					   parent mastered on the same node */
+	uint64_t	n_fresh_msgs;	/* messages those requests sent */
 	uint64_t	n_invalid;
 	uint64_t	n_asts;
 	uint64_t	n_basts;
