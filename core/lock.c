@@ -14,8 +14,13 @@
  * directory (LOOKUP); other locks on it wait on res_lookupq until the
  * answer (LOOKUP_REPLY) names the master.  A master that was dropped
  * meanwhile answers a request with -EBADR and the requester looks up
- * again: masters are only ever created by the directory, one record per
- * name, so there is never more than one.
+ * again: masters of roots are only ever created by the directory, one
+ * record per name, so there is never more than one.  A sub-resource has
+ * no record and is never looked up: its master is its parent's, taken
+ * from the parent lock at each request, and a child REQUEST carries the
+ * parent's key so that the master refuses it (-EBADR) unless it masters
+ * the parent too (resource.c, "Sub-resources are mastered with their
+ * parent").
  *
  * The conversation, requester R and master M (each arrow is a message;
  * when R == M none is sent and the same functions run locally):

@@ -24,20 +24,25 @@
  *           are dropped (unused ones we master stay, LVB and all); the
  *           directory and all master lookups in flight are cleared.          barrier NODES
  *   directory (kernel: recover_directory)
- *           Every node registers each resource it masters with the
+ *           Every node registers each root resource it masters with the
  *           resource's directory node under the new membership
- *           (RC_DIR_ADD).                                   barrier DIR
+ *           (RC_DIR_ADD); sub-resources have no record.     barrier DIR
  *   masters (kernel: recover_masters)
- *           For each resource marked above, ask its directory node who
- *           masters it now (RC_LOOKUP); the first to ask becomes the
+ *           For each root resource marked above, ask its directory node
+ *           who masters it now (RC_LOOKUP); the first to ask becomes the
  *           master, as in normal operation.  A directory node holds a
  *           lookup until it passed the DIR barrier itself, so its records
- *           are complete; we wait for our answers.          barrier MASTERS
+ *           are complete; we wait for our answers.  (A marked child marks
+ *           its ancestors, so its root is asked for.)       barrier MASTERS
  *   locks   (kernel: recover_locks)
- *           Resend every lock we hold on a resource whose master changed
- *           to the new master (RC_LOCK) with its state, modes, ranges and
- *           LVB; the new master rebuilds its queues (a lock sent twice, by
- *           an aborted earlier attempt, is recognised by node and id).
+ *           Each marked sub-resource takes its root's new master (all
+ *           roots are settled now; resource.c).  Resend every lock we
+ *           hold on a resource whose master changed to the new master
+ *           (RC_LOCK) with its state, modes, ranges and LVB, a parent's
+ *           before its children's (a child's carries the parent's key,
+ *           which the new master then knows); the new master rebuilds
+ *           its queues (a lock sent twice, by an aborted earlier attempt,
+ *           is recognised by node and id).
  *           A resource's new master is adopted only when all its locks are
  *           acknowledged, so an aborted attempt resends them. barrier LOCKS
  *   done    (kernel: recover_rsbs, recover_grant)
