@@ -60,9 +60,11 @@
  *     a parent is tossed only after every child of it is freed, and its
  *     REMOVE reaches the directory only after that; the next master of P
  *     starts with no children and, as for any freed resource, with a zero
- *     LVB (REFERENCE.md: a value lives only while some node keeps the
- *     resource).  And a requester never trusts a cached child's master:
- *     each request takes it from the parent again.
+ *     LVB (a value lives only while some node keeps the resource: one
+ *     unused for toss_ms may come back zero, as tests/sim-model.c
+ *     allows).  A tree thus drops one level per toss_ms.  And a requester
+ *     never trusts a cached child's master: each request takes it from
+ *     the parent again.
  *   - Recovery.  When P's master departs, the directory rebuild gives P a
  *     new master (children register nothing and ask for nothing); then,
  *     after the MASTERS barrier, when every root's master is settled,
