@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dlm_ls *ls;
 	size_t off = 0;
 	uint64_t now = 0;
-	uint32_t a;
+	uint32_t d;
 
 	if (!core)
 		return 0;
@@ -91,14 +91,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	/* names whose directory node is node 1 get mastered here */
-	a = lock_local(ls, "a", DLM_LOCK_EX, 0, 1, 0);
+	lock_local(ls, "a", DLM_LOCK_EX, 0, 1, 0);
 	lock_local(ls, "b", DLM_LOCK_PR, DLM_LKF_VALBLK, 1, 0);
 	lock_local(ls, "b", DLM_LOCK_EX, 0, 2, 0);
 	lock_local(ls, "c", DLM_LOCK_NL, DLM_LKF_PERSISTENT, 3, 0);
-	/* a child of "a", mastered with it here: requests for "a"'s
-	 * children (with "a" as parent key) reach the child path */
-	if (a)
-		lock_local(ls, "x", DLM_LOCK_PR, DLM_LKF_VALBLK, 1, a);
+	/* "d" (directory node 1, so mastered here) and a child of it,
+	 * mastered with it: requests for "d"'s children (with "d" as parent
+	 * key) reach the child path */
+	d = lock_local(ls, "d", DLM_LOCK_PR, 0, 1, 0);
+	if (d)
+		lock_local(ls, "x", DLM_LOCK_PR, DLM_LKF_VALBLK, 1, d);
 	remote_request(core, ls, "a", DLM_LOCK_PR, 5);
 	remote_request(core, ls, "b", DLM_LOCK_CR, 6);
 	(void)dlm_core_purge_owner(ls, 3);
