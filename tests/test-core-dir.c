@@ -362,6 +362,51 @@ static void test_child_recovery(void **state)
 	cluster_free(c);
 }
 
+/* A parent is dropped only after its children (issue 18): a master that
+ * kept a tossed child of P, LVB and all, could otherwise master P again
+ * later with that stale child while another node had mastered it.  One
+ * toss period frees the child, the next the parent; the next master of
+ * both starts with a zero value. */
+static void test_child_toss_order(void **state)
+{
+	struct cluster *c = cluster_new(2, 100);
+	char v[DLM_LVB_LEN] = "child value";
+	uint32_t p, k;
+	char *text;
+
+	(void)state;
+	p = lock_on(c, 1, 1, "T", DLM_LOCK_PR, 0, 0, NULL);
+	drain(c);
+	assert_int_equal(master_in_dump(c, 1, "T"), 1);
+	k = lock_on(c, 1, 1, "kid", DLM_LOCK_EX, DLM_LKF_VALBLK, p, NULL);
+	assert_status(c, 1, k, 0);
+	assert_int_equal(unlock(c, 1, 1, k, DLM_LKF_VALBLK, v), 0);
+	assert_int_equal(unlock(c, 1, 1, p, 0, NULL), 0);
+	drain(c);
+	dlm_core_tick(c->core[1], 1000);
+	drain(c);
+	text = dump(c, 1);
+	assert_non_null(strstr(text, "resource \"T\""));
+	assert_null(strstr(text, "resource \"T/kid\""));
+	free(text);
+	dlm_core_tick(c->core[1], 2000);
+	drain(c);
+	assert_int_equal(sum_stat(c, 1), 0);	/* T's record went too */
+	/* node 2 masters T now, and its child, with a zero value */
+	p = lock_on(c, 2, 2, "T", DLM_LOCK_PR, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 2, p, 0);
+	assert_int_equal(master_in_dump(c, 2, "T"), 2);
+	k = lock_on(c, 2, 2, "kid", DLM_LOCK_PR, DLM_LKF_VALBLK, p, NULL);
+	drain(c);
+	assert_status(c, 2, k, 0);
+	memset(v, 0, sizeof(v));
+	assert_memory_equal(comp_of(c, 2, k)->lvb, v, DLM_LVB_LEN);
+	assert_int_equal(master_in_dump(c, 2, "T/kid"), 2);
+	assert_verified(c);
+	cluster_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -372,6 +417,7 @@ int main(void)
 		cmocka_unit_test(test_fresh_children),
 		cmocka_unit_test(test_child_creators),
 		cmocka_unit_test(test_child_recovery),
+		cmocka_unit_test(test_child_toss_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
