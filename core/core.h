@@ -198,6 +198,8 @@ enum dlm_core_fault {
 	DLM_FAULT_DEADLK_NOOP,		/* deadlocks are found but never broken */
 	DLM_FAULT_DEADLK_ANY_VICTIM,	/* probes ignore age: every member of a
 					   cycle may cancel itself */
+	DLM_FAULT_CHILD_LOCAL,		/* a sub-resource is mastered at the
+					   requester, not at its parent's master */
 };
 
 /* ---------------------------------------------------------------------

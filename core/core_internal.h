@@ -141,10 +141,14 @@ struct dlm_lkb {
 #define RESF_RECOVER_MASTER	0x08	/* recovery: master departed, find a new one */
 #define RESF_NEW_MASTER		0x10	/* recovery: we became master, recover LVB */
 #define RESF_RECOVER_GRANT	0x20	/* recovery: locks purged, grant again */
+#define RESF_RC_SENT		0x40	/* recovery: step_locks resent its locks */
 
 struct dlm_rsb {
 	struct dlm_hnode	res_hnode;	/* ls_rsbtbl, keyed by key */
 	struct dlm_ls		*res_ls;
+	struct dlm_rsb		*res_parent;	/* a sub-resource's parent, held
+						   (counted in its res_nlkbs);
+						   NULL for a root */
 	uint32_t		res_nodeid;	/* master node; 0: unknown */
 	uint32_t		res_new_nodeid;	/* recovery: the new master, before commit */
 	uint16_t		res_flags;
@@ -272,6 +276,7 @@ struct dlm_ls {
 	struct dlm_list		ls_resend;	/* lkbs with an op to redo at finish */
 	struct dlm_rsb		**ls_rec_rsbs;	/* resources when recovery started */
 	size_t			ls_rec_nrsbs;
+	size_t			ls_rec_cap;	/* room in ls_rec_rsbs */
 	struct dlm_rcstat	ls_rcstat[DLM_MAX_NODES];
 	unsigned int		ls_nrcstat;
 };
@@ -319,6 +324,10 @@ struct dlm_rsb *dlm_rsb_create(struct dlm_ls *ls, const unsigned char *key,
 void dlm_rsb_hold(struct dlm_rsb *r);
 void dlm_rsb_release(struct dlm_rsb *r);
 void dlm_rsb_free(struct dlm_rsb *r);
+void dlm_rsb_set_parent(struct dlm_rsb *r, struct dlm_rsb *parent);
+struct dlm_rsb *dlm_rsb_root(struct dlm_rsb *r);
+bool dlm_key_is_child(const unsigned char *pkey, unsigned int pkeylen,
+		      const unsigned char *key, unsigned int keylen);
 bool dlm_rsb_unused(const struct dlm_rsb *r);
 void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all);
 

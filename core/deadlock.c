@@ -126,7 +126,7 @@
  * at most one message per edge it meets, never more.  A victim is
  * picked only by a probe that comes home as the initiator's latest
  * round: its node, lock id, age and round (the low half of the clock
- * when it went out, lkb_dl_probe_ms) must all be the request's own, so a
+ * when it went out, lw_dl_probe_ms) must all be the request's own, so a
  * HOLDER made up by a member that never saw that probe cannot cancel a
  * request that is in no cycle.  (A probe must therefore come home
  * within deadlock_ms, before the request's next round replaces it;
@@ -425,7 +425,7 @@ static void at_holder(struct walk *w, struct dlm_lkb *h)
 			continue;
 		if (home && x->lkb_id == p->pr_lkid &&
 		    dlm_deadlock_key(x) == p->pr_key &&
-		    p->pr_round == (uint32_t)x->lkb_dl_probe_ms) {
+		    p->pr_round == (uint32_t)x->lkb_qwait->lw_dl_probe_ms) {
 			break_cycle(ls, x);
 			return;	/* x may be gone, and ow_locks changed */
 		}

@@ -14,8 +14,13 @@
  * directory (LOOKUP); other locks on it wait on res_lookupq until the
  * answer (LOOKUP_REPLY) names the master.  A master that was dropped
  * meanwhile answers a request with -EBADR and the requester looks up
- * again: masters are only ever created by the directory, one record per
- * name, so there is never more than one.
+ * again: masters of roots are only ever created by the directory, one
+ * record per name, so there is never more than one.  A sub-resource has
+ * no record and is never looked up: its master is its parent's, taken
+ * from the parent lock at each request, and a child REQUEST carries the
+ * parent's key so that the master refuses it (-EBADR) unless it masters
+ * the parent too (resource.c, "Sub-resources are mastered with their
+ * parent").
  *
  * The conversation, requester R and master M (each arrow is a message;
  * when R == M none is sent and the same functions run locally):
@@ -500,8 +505,15 @@ static void send_lkb(struct dlm_ls *ls, int type, struct dlm_lkb *lkb,
 
 	lkb_msg(&m, type, lkb, status);
 	if (type == DLM_MSG_REQUEST) {
+		struct dlm_rsb *parent = lkb->lkb_rsb->res_parent;
+
 		m.m_key = lkb->lkb_rsb->res_key;
 		m.m_keylen = lkb->lkb_rsb->res_keylen;
+		if (parent) {
+			/* its master checks it masters the parent too */
+			m.m_pkey = parent->res_key;
+			m.m_pkeylen = parent->res_keylen;
+		}
 	}
 	dlm_send_msg(ls, &m, lkb_peer(lkb));
 	if (is_master_copy(lkb))
@@ -1172,12 +1184,27 @@ static void dispatch_request(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		finish_lkb(ls, lkb, rv);
 }
 
-/* Find the master of lkb's resource, then run the request. */
+/* Find the master of lkb's resource, then run the request.  A
+ * sub-resource's master is its parent's (resource.c), taken afresh each
+ * time: no directory, no message, and never a stale cached master. */
 static void request_with_master(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
 	struct dlm_rsb *r = lkb->lkb_rsb;
 	uint32_t dir, master;
 
+	if (r->res_parent && dlm_ls_running(ls)) {
+		r->res_nodeid = r->res_parent->res_nodeid;
+		if (fault(ls, DLM_FAULT_CHILD_LOCAL))
+			r->res_nodeid = dlm_our_nodeid(ls);	/* broken */
+		if (!r->res_nodeid) {
+			log_ls(ls, DLM_LOG_ERR, "lock %08x: parent's master unknown",
+			       lkb->lkb_id);
+			finish_lkb(ls, lkb, -EPROTO);
+			return;
+		}
+		dispatch_request(ls, lkb);
+		return;
+	}
 	if (r->res_nodeid && !(r->res_flags & RESF_LOOKUP) &&
 	    dlm_ls_running(ls)) {
 		dispatch_request(ls, lkb);
@@ -1368,8 +1395,12 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		r = dlm_rsb_create(ls, key, keylen, hash);
 		if (!r)
 			return -ENOMEM;
+		if (parent)
+			dlm_rsb_set_parent(r, parent->lkb_rsb);
 		dlm_rsb_hold(r);	/* on the toss list if we fail below */
 		dlm_rsb_release(r);
+	} else if (parent) {
+		dlm_rsb_set_parent(r, parent->lkb_rsb);
 	}
 	ow = dlm_owner_get(ls, req->owner, true);
 	if (!ow)
@@ -1742,27 +1773,26 @@ int dlm_core_purge_orphan_group(struct dlm_ls *ls, uint32_t nodeid,
 /* receiving                                                          */
 /* ------------------------------------------------------------------ */
 
-/* Master side: REQUEST from a remote node. */
-static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
+/* A root resource's key is one path component. */
+static bool key_is_root(const unsigned char *key, unsigned int keylen)
 {
-	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
-	struct dlm_rsb *r;
+	return key[0] != DLM_KEY_DIGEST_MARK && 1u + key[0] == keylen;
+}
+
+/* A remote request for r, which we master. */
+static int request_here(struct dlm_ls *ls, struct dlm_rsb *r,
+			const struct dlm_msg *m)
+{
 	struct dlm_lkb *lkb;
 	int rv;
 
-	if (!m->m_keylen || m->m_rqmode < DLM_LOCK_NL)
-		return -EBADMSG;
-	r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
-	if (!r || !is_master(r) || (r->res_flags & RESF_LOOKUP)) {
-		/* not (or no longer) the master: the sender looks up again */
-		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -EBADR);
-		return 0;
-	}
 	lkb = dlm_lkb_create(ls, 0);
 	if (!lkb || !dlm_lkb_set_range(lkb, DLM_LKB_RQ, &m->m_rqrange)) {
 		if (lkb)
 			dlm_lkb_free(ls, lkb);
 		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -ENOMEM);
+		if (dlm_rsb_unused(r))
+			dlm_rsb_hold(r), dlm_rsb_release(r);	/* toss list */
 		return -ENOMEM;
 	}
 	lkb->lkb_flags = LKBF_MSTCPY;
@@ -1782,6 +1812,62 @@ static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (rv != 0 && rv != -EINPROGRESS)
 		destroy_lkb(ls, lkb);
 	return 0;
+}
+
+/* The master of a sub-resource is its parent's: a child REQUEST names the
+ * parent (m_pkey), and we take it only while we master that parent,
+ * creating the child as its master if it is new here.  Else -EBADR, and
+ * the requester takes its parent's master again. */
+static int receive_child_request(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
+	struct dlm_rsb *p, *r;
+
+	if (!m->m_pkeylen ||
+	    !dlm_key_is_child(m->m_pkey, m->m_pkeylen, m->m_key, m->m_keylen))
+		return -EBADMSG;
+	p = dlm_rsb_find(ls, m->m_pkey, m->m_pkeylen,
+			 dlm_hash_bytes(m->m_pkey, m->m_pkeylen));
+	r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
+	if (!p || !is_master(p) || (p->res_flags & RESF_LOOKUP) ||
+	    (r && !is_master(r) && (!dlm_list_empty(&r->res_grantq) ||
+				    !dlm_list_empty(&r->res_convertq) ||
+				    !dlm_list_empty(&r->res_waitq)))) {
+		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -EBADR);
+		return 0;
+	}
+	if (!r) {
+		r = dlm_rsb_create(ls, m->m_key, m->m_keylen, hash);
+		if (!r) {
+			send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -ENOMEM);
+			return -ENOMEM;
+		}
+	}
+	dlm_rsb_set_parent(r, p);
+	/* a copy with no lock on its queues (unused, from when another node
+	 * mastered the parent, or with our own requests waiting for the
+	 * lockspace to run: they take their master from the parent too) */
+	r->res_nodeid = dlm_our_nodeid(ls);
+	return request_here(ls, r, m);
+}
+
+/* Master side: REQUEST from a remote node. */
+static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
+	struct dlm_rsb *r;
+
+	if (!m->m_keylen || m->m_rqmode < DLM_LOCK_NL)
+		return -EBADMSG;
+	if (m->m_pkeylen || !key_is_root(m->m_key, m->m_keylen))
+		return receive_child_request(ls, m);
+	r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
+	if (!r || !is_master(r) || (r->res_flags & RESF_LOOKUP)) {
+		/* not (or no longer) the master: the sender looks up again */
+		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -EBADR);
+		return 0;
+	}
+	return request_here(ls, r, m);
 }
 
 /* Master side: find the master copy a message names. */
@@ -1958,6 +2044,14 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 				   -DLM_EUNLOCK : -DLM_ECANCEL);
 			return;
 		}
+		if (r->res_parent && r->res_parent->res_nodeid == m->m_from) {
+			/* the parent's master says it is not: never loop */
+			log_ls(ls, DLM_LOG_ERR,
+			       "lock %08x: node %u refuses its child resource",
+			       lkb->lkb_id, m->m_from);
+			finish_lkb(ls, lkb, -EPROTO);
+			return;
+		}
 		if (r->res_nodeid == m->m_from)
 			r->res_nodeid = 0;
 		request_with_master(ls, lkb);
@@ -2128,7 +2222,9 @@ static int receive_lookup(struct dlm_ls *ls, const struct dlm_msg *m)
 		       m->m_from);
 		return 0;
 	}
-	if (dlm_dir_nodeid(ls, hash) != dlm_our_nodeid(ls)) {
+	if (dlm_dir_nodeid(ls, hash) != dlm_our_nodeid(ls) ||
+	    !key_is_root(m->m_key, m->m_keylen)) {
+		/* sub-resources have no directory record (resource.c) */
 		log_ls(ls, DLM_LOG_WARNING,
 		       "lookup from node %u for a name we are not directory of",
 		       m->m_from);

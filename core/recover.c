@@ -24,20 +24,25 @@
  *           are dropped (unused ones we master stay, LVB and all); the
  *           directory and all master lookups in flight are cleared.          barrier NODES
  *   directory (kernel: recover_directory)
- *           Every node registers each resource it masters with the
+ *           Every node registers each root resource it masters with the
  *           resource's directory node under the new membership
- *           (RC_DIR_ADD).                                   barrier DIR
+ *           (RC_DIR_ADD); sub-resources have no record.     barrier DIR
  *   masters (kernel: recover_masters)
- *           For each resource marked above, ask its directory node who
- *           masters it now (RC_LOOKUP); the first to ask becomes the
+ *           For each root resource marked above, ask its directory node
+ *           who masters it now (RC_LOOKUP); the first to ask becomes the
  *           master, as in normal operation.  A directory node holds a
  *           lookup until it passed the DIR barrier itself, so its records
- *           are complete; we wait for our answers.          barrier MASTERS
+ *           are complete; we wait for our answers.  (A marked child marks
+ *           its ancestors, so its root is asked for.)       barrier MASTERS
  *   locks   (kernel: recover_locks)
- *           Resend every lock we hold on a resource whose master changed
- *           to the new master (RC_LOCK) with its state, modes, ranges and
- *           LVB; the new master rebuilds its queues (a lock sent twice, by
- *           an aborted earlier attempt, is recognised by node and id).
+ *           Each marked sub-resource takes its root's new master (all
+ *           roots are settled now; resource.c).  Resend every lock we
+ *           hold on a resource whose master changed to the new master
+ *           (RC_LOCK) with its state, modes, ranges and LVB, a parent's
+ *           before its children's (a child's carries the parent's key,
+ *           which the new master then knows); the new master rebuilds
+ *           its queues (a lock sent twice, by an aborted earlier attempt,
+ *           is recognised by node and id).
  *           A resource's new master is adopted only when all its locks are
  *           acknowledged, so an aborted attempt resends them. barrier LOCKS
  *   done    (kernel: recover_rsbs, recover_grant)
@@ -171,6 +176,7 @@ void dlm_recover_free_ls(struct dlm_ls *ls)
 	free(ls->ls_rec_rsbs);
 	ls->ls_rec_rsbs = NULL;
 	ls->ls_rec_nrsbs = 0;
+	ls->ls_rec_cap = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -392,10 +398,12 @@ static int step_start(struct dlm_ls *ls)
 	free(ls->ls_rec_rsbs);
 	ls->ls_rec_rsbs = NULL;
 	ls->ls_rec_nrsbs = 0;
+	ls->ls_rec_cap = 0;
 	rv = all_rsbs(ls, &a);
 	if (rv)
 		return rv;
 	ls->ls_rec_rsbs = a.ra_v;
+	ls->ls_rec_cap = ls->ls_rsbtbl.ht_count + 1;
 	for (i = 0; i < a.ra_n; i++) {
 		struct dlm_rsb *r = a.ra_v[i];
 
@@ -418,6 +426,17 @@ static int step_start(struct dlm_ls *ls)
 		}
 		if (dlm_rsb_unused(r))
 			dlm_rsb_hold(r), dlm_rsb_release(r);	/* toss list */
+	}
+	/* a child that needs a new master takes its root's: its ancestors
+	 * need one too, even those we hold no lock on */
+	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
+		struct dlm_rsb *r = ls->ls_rec_rsbs[i], *p;
+
+		if (!(r->res_flags & RESF_RECOVER_MASTER))
+			continue;
+		for (p = r->res_parent; p; p = p->res_parent)
+			if (!p->res_nodeid || departed(ls, p->res_nodeid))
+				p->res_flags |= RESF_RECOVER_MASTER;
 	}
 	/* the directory is rebuilt from the masters in the next step: each
 	 * record they confirm is kept (or made), the others are swept once
@@ -468,8 +487,8 @@ static int step_dir(struct dlm_ls *ls)
 		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
 		uint32_t dir;
 
-		if (r->res_nodeid != us)
-			continue;
+		if (r->res_nodeid != us || r->res_parent)
+			continue;	/* children have no directory record */
 		dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
 		if (dir == us) {
 			rv = dlm_dir_register(ls, r->res_key, r->res_keylen,
@@ -532,8 +551,8 @@ static int step_masters(struct dlm_ls *ls)
 		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
 		uint32_t dir;
 
-		if (!(r->res_flags & RESF_RECOVER_MASTER))
-			continue;
+		if (!(r->res_flags & RESF_RECOVER_MASTER) || r->res_parent)
+			continue;	/* children: step_locks */
 		dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
 		if (dir == us) {
 			rv = dlm_dir_lookup(ls, r->res_key, r->res_keylen,
@@ -547,6 +566,30 @@ static int step_masters(struct dlm_ls *ls)
 		}
 	}
 	return rv;
+}
+
+/* The master a root resource has from this recovery on (0: unknown). */
+static uint32_t root_master(const struct dlm_rsb *root)
+{
+	return (root->res_flags & RESF_RECOVER_MASTER) ? root->res_new_nodeid :
+							 root->res_nodeid;
+}
+
+/* After the MASTERS barrier every root's master is settled: a child
+ * marked for a new master takes its root's (resource.c). */
+static void child_new_master(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	uint32_t master = root_master(dlm_rsb_root(r));
+
+	if (!master) {
+		char name[DLM_KEY_TEXT_LEN];
+
+		dlm_key_format(r->res_key, r->res_keylen, name, sizeof(name));
+		log_ls(ls, DLM_LOG_ERR, "recovery %u: \"%s\": root has no master",
+		       ls->ls_event, name);
+		return;
+	}
+	new_master(ls, r, master);
 }
 
 static void resend_queue(struct dlm_ls *ls, struct dlm_rsb *r,
@@ -563,6 +606,10 @@ static void resend_queue(struct dlm_ls *ls, struct dlm_rsb *r,
 		m.m_gen = ls->ls_event;
 		m.m_key = r->res_key;
 		m.m_keylen = r->res_keylen;
+		if (r->res_parent) {
+			m.m_pkey = r->res_parent->res_key;
+			m.m_pkeylen = r->res_parent->res_keylen;
+		}
 		if (lkb->lkb_status == DLM_LKSTS_GRANTED)
 			m.m_rqmode = DLM_LOCK_IV;
 		/* a holder's copy that came flagged stays flagged; a lock
@@ -578,22 +625,62 @@ static void resend_queue(struct dlm_ls *ls, struct dlm_rsb *r,
 	}
 }
 
+static void resend_rsb(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	uint32_t to = r->res_new_nodeid;
+
+	r->res_flags |= RESF_RC_SENT;
+	if (!(r->res_flags & RESF_RECOVER_MASTER) || !to)
+		return;
+	if (fault(ls, DLM_FAULT_SKIP_RESEND))
+		return;
+	resend_queue(ls, r, &r->res_grantq, to);
+	resend_queue(ls, r, &r->res_convertq, to);
+	resend_queue(ls, r, &r->res_waitq, to);
+}
+
+/* Resend our locks to new masters, a parent's before its children's:
+ * links are FIFO, so the new master has met the parent (we hold a lock
+ * on it) when a child's lock names it (receive_rc_lock). */
 static int step_locks(struct dlm_ls *ls)
 {
-	size_t i;
+	struct dlm_rsb **stack = NULL;
+	size_t i, n, cap = 0;
 
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
 		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
-		uint32_t to = r->res_new_nodeid;
 
-		if (!(r->res_flags & RESF_RECOVER_MASTER) || !to)
-			continue;
-		if (fault(ls, DLM_FAULT_SKIP_RESEND))
-			continue;
-		resend_queue(ls, r, &r->res_grantq, to);
-		resend_queue(ls, r, &r->res_convertq, to);
-		resend_queue(ls, r, &r->res_waitq, to);
+		if (r->res_parent && (r->res_flags & RESF_RECOVER_MASTER) &&
+		    !r->res_new_nodeid)
+			child_new_master(ls, r);
 	}
+	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
+		struct dlm_rsb *r;
+
+		/* r and its ancestors not yet resent, then resend from the
+		 * top (a stack, not recursion: trees have no depth limit) */
+		for (n = 0, r = ls->ls_rec_rsbs[i];
+		     r && !(r->res_flags & RESF_RC_SENT); r = r->res_parent) {
+			if (n == cap) {
+				size_t ncap = cap * 2 + 16;
+				struct dlm_rsb **v = realloc(stack,
+							     ncap * sizeof(*v));
+
+				if (!v) {
+					free(stack);
+					return -ENOMEM;
+				}
+				stack = v;
+				cap = ncap;
+			}
+			stack[n++] = r;
+		}
+		while (n)
+			resend_rsb(ls, stack[--n]);
+	}
+	free(stack);
+	for (i = 0; i < ls->ls_rec_nrsbs; i++)
+		ls->ls_rec_rsbs[i]->res_flags &= ~RESF_RC_SENT;
 	return 0;
 }
 
@@ -876,6 +963,7 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 	free(ls->ls_rec_rsbs);
 	ls->ls_rec_rsbs = NULL;
 	ls->ls_rec_nrsbs = 0;
+	ls->ls_rec_cap = 0;
 	log_ls(ls, DLM_LOG_INFO, "recovery %u finished, locking resumed", event);
 	return 0;
 }
@@ -892,6 +980,50 @@ static bool lkb_take_ranges(struct dlm_lkb *lkb, const struct dlm_msg *m)
 	       dlm_lkb_set_range(lkb, DLM_LKB_RQ, &m->m_rqrange);
 }
 
+/* RC_LOCK for a child resource (*rp, NULL: not here) we may not know we
+ * master yet: our own step_locks may come after the sender's.  We do
+ * when we master its root, as every child's master is its root's; its
+ * parent is here, as the sender resent its lock on the parent first.
+ * -ENOMEM, or 0 (*rp then is checked as for any RC_LOCK). */
+static int rc_child_here(struct dlm_ls *ls, struct dlm_rsb **rp,
+			 const struct dlm_msg *m, uint32_t hash)
+{
+	struct dlm_rsb *p = dlm_rsb_find(ls, m->m_pkey, m->m_pkeylen,
+					 dlm_hash_bytes(m->m_pkey, m->m_pkeylen));
+	struct dlm_rsb *r = *rp;
+
+	if (!p || !dlm_key_is_child(m->m_pkey, m->m_pkeylen, m->m_key,
+				    m->m_keylen) ||
+	    root_master(dlm_rsb_root(p)) != dlm_our_nodeid(ls))
+		return 0;	/* refused by the caller */
+	if (!r) {
+		/* the steps after this one look at it too */
+		if (ls->ls_rec_nrsbs == ls->ls_rec_cap) {
+			size_t cap = ls->ls_rec_cap * 2 + 16;
+			struct dlm_rsb **v = realloc(ls->ls_rec_rsbs,
+						     cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			ls->ls_rec_rsbs = v;
+			ls->ls_rec_cap = cap;
+		}
+		r = dlm_rsb_create(ls, m->m_key, m->m_keylen, hash);
+		if (!r)
+			return -ENOMEM;
+		ls->ls_rec_rsbs[ls->ls_rec_nrsbs++] = r;
+		r->res_nodeid = dlm_our_nodeid(ls);
+		dlm_rsb_set_parent(r, p);
+		*rp = r;
+		return 0;
+	}
+	if (r->res_parent == p) {
+		r->res_flags |= RESF_RECOVER_MASTER;
+		new_master(ls, r, dlm_our_nodeid(ls));
+	}
+	return 0;
+}
+
 static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 {
 	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
@@ -901,6 +1033,11 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 	struct dlm_msg rp;
 	int k, status = 0;
 
+	if (m->m_pkeylen && (!r || !is_master(r))) {
+		status = rc_child_here(ls, &r, m, hash);
+		if (status)
+			goto reply;
+	}
 	if (!r || !is_master(r) || m->m_status < DLM_LKSTS_WAITING ||
 	    m->m_status > DLM_LKSTS_CONVERT ||
 	    (m->m_status != DLM_LKSTS_GRANTED && m->m_rqmode < DLM_LOCK_NL) ||

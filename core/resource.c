@@ -21,10 +21,82 @@
  *
  * Directory.  The key's hash picks the directory node among the sorted
  * lockspace members (hash modulo member count).  The directory node keeps
- * a record key -> master for every resource mastered anywhere; the first
- * node to look a key up becomes its master.  When a master drops an unused
- * resource it tells the directory node (REMOVE), which forgets the record
- * only if that node is still the recorded master.
+ * a record key -> master for every root resource mastered anywhere; the
+ * first node to look a key up becomes its master.  When a master drops an
+ * unused resource it tells the directory node (REMOVE), which forgets the
+ * record only if that node is still the recorded master.
+ *
+ * Sub-resources are mastered with their parent (issue 18).  A child
+ * resource has no directory record and is never looked up: its master is
+ * its parent resource's master, and so, down the tree, its root's master.
+ * The requester takes it from the parent lock the request names.  So a
+ * node that masters a root (it created it, or recovery gave it to it)
+ * creates and locks any number of fresh children, at any depth, with no
+ * message at all.  This is the OpenVMS lock manager's rule.
+ *
+ *   Why it is safe.  Safety is "one master per resource at a time": one
+ *   master orders all the grants of a resource, so it never grants two
+ *   conflicting locks.  A lock on child C of P needs a granted lock on P
+ *   from the same owner (lock.c refuses it otherwise), so every node that
+ *   can send a request for C holds a granted lock on P and knows P's
+ *   master exactly: that lock's master is kept right by the lock protocol
+ *   and by recovery.  All of them send C's requests to that one node,
+ *   which creates C as master on the first one; the creator itself, being
+ *   P's master, is that node.  Concurrent creators of C from several nodes
+ *   therefore meet at P's master, which arbitrates as for any resource.
+ *   The master of a child REQUEST checks it still masters the parent (the
+ *   request carries the parent's key, wire version 3) and else refuses
+ *   with -EBADR, and the requester takes the parent's master again: so a
+ *   requester whose view is stale (a request that crossed a recovery)
+ *   never makes a second master.
+ *
+ *   Holes, and how each is closed:
+ *   - Stale cached children.  A node that once mastered P may keep a
+ *     tossed copy of C (with its LVB) while P moves on: dropped, mastered
+ *     by another node, then back.  If that old C state came back, the
+ *     node would master C while another node did, or hand out a value
+ *     older than one written meanwhile.  Rule: a child resource holds its
+ *     parent resource (res_parent, counted in the parent's res_nlkbs), so
+ *     a parent is tossed only after every child of it is freed, and its
+ *     REMOVE reaches the directory only after that; the next master of P
+ *     starts with no children and, as for any freed resource, with a zero
+ *     LVB (a value lives only while some node keeps the resource: one
+ *     unused for toss_ms may come back zero, as tests/sim-model.c
+ *     allows).  A tree thus drops one level per toss_ms.  And a requester
+ *     never trusts a cached child's master: each request takes it from
+ *     the parent again.
+ *   - Recovery.  When P's master departs, the directory rebuild gives P a
+ *     new master (children register nothing and ask for nothing); then,
+ *     after the MASTERS barrier, when every root's master is settled,
+ *     each child marked for a new master takes its root's (the root of a
+ *     chain is settled before any descendant is looked at, which is the
+ *     order by depth).  A node that holds locks only on children still
+ *     has its parent locks, so the parents are marked for recovery too;
+ *     the locks are resent to the parent's new master, carrying the
+ *     parent's key, so that node links the child to its parent.  A
+ *     request for a child in flight to the departed master is redone at
+ *     finish, to the parent's new master.
+ *   - Parent going away while a child request is in flight: the requester
+ *     cannot unlock a parent with children (-EBUSY), purges take the
+ *     children first, and a parent with an unlock in flight takes no new
+ *     child; links are FIFO, so the request reaches P's master before any
+ *     later unlock of P.  Persistent sub-locks are refused, so an orphan
+ *     parent never has children.
+ *   - Deep trees with digest keys: a child's key does not contain its
+ *     parent's, so nothing derives the parent from the key; the requester
+ *     uses the parent lock it names, and messages carry the parent's key.
+ *
+ *   What it does not give.  Flat (root) names still pay the directory
+ *   round trip before the first lock.  No zero-message scheme is safe for
+ *   them: with names the application picks and a directory placed by
+ *   hash, the node that would arbitrate a name is fixed before anyone
+ *   creates it, so a creator granting itself at once has told nobody; a
+ *   second creator elsewhere can do the same before any "I created it"
+ *   notice arrives, and both then hold a grant.  Only a name whose every
+ *   possible requester must first go through the creator can skip the
+ *   directory, and a granted parent lock is exactly that.  The price:
+ *   all children of a root share its master, so a hot root concentrates
+ *   its whole tree on one node (moving it is remastering's job).
  *
  * Toss list.  A resource with no locks is not freed at once: it stays on
  * the lockspace's toss list (oldest first) for toss_ms, so that locking
@@ -97,6 +169,31 @@ int dlm_key_child(const unsigned char *pkey, unsigned int pkeylen,
 	out[off] = (unsigned char)namelen;
 	memcpy(out + off + 1, name, namelen);
 	return (int)(off + 1 + namelen);
+}
+
+/* Is key the key of a child of the resource keyed pkey?  Its last
+ * component is its name under the parent. */
+bool dlm_key_is_child(const unsigned char *pkey, unsigned int pkeylen,
+		      const unsigned char *key, unsigned int keylen)
+{
+	unsigned char want[DLM_MAX_KEYLEN];
+	unsigned int off = 0, last = 0;
+	int n;
+
+	if (!dlm_key_valid(key, keylen) || !dlm_key_valid(pkey, pkeylen))
+		return false;
+	if (key[0] == DLM_KEY_DIGEST_MARK) {
+		last = 1 + DLM_KEY_DIGEST_LEN;
+	} else {
+		while (off < keylen) {
+			last = off;
+			off += 1u + key[off];
+		}
+		if (last == 0)
+			return false;	/* a root */
+	}
+	n = dlm_key_child(pkey, pkeylen, key + last + 1, key[last], want);
+	return n == (int)keylen && !memcmp(want, key, keylen);
 }
 
 /* ---------------------------------------------------------------- LVBs */
@@ -188,17 +285,40 @@ void dlm_rsb_release(struct dlm_rsb *r)
 	maybe_toss(r);
 }
 
+/* r is a sub-resource of parent: it holds the parent until it is freed,
+ * so that a parent is never dropped before its children (resource.c's
+ * essay: stale cached children). */
+void dlm_rsb_set_parent(struct dlm_rsb *r, struct dlm_rsb *parent)
+{
+	if (r->res_parent)
+		return;
+	r->res_parent = parent;
+	dlm_rsb_hold(parent);
+}
+
+/* The root resource of r's tree: the one whose master masters r. */
+struct dlm_rsb *dlm_rsb_root(struct dlm_rsb *r)
+{
+	while (r->res_parent)
+		r = r->res_parent;
+	return r;
+}
+
 void dlm_rsb_free(struct dlm_rsb *r)
 {
+	struct dlm_rsb *parent = r->res_parent;
+
 	if (r->res_flags & RESF_TOSSED)
 		dlm_list_del(&r->res_toss);
 	dlm_htab_remove(&r->res_ls->ls_rsbtbl, &r->res_hnode);
 	free(r->res_lvb);
 	free(r);
+	if (parent)
+		dlm_rsb_release(parent);	/* tossed after its children */
 }
 
 /* Free every tossed rsb older than toss_ms (all of them with 'all').  A
- * master gives up its directory record on the way out. */
+ * root's master gives up its directory record on the way out. */
 void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
 {
 	uint32_t toss_ms = ls->ls_core->core_cfg.toss_ms;
@@ -209,7 +329,7 @@ void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
 
 		if (!all && (uint32_t)now - r->res_toss_time < toss_ms)
 			break;
-		if (is_master(r)) {
+		if (is_master(r) && !r->res_parent) {
 			uint32_t dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
 
 			if (dir == dlm_our_nodeid(ls))

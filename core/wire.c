@@ -12,7 +12,7 @@
 #include "core/wire.h"
 #include "core/le.h"
 
-static_assert(DLM_WIRE_FIXED_LEN == 124, "wire body layout changed");
+static_assert(DLM_WIRE_FIXED_LEN == 128, "wire body layout changed");
 static_assert(DLM_WIRE_MAX_LEN <= 65535, "messages must fit 16-bit lengths");
 
 static const char *const type_names[DLM_MSG_MAX + 1] = {
@@ -75,9 +75,10 @@ int dlm_key_valid(const unsigned char *key, size_t keylen)
 
 int dlm_msg_encode(const struct dlm_msg *m, unsigned char *buf, size_t buflen)
 {
-	size_t len = DLM_WIRE_FIXED_LEN + m->m_keylen + m->m_lvblen;
+	size_t len = DLM_WIRE_FIXED_LEN + m->m_keylen + m->m_pkeylen +
+		     m->m_lvblen;
 
-	if (m->m_keylen > DLM_MAX_KEYLEN ||
+	if (m->m_keylen > DLM_MAX_KEYLEN || m->m_pkeylen > DLM_MAX_KEYLEN ||
 	    (m->m_lvblen != 0 && m->m_lvblen != DLM_LVB_LEN) || len > buflen)
 		return -EINVAL;
 	dlm_put_le32(buf + 0, DLM_WIRE_MAGIC);
@@ -109,11 +110,16 @@ int dlm_msg_encode(const struct dlm_msg *m, unsigned char *buf, size_t buflen)
 	dlm_put_le32(buf + 104, m->m_gen);
 	dlm_put_le64(buf + 108, m->m_token);
 	dlm_put_le64(buf + 116, m->m_clock);
+	dlm_put_le16(buf + 124, m->m_pkeylen);
+	dlm_put_le16(buf + 126, 0);
 	if (m->m_keylen)
 		memcpy(buf + DLM_WIRE_FIXED_LEN, m->m_key, m->m_keylen);
+	if (m->m_pkeylen)
+		memcpy(buf + DLM_WIRE_FIXED_LEN + m->m_keylen, m->m_pkey,
+		       m->m_pkeylen);
 	if (m->m_lvblen)
-		memcpy(buf + DLM_WIRE_FIXED_LEN + m->m_keylen, m->m_lvb,
-		       m->m_lvblen);
+		memcpy(buf + DLM_WIRE_FIXED_LEN + m->m_keylen + m->m_pkeylen,
+		       m->m_lvb, m->m_lvblen);
 	return (int)len;
 }
 
@@ -167,16 +173,22 @@ int dlm_msg_decode(const void *buf, size_t len, struct dlm_msg *m,
 	m->m_gen = dlm_get_le32(p + 104);
 	m->m_token = dlm_get_le64(p + 108);
 	m->m_clock = dlm_get_le64(p + 116);
-	if (p[99] != 0)
+	m->m_pkeylen = dlm_get_le16(p + 124);
+	if (p[99] != 0 || dlm_get_le16(p + 126) != 0)
 		FAIL(-EBADMSG, "non-zero padding");
-	if (m->m_keylen > DLM_MAX_KEYLEN)
+	if (m->m_keylen > DLM_MAX_KEYLEN || m->m_pkeylen > DLM_MAX_KEYLEN)
 		FAIL(-EBADMSG, "key too long");
 	if (m->m_lvblen != 0 && m->m_lvblen != DLM_LVB_LEN)
 		FAIL(-EBADMSG, "bad LVB length");
-	if ((size_t)DLM_WIRE_FIXED_LEN + m->m_keylen + m->m_lvblen != len)
+	if ((size_t)DLM_WIRE_FIXED_LEN + m->m_keylen + m->m_pkeylen +
+	    m->m_lvblen != len)
 		FAIL(-EBADMSG, "variable parts do not fill the message");
 	if (m->m_keylen && !dlm_key_valid(p + DLM_WIRE_FIXED_LEN, m->m_keylen))
 		FAIL(-EBADMSG, "malformed resource key");
+	if (m->m_pkeylen && (!m->m_keylen ||
+			     !dlm_key_valid(p + DLM_WIRE_FIXED_LEN + m->m_keylen,
+					    m->m_pkeylen)))
+		FAIL(-EBADMSG, "malformed parent key");
 	if (!mode_ok(m->m_grmode) || !mode_ok(m->m_rqmode) ||
 	    !mode_ok(m->m_bastmode))
 		FAIL(-ERANGE, "mode out of range");
@@ -187,7 +199,8 @@ int dlm_msg_decode(const void *buf, size_t len, struct dlm_msg *m,
 	    m->m_rqrange.ra_start > m->m_rqrange.ra_end)
 		FAIL(-ERANGE, "range start after end");
 	m->m_key = m->m_keylen ? p + DLM_WIRE_FIXED_LEN : NULL;
-	m->m_lvb = m->m_lvblen ?
-		(const char *)(p + DLM_WIRE_FIXED_LEN + m->m_keylen) : NULL;
+	m->m_pkey = m->m_pkeylen ? p + DLM_WIRE_FIXED_LEN + m->m_keylen : NULL;
+	m->m_lvb = m->m_lvblen ? (const char *)(p + DLM_WIRE_FIXED_LEN +
+						m->m_keylen + m->m_pkeylen) : NULL;
 	return 0;
 }

@@ -37,14 +37,20 @@
  *                           about (0: none; non-zero only with a grmode
  *                           of CW, PW or EX; see core/token.c)
  *      116    8  clock      the sender's token clock (core/token.c)
- *      124       key bytes, then LVB bytes
+ *      124    2  pkeylen    0..DLM_MAX_KEYLEN: the parent resource's key
+ *                           (REQUEST and RC_LOCK of a sub-resource: its
+ *                           master is the parent's, see core/resource.c)
+ *      126    2  pad        zero
+ *      128       key bytes, then parent key bytes, then LVB bytes
  *
  * Versions.  A decoder accepts its own version only: version 2 added
  * token and clock (fencing tokens, issue 17) and a version-1 engine
  * cannot order tokens, so the two must not share a lockspace (dlmd of
  * both versions in one cluster is not supported anyway, see
- * plugin/cluster.c).  A message of another version is dropped and
- * logged (-EPROTO).
+ * plugin/cluster.c).  Version 3 added the parent key (sub-resources
+ * mastered with their parent, issue 18): a version-2 engine would look
+ * children up in the directory and master them elsewhere.  A message of
+ * another version is dropped and logged (-EPROTO).
  *
  * The transport (lowcomms) adds its own framing, sequencing and acks
  * around this; the engine relies only on per-link FIFO delivery.
@@ -66,11 +72,13 @@
 #include "core/core.h"
 
 #define DLM_WIRE_MAGIC		0x574d4c44u	/* "DLMW" little-endian */
-#define DLM_WIRE_VERSION	2
+#define DLM_WIRE_VERSION	3
 #define DLM_WIRE_HDR_LEN	24
-#define DLM_WIRE_FIXED_LEN	124
-/* A resource key is at most DLM_MAX_KEYLEN bytes (core/core.h). */
-#define DLM_WIRE_MAX_LEN	(DLM_WIRE_FIXED_LEN + DLM_MAX_KEYLEN + DLM_LVB_LEN)
+#define DLM_WIRE_FIXED_LEN	128
+/* A resource key is at most DLM_MAX_KEYLEN bytes (core/core.h); a
+ * message carries at most two (its own and its parent's). */
+#define DLM_WIRE_MAX_LEN	(DLM_WIRE_FIXED_LEN + 2 * DLM_MAX_KEYLEN + \
+				 DLM_LVB_LEN)
 
 enum dlm_msg_type {
 	DLM_MSG_REQUEST = 1,
@@ -144,10 +152,12 @@ struct dlm_msg {
 	int8_t		m_bastmode;
 	uint16_t	m_keylen;
 	uint16_t	m_lvblen;
+	uint16_t	m_pkeylen;
 	uint32_t	m_gen;
 	uint64_t	m_token;
 	uint64_t	m_clock;
 	const unsigned char *m_key;
+	const unsigned char *m_pkey;	/* parent's key, or NULL */
 	const char	*m_lvb;
 };
 

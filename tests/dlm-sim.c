@@ -528,18 +528,47 @@ static bool ok_pending_request(const struct sim_lock *lk)
 	       !lk->l_op_adopt;
 }
 
+static void new_lock_on(struct sim *sim, int node, int client,
+			struct sim_lock *parent, int ls, int res, int mode);
+static int master_of(struct sim *sim, int res);
+
+/* Is res a fresh name (no lock on it anywhere: in the model, or in an
+ * engine at the last walk) under
+ * a parent that node masters, with no recovery under way?  Its request
+ * must then send nothing. */
+static bool fresh_under_local_parent(struct sim *sim, int node,
+				     const struct sim_lock *parent, int res)
+{
+	unsigned int i;
+
+	if (glue_busy(sim) || !node_usable(sim, node) ||
+	    dlm_core_ls_state(sim->nodes[node].n_ls[parent->l_ls], NULL, NULL) !=
+	    DLM_LS_RUNNING || master_of(sim, parent->l_res) != node)
+		return false;
+	for (i = 0; i < SIM_LOCK_HASH; i++) {
+		const struct sim_lock *lk;
+
+		for (lk = sim->lock_hash[i]; lk; lk = lk->l_hnext)
+			if (lk->l_res == res)
+				return false;
+	}
+	/* nor in any engine at the last walk */
+	for (i = 0; i < sim->nnodes; i++) {
+		const struct sim_snap *sn = &sim->nodes[i].n_snap[sim->nodes[i].n_cur];
+		unsigned int j;
+
+		for (j = 0; j < sn->s_n; j++)
+			if (sn->s_info[j].w_res == res)
+				return false;
+	}
+	return true;
+}
+
 /* A new lock request, maybe under a parent, maybe ranged. */
 static void do_new_lock(struct sim *sim, int node, int client)
 {
-	struct sim_client *c = client_of(sim, node, client);
-	struct sim_lock *parent = NULL, *lk;
-	struct dlm_lock_req req;
-	struct dlm_range range;
-	const unsigned char *name;
-	unsigned int namelen, r;
-	bool ranged;
-	uint32_t lkid, flags = 0;
-	int ls, res, mode, rc;
+	struct sim_lock *parent = NULL;
+	int ls, res;
 
 	if (sim->opts->o_depth > SIM_DEPTH) {
 		/* deep trees: mostly under the client's deepest lock */
@@ -557,7 +586,25 @@ static void do_new_lock(struct sim *sim, int node, int client)
 		ls = (int)rng_below(&sim->rng, sim->nls);
 		res = sim_res_root(sim, ls, rng_below(&sim->rng, SIM_NROOT));
 	}
-	mode = (int)rng_below(&sim->rng, DLM_NUM_MODES);
+	new_lock_on(sim, node, client, parent, ls, res,
+		    (int)rng_below(&sim->rng, DLM_NUM_MODES));
+}
+
+/* Request 'res' in 'mode' (flags random) for the client, under parent. */
+static void new_lock_on(struct sim *sim, int node, int client,
+			struct sim_lock *parent, int ls, int res, int mode)
+{
+	struct sim_client *c = client_of(sim, node, client);
+	struct sim_lock *lk;
+	struct dlm_lock_req req;
+	struct dlm_range range;
+	const unsigned char *name;
+	unsigned int namelen, r;
+	bool ranged, fresh;
+	uint32_t lkid, flags = 0;
+	uint64_t sends;
+	int rc;
+
 	if (rng_pct(&sim->rng, 20)) {
 		flags |= DLM_LKF_NOQUEUE;
 		if (rng_pct(&sim->rng, 40))
@@ -593,10 +640,21 @@ static void do_new_lock(struct sim *sim, int node, int client)
 	req.owner = c->c_owner;
 	req.astarg = new_astarg(sim);
 	req.want_bast = rng_pct(&sim->rng, 92);
+	fresh = parent && fresh_under_local_parent(sim, node, parent, res);
+	sends = sim->call_sends;
 	rc = call_lock(sim, node, ls, &req, &lkid, "lock");
 	if (rc) {
 		sim_fail(sim, "a valid lock request was refused: %d", rc);
 		return;
+	}
+	if (fresh) {
+		/* mastered with its parent, here: no message (issue 18) */
+		sim->n_fresh_local++;
+		sim->n_fresh_msgs += sim->call_sends - sends;
+		if (sim->call_sends != sends)
+			sim_fail(sim, "FRESH: n%d: a fresh child of a resource mastered "
+				 "there sent %llu messages", node + 1,
+				 (unsigned long long)(sim->call_sends - sends));
 	}
 	if (lock_find(sim, node, ls, lkid)) {
 		sim_fail(sim, "n%d: new lock got id %08x, which is in use", node + 1, lkid);
@@ -617,6 +675,74 @@ static void do_new_lock(struct sim *sim, int node, int client)
 	if (parent) {
 		lk->l_parent = parent;
 		parent->l_nchildren++;
+	}
+}
+
+/* A client's granted, idle lock on resource res (a parent to be). */
+static struct sim_lock *client_lock_on(struct sim *sim, int node, int client,
+				       int res)
+{
+	struct sim_client *c = client_of(sim, node, client);
+	unsigned int i;
+
+	for (i = 0; i < c->c_nlocks; i++)
+		if (c->c_locks[i]->l_res == res && ok_parent(c->c_locks[i]))
+			return c->c_locks[i];
+	return NULL;
+}
+
+/* The node whose engine masters res at the last walk, or -1. */
+static int master_of(struct sim *sim, int res)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < sim->nnodes; i++) {
+		const struct sim_snap *sn = &sim->nodes[i].n_snap[sim->nodes[i].n_cur];
+
+		if (!sim->nodes[i].n_alive)
+			continue;
+		for (j = 0; j < sn->s_n; j++)
+			if (sn->s_info[j].w_res == res && sn->s_info[j].w_is_master)
+				return (int)i;
+	}
+	return -1;
+}
+
+/* Concurrent creators (issue 18): every node with a client holding a
+ * lock on the parent asks for the same fresh child at once, in strong
+ * modes; they must meet at the parent's master.  With --faults, the
+ * parent's master sometimes dies right then, with the requests in
+ * flight or the child just created there. */
+static void do_creators(struct sim *sim, int node, int client)
+{
+	struct sim_lock *parent = pick_lock(sim, node, client, ok_parent), *p;
+	int res, n, k, master;
+
+	if (!parent || sim->res[parent->l_res].r_depth >= (int)sim->opts->o_depth) {
+		do_new_lock(sim, node, client);
+		return;
+	}
+	res = sim_res_child(sim, parent->l_res, rng_below(&sim->rng, SIM_NCHILD));
+	sim_trace(sim, "creators of %d under %d", res, parent->l_res);
+	for (n = 0; n < (int)sim->nnodes && !sim->failed; n++) {
+		if (!node_usable(sim, n))
+			continue;
+		for (k = 0; k < (int)sim->nodes[n].n_nclients; k++) {
+			if (client_of(sim, n, k)->c_nlocks >= SIM_MAX_LOCKS)
+				continue;
+			p = client_lock_on(sim, n, k, parent->l_res);
+			if (!p)
+				continue;
+			new_lock_on(sim, n, k, p, p->l_ls, res,
+				    rng_pct(&sim->rng, 50) ? DLM_LOCK_EX :
+							     DLM_LOCK_PW);
+			break;
+		}
+	}
+	if (sim->opts->o_faults && !sim->failed && rng_pct(&sim->rng, 20)) {
+		master = master_of(sim, parent->l_res);
+		if (master >= 0)
+			sim->kill_next = master + 1;	/* at the next step */
 	}
 }
 
@@ -1302,7 +1428,9 @@ static void client_op(struct sim *sim)
 	r = rng_below(&sim->rng, 100);
 
 	if (r < 30) {
-		if (c->c_nlocks < SIM_MAX_LOCKS)
+		if (c->c_nlocks < SIM_MAX_LOCKS && rng_pct(&sim->rng, 10))
+			do_creators(sim, node, client);
+		else if (c->c_nlocks < SIM_MAX_LOCKS)
 			do_new_lock(sim, node, client);
 		else
 			do_unlock(sim, node, client);
@@ -1551,8 +1679,11 @@ static void phase_drain(struct sim *sim)
 		sim_fail(sim, "LIVENESS: drain did not finish in %u steps", MAX_DRAIN_STEPS);
 		return;
 	}
-	/* let every resource expire, and the REMOVE messages land */
-	for (round = 0; round < 3 && !sim->failed; round++) {
+	/* let every resource expire, and the REMOVE messages land; a
+	 * parent resource is tossed only once its children are freed, so a
+	 * tree takes a round per level (core/resource.c) */
+	for (round = 0; round < 3 + sim->opts->o_depth && !sim->failed;
+	     round++) {
 		tick_all(sim, sim->toss_ms + 1);
 		after_step(sim);
 		for (steps = 0; sim->net.n_inflight && !sim->failed; steps++) {
@@ -1718,6 +1849,7 @@ static const struct {
 	{ "waitq-pass", DLM_FAULT_WAITQ_PASS },
 	{ "lose-grant", DLM_FAULT_LOSE_GRANT },
 	{ "token-reset", DLM_FAULT_TOKEN_RESET },
+	{ "child-local", DLM_FAULT_CHILD_LOCAL },
 };
 
 static const struct {
@@ -1756,6 +1888,7 @@ static struct {
 	uint64_t	ms_seeds;
 	uint64_t	ms_ops;
 	uint64_t	ms_type[DLM_MSG_MAX + 1];
+	uint64_t	ms_fresh, ms_fresh_msgs;	/* see msg_stats_print */
 } msg_stats;
 
 static void msg_stats_add(const struct sim *sim)
@@ -1764,6 +1897,8 @@ static void msg_stats_add(const struct sim *sim)
 
 	msg_stats.ms_seeds++;
 	msg_stats.ms_ops += sim->n_ops_ok;
+	msg_stats.ms_fresh += sim->n_fresh_local;
+	msg_stats.ms_fresh_msgs += sim->n_fresh_msgs;
 	for (t = 0; t <= DLM_MSG_MAX; t++)
 		msg_stats.ms_type[t] += sim->n_msgs_type[t];
 }
@@ -1775,6 +1910,10 @@ static void msg_stats_print(const struct sim_opts *opts)
 	uint64_t all = 0, rc = 0, ops = msg_stats.ms_ops ? msg_stats.ms_ops : 1;
 	unsigned int t;
 
+	printf("dlm-sim: fresh children requested under a parent mastered on the "
+	       "requesting node: %llu, remote messages they sent: %llu\n",
+	       (unsigned long long)msg_stats.ms_fresh,
+	       (unsigned long long)msg_stats.ms_fresh_msgs);
 	if (opts->o_nodes)
 		printf("dlm-sim: messages, %llu seeds of %d nodes, %llu accepted operations\n",
 		       (unsigned long long)msg_stats.ms_seeds, opts->o_nodes,
@@ -1913,7 +2052,7 @@ static void usage(FILE *out)
 		"  --fault NAME  break the engines on purpose: compat, skip-bast,\n"
 		"                ignore-queue, lvb-no-write, range-ignored,\n"
 		"                quecvt-ignored, waitq-pass, lose-grant,\n"
-		"                token-reset; with\n"
+		"                token-reset, child-local; with\n"
 		"                --faults: skip-purge, skip-resend, keep-dead-master;\n"
 		"                no-fence-wait breaks the glue: recovery starts before\n"
 		"                a daemon-only death is fenced\n"

@@ -28,15 +28,19 @@ static void f_ast(void *ctx, const struct dlm_ast *a)
 	(void)ctx; (void)a;
 }
 
-static void lock_local(struct dlm_ls *ls, const char *name, int mode,
-		       uint32_t flags, uint64_t owner)
+/* Returns the lock's id (0: refused); 'parent': a lock id or 0. */
+static uint32_t lock_local(struct dlm_ls *ls, const char *name, int mode,
+			   uint32_t flags, uint64_t owner, uint32_t parent)
 {
 	struct dlm_lock_req rq = { .mode = mode, .flags = flags, .name = name,
 				   .namelen = (unsigned)strlen(name),
-				   .owner = owner, .want_bast = 1 };
-	uint32_t id;
+				   .owner = owner, .want_bast = 1,
+				   .parent = parent };
+	uint32_t id = 0;
 
-	(void)dlm_core_lock(ls, &rq, &id);
+	if (dlm_core_lock(ls, &rq, &id))
+		return 0;
+	return id;
 }
 
 /* A valid REQUEST from node 2 so that node 1 holds a master copy. */
@@ -78,6 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dlm_ls *ls;
 	size_t off = 0;
 	uint64_t now = 0;
+	uint32_t d;
 
 	if (!core)
 		return 0;
@@ -86,10 +91,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	/* names whose directory node is node 1 get mastered here */
-	lock_local(ls, "a", DLM_LOCK_EX, 0, 1);
-	lock_local(ls, "b", DLM_LOCK_PR, DLM_LKF_VALBLK, 1);
-	lock_local(ls, "b", DLM_LOCK_EX, 0, 2);
-	lock_local(ls, "c", DLM_LOCK_NL, DLM_LKF_PERSISTENT, 3);
+	lock_local(ls, "a", DLM_LOCK_EX, 0, 1, 0);
+	lock_local(ls, "b", DLM_LOCK_PR, DLM_LKF_VALBLK, 1, 0);
+	lock_local(ls, "b", DLM_LOCK_EX, 0, 2, 0);
+	lock_local(ls, "c", DLM_LOCK_NL, DLM_LKF_PERSISTENT, 3, 0);
+	/* "d" (directory node 1, so mastered here) and a child of it,
+	 * mastered with it: requests for "d"'s children (with "d" as parent
+	 * key) reach the child path */
+	d = lock_local(ls, "d", DLM_LOCK_PR, 0, 1, 0);
+	if (d)
+		lock_local(ls, "x", DLM_LOCK_PR, DLM_LKF_VALBLK, 1, d);
 	remote_request(core, ls, "a", DLM_LOCK_PR, 5);
 	remote_request(core, ls, "b", DLM_LOCK_CR, 6);
 	(void)dlm_core_purge_owner(ls, 3);

@@ -556,10 +556,38 @@ static bool try_fault(struct sim *sim)
 	return true;
 }
 
+/* Kill node now if a fault may happen (the workload aims one at a
+ * resource's master): as try_fault's deaths, from the same budget. */
+static bool faults_kill(struct sim *sim, int node)
+{
+	unsigned int i;
+	int alive = 0;
+
+	if (!sim->fault_budget || sim->nodes[node].n_fence_at ||
+	    !sim->nodes[node].n_alive)
+		return false;
+	for (i = 0; i < sim->nnodes; i++)
+		if (sim->nodes[i].n_alive && !sim->nodes[i].n_fence_at)
+			alive++;
+	if (alive < 2)
+		return false;
+	node_dies(sim, node, sim->opts->o_daemon_deaths &&
+		  rng_pct(&sim->rng, DAEMON_DEATH_PCT));
+	sim->fault_budget--;
+	return true;
+}
+
 bool faults_step(struct sim *sim)
 {
 	bool busy = glue_busy(sim);
 
+	if (sim->kill_next) {
+		int node = sim->kill_next - 1;
+
+		sim->kill_next = 0;
+		if (faults_kill(sim, node))
+			return true;
+	}
 	if (glue_due(sim) && rng_pct(&sim->rng, 30)) {
 		glue_step(sim);
 		return true;

@@ -410,6 +410,8 @@ struct sim {
 	uint32_t	checked_event;	/* the last event whose end was checked */
 	bool		check_recovered; /* all finished: check after this step */
 	unsigned int	fault_budget;	/* node faults left for this seed */
+	int		kill_next;	/* node + 1 to kill at the next step
+					   (the workload aims at a master) */
 	uint64_t	n_deaths;
 	uint64_t	n_daemon_deaths;
 	uint64_t	n_splits;
@@ -420,6 +422,9 @@ struct sim {
 	uint64_t	n_ops;
 	uint64_t	n_ops_ok;	/* of those, accepted by the engine */
 	uint64_t	n_msgs_type[DLM_MSG_MAX + 1];	/* engine sends, by type */
+	uint64_t	n_fresh_local;	/* fresh children requested under a
+					   parent mastered on the same node */
+	uint64_t	n_fresh_msgs;	/* messages those requests sent */
 	uint64_t	n_invalid;
 	uint64_t	n_asts;
 	uint64_t	n_basts;
