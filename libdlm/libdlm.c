@@ -68,6 +68,17 @@
  * completion that did come is read first (the socket is read in order),
  * so none completes twice.
  *
+ * A record whose lock was granted stays (PD_IDLE) until the lock is
+ * unlocked: an async unlock of an idle lock is sent without waiting
+ * (DLMP_UL_NOREPLY, dlmd_proto.h "Unlocks without a REPLY"), its record
+ * now PD_UNLOCKING and completed with ENOTCONN like a LOCK if the socket
+ * ends first; its completion AST (EUNLOCK, or a refusal) ends the record.
+ * Any other request on an idle lock (a convert, a synchronous unlock)
+ * makes libdlm forget it, and that lock's later requests wait for their
+ * REPLY as before; so do unlocks of locks libdlm never knew.  A purge of
+ * our own locks forgets the idle records.  The records live in a hash
+ * table that doubles as they grow, recycled through a free list.
+ *
  * Return convention at this API: 0 or -1 with errno.  Internally every
  * function returns 0 or a negative errno, converted once by ret_errno().
  */
@@ -93,7 +104,8 @@
 #define DEFAULT_LS_MODE		0600
 #define SYNC_POLL_MS		100	/* a sync reader re-checks this often */
 #define DISPATCH_MAX		1024	/* ASTs run per dlm_dispatch() call */
-#define PEND_BUCKETS		256	/* lh_pend hash chains */
+#define PEND_MIN		256	/* lh_pend's first number of chains */
+#define PEND_FREE_MAX		4096	/* lock records kept for reuse */
 
 #ifdef _REENTRANT
 #define MUTEX_T			pthread_mutex_t
@@ -161,12 +173,18 @@ struct ls_handle {
 	uint32_t	lh_id_block;
 	uint32_t	lh_id_next;
 	uint32_t	lh_id_end;
-	/* Async locks of own ids not completed yet (see "Async locks on
-	 * ids of our own" above), by lock id; lh_gone: the AST socket
-	 * ended and they were completed.  Under lh_plock. */
+	/* Async locks of own ids (see "Async locks on ids of our own"
+	 * above), by lock id: lh_pend_size chains (a power of two, 0 at
+	 * first), lh_pend_count records, lh_nfree more for reuse on
+	 * lh_pfree; lh_gone: the AST socket ended and the waiting ones
+	 * were completed.  Under lh_plock. */
 	MUTEX_T		lh_plock;
 	bool		lh_gone;
-	struct pending	*lh_pend[PEND_BUCKETS];
+	struct pending	**lh_pend;
+	unsigned int	lh_pend_size;
+	unsigned int	lh_pend_count;
+	struct pending	*lh_pfree;
+	unsigned int	lh_nfree;
 	struct ls_handle *lh_next;	/* in open_handles */
 #ifdef _REENTRANT
 	pthread_mutex_t	lh_lock;	/* the AST thread's start */
@@ -176,11 +194,19 @@ struct ls_handle {
 #endif
 };
 
-/* An async lock with an id of our own, sent and not completed yet. */
+/* An async lock with an id of our own: its LOCK sent and not completed
+ * yet, granted and idle, or its NOREPLY UNLOCK sent and not completed
+ * yet.  The callback values are those the completion in flight (or the
+ * next one) runs with. */
+enum { PD_LOCKING, PD_IDLE, PD_UNLOCKING };
+
 struct pending {
 	struct pending	*pd_next;
 	uint32_t	pd_lkid;
 	uint32_t	pd_epoch;	/* lh_ast_epoch when sent */
+	int		pd_state;	/* PD_* */
+	bool		pd_forget;	/* PD_LOCKING: forget it at its
+					 * completion instead of PD_IDLE */
 	uint64_t	pd_lksb;
 	uint64_t	pd_castaddr;
 	uint64_t	pd_castparam;
@@ -642,47 +668,118 @@ static bool fd_ast_epoch(int fd, uint32_t *epoch)
 	return found;
 }
 
+/* Was this AST written before the latest purge of our own locks?  Its
+ * header's reqid carries the purge epoch it was made in (serial number
+ * arithmetic: the epoch wraps). */
+static bool is_stale_ast(const struct dlmp_msg *m, uint32_t epoch)
+{
+	return (int32_t)(m->m_hdr.h_reqid - epoch) < 0;
+}
+
+/* The chain lock 'lkid' would be on (lh_plock held). */
+static struct pending **pend_chain(struct ls_handle *h, uint32_t lkid)
+{
+	return &h->lh_pend[lkid & (h->lh_pend_size - 1)];
+}
+
+static struct pending *pend_find_locked(struct ls_handle *h, uint32_t lkid)
+{
+	struct pending *pd = h->lh_pend_size ? *pend_chain(h, lkid) : NULL;
+
+	while (pd && pd->pd_lkid != lkid)
+		pd = pd->pd_next;
+	return pd;
+}
+
+/* Twice the chains (lh_plock held): a handle may hold many locks, each
+ * with its record.  On failure the chains just grow longer. */
+static void pend_grow_locked(struct ls_handle *h)
+{
+	unsigned int size = h->lh_pend_size ? h->lh_pend_size * 2 : PEND_MIN;
+	struct pending **old = h->lh_pend, **t = calloc(size, sizeof(*t));
+
+	if (!t)
+		return;
+	for (unsigned int i = 0; i < h->lh_pend_size; i++) {
+		while (old[i]) {
+			struct pending *pd = old[i];
+
+			old[i] = pd->pd_next;
+			pd->pd_next = t[pd->pd_lkid & (size - 1)];
+			t[pd->pd_lkid & (size - 1)] = pd;
+		}
+	}
+	free(old);
+	h->lh_pend = t;
+	h->lh_pend_size = size;
+}
+
+/* A record off its chain goes to the handle's free list (lh_plock held). */
+static void pend_free_locked(struct ls_handle *h, struct pending *pd)
+{
+	h->lh_pend_count--;
+	if (h->lh_nfree >= PEND_FREE_MAX) {
+		free(pd);
+		return;
+	}
+	pd->pd_next = h->lh_pfree;
+	h->lh_pfree = pd;
+	h->lh_nfree++;
+}
+
+/* Take lock 'lkid''s record off its chain and free it (lh_plock held). */
+static void pend_drop_locked(struct ls_handle *h, uint32_t lkid)
+{
+	if (!h->lh_pend_size)
+		return;
+	for (struct pending **pp = pend_chain(h, lkid); *pp; pp = &(*pp)->pd_next) {
+		if ((*pp)->pd_lkid == lkid) {
+			struct pending *pd = *pp;
+
+			*pp = pd->pd_next;
+			pend_free_locked(h, pd);
+			return;
+		}
+	}
+}
+
 /* Remember async lock 'lk' (an id of our own) before its LOCK is sent:
  * 0, -ENOTCONN when the AST socket has ended, or -ENOMEM. */
 static int pend_add(struct ls_handle *h, const struct dlmp_lock *lk)
 {
 	struct pending *pd;
-	unsigned int b = lk->lk_lkid % PEND_BUCKETS;
 
-	pd = malloc(sizeof(*pd));
-	if (!pd)
+	LOCK(&h->lh_plock);
+	if (h->lh_gone) {
+		UNLOCK(&h->lh_plock);
+		return -ENOTCONN;
+	}
+	if (h->lh_pend_count >= h->lh_pend_size)
+		pend_grow_locked(h);
+	pd = h->lh_pfree;
+	if (pd) {
+		h->lh_pfree = pd->pd_next;
+		h->lh_nfree--;
+	} else {
+		pd = malloc(sizeof(*pd));
+	}
+	if (!pd || !h->lh_pend_size) {
+		UNLOCK(&h->lh_plock);
+		free(pd);
 		return -ENOMEM;
+	}
 	pd->pd_lkid = lk->lk_lkid;
+	pd->pd_state = PD_LOCKING;
+	pd->pd_forget = false;
 	pd->pd_epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
 	pd->pd_lksb = lk->lk_lksb;
 	pd->pd_castaddr = lk->lk_castaddr;
 	pd->pd_castparam = lk->lk_castparam;
-	LOCK(&h->lh_plock);
-	if (h->lh_gone) {
-		UNLOCK(&h->lh_plock);
-		free(pd);
-		return -ENOTCONN;
-	}
-	pd->pd_next = h->lh_pend[b];
-	h->lh_pend[b] = pd;
+	pd->pd_next = *pend_chain(h, pd->pd_lkid);
+	*pend_chain(h, pd->pd_lkid) = pd;
+	h->lh_pend_count++;
 	UNLOCK(&h->lh_plock);
 	return 0;
-}
-
-/* Lock 'lkid' had its completion (or its LOCK was never sent): forget
- * it.  Under lh_plock. */
-static void pend_drop_locked(struct ls_handle *h, uint32_t lkid)
-{
-	for (struct pending **pp = &h->lh_pend[lkid % PEND_BUCKETS]; *pp;
-	     pp = &(*pp)->pd_next) {
-		if ((*pp)->pd_lkid == lkid) {
-			struct pending *pd = *pp;
-
-			*pp = pd->pd_next;
-			free(pd);
-			return;
-		}
-	}
 }
 
 static void pend_drop(struct ls_handle *h, uint32_t lkid)
@@ -692,38 +789,100 @@ static void pend_drop(struct ls_handle *h, uint32_t lkid)
 	UNLOCK(&h->lh_plock);
 }
 
-/* A completion AST of lock 'lkid' was read from AST fd 'fd' (of handle
- * h; NULL: found by the fd). */
-static void pend_completed(int fd, struct ls_handle *h, uint32_t lkid)
+/* A completion AST 'm' was read from h's AST socket: a new lock it
+ * granted is idle now (unless the AST is void, made before a purge of
+ * our own locks); any other completion ends the record. */
+static void pend_completed_locked(struct ls_handle *h, const struct dlmp_msg *m)
+{
+	struct pending *pd = pend_find_locked(h, m->m_u.ast.as_lkid);
+	uint32_t epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
+
+	if (!pd)
+		return;
+	if (pd->pd_state == PD_LOCKING && m->m_u.ast.as_status == 0 &&
+	    !pd->pd_forget && !is_stale_ast(m, epoch))
+		pd->pd_state = PD_IDLE;
+	else
+		pend_drop_locked(h, pd->pd_lkid);
+}
+
+/* ... of AST fd 'fd' (of handle h; NULL: found by the fd). */
+static void pend_completed(int fd, struct ls_handle *h, const struct dlmp_msg *m)
 {
 	if (h) {
-		pend_drop(h, lkid);
+		LOCK(&h->lh_plock);
+		pend_completed_locked(h, m);
+		UNLOCK(&h->lh_plock);
 		return;
 	}
 	LOCK(&open_handles_lock);
 	for (h = open_handles; h; h = h->lh_next) {
 		if (h->lh_ast_fd == fd) {
-			pend_drop(h, lkid);
+			LOCK(&h->lh_plock);
+			pend_completed_locked(h, m);
+			UNLOCK(&h->lh_plock);
 			break;
 		}
 	}
 	UNLOCK(&open_handles_lock);
 }
 
+/* A request other than a NOREPLY UNLOCK is sent on lock 'lkid', or a
+ * child lock under it: libdlm no longer knows whether its unlock would
+ * be refused, and forgets it (at once if idle, else when it would
+ * become idle); its later requests wait for their REPLY. */
+static void pend_forget(struct ls_handle *h, uint32_t lkid)
+{
+	struct pending *pd;
+
+	LOCK(&h->lh_plock);
+	pd = pend_find_locked(h, lkid);
+	if (pd && pd->pd_state == PD_IDLE)
+		pend_drop_locked(h, lkid);
+	else if (pd && pd->pd_state == PD_LOCKING)
+		pd->pd_forget = true;
+	UNLOCK(&h->lh_plock);
+}
+
+/* Our own locks were purged: the idle ones are gone without ASTs. */
+static void pend_purged(struct ls_handle *h)
+{
+	LOCK(&h->lh_plock);
+	for (unsigned int i = 0; i < h->lh_pend_size; i++) {
+		for (struct pending **pp = &h->lh_pend[i]; *pp;) {
+			struct pending *pd = *pp;
+
+			if (pd->pd_state == PD_IDLE) {
+				*pp = pd->pd_next;
+				pend_free_locked(h, pd);
+			} else {
+				pp = &pd->pd_next;
+			}
+		}
+	}
+	UNLOCK(&h->lh_plock);
+}
+
 /* The AST socket of h ended: no completion comes any more.  Takes out
- * every lock still waiting for one (a chain by pd_next) and refuses
- * later ones; *epoch is the handle's purge epoch. */
+ * every lock still waiting for one (a chain by pd_next), forgets the
+ * idle ones and refuses later requests; *epoch is the handle's purge
+ * epoch. */
 static struct pending *pend_take_all(struct ls_handle *h, uint32_t *epoch)
 {
 	struct pending *all = NULL;
 
 	LOCK(&h->lh_plock);
 	h->lh_gone = true;
-	for (unsigned int i = 0; i < PEND_BUCKETS; i++) {
+	for (unsigned int i = 0; i < h->lh_pend_size; i++) {
 		while (h->lh_pend[i]) {
 			struct pending *pd = h->lh_pend[i];
 
 			h->lh_pend[i] = pd->pd_next;
+			if (pd->pd_state == PD_IDLE) {
+				pend_free_locked(h, pd);
+				continue;
+			}
+			h->lh_pend_count--;
 			pd->pd_next = all;
 			all = pd;
 		}
@@ -731,6 +890,24 @@ static struct pending *pend_take_all(struct ls_handle *h, uint32_t *epoch)
 	UNLOCK(&h->lh_plock);
 	*epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
 	return all;
+}
+
+/* Every record of h, on its chains and on the free list. */
+static void pend_free_all(struct ls_handle *h)
+{
+	struct pending *pd;
+
+	for (unsigned int i = 0; i < h->lh_pend_size; i++) {
+		while ((pd = h->lh_pend[i])) {
+			h->lh_pend[i] = pd->pd_next;
+			free(pd);
+		}
+	}
+	free(h->lh_pend);
+	while ((pd = h->lh_pfree)) {
+		h->lh_pfree = pd->pd_next;
+		free(pd);
+	}
 }
 
 static void handle_free(struct ls_handle *h)
@@ -743,14 +920,7 @@ static void handle_free(struct ls_handle *h)
 		close(h->lh_ast_fd);
 	MUTEX_DESTROY(&h->lh_wlock);
 	MUTEX_DESTROY(&h->lh_idlock);
-	for (unsigned int i = 0; i < PEND_BUCKETS; i++) {
-		while (h->lh_pend[i]) {
-			struct pending *pd = h->lh_pend[i];
-
-			h->lh_pend[i] = pd->pd_next;
-			free(pd);
-		}
-	}
+	pend_free_all(h);
 	MUTEX_DESTROY(&h->lh_plock);
 	COND_DESTROY(&h->lh_slot_cond);
 #ifdef _REENTRANT
@@ -981,14 +1151,6 @@ static void run_ast(const struct dlmp_ast *as)
  * synchronous call made there dispatches inline (sync_wait). */
 static THREAD_LOCAL unsigned int in_ast;
 
-/* Was this AST written before the latest purge of our own locks?  Its
- * header's reqid carries the purge epoch it was made in (serial number
- * arithmetic: the epoch wraps). */
-static bool is_stale_ast(const struct dlmp_msg *m, uint32_t epoch)
-{
-	return (int32_t)(m->m_hdr.h_reqid - epoch) < 0;
-}
-
 /* The AST socket 'fd' (of handle h; NULL: found by the fd) ended: run
  * the completion, with ENOTCONN, of every async lock of ours that had
  * none (see "Async locks on ids of our own" above).  One sent before a
@@ -1061,7 +1223,7 @@ static int dispatch_fd(int fd, struct ls_handle *h)
 		if (dlmp_decode(buf, (size_t)n, &m) || m.m_hdr.h_type != DLMP_AST)
 			continue;	/* not from dlmd: ignore */
 		if (m.m_u.ast.as_kind == DLMP_AST_COMP)
-			pend_completed(fd, h, m.m_u.ast.as_lkid);
+			pend_completed(fd, h, &m);
 		/* read per AST: a purge may end while we dispatch */
 		if (h)
 			epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
@@ -1261,10 +1423,13 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	lk->lk_flags = flags & ~LKF_WAIT;
 	if (flags & LKF_CONVERT) {
 		lk->lk_lkid = lksb->sb_lkid;
+		pend_forget(h, lk->lk_lkid);
 	} else {
 		lk->lk_namelen = (uint8_t)namelen;
 		memcpy(lk->lk_name, name, namelen);
 		lk->lk_parent = parent;
+		if (parent)	/* a parent with children cannot go first */
+			pend_forget(h, parent);
 	}
 	if (range) {
 		lk->lk_bits |= DLMP_LK_RANGE;
@@ -1325,6 +1490,53 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	return 0;
 }
 
+/*
+ * An async unlock of a lock libdlm knows granted and idle, sent with
+ * DLMP_UL_NOREPLY (dlmd_proto.h "Unlocks without a REPLY"): its outcome
+ * is its completion AST, which the record (now PD_UNLOCKING) promises
+ * even if the AST socket ends first.  -EAGAIN: not such a lock, the
+ * caller waits for the REPLY instead.
+ */
+static int unlock_noreply(struct ls_handle *h, struct dlmp_msg *msg)
+{
+	const struct dlmp_unlock *ul = &msg->m_u.unlock;
+	struct pending *pd, old;
+	int rv;
+
+	LOCK(&h->lh_plock);
+	if (h->lh_gone) {
+		UNLOCK(&h->lh_plock);
+		return -ENOTCONN;
+	}
+	pd = pend_find_locked(h, ul->ul_lkid);
+	if (!pd || pd->pd_state != PD_IDLE) {
+		UNLOCK(&h->lh_plock);
+		return -EAGAIN;
+	}
+	old = *pd;
+	pd->pd_state = PD_UNLOCKING;
+	pd->pd_epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
+	pd->pd_castparam = ul->ul_castparam;
+	if (ul->ul_castaddr)
+		pd->pd_castaddr = ul->ul_castaddr;
+	if (ul->ul_lksb)
+		pd->pd_lksb = ul->ul_lksb;
+	UNLOCK(&h->lh_plock);
+	msg->m_u.unlock.ul_bits |= DLMP_UL_NOREPLY;
+	rv = send_unanswered(h, msg);
+	if (rv) {
+		/* not sent: the lock is as it was */
+		LOCK(&h->lh_plock);
+		pd = pend_find_locked(h, old.pd_lkid);
+		if (pd && pd->pd_state == PD_UNLOCKING) {
+			old.pd_next = pd->pd_next;
+			*pd = old;
+		}
+		UNLOCK(&h->lh_plock);
+	}
+	return rv;
+}
+
 /* An UNLOCK.  *nothing is set when a cancel had nothing to cancel: no
  * completion follows and the status block keeps its status.  'sync':
  * as for ls_lock. */
@@ -1357,6 +1569,16 @@ static int ls_unlock(struct ls_handle *h, uint32_t lkid, uint32_t flags,
 		ul->ul_bits |= DLMP_LK_SYNC;
 	if (lksb)
 		lksb->sb_status = EINPROG;
+	if (!sync && !(ul->ul_flags & ~LKF_VALBLK) &&
+	    (!(ul->ul_flags & LKF_VALBLK) || (ul->ul_bits & DLMP_LK_LVB))) {
+		rv = unlock_noreply(h, &msg);
+		if (rv != -EAGAIN) {
+			if (rv && lksb)
+				lksb->sb_status = old_status;
+			return rv;
+		}
+	}
+	pend_forget(h, lkid);
 	w.w_held_ok = false;
 	w.w_lksb = NULL;
 	rv = req_send(h, &msg, &w);
@@ -1550,8 +1772,10 @@ int dlm_ls_purge(dlm_lshandle_t ls, int nodeid, int pid)
 	/* Our own locks purged: their unread ASTs are void from now on.  (A
 	 * dlmd without purge epochs answers 0, which changes nothing.) */
 	if (rv == 0 && (int32_t)(reply.rp_value2 -
-				 __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE)) > 0)
+				 __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE)) > 0) {
 		__atomic_store_n(&h->lh_ast_epoch, reply.rp_value2, __ATOMIC_RELEASE);
+		pend_purged(h);
+	}
 	return ret_errno(rv < 0 ? rv : 0);
 }
 

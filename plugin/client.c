@@ -1206,6 +1206,26 @@ static int lock_request(struct req_ctx *rq)
 	return DLMD_REPLY_HELD;
 }
 
+/* The completion AST that answers a request sent without a REPLY
+ * (a NEWID LOCK, a NOREPLY UNLOCK): 'status' for lock 'lkid', with the
+ * callback values 'as' carries (dlmd_proto.h). */
+static void send_comp_ast(struct req_ctx *rq, struct dlmp_ast *as,
+			  uint32_t lkid, int status)
+{
+	struct dlmp_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_AST;
+	m.m_hdr.h_reqid = rq->rq_c->cl_purge_epoch;
+	m.m_u.ast = *as;
+	m.m_u.ast.as_kind = DLMP_AST_COMP;
+	m.m_u.ast.as_status = status;
+	m.m_u.ast.as_lkid = lkid;
+	m.m_u.ast.as_grmode = DLM_LOCK_IV;
+	m.m_u.ast.as_bastmode = DLM_LOCK_IV;
+	ast_send(rq->rq_d, rq->rq_c, &m);
+}
+
 /*
  * LOCK.  One with DLMP_LK_NEWID gets no REPLY: the client knows the id
  * already, and the outcome is the completion AST; a refusal is one too,
@@ -1214,31 +1234,24 @@ static int lock_request(struct req_ctx *rq)
 static int req_lock(struct req_ctx *rq)
 {
 	const struct dlmp_lock *lk = &rq->rq_msg->m_u.lock;
-	struct dlmp_msg m;
+	struct dlmp_ast as;
 	int rv = lock_request(rq);
 
 	if (!(lk->lk_bits & DLMP_LK_NEWID))
 		return rv;
 	if (rv < 0) {
-		memset(&m, 0, sizeof(m));
-		m.m_hdr.h_type = DLMP_AST;
-		m.m_hdr.h_reqid = rq->rq_c->cl_purge_epoch;
-		m.m_u.ast.as_kind = DLMP_AST_COMP;
-		m.m_u.ast.as_status = rv;
-		m.m_u.ast.as_lkid = lk->lk_lkid;
-		m.m_u.ast.as_grmode = DLM_LOCK_IV;
-		m.m_u.ast.as_bastmode = DLM_LOCK_IV;
-		m.m_u.ast.as_castaddr = lk->lk_castaddr;
-		m.m_u.ast.as_castparam = lk->lk_castparam;
-		m.m_u.ast.as_bastaddr = lk->lk_bastaddr;
-		m.m_u.ast.as_bastparam = lk->lk_bastparam;
-		m.m_u.ast.as_lksb = lk->lk_lksb;
-		ast_send(rq->rq_d, rq->rq_c, &m);
+		memset(&as, 0, sizeof(as));
+		as.as_castaddr = lk->lk_castaddr;
+		as.as_castparam = lk->lk_castparam;
+		as.as_bastaddr = lk->lk_bastaddr;
+		as.as_bastparam = lk->lk_bastparam;
+		as.as_lksb = lk->lk_lksb;
+		send_comp_ast(rq, &as, lk->lk_lkid, rv);
 	}
 	return DLMD_REPLY_DEFERRED;
 }
 
-static int req_unlock(struct req_ctx *rq)
+static int unlock_request(struct req_ctx *rq)
 {
 	const struct dlmp_unlock *ul = &rq->rq_msg->m_u.unlock;
 	struct dlmd_client *c = rq->rq_c;
@@ -1247,6 +1260,9 @@ static int req_unlock(struct req_ctx *rq)
 	bool hold = (ul->ul_bits & DLMP_LK_SYNC) != 0;
 	int rv;
 
+	if ((ul->ul_bits & DLMP_UL_NOREPLY) &&
+	    (hold || (ul->ul_flags & DLM_LKF_CANCEL)))
+		return -EINVAL;	/* its outcome could be no AST at all */
 	if (hold && c->cl_nheld >= DLMP_MAX_HELD)
 		return -ENOBUFS;
 	if (hold && cb && cb->lc_sync_unlock)
@@ -1287,6 +1303,40 @@ static int req_unlock(struct req_ctx *rq)
 	cb->lc_unlock_reqid = rq->rq_msg->m_hdr.h_reqid;
 	c->cl_nheld++;
 	return DLMD_REPLY_HELD;
+}
+
+/*
+ * UNLOCK.  One with DLMP_UL_NOREPLY gets no REPLY: its outcome is the
+ * completion AST, a refusal one with the refusal's status (dlmd_proto.h).
+ * A lock without a callback record (its memory ran out) gets no AST from
+ * the engine's completion, so that one is written here.
+ */
+static int req_unlock(struct req_ctx *rq)
+{
+	const struct dlmp_unlock *ul = &rq->rq_msg->m_u.unlock;
+	struct lkcb *cb;
+	struct dlmp_ast as;
+	int rv = unlock_request(rq);
+
+	if (!(ul->ul_bits & DLMP_UL_NOREPLY))
+		return rv;
+	cb = u32map_get(&rq->rq_c->cl_locks, ul->ul_lkid);
+	if (rv == 0 && cb)
+		return DLMD_REPLY_DEFERRED;
+	memset(&as, 0, sizeof(as));
+	as.as_castaddr = ul->ul_castaddr;
+	as.as_castparam = ul->ul_castparam;
+	as.as_lksb = ul->ul_lksb;
+	if (cb) {
+		if (!as.as_castaddr)
+			as.as_castaddr = cb->lc_castaddr;
+		if (!as.as_lksb)
+			as.as_lksb = cb->lc_lksb;
+		as.as_bastaddr = cb->lc_bastaddr;
+		as.as_bastparam = cb->lc_bastparam;
+	}
+	send_comp_ast(rq, &as, ul->ul_lkid, rv ? rv : -DLM_EUNLOCK);
+	return DLMD_REPLY_DEFERRED;
 }
 
 /* The owners of pid's orphans, up to 64 per walk, among those the caller
