@@ -104,6 +104,7 @@
 #define DEFAULT_LS_MODE		0600
 #define SYNC_POLL_MS		100	/* a sync reader re-checks this often */
 #define DISPATCH_MAX		1024	/* ASTs run per dlm_dispatch() call */
+#define DISPATCH_BATCH		32	/* ASTs read per recvmmsg */
 #define PEND_MIN		256	/* lh_pend's first number of chains */
 #define PEND_FREE_MAX		4096	/* lock records kept for reuse */
 
@@ -217,6 +218,13 @@ struct sync_wait {
 	struct ls_handle	*sw_h;
 	bool			sw_done;
 };
+
+/* How deep this thread is in AST routines run by dispatch_fd(): a
+ * synchronous call made there dispatches inline (sync_wait). */
+static THREAD_LOCAL unsigned int in_ast;
+/* The AST fd of a handle an AST routine of this thread closed: the
+ * dispatch_fd() that ran it reads no more of its batch. */
+static THREAD_LOCAL int ast_closed = -1;
 
 /* Every handle whose AST fd is open, so that dlm_dispatch(fd) can find
  * the fd's purge epoch.  A process has few handles. */
@@ -914,6 +922,8 @@ static void handle_free(struct ls_handle *h)
 {
 	if (h->lh_ast_fd >= 0)
 		handle_unregister(h);
+	if (in_ast && h->lh_ast_fd >= 0)
+		ast_closed = h->lh_ast_fd;
 	if (h->lh_fd >= 0)
 		close(h->lh_fd);
 	if (h->lh_ast_fd >= 0)
@@ -1147,9 +1157,6 @@ static void run_ast(const struct dlmp_ast *as)
 	}
 }
 
-/* How deep this thread is in AST routines run by dispatch_fd(): a
- * synchronous call made there dispatches inline (sync_wait). */
-static THREAD_LOCAL unsigned int in_ast;
 
 /* The AST socket 'fd' (of handle h; NULL: found by the fd) ended: run
  * the completion, with ENOTCONN, of every async lock of ours that had
@@ -1194,19 +1201,31 @@ static void complete_pending(int fd, struct ls_handle *h)
 }
 
 /* Run up to DISPATCH_MAX waiting ASTs of handle 'h' (NULL: found by its
- * fd), dropping those made before a purge of our own locks.  0, or
+ * fd), dropping those made before a purge of our own locks.  They are
+ * read DISPATCH_BATCH packets a call (recvmmsg); fewer than asked for
+ * means the socket is empty, so a lone AST costs one call.  0, or
  * negative errno (-ENOTCONN when the daemon closed the socket: the
- * async locks still waiting for a completion then get theirs). */
+ * async locks still waiting for a completion then get theirs).  An AST
+ * routine may close the handle: dispatching stops there (ast_closed). */
 static int dispatch_fd(int fd, struct ls_handle *h)
 {
-	unsigned char buf[DLMP_MAX_MSG];
+	unsigned char bufs[DISPATCH_BATCH][DLMP_MAX_MSG];
+	struct mmsghdr mm[DISPATCH_BATCH];
+	struct iovec iov[DISPATCH_BATCH];
 	struct dlmp_msg m;
+	int done = 0;
 
-	for (int i = 0; i < DISPATCH_MAX; i++) {
-		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-		uint32_t epoch = 0;
-		bool have_epoch = true;
+	while (done < DISPATCH_MAX) {
+		int n;
 
+		memset(mm, 0, sizeof(mm));
+		for (int i = 0; i < DISPATCH_BATCH; i++) {
+			iov[i].iov_base = bufs[i];
+			iov[i].iov_len = sizeof(bufs[i]);
+			mm[i].msg_hdr.msg_iov = &iov[i];
+			mm[i].msg_hdr.msg_iovlen = 1;
+		}
+		n = recvmmsg(fd, mm, DISPATCH_BATCH, MSG_DONTWAIT, NULL);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return 0;
@@ -1220,20 +1239,40 @@ static int dispatch_fd(int fd, struct ls_handle *h)
 			complete_pending(fd, h);
 			return -ENOTCONN;
 		}
-		if (dlmp_decode(buf, (size_t)n, &m) || m.m_hdr.h_type != DLMP_AST)
-			continue;	/* not from dlmd: ignore */
-		if (m.m_u.ast.as_kind == DLMP_AST_COMP)
-			pend_completed(fd, h, &m);
-		/* read per AST: a purge may end while we dispatch */
-		if (h)
-			epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
-		else
-			have_epoch = fd_ast_epoch(fd, &epoch);
-		if (have_epoch && is_stale_ast(&m, epoch))
-			continue;	/* its lock was purged */
-		in_ast++;
-		run_ast(&m.m_u.ast);
-		in_ast--;
+		for (int i = 0; i < n; i++) {
+			uint32_t epoch = 0;
+			bool have_epoch = true;
+
+			if (mm[i].msg_len == 0) {
+				complete_pending(fd, h);
+				return -ENOTCONN;
+			}
+			if (dlmp_decode(bufs[i], mm[i].msg_len, &m) ||
+			    m.m_hdr.h_type != DLMP_AST)
+				continue;	/* not from dlmd: ignore */
+			if (m.m_u.ast.as_kind == DLMP_AST_COMP)
+				pend_completed(fd, h, &m);
+			/* read per AST: a purge may end while we dispatch */
+			if (h)
+				epoch = __atomic_load_n(&h->lh_ast_epoch,
+							__ATOMIC_ACQUIRE);
+			else
+				have_epoch = fd_ast_epoch(fd, &epoch);
+			if (have_epoch && is_stale_ast(&m, epoch))
+				continue;	/* its lock was purged */
+			in_ast++;
+			run_ast(&m.m_u.ast);
+			in_ast--;
+			if (ast_closed == fd) {
+				ast_closed = -1;	/* h and fd are gone */
+				return -EBADF;
+			}
+			if (!in_ast)
+				ast_closed = -1;	/* another handle's */
+		}
+		done += n;
+		if (n < DISPATCH_BATCH)
+			return 0;
 	}
 	return 0;
 }

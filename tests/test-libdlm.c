@@ -2663,6 +2663,59 @@ static void test_async_unlock_noreply(void **state)
 	assert_int_equal(dlm_close_lockspace(h), 0);
 }
 
+/* dlm_dispatch reads many ASTs at once (issue 14); an AST routine that
+ * closes the handle ends the dispatch there: the ASTs read with it are
+ * not run for the closed handle. */
+static dlm_lshandle_t close_in_ast_h;
+
+static void close_in_ast(void *arg)
+{
+	struct rec *r = arg;
+
+	r->r_comp++;
+	assert_int_equal(dlm_close_lockspace(close_in_ast_h), 0);
+}
+
+static void test_dispatch_close_in_ast(void **state)
+{
+	static struct rec r[4];
+	const char *pid = getenv("DLMD_PID_1");
+	struct pollfd pfd;
+	char name[32];
+	int i, fd;
+
+	(void)state;
+	if (!pid || atoi(pid) <= 0) {
+		print_message("DLMD_PID_1 not set: skipped\n");
+		return;
+	}
+	ownid_dlmd = (pid_t)atoi(pid);
+	close_in_ast_h = dlm_open_lockspace(LS_NAME);
+	assert_non_null(close_in_ast_h);
+	fd = dlm_ls_get_fd(close_in_ast_h);
+	/* all four completions wait in the socket before one is read */
+	signal(SIGALRM, ownid_alarm);
+	alarm(AST_TIMEOUT_MS / 1000 + 1);
+	assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
+	for (i = 0; i < 4; i++) {
+		rec_init(&r[i]);
+		snprintf(name, sizeof(name), "close-in-ast-%d", i);
+		assert_int_equal(dlm_ls_lock(close_in_ast_h, LKM_EXMODE, &r[i].r_lksb,
+					     0, name, (unsigned int)strlen(name), 0,
+					     close_in_ast, &r[i], NULL, NULL), 0);
+	}
+	assert_int_equal(kill(ownid_dlmd, SIGCONT), 0);
+	alarm(0);
+	signal(SIGALRM, SIG_DFL);
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, AST_TIMEOUT_MS), 1);
+	usleep(100000);	/* the other three follow the first at once */
+	assert_int_equal(dlm_dispatch(fd), -1);
+	assert_int_equal(errno, EBADF);
+	assert_int_equal(r[0].r_comp + r[1].r_comp + r[2].r_comp + r[3].r_comp, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2707,6 +2760,7 @@ int main(void)
 		cmocka_unit_test(test_async_own_ids),
 		cmocka_unit_test(test_async_gone),
 		cmocka_unit_test(test_async_unlock_noreply),
+		cmocka_unit_test(test_dispatch_close_in_ast),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
