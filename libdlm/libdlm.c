@@ -93,9 +93,7 @@
 #include <sys/types.h>
 #include <sys/un.h>
 #include <unistd.h>
-#ifdef _REENTRANT
 #include <pthread.h>
-#endif
 
 #include "libdlm/libdlm.h"
 #include "libdlm/dlmd_proto.h"
@@ -1353,6 +1351,26 @@ static bool may_use_own_id(uint32_t mode, uint32_t flags, uint32_t parent,
 	       !(range && range->ra_start > range->ra_end);
 }
 
+/* The calling thread's id, asked of the kernel once per thread (and
+ * again in a child after fork). */
+static THREAD_LOCAL uint32_t my_tid;
+static bool tid_atfork;
+
+static void tid_forget(void)
+{
+	my_tid = 0;
+}
+
+static uint32_t cur_tid(void)
+{
+	if (!my_tid) {
+		if (!__atomic_exchange_n(&tid_atfork, true, __ATOMIC_ACQ_REL))
+			pthread_atfork(NULL, NULL, tid_forget);
+		my_tid = (uint32_t)gettid();
+	}
+	return my_tid;
+}
+
 /* Read, without blocking, what dlmd sent on the request connection that
  * nobody waits for: a release of the lockspace under this handle (a
  * REPLY with reqid 0 and -ENOTCONN) must fail the next async lock as
@@ -1486,7 +1504,7 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	/* who waits for it, for deadlock detection (dlmd_proto.h) */
 	if (blocks)
 		lk->lk_bits |= DLMP_LK_BLOCKS;
-	lk->lk_tid = (uint32_t)gettid();
+	lk->lk_tid = cur_tid();
 	lk->lk_xid = xid;
 	lk->lk_castaddr = is_routine(astaddr) ? (uint64_t)(uintptr_t)astaddr : 0;
 	lk->lk_castparam = (uint64_t)(uintptr_t)astarg;
