@@ -2464,6 +2464,30 @@ static void test_async_own_ids(void **state)
 	assert_int_equal(dlm_release_lockspace("ls-ownids", h[0], 1), 0);
 }
 
+/* A raw connection dlmd has accepted (it answered a VERSION_REQ), and
+ * in buf (*len bytes) a forced LS_RELEASE of 'ls' with reqid 2, to send
+ * on it. */
+static int raw_release_conn(const char *ls, unsigned char *buf, int *len)
+{
+	struct dlmp_msg m;
+	int fd = raw_connect();
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_VERSION_REQ;
+	m.m_hdr.h_reqid = 1;
+	*len = dlmp_encode(&m, buf, DLMP_MAX_MSG);
+	assert_int_equal(raw_exchange(fd, buf, (size_t)*len, 1), 0);	/* accepted */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_LS_RELEASE;
+	m.m_hdr.h_reqid = 2;
+	m.m_u.ls.ls_flags = DLMP_RELEASE_FORCE;
+	m.m_u.ls.ls_namelen = (uint16_t)strlen(ls);
+	memcpy(m.m_u.ls.ls_name, ls, strlen(ls) + 1);
+	*len = dlmp_encode(&m, buf, DLMP_MAX_MSG);
+	assert_true(*len > 0);
+	return fd;
+}
+
 /* Async locks (ids of the handle's own) sent after their lockspace was
  * released with force under the handle, before libdlm read dlmd's notice
  * of it: each still completes, with ENOTCONN, never hangs (issue 14).
@@ -2489,20 +2513,7 @@ static void test_async_gone(void **state)
 	assert_non_null(o);
 	rec_init(&held);
 	assert_int_equal(lock_sync(o, LKM_EXMODE, &held, 0, "held"), 0);
-	fd = raw_connect();
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_VERSION_REQ;
-	m.m_hdr.h_reqid = 1;
-	len = dlmp_encode(&m, buf, sizeof(buf));
-	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 1), 0);	/* accepted */
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_LS_RELEASE;
-	m.m_hdr.h_reqid = 2;
-	m.m_u.ls.ls_flags = DLMP_RELEASE_FORCE;
-	m.m_u.ls.ls_namelen = (uint16_t)strlen("ls-gone");
-	memcpy(m.m_u.ls.ls_name, "ls-gone", strlen("ls-gone") + 1);
-	len = dlmp_encode(&m, buf, sizeof(buf));
-	assert_true(len > 0);
+	fd = raw_release_conn("ls-gone", buf, &len);
 	if (pid && atoi(pid) > 0) {
 		ownid_dlmd = (pid_t)atoi(pid);
 		signal(SIGALRM, ownid_alarm);
@@ -2569,7 +2580,6 @@ static void test_async_unlock_noreply(void **state)
 	unsigned char buf[DLMP_MAX_MSG];
 	const char *pid = getenv("DLMD_PID_1");
 	dlm_lshandle_t h, o;
-	struct dlmp_msg m;
 	char name[32];
 	int fd, len, i;
 
@@ -2637,20 +2647,7 @@ static void test_async_unlock_noreply(void **state)
 	assert_int_equal(lock(o, LKM_EXMODE, &g, 0, "nr-gone", NULL), 0);
 	wait_all(o, &g, 1);
 	assert_int_equal(g.r_lksb.sb_status, 0);
-	fd = raw_connect();
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_VERSION_REQ;
-	m.m_hdr.h_reqid = 1;
-	len = dlmp_encode(&m, buf, sizeof(buf));
-	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 1), 0);	/* accepted */
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_LS_RELEASE;
-	m.m_hdr.h_reqid = 2;
-	m.m_u.ls.ls_flags = DLMP_RELEASE_FORCE;
-	m.m_u.ls.ls_namelen = (uint16_t)strlen("ls-noreply");
-	memcpy(m.m_u.ls.ls_name, "ls-noreply", strlen("ls-noreply") + 1);
-	len = dlmp_encode(&m, buf, sizeof(buf));
-	assert_true(len > 0);
+	fd = raw_release_conn("ls-noreply", buf, &len);
 	/* dlmd handled the release; libdlm has read nothing of it yet */
 	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 2), 0);
 	g.r_comp = 0;
