@@ -66,6 +66,17 @@
  *          ASTs then waited in a malloc'd queue), 0.58 recvmmsg and 0.57
  *          epoll_wait.  The client spent its time blocked on the unlock
  *          REPLY, one round trip per unlock: the window never filled.
+ *          After the unlock without REPLY (protocol 4), ASTs read 32 per
+ *          recvmmsg and written per wake-up in one sendmmsg, and the
+ *          thread id kept: 4.4x (27k-37k -> 115k-159k ops/s, 3 rounds
+ *          each, one sitting).  Per operation the client now makes 1
+ *          send (one packet per request) and 0.5 recv (the empty look
+ *          at the request connection before each lock), dlmd 0.19
+ *          recvmmsg, 0.16 sendmmsg and 0.16 epoll_wait; both still
+ *          spend about 70% in the kernel, the client mostly in its
+ *          send.  What is left to reach 300k is the client's packet
+ *          per request (batching sends needs a flush point libdlm does
+ *          not have outside dlm_dispatch, or a shared-memory ring).
  *
  *   fresh  (bench/compare --cluster, not run unless named) like W2, but
  *          every pair on a name never used before: each lock creates its
