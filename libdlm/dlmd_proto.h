@@ -119,6 +119,20 @@
  * alone (no parent, flags and range valid for any new lock); others wait
  * for their REPLY as before, so that their errors stay the call's.
  *
+ * Unlocks without a REPLY (version 4).  An async dlm_ls_unlock() of a
+ * lock that libdlm knows is granted and idle (a NEWID lock whose
+ * successful completion AST it read, with no other request on it since)
+ * carries DLMP_UL_NOREPLY and gets no REPLY: its outcome is its
+ * completion AST (-DLM_EUNLOCK), as for a NEWID LOCK.  A refusal (the
+ * engine's -EINVAL, -EBUSY, ...) is a completion DLMP_AST with that
+ * status; so is DLMP_UL_NOREPLY together with DLMP_LK_SYNC or
+ * DLM_LKF_CANCEL, which is refused -EINVAL.  Such an unlock that reaches
+ * a connection the lockspace was released from gets the usual REPLY
+ * -ENOTCONN, which the client ignores, and the client completes it with
+ * -ENOTCONN when its AST socket ends, as it does NEWID LOCKs.  Any other
+ * unlock (unknown to libdlm, waiting, converting, a cancel) waits for its
+ * REPLY as before, so that its refusal stays the call's return value.
+ *
  * Closing the bound connection (exit, crash, SIGKILL) releases the
  * connection's locks at once; PERSISTENT ones become orphans, which a later
  * LOCK with DLM_LKF_ORPHAN adopts or PURGE removes.  An adoption is
@@ -151,7 +165,8 @@
  * REPLY have not changed since), so that an old libdlm reads a clear
  * EPROTONOSUPPORT; otherwise in ours.  libdlm likewise returns
  * -EPROTONOSUPPORT for an answer of another version (what an old dlmd
- * sends a new libdlm).  Version 3 (this one) added lock ids chosen by the
+ * sends a new libdlm).  Version 4 (this one) added DLMP_UL_NOREPLY.
+ * Version 3 added lock ids chosen by the
  * client (DLMP_LK_NEWID, IDS, the block in LS_OPEN's REPLY), the TOKEN
  * request, and the requesting thread and transaction id in LOCK
  * (deadlock detection's waiter, DLMP_LK_BLOCKS).  Version 2 added
@@ -188,11 +203,11 @@
 #include <stdint.h>
 
 #define DLMP_MAGIC		0x504d4c44u	/* "DLMP" in memory order */
-#define DLMP_VERSION		3
+#define DLMP_VERSION		4
 /* The oldest version whose REPLY is laid out like ours (see Versions). */
 #define DLMP_VERSION_OLDEST_REPLY	1
 /* What dlm_kernel_version() reports: the protocol version as x.y.z. */
-#define DLMP_VERSION_MAJOR	3
+#define DLMP_VERSION_MAJOR	4
 #define DLMP_VERSION_MINOR	0
 #define DLMP_VERSION_PATCH	0
 /* The kernel DLM device interface (DLM_DEVICE_VERSION_*) whose semantics
@@ -253,7 +268,10 @@ enum dlmp_type {
 #define DLMP_LK_BLOCKS		0x10	/* LOCK: the requester blocks until it
 					 * completes (deadlock detection) */
 #define DLMP_LK_BITS		0x1f	/* every bit a LOCK may carry */
-#define DLMP_UL_BITS		(DLMP_LK_LVB | DLMP_LK_SYNC)	/* UNLOCK */
+#define DLMP_UL_NOREPLY		0x8	/* UNLOCK: no REPLY, the outcome is
+					 * the completion AST (see "Unlocks
+					 * without a REPLY") */
+#define DLMP_UL_BITS		(DLMP_LK_LVB | DLMP_LK_SYNC | DLMP_UL_NOREPLY)
 
 /* REPLY.value2 of a DLMP_LK_SYNC LOCK: not the answer yet, the lock is
  * waiting (value = its id) and a COMP_REPLY with this reqid follows. */

@@ -72,6 +72,17 @@
  * ENOTCONN before it closes the AST socket (plugin/client.c ast_lost),
  * so a forced release from anywhere ends them too.
  *
+ * A record whose lock was granted stays (PD_IDLE) until the lock is
+ * unlocked: an async unlock of an idle lock is sent without waiting
+ * (DLMP_UL_NOREPLY, dlmd_proto.h "Unlocks without a REPLY"), its record
+ * now PD_UNLOCKING and completed with ENOTCONN like a LOCK if the socket
+ * ends first; its completion AST (EUNLOCK, or a refusal) ends the record.
+ * Any other request on an idle lock (a convert, a synchronous unlock)
+ * makes libdlm forget it, and that lock's later requests wait for their
+ * REPLY as before; so do unlocks of locks libdlm never knew.  A purge of
+ * our own locks forgets the idle records.  The records live in a hash
+ * table that doubles as they grow, recycled through a free list.
+ *
  * Return convention at this API: 0 or -1 with errno.  Internally every
  * function returns 0 or a negative errno, converted once by ret_errno().
  */
@@ -86,9 +97,7 @@
 #include <sys/types.h>
 #include <sys/un.h>
 #include <unistd.h>
-#ifdef _REENTRANT
 #include <pthread.h>
-#endif
 
 #include "libdlm/libdlm.h"
 #include "libdlm/dlmd_proto.h"
@@ -97,7 +106,9 @@
 #define DEFAULT_LS_MODE		0600
 #define SYNC_POLL_MS		100	/* a sync reader re-checks this often */
 #define DISPATCH_MAX		1024	/* ASTs run per dlm_dispatch() call */
-#define PEND_BUCKETS		256	/* lh_pend hash chains */
+#define DISPATCH_BATCH		32	/* ASTs read per recvmmsg */
+#define PEND_MIN		256	/* lh_pend's first number of chains */
+#define PEND_FREE_MAX		4096	/* lock records kept for reuse */
 
 #ifdef _REENTRANT
 #define MUTEX_T			pthread_mutex_t
@@ -165,12 +176,18 @@ struct ls_handle {
 	uint32_t	lh_id_block;
 	uint32_t	lh_id_next;
 	uint32_t	lh_id_end;
-	/* Async locks of own ids not completed yet (see "Async locks on
-	 * ids of our own" above), by lock id; lh_gone: the AST socket
-	 * ended and they were completed.  Under lh_plock. */
+	/* Async locks of own ids (see "Async locks on ids of our own"
+	 * above), by lock id: lh_pend_size chains (a power of two, 0 at
+	 * first), lh_pend_count records, lh_nfree more for reuse on
+	 * lh_pfree; lh_gone: the AST socket ended and the waiting ones
+	 * were completed.  Under lh_plock. */
 	MUTEX_T		lh_plock;
 	bool		lh_gone;
-	struct pending	*lh_pend[PEND_BUCKETS];
+	struct pending	**lh_pend;
+	unsigned int	lh_pend_size;
+	unsigned int	lh_pend_count;
+	struct pending	*lh_pfree;
+	unsigned int	lh_nfree;
 	struct ls_handle *lh_next;	/* in open_handles */
 #ifdef _REENTRANT
 	pthread_mutex_t	lh_lock;	/* the AST thread's start */
@@ -180,11 +197,19 @@ struct ls_handle {
 #endif
 };
 
-/* An async lock with an id of our own, sent and not completed yet. */
+/* An async lock with an id of our own: its LOCK sent and not completed
+ * yet, granted and idle, or its NOREPLY UNLOCK sent and not completed
+ * yet.  The callback values are those the completion in flight (or the
+ * next one) runs with. */
+enum { PD_LOCKING, PD_IDLE, PD_UNLOCKING };
+
 struct pending {
 	struct pending	*pd_next;
 	uint32_t	pd_lkid;
 	uint32_t	pd_epoch;	/* lh_ast_epoch when sent */
+	int		pd_state;	/* PD_* */
+	bool		pd_forget;	/* PD_LOCKING: forget it at its
+					 * completion instead of PD_IDLE */
 	uint64_t	pd_lksb;
 	uint64_t	pd_castaddr;
 	uint64_t	pd_castparam;
@@ -195,6 +220,13 @@ struct sync_wait {
 	struct ls_handle	*sw_h;
 	bool			sw_done;
 };
+
+/* How deep this thread is in AST routines run by dispatch_fd(): a
+ * synchronous call made there dispatches inline (sync_wait). */
+static THREAD_LOCAL unsigned int in_ast;
+/* The AST fd of a handle an AST routine of this thread closed: the
+ * dispatch_fd() that ran it reads no more of its batch. */
+static THREAD_LOCAL int ast_closed = -1;
 
 /* Every handle whose AST fd is open, so that dlm_dispatch(fd) can find
  * the fd's purge epoch.  A process has few handles. */
@@ -646,47 +678,118 @@ static bool fd_ast_epoch(int fd, uint32_t *epoch)
 	return found;
 }
 
+/* Was this AST written before the latest purge of our own locks?  Its
+ * header's reqid carries the purge epoch it was made in (serial number
+ * arithmetic: the epoch wraps). */
+static bool is_stale_ast(const struct dlmp_msg *m, uint32_t epoch)
+{
+	return (int32_t)(m->m_hdr.h_reqid - epoch) < 0;
+}
+
+/* The chain lock 'lkid' would be on (lh_plock held). */
+static struct pending **pend_chain(struct ls_handle *h, uint32_t lkid)
+{
+	return &h->lh_pend[lkid & (h->lh_pend_size - 1)];
+}
+
+static struct pending *pend_find_locked(struct ls_handle *h, uint32_t lkid)
+{
+	struct pending *pd = h->lh_pend_size ? *pend_chain(h, lkid) : NULL;
+
+	while (pd && pd->pd_lkid != lkid)
+		pd = pd->pd_next;
+	return pd;
+}
+
+/* Twice the chains (lh_plock held): a handle may hold many locks, each
+ * with its record.  On failure the chains just grow longer. */
+static void pend_grow_locked(struct ls_handle *h)
+{
+	unsigned int size = h->lh_pend_size ? h->lh_pend_size * 2 : PEND_MIN;
+	struct pending **old = h->lh_pend, **t = calloc(size, sizeof(*t));
+
+	if (!t)
+		return;
+	for (unsigned int i = 0; i < h->lh_pend_size; i++) {
+		while (old[i]) {
+			struct pending *pd = old[i];
+
+			old[i] = pd->pd_next;
+			pd->pd_next = t[pd->pd_lkid & (size - 1)];
+			t[pd->pd_lkid & (size - 1)] = pd;
+		}
+	}
+	free(old);
+	h->lh_pend = t;
+	h->lh_pend_size = size;
+}
+
+/* A record off its chain goes to the handle's free list (lh_plock held). */
+static void pend_free_locked(struct ls_handle *h, struct pending *pd)
+{
+	h->lh_pend_count--;
+	if (h->lh_nfree >= PEND_FREE_MAX) {
+		free(pd);
+		return;
+	}
+	pd->pd_next = h->lh_pfree;
+	h->lh_pfree = pd;
+	h->lh_nfree++;
+}
+
+/* Take lock 'lkid''s record off its chain and free it (lh_plock held). */
+static void pend_drop_locked(struct ls_handle *h, uint32_t lkid)
+{
+	if (!h->lh_pend_size)
+		return;
+	for (struct pending **pp = pend_chain(h, lkid); *pp; pp = &(*pp)->pd_next) {
+		if ((*pp)->pd_lkid == lkid) {
+			struct pending *pd = *pp;
+
+			*pp = pd->pd_next;
+			pend_free_locked(h, pd);
+			return;
+		}
+	}
+}
+
 /* Remember async lock 'lk' (an id of our own) before its LOCK is sent:
  * 0, -ENOTCONN when the AST socket has ended, or -ENOMEM. */
 static int pend_add(struct ls_handle *h, const struct dlmp_lock *lk)
 {
 	struct pending *pd;
-	unsigned int b = lk->lk_lkid % PEND_BUCKETS;
 
-	pd = malloc(sizeof(*pd));
-	if (!pd)
+	LOCK(&h->lh_plock);
+	if (h->lh_gone) {
+		UNLOCK(&h->lh_plock);
+		return -ENOTCONN;
+	}
+	if (h->lh_pend_count >= h->lh_pend_size)
+		pend_grow_locked(h);
+	pd = h->lh_pfree;
+	if (pd) {
+		h->lh_pfree = pd->pd_next;
+		h->lh_nfree--;
+	} else {
+		pd = malloc(sizeof(*pd));
+	}
+	if (!pd || !h->lh_pend_size) {
+		UNLOCK(&h->lh_plock);
+		free(pd);
 		return -ENOMEM;
+	}
 	pd->pd_lkid = lk->lk_lkid;
+	pd->pd_state = PD_LOCKING;
+	pd->pd_forget = false;
 	pd->pd_epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
 	pd->pd_lksb = lk->lk_lksb;
 	pd->pd_castaddr = lk->lk_castaddr;
 	pd->pd_castparam = lk->lk_castparam;
-	LOCK(&h->lh_plock);
-	if (h->lh_gone) {
-		UNLOCK(&h->lh_plock);
-		free(pd);
-		return -ENOTCONN;
-	}
-	pd->pd_next = h->lh_pend[b];
-	h->lh_pend[b] = pd;
+	pd->pd_next = *pend_chain(h, pd->pd_lkid);
+	*pend_chain(h, pd->pd_lkid) = pd;
+	h->lh_pend_count++;
 	UNLOCK(&h->lh_plock);
 	return 0;
-}
-
-/* Lock 'lkid' had its completion (or its LOCK was never sent): forget
- * it.  Under lh_plock. */
-static void pend_drop_locked(struct ls_handle *h, uint32_t lkid)
-{
-	for (struct pending **pp = &h->lh_pend[lkid % PEND_BUCKETS]; *pp;
-	     pp = &(*pp)->pd_next) {
-		if ((*pp)->pd_lkid == lkid) {
-			struct pending *pd = *pp;
-
-			*pp = pd->pd_next;
-			free(pd);
-			return;
-		}
-	}
 }
 
 static void pend_drop(struct ls_handle *h, uint32_t lkid)
@@ -696,38 +799,100 @@ static void pend_drop(struct ls_handle *h, uint32_t lkid)
 	UNLOCK(&h->lh_plock);
 }
 
-/* A completion AST of lock 'lkid' was read from AST fd 'fd' (of handle
- * h; NULL: found by the fd). */
-static void pend_completed(int fd, struct ls_handle *h, uint32_t lkid)
+/* A completion AST 'm' was read from h's AST socket: a new lock it
+ * granted is idle now (unless the AST is void, made before a purge of
+ * our own locks); any other completion ends the record. */
+static void pend_completed_locked(struct ls_handle *h, const struct dlmp_msg *m)
+{
+	struct pending *pd = pend_find_locked(h, m->m_u.ast.as_lkid);
+	uint32_t epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
+
+	if (!pd)
+		return;
+	if (pd->pd_state == PD_LOCKING && m->m_u.ast.as_status == 0 &&
+	    !pd->pd_forget && !is_stale_ast(m, epoch))
+		pd->pd_state = PD_IDLE;
+	else
+		pend_drop_locked(h, pd->pd_lkid);
+}
+
+/* ... of AST fd 'fd' (of handle h; NULL: found by the fd). */
+static void pend_completed(int fd, struct ls_handle *h, const struct dlmp_msg *m)
 {
 	if (h) {
-		pend_drop(h, lkid);
+		LOCK(&h->lh_plock);
+		pend_completed_locked(h, m);
+		UNLOCK(&h->lh_plock);
 		return;
 	}
 	LOCK(&open_handles_lock);
 	for (h = open_handles; h; h = h->lh_next) {
 		if (h->lh_ast_fd == fd) {
-			pend_drop(h, lkid);
+			LOCK(&h->lh_plock);
+			pend_completed_locked(h, m);
+			UNLOCK(&h->lh_plock);
 			break;
 		}
 	}
 	UNLOCK(&open_handles_lock);
 }
 
+/* A request other than a NOREPLY UNLOCK is sent on lock 'lkid', or a
+ * child lock under it: libdlm no longer knows whether its unlock would
+ * be refused, and forgets it (at once if idle, else when it would
+ * become idle); its later requests wait for their REPLY. */
+static void pend_forget(struct ls_handle *h, uint32_t lkid)
+{
+	struct pending *pd;
+
+	LOCK(&h->lh_plock);
+	pd = pend_find_locked(h, lkid);
+	if (pd && pd->pd_state == PD_IDLE)
+		pend_drop_locked(h, lkid);
+	else if (pd && pd->pd_state == PD_LOCKING)
+		pd->pd_forget = true;
+	UNLOCK(&h->lh_plock);
+}
+
+/* Our own locks were purged: the idle ones are gone without ASTs. */
+static void pend_purged(struct ls_handle *h)
+{
+	LOCK(&h->lh_plock);
+	for (unsigned int i = 0; i < h->lh_pend_size; i++) {
+		for (struct pending **pp = &h->lh_pend[i]; *pp;) {
+			struct pending *pd = *pp;
+
+			if (pd->pd_state == PD_IDLE) {
+				*pp = pd->pd_next;
+				pend_free_locked(h, pd);
+			} else {
+				pp = &pd->pd_next;
+			}
+		}
+	}
+	UNLOCK(&h->lh_plock);
+}
+
 /* The AST socket of h ended: no completion comes any more.  Takes out
- * every lock still waiting for one (a chain by pd_next) and refuses
- * later ones; *epoch is the handle's purge epoch. */
+ * every lock still waiting for one (a chain by pd_next), forgets the
+ * idle ones and refuses later requests; *epoch is the handle's purge
+ * epoch. */
 static struct pending *pend_take_all(struct ls_handle *h, uint32_t *epoch)
 {
 	struct pending *all = NULL;
 
 	LOCK(&h->lh_plock);
 	h->lh_gone = true;
-	for (unsigned int i = 0; i < PEND_BUCKETS; i++) {
+	for (unsigned int i = 0; i < h->lh_pend_size; i++) {
 		while (h->lh_pend[i]) {
 			struct pending *pd = h->lh_pend[i];
 
 			h->lh_pend[i] = pd->pd_next;
+			if (pd->pd_state == PD_IDLE) {
+				pend_free_locked(h, pd);
+				continue;
+			}
+			h->lh_pend_count--;
 			pd->pd_next = all;
 			all = pd;
 		}
@@ -737,24 +902,37 @@ static struct pending *pend_take_all(struct ls_handle *h, uint32_t *epoch)
 	return all;
 }
 
+/* Every record of h, on its chains and on the free list. */
+static void pend_free_all(struct ls_handle *h)
+{
+	struct pending *pd;
+
+	for (unsigned int i = 0; i < h->lh_pend_size; i++) {
+		while ((pd = h->lh_pend[i])) {
+			h->lh_pend[i] = pd->pd_next;
+			free(pd);
+		}
+	}
+	free(h->lh_pend);
+	while ((pd = h->lh_pfree)) {
+		h->lh_pfree = pd->pd_next;
+		free(pd);
+	}
+}
+
 static void handle_free(struct ls_handle *h)
 {
 	if (h->lh_ast_fd >= 0)
 		handle_unregister(h);
+	if (in_ast && h->lh_ast_fd >= 0)
+		ast_closed = h->lh_ast_fd;
 	if (h->lh_fd >= 0)
 		close(h->lh_fd);
 	if (h->lh_ast_fd >= 0)
 		close(h->lh_ast_fd);
 	MUTEX_DESTROY(&h->lh_wlock);
 	MUTEX_DESTROY(&h->lh_idlock);
-	for (unsigned int i = 0; i < PEND_BUCKETS; i++) {
-		while (h->lh_pend[i]) {
-			struct pending *pd = h->lh_pend[i];
-
-			h->lh_pend[i] = pd->pd_next;
-			free(pd);
-		}
-	}
+	pend_free_all(h);
 	MUTEX_DESTROY(&h->lh_plock);
 	COND_DESTROY(&h->lh_slot_cond);
 #ifdef _REENTRANT
@@ -981,17 +1159,6 @@ static void run_ast(const struct dlmp_ast *as)
 	}
 }
 
-/* How deep this thread is in AST routines run by dispatch_fd(): a
- * synchronous call made there dispatches inline (sync_wait). */
-static THREAD_LOCAL unsigned int in_ast;
-
-/* Was this AST written before the latest purge of our own locks?  Its
- * header's reqid carries the purge epoch it was made in (serial number
- * arithmetic: the epoch wraps). */
-static bool is_stale_ast(const struct dlmp_msg *m, uint32_t epoch)
-{
-	return (int32_t)(m->m_hdr.h_reqid - epoch) < 0;
-}
 
 /* The AST socket 'fd' (of handle h; NULL: found by the fd) ended: run
  * the completion, with ENOTCONN, of every async lock of ours that had
@@ -1036,19 +1203,31 @@ static void complete_pending(int fd, struct ls_handle *h)
 }
 
 /* Run up to DISPATCH_MAX waiting ASTs of handle 'h' (NULL: found by its
- * fd), dropping those made before a purge of our own locks.  0, or
+ * fd), dropping those made before a purge of our own locks.  They are
+ * read DISPATCH_BATCH packets a call (recvmmsg); fewer than asked for
+ * means the socket is empty, so a lone AST costs one call.  0, or
  * negative errno (-ENOTCONN when the daemon closed the socket: the
- * async locks still waiting for a completion then get theirs). */
+ * async locks still waiting for a completion then get theirs).  An AST
+ * routine may close the handle: dispatching stops there (ast_closed). */
 static int dispatch_fd(int fd, struct ls_handle *h)
 {
-	unsigned char buf[DLMP_MAX_MSG];
+	unsigned char bufs[DISPATCH_BATCH][DLMP_MAX_MSG];
+	struct mmsghdr mm[DISPATCH_BATCH];
+	struct iovec iov[DISPATCH_BATCH];
 	struct dlmp_msg m;
+	int done = 0;
 
-	for (int i = 0; i < DISPATCH_MAX; i++) {
-		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-		uint32_t epoch = 0;
-		bool have_epoch = true;
+	while (done < DISPATCH_MAX) {
+		int n;
 
+		memset(mm, 0, sizeof(mm));
+		for (int i = 0; i < DISPATCH_BATCH; i++) {
+			iov[i].iov_base = bufs[i];
+			iov[i].iov_len = sizeof(bufs[i]);
+			mm[i].msg_hdr.msg_iov = &iov[i];
+			mm[i].msg_hdr.msg_iovlen = 1;
+		}
+		n = recvmmsg(fd, mm, DISPATCH_BATCH, MSG_DONTWAIT, NULL);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return 0;
@@ -1062,20 +1241,40 @@ static int dispatch_fd(int fd, struct ls_handle *h)
 			complete_pending(fd, h);
 			return -ENOTCONN;
 		}
-		if (dlmp_decode(buf, (size_t)n, &m) || m.m_hdr.h_type != DLMP_AST)
-			continue;	/* not from dlmd: ignore */
-		if (m.m_u.ast.as_kind == DLMP_AST_COMP)
-			pend_completed(fd, h, m.m_u.ast.as_lkid);
-		/* read per AST: a purge may end while we dispatch */
-		if (h)
-			epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
-		else
-			have_epoch = fd_ast_epoch(fd, &epoch);
-		if (have_epoch && is_stale_ast(&m, epoch))
-			continue;	/* its lock was purged */
-		in_ast++;
-		run_ast(&m.m_u.ast);
-		in_ast--;
+		for (int i = 0; i < n; i++) {
+			uint32_t epoch = 0;
+			bool have_epoch = true;
+
+			if (mm[i].msg_len == 0) {
+				complete_pending(fd, h);
+				return -ENOTCONN;
+			}
+			if (dlmp_decode(bufs[i], mm[i].msg_len, &m) ||
+			    m.m_hdr.h_type != DLMP_AST)
+				continue;	/* not from dlmd: ignore */
+			if (m.m_u.ast.as_kind == DLMP_AST_COMP)
+				pend_completed(fd, h, &m);
+			/* read per AST: a purge may end while we dispatch */
+			if (h)
+				epoch = __atomic_load_n(&h->lh_ast_epoch,
+							__ATOMIC_ACQUIRE);
+			else
+				have_epoch = fd_ast_epoch(fd, &epoch);
+			if (have_epoch && is_stale_ast(&m, epoch))
+				continue;	/* its lock was purged */
+			in_ast++;
+			run_ast(&m.m_u.ast);
+			in_ast--;
+			if (ast_closed == fd) {
+				ast_closed = -1;	/* h and fd are gone */
+				return -EBADF;
+			}
+			if (!in_ast)
+				ast_closed = -1;	/* another handle's */
+		}
+		done += n;
+		if (n < DISPATCH_BATCH)
+			return 0;
 	}
 	return 0;
 }
@@ -1154,6 +1353,26 @@ static bool may_use_own_id(uint32_t mode, uint32_t flags, uint32_t parent,
 	       !((flags & LKF_EXPEDITE) && mode != LKM_NLMODE) &&
 	       !((flags & LKF_ALTPR) && (flags & LKF_ALTCW)) &&
 	       !(range && range->ra_start > range->ra_end);
+}
+
+/* The calling thread's id, asked of the kernel once per thread (and
+ * again in a child after fork). */
+static THREAD_LOCAL uint32_t my_tid;
+static bool tid_atfork;
+
+static void tid_forget(void)
+{
+	my_tid = 0;
+}
+
+static uint32_t cur_tid(void)
+{
+	if (!my_tid) {
+		if (!__atomic_exchange_n(&tid_atfork, true, __ATOMIC_ACQ_REL))
+			pthread_atfork(NULL, NULL, tid_forget);
+		my_tid = (uint32_t)gettid();
+	}
+	return my_tid;
 }
 
 /* Read, without blocking, what dlmd sent on the request connection that
@@ -1265,10 +1484,13 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	lk->lk_flags = flags & ~LKF_WAIT;
 	if (flags & LKF_CONVERT) {
 		lk->lk_lkid = lksb->sb_lkid;
+		pend_forget(h, lk->lk_lkid);
 	} else {
 		lk->lk_namelen = (uint8_t)namelen;
 		memcpy(lk->lk_name, name, namelen);
 		lk->lk_parent = parent;
+		if (parent)	/* a parent with children cannot go first */
+			pend_forget(h, parent);
 	}
 	if (range) {
 		lk->lk_bits |= DLMP_LK_RANGE;
@@ -1286,7 +1508,7 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	/* who waits for it, for deadlock detection (dlmd_proto.h) */
 	if (blocks)
 		lk->lk_bits |= DLMP_LK_BLOCKS;
-	lk->lk_tid = (uint32_t)gettid();
+	lk->lk_tid = cur_tid();
 	lk->lk_xid = xid;
 	lk->lk_castaddr = is_routine(astaddr) ? (uint64_t)(uintptr_t)astaddr : 0;
 	lk->lk_castparam = (uint64_t)(uintptr_t)astarg;
@@ -1329,6 +1551,53 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	return 0;
 }
 
+/*
+ * An async unlock of a lock libdlm knows granted and idle, sent with
+ * DLMP_UL_NOREPLY (dlmd_proto.h "Unlocks without a REPLY"): its outcome
+ * is its completion AST, which the record (now PD_UNLOCKING) promises
+ * even if the AST socket ends first.  -EAGAIN: not such a lock, the
+ * caller waits for the REPLY instead.
+ */
+static int unlock_noreply(struct ls_handle *h, struct dlmp_msg *msg)
+{
+	const struct dlmp_unlock *ul = &msg->m_u.unlock;
+	struct pending *pd, old;
+	int rv;
+
+	LOCK(&h->lh_plock);
+	if (h->lh_gone) {
+		UNLOCK(&h->lh_plock);
+		return -ENOTCONN;
+	}
+	pd = pend_find_locked(h, ul->ul_lkid);
+	if (!pd || pd->pd_state != PD_IDLE) {
+		UNLOCK(&h->lh_plock);
+		return -EAGAIN;
+	}
+	old = *pd;
+	pd->pd_state = PD_UNLOCKING;
+	pd->pd_epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
+	pd->pd_castparam = ul->ul_castparam;
+	if (ul->ul_castaddr)
+		pd->pd_castaddr = ul->ul_castaddr;
+	if (ul->ul_lksb)
+		pd->pd_lksb = ul->ul_lksb;
+	UNLOCK(&h->lh_plock);
+	msg->m_u.unlock.ul_bits |= DLMP_UL_NOREPLY;
+	rv = send_unanswered(h, msg);
+	if (rv) {
+		/* not sent: the lock is as it was */
+		LOCK(&h->lh_plock);
+		pd = pend_find_locked(h, old.pd_lkid);
+		if (pd && pd->pd_state == PD_UNLOCKING) {
+			old.pd_next = pd->pd_next;
+			*pd = old;
+		}
+		UNLOCK(&h->lh_plock);
+	}
+	return rv;
+}
+
 /* An UNLOCK.  *nothing is set when a cancel had nothing to cancel: no
  * completion follows and the status block keeps its status.  'sync':
  * as for ls_lock. */
@@ -1361,6 +1630,16 @@ static int ls_unlock(struct ls_handle *h, uint32_t lkid, uint32_t flags,
 		ul->ul_bits |= DLMP_LK_SYNC;
 	if (lksb)
 		lksb->sb_status = EINPROG;
+	if (!sync && !(ul->ul_flags & ~LKF_VALBLK) &&
+	    (!(ul->ul_flags & LKF_VALBLK) || (ul->ul_bits & DLMP_LK_LVB))) {
+		rv = unlock_noreply(h, &msg);
+		if (rv != -EAGAIN) {
+			if (rv && lksb)
+				lksb->sb_status = old_status;
+			return rv;
+		}
+	}
+	pend_forget(h, lkid);
 	w.w_held_ok = false;
 	w.w_lksb = NULL;
 	rv = req_send(h, &msg, &w);
@@ -1554,8 +1833,10 @@ int dlm_ls_purge(dlm_lshandle_t ls, int nodeid, int pid)
 	/* Our own locks purged: their unread ASTs are void from now on.  (A
 	 * dlmd without purge epochs answers 0, which changes nothing.) */
 	if (rv == 0 && (int32_t)(reply.rp_value2 -
-				 __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE)) > 0)
+				 __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE)) > 0) {
 		__atomic_store_n(&h->lh_ast_epoch, reply.rp_value2, __ATOMIC_RELEASE);
+		pend_purged(h);
+	}
 	return ret_errno(rv < 0 ? rv : 0);
 }
 

@@ -88,6 +88,12 @@
  * does not read costs at most 2.5 times the default before it is
  * disconnected. */
 #define CLIENT_SNDBUF	(256 * 1024)
+/* Asked for each AST socket (doubled by the kernel, SO_SNDBUFFORCE when
+ * privileged): a client with 1000 async requests in flight (bench-compare
+ * async) may have as many ASTs unread, about 1 KB of kernel memory each;
+ * at the default 212992 they overflowed into the AST queue, a malloc and
+ * a second send each. */
+#define AST_SNDBUF	(512 * 1024)
 #define LKCB_FREE_MAX	4096		/* lock records kept for reuse */
 #define MAX_PEER_GROUPS	64
 #define LISTEN_BACKLOG	128
@@ -294,10 +300,79 @@ static int ast_writable(int32_t fd, int32_t revents, void *data)
 	return 0;
 }
 
+/* An encoded AST the socket cannot take now waits in the client's queue
+ * ('drain': try to write the queue now). */
+static void astq_push(struct dlmd *d, struct dlmd_client *c,
+		      const unsigned char *buf, size_t len, bool drain)
+{
+	struct ast_out *ao = malloc(sizeof(*ao));
+
+	if (!ao) {
+		client_break(d, c, "out of memory for ASTs");
+		return;
+	}
+	memcpy(ao->ao_buf, buf, len);
+	ao->ao_len = len;
+	ao->ao_next = NULL;
+	*c->cl_astq_tail = ao;
+	c->cl_astq_tail = &ao->ao_next;
+	c->cl_astq_len++;
+	c->cl_astq_bytes += sizeof(*ao);
+	d->d_astq_bytes += sizeof(*ao);
+	astq_enforce_limit(d);
+	if (drain && !c->cl_broken)
+		astq_drain(d, c);
+}
+
+/*
+ * The ASTs of the client whose requests client_readable() is handling
+ * (out_batch.ob_c, below) wait in ast_batch and go in one sendmmsg when
+ * it is done with them (or the batch is full): what one wake-up's
+ * requests completed costs one write.  What the socket does not take
+ * goes to the client's queue, in order.  ASTs of other clients, and of
+ * one whose queue is not empty, take the old way.
+ */
+#define AST_BATCH	64
+
+static struct {
+	unsigned int		ab_n;
+	unsigned char		ab_buf[AST_BATCH][AST_PKT_LEN];
+	struct iovec		ab_iov[AST_BATCH];
+	struct mmsghdr		ab_mm[AST_BATCH];
+} ast_batch;
+
+static void ast_batch_flush(struct dlmd *d, struct dlmd_client *c)
+{
+	unsigned int n = ast_batch.ab_n, done = 0;
+
+	ast_batch.ab_n = 0;
+	if (!c || !n || c->cl_broken || c->cl_ast_fd < 0)
+		return;
+	while (done < n) {
+		int k = sendmmsg(c->cl_ast_fd, ast_batch.ab_mm + done, n - done,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+			client_break(d, c, "AST socket closed");
+			return;
+		}
+		if (k <= 0)
+			break;
+		done += (unsigned int)k;
+		d->d_nasts_sent += (unsigned int)k;
+	}
+	for (unsigned int i = done; i < n && !c->cl_broken; i++)
+		astq_push(d, c, ast_batch.ab_buf[i], ast_batch.ab_iov[i].iov_len,
+			  i + 1 == n);
+}
+
+static struct dlmd_client *out_batch_client(void);
+
 static void ast_send(struct dlmd *d, struct dlmd_client *c, const struct dlmp_msg *m)
 {
 	unsigned char tmp[DLMP_MAX_MSG];
-	struct ast_out *ao;
 	int len;
 
 	if (c->cl_broken || c->cl_ast_fd < 0)
@@ -307,8 +382,26 @@ static void ast_send(struct dlmd *d, struct dlmd_client *c, const struct dlmp_ms
 		log_err("cannot encode an AST (%d)", len);
 		return;
 	}
+	if (!c->cl_astq && c == out_batch_client()) {
+		unsigned int i;
+
+		if (ast_batch.ab_n == AST_BATCH)
+			ast_batch_flush(d, c);
+		if (c->cl_broken)
+			return;
+		if (!c->cl_astq) {
+			i = ast_batch.ab_n++;
+			memcpy(ast_batch.ab_buf[i], tmp, (size_t)len);
+			ast_batch.ab_iov[i].iov_base = ast_batch.ab_buf[i];
+			ast_batch.ab_iov[i].iov_len = (size_t)len;
+			memset(&ast_batch.ab_mm[i], 0, sizeof(ast_batch.ab_mm[i]));
+			ast_batch.ab_mm[i].msg_hdr.msg_iov = &ast_batch.ab_iov[i];
+			ast_batch.ab_mm[i].msg_hdr.msg_iovlen = 1;
+			return;
+		}
+	}
 	if (!c->cl_astq) {
-		/* The common case: straight to the socket. */
+		/* Straight to the socket. */
 		if (send(c->cl_ast_fd, tmp, (size_t)len,
 			 MSG_DONTWAIT | MSG_NOSIGNAL) == len) {
 			d->d_nasts_sent++;
@@ -319,22 +412,7 @@ static void ast_send(struct dlmd *d, struct dlmd_client *c, const struct dlmp_ms
 			return;
 		}
 	}
-	ao = malloc(sizeof(*ao));
-	if (!ao) {
-		client_break(d, c, "out of memory for ASTs");
-		return;
-	}
-	memcpy(ao->ao_buf, tmp, (size_t)len);
-	ao->ao_len = (size_t)len;
-	ao->ao_next = NULL;
-	*c->cl_astq_tail = ao;
-	c->cl_astq_tail = &ao->ao_next;
-	c->cl_astq_len++;
-	c->cl_astq_bytes += sizeof(*ao);
-	d->d_astq_bytes += sizeof(*ao);
-	astq_enforce_limit(d);
-	if (!c->cl_broken)
-		astq_drain(d, c);
+	astq_push(d, c, tmp, (size_t)len, true);
 }
 
 /*
@@ -356,6 +434,11 @@ static struct {
 	struct iovec		ob_iov[OUT_BATCH];
 	struct mmsghdr		ob_mm[OUT_BATCH];
 } out_batch;
+
+static struct dlmd_client *out_batch_client(void)
+{
+	return out_batch.ob_c;
+}
 
 static void out_batch_flush(struct dlmd *d)
 {
@@ -628,8 +711,9 @@ struct drop_held {
 	int32_t			dh_unlock_status;
 };
 
-/* A completion AST with 'status' (an error) for lock 'lkid', whose
- * callback values are cb's: a request that ends without the engine's. */
+/* A completion AST with 'status' for lock 'lkid', whose callback values
+ * are cb's: a request that ends without the engine's (a refused NEWID
+ * LOCK or NOREPLY UNLOCK, a lock lost at release; dlmd_proto.h). */
 static void ast_send_failed(struct dlmd *d, struct dlmd_client *c,
 			    uint32_t lkid, const struct lkcb *cb, int32_t status)
 {
@@ -769,6 +853,8 @@ static void client_unbind(struct dlmd *d, struct dlmd_client *c, bool answer)
 
 	if (!c->cl_ls)
 		return;
+	if (c == out_batch_client())	/* what it was sent goes first */
+		ast_batch_flush(d, c);
 	drop_lock_records(c, answer ? &dh : NULL);
 	astq_free(d, c);
 	if (c->cl_ast_fd >= 0)
@@ -1056,6 +1142,10 @@ static int req_ls_open(struct req_ctx *rq)
 	fl = fcntl(rq->rq_fd, F_GETFL);
 	if (fl < 0 || fcntl(rq->rq_fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return -errno;
+	fl = AST_SNDBUF;
+	if (setsockopt(rq->rq_fd, SOL_SOCKET, SO_SNDBUFFORCE, &fl, sizeof(fl)) &&
+	    setsockopt(rq->rq_fd, SOL_SOCKET, SO_SNDBUF, &fl, sizeof(fl)))
+		log_debug("AST socket SO_SNDBUF: %s", strerror(errno));
 	c->cl_ast_fd = rq->rq_fd;
 	rq->rq_fd = -1;
 	c->cl_ls = dl;
@@ -1285,7 +1375,7 @@ static int req_lock(struct req_ctx *rq)
 	return DLMD_REPLY_DEFERRED;
 }
 
-static int req_unlock(struct req_ctx *rq)
+static int unlock_request(struct req_ctx *rq)
 {
 	const struct dlmp_unlock *ul = &rq->rq_msg->m_u.unlock;
 	struct dlmd_client *c = rq->rq_c;
@@ -1294,6 +1384,9 @@ static int req_unlock(struct req_ctx *rq)
 	bool hold = (ul->ul_bits & DLMP_LK_SYNC) != 0;
 	int rv;
 
+	if ((ul->ul_bits & DLMP_UL_NOREPLY) &&
+	    (hold || (ul->ul_flags & DLM_LKF_CANCEL)))
+		return -EINVAL;	/* its outcome could be no AST at all */
 	if (hold && c->cl_nheld >= DLMP_MAX_HELD)
 		return -ENOBUFS;
 	if (hold && cb && cb->lc_sync_unlock)
@@ -1337,6 +1430,40 @@ static int req_unlock(struct req_ctx *rq)
 	cb->lc_unlock_reqid = rq->rq_msg->m_hdr.h_reqid;
 	c->cl_nheld++;
 	return DLMD_REPLY_HELD;
+}
+
+/*
+ * UNLOCK.  One with DLMP_UL_NOREPLY gets no REPLY: its outcome is the
+ * completion AST, a refusal one with the refusal's status (dlmd_proto.h).
+ * A lock without a callback record (its memory ran out) gets no AST from
+ * the engine's completion, so that one is written here.
+ */
+static int req_unlock(struct req_ctx *rq)
+{
+	const struct dlmp_unlock *ul = &rq->rq_msg->m_u.unlock;
+	struct lkcb *cb, ucb;
+	int rv = unlock_request(rq);
+
+	if (!(ul->ul_bits & DLMP_UL_NOREPLY))
+		return rv;
+	cb = u32map_get(&rq->rq_c->cl_locks, ul->ul_lkid);
+	if (rv == 0 && cb)
+		return DLMD_REPLY_DEFERRED;
+	memset(&ucb, 0, sizeof(ucb));
+	ucb.lc_castaddr = ul->ul_castaddr;
+	ucb.lc_castparam = ul->ul_castparam;
+	ucb.lc_lksb = ul->ul_lksb;
+	if (cb) {
+		if (!ucb.lc_castaddr)
+			ucb.lc_castaddr = cb->lc_castaddr;
+		if (!ucb.lc_lksb)
+			ucb.lc_lksb = cb->lc_lksb;
+		ucb.lc_bastaddr = cb->lc_bastaddr;
+		ucb.lc_bastparam = cb->lc_bastparam;
+	}
+	ast_send_failed(rq->rq_d, rq->rq_c, ul->ul_lkid, &ucb,
+			rv ? rv : -DLM_EUNLOCK);
+	return DLMD_REPLY_DEFERRED;
 }
 
 /* The owners of pid's orphans, up to 64 per walk, among those the caller
@@ -1922,6 +2049,7 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 			break;
 		if (n <= 0) {
 			out_batch.ob_c = NULL;
+			ast_batch.ab_n = 0;
 			dlmd_client_close(d, c);
 			return 0;
 		}
@@ -1942,6 +2070,7 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 						close(f);
 				}
 				out_batch.ob_c = NULL;
+				ast_batch.ab_n = 0;
 				dlmd_client_close(d, c);
 				return 0;
 			}
@@ -1959,6 +2088,7 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 		if (n < CLIENT_BATCH)
 			break;
 	}
+	ast_batch_flush(d, c);
 	out_batch_flush(d);
 	out_batch.ob_c = NULL;
 	return 0;

@@ -68,8 +68,9 @@ static int drain(int fd, bool asts)
 
 /* May the daemon leave this packet unanswered for now?  A LOCK or UNLOCK
  * asking for DLMP_LK_SYNC, or an LS_CREATE waiting for its lockspace's
- * first membership; and a LOCK with DLMP_LK_NEWID is never answered on
- * the request connection (its outcome is an AST). */
+ * first membership; and a LOCK with DLMP_LK_NEWID or an UNLOCK with
+ * DLMP_UL_NOREPLY is never answered on the request connection (its
+ * outcome is an AST). */
 static bool may_hold(const uint8_t *p, size_t len)
 {
 	struct dlmp_msg m;
@@ -79,7 +80,8 @@ static bool may_hold(const uint8_t *p, size_t len)
 	if (m.m_hdr.h_type == DLMP_LOCK)
 		return (m.m_u.lock.lk_bits & (DLMP_LK_SYNC | DLMP_LK_NEWID)) != 0;
 	if (m.m_hdr.h_type == DLMP_UNLOCK)
-		return (m.m_u.unlock.ul_bits & DLMP_LK_SYNC) != 0;
+		return (m.m_u.unlock.ul_bits &
+			(DLMP_LK_SYNC | DLMP_UL_NOREPLY)) != 0;
 	return m.m_hdr.h_type == DLMP_LS_CREATE;
 }
 

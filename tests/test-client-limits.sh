@@ -26,7 +26,10 @@ LC=$top_builddir/tests/limit-client
 NOFILE=64		# dlmd's RLIMIT_NOFILE, soft and hard
 PER_UID=8		# max_clients_per_uid
 AST_LIMIT=262144	# ast_queue_limit, bytes
-SLOW_LOCKS=1500		# ASTs each slow client leaves unread
+SLOW_LOCKS=2700		# ASTs each slow client leaves unread (its AST
+			# socket holds 1000-1400: dlmd AST_SNDBUF; the
+			# rest, queued, is under AST_LIMIT for one client
+			# and past it for four)
 CPU_TICKS_MAX=30	# dlmd's CPU time in CPU_SECS s of flood (clock ticks)
 CPU_SECS=3
 POLLS=100		# waits: polls of 0.1 s

@@ -2464,6 +2464,30 @@ static void test_async_own_ids(void **state)
 	assert_int_equal(dlm_release_lockspace("ls-ownids", h[0], 1), 0);
 }
 
+/* A raw connection dlmd has accepted (it answered a VERSION_REQ), and
+ * in buf (*len bytes) a forced LS_RELEASE of 'ls' with reqid 2, to send
+ * on it. */
+static int raw_release_conn(const char *ls, unsigned char *buf, int *len)
+{
+	struct dlmp_msg m;
+	int fd = raw_connect();
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_VERSION_REQ;
+	m.m_hdr.h_reqid = 1;
+	*len = dlmp_encode(&m, buf, DLMP_MAX_MSG);
+	assert_int_equal(raw_exchange(fd, buf, (size_t)*len, 1), 0);	/* accepted */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_LS_RELEASE;
+	m.m_hdr.h_reqid = 2;
+	m.m_u.ls.ls_flags = DLMP_RELEASE_FORCE;
+	m.m_u.ls.ls_namelen = (uint16_t)strlen(ls);
+	memcpy(m.m_u.ls.ls_name, ls, strlen(ls) + 1);
+	*len = dlmp_encode(&m, buf, DLMP_MAX_MSG);
+	assert_true(*len > 0);
+	return fd;
+}
+
 /* Async locks (ids of the handle's own) sent after their lockspace was
  * released with force under the handle, before libdlm read dlmd's notice
  * of it: each still completes, with ENOTCONN, never hangs (issue 14).
@@ -2489,20 +2513,7 @@ static void test_async_gone(void **state)
 	assert_non_null(o);
 	rec_init(&held);
 	assert_int_equal(lock_sync(o, LKM_EXMODE, &held, 0, "held"), 0);
-	fd = raw_connect();
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_VERSION_REQ;
-	m.m_hdr.h_reqid = 1;
-	len = dlmp_encode(&m, buf, sizeof(buf));
-	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 1), 0);	/* accepted */
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_LS_RELEASE;
-	m.m_hdr.h_reqid = 2;
-	m.m_u.ls.ls_flags = DLMP_RELEASE_FORCE;
-	m.m_u.ls.ls_namelen = (uint16_t)strlen("ls-gone");
-	memcpy(m.m_u.ls.ls_name, "ls-gone", strlen("ls-gone") + 1);
-	len = dlmp_encode(&m, buf, sizeof(buf));
-	assert_true(len > 0);
+	fd = raw_release_conn("ls-gone", buf, &len);
 	if (pid && atoi(pid) > 0) {
 		ownid_dlmd = (pid_t)atoi(pid);
 		signal(SIGALRM, ownid_alarm);
@@ -2611,6 +2622,154 @@ static void test_async_release_old_path(void **state)
 	assert_int_equal(dlm_close_lockspace(h), 0);
 }
 
+/* Async unlocks of granted, idle locks wait for no REPLY (protocol 4,
+ * issue 14): with dlmd stopped, dlm_ls_unlock of such a lock returns 0
+ * at once and its EUNLOCK completion comes when dlmd runs again.  An
+ * unlock of an unknown or already unlocked lock id, or of one purged,
+ * still fails from the call (ENOENT); a lock converted since its
+ * grant is unlocked the old way; and such an unlock sent after its
+ * lockspace was released with force under the handle completes with
+ * ENOTCONN. */
+#define NOREPLY_LOCKS	8
+static void test_async_unlock_noreply(void **state)
+{
+	static struct rec r[NOREPLY_LOCKS], c, p, g;
+	unsigned char buf[DLMP_MAX_MSG];
+	const char *pid = getenv("DLMD_PID_1");
+	dlm_lshandle_t h, o;
+	char name[32];
+	int fd, len, i;
+
+	(void)state;
+	if (!pid || atoi(pid) <= 0) {
+		print_message("DLMD_PID_1 not set: skipped\n");
+		return;
+	}
+	ownid_dlmd = (pid_t)atoi(pid);
+	h = dlm_new_lockspace("ls-noreply", 0600, 0);
+	assert_non_null(h);
+	for (i = 0; i < NOREPLY_LOCKS; i++) {
+		rec_init(&r[i]);
+		snprintf(name, sizeof(name), "nr-%d", i);
+		assert_int_equal(lock(h, LKM_EXMODE, &r[i], 0, name, NULL), 0);
+	}
+	wait_all(h, r, NOREPLY_LOCKS);
+	for (i = 0; i < NOREPLY_LOCKS; i++)
+		assert_int_equal(r[i].r_lksb.sb_status, 0);
+	signal(SIGALRM, ownid_alarm);
+	alarm(AST_TIMEOUT_MS / 1000 + 1);
+	assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
+	for (i = 0; i < NOREPLY_LOCKS; i++) {
+		r[i].r_comp = 0;
+		assert_int_equal(dlm_ls_unlock(h, r[i].r_lksb.sb_lkid, 0,
+					       &r[i].r_lksb, &r[i]), 0);
+		assert_int_equal(r[i].r_lksb.sb_status, EINPROG);
+	}
+	assert_int_equal(kill(ownid_dlmd, SIGCONT), 0);
+	alarm(0);
+	signal(SIGALRM, SIG_DFL);
+	wait_all(h, r, NOREPLY_LOCKS);
+	for (i = 0; i < NOREPLY_LOCKS; i++) {
+		assert_int_equal(r[i].r_comp, 1);
+		assert_int_equal(r[i].r_lksb.sb_status, EUNLOCK);
+		assert_ptr_equal(r[i].r_comp_arg, &r[i]);
+		/* unlocked already: no such lock, said by the call */
+		assert_int_equal(dlm_ls_unlock(h, r[i].r_lksb.sb_lkid, 0,
+					       &r[i].r_lksb, &r[i]), -1);
+		assert_int_equal(errno, ENOENT);
+	}
+	assert_int_equal(dlm_ls_unlock(h, 0x7ffffff0u, 0, &r[0].r_lksb, &r[0]), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(dlm_ls_unlock(h, 0, 0, &r[0].r_lksb, &r[0]), -1);
+	assert_int_equal(errno, EINVAL);
+	/* converted since its grant: the unlock waits for its REPLY */
+	rec_init(&c);
+	assert_int_equal(lock_sync(h, LKM_PRMODE, &c, 0, "nr-conv"), 0);
+	c.r_comp = 0;
+	assert_int_equal(lock(h, LKM_EXMODE, &c, LKF_CONVERT, "nr-conv", NULL), 0);
+	wait_all(h, &c, 1);
+	assert_int_equal(c.r_lksb.sb_status, 0);
+	assert_int_equal(unlock_sync(h, &c, 0), EUNLOCK);
+	/* purged: no lock any more, the unlock fails from the call */
+	rec_init(&p);
+	assert_int_equal(lock_sync(h, LKM_EXMODE, &p, 0, "nr-purged"), 0);
+	assert_int_equal(dlm_ls_purge(h, 0, getpid()), 0);
+	assert_int_equal(dlm_ls_unlock(h, p.r_lksb.sb_lkid, 0, &p.r_lksb, &p), -1);
+	assert_int_equal(errno, ENOENT);
+
+	/* released under the handle before the unlock reached dlmd */
+	o = dlm_open_lockspace("ls-noreply");
+	assert_non_null(o);
+	rec_init(&g);
+	assert_int_equal(lock(o, LKM_EXMODE, &g, 0, "nr-gone", NULL), 0);
+	wait_all(o, &g, 1);
+	assert_int_equal(g.r_lksb.sb_status, 0);
+	fd = raw_release_conn("ls-noreply", buf, &len);
+	/* dlmd handled the release; libdlm has read nothing of it yet */
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 2), 0);
+	g.r_comp = 0;
+	assert_int_equal(dlm_ls_unlock(o, g.r_lksb.sb_lkid, 0, &g.r_lksb, &g), 0);
+	close(fd);
+	wait_all(o, &g, 1);
+	assert_int_equal(g.r_comp, 1);
+	assert_int_equal(g.r_lksb.sb_status, ENOTCONN);
+	assert_int_equal(dlm_close_lockspace(o), 0);
+	assert_int_equal(dlm_close_lockspace(h), 0);
+}
+
+/* dlm_dispatch reads many ASTs at once (issue 14); an AST routine that
+ * closes the handle ends the dispatch there: the ASTs read with it are
+ * not run for the closed handle. */
+static dlm_lshandle_t close_in_ast_h;
+
+static void close_in_ast(void *arg)
+{
+	struct rec *r = arg;
+
+	r->r_comp++;
+	assert_int_equal(dlm_close_lockspace(close_in_ast_h), 0);
+}
+
+static void test_dispatch_close_in_ast(void **state)
+{
+	static struct rec r[4];
+	const char *pid = getenv("DLMD_PID_1");
+	struct pollfd pfd;
+	char name[32];
+	int i, fd;
+
+	(void)state;
+	if (!pid || atoi(pid) <= 0) {
+		print_message("DLMD_PID_1 not set: skipped\n");
+		return;
+	}
+	ownid_dlmd = (pid_t)atoi(pid);
+	close_in_ast_h = dlm_open_lockspace(LS_NAME);
+	assert_non_null(close_in_ast_h);
+	fd = dlm_ls_get_fd(close_in_ast_h);
+	/* all four completions wait in the socket before one is read */
+	signal(SIGALRM, ownid_alarm);
+	alarm(AST_TIMEOUT_MS / 1000 + 1);
+	assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
+	for (i = 0; i < 4; i++) {
+		rec_init(&r[i]);
+		snprintf(name, sizeof(name), "close-in-ast-%d", i);
+		assert_int_equal(dlm_ls_lock(close_in_ast_h, LKM_EXMODE, &r[i].r_lksb,
+					     0, name, (unsigned int)strlen(name), 0,
+					     close_in_ast, &r[i], NULL, NULL), 0);
+	}
+	assert_int_equal(kill(ownid_dlmd, SIGCONT), 0);
+	alarm(0);
+	signal(SIGALRM, SIG_DFL);
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, AST_TIMEOUT_MS), 1);
+	usleep(100000);	/* the other three follow the first at once */
+	assert_int_equal(dlm_dispatch(fd), -1);
+	assert_int_equal(errno, EBADF);
+	assert_int_equal(r[0].r_comp + r[1].r_comp + r[2].r_comp + r[3].r_comp, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2655,6 +2814,8 @@ int main(void)
 		cmocka_unit_test(test_async_own_ids),
 		cmocka_unit_test(test_async_gone),
 		cmocka_unit_test(test_async_release_old_path),
+		cmocka_unit_test(test_async_unlock_noreply),
+		cmocka_unit_test(test_dispatch_close_in_ast),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
