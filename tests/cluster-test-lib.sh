@@ -1,15 +1,16 @@
 # tests/cluster-test-lib.sh - shell helpers shared by the cluster tests
-# (test-cluster.sh, test-cluster-sctp.sh, test-cluster-faults.sh,
-# test-cluster-impostor.sh) and the one-node ones (test-daemon.sh,
-# test-dlm-tool.sh), sourced after they set CLUSTER, CLIENT and dir (the
+# (tests/test-cluster*.sh, tests/test-lvmlockd.sh) and the one-node ones
+# (test-daemon.sh, test-dlm-tool.sh), sourced after they source
+# tests/test-lib.sh (which gives CLUSTER and CLIENT) and set dir (the
 # cluster's directory), rc=0 and pids= (client PIDs).
 # Installs the EXIT trap: clients killed, cluster torn down, logs kept on
 # failure.  A test may also keep in holders the PIDs of its own background
 # children not started by dlm-cluster exec (lock holders fed by a fifo on
 # fd 3 or 4): the trap kills and reaps them and closes fds 3 and 4 before
 # the teardown.  Only unreaped children belong there: it takes a PID out
-# once it has waited for it.
-. "$top_srcdir/tests/test-lib.sh"
+# once it has waited for it.  A test that leaves more behind sets
+# after_down to a command the trap runs after the teardown, and
+# logs_first to the files a reader of a failure starts with.
 
 # kill_client PID: SIGKILL PID only while it is still a client of this
 # cluster (dlm-cluster exec put DLM_CLUSTER_DIR=DIR in its environment).
@@ -35,7 +36,8 @@ cleanup() {
 		echo "FAIL: teardown reported a problem" >&2
 		rc=1
 	fi
-	finish "dlmd: nK/dlmd.out"
+	${after_down:-:}
+	finish "${logs_first:-dlmd: nK/dlmd.out}"
 }
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM

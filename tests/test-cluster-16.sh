@@ -22,12 +22,7 @@
 # time of each step is printed (kill to running again included).
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-CLIENT=$top_builddir/tests/cluster-client
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 N=${1:-16}
 case $N in
 [4-9] | 1[0-6]) ;;

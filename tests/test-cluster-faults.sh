@@ -54,12 +54,7 @@
 # kicked and fenced and the lockspace must recover on 1 and 3.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-CLIENT=$top_builddir/tests/cluster-client
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 LS=faults
 NRES=6
 WORK_MS=${CLUSTER_TEST_WORK_MS:-3000}

@@ -25,12 +25,7 @@
 #      each fenced exactly once, by node 2.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-CLIENT=$top_builddir/tests/cluster-client
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 LS=fenceone
 NRES=4
 POLLS=300		# bounded waits: polls of 0.1 s

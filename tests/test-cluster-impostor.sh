@@ -30,13 +30,7 @@
 #      violation.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-CLIENT=$top_builddir/tests/cluster-client
-DLMCTL=$top_builddir/plugin/dlmctl
-DLMD=$top_builddir/plugin/dlmd
+. "$top_srcdir/tests/test-lib.sh"
 IMPOSTOR=$top_builddir/tests/lowcomms-impostor
 LS=imptest
 NRES=8

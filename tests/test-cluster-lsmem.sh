@@ -16,12 +16,7 @@
 # The cluster is always torn down (trap); logs are kept on failure.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-CLIENT=$top_builddir/tests/cluster-client
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 NLS=${LSMEM_NLS:-200}
 MAX_KB_PER_LS=${LSMEM_MAX_KB:-64}
 POLLS=1200		# bounded waits: polls of 0.1 s

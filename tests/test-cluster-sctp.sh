@@ -15,12 +15,7 @@
 #      node) and the checker finds no violation in the workload.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-CLIENT=$top_builddir/tests/cluster-client
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 LS=sctptest
 NRES=8
 WORK_MS=${CLUSTER_TEST_WORK_MS:-6000}

@@ -45,12 +45,7 @@
 # The cluster is always torn down (trap); logs are kept on failure.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-CLIENT=$top_builddir/tests/cluster-client
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 LS=clustertest
 NRES=8
 WORK_MS=${CLUSTER_TEST_WORK_MS:-3000}

@@ -3,14 +3,19 @@
 # tests/pcmk-cluster.sh, tests/install-check.sh and the one-dlmd tests
 # below).  Sourced after rc=0 is set; dir (the test's directory) need
 # only be set by the time finish runs.  Sourcing it right after top_srcdir
-# is set gives the test top_builddir (absolute, exported), DLMD and
-# DLMCTL.
+# is set makes top_srcdir absolute and gives the test top_builddir
+# (absolute, exported), DLMD, DLMCTL, CLUSTER (tests/dlm-cluster, which
+# runs corosync and dlmd nodes in namespaces) and CLIENT (the cluster
+# tests' lock client).
 
+top_srcdir=$(cd "$top_srcdir" && pwd)
 top_builddir=${top_builddir:-.}
 top_builddir=$(cd "$top_builddir" && pwd)
 export top_builddir
 DLMD=$top_builddir/plugin/dlmd
 DLMCTL=$top_builddir/plugin/dlmctl
+CLUSTER=$top_srcdir/tests/dlm-cluster
+CLIENT=$top_builddir/tests/cluster-client
 
 # fail WHAT: report WHAT, and the test fails at its end
 fail() {

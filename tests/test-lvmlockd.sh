@@ -38,11 +38,7 @@
 # cleaned up (trap); logs are kept on failure.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 CONFIGFS_RUN=$top_builddir/ocf/dlmd-configfs
 LIBDIR=$top_builddir/tests/lvmlockd/.libs
 POLLS=300		# bounded waits: polls of 0.1 s
@@ -86,27 +82,15 @@ preload="${preload:+$preload:}$LIBDIR/fake-dm.so"
 
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
-# The cleanup of cluster-test-lib.sh, with the loop device detached (by
-# its name, only if it still has our image behind it) after the cluster.
-lvm_cleanup() {
-	for p in $pids; do
-		kill_client "$p"
-	done
-	if ! "$CLUSTER" down "$dir"; then
-		echo "FAIL: teardown reported a problem" >&2
-		rc=1
-	fi
+# After the cluster's teardown the loop device is detached (by its name,
+# only if it still has our image behind it).
+detach_loop() {
 	if [ -n "$loop" ] && losetup "$loop" 2>/dev/null | grep -qF "$dir/disk.img"; then
-		losetup -d "$loop" || { echo "FAIL: cannot detach $loop" >&2; rc=1; }
+		losetup -d "$loop" || fail "cannot detach $loop"
 	fi
-	if [ $rc -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "logs kept in $dir (lvmlockd: $dir/nK/lvmlockd.out, lvm: $dir/lvm.log)" >&2
-	fi
-	exit $rc
 }
-trap lvm_cleanup EXIT
+after_down=detach_loop
+logs_first="lvmlockd: nK/lvmlockd.out, lvm: lvm.log"
 
 # lvm K CMD...: an LVM command on node K with its own lvm.conf; its
 # output goes to lvm.log (and to $dir/last.out).

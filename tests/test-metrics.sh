@@ -32,8 +32,7 @@
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
-CLIENT=$top_builddir/tests/metrics-client
-DLCLIENT=$top_builddir/tests/cluster-client
+MCLIENT=$top_builddir/tests/metrics-client
 N=20			# lock/convert/unlock rounds
 POLLS=100		# waits: polls of 0.1 s
 
@@ -338,7 +337,7 @@ start_dlmd "$dir/on.conf" "$dir/dlmd-on.log"
 url=http://127.0.0.1:$port/metrics
 ctl status | grep -qx "metrics 127.0.0.1:$port" || fail "status: $(ctl status | grep metrics)"
 mkfifo "$dir/in"
-DLMD_SOCKET=$dir/dlmd.sock "$CLIENT" alpha $N <"$dir/in" >"$dir/client.out" 2>&1 &
+DLMD_SOCKET=$dir/dlmd.sock "$MCLIENT" alpha $N <"$dir/in" >"$dir/client.out" 2>&1 &
 cpid=$!
 exec 3>"$dir/in"
 i=0
@@ -371,7 +370,7 @@ ctl status --json >"$dir/status.json" || fail "dlmctl status --json"
 check same "$dir/scrape.prom" "$dir/ctl.prom" "$dir/status.json" || fail "scrape, dlmctl metrics and status --json differ"
 
 # --- 5. a waiting request whose client dies ---------------------------
-echo exit | DLMD_SOCKET=$dir/dlmd.sock "$CLIENT" beta 0 >"$dir/client2.out" 2>&1 ||
+echo exit | DLMD_SOCKET=$dir/dlmd.sock "$MCLIENT" beta 0 >"$dir/client2.out" 2>&1 ||
 	fail "metrics-client beta: $(cat "$dir/client2.out")"
 i=0
 while :; do
@@ -388,7 +387,7 @@ done
 
 # --- 5b. a deadlock broken --------------------------------------------
 # deadlock_secs is 5: the victim's answer comes after one period and a scan
-DLMD_SOCKET=$dir/dlmd.sock timeout 30 "$DLCLIENT" deadlock gamma dl-self dl-self \
+DLMD_SOCKET=$dir/dlmd.sock timeout 30 "$CLIENT" deadlock gamma dl-self dl-self \
 	"$dir/on.conf" >"$dir/deadlock.out" 2>&1 ||
 	fail "cluster-client deadlock: $(cat "$dir/deadlock.out")"
 grep -q '^deadlock [0-9a-f]*$' "$dir/deadlock.out" ||
