@@ -203,17 +203,6 @@ crm_do() {
 	return 1
 }
 
-# wait_for SECONDS WHAT CMD...: until CMD succeeds, bounded.
-wait_for() {
-	wf_end=$(($(date +%s) + $1))
-	wf_what=$2
-	shift 2
-	until "$@" >/dev/null 2>&1; do
-		[ "$(date +%s)" -lt "$wf_end" ] || { fail "timed out waiting for $wf_what"; return 1; }
-		sleep 0.2
-	done
-}
-
 ls_line() { # K: host K's "dlmctl ls" lines for $LS
 	on "$1" "$DLMCTL" ls 2>/dev/null | grep -A1 "^name $LS "
 }

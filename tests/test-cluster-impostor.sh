@@ -102,7 +102,8 @@ if on 1 $as_nobody "$dir/impostor" hello 10.213.77.1 10.213.77.2 21064 1 2 \
 else
 	fail "plaintext HELLO impostor: $(tail -n 1 "$dir/impostor-hello.out")"
 fi
-# node 2 logs at most one rejection a second (a flood must not fill the log)
+# node 2 logs at most one rejection a second (a flood must not fill the
+# log): the point of this sleep is to pass that second
 sleep 1.2
 if on 1 $as_nobody "$dir/impostor" handshake 10.213.77.1 10.213.77.2 21064 1 2 \
 	"$dir/authkey" >"$dir/impostor-hs.out" 2>&1; then
@@ -112,13 +113,11 @@ else
 fi
 grep -q "trying without the key" "$dir/impostor-hs.out" ||
 	fail "the impostor read the key file"
-i=0
-until grep -q "rejecting connection from 10.213.77.1:[0-9]*: peer speaks unauthenticated" "$dir/n2/dlmd.out" &&
-      grep -q "rejecting connection from 10.213.77.1:[0-9]* claiming node 1: peer does not prove the cluster key" "$dir/n2/dlmd.out"; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "node 2 did not log both refusals"; break; }
-	sleep 0.1
-done
+both_refused() { # node 2 logged the refusals of both impostors
+	grep -q "rejecting connection from 10.213.77.1:[0-9]*: peer speaks unauthenticated" "$dir/n2/dlmd.out" &&
+		grep -q "rejecting connection from 10.213.77.1:[0-9]* claiming node 1: peer does not prove the cluster key" "$dir/n2/dlmd.out"
+}
+poll "$WAIT_S" both_refused || fail "node 2 did not log both refusals"
 grep "rejecting connection" "$dir/n2/dlmd.out" | sed 's/^/   node 2: /'
 if grep -q "node 1 restarted" "$dir/n2/dlmd.out"; then
 	fail "node 2 took an impostor for node 1"
@@ -170,9 +169,14 @@ for k in 1 2; do
 	eval "from$k=\$((\$(wc -l <"\$dir/n$k/dlmd.out") + 1))"
 done
 since() { eval "tail -n +\$from$1 \"\$dir/n$1/dlmd.out\""; }
+three_refused() { # K: node K logged the refusals of the three rounds
+	[ "$(since "$1" | grep -c "rejecting connection from 10.213.77.3:[0-9]* claiming node 3: peer does not prove the cluster key")" -ge 2 ] &&
+		since "$1" | grep -q "rejecting connection from 10.213.77.3:[0-9]*: peer speaks unauthenticated"
+}
 head -c 256 /dev/urandom >"$dir/wrong-authkey" && chmod 600 "$dir/wrong-authkey" ||
 	fail "cannot make a wrong key"
 # at most one rejection a second is logged per node: a pause per round
+# (the sleep's point is to pass that second)
 for round in hello nokey wrongkey; do
 	sleep 1.2
 	for t in 1 2; do
@@ -195,13 +199,7 @@ grep -q "read the key file" "$dir/takeover-wrongkey-1.out" &&
 grep -q "cannot check the peer's proof" "$dir/takeover-wrongkey-1.out" ||
 	fail "the wrong-key impostor did not run with its own key"
 for k in 1 2; do
-	i=0
-	until [ "$(since $k | grep -c "rejecting connection from 10.213.77.3:[0-9]* claiming node 3: peer does not prove the cluster key")" -ge 2 ] &&
-	      since $k | grep -q "rejecting connection from 10.213.77.3:[0-9]*: peer speaks unauthenticated"; do
-		i=$((i + 1))
-		[ $i -gt $POLLS ] && { fail "node $k did not log the three refusals"; break; }
-		sleep 0.1
-	done
+	poll "$WAIT_S" three_refused $k || fail "node $k did not log the three refusals"
 	since $k | grep "rejecting connection" | sed "s/^/   node $k: /"
 	if since $k | grep -E -q "node 3 (at [^ ]* )?proved the cluster key|node 3 restarted"; then
 		fail "node $k took the host on node 3's address for node 3"

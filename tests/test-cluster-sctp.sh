@@ -35,15 +35,8 @@ ls_line() { on "$1" "$DLMCTL" ls 2>/dev/null | grep "^name $LS "; }
 held_count() { grep -c '^held' "$dir/client-n$1.out" 2>/dev/null || true; }
 
 wait_held() { # K N WHAT: until node K's clients printed N "held" lines
-	i=0
-	until [ "$(held_count "$1")" -ge "$2" ]; do
-		i=$((i + 1))
-		if [ $i -gt $POLLS ]; then
-			fail "$3"
-			return 1
-		fi
-		sleep 0.1
-	done
+	poll "$WAIT_S" more_lines "$dir/client-n$1.out" '^held' $(($2 - 1)) ||
+		{ fail "$3"; return 1; }
 }
 
 if ! "$CLUSTER" up 3 "$dir"; then
@@ -78,7 +71,7 @@ wait_held 1 1 "node 1 did not get its lock" || exit 1
 "$CLUSTER" cut "$dir" 3 1 || fail "cut node 3 link 1"
 start_client 3 hold "$LS" crossing EX
 h3=$last_pid
-sleep 1
+wait_for "$WAIT_S" "node 3's request for crossing to wait" waiting 3 crossing
 [ "$(held_count 3)" -eq 0 ] || fail "node 3 was granted a lock node 1 holds"
 kill_client "$h1"		# node 1's holder goes: its lock is released
 wait_held 3 1 "node 3 was not granted the lock over the second network" &&
@@ -86,10 +79,12 @@ wait_held 3 1 "node 3 was not granted the lock over the second network" &&
 kill_client "$h3"
 # one network at a time: node 3 heals before node 2 loses the other one
 # (both cut at once would leave nodes 2 and 3 no network in common)
+# (no daemon shows when SCTP takes a healed path back into use: the
+# sleeps give it that time)
 "$CLUSTER" heal "$dir" 3 1 || fail "heal node 3 link 1"
 sleep 2
 "$CLUSTER" cut "$dir" 2 2 || fail "cut node 2 link 2"
-sleep 2
+sleep 2		# the point: a cut that changes nothing visible
 "$CLUSTER" heal "$dir" 2 2 || fail "heal node 2 link 2"
 
 echo "== 3. nothing visible changed"

@@ -41,12 +41,7 @@ finish() {
 # wait_gone PID: until process PID is gone, for at most POLLS polls of
 # 0.1 s; 1 if it is still there
 wait_gone() {
-	i=0
-	while kill -0 "$1" 2>/dev/null; do
-		[ $i -ge $POLLS ] && return 1
-		sleep 0.1
-		i=$((i + 1))
-	done
+	poll $((POLLS / 10)) not kill -0 "$1"
 }
 
 # stop_dlmd: the dlmd at $pid, if it runs, gets SIGTERM and POLLS polls
@@ -71,4 +66,33 @@ check_sanitizer() {
 	if grep -q 'AddressSanitizer\|LeakSanitizer\|runtime error' "$@" 2>/dev/null; then
 		fail "sanitizer report in $*"
 	fi
+}
+
+# poll SECONDS CMD...: run CMD (its output discarded) every 0.1 s until
+# it succeeds, at most 10 times a second of SECONDS (a slow CMD makes the
+# bound longer, not the number of tries smaller); 1 if it never did
+poll() {
+	poll_left=$(($1 * 10))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ $poll_left -le 0 ] && return 1
+		sleep 0.1
+		poll_left=$((poll_left - 1))
+	done
+}
+
+# wait_for SECONDS WHAT CMD...: poll, and if CMD never succeeded the test
+# fails, saying it timed out waiting for WHAT; 1 then
+wait_for() {
+	wf_s=$1
+	wf_what=$2
+	shift 2
+	poll "$wf_s" "$@" && return 0
+	fail "timed out ($wf_s s) waiting for $wf_what"
+	return 1
+}
+
+# not CMD...: CMD fails (for wait_for: not running 2 corosync)
+not() {
+	! "$@"
 }
