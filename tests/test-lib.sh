@@ -60,6 +60,49 @@ stop_dlmd() {
 	return $stopped
 }
 
+# write_conf FILE [LINE...]: a dlm.conf for the test's own dlmd, with no
+# cluster (membership none), its sockets and pid file in $dir, no syslog
+# and no configfs view; the LINEs ("key = value") follow the defaults,
+# and a LINE replaces the default of its key.
+write_conf() {
+	wc_file=$1
+	shift
+	: >"$wc_file"
+	for wc_line in "membership = none" "socket_path = $dir/dlmd.sock" \
+		"control_socket = $dir/dlmd-ctl.sock" "pid_file = $dir/dlmd.pid" \
+		"log_syslog = no" "configfs_dir = none"; do
+		wc_given=
+		for wc_x in "$@"; do
+			[ "${wc_x%% =*}" = "${wc_line%% =*}" ] && wc_given=1
+		done
+		[ -n "$wc_given" ] || echo "$wc_line" >>"$wc_file"
+	done
+	for wc_x in "$@"; do
+		echo "$wc_x"
+	done >>"$wc_file"
+}
+
+dlmd_ready() { # OUT PID: dlmd logged it is ready in OUT, or PID is gone
+	grep -q 'dlmd ready' "$1" 2>/dev/null || ! kill -0 "$2" 2>/dev/null
+}
+
+# start_dlmd CONF OUT [CMD...]: dlmd --foreground with CONF in the
+# background (through CMD, if given: prlimit ..., setpriv ...), its PID
+# in pid, stdout and stderr in OUT; returns once it says it is ready.  A
+# dlmd that does not start ends the test.
+start_dlmd() {
+	sd_conf=$1
+	sd_out=$2
+	shift 2
+	"$@" "$DLMD" --foreground --config="$sd_conf" >"$sd_out" 2>&1 </dev/null &
+	pid=$!
+	poll $((POLLS / 10)) dlmd_ready "$sd_out" "$pid"
+	if ! grep -q 'dlmd ready' "$sd_out" 2>/dev/null; then
+		fail "dlmd did not start: $(cat "$sd_out")"
+		exit 1
+	fi
+}
+
 # check_sanitizer FILE...: fails the test if a sanitizer reported in any
 # of the FILEs (those that do not exist are skipped)
 check_sanitizer() {

@@ -58,37 +58,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM
 
-# conf FILE [EXTRA LINE]: a membership none config in $dir.
+# conf FILE [LINE]: the test's dlm.conf (write_conf), logging debug; LINE
+# is its line 8
 conf() {
-	cat >"$1" <<EOF
-membership = none
-socket_path = $dir/dlmd.sock
-control_socket = $dir/ctl.sock
-pid_file = $dir/dlmd.pid
-configfs_dir = none
-log_syslog = no
-log_level = debug
-EOF
-	[ $# -gt 1 ] && echo "$2" >>"$1"
-}
-
-# start_dlmd CONF LOG: dlmd in the foreground, ready when dlmctl answers.
-start_dlmd() {
-	"$DLMD" --foreground --config="$1" >"$2" 2>&1 &
-	pid=$!
-	i=0
-	until "$DLMCTL" -s "$dir/ctl.sock" status >/dev/null 2>&1; do
-		i=$((i + 1))
-		if [ $i -gt $POLLS ] || ! kill -0 "$pid" 2>/dev/null; then
-			fail "dlmd did not start: $(cat "$2")"
-			exit 1
-		fi
-		sleep 0.1
-	done
+	cf=$1
+	shift
+	write_conf "$cf" "log_level = debug" "$@"
 }
 
 ctl() {
-	"$DLMCTL" -s "$dir/ctl.sock" "$@"
+	"$DLMCTL" -s "$dir/dlmd-ctl.sock" "$@"
 }
 
 # The checks in Python: parsing the text format, comparing with JSON, and
