@@ -81,13 +81,7 @@ echo "== 1. workload on nodes 1 and 2, node 3 holds a lock"
 start_client 3 hold "$LS" n3-lock PR
 holder=$last_pid
 wait_ls 3 "members" "lockspace not on node 3" || exit 1
-wl=
-for k in 1 2; do
-	for c in 1 2; do
-		start_client "$k" work "$LS" "$dir" $NRES "$WORK_MS" "$k$c"
-		wl="$wl $last_pid"
-	done
-done
+workload "$WORK_MS" 1 2
 wait_ls 1 "members 1 2 3 " "lockspace not on all three nodes" || exit 1
 event0=$(ls_line 1 | sed -n 's/.* event \([0-9]*\).*/\1/p')
 echo "   lockspace running, event $event0"
@@ -207,9 +201,7 @@ for k in 1 2; do
 done
 
 echo "== 6. the lock traffic did not notice"
-for p in $wl; do
-	wait_pid "$p" $((WORK_MS / 1000 + 60)) || fail "a workload client ($p) failed or hung"
-done
+wait_workload $((WORK_MS / 1000 + 60)) 1 2
 for k in 1 2; do
 	l=$(ls_line $k)
 	case $l in

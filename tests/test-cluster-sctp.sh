@@ -53,13 +53,7 @@ if ! grep -q "added with 2 addresses" "$dir/n1/dlmd.out" ||
 fi
 
 echo "== 1. workload on 3 nodes, over SCTP on two networks"
-wl=
-for k in 1 2 3; do
-	for c in 1 2; do
-		start_client "$k" work "$LS" "$dir" $NRES "$WORK_MS" "$k$c"
-		wl="$wl $last_pid"
-	done
-done
+workload "$WORK_MS" 1 2 3
 wait_ls 1 "members 1 2 3 " "lockspace not on all three nodes" || exit 1
 event0=$(ls_line 1 | sed -n 's/.* event \([0-9]*\).*/\1/p')
 echo "   lockspace running, event $event0"
@@ -88,9 +82,7 @@ sleep 2		# the point: a cut that changes nothing visible
 "$CLUSTER" heal "$dir" 2 2 || fail "heal node 2 link 2"
 
 echo "== 3. nothing visible changed"
-for p in $wl; do
-	wait_pid "$p" $((WORK_MS / 1000 + 60)) || fail "a workload client ($p) failed or hung"
-done
+wait_workload $((WORK_MS / 1000 + 60)) 1 2 3
 for k in 1 2 3; do
 	l=$(ls_line $k)
 	case $l in
