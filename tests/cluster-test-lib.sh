@@ -1,15 +1,20 @@
 # tests/cluster-test-lib.sh - shell helpers shared by the cluster tests
-# (test-cluster.sh, test-cluster-sctp.sh, test-cluster-faults.sh,
-# test-cluster-impostor.sh) and the one-node ones (test-daemon.sh,
-# test-dlm-tool.sh), sourced after they set CLUSTER, CLIENT and dir (the
+# (tests/test-cluster*.sh, tests/test-lvmlockd.sh) and the one-node ones
+# (test-daemon.sh, test-dlm-tool.sh), sourced after they source
+# tests/test-lib.sh (which gives CLUSTER and CLIENT) and set dir (the
 # cluster's directory), rc=0 and pids= (client PIDs).
 # Installs the EXIT trap: clients killed, cluster torn down, logs kept on
 # failure.  A test may also keep in holders the PIDs of its own background
 # children not started by dlm-cluster exec (lock holders fed by a fifo on
 # fd 3 or 4): the trap kills and reaps them and closes fds 3 and 4 before
 # the teardown.  Only unreaped children belong there: it takes a PID out
-# once it has waited for it.
-. "$top_srcdir/tests/test-lib.sh"
+# once it has waited for it.  A test that leaves more behind sets
+# after_down to a command the trap runs after the teardown, and
+# logs_first to the files a reader of a failure starts with.
+
+# The bound of every wait, in seconds, for wait_for: the test's POLLS
+# polls of 0.1 s.
+WAIT_S=$((POLLS / 10))
 
 # kill_client PID: SIGKILL PID only while it is still a client of this
 # cluster (dlm-cluster exec put DLM_CLUSTER_DIR=DIR in its environment).
@@ -35,7 +40,8 @@ cleanup() {
 		echo "FAIL: teardown reported a problem" >&2
 		rc=1
 	fi
-	finish "dlmd: nK/dlmd.out"
+	${after_down:-:}
+	finish "${logs_first:-dlmd: nK/dlmd.out}"
 }
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM
@@ -59,24 +65,29 @@ start_client() {
 
 # wait_pid PID SECONDS: 0 if it exits in time with status 0
 wait_pid() {
-	i=0
-	while kill -0 "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -gt $(($2 * 10)) ] && return 124
-		sleep 0.1
-	done
+	poll "$2" not kill -0 "$1" 2>/dev/null || return 124
 	wait "$1"
+}
+
+has_line() { # FILE TEXT: FILE has a line starting with TEXT
+	grep -q "^$2" "$1" 2>/dev/null
+}
+
+more_lines() { # FILE REGEX N: FILE has more than N lines matching REGEX
+	[ "$(grep -c "$2" "$1" 2>/dev/null)" -gt "$3" ]
+}
+
+# waiting K RES: node K's lockdump of $LS shows a request for RES waiting
+waiting() {
+	on "$1" "$top_builddir/plugin/dlm_tool" lockdump "$LS" 2>/dev/null |
+		grep -q "gr IV rq .. .*\"$2\"\$"
 }
 
 # wait_line FILE TEXT: until FILE has a line starting with TEXT
 # (bounded by POLLS polls of 0.1 s)
 wait_line() {
-	i=0
-	until grep -q "^$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -gt $POLLS ] && { fail "no '$2' in $1: $(cat "$1")"; return 1; }
-		sleep 0.1
-	done
+	poll "$WAIT_S" has_line "$1" "$2" ||
+		{ fail "no '$2' in $1: $(cat "$1")"; return 1; }
 }
 
 # The helpers below also need DLMCTL, LS, NRES and POLLS (bounded waits,
@@ -86,29 +97,39 @@ ls_line() { # K: node K's "dlmctl ls" lines for $LS
 	on "$1" "$DLMCTL" ls 2>/dev/null | grep -A1 "^name $LS "
 }
 
+ls_has() { # K REGEX: node K's ls output matches REGEX
+	ls_line "$1" | grep -q "$2"
+}
+
 # wait_ls K REGEX WHAT: until node K's ls output matches REGEX
 wait_ls() {
-	i=0
-	until ls_line "$1" | grep -q "$2"; do
-		i=$((i + 1))
-		if [ $i -gt $POLLS ]; then
-			fail "node $1: $3; dlmctl ls: $(ls_line "$1")"
-			return 1
-		fi
-		sleep 0.1
+	poll "$WAIT_S" ls_has "$1" "$2" ||
+		{ fail "node $1: $3; dlmctl ls: $(ls_line "$1")"; return 1; }
+}
+
+busy_logs() { # how many workload clients (of any round) have locked
+	find "$dir/logs" -name 'n*.log' -size +0 2>/dev/null | wc -l
+}
+
+workload() { # MS NODES...: two clients per node (wl_clients, if set)
+	ms=$1
+	shift
+	wl_mark=$(busy_logs)
+	wl_n=0
+	for k in "$@"; do
+		: >"$dir/wl-n$k"
+		for c in $(seq 1 "${wl_clients:-2}"); do
+			start_client "$k" work "$LS" "$dir" $NRES "$ms" "$k$c"
+			echo "$last_pid" >>"$dir/wl-n$k"
+			wl_n=$((wl_n + 1))
+		done
 	done
 }
 
-workload() { # MS NODES...: two clients per node
-	ms=$1
-	shift
-	for k in "$@"; do
-		: >"$dir/wl-n$k"
-		for c in 1 2; do
-			start_client "$k" work "$LS" "$dir" $NRES "$ms" "$k$c"
-			echo "$last_pid" >>"$dir/wl-n$k"
-		done
-	done
+# workload_busy: every client of the last workload call has locked once
+# (what a test waits for before it injects a fault into the workload)
+workload_busy() {
+	[ "$(busy_logs)" -ge $((wl_mark + wl_n)) ]
 }
 
 wait_workload() { # SECONDS NODES...: the clients of these nodes end well

@@ -25,6 +25,7 @@
 
 #include "plugin/dlmd.h"
 #include "tests/fuzz-daemon.h"
+#include "tests/fuzz-verdict.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -126,11 +127,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	for (int i = 0; i < MAX_PACKETS && off + 2 <= size; i++) {
 		size_t len = (size_t)data[off] | ((size_t)data[off + 1] << 8);
+		struct dlmp_msg pm;
 		int passed = -1;
 
 		off += 2;
 		if (len > size - off)
 			len = size - off;
+		if (dlmp_decode(data + off, len, &pm))
+			fuzz_refuse("dlmp_decode");
 		/* An LS_OPEN gets an AST socket, as libdlm sends one. */
 		if (len >= DLMP_HDR_LEN && data[off + 6] == DLMP_LS_OPEN &&
 		    data[off + 7] == 0 && nextra < MAX_PACKETS) {

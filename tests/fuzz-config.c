@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "plugin/dlmd.h"
+#include "tests/fuzz-verdict.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -90,6 +91,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	rv = dlmd_config_parse(&cf, f, "fuzz", NULL);
 	fclose(f);
+	if (rv)
+		fuzz_refuse("dlmd_config_parse");
 	check_strings(&cf);
 	if (!rv)
 		round_trip(&cf);

@@ -9,12 +9,14 @@
  * are dropped.  With the first byte's top bit set, the lockspace is in
  * recovery (event 1) while the messages arrive.
  */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "core/core.h"
 #include "core/wire.h"
+#include "tests/fuzz-verdict.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -83,6 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t off = 0;
 	uint64_t now = 0;
 	uint32_t d;
+	int rv;
 
 	if (!core)
 		return 0;
@@ -117,7 +120,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		off += 3;
 		if (len > size - off)
 			len = size - off;
-		(void)dlm_core_receive(core, from, data + off, len);
+		rv = dlm_core_receive(core, from, data + off, len);
+		/* malformed, or of another version (not: a lock or
+		 * lockspace unknown here, -ENOENT) */
+		if (rv == -EBADMSG || rv == -EPROTO)
+			fuzz_refuse("dlm_core_receive");
 		off += len;
 		dlm_core_tick(core, now += 20);
 	}

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "plugin/cpgmsg.h"
+#include "tests/fuzz-verdict.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -39,6 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();	/* a refusal says why */
 		if (rv == -EPROTONOSUPPORT && h.h_version == CM_VERSION)
 			abort();
+		fuzz_refuse("dlmd_cm_hdr_decode");
 		return 0;
 	}
 	if (h.h_length != size || size > CM_MAX_LEN)
@@ -103,9 +105,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	default:
+		fuzz_refuse("cluster.c (an unknown type)");
 		return 0;	/* cluster.c ignores unknown types */
 	}
 	if (!why)
 		abort();	/* a refused body says why */
+	fuzz_refuse("the body's decoder");
 	return 0;
 }

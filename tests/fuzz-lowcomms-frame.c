@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lowcomms/frame.h"
+#include "tests/fuzz-verdict.h"
 
 #define SETTINGS_BYTES	2
 #define SENDER_ID	1
@@ -96,6 +97,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(lc_reasm_init(&chunked, rc.ru_max_len, rc.ru_sender,
 			    rc.ru_local) == 0);
 	ew = lc_reasm_feed(&whole, data, size, on_frame, &rw);
+	if (ew < 0)
+		fuzz_refuse("lc_reasm_feed");
 	while (pos < size && ec == 0) {
 		size_t chunk;
 

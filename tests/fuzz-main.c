@@ -16,6 +16,12 @@
  * before the process dies, and the seed and run number are printed.  It
  * finds far less than libFuzzer (no coverage feedback) but catches
  * regressions on the corpus and shallow bugs, with any compiler.
+ *
+ *    TARGET -valid FILE...
+ *
+ * runs each FILE once, no mutations, and exits 1 naming every FILE that
+ * the target's parser refused (fuzz_refuse, tests/fuzz-verdict.h): the
+ * check that the seeds meant valid still decode (tests/corpus-valid.sh).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +33,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "tests/fuzz-verdict.h"
 
 #define DEFAULT_MAX_LEN		4096
 #define MAX_CORPUS		4096
@@ -50,6 +58,14 @@ static size_t cur_len;
 static unsigned long long cur_run;
 static char crash_path[PATH_LEN];
 static unsigned long long seed = 1;
+/* The parser that refused the input running now, if one did. */
+static const char *refused_by;
+
+void fuzz_refused(const char *what)
+{
+	if (!refused_by)
+		refused_by = what;
+}
 
 static uint64_t rng_state;
 
@@ -218,6 +234,31 @@ static size_t mutate_once(uint8_t *buf, size_t len, size_t max_len)
 	return len;
 }
 
+/* -valid: run each input once; 1 if a parser refused any. */
+static int check_valid(char **argv, int argc)
+{
+	int bad = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-')
+			continue;
+		ncorpus = 0;
+		if (add_path(argv[i], DEFAULT_MAX_LEN) < 0 || ncorpus != 1) {
+			fprintf(stderr, "fuzz-main: %s: not one readable file\n",
+				argv[i]);
+			return 2;
+		}
+		refused_by = NULL;
+		run_one(corpus[0].in_data, corpus[0].in_len);
+		free(corpus[0].in_data);
+		if (refused_by) {
+			printf("refused by %s: %s\n", refused_by, argv[i]);
+			bad = 1;
+		}
+	}
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long long runs = 0;
@@ -228,6 +269,9 @@ int main(int argc, char **argv)
 
 	if (LLVMFuzzerInitialize)
 		LLVMFuzzerInitialize(&argc, &argv);
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-valid"))
+			return check_valid(argv, argc);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 

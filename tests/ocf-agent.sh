@@ -34,9 +34,7 @@
 # "make distcheck" too (as root, the namespaces work there).
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_srcdir=$(cd "$top_srcdir" && pwd)
 . "$top_srcdir/tests/test-lib.sh"
-CLUSTER=$top_srcdir/tests/dlm-cluster
 GOLDEN=$top_srcdir/tests/ocf-golden
 AGENT=$top_builddir/ocf/dlmd
 : "${OCF_ROOT:=/usr/lib/ocf}"

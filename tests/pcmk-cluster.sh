@@ -54,17 +54,10 @@
 # is bounded (WAIT_S); a failure prints why and exits 1, keeping DIR.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_srcdir=$(cd "$top_srcdir" && pwd)
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-CLUSTER=$top_srcdir/tests/dlm-cluster
+. "$top_srcdir/tests/test-lib.sh"
 FENCE_AGENT=$top_srcdir/tests/fence_dlmtest
 AGENT=$top_builddir/ocf/dlmd
-DLMD=$top_builddir/plugin/dlmd
-DLMCTL=$top_builddir/plugin/dlmctl
-CLIENT=$top_builddir/tests/cluster-client
 LSAN_SUPP=$top_srcdir/tests/pcmk-cluster.supp	# known leaks, each with its bug
-export top_builddir
 LS=pcmktest
 WAIT_S=60	# bound of every wait
 BLOCKED_S=2	# how long "nothing is granted" is watched
@@ -84,7 +77,6 @@ if [ ! -r "$OCF_ROOT/lib/heartbeat/ocf-shellfuncs" ]; then
 fi
 
 rc=0
-. "$top_srcdir/tests/test-lib.sh"
 die() {
 	fail "$*"
 	exit 1
@@ -209,17 +201,6 @@ crm_do() {
 	on 1 crm "$@" >>"$dir/crm.out" 2>&1 && return 0
 	tail -n 5 "$dir/crm.out" >&2
 	return 1
-}
-
-# wait_for SECONDS WHAT CMD...: until CMD succeeds, bounded.
-wait_for() {
-	wf_end=$(($(date +%s) + $1))
-	wf_what=$2
-	shift 2
-	until "$@" >/dev/null 2>&1; do
-		[ "$(date +%s)" -lt "$wf_end" ] || { fail "timed out waiting for $wf_what"; return 1; }
-		sleep 0.2
-	done
 }
 
 ls_line() { # K: host K's "dlmctl ls" lines for $LS

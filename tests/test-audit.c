@@ -18,151 +18,58 @@
 
 #include "core/core.h"
 #include "core/wire.h"
+#include "tests/engine-net-harness.h"
 
 #define AUDIT_MS	10000
-#define MAXQ		256
+#define STEP_MS		5000	/* the audit's scan */
 
-struct qmsg {
-	uint32_t from, to;
-	size_t len;
-	unsigned char buf[DLM_WIRE_MAX_LEN];
-};
+/* "is stuck" and "no longer stuck" log lines, per node, of the current
+ * test's network */
+static int stuck_logs[3], unstuck_logs[3];
 
-struct net {
-	struct dlm_core *core[3];
-	struct dlm_ls *ls[3];
-	struct qmsg q[MAXQ];
-	size_t nq;
-	uint64_t now;
-	int lose_type;		/* drop the next message of this type ... */
-	uint32_t lose_to;	/* ... to this node (0: any) */
-	int lost;
-	int deaf;		/* node whose incoming messages are all lost */
-	int stopped;		/* node whose incoming messages wait */
-	struct qmsg held[MAXQ];
-	size_t nheld;
-	int comps[3];		/* completion ASTs per node */
-	int last_status[3];
-	int stuck_logs[3], unstuck_logs[3];
-};
-
-struct ctx {
-	struct net *n;
-	int node;
-} ctxs[3];
-
-static void h_send(void *ctx, uint32_t to, const void *buf, size_t len)
+static void count_stuck_logs(struct net *n, int node, enum dlm_log_level level,
+			     const char *line)
 {
-	struct ctx *c = ctx;
-	struct net *n = c->n;
-
-	assert_true(n->nq < MAXQ);
-	n->q[n->nq].from = (uint32_t)c->node;
-	n->q[n->nq].to = to;
-	n->q[n->nq].len = len;
-	memcpy(n->q[n->nq].buf, buf, len);
-	n->nq++;
-}
-
-static void h_ast(void *ctx, const struct dlm_ast *a)
-{
-	struct ctx *c = ctx;
-
-	if (a->type == DLM_AST_COMP) {
-		c->n->comps[c->node]++;
-		c->n->last_status[c->node] = a->status;
-	}
-}
-
-static void h_log(void *ctx, enum dlm_log_level level, const char *line)
-{
-	struct ctx *c = ctx;
-
+	(void)n;
 	if (strstr(line, "is stuck")) {
 		assert_int_equal(level, DLM_LOG_ERR);
-		c->n->stuck_logs[c->node]++;
+		stuck_logs[node]++;
 	}
 	if (strstr(line, "no longer stuck"))
-		c->n->unstuck_logs[c->node]++;
-	if (getenv("TEST_CORE_VERBOSE"))
-		fprintf(stderr, "node %d: %s\n", c->node, line);
+		unstuck_logs[node]++;
+}
+
+static struct net *net_new_cfg(uint32_t toss_ms, uint32_t audit_ms)
+{
+	struct dlm_core_config cfg = {
+		.toss_ms = toss_ms, .audit_ms = audit_ms,
+	};
+	struct net *n;
+
+	memset(stuck_logs, 0, sizeof(stuck_logs));
+	memset(unstuck_logs, 0, sizeof(unstuck_logs));
+	n = enet_new(2, "audit", &cfg, STEP_MS);
+	n->on_log = count_stuck_logs;
+	return n;
 }
 
 static struct net *net_new(void)
 {
-	static const struct dlm_core_ops ops = {
-		.send = h_send, .ast = h_ast, .log = h_log,
-	};
-	static const uint32_t members[] = { 1, 2 };
-	struct net *n = calloc(1, sizeof(*n));
-
-	assert_non_null(n);
-	n->now = 1000;
-	for (int i = 1; i <= 2; i++) {
-		struct dlm_core_config cfg = {
-			.our_nodeid = (uint32_t)i, .toss_ms = 3600000,
-			.audit_ms = AUDIT_MS,
-		};
-
-		ctxs[i].n = n;
-		ctxs[i].node = i;
-		n->core[i] = dlm_core_new(&cfg, &ops, &ctxs[i]);
-		assert_non_null(n->core[i]);
-		dlm_core_tick(n->core[i], n->now);
-		assert_int_equal(dlm_core_ls_create(n->core[i], "audit", members, 2,
-						    NULL, &n->ls[i]), 0);
-	}
-	return n;
+	return net_new_cfg(3600000, AUDIT_MS);
 }
 
-static void net_free(struct net *n)
+/* Completion ASTs on node, and the last one's status. */
+static int comps_on(struct net *n, int node)
 {
-	for (int i = 1; i <= 2; i++)
-		dlm_core_free(n->core[i]);
-	free(n);
+	return comps_of(n, node, 0, NULL, NULL);
 }
 
-static int msg_type(const struct qmsg *m)
+static int last_status(struct net *n, int node)
 {
-	return m->buf[6] | (m->buf[7] << 8);
-}
+	int status = 1;
 
-/* Deliver everything queued, in order, losing what the test asks. */
-static void drain(struct net *n)
-{
-	for (int guard = 0; n->nq && guard < 1000; guard++) {
-		struct qmsg m = n->q[0];
-
-		memmove(n->q, n->q + 1, (n->nq - 1) * sizeof(n->q[0]));
-		n->nq--;
-		if ((int)m.to == n->deaf)
-			continue;
-		if ((int)m.to == n->stopped) {
-			assert_true(n->nheld < MAXQ);
-			n->held[n->nheld++] = m;
-			continue;
-		}
-		if (n->lose_type && msg_type(&m) == n->lose_type &&
-		    (!n->lose_to || m.to == n->lose_to)) {
-			n->lose_type = 0;
-			n->lost++;
-			continue;
-		}
-		assert_int_equal(dlm_core_receive(n->core[m.to], m.from, m.buf,
-						  m.len), 0);
-	}
-	assert_int_equal(n->nq, 0);
-}
-
-/* Let ms pass on both nodes, in scan-sized steps, delivering as we go. */
-static void pass(struct net *n, uint64_t ms)
-{
-	for (uint64_t t = 0; t < ms; t += 5000) {
-		n->now += 5000;
-		for (int i = 1; i <= 2; i++)
-			dlm_core_tick(n->core[i], n->now);
-		drain(n);
-	}
+	assert_true(comps_of(n, node, 0, &status, NULL) > 0);
+	return status;
 }
 
 static uint64_t stuck(struct net *n, int node)
@@ -211,11 +118,11 @@ static struct net *setup_queued(uint32_t *held, uint32_t *queued)
 
 	*held = lock(n, 1, DLM_LOCK_EX, 11);
 	drain(n);
-	assert_int_equal(n->comps[1], 1);
-	assert_int_equal(n->last_status[1], 0);
+	assert_int_equal(comps_on(n, 1), 1);
+	assert_int_equal(last_status(n, 1), 0);
 	*queued = lock(n, 2, DLM_LOCK_EX, 21);
 	drain(n);
-	assert_int_equal(n->comps[2], 0);
+	assert_int_equal(comps_on(n, 2), 0);
 	return n;
 }
 
@@ -233,11 +140,11 @@ static void test_waiting_is_not_stuck(void **state)
 	assert_int_equal(audits(n, 1), 0);
 	assert_int_equal(stuck(n, 2), 0);
 	assert_int_equal(stuck(n, 1), 0);
-	assert_int_equal(n->stuck_logs[2], 0);
+	assert_int_equal(stuck_logs[2], 0);
 	unlock(n, 1, held, 11, 0);
 	drain(n);
-	assert_int_equal(n->comps[2], 1);
-	assert_int_equal(n->last_status[2], 0);
+	assert_int_equal(comps_on(n, 2), 1);
+	assert_int_equal(last_status(n, 2), 0);
 	pass(n, 3 * AUDIT_MS);
 	assert_int_equal(stuck(n, 2), 0);
 	net_free(n);
@@ -256,21 +163,21 @@ static void test_lost_grant(void **state)
 	unlock(n, 1, held, 11, 0);
 	drain(n);
 	assert_int_equal(n->lost, 1);
-	assert_int_equal(n->comps[2], 0);
+	assert_int_equal(comps_on(n, 2), 0);
 	assert_int_equal(stuck(n, 2), 0);
 	pass(n, 2 * AUDIT_MS);
 	assert_int_equal(stuck(n, 2), 1);
-	assert_int_equal(n->stuck_logs[2], 1);
+	assert_int_equal(stuck_logs[2], 1);
 	assert_int_equal(stuck(n, 1), 0);
 	pass(n, 3 * AUDIT_MS);
-	assert_int_equal(n->stuck_logs[2], 1);	/* reported once */
+	assert_int_equal(stuck_logs[2], 1);	/* reported once */
 	assert_int_equal(stuck(n, 2), 1);
 	/* the owner gives up: a cancel settles it (the master answers that
 	 * the lock is granted: -EBUSY, then the unlock frees it) */
 	unlock(n, 2, queued, 21, DLM_LKF_FORCEUNLOCK);
 	drain(n);
 	assert_int_equal(stuck(n, 2), 0);
-	assert_int_equal(n->unstuck_logs[2], 1);
+	assert_int_equal(unstuck_logs[2], 1);
 	net_free(n);
 }
 
@@ -295,7 +202,7 @@ static void test_lost_reply(void **state)
 	pass(n, AUDIT_MS / 2);	/* one period: audited and answered */
 	assert_int_equal(audits(n, 2), 1);
 	assert_int_equal(stuck(n, 2), 1);
-	assert_int_equal(n->stuck_logs[2], 1);
+	assert_int_equal(stuck_logs[2], 1);
 	(void)held;
 	net_free(n);
 }
@@ -314,14 +221,14 @@ static void test_master_silent(void **state)
 	assert_int_equal(stuck(n, 2), 0);
 	pass(n, 2 * AUDIT_MS);
 	assert_int_equal(stuck(n, 2), 1);
-	assert_int_equal(n->stuck_logs[2], 1);
+	assert_int_equal(stuck_logs[2], 1);
 	n->deaf = 0;
 	unlock(n, 1, held, 11, 0);
 	drain(n);
-	assert_int_equal(n->comps[2], 1);
-	assert_int_equal(n->last_status[2], 0);
+	assert_int_equal(comps_on(n, 2), 1);
+	assert_int_equal(last_status(n, 2), 0);
 	assert_int_equal(stuck(n, 2), 0);
-	assert_int_equal(n->unstuck_logs[2], 1);
+	assert_int_equal(unstuck_logs[2], 1);
 	net_free(n);
 }
 
@@ -337,52 +244,36 @@ static void test_master_late(void **state)
 	n->stopped = 1;
 	pass(n, 3 * AUDIT_MS);
 	assert_int_equal(stuck(n, 2), 1);
-	assert_int_equal(n->stuck_logs[2], 1);
+	assert_int_equal(stuck_logs[2], 1);
 	n->stopped = 0;
-	memcpy(n->q + n->nq, n->held, n->nheld * sizeof(n->q[0]));
-	n->nq += n->nheld;
-	n->nheld = 0;
+	release_held(n);
 	drain(n);
 	assert_int_equal(stuck(n, 2), 0);
-	assert_int_equal(n->unstuck_logs[2], 1);
-	assert_int_equal(n->comps[2], 0);	/* still queued, rightly */
+	assert_int_equal(unstuck_logs[2], 1);
+	assert_int_equal(comps_on(n, 2), 0);	/* still queued, rightly */
 	pass(n, 3 * AUDIT_MS);
 	assert_int_equal(stuck(n, 2), 0);
-	assert_int_equal(n->stuck_logs[2], 1);
+	assert_int_equal(stuck_logs[2], 1);
 	unlock(n, 1, held, 11, 0);
 	drain(n);
-	assert_int_equal(n->comps[2], 1);
+	assert_int_equal(comps_on(n, 2), 1);
 	net_free(n);
 }
 
 /* audit_ms 0 turns it off: nothing is sent, nothing reported. */
 static void test_audit_off(void **state)
 {
-	static const struct dlm_core_ops ops = { .send = h_send, .ast = h_ast,
-						 .log = h_log };
-	struct dlm_core_config cfg = { .our_nodeid = 2, .toss_ms = 1000 };
-	static const uint32_t members[] = { 1, 2 };
-	struct net *n = calloc(1, sizeof(*n));
-	struct dlm_ls_stats st;
+	struct net *n = net_new_cfg(1000, 0);
 
 	(void)state;
-	assert_non_null(n);
-	ctxs[2].n = n;
-	ctxs[2].node = 2;
-	n->core[2] = dlm_core_new(&cfg, &ops, &ctxs[2]);
-	assert_non_null(n->core[2]);
-	assert_int_equal(dlm_core_ls_create(n->core[2], "audit", members, 2,
-					    NULL, &n->ls[2]), 0);
 	lock(n, 2, DLM_LOCK_EX, 21);	/* a lookup to node 1, never answered */
 	n->nq = 0;
 	for (uint64_t t = 0; t < 10; t++)
 		dlm_core_tick(n->core[2], 1000 + t * 60000);
-	dlm_core_ls_stats(n->ls[2], &st);
-	assert_int_equal(st.ls_audits_sent, 0);
-	assert_int_equal(st.ls_stuck, 0);
+	assert_int_equal(audits(n, 2), 0);
+	assert_int_equal(stuck(n, 2), 0);
 	assert_int_equal(n->nq, 0);
-	dlm_core_free(n->core[2]);
-	free(n);
+	net_free(n);
 }
 
 int main(void)

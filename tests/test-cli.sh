@@ -131,25 +131,11 @@ run cfs-noarg "$CONFIGFS" --dir
 usage_error cfs-noarg dlmd-configfs "dlmd-configfs: option '--dir' requires an argument"
 
 echo "== dlmd started with long options"
-cat >"$dir/dlm.conf" <<EOF
-socket_path = $dir/dlmd.sock
-control_socket = $dir/dlmd-ctl.sock
-pid_file = $dir/dlmd.pid
-log_syslog = no
-membership = none
-configfs_dir = none
-EOF
+write_conf "$dir/dlm.conf"
 # the socket from --socket / -s, not from the environment
 unset DLMD_CTL_SOCKET
 SOCK=$dir/dlmd-ctl.sock
-"$DLMD" --foreground --config="$dir/dlm.conf" >"$dir/dlmd.out" 2>&1 </dev/null &
-pid=$!
-i=0
-until grep -q 'dlmd ready' "$dir/dlmd.out" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "dlmd did not start: $(cat "$dir/dlmd.out")"; exit 1; }
-	sleep 0.1
-done
+start_dlmd "$dir/dlm.conf" "$dir/dlmd.out"
 
 echo "== dlmctl against it"
 run ls-empty "$DLMCTL" --socket="$SOCK" ls

@@ -54,34 +54,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM
 
-cat >"$dir/dlm.conf" <<EOF
-socket_path = $dir/dlmd.sock
-control_socket = $dir/dlmd-ctl.sock
-pid_file = $dir/dlmd.pid
-socket_owner = root
-socket_group = nogroup
-socket_mode = 0660
-log_syslog = no
-log_level = debug
-membership = none
-max_clients_per_uid = $PER_UID
-ast_queue_limit = $AST_LIMIT
-configfs_dir = $dir/configfs
-EOF
+write_conf "$dir/dlm.conf" "socket_owner = root" "socket_group = nogroup" \
+	"socket_mode = 0660" "log_level = debug" \
+	"max_clients_per_uid = $PER_UID" "ast_queue_limit = $AST_LIMIT" \
+	"configfs_dir = $dir/configfs"
 export DLMD_SOCKET=$dir/dlmd.sock DLMD_CTL_SOCKET=$dir/dlmd-ctl.sock
 
 # wait_line FILE PATTERN WHAT: poll until FILE has a line matching PATTERN.
 wait_line() {
-	i=0
-	until grep -q "$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		if [ $i -gt $POLLS ]; then
-			fail "$3: no '$2' in $(cat "$1" 2>/dev/null)"
-			return 1
-		fi
-		sleep 0.1
-	done
-	return 0
+	poll $((POLLS / 10)) grep -q "$2" "$1" ||
+		{ fail "$3: no '$2' in $(cat "$1" 2>/dev/null)"; return 1; }
 }
 
 # hold NAME FD CMD...: run CMD in the background with stdin from fifo
@@ -118,9 +100,7 @@ cpu_ticks() { # PID: utime + stime
 	awk '{ print $14 + $15 }' "/proc/$1/stat"
 }
 
-prlimit --nofile=$NOFILE:$NOFILE "$DLMD" -f -c "$dir/dlm.conf" >"$dir/dlmd.out" 2>&1 &
-pid=$!
-wait_line "$dir/dlmd.out" 'dlmd ready' "dlmd start" || exit 1
+start_dlmd "$dir/dlm.conf" "$dir/dlmd.out" prlimit --nofile=$NOFILE:$NOFILE
 
 echo "== 1. the client socket: owner, group, mode from dlm.conf"
 perm=$(stat -c '%U %G %a' "$dir/dlmd.sock")

@@ -22,12 +22,7 @@
 # time of each step is printed (kill to running again included).
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-CLIENT=$top_builddir/tests/cluster-client
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 N=${1:-16}
 case $N in
 [4-9] | 1[0-6]) ;;
@@ -54,16 +49,7 @@ ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 # members FROM TO: "FROM FROM+1 .. TO", as dlmctl ls prints them
 members() { seq -s ' ' "$1" "$2"; }
 
-# work_all MS NODES...: one workload client per node
-work_all() {
-	ms=$1
-	shift
-	for k in "$@"; do
-		: >"$dir/wl-n$k"
-		start_client "$k" work "$LS" "$dir" $NRES "$ms" "$k"
-		echo "$last_pid" >>"$dir/wl-n$k"
-	done
-}
+wl_clients=1	# workload MS NODES...: one client per node
 
 t=$(date +%s%N)
 if ! "$CLUSTER" up "$N" "$dir"; then
@@ -91,23 +77,18 @@ echo "   joined and running on all: $(ms_since "$t") ms"
 
 echo "== b. workload on every node"
 t=$(date +%s%N)
-work_all "$WORK_MS" $(seq 1 "$N")
+workload "$WORK_MS" $(seq 1 "$N")
 wait_workload $((WORK_MS / 1000 + 60)) $(seq 1 "$N")
 echo "   $N clients, $WORK_MS ms each: done after $(ms_since "$t") ms"
 check "workload"
 
 echo "== c. node $N fails during the workload"
 start_client "$N" hold "$LS" held-by-last EX
-i=0
-until grep -q '^held' "$dir/client-n$N.out" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "node $N did not get its lock"; break; }
-	sleep 0.1
-done
+wait_line "$dir/client-n$N.out" held
 start_client 2 try "$LS" held-by-last EX
 waiter=$last_pid
-work_all $((WORK_MS * 2)) $(seq 1 "$N")
-sleep 1
+workload $((WORK_MS * 2)) $(seq 1 "$N")
+wait_for "$WAIT_S" "the workload to be under way" workload_busy
 t=$(date +%s%N)
 "$CLUSTER" kill "$dir" "$N"
 left=$(members 1 $((N - 1)))

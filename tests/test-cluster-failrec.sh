@@ -19,12 +19,7 @@
 # The cluster is always torn down (trap); logs are kept on failure.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-CLIENT=$top_builddir/tests/cluster-client
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 LS=failrec
 NRES=1
 POLLS=300		# bounded waits: polls of 0.1 s
@@ -50,34 +45,23 @@ fi
 echo "== node 3's dlmd stops cleanly; node 1 alone holds EX in $LS"
 p=$(cat "$dir/n3/dlmd.launch-pid")
 kill -TERM "$p"
-i=0
-while kill -0 "$p" 2>/dev/null && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
-kill -0 "$p" 2>/dev/null && fail "node 3's dlmd did not stop"
+wait_gone "$p" || fail "node 3's dlmd did not stop"
 start_client 1 hold "$LS" r EX
 holder=$last_pid
-i=0
-until held "$dir/client-n1.out"; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "node 1's client did not get its lock"; break; }
-	sleep 0.1
-done
+poll "$WAIT_S" held "$dir/client-n1.out" || fail "node 1's client did not get its lock"
 wait_ls 1 "state running members 1 clients" "node 1 does not run $LS alone" || true
 
 echo "== fencing held; node 1's dlmd dies, its client lives on"
 touch "$dir/fence-hold"
 "$CLUSTER" kill-dlmd "$dir" 1
-i=0
-until grep -q "fencing: node 1 failed" "$dir/n2/dlmd.out" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "node 2 did not record node 1's failure"; break; }
-	sleep 0.1
-done
+poll "$WAIT_S" grep -q "fencing: node 1 failed" "$dir/n2/dlmd.out" 2>/dev/null ||
+	fail "node 2 did not record node 1's failure"
 
 echo "== node 3's dlmd starts and asks for the lock"
 "$CLUSTER" start "$dir" 3 >/dev/null || fail "node 3's dlmd did not start"
 start_client 3 try "$LS" r EX
 waiter=$last_pid
-sleep "$BLOCKED_S"
+sleep "$BLOCKED_S"	# the point: for this long nothing may be granted
 kill -0 "$waiter" 2>/dev/null ||
 	fail "node 3 was granted the EX lock that node 1's live, unfenced client holds: $(tail -n 2 "$dir/client-n3.out")"
 kill -0 "$holder" 2>/dev/null || fail "node 1's holder died before fencing"
@@ -87,7 +71,7 @@ echo "== node 1's dlmd restarts and asks for the lock too"
 "$CLUSTER" start "$dir" 1 >/dev/null || fail "node 1's dlmd did not restart"
 start_client 1 try "$LS" r EX
 waiter1=$last_pid
-sleep "$BLOCKED_S"
+sleep "$BLOCKED_S"	# the point: for this long nothing may be granted
 kill -0 "$waiter1" 2>/dev/null ||
 	fail "node 1's new dlmd granted the EX lock its old client holds: $(tail -n 2 "$dir/client-n1.out")"
 wait_ls 1 "wait fencing of us" "node 1 does not say that its own failure is recorded" || true

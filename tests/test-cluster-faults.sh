@@ -59,12 +59,7 @@
 # kicked and fenced and the lockspace must recover on 1 and 3.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-CLIENT=$top_builddir/tests/cluster-client
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 LS=faults
 NRES=6
 WORK_MS=${CLUSTER_TEST_WORK_MS:-3000}
@@ -139,12 +134,7 @@ chmod 777 "$dir/logs" "$dir/counters"
 say "== 1. node 2's dlmd dies, its client holding EX stays alive"
 start_client 2 hold "$LS" r-held EX
 holder=$last_pid
-i=0
-until grep -q '^held' "$dir/client-n2.out" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "node 2's client did not get its lock"; break; }
-	sleep 0.1
-done
+wait_line "$dir/client-n2.out" held
 workload $((WORK_MS * 2)) 1 3
 for k in 1 3; do
 	wait_ls $k "state running members 1 2 3 " "lockspace not on all three" || true
@@ -152,9 +142,9 @@ done
 touch "$dir/fence-hold"
 start_client 1 try "$LS" r-held EX
 waiter=$last_pid
-sleep 1
+wait_for "$WAIT_S" "node 1's request for r-held to wait" waiting 1 r-held
 "$CLUSTER" kill-dlmd "$dir" 2
-sleep "$BLOCKED_S"
+sleep "$BLOCKED_S"	# the point: for this long nothing may be granted
 if ! kill -0 "$waiter" 2>/dev/null; then
 	fail "node 1 was granted node 2's EX lock while node 2's holder was alive and unfenced: $(cat "$dir/client-n1.out" | tail -n 2)"
 fi
@@ -180,8 +170,7 @@ say "== 1b. a clean stop of node 3's dlmd needs no fencing"
 n3=$(fences_of 3)
 p=$(pid_of 3 dlmd)
 kill -TERM "$p"
-i=0
-while kill -0 "$p" 2>/dev/null && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
+wait_gone "$p" || fail "node 3's dlmd did not stop on SIGTERM"
 wait_ls 1 "state running members 1 2 clients" "no recovery after node 3's clean stop"
 [ "$(fences_of 3)" = "$n3" ] || fail "node 3 was fenced after a clean stop"
 running 3 corosync || fail "node 3's corosync died after a clean dlmd stop"
@@ -191,13 +180,11 @@ wait_ls 1 "state running members 1 2 3 " "node 3 did not rejoin"
 say "== 2. split and merge: node 2 cut past the token, fencing held, healed"
 touch "$dir/fence-hold"
 workload $((WORK_MS * 2)) 1 3
-sleep 0.5
+wait_for "$WAIT_S" "the workload to be under way" workload_busy
 "$CLUSTER" cut "$dir" 2
 wait_ls 1 "wait fencing node 2" "node 1 did not lose node 2"
 "$CLUSTER" heal "$dir" 2
-i=0
-while running 2 corosync && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
-running 2 corosync && fail "node 2 merged back unfenced and was not kicked out"
+poll "$WAIT_S" not running 2 corosync || fail "node 2 merged back unfenced and was not kicked out"
 rm -f "$dir/fence-hold"
 wait_ls 1 "state running members 1 3 " "the majority did not recover after the merge"
 wait_ls 3 "state running members 1 3 " "node 3 did not recover after the merge"
@@ -217,16 +204,13 @@ wait_ls 1 "state running members 1 2 3 " "node 2 did not rejoin after the merge"
 say "== 2c. split and merge while node 3 runs corosync without dlmd"
 p=$(pid_of 3 dlmd)
 kill -TERM "$p"
-i=0
-while kill -0 "$p" 2>/dev/null && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
+wait_gone "$p" || fail "node 3's dlmd did not stop on SIGTERM"
 wait_ls 1 "state running members 1 2 clients" "no recovery after node 3's clean stop"
 touch "$dir/fence-hold"
 "$CLUSTER" cut "$dir" 2
 wait_ls 1 "wait fencing node 2" "node 1 did not lose node 2"
 "$CLUSTER" heal "$dir" 2
-i=0
-while running 2 corosync && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
-running 2 corosync && fail "node 2 merged back unfenced and was not kicked out (ring 1 3 is a majority)"
+poll "$WAIT_S" not running 2 corosync || fail "node 2 merged back unfenced and was not kicked out (ring 1 3 is a majority)"
 rm -f "$dir/fence-hold"
 wait_ls 1 "state running members 1 clients" "node 1 did not recover alone after the merge"
 running 1 corosync && running 1 dlmd && running 3 corosync ||
@@ -258,18 +242,14 @@ removed=
 while [ $b -le "$BLIPS" ]; do
 	f1=$(fences_of 1); f2=$(fences_of 2); f3=$(fences_of 3)
 	"$CLUSTER" cut "$dir" 2
-	sleep 0.4
+	sleep 0.4	# the point: a cut shorter than the token
 	"$CLUSTER" heal "$dir" 2
+	# The point, too: settled holds before the blip as after it, and
+	# whether the ring splits shows only once the token would have
+	# expired; this is that long, not a wait for something to happen.
 	sleep 3
-	i=0
-	until settled; do
-		i=$((i + 1))
-		if [ $i -gt $POLLS ]; then
-			fail "blip $b: not resolved within $((POLLS / 10)) s: n1 $(ls_line 1) / n2 $(ls_line 2) / n3 $(ls_line 3)"
-			break
-		fi
-		sleep 0.1
-	done
+	poll "$WAIT_S" settled ||
+		fail "blip $b: not resolved within $WAIT_S s: n1 $(ls_line 1) / n2 $(ls_line 2) / n3 $(ls_line 3)"
 	for k in 1 2 3; do
 		case " $R " in *" $k "*) continue ;; esac
 		eval "fk=\$f$k"
@@ -293,9 +273,7 @@ check "blips"
 say "== 4. frames from node 2 lost at node 1"
 f0=$(fences_of 2)
 on 1 "$DLMCTL" debug_frames_lost 2 >"$dir/gap.out" 2>&1 || fail "debug_frames_lost: $(cat "$dir/gap.out")"
-i=0
-while running 2 corosync && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
-running 2 corosync && fail "node 2 was not kicked after frames were lost"
+poll "$WAIT_S" not running 2 corosync || fail "node 2 was not kicked after frames were lost"
 wait_ls 1 "state running members 1 3 " "no recovery after the lost frames"
 [ "$(fences_of 2)" != "$f0" ] || fail "node 2 was not fenced after the lost frames"
 running 1 corosync && running 1 dlmd || fail "node 1 went down"
@@ -305,12 +283,8 @@ wait_ls 1 "state running members 1 2 3 " "node 2 did not rejoin"
 say "== 5. a lockspace that cannot make progress is not shown running"
 start_client 2 hold "$LS" r-stall PR
 h2=$last_pid
-i=0
-until [ "$(grep -c '^held' "$dir/client-n2.out")" -ge 2 ]; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "node 2's client did not get r-stall"; break; }
-	sleep 0.1
-done
+poll "$WAIT_S" more_lines "$dir/client-n2.out" '^held' 1 ||
+	fail "node 2's client did not get r-stall"
 p2=$(pid_of 2 dlmd)
 kill -STOP "$p2"
 start_client 1 try "$LS" r-stall EX
@@ -328,18 +302,16 @@ kill_client "$h2"
 say "== 5b. a queued lock whose master stops answering (the audit)"
 start_client 2 hold "$LS" r-audit PR
 h2=$last_pid
-i=0
-until [ "$(grep -c '^held' "$dir/client-n2.out")" -ge 3 ]; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "node 2's client did not get r-audit"; break; }
-	sleep 0.1
-done
+poll "$WAIT_S" more_lines "$dir/client-n2.out" '^held' 2 ||
+	fail "node 2's client did not get r-audit"
 : >"$dir/try-audit.out"
 stuck_before=$(grep -c "is stuck" "$dir/n1/dlmd.out")
 "$CLUSTER" exec "$dir" 1 "$CLIENT" try "$LS" r-audit EX >"$dir/try-audit.out" 2>&1 &
 w1=$!
 pids="$pids $w1"
-sleep 4		# audited about three times, and answered: a wait, no stall
+# the point: for this long (audited about three times, and answered)
+# it must be a wait, not a stall
+sleep 4
 ls_line 1 | grep -q "state running members 1 2 3 " ||
 	fail "a lock queued behind a holder made the lockspace look stuck: $(ls_line 1)"
 [ "$(grep -c "is stuck" "$dir/n1/dlmd.out")" -eq "$stuck_before" ] ||
@@ -369,19 +341,10 @@ wait_ls 1 "state running members 1 2 clients" "nodes 1 and 2 did not recover wit
 f1=$(fences_of 1)
 done1=$(grep -c "fencing: node 1 is fenced" "$dir/n2/dlmd.out")
 "$CLUSTER" kill "$dir" 1
-i=0
-until grep -q "fencing: node 1 failed" "$dir/n2/dlmd.out" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "node 2 did not see node 1 fail"; break; }
-	sleep 0.1
-done
+poll "$WAIT_S" grep -q "fencing: node 1 failed" "$dir/n2/dlmd.out" ||
+	fail "node 2 did not see node 1 fail"
 "$CLUSTER" start "$dir" 1 >/dev/null 2>&1
-i=0
-while [ "$(fences_of 1)" = "$f1" ] && [ $i -lt $POLLS ]; do
-	i=$((i + 1))
-	sleep 0.1
-done
-if [ "$(fences_of 1)" = "$f1" ]; then
+if ! poll "$WAIT_S" more_lines "$dir/fence.log" "fence node 1\$" "$f1"; then
 	fail "node 1 came back afresh and nobody fenced it: $(ls_line 2)"
 else
 	grep -q "fencing: node 1 came back afresh" "$dir/n2/dlmd.out" ||
@@ -390,19 +353,13 @@ fi
 # until node 2 has fenced it: an attempt that meets node 1 still
 # starting fails (a process of the node runs after the kill) and is
 # retried FENCE_RETRY_MS later; a restart before that would be killed
-i=0
-while [ "$(grep -c "fencing: node 1 is fenced" "$dir/n2/dlmd.out")" -le "$done1" ] &&
-	[ $i -lt $POLLS ]; do
-	i=$((i + 1))
-	sleep 0.1
-done
-[ $i -ge $POLLS ] && fail "node 2 never finished fencing node 1"
+poll "$WAIT_S" more_lines "$dir/n2/dlmd.out" "fencing: node 1 is fenced" "$done1" ||
+	fail "node 2 never finished fencing node 1"
 # the fence agent logs before it kills: let it finish
-i=0
-while { running 1 corosync || running 1 dlmd; } && [ $i -lt $POLLS ]; do
-	i=$((i + 1))
-	sleep 0.1
-done
+node_down() { # K: neither corosync nor dlmd of node K runs
+	! running "$1" corosync && ! running "$1" dlmd
+}
+poll "$WAIT_S" node_down 1
 restart 1
 restart 3
 wait_ls 2 "state running members 1 2 3 " "the lockspace did not run on all three again"
@@ -412,8 +369,7 @@ on 1 "$DLMCTL" debug_recovery_fail >"$dir/rf.out" 2>&1 ||
 	fail "debug_recovery_fail: $(cat "$dir/rf.out")"
 p=$(pid_of 3 dlmd)
 kill -TERM "$p"
-i=0
-while kill -0 "$p" 2>/dev/null && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
+wait_gone "$p" || fail "node 3's dlmd did not stop on SIGTERM"
 wait_ls 1 "state running members 1 2 clients" "no recovery after the failed step"
 wait_ls 2 "state running members 1 2 clients" "node 2 did not recover with node 1"
 grep -q "restarting it everywhere in 1 s (attempt 1)" "$dir/n1/dlmd.out" ||

@@ -25,12 +25,7 @@
 #      each fenced exactly once, by node 2.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-CLIENT=$top_builddir/tests/cluster-client
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 LS=fenceone
 NRES=4
 POLLS=300		# bounded waits: polls of 0.1 s
@@ -51,26 +46,16 @@ fences_of() { # K: successful fencings of node K so far
 
 # wait_log FILE REGEX WHAT: until FILE has a line matching REGEX
 wait_log() {
-	i=0
-	until grep -q "$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		if [ $i -gt $POLLS ]; then
-			fail "$3 (no '$2' in $1)"
-			return 1
-		fi
-		sleep 0.1
-	done
+	poll "$WAIT_S" grep -q "$2" "$1" 2>/dev/null ||
+		{ fail "$3 (no '$2' in $1)"; return 1; }
 }
 
-# holder K: a client on node K holds a lock in $LS (so its dlmd is in it)
+# holder K N: a client on node K holds a lock in $LS (so its dlmd is in
+# it), the Nth of node K
 holder() {
 	start_client "$1" hold "$LS" "h$1-$(date +%s%N)" PR
-	i=0
-	until [ "$(grep -c '^held' "$dir/client-n$1.out" 2>/dev/null)" -ge "$2" ]; do
-		i=$((i + 1))
-		[ $i -gt $POLLS ] && { fail "node $1's client did not get its lock"; return 1; }
-		sleep 0.1
-	done
+	poll "$WAIT_S" more_lines "$dir/client-n$1.out" '^held' $(($2 - 1)) ||
+		{ fail "node $1's client did not get its lock"; return 1; }
 }
 
 restart() { # K: node K back and in the lockspace
@@ -96,7 +81,7 @@ done
 "$CLUSTER" kill "$dir" 3
 wait_ls 1 "state running members 1 2 " "no recovery to members 1 2 on node 1"
 wait_ls 2 "state running members 1 2 " "no recovery to members 1 2 on node 2"
-sleep "$SETTLE_S"
+sleep "$SETTLE_S"	# the point: no second fencing in this long
 [ "$(fences_of 3)" = 1 ] || fail "node 3 fenced $(fences_of 3) times, not once: $(cat "$dir/fence.log")"
 grep -q "n1: fence node 3\$" "$dir/fence.log" || fail "node 1 (the lowest survivor) did not fence node 3: $(cat "$dir/fence.log")"
 grep -q "fence node 3: held" "$dir/fence.log" && fail "a held attempt with fencing not held: $(cat "$dir/fence.log")"
@@ -128,7 +113,7 @@ restart 2
 for k in 1 2 3; do
 	wait_ls $k "state running members 1 2 3 " "node $k: not all three again"
 done
-sleep "$SETTLE_S"
+sleep "$SETTLE_S"	# the point: no second fencing in this long
 [ "$(fences_of 1)" = $((f1 + 1)) ] || fail "node 1 fenced $(($(fences_of 1) - f1)) times, not once: $(cat "$dir/fence.log")"
 [ "$(fences_of 2)" = $((f2 + 1)) ] || fail "node 2 fenced $(($(fences_of 2) - f2)) times, not once: $(cat "$dir/fence.log")"
 grep -q "n3: fence node 1\$" "$dir/fence.log" || fail "node 3 did not fence node 1: $(cat "$dir/fence.log")"
@@ -156,7 +141,7 @@ restart 3
 for k in 1 2 3; do
 	wait_ls $k "state running members 1 2 3 " "node $k: not all three again after 3"
 done
-sleep "$SETTLE_S"
+sleep "$SETTLE_S"	# the point: no second fencing in this long
 [ "$(fences_of 3)" = $((f3 + 1)) ] || fail "node 3 fenced $(($(fences_of 3) - f3)) times, not once: $(cat "$dir/fence.log")"
 [ "$(fences_of 1)" = $((f1 + 1)) ] || fail "node 1 fenced $(($(fences_of 1) - f1)) times, not once: $(cat "$dir/fence.log")"
 grep -q "n2: fence node 3\$" "$dir/fence.log" || fail "node 2 did not fence node 3"

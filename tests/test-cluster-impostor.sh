@@ -30,13 +30,7 @@
 #      violation.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-CLIENT=$top_builddir/tests/cluster-client
-DLMCTL=$top_builddir/plugin/dlmctl
-DLMD=$top_builddir/plugin/dlmd
+. "$top_srcdir/tests/test-lib.sh"
 IMPOSTOR=$top_builddir/tests/lowcomms-impostor
 LS=imptest
 NRES=8
@@ -87,13 +81,7 @@ echo "== 1. workload on nodes 1 and 2, node 3 holds a lock"
 start_client 3 hold "$LS" n3-lock PR
 holder=$last_pid
 wait_ls 3 "members" "lockspace not on node 3" || exit 1
-wl=
-for k in 1 2; do
-	for c in 1 2; do
-		start_client "$k" work "$LS" "$dir" $NRES "$WORK_MS" "$k$c"
-		wl="$wl $last_pid"
-	done
-done
+workload "$WORK_MS" 1 2
 wait_ls 1 "members 1 2 3 " "lockspace not on all three nodes" || exit 1
 event0=$(ls_line 1 | sed -n 's/.* event \([0-9]*\).*/\1/p')
 echo "   lockspace running, event $event0"
@@ -108,7 +96,8 @@ if on 1 $as_nobody "$dir/impostor" hello 10.213.77.1 10.213.77.2 21064 1 2 \
 else
 	fail "plaintext HELLO impostor: $(tail -n 1 "$dir/impostor-hello.out")"
 fi
-# node 2 logs at most one rejection a second (a flood must not fill the log)
+# node 2 logs at most one rejection a second (a flood must not fill the
+# log): the point of this sleep is to pass that second
 sleep 1.2
 if on 1 $as_nobody "$dir/impostor" handshake 10.213.77.1 10.213.77.2 21064 1 2 \
 	"$dir/authkey" >"$dir/impostor-hs.out" 2>&1; then
@@ -118,13 +107,11 @@ else
 fi
 grep -q "trying without the key" "$dir/impostor-hs.out" ||
 	fail "the impostor read the key file"
-i=0
-until grep -q "rejecting connection from 10.213.77.1:[0-9]*: peer speaks unauthenticated" "$dir/n2/dlmd.out" &&
-      grep -q "rejecting connection from 10.213.77.1:[0-9]* claiming node 1: peer does not prove the cluster key" "$dir/n2/dlmd.out"; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "node 2 did not log both refusals"; break; }
-	sleep 0.1
-done
+both_refused() { # node 2 logged the refusals of both impostors
+	grep -q "rejecting connection from 10.213.77.1:[0-9]*: peer speaks unauthenticated" "$dir/n2/dlmd.out" &&
+		grep -q "rejecting connection from 10.213.77.1:[0-9]* claiming node 1: peer does not prove the cluster key" "$dir/n2/dlmd.out"
+}
+poll "$WAIT_S" both_refused || fail "node 2 did not log both refusals"
 grep "rejecting connection" "$dir/n2/dlmd.out" | sed 's/^/   node 2: /'
 if grep -q "node 1 restarted" "$dir/n2/dlmd.out"; then
 	fail "node 2 took an impostor for node 1"
@@ -176,9 +163,14 @@ for k in 1 2; do
 	eval "from$k=\$((\$(wc -l <"\$dir/n$k/dlmd.out") + 1))"
 done
 since() { eval "tail -n +\$from$1 \"\$dir/n$1/dlmd.out\""; }
+three_refused() { # K: node K logged the refusals of the three rounds
+	[ "$(since "$1" | grep -c "rejecting connection from 10.213.77.3:[0-9]* claiming node 3: peer does not prove the cluster key")" -ge 2 ] &&
+		since "$1" | grep -q "rejecting connection from 10.213.77.3:[0-9]*: peer speaks unauthenticated"
+}
 head -c 256 /dev/urandom >"$dir/wrong-authkey" && chmod 600 "$dir/wrong-authkey" ||
 	fail "cannot make a wrong key"
 # at most one rejection a second is logged per node: a pause per round
+# (the sleep's point is to pass that second)
 for round in hello nokey wrongkey; do
 	sleep 1.2
 	for t in 1 2; do
@@ -201,13 +193,7 @@ grep -q "read the key file" "$dir/takeover-wrongkey-1.out" &&
 grep -q "cannot check the peer's proof" "$dir/takeover-wrongkey-1.out" ||
 	fail "the wrong-key impostor did not run with its own key"
 for k in 1 2; do
-	i=0
-	until [ "$(since $k | grep -c "rejecting connection from 10.213.77.3:[0-9]* claiming node 3: peer does not prove the cluster key")" -ge 2 ] &&
-	      since $k | grep -q "rejecting connection from 10.213.77.3:[0-9]*: peer speaks unauthenticated"; do
-		i=$((i + 1))
-		[ $i -gt $POLLS ] && { fail "node $k did not log the three refusals"; break; }
-		sleep 0.1
-	done
+	poll "$WAIT_S" three_refused $k || fail "node $k did not log the three refusals"
 	since $k | grep "rejecting connection" | sed "s/^/   node $k: /"
 	if since $k | grep -E -q "node 3 (at [^ ]* )?proved the cluster key|node 3 restarted"; then
 		fail "node $k took the host on node 3's address for node 3"
@@ -215,9 +201,7 @@ for k in 1 2; do
 done
 
 echo "== 6. the lock traffic did not notice"
-for p in $wl; do
-	wait_pid "$p" $((WORK_MS / 1000 + 60)) || fail "a workload client ($p) failed or hung"
-done
+wait_workload $((WORK_MS / 1000 + 60)) 1 2
 for k in 1 2; do
 	l=$(ls_line $k)
 	case $l in

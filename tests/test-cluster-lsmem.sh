@@ -16,12 +16,7 @@
 # The cluster is always torn down (trap); logs are kept on failure.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-CLIENT=$top_builddir/tests/cluster-client
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 NLS=${LSMEM_NLS:-200}
 MAX_KB_PER_LS=${LSMEM_MAX_KB:-64}
 POLLS=1200		# bounded waits: polls of 0.1 s
@@ -50,7 +45,12 @@ shm_kb() { # K: kB in node K's /dev/shm
 running() { # K: how many lockspaces of node K run with members 1 2
 	on "$1" "$DLMCTL" ls 2>/dev/null | grep -c "^name lsmem-[0-9]* id [0-9a-f]* state running members 1 2 "
 }
+all_running() { # K: all NLS lockspaces of node K run with members 1 2
+	[ "$(running "$1")" -eq "$NLS" ]
+}
 
+# (the sleeps before the two measurements let the daemons settle: there
+# is no event of "done growing" to wait for)
 sleep 1
 for k in 1 2; do
 	eval "rss0_$k=$(rss_kb $k) shm0_$k=$(shm_kb $k)"
@@ -75,15 +75,8 @@ wait "$jp_1" || rc=1
 wait "$jp_2" || rc=1
 [ $rc -eq 0 ] || exit 1
 for k in 1 2; do
-	i=0
-	until [ "$(running $k)" -eq "$NLS" ]; do
-		i=$((i + 1))
-		if [ $i -gt $POLLS ]; then
-			fail "node $k: only $(running $k) of $NLS lockspaces run with members 1 2"
-			break
-		fi
-		sleep 0.1
-	done
+	poll "$WAIT_S" all_running $k ||
+		fail "node $k: only $(running $k) of $NLS lockspaces run with members 1 2"
 done
 [ $rc -eq 0 ] || exit 1
 sleep 1
@@ -115,16 +108,8 @@ PEER=$top_builddir/tests/cpg-peer
 PEER_S=8
 on 2 "$PEER" 1 $PEER_S >"$dir/cpg-peer.out" 2>&1 &
 peer=$!
-i=0
-until grep -q "speaks CPG protocol version 1, we speak 2: mixing versions is refused" \
-	"$dir/n1/dlmd.out" 2>/dev/null; do
-	i=$((i + 1))
-	if [ $i -gt $POLLS ]; then
-		fail "node 1 logged no refusal of the version-1 peer"
-		break
-	fi
-	sleep 0.1
-done
+poll "$WAIT_S" grep -q "speaks CPG protocol version 1, we speak 2: mixing versions is refused" \
+	"$dir/n1/dlmd.out" 2>/dev/null || fail "node 1 logged no refusal of the version-1 peer"
 # while it is a member, no lockspace changes members (it never announces
 # what it is in); running ones run on
 # (dlmctl join returns once the lockspace runs: here, after the peer left)

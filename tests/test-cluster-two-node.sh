@@ -21,12 +21,7 @@
 # was back in the view.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-CLIENT=$top_builddir/tests/cluster-client
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 LS=twonode
 NRES=4
 WORK_MS=${CLUSTER_TEST_WORK_MS:-3000}
@@ -68,12 +63,7 @@ grep -q "node 1 breaks even splits" "$dir/n2/dlmd.out" ||
 say "== a holder on node 2, a workload on both"
 start_client 2 hold "$LS" r-held EX
 holder=$last_pid
-i=0
-until grep -q '^held' "$dir/client-n2.out" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "node 2's client did not get its lock"; break; }
-	sleep 0.1
-done
+wait_line "$dir/client-n2.out" held
 workload "$WORK_MS" 1 2
 wait_workload $((WORK_MS / 1000 + 30)) 1 2
 wait_ls 1 "state running members 1 2 " "the lockspace is not on both nodes"
@@ -87,14 +77,12 @@ wait_ls 1 "wait fencing node 2" "node 1 did not lose node 2"
 start_client 1 try "$LS" r-held EX
 waiter=$last_pid
 "$CLUSTER" heal "$dir" 2
-i=0
-while running 2 corosync && [ $i -lt $POLLS ]; do sleep 0.1; i=$((i + 1)); done
-running 2 corosync && fail "node 2 merged back unfenced and was not removed (an even split must resolve by itself)"
+poll "$WAIT_S" not running 2 corosync || fail "node 2 merged back unfenced and was not removed (an even split must resolve by itself)"
 grep -q "removing node 2 from the cluster" "$dir/n1/dlmd.out" ||
 	fail "node 1 (the tie-breaker) does not say it removed node 2"
 grep -q "removing node 1 from the cluster" "$dir/n2/dlmd.out" &&
 	fail "node 2 tried to remove the tie-breaker node"
-sleep "$BLOCKED_S"
+sleep "$BLOCKED_S"	# the point: for this long nothing may be granted
 kill -0 "$waiter" 2>/dev/null ||
 	fail "node 1 was granted node 2's EX while node 2's holder was alive and unfenced: $(tail -n 2 "$dir/client-n1.out")"
 kill -0 "$holder" 2>/dev/null || fail "node 2's holder died before fencing (it should be alive)"
@@ -120,14 +108,10 @@ say "== node 2 cut for 3 s, fencing free: node 1 fences node 2, node 2 never nod
 n1=$(grep -c "fence node 1\$" "$dir/fence.log")
 n2=$(grep -c "fence node 2\$" "$dir/fence.log")
 "$CLUSTER" cut "$dir" 2
-sleep 3
+sleep 3		# the point: a cut of 3 s, past the token
 "$CLUSTER" heal "$dir" 2
-i=0
-while [ "$(grep -c "fence node 2\$" "$dir/fence.log")" -le "$n2" ] && [ $i -lt $POLLS ]; do
-	sleep 0.1; i=$((i + 1))
-done
-[ "$(grep -c "fence node 2\$" "$dir/fence.log")" -gt "$n2" ] || fail "node 1 did not fence node 2: $(cat "$dir/fence.log")"
-sleep 6	# past node 2's delay: it must be gone by then, not fencing
+poll "$WAIT_S" more_lines "$dir/fence.log" "fence node 2\$" "$n2" || fail "node 1 did not fence node 2: $(cat "$dir/fence.log")"
+sleep 6	# the point: past node 2's delay it must be gone, not fencing
 [ "$(grep -c "fence node 1\$" "$dir/fence.log")" -eq "$n1" ] ||
 	fail "node 2 fenced node 1 (the halves shot each other): $(cat "$dir/fence.log")"
 running 1 corosync && running 1 dlmd || fail "node 1 went down: $("$CLUSTER" status "$dir")"

@@ -45,12 +45,7 @@
 # The cluster is always torn down (trap); logs are kept on failure.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-CLIENT=$top_builddir/tests/cluster-client
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 LS=clustertest
 NRES=8
 WORK_MS=${CLUSTER_TEST_WORK_MS:-3000}
@@ -83,17 +78,15 @@ echo "== b. node 2 fails during the workload"
 start_client 1 hold "$LS" held-by-1 EX
 h1=$last_pid
 start_client 2 hold "$LS" held-by-2 EX
-i=0
-until [ "$(grep -c '^held' "$dir/client-n1.out" "$dir/client-n2.out" |
-	awk -F: '{s += $2} END {print s}')" -ge 2 ]; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "holders did not get their locks"; break; }
-	sleep 0.1
-done
+both_held() { # the holders on nodes 1 and 2 have their locks
+	[ "$(grep -c '^held' "$dir/client-n1.out" "$dir/client-n2.out" |
+		awk -F: '{s += $2} END {print s}')" -ge 2 ]
+}
+wait_for "$WAIT_S" "the holders on nodes 1 and 2 to hold" both_held
 start_client 3 try "$LS" held-by-2 EX
 waiter=$last_pid
 workload $((WORK_MS * 2)) 1 2 3
-sleep 1
+wait_for "$WAIT_S" "the workload to be under way" workload_busy
 t0=$(date +%s%N)
 "$CLUSTER" kill "$dir" 2
 wait_ls 1 "state running members 1 3 " "no recovery to members 1 3"
@@ -140,13 +133,14 @@ kill_client "$h1"
 echo "== e. dlm_ls_purge(nodeid, pid) of an orphan on another node"
 start_client 2 orphan "$LS" orphan-on-2 EX
 oc=$last_pid
-i=0
-until opid=$(sed -n 's/^held \([0-9]*\)$/\1/p' "$dir/client-n2.out" | tail -n 1) &&
-	[ -n "$opid" ]; do
-	i=$((i + 1))
-	[ $i -gt $POLLS ] && { fail "the orphan's owner did not get its lock"; break; }
-	sleep 0.1
-done
+orphan_pid() { # the PID the orphan's owner on node 2 printed
+	sed -n 's/^held \([0-9]*\)$/\1/p' "$dir/client-n2.out" | tail -n 1
+}
+orphan_held() {
+	[ -n "$(orphan_pid)" ]
+}
+wait_for "$WAIT_S" "the orphan's owner to hold" orphan_held
+opid=$(orphan_pid)
 kill_client "$oc"
 wait "$oc" 2>/dev/null
 timeout "$BLOCKED_S" "$CLUSTER" exec "$dir" 3 "$CLIENT" try "$LS" orphan-on-2 EX >"$dir/try-o1.out" 2>&1
@@ -163,7 +157,7 @@ timeout 10 "$CLUSTER" exec "$dir" 3 "$CLIENT" try "$LS" orphan-on-2 EX >"$dir/tr
 echo "== c. node 3 is cut off"
 touch "$dir/fence-hold"
 workload $((WORK_MS * 2)) 1 2 3
-sleep 1
+wait_for "$WAIT_S" "the workload to be under way" workload_busy
 "$CLUSTER" cut "$dir" 3
 wait_ls 1 "wait fencing node 3" "node 1 does not wait for fencing node 3"
 timeout "$BLOCKED_S" "$CLUSTER" exec "$dir" 3 "$CLIENT" try "$LS" fresh-on-3 EX >"$dir/try3.out" 2>&1
@@ -195,15 +189,13 @@ token_of() {
 store() {
 	on "$1" "$CLIENT" store "$dir/store-fenced-obj" "$2"
 }
+has_token() { # K: node K's token-hold has its token
+	[ -n "$(token_of "$1")" ]
+}
 # hold_token K WHAT: node K takes fenced-obj EX; wait for its token
 hold_token() {
 	start_client "$1" token-hold "$LS" fenced-obj EX
-	i=0
-	until [ -n "$(token_of "$1")" ]; do
-		i=$((i + 1))
-		[ $i -gt $POLLS ] && { fail "$2"; break; }
-		sleep 0.1
-	done
+	poll "$WAIT_S" has_token "$1" || fail "$2"
 }
 hold_token 1 "node 1 did not get fenced-obj"
 t1=$(token_of 1)
@@ -242,12 +234,8 @@ for k in 1 2; do
 	echo $! >>"$dir/n$k/clients"
 	pids="$pids $!"
 	dl_pid="$dl_pid $!"
-	i=0
-	until dl_out $k | grep -q '^held$'; do
-		i=$((i + 1))
-		[ $i -gt $POLLS ] && { fail "node $k did not get dl-r$k: $(dl_out $k)"; break; }
-		sleep 0.1
-	done
+	poll "$WAIT_S" has_line "$dir/dl-n$k.out" 'held$' ||
+		fail "node $k did not get dl-r$k: $(dl_out $k)"
 done
 touch "$dir/dl-go"
 # deadlock_secs (5 s) before the first probe, a scan, and room to spare

@@ -23,14 +23,11 @@
 # failure.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-DLMD=$top_builddir/plugin/dlmd
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 RUN=$top_builddir/ocf/dlmd-configfs
 LT=$top_builddir/tests/test-libdlm-lt
 FAKE=$top_builddir/tests/.libs/fake-configfs.so
-POLLS=100	# polls of 0.1 s
+WAIT_S=10	# the bound of every wait, seconds
 VIEW=/run/dlmd/configfs/dlm/cluster
 
 if [ "${1:-}" != --inside ]; then
@@ -41,31 +38,19 @@ if [ "${1:-}" != --inside ]; then
 	chmod 755 "$dir"
 	unshare --mount --propagation private sh "$0" --inside "$dir"
 	rc=$?
-	if [ $rc -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "logs kept in $dir" >&2
-	fi
-	exit $rc
+	finish
 fi
 
 dir=$2
 rc=0
 dlmd_pids=
 holder=
-fail() {
-	echo "FAIL: $*" >&2
-	rc=1
-}
 cleanup() {
 	[ -n "$holder" ] && kill "$holder" 2>/dev/null
 	for p in $dlmd_pids; do
 		kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null
 	done
-	if grep -q 'ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:' "$dir"/dlmd*.out 2>/dev/null; then
-		echo "FAIL: sanitizer report in dlmd's output" >&2
-		rc=1
-	fi
+	check_sanitizer "$dir"/dlmd*.out
 	exit $rc
 }
 trap cleanup EXIT
@@ -78,23 +63,9 @@ log_level = debug
 membership = none
 EOF
 
-wait_for() { # WHAT CMD...: until CMD succeeds
-	ww=$1
-	shift
-	wi=0
-	until "$@" 2>/dev/null; do
-		wi=$((wi + 1))
-		if [ $wi -gt $POLLS ]; then
-			fail "$ww"
-			return 1
-		fi
-		sleep 0.1
-	done
-}
-
-# start_dlmd NAME CONF [ENV...]: dlmd -f in the background, output in
+# spawn_dlmd NAME CONF [ENV...]: dlmd -f in the background, output in
 # $dir/dlmd-NAME.out, its PID in $last
-start_dlmd() {
+spawn_dlmd() {
 	sn=$1
 	sc=$2
 	shift 2
@@ -104,7 +75,7 @@ start_dlmd() {
 	dlmd_pids="$dlmd_pids $last"
 }
 
-stop_dlmd() { # PID
+end_dlmd() { # PID: SIGTERM, and it must exit 0
 	kill -TERM "$1" 2>/dev/null
 	wait "$1"
 	sr=$?
@@ -116,17 +87,17 @@ file_is() { # FILE TEXT: is FILE's content TEXT (one line)?
 }
 
 echo "== a. default paths"
-start_dlmd main "$dir/dlm.conf"
+spawn_dlmd main "$dir/dlm.conf"
 main=$last
-wait_for "dlmd made no socket at the default /run/dlmd/dlmd.sock" \
+wait_for "$WAIT_S" "dlmd made no socket at the default /run/dlmd/dlmd.sock" \
 	test -S /run/dlmd/dlmd.sock || exit 1
-wait_for "no control socket at the default path" test -S /run/dlmd/dlmd-ctl.sock
+wait_for "$WAIT_S" "no control socket at the default path" test -S /run/dlmd/dlmd-ctl.sock
 env -u DLMD_CTL_SOCKET "$DLMCTL" join viewls || fail "dlmctl join at its default socket"
 mkfifo "$dir/hold"
 env -u DLMD_SOCKET "$LT" hold viewls <"$dir/hold" >"$dir/hold.out" 2>&1 &
 holder=$!
 exec 3>"$dir/hold"
-wait_for "a libdlm client without DLMD_SOCKET took no lock: $(cat "$dir/hold.out")" \
+wait_for "$WAIT_S" "a libdlm client without DLMD_SOCKET took no lock: $(cat "$dir/hold.out")" \
 	grep -q '^held' "$dir/hold.out"
 env -u DLMD_CTL_SOCKET "$DLMCTL" ls | grep -q '^name viewls .* clients 1 ' ||
 	fail "dlmctl at its default socket does not list viewls with a client"
@@ -161,7 +132,7 @@ exec 3>&-
 wait "$holder" || fail "holder: $(cat "$dir/hold.out")"
 holder=
 "$DLMCTL" leave viewls || fail "dlmctl leave"
-wait_for "spaces/viewls stays after its release" test ! -e "$VIEW/spaces/viewls"
+wait_for "$WAIT_S" "spaces/viewls stays after its release" test ! -e "$VIEW/spaces/viewls"
 
 echo "== d. one dlmd per view"
 cat >"$dir/dlm2.conf" <<EOF
@@ -172,16 +143,16 @@ socket_path = $dir/d2.sock
 control_socket = $dir/d2-ctl.sock
 pid_file = $dir/d2.pid
 EOF
-start_dlmd second "$dir/dlm2.conf"
+spawn_dlmd second "$dir/dlm2.conf"
 second=$last
-wait_for "the second dlmd did not start" test -S "$dir/d2-ctl.sock"
+wait_for "$WAIT_S" "the second dlmd did not start" test -S "$dir/d2-ctl.sock"
 grep -q "configfs view: /run/dlmd/configfs is kept by another dlmd (pid $main)" "$dir/dlmd-second.out" ||
 	fail "the second dlmd does not say the view is another's: $(grep configfs "$dir/dlmd-second.out")"
 "$DLMCTL" -s "$dir/d2-ctl.sock" status | grep -q '^configfs /run/dlmd/configfs off (kept by another dlmd)$' ||
 	fail "second dlmd's status: $("$DLMCTL" -s "$dir/d2-ctl.sock" status | grep configfs)"
-stop_dlmd "$second"
+end_dlmd "$second"
 test -r "$VIEW/cluster_name" || fail "the second dlmd's stop removed the first one's view"
-stop_dlmd "$main"
+end_dlmd "$main"
 [ ! -e /run/dlmd/configfs/dlm ] || fail "dlm/ stays after dlmd stopped"
 [ -d /run/dlmd/configfs ] || fail "configfs_dir went with dlmd (bind mounts of it would break)"
 
@@ -191,9 +162,9 @@ mkdir -p /sys/kernel/config/dlm/cluster
 echo kernel >/sys/kernel/config/dlm/cluster/cluster_name
 [ "$(LD_PRELOAD=$FAKE stat -f -c %t /sys/kernel/config)" = 62656570 ] ||
 	fail "tests/fake-configfs.c does not fake statfs"
-start_dlmd kernel "$dir/dlm.conf" LD_PRELOAD="$FAKE"
+spawn_dlmd kernel "$dir/dlm.conf" LD_PRELOAD="$FAKE"
 kern=$last
-wait_for "dlmd (kernel DLM present) did not start" test -S /run/dlmd/dlmd-ctl.sock
+wait_for "$WAIT_S" "dlmd (kernel DLM present) did not start" test -S /run/dlmd/dlmd-ctl.sock
 grep -q "configfs view: not kept: /sys/kernel/config is configfs and has dlm/: the kernel DLM is loaded" \
 	"$dir/dlmd-kernel.out" || fail "dlmd does not say why it keeps no view: $(grep configfs "$dir/dlmd-kernel.out")"
 [ ! -e /run/dlmd/configfs/dlm ] || fail "dlmd wrote a view beside a kernel DLM"
@@ -202,7 +173,7 @@ grep -q "configfs view: not kept: /sys/kernel/config is configfs and has dlm/: t
 got=$(LD_PRELOAD=$FAKE "$RUN" -c "$dir/dlm.conf" cat /sys/kernel/config/dlm/cluster/cluster_name 2>"$dir/run.err")
 [ "$got" = kernel ] || fail "dlmd-configfs beside a kernel DLM shows '$got', not the kernel's tree"
 grep -q "the kernel DLM is loaded" "$dir/run.err" || fail "dlmd-configfs does not say why: $(cat "$dir/run.err")"
-stop_dlmd "$kern"
+end_dlmd "$kern"
 dlmd_pids=
 umount /sys/kernel
 

@@ -10,7 +10,6 @@
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
-CLUSTER=$top_srcdir/tests/dlm-cluster
 # bounded waits: polls of 0.1 s
 POLLS=100
 

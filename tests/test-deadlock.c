@@ -20,139 +20,24 @@
 
 #include "core/core.h"
 #include "core/wire.h"
+#include "tests/engine-net-harness.h"
 
 #define DEADLOCK_MS	2000
 #define STEP_MS		100
 #define NNODES		3
-#define MAXQ		1024
-#define MAXCOMP		64
-
-struct qmsg {
-	uint32_t from, to;
-	size_t len;
-	unsigned char buf[DLM_WIRE_MAX_LEN];
-};
-
-struct comp {
-	int node;
-	uint32_t lkid;
-	int status;
-	int grmode;
-};
-
-struct net {
-	struct dlm_core *core[NNODES + 1];
-	struct dlm_ls *ls[NNODES + 1];
-	struct qmsg q[MAXQ];
-	size_t nq;
-	uint64_t now;
-	struct comp comps[MAXCOMP];
-	int ncomps;
-};
-
-static struct ctx {
-	struct net *n;
-	int node;
-} ctxs[NNODES + 1];
-
-static void h_send(void *ctx, uint32_t to, const void *buf, size_t len)
-{
-	struct ctx *c = ctx;
-	struct net *n = c->n;
-
-	assert_true(n->nq < MAXQ);
-	n->q[n->nq].from = (uint32_t)c->node;
-	n->q[n->nq].to = to;
-	n->q[n->nq].len = len;
-	memcpy(n->q[n->nq].buf, buf, len);
-	n->nq++;
-}
-
-static void h_ast(void *ctx, const struct dlm_ast *a)
-{
-	struct ctx *c = ctx;
-	struct net *n = c->n;
-
-	if (a->type != DLM_AST_COMP)
-		return;
-	assert_true(n->ncomps < MAXCOMP);
-	n->comps[n->ncomps].node = c->node;
-	n->comps[n->ncomps].lkid = a->lkid;
-	n->comps[n->ncomps].status = a->status;
-	n->comps[n->ncomps].grmode = a->grmode;
-	n->ncomps++;
-}
-
-static void h_log(void *ctx, enum dlm_log_level level, const char *line)
-{
-	struct ctx *c = ctx;
-
-	(void)level;
-	if (getenv("TEST_CORE_VERBOSE"))
-		fprintf(stderr, "node %d: %s\n", c->node, line);
-}
 
 static struct net *net_new_cfg(uint32_t deadlock_ms)
 {
-	static const struct dlm_core_ops ops = {
-		.send = h_send, .ast = h_ast, .log = h_log,
+	struct dlm_core_config cfg = {
+		.toss_ms = 3600000, .deadlock_ms = deadlock_ms,
 	};
-	static const uint32_t members[] = { 1, 2, 3 };
-	struct net *n = calloc(1, sizeof(*n));
 
-	assert_non_null(n);
-	n->now = 1000;
-	for (int i = 1; i <= NNODES; i++) {
-		struct dlm_core_config cfg = {
-			.our_nodeid = (uint32_t)i, .toss_ms = 3600000,
-			.deadlock_ms = deadlock_ms,
-		};
-
-		ctxs[i].n = n;
-		ctxs[i].node = i;
-		n->core[i] = dlm_core_new(&cfg, &ops, &ctxs[i]);
-		assert_non_null(n->core[i]);
-		dlm_core_tick(n->core[i], n->now);
-		assert_int_equal(dlm_core_ls_create(n->core[i], "dl", members,
-						    NNODES, NULL, &n->ls[i]), 0);
-	}
-	return n;
+	return enet_new(NNODES, "dl", &cfg, STEP_MS);
 }
 
 static struct net *net_new(void)
 {
 	return net_new_cfg(DEADLOCK_MS);
-}
-
-static void net_free(struct net *n)
-{
-	for (int i = 1; i <= NNODES; i++)
-		dlm_core_free(n->core[i]);
-	free(n);
-}
-
-static void drain(struct net *n)
-{
-	for (int guard = 0; n->nq && guard < 100000; guard++) {
-		struct qmsg m = n->q[0];
-
-		memmove(n->q, n->q + 1, (n->nq - 1) * sizeof(n->q[0]));
-		n->nq--;
-		assert_int_equal(dlm_core_receive(n->core[m.to], m.from, m.buf,
-						  m.len), 0);
-	}
-	assert_int_equal(n->nq, 0);
-}
-
-/* Let ms pass on every node in small steps, delivering as we go. */
-static void pass(struct net *n, uint64_t ms)
-{
-	for (uint64_t t = 0; t < ms; t += STEP_MS) {
-		n->now += STEP_MS;
-		for (int i = 1; i <= NNODES; i++)
-			dlm_core_tick(n->core[i], n->now);
-		drain(n);
-	}
 }
 
 static struct dlm_ls_stats stats(struct net *n, int node)
@@ -230,24 +115,6 @@ static void unlock(struct net *n, int node, uint32_t lkid, uint64_t owner)
 
 	assert_int_equal(dlm_core_unlock(n->ls[node], &rq), 0);
 	drain(n);
-}
-
-/* The completions lkid on node had, and the last one's status. */
-static int comps_of(struct net *n, int node, uint32_t lkid, int *status,
-		    int *grmode)
-{
-	int count = 0;
-
-	for (int i = 0; i < n->ncomps; i++) {
-		if (n->comps[i].node != node || n->comps[i].lkid != lkid)
-			continue;
-		count++;
-		if (status)
-			*status = n->comps[i].status;
-		if (grmode)
-			*grmode = n->comps[i].grmode;
-	}
-	return count;
 }
 
 static void assert_granted(struct net *n, int node, uint32_t lkid)

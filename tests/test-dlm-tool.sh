@@ -9,7 +9,6 @@
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
-CLUSTER=$top_srcdir/tests/dlm-cluster
 TOOL=$top_builddir/plugin/dlm_tool
 LT=$top_builddir/tests/test-libdlm-lt
 POLLS=100	# bounded waits: polls of 0.1 s

@@ -3,14 +3,19 @@
 # tests/pcmk-cluster.sh, tests/install-check.sh and the one-dlmd tests
 # below).  Sourced after rc=0 is set; dir (the test's directory) need
 # only be set by the time finish runs.  Sourcing it right after top_srcdir
-# is set gives the test top_builddir (absolute, exported), DLMD and
-# DLMCTL.
+# is set makes top_srcdir absolute and gives the test top_builddir
+# (absolute, exported), DLMD, DLMCTL, CLUSTER (tests/dlm-cluster, which
+# runs corosync and dlmd nodes in namespaces) and CLIENT (the cluster
+# tests' lock client).
 
+top_srcdir=$(cd "$top_srcdir" && pwd)
 top_builddir=${top_builddir:-.}
 top_builddir=$(cd "$top_builddir" && pwd)
 export top_builddir
 DLMD=$top_builddir/plugin/dlmd
 DLMCTL=$top_builddir/plugin/dlmctl
+CLUSTER=$top_srcdir/tests/dlm-cluster
+CLIENT=$top_builddir/tests/cluster-client
 
 # fail WHAT: report WHAT, and the test fails at its end
 fail() {
@@ -36,12 +41,7 @@ finish() {
 # wait_gone PID: until process PID is gone, for at most POLLS polls of
 # 0.1 s; 1 if it is still there
 wait_gone() {
-	i=0
-	while kill -0 "$1" 2>/dev/null; do
-		[ $i -ge $POLLS ] && return 1
-		sleep 0.1
-		i=$((i + 1))
-	done
+	poll $((POLLS / 10)) not kill -0 "$1"
 }
 
 # stop_dlmd: the dlmd at $pid, if it runs, gets SIGTERM and POLLS polls
@@ -60,10 +60,82 @@ stop_dlmd() {
 	return $stopped
 }
 
+# write_conf FILE [LINE...]: a dlm.conf for the test's own dlmd, with no
+# cluster (membership none), its sockets and pid file in $dir, no syslog
+# and no configfs view; the LINEs ("key = value") follow the defaults,
+# and a LINE replaces the default of its key.
+write_conf() {
+	wc_file=$1
+	shift
+	: >"$wc_file"
+	for wc_line in "membership = none" "socket_path = $dir/dlmd.sock" \
+		"control_socket = $dir/dlmd-ctl.sock" "pid_file = $dir/dlmd.pid" \
+		"log_syslog = no" "configfs_dir = none"; do
+		wc_given=
+		for wc_x in "$@"; do
+			[ "${wc_x%% =*}" = "${wc_line%% =*}" ] && wc_given=1
+		done
+		[ -n "$wc_given" ] || echo "$wc_line" >>"$wc_file"
+	done
+	for wc_x in "$@"; do
+		echo "$wc_x"
+	done >>"$wc_file"
+}
+
+dlmd_ready() { # OUT PID: dlmd logged it is ready in OUT, or PID is gone
+	grep -q 'dlmd ready' "$1" 2>/dev/null || ! kill -0 "$2" 2>/dev/null
+}
+
+# start_dlmd CONF OUT [CMD...]: dlmd --foreground with CONF in the
+# background (through CMD, if given: prlimit ..., setpriv ...), its PID
+# in pid, stdout and stderr in OUT; returns once it says it is ready.  A
+# dlmd that does not start ends the test.
+start_dlmd() {
+	sd_conf=$1
+	sd_out=$2
+	shift 2
+	"$@" "$DLMD" --foreground --config="$sd_conf" >"$sd_out" 2>&1 </dev/null &
+	pid=$!
+	poll $((POLLS / 10)) dlmd_ready "$sd_out" "$pid"
+	if ! grep -q 'dlmd ready' "$sd_out" 2>/dev/null; then
+		fail "dlmd did not start: $(cat "$sd_out")"
+		exit 1
+	fi
+}
+
 # check_sanitizer FILE...: fails the test if a sanitizer reported in any
 # of the FILEs (those that do not exist are skipped)
 check_sanitizer() {
 	if grep -q 'AddressSanitizer\|LeakSanitizer\|runtime error' "$@" 2>/dev/null; then
 		fail "sanitizer report in $*"
 	fi
+}
+
+# poll SECONDS CMD...: run CMD (its output discarded) every 0.1 s until
+# it succeeds, at most 10 times a second of SECONDS (a slow CMD makes the
+# bound longer, not the number of tries smaller); 1 if it never did
+poll() {
+	poll_left=$(($1 * 10))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ $poll_left -le 0 ] && return 1
+		sleep 0.1
+		poll_left=$((poll_left - 1))
+	done
+}
+
+# wait_for SECONDS WHAT CMD...: poll, and if CMD never succeeded the test
+# fails, saying it timed out waiting for WHAT; 1 then
+wait_for() {
+	wf_s=$1
+	wf_what=$2
+	shift 2
+	poll "$wf_s" "$@" && return 0
+	fail "timed out ($wf_s s) waiting for $wf_what"
+	return 1
+}
+
+# not CMD...: CMD fails (for wait_for: not running 2 corosync)
+not() {
+	! "$@"
 }

@@ -150,6 +150,26 @@ static int lock_sync(dlm_lshandle_t h, int mode, struct rec *r, uint32_t flags,
 	return r->r_lksb.sb_status;
 }
 
+/* The start of many tests: a new lock of r (reset first) on name in
+ * mode, granted at once. */
+static void lock_granted(dlm_lshandle_t h, int mode, struct rec *r,
+			 const char *name)
+{
+	rec_init(r);
+	assert_int_equal(lock_sync(h, mode, r, 0, name), 0);
+}
+
+/* A handle of its own on LS_NAME, and name held EX by h2 through blocker
+ * (reset first): the start of the tests of requests that wait. */
+static dlm_lshandle_t open_blocked(struct rec *blocker, const char *name)
+{
+	dlm_lshandle_t h = dlm_open_lockspace(LS_NAME);
+
+	assert_non_null(h);
+	lock_granted(h2, LKM_EXMODE, blocker, name);
+	return h;
+}
+
 static int unlock_sync(dlm_lshandle_t h, struct rec *r, uint32_t flags)
 {
 	int want = r->r_comp + 1;
@@ -366,9 +386,8 @@ static void test_asts(void **state)
 	struct rec a, b;
 	int rv;
 
-	rec_init(&a);
 	rec_init(&b);
-	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "asts"), 0);
+	lock_granted(h1, LKM_EXMODE, &a, "asts");
 	assert_ptr_equal(a.r_comp_arg, &a);
 	assert_true(a.r_lksb.sb_lkid != 0);
 	/* sb_status is EINPROG until the AST; sb_lkid set on return. */
@@ -388,17 +407,15 @@ static void test_convert_quecvt(void **state)
 {
 	struct rec a, b, c, d;
 
-	rec_init(&a);
 	rec_init(&b);
 	rec_init(&c);
 	rec_init(&d);
-	assert_int_equal(lock_sync(h1, LKM_NLMODE, &a, 0, "cvt"), 0);
+	lock_granted(h1, LKM_NLMODE, &a, "cvt");
 	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, LKF_CONVERT, "cvt"), 0);
 	assert_int_equal(lock_sync(h2, LKM_PRMODE, &b, LKF_NOQUEUE, "cvt"), EAGAIN);
 	/* Down-conversion is granted at once. */
 	assert_int_equal(lock_sync(h1, LKM_CRMODE, &a, LKF_CONVERT, "cvt"), 0);
-	rec_init(&b);
-	assert_int_equal(lock_sync(h2, LKM_PRMODE, &b, 0, "cvt"), 0);
+	lock_granted(h2, LKM_PRMODE, &b, "cvt");
 	assert_int_equal(lock_sync(h3, LKM_NLMODE, &c, 0, "cvt"), 0);
 	assert_int_equal(lock_sync(h3, LKM_NLMODE, &d, 0, "cvt"), 0);
 	/* b converts PR->EX and waits for a's CR. */
@@ -464,10 +481,9 @@ static void test_cancel_forceunlock(void **state)
 {
 	struct rec a, b, c;
 
-	rec_init(&a);
 	rec_init(&b);
 	rec_init(&c);
-	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "cancel"), 0);
+	lock_granted(h1, LKM_EXMODE, &a, "cancel");
 	assert_int_equal(lock(h2, LKM_EXMODE, &b, 0, "cancel", NULL), 0);
 	assert_int_equal(lock(h3, LKM_EXMODE, &c, 0, "cancel", NULL), 0);
 	assert_int_equal(unlock_sync(h2, &b, LKF_CANCEL), ECANCEL);
@@ -501,10 +517,9 @@ static void test_expedite_altpr(void **state)
 {
 	struct rec a, b, c;
 
-	rec_init(&a);
 	rec_init(&b);
 	rec_init(&c);
-	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "exp"), 0);
+	lock_granted(h1, LKM_EXMODE, &a, "exp");
 	assert_int_equal(lock(h2, LKM_PRMODE, &b, 0, "exp", NULL), 0);
 	/* An NL request with EXPEDITE passes the waiting PR. */
 	assert_int_equal(lock_sync(h3, LKM_NLMODE, &c, LKF_EXPEDITE, "exp"), 0);
@@ -523,9 +538,8 @@ static void test_convdeadlk(void **state)
 {
 	struct rec a, b;
 
-	rec_init(&a);
 	rec_init(&b);
-	assert_int_equal(lock_sync(h1, LKM_PRMODE, &a, 0, "dl"), 0);
+	lock_granted(h1, LKM_PRMODE, &a, "dl");
 	assert_int_equal(lock_sync(h2, LKM_PRMODE, &b, 0, "dl"), 0);
 	assert_int_equal(lock(h1, LKM_EXMODE, &a, LKF_CONVERT, "dl", NULL), 0);
 	/* b closes the cycle; with CONVDEADLK b is demoted to NL, so a's
@@ -541,9 +555,8 @@ static void test_convdeadlk(void **state)
 
 	/* Without CONVDEADLK the conversion closing the cycle is cancelled
 	 * with EDEADLK. */
-	rec_init(&a);
 	rec_init(&b);
-	assert_int_equal(lock_sync(h1, LKM_PRMODE, &a, 0, "dl2"), 0);
+	lock_granted(h1, LKM_PRMODE, &a, "dl2");
 	assert_int_equal(lock_sync(h2, LKM_PRMODE, &b, 0, "dl2"), 0);
 	assert_int_equal(lock(h1, LKM_EXMODE, &a, LKF_CONVERT, "dl2", NULL), 0);
 	assert_int_equal(lock_sync(h2, LKM_EXMODE, &b, LKF_CONVERT, "dl2"), EDEADLK);
@@ -557,9 +570,8 @@ static void test_deadlock_cancel(void **state)
 {
 	struct rec a, b;
 
-	rec_init(&a);
 	rec_init(&b);
-	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "dlc"), 0);
+	lock_granted(h1, LKM_EXMODE, &a, "dlc");
 	assert_int_equal(lock(h2, LKM_EXMODE, &b, 0, "dlc", NULL), 0);
 	assert_int_equal(dlm_ls_deadlock_cancel(h2, b.r_lksb.sb_lkid, 0), 0);
 	assert_int_equal(wait_for(&b.r_comp, 1, h2, NULL), 0);
@@ -699,8 +711,7 @@ static void test_deadlock_other_thread(void **state)
 	pthread_t tid;
 	struct rec a;
 
-	rec_init(&a);
-	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "dt-thread"), 0);
+	lock_granted(h1, LKM_EXMODE, &a, "dt-thread");
 	assert_int_equal(pthread_create(&tid, NULL, dl_thread, &t), 0);
 	settle(h1, DL_HOLD_MS);
 	assert_int_equal(stage_of(&t), 0);	/* still waiting, not cancelled */
@@ -718,9 +729,8 @@ static void test_deadlock_async_own(void **state)
 {
 	struct rec a, w;
 
-	rec_init(&a);
 	rec_init(&w);
-	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "dt-async"), 0);
+	lock_granted(h1, LKM_EXMODE, &a, "dt-async");
 	assert_int_equal(lock(h1, LKM_EXMODE, &w, 0, "dt-async", NULL), 0);
 	settle(h1, DL_HOLD_MS);
 	assert_int_equal(w.r_comp, 0);
@@ -786,12 +796,11 @@ static void test_parent(void **state)
 {
 	struct rec p, c1, p2, c2, c3;
 
-	rec_init(&p);
 	rec_init(&c1);
 	rec_init(&p2);
 	rec_init(&c2);
 	rec_init(&c3);
-	assert_int_equal(lock_sync(h1, LKM_CRMODE, &p, 0, "parent"), 0);
+	lock_granted(h1, LKM_CRMODE, &p, "parent");
 	assert_int_equal(dlm_ls_lock(h1, LKM_EXMODE, &c1.r_lksb, 0, "child", 5,
 				     p.r_lksb.sb_lkid, comp_ast, &c1, bast_ast, NULL), 0);
 	assert_granted(h1, &c1);
@@ -1131,9 +1140,8 @@ static void test_kill_waiter(void **state)
 	struct rec a, b;
 	pid_t pid;
 
-	rec_init(&a);
 	rec_init(&b);
-	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "killwait"), 0);
+	lock_granted(h1, LKM_EXMODE, &a, "killwait");
 	pid = child_locker("killwait", LKM_EXMODE, 0, true);
 	assert_int_equal(wait_for(&a.r_bast, 1, h1, NULL), 0);
 	kill_child(pid);
@@ -1182,8 +1190,7 @@ static void test_persistent_orphan(void **state)
 	assert_quiet(h1, 100);
 	/* the handle goes on working (this crashed: the next wait ran the
 	 * adoption's AST), and the adopted lock is ours to convert ... */
-	rec_init(&b);
-	assert_int_equal(lock_sync(h1, LKM_EXMODE, &b, 0, "after-adopt"), 0);
+	lock_granted(h1, LKM_EXMODE, &b, "after-adopt");
 	assert_int_equal(unlock_sync(h1, &b, 0), EUNLOCK);
 	rec_init(&a);
 	a.r_lksb.sb_lkid = lk.sb_lkid;
@@ -1291,10 +1298,9 @@ static void purge_unread(bool by_wait)
 	struct dlm_lksb lk;
 	struct rec a, b, c;
 
-	rec_init(&a);
 	rec_init(&b);
 	rec_init(&c);
-	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "own-bast"), 0);
+	lock_granted(h1, LKM_EXMODE, &a, "own-bast");
 	assert_int_equal(lock(h2, LKM_EXMODE, &c, 0, "own-bast", NULL), 0);
 	assert_int_equal(lock(h1, LKM_EXMODE, &b, 0, "own-unread", NULL), 0);
 	/* a round trip on h1: the daemon has written both ASTs by now */
@@ -1328,10 +1334,9 @@ static void test_purge_own(void **state)
 {
 	struct rec a, b, c, d;
 
-	rec_init(&a);
 	rec_init(&b);
 	rec_init(&c);
-	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "own-plain"), 0);
+	lock_granted(h1, LKM_EXMODE, &a, "own-plain");
 	assert_int_equal(lock_sync(h1, LKM_EXMODE, &b, LKF_PERSISTENT, "own-pers"), 0);
 	assert_int_equal(lock_sync(h2, LKM_EXMODE, &c, 0, "own-other"), 0);
 	assert_int_equal(dlm_ls_purge(h1, 0, (int)getpid()), 0);
@@ -1351,8 +1356,7 @@ static void test_purge_own(void **state)
 	assert_int_equal(lock_sync(h3, LKM_EXMODE, &d, LKF_NOQUEUE, "own-other"), EAGAIN);
 	assert_int_equal(unlock_sync(h2, &c, 0), EUNLOCK);
 	/* h1 goes on working */
-	rec_init(&a);
-	assert_int_equal(lock_sync(h1, LKM_EXMODE, &a, 0, "own-plain"), 0);
+	lock_granted(h1, LKM_EXMODE, &a, "own-plain");
 	assert_int_equal(unlock_sync(h1, &a, 0), EUNLOCK);
 
 	purge_unread(false);
@@ -1606,16 +1610,14 @@ static void *pair_thread(void *arg)
  * an async request, and completes when its blocker goes. */
 static void test_pipelined(void **state)
 {
-	dlm_lshandle_t hp = dlm_open_lockspace(LS_NAME);
+	dlm_lshandle_t hp;
 	struct pair_thread pt[PIPE_THREADS];
 	pthread_t t[PIPE_THREADS];
 	struct waiting_lock wl;
 	struct rec blocker, a;
 	uint32_t interim;
 
-	assert_non_null(hp);
-	rec_init(&blocker);
-	assert_int_equal(lock_sync(h2, LKM_EXMODE, &blocker, 0, "pipe-block"), 0);
+	hp = open_blocked(&blocker, "pipe-block");
 	waiting_lock_start(&wl, hp, "pipe-block");
 	interim = wl.wl_lksb.sb_lkid;
 	for (int i = 0; i < PIPE_THREADS; i++) {
@@ -1654,14 +1656,12 @@ static void test_pipelined(void **state)
  * purge of the handle's own locks; a NOQUEUE _wait lock gets EAGAIN. */
 static void test_sync_cancel(void **state)
 {
-	dlm_lshandle_t hp = dlm_open_lockspace(LS_NAME);
+	dlm_lshandle_t hp;
 	struct waiting_lock wl;
 	struct dlm_lksb cl, nq;
 	struct rec blocker;
 
-	assert_non_null(hp);
-	rec_init(&blocker);
-	assert_int_equal(lock_sync(h2, LKM_EXMODE, &blocker, 0, "cancel-block"), 0);
+	hp = open_blocked(&blocker, "cancel-block");
 
 	waiting_lock_start(&wl, hp, "cancel-block");
 	memset(&cl, 0, sizeof(cl));
@@ -1818,13 +1818,11 @@ static void test_inflight_cap(void **state)
 {
 	static struct flight fl[FLIGHT_THREADS];
 	static pthread_t t[FLIGHT_THREADS];
-	dlm_lshandle_t hp = dlm_open_lockspace(LS_NAME);
+	dlm_lshandle_t hp;
 	pthread_attr_t attr;
 	struct rec blocker;
 
-	assert_non_null(hp);
-	rec_init(&blocker);
-	assert_int_equal(lock_sync(h2, LKM_EXMODE, &blocker, 0, "flight-block"), 0);
+	hp = open_blocked(&blocker, "flight-block");
 	assert_int_equal(pthread_attr_init(&attr), 0);
 	assert_int_equal(pthread_attr_setstacksize(&attr, 256 * 1024), 0);
 	for (int i = 0; i < FLIGHT_THREADS; i++) {
@@ -2160,8 +2158,7 @@ static void test_held_limit(void **state)
 	uint32_t first_lkid = 0;
 	int fd = raw_connect(), ast_fd, len, interims = 0;
 
-	rec_init(&blocker);
-	assert_int_equal(lock_sync(h2, LKM_EXMODE, &blocker, 0, "held-limit"), 0);
+	lock_granted(h2, LKM_EXMODE, &blocker, "held-limit");
 	ast_fd = raw_open(fd, 1);
 	for (uint32_t i = 0; i <= DLMP_MAX_HELD; i++) {
 		memset(&m, 0, sizeof(m));

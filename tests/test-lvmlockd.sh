@@ -38,11 +38,7 @@
 # cleaned up (trap); logs are kept on failure.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-export top_builddir
-CLUSTER=$top_srcdir/tests/dlm-cluster
-DLMCTL=$top_builddir/plugin/dlmctl
+. "$top_srcdir/tests/test-lib.sh"
 CONFIGFS_RUN=$top_builddir/ocf/dlmd-configfs
 LIBDIR=$top_builddir/tests/lvmlockd/.libs
 POLLS=300		# bounded waits: polls of 0.1 s
@@ -86,27 +82,15 @@ preload="${preload:+$preload:}$LIBDIR/fake-dm.so"
 
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
-# The cleanup of cluster-test-lib.sh, with the loop device detached (by
-# its name, only if it still has our image behind it) after the cluster.
-lvm_cleanup() {
-	for p in $pids; do
-		kill_client "$p"
-	done
-	if ! "$CLUSTER" down "$dir"; then
-		echo "FAIL: teardown reported a problem" >&2
-		rc=1
-	fi
+# After the cluster's teardown the loop device is detached (by its name,
+# only if it still has our image behind it).
+detach_loop() {
 	if [ -n "$loop" ] && losetup "$loop" 2>/dev/null | grep -qF "$dir/disk.img"; then
-		losetup -d "$loop" || { echo "FAIL: cannot detach $loop" >&2; rc=1; }
+		losetup -d "$loop" || fail "cannot detach $loop"
 	fi
-	if [ $rc -eq 0 ]; then
-		rm -rf "$dir"
-	else
-		echo "logs kept in $dir (lvmlockd: $dir/nK/lvmlockd.out, lvm: $dir/lvm.log)" >&2
-	fi
-	exit $rc
 }
-trap lvm_cleanup EXIT
+after_down=detach_loop
+logs_first="lvmlockd: nK/lvmlockd.out, lvm: lvm.log"
 
 # lvm K CMD...: an LVM command on node K with its own lvm.conf; its
 # output goes to lvm.log (and to $dir/last.out).
@@ -151,15 +135,14 @@ start_lvmlockd() {
 		"$CONFIGFS_RUN" lvmlockd -D -A 1 >>"$dir/n$sk/lvmlockd.out" 2>&1 &
 	eval "lvmlockd_$sk=$!"
 	pids="$pids $!"
-	si=0
-	until on "$sk" test -S /run/lvm/lvmlockd.socket; do
-		si=$((si + 1))
-		if [ $si -gt $POLLS ] || ! kill -0 "$!" 2>/dev/null; then
-			fail "node $sk: lvmlockd did not start: $(tail -n 5 "$dir/n$sk/lvmlockd.out")"
-			return 1
-		fi
-		sleep 0.1
-	done
+	poll "$WAIT_S" lvmlockd_up "$sk" "$!" && lvmlockd_up "$sk" ||
+		{ fail "node $sk: lvmlockd did not start: $(tail -n 5 "$dir/n$sk/lvmlockd.out")"; return 1; }
+}
+
+# lvmlockd_up K [PID]: node K's lvmlockd has its socket (or PID is gone)
+lvmlockd_up() {
+	on "$1" test -S /run/lvm/lvmlockd.socket ||
+		{ [ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null; }
 }
 
 kill_lvmlockd() { # K: SIGKILL node K's lvmlockd, wait until gone
@@ -190,16 +173,13 @@ view_nodes() {
 	on "$1" ls "$VIEW/spaces/$2/nodes" 2>/dev/null | sort -n | tr '\n' ' '
 }
 
+view_is() { # K LS "IDS ": node K's view of LS has nodes IDS
+	[ "$(view_nodes "$1" "$2")" = "$3" ]
+}
+
 wait_view() { # K LS "IDS " WHAT
-	wi=0
-	until [ "$(view_nodes "$1" "$2")" = "$3" ]; do
-		wi=$((wi + 1))
-		if [ $wi -gt $POLLS ]; then
-			fail "$4: node $1's view of $2 has nodes '$(view_nodes "$1" "$2")', want '$3'"
-			return 1
-		fi
-		sleep 0.1
-	done
+	poll "$WAIT_S" view_is "$1" "$2" "$3" ||
+		{ fail "$4: node $1's view of $2 has nodes '$(view_nodes "$1" "$2")', want '$3'"; return 1; }
 }
 
 # comms_ok K: node K's comms/, read through dlmd-configfs at
@@ -264,15 +244,8 @@ EOF
 	on $k test -r "$VIEW/cluster_name" || fail "node $k: dlmd wrote no view in $VIEW"
 done
 for k in 1 2 3; do
-	i=0
-	until comms_ok $k; do
-		i=$((i + 1))
-		if [ $i -gt $POLLS ]; then
-			fail "node $k: comms/ is not nodes 1 2 3 with nodeid, local, addr, addr_list"
-			break
-		fi
-		sleep 0.1
-	done
+	poll "$WAIT_S" comms_ok $k ||
+		fail "node $k: comms/ is not nodes 1 2 3 with nodeid, local, addr, addr_list"
 done
 for k in 1 2 3; do
 	start_lvmlockd $k || exit 1
@@ -308,15 +281,11 @@ if on_lvm 2 lvchange -aey vg1/lv1; then
 	fail "node 2 activated lv1 while node 1's orphaned lock holds it"
 fi
 start_lvmlockd 1 || exit 1
-i=0
-until on 1 lvmlockctl -i 2>/dev/null | grep -q "^LK LV ex"; do
-	i=$((i + 1))
-	if [ $i -gt $POLLS ]; then
-		fail "lvmlockd -A 1 did not adopt lv1's lock: $(on 1 lvmlockctl -i 2>&1 | tr '\n' ' ')"
-		break
-	fi
-	sleep 0.1
-done
+lv_adopted() { # node 1's lvmlockd holds lv1's lock EX
+	on 1 lvmlockctl -i 2>/dev/null | grep -q "^LK LV ex"
+}
+poll "$WAIT_S" lv_adopted ||
+	fail "lvmlockd -A 1 did not adopt lv1's lock: $(on 1 lvmlockctl -i 2>&1 | tr '\n' ' ')"
 grep -q "adopt_dlm" "$dir/n1/lvmlockd.out" || fail "lvmlockd's log shows no adoption"
 if on_lvm 2 lvchange -aey vg1/lv1; then
 	fail "node 2 activated lv1 while node 1's adopted lock holds it"
@@ -343,15 +312,8 @@ grep -q "not stopped on other hosts" "$dir/last.out" ||
 on_lvm 1 vgchange --lock-stop vg1 || fail "node 1: --lock-stop: $(cat "$dir/last.out")"
 wait_view 3 lvm_vg1 "3 " "node 1 stopped the lockspace"
 on_lvm 3 vgremove -y vg1 || fail "vgremove: $(cat "$dir/last.out")"
-i=0
-while on 3 test -d "$VIEW/spaces/lvm_vg1"; do
-	i=$((i + 1))
-	if [ $i -gt $POLLS ]; then
-		fail "lvm_vg1 stays in node 3's view after vgremove"
-		break
-	fi
-	sleep 0.1
-done
+poll "$WAIT_S" not on 3 test -d "$VIEW/spaces/lvm_vg1" ||
+	fail "lvm_vg1 stays in node 3's view after vgremove"
 
 for k in 1 2 3; do
 	if grep -q 'ERROR: AddressSanitizer\|runtime error:' "$dir/n$k/lvmlockd.out"; then

@@ -32,8 +32,7 @@
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
-CLIENT=$top_builddir/tests/metrics-client
-DLCLIENT=$top_builddir/tests/cluster-client
+MCLIENT=$top_builddir/tests/metrics-client
 N=20			# lock/convert/unlock rounds
 POLLS=100		# waits: polls of 0.1 s
 
@@ -59,37 +58,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM
 
-# conf FILE [EXTRA LINE]: a membership none config in $dir.
+# conf FILE [LINE]: the test's dlm.conf (write_conf), logging debug; LINE
+# is its line 8
 conf() {
-	cat >"$1" <<EOF
-membership = none
-socket_path = $dir/dlmd.sock
-control_socket = $dir/ctl.sock
-pid_file = $dir/dlmd.pid
-configfs_dir = none
-log_syslog = no
-log_level = debug
-EOF
-	[ $# -gt 1 ] && echo "$2" >>"$1"
-}
-
-# start_dlmd CONF LOG: dlmd in the foreground, ready when dlmctl answers.
-start_dlmd() {
-	"$DLMD" --foreground --config="$1" >"$2" 2>&1 &
-	pid=$!
-	i=0
-	until "$DLMCTL" -s "$dir/ctl.sock" status >/dev/null 2>&1; do
-		i=$((i + 1))
-		if [ $i -gt $POLLS ] || ! kill -0 "$pid" 2>/dev/null; then
-			fail "dlmd did not start: $(cat "$2")"
-			exit 1
-		fi
-		sleep 0.1
-	done
+	cf=$1
+	shift
+	write_conf "$cf" "log_level = debug" "$@"
 }
 
 ctl() {
-	"$DLMCTL" -s "$dir/ctl.sock" "$@"
+	"$DLMCTL" -s "$dir/dlmd-ctl.sock" "$@"
 }
 
 # The checks in Python: parsing the text format, comparing with JSON, and
@@ -338,7 +316,7 @@ start_dlmd "$dir/on.conf" "$dir/dlmd-on.log"
 url=http://127.0.0.1:$port/metrics
 ctl status | grep -qx "metrics 127.0.0.1:$port" || fail "status: $(ctl status | grep metrics)"
 mkfifo "$dir/in"
-DLMD_SOCKET=$dir/dlmd.sock "$CLIENT" alpha $N <"$dir/in" >"$dir/client.out" 2>&1 &
+DLMD_SOCKET=$dir/dlmd.sock "$MCLIENT" alpha $N <"$dir/in" >"$dir/client.out" 2>&1 &
 cpid=$!
 exec 3>"$dir/in"
 i=0
@@ -371,7 +349,7 @@ ctl status --json >"$dir/status.json" || fail "dlmctl status --json"
 check same "$dir/scrape.prom" "$dir/ctl.prom" "$dir/status.json" || fail "scrape, dlmctl metrics and status --json differ"
 
 # --- 5. a waiting request whose client dies ---------------------------
-echo exit | DLMD_SOCKET=$dir/dlmd.sock "$CLIENT" beta 0 >"$dir/client2.out" 2>&1 ||
+echo exit | DLMD_SOCKET=$dir/dlmd.sock "$MCLIENT" beta 0 >"$dir/client2.out" 2>&1 ||
 	fail "metrics-client beta: $(cat "$dir/client2.out")"
 i=0
 while :; do
@@ -388,7 +366,7 @@ done
 
 # --- 5b. a deadlock broken --------------------------------------------
 # deadlock_secs is 5: the victim's answer comes after one period and a scan
-DLMD_SOCKET=$dir/dlmd.sock timeout 30 "$DLCLIENT" deadlock gamma dl-self dl-self \
+DLMD_SOCKET=$dir/dlmd.sock timeout 30 "$CLIENT" deadlock gamma dl-self dl-self \
 	"$dir/on.conf" >"$dir/deadlock.out" 2>&1 ||
 	fail "cluster-client deadlock: $(cat "$dir/deadlock.out")"
 grep -q '^deadlock [0-9a-f]*$' "$dir/deadlock.out" ||
