@@ -8,7 +8,14 @@
  * messages included (encode, queue, decode), so it bounds what the
  * engine adds to a real cluster's recovery.
  *
- * Usage: bench-recovery [LOCKS]   (default 1000000)
+ * Usage: bench-recovery [LOCKS [single]]   (default 1000000)
+ *
+ * By default each resource has two locks, PR from its master and CR from
+ * the next node, so recovery purges, remasters and resends.  With
+ * "single" each resource has one EX lock, taken by its master (the shape
+ * of bench/scale's recovery: every client locks fresh names of its own),
+ * so recovery is the directory's rebuild and the walks over every
+ * resource.
  *
  * Besides the wall time it prints this process's CPU time for the
  * recovery (the machine is shared: the CPU time is the steadier figure)
@@ -194,7 +201,8 @@ int main(int argc, char **argv)
 		.recovery_done = b_done,
 	};
 	unsigned long nlocks = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000000;
-	unsigned long nres = nlocks / 2, i;
+	int single = argc > 2 && !strcmp(argv[2], "single");
+	unsigned long nres = single ? nlocks : nlocks / 2, i;
 	uint32_t members[NODES] = { 1, 2, 3 }, survivors[2] = { 1, 2 };
 	struct dlm_ls_stats st;
 	double t0, t1, t2, c1, c2;
@@ -221,12 +229,12 @@ int main(int argc, char **argv)
 		unsigned len = (unsigned)snprintf(name, sizeof(name), "res%lu", i);
 		int first = 1 + (int)(i % NODES);
 
-		lock1(first, 1, name, len, DLM_LOCK_PR);
+		lock1(first, 1, name, len, single ? DLM_LOCK_EX : DLM_LOCK_PR);
 		if ((i & 1023) == 0)
 			drain();
 	}
 	drain();
-	for (i = 0; i < nres; i++) {
+	for (i = 0; i < nres && !single; i++) {
 		unsigned len = (unsigned)snprintf(name, sizeof(name), "res%lu", i);
 		int second = 1 + (int)((i + 1) % NODES);
 
@@ -237,7 +245,7 @@ int main(int argc, char **argv)
 	drain();
 	t1 = now_s();
 	printf("dlmd engine recovery benchmark (3 engines in one process)\n");
-	printf("%-44s %12lu\n", "locks held", nres * 2);
+	printf("%-44s %12lu\n", "locks held", single ? nres : nres * 2);
 	for (n = 1; n <= NODES; n++) {
 		dlm_core_ls_stats(lss[n], &st);
 		printf("  node %d: %llu lock blocks, %llu resources\n", n,
