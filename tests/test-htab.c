@@ -25,14 +25,14 @@ struct item {
 
 static struct item items[N], others[N];
 
-static void fill(struct dlm_htab *ht, struct item *items)
+static void fill(struct dlm_htab *ht, struct item *v)
 {
 	assert_int_equal(dlm_htab_init(ht), 0);
 	for (unsigned int i = 0; i < N; i++) {
-		items[i].it_id = i;
-		items[i].it_dropped = 0;
-		items[i].it_hnode.hn_hash = dlm_hash_u32(i);
-		dlm_htab_insert(ht, &items[i].it_hnode);
+		v[i].it_id = i;
+		v[i].it_dropped = 0;
+		v[i].it_hnode.hn_hash = dlm_hash_u32(i);
+		dlm_htab_insert(ht, &v[i].it_hnode);
 	}
 }
 
