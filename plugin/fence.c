@@ -462,9 +462,21 @@ static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 		return;
 	snprintf(line, sizeof(line), "%s %u", cmd, fn->fn_nodeid);
 	rv = spawn_sh(line, &pid);
-	if (rv) {
+	if (rv == ENOMEM || rv == EAGAIN) {
+		/* no process (as a fork that failed): try again later */
 		log_err("fencing: cannot start a process for node %u: %s",
 			fn->fn_nodeid, strerror(rv));
+		schedule_retry(fe, fn);
+		return;
+	}
+	if (rv) {
+		/* /bin/sh could not be run: posix_spawn says so itself where
+		 * a forked child exited 127; a failed attempt all the same */
+		fn->fn_attempts++;
+		fe->fe_d->d_metrics.m_fence_runs_failed++;
+		log_err("fencing: cannot run /bin/sh for node %u: %s",
+			fn->fn_nodeid, strerror(rv));
+		send_result(fe, fn, DLMD_FENCE_FAILED);
 		schedule_retry(fe, fn);
 		return;
 	}
