@@ -8,8 +8,46 @@
  * messages included (encode, queue, decode), so it bounds what the
  * engine adds to a real cluster's recovery.
  *
- * Usage: bench-recovery [LOCKS]   (default 1000000)
+ * Usage: bench-recovery [LOCKS [single]]   (default 1000000)
+ *
+ * By default each resource has two locks, PR from its master and CR from
+ * the next node, so recovery purges, remasters and resends.  With
+ * "single" each resource has one EX lock, taken by its master (the shape
+ * of bench/scale's recovery: every client locks fresh names of its own),
+ * so recovery is the directory's rebuild and the walks over every
+ * resource.
+ *
+ * Besides the wall time it prints this process's CPU time for the
+ * recovery (the machine is shared: the CPU time is the steadier figure)
+ * and how that CPU time splits over node 1's steps (both survivors'
+ * work while node 1 is in a step counts to that step).
+ *
+ * Where the time goes (issue 18; 2026-12-06, -O2 -g, 2 shared cores,
+ * perf record -g on the recovery alone):
+ *   locks   CPU     nodes   directory  masters  rest
+ *   100k    0.117s  0.033   0.028      0.048    0.008
+ *   1M      1.420s  0.386   0.339      0.580    0.115
+ * 12x the CPU for 10x the locks: near linear; what grows faster is
+ * cache and TLB misses (100k locks' structures fit in the caches, 1M's
+ * do not).  No step walks a list per lock.  The profile at 1M: step_dir
+ * (its own loop: one cache miss per rsb for res_nodeid and the hash),
+ * dlm_dir_find and malloc of the rebuilt directory's records
+ * (dlm_dir_register), sweep_dir (then a walk of the whole directory,
+ * one dlm_htab_remove each, and the table shrinking by repeated halving
+ * rehashes as it emptied; now one pass, dlm_htab_sweep, a gain within
+ * this machine's noise), step_masters' lookups (dlm_dir_find, a miss
+ * each), message encode/decode and this harness's queue (memcpy, page
+ * faults as it grows); step_start's walk (all_rsbs, collect_departed)
+ * and finish's second walk of every rsb (dlm_redo_lookups) after it.
+ * free() of the purged locks shows as malloc_consolidate/unlink_chunk.
+ * In the daemon (bench/scale, 3 nodes, 1M locks, perf on both
+ * survivors) the largest single cost was none of these: the fencing
+ * node fork()ed the fence command just before recovery, and every page
+ * of its multi-GB heap then took a copy-on-write fault on the first
+ * write, which step_start's walk makes (about 3 s there, against 0.3 s
+ * on the other survivor); plugin/fence.c now uses posix_spawn().
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +117,33 @@ static void b_ast(void *ctx, const struct dlm_ast *a)
 	}
 }
 
+/* Node 1's recovery steps, timed (CPU time of this process, both
+ * survivors' work included) as the engine enters each: its debug log
+ * reports every change of step. */
+#define MAX_STEPS	32
+static struct {
+	char	name[48];
+	double	at;
+} steps[MAX_STEPS];
+static unsigned int nsteps;
+static int timing_steps;
+
+static double clock_s(clockid_t clk);
+
+static void b_log(void *ctx, enum dlm_log_level level, const char *line)
+{
+	const char *p = strstr(line, ": step ");
+
+	(void)level;
+	if (!timing_steps || *(uint32_t *)ctx != 1 || !p || nsteps == MAX_STEPS)
+		return;
+	p = strstr(p, " -> ");
+	if (!p)
+		return;
+	snprintf(steps[nsteps].name, sizeof(steps[nsteps].name), "%s", p + 4);
+	steps[nsteps++].at = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+}
+
 static void b_done(void *ctx, struct dlm_ls *ls, uint32_t event)
 {
 	(void)ls;
@@ -92,7 +157,9 @@ static void drain(void)
 	while (qhead < qtail) {
 		struct bmsg *m = &cur;
 
-		memcpy(&cur, &q[qhead++], sizeof(cur));
+		/* the message's own bytes, not the whole slot */
+		memcpy(&cur, &q[qhead], offsetof(struct bmsg, buf));
+		memcpy(cur.buf, q[qhead++].buf, cur.len);
 		if (!dead[m->to] && !dead[m->from] &&
 		    dlm_core_receive(cores[m->to], m->from, m->buf, m->len)) {
 			fprintf(stderr, "bench-recovery: message refused\n");
@@ -102,12 +169,17 @@ static void drain(void)
 	qhead = qtail = 0;
 }
 
-static double now_s(void)
+static double clock_s(clockid_t clk)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clk, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double now_s(void)
+{
+	return clock_s(CLOCK_MONOTONIC);
 }
 
 static void lock1(int node, uint64_t owner, const char *name, unsigned len,
@@ -126,13 +198,15 @@ static void lock1(int node, uint64_t owner, const char *name, unsigned len,
 int main(int argc, char **argv)
 {
 	static const struct dlm_core_ops ops = {
-		.send = b_send, .ast = b_ast, .recovery_done = b_done,
+		.send = b_send, .ast = b_ast, .log = b_log,
+		.recovery_done = b_done,
 	};
 	unsigned long nlocks = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000000;
-	unsigned long nres = nlocks / 2, i;
+	int single = argc > 2 && !strcmp(argv[2], "single");
+	unsigned long nres = single ? nlocks : nlocks / 2, i;
 	uint32_t members[NODES] = { 1, 2, 3 }, survivors[2] = { 1, 2 };
 	struct dlm_ls_stats st;
-	double t0, t1, t2;
+	double t0, t1, t2, c1, c2;
 	uint64_t m0;
 	char name[32];
 	int n;
@@ -156,12 +230,12 @@ int main(int argc, char **argv)
 		unsigned len = (unsigned)snprintf(name, sizeof(name), "res%lu", i);
 		int first = 1 + (int)(i % NODES);
 
-		lock1(first, 1, name, len, DLM_LOCK_PR);
+		lock1(first, 1, name, len, single ? DLM_LOCK_EX : DLM_LOCK_PR);
 		if ((i & 1023) == 0)
 			drain();
 	}
 	drain();
-	for (i = 0; i < nres; i++) {
+	for (i = 0; i < nres && !single; i++) {
 		unsigned len = (unsigned)snprintf(name, sizeof(name), "res%lu", i);
 		int second = 1 + (int)((i + 1) % NODES);
 
@@ -172,7 +246,7 @@ int main(int argc, char **argv)
 	drain();
 	t1 = now_s();
 	printf("dlmd engine recovery benchmark (3 engines in one process)\n");
-	printf("%-44s %12lu\n", "locks held", nres * 2);
+	printf("%-44s %12lu\n", "locks held", single ? nres : nres * 2);
 	for (n = 1; n <= NODES; n++) {
 		dlm_core_ls_stats(lss[n], &st);
 		printf("  node %d: %llu lock blocks, %llu resources\n", n,
@@ -186,7 +260,9 @@ int main(int argc, char **argv)
 	/* node 3 dies */
 	dead[3] = 1;
 	m0 = nmsgs;
+	timing_steps = 1;
 	t1 = now_s();
+	c1 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	for (n = 1; n <= 2; n++)
 		dlm_core_ls_stop(lss[n]);
 	for (n = 1; n <= 2; n++)
@@ -204,8 +280,13 @@ int main(int argc, char **argv)
 	}
 	drain();
 	t2 = now_s();
+	c2 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	printf("%-44s %10.3f s\n", "recovery after node 3 died (engine only)",
 	       t2 - t1);
+	printf("%-44s %10.3f s\n", "  of which CPU time (this process)", c2 - c1);
+	for (i = 0; i < nsteps; i++)
+		printf("  CPU while node 1 in step %-18s %10.3f s\n", steps[i].name,
+		       (i + 1 < nsteps ? steps[i + 1].at : c2) - steps[i].at);
 	printf("%-44s %12llu\n", "recovery messages",
 	       (unsigned long long)(nmsgs - m0));
 	for (n = 1; n <= 2; n++) {

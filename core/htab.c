@@ -78,6 +78,35 @@ void dlm_htab_remove(struct dlm_htab *ht, struct dlm_hnode *n)
 		rehash(ht, ht->ht_nbuckets / 2);
 }
 
+size_t dlm_htab_sweep(struct dlm_htab *ht,
+		      bool (*drop)(void *arg, struct dlm_hnode *n), void *arg)
+{
+	size_t i, removed = 0, nbuckets;
+
+	for (i = 0; i < ht->ht_nbuckets; i++) {
+		struct dlm_hnode **pp = &ht->ht_buckets[i];
+
+		while (*pp) {
+			struct dlm_hnode *n = *pp, *next = n->hn_next;
+
+			if (drop(arg, n)) {
+				*pp = next;
+				removed++;
+			} else {
+				pp = &n->hn_next;
+			}
+		}
+	}
+	ht->ht_count -= removed;
+	/* dlm_htab_remove halves whenever the count falls below an eighth */
+	nbuckets = ht->ht_nbuckets;
+	while (nbuckets > HTAB_MIN_BUCKETS && ht->ht_count < nbuckets / 8)
+		nbuckets /= 2;
+	if (nbuckets != ht->ht_nbuckets)
+		rehash(ht, nbuckets);
+	return removed;
+}
+
 void dlm_htab_walk(const struct dlm_htab *ht,
 		   void (*fn)(void *arg, struct dlm_hnode *n), void *arg)
 {

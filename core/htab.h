@@ -12,6 +12,7 @@
 #ifndef DLMD_CORE_HTAB_H
 #define DLMD_CORE_HTAB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,13 @@ static inline struct dlm_hnode *dlm_htab_chain(const struct dlm_htab *ht,
 /* Visit every node; fn may not modify the table. */
 void dlm_htab_walk(const struct dlm_htab *ht,
 		   void (*fn)(void *arg, struct dlm_hnode *n), void *arg);
+
+/* Remove, in one pass, every node for which drop(arg, n) returns true
+ * (drop may free it: the table is done with n when drop returns), then
+ * shrink once to the size removing them one by one would have left.
+ * Returns how many were removed. */
+size_t dlm_htab_sweep(struct dlm_htab *ht,
+		      bool (*drop)(void *arg, struct dlm_hnode *n), void *arg);
 
 /* Empty the table without per-node removal, calling fn on every node
  * (which may free it).  The table stays usable. */

@@ -444,36 +444,22 @@ static int step_start(struct dlm_ls *ls)
 	return 0;
 }
 
-struct sweep_ctx {
-	uint32_t		sw_event;
-	struct dlm_dirent	**sw_v;
-	size_t			sw_n;
-};
-
-static void collect_unconfirmed(void *arg, struct dlm_hnode *n)
+/* A record no master confirmed in this event goes. */
+static bool unconfirmed(void *arg, struct dlm_hnode *n)
 {
 	struct dlm_dirent *de = dlm_container_of(n, struct dlm_dirent, de_hnode);
-	struct sweep_ctx *sw = arg;
 
-	if (de->de_event != sw->sw_event)
-		sw->sw_v[sw->sw_n++] = de;
+	if (de->de_event == *(const uint32_t *)arg)
+		return false;
+	free(de);
+	return true;
 }
 
-/* After the DIR barrier: forget the records no master confirmed. */
+/* After the DIR barrier: forget the records no master confirmed (one
+ * pass over the table, which shrinks once at the end). */
 static int sweep_dir(struct dlm_ls *ls)
 {
-	struct sweep_ctx sw = { ls->ls_event, NULL, 0 };
-	size_t i;
-
-	sw.sw_v = malloc((ls->ls_dirtbl.ht_count + 1) * sizeof(*sw.sw_v));
-	if (!sw.sw_v)
-		return -ENOMEM;
-	dlm_htab_walk(&ls->ls_dirtbl, collect_unconfirmed, &sw);
-	for (i = 0; i < sw.sw_n; i++) {
-		dlm_htab_remove(&ls->ls_dirtbl, &sw.sw_v[i]->de_hnode);
-		free(sw.sw_v[i]);
-	}
-	free(sw.sw_v);
+	dlm_htab_sweep(&ls->ls_dirtbl, unconfirmed, &ls->ls_event);
 	return 0;
 }
 
