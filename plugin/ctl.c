@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,13 +141,15 @@ static int verb_ls(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool j
 				dlmd_sb_printf(sb, "%s%u", i ? "," : "", v.lv_group[i]);
 			dlmd_sb_printf(sb, "],\"clients\":%u,\"resources\":%llu,"
 				  "\"locks\":%llu,\"orphans\":%llu,\"mode\":\"0%o\","
-				  "\"deadlocks\":%llu,\"last_victim\":\"%08x\"}",
+				  "\"deadlocks\":%llu,\"last_victim\":\"%08x\","
+				  "\"clock_rejected\":%llu}",
 				  dl->dl_nopen, (unsigned long long)st.ls_resources,
 				  (unsigned long long)st.ls_locks,
 				  (unsigned long long)st.ls_orphans,
 				  (unsigned)dl->dl_mode,
 				  (unsigned long long)st.ls_deadlocks,
-				  st.ls_last_victim);
+				  st.ls_last_victim,
+				  (unsigned long long)st.ls_clock_rejected);
 		} else {
 			dlmd_sb_printf(sb, "name %s id %08x state %s members",
 				  dl->dl_name, dlm_core_ls_id(dl->dl_core), v.lv_state);
@@ -164,6 +167,11 @@ static int verb_ls(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool j
 			dlmd_sb_printf(sb, "  deadlocks %llu last_victim %08x\n",
 				  (unsigned long long)st.ls_deadlocks,
 				  st.ls_last_victim);
+			/* core/token.c: messages dropped for a token clock
+			 * no member can have; none on a healthy cluster */
+			if (st.ls_clock_rejected)
+				dlmd_sb_printf(sb, "  clock_rejected %llu\n",
+					  (unsigned long long)st.ls_clock_rejected);
 		}
 		first = false;
 	}
@@ -184,9 +192,11 @@ static const char *metrics_state(const struct dlmd *d)
 	return buf;
 }
 
-/* Deadlock victims chosen on this node, in every lockspace, and the
- * latest lockspace's last one (core/deadlock.c). */
-static unsigned long long deadlocks_total(const struct dlmd *d)
+/* A counter of struct dlm_ls_stats (its offset), summed over every
+ * lockspace: ls_deadlocks, the deadlock victims chosen on this node
+ * (core/deadlock.c), or ls_clock_rejected, the messages dropped for
+ * their token clock (core/token.c). */
+static unsigned long long stats_total(const struct dlmd *d, size_t off)
 {
 	unsigned long long n = 0;
 
@@ -194,7 +204,7 @@ static unsigned long long deadlocks_total(const struct dlmd *d)
 		struct dlm_ls_stats st;
 
 		dlm_core_ls_stats(dl->dl_core, &st);
-		n += st.ls_deadlocks;
+		n += *(const uint64_t *)((const char *)&st + off);
 	}
 	return n;
 }
@@ -234,7 +244,10 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		dlmd_json_str(sb, d->d_cfg.cf_configfs_dir);
 		dlmd_sb_printf(sb, ",\"socket\":");
 		dlmd_json_str(sb, d->d_cfg.cf_socket_path);
-		dlmd_sb_printf(sb, ",\"deadlocks\":%llu", deadlocks_total(d));
+		dlmd_sb_printf(sb, ",\"deadlocks\":%llu,\"clock_rejected\":%llu",
+			  stats_total(d, offsetof(struct dlm_ls_stats, ls_deadlocks)),
+			  stats_total(d, offsetof(struct dlm_ls_stats,
+						  ls_clock_rejected)));
 		dlmd_sb_printf(sb, ",\"metrics_listen\":");
 		dlmd_json_str(sb, metrics_state(d));
 		/* every metric, as GET /metrics has them (metrics.c) */
@@ -270,7 +283,10 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		  DLMP_VERSION_MINOR, DLMP_VERSION_PATCH, d->d_cfg.cf_socket_path,
 		  d->d_cfg.cf_configfs_dir[0] ? d->d_cfg.cf_configfs_dir : "-",
 		  dlmd_view_state(d), metrics_state(d));
-	dlmd_sb_printf(sb, "deadlocks %llu\n", deadlocks_total(d));
+	dlmd_sb_printf(sb, "deadlocks %llu\nclock_rejected %llu\n",
+		  stats_total(d, offsetof(struct dlm_ls_stats, ls_deadlocks)),
+		  stats_total(d, offsetof(struct dlm_ls_stats,
+					  ls_clock_rejected)));
 	return 0;
 }
 
