@@ -311,7 +311,8 @@ static void collect_lockspaces(struct emit *em, struct dlmd *d)
 			  offsetof(struct dlm_ls_stats, ls_deadlocks) },
 			{ "dlmd_clock_rejected_total", "counter", "Messages "
 			  "from members dropped because their fencing token "
-			  "clock was further ahead than any member's can be "
+			  "clock was further ahead than any member's can be, "
+			  "or below the lock's token they carried "
 			  "(core/token.c).",
 			  offsetof(struct dlm_ls_stats, ls_clock_rejected) },
 		};
