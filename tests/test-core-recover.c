@@ -235,29 +235,16 @@ static void test_recover_token(void **state)
 	cluster_free(c);
 }
 
-/* A message from node 'from' to node 'to' carrying token clock 'clock':
- * a reply about a lock nobody has, which the receiver ignores (-ENOENT)
- * once it heard the clock.  dlm_core_receive's result: -ERANGE if it was
- * dropped for its clock. */
+/* A message from node 'from' to node 'to' carrying token clock 'clock'
+ * (clock_msg).  dlm_core_receive's result: -ERANGE if it was dropped for
+ * its clock. */
 static int send_clock(struct cluster *c, int from, int to, uint64_t clock)
 {
 	unsigned char buf[DLM_WIRE_MAX_LEN];
-	struct dlm_msg m;
-	int len;
+	size_t len = clock_msg(buf, sizeof(buf), dlm_core_ls_id(c->ls[to]),
+			       (uint32_t)from, (uint32_t)to, clock);
 
-	memset(&m, 0, sizeof(m));
-	m.m_type = DLM_MSG_REQUEST_REPLY;
-	m.m_lsid = dlm_core_ls_id(c->ls[to]);
-	m.m_from = (uint32_t)from;
-	m.m_to = (uint32_t)to;
-	m.m_remid = 0x7ffff001;
-	m.m_grmode = DLM_LOCK_IV;
-	m.m_rqmode = DLM_LOCK_IV;
-	m.m_bastmode = DLM_LOCK_IV;
-	m.m_clock = clock;
-	len = dlm_msg_encode(&m, buf, sizeof(buf));
-	assert_true(len > 0);
-	return dlm_core_receive(c->core[to], (uint32_t)from, buf, (size_t)len);
+	return dlm_core_receive(c->core[to], (uint32_t)from, buf, len);
 }
 
 /* Lock 'name' EX on node 1 (its master), unlock it, return the token. */
