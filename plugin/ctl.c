@@ -209,11 +209,46 @@ static unsigned long long stats_total(const struct dlmd *d, size_t off)
 	return n;
 }
 
+/* A counter of "status": "name value" lines, or ,"name":value in JSON. */
+struct ctl_counter {
+	const char		*cc_name;
+	unsigned long long	cc_value;
+};
+
+static void put_counters(struct dlmd_sbuf *sb, bool json,
+			 const struct ctl_counter *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (json)
+			dlmd_sb_printf(sb, ",\"%s\":%llu", c[i].cc_name,
+				       c[i].cc_value);
+		else
+			dlmd_sb_printf(sb, "%s %llu\n", c[i].cc_name,
+				       c[i].cc_value);
+	}
+}
+
 static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool json)
 {
 	uint32_t nodes[DLM_MAX_NODES];
 	unsigned int n = dlmd_cluster_nodes(d, nodes, DLM_MAX_NODES);
 	unsigned long long up = (unsigned long long)((dlmd_now_ms() - d->d_start_ms) / 1000);
+	const struct ctl_counter reqs[] = {
+		{ "requests", d->d_nrequests },
+		{ "bad_requests", d->d_nbad_requests },
+		{ "asts_sent", d->d_nasts_sent },
+		{ "ast_queue_bytes", d->d_astq_bytes },
+		{ "clients_refused", d->d_nrefused },
+		{ "clients_cut_slow", d->d_ncut_slow },
+	};
+	/* the engine's, summed over the lockspaces */
+	const struct ctl_counter engine[] = {
+		{ "deadlocks",
+		  stats_total(d, offsetof(struct dlm_ls_stats, ls_deadlocks)) },
+		{ "clock_rejected",
+		  stats_total(d, offsetof(struct dlm_ls_stats,
+					  ls_clock_rejected)) },
+	};
 
 	if (json) {
 		dlmd_sb_printf(sb, "{\"pid\":%d,\"nodeid\":%u,\"membership\":\"%s\","
@@ -226,28 +261,18 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 			dlmd_sb_printf(sb, "}");
 		}
 		dlmd_sb_printf(sb, "],\"lockspaces\":%u,\"clients\":%u,"
-			  "\"uptime_secs\":%llu,\"requests\":%llu,"
-			  "\"bad_requests\":%llu,\"asts_sent\":%llu,"
-			  "\"ast_queue_bytes\":%llu,\"clients_refused\":%llu,"
-			  "\"clients_cut_slow\":%llu,"
-			  "\"protocol\":\"%d.%d.%d\",\"configfs\":",
-			  d->d_nlockspaces, dlmd_client_count(d), up,
-			  (unsigned long long)d->d_nrequests,
-			  (unsigned long long)d->d_nbad_requests,
-			  (unsigned long long)d->d_nasts_sent,
-			  (unsigned long long)d->d_astq_bytes,
-			  (unsigned long long)d->d_nrefused,
-			  (unsigned long long)d->d_ncut_slow, DLMP_VERSION_MAJOR,
-			  DLMP_VERSION_MINOR, DLMP_VERSION_PATCH);
+			  "\"uptime_secs\":%llu", d->d_nlockspaces,
+			  dlmd_client_count(d), up);
+		put_counters(sb, json, reqs, sizeof(reqs) / sizeof(reqs[0]));
+		dlmd_sb_printf(sb, ",\"protocol\":\"%d.%d.%d\",\"configfs\":",
+			  DLMP_VERSION_MAJOR, DLMP_VERSION_MINOR,
+			  DLMP_VERSION_PATCH);
 		dlmd_json_str(sb, dlmd_view_state(d));
 		dlmd_sb_printf(sb, ",\"configfs_dir\":");
 		dlmd_json_str(sb, d->d_cfg.cf_configfs_dir);
 		dlmd_sb_printf(sb, ",\"socket\":");
 		dlmd_json_str(sb, d->d_cfg.cf_socket_path);
-		dlmd_sb_printf(sb, ",\"deadlocks\":%llu,\"clock_rejected\":%llu",
-			  stats_total(d, offsetof(struct dlm_ls_stats, ls_deadlocks)),
-			  stats_total(d, offsetof(struct dlm_ls_stats,
-						  ls_clock_rejected)));
+		put_counters(sb, json, engine, sizeof(engine) / sizeof(engine[0]));
 		dlmd_sb_printf(sb, ",\"metrics_listen\":");
 		dlmd_json_str(sb, metrics_state(d));
 		/* every metric, as GET /metrics has them (metrics.c) */
@@ -269,24 +294,15 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		dlmd_fence_status(d, comms, sizeof(comms));
 		dlmd_sb_printf(sb, "\nfencing %s", comms);
 	}
-	dlmd_sb_printf(sb, "\nlockspaces %u\nclients %u\nuptime %llu s\nrequests %llu\n"
-		  "bad_requests %llu\nasts_sent %llu\nast_queue_bytes %llu\n"
-		  "clients_refused %llu\nclients_cut_slow %llu\n"
-		  "protocol %d.%d.%d\nsocket %s\nconfigfs %s %s\nmetrics %s\n",
-		  d->d_nlockspaces, dlmd_client_count(d), up,
-		  (unsigned long long)d->d_nrequests,
-		  (unsigned long long)d->d_nbad_requests,
-		  (unsigned long long)d->d_nasts_sent,
-		  (unsigned long long)d->d_astq_bytes,
-		  (unsigned long long)d->d_nrefused,
-		  (unsigned long long)d->d_ncut_slow, DLMP_VERSION_MAJOR,
-		  DLMP_VERSION_MINOR, DLMP_VERSION_PATCH, d->d_cfg.cf_socket_path,
+	dlmd_sb_printf(sb, "\nlockspaces %u\nclients %u\nuptime %llu s\n",
+		  d->d_nlockspaces, dlmd_client_count(d), up);
+	put_counters(sb, json, reqs, sizeof(reqs) / sizeof(reqs[0]));
+	dlmd_sb_printf(sb, "protocol %d.%d.%d\nsocket %s\nconfigfs %s %s\nmetrics %s\n",
+		  DLMP_VERSION_MAJOR, DLMP_VERSION_MINOR, DLMP_VERSION_PATCH,
+		  d->d_cfg.cf_socket_path,
 		  d->d_cfg.cf_configfs_dir[0] ? d->d_cfg.cf_configfs_dir : "-",
 		  dlmd_view_state(d), metrics_state(d));
-	dlmd_sb_printf(sb, "deadlocks %llu\nclock_rejected %llu\n",
-		  stats_total(d, offsetof(struct dlm_ls_stats, ls_deadlocks)),
-		  stats_total(d, offsetof(struct dlm_ls_stats,
-					  ls_clock_rejected)));
+	put_counters(sb, json, engine, sizeof(engine) / sizeof(engine[0]));
 	return 0;
 }
 
