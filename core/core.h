@@ -292,7 +292,9 @@ struct dlm_ls_stats {
 	uint64_t	ls_probes_sent;	/* deadlock probes sent (core/deadlock.c) */
 	uint64_t	ls_clock_rejected;	/* messages dropped: their token
 						   clock was implausibly far
-						   ahead (core/token.c) */
+						   ahead, or below the lock
+						   token they carry
+						   (core/token.c) */
 };
 void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st);
 

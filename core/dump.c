@@ -3,7 +3,7 @@
  * seeds' debugfs file, as stable text that tests and dlmctl read.
  *
  *   lockspace "<name>" id <8 hex> node <our id> members <id> <id> ...
- *   resource "<path>" master <id> <master-copy|local-copy|unknown> dir <id> [lookup] [unused]
+ *   resource "<path>" master <id> <master-copy|local-copy|unknown> dir <id|parent> [lookup] [unused]
  *     lvb <64 hex> seq <n> <valid|invalid>         (on the master only)
  *     granted <lkid> <MODE> [range <hex>-<hex>] [node <id> remid <lkid>] [owner <n>] [orphan] [wait <op>] [token <n>]
  *     convert <lkid> <GRMODE>-><RQMODE> ...
@@ -16,6 +16,9 @@
  *   inflight "<path>"                             (after all resources)
  *     request <lkid> <RQMODE> ...               (request in flight)
  *
+ * "dir" is the node that holds a root resource's directory record; a
+ * sub-resource has none (it is mastered with its parent, resource.c):
+ * "dir parent".
  * Resources are listed in key order, locks in queue order.  A path is the
  * resource's name, or parent/child for sub-resources; bytes that are not
  * printable ASCII, and '"', '\' and '/', print as \xHH.  Lock ids and
@@ -263,11 +266,15 @@ int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
 		int k;
 
 		dlm_key_format(r->res_key, r->res_keylen, name, sizeof(name));
-		out(&ob, "resource \"%s\" master %u %s dir %u%s%s\n", name,
+		out(&ob, "resource \"%s\" master %u %s dir ", name,
 		    r->res_nodeid,
 		    !r->res_nodeid ? "unknown" :
-		    is_master(r) ? "master-copy" : "local-copy",
-		    dlm_dir_nodeid(ls, r->res_hnode.hn_hash),
+		    is_master(r) ? "master-copy" : "local-copy");
+		if (r->res_parent)
+			out(&ob, "parent");
+		else
+			out(&ob, "%u", dlm_dir_nodeid(ls, r->res_hnode.hn_hash));
+		out(&ob, "%s%s\n",
 		    (r->res_flags & RESF_LOOKUP) ? " lookup" : "",
 		    (r->res_flags & RESF_TOSSED) ? " unused" : "");
 		if (is_master(r)) {

@@ -596,6 +596,26 @@ struct dlm_dirent *dlm_dir_find(struct dlm_ls *ls, const unsigned char *key,
 	return NULL;
 }
 
+/* A new record of key, which the caller found missing: master 'master',
+ * confirmed in this event.  NULL when out of memory. */
+static struct dlm_dirent *dir_add(struct dlm_ls *ls, const unsigned char *key,
+				  unsigned int keylen, uint32_t hash,
+				  uint32_t master)
+{
+	struct dlm_dirent *de;
+
+	de = malloc(offsetof(struct dlm_dirent, de_key) + keylen);
+	if (!de)
+		return NULL;
+	de->de_hnode.hn_hash = hash;
+	de->de_master = master;
+	de->de_event = ls->ls_event;
+	de->de_keylen = (uint16_t)keylen;
+	memcpy(de->de_key, key, keylen);
+	dlm_htab_insert(&ls->ls_dirtbl, &de->de_hnode);
+	return de;
+}
+
 /* The master of key; 'requester' becomes it when there is none yet. */
 int dlm_dir_lookup(struct dlm_ls *ls, const unsigned char *key,
 		   unsigned int keylen, uint32_t hash, uint32_t requester,
@@ -603,17 +623,8 @@ int dlm_dir_lookup(struct dlm_ls *ls, const unsigned char *key,
 {
 	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
 
-	if (!de) {
-		de = malloc(offsetof(struct dlm_dirent, de_key) + keylen);
-		if (!de)
-			return -ENOMEM;
-		de->de_hnode.hn_hash = hash;
-		de->de_master = requester;
-		de->de_event = ls->ls_event;
-		de->de_keylen = (uint16_t)keylen;
-		memcpy(de->de_key, key, keylen);
-		dlm_htab_insert(&ls->ls_dirtbl, &de->de_hnode);
-	}
+	if (!de && !(de = dir_add(ls, key, keylen, hash, requester)))
+		return -ENOMEM;
 	/* during recovery: confirmed by its master's registration or by a
 	 * lookup after the directory's rebuild, so the sweep keeps it */
 	de->de_event = ls->ls_event;
@@ -630,10 +641,11 @@ int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 {
 	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
 	char name[DLM_KEY_TEXT_LEN];
-	uint32_t dummy;
 
+	/* missing: add it here, not through dlm_dir_lookup, which would
+	 * look it up again (at 1M resources a rebuild is one miss each) */
 	if (!de)
-		return dlm_dir_lookup(ls, key, keylen, hash, master, &dummy);
+		return dir_add(ls, key, keylen, hash, master) ? 0 : -ENOMEM;
 	if (de->de_master != master) {
 		dlm_key_format(key, keylen, name, sizeof(name));
 		if (de->de_event == ls->ls_event) {

@@ -107,6 +107,27 @@
  * can only make tokens jump ahead, which costs nothing: they still only
  * grow.
  *
+ * A token above its message's clock.  A message about a lock carries
+ * the lock's token (m_token) besides the clock, and the holder's process
+ * copy (a grant: REQUEST_REPLY, CONVERT_REPLY, GRANT) or a new master's
+ * copy (RC_LOCK) stores it as it comes.  Every token a node has is one
+ * it minted (ls_token = token) or one it stored from a message whose
+ * clock it heard first (dlm_core_receive hears a member's clock before
+ * anything else reads the message; RC_LOCK is taken only in the event
+ * we run, so its clock is heard too), and ls_token only grows: so
+ * every lock's token is at most its node's clock, and dlm_send_msg
+ * writes the clock after the token was minted.  A message whose m_token
+ * exceeds its own m_clock was therefore never sent by a correct member:
+ * a bug, or a forged message.  Stored, that token would be reported to
+ * the holder (dlm_ls_lock_token) as a number no master minted, above
+ * the next one a master will mint, so storage would refuse the
+ * legitimate writers after it until the clock caught up.  Such a
+ * message is dropped whole like a clock from the future, logged and
+ * counted in ls_clock_rejected; a grant dropped so leaves its lock
+ * waiting (the audit reports it stuck), which is the right outcome for
+ * a message that cannot be believed.  The variant that counts alone
+ * (DLM_FAULT_TOKEN_RESET) breaks the premise and is not checked.
+ *
  * Limits.
  *  - "While any node keeps the lockspace": when every node has left it,
  *    nothing remembers its events or clock, and a new instance starts at
@@ -182,6 +203,23 @@ static uint64_t clock_limit(const struct dlm_ls *ls)
 	return by_gen > by_clock ? by_gen : by_clock;
 }
 
+/* Drop m: count it, and log the first, then ever more rarely (a flood
+ * of them must not flood the log).  -ERANGE. */
+static int clock_reject(struct dlm_ls *ls, const struct dlm_msg *m,
+			const char *why, uint64_t value, uint64_t bound)
+{
+	ls->ls_clock_rejected++;
+	if (!(ls->ls_clock_rejected & (ls->ls_clock_rejected - 1)))
+		log_ls(ls, DLM_LOG_WARNING,
+		       "dropped a message from node %u: %s %llx is beyond %llx "
+		       "(event %u, clock %llx); %llu dropped so",
+		       m->m_from, why, (unsigned long long)value,
+		       (unsigned long long)bound, ls->ls_event,
+		       (unsigned long long)ls->ls_token,
+		       (unsigned long long)ls->ls_clock_rejected);
+	return -ERANGE;
+}
+
 int dlm_token_heard(struct dlm_ls *ls, const struct dlm_msg *m)
 {
 	uint64_t clock = m->m_clock, limit;
@@ -190,6 +228,10 @@ int dlm_token_heard(struct dlm_ls *ls, const struct dlm_msg *m)
 	 * the generation, so a new master starts from its own count */
 	if (ls->ls_core->core_fault == DLM_FAULT_TOKEN_RESET)
 		return 0;
+	/* the sender's clock bounds every token it has (see "A token above
+	 * its message's clock") */
+	if (m->m_token > clock)
+		return clock_reject(ls, m, "its lock's token", m->m_token, clock);
 	if (clock <= ls->ls_token)
 		return 0;
 	/* the recovery of an event we have not started: its floor covers
@@ -197,21 +239,8 @@ int dlm_token_heard(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (dlm_msg_is_recovery(m->m_type) && m->m_gen > ls->ls_event)
 		return 0;
 	limit = clock_limit(ls);
-	if (clock > limit) {
-		ls->ls_clock_rejected++;
-		/* the first, then ever more rarely: a flood of them must not
-		 * flood the log */
-		if (!(ls->ls_clock_rejected & (ls->ls_clock_rejected - 1)))
-			log_ls(ls, DLM_LOG_WARNING,
-			       "dropped a message from node %u: its token clock "
-			       "%llx is beyond %llx (event %u, clock %llx); "
-			       "%llu dropped so",
-			       m->m_from, (unsigned long long)clock,
-			       (unsigned long long)limit, ls->ls_event,
-			       (unsigned long long)ls->ls_token,
-			       (unsigned long long)ls->ls_clock_rejected);
-		return -ERANGE;
-	}
+	if (clock > limit)
+		return clock_reject(ls, m, "its token clock", clock, limit);
 	ls->ls_token = clock;
 	return 0;
 }

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,13 +141,15 @@ static int verb_ls(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool j
 				dlmd_sb_printf(sb, "%s%u", i ? "," : "", v.lv_group[i]);
 			dlmd_sb_printf(sb, "],\"clients\":%u,\"resources\":%llu,"
 				  "\"locks\":%llu,\"orphans\":%llu,\"mode\":\"0%o\","
-				  "\"deadlocks\":%llu,\"last_victim\":\"%08x\"}",
+				  "\"deadlocks\":%llu,\"last_victim\":\"%08x\","
+				  "\"clock_rejected\":%llu}",
 				  dl->dl_nopen, (unsigned long long)st.ls_resources,
 				  (unsigned long long)st.ls_locks,
 				  (unsigned long long)st.ls_orphans,
 				  (unsigned)dl->dl_mode,
 				  (unsigned long long)st.ls_deadlocks,
-				  st.ls_last_victim);
+				  st.ls_last_victim,
+				  (unsigned long long)st.ls_clock_rejected);
 		} else {
 			dlmd_sb_printf(sb, "name %s id %08x state %s members",
 				  dl->dl_name, dlm_core_ls_id(dl->dl_core), v.lv_state);
@@ -164,6 +167,11 @@ static int verb_ls(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool j
 			dlmd_sb_printf(sb, "  deadlocks %llu last_victim %08x\n",
 				  (unsigned long long)st.ls_deadlocks,
 				  st.ls_last_victim);
+			/* core/token.c: messages dropped for a token clock
+			 * no member can have; none on a healthy cluster */
+			if (st.ls_clock_rejected)
+				dlmd_sb_printf(sb, "  clock_rejected %llu\n",
+					  (unsigned long long)st.ls_clock_rejected);
 		}
 		first = false;
 	}
@@ -184,9 +192,11 @@ static const char *metrics_state(const struct dlmd *d)
 	return buf;
 }
 
-/* Deadlock victims chosen on this node, in every lockspace, and the
- * latest lockspace's last one (core/deadlock.c). */
-static unsigned long long deadlocks_total(const struct dlmd *d)
+/* A counter of struct dlm_ls_stats (its offset), summed over every
+ * lockspace: ls_deadlocks, the deadlock victims chosen on this node
+ * (core/deadlock.c), or ls_clock_rejected, the messages dropped for
+ * their token clock (core/token.c). */
+static unsigned long long stats_total(const struct dlmd *d, size_t off)
 {
 	unsigned long long n = 0;
 
@@ -194,9 +204,28 @@ static unsigned long long deadlocks_total(const struct dlmd *d)
 		struct dlm_ls_stats st;
 
 		dlm_core_ls_stats(dl->dl_core, &st);
-		n += st.ls_deadlocks;
+		n += *(const uint64_t *)((const char *)&st + off);
 	}
 	return n;
+}
+
+/* A counter of "status": "name value" lines, or ,"name":value in JSON. */
+struct ctl_counter {
+	const char		*cc_name;
+	unsigned long long	cc_value;
+};
+
+static void put_counters(struct dlmd_sbuf *sb, bool json,
+			 const struct ctl_counter *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (json)
+			dlmd_sb_printf(sb, ",\"%s\":%llu", c[i].cc_name,
+				       c[i].cc_value);
+		else
+			dlmd_sb_printf(sb, "%s %llu\n", c[i].cc_name,
+				       c[i].cc_value);
+	}
 }
 
 static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool json)
@@ -204,6 +233,22 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 	uint32_t nodes[DLM_MAX_NODES];
 	unsigned int n = dlmd_cluster_nodes(d, nodes, DLM_MAX_NODES);
 	unsigned long long up = (unsigned long long)((dlmd_now_ms() - d->d_start_ms) / 1000);
+	const struct ctl_counter reqs[] = {
+		{ "requests", d->d_nrequests },
+		{ "bad_requests", d->d_nbad_requests },
+		{ "asts_sent", d->d_nasts_sent },
+		{ "ast_queue_bytes", d->d_astq_bytes },
+		{ "clients_refused", d->d_nrefused },
+		{ "clients_cut_slow", d->d_ncut_slow },
+	};
+	/* the engine's, summed over the lockspaces */
+	const struct ctl_counter engine[] = {
+		{ "deadlocks",
+		  stats_total(d, offsetof(struct dlm_ls_stats, ls_deadlocks)) },
+		{ "clock_rejected",
+		  stats_total(d, offsetof(struct dlm_ls_stats,
+					  ls_clock_rejected)) },
+	};
 
 	if (json) {
 		dlmd_sb_printf(sb, "{\"pid\":%d,\"nodeid\":%u,\"membership\":\"%s\","
@@ -216,25 +261,18 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 			dlmd_sb_printf(sb, "}");
 		}
 		dlmd_sb_printf(sb, "],\"lockspaces\":%u,\"clients\":%u,"
-			  "\"uptime_secs\":%llu,\"requests\":%llu,"
-			  "\"bad_requests\":%llu,\"asts_sent\":%llu,"
-			  "\"ast_queue_bytes\":%llu,\"clients_refused\":%llu,"
-			  "\"clients_cut_slow\":%llu,"
-			  "\"protocol\":\"%d.%d.%d\",\"configfs\":",
-			  d->d_nlockspaces, dlmd_client_count(d), up,
-			  (unsigned long long)d->d_nrequests,
-			  (unsigned long long)d->d_nbad_requests,
-			  (unsigned long long)d->d_nasts_sent,
-			  (unsigned long long)d->d_astq_bytes,
-			  (unsigned long long)d->d_nrefused,
-			  (unsigned long long)d->d_ncut_slow, DLMP_VERSION_MAJOR,
-			  DLMP_VERSION_MINOR, DLMP_VERSION_PATCH);
+			  "\"uptime_secs\":%llu", d->d_nlockspaces,
+			  dlmd_client_count(d), up);
+		put_counters(sb, json, reqs, sizeof(reqs) / sizeof(reqs[0]));
+		dlmd_sb_printf(sb, ",\"protocol\":\"%d.%d.%d\",\"configfs\":",
+			  DLMP_VERSION_MAJOR, DLMP_VERSION_MINOR,
+			  DLMP_VERSION_PATCH);
 		dlmd_json_str(sb, dlmd_view_state(d));
 		dlmd_sb_printf(sb, ",\"configfs_dir\":");
 		dlmd_json_str(sb, d->d_cfg.cf_configfs_dir);
 		dlmd_sb_printf(sb, ",\"socket\":");
 		dlmd_json_str(sb, d->d_cfg.cf_socket_path);
-		dlmd_sb_printf(sb, ",\"deadlocks\":%llu", deadlocks_total(d));
+		put_counters(sb, json, engine, sizeof(engine) / sizeof(engine[0]));
 		dlmd_sb_printf(sb, ",\"metrics_listen\":");
 		dlmd_json_str(sb, metrics_state(d));
 		/* every metric, as GET /metrics has them (metrics.c) */
@@ -256,21 +294,15 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		dlmd_fence_status(d, comms, sizeof(comms));
 		dlmd_sb_printf(sb, "\nfencing %s", comms);
 	}
-	dlmd_sb_printf(sb, "\nlockspaces %u\nclients %u\nuptime %llu s\nrequests %llu\n"
-		  "bad_requests %llu\nasts_sent %llu\nast_queue_bytes %llu\n"
-		  "clients_refused %llu\nclients_cut_slow %llu\n"
-		  "protocol %d.%d.%d\nsocket %s\nconfigfs %s %s\nmetrics %s\n",
-		  d->d_nlockspaces, dlmd_client_count(d), up,
-		  (unsigned long long)d->d_nrequests,
-		  (unsigned long long)d->d_nbad_requests,
-		  (unsigned long long)d->d_nasts_sent,
-		  (unsigned long long)d->d_astq_bytes,
-		  (unsigned long long)d->d_nrefused,
-		  (unsigned long long)d->d_ncut_slow, DLMP_VERSION_MAJOR,
-		  DLMP_VERSION_MINOR, DLMP_VERSION_PATCH, d->d_cfg.cf_socket_path,
+	dlmd_sb_printf(sb, "\nlockspaces %u\nclients %u\nuptime %llu s\n",
+		  d->d_nlockspaces, dlmd_client_count(d), up);
+	put_counters(sb, json, reqs, sizeof(reqs) / sizeof(reqs[0]));
+	dlmd_sb_printf(sb, "protocol %d.%d.%d\nsocket %s\nconfigfs %s %s\nmetrics %s\n",
+		  DLMP_VERSION_MAJOR, DLMP_VERSION_MINOR, DLMP_VERSION_PATCH,
+		  d->d_cfg.cf_socket_path,
 		  d->d_cfg.cf_configfs_dir[0] ? d->d_cfg.cf_configfs_dir : "-",
 		  dlmd_view_state(d), metrics_state(d));
-	dlmd_sb_printf(sb, "deadlocks %llu\n", deadlocks_total(d));
+	put_counters(sb, json, engine, sizeof(engine) / sizeof(engine[0]));
 	return 0;
 }
 

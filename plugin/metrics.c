@@ -309,6 +309,12 @@ static void collect_lockspaces(struct emit *em, struct dlmd *d)
 			  "youngest request, of a client of this node, was "
 			  "cancelled with EDEADLK.",
 			  offsetof(struct dlm_ls_stats, ls_deadlocks) },
+			{ "dlmd_clock_rejected_total", "counter", "Messages "
+			  "from members dropped because their fencing token "
+			  "clock was further ahead than any member's can be, "
+			  "or below the lock's token they carried "
+			  "(core/token.c).",
+			  offsetof(struct dlm_ls_stats, ls_clock_rejected) },
 		};
 
 		for (size_t i = 0; i < sizeof(stats) / sizeof(stats[0]); i++) {

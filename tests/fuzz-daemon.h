@@ -1,8 +1,9 @@
 /*
- * tests/fuzz-daemon.h - the daemon state the dlmd fuzz targets drive
- * (tests/fuzz-client-proto.c, tests/fuzz-ctl.c): membership none, no main
- * loop, the lock engine (plugin/daemon.c starts both); made at the first input and kept, so that an
- * input costs what it does, not a daemon's start.
+ * tests/fuzz-daemon.h - the daemon state the dlmd fuzz targets
+ * (tests/fuzz-client-proto.c, tests/fuzz-ctl.c) and tests/test-ctl-counters.c
+ * drive: membership none, no main loop, the lock engine (plugin/daemon.c
+ * starts both); made at the first input and kept, so that an input costs
+ * what it does, not a daemon's start.
  */
 #ifndef DLMD_TESTS_FUZZ_DAEMON_H
 #define DLMD_TESTS_FUZZ_DAEMON_H

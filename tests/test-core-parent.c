@@ -300,11 +300,62 @@ static void test_purge_orphan_group(void **state)
 	cluster_free(c);
 }
 
+/* The dump's "dir" of a resource (core/dump.c) on node 'node': the node
+ * number it names, or 0 for "dir parent"; fails when the resource is
+ * missing or the field is neither. */
+static unsigned int dump_dir(struct cluster *c, int node, const char *path)
+{
+	char *text = dump(c, node), needle[64], *p;
+	unsigned int dir = 0;
+
+	snprintf(needle, sizeof(needle), "resource \"%s\" master ", path);
+	p = strstr(text, needle);
+	if (!p)
+		fail_msg("node %d has no resource %s:\n%s", node, path, text);
+	p = strstr(p, " dir ");
+	assert_non_null(p);
+	p += 5;
+	if (strncmp(p, "parent", 6) && sscanf(p, "%u", &dir) != 1)
+		fail_msg("node %d, %s: dir %.20s", node, path, p);
+	free(text);
+	return dir;
+}
+
+/* A sub-resource is mastered with its parent and has no directory
+ * record (issue 18): the dump says "dir parent" for it, on its master
+ * and on a node with a local copy, and a root's directory node. */
+static void test_child_dump(void **state)
+{
+	struct cluster *c = cluster_new(3, 1000);
+	uint32_t p1, p2;
+	unsigned int dir;
+
+	(void)state;
+	p1 = lock_on(c, 1, 1, "p", DLM_LOCK_PR, 0, 0, NULL);
+	drain(c);
+	p2 = lock_on(c, 2, 2, "p", DLM_LOCK_PR, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, p1, 0);
+	assert_status(c, 2, p2, 0);
+	assert_status(c, 1, lock_on(c, 1, 1, "kid", DLM_LOCK_EX, 0, p1, NULL), 0);
+	lock_on(c, 2, 2, "kid", DLM_LOCK_NL, 0, p2, NULL);
+	drain(c);
+	assert_dump_has(c, 1, "resource \"p/kid\" master 1 master-copy dir parent\n");
+	assert_dump_has(c, 2, "resource \"p/kid\" master 1 local-copy dir parent\n");
+	/* the root's directory node is a member, the same one on both */
+	dir = dump_dir(c, 1, "p");
+	assert_true(dir >= 1 && dir <= 3);
+	assert_int_equal(dump_dir(c, 2, "p"), dir);
+	assert_int_equal(dump_dir(c, 2, "p/kid"), 0);
+	cluster_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parent_locks),
 		cmocka_unit_test(test_parent_deep),
+		cmocka_unit_test(test_child_dump),
 		cmocka_unit_test(test_range_locks),
 		cmocka_unit_test(test_orphans),
 		cmocka_unit_test(test_purge_orphan_group),

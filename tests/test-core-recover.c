@@ -235,29 +235,16 @@ static void test_recover_token(void **state)
 	cluster_free(c);
 }
 
-/* A message from node 'from' to node 'to' carrying token clock 'clock':
- * a reply about a lock nobody has, which the receiver ignores (-ENOENT)
- * once it heard the clock.  dlm_core_receive's result: -ERANGE if it was
- * dropped for its clock. */
+/* A message from node 'from' to node 'to' carrying token clock 'clock'
+ * (clock_msg).  dlm_core_receive's result: -ERANGE if it was dropped for
+ * its clock. */
 static int send_clock(struct cluster *c, int from, int to, uint64_t clock)
 {
 	unsigned char buf[DLM_WIRE_MAX_LEN];
-	struct dlm_msg m;
-	int len;
+	size_t len = clock_msg(buf, sizeof(buf), dlm_core_ls_id(c->ls[to]),
+			       (uint32_t)from, (uint32_t)to, clock);
 
-	memset(&m, 0, sizeof(m));
-	m.m_type = DLM_MSG_REQUEST_REPLY;
-	m.m_lsid = dlm_core_ls_id(c->ls[to]);
-	m.m_from = (uint32_t)from;
-	m.m_to = (uint32_t)to;
-	m.m_remid = 0x7ffff001;
-	m.m_grmode = DLM_LOCK_IV;
-	m.m_rqmode = DLM_LOCK_IV;
-	m.m_bastmode = DLM_LOCK_IV;
-	m.m_clock = clock;
-	len = dlm_msg_encode(&m, buf, sizeof(buf));
-	assert_true(len > 0);
-	return dlm_core_receive(c->core[to], (uint32_t)from, buf, (size_t)len);
+	return dlm_core_receive(c->core[to], (uint32_t)from, buf, len);
 }
 
 /* Lock 'name' EX on node 1 (its master), unlock it, return the token. */
@@ -318,6 +305,67 @@ static void test_forged_clock(void **state)
 	dlm_core_ls_stats(c->ls[1], &st);
 	assert_int_equal(st.ls_clock_rejected, 3);
 	assert_verified(c);
+	cluster_free(c);
+}
+
+/* A grant whose lock token exceeds the clock of its own message (a bug,
+ * a forged message) is dropped, logged and counted, not stored: the
+ * sender's clock bounds every token it has (core/token.c "A token above
+ * its message's clock").  Node 1 masters G and holds EX; node 2 waits
+ * for EX; node 1's unlock sends node 2 a GRANT, which the network
+ * alters before node 2 gets it. */
+static void test_forged_token(void **state)
+{
+	struct cluster *c = cluster_new(2, 100);
+	unsigned char orig[DLM_WIRE_MAX_LEN];
+	struct dlm_ls_stats st;
+	struct dlm_msg m;
+	const char *why;
+	uint32_t x, y;
+	size_t forged = SIZE_MAX;
+	int warn;
+
+	(void)state;
+	x = lock_on(c, 1, 1, "G", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, x, 0);
+	y = lock_on(c, 2, 2, "G", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_no_comp(c, 2, y);
+	assert_int_equal(unlock(c, 1, 1, x, 0, NULL), 0);
+	for (size_t i = c->qhead; i < c->qtail; i++) {
+		struct qmsg *q = &c->q[i % MAXQ];
+		int len;
+
+		memcpy(orig, q->buf, q->len);
+		assert_int_equal(dlm_msg_decode(orig, q->len, &m, &why), 0);
+		if (q->from != 1 || q->to != 2 || m.m_type != DLM_MSG_GRANT)
+			continue;
+		assert_true(m.m_token > 0 && m.m_token <= m.m_clock);
+		m.m_token = m.m_clock + 1;
+		len = dlm_msg_encode(&m, q->buf, sizeof(q->buf));
+		assert_true(len > 0);
+		q->len = (size_t)len;
+		forged = i;
+	}
+	assert_true(forged != SIZE_MAX);
+	warn = c->nlog_warn;
+	/* drain(), but the forged one is refused */
+	while (c->qhead != c->qtail) {
+		size_t i = c->qhead++;
+		struct qmsg *q = &c->q[i % MAXQ];
+
+		assert_int_equal(dlm_core_receive(c->core[q->to], q->from,
+						  q->buf, q->len),
+				 i == forged ? -ERANGE : 0);
+	}
+	/* not granted with a token nobody minted */
+	assert_no_comp(c, 2, y);
+	assert_true(c->nlog_warn > warn);
+	dlm_core_ls_stats(c->ls[2], &st);
+	assert_int_equal(st.ls_clock_rejected, 1);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_clock_rejected, 0);
 	cluster_free(c);
 }
 
@@ -586,6 +634,7 @@ int main(void)
 		cmocka_unit_test(test_recover_enomem),
 		cmocka_unit_test(test_recover_token),
 		cmocka_unit_test(test_forged_clock),
+		cmocka_unit_test(test_forged_token),
 		cmocka_unit_test(test_recover_held_and_resent),
 		cmocka_unit_test(test_recover_inflight_unlock),
 		cmocka_unit_test(test_recover_abort_dedupe),

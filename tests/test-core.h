@@ -89,4 +89,30 @@ void recover_all(struct cluster *c, uint32_t event);
 void deliver_only(struct cluster *c, uint32_t from, uint32_t to);
 void assert_verified(struct cluster *c);
 
+/* Encoded into buf, a message from node 'from' to node 'to' in lockspace
+ * 'lsid' whose only meaning is its token clock 'clock': a reply about a
+ * lock nobody has, which the receiver ignores (-ENOENT) once it heard
+ * the clock (core/token.c).  Its length. */
+static inline size_t clock_msg(unsigned char *buf, size_t buflen,
+			       uint32_t lsid, uint32_t from, uint32_t to,
+			       uint64_t clock)
+{
+	struct dlm_msg m;
+	int len;
+
+	memset(&m, 0, sizeof(m));
+	m.m_type = DLM_MSG_REQUEST_REPLY;
+	m.m_lsid = lsid;
+	m.m_from = from;
+	m.m_to = to;
+	m.m_remid = 0x7ffff001;
+	m.m_grmode = DLM_LOCK_IV;
+	m.m_rqmode = DLM_LOCK_IV;
+	m.m_bastmode = DLM_LOCK_IV;
+	m.m_clock = clock;
+	len = dlm_msg_encode(&m, buf, buflen);
+	assert_true(len > 0);
+	return (size_t)len;
+}
+
 #endif /* DLMD_TEST_CORE_H */
