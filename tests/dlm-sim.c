@@ -210,6 +210,8 @@ static void after_step(struct sim *sim)
 		model_check_clients(sim);
 	if (!sim->failed)
 		check_engines(sim);
+	if (!sim->failed)
+		check_model(sim);
 	if (sim->check_recovered) {
 		sim->check_recovered = false;
 		if (!sim->failed)
@@ -958,7 +960,8 @@ static void do_force(struct sim *sim, int node, int client)
 }
 
 /* The client crashes: its locks are purged, persistent ones orphaned;
- * it comes back as a new owner. */
+ * it comes back as a new owner.  The purged ones stay in the model until
+ * the engine has unlocked them (lock_leave). */
 static void do_crash(struct sim *sim, int node, int client)
 {
 	struct sim_client *c = client_of(sim, node, client);
@@ -1002,7 +1005,7 @@ static void do_crash(struct sim *sim, int node, int client)
 					sim->crashed_ls[sim->ncrashed] = lk->l_ls;
 					sim->crashed[sim->ncrashed++] = lk->l_lkid;
 				}
-				lock_forget(sim, lk);
+				lock_leave(sim, lk);
 			}
 		}
 	}
@@ -1084,7 +1087,7 @@ static void purge_orphans(struct sim *sim, int node, int ls, int target, uint64_
 		if (top >= DLM_LOCK_PW && !o->l_purge_asked)
 			lvb_write(sim, o->l_res, LVB_UNKNOWN, 0);
 		if (target == node) {
-			lock_forget(sim, o);
+			lock_leave(sim, o);
 		} else {
 			o->l_purge_asked = true;
 			i++;
@@ -1714,6 +1717,7 @@ static void phase_drain(struct sim *sim)
 	if (!sim->failed && sim->net.n_inflight)
 		sim_fail(sim, "DRAIN: %llu messages still in flight",
 			 (unsigned long long)sim->net.n_inflight);
+	check_model_empty(sim);
 }
 
 /* ------------------------------------------------------------- a seed */

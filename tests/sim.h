@@ -206,6 +206,9 @@ struct sim_lock {
 	bool		l_orphan_unsure; /* orphaned with an operation in flight */
 	bool		l_purge_asked;	/* a remote orphan purge was sent */
 	bool		l_adopted;	/* taken over from an orphan */
+	bool		l_leaving;	/* let go without an AST to come (a
+					 * crash, an orphan purge): the engine
+					 * still has it until its unlock is done */
 	int		l_gmode;	/* granted mode as the client knows it; IV: none */
 	uint64_t	l_token;	/* fencing token of its latest write grant */
 	enum sim_op	l_op;
@@ -463,6 +466,7 @@ struct sim_lock *lock_new(struct sim *sim, int node, int ls, uint32_t lkid,
 struct sim_lock *lock_find(struct sim *sim, int node, int ls, uint32_t lkid);
 void lock_forget(struct sim *sim, struct sim_lock *lk);
 void lock_detach_client(struct sim *sim, struct sim_lock *lk);
+void lock_leave(struct sim *sim, struct sim_lock *lk);
 void lock_attach_client(struct sim *sim, struct sim_lock *lk, int client);
 int lock_relied_mode(const struct sim_lock *lk);
 bool lock_is_idle(const struct sim_lock *lk);
@@ -484,6 +488,8 @@ void model_recovery_purge(struct sim *sim, int node);
 /* sim-check.c */
 void check_engines(struct sim *sim);
 void check_free(struct sim *sim);
+void check_model(struct sim *sim);
+void check_model_empty(struct sim *sim);
 
 /* sim-faults.c */
 bool node_usable(const struct sim *sim, int node);
