@@ -805,8 +805,9 @@ static bool may_vanish(const struct sim_lock *lk)
 	       (lk->l_orphan && (lk->l_purge_asked || lk->l_orphan_unsure));
 }
 
-/* The granted modes lk's copy in its engine may show now. */
-static unsigned int model_modes(const struct sim_lock *lk)
+/* The granted modes lk's copy in its engine may show now; 'master': its
+ * master's copy, which may have granted what the owner hears later. */
+static unsigned int model_modes(const struct sim_lock *lk, bool master)
 {
 	unsigned int m = MODE_BIT(lk->l_gmode);
 	uint32_t fl = lk->l_op_flags;
@@ -818,7 +819,7 @@ static unsigned int model_modes(const struct sim_lock *lk)
 		m |= MODE_BIT(DLM_LOCK_NL);
 	/* purged or orphaned with the operation in flight: it may end
 	 * without an AST, in any mode the operation could produce */
-	if (lk->l_leaving || lk->l_orphan) {
+	if (master || lk->l_leaving || lk->l_orphan) {
 		m |= MODE_BIT(lk->l_op_mode);
 		if (fl & DLM_LKF_ALTPR)
 			m |= MODE_BIT(DLM_LOCK_PR);
@@ -841,6 +842,35 @@ static void model_lock_str(struct sim *sim, const struct sim_lock *lk, char *buf
 		 lk->l_op == OP_CONVERT ? ", conversion pending" : ", unlock pending");
 }
 
+/* A lock master 'node' keeps for another node, outside recoveries: the
+ * owner's model has it (a master drops its copy before the owner hears
+ * of an unlock, a cancel or a refusal), on that resource, in a mode the
+ * model allows. */
+static void check_master_copy(struct sim *sim, int node, const struct sim_winfo *w)
+{
+	const struct sim_lock *lk;
+	char d[300], r[200];
+
+	if (!w->w_running || w->w_status == DLM_LKSTS_NONE || w->w_nodeid < 1 ||
+	    w->w_nodeid > sim->nnodes || !sim->nodes[w->w_nodeid - 1].n_alive)
+		return;
+	lk = lock_find(sim, (int)w->w_nodeid - 1, w->w_ls, w->w_remid);
+	if (!lk) {
+		sim_fail(sim, "MODEL: master n%d holds n%u's lock %08x (%s %s %s) that "
+			 "the model does not know", node + 1, w->w_nodeid, w->w_remid,
+			 sim_res_str(sim, w->w_res, r, sizeof(r)), status_str(w->w_status),
+			 sim_mode_str(w->w_grmode));
+		return;
+	}
+	model_lock_str(sim, lk, d, sizeof(d));
+	if (w->w_res != lk->l_res)
+		sim_fail(sim, "MODEL: %s is on %s at its master n%d", d,
+			 sim_res_str(sim, w->w_res, r, sizeof(r)), node + 1);
+	else if (!(model_modes(lk, true) & MODE_BIT(w->w_grmode)))
+		sim_fail(sim, "MODEL: %s is %s %s at its master n%d", d,
+			 status_str(w->w_status), sim_mode_str(w->w_grmode), node + 1);
+}
+
 void check_model(struct sim *sim)
 {
 	struct sim_lock **gone = NULL;
@@ -859,8 +889,10 @@ void check_model(struct sim *sim)
 			const struct sim_winfo *w = &s->s_info[j];
 			const struct sim_lock *lk;
 
-			if (w->w_nodeid != n->n_id)
-				continue;	/* a master copy of another node's lock */
+			if (w->w_nodeid != n->n_id) {
+				check_master_copy(sim, (int)i, w);
+				continue;
+			}
 			lk = lock_find(sim, (int)i, w->w_ls, w->w_lkid);
 			if (!lk) {
 				sim_fail(sim, "MODEL: n%u's engine holds lock %08x (%s %s %s) "
@@ -875,7 +907,7 @@ void check_model(struct sim *sim)
 					 sim_res_str(sim, w->w_res, r, sizeof(r)));
 				return;
 			}
-			if (!(model_modes(lk) & MODE_BIT(w->w_grmode))) {
+			if (!(model_modes(lk, false) & MODE_BIT(w->w_grmode))) {
 				sim_fail(sim, "MODEL: %s is %s %s in its engine", d,
 					 status_str(w->w_status), sim_mode_str(w->w_grmode));
 				return;
