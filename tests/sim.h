@@ -334,6 +334,8 @@ struct sim_opts {
 	bool		o_faults;	/* node deaths and joins, recovery */
 	bool		o_daemon_deaths; /* --faults: some deaths are the daemon's only */
 	bool		o_no_fence_wait; /* broken glue: recover before the fence */
+	bool		o_forget_purged; /* broken model: purged locks leave it at
+					  * once (the bookkeeping before lock_leave) */
 	bool		o_partitions;	/* --faults: network splits and merges */
 	bool		o_quiet;
 	bool		o_msg_stats;	/* --msg-stats: messages by type, per op */
