@@ -25,6 +25,15 @@
  *             does not give queue order, so "the head fits" is only
  *             concluded when every member of that queue fits).
  *
+ *   model     the client model knows exactly the locks the engines hold:
+ *             each node's own copies, and each master's copies of other
+ *             nodes' locks, against the model's locks, by lock id, with
+ *             resource and granted mode (check_model(), at the end of
+ *             this file); a lock the model keeps after its client let go
+ *             of it (purged, lock_leave()) is forgotten once its engine
+ *             no longer shows it, and at the end of the drain the model
+ *             must be empty.
+ *
  * What these cannot see (a cycle through QUECVT order, a blocking AST
  * that never reached its holder) shows up as a liveness failure in the
  * quiesce phase instead.

@@ -10,7 +10,8 @@
  *   sim-model.c  the clients' view of their locks: what each client may
  *                rely on, what it is waiting for, the LVB every grant must
  *                carry; it consumes the engines' ASTs and checks them;
- *   sim-check.c  the engine-level checks, made by walking every engine;
+ *   sim-check.c  the engine-level checks, made by walking every engine,
+ *                and the model held against those walks;
  *   sim-trace.c  the ring of recent events printed when a check fails;
  *   dlm-sim.c    the command line, the random schedule and the phases
  *                (schedule, quiesce, drain).
