@@ -880,48 +880,49 @@ static void check_master_copy(struct sim *sim, int node, const struct sim_winfo 
 			 status_str(w->w_status), sim_mode_str(w->w_grmode), node + 1);
 }
 
+/* One lock of node's walk: its own copy against the model (a master copy
+ * of another node's lock: check_master_copy()).  False once failed. */
+static bool check_walk_entry(struct sim *sim, int node, const struct sim_winfo *w)
+{
+	const struct sim_lock *lk;
+	char d[300], r[200];
+
+	if (w->w_nodeid != sim->nodes[node].n_id) {
+		check_master_copy(sim, node, w);
+		return !sim->failed;
+	}
+	lk = lock_find(sim, node, w->w_ls, w->w_lkid);
+	if (!lk) {
+		sim_fail(sim, "MODEL: n%d's engine holds lock %08x (%s %s %s) that the "
+			 "model does not know", node + 1, w->w_lkid,
+			 sim_res_str(sim, w->w_res, r, sizeof(r)), status_str(w->w_status),
+			 sim_mode_str(w->w_grmode));
+		return false;
+	}
+	model_lock_str(sim, lk, d, sizeof(d));
+	if (w->w_res != lk->l_res)
+		sim_fail(sim, "MODEL: %s is on %s in its engine", d,
+			 sim_res_str(sim, w->w_res, r, sizeof(r)));
+	else if (!(model_modes(lk, false) & MODE_BIT(w->w_grmode)))
+		sim_fail(sim, "MODEL: %s is %s %s in its engine", d,
+			 status_str(w->w_status), sim_mode_str(w->w_grmode));
+	return !sim->failed;
+}
+
 void check_model(struct sim *sim)
 {
 	struct sim_lock **gone = NULL;
 	unsigned int ngone = 0, cap = 0, i, j, b;
 	bool progress;
-	char d[300], r[200];
+	char d[300];
 
-	/* every lock an engine holds for its own clients is in the model */
+	/* every lock an engine holds is in the model */
 	for (i = 0; i < sim->nnodes && !sim->failed; i++) {
-		const struct sim_node *n = &sim->nodes[i];
-		const struct sim_snap *s = &n->n_snap[n->n_cur];
+		const struct sim_snap *s = &sim->nodes[i].n_snap[sim->nodes[i].n_cur];
 
-		if (!n->n_alive)
-			continue;
-		for (j = 0; j < s->s_n; j++) {
-			const struct sim_winfo *w = &s->s_info[j];
-			const struct sim_lock *lk;
-
-			if (w->w_nodeid != n->n_id) {
-				check_master_copy(sim, (int)i, w);
-				continue;
-			}
-			lk = lock_find(sim, (int)i, w->w_ls, w->w_lkid);
-			if (!lk) {
-				sim_fail(sim, "MODEL: n%u's engine holds lock %08x (%s %s %s) "
-					 "that the model does not know", i + 1, w->w_lkid,
-					 sim_res_str(sim, w->w_res, r, sizeof(r)),
-					 status_str(w->w_status), sim_mode_str(w->w_grmode));
-				return;
-			}
-			model_lock_str(sim, lk, d, sizeof(d));
-			if (w->w_res != lk->l_res) {
-				sim_fail(sim, "MODEL: %s is on %s in its engine", d,
-					 sim_res_str(sim, w->w_res, r, sizeof(r)));
-				return;
-			}
-			if (!(model_modes(lk, false) & MODE_BIT(w->w_grmode))) {
-				sim_fail(sim, "MODEL: %s is %s %s in its engine", d,
-					 status_str(w->w_status), sim_mode_str(w->w_grmode));
-				return;
-			}
-		}
+		for (j = 0; sim->nodes[i].n_alive && j < s->s_n; j++)
+			if (!check_walk_entry(sim, (int)i, &s->s_info[j]))
+				break;
 	}
 	/* every lock in the model is in its engine, or may have gone */
 	for (b = 0; b < SIM_LOCK_HASH && !sim->failed; b++) {
