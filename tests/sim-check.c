@@ -871,11 +871,13 @@ static void check_master_copy(struct sim *sim, int node, const struct sim_winfo 
 			 sim_mode_str(w->w_grmode));
 		return;
 	}
+	if (w->w_res == lk->l_res && (model_modes(lk, true) & MODE_BIT(w->w_grmode)))
+		return;
 	model_lock_str(sim, lk, d, sizeof(d));
 	if (w->w_res != lk->l_res)
 		sim_fail(sim, "MODEL: %s is on %s at its master n%d", d,
 			 sim_res_str(sim, w->w_res, r, sizeof(r)), node + 1);
-	else if (!(model_modes(lk, true) & MODE_BIT(w->w_grmode)))
+	else
 		sim_fail(sim, "MODEL: %s is %s %s at its master n%d", d,
 			 status_str(w->w_status), sim_mode_str(w->w_grmode), node + 1);
 }
@@ -899,20 +901,22 @@ static bool check_walk_entry(struct sim *sim, int node, const struct sim_winfo *
 			 sim_mode_str(w->w_grmode));
 		return false;
 	}
+	if (w->w_res == lk->l_res && (model_modes(lk, false) & MODE_BIT(w->w_grmode)))
+		return true;
 	model_lock_str(sim, lk, d, sizeof(d));
 	if (w->w_res != lk->l_res)
 		sim_fail(sim, "MODEL: %s is on %s in its engine", d,
 			 sim_res_str(sim, w->w_res, r, sizeof(r)));
-	else if (!(model_modes(lk, false) & MODE_BIT(w->w_grmode)))
+	else
 		sim_fail(sim, "MODEL: %s is %s %s in its engine", d,
 			 status_str(w->w_status), sim_mode_str(w->w_grmode));
-	return !sim->failed;
+	return false;
 }
 
 void check_model(struct sim *sim)
 {
-	struct sim_lock **gone = NULL;
-	unsigned int ngone = 0, cap = 0, i, j, b;
+	struct sim_lock **gone = NULL, *lk;
+	unsigned int ngone = 0, cap = 0, i, j;
 	bool progress;
 	char d[300];
 
@@ -925,32 +929,28 @@ void check_model(struct sim *sim)
 				break;
 	}
 	/* every lock in the model is in its engine, or may have gone */
-	for (b = 0; b < SIM_LOCK_HASH && !sim->failed; b++) {
-		struct sim_lock *lk;
+	for (lk = sim->locks; lk && !sim->failed; lk = lk->l_anext) {
+		const struct sim_node *n = &sim->nodes[lk->l_node];
 
-		for (lk = sim->lock_hash[b]; lk; lk = lk->l_hnext) {
-			const struct sim_node *n = &sim->nodes[lk->l_node];
+		if (!n->n_alive || snap_find(&n->n_snap[n->n_cur], lk->l_ls, lk->l_lkid))
+			continue;
+		if (!may_vanish(lk)) {
+			model_lock_str(sim, lk, d, sizeof(d));
+			sim_fail(sim, "MODEL: %s is not in its engine", d);
+			break;
+		}
+		if (ngone == cap) {
+			struct sim_lock **a;
 
-			if (!n->n_alive || snap_find(&n->n_snap[n->n_cur], lk->l_ls, lk->l_lkid))
-				continue;
-			if (!may_vanish(lk)) {
-				model_lock_str(sim, lk, d, sizeof(d));
-				sim_fail(sim, "MODEL: %s is not in its engine", d);
+			cap = cap ? 2 * cap : 16;
+			a = realloc(gone, cap * sizeof(*a));
+			if (!a) {
+				sim_fail(sim, "simulator: out of memory");
 				break;
 			}
-			if (ngone == cap) {
-				struct sim_lock **a;
-
-				cap = cap ? 2 * cap : 16;
-				a = realloc(gone, cap * sizeof(*a));
-				if (!a) {
-					sim_fail(sim, "simulator: out of memory");
-					break;
-				}
-				gone = a;
-			}
-			gone[ngone++] = lk;
+			gone = a;
 		}
+		gone[ngone++] = lk;
 	}
 	/* forget those gone, children first; lock_forget() reports a
 	 * parent gone before a child */
@@ -974,18 +974,12 @@ void check_model(struct sim *sim)
 /* At the end of a run nothing may be left in the model either. */
 void check_model_empty(struct sim *sim)
 {
-	unsigned int b;
+	const struct sim_lock *lk;
 	char d[300];
 
-	for (b = 0; b < SIM_LOCK_HASH && !sim->failed; b++) {
-		const struct sim_lock *lk;
-
-		for (lk = sim->lock_hash[b]; lk; lk = lk->l_hnext)
-			if (sim->nodes[lk->l_node].n_alive) {
-				model_lock_str(sim, lk, d, sizeof(d));
-				sim_fail(sim, "MODEL: %s is still in the model after the "
-					 "drain", d);
-				return;
-			}
-	}
+	for (lk = sim->locks; lk && !sim->failed; lk = lk->l_anext)
+		if (sim->nodes[lk->l_node].n_alive) {
+			model_lock_str(sim, lk, d, sizeof(d));
+			sim_fail(sim, "MODEL: %s is still in the model after the drain", d);
+		}
 }

@@ -479,6 +479,11 @@ struct sim_lock *lock_new(struct sim *sim, int node, int ls, uint32_t lkid,
 	lk->l_gmode = DLM_LOCK_IV;
 	lk->l_hnext = sim->lock_hash[b];
 	sim->lock_hash[b] = lk;
+	lk->l_anext = sim->locks;
+	if (sim->locks)
+		sim->locks->l_aprevp = &lk->l_anext;
+	lk->l_aprevp = &sim->locks;
+	sim->locks = lk;
 	if (client >= 0)
 		lock_attach_client(sim, lk, client);
 	return lk;
@@ -496,6 +501,9 @@ void lock_forget(struct sim *sim, struct sim_lock *lk)
 		pp = &(*pp)->l_hnext;
 	if (*pp)
 		*pp = lk->l_hnext;
+	*lk->l_aprevp = lk->l_anext;
+	if (lk->l_anext)
+		lk->l_anext->l_aprevp = lk->l_aprevp;
 	if (lk->l_parent)
 		lk->l_parent->l_nchildren--;
 	if (lk->l_nchildren) {

@@ -189,6 +189,8 @@ enum sim_op {
 
 struct sim_lock {
 	struct sim_lock	*l_hnext;	/* lock index chain */
+	struct sim_lock	*l_anext;	/* every lock in the model: sim->locks */
+	struct sim_lock	**l_aprevp;
 	uint64_t	l_seq;		/* creation order, for stable traces */
 	int		l_node;		/* node index 0.. */
 	int		l_ls;
@@ -402,6 +404,7 @@ struct sim {
 
 	/* the client model */
 	struct sim_lock	*lock_hash[SIM_LOCK_HASH];
+	struct sim_lock	*locks;		/* the same locks, one list */
 	uint64_t	lock_seq;
 	struct sim_res	*res;
 	unsigned int	nres;
