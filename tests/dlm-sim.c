@@ -210,6 +210,8 @@ static void after_step(struct sim *sim)
 		model_check_clients(sim);
 	if (!sim->failed)
 		check_engines(sim);
+	if (!sim->failed)
+		check_model(sim);
 	if (sim->check_recovered) {
 		sim->check_recovered = false;
 		if (!sim->failed)
@@ -958,7 +960,8 @@ static void do_force(struct sim *sim, int node, int client)
 }
 
 /* The client crashes: its locks are purged, persistent ones orphaned;
- * it comes back as a new owner. */
+ * it comes back as a new owner.  The purged ones stay in the model until
+ * the engine has unlocked them (lock_leave). */
 static void do_crash(struct sim *sim, int node, int client)
 {
 	struct sim_client *c = client_of(sim, node, client);
@@ -1002,7 +1005,10 @@ static void do_crash(struct sim *sim, int node, int client)
 					sim->crashed_ls[sim->ncrashed] = lk->l_ls;
 					sim->crashed[sim->ncrashed++] = lk->l_lkid;
 				}
-				lock_forget(sim, lk);
+				if (sim->opts->o_forget_purged)
+					lock_forget(sim, lk);	/* broken on purpose */
+				else
+					lock_leave(sim, lk);
 			}
 		}
 	}
@@ -1083,8 +1089,10 @@ static void purge_orphans(struct sim *sim, int node, int ls, int target, uint64_
 			top = top > o->l_op_mode ? top : o->l_op_mode;
 		if (top >= DLM_LOCK_PW && !o->l_purge_asked)
 			lvb_write(sim, o->l_res, LVB_UNKNOWN, 0);
-		if (target == node) {
-			lock_forget(sim, o);
+		if (target == node && sim->opts->o_forget_purged) {
+			lock_forget(sim, o);	/* broken on purpose */
+		} else if (target == node) {
+			lock_leave(sim, o);
 		} else {
 			o->l_purge_asked = true;
 			i++;
@@ -1714,6 +1722,7 @@ static void phase_drain(struct sim *sim)
 	if (!sim->failed && sim->net.n_inflight)
 		sim_fail(sim, "DRAIN: %llu messages still in flight",
 			 (unsigned long long)sim->net.n_inflight);
+	check_model_empty(sim);
 }
 
 /* ------------------------------------------------------------- a seed */
@@ -1994,6 +2003,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --fault %s", fault_name(opts->o_fault));
 		if (opts->o_no_fence_wait)
 			printf(" --fault no-fence-wait");
+		if (opts->o_forget_purged)
+			printf(" --fault forget-purged");
 		for (i = 0; i < sizeof(avoid_names) / sizeof(avoid_names[0]); i++)
 			if (opts->o_avoid & avoid_names[i].bit)
 				printf(" --avoid %s", avoid_names[i].name);
@@ -2056,6 +2067,8 @@ static void usage(FILE *out)
 		"                --faults: skip-purge, skip-resend, keep-dead-master;\n"
 		"                no-fence-wait breaks the glue: recovery starts before\n"
 		"                a daemon-only death is fenced\n"
+		"                forget-purged breaks the model: a purged lock\n"
+		"                leaves it before the engines let it go\n"
 		"  --avoid NAME  do not generate a pattern that trips a known engine\n"
 		"                bug (valblk-release, adopt-bast, quecvt, lost-bast,\n"
 		"                toss, noorder-convq, purge-ast, overlap-lvb,\n"
@@ -2153,6 +2166,11 @@ int main(int argc, char **argv)
 			/* a fault of the simulated cluster glue, not of the engines */
 			if (!strcmp(optarg, "no-fence-wait")) {
 				opts.o_no_fence_wait = true;
+				break;
+			}
+			/* nor this one: of the client model */
+			if (!strcmp(optarg, "forget-purged")) {
+				opts.o_forget_purged = true;
 				break;
 			}
 			for (i = 0; i < sizeof(fault_names) / sizeof(fault_names[0]); i++)

@@ -25,6 +25,15 @@
  *             does not give queue order, so "the head fits" is only
  *             concluded when every member of that queue fits).
  *
+ *   model     the client model knows exactly the locks the engines hold:
+ *             each node's own copies, and each master's copies of other
+ *             nodes' locks, against the model's locks, by lock id, with
+ *             resource and granted mode (check_model(), at the end of
+ *             this file); a lock the model keeps after its client let go
+ *             of it (purged, lock_leave()) is forgotten once its engine
+ *             no longer shows it, and at the end of the drain the model
+ *             must be empty.
+ *
  * What these cannot see (a cycle through QUECVT order, a blocking AST
  * that never reached its holder) shows up as a liveness failure in the
  * quiesce phase instead.
@@ -190,8 +199,8 @@ static bool request_flags(struct sim *sim, int node, const struct sim_winfo *w,
 		lkid = w->w_remid;
 	}
 	lk = lock_find(sim, owner, w->w_ls, lkid);
-	if (!lk)
-		return false;
+	if (!lk || lk->l_leaving)
+		return false;	/* purged (lock_leave): as a lock it does not know */
 	*flags = lk->l_req_flags;
 	return true;
 }
@@ -776,4 +785,201 @@ void check_recovered(struct sim *sim)
 	}
 out:
 	free(keys);
+}
+
+
+/* ------------------------------------------- the model against the engines */
+
+/*
+ * After every step the model must know exactly the locks the engines hold
+ * for its clients: each live node's own copies (not the master copies it
+ * keeps for other nodes) against the model's locks of that node, by lock
+ * id.  Every lock an engine has must be in the model, on the same
+ * resource, in a mode the model allows (model_modes()); every lock in the
+ * model must be in its engine, unless it may have gone without a word:
+ * a lock its client let go of (lock_leave: purged, its force unlock in
+ * flight), an orphan a remote purge was sent for, an orphan with an
+ * operation in flight that may end it.  Those the engine no longer shows
+ * are forgotten here, children before their parents.  A model that lost
+ * or kept a lock would otherwise go unnoticed: the checks that read the
+ * model (holders at client level, LVB, tokens, liveness) judge only the
+ * locks it has.
+ */
+
+#define MODE_BIT(m)	(1u << ((m) + 1))	/* IV (-1) is bit 0 */
+
+static bool may_vanish(const struct sim_lock *lk)
+{
+	return lk->l_leaving ||
+	       (lk->l_orphan && (lk->l_purge_asked || lk->l_orphan_unsure));
+}
+
+/* The granted modes lk's copy in its engine may show now; 'master': its
+ * master's copy, which may have granted what the owner hears later. */
+static unsigned int model_modes(const struct sim_lock *lk, bool master)
+{
+	unsigned int m = MODE_BIT(lk->l_gmode);
+	uint32_t fl = lk->l_op_flags;
+
+	if (lk->l_op != OP_REQUEST && lk->l_op != OP_CONVERT)
+		return m;
+	/* a conversion that waits may be demoted to NL (reported later) */
+	if (lk->l_op == OP_CONVERT && (fl & DLM_LKF_CONVDEADLK))
+		m |= MODE_BIT(DLM_LOCK_NL);
+	/* purged or orphaned with the operation in flight: it may end
+	 * without an AST, in any mode the operation could produce */
+	if (master || lk->l_leaving || lk->l_orphan) {
+		m |= MODE_BIT(lk->l_op_mode);
+		if (fl & DLM_LKF_ALTPR)
+			m |= MODE_BIT(DLM_LOCK_PR);
+		if (fl & DLM_LKF_ALTCW)
+			m |= MODE_BIT(DLM_LOCK_CW);
+		if (fl & DLM_LKF_CONVDEADLK)
+			m |= MODE_BIT(DLM_LOCK_NL);
+	}
+	return m;
+}
+
+static void model_lock_str(struct sim *sim, const struct sim_lock *lk, char *buf, size_t len)
+{
+	char r[200];
+
+	snprintf(buf, len, "n%d lock %08x (%s %s, %s%s)", lk->l_node + 1, lk->l_lkid,
+		 sim_res_str(sim, lk->l_res, r, sizeof(r)), sim_mode_str(lk->l_gmode),
+		 lk->l_leaving ? "purged" : lk->l_orphan ? "orphan" : "client",
+		 lk->l_op == OP_NONE ? "" : lk->l_op == OP_REQUEST ? ", request pending" :
+		 lk->l_op == OP_CONVERT ? ", conversion pending" : ", unlock pending");
+}
+
+/* A lock master 'node' keeps for another node, outside recoveries: the
+ * owner's model has it (a master drops its copy before the owner hears
+ * of an unlock, a cancel or a refusal), on that resource, in a mode the
+ * model allows. */
+static void check_master_copy(struct sim *sim, int node, const struct sim_winfo *w)
+{
+	const struct sim_lock *lk;
+	char d[300], r[200];
+
+	if (!w->w_running || w->w_status == DLM_LKSTS_NONE || w->w_nodeid < 1 ||
+	    w->w_nodeid > sim->nnodes || !sim->nodes[w->w_nodeid - 1].n_alive)
+		return;
+	lk = lock_find(sim, (int)w->w_nodeid - 1, w->w_ls, w->w_remid);
+	if (!lk) {
+		sim_fail(sim, "MODEL: master n%d holds n%u's lock %08x (%s %s %s) that "
+			 "the model does not know", node + 1, w->w_nodeid, w->w_remid,
+			 sim_res_str(sim, w->w_res, r, sizeof(r)), status_str(w->w_status),
+			 sim_mode_str(w->w_grmode));
+		return;
+	}
+	if (w->w_res == lk->l_res && (model_modes(lk, true) & MODE_BIT(w->w_grmode)))
+		return;
+	model_lock_str(sim, lk, d, sizeof(d));
+	if (w->w_res != lk->l_res)
+		sim_fail(sim, "MODEL: %s is on %s at its master n%d", d,
+			 sim_res_str(sim, w->w_res, r, sizeof(r)), node + 1);
+	else
+		sim_fail(sim, "MODEL: %s is %s %s at its master n%d", d,
+			 status_str(w->w_status), sim_mode_str(w->w_grmode), node + 1);
+}
+
+/* One lock of node's walk: its own copy against the model (a master copy
+ * of another node's lock: check_master_copy()).  False once failed. */
+static bool check_walk_entry(struct sim *sim, int node, const struct sim_winfo *w)
+{
+	const struct sim_lock *lk;
+	char d[300], r[200];
+
+	if (w->w_nodeid != sim->nodes[node].n_id) {
+		check_master_copy(sim, node, w);
+		return !sim->failed;
+	}
+	lk = lock_find(sim, node, w->w_ls, w->w_lkid);
+	if (!lk) {
+		sim_fail(sim, "MODEL: n%d's engine holds lock %08x (%s %s %s) that the "
+			 "model does not know", node + 1, w->w_lkid,
+			 sim_res_str(sim, w->w_res, r, sizeof(r)), status_str(w->w_status),
+			 sim_mode_str(w->w_grmode));
+		return false;
+	}
+	if (w->w_res == lk->l_res && (model_modes(lk, false) & MODE_BIT(w->w_grmode)))
+		return true;
+	model_lock_str(sim, lk, d, sizeof(d));
+	if (w->w_res != lk->l_res)
+		sim_fail(sim, "MODEL: %s is on %s in its engine", d,
+			 sim_res_str(sim, w->w_res, r, sizeof(r)));
+	else
+		sim_fail(sim, "MODEL: %s is %s %s in its engine", d,
+			 status_str(w->w_status), sim_mode_str(w->w_grmode));
+	return false;
+}
+
+void check_model(struct sim *sim)
+{
+	struct sim_lock **gone = NULL, *lk;
+	unsigned int ngone = 0, cap = 0, i, j;
+	bool progress;
+	char d[300];
+
+	/* every lock an engine holds is in the model */
+	for (i = 0; i < sim->nnodes && !sim->failed; i++) {
+		const struct sim_snap *s = &sim->nodes[i].n_snap[sim->nodes[i].n_cur];
+
+		for (j = 0; sim->nodes[i].n_alive && j < s->s_n; j++)
+			if (!check_walk_entry(sim, (int)i, &s->s_info[j]))
+				break;
+	}
+	/* every lock in the model is in its engine, or may have gone */
+	for (lk = sim->locks; lk && !sim->failed; lk = lk->l_anext) {
+		const struct sim_node *n = &sim->nodes[lk->l_node];
+
+		if (!n->n_alive || snap_find(&n->n_snap[n->n_cur], lk->l_ls, lk->l_lkid))
+			continue;
+		if (!may_vanish(lk)) {
+			model_lock_str(sim, lk, d, sizeof(d));
+			sim_fail(sim, "MODEL: %s is not in its engine", d);
+			break;
+		}
+		if (ngone == cap) {
+			struct sim_lock **a;
+
+			cap = cap ? 2 * cap : 16;
+			a = realloc(gone, cap * sizeof(*a));
+			if (!a) {
+				sim_fail(sim, "simulator: out of memory");
+				break;
+			}
+			gone = a;
+		}
+		gone[ngone++] = lk;
+	}
+	/* forget those gone, children first; lock_forget() reports a
+	 * parent gone before a child */
+	do {
+		progress = false;
+		for (i = 0; i < ngone; i++)
+			if (gone[i] && !gone[i]->l_nchildren) {
+				sim_trace(sim, "gone n%d ls%d lk %08x", gone[i]->l_node + 1,
+					  gone[i]->l_ls, gone[i]->l_lkid);
+				lock_forget(sim, gone[i]);
+				gone[i] = NULL;
+				progress = true;
+			}
+	} while (progress);
+	for (i = 0; i < ngone; i++)
+		if (gone[i])
+			lock_forget(sim, gone[i]);
+	free(gone);
+}
+
+/* At the end of a run nothing may be left in the model either. */
+void check_model_empty(struct sim *sim)
+{
+	const struct sim_lock *lk;
+	char d[300];
+
+	for (lk = sim->locks; lk && !sim->failed; lk = lk->l_anext)
+		if (sim->nodes[lk->l_node].n_alive) {
+			model_lock_str(sim, lk, d, sizeof(d));
+			sim_fail(sim, "MODEL: %s is still in the model after the drain", d);
+		}
 }

@@ -479,6 +479,11 @@ struct sim_lock *lock_new(struct sim *sim, int node, int ls, uint32_t lkid,
 	lk->l_gmode = DLM_LOCK_IV;
 	lk->l_hnext = sim->lock_hash[b];
 	sim->lock_hash[b] = lk;
+	lk->l_anext = sim->locks;
+	if (sim->locks)
+		sim->locks->l_aprevp = &lk->l_anext;
+	lk->l_aprevp = &sim->locks;
+	sim->locks = lk;
 	if (client >= 0)
 		lock_attach_client(sim, lk, client);
 	return lk;
@@ -496,6 +501,9 @@ void lock_forget(struct sim *sim, struct sim_lock *lk)
 		pp = &(*pp)->l_hnext;
 	if (*pp)
 		*pp = lk->l_hnext;
+	*lk->l_aprevp = lk->l_anext;
+	if (lk->l_anext)
+		lk->l_anext->l_aprevp = lk->l_aprevp;
 	if (lk->l_parent)
 		lk->l_parent->l_nchildren--;
 	if (lk->l_nchildren) {
@@ -511,6 +519,29 @@ void lock_forget(struct sim *sim, struct sim_lock *lk)
 		}
 	}
 	free(lk);
+}
+
+/*
+ * The client let go of lk and will hear nothing more of it: its crash
+ * purged it (dlm_core_purge_owner), or an orphan purge on its node took
+ * it.  The engine does not drop it then: it force-unlocks it, which for
+ * a lock mastered elsewhere is a round trip to the master (a parent's
+ * unlock waits for its children's), and until that is done both the
+ * owner's copy and the master's are held, granted as they were.  So the
+ * model keeps it, relied on by nobody, until the engine's walk no longer
+ * shows it (check_model() forgets it then).  A child of a PERSISTENT
+ * lock that becomes an orphan in the same crash leaves its parent at
+ * once, as the engine detaches it (core/lock.c purge_owner): the orphan
+ * must not wait for it.
+ */
+void lock_leave(struct sim *sim, struct sim_lock *lk)
+{
+	lock_detach_client(sim, lk);
+	lk->l_leaving = true;
+	if (lk->l_parent && lk->l_parent->l_persistent && !lk->l_parent->l_leaving) {
+		lk->l_parent->l_nchildren--;
+		lk->l_parent = NULL;
+	}
 }
 
 void model_orphan(struct sim *sim, struct sim_lock *lk)
@@ -561,7 +592,7 @@ int lock_relied_mode(const struct sim_lock *lk)
 {
 	unsigned int modes;
 
-	if (lk->l_orphan || lk->l_force)
+	if (lk->l_orphan || lk->l_force || lk->l_leaving)
 		return DLM_LOCK_IV;
 	switch (lk->l_op) {
 	case OP_NONE:
@@ -583,7 +614,7 @@ int lock_relied_mode(const struct sim_lock *lk)
 bool lock_is_idle(const struct sim_lock *lk)
 {
 	return lk->l_op == OP_NONE && !lk->l_cancel && !lk->l_force &&
-	       !lk->l_orphan;
+	       !lk->l_orphan && !lk->l_leaving;
 }
 
 /* ----------------------------------------------------------------- ASTs */
@@ -918,7 +949,8 @@ void model_deliver_ast(struct sim *sim, const struct sim_ast_rec *a)
 			 ast->lkid, ast->sbflags);
 		return;
 	}
-	if (!lk && (sim->opts->o_avoid & AVOID_PURGE_AST)) {
+	/* a lock its client let go of (lock_leave) hears nothing either */
+	if ((!lk || lk->l_leaving) && (sim->opts->o_avoid & AVOID_PURGE_AST)) {
 		unsigned int i;
 
 		for (i = 0; i < sim->ncrashed; i++)
@@ -926,9 +958,10 @@ void model_deliver_ast(struct sim *sim, const struct sim_ast_rec *a)
 			    sim->crashed[i] == ast->lkid)
 				return;
 	}
-	if (!lk) {
-		sim_fail(sim, "AST for lock %08x on n%d ls%d, which no client has",
-			 ast->lkid, a->a_node + 1, a->a_ls);
+	if (!lk || lk->l_leaving) {
+		sim_fail(sim, "AST for lock %08x on n%d ls%d, which no client has%s",
+			 ast->lkid, a->a_node + 1, a->a_ls,
+			 lk ? " (its client let go of it)" : "");
 		return;
 	}
 	if (lk->l_orphan) {
@@ -1158,7 +1191,7 @@ void model_recovery_purge(struct sim *sim, int node)
 		if (w->w_nodeid != (uint32_t)node + 1 || w->w_status == DLM_LKSTS_NONE)
 			continue;
 		lk = lock_find(sim, node, w->w_ls, w->w_lkid);
-		if (!lk || lk->l_op == OP_UNLOCK || lk->l_force)
+		if (!lk || lk->l_leaving || lk->l_op == OP_UNLOCK || lk->l_force)
 			lvb_loosen(sim, w->w_res, true);
 		else if (lk->l_gmode >= DLM_LOCK_PW && lk->l_op == OP_CONVERT)
 			lvb_loosen(sim, w->w_res, false);

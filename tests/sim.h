@@ -10,7 +10,8 @@
  *   sim-model.c  the clients' view of their locks: what each client may
  *                rely on, what it is waiting for, the LVB every grant must
  *                carry; it consumes the engines' ASTs and checks them;
- *   sim-check.c  the engine-level checks, made by walking every engine;
+ *   sim-check.c  the engine-level checks, made by walking every engine,
+ *                and the model held against those walks;
  *   sim-trace.c  the ring of recent events printed when a check fails;
  *   dlm-sim.c    the command line, the random schedule and the phases
  *                (schedule, quiesce, drain).
@@ -188,6 +189,8 @@ enum sim_op {
 
 struct sim_lock {
 	struct sim_lock	*l_hnext;	/* lock index chain */
+	struct sim_lock	*l_anext;	/* every lock in the model: sim->locks */
+	struct sim_lock	**l_aprevp;
 	uint64_t	l_seq;		/* creation order, for stable traces */
 	int		l_node;		/* node index 0.. */
 	int		l_ls;
@@ -206,6 +209,9 @@ struct sim_lock {
 	bool		l_orphan_unsure; /* orphaned with an operation in flight */
 	bool		l_purge_asked;	/* a remote orphan purge was sent */
 	bool		l_adopted;	/* taken over from an orphan */
+	bool		l_leaving;	/* let go without an AST to come (a
+					 * crash, an orphan purge): the engine
+					 * still has it until its unlock is done */
 	int		l_gmode;	/* granted mode as the client knows it; IV: none */
 	uint64_t	l_token;	/* fencing token of its latest write grant */
 	enum sim_op	l_op;
@@ -331,6 +337,8 @@ struct sim_opts {
 	bool		o_faults;	/* node deaths and joins, recovery */
 	bool		o_daemon_deaths; /* --faults: some deaths are the daemon's only */
 	bool		o_no_fence_wait; /* broken glue: recover before the fence */
+	bool		o_forget_purged; /* broken model: purged locks leave it at
+					  * once (the bookkeeping before lock_leave) */
 	bool		o_partitions;	/* --faults: network splits and merges */
 	bool		o_quiet;
 	bool		o_msg_stats;	/* --msg-stats: messages by type, per op */
@@ -396,6 +404,7 @@ struct sim {
 
 	/* the client model */
 	struct sim_lock	*lock_hash[SIM_LOCK_HASH];
+	struct sim_lock	*locks;		/* the same locks, one list */
 	uint64_t	lock_seq;
 	struct sim_res	*res;
 	unsigned int	nres;
@@ -463,6 +472,7 @@ struct sim_lock *lock_new(struct sim *sim, int node, int ls, uint32_t lkid,
 struct sim_lock *lock_find(struct sim *sim, int node, int ls, uint32_t lkid);
 void lock_forget(struct sim *sim, struct sim_lock *lk);
 void lock_detach_client(struct sim *sim, struct sim_lock *lk);
+void lock_leave(struct sim *sim, struct sim_lock *lk);
 void lock_attach_client(struct sim *sim, struct sim_lock *lk, int client);
 int lock_relied_mode(const struct sim_lock *lk);
 bool lock_is_idle(const struct sim_lock *lk);
@@ -484,6 +494,8 @@ void model_recovery_purge(struct sim *sim, int node);
 /* sim-check.c */
 void check_engines(struct sim *sim);
 void check_free(struct sim *sim);
+void check_model(struct sim *sim);
+void check_model_empty(struct sim *sim);
 
 /* sim-faults.c */
 bool node_usable(const struct sim *sim, int node);
