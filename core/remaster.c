@@ -143,3 +143,278 @@
  * turns it on); DLM_FAULT_REMASTER_NO_FREEZE is the broken variant that
  * keeps M granting after it sent the state (tests/sim-broken.test).
  */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+
+/* Operations per window, and the share (in quarters) of one node that
+ * moves the resource to it. */
+#define DLM_REMASTER_WINDOW	32
+#define DLM_REMASTER_QUARTERS	3
+
+static const struct dlm_list *const_queue(const struct dlm_rsb *r, int i)
+{
+	return i == 0 ? &r->res_grantq : i == 1 ? &r->res_convertq :
+	       &r->res_waitq;
+}
+
+static bool is_root_rsb(const struct dlm_rsb *r)
+{
+	return !r->res_parent && r->res_key[0] != DLM_KEY_DIGEST_MARK &&
+	       1u + r->res_key[0] == r->res_keylen;
+}
+
+static uint32_t ticks_now(const struct dlm_ls *ls)
+{
+	return (uint32_t)ls->ls_core->core_ticks;
+}
+
+/* One lock operation on r, which we master, by 'nodeid'. */
+void dlm_remaster_count(struct dlm_rsb *r, uint32_t nodeid)
+{
+	if (!dlm_remaster_on(r->res_ls) || r->res_parent)
+		return;
+	if (r->res_rm_ops >= DLM_REMASTER_WINDOW)
+		r->res_rm_ops = 0;	/* a full window nobody looked at */
+	if (r->res_rm_ops == 0) {
+		r->res_rm_node = nodeid;
+		r->res_rm_hits = 0;
+	}
+	r->res_rm_ops++;
+	if (nodeid == r->res_rm_node)
+		r->res_rm_hits++;
+}
+
+/* Only 'node' holds locks on r, none of them special, and nothing else
+ * refers to r here: see "Movable" above. */
+static bool movable(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
+{
+	uint32_t n = 0;
+	int i;
+
+	if (!dlm_ls_running(ls) || !is_root_rsb(r) || !is_master(r) ||
+	    (r->res_flags & RESF_LOOKUP) || !dlm_list_empty(&r->res_lookupq) ||
+	    node == dlm_our_nodeid(ls) || !dlm_ls_is_member(ls, node))
+		return false;
+	for (i = 0; i < 3; i++) {
+		const struct dlm_list *pos;
+
+		dlm_list_for_each(pos, const_queue(r, i)) {
+			const struct dlm_lkb *lkb =
+				dlm_container_of(pos, struct dlm_lkb,
+						 lkb_statequeue);
+
+			if (!is_master_copy(lkb) || lkb->lkb_nodeid != node ||
+			    lkb->lkb_nchildren ||
+			    (lkb->lkb_flags & LKBF_ORPHAN) ||
+			    (lkb->lkb_exflags & DLM_LKF_PERSISTENT))
+				return false;
+			n++;
+		}
+	}
+	/* res_nlkbs counts child resources too: none may be left */
+	return n > 0 && r->res_nlkbs == n;
+}
+
+/* Send r's master state to 'node' and stop mastering r, in one step. */
+static void migrate(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
+{
+	char name[DLM_KEY_TEXT_LEN];
+	struct dlm_msg m;
+	int i;
+
+	memset(&m, 0, sizeof(m));
+	m.m_type = DLM_MSG_MIGRATE;
+	m.m_key = r->res_key;
+	m.m_keylen = r->res_keylen;
+	m.m_nodeid = r->res_nlkbs;
+	m.m_lvbseq = r->res_lvbseq;
+	m.m_lvb = dlm_res_lvb(r);
+	m.m_lvblen = DLM_LVB_LEN;
+	m.m_flags = (r->res_flags & RESF_VALNOTVALID) ? DLM_MF_VALNOTVALID : 0;
+	m.m_grmode = DLM_LOCK_IV;
+	m.m_rqmode = DLM_LOCK_IV;
+	m.m_bastmode = DLM_LOCK_IV;
+	dlm_send_msg(ls, &m, node);
+	dlm_key_format(r->res_key, r->res_keylen, name, sizeof(name));
+	log_ls(ls, DLM_LOG_DEBUG, "remaster: \"%s\" moves to node %u (%u locks)",
+	       name, node, r->res_nlkbs);
+	ls->ls_remasters++;
+	r->res_flags |= RESF_MOVED;
+	r->res_rm_tick = ticks_now(ls);
+	r->res_rm_ops = 0;
+	if (ls->ls_core->core_fault == DLM_FAULT_REMASTER_NO_FREEZE)
+		return;		/* broken: both of us master r now */
+	dlm_rsb_hold(r);
+	for (i = 0; i < 3; i++) {
+		struct dlm_list *q = (struct dlm_list *)const_queue(r, i);
+
+		while (!dlm_list_empty(q))
+			dlm_destroy_lkb(ls, dlm_list_first(q, struct dlm_lkb,
+							   lkb_statequeue));
+	}
+	r->res_nodeid = node;
+	r->res_flags |= RESF_MOVED_AWAY;
+	r->res_flags &= ~RESF_VALNOTVALID;
+	free(r->res_lvb);
+	r->res_lvb = NULL;
+	dlm_rsb_release(r);	/* unused now: to the toss list */
+}
+
+/* After an operation of another node on r, which we master: has a
+ * window closed that moves r there? */
+void dlm_remaster_consider(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	uint32_t node = r->res_rm_node, hits = r->res_rm_hits;
+
+	if (!dlm_remaster_on(ls) || r->res_rm_ops < DLM_REMASTER_WINDOW)
+		return;
+	r->res_rm_ops = 0;
+	if (hits * 4 < DLM_REMASTER_WINDOW * DLM_REMASTER_QUARTERS)
+		return;
+	if ((r->res_flags & RESF_MOVED) &&
+	    ticks_now(ls) - r->res_rm_tick < ls->ls_core->core_cfg.remaster_ticks)
+		return;		/* moved lately: stay put (hysteresis) */
+	if (movable(ls, r, node))
+		migrate(ls, r, node);
+}
+
+/* The directory record of key moved from 'old' to 'master'. */
+static void dir_move(struct dlm_ls *ls, const unsigned char *key,
+		     unsigned int keylen, uint32_t hash, uint32_t old,
+		     uint32_t master)
+{
+	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
+	char name[DLM_KEY_TEXT_LEN];
+	uint32_t dummy;
+
+	if (!de) {
+		(void)dlm_dir_lookup(ls, key, keylen, hash, master, &dummy);
+		return;
+	}
+	if (de->de_master == old) {
+		de->de_master = master;
+		return;
+	}
+	dlm_key_format(key, keylen, name, sizeof(name));
+	log_ls(ls, DLM_LOG_WARNING,
+	       "directory: \"%s\" moved from %u to %u, but its master is %u",
+	       name, old, master, de->de_master);
+}
+
+/* MIGRATE: we master m_key from now on.  While running, or at the
+ * directory step of a recovery (dlm_remaster_recover). */
+static int install(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
+	uint32_t us = dlm_our_nodeid(ls), n = 0;
+	struct dlm_rsb *r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
+	char name[DLM_KEY_TEXT_LEN];
+	int i;
+
+	dlm_key_format(m->m_key, m->m_keylen, name, sizeof(name));
+	if (!r || is_master(r) || r->res_nodeid != m->m_from || r->res_parent) {
+		log_ls(ls, DLM_LOG_WARNING,
+		       "remaster: node %u moves \"%s\" here, which it does not master",
+		       m->m_from, name);
+		return -ENOENT;
+	}
+	for (i = 0; i < 3; i++) {
+		const struct dlm_list *pos;
+
+		dlm_list_for_each(pos, const_queue(r, i))
+			n++;
+	}
+	if (n != m->m_nodeid)
+		log_ls(ls, DLM_LOG_WARNING,
+		       "remaster: \"%s\" from node %u with %u locks, %u here",
+		       name, m->m_from, m->m_nodeid, n);
+	r->res_nodeid = us;
+	r->res_flags &= ~(RESF_MOVED_AWAY | RESF_VALNOTVALID);
+	r->res_flags |= RESF_MOVED;
+	r->res_rm_tick = ticks_now(ls);
+	r->res_rm_ops = 0;
+	r->res_lvbseq = m->m_lvbseq;
+	if ((m->m_flags & DLM_MF_VALNOTVALID) ||
+	    !dlm_lvb_store(&r->res_lvb, m->m_lvb))
+		r->res_flags |= RESF_VALNOTVALID;
+	/* our process copies are locks on our own queues now: in the same
+	 * order, no longer waiting at a remote master */
+	for (i = 0; i < 3; i++) {
+		struct dlm_list *pos;
+
+		dlm_list_for_each(pos, (struct dlm_list *)const_queue(r, i)) {
+			struct dlm_lkb *lkb =
+				dlm_container_of(pos, struct dlm_lkb,
+						 lkb_statequeue);
+
+			lkb->lkb_remid = 0;
+			dlm_audit_queued(ls, lkb);
+			dlm_deadlock_queued(ls, lkb);
+		}
+	}
+	log_ls(ls, DLM_LOG_DEBUG, "remaster: \"%s\" moved here from node %u",
+	       name, m->m_from);
+	if (!dlm_ls_running(ls))
+		return 0;	/* recovery registers it and grants */
+	if (dlm_dir_nodeid(ls, hash) == us) {
+		dir_move(ls, m->m_key, m->m_keylen, hash, m->m_from, us);
+	} else {
+		struct dlm_msg d;
+
+		memset(&d, 0, sizeof(d));
+		d.m_type = DLM_MSG_DIR_MOVE;
+		d.m_key = r->res_key;
+		d.m_keylen = r->res_keylen;
+		d.m_nodeid = m->m_from;
+		dlm_send_msg(ls, &d, dlm_dir_nodeid(ls, hash));
+	}
+	dlm_grant_pending(r);
+	return 0;
+}
+
+int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
+
+	if (m->m_gen != ls->ls_generation) {
+		/* from before a recovery: the MIGRATE was installed at its
+		 * directory step (it cannot be otherwise), the directory
+		 * rebuilt with the new master */
+		log_ls(ls, DLM_LOG_WARNING, "stale %s from node %u dropped",
+		       dlm_msg_type_str(m->m_type), m->m_from);
+		return 0;
+	}
+	if (m->m_type == DLM_MSG_MIGRATE)
+		return install(ls, m);
+	if (dlm_dir_nodeid(ls, hash) != dlm_our_nodeid(ls) ||
+	    m->m_key[0] == DLM_KEY_DIGEST_MARK || 1u + m->m_key[0] != m->m_keylen)
+		return -EINVAL;
+	dir_move(ls, m->m_key, m->m_keylen, hash, m->m_nodeid, m->m_from);
+	return 0;
+}
+
+/* Recovery, directory step: a MIGRATE that a live member sent before the
+ * stop has arrived by the NODES barrier and waits on ls_held; install it
+ * now, so that we register the resource as its master (essay above). */
+void dlm_remaster_recover(struct dlm_ls *ls)
+{
+	struct dlm_list *pos = ls->ls_held.next;
+
+	while (pos != &ls->ls_held) {
+		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
+						      h_list);
+		struct dlm_msg m;
+
+		pos = pos->next;
+		if (dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
+		    m.m_type != DLM_MSG_MIGRATE ||
+		    !dlm_ls_is_member(ls, h->h_from))
+			continue;
+		(void)install(ls, &m);
+		dlm_list_del(&h->h_list);
+		free(h);
+	}
+}
