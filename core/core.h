@@ -177,6 +177,8 @@ struct dlm_core_config {
 	 * many dlm_core_tick() calls on a master before it moves; 0: never
 	 * move a resource */
 	uint32_t	remaster_ticks;
+	/* operations per remastering window; 0: DLM_REMASTER_WINDOW (32) */
+	uint32_t	remaster_window;
 };
 
 /* A fault a test can switch on in one engine instance, to prove that the

@@ -1923,8 +1923,8 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 	struct dlm_lkb *lkb = find_mstcpy(ls, m);
 	int rv;
 
-	if (!lkb)
-		return -ENOENT;
+	if (!lkb)	/* answered -EBADR with remastering on */
+		return dlm_remaster_on(ls) ? 0 : -ENOENT;
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED || m->m_rqmode < DLM_LOCK_NL) {
 		log_ls(ls, DLM_LOG_WARNING, "convert of %08x from node %u: not granted",
 		       lkb->lkb_id, m->m_from);
@@ -1957,8 +1957,8 @@ static int receive_unlock(struct dlm_ls *ls, const struct dlm_msg *m)
 	struct dlm_lkb *lkb = find_mstcpy(ls, m);
 	uint32_t flags = m->m_exflags;
 
-	if (!lkb)
-		return -ENOENT;
+	if (!lkb)	/* answered -EBADR with remastering on */
+		return dlm_remaster_on(ls) ? 0 : -ENOENT;
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED && !(m->m_flags & DLM_MF_FORCE)) {
 		send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -EBUSY);
 		return -EBUSY;
@@ -1976,8 +1976,8 @@ static int receive_cancel(struct dlm_ls *ls, const struct dlm_msg *m)
 	struct dlm_lkb *lkb = find_mstcpy(ls, m);
 	int rv;
 
-	if (!lkb)
-		return -ENOENT;
+	if (!lkb)	/* answered -EBADR with remastering on */
+		return dlm_remaster_on(ls) ? 0 : -ENOENT;
 	rv = do_cancel(lkb->lkb_rsb, lkb);
 	send_cancel_reply(ls, lkb, rv);
 	if (lkb->lkb_status == DLM_LKSTS_NONE)
@@ -2660,6 +2660,13 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	m.m_rqmode = DLM_LOCK_IV;
 	m.m_bastmode = DLM_LOCK_IV;
 	m.m_grrange = *dlm_lkb_grrange(lkb);
+	if (dlm_remaster_on(ls) && is_master(lkb->lkb_rsb)) {
+		/* the departed node moved the resource to us before the op
+		 * reached it (core/remaster.c): it never took effect there,
+		 * and is redone here at finish, like one it refused */
+		dlm_resend_later(ls, lkb);
+		return;
+	}
 	switch (lkb->lkb_wait_type) {
 	case DLM_WAIT_UNLOCK:
 		m.m_type = DLM_MSG_UNLOCK_REPLY;

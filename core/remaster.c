@@ -12,7 +12,7 @@
  *
  *   M counts, per root resource it masters, the lock operations that
  *   reach it (requests and conversions, its own clients' included) in
- *   windows of DLM_REMASTER_WINDOW operations.  A window's candidate is
+ *   windows of DLM_REMASTER_WINDOW (32) operations (remaster_window).  A window's candidate is
  *   the node of its first operation; the window counts the candidate's
  *   share.  When a window closes with the candidate N != M holding at
  *   least 3/4 of it, and the resource has not moved (to or from this
@@ -149,10 +149,17 @@
 
 #include "core/core_internal.h"
 
-/* Operations per window, and the share (in quarters) of one node that
- * moves the resource to it. */
+/* Operations per window (unless remaster_window says), and the share (in
+ * quarters) of one node that moves the resource to it. */
 #define DLM_REMASTER_WINDOW	32
 #define DLM_REMASTER_QUARTERS	3
+
+static uint32_t window(const struct dlm_ls *ls)
+{
+	uint32_t w = ls->ls_core->core_cfg.remaster_window;
+
+	return w && w < UINT16_MAX ? w : DLM_REMASTER_WINDOW;
+}
 
 static const struct dlm_list *const_queue(const struct dlm_rsb *r, int i)
 {
@@ -176,7 +183,7 @@ void dlm_remaster_count(struct dlm_rsb *r, uint32_t nodeid)
 {
 	if (!dlm_remaster_on(r->res_ls) || r->res_parent)
 		return;
-	if (r->res_rm_ops >= DLM_REMASTER_WINDOW)
+	if (r->res_rm_ops >= window(r->res_ls))
 		r->res_rm_ops = 0;	/* a full window nobody looked at */
 	if (r->res_rm_ops == 0) {
 		r->res_rm_node = nodeid;
@@ -269,10 +276,10 @@ void dlm_remaster_consider(struct dlm_ls *ls, struct dlm_rsb *r)
 {
 	uint32_t node = r->res_rm_node, hits = r->res_rm_hits;
 
-	if (!dlm_remaster_on(ls) || r->res_rm_ops < DLM_REMASTER_WINDOW)
+	if (!dlm_remaster_on(ls) || r->res_rm_ops < window(ls))
 		return;
 	r->res_rm_ops = 0;
-	if (hits * 4 < DLM_REMASTER_WINDOW * DLM_REMASTER_QUARTERS)
+	if (hits * 4 < window(ls) * DLM_REMASTER_QUARTERS)
 		return;
 	if ((r->res_flags & RESF_MOVED) &&
 	    ticks_now(ls) - r->res_rm_tick < ls->ls_core->core_cfg.remaster_ticks)
