@@ -576,6 +576,9 @@ static void send_unlock(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	struct dlm_msg m;
 
 	add_waiter(ls, lkb, DLM_WAIT_UNLOCK);
+	/* its flags, should it have to be redone (dlm_redo_op: a master
+	 * that moved the resource away refuses it, core/remaster.c) */
+	lkb->lkb_unlock_flags = flags;
 	lkb_msg(&m, DLM_MSG_UNLOCK, lkb, 0);
 	m.m_exflags = flags;
 	m.m_flags = force ? DLM_MF_FORCE : 0;

@@ -111,8 +111,10 @@
  *   - Stop before N handles MIGRATE, both alive: by the NODES barrier the
  *     message has reached N (M sent it before its NODES status; FIFO) and
  *     is held there.  At the start of the directory step N installs every
- *     held MIGRATE from a live member of the current generation, and so
- *     registers R in the rebuilt directory as its master; M masters
+ *     held MIGRATE from a live member, and so registers R in the rebuilt
+ *     directory as its master.  What M told N about R before the MIGRATE
+ *     (replies, grants, basts, held too) is handled first, in order, so
+ *     that N installs the state M moved (the rest stays held); M masters
  *     nothing of R and registers nothing.  One master.  M's -EBADR
  *     replies to N's ops in flight are held at N and replayed at finish,
  *     when N is master: redone locally as in normal operation.  A
@@ -403,6 +405,46 @@ int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 	return 0;
 }
 
+/* Does held message m from 'from' answer one of our locks on r? */
+static bool about_rsb(struct dlm_ls *ls, const struct dlm_msg *m,
+		      const struct dlm_rsb *r)
+{
+	struct dlm_lkb *lkb;
+
+	if (m->m_type < DLM_MSG_REQUEST_REPLY || m->m_type > DLM_MSG_BAST)
+		return false;
+	lkb = dlm_lkb_find(ls, m->m_remid);
+	return lkb && !is_master_copy(lkb) && lkb->lkb_rsb == r;
+}
+
+/* Held MIGRATE h for r: first what its sender told us about r before it
+ * (replies, grants, basts ahead of it on the FIFO link), so that our
+ * copies are in the state the sender moved, then the move itself. */
+static void install_held(struct dlm_ls *ls, struct dlm_held *mig,
+			 const struct dlm_msg *mm)
+{
+	struct dlm_rsb *r = dlm_rsb_find(ls, mm->m_key, mm->m_keylen,
+					 dlm_hash_bytes(mm->m_key,
+							mm->m_keylen));
+	struct dlm_list *pos = ls->ls_held.next;
+
+	while (r && pos != &mig->h_list) {
+		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
+						      h_list);
+		struct dlm_msg m;
+
+		pos = pos->next;
+		if (h->h_from != mig->h_from ||
+		    dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
+		    !about_rsb(ls, &m, r))
+			continue;
+		dlm_list_del(&h->h_list);
+		(void)dlm_lock_receive(ls, &m);
+		free(h);
+	}
+	(void)install(ls, mm);
+}
+
 /* Recovery, directory step: a MIGRATE that a live member sent before the
  * stop has arrived by the NODES barrier and waits on ls_held; install it
  * now, so that we register the resource as its master (essay above). */
@@ -420,7 +462,7 @@ void dlm_remaster_recover(struct dlm_ls *ls)
 		    m.m_type != DLM_MSG_MIGRATE ||
 		    !dlm_ls_is_member(ls, h->h_from))
 			continue;
-		(void)install(ls, &m);
+		install_held(ls, h, &m);
 		dlm_list_del(&h->h_list);
 		free(h);
 	}

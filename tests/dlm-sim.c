@@ -92,6 +92,9 @@ void sim_fail(struct sim *sim, const char *fmt, ...)
 
 /* ------------------------------------------------------------ callbacks */
 
+static uint64_t total_moves;	/* --remaster: over all seeds run */
+static uint64_t total_move_kills;	/* deaths asked for mid-move */
+
 static void cb_send(void *ctx, uint32_t to, const void *buf, size_t len)
 {
 	struct sim_node *n = ctx;
@@ -113,7 +116,7 @@ static void cb_send(void *ctx, uint32_t to, const void *buf, size_t len)
 		if (sim->opts->o_remaster && sim->opts->o_faults &&
 		    !sim->kill_next && (type == DLM_MSG_MIGRATE ||
 					type == DLM_MSG_DIR_MOVE) &&
-		    rng_pct(&sim->rng, 30))
+		    rng_pct(&sim->rng, 30) && ++total_move_kills)
 			sim->kill_next = (int)(type == DLM_MSG_DIR_MOVE ||
 					       rng_pct(&sim->rng, 50) ? to : n->n_id);
 	}
@@ -156,7 +159,6 @@ static void cb_ast(void *ctx, const struct dlm_ast *ast)
 		sim_fail(sim, "n%u: AST names an unknown lockspace", n->n_id);
 }
 
-static uint64_t total_moves;	/* --remaster: over all seeds run */
 
 /* --remaster: the engines log each move (core/remaster.c).  A resource
  * that arrived on a node must stay there SIM_REMASTER_TICKS ticks (no
@@ -644,7 +646,8 @@ static void do_new_lock(struct sim *sim, int node, int client)
 		/* deep trees: mostly under the client's deepest lock */
 		if (rng_pct(&sim->rng, 70))
 			parent = pick_deepest(sim, node, client);
-	} else if (rng_pct(&sim->rng, 30)) {
+	} else if (rng_pct(&sim->rng, sim->opts->o_remaster ? 10 : 30)) {
+		/* (--remaster: fewer trees, which do not move) */
 		parent = pick_lock(sim, node, client, ok_parent);
 	}
 	if (parent && sim->res[parent->l_res].r_depth >= (int)sim->opts->o_depth)
@@ -2340,8 +2343,9 @@ int main(int argc, char **argv)
 	if (opts.o_msg_stats)
 		msg_stats_print(&opts);
 	if (opts.o_remaster) {
-		printf("dlm-sim: %llu resources moved (remastering)\n",
-		       (unsigned long long)total_moves);
+		printf("dlm-sim: %llu resources moved (remastering), %llu deaths "
+		       "asked for mid-move\n", (unsigned long long)total_moves,
+		       (unsigned long long)total_move_kills);
 		/* a dominated resource must move somewhere in a real run */
 		if (!total_moves && passed >= 20) {
 			printf("FAIL: no resource moved in %llu seeds\n",
