@@ -42,6 +42,28 @@ static uint32_t use_from_2(struct cluster *c, int rounds, char *v,
 	return b;
 }
 
+/* The start of a test: three engines with remaster_ticks 'ticks', and
+ * node 2 using "r" mastered at node 1 (use_from_2, 40 rounds). */
+static struct cluster *start_test(uint32_t ticks, char *v, uint64_t *tok,
+				  uint32_t *b)
+{
+	struct cluster *c;
+
+	cluster_remaster_ticks = ticks;
+	c = cluster_new(3, 3600000);
+	*b = use_from_2(c, 40, v, tok);
+	return c;
+}
+
+/* The end of a test: the last lock goes, the cluster with it. */
+static void end_test(struct cluster *c, int node, uint64_t owner, uint32_t lk)
+{
+	assert_int_equal(unlock(c, node, owner, lk, 0, NULL), 0);
+	drain(c);
+	cluster_free(c);
+	cluster_remaster_ticks = 0;
+}
+
 /* 40 rounds (80 operations: a whole window of 32 after the one node 1
  * opened, all node 2's):
  * "r" moves to node 2 with its value and token clock; node 3 is sent
@@ -55,9 +77,7 @@ static void test_moves_to_user(void **state)
 	uint32_t b, d;
 
 	(void)state;
-	cluster_remaster_ticks = TICKS;
-	c = cluster_new(3, 3600000);
-	b = use_from_2(c, 40, v, &tok);
+	c = start_test(TICKS, v, &tok, &b);
 	assert_dump_has(c, 2, "resource \"r\" master 2");
 	assert_dump_has(c, 1, "resource \"r\" master 2");
 	assert_int_equal(c->nlog_warn, 0);
@@ -78,10 +98,7 @@ static void test_moves_to_user(void **state)
 	assert_status(c, 2, b, 0);
 	/* fencing tokens keep rising across the move */
 	assert_true(comp_of(c, 2, b)->a.token > tok);
-	assert_int_equal(unlock(c, 2, 2, b, 0, NULL), 0);
-	drain(c);
-	cluster_free(c);
-	cluster_remaster_ticks = 0;
+	end_test(c, 2, 2, b);
 }
 
 /* Hysteresis: once on node 2, "r" stays there for TICKS ticks however
@@ -95,9 +112,7 @@ static void test_no_bounce(void **state)
 	int i, k;
 
 	(void)state;
-	cluster_remaster_ticks = TICKS;
-	c = cluster_new(3, 3600000);
-	b = use_from_2(c, 40, v, &tok);
+	c = start_test(TICKS, v, &tok, &b);
 	assert_dump_has(c, 2, "resource \"r\" master 2");
 	assert_int_equal(unlock(c, 2, 2, b, 0, NULL), 0);
 	d = lock_on(c, 3, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
@@ -125,10 +140,7 @@ static void test_no_bounce(void **state)
 	}
 	assert_dump_has(c, 3, "resource \"r\" master 3");
 	assert_int_equal(c->nlog_warn, 0);
-	assert_int_equal(unlock(c, 3, 3, d, 0, NULL), 0);
-	drain(c);
-	cluster_free(c);
-	cluster_remaster_ticks = 0;
+	end_test(c, 3, 3, d);
 }
 
 /* remaster_ticks 0: nothing moves. */
@@ -140,13 +152,9 @@ static void test_off(void **state)
 	uint32_t b;
 
 	(void)state;
-	cluster_remaster_ticks = 0;
-	c = cluster_new(3, 3600000);
-	b = use_from_2(c, 40, v, &tok);
+	c = start_test(0, v, &tok, &b);
 	assert_dump_has(c, 2, "resource \"r\" master 1");
-	assert_int_equal(unlock(c, 2, 2, b, 0, NULL), 0);
-	drain(c);
-	cluster_free(c);
+	end_test(c, 2, 2, b);
 }
 
 int main(void)
