@@ -20,7 +20,11 @@
  * from the parent lock at each request, and a child REQUEST carries the
  * parent's key so that the master refuses it (-EBADR) unless it masters
  * the parent too (resource.c, "Sub-resources are mastered with their
- * parent").
+ * parent").  With remastering on (core/remaster.c), a root's master may
+ * hand it to the one node that uses it: a request that reaches the old
+ * master afterwards is refused -EBADR with the new master as a hint
+ * (m_nodeid), and a conversion, unlock or cancel for a lock it no longer
+ * knows is refused -EBADR too; the new master redoes those locally.
  *
  * The conversation, requester R and master M (each arrow is a message;
  * when R == M none is sent and the same functions run locally):
