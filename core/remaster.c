@@ -121,7 +121,9 @@
  *     MIGRATE of an older generation (it would be one only if the
  *     recovery install missed it, which it cannot) is dropped with a log.
  *   - Death of M mid-move: if N installed before the stop, N is master
- *     and registers R.  If not, MIGRATE is held at N from a departed
+ *     and registers R; its ops still in flight to M (which M would have
+ *     refused) are redone at finish on its own queues, not settled as if
+ *     M had answered them (lock.c dlm_recover_waiter).  If not, MIGRATE is held at N from a departed
  *     node and dropped at the NODES step; N's copies of R point to a
  *     departed master, are marked for a new master, and the usual lookup
  *     and lock resend make one (N itself, the first to ask).  The LVB,
@@ -141,8 +143,9 @@
  *     move once the rule holds again, never sooner than remaster_ticks
  *     after the last move this node took part in.
  *
- * Off unless dlm_core_config.remaster_ticks is non-zero (the simulator
- * turns it on); DLM_FAULT_REMASTER_NO_FREEZE is the broken variant that
+ * Off unless dlm_core_config.remaster_ticks is non-zero (dlm-sim turns it
+ * on with --remaster, tests/test-core-remaster too); the daemon leaves it
+ * off for now.  DLM_FAULT_REMASTER_NO_FREEZE is the broken variant that
  * keeps M granting after it sent the state (tests/sim-broken.test).
  */
 #include <errno.h>
