@@ -173,6 +173,12 @@ struct dlm_core_config {
 	uint32_t	deadlock_ms;	/* look for a deadlock through a request
 					   that waits this long, and again as
 					   often (core/deadlock.c); 0: never */
+	/* remastering (core/remaster.c): a resource stays at least this
+	 * many dlm_core_tick() calls on a master before it moves; 0: never
+	 * move a resource */
+	uint32_t	remaster_ticks;
+	/* operations per remastering window; 0: DLM_REMASTER_WINDOW (32) */
+	uint32_t	remaster_window;
 };
 
 /* A fault a test can switch on in one engine instance, to prove that the
@@ -200,6 +206,8 @@ enum dlm_core_fault {
 					   cycle may cancel itself */
 	DLM_FAULT_CHILD_LOCAL,		/* a sub-resource is mastered at the
 					   requester, not at its parent's master */
+	DLM_FAULT_REMASTER_NO_FREEZE,	/* a master that moved a resource away
+					   keeps mastering it (core/remaster.c) */
 };
 
 /* ---------------------------------------------------------------------

@@ -142,6 +142,10 @@ struct dlm_lkb {
 #define RESF_NEW_MASTER		0x10	/* recovery: we became master, recover LVB */
 #define RESF_RECOVER_GRANT	0x20	/* recovery: locks purged, grant again */
 #define RESF_RC_SENT		0x40	/* recovery: step_locks resent its locks */
+#define RESF_MOVED		0x80	/* remaster.c: moved to or from this node
+					 * at tick res_rm_tick */
+#define RESF_MOVED_AWAY		0x100	/* remaster.c: we moved it to res_nodeid
+					 * (a refused request is told so) */
 
 struct dlm_rsb {
 	struct dlm_hnode	res_hnode;	/* ls_rsbtbl, keyed by key */
@@ -162,6 +166,13 @@ struct dlm_rsb {
 	/* put on the toss list then: the low 32 bits of the clock's ms,
 	 * compared wrap-safe (toss_ms is a 32-bit number of ms) */
 	uint32_t		res_toss_time;
+	/* remastering (remaster.c): the current window's candidate node,
+	 * operations counted and the candidate's share, and the low 32 bits
+	 * of the tick count at the last move (with RESF_MOVED) */
+	uint32_t		res_rm_node;
+	uint16_t		res_rm_ops;
+	uint16_t		res_rm_hits;
+	uint32_t		res_rm_tick;
 	uint32_t		res_grcount[DLM_NUM_MODES]; /* granted locks per mode */
 	struct dlm_list		res_grantq;
 	struct dlm_list		res_convertq;
@@ -256,6 +267,7 @@ struct dlm_ls {
 	struct dlm_list		ls_dlwait;	/* queued process copies, the one
 						   probed longest ago first */
 	uint64_t		ls_deadlocks;	/* victims chosen here */
+	uint64_t		ls_remasters;	/* resources moved away (remaster.c) */
 	uint32_t		ls_last_victim;	/* the latest one's lock id */
 	uint64_t		ls_probes_sent;
 	uint64_t		ls_norphans;
@@ -293,6 +305,7 @@ struct dlm_core {
 	struct dlm_core_ops	core_ops;
 	void			*core_ctx;
 	uint64_t		core_now;
+	uint64_t		core_ticks;	/* dlm_core_tick() calls (remaster.c) */
 	enum dlm_core_fault	core_fault;
 	struct dlm_list		core_lockspaces;
 	struct dlm_objcache	core_lkbs;	/* free lkbs */
@@ -431,6 +444,16 @@ void dlm_deadlock_tick(struct dlm_ls *ls);
 int dlm_deadlock_receive(struct dlm_ls *ls, const struct dlm_msg *m);
 int dlm_deadlock_status(struct dlm_lkb *lkb, int status);
 uint64_t dlm_deadlock_key(const struct dlm_lkb *lkb);
+
+/* remaster.c */
+void dlm_remaster_count(struct dlm_rsb *r, uint32_t nodeid);
+void dlm_remaster_consider(struct dlm_ls *ls, struct dlm_rsb *r);
+int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m);
+void dlm_remaster_recover(struct dlm_ls *ls);
+static inline bool dlm_remaster_on(const struct dlm_ls *ls)
+{
+	return ls->ls_core->core_cfg.remaster_ticks != 0;
+}
 
 /* dump.c */
 /* The size of the text dlm_key_format() writes for any key: each byte

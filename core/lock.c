@@ -20,7 +20,11 @@
  * from the parent lock at each request, and a child REQUEST carries the
  * parent's key so that the master refuses it (-EBADR) unless it masters
  * the parent too (resource.c, "Sub-resources are mastered with their
- * parent").
+ * parent").  With remastering on (core/remaster.c), a root's master may
+ * hand it to the one node that uses it: a request that reaches the old
+ * master afterwards is refused -EBADR with the new master as a hint
+ * (m_nodeid), and a conversion, unlock or cancel for a lock it no longer
+ * knows is refused -EBADR too; the new master redoes those locally.
  *
  * The conversation, requester R and master M (each arrow is a message;
  * when R == M none is sent and the same functions run locally):
@@ -576,6 +580,9 @@ static void send_unlock(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	struct dlm_msg m;
 
 	add_waiter(ls, lkb, DLM_WAIT_UNLOCK);
+	/* its flags, should it have to be redone (dlm_redo_op: a master
+	 * that moved the resource away refuses it, core/remaster.c) */
+	lkb->lkb_unlock_flags = flags;
 	lkb_msg(&m, DLM_MSG_UNLOCK, lkb, 0);
 	m.m_exflags = flags;
 	m.m_flags = force ? DLM_MF_FORCE : 0;
@@ -932,6 +939,8 @@ static void grant_pending(struct dlm_rsb *r, struct dlm_lkb *skip)
  * (queued) or -EAGAIN (NOQUEUE and not grantable). */
 static int do_request(struct dlm_rsb *r, struct dlm_lkb *lkb)
 {
+	dlm_remaster_count(r, is_master_copy(lkb) ? lkb->lkb_nodeid :
+			   dlm_our_nodeid(r->res_ls));
 	struct dlm_ls *ls = r->res_ls;
 	bool queue_ok;
 	int mode;
@@ -1008,6 +1017,8 @@ static bool break_deadlock(struct dlm_rsb *r, struct dlm_lkb *victim,
 
 static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 {
+	dlm_remaster_count(r, is_master_copy(lkb) ? lkb->lkb_nodeid :
+			   dlm_our_nodeid(r->res_ls));
 	struct dlm_lkb *victim;
 	bool queue_ok, resolved;
 	int mode;
@@ -1811,6 +1822,8 @@ static int request_here(struct dlm_ls *ls, struct dlm_rsb *r,
 	send_request_reply(ls, lkb, rv);
 	if (rv != 0 && rv != -EINPROGRESS)
 		destroy_lkb(ls, lkb);
+	else
+		dlm_remaster_consider(ls, r);	/* after the reply: FIFO */
 	return 0;
 }
 
@@ -1863,8 +1876,19 @@ static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
 		return receive_child_request(ls, m);
 	r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
 	if (!r || !is_master(r) || (r->res_flags & RESF_LOOKUP)) {
-		/* not (or no longer) the master: the sender looks up again */
-		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -EBADR);
+		/* not (or no longer) the master: the sender looks up again,
+		 * or tries the node we moved it to (remaster.c) */
+		struct dlm_msg rp;
+
+		memset(&rp, 0, sizeof(rp));
+		rp.m_type = DLM_MSG_REQUEST_REPLY;
+		rp.m_remid = m->m_lkid;
+		rp.m_status = -EBADR;
+		rp.m_grmode = DLM_LOCK_IV;
+		rp.m_rqmode = DLM_LOCK_IV;
+		if (r && (r->res_flags & RESF_MOVED_AWAY) && !is_master(r))
+			rp.m_nodeid = r->res_nodeid;
+		dlm_send_msg(ls, &rp, m->m_from);
 		return 0;
 	}
 	return request_here(ls, r, m);
@@ -1877,6 +1901,21 @@ static struct dlm_lkb *find_mstcpy(struct dlm_ls *ls, const struct dlm_msg *m)
 
 	if (!lkb || !is_master_copy(lkb) || lkb->lkb_nodeid != m->m_from ||
 	    lkb->lkb_remid != m->m_lkid) {
+		if (dlm_remaster_on(ls)) {
+			/* moved away, maybe: the sender redoes it at the
+			 * new master, or logs (remaster.c) */
+			static const uint16_t reply[] = {
+				[DLM_MSG_CONVERT] = DLM_MSG_CONVERT_REPLY,
+				[DLM_MSG_UNLOCK] = DLM_MSG_UNLOCK_REPLY,
+				[DLM_MSG_CANCEL] = DLM_MSG_CANCEL_REPLY,
+			};
+
+			if (m->m_type < sizeof(reply) / sizeof(reply[0]) &&
+			    reply[m->m_type])
+				send_reply_status(ls, m, reply[m->m_type],
+						  -EBADR);
+			return NULL;
+		}
 		log_ls(ls, DLM_LOG_WARNING,
 		       "%s from node %u names unknown lock %08x/%08x",
 		       dlm_msg_type_str(m->m_type), m->m_from, m->m_remid,
@@ -1891,8 +1930,8 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 	struct dlm_lkb *lkb = find_mstcpy(ls, m);
 	int rv;
 
-	if (!lkb)
-		return -ENOENT;
+	if (!lkb)	/* answered -EBADR with remastering on */
+		return dlm_remaster_on(ls) ? 0 : -ENOENT;
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED || m->m_rqmode < DLM_LOCK_NL) {
 		log_ls(ls, DLM_LOG_WARNING, "convert of %08x from node %u: not granted",
 		       lkb->lkb_id, m->m_from);
@@ -1916,6 +1955,7 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 	rv = do_convert(lkb->lkb_rsb, lkb);
 	send_convert_reply(ls, lkb, rv);
 	grant_pending(lkb->lkb_rsb, NULL);
+	dlm_remaster_consider(ls, lkb->lkb_rsb);	/* after the replies */
 	return 0;
 }
 
@@ -1924,8 +1964,8 @@ static int receive_unlock(struct dlm_ls *ls, const struct dlm_msg *m)
 	struct dlm_lkb *lkb = find_mstcpy(ls, m);
 	uint32_t flags = m->m_exflags;
 
-	if (!lkb)
-		return -ENOENT;
+	if (!lkb)	/* answered -EBADR with remastering on */
+		return dlm_remaster_on(ls) ? 0 : -ENOENT;
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED && !(m->m_flags & DLM_MF_FORCE)) {
 		send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -EBUSY);
 		return -EBUSY;
@@ -1943,8 +1983,8 @@ static int receive_cancel(struct dlm_ls *ls, const struct dlm_msg *m)
 	struct dlm_lkb *lkb = find_mstcpy(ls, m);
 	int rv;
 
-	if (!lkb)
-		return -ENOENT;
+	if (!lkb)	/* answered -EBADR with remastering on */
+		return dlm_remaster_on(ls) ? 0 : -ENOENT;
 	rv = do_cancel(lkb->lkb_rsb, lkb);
 	send_cancel_reply(ls, lkb, rv);
 	if (lkb->lkb_status == DLM_LKSTS_NONE)
@@ -2054,6 +2094,11 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 		}
 		if (r->res_nodeid == m->m_from)
 			r->res_nodeid = 0;
+		if (!r->res_parent && m->m_nodeid && m->m_nodeid != m->m_from &&
+		    m->m_nodeid != dlm_our_nodeid(ls) &&
+		    dlm_ls_is_member(ls, m->m_nodeid) &&
+		    !(r->res_flags & RESF_LOOKUP))
+			r->res_nodeid = m->m_nodeid;	/* it moved there */
 		request_with_master(ls, lkb);
 		return;
 	case 0:
@@ -2157,6 +2202,19 @@ static int receive_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 	unsigned int i = m->m_type - DLM_MSG_REQUEST_REPLY;
 	struct dlm_lkb *lkb = find_pcopy(ls, m);
 
+	if (lkb && m->m_status == -EBADR && m->m_type != DLM_MSG_REQUEST_REPLY &&
+	    lkb->lkb_wait_type == replies[i].wait) {
+		/* the node moved the resource to us meanwhile (remaster.c):
+		 * the operation never took effect there, redo it here */
+		if (!is_master(lkb->lkb_rsb)) {
+			log_ls(ls, DLM_LOG_ERR, "%s of %08x refused by node %u: "
+			       "not master", dlm_msg_type_str(m->m_type),
+			       lkb->lkb_id, m->m_from);
+			return -EPROTO;
+		}
+		dlm_redo_op(ls, lkb);
+		return 0;
+	}
 	if (!lkb || (m->m_type == DLM_MSG_CONVERT_REPLY &&
 		     lkb->lkb_remid != m->m_lkid))
 		return -ENOENT;
@@ -2326,6 +2384,9 @@ int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 	case DLM_MSG_DEADLK_PROBE:
 	case DLM_MSG_DEADLK_HOLDER:
 		return dlm_deadlock_receive(ls, m);
+	case DLM_MSG_MIGRATE:
+	case DLM_MSG_DIR_MOVE:
+		return dlm_remaster_receive(ls, m);
 	case DLM_MSG_PURGE:
 		if ((m->m_flags & DLM_MF_OWNER_GROUP) && m->m_owner > UINT32_MAX)
 			return -EINVAL;
@@ -2606,6 +2667,13 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	m.m_rqmode = DLM_LOCK_IV;
 	m.m_bastmode = DLM_LOCK_IV;
 	m.m_grrange = *dlm_lkb_grrange(lkb);
+	if (dlm_remaster_on(ls) && is_master(lkb->lkb_rsb)) {
+		/* the departed node moved the resource to us before the op
+		 * reached it (core/remaster.c): it never took effect there,
+		 * and is redone here at finish, like one it refused */
+		dlm_resend_later(ls, lkb);
+		return;
+	}
 	switch (lkb->lkb_wait_type) {
 	case DLM_WAIT_UNLOCK:
 		m.m_type = DLM_MSG_UNLOCK_REPLY;

@@ -97,6 +97,7 @@ void dlm_core_tick(struct dlm_core *core, uint64_t now_ms)
 
 	if (now_ms > core->core_now)
 		core->core_now = now_ms;
+	core->core_ticks++;
 	dlm_list_for_each(pos, &core->core_lockspaces) {
 		struct dlm_ls *ls = dlm_container_of(pos, struct dlm_ls, ls_list);
 

@@ -469,6 +469,9 @@ static int step_dir(struct dlm_ls *ls)
 	size_t i;
 	int rv = 0;
 
+	/* a resource moved to us before the stop is ours to register */
+	dlm_remaster_recover(ls);
+
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
 		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
 		uint32_t dir;

@@ -96,7 +96,8 @@
  *   possible requester must first go through the creator can skip the
  *   directory, and a granted parent lock is exactly that.  The price:
  *   all children of a root share its master, so a hot root concentrates
- *   its whole tree on one node (moving it is remastering's job).
+ *   its whole tree on one node (moving it is remastering's job,
+ *   core/remaster.c, which moves a root only once it has no children).
  *
  * Toss list.  A resource with no locks is not freed at once: it stays on
  * the lockspace's toss list (oldest first) for toss_ms, so that locking

@@ -34,6 +34,8 @@ static const char *const type_names[DLM_MSG_MAX + 1] = {
 	[DLM_MSG_AUDIT_REPLY] = "audit_reply",
 	[DLM_MSG_DEADLK_PROBE] = "deadlk_probe",
 	[DLM_MSG_DEADLK_HOLDER] = "deadlk_holder",
+	[DLM_MSG_MIGRATE] = "migrate",
+	[DLM_MSG_DIR_MOVE] = "dir_move",
 	[DLM_RC_STATUS] = "rc_status",
 	[DLM_RC_DIR_ADD] = "rc_dir_add",
 	[DLM_RC_LOOKUP] = "rc_lookup",
@@ -198,6 +200,11 @@ int dlm_msg_decode(const void *buf, size_t len, struct dlm_msg *m,
 	if (m->m_grrange.ra_start > m->m_grrange.ra_end ||
 	    m->m_rqrange.ra_start > m->m_rqrange.ra_end)
 		FAIL(-ERANGE, "range start after end");
+	if ((m->m_type == DLM_MSG_MIGRATE || m->m_type == DLM_MSG_DIR_MOVE) &&
+	    (!m->m_keylen || m->m_pkeylen || !m->m_nodeid))
+		FAIL(-EBADMSG, "remastering message without key or node");
+	if (m->m_type == DLM_MSG_MIGRATE && m->m_lvblen != DLM_LVB_LEN)
+		FAIL(-EBADMSG, "migrate without the resource's LVB");
 	m->m_key = m->m_keylen ? p + DLM_WIRE_FIXED_LEN : NULL;
 	m->m_pkey = m->m_pkeylen ? p + DLM_WIRE_FIXED_LEN + m->m_keylen : NULL;
 	m->m_lvb = m->m_lvblen ? (const char *)(p + DLM_WIRE_FIXED_LEN +

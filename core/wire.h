@@ -49,8 +49,11 @@
  * both versions in one cluster is not supported anyway, see
  * plugin/cluster.c).  Version 3 added the parent key (sub-resources
  * mastered with their parent, issue 18): a version-2 engine would look
- * children up in the directory and master them elsewhere.  A message of
- * another version is dropped and logged (-EPROTO).
+ * children up in the directory and master them elsewhere.  Version 4
+ * added MIGRATE and DIR_MOVE (remastering, issue 18) and the hint in a
+ * REQUEST_REPLY refusing -EBADR (m_nodeid: the master the refuser knows
+ * of): a version-3 engine would drop them and strand the moved locks.
+ * A message of another version is dropped and logged (-EPROTO).
  *
  * The transport (lowcomms) adds its own framing, sequencing and acks
  * around this; the engine relies only on per-link FIFO delivery.
@@ -72,7 +75,7 @@
 #include "core/core.h"
 
 #define DLM_WIRE_MAGIC		0x574d4c44u	/* "DLMW" little-endian */
-#define DLM_WIRE_VERSION	3
+#define DLM_WIRE_VERSION	4
 #define DLM_WIRE_HDR_LEN	24
 #define DLM_WIRE_FIXED_LEN	128
 /* A resource key is at most DLM_MAX_KEYLEN bytes (core/core.h); a
@@ -107,6 +110,13 @@ enum dlm_msg_type {
 					   m_remid (yours) / m_lkid (mine) wait for? */
 	DLM_MSG_DEADLK_HOLDER = 18,	/* to a holder's node: lock m_remid
 					   (yours) / m_lkid (mine) blocks the probe */
+	/* remastering (core/remaster.c) */
+	DLM_MSG_MIGRATE = 19,		/* old master to new: you master m_key now;
+					   its LVB (always carried), m_lvbseq,
+					   m_nodeid = the locks of yours I had,
+					   m_flags DLM_MF_VALNOTVALID */
+	DLM_MSG_DIR_MOVE = 20,		/* new master to directory node: m_key
+					   moved from m_nodeid to the sender */
 	/* recovery (core/recover.c) */
 	DLM_RC_STATUS = 32,		/* barrier: step m_status of event m_gen done */
 	DLM_RC_DIR_ADD = 33,		/* directory record: key -> m_nodeid */
@@ -129,6 +139,7 @@ static inline int dlm_msg_is_recovery(int type)
 #define DLM_MF_FORCE		0x1	/* UNLOCK: force (lock may be queued) */
 #define DLM_MF_ORPHAN		0x2	/* lock is an orphan */
 #define DLM_MF_OWNER_GROUP	0x4	/* PURGE: m_owner is an owner group */
+#define DLM_MF_VALNOTVALID	0x8	/* MIGRATE: the LVB may be stale */
 
 /* A decoded message.  key and lvb point into the received buffer. */
 struct dlm_msg {

@@ -92,6 +92,9 @@ void sim_fail(struct sim *sim, const char *fmt, ...)
 
 /* ------------------------------------------------------------ callbacks */
 
+static uint64_t total_moves;	/* --remaster: over all seeds run */
+static uint64_t total_move_kills;	/* deaths asked for mid-move */
+
 static void cb_send(void *ctx, uint32_t to, const void *buf, size_t len)
 {
 	struct sim_node *n = ctx;
@@ -108,6 +111,14 @@ static void cb_send(void *ctx, uint32_t to, const void *buf, size_t len)
 
 		if (type <= DLM_MSG_MAX)
 			sim->n_msgs_type[type]++;
+		/* --remaster --faults: kill the old master, the new one (at
+		 * MIGRATE) or the directory node (at DIR_MOVE) mid-move */
+		if (sim->opts->o_remaster && sim->opts->o_faults &&
+		    !sim->kill_next && (type == DLM_MSG_MIGRATE ||
+					type == DLM_MSG_DIR_MOVE) &&
+		    rng_pct(&sim->rng, 30) && ++total_move_kills)
+			sim->kill_next = (int)(type == DLM_MSG_DIR_MOVE ||
+					       rng_pct(&sim->rng, 50) ? to : n->n_id);
 	}
 	if (!sim->nodes[to - 1].n_alive)
 		return;		/* a dead node hears nothing */
@@ -148,6 +159,64 @@ static void cb_ast(void *ctx, const struct dlm_ast *ast)
 		sim_fail(sim, "n%u: AST names an unknown lockspace", n->n_id);
 }
 
+
+/* --remaster: the engines log each move (core/remaster.c).  A resource
+ * that arrived on a node must stay there SIM_REMASTER_TICKS ticks (no
+ * bounce); a move the receiver cannot take, or a lock count that does
+ * not match, is a protocol error. */
+static void remaster_log(struct sim *sim, uint32_t node, const char *line)
+{
+	const char *p = strstr(line, "remaster: \""), *q;
+	char name[96];
+	unsigned int i;
+	size_t len;
+
+	if (strstr(line, "remaster: node ") || strstr(line, " locks, ") ||
+	    strstr(line, "but its master is") || strstr(line, "not master")) {
+		sim_fail(sim, "REMASTER: n%u: %s", node, line);
+		return;
+	}
+	if (!p)
+		return;
+	/* the name: the lockspace prefix and the key between the quotes */
+	q = strchr(p + 11, '"');
+	if (!q)
+		return;
+	len = (size_t)(q - line);
+	if (len >= sizeof(name))
+		len = sizeof(name) - 1;
+	memcpy(name, line, len);
+	name[len] = 0;
+	for (i = 0; i < sim->narrivals; i++)
+		if (sim->arrivals[i].a_node == node &&
+		    !strcmp(sim->arrivals[i].a_name, name))
+			break;
+	if (strstr(q, " moves to node ")) {
+		sim->n_moves++;
+		total_moves++;
+		if (i < sim->narrivals &&
+		    sim->nticks - sim->arrivals[i].a_tick < SIM_REMASTER_TICKS)
+			sim_fail(sim, "REMASTER: bounce: n%u moves %s away %llu ticks "
+				 "after it arrived", node, name,
+				 (unsigned long long)(sim->nticks -
+						      sim->arrivals[i].a_tick));
+		return;
+	}
+	if (!strstr(q, " moved here from node "))
+		return;
+	if (i == sim->narrivals) {
+		if (sim->narrivals == SIM_ARRIVALS) {
+			memmove(&sim->arrivals[0], &sim->arrivals[1],
+				sizeof(sim->arrivals[0]) * (SIM_ARRIVALS - 1));
+			i = --sim->narrivals;
+		}
+		sim->narrivals++;
+	}
+	sim->arrivals[i].a_node = node;
+	sim->arrivals[i].a_tick = sim->nticks;
+	memcpy(sim->arrivals[i].a_name, name, len + 1);
+}
+
 static void cb_log(void *ctx, enum dlm_log_level level, const char *line)
 {
 	struct sim_node *n = ctx;
@@ -159,6 +228,8 @@ static void cb_log(void *ctx, enum dlm_log_level level, const char *line)
 	 * network holds a message for any number of steps: not checked */
 	if (strstr(line, " is stuck: ") && !strstr(line, "does not answer"))
 		sim_fail(sim, "n%u: %s", n->n_id, line);
+	if (sim->opts->o_remaster)
+		remaster_log(sim, n->n_id, line);
 	if (level > DLM_LOG_INFO && !sim->opts->o_verbose)
 		return;
 	sim_trace(sim, "log  n%u <%d> %s", n->n_id, (int)level, line);
@@ -225,6 +296,7 @@ static void tick_all(struct sim *sim, uint64_t advance)
 	unsigned int i;
 
 	sim->now += advance;
+	sim->nticks++;
 	sim_trace(sim, "tick +%llu", (unsigned long long)advance);
 	for (i = 0; i < sim->nnodes; i++)
 		if (sim->nodes[i].n_alive)
@@ -576,7 +648,8 @@ static void do_new_lock(struct sim *sim, int node, int client)
 		/* deep trees: mostly under the client's deepest lock */
 		if (rng_pct(&sim->rng, 70))
 			parent = pick_deepest(sim, node, client);
-	} else if (rng_pct(&sim->rng, 30)) {
+	} else if (rng_pct(&sim->rng, sim->opts->o_remaster ? 10 : 30)) {
+		/* (--remaster: fewer trees, which do not move) */
 		parent = pick_lock(sim, node, client, ok_parent);
 	}
 	if (parent && sim->res[parent->l_res].r_depth >= (int)sim->opts->o_depth)
@@ -586,7 +659,10 @@ static void do_new_lock(struct sim *sim, int node, int client)
 		res = sim_res_child(sim, parent->l_res, rng_below(&sim->rng, SIM_NCHILD));
 	} else {
 		ls = (int)rng_below(&sim->rng, sim->nls);
-		res = sim_res_root(sim, ls, rng_below(&sim->rng, SIM_NROOT));
+		/* --remaster: the hot node mostly uses two roots */
+		res = sim_res_root(sim, ls, sim->opts->o_remaster && node == sim->hot &&
+				   rng_pct(&sim->rng, 70) ? rng_below(&sim->rng, 2) :
+				   rng_below(&sim->rng, SIM_NROOT));
 	}
 	new_lock_on(sim, node, client, parent, ls, res,
 		    (int)rng_below(&sim->rng, DLM_NUM_MODES));
@@ -1426,6 +1502,10 @@ static void client_op(struct sim *sim)
 	unsigned int r;
 	struct sim_lock *lk;
 
+	/* --remaster: one node makes most of the operations */
+	if (sim->opts->o_remaster && rng_pct(&sim->rng, 80))
+		node = sim->hot;
+
 	/* --faults: the next live node whose clients work */
 	for (k = 0; k < (int)sim->nnodes && !node_usable(sim, node); k++)
 		node = (node + 1) % (int)sim->nnodes;
@@ -1434,6 +1514,12 @@ static void client_op(struct sim *sim)
 	client = (int)rng_below(&sim->rng, sim->nodes[node].n_nclients);
 	c = client_of(sim, node, client);
 	r = rng_below(&sim->rng, 100);
+	/* --remaster: the other nodes give their locks up more often, so
+	 * that the hot node is, at times, a root's only user */
+	if (sim->opts->o_remaster && node != sim->hot && rng_pct(&sim->rng, 40)) {
+		do_unlock(sim, node, client);
+		return;
+	}
 
 	if (r < 30) {
 		if (c->c_nlocks < SIM_MAX_LOCKS && rng_pct(&sim->rng, 10))
@@ -1483,6 +1569,13 @@ static void phase_schedule(struct sim *sim)
 		if (sim->opts->o_faults && faults_step(sim)) {
 			/* a node died or joined, or the glue acted */
 		} else if (r < 40) {
+			/* --remaster: another node takes over the hot roots
+			 * a third of the way, so that they move to it */
+			if (sim->opts->o_remaster && ops == sim->opts->o_ops / 3 &&
+			    sim->nnodes > 1)
+				sim->hot = (sim->hot + 1 +
+					    (int)rng_below(&sim->rng, sim->nnodes - 1)) %
+					   (int)sim->nnodes;
 			client_op(sim);
 			ops++;
 		} else if (r < 88) {
@@ -1761,10 +1854,13 @@ static int setup(struct sim *sim)
 		n->n_sim = sim;
 		n->n_id = i + 1;
 		n->n_alive = true;
+		memset(&cfg, 0, sizeof(cfg));	/* deadlock_ms 0, as before */
 		cfg.our_nodeid = n->n_id;
 		cfg.toss_ms = sim->toss_ms;
 		cfg.lvbseq_start = sim->opts->o_lvbseq_start;
 		cfg.audit_ms = sim->audit_ms;
+		cfg.remaster_ticks = sim->opts->o_remaster ? SIM_REMASTER_TICKS : 0;
+		cfg.remaster_window = SIM_REMASTER_WINDOW;
 		n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
 		if (!n->n_core)
 			return -ENOMEM;
@@ -1789,6 +1885,8 @@ static int setup(struct sim *sim)
 		  sim->toss_ms, sim->net.n_max_delay, (int)sim->opts->o_fault);
 	for (i = 0; i < sim->nnodes; i++)
 		sim->nodes[i].n_joined = true;
+	if (sim->opts->o_remaster)
+		sim->hot = (int)rng_below(&sim->rng, sim->nnodes);
 	if (sim->opts->o_faults)
 		faults_setup(sim);
 	return 0;
@@ -1859,6 +1957,7 @@ static const struct {
 	{ "lose-grant", DLM_FAULT_LOSE_GRANT },
 	{ "token-reset", DLM_FAULT_TOKEN_RESET },
 	{ "child-local", DLM_FAULT_CHILD_LOCAL },
+	{ "remaster-no-freeze", DLM_FAULT_REMASTER_NO_FREEZE },
 };
 
 static const struct {
@@ -1995,6 +2094,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --lvbseq-start %u", opts->o_lvbseq_start);
 		if (opts->o_faults)
 			printf(" --faults");
+		if (opts->o_remaster)
+			printf(" --remaster");
 		if (opts->o_daemon_deaths)
 			printf(" --daemon-deaths");
 		if (opts->o_partitions)
@@ -2077,6 +2178,9 @@ static void usage(FILE *out)
 		"  --lvbseq-start Q  resources' LVB sequence numbers start at Q\n"
 		"                (0..4294967295, default 0): near the top, they\n"
 		"                wrap within a run\n"
+		"  --remaster    engines move hot resources (core/remaster.c); one\n"
+		"                node makes most operations, mostly on two roots;\n"
+		"                a move faster than the hysteresis allows fails\n"
 		"  --msg-stats   at the end, the engine messages of the passed seeds\n"
 		"                by type, and per accepted client operation\n"
 		"  --quiet       print only failures and the summary\n"
@@ -2115,6 +2219,7 @@ int main(int argc, char **argv)
 		{ "lvbseq-start", required_argument, NULL, 'L' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "msg-stats", no_argument, NULL, 'M' },
+		{ "remaster", no_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -2208,6 +2313,9 @@ int main(int argc, char **argv)
 		case 'M':
 			opts.o_msg_stats = true;
 			break;
+		case 'R':
+			opts.o_remaster = true;
+			break;
 		case 'v':
 			opts.o_verbose = true;
 			break;
@@ -2252,6 +2360,17 @@ int main(int argc, char **argv)
 	       opts.o_fault ? fault_name(opts.o_fault) : "");
 	if (opts.o_msg_stats)
 		msg_stats_print(&opts);
+	if (opts.o_remaster) {
+		printf("dlm-sim: %llu resources moved (remastering), %llu deaths "
+		       "asked for mid-move\n", (unsigned long long)total_moves,
+		       (unsigned long long)total_move_kills);
+		/* a dominated resource must move somewhere in a real run */
+		if (!total_moves && passed >= 20) {
+			printf("FAIL: no resource moved in %llu seeds\n",
+			       (unsigned long long)passed);
+			return 1;
+		}
+	}
 	return 0;
 bad:
 	usage(stderr);

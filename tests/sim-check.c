@@ -229,7 +229,13 @@ static const struct sim_winfo *prev_entry(struct sim *sim, int node,
 	const struct sim_node *n = &sim->nodes[node];
 	const struct sim_winfo *pl = snap_find(&n->n_snap[n->n_cur ^ 1], w->w_ls, w->w_lkid);
 
-	return pl && pl->w_res == w->w_res && pl->w_is_master ? pl : NULL;
+	/* --remaster: a process copy that became a lock on its own node's
+	 * queues while the lockspace ran (a resource moved here,
+	 * core/remaster.c) keeps its place and state: it is not a new
+	 * arrival (one that a recovery made so is judged as recovery's) */
+	return pl && pl->w_res == w->w_res &&
+	       (pl->w_is_master || (sim->opts->o_remaster && pl->w_running &&
+				    w->w_running)) ? pl : NULL;
 }
 
 /* The key a lock entering one of r's queues at 'node' in this step gets:

@@ -453,6 +453,8 @@ static int node_joins(struct sim *sim, int node)
 	cfg.toss_ms = sim->toss_ms;
 	cfg.lvbseq_start = sim->opts->o_lvbseq_start;
 	cfg.audit_ms = sim->audit_ms;
+	cfg.remaster_ticks = sim->opts->o_remaster ? SIM_REMASTER_TICKS : 0;
+	cfg.remaster_window = SIM_REMASTER_WINDOW;
 	n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
 	if (!n->n_core)
 		return -ENOMEM;

@@ -326,6 +326,12 @@ struct sim_ast_rec {
 	char		a_lvb[DLM_LVB_LEN];
 };
 
+/* --remaster: a resource stays on a master at least this many ticks, and
+ * the arrivals remembered to check it (the oldest forgotten first) */
+#define SIM_REMASTER_TICKS	20
+#define SIM_REMASTER_WINDOW	8
+#define SIM_ARRIVALS		64
+
 struct sim_opts {
 	uint64_t	o_first;
 	uint64_t	o_last;
@@ -342,6 +348,8 @@ struct sim_opts {
 	bool		o_partitions;	/* --faults: network splits and merges */
 	bool		o_quiet;
 	bool		o_msg_stats;	/* --msg-stats: messages by type, per op */
+	bool		o_remaster;	/* --remaster: engines move hot resources,
+					   one node makes most operations */
 	bool		o_verbose;
 	uint32_t	o_avoid;	/* AVOID_*: steer clear of known engine bugs */
 };
@@ -421,6 +429,17 @@ struct sim {
 	unsigned int	fault_budget;	/* node faults left for this seed */
 	int		kill_next;	/* node + 1 to kill at the next step
 					   (the workload aims at a master) */
+	/* --remaster: the node that makes most operations, the global tick
+	 * count, and each resource's arrival on a node (install) */
+	int		hot;
+	uint64_t	nticks;
+	uint64_t	n_moves;
+	struct sim_arrival {
+		uint32_t	a_node;
+		uint64_t	a_tick;
+		char		a_name[96];	/* "lsname: key" as logged */
+	}		arrivals[SIM_ARRIVALS];
+	unsigned int	narrivals;
 	uint64_t	n_deaths;
 	uint64_t	n_daemon_deaths;
 	uint64_t	n_splits;

@@ -63,6 +63,8 @@ static void h_failed(void *ctx, struct dlm_ls *ls, uint32_t event, int error)
 	nc->c->failed_error[nc->node] = error;
 }
 
+uint32_t cluster_remaster_ticks;
+
 /* A cluster whose resources start their LVB sequence at 'lvbseq'. */
 struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq)
 {
@@ -84,6 +86,7 @@ struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq)
 		struct dlm_core_config cfg = {
 			.our_nodeid = (uint32_t)i, .toss_ms = toss_ms,
 			.lvbseq_start = lvbseq,
+			.remaster_ticks = cluster_remaster_ticks,
 		};
 
 		nctx[i].c = c;

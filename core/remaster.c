@@ -1,0 +1,472 @@
+/*
+ * core/remaster.c - remastering: a resource used mostly by one node moves
+ * its master there (issue 18, "Remastering").
+ *
+ * Why.  A root resource is mastered where it was first looked up, and its
+ * whole tree with it (resource.c).  When another node N then takes most
+ * of its locks, every one of N's operations pays a round trip to the
+ * master M that a master on N would not.  The OpenVMS lock manager moves
+ * such a resource to its user; so does this file.
+ *
+ * What moves, and when (the rule M applies, remaster_consider()).
+ *
+ *   M counts, per root resource it masters, the lock operations that
+ *   reach it (requests and conversions, its own clients' included) in
+ *   windows of DLM_REMASTER_WINDOW (32) operations (remaster_window).  A window's candidate is
+ *   the node of its first operation; the window counts the candidate's
+ *   share.  When a window closes with the candidate N != M holding at
+ *   least 3/4 of it, and the resource has not moved (to or from this
+ *   node) within remaster_ticks dlm_core_tick() calls, and the resource
+ *   is movable (below), M moves it to N.  Hysteresis: a resource that
+ *   just moved to N can only leave it when another node makes 3/4 of a
+ *   whole window there, which N's own use (more than 1/4) forbids; and
+ *   never within remaster_ticks ticks of its last move whatever the
+ *   load, so two nodes sharing a resource half and half never move it,
+ *   and a load that shifts moves it at most once per remaster_ticks.
+ *   The engine has no clock: the window is counted in operations, the
+ *   residence time in ticks (each node counts its own).
+ *
+ *   Movable: a root resource (sub-resources are mastered with their root
+ *   and have no record of their own), with no child resource here, every
+ *   lock on its queues a master copy of N's (granted, converting or
+ *   waiting; none persistent or orphaned), no lookup in flight, and the
+ *   lockspace running.  So the move needs no third node: N already has a
+ *   process copy of every lock, in the state M last told it, and M's
+ *   queues are exactly N's locks.  A resource also locked by a third node,
+ *   or by M's own clients, stays where it is (the lock protocol would
+ *   have to re-point each foreign process copy at N, which this version
+ *   does not do), and a tree moves only once its children are gone.
+ *
+ * The move (one message, MIGRATE, M -> N):
+ *
+ *   M: in one step (the engine is single-threaded, so nothing on R runs
+ *      in between) sends N the resource's master state: its LVB, the
+ *      LVB's sequence number and validity, the number of locks M holds
+ *      for N on it, and (in every message's header) M's token clock;
+ *      then frees its master copies and keeps R as a copy mastered by N
+ *      (res_nodeid = N), unused, so it leaves by the toss list like any
+ *      copy, with no REMOVE (only a master sends one).  From this
+ *      instant M grants nothing on R: M is frozen and forgotten at once.
+ *   N: on MIGRATE (from the node it believes masters R) becomes master:
+ *      res_nodeid = N, LVB and sequence installed, and every one of its
+ *      process copies on R becomes a lock on its own master's queues, in
+ *      the state N knew (granted mode and range, converting, waiting:
+ *      all that M had told it, for every reply and GRANT M sent before
+ *      MIGRATE arrived first on the FIFO link).  Its queues are rebuilt
+ *      in order, deadlock and audit bookkeeping follow (a local queued
+ *      lock is on ls_dlwait but never on ls_blocked), then N grants what
+ *      it can (nothing, normally: M's queues were settled) and tells the
+ *      directory node D: DIR_MOVE(R, from M to N).
+ *   D: on DIR_MOVE records N if the record names M (the sender's view of
+ *      the old master in m_nodeid) or is missing; a DIR_MOVE from before
+ *      a recovery (m_gen) is dropped, the rebuilt directory is right.
+ *
+ * Invariant: at every instant at most one node grants on R.  M grants
+ * until it sends MIGRATE and never after (its copy is not master); N
+ * grants only from the moment it installs MIGRATE.  Between the two,
+ * nobody grants: requests bounce (below) until N installs.
+ *
+ * Races, and how each is closed:
+ *   - Lookup vs. move.  D answers M until DIR_MOVE arrives.  A request
+ *     that reaches M after the move is refused -EBADR with a hint
+ *     (m_nodeid = N, what M's copy says); the requester tries N.  N, if
+ *     it has not installed yet, refuses with its own view (M), and so
+ *     the request bounces between the two until N installs MIGRATE,
+ *     which is already on its way: it terminates.  A requester without
+ *     a hint looks up again.  A REMOVE from N (R unused there later)
+ *     follows its DIR_MOVE on the N -> D link, so D never keeps a stale
+ *     record naming N.
+ *   - Requests in flight to M from N itself: refused -EBADR after the
+ *     move; the reply reaches N after MIGRATE (FIFO), N is then master
+ *     and runs the request locally.
+ *   - Conversions, unlocks and cancels in flight from N to M: M no
+ *     longer has the master copy, and with remastering on it answers an
+ *     operation on a lock it does not know -EBADR (not master) instead
+ *     of dropping it with a log as before.  N receives the
+ *     refusal after MIGRATE, finds itself master, and redoes the
+ *     operation locally on the state it installed, which does not include
+ *     the operation: M handled it after nothing, so it is done exactly
+ *     once.  Other nodes have no lock on R (movable rule), hence nothing
+ *     in flight but new requests.
+ *   - Deadlock probes and audits about N's locks in flight to M: M
+ *     answers as for a lock it does not know (a probe ends, an audit
+ *     reply says -ENOENT, which N ignores for a lock no longer waiting
+ *     at a remote master: installed locks left ls_blocked).  The next
+ *     probe round starts at N, locally.
+ *   - Tokens.  Fencing tokens are minted from the master's token clock.
+ *     MIGRATE carries M's clock (every message does, core/token.c) and N
+ *     advances its clock to it before installing, so every token N
+ *     mints for R is above every token M minted for it: monotonic across
+ *     the move, and across recovery as token.c argues already.
+ *   - LVBs.  The value, its sequence and its validity travel in MIGRATE.
+ *     Writes in flight (a conversion down from PW/EX, an unlock with
+ *     VALBLK) are redone at N on the installed value, as above.
+ *
+ * Recovery (a stop at any point of a move).  Lock messages are held while
+ * a lockspace is stopped and replayed at finish; a departed node's are
+ * dropped.  Migration state lives in exactly one place at any time: in
+ * M's queues before the send, in the MIGRATE message in flight (or held
+ * at N), in N's queues after the install.  No node keeps a "migrating"
+ * flag a recovery could find in two places.
+ *   - Stop before N handles MIGRATE, both alive: by the NODES barrier the
+ *     message has reached N (M sent it before its NODES status; FIFO) and
+ *     is held there.  At the start of the directory step N installs every
+ *     held MIGRATE from a live member, and so registers R in the rebuilt
+ *     directory as its master.  What M told N about R before the MIGRATE
+ *     (replies, grants, basts, held too) is handled first, in order, so
+ *     that N installs the state M moved (the rest stays held); M masters
+ *     nothing of R and registers nothing.  One master.  M's -EBADR
+ *     replies to N's ops in flight are held at N and replayed at finish,
+ *     when N is master: redone locally as in normal operation.  A
+ *     MIGRATE of an older generation (it would be one only if the
+ *     recovery install missed it, which it cannot) is dropped with a log.
+ *   - Death of M mid-move: if N installed before the stop, N is master
+ *     and registers R; its ops still in flight to M (which M would have
+ *     refused) are redone at finish on its own queues, not settled as if
+ *     M had answered them (lock.c dlm_recover_waiter).  If not, MIGRATE is held at N from a departed
+ *     node and dropped at the NODES step; N's copies of R point to a
+ *     departed master, are marked for a new master, and the usual lookup
+ *     and lock resend make one (N itself, the first to ask).  The LVB,
+ *     lost with M's message, is marked not valid as for any master death.
+ *   - Death of N mid-move: its locks are the only locks on R and are
+ *     gone with it; nobody masters R, which comes back fresh at the next
+ *     lookup: the same as a resource unused and tossed (resource.c: a
+ *     value lives only while some node keeps the resource).  M's copy is
+ *     an unused copy, dropped at the NODES step.
+ *   - Death of D mid-move: DIR_MOVE is lost or dropped (older m_gen); the
+ *     rebuilt directory has N from N's own registration.
+ *   - A move started during recovery: never; remaster_consider() runs
+ *     only while the lockspace runs, and MIGRATE is handled only while
+ *     running or at the directory step, as above.
+ *   - Bounce after recovery: the residence clock is per node and
+ *     survives recovery, so a resource recovered onto a new master may
+ *     move once the rule holds again, never sooner than remaster_ticks
+ *     after the last move this node took part in.
+ *
+ * Off unless dlm_core_config.remaster_ticks is non-zero (dlm-sim turns it
+ * on with --remaster, tests/test-core-remaster too); the daemon leaves it
+ * off for now.  DLM_FAULT_REMASTER_NO_FREEZE is the broken variant that
+ * keeps M granting after it sent the state (tests/sim-broken.test).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+
+/* Operations per window (unless remaster_window says), and the share (in
+ * quarters) of one node that moves the resource to it. */
+#define DLM_REMASTER_WINDOW	32
+#define DLM_REMASTER_QUARTERS	3
+
+static uint32_t window(const struct dlm_ls *ls)
+{
+	uint32_t w = ls->ls_core->core_cfg.remaster_window;
+
+	return w && w < UINT16_MAX ? w : DLM_REMASTER_WINDOW;
+}
+
+static const struct dlm_list *const_queue(const struct dlm_rsb *r, int i)
+{
+	return i == 0 ? &r->res_grantq : i == 1 ? &r->res_convertq :
+	       &r->res_waitq;
+}
+
+static bool is_root_rsb(const struct dlm_rsb *r)
+{
+	return !r->res_parent && r->res_key[0] != DLM_KEY_DIGEST_MARK &&
+	       1u + r->res_key[0] == r->res_keylen;
+}
+
+static uint32_t ticks_now(const struct dlm_ls *ls)
+{
+	return (uint32_t)ls->ls_core->core_ticks;
+}
+
+/* One lock operation on r, which we master, by 'nodeid'. */
+void dlm_remaster_count(struct dlm_rsb *r, uint32_t nodeid)
+{
+	if (!dlm_remaster_on(r->res_ls) || r->res_parent)
+		return;
+	if (r->res_rm_ops >= window(r->res_ls))
+		r->res_rm_ops = 0;	/* a full window nobody looked at */
+	if (r->res_rm_ops == 0) {
+		r->res_rm_node = nodeid;
+		r->res_rm_hits = 0;
+	}
+	r->res_rm_ops++;
+	if (nodeid == r->res_rm_node)
+		r->res_rm_hits++;
+}
+
+/* Only 'node' holds locks on r, none of them special, and nothing else
+ * refers to r here: see "Movable" above. */
+static bool movable(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
+{
+	uint32_t n = 0;
+	int i;
+
+	if (!dlm_ls_running(ls) || !is_root_rsb(r) || !is_master(r) ||
+	    (r->res_flags & RESF_LOOKUP) || !dlm_list_empty(&r->res_lookupq) ||
+	    node == dlm_our_nodeid(ls) || !dlm_ls_is_member(ls, node))
+		return false;
+	for (i = 0; i < 3; i++) {
+		const struct dlm_list *pos;
+
+		dlm_list_for_each(pos, const_queue(r, i)) {
+			const struct dlm_lkb *lkb =
+				dlm_container_of(pos, struct dlm_lkb,
+						 lkb_statequeue);
+
+			if (!is_master_copy(lkb) || lkb->lkb_nodeid != node ||
+			    lkb->lkb_nchildren ||
+			    (lkb->lkb_flags & LKBF_ORPHAN) ||
+			    (lkb->lkb_exflags & DLM_LKF_PERSISTENT))
+				return false;
+			n++;
+		}
+	}
+	/* res_nlkbs counts child resources too: none may be left */
+	return n > 0 && r->res_nlkbs == n;
+}
+
+/* Send r's master state to 'node' and stop mastering r, in one step. */
+static void migrate(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
+{
+	char name[DLM_KEY_TEXT_LEN];
+	struct dlm_msg m;
+	int i;
+
+	memset(&m, 0, sizeof(m));
+	m.m_type = DLM_MSG_MIGRATE;
+	m.m_key = r->res_key;
+	m.m_keylen = r->res_keylen;
+	m.m_nodeid = r->res_nlkbs;
+	m.m_lvbseq = r->res_lvbseq;
+	m.m_lvb = dlm_res_lvb(r);
+	m.m_lvblen = DLM_LVB_LEN;
+	m.m_flags = (r->res_flags & RESF_VALNOTVALID) ? DLM_MF_VALNOTVALID : 0;
+	m.m_grmode = DLM_LOCK_IV;
+	m.m_rqmode = DLM_LOCK_IV;
+	m.m_bastmode = DLM_LOCK_IV;
+	dlm_send_msg(ls, &m, node);
+	dlm_key_format(r->res_key, r->res_keylen, name, sizeof(name));
+	log_ls(ls, DLM_LOG_DEBUG, "remaster: \"%s\" moves to node %u (%u locks)",
+	       name, node, r->res_nlkbs);
+	ls->ls_remasters++;
+	r->res_flags |= RESF_MOVED;
+	r->res_rm_tick = ticks_now(ls);
+	r->res_rm_ops = 0;
+	if (ls->ls_core->core_fault == DLM_FAULT_REMASTER_NO_FREEZE)
+		return;		/* broken: both of us master r now */
+	dlm_rsb_hold(r);
+	for (i = 0; i < 3; i++) {
+		struct dlm_list *q = (struct dlm_list *)const_queue(r, i);
+
+		while (!dlm_list_empty(q))
+			dlm_destroy_lkb(ls, dlm_list_first(q, struct dlm_lkb,
+							   lkb_statequeue));
+	}
+	r->res_nodeid = node;
+	r->res_flags |= RESF_MOVED_AWAY;
+	r->res_flags &= ~RESF_VALNOTVALID;
+	free(r->res_lvb);
+	r->res_lvb = NULL;
+	dlm_rsb_release(r);	/* unused now: to the toss list */
+}
+
+/* After an operation of another node on r, which we master: has a
+ * window closed that moves r there? */
+void dlm_remaster_consider(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	uint32_t node = r->res_rm_node, hits = r->res_rm_hits;
+
+	if (!dlm_remaster_on(ls) || r->res_rm_ops < window(ls))
+		return;
+	r->res_rm_ops = 0;
+	if (hits * 4 < window(ls) * DLM_REMASTER_QUARTERS)
+		return;
+	if ((r->res_flags & RESF_MOVED) &&
+	    ticks_now(ls) - r->res_rm_tick < ls->ls_core->core_cfg.remaster_ticks)
+		return;		/* moved lately: stay put (hysteresis) */
+	if (movable(ls, r, node))
+		migrate(ls, r, node);
+}
+
+/* The directory record of key moved from 'old' to 'master'. */
+static void dir_move(struct dlm_ls *ls, const unsigned char *key,
+		     unsigned int keylen, uint32_t hash, uint32_t old,
+		     uint32_t master)
+{
+	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
+	char name[DLM_KEY_TEXT_LEN];
+	uint32_t dummy;
+
+	if (!de) {
+		(void)dlm_dir_lookup(ls, key, keylen, hash, master, &dummy);
+		return;
+	}
+	if (de->de_master == old) {
+		de->de_master = master;
+		return;
+	}
+	dlm_key_format(key, keylen, name, sizeof(name));
+	log_ls(ls, DLM_LOG_WARNING,
+	       "directory: \"%s\" moved from %u to %u, but its master is %u",
+	       name, old, master, de->de_master);
+}
+
+/* MIGRATE: we master m_key from now on.  While running, or at the
+ * directory step of a recovery (dlm_remaster_recover). */
+static int install(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
+	uint32_t us = dlm_our_nodeid(ls), n = 0;
+	struct dlm_rsb *r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
+	char name[DLM_KEY_TEXT_LEN];
+	int i;
+
+	dlm_key_format(m->m_key, m->m_keylen, name, sizeof(name));
+	if (!r || is_master(r) || r->res_nodeid != m->m_from || r->res_parent) {
+		log_ls(ls, DLM_LOG_WARNING,
+		       "remaster: node %u moves \"%s\" here, which it does not master",
+		       m->m_from, name);
+		return -ENOENT;
+	}
+	for (i = 0; i < 3; i++) {
+		const struct dlm_list *pos;
+
+		dlm_list_for_each(pos, const_queue(r, i))
+			n++;
+	}
+	if (n != m->m_nodeid)
+		log_ls(ls, DLM_LOG_WARNING,
+		       "remaster: \"%s\" from node %u with %u locks, %u here",
+		       name, m->m_from, m->m_nodeid, n);
+	r->res_nodeid = us;
+	r->res_flags &= ~(RESF_MOVED_AWAY | RESF_VALNOTVALID);
+	r->res_flags |= RESF_MOVED;
+	r->res_rm_tick = ticks_now(ls);
+	r->res_rm_ops = 0;
+	r->res_lvbseq = m->m_lvbseq;
+	if ((m->m_flags & DLM_MF_VALNOTVALID) ||
+	    !dlm_lvb_store(&r->res_lvb, m->m_lvb))
+		r->res_flags |= RESF_VALNOTVALID;
+	/* our process copies are locks on our own queues now: in the same
+	 * order, no longer waiting at a remote master */
+	for (i = 0; i < 3; i++) {
+		struct dlm_list *pos;
+
+		dlm_list_for_each(pos, (struct dlm_list *)const_queue(r, i)) {
+			struct dlm_lkb *lkb =
+				dlm_container_of(pos, struct dlm_lkb,
+						 lkb_statequeue);
+
+			lkb->lkb_remid = 0;
+			dlm_audit_queued(ls, lkb);
+			dlm_deadlock_queued(ls, lkb);
+		}
+	}
+	log_ls(ls, DLM_LOG_DEBUG, "remaster: \"%s\" moved here from node %u",
+	       name, m->m_from);
+	if (!dlm_ls_running(ls))
+		return 0;	/* recovery registers it and grants */
+	if (dlm_dir_nodeid(ls, hash) == us) {
+		dir_move(ls, m->m_key, m->m_keylen, hash, m->m_from, us);
+	} else {
+		struct dlm_msg d;
+
+		memset(&d, 0, sizeof(d));
+		d.m_type = DLM_MSG_DIR_MOVE;
+		d.m_key = r->res_key;
+		d.m_keylen = r->res_keylen;
+		d.m_nodeid = m->m_from;
+		dlm_send_msg(ls, &d, dlm_dir_nodeid(ls, hash));
+	}
+	dlm_grant_pending(r);
+	return 0;
+}
+
+int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
+
+	if (m->m_gen != ls->ls_generation) {
+		/* from before a recovery: the MIGRATE was installed at its
+		 * directory step (it cannot be otherwise), the directory
+		 * rebuilt with the new master */
+		log_ls(ls, DLM_LOG_WARNING, "stale %s from node %u dropped",
+		       dlm_msg_type_str(m->m_type), m->m_from);
+		return 0;
+	}
+	if (m->m_type == DLM_MSG_MIGRATE)
+		return install(ls, m);
+	if (dlm_dir_nodeid(ls, hash) != dlm_our_nodeid(ls) ||
+	    m->m_key[0] == DLM_KEY_DIGEST_MARK || 1u + m->m_key[0] != m->m_keylen)
+		return -EINVAL;
+	dir_move(ls, m->m_key, m->m_keylen, hash, m->m_nodeid, m->m_from);
+	return 0;
+}
+
+/* Does held message m from 'from' answer one of our locks on r? */
+static bool about_rsb(struct dlm_ls *ls, const struct dlm_msg *m,
+		      const struct dlm_rsb *r)
+{
+	struct dlm_lkb *lkb;
+
+	if (m->m_type < DLM_MSG_REQUEST_REPLY || m->m_type > DLM_MSG_BAST)
+		return false;
+	lkb = dlm_lkb_find(ls, m->m_remid);
+	return lkb && !is_master_copy(lkb) && lkb->lkb_rsb == r;
+}
+
+/* Held MIGRATE h for r: first what its sender told us about r before it
+ * (replies, grants, basts ahead of it on the FIFO link), so that our
+ * copies are in the state the sender moved, then the move itself. */
+static void install_held(struct dlm_ls *ls, struct dlm_held *mig,
+			 const struct dlm_msg *mm)
+{
+	struct dlm_rsb *r = dlm_rsb_find(ls, mm->m_key, mm->m_keylen,
+					 dlm_hash_bytes(mm->m_key,
+							mm->m_keylen));
+	struct dlm_list *pos = ls->ls_held.next;
+
+	while (r && pos != &mig->h_list) {
+		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
+						      h_list);
+		struct dlm_msg m;
+
+		pos = pos->next;
+		if (h->h_from != mig->h_from ||
+		    dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
+		    !about_rsb(ls, &m, r))
+			continue;
+		dlm_list_del(&h->h_list);
+		(void)dlm_lock_receive(ls, &m);
+		free(h);
+	}
+	(void)install(ls, mm);
+}
+
+/* Recovery, directory step: a MIGRATE that a live member sent before the
+ * stop has arrived by the NODES barrier and waits on ls_held; install it
+ * now, so that we register the resource as its master (essay above). */
+void dlm_remaster_recover(struct dlm_ls *ls)
+{
+	struct dlm_list *pos = ls->ls_held.next;
+
+	while (pos != &ls->ls_held) {
+		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
+						      h_list);
+		struct dlm_msg m;
+
+		pos = pos->next;
+		if (dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
+		    m.m_type != DLM_MSG_MIGRATE ||
+		    !dlm_ls_is_member(ls, h->h_from))
+			continue;
+		install_held(ls, h, &m);
+		dlm_list_del(&h->h_list);
+		free(h);
+	}
+}

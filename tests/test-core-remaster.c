@@ -1,0 +1,169 @@
+/*
+ * tests/test-core-remaster.c - unit tests of remastering (core/remaster.c,
+ * issue 18): a resource used only by another node than its master moves
+ * there with its locks, LVB and token clock; others find it there; it does
+ * not move again before remaster_ticks ticks; off when the knob is 0.
+ * The harness: tests/test-core.h.
+ */
+
+#include "tests/test-core.h"
+
+#define TICKS	50
+
+/* Node 1 masters "r" (it locked it first, then let go); node 2 locks it
+ * and converts it 'rounds' times up to EX and down to NL writing the
+ * LVB.  Returns node 2's lock; *tok: the token of its last EX grant. */
+static uint32_t use_from_2(struct cluster *c, int rounds, char *v,
+			   uint64_t *tok)
+{
+	uint32_t a, b;
+	int i;
+
+	a = lock_on(c, 1, 1, "r", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	drain(c);
+	b = lock_on(c, 2, 2, "r", DLM_LOCK_NL, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_status(c, 2, b, 0);
+	for (i = 0; i < rounds; i++) {
+		assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, DLM_LKF_VALBLK,
+					 NULL), 0);
+		drain(c);
+		assert_status(c, 2, b, 0);
+		*tok = comp_of(c, 2, b)->a.token;
+		snprintf(v, DLM_LVB_LEN, "write %d", i);
+		assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_NL, DLM_LKF_VALBLK,
+					 v), 0);
+		drain(c);
+		assert_status(c, 2, b, 0);
+	}
+	return b;
+}
+
+/* The start of a test: three engines with remaster_ticks 'ticks', and
+ * node 2 using "r" mastered at node 1 (use_from_2, 40 rounds). */
+static struct cluster *start_test(uint32_t ticks, char *v, uint64_t *tok,
+				  uint32_t *b)
+{
+	struct cluster *c;
+
+	cluster_remaster_ticks = ticks;
+	c = cluster_new(3, 3600000);
+	*b = use_from_2(c, 40, v, tok);
+	return c;
+}
+
+/* The end of a test: the last lock goes, the cluster with it. */
+static void end_test(struct cluster *c, int node, uint64_t owner, uint32_t lk)
+{
+	assert_int_equal(unlock(c, node, owner, lk, 0, NULL), 0);
+	drain(c);
+	cluster_free(c);
+	cluster_remaster_ticks = 0;
+}
+
+/* 40 rounds (80 operations: a whole window of 32 after the one node 1
+ * opened, all node 2's):
+ * "r" moves to node 2 with its value and token clock; node 3 is sent
+ * there (by the directory or the old master) and conflicts are judged
+ * there. */
+static void test_moves_to_user(void **state)
+{
+	char v[DLM_LVB_LEN] = "", w[DLM_LVB_LEN];
+	struct cluster *c;
+	uint64_t tok = 0;
+	uint32_t b, d;
+
+	(void)state;
+	c = start_test(TICKS, v, &tok, &b);
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	assert_dump_has(c, 1, "resource \"r\" master 2");
+	assert_int_equal(c->nlog_warn, 0);
+	/* node 3 reads the value node 2 wrote last, at node 2 */
+	d = lock_on(c, 3, 3, "r", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_status(c, 3, d, 0);
+	memset(w, 0, sizeof(w));
+	memcpy(w, v, strlen(v) + 1);
+	assert_memory_equal(comp_of(c, 3, d)->lvb, w, DLM_LVB_LEN);
+	assert_dump_has(c, 3, "resource \"r\" master 2");
+	/* node 2's EX now waits for node 3's PR, at node 2 */
+	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+	drain(c);
+	assert_int_equal(last_bast_mode(c, 3, d), DLM_LOCK_EX);
+	assert_int_equal(unlock(c, 3, 3, d, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 2, b, 0);
+	/* fencing tokens keep rising across the move */
+	assert_true(comp_of(c, 2, b)->a.token > tok);
+	end_test(c, 2, 2, b);
+}
+
+/* Hysteresis: once on node 2, "r" stays there for TICKS ticks however
+ * much node 3 alone uses it, and moves to node 3 after them. */
+static void test_no_bounce(void **state)
+{
+	char v[DLM_LVB_LEN];
+	struct cluster *c;
+	uint64_t tok = 0;
+	uint32_t b, d;
+	int i, k;
+
+	(void)state;
+	c = start_test(TICKS, v, &tok, &b);
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	assert_int_equal(unlock(c, 2, 2, b, 0, NULL), 0);
+	d = lock_on(c, 3, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	for (k = 0; k < 2; k++) {
+		/* 80 operations: two whole windows of node 3's */
+		for (i = 0; i < 80; i++) {
+			assert_int_equal(convert(c, 3, 3, d, i & 1 ? DLM_LOCK_NL :
+						 DLM_LOCK_PR, 0, NULL), 0);
+			drain(c);
+			assert_status(c, 3, d, 0);
+		}
+		if (k == 0) {
+			/* too soon: it stays */
+			assert_dump_has(c, 3, "resource \"r\" master 2");
+			for (i = 1; i <= 3; i++)
+				dlm_core_tick(c->core[i], 0);
+			for (i = 0; i < TICKS; i++) {
+				int n;
+
+				for (n = 1; n <= 3; n++)
+					dlm_core_tick(c->core[n], (uint64_t)i + 1);
+			}
+		}
+	}
+	assert_dump_has(c, 3, "resource \"r\" master 3");
+	assert_int_equal(c->nlog_warn, 0);
+	end_test(c, 3, 3, d);
+}
+
+/* remaster_ticks 0: nothing moves. */
+static void test_off(void **state)
+{
+	char v[DLM_LVB_LEN];
+	struct cluster *c;
+	uint64_t tok = 0;
+	uint32_t b;
+
+	(void)state;
+	c = start_test(0, v, &tok, &b);
+	assert_dump_has(c, 2, "resource \"r\" master 1");
+	end_test(c, 2, 2, b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_moves_to_user),
+		cmocka_unit_test(test_no_bounce),
+		cmocka_unit_test(test_off),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
