@@ -30,7 +30,10 @@
  * it would mean a lost frame and closes the connection as a protocol error
  * (reported through ops_frames_lost: the caller decides what it means).
  * After each read the cumulative ack is written back, in a DATA frame going
- * that way or else in a 32-byte ACK frame.
+ * that way or else in a 32-byte ACK frame; the lone ACK waits for the
+ * caller's lc_flush() or the next POLLOUT, so that an answer the
+ * application queues after the event (dlmd's engine replies from its flush)
+ * carries it and a request costs the replier one write, not two.
  *
  * CONNECTING AND THE HELLO HANDSHAKE.  A connection is made on demand by a
  * node with something to send, to the peer's first address (the next one
@@ -749,8 +752,9 @@ static int fault_copies(struct lc_ctx *ctx, const struct lc_qframe *f)
 	return flt->flt_kind == LC_FAULT_SKIP ? 0 : 2;
 }
 
-/* Copy queued frames (and the ack) into the empty output buffer. */
-static void fill_out(struct lc_conn *c)
+/* Copy queued frames (and the ack) into the empty output buffer; a lone
+ * ACK frame only when lone_ack (else the ack waits for data or a flush). */
+static void fill_out(struct lc_conn *c, bool lone_ack)
 {
 	struct lc_ctx *ctx = c->conn_ctx;
 	struct lc_node *n = c->conn_node;
@@ -778,7 +782,7 @@ static void fill_out(struct lc_conn *c)
 	}
 	if (c->conn_out_len > base)
 		n->node_ack_sent = ack;
-	else if (ack_owed(n)) {
+	else if (lone_ack && ack_owed(n)) {
 		put_header(c->conn_out + base, ctx, n, LC_KIND_ACK,
 			   LC_FRAME_HDR_LEN, 0);
 		c->conn_out_len = base + LC_FRAME_HDR_LEN;
@@ -789,8 +793,9 @@ static void fill_out(struct lc_conn *c)
 }
 
 /* Write what we can.  Returns 0, or a negative errno if the connection
- * broke (the caller closes it). */
-static int conn_flush(struct lc_conn *c)
+ * broke (the caller closes it).  Without lone_ack an ack owed and no DATA
+ * to carry it is left for later: the connection then asks for POLLOUT. */
+static int conn_flush(struct lc_conn *c, bool lone_ack)
 {
 	struct lc_ctx *ctx = c->conn_ctx;
 	ssize_t rv;
@@ -802,7 +807,7 @@ static int conn_flush(struct lc_conn *c)
 			c->conn_out_off = c->conn_out_len = 0;
 			if (c->conn_state != CONN_ESTABLISHED)
 				break;
-			fill_out(c);
+			fill_out(c, lone_ack);
 			if (c->conn_seal_err)
 				return c->conn_seal_err;
 			if (!c->conn_out_len)
@@ -914,7 +919,7 @@ static void on_connected(struct lc_conn *c)
 	} else {
 		queue_hello(c);
 	}
-	rv = conn_flush(c);
+	rv = conn_flush(c, true);
 	if (rv < 0)
 		conn_fail(c, LOG_WARNING, "cannot write hello", rv);
 }
@@ -1501,7 +1506,11 @@ static void conn_read(struct lc_conn *c)
 		if ((size_t)got < READ_BUF_SIZE)
 			break;
 	}
-	rv = conn_flush(c);
+	/* What the callbacks queued goes now, with the ack on it; a lone
+	 * ACK waits for the caller's lc_flush() or the next POLLOUT, by
+	 * when the application's answer to what was read can carry it
+	 * (one write per request and reply, not two). */
+	rv = conn_flush(c, false);
 	if (rv < 0)
 		conn_fail(c, LOG_INFO, "write error", (int)rv);
 }
@@ -1598,7 +1607,7 @@ int lc_fd_event(struct lc_ctx *ctx, int fd, short revents)
 	} else if (revents & (POLLIN | POLLERR | POLLHUP)) {
 		conn_read(c);	/* flushes, may free c */
 	} else if (revents & POLLOUT) {
-		rv = conn_flush(c);
+		rv = conn_flush(c, true);
 		if (rv < 0)
 			conn_fail(c, LOG_INFO, "write error", rv);
 	}
@@ -2073,7 +2082,7 @@ void lc_flush(struct lc_ctx *ctx)
 		next = c->conn_next;
 		if (c->conn_state != CONN_ESTABLISHED || !conn_has_output(c))
 			continue;
-		rv = conn_flush(c);
+		rv = conn_flush(c, true);
 		if (rv < 0)
 			conn_fail(c, LOG_INFO, "write error", rv);
 	}
