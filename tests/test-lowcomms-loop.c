@@ -79,6 +79,55 @@ static void test_batching(void **state)
 	h_world_free(w);
 }
 
+void *__real_malloc(size_t n);
+void *__wrap_malloc(size_t n);
+
+static unsigned long malloc_calls;	/* through lowcomms and the harness */
+
+void *__wrap_malloc(size_t n)
+{
+	malloc_calls++;
+	return __real_malloc(n);
+}
+
+/* Queuing a message allocates nothing of its own: frames go back to back
+ * into the node's queue chunks, which are reused once acknowledged.  Then
+ * the same with messages of the largest size (each larger than a chunk)
+ * between small ones, around a reset that makes the queue go out again:
+ * every message arrives once and in order. */
+static void test_no_malloc_per_message(void **state)
+{
+	enum { COUNT = 20000, BIG = 40 };
+	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
+	unsigned long calls0;
+
+	(void)state;
+	assert_int_equal(h_send(w, 0, 1, 1), 1);
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	for (int round = 0; round < 3; round++) {
+		calls0 = malloc_calls;
+		assert_int_equal(h_send(w, 0, 1, COUNT), COUNT);
+		printf("no malloc: %d messages queued with %lu mallocs\n",
+		       COUNT, malloc_calls - calls0);
+		assert_true(malloc_calls - calls0 <= COUNT / 1000);
+		assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	}
+	for (int i = 0; i < BIG; i++) {
+		w->w_eps[0].ep_msg_extra = i % 2 ?
+			LC_DEFAULT_MAX_MSG - H_MSG_HDR : (unsigned int)i * 97;
+		assert_int_equal(h_send(w, 0, 1, 3), 3);
+		if (i == BIG / 2) {
+			h_poll(w, 0);
+			assert_int_equal(lc_node_reset(w->w_eps[0].ep_lc, 2), 0);
+		}
+		h_poll(w, 0);
+	}
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	assert_int_equal(w->w_eps[1].ep_rx_total, 1 + 3 * COUNT + 3 * BIG);
+	assert_clean(w);
+	h_world_free(w);
+}
+
 static bool ep1_received(struct h_world *w, void *arg)
 {
 	return w->w_eps[1].ep_rx_total >= *(const uint64_t *)arg;
@@ -648,6 +697,7 @@ int main(void)
 		cmocka_unit_test(test_ordering),
 		cmocka_unit_test(test_batching),
 		cmocka_unit_test(test_ack_rides_on_reply),
+		cmocka_unit_test(test_no_malloc_per_message),
 		cmocka_unit_test(test_simultaneous_connect),
 		cmocka_unit_test(test_refuse_unknown_address),
 		cmocka_unit_test(test_reject_impostor),
