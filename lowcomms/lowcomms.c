@@ -1593,6 +1593,11 @@ static void conn_read(struct lc_conn *c)
 	unsigned char *buf = ctx->ctx_rbuf;
 	size_t missing, ct_len = 0;
 	bool closed = false;
+	/* Output waited since an earlier event: a lone ACK goes now.  With
+	 * a notification fd (usrsctp) it always does: that fd is rung again
+	 * only when the stack says it can take data, which need not come. */
+	bool lone_ack = ctx->ctx_tr->tr_notify_fd ||
+			(c->conn_events & POLLOUT);
 	ssize_t got, rv;
 
 	for (int i = 0; i < READS_PER_EVENT; i++) {
@@ -1639,10 +1644,11 @@ static void conn_read(struct lc_conn *c)
 			break;
 	}
 	/* What the callbacks queued goes now, with the ack on it; a lone
-	 * ACK waits for the caller's lc_flush() or the next POLLOUT, by
-	 * when the application's answer to what was read can carry it
-	 * (one write per request and reply, not two). */
-	rv = conn_flush(c, false);
+	 * ACK waits for the caller's lc_flush() or the next event (POLLOUT,
+	 * or more to read), by when
+	 * the application's answer to what was read can carry it (one
+	 * write per request and reply, not two). */
+	rv = conn_flush(c, lone_ack);
 	if (rv < 0)
 		conn_fail(c, LOG_INFO, "write error", (int)rv);
 }
