@@ -83,6 +83,25 @@
  * plain path (fewer page faults) would raise every ratio again.
  * ping-pong latency 0.9-1.15x in all.
  *
+ * THE PLAIN PATH AGAINST THE SOCKET (issue 14: lowcomms' ping-pong within
+ * 1.2x of the socket floor), 2026-12-06, tcp plain, 32 B, integ8 and the
+ * changed build alternated 3 times in one sitting (quiet machine):
+ * before, per message: lc_send malloc'd each queued frame and process_ack
+ * freed it (malloc + free 4% of all samples, 16-27% of plain CPU when the
+ * machine is loaded), and the replier wrote a lone 32-byte ACK on every
+ * read before the reply (strace -c, 20000 round trips: 1.5 sendto per
+ * message, 60012 sendto, 42492 poll, 42479 recvfrom; the floor: one write
+ * and one read).  After (frames in reused 64 KiB queue chunks, the ACK
+ * riding on the reply): 1 sendto, 1 poll, 1 recvfrom per message.
+ *                      before             after
+ *   ping-pong / floor  1.42 1.41 1.38x    1.18 1.12 1.29x
+ *   stream cpu/msg     0.084-0.113 us     0.056-0.073 us (0.64x)
+ *   stream msg/s       9.7-14.7 M         21.7-30.9 M
+ * Keyed (2 pairs, noisy): ping-pong / floor 1.60, 2.00x before, 1.08,
+ * 2.16x after.  What is left per message: the copy of each frame from the
+ * queue into the output buffer (the ack is patched there; a keyed batch
+ * is sealed there in place), poll, and the kernel's TCP.
+ *
  * Usage: bench-lowcomms [-n stream_count] [-p pingpong_count] [-s size]
  *                       [-t tcp|sctp|both] [-c none|key|both] [-r reps]
  */

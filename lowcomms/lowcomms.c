@@ -12,7 +12,9 @@
  * message.
  *
  * SENDING.  lc_send() encodes the frame (header + payload) once, gives it the
- * node's next sequence number and appends it to the node's queue.  If the
+ * node's next sequence number and appends it to the node's queue, straight
+ * into the queue's current 64 KiB chunk (struct lc_qchunk: no allocation
+ * per message, and acknowledged chunks are reused).  If the
  * node has no connection one is started; otherwise the connection asks for
  * POLLOUT.  When the socket is writable, as many queued frames as fit are
  * copied into one buffer (256 KiB) and written with one send(): a burst of
@@ -30,7 +32,10 @@
  * it would mean a lost frame and closes the connection as a protocol error
  * (reported through ops_frames_lost: the caller decides what it means).
  * After each read the cumulative ack is written back, in a DATA frame going
- * that way or else in a 32-byte ACK frame.
+ * that way or else in a 32-byte ACK frame; the lone ACK waits for the
+ * caller's lc_flush() or the next POLLOUT, so that an answer the
+ * application queues after the event (dlmd's engine replies from its flush)
+ * carries it and a request costs the replier one write, not two.
  *
  * CONNECTING AND THE HELLO HANDSHAKE.  A connection is made on demand by a
  * node with something to send, to the peer's first address (the next one
@@ -208,12 +213,29 @@
 /* First allocation of a connection's record buffer; it doubles as needed. */
 #define REC_MIN_CAP		4096
 
-/* A queued DATA frame, encoded once, kept until acknowledged. */
-struct lc_qframe {
-	struct lc_qframe *qf_next;
-	uint32_t qf_seq;
-	uint32_t qf_len;		/* header + payload */
-	unsigned char qf_data[];
+/*
+ * The send queue of a node: DATA frames, encoded once, kept until
+ * acknowledged, back to back in chunks of QCHUNK_SIZE bytes (or one frame,
+ * if larger), oldest first.  A frame's length and sequence number are read
+ * from its own header.  Appending allocates only when the last chunk is
+ * full, and a chunk whose frames are all acknowledged is kept as the
+ * node's spare (or, the last one, emptied in place): a message costs no
+ * malloc and no free, only its copy into the chunk.
+ */
+#define QCHUNK_SIZE		(64 * 1024)
+
+struct lc_qchunk {
+	struct lc_qchunk *qc_next;
+	size_t qc_cap;
+	size_t qc_used;			/* bytes of frames in qc_data */
+	unsigned char qc_data[];
+};
+
+/* A place in the queue: a frame's start, or the end of a chunk (which
+ * q_peek() reads as the start of the next one). */
+struct lc_qpos {
+	struct lc_qchunk *qp_ch;	/* NULL: no chunk yet */
+	size_t qp_off;
 };
 
 enum conn_state {
@@ -265,9 +287,11 @@ struct lc_node {
 	uint32_t node_sent_max;		/* highest seq ever written */
 	uint32_t node_recv_next;	/* seq we expect next */
 	uint32_t node_ack_sent;		/* last cumulative ack written */
-	struct lc_qframe *node_head;	/* oldest unacked frame */
-	struct lc_qframe *node_tail;
-	struct lc_qframe *node_tx;	/* next frame to write, NULL = none */
+	struct lc_qchunk *node_qfirst;	/* the send queue, oldest first */
+	struct lc_qchunk *node_qlast;
+	struct lc_qchunk *node_qspare;	/* an empty chunk kept for reuse */
+	struct lc_qpos node_head;	/* oldest unacked frame */
+	struct lc_qpos node_tx;		/* next frame to write */
 	size_t node_qframes;
 	size_t node_qbytes;
 	unsigned int node_backoff_ms;
@@ -432,16 +456,131 @@ static bool address_is_known(const struct lc_ctx *ctx,
 	return false;
 }
 
+/* ---- the send queue --------------------------------------------------- */
+
+static uint32_t qf_len(const unsigned char *f)
+{
+	return dlm_get_le32(f + offsetof(struct lc_wire_hdr, wh_length));
+}
+
+static uint32_t qf_seq(const unsigned char *f)
+{
+	return dlm_get_le32(f + offsetof(struct lc_wire_hdr, wh_seq));
+}
+
+/* The frame at p, or NULL at the end of the queue. */
+static unsigned char *q_peek(const struct lc_qpos *p)
+{
+	const struct lc_qchunk *ch = p->qp_ch;
+	size_t off = p->qp_off;
+
+	while (ch && off >= ch->qc_used) {
+		ch = ch->qc_next;
+		off = 0;
+	}
+	return ch ? (unsigned char *)ch->qc_data + off : NULL;
+}
+
+/* Move p past the frame f it is at (f from q_peek(p)). */
+static void q_step(struct lc_qpos *p, const unsigned char *f)
+{
+	while (p->qp_off >= p->qp_ch->qc_used) {
+		p->qp_ch = p->qp_ch->qc_next;
+		p->qp_off = 0;
+	}
+	p->qp_off += qf_len(f);
+}
+
+/* Room for a frame of len bytes at the end of the queue, or NULL. */
+static unsigned char *q_append(struct lc_node *n, size_t len)
+{
+	struct lc_qchunk *ch = n->node_qlast;
+	size_t cap = len > QCHUNK_SIZE ? len : QCHUNK_SIZE;
+	unsigned char *f;
+
+	if (!ch || ch->qc_cap - ch->qc_used < len) {
+		if (n->node_qspare && n->node_qspare->qc_cap >= cap) {
+			ch = n->node_qspare;
+			n->node_qspare = NULL;
+		} else {
+			ch = malloc(sizeof(*ch) + cap);
+			if (!ch)
+				return NULL;
+			ch->qc_cap = cap;
+		}
+		ch->qc_next = NULL;
+		ch->qc_used = 0;
+		if (n->node_qlast) {
+			n->node_qlast->qc_next = ch;
+		} else {
+			n->node_qfirst = ch;
+			n->node_head = n->node_tx = (struct lc_qpos){ ch, 0 };
+		}
+		n->node_qlast = ch;
+	}
+	f = ch->qc_data + ch->qc_used;
+	ch->qc_used += len;
+	return f;
+}
+
+static void chunk_release(struct lc_node *n, struct lc_qchunk *ch)
+{
+	if (!n->node_qspare && ch->qc_cap == QCHUNK_SIZE)
+		n->node_qspare = ch;
+	else
+		free(ch);
+}
+
+/* Move the head off chunks it has passed (freeing them); an emptied last
+ * chunk is reused from its start. */
+static void q_trim(struct lc_node *n)
+{
+	struct lc_qchunk *ch;
+
+	while ((ch = n->node_head.qp_ch) &&
+	       n->node_head.qp_off >= ch->qc_used) {
+		if (!ch->qc_next) {
+			/* the queue is empty: node_tx is here too */
+			ch->qc_used = 0;
+			n->node_head.qp_off = n->node_tx.qp_off = 0;
+			return;
+		}
+		n->node_head = (struct lc_qpos){ ch->qc_next, 0 };
+		if (n->node_tx.qp_ch == ch)
+			n->node_tx = n->node_head;
+		n->node_qfirst = ch->qc_next;
+		chunk_release(n, ch);
+	}
+}
+
+/* Drop the oldest frame (acknowledged). */
+static void q_pop(struct lc_node *n)
+{
+	unsigned char *f;
+
+	q_trim(n);
+	f = n->node_head.qp_ch->qc_data + n->node_head.qp_off;
+	if (n->node_tx.qp_ch == n->node_head.qp_ch &&
+	    n->node_tx.qp_off == n->node_head.qp_off)
+		q_step(&n->node_tx, f);
+	n->node_head.qp_off += qf_len(f);
+	n->node_qframes--;
+	n->node_qbytes -= qf_len(f) - LC_FRAME_HDR_LEN;
+	q_trim(n);
+}
+
 static void free_frames(struct lc_node *n)
 {
-	struct lc_qframe *f = n->node_head, *next;
+	struct lc_qchunk *ch = n->node_qfirst, *next;
 
-	while (f) {
-		next = f->qf_next;
-		free(f);
-		f = next;
+	while (ch) {
+		next = ch->qc_next;
+		free(ch);
+		ch = next;
 	}
-	n->node_head = n->node_tail = n->node_tx = NULL;
+	free(n->node_qspare);
+	n->node_qfirst = n->node_qlast = n->node_qspare = NULL;
+	n->node_head = n->node_tx = (struct lc_qpos){ NULL, 0 };
 	n->node_qframes = 0;
 	n->node_qbytes = 0;
 }
@@ -449,7 +588,8 @@ static void free_frames(struct lc_node *n)
 /* Oldest sequence number we still hold (or would send next). */
 static uint32_t send_base(const struct lc_node *n)
 {
-	return n->node_head ? n->node_head->qf_seq : n->node_send_next;
+	return n->node_qframes ? qf_seq(q_peek(&n->node_head)) :
+				 n->node_send_next;
 }
 
 static bool ack_owed(const struct lc_node *n)
@@ -602,7 +742,7 @@ static void conn_close(struct lc_conn *c, bool retry)
 		n->node_tx = n->node_head;
 		if (c->conn_state == CONN_ESTABLISHED)
 			ctx->ctx_stats.st_conn_lost++;
-		if (retry && n->node_head)
+		if (retry && n->node_qframes)
 			schedule_retry(ctx, n);
 	}
 	ctx->ctx_ops->ops_fd_del(ctx->ctx_arg, c->conn_sock.sk_fd);
@@ -644,7 +784,7 @@ static bool conn_has_output(const struct lc_conn *c)
 		return true;
 	if (c->conn_state != CONN_ESTABLISHED)
 		return false;
-	return n->node_tx || ack_owed(n);
+	return q_peek(&n->node_tx) || ack_owed(n);
 }
 
 static void put_header(unsigned char *buf, const struct lc_ctx *ctx,
@@ -733,14 +873,14 @@ static void queue_hello(struct lc_conn *c)
 }
 
 /* How many copies of frame f to write: 1, or 0 / 2 under a fault. */
-static int fault_copies(struct lc_ctx *ctx, const struct lc_qframe *f)
+static int fault_copies(struct lc_ctx *ctx, const unsigned char *f)
 {
 	const struct lc_fault *flt = &ctx->ctx_fault;
 	uint16_t type;
 
 	if (flt->flt_kind == LC_FAULT_NONE)
 		return 1;
-	type = dlm_get_le16(f->qf_data + offsetof(struct lc_wire_hdr, wh_type));
+	type = dlm_get_le16(f + offsetof(struct lc_wire_hdr, wh_type));
 	if (flt->flt_type && flt->flt_type != type)
 		return 1;
 	if (++ctx->ctx_fault_count % flt->flt_every)
@@ -749,36 +889,39 @@ static int fault_copies(struct lc_ctx *ctx, const struct lc_qframe *f)
 	return flt->flt_kind == LC_FAULT_SKIP ? 0 : 2;
 }
 
-/* Copy queued frames (and the ack) into the empty output buffer. */
-static void fill_out(struct lc_conn *c)
+/* Copy queued frames (and the ack) into the empty output buffer; a lone
+ * ACK frame only when lone_ack (else the ack waits for data or a flush). */
+static void fill_out(struct lc_conn *c, bool lone_ack)
 {
 	struct lc_ctx *ctx = c->conn_ctx;
 	struct lc_node *n = c->conn_node;
 	size_t cap = out_cap(ctx);
 	uint32_t ack = n->node_recv_next - 1;
 	size_t at = rec_begin(c), base = c->conn_out_len;
-	struct lc_qframe *f;
+	unsigned char *f;
 
-	while ((f = n->node_tx) && c->conn_out_len + 2 * f->qf_len <= cap) {
+	while ((f = q_peek(&n->node_tx)) &&
+	       c->conn_out_len + 2 * qf_len(f) <= cap) {
 		int copies = fault_copies(ctx, f);
+		uint32_t len = qf_len(f), seq = qf_seq(f);
 
 		for (int i = 0; i < copies; i++) {
 			unsigned char *p = c->conn_out + c->conn_out_len;
 
-			memcpy(p, f->qf_data, f->qf_len);
+			memcpy(p, f, len);
 			lc_frame_set_ack(p, ack);
-			c->conn_out_len += f->qf_len;
+			c->conn_out_len += len;
 		}
 		ctx->ctx_stats.st_frames_written++;
-		if (lc_seq_after(f->qf_seq, n->node_sent_max))
-			n->node_sent_max = f->qf_seq;
+		if (lc_seq_after(seq, n->node_sent_max))
+			n->node_sent_max = seq;
 		else
 			ctx->ctx_stats.st_frames_resent++;
-		n->node_tx = f->qf_next;
+		q_step(&n->node_tx, f);
 	}
 	if (c->conn_out_len > base)
 		n->node_ack_sent = ack;
-	else if (ack_owed(n)) {
+	else if (lone_ack && ack_owed(n)) {
 		put_header(c->conn_out + base, ctx, n, LC_KIND_ACK,
 			   LC_FRAME_HDR_LEN, 0);
 		c->conn_out_len = base + LC_FRAME_HDR_LEN;
@@ -789,8 +932,9 @@ static void fill_out(struct lc_conn *c)
 }
 
 /* Write what we can.  Returns 0, or a negative errno if the connection
- * broke (the caller closes it). */
-static int conn_flush(struct lc_conn *c)
+ * broke (the caller closes it).  Without lone_ack an ack owed and no DATA
+ * to carry it is left for later: the connection then asks for POLLOUT. */
+static int conn_flush(struct lc_conn *c, bool lone_ack)
 {
 	struct lc_ctx *ctx = c->conn_ctx;
 	ssize_t rv;
@@ -802,7 +946,7 @@ static int conn_flush(struct lc_conn *c)
 			c->conn_out_off = c->conn_out_len = 0;
 			if (c->conn_state != CONN_ESTABLISHED)
 				break;
-			fill_out(c);
+			fill_out(c, lone_ack);
 			if (c->conn_seal_err)
 				return c->conn_seal_err;
 			if (!c->conn_out_len)
@@ -914,7 +1058,7 @@ static void on_connected(struct lc_conn *c)
 	} else {
 		queue_hello(c);
 	}
-	rv = conn_flush(c);
+	rv = conn_flush(c, true);
 	if (rv < 0)
 		conn_fail(c, LOG_WARNING, "cannot write hello", rv);
 }
@@ -935,23 +1079,16 @@ static void report_lost(struct lc_ctx *ctx, struct lc_node *n, uint32_t got)
 /* Drop every frame the peer has acknowledged. */
 static int process_ack(struct lc_ctx *ctx, struct lc_node *n, uint32_t ack)
 {
-	struct lc_qframe *f;
+	unsigned char *f;
 
 	if (lc_seq_after(ack, n->node_send_next - 1)) {
 		lc_log(ctx, LOG_ERR, "node %u acked %u, we sent only up to %u",
 		       n->node_id, ack, n->node_send_next - 1);
 		return -EPROTO;
 	}
-	while ((f = n->node_head) && !lc_seq_after(f->qf_seq, ack)) {
-		n->node_head = f->qf_next;
-		if (n->node_tx == f)
-			n->node_tx = f->qf_next;
-		n->node_qframes--;
-		n->node_qbytes -= f->qf_len - LC_FRAME_HDR_LEN;
-		free(f);
-	}
-	if (!n->node_head)
-		n->node_tail = NULL;
+	while (n->node_qframes && (f = q_peek(&n->node_head)) &&
+	       !lc_seq_after(qf_seq(f), ack))
+		q_pop(n);
 	return 0;
 }
 
@@ -1456,6 +1593,11 @@ static void conn_read(struct lc_conn *c)
 	unsigned char *buf = ctx->ctx_rbuf;
 	size_t missing, ct_len = 0;
 	bool closed = false;
+	/* Output waited since an earlier event: a lone ACK goes now.  With
+	 * a notification fd (usrsctp) it always does: that fd is rung again
+	 * only when the stack says it can take data, which need not come. */
+	bool lone_ack = ctx->ctx_tr->tr_notify_fd ||
+			(c->conn_events & POLLOUT);
 	ssize_t got, rv;
 
 	for (int i = 0; i < READS_PER_EVENT; i++) {
@@ -1501,7 +1643,12 @@ static void conn_read(struct lc_conn *c)
 		if ((size_t)got < READ_BUF_SIZE)
 			break;
 	}
-	rv = conn_flush(c);
+	/* What the callbacks queued goes now, with the ack on it; a lone
+	 * ACK waits for the caller's lc_flush() or the next event (POLLOUT,
+	 * or more to read), by when
+	 * the application's answer to what was read can carry it (one
+	 * write per request and reply, not two). */
+	rv = conn_flush(c, lone_ack);
 	if (rv < 0)
 		conn_fail(c, LOG_INFO, "write error", (int)rv);
 }
@@ -1598,7 +1745,7 @@ int lc_fd_event(struct lc_ctx *ctx, int fd, short revents)
 	} else if (revents & (POLLIN | POLLERR | POLLHUP)) {
 		conn_read(c);	/* flushes, may free c */
 	} else if (revents & POLLOUT) {
-		rv = conn_flush(c);
+		rv = conn_flush(c, true);
 		if (rv < 0)
 			conn_fail(c, LOG_INFO, "write error", rv);
 	}
@@ -2008,7 +2155,7 @@ int lc_send(struct lc_ctx *ctx, uint32_t nodeid, uint16_t type, uint32_t lsid,
 	    const void *payload, size_t len)
 {
 	struct lc_node *n;
-	struct lc_qframe *f;
+	unsigned char *f;
 	struct lc_frame_hdr h;
 
 	if (nodeid == ctx->ctx_cfg.cfg_nodeid)
@@ -2021,34 +2168,24 @@ int lc_send(struct lc_ctx *ctx, uint32_t nodeid, uint16_t type, uint32_t lsid,
 	if (n->node_qframes >= ctx->ctx_cfg.cfg_queue_frames ||
 	    n->node_qbytes + len > ctx->ctx_cfg.cfg_queue_bytes)
 		return -ENOBUFS;
-	f = malloc(sizeof(*f) + LC_FRAME_HDR_LEN + len);
+	f = q_append(n, LC_FRAME_HDR_LEN + len);
 	if (!f)
 		return -ENOMEM;
-	f->qf_next = NULL;
-	f->qf_seq = n->node_send_next++;
-	f->qf_len = (uint32_t)(LC_FRAME_HDR_LEN + len);
 	h = (struct lc_frame_hdr) {
 		.fh_magic = LC_FRAME_MAGIC,
 		.fh_version = LC_FRAME_VERSION,
 		.fh_kind = LC_KIND_DATA,
 		.fh_type = type,
-		.fh_length = f->qf_len,
+		.fh_length = (uint32_t)(LC_FRAME_HDR_LEN + len),
 		.fh_lsid = lsid,
 		.fh_sender = ctx->ctx_cfg.cfg_nodeid,
 		.fh_target = nodeid,
-		.fh_seq = f->qf_seq,
+		.fh_seq = n->node_send_next++,
 		.fh_ack = 0,	/* patched when written */
 	};
-	lc_frame_encode(f->qf_data, &h);
+	lc_frame_encode(f, &h);
 	if (len)
-		memcpy(f->qf_data + LC_FRAME_HDR_LEN, payload, len);
-	if (n->node_tail)
-		n->node_tail->qf_next = f;
-	else
-		n->node_head = f;
-	n->node_tail = f;
-	if (!n->node_tx)
-		n->node_tx = f;
+		memcpy(f + LC_FRAME_HDR_LEN, payload, len);
 	n->node_qframes++;
 	n->node_qbytes += len;
 	ctx->ctx_stats.st_msgs_sent++;
@@ -2073,7 +2210,7 @@ void lc_flush(struct lc_ctx *ctx)
 		next = c->conn_next;
 		if (c->conn_state != CONN_ESTABLISHED || !conn_has_output(c))
 			continue;
-		rv = conn_flush(c);
+		rv = conn_flush(c, true);
 		if (rv < 0)
 			conn_fail(c, LOG_INFO, "write error", rv);
 	}
@@ -2103,7 +2240,7 @@ void lc_timer(struct lc_ctx *ctx, uint64_t now_ms)
 		if (!n->node_retry_pending || now_ms < n->node_retry_at)
 			continue;
 		n->node_retry_pending = false;
-		if (!n->node_conn && n->node_head)
+		if (!n->node_conn && n->node_qframes)
 			start_connect(ctx, n);
 	}
 }

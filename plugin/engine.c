@@ -6,8 +6,12 @@
  * The engine must not be re-entered from its own callbacks, so the
  * callbacks only queue:
  *
- *   send      a message for another node (or for ourselves, when a
- *             resource's master is local) goes on d_msgs, copied;
+ *   send      a message for another node goes to comms.c at once
+ *             (dlmd_comms_send only queues: lowcomms copies it into its
+ *             send queue, the one copy it gets), or on d_held, copied, when
+ *             comms.c refuses it or holds one for that node before it; a
+ *             message for ourselves (a resource's master is local) goes
+ *             on d_msgs, copied;
  *   ast       a completion or blocking AST goes on d_asts;
  *   log       a line goes to the daemon's log at once (no re-entry);
  *   recovery_done / recovery_failed
@@ -120,10 +124,26 @@ static void msg_free(struct dlmd *d, struct dlmd_pending_msg *pm)
 	}
 }
 
+static bool held_for(const struct dlmd *d, uint32_t to)
+{
+	for (const struct dlmd_pending_msg *pm = d->d_held; pm; pm = pm->pm_next)
+		if (pm->pm_to == to)
+			return true;
+	return false;
+}
+
 static void core_send(void *ctx, uint32_t to, const void *buf, size_t len)
 {
 	struct dlmd *d = ctx;
-	struct dlmd_pending_msg *pm = malloc(sizeof(*pm) + len);
+	struct dlmd_pending_msg *pm;
+
+	/* Straight to comms.c, which copies it into lowcomms' queue (it
+	 * calls nothing that re-enters the engine), unless one is held for
+	 * that node: no allocation or copy of our own. */
+	if (to != d->d_nodeid && !held_for(d, to) &&
+	    dlmd_comms_send(d, to, buf, len) != -ENOMEM)
+		return;
+	pm = malloc(sizeof(*pm) + len);
 
 	if (pm) {
 		pm->pm_reserve = false;
@@ -138,6 +158,12 @@ static void core_send(void *ctx, uint32_t to, const void *buf, size_t len)
 	pm->pm_to = to;
 	pm->pm_len = len;
 	memcpy(pm->pm_buf, buf, len);
+	if (to != d->d_nodeid) {
+		/* refused: behind whatever is held for it, in order */
+		*d->d_held_tail = pm;
+		d->d_held_tail = &pm->pm_next;
+		return;
+	}
 	*d->d_msgs_tail = pm;
 	d->d_msgs_tail = &pm->pm_next;
 }

@@ -166,7 +166,9 @@ static void test_reserve(void **state)
 	assert_int_equal(nsent, 1);
 	assert_string_equal(sent[0], "r0");
 	assert_false(d.d_cannot_hold);
-	/* the reserve came back: as many again, without a flush */
+	/* the reserve came back: as many again, held for a node comms.c
+	 * refuses, without a flush */
+	refuse_node = 3;
 	while (!d.d_cannot_hold && n < 1000) {
 		snprintf(text, sizeof(text), "m%u", n++);
 		engine_send(3, text);
@@ -174,10 +176,31 @@ static void test_reserve(void **state)
 	assert_true(d.d_cannot_hold);
 	assert_int_equal(d.d_exit_code, 1);
 	fail_alloc = false;
+	refuse_node = 0;
 	dlmd_flush(&d);
 	/* every message that was accepted went out */
 	assert_int_equal(nsent, n);
 	assert_string_equal(sent[1], "m0");
+}
+
+/* A message for another node goes to comms.c as the engine sends it, with
+ * no allocation or copy here: with malloc failing, many more than the
+ * reserve go out, in order, before any flush. */
+static void test_remote_sent_at_once(void **state)
+{
+	char text[8];
+
+	fail_alloc = true;
+	for (unsigned int i = 0; i < 200; i++) {
+		snprintf(text, sizeof(text), "s%u", i);
+		engine_send(2 + i % 2, text);
+	}
+	assert_false(d.d_cannot_hold);
+	assert_int_equal(nsent, 200);
+	assert_string_equal(sent[0], "s0");
+	assert_string_equal(sent[199], "s199");
+	assert_null(d.d_held);
+	assert_null(d.d_msgs);
 }
 
 /* realloc fails: ASTs still queue into the headroom, all delivered;
@@ -207,6 +230,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_held_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reserve, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_sent_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ast_headroom, setup, teardown),
 	};
 

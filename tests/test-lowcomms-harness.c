@@ -399,7 +399,7 @@ long h_send(struct h_world *w, int from, int to, long count)
 {
 	struct h_ep *src = &w->w_eps[from];
 	struct h_ep *dst = &w->w_eps[to];
-	unsigned char buf[H_MSG_HDR + 4096];
+	static unsigned char buf[LC_DEFAULT_MAX_MSG];
 	size_t len = H_MSG_HDR + src->ep_msg_extra;
 	long sent;
 

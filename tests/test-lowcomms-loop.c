@@ -79,6 +79,103 @@ static void test_batching(void **state)
 	h_world_free(w);
 }
 
+void *__real_malloc(size_t n);
+void *__wrap_malloc(size_t n);
+
+static unsigned long malloc_calls;	/* through lowcomms and the harness */
+
+void *__wrap_malloc(size_t n)
+{
+	malloc_calls++;
+	return __real_malloc(n);
+}
+
+/* Queuing a message allocates nothing of its own: frames go back to back
+ * into the node's queue chunks, which are reused once acknowledged.  Then
+ * the same with messages of the largest size (each larger than a chunk)
+ * between small ones, around a reset that makes the queue go out again:
+ * every message arrives once and in order. */
+static void test_no_malloc_per_message(void **state)
+{
+	enum { COUNT = 20000, BIG = 40 };
+	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
+	unsigned long calls0;
+
+	(void)state;
+	assert_int_equal(h_send(w, 0, 1, 1), 1);
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	for (int round = 0; round < 3; round++) {
+		calls0 = malloc_calls;
+		assert_int_equal(h_send(w, 0, 1, COUNT), COUNT);
+		printf("no malloc: %d messages queued with %lu mallocs\n",
+		       COUNT, malloc_calls - calls0);
+		assert_true(malloc_calls - calls0 <= COUNT / 1000);
+		assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	}
+	for (int i = 0; i < BIG; i++) {
+		w->w_eps[0].ep_msg_extra = i % 2 ?
+			LC_DEFAULT_MAX_MSG - H_MSG_HDR : (unsigned int)i * 97;
+		assert_int_equal(h_send(w, 0, 1, 3), 3);
+		if (i == BIG / 2) {
+			h_poll(w, 0);
+			assert_int_equal(lc_node_reset(w->w_eps[0].ep_lc, 2), 0);
+		}
+		h_poll(w, 0);
+	}
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	assert_int_equal(w->w_eps[1].ep_rx_total, 1 + 3 * COUNT + 3 * BIG);
+	assert_clean(w);
+	h_world_free(w);
+}
+
+static bool ep1_received(struct h_world *w, void *arg)
+{
+	return w->w_eps[1].ep_rx_total >= *(const uint64_t *)arg;
+}
+
+static bool ep0_received(struct h_world *w, void *arg)
+{
+	return w->w_eps[0].ep_rx_total >= *(const uint64_t *)arg;
+}
+
+/* Request and reply as dlmd does them: node 2 answers after the event that
+ * delivered the request (its engine replies from dlmd_flush), then
+ * flushes.  The ack for the request rides on the reply: one write per
+ * reply and no lone ACK frame (before, every request cost the replier an
+ * ACK write and then the reply's). */
+static void test_ack_rides_on_reply(void **state)
+{
+	enum { ROUNDS = 200 };
+	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
+	struct lc_stats st;
+	uint64_t want = 0, writes0 = 0, acks0 = 0;
+
+	(void)state;
+	for (int i = 0; i <= ROUNDS; i++) {
+		if (i == 1) {
+			/* after one warm-up round (the connection) */
+			lc_get_stats(w->w_eps[1].ep_lc, &st);
+			writes0 = st.st_writes;
+			acks0 = st.st_acks_sent;
+		}
+		want++;
+		assert_int_equal(h_send(w, 0, 1, 1), 1);
+		assert_true(h_run_until(w, ep1_received, &want, WAIT_MS));
+		assert_int_equal(h_send(w, 1, 0, 1), 1);
+		lc_flush(w->w_eps[1].ep_lc);
+		assert_true(h_run_until(w, ep0_received, &want, WAIT_MS));
+	}
+	lc_get_stats(w->w_eps[1].ep_lc, &st);
+	printf("request/reply: %d replies in %llu writes, %llu lone acks\n",
+	       ROUNDS, (unsigned long long)(st.st_writes - writes0),
+	       (unsigned long long)(st.st_acks_sent - acks0));
+	assert_int_equal(st.st_acks_sent - acks0, 0);
+	assert_int_equal(st.st_writes - writes0, ROUNDS);
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	assert_clean(w);
+	h_world_free(w);
+}
+
 /* Both sides send before either has polled: both connect, and they settle
  * on one connection (the one node 1 initiated). */
 static void test_simultaneous_connect(void **state)
@@ -599,6 +696,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ordering),
 		cmocka_unit_test(test_batching),
+		cmocka_unit_test(test_ack_rides_on_reply),
+		cmocka_unit_test(test_no_malloc_per_message),
 		cmocka_unit_test(test_simultaneous_connect),
 		cmocka_unit_test(test_refuse_unknown_address),
 		cmocka_unit_test(test_reject_impostor),
