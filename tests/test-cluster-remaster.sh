@@ -30,15 +30,10 @@ pids=
 
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
-DLM_CLUSTER_CONF_EXTRA=$(printf 'scan_secs = 1\nremaster_secs = 1\nremaster_window = 8')
-export DLM_CLUSTER_CONF_EXTRA
-if ! "$CLUSTER" up 3 "$dir"; then
-	echo "FAIL: cannot bring up the 3-node cluster" >&2
-	rc=1
-	exit 1
-fi
-mkdir -p "$dir/logs" "$dir/counters"
-chmod 777 "$dir/logs" "$dir/counters"
+export DLM_CLUSTER_CONF_EXTRA="scan_secs = 1
+remaster_secs = 1
+remaster_window = 8"
+up_cluster 3
 
 # remasters_line K: node K's "dlmctl ls" line of moves (only one lockspace
 # here; ls_line shows the first two lines of it only)
