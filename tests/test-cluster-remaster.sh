@@ -14,7 +14,7 @@
 #      keeps node 3's EX request waiting until it is killed, then node 3
 #      is granted; the checker finds the workload's holds and LVBs sound.
 # Without remaster_secs wired into the daemon, node 1 stays master and
-# step 2 fails.  About 30 s.
+# step 2 fails.  About 40 s.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
