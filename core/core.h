@@ -303,6 +303,9 @@ struct dlm_ls_stats {
 						   ahead, or below the lock
 						   token they carry
 						   (core/token.c) */
+	uint64_t	ls_remasters;	/* resources this node mastered and
+					   moved to another node
+					   (core/remaster.c) */
 };
 void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st);
 

@@ -293,6 +293,7 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	st->ls_deadlocks = ls->ls_deadlocks;
 	st->ls_last_victim = ls->ls_last_victim;
 	st->ls_probes_sent = ls->ls_probes_sent;
+	st->ls_remasters = ls->ls_remasters;
 }
 
 int dlm_core_receive(struct dlm_core *core, uint32_t from,

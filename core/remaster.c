@@ -144,8 +144,8 @@
  *     after the last move this node took part in.
  *
  * Off unless dlm_core_config.remaster_ticks is non-zero (dlm-sim turns it
- * on with --remaster, tests/test-core-remaster too); the daemon leaves it
- * off for now.  DLM_FAULT_REMASTER_NO_FREEZE is the broken variant that
+ * on with --remaster, tests/test-core-remaster too); dlmd sets it from
+ * dlm.conf's remaster_secs (plugin/engine.c), off by default.  DLM_FAULT_REMASTER_NO_FREEZE is the broken variant that
  * keeps M granting after it sent the state (tests/sim-broken.test).
  */
 #include <errno.h>

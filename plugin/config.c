@@ -18,6 +18,14 @@
  *   deadlock_secs     5            look for a deadlock through a request
  *                                  that waits this long, and again as often
  *                                  (0: never; core/deadlock.c)
+ *   remaster_secs     0            move a resource's master to the node
+ *                                  that makes most of its lock requests,
+ *                                  at most once this often (0: never;
+ *                                  core/remaster.c; rounded up to whole
+ *                                  scan_secs, the engine's tick)
+ *   remaster_window   32           lock requests per remastering window,
+ *                                  3/4 of which one node must make
+ *                                  (4..65534)
  *   recover_timer     60           seconds before a stuck recovery is logged
  *   socket_path       /run/dlmd/dlmd.sock      client socket (libdlm)
  *   control_socket    /run/dlmd/dlmd-ctl.sock  dlmctl's socket (mode 0600)
@@ -84,6 +92,8 @@ void dlmd_config_defaults(struct dlmd_config *cf)
 	cf->cf_scan_secs = 5;
 	cf->cf_audit_secs = 10;
 	cf->cf_deadlock_secs = 5;
+	cf->cf_remaster_secs = 0;
+	cf->cf_remaster_window = DLMD_REMASTER_WINDOW;
 	cf->cf_recover_timer = 60;
 	snprintf(cf->cf_socket_path, sizeof(cf->cf_socket_path), "%s",
 		 DLMD_DEFAULT_SOCKET);
@@ -275,6 +285,8 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 	U32("scan_secs", cf_scan_secs, 1, 3600)
 	U32("audit_secs", cf_audit_secs, 0, 86400)
 	U32("deadlock_secs", cf_deadlock_secs, 0, 86400)
+	U32("remaster_secs", cf_remaster_secs, 0, 86400)
+	U32("remaster_window", cf_remaster_window, 4, 65534)
 	U32("recover_timer", cf_recover_timer, 1, 86400)
 	U32("nodeid", cf_nodeid, 1, 0x7fffffff)
 	U32("flight_recorder_lines", cf_flight_lines, 16, 1048576)
@@ -558,6 +570,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 	if (asprintf(&s,
 		     "port = %u\nprotocol = %s\nbuffer_size = %u\ntoss_secs = %u\nscan_secs = %u\n"
 		     "audit_secs = %u\ndeadlock_secs = %u\n"
+		     "remaster_secs = %u\nremaster_window = %u\n"
 		     "recover_timer = %u\nsocket_path = %s\ncontrol_socket = %s\n"
 		     "pid_file = %s\nsocket_owner = %u\nsocket_group = %u\n"
 		     "socket_mode = 0%o\nadmin_group = %s\nlog_level = %s\n"
@@ -570,6 +583,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     cf->cf_protocol == DLMD_PROTO_DETECT ? "detect" : "tcp",
 		     cf->cf_buffer_size, cf->cf_toss_secs,
 		     cf->cf_scan_secs, cf->cf_audit_secs, cf->cf_deadlock_secs,
+		     cf->cf_remaster_secs, cf->cf_remaster_window,
 		     cf->cf_recover_timer,
 		     cf->cf_socket_path,
 		     cf->cf_ctl_socket_path, cf->cf_pid_file,

@@ -142,14 +142,15 @@ static int verb_ls(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool j
 			dlmd_sb_printf(sb, "],\"clients\":%u,\"resources\":%llu,"
 				  "\"locks\":%llu,\"orphans\":%llu,\"mode\":\"0%o\","
 				  "\"deadlocks\":%llu,\"last_victim\":\"%08x\","
-				  "\"clock_rejected\":%llu}",
+				  "\"clock_rejected\":%llu,\"remasters\":%llu}",
 				  dl->dl_nopen, (unsigned long long)st.ls_resources,
 				  (unsigned long long)st.ls_locks,
 				  (unsigned long long)st.ls_orphans,
 				  (unsigned)dl->dl_mode,
 				  (unsigned long long)st.ls_deadlocks,
 				  st.ls_last_victim,
-				  (unsigned long long)st.ls_clock_rejected);
+				  (unsigned long long)st.ls_clock_rejected,
+				  (unsigned long long)st.ls_remasters);
 		} else {
 			dlmd_sb_printf(sb, "name %s id %08x state %s members",
 				  dl->dl_name, dlm_core_ls_id(dl->dl_core), v.lv_state);
@@ -172,6 +173,12 @@ static int verb_ls(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool j
 			if (st.ls_clock_rejected)
 				dlmd_sb_printf(sb, "  clock_rejected %llu\n",
 					  (unsigned long long)st.ls_clock_rejected);
+			/* core/remaster.c: resources this node mastered
+			 * and moved to the node that used them; only with
+			 * remaster_secs */
+			if (st.ls_remasters)
+				dlmd_sb_printf(sb, "  remasters %llu\n",
+					  (unsigned long long)st.ls_remasters);
 		}
 		first = false;
 	}
@@ -194,8 +201,9 @@ static const char *metrics_state(const struct dlmd *d)
 
 /* A counter of struct dlm_ls_stats (its offset), summed over every
  * lockspace: ls_deadlocks, the deadlock victims chosen on this node
- * (core/deadlock.c), or ls_clock_rejected, the messages dropped for
- * their token clock (core/token.c). */
+ * (core/deadlock.c), ls_clock_rejected, the messages dropped for
+ * their token clock (core/token.c), or ls_remasters, the resources moved
+ * away from this node (core/remaster.c). */
 static unsigned long long stats_total(const struct dlmd *d, size_t off)
 {
 	unsigned long long n = 0;
@@ -248,6 +256,8 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		{ "clock_rejected",
 		  stats_total(d, offsetof(struct dlm_ls_stats,
 					  ls_clock_rejected)) },
+		{ "remasters",
+		  stats_total(d, offsetof(struct dlm_ls_stats, ls_remasters)) },
 	};
 
 	if (json) {

@@ -104,6 +104,8 @@
 #define DLMD_DEFAULT_CONFIGFS_DIR	"/run/dlmd/configfs"
 #define DLMD_SUN_PATH_MAX	108	/* sizeof(sockaddr_un.sun_path) */
 #define DLMD_ADDR_LEN		64	/* a node address as text (ring0_addr) */
+#define DLMD_REMASTER_WINDOW	32	/* remaster_window default: the engine's
+					   own (core/remaster.c) */
 
 /* A u32 -> pointer hash map with open addressing; grows at 1/2 load. */
 struct u32map {
@@ -155,6 +157,8 @@ struct dlmd_config {
 	uint32_t		cf_toss_secs;
 	uint32_t		cf_audit_secs;
 	uint32_t		cf_deadlock_secs;
+	uint32_t		cf_remaster_secs;	/* 0: no remastering */
+	uint32_t		cf_remaster_window;
 	uint32_t		cf_scan_secs;
 	uint32_t		cf_recover_timer;
 	char			cf_socket_path[DLMD_SUN_PATH_MAX];

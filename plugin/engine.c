@@ -210,6 +210,11 @@ int dlmd_engine_new(struct dlmd *d, const struct dlmd_engine_up *up)
 	ccfg.toss_ms = d->d_cfg.cf_toss_secs * 1000u;
 	ccfg.audit_ms = d->d_cfg.cf_audit_secs * 1000u;
 	ccfg.deadlock_ms = d->d_cfg.cf_deadlock_secs * 1000u;
+	/* the engine counts residence in dlm_core_tick() calls, which
+	 * main.c makes every scan_secs: round up to whole ticks */
+	ccfg.remaster_ticks = (d->d_cfg.cf_remaster_secs +
+			       d->d_cfg.cf_scan_secs - 1) / d->d_cfg.cf_scan_secs;
+	ccfg.remaster_window = d->d_cfg.cf_remaster_window;
 	d->d_engine_up = up;
 	d->d_msgs_tail = &d->d_msgs;
 	d->d_held_tail = &d->d_held;

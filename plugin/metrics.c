@@ -315,6 +315,11 @@ static void collect_lockspaces(struct emit *em, struct dlmd *d)
 			  "or below the lock's token they carried "
 			  "(core/token.c).",
 			  offsetof(struct dlm_ls_stats, ls_clock_rejected) },
+			{ "dlmd_remasters_total", "counter", "Resources this "
+			  "node mastered and moved to the node that made "
+			  "most of their lock requests (remaster_secs, "
+			  "core/remaster.c).",
+			  offsetof(struct dlm_ls_stats, ls_remasters) },
 		};
 
 		for (size_t i = 0; i < sizeof(stats) / sizeof(stats[0]); i++) {

@@ -46,6 +46,19 @@ cleanup() {
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM
 
+# up_cluster N: bring up an N-node cluster in $dir (its dlm.conf gets
+# DLM_CLUSTER_CONF_EXTRA, if exported) with the workload's shared logs
+# and counters directories; the test ends at once if it cannot
+up_cluster() {
+	if ! "$CLUSTER" up "$1" "$dir"; then
+		echo "FAIL: cannot bring up the $1-node cluster" >&2
+		rc=1
+		exit 1
+	fi
+	mkdir -p "$dir/logs" "$dir/counters"
+	chmod 777 "$dir/logs" "$dir/counters"
+}
+
 on() { # K CMD...: run CMD on node K
 	k=$1
 	shift

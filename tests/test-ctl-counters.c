@@ -62,7 +62,7 @@ static void assert_counted(struct dlmd *d, unsigned int n)
 
 	snprintf(s, sizeof(s), "\n  clock_rejected %u\n", n);
 	check_answer(d, "ls", n ? s : "clock_rejected", n > 0);
-	snprintf(s, sizeof(s), "\"clock_rejected\":%u}", n);
+	snprintf(s, sizeof(s), "\"clock_rejected\":%u,", n);
 	check_answer(d, "ls-json", s, true);
 	snprintf(s, sizeof(s), "\nclock_rejected %u\n", n);
 	check_answer(d, "status", s, true);
@@ -71,6 +71,19 @@ static void assert_counted(struct dlmd *d, unsigned int n)
 	snprintf(s, sizeof(s), "\ndlmd_clock_rejected_total{lockspace=\""
 		 LS_NAME "\"} %u\n", n);
 	check_answer(d, "metrics", s, true);
+}
+
+/* Remastering (core/remaster.c) needs a second node, so here only its
+ * zero: no "remasters" line in "ls", 0 in the other forms.  The count of
+ * a real move is checked by tests/test-cluster-remaster.sh. */
+static void assert_no_remasters(struct dlmd *d)
+{
+	check_answer(d, "ls", "remasters", false);
+	check_answer(d, "ls-json", "\"remasters\":0}", true);
+	check_answer(d, "status", "\nremasters 0\n", true);
+	check_answer(d, "status-json", "\"remasters\":0", true);
+	check_answer(d, "metrics", "\ndlmd_remasters_total{lockspace=\""
+		     LS_NAME "\"} 0\n", true);
 }
 
 static void test_clock_rejected(void **state)
@@ -82,6 +95,7 @@ static void test_clock_rejected(void **state)
 	dlmd_flush(d);
 	assert_non_null(dlmd_ls_find(d, LS_NAME));
 	assert_counted(d, 0);
+	assert_no_remasters(d);
 	assert_int_equal(receive_clock(d, UINT64_MAX - 1), -ERANGE);
 	assert_counted(d, 1);
 	free(ctl(d, "leave-force " LS_NAME));

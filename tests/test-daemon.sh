@@ -141,6 +141,14 @@ printf '# comment\n\ntoss_secs = ten\n' >"$dir/bad2.conf"
 "$DLMD" -f -c "$dir/bad2.conf" >"$dir/bad2.out" 2>&1
 [ $? -ne 0 ] || fail "bad value accepted"
 grep -q "bad2.conf:3: bad value 'ten' for toss_secs" "$dir/bad2.out" || fail "bad2: $(cat "$dir/bad2.out")"
+for kv in 'remaster_secs = -1' 'remaster_secs = 86401' 'remaster_window = 3' \
+	  'remaster_window = 65535'; do
+	printf '%s\n' "$kv" >"$dir/bad3.conf"
+	"$DLMD" -f -c "$dir/bad3.conf" >"$dir/bad3.out" 2>&1
+	[ $? -ne 0 ] || fail "'$kv' accepted"
+	grep -q "bad3.conf:1: bad value '${kv#* = }' for ${kv%% *}" "$dir/bad3.out" ||
+		fail "'$kv': $(cat "$dir/bad3.out")"
+done
 "$DLMD" -f -c "$dir/missing.conf" >/dev/null 2>&1 && fail "missing config accepted"
 
 echo "== the daemon is still healthy"
