@@ -3,7 +3,7 @@
 # (core/remaster.c, dlm.conf remaster_secs; issue 18), on a 3-node cluster.
 #
 # dlm.conf: remaster_secs = 1 and scan_secs = 1 (a move may follow the
-# last one after one engine tick), remaster_window = 8.
+# last one after one engine tick), remaster_window = 8, toss_secs = 120.
 #   1. node 1 takes res-0 first and releases it: node 1 masters it;
 #   2. only node 2's one workload client locks res-0 (EX, PR, PW, many
 #      times): within the bound node 2's lockdump shows itself master,
@@ -30,7 +30,10 @@ pids=
 
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
+# toss_secs long: node 1's unused copy of res-0, checked after the
+# workload, must outlive a slow run on a loaded machine
 export DLM_CLUSTER_CONF_EXTRA="scan_secs = 1
+toss_secs = 120
 remaster_secs = 1
 remaster_window = 8"
 up_cluster 3
