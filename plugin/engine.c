@@ -204,6 +204,7 @@ static const struct dlm_core_ops engine_ops = {
 int dlmd_engine_new(struct dlmd *d, const struct dlmd_engine_up *up)
 {
 	struct dlm_core_config ccfg;
+	uint32_t scan;
 
 	memset(&ccfg, 0, sizeof(ccfg));
 	ccfg.our_nodeid = d->d_nodeid;
@@ -211,9 +212,10 @@ int dlmd_engine_new(struct dlmd *d, const struct dlmd_engine_up *up)
 	ccfg.audit_ms = d->d_cfg.cf_audit_secs * 1000u;
 	ccfg.deadlock_ms = d->d_cfg.cf_deadlock_secs * 1000u;
 	/* the engine counts residence in dlm_core_tick() calls, which
-	 * main.c makes every scan_secs: round up to whole ticks */
-	ccfg.remaster_ticks = (d->d_cfg.cf_remaster_secs +
-			       d->d_cfg.cf_scan_secs - 1) / d->d_cfg.cf_scan_secs;
+	 * main.c makes every scan_secs (at least 1; a config not read by
+	 * config.c, as a test's, may leave it 0): round up to whole ticks */
+	scan = d->d_cfg.cf_scan_secs ? d->d_cfg.cf_scan_secs : 1;
+	ccfg.remaster_ticks = (d->d_cfg.cf_remaster_secs + scan - 1) / scan;
 	ccfg.remaster_window = d->d_cfg.cf_remaster_window;
 	d->d_engine_up = up;
 	d->d_msgs_tail = &d->d_msgs;
