@@ -679,10 +679,21 @@ static void test_peer_comes_up_late(void **state)
 	assert_int_equal(st.st_established, 0);
 	assert_true(lc_next_timeout(w->w_eps[0].ep_lc) != UINT64_MAX);
 
-	for (int t = 0; t < 20 && rv == -EADDRINUSE; t++) {
+	for (int t = 0; t < 100 && rv == -EADDRINUSE; t++) {
 		rv = h_ep_start(w, 1, LOOPBACK, port, NULL);
 		if (rv == -EADDRINUSE)
 			h_poll(w, 10);
+	}
+	if (rv == -EADDRINUSE) {
+		/* The port learned above was left free, and something else
+		 * on the machine (another test's connection took it as its
+		 * ephemeral port, in a parallel make check) holds it now:
+		 * this run cannot bring node 2 up where node 1 looks for it.
+		 * Not the code under test; say so and skip. */
+		print_message("port %d taken by another socket meanwhile: "
+			      "skipped\n", port);
+		h_world_free(w);
+		skip();
 	}
 	assert_int_equal(rv, 0);
 	assert_int_equal(h_ep_add_peers(w, 1), 0);
