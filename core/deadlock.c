@@ -124,13 +124,16 @@
  * names no real initiator (the youngest age there is, a lock that does
  * not exist) goes round a cycle once and stops: one garbage probe costs
  * at most one message per edge it meets, never more.  A victim is
- * picked only by a probe that comes home as the initiator's latest
- * round: its node, lock id, age and round (the low half of the clock
- * when it went out, lw_dl_probe_ms) must all be the request's own, so a
- * HOLDER made up by a member that never saw that probe cannot cancel a
- * request that is in no cycle.  (A probe must therefore come home
- * within deadlock_ms, before the request's next round replaces it;
- * one that is later is one round lost, the next round finds the cycle.)  What stays out of reach: the master of
+ * picked only by a probe that comes home as one of the initiator's own
+ * recent rounds: its node, lock id and age must be the request's, and
+ * its round (the low half of the clock when it went out) one sent during
+ * this wait, at most DLM_DEADLK_LATE_ROUNDS rounds of deadlock_ms before
+ * the latest (lw_dl_probe_ms), so a HOLDER made up by a member that never
+ * saw a probe of that request cannot cancel a request that is in no
+ * cycle except by guessing its age to the millisecond.  (Only the latest
+ * round was accepted once: a probe whose round trip took longer than
+ * deadlock_ms then never came home in time, and the simulator found a
+ * cycle never broken.)  What stays out of reach: the master of
  * the resource the initiator waits on sees the real probe and could
  * echo it back; a master that lies can do worse anyway (grant what
  * conflicts), and nothing short of checking every master's queues
@@ -150,6 +153,10 @@
 #include <string.h>
 
 #include "core/core_internal.h"
+
+/* How many rounds late a probe may come home and still break a cycle
+ * (recent_round). */
+#define DLM_DEADLK_LATE_ROUNDS	4
 
 /* What a probe says about where it started. */
 struct probe {
@@ -401,6 +408,25 @@ static void break_cycle(struct dlm_ls *ls, struct dlm_lkb *x)
 	       "cancelled with EDEADLK", id, name);
 }
 
+/* Is 'round' one of x's recent probes: sent during this wait, at most
+ * DLM_DEADLK_LATE_ROUNDS rounds before its latest?  A probe takes a few
+ * messages to come home, and a request probes every deadlock_ms: when a
+ * round trip takes longer than that (a slow link, a busy node; the
+ * simulator's network found it), only the latest round would never
+ * match, and a cycle would never be broken. */
+static bool recent_round(const struct dlm_ls *ls, const struct dlm_lkb *x,
+			 uint32_t round)
+{
+	const struct dlm_lkb_wait *w = x->lkb_qwait;
+	uint32_t latest = (uint32_t)w->lw_dl_probe_ms;
+	uint64_t window = (uint64_t)ls->ls_core->core_cfg.deadlock_ms *
+			  DLM_DEADLK_LATE_ROUNDS;
+
+	if (w->lw_dl_probe_ms - w->lw_dl_start < window)
+		window = w->lw_dl_probe_ms - w->lw_dl_start;
+	return (uint32_t)(latest - round) <= window;
+}
+
 /* At an owner's node: lock h (a process copy here) blocks the probe.
  * Its owner's queued requests wait for whatever keeps them queued. */
 static void at_holder(struct walk *w, struct dlm_lkb *h)
@@ -425,7 +451,7 @@ static void at_holder(struct walk *w, struct dlm_lkb *h)
 			continue;
 		if (home && x->lkb_id == p->pr_lkid &&
 		    dlm_deadlock_key(x) == p->pr_key &&
-		    p->pr_round == (uint32_t)x->lkb_qwait->lw_dl_probe_ms) {
+		    recent_round(ls, x, p->pr_round)) {
 			break_cycle(ls, x);
 			return;	/* x may be gone, and ow_locks changed */
 		}
