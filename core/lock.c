@@ -2503,48 +2503,149 @@ void dlm_core_ls_walk(struct dlm_ls *ls,
 /* for deadlock detection (deadlock.c)                                */
 /* ------------------------------------------------------------------ */
 
-/* Call fn for each lock on r that keeps w, queued on r, from being
- * granted, by the rules above: a lock holding a mode that conflicts with
- * the one w asks for (ranges overlapping); for a new request, every
- * queued conversion and every request ahead of it (unless NOORDER); for a
- * QUECVT conversion, every conversion ahead of it.  A request with an
- * alternate mode (ALTPR, ALTCW) or EXPEDITE has none: it waits for one
- * of two sets, which a wait-for edge cannot say, so it is left out of
- * the graph (deadlock.c).  fn must not change r's queues. */
+/* Call fn for each lock on r that w, queued on r, waits for, by the
+ * grant rules above, in the sense of the wait-for graph (deadlock.c):
+ * a lock H is an edge when w cannot be granted until H's holder gives H
+ * up.  That is a lock holding a mode that conflicts with the one w asks
+ * for (ranges overlapping); for a QUECVT conversion, every conversion
+ * ahead of it; and for a new request (unless NOORDER) every queued
+ * conversion and every request ahead of it that conflicts with w.
+ *
+ * A queued conversion or a request ahead of a new request w that does
+ * not conflict with w holds w back only until it is itself granted
+ * (PR behind PR behind a granted EX: when the EX goes, both PRs are
+ * granted together).  So it is not an edge: w waits for what it waits
+ * for, the granted modes that conflict with its request.  Taking it for
+ * an edge to its holder made a false cycle whenever that holder waited,
+ * through other resources, for w's own waiter (a transaction with two
+ * requests queued, pipelined requests of one owner: test-deadlock
+ * test_compatible_ahead_no_cycle), and the detector cancelled a request
+ * that would have been granted.  Those requests' modes are gathered,
+ * each with the hull of its ranges (a superset: exact for whole-resource
+ * locks), and every granted mode conflicting with one of them is an
+ * edge of w, except a conversion's conflict with its own request.
+ *
+ * A request with an alternate mode (ALTPR, ALTCW) or EXPEDITE has none:
+ * it waits for one of two sets, which a wait-for edge cannot say, so it
+ * is left out of the graph (deadlock.c).  fn must not change r's
+ * queues. */
+struct awaited {
+	uint32_t count[DLM_LOCK_EX + 1];	/* per requested mode */
+	struct dlm_range hull[DLM_LOCK_EX + 1];
+};
+
+static bool conflicts(const struct dlm_ls *ls, int m1,
+		      const struct dlm_range *r1, int m2,
+		      const struct dlm_range *r2)
+{
+	return !compat(ls, m1, m2) && ranges_overlap(ls, r1, r2);
+}
+
+static void await_grant(struct awaited *a, int mode,
+			const struct dlm_range *range)
+{
+	struct dlm_range *h;
+
+	if (!mode_valid(mode))
+		return;
+	h = &a->hull[mode];
+	if (!a->count[mode]++) {
+		*h = *range;
+		return;
+	}
+	if (range->ra_start < h->ra_start)
+		h->ra_start = range->ra_start;
+	if (range->ra_end > h->ra_end)
+		h->ra_end = range->ra_end;
+}
+
+/* Does granted lock h keep one of the awaited grants from happening?
+ * (self: h's own awaited request, if h is a conversion gathered in a;
+ * DLM_LOCK_IV if none) */
+static bool blocks_awaited(const struct dlm_ls *ls, const struct awaited *a,
+			   const struct dlm_lkb *h, int self)
+{
+	for (int m = 0; m <= DLM_LOCK_EX; m++) {
+		uint32_t n = a->count[m] - (m == self);
+
+		if (n && conflicts(ls, h->lkb_grmode, dlm_lkb_grrange(h), m,
+				   &a->hull[m]))
+			return true;
+	}
+	return false;
+}
+
 void dlm_for_each_blocker(const struct dlm_rsb *r, const struct dlm_lkb *w,
 			  void (*fn)(void *arg, struct dlm_lkb *h), void *arg)
 {
 	const struct dlm_ls *ls = r->res_ls;
 	bool waiting = w->lkb_status == DLM_LKSTS_WAITING;
-	bool ordered = !(w->lkb_exflags & DLM_LKF_NOORDER);
+	bool ordered = waiting && !(w->lkb_exflags & DLM_LKF_NOORDER);
+	const struct dlm_range *want = dlm_lkb_rqrange(w);
+	struct awaited a;
 	bool ahead = true;
 	struct dlm_list *pos;
 
 	if (w->lkb_exflags & (DLM_LKF_ALTPR | DLM_LKF_ALTCW | DLM_LKF_EXPEDITE))
 		return;
+	memset(&a, 0, sizeof(a));
+	if (ordered) {
+		/* the grants w waits for: compatible conversions and
+		 * compatible requests ahead of it */
+		dlm_list_for_each(pos, &r->res_convertq) {
+			struct dlm_lkb *c = dlm_container_of(pos, struct dlm_lkb,
+							     lkb_statequeue);
+
+			if (!conflicts(ls, c->lkb_grmode, dlm_lkb_grrange(c),
+				       w->lkb_rqmode, want) &&
+			    !conflicts(ls, c->lkb_rqmode, dlm_lkb_rqrange(c),
+				       w->lkb_rqmode, want))
+				await_grant(&a, c->lkb_rqmode,
+					    dlm_lkb_rqrange(c));
+		}
+		dlm_list_for_each(pos, &r->res_waitq) {
+			struct dlm_lkb *q = dlm_container_of(pos, struct dlm_lkb,
+							     lkb_statequeue);
+
+			if (q == w)
+				break;
+			if (!conflicts(ls, q->lkb_rqmode, dlm_lkb_rqrange(q),
+				       w->lkb_rqmode, want))
+				await_grant(&a, q->lkb_rqmode,
+					    dlm_lkb_rqrange(q));
+		}
+	}
 	dlm_list_for_each(pos, &r->res_grantq) {
 		struct dlm_lkb *g = dlm_container_of(pos, struct dlm_lkb,
 						     lkb_statequeue);
 
-		if (g != w && !compat(ls, g->lkb_grmode, w->lkb_rqmode) &&
-		    ranges_overlap(ls, dlm_lkb_grrange(g), dlm_lkb_rqrange(w)))
+		if (g != w &&
+		    (conflicts(ls, g->lkb_grmode, dlm_lkb_grrange(g),
+			       w->lkb_rqmode, want) ||
+		     blocks_awaited(ls, &a, g, DLM_LOCK_IV)))
 			fn(arg, g);
 	}
 	dlm_list_for_each(pos, &r->res_convertq) {
 		struct dlm_lkb *c = dlm_container_of(pos, struct dlm_lkb,
 						     lkb_statequeue);
+		bool direct;
 
 		if (c == w) {
 			ahead = false;
 			continue;
 		}
-		if ((waiting && ordered) ||
-		    (!waiting && ahead && (w->lkb_exflags & DLM_LKF_QUECVT)) ||
-		    (!compat(ls, c->lkb_grmode, w->lkb_rqmode) &&
-		     ranges_overlap(ls, dlm_lkb_grrange(c), dlm_lkb_rqrange(w))))
+		direct = conflicts(ls, c->lkb_grmode, dlm_lkb_grrange(c),
+				   w->lkb_rqmode, want) ||
+			 (ordered &&
+			  conflicts(ls, c->lkb_rqmode, dlm_lkb_rqrange(c),
+				    w->lkb_rqmode, want));
+		if ((!waiting && ahead && (w->lkb_exflags & DLM_LKF_QUECVT)) ||
+		    direct ||
+		    blocks_awaited(ls, &a, c,
+				   ordered ? c->lkb_rqmode : DLM_LOCK_IV))
 			fn(arg, c);
 	}
-	if (!waiting || !ordered)
+	if (!ordered)
 		return;
 	dlm_list_for_each(pos, &r->res_waitq) {
 		struct dlm_lkb *q = dlm_container_of(pos, struct dlm_lkb,
@@ -2552,7 +2653,9 @@ void dlm_for_each_blocker(const struct dlm_rsb *r, const struct dlm_lkb *w,
 
 		if (q == w)
 			break;
-		fn(arg, q);
+		if (conflicts(ls, q->lkb_rqmode, dlm_lkb_rqrange(q),
+			      w->lkb_rqmode, want))
+			fn(arg, q);
 	}
 }
 

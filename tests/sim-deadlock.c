@@ -20,8 +20,9 @@
  *
  * The oracle rebuilds the true wait-for graph after every step from the
  * masters' queues (parsed from each engine's dump, in queue order, with
- * the grant rules: a conflicting granted mode, every queued conversion
- * and every request ahead for a new request) and the owners of the
+ * the grant rules: a conflicting granted mode; for a new request, a
+ * conversion or request ahead whose mode conflicts, and through a
+ * compatible one ahead, whatever granted mode blocks it) and the owners of the
  * locks, and checks:
  *   - victim: a request the detector chooses (its log line) was, at some
  *     moment since the probe that found it went out, the youngest request
@@ -486,6 +487,39 @@ static const struct dlm_lock_info *pcopy(int node, uint32_t lkid)
 	return NULL;
 }
 
+/* Is queued request i (a new request) held back by k: a conversion, or
+ * a request ahead of it? */
+static bool ahead_of(const struct qline *ql, int i, int k)
+{
+	return k != i && (ql[k].status == DLM_LKSTS_CONVERT ||
+			  (ql[k].status == DLM_LKSTS_WAITING && k < i));
+}
+
+/* Does new request i wait until j's holder lets j go?  A granted or
+ * converting j whose granted mode conflicts; a conversion or a request
+ * ahead whose requested mode conflicts; and what a compatible one ahead
+ * waits for: it holds i back only until it is granted itself, so the
+ * edge is to the granted modes that conflict with its request (the
+ * rule of core/lock.c dlm_for_each_blocker, written out pairwise). */
+static bool waits_for(const struct qline *ql, int n, int i, int j)
+{
+	if (ql[j].status != DLM_LKSTS_WAITING &&
+	    !dlm_modes_compat(ql[j].gr, ql[i].rq))
+		return true;
+	if (ahead_of(ql, i, j) && !dlm_modes_compat(ql[j].rq, ql[i].rq))
+		return true;
+	if (ql[j].status == DLM_LKSTS_WAITING)
+		return false;
+	for (int k = 0; k < n; k++)
+		if (k != j && ahead_of(ql, i, k) &&
+		    dlm_modes_compat(ql[k].rq, ql[i].rq) &&
+		    (ql[k].status != DLM_LKSTS_CONVERT ||
+		     dlm_modes_compat(ql[k].gr, ql[i].rq)) &&
+		    !dlm_modes_compat(ql[j].gr, ql[k].rq))
+			return true;
+	return false;
+}
+
 static void add_resource(struct graph *g, struct qline *ql,
 			 int n, struct hedge *he, int *nhe)
 {
@@ -508,10 +542,7 @@ static void add_resource(struct graph *g, struct qline *ql,
 			if (j == i)
 				continue;
 			if (ql[i].status == DLM_LKSTS_WAITING)
-				blocks = ql[j].status == DLM_LKSTS_CONVERT ||
-					 (ql[j].status == DLM_LKSTS_WAITING && j < i) ||
-					 (ql[j].status == DLM_LKSTS_GRANTED &&
-					  !dlm_modes_compat(ql[j].gr, ql[i].rq));
+				blocks = waits_for(ql, n, i, j);
 			else
 				blocks = ql[j].status != DLM_LKSTS_WAITING &&
 					 !dlm_modes_compat(ql[j].gr, ql[i].rq);

@@ -438,6 +438,110 @@ static void test_self(void **state)
 	net_free(n);
 }
 
+/* A request queued behind a compatible request waits only for that
+ * request's grant, not for its holder to let go (core/lock.c
+ * dlm_for_each_blocker).  (a) One owner pipelines two PR requests behind
+ * another node's EX: when the EX goes, both are granted; they were never
+ * a cycle (dlmd's test_held_limit got -EDEADLK here under load).
+ * (b) Transaction 200 (an xid) waits for PR on A behind X's EX and for
+ * EX on B held by U; U then waits for PR on A, behind 200's PR.  U waits
+ * for X, not for 200: no cycle, nobody is cancelled, and everything is
+ * granted in turn. */
+static void test_compatible_ahead_no_cycle(void **state)
+{
+	struct net *n = net_new();
+	uint32_t x, w1, w2, b, ta, tb, ua;
+
+	(void)state;
+	x = lock(n, 2, "A", DLM_LOCK_EX, 21);
+	w1 = lock(n, 1, "A", DLM_LOCK_PR, 11);
+	w2 = lock(n, 1, "A", DLM_LOCK_PR, 11);
+	pass(n, 5 * DEADLOCK_MS);
+	assert_int_equal(deadlocks(n), 0);
+	assert_pending(n, 1, w1);
+	assert_pending(n, 1, w2);
+	unlock(n, 2, x, 21);
+	assert_granted(n, 1, w1);
+	assert_granted(n, 1, w2);
+	net_free(n);
+
+	n = net_new();
+	x = lock(n, 3, "A", DLM_LOCK_EX, 31);
+	b = lock(n, 2, "B", DLM_LOCK_EX, 21);
+	ta = lock_full(n, 1, "A", DLM_LOCK_PR, 11, 0, 200, DLM_WAITER_XID);
+	tb = lock_full(n, 1, "B", DLM_LOCK_EX, 11, 0, 200, DLM_WAITER_XID);
+	ua = lock(n, 2, "A", DLM_LOCK_PR, 21);
+	pass(n, 5 * DEADLOCK_MS);
+	assert_int_equal(deadlocks(n), 0);
+	assert_pending(n, 1, ta);
+	assert_pending(n, 1, tb);
+	assert_pending(n, 2, ua);
+	unlock(n, 3, x, 31);
+	assert_granted(n, 1, ta);
+	assert_granted(n, 2, ua);
+	unlock(n, 2, b, 21);
+	assert_granted(n, 1, tb);
+	net_free(n);
+}
+
+/* ... but what the compatible request ahead waits for, the one behind
+ * waits for too: X holds PW on R and waits for S, held by U; T's PR on
+ * R waits for X's PW; U's CR on R (compatible with PW and PR) waits
+ * behind T, so for X: a real cycle U -> X -> U, found, and its youngest
+ * request gives way; T is not part of it and waits on. */
+static void test_compatible_ahead_cycle(void **state)
+{
+	struct net *n = net_new();
+	uint32_t xr, us, tr, xs, ur;
+
+	(void)state;
+	xr = lock(n, 3, "R", DLM_LOCK_PW, 31);
+	us = lock(n, 2, "S", DLM_LOCK_EX, 21);
+	tr = lock(n, 1, "R", DLM_LOCK_PR, 11);
+	xs = lock(n, 3, "S", DLM_LOCK_EX, 31);
+	ur = lock(n, 2, "R", DLM_LOCK_CR, 21);	/* the youngest of the cycle */
+	pass(n, 3 * DEADLOCK_MS);
+	assert_deadlk(n, 2, ur);
+	assert_pending(n, 3, xs);
+	assert_pending(n, 1, tr);
+	assert_int_equal(deadlocks(n), 1);
+	unlock(n, 2, us, 21);
+	assert_granted(n, 3, xs);
+	(void)xr;
+	net_free(n);
+}
+
+/* A probe that comes home a round late (its round trip took longer
+ * than deadlock_ms) still breaks the cycle at once: the round it carries
+ * is one of the request's recent ones.  Node 1 (A's master) holds wa2's
+ * first probe past its next round, whose probe is lost; when node 1
+ * lets it through, wa2 gives way without waiting for a third round. */
+static void test_late_probe(void **state)
+{
+	struct net *n = net_new();
+	uint32_t a1, b2, wb1, wa2;
+
+	(void)state;
+	two_party_cycle(n, &a1, &b2, &wb1, &wa2, 0);
+	n->stopped = 1;
+	pass(n, DEADLOCK_MS);		/* round 1 goes out, held at node 1 */
+	assert_int_equal(deadlocks(n), 0);
+	n->stopped = 0;			/* round 1 stays held */
+	n->lose_type = DLM_MSG_DEADLK_PROBE;
+	n->lose_to = 1;
+	pass(n, DEADLOCK_MS);		/* round 2 goes out and is lost */
+	assert_int_equal(n->lost, 1);
+	assert_int_equal(deadlocks(n), 0);
+	release_held(n);
+	drain(n);			/* round 1 comes home, late */
+	assert_deadlk(n, 2, wa2);
+	assert_pending(n, 1, wb1);
+	assert_int_equal(deadlocks(n), 1);
+	(void)a1;
+	(void)b2;
+	net_free(n);
+}
+
 /* Probes are rejected when malformed and ignored when stale. */
 static void test_probe_checks(void **state)
 {
@@ -672,6 +776,9 @@ int main(void)
 		cmocka_unit_test(test_async_cycle),
 		cmocka_unit_test(test_cross_thread),
 		cmocka_unit_test(test_self),
+		cmocka_unit_test(test_compatible_ahead_no_cycle),
+		cmocka_unit_test(test_compatible_ahead_cycle),
+		cmocka_unit_test(test_late_probe),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
