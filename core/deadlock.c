@@ -33,13 +33,15 @@
  * the owner-wide rule this detector began with, so the simulator's
  * wait-for oracle is unchanged.  Edges:
  *
- *   request W  --waits for-->  lock H   H keeps W from being granted by
- *                                       the grant rules (lock.c,
+ *   request W  --waits for-->  lock H   W cannot be granted until H is
+ *                                       given up (lock.c,
  *                                       dlm_for_each_blocker: a conflicting
- *                                       granted mode; for a new request
- *                                       every queued conversion and every
- *                                       request ahead of it; for a QUECVT
- *                                       conversion those ahead of it);
+ *                                       granted mode; for a new request a
+ *                                       conversion or a request ahead of
+ *                                       it whose mode conflicts, and what
+ *                                       a compatible one ahead waits for;
+ *                                       for a QUECVT conversion those
+ *                                       ahead of it);
  *   lock H     --held by-->  waiter T   H's owner's queued requests of
  *                                       H's waiter, those whose requester
  *                                       blocks.
