@@ -248,7 +248,9 @@
  * Off unless dlm_core_config.remaster_ticks is non-zero (dlm-sim turns it
  * on with --remaster, tests/test-core-remaster too); dlmd sets it from
  * dlm.conf's remaster_secs (plugin/engine.c), off by default.  DLM_FAULT_REMASTER_NO_FREEZE is the broken variant that
- * keeps M granting after it sent the state (tests/sim-broken.test).
+ * keeps M granting after it sent the state, DLM_FAULT_REMASTER_ANY_OWNER
+ * the one that moves a resource other nodes lock too, forgetting their
+ * master copies (tests/sim-broken.test).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -320,7 +322,10 @@ static bool movable(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 				dlm_container_of(pos, struct dlm_lkb,
 						 lkb_statequeue);
 
-			if (!is_master_copy(lkb) || lkb->lkb_nodeid != node ||
+			if (!is_master_copy(lkb) ||
+			    (lkb->lkb_nodeid != node &&
+			     ls->ls_core->core_fault !=
+			     DLM_FAULT_REMASTER_ANY_OWNER) ||
 			    lkb->lkb_nchildren ||
 			    (lkb->lkb_flags & LKBF_ORPHAN) ||
 			    (lkb->lkb_exflags & DLM_LKF_PERSISTENT))

@@ -1958,6 +1958,7 @@ static const struct {
 	{ "token-reset", DLM_FAULT_TOKEN_RESET },
 	{ "child-local", DLM_FAULT_CHILD_LOCAL },
 	{ "remaster-no-freeze", DLM_FAULT_REMASTER_NO_FREEZE },
+	{ "remaster-any-owner", DLM_FAULT_REMASTER_ANY_OWNER },
 };
 
 static const struct {
@@ -2164,7 +2165,8 @@ static void usage(FILE *out)
 		"  --fault NAME  break the engines on purpose: compat, skip-bast,\n"
 		"                ignore-queue, lvb-no-write, range-ignored,\n"
 		"                quecvt-ignored, waitq-pass, lose-grant,\n"
-		"                token-reset, child-local; with\n"
+		"                token-reset, child-local; with --remaster:\n"
+		"                remaster-no-freeze, remaster-any-owner; with\n"
 		"                --faults: skip-purge, skip-resend, keep-dead-master;\n"
 		"                no-fence-wait breaks the glue: recovery starts before\n"
 		"                a daemon-only death is fenced\n"
