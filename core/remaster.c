@@ -161,8 +161,9 @@
  *   the version, and a seed of each new type):
  *     MIGRATE_LOCK  M -> N, one per lock on R in queue order (m_status:
  *                   queue, m_nodeid: owner node X or N, m_remid: the
- *                   owner's lock id, modes, ranges, exflags, owner,
- *                   token);
+ *                   owner's lock id, modes, ranges, exflags, flags,
+ *                   owner, token); N keeps them on its copy of R, inert
+ *                   (nothing is granted from them), until MIGRATE;
  *     MIGRATE       M -> N after them: the resource state as today, and
  *                   the number of records sent, which N checks;
  *     MOVED         M -> each owner node X != N: "R is N's now", after
