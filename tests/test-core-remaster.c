@@ -2,7 +2,8 @@
  * tests/test-core-remaster.c - unit tests of remastering (core/remaster.c,
  * issue 18): a resource used only by another node than its master moves
  * there with its locks, LVB and token clock; others find it there; it does
- * not move again before remaster_ticks ticks; off when the knob is 0.
+ * not move again before remaster_ticks ticks; a lock of a third node or
+ * of the master's own client keeps it in place; off when the knob is 0.
  * The harness: tests/test-core.h.
  */
 
@@ -168,42 +169,54 @@ static void test_no_bounce(void **state)
 	end_test(c, 3, 3, d);
 }
 
-/* A third node's lock keeps "r" where it is: node 3 holds it NL while
- * node 2 makes every operation of 80 (whole windows of node 2's), and
- * "r" stays at node 1 (Movable, core/remaster.c: every lock must be the
- * destination's, as this version re-points no other node's process
- * copy); node 3 still holds its lock there, and converts it there.  Once
- * node 3 lets go, node 2's next windows move "r". */
-static void test_third_node_keeps(void **state)
+/* Another node's lock keeps "r" where it is: node 'holder' (3, a third
+ * node, or 1, the master's own client) holds it NL while node 2 makes
+ * every operation of 80 (whole windows of node 2's), and "r" stays at
+ * node 1 (Movable, core/remaster.c: every lock must be the destination's,
+ * as this version re-points no other process copy); the holder still
+ * holds its lock there, and converts it there.  Once it lets go, node 2's
+ * next windows move "r". */
+static void keeps_while_held(int holder)
 {
 	char v[DLM_LVB_LEN];
 	struct cluster *c;
 	uint64_t tok = 0;
 	uint32_t b, d;
 
-	(void)state;
 	cluster_remaster_ticks = TICKS;
 	c = cluster_new(3, 3600000);
 	master_at_1(c);
-	d = lock_on(c, 3, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
+	d = lock_on(c, holder, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
 	drain(c);
-	assert_status(c, 3, d, 0);
+	assert_status(c, holder, d, 0);
 	b = nl_lock_2(c);
 	convert_rounds(c, b, 40, v, &tok);
 	assert_dump_has(c, 1, "resource \"r\" master 1");
 	assert_dump_has(c, 2, "resource \"r\" master 1");
-	assert_dump_has(c, 3, "resource \"r\" master 1");
-	assert_int_equal(convert(c, 3, 3, d, DLM_LOCK_PR, 0, NULL), 0);
+	assert_dump_has(c, holder, "resource \"r\" master 1");
+	assert_int_equal(convert(c, holder, 3, d, DLM_LOCK_PR, 0, NULL), 0);
 	drain(c);
-	assert_status(c, 3, d, 0);
-	assert_int_equal(unlock(c, 3, 3, d, 0, NULL), 0);
+	assert_status(c, holder, d, 0);
+	assert_int_equal(unlock(c, holder, 3, d, 0, NULL), 0);
 	drain(c);
-	assert_status(c, 3, d, -DLM_EUNLOCK);
+	assert_status(c, holder, d, -DLM_EUNLOCK);
 	convert_rounds(c, b, 40, v, &tok);
 	assert_dump_has(c, 2, "resource \"r\" master 2");
 	assert_dump_has(c, 1, "resource \"r\" master 2");
 	assert_int_equal(c->nlog_warn, 0);
 	end_test(c, 2, 2, b);
+}
+
+static void test_third_node_keeps(void **state)
+{
+	(void)state;
+	keeps_while_held(3);
+}
+
+static void test_master_client_keeps(void **state)
+{
+	(void)state;
+	keeps_while_held(1);
 }
 
 /* remaster_ticks 0: nothing moves. */
@@ -226,6 +239,7 @@ int main(void)
 		cmocka_unit_test(test_moves_to_user),
 		cmocka_unit_test(test_no_bounce),
 		cmocka_unit_test(test_third_node_keeps),
+		cmocka_unit_test(test_master_client_keeps),
 		cmocka_unit_test(test_off),
 	};
 
