@@ -208,6 +208,9 @@ enum dlm_core_fault {
 					   requester, not at its parent's master */
 	DLM_FAULT_REMASTER_NO_FREEZE,	/* a master that moved a resource away
 					   keeps mastering it (core/remaster.c) */
+	DLM_FAULT_REMASTER_ANY_OWNER,	/* a resource moves while other nodes
+					   lock it too, their locks forgotten
+					   (core/remaster.c, "Movable") */
 };
 
 /* ---------------------------------------------------------------------

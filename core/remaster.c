@@ -143,10 +143,115 @@
  *     move once the rule holds again, never sooner than remaster_ticks
  *     after the last move this node took part in.
  *
+ * Next: moving a resource that other nodes lock too (designed, not built).
+ * The rule above keeps a resource where it is as soon as a third node T,
+ * or M's own clients, hold or wait for a lock on it: each such lock has a
+ * process copy whose lkb_remid names M's master copy, and nothing would
+ * tell it about N.  This is the protocol that lifts the rule; until it is
+ * built, proven by the simulator (third nodes on the hot roots, deaths of
+ * M, N and T mid-move, the broken variants below) and on a cluster,
+ * movable() stays as it is, since half of it could grant twice or lose a
+ * lock.  Names: M old master, N new master, X any owner node of a lock on
+ * R other than N (a third node T, or M itself for its own clients' locks).
+ *
+ *   Messages (wire version 5; each one fixed message of today's layout,
+ *   so the header and the decoder's length checks are unchanged; the
+ *   decoder gains a check per new type: a key present, modes and queue
+ *   number in range, a non-zero owner node; tests/corpus re-encoded for
+ *   the version, and a seed of each new type):
+ *     MIGRATE_LOCK  M -> N, one per lock on R in queue order (m_status:
+ *                   queue, m_nodeid: owner node X or N, m_remid: the
+ *                   owner's lock id, modes, ranges, exflags, flags,
+ *                   owner, token); N keeps them on its copy of R, inert
+ *                   (nothing is granted from them), until MIGRATE;
+ *     MIGRATE       M -> N after them: the resource state as today, and
+ *                   the number of records sent, which N checks;
+ *     MOVED         M -> each owner node X != N: "R is N's now", after
+ *                   every reply, GRANT and BAST that M sent X about R
+ *                   (all on the M -> X link, FIFO);
+ *     REPOINT       N -> X, one per lock of X: X's lock id, N's new
+ *                   master lock id, the state N installed (queue, modes);
+ *     REPOINT_REPLY X -> N: the lock is re-pointed.
+ *
+ *   M, in one step: sends the records, MIGRATE, and MOVED to each other
+ *   owner; destroys every master copy on R; turns each of its own local
+ *   locks on R into a process copy awaiting a re-point (lkb_remid 0, a
+ *   flag); res_nodeid = N.  From here M grants nothing on R, and its
+ *   clients' operations on those locks are parked on the lock until the
+ *   re-point comes.
+ *   N, on MIGRATE: installs the resource as today and, for every record,
+ *   its own process copy (owner N) or a new master copy (owner X, remid =
+ *   X's id), in M's queue order; only then it is master.  It sends DIR_MOVE
+ *   to D, a REPOINT for every master copy of another node, and only then
+ *   grants what it can (normally nothing): so on the N -> X link every
+ *   REPOINT precedes any GRANT or BAST of N's about that lock.
+ *   X, on MOVED: its copy of R names N; its locks on R await a re-point;
+ *   operations on them are parked.  On REPOINT: if MOVED from M has not
+ *   arrived yet (its copy still names M), X holds the REPOINT and every
+ *   later message from N about R on R until MOVED arrives, then replays
+ *   them in order; so X has handled every message of M's about R before
+ *   N's first.  Applying a REPOINT sets lkb_remid, sends REPOINT_REPLY
+ *   and sends the parked operation, if any, to N.
+ *   Crossing operations: X's conversion, unlock or cancel that reached M
+ *   before the move is in the state moved (its reply precedes MOVED on
+ *   the M -> X link); one that reaches M after the move is refused -EBADR
+ *   (not master), a refusal that follows MOVED on that link, so X parks
+ *   the operation and sends it to N once re-pointed: it never took effect
+ *   at M, and takes effect at N once.  A new request from X bounces
+ *   between M and N with hints until N installs, as today.  Probes and
+ *   audits about X's locks crossing the move end as for N's today.
+ *   Another move of R from N waits until every REPOINT is acknowledged
+ *   (movable() counts the unacknowledged ones), so no lock is re-pointed
+ *   by two moves at once.
+ *
+ *   Invariant.  One node grants: M until its move step, N from its install,
+ *   X never.  Every lock exists exactly once as a master copy once the move
+ *   settles: M destroys all of them in the step in which it sends their
+ *   records, the records live only in flight (or held) to N until N makes
+ *   one master copy of each, and nobody else creates a master copy of R's
+ *   locks (new requests are new locks, and wait for N).  No request is
+ *   lost: one on M before the move is in the moved state and answered by
+ *   M before MOVED; one after is refused after MOVED and redone at N;
+ *   one made at X meanwhile is parked until the re-point.
+ *
+ *   Recovery (stop at any point; no node keeps a "moving" record that a
+ *   recovery could find twice: the state is in M's queues, in the records
+ *   and MIGRATE in flight or held at N, or in N's queues).  At the NODES
+ *   step every node first handles what live senders told it about a
+ *   resource up to a held MOVED (as install_held does for N), so its copy
+ *   names N.  Then any node with a lock on R awaiting a re-point, or whose
+ *   copy names a departed node, marks R for a new master, and recovery's
+ *   masters and locks steps re-point it: the lookup finds N (which, alive,
+ *   installed any held MIGRATE at the directory step and registered R,
+ *   creating no master copy for a record of a departed owner), and the
+ *   lock's RC_LOCK matches the master copy N made from its record (the
+ *   same node and lock id, which recovery already recognises: no second
+ *   copy).  Held REPOINTs are dropped: RC_LOCK replaces them.
+ *     - M dies: if N installed, N is master and every X resends to it;
+ *       if not, the records and MIGRATE from a departed node are dropped,
+ *       every X's copy names M or N (neither masters R), so R is marked,
+ *       the first to look it up masters it, and every X's lock is resent
+ *       (M's own locks die with M; the LVB is marked not valid as for any
+ *       master death).
+ *     - N dies: every X (M included, whose locks are process copies now)
+ *       finds its copy naming N, departed: marked, looked up, resent to
+ *       a new master; N's locks die with N.  The state in flight or held
+ *       at N is lost with it; the process copies carry all of it but the
+ *       LVB, marked not valid.
+ *     - X dies: N purges the master copies of X's locks, or skips their
+ *       records if it installs later; REPOINTs to X are lost with it.
+ *     - D dies: as today.
+ *   Broken variants for tests/sim-broken.test: N skips one REPOINT (the
+ *   lock's owner parks its next operation for ever: the simulator's
+ *   liveness check), and N grants from the first record on instead of
+ *   after MIGRATE (two masters grant: the safety check).
+ *
  * Off unless dlm_core_config.remaster_ticks is non-zero (dlm-sim turns it
  * on with --remaster, tests/test-core-remaster too); dlmd sets it from
  * dlm.conf's remaster_secs (plugin/engine.c), off by default.  DLM_FAULT_REMASTER_NO_FREEZE is the broken variant that
- * keeps M granting after it sent the state (tests/sim-broken.test).
+ * keeps M granting after it sent the state, DLM_FAULT_REMASTER_ANY_OWNER
+ * the one that moves a resource other nodes lock too, forgetting their
+ * master copies (tests/sim-broken.test).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -218,7 +323,10 @@ static bool movable(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 				dlm_container_of(pos, struct dlm_lkb,
 						 lkb_statequeue);
 
-			if (!is_master_copy(lkb) || lkb->lkb_nodeid != node ||
+			if (!is_master_copy(lkb) ||
+			    (lkb->lkb_nodeid != node &&
+			     ls->ls_core->core_fault !=
+			     DLM_FAULT_REMASTER_ANY_OWNER) ||
 			    lkb->lkb_nchildren ||
 			    (lkb->lkb_flags & LKBF_ORPHAN) ||
 			    (lkb->lkb_exflags & DLM_LKF_PERSISTENT))

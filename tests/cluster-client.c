@@ -52,7 +52,8 @@
  *       Request RES in MODE and print "granted" when it is (the test runs
  *       it under timeout(1) to see that nothing is granted).
  *   cluster-client hold LS RES MODE
- *       Take RES in MODE, print "held", sleep until killed.
+ *       Take RES in MODE (EX, PW, PR, or NL: a lock beside any other),
+ *       print "held", sleep until killed.
  *   cluster-client orphan LS RES MODE
  *       As hold, with LKF_PERSISTENT, printing "held PID": killed, it
  *       leaves the lock behind as an orphan of PID on its node.
@@ -149,6 +150,8 @@ static int mode_of(const char *s)
 		return LKM_PWMODE;
 	if (!strcmp(s, "PR"))
 		return LKM_PRMODE;
+	if (!strcmp(s, "NL"))
+		return LKM_NLMODE;	/* try and hold only: no workload mode */
 	return -1;
 }
 

@@ -95,6 +95,23 @@ void sim_fail(struct sim *sim, const char *fmt, ...)
 static uint64_t total_moves;	/* --remaster: over all seeds run */
 static uint64_t total_move_kills;	/* deaths asked for mid-move */
 
+/* At a MIGRATE from 'from' to 'to': the node to kill mid-move, the
+ * old master, the new one, or (a third of the time, with three nodes or
+ * more) another node, which may hold locks the move leaves alone or be
+ * the directory node. */
+static uint32_t move_victim(struct sim *sim, uint32_t from, uint32_t to)
+{
+	uint32_t third;
+
+	if (sim->nnodes >= 3 && rng_pct(&sim->rng, 33)) {
+		do
+			third = 1 + (uint32_t)rng_below(&sim->rng, sim->nnodes);
+		while (third == from || third == to);
+		return third;
+	}
+	return rng_pct(&sim->rng, 50) ? to : from;
+}
+
 static void cb_send(void *ctx, uint32_t to, const void *buf, size_t len)
 {
 	struct sim_node *n = ctx;
@@ -111,14 +128,15 @@ static void cb_send(void *ctx, uint32_t to, const void *buf, size_t len)
 
 		if (type <= DLM_MSG_MAX)
 			sim->n_msgs_type[type]++;
-		/* --remaster --faults: kill the old master, the new one (at
-		 * MIGRATE) or the directory node (at DIR_MOVE) mid-move */
+		/* --remaster --faults: kill the old master, the new one or a
+		 * third node (at MIGRATE) or the directory node (at
+		 * DIR_MOVE) mid-move */
 		if (sim->opts->o_remaster && sim->opts->o_faults &&
 		    !sim->kill_next && (type == DLM_MSG_MIGRATE ||
 					type == DLM_MSG_DIR_MOVE) &&
 		    rng_pct(&sim->rng, 30) && ++total_move_kills)
-			sim->kill_next = (int)(type == DLM_MSG_DIR_MOVE ||
-					       rng_pct(&sim->rng, 50) ? to : n->n_id);
+			sim->kill_next = (int)(type == DLM_MSG_DIR_MOVE ? to :
+					       move_victim(sim, n->n_id, to));
 	}
 	if (!sim->nodes[to - 1].n_alive)
 		return;		/* a dead node hears nothing */
@@ -1958,6 +1976,7 @@ static const struct {
 	{ "token-reset", DLM_FAULT_TOKEN_RESET },
 	{ "child-local", DLM_FAULT_CHILD_LOCAL },
 	{ "remaster-no-freeze", DLM_FAULT_REMASTER_NO_FREEZE },
+	{ "remaster-any-owner", DLM_FAULT_REMASTER_ANY_OWNER },
 };
 
 static const struct {
@@ -2164,7 +2183,8 @@ static void usage(FILE *out)
 		"  --fault NAME  break the engines on purpose: compat, skip-bast,\n"
 		"                ignore-queue, lvb-no-write, range-ignored,\n"
 		"                quecvt-ignored, waitq-pass, lose-grant,\n"
-		"                token-reset, child-local; with\n"
+		"                token-reset, child-local; with --remaster:\n"
+		"                remaster-no-freeze, remaster-any-owner; with\n"
 		"                --faults: skip-purge, skip-resend, keep-dead-master;\n"
 		"                no-fence-wait breaks the glue: recovery starts before\n"
 		"                a daemon-only death is fenced\n"

@@ -49,7 +49,9 @@
  *   survive   every settled lock of a surviving client (granted, nothing
  *             pending; and every settled orphan) is still on its node with
  *             the mode the client knows, and the master of its resource,
- *             a live node, has it granted in that mode;
+ *             a live node, has it granted in that mode (or, --remaster,
+ *             a MIGRATE of the resource on its way to the lock's node
+ *             carries the master state: moving_here());
  *   departed  no live node has any lock of a node that is dead.
  *
  * Snapshots only compare steps of one node, so lock ids never need
@@ -689,6 +691,36 @@ static bool settled(const struct sim_lock *lk)
 	return lock_is_idle(lk);
 }
 
+/* --remaster: a MIGRATE of lk's resource to lk's own node is on the
+ * network.  A move made after its sender finished the recovery (moves
+ * run only while the lockspace runs) can still be in flight when the
+ * recovery has finished everywhere: the master state, lk's master copy
+ * with it, is then in the message, and lk's node masters it on arrival
+ * (core/remaster.c). */
+static bool moving_here(struct sim *sim, const struct sim_lock *lk)
+{
+	const struct sim_res *r = &sim->res[lk->l_res];
+	uint32_t lsid = dlm_core_ls_id(sim->nodes[lk->l_node].n_ls[lk->l_ls]);
+	unsigned int f;
+
+	if (!sim->opts->o_remaster)
+		return false;
+	for (f = 0; f < sim->nnodes; f++) {
+		const struct sim_msg *sm;
+
+		for (sm = sim->net.n_link[f][lk->l_node].l_head; sm; sm = sm->m_next) {
+			struct dlm_msg m;
+
+			if (!dlm_msg_decode(sm->m_data, sm->m_len, &m, NULL) &&
+			    m.m_type == DLM_MSG_MIGRATE && m.m_lsid == lsid &&
+			    m.m_keylen == r->r_keylen &&
+			    !memcmp(m.m_key, r->r_key, r->r_keylen))
+				return true;
+		}
+	}
+	return false;
+}
+
 static void check_survivor(struct sim *sim, const struct sim_lock *lk,
 			   const struct mkey *keys, unsigned int nkeys)
 {
@@ -716,6 +748,8 @@ static void check_survivor(struct sim *sim, const struct sim_lock *lk,
 	key.k_nodeid = n->n_id;
 	key.k_lkid = lk->l_lkid;
 	m = nkeys ? bsearch(&key, keys, nkeys, sizeof(key), mkey_cmp) : NULL;
+	if (!m && moving_here(sim, lk))
+		return;
 	if (!m) {
 		sim_fail(sim, "RECOVERY: no master has n%d's lock %08x (%s %s)",
 			 lk->l_node + 1, lk->l_lkid, r, sim_mode_str(lk->l_gmode));

@@ -2,7 +2,8 @@
  * tests/test-core-remaster.c - unit tests of remastering (core/remaster.c,
  * issue 18): a resource used only by another node than its master moves
  * there with its locks, LVB and token clock; others find it there; it does
- * not move again before remaster_ticks ticks; off when the knob is 0.
+ * not move again before remaster_ticks ticks; a lock of a third node or
+ * of the master's own client keeps it in place; off when the knob is 0.
  * The harness: tests/test-core.h.
  */
 
@@ -10,23 +11,14 @@
 
 #define TICKS	50
 
-/* Node 1 masters "r" (it locked it first, then let go); node 2 locks it
- * and converts it 'rounds' times up to EX and down to NL writing the
- * LVB.  Returns node 2's lock; *tok: the token of its last EX grant. */
-static uint32_t use_from_2(struct cluster *c, int rounds, char *v,
-			   uint64_t *tok)
+/* Node 2 converts its lock b on "r" 'rounds' times up to EX and down to
+ * NL writing the LVB (v: the last value); *tok: the token of its last EX
+ * grant. */
+static void convert_rounds(struct cluster *c, uint32_t b, int rounds,
+			   char *v, uint64_t *tok)
 {
-	uint32_t a, b;
 	int i;
 
-	a = lock_on(c, 1, 1, "r", DLM_LOCK_EX, 0, 0, NULL);
-	drain(c);
-	assert_status(c, 1, a, 0);
-	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
-	drain(c);
-	b = lock_on(c, 2, 2, "r", DLM_LOCK_NL, DLM_LKF_VALBLK, 0, NULL);
-	drain(c);
-	assert_status(c, 2, b, 0);
 	for (i = 0; i < rounds; i++) {
 		assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, DLM_LKF_VALBLK,
 					 NULL), 0);
@@ -39,6 +31,40 @@ static uint32_t use_from_2(struct cluster *c, int rounds, char *v,
 		drain(c);
 		assert_status(c, 2, b, 0);
 	}
+}
+
+/* Node 1 masters "r" (it locked it first, then let go). */
+static void master_at_1(struct cluster *c)
+{
+	uint32_t a = lock_on(c, 1, 1, "r", DLM_LOCK_EX, 0, 0, NULL);
+
+	drain(c);
+	assert_status(c, 1, a, 0);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	drain(c);
+}
+
+/* Node 2's lock on "r", NL with an LVB. */
+static uint32_t nl_lock_2(struct cluster *c)
+{
+	uint32_t b = lock_on(c, 2, 2, "r", DLM_LOCK_NL, DLM_LKF_VALBLK, 0,
+			     NULL);
+
+	drain(c);
+	assert_status(c, 2, b, 0);
+	return b;
+}
+
+/* Node 1 masters "r"; node 2 locks it and converts it 'rounds' times
+ * (convert_rounds).  Returns node 2's lock. */
+static uint32_t use_from_2(struct cluster *c, int rounds, char *v,
+			   uint64_t *tok)
+{
+	uint32_t b;
+
+	master_at_1(c);
+	b = nl_lock_2(c);
+	convert_rounds(c, b, rounds, v, tok);
 	return b;
 }
 
@@ -143,6 +169,56 @@ static void test_no_bounce(void **state)
 	end_test(c, 3, 3, d);
 }
 
+/* Another node's lock keeps "r" where it is: node 'holder' (3, a third
+ * node, or 1, the master's own client) holds it NL while node 2 makes
+ * every operation of 80 (whole windows of node 2's), and "r" stays at
+ * node 1 (Movable, core/remaster.c: every lock must be the destination's,
+ * as this version re-points no other process copy); the holder still
+ * holds its lock there, and converts it there.  Once it lets go, node 2's
+ * next windows move "r". */
+static void keeps_while_held(int holder)
+{
+	char v[DLM_LVB_LEN];
+	struct cluster *c;
+	uint64_t tok = 0;
+	uint32_t b, d;
+
+	cluster_remaster_ticks = TICKS;
+	c = cluster_new(3, 3600000);
+	master_at_1(c);
+	d = lock_on(c, holder, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	assert_status(c, holder, d, 0);
+	b = nl_lock_2(c);
+	convert_rounds(c, b, 40, v, &tok);
+	assert_dump_has(c, 1, "resource \"r\" master 1");
+	assert_dump_has(c, 2, "resource \"r\" master 1");
+	assert_dump_has(c, holder, "resource \"r\" master 1");
+	assert_int_equal(convert(c, holder, 3, d, DLM_LOCK_PR, 0, NULL), 0);
+	drain(c);
+	assert_status(c, holder, d, 0);
+	assert_int_equal(unlock(c, holder, 3, d, 0, NULL), 0);
+	drain(c);
+	assert_status(c, holder, d, -DLM_EUNLOCK);
+	convert_rounds(c, b, 40, v, &tok);
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	assert_dump_has(c, 1, "resource \"r\" master 2");
+	assert_int_equal(c->nlog_warn, 0);
+	end_test(c, 2, 2, b);
+}
+
+static void test_third_node_keeps(void **state)
+{
+	(void)state;
+	keeps_while_held(3);
+}
+
+static void test_master_client_keeps(void **state)
+{
+	(void)state;
+	keeps_while_held(1);
+}
+
 /* remaster_ticks 0: nothing moves. */
 static void test_off(void **state)
 {
@@ -162,6 +238,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_moves_to_user),
 		cmocka_unit_test(test_no_bounce),
+		cmocka_unit_test(test_third_node_keeps),
+		cmocka_unit_test(test_master_client_keeps),
 		cmocka_unit_test(test_off),
 	};
 
