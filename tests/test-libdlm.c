@@ -2619,6 +2619,110 @@ static void test_async_release_old_path(void **state)
 	assert_int_equal(dlm_close_lockspace(h), 0);
 }
 
+/* Async requests of every kind in flight while the client has stopped
+ * reading its AST socket: the socket is full and dlmd's queue for the
+ * client holds the rest when the lockspace is released with force from
+ * another handle.  Whatever dlmd could not write goes with the socket,
+ * its ENOTCONN completions too; still every request gets exactly one
+ * completion when the socket is dispatched to its end (issue 14). */
+#define FULL_LOCKS	4000	/* granted ASTs: more than the socket holds */
+static void test_async_release_full_socket(void **state)
+{
+	static struct rec fill[FULL_LOCKS], hold, cv, cv2, par, other_par,
+		child_hold, child, ul;
+	uint64_t end = now_ms() + AST_TIMEOUT_MS;
+	dlm_lshandle_t h, o, r;
+	char name[32];
+	int i, rv;
+
+	(void)state;
+	h = dlm_new_lockspace("ls-fullsock", 0600, 0);
+	assert_non_null(h);
+	o = dlm_open_lockspace("ls-fullsock");
+	assert_non_null(o);
+	/* o holds EX of "cv"; h's NL locks there will convert behind it;
+	 * o holds EX of "child" under its "par"; h's lock there under its
+	 * own "par" will wait */
+	rec_init(&hold);
+	rec_init(&cv);
+	rec_init(&cv2);
+	rec_init(&par);
+	rec_init(&other_par);
+	rec_init(&child_hold);
+	rec_init(&child);
+	rec_init(&ul);
+	assert_int_equal(lock_sync(o, LKM_EXMODE, &hold, 0, "cv"), 0);
+	assert_int_equal(lock_sync(h, LKM_NLMODE, &cv, 0, "cv"), 0);
+	assert_int_equal(lock_sync(h, LKM_NLMODE, &cv2, 0, "cv"), 0);
+	assert_int_equal(lock_sync(o, LKM_CRMODE, &other_par, 0, "par"), 0);
+	assert_int_equal(lock_under(o, LKM_EXMODE, &child_hold, 0, "child",
+				    other_par.r_lksb.sb_lkid), 0);
+	assert_int_equal(lock_sync(h, LKM_CRMODE, &par, 0, "par"), 0);
+	/* converted since its grant: libdlm no longer tracks it */
+	assert_int_equal(lock_sync(h, LKM_NLMODE, &ul, 0, "ul"), 0);
+	assert_int_equal(lock_sync(h, LKM_EXMODE, &ul, LKF_CONVERT, "ul"), 0);
+
+	/* h stops reading: many granted ASTs fill its socket and dlmd's
+	 * queue */
+	for (i = 0; i < FULL_LOCKS; i++) {
+		rec_init(&fill[i]);
+		snprintf(name, sizeof(name), "fill-%d", i);
+		assert_int_equal(lock(h, LKM_EXMODE, &fill[i], 0, name, NULL), 0);
+	}
+	/* then requests of the old way, each waiting for its completion */
+	assert_int_equal(lock(h, LKM_EXMODE, &cv, LKF_CONVERT, "cv", NULL), 0);
+	assert_int_equal(lock(h, LKM_EXMODE, &cv2, LKF_CONVERT, "cv", NULL), 0);
+	assert_int_equal(dlm_ls_unlock(h, cv2.r_lksb.sb_lkid, LKF_CANCEL,
+				       &cv2.r_lksb, &cv2), 0);
+	assert_int_equal(dlm_ls_lock(h, LKM_EXMODE, &child.r_lksb, 0, "child", 5,
+				     par.r_lksb.sb_lkid, comp_ast, &child,
+				     bast_ast, NULL), 0);
+	assert_int_equal(dlm_ls_unlock(h, ul.r_lksb.sb_lkid, 0, &ul.r_lksb, &ul), 0);
+
+	/* released with force from a third handle */
+	r = dlm_open_lockspace("ls-fullsock");
+	assert_non_null(r);
+	assert_int_equal(dlm_release_lockspace("ls-fullsock", r, 1), 0);
+
+	/* dispatched to the socket's end, within a bound */
+	for (;;) {
+		struct pollfd pfd = { .fd = dlm_ls_get_fd(h), .events = POLLIN };
+
+		assert_true(now_ms() < end);
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		rv = dlm_dispatch(pfd.fd);
+		if (rv < 0) {
+			assert_int_equal(errno, ENOTCONN);
+			break;
+		}
+	}
+	for (i = 0; i < FULL_LOCKS; i++) {
+		assert_int_equal(fill[i].r_comp, 1);
+		if (fill[i].r_lksb.sb_status != 0)
+			assert_int_equal(fill[i].r_lksb.sb_status, ENOTCONN);
+	}
+	/* the first completion of each was its grant */
+	assert_int_equal(cv.r_comp, 2);
+	assert_int_equal(cv.r_lksb.sb_status, ENOTCONN);
+	assert_int_equal(cv2.r_comp, 2);
+	if (cv2.r_lksb.sb_status != ECANCEL)
+		assert_int_equal(cv2.r_lksb.sb_status, ENOTCONN);
+	assert_int_equal(child.r_comp, 1);
+	assert_int_equal(child.r_lksb.sb_status, ENOTCONN);
+	assert_int_equal(ul.r_comp, 3);
+	if (ul.r_lksb.sb_status != EUNLOCK)
+		assert_int_equal(ul.r_lksb.sb_status, ENOTCONN);
+	/* nothing more comes */
+	assert_int_equal(dlm_dispatch(dlm_ls_get_fd(h)), -1);
+	assert_int_equal(errno, ENOTCONN);
+	assert_int_equal(cv.r_comp, 2);
+	assert_int_equal(child.r_comp, 1);
+	assert_int_equal(ul.r_comp, 3);
+	assert_int_equal(dlm_close_lockspace(o), 0);
+	assert_int_equal(dlm_close_lockspace(h), 0);
+}
+
 /* Async unlocks of granted, idle locks wait for no REPLY (protocol 4,
  * issue 14): with dlmd stopped, dlm_ls_unlock of such a lock returns 0
  * at once and its EUNLOCK completion comes when dlmd runs again.  An
@@ -2811,6 +2915,7 @@ int main(void)
 		cmocka_unit_test(test_async_own_ids),
 		cmocka_unit_test(test_async_gone),
 		cmocka_unit_test(test_async_release_old_path),
+		cmocka_unit_test(test_async_release_full_socket),
 		cmocka_unit_test(test_async_unlock_noreply),
 		cmocka_unit_test(test_dispatch_close_in_ast),
 	};
