@@ -2723,6 +2723,80 @@ static void test_async_release_full_socket(void **state)
 	assert_int_equal(dlm_close_lockspace(h), 0);
 }
 
+/* A forced release with 100000 async requests in flight on one handle,
+ * which reads nothing meanwhile: half new locks of ids of its own, half
+ * locks under a parent (each answered by a REPLY first), all waiting
+ * behind another handle's locks.  Each completes exactly once, with
+ * ENOTCONN, within a bound (issue 14). */
+#define MANY_REQS	100000
+#define MANY_RES	16
+static void test_async_release_many(void **state)
+{
+	static struct rec many[MANY_REQS], hold[MANY_RES], par, other_par,
+		child_hold;
+	uint64_t end;
+	dlm_lshandle_t h, o, r;
+	char name[32];
+	int i, rv;
+
+	(void)state;
+	h = dlm_new_lockspace("ls-many", 0600, 0);
+	assert_non_null(h);
+	o = dlm_open_lockspace("ls-many");
+	assert_non_null(o);
+	for (i = 0; i < MANY_RES; i++) {
+		snprintf(name, sizeof(name), "many-%d", i);
+		lock_granted(o, LKM_EXMODE, &hold[i], name);
+	}
+	rec_init(&par);
+	rec_init(&other_par);
+	rec_init(&child_hold);
+	assert_int_equal(lock_sync(o, LKM_CRMODE, &other_par, 0, "par"), 0);
+	assert_int_equal(lock_under(o, LKM_EXMODE, &child_hold, 0, "child",
+				    other_par.r_lksb.sb_lkid), 0);
+	assert_int_equal(lock_sync(h, LKM_CRMODE, &par, 0, "par"), 0);
+	for (i = 0; i < MANY_REQS; i++) {
+		rec_init(&many[i]);
+		if (i % 2) {
+			assert_int_equal(dlm_ls_lock(h, LKM_EXMODE, &many[i].r_lksb,
+						     0, "child", 5,
+						     par.r_lksb.sb_lkid, comp_ast,
+						     &many[i], NULL, NULL), 0);
+		} else {
+			snprintf(name, sizeof(name), "many-%d", i % MANY_RES);
+			assert_int_equal(dlm_ls_lock(h, LKM_EXMODE, &many[i].r_lksb,
+						     0, name, strlen(name), 0,
+						     comp_ast, &many[i], NULL,
+						     NULL), 0);
+		}
+	}
+	r = dlm_open_lockspace("ls-many");
+	assert_non_null(r);
+	assert_int_equal(dlm_release_lockspace("ls-many", r, 1), 0);
+	/* to the socket's end, within a bound */
+	end = now_ms() + 12 * AST_TIMEOUT_MS;
+	for (;;) {
+		struct pollfd pfd = { .fd = dlm_ls_get_fd(h), .events = POLLIN };
+
+		assert_true(now_ms() < end);
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		rv = dlm_dispatch(pfd.fd);
+		if (rv < 0) {
+			assert_int_equal(errno, ENOTCONN);
+			break;
+		}
+	}
+	for (i = 0; i < MANY_REQS; i++) {
+		assert_int_equal(many[i].r_comp, 1);
+		assert_int_equal(many[i].r_lksb.sb_status, ENOTCONN);
+	}
+	assert_int_equal(dlm_dispatch(dlm_ls_get_fd(h)), -1);
+	assert_int_equal(errno, ENOTCONN);
+	assert_int_equal(dlm_close_lockspace(o), 0);
+	assert_int_equal(dlm_close_lockspace(h), 0);
+}
+
 /* Async unlocks of granted, idle locks wait for no REPLY (protocol 4,
  * issue 14): with dlmd stopped, dlm_ls_unlock of such a lock returns 0
  * at once and its EUNLOCK completion comes when dlmd runs again.  An
@@ -2916,6 +2990,7 @@ int main(void)
 		cmocka_unit_test(test_async_gone),
 		cmocka_unit_test(test_async_release_old_path),
 		cmocka_unit_test(test_async_release_full_socket),
+		cmocka_unit_test(test_async_release_many),
 		cmocka_unit_test(test_async_unlock_noreply),
 		cmocka_unit_test(test_dispatch_close_in_ast),
 	};
