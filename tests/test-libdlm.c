@@ -2619,6 +2619,25 @@ static void test_async_release_old_path(void **state)
 	assert_int_equal(dlm_close_lockspace(h), 0);
 }
 
+/* Dispatch h until its AST socket ends (dlm_dispatch fails with
+ * ENOTCONN), within ms. */
+static void dispatch_to_end(dlm_lshandle_t h, uint64_t ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = dlm_ls_get_fd(h), .events = POLLIN };
+
+		assert_true(now_ms() < end);
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		if (dlm_dispatch(pfd.fd) < 0) {
+			assert_int_equal(errno, ENOTCONN);
+			return;
+		}
+	}
+}
+
 /* Async requests of every kind in flight while the client has stopped
  * reading its AST socket: the socket is full and dlmd's queue for the
  * client holds the rest when the lockspace is released with force from
@@ -2630,10 +2649,9 @@ static void test_async_release_full_socket(void **state)
 {
 	static struct rec fill[FULL_LOCKS], hold, cv, cv2, par, other_par,
 		child_hold, child, ul;
-	uint64_t end = now_ms() + AST_TIMEOUT_MS;
 	dlm_lshandle_t h, o, r;
 	char name[32];
-	int i, rv;
+	int i;
 
 	(void)state;
 	h = dlm_new_lockspace("ls-fullsock", 0600, 0);
@@ -2685,18 +2703,7 @@ static void test_async_release_full_socket(void **state)
 	assert_int_equal(dlm_release_lockspace("ls-fullsock", r, 1), 0);
 
 	/* dispatched to the socket's end, within a bound */
-	for (;;) {
-		struct pollfd pfd = { .fd = dlm_ls_get_fd(h), .events = POLLIN };
-
-		assert_true(now_ms() < end);
-		if (poll(&pfd, 1, 100) <= 0)
-			continue;
-		rv = dlm_dispatch(pfd.fd);
-		if (rv < 0) {
-			assert_int_equal(errno, ENOTCONN);
-			break;
-		}
-	}
+	dispatch_to_end(h, AST_TIMEOUT_MS);
 	for (i = 0; i < FULL_LOCKS; i++) {
 		assert_int_equal(fill[i].r_comp, 1);
 		if (fill[i].r_lksb.sb_status != 0)
@@ -2734,10 +2741,9 @@ static void test_async_release_many(void **state)
 {
 	static struct rec many[MANY_REQS], hold[MANY_RES], par, other_par,
 		child_hold;
-	uint64_t end;
 	dlm_lshandle_t h, o, r;
 	char name[32];
-	int i, rv;
+	int i;
 
 	(void)state;
 	h = dlm_new_lockspace("ls-many", 0600, 0);
@@ -2773,20 +2779,7 @@ static void test_async_release_many(void **state)
 	r = dlm_open_lockspace("ls-many");
 	assert_non_null(r);
 	assert_int_equal(dlm_release_lockspace("ls-many", r, 1), 0);
-	/* to the socket's end, within a bound */
-	end = now_ms() + 12 * AST_TIMEOUT_MS;
-	for (;;) {
-		struct pollfd pfd = { .fd = dlm_ls_get_fd(h), .events = POLLIN };
-
-		assert_true(now_ms() < end);
-		if (poll(&pfd, 1, 100) <= 0)
-			continue;
-		rv = dlm_dispatch(pfd.fd);
-		if (rv < 0) {
-			assert_int_equal(errno, ENOTCONN);
-			break;
-		}
-	}
+	dispatch_to_end(h, 12 * AST_TIMEOUT_MS);
 	for (i = 0; i < MANY_REQS; i++) {
 		assert_int_equal(many[i].r_comp, 1);
 		assert_int_equal(many[i].r_lksb.sb_status, ENOTCONN);
