@@ -2790,6 +2790,77 @@ static void test_async_release_many(void **state)
 	assert_int_equal(dlm_close_lockspace(h), 0);
 }
 
+/* Wait (bounded) until each of v[0..n) ran 'want' completions: the AST
+ * thread runs them. */
+static void wait_comps_thread(struct rec *v, int n, int want)
+{
+	uint64_t end = now_ms() + AST_TIMEOUT_MS;
+	int i = 0;
+
+	while (i < n) {
+		if (v[i].r_comp >= want) {
+			i++;
+			continue;
+		}
+		assert_true(now_ms() < end);
+		usleep(1000);
+	}
+}
+
+/* Async conversions (answered by a REPLY, then a completion) while the
+ * AST thread reads the completions, often before the converting thread
+ * took the REPLY: libdlm counts those early.  Each runs exactly once;
+ * when the lockspace is then released with force, only the request still
+ * waiting (a conversion behind another handle's lock) gets ENOTCONN, and
+ * none of the finished ones completes again (issue 14). */
+#define EARLY_LOCKS	32
+#define EARLY_ROUNDS	50
+static void test_async_early_completions(void **state)
+{
+	static struct rec r[EARLY_LOCKS], hold, sentinel;
+	dlm_lshandle_t h, o, x;
+	char name[32];
+	int i, round;
+
+	(void)state;
+	h = dlm_new_lockspace("ls-early", 0600, 0);
+	assert_non_null(h);
+	o = dlm_open_lockspace("ls-early");
+	assert_non_null(o);
+	lock_granted(o, LKM_EXMODE, &hold, "sentinel");
+	lock_granted(h, LKM_NLMODE, &sentinel, "sentinel");
+	for (i = 0; i < EARLY_LOCKS; i++) {
+		snprintf(name, sizeof(name), "early-%d", i);
+		lock_granted(h, LKM_NLMODE, &r[i], name);
+	}
+	assert_int_equal(dlm_ls_pthread_init(h), 0);
+	for (round = 0; round < EARLY_ROUNDS; round++) {
+		for (i = 0; i < EARLY_LOCKS; i++) {
+			snprintf(name, sizeof(name), "early-%d", i);
+			assert_int_equal(lock(h, round % 2 ? LKM_NLMODE : LKM_EXMODE,
+					      &r[i], LKF_CONVERT, name, NULL), 0);
+		}
+		wait_comps_thread(r, EARLY_LOCKS, 2 + round);
+		for (i = 0; i < EARLY_LOCKS; i++) {
+			assert_int_equal(r[i].r_comp, 2 + round);
+			assert_int_equal(r[i].r_lksb.sb_status, 0);
+		}
+	}
+	assert_int_equal(lock(h, LKM_EXMODE, &sentinel, LKF_CONVERT, "sentinel",
+			      NULL), 0);
+	x = dlm_open_lockspace("ls-early");
+	assert_non_null(x);
+	assert_int_equal(dlm_release_lockspace("ls-early", x, 1), 0);
+	wait_comps_thread(&sentinel, 1, 2);
+	/* stops the AST thread: whatever it had to run has run */
+	assert_int_equal(dlm_close_lockspace(h), 0);
+	assert_int_equal(sentinel.r_comp, 2);
+	assert_int_equal(sentinel.r_lksb.sb_status, ENOTCONN);
+	for (i = 0; i < EARLY_LOCKS; i++)
+		assert_int_equal(r[i].r_comp, 1 + EARLY_ROUNDS);
+	assert_int_equal(dlm_close_lockspace(o), 0);
+}
+
 /* Async unlocks of granted, idle locks wait for no REPLY (protocol 4,
  * issue 14): with dlmd stopped, dlm_ls_unlock of such a lock returns 0
  * at once and its EUNLOCK completion comes when dlmd runs again.  An
@@ -2984,6 +3055,7 @@ int main(void)
 		cmocka_unit_test(test_async_release_old_path),
 		cmocka_unit_test(test_async_release_full_socket),
 		cmocka_unit_test(test_async_release_many),
+		cmocka_unit_test(test_async_early_completions),
 		cmocka_unit_test(test_async_unlock_noreply),
 		cmocka_unit_test(test_dispatch_close_in_ast),
 	};
