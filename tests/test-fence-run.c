@@ -155,6 +155,10 @@ static const struct dlmd_fence_up fake_up = {
 	.fu_changed = up_changed,
 };
 
+/* Daemons made so far; the log (one per process: libqb keeps its
+ * filters) is set up once, in main. */
+static unsigned int daemons;
+
 static struct dlmd *daemon_with(const char *command, bool in_group)
 {
 	struct dlmd *d = calloc(1, sizeof(*d));
@@ -168,7 +172,8 @@ static struct dlmd *daemon_with(const char *command, bool in_group)
 	d->d_nodeid = OUR_NODE;
 	d->d_loop = qb_loop_create();
 	assert_non_null(d->d_loop);
-	assert_int_equal(dlmd_log_init(&d->d_cfg, false), 0);
+	/* what this daemon logs follows this line in the flight recorder */
+	log_notice("test-fence-run: daemon %u", ++daemons);
 	memset(&up_seen, 0, sizeof(up_seen));
 	up_seen.in_group = in_group;
 	assert_int_equal(dlmd_fence_init(d, &fake_up), 0);
@@ -179,7 +184,6 @@ static void daemon_free(struct dlmd *d)
 {
 	dlmd_fence_fini(d);
 	qb_loop_destroy(d->d_loop);
-	dlmd_log_fini();
 	free(d);
 }
 
@@ -217,14 +221,19 @@ static void run_until(struct dlmd *d, uint64_t runs)
 	assert_true(dlmd_now_ms() < u.u_end);
 }
 
-/* The flight recorder holds an err line with 'what'. */
+/* The flight recorder holds an err line with 'what', logged by the
+ * latest daemon. */
 static void assert_logged_err(const char *what)
 {
-	char *dump = dlmd_log_flight_dump();
+	char *dump = dlmd_log_flight_dump(), marker[64];
 	bool found = false;
+	char *l;
 
 	assert_non_null(dump);
-	for (char *l = dump; l && *l && !found; l = strchr(l, '\n')) {
+	snprintf(marker, sizeof(marker), "test-fence-run: daemon %u\n", daemons);
+	l = strstr(dump, marker);
+	assert_non_null(l);
+	for (; l && *l && !found; l = strchr(l, '\n')) {
 		char *nl;
 
 		l += *l == '\n';
@@ -324,6 +333,14 @@ int main(void)
 		cmocka_unit_test(test_spawn_fails),
 	};
 
+	struct dlmd_config cf;
+	int rv;
+
 	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	dlmd_config_defaults(&cf);
+	if (dlmd_log_init(&cf, false))
+		return 1;
+	rv = cmocka_run_group_tests(tests, NULL, NULL);
+	dlmd_log_fini();
+	return rv;
 }
