@@ -56,32 +56,51 @@
  * is given only an fd: a list of the open handles (open_handles) finds
  * the fd's epoch.
  *
- * Async locks on ids of our own (dlmd_proto.h "Lock ids chosen by the
- * client") get no REPLY: their outcome is their completion AST.  When the
- * lockspace is released under the handle, dlmd closes the AST socket, and
- * a LOCK that reaches it afterwards gets a completion from nobody.  So
- * each such LOCK is remembered (struct pending, in lh_pend by lock id)
- * from before it is sent until its first completion AST is read; when
- * the AST socket reaches its end (no AST can come any more), dispatching
- * completes every one still remembered with ENOTCONN, through run_ast
- * like an AST of dlmd's, and later async locks fail at once.  A
- * completion that did come is read first (the socket is read in order),
- * so none completes twice.  Async requests of the old way (conversions,
- * locks under a parent, unlocks, cancels) are not remembered here: dlmd
- * knows which of them still wait and writes each a completion with
- * ENOTCONN before it closes the AST socket (plugin/client.c ast_lost),
- * so a forced release from anywhere ends them too.
+ * Async requests in flight.  Async locks on ids of our own (dlmd_proto.h
+ * "Lock ids chosen by the client") get no REPLY: their outcome is their
+ * completion AST.  The other async requests (conversions, locks under a
+ * parent or without an id block, unlocks and cancels) get a REPLY, and
+ * those dlmd accepted then their completion AST.  When the lockspace is
+ * released under the handle (dlmctl leave, a forced release from another
+ * handle, dlmd stopping), dlmd writes each request still waiting a
+ * completion with ENOTCONN and closes the AST socket (plugin/client.c
+ * ast_lost); but a client that stopped reading has a full socket, and
+ * what dlmd queued behind it goes with the socket.  An own-id LOCK that
+ * reaches dlmd after the release gets a completion from nobody.  So libdlm
+ * remembers every lock with an async request in flight (struct pending,
+ * in lh_pend by lock id): an own-id LOCK from before it is sent, any
+ * other request when its REPLY says dlmd took it (a record is set aside
+ * before it is sent: pend_begin), until its completion AST is read; a
+ * cancel adds nothing, its completion being the cancelled request's.
+ * When the AST socket reaches its end (no AST can come any more),
+ * dispatching completes every lock still waiting with ENOTCONN, through
+ * run_ast like an AST of dlmd's, and later async requests fail at once.
+ * A completion that did come, dlmd's ENOTCONN too, is read first (the
+ * socket is read in order), so none completes twice.  Another thread may
+ * read a completion before the requesting thread took the REPLY: while
+ * REPLYs are awaited (lh_unanswered) a completion of a lock that waits
+ * for nothing is counted early (pd_early), and the REPLY then waits for
+ * none; a REPLY taken after the socket ended, its completion not read,
+ * fails the call with ENOTCONN, as no completion can come.  Limit: like
+ * dlmd's lc_async, a lock waits for one completion at a time, so two
+ * requests in flight on one lock (a conversion and a forced unlock from
+ * another thread) are completed once if the socket ends.
  *
- * A record whose lock was granted stays (PD_IDLE) until the lock is
- * unlocked: an async unlock of an idle lock is sent without waiting
+ * A record stays, idle, until its lock is unlocked, refused or gone, so
+ * that an unlock's completion runs the lock's routine and status block
+ * when the unlock gives none, as dlmd's does.  An idle record of an own
+ * id (pd_keep) lets an async unlock be sent without waiting
  * (DLMP_UL_NOREPLY, dlmd_proto.h "Unlocks without a REPLY"), its record
- * now PD_UNLOCKING and completed with ENOTCONN like a LOCK if the socket
- * ends first; its completion AST (EUNLOCK, or a refusal) ends the record.
- * Any other request on an idle lock (a convert, a synchronous unlock)
- * makes libdlm forget it, and that lock's later requests wait for their
- * REPLY as before; so do unlocks of locks libdlm never knew.  A purge of
- * our own locks forgets the idle records.  The records live in a hash
- * table that doubles as they grow, recycled through a free list.
+ * waiting again and completed with ENOTCONN like a LOCK if the socket
+ * ends first; its completion AST (EUNLOCK, or a refusal) ends it.  Any
+ * other request on an idle lock (a convert, a synchronous unlock) or a
+ * child under it clears pd_keep, and that lock's later unlocks wait for
+ * their REPLY as before; so do unlocks of locks libdlm never knew.  A
+ * synchronous request's answer ends what its lock waited for, as in
+ * dlmd.  A purge of our own locks forgets the idle records.  The records
+ * live in a hash table that doubles as they grow, recycled through a free
+ * list that keeps one for each REPLY awaited, so that a request dlmd took
+ * always finds its record without allocating.
  *
  * Return convention at this API: 0 or -1 with errno.  Internally every
  * function returns 0 or a negative errno, converted once by ret_errno().
@@ -176,13 +195,16 @@ struct ls_handle {
 	uint32_t	lh_id_block;
 	uint32_t	lh_id_next;
 	uint32_t	lh_id_end;
-	/* Async locks of own ids (see "Async locks on ids of our own"
+	/* Locks with async requests (see "Async requests in flight"
 	 * above), by lock id: lh_pend_size chains (a power of two, 0 at
 	 * first), lh_pend_count records, lh_nfree more for reuse on
-	 * lh_pfree; lh_gone: the AST socket ended and the waiting ones
-	 * were completed.  Under lh_plock. */
+	 * lh_pfree; lh_unanswered: async requests sent whose REPLY was
+	 * not taken yet (each keeps a record on lh_pfree for itself);
+	 * lh_gone: the AST socket ended and the waiting ones were
+	 * completed.  Under lh_plock. */
 	MUTEX_T		lh_plock;
 	bool		lh_gone;
+	unsigned int	lh_unanswered;
 	struct pending	**lh_pend;
 	unsigned int	lh_pend_size;
 	unsigned int	lh_pend_count;
@@ -197,19 +219,23 @@ struct ls_handle {
 #endif
 };
 
-/* An async lock with an id of our own: its LOCK sent and not completed
- * yet, granted and idle, or its NOREPLY UNLOCK sent and not completed
- * yet.  The callback values are those the completion in flight (or the
- * next one) runs with. */
-enum { PD_LOCKING, PD_IDLE, PD_UNLOCKING };
-
+/* A lock of ours that an async request was made on: waiting for the
+ * completion AST of a request (pd_waiting), or idle (granted, nothing
+ * in flight) until it is unlocked.  pd_keep: a lock of our own id whose
+ * unlock may go without a REPLY (unlock_noreply).  pd_early counts the
+ * completions read before the REPLY of their request was taken (another
+ * thread dispatched them first): that REPLY then expects none.  The
+ * callback values are those the completion in flight (or the next one)
+ * runs with, as dlmd keeps them (struct lkcb in plugin/client.c). */
 struct pending {
 	struct pending	*pd_next;
 	uint32_t	pd_lkid;
 	uint32_t	pd_epoch;	/* lh_ast_epoch when sent */
-	int		pd_state;	/* PD_* */
-	bool		pd_forget;	/* PD_LOCKING: forget it at its
-					 * completion instead of PD_IDLE */
+	bool		pd_waiting;
+	bool		pd_keep;
+	bool		pd_granted;	/* a completion granted it once */
+	bool		pd_gone;	/* an early completion ended it */
+	uint16_t	pd_early;
 	uint64_t	pd_lksb;
 	uint64_t	pd_castaddr;
 	uint64_t	pd_castparam;
@@ -724,17 +750,47 @@ static void pend_grow_locked(struct ls_handle *h)
 	h->lh_pend_size = size;
 }
 
-/* A record off its chain goes to the handle's free list (lh_plock held). */
+/* A record off its chain goes to the handle's free list (lh_plock held),
+ * which keeps one for each request whose REPLY is awaited. */
 static void pend_free_locked(struct ls_handle *h, struct pending *pd)
 {
 	h->lh_pend_count--;
-	if (h->lh_nfree >= PEND_FREE_MAX) {
+	if (h->lh_nfree >= PEND_FREE_MAX + h->lh_unanswered) {
 		free(pd);
 		return;
 	}
 	pd->pd_next = h->lh_pfree;
 	h->lh_pfree = pd;
 	h->lh_nfree++;
+}
+
+/* A record for lock 'lkid', idle, on its chain (lh_plock held): from
+ * the free list if 'reserved' or it has more than the requests awaiting
+ * their REPLY keep there, else allocated.  NULL: out of memory. */
+static struct pending *pend_new_locked(struct ls_handle *h, uint32_t lkid,
+				       bool reserved)
+{
+	struct pending *pd = NULL;
+
+	if (h->lh_pend_count >= h->lh_pend_size)
+		pend_grow_locked(h);
+	if (!h->lh_pend_size)
+		return NULL;
+	if (h->lh_pfree && (reserved || h->lh_nfree > h->lh_unanswered)) {
+		pd = h->lh_pfree;
+		h->lh_pfree = pd->pd_next;
+		h->lh_nfree--;
+	} else {
+		pd = malloc(sizeof(*pd));
+		if (!pd)
+			return NULL;
+	}
+	memset(pd, 0, sizeof(*pd));
+	pd->pd_lkid = lkid;
+	pd->pd_next = *pend_chain(h, lkid);
+	*pend_chain(h, lkid) = pd;
+	h->lh_pend_count++;
+	return pd;
 }
 
 /* Take lock 'lkid''s record off its chain and free it (lh_plock held). */
@@ -764,30 +820,17 @@ static int pend_add(struct ls_handle *h, const struct dlmp_lock *lk)
 		UNLOCK(&h->lh_plock);
 		return -ENOTCONN;
 	}
-	if (h->lh_pend_count >= h->lh_pend_size)
-		pend_grow_locked(h);
-	pd = h->lh_pfree;
-	if (pd) {
-		h->lh_pfree = pd->pd_next;
-		h->lh_nfree--;
-	} else {
-		pd = malloc(sizeof(*pd));
-	}
-	if (!pd || !h->lh_pend_size) {
+	pd = pend_new_locked(h, lk->lk_lkid, false);
+	if (!pd) {
 		UNLOCK(&h->lh_plock);
-		free(pd);
 		return -ENOMEM;
 	}
-	pd->pd_lkid = lk->lk_lkid;
-	pd->pd_state = PD_LOCKING;
-	pd->pd_forget = false;
+	pd->pd_waiting = true;
+	pd->pd_keep = true;
 	pd->pd_epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
 	pd->pd_lksb = lk->lk_lksb;
 	pd->pd_castaddr = lk->lk_castaddr;
 	pd->pd_castparam = lk->lk_castparam;
-	pd->pd_next = *pend_chain(h, pd->pd_lkid);
-	*pend_chain(h, pd->pd_lkid) = pd;
-	h->lh_pend_count++;
 	UNLOCK(&h->lh_plock);
 	return 0;
 }
@@ -799,21 +842,52 @@ static void pend_drop(struct ls_handle *h, uint32_t lkid)
 	UNLOCK(&h->lh_plock);
 }
 
-/* A completion AST 'm' was read from h's AST socket: a new lock it
- * granted is idle now (unless the AST is void, made before a purge of
- * our own locks); any other completion ends the record. */
+/* Lock pd's request ended with 'status' (a completion AST, or the answer
+ * of a synchronous call): the lock is idle now, or gone (unlocked, its
+ * lockspace gone, or a new lock refused), and its record with it unless
+ * a REPLY still expects an early completion (lh_plock held). */
+static void pend_ended_locked(struct ls_handle *h, struct pending *pd,
+			      int32_t status)
+{
+	pd->pd_waiting = false;
+	if (status == 0)
+		pd->pd_granted = true;
+	else
+		pd->pd_keep = false;	/* refused: the old way from now */
+	if ((status == -EUNLOCK || status == -ENOTCONN || !pd->pd_granted) &&
+	    !pd->pd_early)
+		pend_drop_locked(h, pd->pd_lkid);
+}
+
+/* A completion AST 'm' was read from h's AST socket: it ends the request
+ * its lock waits for.  One of a lock that waits for nothing may answer
+ * a request whose REPLY was not taken yet: it is counted early.  One
+ * made before a purge of our own locks is void (lh_plock held). */
 static void pend_completed_locked(struct ls_handle *h, const struct dlmp_msg *m)
 {
 	struct pending *pd = pend_find_locked(h, m->m_u.ast.as_lkid);
 	uint32_t epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
 
+	if (is_stale_ast(m, epoch)) {
+		if (pd)
+			pend_drop_locked(h, pd->pd_lkid);
+		return;
+	}
+	if (pd && pd->pd_waiting) {
+		pend_ended_locked(h, pd, m->m_u.ast.as_status);
+		return;
+	}
+	if (!h->lh_unanswered)
+		return;
+	if (!pd)
+		pd = pend_new_locked(h, m->m_u.ast.as_lkid, true);
 	if (!pd)
 		return;
-	if (pd->pd_state == PD_LOCKING && m->m_u.ast.as_status == 0 &&
-	    !pd->pd_forget && !is_stale_ast(m, epoch))
-		pd->pd_state = PD_IDLE;
-	else
-		pend_drop_locked(h, pd->pd_lkid);
+	pd->pd_early++;
+	if (m->m_u.ast.as_status == 0)
+		pd->pd_granted = true;
+	if (m->m_u.ast.as_status == -EUNLOCK || m->m_u.ast.as_status == -ENOTCONN)
+		pd->pd_gone = true;
 }
 
 /* ... of AST fd 'fd' (of handle h; NULL: found by the fd). */
@@ -837,21 +911,129 @@ static void pend_completed(int fd, struct ls_handle *h, const struct dlmp_msg *m
 	UNLOCK(&open_handles_lock);
 }
 
-/* A request other than a NOREPLY UNLOCK is sent on lock 'lkid', or a
- * child lock under it: libdlm no longer knows whether its unlock would
- * be refused, and forgets it (at once if idle, else when it would
- * become idle); its later requests wait for their REPLY. */
-static void pend_forget(struct ls_handle *h, uint32_t lkid)
+/* A synchronous call on lock 'lkid' got its completion in its answer
+ * (COMP_REPLY): it ended what the lock waited for, as in dlmd. */
+static void pend_sync_done(struct ls_handle *h, uint32_t lkid, int32_t status)
 {
 	struct pending *pd;
 
 	LOCK(&h->lh_plock);
 	pd = pend_find_locked(h, lkid);
-	if (pd && pd->pd_state == PD_IDLE)
-		pend_drop_locked(h, lkid);
-	else if (pd && pd->pd_state == PD_LOCKING)
-		pd->pd_forget = true;
+	if (pd)
+		pend_ended_locked(h, pd, status);
 	UNLOCK(&h->lh_plock);
+}
+
+/* A request other than a NOREPLY UNLOCK is sent on lock 'lkid', or a
+ * child lock under it: libdlm no longer knows whether its unlock would
+ * be refused; its later unlocks wait for their REPLY.  'drop': a
+ * synchronous request, which replaces the lock's callback values with
+ * none: an idle record goes. */
+static void pend_forget(struct ls_handle *h, uint32_t lkid, bool drop)
+{
+	struct pending *pd;
+
+	LOCK(&h->lh_plock);
+	pd = pend_find_locked(h, lkid);
+	if (pd && drop && !pd->pd_waiting && !pd->pd_early)
+		pend_drop_locked(h, lkid);
+	else if (pd)
+		pd->pd_keep = false;
+	UNLOCK(&h->lh_plock);
+}
+
+/* An async request that is answered by a REPLY and then by a completion
+ * AST (a conversion, a lock under a parent or without an id of our own,
+ * an unlock that waits for its REPLY) is about to be sent: a record is
+ * set aside for it, *epoch is the purge epoch it is sent in.  0,
+ * -ENOTCONN when the AST socket has ended, or -ENOMEM. */
+static int pend_begin(struct ls_handle *h, uint32_t *epoch)
+{
+	struct pending *pd;
+	int rv = 0;
+
+	LOCK(&h->lh_plock);
+	if (!h->lh_pend_size)
+		pend_grow_locked(h);
+	if (h->lh_gone) {
+		rv = -ENOTCONN;
+	} else if (!h->lh_pend_size) {
+		rv = -ENOMEM;
+	} else if (h->lh_nfree <= h->lh_unanswered) {
+		pd = malloc(sizeof(*pd));
+		if (pd) {
+			pd->pd_next = h->lh_pfree;
+			h->lh_pfree = pd;
+			h->lh_nfree++;
+		} else {
+			rv = -ENOMEM;
+		}
+	}
+	if (!rv)
+		h->lh_unanswered++;
+	*epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
+	UNLOCK(&h->lh_plock);
+	return rv;
+}
+
+/* What a request pend_begin() set a record aside for is. */
+enum pend_kind { PK_NEW, PK_CONVERT, PK_UNLOCK };
+
+/*
+ * The REPLY of a request pend_begin() set a record aside for was taken:
+ * 'accepted' says dlmd took it, so a completion AST of lock 'lkid' is
+ * owed, which runs with the callback values given (an unlock's keep the
+ * lock's routine and status block when it gives none, as in dlmd).  0,
+ * or -ENOTCONN when the AST socket ended before: no completion can come,
+ * and the call fails instead.
+ */
+static int pend_end(struct ls_handle *h, bool accepted, enum pend_kind kind,
+		    uint32_t lkid, uint32_t epoch, uint64_t castaddr,
+		    uint64_t castparam, uint64_t lksb)
+{
+	bool unlock = kind == PK_UNLOCK;
+	struct pending *pd;
+	int rv = 0;
+
+	LOCK(&h->lh_plock);
+	h->lh_unanswered--;
+	if (!accepted)
+		goto out;
+	pd = pend_find_locked(h, lkid);
+	if (!pd) {
+		/* the record set aside: NULL only if a stray early
+		 * completion took it and memory ran out */
+		pd = pend_new_locked(h, lkid, true);
+		if (!pd)
+			goto out;
+		pd->pd_granted = kind != PK_NEW;
+	} else if (pd->pd_early) {
+		/* its completion was read already */
+		pd->pd_granted = !pd->pd_gone && (pd->pd_granted || kind != PK_NEW);
+	}
+	pd->pd_keep = false;
+	pd->pd_epoch = epoch;
+	pd->pd_castparam = castparam;
+	if (castaddr || !unlock)
+		pd->pd_castaddr = castaddr;
+	if (lksb || !unlock)
+		pd->pd_lksb = lksb;
+	if (pd->pd_early) {
+		if (--pd->pd_early == 0) {
+			pd->pd_gone = false;
+			if (!pd->pd_waiting && !pd->pd_granted)
+				pend_drop_locked(h, lkid);
+		}
+	} else if (h->lh_gone) {
+		rv = -ENOTCONN;
+		if (!pd->pd_waiting)
+			pend_drop_locked(h, lkid);
+	} else {
+		pd->pd_waiting = true;
+	}
+out:
+	UNLOCK(&h->lh_plock);
+	return rv;
 }
 
 /* Our own locks were purged: the idle ones are gone without ASTs. */
@@ -862,7 +1044,7 @@ static void pend_purged(struct ls_handle *h)
 		for (struct pending **pp = &h->lh_pend[i]; *pp;) {
 			struct pending *pd = *pp;
 
-			if (pd->pd_state == PD_IDLE) {
+			if (!pd->pd_waiting && !pd->pd_early) {
 				*pp = pd->pd_next;
 				pend_free_locked(h, pd);
 			} else {
@@ -875,7 +1057,7 @@ static void pend_purged(struct ls_handle *h)
 
 /* The AST socket of h ended: no completion comes any more.  Takes out
  * every lock still waiting for one (a chain by pd_next), forgets the
- * idle ones and refuses later requests; *epoch is the handle's purge
+ * others and refuses later requests; *epoch is the handle's purge
  * epoch. */
 static struct pending *pend_take_all(struct ls_handle *h, uint32_t *epoch)
 {
@@ -888,7 +1070,7 @@ static struct pending *pend_take_all(struct ls_handle *h, uint32_t *epoch)
 			struct pending *pd = h->lh_pend[i];
 
 			h->lh_pend[i] = pd->pd_next;
-			if (pd->pd_state == PD_IDLE) {
+			if (!pd->pd_waiting) {
 				pend_free_locked(h, pd);
 				continue;
 			}
@@ -1161,9 +1343,10 @@ static void run_ast(const struct dlmp_ast *as)
 
 
 /* The AST socket 'fd' (of handle h; NULL: found by the fd) ended: run
- * the completion, with ENOTCONN, of every async lock of ours that had
- * none (see "Async locks on ids of our own" above).  One sent before a
- * later purge of our own locks gets none, as its AST would be dropped. */
+ * the completion, with ENOTCONN, of every lock of ours whose async
+ * request had none (see "Async requests in flight" above).  One sent
+ * before a later purge of our own locks gets none, as its AST would be
+ * dropped. */
 static void complete_pending(int fd, struct ls_handle *h)
 {
 	struct pending *all = NULL;
@@ -1466,6 +1649,8 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	struct dlmp_msg msg;
 	struct dlmp_lock *lk = &msg.m_u.lock;
 	struct waiter w;
+	uint32_t epoch;
+	bool track, ok;
 	int rv;
 
 	if (!h)
@@ -1484,13 +1669,13 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	lk->lk_flags = flags & ~LKF_WAIT;
 	if (flags & LKF_CONVERT) {
 		lk->lk_lkid = lksb->sb_lkid;
-		pend_forget(h, lk->lk_lkid);
+		pend_forget(h, lk->lk_lkid, sync);
 	} else {
 		lk->lk_namelen = (uint8_t)namelen;
 		memcpy(lk->lk_name, name, namelen);
 		lk->lk_parent = parent;
 		if (parent)	/* a parent with children cannot go first */
-			pend_forget(h, parent);
+			pend_forget(h, parent, false);
 	}
 	if (range) {
 		lk->lk_bits |= DLMP_LK_RANGE;
@@ -1524,17 +1709,37 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 			return rv;
 		/* no block of ids: wait for the id as before */
 	}
+	/* its completion AST is promised even if the socket ends first */
+	track = !sync && !(flags & LKF_ORPHAN);
+	if (track) {
+		rv = pend_begin(h, &epoch);
+		if (rv)
+			return rv;
+	}
 	w.w_held_ok = sync && !(flags & LKF_CONVERT);
 	w.w_lksb = lksb;
 	rv = req_send(h, &msg, &w);
 	if (!rv)
 		rv = req_wait(h, &w);
+	if (track) {
+		ok = !rv && w.w_answer.m_hdr.h_type == DLMP_REPLY &&
+		     !w.w_answer.m_u.reply.rp_status;
+		int trv = pend_end(h, ok, (flags & LKF_CONVERT) ? PK_CONVERT : PK_NEW,
+				   (flags & LKF_CONVERT) ? lk->lk_lkid :
+				   w.w_answer.m_u.reply.rp_value, epoch,
+				   lk->lk_castaddr, lk->lk_castparam, lk->lk_lksb);
+
+		if (trv)
+			rv = trv;
+	}
 	if (rv)
 		return rv;
 	if (w.w_answer.m_hdr.h_type == DLMP_COMP_REPLY) {
 		if (!sync)
 			return -EPROTO;
 		comp_to_lksb(&w.w_answer.m_u.comp, lksb);
+		if (flags & LKF_CONVERT)
+			pend_sync_done(h, lk->lk_lkid, w.w_answer.m_u.comp.cp_status);
 		return 0;
 	}
 	if (w.w_answer.m_u.reply.rp_status)
@@ -1570,12 +1775,12 @@ static int unlock_noreply(struct ls_handle *h, struct dlmp_msg *msg)
 		return -ENOTCONN;
 	}
 	pd = pend_find_locked(h, ul->ul_lkid);
-	if (!pd || pd->pd_state != PD_IDLE) {
+	if (!pd || pd->pd_waiting || pd->pd_early || !pd->pd_keep) {
 		UNLOCK(&h->lh_plock);
 		return -EAGAIN;
 	}
 	old = *pd;
-	pd->pd_state = PD_UNLOCKING;
+	pd->pd_waiting = true;
 	pd->pd_epoch = __atomic_load_n(&h->lh_ast_epoch, __ATOMIC_ACQUIRE);
 	pd->pd_castparam = ul->ul_castparam;
 	if (ul->ul_castaddr)
@@ -1589,7 +1794,7 @@ static int unlock_noreply(struct ls_handle *h, struct dlmp_msg *msg)
 		/* not sent: the lock is as it was */
 		LOCK(&h->lh_plock);
 		pd = pend_find_locked(h, old.pd_lkid);
-		if (pd && pd->pd_state == PD_UNLOCKING) {
+		if (pd && pd->pd_waiting) {
 			old.pd_next = pd->pd_next;
 			*pd = old;
 		}
@@ -1609,6 +1814,8 @@ static int ls_unlock(struct ls_handle *h, uint32_t lkid, uint32_t flags,
 	struct dlmp_unlock *ul = &msg.m_u.unlock;
 	struct waiter w;
 	int old_status = lksb ? lksb->sb_status : 0, rv;
+	uint32_t epoch;
+	bool track, ok;
 
 	if (!h)
 		return -ENOTCONN;
@@ -1639,18 +1846,39 @@ static int ls_unlock(struct ls_handle *h, uint32_t lkid, uint32_t flags,
 			return rv;
 		}
 	}
-	pend_forget(h, lkid);
+	pend_forget(h, lkid, sync);
+	/* a cancel's completion is the cancelled request's */
+	track = !sync && !(flags & LKF_CANCEL);
+	if (track) {
+		rv = pend_begin(h, &epoch);
+		if (rv) {
+			if (lksb)
+				lksb->sb_status = old_status;
+			return rv;
+		}
+	}
 	w.w_held_ok = false;
 	w.w_lksb = NULL;
 	rv = req_send(h, &msg, &w);
 	if (!rv)
 		rv = req_wait(h, &w);
+	if (track) {
+		ok = !rv && w.w_answer.m_hdr.h_type == DLMP_REPLY &&
+		     !w.w_answer.m_u.reply.rp_status &&
+		     w.w_answer.m_u.reply.rp_value != DLMP_UNLOCK_NOTHING;
+		int trv = pend_end(h, ok, PK_UNLOCK, lkid, epoch, ul->ul_castaddr,
+				   ul->ul_castparam, ul->ul_lksb);
+
+		if (trv)
+			rv = trv;
+	}
 	if (rv)
 		return rv;
 	if (w.w_answer.m_hdr.h_type == DLMP_COMP_REPLY) {
 		if (!sync || !lksb)
 			return -EPROTO;
 		comp_to_lksb(&w.w_answer.m_u.comp, lksb);
+		pend_sync_done(h, lkid, w.w_answer.m_u.comp.cp_status);
 		return 0;
 	}
 	rv = w.w_answer.m_u.reply.rp_status;

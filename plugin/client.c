@@ -744,10 +744,12 @@ static void ast_send_failed(struct dlmd *d, struct dlmd_client *c,
  * every async request, the ones libdlm also remembers (ids of its own:
  * it forgets one when its completion is read, so none completes twice)
  * and the others (conversions, locks under a parent, unlocks and
- * cancels), which only the daemon knows are waiting.  Limit: an AST
- * socket already full (a client that stopped reading) keeps what did not
- * fit in its queue, and the queue goes with the socket; libdlm then
- * still completes its own-id locks at the socket's end.
+ * cancels).  An AST socket already full (a client that stopped reading)
+ * keeps what did not fit in its queue, and the queue goes with the
+ * socket: libdlm remembers every lock with an async request waiting, as
+ * lc_async does here, and completes those whose completion it did not
+ * read with ENOTCONN at the socket's end (libdlm.c "Async requests in
+ * flight"), so each gets one whatever the socket's state.
  */
 static void ast_lost(struct dlmd *d, struct dlmd_client *c, uint32_t key,
 		     struct lkcb *cb, int32_t status)

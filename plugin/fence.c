@@ -29,8 +29,13 @@
  *                           ask for the fencing (stonith_api_kick): the
  *                           cluster's policy decides.
  *   fence_command = CMD     run "CMD NODEID" through /bin/sh; exit 0
- *                           means the node is fenced.  A failure is retried
- *                           every FENCE_RETRY_MS (logged rate-limited).
+ *                           means the node is fenced.  Anything else (a
+ *                           non-zero exit, death by a signal, /bin/sh
+ *                           that cannot be spawned, no process to be
+ *                           had) is a failed attempt: logged at err
+ *                           (rate-limited), counted, the claim handed on
+ *                           (FAILED), retried every FENCE_RETRY_MS; the
+ *                           node stays unfenced (tests/test-fence-run).
  *                           One survivor runs it (ONE FENCER below) and
  *                           tells the others the result.
  *   neither                 nothing can fence: recovery waits until an
@@ -233,6 +238,7 @@ struct fence_node {
 	pid_t		fn_pid;		/* running command, or 0 */
 	uint64_t	fn_started_at;	/* when the running command began */
 	uint64_t	fn_last_log;
+	uint64_t	fn_last_fail_log;	/* of a failed command */
 	unsigned int	fn_attempts;
 	/* The victim may be fenced while the quorum view still lists it:
 	 * its daemon died with its node up (DLMD_FAIL_DAEMON), or its
@@ -450,6 +456,28 @@ static int spawn_sh(const char *line, pid_t *pid)
 	return rv;
 }
 
+/* Our attempt with the fence command failed ('what', 'detail'): said at
+ * err, the first time after the failure and then at most every
+ * FENCE_LOG_INTERVAL_MS; the claim goes to the next survivor and we try
+ * again FENCE_RETRY_MS later.  The node stays unfenced: recovery waits. */
+static void command_failed(struct dlmd_fence *fe, struct fence_node *fn,
+			   const char *what, const char *detail)
+{
+	uint64_t now = dlmd_now_ms();
+
+	if (fn->fn_attempts <= 1 || now - fn->fn_last_fail_log >= FENCE_LOG_INTERVAL_MS) {
+		log_err("fencing: node %u not fenced: %s (%s), attempt %u; "
+			"retrying in %d ms", fn->fn_nodeid, what, detail,
+			fn->fn_attempts, FENCE_RETRY_MS);
+		fn->fn_last_fail_log = now;
+	} else {
+		log_debug("fencing: node %u not fenced: %s (%s), attempt %u",
+			  fn->fn_nodeid, what, detail, fn->fn_attempts);
+	}
+	send_result(fe, fn, DLMD_FENCE_FAILED);
+	schedule_retry(fe, fn);
+}
+
 static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 {
 	const char *cmd = fe->fe_d->d_cfg.cf_fence_command;
@@ -462,22 +490,15 @@ static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 		return;
 	snprintf(line, sizeof(line), "%s %u", cmd, fn->fn_nodeid);
 	rv = spawn_sh(line, &pid);
-	if (rv == ENOMEM || rv == EAGAIN) {
-		/* no process (as a fork that failed): try again later */
-		log_err("fencing: cannot start a process for node %u: %s",
-			fn->fn_nodeid, strerror(rv));
-		schedule_retry(fe, fn);
-		return;
-	}
 	if (rv) {
-		/* /bin/sh could not be run: posix_spawn says so itself where
-		 * a forked child exited 127; a failed attempt all the same */
+		/* /bin/sh could not be run (posix_spawn says so itself where
+		 * a forked child exited 127), or no process could be made
+		 * (ENOMEM, EAGAIN: as a fork that failed): a failed attempt,
+		 * retried, and the turn goes to the next survivor, which may
+		 * have the resources we lack */
 		fn->fn_attempts++;
 		fe->fe_d->d_metrics.m_fence_runs_failed++;
-		log_err("fencing: cannot run /bin/sh for node %u: %s",
-			fn->fn_nodeid, strerror(rv));
-		send_result(fe, fn, DLMD_FENCE_FAILED);
-		schedule_retry(fe, fn);
+		command_failed(fe, fn, "cannot run /bin/sh", strerror(rv));
 		return;
 	}
 	fn->fn_pid = pid;
@@ -523,11 +544,15 @@ static int32_t on_sigchld(int32_t sig, void *data)
 				attempt(fe, fn);
 			}
 		} else {
-			log_debug("fencing: command for node %u failed (status "
-				  "%d); retrying in %d ms", fn->fn_nodeid, status,
-				  FENCE_RETRY_MS);
-			send_result(fe, fn, DLMD_FENCE_FAILED);
-			schedule_retry(fe, fn);
+			char how[32];
+
+			if (WIFSIGNALED(status))
+				snprintf(how, sizeof(how), "killed by signal %d",
+					 WTERMSIG(status));
+			else
+				snprintf(how, sizeof(how), "exit status %d",
+					 WEXITSTATUS(status));
+			command_failed(fe, fn, "fence_command failed", how);
 		}
 	}
 	return 0;

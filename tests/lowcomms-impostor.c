@@ -14,6 +14,15 @@
  * It then waits (at most 5 s) for the peer to close the connection.  Exit
  * 0: refused (closed; with a key it could not prove, as it should be);
  * 1: still open, or the peer accepted our proof; 2: usage or setup error.
+ *
+ *   lowcomms-impostor forge FROM TO PORT CLAIM TARGET KEYFILE LSID
+ *       a peer that holds the cluster key (issue 18): the handshake with
+ *       it, a HELLO with a new epoch, then one engine message (an
+ *       AUDIT_REPLY) for lockspace LSID whose fencing-token clock is near
+ *       UINT64_MAX (core/token.c "A clock from the future").  Exit 0 once
+ *       the peer acknowledged the frame (lowcomms delivered it; what the
+ *       engine made of it the caller checks), 1 if it did not within 5 s
+ *       or closed, 2 on a usage or setup error.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,16 +35,23 @@
 
 #include <sodium.h>
 
+#include "core/wire.h"
 #include "lowcomms/auth.h"
 #include "lowcomms/frame.h"
 
 #define WAIT_MS		5000
+/* plugin/comms.c: the lowcomms type of the engine's messages */
+#define ENGINE_TYPE	1
+/* the forged clock: near the end of the range, past every bound */
+#define FORGED_CLOCK	(UINT64_MAX - 5)
+#define FORGED_SEQ	1	/* our send base, our only DATA frame's seq */
 
 static int usage(void)
 {
 	fprintf(stderr,
 		"usage: lowcomms-impostor hello FROM TO PORT CLAIM TARGET\n"
-		"       lowcomms-impostor handshake FROM TO PORT CLAIM TARGET KEYFILE\n");
+		"       lowcomms-impostor handshake FROM TO PORT CLAIM TARGET KEYFILE\n"
+		"       lowcomms-impostor forge FROM TO PORT CLAIM TARGET KEYFILE LSID\n");
 	return 2;
 }
 
@@ -173,6 +189,156 @@ static int do_handshake(int fd, uint32_t claim, uint32_t target,
 	return wait_closed(fd);
 }
 
+/* A frame header of ours at p: sequence FORGED_SEQ, nothing acked. */
+static void put_frame(unsigned char *p, uint8_t kind, uint16_t type,
+		      size_t len, uint32_t claim, uint32_t target)
+{
+	struct lc_frame_hdr h = {
+		.fh_magic = LC_FRAME_MAGIC, .fh_version = LC_FRAME_VERSION,
+		.fh_kind = kind, .fh_type = type, .fh_length = (uint32_t)len,
+		.fh_sender = claim, .fh_target = target, .fh_seq = FORGED_SEQ,
+	};
+
+	lc_frame_encode(p, &h);
+}
+
+/* Seal the frame at rec + LC_REC_HDR_LEN (len bytes) and send it. */
+static int send_record(int fd, struct lc_aead *tx, unsigned char *rec,
+		       size_t len)
+{
+	size_t n = lc_rec_seal(tx, rec, len);
+
+	if (!n || send(fd, rec, n, MSG_NOSIGNAL) != (ssize_t)n)
+		return -1;
+	return 0;
+}
+
+/* Read and open the peer's next record into rec (room for max bytes of
+ * plaintext and the overhead); its plaintext length, or -1. */
+static ssize_t read_record(int fd, struct lc_aead *rx, unsigned char *rec,
+			   size_t max)
+{
+	size_t ct, pt;
+
+	if (read_some(fd, rec, LC_REC_HDR_LEN, true) != LC_REC_HDR_LEN)
+		return -1;
+	ct = lc_rec_ct_len(rec, max);
+	if (!ct || read_some(fd, rec + LC_REC_HDR_LEN, ct, true) != (ssize_t)ct ||
+	    lc_rec_open(rx, rec, ct, &pt))
+		return -1;
+	return (ssize_t)pt;
+}
+
+/* Does the plaintext p (len bytes: whole frames) acknowledge seq? */
+static bool acks(const unsigned char *p, size_t len, uint32_t seq)
+{
+	while (len >= LC_FRAME_HDR_LEN) {
+		struct lc_frame_hdr h;
+
+		lc_frame_decode(p, &h);
+		if (h.fh_length < LC_FRAME_HDR_LEN || h.fh_length > len)
+			return false;
+		if (h.fh_kind != LC_KIND_HELLO && !lc_seq_before(h.fh_ack, seq))
+			return true;
+		p += h.fh_length;
+		len -= h.fh_length;
+	}
+	return false;
+}
+
+static int do_forge(int fd, uint32_t claim, uint32_t target,
+		    const char *keyfile, uint32_t lsid)
+{
+	static unsigned char rec[LC_REC_OVERHEAD + 65536];
+	unsigned char key[LC_KEY_LEN], init[LC_HS_INIT_LEN];
+	unsigned char resp[LC_HS_RESP_LEN], fin[LC_HS_FIN_LEN];
+	unsigned char *pt = rec + LC_REC_HDR_LEN;
+	char why[256];
+	struct lc_keys keys;
+	struct lc_hs_msg m;
+	struct lc_frame_hdr h;
+	struct dlm_msg dm;
+	struct lc_hs hs;
+	int len, rv = 1;
+	size_t used;
+
+	if (lc_key_load(keyfile, key, why, sizeof(why)) < 0) {
+		printf("impostor: %s: a forger needs the key\n", why);
+		return 2;
+	}
+	lc_keys_derive(key, &keys);
+	lc_hs_start_initiator(&hs, &keys, claim, target, lc_suites_local(),
+			      init);
+	if (send(fd, init, sizeof(init), MSG_NOSIGNAL) != sizeof(init) ||
+	    read_some(fd, resp, sizeof(resp), true) != sizeof(resp) ||
+	    lc_hs_parse(resp, sizeof(resp), &m, &used) != LC_HSERR_NONE ||
+	    lc_hs_on_resp(&hs, &m, resp, fin) != LC_HSERR_NONE ||
+	    send(fd, fin, sizeof(fin), MSG_NOSIGNAL) != sizeof(fin)) {
+		printf("impostor: the key handshake failed\n");
+		goto out;
+	}
+	printf("impostor: the key handshake passed\n");
+	/* HELLO: a new epoch, our send base; the peer's epoch unknown */
+	put_frame(pt, LC_KIND_HELLO, 0, LC_HELLO_LEN, claim, target);
+	dlm_put_le32(pt + LC_FRAME_HDR_LEN, randombytes_random() | 1);
+	dlm_put_le32(pt + LC_FRAME_HDR_LEN + 4, 0);
+	if (send_record(fd, &hs.hs_tx, rec, LC_HELLO_LEN) ||
+	    read_record(fd, &hs.hs_rx, rec, sizeof(rec) - LC_REC_OVERHEAD) <
+	    LC_HELLO_LEN) {
+		printf("impostor: no HELLO back\n");
+		goto out;
+	}
+	lc_frame_decode(pt, &h);
+	if (h.fh_kind != LC_KIND_HELLO) {
+		printf("impostor: answered with frame kind %u\n", h.fh_kind);
+		goto out;
+	}
+	printf("impostor: the peer took our HELLO\n");
+	/* the engine message: a clock from the future */
+	memset(&dm, 0, sizeof(dm));
+	dm.m_type = DLM_MSG_AUDIT_REPLY;
+	dm.m_lsid = lsid;
+	dm.m_from = claim;
+	dm.m_to = target;
+	dm.m_status = -ENOENT;
+	dm.m_grmode = dm.m_rqmode = dm.m_bastmode = -1;
+	dm.m_clock = FORGED_CLOCK;
+	len = dlm_msg_encode(&dm, pt + LC_FRAME_HDR_LEN,
+			     sizeof(rec) - LC_REC_OVERHEAD - LC_FRAME_HDR_LEN);
+	if (len < 0) {
+		printf("impostor: cannot encode: %s\n", strerror(-len));
+		rv = 2;
+		goto out;
+	}
+	put_frame(pt, LC_KIND_DATA, ENGINE_TYPE, LC_FRAME_HDR_LEN + (size_t)len,
+		  claim, target);
+	if (send_record(fd, &hs.hs_tx, rec, LC_FRAME_HDR_LEN + (size_t)len)) {
+		printf("impostor: cannot send the message\n");
+		goto out;
+	}
+	printf("impostor: sent %s for lockspace %08x with clock %llx\n",
+	       dlm_msg_type_str(dm.m_type), lsid,
+	       (unsigned long long)FORGED_CLOCK);
+	for (;;) {
+		ssize_t n = read_record(fd, &hs.hs_rx, rec,
+					sizeof(rec) - LC_REC_OVERHEAD);
+
+		if (n < 0) {
+			printf("impostor: no acknowledgement\n");
+			break;
+		}
+		if (acks(pt, (size_t)n, FORGED_SEQ)) {
+			printf("impostor: the peer acknowledged it\n");
+			rv = 0;
+			break;
+		}
+	}
+out:
+	lc_hs_wipe(&hs);
+	sodium_memzero(key, sizeof(key));
+	return rv;
+}
+
 int main(int argc, char **argv)
 {
 	int fd, rv;
@@ -191,7 +357,14 @@ int main(int argc, char **argv)
 		rv = do_hello(fd, claim, target);
 	else if (!strcmp(argv[1], "handshake") && argc == 8)
 		rv = do_handshake(fd, claim, target, argv[7]);
-	else
+	else if (!strcmp(argv[1], "forge") && argc == 9) {
+		rv = do_forge(fd, claim, target, argv[7],
+			      (uint32_t)strtoul(argv[8], NULL, 16));
+		close(fd);
+		printf("impostor: %s\n", rv == 0 ? "delivered" : rv == 1 ?
+		       "NOT delivered" : "error");
+		return rv;
+	} else
 		rv = usage();
 	close(fd);
 	printf("impostor: %s\n", rv == 0 ? "refused" : rv == 1 ? "NOT refused" :

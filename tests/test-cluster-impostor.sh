@@ -27,7 +27,14 @@
 #      ever sees node 3 prove the key again;
 #   6. the workload finishes, the lockspace did not change after node 3's
 #      recovery (same event, members 1 2) and the checker finds no
-#      violation.
+#      violation;
+#   7. a forger that holds the key (root on node 2, claiming node 2 to
+#      node 1: lowcomms-impostor forge) passes the handshake and sends
+#      an engine message for the lockspace whose token clock is near
+#      UINT64_MAX (core/token.c, issue 18): lowcomms delivers it, node
+#      1's engine drops it and says so, "dlmctl ls" shows clock_rejected
+#      and the metric counts it; the lockspace is as it was and still
+#      serves real clients on both nodes; the checker finds no violation.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
@@ -217,5 +224,53 @@ if ! "$CLIENT" check "$dir" $NRES >"$dir/check.out" 2>&1; then
 	head -n 20 "$dir/check.out" >&2
 fi
 echo "   $(tail -n 1 "$dir/check.out")"
+
+echo "== 7. a forger with the key, on node 2, claiming node 2: a clock from the future"
+lsid=$(ls_line 1 | sed -n 's/.* id \([0-9a-f]*\) .*/\1/p')
+[ -n "$lsid" ] || fail "no lockspace id in node 1's dlmctl ls"
+from1=$(($(wc -l <"$dir/n1/dlmd.out") + 1))
+if on 2 "$dir/impostor" forge 10.213.77.2 10.213.77.1 21064 2 1 "$dir/authkey" \
+	"$lsid" >"$dir/forge.out" 2>&1; then
+	echo "   $(grep -o 'sent .*' "$dir/forge.out"): acknowledged by node 1"
+else
+	fail "forger: $(tail -n 2 "$dir/forge.out" | tr '\n' ' ')"
+fi
+rejected_ls() { # node 1's dlmctl ls counts a rejected clock for $LS
+	on 1 "$DLMCTL" ls 2>/dev/null |
+		awk -v ls="$LS" '/^name /{ours = ($2 == ls)} ours' |
+		grep -q "^  clock_rejected [1-9]"
+}
+poll "$WAIT_S" rejected_ls || fail "node 1's dlmctl ls shows no clock_rejected for $LS"
+on 1 "$DLMCTL" ls 2>/dev/null | grep "clock_rejected" | sed 's/^ */   node 1 dlmctl ls: /'
+m=$(on 1 "$DLMCTL" metrics 2>/dev/null |
+	grep "^dlmd_clock_rejected_total{lockspace=\"$LS\"}")
+case $m in
+*" "[1-9]*) echo "   node 1 metric: $m" ;;
+*) fail "node 1's metric does not count it: '$m'" ;;
+esac
+since 1 | grep -q "dropped a message from node 2: its token clock" ||
+	fail "node 1 did not log the dropped message"
+since 1 | grep "dropped a message from node 2" | head -n 1 | sed 's/^/   node 1: /'
+for k in 1 2; do
+	l=$(ls_line $k)
+	case $l in
+	*"members 1 2 clients"*"event $event1 "*) ;;
+	*) fail "node $k: the lockspace changed after the forgery: $l" ;;
+	esac
+done
+# real clients on both nodes still get their locks (on resources
+# mastered on either node: node 1 and 2 still talk)
+for k in 1 2; do
+	if on $k timeout 60 "$CLIENT" final "$LS" "$dir" $NRES \
+		>"$dir/final-$k.out" 2>&1; then
+		echo "   node $k: a client took PR on all $NRES resources"
+	else
+		fail "node $k: a client after the forgery: $(tail -n 1 "$dir/final-$k.out")"
+	fi
+done
+if ! "$CLIENT" check "$dir" $NRES >"$dir/check2.out" 2>&1; then
+	fail "checker after the forgery: $(grep -c VIOLATION "$dir/check2.out") violations"
+	head -n 20 "$dir/check2.out" >&2
+fi
 [ $rc -eq 0 ] && echo PASS
 exit $rc

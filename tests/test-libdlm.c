@@ -2619,6 +2619,248 @@ static void test_async_release_old_path(void **state)
 	assert_int_equal(dlm_close_lockspace(h), 0);
 }
 
+/* Dispatch h until its AST socket ends (dlm_dispatch fails with
+ * ENOTCONN), within ms. */
+static void dispatch_to_end(dlm_lshandle_t h, uint64_t ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = dlm_ls_get_fd(h), .events = POLLIN };
+
+		assert_true(now_ms() < end);
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		if (dlm_dispatch(pfd.fd) < 0) {
+			assert_int_equal(errno, ENOTCONN);
+			return;
+		}
+	}
+}
+
+/* Async requests of every kind in flight while the client has stopped
+ * reading its AST socket: the socket is full and dlmd's queue for the
+ * client holds the rest when the lockspace is released with force from
+ * another handle.  Whatever dlmd could not write goes with the socket,
+ * its ENOTCONN completions too; still every request gets exactly one
+ * completion when the socket is dispatched to its end (issue 14). */
+#define FULL_LOCKS	4000	/* granted ASTs: more than the socket holds */
+static void test_async_release_full_socket(void **state)
+{
+	static struct rec fill[FULL_LOCKS], hold, cv, cv2, par, other_par,
+		child_hold, child, ul;
+	dlm_lshandle_t h, o, r;
+	char name[32];
+	int i;
+
+	(void)state;
+	h = dlm_new_lockspace("ls-fullsock", 0600, 0);
+	assert_non_null(h);
+	o = dlm_open_lockspace("ls-fullsock");
+	assert_non_null(o);
+	/* o holds EX of "cv"; h's NL locks there will convert behind it;
+	 * o holds EX of "child" under its "par"; h's lock there under its
+	 * own "par" will wait */
+	rec_init(&hold);
+	rec_init(&cv);
+	rec_init(&cv2);
+	rec_init(&par);
+	rec_init(&other_par);
+	rec_init(&child_hold);
+	rec_init(&child);
+	rec_init(&ul);
+	assert_int_equal(lock_sync(o, LKM_EXMODE, &hold, 0, "cv"), 0);
+	assert_int_equal(lock_sync(h, LKM_NLMODE, &cv, 0, "cv"), 0);
+	assert_int_equal(lock_sync(h, LKM_NLMODE, &cv2, 0, "cv"), 0);
+	assert_int_equal(lock_sync(o, LKM_CRMODE, &other_par, 0, "par"), 0);
+	assert_int_equal(lock_under(o, LKM_EXMODE, &child_hold, 0, "child",
+				    other_par.r_lksb.sb_lkid), 0);
+	assert_int_equal(lock_sync(h, LKM_CRMODE, &par, 0, "par"), 0);
+	/* converted since its grant: libdlm no longer tracks it */
+	assert_int_equal(lock_sync(h, LKM_NLMODE, &ul, 0, "ul"), 0);
+	assert_int_equal(lock_sync(h, LKM_EXMODE, &ul, LKF_CONVERT, "ul"), 0);
+
+	/* h stops reading: many granted ASTs fill its socket and dlmd's
+	 * queue */
+	for (i = 0; i < FULL_LOCKS; i++) {
+		rec_init(&fill[i]);
+		snprintf(name, sizeof(name), "fill-%d", i);
+		assert_int_equal(lock(h, LKM_EXMODE, &fill[i], 0, name, NULL), 0);
+	}
+	/* then requests of the old way, each waiting for its completion */
+	assert_int_equal(lock(h, LKM_EXMODE, &cv, LKF_CONVERT, "cv", NULL), 0);
+	assert_int_equal(lock(h, LKM_EXMODE, &cv2, LKF_CONVERT, "cv", NULL), 0);
+	assert_int_equal(dlm_ls_unlock(h, cv2.r_lksb.sb_lkid, LKF_CANCEL,
+				       &cv2.r_lksb, &cv2), 0);
+	assert_int_equal(dlm_ls_lock(h, LKM_EXMODE, &child.r_lksb, 0, "child", 5,
+				     par.r_lksb.sb_lkid, comp_ast, &child,
+				     bast_ast, NULL), 0);
+	assert_int_equal(dlm_ls_unlock(h, ul.r_lksb.sb_lkid, 0, &ul.r_lksb, &ul), 0);
+
+	/* released with force from a third handle */
+	r = dlm_open_lockspace("ls-fullsock");
+	assert_non_null(r);
+	assert_int_equal(dlm_release_lockspace("ls-fullsock", r, 1), 0);
+
+	/* dispatched to the socket's end, within a bound */
+	dispatch_to_end(h, AST_TIMEOUT_MS);
+	for (i = 0; i < FULL_LOCKS; i++) {
+		assert_int_equal(fill[i].r_comp, 1);
+		if (fill[i].r_lksb.sb_status != 0)
+			assert_int_equal(fill[i].r_lksb.sb_status, ENOTCONN);
+	}
+	/* the first completion of each was its grant */
+	assert_int_equal(cv.r_comp, 2);
+	assert_int_equal(cv.r_lksb.sb_status, ENOTCONN);
+	assert_int_equal(cv2.r_comp, 2);
+	if (cv2.r_lksb.sb_status != ECANCEL)
+		assert_int_equal(cv2.r_lksb.sb_status, ENOTCONN);
+	assert_int_equal(child.r_comp, 1);
+	assert_int_equal(child.r_lksb.sb_status, ENOTCONN);
+	assert_int_equal(ul.r_comp, 3);
+	if (ul.r_lksb.sb_status != EUNLOCK)
+		assert_int_equal(ul.r_lksb.sb_status, ENOTCONN);
+	/* nothing more comes */
+	assert_int_equal(dlm_dispatch(dlm_ls_get_fd(h)), -1);
+	assert_int_equal(errno, ENOTCONN);
+	assert_int_equal(cv.r_comp, 2);
+	assert_int_equal(child.r_comp, 1);
+	assert_int_equal(ul.r_comp, 3);
+	assert_int_equal(dlm_close_lockspace(o), 0);
+	assert_int_equal(dlm_close_lockspace(h), 0);
+}
+
+/* A forced release with 100000 async requests in flight on one handle,
+ * which reads nothing meanwhile: half new locks of ids of its own, half
+ * locks under a parent (each answered by a REPLY first), all waiting
+ * behind another handle's locks.  Each completes exactly once, with
+ * ENOTCONN, within a bound (issue 14). */
+#define MANY_REQS	100000
+#define MANY_RES	16
+static void test_async_release_many(void **state)
+{
+	static struct rec many[MANY_REQS], hold[MANY_RES], par, other_par,
+		child_hold;
+	dlm_lshandle_t h, o, r;
+	char name[32];
+	int i;
+
+	(void)state;
+	h = dlm_new_lockspace("ls-many", 0600, 0);
+	assert_non_null(h);
+	o = dlm_open_lockspace("ls-many");
+	assert_non_null(o);
+	for (i = 0; i < MANY_RES; i++) {
+		snprintf(name, sizeof(name), "many-%d", i);
+		lock_granted(o, LKM_EXMODE, &hold[i], name);
+	}
+	rec_init(&par);
+	rec_init(&other_par);
+	rec_init(&child_hold);
+	assert_int_equal(lock_sync(o, LKM_CRMODE, &other_par, 0, "par"), 0);
+	assert_int_equal(lock_under(o, LKM_EXMODE, &child_hold, 0, "child",
+				    other_par.r_lksb.sb_lkid), 0);
+	assert_int_equal(lock_sync(h, LKM_CRMODE, &par, 0, "par"), 0);
+	for (i = 0; i < MANY_REQS; i++) {
+		rec_init(&many[i]);
+		if (i % 2) {
+			assert_int_equal(dlm_ls_lock(h, LKM_EXMODE, &many[i].r_lksb,
+						     0, "child", 5,
+						     par.r_lksb.sb_lkid, comp_ast,
+						     &many[i], NULL, NULL), 0);
+		} else {
+			snprintf(name, sizeof(name), "many-%d", i % MANY_RES);
+			assert_int_equal(dlm_ls_lock(h, LKM_EXMODE, &many[i].r_lksb,
+						     0, name, strlen(name), 0,
+						     comp_ast, &many[i], NULL,
+						     NULL), 0);
+		}
+	}
+	r = dlm_open_lockspace("ls-many");
+	assert_non_null(r);
+	assert_int_equal(dlm_release_lockspace("ls-many", r, 1), 0);
+	dispatch_to_end(h, 12 * AST_TIMEOUT_MS);
+	for (i = 0; i < MANY_REQS; i++) {
+		assert_int_equal(many[i].r_comp, 1);
+		assert_int_equal(many[i].r_lksb.sb_status, ENOTCONN);
+	}
+	assert_int_equal(dlm_dispatch(dlm_ls_get_fd(h)), -1);
+	assert_int_equal(errno, ENOTCONN);
+	assert_int_equal(dlm_close_lockspace(o), 0);
+	assert_int_equal(dlm_close_lockspace(h), 0);
+}
+
+/* Wait (bounded) until each of v[0..n) ran 'want' completions: the AST
+ * thread runs them. */
+static void wait_comps_thread(struct rec *v, int n, int want)
+{
+	uint64_t end = now_ms() + AST_TIMEOUT_MS;
+	int i = 0;
+
+	while (i < n) {
+		if (v[i].r_comp >= want) {
+			i++;
+			continue;
+		}
+		assert_true(now_ms() < end);
+		usleep(1000);
+	}
+}
+
+/* Async conversions (answered by a REPLY, then a completion) while the
+ * AST thread reads the completions, often before the converting thread
+ * took the REPLY: libdlm counts those early.  Each runs exactly once;
+ * when the lockspace is then released with force, only the request still
+ * waiting (a conversion behind another handle's lock) gets ENOTCONN, and
+ * none of the finished ones completes again (issue 14). */
+#define EARLY_LOCKS	32
+#define EARLY_ROUNDS	50
+static void test_async_early_completions(void **state)
+{
+	static struct rec r[EARLY_LOCKS], hold, sentinel;
+	dlm_lshandle_t h, o, x;
+	char name[32];
+	int i, round;
+
+	(void)state;
+	h = dlm_new_lockspace("ls-early", 0600, 0);
+	assert_non_null(h);
+	o = dlm_open_lockspace("ls-early");
+	assert_non_null(o);
+	lock_granted(o, LKM_EXMODE, &hold, "sentinel");
+	lock_granted(h, LKM_NLMODE, &sentinel, "sentinel");
+	for (i = 0; i < EARLY_LOCKS; i++) {
+		snprintf(name, sizeof(name), "early-%d", i);
+		lock_granted(h, LKM_NLMODE, &r[i], name);
+	}
+	assert_int_equal(dlm_ls_pthread_init(h), 0);
+	for (round = 0; round < EARLY_ROUNDS; round++) {
+		for (i = 0; i < EARLY_LOCKS; i++) {
+			snprintf(name, sizeof(name), "early-%d", i);
+			assert_int_equal(lock(h, round % 2 ? LKM_NLMODE : LKM_EXMODE,
+					      &r[i], LKF_CONVERT, name, NULL), 0);
+		}
+		wait_comps_thread(r, EARLY_LOCKS, 2 + round);
+		for (i = 0; i < EARLY_LOCKS; i++) {
+			assert_int_equal(r[i].r_comp, 2 + round);
+			assert_int_equal(r[i].r_lksb.sb_status, 0);
+		}
+	}
+	assert_int_equal(lock(h, LKM_EXMODE, &sentinel, LKF_CONVERT, "sentinel",
+			      NULL), 0);
+	x = dlm_open_lockspace("ls-early");
+	assert_non_null(x);
+	assert_int_equal(dlm_release_lockspace("ls-early", x, 1), 0);
+	wait_comps_thread(&sentinel, 1, 2);
+	/* stops the AST thread: whatever it had to run has run */
+	assert_int_equal(dlm_close_lockspace(h), 0);
+	assert_int_equal(sentinel.r_comp, 2);
+	assert_int_equal(sentinel.r_lksb.sb_status, ENOTCONN);
+	for (i = 0; i < EARLY_LOCKS; i++)
+		assert_int_equal(r[i].r_comp, 1 + EARLY_ROUNDS);
+	assert_int_equal(dlm_close_lockspace(o), 0);
+}
+
 /* Async unlocks of granted, idle locks wait for no REPLY (protocol 4,
  * issue 14): with dlmd stopped, dlm_ls_unlock of such a lock returns 0
  * at once and its EUNLOCK completion comes when dlmd runs again.  An
@@ -2811,6 +3053,9 @@ int main(void)
 		cmocka_unit_test(test_async_own_ids),
 		cmocka_unit_test(test_async_gone),
 		cmocka_unit_test(test_async_release_old_path),
+		cmocka_unit_test(test_async_release_full_socket),
+		cmocka_unit_test(test_async_release_many),
+		cmocka_unit_test(test_async_early_completions),
 		cmocka_unit_test(test_async_unlock_noreply),
 		cmocka_unit_test(test_dispatch_close_in_ast),
 	};

@@ -1,0 +1,346 @@
+/*
+ * tests/test-fence-run.c - plugin/fence.c running its fence_command, on
+ * a libqb loop of its own, with the daemon group and the quorum faked
+ * (struct dlmd_fence_up): a command that exits non-zero, one killed by a
+ * signal, and /bin/sh that cannot be spawned are each a failed fencing:
+ * counted in the metrics, logged at err, retried every FENCE_RETRY_MS,
+ * shown by dlmctl's description ("attempt N"), the claim handed on with
+ * FAILED, and the node never counted fenced, so recovery keeps waiting.
+ * A command that exits 0 is the control.  No cluster: the failed node is
+ * reported straight to fence.c.
+ *
+ * posix_spawn is wrapped (-Wl,--wrap=posix_spawn) so that a test can make
+ * it fail as it does when no process can be made.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "plugin/dlmd.h"
+
+#define OUR_NODE	1
+#define VICTIM		2
+#define TICK_MS		20
+#define RUN_LIMIT_MS	10000	/* FENCE_RETRY_MS is 2 s: two runs fit */
+
+/* posix_spawn fails with this while non-zero (0: the real one). */
+static int spawn_error;
+
+int __real_posix_spawn(pid_t *pid, const char *path,
+		       const posix_spawn_file_actions_t *fa,
+		       const posix_spawnattr_t *attr, char *const argv[],
+		       char *const envp[]);
+int __wrap_posix_spawn(pid_t *pid, const char *path,
+		       const posix_spawn_file_actions_t *fa,
+		       const posix_spawnattr_t *attr, char *const argv[],
+		       char *const envp[]);
+
+int __wrap_posix_spawn(pid_t *pid, const char *path,
+		       const posix_spawn_file_actions_t *fa,
+		       const posix_spawnattr_t *attr, char *const argv[],
+		       char *const envp[])
+{
+	if (spawn_error)
+		return spawn_error;
+	return __real_posix_spawn(pid, path, fa, attr, argv, envp);
+}
+
+/* What fence.c told the fake daemon group. */
+static struct {
+	bool		in_group;	/* claims over the group */
+	unsigned int	changed;	/* fu_changed calls */
+	unsigned int	claims;
+	unsigned int	failed;		/* FENCE_RESULT FAILED */
+	unsigned int	done;		/* FENCE_RESULT DONE */
+} up_seen;
+
+static bool up_in_group(const struct dlmd *d)
+{
+	(void)d;
+	return up_seen.in_group;
+}
+
+static bool up_may_claim(const struct dlmd *d, bool learned)
+{
+	(void)d;
+	(void)learned;
+	return true;
+}
+
+static unsigned int up_members(const struct dlmd *d, uint32_t *ids,
+			       unsigned int max)
+{
+	(void)d;
+	if (max < 1)
+		return 0;
+	ids[0] = OUR_NODE;
+	return 1;
+}
+
+static bool up_quorate(const struct dlmd *d)
+{
+	(void)d;
+	return true;
+}
+
+static bool up_quorum_has(const struct dlmd *d, uint32_t nodeid)
+{
+	(void)d;
+	return nodeid == OUR_NODE;
+}
+
+/* Deliveries over the fake group come later, from the loop, as CPG's. */
+struct delivery {
+	struct dlmd		*dv_d;
+	bool			dv_claim;
+	uint32_t		dv_nodeid;
+	enum dlmd_fence_status	dv_st;
+};
+
+static void deliver(void *data)
+{
+	struct delivery *dv = data;
+
+	if (dv->dv_claim)
+		dlmd_fence_claim_delivered(dv->dv_d, OUR_NODE, dv->dv_nodeid);
+	else
+		dlmd_fence_result_delivered(dv->dv_d, OUR_NODE, dv->dv_nodeid,
+					    dv->dv_st);
+	free(dv);
+}
+
+static int up_send(struct dlmd *d, bool claim, uint32_t nodeid,
+		   enum dlmd_fence_status st)
+{
+	struct delivery *dv = calloc(1, sizeof(*dv));
+
+	assert_non_null(dv);
+	assert_int_equal(nodeid, VICTIM);
+	if (claim)
+		up_seen.claims++;
+	else if (st == DLMD_FENCE_FAILED)
+		up_seen.failed++;
+	else if (st == DLMD_FENCE_DONE)
+		up_seen.done++;
+	dv->dv_d = d;
+	dv->dv_claim = claim;
+	dv->dv_nodeid = nodeid;
+	dv->dv_st = st;
+	assert_int_equal(qb_loop_job_add(d->d_loop, QB_LOOP_HIGH, dv, deliver), 0);
+	return 0;
+}
+
+static void up_changed(struct dlmd *d)
+{
+	(void)d;
+	up_seen.changed++;
+}
+
+static const struct dlmd_fence_up fake_up = {
+	.fu_in_group = up_in_group,
+	.fu_may_claim = up_may_claim,
+	.fu_members = up_members,
+	.fu_quorate = up_quorate,
+	.fu_quorum_has = up_quorum_has,
+	.fu_send = up_send,
+	.fu_changed = up_changed,
+};
+
+/* Daemons made so far; the log (one per process: libqb keeps its
+ * filters) is set up once, in main. */
+static unsigned int daemons;
+
+static struct dlmd *daemon_with(const char *command, bool in_group)
+{
+	struct dlmd *d = calloc(1, sizeof(*d));
+
+	assert_non_null(d);
+	dlmd_config_defaults(&d->d_cfg);
+	d->d_cfg.cf_enable_fencing = true;
+	d->d_cfg.cf_fence_pcmk = DLMD_FENCE_PCMK_NO;
+	snprintf(d->d_cfg.cf_fence_command, sizeof(d->d_cfg.cf_fence_command),
+		 "%s", command);
+	d->d_nodeid = OUR_NODE;
+	d->d_loop = qb_loop_create();
+	assert_non_null(d->d_loop);
+	/* what this daemon logs follows this line in the flight recorder */
+	log_notice("test-fence-run: daemon %u", ++daemons);
+	memset(&up_seen, 0, sizeof(up_seen));
+	up_seen.in_group = in_group;
+	assert_int_equal(dlmd_fence_init(d, &fake_up), 0);
+	return d;
+}
+
+static void daemon_free(struct dlmd *d)
+{
+	dlmd_fence_fini(d);
+	qb_loop_destroy(d->d_loop);
+	free(d);
+}
+
+/* Run the loop until 'runs' fence commands ended (failed + ok) or the
+ * node is fenced, at most RUN_LIMIT_MS. */
+struct until {
+	struct dlmd	*u_d;
+	uint64_t	u_runs;
+	uint64_t	u_end;
+	qb_loop_timer_handle u_timer;
+};
+
+static void until_tick(void *data)
+{
+	struct until *u = data;
+	const struct dlmd_metrics *m = &u->u_d->d_metrics;
+
+	if (m->m_fence_runs_failed + m->m_fence_runs_ok >= u->u_runs ||
+	    dlmd_fence_is_done(u->u_d, VICTIM) || dlmd_now_ms() >= u->u_end) {
+		qb_loop_stop(u->u_d->d_loop);
+		return;
+	}
+	qb_loop_timer_add(u->u_d->d_loop, QB_LOOP_LOW, TICK_MS * 1000000ULL, u,
+			  until_tick, &u->u_timer);
+}
+
+static void run_until(struct dlmd *d, uint64_t runs)
+{
+	struct until u = { .u_d = d, .u_runs = runs,
+			   .u_end = dlmd_now_ms() + RUN_LIMIT_MS };
+
+	qb_loop_timer_add(d->d_loop, QB_LOOP_LOW, TICK_MS * 1000000ULL, &u,
+			  until_tick, &u.u_timer);
+	qb_loop_run(d->d_loop);
+	assert_true(dlmd_now_ms() < u.u_end);
+}
+
+/* The flight recorder holds an err line with 'what', logged by the
+ * latest daemon. */
+static void assert_logged_err(const char *what)
+{
+	char *dump = dlmd_log_flight_dump(), marker[64];
+	bool found = false;
+	char *l;
+
+	assert_non_null(dump);
+	snprintf(marker, sizeof(marker), "test-fence-run: daemon %u\n", daemons);
+	l = strstr(dump, marker);
+	assert_non_null(l);
+	for (; l && *l && !found; l = strchr(l, '\n')) {
+		char *nl;
+
+		l += *l == '\n';
+		nl = strchr(l, '\n');
+		if (nl)
+			*nl = '\0';
+		found = !strncmp(strchr(l, ' ') ? strchr(l, ' ') + 1 : l, "err ", 4) &&
+			strstr(l, what);
+		if (nl)
+			*nl = '\n';
+	}
+	if (!found)
+		print_message("no err line with '%s' in:\n%s\n", what, dump);
+	free(dump);
+	assert_true(found);
+}
+
+/* The node failed and fence_command 'command' fails every time: two
+ * failed runs, the second a retry; never fenced. */
+static void check_fails(const char *command, bool in_group, int spawn_err,
+			const char *logged)
+{
+	struct dlmd *d = daemon_with(command, in_group);
+	char desc[128];
+
+	spawn_error = spawn_err;
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	run_until(d, 2);
+	spawn_error = 0;
+	assert_int_equal(d->d_metrics.m_fence_runs_failed, 2);
+	assert_int_equal(d->d_metrics.m_fence_runs_ok, 0);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	assert_false(dlmd_fence_killed(d, VICTIM));
+	assert_int_equal(dlmd_fence_waiting(d), 1);
+	assert_int_equal(up_seen.changed, 0);
+	assert_int_equal(up_seen.done, 0);
+	if (in_group) {
+		/* each attempt claimed, and handed on with FAILED */
+		assert_int_equal(up_seen.claims, 2);
+		assert_int_equal(up_seen.failed, 2);
+	}
+	dlmd_fence_describe(d, VICTIM, desc, sizeof(desc));
+	assert_non_null(strstr(desc, "fence_command"));
+	assert_true(strstr(desc, "attempt 2") || strstr(desc, "attempt 3"));
+	assert_logged_err(logged);
+	daemon_free(d);
+}
+
+static void test_command_exits_nonzero(void **state)
+{
+	(void)state;
+	check_fails("exit 3;", false, 0, "exit status 3");
+	check_fails("exit 3;", true, 0, "exit status 3");
+}
+
+static void test_command_killed(void **state)
+{
+	(void)state;
+	check_fails("kill -KILL $$;", false, 0, "killed by signal 9");
+	check_fails("kill -KILL $$;", true, 0, "killed by signal 9");
+}
+
+static void test_spawn_fails(void **state)
+{
+	(void)state;
+	check_fails("true", false, EAGAIN, "cannot run /bin/sh");
+	check_fails("true", true, EAGAIN, "cannot run /bin/sh");
+	check_fails("true", true, ENOENT, "cannot run /bin/sh");
+}
+
+/* The control: exit 0 fences it, once. */
+static void test_command_succeeds(void **state)
+{
+	struct dlmd *d;
+
+	(void)state;
+	d = daemon_with("true", true);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	run_until(d, 1);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	assert_true(dlmd_fence_killed(d, VICTIM));
+	assert_int_equal(d->d_metrics.m_fence_runs_ok, 1);
+	assert_int_equal(d->d_metrics.m_fence_runs_failed, 0);
+	assert_int_equal(up_seen.done, 1);
+	assert_int_equal(up_seen.changed, 1);
+	assert_int_equal(dlmd_fence_waiting(d), 0);
+	daemon_free(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_command_succeeds),
+		cmocka_unit_test(test_command_exits_nonzero),
+		cmocka_unit_test(test_command_killed),
+		cmocka_unit_test(test_spawn_fails),
+	};
+
+	struct dlmd_config cf;
+	int rv;
+
+	signal(SIGPIPE, SIG_IGN);
+	dlmd_config_defaults(&cf);
+	if (dlmd_log_init(&cf, false))
+		return 1;
+	rv = cmocka_run_group_tests(tests, NULL, NULL);
+	dlmd_log_fini();
+	return rv;
+}
