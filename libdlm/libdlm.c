@@ -83,6 +83,19 @@
  * our own locks forgets the idle records.  The records live in a hash
  * table that doubles as they grow, recycled through a free list.
  *
+ * The request ring.  Once bound, a handle gives dlmd a shared-memory
+ * ring (a sealed memfd: dlmd_proto.h "The request ring"), unless
+ * $DLMD_RING is "0" or dlmd says no; every request after that is
+ * written into the ring (under lh_ringlock, one slot each) instead of
+ * sent, and answers still come on lh_fd, ASTs on lh_ast_fd, exactly as
+ * above.  A request costs a system call only when dlmd said it sleeps:
+ * the one thread that swaps the ring's flag from 1 to 0 sends the kick.
+ * A full ring makes the sender sleep on the ring's head (futex) until
+ * dlmd takes some; it gives up when lh_fd shows dlmd gone.  With a ring,
+ * poll_answers() reads lh_fd only after dlmd raised the ring's notice
+ * word (the lockspace released under the handle): nothing else comes
+ * there unasked.
+ *
  * Return convention at this API: 0 or -1 with errno.  Internally every
  * function returns 0 or a negative errno, converted once by ret_errno().
  */
@@ -93,9 +106,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <pthread.h>
 
@@ -109,6 +127,9 @@
 #define DISPATCH_BATCH		32	/* ASTs read per recvmmsg */
 #define PEND_MIN		256	/* lh_pend's first number of chains */
 #define PEND_FREE_MAX		4096	/* lock records kept for reuse */
+#define RING_ROOM_WAIT_MS	100	/* a full ring: look at the daemon
+					 * this often */
+#define RING_ENV		"DLMD_RING"	/* "0": no request ring */
 
 #ifdef _REENTRANT
 #define MUTEX_T			pthread_mutex_t
@@ -189,6 +210,11 @@ struct ls_handle {
 	struct pending	*lh_pfree;
 	unsigned int	lh_nfree;
 	struct ls_handle *lh_next;	/* in open_handles */
+	/* The request ring (see "The request ring" above), or NULL; the
+	 * slots we filled, under lh_ringlock. */
+	struct dlmp_ring *lh_ring;
+	MUTEX_T		lh_ringlock;
+	uint32_t	lh_ring_tail;
 #ifdef _REENTRANT
 	pthread_mutex_t	lh_lock;	/* the AST thread's start */
 	bool		lh_has_thread;
@@ -408,9 +434,9 @@ static void waiter_done(struct ls_handle *h, struct waiter *w)
  * sends it; req_wait() returns once w_answer holds its answer.  0 or a
  * negative errno (the connection's failure: then no answer comes).
  */
-/* Encode and send one request.  One packet is one request, written
- * whole: threads need no lock to send. */
-static int send_packet(struct ls_handle *h, struct dlmp_msg *msg)
+/* Encode and send one request on the socket.  One packet is one
+ * request, written whole: threads need no lock to send. */
+static int send_socket(struct ls_handle *h, struct dlmp_msg *msg)
 {
 	unsigned char buf[DLMP_MAX_MSG];
 	ssize_t n;
@@ -425,6 +451,97 @@ static int send_packet(struct ls_handle *h, struct dlmp_msg *msg)
 	if (n == len)
 		return 0;
 	return n < 0 ? -errno : -EIO;
+}
+
+/* Kick dlmd: it said it sleeps (rg_sleeping), and this thread is the
+ * one that took the flag.  The kick gets no answer. */
+static int ring_kick(struct ls_handle *h)
+{
+	struct dlmp_msg kick;
+
+	memset(&kick, 0, sizeof(kick));
+	kick.m_hdr.h_type = DLMP_RING;
+	kick.m_u.pair.pr_a = DLMP_RING_KICK;
+	LOCK(&h->lh_wlock);
+	if (++h->lh_reqid == 0)
+		++h->lh_reqid;
+	kick.m_hdr.h_reqid = h->lh_reqid;
+	UNLOCK(&h->lh_wlock);
+	return send_socket(h, &kick);
+}
+
+/* The ring is full (dlmd has not taken slot 'head' yet): sleep until it
+ * takes some, or a while (lh_ringlock held: other senders would find it
+ * full too).  0, or a negative errno when dlmd is gone. */
+static int ring_wait_room(struct ls_handle *h, uint32_t head)
+{
+	struct dlmp_ring *r = h->lh_ring;
+	struct timespec ts = { 0, RING_ROOM_WAIT_MS * 1000000L };
+	struct pollfd pfd = { .fd = h->lh_fd, .events = 0 };
+
+	__atomic_store_n(&r->rg_waiting, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&r->rg_head, __ATOMIC_SEQ_CST) != head)
+		return 0;
+	/* it has all our slots to take: make sure it is awake */
+	if (__atomic_load_n(&r->rg_sleeping, __ATOMIC_SEQ_CST) &&
+	    __atomic_exchange_n(&r->rg_sleeping, 0, __ATOMIC_SEQ_CST)) {
+		int rv = ring_kick(h);
+
+		if (rv)
+			return rv;
+	}
+	syscall(SYS_futex, &r->rg_head, FUTEX_WAIT, head, &ts, NULL, 0);
+	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR)))
+		return -ENOTCONN;
+	return 0;
+}
+
+/* Put one request into the ring (dlmd_proto.h "The request ring"), and
+ * kick dlmd only if it said it sleeps. */
+static int ring_send(struct ls_handle *h, struct dlmp_msg *msg)
+{
+	struct dlmp_ring *r = h->lh_ring;
+	unsigned char *slot;
+	uint32_t len32;
+	int len;
+
+	LOCK(&h->lh_ringlock);
+	for (;;) {
+		uint32_t head = __atomic_load_n(&r->rg_head, __ATOMIC_ACQUIRE);
+		int rv;
+
+		if (h->lh_ring_tail - head < DLMP_RING_SLOTS)
+			break;
+		rv = ring_wait_room(h, head);
+		if (rv) {
+			UNLOCK(&h->lh_ringlock);
+			return rv;
+		}
+	}
+	slot = r->rg_slots[h->lh_ring_tail & (DLMP_RING_SLOTS - 1)];
+	len = dlmp_encode(msg, slot + 8, DLMP_MAX_MSG);
+	if (len < 0) {
+		UNLOCK(&h->lh_ringlock);
+		return len;
+	}
+	len32 = (uint32_t)len;
+	memcpy(slot, &len32, sizeof(len32));
+	memset(slot + 4, 0, 4);
+	h->lh_ring_tail++;
+	__atomic_store_n(&r->rg_tail, h->lh_ring_tail, __ATOMIC_SEQ_CST);
+	UNLOCK(&h->lh_ringlock);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&r->rg_sleeping, __ATOMIC_SEQ_CST) &&
+	    __atomic_exchange_n(&r->rg_sleeping, 0, __ATOMIC_SEQ_CST))
+		return ring_kick(h);
+	return 0;
+}
+
+/* One request to dlmd: through the ring if the handle has one. */
+static int send_packet(struct ls_handle *h, struct dlmp_msg *msg)
+{
+	return h->lh_ring ? ring_send(h, msg) : send_socket(h, msg);
 }
 
 static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
@@ -935,10 +1052,51 @@ static void handle_free(struct ls_handle *h)
 	pend_free_all(h);
 	MUTEX_DESTROY(&h->lh_plock);
 	COND_DESTROY(&h->lh_slot_cond);
+	if (h->lh_ring)
+		munmap(h->lh_ring, DLMP_RING_BYTES);
+	MUTEX_DESTROY(&h->lh_ringlock);
 #ifdef _REENTRANT
 	pthread_mutex_destroy(&h->lh_lock);
 #endif
 	free(h);
+}
+
+/* Give the bound connection a request ring (dlmd_proto.h "The request
+ * ring"), unless $DLMD_RING is "0".  Without one (no memfd, dlmd said
+ * no) requests go on the socket: nothing fails here. */
+static void ring_attach(struct ls_handle *h)
+{
+	const char *env = getenv(RING_ENV);
+	struct dlmp_msg msg;
+	struct dlmp_reply reply;
+	void *p;
+	int fd, rv;
+
+	if (env && strcmp(env, "0") == 0)
+		return;
+	fd = memfd_create("dlmd-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return;
+	if (ftruncate(fd, (off_t)DLMP_RING_BYTES) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		close(fd);
+		return;
+	}
+	p = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return;
+	}
+	memset(&msg, 0, sizeof(msg));
+	msg.m_hdr.h_type = DLMP_RING;
+	msg.m_u.pair.pr_a = DLMP_RING_ATTACH;
+	rv = do_request(h->lh_fd, &h->lh_reqid, &msg, fd, &reply);
+	close(fd);
+	if (rv) {
+		munmap(p, DLMP_RING_BYTES);
+		return;
+	}
+	h->lh_ring = p;
 }
 
 /* Bind connection 'fd' (owned by the handle from now) to lockspace
@@ -960,6 +1118,7 @@ static struct ls_handle *ls_open_on(int fd, const char *name, int *err)
 	MUTEX_INIT(&h->lh_wlock);
 	MUTEX_INIT(&h->lh_idlock);
 	MUTEX_INIT(&h->lh_plock);
+	MUTEX_INIT(&h->lh_ringlock);
 	COND_INIT(&h->lh_slot_cond);
 #ifdef _REENTRANT
 	pthread_mutex_init(&h->lh_lock, NULL);
@@ -987,6 +1146,7 @@ static struct ls_handle *ls_open_on(int fd, const char *name, int *err)
 		h->lh_id_block = h->lh_id_next = reply.rp_value2;
 		h->lh_id_end = reply.rp_value2 + DLMP_IDS_BLOCK;
 	}
+	ring_attach(h);
 	handle_register(h);
 	return h;
 }
@@ -1385,6 +1545,8 @@ static void poll_answers(struct ls_handle *h)
 	ssize_t n;
 	int err;
 
+	if (h->lh_ring && !__atomic_load_n(&h->lh_ring->rg_notice, __ATOMIC_ACQUIRE))
+		return;		/* nothing unasked for was sent */
 	LOCK(&h->lh_wlock);
 	while (!h->lh_reading && !h->lh_dead) {
 		h->lh_reading = true;

@@ -335,6 +335,8 @@ struct dlmd {
 	uint64_t		d_nrequests;
 	uint64_t		d_nasts_sent;
 	uint64_t		d_nbad_requests;
+	uint64_t		d_nring_requests; /* taken from request rings */
+	uint64_t		d_nring_kicks;	/* ring kicks: wake-ups asked */
 	uint64_t		d_nclients_total;
 	/* limits (client.c) */
 	struct u32map		d_uid_conns;	/* uid -> connections (as a count) */
