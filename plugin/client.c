@@ -1926,9 +1926,13 @@ static void ring_drain(struct dlmd *d, struct dlmd_client *c)
 static void ring_job(void *data)
 {
 	struct dlmd_client *c = data;
-	struct dlmd *d = c->cl_d;
 
 	c->cl_ring_job = false;
+	dlmd_client_ring_take(c->cl_d, c);
+}
+
+void dlmd_client_ring_take(struct dlmd *d, struct dlmd_client *c)
+{
 	if (!c->cl_ring || c->cl_broken)
 		return;
 	out_batch.ob_c = c;

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -2767,6 +2769,322 @@ static void test_dispatch_close_in_ast(void **state)
 	assert_int_equal(r[0].r_comp + r[1].r_comp + r[2].r_comp + r[3].r_comp, 1);
 }
 
+/* ------------------------------------------------------------------ */
+/* the request ring (dlmd_proto.h "The request ring")                  */
+/* ------------------------------------------------------------------ */
+
+/* One counter of "dlmctl status" ($DLMCTL, set by test-daemon.sh). */
+static uint64_t ctl_counter(const char *name)
+{
+	const char *dlmctl = getenv("DLMCTL");
+	char cmd[512], line[256], key[128];
+	unsigned long long v;
+	bool found = false;
+	uint64_t value = 0;
+	FILE *f;
+
+	assert_non_null(dlmctl);
+	snprintf(cmd, sizeof(cmd), "'%s' status", dlmctl);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%127s %llu", key, &v) == 2 && !strcmp(key, name)) {
+			value = v;
+			found = true;
+		}
+	assert_int_equal(pclose(f), 0);
+	assert_true(found);
+	return value;
+}
+
+/* Async requests go through the handle's ring, and a kick is sent only
+ * when dlmd said it sleeps: with dlmd stopped, RING_LOCKS locks are put
+ * in the ring and only the first kicks it (dlmd cannot clear the flag
+ * meanwhile).  Then with $DLMD_RING=0 a handle has no ring, and its
+ * requests go on the socket as before. */
+#define RING_LOCKS	64
+static void test_ring_requests(void **state)
+{
+	static struct rec g[RING_LOCKS];
+	const char *pid = getenv("DLMD_PID_1");
+	uint64_t req0, kick0;
+	dlm_lshandle_t h;
+	char name[32];
+	struct rec r;
+
+	(void)state;
+	assert_non_null(pid);
+	ownid_dlmd = (pid_t)atoi(pid);
+	assert_true(ownid_dlmd > 0);
+	h = dlm_new_lockspace("ls-ring", 0600, 0);
+	assert_non_null(h);
+	req0 = ctl_counter("ring_requests");
+	kick0 = ctl_counter("ring_kicks");
+	signal(SIGALRM, ownid_alarm);
+	alarm(AST_TIMEOUT_MS / 1000 + 1);
+	assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
+	for (int i = 0; i < RING_LOCKS; i++) {
+		rec_init(&g[i]);
+		snprintf(name, sizeof(name), "ring-%d", i);
+		assert_int_equal(lock(h, LKM_EXMODE, &g[i], 0, name, NULL), 0);
+	}
+	assert_int_equal(kill(ownid_dlmd, SIGCONT), 0);
+	alarm(0);
+	signal(SIGALRM, SIG_DFL);
+	wait_all(h, g, RING_LOCKS);
+	for (int i = 0; i < RING_LOCKS; i++)
+		assert_int_equal(g[i].r_lksb.sb_status, 0);
+	assert_int_equal(ctl_counter("ring_requests") - req0, RING_LOCKS);
+	assert_int_equal(ctl_counter("ring_kicks") - kick0, 1);
+	/* the _wait forms through the ring too */
+	rec_init(&r);
+	assert_int_equal(dlm_ls_lock_wait(h, LKM_PRMODE, &r.r_lksb, 0, "ring-w",
+					  6, 0, NULL, NULL, NULL), 0);
+	assert_int_equal(r.r_lksb.sb_status, 0);
+	assert_int_equal(dlm_ls_unlock_wait(h, r.r_lksb.sb_lkid, 0, &r.r_lksb), 0);
+	assert_int_equal(ctl_counter("ring_requests") - req0, RING_LOCKS + 2);
+	assert_int_equal(dlm_release_lockspace("ls-ring", h, 1), 0);
+
+	/* no ring asked for: the socket, as before */
+	setenv("DLMD_RING", "0", 1);
+	h = dlm_open_lockspace(LS_NAME);
+	unsetenv("DLMD_RING");
+	assert_non_null(h);
+	req0 = ctl_counter("ring_requests");
+	rec_init(&r);
+	assert_int_equal(dlm_ls_lock_wait(h, LKM_PRMODE, &r.r_lksb, 0, "ring-s",
+					  6, 0, NULL, NULL, NULL), 0);
+	assert_int_equal(r.r_lksb.sb_status, 0);
+	rec_init(&g[0]);
+	assert_int_equal(lock(h, LKM_EXMODE, &g[0], 0, "ring-s2", NULL), 0);
+	wait_all(h, g, 1);
+	assert_int_equal(g[0].r_lksb.sb_status, 0);
+	assert_int_equal(ctl_counter("ring_requests"), req0);
+	assert_int_equal(dlm_close_lockspace(h), 0);
+}
+
+/* A memfd of 'size' bytes, sealed against shrinking if 'seal'. */
+static int ring_memfd(size_t size, bool seal)
+{
+	int fd = memfd_create("test-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	if (seal)
+		assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	return fd;
+}
+
+/* RING ATTACH of 'mfd' on raw connection fd: the REPLY's status. */
+static int raw_ring_attach(int fd, int mfd, uint32_t reqid)
+{
+	unsigned char buf[DLMP_MAX_MSG];
+	union {
+		char		buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr	align;
+	} cbuf;
+	struct iovec iov;
+	struct msghdr mh;
+	struct cmsghdr *cm;
+	struct dlmp_msg m;
+	int len;
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_RING;
+	m.m_hdr.h_reqid = reqid;
+	m.m_u.pair.pr_a = DLMP_RING_ATTACH;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_true(len > 0);
+	iov.iov_base = buf;
+	iov.iov_len = (size_t)len;
+	memset(&mh, 0, sizeof(mh));
+	memset(&cbuf, 0, sizeof(cbuf));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf.buf;
+	mh.msg_controllen = sizeof(cbuf.buf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &mfd, sizeof(int));
+	assert_int_equal(sendmsg(fd, &mh, MSG_NOSIGNAL), len);
+	raw_read(fd, &m);
+	assert_int_equal(m.m_hdr.h_type, DLMP_REPLY);
+	assert_int_equal(m.m_hdr.h_reqid, reqid);
+	return m.m_u.reply.rp_status;
+}
+
+/* A kick, on a connection that may be gone already. */
+static void raw_ring_kick(int fd, uint32_t reqid)
+{
+	unsigned char buf[DLMP_MAX_MSG];
+	struct dlmp_msg m;
+	int len;
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_RING;
+	m.m_hdr.h_reqid = reqid;
+	m.m_u.pair.pr_a = DLMP_RING_KICK;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_true(len > 0);
+	(void)send(fd, buf, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* Wait up to AST_TIMEOUT_MS for the end of raw connection fd, reading
+ * (and dropping) whatever answers come first. */
+static bool raw_wait_closed(int fd)
+{
+	uint64_t end = now_ms() + AST_TIMEOUT_MS;
+	unsigned char rb[DLMP_MAX_MSG];
+
+	while (now_ms() < end) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		n = recv(fd, rb, sizeof(rb), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return true;
+	}
+	return false;
+}
+
+struct scribble {
+	volatile unsigned char	*sc_mem;
+	volatile bool		sc_stop;
+	unsigned int		sc_seed;
+};
+
+/* Write random bytes all over the ring (header words included) until
+ * told to stop, as a hostile client could while dlmd reads it. */
+static void *scribble_ring(void *arg)
+{
+	struct scribble *sc = arg;
+
+	while (!sc->sc_stop) {
+		size_t at = (size_t)rand_r(&sc->sc_seed) % DLMP_RING_BYTES;
+
+		sc->sc_mem[at] = (unsigned char)rand_r(&sc->sc_seed);
+		if (at % 7 == 0)	/* the tail, often, near or far */
+			__atomic_store_n((uint32_t *)sc->sc_mem,
+					 (uint32_t)rand_r(&sc->sc_seed) %
+					 (2 * DLMP_RING_SLOTS), __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* The client writes the ring at any moment and dlmd trusts nothing in
+ * it: a memfd unsealed or too small is refused; malformed slots are
+ * refused one by one like malformed packets; a tail out of range
+ * disconnects that client; a thread scribbling over a ring while it
+ * kicks harms nobody but itself.  dlmd keeps serving h1 throughout. */
+static void test_ring_hostile(void **state)
+{
+	const char *pid = getenv("DLMD_PID_1");
+	struct dlmp_ring *ring;
+	struct scribble sc;
+	struct dlmp_msg m;
+	pthread_t t;
+	struct rec r;
+	unsigned char *slot;
+	uint32_t len32;
+	int fd, ast, mfd;
+
+	(void)state;
+	assert_non_null(pid);
+	fd = raw_connect();
+	ast = raw_open(fd, 1);
+	mfd = ring_memfd(DLMP_RING_BYTES, false);
+	assert_int_equal(raw_ring_attach(fd, mfd, 2), -EINVAL);	/* unsealed */
+	close(mfd);
+	mfd = ring_memfd(DLMP_RING_BYTES - 1, true);
+	assert_int_equal(raw_ring_attach(fd, mfd, 3), -EINVAL);	/* too small */
+	close(mfd);
+	mfd = ring_memfd(DLMP_RING_BYTES, true);
+	assert_int_equal(raw_ring_attach(fd, mfd, 4), 0);
+	assert_int_equal(raw_ring_attach(fd, mfd, 5), -EISCONN);
+	ring = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	assert_true(ring != MAP_FAILED);
+	close(mfd);
+
+	/* slot 0: a length past any packet, over garbage */
+	slot = ring->rg_slots[0];
+	len32 = 100000;
+	memcpy(slot, &len32, 4);
+	memset(slot + 8, 0xa5, DLMP_MAX_MSG);
+	/* slot 1: a LOCK whose header length is not the slot's */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_LOCK;
+	m.m_hdr.h_reqid = 21;
+	m.m_u.lock.lk_mode = LKM_EXMODE;
+	m.m_u.lock.lk_namelen = 4;
+	memcpy(m.m_u.lock.lk_name, "host", 4);
+	slot = ring->rg_slots[1];
+	len32 = (uint32_t)dlmp_encode(&m, slot + 8, DLMP_MAX_MSG) - 1;
+	memcpy(slot, &len32, 4);
+	/* slot 2: a VERSION request, well formed: answered */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_VERSION_REQ;
+	m.m_hdr.h_reqid = 22;
+	slot = ring->rg_slots[2];
+	len32 = (uint32_t)dlmp_encode(&m, slot + 8, DLMP_MAX_MSG);
+	memcpy(slot, &len32, 4);
+	__atomic_store_n(&ring->rg_tail, 3, __ATOMIC_SEQ_CST);
+	raw_ring_kick(fd, 6);
+	raw_read(fd, &m);
+	assert_int_equal(m.m_hdr.h_type, DLMP_REPLY);
+	assert_true(m.m_u.reply.rp_status < 0);
+	raw_read(fd, &m);
+	assert_int_equal(m.m_hdr.h_reqid, 21);
+	assert_int_equal(m.m_u.reply.rp_status, -EBADMSG);
+	raw_read(fd, &m);
+	assert_int_equal(m.m_hdr.h_reqid, 22);
+	assert_int_equal(m.m_u.reply.rp_status, 0);
+	assert_int_equal(m.m_u.reply.rp_value, DLMP_VERSION_MAJOR);
+	assert_int_equal(__atomic_load_n(&ring->rg_head, __ATOMIC_SEQ_CST), 3);
+	/* a tail far past what the ring holds: that client goes */
+	__atomic_store_n(&ring->rg_tail, 3 + 5 * DLMP_RING_SLOTS, __ATOMIC_SEQ_CST);
+	raw_ring_kick(fd, 7);
+	assert_true(raw_wait_closed(fd));
+	close(fd);
+	close(ast);
+	munmap(ring, DLMP_RING_BYTES);
+	rec_init(&r);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &r, 0, "ring-host-1"), 0);
+	assert_int_equal(dlm_ls_unlock_wait(h1, r.r_lksb.sb_lkid, 0, &r.r_lksb), 0);
+
+	/* a ring scribbled over while its client kicks */
+	fd = raw_connect();
+	ast = raw_open(fd, 1);
+	mfd = ring_memfd(DLMP_RING_BYTES, true);
+	assert_int_equal(raw_ring_attach(fd, mfd, 2), 0);
+	sc.sc_mem = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, mfd, 0);
+	assert_true(sc.sc_mem != MAP_FAILED);
+	close(mfd);
+	sc.sc_stop = false;
+	sc.sc_seed = 14;
+	assert_int_equal(pthread_create(&t, NULL, scribble_ring, &sc), 0);
+	for (int i = 0; i < 2000; i++) {
+		unsigned char rb[DLMP_MAX_MSG];
+
+		raw_ring_kick(fd, 100 + (uint32_t)i);
+		while (recv(fd, rb, sizeof(rb), MSG_DONTWAIT) > 0)
+			;
+	}
+	sc.sc_stop = true;
+	pthread_join(t, NULL);
+	close(fd);
+	close(ast);
+	munmap((void *)sc.sc_mem, DLMP_RING_BYTES);
+	assert_int_equal(kill((pid_t)atoi(pid), 0), 0);	/* dlmd lives */
+	rec_init(&r);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &r, 0, "ring-host-2"), 0);
+	assert_int_equal(dlm_ls_unlock_wait(h1, r.r_lksb.sb_lkid, 0, &r.r_lksb), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2813,6 +3131,8 @@ int main(void)
 		cmocka_unit_test(test_async_release_old_path),
 		cmocka_unit_test(test_async_unlock_noreply),
 		cmocka_unit_test(test_dispatch_close_in_ast),
+		cmocka_unit_test(test_ring_requests),
+		cmocka_unit_test(test_ring_hostile),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
