@@ -250,6 +250,10 @@ struct sync_wait {
 /* How deep this thread is in AST routines run by dispatch_fd(): a
  * synchronous call made there dispatches inline (sync_wait). */
 static THREAD_LOCAL unsigned int in_ast;
+/* A handle whose ring this thread filled from AST routines without a
+ * kick (see "The request ring" above): kicked, if dlmd still sleeps,
+ * when dispatching ends or before this thread waits for an AST. */
+static THREAD_LOCAL struct ls_handle *kick_owed;
 /* The AST fd of a handle an AST routine of this thread closed: the
  * dispatch_fd() that ran it reads no more of its batch. */
 static THREAD_LOCAL int ast_closed = -1;
@@ -497,9 +501,29 @@ static int ring_wait_room(struct ls_handle *h, uint32_t head)
 	return 0;
 }
 
+/* The kick this thread owes (kick_owed), if dlmd still sleeps.  A
+ * failed kick is not reported: the connection is gone, and what was in
+ * the ring gets its completion from the AST socket's end. */
+static void kick_flush(void)
+{
+	struct ls_handle *h = kick_owed;
+	struct dlmp_ring *r;
+
+	if (!h)
+		return;
+	kick_owed = NULL;
+	r = h->lh_ring;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&r->rg_sleeping, __ATOMIC_SEQ_CST) &&
+	    __atomic_exchange_n(&r->rg_sleeping, 0, __ATOMIC_SEQ_CST))
+		(void)ring_kick(h);
+}
+
 /* Put one request into the ring (dlmd_proto.h "The request ring"), and
- * kick dlmd only if it said it sleeps. */
-static int ring_send(struct ls_handle *h, struct dlmp_msg *msg)
+ * kick dlmd only if it said it sleeps.  'defer': a request without an
+ * answer; made by an AST routine, its kick waits until dispatching ends
+ * (kick_owed), so that the requests a batch of ASTs makes cost one. */
+static int ring_send(struct ls_handle *h, struct dlmp_msg *msg, bool defer)
 {
 	struct dlmp_ring *r = h->lh_ring;
 	unsigned char *slot;
@@ -532,8 +556,15 @@ static int ring_send(struct ls_handle *h, struct dlmp_msg *msg)
 	__atomic_store_n(&r->rg_tail, h->lh_ring_tail, __ATOMIC_SEQ_CST);
 	UNLOCK(&h->lh_ringlock);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&r->rg_sleeping, __ATOMIC_SEQ_CST) &&
-	    __atomic_exchange_n(&r->rg_sleeping, 0, __ATOMIC_SEQ_CST))
+	if (!__atomic_load_n(&r->rg_sleeping, __ATOMIC_SEQ_CST))
+		return 0;
+	if (defer && in_ast) {
+		if (kick_owed != h)
+			kick_flush();	/* one owed at a time */
+		kick_owed = h;
+		return 0;
+	}
+	if (__atomic_exchange_n(&r->rg_sleeping, 0, __ATOMIC_SEQ_CST))
 		return ring_kick(h);
 	return 0;
 }
@@ -541,7 +572,7 @@ static int ring_send(struct ls_handle *h, struct dlmp_msg *msg)
 /* One request to dlmd: through the ring if the handle has one. */
 static int send_packet(struct ls_handle *h, struct dlmp_msg *msg)
 {
-	return h->lh_ring ? ring_send(h, msg) : send_socket(h, msg);
+	return h->lh_ring ? ring_send(h, msg, false) : send_socket(h, msg);
 }
 
 static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
@@ -716,7 +747,7 @@ static int send_unanswered(struct ls_handle *h, struct dlmp_msg *msg)
 		++h->lh_reqid;
 	msg->m_hdr.h_reqid = h->lh_reqid;
 	UNLOCK(&h->lh_wlock);
-	return send_packet(h, msg);
+	return h->lh_ring ? ring_send(h, msg, true) : send_socket(h, msg);
 }
 
 /* A request that gets a REPLY (no DLMP_LK_SYNC): its status. */
@@ -1039,6 +1070,8 @@ static void pend_free_all(struct ls_handle *h)
 
 static void handle_free(struct ls_handle *h)
 {
+	if (kick_owed == h)
+		kick_flush();
 	if (h->lh_ast_fd >= 0)
 		handle_unregister(h);
 	if (in_ast && h->lh_ast_fd >= 0)
@@ -1369,7 +1402,7 @@ static void complete_pending(int fd, struct ls_handle *h)
  * negative errno (-ENOTCONN when the daemon closed the socket: the
  * async locks still waiting for a completion then get theirs).  An AST
  * routine may close the handle: dispatching stops there (ast_closed). */
-static int dispatch_fd(int fd, struct ls_handle *h)
+static int dispatch_batches(int fd, struct ls_handle *h)
 {
 	unsigned char bufs[DISPATCH_BATCH][DLMP_MAX_MSG];
 	struct mmsghdr mm[DISPATCH_BATCH];
@@ -1439,6 +1472,17 @@ static int dispatch_fd(int fd, struct ls_handle *h)
 	return 0;
 }
 
+/* dispatch_batches(), then the kick its AST routines' requests owe
+ * (also when called from an AST routine: one that dispatches while it
+ * waits gets its requests taken). */
+static int dispatch_fd(int fd, struct ls_handle *h)
+{
+	int rv = dispatch_batches(fd, h);
+
+	kick_flush();
+	return rv;
+}
+
 int dlm_dispatch(int fd)
 {
 	return ret_errno(dispatch_fd(fd, NULL));
@@ -1458,7 +1502,10 @@ static void sync_ast(void *arg)
 static int read_once(struct ls_handle *h)
 {
 	struct pollfd pfd = { .fd = h->lh_ast_fd, .events = POLLIN };
-	int n = poll(&pfd, 1, SYNC_POLL_MS);
+	int n;
+
+	kick_flush();	/* what we wait for may be in the ring */
+	n = poll(&pfd, 1, SYNC_POLL_MS);
 
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;

@@ -2863,6 +2863,77 @@ static void test_ring_requests(void **state)
 	assert_int_equal(dlm_close_lockspace(h), 0);
 }
 
+/* Requests made by AST routines during one dlm_dispatch() owe one kick,
+ * sent when dispatching ends: none of them reaches dlmd before (dlmd
+ * sleeps: it took everything and nobody kicked), then all do.  Each
+ * completion of a first round of locks takes a second lock; the last
+ * routine to run looks at ring_requests, still where the first round
+ * left it. */
+#define CHAIN_LOCKS	32
+static struct rec chain1[CHAIN_LOCKS], chain2[CHAIN_LOCKS];
+static dlm_lshandle_t chain_h;
+static int chain_ran;
+static uint64_t chain_req_in_last;
+
+static void chain_ast(void *arg)
+{
+	struct rec *r = arg;
+	int i = (int)(r - chain1);
+	char name[32];
+
+	r->r_comp++;
+	snprintf(name, sizeof(name), "chain2-%d", i);
+	rec_init(&chain2[i]);
+	assert_int_equal(lock(chain_h, LKM_EXMODE, &chain2[i], 0, name, NULL), 0);
+	if (++chain_ran == CHAIN_LOCKS)
+		chain_req_in_last = ctl_counter("ring_requests");
+}
+
+static void test_ring_kick_per_dispatch(void **state)
+{
+	const char *pid = getenv("DLMD_PID_1");
+	uint64_t req0, kick0, end;
+	char name[32];
+
+	(void)state;
+	assert_non_null(pid);
+	ownid_dlmd = (pid_t)atoi(pid);
+	chain_h = dlm_new_lockspace("ls-chain", 0600, 0);
+	assert_non_null(chain_h);
+	req0 = ctl_counter("ring_requests");
+	signal(SIGALRM, ownid_alarm);
+	alarm(AST_TIMEOUT_MS / 1000 + 1);
+	assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
+	for (int i = 0; i < CHAIN_LOCKS; i++) {
+		rec_init(&chain1[i]);
+		snprintf(name, sizeof(name), "chain1-%d", i);
+		assert_int_equal(dlm_ls_lock(chain_h, LKM_EXMODE, &chain1[i].r_lksb,
+					     0, name, (unsigned int)strlen(name), 0,
+					     chain_ast, &chain1[i], NULL, NULL), 0);
+	}
+	assert_int_equal(kill(ownid_dlmd, SIGCONT), 0);
+	alarm(0);
+	signal(SIGALRM, SIG_DFL);
+	/* dlmd took them in one wake-up and wrote their completions in the
+	 * same one, before it answers dlmctl */
+	end = now_ms() + AST_TIMEOUT_MS;
+	while (ctl_counter("ring_requests") - req0 < CHAIN_LOCKS)
+		assert_true(now_ms() < end);
+	assert_int_equal(ctl_counter("ring_requests") - req0, CHAIN_LOCKS);
+	kick0 = ctl_counter("ring_kicks");
+	chain_ran = 0;
+	assert_int_equal(dlm_dispatch(dlm_ls_get_fd(chain_h)), 0);
+	assert_int_equal(chain_ran, CHAIN_LOCKS);
+	/* none of the second round was taken while the routines ran */
+	assert_int_equal(chain_req_in_last - req0, CHAIN_LOCKS);
+	wait_all(chain_h, chain2, CHAIN_LOCKS);
+	for (int i = 0; i < CHAIN_LOCKS; i++)
+		assert_int_equal(chain2[i].r_lksb.sb_status, 0);
+	assert_int_equal(ctl_counter("ring_requests") - req0, 2 * CHAIN_LOCKS);
+	assert_int_equal(ctl_counter("ring_kicks") - kick0, 1);
+	assert_int_equal(dlm_release_lockspace("ls-chain", chain_h, 1), 0);
+}
+
 /* A memfd of 'size' bytes, sealed against shrinking if 'seal'. */
 static int ring_memfd(size_t size, bool seal)
 {
@@ -3132,6 +3203,7 @@ int main(void)
 		cmocka_unit_test(test_async_unlock_noreply),
 		cmocka_unit_test(test_dispatch_close_in_ast),
 		cmocka_unit_test(test_ring_requests),
+		cmocka_unit_test(test_ring_kick_per_dispatch),
 		cmocka_unit_test(test_ring_hostile),
 	};
 
