@@ -130,6 +130,9 @@
 #define RING_ROOM_WAIT_MS	100	/* a full ring: look at the daemon
 					 * this often */
 #define RING_ENV		"DLMD_RING"	/* "0": no request ring */
+/* Requests AST routines may put in the ring before the kick they owe is
+ * sent anyway: dlmd starts on them while the routines go on. */
+#define RING_KICK_BATCH		64
 
 #ifdef _REENTRANT
 #define MUTEX_T			pthread_mutex_t
@@ -254,6 +257,7 @@ static THREAD_LOCAL unsigned int in_ast;
  * kick (see "The request ring" above): kicked, if dlmd still sleeps,
  * when dispatching ends or before this thread waits for an AST. */
 static THREAD_LOCAL struct ls_handle *kick_owed;
+static THREAD_LOCAL unsigned int kick_owed_n;	/* requests it is owed for */
 /* The AST fd of a handle an AST routine of this thread closed: the
  * dispatch_fd() that ran it reads no more of its batch. */
 static THREAD_LOCAL int ast_closed = -1;
@@ -512,6 +516,7 @@ static void kick_flush(void)
 	if (!h)
 		return;
 	kick_owed = NULL;
+	kick_owed_n = 0;
 	r = h->lh_ring;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&r->rg_sleeping, __ATOMIC_SEQ_CST) &&
@@ -562,6 +567,8 @@ static int ring_send(struct ls_handle *h, struct dlmp_msg *msg, bool defer)
 		if (kick_owed != h)
 			kick_flush();	/* one owed at a time */
 		kick_owed = h;
+		if (++kick_owed_n >= RING_KICK_BATCH)
+			kick_flush();
 		return 0;
 	}
 	if (__atomic_exchange_n(&r->rg_sleeping, 0, __ATOMIC_SEQ_CST))
