@@ -2101,9 +2101,9 @@ static void test_refused_connection(void **state)
 	assert_int_equal(err, EUSERS);
 }
 
-/* Bind raw connection 'fd' to LS_NAME; returns our end of its AST
- * socket. */
-static int raw_open(int fd, uint32_t reqid)
+/* Send request m on raw connection fd with 'pass' attached
+ * (SCM_RIGHTS), and read its REPLY into m. */
+static void raw_request_fd(int fd, struct dlmp_msg *m, int pass)
 {
 	unsigned char buf[DLMP_MAX_MSG];
 	union {
@@ -2113,16 +2113,9 @@ static int raw_open(int fd, uint32_t reqid)
 	struct iovec iov;
 	struct msghdr mh;
 	struct cmsghdr *cm;
-	struct dlmp_msg m;
-	int sv[2], len;
+	uint32_t reqid = m->m_hdr.h_reqid;
+	int len = dlmp_encode(m, buf, sizeof(buf));
 
-	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_LS_OPEN;
-	m.m_hdr.h_reqid = reqid;
-	m.m_u.ls.ls_namelen = (uint16_t)strlen(LS_NAME);
-	memcpy(m.m_u.ls.ls_name, LS_NAME, strlen(LS_NAME));
-	len = dlmp_encode(&m, buf, sizeof(buf));
 	assert_true(len > 0);
 	iov.iov_base = buf;
 	iov.iov_len = (size_t)len;
@@ -2136,12 +2129,28 @@ static int raw_open(int fd, uint32_t reqid)
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &sv[1], sizeof(int));
-	assert_int_equal(sendmsg(fd, &mh, 0), len);
+	memcpy(CMSG_DATA(cm), &pass, sizeof(int));
+	assert_int_equal(sendmsg(fd, &mh, MSG_NOSIGNAL), len);
+	raw_read(fd, m);
+	assert_int_equal(m->m_hdr.h_type, DLMP_REPLY);
+	assert_int_equal(m->m_hdr.h_reqid, reqid);
+}
+
+/* Bind raw connection 'fd' to LS_NAME; returns our end of its AST
+ * socket. */
+static int raw_open(int fd, uint32_t reqid)
+{
+	struct dlmp_msg m;
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_LS_OPEN;
+	m.m_hdr.h_reqid = reqid;
+	m.m_u.ls.ls_namelen = (uint16_t)strlen(LS_NAME);
+	memcpy(m.m_u.ls.ls_name, LS_NAME, strlen(LS_NAME));
+	raw_request_fd(fd, &m, sv[1]);
 	close(sv[1]);
-	len = raw_read(fd, &m);
-	assert_int_equal(m.m_hdr.h_type, DLMP_REPLY);
-	assert_int_equal(m.m_hdr.h_reqid, reqid);
 	assert_int_equal(m.m_u.reply.rp_status, 0);
 	return sv[0];
 }
@@ -2797,6 +2806,29 @@ static uint64_t ctl_counter(const char *name)
 	return value;
 }
 
+/* With dlmd stopped (pid ownid_dlmd), n async EX locks on h named
+ * PREFIX-i, completion routine 'ast' with argument &v[i]; then dlmd goes
+ * on. */
+static void locks_while_stopped(dlm_lshandle_t h, struct rec *v, int n,
+				const char *prefix, void (*ast)(void *))
+{
+	char name[32];
+
+	signal(SIGALRM, ownid_alarm);
+	alarm(AST_TIMEOUT_MS / 1000 + 1);
+	assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
+	for (int i = 0; i < n; i++) {
+		rec_init(&v[i]);
+		snprintf(name, sizeof(name), "%s-%d", prefix, i);
+		assert_int_equal(dlm_ls_lock(h, LKM_EXMODE, &v[i].r_lksb, 0, name,
+					     (unsigned int)strlen(name), 0, ast,
+					     &v[i], NULL, NULL), 0);
+	}
+	assert_int_equal(kill(ownid_dlmd, SIGCONT), 0);
+	alarm(0);
+	signal(SIGALRM, SIG_DFL);
+}
+
 /* Async requests go through the handle's ring, and a kick is sent only
  * when dlmd said it sleeps: with dlmd stopped, RING_LOCKS locks are put
  * in the ring and only the first kicks it (dlmd cannot clear the flag
@@ -2809,7 +2841,6 @@ static void test_ring_requests(void **state)
 	const char *pid = getenv("DLMD_PID_1");
 	uint64_t req0, kick0;
 	dlm_lshandle_t h;
-	char name[32];
 	struct rec r;
 
 	(void)state;
@@ -2820,17 +2851,7 @@ static void test_ring_requests(void **state)
 	assert_non_null(h);
 	req0 = ctl_counter("ring_requests");
 	kick0 = ctl_counter("ring_kicks");
-	signal(SIGALRM, ownid_alarm);
-	alarm(AST_TIMEOUT_MS / 1000 + 1);
-	assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
-	for (int i = 0; i < RING_LOCKS; i++) {
-		rec_init(&g[i]);
-		snprintf(name, sizeof(name), "ring-%d", i);
-		assert_int_equal(lock(h, LKM_EXMODE, &g[i], 0, name, NULL), 0);
-	}
-	assert_int_equal(kill(ownid_dlmd, SIGCONT), 0);
-	alarm(0);
-	signal(SIGALRM, SIG_DFL);
+	locks_while_stopped(h, g, RING_LOCKS, "ring", comp_ast);
 	wait_all(h, g, RING_LOCKS);
 	for (int i = 0; i < RING_LOCKS; i++)
 		assert_int_equal(g[i].r_lksb.sb_status, 0);
@@ -2893,7 +2914,6 @@ static void test_ring_kick_per_dispatch(void **state)
 {
 	const char *pid = getenv("DLMD_PID_1");
 	uint64_t req0, kick0, end;
-	char name[32];
 
 	(void)state;
 	assert_non_null(pid);
@@ -2901,19 +2921,7 @@ static void test_ring_kick_per_dispatch(void **state)
 	chain_h = dlm_new_lockspace("ls-chain", 0600, 0);
 	assert_non_null(chain_h);
 	req0 = ctl_counter("ring_requests");
-	signal(SIGALRM, ownid_alarm);
-	alarm(AST_TIMEOUT_MS / 1000 + 1);
-	assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
-	for (int i = 0; i < CHAIN_LOCKS; i++) {
-		rec_init(&chain1[i]);
-		snprintf(name, sizeof(name), "chain1-%d", i);
-		assert_int_equal(dlm_ls_lock(chain_h, LKM_EXMODE, &chain1[i].r_lksb,
-					     0, name, (unsigned int)strlen(name), 0,
-					     chain_ast, &chain1[i], NULL, NULL), 0);
-	}
-	assert_int_equal(kill(ownid_dlmd, SIGCONT), 0);
-	alarm(0);
-	signal(SIGALRM, SIG_DFL);
+	locks_while_stopped(chain_h, chain1, CHAIN_LOCKS, "chain1", chain_ast);
 	/* dlmd took them in one wake-up and wrote their completions in the
 	 * same one, before it answers dlmctl */
 	end = now_ms() + AST_TIMEOUT_MS;
@@ -2949,40 +2957,13 @@ static int ring_memfd(size_t size, bool seal)
 /* RING ATTACH of 'mfd' on raw connection fd: the REPLY's status. */
 static int raw_ring_attach(int fd, int mfd, uint32_t reqid)
 {
-	unsigned char buf[DLMP_MAX_MSG];
-	union {
-		char		buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr	align;
-	} cbuf;
-	struct iovec iov;
-	struct msghdr mh;
-	struct cmsghdr *cm;
 	struct dlmp_msg m;
-	int len;
 
 	memset(&m, 0, sizeof(m));
 	m.m_hdr.h_type = DLMP_RING;
 	m.m_hdr.h_reqid = reqid;
 	m.m_u.pair.pr_a = DLMP_RING_ATTACH;
-	len = dlmp_encode(&m, buf, sizeof(buf));
-	assert_true(len > 0);
-	iov.iov_base = buf;
-	iov.iov_len = (size_t)len;
-	memset(&mh, 0, sizeof(mh));
-	memset(&cbuf, 0, sizeof(cbuf));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cbuf.buf;
-	mh.msg_controllen = sizeof(cbuf.buf);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &mfd, sizeof(int));
-	assert_int_equal(sendmsg(fd, &mh, MSG_NOSIGNAL), len);
-	raw_read(fd, &m);
-	assert_int_equal(m.m_hdr.h_type, DLMP_REPLY);
-	assert_int_equal(m.m_hdr.h_reqid, reqid);
+	raw_request_fd(fd, &m, mfd);
 	return m.m_u.reply.rp_status;
 }
 
