@@ -90,6 +90,12 @@
  * sent, and answers still come on lh_fd, ASTs on lh_ast_fd, exactly as
  * above.  A request costs a system call only when dlmd said it sleeps:
  * the one thread that swaps the ring's flag from 1 to 0 sends the kick.
+ * A request without an answer made by an AST routine does not kick at
+ * once: the handle is marked (lh_kick_owed) and the kick goes out, if
+ * dlmd still sleeps, after RING_KICK_BATCH such requests, when
+ * dispatching returns, or before the thread waits for an AST inside a
+ * _wait call (kick_flush: the handles are found in open_handles, so a
+ * handle closed meanwhile is never touched).
  * A full ring makes the sender sleep on the ring's head (futex) until
  * dlmd takes some; it gives up when lh_fd shows dlmd gone.  With a ring,
  * poll_answers() reads lh_fd only after dlmd raised the ring's notice
@@ -218,6 +224,7 @@ struct ls_handle {
 	struct dlmp_ring *lh_ring;
 	MUTEX_T		lh_ringlock;
 	uint32_t	lh_ring_tail;
+	bool		lh_kick_owed;	/* a kick is owed (atomic) */
 #ifdef _REENTRANT
 	pthread_mutex_t	lh_lock;	/* the AST thread's start */
 	bool		lh_has_thread;
@@ -253,11 +260,12 @@ struct sync_wait {
 /* How deep this thread is in AST routines run by dispatch_fd(): a
  * synchronous call made there dispatches inline (sync_wait). */
 static THREAD_LOCAL unsigned int in_ast;
-/* A handle whose ring this thread filled from AST routines without a
- * kick (see "The request ring" above): kicked, if dlmd still sleeps,
- * when dispatching ends or before this thread waits for an AST. */
-static THREAD_LOCAL struct ls_handle *kick_owed;
-static THREAD_LOCAL unsigned int kick_owed_n;	/* requests it is owed for */
+/* This thread filled rings from AST routines without a kick (see "The
+ * request ring" above; each such handle has lh_kick_owed): they are
+ * kicked, if dlmd still sleeps, when dispatching ends or before this
+ * thread waits for an AST.  kick_owed_n: requests owed for. */
+static THREAD_LOCAL bool kick_owed;
+static THREAD_LOCAL unsigned int kick_owed_n;
 /* The AST fd of a handle an AST routine of this thread closed: the
  * dispatch_fd() that ran it reads no more of its batch. */
 static THREAD_LOCAL int ast_closed = -1;
@@ -505,23 +513,30 @@ static int ring_wait_room(struct ls_handle *h, uint32_t head)
 	return 0;
 }
 
-/* The kick this thread owes (kick_owed), if dlmd still sleeps.  A
- * failed kick is not reported: the connection is gone, and what was in
- * the ring gets its completion from the AST socket's end. */
+/* The kicks owed (kick_owed), to the rings whose dlmd still sleeps.
+ * The handles are found in open_handles, under its lock, so that one
+ * another thread closed meanwhile is not touched.  A failed kick is not
+ * reported: the connection is gone, and what was in the ring gets its
+ * completion from the AST socket's end. */
 static void kick_flush(void)
 {
-	struct ls_handle *h = kick_owed;
-	struct dlmp_ring *r;
-
-	if (!h)
+	if (!kick_owed)
 		return;
-	kick_owed = NULL;
+	kick_owed = false;
 	kick_owed_n = 0;
-	r = h->lh_ring;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&r->rg_sleeping, __ATOMIC_SEQ_CST) &&
-	    __atomic_exchange_n(&r->rg_sleeping, 0, __ATOMIC_SEQ_CST))
-		(void)ring_kick(h);
+	LOCK(&open_handles_lock);
+	for (struct ls_handle *h = open_handles; h; h = h->lh_next) {
+		struct dlmp_ring *r = h->lh_ring;
+
+		if (!r || !__atomic_exchange_n(&h->lh_kick_owed, false,
+					       __ATOMIC_SEQ_CST))
+			continue;
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&r->rg_sleeping, __ATOMIC_SEQ_CST) &&
+		    __atomic_exchange_n(&r->rg_sleeping, 0, __ATOMIC_SEQ_CST))
+			(void)ring_kick(h);
+	}
+	UNLOCK(&open_handles_lock);
 }
 
 /* Put one request into the ring (dlmd_proto.h "The request ring"), and
@@ -564,9 +579,8 @@ static int ring_send(struct ls_handle *h, struct dlmp_msg *msg, bool defer)
 	if (!__atomic_load_n(&r->rg_sleeping, __ATOMIC_SEQ_CST))
 		return 0;
 	if (defer && in_ast) {
-		if (kick_owed != h)
-			kick_flush();	/* one owed at a time */
-		kick_owed = h;
+		__atomic_store_n(&h->lh_kick_owed, true, __ATOMIC_SEQ_CST);
+		kick_owed = true;
 		if (++kick_owed_n >= RING_KICK_BATCH)
 			kick_flush();
 		return 0;
@@ -1077,8 +1091,6 @@ static void pend_free_all(struct ls_handle *h)
 
 static void handle_free(struct ls_handle *h)
 {
-	if (kick_owed == h)
-		kick_flush();
 	if (h->lh_ast_fd >= 0)
 		handle_unregister(h);
 	if (in_ast && h->lh_ast_fd >= 0)
