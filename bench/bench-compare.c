@@ -77,6 +77,36 @@
  *          send.  What is left to reach 300k is the client's packet
  *          per request (batching sends needs a flush point libdlm does
  *          not have outside dlm_dispatch, or a shared-memory ring).
+ *          Profiled again before the ring (issue 14; a loaded machine,
+ *          load average 8-10: 38.7k ops/s clean, strace -c -f on both
+ *          sides, perf record -g): per operation the client makes 1.0
+ *          send, 0.5 recv (every one EAGAIN: the look at the request
+ *          connection before each async lock) and 0.03 recvmmsg (ASTs
+ *          32 at a time); dlmd 0.57 epoll_wait, 0.57 recvmmsg and 0.57
+ *          sendmmsg (1.75 requests per wake-up).  70% of the client's
+ *          and 65% of dlmd's samples are in the kernel: the client's
+ *          send (10% in the syscall, 9% in the wake-up and schedule of
+ *          dlmd it causes), dlmd's sleep and wake-up in epoll_wait
+ *          (19%); dlmd's own code (engine included) 20%, libdlm 6%.
+ *          W1 per pair: client 2 sends + 2 recvs, dlmd 2 epoll_wait,
+ *          2 recvmmsg, 2 sends, two sleeps and wake-ups each side;
+ *          72-75% in the kernel.  Nothing cheaper than taking the
+ *          send (and dlmd's read) off each request: the request ring.
+ *          With the ring (protocol 5), same machine, main's build and
+ *          the ring's back to back, 3 rounds, one sitting, load
+ *          average 6-9: async 70.7k/53.5k/66.8k -> 84.1k/97.8k/114.7k
+ *          ops/s (1.55x mean), and CPU time of dlmd and client
+ *          together per operation 8.2 -> 2.15 us (3.8x less; the
+ *          throughput on this busy machine is bound by how soon each
+ *          side is scheduled, not by CPU).  Per operation the client
+ *          now makes 0.036 recvmmsg and almost no send (570 kicks for
+ *          306k ring requests), dlmd 0.002 epoll_wait and recvmmsg
+ *          and 0.018 sendmmsg (ASTs, 64 a call).  W1 and W2 gain
+ *          nothing (11.8k -> 8.4k and 20.8k -> 18.7k pairs/s means,
+ *          within this sitting's noise; CPU per pair 48 -> 64 us and
+ *          75 -> 88 us, also noisy): a _wait call still sleeps until
+ *          its answer, so dlmd sleeps too and each request costs a
+ *          kick and a wake-up each way, as the socket did.
  *
  *   fresh  (bench/compare --cluster, not run unless named) like W2, but
  *          every pair on a name never used before: each lock creates its

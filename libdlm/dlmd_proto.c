@@ -34,6 +34,7 @@ static const struct type_info type_table[] = {
 	{ DLMP_DEADLOCK, "deadlock", DLMP_DEADLOCK_LEN },
 	{ DLMP_TOKEN, "token", DLMP_TOKEN_LEN },
 	{ DLMP_IDS, "ids", DLMP_IDS_LEN },
+	{ DLMP_RING, "ring", DLMP_RING_LEN },
 	{ DLMP_REPLY, "reply", DLMP_REPLY_LEN },
 	{ DLMP_AST, "ast", DLMP_AST_LEN },
 	{ DLMP_COMP_REPLY, "comp_reply", DLMP_COMP_REPLY_LEN },
@@ -202,12 +203,18 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 	case DLMP_DEADLOCK:
 	case DLMP_TOKEN:
 	case DLMP_IDS:
+	case DLMP_RING:
 		if (blen != ti->ti_fixed)
 			return -EBADMSG;
 		msg->m_u.pair.pr_a = dlm_get_le32(p);
 		msg->m_u.pair.pr_b = dlm_get_le32(p + 4);
-		if (msg->m_hdr.h_type == DLMP_IDS && msg->m_u.pair.pr_b)
+		if ((msg->m_hdr.h_type == DLMP_IDS ||
+		     msg->m_hdr.h_type == DLMP_RING) && msg->m_u.pair.pr_b)
 			return -EINVAL;	/* its pad */
+		if (msg->m_hdr.h_type == DLMP_RING &&
+		    msg->m_u.pair.pr_a != DLMP_RING_ATTACH &&
+		    msg->m_u.pair.pr_a != DLMP_RING_KICK)
+			return -EINVAL;
 		return 0;
 	case DLMP_REPLY: {
 		struct dlmp_reply *rp = &msg->m_u.reply;
@@ -343,6 +350,7 @@ int dlmp_encode(const struct dlmp_msg *msg, void *buf, size_t size)
 	case DLMP_DEADLOCK:
 	case DLMP_TOKEN:
 	case DLMP_IDS:
+	case DLMP_RING:
 		dlm_put_le32(b, msg->m_u.pair.pr_a);
 		dlm_put_le32(b + 4, msg->m_u.pair.pr_b);
 		break;

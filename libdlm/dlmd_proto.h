@@ -133,6 +133,57 @@
  * unlock (unknown to libdlm, waiting, converting, a cancel) waits for its
  * REPLY as before, so that its refusal stays the call's return value.
  *
+ * The request ring (version 5).  After LS_OPEN a client may hand the
+ * daemon a shared-memory ring for its requests: RING (pair a =
+ * DLMP_RING_ATTACH, b = 0) carrying, as SCM_RIGHTS, a memfd of at least
+ * DLMP_RING_BYTES, sealed against shrinking (F_SEAL_SHRINK; else the
+ * daemon, which maps it, could be killed by SIGBUS when the client
+ * truncates it).  A REPLY 0 means: every later request of the
+ * connection goes into the ring, none on the socket but the kick below;
+ * answers, COMP_REPLYs and ASTs come as before.  On any error (a memfd
+ * of the wrong size or unsealed: -EINVAL; a second ring: -EISCONN; no
+ * memory to map it) the connection goes on without a ring, and so does
+ * a client that does not ask for one ($DLMD_RING=0 for libdlm): the
+ * ring is an option of version 5, and a client of version 4 is refused
+ * as every other version is (see Versions).
+ * The ring (struct dlmp_ring, in host byte order: both ends are on one
+ * machine) is DLMP_RING_SLOTS slots of DLMP_RING_SLOT_LEN bytes: u32
+ * packet length, u32 zero, then one request packet exactly as it would
+ * be sent on the socket (same header, same decoder).  rg_tail counts the
+ * slots the client filled (it writes slot tail % SLOTS, then stores
+ * tail + 1 with release order); rg_head counts those the daemon took (it
+ * copies the slot, then stores head + 1).  Both wrap; the ring is full
+ * at tail - head == DLMP_RING_SLOTS.
+ *
+ * Wake-ups.  The daemon does not poll the ring: it reads it when the
+ * client kicks it, RING with a = DLMP_RING_KICK on the socket (no
+ * answer), and then keeps taking requests until the ring is empty.  The
+ * client kicks only when the daemon said it would sleep: before it stops
+ * taking, the daemon stores rg_sleeping = 1, then (a full barrier) reads
+ * rg_tail again and goes on if anything came meanwhile.  The client,
+ * after storing rg_tail (a full barrier), reads rg_sleeping and, if it is
+ * 1, swaps it to 0 and the one thread that did so sends the kick.  One of
+ * the two always sees the other's store, so no request is left asleep
+ * in the ring; while the daemon is busy with a connection, the client
+ * adds requests without any system call.  Per wake-up the daemon takes at
+ * most DLMP_RING_SLOTS requests from one ring before serving others (it
+ * comes back to the rest without a kick).  A client that finds the ring
+ * full sets rg_waiting = 1 and sleeps on rg_head (futex, shared); the
+ * daemon, after taking from a ring whose rg_waiting is set, clears it and
+ * wakes the futex.  The only answer on the socket that no request
+ * waits for, the refusal with reqid 0 when the lockspace is released
+ * under the connection, is announced by rg_notice = 1 (set before it is
+ * sent, never cleared), so a client of a ring need not look at the
+ * socket before each request that gets no answer.
+ *
+ * The client can write the ring at any moment, and the daemon trusts
+ * nothing in it: it keeps its own head (never reading rg_head back),
+ * copies each slot out before reading its length or decoding it (no
+ * double fetch), treats a tail more than DLMP_RING_SLOTS ahead of its
+ * head as a broken client (disconnected), and a slot length past
+ * DLMP_MAX_MSG as a malformed request (answered -EBADMSG as on the
+ * socket).  A hostile ring can only harm its own connection.
+ *
  * Closing the bound connection (exit, crash, SIGKILL) releases the
  * connection's locks at once; PERSISTENT ones become orphans, which a later
  * LOCK with DLM_LKF_ORPHAN adopts or PURGE removes.  An adoption is
@@ -165,7 +216,8 @@
  * REPLY have not changed since), so that an old libdlm reads a clear
  * EPROTONOSUPPORT; otherwise in ours.  libdlm likewise returns
  * -EPROTONOSUPPORT for an answer of another version (what an old dlmd
- * sends a new libdlm).  Version 4 (this one) added DLMP_UL_NOREPLY.
+ * sends a new libdlm).  Version 5 (this one) added the request ring
+ * (RING).  Version 4 added DLMP_UL_NOREPLY.
  * Version 3 added lock ids chosen by the
  * client (DLMP_LK_NEWID, IDS, the block in LS_OPEN's REPLY), the TOKEN
  * request, and the requesting thread and transaction id in LOCK
@@ -199,15 +251,16 @@
 #define DLMD_PROTO_H
 
 #include <assert.h>
+#include <stdalign.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define DLMP_MAGIC		0x504d4c44u	/* "DLMP" in memory order */
-#define DLMP_VERSION		4
+#define DLMP_VERSION		5
 /* The oldest version whose REPLY is laid out like ours (see Versions). */
 #define DLMP_VERSION_OLDEST_REPLY	1
 /* What dlm_kernel_version() reports: the protocol version as x.y.z. */
-#define DLMP_VERSION_MAJOR	4
+#define DLMP_VERSION_MAJOR	5
 #define DLMP_VERSION_MINOR	0
 #define DLMP_VERSION_PATCH	0
 /* The kernel DLM device interface (DLM_DEVICE_VERSION_*) whose semantics
@@ -245,6 +298,8 @@ enum dlmp_type {
 	DLMP_TOKEN = 9,		/* -> REPLY value=token low, value2=high */
 	DLMP_IDS = 10,		/* -> REPLY value=first id of a new block,
 				 * value2=its length */
+	DLMP_RING = 11,		/* ATTACH + SCM_RIGHTS memfd: -> REPLY;
+				 * KICK: no answer */
 	DLMP_REPLY = 64,	/* daemon -> client, request connection */
 	DLMP_AST = 65,		/* daemon -> client, AST socket */
 	DLMP_COMP_REPLY = 66,	/* daemon -> client, request connection: the
@@ -273,6 +328,28 @@ enum dlmp_type {
 					 * without a REPLY") */
 #define DLMP_UL_BITS		(DLMP_LK_LVB | DLMP_LK_SYNC | DLMP_UL_NOREPLY)
 
+/* RING's pair a. */
+#define DLMP_RING_ATTACH	1
+#define DLMP_RING_KICK		2
+
+/* The request ring (see "The request ring").  Slot: u32 length, u32
+ * zero, the packet. */
+#define DLMP_RING_SLOTS		1024	/* a power of two */
+#define DLMP_RING_SLOT_LEN	(8 + DLMP_MAX_MSG)
+
+struct dlmp_ring {
+	alignas(64) uint32_t	rg_tail;	/* client: slots filled */
+	alignas(64) uint32_t	rg_head;	/* daemon: slots taken */
+	alignas(64) uint32_t	rg_sleeping;	/* daemon: kick me */
+	uint32_t		rg_notice;	/* daemon: read the socket */
+	alignas(64) uint32_t	rg_waiting;	/* client: the ring was full */
+	alignas(64) unsigned char rg_slots[DLMP_RING_SLOTS][DLMP_RING_SLOT_LEN];
+};
+
+#define DLMP_RING_BYTES		sizeof(struct dlmp_ring)
+static_assert(offsetof(struct dlmp_ring, rg_slots) == 256, "ring header");
+static_assert((DLMP_RING_SLOTS & (DLMP_RING_SLOTS - 1)) == 0, "slots");
+
 /* REPLY.value2 of a DLMP_LK_SYNC LOCK: not the answer yet, the lock is
  * waiting (value = its id) and a COMP_REPLY with this reqid follows. */
 #define DLMP_REPLY_HELD		1
@@ -296,6 +373,7 @@ enum dlmp_type {
 #define DLMP_DEADLOCK_LEN	8
 #define DLMP_TOKEN_LEN		8
 #define DLMP_IDS_LEN		8	/* block done with u32 (0: none), pad u32 */
+#define DLMP_RING_LEN		8	/* DLMP_RING_* u32, pad u32 */
 #define DLMP_REPLY_LEN		16
 #define DLMP_AST_LEN		88
 #define DLMP_COMP_REPLY_LEN	48

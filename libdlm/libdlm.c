@@ -102,6 +102,25 @@
  * list that keeps one for each REPLY awaited, so that a request dlmd took
  * always finds its record without allocating.
  *
+ * The request ring.  Once bound, a handle gives dlmd a shared-memory
+ * ring (a sealed memfd: dlmd_proto.h "The request ring"), unless
+ * $DLMD_RING is "0" or dlmd says no; every request after that is
+ * written into the ring (under lh_ringlock, one slot each) instead of
+ * sent, and answers still come on lh_fd, ASTs on lh_ast_fd, exactly as
+ * above.  A request costs a system call only when dlmd said it sleeps:
+ * the one thread that swaps the ring's flag from 1 to 0 sends the kick.
+ * A request without an answer made by an AST routine does not kick at
+ * once: the handle is marked (lh_kick_owed) and the kick goes out, if
+ * dlmd still sleeps, after RING_KICK_BATCH such requests, when
+ * dispatching returns, or before the thread waits for an AST inside a
+ * _wait call (kick_flush: the handles are found in open_handles, so a
+ * handle closed meanwhile is never touched).
+ * A full ring makes the sender sleep on the ring's head (futex) until
+ * dlmd takes some; it gives up when lh_fd shows dlmd gone.  With a ring,
+ * poll_answers() reads lh_fd only after dlmd raised the ring's notice
+ * word (the lockspace released under the handle): nothing else comes
+ * there unasked.
+ *
  * Return convention at this API: 0 or -1 with errno.  Internally every
  * function returns 0 or a negative errno, converted once by ret_errno().
  */
@@ -112,9 +131,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <pthread.h>
 
@@ -128,6 +152,12 @@
 #define DISPATCH_BATCH		32	/* ASTs read per recvmmsg */
 #define PEND_MIN		256	/* lh_pend's first number of chains */
 #define PEND_FREE_MAX		4096	/* lock records kept for reuse */
+#define RING_ROOM_WAIT_MS	100	/* a full ring: look at the daemon
+					 * this often */
+#define RING_ENV		"DLMD_RING"	/* "0": no request ring */
+/* Requests AST routines may put in the ring before the kick they owe is
+ * sent anyway: dlmd starts on them while the routines go on. */
+#define RING_KICK_BATCH		64
 
 #ifdef _REENTRANT
 #define MUTEX_T			pthread_mutex_t
@@ -211,6 +241,12 @@ struct ls_handle {
 	struct pending	*lh_pfree;
 	unsigned int	lh_nfree;
 	struct ls_handle *lh_next;	/* in open_handles */
+	/* The request ring (see "The request ring" above), or NULL; the
+	 * slots we filled, under lh_ringlock. */
+	struct dlmp_ring *lh_ring;
+	MUTEX_T		lh_ringlock;
+	uint32_t	lh_ring_tail;
+	bool		lh_kick_owed;	/* a kick is owed (atomic) */
 #ifdef _REENTRANT
 	pthread_mutex_t	lh_lock;	/* the AST thread's start */
 	bool		lh_has_thread;
@@ -250,6 +286,12 @@ struct sync_wait {
 /* How deep this thread is in AST routines run by dispatch_fd(): a
  * synchronous call made there dispatches inline (sync_wait). */
 static THREAD_LOCAL unsigned int in_ast;
+/* This thread filled rings from AST routines without a kick (see "The
+ * request ring" above; each such handle has lh_kick_owed): they are
+ * kicked, if dlmd still sleeps, when dispatching ends or before this
+ * thread waits for an AST.  kick_owed_n: requests owed for. */
+static THREAD_LOCAL bool kick_owed;
+static THREAD_LOCAL unsigned int kick_owed_n;
 /* The AST fd of a handle an AST routine of this thread closed: the
  * dispatch_fd() that ran it reads no more of its batch. */
 static THREAD_LOCAL int ast_closed = -1;
@@ -434,9 +476,9 @@ static void waiter_done(struct ls_handle *h, struct waiter *w)
  * sends it; req_wait() returns once w_answer holds its answer.  0 or a
  * negative errno (the connection's failure: then no answer comes).
  */
-/* Encode and send one request.  One packet is one request, written
- * whole: threads need no lock to send. */
-static int send_packet(struct ls_handle *h, struct dlmp_msg *msg)
+/* Encode and send one request on the socket.  One packet is one
+ * request, written whole: threads need no lock to send. */
+static int send_socket(struct ls_handle *h, struct dlmp_msg *msg)
 {
 	unsigned char buf[DLMP_MAX_MSG];
 	ssize_t n;
@@ -451,6 +493,133 @@ static int send_packet(struct ls_handle *h, struct dlmp_msg *msg)
 	if (n == len)
 		return 0;
 	return n < 0 ? -errno : -EIO;
+}
+
+/* Kick dlmd: it said it sleeps (rg_sleeping), and this thread is the
+ * one that took the flag.  The kick gets no answer. */
+static int ring_kick(struct ls_handle *h)
+{
+	struct dlmp_msg kick;
+
+	memset(&kick, 0, sizeof(kick));
+	kick.m_hdr.h_type = DLMP_RING;
+	kick.m_u.pair.pr_a = DLMP_RING_KICK;
+	LOCK(&h->lh_wlock);
+	if (++h->lh_reqid == 0)
+		++h->lh_reqid;
+	kick.m_hdr.h_reqid = h->lh_reqid;
+	UNLOCK(&h->lh_wlock);
+	return send_socket(h, &kick);
+}
+
+/* The ring is full (dlmd has not taken slot 'head' yet): sleep until it
+ * takes some, or a while (lh_ringlock held: other senders would find it
+ * full too).  0, or a negative errno when dlmd is gone. */
+static int ring_wait_room(struct ls_handle *h, uint32_t head)
+{
+	struct dlmp_ring *r = h->lh_ring;
+	struct timespec ts = { 0, RING_ROOM_WAIT_MS * 1000000L };
+	struct pollfd pfd = { .fd = h->lh_fd, .events = 0 };
+
+	__atomic_store_n(&r->rg_waiting, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&r->rg_head, __ATOMIC_SEQ_CST) != head)
+		return 0;
+	/* it has all our slots to take: make sure it is awake */
+	if (__atomic_load_n(&r->rg_sleeping, __ATOMIC_SEQ_CST) &&
+	    __atomic_exchange_n(&r->rg_sleeping, 0, __ATOMIC_SEQ_CST)) {
+		int rv = ring_kick(h);
+
+		if (rv)
+			return rv;
+	}
+	syscall(SYS_futex, &r->rg_head, FUTEX_WAIT, head, &ts, NULL, 0);
+	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR)))
+		return -ENOTCONN;
+	return 0;
+}
+
+/* The kicks owed (kick_owed), to the rings whose dlmd still sleeps.
+ * The handles are found in open_handles, under its lock, so that one
+ * another thread closed meanwhile is not touched.  A failed kick is not
+ * reported: the connection is gone, and what was in the ring gets its
+ * completion from the AST socket's end. */
+static void kick_flush(void)
+{
+	if (!kick_owed)
+		return;
+	kick_owed = false;
+	kick_owed_n = 0;
+	LOCK(&open_handles_lock);
+	for (struct ls_handle *h = open_handles; h; h = h->lh_next) {
+		struct dlmp_ring *r = h->lh_ring;
+
+		if (!r || !__atomic_exchange_n(&h->lh_kick_owed, false,
+					       __ATOMIC_SEQ_CST))
+			continue;
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&r->rg_sleeping, __ATOMIC_SEQ_CST) &&
+		    __atomic_exchange_n(&r->rg_sleeping, 0, __ATOMIC_SEQ_CST))
+			(void)ring_kick(h);
+	}
+	UNLOCK(&open_handles_lock);
+}
+
+/* Put one request into the ring (dlmd_proto.h "The request ring"), and
+ * kick dlmd only if it said it sleeps.  'defer': a request without an
+ * answer; made by an AST routine, its kick waits until dispatching ends
+ * (kick_owed), so that the requests a batch of ASTs makes cost one. */
+static int ring_send(struct ls_handle *h, struct dlmp_msg *msg, bool defer)
+{
+	struct dlmp_ring *r = h->lh_ring;
+	unsigned char *slot;
+	uint32_t len32;
+	int len;
+
+	LOCK(&h->lh_ringlock);
+	for (;;) {
+		uint32_t head = __atomic_load_n(&r->rg_head, __ATOMIC_ACQUIRE);
+		int rv;
+
+		if (h->lh_ring_tail - head < DLMP_RING_SLOTS)
+			break;
+		rv = ring_wait_room(h, head);
+		if (rv) {
+			UNLOCK(&h->lh_ringlock);
+			return rv;
+		}
+	}
+	slot = r->rg_slots[h->lh_ring_tail & (DLMP_RING_SLOTS - 1)];
+	len = dlmp_encode(msg, slot + 8, DLMP_MAX_MSG);
+	if (len < 0) {
+		UNLOCK(&h->lh_ringlock);
+		return len;
+	}
+	len32 = (uint32_t)len;
+	memcpy(slot, &len32, sizeof(len32));
+	memset(slot + 4, 0, 4);
+	h->lh_ring_tail++;
+	__atomic_store_n(&r->rg_tail, h->lh_ring_tail, __ATOMIC_SEQ_CST);
+	UNLOCK(&h->lh_ringlock);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&r->rg_sleeping, __ATOMIC_SEQ_CST))
+		return 0;
+	if (defer && in_ast) {
+		__atomic_store_n(&h->lh_kick_owed, true, __ATOMIC_SEQ_CST);
+		kick_owed = true;
+		if (++kick_owed_n >= RING_KICK_BATCH)
+			kick_flush();
+		return 0;
+	}
+	if (__atomic_exchange_n(&r->rg_sleeping, 0, __ATOMIC_SEQ_CST))
+		return ring_kick(h);
+	return 0;
+}
+
+/* One request to dlmd: through the ring if the handle has one. */
+static int send_packet(struct ls_handle *h, struct dlmp_msg *msg)
+{
+	return h->lh_ring ? ring_send(h, msg, false) : send_socket(h, msg);
 }
 
 static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
@@ -625,7 +794,7 @@ static int send_unanswered(struct ls_handle *h, struct dlmp_msg *msg)
 		++h->lh_reqid;
 	msg->m_hdr.h_reqid = h->lh_reqid;
 	UNLOCK(&h->lh_wlock);
-	return send_packet(h, msg);
+	return h->lh_ring ? ring_send(h, msg, true) : send_socket(h, msg);
 }
 
 /* A request that gets a REPLY (no DLMP_LK_SYNC): its status. */
@@ -1117,10 +1286,51 @@ static void handle_free(struct ls_handle *h)
 	pend_free_all(h);
 	MUTEX_DESTROY(&h->lh_plock);
 	COND_DESTROY(&h->lh_slot_cond);
+	if (h->lh_ring)
+		munmap(h->lh_ring, DLMP_RING_BYTES);
+	MUTEX_DESTROY(&h->lh_ringlock);
 #ifdef _REENTRANT
 	pthread_mutex_destroy(&h->lh_lock);
 #endif
 	free(h);
+}
+
+/* Give the bound connection a request ring (dlmd_proto.h "The request
+ * ring"), unless $DLMD_RING is "0".  Without one (no memfd, dlmd said
+ * no) requests go on the socket: nothing fails here. */
+static void ring_attach(struct ls_handle *h)
+{
+	const char *env = getenv(RING_ENV);
+	struct dlmp_msg msg;
+	struct dlmp_reply reply;
+	void *p;
+	int fd, rv;
+
+	if (env && strcmp(env, "0") == 0)
+		return;
+	fd = memfd_create("dlmd-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return;
+	if (ftruncate(fd, (off_t)DLMP_RING_BYTES) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		close(fd);
+		return;
+	}
+	p = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return;
+	}
+	memset(&msg, 0, sizeof(msg));
+	msg.m_hdr.h_type = DLMP_RING;
+	msg.m_u.pair.pr_a = DLMP_RING_ATTACH;
+	rv = do_request(h->lh_fd, &h->lh_reqid, &msg, fd, &reply);
+	close(fd);
+	if (rv) {
+		munmap(p, DLMP_RING_BYTES);
+		return;
+	}
+	h->lh_ring = p;
 }
 
 /* Bind connection 'fd' (owned by the handle from now) to lockspace
@@ -1142,6 +1352,7 @@ static struct ls_handle *ls_open_on(int fd, const char *name, int *err)
 	MUTEX_INIT(&h->lh_wlock);
 	MUTEX_INIT(&h->lh_idlock);
 	MUTEX_INIT(&h->lh_plock);
+	MUTEX_INIT(&h->lh_ringlock);
 	COND_INIT(&h->lh_slot_cond);
 #ifdef _REENTRANT
 	pthread_mutex_init(&h->lh_lock, NULL);
@@ -1169,6 +1380,7 @@ static struct ls_handle *ls_open_on(int fd, const char *name, int *err)
 		h->lh_id_block = h->lh_id_next = reply.rp_value2;
 		h->lh_id_end = reply.rp_value2 + DLMP_IDS_BLOCK;
 	}
+	ring_attach(h);
 	handle_register(h);
 	return h;
 }
@@ -1392,7 +1604,7 @@ static void complete_pending(int fd, struct ls_handle *h)
  * negative errno (-ENOTCONN when the daemon closed the socket: the
  * async locks still waiting for a completion then get theirs).  An AST
  * routine may close the handle: dispatching stops there (ast_closed). */
-static int dispatch_fd(int fd, struct ls_handle *h)
+static int dispatch_batches(int fd, struct ls_handle *h)
 {
 	unsigned char bufs[DISPATCH_BATCH][DLMP_MAX_MSG];
 	struct mmsghdr mm[DISPATCH_BATCH];
@@ -1462,6 +1674,17 @@ static int dispatch_fd(int fd, struct ls_handle *h)
 	return 0;
 }
 
+/* dispatch_batches(), then the kick its AST routines' requests owe
+ * (also when called from an AST routine: one that dispatches while it
+ * waits gets its requests taken). */
+static int dispatch_fd(int fd, struct ls_handle *h)
+{
+	int rv = dispatch_batches(fd, h);
+
+	kick_flush();
+	return rv;
+}
+
 int dlm_dispatch(int fd)
 {
 	return ret_errno(dispatch_fd(fd, NULL));
@@ -1481,7 +1704,10 @@ static void sync_ast(void *arg)
 static int read_once(struct ls_handle *h)
 {
 	struct pollfd pfd = { .fd = h->lh_ast_fd, .events = POLLIN };
-	int n = poll(&pfd, 1, SYNC_POLL_MS);
+	int n;
+
+	kick_flush();	/* what we wait for may be in the ring */
+	n = poll(&pfd, 1, SYNC_POLL_MS);
 
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
@@ -1568,6 +1794,8 @@ static void poll_answers(struct ls_handle *h)
 	ssize_t n;
 	int err;
 
+	if (h->lh_ring && !__atomic_load_n(&h->lh_ring->rg_notice, __ATOMIC_ACQUIRE))
+		return;		/* nothing unasked for was sent */
 	LOCK(&h->lh_wlock);
 	while (!h->lh_reading && !h->lh_dead) {
 		h->lh_reading = true;

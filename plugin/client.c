@@ -73,8 +73,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -183,6 +187,12 @@ struct dlmd_client {
 	uint32_t	cl_astq_len;
 	uint64_t	cl_astq_bytes;		/* counted in d_astq_bytes */
 	bool		cl_counted;		/* counted in d_uid_conns */
+	/* its request ring (dlmd_proto.h "The request ring"), mapped, or
+	 * NULL; the slots we took (our own count: the ring's rg_head is
+	 * only written, never trusted); a drain job is queued */
+	struct dlmp_ring *cl_ring;
+	uint32_t	cl_ring_head;
+	bool		cl_ring_job;
 };
 
 /* ------------------------------------------------------------------ */
@@ -889,6 +899,9 @@ static void unbind_if_bound(void *arg, uint32_t key, void *val)
 		 * (dlmd_proto.h "Lock ids chosen by the client") */
 		struct dlmp_reply gone = { .rp_status = -ENOTCONN };
 
+		if (c->cl_ring)	/* look at the socket (dlmd_proto.h) */
+			__atomic_store_n(&c->cl_ring->rg_notice, 1,
+					 __ATOMIC_SEQ_CST);
 		send_reply(ua->ua_d, c, 0, &gone);
 	}
 	client_unbind(ua->ua_d, c, true);
@@ -1157,6 +1170,52 @@ static int req_ls_open(struct req_ctx *rq)
 	/* its first block of lock ids; without one it still works */
 	(void)ids_reserve(c, &rq->rq_reply.rp_value2, &rq->rq_reply.rp_value3);
 	return 0;
+}
+
+/*
+ * RING (dlmd_proto.h "The request ring").  ATTACH maps the client's
+ * memfd; the passed fd is closed by the caller afterwards (the mapping
+ * keeps the memory).  KICK has no answer: client_readable() takes what
+ * the ring holds after every read of the socket, kick or not.
+ */
+static int ring_map(struct dlmd_client *c, int fd)
+{
+	struct stat st;
+	void *p;
+	int seals;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_size < (off_t)DLMP_RING_BYTES)
+		return -EINVAL;
+	/* unsealed, the client could shrink it under our mapping: SIGBUS */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return -EINVAL;
+	p = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	c->cl_ring = p;
+	c->cl_ring_head = __atomic_load_n(&c->cl_ring->rg_tail, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&c->cl_ring->rg_head, c->cl_ring_head, __ATOMIC_RELEASE);
+	/* asleep until the first kick */
+	__atomic_store_n(&c->cl_ring->rg_sleeping, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static int req_ring(struct req_ctx *rq)
+{
+	struct dlmd_client *c = rq->rq_c;
+
+	if (rq->rq_msg->m_u.pair.pr_a == DLMP_RING_KICK) {
+		rq->rq_d->d_nring_kicks++;
+		return DLMD_REPLY_DEFERRED;
+	}
+	if (c->cl_ring)
+		return -EISCONN;
+	if (rq->rq_fd < 0)
+		return -EBADF;
+	return ring_map(c, rq->rq_fd);
 }
 
 /* IDS: the client's block ran out; the block it names is done with. */
@@ -1710,6 +1769,7 @@ static const struct req_handler req_table[] = {
 	{ DLMP_DEADLOCK, true, req_deadlock },
 	{ DLMP_TOKEN, true, req_token },
 	{ DLMP_IDS, true, req_ids },
+	{ DLMP_RING, true, req_ring },
 };
 
 void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,
@@ -1797,6 +1857,93 @@ void dlmd_ls_join_done(struct dlmd *d, struct dlmd_ls *dl, int status)
 /* ------------------------------------------------------------------ */
 /* connections                                                         */
 /* ------------------------------------------------------------------ */
+
+/*
+ * Take the requests in c's ring (dlmd_proto.h "The request ring"), at
+ * most DLMP_RING_SLOTS per call: what is left then is taken by a job of
+ * the loop after other clients were served, without a kick.  When the
+ * ring is empty: rg_sleeping = 1, a barrier, and a last look at rg_tail
+ * (the client does the mirror image), so that a request added
+ * meanwhile either is seen here or gets a kick.  The caller batches the
+ * answers (out_batch) and flushes them.
+ */
+static void ring_job(void *data);
+
+static void ring_drain(struct dlmd *d, struct dlmd_client *c)
+{
+	struct dlmp_ring *r = c->cl_ring;
+	unsigned char slot[DLMP_RING_SLOT_LEN];
+	unsigned int budget = DLMP_RING_SLOTS;
+
+	while (!c->cl_broken) {
+		uint32_t avail = __atomic_load_n(&r->rg_tail, __ATOMIC_ACQUIRE) -
+				 c->cl_ring_head;
+		uint32_t len;
+
+		if (avail > DLMP_RING_SLOTS) {
+			client_break(d, c, "request ring index out of range");
+			return;
+		}
+		if (avail == 0) {
+			__atomic_store_n(&r->rg_sleeping, 1, __ATOMIC_SEQ_CST);
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			if (__atomic_load_n(&r->rg_tail, __ATOMIC_SEQ_CST) ==
+			    c->cl_ring_head)
+				break;
+			__atomic_store_n(&r->rg_sleeping, 0, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (budget == 0) {
+			/* fair to the others: the rest after them (without a
+			 * loop, or if the job cannot be queued: now) */
+			if (d->d_loop && !c->cl_ring_job &&
+			    qb_loop_job_add(d->d_loop, QB_LOOP_LOW, c, ring_job) == 0)
+				c->cl_ring_job = true;
+			if (c->cl_ring_job)
+				break;
+			budget = DLMP_RING_SLOTS;
+		}
+		/* One copy, then only the copy is read (the client may be
+		 * writing the slot right now). */
+		memcpy(slot, r->rg_slots[c->cl_ring_head & (DLMP_RING_SLOTS - 1)],
+		       sizeof(slot));
+		c->cl_ring_head++;
+		__atomic_store_n(&r->rg_head, c->cl_ring_head, __ATOMIC_RELEASE);
+		budget--;
+		memcpy(&len, slot, sizeof(len));
+		if (len > DLMP_MAX_MSG)
+			len = DLMP_MAX_MSG;	/* then its header's length
+						 * does not match: -EBADMSG */
+		d->d_nring_requests++;
+		dlmd_client_request(d, c, slot + 8, len, -1);
+	}
+	/* a client waits for room: wake it (its rg_waiting, our rg_head) */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!c->cl_broken && __atomic_load_n(&r->rg_waiting, __ATOMIC_SEQ_CST)) {
+		__atomic_store_n(&r->rg_waiting, 0, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, &r->rg_head, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	}
+}
+
+static void ring_job(void *data)
+{
+	struct dlmd_client *c = data;
+
+	c->cl_ring_job = false;
+	dlmd_client_ring_take(c->cl_d, c);
+}
+
+void dlmd_client_ring_take(struct dlmd *d, struct dlmd_client *c)
+{
+	if (!c->cl_ring || c->cl_broken)
+		return;
+	out_batch.ob_c = c;
+	out_batch.ob_n = 0;
+	ring_drain(d, c);
+	ast_batch_flush(d, c);
+	out_batch_flush(d);
+	out_batch.ob_c = NULL;
+}
 
 static int client_readable(int32_t fd, int32_t revents, void *data);
 
@@ -1973,6 +2120,10 @@ void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 	}
 	if (c->cl_counted)
 		uid_conns_add(d, c->cl_uid, -1);
+	if (c->cl_ring_job && d->d_loop)
+		qb_loop_job_del(d->d_loop, QB_LOOP_LOW, c, ring_job);
+	if (c->cl_ring)
+		munmap(c->cl_ring, DLMP_RING_BYTES);
 	u32map_del(&d->d_clients, c->cl_serial);
 	if (d->d_loop)
 		qb_loop_poll_del(d->d_loop, c->cl_fd);
@@ -2090,6 +2241,8 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 		if (n < CLIENT_BATCH)
 			break;
 	}
+	if (c->cl_ring)
+		ring_drain(d, c);
 	ast_batch_flush(d, c);
 	out_batch_flush(d);
 	out_batch.ob_c = NULL;

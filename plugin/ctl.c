@@ -244,6 +244,8 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 	const struct ctl_counter reqs[] = {
 		{ "requests", d->d_nrequests },
 		{ "bad_requests", d->d_nbad_requests },
+		{ "ring_requests", d->d_nring_requests },
+		{ "ring_kicks", d->d_nring_kicks },
 		{ "asts_sent", d->d_nasts_sent },
 		{ "ast_queue_bytes", d->d_astq_bytes },
 		{ "clients_refused", d->d_nrefused },

@@ -335,6 +335,8 @@ struct dlmd {
 	uint64_t		d_nrequests;
 	uint64_t		d_nasts_sent;
 	uint64_t		d_nbad_requests;
+	uint64_t		d_nring_requests; /* taken from request rings */
+	uint64_t		d_nring_kicks;	/* ring kicks: wake-ups asked */
 	uint64_t		d_nclients_total;
 	/* limits (client.c) */
 	struct u32map		d_uid_conns;	/* uid -> connections (as a count) */
@@ -393,6 +395,9 @@ bool dlmd_ls_in_use(struct dlmd_ls *dl);
 int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
 		    const struct dlmd_client *except);
 unsigned int dlmd_client_count(const struct dlmd *d);
+/* Take what c's request ring holds, answers batched (what a kick
+ * does; fuzz targets call it). */
+void dlmd_client_ring_take(struct dlmd *d, struct dlmd_client *c);
 /* Answers held for the client's DLMP_LK_SYNC requests (client.c). */
 unsigned int dlmd_client_nheld(const struct dlmd_client *c);
 /* Handle one request packet from client 'c' (also used by the fuzzer). */

@@ -431,6 +431,14 @@ static void collect(struct emit *em, struct dlmd *d)
 	family(em, "dlmd_client_requests_total", "counter", "Request packets "
 	       "from clients, of every kind, malformed ones included.");
 	sample_u(em, "dlmd_client_requests_total", NULL, 0, d->d_nrequests);
+	family(em, "dlmd_client_ring_requests_total", "counter", "Requests "
+	       "taken from clients' shared-memory request rings.");
+	sample_u(em, "dlmd_client_ring_requests_total", NULL, 0,
+		 d->d_nring_requests);
+	family(em, "dlmd_client_ring_kicks_total", "counter", "Kicks on "
+	       "request rings: wake-ups clients asked for (the rest of the "
+	       "ring requests needed none).");
+	sample_u(em, "dlmd_client_ring_kicks_total", NULL, 0, d->d_nring_kicks);
 	family(em, "dlmd_client_bad_requests_total", "counter",
 	       "Request packets that did not decode.");
 	sample_u(em, "dlmd_client_bad_requests_total", NULL, 0, d->d_nbad_requests);

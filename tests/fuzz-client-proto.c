@@ -13,13 +13,19 @@
  * the request connection must be a well-formed REPLY or COMP_REPLY and
  * every AST a well-formed AST; a packet is answered at once unless it is
  * a DLMP_LK_SYNC request the daemon holds (dlmd_proto.h), and the held
- * ones never pass DLMP_MAX_HELD.
+ * ones never pass DLMP_MAX_HELD.  A RING ATTACH packet gets a fresh
+ * sealed memfd; once the daemon took one, every later packet goes
+ * through that request ring instead (its slot length the packet's, not
+ * cut to what a slot holds) and the daemon is made to take it, as a
+ * kick would: the same decoder behind the ring's own checks.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -83,7 +89,49 @@ static bool may_hold(const uint8_t *p, size_t len)
 	if (m.m_hdr.h_type == DLMP_UNLOCK)
 		return (m.m_u.unlock.ul_bits &
 			(DLMP_LK_SYNC | DLMP_UL_NOREPLY)) != 0;
+	if (m.m_hdr.h_type == DLMP_RING)	/* a kick has no answer */
+		return m.m_u.pair.pr_a == DLMP_RING_KICK;
 	return m.m_hdr.h_type == DLMP_LS_CREATE;
+}
+
+/* A sealed memfd for a RING ATTACH, mapped at *ring (NULL on failure:
+ * then the packet goes without it). */
+static int ring_fd(struct dlmp_ring **ring)
+{
+	int fd = memfd_create("fuzz-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	void *p;
+
+	*ring = NULL;
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)DLMP_RING_BYTES) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW)) {
+		close(fd);
+		return -1;
+	}
+	p = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	*ring = p;
+	return fd;
+}
+
+/* Put one packet into the ring and have the daemon take it. */
+static void ring_put(struct dlmd *d, struct dlmd_client *c,
+		     struct dlmp_ring *ring, const uint8_t *p, size_t len)
+{
+	uint32_t tail = __atomic_load_n(&ring->rg_tail, __ATOMIC_RELAXED);
+	unsigned char *slot = ring->rg_slots[tail & (DLMP_RING_SLOTS - 1)];
+	uint32_t len32 = (uint32_t)len;
+
+	memcpy(slot, &len32, sizeof(len32));
+	memcpy(slot + 8, p, len < DLMP_MAX_MSG ? len : DLMP_MAX_MSG);
+	__atomic_store_n(&ring->rg_tail, tail + 1, __ATOMIC_RELEASE);
+	dlmd_client_ring_take(d, c);
+	if (__atomic_load_n(&ring->rg_head, __ATOMIC_ACQUIRE) != tail + 1)
+		abort();	/* the daemon left it in the ring */
 }
 
 static void open_ls(struct dlmd *d, struct dlmd_client *c, int *ast_peer)
@@ -112,6 +160,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dlmd_client *c;
 	struct dlmd_ls *dl;
 	int sv[2], ast_peer = -1, extra_peers[MAX_PACKETS], nextra = 0;
+	struct dlmp_ring *ring = NULL, *maps[MAX_PACKETS];
+	int nmaps = 0;
 	size_t off = 0;
 
 	if (dlmd_ls_create(d, FUZZ_LS, 0666, 0, 0, false, &dl))
@@ -145,7 +195,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			passed = p[1];
 			extra_peers[nextra++] = p[0];
 		}
-		dlmd_client_request(d, c, data + off, len, passed);
+		/* A RING ATTACH gets a memfd, as libdlm sends one. */
+		if (!ring && len >= DLMP_HDR_LEN + 4 && data[off + 6] == DLMP_RING &&
+		    data[off + 7] == 0 && data[off + DLMP_HDR_LEN] == DLMP_RING_ATTACH &&
+		    (passed = ring_fd(&maps[nmaps])) >= 0) {
+			struct dlmp_ring *r = maps[nmaps++];
+
+			dlmd_client_request(d, c, data + off, len, passed);
+			/* took it: later packets through the ring */
+			if (__atomic_load_n(&r->rg_sleeping, __ATOMIC_ACQUIRE))
+				ring = r;
+		} else if (ring) {
+			ring_put(d, c, ring, data + off, len);
+		} else {
+			dlmd_client_request(d, c, data + off, len, passed);
+		}
 		if (drain(sv[0], false) == 0 && !may_hold(data + off, len))
 			abort();	/* a request went unanswered */
 		if (dlmd_client_nheld(c) > DLMP_MAX_HELD)
@@ -154,6 +218,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		off += len;
 	}
 	dlmd_client_close(d, c);
+	for (int i = 0; i < nmaps; i++)
+		munmap(maps[i], DLMP_RING_BYTES);
 	close(sv[0]);
 	close(ast_peer);
 	for (int i = 0; i < nextra; i++)

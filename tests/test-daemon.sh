@@ -41,7 +41,8 @@ fi
 . "$dir/env"
 
 echo "== libdlm.so tests"
-DLMD_PID_1=$DLMD_PID_1 "$top_builddir/tests/test-libdlm" || fail "tests/test-libdlm"
+DLMCTL=$DLMCTL DLMD_PID_1=$DLMD_PID_1 "$top_builddir/tests/test-libdlm" ||
+	fail "tests/test-libdlm"
 echo "== fencing tokens against a toy storage server"
 DLMCTL=$DLMCTL timeout 60 "$top_builddir/tests/test-fencing" ||
 	fail "tests/test-fencing"

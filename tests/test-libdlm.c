@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -2099,9 +2101,9 @@ static void test_refused_connection(void **state)
 	assert_int_equal(err, EUSERS);
 }
 
-/* Bind raw connection 'fd' to LS_NAME; returns our end of its AST
- * socket. */
-static int raw_open(int fd, uint32_t reqid)
+/* Send request m on raw connection fd with 'pass' attached
+ * (SCM_RIGHTS), and read its REPLY into m. */
+static void raw_request_fd(int fd, struct dlmp_msg *m, int pass)
 {
 	unsigned char buf[DLMP_MAX_MSG];
 	union {
@@ -2111,16 +2113,9 @@ static int raw_open(int fd, uint32_t reqid)
 	struct iovec iov;
 	struct msghdr mh;
 	struct cmsghdr *cm;
-	struct dlmp_msg m;
-	int sv[2], len;
+	uint32_t reqid = m->m_hdr.h_reqid;
+	int len = dlmp_encode(m, buf, sizeof(buf));
 
-	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_LS_OPEN;
-	m.m_hdr.h_reqid = reqid;
-	m.m_u.ls.ls_namelen = (uint16_t)strlen(LS_NAME);
-	memcpy(m.m_u.ls.ls_name, LS_NAME, strlen(LS_NAME));
-	len = dlmp_encode(&m, buf, sizeof(buf));
 	assert_true(len > 0);
 	iov.iov_base = buf;
 	iov.iov_len = (size_t)len;
@@ -2134,12 +2129,28 @@ static int raw_open(int fd, uint32_t reqid)
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &sv[1], sizeof(int));
-	assert_int_equal(sendmsg(fd, &mh, 0), len);
+	memcpy(CMSG_DATA(cm), &pass, sizeof(int));
+	assert_int_equal(sendmsg(fd, &mh, MSG_NOSIGNAL), len);
+	raw_read(fd, m);
+	assert_int_equal(m->m_hdr.h_type, DLMP_REPLY);
+	assert_int_equal(m->m_hdr.h_reqid, reqid);
+}
+
+/* Bind raw connection 'fd' to LS_NAME; returns our end of its AST
+ * socket. */
+static int raw_open(int fd, uint32_t reqid)
+{
+	struct dlmp_msg m;
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_LS_OPEN;
+	m.m_hdr.h_reqid = reqid;
+	m.m_u.ls.ls_namelen = (uint16_t)strlen(LS_NAME);
+	memcpy(m.m_u.ls.ls_name, LS_NAME, strlen(LS_NAME));
+	raw_request_fd(fd, &m, sv[1]);
 	close(sv[1]);
-	len = raw_read(fd, &m);
-	assert_int_equal(m.m_hdr.h_type, DLMP_REPLY);
-	assert_int_equal(m.m_hdr.h_reqid, reqid);
 	assert_int_equal(m.m_u.reply.rp_status, 0);
 	return sv[0];
 }
@@ -3009,6 +3020,365 @@ static void test_dispatch_close_in_ast(void **state)
 	assert_int_equal(r[0].r_comp + r[1].r_comp + r[2].r_comp + r[3].r_comp, 1);
 }
 
+/* ------------------------------------------------------------------ */
+/* the request ring (dlmd_proto.h "The request ring")                  */
+/* ------------------------------------------------------------------ */
+
+/* One counter of "dlmctl status" ($DLMCTL, set by test-daemon.sh). */
+static uint64_t ctl_counter(const char *name)
+{
+	const char *dlmctl = getenv("DLMCTL");
+	char cmd[512], line[256], key[128];
+	unsigned long long v;
+	bool found = false;
+	uint64_t value = 0;
+	FILE *f;
+
+	assert_non_null(dlmctl);
+	snprintf(cmd, sizeof(cmd), "'%s' status", dlmctl);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%127s %llu", key, &v) == 2 && !strcmp(key, name)) {
+			value = v;
+			found = true;
+		}
+	assert_int_equal(pclose(f), 0);
+	assert_true(found);
+	return value;
+}
+
+/* With dlmd stopped (pid ownid_dlmd), n async EX locks on h named
+ * PREFIX-i, completion routine 'ast' with argument &v[i]; then dlmd goes
+ * on. */
+static void locks_while_stopped(dlm_lshandle_t h, struct rec *v, int n,
+				const char *prefix, void (*ast)(void *))
+{
+	char name[32];
+
+	signal(SIGALRM, ownid_alarm);
+	alarm(AST_TIMEOUT_MS / 1000 + 1);
+	assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
+	for (int i = 0; i < n; i++) {
+		rec_init(&v[i]);
+		snprintf(name, sizeof(name), "%s-%d", prefix, i);
+		assert_int_equal(dlm_ls_lock(h, LKM_EXMODE, &v[i].r_lksb, 0, name,
+					     (unsigned int)strlen(name), 0, ast,
+					     &v[i], NULL, NULL), 0);
+	}
+	assert_int_equal(kill(ownid_dlmd, SIGCONT), 0);
+	alarm(0);
+	signal(SIGALRM, SIG_DFL);
+}
+
+/* Async requests go through the handle's ring, and a kick is sent only
+ * when dlmd said it sleeps: with dlmd stopped, RING_LOCKS locks are put
+ * in the ring and only the first kicks it (dlmd cannot clear the flag
+ * meanwhile).  Then with $DLMD_RING=0 a handle has no ring, and its
+ * requests go on the socket as before. */
+#define RING_LOCKS	64
+static void test_ring_requests(void **state)
+{
+	static struct rec g[RING_LOCKS];
+	const char *pid = getenv("DLMD_PID_1");
+	uint64_t req0, kick0;
+	dlm_lshandle_t h;
+	struct rec r;
+
+	(void)state;
+	assert_non_null(pid);
+	ownid_dlmd = (pid_t)atoi(pid);
+	assert_true(ownid_dlmd > 0);
+	h = dlm_new_lockspace("ls-ring", 0600, 0);
+	assert_non_null(h);
+	req0 = ctl_counter("ring_requests");
+	kick0 = ctl_counter("ring_kicks");
+	locks_while_stopped(h, g, RING_LOCKS, "ring", comp_ast);
+	wait_all(h, g, RING_LOCKS);
+	for (int i = 0; i < RING_LOCKS; i++)
+		assert_int_equal(g[i].r_lksb.sb_status, 0);
+	assert_int_equal(ctl_counter("ring_requests") - req0, RING_LOCKS);
+	assert_int_equal(ctl_counter("ring_kicks") - kick0, 1);
+	/* the _wait forms through the ring too */
+	rec_init(&r);
+	assert_int_equal(dlm_ls_lock_wait(h, LKM_PRMODE, &r.r_lksb, 0, "ring-w",
+					  6, 0, NULL, NULL, NULL), 0);
+	assert_int_equal(r.r_lksb.sb_status, 0);
+	assert_int_equal(dlm_ls_unlock_wait(h, r.r_lksb.sb_lkid, 0, &r.r_lksb), 0);
+	assert_int_equal(ctl_counter("ring_requests") - req0, RING_LOCKS + 2);
+	assert_int_equal(dlm_release_lockspace("ls-ring", h, 1), 0);
+
+	/* no ring asked for: the socket, as before */
+	setenv("DLMD_RING", "0", 1);
+	h = dlm_open_lockspace(LS_NAME);
+	unsetenv("DLMD_RING");
+	assert_non_null(h);
+	req0 = ctl_counter("ring_requests");
+	rec_init(&r);
+	assert_int_equal(dlm_ls_lock_wait(h, LKM_PRMODE, &r.r_lksb, 0, "ring-s",
+					  6, 0, NULL, NULL, NULL), 0);
+	assert_int_equal(r.r_lksb.sb_status, 0);
+	rec_init(&g[0]);
+	assert_int_equal(lock(h, LKM_EXMODE, &g[0], 0, "ring-s2", NULL), 0);
+	wait_all(h, g, 1);
+	assert_int_equal(g[0].r_lksb.sb_status, 0);
+	assert_int_equal(ctl_counter("ring_requests"), req0);
+	assert_int_equal(dlm_close_lockspace(h), 0);
+}
+
+/* Requests made by AST routines during one dlm_dispatch() owe one kick,
+ * sent when dispatching ends: none of them reaches dlmd before (dlmd
+ * sleeps: it took everything and nobody kicked), then all do.  Each
+ * completion of a first round of locks takes a second lock; the last
+ * routine to run looks at ring_requests, still where the first round
+ * left it. */
+#define CHAIN_LOCKS	32
+static struct rec chain1[CHAIN_LOCKS], chain2[CHAIN_LOCKS];
+static dlm_lshandle_t chain_h;
+static int chain_ran;
+static uint64_t chain_req_in_last;
+
+static void chain_ast(void *arg)
+{
+	struct rec *r = arg;
+	int i = (int)(r - chain1);
+	char name[32];
+
+	r->r_comp++;
+	snprintf(name, sizeof(name), "chain2-%d", i);
+	rec_init(&chain2[i]);
+	assert_int_equal(lock(chain_h, LKM_EXMODE, &chain2[i], 0, name, NULL), 0);
+	if (++chain_ran == CHAIN_LOCKS)
+		chain_req_in_last = ctl_counter("ring_requests");
+}
+
+static void test_ring_kick_per_dispatch(void **state)
+{
+	const char *pid = getenv("DLMD_PID_1");
+	uint64_t req0, kick0, end;
+
+	(void)state;
+	assert_non_null(pid);
+	ownid_dlmd = (pid_t)atoi(pid);
+	chain_h = dlm_new_lockspace("ls-chain", 0600, 0);
+	assert_non_null(chain_h);
+	req0 = ctl_counter("ring_requests");
+	locks_while_stopped(chain_h, chain1, CHAIN_LOCKS, "chain1", chain_ast);
+	/* dlmd took them in one wake-up and wrote their completions in the
+	 * same one, before it answers dlmctl */
+	end = now_ms() + AST_TIMEOUT_MS;
+	while (ctl_counter("ring_requests") - req0 < CHAIN_LOCKS)
+		assert_true(now_ms() < end);
+	assert_int_equal(ctl_counter("ring_requests") - req0, CHAIN_LOCKS);
+	kick0 = ctl_counter("ring_kicks");
+	chain_ran = 0;
+	assert_int_equal(dlm_dispatch(dlm_ls_get_fd(chain_h)), 0);
+	assert_int_equal(chain_ran, CHAIN_LOCKS);
+	/* none of the second round was taken while the routines ran */
+	assert_int_equal(chain_req_in_last - req0, CHAIN_LOCKS);
+	wait_all(chain_h, chain2, CHAIN_LOCKS);
+	for (int i = 0; i < CHAIN_LOCKS; i++)
+		assert_int_equal(chain2[i].r_lksb.sb_status, 0);
+	assert_int_equal(ctl_counter("ring_requests") - req0, 2 * CHAIN_LOCKS);
+	assert_int_equal(ctl_counter("ring_kicks") - kick0, 1);
+	assert_int_equal(dlm_release_lockspace("ls-chain", chain_h, 1), 0);
+}
+
+/* A memfd of 'size' bytes, sealed against shrinking if 'seal'. */
+static int ring_memfd(size_t size, bool seal)
+{
+	int fd = memfd_create("test-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	if (seal)
+		assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	return fd;
+}
+
+/* RING ATTACH of 'mfd' on raw connection fd: the REPLY's status. */
+static int raw_ring_attach(int fd, int mfd, uint32_t reqid)
+{
+	struct dlmp_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_RING;
+	m.m_hdr.h_reqid = reqid;
+	m.m_u.pair.pr_a = DLMP_RING_ATTACH;
+	raw_request_fd(fd, &m, mfd);
+	return m.m_u.reply.rp_status;
+}
+
+/* A kick, on a connection that may be gone already. */
+static void raw_ring_kick(int fd, uint32_t reqid)
+{
+	unsigned char buf[DLMP_MAX_MSG];
+	struct dlmp_msg m;
+	int len;
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_RING;
+	m.m_hdr.h_reqid = reqid;
+	m.m_u.pair.pr_a = DLMP_RING_KICK;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_true(len > 0);
+	(void)send(fd, buf, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* Wait up to AST_TIMEOUT_MS for the end of raw connection fd, reading
+ * (and dropping) whatever answers come first. */
+static bool raw_wait_closed(int fd)
+{
+	uint64_t end = now_ms() + AST_TIMEOUT_MS;
+	unsigned char rb[DLMP_MAX_MSG];
+
+	while (now_ms() < end) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		n = recv(fd, rb, sizeof(rb), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return true;
+	}
+	return false;
+}
+
+struct scribble {
+	volatile unsigned char	*sc_mem;
+	volatile bool		sc_stop;
+	unsigned int		sc_seed;
+};
+
+/* Write random bytes all over the ring (header words included) until
+ * told to stop, as a hostile client could while dlmd reads it. */
+static void *scribble_ring(void *arg)
+{
+	struct scribble *sc = arg;
+
+	while (!sc->sc_stop) {
+		size_t at = (size_t)rand_r(&sc->sc_seed) % DLMP_RING_BYTES;
+
+		sc->sc_mem[at] = (unsigned char)rand_r(&sc->sc_seed);
+		if (at % 7 == 0)	/* the tail, often, near or far */
+			__atomic_store_n((uint32_t *)sc->sc_mem,
+					 (uint32_t)rand_r(&sc->sc_seed) %
+					 (2 * DLMP_RING_SLOTS), __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* The client writes the ring at any moment and dlmd trusts nothing in
+ * it: a memfd unsealed or too small is refused; malformed slots are
+ * refused one by one like malformed packets; a tail out of range
+ * disconnects that client; a thread scribbling over a ring while it
+ * kicks harms nobody but itself.  dlmd keeps serving h1 throughout. */
+static void test_ring_hostile(void **state)
+{
+	const char *pid = getenv("DLMD_PID_1");
+	struct dlmp_ring *ring;
+	struct scribble sc;
+	struct dlmp_msg m;
+	pthread_t t;
+	struct rec r;
+	unsigned char *slot;
+	uint32_t len32;
+	int fd, ast, mfd;
+
+	(void)state;
+	assert_non_null(pid);
+	fd = raw_connect();
+	ast = raw_open(fd, 1);
+	mfd = ring_memfd(DLMP_RING_BYTES, false);
+	assert_int_equal(raw_ring_attach(fd, mfd, 2), -EINVAL);	/* unsealed */
+	close(mfd);
+	mfd = ring_memfd(DLMP_RING_BYTES - 1, true);
+	assert_int_equal(raw_ring_attach(fd, mfd, 3), -EINVAL);	/* too small */
+	close(mfd);
+	mfd = ring_memfd(DLMP_RING_BYTES, true);
+	assert_int_equal(raw_ring_attach(fd, mfd, 4), 0);
+	assert_int_equal(raw_ring_attach(fd, mfd, 5), -EISCONN);
+	ring = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	assert_true(ring != MAP_FAILED);
+	close(mfd);
+
+	/* slot 0: a length past any packet, over garbage */
+	slot = ring->rg_slots[0];
+	len32 = 100000;
+	memcpy(slot, &len32, 4);
+	memset(slot + 8, 0xa5, DLMP_MAX_MSG);
+	/* slot 1: a LOCK whose header length is not the slot's */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_LOCK;
+	m.m_hdr.h_reqid = 21;
+	m.m_u.lock.lk_mode = LKM_EXMODE;
+	m.m_u.lock.lk_namelen = 4;
+	memcpy(m.m_u.lock.lk_name, "host", 4);
+	slot = ring->rg_slots[1];
+	len32 = (uint32_t)dlmp_encode(&m, slot + 8, DLMP_MAX_MSG) - 1;
+	memcpy(slot, &len32, 4);
+	/* slot 2: a VERSION request, well formed: answered */
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_VERSION_REQ;
+	m.m_hdr.h_reqid = 22;
+	slot = ring->rg_slots[2];
+	len32 = (uint32_t)dlmp_encode(&m, slot + 8, DLMP_MAX_MSG);
+	memcpy(slot, &len32, 4);
+	__atomic_store_n(&ring->rg_tail, 3, __ATOMIC_SEQ_CST);
+	raw_ring_kick(fd, 6);
+	raw_read(fd, &m);
+	assert_int_equal(m.m_hdr.h_type, DLMP_REPLY);
+	assert_true(m.m_u.reply.rp_status < 0);
+	raw_read(fd, &m);
+	assert_int_equal(m.m_hdr.h_reqid, 21);
+	assert_int_equal(m.m_u.reply.rp_status, -EBADMSG);
+	raw_read(fd, &m);
+	assert_int_equal(m.m_hdr.h_reqid, 22);
+	assert_int_equal(m.m_u.reply.rp_status, 0);
+	assert_int_equal(m.m_u.reply.rp_value, DLMP_VERSION_MAJOR);
+	assert_int_equal(__atomic_load_n(&ring->rg_head, __ATOMIC_SEQ_CST), 3);
+	/* a tail far past what the ring holds: that client goes */
+	__atomic_store_n(&ring->rg_tail, 3 + 5 * DLMP_RING_SLOTS, __ATOMIC_SEQ_CST);
+	raw_ring_kick(fd, 7);
+	assert_true(raw_wait_closed(fd));
+	close(fd);
+	close(ast);
+	munmap(ring, DLMP_RING_BYTES);
+	rec_init(&r);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &r, 0, "ring-host-1"), 0);
+	assert_int_equal(dlm_ls_unlock_wait(h1, r.r_lksb.sb_lkid, 0, &r.r_lksb), 0);
+
+	/* a ring scribbled over while its client kicks */
+	fd = raw_connect();
+	ast = raw_open(fd, 1);
+	mfd = ring_memfd(DLMP_RING_BYTES, true);
+	assert_int_equal(raw_ring_attach(fd, mfd, 2), 0);
+	sc.sc_mem = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, mfd, 0);
+	assert_true(sc.sc_mem != MAP_FAILED);
+	close(mfd);
+	sc.sc_stop = false;
+	sc.sc_seed = 14;
+	assert_int_equal(pthread_create(&t, NULL, scribble_ring, &sc), 0);
+	for (int i = 0; i < 2000; i++) {
+		unsigned char rb[DLMP_MAX_MSG];
+
+		raw_ring_kick(fd, 100 + (uint32_t)i);
+		while (recv(fd, rb, sizeof(rb), MSG_DONTWAIT) > 0)
+			;
+	}
+	sc.sc_stop = true;
+	pthread_join(t, NULL);
+	close(fd);
+	close(ast);
+	munmap((void *)sc.sc_mem, DLMP_RING_BYTES);
+	assert_int_equal(kill((pid_t)atoi(pid), 0), 0);	/* dlmd lives */
+	rec_init(&r);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &r, 0, "ring-host-2"), 0);
+	assert_int_equal(dlm_ls_unlock_wait(h1, r.r_lksb.sb_lkid, 0, &r.r_lksb), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3058,6 +3428,9 @@ int main(void)
 		cmocka_unit_test(test_async_early_completions),
 		cmocka_unit_test(test_async_unlock_noreply),
 		cmocka_unit_test(test_dispatch_close_in_ast),
+		cmocka_unit_test(test_ring_requests),
+		cmocka_unit_test(test_ring_kick_per_dispatch),
+		cmocka_unit_test(test_ring_hostile),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
