@@ -146,6 +146,9 @@ struct dlm_lkb {
 					 * at tick res_rm_tick */
 #define RESF_MOVED_AWAY		0x100	/* remaster.c: we moved it to res_nodeid
 					 * (a refused request is told so) */
+#define RESF_DIR		0x200	/* it is its own directory record:
+					 * master us, confirmed in res_de_event
+					 * (resource.c, "Directory records") */
 
 struct dlm_rsb {
 	struct dlm_hnode	res_hnode;	/* ls_rsbtbl, keyed by key */
@@ -174,6 +177,7 @@ struct dlm_rsb {
 	uint16_t		res_rm_hits;
 	uint32_t		res_rm_tick;
 	uint32_t		res_grcount[DLM_NUM_MODES]; /* granted locks per mode */
+	uint32_t		res_de_event;	/* with RESF_DIR: as de_event */
 	struct dlm_list		res_grantq;
 	struct dlm_list		res_convertq;
 	struct dlm_list		res_waitq;
@@ -184,6 +188,8 @@ struct dlm_rsb {
 						 * length, from offsetof, not sizeof */
 };
 
+/* A directory record kept apart from any rsb: one whose master is another
+ * node, or ours without an rsb here (else the rsb is it: RESF_DIR). */
 struct dlm_dirent {
 	struct dlm_hnode	de_hnode;	/* ls_dirtbl */
 	uint32_t		de_master;
@@ -243,6 +249,8 @@ struct dlm_ls {
 	struct dlm_htab		ls_rsbtbl;
 	struct dlm_htab		ls_lkbtbl;
 	struct dlm_htab		ls_dirtbl;
+	uint64_t		ls_ndirself;	/* rsbs that are their own
+						   directory record (RESF_DIR) */
 	struct dlm_htab		ls_ownertbl;
 	uint32_t		ls_next_lkid;
 	struct dlm_idblock	*ls_idblocks;	/* reserved, sorted by ib_first */
@@ -365,6 +373,10 @@ void dlm_dir_remove(struct dlm_ls *ls, const unsigned char *key,
 		    unsigned int keylen, uint32_t hash, uint32_t master);
 int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 		     unsigned int keylen, uint32_t hash, uint32_t master);
+bool dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
+		  unsigned int keylen, uint32_t hash, uint32_t old,
+		  uint32_t master, uint32_t *cur);
+void dlm_dir_sweep(struct dlm_ls *ls);
 
 struct dlm_owner *dlm_owner_get(struct dlm_ls *ls, uint64_t id, bool create);
 void dlm_owner_put(struct dlm_ls *ls, struct dlm_owner *ow);

@@ -2441,6 +2441,7 @@ void dlm_lock_drop_all(struct dlm_ls *ls)
 	dlm_htab_drain(&ls->ls_lkbtbl, free_hnode_lkb, NULL);
 	dlm_htab_drain(&ls->ls_rsbtbl, free_hnode_rsb, NULL);
 	dlm_htab_drain(&ls->ls_dirtbl, free_hnode_dirent, NULL);
+	ls->ls_ndirself = 0;
 	dlm_htab_drain(&ls->ls_ownertbl, free_hnode_owner, NULL);
 	dlm_list_init(&ls->ls_toss);
 	dlm_list_init(&ls->ls_waiters);

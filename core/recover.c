@@ -444,22 +444,10 @@ static int step_start(struct dlm_ls *ls)
 	return 0;
 }
 
-/* A record no master confirmed in this event goes. */
-static bool unconfirmed(void *arg, struct dlm_hnode *n)
-{
-	struct dlm_dirent *de = dlm_container_of(n, struct dlm_dirent, de_hnode);
-
-	if (de->de_event == *(const uint32_t *)arg)
-		return false;
-	free(de);
-	return true;
-}
-
-/* After the DIR barrier: forget the records no master confirmed (one
- * pass over the table, which shrinks once at the end). */
+/* After the DIR barrier: forget the records no master confirmed. */
 static int sweep_dir(struct dlm_ls *ls)
 {
-	dlm_htab_sweep(&ls->ls_dirtbl, unconfirmed, &ls->ls_event);
+	dlm_dir_sweep(ls);
 	return 0;
 }
 
