@@ -164,8 +164,9 @@ struct dlm_rsb {
 	uint32_t		res_lvbseq;
 	uint32_t		res_nranged;	/* granted locks with a partial range */
 	uint32_t		res_nnoorder;	/* waiting NOORDER requests */
-	uint32_t		res_rc_event;	/* recovery: event of the last RC_LOCK taken */
-	uint32_t		res_rc_gen;	/* ls_generation then */
+	/* recovery: the first event of the current recovery (one after
+	 * ls_generation) in which it took an RC_LOCK; 0 or older: none */
+	uint32_t		res_rc_event;
 	/* put on the toss list then: the low 32 bits of the clock's ms,
 	 * compared wrap-safe (toss_ms is a 32-bit number of ms) */
 	uint32_t		res_toss_time;
@@ -176,7 +177,9 @@ struct dlm_rsb {
 	uint16_t		res_rm_ops;
 	uint16_t		res_rm_hits;
 	uint32_t		res_rm_tick;
-	uint32_t		res_grcount[DLM_NUM_MODES]; /* granted locks per mode */
+	/* granted locks per mode above NL, at [mode - 1] (NL conflicts
+	 * with nothing: not counted) */
+	uint32_t		res_grcount[DLM_NUM_MODES - 1];
 	uint32_t		res_de_event;	/* with RESF_DIR: as de_event */
 	struct dlm_list		res_grantq;
 	struct dlm_list		res_convertq;

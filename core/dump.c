@@ -383,11 +383,11 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 				vc->vc_ndlwait++;
 		}
 	}
-	for (m = 0; m < DLM_NUM_MODES; m++) {
-		if (count[m] != r->res_grcount[m]) {
+	for (m = DLM_LOCK_NL + 1; m < DLM_NUM_MODES; m++) {
+		if (count[m] != r->res_grcount[m - 1]) {
 			snprintf(vc->vc_why, vc->vc_len,
 				 "%s: %u locks granted %s, counted %u", name,
-				 count[m], dlm_mode_str(m), r->res_grcount[m]);
+				 count[m], dlm_mode_str(m), r->res_grcount[m - 1]);
 			vc->vc_err = -EUCLEAN;
 			return;
 		}

@@ -169,7 +169,8 @@ static void count_held(struct dlm_rsb *r, struct dlm_lkb *lkb, int delta)
 {
 	if (!mode_valid(lkb->lkb_grmode))
 		return;
-	r->res_grcount[lkb->lkb_grmode] += (uint32_t)delta;
+	if (lkb->lkb_grmode > DLM_LOCK_NL)
+		r->res_grcount[lkb->lkb_grmode - 1] += (uint32_t)delta;
 	if (!dlm_range_is_whole(dlm_lkb_grrange(lkb)))
 		r->res_nranged += (uint32_t)delta;
 }
@@ -277,8 +278,9 @@ static bool compat_with_granted(const struct dlm_rsb *r,
 		bool any_partial = r->res_nranged != 0;
 
 		if (!any_partial) {
-			for (m = 0; m < DLM_NUM_MODES; m++) {
-				uint32_t n = r->res_grcount[m];
+			/* NL (not counted) is compatible with any mode */
+			for (m = DLM_LOCK_NL + 1; m < DLM_NUM_MODES; m++) {
+				uint32_t n = r->res_grcount[m - 1];
 
 				if (holds_grmode(lkb) && lkb->lkb_grmode == m)
 					n--;

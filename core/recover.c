@@ -1032,10 +1032,8 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 	qs[0] = &r->res_grantq;
 	qs[1] = &r->res_convertq;
 	qs[2] = &r->res_waitq;
-	if (r->res_rc_gen != ls->ls_generation || !r->res_rc_event) {
+	if ((int32_t)(r->res_rc_event - ls->ls_generation) <= 0)
 		r->res_rc_event = ls->ls_event;
-		r->res_rc_gen = ls->ls_generation;
-	}
 	for (k = r->res_rc_event == ls->ls_event ? 3 : 0; k < 3 && !lkb; k++) {
 		struct dlm_list *pos;
 
