@@ -57,6 +57,8 @@
 #define LKBF_DLXID		0x40000	/* lkb_dl_waiter is an xid (deadlock.c) */
 #define LKBF_DLASYNC		0x80000	/* its requester does not block on its
 					 * request (deadlock.c) */
+#define LKBF_UNLOCK_LVB		0x100000 /* the LVB of its overlapping unlock
+					  * waits on ls_unlock_lvbs (lock.c) */
 
 /* lkb_wait_type: the remote operation this process copy waits for */
 enum dlm_wait {
@@ -112,11 +114,11 @@ struct dlm_lkb {
 						   grant (token.c); 0: none */
 	uint32_t		lkb_unlock_flags;	/* flags of an unlock to redo */
 	uint32_t		lkb_wait_nodeid;	/* node the op in flight went to */
-	char			*lkb_unlock_lvb;	/* LVB of an unlock that waits for an op */
 	struct dlm_rsb		*lkb_rsb;
 	struct dlm_lkb		*lkb_parent;
-	struct dlm_lkb		*lkb_childless_next;	/* ls_childless */
 	uint64_t		lkb_ownerid;	/* owner id (kept for orphans: purge by owner) */
+	/* the AST argument; on ls_childless, where a purged lock delivers
+	 * no AST, the next lock's address (lock.c unlock_childless) */
 	uint64_t		lkb_astarg;
 	struct dlm_list		lkb_statequeue;	/* res grant/convert/wait queue, or res_lookupq */
 	struct dlm_list		lkb_ownerqueue;	/* ow_locks or ls_orphans */
@@ -132,6 +134,15 @@ struct dlm_lkb {
 	 * dlm_lkb_rqrange(), dlm_lkb_set_range()) */
 	struct dlm_range	*lkb_ranges;
 	char			*lkb_lvb;	/* NULL: all zeros (see dlm_lvb_store) */
+};
+
+/* The LVB of a force-unlock asked for while an operation is in flight,
+ * kept apart (the operation may still read the lock's own LVB) until the
+ * reply comes: rare, so not 8 B in every lkb (lock.c run_overlap). */
+struct dlm_unlock_lvb {
+	struct dlm_list		ul_list;	/* ls_unlock_lvbs */
+	struct dlm_lkb		*ul_lkb;	/* with LKBF_UNLOCK_LVB */
+	char			ul_lvb[DLM_LVB_LEN];
 };
 
 /* res_flags */
@@ -264,7 +275,8 @@ struct dlm_ls {
 	struct dlm_list		ls_orphans;
 	/* purged parents whose last child went, to force-unlock in a loop
 	 * rather than by recursion up a deep tree (lock.c destroy_lkb) */
-	struct dlm_lkb		*ls_childless;
+	struct dlm_lkb		*ls_childless;	/* linked by lkb_astarg */
+	struct dlm_list		ls_unlock_lvbs;	/* struct dlm_unlock_lvb */
 	bool			ls_childless_busy;
 	uint64_t		ls_nwaiters;
 	/* the audit (audit.c) */

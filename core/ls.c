@@ -207,6 +207,7 @@ int dlm_core_ls_create(struct dlm_core *core, const char *name,
 	dlm_list_init(&ls->ls_blocked);
 	dlm_list_init(&ls->ls_dlwait);
 	dlm_list_init(&ls->ls_orphans);
+	dlm_list_init(&ls->ls_unlock_lvbs);
 	dlm_recover_init_ls(ls);
 	rv = dlm_ls_set_members(ls, members, nmembers);
 	if (rv)

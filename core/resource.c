@@ -370,6 +370,11 @@ void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
 
 /* ---------------------------------------------------------------- lkbs */
 
+/* An lkb of 184 B takes a 192 B malloc chunk (see the rsb's above): a
+ * held lock on a shared resource is that chunk and its lkbtbl bucket. */
+static_assert(sizeof(struct dlm_lkb) <= 184,
+	      "struct dlm_lkb outgrew its 192-byte malloc chunk");
+
 /* The lkb table's hash of a lock id is the id itself.  Ids are handed out
  * in sequence, so they spread evenly over the buckets without mixing, and
  * the bucket of a fresh id (looked at when it is handed out and when its
