@@ -379,8 +379,8 @@ bool dlm_lkb_set_range(struct dlm_lkb *lkb, int which,
 struct dlm_lkb_wait *dlm_lkb_qwait_get(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_lkb_qwait_put(struct dlm_ls *ls, struct dlm_lkb *lkb);
 
-struct dlm_dirent *dlm_dir_find(struct dlm_ls *ls, const unsigned char *key,
-				unsigned int keylen, uint32_t hash);
+/* The directory: a record is a struct dlm_dirent or an rsb (RESF_DIR),
+ * so it is read and changed only through these (resource.c). */
 int dlm_dir_lookup(struct dlm_ls *ls, const unsigned char *key,
 		   unsigned int keylen, uint32_t hash, uint32_t requester,
 		   uint32_t *master);

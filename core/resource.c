@@ -620,8 +620,9 @@ void dlm_core_ids_release(struct dlm_ls *ls, uint32_t first)
  * only through the functions below, as before, and an rsb freed while
  * flagged leaves a dlm_dirent in its place (dlm_rsb_free). */
 
-struct dlm_dirent *dlm_dir_find(struct dlm_ls *ls, const unsigned char *key,
-				unsigned int keylen, uint32_t hash)
+static struct dlm_dirent *dir_find(struct dlm_ls *ls,
+				   const unsigned char *key,
+				   unsigned int keylen, uint32_t hash)
 {
 	struct dlm_hnode *n;
 
@@ -706,7 +707,7 @@ int dlm_dir_lookup(struct dlm_ls *ls, const unsigned char *key,
 		   unsigned int keylen, uint32_t hash, uint32_t requester,
 		   uint32_t *master)
 {
-	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
+	struct dlm_dirent *de = dir_find(ls, key, keylen, hash);
 	struct dlm_rsb *r;
 
 	/* during recovery: confirmed by its master's registration or by a
@@ -737,7 +738,7 @@ int dlm_dir_lookup(struct dlm_ls *ls, const unsigned char *key,
 int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 		     unsigned int keylen, uint32_t hash, uint32_t master)
 {
-	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
+	struct dlm_dirent *de = dir_find(ls, key, keylen, hash);
 	uint32_t us = dlm_our_nodeid(ls), old;
 	char name[DLM_KEY_TEXT_LEN];
 	struct dlm_rsb *r = NULL;
@@ -783,7 +784,7 @@ int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 void dlm_dir_remove(struct dlm_ls *ls, const unsigned char *key,
 		    unsigned int keylen, uint32_t hash, uint32_t master)
 {
-	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
+	struct dlm_dirent *de = dir_find(ls, key, keylen, hash);
 	struct dlm_rsb *r = de ? NULL : dir_self(ls, key, keylen, hash);
 	uint32_t cur = de ? de->de_master : r ? dlm_our_nodeid(ls) : 0;
 	char name[DLM_KEY_TEXT_LEN];
@@ -807,7 +808,7 @@ bool dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
 		  unsigned int keylen, uint32_t hash, uint32_t old,
 		  uint32_t master, uint32_t *cur)
 {
-	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
+	struct dlm_dirent *de = dir_find(ls, key, keylen, hash);
 	struct dlm_rsb *r = de ? NULL : dir_self(ls, key, keylen, hash);
 	uint32_t dummy;
 
