@@ -178,9 +178,6 @@ struct dlm_rsb {
 	/* recovery: the first event of the current recovery (one after
 	 * ls_generation) in which it took an RC_LOCK; 0 or older: none */
 	uint32_t		res_rc_event;
-	/* put on the toss list then: the low 32 bits of the clock's ms,
-	 * compared wrap-safe (toss_ms is a 32-bit number of ms) */
-	uint32_t		res_toss_time;
 	/* remastering (remaster.c): the current window's candidate node,
 	 * operations counted and the candidate's share, and the low 32 bits
 	 * of the tick count at the last move (with RESF_MOVED) */
@@ -188,15 +185,26 @@ struct dlm_rsb {
 	uint16_t		res_rm_ops;
 	uint16_t		res_rm_hits;
 	uint32_t		res_rm_tick;
-	/* granted locks per mode above NL, at [mode - 1] (NL conflicts
-	 * with nothing: not counted) */
-	uint32_t		res_grcount[DLM_NUM_MODES - 1];
 	uint32_t		res_de_event;	/* with RESF_DIR: as de_event */
+	/* An unused rsb (RESF_TOSSED) holds no lock, so its counts are all
+	 * zero: its place on the toss list takes their bytes (resource.c
+	 * maybe_toss; dlm_rsb_hold zeroes them again). */
+	union {
+		/* granted locks per mode above NL, at [mode - 1] (NL
+		 * conflicts with nothing: not counted) */
+		uint32_t	res_grcount[DLM_NUM_MODES - 1];
+		struct {
+			struct dlm_list	res_toss;	/* ls_toss */
+			/* put there then: the low 32 bits of the
+			 * clock's ms, compared wrap-safe (toss_ms is a
+			 * 32-bit number of ms) */
+			uint32_t	res_toss_time;
+		};
+	};
 	struct dlm_list		res_grantq;
 	struct dlm_list		res_convertq;
 	struct dlm_list		res_waitq;
 	struct dlm_list		res_lookupq;	/* process copies waiting for the master */
-	struct dlm_list		res_toss;	/* ls_toss */
 	char			*res_lvb;	/* NULL: all zeros (see dlm_lvb_store) */
 	unsigned char		res_key[];	/* see resource.c; allocated to its
 						 * length, from offsetof, not sizeof */
