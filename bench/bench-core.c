@@ -65,48 +65,50 @@
  * Then (issue 14, Dec 6, later) the directory record of a root this
  * node both directs and masters became the rsb itself (RESF_DIR: no
  * dirent, no ls_dirtbl bucket); the rsb lost its NL count and
- * res_rc_gen (200 -> 192 B, a 208 B chunk with a key of up to 8 B); the
- * lkb lost lkb_unlock_lvb (an overlapping unlock's LVB waits on
- * ls_unlock_lvbs instead) and lkb_childless_next (lkb_astarg links a
- * purged parent on ls_childless): 200 -> 184 B, a 192 B chunk.
+ * res_rc_gen (200 -> 192 B), then its own toss link and toss time, which
+ * an unused rsb keeps over its (then all zero) granted counts (192 ->
+ * 176 B); the lkb lost lkb_unlock_lvb (an overlapping unlock's LVB
+ * waits on ls_unlock_lvbs instead) and lkb_childless_next (lkb_astarg
+ * links a purged parent on ls_childless): 200 -> 184 B.
  * Where the bytes go now at 1M on own resources (key "\7h123456", 8 B):
  *   lkb 184 B, one malloc chunk of             192 B
- *   rsb 192 B + key 8 B, one chunk of          208 B
+ *   rsb 176 B + key 8 B, one chunk of          192 B
  *   directory record: the rsb itself             0 B
  *   buckets of ls_lkbtbl, ls_rsbtbl: 2^20 pointers each
  *   for 1M entries                           2 x 8.4 B = 17 B
- *   total 192 + 208 + 17 = 417 B (measured 417).
+ *   total 192 + 192 + 17 = 401 B (measured 401).
  * On one resource: the lkb chunk and its bucket, 192 + 8 = 200 B.  At
- * 10M the keys are 9 B ("\8h1234567"): the rsb takes a 224 B chunk, the
- * buckets 2^24 for 10M entries, 2 x 13.4 B: 192 + 224 + 27 = 443 B.
+ * 10M the keys are 9 B ("\8h1234567"): the rsb takes a 208 B chunk, the
+ * buckets 2^24 for 10M entries, 2 x 13.4 B: 192 + 208 + 27 = 427 B.
  * Measured in one sitting, bytes per held lock, main -> dirent as rsb
- * -> rsb 192 B -> lkb 184 B (each back to back with the one before):
- *                  10k                       1M
- *   own resources  521 -> 459 -> 443 -> 427  505 -> 449 -> 433 -> 417
- *   one resource   221 -> 221 -> 221 -> 205  216 -> 216 -> 216 -> 200
- *   10M (one run, rsb 192 B, lkb still 200 B): own resources 457, one
- *   resource 221; with the 184 B lkb that is 441 and 205 by the chunks.
+ * -> rsb 192 B -> lkb 184 B -> rsb 176 B (each step back to back with
+ * the one before):
+ *            10k                              1M
+ *   own      521 -> 459 -> 443 -> 427 -> 411  505 -> 449 -> 433 -> 417 -> 401
+ *   one res  221 -> 221 -> 221 -> 205 -> 205  216 -> 216 -> 216 -> 200 -> 200
+ *   10M (one run only, after the rsb went to 192 B): own resources 457,
+ *   one resource 221; by the chunks the two later steps make that 425
+ *   and 205 (not measured).
  * (main had grown from 473 to 505 B at 1M since the side record: the
  * rsb took remastering's fields, 176 -> 200 B.  Pair times, 10M/10k in
  * that one run: 2.05x on own resources, 1.35x on one, with the machine
  * loaded about 11 deep: not a measurement of the change.)
  * dlmd's resident bytes per held lock (bench-libdlm --rss 1000000, NL,
- * keys "rss-123456", 11 B: the rsb chunk stays 224 B at 192 B, as at
- * 200): 610 -> 554 -> 554 -> 538 B; its own lock records: struct lkcb
- * 72 B (an 80 B chunk) and its lkid map slot (~25 B).
+ * keys "rss-123456", 11 B: its rsb chunk was 224 B at 200 and 192 B,
+ * 208 B at 176), the same steps: 610 -> 554 -> 554 -> 538 -> 522 B; of
+ * that, dlmd's own lock records: struct lkcb 72 B (an 80 B chunk) and
+ * its lkid map slot (~25 B).
  *
- * What is left for the goal of 200 B on own resources.  A lock on a
- * resource of its own is two objects, lkb and rsb; even both packed to
- * the bone (about 150 B each) pass 200 B, so the goal there needs the
- * lone lock folded into its resource (one object for a resource's first
- * lock) or a much smaller lkb and rsb.  In order of size:
+ * What is left for the goal of 200 B on own resources.  On a shared
+ * resource a lock is at 200 B (its lkb chunk and bucket).  A lock on a
+ * resource of its own is two objects, lkb and rsb, 401 B; even both
+ * packed to the bone (about 140 B each) pass 200 B, so the goal there
+ * needs the lone lock folded into its resource (one object for a
+ * resource's first lock) or far smaller objects.  In order of size:
  *   - the lkb's remote-operation fields (lkb_waiter, lkb_wait_nodeid,
  *     lkb_unlock_flags: 24 B, used only while a reply is awaited) into
  *     a side record; add_waiter() must then be able to fail before the
  *     send, and its callers with it (lock.c);
- *   - the rsb's toss link (16 B) in the head of a queue it cannot use
- *     while unused, once every reader of a tossed rsb's queues (dump,
- *     redo_lookups, recovery, remaster) checks RESF_TOSSED first;
  *   - res_ls (8 B): is_master() would take the lockspace;
  *   - the rsb's recovery-only res_new_nodeid and remastering's 12 B;
  *   - malloc's 8-16 B per chunk (a slab of fixed-size lkbs);
