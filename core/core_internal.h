@@ -272,7 +272,8 @@ struct dlm_ls {
 	struct dlm_htab		ls_lkbtbl;
 	struct dlm_htab		ls_dirtbl;
 	uint64_t		ls_ndirself;	/* rsbs that are their own
-						   directory record (RESF_DIR) */
+						   directory record
+						   (RESF_DIR) */
 	struct dlm_htab		ls_ownertbl;
 	uint32_t		ls_next_lkid;
 	struct dlm_idblock	*ls_idblocks;	/* reserved, sorted by ib_first */

@@ -454,7 +454,8 @@ static void test_own_records(void **state)
 	c = cluster_new(3, 100);
 	for (i = 0; i < 60; i++) {
 		snprintf(name, sizeof(name), "n%u", i);
-		lock_on(c, 1 + (int)(i % 2), 10 + i, name, DLM_LOCK_PR, 0, 0, NULL);
+		lock_on(c, 1 + (int)(i % 2), 10 + i, name, DLM_LOCK_PR, 0, 0,
+			NULL);
 		drain(c);
 		lock_on(c, 3, 100 + i, name, DLM_LOCK_PR, 0, 0, NULL);
 	}
