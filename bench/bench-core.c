@@ -62,15 +62,58 @@
  * on own resources and 1.21x -> 1.05x on one, on a machine loaded 12-14
  * deep: noise, not a result either way.)
  *
- * What is left for the goal of 200 B on own resources: the directory
- * record of a resource this node both masters and directs (48 B; the
- * rsb could serve as it), the rsb's lookup and toss links (32 B, never
- * both in use, but recovery looks at res_lookupq of tossed rsbs), its
- * recovery-only fields (12 B), the lkb's remote-operation fields
- * (lkb_waiter, lkb_wait_nodeid, lkb_unlock_flags, lkb_unlock_lvb: 32 B,
- * used only while a reply is awaited; a side record needs allocating
- * before the send, where the request can still fail), and malloc's
- * 8-16 B per chunk (a slab of fixed-size lkbs would save it).
+ * Then (issue 14, Dec 6, later) the directory record of a root this
+ * node both directs and masters became the rsb itself (RESF_DIR: no
+ * dirent, no ls_dirtbl bucket); the rsb lost its NL count and
+ * res_rc_gen (200 -> 192 B), then its own toss link and toss time, which
+ * an unused rsb keeps over its (then all zero) granted counts (192 ->
+ * 176 B); the lkb lost lkb_unlock_lvb (an overlapping unlock's LVB
+ * waits on ls_unlock_lvbs instead) and lkb_childless_next (lkb_astarg
+ * links a purged parent on ls_childless): 200 -> 184 B.
+ * Where the bytes go now at 1M on own resources (key "\7h123456", 8 B):
+ *   lkb 184 B, one malloc chunk of             192 B
+ *   rsb 176 B + key 8 B, one chunk of          192 B
+ *   directory record: the rsb itself             0 B
+ *   buckets of ls_lkbtbl, ls_rsbtbl: 2^20 pointers each
+ *   for 1M entries                           2 x 8.4 B = 17 B
+ *   total 192 + 192 + 17 = 401 B (measured 401).
+ * On one resource: the lkb chunk and its bucket, 192 + 8 = 200 B.  At
+ * 10M the keys are 9 B ("\8h1234567"): the rsb takes a 208 B chunk, the
+ * buckets 2^24 for 10M entries, 2 x 13.4 B: 192 + 208 + 27 = 427 B.
+ * Measured in one sitting, bytes per held lock, main -> dirent as rsb
+ * -> rsb 192 B -> lkb 184 B -> rsb 176 B (each step back to back with
+ * the one before):
+ *            10k                              1M
+ *   own      521 -> 459 -> 443 -> 427 -> 411  505 -> 449 -> 433 -> 417 -> 401
+ *   one res  221 -> 221 -> 221 -> 205 -> 205  216 -> 216 -> 216 -> 200 -> 200
+ *   10M (one run only, after the rsb went to 192 B): own resources 457,
+ *   one resource 221; by the chunks the two later steps make that 425
+ *   and 205 (not measured).
+ * (main had grown from 473 to 505 B at 1M since the side record: the
+ * rsb took remastering's fields, 176 -> 200 B.  Pair times, 10M/10k in
+ * that one run: 2.05x on own resources, 1.35x on one, with the machine
+ * loaded about 11 deep: not a measurement of the change.)
+ * dlmd's resident bytes per held lock (bench-libdlm --rss 1000000, NL,
+ * keys "rss-123456", 11 B: its rsb chunk was 224 B at 200 and 192 B,
+ * 208 B at 176), the same steps: 610 -> 554 -> 554 -> 538 -> 522 B; of
+ * that, dlmd's own lock records: struct lkcb 72 B (an 80 B chunk) and
+ * its lkid map slot (~25 B).
+ *
+ * What is left for the goal of 200 B on own resources.  On a shared
+ * resource a lock is at 200 B (its lkb chunk and bucket).  A lock on a
+ * resource of its own is two objects, lkb and rsb, 401 B; even both
+ * packed to the bone (about 140 B each) pass 200 B, so the goal there
+ * needs the lone lock folded into its resource (one object for a
+ * resource's first lock) or far smaller objects.  In order of size:
+ *   - the lkb's remote-operation fields (lkb_waiter, lkb_wait_nodeid,
+ *     lkb_unlock_flags: 24 B, used only while a reply is awaited) into
+ *     a side record; add_waiter() must then be able to fail before the
+ *     send, and its callers with it (lock.c);
+ *   - res_ls (8 B): is_master() would take the lockspace;
+ *   - the rsb's recovery-only res_new_nodeid and remastering's 12 B;
+ *   - malloc's 8-16 B per chunk (a slab of fixed-size lkbs);
+ *   - dlmd's struct lkcb 72 -> 56 B (its six bools as bits, the free
+ *     list link over a field unused while free): a 64 B chunk.
  *
  * Times come from CLOCK_MONOTONIC and vary with the machine; compare the
  * rows of one run with each other, not with another machine's numbers.

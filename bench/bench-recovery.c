@@ -31,11 +31,11 @@
  * cache and TLB misses (100k locks' structures fit in the caches, 1M's
  * do not).  No step walks a list per lock.  The profile at 1M: step_dir
  * (its own loop: one cache miss per rsb for res_nodeid and the hash),
- * dlm_dir_find and malloc of the rebuilt directory's records
+ * dir_find and malloc of the rebuilt directory's records
  * (dlm_dir_register), sweep_dir (then a walk of the whole directory,
  * one dlm_htab_remove each, and the table shrinking by repeated halving
  * rehashes as it emptied; now one pass, dlm_htab_sweep, a gain within
- * this machine's noise), step_masters' lookups (dlm_dir_find, a miss
+ * this machine's noise), step_masters' lookups (dir_find, a miss
  * each), message encode/decode and this harness's queue (memcpy, page
  * faults as it grows); step_start's walk (all_rsbs, collect_departed)
  * and finish's second walk of every rsb (dlm_redo_lookups) after it.

@@ -57,6 +57,8 @@
 #define LKBF_DLXID		0x40000	/* lkb_dl_waiter is an xid (deadlock.c) */
 #define LKBF_DLASYNC		0x80000	/* its requester does not block on its
 					 * request (deadlock.c) */
+#define LKBF_UNLOCK_LVB		0x100000 /* the LVB of its overlapping unlock
+					  * waits on ls_unlock_lvbs (lock.c) */
 
 /* lkb_wait_type: the remote operation this process copy waits for */
 enum dlm_wait {
@@ -112,11 +114,11 @@ struct dlm_lkb {
 						   grant (token.c); 0: none */
 	uint32_t		lkb_unlock_flags;	/* flags of an unlock to redo */
 	uint32_t		lkb_wait_nodeid;	/* node the op in flight went to */
-	char			*lkb_unlock_lvb;	/* LVB of an unlock that waits for an op */
 	struct dlm_rsb		*lkb_rsb;
 	struct dlm_lkb		*lkb_parent;
-	struct dlm_lkb		*lkb_childless_next;	/* ls_childless */
 	uint64_t		lkb_ownerid;	/* owner id (kept for orphans: purge by owner) */
+	/* the AST argument; on ls_childless, where a purged lock delivers
+	 * no AST, the next lock's address (lock.c unlock_childless) */
 	uint64_t		lkb_astarg;
 	struct dlm_list		lkb_statequeue;	/* res grant/convert/wait queue, or res_lookupq */
 	struct dlm_list		lkb_ownerqueue;	/* ow_locks or ls_orphans */
@@ -134,6 +136,15 @@ struct dlm_lkb {
 	char			*lkb_lvb;	/* NULL: all zeros (see dlm_lvb_store) */
 };
 
+/* The LVB of a force-unlock asked for while an operation is in flight,
+ * kept apart (the operation may still read the lock's own LVB) until the
+ * reply comes: rare, so not 8 B in every lkb (lock.c run_overlap). */
+struct dlm_unlock_lvb {
+	struct dlm_list		ul_list;	/* ls_unlock_lvbs */
+	struct dlm_lkb		*ul_lkb;	/* with LKBF_UNLOCK_LVB */
+	char			ul_lvb[DLM_LVB_LEN];
+};
+
 /* res_flags */
 #define RESF_LOOKUP		0x01	/* master lookup in flight */
 #define RESF_VALNOTVALID	0x02	/* LVB may be stale */
@@ -146,6 +157,9 @@ struct dlm_lkb {
 					 * at tick res_rm_tick */
 #define RESF_MOVED_AWAY		0x100	/* remaster.c: we moved it to res_nodeid
 					 * (a refused request is told so) */
+#define RESF_DIR		0x200	/* it is its own directory record:
+					 * master us, confirmed in res_de_event
+					 * (resource.c, "Directory records") */
 
 struct dlm_rsb {
 	struct dlm_hnode	res_hnode;	/* ls_rsbtbl, keyed by key */
@@ -161,11 +175,9 @@ struct dlm_rsb {
 	uint32_t		res_lvbseq;
 	uint32_t		res_nranged;	/* granted locks with a partial range */
 	uint32_t		res_nnoorder;	/* waiting NOORDER requests */
-	uint32_t		res_rc_event;	/* recovery: event of the last RC_LOCK taken */
-	uint32_t		res_rc_gen;	/* ls_generation then */
-	/* put on the toss list then: the low 32 bits of the clock's ms,
-	 * compared wrap-safe (toss_ms is a 32-bit number of ms) */
-	uint32_t		res_toss_time;
+	/* recovery: the first event of the current recovery (one after
+	 * ls_generation) in which it took an RC_LOCK; 0 or older: none */
+	uint32_t		res_rc_event;
 	/* remastering (remaster.c): the current window's candidate node,
 	 * operations counted and the candidate's share, and the low 32 bits
 	 * of the tick count at the last move (with RESF_MOVED) */
@@ -173,17 +185,33 @@ struct dlm_rsb {
 	uint16_t		res_rm_ops;
 	uint16_t		res_rm_hits;
 	uint32_t		res_rm_tick;
-	uint32_t		res_grcount[DLM_NUM_MODES]; /* granted locks per mode */
+	uint32_t		res_de_event;	/* with RESF_DIR: as de_event */
+	/* An unused rsb (RESF_TOSSED) holds no lock, so its counts are all
+	 * zero: its place on the toss list takes their bytes (resource.c
+	 * maybe_toss; dlm_rsb_hold zeroes them again). */
+	union {
+		/* granted locks per mode above NL, at [mode - 1] (NL
+		 * conflicts with nothing: not counted) */
+		uint32_t	res_grcount[DLM_NUM_MODES - 1];
+		struct {
+			struct dlm_list	res_toss;	/* ls_toss */
+			/* put there then: the low 32 bits of the
+			 * clock's ms, compared wrap-safe (toss_ms is a
+			 * 32-bit number of ms) */
+			uint32_t	res_toss_time;
+		};
+	};
 	struct dlm_list		res_grantq;
 	struct dlm_list		res_convertq;
 	struct dlm_list		res_waitq;
 	struct dlm_list		res_lookupq;	/* process copies waiting for the master */
-	struct dlm_list		res_toss;	/* ls_toss */
 	char			*res_lvb;	/* NULL: all zeros (see dlm_lvb_store) */
 	unsigned char		res_key[];	/* see resource.c; allocated to its
 						 * length, from offsetof, not sizeof */
 };
 
+/* A directory record kept apart from any rsb: one whose master is another
+ * node, or ours without an rsb here (else the rsb is it: RESF_DIR). */
 struct dlm_dirent {
 	struct dlm_hnode	de_hnode;	/* ls_dirtbl */
 	uint32_t		de_master;
@@ -243,6 +271,9 @@ struct dlm_ls {
 	struct dlm_htab		ls_rsbtbl;
 	struct dlm_htab		ls_lkbtbl;
 	struct dlm_htab		ls_dirtbl;
+	uint64_t		ls_ndirself;	/* rsbs that are their own
+						   directory record
+						   (RESF_DIR) */
 	struct dlm_htab		ls_ownertbl;
 	uint32_t		ls_next_lkid;
 	struct dlm_idblock	*ls_idblocks;	/* reserved, sorted by ib_first */
@@ -253,7 +284,8 @@ struct dlm_ls {
 	struct dlm_list		ls_orphans;
 	/* purged parents whose last child went, to force-unlock in a loop
 	 * rather than by recursion up a deep tree (lock.c destroy_lkb) */
-	struct dlm_lkb		*ls_childless;
+	struct dlm_lkb		*ls_childless;	/* linked by lkb_astarg */
+	struct dlm_list		ls_unlock_lvbs;	/* struct dlm_unlock_lvb */
 	bool			ls_childless_busy;
 	uint64_t		ls_nwaiters;
 	/* the audit (audit.c) */
@@ -356,8 +388,8 @@ bool dlm_lkb_set_range(struct dlm_lkb *lkb, int which,
 struct dlm_lkb_wait *dlm_lkb_qwait_get(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_lkb_qwait_put(struct dlm_ls *ls, struct dlm_lkb *lkb);
 
-struct dlm_dirent *dlm_dir_find(struct dlm_ls *ls, const unsigned char *key,
-				unsigned int keylen, uint32_t hash);
+/* The directory: a record is a struct dlm_dirent or an rsb (RESF_DIR),
+ * so it is read and changed only through these (resource.c). */
 int dlm_dir_lookup(struct dlm_ls *ls, const unsigned char *key,
 		   unsigned int keylen, uint32_t hash, uint32_t requester,
 		   uint32_t *master);
@@ -365,6 +397,10 @@ void dlm_dir_remove(struct dlm_ls *ls, const unsigned char *key,
 		    unsigned int keylen, uint32_t hash, uint32_t master);
 int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 		     unsigned int keylen, uint32_t hash, uint32_t master);
+bool dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
+		  unsigned int keylen, uint32_t hash, uint32_t old,
+		  uint32_t master, uint32_t *cur);
+void dlm_dir_sweep(struct dlm_ls *ls);
 
 struct dlm_owner *dlm_owner_get(struct dlm_ls *ls, uint64_t id, bool create);
 void dlm_owner_put(struct dlm_ls *ls, struct dlm_owner *ow);

@@ -169,7 +169,8 @@ static void count_held(struct dlm_rsb *r, struct dlm_lkb *lkb, int delta)
 {
 	if (!mode_valid(lkb->lkb_grmode))
 		return;
-	r->res_grcount[lkb->lkb_grmode] += (uint32_t)delta;
+	if (lkb->lkb_grmode > DLM_LOCK_NL)
+		r->res_grcount[lkb->lkb_grmode - 1] += (uint32_t)delta;
 	if (!dlm_range_is_whole(dlm_lkb_grrange(lkb)))
 		r->res_nranged += (uint32_t)delta;
 }
@@ -277,8 +278,9 @@ static bool compat_with_granted(const struct dlm_rsb *r,
 		bool any_partial = r->res_nranged != 0;
 
 		if (!any_partial) {
-			for (m = 0; m < DLM_NUM_MODES; m++) {
-				uint32_t n = r->res_grcount[m];
+			/* NL (not counted) is compatible with any mode */
+			for (m = DLM_LOCK_NL + 1; m < DLM_NUM_MODES; m++) {
+				uint32_t n = r->res_grcount[m - 1];
 
 				if (holds_grmode(lkb) && lkb->lkb_grmode == m)
 					n--;
@@ -1103,6 +1105,29 @@ static int do_cancel(struct dlm_rsb *r, struct dlm_lkb *lkb)
 static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		      const char *lvb);
 
+/* The LVB kept for lkb's overlapping unlock, off ls_unlock_lvbs (the
+ * caller frees it), or NULL: none.  A list, searched only for a lock
+ * flagged LKBF_UNLOCK_LVB: such unlocks are rare and short-lived. */
+static struct dlm_unlock_lvb *unlock_lvb_take(struct dlm_ls *ls,
+					      struct dlm_lkb *lkb)
+{
+	struct dlm_list *pos;
+
+	if (!(lkb->lkb_flags & LKBF_UNLOCK_LVB))
+		return NULL;
+	lkb->lkb_flags &= ~LKBF_UNLOCK_LVB;
+	dlm_list_for_each(pos, &ls->ls_unlock_lvbs) {
+		struct dlm_unlock_lvb *ul =
+			dlm_container_of(pos, struct dlm_unlock_lvb, ul_list);
+
+		if (ul->ul_lkb == lkb) {
+			dlm_list_del(&ul->ul_list);
+			return ul;
+		}
+	}
+	return NULL;
+}
+
 /* Force-unlock the purged parents whose last child went.  Unlocking one
  * may free it and so make its own parent childless: that one is queued
  * and taken by the loop here, not by recursion, so a tree of any depth
@@ -1115,8 +1140,8 @@ static void unlock_childless(struct dlm_ls *ls)
 		return;		/* an outer call's loop takes it */
 	ls->ls_childless_busy = true;
 	while ((lkb = ls->ls_childless)) {
-		ls->ls_childless = lkb->lkb_childless_next;
-		lkb->lkb_childless_next = NULL;
+		ls->ls_childless = (struct dlm_lkb *)(uintptr_t)lkb->lkb_astarg;
+		lkb->lkb_astarg = 0;
 		unlock_lkb(ls, lkb, DLM_LKF_FORCEUNLOCK, NULL);
 	}
 	ls->ls_childless_busy = false;
@@ -1139,8 +1164,7 @@ static void destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	struct dlm_rsb *r = lkb->lkb_rsb;
 
 	remove_waiter(ls, lkb);
-	free(lkb->lkb_unlock_lvb);
-	lkb->lkb_unlock_lvb = NULL;
+	free(unlock_lvb_take(ls, lkb));
 	if (r && lkb->lkb_status != DLM_LKSTS_NONE)
 		del_from_queue(r, lkb);
 	if (!dlm_list_empty(&lkb->lkb_ownerqueue)) {
@@ -1158,7 +1182,7 @@ static void destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		if (!parent->lkb_nchildren &&
 		    (parent->lkb_flags & LKBF_UNLOCK_CHILDLESS)) {
 			parent->lkb_flags &= ~LKBF_UNLOCK_CHILDLESS;
-			parent->lkb_childless_next = ls->ls_childless;
+			parent->lkb_astarg = (uintptr_t)ls->ls_childless;
 			ls->ls_childless = parent;
 			unlock_childless(ls);
 		}
@@ -1603,10 +1627,14 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 			return -EBUSY;
 		if (lvb && (flags & DLM_LKF_VALBLK)) {
 			/* kept apart: the op in flight may still read an LVB */
-			lkb->lkb_unlock_lvb = malloc(DLM_LVB_LEN);
-			if (!lkb->lkb_unlock_lvb)
+			struct dlm_unlock_lvb *ul = malloc(sizeof(*ul));
+
+			if (!ul)
 				return -ENOMEM;
-			memcpy(lkb->lkb_unlock_lvb, lvb, DLM_LVB_LEN);
+			ul->ul_lkb = lkb;
+			memcpy(ul->ul_lvb, lvb, DLM_LVB_LEN);
+			dlm_list_add_tail(&ul->ul_list, &ls->ls_unlock_lvbs);
+			lkb->lkb_flags |= LKBF_UNLOCK_LVB;
 		}
 		lkb->lkb_unlock_flags = flags;
 		lkb->lkb_flags |= LKBF_OVERLAP_UNLOCK;
@@ -2054,14 +2082,14 @@ static void run_overlap(struct dlm_ls *ls, struct dlm_lkb *lkb)
 
 	lkb->lkb_flags &= ~(LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK);
 	if (f & LKBF_OVERLAP_UNLOCK) {
-		char *lvb = lkb->lkb_unlock_lvb;
+		struct dlm_unlock_lvb *ul = unlock_lvb_take(ls, lkb);
 		uint32_t flags = lkb->lkb_unlock_flags & ~DLM_LKF_CANCEL;
 
-		lkb->lkb_unlock_lvb = NULL;
-		if (!lvb)
+		if (!ul)
 			flags &= ~DLM_LKF_VALBLK;
-		unlock_lkb(ls, lkb, flags | DLM_LKF_FORCEUNLOCK, lvb);
-		free(lvb);
+		unlock_lkb(ls, lkb, flags | DLM_LKF_FORCEUNLOCK,
+			   ul ? ul->ul_lvb : NULL);
+		free(ul);
 	}
 	else if ((f & LKBF_OVERLAP_CANCEL) &&
 		 (lkb->lkb_status == DLM_LKSTS_WAITING ||
@@ -2407,7 +2435,6 @@ static void free_hnode_lkb(void *arg, struct dlm_hnode *n)
 	struct dlm_lkb *lkb = dlm_container_of(n, struct dlm_lkb, lkb_hnode);
 
 	(void)arg;
-	free(lkb->lkb_unlock_lvb);
 	free(lkb->lkb_lvb);
 	free(lkb->lkb_ranges);
 	free(lkb->lkb_qwait);
@@ -2441,7 +2468,15 @@ void dlm_lock_drop_all(struct dlm_ls *ls)
 	dlm_htab_drain(&ls->ls_lkbtbl, free_hnode_lkb, NULL);
 	dlm_htab_drain(&ls->ls_rsbtbl, free_hnode_rsb, NULL);
 	dlm_htab_drain(&ls->ls_dirtbl, free_hnode_dirent, NULL);
+	ls->ls_ndirself = 0;
 	dlm_htab_drain(&ls->ls_ownertbl, free_hnode_owner, NULL);
+	while (!dlm_list_empty(&ls->ls_unlock_lvbs)) {
+		struct dlm_unlock_lvb *ul = dlm_list_first(&ls->ls_unlock_lvbs,
+						struct dlm_unlock_lvb, ul_list);
+
+		dlm_list_del(&ul->ul_list);
+		free(ul);
+	}
 	dlm_list_init(&ls->ls_toss);
 	dlm_list_init(&ls->ls_waiters);
 	dlm_list_init(&ls->ls_orphans);

@@ -207,6 +207,7 @@ int dlm_core_ls_create(struct dlm_core *core, const char *name,
 	dlm_list_init(&ls->ls_blocked);
 	dlm_list_init(&ls->ls_dlwait);
 	dlm_list_init(&ls->ls_orphans);
+	dlm_list_init(&ls->ls_unlock_lvbs);
 	dlm_recover_init_ls(ls);
 	rv = dlm_ls_set_members(ls, members, nmembers);
 	if (rv)
@@ -282,7 +283,7 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->ls_resources = ls->ls_rsbtbl.ht_count;
 	st->ls_locks = ls->ls_lkbtbl.ht_count;
-	st->ls_dir_entries = ls->ls_dirtbl.ht_count;
+	st->ls_dir_entries = ls->ls_dirtbl.ht_count + ls->ls_ndirself;
 	st->ls_waiters = ls->ls_nwaiters;
 	st->ls_orphans = ls->ls_norphans;
 	st->ls_msgs_sent = ls->ls_msgs_sent;

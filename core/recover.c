@@ -444,22 +444,10 @@ static int step_start(struct dlm_ls *ls)
 	return 0;
 }
 
-/* A record no master confirmed in this event goes. */
-static bool unconfirmed(void *arg, struct dlm_hnode *n)
-{
-	struct dlm_dirent *de = dlm_container_of(n, struct dlm_dirent, de_hnode);
-
-	if (de->de_event == *(const uint32_t *)arg)
-		return false;
-	free(de);
-	return true;
-}
-
-/* After the DIR barrier: forget the records no master confirmed (one
- * pass over the table, which shrinks once at the end). */
+/* After the DIR barrier: forget the records no master confirmed. */
 static int sweep_dir(struct dlm_ls *ls)
 {
-	dlm_htab_sweep(&ls->ls_dirtbl, unconfirmed, &ls->ls_event);
+	dlm_dir_sweep(ls);
 	return 0;
 }
 
@@ -1044,10 +1032,8 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 	qs[0] = &r->res_grantq;
 	qs[1] = &r->res_convertq;
 	qs[2] = &r->res_waitq;
-	if (r->res_rc_gen != ls->ls_generation || !r->res_rc_event) {
+	if ((int32_t)(r->res_rc_event - ls->ls_generation) <= 0)
 		r->res_rc_event = ls->ls_event;
-		r->res_rc_gen = ls->ls_generation;
-	}
 	for (k = r->res_rc_event == ls->ls_event ? 3 : 0; k < 3 && !lkb; k++) {
 		struct dlm_list *pos;
 

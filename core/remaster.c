@@ -406,22 +406,15 @@ static void dir_move(struct dlm_ls *ls, const unsigned char *key,
 		     unsigned int keylen, uint32_t hash, uint32_t old,
 		     uint32_t master)
 {
-	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
 	char name[DLM_KEY_TEXT_LEN];
-	uint32_t dummy;
+	uint32_t cur;
 
-	if (!de) {
-		(void)dlm_dir_lookup(ls, key, keylen, hash, master, &dummy);
+	if (dlm_dir_move(ls, key, keylen, hash, old, master, &cur))
 		return;
-	}
-	if (de->de_master == old) {
-		de->de_master = master;
-		return;
-	}
 	dlm_key_format(key, keylen, name, sizeof(name));
 	log_ls(ls, DLM_LOG_WARNING,
 	       "directory: \"%s\" moved from %u to %u, but its master is %u",
-	       name, old, master, de->de_master);
+	       name, old, master, cur);
 }
 
 /* MIGRATE: we master m_key from now on.  While running, or at the

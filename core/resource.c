@@ -216,6 +216,14 @@ bool dlm_lvb_store(char **slot, const char *src)
 
 /* ---------------------------------------------------------------- rsbs */
 
+/* Memory per resource (issue 14): glibc's malloc adds 8 B to a chunk and
+ * rounds it up to 16, so an rsb with a key of up to 8 bytes ("\7h123456")
+ * takes a chunk of 192 B at 176 B, 208 B at 192, 224 B at 200.  Growing
+ * the rsb costs 16 B per resource at every 8 B; the bench
+ * (bench/bench-core.c) shows where each byte goes. */
+static_assert(sizeof(struct dlm_rsb) <= 176,
+	      "struct dlm_rsb outgrew its 192-byte malloc chunk");
+
 struct dlm_rsb *dlm_rsb_find(struct dlm_ls *ls, const unsigned char *key,
 			     unsigned int keylen, uint32_t hash)
 {
@@ -247,7 +255,6 @@ struct dlm_rsb *dlm_rsb_create(struct dlm_ls *ls, const unsigned char *key,
 	dlm_list_init(&r->res_convertq);
 	dlm_list_init(&r->res_waitq);
 	dlm_list_init(&r->res_lookupq);
-	dlm_list_init(&r->res_toss);
 	dlm_htab_insert(&ls->ls_rsbtbl, &r->res_hnode);
 	return r;
 }
@@ -264,6 +271,7 @@ void dlm_rsb_hold(struct dlm_rsb *r)
 	if (r->res_flags & RESF_TOSSED) {
 		r->res_flags &= ~RESF_TOSSED;
 		dlm_list_del(&r->res_toss);
+		memset(r->res_grcount, 0, sizeof(r->res_grcount));
 	}
 }
 
@@ -305,10 +313,26 @@ struct dlm_rsb *dlm_rsb_root(struct dlm_rsb *r)
 	return r;
 }
 
+static struct dlm_dirent *dir_add(struct dlm_ls *ls, const unsigned char *key,
+				  unsigned int keylen, uint32_t hash,
+				  uint32_t master, uint32_t event);
+static void dir_self_clear(struct dlm_ls *ls, struct dlm_rsb *r);
+
 void dlm_rsb_free(struct dlm_rsb *r)
 {
 	struct dlm_rsb *parent = r->res_parent;
+	struct dlm_ls *ls = r->res_ls;
 
+	/* a record naming us outlives the rsb that was it (its master
+	 * moved away, and the move has not reached the record yet) */
+	if (r->res_flags & RESF_DIR) {
+		dir_self_clear(ls, r);
+		if (!dir_add(ls, r->res_key, r->res_keylen,
+			     r->res_hnode.hn_hash, dlm_our_nodeid(ls),
+			     r->res_de_event))
+			log_ls(ls, DLM_LOG_ERR,
+			       "out of memory: a directory record lost");
+	}
 	if (r->res_flags & RESF_TOSSED)
 		dlm_list_del(&r->res_toss);
 	dlm_htab_remove(&r->res_ls->ls_rsbtbl, &r->res_hnode);
@@ -345,6 +369,11 @@ void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
 }
 
 /* ---------------------------------------------------------------- lkbs */
+
+/* An lkb of 184 B takes a 192 B malloc chunk (see the rsb's above): a
+ * held lock on a shared resource is that chunk and its lkbtbl bucket. */
+static_assert(sizeof(struct dlm_lkb) <= 184,
+	      "struct dlm_lkb outgrew its 192-byte malloc chunk");
 
 /* The lkb table's hash of a lock id is the id itself.  Ids are handed out
  * in sequence, so they spread evenly over the buckets without mixing, and
@@ -581,8 +610,19 @@ void dlm_core_ids_release(struct dlm_ls *ls, uint32_t first)
 
 /* ----------------------------------------------------------- directory */
 
-struct dlm_dirent *dlm_dir_find(struct dlm_ls *ls, const unsigned char *key,
-				unsigned int keylen, uint32_t hash)
+/* Directory records.  A record of a root this node both directs and
+ * masters is the resource's rsb itself, flagged RESF_DIR, its event in
+ * res_de_event: at a million resources of our own that is 48 B of
+ * record and a bucket of ls_dirtbl less per resource (issue 14).  Every
+ * other record (master elsewhere, or ours with no rsb here) is a struct
+ * dlm_dirent in ls_dirtbl.  A key has at most one of the two.  The flag
+ * says "master: us" whatever res_nodeid says meanwhile: a record changes
+ * only through the functions below, as before, and an rsb freed while
+ * flagged leaves a dlm_dirent in its place (dlm_rsb_free). */
+
+static struct dlm_dirent *dir_find(struct dlm_ls *ls,
+				   const unsigned char *key,
+				   unsigned int keylen, uint32_t hash)
 {
 	struct dlm_hnode *n;
 
@@ -597,11 +637,41 @@ struct dlm_dirent *dlm_dir_find(struct dlm_ls *ls, const unsigned char *key,
 	return NULL;
 }
 
+/* The rsb that is key's directory record, or NULL. */
+static struct dlm_rsb *dir_self(struct dlm_ls *ls, const unsigned char *key,
+				unsigned int keylen, uint32_t hash)
+{
+	struct dlm_rsb *r = dlm_rsb_find(ls, key, keylen, hash);
+
+	return r && (r->res_flags & RESF_DIR) ? r : NULL;
+}
+
+/* Make key's root rsb its record (master us, confirmed in 'event'), if
+ * there is one here; the caller found no record of key. */
+static bool dir_self_set(struct dlm_ls *ls, const unsigned char *key,
+			 unsigned int keylen, uint32_t hash, uint32_t event)
+{
+	struct dlm_rsb *r = dlm_rsb_find(ls, key, keylen, hash);
+
+	if (!r || r->res_parent)
+		return false;
+	r->res_flags |= RESF_DIR;
+	r->res_de_event = event;
+	ls->ls_ndirself++;
+	return true;
+}
+
+static void dir_self_clear(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	r->res_flags &= ~RESF_DIR;
+	ls->ls_ndirself--;
+}
+
 /* A new record of key, which the caller found missing: master 'master',
- * confirmed in this event.  NULL when out of memory. */
+ * confirmed in 'event'.  NULL when out of memory. */
 static struct dlm_dirent *dir_add(struct dlm_ls *ls, const unsigned char *key,
 				  unsigned int keylen, uint32_t hash,
-				  uint32_t master)
+				  uint32_t master, uint32_t event)
 {
 	struct dlm_dirent *de;
 
@@ -610,11 +680,26 @@ static struct dlm_dirent *dir_add(struct dlm_ls *ls, const unsigned char *key,
 		return NULL;
 	de->de_hnode.hn_hash = hash;
 	de->de_master = master;
-	de->de_event = ls->ls_event;
+	de->de_event = event;
 	de->de_keylen = (uint16_t)keylen;
 	memcpy(de->de_key, key, keylen);
 	dlm_htab_insert(&ls->ls_dirtbl, &de->de_hnode);
 	return de;
+}
+
+static void dir_del(struct dlm_ls *ls, struct dlm_dirent *de)
+{
+	dlm_htab_remove(&ls->ls_dirtbl, &de->de_hnode);
+	free(de);
+}
+
+/* de's master became us: its rsb, when there is one, takes it over. */
+static void dir_settle(struct dlm_ls *ls, struct dlm_dirent *de)
+{
+	if (de->de_master == dlm_our_nodeid(ls) &&
+	    dir_self_set(ls, de->de_key, de->de_keylen, de->de_hnode.hn_hash,
+			 de->de_event))
+		dir_del(ls, de);
 }
 
 /* The master of key; 'requester' becomes it when there is none yet. */
@@ -622,14 +707,27 @@ int dlm_dir_lookup(struct dlm_ls *ls, const unsigned char *key,
 		   unsigned int keylen, uint32_t hash, uint32_t requester,
 		   uint32_t *master)
 {
-	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
+	struct dlm_dirent *de = dir_find(ls, key, keylen, hash);
+	struct dlm_rsb *r;
 
-	if (!de && !(de = dir_add(ls, key, keylen, hash, requester)))
-		return -ENOMEM;
 	/* during recovery: confirmed by its master's registration or by a
 	 * lookup after the directory's rebuild, so the sweep keeps it */
-	de->de_event = ls->ls_event;
-	*master = de->de_master;
+	if (de) {
+		de->de_event = ls->ls_event;
+		*master = de->de_master;
+		return 0;
+	}
+	*master = dlm_our_nodeid(ls);
+	if ((r = dir_self(ls, key, keylen, hash))) {
+		r->res_de_event = ls->ls_event;
+		return 0;
+	}
+	if (requester == *master &&
+	    dir_self_set(ls, key, keylen, hash, ls->ls_event))
+		return 0;
+	if (!dir_add(ls, key, keylen, hash, requester, ls->ls_event))
+		return -ENOMEM;
+	*master = requester;
 	return 0;
 }
 
@@ -640,44 +738,127 @@ int dlm_dir_lookup(struct dlm_ls *ls, const unsigned char *key,
 int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 		     unsigned int keylen, uint32_t hash, uint32_t master)
 {
-	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
+	struct dlm_dirent *de = dir_find(ls, key, keylen, hash);
+	uint32_t us = dlm_our_nodeid(ls), old;
 	char name[DLM_KEY_TEXT_LEN];
+	struct dlm_rsb *r = NULL;
 
 	/* missing: add it here, not through dlm_dir_lookup, which would
 	 * look it up again (at 1M resources a rebuild is one miss each) */
-	if (!de)
-		return dir_add(ls, key, keylen, hash, master) ? 0 : -ENOMEM;
-	if (de->de_master != master) {
+	if (!de && !(r = dir_self(ls, key, keylen, hash))) {
+		if (master == us &&
+		    dir_self_set(ls, key, keylen, hash, ls->ls_event))
+			return 0;
+		return dir_add(ls, key, keylen, hash, master,
+			       ls->ls_event) ? 0 : -ENOMEM;
+	}
+	old = de ? de->de_master : us;
+	if (old != master) {
 		dlm_key_format(key, keylen, name, sizeof(name));
-		if (de->de_event == ls->ls_event) {
+		if ((de ? de->de_event : r->res_de_event) == ls->ls_event) {
 			log_ls(ls, DLM_LOG_ERR,
 			       "recovery %u: nodes %u and %u both master \"%s\"",
-			       ls->ls_event, de->de_master, master, name);
+			       ls->ls_event, old, master, name);
 			return 0;
 		}
 		log_ls(ls, DLM_LOG_DEBUG, "directory: \"%s\" master %u, was %u",
-		       name, master, de->de_master);
+		       name, master, old);
+		if (r) {
+			if (!dir_add(ls, key, keylen, hash, master,
+				     ls->ls_event))
+				return -ENOMEM;
+			dir_self_clear(ls, r);
+			return 0;
+		}
 		de->de_master = master;
 	}
+	if (r) {
+		r->res_de_event = ls->ls_event;
+		return 0;
+	}
 	de->de_event = ls->ls_event;
+	dir_settle(ls, de);
 	return 0;
 }
 
 void dlm_dir_remove(struct dlm_ls *ls, const unsigned char *key,
 		    unsigned int keylen, uint32_t hash, uint32_t master)
 {
-	struct dlm_dirent *de = dlm_dir_find(ls, key, keylen, hash);
+	struct dlm_dirent *de = dir_find(ls, key, keylen, hash);
+	struct dlm_rsb *r = de ? NULL : dir_self(ls, key, keylen, hash);
+	uint32_t cur = de ? de->de_master : r ? dlm_our_nodeid(ls) : 0;
 	char name[DLM_KEY_TEXT_LEN];
 
-	if (!de || de->de_master != master) {
+	if ((!de && !r) || cur != master) {
 		dlm_key_format(key, keylen, name, sizeof(name));
 		log_ls(ls, DLM_LOG_DEBUG,
 		       "remove of \"%s\" from node %u ignored: master is %u",
-		       name, master, de ? de->de_master : 0);
+		       name, master, cur);
 		return;
 	}
-	dlm_htab_remove(&ls->ls_dirtbl, &de->de_hnode);
+	if (r)
+		dir_self_clear(ls, r);
+	else
+		dir_del(ls, de);
+}
+
+/* Remastering: key's master moved from 'old' to 'master'.  False, with
+ * the master the record names in *cur, when that was not 'old'. */
+bool dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
+		  unsigned int keylen, uint32_t hash, uint32_t old,
+		  uint32_t master, uint32_t *cur)
+{
+	struct dlm_dirent *de = dir_find(ls, key, keylen, hash);
+	struct dlm_rsb *r = de ? NULL : dir_self(ls, key, keylen, hash);
+	uint32_t dummy;
+
+	if (!de && !r) {
+		(void)dlm_dir_lookup(ls, key, keylen, hash, master, &dummy);
+		return true;
+	}
+	*cur = de ? de->de_master : dlm_our_nodeid(ls);
+	if (*cur != old)
+		return false;
+	if (de) {
+		de->de_master = master;
+		dir_settle(ls, de);
+	} else if (master != old) {
+		/* out of memory: the record stays, naming the old master
+		 * (the new one's next REMOVE is then ignored, as a stale
+		 * record's is) */
+		if (dir_add(ls, key, keylen, hash, master, r->res_de_event))
+			dir_self_clear(ls, r);
+	}
+	return true;
+}
+
+/* A record no master confirmed in this event goes. */
+static bool unconfirmed(void *arg, struct dlm_hnode *n)
+{
+	struct dlm_dirent *de = dlm_container_of(n, struct dlm_dirent, de_hnode);
+
+	if (de->de_event == *(const uint32_t *)arg)
+		return false;
 	free(de);
+	return true;
+}
+
+static void unconfirmed_self(void *arg, struct dlm_hnode *n)
+{
+	struct dlm_rsb *r = dlm_container_of(n, struct dlm_rsb, res_hnode);
+	struct dlm_ls *ls = arg;
+
+	if ((r->res_flags & RESF_DIR) && r->res_de_event != ls->ls_event)
+		dir_self_clear(ls, r);
+}
+
+/* Recovery, after the DIR barrier: forget the records no master
+ * confirmed (one pass over each table; ls_dirtbl shrinks once). */
+void dlm_dir_sweep(struct dlm_ls *ls)
+{
+	dlm_htab_sweep(&ls->ls_dirtbl, unconfirmed, &ls->ls_event);
+	if (ls->ls_ndirself)
+		dlm_htab_walk(&ls->ls_rsbtbl, unconfirmed_self, ls);
 }
 
 /* -------------------------------------------------------------- owners */

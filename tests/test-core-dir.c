@@ -6,6 +6,7 @@
  */
 
 #include "tests/test-core.h"
+#include "core/core_internal.h"
 
 /* Three nodes: remote masters, lookups, grants and basts over messages,
  * then the toss timer drops everything, directory records included. */
@@ -407,6 +408,78 @@ static void test_child_toss_order(void **state)
 	cluster_free(c);
 }
 
+/* The directory record of a root its directory node also masters is the
+ * rsb itself (issue 14): no struct dlm_dirent in ls_dirtbl for it, yet
+ * counted, kept through a recovery (where its master confirms it), moved
+ * out when another node takes the resource over, and gone with it. */
+static void own_records(void *arg, struct dlm_hnode *n)
+{
+	struct dlm_dirent *de = dlm_container_of(n, struct dlm_dirent, de_hnode);
+
+	assert_int_not_equal(de->de_master, *(const uint32_t *)arg);
+}
+
+static void test_own_records(void **state)
+{
+	struct cluster *c = cluster_new(1, 100);
+	struct dlm_ls_stats st;
+	uint32_t ids[50], i, total, self;
+	char name[16];
+
+	(void)state;
+	for (i = 0; i < 50; i++) {
+		snprintf(name, sizeof(name), "o%u", i);
+		ids[i] = lock_on(c, 1, 1, name, DLM_LOCK_PR, 0, 0, NULL);
+	}
+	drain(c);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_dir_entries, 50);
+	assert_int_equal(c->ls[1]->ls_dirtbl.ht_count, 0);
+	recover_all(c, 1);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_dir_entries, 50);
+	assert_int_equal(c->ls[1]->ls_dirtbl.ht_count, 0);
+	for (i = 0; i < 50; i++)
+		assert_int_equal(unlock(c, 1, 1, ids[i], 0, NULL), 0);
+	drain(c);
+	dlm_core_tick(c->core[1], 1000);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_resources, 0);
+	assert_int_equal(st.ls_dir_entries, 0);
+	cluster_free(c);
+
+	/* three nodes: a record in ls_dirtbl always names another node;
+	 * one record per name in all; node 3 takes over what node 1
+	 * mastered when node 1 dies */
+	c = cluster_new(3, 100);
+	for (i = 0; i < 60; i++) {
+		snprintf(name, sizeof(name), "n%u", i);
+		lock_on(c, 1 + (int)(i % 2), 10 + i, name, DLM_LOCK_PR, 0, 0,
+			NULL);
+		drain(c);
+		lock_on(c, 3, 100 + i, name, DLM_LOCK_PR, 0, 0, NULL);
+	}
+	drain(c);
+	for (total = 0, self = 0, i = 1; i <= 3; i++) {
+		dlm_htab_walk(&c->ls[i]->ls_dirtbl, own_records, &i);
+		dlm_core_ls_stats(c->ls[i], &st);
+		total += (uint32_t)st.ls_dir_entries;
+		self += (uint32_t)c->ls[i]->ls_ndirself;
+	}
+	assert_int_equal(total, 60);
+	assert_true(self > 0);
+	c->dead[1] = 1;
+	recover_all(c, 1);
+	for (total = 0, i = 2; i <= 3; i++) {
+		dlm_htab_walk(&c->ls[i]->ls_dirtbl, own_records, &i);
+		dlm_core_ls_stats(c->ls[i], &st);
+		total += (uint32_t)st.ls_dir_entries;
+	}
+	assert_int_equal(total, 60);
+	assert_verified(c);
+	cluster_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -418,6 +491,7 @@ int main(void)
 		cmocka_unit_test(test_child_creators),
 		cmocka_unit_test(test_child_recovery),
 		cmocka_unit_test(test_child_toss_order),
+		cmocka_unit_test(test_own_records),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
