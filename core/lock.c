@@ -573,19 +573,18 @@ static void send_cancel(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	send_lkb(ls, DLM_MSG_CANCEL, lkb, 0);
 }
 
-/* With the unlock's own flags, and the LVB only with VALBLK. */
-static void send_unlock(struct dlm_ls *ls, struct dlm_lkb *lkb,
-			uint32_t flags, bool force)
+/* With the unlock's own flags (lkb_unlock_flags, kept there should it
+ * have to be redone: dlm_redo_op, when a master that moved the resource
+ * away refuses it, core/remaster.c), and the LVB only with VALBLK. */
+static void send_unlock(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
+	uint32_t flags = lkb->lkb_unlock_flags;
 	struct dlm_msg m;
 
 	add_waiter(ls, lkb, DLM_WAIT_UNLOCK);
-	/* its flags, should it have to be redone (dlm_redo_op: a master
-	 * that moved the resource away refuses it, core/remaster.c) */
-	lkb->lkb_unlock_flags = flags;
 	lkb_msg(&m, DLM_MSG_UNLOCK, lkb, 0);
 	m.m_exflags = flags;
-	m.m_flags = force ? DLM_MF_FORCE : 0;
+	m.m_flags = (flags & DLM_LKF_FORCEUNLOCK) ? DLM_MF_FORCE : 0;
 	if (flags & DLM_LKF_VALBLK) {
 		m.m_lvb = dlm_lkb_lvb(lkb);
 		m.m_lvblen = DLM_LVB_LEN;
@@ -1176,6 +1175,41 @@ static void finish_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
 /* process copy side: sending requests                                */
 /* ------------------------------------------------------------------ */
 
+/*
+ * How a process copy's conversion, cancel or unlock starts: while the
+ * lockspace is stopped it is kept (as wait_type, for dlm_redo_op() at
+ * finish); where another node masters the resource it goes there by its
+ * named sender.  Either way true, and the caller is done; false when this
+ * node is the master and the caller does the operation here.  (A new
+ * request first needs a master: request_with_master.)
+ */
+static bool op_kept_or_sent(struct dlm_ls *ls, struct dlm_lkb *lkb,
+			    int wait_type,
+			    void (*send)(struct dlm_ls *ls, struct dlm_lkb *lkb))
+{
+	if (!dlm_ls_running(ls)) {
+		lkb->lkb_wait_type = (uint8_t)wait_type;
+		dlm_resend_later(ls, lkb);
+		return true;
+	}
+	if (is_master(lkb->lkb_rsb))
+		return false;
+	send(ls, lkb);
+	return true;
+}
+
+/* A conversion on the master: answered now unless it waits, and what it
+ * releases is granted. */
+static void convert_here(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_rsb *r = lkb->lkb_rsb;
+	int rv = do_convert(r, lkb);
+
+	if (rv != -EINPROGRESS)
+		cast_local(ls, lkb, rv);
+	grant_pending(r, NULL);
+}
+
 /* Run a new request whose master is known. */
 static void dispatch_request(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
@@ -1451,8 +1485,6 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 {
 	struct dlm_lkb *lkb = dlm_lkb_find(ls, req->lkid);
 	struct dlm_range range;
-	struct dlm_rsb *r;
-	int rv;
 
 	if (!lkb || is_master_copy(lkb))
 		return -ENOENT;
@@ -1477,7 +1509,6 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 
 	if (!dlm_lkb_set_range(lkb, DLM_LKB_RQ, &range))
 		return -ENOMEM;
-	r = lkb->lkb_rsb;
 	*lkid_out = lkb->lkb_id;
 	lkb->lkb_exflags = req->flags;
 	lkb->lkb_rqmode = (int8_t)req->mode;
@@ -1502,19 +1533,8 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		}
 	}
 	set_astinfo(lkb, req);
-	if (!dlm_ls_running(ls)) {
-		lkb->lkb_wait_type = DLM_WAIT_CONVERT;
-		dlm_resend_later(ls, lkb);
-		return 0;
-	}
-	if (!is_master(r)) {
-		send_convert(ls, lkb);
-		return 0;
-	}
-	rv = do_convert(r, lkb);
-	if (rv != -EINPROGRESS)
-		cast_local(ls, lkb, rv);
-	grant_pending(r, NULL);
+	if (!op_kept_or_sent(ls, lkb, DLM_WAIT_CONVERT, send_convert))
+		convert_here(ls, lkb);
 	return 0;
 }
 
@@ -1567,15 +1587,8 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		if (lkb->lkb_status != DLM_LKSTS_WAITING &&
 		    lkb->lkb_status != DLM_LKSTS_CONVERT)
 			return -EBUSY;	/* granted: nothing to cancel */
-		if (!dlm_ls_running(ls)) {
-			lkb->lkb_wait_type = DLM_WAIT_CANCEL;
-			dlm_resend_later(ls, lkb);
+		if (op_kept_or_sent(ls, lkb, DLM_WAIT_CANCEL, send_cancel))
 			return 0;
-		}
-		if (!is_master(r)) {
-			send_cancel(ls, lkb);
-			return 0;
-		}
 		rv = do_cancel(r, lkb);
 		if (lkb->lkb_status == DLM_LKSTS_NONE)
 			finish_lkb(ls, lkb, rv);
@@ -1620,16 +1633,9 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		/* no room to keep the value: it is lost, say so (this path
 		 * also redoes overlapping unlocks, which must not fail) */
 		flags = (flags & ~(uint32_t)DLM_LKF_VALBLK) | DLM_LKF_IVVALBLK;
-	if (!dlm_ls_running(ls)) {
-		lkb->lkb_unlock_flags = flags;
-		lkb->lkb_wait_type = DLM_WAIT_UNLOCK;
-		dlm_resend_later(ls, lkb);
+	lkb->lkb_unlock_flags = flags;
+	if (op_kept_or_sent(ls, lkb, DLM_WAIT_UNLOCK, send_unlock))
 		return 0;
-	}
-	if (!is_master(r)) {
-		send_unlock(ls, lkb, flags, force);
-		return 0;
-	}
 	do_unlock(r, lkb, flags);
 	finish_lkb(ls, lkb, -DLM_EUNLOCK);
 	return 0;
@@ -2832,7 +2838,6 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	struct dlm_rsb *r = lkb->lkb_rsb;
 	uint32_t id = lkb->lkb_id;
 	int wait_type = lkb->lkb_wait_type;
-	int rv;
 
 	remove_waiter(ls, lkb);
 	/* a cancel or force unlock (a purge) came while the op was in
@@ -2867,14 +2872,10 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		request_with_master(ls, lkb);
 		break;
 	case DLM_WAIT_CONVERT:
-		if (!is_master(r)) {
-			send_convert(ls, lkb);
+		/* the lockspace runs: sent, or done here */
+		if (op_kept_or_sent(ls, lkb, DLM_WAIT_CONVERT, send_convert))
 			return;
-		}
-		rv = do_convert(r, lkb);
-		if (rv != -EINPROGRESS)
-			cast_local(ls, lkb, rv);
-		grant_pending(r, NULL);
+		convert_here(ls, lkb);
 		break;
 	case DLM_WAIT_UNLOCK:
 		if (unlock_lkb(ls, lkb, lkb->lkb_unlock_flags | DLM_LKF_FORCEUNLOCK,
