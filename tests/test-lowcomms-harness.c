@@ -698,3 +698,89 @@ struct h_world *h_test_recreate(const char *addr, h_config_fn *config,
 	assert_int_equal(st.st_peer_restarts, n);
 	return w;
 }
+
+void h_transport_stream(void **state)
+{
+	const struct h_transport *t = *state;
+	const char *env = t->tr_stream_env ? getenv(t->tr_stream_env) : NULL;
+	struct h_stream s = { env ? atol(env) : t->tr_stream, false,
+			      t->tr_burst, 0 };
+	struct h_world *w;
+	struct lc_stats st;
+
+	w = h_test_stream(t->tr_addr, t->tr_config, &s, NULL, t->tr_max_ms,
+			  "stream");
+	lc_get_stats(w->w_eps[0].ep_lc, &st);
+	assert_true(st.st_writes < (uint64_t)s.st_target / 10);
+	h_world_free(w);
+}
+
+void h_transport_reconnects(void **state)
+{
+	const struct h_transport *t = *state;
+	struct h_stream s = { t->tr_reconnect_count, true, t->tr_slow_burst,
+			      t->tr_window };
+
+	h_test_reconnects(t->tr_addr, t->tr_config, &s, t->tr_reconnects,
+			  t->tr_reconnect, t->tr_max_ms, t->tr_reconnect_name);
+}
+
+void h_transport_restart_sockets(void **state)
+{
+	const struct h_transport *t = *state;
+
+	h_test_restart_sockets(t->tr_addr, t->tr_config, t->tr_restart_count,
+			       t->tr_restarts + 1, t->tr_max_ms);
+}
+
+void h_transport_recreate(void **state)
+{
+	const struct h_transport *t = *state;
+	struct h_stream s = { t->tr_recreate_count, false, t->tr_slow_burst,
+			      t->tr_window };
+	struct h_world *w = h_test_recreate(t->tr_addr, t->tr_config, &s,
+					    t->tr_restarts, t->tr_max_ms);
+	const struct h_ep *rx = &w->w_eps[1];
+
+	printf("recreate: %llu messages delivered again after a restart\n",
+	       (unsigned long long)rx->ep_rx_dups);
+	assert_true(h_pair_done(w, 0, 1));
+	assert_int_equal(rx->ep_rx_lost, 0);
+	/* Each repeat counts once as an error and once in the total; a gap
+	 * or a reordering would make this smaller. */
+	assert_int_equal(rx->ep_rx_errors, rx->ep_rx_dups);
+	assert_int_equal(rx->ep_rx_total - rx->ep_rx_dups, s.st_target);
+	assert_true(rx->ep_rx_dups <= (uint64_t)t->tr_restarts * t->tr_window);
+	h_world_free(w);
+}
+
+static void transport_fault(const struct h_transport *t,
+			    enum lc_fault_kind kind, uint32_t every)
+{
+	struct h_stream s = { t->tr_fault_count, true, t->tr_slow_burst,
+			      t->tr_window };
+	struct lc_fault flt = { kind, 0, every };
+	struct h_world *w;
+	struct lc_stats st[2];
+
+	w = h_test_stream(t->tr_addr, t->tr_config, &s, &flt, t->tr_max_ms,
+			  kind == LC_FAULT_SKIP ? "skip" : "duplicate");
+	for (int i = 0; i < 2; i++)
+		lc_get_stats(w->w_eps[i].ep_lc, &st[i]);
+	if (kind == LC_FAULT_DUPLICATE)
+		assert_true(st[0].st_dups_dropped + st[1].st_dups_dropped >=
+			    st[0].st_faults + st[1].st_faults);
+	else
+		assert_true(st[0].st_conn_lost + st[1].st_conn_lost > 0);
+	h_world_free(w);
+}
+
+void h_transport_fault_duplicate(void **state)
+{
+	transport_fault(*state, LC_FAULT_DUPLICATE, 7);
+}
+
+void h_transport_fault_skip(void **state)
+{
+	transport_fault(*state, LC_FAULT_SKIP, 9973);
+}
