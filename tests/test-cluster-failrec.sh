@@ -22,24 +22,13 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
 LS=failrec
 NRES=1
-POLLS=300		# bounded waits: polls of 0.1 s
-BLOCKED_S=3		# how long "nothing is granted" is watched
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmr.XXXXXX") || exit 1
-rc=0
-pids=
-
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
 held() { # FILE: the client writing FILE has its lock
 	grep -q '^held' "$1" 2>/dev/null
 }
 
-if ! "$CLUSTER" up 3 "$dir"; then
-	echo "FAIL: cannot bring up the 3-node cluster" >&2
-	rc=1
-	exit 1
-fi
+up_cluster 3
 : >"$dir/fence.log"
 
 echo "== node 3's dlmd stops cleanly; node 1 alone holds EX in $LS"

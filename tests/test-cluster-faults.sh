@@ -62,15 +62,7 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
 LS=faults
 NRES=6
-WORK_MS=${CLUSTER_TEST_WORK_MS:-3000}
-POLLS=300		# bounded waits: polls of 0.1 s
-BLOCKED_S=3		# how long "nothing is granted" is watched
 BLIPS=${CLUSTER_FAULTS_BLIPS:-4}
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmf.XXXXXX") || exit 1
-rc=0
-pids=
-
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
 t_start=$(date +%s)
@@ -122,13 +114,7 @@ wait_down() {
 # audits every second, on the same scan (section 5b)
 DLM_CLUSTER_CONF_EXTRA=$(printf 'audit_secs = 1\nscan_secs = 1')
 export DLM_CLUSTER_CONF_EXTRA
-if ! "$CLUSTER" up 3 "$dir"; then
-	echo "FAIL: cannot bring up the 3-node cluster" >&2
-	rc=1
-	exit 1
-fi
-mkdir -p "$dir/logs" "$dir/counters"
-chmod 777 "$dir/logs" "$dir/counters"
+up_cluster 3
 : >"$dir/fence.log"
 
 say "== 1. node 2's dlmd dies, its client holding EX stays alive"

@@ -28,13 +28,7 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
 LS=fenceone
 NRES=4
-POLLS=300		# bounded waits: polls of 0.1 s
 SETTLE_S=5		# after a fencing, how long a second one is watched for
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmfe.XXXXXX") || exit 1
-rc=0
-pids=
-
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
 t_start=$(date +%s)

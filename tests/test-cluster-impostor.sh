@@ -36,7 +36,6 @@ LS=imptest
 NRES=8
 # long enough to go on through every step up to 6
 WORK_MS=${CLUSTER_TEST_WORK_MS:-16000}
-POLLS=300		# bounded waits: polls of 0.1 s
 NOBODY=65534
 DLM_CLUSTER_FENCING=off
 DLM_CLUSTER_CRYPTO=on
@@ -49,23 +48,13 @@ fi
 command -v setpriv >/dev/null 2>&1 || { echo "SKIP: no setpriv (util-linux)"; exit 77; }
 [ -x "$IMPOSTOR" ] || { echo "FAIL: $IMPOSTOR not built"; exit 1; }
 
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmimp.XXXXXX") || exit 1
-rc=0
-pids=
-
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
 ls_line() { on "$1" "$DLMCTL" ls 2>/dev/null | grep "^name $LS "; }
 # on K as_nobody CMD...: CMD on node K as nobody, no groups
 as_nobody="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
 
-if ! "$CLUSTER" up 3 "$dir"; then
-	echo "FAIL: cannot bring up the 3-node cluster" >&2
-	rc=1
-	exit 1
-fi
-mkdir -p "$dir/logs" "$dir/counters"
-chmod 777 "$dir/logs" "$dir/counters"
+up_cluster 3
 # nobody must be able to run the impostor (the build tree may not be
 # reachable for it), not to read the key
 cp "$IMPOSTOR" "$dir/impostor" && chmod 755 "$dir/impostor" ||

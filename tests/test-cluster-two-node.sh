@@ -24,14 +24,6 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
 LS=twonode
 NRES=4
-WORK_MS=${CLUSTER_TEST_WORK_MS:-3000}
-POLLS=300		# bounded waits: polls of 0.1 s
-BLOCKED_S=3		# how long "nothing is granted" is watched
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlm2n.XXXXXX") || exit 1
-rc=0
-pids=
-
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
 t_start=$(date +%s)
@@ -46,14 +38,9 @@ running() { # K NAME: is node K's dlmd or corosync alive?
 		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "$2"
 }
 
-if ! DLM_CLUSTER_QUORUM="two_node: 1" "$CLUSTER" up 2 "$dir"; then
-	echo "FAIL: cannot bring up the two_node cluster" >&2
-	rc=1
-	exit 1
-fi
+export DLM_CLUSTER_QUORUM="two_node: 1"
+up_cluster 2 "with two_node"
 grep -q "two_node: 1" "$dir/n1/corosync.conf" || fail "corosync.conf has no two_node"
-mkdir -p "$dir/logs" "$dir/counters"
-chmod 777 "$dir/logs" "$dir/counters"
 : >"$dir/fence.log"
 grep -q "breaks even splits" "$dir/n1/dlmd.out" ||
 	fail "dlmd does not log its tie-breaker node"
