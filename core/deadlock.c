@@ -378,7 +378,7 @@ static void at_waiter(struct walk *w, struct dlm_lkb *lkb)
 /* x closes a cycle and is its youngest request: it gives way. */
 static void break_cycle(struct dlm_ls *ls, struct dlm_lkb *x)
 {
-	char name[DLM_MAX_KEYLEN * 4 + 8];
+	char name[DLM_KEY_TEXT_LEN];
 	uint32_t id = x->lkb_id;
 	int rv;
 
