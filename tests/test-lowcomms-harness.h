@@ -230,6 +230,10 @@ struct h_transport {
 	long		tr_recreate_count;
 	long		tr_fault_count;
 };
+enum h_transport_id { H_TCP, H_SCTP };
+/* Indexed by enum h_transport_id (the table in test-lowcomms-harness.c
+ * says why they differ). */
+extern const struct h_transport h_transports[];
 /* A long stream one way: nothing lost, nothing repeated, batched (far
  * fewer writes than messages). */
 void h_transport_stream(void **state);

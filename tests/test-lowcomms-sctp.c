@@ -32,7 +32,6 @@
 #include "tests/test-lowcomms-harness.h"
 
 #define WAIT_MS		20000
-#define MAX_MS		120000
 #define LOOPBACK	"127.0.0.1"
 #define LOOPBACK6	"::1"
 
@@ -150,46 +149,6 @@ static void test_ordering(void **state)
 	h_world_free(h_test_ordering(LOOPBACK, h_sctp_config, WAIT_MS));
 }
 
-/* Reset the k-th association from node 1's side or node 2's. */
-static int reset_action(struct h_world *w, int k)
-{
-	int side = k % 2;
-
-	return lc_node_reset(w->w_eps[side].ep_lc, (uint32_t)(2 - side)) == 0;
-}
-
-/*
- * The shared tests (test-lowcomms-harness.h) over SCTP, with a window.
- * The socket-layer restart keeps the contexts (every association aborted,
- * the listener opened again) and is exact.  When node 2's context is
- * recreated instead (a new epoch, no memory of what the old context
- * delivered), node 1 resends what was not acknowledged and nothing is
- * lost, but unlike TCP, messages the old context delivered in its last
- * read come again: its final ack is written, but data from node 1
- * arriving at the closed socket makes SCTP abort the association, and
- * node 1's usrsctp reports the ABORT before the ack (lowcomms.c,
- * RESTARTING THE SOCKET LAYER and KNOWN LIMITS).  So that test allows
- * repeats, at most a window per restart, but no gap.
- */
-static const struct h_transport sctp = {
-	.tr_addr = LOOPBACK,
-	.tr_config = h_sctp_config,
-	.tr_max_ms = MAX_MS,
-	.tr_stream = 300000L,
-	.tr_stream_env = "LC_SCTP_COUNT",
-	.tr_burst = 20000,
-	.tr_slow_burst = 500,
-	.tr_window = 5000,
-	.tr_reconnect = reset_action,
-	.tr_reconnect_name = "reset",
-	.tr_reconnects = 6,
-	.tr_reconnect_count = 200000,
-	.tr_restart_count = 100000,
-	.tr_restarts = 3,
-	.tr_recreate_count = 200000,
-	.tr_fault_count = 50000,
-};
-
 static bool refused(struct h_world *w, void *arg)
 {
 	(void)arg;
@@ -266,16 +225,16 @@ int main(void)
 		cmocka_unit_test(test_transport),
 		cmocka_unit_test(test_kernel_sctp_fallback),
 		cmocka_unit_test(test_ordering),
-		cmocka_unit_test_prestate(h_transport_stream, (void *)&sctp),
+		cmocka_unit_test_prestate(h_transport_stream, (void *)&h_transports[H_SCTP]),
 		cmocka_unit_test_prestate(h_transport_reconnects,
-					  (void *)&sctp),
+					  (void *)&h_transports[H_SCTP]),
 		cmocka_unit_test_prestate(h_transport_restart_sockets,
-					  (void *)&sctp),
-		cmocka_unit_test_prestate(h_transport_recreate, (void *)&sctp),
+					  (void *)&h_transports[H_SCTP]),
+		cmocka_unit_test_prestate(h_transport_recreate, (void *)&h_transports[H_SCTP]),
 		cmocka_unit_test_prestate(h_transport_fault_duplicate,
-					  (void *)&sctp),
+					  (void *)&h_transports[H_SCTP]),
 		cmocka_unit_test_prestate(h_transport_fault_skip,
-					  (void *)&sctp),
+					  (void *)&h_transports[H_SCTP]),
 		cmocka_unit_test(test_refuse_unknown_address),
 		cmocka_unit_test(test_two_addresses),
 	};
