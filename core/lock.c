@@ -397,6 +397,21 @@ out:
 /* ASTs and messages                                                  */
 /* ------------------------------------------------------------------ */
 
+/* What every AST about lkb says: which lock, whose, its cookie, and the
+ * mode it holds. */
+static void ast_of(struct dlm_ast *ast, enum dlm_ast_type type,
+		   struct dlm_ls *ls, const struct dlm_lkb *lkb)
+{
+	memset(ast, 0, sizeof(*ast));
+	ast->type = type;
+	ast->ls = ls;
+	ast->ls_ctx = ls->ls_ctx;
+	ast->lkid = lkb->lkb_id;
+	ast->owner = lkb->lkb_ownerid;
+	ast->astarg = lkb->lkb_astarg;
+	ast->grmode = lkb->lkb_grmode;
+}
+
 static void cast_local(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
 {
 	struct dlm_core *core = ls->ls_core;
@@ -406,16 +421,9 @@ static void cast_local(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
 	status = dlm_deadlock_status(lkb, status);
 	if (lkb->lkb_flags & (LKBF_PURGED | LKBF_ORPHAN))
 		return;
-	memset(&ast, 0, sizeof(ast));
-	ast.type = DLM_AST_COMP;
-	ast.ls = ls;
-	ast.ls_ctx = ls->ls_ctx;
-	ast.lkid = lkb->lkb_id;
-	ast.owner = lkb->lkb_ownerid;
-	ast.astarg = lkb->lkb_astarg;
+	ast_of(&ast, DLM_AST_COMP, ls, lkb);
 	ast.status = status;
 	ast.sbflags = lkb->lkb_sbflags;
-	ast.grmode = lkb->lkb_grmode;
 	ast.bastmode = DLM_LOCK_IV;
 	if ((lkb->lkb_flags & LKBF_VALBLK) && status == 0)
 		ast.lvb = dlm_lkb_lvb(lkb);
@@ -437,14 +445,7 @@ static void bast_local(struct dlm_ls *ls, struct dlm_lkb *lkb, int mode)
 	if (lkb->lkb_flags & (LKBF_PURGED | LKBF_ORPHAN) ||
 	    !(lkb->lkb_flags & LKBF_WANT_BAST))
 		return;
-	memset(&ast, 0, sizeof(ast));
-	ast.type = DLM_AST_BAST;
-	ast.ls = ls;
-	ast.ls_ctx = ls->ls_ctx;
-	ast.lkid = lkb->lkb_id;
-	ast.owner = lkb->lkb_ownerid;
-	ast.astarg = lkb->lkb_astarg;
-	ast.grmode = lkb->lkb_grmode;
+	ast_of(&ast, DLM_AST_BAST, ls, lkb);
 	ast.bastmode = mode;
 	core->core_ops.ast(core->core_ctx, &ast);
 }
