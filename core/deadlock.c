@@ -326,8 +326,7 @@ static void send_probe(struct walk *w, int type, uint32_t to, uint32_t lkid,
 
 	if (w->w_hops >= DLM_DEADLK_MAX_HOPS)
 		return;
-	memset(&m, 0, sizeof(m));
-	m.m_type = (uint16_t)type;
+	dlm_msg_init(&m, type);
 	m.m_lkid = lkid;
 	m.m_remid = remid;
 	m.m_nodeid = p->pr_node;

@@ -476,8 +476,7 @@ void dlm_send_msg(struct dlm_ls *ls, struct dlm_msg *m, uint32_t to)
 static void lkb_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
 		    int status)
 {
-	memset(m, 0, sizeof(*m));
-	m->m_type = (uint16_t)type;
+	dlm_msg_init(m, type);
 	m->m_lkid = lkb->lkb_id;
 	m->m_remid = lkb->lkb_remid;
 	m->m_exflags = lkb->lkb_exflags;
@@ -620,8 +619,7 @@ static void send_reply_status(struct dlm_ls *ls, const struct dlm_msg *rq,
 {
 	struct dlm_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.m_type = (uint16_t)type;
+	dlm_msg_init(&m, type);
 	m.m_remid = rq->m_lkid;
 	m.m_status = status;
 	m.m_grmode = DLM_LOCK_IV;
@@ -654,8 +652,7 @@ static void send_lookup(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t dir)
 {
 	struct dlm_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.m_type = DLM_MSG_LOOKUP;
+	dlm_msg_init(&m, DLM_MSG_LOOKUP);
 	m.m_nodeid = dlm_our_nodeid(ls);
 	m.m_key = r->res_key;
 	m.m_keylen = r->res_keylen;
@@ -667,8 +664,7 @@ static void send_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *rq,
 {
 	struct dlm_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.m_type = DLM_MSG_LOOKUP_REPLY;
+	dlm_msg_init(&m, DLM_MSG_LOOKUP_REPLY);
 	m.m_gen = rq->m_gen;
 	m.m_status = status;
 	m.m_nodeid = master;
@@ -681,8 +677,7 @@ void dlm_send_remove(struct dlm_ls *ls, struct dlm_rsb *r)
 {
 	struct dlm_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.m_type = DLM_MSG_REMOVE;
+	dlm_msg_init(&m, DLM_MSG_REMOVE);
 	m.m_key = r->res_key;
 	m.m_keylen = r->res_keylen;
 	dlm_send_msg(ls, &m, dlm_dir_nodeid(ls, r->res_hnode.hn_hash));
@@ -695,8 +690,7 @@ static void send_purge(struct dlm_ls *ls, uint32_t nodeid, uint64_t owner,
 {
 	struct dlm_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.m_type = DLM_MSG_PURGE;
+	dlm_msg_init(&m, DLM_MSG_PURGE);
 	m.m_owner = owner;
 	m.m_flags = group ? DLM_MF_OWNER_GROUP : 0;
 	dlm_send_msg(ls, &m, nodeid);
@@ -1887,8 +1881,7 @@ static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
 		 * or tries the node we moved it to (remaster.c) */
 		struct dlm_msg rp;
 
-		memset(&rp, 0, sizeof(rp));
-		rp.m_type = DLM_MSG_REQUEST_REPLY;
+		dlm_msg_init(&rp, DLM_MSG_REQUEST_REPLY);
 		rp.m_remid = m->m_lkid;
 		rp.m_status = -EBADR;
 		rp.m_grmode = DLM_LOCK_IV;
