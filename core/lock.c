@@ -1180,7 +1180,7 @@ static void finish_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
  */
 static bool op_kept_or_sent(struct dlm_ls *ls, struct dlm_lkb *lkb,
 			    int wait_type,
-			    void (*send)(struct dlm_ls *ls, struct dlm_lkb *lkb))
+			    void (*sender)(struct dlm_ls *ls, struct dlm_lkb *lkb))
 {
 	if (!dlm_ls_running(ls)) {
 		lkb->lkb_wait_type = (uint8_t)wait_type;
@@ -1189,7 +1189,7 @@ static bool op_kept_or_sent(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	}
 	if (is_master(lkb->lkb_rsb))
 		return false;
-	send(ls, lkb);
+	sender(ls, lkb);
 	return true;
 }
 
