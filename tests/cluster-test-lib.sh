@@ -98,6 +98,16 @@ wait_pid() {
 	wait "$1"
 }
 
+# still_waiting PID K WHAT: node K's client PID (a "try") is not granted
+# for BLOCKED_S: the point of the sleep is that for this long nothing may
+# be granted, so there is no event to wait for.  Else the test fails,
+# saying WHAT and the client's last lines.
+still_waiting() {
+	sleep "$BLOCKED_S"
+	kill -0 "$1" 2>/dev/null ||
+		fail "$3: $(tail -n 2 "$dir/client-n$2.out")"
+}
+
 has_line() { # FILE TEXT: FILE has a line starting with TEXT
 	grep -q "^$2" "$1" 2>/dev/null
 }
