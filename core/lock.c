@@ -402,14 +402,10 @@ out:
 static void ast_of(struct dlm_ast *ast, enum dlm_ast_type type,
 		   struct dlm_ls *ls, const struct dlm_lkb *lkb)
 {
-	memset(ast, 0, sizeof(*ast));
-	ast->type = type;
-	ast->ls = ls;
-	ast->ls_ctx = ls->ls_ctx;
-	ast->lkid = lkb->lkb_id;
-	ast->owner = lkb->lkb_ownerid;
-	ast->astarg = lkb->lkb_astarg;
-	ast->grmode = lkb->lkb_grmode;
+	*ast = (struct dlm_ast){ .type = type, .ls = ls, .ls_ctx = ls->ls_ctx,
+				 .lkid = lkb->lkb_id, .owner = lkb->lkb_ownerid,
+				 .astarg = lkb->lkb_astarg,
+				 .grmode = lkb->lkb_grmode };
 }
 
 static void cast_local(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
