@@ -161,8 +161,7 @@ static void send_audit(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
 	struct dlm_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.m_type = DLM_MSG_AUDIT;
+	dlm_msg_init(&m, DLM_MSG_AUDIT);
 	m.m_lkid = lkb->lkb_id;
 	m.m_remid = lkb->lkb_remid;
 	m.m_status = lkb->lkb_status;
@@ -257,8 +256,7 @@ static int receive_audit(struct dlm_ls *ls, const struct dlm_msg *m)
 	struct dlm_lkb *lkb = dlm_lkb_find(ls, m->m_remid);
 	struct dlm_msg r;
 
-	memset(&r, 0, sizeof(r));
-	r.m_type = DLM_MSG_AUDIT_REPLY;
+	dlm_msg_init(&r, DLM_MSG_AUDIT_REPLY);
 	r.m_remid = m->m_lkid;
 	r.m_lvbseq = m->m_lvbseq;
 	if (lkb && is_master_copy(lkb) && lkb->lkb_nodeid == m->m_from &&

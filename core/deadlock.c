@@ -335,8 +335,7 @@ static void send_probe(struct walk *w, int type, uint32_t to, uint32_t lkid,
 
 	if (w->w_hops >= DLM_DEADLK_MAX_HOPS)
 		return;
-	memset(&m, 0, sizeof(m));
-	m.m_type = (uint16_t)type;
+	dlm_msg_init(&m, type);
 	m.m_lkid = lkid;
 	m.m_remid = remid;
 	m.m_nodeid = p->pr_node;
@@ -387,7 +386,7 @@ static void at_waiter(struct walk *w, struct dlm_lkb *lkb)
 /* x closes a cycle and is its youngest request: it gives way. */
 static void break_cycle(struct dlm_ls *ls, struct dlm_lkb *x)
 {
-	char name[DLM_MAX_KEYLEN * 4 + 8];
+	char name[DLM_KEY_TEXT_LEN];
 	uint32_t id = x->lkb_id;
 	int rv;
 

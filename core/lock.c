@@ -399,6 +399,17 @@ out:
 /* ASTs and messages                                                  */
 /* ------------------------------------------------------------------ */
 
+/* What every AST about lkb says: which lock, whose, its cookie, and the
+ * mode it holds. */
+static void ast_of(struct dlm_ast *ast, enum dlm_ast_type type,
+		   struct dlm_ls *ls, const struct dlm_lkb *lkb)
+{
+	*ast = (struct dlm_ast){ .type = type, .ls = ls, .ls_ctx = ls->ls_ctx,
+				 .lkid = lkb->lkb_id, .owner = lkb->lkb_ownerid,
+				 .astarg = lkb->lkb_astarg,
+				 .grmode = lkb->lkb_grmode };
+}
+
 static void cast_local(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
 {
 	struct dlm_core *core = ls->ls_core;
@@ -408,16 +419,9 @@ static void cast_local(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
 	status = dlm_deadlock_status(lkb, status);
 	if (lkb->lkb_flags & (LKBF_PURGED | LKBF_ORPHAN))
 		return;
-	memset(&ast, 0, sizeof(ast));
-	ast.type = DLM_AST_COMP;
-	ast.ls = ls;
-	ast.ls_ctx = ls->ls_ctx;
-	ast.lkid = lkb->lkb_id;
-	ast.owner = lkb->lkb_ownerid;
-	ast.astarg = lkb->lkb_astarg;
+	ast_of(&ast, DLM_AST_COMP, ls, lkb);
 	ast.status = status;
 	ast.sbflags = lkb->lkb_sbflags;
-	ast.grmode = lkb->lkb_grmode;
 	ast.bastmode = DLM_LOCK_IV;
 	if ((lkb->lkb_flags & LKBF_VALBLK) && status == 0)
 		ast.lvb = dlm_lkb_lvb(lkb);
@@ -439,14 +443,7 @@ static void bast_local(struct dlm_ls *ls, struct dlm_lkb *lkb, int mode)
 	if (lkb->lkb_flags & (LKBF_PURGED | LKBF_ORPHAN) ||
 	    !(lkb->lkb_flags & LKBF_WANT_BAST))
 		return;
-	memset(&ast, 0, sizeof(ast));
-	ast.type = DLM_AST_BAST;
-	ast.ls = ls;
-	ast.ls_ctx = ls->ls_ctx;
-	ast.lkid = lkb->lkb_id;
-	ast.owner = lkb->lkb_ownerid;
-	ast.astarg = lkb->lkb_astarg;
-	ast.grmode = lkb->lkb_grmode;
+	ast_of(&ast, DLM_AST_BAST, ls, lkb);
 	ast.bastmode = mode;
 	core->core_ops.ast(core->core_ctx, &ast);
 }
@@ -477,8 +474,7 @@ void dlm_send_msg(struct dlm_ls *ls, struct dlm_msg *m, uint32_t to)
 static void lkb_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
 		    int status)
 {
-	memset(m, 0, sizeof(*m));
-	m->m_type = (uint16_t)type;
+	dlm_msg_init(m, type);
 	m->m_lkid = lkb->lkb_id;
 	m->m_remid = lkb->lkb_remid;
 	m->m_exflags = lkb->lkb_exflags;
@@ -575,19 +571,18 @@ static void send_cancel(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	send_lkb(ls, DLM_MSG_CANCEL, lkb, 0);
 }
 
-/* With the unlock's own flags, and the LVB only with VALBLK. */
-static void send_unlock(struct dlm_ls *ls, struct dlm_lkb *lkb,
-			uint32_t flags, bool force)
+/* With the unlock's own flags (lkb_unlock_flags, kept there should it
+ * have to be redone: dlm_redo_op, when a master that moved the resource
+ * away refuses it, core/remaster.c), and the LVB only with VALBLK. */
+static void send_unlock(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
+	uint32_t flags = lkb->lkb_unlock_flags;
 	struct dlm_msg m;
 
 	add_waiter(ls, lkb, DLM_WAIT_UNLOCK);
-	/* its flags, should it have to be redone (dlm_redo_op: a master
-	 * that moved the resource away refuses it, core/remaster.c) */
-	lkb->lkb_unlock_flags = flags;
 	lkb_msg(&m, DLM_MSG_UNLOCK, lkb, 0);
 	m.m_exflags = flags;
-	m.m_flags = force ? DLM_MF_FORCE : 0;
+	m.m_flags = (flags & DLM_LKF_FORCEUNLOCK) ? DLM_MF_FORCE : 0;
 	if (flags & DLM_LKF_VALBLK) {
 		m.m_lvb = dlm_lkb_lvb(lkb);
 		m.m_lvblen = DLM_LVB_LEN;
@@ -622,8 +617,7 @@ static void send_reply_status(struct dlm_ls *ls, const struct dlm_msg *rq,
 {
 	struct dlm_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.m_type = (uint16_t)type;
+	dlm_msg_init(&m, type);
 	m.m_remid = rq->m_lkid;
 	m.m_status = status;
 	m.m_grmode = DLM_LOCK_IV;
@@ -656,8 +650,7 @@ static void send_lookup(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t dir)
 {
 	struct dlm_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.m_type = DLM_MSG_LOOKUP;
+	dlm_msg_init(&m, DLM_MSG_LOOKUP);
 	m.m_nodeid = dlm_our_nodeid(ls);
 	m.m_key = r->res_key;
 	m.m_keylen = r->res_keylen;
@@ -669,8 +662,7 @@ static void send_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *rq,
 {
 	struct dlm_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.m_type = DLM_MSG_LOOKUP_REPLY;
+	dlm_msg_init(&m, DLM_MSG_LOOKUP_REPLY);
 	m.m_gen = rq->m_gen;
 	m.m_status = status;
 	m.m_nodeid = master;
@@ -683,8 +675,7 @@ void dlm_send_remove(struct dlm_ls *ls, struct dlm_rsb *r)
 {
 	struct dlm_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.m_type = DLM_MSG_REMOVE;
+	dlm_msg_init(&m, DLM_MSG_REMOVE);
 	m.m_key = r->res_key;
 	m.m_keylen = r->res_keylen;
 	dlm_send_msg(ls, &m, dlm_dir_nodeid(ls, r->res_hnode.hn_hash));
@@ -697,8 +688,7 @@ static void send_purge(struct dlm_ls *ls, uint32_t nodeid, uint64_t owner,
 {
 	struct dlm_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.m_type = DLM_MSG_PURGE;
+	dlm_msg_init(&m, DLM_MSG_PURGE);
 	m.m_owner = owner;
 	m.m_flags = group ? DLM_MF_OWNER_GROUP : 0;
 	dlm_send_msg(ls, &m, nodeid);
@@ -1200,6 +1190,41 @@ static void finish_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, int status)
 /* process copy side: sending requests                                */
 /* ------------------------------------------------------------------ */
 
+/*
+ * How a process copy's conversion, cancel or unlock starts: while the
+ * lockspace is stopped it is kept (as wait_type, for dlm_redo_op() at
+ * finish); where another node masters the resource it goes there by its
+ * named sender.  Either way true, and the caller is done; false when this
+ * node is the master and the caller does the operation here.  (A new
+ * request first needs a master: request_with_master.)
+ */
+static bool op_kept_or_sent(struct dlm_ls *ls, struct dlm_lkb *lkb,
+			    int wait_type,
+			    void (*sender)(struct dlm_ls *ls, struct dlm_lkb *lkb))
+{
+	if (!dlm_ls_running(ls)) {
+		lkb->lkb_wait_type = (uint8_t)wait_type;
+		dlm_resend_later(ls, lkb);
+		return true;
+	}
+	if (is_master(lkb->lkb_rsb))
+		return false;
+	sender(ls, lkb);
+	return true;
+}
+
+/* A conversion on the master: answered now unless it waits, and what it
+ * releases is granted. */
+static void convert_here(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_rsb *r = lkb->lkb_rsb;
+	int rv = do_convert(r, lkb);
+
+	if (rv != -EINPROGRESS)
+		cast_local(ls, lkb, rv);
+	grant_pending(r, NULL);
+}
+
 /* Run a new request whose master is known. */
 static void dispatch_request(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
@@ -1475,8 +1500,6 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 {
 	struct dlm_lkb *lkb = dlm_lkb_find(ls, req->lkid);
 	struct dlm_range range;
-	struct dlm_rsb *r;
-	int rv;
 
 	if (!lkb || is_master_copy(lkb))
 		return -ENOENT;
@@ -1501,7 +1524,6 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 
 	if (!dlm_lkb_set_range(lkb, DLM_LKB_RQ, &range))
 		return -ENOMEM;
-	r = lkb->lkb_rsb;
 	*lkid_out = lkb->lkb_id;
 	lkb->lkb_exflags = req->flags;
 	lkb->lkb_rqmode = (int8_t)req->mode;
@@ -1526,19 +1548,8 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		}
 	}
 	set_astinfo(lkb, req);
-	if (!dlm_ls_running(ls)) {
-		lkb->lkb_wait_type = DLM_WAIT_CONVERT;
-		dlm_resend_later(ls, lkb);
-		return 0;
-	}
-	if (!is_master(r)) {
-		send_convert(ls, lkb);
-		return 0;
-	}
-	rv = do_convert(r, lkb);
-	if (rv != -EINPROGRESS)
-		cast_local(ls, lkb, rv);
-	grant_pending(r, NULL);
+	if (!op_kept_or_sent(ls, lkb, DLM_WAIT_CONVERT, send_convert))
+		convert_here(ls, lkb);
 	return 0;
 }
 
@@ -1591,15 +1602,8 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		if (lkb->lkb_status != DLM_LKSTS_WAITING &&
 		    lkb->lkb_status != DLM_LKSTS_CONVERT)
 			return -EBUSY;	/* granted: nothing to cancel */
-		if (!dlm_ls_running(ls)) {
-			lkb->lkb_wait_type = DLM_WAIT_CANCEL;
-			dlm_resend_later(ls, lkb);
+		if (op_kept_or_sent(ls, lkb, DLM_WAIT_CANCEL, send_cancel))
 			return 0;
-		}
-		if (!is_master(r)) {
-			send_cancel(ls, lkb);
-			return 0;
-		}
 		rv = do_cancel(r, lkb);
 		if (lkb->lkb_status == DLM_LKSTS_NONE)
 			finish_lkb(ls, lkb, rv);
@@ -1648,16 +1652,9 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		/* no room to keep the value: it is lost, say so (this path
 		 * also redoes overlapping unlocks, which must not fail) */
 		flags = (flags & ~(uint32_t)DLM_LKF_VALBLK) | DLM_LKF_IVVALBLK;
-	if (!dlm_ls_running(ls)) {
-		lkb->lkb_unlock_flags = flags;
-		lkb->lkb_wait_type = DLM_WAIT_UNLOCK;
-		dlm_resend_later(ls, lkb);
+	lkb->lkb_unlock_flags = flags;
+	if (op_kept_or_sent(ls, lkb, DLM_WAIT_UNLOCK, send_unlock))
 		return 0;
-	}
-	if (!is_master(r)) {
-		send_unlock(ls, lkb, flags, force);
-		return 0;
-	}
 	do_unlock(r, lkb, flags);
 	finish_lkb(ls, lkb, -DLM_EUNLOCK);
 	return 0;
@@ -1908,8 +1905,7 @@ static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
 		 * or tries the node we moved it to (remaster.c) */
 		struct dlm_msg rp;
 
-		memset(&rp, 0, sizeof(rp));
-		rp.m_type = DLM_MSG_REQUEST_REPLY;
+		dlm_msg_init(&rp, DLM_MSG_REQUEST_REPLY);
 		rp.m_remid = m->m_lkid;
 		rp.m_status = -EBADR;
 		rp.m_grmode = DLM_LOCK_IV;
@@ -2970,7 +2966,6 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	struct dlm_rsb *r = lkb->lkb_rsb;
 	uint32_t id = lkb->lkb_id;
 	int wait_type = lkb->lkb_wait_type;
-	int rv;
 
 	remove_waiter(ls, lkb);
 	/* a cancel or force unlock (a purge) came while the op was in
@@ -3005,14 +3000,10 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		request_with_master(ls, lkb);
 		break;
 	case DLM_WAIT_CONVERT:
-		if (!is_master(r)) {
-			send_convert(ls, lkb);
+		/* the lockspace runs: sent, or done here */
+		if (op_kept_or_sent(ls, lkb, DLM_WAIT_CONVERT, send_convert))
 			return;
-		}
-		rv = do_convert(r, lkb);
-		if (rv != -EINPROGRESS)
-			cast_local(ls, lkb, rv);
-		grant_pending(r, NULL);
+		convert_here(ls, lkb);
 		break;
 	case DLM_WAIT_UNLOCK:
 		if (unlock_lkb(ls, lkb, lkb->lkb_unlock_flags | DLM_LKF_FORCEUNLOCK,

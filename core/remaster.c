@@ -345,8 +345,7 @@ static void migrate(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 	struct dlm_msg m;
 	int i;
 
-	memset(&m, 0, sizeof(m));
-	m.m_type = DLM_MSG_MIGRATE;
+	dlm_msg_init(&m, DLM_MSG_MIGRATE);
 	m.m_key = r->res_key;
 	m.m_keylen = r->res_keylen;
 	m.m_nodeid = r->res_nlkbs;
@@ -477,8 +476,7 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	} else {
 		struct dlm_msg d;
 
-		memset(&d, 0, sizeof(d));
-		d.m_type = DLM_MSG_DIR_MOVE;
+		dlm_msg_init(&d, DLM_MSG_DIR_MOVE);
 		d.m_key = r->res_key;
 		d.m_keylen = r->res_keylen;
 		d.m_nodeid = m->m_from;

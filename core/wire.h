@@ -71,6 +71,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/core.h"
 
@@ -171,6 +172,14 @@ struct dlm_msg {
 	const unsigned char *m_pkey;	/* parent's key, or NULL */
 	const char	*m_lvb;
 };
+
+/* A message of 'type' with every other field zero: the one builder every
+ * sender starts from, filling in what its message carries. */
+static inline void dlm_msg_init(struct dlm_msg *m, int type)
+{
+	memset(m, 0, sizeof(*m));
+	m->m_type = (uint16_t)type;
+}
 
 const char *dlm_msg_type_str(int type);
 

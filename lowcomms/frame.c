@@ -246,22 +246,30 @@ static int deliver(struct lc_reasm *ra, const struct lc_frame_hdr *h,
 	return 0;
 }
 
+int lc_buf_reserve(unsigned char **buf, size_t *cap, size_t want,
+		   size_t min_cap)
+{
+	size_t n = *cap ? *cap : min_cap;
+	unsigned char *p;
+
+	if (want <= *cap)
+		return 0;
+	while (n < want)
+		n *= 2;
+	p = realloc(*buf, n);
+	if (!p)
+		return -ENOMEM;
+	*buf = p;
+	*cap = n;
+	return 0;
+}
+
 /* Make room for want bytes in the carry buffer. */
 static int reserve(struct lc_reasm *ra, size_t want)
 {
-	size_t cap = ra->ra_cap ? ra->ra_cap : REASM_MIN_CAP;
-	unsigned char *buf;
+	int rv = lc_buf_reserve(&ra->ra_buf, &ra->ra_cap, want, REASM_MIN_CAP);
 
-	if (want <= ra->ra_cap)
-		return 0;
-	while (cap < want)
-		cap *= 2;
-	buf = realloc(ra->ra_buf, cap);
-	if (!buf)
-		return fail(ra, LC_FERR_NONE, -ENOMEM);
-	ra->ra_buf = buf;
-	ra->ra_cap = cap;
-	return 0;
+	return rv ? fail(ra, LC_FERR_NONE, rv) : 0;
 }
 
 static int append(struct lc_reasm *ra, const unsigned char *p, size_t n)

@@ -137,6 +137,12 @@ struct lc_reasm {
 
 /* max_len: largest frame, header included, between LC_HELLO_LEN and
  * LC_FRAME_LEN_LIMIT.  Returns 0 or -EINVAL. */
+/* Grow *buf (*cap bytes allocated, 0: none yet) to hold want bytes,
+ * doubling from min_cap: 0, or -ENOMEM with *buf and *cap unchanged.
+ * The reassembler's carry buffer and lowcomms.c's record buffer. */
+int lc_buf_reserve(unsigned char **buf, size_t *cap, size_t want,
+		   size_t min_cap);
+
 int lc_reasm_init(struct lc_reasm *ra, size_t max_len, uint32_t expect_sender,
 		  uint32_t local);
 void lc_reasm_free(struct lc_reasm *ra);

@@ -1350,19 +1350,8 @@ static ssize_t hs_feed(struct lc_conn *c, const unsigned char *p, size_t len)
 
 static int rec_reserve(struct lc_conn *c, size_t want)
 {
-	size_t cap = c->conn_rec_cap ? c->conn_rec_cap : REC_MIN_CAP;
-	unsigned char *buf;
-
-	if (want <= c->conn_rec_cap)
-		return 0;
-	while (cap < want)
-		cap *= 2;
-	buf = realloc(c->conn_rec, cap);
-	if (!buf)
-		return -ENOMEM;
-	c->conn_rec = buf;
-	c->conn_rec_cap = cap;
-	return 0;
+	return lc_buf_reserve(&c->conn_rec, &c->conn_rec_cap, want,
+			      REC_MIN_CAP);
 }
 
 /* Open the whole record at rec and feed its frames to the reassembler. */

@@ -4,12 +4,29 @@
  * protocol (plugin/cluster.c) sends and receives, this file only turns
  * structures into bytes and checks bytes before they become structures.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "plugin/cpgmsg.h"
 #include "core/le.h"
+
+/* The header goes on the wire field by field, each at its offset in
+ * struct cm_hdr, which has no padding: these pin that layout, the one
+ * plugin/cpgmsg.h documents, so a field added or reordered there cannot
+ * silently move the bytes of every message. */
+#define HOFF(f)		offsetof(struct cm_hdr, f)
+static_assert(HOFF(h_magic) == 0, "magic offset");
+static_assert(HOFF(h_version) == 4, "version offset");
+static_assert(HOFF(h_type) == 6, "type offset");
+static_assert(HOFF(h_length) == 8, "length offset");
+static_assert(HOFF(h_sender) == 12, "sender offset");
+static_assert(HOFF(h_target) == 16, "target offset");
+static_assert(HOFF(h_lsid) == 20, "lsid offset");
+static_assert(HOFF(h_seq) == 24, "seq offset");
+static_assert(sizeof(struct cm_hdr) == CM_HDR_LEN, "header size");
 
 static int name_char_ok(unsigned char c)
 {
@@ -31,14 +48,14 @@ int dlmd_cm_name_valid(const char *name)
 static void put_hdr(unsigned char *p, const struct cm_hdr *h, uint16_t type,
 		    size_t len)
 {
-	dlm_put_le32(p, CM_MAGIC);
-	dlm_put_le16(p + 4, CM_VERSION);
-	dlm_put_le16(p + 6, type);
-	dlm_put_le32(p + 8, (uint32_t)len);
-	dlm_put_le32(p + 12, h->h_sender);
-	dlm_put_le32(p + 16, h->h_target);
-	dlm_put_le32(p + 20, h->h_lsid);
-	dlm_put_le32(p + 24, h->h_seq);
+	dlm_put_le32(p + HOFF(h_magic), CM_MAGIC);
+	dlm_put_le16(p + HOFF(h_version), CM_VERSION);
+	dlm_put_le16(p + HOFF(h_type), type);
+	dlm_put_le32(p + HOFF(h_length), (uint32_t)len);
+	dlm_put_le32(p + HOFF(h_sender), h->h_sender);
+	dlm_put_le32(p + HOFF(h_target), h->h_target);
+	dlm_put_le32(p + HOFF(h_lsid), h->h_lsid);
+	dlm_put_le32(p + HOFF(h_seq), h->h_seq);
 }
 
 /* A NAME field at p; returns its length. */
@@ -212,14 +229,14 @@ int dlmd_cm_hdr_decode(const unsigned char *msg, size_t len, struct cm_hdr *h,
 		*why = "shorter than the header";
 		return -EINVAL;
 	}
-	h->h_magic = dlm_get_le32(msg);
-	h->h_version = dlm_get_le16(msg + 4);
-	h->h_type = dlm_get_le16(msg + 6);
-	h->h_length = dlm_get_le32(msg + 8);
-	h->h_sender = dlm_get_le32(msg + 12);
-	h->h_target = dlm_get_le32(msg + 16);
-	h->h_lsid = dlm_get_le32(msg + 20);
-	h->h_seq = dlm_get_le32(msg + 24);
+	h->h_magic = dlm_get_le32(msg + HOFF(h_magic));
+	h->h_version = dlm_get_le16(msg + HOFF(h_version));
+	h->h_type = dlm_get_le16(msg + HOFF(h_type));
+	h->h_length = dlm_get_le32(msg + HOFF(h_length));
+	h->h_sender = dlm_get_le32(msg + HOFF(h_sender));
+	h->h_target = dlm_get_le32(msg + HOFF(h_target));
+	h->h_lsid = dlm_get_le32(msg + HOFF(h_lsid));
+	h->h_seq = dlm_get_le32(msg + HOFF(h_seq));
 	if (h->h_magic != CM_MAGIC) {
 		*why = "bad magic";
 		return -EINVAL;

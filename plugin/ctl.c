@@ -45,7 +45,6 @@
 
 #define CTL_REQ_MAX	512
 #define CTL_MODE	0600
-#define CTL_PAUSE_MS	500	/* accept failed (no fds): retry after this */
 
 struct dlmd_ctl_conn {
 	struct dlmd_ctl_conn	*cc_next;
@@ -652,35 +651,51 @@ static int ctl_ready(int32_t fd, int32_t revents, void *data)
 	return 0;
 }
 
-static int ctl_accept(int32_t fd, int32_t revents, void *data);
-
-static void ctl_resume(void *data)
+static void accept_resume(void *data)
 {
-	struct dlmd *d = data;
+	struct dlmd_accept_pause *ap = data;
 
-	if (d->d_ctl_fd >= 0 && qb_loop_poll_add(d->d_loop, QB_LOOP_LOW, d->d_ctl_fd,
-						 POLLIN, d, ctl_accept))
-		qb_loop_timer_add(d->d_loop, QB_LOOP_LOW, CTL_PAUSE_MS * 1000000ULL,
-				  d, ctl_resume, &d->d_ctl_pause_timer);
+	ap->ap_timer = 0;
+	if (*ap->ap_fd >= 0 &&
+	    qb_loop_poll_add(ap->ap_loop, QB_LOOP_LOW, *ap->ap_fd, POLLIN,
+			     ap->ap_data, ap->ap_accept))
+		qb_loop_timer_add(ap->ap_loop, QB_LOOP_LOW,
+				  DLMD_ACCEPT_PAUSE_MS * 1000000ULL, ap,
+				  accept_resume, &ap->ap_timer);
+}
+
+int dlmd_accept(struct dlmd_accept_pause *ap)
+{
+	int cfd = accept4(*ap->ap_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (cfd >= 0 || errno == EAGAIN || errno == EWOULDBLOCK ||
+	    errno == EINTR || errno == ECONNABORTED)
+		return cfd;
+	/* Out of fds (the client socket logs that): the connection stays
+	 * queued, so wait rather than be called again at once. */
+	qb_loop_poll_del(ap->ap_loop, *ap->ap_fd);
+	qb_loop_timer_add(ap->ap_loop, QB_LOOP_LOW,
+			  DLMD_ACCEPT_PAUSE_MS * 1000000ULL, ap, accept_resume,
+			  &ap->ap_timer);
+	return -1;
+}
+
+void dlmd_accept_unpause(struct dlmd_accept_pause *ap)
+{
+	if (ap->ap_timer) {
+		qb_loop_timer_del(ap->ap_loop, ap->ap_timer);
+		ap->ap_timer = 0;
+	}
 }
 
 static int ctl_accept(int32_t fd, int32_t revents, void *data)
 {
 	struct dlmd *d = data;
 	struct dlmd_ctl_conn *cc;
-	int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int cfd = dlmd_accept(&d->d_ctl_pause);
 
-	if (cfd < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
-		    errno == ECONNABORTED)
-			return 0;
-		/* Out of fds (the client socket logs that): the connection
-		 * stays queued, so wait rather than be called again at once. */
-		qb_loop_poll_del(d->d_loop, fd);
-		qb_loop_timer_add(d->d_loop, QB_LOOP_LOW, CTL_PAUSE_MS * 1000000ULL,
-				  d, ctl_resume, &d->d_ctl_pause_timer);
+	if (cfd < 0)
 		return 0;
-	}
 	cc = calloc(1, sizeof(*cc));
 	if (!cc) {
 		close(cfd);
@@ -728,6 +743,8 @@ int dlmd_ctl_listen(struct dlmd *d)
 		return rv;
 	}
 	d->d_ctl_fd = fd;
+	d->d_ctl_pause = (struct dlmd_accept_pause){ d->d_loop, &d->d_ctl_fd,
+						     ctl_accept, d, 0 };
 	return 0;
 }
 
@@ -735,7 +752,7 @@ void dlmd_ctl_fini(struct dlmd *d)
 {
 	while (d->d_ctl_conns)
 		ctl_close(d->d_ctl_conns);
-	qb_loop_timer_del(d->d_loop, d->d_ctl_pause_timer);
+	dlmd_accept_unpause(&d->d_ctl_pause);
 	if (d->d_ctl_fd >= 0) {
 		qb_loop_poll_del(d->d_loop, d->d_ctl_fd);
 		close(d->d_ctl_fd);

@@ -298,6 +298,17 @@ struct dlmd_client;
 struct dlmd_ctl_conn;
 struct dlmd_http_conn;
 
+/* A listening socket of ctl.c or metrics-http.c, and its pause when
+ * accept() runs out of fds (dlmd_accept). */
+#define DLMD_ACCEPT_PAUSE_MS	500
+struct dlmd_accept_pause {
+	qb_loop_t		*ap_loop;
+	const int		*ap_fd;		/* the socket; -1: closed */
+	qb_loop_poll_dispatch_fn ap_accept;	/* its POLLIN handler ... */
+	void			*ap_data;	/* ... and what it is given */
+	qb_loop_timer_handle	ap_timer;	/* 0: not paused */
+};
+
 struct dlmd {
 	struct dlmd_config	d_cfg;
 	qb_loop_t		*d_loop;
@@ -345,7 +356,7 @@ struct dlmd {
 	uint64_t		d_ncut_slow;	/* clients cut: ast_queue_limit */
 	bool			d_accept_paused; /* fds ran out: not accepting */
 	qb_loop_timer_handle	d_accept_timer;
-	qb_loop_timer_handle	d_ctl_pause_timer;	/* ctl.c, the same for dlmctl */
+	struct dlmd_accept_pause d_ctl_pause;	/* ctl.c, the same for dlmctl */
 	uint64_t		d_accept_log_ms; /* rate limit of the fd-exhaustion line */
 	uint64_t		d_refuse_log_ms; /* ... and of the per-uid refusal line */
 	uint64_t		d_accept_nquiet; /* events since the last such line */
@@ -354,7 +365,7 @@ struct dlmd {
 	int			d_metrics_fd;	/* the endpoint's; -1: off */
 	struct dlmd_http_conn	*d_http_conns;
 	unsigned int		d_nhttp_conns;
-	qb_loop_timer_handle	d_metrics_pause_timer;
+	struct dlmd_accept_pause d_metrics_pause;
 };
 
 uint64_t dlmd_now_ms(void);
@@ -424,6 +435,15 @@ void dlmd_json_str(struct dlmd_sbuf *sb, const char *s);
  * advancing *off: 1 all written, 0 it would block (wait for POLLOUT),
  * -1 the peer is gone or the send failed. */
 int dlmd_send_rest(int fd, const char *buf, size_t len, size_t *off);
+/* accept4() a connection on ap's socket, non-blocking, close-on-exec:
+ * its fd, or -1 when there is none to take.  Out of fds (EMFILE, ENFILE,
+ * ENOBUFS, ENOMEM) the socket leaves the loop for DLMD_ACCEPT_PAUSE_MS,
+ * its connections waiting in the backlog, instead of waking the loop
+ * again at once; then it is polled again.  (client.c's socket, which logs
+ * the exhaustion, has its own pause.) */
+int dlmd_accept(struct dlmd_accept_pause *ap);
+/* Cancel a pause, before the socket closes. */
+void dlmd_accept_unpause(struct dlmd_accept_pause *ap);
 int dlmd_ctl_listen(struct dlmd *d);
 void dlmd_ctl_fini(struct dlmd *d);
 /* One control request line answered in memory (tests/fuzz-ctl.c). */

@@ -14,7 +14,8 @@
  *
  *   accept   non-blocking; at most HTTP_MAX_CONNS at once (more are closed
  *            at once); when fds run out the listener leaves the loop for
- *            HTTP_PAUSE_MS, as the control socket does.
+ *            DLMD_ACCEPT_PAUSE_MS (dlmd_accept() of ctl.c, which the
+ *            control socket uses too).
  *   read     into a fixed buffer of DLMD_HTTP_REQ_MAX bytes until the
  *            end of the head (a blank line).  dlmd_http_parse()
  *            (plugin/http-parse.c, no I/O, a fuzz target) judges the
@@ -50,7 +51,6 @@
 
 #define HTTP_MAX_CONNS		16
 #define HTTP_TIMEOUT_MS		5000
-#define HTTP_PAUSE_MS		500
 #define HTTP_BACKLOG		16
 #define HTTP_SOCKET_MODE	0666
 #define NS_PER_MS		1000000ULL
@@ -202,36 +202,14 @@ static int http_ready(int32_t fd, int32_t revents, void *data)
 	return 0;
 }
 
-static int http_accept(int32_t fd, int32_t revents, void *data);
-
-static void http_resume(void *data)
-{
-	struct dlmd *d = data;
-
-	d->d_metrics_pause_timer = 0;
-	if (d->d_metrics_fd >= 0 &&
-	    qb_loop_poll_add(d->d_loop, QB_LOOP_LOW, d->d_metrics_fd, POLLIN, d,
-			     http_accept))
-		qb_loop_timer_add(d->d_loop, QB_LOOP_LOW, HTTP_PAUSE_MS * NS_PER_MS,
-				  d, http_resume, &d->d_metrics_pause_timer);
-}
-
 static int http_accept(int32_t fd, int32_t revents, void *data)
 {
 	struct dlmd *d = data;
 	struct dlmd_http_conn *hc;
-	int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int cfd = dlmd_accept(&d->d_metrics_pause);
 
-	if (cfd < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
-		    errno == ECONNABORTED)
-			return 0;
-		/* out of fds: let the connection wait in the backlog */
-		qb_loop_poll_del(d->d_loop, fd);
-		qb_loop_timer_add(d->d_loop, QB_LOOP_LOW, HTTP_PAUSE_MS * NS_PER_MS,
-				  d, http_resume, &d->d_metrics_pause_timer);
+	if (cfd < 0)
 		return 0;
-	}
 	if (d->d_nhttp_conns >= HTTP_MAX_CONNS) {
 		log_debug("metrics: %d connections open; one more refused",
 			  HTTP_MAX_CONNS);
@@ -296,6 +274,8 @@ int dlmd_metrics_listen(struct dlmd *d)
 	if (rv)
 		goto fail;
 	d->d_metrics_fd = fd;
+	d->d_metrics_pause = (struct dlmd_accept_pause){
+		d->d_loop, &d->d_metrics_fd, http_accept, d, 0 };
 	log_notice("metrics: serving GET /metrics on %s", spec);
 	return 0;
 fail:
@@ -310,10 +290,7 @@ void dlmd_metrics_fini(struct dlmd *d)
 {
 	while (d->d_http_conns)
 		http_close(d->d_http_conns);
-	if (d->d_metrics_pause_timer) {
-		qb_loop_timer_del(d->d_loop, d->d_metrics_pause_timer);
-		d->d_metrics_pause_timer = 0;
-	}
+	dlmd_accept_unpause(&d->d_metrics_pause);
 	if (d->d_metrics_fd >= 0) {
 		qb_loop_poll_del(d->d_loop, d->d_metrics_fd);
 		close(d->d_metrics_fd);

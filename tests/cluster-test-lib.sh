@@ -1,8 +1,10 @@
 # tests/cluster-test-lib.sh - shell helpers shared by the cluster tests
 # (tests/test-cluster*.sh, tests/test-lvmlockd.sh) and the one-node ones
 # (test-daemon.sh, test-dlm-tool.sh), sourced after they source
-# tests/test-lib.sh (which gives CLUSTER and CLIENT) and set dir (the
-# cluster's directory), rc=0 and pids= (client PIDs).
+# tests/test-lib.sh (which gives CLUSTER and CLIENT) and set what they
+# want other than the defaults below.  Sourcing it gives the test (unless
+# it set them) dir, a fresh directory for the cluster named after the
+# test, rc=0 and pids= (client PIDs).
 # Installs the EXIT trap: clients killed, cluster torn down, logs kept on
 # failure.  A test may also keep in holders the PIDs of its own background
 # children not started by dlm-cluster exec (lock holders fed by a fifo on
@@ -11,6 +13,19 @@
 # once it has waited for it.  A test that leaves more behind sets
 # after_down to a command the trap runs after the teardown, and
 # logs_first to the files a reader of a failure starts with.
+
+# Defaults of the cluster tests, each kept if the test set it first:
+# POLLS, the bound of every wait in polls of 0.1 s; BLOCKED_S, how long
+# "nothing is granted" is watched; WORK_MS, a workload round
+# (CLUSTER_TEST_WORK_MS in the environment overrides it).
+: "${POLLS:=300}"
+: "${BLOCKED_S:=3}"
+: "${WORK_MS:=${CLUSTER_TEST_WORK_MS:-3000}}"
+if [ -z "${dir:-}" ]; then
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/$(basename "$0" .sh).XXXXXX") || exit 1
+fi
+: "${rc:=0}"
+: "${pids:=}"
 
 # The bound of every wait, in seconds, for wait_for: the test's POLLS
 # polls of 0.1 s.
@@ -46,12 +61,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM
 
-# up_cluster N: bring up an N-node cluster in $dir (its dlm.conf gets
-# DLM_CLUSTER_CONF_EXTRA, if exported) with the workload's shared logs
-# and counters directories; the test ends at once if it cannot
+# up_cluster N [WHAT]: bring up an N-node cluster in $dir (its dlm.conf
+# gets DLM_CLUSTER_CONF_EXTRA, if exported) with the workload's shared
+# logs and counters directories; the test ends at once if it cannot,
+# saying so (WHAT: what else the cluster was to have)
 up_cluster() {
 	if ! "$CLUSTER" up "$1" "$dir"; then
-		echo "FAIL: cannot bring up the $1-node cluster" >&2
+		echo "FAIL: cannot bring up the $1-node cluster${2:+ $2}" >&2
 		rc=1
 		exit 1
 	fi
@@ -80,6 +96,16 @@ start_client() {
 wait_pid() {
 	poll "$2" not kill -0 "$1" 2>/dev/null || return 124
 	wait "$1"
+}
+
+# still_waiting PID K WHAT: node K's client PID (a "try") is not granted
+# for BLOCKED_S: the point of the sleep is that for this long nothing may
+# be granted, so there is no event to wait for.  Else the test fails,
+# saying WHAT and the client's last lines.
+still_waiting() {
+	sleep "$BLOCKED_S"
+	kill -0 "$1" 2>/dev/null ||
+		fail "$3: $(tail -n 2 "$dir/client-n$2.out")"
 }
 
 has_line() { # FILE TEXT: FILE has a line starting with TEXT

@@ -59,7 +59,7 @@ FENCE_AGENT=$top_srcdir/tests/fence_dlmtest
 AGENT=$top_builddir/ocf/dlmd
 LSAN_SUPP=$top_srcdir/tests/pcmk-cluster.supp	# known leaks, each with its bug
 LS=pcmktest
-WAIT_S=60	# bound of every wait
+POLLS=600	# bound of every wait, in polls of 0.1 s (WAIT_S: in s)
 BLOCKED_S=2	# how long "nothing is granted" is watched
 HOLD_S=4	# how long fencing is held pending, after the survivors wait
 OCF_ROOT=/usr/lib/ocf
@@ -90,12 +90,9 @@ dir=${1:-$(mktemp -d "${TMPDIR:-/tmp}/dlmd-pcmk.XXXXXX")}
 mkdir -p "$dir" && chmod 755 "$dir"
 dir=$(cd "$dir" && pwd)
 t_start=$(date +%s)
-
-on() { # K CMD...: run CMD on host K
-	k=$1
-	shift
-	"$CLUSTER" exec "$dir" "$k" "$@"
-}
+# on, ls_line, ls_has, wait_ls and WAIT_S; its cleanup and trap give way
+# to this test's own below
+. "$top_srcdir/tests/cluster-test-lib.sh"
 
 # nsx K CMD...: CMD in host K's namespaces, exec'd in place, so that
 # "nsx ... &" leaves the real pid in $! (dlm-cluster exec does too, but
@@ -201,16 +198,6 @@ crm_do() {
 	on 1 crm "$@" >>"$dir/crm.out" 2>&1 && return 0
 	tail -n 5 "$dir/crm.out" >&2
 	return 1
-}
-
-ls_line() { # K: host K's "dlmctl ls" lines for $LS
-	on "$1" "$DLMCTL" ls 2>/dev/null | grep -A1 "^name $LS "
-}
-# shellcheck disable=SC2317 # called through wait_for
-ls_has() { ls_line "$1" | grep -q "$2"; }
-wait_ls() { # K REGEX WHAT
-	wait_for $WAIT_S "$3" ls_has "$1" "$2" ||
-		fail "host $1: dlmctl ls: $(ls_line "$1")"
 }
 
 agent() { # K ACTION: the agent, by hand, on host K (as pacemaker calls it)

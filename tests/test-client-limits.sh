@@ -14,7 +14,10 @@
 #   3. fd exhaustion: a flood of idle connections uses up dlmd's fds;
 #      dlmd does not spin (its CPU time over a few seconds stays low),
 #      logs the exhaustion once, and a client that came during the flood
-#      is served when it ends;
+#      is served when it ends; so are a dlmctl status and a GET /metrics
+#      (on metrics_listen, a unix socket) that came during it: the
+#      control and metrics sockets pause their accept too (dlmd_accept),
+#      neither spinning nor refusing;
 #   4. slow clients: clients that never read their ASTs may together keep
 #      at most ast_queue_limit bytes queued in dlmd; the one with the most
 #      is disconnected (logged) and learns it (ENOTCONN on its AST socket).
@@ -57,7 +60,7 @@ trap 'rc=1; exit 1' INT TERM
 write_conf "$dir/dlm.conf" "socket_owner = root" "socket_group = nogroup" \
 	"socket_mode = 0660" "log_level = debug" \
 	"max_clients_per_uid = $PER_UID" "ast_queue_limit = $AST_LIMIT" \
-	"configfs_dir = $dir/configfs"
+	"configfs_dir = $dir/configfs" "metrics_listen = $dir/metrics.sock"
 export DLMD_SOCKET=$dir/dlmd.sock DLMD_CTL_SOCKET=$dir/dlmd-ctl.sock
 
 # wait_line FILE PATTERN WHAT: poll until FILE has a line matching PATTERN.
@@ -135,6 +138,27 @@ wait_line "$dir/flood.out" '^connected' "the flood"
 wait_line "$dir/dlmd.out" 'accept on client socket' "the fd exhaustion log line"
 # A client that comes during the flood waits in the backlog.
 hold late 6 "$LC" open lim 1
+# ... and so do a control request (dlmctl's "status", sent by hand:
+# dlmctl gives up after 10 s) and a GET /metrics: their sockets have no
+# fd to accept with either.  (Not holding the holders' fifo ends.)
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(60)
+s.connect(sys.argv[1])
+s.sendall(b"status\n")
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    sys.stdout.buffer.write(b)
+' "$DLMD_CTL_SOCKET" >"$dir/ctl-late.out" 2>&1 5>&- 6>&- &
+ctl_late=$!
+holders="$holders $ctl_late"
+curl -sS --max-time 60 --unix-socket "$dir/metrics.sock" \
+	http://localhost/metrics >"$dir/metrics-late.out" 2>&1 5>&- 6>&- &
+metrics_late=$!
+holders="$holders $metrics_late"
 sleep 1
 t0=$(cpu_ticks "$pid")
 sleep $CPU_SECS
@@ -145,9 +169,21 @@ echo "dlmd used $((t1 - t0)) clock ticks in $CPU_SECS s of fd exhaustion"
 n=$(grep -c 'accept on client socket' "$dir/dlmd.out")
 [ "$n" = 1 ] || fail "fd exhaustion logged $n times, want once (rate-limited)"
 grep -q '^opened' "$dir/late.out" && fail "the late client was served with no fd free?"
+kill -0 "$ctl_late" 2>/dev/null ||
+	fail "the control request was answered with no fd free? $(cat "$dir/ctl-late.out")"
+kill -0 "$metrics_late" 2>/dev/null ||
+	fail "GET /metrics was answered with no fd free? $(cat "$dir/metrics-late.out")"
 release flood 5
 wait_line "$dir/late.out" '^opened 1$' "the late client after the flood"
 release late 6
+wait_gone "$ctl_late" || fail "the control request still waits after the flood"
+wait "$ctl_late" || fail "the control request failed: $(cat "$dir/ctl-late.out")"
+grep -q '^clients_refused ' "$dir/ctl-late.out" ||
+	fail "the control request during the flood: $(cat "$dir/ctl-late.out")"
+wait_gone "$metrics_late" || fail "GET /metrics still waits after the flood"
+wait "$metrics_late" || fail "GET /metrics after the flood failed: $(cat "$dir/metrics-late.out")"
+grep -q '^dlmd_' "$dir/metrics-late.out" ||
+	fail "GET /metrics during the flood: $(cat "$dir/metrics-late.out")"
 "$DLMCTL" status >/dev/null || fail "dlmctl status after the flood"
 
 echo "== 4. unread ASTs: at most $AST_LIMIT bytes for all clients together"

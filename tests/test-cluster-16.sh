@@ -30,17 +30,12 @@ case $N in
 esac
 LS=c16
 NRES=16
-WORK_MS=${CLUSTER_TEST_WORK_MS:-3000}
 # bounded waits, polls of 0.1 s: corosync's token is 2.55 s at 16 nodes
 # (dlm-cluster), and fencing and recovery share 2 loaded cores with 16
 # daemons
 POLLS=900
 [ "$(id -u)" = 0 ] || { echo "test-cluster-16: needs root" >&2; exit 1; }
 [ -x "$CLIENT" ] || { echo "test-cluster-16: no $CLIENT (build first)" >&2; exit 1; }
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmc16.XXXXXX") || exit 1
-rc=0
-pids=
 
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
@@ -52,14 +47,8 @@ members() { seq -s ' ' "$1" "$2"; }
 wl_clients=1	# workload MS NODES...: one client per node
 
 t=$(date +%s%N)
-if ! "$CLUSTER" up "$N" "$dir"; then
-	echo "FAIL: cannot bring up the $N-node cluster" >&2
-	rc=1
-	exit 1
-fi
+up_cluster "$N"
 echo "   up: $(ms_since "$t") ms"
-mkdir -p "$dir/logs" "$dir/counters"
-chmod 777 "$dir/logs" "$dir/counters"
 
 echo "== a. $N nodes join $LS"
 t=$(date +%s%N)

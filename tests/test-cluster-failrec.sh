@@ -22,24 +22,13 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
 LS=failrec
 NRES=1
-POLLS=300		# bounded waits: polls of 0.1 s
-BLOCKED_S=3		# how long "nothing is granted" is watched
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmr.XXXXXX") || exit 1
-rc=0
-pids=
-
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
 held() { # FILE: the client writing FILE has its lock
 	grep -q '^held' "$1" 2>/dev/null
 }
 
-if ! "$CLUSTER" up 3 "$dir"; then
-	echo "FAIL: cannot bring up the 3-node cluster" >&2
-	rc=1
-	exit 1
-fi
+up_cluster 3
 : >"$dir/fence.log"
 
 echo "== node 3's dlmd stops cleanly; node 1 alone holds EX in $LS"
@@ -61,9 +50,7 @@ echo "== node 3's dlmd starts and asks for the lock"
 "$CLUSTER" start "$dir" 3 >/dev/null || fail "node 3's dlmd did not start"
 start_client 3 try "$LS" r EX
 waiter=$last_pid
-sleep "$BLOCKED_S"	# the point: for this long nothing may be granted
-kill -0 "$waiter" 2>/dev/null ||
-	fail "node 3 was granted the EX lock that node 1's live, unfenced client holds: $(tail -n 2 "$dir/client-n3.out")"
+still_waiting "$waiter" 3 "node 3 was granted the EX lock that node 1's live, unfenced client holds"
 kill -0 "$holder" 2>/dev/null || fail "node 1's holder died before fencing"
 wait_ls 3 "wait fencing node 1" "node 3 does not wait for fencing node 1" || true
 
@@ -71,9 +58,7 @@ echo "== node 1's dlmd restarts and asks for the lock too"
 "$CLUSTER" start "$dir" 1 >/dev/null || fail "node 1's dlmd did not restart"
 start_client 1 try "$LS" r EX
 waiter1=$last_pid
-sleep "$BLOCKED_S"	# the point: for this long nothing may be granted
-kill -0 "$waiter1" 2>/dev/null ||
-	fail "node 1's new dlmd granted the EX lock its old client holds: $(tail -n 2 "$dir/client-n1.out")"
+still_waiting "$waiter1" 1 "node 1's new dlmd granted the EX lock its old client holds"
 wait_ls 1 "wait fencing of us" "node 1 does not say that its own failure is recorded" || true
 grep -q "records our own failure in it" "$dir/n1/dlmd.out" ||
 	fail "node 1's dlmd does not log why it takes no part in $LS"

@@ -28,13 +28,7 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
 LS=fenceone
 NRES=4
-POLLS=300		# bounded waits: polls of 0.1 s
 SETTLE_S=5		# after a fencing, how long a second one is watched for
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmfe.XXXXXX") || exit 1
-rc=0
-pids=
-
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
 t_start=$(date +%s)
@@ -42,6 +36,21 @@ say() { echo "$* ($(( $(date +%s) - t_start )) s)"; }
 
 fences_of() { # K: successful fencings of node K so far
 	grep -c ": fence node $1\$" "$dir/fence.log" 2>/dev/null || true
+}
+
+fenced_once() { # K BEFORE: node K was fenced once since it had BEFORE
+	[ "$(fences_of "$1")" = $(($2 + 1)) ] ||
+		fail "node $1 fenced $(($(fences_of "$1") - $2)) times, not once: $(cat "$dir/fence.log")"
+}
+
+# settled WHAT: every node runs the lockspace with all three again
+# (WHAT: when, for the failure), then SETTLE_S pass: the point of that
+# sleep is that no second fencing comes in this long
+settled() {
+	for k in 1 2 3; do
+		wait_ls $k "state running members 1 2 3 " "node $k: not all three again$1"
+	done
+	sleep "$SETTLE_S"
 }
 
 # wait_log FILE REGEX WHAT: until FILE has a line matching REGEX
@@ -82,7 +91,7 @@ done
 wait_ls 1 "state running members 1 2 " "no recovery to members 1 2 on node 1"
 wait_ls 2 "state running members 1 2 " "no recovery to members 1 2 on node 2"
 sleep "$SETTLE_S"	# the point: no second fencing in this long
-[ "$(fences_of 3)" = 1 ] || fail "node 3 fenced $(fences_of 3) times, not once: $(cat "$dir/fence.log")"
+fenced_once 3 0
 grep -q "n1: fence node 3\$" "$dir/fence.log" || fail "node 1 (the lowest survivor) did not fence node 3: $(cat "$dir/fence.log")"
 grep -q "fence node 3: held" "$dir/fence.log" && fail "a held attempt with fencing not held: $(cat "$dir/fence.log")"
 grep -q "node 3 fenced by node 1" "$dir/n2/dlmd.out" || fail "node 2 does not log node 1's fencing of node 3"
@@ -110,12 +119,9 @@ wait_log "$dir/n3/dlmd.out" "fencing: node 1 is fenced" "node 1 (its dlmd died w
 restart 1
 wait_log "$dir/n3/dlmd.out" "fencing: node 2 is fenced" "node 2 was not fenced"
 restart 2
-for k in 1 2 3; do
-	wait_ls $k "state running members 1 2 3 " "node $k: not all three again"
-done
-sleep "$SETTLE_S"	# the point: no second fencing in this long
-[ "$(fences_of 1)" = $((f1 + 1)) ] || fail "node 1 fenced $(($(fences_of 1) - f1)) times, not once: $(cat "$dir/fence.log")"
-[ "$(fences_of 2)" = $((f2 + 1)) ] || fail "node 2 fenced $(($(fences_of 2) - f2)) times, not once: $(cat "$dir/fence.log")"
+settled ""
+fenced_once 1 "$f1"
+fenced_once 2 "$f2"
 grep -q "n3: fence node 1\$" "$dir/fence.log" || fail "node 3 did not fence node 1: $(cat "$dir/fence.log")"
 grep -q "n3: fence node 2\$" "$dir/fence.log" || fail "node 3 did not take over fencing node 2: $(cat "$dir/fence.log")"
 
@@ -138,12 +144,9 @@ wait_log "$dir/n2/dlmd.out" "fencing: node 1 is fenced" "node 1 (the fencer whos
 wait_log "$dir/n2/dlmd.out" "fencing: node 3 is fenced" "node 3 was not fenced after the take-over"
 restart 1
 restart 3
-for k in 1 2 3; do
-	wait_ls $k "state running members 1 2 3 " "node $k: not all three again after 3"
-done
-sleep "$SETTLE_S"	# the point: no second fencing in this long
-[ "$(fences_of 3)" = $((f3 + 1)) ] || fail "node 3 fenced $(($(fences_of 3) - f3)) times, not once: $(cat "$dir/fence.log")"
-[ "$(fences_of 1)" = $((f1 + 1)) ] || fail "node 1 fenced $(($(fences_of 1) - f1)) times, not once: $(cat "$dir/fence.log")"
+settled " after 3"
+fenced_once 3 "$f3"
+fenced_once 1 "$f1"
 grep -q "n2: fence node 3\$" "$dir/fence.log" || fail "node 2 did not fence node 3"
 grep -q "n2: fence node 1\$" "$dir/fence.log" || fail "node 2 did not fence node 1"
 

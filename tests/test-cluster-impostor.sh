@@ -43,7 +43,6 @@ LS=imptest
 NRES=8
 # long enough to go on through every step up to 6
 WORK_MS=${CLUSTER_TEST_WORK_MS:-16000}
-POLLS=300		# bounded waits: polls of 0.1 s
 NOBODY=65534
 DLM_CLUSTER_FENCING=off
 DLM_CLUSTER_CRYPTO=on
@@ -56,23 +55,13 @@ fi
 command -v setpriv >/dev/null 2>&1 || { echo "SKIP: no setpriv (util-linux)"; exit 77; }
 [ -x "$IMPOSTOR" ] || { echo "FAIL: $IMPOSTOR not built"; exit 1; }
 
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmimp.XXXXXX") || exit 1
-rc=0
-pids=
-
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
 ls_line() { on "$1" "$DLMCTL" ls 2>/dev/null | grep "^name $LS "; }
 # on K as_nobody CMD...: CMD on node K as nobody, no groups
 as_nobody="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
 
-if ! "$CLUSTER" up 3 "$dir"; then
-	echo "FAIL: cannot bring up the 3-node cluster" >&2
-	rc=1
-	exit 1
-fi
-mkdir -p "$dir/logs" "$dir/counters"
-chmod 777 "$dir/logs" "$dir/counters"
+up_cluster 3
 # nobody must be able to run the impostor (the build tree may not be
 # reachable for it), not to read the key
 cp "$IMPOSTOR" "$dir/impostor" && chmod 755 "$dir/impostor" ||
@@ -219,11 +208,7 @@ for k in 1 2; do
 	echo "   node $k: $(echo "$st" | grep -o 'crypto.*')"
 done
 echo "   nodes 1 and 2: members 1 2, event $event1 (no recovery since node 3's)"
-if ! "$CLIENT" check "$dir" $NRES >"$dir/check.out" 2>&1; then
-	fail "checker: $(grep -c VIOLATION "$dir/check.out") violations"
-	head -n 20 "$dir/check.out" >&2
-fi
-echo "   $(tail -n 1 "$dir/check.out")"
+check "the whole run"
 
 echo "== 7. a forger with the key, on node 2, claiming node 2: a clock from the future"
 lsid=$(ls_line 1 | sed -n 's/.* id \([0-9a-f]*\) .*/\1/p')
@@ -268,9 +253,6 @@ for k in 1 2; do
 		fail "node $k: a client after the forgery: $(tail -n 1 "$dir/final-$k.out")"
 	fi
 done
-if ! "$CLIENT" check "$dir" $NRES >"$dir/check2.out" 2>&1; then
-	fail "checker after the forgery: $(grep -c VIOLATION "$dir/check2.out") violations"
-	head -n 20 "$dir/check2.out" >&2
-fi
+check "after the forgery"
 [ $rc -eq 0 ] && echo PASS
 exit $rc

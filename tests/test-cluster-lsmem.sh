@@ -22,19 +22,11 @@ MAX_KB_PER_LS=${LSMEM_MAX_KB:-64}
 POLLS=1200		# bounded waits: polls of 0.1 s
 LS=lsmem-$NLS
 
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmm.XXXXXX") || exit 1
-rc=0
-pids=
-
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
 export DLM_CLUSTER_FENCING=off
 export DLM_CLUSTER_LOG_LEVEL=info
-if ! "$CLUSTER" up 2 "$dir"; then
-	echo "FAIL: cannot bring up the 2-node cluster" >&2
-	rc=1
-	exit 1
-fi
+up_cluster 2
 
 rss_kb() { # K: Rss of node K's corosync, kB
 	awk '/^Rss:/ { print $2 }' "/proc/$(cat "$dir/n$1/corosync.pid")/smaps_rollup"
@@ -92,8 +84,6 @@ for k in 1 2; do
 done
 
 echo "== a lock in $LS on both nodes"
-mkdir -p "$dir/logs" "$dir/counters"
-chmod 777 "$dir/logs" "$dir/counters"
 NRES=2
 for k in 1 2; do
 	start_client "$k" work "$LS" "$dir" $NRES 1000 "${k}1"

@@ -36,14 +36,6 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
 LS=remaster
 NRES=1			# the workload's one resource: res-0
-WORK_MS=3000
-POLLS=300		# bounded waits: polls of 0.1 s
-BLOCKED_S=3		# how long "nothing is granted" is watched
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmrm.XXXXXX") || exit 1
-rc=0
-pids=
-
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
 t_start=$(date +%s)

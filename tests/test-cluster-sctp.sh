@@ -19,14 +19,9 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 LS=sctptest
 NRES=8
 WORK_MS=${CLUSTER_TEST_WORK_MS:-6000}
-POLLS=300		# bounded waits: polls of 0.1 s
 DLM_CLUSTER_LINKS=2
 DLM_CLUSTER_CONF_EXTRA="protocol = sctp"
 export DLM_CLUSTER_LINKS DLM_CLUSTER_CONF_EXTRA
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmsctp.XXXXXX") || exit 1
-rc=0
-pids=
 
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
@@ -39,13 +34,7 @@ wait_held() { # K N WHAT: until node K's clients printed N "held" lines
 		{ fail "$3"; return 1; }
 }
 
-if ! "$CLUSTER" up 3 "$dir"; then
-	echo "FAIL: cannot bring up the 3-node cluster with two links" >&2
-	rc=1
-	exit 1
-fi
-mkdir -p "$dir/logs" "$dir/counters"
-chmod 777 "$dir/logs" "$dir/counters"
+up_cluster 3 "with two links"
 if ! grep -q "added with 2 addresses" "$dir/n1/dlmd.out" ||
    ! grep -q "listening on .*(sctp" "$dir/n1/dlmd.out"; then
 	fail "dlmd is not on SCTP with two addresses per node"
@@ -91,10 +80,6 @@ for k in 1 2 3; do
 	esac
 done
 echo "   every node: members 1 2 3, event $event0 (no recovery)"
-if ! "$CLIENT" check "$dir" $NRES >"$dir/check.out" 2>&1; then
-	fail "checker: $(grep -c VIOLATION "$dir/check.out") violations"
-	head -n 20 "$dir/check.out" >&2
-fi
-echo "   $(tail -n 1 "$dir/check.out")"
+check "the whole run"
 [ $rc -eq 0 ] && echo PASS
 exit $rc

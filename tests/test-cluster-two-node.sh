@@ -24,14 +24,6 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
 LS=twonode
 NRES=4
-WORK_MS=${CLUSTER_TEST_WORK_MS:-3000}
-POLLS=300		# bounded waits: polls of 0.1 s
-BLOCKED_S=3		# how long "nothing is granted" is watched
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlm2n.XXXXXX") || exit 1
-rc=0
-pids=
-
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
 t_start=$(date +%s)
@@ -46,14 +38,9 @@ running() { # K NAME: is node K's dlmd or corosync alive?
 		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "$2"
 }
 
-if ! DLM_CLUSTER_QUORUM="two_node: 1" "$CLUSTER" up 2 "$dir"; then
-	echo "FAIL: cannot bring up the two_node cluster" >&2
-	rc=1
-	exit 1
-fi
+export DLM_CLUSTER_QUORUM="two_node: 1"
+up_cluster 2 "with two_node"
 grep -q "two_node: 1" "$dir/n1/corosync.conf" || fail "corosync.conf has no two_node"
-mkdir -p "$dir/logs" "$dir/counters"
-chmod 777 "$dir/logs" "$dir/counters"
 : >"$dir/fence.log"
 grep -q "breaks even splits" "$dir/n1/dlmd.out" ||
 	fail "dlmd does not log its tie-breaker node"
@@ -82,9 +69,7 @@ grep -q "removing node 2 from the cluster" "$dir/n1/dlmd.out" ||
 	fail "node 1 (the tie-breaker) does not say it removed node 2"
 grep -q "removing node 1 from the cluster" "$dir/n2/dlmd.out" &&
 	fail "node 2 tried to remove the tie-breaker node"
-sleep "$BLOCKED_S"	# the point: for this long nothing may be granted
-kill -0 "$waiter" 2>/dev/null ||
-	fail "node 1 was granted node 2's EX while node 2's holder was alive and unfenced: $(tail -n 2 "$dir/client-n1.out")"
+still_waiting "$waiter" 1 "node 1 was granted node 2's EX while node 2's holder was alive and unfenced"
 kill -0 "$holder" 2>/dev/null || fail "node 2's holder died before fencing (it should be alive)"
 rm -f "$dir/fence-hold"
 wait_pid "$waiter" 60 || fail "the waiter was not granted after fencing node 2"

@@ -48,23 +48,9 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
 LS=clustertest
 NRES=8
-WORK_MS=${CLUSTER_TEST_WORK_MS:-3000}
-POLLS=300		# bounded waits: polls of 0.1 s
-BLOCKED_S=3		# how long "nothing is granted" is watched
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmc.XXXXXX") || exit 1
-rc=0
-pids=
-
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
-if ! "$CLUSTER" up 3 "$dir"; then
-	echo "FAIL: cannot bring up the 3-node cluster" >&2
-	rc=1
-	exit 1
-fi
-mkdir -p "$dir/logs" "$dir/counters"
-chmod 777 "$dir/logs" "$dir/counters"
+up_cluster 3
 
 echo "== a. workload on 3 nodes"
 workload "$WORK_MS" 1 2 3

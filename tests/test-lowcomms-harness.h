@@ -203,6 +203,54 @@ void h_test_reconnects(const char *addr, h_config_fn *config,
 struct h_world *h_test_recreate(const char *addr, h_config_fn *config,
 				const struct h_stream *s, int n, int max_ms);
 
+/*
+ * The tests every transport runs, written once: a transport's test file
+ * lists them with cmocka_unit_test_prestate(h_transport_x, &its_transport)
+ * and keeps only what is its own.  Where the transports differ it is in
+ * this table, not in a second copy of a test.
+ */
+struct h_transport {
+	const char	*tr_addr;
+	h_config_fn	*tr_config;
+	int		tr_max_ms;
+	long		tr_stream;	/* messages of the long stream */
+	const char	*tr_stream_env;	/* overrides tr_stream, if set */
+	long		tr_burst;	/* queued per step in the long stream */
+	long		tr_slow_burst;	/* ... in the others: many steps */
+	/* Unacknowledged at most, 0 = no limit; with a limit, a receiver
+	 * recreated mid-stream may get up to this many again (SCTP, see
+	 * lowcomms.c KNOWN LIMITS), without one a repeat is an error. */
+	long		tr_window;
+	h_action_fn	*tr_reconnect;	/* kills the k-th connection */
+	const char	*tr_reconnect_name;
+	int		tr_reconnects;
+	long		tr_reconnect_count;	/* messages each way */
+	long		tr_restart_count;	/* h_test_restart_sockets */
+	int		tr_restarts;
+	long		tr_recreate_count;
+	long		tr_fault_count;
+};
+enum h_transport_id { H_TCP, H_SCTP };
+/* Indexed by enum h_transport_id (the table in test-lowcomms-harness.c
+ * says why they differ). */
+extern const struct h_transport h_transports[];
+/* A long stream one way: nothing lost, nothing repeated, batched (far
+ * fewer writes than messages). */
+void h_transport_stream(void **state);
+/* tr_reconnects connections killed while both directions stream:
+ * h_test_reconnects. */
+void h_transport_reconnects(void **state);
+/* The socket layer killed and restarted mid-stream: h_test_restart_sockets,
+ * tr_restarts + 1 times. */
+void h_transport_restart_sockets(void **state);
+/* Node 2's context recreated mid-stream tr_restarts times: no gap, and
+ * repeats only as tr_window allows. */
+void h_transport_recreate(void **state);
+/* Injected wire faults both ways: duplicated frames are dropped by the
+ * receiver, a skipped frame costs a reconnect and a resend. */
+void h_transport_fault_duplicate(void **state);
+void h_transport_fault_skip(void **state);
+
 /* Bound on bind retries after an endpoint's sockets are closed. */
 #define H_BIND_TRIES	100
 #define H_BIND_WAIT_MS	20

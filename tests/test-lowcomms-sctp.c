@@ -8,7 +8,8 @@
  * the same way: ordering between three nodes, a long stream, connections
  * reset under load in both directions, an endpoint's socket layer killed
  * and restarted mid-stream (exactly once), a receiver's context recreated
- * mid-stream (a new node: repeats allowed, no loss), wire faults, refusal
+ * mid-stream (a new node: repeats allowed, no loss), wire faults (those
+ * bodies are the harness's, shared with test-lowcomms-stress.c), refusal
  * of a stranger, and two addresses per node (one association over both);
  * and the choice between the kernel's SCTP and usrsctp.  Multi-homed
  * failover with a path cut is in test-lowcomms-sctp-netns.sh, which needs
@@ -31,16 +32,8 @@
 #include "tests/test-lowcomms-harness.h"
 
 #define WAIT_MS		20000
-#define MAX_MS		120000
 #define LOOPBACK	"127.0.0.1"
 #define LOOPBACK6	"::1"
-/* Messages per direction in test_stream; LC_SCTP_COUNT overrides. */
-#define STREAM_COUNT	300000L
-#define BURST		20000
-#define SLOW_BURST	500
-#define RESETS		6
-#define RESTARTS	3
-#define WINDOW		5000
 
 /* Which SCTP this run uses, for the log. */
 static void test_transport(void **state)
@@ -156,106 +149,6 @@ static void test_ordering(void **state)
 	h_world_free(h_test_ordering(LOOPBACK, h_sctp_config, WAIT_MS));
 }
 
-/* A long stream one way: nothing lost, nothing repeated, batched. */
-static void test_stream(void **state)
-{
-	const char *env = getenv("LC_SCTP_COUNT");
-	struct h_stream s = { env ? atol(env) : STREAM_COUNT, false, BURST, 0 };
-	struct h_world *w;
-	struct lc_stats st;
-
-	(void)state;
-	w = h_test_stream(LOOPBACK, h_sctp_config, &s, NULL, MAX_MS, "stream");
-	lc_get_stats(w->w_eps[0].ep_lc, &st);
-	assert_true(st.st_writes < (uint64_t)s.st_target / 10);
-	h_world_free(w);
-}
-
-/* Reset the k-th association from node 1's side or node 2's. */
-static int reset_action(struct h_world *w, int k)
-{
-	int side = k % 2;
-
-	return lc_node_reset(w->w_eps[side].ep_lc, (uint32_t)(2 - side)) == 0;
-}
-
-/* Reset the association from one side or the other, several times, while
- * both directions stream: every message exactly once. */
-static void test_reset_under_load(void **state)
-{
-	struct h_stream s = { 200000, true, SLOW_BURST, WINDOW };
-
-	(void)state;
-	h_test_reconnects(LOOPBACK, h_sctp_config, &s, RESETS, reset_action,
-			  MAX_MS, "reset");
-}
-
-/* Kill and restart node 2's socket layer, then node 1's, mid-stream both
- * ways, over SCTP (lc_restart(): every association aborted, the listener
- * opened again; the contexts and their sequence state live on): nothing
- * lost, nothing delivered twice, where test_recreate_receiver below
- * repeats messages. */
-static void test_restart_sockets(void **state)
-{
-	(void)state;
-	h_test_restart_sockets(LOOPBACK, h_sctp_config, 100000, RESTARTS + 1,
-			       MAX_MS);
-}
-
-/*
- * Node 2's context is destroyed mid-stream and a new one takes its SCTP
- * port: a restarted node, with a new epoch and no memory of what the old
- * context delivered.  Node 1 resends what was not acknowledged and nothing
- * is lost, but unlike TCP, messages the old context delivered in its last
- * read come again: its final ack is written, but data from node 1 arriving
- * at the closed socket makes SCTP abort the association, and node 1's
- * usrsctp reports the ABORT before the ack (lowcomms.c, RESTARTING THE
- * SOCKET LAYER and KNOWN LIMITS).  So this test allows duplicates, at most
- * a window per restart, but no gap.  test_restart_sockets is the exact
- * version: the socket layer restarted, the context kept.
- */
-static void test_recreate_receiver(void **state)
-{
-	struct h_stream s = { 200000, false, SLOW_BURST, WINDOW };
-	struct h_world *w;
-
-	(void)state;
-	w = h_test_recreate(LOOPBACK, h_sctp_config, &s, RESTARTS, MAX_MS);
-	printf("recreate: %llu messages delivered again after a restart\n",
-	       (unsigned long long)w->w_eps[1].ep_rx_dups);
-	assert_true(h_pair_done(w, 0, 1));
-	assert_int_equal(w->w_eps[1].ep_rx_lost, 0);
-	/* Each repeat counts once as an error and once in the total; a gap
-	 * or a reordering would make this smaller. */
-	assert_int_equal(w->w_eps[1].ep_rx_errors, w->w_eps[1].ep_rx_dups);
-	assert_int_equal(w->w_eps[1].ep_rx_total - w->w_eps[1].ep_rx_dups,
-			 s.st_target);
-	assert_true(w->w_eps[1].ep_rx_dups <= (uint64_t)RESTARTS * WINDOW);
-	h_world_free(w);
-}
-
-static void run_with_fault(enum lc_fault_kind kind, uint32_t every)
-{
-	struct h_stream s = { 50000, true, SLOW_BURST, WINDOW };
-	struct lc_fault flt = { kind, 0, every };
-
-	h_world_free(h_test_stream(LOOPBACK, h_sctp_config, &s, &flt, MAX_MS,
-				   kind == LC_FAULT_SKIP ? "skip" :
-				   "duplicate"));
-}
-
-static void test_fault_duplicate(void **state)
-{
-	(void)state;
-	run_with_fault(LC_FAULT_DUPLICATE, 7);
-}
-
-static void test_fault_skip(void **state)
-{
-	(void)state;
-	run_with_fault(LC_FAULT_SKIP, 9973);
-}
-
 static bool refused(struct h_world *w, void *arg)
 {
 	(void)arg;
@@ -332,12 +225,16 @@ int main(void)
 		cmocka_unit_test(test_transport),
 		cmocka_unit_test(test_kernel_sctp_fallback),
 		cmocka_unit_test(test_ordering),
-		cmocka_unit_test(test_stream),
-		cmocka_unit_test(test_reset_under_load),
-		cmocka_unit_test(test_restart_sockets),
-		cmocka_unit_test(test_recreate_receiver),
-		cmocka_unit_test(test_fault_duplicate),
-		cmocka_unit_test(test_fault_skip),
+		cmocka_unit_test_prestate(h_transport_stream, (void *)&h_transports[H_SCTP]),
+		cmocka_unit_test_prestate(h_transport_reconnects,
+					  (void *)&h_transports[H_SCTP]),
+		cmocka_unit_test_prestate(h_transport_restart_sockets,
+					  (void *)&h_transports[H_SCTP]),
+		cmocka_unit_test_prestate(h_transport_recreate, (void *)&h_transports[H_SCTP]),
+		cmocka_unit_test_prestate(h_transport_fault_duplicate,
+					  (void *)&h_transports[H_SCTP]),
+		cmocka_unit_test_prestate(h_transport_fault_skip,
+					  (void *)&h_transports[H_SCTP]),
 		cmocka_unit_test(test_refuse_unknown_address),
 		cmocka_unit_test(test_two_addresses),
 	};
