@@ -42,6 +42,11 @@
  *   enable_fencing    1            fence failed nodes before recovery (0/1)
  *   fence_command     (none)       run "CMD NODEID" to fence a failed node;
  *                                  exit 0 means fenced (plugin/fence.c)
+ *   fence_timeout_secs 60          a fence_command still running after
+ *                                  this long is killed (its process group:
+ *                                  SIGTERM, then SIGKILL) and the attempt
+ *                                  fails (1..86400; no "never": a command
+ *                                  that hangs would stall recovery)
  *   fence_pacemaker   auto         learn fencing results from pacemaker's
  *                                  fencer: auto (when it is reachable,
  *                                  else fence_command), yes (always), no
@@ -109,6 +114,7 @@ void dlmd_config_defaults(struct dlmd_config *cf)
 	cf->cf_membership = DLMD_MEMBERSHIP_COROSYNC;
 	cf->cf_nodeid = 1;
 	cf->cf_enable_fencing = true;
+	cf->cf_fence_timeout_secs = 60;
 	cf->cf_flight_lines = 4096;
 	cf->cf_crypto_none = false;
 	snprintf(cf->cf_key_file, sizeof(cf->cf_key_file), "%s",
@@ -292,6 +298,7 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 	U32("flight_recorder_lines", cf_flight_lines, 16, 1048576)
 	U32("max_clients_per_uid", cf_max_clients_per_uid, 1, 1048576)
 	U32("ast_queue_limit", cf_ast_queue_limit, 65536, 4294967295)
+	U32("fence_timeout_secs", cf_fence_timeout_secs, 1, 86400)
 #undef U32
 	if (!strcmp(k, "socket_path")) {
 		*why = "expected an absolute path shorter than 108 bytes";
@@ -576,6 +583,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     "socket_mode = 0%o\nadmin_group = %s\nlog_level = %s\n"
 		     "log_syslog = %s\nmembership = %s\nnodeid = %u\n"
 		     "enable_fencing = %d\nfence_command = %s\n"
+		     "fence_timeout_secs = %u\n"
 		     "fence_pacemaker = %s\nflight_recorder_lines = %u\n"
 		     "max_clients_per_uid = %u\nast_queue_limit = %u\n",
 		     cf->cf_port,
@@ -594,6 +602,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     cf->cf_membership == DLMD_MEMBERSHIP_NONE ? "none" : "corosync",
 		     cf->cf_nodeid, cf->cf_enable_fencing ? 1 : 0,
 		     cf->cf_fence_command[0] ? cf->cf_fence_command : "(none)",
+		     cf->cf_fence_timeout_secs,
 		     cf->cf_fence_pcmk == DLMD_FENCE_PCMK_YES ? "yes" :
 		     cf->cf_fence_pcmk == DLMD_FENCE_PCMK_NO ? "no" : "auto",
 		     cf->cf_flight_lines, cf->cf_max_clients_per_uid,

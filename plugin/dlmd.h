@@ -175,6 +175,7 @@ struct dlmd_config {
 	uint32_t		cf_nodeid;		/* membership none only */
 	bool			cf_enable_fencing;
 	char			cf_fence_command[1024];	/* "" = none */
+	uint32_t		cf_fence_timeout_secs;	/* then it is killed */
 	enum dlmd_fence_pcmk	cf_fence_pcmk;
 	uint32_t		cf_flight_lines;
 	/* Node-to-node security (lowcomms/auth.c): crypto = key | none. */

@@ -32,7 +32,9 @@
  *                           means the node is fenced.  Anything else (a
  *                           non-zero exit, death by a signal, /bin/sh
  *                           that cannot be spawned, no process to be
- *                           had) is a failed attempt: logged at err
+ *                           had, a command still running after
+ *                           fence_timeout_secs) is a failed attempt:
+ *                           logged at err
  *                           (rate-limited), counted, the claim handed on
  *                           (FAILED), retried every FENCE_RETRY_MS; the
  *                           node stays unfenced (tests/test-fence-run).
@@ -99,6 +101,19 @@
  * them all: with a million locks (gigabytes of heap) that was about 3 s
  * of page faults on the fencing node, more than the rest of its recovery
  * (bench/scale, issue 18).
+ *
+ * A command that never ends (an agent waiting on a switch that does not
+ * answer) would hold the claim, and every lockspace the node was in,
+ * for ever.  So it runs in a process group of its own, and
+ * fence_timeout_secs (default 60; there is no "never") after its start
+ * the group gets SIGTERM, FENCE_KILL_GRACE_MS later SIGKILL; once the
+ * shell has ended, whatever of its group is left gets SIGKILL before the
+ * shell is reaped (a zombie still holds the group's id, so no other
+ * process can be hit).  The attempt then fails as any other ("fence
+ * command for node N timed out after S s, killed"), whatever the
+ * shell's status: the claim is handed on and the command retried.  A
+ * command whose exit is already waiting to be reaped when its time is
+ * up has not timed out (command_timer looks first).
  *
  * ONE FENCER.  A fence agent power-cycles a machine: two survivors that
  * both run it reboot the victim twice, the second time perhaps while it
@@ -175,9 +190,12 @@
  * Limits.
  *  - After a merge the two sides' claims meet: a node both sides claimed
  *    (one they both lost) may be fenced by each.
- *  - A claimer that hangs without leaving the daemon group holds the
- *    claim until it leaves (a fence agent that never returns blocks
- *    recovery anyway).
+ *  - A claimer whose dlmd hangs without leaving the daemon group holds
+ *    the claim until it leaves.  Its fence agent hanging does not:
+ *    fence_timeout_secs kills it.
+ *  - A fence agent stuck where SIGKILL does not reach it (uninterruptible
+ *    sleep in the kernel) is waited for: it is never reaped, so no new
+ *    attempt starts on that node until it ends.
  *  - A claimer's dlmd that dies while its node lives leaves its fence
  *    agent running (a child of a dead process): if that agent still
  *    succeeds, the survivor that took over fences the victim a second
@@ -222,6 +240,8 @@
 #define PCMK_FENCE_TIMEOUT_S	120
 #define FENCE_LOG_INTERVAL_MS	10000
 #define FENCE_CMD_MAX		1024
+/* SIGTERM to SIGKILL of a fence command that timed out */
+#define FENCE_KILL_GRACE_MS	3000
 #define NS_PER_MS		1000000ULL
 
 struct fence_node {
@@ -235,8 +255,14 @@ struct fence_node {
 	int64_t		fn_pcmk_asked_wall;	/* when (wall clock s) */
 	int64_t		fn_pcmk_last_done;	/* latest fencing in its history */
 	uint64_t	fn_fenced_at;	/* ms; 0 = never fenced */
-	pid_t		fn_pid;		/* running command, or 0 */
+	pid_t		fn_pid;		/* running command (and its process
+					 * group), or 0 */
 	uint64_t	fn_started_at;	/* when the running command began */
+	/* fence_timeout_secs after the start, then FENCE_KILL_GRACE_MS
+	 * after the SIGTERM (command_timer) */
+	bool		fn_cmd_timer_armed;
+	qb_loop_timer_handle fn_cmd_timer;
+	bool		fn_timed_out;	/* the running command was; SIGTERM sent */
 	uint64_t	fn_last_log;
 	uint64_t	fn_last_fail_log;	/* of a failed command */
 	unsigned int	fn_attempts;
@@ -448,8 +474,13 @@ static int spawn_sh(const char *line, pid_t *pid)
 		return rv;
 	sigemptyset(&none);
 	rv = posix_spawnattr_setsigmask(&attr, &none);
+	/* a process group of its own (its id is the child's pid): what
+	 * the shell starts is killed with it when it times out */
 	if (!rv)
-		rv = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+		rv = posix_spawnattr_setpgroup(&attr, 0);
+	if (!rv)
+		rv = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
+					      POSIX_SPAWN_SETPGROUP);
 	if (!rv)
 		rv = posix_spawn(pid, "/bin/sh", NULL, &attr, argv, environ);
 	posix_spawnattr_destroy(&attr);
@@ -478,6 +509,81 @@ static void command_failed(struct dlmd_fence *fe, struct fence_node *fn,
 	schedule_retry(fe, fn);
 }
 
+/* Has the child pid ended (not reaped yet: its process group id cannot
+ * be reused while it is a zombie)? */
+static bool has_exited(pid_t pid)
+{
+	siginfo_t si;
+
+	si.si_pid = 0;
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	       si.si_pid == pid;
+}
+
+static void stop_cmd_timer(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	if (fn->fn_cmd_timer_armed) {
+		qb_loop_timer_del(fe->fe_d->d_loop, fn->fn_cmd_timer);
+		fn->fn_cmd_timer_armed = false;
+	}
+}
+
+static void arm_cmd_timer(struct dlmd_fence *fe, struct fence_node *fn,
+			  uint64_t ms);
+
+/*
+ * The running command's time is up (fence_timeout_secs): its process
+ * group gets SIGTERM, and FENCE_KILL_GRACE_MS later SIGKILL; the attempt
+ * fails when the command is reaped (on_sigchld), whatever its status.  A
+ * command that ended just now, its SIGCHLD not yet handled, is left to
+ * on_sigchld: it did not time out.
+ */
+static void command_timer(void *data)
+{
+	struct fence_node *fn = data;
+	struct dlmd_fence *fe = fn->fn_fe;
+
+	fn->fn_cmd_timer_armed = false;
+	if (!fn->fn_pid || has_exited(fn->fn_pid))
+		return;
+	if (!fn->fn_timed_out) {
+		log_warn("fencing: fence command for node %u still running after "
+			 "%u s: terminating it", fn->fn_nodeid,
+			 fe->fe_d->d_cfg.cf_fence_timeout_secs);
+		fn->fn_timed_out = true;
+		kill(-fn->fn_pid, SIGTERM);
+		arm_cmd_timer(fe, fn, FENCE_KILL_GRACE_MS);
+		return;
+	}
+	log_warn("fencing: fence command for node %u ignored SIGTERM for %d ms: "
+		 "killing it", fn->fn_nodeid, FENCE_KILL_GRACE_MS);
+	kill(-fn->fn_pid, SIGKILL);
+}
+
+static void arm_cmd_timer(struct dlmd_fence *fe, struct fence_node *fn,
+			  uint64_t ms)
+{
+	if (qb_loop_timer_add(fe->fe_d->d_loop, QB_LOOP_LOW, ms * NS_PER_MS, fn,
+			      command_timer, &fn->fn_cmd_timer) == 0)
+		fn->fn_cmd_timer_armed = true;
+	else
+		log_err("fencing: cannot time the fence command for node %u",
+			fn->fn_nodeid);
+}
+
+/* At exit: a running command's process group gets SIGTERM, SIGKILL
+ * after FENCE_KILL_GRACE_MS, and the command is reaped. */
+static void stop_group(pid_t pid)
+{
+	struct timespec tick = { 0, 10 * (long)NS_PER_MS };
+
+	kill(-pid, SIGTERM);
+	for (int i = 0; i < FENCE_KILL_GRACE_MS / 10 && !has_exited(pid); i++)
+		nanosleep(&tick, NULL);
+	kill(-pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 {
 	const char *cmd = fe->fe_d->d_cfg.cf_fence_command;
@@ -503,6 +609,9 @@ static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 	}
 	fn->fn_pid = pid;
 	fn->fn_started_at = now;
+	fn->fn_timed_out = false;
+	arm_cmd_timer(fe, fn, (uint64_t)fe->fe_d->d_cfg.cf_fence_timeout_secs *
+		      1000);
 	fn->fn_cmd_joined_at = fn->fn_joined_at;
 	fn->fn_attempts++;
 	if (fn->fn_attempts == 1 || now - fn->fn_last_log >= FENCE_LOG_INTERVAL_MS) {
@@ -523,10 +632,27 @@ static int32_t on_sigchld(int32_t sig, void *data)
 
 		if (!fn->fn_pid)
 			continue;
+		/* what the shell of a timed-out command left running dies
+		 * with it (the zombie still holds the group's id) */
+		if (fn->fn_timed_out && has_exited(fn->fn_pid))
+			kill(-fn->fn_pid, SIGKILL);
 		p = waitpid(fn->fn_pid, &status, WNOHANG);
 		if (p != fn->fn_pid)
 			continue;
 		fn->fn_pid = 0;
+		stop_cmd_timer(fe, fn);
+		if (fn->fn_timed_out) {
+			/* failed, even if it exited 0 on the SIGTERM */
+			fe->fe_d->d_metrics.m_fence_runs_failed++;
+			log_err("fencing: fence command for node %u timed out "
+				"after %u s, killed", fn->fn_nodeid,
+				fe->fe_d->d_cfg.cf_fence_timeout_secs);
+			command_failed(fe, fn, "fence_command timed out",
+				       WIFSIGNALED(status) &&
+				       WTERMSIG(status) == SIGKILL ?
+				       "it ignored SIGTERM" : "it ended on SIGTERM");
+			continue;
+		}
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 			fe->fe_d->d_metrics.m_fence_runs_ok++;
 		else
@@ -900,10 +1026,9 @@ void dlmd_fence_fini(struct dlmd *d)
 	for (unsigned int i = 0; i < fe->fe_nnodes; i++) {
 		struct fence_node *fn = &fe->fe_nodes[i];
 
-		if (fn->fn_pid) {
-			kill(fn->fn_pid, SIGTERM);
-			waitpid(fn->fn_pid, NULL, 0);
-		}
+		if (fn->fn_pid)
+			stop_group(fn->fn_pid);
+		stop_cmd_timer(fe, fn);
 		if (fn->fn_retry_armed) {
 			qb_loop_timer_del(d->d_loop, fn->fn_retry);
 			fn->fn_retry_armed = false;

@@ -6,11 +6,16 @@
  * counted in the metrics, logged at err, retried every FENCE_RETRY_MS,
  * shown by dlmctl's description ("attempt N"), the claim handed on with
  * FAILED, and the node never counted fenced, so recovery keeps waiting.
- * A command that exits 0 is the control.  No cluster: the failed node is
- * reported straight to fence.c.
+ * A command that never ends is killed after fence_timeout_secs, with
+ * whatever its shell started (its process group), and is a failed
+ * fencing too.  A command that exits 0 is the control.  No cluster: the
+ * failed node is reported straight to fence.c.
  *
  * posix_spawn is wrapped (-Wl,--wrap=posix_spawn) so that a test can make
- * it fail as it does when no process can be made.
+ * it fail as it does when no process can be made, and to learn the pids
+ * (and so the process groups) of the commands.  This process is a child
+ * subreaper, so what a killed shell leaves behind becomes our child: a
+ * test reaps it and then sees the whole group gone.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -21,7 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 
@@ -30,10 +38,19 @@
 #define OUR_NODE	1
 #define VICTIM		2
 #define TICK_MS		20
-#define RUN_LIMIT_MS	10000	/* FENCE_RETRY_MS is 2 s: two runs fit */
+/* Only a bound on a hang: run_until ends as soon as the runs it waits
+ * for have ended (FENCE_RETRY_MS is 2 s; a timed-out command takes its
+ * timeout and up to FENCE_KILL_GRACE_MS more), however slow the host. */
+#define RUN_LIMIT_MS	60000
 
 /* posix_spawn fails with this while non-zero (0: the real one). */
 static int spawn_error;
+/* The pids of the commands spawned since the last daemon_with(). */
+#define MAX_SPAWNED	16
+static pid_t spawned[MAX_SPAWNED];
+static unsigned int nspawned;
+/* fence_timeout_secs of the next daemons (0: the default) */
+static unsigned int timeout_secs;
 
 int __real_posix_spawn(pid_t *pid, const char *path,
 		       const posix_spawn_file_actions_t *fa,
@@ -49,9 +66,14 @@ int __wrap_posix_spawn(pid_t *pid, const char *path,
 		       const posix_spawnattr_t *attr, char *const argv[],
 		       char *const envp[])
 {
+	int rv;
+
 	if (spawn_error)
 		return spawn_error;
-	return __real_posix_spawn(pid, path, fa, attr, argv, envp);
+	rv = __real_posix_spawn(pid, path, fa, attr, argv, envp);
+	if (!rv && nspawned < MAX_SPAWNED)
+		spawned[nspawned++] = *pid;
+	return rv;
 }
 
 /* What fence.c told the fake daemon group. */
@@ -169,7 +191,10 @@ static struct dlmd *daemon_with(const char *command, bool in_group)
 	d->d_cfg.cf_fence_pcmk = DLMD_FENCE_PCMK_NO;
 	snprintf(d->d_cfg.cf_fence_command, sizeof(d->d_cfg.cf_fence_command),
 		 "%s", command);
+	if (timeout_secs)
+		d->d_cfg.cf_fence_timeout_secs = timeout_secs;
 	d->d_nodeid = OUR_NODE;
+	nspawned = 0;
 	d->d_loop = qb_loop_create();
 	assert_non_null(d->d_loop);
 	/* what this daemon logs follows this line in the flight recorder */
@@ -305,6 +330,59 @@ static void test_spawn_fails(void **state)
 	check_fails("true", true, ENOENT, "cannot run /bin/sh");
 }
 
+/* Every command spawned is gone with its whole process group: the
+ * shell reaped by fence.c, what it started (ours, as the subreaper)
+ * reaped here.  The wait only bounds a hang: fence.c has sent SIGKILL to
+ * the group before it reaped the shell. */
+static void assert_groups_gone(void)
+{
+	struct timespec tick = { 0, TICK_MS * 1000000L };
+
+	assert_true(nspawned >= 2);
+	for (unsigned int i = 0; i < nspawned; i++) {
+		pid_t pg = spawned[i];
+		int waited = 0;
+
+		/* reaped: not even a zombie */
+		assert_int_equal(kill(pg, 0), -1);
+		assert_int_equal(errno, ESRCH);
+		for (;;) {
+			pid_t p = waitpid(-pg, NULL, WNOHANG);
+
+			if (p < 0) {
+				assert_int_equal(errno, ECHILD);
+				break;
+			}
+			if (p == 0) {
+				assert_true(waited < RUN_LIMIT_MS);
+				nanosleep(&tick, NULL);
+				waited += TICK_MS;
+			}
+		}
+		assert_int_equal(kill(-pg, 0), -1);
+		assert_int_equal(errno, ESRCH);
+	}
+}
+
+/* A command that never ends (a shell running sleep) is killed after
+ * fence_timeout_secs: a failed attempt, retried; nothing survives it.
+ * Then one that ignores SIGTERM, and so its sleep too: SIGKILL. */
+static void test_command_times_out(void **state)
+{
+	(void)state;
+	timeout_secs = 1;
+	check_fails("sleep 1000;", false, 0,
+		    "fence command for node 2 timed out after 1 s, killed");
+	assert_groups_gone();
+	check_fails("sleep 1000;", true, 0,
+		    "fence command for node 2 timed out after 1 s, killed");
+	assert_groups_gone();
+	check_fails("trap '' TERM; sleep 1000;", true, 0,
+		    "fence command for node 2 timed out after 1 s, killed");
+	assert_groups_gone();
+	timeout_secs = 0;
+}
+
 /* The control: exit 0 fences it, once. */
 static void test_command_succeeds(void **state)
 {
@@ -331,12 +409,15 @@ int main(void)
 		cmocka_unit_test(test_command_exits_nonzero),
 		cmocka_unit_test(test_command_killed),
 		cmocka_unit_test(test_spawn_fails),
+		cmocka_unit_test(test_command_times_out),
 	};
 
 	struct dlmd_config cf;
 	int rv;
 
 	signal(SIGPIPE, SIG_IGN);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
+		return 1;
 	dlmd_config_defaults(&cf);
 	if (dlmd_log_init(&cf, false))
 		return 1;

@@ -135,6 +135,18 @@ static void test_config_key(void **state)
 		assert_true(load("fence_pacemaker = yes\n", &cf) < 0);
 	}
 	assert_true(load("fence_pacemaker = maybe\n", &cf) < 0);
+
+	/* fence_timeout_secs: 60 by default, shown; no 0 ("never") */
+	dlmd_config_defaults(&cf);
+	assert_int_equal(cf.cf_fence_timeout_secs, 60);
+	dump = dlmd_config_dump(&cf);
+	assert_non_null(dump);
+	assert_non_null(strstr(dump, "\nfence_timeout_secs = 60\n"));
+	free(dump);
+	assert_int_equal(load("fence_timeout_secs = 5\n", &cf), 0);
+	assert_int_equal(cf.cf_fence_timeout_secs, 5);
+	assert_true(load("fence_timeout_secs = 0\n", &cf) < 0);
+	assert_true(load("fence_timeout_secs = 86401\n", &cf) < 0);
 }
 
 static void test_method_names(void **state)
