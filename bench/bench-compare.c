@@ -113,6 +113,16 @@
  *          resource, and on a cluster first asks the name's directory
  *          node who masters it.
  *
+ *   child  (bench/scale, not run unless named; dlmd only) like fresh,
+ *          but every fresh name is a child: each client first takes NL
+ *          on a parent name of its own ("P-parent-ID") and keeps it for
+ *          the whole run; every pair then locks a fresh name under that
+ *          parent lock (dlm_ls_lock_wait's parent argument).  A child is
+ *          mastered with its parent (core/resource.c), and the node that
+ *          first locked the parent masters it: so none of these pairs
+ *          needs a message to another node, where a fresh root asks its
+ *          directory node first unless that node is this one.
+ *
  * bench/compare --cluster runs one bench-compare per node (dlm-cluster
  * exec) on the lockspace it joined beforehand (--ls-exists 1), names
  * prefixed per node (--prefix), all starting at one moment (--start-at,
@@ -214,6 +224,7 @@ struct client {
 	const struct settings *cl_st;
 	dlm_lshandle_t	cl_ls;
 	uint32_t	cl_lkid;
+	uint32_t	cl_parent;	/* dlmd child: the parent lock, or 0 */
 	redisContext	*cl_redis;
 	char		cl_sha[48];	/* the unlock script's SHA1 */
 	char		cl_token[64];
@@ -263,12 +274,14 @@ struct wl_result {
 
 /* WFRESH is for bench/compare --cluster: like W2, but every pair on a
  * name never used before (each lock creates the resource, and with
- * several nodes looks its master up in the directory first). */
-enum workload { W1, W2, W3, WASYNC, WFRESH, NWORKLOADS };
+ * several nodes looks its master up in the directory first).  WCHILD is
+ * for bench/scale: the same on fresh children of a parent lock the
+ * client keeps (dlmd only). */
+enum workload { W1, W2, W3, WASYNC, WFRESH, WCHILD, NWORKLOADS };
 
 static const char *const workload_name[NWORKLOADS] = {
 	[W1] = "W1", [W2] = "W2", [W3] = "W3", [WASYNC] = "async",
-	[WFRESH] = "fresh",
+	[WFRESH] = "fresh", [WCHILD] = "child",
 };
 
 static double now_s(void)
@@ -330,12 +343,31 @@ static int dlmd_lock(struct client *cl)
 
 	memset(&lksb, 0, sizeof(lksb));
 	if (dlm_ls_lock_wait(cl->cl_ls, LKM_EXMODE, &lksb, 0, cl->cl_name,
-			     (unsigned int)strlen(cl->cl_name), 0, NULL, NULL,
-			     NULL))
+			     (unsigned int)strlen(cl->cl_name), cl->cl_parent,
+			     NULL, NULL, NULL))
 		return -(errno ? errno : EIO);
 	if (lksb.sb_status)
 		return -EPROTO;
 	cl->cl_lkid = lksb.sb_lkid;
+	return 0;
+}
+
+/* child: NL on the client's own parent name, kept until the client ends
+ * (dlm_close_lockspace releases it); children are locked under it. */
+static int dlmd_lock_parent(struct client *cl)
+{
+	struct dlm_lksb lksb;
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s-parent-%d", cl->cl_st->st_prefix,
+		 cl->cl_id);
+	memset(&lksb, 0, sizeof(lksb));
+	if (dlm_ls_lock_wait(cl->cl_ls, LKM_NLMODE, &lksb, 0, name,
+			     (unsigned int)strlen(name), 0, NULL, NULL, NULL))
+		return -(errno ? errno : EIO);
+	if (lksb.sb_status)
+		return -EPROTO;
+	cl->cl_parent = lksb.sb_lkid;
 	return 0;
 }
 
@@ -627,6 +659,8 @@ static int client_run(const struct settings *st, const struct system *sy,
 		cl.cl_key = 1000 + id;
 	}
 	err = sy->sy_connect(&cl);
+	if (!err && w == WCHILD)
+		err = dlmd_lock_parent(&cl);
 	if (err)
 		goto out;
 	warm_end = now_s() + st->st_warmup;
@@ -646,7 +680,7 @@ static int client_run(const struct settings *st, const struct system *sy,
 	cl.cl_retries = 0;
 	cl.cl_give_up = go.go_end + SPIN_GRACE_S;
 	for (unsigned long seq = 0;; seq++) {
-		if (w == WFRESH) {
+		if (w == WFRESH || w == WCHILD) {
 			snprintf(cl.cl_name, sizeof(cl.cl_name), "%s-f%d-%lu",
 				 st->st_prefix, id, seq);
 			cl.cl_key = ((long long)(id + 1) << 32) + (long long)seq;
@@ -1120,7 +1154,7 @@ static int write_dat(const char *path, const struct settings *st,
 		fprintf(f, " %s", systems[s].sy_name);
 	fprintf(f, "\n");
 	for (int w = 0; w < NWORKLOADS; w++) {
-		if (w == WFRESH)	/* the cluster's: not in this chart */
+		if (w == WFRESH || w == WCHILD)	/* the cluster's: not here */
 			continue;
 		if (w == W2 || w == W3)	/* "W2: 16 clients" */
 			fprintf(f, "\"%.4s%d %s\"", label[w], st->st_clients,
@@ -1155,11 +1189,12 @@ static bool in_list(const char *list, const char *name)
 	return false;
 }
 
-/* The workloads to run: --workloads, else all but the cluster's fresh. */
+/* The workloads to run: --workloads, else all but the cluster's fresh
+ * and child. */
 static bool workload_wanted(const struct settings *st, enum workload w)
 {
 	if (!st->st_workloads)
-		return w != WFRESH;
+		return w != WFRESH && w != WCHILD;
 	return in_list(st->st_workloads, workload_name[w]);
 }
 
@@ -1193,7 +1228,7 @@ static void usage(void)
 		"usage: bench-compare [--secs S] [--warmup S] [--clients N] [--window W]\n"
 		"                     [--redis SOCKET] [--pg CONNINFO] [--dat FILE]\n"
 		"                     [--only dlmd,redis,postgresql,floor]\n"
-		"                     [--workloads W1,W2,W3,async,fresh] [--prefix P]\n"
+		"                     [--workloads W1,W2,W3,async,fresh,child] [--prefix P]\n"
 		"                     [--raw FILE] [--start-at EPOCH_SECONDS]\n"
 		"                     [--ls-exists 1] [--no-table 1]\n"
 		"dlmd is reached through $DLMD_SOCKET; run by bench/compare.\n");
@@ -1280,7 +1315,7 @@ int main(int argc, char **argv)
 			int n = w == W1 || w == WASYNC ? 1 : st.st_clients;
 
 			if (!workload_wanted(&st, w) ||
-			    (w == WASYNC && s != SYS_DLMD) ||
+			    ((w == WASYNC || w == WCHILD) && s != SYS_DLMD) ||
 			    (w == W3 && !sy->sy_shared_name))
 				continue;
 			printf("  %-12s %-6s ...", sy->sy_name, workload_name[w]);
