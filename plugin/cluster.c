@@ -28,6 +28,17 @@
  *                    nothing but its messages, where a CPG connection of
  *                    its own cost it megabytes of IPC buffers.
  *
+ * Calls back up.  This file calls client.c and view.c, which stand above
+ * it (plugin/dlmd.h), only through struct dlmd_cluster_up (daemon.c
+ * fills it): a lockspace's held LS_CREATE answers, the release of a
+ * stale instance, the configfs view.  The files below report to it
+ * through tables: fence.c through struct dlmd_fence_up and comms.c
+ * through struct dlmd_comms_up, both filled by dlmd_cluster_init()
+ * below; engine.c's recovery reports (dlmd_cluster_recovery_done and
+ * _failed) through struct dlmd_engine_up.  So a node death that goes
+ * cluster.c -> fence.c -> cluster.c (READING.md) comes back through
+ * fu_send and fu_changed, never by name.
+ *
  * ONE GROUP FOR ALL LOCKSPACES.  CPG gives the daemon group one total
  * order of messages and configuration changes (confchg), the same on
  * every member (totem's agreed order, extended virtual synchrony: a

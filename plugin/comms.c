@@ -4,9 +4,11 @@
  *
  * One lowcomms context per daemon.  Its file descriptors sit in the libqb
  * loop (lowcomms asks for them through lc_ops); one libqb timer is kept
- * armed for lc_next_timeout().  After every lowcomms event the context is
- * flushed (lc_flush) so that what the engine answered goes out in the same
- * loop turn, and the timer is re-armed.
+ * armed for lc_next_timeout().  After every lowcomms event cu_flush
+ * (dlmd_flush) delivers what the engine produced and ends in
+ * dlmd_comms_kick(), which flushes the context (lc_flush) so that what
+ * the engine answered goes out in the same loop turn, and re-arms the
+ * timer: the one place that does both.
  *
  * What travels: each engine message (already encoded by core/wire.c, which
  * carries its own lockspace id, sender and target) is one lowcomms message
@@ -156,9 +158,8 @@ static void after_event(struct dlmd_comms *cm)
 {
 	if (cm->cm_backlog)
 		backlog_drain(cm);
+	/* dlmd_flush() ends in dlmd_comms_kick(): lc_flush and the timer */
 	cm->cm_up->cu_flush(cm->cm_d);
-	lc_flush(cm->cm_lc);
-	comms_rearm(cm);
 }
 
 static int fd_ready(int32_t fd, int32_t revents, void *data)

@@ -79,6 +79,9 @@
  * recovery (dlm_core_ls_start) and, when the engine reports it done
  * (eu_recovery_done via engine.c), finishes it (dlm_core_ls_finish) and
  * dlmd_flush() delivers the ASTs of what was granted.
+ *
+ * READING.md (top of the tree) follows both, one file:function a line,
+ * with the reason for each return to a file already visited.
  */
 #ifndef DLMD_PLUGIN_DLMD_H
 #define DLMD_PLUGIN_DLMD_H
