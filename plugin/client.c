@@ -1869,16 +1869,60 @@ void dlmd_ls_join_done(struct dlmd *d, struct dlmd_ls *dl, int status)
  */
 static void ring_job(void *data);
 
-static void ring_drain(struct dlmd *d, struct dlmd_client *c)
+/* Take the next slot of c's ring and handle its request. */
+static void ring_take_slot(struct dlmd *d, struct dlmd_client *c)
 {
 	struct dlmp_ring *r = c->cl_ring;
 	unsigned char slot[DLMP_RING_SLOT_LEN];
+	uint32_t len;
+
+	/* One copy, then only the copy is read (the client may be writing
+	 * the slot right now). */
+	memcpy(slot, r->rg_slots[c->cl_ring_head & (DLMP_RING_SLOTS - 1)],
+	       sizeof(slot));
+	c->cl_ring_head++;
+	__atomic_store_n(&r->rg_head, c->cl_ring_head, __ATOMIC_RELEASE);
+	memcpy(&len, slot, sizeof(len));
+	if (len > DLMP_MAX_MSG)
+		len = DLMP_MAX_MSG;	/* then its header's length does not
+					 * match: -EBADMSG */
+	d->d_nring_requests++;
+	dlmd_client_request(d, c, slot + 8, len, -1);
+}
+
+/*
+ * A request read from the socket of a client with a ring comes after
+ * everything its ring holds now (dlmd_proto.h "The request ring": a
+ * request the client waits for may travel on the socket when we
+ * sleep): take that first, whatever the budget, at most the
+ * DLMP_RING_SLOTS the ring can hold.  The tail is read once: what the
+ * client adds meanwhile came later than the packet.  Cheap when the
+ * ring is empty: one comparison.
+ */
+static void ring_catch_up(struct dlmd *d, struct dlmd_client *c)
+{
+	uint32_t avail = __atomic_load_n(&c->cl_ring->rg_tail, __ATOMIC_ACQUIRE) -
+			 c->cl_ring_head;
+
+	if (avail == 0)
+		return;
+	if (avail > DLMP_RING_SLOTS) {
+		client_break(d, c, "request ring index out of range");
+		return;
+	}
+	d->d_nring_catchups++;
+	while (avail-- && !c->cl_broken)
+		ring_take_slot(d, c);
+}
+
+static void ring_drain(struct dlmd *d, struct dlmd_client *c)
+{
+	struct dlmp_ring *r = c->cl_ring;
 	unsigned int budget = DLMP_RING_SLOTS;
 
 	while (!c->cl_broken) {
 		uint32_t avail = __atomic_load_n(&r->rg_tail, __ATOMIC_ACQUIRE) -
 				 c->cl_ring_head;
-		uint32_t len;
 
 		if (avail > DLMP_RING_SLOTS) {
 			client_break(d, c, "request ring index out of range");
@@ -1903,19 +1947,8 @@ static void ring_drain(struct dlmd *d, struct dlmd_client *c)
 				break;
 			budget = DLMP_RING_SLOTS;
 		}
-		/* One copy, then only the copy is read (the client may be
-		 * writing the slot right now). */
-		memcpy(slot, r->rg_slots[c->cl_ring_head & (DLMP_RING_SLOTS - 1)],
-		       sizeof(slot));
-		c->cl_ring_head++;
-		__atomic_store_n(&r->rg_head, c->cl_ring_head, __ATOMIC_RELEASE);
+		ring_take_slot(d, c);
 		budget--;
-		memcpy(&len, slot, sizeof(len));
-		if (len > DLMP_MAX_MSG)
-			len = DLMP_MAX_MSG;	/* then its header's length
-						 * does not match: -EBADMSG */
-		d->d_nring_requests++;
-		dlmd_client_request(d, c, slot + 8, len, -1);
 	}
 	/* a client waits for room: wake it (its rg_waiting, our rg_head) */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -1923,6 +1956,19 @@ static void ring_drain(struct dlmd *d, struct dlmd_client *c)
 		__atomic_store_n(&r->rg_waiting, 0, __ATOMIC_SEQ_CST);
 		syscall(SYS_futex, &r->rg_head, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 	}
+}
+
+void dlmd_client_socket_request(struct dlmd *d, struct dlmd_client *c,
+				const void *buf, size_t len, int passed_fd)
+{
+	if (c->cl_ring)
+		ring_catch_up(d, c);	/* the order */
+	if (c->cl_broken) {
+		if (passed_fd >= 0)
+			close(passed_fd);
+		return;
+	}
+	dlmd_client_request(d, c, buf, len, passed_fd);
 }
 
 static void ring_job(void *data)
@@ -2236,7 +2282,7 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 				/* Too long for any request: decoding fails on
 				 * length. */
 				len = sizeof(bufs[i]);
-			dlmd_client_request(d, c, bufs[i], len, passed);
+			dlmd_client_socket_request(d, c, bufs[i], len, passed);
 		}
 		if (n < CLIENT_BATCH)
 			break;
