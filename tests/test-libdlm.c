@@ -3406,7 +3406,7 @@ static void ring_wait_on_socket(dlm_lshandle_t h)
  * find no such lock. */
 static dlm_lshandle_t order_h;
 static struct rec order_x;
-static int order_rv = -2, order_errno, order_status = -1;
+static int order_rv = -2, order_status = -1;
 static uint64_t order_req_before;
 
 static void order_ast(void *arg)
@@ -3421,7 +3421,6 @@ static void order_ast(void *arg)
 	assert_int_equal(ctl_counter("ring_requests"), order_req_before);
 	order_rv = dlm_ls_lock_wait(order_h, LKM_NLMODE, &order_x.r_lksb,
 				    LKF_CONVERT, NULL, 0, 0, NULL, NULL, NULL);
-	order_errno = errno;
 	order_status = order_x.r_lksb.sb_status;
 }
 
@@ -3450,7 +3449,6 @@ static void test_ring_socket_order(void **state)
 		}
 	}
 	assert_int_equal(order_rv, 0);
-	(void)order_errno;
 	assert_int_equal(order_status, 0);
 	/* the lock was granted first, then converted */
 	assert_int_equal(order_x.r_comp, 1);
