@@ -1186,7 +1186,9 @@ static int req_ls_open(struct req_ctx *rq)
  * RING (dlmd_proto.h "The request ring").  ATTACH maps the client's
  * memfd; the passed fd is closed by the caller afterwards (the mapping
  * keeps the memory).  KICK has no answer: client_readable() takes what
- * the ring holds after every read of the socket, kick or not.
+ * the ring holds after every read of the socket, kick or not, and
+ * before each request it read there, what the ring held then
+ * (ring_catch_up: a request sent on the socket in place of a kick).
  */
 static int ring_map(struct dlmd_client *c, int fd)
 {
