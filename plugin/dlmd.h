@@ -348,8 +348,9 @@ struct dlmd {
 	uint64_t		d_nbad_requests;
 	uint64_t		d_nring_requests; /* taken from request rings */
 	uint64_t		d_nring_kicks;	/* ring kicks: wake-ups asked */
-	uint64_t		d_nring_catchups; /* socket requests that found
-						   * their ring not empty */
+	uint64_t		d_nring_catchups; /* socket packets (kicks too)
+						   * that found their ring
+						   * not empty */
 	uint64_t		d_nclients_total;
 	/* limits (client.c) */
 	struct u32map		d_uid_conns;	/* uid -> connections (as a count) */
