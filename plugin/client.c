@@ -2239,6 +2239,7 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 	} cbufs[CLIENT_BATCH];
 	struct mmsghdr mm[CLIENT_BATCH];
 	struct iovec iov[CLIENT_BATCH];
+	uint64_t ring0 = d->d_nring_requests;
 
 	out_batch.ob_c = c;
 	out_batch.ob_n = 0;
@@ -2297,6 +2298,11 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 			dlmd_client_socket_request(d, c, bufs[i], len, passed);
 		}
 		if (n < CLIENT_BATCH)
+			break;
+		/* the ring taken before its packets counts against this
+		 * wake-up too: the rest after the others (the poll is
+		 * level-triggered) */
+		if (d->d_nring_requests - ring0 >= DLMP_RING_SLOTS)
 			break;
 	}
 	if (c->cl_ring)
