@@ -138,9 +138,9 @@
  * DLMP_RING_ATTACH, b = 0) carrying, as SCM_RIGHTS, a memfd of at least
  * DLMP_RING_BYTES, sealed against shrinking (F_SEAL_SHRINK; else the
  * daemon, which maps it, could be killed by SIGBUS when the client
- * truncates it).  A REPLY 0 means: every later request of the
- * connection goes into the ring, none on the socket but the kick below;
- * answers, COMP_REPLYs and ASTs come as before.  On any error (a memfd
+ * truncates it).  A REPLY 0 means: later requests of the connection go
+ * into the ring, except the kick below and requests sent in its place
+ * (see Wake-ups); answers, COMP_REPLYs and ASTs come as before.  On any error (a memfd
  * of the wrong size or unsealed: -EINVAL; a second ring: -EISCONN; no
  * memory to map it) the connection goes on without a ring, and so does
  * a client that does not ask for one ($DLMD_RING=0 for libdlm): the
@@ -165,7 +165,16 @@
  * 1, swaps it to 0 and the one thread that did so sends the kick.  One of
  * the two always sees the other's store, so no request is left asleep
  * in the ring; while the daemon is busy with a connection, the client
- * adds requests without any system call.  Per wake-up the daemon takes at
+ * adds requests without any system call.  A client that finds
+ * rg_sleeping = 1 before it writes a request may instead swap it to 0
+ * first and, if it did so, send that request on the socket: the
+ * request is the kick (libdlm does this for the requests whose answer
+ * the sender waits for before it sends anything else).  So the order
+ * holds, before it handles any request packet read from the socket of
+ * a connection with a ring, the daemon takes every slot the ring then
+ * holds (up to the rg_tail it reads once; a request on the socket comes
+ * after everything written to the ring before it was sent); after each
+ * read of the socket it takes the ring as after a kick.  Per wake-up the daemon takes at
  * most DLMP_RING_SLOTS requests from one ring before serving others (it
  * comes back to the rest without a kick).  A client that finds the ring
  * full sets rg_waiting = 1 and sleeps on rg_head (futex, shared); the

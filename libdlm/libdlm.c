@@ -108,7 +108,12 @@
  * written into the ring (under lh_ringlock, one slot each) instead of
  * sent, and answers still come on lh_fd, ASTs on lh_ast_fd, exactly as
  * above.  A request costs a system call only when dlmd said it sleeps:
- * the one thread that swaps the ring's flag from 1 to 0 sends the kick.
+ * the one thread that swaps the ring's flag from 1 to 0 sends the kick;
+ * if that thread's request is one whose answer it waits for (send_packet:
+ * a _wait call, a conversion), the request goes on the socket instead
+ * of the ring and is its own kick, as cheap as without a ring (dlmd
+ * takes what the ring holds before any request it reads from the
+ * socket, and the caller sends nothing more until the answer is in).
  * A request without an answer made by an AST routine does not kick at
  * once: the handle is marked (lh_kick_owed) and the kick goes out, if
  * dlmd still sleeps, after RING_KICK_BATCH such requests, when
@@ -616,10 +621,25 @@ static int ring_send(struct ls_handle *h, struct dlmp_msg *msg, bool defer)
 	return 0;
 }
 
-/* One request to dlmd: through the ring if the handle has one. */
+/* One request whose answer the caller waits for: through the ring if
+ * the handle has one, unless dlmd said it sleeps and this thread takes
+ * the flag: then the request itself goes on the socket, its own kick
+ * (one send instead of a slot and a kick; dlmd takes everything in the
+ * ring before it handles a request read from the socket, so the order
+ * of the requests holds).  That also serves a kick owed by this
+ * thread's AST routines for the handle. */
 static int send_packet(struct ls_handle *h, struct dlmp_msg *msg)
 {
-	return h->lh_ring ? ring_send(h, msg, false) : send_socket(h, msg);
+	struct dlmp_ring *r = h->lh_ring;
+
+	if (!r)
+		return send_socket(h, msg);
+	if (__atomic_load_n(&r->rg_sleeping, __ATOMIC_SEQ_CST) &&
+	    __atomic_exchange_n(&r->rg_sleeping, 0, __ATOMIC_SEQ_CST)) {
+		__atomic_store_n(&h->lh_kick_owed, false, __ATOMIC_SEQ_CST);
+		return send_socket(h, msg);
+	}
+	return ring_send(h, msg, false);
 }
 
 static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)

@@ -245,6 +245,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		{ "bad_requests", d->d_nbad_requests },
 		{ "ring_requests", d->d_nring_requests },
 		{ "ring_kicks", d->d_nring_kicks },
+		{ "ring_catchups", d->d_nring_catchups },
 		{ "asts_sent", d->d_nasts_sent },
 		{ "ast_queue_bytes", d->d_astq_bytes },
 		{ "clients_refused", d->d_nrefused },

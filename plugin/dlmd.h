@@ -352,6 +352,9 @@ struct dlmd {
 	uint64_t		d_nbad_requests;
 	uint64_t		d_nring_requests; /* taken from request rings */
 	uint64_t		d_nring_kicks;	/* ring kicks: wake-ups asked */
+	uint64_t		d_nring_catchups; /* socket packets (kicks too)
+						   * that found their ring
+						   * not empty */
 	uint64_t		d_nclients_total;
 	/* limits (client.c) */
 	struct u32map		d_uid_conns;	/* uid -> connections (as a count) */
@@ -418,6 +421,10 @@ unsigned int dlmd_client_nheld(const struct dlmd_client *c);
 /* Handle one request packet from client 'c' (also used by the fuzzer). */
 void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,
 			 const void *buf, size_t len, int passed_fd);
+/* The same for a packet read from c's socket: what c's request ring
+ * holds is taken first (the order; dlmd_proto.h "The request ring"). */
+void dlmd_client_socket_request(struct dlmd *d, struct dlmd_client *c,
+				const void *buf, size_t len, int passed_fd);
 /* For the fuzzer: a client on an already connected fd with given creds. */
 struct dlmd_client *dlmd_client_new(struct dlmd *d, int fd, pid_t pid,
 				    uid_t uid, gid_t gid);

@@ -439,6 +439,12 @@ static void collect(struct emit *em, struct dlmd *d)
 	       "request rings: wake-ups clients asked for (the rest of the "
 	       "ring requests needed none).");
 	sample_u(em, "dlmd_client_ring_kicks_total", NULL, 0, d->d_nring_kicks);
+	family(em, "dlmd_client_ring_catchups_total", "counter", "Request "
+	       "packets (kicks included) read from the socket of a client "
+	       "with a request ring that found the ring not empty (what it "
+	       "held was taken first).");
+	sample_u(em, "dlmd_client_ring_catchups_total", NULL, 0,
+		 d->d_nring_catchups);
 	family(em, "dlmd_client_bad_requests_total", "counter",
 	       "Request packets that did not decode.");
 	sample_u(em, "dlmd_client_bad_requests_total", NULL, 0, d->d_nbad_requests);

@@ -17,7 +17,13 @@
  * sealed memfd; once the daemon took one, every later packet goes
  * through that request ring instead (its slot length the packet's, not
  * cut to what a slot holds) and the daemon is made to take it, as a
- * kick would: the same decoder behind the ring's own checks.
+ * kick would: the same decoder behind the ring's own checks.  The two
+ * high bits of a packet's length (no packet is that long) choose
+ * otherwise once there is a ring: FUZZ_LEFT, the packet is put in the
+ * ring and left there (as by a client whose kick is still owed: it gets
+ * no answer yet); FUZZ_SOCKET, it is read from the socket (a request
+ * sent in place of a kick), and the daemon must then have taken
+ * everything the ring held before it.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -118,17 +124,29 @@ static int ring_fd(struct dlmp_ring **ring)
 	return fd;
 }
 
-/* Put one packet into the ring and have the daemon take it. */
+/* The routing bits of a packet's length (see above). */
+#define FUZZ_LEFT	0x8000u
+#define FUZZ_SOCKET	0x4000u
+#define FUZZ_LEN	0x3fffu
+
+/* Put one packet into the ring (a full ring is taken first, as the
+ * client waits for room); 'left': without having the daemon take it. */
 static void ring_put(struct dlmd *d, struct dlmd_client *c,
-		     struct dlmp_ring *ring, const uint8_t *p, size_t len)
+		     struct dlmp_ring *ring, const uint8_t *p, size_t len,
+		     bool left)
 {
 	uint32_t tail = __atomic_load_n(&ring->rg_tail, __ATOMIC_RELAXED);
 	unsigned char *slot = ring->rg_slots[tail & (DLMP_RING_SLOTS - 1)];
 	uint32_t len32 = (uint32_t)len;
 
+	if (tail - __atomic_load_n(&ring->rg_head, __ATOMIC_ACQUIRE) >=
+	    DLMP_RING_SLOTS)
+		dlmd_client_ring_take(d, c);
 	memcpy(slot, &len32, sizeof(len32));
 	memcpy(slot + 8, p, len < DLMP_MAX_MSG ? len : DLMP_MAX_MSG);
 	__atomic_store_n(&ring->rg_tail, tail + 1, __ATOMIC_RELEASE);
+	if (left)
+		return;
 	dlmd_client_ring_take(d, c);
 	if (__atomic_load_n(&ring->rg_head, __ATOMIC_ACQUIRE) != tail + 1)
 		abort();	/* the daemon left it in the ring */
@@ -177,9 +195,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	for (int i = 0; i < MAX_PACKETS && off + 2 <= size; i++) {
 		size_t len = (size_t)data[off] | ((size_t)data[off + 1] << 8);
+		unsigned int route = (unsigned int)len & (FUZZ_LEFT | FUZZ_SOCKET);
 		struct dlmp_msg pm;
 		int passed = -1;
+		bool answered = true;
 
+		len &= FUZZ_LEN;
 		off += 2;
 		if (len > size - off)
 			len = size - off;
@@ -205,12 +226,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* took it: later packets through the ring */
 			if (__atomic_load_n(&r->rg_sleeping, __ATOMIC_ACQUIRE))
 				ring = r;
+		} else if (ring && (route & FUZZ_SOCKET)) {
+			dlmd_client_socket_request(d, c, data + off, len, passed);
+			/* whatever the ring held went first */
+			if (__atomic_load_n(&ring->rg_head, __ATOMIC_ACQUIRE) !=
+			    __atomic_load_n(&ring->rg_tail, __ATOMIC_ACQUIRE))
+				abort();
 		} else if (ring) {
-			ring_put(d, c, ring, data + off, len);
+			answered = !(route & FUZZ_LEFT);
+			ring_put(d, c, ring, data + off, len, !answered);
 		} else {
 			dlmd_client_request(d, c, data + off, len, passed);
 		}
-		if (drain(sv[0], false) == 0 && !may_hold(data + off, len))
+		if (drain(sv[0], false) == 0 && answered && !may_hold(data + off, len))
 			abort();	/* a request went unanswered */
 		if (dlmd_client_nheld(c) > DLMP_MAX_HELD)
 			abort();

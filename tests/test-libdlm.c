@@ -3088,6 +3088,8 @@ static void locks_while_stopped(dlm_lshandle_t h, struct rec *v, int n,
 	signal(SIGALRM, SIG_DFL);
 }
 
+static void ring_wait_on_socket(dlm_lshandle_t h);
+
 /* Async requests go through the handle's ring, and a kick is sent only
  * when dlmd said it sleeps: with dlmd stopped, RING_LOCKS locks are put
  * in the ring and only the first kicks it (dlmd cannot clear the flag
@@ -3116,13 +3118,7 @@ static void test_ring_requests(void **state)
 		assert_int_equal(g[i].r_lksb.sb_status, 0);
 	assert_int_equal(ctl_counter("ring_requests") - req0, RING_LOCKS);
 	assert_int_equal(ctl_counter("ring_kicks") - kick0, 1);
-	/* the _wait forms through the ring too */
-	rec_init(&r);
-	assert_int_equal(dlm_ls_lock_wait(h, LKM_PRMODE, &r.r_lksb, 0, "ring-w",
-					  6, 0, NULL, NULL, NULL), 0);
-	assert_int_equal(r.r_lksb.sb_status, 0);
-	assert_int_equal(dlm_ls_unlock_wait(h, r.r_lksb.sb_lkid, 0, &r.r_lksb), 0);
-	assert_int_equal(ctl_counter("ring_requests") - req0, RING_LOCKS + 2);
+	ring_wait_on_socket(h);
 	assert_int_equal(dlm_release_lockspace("ls-ring", h, 1), 0);
 
 	/* no ring asked for: the socket, as before */
@@ -3396,6 +3392,88 @@ static void test_ring_hostile(void **state)
 	assert_int_equal(dlm_ls_unlock_wait(h1, r.r_lksb.sb_lkid, 0, &r.r_lksb), 0);
 }
 
+/* A _wait call while dlmd sleeps (it took everything; nothing since)
+ * travels on the socket, its own kick: neither the ring nor a kick is
+ * used for it, and it is answered. */
+static void ring_wait_on_socket(dlm_lshandle_t h)
+{
+	uint64_t req0 = ctl_counter("ring_requests");
+	uint64_t kick0 = ctl_counter("ring_kicks");
+	struct rec r;
+
+	rec_init(&r);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(dlm_ls_lock_wait(h, LKM_PRMODE, &r.r_lksb, 0,
+						  "ring-w", 6, 0, NULL, NULL,
+						  NULL), 0);
+		assert_int_equal(r.r_lksb.sb_status, 0);
+		assert_int_equal(dlm_ls_unlock_wait(h, r.r_lksb.sb_lkid, 0,
+						    &r.r_lksb), 0);
+		assert_int_equal(r.r_lksb.sb_status, EUNLOCK);
+	}
+	assert_int_equal(ctl_counter("ring_requests"), req0);
+	assert_int_equal(ctl_counter("ring_kicks"), kick0);
+}
+
+/* The order of a ring client's requests when one of them travels on the
+ * socket: an AST routine puts a new lock in the ring (its kick owed
+ * until dispatching ends, so dlmd still sleeps), then converts that
+ * lock with a _wait call, which goes on the socket.  dlmd must take the
+ * ring first: handled before the lock it names, the conversion would
+ * find no such lock. */
+static dlm_lshandle_t order_h;
+static struct rec order_x;
+static int order_rv = -2, order_status = -1;
+static uint64_t order_req_before, order_catch_before;
+
+static void order_ast(void *arg)
+{
+	(void)arg;
+	rec_init(&order_x);
+	/* dlmd took "order-a" and its kick before this AST was sent */
+	order_req_before = ctl_counter("ring_requests");
+	order_catch_before = ctl_counter("ring_catchups");
+	assert_int_equal(dlm_ls_lock(order_h, LKM_EXMODE, &order_x.r_lksb, 0,
+				     "order-x", 7, 0, comp_ast, &order_x, NULL,
+				     NULL), 0);
+	/* in the ring, not taken: dlmd sleeps */
+	assert_int_equal(ctl_counter("ring_requests"), order_req_before);
+	order_rv = dlm_ls_lock_wait(order_h, LKM_NLMODE, &order_x.r_lksb,
+				    LKF_CONVERT, NULL, 0, 0, NULL, NULL, NULL);
+	order_status = order_x.r_lksb.sb_status;
+}
+
+static void test_ring_socket_order(void **state)
+{
+	struct rec a;
+
+	(void)state;
+	order_h = dlm_new_lockspace("ls-order", 0600, 0);
+	assert_non_null(order_h);
+	rec_init(&a);
+	assert_int_equal(dlm_ls_lock(order_h, LKM_EXMODE, &a.r_lksb, 0,
+				     "order-a", 7, 0, order_ast, &a, NULL,
+				     NULL), 0);
+	{
+		struct pollfd pfd = { .fd = dlm_ls_get_fd(order_h),
+				      .events = POLLIN };
+		uint64_t end = now_ms() + AST_TIMEOUT_MS;
+
+		while (order_rv == -2) {
+			assert_true(now_ms() < end);
+			if (poll(&pfd, 1, 100) > 0)
+				assert_int_equal(dlm_dispatch(pfd.fd), 0);
+		}
+	}
+	assert_int_equal(order_rv, 0);
+	assert_int_equal(order_status, 0);
+	/* the lock was granted first, then converted */
+	assert_int_equal(order_x.r_comp, 1);
+	assert_int_equal(ctl_counter("ring_requests") - order_req_before, 1);
+	assert_int_equal(ctl_counter("ring_catchups") - order_catch_before, 1);
+	assert_int_equal(dlm_release_lockspace("ls-order", order_h, 1), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3448,6 +3526,7 @@ int main(void)
 		cmocka_unit_test(test_ring_requests),
 		cmocka_unit_test(test_ring_kick_per_dispatch),
 		cmocka_unit_test(test_ring_hostile),
+		cmocka_unit_test(test_ring_socket_order),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
