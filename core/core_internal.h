@@ -59,6 +59,9 @@
 					 * request (deadlock.c) */
 #define LKBF_UNLOCK_LVB		0x100000 /* the LVB of its overlapping unlock
 					  * waits on ls_unlock_lvbs (lock.c) */
+#define LKBF_GRANT_HELD	0x200000 /* granted while its deadlock cancel was in
+					  * flight: the completion waits for the
+					  * cancel's reply (deadlock.c) */
 
 /* lkb_wait_type: the remote operation this process copy waits for */
 enum dlm_wait {

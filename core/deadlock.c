@@ -147,13 +147,13 @@
  * A probe is a snapshot taken hop by hop: if a member of the cycle is
  * cancelled by its client (or another victim) after the probe passed it,
  * the victim may give way to a cycle that is already gone; it then gets
- * -EDEADLK for a wait that would have ended.  And if its master granted
- * it before the cancel arrived, the grant comes with the cancel still in
- * flight: until the cancel's reply, a new request on that lock is
- * refused -EBUSY, an error its client did not ask for (rare: seed 460 of
- * `tests/sim-deadlock --node-deaths` shows it; not in the 300 seeds CI
- * runs).  Holding the grant's completion until the cancel's reply is the
- * fix still to make.
+ * -EDEADLK for a wait that would have ended.  If its master granted it
+ * before the cancel arrived, the grant comes with the cancel still in
+ * flight: its completion is held (LKBF_GRANT_HELD, lock.c
+ * pcopy_granted) until the cancel's reply ends the cancel, so the client
+ * never acts on a lock with a cancel it did not ask for in flight (it
+ * was refused -EBUSY: sim-deadlock --node-deaths seed 460,
+ * test_cancel_crosses_grant).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -2067,14 +2067,32 @@ static void pcopy_granted(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	lkb->lkb_rqmode = DLM_LOCK_IV;
 	lkb->lkb_last_bast = DLM_LOCK_IV;
 	add_to_queue(r, lkb, DLM_LKSTS_GRANTED);
+	if ((lkb->lkb_flags & LKBF_DEADLK) &&
+	    lkb->lkb_wait_type == DLM_WAIT_CANCEL) {
+		/* the deadlock detector's cancel crossed this grant: the
+		 * client learns of the grant when the cancel is over, so
+		 * that it can never act on the lock (and be refused -EBUSY)
+		 * while a cancel it did not ask for is in flight */
+		lkb->lkb_flags |= LKBF_GRANT_HELD;
+		return;
+	}
 	cast_local(ls, lkb, 0);
 }
 
-/* After a reply ends an operation, run a cancel or unlock that the
- * client asked for meanwhile. */
+/* After a reply ends an operation: the completion of a grant held for
+ * it (pcopy_granted), then a cancel or unlock that the client asked for
+ * meanwhile. */
 static void run_overlap(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
 	uint32_t f = lkb->lkb_flags;
+
+	if (f & LKBF_GRANT_HELD) {
+		lkb->lkb_flags &= ~LKBF_GRANT_HELD;
+		cast_local(ls, lkb, 0);
+		/* a blocking AST kept meanwhile comes after its grant */
+		if (mode_valid(lkb->lkb_last_bast))
+			bast_local(ls, lkb, lkb->lkb_last_bast);
+	}
 
 	lkb->lkb_flags &= ~(LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK);
 	if (f & LKBF_OVERLAP_UNLOCK) {
@@ -2285,6 +2303,13 @@ static int receive_bast(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (!holds_grmode(lkb) || lkb->lkb_wait_type == DLM_WAIT_UNLOCK ||
 	    dlm_modes_compat(lkb->lkb_grmode, m->m_bastmode))
 		return 0;	/* stale: the lock changed meanwhile */
+	if (lkb->lkb_flags & LKBF_GRANT_HELD) {
+		/* its grant's completion is held (pcopy_granted): the
+		 * blocking AST follows it (run_overlap) */
+		if (m->m_bastmode > lkb->lkb_last_bast)
+			lkb->lkb_last_bast = (int8_t)m->m_bastmode;
+		return 0;
+	}
 	bast_local(ls, lkb, m->m_bastmode);
 	return 0;
 }

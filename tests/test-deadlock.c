@@ -542,6 +542,56 @@ static void test_late_probe(void **state)
 	net_free(n);
 }
 
+/* Stop node 1's incoming messages the moment a victim is chosen: its
+ * cancel then waits while the master can grant first. */
+static void stop_node1_at_victim(struct net *n, int node,
+				 enum dlm_log_level level, const char *line)
+{
+	(void)node;
+	(void)level;
+	if (strstr(line, "youngest request of a cycle"))
+		n->stopped = 1;
+}
+
+/* The victim's cancel crosses its grant: wa2 is chosen, its cancel to
+ * A's master (node 1) is held there, and node 1's client lets A go, so
+ * the master grants wa2 first.  The grant reaches node 2 with the cancel
+ * still in flight: its completion waits for the cancel's reply (nothing
+ * to cancel), and then the lock is simply granted and can be converted
+ * (before, the grant's completion came at once and a conversion made on
+ * it was refused -EBUSY: sim-deadlock --node-deaths seed 460). */
+static void test_cancel_crosses_grant(void **state)
+{
+	struct net *n = net_new();
+	struct dlm_lock_req rq = {
+		.mode = DLM_LOCK_PR, .flags = DLM_LKF_CONVERT, .owner = 21,
+		.astarg = 21,
+	};
+	uint32_t a1, b2, wb1, wa2, out = 0;
+	int status = 1;
+
+	(void)state;
+	two_party_cycle(n, &a1, &b2, &wb1, &wa2, 0);
+	n->on_log = stop_node1_at_victim;
+	pass(n, 3 * DEADLOCK_MS);
+	assert_int_equal(n->stopped, 1);	/* the victim was chosen */
+	assert_int_equal(stats(n, 2).ls_last_victim, wa2);
+	n->on_log = NULL;
+	n->stopped = 0;			/* the cancel stays held */
+	unlock(n, 1, a1, 11);		/* the master grants wa2 */
+	assert_pending(n, 2, wa2);	/* not while the cancel is out */
+	release_held(n);
+	drain(n);
+	assert_int_equal(comps_of(n, 2, wa2, &status, NULL), 1);
+	assert_int_equal(status, 0);	/* granted: nothing was cancelled */
+	rq.lkid = wa2;
+	assert_int_equal(dlm_core_lock(n->ls[2], &rq, &out), 0);
+	drain(n);
+	(void)b2;
+	(void)wb1;
+	net_free(n);
+}
+
 /* Probes are rejected when malformed and ignored when stale. */
 static void test_probe_checks(void **state)
 {
@@ -779,6 +829,7 @@ int main(void)
 		cmocka_unit_test(test_compatible_ahead_no_cycle),
 		cmocka_unit_test(test_compatible_ahead_cycle),
 		cmocka_unit_test(test_late_probe),
+		cmocka_unit_test(test_cancel_crosses_grant),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
