@@ -179,6 +179,11 @@ struct dlm_core_config {
 	uint32_t	remaster_ticks;
 	/* operations per remastering window; 0: DLM_REMASTER_WINDOW (32) */
 	uint32_t	remaster_window;
+	/* non-zero: a resource that other nodes (or the master's own
+	 * clients) lock too may move, their locks re-pointed at the new
+	 * master (core/remaster.c, "Moving a resource that other nodes lock
+	 * too"); 0: only one locked by the destination alone */
+	uint32_t	remaster_shared;
 };
 
 /* A fault a test can switch on in one engine instance, to prove that the
@@ -211,6 +216,12 @@ enum dlm_core_fault {
 	DLM_FAULT_REMASTER_ANY_OWNER,	/* a resource moves while other nodes
 					   lock it too, their locks forgotten
 					   (core/remaster.c, "Movable") */
+	DLM_FAULT_REMASTER_SKIP_REPOINT, /* a new master sends no REPOINT for
+					   the first other node's lock it
+					   installs (remaster_shared) */
+	DLM_FAULT_REMASTER_EARLY_GRANT,	/* a new master installs each lock
+					   record as it arrives and grants at
+					   once, before MIGRATE (remaster_shared) */
 };
 
 /* ---------------------------------------------------------------------

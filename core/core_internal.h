@@ -62,6 +62,15 @@
 #define LKBF_GRANT_HELD	0x200000 /* granted while its deadlock cancel was in
 					  * flight: the completion waits for the
 					  * cancel's reply (deadlock.c) */
+#define LKBF_REPOINT		0x400000 /* remaster.c: a process copy whose
+					  * resource moved, awaiting the new
+					  * master's REPOINT (lkb_remid 0); a
+					  * master copy whose REPOINT is not
+					  * acknowledged yet */
+#define LKBF_PARKED		0x800000 /* its op (lkb_wait_type) waits for
+					  * the re-point, not on ls_waiters */
+#define LKBF_RP_HELD		0x1000000 /* a REPOINT for it is held until
+					   * its old master's MOVED */
 
 /* lkb_wait_type: the remote operation this process copy waits for */
 enum dlm_wait {
@@ -319,6 +328,10 @@ struct dlm_ls {
 	uint32_t		ls_rc_out;	/* recovery replies we wait for */
 	int			ls_rc_error;	/* the last start failed in ls_rstep */
 	struct dlm_list		ls_held;	/* messages held while stopped */
+	/* remaster.c: MIGRATE_LOCK records kept until their MIGRATE, and
+	 * messages of a new master held until the old one's MOVED */
+	struct dlm_list		ls_rm_records;
+	struct dlm_list		ls_rm_held;
 	struct dlm_list		ls_rc_deferred;	/* RC_LOOKUPs before our DIR barrier */
 	struct dlm_list		ls_resend;	/* lkbs with an op to redo at finish */
 	struct dlm_rsb		**ls_rec_rsbs;	/* resources when recovery started */
@@ -489,6 +502,8 @@ void dlm_remaster_count(struct dlm_rsb *r, uint32_t nodeid);
 void dlm_remaster_consider(struct dlm_ls *ls, struct dlm_rsb *r);
 int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m);
 void dlm_remaster_recover(struct dlm_ls *ls);
+bool dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m);
+void dlm_remaster_free_ls(struct dlm_ls *ls);
 static inline bool dlm_remaster_on(const struct dlm_ls *ls)
 {
 	return ls->ls_core->core_cfg.remaster_ticks != 0;

@@ -1209,6 +1209,13 @@ static bool op_kept_or_sent(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	}
 	if (is_master(lkb->lkb_rsb))
 		return false;
+	if (lkb->lkb_flags & LKBF_REPOINT) {
+		/* its resource moved; the new master's REPOINT sends it
+		 * (core/remaster.c) */
+		lkb->lkb_wait_type = (uint8_t)wait_type;
+		lkb->lkb_flags |= LKBF_PARKED;
+		return true;
+	}
 	sender(ls, lkb);
 	return true;
 }
@@ -2246,9 +2253,11 @@ static int receive_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 
 	if (lkb && m->m_status == -EBADR && m->m_type != DLM_MSG_REQUEST_REPLY &&
 	    lkb->lkb_wait_type == replies[i].wait) {
-		/* the node moved the resource to us meanwhile (remaster.c):
-		 * the operation never took effect there, redo it here */
-		if (!is_master(lkb->lkb_rsb)) {
+		/* the node moved the resource (to us, or to another node
+		 * that re-points the lock: remaster.c) meanwhile: the
+		 * operation never took effect there, redo it at the new
+		 * master */
+		if (lkb->lkb_rsb->res_nodeid == m->m_from) {
 			log_ls(ls, DLM_LOG_ERR, "%s of %08x refused by node %u: "
 			       "not master", dlm_msg_type_str(m->m_type),
 			       lkb->lkb_id, m->m_from);
@@ -2403,6 +2412,8 @@ static int receive_remove(struct dlm_ls *ls, const struct dlm_msg *m)
 
 int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 {
+	if (dlm_remaster_hold(ls, m))
+		return 0;	/* until the old master's MOVED */
 	switch (m->m_type) {
 	case DLM_MSG_REQUEST:
 		return receive_request(ls, m);
@@ -2435,6 +2446,10 @@ int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 		return dlm_deadlock_receive(ls, m);
 	case DLM_MSG_MIGRATE:
 	case DLM_MSG_DIR_MOVE:
+	case DLM_MSG_MIGRATE_LOCK:
+	case DLM_MSG_MOVED:
+	case DLM_MSG_REPOINT:
+	case DLM_MSG_REPOINT_REPLY:
 		return dlm_remaster_receive(ls, m);
 	case DLM_MSG_PURGE:
 		if ((m->m_flags & DLM_MF_OWNER_GROUP) && m->m_owner > UINT32_MAX)

@@ -54,6 +54,7 @@ struct dlm_core *dlm_core_new(const struct dlm_core_config *cfg,
 static void ls_free(struct dlm_ls *ls)
 {
 	dlm_recover_free_ls(ls);
+	dlm_remaster_free_ls(ls);
 	dlm_lock_drop_all(ls);
 	dlm_htab_destroy(&ls->ls_rsbtbl);
 	dlm_htab_destroy(&ls->ls_lkbtbl);
@@ -208,6 +209,8 @@ int dlm_core_ls_create(struct dlm_core *core, const char *name,
 	dlm_list_init(&ls->ls_dlwait);
 	dlm_list_init(&ls->ls_orphans);
 	dlm_list_init(&ls->ls_unlock_lvbs);
+	dlm_list_init(&ls->ls_rm_records);
+	dlm_list_init(&ls->ls_rm_held);
 	dlm_recover_init_ls(ls);
 	rv = dlm_ls_set_members(ls, members, nmembers);
 	if (rv)

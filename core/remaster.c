@@ -304,8 +304,29 @@ void dlm_remaster_count(struct dlm_rsb *r, uint32_t nodeid)
 		r->res_rm_hits++;
 }
 
-/* Only 'node' holds locks on r, none of them special, and nothing else
- * refers to r here: see "Movable" above. */
+/* The re-point protocol is on (dlm_core_config.remaster_shared). */
+static bool shared(const struct dlm_ls *ls)
+{
+	return ls->ls_core->core_cfg.remaster_shared != 0;
+}
+
+/* With the re-point protocol, any node's lock moves but one still being
+ * re-pointed from the last move (its REPOINT unacknowledged), and a local
+ * lock of ours only while no operation of it is pending. */
+static bool shared_ok(const struct dlm_lkb *lkb)
+{
+	if (lkb->lkb_flags & LKBF_REPOINT)
+		return false;
+	return is_master_copy(lkb) ||
+	       (lkb->lkb_wait_type == DLM_WAIT_NONE &&
+		!(lkb->lkb_flags & (LKBF_RESEND | LKBF_PARKED |
+				    LKBF_OVERLAP_CANCEL | LKBF_OVERLAP_UNLOCK |
+				    LKBF_GRANT_HELD | LKBF_DEADLK)));
+}
+
+/* Only 'node' holds locks on r (or, with the re-point protocol, any node
+ * does), none of them special, and nothing else refers to r here: see
+ * "Movable" above. */
 static bool movable(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 {
 	uint32_t n = 0;
@@ -323,10 +344,11 @@ static bool movable(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 				dlm_container_of(pos, struct dlm_lkb,
 						 lkb_statequeue);
 
-			if (!is_master_copy(lkb) ||
-			    (lkb->lkb_nodeid != node &&
-			     ls->ls_core->core_fault !=
-			     DLM_FAULT_REMASTER_ANY_OWNER) ||
+			if (shared(ls) ? !shared_ok(lkb) :
+			    (!is_master_copy(lkb) ||
+			     (lkb->lkb_nodeid != node &&
+			      ls->ls_core->core_fault !=
+			      DLM_FAULT_REMASTER_ANY_OWNER)) ||
 			    lkb->lkb_nchildren ||
 			    (lkb->lkb_flags & LKBF_ORPHAN) ||
 			    (lkb->lkb_exflags & DLM_LKF_PERSISTENT))
@@ -338,6 +360,75 @@ static bool movable(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 	return n > 0 && r->res_nlkbs == n;
 }
 
+/* The re-point protocol, M's part: one MIGRATE_LOCK record per lock on
+ * r, in queue order, to the new master 'node'. */
+static void send_records(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
+{
+	uint32_t us = dlm_our_nodeid(ls);
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		const struct dlm_list *pos;
+
+		dlm_list_for_each(pos, const_queue(r, i)) {
+			const struct dlm_lkb *lkb =
+				dlm_container_of(pos, struct dlm_lkb,
+						 lkb_statequeue);
+			struct dlm_msg m;
+
+			dlm_lkb_to_msg(&m, DLM_MSG_MIGRATE_LOCK, lkb,
+				       lkb->lkb_status);
+			m.m_key = r->res_key;
+			m.m_keylen = r->res_keylen;
+			m.m_nodeid = is_master_copy(lkb) ? lkb->lkb_nodeid : us;
+			m.m_remid = is_master_copy(lkb) ? lkb->lkb_remid :
+				    lkb->lkb_id;
+			m.m_lkid = lkb->lkb_id;
+			m.m_bastmode = DLM_LOCK_IV;
+			if (!dlm_token_mode(m.m_grmode))
+				m.m_token = 0;
+			dlm_send_msg(ls, &m, node);
+		}
+	}
+}
+
+/* MOVED to every other node with a lock on r: after every reply, GRANT
+ * and BAST we sent it about r (one FIFO link). */
+static void send_moved(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
+{
+	uint32_t sent[DLM_MAX_NODES];
+	unsigned int nsent = 0, k;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		const struct dlm_list *pos;
+
+		dlm_list_for_each(pos, const_queue(r, i)) {
+			const struct dlm_lkb *lkb =
+				dlm_container_of(pos, struct dlm_lkb,
+						 lkb_statequeue);
+			uint32_t x = lkb->lkb_nodeid;
+			struct dlm_msg m;
+
+			if (!is_master_copy(lkb) || x == node)
+				continue;
+			for (k = 0; k < nsent && sent[k] != x; k++)
+				;
+			if (k < nsent || nsent == DLM_MAX_NODES)
+				continue;
+			sent[nsent++] = x;
+			dlm_msg_init(&m, DLM_MSG_MOVED);
+			m.m_key = r->res_key;
+			m.m_keylen = r->res_keylen;
+			m.m_nodeid = node;
+			m.m_grmode = DLM_LOCK_IV;
+			m.m_rqmode = DLM_LOCK_IV;
+			m.m_bastmode = DLM_LOCK_IV;
+			dlm_send_msg(ls, &m, x);
+		}
+	}
+}
+
 /* Send r's master state to 'node' and stop mastering r, in one step. */
 static void migrate(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 {
@@ -345,6 +436,8 @@ static void migrate(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 	struct dlm_msg m;
 	int i;
 
+	if (shared(ls))
+		send_records(ls, r, node);
 	dlm_msg_init(&m, DLM_MSG_MIGRATE);
 	m.m_key = r->res_key;
 	m.m_keylen = r->res_keylen;
@@ -367,14 +460,41 @@ static void migrate(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 	if (ls->ls_core->core_fault == DLM_FAULT_REMASTER_NO_FREEZE)
 		return;		/* broken: both of us master r now */
 	dlm_rsb_hold(r);
+	if (shared(ls))
+		send_moved(ls, r, node);
 	for (i = 0; i < 3; i++) {
 		struct dlm_list *q = (struct dlm_list *)const_queue(r, i);
+		struct dlm_list *pos, *tmp;
 
-		while (!dlm_list_empty(q))
-			dlm_destroy_lkb(ls, dlm_list_first(q, struct dlm_lkb,
-							   lkb_statequeue));
+		dlm_list_for_each_safe(pos, tmp, q) {
+			struct dlm_lkb *lkb = dlm_container_of(pos,
+							       struct dlm_lkb,
+							       lkb_statequeue);
+
+			if (is_master_copy(lkb) || !shared(ls)) {
+				dlm_destroy_lkb(ls, lkb);
+				continue;
+			}
+			/* our client's lock: a process copy now, which the
+			 * new master's REPOINT names */
+			lkb->lkb_remid = 0;
+			lkb->lkb_flags |= LKBF_REPOINT;
+		}
 	}
 	r->res_nodeid = node;
+	for (i = 0; i < 3; i++) {
+		struct dlm_list *pos;
+
+		dlm_list_for_each(pos, (struct dlm_list *)const_queue(r, i)) {
+			struct dlm_lkb *lkb = dlm_container_of(pos,
+							       struct dlm_lkb,
+							       lkb_statequeue);
+
+			/* queued at a remote master now */
+			dlm_audit_queued(ls, lkb);
+			dlm_deadlock_queued(ls, lkb);
+		}
+	}
 	r->res_flags |= RESF_MOVED_AWAY;
 	r->res_flags &= ~RESF_VALNOTVALID;
 	free(r->res_lvb);
@@ -416,6 +536,143 @@ static void dir_move(struct dlm_ls *ls, const unsigned char *key,
 	       name, old, master, cur);
 }
 
+/* Is held message h a record of r from 'from'?  Decoded into *m. */
+static bool record_of(const struct dlm_held *h, uint32_t from,
+		      const struct dlm_rsb *r, struct dlm_msg *m)
+{
+	return h->h_from == from && !dlm_msg_decode(h->h_buf, h->h_len, m, NULL) &&
+	       m->m_type == DLM_MSG_MIGRATE_LOCK && m->m_keylen == r->res_keylen &&
+	       !memcmp(m->m_key, r->res_key, r->res_keylen);
+}
+
+static bool records_of(struct dlm_ls *ls, uint32_t from,
+		       const struct dlm_rsb *r)
+{
+	const struct dlm_list *pos;
+	struct dlm_msg m;
+
+	dlm_list_for_each(pos, &ls->ls_rm_records)
+		if (record_of(dlm_container_of(pos, struct dlm_held, h_list),
+			      from, r, &m))
+			return true;
+	return false;
+}
+
+/* A new master copy on r from record m: the lock of node m_nodeid. */
+static int record_mstcpy(struct dlm_ls *ls, struct dlm_rsb *r,
+			 const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = dlm_lkb_create(ls, 0);
+
+	if (!lkb)
+		return -ENOMEM;
+	lkb->lkb_flags = LKBF_MSTCPY | LKBF_WANT_BAST;
+	if (!dlm_lkb_set_range(lkb, DLM_LKB_GR, &m->m_grrange) ||
+	    !dlm_lkb_set_range(lkb, DLM_LKB_RQ, &m->m_rqrange) ||
+	    (m->m_lvb && !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb))) {
+		dlm_lkb_free(ls, lkb);
+		return -ENOMEM;
+	}
+	if (m->m_exflags & DLM_LKF_VALBLK)
+		lkb->lkb_flags |= LKBF_VALBLK;
+	lkb->lkb_nodeid = m->m_nodeid;
+	lkb->lkb_remid = m->m_remid;
+	lkb->lkb_ownerid = m->m_owner;
+	lkb->lkb_exflags = m->m_exflags;
+	lkb->lkb_sbflags = (uint8_t)m->m_sbflags;
+	lkb->lkb_grmode = m->m_status == DLM_LKSTS_WAITING ? DLM_LOCK_IV :
+			  m->m_grmode;
+	lkb->lkb_rqmode = m->m_rqmode;
+	lkb->lkb_highbast = DLM_LOCK_IV;
+	lkb->lkb_last_bast = DLM_LOCK_IV;
+	lkb->lkb_lvbseq = m->m_lvbseq;
+	lkb->lkb_token = m->m_token;
+	lkb->lkb_rsb = r;
+	dlm_rsb_hold(r);
+	dlm_queue_lkb(r, lkb, m->m_status);
+	if (dlm_ls_is_member(ls, m->m_nodeid) && dlm_ls_running(r->res_ls))
+		lkb->lkb_flags |= LKBF_REPOINT;	/* until REPOINT_REPLY */
+	return 0;
+}
+
+/* The records of r from 'from' become r's queues, in their order: our
+ * own process copies where they name ours, new master copies for other
+ * nodes' locks (none for a departed node's).  Returns the records. */
+static uint32_t install_records(struct dlm_ls *ls, uint32_t from,
+				struct dlm_rsb *r)
+{
+	uint32_t us = dlm_our_nodeid(ls), n = 0;
+	struct dlm_list *pos, *tmp;
+
+	dlm_list_for_each_safe(pos, tmp, &ls->ls_rm_records) {
+		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
+						      h_list);
+		struct dlm_lkb *lkb;
+		struct dlm_msg m;
+
+		if (!record_of(h, from, r, &m))
+			continue;
+		n++;
+		if (m.m_nodeid != us) {
+			if (dlm_ls_is_member(ls, m.m_nodeid) &&
+			    record_mstcpy(ls, r, &m))
+				log_ls(ls, DLM_LOG_ERR,
+				       "remaster: no memory for node %u's lock %08x",
+				       m.m_nodeid, m.m_remid);
+		} else {
+			lkb = dlm_lkb_find(ls, m.m_remid);
+			if (lkb && !is_master_copy(lkb) && lkb->lkb_rsb == r &&
+			    lkb->lkb_status == m.m_status)
+				dlm_queue_lkb(r, lkb, lkb->lkb_status);
+			else
+				log_ls(ls, DLM_LOG_WARNING,
+				       "remaster: record of our lock %08x: unknown or in another state",
+				       m.m_remid);
+		}
+		dlm_list_del(&h->h_list);
+		free(h);
+	}
+	return n;
+}
+
+/* REPOINT to the owner of every master copy installed from a record,
+ * before anything we grant (FIFO). */
+static void send_repoints(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	bool skip = ls->ls_core->core_fault == DLM_FAULT_REMASTER_SKIP_REPOINT;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		const struct dlm_list *pos;
+
+		dlm_list_for_each(pos, const_queue(r, i)) {
+			struct dlm_lkb *lkb =
+				dlm_container_of(pos, struct dlm_lkb,
+						 lkb_statequeue);
+			struct dlm_msg m;
+
+			if (!is_master_copy(lkb) ||
+			    !(lkb->lkb_flags & LKBF_REPOINT))
+				continue;
+			if (skip) {
+				skip = false;	/* broken: its owner waits */
+				continue;
+			}
+			dlm_msg_init(&m, DLM_MSG_REPOINT);
+			m.m_key = r->res_key;
+			m.m_keylen = r->res_keylen;
+			m.m_nodeid = lkb->lkb_nodeid;
+			m.m_remid = lkb->lkb_remid;
+			m.m_lkid = lkb->lkb_id;
+			m.m_status = lkb->lkb_status;
+			m.m_grmode = lkb->lkb_grmode;
+			m.m_rqmode = lkb->lkb_rqmode;
+			m.m_bastmode = DLM_LOCK_IV;
+			dlm_send_msg(ls, &m, lkb->lkb_nodeid);
+		}
+	}
+}
+
 /* MIGRATE: we master m_key from now on.  While running, or at the
  * directory step of a recovery (dlm_remaster_recover). */
 static int install(struct dlm_ls *ls, const struct dlm_msg *m)
@@ -433,11 +690,15 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 		       m->m_from, name);
 		return -ENOENT;
 	}
-	for (i = 0; i < 3; i++) {
-		const struct dlm_list *pos;
+	if (records_of(ls, m->m_from, r)) {
+		n = install_records(ls, m->m_from, r);
+	} else {
+		for (i = 0; i < 3; i++) {
+			const struct dlm_list *pos;
 
-		dlm_list_for_each(pos, const_queue(r, i))
-			n++;
+			dlm_list_for_each(pos, const_queue(r, i))
+				n++;
+		}
 	}
 	if (n != m->m_nodeid)
 		log_ls(ls, DLM_LOG_WARNING,
@@ -462,6 +723,8 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 				dlm_container_of(pos, struct dlm_lkb,
 						 lkb_statequeue);
 
+			if (is_master_copy(lkb))
+				continue;	/* from a record */
 			lkb->lkb_remid = 0;
 			dlm_audit_queued(ls, lkb);
 			dlm_deadlock_queued(ls, lkb);
@@ -482,8 +745,172 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 		d.m_nodeid = m->m_from;
 		dlm_send_msg(ls, &d, dlm_dir_nodeid(ls, hash));
 	}
+	send_repoints(ls, r);
 	dlm_grant_pending(r);
 	return 0;
+}
+
+/* Keep message m (re-encoded) on q. */
+static void keep(struct dlm_ls *ls, struct dlm_list *q, const struct dlm_msg *m)
+{
+	unsigned char buf[DLM_WIRE_MAX_LEN];
+	int len = dlm_msg_encode(m, buf, sizeof(buf));
+
+	if (len < 0 || dlm_held_add(q, m->m_from, buf, (size_t)len))
+		log_ls(ls, DLM_LOG_ERR, "remaster: cannot keep %s from node %u",
+		       dlm_msg_type_str(m->m_type), m->m_from);
+}
+
+/* MIGRATE_LOCK: kept, inert, until its MIGRATE (broken variant: taken
+ * at once, and we master r from the first record on). */
+static int receive_record(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_rsb *r = dlm_rsb_find(ls, m->m_key, m->m_keylen,
+					 dlm_hash_bytes(m->m_key, m->m_keylen));
+
+	if (ls->ls_core->core_fault == DLM_FAULT_REMASTER_EARLY_GRANT && r &&
+	    !r->res_parent && (is_master(r) || r->res_nodeid == m->m_from) &&
+	    m->m_nodeid != dlm_our_nodeid(ls)) {
+		r->res_nodeid = dlm_our_nodeid(ls);
+		(void)record_mstcpy(ls, r, m);
+		dlm_grant_pending(r);	/* broken: on a part of the queues */
+		return 0;
+	}
+	keep(ls, &ls->ls_rm_records, m);
+	return 0;
+}
+
+/* MOVED from r's old master: r is m_nodeid's now, and each of our locks
+ * on r awaits its REPOINT; REPOINTs (and what followed them) that came
+ * first from the new master are handled now, in order. */
+static int receive_moved(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_rsb *r = dlm_rsb_find(ls, m->m_key, m->m_keylen,
+					 dlm_hash_bytes(m->m_key, m->m_keylen));
+	struct dlm_list *pos, *tmp, todo;
+	int i;
+
+	if (!r || r->res_nodeid != m->m_from || r->res_parent) {
+		log_ls(ls, DLM_LOG_WARNING,
+		       "remaster: MOVED from node %u, which we do not know as master",
+		       m->m_from);
+		return -ENOENT;
+	}
+	r->res_nodeid = m->m_nodeid;
+	for (i = 0; i < 3; i++) {
+		dlm_list_for_each(pos, (struct dlm_list *)const_queue(r, i)) {
+			struct dlm_lkb *lkb = dlm_container_of(pos,
+							       struct dlm_lkb,
+							       lkb_statequeue);
+
+			lkb->lkb_flags |= LKBF_REPOINT;
+			lkb->lkb_flags &= ~LKBF_RP_HELD;
+			lkb->lkb_remid = 0;
+			dlm_audit_queued(ls, lkb);
+		}
+	}
+	/* what the new master sent about r before this, in its order */
+	dlm_list_init(&todo);
+	dlm_list_for_each_safe(pos, tmp, &ls->ls_rm_held) {
+		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
+						      h_list);
+		struct dlm_lkb *lkb;
+		struct dlm_msg hm;
+
+		if (h->h_from != m->m_nodeid ||
+		    dlm_msg_decode(h->h_buf, h->h_len, &hm, NULL))
+			continue;
+		lkb = dlm_lkb_find(ls, hm.m_remid);
+		if (!lkb || is_master_copy(lkb) || lkb->lkb_rsb != r)
+			continue;
+		dlm_list_del(&h->h_list);
+		dlm_list_add_tail(&h->h_list, &todo);
+	}
+	dlm_held_replay(ls, &todo, dlm_lock_receive);
+	return 0;
+}
+
+/* REPOINT from r's new master: our lock's master copy is m_lkid there. */
+static int receive_repoint(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = dlm_lkb_find(ls, m->m_remid);
+	struct dlm_msg rp;
+
+	if (!lkb || is_master_copy(lkb) ||
+	    lkb->lkb_rsb->res_nodeid != m->m_from ||
+	    !(lkb->lkb_flags & LKBF_REPOINT) ||
+	    lkb->lkb_rsb->res_keylen != m->m_keylen ||
+	    memcmp(lkb->lkb_rsb->res_key, m->m_key, m->m_keylen)) {
+		log_ls(ls, DLM_LOG_WARNING,
+		       "remaster: REPOINT from node %u for unknown lock %08x",
+		       m->m_from, m->m_remid);
+		return -ENOENT;
+	}
+	if (lkb->lkb_status != m->m_status)
+		log_ls(ls, DLM_LOG_WARNING,
+		       "remaster: lock %08x re-pointed in state %d, here %d",
+		       lkb->lkb_id, m->m_status, lkb->lkb_status);
+	lkb->lkb_remid = m->m_lkid;
+	lkb->lkb_flags &= ~LKBF_REPOINT;
+	dlm_audit_queued(ls, lkb);
+	dlm_msg_init(&rp, DLM_MSG_REPOINT_REPLY);
+	rp.m_key = m->m_key;
+	rp.m_keylen = m->m_keylen;
+	rp.m_nodeid = dlm_our_nodeid(ls);
+	rp.m_lkid = lkb->lkb_id;
+	rp.m_remid = m->m_lkid;
+	rp.m_grmode = DLM_LOCK_IV;
+	rp.m_rqmode = DLM_LOCK_IV;
+	rp.m_bastmode = DLM_LOCK_IV;
+	dlm_send_msg(ls, &rp, m->m_from);
+	if (lkb->lkb_flags & LKBF_PARKED) {
+		/* the operation its client asked for meanwhile */
+		lkb->lkb_flags &= ~LKBF_PARKED;
+		dlm_redo_op(ls, lkb);
+	}
+	return 0;
+}
+
+static int receive_repoint_reply(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = dlm_lkb_find(ls, m->m_remid);
+
+	if (!lkb || !is_master_copy(lkb) || lkb->lkb_nodeid != m->m_from ||
+	    lkb->lkb_remid != m->m_lkid)
+		return -ENOENT;	/* unlocked meanwhile */
+	lkb->lkb_flags &= ~LKBF_REPOINT;
+	return 0;
+}
+
+/* Before any lock message: one from a new master about a lock whose
+ * REPOINT is held waits behind it; a REPOINT that came before its old
+ * master's MOVED waits for it (essay: "X, on REPOINT").  True: held. */
+bool dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb;
+
+	if (!dlm_remaster_on(ls) ||
+	    (m->m_type != DLM_MSG_REPOINT &&
+	     (m->m_type < DLM_MSG_REQUEST_REPLY || m->m_type > DLM_MSG_BAST)))
+		return false;
+	lkb = dlm_lkb_find(ls, m->m_remid);
+	if (!lkb || is_master_copy(lkb) || lkb->lkb_rsb->res_nodeid == m->m_from)
+		return false;
+	if (m->m_type == DLM_MSG_REPOINT) {
+		if (lkb->lkb_flags & LKBF_REPOINT)
+			return false;	/* MOVED came: taken now, or refused */
+		lkb->lkb_flags |= LKBF_RP_HELD;
+	} else if (!(lkb->lkb_flags & LKBF_RP_HELD)) {
+		return false;
+	}
+	keep(ls, &ls->ls_rm_held, m);
+	return true;
+}
+
+void dlm_remaster_free_ls(struct dlm_ls *ls)
+{
+	dlm_held_drop(&ls->ls_rm_records, ls, NULL);
+	dlm_held_drop(&ls->ls_rm_held, ls, NULL);
 }
 
 int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
@@ -498,8 +925,20 @@ int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 		       dlm_msg_type_str(m->m_type), m->m_from);
 		return 0;
 	}
-	if (m->m_type == DLM_MSG_MIGRATE)
+	switch (m->m_type) {
+	case DLM_MSG_MIGRATE:
 		return install(ls, m);
+	case DLM_MSG_MIGRATE_LOCK:
+		return receive_record(ls, m);
+	case DLM_MSG_MOVED:
+		return receive_moved(ls, m);
+	case DLM_MSG_REPOINT:
+		return receive_repoint(ls, m);
+	case DLM_MSG_REPOINT_REPLY:
+		return receive_repoint_reply(ls, m);
+	default:
+		break;
+	}
 	if (dlm_dir_nodeid(ls, hash) != dlm_our_nodeid(ls) ||
 	    m->m_key[0] == DLM_KEY_DIGEST_MARK || 1u + m->m_key[0] != m->m_keylen)
 		return -EINVAL;

@@ -36,6 +36,10 @@ static const char *const type_names[DLM_MSG_MAX + 1] = {
 	[DLM_MSG_DEADLK_HOLDER] = "deadlk_holder",
 	[DLM_MSG_MIGRATE] = "migrate",
 	[DLM_MSG_DIR_MOVE] = "dir_move",
+	[DLM_MSG_MIGRATE_LOCK] = "migrate_lock",
+	[DLM_MSG_MOVED] = "moved",
+	[DLM_MSG_REPOINT] = "repoint",
+	[DLM_MSG_REPOINT_REPLY] = "repoint_reply",
 	[DLM_RC_STATUS] = "rc_status",
 	[DLM_RC_DIR_ADD] = "rc_dir_add",
 	[DLM_RC_LOOKUP] = "rc_lookup",
@@ -130,6 +134,18 @@ static int mode_ok(int8_t mode)
 	return mode >= DLM_LOCK_IV && mode <= DLM_LOCK_EX;
 }
 
+/* A lock's queue (DLM_LKSTS_*) and its modes agree: a holder has a
+ * granted mode, a waiter a requested one. */
+static int queue_ok(int32_t status, int8_t grmode, int8_t rqmode)
+{
+	if (status != DLM_LKSTS_WAITING && status != DLM_LKSTS_GRANTED &&
+	    status != DLM_LKSTS_CONVERT)
+		return 0;
+	if (status != DLM_LKSTS_WAITING && grmode < DLM_LOCK_NL)
+		return 0;
+	return status == DLM_LKSTS_GRANTED || rqmode >= DLM_LOCK_NL;
+}
+
 #define FAIL(code, text) do { if (why) *why = (text); return (code); } while (0)
 
 int dlm_msg_decode(const void *buf, size_t len, struct dlm_msg *m,
@@ -205,6 +221,19 @@ int dlm_msg_decode(const void *buf, size_t len, struct dlm_msg *m,
 		FAIL(-EBADMSG, "remastering message without key or node");
 	if (m->m_type == DLM_MSG_MIGRATE && m->m_lvblen != DLM_LVB_LEN)
 		FAIL(-EBADMSG, "migrate without the resource's LVB");
+	if (m->m_type >= DLM_MSG_MIGRATE_LOCK &&
+	    m->m_type <= DLM_MSG_REPOINT_REPLY &&
+	    (!m->m_keylen || m->m_pkeylen || !m->m_nodeid))
+		FAIL(-EBADMSG, "re-point message without key or owner node");
+	if ((m->m_type == DLM_MSG_MIGRATE_LOCK ||
+	     m->m_type == DLM_MSG_REPOINT) &&
+	    !queue_ok(m->m_status, m->m_grmode, m->m_rqmode))
+		FAIL(-ERANGE, "lock record with a bad queue or modes");
+	if ((m->m_type == DLM_MSG_MIGRATE_LOCK && !m->m_remid) ||
+	    ((m->m_type == DLM_MSG_REPOINT ||
+	      m->m_type == DLM_MSG_REPOINT_REPLY) &&
+	     (!m->m_remid || !m->m_lkid)))
+		FAIL(-EBADMSG, "re-point message without a lock id");
 	m->m_key = m->m_keylen ? p + DLM_WIRE_FIXED_LEN : NULL;
 	m->m_pkey = m->m_pkeylen ? p + DLM_WIRE_FIXED_LEN + m->m_keylen : NULL;
 	m->m_lvb = m->m_lvblen ? (const char *)(p + DLM_WIRE_FIXED_LEN +

@@ -53,6 +53,9 @@
  * added MIGRATE and DIR_MOVE (remastering, issue 18) and the hint in a
  * REQUEST_REPLY refusing -EBADR (m_nodeid: the master the refuser knows
  * of): a version-3 engine would drop them and strand the moved locks.
+ * Version 5 added MIGRATE_LOCK, MOVED, REPOINT and REPOINT_REPLY (a
+ * resource that other nodes lock too moves with their locks, issue 18):
+ * a version-4 engine would keep its locks pointing at the old master.
  * A message of another version is dropped and logged (-EPROTO).
  *
  * The transport (lowcomms) adds its own framing, sequencing and acks
@@ -76,7 +79,7 @@
 #include "core/core.h"
 
 #define DLM_WIRE_MAGIC		0x574d4c44u	/* "DLMW" little-endian */
-#define DLM_WIRE_VERSION	4
+#define DLM_WIRE_VERSION	5
 #define DLM_WIRE_HDR_LEN	24
 #define DLM_WIRE_FIXED_LEN	128
 /* A resource key is at most DLM_MAX_KEYLEN bytes (core/core.h); a
@@ -118,6 +121,20 @@ enum dlm_msg_type {
 					   m_flags DLM_MF_VALNOTVALID */
 	DLM_MSG_DIR_MOVE = 20,		/* new master to directory node: m_key
 					   moved from m_nodeid to the sender */
+	DLM_MSG_MIGRATE_LOCK = 21,	/* old master to new, before MIGRATE: one
+					   lock of m_key; m_status its queue
+					   (DLM_LKSTS_*), m_nodeid its owner
+					   node, m_remid the owner's lock id,
+					   modes, ranges, flags, owner, token,
+					   LVB as the lock's */
+	DLM_MSG_MOVED = 22,		/* old master to another owner node:
+					   m_key is mastered by m_nodeid now */
+	DLM_MSG_REPOINT = 23,		/* new master to an owner node: your lock
+					   m_remid is my master copy m_lkid;
+					   m_nodeid you, m_status its queue */
+	DLM_MSG_REPOINT_REPLY = 24,	/* owner node to new master: your master
+					   copy m_remid of my lock m_lkid is
+					   re-pointed; m_nodeid me */
 	/* recovery (core/recover.c) */
 	DLM_RC_STATUS = 32,		/* barrier: step m_status of event m_gen done */
 	DLM_RC_DIR_ADD = 33,		/* directory record: key -> m_nodeid */

@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* deadlock_ms: probes of our waiting locks go out while messages
 	 * arrive, and probes that arrive are followed */
 	struct dlm_core_config cfg = { .our_nodeid = 1, .toss_ms = 50,
-				       .deadlock_ms = 40 };
+				       .deadlock_ms = 40, .remaster_ticks = 4 };
 	uint32_t members[3] = { 1, 2, 3 };
 	struct dlm_core *core = dlm_core_new(&cfg, &ops, NULL);
 	struct dlm_ls *ls;
