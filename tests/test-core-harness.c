@@ -64,6 +64,7 @@ static void h_failed(void *ctx, struct dlm_ls *ls, uint32_t event, int error)
 }
 
 uint32_t cluster_remaster_ticks;
+uint32_t cluster_remaster_shared;
 
 /* A cluster whose resources start their LVB sequence at 'lvbseq'. */
 struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq)
@@ -87,6 +88,7 @@ struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq)
 			.our_nodeid = (uint32_t)i, .toss_ms = toss_ms,
 			.lvbseq_start = lvbseq,
 			.remaster_ticks = cluster_remaster_ticks,
+			.remaster_shared = cluster_remaster_shared,
 		};
 
 		nctx[i].c = c;

@@ -219,6 +219,149 @@ static void test_master_client_keeps(void **state)
 	keeps_while_held(1);
 }
 
+/* The re-point protocol (remaster_shared, core/remaster.c "Moving a
+ * resource that other nodes lock too"): node 'holder' (3, a third node,
+ * or 1, the master's own client) holds "r" NL while node 2 makes every
+ * operation of 80, and "r" moves to node 2 all the same, the holder's
+ * lock with it: re-pointed at node 2, which judges the holder's later
+ * conversion against node 2's own lock (a blocking AST, a grant only
+ * after the holder lets go) and takes its unlock. */
+static void moves_while_held(int holder)
+{
+	char v[DLM_LVB_LEN];
+	struct cluster *c;
+	uint64_t tok = 0;
+	uint32_t b, d;
+	int n;
+
+	cluster_remaster_ticks = TICKS;
+	cluster_remaster_shared = 1;
+	c = cluster_new(3, 3600000);
+	master_at_1(c);
+	d = lock_on(c, holder, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	assert_status(c, holder, d, 0);
+	b = nl_lock_2(c);
+	convert_rounds(c, b, 40, v, &tok);
+	assert_dump_has(c, 1, "resource \"r\" master 2");
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	assert_dump_has(c, holder, "resource \"r\" master 2");
+	assert_int_equal(c->nlog_warn, 0);
+	assert_verified(c);
+	/* the holder's conversion reaches node 2 and is granted there */
+	assert_int_equal(convert(c, holder, 3, d, DLM_LOCK_PR, 0, NULL), 0);
+	drain(c);
+	assert_status(c, holder, d, 0);
+	/* node 2's EX waits for it, at node 2, which basts the holder */
+	n = count_asts(c, 2, b, DLM_AST_COMP);
+	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+	drain(c);
+	assert_int_equal(count_asts(c, 2, b, DLM_AST_COMP), n);
+	assert_int_equal(last_bast_mode(c, holder, d), DLM_LOCK_EX);
+	/* its unlock completes at node 2, which then grants node 2's EX */
+	assert_int_equal(unlock(c, holder, 3, d, 0, NULL), 0);
+	drain(c);
+	assert_status(c, holder, d, -DLM_EUNLOCK);
+	assert_status(c, 2, b, 0);
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	assert_int_equal(c->nlog_warn, 0);
+	assert_verified(c);
+	end_test(c, 2, 2, b);
+	cluster_remaster_shared = 0;
+}
+
+static void test_third_node_moves(void **state)
+{
+	(void)state;
+	moves_while_held(3);
+}
+
+static void test_master_client_moves(void **state)
+{
+	(void)state;
+	moves_while_held(1);
+}
+
+/* Node 2's conversions on "r" (mastered at 1, node 3 holding it NL) one
+ * at a time; with 'cross' set, node 3's conversion to PR is sent right
+ * behind the one after which "r" moves (the 'cross'th), so that it
+ * reaches node 1 after the move.  Returns the conversion after which
+ * "r" moved (0: it did not). */
+static int cross_run(struct cluster *c, uint32_t b, uint32_t d, int cross)
+{
+	int i;
+
+	for (i = 1; i <= 80; i++) {
+		assert_int_equal(convert(c, 2, 2, b, i & 1 ? DLM_LOCK_PR :
+					 DLM_LOCK_NL, 0, NULL), 0);
+		if (i == cross)
+			assert_int_equal(convert(c, 3, 3, d, DLM_LOCK_PR, 0,
+						 NULL), 0);
+		drain(c);
+		assert_status(c, 2, b, 0);
+		if (!cross) {
+			char *text = dump(c, 1);
+			int moved = strstr(text, "resource \"r\" master 2") != NULL;
+
+			free(text);
+			if (moved)
+				return i;
+		}
+	}
+	return 0;
+}
+
+static struct cluster *cross_cluster(uint32_t *b, uint32_t *d)
+{
+	struct cluster *c;
+
+	cluster_remaster_ticks = TICKS;
+	cluster_remaster_shared = 1;
+	c = cluster_new(3, 3600000);
+	master_at_1(c);
+	*d = lock_on(c, 3, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	*b = nl_lock_2(c);
+	return c;
+}
+
+/* A conversion of node 3's that crosses the move (it reaches the old
+ * master after it: refused -EBADR, parked until the REPOINT, redone at
+ * node 2) is done exactly once: one completion, granted, and node 2
+ * judges it (node 2's EX waits for it). */
+static void test_crossing_convert(void **state)
+{
+	struct cluster *c;
+	uint32_t b, d;
+	int at;
+
+	(void)state;
+	/* where the move falls, in a run without the crossing conversion
+	 * (the engines are deterministic) */
+	c = cross_cluster(&b, &d);
+	at = cross_run(c, b, d, 0);
+	assert_true(at > 0);
+	cluster_free(c);
+
+	c = cross_cluster(&b, &d);
+	assert_int_equal(count_asts(c, 3, d, DLM_AST_COMP), 1);
+	assert_int_equal(cross_run(c, b, d, at), 0);
+	assert_dump_has(c, 1, "resource \"r\" master 2");
+	assert_dump_has(c, 3, "resource \"r\" master 2");
+	assert_int_equal(count_asts(c, 3, d, DLM_AST_COMP), 2);
+	assert_status(c, 3, d, 0);
+	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+	drain(c);
+	assert_int_equal(last_bast_mode(c, 3, d), DLM_LOCK_EX);
+	assert_int_equal(unlock(c, 3, 3, d, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 2, b, 0);
+	assert_int_equal(c->nlog_warn, 0);
+	assert_verified(c);
+	end_test(c, 2, 2, b);
+	cluster_remaster_shared = 0;
+}
+
 /* remaster_ticks 0: nothing moves. */
 static void test_off(void **state)
 {
@@ -241,6 +384,9 @@ int main(void)
 		cmocka_unit_test(test_third_node_keeps),
 		cmocka_unit_test(test_master_client_keeps),
 		cmocka_unit_test(test_off),
+		cmocka_unit_test(test_third_node_moves),
+		cmocka_unit_test(test_master_client_moves),
+		cmocka_unit_test(test_crossing_convert),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
