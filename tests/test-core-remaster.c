@@ -362,6 +362,68 @@ static void test_crossing_convert(void **state)
 	cluster_remaster_shared = 0;
 }
 
+/* cross_cluster, node 3's lock converted to PR. */
+static struct cluster *pr_cluster(uint32_t *b, uint32_t *d)
+{
+	struct cluster *c = cross_cluster(b, d);
+
+	assert_int_equal(convert(c, 3, 3, *d, DLM_LOCK_PR, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 3, *d, 0);
+	return c;
+}
+
+/* Node 2's REPOINT of node 3's lock (PR) reaches node 3 before node 1's
+ * MOVED (other links), and so does a blocking AST of node 2's about it:
+ * node 3 holds both until MOVED, then takes them in order (the lock is
+ * re-pointed, the blocking AST delivered, its unlock judged at node 2). */
+static void test_repoint_before_moved(void **state)
+{
+	struct cluster *c;
+	uint32_t b, d;
+	int at, i, n;
+
+	(void)state;
+	c = pr_cluster(&b, &d);
+	at = cross_run(c, b, d, 0);
+	assert_true(at > 0);
+	cluster_free(c);
+
+	c = pr_cluster(&b, &d);
+	for (i = 1; i < at; i++) {
+		assert_int_equal(convert(c, 2, 2, b, i & 1 ? DLM_LOCK_PR :
+					 DLM_LOCK_NL, 0, NULL), 0);
+		drain(c);
+	}
+	/* the conversion after which "r" moves: node 1 takes it and moves
+	 * "r" (MOVED to node 3 waits on its link), node 2 installs and
+	 * sends the REPOINT, which node 3 gets first */
+	assert_int_equal(convert(c, 2, 2, b, at & 1 ? DLM_LOCK_PR : DLM_LOCK_NL,
+				 0, NULL), 0);
+	deliver_only(c, 2, 1);
+	deliver_only(c, 1, 2);
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	deliver_only(c, 2, 3);
+	assert_dump_has(c, 3, "resource \"r\" master 1");
+	/* node 2's EX conflicts with node 3's PR: a blocking AST, held */
+	n = count_asts(c, 2, b, DLM_AST_COMP);
+	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+	deliver_only(c, 2, 3);
+	assert_int_equal(last_bast_mode(c, 3, d), DLM_LOCK_IV);
+	drain(c);
+	assert_dump_has(c, 3, "resource \"r\" master 2");
+	assert_int_equal(last_bast_mode(c, 3, d), DLM_LOCK_EX);
+	assert_int_equal(count_asts(c, 2, b, DLM_AST_COMP), n);
+	assert_int_equal(unlock(c, 3, 3, d, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 3, d, -DLM_EUNLOCK);
+	assert_status(c, 2, b, 0);
+	assert_int_equal(c->nlog_warn, 0);
+	assert_verified(c);
+	end_test(c, 2, 2, b);
+	cluster_remaster_shared = 0;
+}
+
 /* remaster_ticks 0: nothing moves. */
 static void test_off(void **state)
 {
@@ -387,6 +449,7 @@ int main(void)
 		cmocka_unit_test(test_third_node_moves),
 		cmocka_unit_test(test_master_client_moves),
 		cmocka_unit_test(test_crossing_convert),
+		cmocka_unit_test(test_repoint_before_moved),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
