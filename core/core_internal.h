@@ -169,6 +169,9 @@ struct dlm_unlock_lvb {
 					 * at tick res_rm_tick */
 #define RESF_MOVED_AWAY		0x100	/* remaster.c: we moved it to res_nodeid
 					 * (a refused request is told so) */
+#define RESF_REPOINTED		0x400	/* remaster.c: master copies made here
+					 * from another master's records, which
+					 * an RC_LOCK may name (recover.c) */
 #define RESF_DIR		0x200	/* it is its own directory record:
 					 * master us, confirmed in res_de_event
 					 * (resource.c, "Directory records") */

@@ -1034,7 +1034,10 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 	qs[2] = &r->res_waitq;
 	if ((int32_t)(r->res_rc_event - ls->ls_generation) <= 0)
 		r->res_rc_event = ls->ls_event;
-	for (k = r->res_rc_event == ls->ls_event ? 3 : 0; k < 3 && !lkb; k++) {
+	/* (or r's master copies came from a moved resource's records, and
+	 * their owners resend them: remaster.c) */
+	for (k = r->res_rc_event == ls->ls_event &&
+		 !(r->res_flags & RESF_REPOINTED) ? 3 : 0; k < 3 && !lkb; k++) {
 		struct dlm_list *pos;
 
 		dlm_list_for_each(pos, qs[k]) {
@@ -1044,6 +1047,7 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 			if (is_master_copy(x) && x->lkb_nodeid == m->m_from &&
 			    x->lkb_remid == m->m_lkid) {
 				lkb = x;
+				lkb->lkb_flags &= ~LKBF_REPOINT;
 				break;
 			}
 		}

@@ -293,6 +293,8 @@ void dlm_remaster_count(struct dlm_rsb *r, uint32_t nodeid)
 {
 	if (!dlm_remaster_on(r->res_ls) || r->res_parent)
 		return;
+	if (dlm_ls_running(r->res_ls))
+		r->res_flags &= ~RESF_REPOINTED;	/* its recovery is over */
 	if (r->res_rm_ops >= window(r->res_ls))
 		r->res_rm_ops = 0;	/* a full window nobody looked at */
 	if (r->res_rm_ops == 0) {
@@ -590,8 +592,10 @@ static int record_mstcpy(struct dlm_ls *ls, struct dlm_rsb *r,
 	lkb->lkb_rsb = r;
 	dlm_rsb_hold(r);
 	dlm_queue_lkb(r, lkb, m->m_status);
-	if (dlm_ls_is_member(ls, m->m_nodeid) && dlm_ls_running(r->res_ls))
+	if (dlm_ls_running(r->res_ls))
 		lkb->lkb_flags |= LKBF_REPOINT;	/* until REPOINT_REPLY */
+	else
+		r->res_flags |= RESF_REPOINTED;	/* its owner sends RC_LOCK */
 	return 0;
 }
 
@@ -952,6 +956,9 @@ static bool about_rsb(struct dlm_ls *ls, const struct dlm_msg *m,
 {
 	struct dlm_lkb *lkb;
 
+	if (m->m_type == DLM_MSG_MIGRATE_LOCK)
+		return m->m_keylen == r->res_keylen &&
+		       !memcmp(m->m_key, r->res_key, r->res_keylen);
 	if (m->m_type < DLM_MSG_REQUEST_REPLY || m->m_type > DLM_MSG_BAST)
 		return false;
 	lkb = dlm_lkb_find(ls, m->m_remid);
@@ -983,7 +990,58 @@ static void install_held(struct dlm_ls *ls, struct dlm_held *mig,
 		(void)dlm_lock_receive(ls, &m);
 		free(h);
 	}
-	(void)install(ls, mm);
+	if (mm->m_type == DLM_MSG_MOVED)
+		(void)receive_moved(ls, mm);
+	else
+		(void)install(ls, mm);
+}
+
+/* Recovery, directory step, after the held MIGRATEs and MOVEDs: a lock
+ * still awaiting its re-point marks its resource for a new master, so
+ * that the masters and locks steps resend it (to the new master, whose
+ * master copy from the record it matches: RESF_REPOINTED); its parked
+ * operation is redone at finish.  A master copy's REPOINT is acknowledged
+ * by that RC_LOCK, or was applied already.  REPOINTs held for a MOVED
+ * that never comes, and records whose MIGRATE never comes, go. */
+static void repoint_recover(struct dlm_ls *ls)
+{
+	size_t i;
+
+	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
+		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
+		int k;
+
+		for (k = 0; k < 3; k++) {
+			struct dlm_list *pos;
+
+			dlm_list_for_each(pos, (struct dlm_list *)const_queue(r, k)) {
+				struct dlm_lkb *lkb =
+					dlm_container_of(pos, struct dlm_lkb,
+							 lkb_statequeue);
+
+				if (is_master_copy(lkb)) {
+					if (lkb->lkb_flags & LKBF_REPOINT)
+						r->res_flags |= RESF_REPOINTED;
+					lkb->lkb_flags &= ~LKBF_REPOINT;
+					continue;
+				}
+				if (!(lkb->lkb_flags &
+				      (LKBF_REPOINT | LKBF_RP_HELD)))
+					continue;
+				lkb->lkb_flags &= ~(LKBF_REPOINT | LKBF_RP_HELD);
+				if (!is_master(r)) {
+					r->res_flags |= RESF_RECOVER_MASTER;
+					r->res_new_nodeid = 0;
+				}
+				if (lkb->lkb_flags & LKBF_PARKED) {
+					lkb->lkb_flags &= ~LKBF_PARKED;
+					dlm_resend_later(ls, lkb);
+				}
+			}
+		}
+	}
+	dlm_held_drop(&ls->ls_rm_held, ls, NULL);
+	dlm_held_drop(&ls->ls_rm_records, ls, NULL);
 }
 
 /* Recovery, directory step: a MIGRATE that a live member sent before the
@@ -1000,11 +1058,12 @@ void dlm_remaster_recover(struct dlm_ls *ls)
 
 		pos = pos->next;
 		if (dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
-		    m.m_type != DLM_MSG_MIGRATE ||
+		    (m.m_type != DLM_MSG_MIGRATE && m.m_type != DLM_MSG_MOVED) ||
 		    !dlm_ls_is_member(ls, h->h_from))
 			continue;
 		install_held(ls, h, &m);
 		dlm_list_del(&h->h_list);
 		free(h);
 	}
+	repoint_recover(ls);
 }
