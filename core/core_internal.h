@@ -506,6 +506,7 @@ void dlm_remaster_consider(struct dlm_ls *ls, struct dlm_rsb *r);
 int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m);
 void dlm_remaster_recover(struct dlm_ls *ls);
 bool dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m);
+bool dlm_remaster_awaits(const struct dlm_rsb *r);
 void dlm_remaster_free_ls(struct dlm_ls *ls);
 static inline bool dlm_remaster_on(const struct dlm_ls *ls)
 {

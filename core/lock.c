@@ -2141,6 +2141,12 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 			finish_lkb(ls, lkb, -EPROTO);
 			return;
 		}
+		if (dlm_remaster_awaits(r)) {
+			/* its old master's MOVED named the new one, where
+			 * the request goes again (until it installs) */
+			request_with_master(ls, lkb);
+			return;
+		}
 		if (r->res_nodeid == m->m_from)
 			r->res_nodeid = 0;
 		if (!r->res_parent && m->m_nodeid && m->m_nodeid != m->m_from &&

@@ -794,6 +794,8 @@ static int receive_moved(struct dlm_ls *ls, const struct dlm_msg *m)
 	struct dlm_list *pos, *tmp, todo;
 	int i;
 
+	if (r && r->res_nodeid == m->m_nodeid)
+		return 0;	/* a recovery re-pointed our locks already */
 	if (!r || r->res_nodeid != m->m_from || r->res_parent) {
 		log_ls(ls, DLM_LOG_WARNING,
 		       "remaster: MOVED from node %u, which we do not know as master",
@@ -840,6 +842,9 @@ static int receive_repoint(struct dlm_ls *ls, const struct dlm_msg *m)
 	struct dlm_lkb *lkb = dlm_lkb_find(ls, m->m_remid);
 	struct dlm_msg rp;
 
+	if (lkb && !is_master_copy(lkb) && !(lkb->lkb_flags & LKBF_REPOINT) &&
+	    lkb->lkb_rsb->res_nodeid == m->m_from && lkb->lkb_remid == m->m_lkid)
+		goto reply;	/* a recovery re-pointed it already (RC_LOCK) */
 	if (!lkb || is_master_copy(lkb) ||
 	    lkb->lkb_rsb->res_nodeid != m->m_from ||
 	    !(lkb->lkb_flags & LKBF_REPOINT) ||
@@ -857,6 +862,7 @@ static int receive_repoint(struct dlm_ls *ls, const struct dlm_msg *m)
 	lkb->lkb_remid = m->m_lkid;
 	lkb->lkb_flags &= ~LKBF_REPOINT;
 	dlm_audit_queued(ls, lkb);
+reply:
 	dlm_msg_init(&rp, DLM_MSG_REPOINT_REPLY);
 	rp.m_key = m->m_key;
 	rp.m_keylen = m->m_keylen;
@@ -909,6 +915,26 @@ bool dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m)
 	}
 	keep(ls, &ls->ls_rm_held, m);
 	return true;
+}
+
+/* Does a lock of ours on r await its re-point?  (Then r's master is the
+ * one MOVED named, whatever a refused request is told.) */
+bool dlm_remaster_awaits(const struct dlm_rsb *r)
+{
+	int i;
+
+	if (!dlm_remaster_on(r->res_ls) || is_master(r))
+		return false;
+	for (i = 0; i < 3; i++) {
+		const struct dlm_list *pos;
+
+		dlm_list_for_each(pos, const_queue(r, i))
+			if (dlm_container_of(pos, struct dlm_lkb,
+					     lkb_statequeue)->lkb_flags &
+			    LKBF_REPOINT)
+				return true;
+	}
+	return false;
 }
 
 void dlm_remaster_free_ls(struct dlm_ls *ls)

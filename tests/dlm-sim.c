@@ -133,9 +133,12 @@ static void cb_send(void *ctx, uint32_t to, const void *buf, size_t len)
 		 * DIR_MOVE) mid-move */
 		if (sim->opts->o_remaster && sim->opts->o_faults &&
 		    !sim->kill_next && (type == DLM_MSG_MIGRATE ||
-					type == DLM_MSG_DIR_MOVE) &&
+					type == DLM_MSG_DIR_MOVE ||
+					type == DLM_MSG_REPOINT) &&
 		    rng_pct(&sim->rng, 30) && ++total_move_kills)
 			sim->kill_next = (int)(type == DLM_MSG_DIR_MOVE ? to :
+					       type == DLM_MSG_REPOINT &&
+					       rng_pct(&sim->rng, 50) ? to :
 					       move_victim(sim, n->n_id, to));
 	}
 	if (!sim->nodes[to - 1].n_alive)
@@ -222,6 +225,7 @@ static void remaster_log(struct sim *sim, uint32_t node, const char *line)
 	}
 	if (!strstr(q, " moved here from node "))
 		return;
+	sim->nodes[node - 1].n_moved_step = sim->step;
 	if (i == sim->narrivals) {
 		if (sim->narrivals == SIM_ARRIVALS) {
 			memmove(&sim->arrivals[0], &sim->arrivals[1],
@@ -677,9 +681,12 @@ static void do_new_lock(struct sim *sim, int node, int client)
 		res = sim_res_child(sim, parent->l_res, rng_below(&sim->rng, SIM_NCHILD));
 	} else {
 		ls = (int)rng_below(&sim->rng, sim->nls);
-		/* --remaster: the hot node mostly uses two roots */
-		res = sim_res_root(sim, ls, sim->opts->o_remaster && node == sim->hot &&
-				   rng_pct(&sim->rng, 70) ? rng_below(&sim->rng, 2) :
+		/* --remaster: the hot node mostly uses two roots (--repoint:
+		 * the others often lock them too) */
+		res = sim_res_root(sim, ls, sim->opts->o_remaster &&
+				   rng_pct(&sim->rng, node == sim->hot ? 70 :
+					   sim->opts->o_repoint ? 40 : 0) ?
+				   rng_below(&sim->rng, 2) :
 				   rng_below(&sim->rng, SIM_NROOT));
 	}
 	new_lock_on(sim, node, client, parent, ls, res,
@@ -1534,7 +1541,8 @@ static void client_op(struct sim *sim)
 	r = rng_below(&sim->rng, 100);
 	/* --remaster: the other nodes give their locks up more often, so
 	 * that the hot node is, at times, a root's only user */
-	if (sim->opts->o_remaster && node != sim->hot && rng_pct(&sim->rng, 40)) {
+	if (sim->opts->o_remaster && !sim->opts->o_repoint && node != sim->hot &&
+	    rng_pct(&sim->rng, 40)) {
 		do_unlock(sim, node, client);
 		return;
 	}
@@ -1879,6 +1887,7 @@ static int setup(struct sim *sim)
 		cfg.audit_ms = sim->audit_ms;
 		cfg.remaster_ticks = sim->opts->o_remaster ? SIM_REMASTER_TICKS : 0;
 		cfg.remaster_window = SIM_REMASTER_WINDOW;
+		cfg.remaster_shared = sim->opts->o_repoint;
 		n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
 		if (!n->n_core)
 			return -ENOMEM;
@@ -1977,6 +1986,8 @@ static const struct {
 	{ "child-local", DLM_FAULT_CHILD_LOCAL },
 	{ "remaster-no-freeze", DLM_FAULT_REMASTER_NO_FREEZE },
 	{ "remaster-any-owner", DLM_FAULT_REMASTER_ANY_OWNER },
+	{ "remaster-skip-repoint", DLM_FAULT_REMASTER_SKIP_REPOINT },
+	{ "remaster-early-grant", DLM_FAULT_REMASTER_EARLY_GRANT },
 };
 
 static const struct {
@@ -2115,6 +2126,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --faults");
 		if (opts->o_remaster)
 			printf(" --remaster");
+		if (opts->o_repoint)
+			printf(" --repoint");
 		if (opts->o_daemon_deaths)
 			printf(" --daemon-deaths");
 		if (opts->o_partitions)
@@ -2201,6 +2214,10 @@ static void usage(FILE *out)
 		"  --remaster    engines move hot resources (core/remaster.c); one\n"
 		"                node makes most operations, mostly on two roots;\n"
 		"                a move faster than the hysteresis allows fails\n"
+		"  --repoint     with --remaster: resources that other nodes (and\n"
+		"                the master's own clients) lock too move, their\n"
+		"                locks re-pointed (remaster_shared); the others\n"
+		"                lock the hot roots too\n"
 		"  --msg-stats   at the end, the engine messages of the passed seeds\n"
 		"                by type, and per accepted client operation\n"
 		"  --quiet       print only failures and the summary\n"
@@ -2240,6 +2257,7 @@ int main(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "msg-stats", no_argument, NULL, 'M' },
 		{ "remaster", no_argument, NULL, 'R' },
+		{ "repoint", no_argument, NULL, 'X' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -2335,6 +2353,10 @@ int main(int argc, char **argv)
 			break;
 		case 'R':
 			opts.o_remaster = true;
+			break;
+		case 'X':
+			opts.o_remaster = true;
+			opts.o_repoint = true;
 			break;
 		case 'v':
 			opts.o_verbose = true;

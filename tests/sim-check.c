@@ -264,6 +264,17 @@ static int64_t entry_key(struct sim *sim, const struct sim_held *held, int head,
 	return min == INT64_MAX ? key : min - 1;
 }
 
+/* --repoint: a resource moved to 'node' in this step, its queues rebuilt
+ * from the old master's records and the node's own locks: their order
+ * there is the old master's, which the keys (taken per node) do not
+ * carry, so they all enter afresh, in a tie (order unknown), and the
+ * step's grants are not judged (check_queue_order). */
+static bool moved_now(const struct sim *sim, int node, const struct sim_winfo *w)
+{
+	return sim->opts->o_repoint && w->w_is_master &&
+	       sim->nodes[node].n_moved_step == sim->step;
+}
+
 /* Give every queued lock of one resource (chain 'head') its queue key:
  * kept from the previous walk while it stays on the same queue of the
  * same master, new when it entered one. */
@@ -282,7 +293,8 @@ static void order_keys(struct sim *sim, struct sim_held *held, int head)
 				continue;
 			pl = prev_entry(sim, held[k].node, w);
 			if (pass == 0) {
-				w->w_qnew = !pl || pl->w_status != w->w_status;
+				w->w_qnew = !pl || pl->w_status != w->w_status ||
+					    moved_now(sim, held[k].node, w);
 				if (!w->w_qnew)
 					w->w_qkey = pl->w_qkey;
 			} else if (w->w_qnew) {
@@ -350,7 +362,8 @@ static void check_queue_order(struct sim *sim, const struct sim_held *held, int 
 		bool conv, arrived;
 
 		if (l->w_status != DLM_LKSTS_GRANTED || !l->w_running ||
-		    !sim->nodes[node].n_ran_prev[l->w_ls])
+		    !sim->nodes[node].n_ran_prev[l->w_ls] ||
+		    moved_now(sim, node, l))
 			continue;
 		pl = prev_entry(sim, node, l);
 		if (pl && pl->w_status == DLM_LKSTS_GRANTED) {

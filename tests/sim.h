@@ -294,6 +294,10 @@ struct sim_node {
 	struct sim_snap	n_snap[2];	/* engine walk: previous and current */
 	int		n_cur;
 	bool		n_ran_prev[SIM_MAX_LS];	/* lockspace running at the last walk */
+	/* --repoint: the step in which a resource last moved here (its
+	 * queues rebuilt from the old master's records: their order is not
+	 * known from outside, sim-check.c order_keys) */
+	uint64_t	n_moved_step;
 	int64_t		n_rec_key[SIM_MAX_LS];	/* queue key of locks rebuilt while
 						 * the lockspace did not run */
 	/* --faults: the glue's view of this node */
@@ -350,6 +354,9 @@ struct sim_opts {
 	bool		o_msg_stats;	/* --msg-stats: messages by type, per op */
 	bool		o_remaster;	/* --remaster: engines move hot resources,
 					   one node makes most operations */
+	bool		o_repoint;	/* --repoint: with --remaster, a resource
+					   others lock too moves, their locks
+					   re-pointed (remaster_shared) */
 	bool		o_verbose;
 	uint32_t	o_avoid;	/* AVOID_*: steer clear of known engine bugs */
 };
