@@ -2133,18 +2133,18 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 				   -DLM_EUNLOCK : -DLM_ECANCEL);
 			return;
 		}
+		if (dlm_remaster_awaits(dlm_rsb_root(r))) {
+			/* its old master's MOVED named the new one, where
+			 * the request goes again (until it installs) */
+			request_with_master(ls, lkb);
+			return;
+		}
 		if (r->res_parent && r->res_parent->res_nodeid == m->m_from) {
 			/* the parent's master says it is not: never loop */
 			log_ls(ls, DLM_LOG_ERR,
 			       "lock %08x: node %u refuses its child resource",
 			       lkb->lkb_id, m->m_from);
 			finish_lkb(ls, lkb, -EPROTO);
-			return;
-		}
-		if (dlm_remaster_awaits(r)) {
-			/* its old master's MOVED named the new one, where
-			 * the request goes again (until it installs) */
-			request_with_master(ls, lkb);
 			return;
 		}
 		if (r->res_nodeid == m->m_from)
