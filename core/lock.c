@@ -2159,8 +2159,10 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	case 0:
 	case -EINPROGRESS:
 		/* the node is the master, even if a sibling request was told
-		 * otherwise earlier and is looking it up again */
-		if (!r->res_nodeid)
+		 * otherwise earlier and is looking it up again (a lookup
+		 * reply then keeps it: the directory may not know of a move
+		 * yet, remaster.c) */
+		if (!r->res_nodeid || (dlm_remaster_on(ls) && !r->res_parent))
 			r->res_nodeid = m->m_from;
 		lkb->lkb_remid = m->m_lkid;
 		if (m->m_status == 0) {
@@ -2389,7 +2391,10 @@ static int receive_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 		}
 		return m->m_status ? m->m_status : -EPROTO;
 	}
-	r->res_nodeid = m->m_nodeid;
+	if (!r->res_nodeid || !dlm_remaster_on(ls))
+		r->res_nodeid = m->m_nodeid;
+	/* (else a sibling request's reply named the master meanwhile: the
+	 * directory may not know of a move yet, remaster.c) */
 	/* keep r alive while its waiters run */
 	r->res_nlkbs++;
 	while (!dlm_list_empty(&r->res_lookupq)) {
