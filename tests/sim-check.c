@@ -704,6 +704,31 @@ static bool settled(const struct sim_lock *lk)
 	return lock_is_idle(lk);
 }
 
+/* --repoint: lk's master copy is a MIGRATE_LOCK record on its way from
+ * the old master to the new one (core/remaster.c), on any link. */
+static bool record_in_flight(struct sim *sim, const struct sim_lock *lk,
+			     uint32_t lsid)
+{
+	unsigned int f, t;
+
+	for (f = 0; f < sim->nnodes; f++)
+		for (t = 0; t < sim->nnodes; t++) {
+			const struct sim_msg *sm;
+
+			for (sm = sim->net.n_link[f][t].l_head; sm; sm = sm->m_next) {
+				struct dlm_msg m;
+
+				if (!dlm_msg_decode(sm->m_data, sm->m_len, &m, NULL) &&
+				    m.m_type == DLM_MSG_MIGRATE_LOCK &&
+				    m.m_lsid == lsid &&
+				    m.m_nodeid == (uint32_t)lk->l_node + 1 &&
+				    m.m_remid == lk->l_lkid)
+					return true;
+			}
+		}
+	return false;
+}
+
 /* --remaster: a MIGRATE of lk's resource to lk's own node is on the
  * network.  A move made after its sender finished the recovery (moves
  * run only while the lockspace runs) can still be in flight when the
@@ -731,7 +756,7 @@ static bool moving_here(struct sim *sim, const struct sim_lock *lk)
 				return true;
 		}
 	}
-	return false;
+	return sim->opts->o_repoint && record_in_flight(sim, lk, lsid);
 }
 
 static void check_survivor(struct sim *sim, const struct sim_lock *lk,
