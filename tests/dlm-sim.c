@@ -2198,6 +2198,8 @@ static void usage(FILE *out)
 		"                quecvt-ignored, waitq-pass, lose-grant,\n"
 		"                token-reset, child-local; with --remaster:\n"
 		"                remaster-no-freeze, remaster-any-owner; with\n"
+		"                --repoint: remaster-skip-repoint,\n"
+		"                remaster-early-grant; with\n"
 		"                --faults: skip-purge, skip-resend, keep-dead-master;\n"
 		"                no-fence-wait breaks the glue: recovery starts before\n"
 		"                a daemon-only death is fenced\n"
