@@ -182,6 +182,12 @@ static void audit_one(struct dlm_ls *ls, struct dlm_lkb *lkb)
 
 	if (lkb->lkb_flags & LKBF_STUCK)
 		return;	/* until its state changes, or a late answer comes */
+	if (lkb->lkb_flags & LKBF_REPOINT) {
+		/* its resource moved: its new master's id comes with the
+		 * REPOINT (remaster.c); its wait starts again then */
+		dlm_audit_restart(ls, lkb);
+		return;
+	}
 	if (lkb->lkb_flags & LKBF_AUDIT_SENT) {
 		/* the audit stays outstanding: its answer, however late,
 		 * is still judged (and may end this) */

@@ -143,15 +143,19 @@
  *     move once the rule holds again, never sooner than remaster_ticks
  *     after the last move this node took part in.
  *
- * Next: moving a resource that other nodes lock too (designed, not built).
+ * Moving a resource that other nodes lock too (the re-point protocol;
+ * built, off unless dlm_core_config.remaster_shared is set).
  * The rule above keeps a resource where it is as soon as a third node T,
  * or M's own clients, hold or wait for a lock on it: each such lock has a
  * process copy whose lkb_remid names M's master copy, and nothing would
- * tell it about N.  This is the protocol that lifts the rule; until it is
- * built, proven by the simulator (third nodes on the hot roots, deaths of
- * M, N and T mid-move, the broken variants below) and on a cluster,
- * movable() stays as it is, since half of it could grant twice or lose a
- * lock.  Names: M old master, N new master, X any owner node of a lock on
+ * tell it about N.  This is the protocol that lifts the rule.  It is
+ * proven by the simulator (dlm-sim --repoint: third nodes and M's clients
+ * on the hot roots; --faults: deaths of M, N, a third node, the REPOINT's
+ * owner and the directory node mid-move; the broken variants below) and
+ * by tests/test-core-remaster.c, not yet on a cluster: so it stays off by
+ * default, and with remaster_shared 0 movable() is the rule above,
+ * unchanged.  "As built" at the end of this section says where the code
+ * departs from the design, and why.  Names: M old master, N new master, X any owner node of a lock on
  * R other than N (a third node T, or M itself for its own clients' locks).
  *
  *   Messages (wire version 5; each one fixed message of today's layout,
@@ -246,9 +250,51 @@
  *   liveness check), and N grants from the first record on instead of
  *   after MIGRATE (two masters grant: the safety check).
  *
+ *   As built (what building it showed; each found or checked by the
+ *   simulator):
+ *     - Movable, with the protocol: any node's master copy, and M's own
+ *       local lock only while no operation of it is pending (no wait,
+ *       resend, park, overlap, held grant or deadlock cancel); no lock
+ *       whose REPOINT is unacknowledged (LKBF_REPOINT on a master copy).
+ *       MIGRATE's count is res_nlkbs, which is then the number of records.
+ *     - N keeps the records as received (ls_rm_records) and builds its
+ *       queues from them at MIGRATE, in their order, its own process
+ *       copies included; none for a departed owner.
+ *     - X holds not "every later message from N about R" but those about
+ *       a lock whose REPOINT it holds (LKBF_RP_HELD): only they can depend
+ *       on the REPOINT; a reply to a new request X sent N does not.
+ *     - A refused request on R (a child's too) while a lock of X's on R
+ *       awaits its re-point goes to the master MOVED named again, however
+ *       the refusal's hint reads: N refuses with M as its hint until it
+ *       installs, and taking that hint would point the whole resource
+ *       back at M, where the GRANTs N sends later would not be
+ *       recognised.  Likewise a request reply that grants or queues
+ *       names the master, and a sibling's lookup reply, from a directory
+ *       that may not have the DIR_MOVE yet, does not overwrite it
+ *       (lock.c; dlm-sim --faults --repoint seed 212 before the fix).
+ *     - Recovery: the held MOVEDs (with what their sender said about R
+ *       before them) are handled at the directory step, not at NODES:
+ *       like a held MIGRATE, a MOVED is sure to have arrived only by the
+ *       NODES barrier.  Then each process copy still awaiting its
+ *       re-point marks R (RESF_RECOVER_MASTER) and its parked operation
+ *       is kept for finish.  RC_LOCK looks for an existing master copy
+ *       only on a resource that took locks in an aborted attempt of the
+ *       same recovery, so N marks a resource whose master copies came
+ *       from records and may still be unacknowledged (RESF_REPOINTED),
+ *       and the search runs there too; a matched copy is acknowledged.
+ *       A REPOINT for a lock that RC_LOCK re-pointed already, or a MOVED
+ *       for a copy that names the new master already, is answered or
+ *       ignored quietly when it is replayed at finish.
+ *     - The audit does not judge a lock awaiting its re-point (its
+ *       lkb_remid is 0 until then); a deadlock probe about one ends at N
+ *       as for an unknown lock, and the next round finds it re-pointed.
+ *
  * Off unless dlm_core_config.remaster_ticks is non-zero (dlm-sim turns it
  * on with --remaster, tests/test-core-remaster too); dlmd sets it from
- * dlm.conf's remaster_secs (plugin/engine.c), off by default.  DLM_FAULT_REMASTER_NO_FREEZE is the broken variant that
+ * dlm.conf's remaster_secs (plugin/engine.c), off by default.  The
+ * re-point protocol also needs remaster_shared (dlm-sim --repoint; dlmd
+ * does not set it yet).  DLM_FAULT_REMASTER_SKIP_REPOINT and
+ * DLM_FAULT_REMASTER_EARLY_GRANT are its two broken variants.  DLM_FAULT_REMASTER_NO_FREEZE is the broken variant that
  * keeps M granting after it sent the state, DLM_FAULT_REMASTER_ANY_OWNER
  * the one that moves a resource other nodes lock too, forgetting their
  * master copies (tests/sim-broken.test).
