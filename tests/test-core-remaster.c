@@ -424,6 +424,72 @@ static void test_repoint_before_moved(void **state)
 	cluster_remaster_shared = 0;
 }
 
+/* A recovery in the middle of a move: node 1 has moved "r" (records,
+ * MIGRATE to node 2, MOVED to node 3, all still on the wire) when every
+ * node stops; with 'kill_m', node 1 dies with it.  Without a death node 2
+ * installs the held MIGRATE at the directory step and node 3, its lock
+ * still awaiting the re-point, resends it there, where it matches the
+ * master copy node 2 made from its record (no second copy); with node 1
+ * dead the move is void and both locks go to a new master.  Either way
+ * node 3's lock conflicts with node 2's EX afterwards, at one master. */
+static void recovery_mid_move(int kill_m)
+{
+	struct cluster *c;
+	uint32_t b, d;
+	int at, i, n;
+
+	c = pr_cluster(&b, &d);
+	at = cross_run(c, b, d, 0);
+	assert_true(at > 0);
+	cluster_free(c);
+
+	c = pr_cluster(&b, &d);
+	for (i = 1; i < at; i++) {
+		assert_int_equal(convert(c, 2, 2, b, i & 1 ? DLM_LOCK_PR :
+					 DLM_LOCK_NL, 0, NULL), 0);
+		drain(c);
+	}
+	assert_int_equal(convert(c, 2, 2, b, at & 1 ? DLM_LOCK_PR : DLM_LOCK_NL,
+				 0, NULL), 0);
+	deliver_only(c, 2, 1);		/* node 1 moves "r" */
+	assert_dump_has(c, 1, "resource \"r\" master 2");
+	assert_dump_has(c, 2, "resource \"r\" master 1");
+	assert_dump_has(c, 3, "resource \"r\" master 1");
+	if (kill_m)
+		c->dead[1] = 1;
+	recover_all(c, 1);
+	assert_status(c, 2, b, 0);
+	assert_dump_lacks(c, 2, "resource \"r\" master 1");
+	assert_dump_lacks(c, 3, "resource \"r\" master 1");
+	if (!kill_m)
+		assert_dump_has(c, 3, "resource \"r\" master 2");
+	assert_verified(c);
+	n = count_asts(c, 2, b, DLM_AST_COMP);
+	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+	drain(c);
+	assert_int_equal(count_asts(c, 2, b, DLM_AST_COMP), n);
+	assert_int_equal(last_bast_mode(c, 3, d), DLM_LOCK_EX);
+	assert_int_equal(unlock(c, 3, 3, d, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 3, d, -DLM_EUNLOCK);
+	assert_status(c, 2, b, 0);
+	assert_verified(c);
+	end_test(c, 2, 2, b);
+	cluster_remaster_shared = 0;
+}
+
+static void test_recovery_mid_move(void **state)
+{
+	(void)state;
+	recovery_mid_move(0);
+}
+
+static void test_old_master_dies_mid_move(void **state)
+{
+	(void)state;
+	recovery_mid_move(1);
+}
+
 /* remaster_ticks 0: nothing moves. */
 static void test_off(void **state)
 {
@@ -450,6 +516,8 @@ int main(void)
 		cmocka_unit_test(test_master_client_moves),
 		cmocka_unit_test(test_crossing_convert),
 		cmocka_unit_test(test_repoint_before_moved),
+		cmocka_unit_test(test_recovery_mid_move),
+		cmocka_unit_test(test_old_master_dies_mid_move),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
