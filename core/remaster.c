@@ -323,6 +323,11 @@ static const struct dlm_list *const_queue(const struct dlm_rsb *r, int i)
 	       &r->res_waitq;
 }
 
+static bool key_is_root(const unsigned char *key, unsigned int keylen)
+{
+	return key[0] != DLM_KEY_DIGEST_MARK && 1u + key[0] == keylen;
+}
+
 static bool is_root_rsb(const struct dlm_rsb *r)
 {
 	return !r->res_parent && r->res_key[0] != DLM_KEY_DIGEST_MARK &&
@@ -734,12 +739,28 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	int i;
 
 	dlm_key_format(m->m_key, m->m_keylen, name, sizeof(name));
+	if (shared(ls) && key_is_root(m->m_key, m->m_keylen) &&
+	    (!r || (!r->res_nodeid && !r->res_parent))) {
+		/* with the re-point protocol we need no lock on it to be
+		 * its destination: no copy here (we let it go, or never
+		 * had one), or one whose master we are looking up (the
+		 * lookup's reply then keeps us, lock.c) */
+		if (!r)
+			r = dlm_rsb_create(ls, m->m_key, m->m_keylen, hash);
+		if (!r) {
+			log_ls(ls, DLM_LOG_ERR, "remaster: no memory for \"%s\"",
+			       name);
+			return -ENOMEM;
+		}
+		r->res_nodeid = m->m_from;
+	}
 	if (!r || is_master(r) || r->res_nodeid != m->m_from || r->res_parent) {
 		log_ls(ls, DLM_LOG_WARNING,
 		       "remaster: node %u moves \"%s\" here, which it does not master",
 		       m->m_from, name);
 		return -ENOENT;
 	}
+	dlm_rsb_hold(r);	/* tossed at the end if nothing is on it */
 	if (records_of(ls, m->m_from, r)) {
 		n = install_records(ls, m->m_from, r);
 	} else {
@@ -782,8 +803,10 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	}
 	log_ls(ls, DLM_LOG_DEBUG, "remaster: \"%s\" moved here from node %u",
 	       name, m->m_from);
-	if (!dlm_ls_running(ls))
+	if (!dlm_ls_running(ls)) {
+		dlm_rsb_release(r);
 		return 0;	/* recovery registers it and grants */
+	}
 	if (dlm_dir_nodeid(ls, hash) == us) {
 		dir_move(ls, m->m_key, m->m_keylen, hash, m->m_from, us);
 	} else {
@@ -797,6 +820,7 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	}
 	send_repoints(ls, r);
 	dlm_grant_pending(r);
+	dlm_rsb_release(r);
 	return 0;
 }
 
