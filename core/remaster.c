@@ -323,6 +323,17 @@ static const struct dlm_list *const_queue(const struct dlm_rsb *r, int i)
 	       &r->res_waitq;
 }
 
+/* Every lock on r's queues, grant, convert, wait, each in its order ('i'
+ * and 'pos' the caller's cursors; queued(pos) is the lock). */
+#define for_each_queued(r, i, pos) \
+	for ((i) = 0; (i) < 3; (i)++) \
+		dlm_list_for_each(pos, (struct dlm_list *)const_queue(r, i))
+
+static struct dlm_lkb *queued(const struct dlm_list *pos)
+{
+	return dlm_container_of(pos, struct dlm_lkb, lkb_statequeue);
+}
+
 static bool key_is_root(const unsigned char *key, unsigned int keylen)
 {
 	return key[0] != DLM_KEY_DIGEST_MARK && 1u + key[0] == keylen;
@@ -418,30 +429,23 @@ static bool movable(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 static void send_records(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 {
 	uint32_t us = dlm_our_nodeid(ls);
+	struct dlm_list *pos;
 	int i;
 
-	for (i = 0; i < 3; i++) {
-		const struct dlm_list *pos;
+	for_each_queued(r, i, pos) {
+		const struct dlm_lkb *lkb = queued(pos);
+		struct dlm_msg m;
 
-		dlm_list_for_each(pos, const_queue(r, i)) {
-			const struct dlm_lkb *lkb =
-				dlm_container_of(pos, struct dlm_lkb,
-						 lkb_statequeue);
-			struct dlm_msg m;
-
-			dlm_lkb_to_msg(&m, DLM_MSG_MIGRATE_LOCK, lkb,
-				       lkb->lkb_status);
-			m.m_key = r->res_key;
-			m.m_keylen = r->res_keylen;
-			m.m_nodeid = is_master_copy(lkb) ? lkb->lkb_nodeid : us;
-			m.m_remid = is_master_copy(lkb) ? lkb->lkb_remid :
-				    lkb->lkb_id;
-			m.m_lkid = lkb->lkb_id;
-			m.m_bastmode = DLM_LOCK_IV;
-			if (!dlm_token_mode(m.m_grmode))
-				m.m_token = 0;
-			dlm_send_msg(ls, &m, node);
-		}
+		dlm_lkb_to_msg(&m, DLM_MSG_MIGRATE_LOCK, lkb, lkb->lkb_status);
+		m.m_key = r->res_key;
+		m.m_keylen = r->res_keylen;
+		m.m_nodeid = is_master_copy(lkb) ? lkb->lkb_nodeid : us;
+		m.m_remid = is_master_copy(lkb) ? lkb->lkb_remid : lkb->lkb_id;
+		m.m_lkid = lkb->lkb_id;
+		m.m_bastmode = DLM_LOCK_IV;
+		if (!dlm_token_mode(m.m_grmode))
+			m.m_token = 0;
+		dlm_send_msg(ls, &m, node);
 	}
 }
 
@@ -451,34 +455,29 @@ static void send_moved(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 {
 	uint32_t sent[DLM_MAX_NODES];
 	unsigned int nsent = 0, k;
+	struct dlm_list *pos;
 	int i;
 
-	for (i = 0; i < 3; i++) {
-		const struct dlm_list *pos;
+	for_each_queued(r, i, pos) {
+		const struct dlm_lkb *lkb = queued(pos);
+		uint32_t x = lkb->lkb_nodeid;
+		struct dlm_msg m;
 
-		dlm_list_for_each(pos, const_queue(r, i)) {
-			const struct dlm_lkb *lkb =
-				dlm_container_of(pos, struct dlm_lkb,
-						 lkb_statequeue);
-			uint32_t x = lkb->lkb_nodeid;
-			struct dlm_msg m;
-
-			if (!is_master_copy(lkb) || x == node)
-				continue;
-			for (k = 0; k < nsent && sent[k] != x; k++)
-				;
-			if (k < nsent || nsent == DLM_MAX_NODES)
-				continue;
-			sent[nsent++] = x;
-			dlm_msg_init(&m, DLM_MSG_MOVED);
-			m.m_key = r->res_key;
-			m.m_keylen = r->res_keylen;
-			m.m_nodeid = node;
-			m.m_grmode = DLM_LOCK_IV;
-			m.m_rqmode = DLM_LOCK_IV;
-			m.m_bastmode = DLM_LOCK_IV;
-			dlm_send_msg(ls, &m, x);
-		}
+		if (!is_master_copy(lkb) || x == node)
+			continue;
+		for (k = 0; k < nsent && sent[k] != x; k++)
+			;
+		if (k < nsent || nsent == DLM_MAX_NODES)
+			continue;
+		sent[nsent++] = x;
+		dlm_msg_init(&m, DLM_MSG_MOVED);
+		m.m_key = r->res_key;
+		m.m_keylen = r->res_keylen;
+		m.m_nodeid = node;
+		m.m_grmode = DLM_LOCK_IV;
+		m.m_rqmode = DLM_LOCK_IV;
+		m.m_bastmode = DLM_LOCK_IV;
+		dlm_send_msg(ls, &m, x);
 	}
 }
 
@@ -486,6 +485,7 @@ static void send_moved(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 static void migrate(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 {
 	char name[DLM_KEY_TEXT_LEN];
+	struct dlm_list *pos;
 	struct dlm_msg m;
 	int i;
 
@@ -517,7 +517,7 @@ static void migrate(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 		send_moved(ls, r, node);
 	for (i = 0; i < 3; i++) {
 		struct dlm_list *q = (struct dlm_list *)const_queue(r, i);
-		struct dlm_list *pos, *tmp;
+		struct dlm_list *tmp;
 
 		dlm_list_for_each_safe(pos, tmp, q) {
 			struct dlm_lkb *lkb = dlm_container_of(pos,
@@ -535,18 +535,10 @@ static void migrate(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 		}
 	}
 	r->res_nodeid = node;
-	for (i = 0; i < 3; i++) {
-		struct dlm_list *pos;
-
-		dlm_list_for_each(pos, (struct dlm_list *)const_queue(r, i)) {
-			struct dlm_lkb *lkb = dlm_container_of(pos,
-							       struct dlm_lkb,
-							       lkb_statequeue);
-
-			/* queued at a remote master now */
-			dlm_audit_queued(ls, lkb);
-			dlm_deadlock_queued(ls, lkb);
-		}
+	for_each_queued(r, i, pos) {
+		/* queued at a remote master now */
+		dlm_audit_queued(ls, queued(pos));
+		dlm_deadlock_queued(ls, queued(pos));
 	}
 	r->res_flags |= RESF_MOVED_AWAY;
 	r->res_flags &= ~RESF_VALNOTVALID;
@@ -695,36 +687,30 @@ static uint32_t install_records(struct dlm_ls *ls, uint32_t from,
 static void send_repoints(struct dlm_ls *ls, struct dlm_rsb *r)
 {
 	bool skip = ls->ls_core->core_fault == DLM_FAULT_REMASTER_SKIP_REPOINT;
+	struct dlm_list *pos;
 	int i;
 
-	for (i = 0; i < 3; i++) {
-		const struct dlm_list *pos;
+	for_each_queued(r, i, pos) {
+		const struct dlm_lkb *lkb = queued(pos);
+		struct dlm_msg m;
 
-		dlm_list_for_each(pos, const_queue(r, i)) {
-			struct dlm_lkb *lkb =
-				dlm_container_of(pos, struct dlm_lkb,
-						 lkb_statequeue);
-			struct dlm_msg m;
-
-			if (!is_master_copy(lkb) ||
-			    !(lkb->lkb_flags & LKBF_REPOINT))
-				continue;
-			if (skip) {
-				skip = false;	/* broken: its owner waits */
-				continue;
-			}
-			dlm_msg_init(&m, DLM_MSG_REPOINT);
-			m.m_key = r->res_key;
-			m.m_keylen = r->res_keylen;
-			m.m_nodeid = lkb->lkb_nodeid;
-			m.m_remid = lkb->lkb_remid;
-			m.m_lkid = lkb->lkb_id;
-			m.m_status = lkb->lkb_status;
-			m.m_grmode = lkb->lkb_grmode;
-			m.m_rqmode = lkb->lkb_rqmode;
-			m.m_bastmode = DLM_LOCK_IV;
-			dlm_send_msg(ls, &m, lkb->lkb_nodeid);
+		if (!is_master_copy(lkb) || !(lkb->lkb_flags & LKBF_REPOINT))
+			continue;
+		if (skip) {
+			skip = false;	/* broken: its owner waits */
+			continue;
 		}
+		dlm_msg_init(&m, DLM_MSG_REPOINT);
+		m.m_key = r->res_key;
+		m.m_keylen = r->res_keylen;
+		m.m_nodeid = lkb->lkb_nodeid;
+		m.m_remid = lkb->lkb_remid;
+		m.m_lkid = lkb->lkb_id;
+		m.m_status = lkb->lkb_status;
+		m.m_grmode = lkb->lkb_grmode;
+		m.m_rqmode = lkb->lkb_rqmode;
+		m.m_bastmode = DLM_LOCK_IV;
+		dlm_send_msg(ls, &m, lkb->lkb_nodeid);
 	}
 }
 
@@ -873,17 +859,13 @@ static int receive_moved(struct dlm_ls *ls, const struct dlm_msg *m)
 		return -ENOENT;
 	}
 	r->res_nodeid = m->m_nodeid;
-	for (i = 0; i < 3; i++) {
-		dlm_list_for_each(pos, (struct dlm_list *)const_queue(r, i)) {
-			struct dlm_lkb *lkb = dlm_container_of(pos,
-							       struct dlm_lkb,
-							       lkb_statequeue);
+	for_each_queued(r, i, pos) {
+		struct dlm_lkb *lkb = queued(pos);
 
-			lkb->lkb_flags |= LKBF_REPOINT;
-			lkb->lkb_flags &= ~LKBF_RP_HELD;
-			lkb->lkb_remid = 0;
-			dlm_audit_queued(ls, lkb);
-		}
+		lkb->lkb_flags |= LKBF_REPOINT;
+		lkb->lkb_flags &= ~LKBF_RP_HELD;
+		lkb->lkb_remid = 0;
+		dlm_audit_queued(ls, lkb);
 	}
 	/* what the new master sent about r before this, in its order */
 	dlm_list_init(&todo);
@@ -991,19 +973,14 @@ bool dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m)
  * one MOVED named, whatever a refused request is told.) */
 bool dlm_remaster_awaits(const struct dlm_rsb *r)
 {
+	struct dlm_list *pos;
 	int i;
 
 	if (!dlm_remaster_on(r->res_ls) || is_master(r))
 		return false;
-	for (i = 0; i < 3; i++) {
-		const struct dlm_list *pos;
-
-		dlm_list_for_each(pos, const_queue(r, i))
-			if (dlm_container_of(pos, struct dlm_lkb,
-					     lkb_statequeue)->lkb_flags &
-			    LKBF_REPOINT)
-				return true;
-	}
+	for_each_queued(r, i, pos)
+		if (queued(pos)->lkb_flags & LKBF_REPOINT)
+			return true;
 	return false;
 }
 
@@ -1105,34 +1082,28 @@ static void repoint_recover(struct dlm_ls *ls)
 
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
 		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
+		struct dlm_list *pos;
 		int k;
 
-		for (k = 0; k < 3; k++) {
-			struct dlm_list *pos;
+		for_each_queued(r, k, pos) {
+			struct dlm_lkb *lkb = queued(pos);
 
-			dlm_list_for_each(pos, (struct dlm_list *)const_queue(r, k)) {
-				struct dlm_lkb *lkb =
-					dlm_container_of(pos, struct dlm_lkb,
-							 lkb_statequeue);
-
-				if (is_master_copy(lkb)) {
-					if (lkb->lkb_flags & LKBF_REPOINT)
-						r->res_flags |= RESF_REPOINTED;
-					lkb->lkb_flags &= ~LKBF_REPOINT;
-					continue;
-				}
-				if (!(lkb->lkb_flags &
-				      (LKBF_REPOINT | LKBF_RP_HELD)))
-					continue;
-				lkb->lkb_flags &= ~(LKBF_REPOINT | LKBF_RP_HELD);
-				if (!is_master(r)) {
-					r->res_flags |= RESF_RECOVER_MASTER;
-					r->res_new_nodeid = 0;
-				}
-				if (lkb->lkb_flags & LKBF_PARKED) {
-					lkb->lkb_flags &= ~LKBF_PARKED;
-					dlm_resend_later(ls, lkb);
-				}
+			if (is_master_copy(lkb)) {
+				if (lkb->lkb_flags & LKBF_REPOINT)
+					r->res_flags |= RESF_REPOINTED;
+				lkb->lkb_flags &= ~LKBF_REPOINT;
+				continue;
+			}
+			if (!(lkb->lkb_flags & (LKBF_REPOINT | LKBF_RP_HELD)))
+				continue;
+			lkb->lkb_flags &= ~(LKBF_REPOINT | LKBF_RP_HELD);
+			if (!is_master(r)) {
+				r->res_flags |= RESF_RECOVER_MASTER;
+				r->res_new_nodeid = 0;
+			}
+			if (lkb->lkb_flags & LKBF_PARKED) {
+				lkb->lkb_flags &= ~LKBF_PARKED;
+				dlm_resend_later(ls, lkb);
 			}
 		}
 	}

@@ -219,6 +219,28 @@ static void test_master_client_keeps(void **state)
 	keeps_while_held(1);
 }
 
+/* Node 2 converts b to EX while 'holder' holds d on "r", which moved to
+ * node 2 with d: node 2 keeps the EX waiting and basts the holder; the
+ * holder's unlock completes there and node 2's EX is granted.  The end
+ * of the tests below. */
+static void ex_waits_for(struct cluster *c, int holder, uint32_t d, uint32_t b)
+{
+	int n = count_asts(c, 2, b, DLM_AST_COMP);
+
+	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+	drain(c);
+	assert_int_equal(count_asts(c, 2, b, DLM_AST_COMP), n);
+	assert_int_equal(last_bast_mode(c, holder, d), DLM_LOCK_EX);
+	assert_int_equal(unlock(c, holder, 3, d, 0, NULL), 0);
+	drain(c);
+	assert_status(c, holder, d, -DLM_EUNLOCK);
+	assert_status(c, 2, b, 0);
+	assert_int_equal(c->nlog_warn, 0);
+	assert_verified(c);
+	end_test(c, 2, 2, b);
+	cluster_remaster_shared = 0;
+}
+
 /* The re-point protocol (remaster_shared, core/remaster.c "Moving a
  * resource that other nodes lock too"): node 'holder' (3, a third node,
  * or 1, the master's own client) holds "r" NL while node 2 makes every
@@ -232,7 +254,6 @@ static void moves_while_held(int holder)
 	struct cluster *c;
 	uint64_t tok = 0;
 	uint32_t b, d;
-	int n;
 
 	cluster_remaster_ticks = TICKS;
 	cluster_remaster_shared = 1;
@@ -252,22 +273,9 @@ static void moves_while_held(int holder)
 	assert_int_equal(convert(c, holder, 3, d, DLM_LOCK_PR, 0, NULL), 0);
 	drain(c);
 	assert_status(c, holder, d, 0);
-	/* node 2's EX waits for it, at node 2, which basts the holder */
-	n = count_asts(c, 2, b, DLM_AST_COMP);
-	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
-	drain(c);
-	assert_int_equal(count_asts(c, 2, b, DLM_AST_COMP), n);
-	assert_int_equal(last_bast_mode(c, holder, d), DLM_LOCK_EX);
-	/* its unlock completes at node 2, which then grants node 2's EX */
-	assert_int_equal(unlock(c, holder, 3, d, 0, NULL), 0);
-	drain(c);
-	assert_status(c, holder, d, -DLM_EUNLOCK);
-	assert_status(c, 2, b, 0);
-	assert_dump_has(c, 2, "resource \"r\" master 2");
-	assert_int_equal(c->nlog_warn, 0);
-	assert_verified(c);
-	end_test(c, 2, 2, b);
-	cluster_remaster_shared = 0;
+	/* node 2's EX waits for it, at node 2, which basts the holder; its
+	 * unlock completes at node 2, which then grants node 2's EX */
+	ex_waits_for(c, holder, d, b);
 }
 
 static void test_third_node_moves(void **state)
@@ -350,16 +358,7 @@ static void test_crossing_convert(void **state)
 	assert_dump_has(c, 3, "resource \"r\" master 2");
 	assert_int_equal(count_asts(c, 3, d, DLM_AST_COMP), 2);
 	assert_status(c, 3, d, 0);
-	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
-	drain(c);
-	assert_int_equal(last_bast_mode(c, 3, d), DLM_LOCK_EX);
-	assert_int_equal(unlock(c, 3, 3, d, 0, NULL), 0);
-	drain(c);
-	assert_status(c, 2, b, 0);
-	assert_int_equal(c->nlog_warn, 0);
-	assert_verified(c);
-	end_test(c, 2, 2, b);
-	cluster_remaster_shared = 0;
+	ex_waits_for(c, 3, d, b);
 }
 
 /* cross_cluster, node 3's lock converted to PR. */
@@ -373,6 +372,26 @@ static struct cluster *pr_cluster(uint32_t *b, uint32_t *d)
 	return c;
 }
 
+/* pr_cluster, up to node 2's conversion after which "r" moves, which
+ * is sent but not delivered yet (where it falls: a first run, the
+ * engines being deterministic). */
+static struct cluster *at_the_move(uint32_t *b, uint32_t *d)
+{
+	struct cluster *c = pr_cluster(b, d);
+	int at = cross_run(c, *b, *d, 0), i;
+
+	assert_true(at > 0);
+	cluster_free(c);
+	c = pr_cluster(b, d);
+	for (i = 1; i <= at; i++) {
+		assert_int_equal(convert(c, 2, 2, *b, i & 1 ? DLM_LOCK_PR :
+					 DLM_LOCK_NL, 0, NULL), 0);
+		if (i < at)
+			drain(c);
+	}
+	return c;
+}
+
 /* Node 2's REPOINT of node 3's lock (PR) reaches node 3 before node 1's
  * MOVED (other links), and so does a blocking AST of node 2's about it:
  * node 3 holds both until MOVED, then takes them in order (the lock is
@@ -381,25 +400,13 @@ static void test_repoint_before_moved(void **state)
 {
 	struct cluster *c;
 	uint32_t b, d;
-	int at, i, n;
+	int n;
 
 	(void)state;
-	c = pr_cluster(&b, &d);
-	at = cross_run(c, b, d, 0);
-	assert_true(at > 0);
-	cluster_free(c);
-
-	c = pr_cluster(&b, &d);
-	for (i = 1; i < at; i++) {
-		assert_int_equal(convert(c, 2, 2, b, i & 1 ? DLM_LOCK_PR :
-					 DLM_LOCK_NL, 0, NULL), 0);
-		drain(c);
-	}
-	/* the conversion after which "r" moves: node 1 takes it and moves
-	 * "r" (MOVED to node 3 waits on its link), node 2 installs and
-	 * sends the REPOINT, which node 3 gets first */
-	assert_int_equal(convert(c, 2, 2, b, at & 1 ? DLM_LOCK_PR : DLM_LOCK_NL,
-				 0, NULL), 0);
+	/* node 1 takes the conversion and moves "r" (MOVED to node 3 waits
+	 * on its link), node 2 installs and sends the REPOINT, which node 3
+	 * gets first */
+	c = at_the_move(&b, &d);
 	deliver_only(c, 2, 1);
 	deliver_only(c, 1, 2);
 	assert_dump_has(c, 2, "resource \"r\" master 2");
@@ -436,21 +443,8 @@ static void recovery_mid_move(int kill_m)
 {
 	struct cluster *c;
 	uint32_t b, d;
-	int at, i, n;
 
-	c = pr_cluster(&b, &d);
-	at = cross_run(c, b, d, 0);
-	assert_true(at > 0);
-	cluster_free(c);
-
-	c = pr_cluster(&b, &d);
-	for (i = 1; i < at; i++) {
-		assert_int_equal(convert(c, 2, 2, b, i & 1 ? DLM_LOCK_PR :
-					 DLM_LOCK_NL, 0, NULL), 0);
-		drain(c);
-	}
-	assert_int_equal(convert(c, 2, 2, b, at & 1 ? DLM_LOCK_PR : DLM_LOCK_NL,
-				 0, NULL), 0);
+	c = at_the_move(&b, &d);
 	deliver_only(c, 2, 1);		/* node 1 moves "r" */
 	assert_dump_has(c, 1, "resource \"r\" master 2");
 	assert_dump_has(c, 2, "resource \"r\" master 1");
@@ -464,18 +458,7 @@ static void recovery_mid_move(int kill_m)
 	if (!kill_m)
 		assert_dump_has(c, 3, "resource \"r\" master 2");
 	assert_verified(c);
-	n = count_asts(c, 2, b, DLM_AST_COMP);
-	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
-	drain(c);
-	assert_int_equal(count_asts(c, 2, b, DLM_AST_COMP), n);
-	assert_int_equal(last_bast_mode(c, 3, d), DLM_LOCK_EX);
-	assert_int_equal(unlock(c, 3, 3, d, 0, NULL), 0);
-	drain(c);
-	assert_status(c, 3, d, -DLM_EUNLOCK);
-	assert_status(c, 2, b, 0);
-	assert_verified(c);
-	end_test(c, 2, 2, b);
-	cluster_remaster_shared = 0;
+	ex_waits_for(c, 3, d, b);
 }
 
 static void test_recovery_mid_move(void **state)
