@@ -333,6 +333,20 @@ static struct cluster *cross_cluster(uint32_t *b, uint32_t *d)
 	return c;
 }
 
+/* Where the move falls: the conversion of node 2's after which "r"
+ * moves, in a first run of a cluster that 'make' starts (without any
+ * crossing conversion: the engines are deterministic). */
+static int move_falls(struct cluster *(*make)(uint32_t *b, uint32_t *d))
+{
+	uint32_t b, d;
+	struct cluster *c = make(&b, &d);
+	int at = cross_run(c, b, d, 0);
+
+	assert_true(at > 0);
+	cluster_free(c);
+	return at;
+}
+
 /* A conversion of node 3's that crosses the move (it reaches the old
  * master after it: refused -EBADR, parked until the REPOINT, redone at
  * node 2) is done exactly once: one completion, granted, and node 2
@@ -344,12 +358,7 @@ static void test_crossing_convert(void **state)
 	int at;
 
 	(void)state;
-	/* where the move falls, in a run without the crossing conversion
-	 * (the engines are deterministic) */
-	c = cross_cluster(&b, &d);
-	at = cross_run(c, b, d, 0);
-	assert_true(at > 0);
-	cluster_free(c);
+	at = move_falls(cross_cluster);
 
 	c = cross_cluster(&b, &d);
 	assert_int_equal(count_asts(c, 3, d, DLM_AST_COMP), 1);
@@ -377,12 +386,9 @@ static struct cluster *pr_cluster(uint32_t *b, uint32_t *d)
  * engines being deterministic). */
 static struct cluster *at_the_move(uint32_t *b, uint32_t *d)
 {
+	int at = move_falls(pr_cluster), i;
 	struct cluster *c = pr_cluster(b, d);
-	int at = cross_run(c, *b, *d, 0), i;
 
-	assert_true(at > 0);
-	cluster_free(c);
-	c = pr_cluster(b, d);
 	for (i = 1; i <= at; i++) {
 		assert_int_equal(convert(c, 2, 2, *b, i & 1 ? DLM_LOCK_PR :
 					 DLM_LOCK_NL, 0, NULL), 0);
