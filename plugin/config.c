@@ -26,6 +26,9 @@
  *   remaster_window   32           lock requests per remastering window,
  *                                  3/4 of which one node must make
  *                                  (4..65534)
+ *   remaster_shared   0            1: a resource that other nodes lock
+ *                                  too may move, their locks re-pointed
+ *                                  (core/remaster.c; 0 or 1)
  *   recover_timer     60           seconds before a stuck recovery is logged
  *   socket_path       /run/dlmd/dlmd.sock      client socket (libdlm)
  *   control_socket    /run/dlmd/dlmd-ctl.sock  dlmctl's socket (mode 0600)
@@ -293,6 +296,7 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 	U32("deadlock_secs", cf_deadlock_secs, 0, 86400)
 	U32("remaster_secs", cf_remaster_secs, 0, 86400)
 	U32("remaster_window", cf_remaster_window, 4, 65534)
+	U32("remaster_shared", cf_remaster_shared, 0, 1)
 	U32("recover_timer", cf_recover_timer, 1, 86400)
 	U32("nodeid", cf_nodeid, 1, 0x7fffffff)
 	U32("flight_recorder_lines", cf_flight_lines, 16, 1048576)
@@ -578,6 +582,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     "port = %u\nprotocol = %s\nbuffer_size = %u\ntoss_secs = %u\nscan_secs = %u\n"
 		     "audit_secs = %u\ndeadlock_secs = %u\n"
 		     "remaster_secs = %u\nremaster_window = %u\n"
+		     "remaster_shared = %u\n"
 		     "recover_timer = %u\nsocket_path = %s\ncontrol_socket = %s\n"
 		     "pid_file = %s\nsocket_owner = %u\nsocket_group = %u\n"
 		     "socket_mode = 0%o\nadmin_group = %s\nlog_level = %s\n"
@@ -592,6 +597,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     cf->cf_buffer_size, cf->cf_toss_secs,
 		     cf->cf_scan_secs, cf->cf_audit_secs, cf->cf_deadlock_secs,
 		     cf->cf_remaster_secs, cf->cf_remaster_window,
+		     cf->cf_remaster_shared,
 		     cf->cf_recover_timer,
 		     cf->cf_socket_path,
 		     cf->cf_ctl_socket_path, cf->cf_pid_file,

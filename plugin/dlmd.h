@@ -162,6 +162,7 @@ struct dlmd_config {
 	uint32_t		cf_deadlock_secs;
 	uint32_t		cf_remaster_secs;	/* 0: no remastering */
 	uint32_t		cf_remaster_window;
+	uint32_t		cf_remaster_shared;	/* 1: the re-point protocol */
 	uint32_t		cf_scan_secs;
 	uint32_t		cf_recover_timer;
 	char			cf_socket_path[DLMD_SUN_PATH_MAX];

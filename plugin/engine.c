@@ -217,6 +217,7 @@ int dlmd_engine_new(struct dlmd *d, const struct dlmd_engine_up *up)
 	scan = d->d_cfg.cf_scan_secs ? d->d_cfg.cf_scan_secs : 1;
 	ccfg.remaster_ticks = (d->d_cfg.cf_remaster_secs + scan - 1) / scan;
 	ccfg.remaster_window = d->d_cfg.cf_remaster_window;
+	ccfg.remaster_shared = d->d_cfg.cf_remaster_shared;
 	d->d_engine_up = up;
 	d->d_msgs_tail = &d->d_msgs;
 	d->d_held_tail = &d->d_held;
