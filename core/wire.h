@@ -117,7 +117,9 @@ enum dlm_msg_type {
 	/* remastering (core/remaster.c) */
 	DLM_MSG_MIGRATE = 19,		/* old master to new: you master m_key now;
 					   its LVB (always carried), m_lvbseq,
-					   m_nodeid = the locks of yours I had,
+					   m_nodeid = the locks I had on it (all
+					   yours; with remaster_shared, the
+					   MIGRATE_LOCK records sent before),
 					   m_flags DLM_MF_VALNOTVALID */
 	DLM_MSG_DIR_MOVE = 20,		/* new master to directory node: m_key
 					   moved from m_nodeid to the sender */
