@@ -696,6 +696,8 @@ void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
 			 size_t size);
 /* How many failed nodes wait to be fenced now (for the metrics). */
 unsigned int dlmd_fence_waiting(const struct dlmd *d);
+/* Fence commands given up on after SIGKILL that have not ended yet. */
+unsigned int dlmd_fence_unreaped(const struct dlmd *d);
 /* The fencing method and fencer connection, one line, for dlmctl status. */
 void dlmd_fence_status(const struct dlmd *d, char *buf, size_t size);
 /* The failure of 'nodeid' came from daemon 'from's record (cluster.c,
