@@ -1461,8 +1461,10 @@ unsigned int dlmd_fence_unreaped(const struct dlmd *d)
 void dlmd_fence_status(const struct dlmd *d, char *buf, size_t size)
 {
 	const struct dlmd_fence *fe = d->d_fence;
+	size_t n;
 
-	snprintf(buf, size, "%s (fence_pacemaker %s, fencer %s, fence_command %s)",
+	n = (size_t)snprintf(buf, size, "%s (fence_pacemaker %s, fencer %s, "
+			     "fence_command %s)",
 		 dlmd_fence_method_str(dlmd_fence_choose(&d->d_cfg,
 							 fe && fe->fe_pcmk_connected)),
 		 !dlmd_fence_pcmk_built() ? "not built" :
@@ -1470,6 +1472,18 @@ void dlmd_fence_status(const struct dlmd *d, char *buf, size_t size)
 		 d->d_cfg.cf_fence_pcmk == DLMD_FENCE_PCMK_NO ? "no" : "auto",
 		 fe && fe->fe_pcmk_connected ? "connected" : "not connected",
 		 d->d_cfg.cf_fence_command[0] ? "set" : "none");
+	/* a command past its timeout, and those given up on (STUCK
+	 * COMMANDS): what dlmd is doing about them */
+	for (unsigned int i = 0; fe && i < fe->fe_nnodes && n < size; i++)
+		if (fe->fe_nodes[i].fn_pid && fe->fe_nodes[i].fn_timed_out)
+			n += (size_t)snprintf(buf + n, size - n, "; node %u's "
+					      "command timed out: terminating "
+					      "pid %d", fe->fe_nodes[i].fn_nodeid,
+					      (int)fe->fe_nodes[i].fn_pid);
+	if (fe && fe->fe_nstuck && n < size)
+		snprintf(buf + n, size - n, "; %u command%s given up on after "
+			 "SIGKILL, not ended", fe->fe_nstuck,
+			 fe->fe_nstuck > 1 ? "s" : "");
 }
 
 bool dlmd_fence_is_done(const struct dlmd *d, uint32_t nodeid)

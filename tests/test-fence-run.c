@@ -456,14 +456,17 @@ static void test_command_times_out(void **state)
 	timeout_secs = 0;
 }
 
+/* dlmctl's description of the node (dlmctl ls) and dlmctl status say
+ * that the first command, timed out, is being terminated. */
 static bool is_terminating(struct dlmd *d)
 {
-	char desc[160], want[64];
+	char desc[160], status[256], want[64];
 
 	dlmd_fence_describe(d, VICTIM, desc, sizeof(desc));
+	dlmd_fence_status(d, status, sizeof(status));
 	snprintf(want, sizeof(want), "timed out: terminating pid %d",
 		 nspawned ? (int)spawned[0] : -1);
-	return strstr(desc, want) != NULL;
+	return strstr(desc, want) && strstr(status, want);
 }
 
 static bool none_unreaped(struct dlmd *d)
@@ -484,7 +487,7 @@ static bool spawned_three(struct dlmd *d)
 static void test_command_stuck(void **state)
 {
 	struct dlmd *d;
-	char line[128];
+	char line[256];
 
 	(void)state;
 	timeout_secs = 1;
@@ -507,12 +510,16 @@ static void test_command_stuck(void **state)
 	snprintf(line, sizeof(line), "fence command pid %d for node 2 did not "
 		 "exit after SIGKILL; treating as failed", (int)spawned[0]);
 	assert_int_equal(count_logged("err ", line), 1);
+	dlmd_fence_status(d, line, sizeof(line));
+	assert_non_null(strstr(line, "1 command given up on after SIGKILL"));
 	/* the stuck one still runs: not reaped, nor killed */
 	assert_int_equal(kill(spawned[0], 0), 0);
 	assert_false(has_ended(spawned[0]));
 	/* it ends at last: fence.c reaps it */
 	unstick_all();
 	run_until_cond(d, none_unreaped);
+	dlmd_fence_status(d, line, sizeof(line));
+	assert_null(strstr(line, "given up on"));
 	assert_int_equal(kill(spawned[0], 0), -1);
 	assert_int_equal(errno, ESRCH);
 	snprintf(line, sizeof(line), "fence command pid %d for node 2 ended",
