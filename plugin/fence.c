@@ -125,8 +125,11 @@
  * SIGKILL a command still not ended is given up on: logged once at err
  * ("fence command pid P for node N did not exit after SIGKILL; treating
  * as failed"), counted as a failed run and a timeout, the claim handed
- * on (FAILED) and the command retried as after any failure.  Its pid
- * goes to a table of commands given up on (fe_stuck) and is reaped by
+ * on (FAILED) and the command retried as after any failure.  This is
+ * safe against fencing twice: the SIGKILL is pending, so the agent dies
+ * as soon as the kernel lets it go, before it runs another instruction
+ * of its own (the next attempt, ours or another survivor's, may fence
+ * the victim meanwhile).  Its pid goes to a table of commands given up on (fe_stuck) and is reaped by
  * on_sigchld whenever it finally ends, after SIGKILL to what is left of
  * its group (its zombie still holds the group's id, as above).  The
  * table holds FENCE_STUCK_MAX: with it full (less the commands
@@ -593,7 +596,16 @@ static unsigned int commands_running(const struct dlmd_fence *fe)
  * without room for it in fe_stuck, so there is room. */
 static void command_stuck(struct dlmd_fence *fe, struct fence_node *fn)
 {
-	struct fence_stuck *fs = &fe->fe_stuck[fe->fe_nstuck++];
+	struct fence_stuck *fs;
+
+	if (fe->fe_nstuck >= FENCE_STUCK_MAX) {
+		/* cannot happen (run_command); if it did, wait for it */
+		log_err("fencing: fence command pid %d for node %u did not exit "
+			"after SIGKILL; no room to give up on it", (int)fn->fn_pid,
+			fn->fn_nodeid);
+		return;
+	}
+	fs = &fe->fe_stuck[fe->fe_nstuck++];
 
 	fs->fs_pid = fn->fn_pid;
 	fs->fs_nodeid = fn->fn_nodeid;

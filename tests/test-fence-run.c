@@ -82,13 +82,27 @@ int __wrap_kill(pid_t pid, int sig)
 	return __real_kill(pid, sig);
 }
 
-/* The stuck commands end at last: SIGKILL, for real, to their groups. */
+/* The stuck commands end at last: SIGKILL, for real, to their groups.
+ * (Safe: fence.c reaps none of them before this, so no pid was reused.) */
 static void unstick_all(void)
 {
 	for (unsigned int i = 0; i < nstuck; i++)
 		assert_int_equal(__real_kill(-stuck[i], SIGKILL), 0);
 	nstuck = 0;
 	stick_next = 0;
+}
+
+/* After a test with stuck commands, even one that failed half-way:
+ * none is left running. */
+static int unstick_teardown(void **state)
+{
+	(void)state;
+	for (unsigned int i = 0; i < nstuck; i++)
+		__real_kill(-stuck[i], SIGKILL);
+	nstuck = 0;
+	stick_next = 0;
+	timeout_secs = 0;
+	return 0;
 }
 
 int __real_posix_spawn(pid_t *pid, const char *path,
@@ -586,8 +600,8 @@ int main(void)
 		cmocka_unit_test(test_command_killed),
 		cmocka_unit_test(test_spawn_fails),
 		cmocka_unit_test(test_command_times_out),
-		cmocka_unit_test(test_command_stuck),
-		cmocka_unit_test(test_stuck_limit),
+		cmocka_unit_test_teardown(test_command_stuck, unstick_teardown),
+		cmocka_unit_test_teardown(test_stuck_limit, unstick_teardown),
 	};
 
 	struct dlmd_config cf;
