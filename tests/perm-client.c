@@ -17,8 +17,10 @@
  *     sealed memfd passed read-only (EACCES: dlmd maps it writable);
  *     a second ring is EISCONN;
  *   - through its ring (requests in the shared slots, decoded by dlmd as
- *     its own) and on its socket alike: it may lock and unlock its own
- *     locks, but an unlock or a conversion of root's lock L is refused;
+ *     its own) and on its socket alike: it may lock its own locks, but
+ *     an unlock or a conversion of root's lock L is refused, and through
+ *     the ring a cancel and a deadlock cancel of L too (EPERM, not "too
+ *     late, nothing to cancel"), and L's fencing token (ENOENT);
  *   - it may neither purge nor adopt root's orphans (EPERM).
  * Back as root: L is still held (its conversion succeeds) and the
  * orphan still there (root adopts it), so nothing the child tried
@@ -219,6 +221,14 @@ static void unlock_msg(struct dlmp_msg *msg, uint32_t lkid)
 	msg->m_u.unlock.ul_lkid = lkid;
 }
 
+/* A request of two words (DEADLOCK, TOKEN) on lkid. */
+static void pair_msg(struct dlmp_msg *msg, uint16_t type, uint32_t lkid)
+{
+	memset(msg, 0, sizeof(*msg));
+	msg->m_hdr.h_type = type;
+	msg->m_u.pair.pr_a = lkid;
+}
+
 /* Put msg (reqid) into the ring's next slot and kick dlmd; its REPLY
  * comes on the socket. */
 static int ring_request(int fd, struct dlmp_ring *r, struct dlmp_msg *msg,
@@ -329,8 +339,21 @@ static void child_rings(uint32_t root_lkid)
 	rv = ring_request(fd, r, &msg, 103);
 	check(rv != 0 && rv != -ETIME, "ring: conversion of root's lock refused",
 	      "status %d", rv);
-	check(__atomic_load_n(&r->rg_head, __ATOMIC_ACQUIRE) == 3,
-	      "dlmd took the three from the ring", "head %u", r->rg_head);
+	/* a cancel, a deadlock cancel: refused, not "nothing to cancel" */
+	unlock_msg(&msg, root_lkid);
+	msg.m_u.unlock.ul_flags = LKF_CANCEL;
+	rv = ring_request(fd, r, &msg, 104);
+	check(rv == -EPERM, "ring: cancel of root's lock refused", "status %d", rv);
+	pair_msg(&msg, DLMP_DEADLOCK, root_lkid);
+	rv = ring_request(fd, r, &msg, 105);
+	check(rv == -EPERM, "ring: deadlock cancel of root's lock refused",
+	      "status %d", rv);
+	/* another client's lock: not even its fencing token */
+	pair_msg(&msg, DLMP_TOKEN, root_lkid);
+	rv = ring_request(fd, r, &msg, 106);
+	check(rv == -ENOENT, "ring: token of root's lock refused", "status %d", rv);
+	check(__atomic_load_n(&r->rg_head, __ATOMIC_ACQUIRE) == 6,
+	      "dlmd took the six from the ring", "head %u", r->rg_head);
 
 	/* the same on the socket */
 	unlock_msg(&msg, root_lkid);
@@ -365,6 +388,10 @@ static int child(uint32_t root_lkid, pid_t root_pid)
 	check(h != NULL, "libdlm: nobody opens permopen", "%s", strerror(errno));
 	if (!h)
 		return 1;
+	/* nor release it (only an admin may) */
+	check(dlm_release_lockspace("permopen", dlm_open_lockspace("permopen"),
+				    1) < 0 && errno == EPERM,
+	      "nobody may not release permopen", "%s", strerror(errno));
 	rv = dlm_ls_purge(h, 0, (int)root_pid);
 	check(rv < 0 && errno == EPERM, "nobody may not purge root's orphans",
 	      "rv %d %s", rv, strerror(errno));

@@ -41,7 +41,7 @@ timeout 60 "$top_builddir/tests/perm-client" >"$dir/perm.out" 2>&1 ||
 	fail "perm-client: $(grep -v '^ok ' "$dir/perm.out")"
 cat "$dir/perm.out"
 n=$(grep -c '^ok ' "$dir/perm.out")
-[ "$n" -ge 20 ] || fail "only $n checks passed"
+[ "$n" -ge 25 ] || fail "only $n checks passed"
 rr=$("$DLMCTL" status | sed -n 's/^ring_requests //p')
-[ "${rr:-0}" -ge 3 ] || fail "ring_requests $rr: the ring was not used"
+[ "${rr:-0}" -ge 6 ] || fail "ring_requests $rr: the ring was not used"
 kill -0 "$pid" 2>/dev/null || fail "dlmd died"
