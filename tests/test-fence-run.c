@@ -93,7 +93,7 @@ static void unstick_all(void)
 }
 
 /* After a test with stuck commands, even one that failed half-way:
- * none is left running. */
+ * none is left running (and the default timeout is back). */
 static int unstick_teardown(void **state)
 {
 	(void)state;
@@ -295,9 +295,10 @@ static void until_tick(void *data)
 			  until_tick, &u->u_timer);
 }
 
-static void run_until(struct dlmd *d, uint64_t runs)
+static void run_until_cond(struct dlmd *d, bool (*cond)(struct dlmd *d),
+			   uint64_t runs)
 {
-	struct until u = { .u_d = d, .u_runs = runs,
+	struct until u = { .u_d = d, .u_runs = runs, .u_cond = cond,
 			   .u_end = dlmd_now_ms() + RUN_LIMIT_MS };
 
 	qb_loop_timer_add(d->d_loop, QB_LOOP_LOW, TICK_MS * 1000000ULL, &u,
@@ -306,15 +307,9 @@ static void run_until(struct dlmd *d, uint64_t runs)
 	assert_true(dlmd_now_ms() < u.u_end);
 }
 
-static void run_until_cond(struct dlmd *d, bool (*cond)(struct dlmd *d))
+static void run_until(struct dlmd *d, uint64_t runs)
 {
-	struct until u = { .u_d = d, .u_cond = cond,
-			   .u_end = dlmd_now_ms() + RUN_LIMIT_MS };
-
-	qb_loop_timer_add(d->d_loop, QB_LOOP_LOW, TICK_MS * 1000000ULL, &u,
-			  until_tick, &u.u_timer);
-	qb_loop_run(d->d_loop);
-	assert_true(dlmd_now_ms() < u.u_end);
+	run_until_cond(d, NULL, runs);
 }
 
 /* How many lines at 'level' ("err ", "notice "; "": any) with 'what'
@@ -494,6 +489,19 @@ static bool spawned_three(struct dlmd *d)
 	return nspawned >= 3;
 }
 
+/* A daemon whose fence command ("sleep 1000", timed out after 1 s) has
+ * begun for the failed victim, the first 'stick' commands stuck. */
+static struct dlmd *stuck_daemon(unsigned int stick)
+{
+	struct dlmd *d;
+
+	timeout_secs = 1;
+	d = daemon_with("sleep 1000;", true);
+	stick_next = stick;
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	return d;
+}
+
 /* A command that does not end on SIGKILL (a fence agent in D state) is
  * given up on: a failed attempt and a timeout, logged once, the claim
  * handed on (FAILED), and a new command started; the stuck one is kept
@@ -504,12 +512,9 @@ static void test_command_stuck(void **state)
 	char line[256];
 
 	(void)state;
-	timeout_secs = 1;
-	d = daemon_with("sleep 1000;", true);
-	stick_next = 1;
-	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	d = stuck_daemon(1);
 	/* past its timeout, dlmctl says the command is being terminated */
-	run_until_cond(d, is_terminating);
+	run_until_cond(d, is_terminating, 0);
 	assert_int_equal(dlmd_fence_unreaped(d), 0);
 	/* given up on, then the retry runs (and times out: it is killed) */
 	run_until(d, 2);
@@ -531,7 +536,7 @@ static void test_command_stuck(void **state)
 	assert_false(has_ended(spawned[0]));
 	/* it ends at last: fence.c reaps it */
 	unstick_all();
-	run_until_cond(d, none_unreaped);
+	run_until_cond(d, none_unreaped, 0);
 	dlmd_fence_status(d, line, sizeof(line));
 	assert_null(strstr(line, "given up on"));
 	assert_int_equal(kill(spawned[0], 0), -1);
@@ -541,7 +546,6 @@ static void test_command_stuck(void **state)
 	assert_int_equal(count_logged("notice ", line), 1);
 	daemon_free(d);
 	assert_groups_gone();
-	timeout_secs = 0;
 }
 
 /* FENCE_STUCK_MAX (2 here) stuck commands: no more is started, each
@@ -551,10 +555,7 @@ static void test_stuck_limit(void **state)
 	struct dlmd *d;
 
 	(void)state;
-	timeout_secs = 1;
-	d = daemon_with("sleep 1000;", true);
-	stick_next = MAX_SPAWNED;
-	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	d = stuck_daemon(MAX_SPAWNED);
 	run_until(d, 3);
 	assert_int_equal(nspawned, 2);
 	assert_int_equal(dlmd_fence_unreaped(d), 2);
@@ -566,11 +567,10 @@ static void test_stuck_limit(void **state)
 				 "exit after SIGKILL)") > 0);
 	assert_false(dlmd_fence_is_done(d, VICTIM));
 	unstick_all();
-	run_until_cond(d, none_unreaped);
-	run_until_cond(d, spawned_three);
+	run_until_cond(d, none_unreaped, 0);
+	run_until_cond(d, spawned_three, 0);
 	daemon_free(d);
 	assert_groups_gone();
-	timeout_secs = 0;
 }
 
 /* The control: exit 0 fences it, once. */
