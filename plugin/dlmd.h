@@ -697,7 +697,10 @@ void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
 			 size_t size);
 /* How many failed nodes wait to be fenced now (for the metrics). */
 unsigned int dlmd_fence_waiting(const struct dlmd *d);
-/* The fencing method and fencer connection, one line, for dlmctl status. */
+/* Fence commands given up on after SIGKILL that have not ended yet. */
+unsigned int dlmd_fence_unreaped(const struct dlmd *d);
+/* The fencing method and fencer connection, one line, for dlmctl status;
+ * with any fence command being terminated or given up on (fence.c). */
 void dlmd_fence_status(const struct dlmd *d, char *buf, size_t size);
 /* The failure of 'nodeid' came from daemon 'from's record (cluster.c,
  * Recorded failures), not from what we saw. */

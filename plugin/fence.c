@@ -115,6 +115,30 @@
  * command whose exit is already waiting to be reaped when its time is
  * up has not timed out (command_timer looks first).
  *
+ * STUCK COMMANDS.  A fence agent in uninterruptible sleep (a hung NFS
+ * mount, a dead iSCSI path) does not die on SIGKILL until the kernel
+ * lets it go, which may be never.  While it ran, fn_pid held the node:
+ * no new attempt started (attempt() returns while a command runs) and
+ * our claim was never handed on (its result is sent when the command is
+ * reaped), so the other survivors waited too, and with them every
+ * lockspace the victim was in.  So FENCE_STUCK_GRACE_MS after the
+ * SIGKILL a command still not ended is given up on: logged once at err
+ * ("fence command pid P for node N did not exit after SIGKILL; treating
+ * as failed"), counted as a failed run and a timeout, the claim handed
+ * on (FAILED) and the command retried as after any failure.  This is
+ * safe against fencing twice: the SIGKILL is pending, so the agent dies
+ * as soon as the kernel lets it go, before it runs another instruction
+ * of its own (the next attempt, ours or another survivor's, may fence
+ * the victim meanwhile).  Its pid goes to a table of commands given up on (fe_stuck) and is reaped by
+ * on_sigchld whenever it finally ends, after SIGKILL to what is left of
+ * its group (its zombie still holds the group's id, as above).  The
+ * table holds FENCE_STUCK_MAX: with it full (less the commands
+ * running), no command is started, each attempt is a failed one handed
+ * on to the next survivor, so a fence agent that hangs every time does
+ * not fill the process table.  dlmctl status and the metrics show the
+ * timeouts and the commands not reaped yet; dlmctl's description of a
+ * node whose command timed out says it is being terminated.
+ *
  * ONE FENCER.  A fence agent power-cycles a machine: two survivors that
  * both run it reboot the victim twice, the second time perhaps while it
  * rejoins.  So one survivor fences, and the others wait for its result.
@@ -194,8 +218,9 @@
  *    the claim until it leaves.  Its fence agent hanging does not:
  *    fence_timeout_secs kills it.
  *  - A fence agent stuck where SIGKILL does not reach it (uninterruptible
- *    sleep in the kernel) is waited for: it is never reaped, so no new
- *    attempt starts on that node until it ends.
+ *    sleep in the kernel, on a hung NFS mount or a dead iSCSI path) is
+ *    not waited for: see STUCK COMMANDS.  Each one is a process (and a
+ *    process group) dlmd holds until it ends, FENCE_STUCK_MAX at most.
  *  - A claimer's dlmd that dies while its node lives leaves its fence
  *    agent running (a child of a dead process): if that agent still
  *    succeeds, the survivor that took over fences the victim a second
@@ -231,7 +256,6 @@
 
 #include "plugin/dlmd.h"
 
-#define FENCE_RETRY_MS		2000
 /* the k-th candidate claims k * this after the turn became free */
 #define CLAIM_STAGGER_MS	2000
 #define EVEN_SPLIT_FENCE_DELAY_MS 5000	/* DLMD_FAIL_EVEN_LOSER */
@@ -240,8 +264,23 @@
 #define PCMK_FENCE_TIMEOUT_S	120
 #define FENCE_LOG_INTERVAL_MS	10000
 #define FENCE_CMD_MAX		1024
+/* Timings a test may shorten (tests/test-fence-run builds this file
+ * with smaller ones; the logic is the same) */
+#ifndef FENCE_RETRY_MS
+#define FENCE_RETRY_MS		2000
+#endif
 /* SIGTERM to SIGKILL of a fence command that timed out */
+#ifndef FENCE_KILL_GRACE_MS
 #define FENCE_KILL_GRACE_MS	3000
+#endif
+/* SIGKILL to giving up on it (STUCK COMMANDS) */
+#ifndef FENCE_STUCK_GRACE_MS
+#define FENCE_STUCK_GRACE_MS	3000
+#endif
+/* commands given up on, not reaped yet, that dlmd keeps track of */
+#ifndef FENCE_STUCK_MAX
+#define FENCE_STUCK_MAX		8
+#endif
 #define NS_PER_MS		1000000ULL
 
 struct fence_node {
@@ -263,6 +302,7 @@ struct fence_node {
 	bool		fn_cmd_timer_armed;
 	qb_loop_timer_handle fn_cmd_timer;
 	bool		fn_timed_out;	/* the running command was; SIGTERM sent */
+	bool		fn_sigkilled;	/* and then SIGKILL */
 	uint64_t	fn_last_log;
 	uint64_t	fn_last_fail_log;	/* of a failed command */
 	unsigned int	fn_attempts;
@@ -300,11 +340,20 @@ struct fence_node {
 	uint32_t	fn_fenced_by;	/* the peer whose DONE counted; 0: us */
 };
 
+/* A fence command that did not exit after SIGKILL (STUCK COMMANDS). */
+struct fence_stuck {
+	pid_t		fs_pid;		/* and its process group */
+	uint32_t	fs_nodeid;
+	uint64_t	fs_since;	/* ms: given up on then */
+};
+
 struct dlmd_fence {
 	struct dlmd		*fe_d;
 	const struct dlmd_fence_up *fe_up;	/* cluster.c's */
 	struct fence_node	fe_nodes[DLM_MAX_NODES];
 	unsigned int		fe_nnodes;
+	struct fence_stuck	fe_stuck[FENCE_STUCK_MAX];
+	unsigned int		fe_nstuck;
 	bool			fe_sigchld;
 	bool			fe_pcmk_connected;
 	uint64_t		fe_pcmk_last_try;	/* ms of the last connect */
@@ -531,6 +580,45 @@ static void stop_cmd_timer(struct dlmd_fence *fe, struct fence_node *fn)
 static void arm_cmd_timer(struct dlmd_fence *fe, struct fence_node *fn,
 			  uint64_t ms);
 
+/* Fence commands running now. */
+static unsigned int commands_running(const struct dlmd_fence *fe)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < fe->fe_nnodes; i++)
+		n += fe->fe_nodes[i].fn_pid != 0;
+	return n;
+}
+
+/* The running command did not end FENCE_STUCK_GRACE_MS after SIGKILL
+ * (STUCK COMMANDS): a failed attempt, handed on and retried; its pid is
+ * kept to be reaped when it ends.  run_command starts no command
+ * without room for it in fe_stuck, so there is room. */
+static void command_stuck(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	struct fence_stuck *fs;
+
+	if (fe->fe_nstuck >= FENCE_STUCK_MAX) {
+		/* cannot happen (run_command); if it did, wait for it */
+		log_err("fencing: fence command pid %d for node %u did not exit "
+			"after SIGKILL; no room to give up on it", (int)fn->fn_pid,
+			fn->fn_nodeid);
+		return;
+	}
+	fs = &fe->fe_stuck[fe->fe_nstuck++];
+
+	fs->fs_pid = fn->fn_pid;
+	fs->fs_nodeid = fn->fn_nodeid;
+	fs->fs_since = dlmd_now_ms();
+	fn->fn_pid = 0;
+	fe->fe_d->d_metrics.m_fence_runs_failed++;
+	fe->fe_d->d_metrics.m_fence_timeouts++;
+	log_err("fencing: fence command pid %d for node %u did not exit after "
+		"SIGKILL; treating as failed", (int)fs->fs_pid, fn->fn_nodeid);
+	command_failed(fe, fn, "fence_command timed out",
+		       "it did not exit after SIGKILL");
+}
+
 /*
  * The running command's time is up (fence_timeout_secs): its process
  * group gets SIGTERM, and FENCE_KILL_GRACE_MS later SIGKILL; the attempt
@@ -555,9 +643,15 @@ static void command_timer(void *data)
 		arm_cmd_timer(fe, fn, FENCE_KILL_GRACE_MS);
 		return;
 	}
-	log_warn("fencing: fence command for node %u ignored SIGTERM for %d ms: "
-		 "killing it", fn->fn_nodeid, FENCE_KILL_GRACE_MS);
-	kill(-fn->fn_pid, SIGKILL);
+	if (!fn->fn_sigkilled) {
+		log_warn("fencing: fence command for node %u ignored SIGTERM for "
+			 "%d ms: killing it", fn->fn_nodeid, FENCE_KILL_GRACE_MS);
+		fn->fn_sigkilled = true;
+		kill(-fn->fn_pid, SIGKILL);
+		arm_cmd_timer(fe, fn, FENCE_STUCK_GRACE_MS);
+		return;
+	}
+	command_stuck(fe, fn);
 }
 
 static void arm_cmd_timer(struct dlmd_fence *fe, struct fence_node *fn,
@@ -572,7 +666,9 @@ static void arm_cmd_timer(struct dlmd_fence *fe, struct fence_node *fn,
 }
 
 /* At exit: a running command's process group gets SIGTERM, SIGKILL
- * after FENCE_KILL_GRACE_MS, and the command is reaped. */
+ * after FENCE_KILL_GRACE_MS, and the command is reaped if it ends
+ * within FENCE_STUCK_GRACE_MS (one that does not would hold dlmd's exit
+ * for ever: STUCK COMMANDS). */
 static void stop_group(pid_t pid)
 {
 	struct timespec tick = { 0, 10 * (long)NS_PER_MS };
@@ -581,7 +677,11 @@ static void stop_group(pid_t pid)
 	for (int i = 0; i < FENCE_KILL_GRACE_MS / 10 && !has_exited(pid); i++)
 		nanosleep(&tick, NULL);
 	kill(-pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	for (int i = 0; i < FENCE_STUCK_GRACE_MS / 10 && !has_exited(pid); i++)
+		nanosleep(&tick, NULL);
+	if (waitpid(pid, NULL, WNOHANG) != pid)
+		log_err("fencing: fence command pid %d did not exit after "
+			"SIGKILL; dlmd exits without it", (int)pid);
 }
 
 static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
@@ -594,6 +694,17 @@ static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 
 	if (!gate(fe, fn))
 		return;
+	/* room in fe_stuck for every command running, this one too */
+	if (fe->fe_nstuck + commands_running(fe) >= FENCE_STUCK_MAX) {
+		char detail[96];
+
+		fn->fn_attempts++;
+		fe->fe_d->d_metrics.m_fence_runs_failed++;
+		snprintf(detail, sizeof(detail), "%u fence commands did not exit "
+			 "after SIGKILL", fe->fe_nstuck);
+		command_failed(fe, fn, "not started", detail);
+		return;
+	}
 	snprintf(line, sizeof(line), "%s %u", cmd, fn->fn_nodeid);
 	rv = spawn_sh(line, &pid);
 	if (rv) {
@@ -610,6 +721,7 @@ static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 	fn->fn_pid = pid;
 	fn->fn_started_at = now;
 	fn->fn_timed_out = false;
+	fn->fn_sigkilled = false;
 	arm_cmd_timer(fe, fn, (uint64_t)fe->fe_d->d_cfg.cf_fence_timeout_secs *
 		      1000);
 	fn->fn_cmd_joined_at = fn->fn_joined_at;
@@ -621,10 +733,33 @@ static void run_command(struct dlmd_fence *fe, struct fence_node *fn)
 	}
 }
 
+/* Reap the commands given up on that have ended at last (STUCK
+ * COMMANDS), after SIGKILL to what is left of their groups. */
+static void reap_stuck(struct dlmd_fence *fe)
+{
+	uint64_t now = dlmd_now_ms();
+
+	for (unsigned int i = 0; i < fe->fe_nstuck;) {
+		struct fence_stuck *fs = &fe->fe_stuck[i];
+
+		if (!has_exited(fs->fs_pid)) {
+			i++;
+			continue;
+		}
+		kill(-fs->fs_pid, SIGKILL);
+		waitpid(fs->fs_pid, NULL, WNOHANG);
+		log_notice("fencing: fence command pid %d for node %u ended %llu "
+			   "ms after it was given up on: reaped", (int)fs->fs_pid,
+			   fs->fs_nodeid, (unsigned long long)(now - fs->fs_since));
+		*fs = fe->fe_stuck[--fe->fe_nstuck];
+	}
+}
+
 static int32_t on_sigchld(int32_t sig, void *data)
 {
 	struct dlmd_fence *fe = data;
 
+	reap_stuck(fe);
 	for (unsigned int i = 0; i < fe->fe_nnodes; i++) {
 		struct fence_node *fn = &fe->fe_nodes[i];
 		int status;
@@ -644,6 +779,7 @@ static int32_t on_sigchld(int32_t sig, void *data)
 		if (fn->fn_timed_out) {
 			/* failed, even if it exited 0 on the SIGTERM */
 			fe->fe_d->d_metrics.m_fence_runs_failed++;
+			fe->fe_d->d_metrics.m_fence_timeouts++;
 			log_err("fencing: fence command for node %u timed out "
 				"after %u s, killed", fn->fn_nodeid,
 				fe->fe_d->d_cfg.cf_fence_timeout_secs);
@@ -1034,6 +1170,11 @@ void dlmd_fence_fini(struct dlmd *d)
 			fn->fn_retry_armed = false;
 		}
 	}
+	/* those given up on: a last SIGKILL, reaped if they ended */
+	for (unsigned int i = 0; i < fe->fe_nstuck; i++) {
+		kill(-fe->fe_stuck[i].fs_pid, SIGKILL);
+		waitpid(fe->fe_stuck[i].fs_pid, NULL, WNOHANG);
+	}
 #ifdef HAVE_PACEMAKER_FENCING
 	pcmk_disconnect(fe, false);
 #endif
@@ -1296,6 +1437,10 @@ void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
 		if (fn->fn_turn.ft_claimer && fn->fn_turn.ft_claimer != d->d_nodeid)
 			snprintf(buf, size, "node %u (fence_command by node %u)",
 				 nodeid, fn->fn_turn.ft_claimer);
+		else if (fn->fn_pid && fn->fn_timed_out)
+			snprintf(buf, size, "node %u (fence_command, attempt %u, "
+				 "timed out: terminating pid %d)", nodeid,
+				 fn->fn_attempts, (int)fn->fn_pid);
 		else
 			snprintf(buf, size, "node %u (fence_command, attempt %u)",
 				 nodeid, fn->fn_attempts);
@@ -1320,11 +1465,18 @@ unsigned int dlmd_fence_waiting(const struct dlmd *d)
 	return n;
 }
 
+unsigned int dlmd_fence_unreaped(const struct dlmd *d)
+{
+	return d->d_fence ? d->d_fence->fe_nstuck : 0;
+}
+
 void dlmd_fence_status(const struct dlmd *d, char *buf, size_t size)
 {
 	const struct dlmd_fence *fe = d->d_fence;
+	size_t n;
 
-	snprintf(buf, size, "%s (fence_pacemaker %s, fencer %s, fence_command %s)",
+	n = (size_t)snprintf(buf, size, "%s (fence_pacemaker %s, fencer %s, "
+			     "fence_command %s)",
 		 dlmd_fence_method_str(dlmd_fence_choose(&d->d_cfg,
 							 fe && fe->fe_pcmk_connected)),
 		 !dlmd_fence_pcmk_built() ? "not built" :
@@ -1332,6 +1484,18 @@ void dlmd_fence_status(const struct dlmd *d, char *buf, size_t size)
 		 d->d_cfg.cf_fence_pcmk == DLMD_FENCE_PCMK_NO ? "no" : "auto",
 		 fe && fe->fe_pcmk_connected ? "connected" : "not connected",
 		 d->d_cfg.cf_fence_command[0] ? "set" : "none");
+	/* a command past its timeout, and those given up on (STUCK
+	 * COMMANDS): what dlmd is doing about them */
+	for (unsigned int i = 0; fe && i < fe->fe_nnodes && n < size; i++)
+		if (fe->fe_nodes[i].fn_pid && fe->fe_nodes[i].fn_timed_out)
+			n += (size_t)snprintf(buf + n, size - n, "; node %u's "
+					      "command timed out: terminating "
+					      "pid %d", fe->fe_nodes[i].fn_nodeid,
+					      (int)fe->fe_nodes[i].fn_pid);
+	if (fe && fe->fe_nstuck && n < size)
+		snprintf(buf + n, size - n, "; %u command%s given up on after "
+			 "SIGKILL, not ended", fe->fe_nstuck,
+			 fe->fe_nstuck > 1 ? "s" : "");
 }
 
 bool dlmd_fence_is_done(const struct dlmd *d, uint32_t nodeid)

@@ -474,6 +474,14 @@ static void collect(struct emit *em, struct dlmd *d)
 	sample_u(em, "dlmd_fence_runs_total", &res, 1, m->m_fence_runs_ok);
 	res.lb_value = "failed";
 	sample_u(em, "dlmd_fence_runs_total", &res, 1, m->m_fence_runs_failed);
+	family(em, "dlmd_fence_timeouts_total", "counter", "fence_command runs "
+	       "that were still running after fence_timeout_secs (each one "
+	       "also a failed run).");
+	sample_u(em, "dlmd_fence_timeouts_total", NULL, 0, m->m_fence_timeouts);
+	family(em, "dlmd_fence_unreaped_commands", "gauge", "fence_command runs "
+	       "given up on after SIGKILL that have not ended yet.");
+	sample_u(em, "dlmd_fence_unreaped_commands", NULL, 0,
+		 dlmd_fence_unreaped(d));
 
 	collect_peers(em, d);
 	emit_end(em);

@@ -82,6 +82,7 @@ struct dlmd_metrics {
 	uint64_t	m_fence_wait_ns;	/* failure to fenced, summed */
 	uint64_t	m_fence_runs_ok;	/* fence_command exit 0 */
 	uint64_t	m_fence_runs_failed;
+	uint64_t	m_fence_timeouts;	/* of those, timed out */
 };
 
 /* CLOCK_MONOTONIC in ns. */

@@ -33,13 +33,15 @@ static void h_ast(void *ctx, const struct dlm_ast *a)
 	struct enet_node *c = ctx;
 	struct net *n = c->n;
 
-	if (a->type != DLM_AST_COMP)
+	if (a->type != DLM_AST_COMP && a->type != DLM_AST_BAST)
 		return;
 	assert_true(n->ncomps < ENET_MAXCOMP);
 	n->comps[n->ncomps].node = c->node;
 	n->comps[n->ncomps].lkid = a->lkid;
+	n->comps[n->ncomps].type = a->type;
 	n->comps[n->ncomps].status = a->status;
-	n->comps[n->ncomps].grmode = a->grmode;
+	n->comps[n->ncomps].grmode = a->type == DLM_AST_BAST ? a->bastmode :
+				     a->grmode;
 	n->ncomps++;
 }
 
@@ -147,7 +149,7 @@ int comps_of(struct net *n, int node, uint32_t lkid, int *status,
 	int count = 0;
 
 	for (int i = 0; i < n->ncomps; i++) {
-		if (n->comps[i].node != node ||
+		if (n->comps[i].node != node || n->comps[i].type != DLM_AST_COMP ||
 		    (lkid && n->comps[i].lkid != lkid))
 			continue;
 		count++;
@@ -155,6 +157,23 @@ int comps_of(struct net *n, int node, uint32_t lkid, int *status,
 			*status = n->comps[i].status;
 		if (grmode)
 			*grmode = n->comps[i].grmode;
+	}
+	return count;
+}
+
+int asts_of(struct net *n, int node, uint32_t lkid, int *types, int *modes,
+	    int max)
+{
+	int count = 0;
+
+	for (int i = 0; i < n->ncomps; i++) {
+		if (n->comps[i].node != node || n->comps[i].lkid != lkid)
+			continue;
+		if (count < max) {
+			types[count] = n->comps[i].type;
+			modes[count] = n->comps[i].grmode;
+		}
+		count++;
 	}
 	return count;
 }

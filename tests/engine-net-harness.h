@@ -4,7 +4,8 @@
  * that a test drains explicitly and whose clock it moves by hand.  The
  * network can lose the next message of a chosen type, make a node deaf
  * (everything sent to it is lost) or stopped (everything sent to it
- * waits until release_held()).  Every completion AST is recorded.
+ * waits until release_held()).  Every completion AST is recorded, and
+ * every blocking AST (of a lock that asked for them: want_bast).
  *
  * Used by the tests of the engine's timers that span nodes: the audit of
  * waiting locks (tests/test-audit.c) and deadlock detection
@@ -31,12 +32,13 @@ struct qmsg {
 	unsigned char buf[DLM_WIRE_MAX_LEN];
 };
 
-/* One completion AST as a node's engine reported it. */
+/* One completion or blocking AST as a node's engine reported it. */
 struct comp {
 	int node;
 	uint32_t lkid;
+	int type;	/* DLM_AST_COMP or DLM_AST_BAST */
 	int status;
-	int grmode;
+	int grmode;	/* COMP; BAST: the mode blocked (bastmode) */
 };
 
 struct net;
@@ -87,5 +89,10 @@ void release_held(struct net *n);
  * status and granted mode (either may be NULL). */
 int comps_of(struct net *n, int node, uint32_t lkid, int *status,
 	     int *grmode);
+/* The completion and blocking ASTs of lkid on node, in order: their
+ * count, and the first 'max' of their types (DLM_AST_COMP, DLM_AST_BAST)
+ * and modes (granted; blocked). */
+int asts_of(struct net *n, int node, uint32_t lkid, int *types, int *modes,
+	    int max);
 
 #endif

@@ -6,8 +6,12 @@
  * its youngest request with -EDEADLK; a request that waits behind a
  * holder, or behind a deadlock it is not part of, is never cancelled;
  * NODLCKWT exempts a request; deadlock_ms 0 turns detection off.
+ * A victim's grant that crosses its cancel is completed when the cancel
+ * is over, and a blocking AST that came meanwhile after it.  Requests
+ * ahead that a request waits behind count with their ranges.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -592,6 +596,140 @@ static void test_cancel_crosses_grant(void **state)
 	net_free(n);
 }
 
+/* The blocking AST of a grant held for its cancel (core/lock.c:
+ * receive_bast with LKBF_GRANT_HELD keeps it in lkb_last_bast;
+ * run_overlap delivers the grant's completion, then it).  As in
+ * test_cancel_crosses_grant, wa2 (which asks for blocking ASTs) is the
+ * victim, its cancel held at A's master, node 1, whose client lets A
+ * go: the master grants wa2.  Then owner 12 on node 1 asks for PR on A:
+ * the master sends wa2 a blocking AST, which reaches node 2 while the
+ * grant's completion is still held.  When the cancel's reply comes,
+ * wa2's client sees the completion (EX) and then the blocking AST (PR),
+ * never the blocking AST of a lock it does not know it holds. */
+static void test_held_grant_bast(void **state)
+{
+	struct net *n = net_new();
+	struct dlm_lock_req rq = {
+		.mode = DLM_LOCK_EX, .name = "A", .namelen = 1, .owner = 21,
+		.astarg = 21, .want_bast = 1,
+	};
+	uint32_t a1, b2, wb1, wa2 = 0, pr;
+	int types[4], modes[4];
+
+	(void)state;
+	a1 = lock(n, 1, "A", DLM_LOCK_EX, 11);
+	b2 = lock(n, 2, "B", DLM_LOCK_EX, 21);
+	wb1 = lock(n, 1, "B", DLM_LOCK_EX, 11);
+	assert_int_equal(dlm_core_lock(n->ls[2], &rq, &wa2), 0);
+	drain(n);
+	n->on_log = stop_node1_at_victim;
+	pass(n, 3 * DEADLOCK_MS);
+	assert_int_equal(n->stopped, 1);	/* the victim was chosen */
+	assert_int_equal(stats(n, 2).ls_last_victim, wa2);
+	n->on_log = NULL;
+	n->stopped = 0;			/* the cancel stays held */
+	unlock(n, 1, a1, 11);		/* the master grants wa2 */
+	pr = lock(n, 1, "A", DLM_LOCK_PR, 12);	/* and sends it a BAST */
+	assert_int_equal(asts_of(n, 2, wa2, types, modes, 4), 0);
+	release_held(n);
+	drain(n);
+	assert_int_equal(asts_of(n, 2, wa2, types, modes, 4), 2);
+	assert_int_equal(types[0], DLM_AST_COMP);
+	assert_int_equal(modes[0], DLM_LOCK_EX);
+	assert_int_equal(types[1], DLM_AST_BAST);
+	assert_int_equal(modes[1], DLM_LOCK_PR);
+	assert_pending(n, 1, pr);
+	unlock(n, 2, wa2, 21);
+	assert_granted(n, 1, pr);
+	(void)b2;
+	(void)wb1;
+	net_free(n);
+}
+
+/* A request of 'owner' on 'node' for 'mode' on R's bytes [start, end]. */
+static uint32_t lock_range(struct net *n, int node, int mode, uint64_t owner,
+			   uint64_t start, uint64_t end)
+{
+	struct dlm_range rg = { .ra_start = start, .ra_end = end };
+	struct dlm_lock_req rq = {
+		.mode = mode, .name = "R", .namelen = 1, .range = &rg,
+		.owner = owner, .astarg = owner,
+	};
+	uint32_t lkid = 0;
+
+	assert_int_equal(dlm_core_lock(n->ls[node], &rq, &lkid), 0);
+	drain(n);
+	pass(n, STEP_MS);
+	return lkid;
+}
+
+/* What compatible requests ahead wait for, with ranges (core/lock.c
+ * dlm_for_each_blocker: the hull of their ranges, per mode).  Owner 41
+ * holds PW on R [0,99] and at 'p_start' (100 bytes); T1 (owner 11) and
+ * T2 (owner 12) ask for PR on [0,99] and [200,299] and wait; owner 31
+ * holds PW on R at 'g_start' (11 bytes) and waits for S, held by owner
+ * 21, whose CR on [700,799] (compatible with everything) waits behind T1
+ * and T2, so for their grants.  Owner 31's PW blocks one of those only
+ * if its range meets one of theirs: then 21 -> 31 -> 21 is a real
+ * cycle, broken at its youngest request, 21's CR; otherwise there is
+ * none. */
+static void ranged_ahead(uint64_t p_start, uint64_t g_start, bool cycle)
+{
+	struct net *n = net_new();
+	uint32_t p1, p2, g, us, t1, t2, xs, ur;
+
+	p1 = lock_range(n, 3, DLM_LOCK_PW, 41, 0, 99);
+	p2 = lock_range(n, 3, DLM_LOCK_PW, 41, p_start, p_start + 99);
+	g = lock_range(n, 3, DLM_LOCK_PW, 31, g_start, g_start + 10);
+	us = lock(n, 2, "S", DLM_LOCK_EX, 21);
+	assert_granted(n, 3, p1);
+	assert_granted(n, 3, p2);
+	assert_granted(n, 3, g);
+	t1 = lock_range(n, 1, DLM_LOCK_PR, 11, 0, 99);
+	t2 = lock_range(n, 1, DLM_LOCK_PR, 12, 200, 299);
+	xs = lock(n, 3, "S", DLM_LOCK_EX, 31);
+	ur = lock_range(n, 2, DLM_LOCK_CR, 21, 700, 799);
+	pass(n, 5 * DEADLOCK_MS);
+	assert_pending(n, 1, t1);
+	assert_pending(n, 1, t2);
+	assert_pending(n, 3, xs);
+	if (cycle) {
+		assert_deadlk(n, 2, ur);
+		assert_int_equal(deadlocks(n), 1);
+		unlock(n, 2, us, 21);
+		assert_granted(n, 3, xs);
+	} else {
+		assert_pending(n, 2, ur);
+		assert_int_equal(deadlocks(n), 0);
+		unlock(n, 3, p1, 41);
+		unlock(n, 3, p2, 41);
+		assert_granted(n, 1, t1);
+		assert_granted(n, 1, t2);
+		assert_granted(n, 2, ur);
+		unlock(n, 2, us, 21);
+		assert_granted(n, 3, xs);
+	}
+	net_free(n);
+}
+
+/* T2 waits for owner 41's PW on [200,299]; owner 31's PW at [500,510]
+ * meets neither awaited range: no edge, no cycle (a whole-resource view
+ * of the awaited grants made one, and cancelled 21's CR). */
+static void test_ranged_ahead_disjoint(void **state)
+{
+	(void)state;
+	ranged_ahead(200, 500, false);
+}
+
+/* Owner 31's PW at [250,260] is what T2 waits for (owner 41's second
+ * PW is at [400,499], out of the way): it meets only T2's range, the
+ * second of the hull, and the cycle is real: found. */
+static void test_ranged_ahead_cycle(void **state)
+{
+	(void)state;
+	ranged_ahead(400, 250, true);
+}
+
 /* Probes are rejected when malformed and ignored when stale. */
 static void test_probe_checks(void **state)
 {
@@ -830,6 +968,9 @@ int main(void)
 		cmocka_unit_test(test_compatible_ahead_cycle),
 		cmocka_unit_test(test_late_probe),
 		cmocka_unit_test(test_cancel_crosses_grant),
+		cmocka_unit_test(test_held_grant_bast),
+		cmocka_unit_test(test_ranged_ahead_disjoint),
+		cmocka_unit_test(test_ranged_ahead_cycle),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,14 +8,27 @@
  * FAILED, and the node never counted fenced, so recovery keeps waiting.
  * A command that never ends is killed after fence_timeout_secs, with
  * whatever its shell started (its process group), and is a failed
- * fencing too.  A command that exits 0 is the control.  No cluster: the
- * failed node is reported straight to fence.c.
+ * fencing too.  A command that SIGKILL does not end (a fence agent in
+ * uninterruptible sleep) is given up on: a failed fencing, retried, the
+ * claim handed on, and reaped whenever it ends at last; at most
+ * FENCE_STUCK_MAX such are kept, then no command starts.  A command
+ * that exits 0 is the control.  No cluster: the failed node is reported
+ * straight to fence.c.
+ *
+ * This test builds fence.c with short timings (plugin/Makefile.inc:
+ * FENCE_RETRY_MS, the SIGTERM and SIGKILL graces) and FENCE_STUCK_MAX 2.
  *
  * posix_spawn is wrapped (-Wl,--wrap=posix_spawn) so that a test can make
  * it fail as it does when no process can be made, and to learn the pids
  * (and so the process groups) of the commands.  This process is a child
  * subreaper, so what a killed shell leaves behind becomes our child: a
  * test reaps it and then sees the whole group gone.
+ *
+ * kill is wrapped too (-Wl,--wrap=kill): a process in uninterruptible
+ * sleep cannot be made in a test, so the signals fence.c sends to a
+ * command marked stuck are not delivered, and it goes on running as a
+ * D-state agent would, until the test kills it for real (its late
+ * exit).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -39,8 +52,9 @@
 #define VICTIM		2
 #define TICK_MS		20
 /* Only a bound on a hang: run_until ends as soon as the runs it waits
- * for have ended (FENCE_RETRY_MS is 2 s; a timed-out command takes its
- * timeout and up to FENCE_KILL_GRACE_MS more), however slow the host. */
+ * for have ended (a timed-out command takes its timeout and up to
+ * FENCE_KILL_GRACE_MS, and FENCE_STUCK_GRACE_MS, more), however slow
+ * the host. */
 #define RUN_LIMIT_MS	60000
 
 /* posix_spawn fails with this while non-zero (0: the real one). */
@@ -51,6 +65,45 @@ static pid_t spawned[MAX_SPAWNED];
 static unsigned int nspawned;
 /* fence_timeout_secs of the next daemons (0: the default) */
 static unsigned int timeout_secs;
+/* The next this many commands spawned are stuck: kill() of them (their
+ * pid or process group) is not delivered. */
+static unsigned int stick_next;
+static pid_t stuck[MAX_SPAWNED];
+static unsigned int nstuck;
+
+int __real_kill(pid_t pid, int sig);
+int __wrap_kill(pid_t pid, int sig);
+
+int __wrap_kill(pid_t pid, int sig)
+{
+	for (unsigned int i = 0; sig && i < nstuck; i++)
+		if (pid == stuck[i] || pid == -stuck[i])
+			return 0;
+	return __real_kill(pid, sig);
+}
+
+/* The stuck commands end at last: SIGKILL, for real, to their groups.
+ * (Safe: fence.c reaps none of them before this, so no pid was reused.) */
+static void unstick_all(void)
+{
+	for (unsigned int i = 0; i < nstuck; i++)
+		assert_int_equal(__real_kill(-stuck[i], SIGKILL), 0);
+	nstuck = 0;
+	stick_next = 0;
+}
+
+/* After a test with stuck commands, even one that failed half-way:
+ * none is left running (and the default timeout is back). */
+static int unstick_teardown(void **state)
+{
+	(void)state;
+	for (unsigned int i = 0; i < nstuck; i++)
+		__real_kill(-stuck[i], SIGKILL);
+	nstuck = 0;
+	stick_next = 0;
+	timeout_secs = 0;
+	return 0;
+}
 
 int __real_posix_spawn(pid_t *pid, const char *path,
 		       const posix_spawn_file_actions_t *fa,
@@ -73,6 +126,10 @@ int __wrap_posix_spawn(pid_t *pid, const char *path,
 	rv = __real_posix_spawn(pid, path, fa, attr, argv, envp);
 	if (!rv && nspawned < MAX_SPAWNED)
 		spawned[nspawned++] = *pid;
+	if (!rv && stick_next && nstuck < MAX_SPAWNED) {
+		stick_next--;
+		stuck[nstuck++] = *pid;
+	}
 	return rv;
 }
 
@@ -213,10 +270,11 @@ static void daemon_free(struct dlmd *d)
 }
 
 /* Run the loop until 'runs' fence commands ended (failed + ok) or the
- * node is fenced, at most RUN_LIMIT_MS. */
+ * node is fenced, or (u_cond) until u_cond holds, at most RUN_LIMIT_MS. */
 struct until {
 	struct dlmd	*u_d;
 	uint64_t	u_runs;
+	bool		(*u_cond)(struct dlmd *d);
 	uint64_t	u_end;
 	qb_loop_timer_handle u_timer;
 };
@@ -225,9 +283,11 @@ static void until_tick(void *data)
 {
 	struct until *u = data;
 	const struct dlmd_metrics *m = &u->u_d->d_metrics;
+	bool done = u->u_cond ? u->u_cond(u->u_d) :
+		    m->m_fence_runs_failed + m->m_fence_runs_ok >= u->u_runs ||
+		    dlmd_fence_is_done(u->u_d, VICTIM);
 
-	if (m->m_fence_runs_failed + m->m_fence_runs_ok >= u->u_runs ||
-	    dlmd_fence_is_done(u->u_d, VICTIM) || dlmd_now_ms() >= u->u_end) {
+	if (done || dlmd_now_ms() >= u->u_end) {
 		qb_loop_stop(u->u_d->d_loop);
 		return;
 	}
@@ -235,9 +295,10 @@ static void until_tick(void *data)
 			  until_tick, &u->u_timer);
 }
 
-static void run_until(struct dlmd *d, uint64_t runs)
+static void run_until_cond(struct dlmd *d, bool (*cond)(struct dlmd *d),
+			   uint64_t runs)
 {
-	struct until u = { .u_d = d, .u_runs = runs,
+	struct until u = { .u_d = d, .u_runs = runs, .u_cond = cond,
 			   .u_end = dlmd_now_ms() + RUN_LIMIT_MS };
 
 	qb_loop_timer_add(d->d_loop, QB_LOOP_LOW, TICK_MS * 1000000ULL, &u,
@@ -246,34 +307,45 @@ static void run_until(struct dlmd *d, uint64_t runs)
 	assert_true(dlmd_now_ms() < u.u_end);
 }
 
-/* The flight recorder holds an err line with 'what', logged by the
- * latest daemon. */
-static void assert_logged_err(const char *what)
+static void run_until(struct dlmd *d, uint64_t runs)
+{
+	run_until_cond(d, NULL, runs);
+}
+
+/* How many lines at 'level' ("err ", "notice "; "": any) with 'what'
+ * the latest daemon logged (the flight recorder). */
+static unsigned int count_logged(const char *level, const char *what)
 {
 	char *dump = dlmd_log_flight_dump(), marker[64];
-	bool found = false;
+	unsigned int found = 0;
 	char *l;
 
 	assert_non_null(dump);
 	snprintf(marker, sizeof(marker), "test-fence-run: daemon %u\n", daemons);
 	l = strstr(dump, marker);
 	assert_non_null(l);
-	for (; l && *l && !found; l = strchr(l, '\n')) {
+	for (; l && *l; l = strchr(l, '\n')) {
 		char *nl;
 
 		l += *l == '\n';
 		nl = strchr(l, '\n');
 		if (nl)
 			*nl = '\0';
-		found = !strncmp(strchr(l, ' ') ? strchr(l, ' ') + 1 : l, "err ", 4) &&
-			strstr(l, what);
+		found += !strncmp(strchr(l, ' ') ? strchr(l, ' ') + 1 : l, level,
+				  strlen(level)) && strstr(l, what);
 		if (nl)
 			*nl = '\n';
 	}
 	if (!found)
-		print_message("no err line with '%s' in:\n%s\n", what, dump);
+		print_message("no %sline with '%s' in:\n%s\n", level, what, dump);
 	free(dump);
-	assert_true(found);
+	return found;
+}
+
+/* The latest daemon logged an err line with 'what'. */
+static void assert_logged_err(const char *what)
+{
+	assert_true(count_logged("err ", what) > 0);
 }
 
 /* The node failed and fence_command 'command' fails every time: two
@@ -330,6 +402,16 @@ static void test_spawn_fails(void **state)
 	check_fails("true", true, ENOENT, "cannot run /bin/sh");
 }
 
+/* Has our child pid ended (a zombie, not reaped)? */
+static bool has_ended(pid_t pid)
+{
+	siginfo_t si;
+
+	si.si_pid = 0;
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	       si.si_pid == pid;
+}
+
 /* Every command spawned is gone with its whole process group: the
  * shell reaped by fence.c, what it started (ours, as the subreaper)
  * reaped here.  The wait only bounds a hang: fence.c has sent SIGKILL to
@@ -383,6 +465,114 @@ static void test_command_times_out(void **state)
 	timeout_secs = 0;
 }
 
+/* dlmctl's description of the node (dlmctl ls) and dlmctl status say
+ * that the first command, timed out, is being terminated. */
+static bool is_terminating(struct dlmd *d)
+{
+	char desc[160], status[256], want[64];
+
+	dlmd_fence_describe(d, VICTIM, desc, sizeof(desc));
+	dlmd_fence_status(d, status, sizeof(status));
+	snprintf(want, sizeof(want), "timed out: terminating pid %d",
+		 nspawned ? (int)spawned[0] : -1);
+	return strstr(desc, want) && strstr(status, want);
+}
+
+static bool none_unreaped(struct dlmd *d)
+{
+	return dlmd_fence_unreaped(d) == 0;
+}
+
+static bool spawned_three(struct dlmd *d)
+{
+	(void)d;
+	return nspawned >= 3;
+}
+
+/* A daemon whose fence command ("sleep 1000", timed out after 1 s) has
+ * begun for the failed victim, the first 'stick' commands stuck. */
+static struct dlmd *stuck_daemon(unsigned int stick)
+{
+	struct dlmd *d;
+
+	timeout_secs = 1;
+	d = daemon_with("sleep 1000;", true);
+	stick_next = stick;
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	return d;
+}
+
+/* A command that does not end on SIGKILL (a fence agent in D state) is
+ * given up on: a failed attempt and a timeout, logged once, the claim
+ * handed on (FAILED), and a new command started; the stuck one is kept
+ * and reaped when it ends at last. */
+static void test_command_stuck(void **state)
+{
+	struct dlmd *d;
+	char line[256];
+
+	(void)state;
+	d = stuck_daemon(1);
+	/* past its timeout, dlmctl says the command is being terminated */
+	run_until_cond(d, is_terminating, 0);
+	assert_int_equal(dlmd_fence_unreaped(d), 0);
+	/* given up on, then the retry runs (and times out: it is killed) */
+	run_until(d, 2);
+	assert_int_equal(nspawned, 2);
+	assert_int_equal(d->d_metrics.m_fence_runs_failed, 2);
+	assert_int_equal(d->d_metrics.m_fence_runs_ok, 0);
+	assert_int_equal(d->d_metrics.m_fence_timeouts, 2);
+	assert_int_equal(dlmd_fence_unreaped(d), 1);
+	assert_int_equal(up_seen.claims, 2);
+	assert_int_equal(up_seen.failed, 2);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	snprintf(line, sizeof(line), "fence command pid %d for node 2 did not "
+		 "exit after SIGKILL; treating as failed", (int)spawned[0]);
+	assert_int_equal(count_logged("err ", line), 1);
+	dlmd_fence_status(d, line, sizeof(line));
+	assert_non_null(strstr(line, "1 command given up on after SIGKILL"));
+	/* the stuck one still runs: not reaped, nor killed */
+	assert_int_equal(kill(spawned[0], 0), 0);
+	assert_false(has_ended(spawned[0]));
+	/* it ends at last: fence.c reaps it */
+	unstick_all();
+	run_until_cond(d, none_unreaped, 0);
+	dlmd_fence_status(d, line, sizeof(line));
+	assert_null(strstr(line, "given up on"));
+	assert_int_equal(kill(spawned[0], 0), -1);
+	assert_int_equal(errno, ESRCH);
+	snprintf(line, sizeof(line), "fence command pid %d for node 2 ended",
+		 (int)spawned[0]);
+	assert_int_equal(count_logged("notice ", line), 1);
+	daemon_free(d);
+	assert_groups_gone();
+}
+
+/* FENCE_STUCK_MAX (2 here) stuck commands: no more is started, each
+ * attempt fails and is handed on; once they end, commands run again. */
+static void test_stuck_limit(void **state)
+{
+	struct dlmd *d;
+
+	(void)state;
+	d = stuck_daemon(MAX_SPAWNED);
+	run_until(d, 3);
+	assert_int_equal(nspawned, 2);
+	assert_int_equal(dlmd_fence_unreaped(d), 2);
+	assert_int_equal(d->d_metrics.m_fence_runs_failed, 3);
+	assert_int_equal(d->d_metrics.m_fence_timeouts, 2);
+	assert_int_equal(up_seen.failed, 3);
+	/* at err the first time, then at debug (rate-limited) */
+	assert_true(count_logged("", "not started (2 fence commands did not "
+				 "exit after SIGKILL)") > 0);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	unstick_all();
+	run_until_cond(d, none_unreaped, 0);
+	run_until_cond(d, spawned_three, 0);
+	daemon_free(d);
+	assert_groups_gone();
+}
+
 /* The control: exit 0 fences it, once. */
 static void test_command_succeeds(void **state)
 {
@@ -410,6 +600,8 @@ int main(void)
 		cmocka_unit_test(test_command_killed),
 		cmocka_unit_test(test_spawn_fails),
 		cmocka_unit_test(test_command_times_out),
+		cmocka_unit_test_teardown(test_command_stuck, unstick_teardown),
+		cmocka_unit_test_teardown(test_stuck_limit, unstick_teardown),
 	};
 
 	struct dlmd_config cf;

@@ -1,0 +1,47 @@
+#!/bin/sh
+# tests/test-client-perms.sh - an unprivileged user against a dlmd run by
+# root.
+#
+# A one-node dlmd (membership none) whose client socket anyone may
+# connect to (socket_mode 0666: the permissions that matter are then
+# dlmd's own), and tests/perm-client, run as root, whose child drops to
+# nobody: see tests/perm-client.c for the rules it asserts (no lockspace
+# creation, a lockspace's mode obeyed, a request ring only on a sealed,
+# writable memfd of its own after LS_OPEN, another user's locks and
+# orphans out of reach through the ring and the socket alike).  Then
+# dlmd's counters show the ring was used, and dlmd is still up.
+# Needs root (setresuid); skips (77) otherwise.
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$top_srcdir/tests/test-lib.sh"
+POLLS=100		# waits: polls of 0.1 s
+
+rc=0
+pid=
+
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (setresuid)" >&2; exit 77; }
+id nobody >/dev/null 2>&1 || { echo "SKIP: no user nobody" >&2; exit 77; }
+dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-perms.XXXXXX") || exit 1
+chmod 755 "$dir"
+
+cleanup() {
+	stop_dlmd
+	check_sanitizer "$dir/dlmd.out"
+	finish "dlmd: dlmd.out; perm-client: perm.out"
+}
+trap cleanup EXIT
+trap 'rc=1; exit 1' INT TERM
+
+write_conf "$dir/dlm.conf" "socket_owner = root" "socket_group = root" \
+	"socket_mode = 0666" "log_level = debug"
+export DLMD_SOCKET=$dir/dlmd.sock DLMD_CTL_SOCKET=$dir/dlmd-ctl.sock
+start_dlmd "$dir/dlm.conf" "$dir/dlmd.out"
+
+timeout 60 "$top_builddir/tests/perm-client" >"$dir/perm.out" 2>&1 ||
+	fail "perm-client: $(grep -v '^ok ' "$dir/perm.out")"
+cat "$dir/perm.out"
+n=$(grep -c '^ok ' "$dir/perm.out")
+[ "$n" -ge 25 ] || fail "only $n checks passed"
+rr=$("$DLMCTL" status | sed -n 's/^ring_requests //p')
+[ "${rr:-0}" -ge 6 ] || fail "ring_requests $rr: the ring was not used"
+kill -0 "$pid" 2>/dev/null || fail "dlmd died"
