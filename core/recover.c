@@ -57,6 +57,32 @@
  * locking: held messages are processed in arrival order, kept operations
  * are redone, requests that wait for a master look it up again.
  *
+ * QUIET STEPS.  Each barrier is a round in which every member must run
+ * and hear from every other: (s - 1) x s status messages among s
+ * survivors, and on a machine where the members share cores, a wait for
+ * the slowest to be scheduled (at 16 nodes, 15 daemons on 2 cores).  The
+ * masters and locks steps have something to do only where a resource
+ * lost its master and a survivor holds a lock on it (RESF_RECOVER_MASTER,
+ * set by step_start and nowhere else): the lookups, the resends and
+ * their replies are all such a resource's.  So each member says, with
+ * its status of step nodes, whether it has any (DLM_MF_RC_NOTHING: none,
+ * roots or children).  Once the NODES barrier is passed every member has
+ * every member's word, the same on all of them (a member's NODES status
+ * is the first of the event it sends, and links are FIFO).  If nobody
+ * has any, nobody sends an RC_LOOKUP, RC_LOCK or a reply to one in this
+ * event, and the MASTERS and LOCKS barriers order nothing: the steps
+ * still run (step_masters sweeps the directory, commit_masters has
+ * nothing to commit) but are not announced, and nobody waits for them:
+ * a member goes from the DIR barrier through to step done, whose
+ * barrier (DONE: every new master has granted before anyone resumes)
+ * stays, as do NODES (everyone has started this event and purged before
+ * anyone registers: a DIR_ADD of an event the receiver has not started
+ * is ignored) and DIR (the directory is complete before it is swept and
+ * asked).  Three rounds instead of five when a node that dies took only
+ * its own resources' locks with it (bench/bench-recovery, "barrier
+ * rounds").  A member that says nothing (the flag is 0: an engine before
+ * this change) is taken as having something: the five rounds.
+ *
  * The lockspace's states (ls_state, changed only by set_state(), which
  * logs each change, and any change not listed here as a bug):
  *
@@ -284,6 +310,8 @@ static void send_status(struct dlm_ls *ls, enum dlm_rstep step)
 			continue;
 		rc_msg(ls, &m, DLM_RC_STATUS);
 		m.m_status = (int32_t)step;
+		if (step == DLM_RS_NODES && ls->ls_rc_nothing)
+			m.m_flags = DLM_MF_RC_NOTHING;
 		dlm_send_msg(ls, &m, ls->ls_members[i]);
 	}
 }
@@ -302,6 +330,27 @@ static bool barrier(struct dlm_ls *ls, enum dlm_rstep step)
 		st = rcstat(ls, n);
 		if (!st || st->rs_event != ls->ls_event ||
 		    st->rs_step < (uint32_t)step)
+			return false;
+	}
+	return true;
+}
+
+/* Did every member, us included, say it has no master to recover in our
+ * event (QUIET STEPS)?  Asked only past the NODES barrier. */
+static bool all_nothing(struct dlm_ls *ls)
+{
+	unsigned int i;
+
+	if (!ls->ls_rc_nothing)
+		return false;
+	for (i = 0; i < ls->ls_nmembers; i++) {
+		uint32_t n = ls->ls_members[i];
+		struct dlm_rcstat *st;
+
+		if (n == dlm_our_nodeid(ls))
+			continue;
+		st = rcstat(ls, n);
+		if (!st || st->rs_event != ls->ls_event || !st->rs_nothing)
 			return false;
 	}
 	return true;
@@ -429,11 +478,13 @@ static int step_start(struct dlm_ls *ls)
 	}
 	/* a child that needs a new master takes its root's: its ancestors
 	 * need one too, even those we hold no lock on */
+	ls->ls_rc_nothing = true;
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
 		struct dlm_rsb *r = ls->ls_rec_rsbs[i], *p;
 
 		if (!(r->res_flags & RESF_RECOVER_MASTER))
 			continue;
+		ls->ls_rc_nothing = false;	/* QUIET STEPS */
 		for (p = r->res_parent; p; p = p->res_parent)
 			if (!p->res_nodeid || departed(ls, p->res_nodeid))
 				p->res_flags |= RESF_RECOVER_MASTER;
@@ -771,7 +822,9 @@ static int step_recovered(struct dlm_ls *ls)
  * step before it: once what it waits for has come, the lockspace is in
  * step S, its action runs, and (announce) every other member is told it
  * is done, which is what their barrier on S waits for.  Adding a step is
- * one enum value (core_internal.h) and one row here.
+ * one enum value (core_internal.h) and one row here.  A quiet step is
+ * neither announced nor waited for when no member has a master to
+ * recover (QUIET STEPS, at the top).
  *
  *   WAIT_NONE      go on at once (the first row, run by start)
  *   WAIT_BARRIER   every member announced the step we are in
@@ -785,17 +838,18 @@ static const struct recovery_step {
 	enum rc_wait	wait;
 	int		(*action)(struct dlm_ls *ls);	/* NULL: none */
 	bool		announce;
+	bool		quiet;
 } recovery_steps[] = {
-	/* step                      name                 waits for      runs            announce */
-	[DLM_RS_NONE]            = { "none",              WAIT_NONE,     NULL,           false },
-	[DLM_RS_NODES]           = { "nodes",             WAIT_NONE,     step_start,     true },
-	[DLM_RS_DIR]             = { "directory",         WAIT_BARRIER,  step_dir,       true },
-	[DLM_RS_MASTERS_PENDING] = { "masters (lookups)", WAIT_BARRIER,  step_masters,   false },
-	[DLM_RS_MASTERS]         = { "masters",           WAIT_REPLIES,  NULL,           true },
-	[DLM_RS_LOCKS_PENDING]   = { "locks (resend)",    WAIT_BARRIER,  step_locks,     false },
-	[DLM_RS_LOCKS]           = { "locks",             WAIT_REPLIES,  commit_masters, true },
-	[DLM_RS_DONE]            = { "done",              WAIT_BARRIER,  step_grant,     true },
-	[DLM_RS_FINISHED]        = { "wait finish",       WAIT_BARRIER,  step_recovered, false },
+	/* step                      name                 waits for      runs            announce quiet */
+	[DLM_RS_NONE]            = { "none",              WAIT_NONE,     NULL,           false,   false },
+	[DLM_RS_NODES]           = { "nodes",             WAIT_NONE,     step_start,     true,    false },
+	[DLM_RS_DIR]             = { "directory",         WAIT_BARRIER,  step_dir,       true,    false },
+	[DLM_RS_MASTERS_PENDING] = { "masters (lookups)", WAIT_BARRIER,  step_masters,   false,   false },
+	[DLM_RS_MASTERS]         = { "masters",           WAIT_REPLIES,  NULL,           true,    true },
+	[DLM_RS_LOCKS_PENDING]   = { "locks (resend)",    WAIT_BARRIER,  step_locks,     false,   false },
+	[DLM_RS_LOCKS]           = { "locks",             WAIT_REPLIES,  commit_masters, true,    true },
+	[DLM_RS_DONE]            = { "done",              WAIT_BARRIER,  step_grant,     true,    false },
+	[DLM_RS_FINISHED]        = { "wait finish",       WAIT_BARRIER,  step_recovered, false,   false },
 };
 
 #define NSTEPS	(sizeof(recovery_steps) / sizeof(recovery_steps[0]))
@@ -811,6 +865,9 @@ static bool step_may_run(struct dlm_ls *ls, const struct recovery_step *s)
 	case WAIT_NONE:
 		return true;
 	case WAIT_BARRIER:
+		/* the barrier on the step we are in, unless it is quiet */
+		if (recovery_steps[ls->ls_rstep].quiet && all_nothing(ls))
+			return true;
 		return barrier(ls, ls->ls_rstep);
 	case WAIT_REPLIES:
 		return ls->ls_rc_out == 0;
@@ -856,7 +913,7 @@ static void recover_run(struct dlm_ls *ls)
 			recovery_failed(ls, rv);
 			return;
 		}
-		if (s->announce)
+		if (s->announce && !(s->quiet && all_nothing(ls)))
 			send_status(ls, next);
 	}
 }
@@ -1113,11 +1170,17 @@ static int receive_rc_status(struct dlm_ls *ls, const struct dlm_msg *m)
 
 	if (!st)
 		return -ENOMEM;
-	if (m->m_gen > st->rs_event ||
-	    (m->m_gen == st->rs_event && (uint32_t)m->m_status > st->rs_step)) {
+	if (m->m_gen > st->rs_event) {
 		st->rs_event = m->m_gen;
 		st->rs_step = (uint32_t)m->m_status;
+		st->rs_nothing = false;
+	} else if (m->m_gen == st->rs_event &&
+		   (uint32_t)m->m_status > st->rs_step) {
+		st->rs_step = (uint32_t)m->m_status;
 	}
+	/* the sender's word on its masters to recover (QUIET STEPS) */
+	if (m->m_gen == st->rs_event && m->m_status == DLM_RS_NODES)
+		st->rs_nothing = m->m_flags & DLM_MF_RC_NOTHING;
 	recover_run(ls);
 	return 0;
 }

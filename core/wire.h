@@ -141,6 +141,10 @@ static inline int dlm_msg_is_recovery(int type)
 #define DLM_MF_ORPHAN		0x2	/* lock is an orphan */
 #define DLM_MF_OWNER_GROUP	0x4	/* PURGE: m_owner is an owner group */
 #define DLM_MF_VALNOTVALID	0x8	/* MIGRATE: the LVB may be stale */
+#define DLM_MF_RC_NOTHING	0x10	/* RC_STATUS of step nodes: the sender
+					 * has no resource whose master
+					 * departed (core/recover.c, QUIET
+					 * STEPS) */
 
 /* A decoded message.  key and lvb point into the received buffer. */
 struct dlm_msg {
