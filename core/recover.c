@@ -573,6 +573,10 @@ static int step_masters(struct dlm_ls *ls)
 	rv = sweep_dir(ls);
 	if (rv)
 		return rv;
+	if (all_nothing(ls))
+		log_ls(ls, DLM_LOG_DEBUG, "recovery %u: no member has a master "
+		       "to recover: steps masters and locks are quiet",
+		       ls->ls_event);
 	/* lookups that came before our directory was complete */
 	dlm_held_replay(ls, &ls->ls_rc_deferred, receive_rc_lookup);
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
