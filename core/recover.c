@@ -502,17 +502,58 @@ static int sweep_dir(struct dlm_ls *ls)
 	return 0;
 }
 
+/* The records for one directory node, sent as RC_DIR_ADDS when full
+ * and at the end of the step (core/wire.h). */
+struct dir_batch {
+	unsigned int	db_len;
+	unsigned char	db_list[DLM_WIRE_LIST_MAX];
+};
+
+static void dir_batch_send(struct dlm_ls *ls, struct dir_batch *b, uint32_t to)
+{
+	struct dlm_msg m;
+
+	if (!b->db_len)
+		return;
+	rc_msg(ls, &m, DLM_RC_DIR_ADDS);
+	m.m_key = b->db_list;
+	m.m_keylen = (uint16_t)b->db_len;
+	m.m_nodeid = dlm_our_nodeid(ls);
+	dlm_send_msg(ls, &m, to);
+	b->db_len = 0;
+}
+
+static void dir_batch_add(struct dlm_ls *ls, struct dir_batch *b,
+			  const struct dlm_rsb *r, uint32_t to)
+{
+	if (b->db_len + 2 + r->res_keylen > DLM_WIRE_LIST_MAX)
+		dir_batch_send(ls, b, to);
+	b->db_list[b->db_len] = (unsigned char)(r->res_keylen & 0xff);
+	b->db_list[b->db_len + 1] = (unsigned char)(r->res_keylen >> 8);
+	memcpy(b->db_list + b->db_len + 2, r->res_key, r->res_keylen);
+	b->db_len += 2 + r->res_keylen;
+}
+
 static int step_dir(struct dlm_ls *ls)
 {
 	uint32_t us = dlm_our_nodeid(ls);
+	struct dir_batch *batch;
 	size_t i;
 	int rv = 0;
 
 	/* a resource moved to us before the stop is ours to register */
 	dlm_remaster_recover(ls);
 
+	/* one batch per member, by its place in ls_members (the directory
+	 * node of a hash is a member by its place too) */
+	batch = malloc(ls->ls_nmembers * sizeof(*batch));
+	if (!batch)
+		return -ENOMEM;
+	for (i = 0; i < ls->ls_nmembers; i++)
+		batch[i].db_len = 0;
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
 		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
+		unsigned int k;
 		uint32_t dir;
 
 		if (r->res_nodeid != us || r->res_parent)
@@ -523,10 +564,20 @@ static int step_dir(struct dlm_ls *ls)
 					      r->res_hnode.hn_hash, us);
 			if (rv)
 				break;
-		} else {
-			send_key_msg(ls, DLM_RC_DIR_ADD, r, us, dir);
+			continue;
 		}
+		for (k = 0; k < ls->ls_nmembers && ls->ls_members[k] != dir; k++)
+			;
+		if (k == ls->ls_nmembers)
+			send_key_msg(ls, DLM_RC_DIR_ADD, r, us, dir);	/* not reached */
+		else
+			dir_batch_add(ls, &batch[k], r, dir);
 	}
+	/* what is sent of a failed step does no harm: the retry, under a
+	 * newer event, registers everything again */
+	for (i = 0; i < ls->ls_nmembers; i++)
+		dir_batch_send(ls, &batch[i], ls->ls_members[i]);
+	free(batch);
 	return rv;
 }
 
@@ -1197,6 +1248,22 @@ static int receive_rc_dir_add(struct dlm_ls *ls, const struct dlm_msg *m)
 				m->m_nodeid);
 }
 
+/* RC_DIR_ADDS: the sender masters every key of the list (wire.h). */
+static int receive_rc_dir_adds(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	const unsigned char *key;
+	unsigned int off = 0, keylen;
+	int rv;
+
+	while (dlm_key_list_next(m->m_key, m->m_keylen, &off, &key, &keylen)) {
+		rv = dlm_dir_register(ls, key, keylen,
+				      dlm_hash_bytes(key, keylen), m->m_nodeid);
+		if (rv)
+			return rv;
+	}
+	return 0;
+}
+
 /* One of the replies this step waits for came. */
 static void reply_came(struct dlm_ls *ls)
 {
@@ -1268,6 +1335,7 @@ static const struct rc_handler {
 	RC(DLM_RC_LOOKUP_REPLY) = { receive_rc_lookup_reply, RC_KEY,       DLM_RS_MASTERS_PENDING, NULL },
 	RC(DLM_RC_LOCK)         = { receive_rc_lock,         RC_KEY,       ANY_STEP,               NULL },
 	RC(DLM_RC_LOCK_REPLY)   = { receive_rc_lock_reply,   0,            DLM_RS_LOCKS_PENDING,   NULL },
+	RC(DLM_RC_DIR_ADDS)     = { receive_rc_dir_adds,     RC_KEY,       ANY_STEP,               NULL },
 #undef RC
 };
 
