@@ -26,7 +26,9 @@
  *   directory (kernel: recover_directory)
  *           Every node registers each root resource it masters with the
  *           resource's directory node under the new membership
- *           (RC_DIR_ADD); sub-resources have no record.     barrier DIR
+ *           (RC_DIR_ADDS: the keys for one directory node batched, up
+ *           to a message's size, as the kernel sends its names in
+ *           buffers); sub-resources have no record.         barrier DIR
  *   masters (kernel: recover_masters)
  *           For each root resource marked above, ask its directory node
  *           who masters it now (RC_LOOKUP); the first to ask becomes the
@@ -568,10 +570,10 @@ static int step_dir(struct dlm_ls *ls)
 		}
 		for (k = 0; k < ls->ls_nmembers && ls->ls_members[k] != dir; k++)
 			;
-		if (k == ls->ls_nmembers)
-			send_key_msg(ls, DLM_RC_DIR_ADD, r, us, dir);	/* not reached */
-		else
+		if (k < ls->ls_nmembers)
 			dir_batch_add(ls, &batch[k], r, dir);
+		else	/* dlm_dir_nodeid() gives a member: never */
+			send_key_msg(ls, DLM_RC_DIR_ADD, r, us, dir);
 	}
 	/* what is sent of a failed step does no harm: the retry, under a
 	 * newer event, registers everything again */
