@@ -318,8 +318,10 @@ static void send_status(struct dlm_ls *ls, enum dlm_rstep step)
 	}
 }
 
-/* Has every other member finished 'step' of our event? */
-static bool barrier(struct dlm_ls *ls, enum dlm_rstep step)
+/* Has every other member finished 'step' of our event (and, with
+ * 'nothing', said it has no master to recover: QUIET STEPS)? */
+static bool others_passed(struct dlm_ls *ls, enum dlm_rstep step,
+			  bool nothing)
 {
 	unsigned int i;
 
@@ -331,31 +333,22 @@ static bool barrier(struct dlm_ls *ls, enum dlm_rstep step)
 			continue;
 		st = rcstat(ls, n);
 		if (!st || st->rs_event != ls->ls_event ||
-		    st->rs_step < (uint32_t)step)
+		    st->rs_step < (uint32_t)step || (nothing && !st->rs_nothing))
 			return false;
 	}
 	return true;
 }
 
+static bool barrier(struct dlm_ls *ls, enum dlm_rstep step)
+{
+	return others_passed(ls, step, false);
+}
+
 /* Did every member, us included, say it has no master to recover in our
- * event (QUIET STEPS)?  Asked only past the NODES barrier. */
+ * event?  Asked only past the NODES barrier. */
 static bool all_nothing(struct dlm_ls *ls)
 {
-	unsigned int i;
-
-	if (!ls->ls_rc_nothing)
-		return false;
-	for (i = 0; i < ls->ls_nmembers; i++) {
-		uint32_t n = ls->ls_members[i];
-		struct dlm_rcstat *st;
-
-		if (n == dlm_our_nodeid(ls))
-			continue;
-		st = rcstat(ls, n);
-		if (!st || st->rs_event != ls->ls_event || !st->rs_nothing)
-			return false;
-	}
-	return true;
+	return ls->ls_rc_nothing && others_passed(ls, DLM_RS_NODES, true);
 }
 
 /* ------------------------------------------------------------------ */
