@@ -8,14 +8,18 @@
  * messages included (encode, queue, decode), so it bounds what the
  * engine adds to a real cluster's recovery.
  *
- * Usage: bench-recovery [LOCKS [single]]   (default 1000000)
+ * Usage: bench-recovery [LOCKS [single [NODES]]]   (default 1000000, 3)
  *
  * By default each resource has two locks, PR from its master and CR from
  * the next node, so recovery purges, remasters and resends.  With
  * "single" each resource has one EX lock, taken by its master (the shape
  * of bench/scale's recovery: every client locks fresh names of its own),
  * so recovery is the directory's rebuild and the walks over every
- * resource.
+ * resource.  NODES engines (2..64) hold the locks; the last one dies.
+ * Besides their total the recovery's messages are counted by type, with
+ * the barrier rounds (RC_STATUS messages over survivors x (survivors -
+ * 1)): at 16 nodes, what each of the 15 survivors' dlmds must send,
+ * receive and wake for.
  *
  * Besides the wall time it prints this process's CPU time for the
  * recovery (the machine is shared: the CPU time is the steadier figure)
@@ -57,7 +61,8 @@
 #include "core/core.h"
 #include "core/wire.h"
 
-#define NODES	3
+#define MAX_NODES	64
+static int nnodes = 3;	/* engines; the last one dies */
 
 /* The network: one FIFO of fixed-size slots, grown by doubling, so that
  * the harness itself does not allocate per message. */
@@ -70,11 +75,13 @@ struct bmsg {
 static struct bmsg *q;
 static size_t qcap, qhead, qtail;
 static uint64_t nmsgs, nbytes;
-static struct dlm_core *cores[NODES + 1];
-static struct dlm_ls *lss[NODES + 1];
-static uint32_t done_event[NODES + 1];
-static int dead[NODES + 1];
-static uint32_t node_of_ctx[NODES + 1];
+static struct dlm_core *cores[MAX_NODES + 1];
+static struct dlm_ls *lss[MAX_NODES + 1];
+static uint32_t done_event[MAX_NODES + 1];
+static int dead[MAX_NODES + 1];
+static uint32_t node_of_ctx[MAX_NODES + 1];
+static uint64_t by_type[DLM_MSG_MAX + 1];
+static int count_types;
 
 static void b_send(void *ctx, uint32_t to, const void *buf, size_t len)
 {
@@ -97,6 +104,13 @@ static void b_send(void *ctx, uint32_t to, const void *buf, size_t len)
 			q = nq;
 			qcap = ncap;
 		}
+	}
+	if (count_types) {
+		struct dlm_msg dm;
+
+		if (!dlm_msg_decode(buf, len, &dm, NULL) &&
+		    dm.m_type <= DLM_MSG_MAX)
+			by_type[dm.m_type]++;
 	}
 	m = &q[qtail++];
 	m->from = *(uint32_t *)ctx;
@@ -204,21 +218,31 @@ int main(int argc, char **argv)
 	unsigned long nlocks = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000000;
 	int single = argc > 2 && !strcmp(argv[2], "single");
 	unsigned long nres = single ? nlocks : nlocks / 2, i;
-	uint32_t members[NODES] = { 1, 2, 3 }, survivors[2] = { 1, 2 };
+	uint32_t members[MAX_NODES], survivors[MAX_NODES];
+	int last;
 	struct dlm_ls_stats st;
 	double t0, t1, t2, c1, c2;
 	uint64_t m0;
 	char name[32];
 	int n;
 
-	for (n = 1; n <= NODES; n++) {
+	if (argc > 3)
+		nnodes = atoi(argv[3]);
+	if (nnodes < 2 || nnodes > MAX_NODES) {
+		fprintf(stderr, "bench-recovery: nnodes is 2..%d\n", MAX_NODES);
+		return 2;
+	}
+	last = nnodes;
+	for (n = 1; n <= nnodes; n++)
+		members[n - 1] = survivors[n - 1] = (uint32_t)n;
+	for (n = 1; n <= nnodes; n++) {
 		struct dlm_core_config cfg = { .our_nodeid = (uint32_t)n,
 						 .toss_ms = 3600000 };
 
 		node_of_ctx[n] = (uint32_t)n;
 		cores[n] = dlm_core_new(&cfg, &ops, &node_of_ctx[n]);
 		if (!cores[n] || dlm_core_ls_create(cores[n], "bench", members,
-						    NODES, NULL, &lss[n])) {
+						    nnodes, NULL, &lss[n])) {
 			fprintf(stderr, "bench-recovery: setup failed\n");
 			return 1;
 		}
@@ -228,7 +252,7 @@ int main(int argc, char **argv)
 	t0 = now_s();
 	for (i = 0; i < nres; i++) {
 		unsigned len = (unsigned)snprintf(name, sizeof(name), "res%lu", i);
-		int first = 1 + (int)(i % NODES);
+		int first = 1 + (int)(i % nnodes);
 
 		lock1(first, 1, name, len, single ? DLM_LOCK_EX : DLM_LOCK_PR);
 		if ((i & 1023) == 0)
@@ -237,7 +261,7 @@ int main(int argc, char **argv)
 	drain();
 	for (i = 0; i < nres && !single; i++) {
 		unsigned len = (unsigned)snprintf(name, sizeof(name), "res%lu", i);
-		int second = 1 + (int)((i + 1) % NODES);
+		int second = 1 + (int)((i + 1) % nnodes);
 
 		lock1(second, 2, name, len, DLM_LOCK_CR);
 		if ((i & 1023) == 0)
@@ -245,9 +269,10 @@ int main(int argc, char **argv)
 	}
 	drain();
 	t1 = now_s();
-	printf("dlmd engine recovery benchmark (3 engines in one process)\n");
+	printf("dlmd engine recovery benchmark (%d engines in one process)\n",
+	       nnodes);
 	printf("%-44s %12lu\n", "locks held", single ? nres : nres * 2);
-	for (n = 1; n <= NODES; n++) {
+	for (n = 1; n <= nnodes; n++) {
 		dlm_core_ls_stats(lss[n], &st);
 		printf("  node %d: %llu lock blocks, %llu resources\n", n,
 		       (unsigned long long)st.ls_locks,
@@ -257,21 +282,23 @@ int main(int argc, char **argv)
 
 	if (getenv("BENCH_SETUP_ONLY"))
 		return 0;
-	/* node 3 dies */
-	dead[3] = 1;
+	/* the last node dies */
+	dead[last] = 1;
 	m0 = nmsgs;
 	timing_steps = 1;
+	count_types = 1;
 	t1 = now_s();
 	c1 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-	for (n = 1; n <= 2; n++)
+	for (n = 1; n < last; n++)
 		dlm_core_ls_stop(lss[n]);
-	for (n = 1; n <= 2; n++)
-		if (dlm_core_ls_start(lss[n], 1, survivors, 2)) {
+	for (n = 1; n < last; n++)
+		if (dlm_core_ls_start(lss[n], 1, survivors,
+				      (unsigned int)last - 1)) {
 			fprintf(stderr, "bench-recovery: start failed\n");
 			return 1;
 		}
 	drain();
-	for (n = 1; n <= 2; n++) {
+	for (n = 1; n < last; n++) {
 		if (done_event[n] != 1) {
 			fprintf(stderr, "bench-recovery: node %d did not finish\n", n);
 			return 1;
@@ -281,21 +308,28 @@ int main(int argc, char **argv)
 	drain();
 	t2 = now_s();
 	c2 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-	printf("%-44s %10.3f s\n", "recovery after node 3 died (engine only)",
-	       t2 - t1);
+	count_types = 0;
+	printf("recovery after node %d died (engine only)     %10.3f s\n",
+	       last, t2 - t1);
 	printf("%-44s %10.3f s\n", "  of which CPU time (this process)", c2 - c1);
 	for (i = 0; i < nsteps; i++)
 		printf("  CPU while node 1 in step %-18s %10.3f s\n", steps[i].name,
 		       (i + 1 < nsteps ? steps[i + 1].at : c2) - steps[i].at);
 	printf("%-44s %12llu\n", "recovery messages",
 	       (unsigned long long)(nmsgs - m0));
-	for (n = 1; n <= 2; n++) {
+	for (i = 0; i <= DLM_MSG_MAX; i++)
+		if (by_type[i])
+			printf("  %-42s %12llu\n", dlm_msg_type_str((int)i),
+			       (unsigned long long)by_type[i]);
+	printf("%-44s %12.1f\n", "barrier rounds (RC_STATUS / (s x (s-1)))",
+	       (double)by_type[DLM_RC_STATUS] / ((last - 1) * (last - 2 > 0 ? last - 2 : 1)));
+	for (n = 1; n < last; n++) {
 		dlm_core_ls_stats(lss[n], &st);
 		printf("  node %d after: %llu lock blocks, %llu resources\n", n,
 		       (unsigned long long)st.ls_locks,
 		       (unsigned long long)st.ls_resources);
 	}
-	for (n = 1; n <= NODES; n++)
+	for (n = 1; n <= nnodes; n++)
 		dlm_core_free(cores[n]);
 	free(q);
 	return 0;

@@ -260,6 +260,8 @@ struct dlm_rcstat {
 	uint32_t		rs_nodeid;
 	uint32_t		rs_event;
 	uint32_t		rs_step;
+	bool			rs_nothing;	/* its status of step nodes in
+						 * rs_event: no master to recover */
 };
 
 /* Recovery steps (recover.c); a barrier follows each. */
@@ -329,6 +331,8 @@ struct dlm_ls {
 	uint32_t		ls_event;	/* last event started */
 	uint32_t		ls_generation;	/* last event finished */
 	uint32_t		ls_rc_out;	/* recovery replies we wait for */
+	bool			ls_rc_nothing;	/* no rsb of ours needs a new
+						 * master (recover.c) */
 	int			ls_rc_error;	/* the last start failed in ls_rstep */
 	struct dlm_list		ls_held;	/* messages held while stopped */
 	/* remaster.c: MIGRATE_LOCK records kept until their MIGRATE, and

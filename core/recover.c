@@ -26,7 +26,9 @@
  *   directory (kernel: recover_directory)
  *           Every node registers each root resource it masters with the
  *           resource's directory node under the new membership
- *           (RC_DIR_ADD); sub-resources have no record.     barrier DIR
+ *           (RC_DIR_ADDS: the keys for one directory node batched, up
+ *           to a message's size, as the kernel sends its names in
+ *           buffers); sub-resources have no record.         barrier DIR
  *   masters (kernel: recover_masters)
  *           For each root resource marked above, ask its directory node
  *           who masters it now (RC_LOOKUP); the first to ask becomes the
@@ -56,6 +58,32 @@
  * Then recovery_done(E) is reported, and dlm_core_ls_finish(E) resumes
  * locking: held messages are processed in arrival order, kept operations
  * are redone, requests that wait for a master look it up again.
+ *
+ * QUIET STEPS.  Each barrier is a round in which every member must run
+ * and hear from every other: (s - 1) x s status messages among s
+ * survivors, and on a machine where the members share cores, a wait for
+ * the slowest to be scheduled (at 16 nodes, 15 daemons on 2 cores).  The
+ * masters and locks steps have something to do only where a resource
+ * lost its master and a survivor holds a lock on it (RESF_RECOVER_MASTER,
+ * set by step_start and nowhere else): the lookups, the resends and
+ * their replies are all such a resource's.  So each member says, with
+ * its status of step nodes, whether it has any (DLM_MF_RC_NOTHING: none,
+ * roots or children).  Once the NODES barrier is passed every member has
+ * every member's word, the same on all of them (a member's NODES status
+ * is the first of the event it sends, and links are FIFO).  If nobody
+ * has any, nobody sends an RC_LOOKUP, RC_LOCK or a reply to one in this
+ * event, and the MASTERS and LOCKS barriers order nothing: the steps
+ * still run (step_masters sweeps the directory, commit_masters has
+ * nothing to commit) but are not announced, and nobody waits for them:
+ * a member goes from the DIR barrier through to step done, whose
+ * barrier (DONE: every new master has granted before anyone resumes)
+ * stays, as do NODES (everyone has started this event and purged before
+ * anyone registers: a DIR_ADD of an event the receiver has not started
+ * is ignored) and DIR (the directory is complete before it is swept and
+ * asked).  Three rounds instead of five when a node that dies took only
+ * its own resources' locks with it (bench/bench-recovery, "barrier
+ * rounds").  A member that says nothing (the flag is 0: an engine before
+ * this change) is taken as having something: the five rounds.
  *
  * The lockspace's states (ls_state, changed only by set_state(), which
  * logs each change, and any change not listed here as a bug):
@@ -284,12 +312,16 @@ static void send_status(struct dlm_ls *ls, enum dlm_rstep step)
 			continue;
 		rc_msg(ls, &m, DLM_RC_STATUS);
 		m.m_status = (int32_t)step;
+		if (step == DLM_RS_NODES && ls->ls_rc_nothing)
+			m.m_flags = DLM_MF_RC_NOTHING;
 		dlm_send_msg(ls, &m, ls->ls_members[i]);
 	}
 }
 
-/* Has every other member finished 'step' of our event? */
-static bool barrier(struct dlm_ls *ls, enum dlm_rstep step)
+/* Has every other member finished 'step' of our event (and, with
+ * 'nothing', said it has no master to recover: QUIET STEPS)? */
+static bool others_passed(struct dlm_ls *ls, enum dlm_rstep step,
+			  bool nothing)
 {
 	unsigned int i;
 
@@ -301,10 +333,22 @@ static bool barrier(struct dlm_ls *ls, enum dlm_rstep step)
 			continue;
 		st = rcstat(ls, n);
 		if (!st || st->rs_event != ls->ls_event ||
-		    st->rs_step < (uint32_t)step)
+		    st->rs_step < (uint32_t)step || (nothing && !st->rs_nothing))
 			return false;
 	}
 	return true;
+}
+
+static bool barrier(struct dlm_ls *ls, enum dlm_rstep step)
+{
+	return others_passed(ls, step, false);
+}
+
+/* Did every member, us included, say it has no master to recover in our
+ * event?  Asked only past the NODES barrier. */
+static bool all_nothing(struct dlm_ls *ls)
+{
+	return ls->ls_rc_nothing && others_passed(ls, DLM_RS_NODES, true);
 }
 
 /* ------------------------------------------------------------------ */
@@ -429,11 +473,13 @@ static int step_start(struct dlm_ls *ls)
 	}
 	/* a child that needs a new master takes its root's: its ancestors
 	 * need one too, even those we hold no lock on */
+	ls->ls_rc_nothing = true;
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
 		struct dlm_rsb *r = ls->ls_rec_rsbs[i], *p;
 
 		if (!(r->res_flags & RESF_RECOVER_MASTER))
 			continue;
+		ls->ls_rc_nothing = false;	/* QUIET STEPS */
 		for (p = r->res_parent; p; p = p->res_parent)
 			if (!p->res_nodeid || departed(ls, p->res_nodeid))
 				p->res_flags |= RESF_RECOVER_MASTER;
@@ -451,17 +497,58 @@ static int sweep_dir(struct dlm_ls *ls)
 	return 0;
 }
 
+/* The records for one directory node, sent as RC_DIR_ADDS when full
+ * and at the end of the step (core/wire.h). */
+struct dir_batch {
+	unsigned int	db_len;
+	unsigned char	db_list[DLM_WIRE_LIST_MAX];
+};
+
+static void dir_batch_send(struct dlm_ls *ls, struct dir_batch *b, uint32_t to)
+{
+	struct dlm_msg m;
+
+	if (!b->db_len)
+		return;
+	rc_msg(ls, &m, DLM_RC_DIR_ADDS);
+	m.m_key = b->db_list;
+	m.m_keylen = (uint16_t)b->db_len;
+	m.m_nodeid = dlm_our_nodeid(ls);
+	dlm_send_msg(ls, &m, to);
+	b->db_len = 0;
+}
+
+static void dir_batch_add(struct dlm_ls *ls, struct dir_batch *b,
+			  const struct dlm_rsb *r, uint32_t to)
+{
+	if (b->db_len + 2 + r->res_keylen > DLM_WIRE_LIST_MAX)
+		dir_batch_send(ls, b, to);
+	b->db_list[b->db_len] = (unsigned char)(r->res_keylen & 0xff);
+	b->db_list[b->db_len + 1] = (unsigned char)(r->res_keylen >> 8);
+	memcpy(b->db_list + b->db_len + 2, r->res_key, r->res_keylen);
+	b->db_len += 2 + r->res_keylen;
+}
+
 static int step_dir(struct dlm_ls *ls)
 {
 	uint32_t us = dlm_our_nodeid(ls);
+	struct dir_batch *batch;
 	size_t i;
 	int rv = 0;
 
 	/* a resource moved to us before the stop is ours to register */
 	dlm_remaster_recover(ls);
 
+	/* one batch per member, by its place in ls_members (the directory
+	 * node of a hash is a member by its place too) */
+	batch = malloc(ls->ls_nmembers * sizeof(*batch));
+	if (!batch)
+		return -ENOMEM;
+	for (i = 0; i < ls->ls_nmembers; i++)
+		batch[i].db_len = 0;
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
 		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
+		unsigned int k;
 		uint32_t dir;
 
 		if (r->res_nodeid != us || r->res_parent)
@@ -472,10 +559,20 @@ static int step_dir(struct dlm_ls *ls)
 					      r->res_hnode.hn_hash, us);
 			if (rv)
 				break;
-		} else {
-			send_key_msg(ls, DLM_RC_DIR_ADD, r, us, dir);
+			continue;
 		}
+		for (k = 0; k < ls->ls_nmembers && ls->ls_members[k] != dir; k++)
+			;
+		if (k < ls->ls_nmembers)
+			dir_batch_add(ls, &batch[k], r, dir);
+		else	/* dlm_dir_nodeid() gives a member: never */
+			send_key_msg(ls, DLM_RC_DIR_ADD, r, us, dir);
 	}
+	/* what is sent of a failed step does no harm: the retry, under a
+	 * newer event, registers everything again */
+	for (i = 0; i < ls->ls_nmembers; i++)
+		dir_batch_send(ls, &batch[i], ls->ls_members[i]);
+	free(batch);
 	return rv;
 }
 
@@ -522,6 +619,10 @@ static int step_masters(struct dlm_ls *ls)
 	rv = sweep_dir(ls);
 	if (rv)
 		return rv;
+	if (all_nothing(ls))
+		log_ls(ls, DLM_LOG_DEBUG, "recovery %u: no member has a master "
+		       "to recover: steps masters and locks are quiet",
+		       ls->ls_event);
 	/* lookups that came before our directory was complete */
 	dlm_held_replay(ls, &ls->ls_rc_deferred, receive_rc_lookup);
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
@@ -771,7 +872,9 @@ static int step_recovered(struct dlm_ls *ls)
  * step before it: once what it waits for has come, the lockspace is in
  * step S, its action runs, and (announce) every other member is told it
  * is done, which is what their barrier on S waits for.  Adding a step is
- * one enum value (core_internal.h) and one row here.
+ * one enum value (core_internal.h) and one row here.  A quiet step is
+ * neither announced nor waited for when no member has a master to
+ * recover (QUIET STEPS, at the top).
  *
  *   WAIT_NONE      go on at once (the first row, run by start)
  *   WAIT_BARRIER   every member announced the step we are in
@@ -785,17 +888,18 @@ static const struct recovery_step {
 	enum rc_wait	wait;
 	int		(*action)(struct dlm_ls *ls);	/* NULL: none */
 	bool		announce;
+	bool		quiet;
 } recovery_steps[] = {
-	/* step                      name                 waits for      runs            announce */
-	[DLM_RS_NONE]            = { "none",              WAIT_NONE,     NULL,           false },
-	[DLM_RS_NODES]           = { "nodes",             WAIT_NONE,     step_start,     true },
-	[DLM_RS_DIR]             = { "directory",         WAIT_BARRIER,  step_dir,       true },
-	[DLM_RS_MASTERS_PENDING] = { "masters (lookups)", WAIT_BARRIER,  step_masters,   false },
-	[DLM_RS_MASTERS]         = { "masters",           WAIT_REPLIES,  NULL,           true },
-	[DLM_RS_LOCKS_PENDING]   = { "locks (resend)",    WAIT_BARRIER,  step_locks,     false },
-	[DLM_RS_LOCKS]           = { "locks",             WAIT_REPLIES,  commit_masters, true },
-	[DLM_RS_DONE]            = { "done",              WAIT_BARRIER,  step_grant,     true },
-	[DLM_RS_FINISHED]        = { "wait finish",       WAIT_BARRIER,  step_recovered, false },
+	/* step                      name                 waits for      runs            announce quiet */
+	[DLM_RS_NONE]            = { "none",              WAIT_NONE,     NULL,           false,   false },
+	[DLM_RS_NODES]           = { "nodes",             WAIT_NONE,     step_start,     true,    false },
+	[DLM_RS_DIR]             = { "directory",         WAIT_BARRIER,  step_dir,       true,    false },
+	[DLM_RS_MASTERS_PENDING] = { "masters (lookups)", WAIT_BARRIER,  step_masters,   false,   false },
+	[DLM_RS_MASTERS]         = { "masters",           WAIT_REPLIES,  NULL,           true,    true },
+	[DLM_RS_LOCKS_PENDING]   = { "locks (resend)",    WAIT_BARRIER,  step_locks,     false,   false },
+	[DLM_RS_LOCKS]           = { "locks",             WAIT_REPLIES,  commit_masters, true,    true },
+	[DLM_RS_DONE]            = { "done",              WAIT_BARRIER,  step_grant,     true,    false },
+	[DLM_RS_FINISHED]        = { "wait finish",       WAIT_BARRIER,  step_recovered, false,   false },
 };
 
 #define NSTEPS	(sizeof(recovery_steps) / sizeof(recovery_steps[0]))
@@ -811,6 +915,9 @@ static bool step_may_run(struct dlm_ls *ls, const struct recovery_step *s)
 	case WAIT_NONE:
 		return true;
 	case WAIT_BARRIER:
+		/* the barrier on the step we are in, unless it is quiet */
+		if (recovery_steps[ls->ls_rstep].quiet && all_nothing(ls))
+			return true;
 		return barrier(ls, ls->ls_rstep);
 	case WAIT_REPLIES:
 		return ls->ls_rc_out == 0;
@@ -856,7 +963,7 @@ static void recover_run(struct dlm_ls *ls)
 			recovery_failed(ls, rv);
 			return;
 		}
-		if (s->announce)
+		if (s->announce && !(s->quiet && all_nothing(ls)))
 			send_status(ls, next);
 	}
 }
@@ -1117,11 +1224,17 @@ static int receive_rc_status(struct dlm_ls *ls, const struct dlm_msg *m)
 
 	if (!st)
 		return -ENOMEM;
-	if (m->m_gen > st->rs_event ||
-	    (m->m_gen == st->rs_event && (uint32_t)m->m_status > st->rs_step)) {
+	if (m->m_gen > st->rs_event) {
 		st->rs_event = m->m_gen;
 		st->rs_step = (uint32_t)m->m_status;
+		st->rs_nothing = false;
+	} else if (m->m_gen == st->rs_event &&
+		   (uint32_t)m->m_status > st->rs_step) {
+		st->rs_step = (uint32_t)m->m_status;
 	}
+	/* the sender's word on its masters to recover (QUIET STEPS) */
+	if (m->m_gen == st->rs_event && m->m_status == DLM_RS_NODES)
+		st->rs_nothing = m->m_flags & DLM_MF_RC_NOTHING;
 	recover_run(ls);
 	return 0;
 }
@@ -1132,6 +1245,22 @@ static int receive_rc_dir_add(struct dlm_ls *ls, const struct dlm_msg *m)
 	return dlm_dir_register(ls, m->m_key, m->m_keylen,
 				dlm_hash_bytes(m->m_key, m->m_keylen),
 				m->m_nodeid);
+}
+
+/* RC_DIR_ADDS: the sender masters every key of the list (wire.h). */
+static int receive_rc_dir_adds(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	const unsigned char *key;
+	unsigned int off = 0, keylen;
+	int rv;
+
+	while (dlm_key_list_next(m->m_key, m->m_keylen, &off, &key, &keylen)) {
+		rv = dlm_dir_register(ls, key, keylen,
+				      dlm_hash_bytes(key, keylen), m->m_nodeid);
+		if (rv)
+			return rv;
+	}
+	return 0;
 }
 
 /* One of the replies this step waits for came. */
@@ -1205,6 +1334,7 @@ static const struct rc_handler {
 	RC(DLM_RC_LOOKUP_REPLY) = { receive_rc_lookup_reply, RC_KEY,       DLM_RS_MASTERS_PENDING, NULL },
 	RC(DLM_RC_LOCK)         = { receive_rc_lock,         RC_KEY,       ANY_STEP,               NULL },
 	RC(DLM_RC_LOCK_REPLY)   = { receive_rc_lock_reply,   0,            DLM_RS_LOCKS_PENDING,   NULL },
+	RC(DLM_RC_DIR_ADDS)     = { receive_rc_dir_adds,     RC_KEY,       ANY_STEP,               NULL },
 #undef RC
 };
 

@@ -42,6 +42,7 @@ static const char *const type_names[DLM_MSG_MAX + 1] = {
 	[DLM_MSG_REPOINT_REPLY] = "repoint_reply",
 	[DLM_RC_STATUS] = "rc_status",
 	[DLM_RC_DIR_ADD] = "rc_dir_add",
+	[DLM_RC_DIR_ADDS] = "rc_dir_adds",
 	[DLM_RC_LOOKUP] = "rc_lookup",
 	[DLM_RC_LOOKUP_REPLY] = "rc_lookup_reply",
 	[DLM_RC_LOCK] = "rc_lock",
@@ -79,12 +80,35 @@ int dlm_key_valid(const unsigned char *key, size_t keylen)
 	return off == keylen;
 }
 
+/* An RC_DIR_ADDS list: records of a 2-byte length (1..DLM_MAX_KEYLEN)
+ * and a valid key, filling len exactly. */
+static int key_list_valid(const unsigned char *list, size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		size_t n;
+
+		if (len - off < 2)
+			return 0;
+		n = dlm_get_le16(list + off);
+		off += 2;
+		if (n == 0 || n > DLM_MAX_KEYLEN || n > len - off ||
+		    !dlm_key_valid(list + off, n))
+			return 0;
+		off += n;
+	}
+	return 1;
+}
+
 int dlm_msg_encode(const struct dlm_msg *m, unsigned char *buf, size_t buflen)
 {
 	size_t len = DLM_WIRE_FIXED_LEN + m->m_keylen + m->m_pkeylen +
 		     m->m_lvblen;
+	unsigned int keymax = m->m_type == DLM_RC_DIR_ADDS ? DLM_WIRE_LIST_MAX :
+							    DLM_MAX_KEYLEN;
 
-	if (m->m_keylen > DLM_MAX_KEYLEN || m->m_pkeylen > DLM_MAX_KEYLEN ||
+	if (m->m_keylen > keymax || m->m_pkeylen > DLM_MAX_KEYLEN ||
 	    (m->m_lvblen != 0 && m->m_lvblen != DLM_LVB_LEN) || len > buflen)
 		return -EINVAL;
 	dlm_put_le32(buf + 0, DLM_WIRE_MAGIC);
@@ -194,15 +218,27 @@ int dlm_msg_decode(const void *buf, size_t len, struct dlm_msg *m,
 	m->m_pkeylen = dlm_get_le16(p + 124);
 	if (p[99] != 0 || dlm_get_le16(p + 126) != 0)
 		FAIL(-EBADMSG, "non-zero padding");
-	if (m->m_keylen > DLM_MAX_KEYLEN || m->m_pkeylen > DLM_MAX_KEYLEN)
+	if (m->m_type == DLM_RC_DIR_ADDS) {
+		if (m->m_keylen < 3 || m->m_keylen > DLM_WIRE_LIST_MAX ||
+		    m->m_pkeylen || m->m_lvblen || !m->m_nodeid)
+			FAIL(-EBADMSG, "directory records without keys or node");
+	} else if (m->m_keylen > DLM_MAX_KEYLEN) {
+		FAIL(-EBADMSG, "key too long");
+	}
+	if (m->m_pkeylen > DLM_MAX_KEYLEN)
 		FAIL(-EBADMSG, "key too long");
 	if (m->m_lvblen != 0 && m->m_lvblen != DLM_LVB_LEN)
 		FAIL(-EBADMSG, "bad LVB length");
 	if ((size_t)DLM_WIRE_FIXED_LEN + m->m_keylen + m->m_pkeylen +
 	    m->m_lvblen != len)
 		FAIL(-EBADMSG, "variable parts do not fill the message");
-	if (m->m_keylen && !dlm_key_valid(p + DLM_WIRE_FIXED_LEN, m->m_keylen))
+	if (m->m_type == DLM_RC_DIR_ADDS) {
+		if (!key_list_valid(p + DLM_WIRE_FIXED_LEN, m->m_keylen))
+			FAIL(-EBADMSG, "malformed key list");
+	} else if (m->m_keylen &&
+		   !dlm_key_valid(p + DLM_WIRE_FIXED_LEN, m->m_keylen)) {
 		FAIL(-EBADMSG, "malformed resource key");
+	}
 	if (m->m_pkeylen && (!m->m_keylen ||
 			     !dlm_key_valid(p + DLM_WIRE_FIXED_LEN + m->m_keylen,
 					    m->m_pkeylen)))

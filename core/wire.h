@@ -54,9 +54,23 @@
  * REQUEST_REPLY refusing -EBADR (m_nodeid: the master the refuser knows
  * of): a version-3 engine would drop them and strand the moved locks.
  * Version 5 added MIGRATE_LOCK, MOVED, REPOINT and REPOINT_REPLY (a
- * resource that other nodes lock too moves with their locks, issue 18):
- * a version-4 engine would keep its locks pointing at the old master.
+ * resource that other nodes lock too moves with their locks, issue 18),
+ * and RC_DIR_ADDS (below): a version-4 engine would keep its locks
+ * pointing at the old master, and would drop RC_DIR_ADDS as an unknown
+ * type, rebuild its directory without those records and then give a
+ * name a second master.
  * A message of another version is dropped and logged (-EPROTO).
+ *
+ * RC_DIR_ADDS.  A recovery's directory rebuild registers every root
+ * resource with its directory node (core/recover.c): at 16 nodes and 1M
+ * locks, 875,000 records, which one message each made 875,000 messages
+ * of 128 bytes of header for a key of about 10.  RC_DIR_ADDS carries
+ * many records for one directory node, all mastered by m_nodeid: its
+ * variable part is not one key but a list, keylen giving its length
+ * (3..DLM_WIRE_LIST_MAX), each record a 2-byte length (1..DLM_MAX_KEYLEN)
+ * and that many bytes of a valid key, the records filling the list
+ * exactly; no parent key, no LVB, m_nodeid not 0.  dlm_key_list_next()
+ * walks a decoded one.
  *
  * The transport (lowcomms) adds its own framing, sequencing and acks
  * around this; the engine relies only on per-link FIFO delivery.
@@ -72,6 +86,7 @@
 #ifndef DLMD_CORE_WIRE_H
 #define DLMD_CORE_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -86,6 +101,9 @@
  * message carries at most two (its own and its parent's). */
 #define DLM_WIRE_MAX_LEN	(DLM_WIRE_FIXED_LEN + 2 * DLM_MAX_KEYLEN + \
 				 DLM_LVB_LEN)
+/* The longest key list an RC_DIR_ADDS carries: the rest of a message of
+ * the largest size. */
+#define DLM_WIRE_LIST_MAX	(DLM_WIRE_MAX_LEN - DLM_WIRE_FIXED_LEN)
 
 enum dlm_msg_type {
 	DLM_MSG_REQUEST = 1,
@@ -144,7 +162,9 @@ enum dlm_msg_type {
 	DLM_RC_LOOKUP_REPLY = 35,
 	DLM_RC_LOCK = 36,		/* a lock resent to its resource's new master */
 	DLM_RC_LOCK_REPLY = 37,
-	DLM_MSG_MAX = 37,
+	DLM_RC_DIR_ADDS = 38,		/* directory records: a list of keys
+					 * -> m_nodeid (RC_DIR_ADDS above) */
+	DLM_MSG_MAX = 38,
 };
 
 /* A deadlock probe travels at most this many hops (core/deadlock.c). */
@@ -160,6 +180,10 @@ static inline int dlm_msg_is_recovery(int type)
 #define DLM_MF_ORPHAN		0x2	/* lock is an orphan */
 #define DLM_MF_OWNER_GROUP	0x4	/* PURGE: m_owner is an owner group */
 #define DLM_MF_VALNOTVALID	0x8	/* MIGRATE: the LVB may be stale */
+#define DLM_MF_RC_NOTHING	0x10	/* RC_STATUS of step nodes: the sender
+					 * has no resource whose master
+					 * departed (core/recover.c, QUIET
+					 * STEPS) */
 
 /* A decoded message.  key and lvb point into the received buffer. */
 struct dlm_msg {
@@ -201,6 +225,22 @@ static inline void dlm_msg_init(struct dlm_msg *m, int type)
 }
 
 const char *dlm_msg_type_str(int type);
+
+/* The next key of a decoded RC_DIR_ADDS's list (m_key, m_keylen) from
+ * *off (start at 0): true with *key and *keylen set and *off moved past
+ * it, false at the end.  The decoder checked the list. */
+static inline bool dlm_key_list_next(const unsigned char *list,
+				     unsigned int listlen, unsigned int *off,
+				     const unsigned char **key,
+				     unsigned int *keylen)
+{
+	if (*off + 2 > listlen)
+		return false;
+	*keylen = (unsigned int)list[*off] | (unsigned int)list[*off + 1] << 8;
+	*key = list + *off + 2;
+	*off += 2 + *keylen;
+	return true;
+}
 
 /* Encode m into buf (at least DLM_WIRE_MAX_LEN bytes).  Returns the
  * length, or -EINVAL if a length field is out of range. */

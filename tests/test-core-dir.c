@@ -183,6 +183,69 @@ static void test_bad_messages(void **state)
 }
 
 /* Tables grow and shrink: 100k locks on 100k resources and back. */
+/* RC_DIR_ADDS (core/wire.h): a list of keys round-trips and is walked
+ * record by record; a list that does not parse is refused whole. */
+static void test_dir_adds_wire(void **state)
+{
+	static const unsigned char list[] = "\x02\x00" "\x01" "a"
+					     "\x04\x00" "\x01" "b" "\x01" "c";
+	unsigned char buf[DLM_WIRE_MAX_LEN], bad[sizeof(list) - 1];
+	const unsigned char *key;
+	unsigned int off = 0, keylen, n = 0;
+	struct dlm_msg m, d;
+	int len;
+
+	(void)state;
+	dlm_msg_init(&m, DLM_RC_DIR_ADDS);
+	m.m_grmode = m.m_rqmode = m.m_bastmode = DLM_LOCK_IV;
+	m.m_nodeid = 2;
+	m.m_key = list;
+	m.m_keylen = sizeof(list) - 1;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(len, DLM_WIRE_FIXED_LEN + sizeof(list) - 1);
+	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), 0);
+	while (dlm_key_list_next(d.m_key, d.m_keylen, &off, &key, &keylen)) {
+		assert_int_equal(keylen, n ? 4 : 2);
+		assert_memory_equal(key, n ? "\x01" "b" "\x01" "c" : "\x01" "a",
+				    keylen);
+		n++;
+	}
+	assert_int_equal(n, 2);
+	/* a record longer than the rest, one of length 0, a malformed key,
+	 * a lone length byte: refused */
+	memcpy(bad, list, sizeof(bad));
+	bad[4] = 9;
+	m.m_key = bad;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), -EBADMSG);
+	bad[4] = 0;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), -EBADMSG);
+	memcpy(bad, list, sizeof(bad));
+	bad[6] = 0;	/* a component of length 0 */
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), -EBADMSG);
+	m.m_key = list;
+	m.m_keylen = 5;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), -EBADMSG);
+	/* without a master, or with an LVB */
+	m.m_keylen = sizeof(list) - 1;
+	m.m_nodeid = 0;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), -EBADMSG);
+	m.m_nodeid = 2;
+	m.m_lvb = "0123456789abcdef0123456789abcdef";
+	m.m_lvblen = DLM_LVB_LEN;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), -EBADMSG);
+	/* longer than a key may be, up to the largest message */
+	m.m_lvb = NULL;
+	m.m_lvblen = 0;
+	m.m_keylen = DLM_WIRE_LIST_MAX + 1;
+	assert_int_equal(dlm_msg_encode(&m, buf, sizeof(buf)), -EINVAL);
+}
+
 static void test_growth(void **state)
 {
 	struct cluster *c = cluster_new(1, 1);
@@ -486,6 +549,7 @@ int main(void)
 		cmocka_unit_test(test_three_nodes),
 		cmocka_unit_test(test_stale_master),
 		cmocka_unit_test(test_bad_messages),
+		cmocka_unit_test(test_dir_adds_wire),
 		cmocka_unit_test(test_growth),
 		cmocka_unit_test(test_fresh_children),
 		cmocka_unit_test(test_child_creators),

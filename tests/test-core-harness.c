@@ -11,7 +11,10 @@ static void h_send(void *ctx, uint32_t to, const void *buf, size_t len)
 	struct nodectx *nc = ctx;
 	struct cluster *c = nc->c;
 	struct qmsg *m;
+	struct dlm_msg dm;
 
+	if (!dlm_msg_decode(buf, len, &dm, NULL) && dm.m_type <= DLM_MSG_MAX)
+		c->sent[dm.m_type]++;
 	assert_true(c->qtail - c->qhead < MAXQ);
 	m = &c->q[c->qtail++ % MAXQ];
 	m->from = (uint32_t)nc->node;

@@ -141,6 +141,52 @@ static void test_recover_master_dies(void **state)
 	cluster_free(c);
 }
 
+/* QUIET STEPS (core/recover.c): the barriers on the masters and locks
+ * steps are left out when no survivor holds a lock on a resource the dead
+ * node mastered (3 rounds of RC_STATUS among the survivors, not 5), and
+ * kept when one does; either way the survivors' locks are there after. */
+static void test_recover_quiet_steps(void **state)
+{
+	struct cluster *c = cluster_new(4, 100);
+	uint32_t l[5], x;
+	char name[8], line[48];
+	int k;
+
+	(void)state;
+	/* each node an EX on a name of its own: it masters it */
+	for (k = 1; k <= 4; k++) {
+		snprintf(name, sizeof(name), "own%d", k);
+		l[k] = lock_on(c, k, (uint64_t)k, name, DLM_LOCK_EX, 0, 0, NULL);
+		drain(c);
+		assert_status(c, k, l[k], 0);
+	}
+	memset(c->sent, 0, sizeof(c->sent));
+	c->dead[4] = 1;
+	recover_all(c, 1);
+	/* 3 survivors, 2 statuses each per round: nodes, directory, done */
+	assert_int_equal(c->sent[DLM_RC_STATUS], 3 * 2 * 3);
+	assert_int_equal(c->sent[DLM_RC_LOOKUP] + c->sent[DLM_RC_LOCK], 0);
+	for (k = 1; k <= 3; k++) {
+		snprintf(line, sizeof(line), "resource \"own%d\" master %d", k, k);
+		assert_dump_has(c, k, line);
+	}
+	/* a survivor's lock on a resource node 3 masters: all five rounds */
+	x = lock_on(c, 1, 9, "own3", DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, x, 0);
+	memset(c->sent, 0, sizeof(c->sent));
+	c->dead[3] = 1;
+	recover_all(c, 2);
+	assert_int_equal(c->sent[DLM_RC_STATUS], 2 * 1 * 5);
+	assert_int_equal(c->sent[DLM_RC_LOCK], 0);	/* node 1 masters it now */
+	assert_dump_has(c, 1, "resource \"own3\" master 1");
+	/* locking goes on: node 2 takes own3 beside node 1's NL */
+	x = lock_on(c, 2, 2, "own3", DLM_LOCK_PR, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 2, x, 0);
+	cluster_free(c);
+}
+
 static uint64_t token_of(struct cluster *c, int node, uint64_t owner,
 			 uint32_t lkid)
 {
@@ -631,6 +677,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lazy_ranges_out_of_memory),
 		cmocka_unit_test(test_recover_master_dies),
+		cmocka_unit_test(test_recover_quiet_steps),
 		cmocka_unit_test(test_recover_enomem),
 		cmocka_unit_test(test_recover_token),
 		cmocka_unit_test(test_forged_clock),

@@ -53,6 +53,7 @@ struct cluster {
 	uint32_t failed_event[MAXN + 1];
 	int failed_error[MAXN + 1];
 	int dead[MAXN + 1];
+	unsigned long sent[DLM_MSG_MAX + 1];	/* messages sent, by type */
 };
 
 struct nodectx {
