@@ -84,8 +84,8 @@ struct lc_transport {
  * (RTO up to 60 s, a path declared dead after 5 retransmissions) would leave
  * messages stuck on a cut link for minutes; with these a path that stops
  * answering is abandoned after about PATH_MAX_RXT retransmission timeouts of
- * at most RTO_MAX each, and retransmissions go to another path from the
- * first timeout on.  Heartbeats probe idle paths so that a cut is noticed,
+ * at most RTO_MAX each, and retransmissions and new data go to another path
+ * from the first timeout on (PATH_PF_THRESHOLD).  Heartbeats probe idle paths so that a cut is noticed,
  * and a healed path is used again, without traffic.
  */
 #define LC_SCTP_RTO_INITIAL_MS	300

@@ -24,9 +24,9 @@
 # to the other path at the first retransmission timeout, at most 1 s
 # (lowcomms/usrsctp.c, FAILOVER), and the receiver measures only time in
 # which nothing at all arrived.  A slow or loaded host stretches that by
-# scheduling delays, not by seconds: the failovers measured with 8 busy
-# loops beside an ASan build stood still 0.1 to 0.5 s.  Ten seconds is ten
-# times the bound; a stream that stands still that long after a cut has
+# scheduling delays, not by seconds: the failovers measured with 12 busy
+# loops beside an ASan build (load 16) stood still 0.4 to 1.3 s.  Ten
+# seconds is ten times the bound; a stream that stands still that long after a cut has
 # lost its failover (issue 10: a minute of silence on a loaded host).  The
 # receiver gives up as soon as it has stood still that long, so a failing
 # run takes seconds, not the 60 s timeout.
