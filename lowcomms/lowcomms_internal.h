@@ -84,8 +84,8 @@ struct lc_transport {
  * (RTO up to 60 s, a path declared dead after 5 retransmissions) would leave
  * messages stuck on a cut link for minutes; with these a path that stops
  * answering is abandoned after about PATH_MAX_RXT retransmission timeouts of
- * at most RTO_MAX each, and retransmissions go to another path from the
- * first timeout on.  Heartbeats probe idle paths so that a cut is noticed,
+ * at most RTO_MAX each, and retransmissions and new data go to another path
+ * from the first timeout on (PATH_PF_THRESHOLD).  Heartbeats probe idle paths so that a cut is noticed,
  * and a healed path is used again, without traffic.
  */
 #define LC_SCTP_RTO_INITIAL_MS	300
@@ -93,6 +93,13 @@ struct lc_transport {
 #define LC_SCTP_RTO_MAX_MS	1000
 #define LC_SCTP_HB_INTERVAL_MS	500
 #define LC_SCTP_PATH_MAX_RXT	2
+/* A path is "potentially failed" (RFC 7829) after more than this many
+ * timeouts in a row, and new data then goes to another path until it
+ * answers again: 0 means at the first timeout, so a cut costs one RTO
+ * (at most RTO_MAX) rather than PATH_MAX_RXT + 1 backed-off ones.  The
+ * kernel's SCTP does this by default (net.sctp.pf_retrans = 0); usrsctp
+ * has it off unless told (usrsctp.c, FAILOVER). */
+#define LC_SCTP_PATH_PF_THRESHOLD	0
 /* The association dies after this many timeouts in a row on every path. */
 #define LC_SCTP_ASSOC_MAX_RXT	10
 

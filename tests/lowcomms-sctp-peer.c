@@ -16,9 +16,16 @@
  * failed check or timeout, 2 on bad usage.  Every wait is bounded by
  * --timeout.
  *
+ * The receiver also reports its longest stall: the longest time, between
+ * the first message and the last, in which the stream did not advance.
+ * After a cut link that is the failover time; with --max-stall S it gives
+ * up (FAILED, "stalled") as soon as the stream has stood still for S
+ * seconds, rather than waiting out --timeout.
+ *
  * Usage: lowcomms-sctp-peer send|recv --id N --addr A [--addr A2]
  *          --peer-id M --peer-addr B [--peer-addr B2] [--port P]
  *          [--count C] [--rate R] [--timeout S] [--progress FILE]
+ *          [--max-stall S]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -51,6 +58,8 @@ struct peer {
 	uint64_t p_rx_next;	/* next counter expected */
 	uint64_t p_rx_total;
 	uint64_t p_rx_bad;	/* out of order, repeated or garbled */
+	uint64_t p_rx_moved_at;	/* when p_rx_next last advanced, 0: never */
+	uint64_t p_rx_max_stall; /* longest time it stood still, ms */
 	bool p_verbose;
 };
 
@@ -159,6 +168,26 @@ static void run_once(struct peer *p)
 	lc_flush(p->p_lc);
 }
 
+/*
+ * The receiver's stall clock, called once per loop turn: the time since the
+ * stream last advanced counts from its first message until its last.
+ * Returns how long it has stood still now (ms).
+ */
+static uint64_t watch_stall(struct peer *p, uint64_t now, uint64_t *seen)
+{
+	uint64_t still;
+
+	if (p->p_rx_next == *seen) {
+		still = p->p_rx_moved_at ? now - p->p_rx_moved_at : 0;
+		if (still > p->p_rx_max_stall)
+			p->p_rx_max_stall = still;
+		return still;
+	}
+	*seen = p->p_rx_next;
+	p->p_rx_moved_at = now;
+	return 0;
+}
+
 static void write_progress(const char *path, uint64_t count)
 {
 	char tmp[4096];
@@ -178,7 +207,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: lowcomms-sctp-peer send|recv --id N --addr A [--addr A2] "
 		"--peer-id M --peer-addr B [--peer-addr B2] [--port P] "
-		"[--count C] [--rate R] [--timeout S] [--progress FILE]\n");
+		"[--count C] [--rate R] [--timeout S] [--progress FILE] "
+		"[--max-stall S]\n");
 	exit(2);
 }
 
@@ -194,6 +224,7 @@ int main(int argc, char **argv)
 		{ "rate", required_argument, NULL, 'r' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "progress", required_argument, NULL, 'P' },
+		{ "max-stall", required_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -204,10 +235,11 @@ int main(int argc, char **argv)
 	const char *progress = NULL;
 	long count = DEFAULT_COUNT, rate = DEFAULT_RATE;
 	int timeout_s = DEFAULT_TIMEOUT, port = DEFAULT_PORT, npeer = 0, opt;
+	int max_stall_s = 0;	/* 0: wait out the timeout */
 	uint32_t peer_id = 0;
 	uint64_t start, deadline, sent = 0, last_progress = 0, done_at = 0;
-	uint64_t lost_during = 0;
-	bool sender, ok = false;
+	uint64_t lost_during = 0, rx_seen = 0;
+	bool sender, ok = false, stalled = false;
 	unsigned char msg[MSG_LEN];
 
 	if (argc < 2)
@@ -257,6 +289,9 @@ int main(int argc, char **argv)
 		case 'P':
 			progress = optarg;
 			break;
+		case 'S':
+			max_stall_s = atoi(optarg);
+			break;
 		case 'v':
 			p.p_verbose = true;
 			break;
@@ -265,7 +300,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!cfg.cfg_nodeid || !peer_id || !npeer || count <= 0 || rate <= 0 ||
-	    port <= 0 || port > UINT16_MAX)
+	    port <= 0 || port > UINT16_MAX || max_stall_s < 0)
 		usage();
 	/* Peer addresses carry port 0: lc_node_add() gives them ours. */
 	cfg.cfg_port = (uint16_t)port;
@@ -317,6 +352,12 @@ int main(int argc, char **argv)
 				break;
 			}
 		} else {
+			if (p.p_rx_next < (uint64_t)count &&
+			    watch_stall(&p, now, &rx_seen) >
+			    (uint64_t)max_stall_s * 1000 && max_stall_s) {
+				stalled = true;
+				break;
+			}
 			if (progress && now - last_progress >= PROGRESS_MS) {
 				write_progress(progress, p.p_rx_next);
 				last_progress = now;
@@ -346,12 +387,15 @@ int main(int argc, char **argv)
 		if (progress)
 			write_progress(progress, p.p_rx_next);
 		ok = ok && p.p_rx_bad == 0 && p.p_rx_total == (uint64_t)count;
-		printf("receiver: received %llu of %ld bad %llu conn_lost %llu dups_dropped %llu %s\n",
+		if (p.p_rx_next < (uint64_t)count)
+			watch_stall(&p, now_ms(), &rx_seen);
+		printf("receiver: received %llu of %ld bad %llu conn_lost %llu dups_dropped %llu max_stall_ms %llu %s%s\n",
 		       (unsigned long long)p.p_rx_total, count,
 		       (unsigned long long)p.p_rx_bad,
 		       (unsigned long long)lost_during,
 		       (unsigned long long)st.st_dups_dropped,
-		       ok ? "ok" : "FAILED");
+		       (unsigned long long)p.p_rx_max_stall,
+		       ok ? "ok" : "FAILED", stalled ? " stalled" : "");
 	}
 	fflush(stdout);
 	lc_destroy(p.p_lc);
