@@ -645,6 +645,14 @@ static bool ack_owed(const struct lc_node *n)
 	return n->node_ack_sent != n->node_recv_next - 1;
 }
 
+/* When a lone ACK goes at once: a share of a queue bound, at most max. */
+static size_t ack_bound(size_t queue_bound, size_t max)
+{
+	size_t b = queue_bound / ACK_QUEUE_SHARE;
+
+	return b > max ? max : b ? b : 1;
+}
+
 /* The cumulative ack `ack` is on its way (in DATA, ACK or HELLO). */
 static void ack_written(struct lc_node *n, uint32_t ack)
 {
@@ -1965,16 +1973,9 @@ struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 	}
 	ctx->ctx_tr = tr;
 	ctx->ctx_cfg = *cfg;
-	ctx->ctx_ack_frames = cfg->cfg_queue_frames / ACK_QUEUE_SHARE;
-	if (ctx->ctx_ack_frames > ACK_MAX_FRAMES)
-		ctx->ctx_ack_frames = ACK_MAX_FRAMES;
-	if (!ctx->ctx_ack_frames)
-		ctx->ctx_ack_frames = 1;
-	ctx->ctx_ack_bytes = cfg->cfg_queue_bytes / ACK_QUEUE_SHARE;
-	if (ctx->ctx_ack_bytes > ACK_MAX_BYTES)
-		ctx->ctx_ack_bytes = ACK_MAX_BYTES;
-	if (!ctx->ctx_ack_bytes)
-		ctx->ctx_ack_bytes = 1;
+	ctx->ctx_ack_frames = (uint32_t)ack_bound(cfg->cfg_queue_frames,
+						  ACK_MAX_FRAMES);
+	ctx->ctx_ack_bytes = ack_bound(cfg->cfg_queue_bytes, ACK_MAX_BYTES);
 	ctx->ctx_sec = cfg->cfg_security == LC_SEC_KEY;
 	if (ctx->ctx_sec)
 		lc_keys_derive(cfg->cfg_key, &ctx->ctx_keys);
