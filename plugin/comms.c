@@ -8,7 +8,13 @@
  * (dlmd_flush) delivers what the engine produced and ends in
  * dlmd_comms_kick(), which flushes the context (lc_flush) so that what
  * the engine answered goes out in the same loop turn, and re-arms the
- * timer: the one place that does both.
+ * timer: the one place that does both.  A message goes out with one
+ * send() from that flush and no epoll_ctl (lowcomms asks for POLLOUT only
+ * when a socket is full).  An ack for a message read waits for the next
+ * message to that node to carry it, and goes alone from the timer when
+ * none has within the ack delay (5 ms, lowcomms.c's DELAYED ACKS): in a
+ * remote lock pair the requester's next request carries the ack of the
+ * reply, so the master wakes once per request, not twice.
  *
  * What travels: each engine message (already encoded by core/wire.c, which
  * carries its own lockspace id, sender and target) is one lowcomms message
