@@ -177,20 +177,28 @@ static int fd_ready(int32_t fd, int32_t revents, void *data)
 	return 0;
 }
 
+/* HIGH, as clients and membership: libqb runs its lower levels only in
+ * some passes of its loop, and a peer's message polled at MED was seen by
+ * one epoll_wait, queued, and read after a second one (strace of a remote
+ * pair's requester: 6.5 epoll_wait per pair for 4 wake-ups, the master 3
+ * for 2).  lowcomms bounds its work per event (READS_PER_EVENT,
+ * WRITES_PER_FLUSH), so a busy peer does not hold the loop. */
+#define COMMS_FD_PRIO	QB_LOOP_HIGH
+
 static int comms_fd_add(void *arg, int fd, short events)
 {
 	struct dlmd_comms *cm = arg;
 
-	return qb_loop_poll_add(cm->cm_d->d_loop, QB_LOOP_MED, fd, events, cm,
-				fd_ready);
+	return qb_loop_poll_add(cm->cm_d->d_loop, COMMS_FD_PRIO, fd, events,
+				cm, fd_ready);
 }
 
 static int comms_fd_mod(void *arg, int fd, short events)
 {
 	struct dlmd_comms *cm = arg;
 
-	return qb_loop_poll_mod(cm->cm_d->d_loop, QB_LOOP_MED, fd, events, cm,
-				fd_ready);
+	return qb_loop_poll_mod(cm->cm_d->d_loop, COMMS_FD_PRIO, fd, events,
+				cm, fd_ready);
 }
 
 static void comms_fd_del(void *arg, int fd)
