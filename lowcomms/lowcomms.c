@@ -15,9 +15,17 @@
  * node's next sequence number and appends it to the node's queue, straight
  * into the queue's current 64 KiB chunk (struct lc_qchunk: no allocation
  * per message, and acknowledged chunks are reused).  If the
- * node has no connection one is started; otherwise the connection asks for
- * POLLOUT.  When the socket is writable, as many queued frames as fit are
- * copied into one buffer (256 KiB) and written with one send(): a burst of
+ * node has no connection one is started; otherwise nothing else happens
+ * yet: the caller's lc_flush() (dlmd calls it once per loop turn, after
+ * its engine has said everything it had to) tries the write at once, and
+ * lc_next_timeout() is due while queued frames wait unwritten, so a caller
+ * that does not flush gets them out at its next lc_timer().  POLLOUT is
+ * asked for only when a write would block or was cut short, and dropped
+ * once the output is out: a message that the socket takes at once costs
+ * one send() and no epoll_ctl (each lc_send() used to ask for POLLOUT and
+ * each flush to drop it again, two epoll_ctl calls a message in dlmd).
+ * A write copies as many queued frames as fit into one buffer (256 KiB)
+ * and writes it with one send(): a burst of
  * small messages costs a handful of system calls, not one each.  Each frame's
  * ack field is patched with the current cumulative ack as it is copied, so
  * acks ride on data for free.  A frame stays queued after it is written until
@@ -31,11 +39,41 @@
  * below it is a duplicate (a resend after reconnect) and is dropped; one above
  * it would mean a lost frame and closes the connection as a protocol error
  * (reported through ops_frames_lost: the caller decides what it means).
- * After each read the cumulative ack is written back, in a DATA frame going
- * that way or else in a 32-byte ACK frame; the lone ACK waits for the
- * caller's lc_flush() or the next POLLOUT, so that an answer the
- * application queues after the event (dlmd's engine replies from its flush)
- * carries it and a request costs the replier one write, not two.
+ * The cumulative ack goes back in the next DATA frame going that way, or
+ * else, when it is due, in a lone 32-byte ACK frame (DELAYED ACKS).
+ *
+ * DELAYED ACKS.  In request/reply traffic every ack can ride on data: the
+ * replier's answer carries the ack of the request, and the requester's
+ * next request carries the ack of the reply.  A lone ACK after each
+ * message read would cost the reader a write and the peer a wake-up and a
+ * read for nothing (it was the requester's fate in dlmd: the master woke
+ * four times per lock+unlock pair instead of twice).  So an owed ack waits
+ * for data to carry it, and goes alone only when it is due: when
+ * cfg_ack_delay_ms (default 5 ms) have passed since the first frame it
+ * would acknowledge was delivered (node_ack_due; lc_next_timeout() names
+ * that time and lc_timer() writes it), or at once when the peer holds
+ * ACK_MAX_FRAMES frames or ACK_MAX_BYTES payload bytes for us
+ * unacknowledged, or a quarter of our own queue bounds if that is less
+ * (the nodes of a cluster share their configuration, so that is the
+ * peer's bound too).  Why this never stalls the peer: the peer's frames
+ * stay queued until acked, and lc_send() fails -ENOBUFS at its bounds;
+ * but of the frames we have received, fewer than a quarter of its bounds
+ * are ever unacknowledged for longer than one read, and those for at most
+ * the delay (plus a loop turn), whether or not we ever send data, so its
+ * queue drains to below a quarter of its bounds after every read and to
+ * nothing within the delay.  A peer whose bounds are lower than ours
+ * waits at most the delay.  A stream is acked after every read as
+ * before (a read of a full batch holds far more than ACK_MAX_FRAMES).
+ * Why it never loses or repeats a message: only the peer's copy of a frame
+ * waits longer; the frame is delivered here already, exactly once, and
+ * node_recv_next, not the ack, is what drops duplicates.  If the
+ * connection drops with an ack owed, the peer resends what we did not
+ * ack, we drop it as duplicates, and our HELLO on the new connection
+ * carries the cumulative ack (queue_hello()), which frees the peer's queue
+ * and clears the ack owed.  lc_next_timeout() counts an ack's deadline
+ * only on an established connection: a node without one waits for its
+ * HELLO.
+ * lc_destroy() writes a last ACK as before.
  *
  * CONNECTING AND THE HELLO HANDSHAKE.  A connection is made on demand by a
  * node with something to send, to the peer's first address (the next one
@@ -212,6 +250,12 @@
 #define OUT_SLACK		256
 /* First allocation of a connection's record buffer; it doubles as needed. */
 #define REC_MIN_CAP		4096
+/* A lone ACK goes at once when the peer holds this many frames or payload
+ * bytes for us unacknowledged, or this share of our own queue bounds if
+ * that is less (DELAYED ACKS). */
+#define ACK_MAX_FRAMES		64
+#define ACK_MAX_BYTES		(64 * 1024)
+#define ACK_QUEUE_SHARE		4
 
 /*
  * The send queue of a node: DATA frames, encoded once, kept until
@@ -287,6 +331,8 @@ struct lc_node {
 	uint32_t node_sent_max;		/* highest seq ever written */
 	uint32_t node_recv_next;	/* seq we expect next */
 	uint32_t node_ack_sent;		/* last cumulative ack written */
+	uint64_t node_ack_due;		/* a lone ACK goes then, 0 = none owed */
+	size_t node_ack_bytes;		/* payload delivered since node_ack_sent */
 	struct lc_qchunk *node_qfirst;	/* the send queue, oldest first */
 	struct lc_qchunk *node_qlast;
 	struct lc_qchunk *node_qspare;	/* an empty chunk kept for reuse */
@@ -307,6 +353,8 @@ struct lc_ctx {
 	const struct lc_ops *ctx_ops;
 	void *ctx_arg;
 	uint64_t ctx_now;		/* last lc_timer() time */
+	uint32_t ctx_ack_frames;	/* a lone ACK goes at once past these */
+	size_t ctx_ack_bytes;
 	uint64_t ctx_serial;
 	int ctx_in_callback;		/* depth of ops_deliver calls */
 	const struct lc_transport *ctx_tr;
@@ -597,6 +645,35 @@ static bool ack_owed(const struct lc_node *n)
 	return n->node_ack_sent != n->node_recv_next - 1;
 }
 
+/* When a lone ACK goes at once: a share of a queue bound, at most max. */
+static size_t ack_bound(size_t queue_bound, size_t max)
+{
+	size_t b = queue_bound / ACK_QUEUE_SHARE;
+
+	return b > max ? max : b ? b : 1;
+}
+
+/* The cumulative ack `ack` is on its way (in DATA, ACK or HELLO). */
+static void ack_written(struct lc_node *n, uint32_t ack)
+{
+	n->node_ack_sent = ack;
+	if (!ack_owed(n)) {
+		n->node_ack_due = 0;
+		n->node_ack_bytes = 0;
+	}
+}
+
+/* An ack is owed that no DATA frame will carry in time: the peer holds
+ * enough frames for us, or it has waited its delay (DELAYED ACKS). */
+static bool ack_due(const struct lc_ctx *ctx, const struct lc_node *n)
+{
+	if (!ack_owed(n))
+		return false;
+	return n->node_recv_next - 1 - n->node_ack_sent >= ctx->ctx_ack_frames ||
+	       n->node_ack_bytes >= ctx->ctx_ack_bytes ||
+	       ctx->ctx_now >= n->node_ack_due;
+}
+
 /* ---- fd map and connections ------------------------------------------ */
 
 static int fdmap_set(struct lc_ctx *ctx, int fd, struct lc_conn *c)
@@ -776,6 +853,9 @@ static void conn_want(struct lc_conn *c, short events)
 	c->conn_events = events;
 }
 
+/* Something to write now: bytes of a batch not yet written, or on an
+ * established connection queued frames not yet written or an ack that is
+ * due (one merely owed waits: lc_next_timeout() has its deadline). */
 static bool conn_has_output(const struct lc_conn *c)
 {
 	const struct lc_node *n = c->conn_node;
@@ -784,7 +864,7 @@ static bool conn_has_output(const struct lc_conn *c)
 		return true;
 	if (c->conn_state != CONN_ESTABLISHED)
 		return false;
-	return q_peek(&n->node_tx) || ack_owed(n);
+	return q_peek(&n->node_tx) || ack_due(c->conn_ctx, n);
 }
 
 static void put_header(unsigned char *buf, const struct lc_ctx *ctx,
@@ -868,7 +948,7 @@ static void queue_hello(struct lc_conn *c)
 	dlm_put_le32(p + LC_FRAME_HDR_LEN, n->node_epoch);
 	dlm_put_le32(p + LC_FRAME_HDR_LEN + 4, n->node_peer_epoch);
 	c->conn_out_len += LC_HELLO_LEN;
-	n->node_ack_sent = n->node_recv_next - 1;
+	ack_written(n, n->node_recv_next - 1);
 	rec_end(c, at);
 }
 
@@ -889,9 +969,9 @@ static int fault_copies(struct lc_ctx *ctx, const unsigned char *f)
 	return flt->flt_kind == LC_FAULT_SKIP ? 0 : 2;
 }
 
-/* Copy queued frames (and the ack) into the empty output buffer; a lone
- * ACK frame only when lone_ack (else the ack waits for data or a flush). */
-static void fill_out(struct lc_conn *c, bool lone_ack)
+/* Copy queued frames (and the ack) into the empty output buffer; with no
+ * frame to carry the ack, a lone ACK frame only when it is due. */
+static void fill_out(struct lc_conn *c)
 {
 	struct lc_ctx *ctx = c->conn_ctx;
 	struct lc_node *n = c->conn_node;
@@ -920,21 +1000,26 @@ static void fill_out(struct lc_conn *c, bool lone_ack)
 		q_step(&n->node_tx, f);
 	}
 	if (c->conn_out_len > base)
-		n->node_ack_sent = ack;
-	else if (lone_ack && ack_owed(n)) {
+		ack_written(n, ack);
+	else if (ack_due(ctx, n)) {
 		put_header(c->conn_out + base, ctx, n, LC_KIND_ACK,
 			   LC_FRAME_HDR_LEN, 0);
 		c->conn_out_len = base + LC_FRAME_HDR_LEN;
-		n->node_ack_sent = ack;
+		ack_written(n, ack);
 		ctx->ctx_stats.st_acks_sent++;
 	}
 	rec_end(c, at);
 }
 
-/* Write what we can.  Returns 0, or a negative errno if the connection
- * broke (the caller closes it).  Without lone_ack an ack owed and no DATA
- * to carry it is left for later: the connection then asks for POLLOUT. */
-static int conn_flush(struct lc_conn *c, bool lone_ack)
+/*
+ * Write what we can.  Returns 0, or a negative errno if the connection
+ * broke (the caller closes it).  An ack owed, not yet due, and no DATA to
+ * carry it is left for later (lc_timer()).  POLLOUT is asked for only
+ * when the socket would not take everything (or the budget ran out), and
+ * dropped when it has: a write that goes through at once costs no
+ * epoll_ctl.
+ */
+static int conn_flush(struct lc_conn *c)
 {
 	struct lc_ctx *ctx = c->conn_ctx;
 	ssize_t rv;
@@ -946,7 +1031,7 @@ static int conn_flush(struct lc_conn *c, bool lone_ack)
 			c->conn_out_off = c->conn_out_len = 0;
 			if (c->conn_state != CONN_ESTABLISHED)
 				break;
-			fill_out(c, lone_ack);
+			fill_out(c);
 			if (c->conn_seal_err)
 				return c->conn_seal_err;
 			if (!c->conn_out_len)
@@ -965,6 +1050,13 @@ static int conn_flush(struct lc_conn *c, bool lone_ack)
 	}
 	conn_want(c, (short)(POLLIN | (conn_has_output(c) ? POLLOUT : 0)));
 	return 0;
+}
+
+/* An established connection lc_timer() writes on: frames queued and no
+ * write waiting for POLLOUT, or an ack due. */
+static bool conn_flush_due(const struct lc_conn *c)
+{
+	return c->conn_out_off == c->conn_out_len && conn_has_output(c);
 }
 
 static void conn_fail(struct lc_conn *c, int level, const char *why, int err)
@@ -1058,7 +1150,7 @@ static void on_connected(struct lc_conn *c)
 	} else {
 		queue_hello(c);
 	}
-	rv = conn_flush(c, true);
+	rv = conn_flush(c);
 	if (rv < 0)
 		conn_fail(c, LOG_WARNING, "cannot write hello", rv);
 }
@@ -1108,7 +1200,7 @@ static int process_hello(struct lc_ctx *ctx, struct lc_node *n,
 		}
 		n->node_peer_epoch = epoch;
 		n->node_recv_next = h->fh_seq;
-		n->node_ack_sent = h->fh_seq - 1;
+		ack_written(n, h->fh_seq - 1);
 	} else if (lc_seq_after(h->fh_seq, n->node_recv_next)) {
 		lc_log(ctx, LOG_ERR,
 		       "node %u resumes at %u but we expect %u: frames lost",
@@ -1207,6 +1299,9 @@ static int on_data(struct lc_ctx *ctx, struct lc_node *n,
 		return -EPROTO;
 	}
 	n->node_recv_next++;
+	if (!n->node_ack_due)
+		n->node_ack_due = refresh_now(ctx) + ctx->ctx_cfg.cfg_ack_delay_ms;
+	n->node_ack_bytes += len;
 	ctx->ctx_stats.st_msgs_delivered++;
 	ctx->ctx_in_callback++;
 	ctx->ctx_ops->ops_deliver(ctx->ctx_arg, n->node_id, h->fh_type,
@@ -1582,11 +1677,6 @@ static void conn_read(struct lc_conn *c)
 	unsigned char *buf = ctx->ctx_rbuf;
 	size_t missing, ct_len = 0;
 	bool closed = false;
-	/* Output waited since an earlier event: a lone ACK goes now.  With
-	 * a notification fd (usrsctp) it always does: that fd is rung again
-	 * only when the stack says it can take data, which need not come. */
-	bool lone_ack = ctx->ctx_tr->tr_notify_fd ||
-			(c->conn_events & POLLOUT);
 	ssize_t got, rv;
 
 	for (int i = 0; i < READS_PER_EVENT; i++) {
@@ -1633,11 +1723,10 @@ static void conn_read(struct lc_conn *c)
 			break;
 	}
 	/* What the callbacks queued goes now, with the ack on it; a lone
-	 * ACK waits for the caller's lc_flush() or the next event (POLLOUT,
-	 * or more to read), by when
-	 * the application's answer to what was read can carry it (one
-	 * write per request and reply, not two). */
-	rv = conn_flush(c, lone_ack);
+	 * ACK goes only when due (DELAYED ACKS): until then the
+	 * application's answer to what was read, or its next request, can
+	 * carry it (one write per message each way, not two). */
+	rv = conn_flush(c);
 	if (rv < 0)
 		conn_fail(c, LOG_INFO, "write error", (int)rv);
 }
@@ -1734,7 +1823,7 @@ int lc_fd_event(struct lc_ctx *ctx, int fd, short revents)
 	} else if (revents & (POLLIN | POLLERR | POLLHUP)) {
 		conn_read(c);	/* flushes, may free c */
 	} else if (revents & POLLOUT) {
-		rv = conn_flush(c, true);
+		rv = conn_flush(c);
 		if (rv < 0)
 			conn_fail(c, LOG_INFO, "write error", rv);
 	}
@@ -1759,6 +1848,7 @@ void lc_config_default(struct lc_config *cfg)
 	cfg->cfg_reconnect_min_ms = LC_DEFAULT_RECONNECT_MIN_MS;
 	cfg->cfg_reconnect_max_ms = LC_DEFAULT_RECONNECT_MAX_MS;
 	cfg->cfg_handshake_ms = LC_DEFAULT_HANDSHAKE_MS;
+	cfg->cfg_ack_delay_ms = LC_DEFAULT_ACK_DELAY_MS;
 	cfg->cfg_transport = LC_TRANSPORT_TCP;
 	cfg->cfg_sctp_impl = LC_SCTP_AUTO;
 	cfg->cfg_sctp_udp_port = LC_DEFAULT_SCTP_UDP_PORT;
@@ -1883,6 +1973,9 @@ struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 	}
 	ctx->ctx_tr = tr;
 	ctx->ctx_cfg = *cfg;
+	ctx->ctx_ack_frames = (uint32_t)ack_bound(cfg->cfg_queue_frames,
+						  ACK_MAX_FRAMES);
+	ctx->ctx_ack_bytes = ack_bound(cfg->cfg_queue_bytes, ACK_MAX_BYTES);
 	ctx->ctx_sec = cfg->cfg_security == LC_SEC_KEY;
 	if (ctx->ctx_sec)
 		lc_keys_derive(cfg->cfg_key, &ctx->ctx_keys);
@@ -1941,7 +2034,7 @@ static void write_last_ack(struct lc_conn *c)
 		len = lc_rec_seal(&c->conn_hs.hs_tx, buf, LC_FRAME_HDR_LEN);
 	if (len && c->conn_ctx->ctx_tr->tr_send(&c->conn_sock, buf, len) ==
 	    (ssize_t)len)
-		n->node_ack_sent = n->node_recv_next - 1;
+		ack_written(n, n->node_recv_next - 1);
 }
 
 void lc_destroy(struct lc_ctx *ctx)
@@ -2179,12 +2272,11 @@ int lc_send(struct lc_ctx *ctx, uint32_t nodeid, uint16_t type, uint32_t lsid,
 	n->node_qbytes += len;
 	ctx->ctx_stats.st_msgs_sent++;
 
-	if (!n->node_conn) {
-		if (!n->node_retry_pending)
-			start_connect(ctx, n);
-	} else if (n->node_conn->conn_state == CONN_ESTABLISHED) {
-		conn_want(n->node_conn, POLLIN | POLLOUT);
-	}
+	/* On a connection, the frame goes at the caller's lc_flush(), or
+	 * at lc_timer() (lc_next_timeout() is then due), or with what a
+	 * POLLOUT the connection already waits for writes: no epoll_ctl. */
+	if (!n->node_conn && !n->node_retry_pending)
+		start_connect(ctx, n);
 	return 0;
 }
 
@@ -2199,7 +2291,7 @@ void lc_flush(struct lc_ctx *ctx)
 		next = c->conn_next;
 		if (c->conn_state != CONN_ESTABLISHED || !conn_has_output(c))
 			continue;
-		rv = conn_flush(c, true);
+		rv = conn_flush(c);
 		if (rv < 0)
 			conn_fail(c, LOG_INFO, "write error", rv);
 	}
@@ -2219,9 +2311,20 @@ void lc_timer(struct lc_ctx *ctx, uint64_t now_ms)
 	ctx->ctx_now = now_ms;
 	for (c = ctx->ctx_conns; c; c = next) {
 		next = c->conn_next;
-		if (c->conn_state != CONN_ESTABLISHED &&
-		    now_ms >= c->conn_deadline)
-			conn_fail(c, LOG_WARNING, "handshake timed out", 0);
+		if (c->conn_state != CONN_ESTABLISHED) {
+			if (now_ms >= c->conn_deadline)
+				conn_fail(c, LOG_WARNING,
+					  "handshake timed out", 0);
+			continue;
+		}
+		/* Frames no lc_flush() wrote, and acks now due; a write
+		 * that would block waits for its POLLOUT. */
+		if (!ctx->ctx_in_callback && conn_flush_due(c)) {
+			int rv = conn_flush(c);
+
+			if (rv < 0)
+				conn_fail(c, LOG_INFO, "write error", rv);
+		}
 	}
 	for (size_t i = 0; i < ctx->ctx_nnodes; i++) {
 		struct lc_node *n = ctx->ctx_nodes[i];
@@ -2238,10 +2341,21 @@ uint64_t lc_next_timeout(const struct lc_ctx *ctx)
 {
 	uint64_t next = UINT64_MAX;
 
-	for (const struct lc_conn *c = ctx->ctx_conns; c; c = c->conn_next)
-		if (c->conn_state != CONN_ESTABLISHED &&
-		    c->conn_deadline < next)
-			next = c->conn_deadline;
+	for (const struct lc_conn *c = ctx->ctx_conns; c; c = c->conn_next) {
+		uint64_t at = c->conn_deadline;
+
+		if (c->conn_state == CONN_ESTABLISHED) {
+			if (c->conn_out_off < c->conn_out_len)
+				continue;	/* POLLOUT comes */
+			if (conn_flush_due(c))
+				return ctx->ctx_now;
+			at = c->conn_node->node_ack_due;
+			if (!at)
+				continue;
+		}
+		if (at < next)
+			next = at;
+	}
 	for (size_t i = 0; i < ctx->ctx_nnodes; i++) {
 		const struct lc_node *n = ctx->ctx_nodes[i];
 

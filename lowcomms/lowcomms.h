@@ -26,8 +26,11 @@
  *     lc_fd_event(ctx, fd, revents) for each ready fd (deliveries happen here);
  *     lc_timer(ctx, now_ms);
  *     lc_flush(ctx)  (optional: writes what was queued this round now rather
- *                     than on the next POLLOUT, saving one loop turn of latency)
- * lc_send() only queues; bytes move in lc_fd_event() and lc_flush().
+ *                     than at the next lc_timer(), which lc_next_timeout()
+ *                     makes due at once; saves a loop turn of latency)
+ * lc_send() only queues; bytes move in lc_fd_event(), lc_flush() and
+ * lc_timer().  Acks wait for data to carry them up to cfg_ack_delay_ms
+ * (lc_next_timeout() includes that deadline).
  */
 #ifndef DLMD_LOWCOMMS_H
 #define DLMD_LOWCOMMS_H
@@ -43,6 +46,9 @@
 #define LC_DEFAULT_RECONNECT_MIN_MS	100
 #define LC_DEFAULT_RECONNECT_MAX_MS	5000
 #define LC_DEFAULT_HANDSHAKE_MS		10000
+/* How long an ack may wait for a DATA frame to carry it (lowcomms.c,
+ * DELAYED ACKS). */
+#define LC_DEFAULT_ACK_DELAY_MS		5
 #define LC_MAX_ADDRS			4
 /* SCTP over UDP (RFC 6951) when the kernel has no SCTP: IANA's port. */
 #define LC_DEFAULT_SCTP_UDP_PORT	9899
@@ -92,6 +98,9 @@ struct lc_config {
 	unsigned int cfg_reconnect_min_ms;
 	unsigned int cfg_reconnect_max_ms;
 	unsigned int cfg_handshake_ms;	/* connect + HELLO must finish in */
+	/* An ack no DATA frame has carried goes alone after this long (or
+	 * sooner, when the peer holds many frames for us); 0 = at once. */
+	unsigned int cfg_ack_delay_ms;
 	int cfg_sndbuf;			/* SO_SNDBUF, 0 = kernel default */
 	int cfg_rcvbuf;			/* SO_RCVBUF, 0 = kernel default */
 	enum lc_transport_kind cfg_transport;
@@ -225,14 +234,14 @@ int lc_node_remove(struct lc_ctx *ctx, uint32_t nodeid);
 
 /*
  * Queue a message for nodeid; never blocks.  The connection is made on
- * demand and the write happens when the socket is writable (or at
- * lc_flush()).  -ENOENT unknown node, -EINVAL to ourselves, -EMSGSIZE
+ * demand and the write happens at lc_flush() or lc_timer() (or, when the
+ * socket was full, once it is writable again).  -ENOENT unknown node, -EINVAL to ourselves, -EMSGSIZE
  * over cfg_max_msg, -ENOBUFS when the peer's queue is at its limit (try
  * again when lc_queue_len() has gone down), -ENOMEM.
  */
 int lc_send(struct lc_ctx *ctx, uint32_t nodeid, uint16_t type, uint32_t lsid,
 	    const void *payload, size_t len);
-/* Try to write what is queued now rather than waiting for POLLOUT. */
+/* Write what is queued now (and acks that are due). */
 void lc_flush(struct lc_ctx *ctx);
 /* Messages queued for nodeid and not yet acknowledged, or -ENOENT. */
 long lc_queue_len(const struct lc_ctx *ctx, uint32_t nodeid);
@@ -240,7 +249,8 @@ long lc_queue_len(const struct lc_ctx *ctx, uint32_t nodeid);
 /* An fd handed out through ops_fd_add is ready (poll revents bits).
  * -ENOENT if the fd is not ours. */
 int lc_fd_event(struct lc_ctx *ctx, int fd, short revents);
-/* Run timers (reconnect backoff, handshake timeouts).  now_ms is
+/* Run timers (reconnect backoff, handshake timeouts, delayed acks) and
+ * write what no lc_flush() has.  now_ms is
  * CLOCK_MONOTONIC in milliseconds (lowcomms also reads that clock when it
  * sets a deadline); call at least when lc_next_timeout() has passed. */
 void lc_timer(struct lc_ctx *ctx, uint64_t now_ms);

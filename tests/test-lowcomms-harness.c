@@ -88,6 +88,7 @@ static int on_fd_mod(void *arg, int fd, short events)
 	if (fd < 0 || fd >= H_MAX_FDS || w->w_fds[fd].hf_ep != ep - w->w_eps)
 		return -EINVAL;
 	w->w_fds[fd].hf_events = events;
+	ep->ep_fd_mods++;
 	return 0;
 }
 

@@ -50,6 +50,7 @@ struct h_ep {
 	int ep_warnings;			/* LOG_WARNING or worse */
 	const char *ep_log_needle;		/* count lines containing it */
 	int ep_log_hits;
+	unsigned long ep_fd_mods;		/* ops_fd_mod calls */
 	unsigned int ep_frames_lost;		/* ops_frames_lost calls */
 	uint64_t ep_established[H_MAX_EP + 1];	/* ops_established, by node id */
 	uint32_t ep_lost_from, ep_lost_expected, ep_lost_got;	/* the last */

@@ -138,40 +138,156 @@ static bool ep0_received(struct h_world *w, void *arg)
 	return w->w_eps[0].ep_rx_total >= *(const uint64_t *)arg;
 }
 
-/* Request and reply as dlmd does them: node 2 answers after the event that
- * delivered the request (its engine replies from dlmd_flush), then
- * flushes.  The ack for the request rides on the reply: one write per
- * reply and no lone ACK frame (before, every request cost the replier an
- * ACK write and then the reply's). */
-static void test_ack_rides_on_reply(void **state)
+/* Acks wait (for a minute: no timer of this test's span fires) for DATA to
+ * carry them; only the frame and byte bounds send them sooner. */
+static void slow_ack_config(struct lc_config *cfg, uint32_t nodeid,
+			    const char *addr)
 {
-	enum { ROUNDS = 200 };
-	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
-	struct lc_stats st;
-	uint64_t want = 0, writes0 = 0, acks0 = 0;
+	h_config(cfg, nodeid, addr);
+	cfg->cfg_ack_delay_ms = 60000;
+}
+
+/* Fire node idx's pending ack timer: lc_timer() at lc_next_timeout(). */
+static void fire_ack_timer(struct h_world *w, int idx)
+{
+	uint64_t at = lc_next_timeout(w->w_eps[idx].ep_lc);
+
+	assert_true(at != UINT64_MAX);
+	lc_timer(w->w_eps[idx].ep_lc, at);
+}
+
+/* A request/reply ping-pong as dlmd does them (the remote lock pair:
+ * request; node 2 answers after the event that delivered it, as its engine
+ * replies from dlmd_flush, then flushes; the requester thinks; next
+ * request).  The ack for the request rides on the reply, and the
+ * requester's ack for the reply rides on its next request: one write per
+ * message and no lone ACK frame on either side (before, the replier once
+ * wrote an ACK and then the reply, and until this change the requester
+ * wrote a lone ACK after every reply, and the replier woke for it).  Every message is one write with no POLLOUT round: nobody calls
+ * ops_fd_mod (before, each lc_send asked for POLLOUT and each flush
+ * dropped it again: two epoll_ctl calls per message in dlmd). */
+static void test_pingpong_no_lone_ack(void **state)
+{
+	enum { ROUNDS = 200, THINK = 3 };
+	struct h_world *w = h_world_new(2, LOOPBACK, slow_ack_config);
+	struct lc_stats st0, st1;
+	uint64_t want = 0, writes0[2] = { 0 }, acks0[2] = { 0 };
+	unsigned long mods0[2] = { 0 };
 
 	(void)state;
 	for (int i = 0; i <= ROUNDS; i++) {
 		if (i == 1) {
 			/* after one warm-up round (the connection) */
-			lc_get_stats(w->w_eps[1].ep_lc, &st);
-			writes0 = st.st_writes;
-			acks0 = st.st_acks_sent;
+			lc_get_stats(w->w_eps[0].ep_lc, &st0);
+			lc_get_stats(w->w_eps[1].ep_lc, &st1);
+			writes0[0] = st0.st_writes;
+			writes0[1] = st1.st_writes;
+			acks0[0] = st0.st_acks_sent;
+			acks0[1] = st1.st_acks_sent;
+			mods0[0] = w->w_eps[0].ep_fd_mods;
+			mods0[1] = w->w_eps[1].ep_fd_mods;
 		}
 		want++;
 		assert_int_equal(h_send(w, 0, 1, 1), 1);
+		lc_flush(w->w_eps[0].ep_lc);
 		assert_true(h_run_until(w, ep1_received, &want, WAIT_MS));
 		assert_int_equal(h_send(w, 1, 0, 1), 1);
 		lc_flush(w->w_eps[1].ep_lc);
 		assert_true(h_run_until(w, ep0_received, &want, WAIT_MS));
+		/* The requester's client thinks: loop turns pass. */
+		for (int t = 0; t < THINK; t++)
+			h_poll(w, 0);
 	}
-	lc_get_stats(w->w_eps[1].ep_lc, &st);
-	printf("request/reply: %d replies in %llu writes, %llu lone acks\n",
-	       ROUNDS, (unsigned long long)(st.st_writes - writes0),
-	       (unsigned long long)(st.st_acks_sent - acks0));
-	assert_int_equal(st.st_acks_sent - acks0, 0);
-	assert_int_equal(st.st_writes - writes0, ROUNDS);
+	lc_get_stats(w->w_eps[0].ep_lc, &st0);
+	lc_get_stats(w->w_eps[1].ep_lc, &st1);
+	printf("ping-pong: %d rounds; requester %llu writes, %llu lone acks, "
+	       "%lu fd_mod; replier %llu writes, %llu lone acks, %lu fd_mod\n",
+	       ROUNDS, (unsigned long long)(st0.st_writes - writes0[0]),
+	       (unsigned long long)(st0.st_acks_sent - acks0[0]),
+	       w->w_eps[0].ep_fd_mods - mods0[0],
+	       (unsigned long long)(st1.st_writes - writes0[1]),
+	       (unsigned long long)(st1.st_acks_sent - acks0[1]),
+	       w->w_eps[1].ep_fd_mods - mods0[1]);
+	assert_int_equal(st0.st_acks_sent - acks0[0], 0);
+	assert_int_equal(st1.st_acks_sent - acks0[1], 0);
+	assert_int_equal(st0.st_writes - writes0[0], ROUNDS);
+	assert_int_equal(st1.st_writes - writes0[1], ROUNDS);
+	assert_int_equal(w->w_eps[0].ep_fd_mods - mods0[0], 0);
+	assert_int_equal(w->w_eps[1].ep_fd_mods - mods0[1], 0);
+	/* The last reply's ack is owed and waits for its timer; when that
+	 * fires the ack goes alone and the replier's queue empties. */
+	assert_int_equal(lc_queue_len(w->w_eps[1].ep_lc, 1), 1);
+	fire_ack_timer(w, 0);
 	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	lc_get_stats(w->w_eps[0].ep_lc, &st0);
+	assert_int_equal(st0.st_acks_sent - acks0[0], 1);
+	assert_clean(w);
+	h_world_free(w);
+}
+
+/* Queue bounds of 16 frames and 16 KiB: a receiver acks at once when it
+ * holds 4 frames or 4 KiB unacknowledged (a quarter of the bounds). */
+static void small_queue_config(struct lc_config *cfg, uint32_t nodeid,
+			       const char *addr)
+{
+	slow_ack_config(cfg, nodeid, addr);
+	cfg->cfg_queue_frames = 16;
+	cfg->cfg_queue_bytes = 16 * 1024;
+}
+
+static bool ep0_queue_empty(struct h_world *w, void *arg)
+{
+	(void)arg;
+	return lc_queue_len(w->w_eps[0].ep_lc, 2) == 0;
+}
+
+static bool ep0_queue_short(struct h_world *w, void *arg)
+{
+	(void)arg;
+	return lc_queue_len(w->w_eps[0].ep_lc, 2) < 4;
+}
+
+/* A peer that only receives never stalls its sender: its ack goes alone
+ * when the delay is over, or at once when it holds a quarter of the
+ * queue bounds (in frames or in bytes) for it, so the sender's queue
+ * always drains, however long the delay. */
+static void test_receive_only_peer_acks(void **state)
+{
+	struct h_world *w = h_world_new(2, LOOPBACK, small_queue_config);
+	uint64_t want = 0;
+	struct lc_stats st;
+
+	(void)state;
+	/* Under the bounds: delivered, the ack waits for its timer. */
+	want += 3;
+	assert_int_equal(h_send(w, 0, 1, 3), 3);
+	assert_true(h_run_until(w, ep1_received, &want, WAIT_MS));
+	for (int t = 0; t < 5; t++)
+		h_poll(w, 0);
+	assert_int_equal(lc_queue_len(w->w_eps[0].ep_lc, 2), 3);
+	lc_get_stats(w->w_eps[1].ep_lc, &st);
+	assert_int_equal(st.st_acks_sent, 0);
+	fire_ack_timer(w, 1);
+	assert_true(h_run_until(w, ep0_queue_empty, NULL, WAIT_MS));
+	lc_get_stats(w->w_eps[1].ep_lc, &st);
+	assert_int_equal(st.st_acks_sent, 1);
+	/* The frame bound: with no timer (the delay is a minute), the queue
+	 * is filled to its bound again and again; it drains to fewer than
+	 * 4 frames each time, so lc_send never meets -ENOBUFS. */
+	for (int round = 0; round < 10; round++) {
+		long room = 16 - lc_queue_len(w->w_eps[0].ep_lc, 2);
+
+		want += (uint64_t)room;
+		assert_int_equal(h_send(w, 0, 1, room), room);
+		assert_true(h_run_until(w, ep1_received, &want, WAIT_MS));
+		assert_true(h_run_until(w, ep0_queue_short, NULL, WAIT_MS));
+	}
+	/* The byte bound: one message of 5000 bytes is acked at once. */
+	w->w_eps[0].ep_msg_extra = 5000;
+	want++;
+	assert_int_equal(h_send(w, 0, 1, 1), 1);
+	assert_true(h_run_until(w, ep0_queue_empty, NULL, WAIT_MS));
+	assert_true(h_run_until(w, ep1_received, &want, WAIT_MS));
 	assert_clean(w);
 	h_world_free(w);
 }
@@ -707,7 +823,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ordering),
 		cmocka_unit_test(test_batching),
-		cmocka_unit_test(test_ack_rides_on_reply),
+		cmocka_unit_test(test_pingpong_no_lone_ack),
+		cmocka_unit_test(test_receive_only_peer_acks),
 		cmocka_unit_test(test_no_malloc_per_message),
 		cmocka_unit_test(test_simultaneous_connect),
 		cmocka_unit_test(test_refuse_unknown_address),
