@@ -2370,7 +2370,7 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 		 * every second or third pass of its loop, so a request
 		 * polled at MED waited for one more (empty) epoll_wait half
 		 * of the time (issue 14: 1.5 epoll_wait per request, now 1;
-		 * lowcomms (MED) still runs in two passes of three) */
+		 * the peer connections are at HIGH too, comms.c) */
 		if (qb_loop_poll_add(d->d_loop, QB_LOOP_HIGH, cfd, POLLIN, c,
 				     client_readable) != 0) {
 			log_err("cannot watch client fd %d", cfd);
