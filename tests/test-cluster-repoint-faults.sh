@@ -24,6 +24,9 @@
 #       killed its unlock completes there; the holder's node then gets
 #       res-0 in EX;
 #   and the victim restarts and rejoins.
+# REPOINT_KILL_AFTER=S (seconds, by hand) kills S after N's workload has
+# begun instead, wherever the move is then (it is due at the first engine
+# tick that sees N's share of the window: about 1 s in).
 # About 25 s per step here.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -123,7 +126,14 @@ for role in ${REPOINT_VICTIMS:-old new third}; do
 	wait_for "$WAIT_S" "node $m's NL lock on res-0" \
 		more_lines "$dir/client-n$m.out" '^held' "$hm"
 	wl_clients=1 workload $((WORK_MS * 2)) $n
-	wait_for "$WAIT_S" "node $n to master res-0" master_is $n $n master-copy
+	if [ -n "${REPOINT_KILL_AFTER:-}" ]; then
+		# a fault injection point, not an assertion: the kill lands
+		# before, during or after the move, which is checked by nothing
+		wait_for "$WAIT_S" "node $n's workload to be under way" workload_busy
+		sleep "$REPOINT_KILL_AFTER"
+	else
+		wait_for "$WAIT_S" "node $n to master res-0" master_is $n $n master-copy
+	fi
 	dlmd_dies $v "$fences"
 	surv=
 	for k in 1 2 3; do
