@@ -51,7 +51,9 @@
  *             the mode the client knows, and the master of its resource,
  *             a live node, has it granted in that mode (or, --remaster,
  *             a MIGRATE of the resource on its way to the lock's node
- *             carries the master state: moving_here());
+ *             carries the master state; --repoint, the lock's
+ *             MIGRATE_LOCK record, or its resource's MIGRATE, is on its
+ *             way: moving_here());
  *   departed  no live node has any lock of a node that is dead.
  *
  * Snapshots only compare steps of one node, so lock ids never need
@@ -729,13 +731,44 @@ static bool record_in_flight(struct sim *sim, const struct sim_lock *lk,
 	return false;
 }
 
+/* --repoint: a MIGRATE of resource r in lsid is on the network from or
+ * to 'named', the master the lock's node names (the old one until MOVED
+ * arrives there, then the new one).  The MIGRATE_LOCK records that went
+ * before it (the lock's master copy among them) may have arrived: the new
+ * master keeps them, inert, until the MIGRATE installs them
+ * (core/remaster.c), so they are on no link and in no lockdump while it
+ * is on its way. */
+static bool migrate_in_flight(struct sim *sim, const struct sim_res *r,
+			      uint32_t lsid, uint32_t named)
+{
+	unsigned int f, t;
+
+	for (f = 0; f < sim->nnodes; f++)
+		for (t = 0; t < sim->nnodes; t++) {
+			const struct sim_msg *sm;
+
+			for (sm = sim->net.n_link[f][t].l_head; sm; sm = sm->m_next) {
+				struct dlm_msg m;
+
+				if ((f + 1 == named || t + 1 == named) &&
+				    !dlm_msg_decode(sm->m_data, sm->m_len, &m, NULL) &&
+				    m.m_type == DLM_MSG_MIGRATE && m.m_lsid == lsid &&
+				    m.m_keylen == r->r_keylen &&
+				    !memcmp(m.m_key, r->r_key, r->r_keylen))
+					return true;
+			}
+		}
+	return false;
+}
+
 /* --remaster: a MIGRATE of lk's resource to lk's own node is on the
  * network.  A move made after its sender finished the recovery (moves
  * run only while the lockspace runs) can still be in flight when the
  * recovery has finished everywhere: the master state, lk's master copy
  * with it, is then in the message, and lk's node masters it on arrival
  * (core/remaster.c). */
-static bool moving_here(struct sim *sim, const struct sim_lock *lk)
+static bool moving_here(struct sim *sim, const struct sim_lock *lk,
+			const struct sim_winfo *w)
 {
 	const struct sim_res *r = &sim->res[lk->l_res];
 	uint32_t lsid = dlm_core_ls_id(sim->nodes[lk->l_node].n_ls[lk->l_ls]);
@@ -756,7 +789,9 @@ static bool moving_here(struct sim *sim, const struct sim_lock *lk)
 				return true;
 		}
 	}
-	return sim->opts->o_repoint && record_in_flight(sim, lk, lsid);
+	return sim->opts->o_repoint &&
+	       (record_in_flight(sim, lk, lsid) ||
+		migrate_in_flight(sim, r, lsid, w->w_nodeid));
 }
 
 static void check_survivor(struct sim *sim, const struct sim_lock *lk,
@@ -786,7 +821,7 @@ static void check_survivor(struct sim *sim, const struct sim_lock *lk,
 	key.k_nodeid = n->n_id;
 	key.k_lkid = lk->l_lkid;
 	m = nkeys ? bsearch(&key, keys, nkeys, sizeof(key), mkey_cmp) : NULL;
-	if (!m && moving_here(sim, lk))
+	if (!m && moving_here(sim, lk, w))
 		return;
 	if (!m) {
 		sim_fail(sim, "RECOVERY: no master has n%d's lock %08x (%s %s)",
