@@ -282,6 +282,11 @@
  *       same recovery, so N marks a resource whose master copies came
  *       from records and may still be unacknowledged (RESF_REPOINTED),
  *       and the search runs there too; a matched copy is acknowledged.
+ *       Its owner may have converted it since M sent the record, so the
+ *       RC_LOCK changes its modes and ranges in place with R's counts
+ *       (dlm_lkb_count; dlm-sim --faults --remaster --repoint
+ *       --daemon-deaths seed 1901: a PW counted for ever, nobody holding
+ *       it, kept a CW conversion waiting).
  *       A REPOINT for a lock that RC_LOCK re-pointed already, or a MOVED
  *       for a copy that names the new master already, is answered or
  *       ignored quietly when it is replayed at finish.
