@@ -1031,6 +1031,7 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 
 	/* what arrived while we were stopped, in arrival order */
 	dlm_held_replay(ls, &ls->ls_held, dlm_dispatch_msg);
+	dlm_remaster_finish(ls);
 	/* operations kept for now */
 	while (!dlm_list_empty(&ls->ls_resend)) {
 		struct dlm_lkb *lkb = dlm_list_first(&ls->ls_resend,
@@ -1303,9 +1304,10 @@ static int receive_rc_lock_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 {
 	struct dlm_lkb *lkb = dlm_lkb_find(ls, m->m_remid);
 
-	if (lkb && !is_master_copy(lkb) && !m->m_status)
+	if (lkb && !is_master_copy(lkb) && !m->m_status) {
 		lkb->lkb_remid = m->m_lkid;
-	else
+		dlm_remaster_rc_reply(ls, lkb, m->m_from);
+	} else
 		log_ls(ls, DLM_LOG_ERR,
 		       "recovery %u: node %u refused lock %08x: %d",
 		       ls->ls_event, m->m_from, m->m_remid, m->m_status);
