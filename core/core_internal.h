@@ -74,7 +74,7 @@
 #define LKBF_RP_RESENT		0x2000000 /* remaster.c: awaited its re-point
 					   * when a recovery began, so it is
 					   * resent to the new master: a GRANT
-					   * or BAST about it held until its
+					   * about it held until its
 					   * RC_LOCK_REPLY is void (until
 					   * finish) */
 

@@ -288,7 +288,7 @@
  *       --daemon-deaths seed 1901: a PW counted for ever, nobody holding
  *       it, kept a CW conversion waiting).
  *       Such a resent lock is marked (LKBF_RP_RESENT) until finish: a
- *       GRANT or BAST of N's about it held then, which came before N's
+ *       GRANT of N's about it held then, which came before N's
  *       RC_LOCK_REPLY, is dropped with that reply, as N's master copy now
  *       has the state the RC_LOCK gave it (seed 2341: N's GRANT in CW,
  *       sent at install, granted the lock that N then had waiting in
@@ -1127,10 +1127,13 @@ static void repoint_recover(struct dlm_ls *ls)
 
 /* Recovery: the master 'from' took our RC_LOCK for lkb.  If lkb awaited
  * its re-point, that master may have granted its master copy (from the
- * record) before: a GRANT or BAST of its about lkb held here (ls_held)
- * came before this reply (one link, in order), and the RC_LOCK has since
- * set that master copy to what we know: they are void, and replayed at
- * finish would grant what the master now has queued. */
+ * record) before: a GRANT of its about lkb held here (ls_held) came
+ * before this reply (one link, in order), and the RC_LOCK has since set
+ * that master copy to what we know: it is void, and replayed at finish
+ * would grant what the master now has queued (it grants it again when it
+ * can).  A BAST is kept: the master does not send it again, and the
+ * holder it asks to let go still holds (seed 248 of --nodes 3 hung when
+ * it went too). */
 void dlm_remaster_rc_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 			   uint32_t from)
 {
@@ -1146,8 +1149,7 @@ void dlm_remaster_rc_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 		pos = pos->next;
 		if (h->h_from != from ||
 		    dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
-		    (m.m_type != DLM_MSG_GRANT && m.m_type != DLM_MSG_BAST) ||
-		    m.m_remid != lkb->lkb_id)
+		    m.m_type != DLM_MSG_GRANT || m.m_remid != lkb->lkb_id)
 			continue;
 		log_ls(ls, DLM_LOG_WARNING, "%s from node %u before our "
 		       "recovery's resend dropped", dlm_msg_type_str(m.m_type),
