@@ -71,6 +71,12 @@
 					  * the re-point, not on ls_waiters */
 #define LKBF_RP_HELD		0x1000000 /* a REPOINT for it is held until
 					   * its old master's MOVED */
+#define LKBF_RP_RESENT		0x2000000 /* remaster.c: awaited its re-point
+					   * when a recovery began, so it is
+					   * resent to the new master: a GRANT
+					   * about it held until its
+					   * RC_LOCK_REPLY is void (until
+					   * finish) */
 
 /* lkb_wait_type: the remote operation this process copy waits for */
 enum dlm_wait {
@@ -457,6 +463,7 @@ void dlm_send_remove(struct dlm_ls *ls, struct dlm_rsb *r);
 bool dlm_ls_running(const struct dlm_ls *ls);
 void dlm_grant_pending(struct dlm_rsb *r);
 void dlm_queue_lkb(struct dlm_rsb *r, struct dlm_lkb *lkb, int status);
+void dlm_lkb_count(struct dlm_rsb *r, struct dlm_lkb *lkb, int delta);
 void dlm_destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_resend_later(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb);
@@ -512,6 +519,9 @@ void dlm_remaster_recover(struct dlm_ls *ls);
 bool dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m);
 bool dlm_remaster_awaits(const struct dlm_rsb *r);
 void dlm_remaster_free_ls(struct dlm_ls *ls);
+void dlm_remaster_finish(struct dlm_ls *ls);
+void dlm_remaster_rc_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
+			   uint32_t from);
 static inline bool dlm_remaster_on(const struct dlm_ls *ls)
 {
 	return ls->ls_core->core_cfg.remaster_ticks != 0;

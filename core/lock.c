@@ -2762,6 +2762,19 @@ void dlm_queue_lkb(struct dlm_rsb *r, struct dlm_lkb *lkb, int status)
 	add_to_queue(r, lkb, status);
 }
 
+/* r's counts of what its queued lkb holds and asks (granted modes,
+ * ranged locks, NOORDER waiters): recover.c takes lkb's out (delta -1)
+ * before it changes them in place, keeping its queue position, and puts
+ * them back (+1) after. */
+void dlm_lkb_count(struct dlm_rsb *r, struct dlm_lkb *lkb, int delta)
+{
+	if (holds_grmode(lkb))
+		count_held(r, lkb, delta);
+	if (lkb->lkb_status == DLM_LKSTS_WAITING &&
+	    (lkb->lkb_exflags & DLM_LKF_NOORDER))
+		r->res_nnoorder += (uint32_t)delta;
+}
+
 void dlm_destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
 	destroy_lkb(ls, lkb);

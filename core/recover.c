@@ -1031,6 +1031,7 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 
 	/* what arrived while we were stopped, in arrival order */
 	dlm_held_replay(ls, &ls->ls_held, dlm_dispatch_msg);
+	dlm_remaster_finish(ls);
 	/* operations kept for now */
 	while (!dlm_list_empty(&ls->ls_resend)) {
 		struct dlm_lkb *lkb = dlm_list_first(&ls->ls_resend,
@@ -1115,6 +1116,7 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 	struct dlm_lkb *lkb = NULL;
 	struct dlm_list *qs[3];
 	struct dlm_msg rp;
+	bool recount = false;
 	int k, status = 0;
 
 	if (m->m_pkeylen && (!r || !is_master(r))) {
@@ -1174,9 +1176,18 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		lkb->lkb_remid = m->m_lkid;
 		lkb->lkb_rsb = r;
 		dlm_rsb_hold(r);
-	} else if (!lkb_take_ranges(lkb, m)) {
-		status = -ENOMEM;
-		goto reply;
+	} else {
+		/* queued: its modes, ranges and flags change in place below,
+		 * and r's counts of them with them.  Not the same only when
+		 * it came from a moved resource's record, which its owner may
+		 * have converted since (RESF_REPOINTED, remaster.c) */
+		dlm_lkb_count(r, lkb, -1);
+		recount = true;
+		if (!lkb_take_ranges(lkb, m)) {
+			dlm_lkb_count(r, lkb, 1);
+			status = -ENOMEM;
+			goto reply;
+		}
 	}
 	lkb->lkb_ownerid = m->m_owner;
 	lkb->lkb_exflags = m->m_exflags;
@@ -1197,6 +1208,8 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		lkb->lkb_flags |= LKBF_LVB_STALE;
 	else
 		lkb->lkb_flags &= ~LKBF_LVB_STALE;
+	if (recount)
+		dlm_lkb_count(r, lkb, 1);
 	if (lkb->lkb_status != m->m_status) {
 		if (lkb->lkb_status != DLM_LKSTS_NONE) {
 			/* re-queue with the counts right */
@@ -1291,9 +1304,10 @@ static int receive_rc_lock_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 {
 	struct dlm_lkb *lkb = dlm_lkb_find(ls, m->m_remid);
 
-	if (lkb && !is_master_copy(lkb) && !m->m_status)
+	if (lkb && !is_master_copy(lkb) && !m->m_status) {
 		lkb->lkb_remid = m->m_lkid;
-	else
+		dlm_remaster_rc_reply(ls, lkb, m->m_from);
+	} else
 		log_ls(ls, DLM_LOG_ERR,
 		       "recovery %u: node %u refused lock %08x: %d",
 		       ls->ls_event, m->m_from, m->m_remid, m->m_status);

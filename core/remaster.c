@@ -282,6 +282,19 @@
  *       same recovery, so N marks a resource whose master copies came
  *       from records and may still be unacknowledged (RESF_REPOINTED),
  *       and the search runs there too; a matched copy is acknowledged.
+ *       Its owner may have converted it since M sent the record, so the
+ *       RC_LOCK changes its modes and ranges in place with R's counts
+ *       (dlm_lkb_count; dlm-sim --faults --remaster --repoint
+ *       --daemon-deaths seed 1901: a PW counted for ever, nobody holding
+ *       it, kept a CW conversion waiting).
+ *       Such a resent lock is marked (LKBF_RP_RESENT) until finish: a
+ *       GRANT of N's about it held then, which came before N's
+ *       RC_LOCK_REPLY, is dropped with that reply, as N's master copy now
+ *       has the state the RC_LOCK gave it (seed 2341: N's GRANT in CW,
+ *       sent at install, granted the lock that N then had waiting in
+ *       EX).  Not by its generation: N's messages carry the last event
+ *       N finished, so a GRANT N sends after the RC_LOCK but before its
+ *       own finish looks as old (seed 628).
  *       A REPOINT for a lock that RC_LOCK re-pointed already, or a MOVED
  *       for a copy that names the new master already, is answered or
  *       ignored quietly when it is replayed at finish.
@@ -1097,6 +1110,7 @@ static void repoint_recover(struct dlm_ls *ls)
 			if (!(lkb->lkb_flags & (LKBF_REPOINT | LKBF_RP_HELD)))
 				continue;
 			lkb->lkb_flags &= ~(LKBF_REPOINT | LKBF_RP_HELD);
+			lkb->lkb_flags |= LKBF_RP_RESENT;
 			if (!is_master(r)) {
 				r->res_flags |= RESF_RECOVER_MASTER;
 				r->res_new_nodeid = 0;
@@ -1109,6 +1123,55 @@ static void repoint_recover(struct dlm_ls *ls)
 	}
 	dlm_held_drop(&ls->ls_rm_held, ls, NULL);
 	dlm_held_drop(&ls->ls_rm_records, ls, NULL);
+}
+
+/* Recovery: the master 'from' took our RC_LOCK for lkb.  If lkb awaited
+ * its re-point, that master may have granted its master copy (from the
+ * record) before: a GRANT of its about lkb held here (ls_held) came
+ * before this reply (one link, in order), and the RC_LOCK has since set
+ * that master copy to what we know: it is void, and replayed at finish
+ * would grant what the master now has queued (it grants it again when it
+ * can).  A BAST is kept: the master does not send it again, and the
+ * holder it asks to let go still holds (seed 248 of --nodes 3 hung when
+ * it went too). */
+void dlm_remaster_rc_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
+			   uint32_t from)
+{
+	struct dlm_list *pos = ls->ls_held.next;
+
+	if (!(lkb->lkb_flags & LKBF_RP_RESENT))
+		return;
+	while (pos != &ls->ls_held) {
+		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
+						      h_list);
+		struct dlm_msg m;
+
+		pos = pos->next;
+		if (h->h_from != from ||
+		    dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
+		    m.m_type != DLM_MSG_GRANT || m.m_remid != lkb->lkb_id)
+			continue;
+		log_ls(ls, DLM_LOG_WARNING, "%s from node %u before our "
+		       "recovery's resend dropped", dlm_msg_type_str(m.m_type),
+		       from);
+		dlm_list_del(&h->h_list);
+		free(h);
+	}
+}
+
+/* Recovery, finish: no resend is pending any more. */
+void dlm_remaster_finish(struct dlm_ls *ls)
+{
+	size_t i;
+
+	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
+		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
+		struct dlm_list *pos;
+		int k;
+
+		for_each_queued(r, k, pos)
+			queued(pos)->lkb_flags &= ~LKBF_RP_RESENT;
+	}
 }
 
 /* Recovery, directory step: a MIGRATE that a live member sent before the

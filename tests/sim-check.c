@@ -23,7 +23,10 @@
  *             conversion without QUECVT that fits the other holders, a
  *             NOORDER waiter that fits, or the head of a queue (the walk
  *             does not give queue order, so "the head fits" is only
- *             concluded when every member of that queue fits).
+ *             concluded when every member of that queue fits);
+ *   counts    each engine's own counts of what its queues hold (granted
+ *             modes, ranged locks, NOORDER waiters) match them
+ *             (dlm_core_ls_verify).
  *
  *   model     the client model knows exactly the locks the engines hold:
  *             each node's own copies, and each master's copies of other
@@ -51,7 +54,9 @@
  *             the mode the client knows, and the master of its resource,
  *             a live node, has it granted in that mode (or, --remaster,
  *             a MIGRATE of the resource on its way to the lock's node
- *             carries the master state: moving_here());
+ *             carries the master state; --repoint, the lock's
+ *             MIGRATE_LOCK record, or its resource's MIGRATE, is on its
+ *             way: moving_here());
  *   departed  no live node has any lock of a node that is dead.
  *
  * Snapshots only compare steps of one node, so lock ids never need
@@ -517,6 +522,16 @@ void check_engines(struct sim *sim)
 
 			dlm_core_ls_walk(n->n_ls[ls], walk_cb, &wa);
 		}
+		/* the engine's own counts (granted modes, ranged, NOORDER)
+		 * against its queues: a count off by one blocks or lets
+		 * through grants long before any lock looks wrong (seed
+		 * 1901 of --faults --remaster --repoint --daemon-deaths) */
+		for (ls = 0; ls < sim->nls; ls++) {
+			char why[256];
+
+			if (dlm_core_ls_verify(n->n_ls[ls], why, sizeof(why)))
+				sim_fail(sim, "COUNTS: n%u ls%u: %s", i + 1, ls, why);
+		}
 		if (cur->s_n > 1)
 			qsort(cur->s_info, cur->s_n, sizeof(*cur->s_info), winfo_cmp);
 		for (j = 1; j < cur->s_n; j++)
@@ -704,11 +719,17 @@ static bool settled(const struct sim_lock *lk)
 	return lock_is_idle(lk);
 }
 
-/* --repoint: lk's master copy is a MIGRATE_LOCK record on its way from
- * the old master to the new one (core/remaster.c), on any link. */
-static bool record_in_flight(struct sim *sim, const struct sim_lock *lk,
-			     uint32_t lsid)
+/* --repoint: lk's master copy is on its way from the old master to the
+ * new one (core/remaster.c): its MIGRATE_LOCK record is on a link, or the
+ * resource's MIGRATE is, from or to 'named', the master lk's node names
+ * (the old one until MOVED arrives there, then the new one).  The records
+ * that went before a MIGRATE may have arrived: the new master keeps them,
+ * inert, until the MIGRATE installs them, so they are on no link and in
+ * no lockdump while it is on its way. */
+static bool repoint_in_flight(struct sim *sim, const struct sim_lock *lk,
+			      uint32_t lsid, uint32_t named)
 {
+	const struct sim_res *r = &sim->res[lk->l_res];
 	unsigned int f, t;
 
 	for (f = 0; f < sim->nnodes; f++)
@@ -718,11 +739,17 @@ static bool record_in_flight(struct sim *sim, const struct sim_lock *lk,
 			for (sm = sim->net.n_link[f][t].l_head; sm; sm = sm->m_next) {
 				struct dlm_msg m;
 
-				if (!dlm_msg_decode(sm->m_data, sm->m_len, &m, NULL) &&
-				    m.m_type == DLM_MSG_MIGRATE_LOCK &&
-				    m.m_lsid == lsid &&
+				if (dlm_msg_decode(sm->m_data, sm->m_len, &m, NULL) ||
+				    m.m_lsid != lsid)
+					continue;
+				if (m.m_type == DLM_MSG_MIGRATE_LOCK &&
 				    m.m_nodeid == (uint32_t)lk->l_node + 1 &&
 				    m.m_remid == lk->l_lkid)
+					return true;
+				if (m.m_type == DLM_MSG_MIGRATE &&
+				    (f + 1 == named || t + 1 == named) &&
+				    m.m_keylen == r->r_keylen &&
+				    !memcmp(m.m_key, r->r_key, r->r_keylen))
 					return true;
 			}
 		}
@@ -735,7 +762,8 @@ static bool record_in_flight(struct sim *sim, const struct sim_lock *lk,
  * recovery has finished everywhere: the master state, lk's master copy
  * with it, is then in the message, and lk's node masters it on arrival
  * (core/remaster.c). */
-static bool moving_here(struct sim *sim, const struct sim_lock *lk)
+static bool moving_here(struct sim *sim, const struct sim_lock *lk,
+			const struct sim_winfo *w)
 {
 	const struct sim_res *r = &sim->res[lk->l_res];
 	uint32_t lsid = dlm_core_ls_id(sim->nodes[lk->l_node].n_ls[lk->l_ls]);
@@ -756,7 +784,8 @@ static bool moving_here(struct sim *sim, const struct sim_lock *lk)
 				return true;
 		}
 	}
-	return sim->opts->o_repoint && record_in_flight(sim, lk, lsid);
+	return sim->opts->o_repoint &&
+	       repoint_in_flight(sim, lk, lsid, w->w_nodeid);
 }
 
 static void check_survivor(struct sim *sim, const struct sim_lock *lk,
@@ -786,7 +815,7 @@ static void check_survivor(struct sim *sim, const struct sim_lock *lk,
 	key.k_nodeid = n->n_id;
 	key.k_lkid = lk->l_lkid;
 	m = nkeys ? bsearch(&key, keys, nkeys, sizeof(key), mkey_cmp) : NULL;
-	if (!m && moving_here(sim, lk))
+	if (!m && moving_here(sim, lk, w))
 		return;
 	if (!m) {
 		sim_fail(sim, "RECOVERY: no master has n%d's lock %08x (%s %s)",
