@@ -244,6 +244,10 @@
  *       LVB, marked not valid.
  *     - X dies: N purges the master copies of X's locks, or skips their
  *       records if it installs later; REPOINTs to X are lost with it.
+ *       Either way what waited behind X's locks may fit now: a purge
+ *       marks R for recovery's grant step, and so does an install at the
+ *       directory step (as built: it grants nothing itself, the
+ *       lockspace is stopped; seed 2732 waited for ever without it).
  *     - D dies: as today.
  *   Broken variants for tests/sim-broken.test: N skips one REPOINT (the
  *   lock's owner parks its next operation for ever: the simulator's
@@ -803,8 +807,13 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	log_ls(ls, DLM_LOG_DEBUG, "remaster: \"%s\" moved here from node %u",
 	       name, m->m_from);
 	if (!dlm_ls_running(ls)) {
+		/* recovery registers it, and grants at its last step what
+		 * the install leaves grantable: a departed owner's record
+		 * made no master copy, so what waited behind its lock may
+		 * fit now, as after a purge (seed 2732) */
+		r->res_flags |= RESF_RECOVER_GRANT;
 		dlm_rsb_release(r);
-		return 0;	/* recovery registers it and grants */
+		return 0;
 	}
 	if (dlm_dir_nodeid(ls, hash) == us) {
 		dir_move(ls, m->m_key, m->m_keylen, hash, m->m_from, us);
