@@ -479,6 +479,40 @@ static void test_old_master_dies_mid_move(void **state)
 	recovery_mid_move(1);
 }
 
+/* A third node dies in the middle of a move (dlm-sim seed 2732): node 3
+ * holds "r" PR and node 2's conversion to EX, the one after which "r"
+ * moves, waits for it at node 1; node 3 dies before node 2 installs.  At
+ * the directory step node 2 installs the held MIGRATE, with no master
+ * copy for node 3's record, and the EX, which fits now, is granted by the
+ * end of the recovery (before the fix nothing granted it). */
+static void test_third_node_dies_mid_move(void **state)
+{
+	int at = move_falls(pr_cluster), i, n;
+	struct cluster *c;
+	uint32_t b, d;
+
+	(void)state;
+	c = pr_cluster(&b, &d);
+	for (i = 1; i < at; i++) {
+		assert_int_equal(convert(c, 2, 2, b, i & 1 ? DLM_LOCK_PR :
+					 DLM_LOCK_NL, 0, NULL), 0);
+		drain(c);
+	}
+	n = count_asts(c, 2, b, DLM_AST_COMP);
+	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+	deliver_only(c, 2, 1);		/* queued behind the PR; "r" moves */
+	assert_dump_has(c, 1, "resource \"r\" master 2");
+	assert_dump_has(c, 2, "resource \"r\" master 1");
+	c->dead[3] = 1;
+	recover_all(c, 1);
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	assert_int_equal(count_asts(c, 2, b, DLM_AST_COMP), n + 1);
+	assert_status(c, 2, b, 0);
+	assert_verified(c);
+	end_test(c, 2, 2, b);
+	cluster_remaster_shared = 0;
+}
+
 /* remaster_ticks 0: nothing moves. */
 static void test_off(void **state)
 {
@@ -507,6 +541,7 @@ int main(void)
 		cmocka_unit_test(test_repoint_before_moved),
 		cmocka_unit_test(test_recovery_mid_move),
 		cmocka_unit_test(test_old_master_dies_mid_move),
+		cmocka_unit_test(test_third_node_dies_mid_move),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
