@@ -475,6 +475,7 @@ void dlm_lkb_to_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
 		    int status);
 
 /* recover.c */
+int dlm_recover_track_rsb(struct dlm_ls *ls, struct dlm_rsb *r);
 int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m,
 			const void *buf, size_t len);
 void dlm_recover_init_ls(struct dlm_ls *ls);

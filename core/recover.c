@@ -1065,6 +1065,39 @@ static bool lkb_take_ranges(struct dlm_lkb *lkb, const struct dlm_msg *m)
 	       dlm_lkb_set_range(lkb, DLM_LKB_RQ, &m->m_rqrange);
 }
 
+/* Room in ls_rec_rsbs for one more resource: 0, or -ENOMEM. */
+static int rec_rsbs_room(struct dlm_ls *ls)
+{
+	size_t cap = ls->ls_rec_cap * 2 + 16;
+	struct dlm_rsb **v;
+
+	if (ls->ls_rec_nrsbs < ls->ls_rec_cap)
+		return 0;
+	v = realloc(ls->ls_rec_rsbs, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	ls->ls_rec_rsbs = v;
+	ls->ls_rec_cap = cap;
+	return 0;
+}
+
+/* r, found or made after step_start collected the resources (remaster.c
+ * installs a MIGRATE at the directory step, maybe on an rsb it creates
+ * then), is looked at by the steps from here on: registered in the
+ * directory, granted on at the end.  0, or -ENOMEM. */
+int dlm_recover_track_rsb(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	size_t i;
+
+	for (i = 0; i < ls->ls_rec_nrsbs; i++)
+		if (ls->ls_rec_rsbs[i] == r)
+			return 0;
+	if (rec_rsbs_room(ls))
+		return -ENOMEM;
+	ls->ls_rec_rsbs[ls->ls_rec_nrsbs++] = r;
+	return 0;
+}
+
 /* RC_LOCK for a child resource (*rp, NULL: not here) we may not know we
  * master yet: our own step_locks may come after the sender's.  We do
  * when we master its root, as every child's master is its root's; its
@@ -1083,16 +1116,8 @@ static int rc_child_here(struct dlm_ls *ls, struct dlm_rsb **rp,
 		return 0;	/* refused by the caller */
 	if (!r) {
 		/* the steps after this one look at it too */
-		if (ls->ls_rec_nrsbs == ls->ls_rec_cap) {
-			size_t cap = ls->ls_rec_cap * 2 + 16;
-			struct dlm_rsb **v = realloc(ls->ls_rec_rsbs,
-						     cap * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			ls->ls_rec_rsbs = v;
-			ls->ls_rec_cap = cap;
-		}
+		if (rec_rsbs_room(ls))
+			return -ENOMEM;
 		r = dlm_rsb_create(ls, m->m_key, m->m_keylen, hash);
 		if (!r)
 			return -ENOMEM;

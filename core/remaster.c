@@ -248,6 +248,14 @@
  *       marks R for recovery's grant step, and so does an install at the
  *       directory step (as built: it grants nothing itself, the
  *       lockspace is stopped; seed 2732 waited for ever without it).
+ *     - N with no copy of R at the stop (its locks all gone before the
+ *       move, its unused copy dropped at the NODES step) installs the
+ *       held MIGRATE on an rsb it creates at the directory step; the
+ *       steps then look at it too (dlm_recover_track_rsb), so N
+ *       registers R and takes the RC_LOCKs; without that, nobody
+ *       registered R, the directory gave it to the first X to look it
+ *       up, and N and X both mastered it (test-core-remaster,
+ *       test_new_master_without_copy).
  *     - D dies: as today.
  *   Broken variants for tests/sim-broken.test: N skips one REPOINT (the
  *   lock's owner parks its next operation for ever: the simulator's
@@ -810,7 +818,11 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 		/* recovery registers it, and grants at its last step what
 		 * the install leaves grantable: a departed owner's record
 		 * made no master copy, so what waited behind its lock may
-		 * fit now, as after a purge (seed 2732) */
+		 * fit now, as after a purge (seed 2732); an rsb the steps
+		 * do not know yet (made here, or while stopped) is added */
+		if (dlm_recover_track_rsb(ls, r))
+			log_ls(ls, DLM_LOG_ERR,
+			       "remaster: no memory to recover \"%s\"", name);
 		r->res_flags |= RESF_RECOVER_GRANT;
 		dlm_rsb_release(r);
 		return 0;

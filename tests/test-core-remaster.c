@@ -513,6 +513,69 @@ static void test_third_node_dies_mid_move(void **state)
 	cluster_remaster_shared = 0;
 }
 
+/* The new master has no copy of "r" when a recovery starts mid-move:
+ * node 2 makes 3 of every 4 operations on "r" but lets go of its lock
+ * each time, and the window closes on node 3's conversion (node 3 holds
+ * "r" throughout), which moves "r" to node 2.  Node 2 installs the held
+ * MIGRATE at the directory step on a resource it creates then: it must
+ * register it and take node 3's resent lock, so that "r" has one master
+ * (before the fix node 3 became master too, and node 2 granted itself
+ * an EX over node 3's CR). */
+static void test_new_master_without_copy(void **state)
+{
+	struct cluster *c;
+	uint32_t d, e;
+	int k, j, moved = 0;
+
+	(void)state;
+	cluster_remaster_ticks = TICKS;
+	cluster_remaster_shared = 1;
+	c = cluster_new(3, 3600000);
+	master_at_1(c);
+	/* 4 operations, then 4 per round: the second window is rounds 8-15 */
+	d = lock_on(c, 3, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	for (j = 0; j < 2; j++) {
+		assert_int_equal(convert(c, 3, 3, d, j ? DLM_LOCK_NL :
+					 DLM_LOCK_CR, 0, NULL), 0);
+		drain(c);
+	}
+	for (k = 0; k < 40 && !moved; k++) {
+		char *text;
+
+		e = lock_on(c, 2, 2, "r", DLM_LOCK_NL, 0, 0, NULL);
+		drain(c);
+		for (j = 0; j < 2; j++) {
+			assert_int_equal(convert(c, 2, 2, e, j ? DLM_LOCK_NL :
+						 DLM_LOCK_CR, 0, NULL), 0);
+			drain(c);
+		}
+		assert_dump_lacks(c, 1, "resource \"r\" master 2");
+		assert_int_equal(unlock(c, 2, 2, e, 0, NULL), 0);
+		drain(c);
+		assert_int_equal(convert(c, 3, 3, d, k & 1 ? DLM_LOCK_NL :
+					 DLM_LOCK_CR, 0, NULL), 0);
+		deliver_only(c, 3, 1);	/* the MIGRATE stays on the wire */
+		text = dump(c, 1);
+		moved = strstr(text, "resource \"r\" master 2") != NULL;
+		free(text);
+	}
+	assert_true(moved);
+	recover_all(c, 1);
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	assert_dump_has(c, 3, "resource \"r\" master 2");
+	assert_verified(c);
+	/* node 2's EX waits for node 3's CR, at node 2 */
+	e = lock_on(c, 2, 2, "r", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_int_equal(count_asts(c, 2, e, DLM_AST_COMP), 0);
+	assert_int_equal(unlock(c, 3, 3, d, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 2, e, 0);
+	end_test(c, 2, 2, e);
+	cluster_remaster_shared = 0;
+}
+
 /* remaster_ticks 0: nothing moves. */
 static void test_off(void **state)
 {
@@ -542,6 +605,7 @@ int main(void)
 		cmocka_unit_test(test_recovery_mid_move),
 		cmocka_unit_test(test_old_master_dies_mid_move),
 		cmocka_unit_test(test_third_node_dies_mid_move),
+		cmocka_unit_test(test_new_master_without_copy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
