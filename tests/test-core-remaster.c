@@ -513,6 +513,24 @@ static void test_third_node_dies_mid_move(void **state)
 	cluster_remaster_shared = 0;
 }
 
+/* Node 'node' (its owner 'node') locks "r" NL, converts it to CR and
+ * back: 3 operations at the master.  Returns the lock. */
+static uint32_t nl_cr_nl(struct cluster *c, int node)
+{
+	uint32_t lk = lock_on(c, node, (uint64_t)node, "r", DLM_LOCK_NL, 0, 0,
+			      NULL);
+	int j;
+
+	drain(c);
+	for (j = 0; j < 2; j++) {
+		assert_int_equal(convert(c, node, (uint64_t)node, lk,
+					 j ? DLM_LOCK_NL : DLM_LOCK_CR, 0,
+					 NULL), 0);
+		drain(c);
+	}
+	return lk;
+}
+
 /* The new master has no copy of "r" when a recovery starts mid-move:
  * node 2 makes 3 of every 4 operations on "r" but lets go of its lock
  * each time, and the window closes on node 3's conversion (node 3 holds
@@ -525,7 +543,7 @@ static void test_new_master_without_copy(void **state)
 {
 	struct cluster *c;
 	uint32_t d, e;
-	int k, j, moved = 0;
+	int k, moved = 0;
 
 	(void)state;
 	cluster_remaster_ticks = TICKS;
@@ -533,23 +551,11 @@ static void test_new_master_without_copy(void **state)
 	c = cluster_new(3, 3600000);
 	master_at_1(c);
 	/* 4 operations, then 4 per round: the second window is rounds 8-15 */
-	d = lock_on(c, 3, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
-	drain(c);
-	for (j = 0; j < 2; j++) {
-		assert_int_equal(convert(c, 3, 3, d, j ? DLM_LOCK_NL :
-					 DLM_LOCK_CR, 0, NULL), 0);
-		drain(c);
-	}
+	d = nl_cr_nl(c, 3);
 	for (k = 0; k < 40 && !moved; k++) {
 		char *text;
 
-		e = lock_on(c, 2, 2, "r", DLM_LOCK_NL, 0, 0, NULL);
-		drain(c);
-		for (j = 0; j < 2; j++) {
-			assert_int_equal(convert(c, 2, 2, e, j ? DLM_LOCK_NL :
-						 DLM_LOCK_CR, 0, NULL), 0);
-			drain(c);
-		}
+		e = nl_cr_nl(c, 2);
 		assert_dump_lacks(c, 1, "resource \"r\" master 2");
 		assert_int_equal(unlock(c, 2, 2, e, 0, NULL), 0);
 		drain(c);
