@@ -248,6 +248,8 @@
  *       marks R for recovery's grant step, and so does an install at the
  *       directory step (as built: it grants nothing itself, the
  *       lockspace is stopped; seed 2732 waited for ever without it).
+ *       A skipped record of X's PW or EX marks R's value not valid, as
+ *       the purge of that lock would (recover.c purge_departed).
  *     - N with no copy of R at the stop (its locks all gone before the
  *       move, its unused copy dropped at the NODES step) installs the
  *       held MIGRATE on an rsb it creates at the directory step; the
@@ -669,9 +671,11 @@ static int record_mstcpy(struct dlm_ls *ls, struct dlm_rsb *r,
 
 /* The records of r from 'from' become r's queues, in their order: our
  * own process copies where they name ours, new master copies for other
- * nodes' locks (none for a departed node's).  Returns the records. */
+ * nodes' locks (none for a departed node's: *stale is set if one of them
+ * held PW or EX, whose value may be newer than r's, as purge_departed in
+ * recover.c judges).  Returns the records. */
 static uint32_t install_records(struct dlm_ls *ls, uint32_t from,
-				struct dlm_rsb *r)
+				struct dlm_rsb *r, bool *stale)
 {
 	uint32_t us = dlm_our_nodeid(ls), n = 0;
 	struct dlm_list *pos, *tmp;
@@ -686,11 +690,15 @@ static uint32_t install_records(struct dlm_ls *ls, uint32_t from,
 			continue;
 		n++;
 		if (m.m_nodeid != us) {
-			if (dlm_ls_is_member(ls, m.m_nodeid) &&
-			    record_mstcpy(ls, r, &m))
+			if (!dlm_ls_is_member(ls, m.m_nodeid)) {
+				if (m.m_status != DLM_LKSTS_WAITING &&
+				    m.m_grmode >= DLM_LOCK_PW)
+					*stale = true;
+			} else if (record_mstcpy(ls, r, &m)) {
 				log_ls(ls, DLM_LOG_ERR,
 				       "remaster: no memory for node %u's lock %08x",
 				       m.m_nodeid, m.m_remid);
+			}
 		} else {
 			lkb = dlm_lkb_find(ls, m.m_remid);
 			if (lkb && !is_master_copy(lkb) && lkb->lkb_rsb == r &&
@@ -747,6 +755,7 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	uint32_t us = dlm_our_nodeid(ls), n = 0;
 	struct dlm_rsb *r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
 	char name[DLM_KEY_TEXT_LEN];
+	bool stale = false;
 	int i;
 
 	dlm_key_format(m->m_key, m->m_keylen, name, sizeof(name));
@@ -773,7 +782,7 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	}
 	dlm_rsb_hold(r);	/* tossed at the end if nothing is on it */
 	if (records_of(ls, m->m_from, r)) {
-		n = install_records(ls, m->m_from, r);
+		n = install_records(ls, m->m_from, r, &stale);
 	} else {
 		for (i = 0; i < 3; i++) {
 			const struct dlm_list *pos;
@@ -792,7 +801,7 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	r->res_rm_tick = ticks_now(ls);
 	r->res_rm_ops = 0;
 	r->res_lvbseq = m->m_lvbseq;
-	if ((m->m_flags & DLM_MF_VALNOTVALID) ||
+	if ((m->m_flags & DLM_MF_VALNOTVALID) || stale ||
 	    !dlm_lvb_store(&r->res_lvb, m->m_lvb))
 		r->res_flags |= RESF_VALNOTVALID;
 	/* our process copies are locks on our own queues now: in the same

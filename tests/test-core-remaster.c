@@ -513,6 +513,77 @@ static void test_third_node_dies_mid_move(void **state)
 	cluster_remaster_shared = 0;
 }
 
+/* cross_cluster, node 3's lock converted to PW with a value. */
+static struct cluster *pw_cluster(uint32_t *b, uint32_t *d)
+{
+	struct cluster *c = cross_cluster(b, d);
+
+	assert_int_equal(convert(c, 3, 3, *d, DLM_LOCK_PW, DLM_LKF_VALBLK,
+				 NULL), 0);
+	drain(c);
+	assert_status(c, 3, *d, 0);
+	return c;
+}
+
+/* pw_cluster, node 2 converting CR and NL in turn, and to 'last' (with
+ * VALBLK) at its 'at'th conversion, sent but not delivered.  With 'at'
+ * 0, until "r" moves: returns the conversion after which it did. */
+static int pw_run(struct cluster *c, uint32_t b, int at, int last)
+{
+	int i;
+
+	for (i = 1; i <= 80; i++) {
+		char *text;
+		int moved;
+
+		if (i == at) {
+			assert_int_equal(convert(c, 2, 2, b, last,
+						 DLM_LKF_VALBLK, NULL), 0);
+			return i;
+		}
+		assert_int_equal(convert(c, 2, 2, b, i & 1 ? DLM_LOCK_CR :
+					 DLM_LOCK_NL, 0, NULL), 0);
+		drain(c);
+		assert_status(c, 2, b, 0);
+		text = dump(c, 1);
+		moved = strstr(text, "resource \"r\" master 2") != NULL;
+		free(text);
+		if (moved && !at)
+			return i;
+	}
+	return 0;
+}
+
+/* As test_third_node_dies_mid_move, node 3 holding PW (a writer, its
+ * value maybe newer than the one moved): node 2's EX, granted at the end
+ * of the recovery, is told the value is not valid, as after a purge of
+ * node 3's lock. */
+static void test_third_writer_dies_mid_move(void **state)
+{
+	struct cluster *c;
+	uint32_t b, d;
+	int at;
+
+	(void)state;
+	c = pw_cluster(&b, &d);
+	at = pw_run(c, b, 0, 0);
+	assert_true(at > 0);
+	cluster_free(c);
+
+	c = pw_cluster(&b, &d);
+	assert_int_equal(pw_run(c, b, at, DLM_LOCK_EX), at);
+	deliver_only(c, 2, 1);		/* queued behind the PW; "r" moves */
+	assert_dump_has(c, 1, "resource \"r\" master 2");
+	c->dead[3] = 1;
+	recover_all(c, 1);
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	assert_status(c, 2, b, 0);
+	assert_true(comp_of(c, 2, b)->a.sbflags & DLM_SBF_VALNOTVALID);
+	assert_verified(c);
+	end_test(c, 2, 2, b);
+	cluster_remaster_shared = 0;
+}
+
 /* Node 'node' (its owner 'node') locks "r" NL, converts it to CR and
  * back: 3 operations at the master.  Returns the lock. */
 static uint32_t nl_cr_nl(struct cluster *c, int node)
@@ -611,6 +682,7 @@ int main(void)
 		cmocka_unit_test(test_recovery_mid_move),
 		cmocka_unit_test(test_old_master_dies_mid_move),
 		cmocka_unit_test(test_third_node_dies_mid_move),
+		cmocka_unit_test(test_third_writer_dies_mid_move),
 		cmocka_unit_test(test_new_master_without_copy),
 	};
 
