@@ -188,3 +188,25 @@ check() { # WHAT
 	fi
 	echo "   $(tail -n 1 "$dir/check.out")"
 }
+
+# The remastering tests' look at one resource, res-0, in node K's
+# lockdump of $LS (test-cluster-remaster, -repoint, -repoint-faults).
+# master_is K M ROLE: res-0 is mastered by node M, and K's copy is ROLE
+# (master-copy or local-copy)
+master_is() {
+	on "$1" "$DLMCTL" lockdump "$LS" 2>/dev/null |
+		grep -q "^resource \"res-0\" master $2 $3"
+}
+
+master_of() { # K: the master of res-0 in node K's lockdump (empty: none)
+	on "$1" "$DLMCTL" lockdump "$LS" 2>/dev/null |
+		sed -n 's/^resource "res-0" master \([0-9]*\) .*/\1/p'
+}
+
+# has_lock_of K N: node K's res-0 has a master copy of node N's lock
+has_lock_of() {
+	on "$1" "$DLMCTL" lockdump "$LS" 2>/dev/null |
+		sed -n '/^resource "res-0"/,/^resource/p' | grep -q " node $2 remid "
+}
+
+lacks_lock_of() { ! has_lock_of "$@"; }

@@ -56,20 +56,8 @@ remasters_line() {
 	on "$1" "$DLMCTL" ls 2>/dev/null | grep "^  remasters "
 }
 
-# master_is K M ROLE: node K's lockdump of $LS says res-0 is mastered by
-# node M, and K's copy is ROLE (master-copy or local-copy)
-master_is() {
-	on "$1" "$DLMCTL" lockdump "$LS" 2>/dev/null |
-		grep -q "^resource \"res-0\" master $2 $3"
-}
-
 moves_are() { # K N: node K's dlmctl ls counts N moves
 	[ "$(remasters_line "$1")" = "  remasters $2" ]
-}
-
-master_of() { # K: the master of res-0 in node K's lockdump (empty: none)
-	on "$1" "$DLMCTL" lockdump "$LS" 2>/dev/null |
-		sed -n 's/^resource "res-0" master \([0-9]*\) .*/\1/p'
 }
 
 # dlmd_dies K: SIGKILL node K's dlmd (its clients and corosync stay, as

@@ -47,25 +47,6 @@ remaster_shared = 1"
 up_cluster 3
 : >"$dir/fence.log"
 
-master_is() { # K M ROLE: node K's lockdump says res-0 is mastered by M
-	on "$1" "$DLMCTL" lockdump "$LS" 2>/dev/null |
-		grep -q "^resource \"res-0\" master $2 $3"
-}
-
-master_of() { # K: the master of res-0 in node K's lockdump (empty: none)
-	on "$1" "$DLMCTL" lockdump "$LS" 2>/dev/null |
-		sed -n 's/^resource "res-0" master \([0-9]*\) .*/\1/p'
-}
-
-# has_lock_of K N: node K's lockdump of res-0 has a master copy of node
-# N's lock
-has_lock_of() {
-	on "$1" "$DLMCTL" lockdump "$LS" 2>/dev/null |
-		sed -n '/^resource "res-0"/,/^resource/p' | grep -q " node $2 remid "
-}
-
-lacks_lock_of() { ! has_lock_of "$@"; }
-
 # dlmd_dies K: SIGKILL node K's dlmd (its clients and corosync stay, as
 # after a daemon crash) and wait until the fence agent has run for it
 dlmd_dies() {

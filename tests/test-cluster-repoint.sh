@@ -37,20 +37,6 @@ remaster_window = 8
 remaster_shared = ${REPOINT_SHARED:-1}"
 up_cluster 3
 
-master_is() { # K M ROLE: node K's lockdump says res-0 is mastered by M
-	on "$1" "$DLMCTL" lockdump "$LS" 2>/dev/null |
-		grep -q "^resource \"res-0\" master $2 $3"
-}
-
-# has_lock_of K N: node K's lockdump of res-0 has a master copy of node
-# N's lock
-has_lock_of() {
-	on "$1" "$DLMCTL" lockdump "$LS" 2>/dev/null |
-		sed -n '/^resource "res-0"/,/^resource/p' | grep -q " node $2 remid "
-}
-
-lacks_lock_of() { ! has_lock_of "$@"; }
-
 say "== 1. node 1 locks res-0 first: it masters it"
 for k in 1 2 3; do
 	start_client $k hold "$LS" keep-$k PR
