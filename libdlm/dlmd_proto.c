@@ -173,9 +173,8 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 			return -EBADMSG;
 		if (lk->lk_bits & ~DLMP_LK_BITS)
 			return -EINVAL;
-		if ((lk->lk_bits & DLMP_LK_NEWID) &&
-		    ((lk->lk_bits & DLMP_LK_SYNC) || !lk->lk_lkid))
-			return -EINVAL;	/* an async lock with its id */
+		if ((lk->lk_bits & DLMP_LK_NEWID) && !lk->lk_lkid)
+			return -EINVAL;	/* a new lock with its id */
 		if (lk->lk_namelen > DLMP_NAME_MAX)
 			return -EINVAL;
 		if (blen - ti->ti_fixed != lk->lk_namelen)

@@ -57,7 +57,8 @@
  * way.  When a new lock cannot be granted at once, the daemon first sends
  * a REPLY with value = the lock id and value2 = DLMP_REPLY_HELD (the
  * COMP_REPLY follows later), so that the caller's lksb shows the lock id
- * while it waits and another thread can cancel it.  A request refused at
+ * while it waits and another thread can cancel it; not for a lock whose
+ * id the client chose (DLMP_LK_NEWID, below), whose lksb shows it already.  A request refused at
  * once (bad lock id, -EBUSY, ...) gets a plain REPLY with the error, and
  * so does a cancel with nothing to cancel (value DLMP_UNLOCK_NOTHING).
  * If one cancel or unlock with DLMP_LK_SYNC ends a lock on which a LOCK
@@ -93,8 +94,8 @@
  * runs out the client sends IDS (pair a = the block it is done with, or
  * 0) and gets a REPLY with the next block in value and value2; the
  * daemon gives the old block back.  A LOCK with DLMP_LK_NEWID (a new
- * lock, without DLMP_LK_SYNC, CONVERT or ORPHAN) carries the chosen id in
- * lk_lkid and gets no REPLY at all: its outcome is its completion AST,
+ * lock, without CONVERT or ORPHAN) carries the chosen id in lk_lkid;
+ * without DLMP_LK_SYNC it gets no REPLY at all: its outcome is its completion AST,
  * and a request the daemon or engine refuses (-EINVAL, -ENOENT for an
  * unknown parent, -ENOMEM, an id not from the connection's blocks, ...)
  * is answered by a completion DLMP_AST with that status for that lock id.
@@ -118,6 +119,10 @@
  * fast way only for a request the daemon can refuse for want of memory
  * alone (no parent, flags and range valid for any new lock); others wait
  * for their REPLY as before, so that their errors stay the call's.
+ * A synchronous LOCK (DLMP_LK_SYNC, version 6) may carry DLMP_LK_NEWID
+ * too: the client knows the id, so a lock that has to wait gets no
+ * DLMP_REPLY_HELD, and the one answer is its COMP_REPLY, or a REPLY with
+ * the refusal (as for any synchronous LOCK; no DLMP_AST).
  *
  * Unlocks without a REPLY (version 4).  An async dlm_ls_unlock() of a
  * lock that libdlm knows is granted and idle (a NEWID lock whose
@@ -225,8 +230,8 @@
  * REPLY have not changed since), so that an old libdlm reads a clear
  * EPROTONOSUPPORT; otherwise in ours.  libdlm likewise returns
  * -EPROTONOSUPPORT for an answer of another version (what an old dlmd
- * sends a new libdlm).  Version 5 (this one) added the request ring
- * (RING).  Version 4 added DLMP_UL_NOREPLY.
+ * sends a new libdlm).  Version 6 (this one) allowed DLMP_LK_NEWID
+ * with DLMP_LK_SYNC.  Version 5 added the request ring (RING).  Version 4 added DLMP_UL_NOREPLY.
  * Version 3 added lock ids chosen by the
  * client (DLMP_LK_NEWID, IDS, the block in LS_OPEN's REPLY), the TOKEN
  * request, and the requesting thread and transaction id in LOCK
@@ -265,11 +270,11 @@
 #include <stdint.h>
 
 #define DLMP_MAGIC		0x504d4c44u	/* "DLMP" in memory order */
-#define DLMP_VERSION		5
+#define DLMP_VERSION		6
 /* The oldest version whose REPLY is laid out like ours (see Versions). */
 #define DLMP_VERSION_OLDEST_REPLY	1
 /* What dlm_kernel_version() reports: the protocol version as x.y.z. */
-#define DLMP_VERSION_MAJOR	5
+#define DLMP_VERSION_MAJOR	6
 #define DLMP_VERSION_MINOR	0
 #define DLMP_VERSION_PATCH	0
 /* The kernel DLM device interface (DLM_DEVICE_VERSION_*) whose semantics
@@ -327,8 +332,9 @@ enum dlmp_type {
 					 * COMP_REPLY, no DLMP_AST */
 #define DLMP_LK_NEWID		0x8	/* LOCK: a new lock whose id, in lk_lkid,
 					 * the client took from its block; no
-					 * REPLY (see "Lock ids chosen by the
-					 * client") */
+					 * REPLY, with DLMP_LK_SYNC no
+					 * DLMP_REPLY_HELD (see "Lock ids
+					 * chosen by the client") */
 #define DLMP_LK_BLOCKS		0x10	/* LOCK: the requester blocks until it
 					 * completes (deadlock detection) */
 #define DLMP_LK_BITS		0x1f	/* every bit a LOCK may carry */

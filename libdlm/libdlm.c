@@ -31,10 +31,13 @@
  * Synchronous calls (the _wait forms, lock_resource) ask dlmd for the
  * completion in the answer (DLMP_LK_SYNC): the daemon sends no AST for
  * it, and the caller fills its lksb from the COMP_REPLY itself (one
- * packet each way; no AST thread, no hand-over).  A new lock that has to
- * wait is first answered with its lock id (DLMP_REPLY_HELD), which goes
- * to sb_lkid at once, so that another thread can cancel the waiting call
- * (the cancel's completion, ECANCEL, then ends the wait).  Blocking ASTs
+ * packet each way; no AST thread, no hand-over).  A new lock takes its id
+ * from the handle's block when it can, as an async one does
+ * (sync_send_own_id): sb_lkid is set before it is sent, so that another
+ * thread can cancel the waiting call (the cancel's completion, ECANCEL,
+ * then ends the wait), and dlmd sends nothing before the completion.
+ * Without a block, a new lock that has to wait is first answered with its
+ * lock id (DLMP_REPLY_HELD), which goes to sb_lkid at once.  Blocking ASTs
  * of such locks still come through the AST socket and dlm_dispatch/the
  * AST thread.  Orphan adoption (LKF_ORPHAN) is answered by its REPLY
  * alone, as before.  One case keeps the old way: a _wait call made inside
@@ -203,6 +206,8 @@ struct waiter {
 						 * with DLMP_REPLY_HELD is no
 						 * answer yet */
 	struct dlm_lksb		*w_lksb;	/* ... whose sb_lkid it sets */
+	bool			w_socket;	/* sent on lh_fd even with a ring
+						 * (an IDS: "Lock ids" below) */
 	struct dlmp_msg		w_answer;	/* REPLY or COMP_REPLY */
 	COND_T			w_cond;		/* its answer came, or the
 						 * reader's turn is ours */
@@ -669,7 +674,7 @@ static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
 	UNLOCK(&h->lh_wlock);
 
 	msg->m_hdr.h_reqid = w->w_reqid;
-	rv = send_packet(h, msg);
+	rv = w->w_socket ? send_socket(h, msg) : send_packet(h, msg);
 	if (!rv)
 		return 0;
 	LOCK(&h->lh_wlock);
@@ -817,15 +822,17 @@ static int send_unanswered(struct ls_handle *h, struct dlmp_msg *msg)
 	return h->lh_ring ? ring_send(h, msg, true) : send_socket(h, msg);
 }
 
-/* A request that gets a REPLY (no DLMP_LK_SYNC): its status. */
-static int handle_request(struct ls_handle *h, struct dlmp_msg *msg,
-			  struct dlmp_reply *reply)
+/* A request that gets a REPLY (no DLMP_LK_SYNC): its status.  'socket':
+ * sent on the socket even with a ring. */
+static int request_on(struct ls_handle *h, struct dlmp_msg *msg,
+		      struct dlmp_reply *reply, bool socket)
 {
 	struct waiter w;
 	int rv;
 
 	w.w_held_ok = false;
 	w.w_lksb = NULL;
+	w.w_socket = socket;
 	rv = req_send(h, msg, &w);
 	if (!rv)
 		rv = req_wait(h, &w);
@@ -835,6 +842,12 @@ static int handle_request(struct ls_handle *h, struct dlmp_msg *msg,
 		return -EPROTO;
 	*reply = w.w_answer.m_u.reply;
 	return reply->rp_status;
+}
+
+static int handle_request(struct ls_handle *h, struct dlmp_msg *msg,
+			  struct dlmp_reply *reply)
+{
+	return request_on(h, msg, reply, false);
 }
 
 static int set_ls_name(struct dlmp_ls *l, const char *name)
@@ -1833,11 +1846,45 @@ static void poll_answers(struct ls_handle *h)
 }
 
 /*
+ * Lock ids of our own block (dlmd_proto.h "Lock ids chosen by the
+ * client"), lh_idlock held: 0 when lh_id_next is one to use, -EAGAIN
+ * when the handle has no block (a dlmd that could not reserve one: the
+ * caller then asks dlmd for the id), or the failed connection's error.
+ * A used-up block is given back for a new one with IDS, on the socket
+ * even with a ring: every LOCK with an id of the old block was sent
+ * before it, and dlmd takes what the ring holds before each request it
+ * reads from the socket, so none of them comes after the IDS, wherever
+ * it went; on the ring the IDS could overtake a synchronous LOCK that
+ * went on the socket as its own kick (send_packet).
+ */
+static int own_id_ready(struct ls_handle *h)
+{
+	if (h->lh_id_block && h->lh_id_next == h->lh_id_end) {
+		struct dlmp_msg ids;
+		struct dlmp_reply reply;
+		int rv;
+
+		memset(&ids, 0, sizeof(ids));
+		ids.m_hdr.h_type = DLMP_IDS;
+		ids.m_u.pair.pr_a = h->lh_id_block;
+		rv = request_on(h, &ids, &reply, true);
+		if (rv || !reply.rp_value || reply.rp_value2 != DLMP_IDS_BLOCK) {
+			h->lh_id_block = 0;
+			if (rv && rv != -ENOSPC && rv != -ENOMEM)
+				return rv;	/* the connection failed */
+		} else {
+			h->lh_id_block = h->lh_id_next = reply.rp_value;
+			h->lh_id_end = reply.rp_value + DLMP_IDS_BLOCK;
+		}
+	}
+	return h->lh_id_block ? 0 : -EAGAIN;
+}
+
+/*
  * An async new lock with an id of our own block: sb_lkid is set and the
  * LOCK sent without waiting; its outcome is its completion AST (one with
  * an error status if dlmd cannot take it: out of memory).  -EAGAIN when
- * the handle has no block (a dlmd that could not reserve one): the
- * caller then asks dlmd for the id.
+ * the handle has no block.
  */
 static int lock_with_own_id(struct ls_handle *h, struct dlmp_msg *msg,
 			    struct dlm_lksb *lksb)
@@ -1846,29 +1893,10 @@ static int lock_with_own_id(struct ls_handle *h, struct dlmp_msg *msg,
 
 	poll_answers(h);
 	LOCK(&h->lh_idlock);
-	if (h->lh_id_block && h->lh_id_next == h->lh_id_end) {
-		struct dlmp_msg ids;
-		struct dlmp_reply reply;
-
-		/* the block is used up: every LOCK with its ids is sent */
-		memset(&ids, 0, sizeof(ids));
-		ids.m_hdr.h_type = DLMP_IDS;
-		ids.m_u.pair.pr_a = h->lh_id_block;
-		rv = handle_request(h, &ids, &reply);
-		if (rv || !reply.rp_value || reply.rp_value2 != DLMP_IDS_BLOCK) {
-			h->lh_id_block = 0;
-			if (rv && rv != -ENOSPC && rv != -ENOMEM) {
-				UNLOCK(&h->lh_idlock);
-				return rv;	/* the connection failed */
-			}
-		} else {
-			h->lh_id_block = h->lh_id_next = reply.rp_value;
-			h->lh_id_end = reply.rp_value + DLMP_IDS_BLOCK;
-		}
-	}
-	if (!h->lh_id_block) {
+	rv = own_id_ready(h);
+	if (rv) {
 		UNLOCK(&h->lh_idlock);
-		return -EAGAIN;
+		return rv;
 	}
 	msg->m_u.lock.lk_lkid = h->lh_id_next;
 	msg->m_u.lock.lk_bits |= DLMP_LK_NEWID;
@@ -1888,6 +1916,32 @@ static int lock_with_own_id(struct ls_handle *h, struct dlmp_msg *msg,
 	return rv;
 }
 
+/*
+ * A synchronous new lock with an id of our own block (protocol 6): sb_lkid
+ * is set before the LOCK is sent, so dlmd sends no interim REPLY with the
+ * id when the lock has to wait (a remote master, a conflict): one packet
+ * each way whatever happens.  Sent, not waited for; -EAGAIN (nothing
+ * sent) when the handle has no block.
+ */
+static int sync_send_own_id(struct ls_handle *h, struct dlmp_msg *msg,
+			    struct waiter *w, struct dlm_lksb *lksb)
+{
+	int rv;
+
+	LOCK(&h->lh_idlock);
+	rv = own_id_ready(h);
+	if (!rv) {
+		msg->m_u.lock.lk_lkid = h->lh_id_next;
+		msg->m_u.lock.lk_bits |= DLMP_LK_NEWID;
+		lksb->sb_lkid = h->lh_id_next;
+		rv = req_send(h, msg, w);
+		if (!rv)
+			h->lh_id_next++;
+	}
+	UNLOCK(&h->lh_idlock);
+	return rv;
+}
+
 static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 		   uint32_t flags, const void *name, unsigned int namelen,
 		   uint32_t parent, ast_fn astaddr, void *astarg,
@@ -1897,8 +1951,8 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	struct dlmp_msg msg;
 	struct dlmp_lock *lk = &msg.m_u.lock;
 	struct waiter w;
-	uint32_t epoch;
-	bool track, ok;
+	uint32_t epoch, saved_lkid = 0;
+	bool track, ok, own;
 	int rv;
 
 	if (!h)
@@ -1966,7 +2020,17 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 	}
 	w.w_held_ok = sync && !(flags & LKF_CONVERT);
 	w.w_lksb = lksb;
-	rv = req_send(h, &msg, &w);
+	w.w_socket = false;
+	rv = -EAGAIN;
+	own = sync && !(flags & (LKF_CONVERT | LKF_ORPHAN)) &&
+	      may_use_own_id(mode, flags, parent, range);
+	if (own) {
+		saved_lkid = lksb->sb_lkid;
+		rv = sync_send_own_id(h, &msg, &w, lksb);
+		own = rv != -EAGAIN;
+	}
+	if (rv == -EAGAIN)
+		rv = req_send(h, &msg, &w);
 	if (!rv)
 		rv = req_wait(h, &w);
 	if (track) {
@@ -1990,8 +2054,11 @@ static int ls_lock(struct ls_handle *h, uint32_t mode, struct dlm_lksb *lksb,
 			pend_sync_done(h, lk->lk_lkid, w.w_answer.m_u.comp.cp_status);
 		return 0;
 	}
-	if (w.w_answer.m_u.reply.rp_status)
+	if (w.w_answer.m_u.reply.rp_status) {
+		if (own)	/* refused: no lock has that id */
+			lksb->sb_lkid = saved_lkid;
 		return w.w_answer.m_u.reply.rp_status;
+	}
 	if (!(flags & LKF_CONVERT))
 		lksb->sb_lkid = w.w_answer.m_u.reply.rp_value;
 	if ((flags & LKF_ORPHAN) || sync) {
@@ -2107,6 +2174,7 @@ static int ls_unlock(struct ls_handle *h, uint32_t lkid, uint32_t flags,
 	}
 	w.w_held_ok = false;
 	w.w_lksb = NULL;
+	w.w_socket = false;
 	rv = req_send(h, &msg, &w);
 	if (!rv)
 		rv = req_wait(h, &w);

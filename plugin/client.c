@@ -1423,16 +1423,18 @@ static int lock_request(struct req_ctx *rq)
 }
 
 /*
- * LOCK.  One with DLMP_LK_NEWID gets no REPLY: the client knows the id
- * already, and the outcome is the completion AST; a refusal is one too,
- * written here with the refusal's status (dlmd_proto.h).
+ * LOCK.  An async one with DLMP_LK_NEWID gets no REPLY: the client knows
+ * the id already, and the outcome is the completion AST; a refusal is one
+ * too, written here with the refusal's status (dlmd_proto.h).
  */
 static int req_lock(struct req_ctx *rq)
 {
 	const struct dlmp_lock *lk = &rq->rq_msg->m_u.lock;
 	int rv = lock_request(rq);
 
-	if (!(lk->lk_bits & DLMP_LK_NEWID))
+	/* a synchronous one is answered as any: a REPLY with the refusal,
+	 * else its COMP_REPLY (dlmd_proto.h, version 6) */
+	if (!(lk->lk_bits & DLMP_LK_NEWID) || (lk->lk_bits & DLMP_LK_SYNC))
 		return rv;
 	if (rv < 0) {
 		struct lkcb cb = {
@@ -1832,9 +1834,11 @@ void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,
 	}
 	dlmd_flush(d);
 	if (rv == DLMD_REPLY_HELD && msg.m_hdr.h_type == DLMP_LOCK &&
-	    !(msg.m_u.lock.lk_flags & DLM_LKF_CONVERT)) {
+	    !(msg.m_u.lock.lk_flags & DLM_LKF_CONVERT) &&
+	    !(msg.m_u.lock.lk_bits & DLMP_LK_NEWID)) {
 		/* Still waiting after the flush: tell the caller its lock
-		 * id now (the COMP_REPLY follows when it completes). */
+		 * id now (the COMP_REPLY follows when it completes); one
+		 * of its own block it knows already. */
 		struct lkcb *cb = u32map_get(&c->cl_locks, rq.rq_lkid);
 
 		if (cb && cb->lc_sync_lock &&

@@ -2150,8 +2150,9 @@ static void raw_request_fd(int fd, struct dlmp_msg *m, int pass)
 }
 
 /* Bind raw connection 'fd' to LS_NAME; returns our end of its AST
- * socket. */
-static int raw_open(int fd, uint32_t reqid)
+ * socket, and in *block and *nids (when not NULL) the block of lock ids
+ * reserved for it. */
+static int raw_open_ids(int fd, uint32_t reqid, uint32_t *block, uint32_t *nids)
 {
 	struct dlmp_msg m;
 	int sv[2];
@@ -2165,7 +2166,68 @@ static int raw_open(int fd, uint32_t reqid)
 	raw_request_fd(fd, &m, sv[1]);
 	close(sv[1]);
 	assert_int_equal(m.m_u.reply.rp_status, 0);
+	if (block)
+		*block = m.m_u.reply.rp_value2;
+	if (nids)
+		*nids = m.m_u.reply.rp_value3;
 	return sv[0];
+}
+
+static int raw_open(int fd, uint32_t reqid)
+{
+	return raw_open_ids(fd, reqid, NULL, NULL);
+}
+
+/* A synchronous LOCK with an id of the client's own block (protocol 6)
+ * that has to wait gets no interim REPLY: its one answer is the
+ * COMP_REPLY when it is granted; one with an id not of the block is
+ * refused by a plain REPLY at once, and no AST is written for either. */
+static void test_sync_own_id(void **state)
+{
+	unsigned char buf[DLMP_MAX_MSG];
+	struct dlmp_msg m;
+	struct rec blocker;
+	struct pollfd pfd;
+	uint32_t block = 0, nids = 0;
+	int fd = raw_connect(), ast_fd, len;
+
+	(void)state;
+	lock_granted(h2, LKM_EXMODE, &blocker, "sync-own-id");
+	ast_fd = raw_open_ids(fd, 1, &block, &nids);
+	assert_true(block != 0 && nids >= 2);
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_LOCK;
+	m.m_hdr.h_reqid = 2;
+	m.m_u.lock.lk_mode = LKM_PRMODE;
+	m.m_u.lock.lk_bits = DLMP_LK_SYNC | DLMP_LK_NEWID;
+	m.m_u.lock.lk_lkid = block;
+	m.m_u.lock.lk_namelen = (uint8_t)strlen("sync-own-id");
+	memcpy(m.m_u.lock.lk_name, "sync-own-id", strlen("sync-own-id"));
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_true(len > 0);
+	assert_int_equal(send(fd, buf, (size_t)len, 0), len);
+	/* an id not of the block: refused at once, as the call's answer */
+	m.m_hdr.h_reqid = 3;
+	m.m_u.lock.lk_lkid = block + nids;
+	len = dlmp_encode(&m, buf, sizeof(buf));
+	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 3), -EINVAL);
+	/* nothing came for the waiting lock before that refusal, and nothing
+	 * comes now (the interim REPLY would be here already: it follows
+	 * the request's flush; short is safe, see the top) */
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 100), 0);
+	assert_int_equal(unlock_sync(h2, &blocker, 0), EUNLOCK);
+	raw_read(fd, &m);
+	assert_int_equal(m.m_hdr.h_type, DLMP_COMP_REPLY);
+	assert_int_equal(m.m_hdr.h_reqid, 2);
+	assert_int_equal(m.m_u.comp.cp_status, 0);
+	assert_int_equal(m.m_u.comp.cp_lkid, block);
+	/* no AST for either */
+	pfd.fd = ast_fd;
+	assert_int_equal(poll(&pfd, 1, 100), 0);
+	close(fd);
+	close(ast_fd);
 }
 
 /* dlmd holds at most DLMP_MAX_HELD answers per connection: a raw client
@@ -3513,6 +3575,7 @@ int main(void)
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_refused_connection),
 		cmocka_unit_test(test_held_limit),
+		cmocka_unit_test(test_sync_own_id),
 		cmocka_unit_test(test_version_mismatch),
 		cmocka_unit_test(test_permissions),
 		cmocka_unit_test(test_async_own_ids),
