@@ -49,6 +49,16 @@ removals() { # K: the lines of node K's dlmd that chose a node to remove
 	grep -c "cannot reach each other" "$dir/n$1/dlmd.out" 2>/dev/null || true
 }
 
+# crossing MS: the workload, node 3's clients first, so that node 3
+# masters the resources (the first node to lock one does) and node 2's
+# requests cross the pair that is cut
+crossing() {
+	workload "$1" 3
+	poll "$WAIT_S" workload_busy || fail "the workload did not start on node 3"
+	workload "$1" 1 2
+	poll "$WAIT_S" workload_busy || fail "the workload did not start on nodes 1 and 2"
+}
+
 # (the teardown deletes the namespaces, and their rules with them)
 unblock() {
 	"$CLUSTER" unblock "$dir" 2 3 || fail "cannot unblock nodes 2 and 3"
@@ -60,8 +70,7 @@ up_cluster 3
 : >"$dir/fence.log"
 
 say "== 1. dlmd's port between nodes 2 and 3 blocked for 2 s, then healed"
-workload 9000 1 2 3
-poll "$WAIT_S" workload_busy || fail "the workload did not start on every node"
+crossing 9000
 for k in 1 2 3; do
 	wait_ls $k "state running members 1 2 3 " "the lockspace is not on all three"
 done
@@ -79,8 +88,7 @@ done
 	fail "a node was fenced after a blip: $(cat "$dir/fence.log")"
 
 say "== 2. the port stays blocked: one end is removed and fenced"
-workload 15000 1 2 3
-poll "$WAIT_S" workload_busy || fail "the workload did not start on every node"
+crossing 15000
 "$CLUSTER" block "$dir" 2 3 || fail "cannot block dlmd's port between nodes 2 and 3"
 # the limit, two watchdog ticks, the removal, fencing, recovery
 poll $((LIMIT + 40)) not running 3 corosync ||
