@@ -96,7 +96,7 @@ poll $((LIMIT + 40)) not running 3 corosync ||
 for k in 1 2; do
 	wait_ls $k "state running members 1 2 " "no recovery without node 3"
 done
-wait_workload 90 1 2
+wait_workload $((WAIT_S * 3)) 1 2
 check "cut"
 [ "$(fences_of 3)" = 1 ] || fail "node 3 fenced $(fences_of 3) times, not once: $(cat "$dir/fence.log")"
 [ "$(fences_of 2)" = 0 ] || fail "node 2 was fenced too: $(cat "$dir/fence.log")"
