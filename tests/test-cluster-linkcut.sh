@@ -32,15 +32,6 @@ LIMIT=${LINKCUT_LIMIT:-6}
 t_start=$(date +%s)
 say() { echo "$* ($(( $(date +%s) - t_start )) s)"; }
 
-running() { # K NAME: is node K's NAME (dlmd, corosync) alive?
-	case $2 in
-	dlmd) p=$(cat "$dir/n$1/dlmd.launch-pid" 2>/dev/null) ;;
-	corosync) p=$(cat "$dir/n$1/corosync.pid" 2>/dev/null) ;;
-	esac
-	[ -n "$p" ] && kill -0 "$p" 2>/dev/null &&
-		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "$2"
-}
-
 fences_of() { # K: how many times node K was fenced so far
 	grep -c "fence node $1\$" "$dir/fence.log" 2>/dev/null || true
 }
