@@ -380,7 +380,15 @@
  *  (harmless: nothing waits on it); a cut with a third side (the
  *  lowest other member itself cut off) still removes through corosync,
  *  whose path is not the cut one; and if corosync cannot remove the
- *  node, fencing it (it is fenced while still in the view) does.
+ *  node, fencing it (it is fenced while still in the view) does.  The
+ *  choice is only as good as the reports in when a pair decides: a node
+ *  cut off from everyone whose peers notice at different times (one had
+ *  nothing queued for it yet) may lose a tie to a peer first, and be
+ *  removed by the next pair: a second removal, never a stall and never
+ *  two holders.  lowcomms acks what it receives, not what the engine has
+ *  handled, so a dlmd that is alive but does not run for the limit
+ *  (SIGSTOP, a hung host) counts as unreachable too, and is removed: its
+ *  locks were stalling everyone meanwhile.
  *
  * STALLS.  A running lockspace whose operations wait for a remote reply
  * while nothing at all arrives for STALL_MS is shown as "stalled", never
