@@ -2946,10 +2946,17 @@ static void unreach_tick(struct dlmd_cluster *cs)
 				"daemon group)", id, (unsigned long long)(w / 1000));
 	}
 	qsort(ur.ur_ids, ur.ur_count, sizeof(ur.ur_ids[0]), cmp_u32);
-	for (unsigned int i = 0; i < cs->cs_nunr_mine; i++)
-		if (!id_in(ur.ur_ids, ur.ur_count, cs->cs_unr_mine[i]))
-			log_notice("comms: node %u is reachable again",
-				   cs->cs_unr_mine[i]);
+	for (unsigned int i = 0; i < cs->cs_nunr_mine; i++) {
+		uint32_t id = cs->cs_unr_mine[i];
+
+		if (id_in(ur.ur_ids, ur.ur_count, id))
+			continue;
+		if (id_in(cs->cs_dmembers, cs->cs_ndmembers, id))
+			log_notice("comms: node %u is reachable again", id);
+		else
+			log_info("comms: node %u, which we could not reach, "
+				 "left the daemon group", id);
+	}
 	same = ur.ur_count == cs->cs_nunr_mine &&
 	       !memcmp(ur.ur_ids, cs->cs_unr_mine, ur.ur_count * sizeof(uint32_t));
 	memcpy(cs->cs_unr_mine, ur.ur_ids, ur.ur_count * sizeof(uint32_t));
