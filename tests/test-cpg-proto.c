@@ -1580,6 +1580,31 @@ static void test_unreach_wider(void **state)
 			   "leaves the cluster"));
 }
 
+/* Nodes 2, 3 and 4 of five (a majority) report node 1, which has nothing
+ * queued and reports nothing: at node 2's repeat node 1 goes (cut off
+ * from three members), although its id is the lowest. */
+static void test_unreach_majority(void **state)
+{
+	unreach_start(5);
+	for (int i = 1; i < 4; i++)
+		wait_ms[i][1] = 7000;
+	for (int i = 1; i < 4; i++)
+		unreach_tick_of(i);
+	settle();
+	assert_false(sim[4].failed[1]);
+	unreach_tick_of(1);
+	settle();
+	for (int i = 1; i < 5; i++)
+		assert_true(sim[i].failed[1] &&
+			    (sim[i].fail_how[1] & DLMD_FAIL_REMOVED));
+	for (uint32_t v = 2; v <= 5; v++)
+		assert_int_equal(kills_of(v), 0);
+	assert_int_equal(kills[1][1], 1);
+	assert_int_equal(kills_of(1), 1);
+	assert_true(logged(4, "node 1 (cut off from 3 members, node 2 from 1) "
+			   "leaves the cluster"));
+}
+
 /* A cut that heals before it is decided changes nothing: the report
  * that follows the heal is empty, the pair is forgotten, and the next
  * cut counts from the start again.  A confchg forgets every report. */
@@ -1687,6 +1712,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unreach_one_end, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unreach_wider, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_unreach_majority, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unreach_heal, setup,
 						teardown),
