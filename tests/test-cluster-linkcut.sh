@@ -99,6 +99,14 @@ for k in 1 2; do
 done
 grep -q "removing node 3 from the cluster" "$dir/n1/dlmd.out" ||
 	fail "node 1 (the lowest other member) did not remove node 3"
+# fenced before its locks were recovered (never two holders)
+for k in 1 2; do
+	f=$(grep -n "fencing: node 3 is fenced" "$dir/n$k/dlmd.out" | head -n 1 | cut -d: -f1)
+	r=$(grep -n "recovery [0-9]* started, 2 members" "$dir/n$k/dlmd.out" |
+		tail -n 1 | cut -d: -f1)
+	[ -n "$f" ] && [ -n "$r" ] && [ "$f" -lt "$r" ] ||
+		fail "node $k: the recovery without node 3 did not wait for its fencing"
+done
 unblock
 "$CLUSTER" start "$dir" 3 >/dev/null || fail "node 3 did not start again"
 timeout 30 "$CLUSTER" exec "$dir" 3 "$CLIENT" try "$LS" rejoin-3 EX \
