@@ -149,6 +149,18 @@
  * connection that has not finished its handshake within cfg_handshake_ms is
  * closed.  lc_node_remove() is the only way queued frames are discarded.
  *
+ * PEER UNREACHABLE.  Reconnecting never gives up, so a path that is cut
+ * for good (only this port dropped, the peer still alive) looks from here
+ * like a queue that waits.  Each node remembers since when its oldest
+ * queued frame has waited for an ack that advances: set when a frame is
+ * queued on an empty queue, moved to "now" by every ack that drops
+ * frames (what is left waits from then), cleared when the queue empties
+ * or is dropped.  lc_node_wait_ms() reports it; a healthy peer acks
+ * within cfg_ack_delay_ms, so a wait of seconds means the frames are
+ * getting nowhere, through any number of reconnect attempts.  An idle
+ * node (nothing queued) never waits, whatever its connection: nothing
+ * depends on it.
+ *
  * RESTARTING THE SOCKET LAYER.  Exactly-once rests on the receiver's memory:
  * per peer, the two epochs and the next sequence number it expects.  That
  * lives in the node, not in the connection, so killing every socket loses
@@ -199,6 +211,12 @@
  *    checked).  A handshake costs a round trip more than HELLO alone.
  *  - No keepalive of our own: a silently dead peer is noticed by TCP's
  *    timers or by the cluster manager, which calls lc_node_remove().
+ *    A peer that stays in the cluster manager's view while our frames
+ *    to it get nowhere (a firewall on our port only, a broken path) is
+ *    not judged here: lc_node_wait_ms() says how long the oldest queued
+ *    frame has waited without the peer's ack advancing (PEER
+ *    UNREACHABLE), and the caller decides (dlmd: plugin/cluster.c,
+ *    UNREACHABLE PEERS).
  *  - Sequence numbers are 32 bits; comparisons are wrap-safe as long as fewer
  *    than 2^31 frames are in flight to one node, which the queue limit
  *    guarantees.
@@ -340,6 +358,9 @@ struct lc_node {
 	struct lc_qpos node_tx;		/* next frame to write */
 	size_t node_qframes;
 	size_t node_qbytes;
+	/* since when the oldest queued frame waits for an ack that
+	 * advances (lc_node_wait_ms); 0 = nothing queued */
+	uint64_t node_wait_since;
 	unsigned int node_backoff_ms;
 	uint64_t node_retry_at;
 	bool node_retry_pending;
@@ -631,6 +652,7 @@ static void free_frames(struct lc_node *n)
 	n->node_head = n->node_tx = (struct lc_qpos){ NULL, 0 };
 	n->node_qframes = 0;
 	n->node_qbytes = 0;
+	n->node_wait_since = 0;
 }
 
 /* Oldest sequence number we still hold (or would send next). */
@@ -1172,6 +1194,7 @@ static void report_lost(struct lc_ctx *ctx, struct lc_node *n, uint32_t got)
 static int process_ack(struct lc_ctx *ctx, struct lc_node *n, uint32_t ack)
 {
 	unsigned char *f;
+	size_t before = n->node_qframes;
 
 	if (lc_seq_after(ack, n->node_send_next - 1)) {
 		lc_log(ctx, LOG_ERR, "node %u acked %u, we sent only up to %u",
@@ -1181,6 +1204,9 @@ static int process_ack(struct lc_ctx *ctx, struct lc_node *n, uint32_t ack)
 	while (n->node_qframes && (f = q_peek(&n->node_head)) &&
 	       !lc_seq_after(qf_seq(f), ack))
 		q_pop(n);
+	/* progress: what is left waits from now (PEER UNREACHABLE) */
+	if (n->node_qframes != before)
+		n->node_wait_since = n->node_qframes ? refresh_now(ctx) : 0;
 	return 0;
 }
 
@@ -2268,7 +2294,8 @@ int lc_send(struct lc_ctx *ctx, uint32_t nodeid, uint16_t type, uint32_t lsid,
 	lc_frame_encode(f, &h);
 	if (len)
 		memcpy(f + LC_FRAME_HDR_LEN, payload, len);
-	n->node_qframes++;
+	if (!n->node_qframes++)
+		n->node_wait_since = refresh_now(ctx);
 	n->node_qbytes += len;
 	ctx->ctx_stats.st_msgs_sent++;
 
@@ -2302,6 +2329,17 @@ long lc_queue_len(const struct lc_ctx *ctx, uint32_t nodeid)
 	const struct lc_node *n = find_node(ctx, nodeid);
 
 	return n ? (long)n->node_qframes : -ENOENT;
+}
+
+uint64_t lc_node_wait_ms(const struct lc_ctx *ctx, uint32_t nodeid,
+			 uint64_t now_ms)
+{
+	const struct lc_node *n = find_node(ctx, nodeid);
+
+	if (!n || !n->node_qframes || !n->node_wait_since ||
+	    now_ms <= n->node_wait_since)
+		return 0;
+	return now_ms - n->node_wait_since;
 }
 
 void lc_timer(struct lc_ctx *ctx, uint64_t now_ms)

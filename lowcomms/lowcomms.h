@@ -245,6 +245,12 @@ int lc_send(struct lc_ctx *ctx, uint32_t nodeid, uint16_t type, uint32_t lsid,
 void lc_flush(struct lc_ctx *ctx);
 /* Messages queued for nodeid and not yet acknowledged, or -ENOENT. */
 long lc_queue_len(const struct lc_ctx *ctx, uint32_t nodeid);
+/* How long (ms, at now_ms on lc_timer()'s clock) the oldest frame queued
+ * for nodeid has waited without an ack that advances; 0 when nothing is
+ * queued or the node is unknown.  Grows through reconnect attempts: a
+ * path cut for good shows here (lowcomms.c, PEER UNREACHABLE). */
+uint64_t lc_node_wait_ms(const struct lc_ctx *ctx, uint32_t nodeid,
+			 uint64_t now_ms);
 
 /* An fd handed out through ops_fd_add is ready (poll revents bits).
  * -ENOENT if the fd is not ours. */

@@ -330,6 +330,66 @@
  * is still in the view); the others recover without it.  It acts once
  * per incarnation of the peer (until it leaves the daemon group).
  *
+ * UNREACHABLE PEERS.  Corosync (totem over knet/UDP) and lowcomms (our
+ * own TCP or SCTP port) are separate paths.  A firewall rule on our port,
+ * a full conntrack table, a broken MTU or a half-dead NIC can cut
+ * lowcomms between two nodes that corosync keeps in the membership:
+ * lowcomms then keeps the frames queued and reconnects for ever, and
+ * every lock whose master or directory lies across the cut waits for
+ * ever (the kernel DLM hangs the same way).  The stall watchdog only
+ * reports it.  GPFS "expels" one of the two nodes; so do we:
+ *  - detection: lowcomms says how long the oldest frame queued for a
+ *    peer has waited without an ack that advances (lc_node_wait_ms;
+ *    lowcomms.c, PEER UNREACHABLE).  A live peer acks within
+ *    milliseconds; a wait of peer_unreachable_secs (dlm.conf, default
+ *    20 s: well above corosync's token, which takes a dead node out of
+ *    the view long before, and above a reconnect backoff or two) means
+ *    the path is cut, not slow.  A member that has nothing queued for a
+ *    peer needs nothing from it and reports nothing.
+ *  - report: every STALL_TICK_MS, a daemon with such peers multicasts
+ *    UNREACH, the whole set of members it cannot reach (plugin/cpgmsg.h),
+ *    again every tick while the set is not empty, and once, empty, when
+ *    it heals.
+ *  - decision: every member keeps each member's last set and counts the
+ *    reports of each cut pair; all of it starts over at every confchg
+ *    (a joiner saw none of the earlier reports, and every member of the
+ *    new configuration sees the same reports after it: CPG's extended
+ *    virtual synchrony).  A pair reported twice decides: both ends
+ *    reported it, or one end again a tick later, by which time the
+ *    reports of a wider cut are in.  Of its two ends the one cut off
+ *    from more members goes (a node whose NIC is dead to everyone, not
+ *    the peer that noticed first), on a tie the higher node id; pairs
+ *    are taken in ascending order and a pair with an end already chosen
+ *    decides nothing more.  As every member applies this to the same
+ *    sequence, all choose the same node at the same point, with no
+ *    further round; a node reported cut by a majority is cut off from
+ *    more members than any of its peers, so it is the one that goes.
+ *  - removal: exactly as for LOST FRAMES: every member records the node
+ *    as failed with DLMD_FAIL_REMOVED (fenced also while corosync still
+ *    lists it), and the lowest other member removes it from the cluster
+ *    (corosync_cfg_kill_node): it leaves the daemon group with node-down,
+ *    its lockspaces stop and recover only after it is fenced, so its
+ *    clients' locks are never granted twice.  Logged at err on every
+ *    member with both ends, the counts and the rule that chose.
+ *  - a cut shorter than peer_unreachable_secs changes nothing: the first
+ *    ack after it resets the wait, nothing is reported.  A cut that heals
+ *    after one report (the empty set follows) is forgotten.
+ *  peer_unreachable_secs = 0 turns all of this off (the old behaviour:
+ *  a stall until an operator acts).  Limits: a node with nothing queued
+ *  for a cut peer never reports it, so a cut nobody sends across stays
+ *  (harmless: nothing waits on it); a cut with a third side (the
+ *  lowest other member itself cut off) still removes through corosync,
+ *  whose path is not the cut one; and if corosync cannot remove the
+ *  node, fencing it (it is fenced while still in the view) does.  The
+ *  choice is only as good as the reports in when a pair decides: a node
+ *  cut off from everyone whose peers notice at different times (one had
+ *  nothing queued for it yet) may lose a tie to a peer first, and be
+ *  removed by the next pair: a second removal, never a stall and never
+ *  two holders.  lowcomms acks what it receives, not what the engine has
+ *  handled, so a dlmd that is alive but does not run for the limit
+ *  (SIGSTOP, a hung host) counts as unreachable too, and is removed: its
+ *  locks were stalling everyone meanwhile.
+ *
  * STALLS.  A running lockspace whose operations wait for a remote reply
  * while nothing at all arrives for STALL_MS is shown as "stalled", never
  * "running" (dlmctl ls), and logged; see watchdog_timer().  So is one in
@@ -414,6 +474,7 @@
 #define STALL_MS		10000	/* running, waiters, nothing received */
 #define SYNC_LOG_MS		10000	/* log a sync that waits this long */
 #define LS_HASH			256	/* buckets of the lockspace table */
+#define CS_CUT_MAX		256	/* cut pairs followed at once */
 #define BLOCKER_LEN		128	/* start_blocker()'s text: 116 at most */
 /* Names in one daemon's ANNOUNCE (its lockspaces), at most: a peer that
  * sends FIRST and never LAST cannot grow it beyond (about 4 MB). */
@@ -487,6 +548,22 @@ struct cs_out {
 	unsigned char	o_buf[];
 };
 
+/* A member's last UNREACH: the members it cannot reach (UNREACHABLE
+ * PEERS). */
+struct cs_unr {
+	uint32_t	ur_from;
+	uint32_t	ur_ids[DLM_MAX_NODES];
+	unsigned int	ur_n;
+};
+
+/* A cut pair (a < b), and how many UNREACHes named it since the last
+ * confchg (from either end). */
+struct cs_cut {
+	uint32_t	cu_a;
+	uint32_t	cu_b;
+	unsigned int	cu_seen;
+};
+
 struct dlmd_cluster {
 	struct dlmd		*cs_d;
 	const struct dlmd_cluster_up *cs_up;	/* client.c and view.c */
@@ -521,6 +598,17 @@ struct dlmd_cluster {
 	/* peers whose lost frames were already acted on (until they leave) */
 	uint32_t		cs_gap[DLM_MAX_NODES];
 	unsigned int		cs_ngap;
+	/* UNREACHABLE PEERS: what we reported last, every member's last
+	 * report since the last confchg, the cut pairs and how often they
+	 * were reported, and the nodes chosen for removal */
+	uint32_t		cs_unr_mine[DLM_MAX_NODES];
+	unsigned int		cs_nunr_mine;
+	struct cs_unr		cs_unr[DLM_MAX_NODES];
+	unsigned int		cs_nunr;
+	struct cs_cut		cs_cut[CS_CUT_MAX];
+	unsigned int		cs_ncut;
+	uint32_t		cs_unr_out[DLM_MAX_NODES];
+	unsigned int		cs_nunr_out;
 	/* the daemon group's processes, and the state transfer */
 	struct cs_daemon	cs_dm[DLM_MAX_NODES];
 	unsigned int		cs_ndm;
@@ -1648,6 +1736,8 @@ static void retry_timer(void *data)
 	kick(cs);
 }
 
+static void unreach_tick(struct dlmd_cluster *cs);
+
 /* The stall watchdog: a running lockspace with operations waiting for a
  * remote reply that receives nothing at all for STALL_MS cannot make
  * progress (a reply every request gets at once from a live master was
@@ -1703,6 +1793,7 @@ static void watchdog_timer(void *data)
 				(unsigned long long)((now - cl->cl_wd_since) / 1000));
 		}
 	}
+	unreach_tick(cs);
 	if (qb_loop_timer_add(d->d_loop, QB_LOOP_LOW, STALL_TICK_MS * NS_PER_MS, cs,
 			      watchdog_timer, &cs->cs_wd) == 0)
 		cs->cs_wd_armed = true;
@@ -2299,6 +2390,9 @@ static void deliver_fence(struct dlmd_cluster *cs, uint32_t from, uint16_t type,
 					    (enum dlmd_fence_status)fc.fc_status);
 }
 
+static void deliver_unreach(struct dlmd_cluster *cs, uint32_t from,
+			    const unsigned char *body, size_t len);
+
 static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 			   uint32_t nodeid, uint32_t pid, void *msg, size_t len)
 {
@@ -2340,7 +2434,7 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 			 "a member (an old incarnation?): dropped", nodeid, pid);
 		return;
 	}
-	if (hd.h_target && hd.h_type >= CM_START && hd.h_type <= CM_RESTART) {
+	if (hd.h_target && hd.h_type >= CM_START && hd.h_type <= CM_UNREACH) {
 		/* every member must apply these alike: none is for one */
 		log_warn("daemon group: message type %u from node %u with target "
 			 "node %u dropped (it is for every member)", hd.h_type,
@@ -2363,6 +2457,11 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 		 * not, in the order delivered (fence.c, ONE FENCER) */
 		deliver_fence(cs, nodeid, hd.h_type, p + CM_HDR_LEN,
 			      len - CM_HDR_LEN);
+		return;
+	}
+	if (hd.h_type == CM_UNREACH) {
+		/* reachability, not membership: from every member */
+		deliver_unreach(cs, nodeid, p + CM_HDR_LEN, len - CM_HDR_LEN);
 		return;
 	}
 	if (!dm->dm_known) {
@@ -2647,6 +2746,10 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			ids[n++] = members[i].nodeid;
 	memcpy(cs->cs_dmembers, ids, n * sizeof(ids[0]));
 	cs->cs_ndmembers = n;
+	/* UNREACHABLE PEERS: reports start over in every configuration */
+	cs->cs_nunr = 0;
+	cs->cs_ncut = 0;
+	cs->cs_nunr_out = 0;
 	majority = majority_side(cs, ids, n);
 	fmt_ids(m, sizeof(m), ids, n);
 	log_info("daemon group members [%s]", m);
@@ -2796,6 +2899,219 @@ void dlmd_cluster_frames_lost(struct dlmd *d, uint32_t peer)
 	/* and fence it at once, without waiting for it to leave the view */
 	if (victim != d->d_nodeid)
 		dlmd_fence_node_failed(d, victim, DLMD_FAIL_REMOVED);
+}
+
+/* ------------------------------------------------------------------ */
+/* UNREACHABLE PEERS                                                   */
+/* ------------------------------------------------------------------ */
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Every STALL_TICK_MS: the members our frames have not got through to
+ * for peer_unreachable_secs.  A set that is not empty goes out every
+ * tick (a repeat is what lets one end's report decide: below); one that
+ * became empty goes out once. */
+static void unreach_tick(struct dlmd_cluster *cs)
+{
+	struct dlmd *d = cs->cs_d;
+	uint64_t limit = (uint64_t)d->d_cfg.cf_peer_unreachable_secs * 1000;
+	static struct cm_unreach ur;
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h;
+	size_t len;
+	bool same;
+
+	if (!cs->cs_corosync || !limit)
+		return;
+	memset(&ur, 0, sizeof(ur));
+	for (unsigned int i = 0; i < cs->cs_ndmembers; i++) {
+		uint32_t id = cs->cs_dmembers[i];
+		uint64_t w;
+
+		if (id == d->d_nodeid)
+			continue;
+		w = dlmd_comms_wait_ms(d, id);
+		if (w < limit)
+			continue;
+		ur.ur_ids[ur.ur_count++] = id;
+		if (!id_in(cs->cs_unr_mine, cs->cs_nunr_mine, id))
+			log_err("comms: nothing we sent node %u has been acknowledged "
+				"for %llu s while corosync keeps it a member: its "
+				"dlmd is unreachable from here (reported to the "
+				"daemon group)", id, (unsigned long long)(w / 1000));
+	}
+	qsort(ur.ur_ids, ur.ur_count, sizeof(ur.ur_ids[0]), cmp_u32);
+	for (unsigned int i = 0; i < cs->cs_nunr_mine; i++) {
+		uint32_t id = cs->cs_unr_mine[i];
+
+		if (id_in(ur.ur_ids, ur.ur_count, id))
+			continue;
+		if (id_in(cs->cs_dmembers, cs->cs_ndmembers, id))
+			log_notice("comms: node %u is reachable again", id);
+		else
+			log_info("comms: node %u, which we could not reach, "
+				 "left the daemon group", id);
+	}
+	same = ur.ur_count == cs->cs_nunr_mine &&
+	       !memcmp(ur.ur_ids, cs->cs_unr_mine, ur.ur_count * sizeof(uint32_t));
+	memcpy(cs->cs_unr_mine, ur.ur_ids, ur.ur_count * sizeof(uint32_t));
+	cs->cs_nunr_mine = ur.ur_count;
+	if (same && !ur.ur_count)
+		return;
+	h = out_hdr(cs, 0);
+	len = dlmd_cm_unreach_encode(buf, &h, &ur);
+	if (len)
+		out_queue(cs, buf, len);
+}
+
+static struct cs_unr *unr_of(struct dlmd_cluster *cs, uint32_t id)
+{
+	for (unsigned int i = 0; i < cs->cs_nunr; i++)
+		if (cs->cs_unr[i].ur_from == id)
+			return &cs->cs_unr[i];
+	return NULL;
+}
+
+/* Is the link between a and b reported cut (by either end)? */
+static bool unr_cut(struct dlmd_cluster *cs, uint32_t a, uint32_t b)
+{
+	const struct cs_unr *u = unr_of(cs, a), *v = unr_of(cs, b);
+
+	return (u && id_in(u->ur_ids, u->ur_n, b)) ||
+	       (v && id_in(v->ur_ids, v->ur_n, a));
+}
+
+/* The members node x is reported cut from, either way. */
+static unsigned int unr_degree(struct dlmd_cluster *cs, uint32_t x)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < cs->cs_ndmembers; i++)
+		if (cs->cs_dmembers[i] != x && unr_cut(cs, x, cs->cs_dmembers[i]))
+			n++;
+	return n;
+}
+
+/* Node v is chosen: every member logs it and has it fenced (as removed:
+ * also while corosync still lists it); the lowest other member removes
+ * it from the cluster. */
+static void unreach_remove(struct dlmd_cluster *cs, const struct cs_cut *cu,
+			   uint32_t v, unsigned int dv, unsigned int dother)
+{
+	struct dlmd *d = cs->cs_d;
+	uint32_t other = v == cu->cu_a ? cu->cu_b : cu->cu_a, lowest = 0;
+	char why[128];
+
+	cs->cs_unr_out[cs->cs_nunr_out++] = v;
+	log_err("daemon group: dlmd on nodes %u and %u cannot reach each other "
+		"(reported %u time%s, peer_unreachable_secs %u) while corosync "
+		"keeps both: node %u (cut off from %u member%s, node %u from %u%s) "
+		"leaves the cluster, is fenced, and the others recover",
+		cu->cu_a, cu->cu_b, cu->cu_seen, cu->cu_seen == 1 ? "" : "s",
+		d->d_cfg.cf_peer_unreachable_secs, v, dv, dv == 1 ? "" : "s",
+		other, dother, dv == dother ? "; the higher id" : "");
+	if (v != d->d_nodeid)
+		dlmd_fence_node_failed(d, v, DLMD_FAIL_REMOVED);
+	for (unsigned int i = 0; i < cs->cs_ndmembers; i++) {
+		uint32_t id = cs->cs_dmembers[i];
+
+		if (id != v && (!lowest || id < lowest))
+			lowest = id;
+	}
+	if (lowest != d->d_nodeid)
+		return;
+	snprintf(why, sizeof(why), "dlmd: nodes %u and %u cannot reach each "
+		 "other", cu->cu_a, cu->cu_b);
+	remove_node(cs, v, why);
+}
+
+/*
+ * UNREACH from member 'from': its whole set replaces the one it sent
+ * before; every pair it names is counted.  A pair seen twice (both ends
+ * reported it, or one end repeated it a tick later, so that reports of
+ * a wider cut have come in) whose ends are both still here decides: the
+ * end cut off from more members goes, on a tie the higher id.  Every
+ * member sees the same reports in the same order since the same confchg
+ * (and none before it: the table starts over at each), so every member
+ * picks the same nodes at the same point.
+ */
+static void deliver_unreach(struct dlmd_cluster *cs, uint32_t from,
+			    const unsigned char *body, size_t len)
+{
+	static struct cm_unreach ur;
+	const char *why = NULL;
+	struct cs_unr *u;
+
+	if (dlmd_cm_unreach_decode(body, len, &ur, &why)) {
+		log_warn("daemon group: malformed UNREACH from node %u dropped: %s",
+			 from, why);
+		return;
+	}
+	u = unr_of(cs, from);
+	if (!u) {
+		if (cs->cs_nunr >= DLM_MAX_NODES)
+			return;
+		u = &cs->cs_unr[cs->cs_nunr++];
+		u->ur_from = from;
+	}
+	u->ur_n = 0;
+	for (uint32_t i = 0; i < ur.ur_count; i++) {
+		uint32_t id = ur.ur_ids[i];
+		uint32_t a = id < from ? id : from, b = id < from ? from : id;
+		unsigned int k;
+
+		if (id == from || !id_in(cs->cs_dmembers, cs->cs_ndmembers, id))
+			continue;
+		u->ur_ids[u->ur_n++] = id;
+		for (k = 0; k < cs->cs_ncut; k++)
+			if (cs->cs_cut[k].cu_a == a && cs->cs_cut[k].cu_b == b)
+				break;
+		if (k == cs->cs_ncut) {
+			if (cs->cs_ncut >= CS_CUT_MAX)
+				continue;
+			cs->cs_cut[cs->cs_ncut++] = (struct cs_cut){ a, b, 0 };
+		}
+		cs->cs_cut[k].cu_seen++;
+	}
+	log_info("daemon group: node %u reports %u member%s unreachable", from,
+		 u->ur_n, u->ur_n == 1 ? "" : "s");
+	/* healed pairs are forgotten: a later cut counts from 0 again */
+	for (unsigned int k = 0; k < cs->cs_ncut;) {
+		if (!unr_cut(cs, cs->cs_cut[k].cu_a, cs->cs_cut[k].cu_b))
+			cs->cs_cut[k] = cs->cs_cut[--cs->cs_ncut];
+		else
+			k++;
+	}
+	/* pairs in ascending order, for the same choices everywhere */
+	for (;;) {
+		struct cs_cut *best = NULL;
+		unsigned int da, db;
+		uint32_t v;
+
+		for (unsigned int k = 0; k < cs->cs_ncut; k++) {
+			struct cs_cut *c = &cs->cs_cut[k];
+
+			if (c->cu_seen < 2 ||
+			    id_in(cs->cs_unr_out, cs->cs_nunr_out, c->cu_a) ||
+			    id_in(cs->cs_unr_out, cs->cs_nunr_out, c->cu_b))
+				continue;
+			if (!best || c->cu_a < best->cu_a ||
+			    (c->cu_a == best->cu_a && c->cu_b < best->cu_b))
+				best = c;
+		}
+		if (!best || cs->cs_nunr_out >= DLM_MAX_NODES)
+			break;
+		da = unr_degree(cs, best->cu_a);
+		db = unr_degree(cs, best->cu_b);
+		v = da > db ? best->cu_a : best->cu_b;
+		unreach_remove(cs, best, v, v == best->cu_a ? da : db,
+			       v == best->cu_a ? db : da);
+	}
 }
 
 static int daemon_cpg_ready(int32_t fd, int32_t revents, void *data)

@@ -474,6 +474,15 @@ void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
 	comms_rearm(cm);
 }
 
+uint64_t dlmd_comms_wait_ms(const struct dlmd *d, uint32_t nodeid)
+{
+	const struct dlmd_comms *cm = d->d_comms;
+
+	if (!cm || nodeid == d->d_nodeid)
+		return 0;
+	return lc_node_wait_ms(cm->cm_lc, nodeid, dlmd_now_ms());
+}
+
 int dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)
 {
 	struct dlmd_comms *cm = d->d_comms;

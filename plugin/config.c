@@ -30,6 +30,12 @@
  *                                  too may move, their locks re-pointed
  *                                  (core/remaster.c; 0 or 1)
  *   recover_timer     60           seconds before a stuck recovery is logged
+ *   peer_unreachable_secs 20       a member whose dlmd our frames have not
+ *                                  got through to for this long, while
+ *                                  corosync keeps it, is reported; one end
+ *                                  of the cut is removed from the cluster
+ *                                  and fenced (0: never; plugin/cluster.c,
+ *                                  UNREACHABLE PEERS)
  *   socket_path       /run/dlmd/dlmd.sock      client socket (libdlm)
  *   control_socket    /run/dlmd/dlmd-ctl.sock  dlmctl's socket (mode 0600)
  *   pid_file          /run/dlmd/dlmd.pid
@@ -103,6 +109,7 @@ void dlmd_config_defaults(struct dlmd_config *cf)
 	cf->cf_remaster_secs = 0;
 	cf->cf_remaster_window = DLMD_REMASTER_WINDOW;
 	cf->cf_recover_timer = 60;
+	cf->cf_peer_unreachable_secs = 20;
 	snprintf(cf->cf_socket_path, sizeof(cf->cf_socket_path), "%s",
 		 DLMD_DEFAULT_SOCKET);
 	snprintf(cf->cf_ctl_socket_path, sizeof(cf->cf_ctl_socket_path), "%s",
@@ -298,6 +305,7 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 	U32("remaster_window", cf_remaster_window, 4, 65534)
 	U32("remaster_shared", cf_remaster_shared, 0, 1)
 	U32("recover_timer", cf_recover_timer, 1, 86400)
+	U32("peer_unreachable_secs", cf_peer_unreachable_secs, 0, 86400)
 	U32("nodeid", cf_nodeid, 1, 0x7fffffff)
 	U32("flight_recorder_lines", cf_flight_lines, 16, 1048576)
 	U32("max_clients_per_uid", cf_max_clients_per_uid, 1, 1048576)
@@ -583,7 +591,8 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     "audit_secs = %u\ndeadlock_secs = %u\n"
 		     "remaster_secs = %u\nremaster_window = %u\n"
 		     "remaster_shared = %u\n"
-		     "recover_timer = %u\nsocket_path = %s\ncontrol_socket = %s\n"
+		     "recover_timer = %u\npeer_unreachable_secs = %u\n"
+		     "socket_path = %s\ncontrol_socket = %s\n"
 		     "pid_file = %s\nsocket_owner = %u\nsocket_group = %u\n"
 		     "socket_mode = 0%o\nadmin_group = %s\nlog_level = %s\n"
 		     "log_syslog = %s\nmembership = %s\nnodeid = %u\n"
@@ -598,7 +607,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     cf->cf_scan_secs, cf->cf_audit_secs, cf->cf_deadlock_secs,
 		     cf->cf_remaster_secs, cf->cf_remaster_window,
 		     cf->cf_remaster_shared,
-		     cf->cf_recover_timer,
+		     cf->cf_recover_timer, cf->cf_peer_unreachable_secs,
 		     cf->cf_socket_path,
 		     cf->cf_ctl_socket_path, cf->cf_pid_file,
 		     (unsigned)cf->cf_socket_uid, (unsigned)cf->cf_socket_gid,

@@ -202,6 +202,42 @@ size_t dlmd_cm_restart_encode(unsigned char *buf, const struct cm_hdr *h,
 	return len;
 }
 
+/* The ids of an UNREACH: none 0, strictly increasing (so no repeats,
+ * and one set has one encoding). */
+static bool unreach_ids_ok(const struct cm_unreach *ur, const char **why)
+{
+	for (uint32_t i = 0; i < ur->ur_count; i++) {
+		if (!ur->ur_ids[i]) {
+			*why = "UNREACH with node id 0";
+			return false;
+		}
+		if (i && ur->ur_ids[i] <= ur->ur_ids[i - 1]) {
+			*why = "UNREACH with node ids not strictly increasing";
+			return false;
+		}
+	}
+	return true;
+}
+
+size_t dlmd_cm_unreach_encode(unsigned char *buf, const struct cm_hdr *h,
+			      const struct cm_unreach *ur)
+{
+	const char *why;
+	size_t len;
+
+	if (ur->ur_flags || ur->ur_count > DLM_MAX_NODES ||
+	    !unreach_ids_ok(ur, &why))
+		return 0;
+	len = CM_HDR_LEN + CM_UNREACH_FIXED + 4 * (size_t)ur->ur_count;
+	put_hdr(buf, h, CM_UNREACH, len);
+	dlm_put_le32(buf + CM_HDR_LEN, ur->ur_flags);
+	dlm_put_le32(buf + CM_HDR_LEN + 4, ur->ur_count);
+	for (uint32_t i = 0; i < ur->ur_count; i++)
+		dlm_put_le32(buf + CM_HDR_LEN + CM_UNREACH_FIXED + 4 * i,
+			     ur->ur_ids[i]);
+	return len;
+}
+
 static bool fence_ok(uint16_t type, const struct cm_fence *fc)
 {
 	if (!fc->fc_nodeid)
@@ -423,4 +459,31 @@ int dlmd_cm_fence_decode(const unsigned char *body, size_t len, uint16_t type,
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int dlmd_cm_unreach_decode(const unsigned char *body, size_t len,
+			   struct cm_unreach *ur, const char **why)
+{
+	memset(ur, 0, sizeof(*ur));
+	if (len < CM_UNREACH_FIXED) {
+		*why = "UNREACH shorter than its fixed part";
+		return -EINVAL;
+	}
+	ur->ur_flags = dlm_get_le32(body);
+	ur->ur_count = dlm_get_le32(body + 4);
+	if (ur->ur_flags) {
+		*why = "UNREACH with undefined flags";
+		return -EINVAL;
+	}
+	if (ur->ur_count > DLM_MAX_NODES) {
+		*why = "UNREACH with more node ids than a cluster has nodes";
+		return -EINVAL;
+	}
+	if (len != CM_UNREACH_FIXED + 4 * (size_t)ur->ur_count) {
+		*why = "UNREACH length differs from its count";
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < ur->ur_count; i++)
+		ur->ur_ids[i] = dlm_get_le32(body + CM_UNREACH_FIXED + 4 * i);
+	return unreach_ids_ok(ur, why) ? 0 : -EINVAL;
 }

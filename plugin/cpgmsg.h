@@ -49,13 +49,22 @@
  *                          whose last event it is restarts recovery as
  *                          a change of the same members (plugin/
  *                          cluster.c, RECOVERY RETRY)
+ *   UNREACH (9):           0 flags (none defined yet; sent as 0)
+ *                          4 count   8 count node ids, strictly
+ *                            increasing: every peer the sender's
+ *                            lowcomms has not got a frame through to
+ *                            for peer_unreachable_secs, all of them
+ *                            (count 0: it reaches every peer again)
+ *                          (plugin/cluster.c, UNREACHABLE PEERS)
  *
  * Types 6 and 7 came after version 2 was released, without a version
  * change: a version-2 dlmd that does not know them ignores them, as it
  * ignores every type it does not know, and fences by itself (fence.c
  * says why that is safe).  Type 8 came the same way: a dlmd that does
  * not know it leaves a failed recovery waiting until the next
- * membership change, as before.
+ * membership change, as before.  Type 9 too: a dlmd that does not know
+ * it takes no part in removing a node it cannot reach, and removes
+ * nothing itself; the others still agree (it is their rule).
  *
  * Version 1 (a CPG group per lockspace, START only) is not understood:
  * a version-1 or other-version message is refused by the header decoder
@@ -99,6 +108,8 @@
 #define CM_FENCE_LEN		(CM_HDR_LEN + 8)	/* node id, status */
 #define CM_RESTART_FIXED	4	/* event */
 #define CM_RESTART_MAX_LEN	(CM_HDR_LEN + CM_NAME_MAX_LEN + CM_RESTART_FIXED)
+#define CM_UNREACH_FIXED	8	/* flags, count */
+#define CM_UNREACH_MAX_LEN	(CM_HDR_LEN + CM_UNREACH_FIXED + 4 * DLM_MAX_NODES)
 #define CM_FENCE_DONE		0u
 #define CM_FENCE_FAILED		1u
 #define CM_FENCE_RELEASED	2u
@@ -115,6 +126,7 @@ enum cm_type {
 	CM_FENCE_CLAIM = 6,
 	CM_FENCE_RESULT = 7,
 	CM_RESTART = 8,
+	CM_UNREACH = 9,
 };
 
 struct cm_hdr {
@@ -161,6 +173,12 @@ struct cm_restart {
 	uint32_t	rs_event;		/* whose recovery failed; not 0 */
 };
 
+struct cm_unreach {
+	uint32_t	ur_flags;		/* 0 */
+	uint32_t	ur_count;
+	uint32_t	ur_ids[DLM_MAX_NODES];	/* strictly increasing */
+};
+
 struct cm_fence {
 	uint32_t	fc_nodeid;		/* the failed node */
 	uint32_t	fc_status;		/* CM_FENCE_*; 0 in a CLAIM */
@@ -185,6 +203,8 @@ size_t dlmd_cm_failed_encode(unsigned char *buf, const struct cm_hdr *h,
 			     const struct cm_failed *fl);
 size_t dlmd_cm_restart_encode(unsigned char *buf, const struct cm_hdr *h,
 			      const struct cm_restart *rs);
+size_t dlmd_cm_unreach_encode(unsigned char *buf, const struct cm_hdr *h,
+			      const struct cm_unreach *ur);
 /* FENCE_CLAIM or FENCE_RESULT (type). */
 size_t dlmd_cm_fence_encode(unsigned char *buf, const struct cm_hdr *h,
 			    uint16_t type, const struct cm_fence *fc);
@@ -204,6 +224,8 @@ int dlmd_cm_failed_decode(const unsigned char *body, size_t len,
 			  struct cm_failed *fl, const char **why);
 int dlmd_cm_restart_decode(const unsigned char *body, size_t len,
 			   struct cm_restart *rs, const char **why);
+int dlmd_cm_unreach_decode(const unsigned char *body, size_t len,
+			   struct cm_unreach *ur, const char **why);
 /* The body of a FENCE_CLAIM or FENCE_RESULT (type). */
 int dlmd_cm_fence_decode(const unsigned char *body, size_t len, uint16_t type,
 			 struct cm_fence *fc, const char **why);

@@ -165,6 +165,7 @@ struct dlmd_config {
 	uint32_t		cf_remaster_shared;	/* 1: the re-point protocol */
 	uint32_t		cf_scan_secs;
 	uint32_t		cf_recover_timer;
+	uint32_t		cf_peer_unreachable_secs;	/* 0: never */
 	char			cf_socket_path[DLMD_SUN_PATH_MAX];
 	char			cf_ctl_socket_path[DLMD_SUN_PATH_MAX];
 	char			cf_pid_file[PATH_MAX];
@@ -562,6 +563,9 @@ int dlmd_comms_node_add(struct dlmd *d, uint32_t nodeid,
 /* The node's daemon left: drop its transport state, keep it known. */
 void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
 			   const char *const *addrs, unsigned int naddrs);
+/* How long (ms) the oldest message queued for the node has waited with
+ * nothing acknowledged (lowcomms' lc_node_wait_ms); 0: nothing queued. */
+uint64_t dlmd_comms_wait_ms(const struct dlmd *d, uint32_t nodeid);
 /* Queue an engine message for node 'to': 0 (taken, or dropped, counted,
  * for a node not in the table), or -ENOMEM: not taken, nothing lost:
  * the caller keeps it and tries again, in order. */

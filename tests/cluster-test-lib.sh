@@ -75,6 +75,15 @@ up_cluster() {
 	chmod 777 "$dir/logs" "$dir/counters"
 }
 
+running() { # K NAME: is node K's NAME (dlmd, corosync) alive?
+	case $2 in
+	dlmd) p=$(cat "$dir/n$1/dlmd.launch-pid" 2>/dev/null) ;;
+	corosync) p=$(cat "$dir/n$1/corosync.pid" 2>/dev/null) ;;
+	esac
+	[ -n "$p" ] && kill -0 "$p" 2>/dev/null &&
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "$2"
+}
+
 on() { # K CMD...: run CMD on node K
 	k=$1
 	shift

@@ -27,6 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct cm_failed fl;
 	struct cm_fence fc;
 	struct cm_restart rs;
+	static struct cm_unreach ur;
 	struct cm_name nm;
 	struct cm_hdr h;
 	const char *why = NULL;
@@ -101,6 +102,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!dlmd_cm_name_valid(rs.rs_ls.n_name) || !rs.rs_event)
 			abort();
 		len = dlmd_cm_restart_encode(again, &h, &rs);
+		if (len != size || memcmp(again, data, size))
+			abort();
+		return 0;
+	case CM_UNREACH:
+		if (dlmd_cm_unreach_decode(body, blen, &ur, &why))
+			break;
+		for (uint32_t i = 0; i < ur.ur_count; i++)
+			if (!ur.ur_ids[i] || (i && ur.ur_ids[i] <= ur.ur_ids[i - 1]))
+				abort();
+		len = dlmd_cm_unreach_encode(again, &h, &ur);
 		if (len != size || memcmp(again, data, size))
 			abort();
 		return 0;

@@ -29,15 +29,6 @@ NRES=4
 t_start=$(date +%s)
 say() { echo "$* ($(( $(date +%s) - t_start )) s)"; }
 
-running() { # K NAME: is node K's dlmd or corosync alive?
-	case $2 in
-	dlmd) p=$(cat "$dir/n$1/dlmd.launch-pid" 2>/dev/null) ;;
-	corosync) p=$(cat "$dir/n$1/corosync.pid" 2>/dev/null) ;;
-	esac
-	[ -n "$p" ] && kill -0 "$p" 2>/dev/null &&
-		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "$2"
-}
-
 export DLM_CLUSTER_QUORUM="two_node: 1"
 up_cluster 2 "with two_node"
 grep -q "two_node: 1" "$dir/n1/corosync.conf" || fail "corosync.conf has no two_node"

@@ -27,6 +27,9 @@
 #define dlm_core_ls_stats	fake_ls_stats
 #define dlm_core_ls_name	fake_ls_name
 #define dlm_core_ls_recovery_error	fake_ls_recovery_error
+#define corosync_cfg_initialize	fake_cfg_initialize
+#define corosync_cfg_kill_node	fake_cfg_kill_node
+#define corosync_cfg_finalize	fake_cfg_finalize
 /* a small cap, so that the test reaches it */
 #define CS_ANN_TOTAL_MAX	256
 
@@ -123,6 +126,32 @@ static unsigned int nlog;
 static bool verbose;
 
 /* ---- fakes of corosync, libqb and the engine ---------------------- */
+
+/* remove_node()'s corosync_cfg_kill_node calls, by the node making them
+ * (cur) and the node removed */
+static unsigned int kills[SIM_NODES][DLM_MAX_NODES + 1];
+/* dlmd_comms_wait_ms: node slot i's oldest frame for node id p waits */
+static uint64_t wait_ms[SIM_NODES][DLM_MAX_NODES + 1];
+
+cs_error_t fake_cfg_initialize(corosync_cfg_handle_t *h,
+			       const corosync_cfg_callbacks_t *cb)
+{
+	*h = 1;
+	return CS_OK;
+}
+
+cs_error_t fake_cfg_kill_node(corosync_cfg_handle_t h, unsigned int id,
+			      const char *why)
+{
+	assert_true(cur >= 0 && id <= DLM_MAX_NODES);
+	kills[cur][id]++;
+	return CS_OK;
+}
+
+cs_error_t fake_cfg_finalize(corosync_cfg_handle_t h)
+{
+	return CS_OK;
+}
 
 cs_error_t fake_cpg_mcast_joined(cpg_handle_t h, cpg_guarantee_t g,
 				 const struct iovec *iov, unsigned int n)
@@ -320,6 +349,13 @@ int dlmd_comms_node_add(struct dlmd *d, uint32_t id, const char *const *a,
 			unsigned int n) { return 0; }
 void dlmd_comms_node_reset(struct dlmd *d, uint32_t id, const char *const *a,
 			   unsigned int n) { }
+uint64_t dlmd_comms_wait_ms(const struct dlmd *d, uint32_t id)
+{
+	for (unsigned int i = 0; i < SIM_NODES; i++)
+		if (&sim[i].d == d)
+			return id <= DLM_MAX_NODES ? wait_ms[i][id] : 0;
+	return 0;
+}
 int dlmd_fence_init(struct dlmd *d, const struct dlmd_fence_up *up)
 { return 0; }
 void dlmd_fence_fini(struct dlmd *d) { }
@@ -762,6 +798,8 @@ static int setup(void **state)
 	msgs = calloc(SIM_MAX_MSGS, sizeof(*msgs));
 	assert_non_null(msgs);
 	nmsgs = njobs = nlog = nlater = 0;
+	memset(kills, 0, sizeof(kills));
+	memset(wait_ms, 0, sizeof(wait_ms));
 	verbose = getenv("TEST_CPG_PROTO_VERBOSE") != NULL;
 	qb_log_init("test-cpg-proto", LOG_DAEMON, LOG_DEBUG);
 	qb_log_ctl(QB_LOG_SYSLOG, QB_LOG_CONF_ENABLED, QB_FALSE);
@@ -1428,6 +1466,219 @@ static void test_foreign_magic(void **state)
 			 LC_FERR_MAGIC);
 }
 
+/* UNREACHABLE PEERS: node slot i's watchdog tick, with lowcomms waits
+ * as wait_ms says and peer_unreachable_secs 6. */
+static void unreach_tick_of(int i)
+{
+	sim[i].d.d_cfg.cf_peer_unreachable_secs = 6;
+	cur = i;
+	unreach_tick(sim[i].d.d_cluster);
+	cur = -1;
+	run_jobs();
+}
+
+/* Start n dlmds (node ids 1..n), synced. */
+static void unreach_start(int n)
+{
+	for (int i = 0; i < n; i++)
+		sim_start(i);
+	settle();
+	assert_int_equal(nmsgs, 0);
+}
+
+/* How many kill_node calls for node id v, by anyone. */
+static unsigned int kills_of(uint32_t v)
+{
+	unsigned int n = 0;
+
+	for (int i = 0; i < SIM_NODES; i++)
+		n += kills[i][v];
+	return n;
+}
+
+/*
+ * dlmd's port is cut between nodes 2 and 3 (corosync keeps all three):
+ * both report the other.  At the second report every member picks node 3
+ * (a tie: the higher id); every survivor has it fenced as removed, node
+ * 1 (the lowest other member) removes it once, node 3 fences nobody.  A
+ * wait below the limit sends nothing.
+ */
+static void test_unreach_pair(void **state)
+{
+	unreach_start(3);
+	wait_ms[1][3] = 5999;	/* below the limit: nothing */
+	unreach_tick_of(1);
+	assert_int_equal(nmsgs, 0);
+	wait_ms[1][3] = 6000;
+	wait_ms[2][2] = 9000;
+	unreach_tick_of(1);
+	assert_int_equal(nmsgs, 1);
+	deliver_one();		/* one report, once: nothing yet */
+	for (int i = 0; i < 3; i++)
+		for (uint32_t v = 1; v <= 3; v++)
+			assert_false(sim[i].failed[v]);
+	assert_int_equal(kills_of(3), 0);
+	unreach_tick_of(2);
+	deliver_one();		/* the other end: decided */
+	assert_true(sim[0].failed[3]);
+	assert_true(sim[1].failed[3]);
+	assert_true(sim[0].fail_how[3] & DLMD_FAIL_REMOVED);
+	assert_true(sim[1].fail_how[3] & DLMD_FAIL_REMOVED);
+	assert_false(sim[0].failed[2] || sim[1].failed[2] || sim[2].failed[2]);
+	assert_int_equal(kills[0][3], 1);
+	assert_int_equal(kills_of(3), 1);
+	assert_int_equal(kills_of(2), 0);
+	assert_true(logged(0, "node 3 (cut off from 1 member, node 2 from 1; "
+			   "the higher id) leaves the cluster"));
+	assert_true(logged(2, "node 3 (cut off from 1 member"));
+	/* the reports go on while it lasts: no second removal */
+	unreach_tick_of(1);
+	unreach_tick_of(2);
+	settle();
+	assert_int_equal(kills_of(3), 1);
+	assert_int_equal(kills_of(2), 0);
+}
+
+/* Only node 2 has frames waiting for node 3: its report repeated a tick
+ * later decides. */
+static void test_unreach_one_end(void **state)
+{
+	unreach_start(3);
+	wait_ms[1][3] = 7000;
+	unreach_tick_of(1);
+	settle();
+	assert_int_equal(kills_of(3), 0);
+	assert_false(sim[0].failed[3]);
+	unreach_tick_of(1);
+	settle();
+	assert_true(sim[0].failed[3] && sim[1].failed[3]);
+	assert_int_equal(kills[0][3], 1);
+	assert_int_equal(kills_of(2), 0);
+}
+
+/* Node 1's dlmd path is dead to everyone (a half-dead NIC): node 2's
+ * report of it comes first, node 1's of all three next.  Node 1 is cut
+ * off from three members, node 2 from one: node 1 goes, though its id
+ * is lower, and node 2 (now the lowest other) removes it. */
+static void test_unreach_wider(void **state)
+{
+	unreach_start(4);
+	wait_ms[1][1] = 8000;
+	wait_ms[0][2] = wait_ms[0][3] = wait_ms[0][4] = 8000;
+	unreach_tick_of(1);
+	deliver_from(2);
+	unreach_tick_of(0);
+	deliver_from(1);
+	for (int i = 1; i < 4; i++) {
+		assert_true(sim[i].failed[1]);
+		assert_false(sim[i].failed[2]);
+	}
+	assert_int_equal(kills[1][1], 1);
+	assert_int_equal(kills_of(1), 1);
+	assert_int_equal(kills_of(2) + kills_of(3) + kills_of(4), 0);
+	assert_true(logged(3, "node 1 (cut off from 3 members, node 2 from 1) "
+			   "leaves the cluster"));
+}
+
+/* Nodes 2, 3 and 4 of five (a majority) report node 1, which has nothing
+ * queued and reports nothing: at node 2's repeat node 1 goes (cut off
+ * from three members), although its id is the lowest. */
+static void test_unreach_majority(void **state)
+{
+	unreach_start(5);
+	for (int i = 1; i < 4; i++)
+		wait_ms[i][1] = 7000;
+	for (int i = 1; i < 4; i++)
+		unreach_tick_of(i);
+	settle();
+	assert_false(sim[4].failed[1]);
+	unreach_tick_of(1);
+	settle();
+	for (int i = 1; i < 5; i++)
+		assert_true(sim[i].failed[1] &&
+			    (sim[i].fail_how[1] & DLMD_FAIL_REMOVED));
+	for (uint32_t v = 2; v <= 5; v++)
+		assert_int_equal(kills_of(v), 0);
+	assert_int_equal(kills[1][1], 1);
+	assert_int_equal(kills_of(1), 1);
+	assert_true(logged(4, "node 1 (cut off from 3 members, node 2 from 1) "
+			   "leaves the cluster"));
+}
+
+/* A cut that heals before it is decided changes nothing: the report
+ * that follows the heal is empty, the pair is forgotten, and the next
+ * cut counts from the start again.  A confchg forgets every report. */
+static void test_unreach_heal(void **state)
+{
+	unreach_start(3);
+	wait_ms[1][3] = 6500;
+	unreach_tick_of(1);
+	settle();
+	wait_ms[1][3] = 0;	/* healed: an empty report */
+	unreach_tick_of(1);
+	assert_int_equal(nmsgs, 1);
+	settle();
+	assert_true(logged(1, "node 3 is reachable again"));
+	unreach_tick_of(1);	/* nothing more to say */
+	assert_int_equal(nmsgs, 0);
+	wait_ms[1][3] = 6500;	/* cut again: counted from 1 */
+	unreach_tick_of(1);
+	settle();
+	sim_start(3);		/* a confchg: reports start over */
+	settle();
+	unreach_tick_of(1);
+	settle();
+	for (int i = 0; i < 4; i++)
+		assert_false(sim[i].failed[3]);
+	assert_int_equal(kills_of(3), 0);
+	unreach_tick_of(1);	/* repeated since the confchg: decided */
+	settle();
+	assert_true(sim[0].failed[3] && sim[3].failed[3]);
+	assert_int_equal(kills_of(3), 1);
+}
+
+/* The UNREACH codec: what it accepts encodes back the same; ids out of
+ * order, repeated or 0, flags, and a length off its count are refused. */
+static void test_unreach_codec(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 2, .h_seq = 4 }, h2;
+	struct cm_unreach ur = { .ur_count = 2, .ur_ids = { 1, 3 } }, back;
+	const char *why = NULL;
+	size_t len;
+
+	len = dlmd_cm_unreach_encode(buf, &h, &ur);
+	assert_int_equal(len, CM_HDR_LEN + CM_UNREACH_FIXED + 8);
+	assert_int_equal(dlmd_cm_hdr_decode(buf, len, &h2, &why), 0);
+	assert_int_equal(h2.h_type, CM_UNREACH);
+	assert_int_equal(dlmd_cm_unreach_decode(buf + CM_HDR_LEN,
+						len - CM_HDR_LEN, &back, &why), 0);
+	assert_int_equal(back.ur_count, 2);
+	assert_int_equal(back.ur_ids[1], 3);
+	assert_int_equal(dlmd_cm_unreach_decode(buf + CM_HDR_LEN,
+						len - CM_HDR_LEN - 4, &back, &why),
+			 -EINVAL);
+	assert_string_equal(why, "UNREACH length differs from its count");
+	dlm_put_le32(buf + CM_HDR_LEN + CM_UNREACH_FIXED, 3);
+	assert_int_equal(dlmd_cm_unreach_decode(buf + CM_HDR_LEN,
+						len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
+	assert_string_equal(why, "UNREACH with node ids not strictly increasing");
+	dlm_put_le32(buf + CM_HDR_LEN + CM_UNREACH_FIXED, 0);
+	assert_int_equal(dlmd_cm_unreach_decode(buf + CM_HDR_LEN,
+						len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
+	assert_string_equal(why, "UNREACH with node id 0");
+	dlm_put_le32(buf + CM_HDR_LEN + CM_UNREACH_FIXED, 1);
+	dlm_put_le32(buf + CM_HDR_LEN, 1);
+	assert_int_equal(dlmd_cm_unreach_decode(buf + CM_HDR_LEN,
+						len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
+	assert_string_equal(why, "UNREACH with undefined flags");
+	ur.ur_ids[1] = 1;
+	assert_int_equal(dlmd_cm_unreach_encode(buf, &h, &ur), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1455,6 +1706,18 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_recovery_retry, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_restart_codec, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_unreach_pair, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_unreach_one_end, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_unreach_wider, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_unreach_majority, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_unreach_heal, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_unreach_codec, setup,
 						teardown),
 	};
 

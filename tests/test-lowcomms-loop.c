@@ -769,12 +769,15 @@ static void test_handshake_timeout(void **state)
 }
 
 /* Node 2 is down when node 1 starts sending: connects fail and back off;
- * when node 2 comes up on its port, the queue drains, in order. */
+ * when node 2 comes up on its port, the queue drains, in order.  Meanwhile
+ * lc_node_wait_ms() says how long the oldest frame has waited; 0 again
+ * once everything is acked. */
 static void test_peer_comes_up_late(void **state)
 {
 	struct h_world *w = malloc(sizeof(*w));
 	struct sockaddr_storage ss;
 	struct lc_stats st;
+	uint64_t t0, t1, now, waited;
 	int port, rv = -EADDRINUSE;
 
 	(void)state;
@@ -787,13 +790,24 @@ static void test_peer_comes_up_late(void **state)
 	h_ep_stop(w, 1);
 	assert_int_equal(lc_addr_parse(LOOPBACK, (uint16_t)port, &ss), 0);
 	assert_int_equal(lc_node_add(w->w_eps[0].ep_lc, 2, &ss, 1), 0);
+	/* nothing queued: no wait (PEER UNREACHABLE) */
+	assert_int_equal(lc_node_wait_ms(w->w_eps[0].ep_lc, 2, h_now_ms()), 0);
+	t0 = h_now_ms();
 	assert_int_equal(h_send(w, 0, 1, 1000), 1000);
+	t1 = h_now_ms();
 	for (int i = 0; i < 20; i++)
 		h_poll(w, 10);
 	lc_get_stats(w->w_eps[0].ep_lc, &st);
 	assert_true(st.st_connects >= 2);
 	assert_int_equal(st.st_established, 0);
 	assert_true(lc_next_timeout(w->w_eps[0].ep_lc) != UINT64_MAX);
+	/* the oldest frame has waited since it was queued, through the
+	 * reconnect attempts */
+	now = h_now_ms();
+	waited = lc_node_wait_ms(w->w_eps[0].ep_lc, 2, now);
+	assert_true(waited >= now - t1 && waited <= now - t0);
+	assert_true(waited > 0);
+	assert_int_equal(lc_node_wait_ms(w->w_eps[0].ep_lc, 3, now), 0);
 
 	for (int t = 0; t < 100 && rv == -EADDRINUSE; t++) {
 		rv = h_ep_start(w, 1, LOOPBACK, port, NULL);
@@ -814,6 +828,8 @@ static void test_peer_comes_up_late(void **state)
 	assert_int_equal(rv, 0);
 	assert_int_equal(h_ep_add_peers(w, 1), 0);
 	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	/* everything acked: the wait is over */
+	assert_int_equal(lc_node_wait_ms(w->w_eps[0].ep_lc, 2, h_now_ms()), 0);
 	assert_clean(w);
 	h_world_free(w);
 }

@@ -1,0 +1,120 @@
+#!/bin/sh
+# tests/test-cluster-linkcut.sh - dlmd's own port cut between two nodes
+# that corosync keeps as members (plugin/cluster.c, UNREACHABLE PEERS),
+# on a 3-node cluster (tests/dlm-cluster up 3, fence_command =
+# dlm-cluster fence; peer_unreachable_secs = 6 here).  "dlm-cluster
+# block DIR 2 3" drops TCP port 21064 between nodes 2 and 3 only
+# (nftables in their namespaces): corosync and the pairs with node 1 are
+# untouched.  A workload on all three nodes locks resources across that
+# pair, and its history checker must find no violation.
+#
+#   1. a blip: the pair is blocked for 2 s (well under the limit) and
+#      healed: nothing is reported, nobody is removed or fenced, the
+#      workload ends well and the lockspace runs on all three.
+#   2. a cut for good: the locks across the pair wait, the two ends
+#      report each other, and every member picks node 3 (a tie: the
+#      higher id).  Node 3 is removed from the cluster (its corosync
+#      exits) and fenced exactly once, node 2 never; the lockspace
+#      recovers on nodes 1 and 2 and their workload completes.  Before
+#      this existed, the workload on node 2 waited for ever (a bounded
+#      wait, then a failure here).  The pair is unblocked, node 3
+#      restarts and rejoins.
+# LINKCUT_LIMIT=N overrides peer_unreachable_secs (0: the old behaviour,
+# to see this test fail).
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$top_srcdir/tests/test-lib.sh"
+LS=linkcut
+NRES=4
+LIMIT=${LINKCUT_LIMIT:-6}
+. "$top_srcdir/tests/cluster-test-lib.sh"
+
+t_start=$(date +%s)
+say() { echo "$* ($(( $(date +%s) - t_start )) s)"; }
+
+fences_of() { # K: how many times node K was fenced so far
+	grep -c "fence node $1\$" "$dir/fence.log" 2>/dev/null || true
+}
+
+removals() { # K: the lines of node K's dlmd that chose a node to remove
+	grep -c "cannot reach each other" "$dir/n$1/dlmd.out" 2>/dev/null || true
+}
+
+# crossing MS: the workload, node 3's clients first, so that node 3
+# masters the resources (the first node to lock one does) and node 2's
+# requests cross the pair that is cut
+crossing() {
+	workload "$1" 3
+	poll "$WAIT_S" workload_busy || fail "the workload did not start on node 3"
+	workload "$1" 1 2
+	poll "$WAIT_S" workload_busy || fail "the workload did not start on nodes 1 and 2"
+}
+
+# (the teardown deletes the namespaces, and their rules with them)
+unblock() {
+	"$CLUSTER" unblock "$dir" 2 3 || fail "cannot unblock nodes 2 and 3"
+}
+
+DLM_CLUSTER_CONF_EXTRA="peer_unreachable_secs = $LIMIT"
+export DLM_CLUSTER_CONF_EXTRA
+up_cluster 3
+: >"$dir/fence.log"
+
+say "== 1. dlmd's port between nodes 2 and 3 blocked for 2 s, then healed"
+crossing 9000
+for k in 1 2 3; do
+	wait_ls $k "state running members 1 2 3 " "the lockspace is not on all three"
+done
+"$CLUSTER" block "$dir" 2 3 || fail "cannot block dlmd's port between nodes 2 and 3"
+sleep 2		# the point: a cut this much shorter than the limit
+unblock
+wait_workload 60 1 2 3
+check "blip"
+for k in 1 2 3; do
+	running $k corosync && running $k dlmd || fail "node $k went down after a blip"
+	wait_ls $k "state running members 1 2 3 " "not all three after a blip"
+	[ "$(removals $k)" = 0 ] || fail "node $k chose a node to remove after a 2 s blip"
+done
+[ "$(fences_of 2)" = 0 ] && [ "$(fences_of 3)" = 0 ] ||
+	fail "a node was fenced after a blip: $(cat "$dir/fence.log")"
+
+say "== 2. the port stays blocked: one end is removed and fenced"
+crossing 15000
+"$CLUSTER" block "$dir" 2 3 || fail "cannot block dlmd's port between nodes 2 and 3"
+# the limit, two watchdog ticks, the removal, fencing, recovery
+poll $((LIMIT + 40)) not running 3 corosync ||
+	fail "node 3 was not removed: the locks across the cut wait for ever"
+for k in 1 2; do
+	wait_ls $k "state running members 1 2 " "no recovery without node 3"
+done
+wait_workload $((WAIT_S * 3)) 1 2
+check "cut"
+[ "$(fences_of 3)" = 1 ] || fail "node 3 fenced $(fences_of 3) times, not once: $(cat "$dir/fence.log")"
+[ "$(fences_of 2)" = 0 ] || fail "node 2 was fenced too: $(cat "$dir/fence.log")"
+running 1 corosync && running 1 dlmd && running 2 corosync && running 2 dlmd ||
+	fail "node 1 or node 2 went down"
+for k in 1 2; do
+	grep -q "dlmd on nodes 2 and 3 cannot reach each other .* node 3 (cut off from 1 member, node 2 from 1; the higher id) leaves the cluster" "$dir/n$k/dlmd.out" ||
+		fail "node $k does not log the choice of node 3"
+done
+grep -q "removing node 3 from the cluster" "$dir/n1/dlmd.out" ||
+	fail "node 1 (the lowest other member) did not remove node 3"
+# fenced before its locks were recovered (never two holders)
+for k in 1 2; do
+	f=$(grep -n "fencing: node 3 is fenced" "$dir/n$k/dlmd.out" | head -n 1 | cut -d: -f1)
+	r=$(grep -n "recovery [0-9]* started, 2 members" "$dir/n$k/dlmd.out" |
+		tail -n 1 | cut -d: -f1)
+	[ -n "$f" ] && [ -n "$r" ] && [ "$f" -lt "$r" ] ||
+		fail "node $k: the recovery without node 3 did not wait for its fencing"
+done
+unblock
+"$CLUSTER" start "$dir" 3 >/dev/null || fail "node 3 did not start again"
+timeout 30 "$CLUSTER" exec "$dir" 3 "$CLIENT" try "$LS" rejoin-3 EX \
+	>"$dir/rejoin.out" 2>&1 || fail "node 3 cannot lock after restarting: $(cat "$dir/rejoin.out")"
+wait_ls 1 "state running members 1 2 3 " "node 3 did not rejoin"
+
+echo "   fence.log:"
+sed 's/^/     /' "$dir/fence.log"
+"$CLUSTER" status "$dir" >/dev/null || fail "a daemon died: $("$CLUSTER" status "$dir")"
+[ $rc -eq 0 ] && echo "PASS"
+exit $rc
