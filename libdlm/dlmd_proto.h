@@ -30,7 +30,10 @@
  * for the version (VERSION), create or remove a lockspace (LS_CREATE,
  * LS_RELEASE, privileged), and bind itself to one lockspace (LS_OPEN).
  * LS_OPEN carries, as SCM_RIGHTS ancillary data, one end of a SEQPACKET
- * socketpair the client made: the "AST socket".  From then on the daemon
+ * socketpair the client made: the "AST socket" (anything else is
+ * refused: not a socket -ENOTSOCK, another kind of socket or one never
+ * connected -EINVAL, one whose peer is another user's -EPERM, unless the
+ * client is an admin).  From then on the daemon
  * writes each completion and blocking AST as one DLMP_AST packet to that
  * socket, and the client polls the other end (dlm_ls_get_fd()).  Keeping
  * ASTs off the request connection means a thread waiting for a reply never

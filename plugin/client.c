@@ -1149,6 +1149,46 @@ static int req_ls_create(struct req_ctx *rq)
 	return DLMD_REPLY_DEFERRED;
 }
 
+/*
+ * The AST socket a client passes at LS_OPEN (dlmd_proto.h): we write to
+ * it, as root, whatever the client made it.  So it must be what libdlm
+ * makes, one end of a unix SEQPACKET socketpair of the client's own: not
+ * a pipe, a file or a device (a send there fails, but the fd is flagged
+ * O_NONBLOCK and given a forced buffer first), not a datagram socket
+ * (each packet would carry our credentials to whatever it is connected
+ * to, a log socket say), and not a socket connected to another user's
+ * server (dlmd's own client socket, or a service that trusts what root
+ * writes): its peer must be of the client's uid, unless the client is
+ * an admin.  -ENOTSOCK, -EINVAL (another kind of socket, or not
+ * connected), -EPERM (another user's peer).
+ */
+static int ast_socket_check(const struct dlmd *d, const struct dlmd_client *c,
+			    int fd)
+{
+	struct ucred cr;
+	socklen_t len;
+	struct stat st;
+	int v;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -ENOTSOCK;
+	len = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) < 0 || v != AF_UNIX)
+		return -EINVAL;
+	len = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) < 0 ||
+	    v != SOCK_SEQPACKET)
+		return -EINVAL;
+	len = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.pid <= 0)
+		return -EINVAL;		/* never connected */
+	if (cr.uid != c->cl_uid && !client_is_admin(d, c))
+		return -EPERM;
+	return 0;
+}
+
 static int req_ls_open(struct req_ctx *rq)
 {
 	struct dlmd_client *c = rq->rq_c;
@@ -1164,6 +1204,9 @@ static int req_ls_open(struct req_ctx *rq)
 		return -ENOENT;
 	if (!client_may_open(c, dl))
 		return -EACCES;
+	fl = ast_socket_check(rq->rq_d, c, rq->rq_fd);
+	if (fl)
+		return fl;
 	fl = fcntl(rq->rq_fd, F_GETFL);
 	if (fl < 0 || fcntl(rq->rq_fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return -errno;

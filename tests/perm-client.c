@@ -10,6 +10,11 @@
  *
  *   - it may not create a lockspace (EPERM: only an admin may) nor open
  *     permpriv (EACCES: its mode, like a device node's);
+ *   - the AST socket it passes at LS_OPEN must be a unix SEQPACKET
+ *     socket connected to a peer of its own: a pipe, a file, /dev/null
+ *     (ENOTSOCK), a datagram, stream or unconnected socket (EINVAL), one
+ *     connected to dlmd's socket (EPERM: root's) are refused, and the
+ *     pipe is not made non-blocking;
  *   - a request ring is refused before the connection is bound to a
  *     lockspace (ENOTCONN), and when the fd passed is not a writable
  *     sealed memfd: a root-owned file it may only read (/etc/passwd),
@@ -158,18 +163,25 @@ static int raw_request(int fd, struct dlmp_msg *msg, int pass_fd)
 	return rv ? rv : raw_reply(fd, reqid);
 }
 
-static int raw_ls_open(int fd, const char *name)
+/* LS_OPEN of 'name' passing ast_fd as the AST socket. */
+static int raw_ls_open_fd(int fd, const char *name, int ast_fd)
 {
 	struct dlmp_msg msg;
-	int sv[2], rv;
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
 	memset(&msg, 0, sizeof(msg));
 	msg.m_hdr.h_type = DLMP_LS_OPEN;
 	msg.m_u.ls.ls_namelen = (uint16_t)strlen(name);
 	memcpy(msg.m_u.ls.ls_name, name, strlen(name));
-	rv = raw_request(fd, &msg, sv[1]);
+	return raw_request(fd, &msg, ast_fd);
+}
+
+static int raw_ls_open(int fd, const char *name)
+{
+	int sv[2], rv;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	rv = raw_ls_open_fd(fd, name, sv[1]);
 	close(sv[1]);
 	/* sv[0], the AST socket's other end, stays open with the process */
 	return rv;
@@ -263,6 +275,108 @@ static void drop_to_nobody(void)
 		perror("perm-client: cannot become nobody");
 		exit(2);
 	}
+}
+
+/* LS_OPEN passing ast_fd, on a connection of its own: refused with
+ * 'want'. */
+static void ast_fd_refused(int ast_fd, int want, const char *what)
+{
+	int fd, rv;
+
+	if (ast_fd < 0) {
+		check(0, what, "cannot make the fd: %s", strerror(errno));
+		return;
+	}
+	fd = raw_connect();
+	if (fd < 0) {
+		check(0, what, "cannot connect: %s", strerror(errno));
+		return;
+	}
+	rv = raw_ls_open_fd(fd, "permopen", ast_fd);
+	check(rv == want, what, "status %d, want %d", rv, want);
+	close(fd);
+}
+
+/* A socket of 'type' connected to $DLMD_SOCKET (a peer of root's), or -1. */
+static int connected_to_dlmd(void)
+{
+	const char *path = getenv("DLMD_SOCKET");
+	struct sockaddr_un sa;
+	int fd;
+
+	if (!path || strlen(path) >= sizeof(sa.sun_path))
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path, path, strlen(path));
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * The AST socket passed at LS_OPEN must be one end of a unix SEQPACKET
+ * socketpair of its own (dlmd writes to it as root): a pipe, a regular
+ * file, /dev/null, a datagram or stream socketpair, a socket never
+ * connected, one connected to dlmd's own socket (a root peer) are
+ * refused (each on a connection of its own), and the pipe is not made
+ * non-blocking under its owner; a proper one is taken.
+ */
+static void child_ast_fds(void)
+{
+	int fd, p[2], sv[2], f, fl;
+
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		p[0] = -1;
+		p[1] = -1;
+	}
+	ast_fd_refused(p[1], -ENOTSOCK, "AST fd: a pipe refused");
+	fl = p[1] >= 0 ? fcntl(p[1], F_GETFL) : -1;
+	check(fl >= 0 && !(fl & O_NONBLOCK), "AST fd: the pipe left blocking",
+	      "flags %#x", (unsigned int)fl);
+	f = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	ast_fd_refused(f, -ENOTSOCK, "AST fd: a regular file refused");
+	if (f >= 0)
+		close(f);
+	f = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	ast_fd_refused(f, -ENOTSOCK, "AST fd: /dev/null refused");
+	if (f >= 0)
+		close(f);
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) < 0)
+		sv[1] = -1;
+	ast_fd_refused(sv[1], -EINVAL, "AST fd: a datagram socket refused");
+	if (sv[1] >= 0) {
+		close(sv[0]);
+		close(sv[1]);
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		sv[1] = -1;
+	ast_fd_refused(sv[1], -EINVAL, "AST fd: a stream socket refused");
+	if (sv[1] >= 0) {
+		close(sv[0]);
+		close(sv[1]);
+	}
+	f = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	ast_fd_refused(f, -EINVAL, "AST fd: an unconnected socket refused");
+	if (f >= 0)
+		close(f);
+	f = connected_to_dlmd();
+	ast_fd_refused(f, -EPERM,
+		       "AST fd: a socket connected to root's refused");
+	if (f >= 0)
+		close(f);
+	if (p[0] >= 0) {
+		close(p[0]);
+		close(p[1]);
+	}
+	fd = raw_connect();
+	f = fd >= 0 ? raw_ls_open(fd, "permopen") : -ENOTCONN;
+	check(f == 0, "AST fd: a socketpair of its own opens", "status %d", f);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* The rings: refused fds, then a good one, and what goes through it. */
@@ -382,6 +496,7 @@ static int child(uint32_t root_lkid, pid_t root_pid)
 	h = dlm_open_lockspace("permpriv");
 	check(!h && errno == EACCES, "nobody may not open permpriv (0600)",
 	      "%s", h ? "opened" : strerror(errno));
+	child_ast_fds();
 	child_rings(root_lkid);
 
 	h = dlm_open_lockspace("permopen");

@@ -6,7 +6,8 @@
 # connect to (socket_mode 0666: the permissions that matter are then
 # dlmd's own), and tests/perm-client, run as root, whose child drops to
 # nobody: see tests/perm-client.c for the rules it asserts (no lockspace
-# creation, a lockspace's mode obeyed, a request ring only on a sealed,
+# creation, a lockspace's mode obeyed, an AST socket only a unix
+# SEQPACKET socket of its own, a request ring only on a sealed,
 # writable memfd of its own after LS_OPEN, another user's locks and
 # orphans out of reach through the ring and the socket alike).  Then
 # dlmd's counters show the ring was used, and dlmd is still up.
@@ -41,7 +42,7 @@ timeout 60 "$top_builddir/tests/perm-client" >"$dir/perm.out" 2>&1 ||
 	fail "perm-client: $(grep -v '^ok ' "$dir/perm.out")"
 cat "$dir/perm.out"
 n=$(grep -c '^ok ' "$dir/perm.out")
-[ "$n" -ge 25 ] || fail "only $n checks passed"
+[ "$n" -ge 36 ] || fail "only $n checks passed"
 rr=$("$DLMCTL" status | sed -n 's/^ring_requests //p')
 [ "${rr:-0}" -ge 6 ] || fail "ring_requests $rr: the ring was not used"
 kill -0 "$pid" 2>/dev/null || fail "dlmd died"
