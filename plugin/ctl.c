@@ -250,6 +250,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		{ "ast_queue_bytes", d->d_astq_bytes },
 		{ "clients_refused", d->d_nrefused },
 		{ "clients_cut_slow", d->d_ncut_slow },
+		{ "locks_refused", d->d_nrefused_locks },
 		{ "fence_timeouts", d->d_metrics.m_fence_timeouts },
 		{ "fence_unreaped", dlmd_fence_unreaped(d) },
 	};

@@ -187,6 +187,7 @@ struct dlmd_config {
 	char			cf_key_file[PATH_MAX];
 	uint32_t		cf_max_clients_per_uid;	/* root is exempt */
 	uint32_t		cf_ast_queue_limit;	/* bytes, all clients */
+	uint32_t		cf_max_locks_per_uid;	/* root is exempt */
 	/* the configfs-compatible view's root ("" = none): plugin/view.c */
 	char			cf_configfs_dir[PATH_MAX];
 	/* the metrics endpoint (plugin/metrics-http.c): "" = off, else
@@ -359,6 +360,11 @@ struct dlmd {
 	uint64_t		d_nclients_total;
 	/* limits (client.c) */
 	struct u32map		d_uid_conns;	/* uid -> connections (as a count) */
+	struct u32map		d_uid_locks;	/* uid -> its locks and orphans
+						 * (client.c struct uid_locks) */
+	uint64_t		d_nrefused_locks; /* locks refused: max_locks_per_uid */
+	uint64_t		d_quota_log_ms;	/* rate limit of its line */
+	uint64_t		d_quota_nquiet;
 	uint64_t		d_astq_bytes;	/* unread ASTs queued, all clients */
 	uint64_t		d_nrefused;	/* connections refused: per-uid limit */
 	uint64_t		d_ncut_slow;	/* clients cut: ast_queue_limit */
