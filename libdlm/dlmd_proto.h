@@ -141,7 +141,9 @@
  * DLMP_RING_ATTACH, b = 0) carrying, as SCM_RIGHTS, a memfd of at least
  * DLMP_RING_BYTES, sealed against shrinking (F_SEAL_SHRINK; else the
  * daemon, which maps it, could be killed by SIGBUS when the client
- * truncates it).  A REPLY 0 means: later requests of the connection go
+ * truncates it) and on shmem (not MFD_HUGETLB: a hole punched in it, its
+ * huge pages taken, and the daemon's next touch would be SIGBUS too).
+ * A REPLY 0 means: later requests of the connection go
  * into the ring, except the kick below and requests sent in its place
  * (see Wake-ups); answers, COMP_REPLYs and ASTs come as before.  On any error (a memfd
  * of the wrong size or unsealed: -EINVAL; a second ring: -EISCONN; no

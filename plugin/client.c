@@ -75,9 +75,11 @@
 #include <string.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -1351,6 +1353,7 @@ static int req_ls_open(struct req_ctx *rq)
  */
 static int ring_map(struct dlmd_client *c, int fd)
 {
+	struct statfs sfs;
 	struct stat st;
 	void *p;
 	int seals;
@@ -1362,6 +1365,11 @@ static int ring_map(struct dlmd_client *c, int fd)
 	/* unsealed, the client could shrink it under our mapping: SIGBUS */
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return -EINVAL;
+	/* shmem only: a hugetlbfs memfd (MFD_HUGETLB) seals too, but the
+	 * client can punch a hole in it (its reservation goes) and take
+	 * the free huge pages: our next touch of the ring is SIGBUS */
+	if (fstatfs(fd, &sfs) < 0 || sfs.f_type != TMPFS_MAGIC)
 		return -EINVAL;
 	p = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)

@@ -15,6 +15,9 @@
  *     (ENOTSOCK), a datagram, stream or unconnected socket (EINVAL), one
  *     connected to dlmd's socket (EPERM: root's) are refused, and the
  *     pipe is not made non-blocking;
+ *   - a request ring on a hugetlbfs memfd is refused (EINVAL: a hole
+ *     punched in it and its huge pages taken, dlmd's next touch of the
+ *     ring would be SIGBUS);
  *   - a request ring is refused before the connection is bound to a
  *     lockspace (ENOTCONN), and when the fd passed is not a writable
  *     sealed memfd: a root-owned file it may only read (/etc/passwd),
@@ -379,6 +382,62 @@ static void child_ast_fds(void)
 		close(fd);
 }
 
+#define HUGE_LEN	(2u << 20)	/* a huge page, the usual size */
+
+/*
+ * A request ring on a hugetlbfs memfd (MFD_HUGETLB, sealed against
+ * shrinking) is refused EINVAL, on a connection of its own.  Were it
+ * taken, this is what the client would do: punch a hole in it (its huge
+ * page reservation goes), take every free huge page, and kick: dlmd's
+ * next touch of the ring needs a page there is none of, SIGBUS.  Where
+ * the kernel has no hugetlbfs the check is skipped (said so).
+ */
+static void child_ring_hugetlb(void)
+{
+	struct dlmp_msg kick;
+	int fd, hf, rv;
+
+	hf = memfd_create("perm-huge", MFD_CLOEXEC | MFD_ALLOW_SEALING |
+			  MFD_HUGETLB);
+	if (hf < 0 || ftruncate(hf, HUGE_LEN) < 0 ||
+	    fcntl(hf, F_ADD_SEALS, F_SEAL_SHRINK) < 0) {
+		check(1, "ring on a hugetlb memfd (skipped: no hugetlbfs memfd "
+		      "here)", " ");
+		if (hf >= 0)
+			close(hf);
+		return;
+	}
+	fd = raw_connect();
+	rv = fd >= 0 ? raw_ls_open(fd, "permopen") : -ENOTCONN;
+	check(rv == 0, "nobody opens permopen (hugetlb ring)", "status %d", rv);
+	if (rv) {
+		close(hf);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	rv = raw_ring_attach(fd, hf);
+	check(rv == -EINVAL, "ring on a hugetlb memfd refused", "status %d", rv);
+	if (rv == 0) {
+		/* taken: the attack, to show what it costs */
+		if (fallocate(hf, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+			      HUGE_LEN) == 0) {
+			for (int i = 0; i < 4096; i++)
+				if (mmap(NULL, HUGE_LEN, PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
+					 -1, 0) == MAP_FAILED)
+					break;
+		}
+		memset(&kick, 0, sizeof(kick));
+		kick.m_hdr.h_type = DLMP_RING;
+		kick.m_u.pair.pr_a = DLMP_RING_KICK;
+		raw_send(fd, &kick, 77, -1);
+		sleep(1);
+	}
+	close(hf);
+	close(fd);
+}
+
 /* The rings: refused fds, then a good one, and what goes through it. */
 static void child_rings(uint32_t root_lkid)
 {
@@ -497,6 +556,7 @@ static int child(uint32_t root_lkid, pid_t root_pid)
 	check(!h && errno == EACCES, "nobody may not open permpriv (0600)",
 	      "%s", h ? "opened" : strerror(errno));
 	child_ast_fds();
+	child_ring_hugetlb();
 	child_rings(root_lkid);
 
 	h = dlm_open_lockspace("permopen");
