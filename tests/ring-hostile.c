@@ -13,7 +13,9 @@
  *   a racer thread, for ROUND_MS: fills slots with requests (good LOCKs
  *   and UNLOCKs, torn ones, garbage), publishes them, and then, while
  *   dlmd may be copying them, rewrites their length words (0, one past
- *   DLMP_MAX_MSG, 2^32 - 1, ...) and bytes; writes rg_head, rg_sleeping
+ *   DLMP_MAX_MSG, 2^32 - 1, ...) and bytes, and flips the length words
+ *   of the slots dlmd reads next (at its rg_head) between a good one and
+ *   a huge one, over and over; writes rg_head, rg_sleeping
  *   and rg_waiting, which are dlmd's; and in one round in four moves the
  *   tail backwards or far ahead;
  *   the main thread kicks dlmd, sends requests on the socket (each makes
@@ -214,6 +216,23 @@ static void *racer(void *arg)
 			len32 = bad_lens[(unsigned int)rand_r(&seed) %
 					 (sizeof(bad_lens) / sizeof(bad_lens[0]))];
 			memcpy(slot, &len32, 4);
+		} else if (op < 11 && !rd->rd_wild_tail) {
+			/* where dlmd reads next (its rg_head, true in a tame
+			 * round): flip the length words between a good one
+			 * and a huge one, so that a check and a use of two
+			 * fetches would see different lengths */
+			uint32_t head = __atomic_load_n(&r->rg_head, __ATOMIC_ACQUIRE);
+
+			for (int j = 0; j < 4096; j++) {
+				for (uint32_t k = 0; k < 4 && head + k != tail; k++) {
+					unsigned char *sl =
+						r->rg_slots[(head + k) & (DLMP_RING_SLOTS - 1)];
+
+					__atomic_store_n((uint32_t *)sl, j & 1 ?
+							 DLMP_MAX_MSG - 8 : 0xfff0u,
+							 __ATOMIC_RELAXED);
+				}
+			}
 		} else if (op < 11) {
 			/* tear a published slot while it may be read */
 			for (int i = 0; i < 16; i++)
