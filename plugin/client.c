@@ -2570,7 +2570,6 @@ int dlmd_client_listen(struct dlmd *d)
 {
 	const struct dlmd_config *cf = &d->d_cfg;
 	struct sockaddr_un sa;
-	mode_t old_umask;
 	int fd, rv;
 
 	memset(&sa, 0, sizeof(sa));
@@ -2581,17 +2580,19 @@ int dlmd_client_listen(struct dlmd *d)
 		return -errno;
 	/* The single-instance lock is held (main.c): a file here is stale. */
 	unlink(cf->cf_socket_path);
-	/* Created owner-only, so nobody connects before owner, group and
-	 * mode are what dlm.conf says. */
-	old_umask = umask(0177);
-	rv = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old_umask);
-	if (rv < 0 ||
-	    chown(cf->cf_socket_path, cf->cf_socket_uid, cf->cf_socket_gid) < 0 ||
-	    chmod(cf->cf_socket_path, cf->cf_socket_mode) < 0 ||
-	    listen(fd, LISTEN_BACKLOG) < 0) {
+	/* Created with dlm.conf's mode, owned by us: until the owner and
+	 * group are set, only our own user and group may connect.  They are
+	 * set on the path without following a symlink (dlmd_bind_unix: what
+	 * is at the path may no longer be our socket). */
+	rv = dlmd_bind_unix(fd, (struct sockaddr *)&sa, sizeof(sa),
+			    cf->cf_socket_mode);
+	if (!rv && fchownat(AT_FDCWD, cf->cf_socket_path, cf->cf_socket_uid,
+			    cf->cf_socket_gid, AT_SYMLINK_NOFOLLOW) < 0)
 		rv = -errno;
-		log_err("client socket %s: %s", cf->cf_socket_path, strerror(errno));
+	if (!rv && listen(fd, LISTEN_BACKLOG) < 0)
+		rv = -errno;
+	if (rv < 0) {
+		log_err("client socket %s: %s", cf->cf_socket_path, strerror(-rv));
 		close(fd);
 		return rv;
 	}

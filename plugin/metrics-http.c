@@ -264,12 +264,15 @@ int dlmd_metrics_listen(struct dlmd *d)
 		rv = -errno;
 		goto fail;
 	}
-	if (bind(fd, (struct sockaddr *)&ss, sslen) < 0 ||
-	    (ss.ss_family == AF_UNIX && chmod(spec, HTTP_SOCKET_MODE) < 0) ||
-	    listen(fd, HTTP_BACKLOG) < 0) {
+	if (ss.ss_family == AF_UNIX)
+		rv = dlmd_bind_unix(fd, (struct sockaddr *)&ss, sslen,
+				    HTTP_SOCKET_MODE);
+	else
+		rv = bind(fd, (struct sockaddr *)&ss, sslen) < 0 ? -errno : 0;
+	if (!rv && listen(fd, HTTP_BACKLOG) < 0)
 		rv = -errno;
+	if (rv)
 		goto fail;
-	}
 	rv = qb_loop_poll_add(d->d_loop, QB_LOOP_LOW, fd, POLLIN, d, http_accept);
 	if (rv)
 		goto fail;
