@@ -45,10 +45,10 @@
 
 #include "libdlm/libdlm.h"
 #include "libdlm/dlmd_proto.h"
+#include "tests/raw-client.h"
 
 #define LS_NAME		"ringhostile"
 #define ROUND_MS	150
-#define RECV_TIMEOUT_S	10
 #define NOBODY		65534
 
 struct round {
@@ -65,82 +65,6 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static int connect_dlmd(void)
-{
-	const char *path = getenv("DLMD_SOCKET");
-	struct timeval tv = { RECV_TIMEOUT_S, 0 };
-	struct sockaddr_un sa;
-	int fd;
-
-	if (!path || strlen(path) >= sizeof(sa.sun_path))
-		return -1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	memcpy(sa.sun_path, path, strlen(path));
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* Send msg (reqid) passing pass_fd (-1: none); 0 or -1. */
-static int send_msg(int fd, struct dlmp_msg *msg, uint32_t reqid, int pass_fd)
-{
-	unsigned char buf[DLMP_MAX_MSG];
-	union {
-		char		b[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr	align;
-	} cbuf;
-	struct iovec iov;
-	struct msghdr mh;
-	int len;
-
-	msg->m_hdr.h_reqid = reqid;
-	len = dlmp_encode(msg, buf, sizeof(buf));
-	if (len < 0)
-		return -1;
-	iov.iov_base = buf;
-	iov.iov_len = (size_t)len;
-	memset(&mh, 0, sizeof(mh));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	if (pass_fd >= 0) {
-		struct cmsghdr *cm;
-
-		memset(&cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf.b;
-		mh.msg_controllen = sizeof(cbuf.b);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-	}
-	return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == len ? 0 : -1;
-}
-
-/* The status of the REPLY to reqid, others skipped; -ETIME if none. */
-static int wait_reply(int fd, uint32_t reqid)
-{
-	unsigned char buf[DLMP_MAX_MSG];
-	struct dlmp_msg m;
-
-	for (;;) {
-		ssize_t n = recv(fd, buf, sizeof(buf), 0);
-
-		if (n <= 0)
-			return -ETIME;
-		if (dlmp_decode(buf, (size_t)n, &m) == 0 &&
-		    m.m_hdr.h_type == DLMP_REPLY && m.m_hdr.h_reqid == reqid)
-			return m.m_u.reply.rp_status;
-	}
 }
 
 static void drain(int fd)
@@ -275,14 +199,14 @@ static int one_round(unsigned int n)
 	uint32_t reqid = 1;
 	uint64_t end;
 
-	fd = connect_dlmd();
+	fd = raw_connect();
 	if (fd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -1;
 	memset(&msg, 0, sizeof(msg));
 	msg.m_hdr.h_type = DLMP_LS_OPEN;
 	msg.m_u.ls.ls_namelen = (uint16_t)strlen(LS_NAME);
 	memcpy(msg.m_u.ls.ls_name, LS_NAME, strlen(LS_NAME));
-	rv = send_msg(fd, &msg, reqid, sv[1]) ? -EIO : wait_reply(fd, reqid);
+	rv = raw_send(fd, &msg, reqid, sv[1]) ? -EIO : raw_reply(fd, reqid);
 	close(sv[1]);
 	if (rv) {
 		fprintf(stderr, "ring-hostile: LS_OPEN: %d\n", rv);
@@ -301,7 +225,7 @@ static int one_round(unsigned int n)
 	msg.m_hdr.h_type = DLMP_RING;
 	msg.m_u.pair.pr_a = DLMP_RING_ATTACH;
 	reqid++;
-	rv = send_msg(fd, &msg, reqid, mfd) ? -EIO : wait_reply(fd, reqid);
+	rv = raw_send(fd, &msg, reqid, mfd) ? -EIO : raw_reply(fd, reqid);
 	close(mfd);
 	if (rv) {
 		fprintf(stderr, "ring-hostile: RING: %d\n", rv);
@@ -319,12 +243,12 @@ static int one_round(unsigned int n)
 		memset(&msg, 0, sizeof(msg));
 		msg.m_hdr.h_type = DLMP_RING;
 		msg.m_u.pair.pr_a = DLMP_RING_KICK;
-		if (send_msg(fd, &msg, ++reqid, -1) && errno != EAGAIN)
+		if (raw_send(fd, &msg, ++reqid, -1))
 			break;
 		memset(&msg, 0, sizeof(msg));
 		msg.m_hdr.h_type = DLMP_UNLOCK;
 		msg.m_u.unlock.ul_lkid = reqid & 0xff;
-		if (send_msg(fd, &msg, ++reqid, -1) && errno != EAGAIN)
+		if (raw_send(fd, &msg, ++reqid, -1))
 			break;
 		drain(fd);
 		drain(sv[0]);
