@@ -12,6 +12,10 @@
 # the canary must keep its owner, group and mode, and the sockets (the
 # files moved aside) have the modes dlm.conf asks from the start (the
 # client socket's group, set afterwards, went to the symlink: lost).
+# The same writer may plant symlinks before dlmd starts: at the pid file
+# (dlmd starts, does not write through it) and at the instance lock file
+# next to the client socket (dlmd refuses to start); neither target is
+# truncated or written.
 # Needs root (the owners); skips (77) otherwise.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -35,14 +39,32 @@ cleanup() {
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM
 
-mkdir "$dir/run"
+mkdir "$dir/run" "$dir/run2"
+for c in canary canary-pid canary-lock; do
+	echo secret >"$dir/$c"
+	chmod 600 "$dir/$c"
+done
 canary=$dir/canary
-echo secret >"$canary"
-chmod 600 "$canary"
+# untouched FILE: still "secret", root's, 0600
+untouched() {
+	[ "$(cat "$1")" = secret ] && [ "$(stat -c '%U %G %a' "$1")" = "root root 600" ]
+}
+
+# a symlink at the instance lock file: dlmd does not start
+ln -s "$dir/canary-lock" "$dir/run2/dlmd.sock.lock"
+write_conf "$dir/dlm2.conf" "socket_path = $dir/run2/dlmd.sock" \
+	"control_socket = $dir/run2/ctl.sock" "pid_file = $dir/run2/dlmd.pid"
+timeout 10 "$DLMD" --foreground --config="$dir/dlm2.conf" >"$dir/dlmd2.out" 2>&1 </dev/null
+grep -q "cannot open lock file $dir/run2/dlmd.sock.lock" "$dir/dlmd2.out" ||
+	fail "dlmd did not refuse its lock file, a symlink: $(cat "$dir/dlmd2.out")"
+untouched "$dir/canary-lock" ||
+	fail "the lock file's symlink target was written: $(cat "$dir/canary-lock")"
+
+ln -s "$dir/canary-pid" "$dir/run/dlmd.pid"
 write_conf "$dir/dlm.conf" "socket_owner = root" "socket_group = nogroup" \
 	"socket_mode = 0660" "log_level = debug" \
 	"socket_path = $dir/run/dlmd.sock" "control_socket = $dir/run/ctl.sock" \
-	"metrics_listen = $dir/run/metrics.sock"
+	"metrics_listen = $dir/run/metrics.sock" "pid_file = $dir/run/dlmd.pid"
 export DLMD_SOCKET=$dir/run/dlmd.sock DLMD_CTL_SOCKET=$dir/run/ctl.sock
 start_dlmd "$dir/dlm.conf" "$dir/dlmd.out" env LD_PRELOAD="$RACE" \
 	BIND_RACE_DIR="$dir/run" BIND_RACE_TARGET="$canary" \
@@ -60,6 +82,10 @@ for s in dlmd.sock:"root root 660" ctl.sock:"root root 600" \
 	got=$(stat -c '%U %G %a' "$dir/run/$f.moved")
 	[ "$got" = "$want" ] || fail "$f is '$got', want '$want'"
 done
+untouched "$dir/canary-pid" ||
+	fail "the pid file's symlink target was written: $(cat "$dir/canary-pid")"
+grep -q "pid file $dir/run/dlmd.pid: " "$dir/dlmd.out" ||
+	fail "no warning about the pid file"
 kill -0 "$pid" 2>/dev/null || fail "dlmd died"
 [ $rc -eq 0 ] && echo "PASS"
 exit $rc
