@@ -30,7 +30,10 @@
  * for the version (VERSION), create or remove a lockspace (LS_CREATE,
  * LS_RELEASE, privileged), and bind itself to one lockspace (LS_OPEN).
  * LS_OPEN carries, as SCM_RIGHTS ancillary data, one end of a SEQPACKET
- * socketpair the client made: the "AST socket".  From then on the daemon
+ * socketpair the client made: the "AST socket" (anything else is
+ * refused: not a socket -ENOTSOCK, another kind of socket or one never
+ * connected -EINVAL, one whose peer is another user's -EPERM, unless the
+ * client is an admin).  From then on the daemon
  * writes each completion and blocking AST as one DLMP_AST packet to that
  * socket, and the client polls the other end (dlm_ls_get_fd()).  Keeping
  * ASTs off the request connection means a thread waiting for a reply never
@@ -143,7 +146,9 @@
  * DLMP_RING_ATTACH, b = 0) carrying, as SCM_RIGHTS, a memfd of at least
  * DLMP_RING_BYTES, sealed against shrinking (F_SEAL_SHRINK; else the
  * daemon, which maps it, could be killed by SIGBUS when the client
- * truncates it).  A REPLY 0 means: later requests of the connection go
+ * truncates it) and on shmem (not MFD_HUGETLB: a hole punched in it, its
+ * huge pages taken, and the daemon's next touch would be SIGBUS too).
+ * A REPLY 0 means: later requests of the connection go
  * into the ring, except the kick below and requests sent in its place
  * (see Wake-ups); answers, COMP_REPLYs and ASTs come as before.  On any error (a memfd
  * of the wrong size or unsealed: -EINVAL; a second ring: -EISCONN; no

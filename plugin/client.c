@@ -75,9 +75,11 @@
 #include <string.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -204,6 +206,85 @@ struct dlmd_client {
 	uint32_t	cl_ring_head;
 	bool		cl_ring_job;
 };
+
+/* ------------------------------------------------------------------ */
+/* locks per user                                                      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * dlm.conf max_locks_per_uid: a uid other than root holds at most that
+ * many locks, in all lockspaces together: its connections' locks (their
+ * records, struct lkcb) and the orphans they left (their owners' records'
+ * counts, below).  One more new lock or adoption is refused -EDQUOT
+ * (logged once a minute at most); conversions are not new locks.  Each
+ * limited uid that has any has a counter in d_uid_locks, made before the
+ * engine takes a lock (so that nothing fails after) and freed at zero; an
+ * orphan record points to its uid's counter, so what removes orphans
+ * (adoption, purge, a release, pruning) gives their count back.  Orphans
+ * a purge asked by another node removed stay counted until the next
+ * prune finds none left in their lockspace.
+ */
+struct uid_locks {
+	struct u32map	*ul_map;	/* d_uid_locks */
+	uid_t		ul_uid;
+	uint64_t	ul_n;
+};
+
+static bool uid_limited(uid_t uid);
+static bool limit_log_due(uint64_t *last_ms, uint64_t *quiet);
+
+static struct uid_locks *uid_locks_of(struct dlmd *d, uid_t uid)
+{
+	return uid_limited(uid) ? u32map_get(&d->d_uid_locks, (uint32_t)uid) : NULL;
+}
+
+/* n of ul's locks are gone (n 0: forget an unused counter). */
+static void uid_locks_sub(struct uid_locks *ul, uint64_t n)
+{
+	if (!ul)
+		return;
+	if (ul->ul_n > n) {
+		ul->ul_n -= n;
+		return;
+	}
+	u32map_del(ul->ul_map, (uint32_t)ul->ul_uid);
+	free(ul);
+}
+
+/* May c take one more lock?  Its counter exists afterwards (if c is
+ * limited); 0, -EDQUOT or -ENOMEM. */
+static int uid_locks_reserve(struct dlmd *d, const struct dlmd_client *c)
+{
+	struct uid_locks *ul;
+
+	if (!uid_limited(c->cl_uid))
+		return 0;
+	ul = uid_locks_of(d, c->cl_uid);
+	if (ul && ul->ul_n >= d->d_cfg.cf_max_locks_per_uid) {
+		d->d_nrefused_locks++;
+		if (limit_log_due(&d->d_quota_log_ms, &d->d_quota_nquiet)) {
+			log_warn("client pid %d uid %u refused a lock: the user "
+				 "holds max_locks_per_uid (%u) locks and orphans "
+				 "(%llu other refusal%s not logged in the last "
+				 "minute)", (int)c->cl_pid, (unsigned)c->cl_uid,
+				 d->d_cfg.cf_max_locks_per_uid,
+				 (unsigned long long)d->d_quota_nquiet,
+				 d->d_quota_nquiet == 1 ? "" : "s");
+			d->d_quota_nquiet = 0;
+		}
+		return -EDQUOT;
+	}
+	if (ul)
+		return 0;
+	ul = calloc(1, sizeof(*ul));
+	if (!ul || u32map_put(&d->d_uid_locks, (uint32_t)c->cl_uid, ul)) {
+		free(ul);
+		return -ENOMEM;
+	}
+	ul->ul_map = &d->d_uid_locks;
+	ul->ul_uid = c->cl_uid;
+	return 0;
+}
 
 /* ------------------------------------------------------------------ */
 /* AST delivery                                                        */
@@ -644,8 +725,12 @@ void dlmd_client_deliver_ast(struct dlmd *d, const struct dlmd_pending_ast *pa)
 	}
 	ast_send(d, c, &m);
 done:
-	if (gone)
-		lkcb_free(u32map_del(&c->cl_locks, pa->pa_lkid));
+	if (gone) {
+		cb = u32map_del(&c->cl_locks, pa->pa_lkid);
+		if (cb)
+			uid_locks_sub(uid_locks_of(d, c->cl_uid), 1);
+		lkcb_free(cb);
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -819,8 +904,10 @@ static void end_wait(void *arg, uint32_t key, void *val)
 
 /* Forget the client's lock records; 'dh' (or NULL: the connection is
  * gone) says how to answer the held requests among them. */
-static void drop_lock_records(struct dlmd_client *c, struct drop_held *dh)
+static void drop_lock_records(struct dlmd *d, struct dlmd_client *c,
+			      struct drop_held *dh)
 {
+	uid_locks_sub(uid_locks_of(d, c->cl_uid), c->cl_locks.um_count);
 	if (c->cl_ls)
 		u32map_each(&c->cl_locks, end_wait, &c->cl_ls->dl_metrics);
 	if (dh && (c->cl_nheld || dh->dh_error))
@@ -877,7 +964,7 @@ static void client_unbind(struct dlmd *d, struct dlmd_client *c, bool answer)
 		return;
 	if (c == out_batch_client())	/* what it was sent goes first */
 		ast_batch_flush(d, c);
-	drop_lock_records(c, answer ? &dh : NULL);
+	drop_lock_records(d, c, answer ? &dh : NULL);
 	astq_free(d, c);
 	if (c->cl_ast_fd >= 0)
 		close(c->cl_ast_fd);
@@ -983,6 +1070,7 @@ struct orphan_rec {
 	uint64_t	or_owner;
 	uid_t		or_uid;
 	uint64_t	or_count;	/* orphans it left, at most this many remain */
+	struct uid_locks *or_ul;	/* its uid's count ("locks per user") */
 };
 
 static void free_val(void *arg, uint32_t key, void *val)
@@ -990,9 +1078,30 @@ static void free_val(void *arg, uint32_t key, void *val)
 	free(val);
 }
 
+/* A record is dropped: its orphans leave its uid's count. */
+static void orphan_rec_free(struct orphan_rec *rec)
+{
+	if (!rec)
+		return;
+	uid_locks_sub(rec->or_ul, rec->or_count);
+	free(rec);
+}
+
+static void orphan_rec_uncount(void *arg, uint32_t key, void *val)
+{
+	struct orphan_rec *rec = val;
+
+	rec->or_ul = NULL;
+}
+
+static void orphan_rec_free_each(void *arg, uint32_t key, void *val)
+{
+	orphan_rec_free(val);
+}
+
 static void orphan_recs_clear(struct dlmd_ls *dl)
 {
-	u32map_each(&dl->dl_orphan_owners, free_val, NULL);
+	u32map_each(&dl->dl_orphan_owners, orphan_rec_free_each, NULL);
 	u32map_free(&dl->dl_orphan_owners);
 }
 
@@ -1014,19 +1123,23 @@ static struct orphan_rec *orphan_rec_find(const struct dlmd_ls *dl, uint64_t own
 	return rec && rec->or_owner == owner ? rec : NULL;
 }
 
+/* c's close left n orphans: recorded, and counted for its uid (ul, its
+ * counter, which counts c's locks still). */
 static void orphan_rec_add(struct dlmd_ls *dl, const struct dlmd_client *c,
-			   uint64_t n)
+			   struct uid_locks *ul, uint64_t n)
 {
 	uint32_t key = (uint32_t)c->cl_owner;
 	struct orphan_rec *rec = u32map_get(&dl->dl_orphan_owners, key);
 
 	if (rec && rec->or_owner == c->cl_owner) {
 		rec->or_count += n;
+		if (rec->or_ul)
+			rec->or_ul->ul_n += n;
 		return;
 	}
 	if (rec) {
 		/* A serial reused after wrapping: the old record is stale. */
-		free(u32map_del(&dl->dl_orphan_owners, key));
+		orphan_rec_free(u32map_del(&dl->dl_orphan_owners, key));
 	}
 	rec = calloc(1, sizeof(*rec));
 	if (!rec || u32map_put(&dl->dl_orphan_owners, key, rec)) {
@@ -1040,6 +1153,9 @@ static void orphan_rec_add(struct dlmd_ls *dl, const struct dlmd_client *c,
 	rec->or_owner = c->cl_owner;
 	rec->or_uid = c->cl_uid;
 	rec->or_count = n;
+	rec->or_ul = ul;
+	if (ul)
+		ul->ul_n += n;
 }
 
 static void orphan_rec_sub(struct dlmd_ls *dl, uint64_t owner, uint64_t n)
@@ -1048,10 +1164,12 @@ static void orphan_rec_sub(struct dlmd_ls *dl, uint64_t owner, uint64_t n)
 
 	if (!rec)
 		return;
-	if (rec->or_count <= n)
-		free(u32map_del(&dl->dl_orphan_owners, (uint32_t)owner));
-	else
+	if (rec->or_count <= n) {
+		orphan_rec_free(u32map_del(&dl->dl_orphan_owners, (uint32_t)owner));
+	} else {
 		rec->or_count -= n;
+		uid_locks_sub(rec->or_ul, n);
+	}
 }
 
 /* May a client of user 'uid' (admin or not) adopt or purge the orphans
@@ -1149,6 +1267,46 @@ static int req_ls_create(struct req_ctx *rq)
 	return DLMD_REPLY_DEFERRED;
 }
 
+/*
+ * The AST socket a client passes at LS_OPEN (dlmd_proto.h): we write to
+ * it, as root, whatever the client made it.  So it must be what libdlm
+ * makes, one end of a unix SEQPACKET socketpair of the client's own: not
+ * a pipe, a file or a device (a send there fails, but the fd is flagged
+ * O_NONBLOCK and given a forced buffer first), not a datagram socket
+ * (each packet would carry our credentials to whatever it is connected
+ * to, a log socket say), and not a socket connected to another user's
+ * server (dlmd's own client socket, or a service that trusts what root
+ * writes): its peer must be of the client's uid, unless the client is
+ * an admin.  -ENOTSOCK, -EINVAL (another kind of socket, or not
+ * connected), -EPERM (another user's peer).
+ */
+static int ast_socket_check(const struct dlmd *d, const struct dlmd_client *c,
+			    int fd)
+{
+	struct ucred cr;
+	socklen_t len;
+	struct stat st;
+	int v;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -ENOTSOCK;
+	len = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) < 0 || v != AF_UNIX)
+		return -EINVAL;
+	len = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) < 0 ||
+	    v != SOCK_SEQPACKET)
+		return -EINVAL;
+	len = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.pid <= 0)
+		return -EINVAL;		/* never connected */
+	if (cr.uid != c->cl_uid && !client_is_admin(d, c))
+		return -EPERM;
+	return 0;
+}
+
 static int req_ls_open(struct req_ctx *rq)
 {
 	struct dlmd_client *c = rq->rq_c;
@@ -1164,6 +1322,9 @@ static int req_ls_open(struct req_ctx *rq)
 		return -ENOENT;
 	if (!client_may_open(c, dl))
 		return -EACCES;
+	fl = ast_socket_check(rq->rq_d, c, rq->rq_fd);
+	if (fl)
+		return fl;
 	fl = fcntl(rq->rq_fd, F_GETFL);
 	if (fl < 0 || fcntl(rq->rq_fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return -errno;
@@ -1192,6 +1353,7 @@ static int req_ls_open(struct req_ctx *rq)
  */
 static int ring_map(struct dlmd_client *c, int fd)
 {
+	struct statfs sfs;
 	struct stat st;
 	void *p;
 	int seals;
@@ -1203,6 +1365,11 @@ static int ring_map(struct dlmd_client *c, int fd)
 	/* unsealed, the client could shrink it under our mapping: SIGBUS */
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return -EINVAL;
+	/* shmem only: a hugetlbfs memfd (MFD_HUGETLB) seals too, but the
+	 * client can punch a hole in it (its reservation goes) and take
+	 * the free huge pages: our next touch of the ring is SIGBUS */
+	if (fstatfs(fd, &sfs) < 0 || sfs.f_type != TMPFS_MAGIC)
 		return -EINVAL;
 	p = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
@@ -1308,6 +1475,7 @@ static int lock_request(struct req_ctx *rq)
 	struct dlm_lock_req req;
 	struct dlm_range range;
 	struct lkcb *cb = NULL;
+	struct uid_locks *ul;
 	uint32_t lkid = 0;
 	/* an adoption is answered by its REPLY alone, held or not */
 	bool hold = (lk->lk_bits & DLMP_LK_SYNC) &&
@@ -1365,13 +1533,23 @@ static int lock_request(struct req_ctx *rq)
 	if (!(lk->lk_flags & DLM_LKF_CONVERT)) {
 		/* Make room first: once the engine has the lock, nothing
 		 * here may fail. */
+		rv = uid_locks_reserve(rq->rq_d, c);
+		if (rv)
+			return rv;
 		cb = lkcb_new();
 		if (!cb || u32map_reserve(&c->cl_locks, 1)) {
 			lkcb_free(cb);
+			uid_locks_sub(uid_locks_of(rq->rq_d, c->cl_uid), 0);
 			return -ENOMEM;
 		}
 	}
 	rv = dlm_core_lock(c->cl_ls->dl_core, &req, &lkid);
+	if (rv && cb)
+		uid_locks_sub(uid_locks_of(rq->rq_d, c->cl_uid), 0);
+	else if (cb && (ul = uid_locks_of(rq->rq_d, c->cl_uid)))
+		/* counted before an adopted orphan leaves its owner's count
+		 * (the same counter, maybe) */
+		ul->ul_n++;
 	if (rv) {
 		if (rv == -EPERM && (lk->lk_flags & DLM_LKF_ORPHAN))
 			log_info("client pid %d uid %u may not adopt another "
@@ -1602,8 +1780,8 @@ static int purge_user_orphans(struct dlmd_ls *dl, uid_t uid)
 		u32map_each(&dl->dl_orphan_owners, collect_user_owner, &uo);
 		for (unsigned int i = 0; i < uo.uo_n; i++) {
 			rv = dlm_core_purge_orphans(dl->dl_core, 0, uo.uo_owners[i]);
-			free(u32map_del(&dl->dl_orphan_owners,
-					(uint32_t)uo.uo_owners[i]));
+			orphan_rec_free(u32map_del(&dl->dl_orphan_owners,
+						   (uint32_t)uo.uo_owners[i]));
 			if (rv < 0)
 				return rv;
 			total += rv;
@@ -1659,7 +1837,7 @@ static int req_purge(struct req_ctx *rq)
 		{
 			struct drop_held dh = { d, c, 0, -DLM_ECANCEL, -DLM_EUNLOCK };
 
-			drop_lock_records(c, &dh);
+			drop_lock_records(d, c, &dh);
 		}
 		astq_free(d, c);
 		c->cl_purge_epoch++;
@@ -2175,7 +2353,8 @@ void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 		n = dlm_core_purge_owner(dl->dl_core, c->cl_owner);
 		dlm_core_ls_stats(dl->dl_core, &after);
 		if (after.ls_orphans > before.ls_orphans)
-			orphan_rec_add(dl, c, after.ls_orphans - before.ls_orphans);
+			orphan_rec_add(dl, c, uid_locks_of(d, c->cl_uid),
+				       after.ls_orphans - before.ls_orphans);
 		log_debug("client pid %d serial %u closed: %d lock%s purged",
 			  (int)c->cl_pid, c->cl_serial, n, n == 1 ? "" : "s");
 		client_unbind(d, c, false);
@@ -2395,7 +2574,6 @@ int dlmd_client_listen(struct dlmd *d)
 {
 	const struct dlmd_config *cf = &d->d_cfg;
 	struct sockaddr_un sa;
-	mode_t old_umask;
 	int fd, rv;
 
 	memset(&sa, 0, sizeof(sa));
@@ -2406,17 +2584,19 @@ int dlmd_client_listen(struct dlmd *d)
 		return -errno;
 	/* The single-instance lock is held (main.c): a file here is stale. */
 	unlink(cf->cf_socket_path);
-	/* Created owner-only, so nobody connects before owner, group and
-	 * mode are what dlm.conf says. */
-	old_umask = umask(0177);
-	rv = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old_umask);
-	if (rv < 0 ||
-	    chown(cf->cf_socket_path, cf->cf_socket_uid, cf->cf_socket_gid) < 0 ||
-	    chmod(cf->cf_socket_path, cf->cf_socket_mode) < 0 ||
-	    listen(fd, LISTEN_BACKLOG) < 0) {
+	/* Created with dlm.conf's mode, owned by us: until the owner and
+	 * group are set, only our own user and group may connect.  They are
+	 * set on the path without following a symlink (dlmd_bind_unix: what
+	 * is at the path may no longer be our socket). */
+	rv = dlmd_bind_unix(fd, (struct sockaddr *)&sa, sizeof(sa),
+			    cf->cf_socket_mode);
+	if (!rv && fchownat(AT_FDCWD, cf->cf_socket_path, cf->cf_socket_uid,
+			    cf->cf_socket_gid, AT_SYMLINK_NOFOLLOW) < 0)
 		rv = -errno;
-		log_err("client socket %s: %s", cf->cf_socket_path, strerror(errno));
+	if (!rv && listen(fd, LISTEN_BACKLOG) < 0)
+		rv = -errno;
+	if (rv < 0) {
+		log_err("client socket %s: %s", cf->cf_socket_path, strerror(-rv));
 		close(fd);
 		return rv;
 	}
@@ -2457,6 +2637,11 @@ void dlmd_client_fini(struct dlmd *d)
 	} while (ca.ca_n);
 	u32map_free(&d->d_clients);
 	u32map_free(&d->d_uid_conns);
+	/* lockspaces released after this find their orphans uncounted */
+	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next)
+		u32map_each(&dl->dl_orphan_owners, orphan_rec_uncount, NULL);
+	u32map_each(&d->d_uid_locks, free_val, NULL);
+	u32map_free(&d->d_uid_locks);
 	if (d->d_accept_paused && d->d_loop)
 		qb_loop_timer_del(d->d_loop, d->d_accept_timer);
 	d->d_accept_paused = false;

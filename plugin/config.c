@@ -66,6 +66,10 @@
  *   key_file          /etc/corosync/authkey   the cluster key (mode 0600)
  *   max_clients_per_uid 1024       client connections one user may hold
  *                                  (1..1048576; root is not limited)
+ *   max_locks_per_uid 1048576      locks (orphans included) one user may
+ *                                  hold in all lockspaces (1..4294967295;
+ *                                  root is not limited): one more is
+ *                                  refused EDQUOT (plugin/client.c)
  *   ast_queue_limit   67108864     bytes of unread ASTs dlmd keeps for all
  *                                  clients together (65536..4294967295);
  *                                  past it the client with the most is
@@ -131,6 +135,7 @@ void dlmd_config_defaults(struct dlmd_config *cf)
 		 DLMD_DEFAULT_KEY_FILE);
 	cf->cf_max_clients_per_uid = 1024;
 	cf->cf_ast_queue_limit = 64u << 20;
+	cf->cf_max_locks_per_uid = 1u << 20;
 	snprintf(cf->cf_configfs_dir, sizeof(cf->cf_configfs_dir), "%s",
 		 DLMD_DEFAULT_CONFIGFS_DIR);
 }
@@ -310,6 +315,7 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 	U32("flight_recorder_lines", cf_flight_lines, 16, 1048576)
 	U32("max_clients_per_uid", cf_max_clients_per_uid, 1, 1048576)
 	U32("ast_queue_limit", cf_ast_queue_limit, 65536, 4294967295)
+	U32("max_locks_per_uid", cf_max_locks_per_uid, 1, 4294967295)
 	U32("fence_timeout_secs", cf_fence_timeout_secs, 1, 86400)
 #undef U32
 	if (!strcmp(k, "socket_path")) {
@@ -599,7 +605,8 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     "enable_fencing = %d\nfence_command = %s\n"
 		     "fence_timeout_secs = %u\n"
 		     "fence_pacemaker = %s\nflight_recorder_lines = %u\n"
-		     "max_clients_per_uid = %u\nast_queue_limit = %u\n",
+		     "max_clients_per_uid = %u\nast_queue_limit = %u\n"
+		     "max_locks_per_uid = %u\n",
 		     cf->cf_port,
 		     cf->cf_protocol == DLMD_PROTO_SCTP ? "sctp" :
 		     cf->cf_protocol == DLMD_PROTO_DETECT ? "detect" : "tcp",
@@ -621,7 +628,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     cf->cf_fence_pcmk == DLMD_FENCE_PCMK_YES ? "yes" :
 		     cf->cf_fence_pcmk == DLMD_FENCE_PCMK_NO ? "no" : "auto",
 		     cf->cf_flight_lines, cf->cf_max_clients_per_uid,
-		     cf->cf_ast_queue_limit) < 0)
+		     cf->cf_ast_queue_limit, cf->cf_max_locks_per_uid) < 0)
 		return NULL;
 	return dump_crypto(s, cf);
 }

@@ -250,6 +250,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		{ "ast_queue_bytes", d->d_astq_bytes },
 		{ "clients_refused", d->d_nrefused },
 		{ "clients_cut_slow", d->d_ncut_slow },
+		{ "locks_refused", d->d_nrefused_locks },
 		{ "fence_timeouts", d->d_metrics.m_fence_timeouts },
 		{ "fence_unreaped", dlmd_fence_unreaped(d) },
 	};
@@ -716,11 +717,28 @@ static int ctl_accept(int32_t fd, int32_t revents, void *data)
 	return 0;
 }
 
+/*
+ * Bind fd to the unix socket path sa names, the socket file made with
+ * 'mode' by the umask of the call (then restored; the daemon is one
+ * thread).  Nothing is done to the path once it exists: whoever may write
+ * its directory could swap the new socket for a symlink before a chmod or
+ * chown of the path, which would follow it, as root, to any file
+ * (tests/test-socket-paths.sh).  -errno.
+ */
+int dlmd_bind_unix(int fd, const struct sockaddr *sa, socklen_t len, mode_t mode)
+{
+	mode_t old_umask = umask(~mode & 0777);
+	int rv = bind(fd, sa, len);
+
+	rv = rv < 0 ? -errno : 0;
+	umask(old_umask);
+	return rv;
+}
+
 int dlmd_ctl_listen(struct dlmd *d)
 {
 	const char *path = d->d_cfg.cf_ctl_socket_path;
 	struct sockaddr_un sa;
-	mode_t old_umask;
 	int fd, rv;
 
 	memset(&sa, 0, sizeof(sa));
@@ -731,12 +749,11 @@ int dlmd_ctl_listen(struct dlmd *d)
 		return -errno;
 	unlink(path);
 	/* Owner-only from the start: nobody else connects, ever. */
-	old_umask = umask(0177);
-	rv = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old_umask);
-	if (rv < 0 || chmod(path, CTL_MODE) < 0 || listen(fd, 16) < 0) {
+	rv = dlmd_bind_unix(fd, (struct sockaddr *)&sa, sizeof(sa), CTL_MODE);
+	if (!rv && listen(fd, 16) < 0)
 		rv = -errno;
-		log_err("control socket %s: %s", path, strerror(errno));
+	if (rv < 0) {
+		log_err("control socket %s: %s", path, strerror(-rv));
 		close(fd);
 		return rv;
 	}

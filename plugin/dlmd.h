@@ -188,6 +188,7 @@ struct dlmd_config {
 	char			cf_key_file[PATH_MAX];
 	uint32_t		cf_max_clients_per_uid;	/* root is exempt */
 	uint32_t		cf_ast_queue_limit;	/* bytes, all clients */
+	uint32_t		cf_max_locks_per_uid;	/* root is exempt */
 	/* the configfs-compatible view's root ("" = none): plugin/view.c */
 	char			cf_configfs_dir[PATH_MAX];
 	/* the metrics endpoint (plugin/metrics-http.c): "" = off, else
@@ -360,6 +361,11 @@ struct dlmd {
 	uint64_t		d_nclients_total;
 	/* limits (client.c) */
 	struct u32map		d_uid_conns;	/* uid -> connections (as a count) */
+	struct u32map		d_uid_locks;	/* uid -> its locks and orphans
+						 * (client.c struct uid_locks) */
+	uint64_t		d_nrefused_locks; /* locks refused: max_locks_per_uid */
+	uint64_t		d_quota_log_ms;	/* rate limit of its line */
+	uint64_t		d_quota_nquiet;
 	uint64_t		d_astq_bytes;	/* unread ASTs queued, all clients */
 	uint64_t		d_nrefused;	/* connections refused: per-uid limit */
 	uint64_t		d_ncut_slow;	/* clients cut: ast_queue_limit */
@@ -455,6 +461,8 @@ int dlmd_send_rest(int fd, const char *buf, size_t len, size_t *off);
  * again at once; then it is polled again.  (client.c's socket, which logs
  * the exhaustion, has its own pause.) */
 int dlmd_accept(struct dlmd_accept_pause *ap);
+/* bind() to a unix socket path, the file made with 'mode' (ctl.c). */
+int dlmd_bind_unix(int fd, const struct sockaddr *sa, socklen_t len, mode_t mode);
 /* Cancel a pause, before the socket closes. */
 void dlmd_accept_unpause(struct dlmd_accept_pause *ap);
 int dlmd_ctl_listen(struct dlmd *d);

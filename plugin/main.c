@@ -93,7 +93,9 @@ static int take_instance_lock(const struct dlmd_config *cf)
 
 	snprintf(path, sizeof(path), "%s.lock", cf->cf_socket_path);
 	make_parent_dirs(path);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	/* not through a symlink: someone who may write the directory could
+	 * point it at any file, which we would truncate (write_pid) */
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
 		fprintf(stderr, "dlmd: cannot open lock file %s: %s\n", path,
 			strerror(errno));
@@ -126,7 +128,9 @@ static int write_pid_file(const char *path)
 	int fd;
 
 	make_parent_dirs(path);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* not through a symlink (as the lock file) */
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		  0644);
 	if (fd < 0)
 		return -errno;
 	write_pid(fd);

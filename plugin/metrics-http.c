@@ -12,8 +12,11 @@
  * it must not do (block, allocate per byte, trust a length) is easier to
  * see in 300 lines than in a framework.
  *
- *   accept   non-blocking; at most HTTP_MAX_CONNS at once (more are closed
- *            at once); when fds run out the listener leaves the loop for
+ *   accept   non-blocking; at most HTTP_MAX_CONNS at once: one more
+ *            closes the oldest (so that a local user holding that many
+ *            idle connections, each renewed within HTTP_TIMEOUT_MS, does
+ *            not keep the scraper out: it would have to connect faster
+ *            than the scraper asks); when fds run out the listener leaves the loop for
  *            DLMD_ACCEPT_PAUSE_MS (dlmd_accept() of ctl.c, which the
  *            control socket uses too).
  *   read     into a fixed buffer of DLMD_HTTP_REQ_MAX bytes until the
@@ -211,10 +214,13 @@ static int http_accept(int32_t fd, int32_t revents, void *data)
 	if (cfd < 0)
 		return 0;
 	if (d->d_nhttp_conns >= HTTP_MAX_CONNS) {
-		log_debug("metrics: %d connections open; one more refused",
+		struct dlmd_http_conn *oldest = d->d_http_conns;
+
+		while (oldest->hc_next)	/* the list is newest first */
+			oldest = oldest->hc_next;
+		log_debug("metrics: %d connections open; the oldest closed",
 			  HTTP_MAX_CONNS);
-		close(cfd);
-		return 0;
+		http_close(oldest);
 	}
 	hc = calloc(1, sizeof(*hc));
 	if (!hc) {
@@ -264,12 +270,15 @@ int dlmd_metrics_listen(struct dlmd *d)
 		rv = -errno;
 		goto fail;
 	}
-	if (bind(fd, (struct sockaddr *)&ss, sslen) < 0 ||
-	    (ss.ss_family == AF_UNIX && chmod(spec, HTTP_SOCKET_MODE) < 0) ||
-	    listen(fd, HTTP_BACKLOG) < 0) {
+	if (ss.ss_family == AF_UNIX)
+		rv = dlmd_bind_unix(fd, (struct sockaddr *)&ss, sslen,
+				    HTTP_SOCKET_MODE);
+	else
+		rv = bind(fd, (struct sockaddr *)&ss, sslen) < 0 ? -errno : 0;
+	if (!rv && listen(fd, HTTP_BACKLOG) < 0)
 		rv = -errno;
+	if (rv)
 		goto fail;
-	}
 	rv = qb_loop_poll_add(d->d_loop, QB_LOOP_LOW, fd, POLLIN, d, http_accept);
 	if (rv)
 		goto fail;

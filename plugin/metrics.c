@@ -428,6 +428,9 @@ static void collect(struct emit *em, struct dlmd *d)
 	family(em, "dlmd_clients_cut_slow_total", "counter", "Clients "
 	       "disconnected because their unread ASTs passed ast_queue_limit.");
 	sample_u(em, "dlmd_clients_cut_slow_total", NULL, 0, d->d_ncut_slow);
+	family(em, "dlmd_locks_refused_total", "counter", "Locks refused: the "
+	       "user held max_locks_per_uid locks and orphans.");
+	sample_u(em, "dlmd_locks_refused_total", NULL, 0, d->d_nrefused_locks);
 	family(em, "dlmd_client_requests_total", "counter", "Request packets "
 	       "from clients, of every kind, malformed ones included.");
 	sample_u(em, "dlmd_client_requests_total", NULL, 0, d->d_nrequests);

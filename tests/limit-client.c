@@ -18,6 +18,15 @@
  *                                 what reading the AST socket says (ok or
  *                                 the errno name, ENOTCONN when the
  *                                 daemon disconnected us)
+ *   limit-client locks LS N P     open LS and take N NL locks on distinct
+ *                                 resources, waiting for each (P 1: each
+ *                                 PERSISTENT, so that they become orphans
+ *                                 when we exit); print "locked K" and, if
+ *                                 the K+1st failed, "error ERRNO-NAME";
+ *                                 hold until stdin EOF
+ *   limit-client purge LS         open LS and purge the orphans our uid
+ *                                 left there (dlm_ls_purge pid 0); print
+ *                                 "purged" or "error ERRNO-NAME"
  *
  * Every line is flushed at once: the shell test waits for them.  Exit 0
  * unless the arguments or the set-up (not the limit under test) failed.
@@ -47,6 +56,7 @@ static const char *errno_name(int e)
 	case EPERM: return "EPERM";
 	case ENOENT: return "ENOENT";
 	case EMFILE: return "EMFILE";
+	case EDQUOT: return "EDQUOT";
 	default: return "other";
 	}
 }
@@ -170,6 +180,50 @@ static int cmd_slow(const char *ls, int n)
 	return 0;
 }
 
+static int cmd_locks(const char *ls, int n, int persistent)
+{
+	dlm_lshandle_t h = dlm_open_lockspace(ls);
+	struct dlm_lksb lksb;
+	int k, err = 0, rv;
+	char name[32];
+
+	if (!h)
+		return 1;
+	for (k = 0; k < n; k++) {
+		snprintf(name, sizeof(name), "q-%d-%d", (int)getpid(), k);
+		memset(&lksb, 0, sizeof(lksb));
+		rv = dlm_ls_lock_wait(h, LKM_NLMODE, &lksb,
+				      persistent ? LKF_PERSISTENT : 0, name,
+				      (unsigned int)strlen(name), 0, NULL, NULL,
+				      NULL);
+		if (rv || lksb.sb_status) {
+			err = rv ? errno : -lksb.sb_status;
+			break;
+		}
+	}
+	printf("locked %d\n", k);
+	if (err)
+		printf("error %s\n", errno_name(err));
+	fflush(stdout);
+	hold();
+	return 0;	/* exit: the locks go, PERSISTENT ones become orphans */
+}
+
+static int cmd_purge(const char *ls)
+{
+	dlm_lshandle_t h = dlm_open_lockspace(ls);
+
+	if (!h)
+		return 1;
+	if (dlm_ls_purge(h, 0, 0))
+		printf("error %s\n", errno_name(errno));
+	else
+		printf("purged\n");
+	fflush(stdout);
+	dlm_close_lockspace(h);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "create"))
@@ -182,7 +236,11 @@ int main(int argc, char **argv)
 				   atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "slow"))
 		return cmd_slow(argv[2], atoi(argv[3]));
+	if (argc == 5 && !strcmp(argv[1], "locks"))
+		return cmd_locks(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (argc == 3 && !strcmp(argv[1], "purge"))
+		return cmd_purge(argv[2]);
 	fprintf(stderr, "usage: limit-client create LS MODE | open LS N | "
-		"connect N | slow LS N\n");
+		"connect N | slow LS N | locks LS N P | purge LS\n");
 	return 2;
 }

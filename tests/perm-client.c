@@ -10,6 +10,14 @@
  *
  *   - it may not create a lockspace (EPERM: only an admin may) nor open
  *     permpriv (EACCES: its mode, like a device node's);
+ *   - the AST socket it passes at LS_OPEN must be a unix SEQPACKET
+ *     socket connected to a peer of its own: a pipe, a file, /dev/null
+ *     (ENOTSOCK), a datagram, stream or unconnected socket (EINVAL), one
+ *     connected to dlmd's socket (EPERM: root's) are refused, and the
+ *     pipe is not made non-blocking;
+ *   - a request ring on a hugetlbfs memfd is refused (EINVAL: a hole
+ *     punched in it and its huge pages taken, dlmd's next touch of the
+ *     ring would be SIGBUS);
  *   - a request ring is refused before the connection is bound to a
  *     lockspace (ENOTCONN), and when the fd passed is not a writable
  *     sealed memfd: a root-owned file it may only read (/etc/passwd),
@@ -45,9 +53,9 @@
 
 #include "libdlm/libdlm.h"
 #include "libdlm/dlmd_proto.h"
+#include "tests/raw-client.h"
 
 #define NOBODY		65534
-#define RAW_RECV_TIMEOUT_S 10
 
 static int failures;
 
@@ -71,85 +79,6 @@ static void check(int ok, const char *what, const char *fmt, ...)
 	fflush(stdout);
 }
 
-/* A bare connection to $DLMD_SOCKET, or -1. */
-static int raw_connect(void)
-{
-	const char *path = getenv("DLMD_SOCKET");
-	struct timeval tv = { RAW_RECV_TIMEOUT_S, 0 };
-	struct sockaddr_un sa;
-	int fd;
-
-	if (!path || strlen(path) >= sizeof(sa.sun_path))
-		return -1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	memcpy(sa.sun_path, path, strlen(path));
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	/* a bound on every wait for an answer */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* Send msg (with reqid) on fd, passing pass_fd (-1: none). */
-static int raw_send(int fd, struct dlmp_msg *msg, uint32_t reqid, int pass_fd)
-{
-	unsigned char buf[DLMP_MAX_MSG];
-	union {
-		char		b[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr	align;
-	} cbuf;
-	struct iovec iov;
-	struct msghdr mh;
-	int len;
-
-	msg->m_hdr.h_reqid = reqid;
-	len = dlmp_encode(msg, buf, sizeof(buf));
-	if (len < 0)
-		return len;
-	iov.iov_base = buf;
-	iov.iov_len = (size_t)len;
-	memset(&mh, 0, sizeof(mh));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	if (pass_fd >= 0) {
-		struct cmsghdr *cm;
-
-		memset(&cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf.b;
-		mh.msg_controllen = sizeof(cbuf.b);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-	}
-	return sendmsg(fd, &mh, MSG_NOSIGNAL) == len ? 0 : -EIO;
-}
-
-/* The status of the REPLY to reqid (other answers skipped); -ETIME if
- * none came. */
-static int raw_reply(int fd, uint32_t reqid)
-{
-	unsigned char buf[DLMP_MAX_MSG];
-	struct dlmp_msg m;
-
-	for (;;) {
-		ssize_t n = recv(fd, buf, sizeof(buf), 0);
-
-		if (n <= 0)
-			return -ETIME;
-		if (dlmp_decode(buf, (size_t)n, &m) == 0 &&
-		    m.m_hdr.h_type == DLMP_REPLY && m.m_hdr.h_reqid == reqid)
-			return m.m_u.reply.rp_status;
-	}
-}
-
 static int raw_request(int fd, struct dlmp_msg *msg, int pass_fd)
 {
 	static uint32_t reqid;
@@ -158,18 +87,25 @@ static int raw_request(int fd, struct dlmp_msg *msg, int pass_fd)
 	return rv ? rv : raw_reply(fd, reqid);
 }
 
-static int raw_ls_open(int fd, const char *name)
+/* LS_OPEN of 'name' passing ast_fd as the AST socket. */
+static int raw_ls_open_fd(int fd, const char *name, int ast_fd)
 {
 	struct dlmp_msg msg;
-	int sv[2], rv;
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
 	memset(&msg, 0, sizeof(msg));
 	msg.m_hdr.h_type = DLMP_LS_OPEN;
 	msg.m_u.ls.ls_namelen = (uint16_t)strlen(name);
 	memcpy(msg.m_u.ls.ls_name, name, strlen(name));
-	rv = raw_request(fd, &msg, sv[1]);
+	return raw_request(fd, &msg, ast_fd);
+}
+
+static int raw_ls_open(int fd, const char *name)
+{
+	int sv[2], rv;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	rv = raw_ls_open_fd(fd, name, sv[1]);
 	close(sv[1]);
 	/* sv[0], the AST socket's other end, stays open with the process */
 	return rv;
@@ -263,6 +199,144 @@ static void drop_to_nobody(void)
 		perror("perm-client: cannot become nobody");
 		exit(2);
 	}
+}
+
+/* LS_OPEN passing ast_fd, on a connection of its own: refused with
+ * 'want'. */
+static void ast_fd_refused(int ast_fd, int want, const char *what)
+{
+	int fd, rv;
+
+	if (ast_fd < 0) {
+		check(0, what, "cannot make the fd: %s", strerror(errno));
+		return;
+	}
+	fd = raw_connect();
+	if (fd < 0) {
+		check(0, what, "cannot connect: %s", strerror(errno));
+		return;
+	}
+	rv = raw_ls_open_fd(fd, "permopen", ast_fd);
+	check(rv == want, what, "status %d, want %d", rv, want);
+	close(fd);
+}
+
+/*
+ * The AST socket passed at LS_OPEN must be one end of a unix SEQPACKET
+ * socketpair of its own (dlmd writes to it as root): a pipe, a regular
+ * file, /dev/null, a datagram or stream socketpair, a socket never
+ * connected, one connected to dlmd's own socket (a root peer) are
+ * refused (each on a connection of its own), and the pipe is not made
+ * non-blocking under its owner; a proper one is taken.
+ */
+static void child_ast_fds(void)
+{
+	int fd, p[2], sv[2], f, fl;
+
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		p[0] = -1;
+		p[1] = -1;
+	}
+	ast_fd_refused(p[1], -ENOTSOCK, "AST fd: a pipe refused");
+	fl = p[1] >= 0 ? fcntl(p[1], F_GETFL) : -1;
+	check(fl >= 0 && !(fl & O_NONBLOCK), "AST fd: the pipe left blocking",
+	      "flags %#x", (unsigned int)fl);
+	f = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	ast_fd_refused(f, -ENOTSOCK, "AST fd: a regular file refused");
+	if (f >= 0)
+		close(f);
+	f = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	ast_fd_refused(f, -ENOTSOCK, "AST fd: /dev/null refused");
+	if (f >= 0)
+		close(f);
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) < 0)
+		sv[1] = -1;
+	ast_fd_refused(sv[1], -EINVAL, "AST fd: a datagram socket refused");
+	if (sv[1] >= 0) {
+		close(sv[0]);
+		close(sv[1]);
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		sv[1] = -1;
+	ast_fd_refused(sv[1], -EINVAL, "AST fd: a stream socket refused");
+	if (sv[1] >= 0) {
+		close(sv[0]);
+		close(sv[1]);
+	}
+	f = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	ast_fd_refused(f, -EINVAL, "AST fd: an unconnected socket refused");
+	if (f >= 0)
+		close(f);
+	f = raw_connect();	/* a socket whose peer is dlmd's, root's */
+	ast_fd_refused(f, -EPERM,
+		       "AST fd: a socket connected to root's refused");
+	if (f >= 0)
+		close(f);
+	if (p[0] >= 0) {
+		close(p[0]);
+		close(p[1]);
+	}
+	fd = raw_connect();
+	f = fd >= 0 ? raw_ls_open(fd, "permopen") : -ENOTCONN;
+	check(f == 0, "AST fd: a socketpair of its own opens", "status %d", f);
+	if (fd >= 0)
+		close(fd);
+}
+
+#define HUGE_LEN	(2u << 20)	/* a huge page, the usual size */
+
+/*
+ * A request ring on a hugetlbfs memfd (MFD_HUGETLB, sealed against
+ * shrinking) is refused EINVAL, on a connection of its own.  Were it
+ * taken, this is what the client would do: punch a hole in it (its huge
+ * page reservation goes), take every free huge page, and kick: dlmd's
+ * next touch of the ring needs a page there is none of, SIGBUS.  Where
+ * the kernel has no hugetlbfs the check is skipped (said so).
+ */
+static void child_ring_hugetlb(void)
+{
+	struct dlmp_msg kick;
+	int fd, hf, rv;
+
+	hf = memfd_create("perm-huge", MFD_CLOEXEC | MFD_ALLOW_SEALING |
+			  MFD_HUGETLB);
+	if (hf < 0 || ftruncate(hf, HUGE_LEN) < 0 ||
+	    fcntl(hf, F_ADD_SEALS, F_SEAL_SHRINK) < 0) {
+		check(1, "ring on a hugetlb memfd (skipped: no hugetlbfs memfd "
+		      "here)", " ");
+		if (hf >= 0)
+			close(hf);
+		return;
+	}
+	fd = raw_connect();
+	rv = fd >= 0 ? raw_ls_open(fd, "permopen") : -ENOTCONN;
+	check(rv == 0, "nobody opens permopen (hugetlb ring)", "status %d", rv);
+	if (rv) {
+		close(hf);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	rv = raw_ring_attach(fd, hf);
+	check(rv == -EINVAL, "ring on a hugetlb memfd refused", "status %d", rv);
+	if (rv == 0) {
+		/* taken: the attack, to show what it costs */
+		if (fallocate(hf, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+			      HUGE_LEN) == 0) {
+			for (int i = 0; i < 4096; i++)
+				if (mmap(NULL, HUGE_LEN, PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
+					 -1, 0) == MAP_FAILED)
+					break;
+		}
+		memset(&kick, 0, sizeof(kick));
+		kick.m_hdr.h_type = DLMP_RING;
+		kick.m_u.pair.pr_a = DLMP_RING_KICK;
+		raw_send(fd, &kick, 77, -1);
+		sleep(1);
+	}
+	close(hf);
+	close(fd);
 }
 
 /* The rings: refused fds, then a good one, and what goes through it. */
@@ -382,6 +456,8 @@ static int child(uint32_t root_lkid, pid_t root_pid)
 	h = dlm_open_lockspace("permpriv");
 	check(!h && errno == EACCES, "nobody may not open permpriv (0600)",
 	      "%s", h ? "opened" : strerror(errno));
+	child_ast_fds();
+	child_ring_hugetlb();
 	child_rings(root_lkid);
 
 	h = dlm_open_lockspace("permopen");

@@ -20,7 +20,11 @@
 #      neither spinning nor refusing;
 #   4. slow clients: clients that never read their ASTs may together keep
 #      at most ast_queue_limit bytes queued in dlmd; the one with the most
-#      is disconnected (logged) and learns it (ENOTCONN on its AST socket).
+#      is disconnected (logged) and learns it (ENOTCONN on its AST socket);
+#   5. a user holds at most max_locks_per_uid locks, over all its
+#      connections and the orphans they left; the next lock is refused
+#      (EDQUOT, logged once); purging its orphans gives room back; root
+#      is not limited.
 # Needs root (setpriv, prlimit); fails, never skips.  Every wait is bounded.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -29,6 +33,7 @@ LC=$top_builddir/tests/limit-client
 NOFILE=64		# dlmd's RLIMIT_NOFILE, soft and hard
 PER_UID=8		# max_clients_per_uid
 AST_LIMIT=262144	# ast_queue_limit, bytes
+MAX_LOCKS=100		# max_locks_per_uid
 SLOW_LOCKS=2700		# ASTs each slow client leaves unread (its AST
 			# socket holds 1000-1400: dlmd AST_SNDBUF; the
 			# rest, queued, is under AST_LIMIT for one client
@@ -60,6 +65,7 @@ trap 'rc=1; exit 1' INT TERM
 write_conf "$dir/dlm.conf" "socket_owner = root" "socket_group = nogroup" \
 	"socket_mode = 0660" "log_level = debug" \
 	"max_clients_per_uid = $PER_UID" "ast_queue_limit = $AST_LIMIT" \
+	"max_locks_per_uid = $MAX_LOCKS" \
 	"configfs_dir = $dir/configfs" "metrics_listen = $dir/metrics.sock"
 export DLMD_SOCKET=$dir/dlmd.sock DLMD_CTL_SOCKET=$dir/dlmd-ctl.sock
 
@@ -213,6 +219,38 @@ release slow4 7
 grep -q '^ast-socket ENOTCONN$' "$dir/slow1.out" || fail "slow client 1: $(cat "$dir/slow1.out")"
 grep -q '^ast-socket ok$' "$dir/slow4.out" || fail "slow client 4: $(cat "$dir/slow4.out")"
 [ "$(status_value ast_queue_bytes)" = 0 ] || fail "ASTs still queued: $("$DLMCTL" status)"
+
+echo "== 5. at most $MAX_LOCKS locks per user, orphans included; root is not limited"
+asnobody() { timeout 60 setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+# expect_locks NAME K [ERR]: NAME.out says "locked K" (and "error ERR")
+expect_locks() {
+	grep -q "^locked $2\$" "$dir/$1.out" &&
+		{ [ $# -lt 3 ] || grep -q "^error $3\$" "$dir/$1.out"; } ||
+		fail "$1: want locked $2 ${3:-}: $(cat "$dir/$1.out")"
+}
+asnobody "$LC" locks lim $((MAX_LOCKS + 5)) 0 </dev/null >"$dir/q1.out" 2>&1
+expect_locks q1 $MAX_LOCKS EDQUOT
+n=$(grep -c 'refused a lock: the user holds max_locks_per_uid' "$dir/dlmd.out")
+[ "$n" = 1 ] || fail "lock refusals logged $n times, want once"
+# its locks went with it: the same again, over two connections at once
+hold q2 4 setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" locks lim 60 0
+wait_line "$dir/q2.out" '^locked' "nobody's first connection"
+expect_locks q2 60
+asnobody "$LC" locks lim 60 0 </dev/null >"$dir/q3.out" 2>&1
+expect_locks q3 $((MAX_LOCKS - 60)) EDQUOT
+release q2 4
+# orphans count: 60 left behind, then room for 40 only
+asnobody "$LC" locks lim 60 1 </dev/null >"$dir/q4.out" 2>&1
+expect_locks q4 60
+asnobody "$LC" locks lim 60 0 </dev/null >"$dir/q5.out" 2>&1
+expect_locks q5 $((MAX_LOCKS - 60)) EDQUOT
+asnobody "$LC" purge lim </dev/null >"$dir/q6.out" 2>&1
+grep -q '^purged$' "$dir/q6.out" || fail "nobody's purge: $(cat "$dir/q6.out")"
+asnobody "$LC" locks lim $MAX_LOCKS 0 </dev/null >"$dir/q7.out" 2>&1
+expect_locks q7 $MAX_LOCKS
+timeout 60 "$LC" locks lim $((MAX_LOCKS * 2)) 0 </dev/null >"$dir/q8.out" 2>&1
+expect_locks q8 $((MAX_LOCKS * 2))
+[ "$(status_value locks_refused)" = 3 ] || fail "locks_refused: $("$DLMCTL" status)"
 
 echo "== the daemon is still healthy"
 kill -0 "$pid" 2>/dev/null || fail "dlmd died"

@@ -1,0 +1,91 @@
+#!/bin/sh
+# tests/test-socket-paths.sh - dlmd's unix sockets and whoever may write
+# their directories.
+#
+# dlmd made its client socket, its control socket and its metrics socket
+# and then set their owner and mode by path (chown, chmod).  Whoever may
+# write such a directory (an admin who put metrics_listen in the
+# scraper's own directory, say) could swap the fresh socket for a symlink
+# in between: root's chmod would then follow it to any file (/etc/shadow
+# made 0666).  Here tests/bind-race.c, preloaded into dlmd, wins that race
+# every time, pointing all three paths at a canary file of root's (0600);
+# the canary must keep its owner, group and mode, and the sockets (the
+# files moved aside) have the modes dlm.conf asks from the start (the
+# client socket's group, set afterwards, went to the symlink: lost).
+# The same writer may plant symlinks before dlmd starts: at the pid file
+# (dlmd starts, does not write through it) and at the instance lock file
+# next to the client socket (dlmd refuses to start); neither target is
+# truncated or written.
+# Needs root (the owners); skips (77) otherwise.
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$top_srcdir/tests/test-lib.sh"
+POLLS=100		# waits: polls of 0.1 s
+RACE=$top_builddir/tests/.libs/bind-race.so
+
+rc=0
+pid=
+
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root" >&2; exit 77; }
+[ -f "$RACE" ] || { echo "FAIL: no $RACE" >&2; exit 1; }
+dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-sockpaths.XXXXXX") || exit 1
+chmod 755 "$dir"
+
+cleanup() {
+	stop_dlmd
+	check_sanitizer "$dir/dlmd.out"
+	finish "dlmd: dlmd.out"
+}
+trap cleanup EXIT
+trap 'rc=1; exit 1' INT TERM
+
+mkdir "$dir/run" "$dir/run2"
+for c in canary canary-pid canary-lock; do
+	echo secret >"$dir/$c"
+	chmod 600 "$dir/$c"
+done
+canary=$dir/canary
+# untouched FILE: still "secret", root's, 0600
+untouched() {
+	[ "$(cat "$1")" = secret ] && [ "$(stat -c '%U %G %a' "$1")" = "root root 600" ]
+}
+
+# a symlink at the instance lock file: dlmd does not start
+ln -s "$dir/canary-lock" "$dir/run2/dlmd.sock.lock"
+write_conf "$dir/dlm2.conf" "socket_path = $dir/run2/dlmd.sock" \
+	"control_socket = $dir/run2/ctl.sock" "pid_file = $dir/run2/dlmd.pid"
+timeout 10 "$DLMD" --foreground --config="$dir/dlm2.conf" >"$dir/dlmd2.out" 2>&1 </dev/null
+grep -q "cannot open lock file $dir/run2/dlmd.sock.lock" "$dir/dlmd2.out" ||
+	fail "dlmd did not refuse its lock file, a symlink: $(cat "$dir/dlmd2.out")"
+untouched "$dir/canary-lock" ||
+	fail "the lock file's symlink target was written: $(cat "$dir/canary-lock")"
+
+ln -s "$dir/canary-pid" "$dir/run/dlmd.pid"
+write_conf "$dir/dlm.conf" "socket_owner = root" "socket_group = nogroup" \
+	"socket_mode = 0660" "log_level = debug" \
+	"socket_path = $dir/run/dlmd.sock" "control_socket = $dir/run/ctl.sock" \
+	"metrics_listen = $dir/run/metrics.sock" "pid_file = $dir/run/dlmd.pid"
+export DLMD_SOCKET=$dir/run/dlmd.sock DLMD_CTL_SOCKET=$dir/run/ctl.sock
+start_dlmd "$dir/dlm.conf" "$dir/dlmd.out" env LD_PRELOAD="$RACE" \
+	BIND_RACE_DIR="$dir/run" BIND_RACE_TARGET="$canary" \
+	ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0
+
+n=$(grep -c '^bind-race: .* now points to' "$dir/dlmd.out")
+[ "$n" = 3 ] || fail "the race was won $n times, want 3: $(cat "$dir/dlmd.out")"
+got=$(stat -c '%U %G %a' "$canary")
+[ "$got" = "root root 600" ] ||
+	fail "the canary behind the symlinks became '$got' (was root root 600)"
+for s in dlmd.sock:"root root 660" ctl.sock:"root root 600" \
+	 metrics.sock:"root root 666"; do
+	f=${s%%:*}
+	want=${s#*:}
+	got=$(stat -c '%U %G %a' "$dir/run/$f.moved")
+	[ "$got" = "$want" ] || fail "$f is '$got', want '$want'"
+done
+untouched "$dir/canary-pid" ||
+	fail "the pid file's symlink target was written: $(cat "$dir/canary-pid")"
+grep -q "pid file $dir/run/dlmd.pid: " "$dir/dlmd.out" ||
+	fail "no warning about the pid file"
+kill -0 "$pid" 2>/dev/null || fail "dlmd died"
+[ $rc -eq 0 ] && echo "PASS"
+exit $rc
