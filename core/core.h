@@ -222,6 +222,9 @@ enum dlm_core_fault {
 	DLM_FAULT_REMASTER_EARLY_GRANT,	/* a new master installs each lock
 					   record as it arrives and grants at
 					   once, before MIGRATE (remaster_shared) */
+	DLM_FAULT_PARTIAL_KEEP_DEAD,	/* a partial directory rebuild keeps
+					   the records naming a departed master
+					   (core/recover.c, PARTIAL DIRECTORY) */
 };
 
 /* ---------------------------------------------------------------------

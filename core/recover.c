@@ -195,6 +195,9 @@ void dlm_recover_init_ls(struct dlm_ls *ls)
 	dlm_list_init(&ls->ls_held);
 	dlm_list_init(&ls->ls_rc_deferred);
 	dlm_list_init(&ls->ls_resend);
+	/* created running: its members are those of a finished event 0
+	 * (PARTIAL DIRECTORY) */
+	ls->ls_rc_clean = true;
 }
 
 void dlm_recover_free_ls(struct dlm_ls *ls)
@@ -205,6 +208,9 @@ void dlm_recover_free_ls(struct dlm_ls *ls)
 	ls->ls_rec_rsbs = NULL;
 	ls->ls_rec_nrsbs = 0;
 	ls->ls_rec_cap = 0;
+	free(ls->ls_prev_members);
+	ls->ls_prev_members = NULL;
+	ls->ls_nprev_members = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -300,6 +306,18 @@ static struct dlm_rcstat *rcstat(struct dlm_ls *ls, uint32_t nodeid)
 	return &ls->ls_rcstat[ls->ls_nrcstat++];
 }
 
+/* The members of the last finished event, hashed (in their order, which
+ * is sorted), for the vote of a partial rebuild. */
+static uint32_t prev_members_hash(const struct dlm_ls *ls)
+{
+	uint32_t h = 2166136261u;
+	unsigned int i;
+
+	for (i = 0; i < ls->ls_nprev_members; i++)
+		h = (h ^ ls->ls_prev_members[i]) * 16777619u;
+	return h;
+}
+
 /* Tell every other member we finished 'step'. */
 static void send_status(struct dlm_ls *ls, enum dlm_rstep step)
 {
@@ -314,6 +332,11 @@ static void send_status(struct dlm_ls *ls, enum dlm_rstep step)
 		m.m_status = (int32_t)step;
 		if (step == DLM_RS_NODES && ls->ls_rc_nothing)
 			m.m_flags = DLM_MF_RC_NOTHING;
+		if (step == DLM_RS_NODES && ls->ls_rc_vote) {
+			m.m_flags |= DLM_MF_RC_PARTIAL;
+			m.m_remid = ls->ls_generation;
+			m.m_lkid = prev_members_hash(ls);
+		}
 		dlm_send_msg(ls, &m, ls->ls_members[i]);
 	}
 }
@@ -342,6 +365,31 @@ static bool others_passed(struct dlm_ls *ls, enum dlm_rstep step,
 static bool barrier(struct dlm_ls *ls, enum dlm_rstep step)
 {
 	return others_passed(ls, step, false);
+}
+
+/* Did every member, us included, vote for a partial directory rebuild
+ * in our event, all with the same last finished event (PARTIAL
+ * DIRECTORY)?  Asked only past the NODES barrier. */
+static bool all_partial(struct dlm_ls *ls)
+{
+	unsigned int i;
+
+	if (!ls->ls_rc_vote)
+		return false;
+	for (i = 0; i < ls->ls_nmembers; i++) {
+		uint32_t n = ls->ls_members[i];
+		struct dlm_rcstat *st;
+
+		if (n == dlm_our_nodeid(ls))
+			continue;
+		st = rcstat(ls, n);
+		if (!st || st->rs_event != ls->ls_event ||
+		    st->rs_step < (uint32_t)DLM_RS_NODES || !st->rs_partial ||
+		    st->rs_pgen != ls->ls_generation ||
+		    st->rs_pmhash != prev_members_hash(ls))
+			return false;
+	}
+	return true;
 }
 
 /* Did every member, us included, say it has no master to recover in our
@@ -459,7 +507,12 @@ static int step_start(struct dlm_ls *ls)
 			continue;
 		}
 		ls->ls_rec_rsbs[ls->ls_rec_nrsbs++] = r;
-		/* lookups in flight are answered by a stale directory */
+		/* lookups in flight are answered by a stale directory (and
+		 * their answers dropped: a partial rebuild drops the record
+		 * such an answer may have made, step_dir) */
+		r->res_flags &= ~RESF_RC_DROP;
+		if (r->res_flags & RESF_LOOKUP)
+			r->res_flags |= RESF_RC_DROP;
 		r->res_flags &= ~RESF_LOOKUP;
 		r->res_new_nodeid = 0;
 		if (r->res_nodeid && departed(ls, r->res_nodeid)) {
@@ -490,11 +543,52 @@ static int step_start(struct dlm_ls *ls)
 	return 0;
 }
 
-/* After the DIR barrier: forget the records no master confirmed. */
+/* After the DIR barrier: forget the records no master confirmed (a
+ * partial rebuild confirms only what moved, and dropped the rest that
+ * was wrong in step_dir). */
 static int sweep_dir(struct dlm_ls *ls)
 {
-	dlm_dir_sweep(ls);
+	if (!ls->ls_rc_partial)
+		dlm_dir_sweep(ls);
 	return 0;
+}
+
+/* Did r's directory node change with this event: was the one the last
+ * finished event's members chose for it one that departed?  Asked only
+ * in a partial rebuild, where the members are those less the departed
+ * (rendezvous: a survivor outweighed by no departed member keeps the
+ * name). */
+static bool dir_moved(const struct dlm_ls *ls, const struct dlm_rsb *r)
+{
+	uint32_t old = dlm_dir_nodeid_of(ls->ls_prev_members,
+					 ls->ls_nprev_members,
+					 r->res_hnode.hn_hash);
+
+	return !dlm_ls_is_member(ls, old);
+}
+
+/* PARTIAL DIRECTORY: the REMOVEs held since the stop (sent in the last
+ * finished event, all here once the NODES barrier is passed: links are
+ * FIFO) are done now, not dropped at finish as stale: the directory
+ * they were sent to was not rebuilt. */
+static void held_removes(struct dlm_ls *ls)
+{
+	struct dlm_list *pos, *tmp;
+
+	dlm_list_for_each_safe(pos, tmp, &ls->ls_held) {
+		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
+						      h_list);
+		struct dlm_msg m;
+
+		if (dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
+		    m.m_type != DLM_MSG_REMOVE || !m.m_keylen ||
+		    m.m_gen != ls->ls_generation)
+			continue;
+		dlm_dir_remove(ls, m.m_key, m.m_keylen,
+			       dlm_hash_bytes(m.m_key, m.m_keylen), m.m_from);
+		dlm_list_del(&h->h_list);
+		free(h);
+	}
 }
 
 /* The records for one directory node, sent as RC_DIR_ADDS when full
@@ -529,6 +623,22 @@ static void dir_batch_add(struct dlm_ls *ls, struct dir_batch *b,
 	b->db_len += 2 + r->res_keylen;
 }
 
+/* PARTIAL DIRECTORY: our lookup of r was in flight at the stop, its
+ * answer dropped: the record it may have made names us, who do not
+ * master r.  It goes (RC_DIR_DROP, or here if we direct r). */
+static void rc_dir_drop(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	uint32_t us = dlm_our_nodeid(ls);
+	uint32_t dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
+
+	r->res_flags &= ~RESF_RC_DROP;
+	if (dir == us)
+		dlm_dir_remove(ls, r->res_key, r->res_keylen,
+			       r->res_hnode.hn_hash, us);
+	else
+		send_key_msg(ls, DLM_RC_DIR_DROP, r, us, dir);
+}
+
 static int step_dir(struct dlm_ls *ls)
 {
 	uint32_t us = dlm_our_nodeid(ls);
@@ -538,6 +648,16 @@ static int step_dir(struct dlm_ls *ls)
 
 	/* a resource moved to us before the stop is ours to register */
 	dlm_remaster_recover(ls);
+
+	/* PARTIAL DIRECTORY: only what the departed took is rebuilt */
+	ls->ls_rc_partial = all_partial(ls);
+	if (ls->ls_rc_partial) {
+		log_ls(ls, DLM_LOG_DEBUG, "recovery %u: partial directory "
+		       "rebuild", ls->ls_event);
+		if (!fault(ls, DLM_FAULT_PARTIAL_KEEP_DEAD))
+			dlm_dir_drop_departed(ls);
+		held_removes(ls);
+	}
 
 	/* one batch per member, by its place in ls_members (the directory
 	 * node of a hash is a member by its place too) */
@@ -551,8 +671,16 @@ static int step_dir(struct dlm_ls *ls)
 		unsigned int k;
 		uint32_t dir;
 
-		if (r->res_nodeid != us || r->res_parent)
+		if (r->res_parent)
 			continue;	/* children have no directory record */
+		if (r->res_nodeid != us) {
+			if ((r->res_flags & RESF_RC_DROP) && ls->ls_rc_partial &&
+			    !dir_moved(ls, r))
+				rc_dir_drop(ls, r);
+			continue;
+		}
+		if (ls->ls_rc_partial && !dir_moved(ls, r))
+			continue;	/* its record is kept */
 		dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
 		if (dir == us) {
 			rv = dlm_dir_register(ls, r->res_key, r->res_keylen,
@@ -986,6 +1114,23 @@ int dlm_core_ls_stop(struct dlm_ls *ls)
 	return 0;
 }
 
+/* Is every member one of the last finished event's (no node joined)? */
+static bool members_subset(const struct dlm_ls *ls)
+{
+	unsigned int i, j;
+
+	if (!ls->ls_nprev_members)
+		return false;
+	for (i = 0; i < ls->ls_nmembers; i++) {
+		for (j = 0; j < ls->ls_nprev_members &&
+			    ls->ls_prev_members[j] != ls->ls_members[i]; j++)
+			;
+		if (j == ls->ls_nprev_members)
+			return false;
+	}
+	return true;
+}
+
 int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
 		      const uint32_t *members, unsigned int nmembers)
 {
@@ -1007,7 +1152,19 @@ int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
 		free(old);
 		return rv;
 	}
-	free(old);
+	/* PARTIAL DIRECTORY: our vote.  The members before are those of
+	 * the last finished event only if nothing started since. */
+	if (ls->ls_rc_clean) {
+		free(ls->ls_prev_members);
+		ls->ls_prev_members = old;
+		ls->ls_nprev_members = nold;
+	} else {
+		free(old);
+	}
+	ls->ls_rc_vote = ls->ls_rc_clean && !dlm_remaster_on(ls) &&
+			 members_subset(ls);
+	ls->ls_rc_clean = false;
+	ls->ls_rc_partial = false;
 	ls->ls_event = event;
 	ls->ls_rc_error = 0;
 	set_state(ls, DLM_LS_RECOVERING);
@@ -1028,6 +1185,7 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 	set_state(ls, DLM_LS_RUNNING);
 	set_rstep(ls, DLM_RS_NONE);
 	ls->ls_generation = event;
+	ls->ls_rc_clean = true;
 
 	/* what arrived while we were stopped, in arrival order */
 	dlm_held_replay(ls, &ls->ls_held, dlm_dispatch_msg);
@@ -1266,13 +1424,18 @@ static int receive_rc_status(struct dlm_ls *ls, const struct dlm_msg *m)
 		st->rs_event = m->m_gen;
 		st->rs_step = (uint32_t)m->m_status;
 		st->rs_nothing = false;
+		st->rs_partial = false;
 	} else if (m->m_gen == st->rs_event &&
 		   (uint32_t)m->m_status > st->rs_step) {
 		st->rs_step = (uint32_t)m->m_status;
 	}
 	/* the sender's word on its masters to recover (QUIET STEPS) */
-	if (m->m_gen == st->rs_event && m->m_status == DLM_RS_NODES)
+	if (m->m_gen == st->rs_event && m->m_status == DLM_RS_NODES) {
 		st->rs_nothing = m->m_flags & DLM_MF_RC_NOTHING;
+		st->rs_partial = m->m_flags & DLM_MF_RC_PARTIAL;
+		st->rs_pgen = m->m_remid;
+		st->rs_pmhash = m->m_lkid;
+	}
 	recover_run(ls);
 	return 0;
 }
@@ -1298,6 +1461,15 @@ static int receive_rc_dir_adds(struct dlm_ls *ls, const struct dlm_msg *m)
 		if (rv)
 			return rv;
 	}
+	return 0;
+}
+
+/* RC_DIR_DROP: m_nodeid's lookup of m_key was answered after it
+ * stopped; the record, if it names m_nodeid, goes (PARTIAL DIRECTORY). */
+static int receive_rc_dir_drop(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	dlm_dir_remove(ls, m->m_key, m->m_keylen,
+		       dlm_hash_bytes(m->m_key, m->m_keylen), m->m_nodeid);
 	return 0;
 }
 
@@ -1374,6 +1546,7 @@ static const struct rc_handler {
 	RC(DLM_RC_LOCK)         = { receive_rc_lock,         RC_KEY,       ANY_STEP,               NULL },
 	RC(DLM_RC_LOCK_REPLY)   = { receive_rc_lock_reply,   0,            DLM_RS_LOCKS_PENDING,   NULL },
 	RC(DLM_RC_DIR_ADDS)     = { receive_rc_dir_adds,     RC_KEY,       ANY_STEP,               NULL },
+	RC(DLM_RC_DIR_DROP)     = { receive_rc_dir_drop,     RC_KEY,       ANY_STEP,               NULL },
 #undef RC
 };
 

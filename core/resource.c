@@ -117,14 +117,42 @@
 #define LKB_CACHE_MAX	1024
 #define QWAIT_CACHE_MAX	1024
 
-/* The directory node of a name picks from the hash's bits above those
- * that choose the resource table's bucket (core/htab.c masks the low
- * ones), so that a node's share of names is spread over its buckets. */
-#define DIR_HASH_SHIFT	8
+/* A member's weight for a name, in the rendezvous placement of the
+ * directory ("Directory" above): (nodeid, hash) mixed into 64 bits.  The
+ * mix is a bijection of its 64-bit input (xor-shifts and odd
+ * multipliers), so two members never weigh a name the same: no ties. */
+static uint64_t dir_weight(uint32_t hash, uint32_t nodeid)
+{
+	uint64_t x = ((uint64_t)nodeid << 32) | hash;
+
+	x ^= x >> 31;
+	x *= 0x9e3779b97f4a7c15ull;
+	x ^= x >> 29;
+	x *= 0xd6e8feb86659fd93ull;
+	x ^= x >> 32;
+	return x;
+}
+
+uint32_t dlm_dir_nodeid_of(const uint32_t *members, unsigned int n,
+			   uint32_t hash)
+{
+	uint64_t best = 0, w;
+	uint32_t dir = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		w = dir_weight(hash, members[i]);
+		if (!dir || w > best) {
+			best = w;
+			dir = members[i];
+		}
+	}
+	return dir;
+}
 
 uint32_t dlm_dir_nodeid(const struct dlm_ls *ls, uint32_t hash)
 {
-	return ls->ls_members[(hash >> DIR_HASH_SHIFT) % ls->ls_nmembers];
+	return dlm_dir_nodeid_of(ls->ls_members, ls->ls_nmembers, hash);
 }
 
 /* ---------------------------------------------------------------- keys */
@@ -859,6 +887,24 @@ void dlm_dir_sweep(struct dlm_ls *ls)
 	dlm_htab_sweep(&ls->ls_dirtbl, unconfirmed, &ls->ls_event);
 	if (ls->ls_ndirself)
 		dlm_htab_walk(&ls->ls_rsbtbl, unconfirmed_self, ls);
+}
+
+/* A record naming a master that is no longer a member goes. */
+static bool departed_master(void *arg, struct dlm_hnode *n)
+{
+	struct dlm_dirent *de = dlm_container_of(n, struct dlm_dirent, de_hnode);
+
+	if (dlm_ls_is_member(arg, de->de_master))
+		return false;
+	free(de);
+	return true;
+}
+
+/* Recovery, a partial rebuild (recover.c, PARTIAL DIRECTORY): forget
+ * the records of departed masters.  The records that are rsbs name us. */
+void dlm_dir_drop_departed(struct dlm_ls *ls)
+{
+	dlm_htab_sweep(&ls->ls_dirtbl, departed_master, ls);
 }
 
 /* -------------------------------------------------------------- owners */
