@@ -225,6 +225,9 @@ enum dlm_core_fault {
 	DLM_FAULT_PARTIAL_KEEP_DEAD,	/* a partial directory rebuild keeps
 					   the records naming a departed master
 					   (core/recover.c, PARTIAL DIRECTORY) */
+	DLM_FAULT_PARTIAL_KEEP_ORPHANS,	/* ... drops no record of a lookup
+					   answered after the stop, does no
+					   REMOVE held since the stop */
 };
 
 /* ---------------------------------------------------------------------

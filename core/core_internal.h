@@ -354,6 +354,8 @@ struct dlm_ls {
 	bool			ls_rc_clean;
 	bool			ls_rc_vote;
 	bool			ls_rc_partial;
+	bool			ls_rm_seen;	/* a remastering message handled
+						 * since the last full rebuild */
 	int			ls_rc_error;	/* the last start failed in ls_rstep */
 	struct dlm_list		ls_held;	/* messages held while stopped */
 	/* remaster.c: MIGRATE_LOCK records kept until their MIGRATE, and

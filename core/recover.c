@@ -574,6 +574,7 @@ static bool dir_moved(const struct dlm_ls *ls, const struct dlm_rsb *r)
 static void held_removes(struct dlm_ls *ls)
 {
 	struct dlm_list *pos, *tmp;
+	unsigned int n = 0;
 
 	dlm_list_for_each_safe(pos, tmp, &ls->ls_held) {
 		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
@@ -588,7 +589,11 @@ static void held_removes(struct dlm_ls *ls)
 			       dlm_hash_bytes(m.m_key, m.m_keylen), m.m_from);
 		dlm_list_del(&h->h_list);
 		free(h);
+		n++;
 	}
+	if (n)
+		log_ls(ls, DLM_LOG_DEBUG, "recovery %u: %u REMOVEs held since "
+		       "the stop done", ls->ls_event, n);
 }
 
 /* The records for one directory node, sent as RC_DIR_ADDS when full
@@ -656,7 +661,8 @@ static int step_dir(struct dlm_ls *ls)
 		       "rebuild", ls->ls_event);
 		if (!fault(ls, DLM_FAULT_PARTIAL_KEEP_DEAD))
 			dlm_dir_drop_departed(ls);
-		held_removes(ls);
+		if (!fault(ls, DLM_FAULT_PARTIAL_KEEP_ORPHANS))
+			held_removes(ls);
 	}
 
 	/* one batch per member, by its place in ls_members (the directory
@@ -675,7 +681,8 @@ static int step_dir(struct dlm_ls *ls)
 			continue;	/* children have no directory record */
 		if (r->res_nodeid != us) {
 			if ((r->res_flags & RESF_RC_DROP) && ls->ls_rc_partial &&
-			    !dir_moved(ls, r))
+			    !dir_moved(ls, r) &&
+			    !fault(ls, DLM_FAULT_PARTIAL_KEEP_ORPHANS))
 				rc_dir_drop(ls, r);
 			continue;
 		}
@@ -1162,7 +1169,7 @@ int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
 		free(old);
 	}
 	ls->ls_rc_vote = ls->ls_rc_clean && !dlm_remaster_on(ls) &&
-			 members_subset(ls);
+			 !ls->ls_rm_seen && members_subset(ls);
 	ls->ls_rc_clean = false;
 	ls->ls_rc_partial = false;
 	ls->ls_event = event;
@@ -1186,6 +1193,8 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 	set_rstep(ls, DLM_RS_NONE);
 	ls->ls_generation = event;
 	ls->ls_rc_clean = true;
+	if (!ls->ls_rc_partial)
+		ls->ls_rm_seen = false;	/* repaired by the full rebuild */
 
 	/* what arrived while we were stopped, in arrival order */
 	dlm_held_replay(ls, &ls->ls_held, dlm_dispatch_msg);

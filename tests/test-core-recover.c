@@ -697,6 +697,102 @@ static void test_recover_partial_dir(void **state)
 	cluster_free(c);
 }
 
+/* A name "pd<i>" whose directory node among nodes 1..4 is 'dir' (and
+ * stays so without node 4: rendezvous), into name. */
+static void name_directed_by(uint32_t dir, char *name, size_t len)
+{
+	uint32_t members[4] = { 1, 2, 3, 4 };
+	unsigned char key[16];
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		snprintf(name, len, "pd%d", i);
+		key[0] = (unsigned char)strlen(name);
+		memcpy(key + 1, name, key[0]);
+		if (dlm_dir_nodeid_of(members, 4, dlm_hash_bytes(key, key[0] + 1u)) ==
+		    dir)
+			return;
+	}
+	fail();
+}
+
+static uint64_t dir_entries(struct cluster *c, int node)
+{
+	struct dlm_ls_stats st;
+
+	dlm_core_ls_stats(c->ls[node], &st);
+	return st.ls_dir_entries;
+}
+
+/* PARTIAL DIRECTORY: node 1 drops the resource it masters and sends its
+ * REMOVE to the directory node, node 2, which stops before taking it;
+ * node 4 dies.  Node 2's record of node 1 is not rebuilt, so the held
+ * REMOVE is done at the directory step, not dropped at finish as stale:
+ * else the record would name node 1 for ever, and node 3's request,
+ * told to go to node 1, would be refused and looked up again without
+ * end. */
+static void test_recover_partial_held_remove(void **state)
+{
+	struct cluster *c = cluster_new(4, 10);
+	char name[16];
+	uint32_t a, b;
+
+	(void)state;
+	name_directed_by(2, name, sizeof(name));
+	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	assert_int_equal(dir_entries(c, 2), 1);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	drain(c);
+	dlm_core_tick(c->core[1], 1000);	/* tossed: REMOVE to node 2 */
+	assert_true(c->qhead != c->qtail);
+	c->dead[4] = 1;
+	stop_all(c);
+	start_all(c, 1);
+	drain(c);
+	assert_int_equal(dir_entries(c, 2), 0);
+	finish_all(c, 1);
+	b = lock_on(c, 3, 3, name, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 3, b, 0);
+	assert_dump_has(c, 3, "master 3");
+	cluster_free(c);
+}
+
+/* PARTIAL DIRECTORY: node 1's lookup reaches the directory node, node 2,
+ * which records node 1 as the master; the answer comes after the stop
+ * and is dropped.  Node 4 dies.  Node 1 has node 2 drop that record
+ * (RC_DIR_DROP) before the directory is asked again: else, had node 1
+ * given up its request meanwhile, the record would name a master that
+ * masters nothing. */
+static void test_recover_partial_lost_lookup(void **state)
+{
+	struct cluster *c = cluster_new(4, 100);
+	char name[16];
+	uint32_t a;
+
+	(void)state;
+	name_directed_by(2, name, sizeof(name));
+	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	deliver_only(c, 1, 2);		/* the lookup; its answer waits */
+	assert_int_equal(dir_entries(c, 2), 1);
+	c->dead[4] = 1;
+	stop_all(c);
+	memset(c->sent, 0, sizeof(c->sent));
+	start_all(c, 1);
+	drain(c);
+	assert_int_equal(c->sent[DLM_RC_DIR_DROP], 1);
+	assert_int_equal(dir_entries(c, 2), 0);
+	/* node 1 looks up again at finish and masters it */
+	finish_all(c, 1);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	assert_int_equal(dir_entries(c, 2), 1);
+	assert_dump_has(c, 1, "master 1");
+	cluster_free(c);
+}
+
 /* A recovery aborted half way by a newer event, then a node joining. */
 static void test_recover_abort_and_join(void **state)
 {
@@ -767,6 +863,8 @@ int main(void)
 		cmocka_unit_test(test_recover_master_dies),
 		cmocka_unit_test(test_recover_quiet_steps),
 		cmocka_unit_test(test_recover_partial_dir),
+		cmocka_unit_test(test_recover_partial_held_remove),
+		cmocka_unit_test(test_recover_partial_lost_lookup),
 		cmocka_unit_test(test_recover_enomem),
 		cmocka_unit_test(test_recover_token),
 		cmocka_unit_test(test_forged_clock),
