@@ -21,14 +21,16 @@
  *           holding a newer value); resources whose master departed are
  *           marked for a new master if we hold locks on them, forgotten
  *           otherwise; unused copies of resources mastered elsewhere
- *           are dropped (unused ones we master stay, LVB and all); the
- *           directory and all master lookups in flight are cleared.          barrier NODES
+ *           are dropped (unused ones we master stay, LVB and all); all
+ *           master lookups in flight are forgotten.         barrier NODES
  *   directory (kernel: recover_directory)
  *           Every node registers each root resource it masters with the
  *           resource's directory node under the new membership
  *           (RC_DIR_ADDS: the keys for one directory node batched, up
  *           to a message's size, as the kernel sends its names in
- *           buffers); sub-resources have no record.         barrier DIR
+ *           buffers); sub-resources have no record.  In a partial
+ *           rebuild (below) only the roots whose directory node
+ *           departed are registered.                        barrier DIR
  *   masters (kernel: recover_masters)
  *           For each root resource marked above, ask its directory node
  *           who masters it now (RC_LOOKUP); the first to ask becomes the
@@ -84,6 +86,91 @@
  * its own resources' locks with it (bench/bench-recovery, "barrier
  * rounds").  A member that says nothing (the flag is 0: an engine before
  * this change) is taken as having something: the five rounds.
+ *
+ * PARTIAL DIRECTORY (issue 18).  The full rebuild re-registers every root
+ * with its directory node and then sweeps every record no master
+ * confirmed: at 16 nodes and 1M locks, 875,000 records, although the
+ * directory is placed by rendezvous hashing (core/resource.c,
+ * "Directory") and a death moves only the names the dead node directed,
+ * about 1/N of them.  So when nobody joined, a directory node keeps the
+ * records it has, masters register only the roots whose directory node
+ * departed (dir_moved: the last finished event's members chose a
+ * departed one), and nothing is swept; what the death or the stop made
+ * wrong among the kept records is repaired at the directory step
+ * instead, which is the whole argument.  A kept record is right at the
+ * stop unless a message about it was in flight, since every record
+ * change is a message's effect (or a local call on the directory node
+ * itself, which is never in flight); the messages that change a record
+ * are LOOKUP (and its reply), REMOVE, the remastering ones, and the
+ * recovery ones of the last recovery, which finished.  Case by case:
+ *
+ *   - A record naming a departed master (its resource needs a new one,
+ *     or a departed requester's lookup made it): forgotten at the
+ *     directory step (dlm_dir_drop_departed), so the masters step's
+ *     RC_LOOKUP makes the first asker master, as after a full rebuild.
+ *     (sim-broken.test: partial-keep-dead.)
+ *   - A lookup answered before the stop whose answer the requester R
+ *     never took (dropped: it is of the last generation): the record
+ *     names R, which masters nothing.  R knows each such lookup (its
+ *     rsb had RESF_LOOKUP at step_start; RESF_RC_DROP from there) and,
+ *     after the NODES barrier, tells the directory node to drop the
+ *     record if it names R (RC_DIR_DROP; done in place when R directs
+ *     the name).  R's RC_DIR_DROP precedes its DIR status on the link,
+ *     so it is done before the record is asked again (RC_LOOKUP waits
+ *     for the DIR barrier); R looks up afresh at finish.  A lookup that
+ *     had not been answered at the stop is dropped at finish as stale
+ *     and made no record.  (tests/test-core-recover.c
+ *     test_recover_partial_lost_lookup; partial-keep-orphans.)
+ *   - A REMOVE in flight at the stop: the master M freed the resource,
+ *     the directory node holds the REMOVE and would drop it at finish as
+ *     stale, leaving a record naming a master with no resource (a
+ *     request sent there would be refused and looked up again for
+ *     ever).  Every REMOVE M sent before its stop is here before M's
+ *     NODES status, so at the directory step the directory node does
+ *     the REMOVEs of the last generation it holds (held_removes): the
+ *     record goes if it still names M.  M cannot have become its master
+ *     again meanwhile: only a lookup does that, and one sent after the
+ *     REMOVE is answered after it (FIFO) or dropped as stale.
+ *     (test_recover_partial_held_remove.)
+ *   - A remastering move in flight (core/remaster.c: MIGRATE to the new
+ *     master, DIR_MOVE to the directory node; either may have arrived
+ *     without the other, the mover may be the dead node): not argued.
+ *     A node with remastering on, or that handled any remastering
+ *     message since the last full rebuild (ls_rm_seen), votes no, and
+ *     the rebuild is full, which repairs it as before.  A move whose
+ *     messages reached nobody left nothing to repair.
+ *   - A node joining: placement changes for the names the new node now
+ *     outweighs everybody for, and the joiner has no records; not
+ *     argued: a joiner votes no (its members before are not ours), and
+ *     any member whose members before do not include all of ours too.
+ *   - Several deaths in one event: the same, each departed node's names
+ *     moving to their heaviest survivor (dir_moved asks the members of
+ *     the last finished event, whoever of them departed).
+ *   - A recovery that restarts mid-way (a stop or a newer start before
+ *     finish): the aborted attempt may have swept, registered or looked
+ *     up part of the way; not argued: a node votes yes only if its last
+ *     recovery finished and nothing started since (ls_rc_clean, set at
+ *     finish, cleared by start), so the retry is full.  A lockspace just
+ *     created has finished none: its first recovery is full (a daemon
+ *     that died and came back with the same members cannot vote yes).
+ *   - Members that disagree about the past: the decision must be the
+ *     same everywhere (a directory node that keeps records while a
+ *     master registers only what moved is fine; one that sweeps while
+ *     masters register only what moved loses records).  So each member
+ *     votes in its NODES status (DLM_MF_RC_PARTIAL, with its last
+ *     finished event and a hash of that event's members) and the
+ *     rebuild is partial only if every member voted yes for the same
+ *     event and members (all_partial, after the NODES barrier, where
+ *     every member has every member's word, as for QUIET STEPS).  An
+ *     engine before this change sends no vote: full.
+ *
+ * The directory step's sweep (sweep_dir) is skipped in a partial
+ * rebuild: the kept records are right, the registered ones new, and a
+ * survivor directs no name it did not direct before (rendezvous), so
+ * it holds no record it should not.  The masters, locks and done steps
+ * are unchanged.  A death at N nodes then sends about 1/N of the
+ * records (test_recover_partial_dir: 7 nodes, 45 of 289;
+ * bench/bench-recovery).
  *
  * The lockspace's states (ls_state, changed only by set_state(), which
  * logs each change, and any change not listed here as a bug):
@@ -195,9 +282,6 @@ void dlm_recover_init_ls(struct dlm_ls *ls)
 	dlm_list_init(&ls->ls_held);
 	dlm_list_init(&ls->ls_rc_deferred);
 	dlm_list_init(&ls->ls_resend);
-	/* created running: its members are those of a finished event 0
-	 * (PARTIAL DIRECTORY) */
-	ls->ls_rc_clean = true;
 }
 
 void dlm_recover_free_ls(struct dlm_ls *ls)

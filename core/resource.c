@@ -19,12 +19,25 @@
  * depth.  Two paths share a key only if BLAKE2b-256 collides.  The zero
  * first byte (DLM_KEY_DIGEST_MARK) never starts a path key.
  *
- * Directory.  The key's hash picks the directory node among the sorted
- * lockspace members (hash modulo member count).  The directory node keeps
- * a record key -> master for every root resource mastered anywhere; the
- * first node to look a key up becomes its master.  When a master drops an
- * unused resource it tells the directory node (REMOVE), which forgets the
- * record only if that node is still the recorded master.
+ * Directory.  The key's hash picks the directory node among the
+ * lockspace members by rendezvous (highest random weight) hashing: each
+ * member weighs the name, (hash, node id) mixed into 64 bits, and the
+ * heaviest directs it (dlm_dir_nodeid; issue 18).  Every node computes
+ * the same choice from the member list alone, in one cheap mix per
+ * member.  What it gives: a member that leaves moves exactly the names
+ * it directed, each to the next heaviest of the rest, and no other name
+ * (the others' weights do not change, so their heaviest is still
+ * there); a member that joins takes exactly the names it now outweighs
+ * everybody for.  Hash modulo member count, before, moved nearly every
+ * name at every change, so a recovery had to rebuild the whole
+ * directory; with this one a death rebuilds only the departed node's
+ * share (core/recover.c, PARTIAL DIRECTORY).  The mix is a bijection
+ * of its 64-bit input, so no two members ever weigh a name the same.
+ * The directory node keeps a record key -> master for every root
+ * resource mastered anywhere; the first node to look a key up becomes
+ * its master.  When a master drops an unused resource it tells the
+ * directory node (REMOVE), which forgets the record only if that node
+ * is still the recorded master.
  *
  * Sub-resources are mastered with their parent (issue 18).  A child
  * resource has no directory record and is never looked up: its master is
