@@ -425,10 +425,26 @@ static void send_status(struct dlm_ls *ls, enum dlm_rstep step)
 	}
 }
 
+/* What a member said with its status of step nodes: no master to
+ * recover (QUIET STEPS); a vote for a partial rebuild, for the same last
+ * finished event and members as ours (PARTIAL DIRECTORY). */
+static bool said_nothing(struct dlm_ls *ls, const struct dlm_rcstat *st)
+{
+	(void)ls;
+	return st->rs_nothing;
+}
+
+static bool said_partial(struct dlm_ls *ls, const struct dlm_rcstat *st)
+{
+	return st->rs_partial && st->rs_pgen == ls->ls_generation &&
+	       st->rs_pmhash == prev_members_hash(ls);
+}
+
 /* Has every other member finished 'step' of our event (and, with
- * 'nothing', said it has no master to recover: QUIET STEPS)? */
+ * 'said', said so in its status of step nodes)? */
 static bool others_passed(struct dlm_ls *ls, enum dlm_rstep step,
-			  bool nothing)
+			  bool (*said)(struct dlm_ls *ls,
+				       const struct dlm_rcstat *st))
 {
 	unsigned int i;
 
@@ -440,7 +456,7 @@ static bool others_passed(struct dlm_ls *ls, enum dlm_rstep step,
 			continue;
 		st = rcstat(ls, n);
 		if (!st || st->rs_event != ls->ls_event ||
-		    st->rs_step < (uint32_t)step || (nothing && !st->rs_nothing))
+		    st->rs_step < (uint32_t)step || (said && !said(ls, st)))
 			return false;
 	}
 	return true;
@@ -448,7 +464,7 @@ static bool others_passed(struct dlm_ls *ls, enum dlm_rstep step,
 
 static bool barrier(struct dlm_ls *ls, enum dlm_rstep step)
 {
-	return others_passed(ls, step, false);
+	return others_passed(ls, step, NULL);
 }
 
 /* Did every member, us included, vote for a partial directory rebuild
@@ -456,31 +472,14 @@ static bool barrier(struct dlm_ls *ls, enum dlm_rstep step)
  * DIRECTORY)?  Asked only past the NODES barrier. */
 static bool all_partial(struct dlm_ls *ls)
 {
-	unsigned int i;
-
-	if (!ls->ls_rc_vote)
-		return false;
-	for (i = 0; i < ls->ls_nmembers; i++) {
-		uint32_t n = ls->ls_members[i];
-		struct dlm_rcstat *st;
-
-		if (n == dlm_our_nodeid(ls))
-			continue;
-		st = rcstat(ls, n);
-		if (!st || st->rs_event != ls->ls_event ||
-		    st->rs_step < (uint32_t)DLM_RS_NODES || !st->rs_partial ||
-		    st->rs_pgen != ls->ls_generation ||
-		    st->rs_pmhash != prev_members_hash(ls))
-			return false;
-	}
-	return true;
+	return ls->ls_rc_vote && others_passed(ls, DLM_RS_NODES, said_partial);
 }
 
 /* Did every member, us included, say it has no master to recover in our
  * event?  Asked only past the NODES barrier. */
 static bool all_nothing(struct dlm_ls *ls)
 {
-	return ls->ls_rc_nothing && others_passed(ls, DLM_RS_NODES, true);
+	return ls->ls_rc_nothing && others_passed(ls, DLM_RS_NODES, said_nothing);
 }
 
 /* ------------------------------------------------------------------ */

@@ -21,8 +21,8 @@
  *
  * Directory.  The key's hash picks the directory node among the
  * lockspace members by rendezvous (highest random weight) hashing: each
- * member weighs the name, (hash, node id) mixed into 64 bits, and the
- * heaviest directs it (dlm_dir_nodeid; issue 18).  Every node computes
+ * member weighs the name, (hash, node id) mixed, and the heaviest
+ * directs it (dlm_dir_nodeid; issue 18).  Every node computes
  * the same choice from the member list alone, in one cheap mix per
  * member.  What it gives: a member that leaves moves exactly the names
  * it directed, each to the next heaviest of the rest, and no other name
@@ -31,8 +31,8 @@
  * everybody for.  Hash modulo member count, before, moved nearly every
  * name at every change, so a recovery had to rebuild the whole
  * directory; with this one a death rebuilds only the departed node's
- * share (core/recover.c, PARTIAL DIRECTORY).  The mix is a bijection
- * of its 64-bit input, so no two members ever weigh a name the same.
+ * share (core/recover.c, PARTIAL DIRECTORY).  Two members that weigh a
+ * name the same are ordered by node id, the same way everywhere.
  * The directory node keeps a record key -> master for every root
  * resource mastered anywhere; the first node to look a key up becomes
  * its master.  When a master drops an unused resource it tells the
@@ -130,32 +130,20 @@
 #define LKB_CACHE_MAX	1024
 #define QWAIT_CACHE_MAX	1024
 
-/* A member's weight for a name, in the rendezvous placement of the
- * directory ("Directory" above): (nodeid, hash) mixed into 64 bits.  The
- * mix is a bijection of its 64-bit input (xor-shifts and odd
- * multipliers), so two members never weigh a name the same: no ties. */
-static uint64_t dir_weight(uint32_t hash, uint32_t nodeid)
-{
-	uint64_t x = ((uint64_t)nodeid << 32) | hash;
-
-	x ^= x >> 31;
-	x *= 0x9e3779b97f4a7c15ull;
-	x ^= x >> 29;
-	x *= 0xd6e8feb86659fd93ull;
-	x ^= x >> 32;
-	return x;
-}
-
+/* The rendezvous placement of the directory ("Directory" above): each
+ * member weighs the name, (node id, hash) mixed (dlm_hash_u64), and the
+ * heaviest directs it; of two that weigh it the same, the higher node
+ * id.  That is a total order on the members for each name, so removing
+ * any but the first leaves the first first. */
 uint32_t dlm_dir_nodeid_of(const uint32_t *members, unsigned int n,
 			   uint32_t hash)
 {
-	uint64_t best = 0, w;
-	uint32_t dir = 0;
+	uint32_t best = 0, w, dir = 0;
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		w = dir_weight(hash, members[i]);
-		if (!dir || w > best) {
+		w = dlm_hash_u64(((uint64_t)members[i] << 32) | hash);
+		if (!dir || w > best || (w == best && members[i] > dir)) {
 			best = w;
 			dir = members[i];
 		}
