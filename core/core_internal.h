@@ -351,6 +351,9 @@ struct dlm_ls {
 	 * (ls_rc_clean), our vote and the members' decision */
 	uint32_t		*ls_prev_members;
 	unsigned int		ls_nprev_members;
+	uint32_t		ls_rc_departed[DLM_MAX_NODES];	/* of them,
+						   not ours (a partial rebuild) */
+	unsigned int		ls_rc_ndeparted;
 	bool			ls_rc_clean;
 	bool			ls_rc_vote;
 	bool			ls_rc_partial;
@@ -410,6 +413,7 @@ uint32_t dlm_our_nodeid(const struct dlm_ls *ls);
 uint32_t dlm_dir_nodeid(const struct dlm_ls *ls, uint32_t hash);
 uint32_t dlm_dir_nodeid_of(const uint32_t *members, unsigned int n,
 			   uint32_t hash);
+bool dlm_dir_before(uint32_t a, uint32_t b, uint32_t hash);
 struct dlm_rsb *dlm_rsb_find(struct dlm_ls *ls, const unsigned char *key,
 			     unsigned int keylen, uint32_t hash);
 struct dlm_rsb *dlm_rsb_create(struct dlm_ls *ls, const unsigned char *key,

@@ -134,20 +134,25 @@
  * member weighs the name, (node id, hash) mixed (dlm_hash_u64), and the
  * heaviest directs it; of two that weigh it the same, the higher node
  * id.  That is a total order on the members for each name, so removing
- * any but the first leaves the first first. */
+ * any but the first leaves the first first.  Does node a come before
+ * node b for hash? */
+bool dlm_dir_before(uint32_t a, uint32_t b, uint32_t hash)
+{
+	uint32_t wa = dlm_hash_u64(((uint64_t)a << 32) | hash);
+	uint32_t wb = dlm_hash_u64(((uint64_t)b << 32) | hash);
+
+	return wa > wb || (wa == wb && a > b);
+}
+
 uint32_t dlm_dir_nodeid_of(const uint32_t *members, unsigned int n,
 			   uint32_t hash)
 {
-	uint32_t best = 0, w, dir = 0;
+	uint32_t dir = n ? members[0] : 0;
 	unsigned int i;
 
-	for (i = 0; i < n; i++) {
-		w = dlm_hash_u64(((uint64_t)members[i] << 32) | hash);
-		if (!dir || w > best || (w == best && members[i] > dir)) {
-			best = w;
+	for (i = 1; i < n; i++)
+		if (dlm_dir_before(members[i], dir, hash))
 			dir = members[i];
-		}
-	}
 	return dir;
 }
 
