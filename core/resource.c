@@ -23,8 +23,7 @@
  * lockspace members by rendezvous (highest random weight) hashing: each
  * member weighs the name, (hash, node id) mixed, and the heaviest
  * directs it (dlm_dir_nodeid; issue 18).  Every node computes
- * the same choice from the member list alone, in one cheap mix per
- * member.  What it gives: a member that leaves moves exactly the names
+ * the same choice from the member list alone, one weight per member.  What it gives: a member that leaves moves exactly the names
  * it directed, each to the next heaviest of the rest, and no other name
  * (the others' weights do not change, so their heaviest is still
  * there); a member that joins takes exactly the names it now outweighs
@@ -134,25 +133,36 @@
  * member weighs the name, (node id, hash) mixed (dlm_hash_u64), and the
  * heaviest directs it; of two that weigh it the same, the higher node
  * id.  That is a total order on the members for each name, so removing
- * any but the first leaves the first first.  Does node a come before
- * node b for hash? */
+ * any but the first leaves the first first. */
+static uint32_t dir_weight(uint32_t node, uint32_t hash)
+{
+	return dlm_hash_u64(((uint64_t)node << 32) | hash);
+}
+
+static bool dir_heavier(uint32_t wa, uint32_t a, uint32_t wb, uint32_t b)
+{
+	return wa > wb || (wa == wb && a > b);
+}
+
+/* Does node a come before node b for hash? */
 bool dlm_dir_before(uint32_t a, uint32_t b, uint32_t hash)
 {
-	uint32_t wa = dlm_hash_u64(((uint64_t)a << 32) | hash);
-	uint32_t wb = dlm_hash_u64(((uint64_t)b << 32) | hash);
-
-	return wa > wb || (wa == wb && a > b);
+	return dir_heavier(dir_weight(a, hash), a, dir_weight(b, hash), b);
 }
 
 uint32_t dlm_dir_nodeid_of(const uint32_t *members, unsigned int n,
 			   uint32_t hash)
 {
-	uint32_t dir = n ? members[0] : 0;
+	uint32_t dir = 0, best = 0, w;
 	unsigned int i;
 
-	for (i = 1; i < n; i++)
-		if (dlm_dir_before(members[i], dir, hash))
+	for (i = 0; i < n; i++) {
+		w = dir_weight(members[i], hash);
+		if (!i || dir_heavier(w, members[i], best, dir)) {
+			best = w;
 			dir = members[i];
+		}
+	}
 	return dir;
 }
 
