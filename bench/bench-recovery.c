@@ -256,9 +256,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	/* the members' first recovery, as a daemon's join runs one before
-	 * any lock: a lockspace just created has finished none, and votes
-	 * for a full directory rebuild (core/recover.c, PARTIAL DIRECTORY) */
+	/* a first recovery before any lock, as a daemon's joins run (here
+	 * with nothing changed: the death below is the second) */
 	for (n = 1; n <= nnodes; n++)
 		dlm_core_ls_stop(lss[n]);
 	for (n = 1; n <= nnodes; n++)

@@ -151,8 +151,12 @@
  *     up part of the way; not argued: a node votes yes only if its last
  *     recovery finished and nothing started since (ls_rc_clean, set at
  *     finish, cleared by start), so the retry is full.  A lockspace just
- *     created has finished none: its first recovery is full (a daemon
- *     that died and came back with the same members cannot vote yes).
+ *     created counts as having finished event 0 with the members it was
+ *     created with, which is right only if they all created it at once
+ *     (dlm_core_ls_create); a node joining creates it with itself alone
+ *     (plugin/client.c, dlm-sim's joins), so its members before are not
+ *     ours and it votes no: a daemon that died and came back can never
+ *     pass for a member that kept its records, even at event 0.
  *   - Members that disagree about the past: the decision must be the
  *     same everywhere (a directory node that keeps records while a
  *     master registers only what moved is fine; one that sweeps while
@@ -282,6 +286,9 @@ void dlm_recover_init_ls(struct dlm_ls *ls)
 	dlm_list_init(&ls->ls_held);
 	dlm_list_init(&ls->ls_rc_deferred);
 	dlm_list_init(&ls->ls_resend);
+	/* created running: event 0 with its members finished (core.h
+	 * dlm_core_ls_create; PARTIAL DIRECTORY) */
+	ls->ls_rc_clean = true;
 }
 
 void dlm_recover_free_ls(struct dlm_ls *ls)

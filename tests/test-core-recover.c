@@ -662,7 +662,7 @@ static void test_recover_partial_dir(void **state)
 		}
 	}
 	assert_true(want > 0);
-	recover_all(c, 1);	/* a first recovery (after creation) is full */
+	recover_all(c, 1);	/* a first recovery, as a join runs */
 	c->dir_records = 0;
 	c->dead[7] = 1;
 	recover_all(c, 2);
@@ -739,7 +739,7 @@ static void test_recover_partial_held_remove(void **state)
 	uint32_t a, b;
 
 	(void)state;
-	recover_all(c, 1);	/* a first recovery (after creation) is full */
+	recover_all(c, 1);	/* a first recovery, as a join runs */
 	name_directed_by(2, name, sizeof(name));
 	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
 	drain(c);
@@ -775,7 +775,7 @@ static void test_recover_partial_lost_lookup(void **state)
 	uint32_t a;
 
 	(void)state;
-	recover_all(c, 1);	/* a first recovery (after creation) is full */
+	recover_all(c, 1);	/* a first recovery, as a join runs */
 	name_directed_by(2, name, sizeof(name));
 	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
 	deliver_only(c, 1, 2);		/* the lookup; its answer waits */
