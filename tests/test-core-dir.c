@@ -182,6 +182,18 @@ static void test_bad_messages(void **state)
 	cluster_free(c);
 }
 
+/* A recovery message of 'type' naming 'nodeid', with 'key' (a key or a
+ * key list), no LVB, modes IV: for the decoder tests below. */
+static void rc_key_msg(struct dlm_msg *m, int type, uint32_t nodeid,
+		       const unsigned char *key, unsigned int keylen)
+{
+	dlm_msg_init(m, type);
+	m->m_grmode = m->m_rqmode = m->m_bastmode = DLM_LOCK_IV;
+	m->m_nodeid = nodeid;
+	m->m_key = key;
+	m->m_keylen = (uint16_t)keylen;
+}
+
 /* Tables grow and shrink: 100k locks on 100k resources and back. */
 /* RC_DIR_ADDS (core/wire.h): a list of keys round-trips and is walked
  * record by record; a list that does not parse is refused whole. */
@@ -196,11 +208,7 @@ static void test_dir_adds_wire(void **state)
 	int len;
 
 	(void)state;
-	dlm_msg_init(&m, DLM_RC_DIR_ADDS);
-	m.m_grmode = m.m_rqmode = m.m_bastmode = DLM_LOCK_IV;
-	m.m_nodeid = 2;
-	m.m_key = list;
-	m.m_keylen = sizeof(list) - 1;
+	rc_key_msg(&m, DLM_RC_DIR_ADDS, 2, list, sizeof(list) - 1);
 	len = dlm_msg_encode(&m, buf, sizeof(buf));
 	assert_int_equal(len, DLM_WIRE_FIXED_LEN + sizeof(list) - 1);
 	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), 0);
@@ -255,11 +263,7 @@ static void test_dir_drop_wire(void **state)
 	int len;
 
 	(void)state;
-	dlm_msg_init(&m, DLM_RC_DIR_DROP);
-	m.m_grmode = m.m_rqmode = m.m_bastmode = DLM_LOCK_IV;
-	m.m_nodeid = 3;
-	m.m_key = (const unsigned char *)"\x01k";
-	m.m_keylen = 2;
+	rc_key_msg(&m, DLM_RC_DIR_DROP, 3, (const unsigned char *)"\x01k", 2);
 	len = dlm_msg_encode(&m, buf, sizeof(buf));
 	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), 0);
 	assert_int_equal(d.m_type, DLM_RC_DIR_DROP);
