@@ -81,6 +81,7 @@ static uint32_t done_event[MAX_NODES + 1];
 static int dead[MAX_NODES + 1];
 static uint32_t node_of_ctx[MAX_NODES + 1];
 static uint64_t by_type[DLM_MSG_MAX + 1];
+static uint64_t dir_records;	/* keys in the RC_DIR_ADDS counted */
 static int count_types;
 
 static void b_send(void *ctx, uint32_t to, const void *buf, size_t len)
@@ -109,8 +110,16 @@ static void b_send(void *ctx, uint32_t to, const void *buf, size_t len)
 		struct dlm_msg dm;
 
 		if (!dlm_msg_decode(buf, len, &dm, NULL) &&
-		    dm.m_type <= DLM_MSG_MAX)
+		    dm.m_type <= DLM_MSG_MAX) {
+			const unsigned char *key;
+			unsigned int off = 0, keylen;
+
 			by_type[dm.m_type]++;
+			while (dm.m_type == DLM_RC_DIR_ADDS &&
+			       dlm_key_list_next(dm.m_key, dm.m_keylen, &off,
+						 &key, &keylen))
+				dir_records++;
+		}
 	}
 	m = &q[qtail++];
 	m->from = *(uint32_t *)ctx;
@@ -247,6 +256,21 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	/* a first recovery before any lock, as a daemon's joins run (here
+	 * with nothing changed: the death below is the second) */
+	for (n = 1; n <= nnodes; n++)
+		dlm_core_ls_stop(lss[n]);
+	for (n = 1; n <= nnodes; n++)
+		if (dlm_core_ls_start(lss[n], 1, members, (unsigned int)nnodes)) {
+			fprintf(stderr, "bench-recovery: start failed\n");
+			return 1;
+		}
+	drain();
+	for (n = 1; n <= nnodes; n++)
+		if (done_event[n] != 1 || dlm_core_ls_finish(lss[n], 1)) {
+			fprintf(stderr, "bench-recovery: node %d did not finish\n", n);
+			return 1;
+		}
 	/* each resource: a PR lock from its first requester (which becomes
 	 * its master) and a CR lock from the next node */
 	t0 = now_s();
@@ -292,18 +316,18 @@ int main(int argc, char **argv)
 	for (n = 1; n < last; n++)
 		dlm_core_ls_stop(lss[n]);
 	for (n = 1; n < last; n++)
-		if (dlm_core_ls_start(lss[n], 1, survivors,
+		if (dlm_core_ls_start(lss[n], 2, survivors,
 				      (unsigned int)last - 1)) {
 			fprintf(stderr, "bench-recovery: start failed\n");
 			return 1;
 		}
 	drain();
 	for (n = 1; n < last; n++) {
-		if (done_event[n] != 1) {
+		if (done_event[n] != 2) {
 			fprintf(stderr, "bench-recovery: node %d did not finish\n", n);
 			return 1;
 		}
-		dlm_core_ls_finish(lss[n], 1);
+		dlm_core_ls_finish(lss[n], 2);
 	}
 	drain();
 	t2 = now_s();
@@ -321,6 +345,8 @@ int main(int argc, char **argv)
 		if (by_type[i])
 			printf("  %-42s %12llu\n", dlm_msg_type_str((int)i),
 			       (unsigned long long)by_type[i]);
+	printf("%-44s %12llu\n", "  directory records in them",
+	       (unsigned long long)dir_records);
 	printf("%-44s %12.1f\n", "barrier rounds (RC_STATUS / (s x (s-1)))",
 	       (double)by_type[DLM_RC_STATUS] / ((last - 1) * (last - 2 > 0 ? last - 2 : 1)));
 	for (n = 1; n < last; n++) {

@@ -222,6 +222,12 @@ enum dlm_core_fault {
 	DLM_FAULT_REMASTER_EARLY_GRANT,	/* a new master installs each lock
 					   record as it arrives and grants at
 					   once, before MIGRATE (remaster_shared) */
+	DLM_FAULT_PARTIAL_KEEP_DEAD,	/* a partial directory rebuild keeps
+					   the records naming a departed master
+					   (core/recover.c, PARTIAL DIRECTORY) */
+	DLM_FAULT_PARTIAL_KEEP_ORPHANS,	/* ... drops no record of a lookup
+					   answered after the stop, does no
+					   REMOVE held since the stop */
 };
 
 /* ---------------------------------------------------------------------
@@ -246,7 +252,13 @@ void dlm_core_set_fault(struct dlm_core *core, enum dlm_core_fault fault);
 /* Create the local instance of lockspace 'name' (1..DLM_LOCKSPACE_LEN
  * bytes, NUL-terminated).  'members' are the node ids taking part (this
  * node included); every member must create the lockspace with the same
- * member set.  -EEXIST if it exists, -EINVAL for a bad name or members. */
+ * member set.  It runs at once, as if event 0 with those members had
+ * finished (an empty directory, the same everywhere): so several
+ * members are for a lockspace they all create at once; a node joining
+ * one that runs elsewhere creates it with itself alone and is let in by
+ * a recovery (core/recover.c, PARTIAL DIRECTORY: else it would take part
+ * as a member that kept its directory records).  -EEXIST if it exists,
+ * -EINVAL for a bad name or members. */
 int dlm_core_ls_create(struct dlm_core *core, const char *name,
 		       const uint32_t *members, unsigned int nmembers,
 		       void *ls_ctx, struct dlm_ls **out);

@@ -178,6 +178,9 @@ struct dlm_unlock_lvb {
 #define RESF_REPOINTED		0x400	/* remaster.c: master copies made here
 					 * from another master's records, which
 					 * an RC_LOCK may name (recover.c) */
+#define RESF_RC_DROP		0x800	/* recovery: its lookup was in flight at
+					 * the stop (recover.c, PARTIAL
+					 * DIRECTORY) */
 #define RESF_DIR		0x200	/* it is its own directory record:
 					 * master us, confirmed in res_de_event
 					 * (resource.c, "Directory records") */
@@ -268,6 +271,10 @@ struct dlm_rcstat {
 	uint32_t		rs_step;
 	bool			rs_nothing;	/* its status of step nodes in
 						 * rs_event: no master to recover */
+	bool			rs_partial;	/* ... and its vote for a partial
+						 * directory rebuild */
+	uint32_t		rs_pgen;	/* ... with its last finished event */
+	uint32_t		rs_pmhash;	/* ... and that event's members */
 };
 
 /* Recovery steps (recover.c); a barrier follows each. */
@@ -339,6 +346,19 @@ struct dlm_ls {
 	uint32_t		ls_rc_out;	/* recovery replies we wait for */
 	bool			ls_rc_nothing;	/* no rsb of ours needs a new
 						 * master (recover.c) */
+	/* PARTIAL DIRECTORY (recover.c): the members of the event before
+	 * ls_event, whether it finished and nothing started since
+	 * (ls_rc_clean), our vote and the members' decision */
+	uint32_t		*ls_prev_members;
+	unsigned int		ls_nprev_members;
+	uint32_t		ls_rc_departed[DLM_MAX_NODES];	/* of them,
+						   not ours (a partial rebuild) */
+	unsigned int		ls_rc_ndeparted;
+	bool			ls_rc_clean;
+	bool			ls_rc_vote;
+	bool			ls_rc_partial;
+	bool			ls_rm_seen;	/* a remastering message handled
+						 * since the last full rebuild */
 	int			ls_rc_error;	/* the last start failed in ls_rstep */
 	struct dlm_list		ls_held;	/* messages held while stopped */
 	/* remaster.c: MIGRATE_LOCK records kept until their MIGRATE, and
@@ -391,6 +411,9 @@ uint32_t dlm_our_nodeid(const struct dlm_ls *ls);
 
 /* resource.c: keys, rsbs, lkbs, directory, owners */
 uint32_t dlm_dir_nodeid(const struct dlm_ls *ls, uint32_t hash);
+uint32_t dlm_dir_nodeid_of(const uint32_t *members, unsigned int n,
+			   uint32_t hash);
+bool dlm_dir_before(uint32_t a, uint32_t b, uint32_t hash);
 struct dlm_rsb *dlm_rsb_find(struct dlm_ls *ls, const unsigned char *key,
 			     unsigned int keylen, uint32_t hash);
 struct dlm_rsb *dlm_rsb_create(struct dlm_ls *ls, const unsigned char *key,
@@ -430,6 +453,7 @@ bool dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
 		  unsigned int keylen, uint32_t hash, uint32_t old,
 		  uint32_t master, uint32_t *cur);
 void dlm_dir_sweep(struct dlm_ls *ls);
+void dlm_dir_drop_departed(struct dlm_ls *ls);
 
 struct dlm_owner *dlm_owner_get(struct dlm_ls *ls, uint64_t id, bool create);
 void dlm_owner_put(struct dlm_ls *ls, struct dlm_owner *ow);

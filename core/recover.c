@@ -21,14 +21,16 @@
  *           holding a newer value); resources whose master departed are
  *           marked for a new master if we hold locks on them, forgotten
  *           otherwise; unused copies of resources mastered elsewhere
- *           are dropped (unused ones we master stay, LVB and all); the
- *           directory and all master lookups in flight are cleared.          barrier NODES
+ *           are dropped (unused ones we master stay, LVB and all); all
+ *           master lookups in flight are forgotten.         barrier NODES
  *   directory (kernel: recover_directory)
  *           Every node registers each root resource it masters with the
  *           resource's directory node under the new membership
  *           (RC_DIR_ADDS: the keys for one directory node batched, up
  *           to a message's size, as the kernel sends its names in
- *           buffers); sub-resources have no record.         barrier DIR
+ *           buffers); sub-resources have no record.  In a partial
+ *           rebuild (below) only the roots whose directory node
+ *           departed are registered.                        barrier DIR
  *   masters (kernel: recover_masters)
  *           For each root resource marked above, ask its directory node
  *           who masters it now (RC_LOOKUP); the first to ask becomes the
@@ -84,6 +86,95 @@
  * its own resources' locks with it (bench/bench-recovery, "barrier
  * rounds").  A member that says nothing (the flag is 0: an engine before
  * this change) is taken as having something: the five rounds.
+ *
+ * PARTIAL DIRECTORY (issue 18).  The full rebuild re-registers every root
+ * with its directory node and then sweeps every record no master
+ * confirmed: at 16 nodes and 1M locks, 875,000 records, although the
+ * directory is placed by rendezvous hashing (core/resource.c,
+ * "Directory") and a death moves only the names the dead node directed,
+ * about 1/N of them.  So when nobody joined, a directory node keeps the
+ * records it has, masters register only the roots whose directory node
+ * departed (dir_moved: the last finished event's members chose a
+ * departed one), and nothing is swept; what the death or the stop made
+ * wrong among the kept records is repaired at the directory step
+ * instead, which is the whole argument.  A kept record is right at the
+ * stop unless a message about it was in flight, since every record
+ * change is a message's effect (or a local call on the directory node
+ * itself, which is never in flight); the messages that change a record
+ * are LOOKUP (and its reply), REMOVE, the remastering ones, and the
+ * recovery ones of the last recovery, which finished.  Case by case:
+ *
+ *   - A record naming a departed master (its resource needs a new one,
+ *     or a departed requester's lookup made it): forgotten at the
+ *     directory step (dlm_dir_drop_departed), so the masters step's
+ *     RC_LOOKUP makes the first asker master, as after a full rebuild.
+ *     (sim-broken.test: partial-keep-dead.)
+ *   - A lookup answered before the stop whose answer the requester R
+ *     never took (dropped: it is of the last generation): the record
+ *     names R, which masters nothing.  R knows each such lookup (its
+ *     rsb had RESF_LOOKUP at step_start; RESF_RC_DROP from there) and,
+ *     after the NODES barrier, tells the directory node to drop the
+ *     record if it names R (RC_DIR_DROP; done in place when R directs
+ *     the name).  R's RC_DIR_DROP precedes its DIR status on the link,
+ *     so it is done before the record is asked again (RC_LOOKUP waits
+ *     for the DIR barrier); R looks up afresh at finish.  A lookup that
+ *     had not been answered at the stop is dropped at finish as stale
+ *     and made no record.  (tests/test-core-recover.c
+ *     test_recover_partial_lost_lookup; partial-keep-orphans.)
+ *   - A REMOVE in flight at the stop: the master M freed the resource,
+ *     the directory node holds the REMOVE and would drop it at finish as
+ *     stale, leaving a record naming a master with no resource (a
+ *     request sent there would be refused and looked up again for
+ *     ever).  Every REMOVE M sent before its stop is here before M's
+ *     NODES status, so at the directory step the directory node does
+ *     the REMOVEs of the last generation it holds (held_removes): the
+ *     record goes if it still names M.  M cannot have become its master
+ *     again meanwhile: only a lookup does that, and one sent after the
+ *     REMOVE is answered after it (FIFO) or dropped as stale.
+ *     (test_recover_partial_held_remove.)
+ *   - A remastering move in flight (core/remaster.c: MIGRATE to the new
+ *     master, DIR_MOVE to the directory node; either may have arrived
+ *     without the other, the mover may be the dead node): not argued.
+ *     A node with remastering on, or that handled any remastering
+ *     message since the last full rebuild (ls_rm_seen), votes no, and
+ *     the rebuild is full, which repairs it as before.  A move whose
+ *     messages reached nobody left nothing to repair.
+ *   - A node joining: placement changes for the names the new node now
+ *     outweighs everybody for, and the joiner has no records; not
+ *     argued: a joiner votes no (its members before are not ours), and
+ *     any member whose members before do not include all of ours too.
+ *   - Several deaths in one event: the same, each departed node's names
+ *     moving to their heaviest survivor (dir_moved asks the members of
+ *     the last finished event, whoever of them departed).
+ *   - A recovery that restarts mid-way (a stop or a newer start before
+ *     finish): the aborted attempt may have swept, registered or looked
+ *     up part of the way; not argued: a node votes yes only if its last
+ *     recovery finished and nothing started since (ls_rc_clean, set at
+ *     finish, cleared by start), so the retry is full.  A lockspace just
+ *     created counts as having finished event 0 with the members it was
+ *     created with, which is right only if they all created it at once
+ *     (dlm_core_ls_create); a node joining creates it with itself alone
+ *     (plugin/client.c, dlm-sim's joins), so its members before are not
+ *     ours and it votes no: a daemon that died and came back can never
+ *     pass for a member that kept its records, even at event 0.
+ *   - Members that disagree about the past: the decision must be the
+ *     same everywhere (a directory node that keeps records while a
+ *     master registers only what moved is fine; one that sweeps while
+ *     masters register only what moved loses records).  So each member
+ *     votes in its NODES status (DLM_MF_RC_PARTIAL, with its last
+ *     finished event and a hash of that event's members) and the
+ *     rebuild is partial only if every member voted yes for the same
+ *     event and members (all_partial, after the NODES barrier, where
+ *     every member has every member's word, as for QUIET STEPS).  An
+ *     engine before this change sends no vote: full.
+ *
+ * The directory step's sweep (sweep_dir) is skipped in a partial
+ * rebuild: the kept records are right, the registered ones new, and a
+ * survivor directs no name it did not direct before (rendezvous), so
+ * it holds no record it should not.  The masters, locks and done steps
+ * are unchanged.  A death at N nodes then sends about 1/N of the
+ * records (test_recover_partial_dir: 7 nodes, 45 of 289;
+ * bench/bench-recovery).
  *
  * The lockspace's states (ls_state, changed only by set_state(), which
  * logs each change, and any change not listed here as a bug):
@@ -195,6 +286,9 @@ void dlm_recover_init_ls(struct dlm_ls *ls)
 	dlm_list_init(&ls->ls_held);
 	dlm_list_init(&ls->ls_rc_deferred);
 	dlm_list_init(&ls->ls_resend);
+	/* created running: event 0 with its members finished (core.h
+	 * dlm_core_ls_create; PARTIAL DIRECTORY) */
+	ls->ls_rc_clean = true;
 }
 
 void dlm_recover_free_ls(struct dlm_ls *ls)
@@ -205,6 +299,9 @@ void dlm_recover_free_ls(struct dlm_ls *ls)
 	ls->ls_rec_rsbs = NULL;
 	ls->ls_rec_nrsbs = 0;
 	ls->ls_rec_cap = 0;
+	free(ls->ls_prev_members);
+	ls->ls_prev_members = NULL;
+	ls->ls_nprev_members = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -300,6 +397,18 @@ static struct dlm_rcstat *rcstat(struct dlm_ls *ls, uint32_t nodeid)
 	return &ls->ls_rcstat[ls->ls_nrcstat++];
 }
 
+/* The members of the last finished event, hashed (in their order, which
+ * is sorted), for the vote of a partial rebuild. */
+static uint32_t prev_members_hash(const struct dlm_ls *ls)
+{
+	uint32_t h = 2166136261u;
+	unsigned int i;
+
+	for (i = 0; i < ls->ls_nprev_members; i++)
+		h = (h ^ ls->ls_prev_members[i]) * 16777619u;
+	return h;
+}
+
 /* Tell every other member we finished 'step'. */
 static void send_status(struct dlm_ls *ls, enum dlm_rstep step)
 {
@@ -314,14 +423,35 @@ static void send_status(struct dlm_ls *ls, enum dlm_rstep step)
 		m.m_status = (int32_t)step;
 		if (step == DLM_RS_NODES && ls->ls_rc_nothing)
 			m.m_flags = DLM_MF_RC_NOTHING;
+		if (step == DLM_RS_NODES && ls->ls_rc_vote) {
+			m.m_flags |= DLM_MF_RC_PARTIAL;
+			m.m_remid = ls->ls_generation;
+			m.m_lkid = prev_members_hash(ls);
+		}
 		dlm_send_msg(ls, &m, ls->ls_members[i]);
 	}
 }
 
+/* What a member said with its status of step nodes: no master to
+ * recover (QUIET STEPS); a vote for a partial rebuild, for the same last
+ * finished event and members as ours (PARTIAL DIRECTORY). */
+static bool said_nothing(struct dlm_ls *ls, const struct dlm_rcstat *st)
+{
+	(void)ls;
+	return st->rs_nothing;
+}
+
+static bool said_partial(struct dlm_ls *ls, const struct dlm_rcstat *st)
+{
+	return st->rs_partial && st->rs_pgen == ls->ls_generation &&
+	       st->rs_pmhash == prev_members_hash(ls);
+}
+
 /* Has every other member finished 'step' of our event (and, with
- * 'nothing', said it has no master to recover: QUIET STEPS)? */
+ * 'said', said so in its status of step nodes)? */
 static bool others_passed(struct dlm_ls *ls, enum dlm_rstep step,
-			  bool nothing)
+			  bool (*said)(struct dlm_ls *ls,
+				       const struct dlm_rcstat *st))
 {
 	unsigned int i;
 
@@ -333,7 +463,7 @@ static bool others_passed(struct dlm_ls *ls, enum dlm_rstep step,
 			continue;
 		st = rcstat(ls, n);
 		if (!st || st->rs_event != ls->ls_event ||
-		    st->rs_step < (uint32_t)step || (nothing && !st->rs_nothing))
+		    st->rs_step < (uint32_t)step || (said && !said(ls, st)))
 			return false;
 	}
 	return true;
@@ -341,14 +471,22 @@ static bool others_passed(struct dlm_ls *ls, enum dlm_rstep step,
 
 static bool barrier(struct dlm_ls *ls, enum dlm_rstep step)
 {
-	return others_passed(ls, step, false);
+	return others_passed(ls, step, NULL);
+}
+
+/* Did every member, us included, vote for a partial directory rebuild
+ * in our event, all with the same last finished event (PARTIAL
+ * DIRECTORY)?  Asked only past the NODES barrier. */
+static bool all_partial(struct dlm_ls *ls)
+{
+	return ls->ls_rc_vote && others_passed(ls, DLM_RS_NODES, said_partial);
 }
 
 /* Did every member, us included, say it has no master to recover in our
  * event?  Asked only past the NODES barrier. */
 static bool all_nothing(struct dlm_ls *ls)
 {
-	return ls->ls_rc_nothing && others_passed(ls, DLM_RS_NODES, true);
+	return ls->ls_rc_nothing && others_passed(ls, DLM_RS_NODES, said_nothing);
 }
 
 /* ------------------------------------------------------------------ */
@@ -459,7 +597,12 @@ static int step_start(struct dlm_ls *ls)
 			continue;
 		}
 		ls->ls_rec_rsbs[ls->ls_rec_nrsbs++] = r;
-		/* lookups in flight are answered by a stale directory */
+		/* lookups in flight are answered by a stale directory (and
+		 * their answers dropped: a partial rebuild drops the record
+		 * such an answer may have made, step_dir) */
+		r->res_flags &= ~RESF_RC_DROP;
+		if (r->res_flags & RESF_LOOKUP)
+			r->res_flags |= RESF_RC_DROP;
 		r->res_flags &= ~RESF_LOOKUP;
 		r->res_new_nodeid = 0;
 		if (r->res_nodeid && departed(ls, r->res_nodeid)) {
@@ -490,11 +633,80 @@ static int step_start(struct dlm_ls *ls)
 	return 0;
 }
 
-/* After the DIR barrier: forget the records no master confirmed. */
+/* After the DIR barrier: forget the records no master confirmed (a
+ * partial rebuild confirms only what moved, and dropped the rest that
+ * was wrong in step_dir). */
 static int sweep_dir(struct dlm_ls *ls)
 {
-	dlm_dir_sweep(ls);
+	if (!ls->ls_rc_partial)
+		dlm_dir_sweep(ls);
 	return 0;
+}
+
+/* Did r's directory node change with this event: was the one the last
+ * finished event's members chose for it one that departed?  Asked only
+ * in a partial rebuild, where the members are those less the departed:
+ * it did unless some member comes before every departed one (rendezvous,
+ * core/resource.c), which the first member tried mostly does, so this
+ * costs about one weight per departed node and one more, not one per
+ * member (at 1M resources, 16 nodes: 2M weights, not 16M). */
+static bool dir_moved(const struct dlm_ls *ls, const struct dlm_rsb *r)
+{
+	uint32_t hash = r->res_hnode.hn_hash, first;
+	unsigned int i;
+
+	if (!ls->ls_rc_ndeparted)
+		return false;
+	first = ls->ls_rc_departed[0];
+	for (i = 1; i < ls->ls_rc_ndeparted; i++)
+		if (dlm_dir_before(ls->ls_rc_departed[i], first, hash))
+			first = ls->ls_rc_departed[i];
+	for (i = 0; i < ls->ls_nmembers; i++)
+		if (dlm_dir_before(ls->ls_members[i], first, hash))
+			return false;
+	return true;
+}
+
+/* The members of the last finished event that are not ours. */
+static void find_departed(struct dlm_ls *ls)
+{
+	unsigned int i;
+
+	ls->ls_rc_ndeparted = 0;
+	for (i = 0; i < ls->ls_nprev_members &&
+		    ls->ls_rc_ndeparted < DLM_MAX_NODES; i++)
+		if (!dlm_ls_is_member(ls, ls->ls_prev_members[i]))
+			ls->ls_rc_departed[ls->ls_rc_ndeparted++] =
+				ls->ls_prev_members[i];
+}
+
+/* PARTIAL DIRECTORY: the REMOVEs held since the stop (sent in the last
+ * finished event, all here once the NODES barrier is passed: links are
+ * FIFO) are done now, not dropped at finish as stale: the directory
+ * they were sent to was not rebuilt. */
+static void held_removes(struct dlm_ls *ls)
+{
+	struct dlm_list *pos, *tmp;
+	unsigned int n = 0;
+
+	dlm_list_for_each_safe(pos, tmp, &ls->ls_held) {
+		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
+						      h_list);
+		struct dlm_msg m;
+
+		if (dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
+		    m.m_type != DLM_MSG_REMOVE || !m.m_keylen ||
+		    m.m_gen != ls->ls_generation)
+			continue;
+		dlm_dir_remove(ls, m.m_key, m.m_keylen,
+			       dlm_hash_bytes(m.m_key, m.m_keylen), m.m_from);
+		dlm_list_del(&h->h_list);
+		free(h);
+		n++;
+	}
+	if (n)
+		log_ls(ls, DLM_LOG_DEBUG, "recovery %u: %u REMOVEs held since "
+		       "the stop done", ls->ls_event, n);
 }
 
 /* The records for one directory node, sent as RC_DIR_ADDS when full
@@ -529,6 +741,22 @@ static void dir_batch_add(struct dlm_ls *ls, struct dir_batch *b,
 	b->db_len += 2 + r->res_keylen;
 }
 
+/* PARTIAL DIRECTORY: our lookup of r was in flight at the stop, its
+ * answer dropped: the record it may have made names us, who do not
+ * master r.  It goes (RC_DIR_DROP, or here if we direct r). */
+static void rc_dir_drop(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	uint32_t us = dlm_our_nodeid(ls);
+	uint32_t dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
+
+	r->res_flags &= ~RESF_RC_DROP;
+	if (dir == us)
+		dlm_dir_remove(ls, r->res_key, r->res_keylen,
+			       r->res_hnode.hn_hash, us);
+	else
+		send_key_msg(ls, DLM_RC_DIR_DROP, r, us, dir);
+}
+
 static int step_dir(struct dlm_ls *ls)
 {
 	uint32_t us = dlm_our_nodeid(ls);
@@ -538,6 +766,18 @@ static int step_dir(struct dlm_ls *ls)
 
 	/* a resource moved to us before the stop is ours to register */
 	dlm_remaster_recover(ls);
+
+	/* PARTIAL DIRECTORY: only what the departed took is rebuilt */
+	ls->ls_rc_partial = all_partial(ls);
+	if (ls->ls_rc_partial) {
+		log_ls(ls, DLM_LOG_DEBUG, "recovery %u: partial directory "
+		       "rebuild", ls->ls_event);
+		find_departed(ls);
+		if (!fault(ls, DLM_FAULT_PARTIAL_KEEP_DEAD))
+			dlm_dir_drop_departed(ls);
+		if (!fault(ls, DLM_FAULT_PARTIAL_KEEP_ORPHANS))
+			held_removes(ls);
+	}
 
 	/* one batch per member, by its place in ls_members (the directory
 	 * node of a hash is a member by its place too) */
@@ -551,8 +791,17 @@ static int step_dir(struct dlm_ls *ls)
 		unsigned int k;
 		uint32_t dir;
 
-		if (r->res_nodeid != us || r->res_parent)
+		if (r->res_parent)
 			continue;	/* children have no directory record */
+		if (r->res_nodeid != us) {
+			if ((r->res_flags & RESF_RC_DROP) && ls->ls_rc_partial &&
+			    !dir_moved(ls, r) &&
+			    !fault(ls, DLM_FAULT_PARTIAL_KEEP_ORPHANS))
+				rc_dir_drop(ls, r);
+			continue;
+		}
+		if (ls->ls_rc_partial && !dir_moved(ls, r))
+			continue;	/* its record is kept */
 		dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
 		if (dir == us) {
 			rv = dlm_dir_register(ls, r->res_key, r->res_keylen,
@@ -986,6 +1235,23 @@ int dlm_core_ls_stop(struct dlm_ls *ls)
 	return 0;
 }
 
+/* Is every member one of the last finished event's (no node joined)? */
+static bool members_subset(const struct dlm_ls *ls)
+{
+	unsigned int i, j;
+
+	if (!ls->ls_nprev_members)
+		return false;
+	for (i = 0; i < ls->ls_nmembers; i++) {
+		for (j = 0; j < ls->ls_nprev_members &&
+			    ls->ls_prev_members[j] != ls->ls_members[i]; j++)
+			;
+		if (j == ls->ls_nprev_members)
+			return false;
+	}
+	return true;
+}
+
 int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
 		      const uint32_t *members, unsigned int nmembers)
 {
@@ -1007,7 +1273,19 @@ int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
 		free(old);
 		return rv;
 	}
-	free(old);
+	/* PARTIAL DIRECTORY: our vote.  The members before are those of
+	 * the last finished event only if nothing started since. */
+	if (ls->ls_rc_clean) {
+		free(ls->ls_prev_members);
+		ls->ls_prev_members = old;
+		ls->ls_nprev_members = nold;
+	} else {
+		free(old);
+	}
+	ls->ls_rc_vote = ls->ls_rc_clean && !dlm_remaster_on(ls) &&
+			 !ls->ls_rm_seen && members_subset(ls);
+	ls->ls_rc_clean = false;
+	ls->ls_rc_partial = false;
 	ls->ls_event = event;
 	ls->ls_rc_error = 0;
 	set_state(ls, DLM_LS_RECOVERING);
@@ -1028,6 +1306,9 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 	set_state(ls, DLM_LS_RUNNING);
 	set_rstep(ls, DLM_RS_NONE);
 	ls->ls_generation = event;
+	ls->ls_rc_clean = true;
+	if (!ls->ls_rc_partial)
+		ls->ls_rm_seen = false;	/* repaired by the full rebuild */
 
 	/* what arrived while we were stopped, in arrival order */
 	dlm_held_replay(ls, &ls->ls_held, dlm_dispatch_msg);
@@ -1266,13 +1547,18 @@ static int receive_rc_status(struct dlm_ls *ls, const struct dlm_msg *m)
 		st->rs_event = m->m_gen;
 		st->rs_step = (uint32_t)m->m_status;
 		st->rs_nothing = false;
+		st->rs_partial = false;
 	} else if (m->m_gen == st->rs_event &&
 		   (uint32_t)m->m_status > st->rs_step) {
 		st->rs_step = (uint32_t)m->m_status;
 	}
 	/* the sender's word on its masters to recover (QUIET STEPS) */
-	if (m->m_gen == st->rs_event && m->m_status == DLM_RS_NODES)
+	if (m->m_gen == st->rs_event && m->m_status == DLM_RS_NODES) {
 		st->rs_nothing = m->m_flags & DLM_MF_RC_NOTHING;
+		st->rs_partial = m->m_flags & DLM_MF_RC_PARTIAL;
+		st->rs_pgen = m->m_remid;
+		st->rs_pmhash = m->m_lkid;
+	}
 	recover_run(ls);
 	return 0;
 }
@@ -1298,6 +1584,15 @@ static int receive_rc_dir_adds(struct dlm_ls *ls, const struct dlm_msg *m)
 		if (rv)
 			return rv;
 	}
+	return 0;
+}
+
+/* RC_DIR_DROP: m_nodeid's lookup of m_key was answered after it
+ * stopped; the record, if it names m_nodeid, goes (PARTIAL DIRECTORY). */
+static int receive_rc_dir_drop(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	dlm_dir_remove(ls, m->m_key, m->m_keylen,
+		       dlm_hash_bytes(m->m_key, m->m_keylen), m->m_nodeid);
 	return 0;
 }
 
@@ -1374,6 +1669,7 @@ static const struct rc_handler {
 	RC(DLM_RC_LOCK)         = { receive_rc_lock,         RC_KEY,       ANY_STEP,               NULL },
 	RC(DLM_RC_LOCK_REPLY)   = { receive_rc_lock_reply,   0,            DLM_RS_LOCKS_PENDING,   NULL },
 	RC(DLM_RC_DIR_ADDS)     = { receive_rc_dir_adds,     RC_KEY,       ANY_STEP,               NULL },
+	RC(DLM_RC_DIR_DROP)     = { receive_rc_dir_drop,     RC_KEY,       ANY_STEP,               NULL },
 #undef RC
 };
 

@@ -1037,6 +1037,9 @@ int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 {
 	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
 
+	/* a move's halves may reach the directory and the new master apart:
+	 * only a full rebuild repairs that (recover.c, PARTIAL DIRECTORY) */
+	ls->ls_rm_seen = true;
 	if (m->m_gen != ls->ls_generation) {
 		/* from before a recovery: the MIGRATE was installed at its
 		 * directory step (it cannot be otherwise), the directory

@@ -19,12 +19,24 @@
  * depth.  Two paths share a key only if BLAKE2b-256 collides.  The zero
  * first byte (DLM_KEY_DIGEST_MARK) never starts a path key.
  *
- * Directory.  The key's hash picks the directory node among the sorted
- * lockspace members (hash modulo member count).  The directory node keeps
- * a record key -> master for every root resource mastered anywhere; the
- * first node to look a key up becomes its master.  When a master drops an
- * unused resource it tells the directory node (REMOVE), which forgets the
- * record only if that node is still the recorded master.
+ * Directory.  The key's hash picks the directory node among the
+ * lockspace members by rendezvous (highest random weight) hashing: each
+ * member weighs the name, (hash, node id) mixed, and the heaviest
+ * directs it (dlm_dir_nodeid; issue 18).  Every node computes
+ * the same choice from the member list alone, one weight per member.  What it gives: a member that leaves moves exactly the names
+ * it directed, each to the next heaviest of the rest, and no other name
+ * (the others' weights do not change, so their heaviest is still
+ * there); a member that joins takes exactly the names it now outweighs
+ * everybody for.  Hash modulo member count, before, moved nearly every
+ * name at every change, so a recovery had to rebuild the whole
+ * directory; with this one a death rebuilds only the departed node's
+ * share (core/recover.c, PARTIAL DIRECTORY).  Two members that weigh a
+ * name the same are ordered by node id, the same way everywhere.
+ * The directory node keeps a record key -> master for every root
+ * resource mastered anywhere; the first node to look a key up becomes
+ * its master.  When a master drops an unused resource it tells the
+ * directory node (REMOVE), which forgets the record only if that node
+ * is still the recorded master.
  *
  * Sub-resources are mastered with their parent (issue 18).  A child
  * resource has no directory record and is never looked up: its master is
@@ -117,14 +129,46 @@
 #define LKB_CACHE_MAX	1024
 #define QWAIT_CACHE_MAX	1024
 
-/* The directory node of a name picks from the hash's bits above those
- * that choose the resource table's bucket (core/htab.c masks the low
- * ones), so that a node's share of names is spread over its buckets. */
-#define DIR_HASH_SHIFT	8
+/* The rendezvous placement of the directory ("Directory" above): each
+ * member weighs the name, (node id, hash) mixed (dlm_hash_u64), and the
+ * heaviest directs it; of two that weigh it the same, the higher node
+ * id.  That is a total order on the members for each name, so removing
+ * any but the first leaves the first first. */
+static uint32_t dir_weight(uint32_t node, uint32_t hash)
+{
+	return dlm_hash_u64(((uint64_t)node << 32) | hash);
+}
+
+static bool dir_heavier(uint32_t wa, uint32_t a, uint32_t wb, uint32_t b)
+{
+	return wa > wb || (wa == wb && a > b);
+}
+
+/* Does node a come before node b for hash? */
+bool dlm_dir_before(uint32_t a, uint32_t b, uint32_t hash)
+{
+	return dir_heavier(dir_weight(a, hash), a, dir_weight(b, hash), b);
+}
+
+uint32_t dlm_dir_nodeid_of(const uint32_t *members, unsigned int n,
+			   uint32_t hash)
+{
+	uint32_t dir = 0, best = 0, w;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		w = dir_weight(members[i], hash);
+		if (!i || dir_heavier(w, members[i], best, dir)) {
+			best = w;
+			dir = members[i];
+		}
+	}
+	return dir;
+}
 
 uint32_t dlm_dir_nodeid(const struct dlm_ls *ls, uint32_t hash)
 {
-	return ls->ls_members[(hash >> DIR_HASH_SHIFT) % ls->ls_nmembers];
+	return dlm_dir_nodeid_of(ls->ls_members, ls->ls_nmembers, hash);
 }
 
 /* ---------------------------------------------------------------- keys */
@@ -859,6 +903,24 @@ void dlm_dir_sweep(struct dlm_ls *ls)
 	dlm_htab_sweep(&ls->ls_dirtbl, unconfirmed, &ls->ls_event);
 	if (ls->ls_ndirself)
 		dlm_htab_walk(&ls->ls_rsbtbl, unconfirmed_self, ls);
+}
+
+/* A record naming a master that is no longer a member goes. */
+static bool departed_master(void *arg, struct dlm_hnode *n)
+{
+	struct dlm_dirent *de = dlm_container_of(n, struct dlm_dirent, de_hnode);
+
+	if (dlm_ls_is_member(arg, de->de_master))
+		return false;
+	free(de);
+	return true;
+}
+
+/* Recovery, a partial rebuild (recover.c, PARTIAL DIRECTORY): forget
+ * the records of departed masters.  The records that are rsbs name us. */
+void dlm_dir_drop_departed(struct dlm_ls *ls)
+{
+	dlm_htab_sweep(&ls->ls_dirtbl, departed_master, ls);
 }
 
 /* -------------------------------------------------------------- owners */

@@ -43,6 +43,7 @@ static const char *const type_names[DLM_MSG_MAX + 1] = {
 	[DLM_RC_STATUS] = "rc_status",
 	[DLM_RC_DIR_ADD] = "rc_dir_add",
 	[DLM_RC_DIR_ADDS] = "rc_dir_adds",
+	[DLM_RC_DIR_DROP] = "rc_dir_drop",
 	[DLM_RC_LOOKUP] = "rc_lookup",
 	[DLM_RC_LOOKUP_REPLY] = "rc_lookup_reply",
 	[DLM_RC_LOCK] = "rc_lock",
@@ -255,6 +256,9 @@ int dlm_msg_decode(const void *buf, size_t len, struct dlm_msg *m,
 	if ((m->m_type == DLM_MSG_MIGRATE || m->m_type == DLM_MSG_DIR_MOVE) &&
 	    (!m->m_keylen || m->m_pkeylen || !m->m_nodeid))
 		FAIL(-EBADMSG, "remastering message without key or node");
+	if (m->m_type == DLM_RC_DIR_DROP &&
+	    (!m->m_keylen || m->m_pkeylen || m->m_lvblen || !m->m_nodeid))
+		FAIL(-EBADMSG, "directory drop without key or node");
 	if (m->m_type == DLM_MSG_MIGRATE && m->m_lvblen != DLM_LVB_LEN)
 		FAIL(-EBADMSG, "migrate without the resource's LVB");
 	if (m->m_type >= DLM_MSG_MIGRATE_LOCK &&

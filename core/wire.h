@@ -58,7 +58,13 @@
  * and RC_DIR_ADDS (below): a version-4 engine would keep its locks
  * pointing at the old master, and would drop RC_DIR_ADDS as an unknown
  * type, rebuild its directory without those records and then give a
- * name a second master.
+ * name a second master.  Version 6 placed the directory by rendezvous
+ * hashing (core/resource.c, "Directory") instead of hash modulo member
+ * count, and added RC_DIR_DROP and the partial directory rebuild's vote
+ * in RC_STATUS (DLM_MF_RC_PARTIAL, m_remid: the sender's last finished
+ * event, m_lkid: its members hashed; core/recover.c, PARTIAL
+ * DIRECTORY): a version-5 engine would look names up at other
+ * directory nodes, so one name could get two masters.
  * A message of another version is dropped and logged (-EPROTO).
  *
  * RC_DIR_ADDS.  A recovery's directory rebuild registers every root
@@ -94,7 +100,7 @@
 #include "core/core.h"
 
 #define DLM_WIRE_MAGIC		0x574d4c44u	/* "DLMW" little-endian */
-#define DLM_WIRE_VERSION	5
+#define DLM_WIRE_VERSION	6
 #define DLM_WIRE_HDR_LEN	24
 #define DLM_WIRE_FIXED_LEN	128
 /* A resource key is at most DLM_MAX_KEYLEN bytes (core/core.h); a
@@ -164,7 +170,9 @@ enum dlm_msg_type {
 	DLM_RC_LOCK_REPLY = 37,
 	DLM_RC_DIR_ADDS = 38,		/* directory records: a list of keys
 					 * -> m_nodeid (RC_DIR_ADDS above) */
-	DLM_MSG_MAX = 38,
+	DLM_RC_DIR_DROP = 39,		/* forget key's record if it names
+					 * m_nodeid (core/recover.c) */
+	DLM_MSG_MAX = 39,
 };
 
 /* A deadlock probe travels at most this many hops (core/deadlock.c). */
@@ -184,6 +192,12 @@ static inline int dlm_msg_is_recovery(int type)
 					 * has no resource whose master
 					 * departed (core/recover.c, QUIET
 					 * STEPS) */
+#define DLM_MF_RC_PARTIAL	0x20	/* RC_STATUS of step nodes: the sender
+					 * may rebuild only the directory that
+					 * moved; m_remid its last finished
+					 * event, m_lkid a hash of that event's
+					 * members (core/recover.c, PARTIAL
+					 * DIRECTORY) */
 
 /* A decoded message.  key and lvb point into the received buffer. */
 struct dlm_msg {

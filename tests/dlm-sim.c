@@ -1988,6 +1988,8 @@ static const struct {
 	{ "remaster-any-owner", DLM_FAULT_REMASTER_ANY_OWNER },
 	{ "remaster-skip-repoint", DLM_FAULT_REMASTER_SKIP_REPOINT },
 	{ "remaster-early-grant", DLM_FAULT_REMASTER_EARLY_GRANT },
+	{ "partial-keep-dead", DLM_FAULT_PARTIAL_KEEP_DEAD },
+	{ "partial-keep-orphans", DLM_FAULT_PARTIAL_KEEP_ORPHANS },
 };
 
 static const struct {
@@ -2200,7 +2202,8 @@ static void usage(FILE *out)
 		"                remaster-no-freeze, remaster-any-owner; with\n"
 		"                --repoint: remaster-skip-repoint,\n"
 		"                remaster-early-grant; with\n"
-		"                --faults: skip-purge, skip-resend, keep-dead-master;\n"
+		"                --faults: skip-purge, skip-resend, keep-dead-master,\n"
+		"                partial-keep-dead, partial-keep-orphans;\n"
 		"                no-fence-wait breaks the glue: recovery starts before\n"
 		"                a daemon-only death is fenced\n"
 		"                forget-purged breaks the model: a purged lock\n"

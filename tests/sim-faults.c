@@ -466,7 +466,10 @@ static int node_joins(struct sim *sim, int node)
 	n->n_event = 0;
 	n->n_ncmds = 0;
 	sim->members |= node_bit(node);
-	nm = members_array(sim->members, members);
+	/* with itself alone, as dlmd does: the recovery that lets it in
+	 * gives it the members (core.h dlm_core_ls_create) */
+	members[0] = n->n_id;
+	nm = 1;
 	for (ls = 0; ls < sim->nls; ls++) {
 		n->n_done[ls] = 0;
 		n->n_ran_prev[ls] = false;

@@ -182,6 +182,18 @@ static void test_bad_messages(void **state)
 	cluster_free(c);
 }
 
+/* A recovery message of 'type' naming 'nodeid', with 'key' (a key or a
+ * key list), no LVB, modes IV: for the decoder tests below. */
+static void rc_key_msg(struct dlm_msg *m, int type, uint32_t nodeid,
+		       const unsigned char *key, unsigned int keylen)
+{
+	dlm_msg_init(m, type);
+	m->m_grmode = m->m_rqmode = m->m_bastmode = DLM_LOCK_IV;
+	m->m_nodeid = nodeid;
+	m->m_key = key;
+	m->m_keylen = (uint16_t)keylen;
+}
+
 /* Tables grow and shrink: 100k locks on 100k resources and back. */
 /* RC_DIR_ADDS (core/wire.h): a list of keys round-trips and is walked
  * record by record; a list that does not parse is refused whole. */
@@ -196,11 +208,7 @@ static void test_dir_adds_wire(void **state)
 	int len;
 
 	(void)state;
-	dlm_msg_init(&m, DLM_RC_DIR_ADDS);
-	m.m_grmode = m.m_rqmode = m.m_bastmode = DLM_LOCK_IV;
-	m.m_nodeid = 2;
-	m.m_key = list;
-	m.m_keylen = sizeof(list) - 1;
+	rc_key_msg(&m, DLM_RC_DIR_ADDS, 2, list, sizeof(list) - 1);
 	len = dlm_msg_encode(&m, buf, sizeof(buf));
 	assert_int_equal(len, DLM_WIRE_FIXED_LEN + sizeof(list) - 1);
 	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), 0);
@@ -244,6 +252,77 @@ static void test_dir_adds_wire(void **state)
 	m.m_lvblen = 0;
 	m.m_keylen = DLM_WIRE_LIST_MAX + 1;
 	assert_int_equal(dlm_msg_encode(&m, buf, sizeof(buf)), -EINVAL);
+}
+
+/* RC_DIR_DROP (core/wire.h): a key and the node whose record goes;
+ * refused without either, or with a parent key or an LVB. */
+static void test_dir_drop_wire(void **state)
+{
+	unsigned char buf[DLM_WIRE_MAX_LEN];
+	struct dlm_msg m, d;
+	int len;
+
+	(void)state;
+	rc_key_msg(&m, DLM_RC_DIR_DROP, 3, (const unsigned char *)"\x01k", 2);
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), 0);
+	assert_int_equal(d.m_type, DLM_RC_DIR_DROP);
+	assert_int_equal(d.m_nodeid, 3);
+	assert_memory_equal(d.m_key, "\x01k", 2);
+	m.m_nodeid = 0;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), -EBADMSG);
+	m.m_nodeid = 3;
+	m.m_keylen = 0;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), -EBADMSG);
+	m.m_keylen = 2;
+	m.m_pkey = (const unsigned char *)"\x01p";
+	m.m_pkeylen = 2;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), -EBADMSG);
+	m.m_pkey = NULL;
+	m.m_pkeylen = 0;
+	m.m_lvb = "0123456789abcdef0123456789abcdef";
+	m.m_lvblen = DLM_LVB_LEN;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), -EBADMSG);
+}
+
+/* Rendezvous placement (core/resource.c, "Directory"): over 16 members
+ * each directs about 1/16 of 64k hashes; when one leaves, only its
+ * hashes move (each to some other member); when one joins, only hashes
+ * that now go to it move. */
+static void test_dir_placement(void **state)
+{
+	uint32_t all[17], less[16], count[18] = { 0 };
+	uint32_t h, i, moved = 0, joined = 0;
+
+	(void)state;
+	for (i = 0; i < 17; i++)
+		all[i] = i + 1;		/* nodes 1..17 */
+	for (i = 0; i < 16; i++)
+		less[i] = i < 6 ? i + 1 : i + 2;	/* without node 7 */
+	for (h = 0; h < 65536; h++) {
+		uint32_t hash = h * 2654435761u;
+		uint32_t d16 = dlm_dir_nodeid_of(all, 16, hash);
+		uint32_t d15 = dlm_dir_nodeid_of(less, 15, hash);
+		uint32_t d17 = dlm_dir_nodeid_of(all, 17, hash);
+
+		count[d16]++;
+		if (d16 != 7)
+			assert_int_equal(d15, d16);
+		else
+			moved++, assert_int_not_equal(d15, 7);
+		if (d17 != d16)
+			joined++, assert_int_equal(d17, 17);
+	}
+	for (i = 1; i <= 16; i++) {
+		assert_true(count[i] > 65536 / 16 * 9 / 10);
+		assert_true(count[i] < 65536 / 16 * 11 / 10);
+	}
+	assert_int_equal(moved, count[7]);
+	assert_true(joined > 65536 / 17 * 9 / 10 && joined < 65536 / 17 * 11 / 10);
 }
 
 static void test_growth(void **state)
@@ -550,6 +629,8 @@ int main(void)
 		cmocka_unit_test(test_stale_master),
 		cmocka_unit_test(test_bad_messages),
 		cmocka_unit_test(test_dir_adds_wire),
+		cmocka_unit_test(test_dir_drop_wire),
+		cmocka_unit_test(test_dir_placement),
 		cmocka_unit_test(test_growth),
 		cmocka_unit_test(test_fresh_children),
 		cmocka_unit_test(test_child_creators),

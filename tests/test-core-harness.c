@@ -13,8 +13,18 @@ static void h_send(void *ctx, uint32_t to, const void *buf, size_t len)
 	struct qmsg *m;
 	struct dlm_msg dm;
 
-	if (!dlm_msg_decode(buf, len, &dm, NULL) && dm.m_type <= DLM_MSG_MAX)
+	if (!dlm_msg_decode(buf, len, &dm, NULL) && dm.m_type <= DLM_MSG_MAX) {
+		const unsigned char *key;
+		unsigned int off = 0, keylen;
+
 		c->sent[dm.m_type]++;
+		if (dm.m_type == DLM_RC_DIR_ADD)
+			c->dir_records++;
+		while (dm.m_type == DLM_RC_DIR_ADDS &&
+		       dlm_key_list_next(dm.m_key, dm.m_keylen, &off, &key,
+					 &keylen))
+			c->dir_records++;
+	}
 	assert_true(c->qtail - c->qhead < MAXQ);
 	m = &c->q[c->qtail++ % MAXQ];
 	m->from = (uint32_t)nc->node;

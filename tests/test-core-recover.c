@@ -6,6 +6,7 @@
  */
 
 #include "tests/test-core.h"
+#include "core/core_internal.h"
 
 /* Allocation failures on demand: the engine's malloc() calls come here
  * (linked with -Wl,--wrap=malloc); the one 'malloc_countdown' calls
@@ -430,7 +431,10 @@ static void test_recover_enomem(void **state)
 	(void)state;
 	x = lock_on(c, 3, 3, "R", DLM_LOCK_PR, 0, 0, NULL);
 	drain(c);
+	/* (one after the other: which request reaches the master first
+	 * depends on where R's directory is) */
 	a = lock_on(c, 1, 1, "R", DLM_LOCK_PR, 0, 0, NULL);
+	drain(c);
 	b = lock_on(c, 2, 2, "R", DLM_LOCK_EX, 0, 0, NULL);
 	drain(c);
 	assert_status(c, 1, a, 0);
@@ -609,6 +613,189 @@ static void test_recover_abort_dedupe(void **state)
 	cluster_free(c);
 }
 
+/* PARTIAL DIRECTORY (core/recover.c): 7 nodes, each the master of 60
+ * names of its own; node 7 dies.  Only the names whose directory node
+ * was node 7 are registered again (a survivor keeps the records it
+ * directs: rendezvous placement moves no other name), about 1/7 of the
+ * full rebuild's; the records naming node 7 go.  Then every name is
+ * still where its master is: another node's NOQUEUE EX on it is refused
+ * (a lost record would make that node a second master, and grant it),
+ * and node 7's names get new masters. */
+#define PD_NAMES	60
+static void test_recover_partial_dir(void **state)
+{
+	struct cluster *c = cluster_new(7, 100000);
+	uint32_t before[7] = { 1, 2, 3, 4, 5, 6, 7 };
+	unsigned long want = 0, full = 0;
+	unsigned char key[16];
+	char name[16];
+	int n, i, other;
+	uint32_t lk;
+
+	(void)state;
+	for (n = 1; n <= 7; n++) {
+		for (i = 0; i < PD_NAMES; i++) {
+			uint32_t hash, olddir, newdir;
+
+			snprintf(name, sizeof(name), "n%d-%d", n, i);
+			lk = lock_on(c, n, (uint64_t)n, name, DLM_LOCK_EX, 0, 0,
+				     NULL);
+			drain(c);
+			assert_status(c, n, lk, 0);
+			if (n == 7)
+				continue;
+			key[0] = (unsigned char)strlen(name);
+			memcpy(key + 1, name, key[0]);
+			hash = dlm_hash_bytes(key, key[0] + 1u);
+			olddir = dlm_dir_nodeid_of(before, 7, hash);
+			newdir = dlm_dir_nodeid_of(before, 6, hash);
+			/* a survivor that directs what it masters registers
+			 * it without a message */
+			if (newdir != (uint32_t)n) {
+				full++;
+				if (olddir == 7)
+					want++;
+			}
+			/* rendezvous: only node 7's names move */
+			if (olddir != 7)
+				assert_int_equal(newdir, olddir);
+		}
+	}
+	assert_true(want > 0);
+	recover_all(c, 1);	/* a first recovery, as a join runs */
+	c->dir_records = 0;
+	c->dead[7] = 1;
+	recover_all(c, 2);
+	if (getenv("TEST_CORE_VERBOSE"))
+		fprintf(stderr, "partial: %lu records sent (full: %lu)\n",
+			c->dir_records, full);
+	assert_int_equal(c->dir_records, want);
+	assert_true(c->dir_records * 3 < full);
+	/* every survivor's name is held by its master: a NOQUEUE EX from
+	 * another node is refused */
+	for (n = 1; n <= 6; n++) {
+		other = n % 6 + 1;
+		for (i = 0; i < PD_NAMES; i++) {
+			snprintf(name, sizeof(name), "n%d-%d", n, i);
+			lk = lock_on(c, other, 100 + (uint64_t)other, name,
+				     DLM_LOCK_EX, DLM_LKF_NOQUEUE, 0, NULL);
+			drain(c);
+			assert_status(c, other, lk, -EAGAIN);
+		}
+	}
+	/* node 7's names: free, one master each */
+	for (i = 0; i < PD_NAMES; i++) {
+		snprintf(name, sizeof(name), "n7-%d", i);
+		lk = lock_on(c, 1 + i % 6, 200, name, DLM_LOCK_EX, 0, 0, NULL);
+		drain(c);
+		assert_status(c, 1 + i % 6, lk, 0);
+		lk = lock_on(c, 1 + (i + 1) % 6, 201, name, DLM_LOCK_EX,
+			     DLM_LKF_NOQUEUE, 0, NULL);
+		drain(c);
+		assert_status(c, 1 + (i + 1) % 6, lk, -EAGAIN);
+	}
+	assert_verified(c);
+	cluster_free(c);
+}
+
+/* A name "pd<i>" whose directory node among nodes 1..4 is 'dir' (and
+ * stays so without node 4: rendezvous), into name. */
+static void name_directed_by(uint32_t dir, char *name, size_t len)
+{
+	uint32_t members[4] = { 1, 2, 3, 4 };
+	unsigned char key[16];
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		snprintf(name, len, "pd%d", i);
+		key[0] = (unsigned char)strlen(name);
+		memcpy(key + 1, name, key[0]);
+		if (dlm_dir_nodeid_of(members, 4, dlm_hash_bytes(key, key[0] + 1u)) ==
+		    dir)
+			return;
+	}
+	fail();
+}
+
+static uint64_t dir_entries(struct cluster *c, int node)
+{
+	struct dlm_ls_stats st;
+
+	dlm_core_ls_stats(c->ls[node], &st);
+	return st.ls_dir_entries;
+}
+
+/* PARTIAL DIRECTORY: node 1 drops the resource it masters and sends its
+ * REMOVE to the directory node, node 2, which stops before taking it;
+ * node 4 dies.  Node 2's record of node 1 is not rebuilt, so the held
+ * REMOVE is done at the directory step, not dropped at finish as stale:
+ * else the record would name node 1 for ever, and node 3's request,
+ * told to go to node 1, would be refused and looked up again without
+ * end. */
+static void test_recover_partial_held_remove(void **state)
+{
+	struct cluster *c = cluster_new(4, 10);
+	char name[16];
+	uint32_t a, b;
+
+	(void)state;
+	recover_all(c, 1);	/* a first recovery, as a join runs */
+	name_directed_by(2, name, sizeof(name));
+	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	assert_int_equal(dir_entries(c, 2), 1);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	drain(c);
+	dlm_core_tick(c->core[1], 1000);	/* tossed: REMOVE to node 2 */
+	assert_true(c->qhead != c->qtail);
+	c->dead[4] = 1;
+	stop_all(c);
+	start_all(c, 2);
+	drain(c);
+	assert_int_equal(dir_entries(c, 2), 0);
+	finish_all(c, 2);
+	b = lock_on(c, 3, 3, name, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 3, b, 0);
+	assert_dump_has(c, 3, "master 3");
+	cluster_free(c);
+}
+
+/* PARTIAL DIRECTORY: node 1's lookup reaches the directory node, node 2,
+ * which records node 1 as the master; the answer comes after the stop
+ * and is dropped.  Node 4 dies.  Node 1 has node 2 drop that record
+ * (RC_DIR_DROP) before the directory is asked again: else, had node 1
+ * given up its request meanwhile, the record would name a master that
+ * masters nothing. */
+static void test_recover_partial_lost_lookup(void **state)
+{
+	struct cluster *c = cluster_new(4, 100);
+	char name[16];
+	uint32_t a;
+
+	(void)state;
+	recover_all(c, 1);	/* a first recovery, as a join runs */
+	name_directed_by(2, name, sizeof(name));
+	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	deliver_only(c, 1, 2);		/* the lookup; its answer waits */
+	assert_int_equal(dir_entries(c, 2), 1);
+	c->dead[4] = 1;
+	stop_all(c);
+	memset(c->sent, 0, sizeof(c->sent));
+	start_all(c, 2);
+	drain(c);
+	assert_int_equal(c->sent[DLM_RC_DIR_DROP], 1);
+	assert_int_equal(dir_entries(c, 2), 0);
+	/* node 1 looks up again at finish and masters it */
+	finish_all(c, 2);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	assert_int_equal(dir_entries(c, 2), 1);
+	assert_dump_has(c, 1, "master 1");
+	cluster_free(c);
+}
+
 /* A recovery aborted half way by a newer event, then a node joining. */
 static void test_recover_abort_and_join(void **state)
 {
@@ -678,6 +865,9 @@ int main(void)
 		cmocka_unit_test(test_lazy_ranges_out_of_memory),
 		cmocka_unit_test(test_recover_master_dies),
 		cmocka_unit_test(test_recover_quiet_steps),
+		cmocka_unit_test(test_recover_partial_dir),
+		cmocka_unit_test(test_recover_partial_held_remove),
+		cmocka_unit_test(test_recover_partial_lost_lookup),
 		cmocka_unit_test(test_recover_enomem),
 		cmocka_unit_test(test_recover_token),
 		cmocka_unit_test(test_forged_clock),

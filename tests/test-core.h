@@ -54,6 +54,7 @@ struct cluster {
 	int failed_error[MAXN + 1];
 	int dead[MAXN + 1];
 	unsigned long sent[DLM_MSG_MAX + 1];	/* messages sent, by type */
+	unsigned long dir_records;	/* keys in RC_DIR_ADD(S) sent */
 };
 
 struct nodectx {
