@@ -717,24 +717,6 @@ static int ctl_accept(int32_t fd, int32_t revents, void *data)
 	return 0;
 }
 
-/*
- * Bind fd to the unix socket path sa names, the socket file made with
- * 'mode' by the umask of the call (then restored; the daemon is one
- * thread).  Nothing is done to the path once it exists: whoever may write
- * its directory could swap the new socket for a symlink before a chmod or
- * chown of the path, which would follow it, as root, to any file
- * (tests/test-socket-paths.sh).  -errno.
- */
-int dlmd_bind_unix(int fd, const struct sockaddr *sa, socklen_t len, mode_t mode)
-{
-	mode_t old_umask = umask(~mode & 0777);
-	int rv = bind(fd, sa, len);
-
-	rv = rv < 0 ? -errno : 0;
-	umask(old_umask);
-	return rv;
-}
-
 int dlmd_ctl_listen(struct dlmd *d)
 {
 	const char *path = d->d_cfg.cf_ctl_socket_path;
