@@ -238,6 +238,11 @@ uint32_t dlm_core_nodeid(const struct dlm_core *core);
  * resources that have been unused for toss_ms. */
 void dlm_core_tick(struct dlm_core *core, uint64_t now_ms);
 void dlm_core_set_fault(struct dlm_core *core, enum dlm_core_fault fault);
+/* Tests only, never the daemon: fail(arg) is asked before each allocation
+ * this engine makes; non-zero makes it fail as if memory ran out (see
+ * core/alloc.c).  fail NULL (the default): no allocation fails on purpose. */
+void dlm_core_set_alloc_hook(struct dlm_core *core, int (*fail)(void *arg),
+			     void *arg);
 
 /* ---------------------------------------------------------------------
  * Lockspaces

@@ -368,10 +368,17 @@ struct dlm_core {
 	uint64_t		core_now;
 	uint64_t		core_ticks;	/* dlm_core_tick() calls (remaster.c) */
 	enum dlm_core_fault	core_fault;
+	int			(*core_alloc_fail)(void *arg);	/* tests only (alloc.c) */
+	void			*core_alloc_arg;
 	struct dlm_list		core_lockspaces;
 	struct dlm_objcache	core_lkbs;	/* free lkbs */
 	struct dlm_objcache	core_qwaits;	/* free wait records */
 };
+
+/* alloc.c: every allocation of a running engine, so a test can fail it */
+void *dlm_malloc(struct dlm_core *core, size_t size);
+void *dlm_calloc(struct dlm_core *core, size_t n, size_t size);
+void *dlm_realloc(struct dlm_core *core, void *p, size_t size);
 
 /* ls.c */
 void dlm_core_log(struct dlm_core *core, enum dlm_log_level level,
@@ -382,7 +389,8 @@ bool dlm_ls_is_member(const struct dlm_ls *ls, uint32_t nodeid);
 int dlm_ls_set_members(struct dlm_ls *ls, const uint32_t *members,
 		       unsigned int n);
 int dlm_dispatch_msg(struct dlm_ls *ls, const struct dlm_msg *m);
-int dlm_held_add(struct dlm_list *q, uint32_t from, const void *buf, size_t len);
+int dlm_held_add(struct dlm_ls *ls, struct dlm_list *q, uint32_t from,
+		 const void *buf, size_t len);
 void dlm_held_replay(struct dlm_ls *ls, struct dlm_list *q,
 		     int (*handle)(struct dlm_ls *ls, const struct dlm_msg *m));
 void dlm_held_drop(struct dlm_list *q, const struct dlm_ls *ls,
@@ -405,14 +413,15 @@ bool dlm_key_is_child(const unsigned char *pkey, unsigned int pkeylen,
 bool dlm_rsb_unused(const struct dlm_rsb *r);
 void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all);
 
-void *dlm_objcache_take(struct dlm_objcache *oc, size_t size);
+void *dlm_objcache_take(struct dlm_core *core, struct dlm_objcache *oc,
+			size_t size);
 void dlm_objcache_give(struct dlm_objcache *oc, void *p, unsigned int max);
 void dlm_objcache_drain(struct dlm_objcache *oc);
 struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id);
 struct dlm_idblock *dlm_idblock_find(const struct dlm_ls *ls, uint32_t id);
 struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id);
 void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb);
-bool dlm_lkb_set_range(struct dlm_lkb *lkb, int which,
+bool dlm_lkb_set_range(struct dlm_ls *ls, struct dlm_lkb *lkb, int which,
 		       const struct dlm_range *range);
 struct dlm_lkb_wait *dlm_lkb_qwait_get(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_lkb_qwait_put(struct dlm_ls *ls, struct dlm_lkb *lkb);
@@ -441,7 +450,7 @@ void dlm_owner_put(struct dlm_ls *ls, struct dlm_owner *ow);
  * then treat the value as lost, the way the DLM treats any value it
  * cannot vouch for: flagged not valid (VALNOTVALID), never invented. */
 extern const char dlm_lvb_zero[DLM_LVB_LEN];
-bool dlm_lvb_store(char **slot, const char *src);
+bool dlm_lvb_store(struct dlm_ls *ls, char **slot, const char *src);
 
 static inline const char *dlm_lkb_lvb(const struct dlm_lkb *lkb)
 {
@@ -547,7 +556,7 @@ static inline bool dlm_range_is_whole(const struct dlm_range *r)
 }
 
 /* A lock's ranges: most locks cover the whole resource and keep no
- * range record.  dlm_lkb_set_range(lkb, DLM_LKB_GR or DLM_LKB_RQ, range)
+ * range record.  dlm_lkb_set_range(ls, lkb, DLM_LKB_GR or DLM_LKB_RQ, range)
  * allocates the record when a range is not the whole resource; it fails
  * (false) only for want of memory, and never when the record is there
  * already (a range copied from the lock's own other range). */

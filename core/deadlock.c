@@ -317,7 +317,8 @@ static void push(struct walk *w, enum hop_kind kind, uint32_t lkid)
 		return;
 	if (w->w_n == w->w_cap) {
 		size_t cap = w->w_cap ? 2 * w->w_cap : 16;
-		struct hop *q = realloc(w->w_q, cap * sizeof(*q));
+		struct hop *q = dlm_realloc(w->w_ls->ls_core, w->w_q,
+					    cap * sizeof(*q));
 
 		if (!q) {
 			log_ls(w->w_ls, DLM_LOG_WARNING, "deadlock probe dropped: "

@@ -235,7 +235,7 @@ static void set_grmode(struct dlm_rsb *r, struct dlm_lkb *lkb, int mode,
 		count_held(r, lkb, -1);
 	lkb->lkb_grmode = (int8_t)mode;
 	/* range is the lock's own: its record is there if it is partial */
-	(void)dlm_lkb_set_range(lkb, DLM_LKB_GR, range);
+	(void)dlm_lkb_set_range(r->res_ls, lkb, DLM_LKB_GR, range);
 	if (held)
 		count_held(r, lkb, 1);
 }
@@ -355,10 +355,10 @@ static struct dlm_lkb *conversion_deadlock(struct dlm_rsb *r,
 		n++;
 	if (n < 2)
 		return NULL;
-	q = malloc(n * sizeof(*q));
-	stack = malloc((n + 1) * sizeof(*stack));
-	fwd = calloc(n, sizeof(*fwd));
-	bwd = calloc(n, sizeof(*bwd));
+	q = dlm_malloc(ls->ls_core, n * sizeof(*q));
+	stack = dlm_malloc(ls->ls_core, (n + 1) * sizeof(*stack));
+	fwd = dlm_calloc(ls->ls_core, n, sizeof(*fwd));
+	bwd = dlm_calloc(ls->ls_core, n, sizeof(*bwd));
 	if (!q || !stack || !fwd || !bwd)
 		goto out;
 	i = 0;
@@ -791,7 +791,7 @@ static void lvb_write(struct dlm_rsb *r, struct dlm_lkb *lkb, uint32_t flags)
 	}
 	if (!(flags & DLM_LKF_VALBLK) || fault(r->res_ls, DLM_FAULT_LVB_NO_WRITE))
 		return;
-	if (!dlm_lvb_store(&r->res_lvb, dlm_lkb_lvb(lkb))) {
+	if (!dlm_lvb_store(r->res_ls, &r->res_lvb, dlm_lkb_lvb(lkb))) {
 		r->res_flags |= RESF_VALNOTVALID;	/* the value is lost */
 		return;
 	}
@@ -806,7 +806,7 @@ static void lvb_read(struct dlm_rsb *r, struct dlm_lkb *lkb)
 		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 		return;
 	}
-	if (!dlm_lvb_store(&lkb->lkb_lvb, dlm_res_lvb(r))) {
+	if (!dlm_lvb_store(r->res_ls, &lkb->lkb_lvb, dlm_res_lvb(r))) {
 		/* no room for the value: the reader gets zeros, flagged */
 		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 		lkb->lkb_flags |= LKBF_LVB_STALE;
@@ -967,7 +967,7 @@ static int do_request(struct dlm_rsb *r, struct dlm_lkb *lkb)
 static void revert_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 {
 	lkb->lkb_rqmode = DLM_LOCK_IV;
-	(void)dlm_lkb_set_range(lkb, DLM_LKB_RQ, dlm_lkb_grrange(lkb));
+	(void)dlm_lkb_set_range(r->res_ls, lkb, DLM_LKB_RQ, dlm_lkb_grrange(lkb));
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED)
 		add_to_queue(r, lkb, DLM_LKSTS_GRANTED);
 }
@@ -1473,7 +1473,7 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	if (!ow)
 		return -ENOMEM;
 	lkb = dlm_lkb_create(ls, req->newid);
-	if (!lkb || !dlm_lkb_set_range(lkb, DLM_LKB_RQ, &range)) {
+	if (!lkb || !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &range)) {
 		if (lkb)
 			dlm_lkb_free(ls, lkb);
 		dlm_owner_put(ls, ow);
@@ -1489,7 +1489,7 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		lkb->lkb_flags |= LKBF_VALBLK;
 	/* kept only to be sent along; a new lock reads its value at grant */
 	if (req->lvb)
-		(void)dlm_lvb_store(&lkb->lkb_lvb, req->lvb);
+		(void)dlm_lvb_store(ls, &lkb->lkb_lvb, req->lvb);
 	set_astinfo(lkb, req);
 	if (parent) {
 		lkb->lkb_parent = parent;
@@ -1529,7 +1529,7 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	    req->mode <= lkb->lkb_grmode && !req->lvb)
 		return -EINVAL;		/* a writer must give the value */
 
-	if (!dlm_lkb_set_range(lkb, DLM_LKB_RQ, &range))
+	if (!dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &range))
 		return -ENOMEM;
 	*lkid_out = lkb->lkb_id;
 	lkb->lkb_exflags = req->flags;
@@ -1547,7 +1547,7 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		lkb->lkb_flags |= LKBF_LVB_STALE;
 	} else if (req->lvb && lvb_writes(lkb, req->mode) &&
 		   (req->flags & DLM_LKF_VALBLK)) {
-		if (dlm_lvb_store(&lkb->lkb_lvb, req->lvb)) {
+		if (dlm_lvb_store(ls, &lkb->lkb_lvb, req->lvb)) {
 			lkb->lkb_flags |= LKBF_LVB_KNOWN;
 			lkb->lkb_flags &= ~LKBF_LVB_STALE;
 		} else {
@@ -1638,7 +1638,7 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 			return -EBUSY;
 		if (lvb && (flags & DLM_LKF_VALBLK)) {
 			/* kept apart: the op in flight may still read an LVB */
-			struct dlm_unlock_lvb *ul = malloc(sizeof(*ul));
+			struct dlm_unlock_lvb *ul = dlm_malloc(ls->ls_core, sizeof(*ul));
 
 			if (!ul)
 				return -ENOMEM;
@@ -1655,7 +1655,7 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED && !force)
 		return -EBUSY;
 	if (lvb && (flags & DLM_LKF_VALBLK) && lvb_writes(lkb, DLM_LOCK_NL) &&
-	    !dlm_lvb_store(&lkb->lkb_lvb, lvb))
+	    !dlm_lvb_store(ls, &lkb->lkb_lvb, lvb))
 		/* no room to keep the value: it is lost, say so (this path
 		 * also redoes overlapping unlocks, which must not fail) */
 		flags = (flags & ~(uint32_t)DLM_LKF_VALBLK) | DLM_LKF_IVVALBLK;
@@ -1830,7 +1830,7 @@ static int request_here(struct dlm_ls *ls, struct dlm_rsb *r,
 	int rv;
 
 	lkb = dlm_lkb_create(ls, 0);
-	if (!lkb || !dlm_lkb_set_range(lkb, DLM_LKB_RQ, &m->m_rqrange)) {
+	if (!lkb || !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange)) {
 		if (lkb)
 			dlm_lkb_free(ls, lkb);
 		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -ENOMEM);
@@ -1969,7 +1969,7 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 		send_reply_status(ls, m, DLM_MSG_CONVERT_REPLY, -EBUSY);
 		return -EBUSY;
 	}
-	if (!dlm_lkb_set_range(lkb, DLM_LKB_RQ, &m->m_rqrange)) {
+	if (!dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange)) {
 		send_reply_status(ls, m, DLM_MSG_CONVERT_REPLY, -ENOMEM);
 		return -ENOMEM;
 	}
@@ -1980,7 +1980,7 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 		lkb->lkb_flags |= LKBF_VALBLK;
 	else
 		lkb->lkb_flags &= ~LKBF_VALBLK;
-	if (m->m_lvb && !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb))
+	if (m->m_lvb && !dlm_lvb_store(ls, &lkb->lkb_lvb, m->m_lvb))
 		/* no room for the value: a write invalidates instead */
 		lkb->lkb_exflags |= DLM_LKF_IVVALBLK;
 	rv = do_convert(lkb->lkb_rsb, lkb);
@@ -2001,7 +2001,7 @@ static int receive_unlock(struct dlm_ls *ls, const struct dlm_msg *m)
 		send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -EBUSY);
 		return -EBUSY;
 	}
-	if (m->m_lvb && !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb))
+	if (m->m_lvb && !dlm_lvb_store(ls, &lkb->lkb_lvb, m->m_lvb))
 		flags |= DLM_LKF_IVVALBLK;	/* no room: the value is lost */
 	do_unlock(lkb->lkb_rsb, lkb, flags);
 	send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -DLM_EUNLOCK);
@@ -2053,7 +2053,7 @@ static void pcopy_granted(struct dlm_ls *ls, struct dlm_lkb *lkb,
 
 	lkb->lkb_sbflags |= (uint8_t)m->m_sbflags;
 	if (m->m_lvb && (lkb->lkb_flags & LKBF_VALBLK) &&
-	    !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb)) {
+	    !dlm_lvb_store(ls, &lkb->lkb_lvb, m->m_lvb)) {
 		/* no room for the value: the client gets zeros, flagged */
 		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 		lkb->lkb_flags |= LKBF_LVB_STALE;

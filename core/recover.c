@@ -240,7 +240,7 @@ static void collect(void *arg, struct dlm_hnode *n)
 static int all_rsbs(struct dlm_ls *ls, struct rsb_array *a)
 {
 	a->ra_n = 0;
-	a->ra_v = malloc((ls->ls_rsbtbl.ht_count + 1) * sizeof(*a->ra_v));
+	a->ra_v = dlm_malloc(ls->ls_core, (ls->ls_rsbtbl.ht_count + 1) * sizeof(*a->ra_v));
 	if (!a->ra_v)
 		return -ENOMEM;
 	dlm_htab_walk(&ls->ls_rsbtbl, collect, a);
@@ -379,7 +379,7 @@ static int purge_departed(struct dlm_ls *ls)
 
 	if (fault(ls, DLM_FAULT_SKIP_PURGE))
 		return 0;
-	a.la_v = malloc((ls->ls_lkbtbl.ht_count + 1) * sizeof(*a.la_v));
+	a.la_v = dlm_malloc(ls->ls_core, (ls->ls_lkbtbl.ht_count + 1) * sizeof(*a.la_v));
 	if (!a.la_v)
 		return -ENOMEM;
 	dlm_htab_walk(&ls->ls_lkbtbl, collect_departed, &a);
@@ -541,7 +541,7 @@ static int step_dir(struct dlm_ls *ls)
 
 	/* one batch per member, by its place in ls_members (the directory
 	 * node of a hash is a member by its place too) */
-	batch = malloc(ls->ls_nmembers * sizeof(*batch));
+	batch = dlm_malloc(ls->ls_core, ls->ls_nmembers * sizeof(*batch));
 	if (!batch)
 		return -ENOMEM;
 	for (i = 0; i < ls->ls_nmembers; i++)
@@ -741,8 +741,8 @@ static int step_locks(struct dlm_ls *ls)
 		     r && !(r->res_flags & RESF_RC_SENT); r = r->res_parent) {
 			if (n == cap) {
 				size_t ncap = cap * 2 + 16;
-				struct dlm_rsb **v = realloc(stack,
-							     ncap * sizeof(*v));
+				struct dlm_rsb **v = dlm_realloc(ls->ls_core, stack,
+								 ncap * sizeof(*v));
 
 				if (!v) {
 					free(stack);
@@ -816,7 +816,7 @@ static void recover_lvb(struct dlm_rsb *r)
 		}
 	}
 	if (best) {
-		if (!dlm_lvb_store(&r->res_lvb, dlm_lkb_lvb(best)))
+		if (!dlm_lvb_store(r->res_ls, &r->res_lvb, dlm_lkb_lvb(best)))
 			current = false;	/* no room: stays not valid */
 		r->res_lvbseq = best->lkb_lvbseq;
 	} else if (r->res_lvb) {
@@ -997,7 +997,7 @@ int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
 		return -EBUSY;
 	if (event <= ls->ls_event)
 		return -EINVAL;
-	old = malloc(nold * sizeof(*old));
+	old = dlm_malloc(ls->ls_core, nold * sizeof(*old));
 	if (!old)
 		return -ENOMEM;
 	memcpy(old, ls->ls_members, nold * sizeof(*old));
@@ -1059,10 +1059,11 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 
 /* The ranges an RC_LOCK gives its master copy; false for want of
  * memory, with the lock unchanged. */
-static bool lkb_take_ranges(struct dlm_lkb *lkb, const struct dlm_msg *m)
+static bool lkb_take_ranges(struct dlm_ls *ls, struct dlm_lkb *lkb,
+			    const struct dlm_msg *m)
 {
-	return dlm_lkb_set_range(lkb, DLM_LKB_GR, &m->m_grrange) &&
-	       dlm_lkb_set_range(lkb, DLM_LKB_RQ, &m->m_rqrange);
+	return dlm_lkb_set_range(ls, lkb, DLM_LKB_GR, &m->m_grrange) &&
+	       dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange);
 }
 
 /* Room in ls_rec_rsbs for one more resource: 0, or -ENOMEM. */
@@ -1073,7 +1074,7 @@ static int rec_rsbs_room(struct dlm_ls *ls)
 
 	if (ls->ls_rec_nrsbs < ls->ls_rec_cap)
 		return 0;
-	v = realloc(ls->ls_rec_rsbs, cap * sizeof(*v));
+	v = dlm_realloc(ls->ls_core, ls->ls_rec_rsbs, cap * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	ls->ls_rec_rsbs = v;
@@ -1188,7 +1189,7 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 	}
 	if (!lkb) {
 		lkb = dlm_lkb_create(ls, 0);
-		if (lkb && !lkb_take_ranges(lkb, m)) {
+		if (lkb && !lkb_take_ranges(ls, lkb, m)) {
 			dlm_lkb_free(ls, lkb);
 			lkb = NULL;
 		}
@@ -1208,7 +1209,7 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		 * have converted since (RESF_REPOINTED, remaster.c) */
 		dlm_lkb_count(r, lkb, -1);
 		recount = true;
-		if (!lkb_take_ranges(lkb, m)) {
+		if (!lkb_take_ranges(ls, lkb, m)) {
 			dlm_lkb_count(r, lkb, 1);
 			status = -ENOMEM;
 			goto reply;
@@ -1224,7 +1225,7 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		lkb->lkb_flags |= LKBF_VALBLK;
 	else
 		lkb->lkb_flags &= ~LKBF_VALBLK;
-	if (m->m_lvb && dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb)) {
+	if (m->m_lvb && dlm_lvb_store(ls, &lkb->lkb_lvb, m->m_lvb)) {
 		lkb->lkb_flags |= LKBF_LVB_KNOWN;
 	} else {
 		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
@@ -1402,6 +1403,6 @@ int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m,
 	if (h->step != ANY_STEP && ls->ls_rstep != h->step)
 		return -EPROTO;
 	if (h->ready && !h->ready(ls))
-		return dlm_held_add(&ls->ls_rc_deferred, m->m_from, buf, len);
+		return dlm_held_add(ls, &ls->ls_rc_deferred, m->m_from, buf, len);
 	return h->handle(ls, m);
 }

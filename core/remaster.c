@@ -639,9 +639,9 @@ static int record_mstcpy(struct dlm_ls *ls, struct dlm_rsb *r,
 	if (!lkb)
 		return -ENOMEM;
 	lkb->lkb_flags = LKBF_MSTCPY | LKBF_WANT_BAST;
-	if (!dlm_lkb_set_range(lkb, DLM_LKB_GR, &m->m_grrange) ||
-	    !dlm_lkb_set_range(lkb, DLM_LKB_RQ, &m->m_rqrange) ||
-	    (m->m_lvb && !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb))) {
+	if (!dlm_lkb_set_range(ls, lkb, DLM_LKB_GR, &m->m_grrange) ||
+	    !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange) ||
+	    (m->m_lvb && !dlm_lvb_store(ls, &lkb->lkb_lvb, m->m_lvb))) {
 		dlm_lkb_free(ls, lkb);
 		return -ENOMEM;
 	}
@@ -802,7 +802,7 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	r->res_rm_ops = 0;
 	r->res_lvbseq = m->m_lvbseq;
 	if ((m->m_flags & DLM_MF_VALNOTVALID) || stale ||
-	    !dlm_lvb_store(&r->res_lvb, m->m_lvb))
+	    !dlm_lvb_store(ls, &r->res_lvb, m->m_lvb))
 		r->res_flags |= RESF_VALNOTVALID;
 	/* our process copies are locks on our own queues now: in the same
 	 * order, no longer waiting at a remote master */
@@ -859,7 +859,7 @@ static void keep(struct dlm_ls *ls, struct dlm_list *q, const struct dlm_msg *m)
 	unsigned char buf[DLM_WIRE_MAX_LEN];
 	int len = dlm_msg_encode(m, buf, sizeof(buf));
 
-	if (len < 0 || dlm_held_add(q, m->m_from, buf, (size_t)len))
+	if (len < 0 || dlm_held_add(ls, q, m->m_from, buf, (size_t)len))
 		log_ls(ls, DLM_LOG_ERR, "remaster: cannot keep %s from node %u",
 		       dlm_msg_type_str(m->m_type), m->m_from);
 }
