@@ -836,6 +836,9 @@ static void handle_comp(struct sim *sim, struct sim_lock *lk, const struct sim_a
 			lock_forget(sim, lk);
 		} else if (st == -DLM_EUNLOCK && lk->l_force) {
 			lock_forget(sim, lk);
+		} else if (st == -ENOMEM && sim->opts->o_alloc_faults &&
+			   !lk->l_op_adopt) {
+			lock_forget(sim, lk);	/* failed cleanly */
 		} else {
 			sim_fail(sim, "%s: request (%s flags %x%s%s) completed with "
 				 "unexpected status %d", d, sim_mode_str(lk->l_op_mode), fl,
@@ -856,6 +859,7 @@ static void handle_comp(struct sim *sim, struct sim_lock *lk, const struct sim_a
 			return;
 		}
 		if ((st == -EAGAIN && (fl & DLM_LKF_NOQUEUE)) ||
+		    (st == -ENOMEM && sim->opts->o_alloc_faults) ||
 		    (st == -EDEADLK && !(fl & DLM_LKF_CONVDEADLK)) ||
 		    (st == -DLM_ECANCEL && lk->l_cancel)) {
 			bool demoted = (fl & DLM_LKF_CONVDEADLK) && st == -DLM_ECANCEL &&

@@ -358,6 +358,9 @@ struct sim_opts {
 					   others lock too moves, their locks
 					   re-pointed (remaster_shared) */
 	bool		o_verbose;
+	unsigned int	o_alloc_faults;	/* --alloc-faults P: while the schedule
+					   runs, each engine allocation fails
+					   with probability P/1000 */
 	uint32_t	o_avoid;	/* AVOID_*: steer clear of known engine bugs */
 };
 
@@ -452,6 +455,14 @@ struct sim {
 	uint64_t	n_splits;
 	uint64_t	n_joins;
 	uint64_t	n_recoveries;
+	/* --alloc-faults: a generator of its own for the engines' allocation
+	 * hook; on only during the schedule phase (quiesce and drain are the
+	 * quiet tail in which everything must complete) */
+	struct sim_rng	alloc_rng;
+	bool		alloc_on;
+	uint64_t	n_alloc_fails;
+	uint32_t	restart_event;	/* last event restarted after a
+					   recovery_failed (sim-faults.c) */
 
 	/* counters for the summary */
 	uint64_t	n_ops;
@@ -535,6 +546,10 @@ void glue_step(struct sim *sim);
 void glue_report(struct sim *sim, FILE *out);
 void glue_report_stall(struct sim *sim);
 void check_recovered(struct sim *sim);
+void glue_recovery_failed(struct sim *sim, int node, uint32_t event);
+/* dlm-sim.c */
+void sim_node_engine_setup(struct sim_node *n);
+bool sim_out_of_memory(const struct sim *sim, int rc);
 extern const struct dlm_core_ops sim_core_ops;
 extern const char *const sim_ls_names[SIM_MAX_LS];
 void sim_deliver_asts(struct sim *sim);
