@@ -321,6 +321,9 @@ struct dlm_ls {
 	/* deadlock detection (deadlock.c) */
 	struct dlm_list		ls_dlwait;	/* queued process copies, the one
 						   probed longest ago first */
+	uint32_t		ls_dl_unwatched; /* queued process copies left off
+						    ls_dlwait for want of memory,
+						    at most (retried at tick) */
 	uint64_t		ls_deadlocks;	/* victims chosen here */
 	uint64_t		ls_remasters;	/* resources moved away (remaster.c) */
 	uint32_t		ls_last_victim;	/* the latest one's lock id */
