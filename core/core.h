@@ -454,7 +454,10 @@ int dlm_core_purge_orphan_group(struct dlm_ls *ls, uint32_t nodeid,
 
 /* Feed a message received from node 'from'.  Returns 0, or a negative
  * errno after logging why the message was rejected (malformed, unknown
- * lockspace, unknown lock, sender not a member). */
+ * lockspace, unknown lock, sender not a member).  A request or conversion
+ * that finds no memory here is answered -ENOMEM (the operation fails at
+ * its node) and returns 0: the message was dealt with.  -ENOMEM means a
+ * message dropped for want of memory. */
 int dlm_core_receive(struct dlm_core *core, uint32_t from,
 		     const void *buf, size_t len);
 

@@ -1836,7 +1836,7 @@ static int request_here(struct dlm_ls *ls, struct dlm_rsb *r,
 		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -ENOMEM);
 		if (dlm_rsb_unused(r))
 			dlm_rsb_hold(r), dlm_rsb_release(r);	/* toss list */
-		return -ENOMEM;
+		return 0;	/* answered: the request fails at its node */
 	}
 	lkb->lkb_flags = LKBF_MSTCPY;
 	lkb->lkb_nodeid = m->m_from;
@@ -1885,7 +1885,7 @@ static int receive_child_request(struct dlm_ls *ls, const struct dlm_msg *m)
 		r = dlm_rsb_create(ls, m->m_key, m->m_keylen, hash);
 		if (!r) {
 			send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -ENOMEM);
-			return -ENOMEM;
+			return 0;	/* answered */
 		}
 	}
 	dlm_rsb_set_parent(r, p);
@@ -1971,7 +1971,7 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 	}
 	if (!dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange)) {
 		send_reply_status(ls, m, DLM_MSG_CONVERT_REPLY, -ENOMEM);
-		return -ENOMEM;
+		return 0;	/* answered: the conversion fails at its node */
 	}
 	lkb->lkb_exflags = m->m_exflags;
 	lkb->lkb_rqmode = m->m_rqmode;
