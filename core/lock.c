@@ -2358,7 +2358,8 @@ static int receive_lookup(struct dlm_ls *ls, const struct dlm_msg *m)
 				    &master);
 	}
 	send_lookup_reply(ls, m, rv, master);
-	return rv;
+	/* no room for the record: answered, the requests fail at their node */
+	return rv == -ENOMEM ? 0 : rv;
 }
 
 static int receive_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *m)
@@ -2389,6 +2390,8 @@ static int receive_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 			lkb->lkb_wait_type = DLM_WAIT_NONE;
 			finish_lkb(ls, lkb, m->m_status ? m->m_status : -EPROTO);
 		}
+		if (m->m_status == -ENOMEM)
+			return 0;	/* dealt with: the requests failed */
 		return m->m_status ? m->m_status : -EPROTO;
 	}
 	if (!r->res_nodeid || !dlm_remaster_on(ls))
