@@ -341,26 +341,41 @@ static void reach(const struct dlm_ls *ls, struct dlm_lkb *const *q, size_t n,
  * above NL and is not exempt (NODLCKWT), else another member holding a
  * mode above NL (every cycle has one: NL blocks no mode, and queue order
  * alone cannot close a cycle).  Costs O(n^2) in the length of the convert
- * queue, which only holds conversions that are actually blocked. */
+ * queue, which only holds conversions that are actually blocked.
+ *
+ * A queue of up to CVDL_ON_STACK conversions is searched without
+ * allocating; a longer one needs memory, and without it *nomem is set
+ * (the check could not be made: the caller must not leave lkb queued on
+ * the guess that it closes no cycle, or a deadlock could hang for good). */
+#define CVDL_ON_STACK	32
 static struct dlm_lkb *conversion_deadlock(struct dlm_rsb *r,
-					   struct dlm_lkb *lkb)
+					   struct dlm_lkb *lkb, bool *nomem)
 {
 	struct dlm_ls *ls = r->res_ls;
-	struct dlm_lkb **q = NULL, *victim = NULL;
-	size_t n = 0, me = 0, i, *stack = NULL;
-	bool *fwd = NULL, *bwd = NULL;
+	struct dlm_lkb *q_s[CVDL_ON_STACK], **q = q_s, *victim = NULL;
+	size_t stack_s[CVDL_ON_STACK + 1], *stack = stack_s;
+	bool fwd_s[CVDL_ON_STACK], bwd_s[CVDL_ON_STACK];
+	bool *fwd = fwd_s, *bwd = bwd_s;
+	size_t n = 0, me = 0, i;
 	struct dlm_list *pos;
 
+	*nomem = false;
 	dlm_list_for_each(pos, &r->res_convertq)
 		n++;
 	if (n < 2)
 		return NULL;
-	q = dlm_malloc(ls->ls_core, n * sizeof(*q));
-	stack = dlm_malloc(ls->ls_core, (n + 1) * sizeof(*stack));
-	fwd = dlm_calloc(ls->ls_core, n, sizeof(*fwd));
-	bwd = dlm_calloc(ls->ls_core, n, sizeof(*bwd));
-	if (!q || !stack || !fwd || !bwd)
-		goto out;
+	if (n > CVDL_ON_STACK) {
+		q = dlm_malloc(ls->ls_core, n * sizeof(*q));
+		stack = dlm_malloc(ls->ls_core, (n + 1) * sizeof(*stack));
+		fwd = dlm_malloc(ls->ls_core, n * sizeof(*fwd));
+		bwd = dlm_malloc(ls->ls_core, n * sizeof(*bwd));
+		if (!q || !stack || !fwd || !bwd) {
+			*nomem = true;
+			goto out;
+		}
+	}
+	memset(fwd, 0, n * sizeof(*fwd));
+	memset(bwd, 0, n * sizeof(*bwd));
 	i = 0;
 	dlm_list_for_each(pos, &r->res_convertq) {
 		q[i] = dlm_container_of(pos, struct dlm_lkb, lkb_statequeue);
@@ -388,10 +403,12 @@ static struct dlm_lkb *conversion_deadlock(struct dlm_rsb *r,
 	/* if every lock that could give way is exempt, the deadlock stays,
 	 * as NODLCKWT asks */
 out:
-	free(q);
-	free(stack);
-	free(fwd);
-	free(bwd);
+	if (n > CVDL_ON_STACK) {
+		free(q);
+		free(stack);
+		free(fwd);
+		free(bwd);
+	}
 	return victim;
 }
 
@@ -1012,7 +1029,7 @@ static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 	dlm_remaster_count(r, is_master_copy(lkb) ? lkb->lkb_nodeid :
 			   dlm_our_nodeid(r->res_ls));
 	struct dlm_lkb *victim;
-	bool queue_ok, resolved;
+	bool queue_ok, resolved, nomem;
 	int mode;
 
 	queue_ok = !(lkb->lkb_exflags & DLM_LKF_QUECVT) ||
@@ -1038,10 +1055,16 @@ static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 	 * cycles made by the demoted lock's mode, but not those made by
 	 * queue order, so a demoted lock still in a cycle is cancelled */
 	resolved = false;
-	while ((victim = conversion_deadlock(r, lkb))) {
+	while ((victim = conversion_deadlock(r, lkb, &nomem))) {
 		resolved = true;
 		if (break_deadlock(r, victim, lkb))
 			return -EDEADLK;	/* the caller runs grant_pending() */
+	}
+	if (nomem) {
+		/* not known to close no cycle: refused, back as it was (the
+		 * caller runs grant_pending() for what a victim freed) */
+		revert_convert(r, lkb);
+		return -ENOMEM;
 	}
 	if (resolved) {
 		/* others may now go; lkb's own fate is decided here, so that
@@ -3015,8 +3038,14 @@ void dlm_recover_deadlocks(struct dlm_rsb *r)
 		dlm_list_for_each(pos, &r->res_convertq) {
 			struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
 							       lkb_statequeue);
-			struct dlm_lkb *victim = conversion_deadlock(r, lkb);
+			bool nomem;
+			struct dlm_lkb *victim = conversion_deadlock(r, lkb,
+								     &nomem);
 
+			if (nomem)
+				log_ls(r->res_ls, DLM_LOG_ERR, "lock %08x: no "
+				       "memory to look for a conversion "
+				       "deadlock", lkb->lkb_id);
 			if (!victim)
 				continue;
 			(void)break_deadlock(r, victim, NULL);
