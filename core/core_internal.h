@@ -449,11 +449,18 @@ void dlm_owner_put(struct dlm_ls *ls, struct dlm_owner *ow);
 /* Lock value blocks are allocated lazily: most locks never use one, and
  * 32 bytes in every lkb and rsb were a tenth of a held lock's memory.  A
  * NULL buffer reads as 32 zero bytes; storing zeros into it allocates
- * nothing.  dlm_lvb_store() fails only for want of memory; its callers
- * then treat the value as lost, the way the DLM treats any value it
- * cannot vouch for: flagged not valid (VALNOTVALID), never invented. */
+ * nothing.  dlm_lvb_store() fails only for want of memory, which an
+ * operation's call rules out by taking room first (dlm_lvb_room()); where
+ * it fails all the same, its callers treat the value as lost, the way the
+ * DLM treats any value it cannot vouch for: flagged not valid
+ * (VALNOTVALID), never invented. */
 extern const char dlm_lvb_zero[DLM_LVB_LEN];
 bool dlm_lvb_store(struct dlm_ls *ls, char **slot, const char *src);
+/* Room for a value in *slot (zeros, as NULL means): false for want of
+ * memory.  Taken when an operation with VALBLK is accepted (lock.c,
+ * "Out of memory"), so that its value's later write or read, deep in the
+ * grant logic where nothing can be refused, finds room. */
+bool dlm_lvb_room(struct dlm_ls *ls, char **slot);
 
 static inline const char *dlm_lkb_lvb(const struct dlm_lkb *lkb)
 {

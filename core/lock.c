@@ -82,6 +82,32 @@
  *    with IVVALBLK marks the resource's value invalid; every other grant
  *    with VALBLK reads the resource's value, with DLM_SBF_VALNOTVALID if
  *    it is invalid.
+ *
+ * Out of memory (core/alloc.c; dlm-sim --alloc-faults proves it).  The
+ * rule: an operation fails with -ENOMEM where it can still be refused,
+ * whole, before it changes anything; past that point nothing allocates,
+ * or what cannot be had is retried later.  Never is a message dropped:
+ * every message that asks for something is answered.
+ *  - A local call (dlm_core_lock, dlm_core_unlock) returns -ENOMEM and
+ *    has changed nothing.  So that the grant logic never needs memory
+ *    it cannot get, an operation with VALBLK takes room for its value
+ *    at the call (lvb_room(): the lock's buffer, and the resource's if
+ *    it writes it here); a conversion-deadlock search needs none for a
+ *    convert queue of up to 32 locks.
+ *  - A REQUEST, CONVERT or UNLOCK the master has no memory for (a master
+ *    copy, a range record, the room for a value) is answered -ENOMEM and
+ *    refused whole: the requester completes the operation with -ENOMEM
+ *    and holds what it held.  A LOOKUP the directory node has no record
+ *    for is answered -ENOMEM: the requests waiting for it fail.  The
+ *    sender redoing the operation is its client's choice.
+ *  - A GRANT, a BAST and the replies only change what exists (buffers
+ *    were taken at the call), so they need no memory.
+ *  - A wait that finds no memory for its deadlock record is watched again
+ *    at the next tick (deadlock.c).
+ *  - Left as before, value lost and said so (VALNOTVALID): a forced
+ *    unlock's write (a purge cannot be refused) and a value whose room
+ *    could not be taken because the lock's master changed under it.
+ *  - Recovery messages and steps: see core/recover.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -800,6 +826,21 @@ static bool lvb_writes(const struct dlm_lkb *lkb, int mode)
 	       mode <= lkb->lkb_grmode;
 }
 
+/* Room for the values an operation with VALBLK will read or write, taken
+ * when it is accepted, where it can still be refused (see "Out of
+ * memory" above): the lock's buffer, and the resource's if the operation
+ * writes it here (to 'mode'; DLM_LOCK_NL for an unlock).  False for want
+ * of memory; what was made stays (zeros, as no buffer means). */
+static bool lvb_room(struct dlm_ls *ls, struct dlm_lkb *lkb, int mode)
+{
+	struct dlm_rsb *r = lkb->lkb_rsb;
+
+	if (!dlm_lvb_room(ls, &lkb->lkb_lvb))
+		return false;
+	return !r || !is_master(r) || !lvb_writes(lkb, mode) ||
+	       dlm_lvb_room(ls, &r->res_lvb);
+}
+
 static void lvb_write(struct dlm_rsb *r, struct dlm_lkb *lkb, uint32_t flags)
 {
 	if (flags & DLM_LKF_IVVALBLK) {
@@ -1496,7 +1537,9 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	if (!ow)
 		return -ENOMEM;
 	lkb = dlm_lkb_create(ls, req->newid);
-	if (!lkb || !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &range)) {
+	if (!lkb || !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &range) ||
+	    ((req->flags & DLM_LKF_VALBLK) &&
+	     !dlm_lvb_room(ls, &lkb->lkb_lvb))) {
 		if (lkb)
 			dlm_lkb_free(ls, lkb);
 		dlm_owner_put(ls, ow);
@@ -1552,7 +1595,8 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	    req->mode <= lkb->lkb_grmode && !req->lvb)
 		return -EINVAL;		/* a writer must give the value */
 
-	if (!dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &range))
+	if (((req->flags & DLM_LKF_VALBLK) && !lvb_room(ls, lkb, req->mode)) ||
+	    !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &range))
 		return -ENOMEM;
 	*lkid_out = lkb->lkb_id;
 	lkb->lkb_exflags = req->flags;
@@ -1706,6 +1750,10 @@ int dlm_core_unlock(struct dlm_ls *ls, const struct dlm_unlock_req *req)
 	if ((req->flags & DLM_LKF_VALBLK) && !(req->flags & DLM_LKF_CANCEL) &&
 	    !req->lvb)
 		return -EINVAL;
+	if ((req->flags & DLM_LKF_VALBLK) && !(req->flags & DLM_LKF_CANCEL) &&
+	    lkb->lkb_wait_type == DLM_WAIT_NONE &&
+	    !lvb_room(ls, lkb, DLM_LOCK_NL))
+		return -ENOMEM;
 	if (lkb->lkb_wait_type == DLM_WAIT_NONE)
 		lkb->lkb_astarg = req->astarg;
 	return unlock_lkb(ls, lkb, req->flags, req->lvb);
@@ -1853,7 +1901,9 @@ static int request_here(struct dlm_ls *ls, struct dlm_rsb *r,
 	int rv;
 
 	lkb = dlm_lkb_create(ls, 0);
-	if (!lkb || !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange)) {
+	if (!lkb || !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange) ||
+	    ((m->m_exflags & DLM_LKF_VALBLK) &&
+	     !dlm_lvb_room(ls, &lkb->lkb_lvb))) {
 		if (lkb)
 			dlm_lkb_free(ls, lkb);
 		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -ENOMEM);
@@ -1992,7 +2042,9 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 		send_reply_status(ls, m, DLM_MSG_CONVERT_REPLY, -EBUSY);
 		return -EBUSY;
 	}
-	if (!dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange)) {
+	if (((m->m_exflags & DLM_LKF_VALBLK) &&
+	     !lvb_room(ls, lkb, m->m_rqmode)) ||
+	    !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange)) {
 		send_reply_status(ls, m, DLM_MSG_CONVERT_REPLY, -ENOMEM);
 		return 0;	/* answered: the conversion fails at its node */
 	}
@@ -2023,6 +2075,12 @@ static int receive_unlock(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED && !(m->m_flags & DLM_MF_FORCE)) {
 		send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -EBUSY);
 		return -EBUSY;
+	}
+	if (m->m_lvb && (flags & DLM_LKF_VALBLK) &&
+	    !(m->m_flags & DLM_MF_FORCE) && !lvb_room(ls, lkb, DLM_LOCK_NL)) {
+		/* refused, the lock as it was: its owner may try again */
+		send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -ENOMEM);
+		return 0;
 	}
 	if (m->m_lvb && !dlm_lvb_store(ls, &lkb->lkb_lvb, m->m_lvb))
 		flags |= DLM_LKF_IVVALBLK;	/* no room: the value is lost */

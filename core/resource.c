@@ -214,6 +214,13 @@ bool dlm_lvb_store(struct dlm_ls *ls, char **slot, const char *src)
 	return true;
 }
 
+bool dlm_lvb_room(struct dlm_ls *ls, char **slot)
+{
+	if (!*slot)
+		*slot = dlm_calloc(ls->ls_core, 1, DLM_LVB_LEN);
+	return *slot != NULL;
+}
+
 /* ---------------------------------------------------------------- rsbs */
 
 /* Memory per resource (issue 14): glibc's malloc adds 8 B to a chunk and

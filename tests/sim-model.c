@@ -874,6 +874,13 @@ static void handle_comp(struct sim *sim, struct sim_lock *lk, const struct sim_a
 				lk->l_cancel = false;	/* it did cancel */
 				lk->l_gmode = ast->grmode;
 			}
+			/* refused for want of memory: a write recorded at
+			 * the call did not happen, so what the resource now
+			 * holds is not known to the model */
+			if (st == -ENOMEM && lk->l_gmode >= DLM_LOCK_PW &&
+			    lk->l_op_mode <= lk->l_gmode &&
+			    (fl & (DLM_LKF_VALBLK | DLM_LKF_IVVALBLK)))
+				lvb_write(sim, lk->l_res, LVB_UNKNOWN, 0);
 			/* a down-conversion answering blocking ASTs did not
 			 * happen: they are unanswered again */
 			lk->l_bast_mask |= lk->l_react_mask;
@@ -887,6 +894,15 @@ static void handle_comp(struct sim *sim, struct sim_lock *lk, const struct sim_a
 		op_done(lk);
 		return;
 	case OP_UNLOCK:
+		if (st == -ENOMEM && sim->opts->o_alloc_faults && !lk->l_force) {
+			/* refused, the lock as it was; its write did not
+			 * happen (see above); blocking ASTs unanswered again */
+			if (lk->l_gmode >= DLM_LOCK_PW)
+				lvb_write(sim, lk->l_res, LVB_UNKNOWN, 0);
+			lk->l_bast_mask |= lk->l_react_mask;
+			op_done(lk);
+			return;
+		}
 		if (st != -DLM_EUNLOCK)
 			sim_fail(sim, "%s: unlock completed with status %d", d, st);
 		lock_forget(sim, lk);
