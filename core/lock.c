@@ -653,19 +653,29 @@ static void send_cancel_reply(struct dlm_ls *ls, struct dlm_lkb *lkb, int rv)
 	send_lkb(ls, DLM_MSG_CANCEL_REPLY, lkb, rv);
 }
 
-/* A reply of 'type' to request 'rq' that names no master copy: a
- * refusal (of any operation), or an unlock's end. */
-static void send_reply_status(struct dlm_ls *ls, const struct dlm_msg *rq,
-			      int type, int status)
+/* A reply of 'type' to request 'rq' from master copy 'lkid' (0: none) with
+ * nothing but a status: a refusal, or an unlock's end.  A CONVERT_REPLY
+ * must name its master copy (receive_reply() drops one that does not,
+ * and the conversion would wait for ever). */
+static void send_reply_lkid(struct dlm_ls *ls, const struct dlm_msg *rq,
+			    int type, uint32_t lkid, int status)
 {
 	struct dlm_msg m;
 
 	dlm_msg_init(&m, type);
+	m.m_lkid = lkid;
 	m.m_remid = rq->m_lkid;
 	m.m_status = status;
 	m.m_grmode = DLM_LOCK_IV;
 	m.m_rqmode = DLM_LOCK_IV;
 	dlm_send_msg(ls, &m, rq->m_from);
+}
+
+/* The same naming no master copy. */
+static void send_reply_status(struct dlm_ls *ls, const struct dlm_msg *rq,
+			      int type, int status)
+{
+	send_reply_lkid(ls, rq, type, 0, status);
 }
 
 /* A queued lock was granted (status 0), or gave way to break a
@@ -2039,13 +2049,15 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED || m->m_rqmode < DLM_LOCK_NL) {
 		log_ls(ls, DLM_LOG_WARNING, "convert of %08x from node %u: not granted",
 		       lkb->lkb_id, m->m_from);
-		send_reply_status(ls, m, DLM_MSG_CONVERT_REPLY, -EBUSY);
+		send_reply_lkid(ls, m, DLM_MSG_CONVERT_REPLY, lkb->lkb_id,
+				-EBUSY);
 		return -EBUSY;
 	}
 	if (((m->m_exflags & DLM_LKF_VALBLK) &&
 	     !lvb_room(ls, lkb, m->m_rqmode)) ||
 	    !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange)) {
-		send_reply_status(ls, m, DLM_MSG_CONVERT_REPLY, -ENOMEM);
+		send_reply_lkid(ls, m, DLM_MSG_CONVERT_REPLY, lkb->lkb_id,
+				-ENOMEM);
 		return 0;	/* answered: the conversion fails at its node */
 	}
 	lkb->lkb_exflags = m->m_exflags;
