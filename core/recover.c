@@ -1003,8 +1003,10 @@ int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
 	memcpy(old, ls->ls_members, nold * sizeof(*old));
 	rv = dlm_ls_set_members(ls, members, nmembers);
 	if (rv) {
-		dlm_ls_set_members(ls, old, nold);
-		free(old);
+		/* back to the old set: its copy, without allocating again */
+		free(ls->ls_members);
+		ls->ls_members = old;
+		ls->ls_nmembers = nold;
 		return rv;
 	}
 	free(old);

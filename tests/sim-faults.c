@@ -307,7 +307,10 @@ static void run_cmd(struct sim *sim, int node, const struct sim_cmd *c)
 			rc = dlm_core_ls_start(n->n_ls[ls], c->c_event, members, nm);
 			sim_trace(sim, "glue n%d ls%u start event %u members %x -> %d",
 				  node + 1, ls, c->c_event, c->c_members, rc);
-			if (rc)
+			/* as the daemon: a failed start is a failed recovery */
+			if (rc == -ENOMEM && sim->alloc_on)
+				glue_recovery_failed(sim, node, c->c_event);
+			else if (rc)
 				sim_fail(sim, "n%d ls%u: start of event %u returned %d",
 					 node + 1, ls, c->c_event, rc);
 		}
