@@ -456,8 +456,11 @@ int dlm_core_purge_orphan_group(struct dlm_ls *ls, uint32_t nodeid,
  * errno after logging why the message was rejected (malformed, unknown
  * lockspace, unknown lock, sender not a member).  A request or conversion
  * that finds no memory here is answered -ENOMEM (the operation fails at
- * its node) and returns 0: the message was dealt with.  -ENOMEM means a
- * message dropped for want of memory. */
+ * its node) and returns 0: the message was dealt with; so is a recovery
+ * message that fails the recovery for want of memory (recovery_failed).
+ * -ENOMEM: the message could not even be kept (a lockspace that does not
+ * run holds what arrives) and was not taken, nothing changed: the caller
+ * must offer it again later, before any later message from that node. */
 int dlm_core_receive(struct dlm_core *core, uint32_t from,
 		     const void *buf, size_t len);
 

@@ -107,7 +107,18 @@
  *
  * A stop or a newer event aborts a recovery in progress; every step is
  * safe to run again from the start.  Messages of another event are
- * ignored.  Known limits: an LVB that lived only on a departed master (no
+ * ignored.
+ *
+ * Out of memory.  A step, or a recovery message, that finds no memory
+ * (RC_DIR_ADDS' records, RC_LOCK's master copy, a message to defer) fails
+ * the recovery here: recovery_failed(), the lockspace stays stopped and
+ * the glue runs recovery again under a newer event on every member, as
+ * for any failure of a step; dropping the message instead would leave a
+ * directory or a queue short of what it said, for good.  A lock message
+ * that arrives while the lockspace does not run and cannot even be held
+ * is not taken (dlm_core_receive -ENOMEM): the transport offers it again
+ * later, in order.  A start that finds no memory changes nothing and
+ * fails like a step.  Known limits: an LVB that lived only on a departed master (no
  * surviving holder in PR or above) cannot be recovered: it is marked
  * invalid (DLM_SBF_VALNOTVALID), never silently stale.
  */
@@ -1385,6 +1396,7 @@ int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m,
 {
 	const struct rc_handler *h;
 	size_t i;
+	int rv;
 
 	if (m->m_type < DLM_RC_STATUS)
 		return -EOPNOTSUPP;
@@ -1405,6 +1417,15 @@ int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m,
 	if (h->step != ANY_STEP && ls->ls_rstep != h->step)
 		return -EPROTO;
 	if (h->ready && !h->ready(ls))
-		return dlm_held_add(ls, &ls->ls_rc_deferred, m->m_from, buf, len);
-	return h->handle(ls, m);
+		rv = dlm_held_add(ls, &ls->ls_rc_deferred, m->m_from, buf, len);
+	else
+		rv = h->handle(ls, m);
+	if (rv == -ENOMEM && ls->ls_state == DLM_LS_RECOVERING) {
+		/* a recovery message we have no memory for: this recovery
+		 * cannot end; it runs again under a newer event (every step
+		 * is safe to run again), what the message said with it */
+		recovery_failed(ls, rv);
+		return 0;
+	}
+	return rv;
 }

@@ -438,6 +438,15 @@ static void step_deliver(struct sim *sim)
 	trace_msg(sim, m);
 	rc = dlm_core_receive(sim->nodes[m->m_to - 1].n_core, m->m_from,
 			      m->m_data, m->m_len);
+	/* not taken for want of memory, nothing changed: the transport
+	 * offers it again later, ahead of what followed it (core.h) */
+	if (rc == -ENOMEM && sim->alloc_on) {
+		sim_trace(sim, "msg  n%u could not take it yet: again later",
+			  m->m_to);
+		net_requeue(&sim->net, m, sim->now + 1 +
+			    rng_below(&sim->rng, TICK_MAX_MS));
+		return;
+	}
 	/* with faults, only a rejection between two live nodes of the same
 	 * membership is wrong (the network drops a dead node's messages) */
 	if (rc && (!sim->opts->o_faults ||

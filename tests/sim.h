@@ -138,6 +138,7 @@ int net_send(struct sim_net *net, struct sim_rng *rng, uint64_t now,
 	     uint32_t from, uint32_t to, const void *buf, size_t len, uint32_t event);
 struct sim_msg *net_pick(struct sim_net *net, struct sim_rng *rng, uint64_t now);
 uint64_t net_next_due(const struct sim_net *net);
+void net_requeue(struct sim_net *net, struct sim_msg *m, uint64_t due);
 void net_drop_node(struct sim_net *net, uint32_t node);
 void net_cut(struct sim_net *net, uint32_t cut, uint64_t heal_at);
 void net_free(struct sim_net *net);
