@@ -1206,10 +1206,8 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 			dlm_lkb_free(ls, lkb);
 			lkb = NULL;
 		}
-		if (!lkb) {
-			status = -ENOMEM;
-			goto reply;
-		}
+		if (!lkb)
+			return -ENOMEM;	/* fails the recovery: no reply */
 		lkb->lkb_flags = LKBF_MSTCPY | LKBF_WANT_BAST;
 		lkb->lkb_nodeid = m->m_from;
 		lkb->lkb_remid = m->m_lkid;
@@ -1224,8 +1222,7 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		recount = true;
 		if (!lkb_take_ranges(ls, lkb, m)) {
 			dlm_lkb_count(r, lkb, 1);
-			status = -ENOMEM;
-			goto reply;
+			return -ENOMEM;	/* fails the recovery: no reply */
 		}
 	}
 	lkb->lkb_ownerid = m->m_owner;
