@@ -343,6 +343,9 @@ struct dlm_ls {
 	bool			ls_rc_nothing;	/* no rsb of ours needs a new
 						 * master (recover.c) */
 	int			ls_rc_error;	/* the last start failed in ls_rstep */
+	bool			ls_redo_lookups; /* finish found no memory to redo
+						    the held lookups: the next
+						    tick tries (recover.c) */
 	struct dlm_list		ls_held;	/* messages held while stopped */
 	/* remaster.c: MIGRATE_LOCK records kept until their MIGRATE, and
 	 * messages of a new master held until the old one's MOVED */
@@ -490,6 +493,7 @@ void dlm_recover_conversions(struct dlm_rsb *r);
 void dlm_recover_deadlocks(struct dlm_rsb *r);
 void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_redo_lookups(struct dlm_ls *ls, struct dlm_rsb *r);
+void dlm_recover_redo_lookups(struct dlm_ls *ls);
 void dlm_lkb_to_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
 		    int status);
 

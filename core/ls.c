@@ -103,6 +103,7 @@ void dlm_core_tick(struct dlm_core *core, uint64_t now_ms)
 		struct dlm_ls *ls = dlm_container_of(pos, struct dlm_ls, ls_list);
 
 		if (dlm_ls_running(ls)) {
+			dlm_recover_redo_lookups(ls);
 			dlm_toss_expire(ls, core->core_now, false);
 			dlm_audit_tick(ls);
 			dlm_deadlock_tick(ls);

@@ -1031,11 +1031,30 @@ int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
 	return 0;
 }
 
-int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
+/* The requests held while the lockspace did not run look their masters up
+ * now (ls_redo_lookups).  Without memory for the list of resources that
+ * takes, the next dlm_core_tick() tries again: a request is never left on
+ * a lookup queue that nothing will look at. */
+void dlm_recover_redo_lookups(struct dlm_ls *ls)
 {
 	struct rsb_array a;
 	size_t i;
 
+	if (!ls->ls_redo_lookups)
+		return;
+	if (all_rsbs(ls, &a)) {
+		log_ls(ls, DLM_LOG_WARNING, "no memory to look masters up for "
+		       "held requests: again at the next tick");
+		return;
+	}
+	ls->ls_redo_lookups = false;
+	for (i = 0; i < a.ra_n; i++)
+		dlm_redo_lookups(ls, a.ra_v[i]);
+	free(a.ra_v);
+}
+
+int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
+{
 	if (ls->ls_state != DLM_LS_RECOVERED || event != ls->ls_event)
 		return -EBUSY;
 	set_state(ls, DLM_LS_RUNNING);
@@ -1053,11 +1072,8 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 		dlm_redo_op(ls, lkb);
 	}
 	/* requests waiting for a master */
-	if (!all_rsbs(ls, &a)) {
-		for (i = 0; i < a.ra_n; i++)
-			dlm_redo_lookups(ls, a.ra_v[i]);
-		free(a.ra_v);
-	}
+	ls->ls_redo_lookups = true;
+	dlm_recover_redo_lookups(ls);
 	free(ls->ls_rec_rsbs);
 	ls->ls_rec_rsbs = NULL;
 	ls->ls_rec_nrsbs = 0;
