@@ -2305,6 +2305,10 @@ static void receive_unlock_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	log_ls(ls, DLM_LOG_WARNING, "unlock of %08x refused by node %u: %d",
 	       lkb->lkb_id, m->m_from, m->m_status);
 	cast_local(ls, lkb, m->m_status);
+	/* held, the lock still blocks what it blocked meanwhile */
+	if (mode_valid(lkb->lkb_last_bast) && holds_grmode(lkb) &&
+	    !dlm_modes_compat(lkb->lkb_grmode, lkb->lkb_last_bast))
+		bast_local(ls, lkb, lkb->lkb_last_bast);
 }
 
 static void receive_cancel_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
@@ -2410,9 +2414,17 @@ static int receive_bast(struct dlm_ls *ls, const struct dlm_msg *m)
 		return -ENOENT;
 	if (m->m_bastmode < DLM_LOCK_NL)
 		return -EBADMSG;
-	if (!holds_grmode(lkb) || lkb->lkb_wait_type == DLM_WAIT_UNLOCK ||
+	if (!holds_grmode(lkb) ||
 	    dlm_modes_compat(lkb->lkb_grmode, m->m_bastmode))
 		return 0;	/* stale: the lock changed meanwhile */
+	if (lkb->lkb_wait_type == DLM_WAIT_UNLOCK) {
+		/* going: its client is not told, but should the master
+		 * refuse the unlock (out of memory) it must be, then: the
+		 * master sends no repeat (receive_unlock_reply) */
+		if (m->m_bastmode > lkb->lkb_last_bast)
+			lkb->lkb_last_bast = (int8_t)m->m_bastmode;
+		return 0;
+	}
 	if (lkb->lkb_flags & LKBF_GRANT_HELD) {
 		/* its grant's completion is held (pcopy_granted): the
 		 * blocking AST follows it (run_overlap) */
