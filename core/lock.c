@@ -2495,6 +2495,10 @@ static int receive_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 			lkb->lkb_wait_type = DLM_WAIT_NONE;
 			finish_lkb(ls, lkb, m->m_status ? m->m_status : -EPROTO);
 		}
+		/* with no request left (a purge took them meanwhile) r
+		 * would stay for ever: to the toss list */
+		if (dlm_rsb_unused(r))
+			dlm_rsb_hold(r), dlm_rsb_release(r);
 		if (m->m_status == -ENOMEM)
 			return 0;	/* dealt with: the requests failed */
 		return m->m_status ? m->m_status : -EPROTO;
