@@ -2304,6 +2304,12 @@ static void receive_unlock_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	}
 	log_ls(ls, DLM_LOG_WARNING, "unlock of %08x refused by node %u: %d",
 	       lkb->lkb_id, m->m_from, m->m_status);
+	if (lkb->lkb_flags & LKBF_PURGED) {
+		/* its owner went while the unlock was in flight (the purge
+		 * waited for it): nobody will ask again, force it now */
+		purge_lkb(ls, lkb);
+		return;
+	}
 	cast_local(ls, lkb, m->m_status);
 	/* held, the lock still blocks what it blocked meanwhile */
 	if (mode_valid(lkb->lkb_last_bast) && holds_grmode(lkb) &&
