@@ -1342,6 +1342,12 @@ static int receive_rc_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 	struct dlm_rsb *r = dlm_rsb_find(ls, m->m_key, m->m_keylen,
 					 dlm_hash_bytes(m->m_key, m->m_keylen));
 
+	if (m->m_status == -ENOMEM) {
+		/* the directory node had no memory for the record: r has no
+		 * master this recovery can stand by; it runs again */
+		recovery_failed(ls, m->m_status);
+		return 0;
+	}
 	if (r && !m->m_status && dlm_ls_is_member(ls, m->m_nodeid))
 		new_master(ls, r, m->m_nodeid);
 	else
