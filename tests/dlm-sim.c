@@ -1127,6 +1127,13 @@ static void do_force(struct sim *sim, int node, int client)
 	    (sim->opts->o_avoid & AVOID_OVERLAP_LVB) && lk->l_gmode >= DLM_LOCK_PW &&
 	    (flags & (DLM_LKF_VALBLK | DLM_LKF_IVVALBLK)))
 		lvb_write(sim, lk->l_res, LVB_UNKNOWN, 0);
+	else if (lk->l_op == OP_NONE && sim->opts->o_alloc_faults &&
+		 lk->l_gmode >= DLM_LOCK_PW &&
+		 (flags & (DLM_LKF_VALBLK | DLM_LKF_IVVALBLK)))
+		/* a forced unlock is never refused: a master with no room
+		 * for its value invalidates it instead (lock.c, "Out of
+		 * memory") */
+		lvb_write(sim, lk->l_res, LVB_UNKNOWN, 0);
 	else if (lk->l_op == OP_NONE)
 		release_lvb_effect(sim, lk, flags, value);
 	lk->l_cancel_unresolved = false;
