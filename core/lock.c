@@ -2541,8 +2541,10 @@ static int receive_remove(struct dlm_ls *ls, const struct dlm_msg *m)
 
 int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 {
-	if (dlm_remaster_hold(ls, m))
-		return 0;	/* until the old master's MOVED */
+	int held = dlm_remaster_hold(ls, m);
+
+	if (held)	/* until the old master's MOVED; or not kept */
+		return held < 0 ? held : 0;
 	switch (m->m_type) {
 	case DLM_MSG_REQUEST:
 		return receive_request(ls, m);

@@ -853,15 +853,20 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	return 0;
 }
 
-/* Keep message m (re-encoded) on q. */
-static void keep(struct dlm_ls *ls, struct dlm_list *q, const struct dlm_msg *m)
+/* Keep message m (re-encoded) on q: 0, or -ENOMEM (not kept: the caller
+ * has changed nothing and refuses the message, which its sender's
+ * transport offers again, core.h dlm_core_receive). */
+static int keep(struct dlm_ls *ls, struct dlm_list *q, const struct dlm_msg *m)
 {
 	unsigned char buf[DLM_WIRE_MAX_LEN];
 	int len = dlm_msg_encode(m, buf, sizeof(buf));
 
-	if (len < 0 || dlm_held_add(ls, q, m->m_from, buf, (size_t)len))
+	if (len < 0) {
 		log_ls(ls, DLM_LOG_ERR, "remaster: cannot keep %s from node %u",
 		       dlm_msg_type_str(m->m_type), m->m_from);
+		return 0;
+	}
+	return dlm_held_add(ls, q, m->m_from, buf, (size_t)len);
 }
 
 /* MIGRATE_LOCK: kept, inert, until its MIGRATE (broken variant: taken
@@ -879,8 +884,7 @@ static int receive_record(struct dlm_ls *ls, const struct dlm_msg *m)
 		dlm_grant_pending(r);	/* broken: on a part of the queues */
 		return 0;
 	}
-	keep(ls, &ls->ls_rm_records, m);
-	return 0;
+	return keep(ls, &ls->ls_rm_records, m);
 }
 
 /* MOVED from r's old master: r is m_nodeid's now, and each of our locks
@@ -989,27 +993,34 @@ static int receive_repoint_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 
 /* Before any lock message: one from a new master about a lock whose
  * REPOINT is held waits behind it; a REPOINT that came before its old
- * master's MOVED waits for it (essay: "X, on REPOINT").  True: held. */
-bool dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m)
+ * master's MOVED waits for it (essay: "X, on REPOINT").  1: held; 0: not
+ * to be held; -ENOMEM: to be held, but no memory to keep it (nothing
+ * changed: the message is refused, to come again). */
+int dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m)
 {
+	uint32_t flags;
 	struct dlm_lkb *lkb;
 
 	if (!dlm_remaster_on(ls) ||
 	    (m->m_type != DLM_MSG_REPOINT &&
 	     (m->m_type < DLM_MSG_REQUEST_REPLY || m->m_type > DLM_MSG_BAST)))
-		return false;
+		return 0;
 	lkb = dlm_lkb_find(ls, m->m_remid);
 	if (!lkb || is_master_copy(lkb) || lkb->lkb_rsb->res_nodeid == m->m_from)
-		return false;
+		return 0;
+	flags = lkb->lkb_flags;
 	if (m->m_type == DLM_MSG_REPOINT) {
 		if (lkb->lkb_flags & LKBF_REPOINT)
-			return false;	/* MOVED came: taken now, or refused */
+			return 0;	/* MOVED came: taken now, or refused */
 		lkb->lkb_flags |= LKBF_RP_HELD;
 	} else if (!(lkb->lkb_flags & LKBF_RP_HELD)) {
-		return false;
+		return 0;
 	}
-	keep(ls, &ls->ls_rm_held, m);
-	return true;
+	if (keep(ls, &ls->ls_rm_held, m)) {
+		lkb->lkb_flags = flags;
+		return -ENOMEM;
+	}
+	return 1;
 }
 
 /* Does a lock of ours on r await its re-point?  (Then r's master is the
