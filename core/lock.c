@@ -89,11 +89,13 @@
  * or what cannot be had is retried later.  Never is a message dropped:
  * every message that asks for something is answered.
  *  - A local call (dlm_core_lock, dlm_core_unlock) returns -ENOMEM and
- *    has changed nothing.  So that the grant logic never needs memory
- *    it cannot get, an operation with VALBLK takes room for its value
- *    at the call (lvb_room(): the lock's buffer, and the resource's if
- *    it writes it here); a conversion-deadlock search needs none for a
- *    convert queue of up to 32 locks.
+ *    has changed nothing.  So that a write never needs memory it cannot
+ *    get, an operation with VALBLK that writes a value (not zeros: no
+ *    buffer reads as zeros, issue 14) takes room for it at the call
+ *    (lvb_room(): the lock's buffer, and the resource's if it writes it
+ *    here); a read takes room only when the value it will read is known
+ *    here.  A conversion-deadlock search needs no memory for a convert
+ *    queue of up to 32 locks.
  *  - A REQUEST, CONVERT or UNLOCK the master has no memory for (a master
  *    copy, a range record, the room for a value) is answered -ENOMEM and
  *    refused whole: the requester completes the operation with -ENOMEM
@@ -105,8 +107,11 @@
  *  - A wait that finds no memory for its deadlock record is watched again
  *    at the next tick (deadlock.c).
  *  - Left as before, value lost and said so (VALNOTVALID): a forced
- *    unlock's write (a purge cannot be refused) and a value whose room
- *    could not be taken because the lock's master changed under it.
+ *    unlock's write (a purge cannot be refused), a value whose room
+ *    could not be taken because the lock's master changed under it, and
+ *    a read whose buffer finds no memory at the grant (that reader gets
+ *    zeros flagged VALNOTVALID; the resource's value stays valid for the
+ *    others).
  *  - Recovery messages and steps: see core/recover.c.
  */
 #include <errno.h>
@@ -836,19 +841,25 @@ static bool lvb_writes(const struct dlm_lkb *lkb, int mode)
 	       mode <= lkb->lkb_grmode;
 }
 
-/* Room for the values an operation with VALBLK will read or write, taken
- * when it is accepted, where it can still be refused (see "Out of
- * memory" above): the lock's buffer, and the resource's if the operation
- * writes it here (to 'mode'; DLM_LOCK_NL for an unlock).  False for want
- * of memory; what was made stays (zeros, as no buffer means). */
-static bool lvb_room(struct dlm_ls *ls, struct dlm_lkb *lkb, int mode)
+/* Room for the value an operation with VALBLK will write ('src', to
+ * 'mode'; DLM_LOCK_NL for an unlock) or read, taken when it is accepted,
+ * where it can still be refused (see "Out of memory" above): the lock's
+ * buffer, and the resource's if it writes it here.  Zeros need none (no
+ * buffer reads as zeros), so only a value that is not zeros takes room:
+ * the one written, or for a read the resource's value if it is known
+ * here.  False for want of memory; what was made stays (zeros). */
+static bool lvb_room(struct dlm_ls *ls, struct dlm_lkb *lkb, int mode,
+		     const char *src)
 {
 	struct dlm_rsb *r = lkb->lkb_rsb;
+	bool writes = lvb_writes(lkb, mode), here = r && is_master(r);
 
+	if (writes ? !src || !memcmp(src, dlm_lvb_zero, DLM_LVB_LEN) :
+		     !here || !r->res_lvb)
+		return true;
 	if (!dlm_lvb_room(ls, &lkb->lkb_lvb))
 		return false;
-	return !r || !is_master(r) || !lvb_writes(lkb, mode) ||
-	       dlm_lvb_room(ls, &r->res_lvb);
+	return !writes || !here || dlm_lvb_room(ls, &r->res_lvb);
 }
 
 static void lvb_write(struct dlm_rsb *r, struct dlm_lkb *lkb, uint32_t flags)
@@ -1548,7 +1559,7 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		return -ENOMEM;
 	lkb = dlm_lkb_create(ls, req->newid);
 	if (!lkb || !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &range) ||
-	    ((req->flags & DLM_LKF_VALBLK) &&
+	    ((req->flags & DLM_LKF_VALBLK) && is_master(r) && r->res_lvb &&
 	     !dlm_lvb_room(ls, &lkb->lkb_lvb))) {
 		if (lkb)
 			dlm_lkb_free(ls, lkb);
@@ -1605,7 +1616,8 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	    req->mode <= lkb->lkb_grmode && !req->lvb)
 		return -EINVAL;		/* a writer must give the value */
 
-	if (((req->flags & DLM_LKF_VALBLK) && !lvb_room(ls, lkb, req->mode)) ||
+	if (((req->flags & DLM_LKF_VALBLK) &&
+	     !lvb_room(ls, lkb, req->mode, req->lvb)) ||
 	    !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &range))
 		return -ENOMEM;
 	*lkid_out = lkb->lkb_id;
@@ -1762,7 +1774,7 @@ int dlm_core_unlock(struct dlm_ls *ls, const struct dlm_unlock_req *req)
 		return -EINVAL;
 	if ((req->flags & DLM_LKF_VALBLK) && !(req->flags & DLM_LKF_CANCEL) &&
 	    lkb->lkb_wait_type == DLM_WAIT_NONE &&
-	    !lvb_room(ls, lkb, DLM_LOCK_NL))
+	    !lvb_room(ls, lkb, DLM_LOCK_NL, req->lvb))
 		return -ENOMEM;
 	if (lkb->lkb_wait_type == DLM_WAIT_NONE)
 		lkb->lkb_astarg = req->astarg;
@@ -1912,7 +1924,7 @@ static int request_here(struct dlm_ls *ls, struct dlm_rsb *r,
 
 	lkb = dlm_lkb_create(ls, 0);
 	if (!lkb || !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange) ||
-	    ((m->m_exflags & DLM_LKF_VALBLK) &&
+	    ((m->m_exflags & DLM_LKF_VALBLK) && r->res_lvb &&
 	     !dlm_lvb_room(ls, &lkb->lkb_lvb))) {
 		if (lkb)
 			dlm_lkb_free(ls, lkb);
@@ -2054,7 +2066,7 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 		return -EBUSY;
 	}
 	if (((m->m_exflags & DLM_LKF_VALBLK) &&
-	     !lvb_room(ls, lkb, m->m_rqmode)) ||
+	     !lvb_room(ls, lkb, m->m_rqmode, m->m_lvb)) ||
 	    !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange)) {
 		send_reply_lkid(ls, m, DLM_MSG_CONVERT_REPLY, lkb->lkb_id,
 				-ENOMEM);
@@ -2089,7 +2101,8 @@ static int receive_unlock(struct dlm_ls *ls, const struct dlm_msg *m)
 		return -EBUSY;
 	}
 	if (m->m_lvb && (flags & DLM_LKF_VALBLK) &&
-	    !(m->m_flags & DLM_MF_FORCE) && !lvb_room(ls, lkb, DLM_LOCK_NL)) {
+	    !(m->m_flags & DLM_MF_FORCE) &&
+	    !lvb_room(ls, lkb, DLM_LOCK_NL, m->m_lvb)) {
 		/* refused, the lock as it was: its owner may try again */
 		send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -ENOMEM);
 		return 0;

@@ -216,8 +216,11 @@ bool dlm_lvb_store(struct dlm_ls *ls, char **slot, const char *src)
 
 bool dlm_lvb_room(struct dlm_ls *ls, char **slot)
 {
-	if (!*slot)
-		*slot = dlm_calloc(ls->ls_core, 1, DLM_LVB_LEN);
+	if (!*slot) {
+		*slot = dlm_malloc(ls->ls_core, DLM_LVB_LEN);
+		if (*slot)
+			memset(*slot, 0, DLM_LVB_LEN);
+	}
 	return *slot != NULL;
 }
 

@@ -847,6 +847,7 @@ static void new_lock_on(struct sim *sim, int node, int client,
 	lk->l_op_flags = flags;
 	lk->l_req_flags = flags;
 	lk->l_op_astarg = req.astarg;
+	lk->l_op_nomem = sim->n_alloc_fails;
 	lk->l_lvb_since = sim->res[res].r_nwrites;
 	if (parent) {
 		lk->l_parent = parent;
@@ -1007,6 +1008,7 @@ static void convert_lock(struct sim *sim, struct sim_lock *lk, int mode, int64_t
 	lk->l_op_flags = flags;
 	lk->l_req_flags = flags;
 	lk->l_op_astarg = req.astarg;
+	lk->l_op_nomem = sim->n_alloc_fails;
 	lk->l_lvb_since = sim->res[lk->l_res].r_nwrites;
 }
 
@@ -1058,6 +1060,7 @@ static void unlock_lock(struct sim *sim, struct sim_lock *lk, int64_t flags_in)
 	release_lvb_effect(sim, lk, flags, value);
 	lk->l_op = OP_UNLOCK;
 	lk->l_op_astarg = req.astarg;
+	lk->l_op_nomem = sim->n_alloc_fails;
 }
 
 static void do_unlock(struct sim *sim, int node, int client)

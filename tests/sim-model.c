@@ -644,6 +644,12 @@ static void check_lvb(struct sim *sim, struct sim_lock *lk, const struct sim_ast
 		return;
 	}
 	got = lvb_value(a->a_lvb);
+	/* --alloc-faults: a reader whose buffer found no memory after its
+	 * request was accepted is told zeros, not valid (lock.c "Out of
+	 * memory"); the resource's value is untouched for the others */
+	if (notvalid && got == 0 && sim->opts->o_alloc_faults &&
+	    sim->n_alloc_fails > lk->l_op_nomem)
+		return;
 	/* unused for toss_ms until this grant: maybe a fresh resource */
 	if (r->r_empty_since != UINT64_MAX &&
 	    sim->now - r->r_empty_since >= sim->toss_ms && !notvalid && got == 0)

@@ -219,6 +219,8 @@ struct sim_lock {
 	int		l_op_mode;	/* requested mode */
 	uint32_t	l_op_flags;
 	uint64_t	l_op_astarg;
+	uint64_t	l_op_nomem;	/* --alloc-faults: allocations failed
+					   before its operation began */
 	bool		l_op_adopt;	/* the pending request adopts an orphan */
 	bool		l_cancel;	/* a cancel is pending */
 	bool		l_cancel_unresolved; /* cancel found nothing; its reply may be in flight */
