@@ -539,7 +539,7 @@ uint64_t dlm_deadlock_key(const struct dlm_lkb *lkb);
 void dlm_remaster_count(struct dlm_rsb *r, uint32_t nodeid);
 void dlm_remaster_consider(struct dlm_ls *ls, struct dlm_rsb *r);
 int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m);
-void dlm_remaster_recover(struct dlm_ls *ls);
+int dlm_remaster_recover(struct dlm_ls *ls);
 int dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m);
 bool dlm_remaster_awaits(const struct dlm_rsb *r);
 void dlm_remaster_free_ls(struct dlm_ls *ls);

@@ -548,7 +548,9 @@ static int step_dir(struct dlm_ls *ls)
 	int rv = 0;
 
 	/* a resource moved to us before the stop is ours to register */
-	dlm_remaster_recover(ls);
+	rv = dlm_remaster_recover(ls);
+	if (rv)
+		return rv;
 
 	/* one batch per member, by its place in ls_members (the directory
 	 * node of a hash is a member by its place too) */
