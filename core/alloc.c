@@ -19,13 +19,23 @@
  * read-only report whose failure is -ENOMEM to the caller).
  *
  * What an engine does when an allocation fails is decided where the
- * allocation is, and argued in that file's essay; in short:
- *   - a local request fails with -ENOMEM (returned, or as its completion
- *     AST once it was accepted), and changes nothing else (lock.c);
- *   - a request from another node is answered with -ENOMEM, which the
- *     requester completes to its client (lock.c);
- *   - a recovery step stops and reports recovery_failed(); the glue runs
- *     recovery again under a newer event (recover.c).
+ * allocation is, and argued in that file's essay (lock.c and recover.c
+ * "Out of memory", remaster.c "As built"); in short, no message is ever
+ * dropped:
+ *   - a local call fails with -ENOMEM and changes nothing (lock.c); what
+ *     the grant logic will need later (an LVB's room) is taken at the
+ *     call, or needs no memory (the conversion-deadlock search);
+ *   - a REQUEST, CONVERT, UNLOCK or LOOKUP from another node is answered
+ *     -ENOMEM, refused whole, and its operation fails at its node;
+ *   - a recovery message or step fails the recovery (recovery_failed());
+ *     the glue runs recovery again under a newer event (recover.c);
+ *   - a message that must be kept for later (the lockspace does not run,
+ *     a re-point record) and cannot be is not taken: dlm_core_receive
+ *     returns -ENOMEM having changed nothing, and the transport must
+ *     offer it again, in order (core.h);
+ *   - what can wait is retried at the next tick: a deadlock watch
+ *     (deadlock.c), the lookups of requests held over a recovery
+ *     (recover.c).
  */
 #include <stdlib.h>
 
