@@ -441,9 +441,9 @@ void dlm_dir_remove(struct dlm_ls *ls, const unsigned char *key,
 		    unsigned int keylen, uint32_t hash, uint32_t master);
 int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 		     unsigned int keylen, uint32_t hash, uint32_t master);
-bool dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
-		  unsigned int keylen, uint32_t hash, uint32_t old,
-		  uint32_t master, uint32_t *cur);
+int dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
+		 unsigned int keylen, uint32_t hash, uint32_t old,
+		 uint32_t master, uint32_t *cur);
 void dlm_dir_sweep(struct dlm_ls *ls);
 
 struct dlm_owner *dlm_owner_get(struct dlm_ls *ls, uint64_t id, bool create);

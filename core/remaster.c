@@ -601,20 +601,23 @@ void dlm_remaster_consider(struct dlm_ls *ls, struct dlm_rsb *r)
 		migrate(ls, r, node);
 }
 
-/* The directory record of key moved from 'old' to 'master'. */
-static void dir_move(struct dlm_ls *ls, const unsigned char *key,
-		     unsigned int keylen, uint32_t hash, uint32_t old,
-		     uint32_t master)
+/* The directory record of key moved from 'old' to 'master': 0, or
+ * -ENOMEM with nothing changed. */
+static int dir_move(struct dlm_ls *ls, const unsigned char *key,
+		    unsigned int keylen, uint32_t hash, uint32_t old,
+		    uint32_t master)
 {
 	char name[DLM_KEY_TEXT_LEN];
 	uint32_t cur;
+	int rv = dlm_dir_move(ls, key, keylen, hash, old, master, &cur);
 
-	if (dlm_dir_move(ls, key, keylen, hash, old, master, &cur))
-		return;
+	if (rv)
+		return rv < 0 ? rv : 0;
 	dlm_key_format(key, keylen, name, sizeof(name));
 	log_ls(ls, DLM_LOG_WARNING,
 	       "directory: \"%s\" moved from %u to %u, but its master is %u",
 	       name, old, master, cur);
+	return 0;
 }
 
 /* Is held message h a record of r from 'from'?  Decoded into *m. */
@@ -919,7 +922,9 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 		return 0;
 	}
 	if (dlm_dir_nodeid(ls, hash) == us) {
-		dir_move(ls, m->m_key, m->m_keylen, hash, m->m_from, us);
+		if (dir_move(ls, m->m_key, m->m_keylen, hash, m->m_from, us))
+			log_ls(ls, DLM_LOG_ERR, "remaster: no memory to move "
+			       "\"%s\"'s directory record here", name);
 	} else {
 		struct dlm_msg d;
 
@@ -1155,8 +1160,8 @@ int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (dlm_dir_nodeid(ls, hash) != dlm_our_nodeid(ls) ||
 	    m->m_key[0] == DLM_KEY_DIGEST_MARK || 1u + m->m_key[0] != m->m_keylen)
 		return -EINVAL;
-	dir_move(ls, m->m_key, m->m_keylen, hash, m->m_nodeid, m->m_from);
-	return 0;
+	/* -ENOMEM: not taken, offered again (core.h) */
+	return dir_move(ls, m->m_key, m->m_keylen, hash, m->m_nodeid, m->m_from);
 }
 
 /* Does held message m from 'from' answer one of our locks on r? */

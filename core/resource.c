@@ -817,32 +817,32 @@ void dlm_dir_remove(struct dlm_ls *ls, const unsigned char *key,
 
 /* Remastering: key's master moved from 'old' to 'master'.  False, with
  * the master the record names in *cur, when that was not 'old'. */
-bool dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
-		  unsigned int keylen, uint32_t hash, uint32_t old,
-		  uint32_t master, uint32_t *cur)
+int dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
+		 unsigned int keylen, uint32_t hash, uint32_t old,
+		 uint32_t master, uint32_t *cur)
 {
 	struct dlm_dirent *de = dir_find(ls, key, keylen, hash);
 	struct dlm_rsb *r = de ? NULL : dir_self(ls, key, keylen, hash);
 	uint32_t dummy;
 
-	if (!de && !r) {
-		(void)dlm_dir_lookup(ls, key, keylen, hash, master, &dummy);
-		return true;
-	}
+	if (!de && !r)
+		return dlm_dir_lookup(ls, key, keylen, hash, master, &dummy) ?
+		       -ENOMEM : 1;
 	*cur = de ? de->de_master : dlm_our_nodeid(ls);
 	if (*cur != old)
-		return false;
+		return 0;
 	if (de) {
 		de->de_master = master;
 		dir_settle(ls, de);
 	} else if (master != old) {
-		/* out of memory: the record stays, naming the old master
-		 * (the new one's next REMOVE is then ignored, as a stale
-		 * record's is) */
-		if (dir_add(ls, key, keylen, hash, master, r->res_de_event))
-			dir_self_clear(ls, r);
+		/* out of memory: nothing changed, the caller refuses the
+		 * move (a record left naming the old master outlived the
+		 * resource: its new master's REMOVE was ignored) */
+		if (!dir_add(ls, key, keylen, hash, master, r->res_de_event))
+			return -ENOMEM;
+		dir_self_clear(ls, r);
 	}
-	return true;
+	return 1;
 }
 
 /* A record no master confirmed in this event goes. */
