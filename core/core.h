@@ -244,6 +244,11 @@ uint32_t dlm_core_nodeid(const struct dlm_core *core);
  * resources that have been unused for toss_ms. */
 void dlm_core_tick(struct dlm_core *core, uint64_t now_ms);
 void dlm_core_set_fault(struct dlm_core *core, enum dlm_core_fault fault);
+/* Tests only, never the daemon: fail(arg) is asked before each allocation
+ * this engine makes; non-zero makes it fail as if memory ran out (see
+ * core/alloc.c).  fail NULL (the default): no allocation fails on purpose. */
+void dlm_core_set_alloc_hook(struct dlm_core *core, int (*fail)(void *arg),
+			     void *arg);
 
 /* ---------------------------------------------------------------------
  * Lockspaces
@@ -461,7 +466,13 @@ int dlm_core_purge_orphan_group(struct dlm_ls *ls, uint32_t nodeid,
 
 /* Feed a message received from node 'from'.  Returns 0, or a negative
  * errno after logging why the message was rejected (malformed, unknown
- * lockspace, unknown lock, sender not a member). */
+ * lockspace, unknown lock, sender not a member).  A request or conversion
+ * that finds no memory here is answered -ENOMEM (the operation fails at
+ * its node) and returns 0: the message was dealt with; so is a recovery
+ * message that fails the recovery for want of memory (recovery_failed).
+ * -ENOMEM: the message could not even be kept (a lockspace that does not
+ * run holds what arrives) and was not taken, nothing changed: the caller
+ * must offer it again later, before any later message from that node. */
 int dlm_core_receive(struct dlm_core *core, uint32_t from,
 		     const void *buf, size_t len);
 

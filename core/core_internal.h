@@ -328,6 +328,9 @@ struct dlm_ls {
 	/* deadlock detection (deadlock.c) */
 	struct dlm_list		ls_dlwait;	/* queued process copies, the one
 						   probed longest ago first */
+	uint32_t		ls_dl_unwatched; /* queued process copies left off
+						    ls_dlwait for want of memory,
+						    at most (retried at tick) */
 	uint64_t		ls_deadlocks;	/* victims chosen here */
 	uint64_t		ls_remasters;	/* resources moved away (remaster.c) */
 	uint32_t		ls_last_victim;	/* the latest one's lock id */
@@ -360,6 +363,9 @@ struct dlm_ls {
 	bool			ls_rm_seen;	/* a remastering message handled
 						 * since the last full rebuild */
 	int			ls_rc_error;	/* the last start failed in ls_rstep */
+	bool			ls_redo_lookups; /* finish found no memory to redo
+						    the held lookups: the next
+						    tick tries (recover.c) */
 	struct dlm_list		ls_held;	/* messages held while stopped */
 	/* remaster.c: MIGRATE_LOCK records kept until their MIGRATE, and
 	 * messages of a new master held until the old one's MOVED */
@@ -388,10 +394,17 @@ struct dlm_core {
 	uint64_t		core_now;
 	uint64_t		core_ticks;	/* dlm_core_tick() calls (remaster.c) */
 	enum dlm_core_fault	core_fault;
+	int			(*core_alloc_fail)(void *arg);	/* tests only (alloc.c) */
+	void			*core_alloc_arg;
 	struct dlm_list		core_lockspaces;
 	struct dlm_objcache	core_lkbs;	/* free lkbs */
 	struct dlm_objcache	core_qwaits;	/* free wait records */
 };
+
+/* alloc.c: every allocation of a running engine, so a test can fail it */
+void *dlm_malloc(struct dlm_core *core, size_t size);
+void *dlm_calloc(struct dlm_core *core, size_t n, size_t size);
+void *dlm_realloc(struct dlm_core *core, void *p, size_t size);
 
 /* ls.c */
 void dlm_core_log(struct dlm_core *core, enum dlm_log_level level,
@@ -402,7 +415,8 @@ bool dlm_ls_is_member(const struct dlm_ls *ls, uint32_t nodeid);
 int dlm_ls_set_members(struct dlm_ls *ls, const uint32_t *members,
 		       unsigned int n);
 int dlm_dispatch_msg(struct dlm_ls *ls, const struct dlm_msg *m);
-int dlm_held_add(struct dlm_list *q, uint32_t from, const void *buf, size_t len);
+int dlm_held_add(struct dlm_ls *ls, struct dlm_list *q, uint32_t from,
+		 const void *buf, size_t len);
 void dlm_held_replay(struct dlm_ls *ls, struct dlm_list *q,
 		     int (*handle)(struct dlm_ls *ls, const struct dlm_msg *m));
 void dlm_held_drop(struct dlm_list *q, const struct dlm_ls *ls,
@@ -428,14 +442,15 @@ bool dlm_key_is_child(const unsigned char *pkey, unsigned int pkeylen,
 bool dlm_rsb_unused(const struct dlm_rsb *r);
 void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all);
 
-void *dlm_objcache_take(struct dlm_objcache *oc, size_t size);
+void *dlm_objcache_take(struct dlm_core *core, struct dlm_objcache *oc,
+			size_t size);
 void dlm_objcache_give(struct dlm_objcache *oc, void *p, unsigned int max);
 void dlm_objcache_drain(struct dlm_objcache *oc);
 struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id);
 struct dlm_idblock *dlm_idblock_find(const struct dlm_ls *ls, uint32_t id);
 struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id);
 void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb);
-bool dlm_lkb_set_range(struct dlm_lkb *lkb, int which,
+bool dlm_lkb_set_range(struct dlm_ls *ls, struct dlm_lkb *lkb, int which,
 		       const struct dlm_range *range);
 struct dlm_lkb_wait *dlm_lkb_qwait_get(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_lkb_qwait_put(struct dlm_ls *ls, struct dlm_lkb *lkb);
@@ -449,9 +464,9 @@ void dlm_dir_remove(struct dlm_ls *ls, const unsigned char *key,
 		    unsigned int keylen, uint32_t hash, uint32_t master);
 int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 		     unsigned int keylen, uint32_t hash, uint32_t master);
-bool dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
-		  unsigned int keylen, uint32_t hash, uint32_t old,
-		  uint32_t master, uint32_t *cur);
+int dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
+		 unsigned int keylen, uint32_t hash, uint32_t old,
+		 uint32_t master, uint32_t *cur);
 void dlm_dir_sweep(struct dlm_ls *ls);
 void dlm_dir_drop_departed(struct dlm_ls *ls);
 
@@ -461,11 +476,18 @@ void dlm_owner_put(struct dlm_ls *ls, struct dlm_owner *ow);
 /* Lock value blocks are allocated lazily: most locks never use one, and
  * 32 bytes in every lkb and rsb were a tenth of a held lock's memory.  A
  * NULL buffer reads as 32 zero bytes; storing zeros into it allocates
- * nothing.  dlm_lvb_store() fails only for want of memory; its callers
- * then treat the value as lost, the way the DLM treats any value it
- * cannot vouch for: flagged not valid (VALNOTVALID), never invented. */
+ * nothing.  dlm_lvb_store() fails only for want of memory, which an
+ * operation's call rules out by taking room first (dlm_lvb_room()); where
+ * it fails all the same, its callers treat the value as lost, the way the
+ * DLM treats any value it cannot vouch for: flagged not valid
+ * (VALNOTVALID), never invented. */
 extern const char dlm_lvb_zero[DLM_LVB_LEN];
-bool dlm_lvb_store(char **slot, const char *src);
+bool dlm_lvb_store(struct dlm_ls *ls, char **slot, const char *src);
+/* Room for a value in *slot (zeros, as NULL means): false for want of
+ * memory.  Taken when an operation with VALBLK is accepted (lock.c,
+ * "Out of memory"), so that its value's later write or read, deep in the
+ * grant logic where nothing can be refused, finds room. */
+bool dlm_lvb_room(struct dlm_ls *ls, char **slot);
 
 static inline const char *dlm_lkb_lvb(const struct dlm_lkb *lkb)
 {
@@ -495,6 +517,7 @@ void dlm_recover_conversions(struct dlm_rsb *r);
 void dlm_recover_deadlocks(struct dlm_rsb *r);
 void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_redo_lookups(struct dlm_ls *ls, struct dlm_rsb *r);
+void dlm_recover_redo_lookups(struct dlm_ls *ls);
 void dlm_lkb_to_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
 		    int status);
 
@@ -540,8 +563,8 @@ uint64_t dlm_deadlock_key(const struct dlm_lkb *lkb);
 void dlm_remaster_count(struct dlm_rsb *r, uint32_t nodeid);
 void dlm_remaster_consider(struct dlm_ls *ls, struct dlm_rsb *r);
 int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m);
-void dlm_remaster_recover(struct dlm_ls *ls);
-bool dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m);
+int dlm_remaster_recover(struct dlm_ls *ls);
+int dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m);
 bool dlm_remaster_awaits(const struct dlm_rsb *r);
 void dlm_remaster_free_ls(struct dlm_ls *ls);
 void dlm_remaster_finish(struct dlm_ls *ls);
@@ -571,7 +594,7 @@ static inline bool dlm_range_is_whole(const struct dlm_range *r)
 }
 
 /* A lock's ranges: most locks cover the whole resource and keep no
- * range record.  dlm_lkb_set_range(lkb, DLM_LKB_GR or DLM_LKB_RQ, range)
+ * range record.  dlm_lkb_set_range(ls, lkb, DLM_LKB_GR or DLM_LKB_RQ, range)
  * allocates the record when a range is not the whole resource; it fails
  * (false) only for want of memory, and never when the record is there
  * already (a range copied from the lock's own other range). */

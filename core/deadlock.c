@@ -257,11 +257,12 @@ void dlm_deadlock_queued(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	}
 	w = dlm_lkb_qwait_get(ls, lkb);
 	if (!w) {
-		/* no memory for its record: this wait goes unprobed (it
-		 * can still be found as a holder's, and time out) */
+		/* no memory for its record: the next tick tries again
+		 * (rewatch()); until then this wait goes unprobed */
 		log_ls(ls, DLM_LOG_WARNING,
 		       "lock %08x: no memory to watch its wait for deadlocks",
 		       lkb->lkb_id);
+		ls->ls_dl_unwatched++;
 		return;
 	}
 	w->lw_dl_start = ls->ls_core->core_now;
@@ -317,7 +318,8 @@ static void push(struct walk *w, enum hop_kind kind, uint32_t lkid)
 		return;
 	if (w->w_n == w->w_cap) {
 		size_t cap = w->w_cap ? 2 * w->w_cap : 16;
-		struct hop *q = realloc(w->w_q, cap * sizeof(*q));
+		struct hop *q = dlm_realloc(w->w_ls->ls_core, w->w_q,
+					    cap * sizeof(*q));
 
 		if (!q) {
 			log_ls(w->w_ls, DLM_LOG_WARNING, "deadlock probe dropped: "
@@ -509,11 +511,32 @@ static void start_probe(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	walk_run(&w);
 }
 
+static void rewatch_one(void *arg, struct dlm_hnode *n)
+{
+	struct dlm_lkb *lkb = dlm_container_of(n, struct dlm_lkb, lkb_hnode);
+
+	if (!is_master_copy(lkb) && !(lkb->lkb_flags & LKBF_DLWAIT) &&
+	    (lkb->lkb_status == DLM_LKSTS_WAITING ||
+	     lkb->lkb_status == DLM_LKSTS_CONVERT))
+		dlm_deadlock_queued(arg, lkb);
+}
+
+/* Watch the waits that dlm_deadlock_queued() could not record for want of
+ * memory: one walk of the locks, only after such a failure; what fails
+ * again is counted again for the next tick. */
+static void rewatch(struct dlm_ls *ls)
+{
+	ls->ls_dl_unwatched = 0;
+	dlm_htab_walk(&ls->ls_lkbtbl, rewatch_one, ls);
+}
+
 void dlm_deadlock_tick(struct dlm_ls *ls)
 {
 	uint64_t now = ls->ls_core->core_now;
 	uint32_t delay = ls->ls_core->core_cfg.deadlock_ms;
 
+	if (ls->ls_dl_unwatched && dlm_ls_running(ls))
+		rewatch(ls);
 	if (!delay || !dlm_ls_running(ls))
 		return;
 	/* oldest probe first: each one probed goes to the tail, with a

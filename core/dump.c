@@ -337,6 +337,7 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 				    DLM_LKSTS_WAITING };
 	char name[DLM_KEY_TEXT_LEN];
 	const struct dlm_list *pos;
+	bool dlwait, want;
 	int k, m;
 
 	if (vc->vc_err)
@@ -369,9 +370,12 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 			}
 			if (k == 2 && (lkb->lkb_exflags & DLM_LKF_NOORDER))
 				nnoorder++;
-			/* deadlock.c follows every queued process copy */
-			if (!!(lkb->lkb_flags & LKBF_DLWAIT) !=
-			    ((k == 1 || k == 2) && !is_master_copy(lkb))) {
+			/* deadlock.c follows every queued process copy
+			 * (but those it had no memory for, until a tick) */
+			dlwait = lkb->lkb_flags & LKBF_DLWAIT;
+			want = (k == 1 || k == 2) && !is_master_copy(lkb);
+			if (dlwait != want &&
+			    !(want && r->res_ls->ls_dl_unwatched)) {
 				snprintf(vc->vc_why, vc->vc_len,
 					 "%s: lock %08x on queue %d is %son ls_dlwait",
 					 name, lkb->lkb_id, k,

@@ -82,6 +82,37 @@
  *    with IVVALBLK marks the resource's value invalid; every other grant
  *    with VALBLK reads the resource's value, with DLM_SBF_VALNOTVALID if
  *    it is invalid.
+ *
+ * Out of memory (core/alloc.c; dlm-sim --alloc-faults proves it).  The
+ * rule: an operation fails with -ENOMEM where it can still be refused,
+ * whole, before it changes anything; past that point nothing allocates,
+ * or what cannot be had is retried later.  Never is a message dropped:
+ * every message that asks for something is answered.
+ *  - A local call (dlm_core_lock, dlm_core_unlock) returns -ENOMEM and
+ *    has changed nothing.  So that a write never needs memory it cannot
+ *    get, an operation with VALBLK that writes a value (not zeros: no
+ *    buffer reads as zeros, issue 14) takes room for it at the call
+ *    (lvb_room(): the lock's buffer, and the resource's if it writes it
+ *    here); a read takes room only when the value it will read is known
+ *    here.  A conversion-deadlock search needs no memory for a convert
+ *    queue of up to 32 locks.
+ *  - A REQUEST, CONVERT or UNLOCK the master has no memory for (a master
+ *    copy, a range record, the room for a value) is answered -ENOMEM and
+ *    refused whole: the requester completes the operation with -ENOMEM
+ *    and holds what it held.  A LOOKUP the directory node has no record
+ *    for is answered -ENOMEM: the requests waiting for it fail.  The
+ *    sender redoing the operation is its client's choice.
+ *  - A GRANT, a BAST and the replies only change what exists (buffers
+ *    were taken at the call), so they need no memory.
+ *  - A wait that finds no memory for its deadlock record is watched again
+ *    at the next tick (deadlock.c).
+ *  - Left as before, value lost and said so (VALNOTVALID): a forced
+ *    unlock's write (a purge cannot be refused), a value whose room
+ *    could not be taken because the lock's master changed under it, and
+ *    a read whose buffer finds no memory at the grant (that reader gets
+ *    zeros flagged VALNOTVALID; the resource's value stays valid for the
+ *    others).
+ *  - Recovery messages and steps: see core/recover.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -235,7 +266,7 @@ static void set_grmode(struct dlm_rsb *r, struct dlm_lkb *lkb, int mode,
 		count_held(r, lkb, -1);
 	lkb->lkb_grmode = (int8_t)mode;
 	/* range is the lock's own: its record is there if it is partial */
-	(void)dlm_lkb_set_range(lkb, DLM_LKB_GR, range);
+	(void)dlm_lkb_set_range(r->res_ls, lkb, DLM_LKB_GR, range);
 	if (held)
 		count_held(r, lkb, 1);
 }
@@ -341,26 +372,41 @@ static void reach(const struct dlm_ls *ls, struct dlm_lkb *const *q, size_t n,
  * above NL and is not exempt (NODLCKWT), else another member holding a
  * mode above NL (every cycle has one: NL blocks no mode, and queue order
  * alone cannot close a cycle).  Costs O(n^2) in the length of the convert
- * queue, which only holds conversions that are actually blocked. */
+ * queue, which only holds conversions that are actually blocked.
+ *
+ * A queue of up to CVDL_ON_STACK conversions is searched without
+ * allocating; a longer one needs memory, and without it *nomem is set
+ * (the check could not be made: the caller must not leave lkb queued on
+ * the guess that it closes no cycle, or a deadlock could hang for good). */
+#define CVDL_ON_STACK	32
 static struct dlm_lkb *conversion_deadlock(struct dlm_rsb *r,
-					   struct dlm_lkb *lkb)
+					   struct dlm_lkb *lkb, bool *nomem)
 {
 	struct dlm_ls *ls = r->res_ls;
-	struct dlm_lkb **q = NULL, *victim = NULL;
-	size_t n = 0, me = 0, i, *stack = NULL;
-	bool *fwd = NULL, *bwd = NULL;
+	struct dlm_lkb *q_s[CVDL_ON_STACK], **q = q_s, *victim = NULL;
+	size_t stack_s[CVDL_ON_STACK + 1], *stack = stack_s;
+	bool fwd_s[CVDL_ON_STACK], bwd_s[CVDL_ON_STACK];
+	bool *fwd = fwd_s, *bwd = bwd_s;
+	size_t n = 0, me = 0, i;
 	struct dlm_list *pos;
 
+	*nomem = false;
 	dlm_list_for_each(pos, &r->res_convertq)
 		n++;
 	if (n < 2)
 		return NULL;
-	q = malloc(n * sizeof(*q));
-	stack = malloc((n + 1) * sizeof(*stack));
-	fwd = calloc(n, sizeof(*fwd));
-	bwd = calloc(n, sizeof(*bwd));
-	if (!q || !stack || !fwd || !bwd)
-		goto out;
+	if (n > CVDL_ON_STACK) {
+		q = dlm_malloc(ls->ls_core, n * sizeof(*q));
+		stack = dlm_malloc(ls->ls_core, (n + 1) * sizeof(*stack));
+		fwd = dlm_malloc(ls->ls_core, n * sizeof(*fwd));
+		bwd = dlm_malloc(ls->ls_core, n * sizeof(*bwd));
+		if (!q || !stack || !fwd || !bwd) {
+			*nomem = true;
+			goto out;
+		}
+	}
+	memset(fwd, 0, n * sizeof(*fwd));
+	memset(bwd, 0, n * sizeof(*bwd));
 	i = 0;
 	dlm_list_for_each(pos, &r->res_convertq) {
 		q[i] = dlm_container_of(pos, struct dlm_lkb, lkb_statequeue);
@@ -388,10 +434,12 @@ static struct dlm_lkb *conversion_deadlock(struct dlm_rsb *r,
 	/* if every lock that could give way is exempt, the deadlock stays,
 	 * as NODLCKWT asks */
 out:
-	free(q);
-	free(stack);
-	free(fwd);
-	free(bwd);
+	if (n > CVDL_ON_STACK) {
+		free(q);
+		free(stack);
+		free(fwd);
+		free(bwd);
+	}
 	return victim;
 }
 
@@ -610,19 +658,29 @@ static void send_cancel_reply(struct dlm_ls *ls, struct dlm_lkb *lkb, int rv)
 	send_lkb(ls, DLM_MSG_CANCEL_REPLY, lkb, rv);
 }
 
-/* A reply of 'type' to request 'rq' that names no master copy: a
- * refusal (of any operation), or an unlock's end. */
-static void send_reply_status(struct dlm_ls *ls, const struct dlm_msg *rq,
-			      int type, int status)
+/* A reply of 'type' to request 'rq' from master copy 'lkid' (0: none) with
+ * nothing but a status: a refusal, or an unlock's end.  A CONVERT_REPLY
+ * must name its master copy (receive_reply() drops one that does not,
+ * and the conversion would wait for ever). */
+static void send_reply_lkid(struct dlm_ls *ls, const struct dlm_msg *rq,
+			    int type, uint32_t lkid, int status)
 {
 	struct dlm_msg m;
 
 	dlm_msg_init(&m, type);
+	m.m_lkid = lkid;
 	m.m_remid = rq->m_lkid;
 	m.m_status = status;
 	m.m_grmode = DLM_LOCK_IV;
 	m.m_rqmode = DLM_LOCK_IV;
 	dlm_send_msg(ls, &m, rq->m_from);
+}
+
+/* The same naming no master copy. */
+static void send_reply_status(struct dlm_ls *ls, const struct dlm_msg *rq,
+			      int type, int status)
+{
+	send_reply_lkid(ls, rq, type, 0, status);
 }
 
 /* A queued lock was granted (status 0), or gave way to break a
@@ -783,6 +841,27 @@ static bool lvb_writes(const struct dlm_lkb *lkb, int mode)
 	       mode <= lkb->lkb_grmode;
 }
 
+/* Room for the value an operation with VALBLK will write ('src', to
+ * 'mode'; DLM_LOCK_NL for an unlock) or read, taken when it is accepted,
+ * where it can still be refused (see "Out of memory" above): the lock's
+ * buffer, and the resource's if it writes it here.  Zeros need none (no
+ * buffer reads as zeros), so only a value that is not zeros takes room:
+ * the one written, or for a read the resource's value if it is known
+ * here.  False for want of memory; what was made stays (zeros). */
+static bool lvb_room(struct dlm_ls *ls, struct dlm_lkb *lkb, int mode,
+		     const char *src)
+{
+	struct dlm_rsb *r = lkb->lkb_rsb;
+	bool writes = lvb_writes(lkb, mode), here = r && is_master(r);
+
+	if (writes ? !src || !memcmp(src, dlm_lvb_zero, DLM_LVB_LEN) :
+		     !here || !r->res_lvb)
+		return true;
+	if (!dlm_lvb_room(ls, &lkb->lkb_lvb))
+		return false;
+	return !writes || !here || dlm_lvb_room(ls, &r->res_lvb);
+}
+
 static void lvb_write(struct dlm_rsb *r, struct dlm_lkb *lkb, uint32_t flags)
 {
 	if (flags & DLM_LKF_IVVALBLK) {
@@ -791,7 +870,7 @@ static void lvb_write(struct dlm_rsb *r, struct dlm_lkb *lkb, uint32_t flags)
 	}
 	if (!(flags & DLM_LKF_VALBLK) || fault(r->res_ls, DLM_FAULT_LVB_NO_WRITE))
 		return;
-	if (!dlm_lvb_store(&r->res_lvb, dlm_lkb_lvb(lkb))) {
+	if (!dlm_lvb_store(r->res_ls, &r->res_lvb, dlm_lkb_lvb(lkb))) {
 		r->res_flags |= RESF_VALNOTVALID;	/* the value is lost */
 		return;
 	}
@@ -806,7 +885,7 @@ static void lvb_read(struct dlm_rsb *r, struct dlm_lkb *lkb)
 		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 		return;
 	}
-	if (!dlm_lvb_store(&lkb->lkb_lvb, dlm_res_lvb(r))) {
+	if (!dlm_lvb_store(r->res_ls, &lkb->lkb_lvb, dlm_res_lvb(r))) {
 		/* no room for the value: the reader gets zeros, flagged */
 		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 		lkb->lkb_flags |= LKBF_LVB_STALE;
@@ -967,7 +1046,7 @@ static int do_request(struct dlm_rsb *r, struct dlm_lkb *lkb)
 static void revert_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 {
 	lkb->lkb_rqmode = DLM_LOCK_IV;
-	(void)dlm_lkb_set_range(lkb, DLM_LKB_RQ, dlm_lkb_grrange(lkb));
+	(void)dlm_lkb_set_range(r->res_ls, lkb, DLM_LKB_RQ, dlm_lkb_grrange(lkb));
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED)
 		add_to_queue(r, lkb, DLM_LKSTS_GRANTED);
 }
@@ -1012,7 +1091,7 @@ static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 	dlm_remaster_count(r, is_master_copy(lkb) ? lkb->lkb_nodeid :
 			   dlm_our_nodeid(r->res_ls));
 	struct dlm_lkb *victim;
-	bool queue_ok, resolved;
+	bool queue_ok, resolved, nomem;
 	int mode;
 
 	queue_ok = !(lkb->lkb_exflags & DLM_LKF_QUECVT) ||
@@ -1038,10 +1117,16 @@ static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 	 * cycles made by the demoted lock's mode, but not those made by
 	 * queue order, so a demoted lock still in a cycle is cancelled */
 	resolved = false;
-	while ((victim = conversion_deadlock(r, lkb))) {
+	while ((victim = conversion_deadlock(r, lkb, &nomem))) {
 		resolved = true;
 		if (break_deadlock(r, victim, lkb))
 			return -EDEADLK;	/* the caller runs grant_pending() */
+	}
+	if (nomem) {
+		/* not known to close no cycle: refused, back as it was (the
+		 * caller runs grant_pending() for what a victim freed) */
+		revert_convert(r, lkb);
+		return -ENOMEM;
 	}
 	if (resolved) {
 		/* others may now go; lkb's own fate is decided here, so that
@@ -1473,7 +1558,9 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	if (!ow)
 		return -ENOMEM;
 	lkb = dlm_lkb_create(ls, req->newid);
-	if (!lkb || !dlm_lkb_set_range(lkb, DLM_LKB_RQ, &range)) {
+	if (!lkb || !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &range) ||
+	    ((req->flags & DLM_LKF_VALBLK) && is_master(r) && r->res_lvb &&
+	     !dlm_lvb_room(ls, &lkb->lkb_lvb))) {
 		if (lkb)
 			dlm_lkb_free(ls, lkb);
 		dlm_owner_put(ls, ow);
@@ -1489,7 +1576,7 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		lkb->lkb_flags |= LKBF_VALBLK;
 	/* kept only to be sent along; a new lock reads its value at grant */
 	if (req->lvb)
-		(void)dlm_lvb_store(&lkb->lkb_lvb, req->lvb);
+		(void)dlm_lvb_store(ls, &lkb->lkb_lvb, req->lvb);
 	set_astinfo(lkb, req);
 	if (parent) {
 		lkb->lkb_parent = parent;
@@ -1529,7 +1616,9 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	    req->mode <= lkb->lkb_grmode && !req->lvb)
 		return -EINVAL;		/* a writer must give the value */
 
-	if (!dlm_lkb_set_range(lkb, DLM_LKB_RQ, &range))
+	if (((req->flags & DLM_LKF_VALBLK) &&
+	     !lvb_room(ls, lkb, req->mode, req->lvb)) ||
+	    !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &range))
 		return -ENOMEM;
 	*lkid_out = lkb->lkb_id;
 	lkb->lkb_exflags = req->flags;
@@ -1547,7 +1636,7 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		lkb->lkb_flags |= LKBF_LVB_STALE;
 	} else if (req->lvb && lvb_writes(lkb, req->mode) &&
 		   (req->flags & DLM_LKF_VALBLK)) {
-		if (dlm_lvb_store(&lkb->lkb_lvb, req->lvb)) {
+		if (dlm_lvb_store(ls, &lkb->lkb_lvb, req->lvb)) {
 			lkb->lkb_flags |= LKBF_LVB_KNOWN;
 			lkb->lkb_flags &= ~LKBF_LVB_STALE;
 		} else {
@@ -1638,7 +1727,7 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 			return -EBUSY;
 		if (lvb && (flags & DLM_LKF_VALBLK)) {
 			/* kept apart: the op in flight may still read an LVB */
-			struct dlm_unlock_lvb *ul = malloc(sizeof(*ul));
+			struct dlm_unlock_lvb *ul = dlm_malloc(ls->ls_core, sizeof(*ul));
 
 			if (!ul)
 				return -ENOMEM;
@@ -1655,7 +1744,7 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED && !force)
 		return -EBUSY;
 	if (lvb && (flags & DLM_LKF_VALBLK) && lvb_writes(lkb, DLM_LOCK_NL) &&
-	    !dlm_lvb_store(&lkb->lkb_lvb, lvb))
+	    !dlm_lvb_store(ls, &lkb->lkb_lvb, lvb))
 		/* no room to keep the value: it is lost, say so (this path
 		 * also redoes overlapping unlocks, which must not fail) */
 		flags = (flags & ~(uint32_t)DLM_LKF_VALBLK) | DLM_LKF_IVVALBLK;
@@ -1683,6 +1772,10 @@ int dlm_core_unlock(struct dlm_ls *ls, const struct dlm_unlock_req *req)
 	if ((req->flags & DLM_LKF_VALBLK) && !(req->flags & DLM_LKF_CANCEL) &&
 	    !req->lvb)
 		return -EINVAL;
+	if ((req->flags & DLM_LKF_VALBLK) && !(req->flags & DLM_LKF_CANCEL) &&
+	    lkb->lkb_wait_type == DLM_WAIT_NONE &&
+	    !lvb_room(ls, lkb, DLM_LOCK_NL, req->lvb))
+		return -ENOMEM;
 	if (lkb->lkb_wait_type == DLM_WAIT_NONE)
 		lkb->lkb_astarg = req->astarg;
 	return unlock_lkb(ls, lkb, req->flags, req->lvb);
@@ -1830,13 +1923,15 @@ static int request_here(struct dlm_ls *ls, struct dlm_rsb *r,
 	int rv;
 
 	lkb = dlm_lkb_create(ls, 0);
-	if (!lkb || !dlm_lkb_set_range(lkb, DLM_LKB_RQ, &m->m_rqrange)) {
+	if (!lkb || !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange) ||
+	    ((m->m_exflags & DLM_LKF_VALBLK) && r->res_lvb &&
+	     !dlm_lvb_room(ls, &lkb->lkb_lvb))) {
 		if (lkb)
 			dlm_lkb_free(ls, lkb);
 		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -ENOMEM);
 		if (dlm_rsb_unused(r))
 			dlm_rsb_hold(r), dlm_rsb_release(r);	/* toss list */
-		return -ENOMEM;
+		return 0;	/* answered: the request fails at its node */
 	}
 	lkb->lkb_flags = LKBF_MSTCPY;
 	lkb->lkb_nodeid = m->m_from;
@@ -1885,7 +1980,7 @@ static int receive_child_request(struct dlm_ls *ls, const struct dlm_msg *m)
 		r = dlm_rsb_create(ls, m->m_key, m->m_keylen, hash);
 		if (!r) {
 			send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -ENOMEM);
-			return -ENOMEM;
+			return 0;	/* answered */
 		}
 	}
 	dlm_rsb_set_parent(r, p);
@@ -1966,12 +2061,16 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED || m->m_rqmode < DLM_LOCK_NL) {
 		log_ls(ls, DLM_LOG_WARNING, "convert of %08x from node %u: not granted",
 		       lkb->lkb_id, m->m_from);
-		send_reply_status(ls, m, DLM_MSG_CONVERT_REPLY, -EBUSY);
+		send_reply_lkid(ls, m, DLM_MSG_CONVERT_REPLY, lkb->lkb_id,
+				-EBUSY);
 		return -EBUSY;
 	}
-	if (!dlm_lkb_set_range(lkb, DLM_LKB_RQ, &m->m_rqrange)) {
-		send_reply_status(ls, m, DLM_MSG_CONVERT_REPLY, -ENOMEM);
-		return -ENOMEM;
+	if (((m->m_exflags & DLM_LKF_VALBLK) &&
+	     !lvb_room(ls, lkb, m->m_rqmode, m->m_lvb)) ||
+	    !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange)) {
+		send_reply_lkid(ls, m, DLM_MSG_CONVERT_REPLY, lkb->lkb_id,
+				-ENOMEM);
+		return 0;	/* answered: the conversion fails at its node */
 	}
 	lkb->lkb_exflags = m->m_exflags;
 	lkb->lkb_rqmode = m->m_rqmode;
@@ -1980,7 +2079,7 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 		lkb->lkb_flags |= LKBF_VALBLK;
 	else
 		lkb->lkb_flags &= ~LKBF_VALBLK;
-	if (m->m_lvb && !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb))
+	if (m->m_lvb && !dlm_lvb_store(ls, &lkb->lkb_lvb, m->m_lvb))
 		/* no room for the value: a write invalidates instead */
 		lkb->lkb_exflags |= DLM_LKF_IVVALBLK;
 	rv = do_convert(lkb->lkb_rsb, lkb);
@@ -2001,7 +2100,14 @@ static int receive_unlock(struct dlm_ls *ls, const struct dlm_msg *m)
 		send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -EBUSY);
 		return -EBUSY;
 	}
-	if (m->m_lvb && !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb))
+	if (m->m_lvb && (flags & DLM_LKF_VALBLK) &&
+	    !(m->m_flags & DLM_MF_FORCE) &&
+	    !lvb_room(ls, lkb, DLM_LOCK_NL, m->m_lvb)) {
+		/* refused, the lock as it was: its owner may try again */
+		send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -ENOMEM);
+		return 0;
+	}
+	if (m->m_lvb && !dlm_lvb_store(ls, &lkb->lkb_lvb, m->m_lvb))
 		flags |= DLM_LKF_IVVALBLK;	/* no room: the value is lost */
 	do_unlock(lkb->lkb_rsb, lkb, flags);
 	send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -DLM_EUNLOCK);
@@ -2053,7 +2159,7 @@ static void pcopy_granted(struct dlm_ls *ls, struct dlm_lkb *lkb,
 
 	lkb->lkb_sbflags |= (uint8_t)m->m_sbflags;
 	if (m->m_lvb && (lkb->lkb_flags & LKBF_VALBLK) &&
-	    !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb)) {
+	    !dlm_lvb_store(ls, &lkb->lkb_lvb, m->m_lvb)) {
 		/* no room for the value: the client gets zeros, flagged */
 		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 		lkb->lkb_flags |= LKBF_LVB_STALE;
@@ -2211,7 +2317,17 @@ static void receive_unlock_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	}
 	log_ls(ls, DLM_LOG_WARNING, "unlock of %08x refused by node %u: %d",
 	       lkb->lkb_id, m->m_from, m->m_status);
+	if (lkb->lkb_flags & LKBF_PURGED) {
+		/* its owner went while the unlock was in flight (the purge
+		 * waited for it): nobody will ask again, force it now */
+		purge_lkb(ls, lkb);
+		return;
+	}
 	cast_local(ls, lkb, m->m_status);
+	/* held, the lock still blocks what it blocked meanwhile */
+	if (mode_valid(lkb->lkb_last_bast) && holds_grmode(lkb) &&
+	    !dlm_modes_compat(lkb->lkb_grmode, lkb->lkb_last_bast))
+		bast_local(ls, lkb, lkb->lkb_last_bast);
 }
 
 static void receive_cancel_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
@@ -2317,9 +2433,17 @@ static int receive_bast(struct dlm_ls *ls, const struct dlm_msg *m)
 		return -ENOENT;
 	if (m->m_bastmode < DLM_LOCK_NL)
 		return -EBADMSG;
-	if (!holds_grmode(lkb) || lkb->lkb_wait_type == DLM_WAIT_UNLOCK ||
+	if (!holds_grmode(lkb) ||
 	    dlm_modes_compat(lkb->lkb_grmode, m->m_bastmode))
 		return 0;	/* stale: the lock changed meanwhile */
+	if (lkb->lkb_wait_type == DLM_WAIT_UNLOCK) {
+		/* going: its client is not told, but should the master
+		 * refuse the unlock (out of memory) it must be, then: the
+		 * master sends no repeat (receive_unlock_reply) */
+		if (m->m_bastmode > lkb->lkb_last_bast)
+			lkb->lkb_last_bast = (int8_t)m->m_bastmode;
+		return 0;
+	}
 	if (lkb->lkb_flags & LKBF_GRANT_HELD) {
 		/* its grant's completion is held (pcopy_granted): the
 		 * blocking AST follows it (run_overlap) */
@@ -2358,7 +2482,8 @@ static int receive_lookup(struct dlm_ls *ls, const struct dlm_msg *m)
 				    &master);
 	}
 	send_lookup_reply(ls, m, rv, master);
-	return rv;
+	/* no room for the record: answered, the requests fail at their node */
+	return rv == -ENOMEM ? 0 : rv;
 }
 
 static int receive_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *m)
@@ -2389,6 +2514,12 @@ static int receive_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 			lkb->lkb_wait_type = DLM_WAIT_NONE;
 			finish_lkb(ls, lkb, m->m_status ? m->m_status : -EPROTO);
 		}
+		/* with no request left (a purge took them meanwhile) r
+		 * would stay for ever: to the toss list */
+		if (dlm_rsb_unused(r))
+			dlm_rsb_hold(r), dlm_rsb_release(r);
+		if (m->m_status == -ENOMEM)
+			return 0;	/* dealt with: the requests failed */
 		return m->m_status ? m->m_status : -EPROTO;
 	}
 	if (!r->res_nodeid || !dlm_remaster_on(ls))
@@ -2423,8 +2554,10 @@ static int receive_remove(struct dlm_ls *ls, const struct dlm_msg *m)
 
 int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 {
-	if (dlm_remaster_hold(ls, m))
-		return 0;	/* until the old master's MOVED */
+	int held = dlm_remaster_hold(ls, m);
+
+	if (held)	/* until the old master's MOVED; or not kept */
+		return held < 0 ? held : 0;
 	switch (m->m_type) {
 	case DLM_MSG_REQUEST:
 		return receive_request(ls, m);
@@ -3012,8 +3145,14 @@ void dlm_recover_deadlocks(struct dlm_rsb *r)
 		dlm_list_for_each(pos, &r->res_convertq) {
 			struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
 							       lkb_statequeue);
-			struct dlm_lkb *victim = conversion_deadlock(r, lkb);
+			bool nomem;
+			struct dlm_lkb *victim = conversion_deadlock(r, lkb,
+								     &nomem);
 
+			if (nomem)
+				log_ls(r->res_ls, DLM_LOG_ERR, "lock %08x: no "
+				       "memory to look for a conversion "
+				       "deadlock", lkb->lkb_id);
 			if (!victim)
 				continue;
 			(void)break_deadlock(r, victim, NULL);

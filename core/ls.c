@@ -103,6 +103,7 @@ void dlm_core_tick(struct dlm_core *core, uint64_t now_ms)
 		struct dlm_ls *ls = dlm_container_of(pos, struct dlm_ls, ls_list);
 
 		if (dlm_ls_running(ls)) {
+			dlm_recover_redo_lookups(ls);
 			dlm_toss_expire(ls, core->core_now, false);
 			dlm_audit_tick(ls);
 			dlm_deadlock_tick(ls);
@@ -154,7 +155,7 @@ int dlm_ls_set_members(struct dlm_ls *ls, const uint32_t *members,
 
 	if (n == 0 || n > DLM_MAX_NODES)
 		return -EINVAL;
-	m = malloc(n * sizeof(*m));
+	m = dlm_malloc(ls->ls_core, n * sizeof(*m));
 	if (!m)
 		return -ENOMEM;
 	memcpy(m, members, n * sizeof(*m));
@@ -194,7 +195,7 @@ int dlm_core_ls_create(struct dlm_core *core, const char *name,
 			     name);
 		return -EEXIST;
 	}
-	ls = calloc(1, sizeof(*ls));
+	ls = dlm_calloc(core, 1, sizeof(*ls));
 	if (!ls)
 		return -ENOMEM;
 	ls->ls_core = core;
@@ -340,7 +341,7 @@ int dlm_core_receive(struct dlm_core *core, uint32_t from,
 	if (dlm_msg_is_recovery(m.m_type))
 		return dlm_recover_receive(ls, &m, buf, len);
 	if (!dlm_ls_running(ls))
-		return dlm_held_add(&ls->ls_held, from, buf, len);
+		return dlm_held_add(ls, &ls->ls_held, from, buf, len);
 	return dlm_dispatch_msg(ls, &m);
 }
 
@@ -364,9 +365,10 @@ int dlm_dispatch_msg(struct dlm_ls *ls, const struct dlm_msg *m)
  * it to the handler it was held from.  The one way to hold, for every
  * kind of message.
  */
-int dlm_held_add(struct dlm_list *q, uint32_t from, const void *buf, size_t len)
+int dlm_held_add(struct dlm_ls *ls, struct dlm_list *q, uint32_t from,
+		 const void *buf, size_t len)
 {
-	struct dlm_held *h = malloc(sizeof(*h) + len);
+	struct dlm_held *h = dlm_malloc(ls->ls_core, sizeof(*h) + len);
 
 	if (!h)
 		return -ENOMEM;

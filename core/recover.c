@@ -198,7 +198,18 @@
  *
  * A stop or a newer event aborts a recovery in progress; every step is
  * safe to run again from the start.  Messages of another event are
- * ignored.  Known limits: an LVB that lived only on a departed master (no
+ * ignored.
+ *
+ * Out of memory.  A step, or a recovery message, that finds no memory
+ * (RC_DIR_ADDS' records, RC_LOCK's master copy, a message to defer) fails
+ * the recovery here: recovery_failed(), the lockspace stays stopped and
+ * the glue runs recovery again under a newer event on every member, as
+ * for any failure of a step; dropping the message instead would leave a
+ * directory or a queue short of what it said, for good.  A lock message
+ * that arrives while the lockspace does not run and cannot even be held
+ * is not taken (dlm_core_receive -ENOMEM): the transport offers it again
+ * later, in order.  A start that finds no memory changes nothing and
+ * fails like a step.  Known limits: an LVB that lived only on a departed master (no
  * surviving holder in PR or above) cannot be recovered: it is marked
  * invalid (DLM_SBF_VALNOTVALID), never silently stale.
  */
@@ -337,7 +348,7 @@ static void collect(void *arg, struct dlm_hnode *n)
 static int all_rsbs(struct dlm_ls *ls, struct rsb_array *a)
 {
 	a->ra_n = 0;
-	a->ra_v = malloc((ls->ls_rsbtbl.ht_count + 1) * sizeof(*a->ra_v));
+	a->ra_v = dlm_malloc(ls->ls_core, (ls->ls_rsbtbl.ht_count + 1) * sizeof(*a->ra_v));
 	if (!a->ra_v)
 		return -ENOMEM;
 	dlm_htab_walk(&ls->ls_rsbtbl, collect, a);
@@ -517,7 +528,7 @@ static int purge_departed(struct dlm_ls *ls)
 
 	if (fault(ls, DLM_FAULT_SKIP_PURGE))
 		return 0;
-	a.la_v = malloc((ls->ls_lkbtbl.ht_count + 1) * sizeof(*a.la_v));
+	a.la_v = dlm_malloc(ls->ls_core, (ls->ls_lkbtbl.ht_count + 1) * sizeof(*a.la_v));
 	if (!a.la_v)
 		return -ENOMEM;
 	dlm_htab_walk(&ls->ls_lkbtbl, collect_departed, &a);
@@ -765,7 +776,9 @@ static int step_dir(struct dlm_ls *ls)
 	int rv = 0;
 
 	/* a resource moved to us before the stop is ours to register */
-	dlm_remaster_recover(ls);
+	rv = dlm_remaster_recover(ls);
+	if (rv)
+		return rv;
 
 	/* PARTIAL DIRECTORY: only what the departed took is rebuilt */
 	ls->ls_rc_partial = all_partial(ls);
@@ -781,7 +794,7 @@ static int step_dir(struct dlm_ls *ls)
 
 	/* one batch per member, by its place in ls_members (the directory
 	 * node of a hash is a member by its place too) */
-	batch = malloc(ls->ls_nmembers * sizeof(*batch));
+	batch = dlm_malloc(ls->ls_core, ls->ls_nmembers * sizeof(*batch));
 	if (!batch)
 		return -ENOMEM;
 	for (i = 0; i < ls->ls_nmembers; i++)
@@ -990,8 +1003,8 @@ static int step_locks(struct dlm_ls *ls)
 		     r && !(r->res_flags & RESF_RC_SENT); r = r->res_parent) {
 			if (n == cap) {
 				size_t ncap = cap * 2 + 16;
-				struct dlm_rsb **v = realloc(stack,
-							     ncap * sizeof(*v));
+				struct dlm_rsb **v = dlm_realloc(ls->ls_core, stack,
+								 ncap * sizeof(*v));
 
 				if (!v) {
 					free(stack);
@@ -1065,7 +1078,7 @@ static void recover_lvb(struct dlm_rsb *r)
 		}
 	}
 	if (best) {
-		if (!dlm_lvb_store(&r->res_lvb, dlm_lkb_lvb(best)))
+		if (!dlm_lvb_store(r->res_ls, &r->res_lvb, dlm_lkb_lvb(best)))
 			current = false;	/* no room: stays not valid */
 		r->res_lvbseq = best->lkb_lvbseq;
 	} else if (r->res_lvb) {
@@ -1263,14 +1276,16 @@ int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
 		return -EBUSY;
 	if (event <= ls->ls_event)
 		return -EINVAL;
-	old = malloc(nold * sizeof(*old));
+	old = dlm_malloc(ls->ls_core, nold * sizeof(*old));
 	if (!old)
 		return -ENOMEM;
 	memcpy(old, ls->ls_members, nold * sizeof(*old));
 	rv = dlm_ls_set_members(ls, members, nmembers);
 	if (rv) {
-		dlm_ls_set_members(ls, old, nold);
-		free(old);
+		/* back to the old set: its copy, without allocating again */
+		free(ls->ls_members);
+		ls->ls_members = old;
+		ls->ls_nmembers = nold;
 		return rv;
 	}
 	/* PARTIAL DIRECTORY: our vote.  The members before are those of
@@ -1296,11 +1311,30 @@ int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
 	return 0;
 }
 
-int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
+/* The requests held while the lockspace did not run look their masters up
+ * now (ls_redo_lookups).  Without memory for the list of resources that
+ * takes, the next dlm_core_tick() tries again: a request is never left on
+ * a lookup queue that nothing will look at. */
+void dlm_recover_redo_lookups(struct dlm_ls *ls)
 {
 	struct rsb_array a;
 	size_t i;
 
+	if (!ls->ls_redo_lookups)
+		return;
+	if (all_rsbs(ls, &a)) {
+		log_ls(ls, DLM_LOG_WARNING, "no memory to look masters up for "
+		       "held requests: again at the next tick");
+		return;
+	}
+	ls->ls_redo_lookups = false;
+	for (i = 0; i < a.ra_n; i++)
+		dlm_redo_lookups(ls, a.ra_v[i]);
+	free(a.ra_v);
+}
+
+int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
+{
 	if (ls->ls_state != DLM_LS_RECOVERED || event != ls->ls_event)
 		return -EBUSY;
 	set_state(ls, DLM_LS_RUNNING);
@@ -1321,11 +1355,8 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 		dlm_redo_op(ls, lkb);
 	}
 	/* requests waiting for a master */
-	if (!all_rsbs(ls, &a)) {
-		for (i = 0; i < a.ra_n; i++)
-			dlm_redo_lookups(ls, a.ra_v[i]);
-		free(a.ra_v);
-	}
+	ls->ls_redo_lookups = true;
+	dlm_recover_redo_lookups(ls);
 	free(ls->ls_rec_rsbs);
 	ls->ls_rec_rsbs = NULL;
 	ls->ls_rec_nrsbs = 0;
@@ -1340,10 +1371,11 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 
 /* The ranges an RC_LOCK gives its master copy; false for want of
  * memory, with the lock unchanged. */
-static bool lkb_take_ranges(struct dlm_lkb *lkb, const struct dlm_msg *m)
+static bool lkb_take_ranges(struct dlm_ls *ls, struct dlm_lkb *lkb,
+			    const struct dlm_msg *m)
 {
-	return dlm_lkb_set_range(lkb, DLM_LKB_GR, &m->m_grrange) &&
-	       dlm_lkb_set_range(lkb, DLM_LKB_RQ, &m->m_rqrange);
+	return dlm_lkb_set_range(ls, lkb, DLM_LKB_GR, &m->m_grrange) &&
+	       dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange);
 }
 
 /* Room in ls_rec_rsbs for one more resource: 0, or -ENOMEM. */
@@ -1354,7 +1386,7 @@ static int rec_rsbs_room(struct dlm_ls *ls)
 
 	if (ls->ls_rec_nrsbs < ls->ls_rec_cap)
 		return 0;
-	v = realloc(ls->ls_rec_rsbs, cap * sizeof(*v));
+	v = dlm_realloc(ls->ls_core, ls->ls_rec_rsbs, cap * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	ls->ls_rec_rsbs = v;
@@ -1469,14 +1501,12 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 	}
 	if (!lkb) {
 		lkb = dlm_lkb_create(ls, 0);
-		if (lkb && !lkb_take_ranges(lkb, m)) {
+		if (lkb && !lkb_take_ranges(ls, lkb, m)) {
 			dlm_lkb_free(ls, lkb);
 			lkb = NULL;
 		}
-		if (!lkb) {
-			status = -ENOMEM;
-			goto reply;
-		}
+		if (!lkb)
+			return -ENOMEM;	/* fails the recovery: no reply */
 		lkb->lkb_flags = LKBF_MSTCPY | LKBF_WANT_BAST;
 		lkb->lkb_nodeid = m->m_from;
 		lkb->lkb_remid = m->m_lkid;
@@ -1489,10 +1519,9 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		 * have converted since (RESF_REPOINTED, remaster.c) */
 		dlm_lkb_count(r, lkb, -1);
 		recount = true;
-		if (!lkb_take_ranges(lkb, m)) {
+		if (!lkb_take_ranges(ls, lkb, m)) {
 			dlm_lkb_count(r, lkb, 1);
-			status = -ENOMEM;
-			goto reply;
+			return -ENOMEM;	/* fails the recovery: no reply */
 		}
 	}
 	lkb->lkb_ownerid = m->m_owner;
@@ -1505,7 +1534,7 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		lkb->lkb_flags |= LKBF_VALBLK;
 	else
 		lkb->lkb_flags &= ~LKBF_VALBLK;
-	if (m->m_lvb && dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb)) {
+	if (m->m_lvb && dlm_lvb_store(ls, &lkb->lkb_lvb, m->m_lvb)) {
 		lkb->lkb_flags |= LKBF_LVB_KNOWN;
 	} else {
 		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
@@ -1610,6 +1639,12 @@ static int receive_rc_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 	struct dlm_rsb *r = dlm_rsb_find(ls, m->m_key, m->m_keylen,
 					 dlm_hash_bytes(m->m_key, m->m_keylen));
 
+	if (m->m_status == -ENOMEM) {
+		/* the directory node had no memory for the record: r has no
+		 * master this recovery can stand by; it runs again */
+		recovery_failed(ls, m->m_status);
+		return 0;
+	}
 	if (r && !m->m_status && dlm_ls_is_member(ls, m->m_nodeid))
 		new_master(ls, r, m->m_nodeid);
 	else
@@ -1678,6 +1713,7 @@ int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m,
 {
 	const struct rc_handler *h;
 	size_t i;
+	int rv;
 
 	if (m->m_type < DLM_RC_STATUS)
 		return -EOPNOTSUPP;
@@ -1698,6 +1734,15 @@ int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m,
 	if (h->step != ANY_STEP && ls->ls_rstep != h->step)
 		return -EPROTO;
 	if (h->ready && !h->ready(ls))
-		return dlm_held_add(&ls->ls_rc_deferred, m->m_from, buf, len);
-	return h->handle(ls, m);
+		rv = dlm_held_add(ls, &ls->ls_rc_deferred, m->m_from, buf, len);
+	else
+		rv = h->handle(ls, m);
+	if (rv == -ENOMEM && ls->ls_state == DLM_LS_RECOVERING) {
+		/* a recovery message we have no memory for: this recovery
+		 * cannot end; it runs again under a newer event (every step
+		 * is safe to run again), what the message said with it */
+		recovery_failed(ls, rv);
+		return 0;
+	}
+	return rv;
 }

@@ -266,6 +266,15 @@
  *
  *   As built (what building it showed; each found or checked by the
  *   simulator):
+ *     - Out of memory (dlm-sim --alloc-faults): a MIGRATE_LOCK record or
+ *       a held REPOINT N has no memory to keep is refused (dlm_core_receive
+ *       -ENOMEM: nothing changed, the transport offers it again, in
+ *       order); at MIGRATE, N makes every master copy its records need
+ *       before it changes anything (make_records), else refuses the
+ *       MIGRATE likewise, or at the directory step of a recovery fails
+ *       the step (the recovery runs again).  A record dropped, or a copy
+ *       missing from the queues, let N grant against a lock it did not
+ *       know: two holders (seeds 490, 534, 735 with --repoint).
  *     - Movable, with the protocol: any node's master copy, and M's own
  *       local lock only while no operation of it is pending (no wait,
  *       resend, park, overlap, held grant or deadlock cancel); no lock
@@ -592,20 +601,23 @@ void dlm_remaster_consider(struct dlm_ls *ls, struct dlm_rsb *r)
 		migrate(ls, r, node);
 }
 
-/* The directory record of key moved from 'old' to 'master'. */
-static void dir_move(struct dlm_ls *ls, const unsigned char *key,
-		     unsigned int keylen, uint32_t hash, uint32_t old,
-		     uint32_t master)
+/* The directory record of key moved from 'old' to 'master': 0, or
+ * -ENOMEM with nothing changed. */
+static int dir_move(struct dlm_ls *ls, const unsigned char *key,
+		    unsigned int keylen, uint32_t hash, uint32_t old,
+		    uint32_t master)
 {
 	char name[DLM_KEY_TEXT_LEN];
 	uint32_t cur;
+	int rv = dlm_dir_move(ls, key, keylen, hash, old, master, &cur);
 
-	if (dlm_dir_move(ls, key, keylen, hash, old, master, &cur))
-		return;
+	if (rv)
+		return rv < 0 ? rv : 0;
 	dlm_key_format(key, keylen, name, sizeof(name));
 	log_ls(ls, DLM_LOG_WARNING,
 	       "directory: \"%s\" moved from %u to %u, but its master is %u",
 	       name, old, master, cur);
+	return 0;
 }
 
 /* Is held message h a record of r from 'from'?  Decoded into *m. */
@@ -630,21 +642,10 @@ static bool records_of(struct dlm_ls *ls, uint32_t from,
 	return false;
 }
 
-/* A new master copy on r from record m: the lock of node m_nodeid. */
-static int record_mstcpy(struct dlm_ls *ls, struct dlm_rsb *r,
-			 const struct dlm_msg *m)
+/* lkb (record_make) from record m goes on r's queues. */
+static void record_place(struct dlm_rsb *r, const struct dlm_msg *m,
+			 struct dlm_lkb *lkb)
 {
-	struct dlm_lkb *lkb = dlm_lkb_create(ls, 0);
-
-	if (!lkb)
-		return -ENOMEM;
-	lkb->lkb_flags = LKBF_MSTCPY | LKBF_WANT_BAST;
-	if (!dlm_lkb_set_range(lkb, DLM_LKB_GR, &m->m_grrange) ||
-	    !dlm_lkb_set_range(lkb, DLM_LKB_RQ, &m->m_rqrange) ||
-	    (m->m_lvb && !dlm_lvb_store(&lkb->lkb_lvb, m->m_lvb))) {
-		dlm_lkb_free(ls, lkb);
-		return -ENOMEM;
-	}
 	if (m->m_exflags & DLM_LKF_VALBLK)
 		lkb->lkb_flags |= LKBF_VALBLK;
 	lkb->lkb_nodeid = m->m_nodeid;
@@ -666,6 +667,76 @@ static int record_mstcpy(struct dlm_ls *ls, struct dlm_rsb *r,
 		lkb->lkb_flags |= LKBF_REPOINT;	/* until REPOINT_REPLY */
 	else
 		r->res_flags |= RESF_REPOINTED;	/* its owner sends RC_LOCK */
+}
+
+/* A new master copy from record m, the lock of node m_nodeid, not yet
+ * on r's queues (record_place), or NULL for want of memory. */
+static struct dlm_lkb *record_make(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = dlm_lkb_create(ls, 0);
+
+	if (!lkb)
+		return NULL;
+	lkb->lkb_flags = LKBF_MSTCPY | LKBF_WANT_BAST;
+	if (!dlm_lkb_set_range(ls, lkb, DLM_LKB_GR, &m->m_grrange) ||
+	    !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &m->m_rqrange) ||
+	    (m->m_lvb && !dlm_lvb_store(ls, &lkb->lkb_lvb, m->m_lvb))) {
+		dlm_lkb_free(ls, lkb);
+		return NULL;
+	}
+	return lkb;
+}
+
+/* A new master copy on r from record m: the lock of node m_nodeid. */
+static int record_mstcpy(struct dlm_ls *ls, struct dlm_rsb *r,
+			 const struct dlm_msg *m)
+{
+	struct dlm_lkb *lkb = record_make(ls, m);
+
+	if (!lkb)
+		return -ENOMEM;
+	record_place(r, m, lkb);
+	return 0;
+}
+
+/* Does record m (of r, from its old master) make a master copy here? */
+static bool record_needs_copy(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	return m->m_nodeid != dlm_our_nodeid(ls) &&
+	       dlm_ls_is_member(ls, m->m_nodeid);
+}
+
+/* Before a MIGRATE changes anything: the master copies its records will
+ * need, made now (on 'made', through their lkb_statequeue, in record
+ * order), so that installing them cannot fail half-way and leave a lock
+ * out of r's queues (the new master would grant against it).  0, or
+ * -ENOMEM with nothing made: the MIGRATE is refused, to come again. */
+static int make_records(struct dlm_ls *ls, uint32_t from, struct dlm_rsb *r,
+			struct dlm_list *made)
+{
+	struct dlm_list *pos;
+
+	dlm_list_init(made);
+	dlm_list_for_each(pos, &ls->ls_rm_records) {
+		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
+						      h_list);
+		struct dlm_lkb *lkb;
+		struct dlm_msg m;
+
+		if (!record_of(h, from, r, &m) || !record_needs_copy(ls, &m))
+			continue;
+		lkb = record_make(ls, &m);
+		if (!lkb) {
+			while (!dlm_list_empty(made)) {
+				lkb = dlm_list_first(made, struct dlm_lkb,
+						     lkb_statequeue);
+				dlm_list_del(&lkb->lkb_statequeue);
+				dlm_lkb_free(ls, lkb);
+			}
+			return -ENOMEM;
+		}
+		dlm_list_add_tail(&lkb->lkb_statequeue, made);
+	}
 	return 0;
 }
 
@@ -675,7 +746,8 @@ static int record_mstcpy(struct dlm_ls *ls, struct dlm_rsb *r,
  * held PW or EX, whose value may be newer than r's, as purge_departed in
  * recover.c judges).  Returns the records. */
 static uint32_t install_records(struct dlm_ls *ls, uint32_t from,
-				struct dlm_rsb *r, bool *stale)
+				struct dlm_rsb *r, bool *stale,
+				struct dlm_list *made)
 {
 	uint32_t us = dlm_our_nodeid(ls), n = 0;
 	struct dlm_list *pos, *tmp;
@@ -694,10 +766,15 @@ static uint32_t install_records(struct dlm_ls *ls, uint32_t from,
 				if (m.m_status != DLM_LKSTS_WAITING &&
 				    m.m_grmode >= DLM_LOCK_PW)
 					*stale = true;
-			} else if (record_mstcpy(ls, r, &m)) {
+			} else if (!dlm_list_empty(made)) {
+				lkb = dlm_list_first(made, struct dlm_lkb,
+						     lkb_statequeue);
+				dlm_list_del(&lkb->lkb_statequeue);
+				record_place(r, &m, lkb);
+			} else {
 				log_ls(ls, DLM_LOG_ERR,
-				       "remaster: no memory for node %u's lock %08x",
-				       m.m_nodeid, m.m_remid);
+				       "remaster: no copy made for node %u's "
+				       "lock %08x", m.m_nodeid, m.m_remid);
 			}
 		} else {
 			lkb = dlm_lkb_find(ls, m.m_remid);
@@ -755,6 +832,7 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	uint32_t us = dlm_our_nodeid(ls), n = 0;
 	struct dlm_rsb *r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
 	char name[DLM_KEY_TEXT_LEN];
+	struct dlm_list made;
 	bool stale = false;
 	int i;
 
@@ -780,9 +858,16 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 		       m->m_from, name);
 		return -ENOENT;
 	}
+	if (records_of(ls, m->m_from, r) && make_records(ls, m->m_from, r, &made)) {
+		log_ls(ls, DLM_LOG_WARNING, "remaster: no memory to install "
+		       "\"%s\" from node %u: again later", name, m->m_from);
+		if (dlm_rsb_unused(r))
+			dlm_rsb_hold(r), dlm_rsb_release(r);	/* toss list */
+		return -ENOMEM;
+	}
 	dlm_rsb_hold(r);	/* tossed at the end if nothing is on it */
 	if (records_of(ls, m->m_from, r)) {
-		n = install_records(ls, m->m_from, r, &stale);
+		n = install_records(ls, m->m_from, r, &stale, &made);
 	} else {
 		for (i = 0; i < 3; i++) {
 			const struct dlm_list *pos;
@@ -802,7 +887,7 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	r->res_rm_ops = 0;
 	r->res_lvbseq = m->m_lvbseq;
 	if ((m->m_flags & DLM_MF_VALNOTVALID) || stale ||
-	    !dlm_lvb_store(&r->res_lvb, m->m_lvb))
+	    !dlm_lvb_store(ls, &r->res_lvb, m->m_lvb))
 		r->res_flags |= RESF_VALNOTVALID;
 	/* our process copies are locks on our own queues now: in the same
 	 * order, no longer waiting at a remote master */
@@ -837,7 +922,9 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 		return 0;
 	}
 	if (dlm_dir_nodeid(ls, hash) == us) {
-		dir_move(ls, m->m_key, m->m_keylen, hash, m->m_from, us);
+		if (dir_move(ls, m->m_key, m->m_keylen, hash, m->m_from, us))
+			log_ls(ls, DLM_LOG_ERR, "remaster: no memory to move "
+			       "\"%s\"'s directory record here", name);
 	} else {
 		struct dlm_msg d;
 
@@ -853,15 +940,20 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	return 0;
 }
 
-/* Keep message m (re-encoded) on q. */
-static void keep(struct dlm_ls *ls, struct dlm_list *q, const struct dlm_msg *m)
+/* Keep message m (re-encoded) on q: 0, or -ENOMEM (not kept: the caller
+ * has changed nothing and refuses the message, which its sender's
+ * transport offers again, core.h dlm_core_receive). */
+static int keep(struct dlm_ls *ls, struct dlm_list *q, const struct dlm_msg *m)
 {
 	unsigned char buf[DLM_WIRE_MAX_LEN];
 	int len = dlm_msg_encode(m, buf, sizeof(buf));
 
-	if (len < 0 || dlm_held_add(q, m->m_from, buf, (size_t)len))
+	if (len < 0) {
 		log_ls(ls, DLM_LOG_ERR, "remaster: cannot keep %s from node %u",
 		       dlm_msg_type_str(m->m_type), m->m_from);
+		return 0;
+	}
+	return dlm_held_add(ls, q, m->m_from, buf, (size_t)len);
 }
 
 /* MIGRATE_LOCK: kept, inert, until its MIGRATE (broken variant: taken
@@ -879,8 +971,7 @@ static int receive_record(struct dlm_ls *ls, const struct dlm_msg *m)
 		dlm_grant_pending(r);	/* broken: on a part of the queues */
 		return 0;
 	}
-	keep(ls, &ls->ls_rm_records, m);
-	return 0;
+	return keep(ls, &ls->ls_rm_records, m);
 }
 
 /* MOVED from r's old master: r is m_nodeid's now, and each of our locks
@@ -989,27 +1080,34 @@ static int receive_repoint_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 
 /* Before any lock message: one from a new master about a lock whose
  * REPOINT is held waits behind it; a REPOINT that came before its old
- * master's MOVED waits for it (essay: "X, on REPOINT").  True: held. */
-bool dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m)
+ * master's MOVED waits for it (essay: "X, on REPOINT").  1: held; 0: not
+ * to be held; -ENOMEM: to be held, but no memory to keep it (nothing
+ * changed: the message is refused, to come again). */
+int dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m)
 {
+	uint32_t flags;
 	struct dlm_lkb *lkb;
 
 	if (!dlm_remaster_on(ls) ||
 	    (m->m_type != DLM_MSG_REPOINT &&
 	     (m->m_type < DLM_MSG_REQUEST_REPLY || m->m_type > DLM_MSG_BAST)))
-		return false;
+		return 0;
 	lkb = dlm_lkb_find(ls, m->m_remid);
 	if (!lkb || is_master_copy(lkb) || lkb->lkb_rsb->res_nodeid == m->m_from)
-		return false;
+		return 0;
+	flags = lkb->lkb_flags;
 	if (m->m_type == DLM_MSG_REPOINT) {
 		if (lkb->lkb_flags & LKBF_REPOINT)
-			return false;	/* MOVED came: taken now, or refused */
+			return 0;	/* MOVED came: taken now, or refused */
 		lkb->lkb_flags |= LKBF_RP_HELD;
 	} else if (!(lkb->lkb_flags & LKBF_RP_HELD)) {
-		return false;
+		return 0;
 	}
-	keep(ls, &ls->ls_rm_held, m);
-	return true;
+	if (keep(ls, &ls->ls_rm_held, m)) {
+		lkb->lkb_flags = flags;
+		return -ENOMEM;
+	}
+	return 1;
 }
 
 /* Does a lock of ours on r await its re-point?  (Then r's master is the
@@ -1065,8 +1163,8 @@ int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (dlm_dir_nodeid(ls, hash) != dlm_our_nodeid(ls) ||
 	    m->m_key[0] == DLM_KEY_DIGEST_MARK || 1u + m->m_key[0] != m->m_keylen)
 		return -EINVAL;
-	dir_move(ls, m->m_key, m->m_keylen, hash, m->m_nodeid, m->m_from);
-	return 0;
+	/* -ENOMEM: not taken, offered again (core.h) */
+	return dir_move(ls, m->m_key, m->m_keylen, hash, m->m_nodeid, m->m_from);
 }
 
 /* Does held message m from 'from' answer one of our locks on r? */
@@ -1086,9 +1184,10 @@ static bool about_rsb(struct dlm_ls *ls, const struct dlm_msg *m,
 
 /* Held MIGRATE h for r: first what its sender told us about r before it
  * (replies, grants, basts ahead of it on the FIFO link), so that our
- * copies are in the state the sender moved, then the move itself. */
-static void install_held(struct dlm_ls *ls, struct dlm_held *mig,
-			 const struct dlm_msg *mm)
+ * copies are in the state the sender moved, then the move itself.
+ * -ENOMEM: the move could not be installed (it stays held). */
+static int install_held(struct dlm_ls *ls, struct dlm_held *mig,
+			const struct dlm_msg *mm)
 {
 	struct dlm_rsb *r = dlm_rsb_find(ls, mm->m_key, mm->m_keylen,
 					 dlm_hash_bytes(mm->m_key,
@@ -1111,8 +1210,9 @@ static void install_held(struct dlm_ls *ls, struct dlm_held *mig,
 	}
 	if (mm->m_type == DLM_MSG_MOVED)
 		(void)receive_moved(ls, mm);
-	else
-		(void)install(ls, mm);
+	else if (install(ls, mm) == -ENOMEM)
+		return -ENOMEM;
+	return 0;
 }
 
 /* Recovery, directory step, after the held MIGRATEs and MOVEDs: a lock
@@ -1210,7 +1310,7 @@ void dlm_remaster_finish(struct dlm_ls *ls)
 /* Recovery, directory step: a MIGRATE that a live member sent before the
  * stop has arrived by the NODES barrier and waits on ls_held; install it
  * now, so that we register the resource as its master (essay above). */
-void dlm_remaster_recover(struct dlm_ls *ls)
+int dlm_remaster_recover(struct dlm_ls *ls)
 {
 	struct dlm_list *pos = ls->ls_held.next;
 
@@ -1224,9 +1324,11 @@ void dlm_remaster_recover(struct dlm_ls *ls)
 		    (m.m_type != DLM_MSG_MIGRATE && m.m_type != DLM_MSG_MOVED) ||
 		    !dlm_ls_is_member(ls, h->h_from))
 			continue;
-		install_held(ls, h, &m);
+		if (install_held(ls, h, &m))
+			return -ENOMEM;	/* the step fails: recovery reruns */
 		dlm_list_del(&h->h_list);
 		free(h);
 	}
 	repoint_recover(ls);
+	return 0;
 }

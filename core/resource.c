@@ -245,17 +245,27 @@ bool dlm_key_is_child(const unsigned char *pkey, unsigned int pkeylen,
 
 const char dlm_lvb_zero[DLM_LVB_LEN];
 
-bool dlm_lvb_store(char **slot, const char *src)
+bool dlm_lvb_store(struct dlm_ls *ls, char **slot, const char *src)
 {
 	if (!*slot) {
 		if (!memcmp(src, dlm_lvb_zero, DLM_LVB_LEN))
 			return true;
-		*slot = malloc(DLM_LVB_LEN);
+		*slot = dlm_malloc(ls->ls_core, DLM_LVB_LEN);
 		if (!*slot)
 			return false;
 	}
 	memcpy(*slot, src, DLM_LVB_LEN);
 	return true;
+}
+
+bool dlm_lvb_room(struct dlm_ls *ls, char **slot)
+{
+	if (!*slot) {
+		*slot = dlm_malloc(ls->ls_core, DLM_LVB_LEN);
+		if (*slot)
+			memset(*slot, 0, DLM_LVB_LEN);
+	}
+	return *slot != NULL;
 }
 
 /* ---------------------------------------------------------------- rsbs */
@@ -286,7 +296,7 @@ struct dlm_rsb *dlm_rsb_find(struct dlm_ls *ls, const unsigned char *key,
 struct dlm_rsb *dlm_rsb_create(struct dlm_ls *ls, const unsigned char *key,
 			       unsigned int keylen, uint32_t hash)
 {
-	struct dlm_rsb *r = calloc(1, offsetof(struct dlm_rsb, res_key) + keylen);
+	struct dlm_rsb *r = dlm_calloc(ls->ls_core, 1, offsetof(struct dlm_rsb, res_key) + keylen);
 
 	if (!r)
 		return NULL;
@@ -447,12 +457,13 @@ struct dlm_lkb *dlm_lkb_find(struct dlm_ls *ls, uint32_t id)
 
 /* An object of 'size' bytes (contents undefined): a cached one, or a new
  * one; NULL for want of memory. */
-void *dlm_objcache_take(struct dlm_objcache *oc, size_t size)
+void *dlm_objcache_take(struct dlm_core *core, struct dlm_objcache *oc,
+			size_t size)
 {
 	void *p = oc->oc_head;
 
 	if (!p)
-		return malloc(size);
+		return dlm_malloc(core, size);
 	memcpy(&oc->oc_head, p, sizeof(oc->oc_head));
 	oc->oc_count--;
 	return p;
@@ -484,7 +495,7 @@ void dlm_objcache_drain(struct dlm_objcache *oc)
 /* A new lkb with id 'id' (unused; 0: a fresh one), on no queue. */
 struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id)
 {
-	struct dlm_lkb *lkb = dlm_objcache_take(&ls->ls_core->core_lkbs,
+	struct dlm_lkb *lkb = dlm_objcache_take(ls->ls_core, &ls->ls_core->core_lkbs,
 						sizeof(*lkb));
 
 	if (!lkb)
@@ -527,13 +538,13 @@ void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb)
 
 const struct dlm_range dlm_range_whole = { DLM_RANGE_MIN, DLM_RANGE_MAX };
 
-bool dlm_lkb_set_range(struct dlm_lkb *lkb, int which,
+bool dlm_lkb_set_range(struct dlm_ls *ls, struct dlm_lkb *lkb, int which,
 		       const struct dlm_range *range)
 {
 	if (!lkb->lkb_ranges) {
 		if (dlm_range_is_whole(range))
 			return true;
-		lkb->lkb_ranges = malloc(2 * sizeof(*lkb->lkb_ranges));
+		lkb->lkb_ranges = dlm_malloc(ls->ls_core, 2 * sizeof(*lkb->lkb_ranges));
 		if (!lkb->lkb_ranges)
 			return false;
 		lkb->lkb_ranges[DLM_LKB_GR] = dlm_range_whole;
@@ -552,7 +563,7 @@ struct dlm_lkb_wait *dlm_lkb_qwait_get(struct dlm_ls *ls, struct dlm_lkb *lkb)
 
 	if (w)
 		return w;
-	w = dlm_objcache_take(&ls->ls_core->core_qwaits, sizeof(*w));
+	w = dlm_objcache_take(ls->ls_core, &ls->ls_core->core_qwaits, sizeof(*w));
 	if (!w)
 		return NULL;
 	memset(w, 0, sizeof(*w));
@@ -619,7 +630,9 @@ int dlm_core_ids_reserve(struct dlm_ls *ls, uint64_t owner, uint32_t *first)
 
 	if (ls->ls_nidblocks == ls->ls_idblocks_cap) {
 		size_t cap = ls->ls_idblocks_cap ? ls->ls_idblocks_cap * 2 : 16;
-		struct dlm_idblock *v = realloc(ls->ls_idblocks, cap * sizeof(*v));
+		struct dlm_idblock *v = dlm_realloc(ls->ls_core,
+						    ls->ls_idblocks,
+						    cap * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
@@ -719,7 +732,7 @@ static struct dlm_dirent *dir_add(struct dlm_ls *ls, const unsigned char *key,
 {
 	struct dlm_dirent *de;
 
-	de = malloc(offsetof(struct dlm_dirent, de_key) + keylen);
+	de = dlm_malloc(ls->ls_core, offsetof(struct dlm_dirent, de_key) + keylen);
 	if (!de)
 		return NULL;
 	de->de_hnode.hn_hash = hash;
@@ -848,32 +861,32 @@ void dlm_dir_remove(struct dlm_ls *ls, const unsigned char *key,
 
 /* Remastering: key's master moved from 'old' to 'master'.  False, with
  * the master the record names in *cur, when that was not 'old'. */
-bool dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
-		  unsigned int keylen, uint32_t hash, uint32_t old,
-		  uint32_t master, uint32_t *cur)
+int dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
+		 unsigned int keylen, uint32_t hash, uint32_t old,
+		 uint32_t master, uint32_t *cur)
 {
 	struct dlm_dirent *de = dir_find(ls, key, keylen, hash);
 	struct dlm_rsb *r = de ? NULL : dir_self(ls, key, keylen, hash);
 	uint32_t dummy;
 
-	if (!de && !r) {
-		(void)dlm_dir_lookup(ls, key, keylen, hash, master, &dummy);
-		return true;
-	}
+	if (!de && !r)
+		return dlm_dir_lookup(ls, key, keylen, hash, master, &dummy) ?
+		       -ENOMEM : 1;
 	*cur = de ? de->de_master : dlm_our_nodeid(ls);
 	if (*cur != old)
-		return false;
+		return 0;
 	if (de) {
 		de->de_master = master;
 		dir_settle(ls, de);
 	} else if (master != old) {
-		/* out of memory: the record stays, naming the old master
-		 * (the new one's next REMOVE is then ignored, as a stale
-		 * record's is) */
-		if (dir_add(ls, key, keylen, hash, master, r->res_de_event))
-			dir_self_clear(ls, r);
+		/* out of memory: nothing changed, the caller refuses the
+		 * move (a record left naming the old master outlived the
+		 * resource: its new master's REMOVE was ignored) */
+		if (!dir_add(ls, key, keylen, hash, master, r->res_de_event))
+			return -ENOMEM;
+		dir_self_clear(ls, r);
 	}
-	return true;
+	return 1;
 }
 
 /* A record no master confirmed in this event goes. */
@@ -938,7 +951,7 @@ struct dlm_owner *dlm_owner_get(struct dlm_ls *ls, uint64_t id, bool create)
 	}
 	if (!create)
 		return NULL;
-	ow = malloc(sizeof(*ow));
+	ow = dlm_malloc(ls->ls_core, sizeof(*ow));
 	if (!ow)
 		return NULL;
 	ow->ow_id = id;

@@ -42,6 +42,17 @@
  * per lock operation, for node counts up to SIM_MAX_NODES (64; runs with
  * --faults and the counts a seed picks stay at SIM_FAULT_MAX_NODES).
  *
+ * --alloc-faults P makes the engines' allocations fail (core/alloc.c's
+ * hook), each with probability P/1000, during the schedule phase; quiesce
+ * and drain are the quiet tail without failures.  A call refused with
+ * -ENOMEM must have changed nothing (no AST, no message: as any refused
+ * call); a request or conversion may complete with -ENOMEM (the client
+ * model takes it as a clean failure); a message an engine rejects is a
+ * failure as ever (a message dropped for want of memory is lost); a
+ * recovery step that fails makes the glue restart recovery under a newer
+ * event (recovery_failed, see sim-faults.c).  Safety is checked after
+ * every step as always, and in the quiet tail every operation must end.
+ *
  * Every loop is bounded; hitting a bound is reported as a liveness failure.
  */
 #include <errno.h>
@@ -94,6 +105,7 @@ void sim_fail(struct sim *sim, const char *fmt, ...)
 
 static uint64_t total_moves;	/* --remaster: over all seeds run */
 static uint64_t total_move_kills;	/* deaths asked for mid-move */
+static uint64_t total_alloc_fails;	/* --alloc-faults: over all seeds run */
 
 /* At a MIGRATE from 'from' to 'to': the node to kill mid-move, the
  * old master, the new one, or (a third of the time, with three nodes or
@@ -274,12 +286,62 @@ static void cb_recovery_done(void *ctx, struct dlm_ls *ls, uint32_t event)
 	sim_fail(sim, "n%u: recovery_done names an unknown lockspace", n->n_id);
 }
 
+/* A recovery step failed here (--alloc-faults: out of memory): the glue
+ * restarts recovery under a newer event. */
+static void cb_recovery_failed(void *ctx, struct dlm_ls *ls, uint32_t event,
+			       int error)
+{
+	struct sim_node *n = ctx;
+	struct sim *sim = n->n_sim;
+
+	(void)ls;
+	sim_trace(sim, "fail n%u recovery %u: %d", n->n_id, event, error);
+	if (error != -ENOMEM || !sim->opts->o_alloc_faults) {
+		sim_fail(sim, "n%u: recovery %u failed (%d) with no allocation "
+			 "failing", n->n_id, event, error);
+		return;
+	}
+	glue_recovery_failed(sim, (int)n->n_id - 1, event);
+}
+
 const struct dlm_core_ops sim_core_ops = {
 	.send = cb_send,
 	.ast = cb_ast,
 	.log = cb_log,
 	.recovery_done = cb_recovery_done,
+	.recovery_failed = cb_recovery_failed,
 };
+
+/* --alloc-faults: the engines' allocation hook (core/alloc.c).  Its
+ * draws come from a generator of its own, seeded from the seed. */
+static int alloc_fail(void *arg)
+{
+	struct sim_node *n = arg;
+	struct sim *sim = n->n_sim;
+
+	if (!sim->alloc_on ||
+	    rng_below(&sim->alloc_rng, 1000) >= sim->opts->o_alloc_faults)
+		return 0;
+	sim->n_alloc_fails++;
+	total_alloc_fails++;
+	sim_trace(sim, "nomem n%u: an allocation fails", n->n_id);
+	return 1;
+}
+
+/* A new engine's test switches: the --fault, the allocation hook. */
+void sim_node_engine_setup(struct sim_node *n)
+{
+	dlm_core_set_fault(n->n_core, n->n_sim->opts->o_fault);
+	if (n->n_sim->opts->o_alloc_faults)
+		dlm_core_set_alloc_hook(n->n_core, alloc_fail, n);
+}
+
+/* Whether rc is a call refused for want of memory while allocations may
+ * fail: refused cleanly, it changed nothing (call_lock, call_unlock). */
+bool sim_out_of_memory(const struct sim *sim, int rc)
+{
+	return rc == -ENOMEM && sim->alloc_on;
+}
 
 /* ------------------------------------------------------- step plumbing */
 
@@ -376,6 +438,15 @@ static void step_deliver(struct sim *sim)
 	trace_msg(sim, m);
 	rc = dlm_core_receive(sim->nodes[m->m_to - 1].n_core, m->m_from,
 			      m->m_data, m->m_len);
+	/* not taken for want of memory, nothing changed: the transport
+	 * offers it again later, ahead of what followed it (core.h) */
+	if (rc == -ENOMEM && sim->alloc_on) {
+		sim_trace(sim, "msg  n%u could not take it yet: again later",
+			  m->m_to);
+		net_requeue(&sim->net, m, sim->now + 1 +
+			    rng_below(&sim->rng, TICK_MAX_MS));
+		return;
+	}
 	/* with faults, only a rejection between two live nodes of the same
 	 * membership is wrong (the network drops a dead node's messages) */
 	if (rc && (!sim->opts->o_faults ||
@@ -746,6 +817,8 @@ static void new_lock_on(struct sim *sim, int node, int client,
 	fresh = parent && fresh_under_local_parent(sim, node, parent, res);
 	sends = sim->call_sends;
 	rc = call_lock(sim, node, ls, &req, &lkid, "lock");
+	if (sim_out_of_memory(sim, rc))
+		return;
 	if (rc) {
 		sim_fail(sim, "a valid lock request was refused: %d", rc);
 		return;
@@ -774,6 +847,7 @@ static void new_lock_on(struct sim *sim, int node, int client,
 	lk->l_op_flags = flags;
 	lk->l_req_flags = flags;
 	lk->l_op_astarg = req.astarg;
+	lk->l_op_nomem = sim->n_alloc_fails;
 	lk->l_lvb_since = sim->res[res].r_nwrites;
 	if (parent) {
 		lk->l_parent = parent;
@@ -909,6 +983,8 @@ static void convert_lock(struct sim *sim, struct sim_lock *lk, int mode, int64_t
 	rc = call_lock(sim, lk->l_node, lk->l_ls, &req, &lkid, "convert");
 	if (rc == -EBUSY && lk->l_cancel_unresolved)
 		return;		/* the silent cancel is still on its way */
+	if (sim_out_of_memory(sim, rc))
+		return;
 	if (rc) {
 		sim_fail(sim, "a valid conversion %s->%s of lk %08x was refused: %d",
 			 sim_mode_str(lk->l_gmode), sim_mode_str(mode), lk->l_lkid, rc);
@@ -932,6 +1008,7 @@ static void convert_lock(struct sim *sim, struct sim_lock *lk, int mode, int64_t
 	lk->l_op_flags = flags;
 	lk->l_req_flags = flags;
 	lk->l_op_astarg = req.astarg;
+	lk->l_op_nomem = sim->n_alloc_fails;
 	lk->l_lvb_since = sim->res[lk->l_res].r_nwrites;
 }
 
@@ -973,6 +1050,8 @@ static void unlock_lock(struct sim *sim, struct sim_lock *lk, int64_t flags_in)
 	rc = call_unlock(sim, lk->l_node, lk->l_ls, &req, "unlock");
 	if (rc == -EBUSY && lk->l_cancel_unresolved)
 		return;
+	if (sim_out_of_memory(sim, rc))
+		return;
 	if (rc) {
 		sim_fail(sim, "a valid unlock of lk %08x was refused: %d", lk->l_lkid, rc);
 		return;
@@ -981,6 +1060,7 @@ static void unlock_lock(struct sim *sim, struct sim_lock *lk, int64_t flags_in)
 	release_lvb_effect(sim, lk, flags, value);
 	lk->l_op = OP_UNLOCK;
 	lk->l_op_astarg = req.astarg;
+	lk->l_op_nomem = sim->n_alloc_fails;
 }
 
 static void do_unlock(struct sim *sim, int node, int client)
@@ -1005,6 +1085,8 @@ static void do_cancel(struct sim *sim, int node, int client)
 	req.owner = lk->l_owner;
 	req.astarg = new_astarg(sim);
 	rc = call_unlock(sim, node, lk->l_ls, &req, "cancel");
+	if (sim_out_of_memory(sim, rc))
+		return;
 	if (rc) {
 		sim_fail(sim, "cancel of pending lk %08x refused: %d", lk->l_lkid, rc);
 		return;
@@ -1038,6 +1120,8 @@ static void do_force(struct sim *sim, int node, int client)
 	rc = call_unlock(sim, node, lk->l_ls, &req, "force");
 	if (rc == -EBUSY && lk->l_cancel_unresolved)
 		return;
+	if (sim_out_of_memory(sim, rc))
+		return;
 	if (rc) {
 		sim_fail(sim, "force unlock of lk %08x refused: %d", lk->l_lkid, rc);
 		return;
@@ -1045,6 +1129,13 @@ static void do_force(struct sim *sim, int node, int client)
 	if (lk->l_op == OP_NONE && lk->l_cancel_unresolved &&
 	    (sim->opts->o_avoid & AVOID_OVERLAP_LVB) && lk->l_gmode >= DLM_LOCK_PW &&
 	    (flags & (DLM_LKF_VALBLK | DLM_LKF_IVVALBLK)))
+		lvb_write(sim, lk->l_res, LVB_UNKNOWN, 0);
+	else if (lk->l_op == OP_NONE && sim->opts->o_alloc_faults &&
+		 lk->l_gmode >= DLM_LOCK_PW &&
+		 (flags & (DLM_LKF_VALBLK | DLM_LKF_IVVALBLK)))
+		/* a forced unlock is never refused: a master with no room
+		 * for its value invalidates it instead (lock.c, "Out of
+		 * memory") */
 		lvb_write(sim, lk->l_res, LVB_UNKNOWN, 0);
 	else if (lk->l_op == OP_NONE)
 		release_lvb_effect(sim, lk, flags, value);
@@ -1257,6 +1348,8 @@ static void do_adopt(struct sim *sim, int node, int client)
 	req.astarg = new_astarg(sim);
 	req.want_bast = 1;
 	rc = call_lock(sim, node, o->l_ls, &req, &lkid, "adopt");
+	if (sim_out_of_memory(sim, rc))
+		return;
 	if (rc) {
 		sim_fail(sim, "adopting orphan lk %08x (%s) refused: %d", o->l_lkid,
 			 sim_mode_str(o->l_gmode), rc);
@@ -1293,7 +1386,7 @@ static void do_adopt(struct sim *sim, int node, int client)
 static void expect_refused(struct sim *sim, int rc, int want, const char *what)
 {
 	sim->n_invalid++;
-	if (rc != want)
+	if (rc != want && !sim_out_of_memory(sim, rc))
 		sim_fail(sim, "invalid request (%s) returned %d, expected %d", what, rc, want);
 }
 
@@ -1584,6 +1677,7 @@ static void phase_schedule(struct sim *sim)
 	uint64_t ops = 0, max = (uint64_t)sim->opts->o_ops * MAX_STEPS_PER_OP + 1000;
 
 	sim->phase = PHASE_SCHEDULE;
+	sim->alloc_on = sim->opts->o_alloc_faults != 0;
 	while (ops < sim->opts->o_ops && !sim->failed) {
 		unsigned int r = rng_below(&sim->rng, 100);
 
@@ -1699,6 +1793,7 @@ static void phase_quiesce(struct sim *sim)
 	uint64_t steps;
 
 	sim->phase = PHASE_QUIESCE;
+	sim->alloc_on = false;		/* the quiet tail */
 	sim_trace(sim, "=== quiesce");
 	purge_all_orphans(sim);
 	for (steps = 0; steps < MAX_QUIESCE_STEPS && !sim->failed; steps++) {
@@ -1891,7 +1986,7 @@ static int setup(struct sim *sim)
 		n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
 		if (!n->n_core)
 			return -ENOMEM;
-		dlm_core_set_fault(n->n_core, sim->opts->o_fault);
+		sim_node_engine_setup(n);
 		dlm_core_tick(n->n_core, sim->now);
 		for (ls = 0; ls < sim->nls; ls++) {
 			rc = dlm_core_ls_create(n->n_core, sim_ls_names[ls], members,
@@ -2095,6 +2190,7 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 	sim->opts = opts;
 	sim->seed = seed;
 	rng_seed(&sim->rng, seed);
+	rng_seed(&sim->alloc_rng, seed ^ 0xa110cfa11ULL);
 	if (opts->o_verbose)
 		sim->trace.t_stream = stdout;
 	rc = setup(sim);
@@ -2134,6 +2230,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --daemon-deaths");
 		if (opts->o_partitions)
 			printf(" --partitions");
+		if (opts->o_alloc_faults)
+			printf(" --alloc-faults %u", opts->o_alloc_faults);
 		if (opts->o_fault)
 			printf(" --fault %s", fault_name(opts->o_fault));
 		if (opts->o_no_fence_wait)
@@ -2161,6 +2259,10 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			       (unsigned long long)sim->n_splits,
 			       (unsigned long long)sim->n_joins,
 			       (unsigned long long)sim->n_recoveries, sim->event);
+		if (opts->o_alloc_faults)
+			printf("seed %llu: %llu allocations failed\n",
+			       (unsigned long long)seed,
+			       (unsigned long long)sim->n_alloc_fails);
 	}
 	rc = sim->failed ? 1 : 0;
 	if (!rc && opts->o_msg_stats)
@@ -2177,7 +2279,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: dlm-sim [--seeds N [--from F] | --seed S] [--nodes K] [--ops M] [--depth D]\n"
 		"               [--faults [--daemon-deaths] [--partitions]] [--fault NAME]\n"
-		"               [--lvbseq-start Q] [--msg-stats] [--quiet] [-v]\n"
+		"               [--lvbseq-start Q] [--alloc-faults P] [--msg-stats]\n"
+		"               [--quiet] [-v]\n"
 		"  --seeds N     run seeds 1..N, stop at the first violation (default 100)\n"
 		"  --seed S      run seed S only\n"
 		"  --from F      with --seeds N: run seeds F..N\n"
@@ -2223,6 +2326,9 @@ static void usage(FILE *out)
 		"                the master's own clients) lock too move, their\n"
 		"                locks re-pointed (remaster_shared); the others\n"
 		"                lock the hot roots too\n"
+		"  --alloc-faults P  while the schedule runs, each allocation of\n"
+		"                an engine fails with probability P/1000 (1..1000);\n"
+		"                then a quiet tail in which everything must end\n"
 		"  --msg-stats   at the end, the engine messages of the passed seeds\n"
 		"                by type, and per accepted client operation\n"
 		"  --quiet       print only failures and the summary\n"
@@ -2263,6 +2369,7 @@ int main(int argc, char **argv)
 		{ "msg-stats", no_argument, NULL, 'M' },
 		{ "remaster", no_argument, NULL, 'R' },
 		{ "repoint", no_argument, NULL, 'X' },
+		{ "alloc-faults", required_argument, NULL, 'A' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -2363,6 +2470,11 @@ int main(int argc, char **argv)
 			opts.o_remaster = true;
 			opts.o_repoint = true;
 			break;
+		case 'A':
+			if (!parse_u64(optarg, &v) || v < 1 || v > 1000)
+				goto bad;
+			opts.o_alloc_faults = (unsigned int)v;
+			break;
 		case 'v':
 			opts.o_verbose = true;
 			break;
@@ -2405,6 +2517,10 @@ int main(int argc, char **argv)
 	       opts.o_no_fence_wait ? ", glue fault no-fence-wait" : "",
 	       opts.o_fault ? ", fault " : "",
 	       opts.o_fault ? fault_name(opts.o_fault) : "");
+	if (opts.o_alloc_faults)
+		printf("dlm-sim: %llu engine allocations failed (%u in 1000 while "
+		       "the schedule ran)\n", (unsigned long long)total_alloc_fails,
+		       opts.o_alloc_faults);
 	if (opts.o_msg_stats)
 		msg_stats_print(&opts);
 	if (opts.o_remaster) {

@@ -48,6 +48,12 @@
  * restarts.  When every live node runs the latest event, the end of the
  * recovery is checked (check_recovered() in sim-check.c).
  *
+ * Recovery failed (--alloc-faults: a step out of memory on a node; the
+ * engine calls recovery_failed, stays stopped and waits for a newer
+ * event, core.h).  The glue does what plugin/cluster.c does: the same
+ * members go through stop and start again under a new event
+ * (glue_recovery_failed()), once per failed event.
+ *
  * The number of node faults per seed is bounded (fault_budget), and so is
  * everything else: a recovery that never ends is reported as a liveness
  * failure by the quiesce phase.
@@ -172,6 +178,20 @@ static void membership_change(struct sim *sim)
 	}
 }
 
+/* Node 'node' failed recovery 'event' (cb_recovery_failed): unless a
+ * newer event is on its way already, restart with the same members.
+ * Called from an engine callback: it only queues glue commands. */
+void glue_recovery_failed(struct sim *sim, int node, uint32_t event)
+{
+	if (event != sim->event || sim->restart_event == event) {
+		sim_trace(sim, "glue n%d: recovery %u failed, event %u already "
+			  "follows", node + 1, event, sim->event);
+		return;
+	}
+	sim->restart_event = event;
+	membership_change(sim);
+}
+
 static bool fence_due(const struct sim *sim, int node)
 {
 	const struct sim_node *n = &sim->nodes[node];
@@ -287,7 +307,10 @@ static void run_cmd(struct sim *sim, int node, const struct sim_cmd *c)
 			rc = dlm_core_ls_start(n->n_ls[ls], c->c_event, members, nm);
 			sim_trace(sim, "glue n%d ls%u start event %u members %x -> %d",
 				  node + 1, ls, c->c_event, c->c_members, rc);
-			if (rc)
+			/* as the daemon: a failed start is a failed recovery */
+			if (rc == -ENOMEM && sim->alloc_on)
+				glue_recovery_failed(sim, node, c->c_event);
+			else if (rc)
 				sim_fail(sim, "n%d ls%u: start of event %u returned %d",
 					 node + 1, ls, c->c_event, rc);
 		}
@@ -459,7 +482,6 @@ static int node_joins(struct sim *sim, int node)
 	n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
 	if (!n->n_core)
 		return -ENOMEM;
-	dlm_core_set_fault(n->n_core, sim->opts->o_fault);
 	dlm_core_tick(n->n_core, sim->now);
 	n->n_alive = true;
 	n->n_joined = false;
@@ -482,6 +504,8 @@ static int node_joins(struct sim *sim, int node)
 		if (rc)
 			return rc;
 	}
+	/* after the lockspaces: the glue's create is not under test */
+	sim_node_engine_setup(n);
 	n->n_nclients = 2 + rng_below(&sim->rng, SIM_MAX_CLIENTS - 1);
 	for (c = 0; c < SIM_MAX_CLIENTS; c++) {
 		struct sim_client *cl = &n->n_clients[c];

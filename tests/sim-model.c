@@ -644,6 +644,12 @@ static void check_lvb(struct sim *sim, struct sim_lock *lk, const struct sim_ast
 		return;
 	}
 	got = lvb_value(a->a_lvb);
+	/* --alloc-faults: a reader whose buffer found no memory after its
+	 * request was accepted is told zeros, not valid (lock.c "Out of
+	 * memory"); the resource's value is untouched for the others */
+	if (notvalid && got == 0 && sim->opts->o_alloc_faults &&
+	    sim->n_alloc_fails > lk->l_op_nomem)
+		return;
 	/* unused for toss_ms until this grant: maybe a fresh resource */
 	if (r->r_empty_since != UINT64_MAX &&
 	    sim->now - r->r_empty_since >= sim->toss_ms && !notvalid && got == 0)
@@ -836,6 +842,9 @@ static void handle_comp(struct sim *sim, struct sim_lock *lk, const struct sim_a
 			lock_forget(sim, lk);
 		} else if (st == -DLM_EUNLOCK && lk->l_force) {
 			lock_forget(sim, lk);
+		} else if (st == -ENOMEM && sim->opts->o_alloc_faults &&
+			   !lk->l_op_adopt) {
+			lock_forget(sim, lk);	/* failed cleanly */
 		} else {
 			sim_fail(sim, "%s: request (%s flags %x%s%s) completed with "
 				 "unexpected status %d", d, sim_mode_str(lk->l_op_mode), fl,
@@ -856,6 +865,7 @@ static void handle_comp(struct sim *sim, struct sim_lock *lk, const struct sim_a
 			return;
 		}
 		if ((st == -EAGAIN && (fl & DLM_LKF_NOQUEUE)) ||
+		    (st == -ENOMEM && sim->opts->o_alloc_faults) ||
 		    (st == -EDEADLK && !(fl & DLM_LKF_CONVDEADLK)) ||
 		    (st == -DLM_ECANCEL && lk->l_cancel)) {
 			bool demoted = (fl & DLM_LKF_CONVDEADLK) && st == -DLM_ECANCEL &&
@@ -870,6 +880,13 @@ static void handle_comp(struct sim *sim, struct sim_lock *lk, const struct sim_a
 				lk->l_cancel = false;	/* it did cancel */
 				lk->l_gmode = ast->grmode;
 			}
+			/* refused for want of memory: a write recorded at
+			 * the call did not happen, so what the resource now
+			 * holds is not known to the model */
+			if (st == -ENOMEM && lk->l_gmode >= DLM_LOCK_PW &&
+			    lk->l_op_mode <= lk->l_gmode &&
+			    (fl & (DLM_LKF_VALBLK | DLM_LKF_IVVALBLK)))
+				lvb_write(sim, lk->l_res, LVB_UNKNOWN, 0);
 			/* a down-conversion answering blocking ASTs did not
 			 * happen: they are unanswered again */
 			lk->l_bast_mask |= lk->l_react_mask;
@@ -883,6 +900,15 @@ static void handle_comp(struct sim *sim, struct sim_lock *lk, const struct sim_a
 		op_done(lk);
 		return;
 	case OP_UNLOCK:
+		if (st == -ENOMEM && sim->opts->o_alloc_faults && !lk->l_force) {
+			/* refused, the lock as it was; its write did not
+			 * happen (see above); blocking ASTs unanswered again */
+			if (lk->l_gmode >= DLM_LOCK_PW)
+				lvb_write(sim, lk->l_res, LVB_UNKNOWN, 0);
+			lk->l_bast_mask |= lk->l_react_mask;
+			op_done(lk);
+			return;
+		}
 		if (st != -DLM_EUNLOCK)
 			sim_fail(sim, "%s: unlock completed with status %d", d, st);
 		lock_forget(sim, lk);

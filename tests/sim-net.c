@@ -131,6 +131,25 @@ struct sim_msg *net_pick(struct sim_net *net, struct sim_rng *rng, uint64_t now)
 	return m;
 }
 
+/* Put m, just picked, back at the head of its link, due at 'due': its
+ * receiver could not take it yet (dlm_core_receive's -ENOMEM); what
+ * follows it on the link stays behind it. */
+void net_requeue(struct sim_net *net, struct sim_msg *m, uint64_t due)
+{
+	struct sim_link *l = &net->n_link[m->m_from - 1][m->m_to - 1];
+
+	m->m_due = due;
+	m->m_next = l->l_head;
+	l->l_head = m;
+	if (!l->l_tail)
+		l->l_tail = m;
+	if (l->l_last_due < due)
+		l->l_last_due = due;
+	l->l_delivered--;
+	net->n_inflight++;
+	net->n_delivered--;
+}
+
 uint64_t net_next_due(const struct sim_net *net)
 {
 	uint64_t best = UINT64_MAX;

@@ -138,6 +138,7 @@ int net_send(struct sim_net *net, struct sim_rng *rng, uint64_t now,
 	     uint32_t from, uint32_t to, const void *buf, size_t len, uint32_t event);
 struct sim_msg *net_pick(struct sim_net *net, struct sim_rng *rng, uint64_t now);
 uint64_t net_next_due(const struct sim_net *net);
+void net_requeue(struct sim_net *net, struct sim_msg *m, uint64_t due);
 void net_drop_node(struct sim_net *net, uint32_t node);
 void net_cut(struct sim_net *net, uint32_t cut, uint64_t heal_at);
 void net_free(struct sim_net *net);
@@ -218,6 +219,8 @@ struct sim_lock {
 	int		l_op_mode;	/* requested mode */
 	uint32_t	l_op_flags;
 	uint64_t	l_op_astarg;
+	uint64_t	l_op_nomem;	/* --alloc-faults: allocations failed
+					   before its operation began */
 	bool		l_op_adopt;	/* the pending request adopts an orphan */
 	bool		l_cancel;	/* a cancel is pending */
 	bool		l_cancel_unresolved; /* cancel found nothing; its reply may be in flight */
@@ -358,6 +361,9 @@ struct sim_opts {
 					   others lock too moves, their locks
 					   re-pointed (remaster_shared) */
 	bool		o_verbose;
+	unsigned int	o_alloc_faults;	/* --alloc-faults P: while the schedule
+					   runs, each engine allocation fails
+					   with probability P/1000 */
 	uint32_t	o_avoid;	/* AVOID_*: steer clear of known engine bugs */
 };
 
@@ -452,6 +458,14 @@ struct sim {
 	uint64_t	n_splits;
 	uint64_t	n_joins;
 	uint64_t	n_recoveries;
+	/* --alloc-faults: a generator of its own for the engines' allocation
+	 * hook; on only during the schedule phase (quiesce and drain are the
+	 * quiet tail in which everything must complete) */
+	struct sim_rng	alloc_rng;
+	bool		alloc_on;
+	uint64_t	n_alloc_fails;
+	uint32_t	restart_event;	/* last event restarted after a
+					   recovery_failed (sim-faults.c) */
 
 	/* counters for the summary */
 	uint64_t	n_ops;
@@ -535,6 +549,10 @@ void glue_step(struct sim *sim);
 void glue_report(struct sim *sim, FILE *out);
 void glue_report_stall(struct sim *sim);
 void check_recovered(struct sim *sim);
+void glue_recovery_failed(struct sim *sim, int node, uint32_t event);
+/* dlm-sim.c */
+void sim_node_engine_setup(struct sim_node *n);
+bool sim_out_of_memory(const struct sim *sim, int rc);
 extern const struct dlm_core_ops sim_core_ops;
 extern const char *const sim_ls_names[SIM_MAX_LS];
 void sim_deliver_asts(struct sim *sim);
