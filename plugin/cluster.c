@@ -3269,6 +3269,7 @@ static const struct dlmd_fence_up fence_up = {
 static const struct dlmd_comms_up comms_up = {
 	.cu_flush = dlmd_flush,
 	.cu_frames_lost = dlmd_cluster_frames_lost,
+	.cu_cannot_hold = dlmd_cannot_hold,
 };
 
 int dlmd_cluster_init(struct dlmd *d, const struct dlmd_cluster_up *up)

@@ -116,7 +116,11 @@ static void comms_deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid
 			 type, from);
 		return;
 	}
-	(void)dlm_core_receive(cm->cm_d->d_core, from, payload, len);
+	if (cm->cm_d->d_cannot_hold)
+		return;		/* stopping: the engine takes nothing more */
+	if (dlm_core_receive(cm->cm_d->d_core, from, payload, len) == -ENOMEM)
+		cm->cm_up->cu_cannot_hold(cm->cm_d, "a message from node (the "
+					  "engine did not take it)", from);
 }
 
 /* Send what the backlog holds, in order, until lowcomms refuses again. */

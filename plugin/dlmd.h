@@ -402,6 +402,9 @@ int dlmd_engine_new(struct dlmd *d, const struct dlmd_engine_up *up);
 void dlmd_engine_free(struct dlmd *d);
 /* Deliver what the engine queued (ASTs, messages), until nothing is left. */
 void dlmd_flush(struct dlmd *d);
+/* Out of memory where a message or an AST would be lost (what, arg name
+ * it in the log): dlmd stops, exit status 1 (engine.c). */
+void dlmd_cannot_hold(struct dlmd *d, const char *what, uint32_t arg);
 
 /* daemon.c: start the cluster glue (and fencing, comms) and the engine,
  * wired to each other.  0 or a negative errno (logged). */
@@ -560,6 +563,9 @@ struct dlmd_comms_up {
 	void	(*cu_flush)(struct dlmd *d);
 	/* frames from the node were lost (dlmd_cluster_frames_lost) */
 	void	(*cu_frames_lost)(struct dlmd *d, uint32_t nodeid);
+	/* the engine did not take a message from the node (out of memory):
+	 * dlmd stops (dlmd_cannot_hold) */
+	void	(*cu_cannot_hold)(struct dlmd *d, const char *what, uint32_t arg);
 };
 int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 		    unsigned int naddrs, const struct dlmd_comms_up *up);

@@ -39,9 +39,17 @@
  *     behind it, and offered first at the next flush (a timer of
  *     HELD_RETRY_MS makes one);
  *   - only when the reserve or the headroom is used up as well does
- *     dlmd stop (cannot_hold: logged, exit status 1): its lockspaces are
- *     released and the others recover without it, instead of running on
- *     with a lost grant or request.
+ *     dlmd stop (dlmd_cannot_hold: logged, exit status 1): its
+ *     lockspaces are released and the others recover without it, instead
+ *     of running on with a lost grant or request;
+ *   - a message the engine did not take (dlm_core_receive's -ENOMEM: it
+ *     could not even keep it, and it must be offered again before any
+ *     later one from that node) stops dlmd the same way, here for our
+ *     own messages and in comms.c (cu_cannot_hold) for a peer's; from
+ *     then on no message is given to the engine.  Holding it and
+ *     offering it again would keep dlmd running; not done: it needs a
+ *     per-node queue of received messages and the memory for it, at the
+ *     moment there is none.
  *
  * This file sits below cluster.c and client.c (both call dlmd_flush) and
  * above comms.c; it never calls up by name: the AST sink and the
@@ -67,11 +75,11 @@
  * lost, and with it the agreement between the nodes' copies of a lock.
  * dlmd stops instead (its lockspaces are released, so the others recover
  * without it and its clients see their connection end). */
-static void cannot_hold(struct dlmd *d, const char *what, uint32_t arg)
+void dlmd_cannot_hold(struct dlmd *d, const char *what, uint32_t arg)
 {
 	if (!d->d_cannot_hold)
-		log_err("out of memory: cannot hold %s %u and the reserve is used "
-			"up; dlmd stops rather than lose it", what, arg);
+		log_err("out of memory: cannot hold %s %u; dlmd stops rather "
+			"than lose it", what, arg);
 	d->d_cannot_hold = true;
 	d->d_exit_code = 1;
 	if (d->d_loop)
@@ -96,7 +104,8 @@ static void core_ast(void *ctx, const struct dlm_ast *ast)
 
 	if (d->d_nasts + AST_HEADROOM >= d->d_asts_cap &&
 	    asts_grow(d, d->d_asts_cap * 2) && d->d_nasts == d->d_asts_cap) {
-		cannot_hold(d, "an AST for lock", ast->lkid);
+		dlmd_cannot_hold(d, "(the reserve used up) an AST for lock",
+				 ast->lkid);
 		return;
 	}
 	pa = &d->d_asts[d->d_nasts++];
@@ -151,7 +160,7 @@ static void core_send(void *ctx, uint32_t to, const void *buf, size_t len)
 		pm = d->d_msg_reserve;
 		d->d_msg_reserve = pm->pm_next;
 	} else {
-		cannot_hold(d, "a message for node", to);
+		dlmd_cannot_hold(d, "(the reserve used up) a message for node", to);
 		return;
 	}
 	pm->pm_next = NULL;
@@ -291,8 +300,14 @@ static void send_or_hold(struct dlmd *d, struct dlmd_pending_msg *pm,
 
 		pm->pm_next = NULL;
 		if (pm->pm_to == d->d_nodeid) {
-			dlm_core_receive(d->d_core, d->d_nodeid, pm->pm_buf,
-					 pm->pm_len);
+			/* not taken (-ENOMEM: it must be offered again before
+			 * any later one): we stop, and take nothing more */
+			if (!d->d_cannot_hold &&
+			    dlm_core_receive(d->d_core, d->d_nodeid, pm->pm_buf,
+					     pm->pm_len) == -ENOMEM)
+				dlmd_cannot_hold(d, "a message to ourselves: "
+						 "not taken by the engine, node",
+						 d->d_nodeid);
 			msg_free(d, pm);
 		} else if (id_listed(blocked, *nblocked, pm->pm_to) ||
 			   dlmd_comms_send(d, pm->pm_to, pm->pm_buf,

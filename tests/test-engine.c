@@ -56,10 +56,14 @@ struct dlm_core *dlm_core_new(const struct dlm_core_config *cfg,
 
 void dlm_core_free(struct dlm_core *core) { }
 
+static int receive_rv;			/* what dlm_core_receive returns */
+static unsigned int nreceived;		/* messages given to it */
+
 int dlm_core_receive(struct dlm_core *core, uint32_t from, const void *buf,
 		     size_t len)
 {
-	return 0;
+	nreceived++;
+	return receive_rv;
 }
 
 char *dlmd_escape(const char *s, char *buf, size_t size)
@@ -112,6 +116,8 @@ static int setup(void **state)
 	nsent = nasts = 0;
 	refuse_node = 0;
 	fail_alloc = false;
+	receive_rv = 0;
+	nreceived = 0;
 	assert_int_equal(dlmd_engine_new(&d, &up), 0);
 	return 0;
 }
@@ -225,6 +231,29 @@ static void test_ast_headroom(void **state)
 		assert_int_equal(ast_lkids[i], i + 1);
 }
 
+/* A message to ourselves the engine did not take (-ENOMEM: it must be
+ * offered again before any later one): dlmd stops, and gives the engine
+ * nothing more, rather than go on with a later message and without that
+ * one. */
+static void test_own_message_not_taken(void **state)
+{
+	engine_send(1, "a1");
+	dlmd_flush(&d);
+	assert_int_equal(nreceived, 1);
+	assert_false(d.d_cannot_hold);
+	receive_rv = -ENOMEM;
+	engine_send(1, "b1");
+	engine_send(1, "c1");
+	dlmd_flush(&d);
+	assert_true(d.d_cannot_hold);
+	assert_int_equal(d.d_exit_code, 1);
+	assert_int_equal(nreceived, 2);		/* c1 never reached it */
+	receive_rv = 0;
+	engine_send(1, "d1");
+	dlmd_flush(&d);
+	assert_int_equal(nreceived, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +261,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reserve, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_sent_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ast_headroom, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_message_not_taken, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
