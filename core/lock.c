@@ -2872,6 +2872,18 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		dlm_resend_later(ls, lkb);
 		return;
 	}
+	if (dlm_remaster_on(ls) && (lkb->lkb_flags & LKBF_REPOINT)) {
+		/* the departed node moved the resource, and told us so
+		 * (MOVED) after every reply it sent us about it: the op
+		 * reached it after the move, never took effect there, and
+		 * the new master holds the lock as it was (its record).  It
+		 * is redone there at finish, not settled here: a cancel or
+		 * unlock settled as done would leave the new master a copy
+		 * nobody resends or unlocks (dlm-sim --seed 2144 --nodes 6
+		 * --faults --repoint --daemon-deaths) */
+		dlm_resend_later(ls, lkb);
+		return;
+	}
 	switch (lkb->lkb_wait_type) {
 	case DLM_WAIT_UNLOCK:
 		m.m_type = DLM_MSG_UNLOCK_REPLY;
