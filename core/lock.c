@@ -610,19 +610,26 @@ static void send_cancel_reply(struct dlm_ls *ls, struct dlm_lkb *lkb, int rv)
 	send_lkb(ls, DLM_MSG_CANCEL_REPLY, lkb, rv);
 }
 
-/* A reply of 'type' to request 'rq' that names no master copy: a
- * refusal (of any operation), or an unlock's end. */
-static void send_reply_status(struct dlm_ls *ls, const struct dlm_msg *rq,
-			      int type, int status)
+/* A reply of 'type' to request 'rq' that names master copy 'lkid' (0:
+ * none): a refusal (of any operation), or an unlock's end. */
+static void send_reply_named(struct dlm_ls *ls, const struct dlm_msg *rq,
+			     int type, int status, uint32_t lkid)
 {
 	struct dlm_msg m;
 
 	dlm_msg_init(&m, type);
 	m.m_remid = rq->m_lkid;
+	m.m_lkid = lkid;
 	m.m_status = status;
 	m.m_grmode = DLM_LOCK_IV;
 	m.m_rqmode = DLM_LOCK_IV;
 	dlm_send_msg(ls, &m, rq->m_from);
+}
+
+static void send_reply_status(struct dlm_ls *ls, const struct dlm_msg *rq,
+			      int type, int status)
+{
+	send_reply_named(ls, rq, type, status, 0);
 }
 
 /* A queued lock was granted (status 0), or gave way to break a
@@ -1934,7 +1941,9 @@ static struct dlm_lkb *find_mstcpy(struct dlm_ls *ls, const struct dlm_msg *m)
 	    lkb->lkb_remid != m->m_lkid) {
 		if (dlm_remaster_on(ls)) {
 			/* moved away, maybe: the sender redoes it at the
-			 * new master, or logs (remaster.c) */
+			 * new master, or logs (remaster.c); the refusal
+			 * names the master copy the op named, which tells
+			 * the sender whether it is the one it knows */
 			static const uint16_t reply[] = {
 				[DLM_MSG_CONVERT] = DLM_MSG_CONVERT_REPLY,
 				[DLM_MSG_UNLOCK] = DLM_MSG_UNLOCK_REPLY,
@@ -1943,8 +1952,8 @@ static struct dlm_lkb *find_mstcpy(struct dlm_ls *ls, const struct dlm_msg *m)
 
 			if (m->m_type < sizeof(reply) / sizeof(reply[0]) &&
 			    reply[m->m_type])
-				send_reply_status(ls, m, reply[m->m_type],
-						  -EBADR);
+				send_reply_named(ls, m, reply[m->m_type],
+						 -EBADR, m->m_remid);
 			return NULL;
 		}
 		log_ls(ls, DLM_LOG_WARNING,
@@ -2264,8 +2273,13 @@ static int receive_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 		/* the node moved the resource (to us, or to another node
 		 * that re-points the lock: remaster.c) meanwhile: the
 		 * operation never took effect there, redo it at the new
-		 * master */
-		if (lkb->lkb_rsb->res_nodeid == m->m_from) {
+		 * master.  Our master's refusal of an op that named a
+		 * master copy we no longer know (a recovery since made this
+		 * node our master again, from its records or our RC_LOCK:
+		 * dlm-sim --seed 2776 --nodes 5 --faults --repoint
+		 * --daemon-deaths) is one of them */
+		if (lkb->lkb_rsb->res_nodeid == m->m_from &&
+		    (!m->m_lkid || m->m_lkid == lkb->lkb_remid)) {
 			log_ls(ls, DLM_LOG_ERR, "%s of %08x refused by node %u: "
 			       "not master", dlm_msg_type_str(m->m_type),
 			       lkb->lkb_id, m->m_from);
