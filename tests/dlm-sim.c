@@ -1579,6 +1579,20 @@ static void client_op(struct sim *sim)
 	}
 }
 
+/* --remaster: does the hot node change after 'ops' operations?  Once a
+ * third of the way, or with --rehot K at each K+2nd of the way, K times
+ * (so that a resource moves again and again, its locks re-pointed by one
+ * move after another). */
+static bool rehot_due(const struct sim *sim, uint64_t ops)
+{
+	uint64_t k = sim->opts->o_rehot ? sim->opts->o_rehot : 1, j;
+
+	for (j = 1; j <= k; j++)
+		if (ops == j * sim->opts->o_ops / (k + 2))
+			return true;
+	return false;
+}
+
 static void phase_schedule(struct sim *sim)
 {
 	uint64_t ops = 0, max = (uint64_t)sim->opts->o_ops * MAX_STEPS_PER_OP + 1000;
@@ -1597,7 +1611,7 @@ static void phase_schedule(struct sim *sim)
 		} else if (r < 40) {
 			/* --remaster: another node takes over the hot roots
 			 * a third of the way, so that they move to it */
-			if (sim->opts->o_remaster && ops == sim->opts->o_ops / 3 &&
+			if (sim->opts->o_remaster && rehot_due(sim, ops) &&
 			    sim->nnodes > 1)
 				sim->hot = (sim->hot + 1 +
 					    (int)rng_below(&sim->rng, sim->nnodes - 1)) %
@@ -2128,6 +2142,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --remaster");
 		if (opts->o_repoint)
 			printf(" --repoint");
+		if (opts->o_rehot)
+			printf(" --rehot %u", opts->o_rehot);
 		if (opts->o_daemon_deaths)
 			printf(" --daemon-deaths");
 		if (opts->o_partitions)
@@ -2220,6 +2236,9 @@ static void usage(FILE *out)
 		"                the master's own clients) lock too move, their\n"
 		"                locks re-pointed (remaster_shared); the others\n"
 		"                lock the hot roots too\n"
+		"  --rehot K     with --remaster: the hot node changes K times\n"
+		"                (default once, a third of the way), so that\n"
+		"                resources move again and again\n"
 		"  --msg-stats   at the end, the engine messages of the passed seeds\n"
 		"                by type, and per accepted client operation\n"
 		"  --quiet       print only failures and the summary\n"
@@ -2260,6 +2279,7 @@ int main(int argc, char **argv)
 		{ "msg-stats", no_argument, NULL, 'M' },
 		{ "remaster", no_argument, NULL, 'R' },
 		{ "repoint", no_argument, NULL, 'X' },
+		{ "rehot", required_argument, NULL, 'H' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -2359,6 +2379,11 @@ int main(int argc, char **argv)
 		case 'X':
 			opts.o_remaster = true;
 			opts.o_repoint = true;
+			break;
+		case 'H':
+			if (!parse_u64(optarg, &v) || !v || v > 64)
+				goto bad;
+			opts.o_rehot = (uint32_t)v;
 			break;
 		case 'v':
 			opts.o_verbose = true;

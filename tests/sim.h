@@ -357,6 +357,8 @@ struct sim_opts {
 	bool		o_repoint;	/* --repoint: with --remaster, a resource
 					   others lock too moves, their locks
 					   re-pointed (remaster_shared) */
+	uint32_t	o_rehot;	/* --rehot K: with --remaster, the hot
+					   node changes K times (0: once) */
 	bool		o_verbose;
 	uint32_t	o_avoid;	/* AVOID_*: steer clear of known engine bugs */
 };
