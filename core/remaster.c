@@ -1066,24 +1066,29 @@ int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 	return 0;
 }
 
-/* Does held message m from 'from' answer one of our locks on r? */
+/* Is held message m a record of the resource MIGRATE or MOVED mm moves,
+ * or does it answer one of our locks on r, our copy of it (NULL: none)? */
 static bool about_rsb(struct dlm_ls *ls, const struct dlm_msg *m,
-		      const struct dlm_rsb *r)
+		      const struct dlm_msg *mm, const struct dlm_rsb *r)
 {
 	struct dlm_lkb *lkb;
 
 	if (m->m_type == DLM_MSG_MIGRATE_LOCK)
-		return m->m_keylen == r->res_keylen &&
-		       !memcmp(m->m_key, r->res_key, r->res_keylen);
-	if (m->m_type < DLM_MSG_REQUEST_REPLY || m->m_type > DLM_MSG_BAST)
+		return m->m_keylen == mm->m_keylen &&
+		       !memcmp(m->m_key, mm->m_key, mm->m_keylen);
+	if (!r || m->m_type < DLM_MSG_REQUEST_REPLY || m->m_type > DLM_MSG_BAST)
 		return false;
 	lkb = dlm_lkb_find(ls, m->m_remid);
 	return lkb && !is_master_copy(lkb) && lkb->lkb_rsb == r;
 }
 
 /* Held MIGRATE h for r: first what its sender told us about r before it
- * (replies, grants, basts ahead of it on the FIFO link), so that our
- * copies are in the state the sender moved, then the move itself. */
+ * (records, replies, grants, basts ahead of it on the FIFO link), so that
+ * our copies are in the state the sender moved, then the move itself.
+ * The records too when we have no copy of r (install makes one): those
+ * that came while we were stopped were left held, and the install made
+ * no master copy of their locks (dlm-sim --seed 4115 --nodes 6 --faults
+ * --repoint --daemon-deaths: "from node 1 with 3 locks, 1 here"). */
 static void install_held(struct dlm_ls *ls, struct dlm_held *mig,
 			 const struct dlm_msg *mm)
 {
@@ -1092,7 +1097,7 @@ static void install_held(struct dlm_ls *ls, struct dlm_held *mig,
 							mm->m_keylen));
 	struct dlm_list *pos = ls->ls_held.next;
 
-	while (r && pos != &mig->h_list) {
+	while (pos != &mig->h_list) {
 		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
 						      h_list);
 		struct dlm_msg m;
@@ -1100,7 +1105,7 @@ static void install_held(struct dlm_ls *ls, struct dlm_held *mig,
 		pos = pos->next;
 		if (h->h_from != mig->h_from ||
 		    dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
-		    !about_rsb(ls, &m, r))
+		    !about_rsb(ls, &m, mm, r))
 			continue;
 		dlm_list_del(&h->h_list);
 		(void)dlm_lock_receive(ls, &m);
