@@ -2776,6 +2776,17 @@ void dlm_queue_lkb(struct dlm_rsb *r, struct dlm_lkb *lkb, int status)
 	add_to_queue(r, lkb, status);
 }
 
+/* At the tail whatever its flags: a queue rebuilt from another's in that
+ * queue's order (remaster.c), where HEADQUE did its work already. */
+void dlm_queue_lkb_tail(struct dlm_rsb *r, struct dlm_lkb *lkb, int status)
+{
+	uint32_t exflags = lkb->lkb_exflags;
+
+	lkb->lkb_exflags &= ~(uint32_t)DLM_LKF_HEADQUE;
+	add_to_queue(r, lkb, status);
+	lkb->lkb_exflags = exflags;
+}
+
 /* r's counts of what its queued lkb holds and asks (granted modes,
  * ranged locks, NOORDER waiters): recover.c takes lkb's out (delta -1)
  * before it changes them in place, keeping its queue position, and puts

@@ -661,7 +661,7 @@ static int record_mstcpy(struct dlm_ls *ls, struct dlm_rsb *r,
 	lkb->lkb_token = m->m_token;
 	lkb->lkb_rsb = r;
 	dlm_rsb_hold(r);
-	dlm_queue_lkb(r, lkb, m->m_status);
+	dlm_queue_lkb_tail(r, lkb, m->m_status);	/* in M's order */
 	if (dlm_ls_running(r->res_ls))
 		lkb->lkb_flags |= LKBF_REPOINT;	/* until REPOINT_REPLY */
 	else
@@ -703,7 +703,7 @@ static uint32_t install_records(struct dlm_ls *ls, uint32_t from,
 			lkb = dlm_lkb_find(ls, m.m_remid);
 			if (lkb && !is_master_copy(lkb) && lkb->lkb_rsb == r &&
 			    lkb->lkb_status == m.m_status)
-				dlm_queue_lkb(r, lkb, lkb->lkb_status);
+				dlm_queue_lkb_tail(r, lkb, lkb->lkb_status);
 			else
 				log_ls(ls, DLM_LOG_WARNING,
 				       "remaster: record of our lock %08x: unknown or in another state",
