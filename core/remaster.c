@@ -312,6 +312,22 @@
  *       A REPOINT for a lock that RC_LOCK re-pointed already, or a MOVED
  *       for a copy that names the new master already, is answered or
  *       ignored quietly when it is replayed at finish.
+ *     - The directory: M moves R's record to N itself at the move, as
+ *       the directory node, or by a DIR_MOVE of its own (m_remid: N) on
+ *       the M -> D link, ahead of any lookup M sends later; D takes it
+ *       only while the record names M.  With N's DIR_MOVE alone, M's
+ *       unused copy could be tossed first, and M's next lookup, answered
+ *       from the record still naming M, made M master again beside N
+ *       (dlm-sim --faults --repoint seed 1176, --nodes 6; the rule
+ *       without the protocol had the same race).
+ *     - The queues N builds from the records are in M's order exactly:
+ *       a lock's HEADQUE is not honoured again (seed 3172, --nodes 6:
+ *       two conversions swapped waited for each other for ever).
+ *     - An operation in flight to M when MOVED came reached M after the
+ *       move, so M's death does not settle it as "maybe done": it is
+ *       redone at N at finish (seed 2144); and a -EBADR refusal names the
+ *       master copy the operation named, so that one from a node that a
+ *       recovery made our master again is redone too (seed 2776).
  *     - The audit does not judge a lock awaiting its re-point (its
  *       lkb_remid is 0 until then); a deadlock probe about one ends at N
  *       as for an unknown lock, and the next round finds it re-pointed.
@@ -508,6 +524,31 @@ static void send_moved(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 	}
 }
 
+/* The directory record of r names 'node' from now on, if it names us:
+ * here if we are r's directory node, else by a DIR_MOVE of ours (m_remid:
+ * the new master) on our link to it, ahead of any lookup we send later.
+ * Else, once our unused copy is tossed, the record still naming us made
+ * us r's master again at our next lookup, while 'node' installed it:
+ * two masters (dlm-sim --seed 1176 --nodes 6 --faults --repoint).  The
+ * new master's DIR_MOVE then finds the record moved already. */
+static void old_dir_move(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
+{
+	uint32_t hash = r->res_hnode.hn_hash, dir = dlm_dir_nodeid(ls, hash);
+	struct dlm_msg d;
+
+	if (dir == dlm_our_nodeid(ls)) {
+		(void)dlm_dir_move_from(ls, r->res_key, r->res_keylen, hash,
+					dir, node);
+		return;
+	}
+	dlm_msg_init(&d, DLM_MSG_DIR_MOVE);
+	d.m_key = r->res_key;
+	d.m_keylen = r->res_keylen;
+	d.m_nodeid = dlm_our_nodeid(ls);
+	d.m_remid = node;
+	dlm_send_msg(ls, &d, dir);
+}
+
 /* Send r's master state to 'node' and stop mastering r, in one step. */
 static void migrate(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 {
@@ -530,6 +571,7 @@ static void migrate(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 	m.m_rqmode = DLM_LOCK_IV;
 	m.m_bastmode = DLM_LOCK_IV;
 	dlm_send_msg(ls, &m, node);
+	old_dir_move(ls, r, node);
 	dlm_key_format(r->res_key, r->res_keylen, name, sizeof(name));
 	log_ls(ls, DLM_LOG_DEBUG, "remaster: \"%s\" moves to node %u (%u locks)",
 	       name, node, r->res_nlkbs);
@@ -600,8 +642,9 @@ static void dir_move(struct dlm_ls *ls, const unsigned char *key,
 	char name[DLM_KEY_TEXT_LEN];
 	uint32_t cur;
 
-	if (dlm_dir_move(ls, key, keylen, hash, old, master, &cur))
-		return;
+	if (dlm_dir_move(ls, key, keylen, hash, old, master, &cur) ||
+	    cur == master)
+		return;		/* (or the old master moved it: old_dir_move) */
 	dlm_key_format(key, keylen, name, sizeof(name));
 	log_ls(ls, DLM_LOG_WARNING,
 	       "directory: \"%s\" moved from %u to %u, but its master is %u",
@@ -1040,8 +1083,10 @@ int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (m->m_gen != ls->ls_generation) {
 		/* from before a recovery: the MIGRATE was installed at its
 		 * directory step (it cannot be otherwise), the directory
-		 * rebuilt with the new master */
-		log_ls(ls, DLM_LOG_WARNING, "stale %s from node %u dropped",
+		 * rebuilt with the new master (so a DIR_MOVE, which the old
+		 * master sends with its MIGRATE, is expected here) */
+		log_ls(ls, m->m_type == DLM_MSG_DIR_MOVE ? DLM_LOG_DEBUG :
+		       DLM_LOG_WARNING, "stale %s from node %u dropped",
 		       dlm_msg_type_str(m->m_type), m->m_from);
 		return 0;
 	}
@@ -1062,6 +1107,14 @@ int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (dlm_dir_nodeid(ls, hash) != dlm_our_nodeid(ls) ||
 	    m->m_key[0] == DLM_KEY_DIGEST_MARK || 1u + m->m_key[0] != m->m_keylen)
 		return -EINVAL;
+	if (m->m_remid) {
+		/* the old master's (old_dir_move) */
+		if (m->m_nodeid != m->m_from || !dlm_ls_is_member(ls, m->m_remid))
+			return -EINVAL;
+		(void)dlm_dir_move_from(ls, m->m_key, m->m_keylen, hash,
+					m->m_from, m->m_remid);
+		return 0;
+	}
 	dir_move(ls, m->m_key, m->m_keylen, hash, m->m_nodeid, m->m_from);
 	return 0;
 }

@@ -832,6 +832,20 @@ bool dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
 	return true;
 }
 
+/* Remastering, the old master's word: key's record moves from 'old' to
+ * 'master' only while it names 'old' (missing, or naming another node, it
+ * is the new master's to make or has been: nothing). */
+bool dlm_dir_move_from(struct dlm_ls *ls, const unsigned char *key,
+		       unsigned int keylen, uint32_t hash, uint32_t old,
+		       uint32_t master)
+{
+	uint32_t cur;
+
+	if (!dir_find(ls, key, keylen, hash) && !dir_self(ls, key, keylen, hash))
+		return false;
+	return dlm_dir_move(ls, key, keylen, hash, old, master, &cur);
+}
+
 /* A record no master confirmed in this event goes. */
 static bool unconfirmed(void *arg, struct dlm_hnode *n)
 {
