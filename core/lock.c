@@ -2897,7 +2897,11 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		dlm_resend_later(ls, lkb);
 		return;
 	}
-	if (dlm_remaster_on(ls) && (lkb->lkb_flags & LKBF_REPOINT)) {
+	if (dlm_remaster_on(ls) &&
+	    ((lkb->lkb_flags & LKBF_REPOINT) ||
+	     ((lkb->lkb_flags & LKBF_RP_HELD) &&
+	      (lkb->lkb_wait_type == DLM_WAIT_UNLOCK ||
+	       lkb->lkb_wait_type == DLM_WAIT_CANCEL)))) {
 		/* the departed node moved the resource, and told us so
 		 * (MOVED) after every reply it sent us about it: the op
 		 * reached it after the move, never took effect there, and
@@ -2905,7 +2909,13 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		 * is redone there at finish, not settled here: a cancel or
 		 * unlock settled as done would leave the new master a copy
 		 * nobody resends or unlocks (dlm-sim --seed 2144 --nodes 6
-		 * --faults --repoint --daemon-deaths) */
+		 * --faults --repoint --daemon-deaths).  Likewise an unlock
+		 * or cancel whose lock the new master's REPOINT (held, its
+		 * MOVED lost with the old master) names: had the old master
+		 * done it before the move, the lock (a request, for a
+		 * cancel; a conversion's revert is the same either way)
+		 * had no record there (test-core-remaster,
+		 * test_unlock_to_dead_old_master) */
 		dlm_resend_later(ls, lkb);
 		return;
 	}
