@@ -328,6 +328,15 @@
  *       redone at N at finish (seed 2144); and a -EBADR refusal names the
  *       master copy the operation named, so that one from a node that a
  *       recovery made our master again is redone too (seed 2776).
+ *       An unlock or cancel to a dead M whose lock N's held REPOINT
+ *       names (its MOVED lost with M) is redone at N likewise: had M
+ *       done it before the move, the lock would have had no record
+ *       (test-core-remaster, test_unlock_to_dead_old_master).
+ *     - A held MIGRATE installed at the directory step takes the records
+ *       held before it, even when N has no copy of R (seed 4115).
+ *     - N, re-pointed by RC_LOCKs at a recovery, is no new master for
+ *       the value: it keeps the one MIGRATE brought (recover.c
+ *       step_grant; seed 2480 lost a valid value to the locks' copies).
  *     - The audit does not judge a lock awaiting its re-point (its
  *       lkb_remid is 0 until then); a deadlock probe about one ends at N
  *       as for an unknown lock, and the next round finds it re-pointed.
