@@ -429,9 +429,6 @@ int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 bool dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
 		  unsigned int keylen, uint32_t hash, uint32_t old,
 		  uint32_t master, uint32_t *cur);
-bool dlm_dir_move_from(struct dlm_ls *ls, const unsigned char *key,
-		       unsigned int keylen, uint32_t hash, uint32_t old,
-		       uint32_t master);
 void dlm_dir_sweep(struct dlm_ls *ls);
 
 struct dlm_owner *dlm_owner_get(struct dlm_ls *ls, uint64_t id, bool create);

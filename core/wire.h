@@ -140,10 +140,7 @@ enum dlm_msg_type {
 					   MIGRATE_LOCK records sent before),
 					   m_flags DLM_MF_VALNOTVALID */
 	DLM_MSG_DIR_MOVE = 20,		/* new master to directory node: m_key
-					   moved from m_nodeid to the sender;
-					   or, m_remid non-zero, old master
-					   (m_nodeid, the sender) to directory
-					   node: moved to node m_remid */
+					   moved from m_nodeid to the sender */
 	DLM_MSG_MIGRATE_LOCK = 21,	/* old master to new, before MIGRATE: one
 					   lock of m_key; m_status its queue
 					   (DLM_LKSTS_*), m_nodeid its owner
