@@ -509,6 +509,7 @@ void dlm_send_remove(struct dlm_ls *ls, struct dlm_rsb *r);
 bool dlm_ls_running(const struct dlm_ls *ls);
 void dlm_grant_pending(struct dlm_rsb *r);
 void dlm_queue_lkb(struct dlm_rsb *r, struct dlm_lkb *lkb, int status);
+void dlm_queue_lkb_tail(struct dlm_rsb *r, struct dlm_lkb *lkb, int status);
 void dlm_lkb_count(struct dlm_rsb *r, struct dlm_lkb *lkb, int delta);
 void dlm_destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_resend_later(struct dlm_ls *ls, struct dlm_lkb *lkb);

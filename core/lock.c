@@ -2029,7 +2029,9 @@ static struct dlm_lkb *find_mstcpy(struct dlm_ls *ls, const struct dlm_msg *m)
 	    lkb->lkb_remid != m->m_lkid) {
 		if (dlm_remaster_on(ls)) {
 			/* moved away, maybe: the sender redoes it at the
-			 * new master, or logs (remaster.c) */
+			 * new master, or logs (remaster.c); the refusal
+			 * names the master copy the op named, which tells
+			 * the sender whether it is the one it knows */
 			static const uint16_t reply[] = {
 				[DLM_MSG_CONVERT] = DLM_MSG_CONVERT_REPLY,
 				[DLM_MSG_UNLOCK] = DLM_MSG_UNLOCK_REPLY,
@@ -2038,8 +2040,8 @@ static struct dlm_lkb *find_mstcpy(struct dlm_ls *ls, const struct dlm_msg *m)
 
 			if (m->m_type < sizeof(reply) / sizeof(reply[0]) &&
 			    reply[m->m_type])
-				send_reply_status(ls, m, reply[m->m_type],
-						  -EBADR);
+				send_reply_lkid(ls, m, reply[m->m_type],
+						m->m_remid, -EBADR);
 			return NULL;
 		}
 		log_ls(ls, DLM_LOG_WARNING,
@@ -2380,8 +2382,13 @@ static int receive_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 		/* the node moved the resource (to us, or to another node
 		 * that re-points the lock: remaster.c) meanwhile: the
 		 * operation never took effect there, redo it at the new
-		 * master */
-		if (lkb->lkb_rsb->res_nodeid == m->m_from) {
+		 * master.  Our master's refusal of an op that named a
+		 * master copy we no longer know (a recovery since made this
+		 * node our master again, from its records or our RC_LOCK:
+		 * dlm-sim --seed 2776 --nodes 5 --faults --repoint
+		 * --daemon-deaths) is one of them */
+		if (lkb->lkb_rsb->res_nodeid == m->m_from &&
+		    (!m->m_lkid || m->m_lkid == lkb->lkb_remid)) {
 			log_ls(ls, DLM_LOG_ERR, "%s of %08x refused by node %u: "
 			       "not master", dlm_msg_type_str(m->m_type),
 			       lkb->lkb_id, m->m_from);
@@ -2895,6 +2902,17 @@ void dlm_queue_lkb(struct dlm_rsb *r, struct dlm_lkb *lkb, int status)
 	add_to_queue(r, lkb, status);
 }
 
+/* At the tail whatever its flags: a queue rebuilt from another's in that
+ * queue's order (remaster.c), where HEADQUE did its work already. */
+void dlm_queue_lkb_tail(struct dlm_rsb *r, struct dlm_lkb *lkb, int status)
+{
+	uint32_t exflags = lkb->lkb_exflags;
+
+	lkb->lkb_exflags &= ~(uint32_t)DLM_LKF_HEADQUE;
+	add_to_queue(r, lkb, status);
+	lkb->lkb_exflags = exflags;
+}
+
 /* r's counts of what its queued lkb holds and asks (granted modes,
  * ranged locks, NOORDER waiters): recover.c takes lkb's out (delta -1)
  * before it changes them in place, keeping its queue position, and puts
@@ -3002,6 +3020,28 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		/* the departed node moved the resource to us before the op
 		 * reached it (core/remaster.c): it never took effect there,
 		 * and is redone here at finish, like one it refused */
+		dlm_resend_later(ls, lkb);
+		return;
+	}
+	if (dlm_remaster_on(ls) &&
+	    ((lkb->lkb_flags & LKBF_REPOINT) ||
+	     ((lkb->lkb_flags & LKBF_RP_HELD) &&
+	      (lkb->lkb_wait_type == DLM_WAIT_UNLOCK ||
+	       lkb->lkb_wait_type == DLM_WAIT_CANCEL)))) {
+		/* the departed node moved the resource, and told us so
+		 * (MOVED) after every reply it sent us about it: the op
+		 * reached it after the move, never took effect there, and
+		 * the new master holds the lock as it was (its record).  It
+		 * is redone there at finish, not settled here: a cancel or
+		 * unlock settled as done would leave the new master a copy
+		 * nobody resends or unlocks (dlm-sim --seed 2144 --nodes 6
+		 * --faults --repoint --daemon-deaths).  Likewise an unlock
+		 * or cancel whose lock the new master's REPOINT (held, its
+		 * MOVED lost with the old master) names: had the old master
+		 * done it before the move, the lock (a request, for a
+		 * cancel; a conversion's revert is the same either way)
+		 * had no record there (test-core-remaster,
+		 * test_unlock_to_dead_old_master) */
 		dlm_resend_later(ls, lkb);
 		return;
 	}

@@ -1102,7 +1102,13 @@ static int step_grant(struct dlm_ls *ls)
 		if (r->res_flags & RESF_NEW_MASTER) {
 			dlm_recover_conversions(r);
 			dlm_recover_deadlocks(r);
-			recover_lvb(r);
+			/* not a master whose locks' owners resent them to
+			 * re-point them (remaster.c): its value came with the
+			 * MIGRATE, and no lock's copy may replace it (dlm-sim
+			 * --seed 2480 --nodes 6 --faults --repoint: a valid
+			 * value lost) */
+			if (!(r->res_flags & RESF_REPOINTED))
+				recover_lvb(r);
 			nnew++;
 		}
 		if (r->res_flags & (RESF_NEW_MASTER | RESF_RECOVER_GRANT))

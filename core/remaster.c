@@ -321,6 +321,34 @@
  *       A REPOINT for a lock that RC_LOCK re-pointed already, or a MOVED
  *       for a copy that names the new master already, is answered or
  *       ignored quietly when it is replayed at finish.
+ *     - The directory: M, if it is R's directory node too, keeps its
+ *       unused copy (not tossed) while the copy is the record naming M,
+ *       until N's DIR_MOVE moves the record (resource.c
+ *       dlm_toss_expire).  Tossed, the record outlived it naming M, and
+ *       M's next request made M master again beside N (dlm-sim --faults
+ *       --repoint seed 1176, --nodes 6; the rule without the protocol
+ *       had the same race).  Moving the record to N at the move instead
+ *       made N, looking R up before the MIGRATE came, master of a fresh
+ *       R (seeds 374, 715, 1245 of --repoint --nodes 7 --ops 2000).
+ *       Not closed: M not the directory node, its copy tossed and N's
+ *       DIR_MOVE slower than toss_secs, M's own lookup is answered "M".
+ *     - The queues N builds from the records are in M's order exactly:
+ *       a lock's HEADQUE is not honoured again (seed 3172, --nodes 6:
+ *       two conversions swapped waited for each other for ever).
+ *     - An operation in flight to M when MOVED came reached M after the
+ *       move, so M's death does not settle it as "maybe done": it is
+ *       redone at N at finish (seed 2144); and a -EBADR refusal names the
+ *       master copy the operation named, so that one from a node that a
+ *       recovery made our master again is redone too (seed 2776).
+ *       An unlock or cancel to a dead M whose lock N's held REPOINT
+ *       names (its MOVED lost with M) is redone at N likewise: had M
+ *       done it before the move, the lock would have had no record
+ *       (test-core-remaster, test_unlock_to_dead_old_master).
+ *     - A held MIGRATE installed at the directory step takes the records
+ *       held before it, even when N has no copy of R (seed 4115).
+ *     - N, re-pointed by RC_LOCKs at a recovery, is no new master for
+ *       the value: it keeps the one MIGRATE brought (recover.c
+ *       step_grant; seed 2480 lost a valid value to the locks' copies).
  *     - The audit does not judge a lock awaiting its re-point (its
  *       lkb_remid is 0 until then); a deadlock probe about one ends at N
  *       as for an unknown lock, and the next round finds it re-pointed.
@@ -662,7 +690,7 @@ static void record_place(struct dlm_rsb *r, const struct dlm_msg *m,
 	lkb->lkb_token = m->m_token;
 	lkb->lkb_rsb = r;
 	dlm_rsb_hold(r);
-	dlm_queue_lkb(r, lkb, m->m_status);
+	dlm_queue_lkb_tail(r, lkb, m->m_status);	/* in M's order */
 	if (dlm_ls_running(r->res_ls))
 		lkb->lkb_flags |= LKBF_REPOINT;	/* until REPOINT_REPLY */
 	else
@@ -780,7 +808,7 @@ static uint32_t install_records(struct dlm_ls *ls, uint32_t from,
 			lkb = dlm_lkb_find(ls, m.m_remid);
 			if (lkb && !is_master_copy(lkb) && lkb->lkb_rsb == r &&
 			    lkb->lkb_status == m.m_status)
-				dlm_queue_lkb(r, lkb, lkb->lkb_status);
+				dlm_queue_lkb_tail(r, lkb, lkb->lkb_status);
 			else
 				log_ls(ls, DLM_LOG_WARNING,
 				       "remaster: record of our lock %08x: unknown or in another state",
@@ -1167,24 +1195,29 @@ int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 	return dir_move(ls, m->m_key, m->m_keylen, hash, m->m_nodeid, m->m_from);
 }
 
-/* Does held message m from 'from' answer one of our locks on r? */
+/* Is held message m a record of the resource MIGRATE or MOVED mm moves,
+ * or does it answer one of our locks on r, our copy of it (NULL: none)? */
 static bool about_rsb(struct dlm_ls *ls, const struct dlm_msg *m,
-		      const struct dlm_rsb *r)
+		      const struct dlm_msg *mm, const struct dlm_rsb *r)
 {
 	struct dlm_lkb *lkb;
 
 	if (m->m_type == DLM_MSG_MIGRATE_LOCK)
-		return m->m_keylen == r->res_keylen &&
-		       !memcmp(m->m_key, r->res_key, r->res_keylen);
-	if (m->m_type < DLM_MSG_REQUEST_REPLY || m->m_type > DLM_MSG_BAST)
+		return m->m_keylen == mm->m_keylen &&
+		       !memcmp(m->m_key, mm->m_key, mm->m_keylen);
+	if (!r || m->m_type < DLM_MSG_REQUEST_REPLY || m->m_type > DLM_MSG_BAST)
 		return false;
 	lkb = dlm_lkb_find(ls, m->m_remid);
 	return lkb && !is_master_copy(lkb) && lkb->lkb_rsb == r;
 }
 
 /* Held MIGRATE h for r: first what its sender told us about r before it
- * (replies, grants, basts ahead of it on the FIFO link), so that our
- * copies are in the state the sender moved, then the move itself.
+ * (records, replies, grants, basts ahead of it on the FIFO link), so that
+ * our copies are in the state the sender moved, then the move itself.
+ * The records too when we have no copy of r (install makes one): those
+ * that came while we were stopped were left held, and the install made
+ * no master copy of their locks (dlm-sim --seed 4115 --nodes 6 --faults
+ * --repoint --daemon-deaths: "from node 1 with 3 locks, 1 here").
  * -ENOMEM: the move could not be installed (it stays held). */
 static int install_held(struct dlm_ls *ls, struct dlm_held *mig,
 			const struct dlm_msg *mm)
@@ -1194,7 +1227,7 @@ static int install_held(struct dlm_ls *ls, struct dlm_held *mig,
 							mm->m_keylen));
 	struct dlm_list *pos = ls->ls_held.next;
 
-	while (r && pos != &mig->h_list) {
+	while (pos != &mig->h_list) {
 		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
 						      h_list);
 		struct dlm_msg m;
@@ -1202,7 +1235,7 @@ static int install_held(struct dlm_ls *ls, struct dlm_held *mig,
 		pos = pos->next;
 		if (h->h_from != mig->h_from ||
 		    dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
-		    !about_rsb(ls, &m, r))
+		    !about_rsb(ls, &m, mm, r))
 			continue;
 		dlm_list_del(&h->h_list);
 		(void)dlm_lock_receive(ls, &m);

@@ -408,6 +408,20 @@ void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
 
 		if (!all && (uint32_t)now - r->res_toss_time < toss_ms)
 			break;
+		if (!all && toss_ms && !is_master(r) &&
+		    (r->res_flags & (RESF_MOVED_AWAY | RESF_DIR)) ==
+		    (RESF_MOVED_AWAY | RESF_DIR)) {
+			/* the copy of a root we moved away, and its directory
+			 * record naming us: kept until the new master's
+			 * DIR_MOVE moves the record (remaster.c), which,
+			 * freed now, would make us its master again at our
+			 * next lookup (dlm-sim --seed 1176 --nodes 6 --faults
+			 * --repoint: two masters) */
+			dlm_list_del(&r->res_toss);
+			r->res_toss_time = (uint32_t)now;
+			dlm_list_add_tail(&r->res_toss, &ls->ls_toss);
+			continue;
+		}
 		if (is_master(r) && !r->res_parent) {
 			uint32_t dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
 

@@ -1672,6 +1672,20 @@ static void client_op(struct sim *sim)
 	}
 }
 
+/* --remaster: does the hot node change after 'ops' operations?  Once a
+ * third of the way, or with --rehot K at each K+2nd of the way, K times
+ * (so that a resource moves again and again, its locks re-pointed by one
+ * move after another). */
+static bool rehot_due(const struct sim *sim, uint64_t ops)
+{
+	uint64_t k = sim->opts->o_rehot ? sim->opts->o_rehot : 1, j;
+
+	for (j = 1; j <= k; j++)
+		if (ops == j * sim->opts->o_ops / (k + 2))
+			return true;
+	return false;
+}
+
 static void phase_schedule(struct sim *sim)
 {
 	uint64_t ops = 0, max = (uint64_t)sim->opts->o_ops * MAX_STEPS_PER_OP + 1000;
@@ -1691,7 +1705,7 @@ static void phase_schedule(struct sim *sim)
 		} else if (r < 40) {
 			/* --remaster: another node takes over the hot roots
 			 * a third of the way, so that they move to it */
-			if (sim->opts->o_remaster && ops == sim->opts->o_ops / 3 &&
+			if (sim->opts->o_remaster && rehot_due(sim, ops) &&
 			    sim->nnodes > 1)
 				sim->hot = (sim->hot + 1 +
 					    (int)rng_below(&sim->rng, sim->nnodes - 1)) %
@@ -2226,6 +2240,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --remaster");
 		if (opts->o_repoint)
 			printf(" --repoint");
+		if (opts->o_rehot)
+			printf(" --rehot %u", opts->o_rehot);
 		if (opts->o_daemon_deaths)
 			printf(" --daemon-deaths");
 		if (opts->o_partitions)
@@ -2329,6 +2345,9 @@ static void usage(FILE *out)
 		"  --alloc-faults P  while the schedule runs, each allocation of\n"
 		"                an engine fails with probability P/1000 (1..1000);\n"
 		"                then a quiet tail in which everything must end\n"
+		"  --rehot K     with --remaster: the hot node changes K times\n"
+		"                (default once, a third of the way), so that\n"
+		"                resources move again and again\n"
 		"  --msg-stats   at the end, the engine messages of the passed seeds\n"
 		"                by type, and per accepted client operation\n"
 		"  --quiet       print only failures and the summary\n"
@@ -2370,6 +2389,7 @@ int main(int argc, char **argv)
 		{ "remaster", no_argument, NULL, 'R' },
 		{ "repoint", no_argument, NULL, 'X' },
 		{ "alloc-faults", required_argument, NULL, 'A' },
+		{ "rehot", required_argument, NULL, 'H' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -2474,6 +2494,11 @@ int main(int argc, char **argv)
 			if (!parse_u64(optarg, &v) || v < 1 || v > 1000)
 				goto bad;
 			opts.o_alloc_faults = (unsigned int)v;
+			break;
+		case 'H':
+			if (!parse_u64(optarg, &v) || !v || v > 64)
+				goto bad;
+			opts.o_rehot = (uint32_t)v;
 			break;
 		case 'v':
 			opts.o_verbose = true;

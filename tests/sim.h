@@ -360,6 +360,8 @@ struct sim_opts {
 	bool		o_repoint;	/* --repoint: with --remaster, a resource
 					   others lock too moves, their locks
 					   re-pointed (remaster_shared) */
+	uint32_t	o_rehot;	/* --rehot K: with --remaster, the hot
+					   node changes K times (0: once) */
 	bool		o_verbose;
 	unsigned int	o_alloc_faults;	/* --alloc-faults P: while the schedule
 					   runs, each engine allocation fails

@@ -653,6 +653,41 @@ static void test_new_master_without_copy(void **state)
 	cluster_remaster_shared = 0;
 }
 
+/* Node 3 unlocks its PR on "r" as node 1 moves it: the unlock is still on
+ * its way to node 1 when node 2's REPOINT of the lock reaches node 3
+ * ahead of node 1's MOVED (held), and node 1 dies with the unlock and the
+ * MOVED undelivered.  The REPOINT says node 2 made a copy of the lock
+ * from node 1's record, so node 1 had not done the unlock before the
+ * move: recovery must not settle it as done at node 3 and leave node 2
+ * that copy, but redo it at node 2 (after the resend matched the copy).
+ * Node 2's EX is granted once the unlock completes. */
+static void test_unlock_to_dead_old_master(void **state)
+{
+	struct cluster *c;
+	uint32_t b, d;
+
+	(void)state;
+	c = at_the_move(&b, &d);
+	assert_int_equal(unlock(c, 3, 3, d, 0, NULL), 0);
+	deliver_only(c, 2, 1);		/* node 1 moves "r" */
+	deliver_only(c, 1, 2);		/* node 2 installs: REPOINT to 3 */
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	deliver_only(c, 2, 3);		/* held: no MOVED yet */
+	assert_dump_has(c, 3, "resource \"r\" master 1");
+	c->dead[1] = 1;
+	recover_all(c, 1);
+	drain(c);
+	assert_status(c, 3, d, -DLM_EUNLOCK);
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	assert_dump_lacks(c, 2, " node 3 remid ");
+	assert_verified(c);
+	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 2, b, 0);
+	end_test(c, 2, 2, b);
+	cluster_remaster_shared = 0;
+}
+
 /* remaster_ticks 0: nothing moves. */
 static void test_off(void **state)
 {
@@ -684,6 +719,7 @@ int main(void)
 		cmocka_unit_test(test_third_node_dies_mid_move),
 		cmocka_unit_test(test_third_writer_dies_mid_move),
 		cmocka_unit_test(test_new_master_without_copy),
+		cmocka_unit_test(test_unlock_to_dead_old_master),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
