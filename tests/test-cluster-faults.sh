@@ -112,7 +112,12 @@ wait_down() {
 }
 
 # audits every second, on the same scan (section 5b)
-DLM_CLUSTER_CONF_EXTRA=$(printf 'audit_secs = 1\nscan_secs = 1')
+# peer_unreachable_secs = 0: steps 5 and 5b keep node 2's dlmd SIGSTOPped
+# until node 1 shows the stall, which with sanitizers on a loaded machine
+# took longer than the default 20 s, after which the others remove and
+# fence a member they cannot reach (tests/test-cluster-linkcut.sh tests
+# that); here the stall itself must be what shows.
+DLM_CLUSTER_CONF_EXTRA=$(printf 'audit_secs = 1\nscan_secs = 1\npeer_unreachable_secs = 0')
 export DLM_CLUSTER_CONF_EXTRA
 up_cluster 3
 : >"$dir/fence.log"
