@@ -320,7 +320,8 @@ struct dlm_ls_stats {
 	uint64_t	ls_resources;	/* resources in the table (incl. tossed) */
 	uint64_t	ls_locks;	/* lock blocks (process and master copies) */
 	uint64_t	ls_dir_entries;	/* directory records kept here */
-	uint64_t	ls_waiters;	/* operations waiting for a remote reply */
+	uint64_t	ls_waiters;	/* operations waiting for a remote reply,
+					   and lookups in flight */
 	uint64_t	ls_orphans;	/* orphaned persistent locks */
 	uint64_t	ls_msgs_sent;
 	uint64_t	ls_msgs_received;

@@ -318,6 +318,9 @@ struct dlm_ls {
 	struct dlm_list		ls_unlock_lvbs;	/* struct dlm_unlock_lvb */
 	bool			ls_childless_busy;
 	uint64_t		ls_nwaiters;
+	/* resources with a LOOKUP in flight (RESF_LOOKUP): they wait for a
+	 * remote reply too (ls_stats ls_waiters counts both) */
+	uint64_t		ls_nlookups;
 	/* the audit (audit.c) */
 	struct dlm_list		ls_blocked;	/* process copies queued at a remote
 						   master, oldest wait first */

@@ -324,6 +324,7 @@ struct verify_ctx {
 	size_t vc_len;
 	int vc_err;
 	uint64_t vc_ndlwait;	/* queued process copies (deadlock.c) */
+	uint64_t vc_nlookups;	/* resources with a LOOKUP in flight */
 };
 
 static void verify_rsb(void *arg, struct dlm_hnode *n)
@@ -331,6 +332,9 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 	struct verify_ctx *vc = arg;
 	struct dlm_rsb *r = dlm_container_of(n, struct dlm_rsb, res_hnode);
 	uint32_t count[DLM_NUM_MODES] = { 0 }, nranged = 0, nnoorder = 0, nlkbs = 0;
+
+	if (r->res_flags & RESF_LOOKUP)
+		vc->vc_nlookups++;
 	const struct dlm_list *qs[4] = { &r->res_grantq, &r->res_convertq,
 					 &r->res_waitq, &r->res_lookupq };
 	static const int sts[3] = { DLM_LKSTS_GRANTED, DLM_LKSTS_CONVERT,
@@ -413,7 +417,7 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 
 int dlm_core_ls_verify(struct dlm_ls *ls, char *why, size_t whylen)
 {
-	struct verify_ctx vc = { ls, why, whylen, 0, 0 };
+	struct verify_ctx vc = { ls, why, whylen, 0, 0, 0 };
 	const struct dlm_list *pos;
 	uint64_t n = 0;
 
@@ -425,6 +429,13 @@ int dlm_core_ls_verify(struct dlm_ls *ls, char *why, size_t whylen)
 	if (n != vc.vc_ndlwait) {
 		snprintf(why, whylen, "ls_dlwait holds %llu locks, the queues %llu",
 			 (unsigned long long)n, (unsigned long long)vc.vc_ndlwait);
+		return -EUCLEAN;
+	}
+	if (vc.vc_nlookups != ls->ls_nlookups) {
+		snprintf(why, whylen, "%llu resources look up their master, "
+			 "ls_nlookups says %llu",
+			 (unsigned long long)vc.vc_nlookups,
+			 (unsigned long long)ls->ls_nlookups);
 		return -EUCLEAN;
 	}
 	return 0;

@@ -1382,6 +1382,7 @@ static void request_with_master(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		return;
 	}
 	r->res_flags |= RESF_LOOKUP;
+	ls->ls_nlookups++;
 	send_lookup(ls, r, dir);
 }
 
@@ -2509,6 +2510,7 @@ static int receive_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 		return -ENOENT;
 	}
 	r->res_flags &= ~RESF_LOOKUP;
+	ls->ls_nlookups--;
 	if (m->m_status || !dlm_ls_is_member(ls, m->m_nodeid)) {
 		log_ls(ls, DLM_LOG_ERR, "lookup failed at node %u: %d (master %u)",
 		       m->m_from, m->m_status, m->m_nodeid);
@@ -2668,6 +2670,7 @@ void dlm_lock_drop_all(struct dlm_ls *ls)
 	dlm_list_init(&ls->ls_waiters);
 	dlm_list_init(&ls->ls_orphans);
 	ls->ls_nwaiters = 0;
+	ls->ls_nlookups = 0;
 	ls->ls_norphans = 0;
 }
 

@@ -288,7 +288,9 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	st->ls_resources = ls->ls_rsbtbl.ht_count;
 	st->ls_locks = ls->ls_lkbtbl.ht_count;
 	st->ls_dir_entries = ls->ls_dirtbl.ht_count + ls->ls_ndirself;
-	st->ls_waiters = ls->ls_nwaiters;
+	/* a lookup in flight waits for a reply as much as an operation:
+	 * a directory node that stops answering stalls its requesters */
+	st->ls_waiters = ls->ls_nwaiters + ls->ls_nlookups;
 	st->ls_orphans = ls->ls_norphans;
 	st->ls_msgs_sent = ls->ls_msgs_sent;
 	st->ls_msgs_received = ls->ls_msgs_received;

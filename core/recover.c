@@ -612,8 +612,10 @@ static int step_start(struct dlm_ls *ls)
 		 * their answers dropped: a partial rebuild drops the record
 		 * such an answer may have made, step_dir) */
 		r->res_flags &= ~RESF_RC_DROP;
-		if (r->res_flags & RESF_LOOKUP)
+		if (r->res_flags & RESF_LOOKUP) {
 			r->res_flags |= RESF_RC_DROP;
+			ls->ls_nlookups--;
+		}
 		r->res_flags &= ~RESF_LOOKUP;
 		r->res_new_nodeid = 0;
 		if (r->res_nodeid && departed(ls, r->res_nodeid)) {

@@ -377,6 +377,9 @@ void dlm_rsb_free(struct dlm_rsb *r)
 	struct dlm_rsb *parent = r->res_parent;
 	struct dlm_ls *ls = r->res_ls;
 
+	if (r->res_flags & RESF_LOOKUP)
+		ls->ls_nlookups--;	/* its answer will find no rsb */
+
 	/* a record naming us outlives the rsb that was it (its master
 	 * moved away, and the move has not reached the record yet) */
 	if (r->res_flags & RESF_DIR) {
