@@ -184,6 +184,10 @@ struct dlm_core_config {
 	 * master (core/remaster.c, "Moving a resource that other nodes lock
 	 * too"); 0: only one locked by the destination alone */
 	uint32_t	remaster_shared;
+	/* unused resources a lockspace keeps on its toss list at most; past
+	 * it the oldest are dropped at once, as toss_ms would drop them
+	 * later (resource.c, "Toss list"); 0: no bound */
+	uint32_t	max_tossed;
 };
 
 /* A fault a test can switch on in one engine instance, to prove that the
@@ -338,6 +342,10 @@ struct dlm_ls_stats {
 	uint64_t	ls_remasters;	/* resources this node mastered and
 					   moved to another node
 					   (core/remaster.c) */
+	uint64_t	ls_tossed;	/* unused resources kept (toss list) */
+	uint64_t	ls_toss_evicted;	/* unused resources dropped before
+						   toss_ms because max_tossed
+						   were kept */
 };
 void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st);
 

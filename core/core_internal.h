@@ -381,6 +381,8 @@ struct dlm_ls {
 	size_t			ls_rec_cap;	/* room in ls_rec_rsbs */
 	struct dlm_rcstat	ls_rcstat[DLM_MAX_NODES];
 	unsigned int		ls_nrcstat;
+	uint64_t		ls_ntossed;	/* rsbs on ls_toss */
+	uint64_t		ls_toss_evicted; /* dropped early: max_tossed */
 };
 
 /* Freed objects of one size kept for reuse, linked through their first
@@ -444,6 +446,7 @@ bool dlm_key_is_child(const unsigned char *pkey, unsigned int pkeylen,
 		      const unsigned char *key, unsigned int keylen);
 bool dlm_rsb_unused(const struct dlm_rsb *r);
 void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all);
+void dlm_toss_trim(struct dlm_ls *ls);
 
 void *dlm_objcache_take(struct dlm_core *core, struct dlm_objcache *oc,
 			size_t size);

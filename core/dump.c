@@ -325,6 +325,7 @@ struct verify_ctx {
 	int vc_err;
 	uint64_t vc_ndlwait;	/* queued process copies (deadlock.c) */
 	uint64_t vc_nlookups;	/* resources with a LOOKUP in flight */
+	uint64_t vc_ntossed;	/* resources on the toss list */
 };
 
 static void verify_rsb(void *arg, struct dlm_hnode *n)
@@ -335,6 +336,8 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 
 	if (r->res_flags & RESF_LOOKUP)
 		vc->vc_nlookups++;
+	if (r->res_flags & RESF_TOSSED)
+		vc->vc_ntossed++;
 	const struct dlm_list *qs[4] = { &r->res_grantq, &r->res_convertq,
 					 &r->res_waitq, &r->res_lookupq };
 	static const int sts[3] = { DLM_LKSTS_GRANTED, DLM_LKSTS_CONVERT,
@@ -417,7 +420,7 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 
 int dlm_core_ls_verify(struct dlm_ls *ls, char *why, size_t whylen)
 {
-	struct verify_ctx vc = { ls, why, whylen, 0, 0, 0 };
+	struct verify_ctx vc = { ls, why, whylen, 0, 0, 0, 0 };
 	const struct dlm_list *pos;
 	uint64_t n = 0;
 
@@ -436,6 +439,13 @@ int dlm_core_ls_verify(struct dlm_ls *ls, char *why, size_t whylen)
 			 "ls_nlookups says %llu",
 			 (unsigned long long)vc.vc_nlookups,
 			 (unsigned long long)ls->ls_nlookups);
+		return -EUCLEAN;
+	}
+	if (vc.vc_ntossed != ls->ls_ntossed) {
+		snprintf(why, whylen, "%llu resources are tossed, "
+			 "ls_ntossed says %llu",
+			 (unsigned long long)vc.vc_ntossed,
+			 (unsigned long long)ls->ls_ntossed);
 		return -EUCLEAN;
 	}
 	return 0;

@@ -1654,6 +1654,7 @@ int dlm_core_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		  uint32_t *lkid_out)
 {
 	uint32_t dummy;
+	int rv;
 
 	if (!ls || !req)
 		return -EINVAL;
@@ -1665,8 +1666,11 @@ int dlm_core_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	if ((req->flags & DLM_LKF_ALTPR) && (req->flags & DLM_LKF_ALTCW))
 		return -EINVAL;
 	if (req->flags & DLM_LKF_CONVERT)
-		return convert_lock(ls, req, lkid_out);
-	return request_lock(ls, req, lkid_out);
+		rv = convert_lock(ls, req, lkid_out);
+	else
+		rv = request_lock(ls, req, lkid_out);
+	dlm_toss_trim(ls);
+	return rv;
 }
 
 /* Unlock (flags may hold FORCEUNLOCK, VALBLK, IVVALBLK) or, with CANCEL,
@@ -1762,6 +1766,7 @@ int dlm_core_unlock(struct dlm_ls *ls, const struct dlm_unlock_req *req)
 	const uint32_t allowed = DLM_LKF_CANCEL | DLM_LKF_FORCEUNLOCK |
 				 DLM_LKF_VALBLK | DLM_LKF_IVVALBLK;
 	struct dlm_lkb *lkb;
+	int rv;
 
 	if (!ls || !req || (req->flags & ~allowed))
 		return -EINVAL;
@@ -1779,7 +1784,9 @@ int dlm_core_unlock(struct dlm_ls *ls, const struct dlm_unlock_req *req)
 		return -ENOMEM;
 	if (lkb->lkb_wait_type == DLM_WAIT_NONE)
 		lkb->lkb_astarg = req->astarg;
-	return unlock_lkb(ls, lkb, req->flags, req->lvb);
+	rv = unlock_lkb(ls, lkb, req->flags, req->lvb);
+	dlm_toss_trim(ls);
+	return rv;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1803,12 +1810,18 @@ static int purge_owner(struct dlm_ls *ls, uint64_t owner, bool orphan);
 
 int dlm_core_purge_owner(struct dlm_ls *ls, uint64_t owner)
 {
-	return purge_owner(ls, owner, true);
+	int n = purge_owner(ls, owner, true);
+
+	dlm_toss_trim(ls);
+	return n;
 }
 
 int dlm_core_purge_owner_locks(struct dlm_ls *ls, uint64_t owner)
 {
-	return purge_owner(ls, owner, false);
+	int n = purge_owner(ls, owner, false);
+
+	dlm_toss_trim(ls);
+	return n;
 }
 
 /* With 'orphan', PERSISTENT locks become orphans; without, they go too. */
@@ -1887,8 +1900,12 @@ static int purge_local_orphans(struct dlm_ls *ls, uint64_t owner, bool group)
 static int purge_orphans(struct dlm_ls *ls, uint32_t nodeid, uint64_t owner,
 			 bool group)
 {
-	if (nodeid == 0 || nodeid == dlm_our_nodeid(ls))
-		return purge_local_orphans(ls, owner, group);
+	if (nodeid == 0 || nodeid == dlm_our_nodeid(ls)) {
+		int n = purge_local_orphans(ls, owner, group);
+
+		dlm_toss_trim(ls);
+		return n;
+	}
 	if (!dlm_ls_is_member(ls, nodeid))
 		return -EINVAL;
 	send_purge(ls, nodeid, owner, group);

@@ -105,6 +105,7 @@ void dlm_core_tick(struct dlm_core *core, uint64_t now_ms)
 		if (dlm_ls_running(ls)) {
 			dlm_recover_redo_lookups(ls);
 			dlm_toss_expire(ls, core->core_now, false);
+			dlm_toss_trim(ls);
 			dlm_audit_tick(ls);
 			dlm_deadlock_tick(ls);
 		}
@@ -301,6 +302,8 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	st->ls_last_victim = ls->ls_last_victim;
 	st->ls_probes_sent = ls->ls_probes_sent;
 	st->ls_remasters = ls->ls_remasters;
+	st->ls_tossed = ls->ls_ntossed;
+	st->ls_toss_evicted = ls->ls_toss_evicted;
 }
 
 int dlm_core_receive(struct dlm_core *core, uint32_t from,
@@ -344,7 +347,9 @@ int dlm_core_receive(struct dlm_core *core, uint32_t from,
 		return dlm_recover_receive(ls, &m, buf, len);
 	if (!dlm_ls_running(ls))
 		return dlm_held_add(ls, &ls->ls_held, from, buf, len);
-	return dlm_dispatch_msg(ls, &m);
+	rv = dlm_dispatch_msg(ls, &m);
+	dlm_toss_trim(ls);
+	return rv;
 }
 
 /* A lock message for a running lockspace. */

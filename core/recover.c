@@ -1369,6 +1369,7 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 	ls->ls_rec_rsbs = NULL;
 	ls->ls_rec_nrsbs = 0;
 	ls->ls_rec_cap = 0;
+	dlm_toss_trim(ls);
 	log_ls(ls, DLM_LOG_INFO, "recovery %u finished, locking resumed", event);
 	return 0;
 }

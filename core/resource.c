@@ -114,7 +114,10 @@
  * Toss list.  A resource with no locks is not freed at once: it stays on
  * the lockspace's toss list (oldest first) for toss_ms, so that locking
  * the same name again costs no directory lookup.  dlm_core_tick() frees
- * what has expired, looking only at the head of the list.
+ * what has expired, looking only at the head of the list.  At most
+ * max_tossed are kept (dlm_toss_trim): past it the oldest go at once, as
+ * if their toss_ms had passed, so that cycling fresh names cannot grow
+ * the list (and the directory) without bound.
  */
 #include <assert.h>
 #include <errno.h>
@@ -325,6 +328,7 @@ void dlm_rsb_hold(struct dlm_rsb *r)
 	if (r->res_flags & RESF_TOSSED) {
 		r->res_flags &= ~RESF_TOSSED;
 		dlm_list_del(&r->res_toss);
+		r->res_ls->ls_ntossed--;
 		memset(r->res_grcount, 0, sizeof(r->res_grcount));
 	}
 }
@@ -339,6 +343,7 @@ static void maybe_toss(struct dlm_rsb *r)
 	r->res_flags |= RESF_TOSSED;
 	r->res_toss_time = (uint32_t)ls->ls_core->core_now;
 	dlm_list_add_tail(&r->res_toss, &ls->ls_toss);
+	ls->ls_ntossed++;
 }
 
 /* An lkb stops using r. */
@@ -390,8 +395,10 @@ void dlm_rsb_free(struct dlm_rsb *r)
 			log_ls(ls, DLM_LOG_ERR,
 			       "out of memory: a directory record lost");
 	}
-	if (r->res_flags & RESF_TOSSED)
+	if (r->res_flags & RESF_TOSSED) {
 		dlm_list_del(&r->res_toss);
+		ls->ls_ntossed--;
+	}
 	dlm_htab_remove(&r->res_ls->ls_rsbtbl, &r->res_hnode);
 	free(r->res_lvb);
 	free(r);
@@ -399,8 +406,42 @@ void dlm_rsb_free(struct dlm_rsb *r)
 		dlm_rsb_release(parent);	/* tossed after its children */
 }
 
-/* Free every tossed rsb older than toss_ms (all of them with 'all').  A
- * root's master gives up its directory record on the way out. */
+/* The copy of a root we moved away, and its directory record naming us:
+ * kept until the new master's DIR_MOVE moves the record (remaster.c),
+ * which, freed now, would make us its master again at our next lookup
+ * (dlm-sim --seed 1176 --nodes 6 --faults --repoint: two masters). */
+static bool toss_must_keep(const struct dlm_rsb *r)
+{
+	return !is_master(r) &&
+	       (r->res_flags & (RESF_MOVED_AWAY | RESF_DIR)) ==
+	       (RESF_MOVED_AWAY | RESF_DIR);
+}
+
+/* Kept on: to the end of the toss list, looked at again in toss_ms. */
+static void toss_requeue(struct dlm_ls *ls, struct dlm_rsb *r, uint64_t now)
+{
+	dlm_list_del(&r->res_toss);
+	r->res_toss_time = (uint32_t)now;
+	dlm_list_add_tail(&r->res_toss, &ls->ls_toss);
+}
+
+/* Free tossed r.  A root's master gives up its directory record on the
+ * way out. */
+static void toss_drop(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	if (is_master(r) && !r->res_parent) {
+		uint32_t dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
+
+		if (dir == dlm_our_nodeid(ls))
+			dlm_dir_remove(ls, r->res_key, r->res_keylen,
+				       r->res_hnode.hn_hash, dlm_our_nodeid(ls));
+		else
+			dlm_send_remove(ls, r);
+	}
+	dlm_rsb_free(r);
+}
+
+/* Free every tossed rsb older than toss_ms (all of them with 'all'). */
 void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
 {
 	uint32_t toss_ms = ls->ls_core->core_cfg.toss_ms;
@@ -411,31 +452,42 @@ void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
 
 		if (!all && (uint32_t)now - r->res_toss_time < toss_ms)
 			break;
-		if (!all && toss_ms && !is_master(r) &&
-		    (r->res_flags & (RESF_MOVED_AWAY | RESF_DIR)) ==
-		    (RESF_MOVED_AWAY | RESF_DIR)) {
-			/* the copy of a root we moved away, and its directory
-			 * record naming us: kept until the new master's
-			 * DIR_MOVE moves the record (remaster.c), which,
-			 * freed now, would make us its master again at our
-			 * next lookup (dlm-sim --seed 1176 --nodes 6 --faults
-			 * --repoint: two masters) */
-			dlm_list_del(&r->res_toss);
-			r->res_toss_time = (uint32_t)now;
-			dlm_list_add_tail(&r->res_toss, &ls->ls_toss);
+		if (!all && toss_ms && toss_must_keep(r)) {
+			toss_requeue(ls, r, now);
 			continue;
 		}
-		if (is_master(r) && !r->res_parent) {
-			uint32_t dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
+		toss_drop(ls, r);
+	}
+}
 
-			if (dir == dlm_our_nodeid(ls))
-				dlm_dir_remove(ls, r->res_key, r->res_keylen,
-					       r->res_hnode.hn_hash,
-					       dlm_our_nodeid(ls));
-			else
-				dlm_send_remove(ls, r);
+/* Past max_tossed unused resources, free the oldest now, exactly as
+ * dlm_toss_expire frees them at toss_ms (the same copies kept, the same
+ * REMOVE): the toss list is what an unprivileged user grows without
+ * bound otherwise, locking and unlocking a new name each time (no lock
+ * held, so max_locks_per_uid does not see it), ops/s x toss_ms of them,
+ * and as many directory records on the directory nodes.  Called only at
+ * the end of an engine entry point (lock, unlock, receive, purge,
+ * finish, tick), where nobody holds a pointer to a tossed rsb, and only
+ * while the lockspace runs, as expiry.  Freeing a child may toss its
+ * parent: one pass over what was there, so a tree drops a level per
+ * call at worst. */
+void dlm_toss_trim(struct dlm_ls *ls)
+{
+	uint32_t max = ls->ls_core->core_cfg.max_tossed;
+	uint64_t n;
+
+	if (!max || ls->ls_ntossed <= max || !dlm_ls_running(ls))
+		return;
+	for (n = ls->ls_ntossed; n && ls->ls_ntossed > max; n--) {
+		struct dlm_rsb *r = dlm_list_first(&ls->ls_toss, struct dlm_rsb,
+						   res_toss);
+
+		if (toss_must_keep(r)) {
+			toss_requeue(ls, r, ls->ls_core->core_now);
+			continue;
 		}
-		dlm_rsb_free(r);
+		toss_drop(ls, r);
+		ls->ls_toss_evicted++;
 	}
 }
 

@@ -12,6 +12,10 @@
  *   port              21064        node-to-node transport port
  *   buffer_size       1048576      transport buffer bytes (4096..67108864)
  *   toss_secs         10           keep an unused resource this long
+ *   max_tossed_resources 65536     unused resources one lockspace keeps
+ *                                  at most; past it the oldest are
+ *                                  dropped before toss_secs (0: no bound;
+ *                                  core/resource.c, "Toss list")
  *   scan_secs         5            how often to scan for unused resources
  *   audit_secs        10           ask a lock's master about a lock that
  *                                  waits this long (0: never; core/audit.c)
@@ -107,6 +111,7 @@ void dlmd_config_defaults(struct dlmd_config *cf)
 	cf->cf_port = 21064;
 	cf->cf_buffer_size = 1048576;
 	cf->cf_toss_secs = 10;
+	cf->cf_max_tossed = 65536;
 	cf->cf_scan_secs = 5;
 	cf->cf_audit_secs = 10;
 	cf->cf_deadlock_secs = 5;
@@ -303,6 +308,7 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 	U32("port", cf_port, 1, 65535)
 	U32("buffer_size", cf_buffer_size, 4096, 67108864)
 	U32("toss_secs", cf_toss_secs, 1, 86400)
+	U32("max_tossed_resources", cf_max_tossed, 0, 4294967295)
 	U32("scan_secs", cf_scan_secs, 1, 3600)
 	U32("audit_secs", cf_audit_secs, 0, 86400)
 	U32("deadlock_secs", cf_deadlock_secs, 0, 86400)
@@ -593,7 +599,8 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 	if (cf->cf_have_admin_group)
 		snprintf(admin, sizeof(admin), "%u", (unsigned)cf->cf_admin_gid);
 	if (asprintf(&s,
-		     "port = %u\nprotocol = %s\nbuffer_size = %u\ntoss_secs = %u\nscan_secs = %u\n"
+		     "port = %u\nprotocol = %s\nbuffer_size = %u\ntoss_secs = %u\n"
+		     "max_tossed_resources = %u\nscan_secs = %u\n"
 		     "audit_secs = %u\ndeadlock_secs = %u\n"
 		     "remaster_secs = %u\nremaster_window = %u\n"
 		     "remaster_shared = %u\n"
@@ -610,7 +617,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     cf->cf_port,
 		     cf->cf_protocol == DLMD_PROTO_SCTP ? "sctp" :
 		     cf->cf_protocol == DLMD_PROTO_DETECT ? "detect" : "tcp",
-		     cf->cf_buffer_size, cf->cf_toss_secs,
+		     cf->cf_buffer_size, cf->cf_toss_secs, cf->cf_max_tossed,
 		     cf->cf_scan_secs, cf->cf_audit_secs, cf->cf_deadlock_secs,
 		     cf->cf_remaster_secs, cf->cf_remaster_window,
 		     cf->cf_remaster_shared,

@@ -201,8 +201,10 @@ static const char *metrics_state(const struct dlmd *d)
 /* A counter of struct dlm_ls_stats (its offset), summed over every
  * lockspace: ls_deadlocks, the deadlock victims chosen on this node
  * (core/deadlock.c), ls_clock_rejected, the messages dropped for
- * their token clock (core/token.c), or ls_remasters, the resources moved
- * away from this node (core/remaster.c). */
+ * their token clock (core/token.c), ls_remasters, the resources moved
+ * away from this node (core/remaster.c), ls_tossed and ls_toss_evicted,
+ * the unused resources kept and those dropped early for max_tossed
+ * (core/resource.c). */
 static unsigned long long stats_total(const struct dlmd *d, size_t off)
 {
 	unsigned long long n = 0;
@@ -263,6 +265,11 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 					  ls_clock_rejected)) },
 		{ "remasters",
 		  stats_total(d, offsetof(struct dlm_ls_stats, ls_remasters)) },
+		{ "tossed",
+		  stats_total(d, offsetof(struct dlm_ls_stats, ls_tossed)) },
+		{ "toss_evictions",
+		  stats_total(d, offsetof(struct dlm_ls_stats,
+					  ls_toss_evicted)) },
 	};
 
 	if (json) {

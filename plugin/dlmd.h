@@ -158,6 +158,7 @@ struct dlmd_config {
 	int			cf_protocol;	/* enum dlmd_protocol */
 	uint32_t		cf_buffer_size;
 	uint32_t		cf_toss_secs;
+	uint32_t		cf_max_tossed;	/* 0: no bound */
 	uint32_t		cf_audit_secs;
 	uint32_t		cf_deadlock_secs;
 	uint32_t		cf_remaster_secs;	/* 0: no remastering */

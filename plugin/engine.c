@@ -218,6 +218,7 @@ int dlmd_engine_new(struct dlmd *d, const struct dlmd_engine_up *up)
 	memset(&ccfg, 0, sizeof(ccfg));
 	ccfg.our_nodeid = d->d_nodeid;
 	ccfg.toss_ms = d->d_cfg.cf_toss_secs * 1000u;
+	ccfg.max_tossed = d->d_cfg.cf_max_tossed;
 	ccfg.audit_ms = d->d_cfg.cf_audit_secs * 1000u;
 	ccfg.deadlock_ms = d->d_cfg.cf_deadlock_secs * 1000u;
 	/* the engine counts residence in dlm_core_tick() calls, which

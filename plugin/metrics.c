@@ -320,6 +320,14 @@ static void collect_lockspaces(struct emit *em, struct dlmd *d)
 			  "most of their lock requests (remaster_secs, "
 			  "core/remaster.c).",
 			  offsetof(struct dlm_ls_stats, ls_remasters) },
+			{ "dlmd_lockspace_tossed_resources", "gauge",
+			  "Unused resources kept for toss_secs (at most "
+			  "max_tossed_resources).",
+			  offsetof(struct dlm_ls_stats, ls_tossed) },
+			{ "dlmd_toss_evictions_total", "counter", "Unused "
+			  "resources dropped before toss_secs because the "
+			  "lockspace kept max_tossed_resources of them.",
+			  offsetof(struct dlm_ls_stats, ls_toss_evicted) },
 		};
 
 		for (size_t i = 0; i < sizeof(stats) / sizeof(stats[0]); i++) {

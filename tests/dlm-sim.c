@@ -1997,6 +1997,7 @@ static int setup(struct sim *sim)
 		cfg.remaster_ticks = sim->opts->o_remaster ? SIM_REMASTER_TICKS : 0;
 		cfg.remaster_window = SIM_REMASTER_WINDOW;
 		cfg.remaster_shared = sim->opts->o_repoint;
+		cfg.max_tossed = sim->opts->o_max_tossed;
 		n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
 		if (!n->n_core)
 			return -ENOMEM;
@@ -2234,6 +2235,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --depth %u", opts->o_depth);
 		if (opts->o_lvbseq_start)
 			printf(" --lvbseq-start %u", opts->o_lvbseq_start);
+		if (opts->o_max_tossed)
+			printf(" --max-tossed %u", opts->o_max_tossed);
 		if (opts->o_faults)
 			printf(" --faults");
 		if (opts->o_remaster)
@@ -2296,6 +2299,7 @@ static void usage(FILE *out)
 		"usage: dlm-sim [--seeds N [--from F] | --seed S] [--nodes K] [--ops M] [--depth D]\n"
 		"               [--faults [--daemon-deaths] [--partitions]] [--fault NAME]\n"
 		"               [--lvbseq-start Q] [--alloc-faults P] [--msg-stats]\n"
+		"               [--max-tossed K]\n"
 		"               [--quiet] [-v]\n"
 		"  --seeds N     run seeds 1..N, stop at the first violation (default 100)\n"
 		"  --seed S      run seed S only\n"
@@ -2335,6 +2339,10 @@ static void usage(FILE *out)
 		"  --lvbseq-start Q  resources' LVB sequence numbers start at Q\n"
 		"                (0..4294967295, default 0): near the top, they\n"
 		"                wrap within a run\n"
+		"  --max-tossed K  each engine keeps K unused resources per\n"
+		"                lockspace at most (max_tossed), dropping the\n"
+		"                oldest early; the model then lets any resource\n"
+		"                that was unused come back with a zero value\n"
 		"  --remaster    engines move hot resources (core/remaster.c); one\n"
 		"                node makes most operations, mostly on two roots;\n"
 		"                a move faster than the hysteresis allows fails\n"
@@ -2384,6 +2392,7 @@ int main(int argc, char **argv)
 		{ "partitions", no_argument, NULL, 'P' },
 		{ "avoid", required_argument, NULL, 'a' },
 		{ "lvbseq-start", required_argument, NULL, 'L' },
+		{ "max-tossed", required_argument, NULL, 'T' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "msg-stats", no_argument, NULL, 'M' },
 		{ "remaster", no_argument, NULL, 'R' },
@@ -2462,6 +2471,11 @@ int main(int argc, char **argv)
 			if (i == sizeof(avoid_names) / sizeof(avoid_names[0]))
 				goto bad;
 			opts.o_avoid |= avoid_names[i].bit;
+			break;
+		case 'T':
+			if (!parse_u64(optarg, &v) || !v || v > UINT32_MAX)
+				goto bad;
+			opts.o_max_tossed = (uint32_t)v;
 			break;
 		case 'L':
 			if (!parse_u64(optarg, &v) || v > UINT32_MAX)

@@ -27,6 +27,11 @@
  *   limit-client purge LS         open LS and purge the orphans our uid
  *                                 left there (dlm_ls_purge pid 0); print
  *                                 "purged" or "error ERRNO-NAME"
+ *   limit-client cycle LS P N     open LS and lock (NL, waiting) and unlock
+ *                                 N names P-0 .. P-N-1 in turn, holding
+ *                                 at most one lock: each leaves an unused
+ *                                 resource behind; print "cycled K" and,
+ *                                 if the K+1st failed, "error ERRNO-NAME"
  *
  * Every line is flushed at once: the shell test waits for them.  Exit 0
  * unless the arguments or the set-up (not the limit under test) failed.
@@ -224,6 +229,39 @@ static int cmd_purge(const char *ls)
 	return 0;
 }
 
+static int cmd_cycle(const char *ls, const char *prefix, int n)
+{
+	dlm_lshandle_t h = dlm_open_lockspace(ls);
+	struct dlm_lksb lksb;
+	int k, err = 0, rv;
+	char name[64];
+
+	if (!h)
+		return 1;
+	for (k = 0; k < n; k++) {
+		snprintf(name, sizeof(name), "%.32s-%d", prefix, k);
+		memset(&lksb, 0, sizeof(lksb));
+		rv = dlm_ls_lock_wait(h, LKM_NLMODE, &lksb, 0, name,
+				      (unsigned int)strlen(name), 0, NULL, NULL,
+				      NULL);
+		if (rv || lksb.sb_status) {
+			err = rv ? errno : -lksb.sb_status;
+			break;
+		}
+		rv = dlm_ls_unlock_wait(h, lksb.sb_lkid, 0, &lksb);
+		if (rv || lksb.sb_status != EUNLOCK) {
+			err = rv ? errno : -lksb.sb_status;
+			break;
+		}
+	}
+	printf("cycled %d\n", k);
+	if (err)
+		printf("error %s\n", errno_name(err));
+	fflush(stdout);
+	dlm_close_lockspace(h);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "create"))
@@ -240,7 +278,10 @@ int main(int argc, char **argv)
 		return cmd_locks(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 3 && !strcmp(argv[1], "purge"))
 		return cmd_purge(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "cycle"))
+		return cmd_cycle(argv[2], argv[3], atoi(argv[4]));
 	fprintf(stderr, "usage: limit-client create LS MODE | open LS N | "
-		"connect N | slow LS N | locks LS N P | purge LS\n");
+		"connect N | slow LS N | locks LS N P | purge LS | "
+		"cycle LS P N\n");
 	return 2;
 }

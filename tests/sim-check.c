@@ -562,7 +562,7 @@ void check_engines(struct sim *sim)
 			if (r->r_empty_since == UINT64_MAX)
 				r->r_empty_since = sim->now;
 		} else if (r->r_empty_since != UINT64_MAX) {
-			if (sim->now - r->r_empty_since >= sim->toss_ms)
+			if (sim->now - r->r_empty_since >= sim_toss_after(sim))
 				lvb_maybe_reset(sim, (int)i);
 			r->r_empty_since = UINT64_MAX;
 		}

@@ -652,7 +652,8 @@ static void check_lvb(struct sim *sim, struct sim_lock *lk, const struct sim_ast
 		return;
 	/* unused for toss_ms until this grant: maybe a fresh resource */
 	if (r->r_empty_since != UINT64_MAX &&
-	    sim->now - r->r_empty_since >= sim->toss_ms && !notvalid && got == 0)
+	    sim->now - r->r_empty_since >= sim_toss_after(sim) && !notvalid &&
+	    got == 0)
 		return;
 	if (!lk->l_force) {
 		/* still held: exactly the latest write */

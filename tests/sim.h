@@ -367,6 +367,8 @@ struct sim_opts {
 					   runs, each engine allocation fails
 					   with probability P/1000 */
 	uint32_t	o_avoid;	/* AVOID_*: steer clear of known engine bugs */
+	uint32_t	o_max_tossed;	/* --max-tossed K: the engines' max_tossed
+					   (0: no bound) */
 };
 
 /* --avoid NAME: stop generating a pattern that trips a known, reported
@@ -484,6 +486,14 @@ struct sim {
 	bool		failed;
 	char		fail_msg[512];
 };
+
+/* How long a resource has been unused (no lock at any master) before its
+ * master may have dropped it, value and all: toss_ms, or no time at all
+ * with --max-tossed, which drops the oldest unused early. */
+static inline uint64_t sim_toss_after(const struct sim *sim)
+{
+	return sim->opts->o_max_tossed ? 0 : sim->toss_ms;
+}
 
 /* dlm-sim.c */
 void sim_fail(struct sim *sim, const char *fmt, ...)

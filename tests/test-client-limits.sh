@@ -25,6 +25,12 @@
 #      connections and the orphans they left; the next lock is refused
 #      (EDQUOT, logged once); purging its orphans gives room back; root
 #      is not limited.
+#   6. unused resources: a user locking and unlocking a new name each
+#      time (no lock held, so max_locks_per_uid never sees it) leaves
+#      one unused resource per name for toss_secs (an hour here); the
+#      lockspace keeps max_tossed_resources of them, no more: the
+#      status counts exactly the rest as dropped early (toss_evictions),
+#      and the dropped names lock again (issue 14).
 # Needs root (setpriv, prlimit); fails, never skips.  Every wait is bounded.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -34,6 +40,8 @@ NOFILE=64		# dlmd's RLIMIT_NOFILE, soft and hard
 PER_UID=8		# max_clients_per_uid
 AST_LIMIT=262144	# ast_queue_limit, bytes
 MAX_LOCKS=100		# max_locks_per_uid
+MAX_TOSSED=500		# max_tossed_resources
+CYCLE=3000		# names step 6 locks and unlocks
 SLOW_LOCKS=2700		# ASTs each slow client leaves unread (its AST
 			# socket holds 1000-1400: dlmd AST_SNDBUF; the
 			# rest, queued, is under AST_LIMIT for one client
@@ -65,7 +73,8 @@ trap 'rc=1; exit 1' INT TERM
 write_conf "$dir/dlm.conf" "socket_owner = root" "socket_group = nogroup" \
 	"socket_mode = 0660" "log_level = debug" \
 	"max_clients_per_uid = $PER_UID" "ast_queue_limit = $AST_LIMIT" \
-	"max_locks_per_uid = $MAX_LOCKS" \
+	"max_locks_per_uid = $MAX_LOCKS" "max_tossed_resources = $MAX_TOSSED" \
+	"toss_secs = 3600" \
 	"configfs_dir = $dir/configfs" "metrics_listen = $dir/metrics.sock"
 export DLMD_SOCKET=$dir/dlmd.sock DLMD_CTL_SOCKET=$dir/dlmd-ctl.sock
 
@@ -251,6 +260,30 @@ expect_locks q7 $MAX_LOCKS
 timeout 60 "$LC" locks lim $((MAX_LOCKS * 2)) 0 </dev/null >"$dir/q8.out" 2>&1
 expect_locks q8 $((MAX_LOCKS * 2))
 [ "$(status_value locks_refused)" = 3 ] || fail "locks_refused: $("$DLMCTL" status)"
+
+echo "== 6. at most $MAX_TOSSED unused resources kept"
+t0=$(status_value tossed)
+e0=$(status_value toss_evictions)
+[ -n "$t0" ] && [ "$t0" -le $MAX_TOSSED ] || fail "tossed before: $("$DLMCTL" status)"
+asnobody "$LC" cycle lim fresh $CYCLE </dev/null >"$dir/c1.out" 2>&1
+grep -q "^cycled $CYCLE\$" "$dir/c1.out" || fail "nobody's cycle: $(cat "$dir/c1.out")"
+t1=$(status_value tossed)
+e1=$(status_value toss_evictions)
+echo "unused resources kept: $t0 -> $t1; dropped early: $e0 -> $e1"
+[ "$t1" = $MAX_TOSSED ] || fail "tossed $t1 after $CYCLE fresh names, want $MAX_TOSSED"
+# each name past the room left pushed the oldest out
+[ $((e1 - e0)) = $((CYCLE - (MAX_TOSSED - t0))) ] ||
+	fail "toss_evictions $e0 -> $e1 after $CYCLE names ($t0 kept before)"
+r=$("$DLMCTL" ls | sed -n 's/.* resources \([0-9]*\) .*/\1/p')
+[ "$r" = $MAX_TOSSED ] || fail "lockspace resources $r: $("$DLMCTL" ls)"
+# the same names again: all were dropped, every one locks again
+asnobody "$LC" cycle lim fresh $CYCLE </dev/null >"$dir/c2.out" 2>&1
+grep -q "^cycled $CYCLE\$" "$dir/c2.out" || fail "nobody's second cycle: $(cat "$dir/c2.out")"
+[ "$(status_value tossed)" = $MAX_TOSSED ] || fail "tossed after the second cycle: $("$DLMCTL" status)"
+[ "$(status_value toss_evictions)" = $((e1 + CYCLE)) ] ||
+	fail "toss_evictions after the second cycle: $("$DLMCTL" status)"
+"$DLMCTL" metrics | grep -q "^dlmd_toss_evictions_total{lockspace=\"lim\"} $((e1 + CYCLE))\$" ||
+	fail "metrics: $("$DLMCTL" metrics | grep toss)"
 
 echo "== the daemon is still healthy"
 kill -0 "$pid" 2>/dev/null || fail "dlmd died"

@@ -622,6 +622,91 @@ static void test_own_records(void **state)
 	cluster_free(c);
 }
 
+/* Unused resources are kept at most max_tossed per lockspace (issue 14):
+ * a user locking and unlocking a new name each time grew the toss list,
+ * and the directory records naming its node, by one per name until
+ * toss_ms.  With toss_ms far away and max_tossed 8, two nodes cycle 40
+ * names each, the first as master, the second on names the first
+ * masters: each keeps 8, the rest dropped early and counted, the
+ * masters' REMOVEs taking the directory records with them.  A name
+ * dropped early locks again as before: one master, its queue ordered. */
+static void cycle_names(struct cluster *c, int node, const char *prefix,
+			int other)
+{
+	char name[16];
+	uint32_t a, b = 0;
+	int i;
+
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "%s%d", prefix, i);
+		if (other) {
+			b = lock_on(c, other, 50, name, DLM_LOCK_NL, 0, 0, NULL);
+			drain(c);
+		}
+		a = lock_on(c, node, 60, name, DLM_LOCK_NL, 0, 0, NULL);
+		drain(c);
+		assert_status(c, node, a, 0);
+		assert_int_equal(unlock(c, node, 60, a, 0, NULL), 0);
+		if (other)
+			assert_int_equal(unlock(c, other, 50, b, 0, NULL), 0);
+		drain(c);
+		c->nasts = 0;
+	}
+}
+
+static void test_toss_cap(void **state)
+{
+	struct cluster *c;
+	struct dlm_ls_stats st;
+	uint32_t x, y;
+	int i;
+
+	(void)state;
+	cluster_max_tossed = 8;
+	c = cluster_new(2, 60000);
+	cluster_max_tossed = 0;
+	cycle_names(c, 1, "a", 0);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_tossed, 8);
+	assert_int_equal(st.ls_resources, 8);
+	assert_int_equal(st.ls_toss_evicted, 32);
+	assert_int_equal(sum_stat(c, 1), 8);	/* records of the 8 kept */
+	/* node 2's copies of names node 1 masters: non-master copies,
+	 * dropped with no message */
+	cycle_names(c, 2, "b", 1);
+	for (i = 1; i <= 2; i++) {
+		dlm_core_ls_stats(c->ls[i], &st);
+		assert_int_equal(st.ls_tossed, 8);
+		assert_int_equal(st.ls_resources, 8);
+	}
+	dlm_core_ls_stats(c->ls[2], &st);
+	assert_int_equal(st.ls_toss_evicted, 32);
+	assert_true(sum_stat(c, 1) <= 8);
+	assert_verified(c);
+	/* names dropped early lock again as before: "a0" (node 1 mastered
+	 * it) and "b0" (node 2 kept a copy naming node 1 for a while) */
+	x = lock_on(c, 2, 70, "a0", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 2, x, 0);
+	y = lock_on(c, 1, 71, "a0", DLM_LOCK_PR, 0, 0, NULL);
+	drain(c);
+	assert_no_comp(c, 1, y);
+	assert_int_equal(unlock(c, 2, 70, x, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 1, y, 0);
+	x = lock_on(c, 1, 72, "b0", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, x, 0);
+	y = lock_on(c, 2, 73, "b0", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_no_comp(c, 2, y);
+	assert_int_equal(unlock(c, 1, 72, x, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 2, y, 0);
+	assert_verified(c);
+	cluster_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -637,6 +722,7 @@ int main(void)
 		cmocka_unit_test(test_child_recovery),
 		cmocka_unit_test(test_child_toss_order),
 		cmocka_unit_test(test_own_records),
+		cmocka_unit_test(test_toss_cap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -78,6 +78,7 @@ static void h_failed(void *ctx, struct dlm_ls *ls, uint32_t event, int error)
 
 uint32_t cluster_remaster_ticks;
 uint32_t cluster_remaster_shared;
+uint32_t cluster_max_tossed;
 
 /* A cluster whose resources start their LVB sequence at 'lvbseq'. */
 struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq)
@@ -102,6 +103,7 @@ struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq)
 			.lvbseq_start = lvbseq,
 			.remaster_ticks = cluster_remaster_ticks,
 			.remaster_shared = cluster_remaster_shared,
+			.max_tossed = cluster_max_tossed,
 		};
 
 		nctx[i].c = c;

@@ -66,6 +66,7 @@ extern struct nodectx nctx[MAXN + 1];
 /* remaster_ticks of the engines cluster_new makes (0: no remastering) */
 extern uint32_t cluster_remaster_ticks;
 extern uint32_t cluster_remaster_shared;	/* the re-point protocol */
+extern uint32_t cluster_max_tossed;	/* max_tossed (0: no bound) */
 struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq);
 struct cluster *cluster_new(int n, uint32_t toss_ms);
 void cluster_free(struct cluster *c);
