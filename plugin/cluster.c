@@ -3542,6 +3542,17 @@ const char *dlmd_cluster_node_addr(const struct dlmd *d, uint32_t nodeid)
 	return nd && nd->n_naddrs ? nd->n_addrs[0] : "";
 }
 
+unsigned int dlmd_cluster_unreachable(const struct dlmd *d, uint32_t *ids,
+				      unsigned int max)
+{
+	const struct dlmd_cluster *cs = d->d_cluster;
+	unsigned int n = 0;
+
+	for (; cs && n < cs->cs_nunr_mine && n < max; n++)
+		ids[n] = cs->cs_unr_mine[n];
+	return n;
+}
+
 unsigned int dlmd_cluster_nodes(const struct dlmd *d, uint32_t *ids, unsigned int max)
 {
 	const struct dlmd_cluster *cs = d->d_cluster;

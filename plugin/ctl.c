@@ -237,6 +237,50 @@ static void put_counters(struct dlmd_sbuf *sb, bool json,
 	}
 }
 
+/* "status" shows a peer's unacknowledged wait from this long on: a live
+ * peer acks within milliseconds, so seconds mean a cut path or a dlmd
+ * that does not run (plugin/cluster.c, UNREACHABLE PEERS). */
+#define CTL_UNACKED_SHOW_MS	3000
+
+/* The peers whose oldest frame has waited CTL_UNACKED_SHOW_MS or more
+ * without an ack, "unacked 2(12 s) 3(4 s)", and those our last UNREACH
+ * reported to the daemon group, "unreachable 2"; "none" for neither.
+ * In JSON each node of "nodes" carries its wait (unacked_ms, whatever
+ * it is) and the report (unreachable), and "unreachable" lists them. */
+static void put_peers(struct dlmd *d, struct dlmd_sbuf *sb,
+		      const uint32_t *nodes, unsigned int n)
+{
+	uint32_t unr[DLM_MAX_NODES];
+	unsigned int nunr = dlmd_cluster_unreachable(d, unr, DLM_MAX_NODES);
+	bool any = false;
+
+	dlmd_sb_printf(sb, "\nunacked");
+	for (unsigned int i = 0; i < n; i++) {
+		uint64_t w = dlmd_comms_wait_ms(d, nodes[i]);
+
+		if (w < CTL_UNACKED_SHOW_MS)
+			continue;
+		dlmd_sb_printf(sb, " %u(%llu s)", nodes[i],
+			       (unsigned long long)(w / 1000));
+		any = true;
+	}
+	if (!any)
+		dlmd_sb_printf(sb, " none");
+	dlmd_sb_printf(sb, "\nunreachable");
+	for (unsigned int i = 0; i < nunr; i++)
+		dlmd_sb_printf(sb, " %u", unr[i]);
+	if (!nunr)
+		dlmd_sb_printf(sb, " none");
+}
+
+static bool id_listed(const uint32_t *ids, unsigned int n, uint32_t id)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
 static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool json)
 {
 	uint32_t nodes[DLM_MAX_NODES];
@@ -273,6 +317,9 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 	};
 
 	if (json) {
+		uint32_t unr[DLM_MAX_NODES];
+		unsigned int nunr = dlmd_cluster_unreachable(d, unr, DLM_MAX_NODES);
+
 		dlmd_sb_printf(sb, "{\"pid\":%d,\"nodeid\":%u,\"membership\":\"%s\","
 			  "\"quorate\":%s,\"nodes\":[", (int)getpid(), d->d_nodeid,
 			  dlmd_cluster_source_str(d),
@@ -280,8 +327,13 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		for (unsigned int i = 0; i < n; i++) {
 			dlmd_sb_printf(sb, "%s{\"nodeid\":%u,\"addr\":", i ? "," : "", nodes[i]);
 			dlmd_json_str(sb, dlmd_cluster_node_addr(d, nodes[i]));
-			dlmd_sb_printf(sb, "}");
+			dlmd_sb_printf(sb, ",\"unacked_ms\":%llu,\"unreachable\":%s}",
+				       (unsigned long long)dlmd_comms_wait_ms(d, nodes[i]),
+				       id_listed(unr, nunr, nodes[i]) ? "true" : "false");
 		}
+		dlmd_sb_printf(sb, "],\"unreachable\":[");
+		for (unsigned int i = 0; i < nunr; i++)
+			dlmd_sb_printf(sb, "%s%u", i ? "," : "", unr[i]);
 		dlmd_sb_printf(sb, "],\"lockspaces\":%u,\"clients\":%u,"
 			  "\"uptime_secs\":%llu", d->d_nlockspaces,
 			  dlmd_client_count(d), up);
@@ -313,6 +365,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 
 		dlmd_comms_status(d, comms, sizeof(comms));
 		dlmd_sb_printf(sb, "\ncomms %s", comms);
+		put_peers(d, sb, nodes, n);
 		dlmd_fence_status(d, comms, sizeof(comms));
 		dlmd_sb_printf(sb, "\nfencing %s", comms);
 	}

@@ -536,6 +536,9 @@ const char *dlmd_cluster_source_str(const struct dlmd *d);
 unsigned int dlmd_cluster_nodes(const struct dlmd *d, uint32_t *ids, unsigned int max);
 /* A node's address from the membership source ("" if unknown). */
 const char *dlmd_cluster_node_addr(const struct dlmd *d, uint32_t nodeid);
+/* The members our last UNREACH named (UNREACHABLE PEERS): up to max. */
+unsigned int dlmd_cluster_unreachable(const struct dlmd *d, uint32_t *ids,
+				      unsigned int max);
 
 /* view.c: the configfs-compatible view (dlm.conf configfs_dir).  init
  * never fails for a refusal (a kernel DLM, another dlmd) or a write

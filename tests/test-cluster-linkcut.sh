@@ -10,15 +10,21 @@
 #
 #   1. a blip: the pair is blocked for 2 s (well under the limit) and
 #      healed: nothing is reported, nobody is removed or fenced, the
-#      workload ends well and the lockspace runs on all three.
+#      workload ends well and the lockspace runs on all three; "dlmctl
+#      status" on nodes 2 and 3 shows no peer waiting and none reported
+#      unreachable ("unacked none", "unreachable none").
 #   2. a cut for good: the locks across the pair wait, the two ends
 #      report each other, and every member picks node 3 (a tie: the
 #      higher id).  Node 3 is removed from the cluster (its corosync
 #      exits) and fenced exactly once, node 2 never; the lockspace
 #      recovers on nodes 1 and 2 and their workload completes.  Before
 #      this existed, the workload on node 2 waited for ever (a bounded
-#      wait, then a failure here).  The pair is unblocked, node 3
-#      restarts and rejoins.
+#      wait, then a failure here).  While the cut lasts, node 2's
+#      "dlmctl status" shows node 3's oldest frame waiting unacknowledged
+#      ("unacked 3(N s)", N >= 3), then node 3 reported ("unreachable 3"),
+#      and --json the same (the node's unacked_ms and unreachable, the
+#      "unreachable" list).  The pair is unblocked, node 3 restarts and
+#      rejoins.
 # LINKCUT_LIMIT=N overrides peer_unreachable_secs (0: the old behaviour,
 # to see this test fail).
 set -u
@@ -50,6 +56,19 @@ crossing() {
 	poll "$WAIT_S" workload_busy || fail "the workload did not start on nodes 1 and 2"
 }
 
+status_has() { # K REGEX: a line of node K's "dlmctl status" matches REGEX
+	on "$1" "$DLMCTL" status | grep -q "$2"
+}
+
+# node 2 shows node 3 reported unreachable, in the text and in --json
+reported_3() {
+	status_has 2 '^unreachable 3$' &&
+		on 2 "$DLMCTL" status --json >"$dir/status-cut.json" &&
+		grep -q '"unreachable":\[3\]' "$dir/status-cut.json" &&
+		grep -q '"nodeid":3,"addr":"[^"]*","unacked_ms":[0-9]*,"unreachable":true' \
+			"$dir/status-cut.json"
+}
+
 # (the teardown deletes the namespaces, and their rules with them)
 unblock() {
 	"$CLUSTER" unblock "$dir" 2 3 || fail "cannot unblock nodes 2 and 3"
@@ -77,10 +96,26 @@ for k in 1 2 3; do
 done
 [ "$(fences_of 2)" = 0 ] && [ "$(fences_of 3)" = 0 ] ||
 	fail "a node was fenced after a blip: $(cat "$dir/fence.log")"
+for k in 2 3; do
+	poll "$WAIT_S" status_has $k '^unacked none$' ||
+		fail "node $k: a peer still unacknowledged after the blip: $(on $k "$DLMCTL" status)"
+	status_has $k '^unreachable none$' ||
+		fail "node $k reported a peer after a blip: $(on $k "$DLMCTL" status)"
+done
 
 say "== 2. the port stays blocked: one end is removed and fenced"
 crossing 15000
 "$CLUSTER" block "$dir" 2 3 || fail "cannot block dlmd's port between nodes 2 and 3"
+# the display: node 3's wait (from 3 s on) and, from the limit on, the
+# report, until node 3 leaves
+poll "$LIMIT" status_has 2 '^unacked .*3([0-9]* s)' ||
+	fail "node 2 does not show node 3 unacknowledged: $(on 2 "$DLMCTL" status)"
+w=$(on 2 "$DLMCTL" status | sed -n 's/^unacked.* 3(\([0-9]*\) s).*/\1/p')
+[ "${w:-0}" -ge 3 ] || fail "node 2 shows node 3 waiting ${w:-?} s"
+if [ "$LIMIT" != 0 ]; then
+	poll $((LIMIT + 10)) reported_3 ||
+		fail "node 2 does not show node 3 reported unreachable: $(on 2 "$DLMCTL" status)"
+fi
 # the limit, two watchdog ticks, the removal, fencing, recovery
 poll $((LIMIT + 40)) not running 3 corosync ||
 	fail "node 3 was not removed: the locks across the cut wait for ever"
