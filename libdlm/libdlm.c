@@ -229,12 +229,18 @@ struct ls_handle {
 	/* Lock ids for async new locks (dlmd_proto.h "Lock ids chosen by
 	 * the client"): [lh_id_next, lh_id_end) of the block at
 	 * lh_id_block (0: none; each LOCK then waits for its id).  Under
-	 * lh_idlock, held from picking an id until its LOCK is sent, so
-	 * that the IDS giving a block back follows every LOCK using it. */
+	 * lh_idlock, held by an async lock from picking an id until its
+	 * LOCK is sent; a synchronous one picks its id, counts it in
+	 * lh_id_unsent and lets go before it waits for room to send
+	 * (sync_send_own_id), so the IDS giving a block back waits for
+	 * lh_id_unsent to be 0 (lh_id_cond): either way it follows every
+	 * LOCK using the block. */
 	MUTEX_T		lh_idlock;
 	uint32_t	lh_id_block;
 	uint32_t	lh_id_next;
 	uint32_t	lh_id_end;
+	unsigned int	lh_id_unsent;
+	COND_T		lh_id_cond;
 	/* Locks with async requests (see "Async requests in flight"
 	 * above), by lock id: lh_pend_size chains (a power of two, 0 at
 	 * first), lh_pend_count records, lh_nfree more for reuse on
@@ -1316,6 +1322,7 @@ static void handle_free(struct ls_handle *h)
 		close(h->lh_ast_fd);
 	MUTEX_DESTROY(&h->lh_wlock);
 	MUTEX_DESTROY(&h->lh_idlock);
+	COND_DESTROY(&h->lh_id_cond);
 	pend_free_all(h);
 	MUTEX_DESTROY(&h->lh_plock);
 	COND_DESTROY(&h->lh_slot_cond);
@@ -1384,6 +1391,7 @@ static struct ls_handle *ls_open_on(int fd, const char *name, int *err)
 	h->lh_ast_fd = -1;
 	MUTEX_INIT(&h->lh_wlock);
 	MUTEX_INIT(&h->lh_idlock);
+	COND_INIT(&h->lh_id_cond);
 	MUTEX_INIT(&h->lh_plock);
 	MUTEX_INIT(&h->lh_ringlock);
 	COND_INIT(&h->lh_slot_cond);
@@ -1855,7 +1863,9 @@ static void poll_answers(struct ls_handle *h)
  * before it, and dlmd takes what the ring holds before each request it
  * reads from the socket, so none of them comes after the IDS, wherever
  * it went; on the ring the IDS could overtake a synchronous LOCK that
- * went on the socket as its own kick (send_packet).
+ * went on the socket as its own kick (send_packet).  A synchronous LOCK
+ * whose id was picked may still wait for room to send (lh_id_unsent):
+ * the IDS waits for it first.
  */
 static int own_id_ready(struct ls_handle *h)
 {
@@ -1864,6 +1874,8 @@ static int own_id_ready(struct ls_handle *h)
 		struct dlmp_reply reply;
 		int rv;
 
+		while (h->lh_id_unsent)
+			COND_WAIT(&h->lh_id_cond, &h->lh_idlock);
 		memset(&ids, 0, sizeof(ids));
 		ids.m_hdr.h_type = DLMP_IDS;
 		ids.m_u.pair.pr_a = h->lh_id_block;
@@ -1922,6 +1934,15 @@ static int lock_with_own_id(struct ls_handle *h, struct dlmp_msg *msg,
  * id when the lock has to wait (a remote master, a conflict): one packet
  * each way whatever happens.  Sent, not waited for; -EAGAIN (nothing
  * sent) when the handle has no block.
+ *
+ * The id is picked under lh_idlock, which is let go before req_send,
+ * which may wait for room (DLMP_MAX_HELD requests in flight: synchronous
+ * locks that wait for a grant): holding it there made every async
+ * own-id locker of the handle wait too, for as long as those grants
+ * took, the holder of the lock that blocks them perhaps among them.
+ * lh_id_unsent keeps the IDS that gives the block back after this LOCK
+ * (own_id_ready).  An id picked but not sent (the connection failed) is
+ * simply never used.
  */
 static int sync_send_own_id(struct ls_handle *h, struct dlmp_msg *msg,
 			    struct waiter *w, struct dlm_lksb *lksb)
@@ -1930,13 +1951,21 @@ static int sync_send_own_id(struct ls_handle *h, struct dlmp_msg *msg,
 
 	LOCK(&h->lh_idlock);
 	rv = own_id_ready(h);
-	if (!rv) {
-		msg->m_u.lock.lk_lkid = h->lh_id_next;
-		msg->m_u.lock.lk_bits |= DLMP_LK_NEWID;
-		lksb->sb_lkid = h->lh_id_next;
-		rv = req_send(h, msg, w);
-		if (!rv)
-			h->lh_id_next++;
+	if (rv) {
+		UNLOCK(&h->lh_idlock);
+		return rv;
+	}
+	msg->m_u.lock.lk_lkid = h->lh_id_next++;
+	msg->m_u.lock.lk_bits |= DLMP_LK_NEWID;
+	lksb->sb_lkid = msg->m_u.lock.lk_lkid;
+	h->lh_id_unsent++;
+	UNLOCK(&h->lh_idlock);
+	rv = req_send(h, msg, w);
+	LOCK(&h->lh_idlock);
+	if (!--h->lh_id_unsent) {
+#ifdef _REENTRANT
+		pthread_cond_broadcast(&h->lh_id_cond);
+#endif
 	}
 	UNLOCK(&h->lh_idlock);
 	return rv;

@@ -1859,6 +1859,94 @@ static void test_inflight_cap(void **state)
 	assert_int_equal(dlm_close_lockspace(hp), 0);
 }
 
+/* An async own-id lock (dlm_ls_lock) while a _wait call of the same
+ * handle waits for room to send: DLMP_MAX_HELD _wait locks in flight,
+ * all queued behind a blocker, and one more that picked its id and waits
+ * for a slot.  The async lock goes out at once and is granted; libdlm
+ * held the handle's id mutex across that slot wait, so the async lock
+ * waited for the blocker's release, which this caller (the blocker's
+ * holder here) was to do only after it: a deadlock, turned into a
+ * failure by the bounded join below. */
+#define SLOT_THREADS	(DLMP_MAX_HELD + 1)
+
+struct async_try {
+	dlm_lshandle_t	at_h;
+	struct rec	at_rec;
+	int		at_rv;
+	volatile int	at_done;
+};
+
+static void *async_try_thread(void *arg)
+{
+	struct async_try *at = arg;
+
+	at->at_rv = dlm_ls_lock(at->at_h, LKM_EXMODE, &at->at_rec.r_lksb, 0,
+				"slot-free", 9, 0, comp_ast, &at->at_rec, NULL,
+				NULL);
+	at->at_done = 1;
+	return NULL;
+}
+
+static void test_async_past_slot_wait(void **state)
+{
+	static struct flight fl[SLOT_THREADS];
+	static pthread_t t[SLOT_THREADS];
+	static struct async_try at;
+	struct timespec until;
+	dlm_lshandle_t hp;
+	pthread_attr_t attr;
+	pthread_t ta;
+	struct rec blocker;
+	int joined;
+
+	hp = open_blocked(&blocker, "flight-block");
+	assert_int_equal(pthread_attr_init(&attr), 0);
+	assert_int_equal(pthread_attr_setstacksize(&attr, 256 * 1024), 0);
+	for (int i = 0; i < SLOT_THREADS; i++) {
+		memset(&fl[i], 0, sizeof(fl[i]));
+		fl[i].fl_h = hp;
+		assert_int_equal(pthread_create(&t[i], &attr, flight_thread, &fl[i]), 0);
+	}
+	/* every one picked its id (set before it is sent): DLMP_MAX_HELD
+	 * are in flight, queued, and the last waits for a slot */
+	for (int i = 0; i < SLOT_THREADS; i++) {
+		uint64_t end = now_ms() + AST_TIMEOUT_MS;
+
+		while (!*(volatile uint32_t *)&fl[i].fl_lksb.sb_lkid &&
+		       now_ms() < end)
+			usleep(1000);
+		assert_int_not_equal(*(volatile uint32_t *)&fl[i].fl_lksb.sb_lkid, 0);
+	}
+	memset(&at, 0, sizeof(at));
+	at.at_h = hp;
+	assert_int_equal(pthread_create(&ta, &attr, async_try_thread, &at), 0);
+	pthread_attr_destroy(&attr);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += AST_TIMEOUT_MS / 1000;
+	joined = pthread_timedjoin_np(ta, NULL, &until);
+	if (joined) {
+		/* let it all go before failing */
+		unlock_sync(h2, &blocker, 0);
+		pthread_join(ta, NULL);
+		for (int i = 0; i < SLOT_THREADS; i++)
+			pthread_join(t[i], NULL);
+		fail_msg("an async lock waited behind a _wait call's slot wait");
+	}
+	assert_int_equal(at.at_rv, 0);
+	assert_granted(hp, &at.at_rec);
+	assert_int_equal(unlock_sync(h2, &blocker, 0), EUNLOCK);
+	for (int i = 0; i < SLOT_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(fl[i].fl_rv, 0);
+		assert_int_equal(fl[i].fl_lksb.sb_status, 0);
+	}
+	for (int i = 0; i < SLOT_THREADS; i++)
+		assert_int_equal(dlm_ls_unlock_wait(hp, fl[i].fl_lksb.sb_lkid, 0,
+						    &fl[i].fl_lksb), 0);
+	assert_int_equal(unlock_sync(hp, &at.at_rec, 0), EUNLOCK);
+	assert_int_equal(dlm_close_lockspace(hp), 0);
+}
+
 /* A _wait lock outstanding when its lockspace is released by force
  * fails with ENOTCONN instead of waiting for ever. */
 static void test_sync_release(void **state)
@@ -3572,6 +3660,7 @@ int main(void)
 		cmocka_unit_test(test_sync_convert_lvb),
 		cmocka_unit_test(test_sync_release),
 		cmocka_unit_test(test_inflight_cap),
+		cmocka_unit_test(test_async_past_slot_wait),
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_refused_connection),
 		cmocka_unit_test(test_held_limit),
