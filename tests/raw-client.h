@@ -1,8 +1,10 @@
 /*
  * tests/raw-client.h - a bare client of dlmd's socket, for the tests that
  * must send what libdlm would not (tests/perm-client.c,
- * tests/ring-hostile.c): a connection, one packet (with an fd passed), the
- * REPLY to a request.  Every wait is bounded (RAW_RECV_TIMEOUT_S).
+ * tests/ring-hostile.c, tests/test-libdlm.c): a connection, one packet
+ * (with an fd passed), the REPLY to a request.  Every wait is bounded
+ * (RAW_RECV_TIMEOUT_S, which a test may define first).  Inline: a test
+ * need not use them all.
  */
 #ifndef DLMD_TESTS_RAW_CLIENT_H
 #define DLMD_TESTS_RAW_CLIENT_H
@@ -17,10 +19,12 @@
 
 #include "libdlm/dlmd_proto.h"
 
+#ifndef RAW_RECV_TIMEOUT_S
 #define RAW_RECV_TIMEOUT_S 10
+#endif
 
 /* A bare connection to $DLMD_SOCKET, or -1. */
-static int raw_connect(void)
+static inline int raw_connect(void)
 {
 	const char *path = getenv("DLMD_SOCKET");
 	struct timeval tv = { RAW_RECV_TIMEOUT_S, 0 };
@@ -45,7 +49,7 @@ static int raw_connect(void)
 }
 
 /* Send msg (with reqid) on fd, passing pass_fd (-1: none). */
-static int raw_send(int fd, struct dlmp_msg *msg, uint32_t reqid, int pass_fd)
+static inline int raw_send(int fd, struct dlmp_msg *msg, uint32_t reqid, int pass_fd)
 {
 	unsigned char buf[DLMP_MAX_MSG];
 	union {
@@ -82,7 +86,7 @@ static int raw_send(int fd, struct dlmp_msg *msg, uint32_t reqid, int pass_fd)
 
 /* The status of the REPLY to reqid (other answers skipped); -ETIME if
  * none came. */
-static int raw_reply(int fd, uint32_t reqid)
+static inline int raw_reply(int fd, uint32_t reqid)
 {
 	unsigned char buf[DLMP_MAX_MSG];
 	struct dlmp_msg m;

@@ -51,6 +51,10 @@
 #define NUM_MODES	6
 #define THREADS		16
 #define THREAD_ITERS	200
+/* raw connections' bound on a blocking recv: the hang bound above */
+#define RAW_RECV_TIMEOUT_S	(AST_TIMEOUT_MS / 1000)
+
+#include "tests/raw-client.h"
 
 static dlm_lshandle_t h1, h2, h3;	/* three owners in one lockspace */
 
@@ -1974,21 +1978,6 @@ static void test_sync_release(void **state)
 /* malformed requests, straight on the socket                          */
 /* ------------------------------------------------------------------ */
 
-static int raw_connect(void)
-{
-	struct sockaddr_un sa;
-	const char *path = getenv("DLMD_SOCKET");
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-
-	assert_non_null(path);
-	assert_true(fd >= 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	return fd;
-}
-
 /* Send raw bytes, read the reply; returns its status. */
 static int raw_exchange(int fd, const void *buf, size_t len, uint32_t want_reqid)
 {
@@ -2206,32 +2195,9 @@ static void test_refused_connection(void **state)
  * (SCM_RIGHTS), and read its REPLY into m. */
 static void raw_request_fd(int fd, struct dlmp_msg *m, int pass)
 {
-	unsigned char buf[DLMP_MAX_MSG];
-	union {
-		char		buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr	align;
-	} cbuf;
-	struct iovec iov;
-	struct msghdr mh;
-	struct cmsghdr *cm;
 	uint32_t reqid = m->m_hdr.h_reqid;
-	int len = dlmp_encode(m, buf, sizeof(buf));
 
-	assert_true(len > 0);
-	iov.iov_base = buf;
-	iov.iov_len = (size_t)len;
-	memset(&mh, 0, sizeof(mh));
-	memset(&cbuf, 0, sizeof(cbuf));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cbuf.buf;
-	mh.msg_controllen = sizeof(cbuf.buf);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &pass, sizeof(int));
-	assert_int_equal(sendmsg(fd, &mh, MSG_NOSIGNAL), len);
+	assert_int_equal(raw_send(fd, m, reqid, pass), 0);
 	raw_read(fd, m);
 	assert_int_equal(m->m_hdr.h_type, DLMP_REPLY);
 	assert_int_equal(m->m_hdr.h_reqid, reqid);
