@@ -418,6 +418,17 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 	}
 }
 
+/* A count the lockspace keeps that is not what the resources say. */
+static bool count_differs(char *why, size_t whylen, const char *what,
+			  uint64_t counted, uint64_t kept)
+{
+	if (counted == kept)
+		return false;
+	snprintf(why, whylen, "%llu resources %s, the count says %llu",
+		 (unsigned long long)counted, what, (unsigned long long)kept);
+	return true;
+}
+
 int dlm_core_ls_verify(struct dlm_ls *ls, char *why, size_t whylen)
 {
 	struct verify_ctx vc = { ls, why, whylen, 0, 0, 0, 0 };
@@ -434,19 +445,10 @@ int dlm_core_ls_verify(struct dlm_ls *ls, char *why, size_t whylen)
 			 (unsigned long long)n, (unsigned long long)vc.vc_ndlwait);
 		return -EUCLEAN;
 	}
-	if (vc.vc_nlookups != ls->ls_nlookups) {
-		snprintf(why, whylen, "%llu resources look up their master, "
-			 "ls_nlookups says %llu",
-			 (unsigned long long)vc.vc_nlookups,
-			 (unsigned long long)ls->ls_nlookups);
+	if (count_differs(why, whylen, "look up their master (ls_nlookups)",
+			  vc.vc_nlookups, ls->ls_nlookups) ||
+	    count_differs(why, whylen, "are tossed (ls_ntossed)",
+			  vc.vc_ntossed, ls->ls_ntossed))
 		return -EUCLEAN;
-	}
-	if (vc.vc_ntossed != ls->ls_ntossed) {
-		snprintf(why, whylen, "%llu resources are tossed, "
-			 "ls_ntossed says %llu",
-			 (unsigned long long)vc.vc_ntossed,
-			 (unsigned long long)ls->ls_ntossed);
-		return -EUCLEAN;
-	}
 	return 0;
 }

@@ -654,11 +654,30 @@ static void cycle_names(struct cluster *c, int node, const char *prefix,
 	}
 }
 
+/* Node 'first' takes EX on name, node 'then' asks for 'mode' and waits
+ * until the EX goes: one master orders them. */
+static void first_then_queued(struct cluster *c, const char *name, int first,
+			      int then, int mode)
+{
+	uint32_t x, y;
+
+	x = lock_on(c, first, 70, name, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, first, x, 0);
+	y = lock_on(c, then, 71, name, mode, 0, 0, NULL);
+	drain(c);
+	assert_no_comp(c, then, y);
+	assert_int_equal(unlock(c, first, 70, x, 0, NULL), 0);
+	drain(c);
+	assert_status(c, then, y, 0);
+	assert_int_equal(unlock(c, then, 71, y, 0, NULL), 0);
+	drain(c);
+}
+
 static void test_toss_cap(void **state)
 {
 	struct cluster *c;
 	struct dlm_ls_stats st;
-	uint32_t x, y;
 	int i;
 
 	(void)state;
@@ -685,24 +704,8 @@ static void test_toss_cap(void **state)
 	assert_verified(c);
 	/* names dropped early lock again as before: "a0" (node 1 mastered
 	 * it) and "b0" (node 2 kept a copy naming node 1 for a while) */
-	x = lock_on(c, 2, 70, "a0", DLM_LOCK_EX, 0, 0, NULL);
-	drain(c);
-	assert_status(c, 2, x, 0);
-	y = lock_on(c, 1, 71, "a0", DLM_LOCK_PR, 0, 0, NULL);
-	drain(c);
-	assert_no_comp(c, 1, y);
-	assert_int_equal(unlock(c, 2, 70, x, 0, NULL), 0);
-	drain(c);
-	assert_status(c, 1, y, 0);
-	x = lock_on(c, 1, 72, "b0", DLM_LOCK_EX, 0, 0, NULL);
-	drain(c);
-	assert_status(c, 1, x, 0);
-	y = lock_on(c, 2, 73, "b0", DLM_LOCK_EX, 0, 0, NULL);
-	drain(c);
-	assert_no_comp(c, 2, y);
-	assert_int_equal(unlock(c, 1, 72, x, 0, NULL), 0);
-	drain(c);
-	assert_status(c, 2, y, 0);
+	first_then_queued(c, "a0", 2, 1, DLM_LOCK_PR);
+	first_then_queued(c, "b0", 1, 2, DLM_LOCK_EX);
 	assert_verified(c);
 	cluster_free(c);
 }
