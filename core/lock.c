@@ -1669,7 +1669,8 @@ int dlm_core_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		rv = convert_lock(ls, req, lkid_out);
 	else
 		rv = request_lock(ls, req, lkid_out);
-	dlm_toss_trim(ls);
+	if (!rv)	/* a refused call does nothing (not even a REMOVE) */
+		dlm_toss_trim(ls);
 	return rv;
 }
 
@@ -1785,7 +1786,8 @@ int dlm_core_unlock(struct dlm_ls *ls, const struct dlm_unlock_req *req)
 	if (lkb->lkb_wait_type == DLM_WAIT_NONE)
 		lkb->lkb_astarg = req->astarg;
 	rv = unlock_lkb(ls, lkb, req->flags, req->lvb);
-	dlm_toss_trim(ls);
+	if (!rv)
+		dlm_toss_trim(ls);
 	return rv;
 }
 

@@ -348,7 +348,8 @@ int dlm_core_receive(struct dlm_core *core, uint32_t from,
 	if (!dlm_ls_running(ls))
 		return dlm_held_add(ls, &ls->ls_held, from, buf, len);
 	rv = dlm_dispatch_msg(ls, &m);
-	dlm_toss_trim(ls);
+	if (!rv)	/* a message not taken changes nothing */
+		dlm_toss_trim(ls);
 	return rv;
 }
 

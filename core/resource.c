@@ -468,7 +468,9 @@ void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
  * and as many directory records on the directory nodes.  Called only at
  * the end of an engine entry point (lock, unlock, receive, purge,
  * finish, tick), where nobody holds a pointer to a tossed rsb, and only
- * while the lockspace runs, as expiry.  Freeing a child may toss its
+ * while the lockspace runs, as expiry; not after a call that failed,
+ * which must have done nothing (a refused lock leaves at most its own
+ * fresh resource over the bound, until the next call).  Freeing a child may toss its
  * parent: one pass over what was there, so a tree drops a level per
  * call at worst. */
 void dlm_toss_trim(struct dlm_ls *ls)
