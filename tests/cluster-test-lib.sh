@@ -75,6 +75,17 @@ up_cluster() {
 	chmod 777 "$dir/logs" "$dir/counters"
 }
 
+# say TEXT: TEXT and the seconds since the test sourced this file
+t_start=$(date +%s)
+say() { echo "$* ($(( $(date +%s) - t_start )) s)"; }
+
+# fences_of K: how many times node K was fenced so far (a test whose
+# dlm.conf has fence_command = dlm-cluster fence, logging to
+# $dir/fence.log)
+fences_of() {
+	grep -c "fence node $1\$" "$dir/fence.log" 2>/dev/null || true
+}
+
 running() { # K NAME: is node K's NAME (dlmd, corosync) alive?
 	case $2 in
 	dlmd) p=$(cat "$dir/n$1/dlmd.launch-pid" 2>/dev/null) ;;

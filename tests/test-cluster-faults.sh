@@ -65,24 +65,11 @@ NRES=6
 BLIPS=${CLUSTER_FAULTS_BLIPS:-4}
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
-t_start=$(date +%s)
-say() { echo "$* ($(( $(date +%s) - t_start )) s)"; }
-
 pid_of() { # K NAME: node K's recorded pid of dlmd or corosync
 	case $2 in
 	dlmd) cat "$dir/n$1/dlmd.launch-pid" 2>/dev/null ;;
 	corosync) cat "$dir/n$1/corosync.pid" 2>/dev/null ;;
 	esac
-}
-
-running() { # K NAME: is node K's NAME process alive?
-	p=$(pid_of "$1" "$2")
-	[ -n "$p" ] && kill -0 "$p" 2>/dev/null &&
-		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "$2"
-}
-
-fences_of() { # K: how many times node K was fenced so far
-	grep -c "fence node $1\$" "$dir/fence.log" 2>/dev/null || true
 }
 
 # restart K: bring node K back (corosync if needed, dlmd) and wait for it

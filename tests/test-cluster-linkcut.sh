@@ -35,13 +35,6 @@ NRES=4
 LIMIT=${LINKCUT_LIMIT:-6}
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
-t_start=$(date +%s)
-say() { echo "$* ($(( $(date +%s) - t_start )) s)"; }
-
-fences_of() { # K: how many times node K was fenced so far
-	grep -c "fence node $1\$" "$dir/fence.log" 2>/dev/null || true
-}
-
 removals() { # K: the lines of node K's dlmd that chose a node to remove
 	grep -c "cannot reach each other" "$dir/n$1/dlmd.out" 2>/dev/null || true
 }
