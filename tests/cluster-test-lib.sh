@@ -75,8 +75,9 @@ up_cluster() {
 	chmod 777 "$dir/logs" "$dir/counters"
 }
 
-# say TEXT: TEXT and the seconds since the test sourced this file
-t_start=$(date +%s)
+# say TEXT: TEXT and the seconds since t_start (set before sourcing
+# this file, or here)
+: "${t_start:=$(date +%s)}"
 say() { echo "$* ($(( $(date +%s) - t_start )) s)"; }
 
 # fences_of K: how many times node K was fenced so far (a test whose
