@@ -470,9 +470,9 @@ void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
  * finish, tick), where nobody holds a pointer to a tossed rsb, and only
  * while the lockspace runs, as expiry; not after a call that failed,
  * which must have done nothing (a refused lock leaves at most its own
- * fresh resource over the bound, until the next call).  Freeing a child may toss its
- * parent: one pass over what was there, so a tree drops a level per
- * call at worst. */
+ * fresh resource over the bound, until the next call).  Freeing a child
+ * may toss its parent: one pass over what was there, so a tree drops a
+ * level per call at worst. */
 void dlm_toss_trim(struct dlm_ls *ls)
 {
 	uint32_t max = ls->ls_core->core_cfg.max_tossed;
