@@ -115,6 +115,17 @@
  *   - dlmd's struct lkcb 72 -> 56 B (its six bools as bits, the free
  *     list link over a field unused while free): a 64 B chunk.
  *
+ * Each heap row is followed by its breakdown, measured on the live
+ * objects (malloc_usable_size of one held lock's lkb and rsb and of any
+ * side record, each table's buckets per lock); "rest" is what the
+ * measured total leaves over (0 when the list is complete).  Dec 6,
+ * 1M on own resources: lkb 184 B in a 192 B chunk, rsb 176 + 8 B in a
+ * 192 B chunk, lkbtbl and rsbtbl 8.4 B each, rest 0.  dlmd adds, with
+ * a libdlm client (bench-libdlm --rss 1000000, keys "rss-123456", 11 B:
+ * the rsb takes a 208 B chunk there): struct lkcb 56 B in a 64 B chunk
+ * and its lkid map slot (u32map, 12 B a slot at load 1/4..1/2, 25 B a
+ * lock at 1M), 192 + 208 + 17 + 64 + 25 = 506 B, measured 506 B.
+ *
  * Times come from CLOCK_MONOTONIC and vary with the machine; compare the
  * rows of one run with each other, not with another machine's numbers.
  * The 10M rows need about 6 GB of memory and a minute; --no-10m leaves
@@ -122,6 +133,7 @@
  * Usage: bench-core [--quick | --no-10m]
  */
 #include <malloc.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,6 +292,54 @@ static double pair_ns(size_t n, int one_resource)
 	return v[ROUNDS / 2];
 }
 
+/* The malloc chunk an object takes: its usable size and glibc's 8-byte
+ * header (what the heap figures below count). */
+static size_t chunk(const void *p)
+{
+	return p ? malloc_usable_size((void *)p) + 8 : 0;
+}
+
+/* Where the bytes of the n held locks 'ids' go, measured on the live
+ * objects: the chunks of one lock's lkb and rsb (and of any side record
+ * they hold), each table's bucket bytes per lock, and what is left of
+ * the measured total (heap per lock) after those. */
+static void breakdown(const uint32_t *ids, size_t n, double total)
+{
+	struct dlm_lkb *lkb = dlm_lkb_find(ls, ids[n / 2]);
+	struct dlm_rsb *r = lkb ? lkb->lkb_rsb : NULL;
+	double bl, br, bd, side, sum;
+	size_t lc, rc, i, nshared = 0;
+
+	if (!lkb || !r) {
+		fprintf(stderr, "bench-core: held lock %u not found\n", ids[n / 2]);
+		exit(1);
+	}
+	for (i = 0; i < n && nshared < 2; i++) {
+		struct dlm_lkb *x = dlm_lkb_find(ls, ids[i]);
+
+		if (x && x->lkb_rsb == r)
+			nshared++;
+	}
+	lc = chunk(lkb);
+	/* a resource shared by all n locks costs each of them nothing */
+	rc = nshared > 1 ? 0 : chunk(r);
+	side = (double)(chunk(lkb->lkb_lvb) + chunk(lkb->lkb_ranges) +
+			chunk(lkb->lkb_qwait) + (nshared > 1 ? 0 : chunk(r->res_lvb)));
+	bl = (double)ls->ls_lkbtbl.ht_nbuckets * sizeof(void *) / (double)n;
+	br = nshared > 1 ? 0 : (double)ls->ls_rsbtbl.ht_nbuckets *
+			       sizeof(void *) / (double)n;
+	bd = (double)ls->ls_dirtbl.ht_count ?
+	     (double)ls->ls_dirtbl.ht_nbuckets * sizeof(void *) / (double)n : 0;
+	sum = (double)lc + (double)rc + side + bl + br + bd;
+	printf("  lkb %zu B in a %zu B chunk; rsb %zu B + key %u B in a %zu B "
+	       "chunk%s; side records %.0f B\n", sizeof(*lkb), lc,
+	       (size_t)offsetof(struct dlm_rsb, res_key), r->res_keylen,
+	       chunk(r), nshared > 1 ? " (shared)" : "", side);
+	printf("  buckets per lock: lkbtbl %.1f B, rsbtbl %.1f B, dirtbl %.1f B "
+	       "(%zu directory records); rest %.1f B\n", bl, br, bd,
+	       ls->ls_dirtbl.ht_count, total - sum);
+}
+
 /* Heap bytes per lock while the locks 'ids' hold (the ids array aside). */
 static double per_lock(size_t before, size_t after, size_t n)
 {
@@ -323,6 +383,7 @@ int main(int argc, char **argv)
 		snprintf(label, sizeof(label),
 			 "heap per held lock, %zu locks on own resources", held[k]);
 		printf("%-52s %11.0f B\n", label, per_lock(before, after, held[k]));
+		breakdown(ids, held[k], per_lock(before, after, held[k]));
 		ns = pair_ns(iters / ROUNDS, 0);
 		if (!k)
 			base_own = ns;
@@ -343,6 +404,7 @@ int main(int argc, char **argv)
 		snprintf(label, sizeof(label),
 			 "heap per held lock, %zu locks on one resource", held[k]);
 		printf("%-52s %11.0f B\n", label, per_lock(before, after, held[k]));
+		breakdown(ids, held[k], per_lock(before, after, held[k]));
 		ns = pair_ns(iters / 4 / ROUNDS, 1);
 		if (!k)
 			base_one = ns;
