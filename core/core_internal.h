@@ -199,37 +199,34 @@ struct dlm_unlock_lvb {
 					 * (resource.c, "Directory records") */
 
 struct dlm_rsb {
-	struct dlm_hnode	res_hnode;	/* ls_rsbtbl, keyed by key */
+	/* ls_rsbtbl's node, keyed by key; its spare word holds the flags
+	 * and the key's length */
+	union {
+		struct dlm_hnode	res_hnode;
+		struct {
+			struct dlm_hnode *res_hnode_next;	/* hn_next */
+			uint32_t	res_hnode_hash;		/* hn_hash */
+			uint16_t	res_flags;		/* hn_spare */
+			uint16_t	res_keylen;
+		};
+	};
 	struct dlm_ls		*res_ls;
 	struct dlm_rsb		*res_parent;	/* a sub-resource's parent, held
 						   (counted in its res_nlkbs);
 						   NULL for a root */
-	uint32_t		res_nodeid;	/* master node; 0: unknown */
-	uint32_t		res_new_nodeid;	/* recovery: the new master, before commit */
-	uint16_t		res_flags;
-	uint16_t		res_keylen;
-	uint32_t		res_nlkbs;	/* lkbs on any queue of this rsb */
-	uint32_t		res_lvbseq;
-	uint32_t		res_nranged;	/* granted locks with a partial range */
-	uint32_t		res_nnoorder;	/* waiting NOORDER requests */
-	/* recovery: the first event of the current recovery (one after
-	 * ls_generation) in which it took an RC_LOCK; 0 or older: none */
-	uint32_t		res_rc_event;
-	/* remastering (remaster.c): the current window's candidate node,
-	 * operations counted and the candidate's share, and the low 32 bits
-	 * of the tick count at the last move (with RESF_MOVED) */
-	uint32_t		res_rm_node;
-	uint16_t		res_rm_ops;
-	uint16_t		res_rm_hits;
-	uint32_t		res_rm_tick;
-	uint32_t		res_de_event;	/* with RESF_DIR: as de_event */
 	/* An unused rsb (RESF_TOSSED) holds no lock, so its counts are all
 	 * zero: its place on the toss list takes their bytes (resource.c
 	 * maybe_toss; dlm_rsb_hold zeroes them again). */
 	union {
-		/* granted locks per mode above NL, at [mode - 1] (NL
-		 * conflicts with nothing: not counted) */
-		uint32_t	res_grcount[DLM_NUM_MODES - 1];
+		struct {
+			/* granted locks per mode above NL, at [mode - 1]
+			 * (NL conflicts with nothing: not counted) */
+			uint32_t	res_grcount[DLM_NUM_MODES - 1];
+			/* granted locks with a partial range: past the
+			 * toss fields, in what would be the union's
+			 * padding, so tossing leaves it (0) as it is */
+			uint32_t	res_nranged;
+		};
 		struct {
 			struct dlm_list	res_toss;	/* ls_toss */
 			/* put there then: the low 32 bits of the
@@ -243,6 +240,23 @@ struct dlm_rsb {
 	struct dlm_list		res_waitq;
 	struct dlm_list		res_lookupq;	/* process copies waiting for the master */
 	char			*res_lvb;	/* NULL: all zeros (see dlm_lvb_store) */
+	/* 32-bit fields last: the key follows the last without padding */
+	uint32_t		res_nodeid;	/* master node; 0: unknown */
+	uint32_t		res_new_nodeid;	/* recovery: the new master, before commit */
+	uint32_t		res_nlkbs;	/* lkbs on any queue of this rsb */
+	uint32_t		res_lvbseq;
+	uint32_t		res_nnoorder;	/* waiting NOORDER requests */
+	/* recovery: the first event of the current recovery (one after
+	 * ls_generation) in which it took an RC_LOCK; 0 or older: none */
+	uint32_t		res_rc_event;
+	/* remastering (remaster.c): the current window's candidate node,
+	 * operations counted and the candidate's share, and the low 32 bits
+	 * of the tick count at the last move (with RESF_MOVED) */
+	uint32_t		res_rm_node;
+	uint16_t		res_rm_ops;
+	uint16_t		res_rm_hits;
+	uint32_t		res_rm_tick;
+	uint32_t		res_de_event;	/* with RESF_DIR: as de_event */
 	unsigned char		res_key[];	/* see resource.c; allocated to its
 						 * length, from offsetof, not sizeof */
 };

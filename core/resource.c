@@ -271,12 +271,16 @@ bool dlm_lvb_room(struct dlm_ls *ls, char **slot)
 /* ---------------------------------------------------------------- rsbs */
 
 /* Memory per resource (issue 14): glibc's malloc adds 8 B to a chunk and
- * rounds it up to 16, so an rsb with a key of up to 8 bytes ("\7h123456")
- * takes a chunk of 192 B at 176 B, 208 B at 192, 224 B at 200.  Growing
- * the rsb costs 16 B per resource at every 8 B; the bench
- * (bench/bench-core.c) shows where each byte goes. */
-static_assert(sizeof(struct dlm_rsb) <= 176,
-	      "struct dlm_rsb outgrew its 192-byte malloc chunk");
+ * rounds it up to 16, so an rsb whose key starts at 168 takes a chunk of
+ * 192 B with a key of up to 16 bytes, 208 B up to 32.  Growing the rsb
+ * costs 16 B per resource at every 16 B; the bench (bench/bench-core.c)
+ * shows where each byte goes. */
+static_assert(offsetof(struct dlm_rsb, res_key) <= 168,
+	      "struct dlm_rsb outgrew its 192-byte malloc chunk at 16 B keys");
+/* res_flags and res_keylen are the bytes of res_hnode's spare word */
+static_assert(offsetof(struct dlm_rsb, res_flags) ==
+	      offsetof(struct dlm_rsb, res_hnode.hn_spare),
+	      "res_flags is not res_hnode's spare word");
 
 struct dlm_rsb *dlm_rsb_find(struct dlm_ls *ls, const unsigned char *key,
 			     unsigned int keylen, uint32_t hash)
