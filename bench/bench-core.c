@@ -99,32 +99,56 @@
  * that, dlmd's own lock records: struct lkcb 72 B (an 80 B chunk) and
  * its lkid map slot (~25 B).
  *
+ * Then (issue 14, Dec 6, session 12) the padding went: the lkb's id
+ * and remote id became its hash node's hash and spare word (the lkb
+ * table hashes an id to itself), its modes, status and wait type 4-bit
+ * fields, its parent pointer the parent's id: lkb 184 -> 168 B, a 176 B
+ * chunk.  The rsb's flags and key length went into its node's spare
+ * word, res_nranged into the tail of the granted-count union, its 32-bit
+ * fields to the end: the key starts at 168, not 176, so keys of 9-16 B
+ * take a 192 B chunk, not 208.  One sitting, load average 7-9:
+ *                   10k          1M           10M
+ *   own resources   411 -> 395   401 -> 385   425 -> 395 B
+ *   one resource    205 -> 189   200 -> 184   205 -> 189 B
+ * (10M on main: one run, the same sitting.)  dlmd with a libdlm client
+ * (bench-libdlm --rss 1000000, 11 B keys): 506 -> 474 B.
+ *
  * What is left for the goal of 200 B on own resources.  On a shared
- * resource a lock is at 200 B (its lkb chunk and bucket).  A lock on a
- * resource of its own is two objects, lkb and rsb, 401 B; even both
+ * resource a lock is at 184 B (its lkb chunk and bucket).  A lock on a
+ * resource of its own is two objects, lkb and rsb, 385 B; even both
  * packed to the bone (about 140 B each) pass 200 B, so the goal there
  * needs the lone lock folded into its resource (one object for a
- * resource's first lock) or far smaller objects.  In order of size:
+ * resource's first lock: a resource with one granted local lock and no
+ * LVB, range, waiter or remote master kept as one small record, made
+ * into an rsb and an lkb when any of those comes, which every path of
+ * lock.c would have to do first, and be able to fail) or far smaller
+ * objects.  What single steps are left, in order of size:
  *   - the lkb's remote-operation fields (lkb_waiter, lkb_wait_nodeid,
  *     lkb_unlock_flags: 24 B, used only while a reply is awaited) into
  *     a side record; add_waiter() must then be able to fail before the
  *     send, and its callers with it (lock.c);
- *   - res_ls (8 B): is_master() would take the lockspace;
+ *   - res_ls (8 B): is_master() would take the lockspace (31 callers,
+ *     34 uses of res_ls); with it the rsb's key starts at 160 and an
+ *     8 B key's rsb takes a 176 B chunk (-16 B at 1M);
  *   - the rsb's recovery-only res_new_nodeid and remastering's 12 B;
- *   - malloc's 8-16 B per chunk (a slab of fixed-size lkbs);
- *   - dlmd's struct lkcb 72 -> 56 B (its six bools as bits, the free
- *     list link over a field unused while free): a 64 B chunk.
+ *   - lkb_astarg (8 B): dlmd keeps its own per-lock record and passes
+ *     no cookie; only the simulator checks it;
+ *   - malloc's 8 B per chunk (a slab of fixed-size lkbs);
+ *   - dlmd's lkid map (25 B a lock at 1M): the lkb could carry dlmd's
+ *     struct lkcb pointer (lkb_astarg) and dlmd find it through the
+ *     engine, if it can walk a client's locks there (its owner list).
  *
  * Each heap row is followed by its breakdown, measured on the live
  * objects (malloc_usable_size of one held lock's lkb and rsb and of any
  * side record, each table's buckets per lock); "rest" is what the
  * measured total leaves over (0 when the list is complete).  Dec 6,
- * 1M on own resources: lkb 184 B in a 192 B chunk, rsb 176 + 8 B in a
- * 192 B chunk, lkbtbl and rsbtbl 8.4 B each, rest 0.  dlmd adds, with
- * a libdlm client (bench-libdlm --rss 1000000, keys "rss-123456", 11 B:
- * the rsb takes a 208 B chunk there): struct lkcb 56 B in a 64 B chunk
- * and its lkid map slot (u32map, 12 B a slot at load 1/4..1/2, 25 B a
- * lock at 1M), 192 + 208 + 17 + 64 + 25 = 506 B, measured 506 B.
+ * 1M on own resources: lkb 168 B in a 176 B chunk, rsb 168 + 8 B in a
+ * 192 B chunk, lkbtbl and rsbtbl 8.4 B each, rest 0: 385 B.  dlmd adds,
+ * with a libdlm client (bench-libdlm --rss 1000000, keys "rss-123456",
+ * 11 B, the rsb's chunk 192 B): struct lkcb 56 B in a 64 B chunk and its
+ * lkid map slot (u32map, 12 B a slot at load 1/4..1/2, 25 B a lock at
+ * 1M), 176 + 192 + 17 + 64 + 25 = 474 B, measured 474 B (506 before
+ * the session-12 shrink, with 192 + 208 for lkb and rsb).
  *
  * Times come from CLOCK_MONOTONIC and vary with the machine; compare the
  * rows of one run with each other, not with another machine's numbers.
@@ -324,19 +348,16 @@ static void breakdown(const uint32_t *ids, size_t n, double total)
 {
 	struct dlm_lkb *lkb = dlm_lkb_find(ls, ids[n / 2]);
 	struct dlm_rsb *r = lkb ? lkb->lkb_rsb : NULL;
+	struct dlm_lkb *first = dlm_lkb_find(ls, ids[0]);
 	double bl, br, bd, side, sum;
-	size_t lc, rc, i, nshared = 0;
+	size_t lc, rc, nshared;
 
-	if (!lkb || !r) {
+	if (!lkb || !r || !first) {
 		fprintf(stderr, "bench-core: held lock %u not found\n", ids[n / 2]);
 		exit(1);
 	}
-	for (i = 0; i < n && nshared < 2; i++) {
-		struct dlm_lkb *x = dlm_lkb_find(ls, ids[i]);
-
-		if (x && x->lkb_rsb == r)
-			nshared++;
-	}
+	/* the rows hold all their locks on one resource or each on its own */
+	nshared = n > 1 && first->lkb_rsb == r ? n : 1;
 	lc = chunk(lkb);
 	/* a resource shared by all n locks costs each of them nothing */
 	rc = nshared > 1 ? 0 : chunk(r);
