@@ -99,29 +99,66 @@
  * that, dlmd's own lock records: struct lkcb 72 B (an 80 B chunk) and
  * its lkid map slot (~25 B).
  *
+ * Then (issue 14, Dec 6, session 12) the padding went: the lkb's id
+ * and remote id became its hash node's hash and spare word (the lkb
+ * table hashes an id to itself), its modes, status and wait type 4-bit
+ * fields, its parent pointer the parent's id: lkb 184 -> 168 B, a 176 B
+ * chunk.  The rsb's flags and key length went into its node's spare
+ * word, res_nranged into the tail of the granted-count union, its 32-bit
+ * fields to the end: the key starts at 168, not 176, so keys of 9-16 B
+ * take a 192 B chunk, not 208.  One sitting, load average 7-9:
+ *                   10k          1M           10M
+ *   own resources   411 -> 395   401 -> 385   425 -> 395 B
+ *   one resource    205 -> 189   200 -> 184   205 -> 189 B
+ * (10M on main: one run, the same sitting.)  dlmd with a libdlm client
+ * (bench-libdlm --rss 1000000, 11 B keys): 506 -> 474 B.
+ *
  * What is left for the goal of 200 B on own resources.  On a shared
- * resource a lock is at 200 B (its lkb chunk and bucket).  A lock on a
- * resource of its own is two objects, lkb and rsb, 401 B; even both
+ * resource a lock is at 184 B (its lkb chunk and bucket).  A lock on a
+ * resource of its own is two objects, lkb and rsb, 385 B; even both
  * packed to the bone (about 140 B each) pass 200 B, so the goal there
  * needs the lone lock folded into its resource (one object for a
- * resource's first lock) or far smaller objects.  In order of size:
+ * resource's first lock: a resource with one granted local lock and no
+ * LVB, range, waiter or remote master kept as one small record, made
+ * into an rsb and an lkb when any of those comes, which every path of
+ * lock.c would have to do first, and be able to fail) or far smaller
+ * objects.  What single steps are left, in order of size:
  *   - the lkb's remote-operation fields (lkb_waiter, lkb_wait_nodeid,
  *     lkb_unlock_flags: 24 B, used only while a reply is awaited) into
  *     a side record; add_waiter() must then be able to fail before the
  *     send, and its callers with it (lock.c);
- *   - res_ls (8 B): is_master() would take the lockspace;
+ *   - res_ls (8 B): is_master() would take the lockspace (31 callers,
+ *     34 uses of res_ls); with it the rsb's key starts at 160 and an
+ *     8 B key's rsb takes a 176 B chunk (-16 B at 1M);
  *   - the rsb's recovery-only res_new_nodeid and remastering's 12 B;
- *   - malloc's 8-16 B per chunk (a slab of fixed-size lkbs);
- *   - dlmd's struct lkcb 72 -> 56 B (its six bools as bits, the free
- *     list link over a field unused while free): a 64 B chunk.
+ *   - lkb_astarg (8 B): dlmd keeps its own per-lock record and passes
+ *     no cookie; only the simulator checks it;
+ *   - malloc's 8 B per chunk (a slab of fixed-size lkbs);
+ *   - dlmd's lkid map (25 B a lock at 1M): the lkb could carry dlmd's
+ *     struct lkcb pointer (lkb_astarg) and dlmd find it through the
+ *     engine, if it can walk a client's locks there (its owner list).
+ *
+ * Each heap row is followed by its breakdown, measured on the live
+ * objects (malloc_usable_size of one held lock's lkb and rsb and of any
+ * side record, each table's buckets per lock); "rest" is what the
+ * measured total leaves over (0 when the list is complete).  Dec 6,
+ * 1M on own resources: lkb 168 B in a 176 B chunk, rsb 168 + 8 B in a
+ * 192 B chunk, lkbtbl and rsbtbl 8.4 B each, rest 0: 385 B.  dlmd adds,
+ * with a libdlm client (bench-libdlm --rss 1000000, keys "rss-123456",
+ * 11 B, the rsb's chunk 192 B): struct lkcb 56 B in a 64 B chunk and its
+ * lkid map slot (u32map, 12 B a slot at load 1/4..1/2, 25 B a lock at
+ * 1M), 176 + 192 + 17 + 64 + 25 = 474 B, measured 474 B (506 before
+ * the session-12 shrink, with 192 + 208 for lkb and rsb).
  *
  * Times come from CLOCK_MONOTONIC and vary with the machine; compare the
  * rows of one run with each other, not with another machine's numbers.
  * The 10M rows need about 6 GB of memory and a minute; --no-10m leaves
  * them out, --quick runs 10k and 100k only.
- * Usage: bench-core [--quick | --no-10m]
+ * --held N runs only the rows of N held locks (to profile one size).
+ * Usage: bench-core [--quick | --no-10m | --held N]
  */
 #include <malloc.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,12 +296,25 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double pair_ns(size_t n, int one_resource)
+/* This thread's CPU time: unlike the wall clock, it leaves out the time
+ * the bench waits for a core on a loaded machine. */
+static double cpu_s(void)
 {
-	double v[ROUNDS];
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Wall and CPU ns of one pair, each the median of its ROUNDS rounds. */
+static double pair_ns(size_t n, int one_resource, double *cpu_ns)
+{
+	double v[ROUNDS], c[ROUNDS];
 	int r;
 
 	for (r = 0; r < ROUNDS; r++) {
+		double c0 = cpu_s();
+
 		if (one_resource) {
 			double t0 = now_s();
 			size_t j;
@@ -275,9 +325,57 @@ static double pair_ns(size_t n, int one_resource)
 		} else {
 			v[r] = 1e9 / pairs_rate(n, 1000);
 		}
+		c[r] = (cpu_s() - c0) * 1e9 / (double)n;
 	}
 	qsort(v, ROUNDS, sizeof(v[0]), cmp_double);
+	qsort(c, ROUNDS, sizeof(c[0]), cmp_double);
+	*cpu_ns = c[ROUNDS / 2];
 	return v[ROUNDS / 2];
+}
+
+/* The malloc chunk an object takes: its usable size and glibc's 8-byte
+ * header (what the heap figures below count). */
+static size_t chunk(const void *p)
+{
+	return p ? malloc_usable_size((void *)p) + 8 : 0;
+}
+
+/* Where the bytes of the n held locks 'ids' go, measured on the live
+ * objects: the chunks of one lock's lkb and rsb (and of any side record
+ * they hold), each table's bucket bytes per lock, and what is left of
+ * the measured total (heap per lock) after those. */
+static void breakdown(const uint32_t *ids, size_t n, double total)
+{
+	struct dlm_lkb *lkb = dlm_lkb_find(ls, ids[n / 2]);
+	struct dlm_rsb *r = lkb ? lkb->lkb_rsb : NULL;
+	struct dlm_lkb *first = dlm_lkb_find(ls, ids[0]);
+	double bl, br, bd, side, sum;
+	size_t lc, rc, nshared;
+
+	if (!lkb || !r || !first) {
+		fprintf(stderr, "bench-core: held lock %u not found\n", ids[n / 2]);
+		exit(1);
+	}
+	/* the rows hold all their locks on one resource or each on its own */
+	nshared = n > 1 && first->lkb_rsb == r ? n : 1;
+	lc = chunk(lkb);
+	/* a resource shared by all n locks costs each of them nothing */
+	rc = nshared > 1 ? 0 : chunk(r);
+	side = (double)(chunk(lkb->lkb_lvb) + chunk(lkb->lkb_ranges) +
+			chunk(lkb->lkb_qwait) + (nshared > 1 ? 0 : chunk(r->res_lvb)));
+	bl = (double)ls->ls_lkbtbl.ht_nbuckets * sizeof(void *) / (double)n;
+	br = nshared > 1 ? 0 : (double)ls->ls_rsbtbl.ht_nbuckets *
+			       sizeof(void *) / (double)n;
+	bd = (double)ls->ls_dirtbl.ht_count ?
+	     (double)ls->ls_dirtbl.ht_nbuckets * sizeof(void *) / (double)n : 0;
+	sum = (double)lc + (double)rc + side + bl + br + bd;
+	printf("  lkb %zu B in a %zu B chunk; rsb %zu B + key %u B in a %zu B "
+	       "chunk%s; side records %.0f B\n", sizeof(*lkb), lc,
+	       (size_t)offsetof(struct dlm_rsb, res_key), r->res_keylen,
+	       chunk(r), nshared > 1 ? " (shared)" : "", side);
+	printf("  buckets per lock: lkbtbl %.1f B, rsbtbl %.1f B, dirtbl %.1f B "
+	       "(%zu directory records); rest %.1f B\n", bl, br, bd,
+	       ls->ls_dirtbl.ht_count, total - sum);
 }
 
 /* Heap bytes per lock while the locks 'ids' hold (the ids array aside). */
@@ -293,9 +391,19 @@ int main(int argc, char **argv)
 	size_t iters = quick ? 200000 : 2000000;
 	size_t held[3] = { 10000, quick ? 100000 : 1000000, 10000000 };
 	int nheld = quick || no10m ? 2 : 3;
-	double base_own = 0, base_one = 0;
+	/* --held N: only the rows of N held locks (to profile one size) */
+	int only = argc > 2 && !strcmp(argv[1], "--held");
+	double base_own = 0, base_one = 0, base_own_cpu = 0, base_one_cpu = 0;
 	int k;
 
+	if (only) {
+		held[0] = (size_t)strtoull(argv[2], NULL, 10);
+		nheld = 1;
+		if (!held[0]) {
+			fprintf(stderr, "usage: bench-core [--quick | --no-10m | --held N]\n");
+			return 2;
+		}
+	}
 	printf("dlmd core engine benchmark (one node, in process)%s\n",
 	       quick ? " [quick]" : "");
 	printf("sizes: lkb %zu B, rsb %zu B + key, dirent %zu B + key, "
@@ -314,7 +422,7 @@ int main(int argc, char **argv)
 		char label[80];
 		uint32_t *ids;
 		size_t before, after, i;
-		double ns;
+		double ns, cpu;
 
 		setup();
 		before = heap_used();
@@ -323,12 +431,16 @@ int main(int argc, char **argv)
 		snprintf(label, sizeof(label),
 			 "heap per held lock, %zu locks on own resources", held[k]);
 		printf("%-52s %11.0f B\n", label, per_lock(before, after, held[k]));
-		ns = pair_ns(iters / ROUNDS, 0);
-		if (!k)
+		breakdown(ids, held[k], per_lock(before, after, held[k]));
+		ns = pair_ns(iters / ROUNDS, 0, &cpu);
+		if (!k) {
 			base_own = ns;
+			base_own_cpu = cpu;
+		}
 		snprintf(label, sizeof(label),
 			 "one lock+unlock pair while %zu locks held", held[k]);
-		printf("%-52s %11.0f ns  (%.2fx)\n", label, ns, ns / base_own);
+		printf("%-52s %11.0f ns  (%.2fx)  cpu %.0f ns (%.2fx)\n", label,
+		       ns, ns / base_own, cpu, cpu / base_own_cpu);
 		for (i = 0; i < held[k]; i++)
 			unlock1(ids[i], 2);
 		free(ids);
@@ -343,12 +455,16 @@ int main(int argc, char **argv)
 		snprintf(label, sizeof(label),
 			 "heap per held lock, %zu locks on one resource", held[k]);
 		printf("%-52s %11.0f B\n", label, per_lock(before, after, held[k]));
-		ns = pair_ns(iters / 4 / ROUNDS, 1);
-		if (!k)
+		breakdown(ids, held[k], per_lock(before, after, held[k]));
+		ns = pair_ns(iters / 4 / ROUNDS, 1, &cpu);
+		if (!k) {
 			base_one = ns;
+			base_one_cpu = cpu;
+		}
 		snprintf(label, sizeof(label),
 			 "one PR lock+unlock pair beside %zu NL holders", held[k]);
-		printf("%-52s %11.0f ns  (%.2fx)\n", label, ns, ns / base_one);
+		printf("%-52s %11.0f ns  (%.2fx)  cpu %.0f ns (%.2fx)\n", label,
+		       ns, ns / base_one, cpu, cpu / base_one_cpu);
 		free(ids);
 		teardown();
 	}

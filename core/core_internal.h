@@ -110,30 +110,43 @@ struct dlm_lkb_wait {
 };
 
 struct dlm_lkb {
-	struct dlm_hnode	lkb_hnode;	/* ls_lkbtbl, keyed by lkb_id */
-	uint32_t		lkb_id;
-	uint32_t		lkb_remid;	/* id on the other node (0: none yet) */
+	/* ls_lkbtbl's node.  A lock id is its own hash (resource.c
+	 * lkid_hash), so lkb_id is the node's hn_hash, and lkb_remid its
+	 * spare word: the same bytes under the lock's names. */
+	union {
+		struct dlm_hnode	lkb_hnode;
+		struct {
+			struct dlm_hnode *lkb_hnode_next; /* hn_next */
+			uint32_t	lkb_id;		/* hn_hash */
+			uint32_t	lkb_remid;	/* hn_spare: id on the other
+							   node (0: none yet) */
+		};
+	};
 	uint32_t		lkb_nodeid;	/* node owning the lock */
 	uint32_t		lkb_flags;	/* LKBF_* */
 	uint32_t		lkb_exflags;	/* DLM_LKF_* of the current request */
-	int8_t			lkb_grmode;
-	int8_t			lkb_rqmode;
-	int8_t			lkb_highbast;	/* highest mode already basted */
-	int8_t			lkb_last_bast; /* last bast for the current grant */
-	uint8_t			lkb_status;	/* DLM_LKSTS_* */
-	uint8_t			lkb_wait_type;	/* enum dlm_wait */
+	/* modes are DLM_LOCK_IV (-1) .. DLM_LOCK_EX (5), statuses 0..3,
+	 * wait types 0..5: four bits each */
+	int8_t			lkb_grmode : 4;
+	int8_t			lkb_rqmode : 4;
+	int8_t			lkb_highbast : 4;	/* highest mode already basted */
+	int8_t			lkb_last_bast : 4;	/* last bast for the current grant */
+	uint8_t			lkb_status : 4;		/* DLM_LKSTS_* */
+	uint8_t			lkb_wait_type : 4;	/* enum dlm_wait */
 	uint8_t			lkb_sbflags;	/* DLM_SBF_* for the next completion */
 	uint32_t		lkb_lvbseq;
 	uint32_t		lkb_nchildren;
 	/* its wait (or audit) started then: the low 32 bits of the clock's
 	 * ms, compared wrap-safe (a wait is far shorter than 49 days) */
 	uint32_t		lkb_audit_ms;
-	uint64_t		lkb_token;	/* fencing token of the current write
-						   grant (token.c); 0: none */
 	uint32_t		lkb_unlock_flags;	/* flags of an unlock to redo */
 	uint32_t		lkb_wait_nodeid;	/* node the op in flight went to */
+	/* the parent lock's id (0: none); a parent outlives its children
+	 * (lkb_nchildren), so the id finds it (lock.c parent_of) */
+	uint32_t		lkb_parent_id;
+	uint64_t		lkb_token;	/* fencing token of the current write
+						   grant (token.c); 0: none */
 	struct dlm_rsb		*lkb_rsb;
-	struct dlm_lkb		*lkb_parent;
 	uint64_t		lkb_ownerid;	/* owner id (kept for orphans: purge by owner) */
 	/* the AST argument; on ls_childless, where a purged lock delivers
 	 * no AST, the next lock's address (lock.c unlock_childless) */
@@ -186,37 +199,34 @@ struct dlm_unlock_lvb {
 					 * (resource.c, "Directory records") */
 
 struct dlm_rsb {
-	struct dlm_hnode	res_hnode;	/* ls_rsbtbl, keyed by key */
+	/* ls_rsbtbl's node, keyed by key; its spare word holds the flags
+	 * and the key's length */
+	union {
+		struct dlm_hnode	res_hnode;
+		struct {
+			struct dlm_hnode *res_hnode_next;	/* hn_next */
+			uint32_t	res_hnode_hash;		/* hn_hash */
+			uint16_t	res_flags;		/* hn_spare */
+			uint16_t	res_keylen;
+		};
+	};
 	struct dlm_ls		*res_ls;
 	struct dlm_rsb		*res_parent;	/* a sub-resource's parent, held
 						   (counted in its res_nlkbs);
 						   NULL for a root */
-	uint32_t		res_nodeid;	/* master node; 0: unknown */
-	uint32_t		res_new_nodeid;	/* recovery: the new master, before commit */
-	uint16_t		res_flags;
-	uint16_t		res_keylen;
-	uint32_t		res_nlkbs;	/* lkbs on any queue of this rsb */
-	uint32_t		res_lvbseq;
-	uint32_t		res_nranged;	/* granted locks with a partial range */
-	uint32_t		res_nnoorder;	/* waiting NOORDER requests */
-	/* recovery: the first event of the current recovery (one after
-	 * ls_generation) in which it took an RC_LOCK; 0 or older: none */
-	uint32_t		res_rc_event;
-	/* remastering (remaster.c): the current window's candidate node,
-	 * operations counted and the candidate's share, and the low 32 bits
-	 * of the tick count at the last move (with RESF_MOVED) */
-	uint32_t		res_rm_node;
-	uint16_t		res_rm_ops;
-	uint16_t		res_rm_hits;
-	uint32_t		res_rm_tick;
-	uint32_t		res_de_event;	/* with RESF_DIR: as de_event */
 	/* An unused rsb (RESF_TOSSED) holds no lock, so its counts are all
 	 * zero: its place on the toss list takes their bytes (resource.c
 	 * maybe_toss; dlm_rsb_hold zeroes them again). */
 	union {
-		/* granted locks per mode above NL, at [mode - 1] (NL
-		 * conflicts with nothing: not counted) */
-		uint32_t	res_grcount[DLM_NUM_MODES - 1];
+		struct {
+			/* granted locks per mode above NL, at [mode - 1]
+			 * (NL conflicts with nothing: not counted) */
+			uint32_t	res_grcount[DLM_NUM_MODES - 1];
+			/* granted locks with a partial range: past the
+			 * toss fields, in what would be the union's
+			 * padding, so tossing leaves it (0) as it is */
+			uint32_t	res_nranged;
+		};
 		struct {
 			struct dlm_list	res_toss;	/* ls_toss */
 			/* put there then: the low 32 bits of the
@@ -230,6 +240,23 @@ struct dlm_rsb {
 	struct dlm_list		res_waitq;
 	struct dlm_list		res_lookupq;	/* process copies waiting for the master */
 	char			*res_lvb;	/* NULL: all zeros (see dlm_lvb_store) */
+	/* 32-bit fields last: the key follows the last without padding */
+	uint32_t		res_nodeid;	/* master node; 0: unknown */
+	uint32_t		res_new_nodeid;	/* recovery: the new master, before commit */
+	uint32_t		res_nlkbs;	/* lkbs on any queue of this rsb */
+	uint32_t		res_lvbseq;
+	uint32_t		res_nnoorder;	/* waiting NOORDER requests */
+	/* recovery: the first event of the current recovery (one after
+	 * ls_generation) in which it took an RC_LOCK; 0 or older: none */
+	uint32_t		res_rc_event;
+	/* remastering (remaster.c): the current window's candidate node,
+	 * operations counted and the candidate's share, and the low 32 bits
+	 * of the tick count at the last move (with RESF_MOVED) */
+	uint32_t		res_rm_node;
+	uint16_t		res_rm_ops;
+	uint16_t		res_rm_hits;
+	uint32_t		res_rm_tick;
+	uint32_t		res_de_event;	/* with RESF_DIR: as de_event */
 	unsigned char		res_key[];	/* see resource.c; allocated to its
 						 * length, from offsetof, not sizeof */
 };

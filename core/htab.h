@@ -19,6 +19,7 @@
 struct dlm_hnode {
 	struct dlm_hnode *hn_next;
 	uint32_t hn_hash;
+	uint32_t hn_spare;	/* not the table's: its element's to use */
 };
 
 struct dlm_htab {

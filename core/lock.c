@@ -1232,10 +1232,17 @@ static void put_owner_of(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		dlm_owner_put(ls, ow);
 }
 
+/* The parent lock of lkb, or NULL: a parent outlives its children, so its
+ * id finds it. */
+static struct dlm_lkb *parent_of(struct dlm_ls *ls, const struct dlm_lkb *lkb)
+{
+	return lkb->lkb_parent_id ? dlm_lkb_find(ls, lkb->lkb_parent_id) : NULL;
+}
+
 /* Free lkb, which is on no queue and has no operation in flight. */
 static void destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
-	struct dlm_lkb *parent = lkb->lkb_parent;
+	struct dlm_lkb *parent = parent_of(ls, lkb);
 	struct dlm_rsb *r = lkb->lkb_rsb;
 
 	remove_waiter(ls, lkb);
@@ -1580,7 +1587,7 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		(void)dlm_lvb_store(ls, &lkb->lkb_lvb, req->lvb);
 	set_astinfo(lkb, req);
 	if (parent) {
-		lkb->lkb_parent = parent;
+		lkb->lkb_parent_id = parent->lkb_id;
 		parent->lkb_nchildren++;
 	}
 	lkb->lkb_rsb = r;
@@ -1860,13 +1867,14 @@ static int purge_owner(struct dlm_ls *ls, uint64_t owner, bool orphan)
 	while (!dlm_list_empty(&victims)) {
 		struct dlm_lkb *lkb = dlm_list_first(&victims, struct dlm_lkb,
 						     lkb_ownerqueue);
+		struct dlm_lkb *parent = parent_of(ls, lkb);
 
 		dlm_list_del(&lkb->lkb_ownerqueue);
-		if (lkb->lkb_parent && (lkb->lkb_parent->lkb_flags & LKBF_ORPHAN)) {
+		if (parent && (parent->lkb_flags & LKBF_ORPHAN)) {
 			/* an orphan's adopter must not wait for (or be
 			 * refused because of) the old owner's children */
-			lkb->lkb_parent->lkb_nchildren--;
-			lkb->lkb_parent = NULL;
+			parent->lkb_nchildren--;
+			lkb->lkb_parent_id = 0;
 		}
 		purge_lkb(ls, lkb);
 	}

@@ -274,12 +274,16 @@ bool dlm_lvb_room(struct dlm_ls *ls, char **slot)
 /* ---------------------------------------------------------------- rsbs */
 
 /* Memory per resource (issue 14): glibc's malloc adds 8 B to a chunk and
- * rounds it up to 16, so an rsb with a key of up to 8 bytes ("\7h123456")
- * takes a chunk of 192 B at 176 B, 208 B at 192, 224 B at 200.  Growing
- * the rsb costs 16 B per resource at every 8 B; the bench
- * (bench/bench-core.c) shows where each byte goes. */
-static_assert(sizeof(struct dlm_rsb) <= 176,
-	      "struct dlm_rsb outgrew its 192-byte malloc chunk");
+ * rounds it up to 16, so an rsb whose key starts at 168 takes a chunk of
+ * 192 B with a key of up to 16 bytes, 208 B up to 32.  Growing the rsb
+ * costs 16 B per resource at every 16 B; the bench (bench/bench-core.c)
+ * shows where each byte goes. */
+static_assert(offsetof(struct dlm_rsb, res_key) <= 168,
+	      "struct dlm_rsb outgrew its 192-byte malloc chunk at 16 B keys");
+/* res_flags and res_keylen are the bytes of res_hnode's spare word */
+static_assert(offsetof(struct dlm_rsb, res_flags) ==
+	      offsetof(struct dlm_rsb, res_hnode.hn_spare),
+	      "res_flags is not res_hnode's spare word");
 
 struct dlm_rsb *dlm_rsb_find(struct dlm_ls *ls, const unsigned char *key,
 			     unsigned int keylen, uint32_t hash)
@@ -495,16 +499,23 @@ void dlm_toss_trim(struct dlm_ls *ls)
 
 /* ---------------------------------------------------------------- lkbs */
 
-/* An lkb of 184 B takes a 192 B malloc chunk (see the rsb's above): a
+/* An lkb of 168 B takes a 176 B malloc chunk (see the rsb's above): a
  * held lock on a shared resource is that chunk and its lkbtbl bucket. */
-static_assert(sizeof(struct dlm_lkb) <= 184,
-	      "struct dlm_lkb outgrew its 192-byte malloc chunk");
+static_assert(sizeof(struct dlm_lkb) <= 168,
+	      "struct dlm_lkb outgrew its 176-byte malloc chunk");
+/* lkb_id and lkb_remid are the bytes of lkb_hnode's hash and spare word */
+static_assert(offsetof(struct dlm_lkb, lkb_id) ==
+	      offsetof(struct dlm_lkb, lkb_hnode.hn_hash) &&
+	      offsetof(struct dlm_lkb, lkb_remid) ==
+	      offsetof(struct dlm_lkb, lkb_hnode.hn_spare),
+	      "lkb_id is not lkb_hnode's hash");
 
 /* The lkb table's hash of a lock id is the id itself.  Ids are handed out
  * in sequence, so they spread evenly over the buckets without mixing, and
  * the bucket of a fresh id (looked at when it is handed out and when its
  * lkb goes in) lies next to the previous one's: with millions of locks
- * held it is in the cache, where a mixed hash would miss it every time. */
+ * held it is in the cache, where a mixed hash would miss it every time.
+ * It must stay the identity: lkb_id is the lkb's node's hash. */
 static uint32_t lkid_hash(uint32_t id)
 {
 	return id;
@@ -580,7 +591,7 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id)
 			   (ls->ls_nidblocks && dlm_idblock_find(ls, id))))
 			id = 0;
 	}
-	lkb->lkb_id = id;
+	lkb->lkb_id = id;	/* and so the node's hash: lkid_hash(id) == id */
 	lkb->lkb_grmode = DLM_LOCK_IV;
 	lkb->lkb_rqmode = DLM_LOCK_IV;
 	lkb->lkb_highbast = DLM_LOCK_IV;
@@ -589,7 +600,6 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id)
 	dlm_list_init(&lkb->lkb_statequeue);
 	dlm_list_init(&lkb->lkb_ownerqueue);
 	dlm_list_init(&lkb->lkb_waiter);
-	lkb->lkb_hnode.hn_hash = lkid_hash(id);
 	dlm_htab_insert(&ls->ls_lkbtbl, &lkb->lkb_hnode);
 	return lkb;
 }
