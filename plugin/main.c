@@ -24,7 +24,9 @@
  *      use (a client has it open, or it holds orphaned persistent locks):
  *      then the signal is refused with a log line naming the lockspaces,
  *      as dlm_controld refuses, because leaving would hand those locks to
- *      other nodes under their holders (see ls_in_use()).
+ *      other nodes under their holders (see ls_in_use()).  SIGHUP,
+ *      SIGUSR1 and SIGUSR2 are logged and ignored (nothing is reloaded),
+ *      instead of killing dlmd by their default action.
  * Shut-down undoes it in reverse: clients are closed (their locks purged),
  * lockspaces released with force, groups left, sockets and pid file
  * removed.  Exit code 0 after a signal, 1 when corosync went away.
@@ -197,6 +199,23 @@ static int32_t on_signal(int32_t sig, void *data)
 	return 0;
 }
 
+/*
+ * SIGHUP (a reload, a log rotation's "kill -HUP", the terminal of a
+ * foreground dlmd closing), SIGUSR1 and SIGUSR2: their default action
+ * kills the process, which would end every lock of this node at once and
+ * get it fenced, past the refusal above.  dlmd reloads nothing (dlm.conf
+ * is read at start; its log goes to syslog and stderr, no file to
+ * reopen), so they are logged and otherwise ignored.
+ */
+static int32_t on_signal_ignored(int32_t sig, void *data)
+{
+	(void)data;
+	log_warn("signal %d (%s) ignored: dlmd reloads nothing (dlm.conf is "
+		 "read at start; restart dlmd to apply a change), and only "
+		 "SIGTERM or SIGINT stops it", sig, strsignal(sig));
+	return 0;
+}
+
 static qb_loop_timer_handle tick_timer;
 
 static void on_tick(void *data)
@@ -308,6 +327,12 @@ int main(int argc, char **argv)
 	 * of killing the process silently with its default action. */
 	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGTERM, d, on_signal, NULL);
 	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGINT, d, on_signal, NULL);
+	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGHUP, d, on_signal_ignored,
+			   NULL);
+	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGUSR1, d,
+			   on_signal_ignored, NULL);
+	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGUSR2, d,
+			   on_signal_ignored, NULL);
 	if (dlmd_daemon_start(d))
 		goto out_cluster;
 	dlm_core_tick(d->d_core, dlmd_now_ms());
