@@ -224,6 +224,7 @@ static void on_tick(void *data)
 
 	dlm_core_tick(d->d_core, dlmd_now_ms());
 	dlmd_flush(d);
+	dlmd_view_tick(d);
 	qb_loop_timer_add(d->d_loop, QB_LOOP_LOW,
 			  (uint64_t)d->d_cfg.cf_scan_secs * MS_PER_SEC * NS_PER_MS,
 			  d, on_tick, &tick_timer);

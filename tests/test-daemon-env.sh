@@ -8,10 +8,21 @@
 #      of the node (and getting it fenced in a cluster) past the refusal
 #      to stop while lockspaces are in use; dlmd logs each and goes on,
 #      and the lock is still held.
-# Needs root (as the other one-dlmd tests); fails, never skips.  Every
-# wait is bounded.
+#   2. a full file system: dlmd's run directory (sockets, pid file,
+#      configfs view) is a small tmpfs of its own mount namespace, filled
+#      up (blocks and inodes).  Lockspaces are still created and locked
+#      in; the view's failure is logged once, not at every write, and
+#      "dlmctl status" says it; once there is room again, the view is
+#      written whole at the next tick (scan_secs 1): the lockspaces
+#      created meanwhile appear, and status says "on" again.
+# Needs root (as the other one-dlmd tests, and unshare -m); fails, never
+# skips.  Every wait is bounded.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+if [ -z "${DLMD_ENV_NS:-}" ]; then
+	# a mount namespace of our own for the small tmpfs
+	DLMD_ENV_NS=1 exec unshare -m --propagation private sh "$0" "$@"
+fi
 . "$top_srcdir/tests/test-lib.sh"
 LC=$top_builddir/tests/limit-client
 POLLS=100		# waits: polls of 0.1 s
@@ -31,13 +42,20 @@ cleanup() {
 	fi
 	stop_dlmd
 	check_sanitizer "$dir/dlmd.out"
+	umount "$run" 2>/dev/null
 	finish "dlmd: dlmd.out"
 }
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM
 
-write_conf "$dir/dlm.conf" "log_level = debug"
-export DLMD_SOCKET=$dir/dlmd.sock DLMD_CTL_SOCKET=$dir/dlmd-ctl.sock
+run=$dir/run
+mkdir "$run" && mount -t tmpfs -o size=1m,nr_inodes=200,mode=0755 dlmd-env "$run" ||
+	{ fail "cannot mount a tmpfs on $run"; exit 1; }
+write_conf "$dir/dlm.conf" "log_level = debug" "scan_secs = 1" \
+	"socket_path = $run/dlmd.sock" "control_socket = $run/dlmd-ctl.sock" \
+	"pid_file = $run/dlmd.pid" "configfs_dir = $run/configfs"
+export DLMD_SOCKET=$run/dlmd.sock DLMD_CTL_SOCKET=$run/dlmd-ctl.sock
+SPACES=$run/configfs/dlm/cluster/spaces
 
 # locked_once: the holder said it holds its lock
 locked_once() {
@@ -71,6 +89,43 @@ for sig in HUP USR1 USR2; do
 	"$DLMCTL" status >/dev/null 2>&1 || fail "dlmctl status after SIG$sig"
 	lock_held || fail "the lock is gone after SIG$sig: $("$DLMCTL" lockdump env 2>&1)"
 done
+
+echo "== 2. the run directory's file system full"
+dd if=/dev/zero of="$run/fill" bs=4k count=1024 2>/dev/null
+i=0
+while [ $i -lt 400 ] && (: >"$run/inode$i") 2>/dev/null; do
+	i=$((i + 1))
+done
+[ "$(df --output=avail "$run" | tail -1)" -eq 0 ] || fail "the tmpfs is not full: $(df "$run")"
+for ls in full1 full2 full3; do
+	"$LC" create $ls 0600 || fail "cannot create lockspace $ls on a full file system"
+done
+timeout 20 "$LC" locks full1 3 0 </dev/null >"$dir/full.out" 2>&1
+grep -q '^locked 3$' "$dir/full.out" || fail "locking on a full file system: $(cat "$dir/full.out")"
+"$DLMCTL" status | grep -q '^configfs .*last write failed.*No space left' ||
+	fail "status does not say the view failed: $("$DLMCTL" status | grep configfs)"
+n=$(grep -c 'configfs view: .*No space left' "$dir/dlmd.out")
+[ "$n" = 1 ] || fail "the view's failure logged $n times, want once"
+[ -e "$SPACES/full1" ] && fail "full1 is in the view on a full file system?"
+# ticks come and fail again, quietly
+sleep 2.5
+n=$(grep -c 'configfs view: .*No space left' "$dir/dlmd.out")
+[ "$n" = 1 ] || fail "the view's failure logged $n times over ticks, want once"
+
+rm -f "$run/fill" "$run"/inode*
+# view_caught_up: every lockspace made meanwhile is in the view
+view_caught_up() {
+	for ls in full1 full2 full3 env; do
+		[ "$(cat "$SPACES/$ls/nodes/1/nodeid" 2>/dev/null)" = 1 ] || return 1
+	done
+}
+wait_for 10 "the lockspaces in the view once there is room" view_caught_up
+wait_for 10 "the log line saying the view is right again" \
+	grep -q 'configfs view: up to date again' "$dir/dlmd.out"
+"$DLMCTL" status | grep -q "^configfs $run/configfs on\$" ||
+	fail "status after the view caught up: $("$DLMCTL" status | grep configfs)"
+left=$(ls -A "$SPACES" | grep '^\.')
+[ -z "$left" ] || fail "temporaries left in the view: $left"
 
 exec 4>&-
 wait_gone "$holder" || fail "the holder did not exit at EOF"
