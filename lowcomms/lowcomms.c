@@ -79,7 +79,11 @@
  * node with something to send, to the peer's first address (the next one
  * after each failure), from our own address of that family.  The accepting
  * side admits it only if the source address belongs to some node in its table
- * (else it is refused and logged).  The initiator then writes HELLO; the
+ * (else it is refused and logged).  An accept() that fails for want of fds
+ * or memory leaves the connection queued: the listeners then leave the poll
+ * set for ACCEPT_PAUSE_MS (lc_next_timeout() names the end, lc_timer()
+ * brings them back) rather than be polled again at once, and the failure
+ * is logged once a minute at most.  The initiator then writes HELLO; the
  * acceptor checks that the node id in it owns the source address, answers
  * with its own HELLO, and both may then send DATA.  Nothing but HELLO is
  * accepted before the handshake.
