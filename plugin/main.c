@@ -161,6 +161,25 @@ static void raise_nofile_limit(void)
 			 (unsigned long long)was, (unsigned long long)rl.rlim_max);
 }
 
+/* Below NOFILE_MIN fds dlmd cannot even set itself up (libqb's loop
+ * crashed in qb_loop_signal_add() when it had no fd left for its signal
+ * pipe: "ulimit -n 6" was a SIGSEGV at start), so it refuses to start,
+ * saying why. */
+#define NOFILE_MIN	32
+
+static bool nofile_enough(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= NOFILE_MIN)
+		return true;
+	log_err("RLIMIT_NOFILE is %llu (hard limit %llu): dlmd needs at least "
+		"%d fds to start, and two more for each client; not starting",
+		(unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+		NOFILE_MIN);
+	return false;
+}
+
 /*
  * Whether dlmd may leave a lockspace by itself, on a signal.  Not while a
  * client on this node has it open, nor while a process left persistent
@@ -311,6 +330,8 @@ int main(int argc, char **argv)
 		goto out_lock;
 	}
 	raise_nofile_limit();
+	if (!nofile_enough())
+		goto out_log;
 	write_pid(lock_fd);
 	rv = write_pid_file(d->d_cfg.cf_pid_file);
 	if (rv)

@@ -15,6 +15,10 @@
 #      "dlmctl status" says it; once there is room again, the view is
 #      written whole at the next tick (scan_secs 1): the lockspaces
 #      created meanwhile appear, and status says "on" again.
+#   3. a very low RLIMIT_NOFILE (6, soft and hard: "ulimit -n 6" before
+#      starting it): dlmd refuses to start, exit 1, saying why (it died of
+#      SIGSEGV in libqb's qb_loop_signal_add() without a fd for its
+#      signal pipe).
 # Needs root (as the other one-dlmd tests, and unshare -m); fails, never
 # skips.  Every wait is bounded.
 set -u
@@ -126,6 +130,17 @@ wait_for 10 "the log line saying the view is right again" \
 	fail "status after the view caught up: $("$DLMCTL" status | grep configfs)"
 left=$(ls -A "$SPACES" | grep '^\.')
 [ -z "$left" ] || fail "temporaries left in the view: $left"
+
+echo "== 3. too few fds to start"
+mkdir "$dir/low"
+write_conf "$dir/low.conf" "socket_path = $dir/low/dlmd.sock" \
+	"control_socket = $dir/low/dlmd-ctl.sock" "pid_file = $dir/low/dlmd.pid"
+timeout 20 prlimit --nofile=6:6 "$DLMD" --foreground --config="$dir/low.conf" \
+	>"$dir/low.out" 2>&1 </dev/null
+st=$?
+[ $st = 1 ] || fail "dlmd with 6 fds: exit status $st, want 1: $(tail -n 3 "$dir/low.out")"
+grep -q 'RLIMIT_NOFILE is 6 .*not starting' "$dir/low.out" ||
+	fail "dlmd with 6 fds does not say why it stops: $(tail -n 3 "$dir/low.out")"
 
 exec 4>&-
 wait_gone "$holder" || fail "the holder did not exit at EOF"
