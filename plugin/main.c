@@ -261,6 +261,22 @@ static void release_all_lockspaces(struct dlmd *d)
 	}
 }
 
+/*
+ * Started with stdin, stdout or stderr closed ("dlmd -f 2>&-" from a
+ * careless script), the first files dlmd opens would take those numbers:
+ * the lock file became fd 0 and libqb's signal pipe fd 2, so every log
+ * line written to stderr went into the pipe the loop reads signals from.
+ * /dev/null takes any of them that is closed.
+ */
+static void std_fds_open(void)
+{
+	/* in order: open() takes the lowest free number, this fd */
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+		    open("/dev/null", fd ? O_WRONLY : O_RDONLY) < 0)
+			exit(1);
+}
+
 int main(int argc, char **argv)
 {
 	const char *conf = DLMD_DEFAULT_CONF;
@@ -268,6 +284,7 @@ int main(int argc, char **argv)
 	struct dlmd *d;
 	int opt, lock_fd, rv, exit_code = 1;
 
+	std_fds_open();
 	while ((opt = getopt_long(argc, argv, "c:fDhV", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':

@@ -19,6 +19,10 @@
 #      starting it): dlmd refuses to start, exit 1, saying why (it died of
 #      SIGSEGV in libqb's qb_loop_signal_add() without a fd for its
 #      signal pipe).
+#   4. started with stdin, stdout and stderr closed ("dlmd -f <&- >&-
+#      2>&-"): they are /dev/null in dlmd, not the first files it opens
+#      (the lock file was fd 0, libqb's signal pipe fd 2: the log went
+#      into the pipe the loop reads signals from).
 # Needs root (as the other one-dlmd tests, and unshare -m); fails, never
 # skips.  Every wait is bounded.
 set -u
@@ -141,6 +145,26 @@ st=$?
 [ $st = 1 ] || fail "dlmd with 6 fds: exit status $st, want 1: $(tail -n 3 "$dir/low.out")"
 grep -q 'RLIMIT_NOFILE is 6 .*not starting' "$dir/low.out" ||
 	fail "dlmd with 6 fds does not say why it stops: $(tail -n 3 "$dir/low.out")"
+
+echo "== 4. started with fds 0, 1 and 2 closed"
+mkdir "$dir/closed"
+write_conf "$dir/closed.conf" "socket_path = $dir/closed/dlmd.sock" \
+	"control_socket = $dir/closed/dlmd-ctl.sock" "pid_file = $dir/closed/dlmd.pid"
+"$DLMD" --foreground --config="$dir/closed.conf" <&- >&- 2>&- &
+closed=$!
+# closed_ready: its control socket answers
+closed_ready() {
+	DLMD_CTL_SOCKET=$dir/closed/dlmd-ctl.sock "$DLMCTL" status
+}
+if wait_for 20 "the dlmd started with fds 0-2 closed" closed_ready; then
+	for fd in 0 1 2; do
+		t=$(readlink "/proc/$closed/fd/$fd")
+		[ "$t" = /dev/null ] || fail "fd $fd of a dlmd started with it closed is $t, not /dev/null"
+	done
+fi
+kill -TERM "$closed"
+wait_gone "$closed" || { fail "the dlmd started with fds closed did not stop"; kill -KILL "$closed"; }
+wait "$closed" 2>/dev/null
 
 exec 4>&-
 wait_gone "$holder" || fail "the holder did not exit at EOF"
