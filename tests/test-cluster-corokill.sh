@@ -20,8 +20,6 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 LS=corokill
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
-DLM_CLUSTER_CONF_EXTRA=$(printf 'scan_secs = 1')
-export DLM_CLUSTER_CONF_EXTRA
 up_cluster 3
 : >"$dir/fence.log"
 
