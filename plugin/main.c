@@ -71,36 +71,49 @@ static void usage(FILE *f)
 		DLMD_DEFAULT_CONF);
 }
 
-/* mkdir -p for the directory part of 'path' (mode 0755). */
-static void make_parent_dirs(const char *path)
+/* mkdir -p for the directory part of 'path' (mode 0755).  Returns 0, or
+ * the last mkdir's failure other than EEXIST (-errno): what to report if
+ * the file then cannot be opened for want of its directory (ENOENT says
+ * less than EROFS or EACCES). */
+static int make_parent_dirs(const char *path)
 {
 	char buf[PATH_MAX];
+	int rv = 0;
 
 	snprintf(buf, sizeof(buf), "%s", path);
 	for (char *p = buf + 1; *p; p++) {
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		mkdir(buf, 0755);
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			rv = -errno;
 		*p = '/';
 	}
+	return rv;
+}
+
+/* errno of an open() of a file whose directory make_parent_dirs() made
+ * (mk its result), as -errno */
+static int open_error(int mk)
+{
+	return errno == ENOENT && mk ? mk : -errno;
 }
 
 /* Returns the lock fd, or -1 after printing why. */
 static int take_instance_lock(const struct dlmd_config *cf)
 {
 	char path[PATH_MAX], pidbuf[32] = "";
-	int fd;
+	int fd, mk;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "%s.lock", cf->cf_socket_path);
-	make_parent_dirs(path);
+	mk = make_parent_dirs(path);
 	/* not through a symlink: someone who may write the directory could
 	 * point it at any file, which we would truncate (write_pid) */
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
 		fprintf(stderr, "dlmd: cannot open lock file %s: %s\n", path,
-			strerror(errno));
+			strerror(-open_error(mk)));
 		return -1;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -127,14 +140,14 @@ static void write_pid(int fd)
 
 static int write_pid_file(const char *path)
 {
-	int fd;
+	int fd, mk;
 
-	make_parent_dirs(path);
+	mk = make_parent_dirs(path);
 	/* not through a symlink (as the lock file) */
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
 		  0644);
 	if (fd < 0)
-		return -errno;
+		return open_error(mk);
 	write_pid(fd);
 	close(fd);
 	return 0;

@@ -23,6 +23,10 @@
 #      2>&-"): they are /dev/null in dlmd, not the first files it opens
 #      (the lock file was fd 0, libqb's signal pipe fd 2: the log went
 #      into the pipe the loop reads signals from).
+#   5. the pid file's directory is to be made on a read-only file
+#      system: dlmd runs, and its warning says "Read-only file system"
+#      (it said "No such file or directory", of the file, not why), and
+#      so does the refusal to start when the lock file's directory is.
 # Needs root (as the other one-dlmd tests, and unshare -m); fails, never
 # skips.  Every wait is bounded.
 set -u
@@ -51,6 +55,7 @@ cleanup() {
 	stop_dlmd
 	check_sanitizer "$dir/dlmd.out"
 	umount "$run" 2>/dev/null
+	umount "$dir/ro" 2>/dev/null
 	finish "dlmd: dlmd.out"
 }
 trap cleanup EXIT
@@ -165,6 +170,34 @@ fi
 kill -TERM "$closed"
 wait_gone "$closed" || { fail "the dlmd started with fds closed did not stop"; kill -KILL "$closed"; }
 wait "$closed" 2>/dev/null
+
+echo "== 5. the pid file's and lock file's directories on a read-only file system"
+mkdir "$dir/ro" "$dir/ro-run"
+mount -t tmpfs -o ro dlmd-env-ro "$dir/ro" || fail "cannot mount a read-only tmpfs"
+write_conf "$dir/ro.conf" "socket_path = $dir/ro-run/dlmd.sock" \
+	"control_socket = $dir/ro-run/dlmd-ctl.sock" "pid_file = $dir/ro/sub/dlmd.pid"
+"$DLMD" --foreground --config="$dir/ro.conf" >"$dir/ro.out" 2>&1 </dev/null &
+ro=$!
+# ro_said: the dlmd with its pid file on the read-only file system logged
+# its warning or is gone
+ro_said() {
+	grep -q 'pid file' "$dir/ro.out" || ! kill -0 "$ro" 2>/dev/null
+}
+wait_for 20 "the pid file's warning" ro_said
+grep -q "pid file $dir/ro/sub/dlmd.pid: Read-only file system" "$dir/ro.out" ||
+	fail "the pid file's warning: $(grep 'pid file' "$dir/ro.out")"
+kill -0 "$ro" 2>/dev/null || fail "dlmd stopped for want of its pid file: $(tail -n 3 "$dir/ro.out")"
+kill -TERM "$ro" 2>/dev/null
+wait_gone "$ro" || { fail "that dlmd did not stop"; kill -KILL "$ro"; }
+wait "$ro" 2>/dev/null
+write_conf "$dir/ro2.conf" "socket_path = $dir/ro/run/dlmd.sock" \
+	"control_socket = $dir/ro-run/dlmd-ctl.sock" "pid_file = $dir/ro-run/dlmd.pid"
+timeout 20 "$DLMD" --foreground --config="$dir/ro2.conf" >"$dir/ro2.out" 2>&1 </dev/null
+st=$?
+[ $st = 1 ] || fail "dlmd whose lock file cannot be made: exit status $st, want 1"
+grep -q "cannot open lock file $dir/ro/run/dlmd.sock.lock: Read-only file system" "$dir/ro2.out" ||
+	fail "the lock file's refusal: $(cat "$dir/ro2.out")"
+umount "$dir/ro"
 
 exec 4>&-
 wait_gone "$holder" || fail "the holder did not exit at EOF"
