@@ -62,6 +62,10 @@ int dlmp_ls_name_valid(const char *name)
 
 	if (len == 0 || len > DLMP_NAME_MAX)
 		return 0;
+	/* no directory of the configfs view (or of the kernel's configfs,
+	 * where mkdir refuses them) could be named so */
+	if (!strcmp(name, ".") || !strcmp(name, ".."))
+		return 0;
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)name[i];
 

@@ -523,9 +523,10 @@ struct dlmp_msg {
 const char *dlmp_type_str(unsigned int type);
 
 /* Is 'name' a valid lockspace name?  1..DLMP_NAME_MAX bytes, each a
- * graphic ASCII character (0x21..0x7e) other than '/': names show up in
- * logs, "dlmctl ls" and file-like places, so no control byte, space or
- * path separator may hide in one.  Both sides check: libdlm before it
+ * graphic ASCII character (0x21..0x7e) other than '/', and not "." or
+ * "..": names show up in logs, "dlmctl ls" and file-like places (the
+ * configfs view's directories), so no control byte, space, path
+ * separator or path step may hide in one.  Both sides check: libdlm before it
  * sends, dlmd (authoritatively) before it creates a lockspace. */
 int dlmp_ls_name_valid(const char *name);
 

@@ -79,7 +79,11 @@
  * node with something to send, to the peer's first address (the next one
  * after each failure), from our own address of that family.  The accepting
  * side admits it only if the source address belongs to some node in its table
- * (else it is refused and logged).  The initiator then writes HELLO; the
+ * (else it is refused and logged).  An accept() that fails for want of fds
+ * or memory leaves the connection queued: the listeners then leave the poll
+ * set for ACCEPT_PAUSE_MS (lc_next_timeout() names the end, lc_timer()
+ * brings them back) rather than be polled again at once, and the failure
+ * is logged once a minute at most.  The initiator then writes HELLO; the
  * acceptor checks that the node id in it owns the source address, answers
  * with its own HELLO, and both may then send DATA.  Nothing but HELLO is
  * accepted before the handshake.
@@ -262,6 +266,12 @@
 #define LOG_LINE_MAX		256
 /* At most one "refusing connection" line per interval. */
 #define REFUSE_LOG_INTERVAL_MS	1000
+/* accept() out of fds or memory: the listeners leave the poll set this long
+ * (the connection stays queued, so a level-triggered poll would call
+ * on_accept() again at once, for ever), and the failure is logged at most
+ * once per ACCEPT_LOG_INTERVAL_MS. */
+#define ACCEPT_PAUSE_MS		100
+#define ACCEPT_LOG_INTERVAL_MS	60000
 #define MAX_LISTENERS		LC_MAX_ADDRS
 /* Room in an output buffer beyond out_cap(): handshake messages and the
  * header and tag of a record (LC_SEC_KEY). */
@@ -397,6 +407,9 @@ struct lc_ctx {
 	uint64_t ctx_refuse_quiet;	/* refusals not logged since */
 	uint64_t ctx_reject_log_at;	/* the same for failed handshakes */
 	uint64_t ctx_reject_quiet;
+	uint64_t ctx_accept_resume_at;	/* listeners paused until then, or 0 */
+	uint64_t ctx_accept_log_at;	/* the same for accept failures */
+	uint64_t ctx_accept_quiet;
 };
 
 /* Returned by a frame handler to close its connection without alarm. */
@@ -1778,6 +1791,38 @@ static void refuse(struct lc_ctx *ctx, struct lc_sock *sk,
 	ctx->ctx_refuse_log_at = ctx->ctx_now + REFUSE_LOG_INTERVAL_MS;
 }
 
+/* accept() failed (EMFILE, ENFILE, ENOBUFS, ENOMEM...): the connection
+ * stays queued, so take the listeners out of the poll set for
+ * ACCEPT_PAUSE_MS (lc_timer() puts them back) instead of being called again
+ * at once; log it rate-limited. */
+static void accept_pause(struct lc_ctx *ctx, int err)
+{
+	refresh_now(ctx);
+	if (!ctx->ctx_accept_resume_at)
+		for (int i = 0; i < ctx->ctx_nlisten; i++)
+			ctx->ctx_ops->ops_fd_mod(ctx->ctx_arg,
+						 ctx->ctx_listen[i].sk_fd, 0);
+	ctx->ctx_accept_resume_at = ctx->ctx_now + ACCEPT_PAUSE_MS;
+	if (ctx->ctx_accept_log_at && ctx->ctx_now < ctx->ctx_accept_log_at) {
+		ctx->ctx_accept_quiet++;
+		return;
+	}
+	lc_log(ctx, LOG_ERR,
+	       "accept: %s: not accepting for %d ms (%llu more not logged)",
+	       strerror(-err), ACCEPT_PAUSE_MS,
+	       (unsigned long long)ctx->ctx_accept_quiet);
+	ctx->ctx_accept_quiet = 0;
+	ctx->ctx_accept_log_at = ctx->ctx_now + ACCEPT_LOG_INTERVAL_MS;
+}
+
+static void accept_resume(struct lc_ctx *ctx)
+{
+	ctx->ctx_accept_resume_at = 0;
+	for (int i = 0; i < ctx->ctx_nlisten; i++)
+		ctx->ctx_ops->ops_fd_mod(ctx->ctx_arg, ctx->ctx_listen[i].sk_fd,
+					 POLLIN);
+}
+
 static void on_accept(struct lc_ctx *ctx, struct lc_sock *lsock)
 {
 	char addr[LC_ADDR_STRLEN];
@@ -1792,7 +1837,7 @@ static void on_accept(struct lc_ctx *ctx, struct lc_sock *lsock)
 		if (rv == -EAGAIN)
 			return;
 		if (rv < 0) {
-			lc_log(ctx, LOG_ERR, "accept: %s", strerror(-rv));
+			accept_pause(ctx, rv);
 			return;
 		}
 		lc_addr_unmap(&ss);
@@ -2184,6 +2229,7 @@ int lc_restart(struct lc_ctx *ctx)
 		ctx->ctx_ops->ops_fd_del(ctx->ctx_arg, l->sk_fd);
 		ctx->ctx_tr->tr_close(l, true);
 	}
+	ctx->ctx_accept_resume_at = 0;	/* the new listeners are watched */
 	return lc_listen(ctx);
 }
 
@@ -2347,6 +2393,8 @@ void lc_timer(struct lc_ctx *ctx, uint64_t now_ms)
 	struct lc_conn *c, *next;
 
 	ctx->ctx_now = now_ms;
+	if (ctx->ctx_accept_resume_at && now_ms >= ctx->ctx_accept_resume_at)
+		accept_resume(ctx);
 	for (c = ctx->ctx_conns; c; c = next) {
 		next = c->conn_next;
 		if (c->conn_state != CONN_ESTABLISHED) {
@@ -2377,7 +2425,8 @@ void lc_timer(struct lc_ctx *ctx, uint64_t now_ms)
 
 uint64_t lc_next_timeout(const struct lc_ctx *ctx)
 {
-	uint64_t next = UINT64_MAX;
+	uint64_t next = ctx->ctx_accept_resume_at ? ctx->ctx_accept_resume_at :
+						    UINT64_MAX;
 
 	for (const struct lc_conn *c = ctx->ctx_conns; c; c = c->conn_next) {
 		uint64_t at = c->conn_deadline;

@@ -552,6 +552,9 @@ void dlmd_view_nodes_changed(struct dlmd *d);
 void dlmd_view_ls_changed(struct dlmd *d, const struct dlmd_ls *dl);
 /* The lockspace goes away: remove spaces/<ls>/. */
 void dlmd_view_ls_removed(struct dlmd *d, const struct dlmd_ls *dl);
+/* Each tick: write the view again if a write failed (a full file
+ * system), until it is up to date. */
+void dlmd_view_tick(struct dlmd *d);
 /* "on", "off (why)", "refused (why)": for dlmctl status. */
 const char *dlmd_view_state(const struct dlmd *d);
 /* Is the kernel DLM loaded: is 'configfs' a configfs with dlm/ in it?

@@ -24,7 +24,9 @@
  *      use (a client has it open, or it holds orphaned persistent locks):
  *      then the signal is refused with a log line naming the lockspaces,
  *      as dlm_controld refuses, because leaving would hand those locks to
- *      other nodes under their holders (see ls_in_use()).
+ *      other nodes under their holders (see ls_in_use()).  SIGHUP,
+ *      SIGUSR1 and SIGUSR2 are logged and ignored (nothing is reloaded),
+ *      instead of killing dlmd by their default action.
  * Shut-down undoes it in reverse: clients are closed (their locks purged),
  * lockspaces released with force, groups left, sockets and pid file
  * removed.  Exit code 0 after a signal, 1 when corosync went away.
@@ -69,36 +71,49 @@ static void usage(FILE *f)
 		DLMD_DEFAULT_CONF);
 }
 
-/* mkdir -p for the directory part of 'path' (mode 0755). */
-static void make_parent_dirs(const char *path)
+/* mkdir -p for the directory part of 'path' (mode 0755).  Returns 0, or
+ * the last mkdir's failure other than EEXIST (-errno): what to report if
+ * the file then cannot be opened for want of its directory (ENOENT says
+ * less than EROFS or EACCES). */
+static int make_parent_dirs(const char *path)
 {
 	char buf[PATH_MAX];
+	int rv = 0;
 
 	snprintf(buf, sizeof(buf), "%s", path);
 	for (char *p = buf + 1; *p; p++) {
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		mkdir(buf, 0755);
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			rv = -errno;
 		*p = '/';
 	}
+	return rv;
+}
+
+/* errno of an open() of a file whose directory make_parent_dirs() made
+ * (mk its result), as -errno */
+static int open_error(int mk)
+{
+	return errno == ENOENT && mk ? mk : -errno;
 }
 
 /* Returns the lock fd, or -1 after printing why. */
 static int take_instance_lock(const struct dlmd_config *cf)
 {
 	char path[PATH_MAX], pidbuf[32] = "";
-	int fd;
+	int fd, mk;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "%s.lock", cf->cf_socket_path);
-	make_parent_dirs(path);
+	mk = make_parent_dirs(path);
 	/* not through a symlink: someone who may write the directory could
 	 * point it at any file, which we would truncate (write_pid) */
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
 		fprintf(stderr, "dlmd: cannot open lock file %s: %s\n", path,
-			strerror(errno));
+			strerror(-open_error(mk)));
 		return -1;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -125,14 +140,14 @@ static void write_pid(int fd)
 
 static int write_pid_file(const char *path)
 {
-	int fd;
+	int fd, mk;
 
-	make_parent_dirs(path);
+	mk = make_parent_dirs(path);
 	/* not through a symlink (as the lock file) */
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
 		  0644);
 	if (fd < 0)
-		return -errno;
+		return open_error(mk);
 	write_pid(fd);
 	close(fd);
 	return 0;
@@ -157,6 +172,25 @@ static void raise_nofile_limit(void)
 	else
 		log_info("RLIMIT_NOFILE raised from %llu to %llu",
 			 (unsigned long long)was, (unsigned long long)rl.rlim_max);
+}
+
+/* Below NOFILE_MIN fds dlmd cannot even set itself up (libqb's loop
+ * crashed in qb_loop_signal_add() when it had no fd left for its signal
+ * pipe: "ulimit -n 6" was a SIGSEGV at start), so it refuses to start,
+ * saying why. */
+#define NOFILE_MIN	32
+
+static bool nofile_enough(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= NOFILE_MIN)
+		return true;
+	log_err("RLIMIT_NOFILE is %llu (hard limit %llu): dlmd needs at least "
+		"%d fds to start, and two more for each client; not starting",
+		(unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+		NOFILE_MIN);
+	return false;
 }
 
 /*
@@ -197,6 +231,23 @@ static int32_t on_signal(int32_t sig, void *data)
 	return 0;
 }
 
+/*
+ * SIGHUP (a reload, a log rotation's "kill -HUP", the terminal of a
+ * foreground dlmd closing), SIGUSR1 and SIGUSR2: their default action
+ * kills the process, which would end every lock of this node at once and
+ * get it fenced, past the refusal above.  dlmd reloads nothing (dlm.conf
+ * is read at start; its log goes to syslog and stderr, no file to
+ * reopen), so they are logged and otherwise ignored.
+ */
+static int32_t on_signal_ignored(int32_t sig, void *data)
+{
+	(void)data;
+	log_warn("signal %d (%s) ignored: dlmd reloads nothing (dlm.conf is "
+		 "read at start; restart dlmd to apply a change), and only "
+		 "SIGTERM or SIGINT stops it", sig, strsignal(sig));
+	return 0;
+}
+
 static qb_loop_timer_handle tick_timer;
 
 static void on_tick(void *data)
@@ -205,6 +256,7 @@ static void on_tick(void *data)
 
 	dlm_core_tick(d->d_core, dlmd_now_ms());
 	dlmd_flush(d);
+	dlmd_view_tick(d);
 	qb_loop_timer_add(d->d_loop, QB_LOOP_LOW,
 			  (uint64_t)d->d_cfg.cf_scan_secs * MS_PER_SEC * NS_PER_MS,
 			  d, on_tick, &tick_timer);
@@ -222,6 +274,22 @@ static void release_all_lockspaces(struct dlmd *d)
 	}
 }
 
+/*
+ * Started with stdin, stdout or stderr closed ("dlmd -f 2>&-" from a
+ * careless script), the first files dlmd opens would take those numbers:
+ * the lock file became fd 0 and libqb's signal pipe fd 2, so every log
+ * line written to stderr went into the pipe the loop reads signals from.
+ * /dev/null takes any of them that is closed.
+ */
+static void std_fds_open(void)
+{
+	/* in order: open() takes the lowest free number, this fd */
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+		    open("/dev/null", fd ? O_WRONLY : O_RDONLY) < 0)
+			exit(1);
+}
+
 int main(int argc, char **argv)
 {
 	const char *conf = DLMD_DEFAULT_CONF;
@@ -229,6 +297,7 @@ int main(int argc, char **argv)
 	struct dlmd *d;
 	int opt, lock_fd, rv, exit_code = 1;
 
+	std_fds_open();
 	while ((opt = getopt_long(argc, argv, "c:fDhV", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -291,6 +360,8 @@ int main(int argc, char **argv)
 		goto out_lock;
 	}
 	raise_nofile_limit();
+	if (!nofile_enough())
+		goto out_log;
 	write_pid(lock_fd);
 	rv = write_pid_file(d->d_cfg.cf_pid_file);
 	if (rv)
@@ -308,6 +379,12 @@ int main(int argc, char **argv)
 	 * of killing the process silently with its default action. */
 	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGTERM, d, on_signal, NULL);
 	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGINT, d, on_signal, NULL);
+	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGHUP, d, on_signal_ignored,
+			   NULL);
+	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGUSR1, d,
+			   on_signal_ignored, NULL);
+	qb_loop_signal_add(d->d_loop, QB_LOOP_HIGH, SIGUSR2, d,
+			   on_signal_ignored, NULL);
 	if (dlmd_daemon_start(d))
 		goto out_cluster;
 	dlm_core_tick(d->d_core, dlmd_now_ms());

@@ -54,6 +54,11 @@
  * holds configfs_dir (an flock on its .dlmd.lock) this one keeps none.
  * Failing writes are logged and dlmd goes on (its locking does not
  * depend on the view); "dlmctl status" says what the view's state is.
+ * A failed write (a full file system) leaves the view behind the truth,
+ * so from then on every tick (scan_secs) writes the whole view again,
+ * without logging each failure, until it is right again (logged): a
+ * lockspace created while the file system was full appears once there
+ * is room, not only at its next membership change.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -99,7 +104,9 @@ struct dlmd_view {
 	bool	v_ok;		/* the tree is ours and kept up to date */
 	char	v_state[128];	/* for dlmctl status */
 	char	v_cluster_name[DLM_LOCKSPACE_LEN + 1];
-	uint64_t v_nerrors;	/* failed writes, logged once per kind */
+	uint64_t v_nerrors;	/* failed writes since the view was right */
+	bool	v_stale;	/* a write failed: dlmd_view_tick() redoes it */
+	uint64_t v_quiet;	/* failures while stale, not logged */
 };
 
 /* ------------------------------------------------------------------ */
@@ -237,14 +244,21 @@ static int drop_dir(int dir, const char *name, const char *old)
 	return remove_tree(dir, old, 0);
 }
 
+/* A failed write leaves the view behind the truth: it is logged, and
+ * each tick writes the whole view again (dlmd_view_tick) until that
+ * succeeds; failures meanwhile (the file system stays full) are counted,
+ * not logged again. */
 static void view_failed(struct dlmd_view *v, const char *what, int rv)
 {
-	/* logged each time: these are rare (membership changes) and each
-	 * one leaves the view behind the truth until the next change */
 	v->v_nerrors++;
-	log_err("configfs view: %s: %s", what, strerror(-rv));
-	snprintf(v->v_state, sizeof(v->v_state), "on, last write failed (%s: %s)",
-		 what, strerror(-rv));
+	if (v->v_stale)
+		v->v_quiet++;
+	else
+		log_err("configfs view: %s: %s; writing it again every tick "
+			"until that works", what, strerror(-rv));
+	v->v_stale = true;
+	snprintf(v->v_state, sizeof(v->v_state), "%s, last write failed (%s: %s)",
+		 v->v_ok ? "on" : "not written", what, strerror(-rv));
 }
 
 /* ------------------------------------------------------------------ */
@@ -617,7 +631,7 @@ int dlmd_view_init(struct dlmd *d)
 	read_cluster_name(d);
 	rv = write_top(d);
 	if (rv) {
-		view_failed(v, "dlm/cluster", rv);
+		view_failed(v, VIEW_CLUSTER, rv);
 		return 0;
 	}
 	v->v_ok = true;
@@ -696,6 +710,49 @@ void dlmd_view_ls_removed(struct dlmd *d, const struct dlmd_ls *dl)
 		close(sp);
 	if (rv)
 		view_failed(v, VIEW_SPACES, rv);
+}
+
+void dlmd_view_tick(struct dlmd *d)
+{
+	struct dlmd_view *v = d->d_view;
+	int cl, sp, rv;
+
+	if (!v || !v->v_stale || v->v_root < 0 || v->v_lock < 0)
+		return;
+	if (!v->v_ok) {
+		rv = write_top(d);
+		if (rv) {
+			view_failed(v, VIEW_CLUSTER, rv);
+			return;
+		}
+		v->v_ok = true;
+	} else {
+		cl = open_sub(v, VIEW_CLUSTER);
+		rv = cl < 0 ? cl : write_comms(d, cl);
+		if (cl >= 0)
+			close(cl);
+		if (rv) {
+			view_failed(v, VIEW_COMMS, rv);
+			return;
+		}
+	}
+	sp = open_sub(v, VIEW_SPACES);
+	rv = sp < 0 ? sp : 0;
+	for (const struct dlmd_ls *dl = d->d_lockspaces; !rv && dl; dl = dl->dl_next)
+		if (ls_name_shown(dl->dl_name))
+			rv = write_space(d, sp, dl);
+	if (sp >= 0)
+		close(sp);
+	if (rv) {
+		view_failed(v, VIEW_SPACES, rv);
+		return;
+	}
+	log_notice("configfs view: up to date again (%llu failed writes, "
+		   "%llu of them not logged)", (unsigned long long)v->v_nerrors,
+		   (unsigned long long)v->v_quiet);
+	v->v_stale = false;
+	v->v_nerrors = v->v_quiet = 0;
+	snprintf(v->v_state, sizeof(v->v_state), "on");
 }
 
 const char *dlmd_view_state(const struct dlmd *d)

@@ -263,11 +263,13 @@ static void test_lockspaces(void **state)
 	errno = 0;
 	assert_null(dlm_create_lockspace(longname, 0600));
 	assert_int_equal(errno, EINVAL);
-	/* Names are graphic ASCII without '/': nothing that could write a
-	 * fake line into a log or "dlmctl ls", nor a path. */
+	/* Names are graphic ASCII without '/', and not "." or "..": nothing
+	 * that could write a fake line into a log or "dlmctl ls", nor a path
+	 * (the kernel's configfs refuses "." and ".." as directories). */
 	{
 		static const char *const bad[] = { "bad\nname", "a/b", "sp ace",
-						   "\x01x", "tab\t", "\x7f", "\xc3\xa9" };
+						   "\x01x", "tab\t", "\x7f", "\xc3\xa9",
+						   ".", ".." };
 
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 			errno = 0;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -768,6 +769,78 @@ static void test_handshake_timeout(void **state)
 	h_world_free(w);
 }
 
+static bool accepted_one(struct h_world *w, void *arg)
+{
+	struct lc_stats st;
+
+	(void)arg;
+	lc_get_stats(w->w_eps[0].ep_lc, &st);
+	return st.st_accepts == 1;
+}
+
+/* Out of fds (a low RLIMIT_NOFILE, every client taking some): accept()
+ * fails with EMFILE while the connection stays queued.  The listener must
+ * leave the poll set for a while instead of waking the loop at once, for
+ * ever (100% CPU, an "accept" log line each time), and the failure is
+ * logged once; when fds are free again the connection is accepted. */
+static void test_accept_out_of_fds(void **state)
+{
+	enum { ROUNDS = 50, FILL_MAX = H_MAX_FDS };
+	struct h_world *w = malloc(sizeof(*w));
+	struct lc_config cfg;
+	struct sockaddr_storage ss;
+	struct rlimit old, low;
+	int fill[FILL_MAX], nfill = 0, lfd = -1, fd;
+
+	(void)state;
+	assert_non_null(w);
+	h_world_init(w);
+	h_config(&cfg, 1, LOOPBACK);
+	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, &cfg), 0);
+	assert_int_equal(lc_addr_parse(LOOPBACK, 1, &ss), 0);
+	assert_int_equal(lc_node_add(w->w_eps[0].ep_lc, 2, &ss, 1), 0);
+	for (int i = 0; i < H_MAX_FDS; i++)
+		if (w->w_fds[i].hf_ep == 0)
+			lfd = i;
+	assert_true(lfd >= 0);
+	w->w_eps[0].ep_log_needle = "accept: ";
+	fd = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+
+	/* Every fd below the limit in use. */
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 256;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	for (;;) {
+		int f = dup(0);
+
+		if (f < 0) {
+			assert_int_equal(errno, EMFILE);
+			break;
+		}
+		assert_true(nfill < FILL_MAX);
+		fill[nfill++] = f;
+	}
+	/* The first round meets the queued connection: EMFILE, and the
+	 * listener is no longer watched. */
+	assert_int_equal(h_poll(w, WAIT_MS), 1);
+	assert_int_equal(w->w_eps[0].ep_log_hits, 1);
+	assert_int_equal(w->w_fds[lfd].hf_events & POLLIN, 0);
+	/* It comes back to try again, but says so only once. */
+	for (int i = 0; i < ROUNDS; i++)
+		h_poll(w, 10);
+	assert_int_equal(w->w_eps[0].ep_log_hits, 1);
+
+	while (nfill)
+		close(fill[--nfill]);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_true(h_run_until(w, accepted_one, NULL, WAIT_MS));
+	assert_int_equal(w->w_fds[lfd].hf_events & POLLIN, POLLIN);
+	assert_int_equal(w->w_eps[0].ep_log_hits, 1);
+	close(fd);
+	h_world_free(w);
+}
+
 /* Node 2 is down when node 1 starts sending: connects fail and back off;
  * when node 2 comes up on its port, the queue drains, in order.  Meanwhile
  * lc_node_wait_ms() says how long the oldest frame has waited; 0 again
@@ -852,6 +925,7 @@ int main(void)
 		cmocka_unit_test(test_peer_comes_up_late),
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_wildcard_listener),
+		cmocka_unit_test(test_accept_out_of_fds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

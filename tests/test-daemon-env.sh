@@ -1,0 +1,205 @@
+#!/bin/sh
+# tests/test-daemon-env.sh - a one-node dlmd (membership none, sockets in a
+# temporary directory) under what a careless operator or its environment
+# does to it, with a client holding a lock (tests/limit-client) throughout:
+#   1. signals that are not a stop: SIGHUP (a "reload", a log rotation's
+#      kill -HUP, the terminal of a foreground dlmd closing), SIGUSR1,
+#      SIGUSR2.  Their default action would kill dlmd, ending every lock
+#      of the node (and getting it fenced in a cluster) past the refusal
+#      to stop while lockspaces are in use; dlmd logs each and goes on,
+#      and the lock is still held.
+#   2. a full file system: dlmd's run directory (sockets, pid file,
+#      configfs view) is a small tmpfs of its own mount namespace, filled
+#      up (blocks and inodes).  Lockspaces are still created and locked
+#      in; the view's failure is logged once, not at every write, and
+#      "dlmctl status" says it; once there is room again, the view is
+#      written whole at the next tick (scan_secs 1): the lockspaces
+#      created meanwhile appear, and status says "on" again.
+#   3. a very low RLIMIT_NOFILE (6, soft and hard: "ulimit -n 6" before
+#      starting it): dlmd refuses to start, exit 1, saying why (it died of
+#      SIGSEGV in libqb's qb_loop_signal_add() without a fd for its
+#      signal pipe).
+#   4. started with stdin, stdout and stderr closed ("dlmd -f <&- >&-
+#      2>&-"): they are /dev/null in dlmd, not the first files it opens
+#      (the lock file was fd 0, libqb's signal pipe fd 2: the log went
+#      into the pipe the loop reads signals from).
+#   5. the pid file's directory is to be made on a read-only file
+#      system: dlmd runs, and its warning says "Read-only file system"
+#      (it said "No such file or directory", of the file, not why), and
+#      so does the refusal to start when the lock file's directory is.
+# Needs root (as the other one-dlmd tests, and unshare -m); fails, never
+# skips.  Every wait is bounded.
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+if [ -z "${DLMD_ENV_NS:-}" ]; then
+	# a mount namespace of our own for the small tmpfs
+	DLMD_ENV_NS=1 exec unshare -m --propagation private sh "$0" "$@"
+fi
+. "$top_srcdir/tests/test-lib.sh"
+LC=$top_builddir/tests/limit-client
+POLLS=100		# waits: polls of 0.1 s
+
+rc=0
+pid=
+holder=
+
+[ "$(id -u)" = 0 ] || { echo "FAIL: needs root" >&2; exit 1; }
+dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-env.XXXXXX") || exit 1
+
+cleanup() {
+	exec 4>&- 2>/dev/null
+	if [ -n "$holder" ]; then
+		kill -KILL "$holder" 2>/dev/null
+		wait "$holder" 2>/dev/null
+	fi
+	stop_dlmd
+	check_sanitizer "$dir/dlmd.out"
+	umount "$run" 2>/dev/null
+	umount "$dir/ro" 2>/dev/null
+	finish "dlmd: dlmd.out"
+}
+trap cleanup EXIT
+trap 'rc=1; exit 1' INT TERM
+
+run=$dir/run
+mkdir "$run" && mount -t tmpfs -o size=1m,nr_inodes=200,mode=0755 dlmd-env "$run" ||
+	{ fail "cannot mount a tmpfs on $run"; exit 1; }
+write_conf "$dir/dlm.conf" "log_level = debug" "scan_secs = 1" \
+	"socket_path = $run/dlmd.sock" "control_socket = $run/dlmd-ctl.sock" \
+	"pid_file = $run/dlmd.pid" "configfs_dir = $run/configfs"
+export DLMD_SOCKET=$run/dlmd.sock DLMD_CTL_SOCKET=$run/dlmd-ctl.sock
+SPACES=$run/configfs/dlm/cluster/spaces
+
+# locked_once: the holder said it holds its lock
+locked_once() {
+	grep -q '^locked 1$' "$dir/holder.out"
+}
+
+# lock_held: dlmctl lockdump shows a granted lock in lockspace env
+lock_held() {
+	"$DLMCTL" lockdump env 2>/dev/null | grep -q 'granted'
+}
+
+start_dlmd "$dir/dlm.conf" "$dir/dlmd.out"
+"$LC" create env 0600 || fail "cannot create lockspace env"
+mkfifo "$dir/holder.fifo"
+"$LC" locks env 1 0 <"$dir/holder.fifo" >"$dir/holder.out" 2>&1 &
+holder=$!
+exec 4>"$dir/holder.fifo"
+wait_for 10 "the holder's lock" locked_once || exit 1
+
+echo "== 1. SIGHUP, SIGUSR1, SIGUSR2 do not stop dlmd"
+# ignored_lines N: dlmd logged N signals ignored
+ignored_lines() {
+	[ "$(grep -c 'signal [0-9]* (.*) ignored' "$dir/dlmd.out")" = "$1" ]
+}
+n=0
+for sig in HUP USR1 USR2; do
+	n=$((n + 1))
+	kill -"$sig" "$pid"
+	wait_for 10 "dlmd's line about SIG$sig" ignored_lines $n || break
+	kill -0 "$pid" 2>/dev/null || { fail "SIG$sig killed dlmd"; break; }
+	"$DLMCTL" status >/dev/null 2>&1 || fail "dlmctl status after SIG$sig"
+	lock_held || fail "the lock is gone after SIG$sig: $("$DLMCTL" lockdump env 2>&1)"
+done
+
+echo "== 2. the run directory's file system full"
+dd if=/dev/zero of="$run/fill" bs=4k count=1024 2>/dev/null
+i=0
+while [ $i -lt 400 ] && (: >"$run/inode$i") 2>/dev/null; do
+	i=$((i + 1))
+done
+[ "$(df --output=avail "$run" | tail -1)" -eq 0 ] || fail "the tmpfs is not full: $(df "$run")"
+for ls in full1 full2 full3; do
+	"$LC" create $ls 0600 || fail "cannot create lockspace $ls on a full file system"
+done
+timeout 20 "$LC" locks full1 3 0 </dev/null >"$dir/full.out" 2>&1
+grep -q '^locked 3$' "$dir/full.out" || fail "locking on a full file system: $(cat "$dir/full.out")"
+"$DLMCTL" status | grep -q '^configfs .*last write failed.*No space left' ||
+	fail "status does not say the view failed: $("$DLMCTL" status | grep configfs)"
+n=$(grep -c 'configfs view: .*No space left' "$dir/dlmd.out")
+[ "$n" = 1 ] || fail "the view's failure logged $n times, want once"
+[ -e "$SPACES/full1" ] && fail "full1 is in the view on a full file system?"
+# ticks come and fail again, quietly
+sleep 2.5
+n=$(grep -c 'configfs view: .*No space left' "$dir/dlmd.out")
+[ "$n" = 1 ] || fail "the view's failure logged $n times over ticks, want once"
+
+rm -f "$run/fill" "$run"/inode*
+# view_caught_up: every lockspace made meanwhile is in the view
+view_caught_up() {
+	for ls in full1 full2 full3 env; do
+		[ "$(cat "$SPACES/$ls/nodes/1/nodeid" 2>/dev/null)" = 1 ] || return 1
+	done
+}
+wait_for 10 "the lockspaces in the view once there is room" view_caught_up
+wait_for 10 "the log line saying the view is right again" \
+	grep -q 'configfs view: up to date again' "$dir/dlmd.out"
+"$DLMCTL" status | grep -q "^configfs $run/configfs on\$" ||
+	fail "status after the view caught up: $("$DLMCTL" status | grep configfs)"
+left=$(ls -A "$SPACES" | grep '^\.')
+[ -z "$left" ] || fail "temporaries left in the view: $left"
+
+echo "== 3. too few fds to start"
+mkdir "$dir/low"
+write_conf "$dir/low.conf" "socket_path = $dir/low/dlmd.sock" \
+	"control_socket = $dir/low/dlmd-ctl.sock" "pid_file = $dir/low/dlmd.pid"
+timeout 20 prlimit --nofile=6:6 "$DLMD" --foreground --config="$dir/low.conf" \
+	>"$dir/low.out" 2>&1 </dev/null
+st=$?
+[ $st = 1 ] || fail "dlmd with 6 fds: exit status $st, want 1: $(tail -n 3 "$dir/low.out")"
+grep -q 'RLIMIT_NOFILE is 6 .*not starting' "$dir/low.out" ||
+	fail "dlmd with 6 fds does not say why it stops: $(tail -n 3 "$dir/low.out")"
+
+echo "== 4. started with fds 0, 1 and 2 closed"
+mkdir "$dir/closed"
+write_conf "$dir/closed.conf" "socket_path = $dir/closed/dlmd.sock" \
+	"control_socket = $dir/closed/dlmd-ctl.sock" "pid_file = $dir/closed/dlmd.pid"
+"$DLMD" --foreground --config="$dir/closed.conf" <&- >&- 2>&- &
+closed=$!
+# closed_ready: its control socket answers
+closed_ready() {
+	DLMD_CTL_SOCKET=$dir/closed/dlmd-ctl.sock "$DLMCTL" status
+}
+if wait_for 20 "the dlmd started with fds 0-2 closed" closed_ready; then
+	for fd in 0 1 2; do
+		t=$(readlink "/proc/$closed/fd/$fd")
+		[ "$t" = /dev/null ] || fail "fd $fd of a dlmd started with it closed is $t, not /dev/null"
+	done
+fi
+kill -TERM "$closed"
+wait_gone "$closed" || { fail "the dlmd started with fds closed did not stop"; kill -KILL "$closed"; }
+wait "$closed" 2>/dev/null
+
+echo "== 5. the pid file's and lock file's directories on a read-only file system"
+mkdir "$dir/ro" "$dir/ro-run"
+mount -t tmpfs -o ro dlmd-env-ro "$dir/ro" || fail "cannot mount a read-only tmpfs"
+write_conf "$dir/ro.conf" "socket_path = $dir/ro-run/dlmd.sock" \
+	"control_socket = $dir/ro-run/dlmd-ctl.sock" "pid_file = $dir/ro/sub/dlmd.pid"
+"$DLMD" --foreground --config="$dir/ro.conf" >"$dir/ro.out" 2>&1 </dev/null &
+ro=$!
+# ro_said: the dlmd with its pid file on the read-only file system logged
+# its warning or is gone
+ro_said() {
+	grep -q 'pid file' "$dir/ro.out" || ! kill -0 "$ro" 2>/dev/null
+}
+wait_for 20 "the pid file's warning" ro_said
+grep -q "pid file $dir/ro/sub/dlmd.pid: Read-only file system" "$dir/ro.out" ||
+	fail "the pid file's warning: $(grep 'pid file' "$dir/ro.out")"
+kill -0 "$ro" 2>/dev/null || fail "dlmd stopped for want of its pid file: $(tail -n 3 "$dir/ro.out")"
+kill -TERM "$ro" 2>/dev/null
+wait_gone "$ro" || { fail "that dlmd did not stop"; kill -KILL "$ro"; }
+wait "$ro" 2>/dev/null
+write_conf "$dir/ro2.conf" "socket_path = $dir/ro/run/dlmd.sock" \
+	"control_socket = $dir/ro-run/dlmd-ctl.sock" "pid_file = $dir/ro-run/dlmd.pid"
+timeout 20 "$DLMD" --foreground --config="$dir/ro2.conf" >"$dir/ro2.out" 2>&1 </dev/null
+st=$?
+[ $st = 1 ] || fail "dlmd whose lock file cannot be made: exit status $st, want 1"
+grep -q "cannot open lock file $dir/ro/run/dlmd.sock.lock: Read-only file system" "$dir/ro2.out" ||
+	fail "the lock file's refusal: $(cat "$dir/ro2.out")"
+umount "$dir/ro"
+
+exec 4>&-
+wait_gone "$holder" || fail "the holder did not exit at EOF"
+holder=
+stop_dlmd || fail "dlmd did not stop on SIGTERM"
