@@ -2486,6 +2486,13 @@ static int receive_lookup(struct dlm_ls *ls, const struct dlm_msg *m)
 		       m->m_from);
 		rv = -EINVAL;
 	} else {
+		/* from the node the record names: it moved the resource
+		 * away, and the new master's DIR_MOVE is on its way; the
+		 * answer waits for it (resource.c dlm_dir_hold_lookup) */
+		rv = dlm_dir_hold_lookup(ls, m->m_key, m->m_keylen, hash,
+					 m->m_from);
+		if (rv)
+			return rv < 0 ? rv : 0;	/* -ENOMEM: offered again */
 		rv = dlm_dir_lookup(ls, m->m_key, m->m_keylen, hash, m->m_from,
 				    &master);
 	}
@@ -2658,6 +2665,7 @@ void dlm_lock_drop_all(struct dlm_ls *ls)
 	dlm_htab_drain(&ls->ls_rsbtbl, free_hnode_rsb, NULL);
 	dlm_htab_drain(&ls->ls_dirtbl, free_hnode_dirent, NULL);
 	ls->ls_ndirself = 0;
+	dlm_dir_held_drop(ls);
 	dlm_htab_drain(&ls->ls_ownertbl, free_hnode_owner, NULL);
 	while (!dlm_list_empty(&ls->ls_unlock_lvbs)) {
 		struct dlm_unlock_lvb *ul = dlm_list_first(&ls->ls_unlock_lvbs,

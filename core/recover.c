@@ -597,6 +597,10 @@ static int step_start(struct dlm_ls *ls)
 		return rv;
 	ls->ls_rec_rsbs = a.ra_v;
 	ls->ls_rec_cap = ls->ls_rsbtbl.ht_count + 1;
+	/* lookups held for a DIR_MOVE: their requesters look up again at
+	 * finish (RESF_RC_DROP below, on their side), in the directory
+	 * this recovery rebuilds (resource.c dlm_dir_hold_lookup) */
+	dlm_dir_held_drop(ls);
 	for (i = 0; i < a.ra_n; i++) {
 		struct dlm_rsb *r = a.ra_v[i];
 

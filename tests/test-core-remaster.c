@@ -8,6 +8,7 @@
  */
 
 #include "tests/test-core.h"
+#include "core/core_internal.h"
 
 #define TICKS	50
 
@@ -688,6 +689,110 @@ static void test_unlock_to_dead_old_master(void **state)
 	cluster_remaster_shared = 0;
 }
 
+/* A root name of the three nodes' lockspace whose directory node is
+ * 'dir' (rendezvous placement, core/resource.c), in buf. */
+static const char *name_directed_by(uint32_t dir, char *buf, size_t len)
+{
+	static const uint32_t members[] = { 1, 2, 3 };
+	unsigned char key[16];
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		snprintf(buf, len, "d%d", i);
+		key[0] = (unsigned char)strlen(buf);
+		memcpy(key + 1, buf, key[0]);
+		if (dlm_dir_nodeid_of(members, 3, dlm_hash_bytes(key,
+							    1u + key[0])) == dir)
+			return buf;
+	}
+	fail_msg("no name directed by node %u", dir);
+	return NULL;
+}
+
+/* The old master is not the directory node (issue 18): node 1 masters
+ * 'name', which node 3 directs, and moves it to node 2, whose DIR_MOVE
+ * stays on its way to node 3.  Node 1's unused copy is tossed and node
+ * 1 locks the name again: its LOOKUP reaches node 3 before the DIR_MOVE,
+ * and the record there still names node 1.  Node 1 must not become a
+ * second master (it did: its EX was granted beside node 2's): the lookup
+ * waits for the DIR_MOVE, is answered "node 2", and node 1's EX waits
+ * at node 2 for node 2's EX.  Without the re-point protocol and with
+ * it (remaster_shared); and with a recovery while the lookup waits, which
+ * forgets it: node 1 looks up again at finish, in the rebuilt directory
+ * (node 2 registered the name). */
+static void old_master_looks_up(uint32_t shared, int recover)
+{
+	char name[16], *text;
+	struct cluster *c;
+	uint32_t a, b;
+	int i, moved = 0;
+
+	cluster_remaster_ticks = TICKS;
+	cluster_remaster_shared = shared;
+	c = cluster_new(3, 100);
+	name_directed_by(3, name, sizeof(name));
+	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	drain(c);
+	b = lock_on(c, 2, 2, name, DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 2, b, 0);
+	for (i = 1; i <= 80 && !moved; i++) {
+		assert_int_equal(convert(c, 2, 2, b, i & 1 ? DLM_LOCK_PR :
+					 DLM_LOCK_NL, 0, NULL), 0);
+		deliver_only(c, 2, 1);
+		text = dump(c, 1);
+		moved = strstr(text, "master 2") != NULL;
+		free(text);
+		deliver_only(c, 1, 2);	/* the reply; at the move, MIGRATE */
+	}
+	assert_true(moved);
+	assert_dump_has(c, 2, "master 2");
+	/* node 2's DIR_MOVE to node 3 stays queued; node 1 tosses its copy */
+	dlm_core_tick(c->core[1], 1000);
+	assert_dump_lacks(c, 1, name);
+	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+	assert_status(c, 2, b, 0);
+	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	deliver_only(c, 1, 3);		/* the LOOKUP, before the DIR_MOVE */
+	deliver_only(c, 3, 1);
+	assert_dump_lacks(c, 1, "master 1");	/* a second master */
+	assert_no_comp(c, 1, a);
+	if (recover)
+		recover_all(c, 1);
+	drain(c);			/* the DIR_MOVE, and what follows */
+	assert_no_comp(c, 1, a);
+	assert_dump_has(c, 1, "master 2");
+	assert_int_equal(unlock(c, 2, 2, b, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	/* (with the recovery, the DIR_MOVE is dropped as stale: a warning) */
+	assert_int_equal(c->nlog_warn, recover);
+	assert_verified(c);
+	end_test(c, 1, 1, a);
+	cluster_remaster_shared = 0;
+}
+
+static void test_old_master_looks_up(void **state)
+{
+	(void)state;
+	old_master_looks_up(0, 0);
+}
+
+static void test_old_master_looks_up_shared(void **state)
+{
+	(void)state;
+	old_master_looks_up(1, 0);
+}
+
+static void test_old_master_looks_up_recovery(void **state)
+{
+	(void)state;
+	old_master_looks_up(1, 1);
+}
+
 /* remaster_ticks 0: nothing moves. */
 static void test_off(void **state)
 {
@@ -720,6 +825,9 @@ int main(void)
 		cmocka_unit_test(test_third_writer_dies_mid_move),
 		cmocka_unit_test(test_new_master_without_copy),
 		cmocka_unit_test(test_unlock_to_dead_old_master),
+		cmocka_unit_test(test_old_master_looks_up),
+		cmocka_unit_test(test_old_master_looks_up_shared),
+		cmocka_unit_test(test_old_master_looks_up_recovery),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
