@@ -2248,6 +2248,17 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 			request_with_master(ls, lkb);
 			return;
 		}
+		if (r->res_parent && r->res_parent->res_nodeid == m->m_from &&
+		    m->m_gen != ls->ls_generation) {
+			/* refused before a recovery that made the sender the
+			 * parent's master: it had not installed the parent's
+			 * move yet, which our copy knew of from the old
+			 * master's MOVED, and did at the directory step
+			 * (remaster.c; dlm-sim --faults --remaster --repoint
+			 * --rehot 4 --ops 1500 --nodes 6 seed 97) */
+			request_with_master(ls, lkb);
+			return;
+		}
 		if (r->res_parent && r->res_parent->res_nodeid == m->m_from) {
 			/* the parent's master says it is not: never loop */
 			log_ls(ls, DLM_LOG_ERR,
