@@ -67,7 +67,8 @@
  * nobody grants: requests bounce (below) until N installs.
  *
  * Races, and how each is closed:
- *   - Lookup vs. move.  D answers M until DIR_MOVE arrives.  A request
+ *   - Lookup vs. move.  D answers M until DIR_MOVE arrives (to all
+ *     but M itself, whose lookup waits for it: "As built" below).  A request
  *     that reaches M after the move is refused -EBADR with a hint
  *     (m_nodeid = N, what M's copy says); the requester tries N.  N, if
  *     it has not installed yet, refuses with its own view (M), and so
@@ -330,8 +331,44 @@
  *       had the same race).  Moving the record to N at the move instead
  *       made N, looking R up before the MIGRATE came, master of a fresh
  *       R (seeds 374, 715, 1245 of --repoint --nodes 7 --ops 2000).
- *       Not closed: M not the directory node, its copy tossed and N's
- *       DIR_MOVE slower than toss_secs, M's own lookup is answered "M".
+ *       M not the directory node: its copy tossed before N's DIR_MOVE
+ *       reaches D, M's own lookup was answered "M" from the record, and
+ *       M mastered a fresh R beside N (--rehot 4 --ops 1500 --nodes 4
+ *       seed 182; with the protocol or without).  Now D holds a LOOKUP
+ *       from the very node its record names (resource.c
+ *       dlm_dir_hold_lookup) and answers it when a DIR_MOVE moves the
+ *       record.  Only a move makes that case: a node never looks up a
+ *       name it masters (it has the copy), and a master that drops its
+ *       copy sends REMOVE, which reaches D before any later lookup of its
+ *       own (FIFO); so the record naming the asker is M's record after
+ *       M moved R, and N's DIR_MOVE is already sent (N installed) or
+ *       will be (MIGRATE on its way to N).  No wire change: the answer
+ *       is the LOOKUP_REPLY, later.  Why not the alternatives: D cannot
+ *       answer "ask N", it does not know N before the DIR_MOVE; "retry"
+ *       makes M and D ping-pong (or needs a timer) for as long as N is
+ *       slow, SIGSTOPped say; M keeping its copy as a forwarding stub
+ *       until the DIR_MOVE is acknowledged needs a new message from D.
+ *       Deaths and recoveries while D holds it (the lookup is forgotten
+ *       at D's step_start, and M, whose rsb had RESF_LOOKUP, looks up
+ *       again at finish in the rebuilt directory, as for any lookup in
+ *       flight at a stop; with remastering on the rebuild is full):
+ *         - M dies: its lookup goes with it; the record naming M is not
+ *           confirmed and swept; N registers R.
+ *         - N dies before its DIR_MOVE: R is lost with N's locks, as in
+ *           "Death of N mid-move"; nobody registers R, and M's lookup
+ *           at finish makes M master of a fresh R: one master.
+ *         - D dies: the held lookup is lost with D; the new directory
+ *           node has R from N's registration (N installed the MIGRATE by
+ *           the directory step at the latest).
+ *         - A recovery, all alive: the same, N registers R; the DIR_MOVE
+ *           sent before it is dropped as stale.
+ *       Left: a third node X that D answers "M" (the record) meanwhile
+ *       sends its request to M, which, with no copy, refuses it without
+ *       a hint; X looks up again, and bounces so until the DIR_MOVE
+ *       lands (no safety matter: nobody grants; as before).  Two
+ *       DIR_MOVEs of successive moves (M to N, N to P) reaching D out of
+ *       order leave a record naming N; the residence time makes that
+ *       unlikely, and the sims have not shown it; not closed.
  *     - The queues N builds from the records are in M's order exactly:
  *       a lock's HEADQUE is not honoured again (seed 3172, --nodes 6:
  *       two conversions swapped waited for each other for ever).

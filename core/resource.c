@@ -36,7 +36,10 @@
  * resource mastered anywhere; the first node to look a key up becomes
  * its master.  When a master drops an unused resource it tells the
  * directory node (REMOVE), which forgets the record only if that node
- * is still the recorded master.
+ * is still the recorded master.  A lookup from the very node the record
+ * names waits (dlm_dir_hold_lookup): only remastering makes one, the
+ * node having moved the resource away before the new master's DIR_MOVE
+ * came (core/remaster.c, "The directory").
  *
  * Sub-resources are mastered with their parent (issue 18).  A child
  * resource has no directory record and is never looked up: its master is
