@@ -907,7 +907,8 @@ int dlm_dir_hold_lookup(struct dlm_ls *ls, const unsigned char *key,
 	struct dlm_dir_held *dh;
 
 	if (!de || de->de_master != requester ||
-	    requester == dlm_our_nodeid(ls))
+	    requester == dlm_our_nodeid(ls) ||
+	    ls->ls_core->core_fault == DLM_FAULT_REMASTER_DIR_ANSWER)
 		return 0;
 	dh = dlm_malloc(ls->ls_core, offsetof(struct dlm_dir_held, dh_key) +
 			keylen);
