@@ -276,6 +276,12 @@
  *       the step (the recovery runs again).  A record dropped, or a copy
  *       missing from the queues, let N grant against a lock it did not
  *       know: two holders (seeds 490, 534, 735 with --repoint).
+ *     - Movable, either way: no lock whose conversion deadlock demoted
+ *       it to NL (DLM_SBF_DEMOTED) before its owner was told (with the
+ *       conversion's completion): N installs its own locks from its
+ *       process copies, which still held the mode, and granted a PR
+ *       beside the PW it thought granted (--remaster --rehot 4 --ops
+ *       1500 --nodes 5 seed 799, without the protocol).
  *     - Movable, with the protocol: any node's master copy, and M's own
  *       local lock only while no operation of it is pending (no wait,
  *       resend, park, overlap, held grant or deadlock cancel); no lock
@@ -515,6 +521,7 @@ static bool movable(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 			      ls->ls_core->core_fault !=
 			      DLM_FAULT_REMASTER_ANY_OWNER)) ||
 			    lkb->lkb_nchildren ||
+			    (lkb->lkb_sbflags & DLM_SBF_DEMOTED) ||
 			    (lkb->lkb_flags & LKBF_ORPHAN) ||
 			    (lkb->lkb_exflags & DLM_LKF_PERSISTENT))
 				return false;
