@@ -8,7 +8,6 @@
  */
 
 #include "tests/test-core.h"
-#include "core/core_internal.h"
 
 #define TICKS	50
 
@@ -689,26 +688,6 @@ static void test_unlock_to_dead_old_master(void **state)
 	cluster_remaster_shared = 0;
 }
 
-/* A root name of the three nodes' lockspace whose directory node is
- * 'dir' (rendezvous placement, core/resource.c), in buf. */
-static const char *name_directed_by(uint32_t dir, char *buf, size_t len)
-{
-	static const uint32_t members[] = { 1, 2, 3 };
-	unsigned char key[16];
-	int i;
-
-	for (i = 0; i < 1000; i++) {
-		snprintf(buf, len, "d%d", i);
-		key[0] = (unsigned char)strlen(buf);
-		memcpy(key + 1, buf, key[0]);
-		if (dlm_dir_nodeid_of(members, 3, dlm_hash_bytes(key,
-							    1u + key[0])) == dir)
-			return buf;
-	}
-	fail_msg("no name directed by node %u", dir);
-	return NULL;
-}
-
 /* The old master is not the directory node (issue 18): node 1 masters
  * 'name', which node 3 directs, and moves it to node 2, whose DIR_MOVE
  * stays on its way to node 3.  Node 1's unused copy is tossed and node
@@ -730,7 +709,7 @@ static void old_master_looks_up(uint32_t shared, int recover)
 	cluster_remaster_ticks = TICKS;
 	cluster_remaster_shared = shared;
 	c = cluster_new(3, 100);
-	name_directed_by(3, name, sizeof(name));
+	name_directed_by("d", 3, 3, name, sizeof(name));
 	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
 	drain(c);
 	assert_status(c, 1, a, 0);
