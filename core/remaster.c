@@ -307,7 +307,12 @@
  *       like a held MIGRATE, a MOVED is sure to have arrived only by the
  *       NODES barrier.  Then each process copy still awaiting its
  *       re-point marks R (RESF_RECOVER_MASTER) and its parked operation
- *       is kept for finish.  RC_LOCK looks for an existing master copy
+ *       is kept for finish.  That mark comes after the node's NODES
+ *       status, so with the protocol on no node says it has nothing to
+ *       recover (recover.c QUIET STEPS): the skipped masters and locks
+ *       steps let the survivor that took R from a dead N grant over
+ *       locks never resent to it (seed 783, --rehot 4 --ops 1500
+ *       --nodes 5).  RC_LOCK looks for an existing master copy
  *       only on a resource that took locks in an aborted attempt of the
  *       same recovery, so N marks a resource whose master copies came
  *       from records and may still be unacknowledged (RESF_REPOINTED),
