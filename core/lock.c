@@ -2248,14 +2248,19 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 			request_with_master(ls, lkb);
 			return;
 		}
-		if (r->res_parent && r->res_parent->res_nodeid == m->m_from &&
-		    m->m_gen != ls->ls_generation) {
-			/* refused before a recovery that made the sender the
-			 * parent's master: it had not installed the parent's
-			 * move yet, which our copy knew of from the old
-			 * master's MOVED, and did at the directory step
+		if (m->m_gen != ls->ls_generation) {
+			/* refused before a recovery (held over it): what it
+			 * says of the sender is stale, the recovery settled
+			 * the master since (a move's new master installs at
+			 * the directory step, a dead one's resources go to
+			 * a survivor, maybe the sender); ask again where we
+			 * know it to be now.  Taken as news, it failed a
+			 * child request -EPROTO from its parent's master
 			 * (remaster.c; dlm-sim --faults --remaster --repoint
-			 * --rehot 4 --ops 1500 --nodes 6 seed 97) */
+			 * --rehot 4 --ops 1500 --nodes 6 seed 97), and
+			 * zeroed a root's master that a cancel redone at
+			 * finish was then sent to (node 0: --daemon-deaths
+			 * --rehot 4 --nodes 6 seed 583) */
 			request_with_master(ls, lkb);
 			return;
 		}
