@@ -772,6 +772,71 @@ static void test_old_master_looks_up_recovery(void **state)
 	old_master_looks_up(1, 1);
 }
 
+/* A conversion deadlock on "r" at node 1 demotes a lock of node 2's to NL
+ * (a: PW to EX with CONVDEADLK and QUECVT, waiting for e's CR; b: NL to
+ * PR with HEADQUE, ahead of a and blocked by its PW, while a queues
+ * behind b), grants b and tells a's
+ * owner nothing yet, in the step whose operation may close the window
+ * that moves "r" to node 2 ('fill' conversions of another lock of node
+ * 2's before shift where it closes).  Node 2 would install a from its own
+ * copy, still PW, beside b's PR, and grant a later without the demotion;
+ * so "r" does not move while a demotion is untold (remaster.c movable),
+ * and a's grant says DLM_SBF_DEMOTED wherever the window closes. */
+static void test_demoted_at_move(void **state)
+{
+	int fill, i;
+
+	(void)state;
+	cluster_remaster_ticks = TICKS;
+	/* node 1's first operation opens the first window (node 1's): the
+	 * second one closes within these */
+	for (fill = 24; fill < 72; fill++) {
+		struct cluster *c = cluster_new(3, 3600000);
+		uint32_t a, b, d, e;
+
+		master_at_1(c);
+		d = lock_on(c, 2, 4, "r", DLM_LOCK_NL, 0, 0, NULL);
+		drain(c);
+		for (i = 0; i < fill; i++) {
+			assert_int_equal(convert(c, 2, 4, d, i & 1 ? DLM_LOCK_NL :
+						 DLM_LOCK_CR, 0, NULL), 0);
+			drain(c);
+		}
+		a = lock_on(c, 2, 2, "r", DLM_LOCK_PW, 0, 0, NULL);
+		b = lock_on(c, 2, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
+		e = lock_on(c, 2, 5, "r", DLM_LOCK_CR, 0, 0, NULL);
+		drain(c);
+		assert_status(c, 2, a, 0);
+		assert_status(c, 2, b, 0);
+		assert_status(c, 2, e, 0);
+		assert_int_equal(convert(c, 2, 2, a, DLM_LOCK_EX,
+					 DLM_LKF_CONVDEADLK | DLM_LKF_QUECVT,
+					 NULL), 0);
+		drain(c);
+		assert_int_equal(convert(c, 2, 3, b, DLM_LOCK_PR,
+					 DLM_LKF_HEADQUE, NULL), 0);
+		drain(c);
+		assert_int_equal(count_asts(c, 2, a, DLM_AST_COMP), 1);
+		assert_status(c, 2, b, 0);
+		assert_int_equal(comp_of(c, 2, b)->a.grmode, DLM_LOCK_PR);
+		assert_int_equal(unlock(c, 2, 3, b, 0, NULL), 0);
+		assert_int_equal(unlock(c, 2, 5, e, 0, NULL), 0);
+		assert_int_equal(unlock(c, 2, 4, d, 0, NULL), 0);
+		drain(c);
+		assert_status(c, 2, a, 0);
+		if (comp_of(c, 2, a)->a.grmode != DLM_LOCK_EX)
+			fail_msg("fill %d: a not granted EX:\n%s\n%s", fill,
+				 dump(c, 1), dump(c, 2));
+		if (!(comp_of(c, 2, a)->a.sbflags & DLM_SBF_DEMOTED))
+			fail_msg("fill %d: a's grant does not say demoted", fill);
+		assert_verified(c);
+		assert_int_equal(unlock(c, 2, 2, a, 0, NULL), 0);
+		drain(c);
+		cluster_free(c);
+	}
+	cluster_remaster_ticks = 0;
+}
+
 /* remaster_ticks 0: nothing moves. */
 static void test_off(void **state)
 {
@@ -807,6 +872,7 @@ int main(void)
 		cmocka_unit_test(test_old_master_looks_up),
 		cmocka_unit_test(test_old_master_looks_up_shared),
 		cmocka_unit_test(test_old_master_looks_up_recovery),
+		cmocka_unit_test(test_demoted_at_move),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
