@@ -392,6 +392,15 @@
  *       names (its MOVED lost with M) is redone at N likewise: had M
  *       done it before the move, the lock would have had no record
  *       (test-core-remaster, test_unlock_to_dead_old_master).
+ *     - A request's -EBADR held over a recovery (sent before it: m_gen
+ *       older) is no news of the master: the recovery settled it since
+ *       (N installed at the directory step, or a dead N's resources went
+ *       to a survivor, the refusing M maybe); the request goes again to
+ *       the master known now (lock.c receive_request_reply).  Taken as
+ *       news, it failed a child request at its parent's master (seed 97,
+ *       --rehot 4 --ops 1500 --nodes 6) and zeroed a root's settled
+ *       master, a redone cancel then sent to node 0 (seed 583,
+ *       --daemon-deaths --rehot 4 --nodes 6).
  *     - A held MIGRATE installed at the directory step takes the records
  *       held before it, even when N has no copy of R (seed 4115).
  *     - N, re-pointed by RC_LOCKs at a recovery, is no new master for
