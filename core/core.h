@@ -232,6 +232,9 @@ enum dlm_core_fault {
 	DLM_FAULT_PARTIAL_KEEP_ORPHANS,	/* ... drops no record of a lookup
 					   answered after the stop, does no
 					   REMOVE held since the stop */
+	DLM_FAULT_REMASTER_DIR_ANSWER,	/* the directory answers the lookup of
+					   the node its record names from the
+					   record, not after the DIR_MOVE */
 };
 
 /* ---------------------------------------------------------------------

@@ -401,6 +401,8 @@ struct dlm_ls {
 	 * messages of a new master held until the old one's MOVED */
 	struct dlm_list		ls_rm_records;
 	struct dlm_list		ls_rm_held;
+	/* resource.c: LOOKUPs the directory holds until a DIR_MOVE */
+	struct dlm_list		ls_dir_held;
 	struct dlm_list		ls_rc_deferred;	/* RC_LOOKUPs before our DIR barrier */
 	struct dlm_list		ls_resend;	/* lkbs with an op to redo at finish */
 	struct dlm_rsb		**ls_rec_rsbs;	/* resources when recovery started */
@@ -497,6 +499,9 @@ void dlm_dir_remove(struct dlm_ls *ls, const unsigned char *key,
 		    unsigned int keylen, uint32_t hash, uint32_t master);
 int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 		     unsigned int keylen, uint32_t hash, uint32_t master);
+int dlm_dir_hold_lookup(struct dlm_ls *ls, const unsigned char *key,
+			unsigned int keylen, uint32_t hash, uint32_t requester);
+void dlm_dir_held_drop(struct dlm_ls *ls);
 int dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
 		 unsigned int keylen, uint32_t hash, uint32_t old,
 		 uint32_t master, uint32_t *cur);

@@ -2275,6 +2275,22 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 			request_with_master(ls, lkb);
 			return;
 		}
+		if (m->m_gen != ls->ls_generation) {
+			/* refused before a recovery (held over it): what it
+			 * says of the sender is stale, the recovery settled
+			 * the master since (a move's new master installs at
+			 * the directory step, a dead one's resources go to
+			 * a survivor, maybe the sender); ask again where we
+			 * know it to be now.  Taken as news, it failed a
+			 * child request -EPROTO from its parent's master
+			 * (remaster.c; dlm-sim --faults --remaster --repoint
+			 * --rehot 4 --ops 1500 --nodes 6 seed 97), and
+			 * zeroed a root's master that a cancel redone at
+			 * finish was then sent to (node 0: --daemon-deaths
+			 * --rehot 4 --nodes 6 seed 583) */
+			request_with_master(ls, lkb);
+			return;
+		}
 		if (r->res_parent && r->res_parent->res_nodeid == m->m_from) {
 			/* the parent's master says it is not: never loop */
 			log_ls(ls, DLM_LOG_ERR,
@@ -2513,6 +2529,13 @@ static int receive_lookup(struct dlm_ls *ls, const struct dlm_msg *m)
 		       m->m_from);
 		rv = -EINVAL;
 	} else {
+		/* from the node the record names: it moved the resource
+		 * away, and the new master's DIR_MOVE is on its way; the
+		 * answer waits for it (resource.c dlm_dir_hold_lookup) */
+		rv = dlm_dir_hold_lookup(ls, m->m_key, m->m_keylen, hash,
+					 m->m_from);
+		if (rv)
+			return rv < 0 ? rv : 0;	/* -ENOMEM: offered again */
 		rv = dlm_dir_lookup(ls, m->m_key, m->m_keylen, hash, m->m_from,
 				    &master);
 	}
@@ -2685,6 +2708,7 @@ void dlm_lock_drop_all(struct dlm_ls *ls)
 	dlm_htab_drain(&ls->ls_rsbtbl, free_hnode_rsb, NULL);
 	dlm_htab_drain(&ls->ls_dirtbl, free_hnode_dirent, NULL);
 	ls->ls_ndirself = 0;
+	dlm_dir_held_drop(ls);
 	dlm_htab_drain(&ls->ls_ownertbl, free_hnode_owner, NULL);
 	while (!dlm_list_empty(&ls->ls_unlock_lvbs)) {
 		struct dlm_unlock_lvb *ul = dlm_list_first(&ls->ls_unlock_lvbs,

@@ -213,6 +213,7 @@ int dlm_core_ls_create(struct dlm_core *core, const char *name,
 	dlm_list_init(&ls->ls_unlock_lvbs);
 	dlm_list_init(&ls->ls_rm_records);
 	dlm_list_init(&ls->ls_rm_held);
+	dlm_list_init(&ls->ls_dir_held);
 	dlm_recover_init_ls(ls);
 	rv = dlm_ls_set_members(ls, members, nmembers);
 	if (rv)

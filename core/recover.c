@@ -85,7 +85,9 @@
  * asked).  Three rounds instead of five when a node that dies took only
  * its own resources' locks with it (bench/bench-recovery, "barrier
  * rounds").  A member that says nothing (the flag is 0: an engine before
- * this change) is taken as having something: the five rounds.
+ * this change) is taken as having something: the five rounds.  So is a
+ * member with remastering's re-point protocol on: it marks resources at
+ * the directory step too, after its word (core/remaster.c, MOVED held).
  *
  * PARTIAL DIRECTORY (issue 18).  The full rebuild re-registers every root
  * with its directory node and then sweeps every record no master
@@ -597,6 +599,10 @@ static int step_start(struct dlm_ls *ls)
 		return rv;
 	ls->ls_rec_rsbs = a.ra_v;
 	ls->ls_rec_cap = ls->ls_rsbtbl.ht_count + 1;
+	/* lookups held for a DIR_MOVE: their requesters look up again at
+	 * finish (RESF_RC_DROP below, on their side), in the directory
+	 * this recovery rebuilds (resource.c dlm_dir_hold_lookup) */
+	dlm_dir_held_drop(ls);
 	for (i = 0; i < a.ra_n; i++) {
 		struct dlm_rsb *r = a.ra_v[i];
 
@@ -628,8 +634,15 @@ static int step_start(struct dlm_ls *ls)
 			dlm_rsb_hold(r), dlm_rsb_release(r);	/* toss list */
 	}
 	/* a child that needs a new master takes its root's: its ancestors
-	 * need one too, even those we hold no lock on */
-	ls->ls_rc_nothing = true;
+	 * need one too, even those we hold no lock on.  With the re-point
+	 * protocol a held MOVED, handled at the directory step after our
+	 * NODES word, may mark one yet (remaster.c dlm_remaster_recover: a
+	 * copy naming a departed new master): we never say nothing then
+	 * (QUIET STEPS; dlm-sim --faults --remaster --repoint --rehot 4
+	 * --ops 1500 --nodes 5 seed 783: the steps skipped, the survivor
+	 * that took the resource granted its EX over a PR never resent) */
+	ls->ls_rc_nothing = !(dlm_remaster_on(ls) &&
+			      ls->ls_core->core_cfg.remaster_shared);
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
 		struct dlm_rsb *r = ls->ls_rec_rsbs[i], *p;
 

@@ -67,7 +67,8 @@
  * nobody grants: requests bounce (below) until N installs.
  *
  * Races, and how each is closed:
- *   - Lookup vs. move.  D answers M until DIR_MOVE arrives.  A request
+ *   - Lookup vs. move.  D answers M until DIR_MOVE arrives (to all
+ *     but M itself, whose lookup waits for it: "As built" below).  A request
  *     that reaches M after the move is refused -EBADR with a hint
  *     (m_nodeid = N, what M's copy says); the requester tries N.  N, if
  *     it has not installed yet, refuses with its own view (M), and so
@@ -275,6 +276,12 @@
  *       the step (the recovery runs again).  A record dropped, or a copy
  *       missing from the queues, let N grant against a lock it did not
  *       know: two holders (seeds 490, 534, 735 with --repoint).
+ *     - Movable, either way: no lock whose conversion deadlock demoted
+ *       it to NL (DLM_SBF_DEMOTED) before its owner was told (with the
+ *       conversion's completion): N installs its own locks from its
+ *       process copies, which still held the mode, and granted a PR
+ *       beside the PW it thought granted (--remaster --rehot 4 --ops
+ *       1500 --nodes 5 seed 799, without the protocol).
  *     - Movable, with the protocol: any node's master copy, and M's own
  *       local lock only while no operation of it is pending (no wait,
  *       resend, park, overlap, held grant or deadlock cancel); no lock
@@ -300,7 +307,12 @@
  *       like a held MIGRATE, a MOVED is sure to have arrived only by the
  *       NODES barrier.  Then each process copy still awaiting its
  *       re-point marks R (RESF_RECOVER_MASTER) and its parked operation
- *       is kept for finish.  RC_LOCK looks for an existing master copy
+ *       is kept for finish.  That mark comes after the node's NODES
+ *       status, so with the protocol on no node says it has nothing to
+ *       recover (recover.c QUIET STEPS): the skipped masters and locks
+ *       steps let the survivor that took R from a dead N grant over
+ *       locks never resent to it (seed 783, --rehot 4 --ops 1500
+ *       --nodes 5).  RC_LOCK looks for an existing master copy
  *       only on a resource that took locks in an aborted attempt of the
  *       same recovery, so N marks a resource whose master copies came
  *       from records and may still be unacknowledged (RESF_REPOINTED),
@@ -330,8 +342,44 @@
  *       had the same race).  Moving the record to N at the move instead
  *       made N, looking R up before the MIGRATE came, master of a fresh
  *       R (seeds 374, 715, 1245 of --repoint --nodes 7 --ops 2000).
- *       Not closed: M not the directory node, its copy tossed and N's
- *       DIR_MOVE slower than toss_secs, M's own lookup is answered "M".
+ *       M not the directory node: its copy tossed before N's DIR_MOVE
+ *       reaches D, M's own lookup was answered "M" from the record, and
+ *       M mastered a fresh R beside N (--rehot 4 --ops 1500 --nodes 4
+ *       seed 182; with the protocol or without).  Now D holds a LOOKUP
+ *       from the very node its record names (resource.c
+ *       dlm_dir_hold_lookup) and answers it when a DIR_MOVE moves the
+ *       record.  Only a move makes that case: a node never looks up a
+ *       name it masters (it has the copy), and a master that drops its
+ *       copy sends REMOVE, which reaches D before any later lookup of its
+ *       own (FIFO); so the record naming the asker is M's record after
+ *       M moved R, and N's DIR_MOVE is already sent (N installed) or
+ *       will be (MIGRATE on its way to N).  No wire change: the answer
+ *       is the LOOKUP_REPLY, later.  Why not the alternatives: D cannot
+ *       answer "ask N", it does not know N before the DIR_MOVE; "retry"
+ *       makes M and D ping-pong (or needs a timer) for as long as N is
+ *       slow, SIGSTOPped say; M keeping its copy as a forwarding stub
+ *       until the DIR_MOVE is acknowledged needs a new message from D.
+ *       Deaths and recoveries while D holds it (the lookup is forgotten
+ *       at D's step_start, and M, whose rsb had RESF_LOOKUP, looks up
+ *       again at finish in the rebuilt directory, as for any lookup in
+ *       flight at a stop; with remastering on the rebuild is full):
+ *         - M dies: its lookup goes with it; the record naming M is not
+ *           confirmed and swept; N registers R.
+ *         - N dies before its DIR_MOVE: R is lost with N's locks, as in
+ *           "Death of N mid-move"; nobody registers R, and M's lookup
+ *           at finish makes M master of a fresh R: one master.
+ *         - D dies: the held lookup is lost with D; the new directory
+ *           node has R from N's registration (N installed the MIGRATE by
+ *           the directory step at the latest).
+ *         - A recovery, all alive: the same, N registers R; the DIR_MOVE
+ *           sent before it is dropped as stale.
+ *       Left: a third node X that D answers "M" (the record) meanwhile
+ *       sends its request to M, which, with no copy, refuses it without
+ *       a hint; X looks up again, and bounces so until the DIR_MOVE
+ *       lands (no safety matter: nobody grants; as before).  Two
+ *       DIR_MOVEs of successive moves (M to N, N to P) reaching D out of
+ *       order leave a record naming N; the residence time makes that
+ *       unlikely, and the sims have not shown it; not closed.
  *     - The queues N builds from the records are in M's order exactly:
  *       a lock's HEADQUE is not honoured again (seed 3172, --nodes 6:
  *       two conversions swapped waited for each other for ever).
@@ -344,6 +392,15 @@
  *       names (its MOVED lost with M) is redone at N likewise: had M
  *       done it before the move, the lock would have had no record
  *       (test-core-remaster, test_unlock_to_dead_old_master).
+ *     - A request's -EBADR held over a recovery (sent before it: m_gen
+ *       older) is no news of the master: the recovery settled it since
+ *       (N installed at the directory step, or a dead N's resources went
+ *       to a survivor, the refusing M maybe); the request goes again to
+ *       the master known now (lock.c receive_request_reply).  Taken as
+ *       news, it failed a child request at its parent's master (seed 97,
+ *       --rehot 4 --ops 1500 --nodes 6) and zeroed a root's settled
+ *       master, a redone cancel then sent to node 0 (seed 583,
+ *       --daemon-deaths --rehot 4 --nodes 6).
  *     - A held MIGRATE installed at the directory step takes the records
  *       held before it, even when N has no copy of R (seed 4115).
  *     - N, re-pointed by RC_LOCKs at a recovery, is no new master for
@@ -478,6 +535,7 @@ static bool movable(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 			      ls->ls_core->core_fault !=
 			      DLM_FAULT_REMASTER_ANY_OWNER)) ||
 			    lkb->lkb_nchildren ||
+			    (lkb->lkb_sbflags & DLM_SBF_DEMOTED) ||
 			    (lkb->lkb_flags & LKBF_ORPHAN) ||
 			    (lkb->lkb_exflags & DLM_LKF_PERSISTENT))
 				return false;

@@ -36,7 +36,10 @@
  * resource mastered anywhere; the first node to look a key up becomes
  * its master.  When a master drops an unused resource it tells the
  * directory node (REMOVE), which forgets the record only if that node
- * is still the recorded master.
+ * is still the recorded master.  A lookup from the very node the record
+ * names waits (dlm_dir_hold_lookup): only remastering makes one, the
+ * node having moved the resource away before the new master's DIR_MOVE
+ * came (core/remaster.c, "The directory").
  *
  * Sub-resources are mastered with their parent (issue 18).  A child
  * resource has no directory record and is never looked up: its master is
@@ -940,6 +943,86 @@ void dlm_dir_remove(struct dlm_ls *ls, const unsigned char *key,
 		dir_del(ls, de);
 }
 
+/* A LOOKUP held by the directory node: from the node key's record names,
+ * which moved the resource away (remaster.c, "The directory"). */
+struct dlm_dir_held {
+	struct dlm_list		dh_list;	/* ls_dir_held */
+	uint32_t		dh_node;	/* the requester */
+	uint16_t		dh_keylen;
+	unsigned char		dh_key[];
+};
+
+/* A LOOKUP of key from 'requester': held (1) if key's record names the
+ * requester, else 0 (the caller answers it from the record); -ENOMEM,
+ * nothing changed.  A node never looks up a name it masters, and the
+ * record stops naming a master that drops the resource before any lookup
+ * of its own comes (its REMOVE comes first on the link); so a record
+ * naming the requester is one whose master moved the resource away and
+ * whose new master's DIR_MOVE has not come yet.  Answered "you", the
+ * requester would master a fresh copy beside the new master; it is
+ * answered once a DIR_MOVE moves the record (dlm_dir_move), or never,
+ * when a recovery comes first (dlm_dir_held_drop), after which the
+ * requester looks up again. */
+int dlm_dir_hold_lookup(struct dlm_ls *ls, const unsigned char *key,
+			unsigned int keylen, uint32_t hash, uint32_t requester)
+{
+	struct dlm_dirent *de = dir_find(ls, key, keylen, hash);
+	char name[DLM_KEY_TEXT_LEN];
+	struct dlm_dir_held *dh;
+
+	if (!de || de->de_master != requester ||
+	    requester == dlm_our_nodeid(ls) ||
+	    ls->ls_core->core_fault == DLM_FAULT_REMASTER_DIR_ANSWER)
+		return 0;
+	dh = dlm_malloc(ls->ls_core, offsetof(struct dlm_dir_held, dh_key) +
+			keylen);
+	if (!dh)
+		return -ENOMEM;
+	dh->dh_node = requester;
+	dh->dh_keylen = (uint16_t)keylen;
+	memcpy(dh->dh_key, key, keylen);
+	dlm_list_add_tail(&dh->dh_list, &ls->ls_dir_held);
+	dlm_key_format(key, keylen, name, sizeof(name));
+	log_ls(ls, DLM_LOG_DEBUG, "directory: lookup of \"%s\" from node %u, "
+	       "its recorded master, waits for the move", name, requester);
+	return 1;
+}
+
+/* key's record moved to 'master': answer the lookups held for it. */
+static void dir_answer_held(struct dlm_ls *ls, const unsigned char *key,
+			    unsigned int keylen, uint32_t master)
+{
+	struct dlm_list *pos, *tmp;
+
+	dlm_list_for_each_safe(pos, tmp, &ls->ls_dir_held) {
+		struct dlm_dir_held *dh = dlm_container_of(pos,
+						struct dlm_dir_held, dh_list);
+		struct dlm_msg m;
+
+		if (dh->dh_keylen != keylen || memcmp(dh->dh_key, key, keylen))
+			continue;
+		dlm_msg_init(&m, DLM_MSG_LOOKUP_REPLY);
+		m.m_nodeid = master;
+		m.m_key = dh->dh_key;
+		m.m_keylen = dh->dh_keylen;
+		dlm_send_msg(ls, &m, dh->dh_node);
+		dlm_list_del(&dh->dh_list);
+		free(dh);
+	}
+}
+
+/* Forget the held lookups (a recovery, or the lockspace goes). */
+void dlm_dir_held_drop(struct dlm_ls *ls)
+{
+	while (!dlm_list_empty(&ls->ls_dir_held)) {
+		struct dlm_dir_held *dh = dlm_list_first(&ls->ls_dir_held,
+						struct dlm_dir_held, dh_list);
+
+		dlm_list_del(&dh->dh_list);
+		free(dh);
+	}
+}
+
 /* Remastering: key's master moved from 'old' to 'master'.  False, with
  * the master the record names in *cur, when that was not 'old'. */
 int dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
@@ -959,6 +1042,8 @@ int dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
 	if (de) {
 		de->de_master = master;
 		dir_settle(ls, de);
+		if (master != old && !dlm_list_empty(&ls->ls_dir_held))
+			dir_answer_held(ls, key, keylen, master);
 	} else if (master != old) {
 		/* out of memory: nothing changed, the caller refuses the
 		 * move (a record left naming the old master outlived the

@@ -2098,6 +2098,7 @@ static const struct {
 	{ "remaster-any-owner", DLM_FAULT_REMASTER_ANY_OWNER },
 	{ "remaster-skip-repoint", DLM_FAULT_REMASTER_SKIP_REPOINT },
 	{ "remaster-early-grant", DLM_FAULT_REMASTER_EARLY_GRANT },
+	{ "remaster-dir-answer", DLM_FAULT_REMASTER_DIR_ANSWER },
 	{ "partial-keep-dead", DLM_FAULT_PARTIAL_KEEP_DEAD },
 	{ "partial-keep-orphans", DLM_FAULT_PARTIAL_KEEP_ORPHANS },
 };
@@ -2322,7 +2323,8 @@ static void usage(FILE *out)
 		"                ignore-queue, lvb-no-write, range-ignored,\n"
 		"                quecvt-ignored, waitq-pass, lose-grant,\n"
 		"                token-reset, child-local; with --remaster:\n"
-		"                remaster-no-freeze, remaster-any-owner; with\n"
+		"                remaster-no-freeze, remaster-any-owner,\n"
+		"                remaster-dir-answer; with\n"
 		"                --repoint: remaster-skip-repoint,\n"
 		"                remaster-early-grant; with\n"
 		"                --faults: skip-purge, skip-resend, keep-dead-master,\n"

@@ -721,13 +721,16 @@ static bool settled(const struct sim_lock *lk)
 
 /* --repoint: lk's master copy is on its way from the old master to the
  * new one (core/remaster.c): its MIGRATE_LOCK record is on a link, or the
- * resource's MIGRATE is, from or to 'named', the master lk's node names
- * (the old one until MOVED arrives there, then the new one).  The records
- * that went before a MIGRATE may have arrived: the new master keeps them,
- * inert, until the MIGRATE installs them, so they are on no link and in
- * no lockdump while it is on its way. */
+ * resource's MIGRATE is.  The records that went before a MIGRATE may have
+ * arrived: the new master keeps them, inert, until the MIGRATE installs
+ * them, so they are on no link and in no lockdump while it is on its way.
+ * (Any MIGRATE of the resource: the lock walk does not say which master
+ * lk's node names, its w_nodeid is lk's own node, and the check by that
+ * missed a third node's lock whose record had arrived, seed 4650 of
+ * --faults --remaster --repoint --nodes 6; a record lost is caught by the
+ * count MIGRATE carries, remaster.c.) */
 static bool repoint_in_flight(struct sim *sim, const struct sim_lock *lk,
-			      uint32_t lsid, uint32_t named)
+			      uint32_t lsid)
 {
 	const struct sim_res *r = &sim->res[lk->l_res];
 	unsigned int f, t;
@@ -747,7 +750,6 @@ static bool repoint_in_flight(struct sim *sim, const struct sim_lock *lk,
 				    m.m_remid == lk->l_lkid)
 					return true;
 				if (m.m_type == DLM_MSG_MIGRATE &&
-				    (f + 1 == named || t + 1 == named) &&
 				    m.m_keylen == r->r_keylen &&
 				    !memcmp(m.m_key, r->r_key, r->r_keylen))
 					return true;
@@ -762,8 +764,7 @@ static bool repoint_in_flight(struct sim *sim, const struct sim_lock *lk,
  * recovery has finished everywhere: the master state, lk's master copy
  * with it, is then in the message, and lk's node masters it on arrival
  * (core/remaster.c). */
-static bool moving_here(struct sim *sim, const struct sim_lock *lk,
-			const struct sim_winfo *w)
+static bool moving_here(struct sim *sim, const struct sim_lock *lk)
 {
 	const struct sim_res *r = &sim->res[lk->l_res];
 	uint32_t lsid = dlm_core_ls_id(sim->nodes[lk->l_node].n_ls[lk->l_ls]);
@@ -785,7 +786,7 @@ static bool moving_here(struct sim *sim, const struct sim_lock *lk,
 		}
 	}
 	return sim->opts->o_repoint &&
-	       repoint_in_flight(sim, lk, lsid, w->w_nodeid);
+	       repoint_in_flight(sim, lk, lsid);
 }
 
 static void check_survivor(struct sim *sim, const struct sim_lock *lk,
@@ -815,7 +816,7 @@ static void check_survivor(struct sim *sim, const struct sim_lock *lk,
 	key.k_nodeid = n->n_id;
 	key.k_lkid = lk->l_lkid;
 	m = nkeys ? bsearch(&key, keys, nkeys, sizeof(key), mkey_cmp) : NULL;
-	if (!m && moving_here(sim, lk, w))
+	if (!m && moving_here(sim, lk))
 		return;
 	if (!m) {
 		sim_fail(sim, "RECOVERY: no master has n%d's lock %08x (%s %s)",

@@ -706,6 +706,37 @@ static void test_toss_cap(void **state)
 	 * it) and "b0" (node 2 kept a copy naming node 1 for a while) */
 	first_then_queued(c, "a0", 2, 1, DLM_LOCK_PR);
 	first_then_queued(c, "b0", 1, 2, DLM_LOCK_EX);
+/* A LOOKUP in flight to a directory node that does not answer counts as
+ * a waiter in the lockspace's stats (ls_nlookups): the request waits for
+ * a remote reply as much as one sent to a master, and a stalled directory
+ * node must show as a stall.  Once answered, nothing waits. */
+static void test_lookup_waits(void **state)
+{
+	struct cluster *c = cluster_new(2, 100);
+	struct dlm_ls_stats st;
+	char name[16];
+	uint32_t lk = 0;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 64 && !c->sent[DLM_MSG_LOOKUP]; i++) {
+		/* a name node 2 directs: its lookup goes there */
+		snprintf(name, sizeof(name), "w%d", i);
+		lk = lock_on(c, 1, 1, name, DLM_LOCK_PR, 0, 0, NULL);
+		if (!c->sent[DLM_MSG_LOOKUP]) {
+			assert_status(c, 1, lk, 0);
+			assert_int_equal(unlock(c, 1, 1, lk, 0, NULL), 0);
+		}
+	}
+	assert_int_equal(c->sent[DLM_MSG_LOOKUP], 1);
+	assert_no_comp(c, 1, lk);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_waiters, 1);
+	assert_verified(c);
+	drain(c);
+	assert_status(c, 1, lk, 0);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_waiters, 0);
 	assert_verified(c);
 	cluster_free(c);
 }
@@ -726,6 +757,7 @@ int main(void)
 		cmocka_unit_test(test_child_toss_order),
 		cmocka_unit_test(test_own_records),
 		cmocka_unit_test(test_toss_cap),
+		cmocka_unit_test(test_lookup_waits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

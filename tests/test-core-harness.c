@@ -3,6 +3,7 @@
  * tests: see tests/test-core.h.
  */
 #include "tests/test-core.h"
+#include "core/core_internal.h"
 
 struct nodectx nctx[MAXN + 1];
 
@@ -351,4 +352,28 @@ void assert_verified(struct cluster *c)
 	for (i = 1; i <= c->n; i++)
 		if (!c->dead[i] && dlm_core_ls_verify(c->ls[i], why, sizeof(why)))
 			fail_msg("node %d: %s", i, why);
+}
+
+/* A root name "<prefix><i>" whose directory node among nodes 1..n is
+ * 'dir' (rendezvous placement, core/resource.c), into name. */
+void name_directed_by(const char *prefix, uint32_t n, uint32_t dir,
+		      char *name, size_t len)
+{
+	uint32_t members[MAXN], k;
+	unsigned char key[32];
+	int i;
+
+	assert_true(n <= MAXN);
+	for (k = 0; k < n; k++)
+		members[k] = k + 1;
+	for (i = 0; i < 1000; i++) {
+		snprintf(name, len, "%s%d", prefix, i);
+		assert_true(strlen(name) < sizeof(key));
+		key[0] = (unsigned char)strlen(name);
+		memcpy(key + 1, name, key[0]);
+		if (dlm_dir_nodeid_of(members, n, dlm_hash_bytes(key,
+							    key[0] + 1u)) == dir)
+			return;
+	}
+	fail_msg("no name directed by node %u", dir);
 }

@@ -694,25 +694,6 @@ static void test_recover_partial_dir(void **state)
 	cluster_free(c);
 }
 
-/* A name "pd<i>" whose directory node among nodes 1..4 is 'dir' (and
- * stays so without node 4: rendezvous), into name. */
-static void name_directed_by(uint32_t dir, char *name, size_t len)
-{
-	uint32_t members[4] = { 1, 2, 3, 4 };
-	unsigned char key[16];
-	int i;
-
-	for (i = 0; i < 1000; i++) {
-		snprintf(name, len, "pd%d", i);
-		key[0] = (unsigned char)strlen(name);
-		memcpy(key + 1, name, key[0]);
-		if (dlm_dir_nodeid_of(members, 4, dlm_hash_bytes(key, key[0] + 1u)) ==
-		    dir)
-			return;
-	}
-	fail();
-}
-
 static uint64_t dir_entries(struct cluster *c, int node)
 {
 	struct dlm_ls_stats st;
@@ -736,7 +717,7 @@ static void test_recover_partial_held_remove(void **state)
 
 	(void)state;
 	recover_all(c, 1);	/* a first recovery, as a join runs */
-	name_directed_by(2, name, sizeof(name));
+	name_directed_by("pd", 4, 2, name, sizeof(name));
 	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
 	drain(c);
 	assert_status(c, 1, a, 0);
@@ -772,7 +753,7 @@ static void test_recover_partial_lost_lookup(void **state)
 
 	(void)state;
 	recover_all(c, 1);	/* a first recovery, as a join runs */
-	name_directed_by(2, name, sizeof(name));
+	name_directed_by("pd", 4, 2, name, sizeof(name));
 	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
 	deliver_only(c, 1, 2);		/* the lookup; its answer waits */
 	assert_int_equal(dir_entries(c, 2), 1);

@@ -688,6 +688,155 @@ static void test_unlock_to_dead_old_master(void **state)
 	cluster_remaster_shared = 0;
 }
 
+/* The old master is not the directory node (issue 18): node 1 masters
+ * 'name', which node 3 directs, and moves it to node 2, whose DIR_MOVE
+ * stays on its way to node 3.  Node 1's unused copy is tossed and node
+ * 1 locks the name again: its LOOKUP reaches node 3 before the DIR_MOVE,
+ * and the record there still names node 1.  Node 1 must not become a
+ * second master (it did: its EX was granted beside node 2's): the lookup
+ * waits for the DIR_MOVE, is answered "node 2", and node 1's EX waits
+ * at node 2 for node 2's EX.  Without the re-point protocol and with
+ * it (remaster_shared); and with a recovery while the lookup waits, which
+ * forgets it: node 1 looks up again at finish, in the rebuilt directory
+ * (node 2 registered the name). */
+static void old_master_looks_up(uint32_t shared, int recover)
+{
+	char name[16], *text;
+	struct cluster *c;
+	uint32_t a, b;
+	int i, moved = 0;
+
+	cluster_remaster_ticks = TICKS;
+	cluster_remaster_shared = shared;
+	c = cluster_new(3, 100);
+	name_directed_by("d", 3, 3, name, sizeof(name));
+	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	drain(c);
+	b = lock_on(c, 2, 2, name, DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 2, b, 0);
+	for (i = 1; i <= 80 && !moved; i++) {
+		assert_int_equal(convert(c, 2, 2, b, i & 1 ? DLM_LOCK_PR :
+					 DLM_LOCK_NL, 0, NULL), 0);
+		deliver_only(c, 2, 1);
+		text = dump(c, 1);
+		moved = strstr(text, "master 2") != NULL;
+		free(text);
+		deliver_only(c, 1, 2);	/* the reply; at the move, MIGRATE */
+	}
+	assert_true(moved);
+	assert_dump_has(c, 2, "master 2");
+	/* node 2's DIR_MOVE to node 3 stays queued; node 1 tosses its copy */
+	dlm_core_tick(c->core[1], 1000);
+	assert_dump_lacks(c, 1, name);
+	assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+	assert_status(c, 2, b, 0);
+	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	deliver_only(c, 1, 3);		/* the LOOKUP, before the DIR_MOVE */
+	deliver_only(c, 3, 1);
+	assert_dump_lacks(c, 1, "master 1");	/* a second master */
+	assert_no_comp(c, 1, a);
+	if (recover)
+		recover_all(c, 1);
+	drain(c);			/* the DIR_MOVE, and what follows */
+	assert_no_comp(c, 1, a);
+	assert_dump_has(c, 1, "master 2");
+	assert_int_equal(unlock(c, 2, 2, b, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	/* (with the recovery, the DIR_MOVE is dropped as stale: a warning) */
+	assert_int_equal(c->nlog_warn, recover);
+	assert_verified(c);
+	end_test(c, 1, 1, a);
+	cluster_remaster_shared = 0;
+}
+
+static void test_old_master_looks_up(void **state)
+{
+	(void)state;
+	old_master_looks_up(0, 0);
+}
+
+static void test_old_master_looks_up_shared(void **state)
+{
+	(void)state;
+	old_master_looks_up(1, 0);
+}
+
+static void test_old_master_looks_up_recovery(void **state)
+{
+	(void)state;
+	old_master_looks_up(1, 1);
+}
+
+/* A conversion deadlock on "r" at node 1 demotes a lock of node 2's to NL
+ * (a: PW to EX with CONVDEADLK and QUECVT, waiting for e's CR; b: NL to
+ * PR with HEADQUE, ahead of a and blocked by its PW, while a queues
+ * behind b), grants b and tells a's
+ * owner nothing yet, in the step whose operation may close the window
+ * that moves "r" to node 2 ('fill' conversions of another lock of node
+ * 2's before shift where it closes).  Node 2 would install a from its own
+ * copy, still PW, beside b's PR, and grant a later without the demotion;
+ * so "r" does not move while a demotion is untold (remaster.c movable),
+ * and a's grant says DLM_SBF_DEMOTED wherever the window closes. */
+static void test_demoted_at_move(void **state)
+{
+	int fill, i;
+
+	(void)state;
+	cluster_remaster_ticks = TICKS;
+	/* node 1's first operation opens the first window (node 1's): the
+	 * second one closes within these */
+	for (fill = 24; fill < 72; fill++) {
+		struct cluster *c = cluster_new(3, 3600000);
+		uint32_t a, b, d, e;
+
+		master_at_1(c);
+		d = lock_on(c, 2, 4, "r", DLM_LOCK_NL, 0, 0, NULL);
+		drain(c);
+		for (i = 0; i < fill; i++) {
+			assert_int_equal(convert(c, 2, 4, d, i & 1 ? DLM_LOCK_NL :
+						 DLM_LOCK_CR, 0, NULL), 0);
+			drain(c);
+		}
+		a = lock_on(c, 2, 2, "r", DLM_LOCK_PW, 0, 0, NULL);
+		b = lock_on(c, 2, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
+		e = lock_on(c, 2, 5, "r", DLM_LOCK_CR, 0, 0, NULL);
+		drain(c);
+		assert_status(c, 2, a, 0);
+		assert_status(c, 2, b, 0);
+		assert_status(c, 2, e, 0);
+		assert_int_equal(convert(c, 2, 2, a, DLM_LOCK_EX,
+					 DLM_LKF_CONVDEADLK | DLM_LKF_QUECVT,
+					 NULL), 0);
+		drain(c);
+		assert_int_equal(convert(c, 2, 3, b, DLM_LOCK_PR,
+					 DLM_LKF_HEADQUE, NULL), 0);
+		drain(c);
+		assert_int_equal(count_asts(c, 2, a, DLM_AST_COMP), 1);
+		assert_status(c, 2, b, 0);
+		assert_int_equal(comp_of(c, 2, b)->a.grmode, DLM_LOCK_PR);
+		assert_int_equal(unlock(c, 2, 3, b, 0, NULL), 0);
+		assert_int_equal(unlock(c, 2, 5, e, 0, NULL), 0);
+		assert_int_equal(unlock(c, 2, 4, d, 0, NULL), 0);
+		drain(c);
+		assert_status(c, 2, a, 0);
+		if (comp_of(c, 2, a)->a.grmode != DLM_LOCK_EX)
+			fail_msg("fill %d: a not granted EX:\n%s\n%s", fill,
+				 dump(c, 1), dump(c, 2));
+		if (!(comp_of(c, 2, a)->a.sbflags & DLM_SBF_DEMOTED))
+			fail_msg("fill %d: a's grant does not say demoted", fill);
+		assert_verified(c);
+		assert_int_equal(unlock(c, 2, 2, a, 0, NULL), 0);
+		drain(c);
+		cluster_free(c);
+	}
+	cluster_remaster_ticks = 0;
+}
+
 /* remaster_ticks 0: nothing moves. */
 static void test_off(void **state)
 {
@@ -720,6 +869,10 @@ int main(void)
 		cmocka_unit_test(test_third_writer_dies_mid_move),
 		cmocka_unit_test(test_new_master_without_copy),
 		cmocka_unit_test(test_unlock_to_dead_old_master),
+		cmocka_unit_test(test_old_master_looks_up),
+		cmocka_unit_test(test_old_master_looks_up_shared),
+		cmocka_unit_test(test_old_master_looks_up_recovery),
+		cmocka_unit_test(test_demoted_at_move),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

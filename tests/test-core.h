@@ -94,6 +94,10 @@ void finish_all(struct cluster *c, uint32_t event);
 void recover_all(struct cluster *c, uint32_t event);
 void deliver_only(struct cluster *c, uint32_t from, uint32_t to);
 void assert_verified(struct cluster *c);
+/* A root name "<prefix><i>" whose directory node among nodes 1..n is
+ * 'dir', into name. */
+void name_directed_by(const char *prefix, uint32_t n, uint32_t dir,
+		      char *name, size_t len);
 
 /* Encoded into buf, a message from node 'from' to node 'to' in lockspace
  * 'lsid' whose only meaning is its token clock 'clock': a reply about a
