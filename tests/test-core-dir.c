@@ -706,6 +706,10 @@ static void test_toss_cap(void **state)
 	 * it) and "b0" (node 2 kept a copy naming node 1 for a while) */
 	first_then_queued(c, "a0", 2, 1, DLM_LOCK_PR);
 	first_then_queued(c, "b0", 1, 2, DLM_LOCK_EX);
+	assert_verified(c);
+	cluster_free(c);
+}
+
 /* A LOOKUP in flight to a directory node that does not answer counts as
  * a waiter in the lockspace's stats (ls_nlookups): the request waits for
  * a remote reply as much as one sent to a master, and a stalled directory
