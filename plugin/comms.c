@@ -57,6 +57,11 @@
  * recovery expects of a departed node (recover.c: what a dead node sent
  * is lost, and its locks are purged or rebuilt from the survivors; the
  * engine never saw this one, so nothing of it needs undoing).  A hold
+ * holds back the node's recovery messages as well (one stream): a
+ * recovery that needs them waits, here and on the others, until memory
+ * returns or the node leaves, as core.h's "offer it again, in order"
+ * requires (a recovery message cannot overtake the lock message before
+ * it).  A hold
  * older than HOLD_WARN_MS is logged as a warning once per HOLD_LOG_MS;
  * dlmctl status ("comms ... held N not_taken N"), the metrics
  * (dlmd_held_messages, dlmd_peer_messages_not_taken_total) and the stall
