@@ -1490,7 +1490,8 @@ static int send_start(struct dlmd_cluster_ls *cl)
 	memcpy(st.st_prev, cl->cl_prev, cl->cl_nprev * sizeof(uint32_t));
 	len = dlmd_cm_start_encode(buf, &h, &st);
 	if (!len || out_queue(cs, buf, len)) {
-		log_err("lockspace %s: cannot send START", cl->cl_dl->dl_name);
+		log_err("lockspace %s: cannot send START; trying again",
+			cl->cl_dl->dl_name);
 		return -ENOMEM;
 	}
 	log_debug("lockspace %s: START sent for change %u (last event %u)",
@@ -1631,8 +1632,12 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 	if (cl->cl_state == CL_STOPPED) {
 		if (start_blocker(cl, buf, sizeof(buf)))
 			return;
-		if (send_start(cl))
+		if (send_start(cl)) {
+			/* no memory for it: nothing else would move this
+			 * lockspace on, and the others wait for our START */
+			dlmd_cluster_retry_later(d);
 			return;
+		}
 		set_state(cl, CL_STARTED, "START sent");
 	}
 	if (cl->cl_state == CL_DECIDED) {
