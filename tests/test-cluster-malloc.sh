@@ -76,7 +76,9 @@ n3log() { # TEXT [N]: node 3's log has more than N (0) lines with TEXT
 
 wl_clients=2
 echo "== workload on nodes 1 and 3 ($WORK_MS ms)"
-workload "$WORK_MS" 1 3
+# node 3's clients first: node 3 masters the resources, so node 1's
+# requests travel to it
+workload "$WORK_MS" 3 1
 wait_for "$WAIT_S" "the workload to be under way" workload_busy
 
 echo "== A. node 3 fails 1 allocation in $MALLOC_EVERY; node 2 joins and leaves"
@@ -95,7 +97,19 @@ joins=$(n3count "change .*joined \[2\]")
 holds=$(n3count "could not take a message from node 1")
 takes=$(n3count "held for [0-9]* ms is taken")
 stalls=$(n3count "stalled: a message from node 1")
+# the lockspace runs on 1 and 3, so that node 1's clients send to node 3
+for k in 1 3; do
+	wait_ls $k "state running members 1 3 " "B: lockspace not running on 1 and 3"
+done
 "$CLUSTER" block "$dir" 1 3 || fail "cannot block 1-3"
+# and lock fresh names there: each one's directory node is 1 or 3 by
+# its hash, so LOOKUPs for node 3 wait in node 1's queue (not all 8 on
+# node 1: 1 in 256)
+tries=
+for i in 1 2 3 4 5 6 7 8; do
+	start_client 1 try "$LS" "fresh-$i" PR
+	tries="$tries $last_pid"
+done
 sleep 1
 "$CLUSTER" exec "$dir" 2 "$DLMCTL" join "$LS" >"$dir/join-b.out" 2>&1 &
 joiner=$!
@@ -114,6 +128,9 @@ wait_pid "$joiner" "$WAIT_S" || fail "B: node 2's join did not end"
 holders=
 
 wait_workload $((WORK_MS / 1000 + 40)) 1 3
+for p in $tries; do
+	wait_pid "$p" "$WAIT_S" || fail "a lock on node 1 asked for in B did not end"
+done
 
 echo "== node 3 still in the cluster"
 running 3 dlmd || fail "node 3's dlmd is gone: $(grep -i 'out of memory\|cannot' "$dir/n3/dlmd.out" | tail -n 3)"
