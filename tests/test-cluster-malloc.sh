@@ -90,7 +90,8 @@ while [ $churns -lt 6 ]; do
 	churns=$((churns + 1))
 done
 rm -f "$dir/malloc-some"
-running 3 dlmd || fail "A: node 3's dlmd is gone"
+# (nothing more to see without it: end now)
+running 3 dlmd || { fail "A: node 3's dlmd is gone: $(grep -i 'out of memory\|stops' "$dir/n3/dlmd.out" | tail -n 2)"; exit 1; }
 
 echo "== B. node 1's messages reach node 3's stopped lockspace with no memory"
 joins=$(n3count "change .*joined \[2\]")
@@ -118,7 +119,8 @@ wait_for "$WAIT_S" "node 3's lockspace to stop" n3log "change .*joined \[2\]" "$
 touch "$dir/malloc-all"
 sleep 0.5
 "$CLUSTER" unblock "$dir" 1 3 || fail "cannot unblock 1-3"
-wait_for 15 "node 3 to hold a message" n3log "could not take a message from node 1" "$holds"
+wait_for 15 "node 3 to hold a message" n3log "could not take a message from node 1" "$holds" ||
+	{ rm -f "$dir/malloc-all"; exit 1; }
 wait_for 20 "the stall watchdog on node 3" n3log "stalled: a message from node 1" "$stalls"
 n3log "has not been taken by the engine for" || fail "B: no warning about the held message"
 running 3 dlmd || fail "B: node 3's dlmd is gone while memory was short"
