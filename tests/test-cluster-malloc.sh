@@ -63,7 +63,10 @@ export DLM_CLUSTER_LOG_LEVEL=info
 export DLM_CLUSTER_CONF_EXTRA="peer_unreachable_secs = 120"
 logs_first="dlmd: n3/dlmd.out"
 # the library's count, written as node 3's dlmd exits
-after_down='grep "^malloc-fail:" "$dir/n3/dlmd.out" | sed "s/^/   node 3: /"'
+shim_count() {
+	grep "^malloc-fail:" "$dir/n3/dlmd.out" | sed "s/^/   node 3: /"
+}
+after_down=shim_count
 t0=$(date +%s)
 up_cluster 3
 
