@@ -337,8 +337,8 @@ static double cpu_s(void)
 	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
-static void deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
-		    const void *payload, size_t len)
+static int deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
+		   const void *payload, size_t len)
 {
 	struct ep *e = arg;
 	uint64_t count;
@@ -381,6 +381,7 @@ static void deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
 		e->ep_stop = true;
 		break;
 	}
+	return 0;
 }
 
 static const struct lc_ops bench_ops = {

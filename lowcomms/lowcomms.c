@@ -42,6 +42,29 @@
  * The cumulative ack goes back in the next DATA frame going that way, or
  * else, when it is due, in a lone 32-byte ACK frame (DELAYED ACKS).
  *
+ * HOLDING A NODE.  The application may refuse a message (ops_deliver
+ * returns an error: dlmd's engine had no memory to take it, and it must
+ * be offered again before anything later from that node).  The frame is
+ * then not counted received: node_recv_next stays on it, so no ack
+ * covers it, and the node is held: every DATA frame read from it from
+ * then on is left unread (st_held_skipped) -- not delivered, not
+ * acknowledged, not an error, not a gap -- while its acks of our frames
+ * are still taken.  Nothing is kept here for it: the peer keeps every
+ * such frame queued, unacknowledged, as it keeps any frame in flight,
+ * so a held node costs the receiver no memory however long it lasts,
+ * and the peer's queue bounds (cfg_queue_frames, cfg_queue_bytes; then
+ * -ENOBUFS to its application) bound what waits.  lc_node_resume() ends
+ * the hold; since a peer writes a frame once per connection, it drops
+ * the connection and makes a new one at once: the HELLOs carry our ack
+ * (the frame before the refused one), the peer resends from there, and
+ * the refused frame is delivered again first, then the rest in order,
+ * exactly once (duplicates are dropped by sequence number as after any
+ * reconnect).  The price is a reconnect per resume; a refusal is rare
+ * (dlmd: a transient out-of-memory).  A peer that waits for our ack
+ * this way sees it in lc_node_wait_ms() (PEER UNREACHABLE): a hold that
+ * lasts is, to the peer, a node that does not answer.  lc_node_remove()
+ * forgets the hold with the node.
+ *
  * DELAYED ACKS.  In request/reply traffic every ack can ride on data: the
  * replier's answer carries the ack of the request, and the requester's
  * next request carries the ack of the reply.  A lone ACK after each
@@ -374,6 +397,9 @@ struct lc_node {
 	unsigned int node_backoff_ms;
 	uint64_t node_retry_at;
 	bool node_retry_pending;
+	/* ops_deliver refused frame node_recv_next: nothing from the node
+	 * is delivered until lc_node_resume() (HOLDING A NODE) */
+	bool node_held;
 };
 
 struct lc_ctx {
@@ -1327,6 +1353,14 @@ static int on_data(struct lc_ctx *ctx, struct lc_node *n,
 		   const struct lc_frame_hdr *h, const unsigned char *payload,
 		   size_t len)
 {
+	int rv;
+
+	if (n->node_held && !lc_seq_before(h->fh_seq, n->node_recv_next)) {
+		/* not delivered, not acknowledged: the peer keeps it and
+		 * sends it again on the connection lc_node_resume() makes */
+		ctx->ctx_stats.st_held_skipped++;
+		return 0;
+	}
 	if (h->fh_seq != n->node_recv_next) {
 		if (lc_seq_before(h->fh_seq, n->node_recv_next)) {
 			ctx->ctx_stats.st_dups_dropped++;
@@ -1337,15 +1371,21 @@ static int on_data(struct lc_ctx *ctx, struct lc_node *n,
 		report_lost(ctx, n, h->fh_seq);
 		return -EPROTO;
 	}
+	ctx->ctx_in_callback++;
+	rv = ctx->ctx_ops->ops_deliver(ctx->ctx_arg, n->node_id, h->fh_type,
+				       h->fh_lsid, payload, len);
+	ctx->ctx_in_callback--;
+	if (rv < 0) {
+		/* not taken: expected again from this very frame */
+		n->node_held = true;
+		ctx->ctx_stats.st_not_taken++;
+		return 0;
+	}
 	n->node_recv_next++;
 	if (!n->node_ack_due)
 		n->node_ack_due = refresh_now(ctx) + ctx->ctx_cfg.cfg_ack_delay_ms;
 	n->node_ack_bytes += len;
 	ctx->ctx_stats.st_msgs_delivered++;
-	ctx->ctx_in_callback++;
-	ctx->ctx_ops->ops_deliver(ctx->ctx_arg, n->node_id, h->fh_type,
-				  h->fh_lsid, payload, len);
-	ctx->ctx_in_callback--;
 	return 0;
 }
 
@@ -2499,6 +2539,37 @@ int lc_node_reset(struct lc_ctx *ctx, uint32_t nodeid)
 		return -ENOTCONN;
 	n->node_conn->conn_abort = true;
 	conn_fail(n->node_conn, LOG_NOTICE, "reset on request", 0);
+	return 0;
+}
+
+bool lc_node_held(const struct lc_ctx *ctx, uint32_t nodeid)
+{
+	const struct lc_node *n = find_node(ctx, nodeid);
+
+	return n && n->node_held;
+}
+
+int lc_node_resume(struct lc_ctx *ctx, uint32_t nodeid)
+{
+	struct lc_node *n = find_node(ctx, nodeid);
+
+	if (ctx->ctx_in_callback)
+		return -EBUSY;
+	if (!n)
+		return -ENOENT;
+	if (!n->node_held)
+		return 0;
+	n->node_held = false;
+	ctx->ctx_stats.st_resumes++;
+	/* The peer sends a frame once per connection: what we left unread
+	 * comes again only on a new one (its HELLO carries our ack). */
+	if (n->node_conn) {
+		n->node_conn->conn_abort = true;
+		conn_close(n->node_conn, false);
+	}
+	lc_log(ctx, LOG_DEBUG, "node %u: resumed; reconnecting for what it "
+	       "sent while held", nodeid);
+	start_connect(ctx, n);
 	return 0;
 }
 

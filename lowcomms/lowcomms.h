@@ -35,6 +35,7 @@
 #ifndef DLMD_LOWCOMMS_H
 #define DLMD_LOWCOMMS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -120,9 +121,14 @@ struct lc_config {
 
 /* Log levels are syslog's (LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG). */
 struct lc_ops {
-	/* A whole message from node `from`, in order, exactly once. */
-	void (*ops_deliver)(void *arg, uint32_t from, uint16_t type,
-			    uint32_t lsid, const void *payload, size_t len);
+	/* A whole message from node `from`, in order, exactly once.  0: it
+	 * was taken.  A negative errno (-EAGAIN): NOT taken (the application
+	 * has no memory for it now): the node is held (lowcomms.c, HOLDING
+	 * A NODE): the frame is not acknowledged, and neither it nor any
+	 * later frame from the node is delivered until lc_node_resume(),
+	 * after which they come again, in order, from that one. */
+	int (*ops_deliver)(void *arg, uint32_t from, uint16_t type,
+			   uint32_t lsid, const void *payload, size_t len);
 	/* Watch fd for events (POLLIN / POLLOUT bits of poll.h). */
 	int (*ops_fd_add)(void *arg, int fd, short events);
 	int (*ops_fd_mod)(void *arg, int fd, short events);
@@ -166,6 +172,10 @@ struct lc_stats {
 	uint64_t st_auth_failed;	/* handshakes that did not prove the key,
 					 * records that failed to open */
 	uint64_t st_records_sealed;	/* LC_SEC_KEY: AEAD records written */
+	uint64_t st_not_taken;		/* deliveries refused (node held) */
+	uint64_t st_held_skipped;	/* DATA frames read while their node
+					 * was held, left to the peer's queue */
+	uint64_t st_resumes;		/* lc_node_resume() of a held node */
 };
 
 /*
@@ -274,6 +284,13 @@ int lc_node_fd(const struct lc_ctx *ctx, uint32_t nodeid);
  * sees a reset, both sides reconnect and resend).  Fault injection for
  * tests and debug commands; -ENOTCONN, -ENOENT, -EBUSY in a callback. */
 int lc_node_reset(struct lc_ctx *ctx, uint32_t nodeid);
+/* Whether ops_deliver refused a frame from nodeid and it is held. */
+bool lc_node_held(const struct lc_ctx *ctx, uint32_t nodeid);
+/* Deliver from a held node again: the frame it refused comes first, then
+ * the rest in order (the connection is dropped and made again at once,
+ * so that the peer sends what we have not acknowledged).  0 (also when
+ * the node was not held), -ENOENT, -EBUSY in a callback. */
+int lc_node_resume(struct lc_ctx *ctx, uint32_t nodeid);
 
 /*
  * Kill and restart the socket layer, keeping everything else: every

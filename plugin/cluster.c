@@ -392,7 +392,10 @@
  *
  * STALLS.  A running lockspace whose operations wait for a remote reply
  * while nothing at all arrives for STALL_MS is shown as "stalled", never
- * "running" (dlmctl ls), and logged; see watchdog_timer().  So is one in
+ * "running" (dlmctl ls), and logged; see watchdog_timer().  So is every
+ * running lockspace while a message the engine could not take for lack
+ * of memory has waited STALL_MS to be taken (comms.c, HOLD: nothing
+ * later from its sender reaches any lockspace meanwhile).  So is one in
  * which the engine's audit (core/audit.c, every audit_secs) found a lock
  * whose copies disagree (a lost grant or reply) or whose master does not
  * answer, however much other traffic flows.
@@ -639,6 +642,12 @@ struct dlmd_cluster {
 	qb_loop_timer_handle	cs_kick_timer;
 	bool			cs_wd_armed;
 	qb_loop_timer_handle	cs_wd;
+	/* the watchdog saw a message the engine has not taken for STALL_MS
+	 * (out of memory; engine.c, comms.c HOLD): running lockspaces show
+	 * "stalled"; the sender and since when (ms) */
+	bool			cs_held_stall;
+	uint32_t		cs_held_node;
+	uint64_t		cs_held_since;
 	bool			cs_retry_armed;
 	qb_loop_timer_handle	cs_retry;
 };
@@ -1481,7 +1490,8 @@ static int send_start(struct dlmd_cluster_ls *cl)
 	memcpy(st.st_prev, cl->cl_prev, cl->cl_nprev * sizeof(uint32_t));
 	len = dlmd_cm_start_encode(buf, &h, &st);
 	if (!len || out_queue(cs, buf, len)) {
-		log_err("lockspace %s: cannot send START", cl->cl_dl->dl_name);
+		log_err("lockspace %s: cannot send START; trying again",
+			cl->cl_dl->dl_name);
 		return -ENOMEM;
 	}
 	log_debug("lockspace %s: START sent for change %u (last event %u)",
@@ -1622,8 +1632,12 @@ static void ls_progress(struct dlmd_cluster_ls *cl)
 	if (cl->cl_state == CL_STOPPED) {
 		if (start_blocker(cl, buf, sizeof(buf)))
 			return;
-		if (send_start(cl))
+		if (send_start(cl)) {
+			/* no memory for it: nothing else would move this
+			 * lockspace on, and the others wait for our START */
+			dlmd_cluster_retry_later(d);
 			return;
+		}
 		set_state(cl, CL_STARTED, "START sent");
 	}
 	if (cl->cl_state == CL_DECIDED) {
@@ -1738,6 +1752,30 @@ static void retry_timer(void *data)
 
 static void unreach_tick(struct dlmd_cluster *cs);
 
+/* A message not taken for STALL_MS: every running lockspace is stalled
+ * (its sender's later messages, whatever their lockspace, wait behind). */
+static void held_tick(struct dlmd_cluster *cs, uint64_t now)
+{
+	uint64_t since = 0;
+	uint32_t node = 0;
+	bool stall = dlmd_held(cs->cs_d, &node, &since) && since &&
+		     now - since >= STALL_MS;
+
+	if (stall && !cs->cs_held_stall)
+		log_err("stalled: a message from node %u has not been taken by "
+			"the engine for %llu s (out of memory); nothing later "
+			"from that node is taken before it", node,
+			(unsigned long long)((now - since) / 1000));
+	else if (!stall && cs->cs_held_stall)
+		log_notice("no longer stalled: the message held since %llu s "
+			   "ago was taken or dropped",
+			   (unsigned long long)((now - cs->cs_held_since) / 1000));
+	cs->cs_held_stall = stall;
+	cs->cs_held_node = node;
+	if (stall)
+		cs->cs_held_since = since;
+}
+
 /* The stall watchdog: a running lockspace with operations waiting for a
  * remote reply that receives nothing at all for STALL_MS cannot make
  * progress (a reply every request gets at once from a live master was
@@ -1793,6 +1831,7 @@ static void watchdog_timer(void *data)
 				(unsigned long long)((now - cl->cl_wd_since) / 1000));
 		}
 	}
+	held_tick(cs, now);
 	unreach_tick(cs);
 	if (qb_loop_timer_add(d->d_loop, QB_LOOP_LOW, STALL_TICK_MS * NS_PER_MS, cs,
 			      watchdog_timer, &cs->cs_wd) == 0)
@@ -3652,6 +3691,15 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 				 "answer; see the log)",
 				 (unsigned long long)stats.ls_stuck,
 				 stats.ls_stuck == 1 ? "" : "s");
+		} else if (d->d_cluster->cs_held_stall) {
+			v->lv_state = "stalled";
+			snprintf(v->lv_wait, sizeof(v->lv_wait), "memory (a "
+				 "message from node %u not taken by the engine "
+				 "for %llu s: out of memory)",
+				 d->d_cluster->cs_held_node,
+				 (unsigned long long)((dlmd_now_ms() -
+						       d->d_cluster->cs_held_since)
+						      / 1000));
 		} else if (cl->cl_stalled) {
 			v->lv_state = "stalled";
 			snprintf(v->lv_wait, sizeof(v->lv_wait), "reply (%llu "

@@ -32,6 +32,44 @@
  * message (engine.c holds it and tries again).  Only a message for a node
  * that is not in the table (any more) is dropped, counted.
  *
+ * HOLD: a message the engine did not take.  dlm_core_receive() answers
+ * -ENOMEM, having changed nothing, when it could not even keep a message
+ * it must keep (core.h; a lock message while the lockspace does not run,
+ * a re-point record): the message must be offered again, before anything
+ * later from that node (the engine relies on each node's order, which is
+ * lowcomms' order).  comms_deliver() then answers lowcomms -EAGAIN:
+ * lowcomms holds the node (lowcomms.c, HOLDING A NODE): the frame is not
+ * acknowledged and nothing later from the node is delivered; what the
+ * node sends meanwhile stays queued unacknowledged on ITS side (bounded
+ * by its lowcomms queue, 4 Mi frames or 1 GiB here, then its backlog),
+ * so a hold costs this node no memory at all, which is the point: there
+ * is none.  Other nodes' messages and our own go on: the engine's
+ * protocol assumes nothing about order across senders (dlm-sim delivers
+ * any interleaving across links, FIFO per link, and requeues a message
+ * not taken at the head of its link).  The held node is resumed
+ * (lc_node_resume: a reconnect, and the node resends from the refused
+ * frame) HOLD_RETRY_MIN_MS after the refusal, doubling at each new
+ * refusal up to HOLD_RETRY_MAX_MS, from our timer or after any call into
+ * the engine (it may have freed memory), and at once at the engine's
+ * tick (dlmd_comms_retry_held).  It is released when its message is
+ * taken, or when its daemon leaves (dlmd_comms_node_reset): the message
+ * is then dropped with everything the node had in flight, as core's
+ * recovery expects of a departed node (recover.c: what a dead node sent
+ * is lost, and its locks are purged or rebuilt from the survivors; the
+ * engine never saw this one, so nothing of it needs undoing).  A hold
+ * holds back the node's recovery messages as well (one stream): a
+ * recovery that needs them waits, here and on the others, until memory
+ * returns or the node leaves, as core.h's "offer it again, in order"
+ * requires (a recovery message cannot overtake the lock message before
+ * it).  A hold
+ * older than HOLD_WARN_MS is logged as a warning once per HOLD_LOG_MS;
+ * dlmctl status ("comms ... held N not_taken N"), the metrics
+ * (dlmd_held_messages, dlmd_peer_messages_not_taken_total) and the stall
+ * watchdog (cluster.c: the lockspaces show "stalled") show it.  A peer
+ * sees our hold as frames we do not acknowledge: past
+ * peer_unreachable_secs it removes us (cluster.c, UNREACHABLE PEERS),
+ * the right outcome for a node that stays unable to take messages.
+ *
  * Security: unless dlm.conf says crypto = none (logged as a warning at
  * start), the context gets the cluster key from key_file (corosync's
  * authkey by default) and dlmd does not start without a usable one: peers
@@ -69,6 +107,13 @@
 
 #define COMMS_TYPE_ENGINE	1
 #define COMMS_BACKLOG_RETRY_MS	20
+/* A held node is resumed after HOLD_RETRY_MIN_MS, doubling at each new
+ * refusal up to HOLD_RETRY_MAX_MS; a hold older than HOLD_WARN_MS is
+ * logged as a warning, once per HOLD_LOG_MS. */
+#define HOLD_RETRY_MIN_MS	10
+#define HOLD_RETRY_MAX_MS	1000
+#define HOLD_WARN_MS		5000
+#define HOLD_LOG_MS		10000
 #define COMMS_QUEUE_FRAMES	(4u * 1024 * 1024)
 #define COMMS_QUEUE_BYTES	(1024u * 1024 * 1024)
 #define NS_PER_MS		1000000ULL
@@ -92,6 +137,12 @@ struct dlmd_comms {
 	uint64_t		cm_nbacklog;
 	uint64_t		cm_dropped;	/* to unknown nodes */
 	struct u32map		cm_peers;	/* nodeid -> dlmd_peer_metrics */
+	/* HOLD: nodes whose message the engine did not take */
+	unsigned int		cm_nheld;	/* peers with pm_held_since */
+	uint64_t		cm_not_taken;	/* refusals, all peers */
+	unsigned int		cm_hold_backoff_ms;
+	uint64_t		cm_hold_retry_at;	/* ms */
+	uint64_t		cm_hold_log_at;		/* ms: warn again then */
 };
 
 static void comms_rearm(struct dlmd_comms *cm);
@@ -101,26 +152,147 @@ static struct dlmd_peer_metrics *peer(const struct dlmd_comms *cm, uint32_t node
 	return nodeid ? u32map_get(&cm->cm_peers, nodeid) : NULL;
 }
 
-static void comms_deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
-			  const void *payload, size_t len)
+/* The engine did not take the node's message (HOLD): lowcomms holds the
+ * node (our -EAGAIN), we offer it again after the back-off. */
+static void hold(struct dlmd_comms *cm, struct dlmd_peer_metrics *pm)
+{
+	uint64_t now = dlmd_now_ms();
+
+	pm->pm_not_taken++;
+	cm->cm_not_taken++;
+	if (!pm->pm_held_since) {
+		pm->pm_held_since = now;
+		if (!cm->cm_nheld++)
+			cm->cm_hold_backoff_ms = HOLD_RETRY_MIN_MS;
+		log_info("comms: the engine could not take a message from node "
+			 "%u (out of memory): it is held, with everything after "
+			 "it from that node, and offered again", pm->pm_nodeid);
+	}
+	cm->cm_hold_retry_at = now + cm->cm_hold_backoff_ms;
+	cm->cm_hold_backoff_ms *= 2;
+	if (cm->cm_hold_backoff_ms > HOLD_RETRY_MAX_MS)
+		cm->cm_hold_backoff_ms = HOLD_RETRY_MAX_MS;
+}
+
+static void unhold(struct dlmd_comms *cm, struct dlmd_peer_metrics *pm,
+		   const char *why)
+{
+	uint64_t ms = dlmd_now_ms() - pm->pm_held_since;
+
+	if (ms >= HOLD_WARN_MS)
+		log_notice("comms: the message from node %u held for %llu ms is "
+			   "%s", pm->pm_nodeid, (unsigned long long)ms, why);
+	else
+		log_info("comms: the message from node %u held for %llu ms is %s",
+			 pm->pm_nodeid, (unsigned long long)ms, why);
+	pm->pm_held_since = 0;
+	cm->cm_nheld--;
+}
+
+static int comms_deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
+			 const void *payload, size_t len)
 {
 	struct dlmd_comms *cm = arg;
 	struct dlmd_peer_metrics *pm = peer(cm, from);
 
-	if (pm) {
-		pm->pm_msgs_received++;
-		pm->pm_bytes_received += len;
-	}
 	if (type != COMMS_TYPE_ENGINE) {
 		log_warn("comms: message of unknown type %u from node %u dropped",
 			 type, from);
-		return;
+		return 0;
 	}
 	if (cm->cm_d->d_cannot_hold)
-		return;		/* stopping: the engine takes nothing more */
-	if (dlm_core_receive(cm->cm_d->d_core, from, payload, len) == -ENOMEM)
-		cm->cm_up->cu_cannot_hold(cm->cm_d, "a message from node (the "
-					  "engine did not take it)", from);
+		return 0;	/* stopping: the engine takes nothing more */
+	if (dlm_core_receive(cm->cm_d->d_core, from, payload, len) == -ENOMEM) {
+		if (!pm) {
+			/* lowcomms knows no node comms.c has no record of
+			 * (dlmd_comms_node_add makes it first) */
+			cm->cm_up->cu_cannot_hold(cm->cm_d, "a message from "
+						  "node (not taken, no record "
+						  "to hold it)", from);
+			return 0;
+		}
+		hold(cm, pm);
+		return -EAGAIN;
+	}
+	if (pm) {
+		if (pm->pm_held_since)
+			unhold(cm, pm, "taken");
+		pm->pm_msgs_received++;
+		pm->pm_bytes_received += len;
+	}
+	return 0;
+}
+
+struct hold_pass {
+	struct dlmd_comms	*hp_cm;
+	uint64_t		hp_now;
+	uint64_t		hp_oldest;	/* ms, 0: none */
+	uint32_t		hp_node;	/* its node */
+	bool			hp_resume;
+};
+
+static void hold_peer(void *arg, uint32_t key, void *val)
+{
+	struct hold_pass *hp = arg;
+	struct dlmd_peer_metrics *pm = val;
+
+	if (!pm->pm_held_since)
+		return;
+	if (!hp->hp_oldest || pm->pm_held_since < hp->hp_oldest) {
+		hp->hp_oldest = pm->pm_held_since;
+		hp->hp_node = pm->pm_nodeid;
+	}
+	/* a no-op until the resent message came and was refused again */
+	if (hp->hp_resume)
+		(void)lc_node_resume(hp->hp_cm->cm_lc, pm->pm_nodeid);
+}
+
+/* Offer the held messages again (force: now; else when the back-off has
+ * passed), and warn about one held for long. */
+static void hold_retry(struct dlmd_comms *cm, bool force)
+{
+	struct hold_pass hp = { cm, dlmd_now_ms(), 0, 0, false };
+
+	if (!cm->cm_nheld)
+		return;
+	hp.hp_resume = force || hp.hp_now >= cm->cm_hold_retry_at;
+	if (hp.hp_resume)
+		cm->cm_hold_retry_at = hp.hp_now + cm->cm_hold_backoff_ms;
+	u32map_each(&cm->cm_peers, hold_peer, &hp);
+	if (hp.hp_oldest && hp.hp_now - hp.hp_oldest >= HOLD_WARN_MS &&
+	    hp.hp_now >= cm->cm_hold_log_at) {
+		cm->cm_hold_log_at = hp.hp_now + HOLD_LOG_MS;
+		log_warn("comms: out of memory: a message from node %u has not "
+			 "been taken by the engine for %llu s (%u node%s held, "
+			 "%llu refusals); nothing later from it is read until it "
+			 "is", hp.hp_node,
+			 (unsigned long long)((hp.hp_now - hp.hp_oldest) / 1000),
+			 cm->cm_nheld, cm->cm_nheld == 1 ? "" : "s",
+			 (unsigned long long)cm->cm_not_taken);
+	}
+}
+
+void dlmd_comms_retry_held(struct dlmd *d)
+{
+	if (d->d_comms) {
+		hold_retry(d->d_comms, true);
+		comms_rearm(d->d_comms);
+	}
+}
+
+unsigned int dlmd_comms_held(const struct dlmd *d, uint32_t *nodeid,
+			     uint64_t *since_ms)
+{
+	struct hold_pass hp = { d->d_comms, 0, 0, 0, false };
+
+	if (!d->d_comms || !d->d_comms->cm_nheld)
+		return 0;
+	u32map_each(&d->d_comms->cm_peers, hold_peer, &hp);
+	if (nodeid)
+		*nodeid = hp.hp_node;
+	if (since_ms)
+		*since_ms = hp.hp_oldest;
+	return d->d_comms->cm_nheld;
 }
 
 /* Send what the backlog holds, in order, until lowcomms refuses again. */
@@ -250,6 +422,7 @@ static void on_timer(void *data)
 
 	cm->cm_timer_armed = false;
 	lc_timer(cm->cm_lc, dlmd_now_ms());
+	hold_retry(cm, false);
 	after_event(cm);
 }
 
@@ -262,6 +435,8 @@ static void comms_rearm(struct dlmd_comms *cm)
 
 	if (cm->cm_backlog && at > now + COMMS_BACKLOG_RETRY_MS)
 		at = now + COMMS_BACKLOG_RETRY_MS;
+	if (cm->cm_nheld && at > cm->cm_hold_retry_at)
+		at = cm->cm_hold_retry_at;
 	if (at == UINT64_MAX)
 		return;
 	if (cm->cm_timer_armed) {
@@ -468,6 +643,9 @@ void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
 	if (!cm || nodeid == d->d_nodeid)
 		return;
 	backlog_forget(cm, nodeid);
+	/* its message not taken goes with what it had in flight */
+	if (peer(cm, nodeid) && peer(cm, nodeid)->pm_held_since)
+		unhold(cm, peer(cm, nodeid), "dropped: its daemon left");
 	rv = lc_node_remove(cm->cm_lc, nodeid);
 	if (rv && rv != -ENOENT)
 		log_warn("comms: cannot remove node %u: %s", nodeid, strerror(-rv));
@@ -535,6 +713,8 @@ void dlmd_comms_kick(struct dlmd *d)
 
 	if (!cm)
 		return;
+	/* the engine ran: memory may have been freed (within the back-off) */
+	hold_retry(cm, false);
 	lc_flush(cm->cm_lc);
 	comms_rearm(cm);
 }
@@ -551,7 +731,7 @@ void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size)
 	lc_get_stats(cm->cm_lc, &st);
 	snprintf(buf, size, "sent %llu delivered %llu connects %llu established "
 		 "%llu lost %llu peer_restarts %llu backlog %llu crypto %s "
-		 "auth_failed %llu",
+		 "auth_failed %llu held %u not_taken %llu",
 		 (unsigned long long)st.st_msgs_sent,
 		 (unsigned long long)st.st_msgs_delivered,
 		 (unsigned long long)st.st_connects,
@@ -560,7 +740,8 @@ void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size)
 		 (unsigned long long)st.st_peer_restarts,
 		 (unsigned long long)cm->cm_nbacklog,
 		 cm->cm_d->d_cfg.cf_crypto_none ? "none" : "key",
-		 (unsigned long long)st.st_auth_failed);
+		 (unsigned long long)st.st_auth_failed, cm->cm_nheld,
+		 (unsigned long long)cm->cm_not_taken);
 }
 
 struct each_peer {

@@ -346,6 +346,13 @@ struct dlmd {
 	struct dlmd_pending_msg	**d_held_tail;
 	qb_loop_timer_handle	d_held_timer;
 	bool			d_held_armed;
+	/* our own messages the engine did not take (out of memory): offered
+	 * again first, in order, at every flush (engine.c) */
+	struct dlmd_pending_msg	*d_self_held;
+	struct dlmd_pending_msg	**d_self_held_tail;
+	unsigned int		d_self_nheld;
+	uint64_t		d_self_held_since;	/* ms, 0: none */
+	uint64_t		d_self_not_taken;	/* refusals */
 	/* preallocated messages for when malloc fails (engine.c) */
 	struct dlmd_pending_msg	*d_msg_reserve;
 	bool			d_cannot_hold;	/* the reserve ran out: stopping */
@@ -406,6 +413,11 @@ void dlmd_flush(struct dlmd *d);
 /* Out of memory where a message or an AST would be lost (what, arg name
  * it in the log): dlmd stops, exit status 1 (engine.c). */
 void dlmd_cannot_hold(struct dlmd *d, const char *what, uint32_t arg);
+/* Messages the engine did not take and that wait to be offered again
+ * (ours, and one per held peer: comms.c); the one held longest: its
+ * sender and since when (ms).  0: none. */
+unsigned int dlmd_held(const struct dlmd *d, uint32_t *nodeid,
+		       uint64_t *since_ms);
 
 /* daemon.c: start the cluster glue (and fencing, comms) and the engine,
  * wired to each other.  0 or a negative errno (logged). */
@@ -570,7 +582,8 @@ struct dlmd_comms_up {
 	void	(*cu_flush)(struct dlmd *d);
 	/* frames from the node were lost (dlmd_cluster_frames_lost) */
 	void	(*cu_frames_lost)(struct dlmd *d, uint32_t nodeid);
-	/* the engine did not take a message from the node (out of memory):
+	/* a message from the node not taken and with no record to hold it
+	 * by (cannot happen: comms.c makes one for every node it adds):
 	 * dlmd stops (dlmd_cannot_hold) */
 	void	(*cu_cannot_hold)(struct dlmd *d, const char *what, uint32_t arg);
 };
@@ -594,6 +607,13 @@ int dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len);
 /* Write what was queued now (end of dlmd_flush). */
 void dlmd_comms_kick(struct dlmd *d);
 void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size);
+/* Offer the messages the engine did not take again now (the engine's
+ * tick; comms.c, HOLD). */
+void dlmd_comms_retry_held(struct dlmd *d);
+/* Peers whose message the engine did not take and that are held; the
+ * one held longest and since when (ms), if any. */
+unsigned int dlmd_comms_held(const struct dlmd *d, uint32_t *nodeid,
+			     uint64_t *since_ms);
 /* Each known peer's numbers (metrics.h), in no particular order. */
 void dlmd_comms_each_peer(const struct dlmd *d,
 			  void (*fn)(void *arg, const struct dlmd_peer_metrics *pm),

@@ -43,13 +43,18 @@
  *     lockspaces are released and the others recover without it, instead
  *     of running on with a lost grant or request;
  *   - a message the engine did not take (dlm_core_receive's -ENOMEM: it
- *     could not even keep it, and it must be offered again before any
- *     later one from that node) stops dlmd the same way, here for our
- *     own messages and in comms.c (cu_cannot_hold) for a peer's; from
- *     then on no message is given to the engine.  Holding it and
- *     offering it again would keep dlmd running; not done: it needs a
- *     per-node queue of received messages and the memory for it, at the
- *     moment there is none.
+ *     could not even keep it, nothing changed, and it must be offered
+ *     again before any later one from that node) is held, not lost and
+ *     not a reason to stop.  One of ours is already a copy on d_msgs: it
+ *     moves to d_self_held, every later one of ours goes behind it, and
+ *     each flush (after every entry point into the engine, and the
+ *     HELD_RETRY_MS timer) offers them again first, in order.  A peer's
+ *     is held by comms.c and lowcomms (comms.c, HOLD), at no cost in
+ *     memory here.  Order across senders is not part of the engine's
+ *     protocol (core.h: a simulator delivers in any order it likes;
+ *     dlm-sim's links are FIFO per pair and nothing more, and requeue a
+ *     message not taken exactly so), so ours and each peer's are held
+ *     apart and the others go on meanwhile.
  *
  * This file sits below cluster.c and client.c (both call dlmd_flush) and
  * above comms.c; it never calls up by name: the AST sink and the
@@ -231,6 +236,7 @@ int dlmd_engine_new(struct dlmd *d, const struct dlmd_engine_up *up)
 	d->d_engine_up = up;
 	d->d_msgs_tail = &d->d_msgs;
 	d->d_held_tail = &d->d_held;
+	d->d_self_held_tail = &d->d_self_held;
 	if (asts_grow(d, 4 * AST_HEADROOM))
 		return -ENOMEM;
 	for (unsigned int i = 0; i < MSG_RESERVE; i++) {
@@ -269,9 +275,72 @@ void dlmd_engine_free(struct dlmd *d)
 	/* reserve entries in the queues are freed with them */
 	msgs_free_all(&d->d_msgs);
 	msgs_free_all(&d->d_held);
+	msgs_free_all(&d->d_self_held);
 	msgs_free_all(&d->d_msg_reserve);
 	d->d_msgs_tail = &d->d_msgs;
 	d->d_held_tail = &d->d_held;
+	d->d_self_held_tail = &d->d_self_held;
+	d->d_self_nheld = 0;
+	d->d_self_held_since = 0;
+}
+
+/* The engine did not take one of our own messages: it waits, with every
+ * later one of ours, on d_self_held. */
+static void self_hold(struct dlmd *d, struct dlmd_pending_msg *pm)
+{
+	if (!d->d_self_held) {
+		d->d_self_held_since = dlmd_now_ms();
+		log_info("the engine could not take a message of ours (out of "
+			 "memory): it is held, with the ones after it, and "
+			 "offered again");
+	}
+	*d->d_self_held_tail = pm;
+	d->d_self_held_tail = &pm->pm_next;
+	d->d_self_nheld++;
+}
+
+/* Offer our held messages again, in order, until one is not taken. */
+static void self_offer(struct dlmd *d)
+{
+	while (d->d_self_held && !d->d_cannot_hold) {
+		struct dlmd_pending_msg *pm = d->d_self_held;
+
+		if (dlm_core_receive(d->d_core, d->d_nodeid, pm->pm_buf,
+				     pm->pm_len) == -ENOMEM) {
+			d->d_self_not_taken++;
+			return;
+		}
+		d->d_self_held = pm->pm_next;
+		d->d_self_nheld--;
+		msg_free(d, pm);
+	}
+	if (d->d_self_held)
+		return;
+	d->d_self_held_tail = &d->d_self_held;
+	if (d->d_self_held_since)
+		log_info("our held messages were taken after %llu ms",
+			 (unsigned long long)(dlmd_now_ms() -
+					      d->d_self_held_since));
+	d->d_self_held_since = 0;
+}
+
+unsigned int dlmd_held(const struct dlmd *d, uint32_t *nodeid,
+		       uint64_t *since_ms)
+{
+	uint32_t node = 0;
+	uint64_t since = 0;
+	unsigned int n = dlmd_comms_held(d, &node, &since);
+
+	if (d->d_self_held && (!n || d->d_self_held_since < since)) {
+		node = d->d_nodeid;
+		since = d->d_self_held_since;
+	}
+	n += d->d_self_nheld;
+	if (nodeid)
+		*nodeid = node;
+	if (since_ms)
+		*since_ms = since;
+	return n;
 }
 
 static void held_timer(void *data)
@@ -301,15 +370,20 @@ static void send_or_hold(struct dlmd *d, struct dlmd_pending_msg *pm,
 
 		pm->pm_next = NULL;
 		if (pm->pm_to == d->d_nodeid) {
-			/* not taken (-ENOMEM: it must be offered again before
-			 * any later one): we stop, and take nothing more */
-			if (!d->d_cannot_hold &&
-			    dlm_core_receive(d->d_core, d->d_nodeid, pm->pm_buf,
-					     pm->pm_len) == -ENOMEM)
-				dlmd_cannot_hold(d, "a message to ourselves: "
-						 "not taken by the engine, node",
-						 d->d_nodeid);
-			msg_free(d, pm);
+			/* behind those held, or not taken (-ENOMEM: offered
+			 * again before any later one) */
+			if (d->d_cannot_hold) {
+				msg_free(d, pm);
+			} else if (d->d_self_held) {
+				self_hold(d, pm);
+			} else if (dlm_core_receive(d->d_core, d->d_nodeid,
+						    pm->pm_buf,
+						    pm->pm_len) == -ENOMEM) {
+				d->d_self_not_taken++;
+				self_hold(d, pm);
+			} else {
+				msg_free(d, pm);
+			}
 		} else if (id_listed(blocked, *nblocked, pm->pm_to) ||
 			   dlmd_comms_send(d, pm->pm_to, pm->pm_buf,
 					   pm->pm_len) == -ENOMEM) {
@@ -335,6 +409,8 @@ void dlmd_flush(struct dlmd *d)
 	d->d_held = NULL;
 	d->d_held_tail = &d->d_held;
 	send_or_hold(d, held, blocked, &nblocked);
+	/* ours the engine did not take before, in order, before any new */
+	self_offer(d);
 	/* Bounded: each round delivers what the previous produced; the
 	 * engine answers a message with finitely many others. */
 	while (d->d_nasts || d->d_msgs) {
@@ -347,7 +423,7 @@ void dlmd_flush(struct dlmd *d)
 			d->d_engine_up->eu_ast(d, &d->d_asts[i]);
 		d->d_nasts = 0;
 	}
-	if (d->d_held && !d->d_held_armed && d->d_loop &&
+	if ((d->d_held || d->d_self_held) && !d->d_held_armed && d->d_loop &&
 	    qb_loop_timer_add(d->d_loop, QB_LOOP_HIGH,
 			      HELD_RETRY_MS * NS_PER_MS, d, held_timer,
 			      &d->d_held_timer) == 0)

@@ -257,6 +257,8 @@ static void on_tick(void *data)
 	dlm_core_tick(d->d_core, dlmd_now_ms());
 	dlmd_flush(d);
 	dlmd_view_tick(d);
+	/* a peer's message the engine did not take: offered again now */
+	dlmd_comms_retry_held(d);
 	qb_loop_timer_add(d->d_loop, QB_LOOP_LOW,
 			  (uint64_t)d->d_cfg.cf_scan_secs * MS_PER_SEC * NS_PER_MS,
 			  d, on_tick, &tick_timer);

@@ -386,6 +386,10 @@ static void collect_peers(struct emit *em, struct dlmd *d)
 		{ "dlmd_peer_bytes_received_total", "Their bytes (engine "
 		  "payload).", offsetof(struct dlmd_peer_metrics,
 					pm_bytes_received), false },
+		{ "dlmd_peer_messages_not_taken_total", "Engine messages "
+		  "from the node the engine could not take (out of memory) "
+		  "and that were held and offered again (each refusal).",
+		  offsetof(struct dlmd_peer_metrics, pm_not_taken), false },
 		{ "dlmd_peer_connections_total", "Connections to the node "
 		  "established (either side opening).",
 		  offsetof(struct dlmd_peer_metrics, pm_connects), false },
@@ -425,6 +429,15 @@ static void collect(struct emit *em, struct dlmd *d)
 	sample_u(em, "dlmd_quorate", NULL, 0, dlmd_cluster_quorate(d));
 	family(em, "dlmd_lockspaces", "gauge", "Lockspaces on this node.");
 	sample_u(em, "dlmd_lockspaces", NULL, 0, d->d_nlockspaces);
+	family(em, "dlmd_held_messages", "gauge", "Engine messages the "
+	       "engine could not take (out of memory) that wait to be offered "
+	       "again: our own, and one per peer held (what the peer sent "
+	       "after it waits in the peer's queue).");
+	sample_u(em, "dlmd_held_messages", NULL, 0, dlmd_held(d, NULL, NULL));
+	family(em, "dlmd_own_messages_not_taken_total", "counter", "Our own "
+	       "engine messages the engine could not take (each refusal).");
+	sample_u(em, "dlmd_own_messages_not_taken_total", NULL, 0,
+		 d->d_self_not_taken);
 	family(em, "dlmd_clients", "gauge", "Client connections (libdlm).");
 	sample_u(em, "dlmd_clients", NULL, 0, dlmd_client_count(d));
 	family(em, "dlmd_clients_accepted_total", "counter",

@@ -74,6 +74,10 @@ struct dlmd_peer_metrics {
 	uint64_t	pm_msgs_received;
 	uint64_t	pm_bytes_received;
 	uint64_t	pm_connects;		/* connections established */
+	uint64_t	pm_not_taken;		/* its messages the engine did
+						   not take (comms.c, HOLD) */
+	uint64_t	pm_held_since;		/* ms: one of them is held
+						   since (0: none) */
 };
 
 /* The daemon's own (struct dlmd's d_metrics). */

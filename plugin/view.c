@@ -186,11 +186,15 @@ static int make_dir(int dir, const char *name)
 	return fd;
 }
 
-/* Remove dir/name and everything under it (no symlinks followed). */
+/* Remove dir/name and everything under it (no symlinks followed).  The
+ * entries are read with getdents64() into a buffer on the stack, not
+ * through a DIR (fdopendir() allocates one): the view goes at shutdown
+ * even when malloc fails (a cgroup at its MemoryMax), where it was left
+ * behind with "Cannot allocate memory". */
 static int remove_tree(int dir, const char *name, int depth)
 {
-	struct dirent *de;
-	DIR *dp;
+	char buf[4096] __attribute__((aligned(8)));
+	ssize_t n = 0;
 	int fd, rv = 0;
 
 	if (unlinkat(dir, name, 0) == 0 || errno == ENOENT)
@@ -202,20 +206,18 @@ static int remove_tree(int dir, const char *name, int depth)
 	fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	dp = fdopendir(fd);
-	if (!dp) {
+	while (!rv && (n = getdents64(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < n && !rv;) {
+			const struct dirent64 *de = (const void *)(buf + off);
+
+			off += de->d_reclen;
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				rv = remove_tree(fd, de->d_name, depth + 1);
+		}
+	}
+	if (!rv && n < 0)
 		rv = -errno;
-		close(fd);
-		return rv;
-	}
-	while ((de = readdir(dp))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		rv = remove_tree(dirfd(dp), de->d_name, depth + 1);
-		if (rv)
-			break;
-	}
-	closedir(dp);
+	close(fd);
 	if (!rv && unlinkat(dir, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
 		rv = -errno;
 	return rv;

@@ -116,8 +116,8 @@ static void on_log(void *arg, int level, const char *msg)
 		fprintf(stderr, "lowcomms: %s\n", msg);
 }
 
-static void deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
-		    const void *payload, size_t len)
+static int deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
+		   const void *payload, size_t len)
 {
 	struct peer *p = arg;
 	uint64_t counter;
@@ -127,7 +127,7 @@ static void deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
 	p->p_rx_total++;
 	if (len != MSG_LEN || type != MSG_TYPE) {
 		p->p_rx_bad++;
-		return;
+		return 0;
 	}
 	memcpy(&counter, payload, sizeof(counter));
 	if (counter != p->p_rx_next) {
@@ -139,6 +139,7 @@ static void deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
 	}
 	if (counter >= p->p_rx_next)
 		p->p_rx_next = counter + 1;
+	return 0;
 }
 
 static const struct lc_ops peer_ops = {

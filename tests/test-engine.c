@@ -56,14 +56,37 @@ struct dlm_core *dlm_core_new(const struct dlm_core_config *cfg,
 
 void dlm_core_free(struct dlm_core *core) { }
 
-static int receive_rv;			/* what dlm_core_receive returns */
+#define MAX_TAKEN	64
+static unsigned int refuse_left;	/* dlm_core_receive says -ENOMEM */
 static unsigned int nreceived;		/* messages given to it */
+static unsigned int ntaken;		/* ... and taken, in taken[] */
+static char taken[MAX_TAKEN][8];
 
 int dlm_core_receive(struct dlm_core *core, uint32_t from, const void *buf,
 		     size_t len)
 {
 	nreceived++;
-	return receive_rv;
+	if (refuse_left) {
+		refuse_left--;
+		return -ENOMEM;
+	}
+	assert_true(ntaken < MAX_TAKEN && len < sizeof(taken[0]));
+	memcpy(taken[ntaken], buf, len);
+	taken[ntaken++][len] = '\0';
+	return 0;
+}
+
+static uint64_t now_ms = 1000;
+
+uint64_t dlmd_now_ms(void)
+{
+	return now_ms;
+}
+
+unsigned int dlmd_comms_held(const struct dlmd *d, uint32_t *nodeid,
+			     uint64_t *since_ms)
+{
+	return 0;
 }
 
 char *dlmd_escape(const char *s, char *buf, size_t size)
@@ -116,8 +139,8 @@ static int setup(void **state)
 	nsent = nasts = 0;
 	refuse_node = 0;
 	fail_alloc = false;
-	receive_rv = 0;
-	nreceived = 0;
+	refuse_left = 0;
+	nreceived = ntaken = 0;
 	assert_int_equal(dlmd_engine_new(&d, &up), 0);
 	return 0;
 }
@@ -132,6 +155,14 @@ static int teardown(void **state)
 static void engine_send(uint32_t to, const char *text)
 {
 	ops->send(ops_ctx, to, text, strlen(text));
+}
+
+/* got[from..] holds the NULL-ended list want, in order. */
+static void assert_texts(char (*got)[8], unsigned int from,
+			 const char *const *want)
+{
+	for (unsigned int i = 0; want[i]; i++)
+		assert_string_equal(got[from + i], want[i]);
 }
 
 /* comms.c refuses node 2 (out of memory): its messages wait, in order,
@@ -152,10 +183,8 @@ static void test_held_in_order(void **state)
 	engine_send(2, "e2");
 	dlmd_flush(&d);
 	assert_int_equal(nsent, 5);
-	assert_string_equal(sent[1], "a2");
-	assert_string_equal(sent[2], "c2");
-	assert_string_equal(sent[3], "d2");
-	assert_string_equal(sent[4], "e2");
+	assert_texts(sent, 1, (const char *const[]){ "a2", "c2", "d2", "e2",
+						    NULL });
 	assert_null(d.d_held);
 }
 
@@ -232,26 +261,55 @@ static void test_ast_headroom(void **state)
 }
 
 /* A message to ourselves the engine did not take (-ENOMEM: it must be
- * offered again before any later one): dlmd stops, and gives the engine
- * nothing more, rather than go on with a later message and without that
- * one. */
+ * offered again before any later one) is held, with every later one of
+ * ours behind it, and offered again at each flush: dlmd goes on, and the
+ * engine gets each one once, in order, when it can take them; messages
+ * for other nodes are not held up meanwhile. */
 static void test_own_message_not_taken(void **state)
 {
+	uint32_t node = 0;
+	uint64_t since = 0;
+
 	engine_send(1, "a1");
 	dlmd_flush(&d);
-	assert_int_equal(nreceived, 1);
-	assert_false(d.d_cannot_hold);
-	receive_rv = -ENOMEM;
+	assert_int_equal(ntaken, 1);
+	refuse_left = 3;
 	engine_send(1, "b1");
 	engine_send(1, "c1");
-	dlmd_flush(&d);
-	assert_true(d.d_cannot_hold);
-	assert_int_equal(d.d_exit_code, 1);
-	assert_int_equal(nreceived, 2);		/* c1 never reached it */
-	receive_rv = 0;
+	engine_send(2, "x2");
+	dlmd_flush(&d);			/* b1 refused once */
+	assert_false(d.d_cannot_hold);
+	assert_int_equal(d.d_exit_code, 0);
+	assert_int_equal(ntaken, 1);	/* c1 did not overtake b1 */
+	assert_int_equal(nsent, 1);	/* another node's went out */
+	assert_string_equal(sent[0], "x2");
+	assert_int_equal(dlmd_held(&d, &node, &since), 2);
+	assert_int_equal(node, 1);
+	assert_int_equal(since, now_ms);
 	engine_send(1, "d1");
+	dlmd_flush(&d);			/* refused again */
+	assert_int_equal(ntaken, 1);
+	dlmd_flush(&d);			/* and again: the last refusal */
+	assert_int_equal(ntaken, 1);
+	assert_int_equal(d.d_self_not_taken, 3);
+	assert_int_equal(dlmd_held(&d, NULL, NULL), 3);
+	engine_send(1, "e1");
 	dlmd_flush(&d);
-	assert_int_equal(nreceived, 2);
+	assert_int_equal(ntaken, 5);
+	assert_texts(taken, 1, (const char *const[]){ "b1", "c1", "d1", "e1",
+						     NULL });
+	assert_int_equal(nreceived, 8);	/* 5 taken, 3 refused: no repeat */
+	assert_int_equal(dlmd_held(&d, NULL, NULL), 0);
+	assert_null(d.d_self_held);
+	/* the list is usable again after it emptied */
+	refuse_left = 1;
+	engine_send(1, "f1");
+	dlmd_flush(&d);
+	engine_send(1, "g1");
+	dlmd_flush(&d);
+	assert_int_equal(ntaken, 7);
+	assert_texts(taken, 5, (const char *const[]){ "f1", "g1", NULL });
+	assert_false(d.d_cannot_hold);
 }
 
 int main(void)

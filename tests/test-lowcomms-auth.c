@@ -207,11 +207,12 @@ static void test_key_file(void **state)
 
 static const struct lc_ops null_ops;
 
-static void ignore_deliver(void *arg, uint32_t from, uint16_t type,
-			   uint32_t lsid, const void *payload, size_t len)
+static int ignore_deliver(void *arg, uint32_t from, uint16_t type,
+			  uint32_t lsid, const void *payload, size_t len)
 {
 	(void)arg; (void)from; (void)type; (void)lsid; (void)payload;
 	(void)len;
+	return 0;
 }
 
 static int ignore_fd(void *arg, int fd, short events)

@@ -29,8 +29,8 @@ static unsigned char filler(uint64_t counter, size_t i)
 	return (unsigned char)(counter * 31 + i * 7);
 }
 
-static void on_deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
-		       const void *payload, size_t len)
+static int on_deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
+		      const void *payload, size_t len)
 {
 	struct h_ep *ep = arg;
 	const unsigned char *p = payload;
@@ -40,6 +40,14 @@ static void on_deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
 	if (ok) {
 		for (int i = 0; i < H_MSG_HDR; i++)
 			counter |= (uint64_t)p[i] << (8 * i);
+		/* an application out of memory: not taken, and from then
+		 * on it must not be given a later one before this */
+		if (ep->ep_refuse_left && counter >= ep->ep_refuse_at) {
+			ep->ep_refuse_left--;
+			ep->ep_refused++;
+			ep->ep_refused_counter = counter;
+			return -EAGAIN;
+		}
 		ok = counter == ep->ep_rx_next[from] &&
 		     type == (uint16_t)(counter % 7 + 1) &&
 		     lsid == (uint32_t)(counter ^ from);
@@ -66,6 +74,7 @@ static void on_deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
 	if (from >= 1 && from <= H_MAX_EP && counter >= ep->ep_rx_next[from])
 		ep->ep_rx_next[from] = counter + 1;
 	ep->ep_rx_total++;
+	return 0;
 }
 
 static int on_fd_add(void *arg, int fd, short events)

@@ -54,6 +54,12 @@ struct h_ep {
 	unsigned int ep_frames_lost;		/* ops_frames_lost calls */
 	uint64_t ep_established[H_MAX_EP + 1];	/* ops_established, by node id */
 	uint32_t ep_lost_from, ep_lost_expected, ep_lost_got;	/* the last */
+	/* ops_deliver refuses (-EAGAIN) the next ep_refuse_left deliveries
+	 * of a counter at or past ep_refuse_at, from any node */
+	unsigned int ep_refuse_left;
+	uint64_t ep_refuse_at;
+	unsigned int ep_refused;		/* refusals made */
+	uint64_t ep_refused_counter;		/* the last one refused */
 };
 
 struct h_fd {

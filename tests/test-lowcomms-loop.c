@@ -695,6 +695,72 @@ static void test_remove_and_readd(void **state)
 	h_world_free(w);
 }
 
+/* The application refuses a message (out of memory) three times: the
+ * node is held, nothing later from it is delivered while it is, and
+ * each lc_node_resume() offers that message again first; in the end
+ * every message arrived once and in order, and the held node's own
+ * traffic the other way was acknowledged all along.  A node removed
+ * while held is no longer held. */
+static void test_hold_and_resume(void **state)
+{
+	enum { COUNT = 2000, REFUSE_AT = 300, REFUSALS = 3 };
+	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
+	struct h_ep *rx = &w->w_eps[1];
+	struct sockaddr_storage ss;
+	struct lc_stats st;
+	unsigned int held_polls = 0, resumes = 0;
+	uint64_t end = h_now_ms() + WAIT_MS;
+
+	(void)state;
+	rx->ep_refuse_at = REFUSE_AT;
+	rx->ep_refuse_left = REFUSALS;
+	assert_int_equal(h_send(w, 0, 1, COUNT), COUNT);
+	assert_int_equal(h_send(w, 1, 0, COUNT), COUNT);
+	while (!h_acked(w, NULL) && h_now_ms() < end) {
+		h_poll(w, 5);
+		if (!lc_node_held(rx->ep_lc, 1))
+			continue;
+		/* held: the refused one is next, nothing after it came */
+		assert_int_equal(rx->ep_rx_next[1], rx->ep_refused_counter);
+		assert_int_equal(rx->ep_refused_counter, REFUSE_AT);
+		if (++held_polls % 4 == 0) {
+			assert_int_equal(lc_node_resume(rx->ep_lc, 1), 0);
+			resumes++;
+		}
+	}
+	assert_true(h_acked(w, NULL));
+	assert_int_equal(rx->ep_refused, REFUSALS);
+	assert_int_equal(resumes, REFUSALS);
+	assert_int_equal(rx->ep_rx_next[1], COUNT);
+	assert_int_equal(rx->ep_rx_total, COUNT);	/* none twice */
+	lc_get_stats(rx->ep_lc, &st);
+	assert_int_equal(st.st_not_taken, REFUSALS);
+	assert_int_equal(st.st_resumes, REFUSALS);
+	assert_int_equal(st.st_msgs_delivered, COUNT);
+	printf("hold: %llu frames left unread while held, %llu resent\n",
+	       (unsigned long long)st.st_held_skipped,
+	       (unsigned long long)st.st_dups_dropped);
+	assert_false(lc_node_held(rx->ep_lc, 1));
+	assert_int_equal(lc_node_resume(rx->ep_lc, 1), 0);	/* not held */
+	assert_int_equal(lc_node_resume(rx->ep_lc, 7), -ENOENT);
+	assert_clean(w);
+
+	/* held, then the node is removed: the hold goes with it */
+	rx->ep_refuse_at = 0;
+	rx->ep_refuse_left = 1;
+	assert_int_equal(h_send(w, 0, 1, 10), 10);
+	end = h_now_ms() + WAIT_MS;
+	while (!lc_node_held(rx->ep_lc, 1) && h_now_ms() < end)
+		h_poll(w, 5);
+	assert_true(lc_node_held(rx->ep_lc, 1));
+	assert_int_equal(lc_node_remove(rx->ep_lc, 1), 0);
+	assert_int_equal(lc_addr_parse(LOOPBACK, (uint16_t)w->w_eps[0].ep_port,
+				       &ss), 0);
+	assert_int_equal(lc_node_add(rx->ep_lc, 1, &ss, 1), 0);
+	assert_false(lc_node_held(rx->ep_lc, 1));
+	h_world_free(w);
+}
+
 static void test_ipv6(void **state)
 {
 	struct h_world *w = malloc(sizeof(*w));
@@ -921,6 +987,7 @@ int main(void)
 		cmocka_unit_test(test_scripted_peer),
 		cmocka_unit_test(test_backpressure_and_remove),
 		cmocka_unit_test(test_remove_and_readd),
+		cmocka_unit_test(test_hold_and_resume),
 		cmocka_unit_test(test_handshake_timeout),
 		cmocka_unit_test(test_peer_comes_up_late),
 		cmocka_unit_test(test_ipv6),

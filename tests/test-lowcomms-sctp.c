@@ -49,11 +49,12 @@ static void test_transport(void **state)
 	h_world_free(w);
 }
 
-static void null_deliver(void *arg, uint32_t from, uint16_t type,
-			 uint32_t lsid, const void *payload, size_t len)
+static int null_deliver(void *arg, uint32_t from, uint16_t type,
+			uint32_t lsid, const void *payload, size_t len)
 {
 	(void)arg, (void)from, (void)type, (void)lsid, (void)payload,
 	(void)len;
+	return 0;
 }
 
 static int null_fd(void *arg, int fd, short events)

@@ -1,0 +1,237 @@
+/*
+ * tests/test-comms-hold.c - plugin/comms.c's HOLD: two daemons' comms.c
+ * (nodes 1 and 2, on 127.0.0.1 and 127.0.0.2, one libqb loop) with a
+ * fake engine: node 2's dlm_core_receive() refuses (-ENOMEM, "not
+ * taken") REFUSALS times the message with counter REFUSE_AT from node 1,
+ * then takes it.  comms.c must hold node 1 meanwhile (nothing later from
+ * it reaches the engine), count and show the hold, offer the message
+ * again on its own (back-off timer), and in the end the engine has taken
+ * every message once, in order.  A held node whose daemon leaves
+ * (dlmd_comms_node_reset) is no longer held.  Every wait is bounded.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "plugin/dlmd.h"
+
+#define COUNT		500
+#define REFUSE_AT	123
+#define REFUSALS	3
+#define WAIT_MS		10000
+#define POLL_MS		5
+
+uint64_t dlmd_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- the fake engine ------------------------------------------------ */
+
+struct fake_core {
+	uint32_t	fc_nodeid;
+	unsigned int	fc_refuse_left;	/* refusals still to make */
+	unsigned int	fc_refused;
+	uint32_t	fc_next;	/* counter expected next from node 1 */
+	unsigned int	fc_errors;	/* out of order, twice, lost */
+	bool		fc_later_while_held;	/* one past REFUSE_AT came early */
+};
+
+static struct fake_core cores[2] = { { .fc_nodeid = 1 }, { .fc_nodeid = 2 } };
+
+int dlm_core_receive(struct dlm_core *core, uint32_t from, const void *buf,
+		     size_t len)
+{
+	struct fake_core *fc = (struct fake_core *)core;
+	uint32_t counter;
+
+	if (len != sizeof(counter) || from != 1) {
+		fc->fc_errors++;
+		return -EBADMSG;
+	}
+	memcpy(&counter, buf, sizeof(counter));
+	if (counter == REFUSE_AT && fc->fc_refuse_left) {
+		fc->fc_refuse_left--;
+		fc->fc_refused++;
+		return -ENOMEM;
+	}
+	if (counter > REFUSE_AT && fc->fc_next <= REFUSE_AT)
+		fc->fc_later_while_held = true;
+	if (counter != fc->fc_next)
+		fc->fc_errors++;
+	fc->fc_next = counter + 1;
+	return 0;
+}
+
+/* ---- what cluster.c would be ---------------------------------------- */
+
+static unsigned int cannot_hold;
+
+static void up_flush(struct dlmd *d)
+{
+	dlmd_comms_kick(d);
+}
+
+static void up_frames_lost(struct dlmd *d, uint32_t nodeid)
+{
+	fail_msg("frames from node %u lost", nodeid);
+}
+
+static void up_cannot_hold(struct dlmd *d, const char *what, uint32_t arg)
+{
+	cannot_hold++;
+}
+
+static const struct dlmd_comms_up up = {
+	.cu_flush = up_flush,
+	.cu_frames_lost = up_frames_lost,
+	.cu_cannot_hold = up_cannot_hold,
+};
+
+static struct dlmd daemons[2];
+static qb_loop_t *loop;		/* both daemons' */
+static const char *const addrs[2][1] = { { "127.0.0.1" }, { "127.0.0.2" } };
+
+/* Both daemons' comms.c on port, or -errno (the port is taken). */
+static int start_on(int port)
+{
+	for (int i = 0; i < 2; i++) {
+		struct dlmd *d = &daemons[i];
+		int rv;
+
+		memset(d, 0, sizeof(*d));
+		d->d_nodeid = (uint32_t)i + 1;
+		d->d_loop = loop;
+		d->d_core = (struct dlm_core *)&cores[i];
+		d->d_cfg.cf_port = (uint32_t)port;
+		d->d_cfg.cf_crypto_none = true;
+		d->d_cfg.cf_protocol = DLMD_PROTO_TCP;
+		rv = dlmd_comms_init(d, addrs[i], 1, &up);
+		if (rv) {
+			dlmd_comms_fini(d);
+			if (i)
+				dlmd_comms_fini(&daemons[0]);
+			return rv;
+		}
+		assert_int_equal(dlmd_comms_node_add(d, 2 - (uint32_t)i,
+						     addrs[1 - i], 1), 0);
+	}
+	return 0;
+}
+
+/* On a port nobody else uses (a few tries). */
+static void start(void)
+{
+	int rv = -EADDRINUSE;
+
+	loop = qb_loop_create();
+	assert_non_null(loop);
+	for (int k = 0; k < 10 && rv; k++)
+		rv = start_on(20000 + (int)((getpid() + 997 * k) % 20000));
+	assert_int_equal(rv, 0);
+}
+
+static void stop_loop(void *data)
+{
+	qb_loop_stop(loop);
+}
+
+/* The loop, for ms. */
+static void run(int ms)
+{
+	qb_loop_timer_handle t;
+
+	assert_int_equal(qb_loop_timer_add(loop, QB_LOOP_LOW,
+					   (uint64_t)ms * 1000000ULL, NULL,
+					   stop_loop, &t), 0);
+	qb_loop_run(loop);
+}
+
+static struct dlmd_peer_metrics node1_seen;
+
+static void peer_of_1(void *arg, const struct dlmd_peer_metrics *pm)
+{
+	if (pm->pm_nodeid == 1)
+		node1_seen = *pm;
+}
+
+static void test_hold(void **state)
+{
+	struct fake_core *rx = &cores[1];
+	uint64_t end, since = 0;
+	uint32_t node = 0;
+	unsigned int held_seen = 0;
+	char status[512];
+
+	(void)state;
+	start();
+	rx->fc_refuse_left = REFUSALS;
+	for (uint32_t c = 0; c < COUNT; c++)
+		assert_int_equal(dlmd_comms_send(&daemons[0], 2, &c, sizeof(c)), 0);
+	dlmd_comms_kick(&daemons[0]);
+	end = dlmd_now_ms() + WAIT_MS;
+	while (rx->fc_next < COUNT && dlmd_now_ms() < end) {
+		run(POLL_MS);
+		if (dlmd_comms_held(&daemons[1], &node, &since)) {
+			held_seen++;
+			assert_int_equal(node, 1);
+			assert_true(since > 0);
+			/* nothing after the refused one was taken */
+			assert_int_equal(rx->fc_next, REFUSE_AT);
+		}
+	}
+	assert_int_equal(rx->fc_next, COUNT);
+	assert_int_equal(rx->fc_errors, 0);
+	assert_false(rx->fc_later_while_held);
+	assert_int_equal(rx->fc_refused, REFUSALS);
+	assert_true(held_seen > 0);
+	assert_int_equal(dlmd_comms_held(&daemons[1], NULL, NULL), 0);
+	assert_int_equal(cannot_hold, 0);
+	dlmd_comms_each_peer(&daemons[1], peer_of_1, NULL);
+	assert_int_equal(node1_seen.pm_not_taken, REFUSALS);
+	assert_int_equal(node1_seen.pm_held_since, 0);
+	assert_int_equal(node1_seen.pm_msgs_received, COUNT);	/* taken */
+	dlmd_comms_status(&daemons[1], status, sizeof(status));
+	printf("node 2: %s\n", status);
+	assert_non_null(strstr(status, "held 0 not_taken 3"));
+
+	/* held again, then node 1's daemon leaves: the hold goes with it */
+	rx->fc_refuse_left = 1;
+	rx->fc_next = REFUSE_AT;
+	{
+		uint32_t c = REFUSE_AT;
+
+		assert_int_equal(dlmd_comms_send(&daemons[0], 2, &c, sizeof(c)), 0);
+	}
+	dlmd_comms_kick(&daemons[0]);
+	end = dlmd_now_ms() + WAIT_MS;
+	while (!dlmd_comms_held(&daemons[1], NULL, NULL) && dlmd_now_ms() < end)
+		run(POLL_MS);
+	assert_int_equal(dlmd_comms_held(&daemons[1], NULL, NULL), 1);
+	dlmd_comms_node_reset(&daemons[1], 1, addrs[0], 1);
+	assert_int_equal(dlmd_comms_held(&daemons[1], NULL, NULL), 0);
+	for (int i = 0; i < 2; i++)
+		dlmd_comms_fini(&daemons[i]);
+	qb_loop_destroy(loop);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hold),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
