@@ -361,7 +361,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 	for (unsigned int i = 0; i < n; i++)
 		dlmd_sb_printf(sb, " %u(%s)", nodes[i], dlmd_cluster_node_addr(d, nodes[i]));
 	{
-		char comms[256];
+		char comms[512];	/* the comms line: ~130 letters, 9 numbers of up to 20 digits */
 
 		dlmd_comms_status(d, comms, sizeof(comms));
 		dlmd_sb_printf(sb, "\ncomms %s", comms);
