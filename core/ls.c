@@ -307,6 +307,30 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	st->ls_toss_evicted = ls->ls_toss_evicted;
 }
 
+static int receive_ls(struct dlm_ls *ls, const struct dlm_msg *m,
+		      uint32_t from, const void *buf, size_t len)
+{
+	int rv;
+
+	/* what a member has minted or heard of orders our next fencing
+	 * tokens (token.c), whenever we handle the message; a clock no
+	 * member can have drops the message (hearing it again when it is
+	 * offered again changes nothing: the highest is kept) */
+	if (dlm_ls_is_member(ls, from)) {
+		rv = dlm_token_heard(ls, m);
+		if (rv)
+			return rv;
+	}
+	if (dlm_msg_is_recovery(m->m_type))
+		return dlm_recover_receive(ls, m, buf, len);
+	if (!dlm_ls_running(ls))
+		return dlm_held_add(ls, &ls->ls_held, from, buf, len);
+	rv = dlm_dispatch_msg(ls, m);
+	if (!rv)	/* a message not taken changes nothing */
+		dlm_toss_trim(ls);
+	return rv;
+}
+
 int dlm_core_receive(struct dlm_core *core, uint32_t from,
 		     const void *buf, size_t len)
 {
@@ -335,22 +359,12 @@ int dlm_core_receive(struct dlm_core *core, uint32_t from,
 			     dlm_msg_type_str(m.m_type), from, m.m_lsid);
 		return -ENOENT;
 	}
-	ls->ls_msgs_received++;
-	/* what a member has minted or heard of orders our next fencing
-	 * tokens (token.c), whenever we handle the message; a clock no
-	 * member can have drops the message */
-	if (dlm_ls_is_member(ls, from)) {
-		rv = dlm_token_heard(ls, &m);
-		if (rv)
-			return rv;
-	}
-	if (dlm_msg_is_recovery(m.m_type))
-		return dlm_recover_receive(ls, &m, buf, len);
-	if (!dlm_ls_running(ls))
-		return dlm_held_add(ls, &ls->ls_held, from, buf, len);
-	rv = dlm_dispatch_msg(ls, &m);
-	if (!rv)	/* a message not taken changes nothing */
-		dlm_toss_trim(ls);
+	rv = receive_ls(ls, &m, from, buf, len);
+	/* a message not taken (-ENOMEM: offered again later) changes
+	 * nothing, not even the count: a re-offer is not a second message,
+	 * and a node whose messages are all refused receives nothing */
+	if (rv != -ENOMEM)
+		ls->ls_msgs_received++;
 	return rv;
 }
 

@@ -745,6 +745,65 @@ static void test_lookup_waits(void **state)
 	cluster_free(c);
 }
 
+/* A message the engine does not take (-ENOMEM: no memory to hold it, and
+ * the caller offers it again) changes nothing, not even the count of
+ * messages received: a node whose every message is refused has received
+ * nothing (dlmd's hold relies on it; the count went up at each offer). */
+static int fail_all(void *arg)
+{
+	(void)arg;
+	return 1;
+}
+
+static void test_not_taken_not_counted(void **state)
+{
+	struct cluster *c = cluster_new(2, 100);
+	struct dlm_ls_stats st;
+	struct qmsg *m;
+	char name[16];
+	uint32_t lk = 0;
+	uint64_t before;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 64 && !c->sent[DLM_MSG_LOOKUP]; i++) {
+		snprintf(name, sizeof(name), "w%d", i);
+		lk = lock_on(c, 1, 1, name, DLM_LOCK_PR, 0, 0, NULL);
+		if (!c->sent[DLM_MSG_LOOKUP]) {
+			assert_status(c, 1, lk, 0);
+			assert_int_equal(unlock(c, 1, 1, lk, 0, NULL), 0);
+		}
+	}
+	assert_int_equal(c->sent[DLM_MSG_LOOKUP], 1);
+	assert_int_equal(c->qtail - c->qhead, 1);
+	m = &c->q[c->qhead % MAXQ];
+	/* node 2 stopped: the lookup must be held, and there is no memory */
+	assert_int_equal(dlm_core_ls_stop(c->ls[2]), 0);
+	dlm_core_ls_stats(c->ls[2], &st);
+	before = st.ls_msgs_received;
+	dlm_core_set_alloc_hook(c->core[2], fail_all, NULL);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(dlm_core_receive(c->core[2], m->from, m->buf,
+						  m->len), -ENOMEM);
+	dlm_core_ls_stats(c->ls[2], &st);
+	assert_int_equal(st.ls_msgs_received, before);
+	dlm_core_set_alloc_hook(c->core[2], NULL, NULL);
+	assert_int_equal(dlm_core_receive(c->core[2], m->from, m->buf, m->len),
+			 0);
+	c->qhead++;
+	dlm_core_ls_stats(c->ls[2], &st);
+	assert_int_equal(st.ls_msgs_received, before + 1);
+	/* held once, answered once the lockspace runs again */
+	dlm_core_ls_stop(c->ls[1]);
+	start_all(c, 1);
+	drain(c);
+	finish_all(c, 1);
+	drain(c);
+	assert_status(c, 1, lk, 0);
+	assert_verified(c);
+	cluster_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -762,6 +821,7 @@ int main(void)
 		cmocka_unit_test(test_own_records),
 		cmocka_unit_test(test_toss_cap),
 		cmocka_unit_test(test_lookup_waits),
+		cmocka_unit_test(test_not_taken_not_counted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
