@@ -710,21 +710,16 @@ static void test_toss_cap(void **state)
 	cluster_free(c);
 }
 
-/* A LOOKUP in flight to a directory node that does not answer counts as
- * a waiter in the lockspace's stats (ls_nlookups): the request waits for
- * a remote reply as much as one sent to a master, and a stalled directory
- * node must show as a stall.  Once answered, nothing waits. */
-static void test_lookup_waits(void **state)
+/* Node 1 locks PR on names "w0", "w1", ... (each one it directs itself is
+ * granted and unlocked at once) until one whose directory is node 2: its
+ * LOOKUP is the one message queued, undelivered.  That lock's id. */
+static uint32_t lookup_in_flight(struct cluster *c)
 {
-	struct cluster *c = cluster_new(2, 100);
-	struct dlm_ls_stats st;
 	char name[16];
 	uint32_t lk = 0;
 	int i;
 
-	(void)state;
 	for (i = 0; i < 64 && !c->sent[DLM_MSG_LOOKUP]; i++) {
-		/* a name node 2 directs: its lookup goes there */
 		snprintf(name, sizeof(name), "w%d", i);
 		lk = lock_on(c, 1, 1, name, DLM_LOCK_PR, 0, 0, NULL);
 		if (!c->sent[DLM_MSG_LOOKUP]) {
@@ -733,6 +728,21 @@ static void test_lookup_waits(void **state)
 		}
 	}
 	assert_int_equal(c->sent[DLM_MSG_LOOKUP], 1);
+	return lk;
+}
+
+/* A LOOKUP in flight to a directory node that does not answer counts as
+ * a waiter in the lockspace's stats (ls_nlookups): the request waits for
+ * a remote reply as much as one sent to a master, and a stalled directory
+ * node must show as a stall.  Once answered, nothing waits. */
+static void test_lookup_waits(void **state)
+{
+	struct cluster *c = cluster_new(2, 100);
+	struct dlm_ls_stats st;
+	uint32_t lk;
+
+	(void)state;
+	lk = lookup_in_flight(c);
 	assert_no_comp(c, 1, lk);
 	dlm_core_ls_stats(c->ls[1], &st);
 	assert_int_equal(st.ls_waiters, 1);
@@ -760,21 +770,12 @@ static void test_not_taken_not_counted(void **state)
 	struct cluster *c = cluster_new(2, 100);
 	struct dlm_ls_stats st;
 	struct qmsg *m;
-	char name[16];
-	uint32_t lk = 0;
+	uint32_t lk;
 	uint64_t before;
 	int i;
 
 	(void)state;
-	for (i = 0; i < 64 && !c->sent[DLM_MSG_LOOKUP]; i++) {
-		snprintf(name, sizeof(name), "w%d", i);
-		lk = lock_on(c, 1, 1, name, DLM_LOCK_PR, 0, 0, NULL);
-		if (!c->sent[DLM_MSG_LOOKUP]) {
-			assert_status(c, 1, lk, 0);
-			assert_int_equal(unlock(c, 1, 1, lk, 0, NULL), 0);
-		}
-	}
-	assert_int_equal(c->sent[DLM_MSG_LOOKUP], 1);
+	lk = lookup_in_flight(c);
 	assert_int_equal(c->qtail - c->qhead, 1);
 	m = &c->q[c->qhead % MAXQ];
 	/* node 2 stopped: the lookup must be held, and there is no memory */
