@@ -213,6 +213,8 @@ for k in 1 2 3 4; do
 	[ "$q" -gt 0 ] && [ "$q" -le $AST_LIMIT ] ||
 		fail "$k slow clients: ast_queue_bytes $q (limit $AST_LIMIT)"
 done
+echo "four slow clients: ast_queue_bytes $q, client_pauses $(status_value client_pauses)"
+"$DLMCTL" status | grep '^paused_client '
 [ "$(status_value clients_cut_slow)" = 0 ] ||
 	fail "a slow client was cut: $(grep disconnecting "$dir/dlmd.out")"
 [ "$(status_value client_pauses)" -ge 1 ] || fail "no client was paused: $("$DLMCTL" status)"
