@@ -22,7 +22,8 @@
 #      is paused (dlmd takes no request of it until it reads: dlmctl
 #      status shows it), never disconnected; four of them together stay
 #      under ast_queue_limit, another client is served meanwhile, and
-#      when they read each gets every completion;
+#      when they read each gets every completion; one killed while
+#      paused is closed as usual;
 #   5. a user holds at most max_locks_per_uid locks, over all its
 #      connections and the orphans they left; the next lock is refused
 #      (EDQUOT, logged once); purging its orphans gives room back; root
@@ -233,6 +234,17 @@ done
 [ "$(status_value clients_cut_slow)" = 0 ] || fail "a slow client was cut"
 [ "$(status_value ast_queue_bytes)" = 0 ] || fail "ASTs still queued: $("$DLMCTL" status)"
 "$DLMCTL" status | grep -q '^paused_client ' && fail "still paused: $("$DLMCTL" status)"
+# a paused client that dies is closed as usual (seen on its AST socket):
+# its connection and queue go, nothing stays paused
+clients0=$(status_value clients)
+hold slow5 8 "$LC" slow lim $SLOW_LOCKS
+poll $((POLLS / 10)) slow_waits slow5 || fail "slow client 5 neither submitted nor paused"
+"$DLMCTL" status | grep -q "^paused_client pid $held_slow5 " || fail "slow client 5 not paused"
+kill -KILL "$held_slow5"
+no_paused() { [ "$(status_value clients_paused)" = 0 ] && [ "$(status_value clients)" = "$clients0" ]; }
+poll $((POLLS / 10)) no_paused || fail "a killed paused client stays: $("$DLMCTL" status)"
+release slow5 8
+[ "$(status_value ast_queue_bytes)" = 0 ] || fail "ASTs still queued: $("$DLMCTL" status)"
 
 echo "== 5. at most $MAX_LOCKS locks per user, orphans included; root is not limited"
 asnobody() { timeout 60 setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
