@@ -33,9 +33,12 @@
  *              socket, adding the per-lock callback values the client
  *              gave (struct lkcb).  If the AST socket is full, packets
  *              wait in a per-client queue written when the socket
- *              drains.  All clients' queues together are bounded by
- *              ast_queue_limit: past it, the client with the largest
- *              queue is disconnected (astq_enforce_limit).
+ *              drains.  A client whose own queue passes its bound is
+ *              paused, never disconnected: no request of it is taken
+ *              until it reads ("Backpressure", below).  All clients'
+ *              queues together are bounded by ast_queue_limit, the last
+ *              resort: past it, the client with the largest queue is
+ *              disconnected (astq_enforce_limit).
  *   close      a connection that closes (exit, crash, SIGKILL) is purged
  *              at once with dlm_core_purge_owner(): its locks go, its
  *              PERSISTENT locks become orphans, and whatever they blocked
