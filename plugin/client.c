@@ -33,9 +33,12 @@
  *              socket, adding the per-lock callback values the client
  *              gave (struct lkcb).  If the AST socket is full, packets
  *              wait in a per-client queue written when the socket
- *              drains.  All clients' queues together are bounded by
- *              ast_queue_limit: past it, the client with the largest
- *              queue is disconnected (astq_enforce_limit).
+ *              drains.  A client whose own queue passes its bound is
+ *              paused, never disconnected: no request of it is taken
+ *              until it reads ("Backpressure", below).  All clients'
+ *              queues together are bounded by ast_queue_limit, the last
+ *              resort: past it, the client with the largest queue is
+ *              disconnected (astq_enforce_limit).
  *   close      a connection that closes (exit, crash, SIGKILL) is purged
  *              at once with dlm_core_purge_owner(): its locks go, its
  *              PERSISTENT locks become orphans, and whatever they blocked
@@ -172,6 +175,15 @@ struct ast_out {
 	unsigned char	ao_buf[AST_PKT_LEN];
 };
 
+/* A packet read from the socket of a paused client with a ring, kept
+ * until the ring before it is taken ("Backpressure"). */
+struct stashed {
+	struct stashed	*st_next;
+	int		st_fd;			/* passed with it, or -1 */
+	size_t		st_len;
+	unsigned char	st_buf[];
+};
+
 struct dlmd_client {
 	struct dlmd	*cl_d;
 	int		cl_fd;
@@ -185,6 +197,9 @@ struct dlmd_client {
 	unsigned int	cl_ngroups;
 	bool		cl_broken;		/* shut down, waiting for close */
 	bool		cl_ast_polling;		/* AST fd registered for POLLOUT */
+	bool		cl_paused;		/* its unread ASTs passed its
+						 * bound: no request taken
+						 * ("Backpressure") */
 	struct dlmd_ls	*cl_ls;
 	struct u32map	cl_locks;		/* lkid -> struct lkcb */
 	uint32_t	cl_purge_epoch;		/* purges of its own locks, in
@@ -205,6 +220,9 @@ struct dlmd_client {
 	struct dlmp_ring *cl_ring;
 	uint32_t	cl_ring_head;
 	bool		cl_ring_job;
+	/* socket packets read while it was paused, in order, and its tail */
+	struct stashed	*cl_stash;
+	struct stashed	**cl_stash_tail;
 };
 
 /* ------------------------------------------------------------------ */
@@ -308,6 +326,82 @@ static void astq_free(struct dlmd *d, struct dlmd_client *c)
 	c->cl_astq_bytes = 0;
 }
 
+static int client_readable(int32_t fd, int32_t revents, void *data);
+static void ring_job(void *data);
+
+/*
+ * Backpressure.  A client that does not read its AST socket (stopped by
+ * SIGSTOP or a debugger, swapped out, in a long pause, or just slow) is
+ * never disconnected for it: it would lose its locks while it still
+ * believes it holds them, and the telling would go to a socket it does
+ * not read.  Instead, once its own queue of unread ASTs passes its bound
+ * (astq_pause_bytes: a sixteenth of ast_queue_limit, at most
+ * ASTQ_PAUSE_ASTS packets, on top of the 1000 or more its AST socket
+ * holds), dlmd takes no request of it: its request socket leaves the
+ * loop and its ring is not read (no new request, no new completion for
+ * it); its locks and held answers stay.  When its queue drains to a
+ * quarter of the bound it is resumed: the socket comes back and a job
+ * takes what its ring holds (a kick it sent meanwhile waits in the
+ * socket; the job does not need one).  What can still come for a paused
+ * client: completions of the requests already taken (at most the
+ * CLIENT_BATCH packets one read took: the socket packets of a client
+ * with a ring that come after the pause are kept, in order, in
+ * cl_stash, until the ring before them is taken after its resumption),
+ * BASTs (one
+ * per lock and mode at most: the engine does not repeat a BAST for a mode
+ * it already sent) and grants of its waiting requests: so its queue is
+ * bounded by its locks, which max_locks_per_uid bounds for every user
+ * but root.  ast_queue_limit stays as the last resort for what this does
+ * not bound (root's clients with very many locks, all paused):
+ * astq_enforce_limit, below.  A paused client that dies is seen on its
+ * AST socket (polled while its queue is not empty: the send fails,
+ * client_break resumes it and the close runs as usual).
+ */
+#define ASTQ_PAUSE_ASTS	1024
+
+static uint64_t astq_pause_bytes(const struct dlmd *d)
+{
+	uint64_t b = d->d_cfg.cf_ast_queue_limit / 16;
+
+	if (b > ASTQ_PAUSE_ASTS * sizeof(struct ast_out))
+		b = ASTQ_PAUSE_ASTS * sizeof(struct ast_out);
+	return b;
+}
+
+static void client_pause(struct dlmd *d, struct dlmd_client *c)
+{
+	if (c->cl_paused || c->cl_broken)
+		return;
+	c->cl_paused = true;
+	d->d_npauses++;
+	d->d_npaused++;
+	log_debug("client pid %d serial %u: %u unread ASTs (%llu bytes); its "
+		  "requests wait until it reads", (int)c->cl_pid, c->cl_serial,
+		  c->cl_astq_len, (unsigned long long)c->cl_astq_bytes);
+	if (d->d_loop)
+		qb_loop_poll_del(d->d_loop, c->cl_fd);
+}
+
+static void client_resume(struct dlmd *d, struct dlmd_client *c)
+{
+	if (!c->cl_paused)
+		return;
+	c->cl_paused = false;
+	d->d_npaused--;
+	log_debug("client pid %d serial %u reads its ASTs again", (int)c->cl_pid,
+		  c->cl_serial);
+	if (!d->d_loop)
+		return;
+	if (qb_loop_poll_add(d->d_loop, QB_LOOP_HIGH, c->cl_fd, POLLIN, c,
+			     client_readable) != 0)
+		log_err("client pid %d serial %u: cannot poll its socket again",
+			(int)c->cl_pid, c->cl_serial);
+	/* what its ring holds: no kick will come for it */
+	if (c->cl_ring && !c->cl_broken && !c->cl_ring_job &&
+	    qb_loop_job_add(d->d_loop, QB_LOOP_LOW, c, ring_job) == 0)
+		c->cl_ring_job = true;
+}
+
 /* Disconnect a client that broke the rules.  Its queued ASTs go at once
  * (nothing more is delivered to it); its locks go when the connection
  * closes, as if it had exited, and the client sees the connection end
@@ -320,8 +414,10 @@ static void client_break(struct dlmd *d, struct dlmd_client *c, const char *why)
 		 (unsigned)c->cl_uid, c->cl_serial, why);
 	c->cl_broken = true;
 	astq_free(d, c);
-	/* Our own end then reads EOF and the normal close path runs. */
+	/* Our own end then reads EOF and the normal close path runs (a
+	 * paused client's socket is polled again for it). */
 	shutdown(c->cl_fd, SHUT_RDWR);
+	client_resume(d, c);
 }
 
 static void find_largest_astq(void *arg, uint32_t key, void *val)
@@ -335,23 +431,27 @@ static void find_largest_astq(void *arg, uint32_t key, void *val)
 }
 
 /*
- * The global bound on unread ASTs (dlm.conf ast_queue_limit): while all
- * clients' queues together hold more, the client with the largest queue
- * (the one that reads least) is disconnected, with a log line.  One slow
- * client cannot take the daemon's memory, nor can many together.
+ * The last resort (dlm.conf ast_queue_limit), for what backpressure does
+ * not bound: while all clients' queues together hold more, the client
+ * with the largest queue (the one that reads least) is disconnected,
+ * with a log line, and its locks are released as if it had exited.  With
+ * backpressure this takes clients whose ASTs are BASTs and grants of
+ * their own many locks (root's: other users' are bounded by
+ * max_locks_per_uid), never one merely slow to read completions.
  */
 static void astq_enforce_limit(struct dlmd *d)
 {
 	while (d->d_astq_bytes > d->d_cfg.cf_ast_queue_limit) {
 		struct dlmd_client *worst = NULL;
-		char why[160];
+		char why[200];
 
 		u32map_each(&d->d_clients, find_largest_astq, &worst);
 		if (!worst)
 			break;
 		snprintf(why, sizeof(why), "%u unread ASTs (%llu bytes), the most of "
 			 "any client, while all clients' passed ast_queue_limit "
-			 "(%u bytes)", worst->cl_astq_len,
+			 "(%u bytes) despite backpressure; its locks are "
+			 "released", worst->cl_astq_len,
 			 (unsigned long long)worst->cl_astq_bytes,
 			 d->d_cfg.cf_ast_queue_limit);
 		d->d_ncut_slow++;
@@ -383,6 +483,8 @@ static void astq_drain(struct dlmd *d, struct dlmd_client *c)
 		d->d_nasts_sent++;
 		free(ao);
 	}
+	if (c->cl_paused && c->cl_astq_bytes <= astq_pause_bytes(d) / 4)
+		client_resume(d, c);
 	if (c->cl_astq && !c->cl_ast_polling && d->d_loop) {
 		if (qb_loop_poll_add(d->d_loop, QB_LOOP_MED, c->cl_ast_fd, POLLOUT,
 				     c, ast_writable) == 0)
@@ -420,6 +522,8 @@ static void astq_push(struct dlmd *d, struct dlmd_client *c,
 	c->cl_astq_len++;
 	c->cl_astq_bytes += sizeof(*ao);
 	d->d_astq_bytes += sizeof(*ao);
+	if (c->cl_astq_bytes >= astq_pause_bytes(d))
+		client_pause(d, c);
 	astq_enforce_limit(d);
 	if (drain && !c->cl_broken)
 		astq_drain(d, c);
@@ -2105,8 +2209,62 @@ static void ring_catch_up(struct dlmd *d, struct dlmd_client *c)
 		return;
 	}
 	d->d_nring_catchups++;
-	while (avail-- && !c->cl_broken)
+	/* paused: the rest after its resumption (the packet waits) */
+	while (avail-- && !c->cl_broken && !c->cl_paused)
 		ring_take_slot(d, c);
+}
+
+/* Keep a packet of a paused client with a ring for later (stash_run).
+ * Out of memory the client is cut: its request cannot be answered. */
+static void stash_push(struct dlmd *d, struct dlmd_client *c, const void *buf,
+		       size_t len, int passed_fd)
+{
+	struct stashed *st = malloc(sizeof(*st) + len);
+
+	if (!st) {
+		if (passed_fd >= 0)
+			close(passed_fd);
+		client_break(d, c, "out of memory for its requests");
+		return;
+	}
+	st->st_next = NULL;
+	st->st_fd = passed_fd;
+	st->st_len = len;
+	memcpy(st->st_buf, buf, len);
+	if (!c->cl_stash)
+		c->cl_stash_tail = &c->cl_stash;
+	*c->cl_stash_tail = st;
+	c->cl_stash_tail = &st->st_next;
+}
+
+static void stash_free(struct dlmd_client *c)
+{
+	struct stashed *st;
+
+	while ((st = c->cl_stash)) {
+		c->cl_stash = st->st_next;
+		if (st->st_fd >= 0)
+			close(st->st_fd);
+		free(st);
+	}
+}
+
+/* Handle the kept packets, each after the ring before it, until the
+ * client is paused again.  The caller batches the answers. */
+static void stash_run(struct dlmd *d, struct dlmd_client *c)
+{
+	while (c->cl_stash && !c->cl_paused && !c->cl_broken) {
+		struct stashed *st = c->cl_stash;
+
+		ring_catch_up(d, c);
+		if (c->cl_paused || c->cl_broken)
+			break;
+		c->cl_stash = st->st_next;
+		dlmd_client_request(d, c, st->st_buf, st->st_len, st->st_fd);
+		free(st);
+	}
+	if (c->cl_broken)
+		stash_free(c);
 }
 
 static void ring_drain(struct dlmd *d, struct dlmd_client *c)
@@ -2114,7 +2272,9 @@ static void ring_drain(struct dlmd *d, struct dlmd_client *c)
 	struct dlmp_ring *r = c->cl_ring;
 	unsigned int budget = DLMP_RING_SLOTS;
 
-	while (!c->cl_broken) {
+	/* paused (backpressure): not a slot more, and no rg_sleeping = 1
+	 * either (a kick would wait unread): its resumption comes back */
+	while (!c->cl_broken && !c->cl_paused) {
 		uint32_t avail = __atomic_load_n(&r->rg_tail, __ATOMIC_ACQUIRE) -
 				 c->cl_ring_head;
 
@@ -2155,11 +2315,17 @@ static void ring_drain(struct dlmd *d, struct dlmd_client *c)
 void dlmd_client_socket_request(struct dlmd *d, struct dlmd_client *c,
 				const void *buf, size_t len, int passed_fd)
 {
-	if (c->cl_ring)
+	if (c->cl_ring && !c->cl_stash && !c->cl_paused)
 		ring_catch_up(d, c);	/* the order */
 	if (c->cl_broken) {
 		if (passed_fd >= 0)
 			close(passed_fd);
+		return;
+	}
+	if (c->cl_ring && (c->cl_stash || c->cl_paused)) {
+		/* paused before the ring in front of it was taken, or
+		 * behind packets that were: later, in order */
+		stash_push(d, c, buf, len, passed_fd);
 		return;
 	}
 	dlmd_client_request(d, c, buf, len, passed_fd);
@@ -2179,7 +2345,9 @@ void dlmd_client_ring_take(struct dlmd *d, struct dlmd_client *c)
 		return;
 	out_batch.ob_c = c;
 	out_batch.ob_n = 0;
-	ring_drain(d, c);
+	stash_run(d, c);
+	if (!c->cl_stash)
+		ring_drain(d, c);
 	ast_batch_flush(d, c);
 	out_batch_flush(d);
 	out_batch.ob_c = NULL;
@@ -2361,8 +2529,11 @@ void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 	}
 	if (c->cl_counted)
 		uid_conns_add(d, c->cl_uid, -1);
+	if (c->cl_paused)
+		d->d_npaused--;
 	if (c->cl_ring_job && d->d_loop)
 		qb_loop_job_del(d->d_loop, QB_LOOP_LOW, c, ring_job);
+	stash_free(c);
 	if (c->cl_ring)
 		munmap(c->cl_ring, DLMP_RING_BYTES);
 	u32map_del(&d->d_clients, c->cl_serial);
@@ -2426,7 +2597,11 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 
 	out_batch.ob_c = c;
 	out_batch.ob_n = 0;
-	for (int call = 0; call < CLIENT_CALLS; call++) {
+	if (c->cl_stash)
+		stash_run(d, c);	/* resumed: what it sent before */
+	/* paused (backpressure) by what it took: no more (the packets one
+	 * recvmmsg read are handled; the rest wait in the socket) */
+	for (int call = 0; call < CLIENT_CALLS && !c->cl_paused; call++) {
 		int n;
 
 		for (int i = 0; i < CLIENT_BATCH; i++) {
@@ -2488,7 +2663,7 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 		if (d->d_nring_requests - ring0 >= DLMP_RING_SLOTS)
 			break;
 	}
-	if (c->cl_ring)
+	if (c->cl_ring && !c->cl_stash)
 		ring_drain(d, c);
 	ast_batch_flush(d, c);
 	out_batch_flush(d);
@@ -2675,6 +2850,39 @@ void dlmd_client_fini(struct dlmd *d)
 unsigned int dlmd_client_nheld(const struct dlmd_client *c)
 {
 	return c->cl_nheld;
+}
+
+struct paused_list {
+	struct dlmd_sbuf	*pl_sb;
+	bool			pl_json;
+	bool			pl_first;
+};
+
+static void put_paused(void *arg, uint32_t key, void *val)
+{
+	struct paused_list *pl = arg;
+	const struct dlmd_client *c = val;
+
+	(void)key;
+	if (!c->cl_paused)
+		return;
+	if (pl->pl_json)
+		dlmd_sb_printf(pl->pl_sb, "%s{\"pid\":%d,\"uid\":%u,\"serial\":%u,"
+			       "\"queued_asts\":%u}", pl->pl_first ? "" : ",",
+			       (int)c->cl_pid, (unsigned)c->cl_uid, c->cl_serial,
+			       c->cl_astq_len);
+	else
+		dlmd_sb_printf(pl->pl_sb, "paused_client pid %d uid %u serial %u "
+			       "queued_asts %u\n", (int)c->cl_pid,
+			       (unsigned)c->cl_uid, c->cl_serial, c->cl_astq_len);
+	pl->pl_first = false;
+}
+
+void dlmd_client_paused_list(struct dlmd *d, struct dlmd_sbuf *sb, bool json)
+{
+	struct paused_list pl = { sb, json, true };
+
+	u32map_each(&d->d_clients, put_paused, &pl);
 }
 
 unsigned int dlmd_client_count(const struct dlmd *d)

@@ -296,6 +296,8 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		{ "ast_queue_bytes", d->d_astq_bytes },
 		{ "clients_refused", d->d_nrefused },
 		{ "clients_cut_slow", d->d_ncut_slow },
+		{ "client_pauses", d->d_npauses },
+		{ "clients_paused", d->d_npaused },
 		{ "locks_refused", d->d_nrefused_locks },
 		{ "fence_timeouts", d->d_metrics.m_fence_timeouts },
 		{ "fence_unreaped", dlmd_fence_unreaped(d) },
@@ -347,7 +349,9 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		dlmd_sb_printf(sb, ",\"socket\":");
 		dlmd_json_str(sb, d->d_cfg.cf_socket_path);
 		put_counters(sb, json, engine, sizeof(engine) / sizeof(engine[0]));
-		dlmd_sb_printf(sb, ",\"metrics_listen\":");
+		dlmd_sb_printf(sb, ",\"paused_clients\":[");
+		dlmd_client_paused_list(d, sb, true);
+		dlmd_sb_printf(sb, "],\"metrics_listen\":");
 		dlmd_json_str(sb, metrics_state(d));
 		/* every metric, as GET /metrics has them (metrics.c) */
 		dlmd_sb_printf(sb, ",\"metrics\":");
@@ -378,6 +382,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		  d->d_cfg.cf_configfs_dir[0] ? d->d_cfg.cf_configfs_dir : "-",
 		  dlmd_view_state(d), metrics_state(d));
 	put_counters(sb, json, engine, sizeof(engine) / sizeof(engine[0]));
+	dlmd_client_paused_list(d, sb, false);
 	return 0;
 }
 

@@ -377,6 +377,9 @@ struct dlmd {
 	uint64_t		d_astq_bytes;	/* unread ASTs queued, all clients */
 	uint64_t		d_nrefused;	/* connections refused: per-uid limit */
 	uint64_t		d_ncut_slow;	/* clients cut: ast_queue_limit */
+	uint64_t		d_npauses;	/* clients paused: their own
+						 * unread ASTs (client.c) */
+	uint32_t		d_npaused;	/* ... paused now */
 	bool			d_accept_paused; /* fds ran out: not accepting */
 	qb_loop_timer_handle	d_accept_timer;
 	struct dlmd_accept_pause d_ctl_pause;	/* ctl.c, the same for dlmctl */
@@ -437,6 +440,10 @@ bool dlmd_ls_in_use(struct dlmd_ls *dl);
 int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
 		    const struct dlmd_client *except);
 unsigned int dlmd_client_count(const struct dlmd *d);
+struct dlmd_sbuf;
+/* "paused_client ..." lines (text) or JSON objects, one per client
+ * paused for its unread ASTs (ctl.c status). */
+void dlmd_client_paused_list(struct dlmd *d, struct dlmd_sbuf *sb, bool json);
 /* Take what c's request ring holds, answers batched (what a kick
  * does; fuzz targets call it). */
 void dlmd_client_ring_take(struct dlmd *d, struct dlmd_client *c);

@@ -447,8 +447,16 @@ static void collect(struct emit *em, struct dlmd *d)
 	       "refused: the user had max_clients_per_uid.");
 	sample_u(em, "dlmd_clients_refused_total", NULL, 0, d->d_nrefused);
 	family(em, "dlmd_clients_cut_slow_total", "counter", "Clients "
-	       "disconnected because their unread ASTs passed ast_queue_limit.");
+	       "disconnected because all clients' unread ASTs passed ast_queue_limit "
+	       "despite backpressure (the last resort).");
 	sample_u(em, "dlmd_clients_cut_slow_total", NULL, 0, d->d_ncut_slow);
+	family(em, "dlmd_client_pauses_total", "counter", "Times a client's "
+	       "requests were paused (backpressure) because its own unread "
+	       "ASTs passed its bound.");
+	sample_u(em, "dlmd_client_pauses_total", NULL, 0, d->d_npauses);
+	family(em, "dlmd_clients_paused", "gauge", "Clients whose requests "
+	       "wait until they read their ASTs (backpressure).");
+	sample_u(em, "dlmd_clients_paused", NULL, 0, d->d_npaused);
 	family(em, "dlmd_locks_refused_total", "counter", "Locks refused: the "
 	       "user held max_locks_per_uid locks and orphans.");
 	sample_u(em, "dlmd_locks_refused_total", NULL, 0, d->d_nrefused_locks);

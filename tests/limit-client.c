@@ -11,13 +11,16 @@
  *                                 no request; print "connected K"; hold
  *                                 until stdin EOF
  *   limit-client slow LS N        open LS and submit N NL requests on
- *                                 distinct resources, never reading the
- *                                 AST socket; print "submitted K" and, on
- *                                 a failure, "error ERRNO-NAME"; hold until
- *                                 stdin EOF, then print "ast-socket" with
- *                                 what reading the AST socket says (ok or
- *                                 the errno name, ENOTCONN when the
- *                                 daemon disconnected us)
+ *                                 distinct resources (in a thread: dlmd
+ *                                 may stop taking them, backpressure),
+ *                                 not reading the AST socket until stdin
+ *                                 EOF; print "submitted K" when done and,
+ *                                 on a failure, "error ERRNO-NAME"; after
+ *                                 EOF read the AST socket and print
+ *                                 "ast-socket" with what reading it says
+ *                                 (ok or the errno name, ENOTCONN when the
+ *                                 daemon disconnected us), then
+ *                                 "completions C" (ASTs received)
  *   limit-client locks LS N P     open LS and take N NL locks on distinct
  *                                 resources, waiting for each (P 1: each
  *                                 PERSISTENT, so that they become orphans
@@ -38,6 +41,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,25 +142,32 @@ static int cmd_connect(int n)
 	return 0;
 }
 
-static void no_ast(void *arg)
+static unsigned int slow_ncomp;		/* completion ASTs received */
+
+static void count_ast(void *arg)
 {
 	(void)arg;
+	__atomic_add_fetch(&slow_ncomp, 1, __ATOMIC_RELAXED);
 }
 
-static int cmd_slow(const char *ls, int n)
+struct slow_args {
+	dlm_lshandle_t	sa_h;
+	int		sa_n;
+};
+
+/* Submit the requests; dlmd may stop taking them until we read. */
+static void *slow_submit(void *arg)
 {
-	dlm_lshandle_t h = dlm_open_lockspace(ls);
+	struct slow_args *sa = arg;
 	static struct dlm_lksb lksb[65536];
-	int k, err = 0, rv;
+	int k, err = 0;
 	char name[32];
 
-	if (!h || n > (int)(sizeof(lksb) / sizeof(lksb[0])))
-		return 1;
-	for (k = 0; k < n; k++) {
+	for (k = 0; k < sa->sa_n; k++) {
 		snprintf(name, sizeof(name), "slow-%d-%d", (int)getpid(), k);
-		if (dlm_ls_lock(h, LKM_NLMODE, &lksb[k], 0, name,
-				(unsigned int)strlen(name), 0, no_ast, NULL, NULL,
-				NULL)) {
+		if (dlm_ls_lock(sa->sa_h, LKM_NLMODE, &lksb[k], 0, name,
+				(unsigned int)strlen(name), 0, count_ast, NULL,
+				NULL, NULL)) {
 			err = errno;
 			break;
 		}
@@ -165,21 +176,45 @@ static int cmd_slow(const char *ls, int n)
 	if (err)
 		printf("error %s\n", errno_name(err));
 	fflush(stdout);
-	hold();
-	/* Drain the AST socket: ASTs, then EOF if the daemon cut us. */
-	for (int i = 0; i < 100000; i++) {
+	return NULL;
+}
+
+/* 0, or the errno reading the AST socket failed with. */
+static int slow_read(dlm_lshandle_t h, int n)
+{
+	while (__atomic_load_n(&slow_ncomp, __ATOMIC_RELAXED) < (unsigned int)n) {
 		struct pollfd pfd = { .fd = dlm_ls_get_fd(h), .events = POLLIN };
 
-		if (poll(&pfd, 1, 1000) <= 0) {
-			printf("ast-socket ok\n");
-			break;
-		}
-		rv = dlm_dispatch(pfd.fd);
-		if (rv) {
-			printf("ast-socket %s\n", errno_name(errno));
-			break;
-		}
+		if (poll(&pfd, 1, 1000) <= 0)
+			return 0;
+		if (dlm_dispatch(pfd.fd))
+			return errno ? errno : EIO;
 	}
+	return 0;
+}
+
+static int cmd_slow(const char *ls, int n)
+{
+	dlm_lshandle_t h = dlm_open_lockspace(ls);
+	struct slow_args sa = { h, n };
+	pthread_t th;
+	int rv;
+
+	if (!h || n > 65536 || pthread_create(&th, NULL, slow_submit, &sa))
+		return 1;
+	hold();
+	/* Read the AST socket until all came or it is quiet for a second
+	 * (then once more after the submitting thread is done): ASTs, or
+	 * EOF if the daemon cut us. */
+	rv = slow_read(h, n);
+	pthread_join(th, NULL);
+	if (rv == 0)
+		rv = slow_read(h, n);
+	if (rv == 0)
+		printf("ast-socket ok\n");
+	else
+		printf("ast-socket %s\n", errno_name(rv));
+	printf("completions %u\n", __atomic_load_n(&slow_ncomp, __ATOMIC_RELAXED));
 	fflush(stdout);
 	dlm_close_lockspace(h);
 	return 0;
