@@ -335,9 +335,12 @@ static void ring_job(void *data);
  * never disconnected for it: it would lose its locks while it still
  * believes it holds them, and the telling would go to a socket it does
  * not read.  Instead, once its own queue of unread ASTs passes its bound
- * (astq_pause_bytes: a sixteenth of ast_queue_limit, at most
- * ASTQ_PAUSE_ASTS packets, on top of the 1000 or more its AST socket
- * holds), dlmd takes no request of it: its request socket leaves the
+ * (astq_pause_bytes: a sixteenth of ast_queue_limit, 4 MB or
+ * about 35000 ASTs by default, on top of the 1000 or more its AST socket
+ * holds: generous, because a client paused in a thread that also reads
+ * its ASTs, one that sends requests without dispatching in between,
+ * waits for ever for the answer to its request; see dlm.conf(5)), dlmd
+ * takes no request of it: its request socket leaves the
  * loop and its ring is not read (no new request, no new completion for
  * it); its locks and held answers stay.  When its queue drains to a
  * quarter of the bound it is resumed: the socket comes back and a job
@@ -357,15 +360,9 @@ static void ring_job(void *data);
  * AST socket (polled while its queue is not empty: the send fails,
  * client_break resumes it and the close runs as usual).
  */
-#define ASTQ_PAUSE_ASTS	1024
-
 static uint64_t astq_pause_bytes(const struct dlmd *d)
 {
-	uint64_t b = d->d_cfg.cf_ast_queue_limit / 16;
-
-	if (b > ASTQ_PAUSE_ASTS * sizeof(struct ast_out))
-		b = ASTQ_PAUSE_ASTS * sizeof(struct ast_out);
-	return b;
+	return d->d_cfg.cf_ast_queue_limit / 16;
 }
 
 static void client_pause(struct dlmd *d, struct dlmd_client *c)
