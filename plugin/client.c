@@ -2849,37 +2849,35 @@ unsigned int dlmd_client_nheld(const struct dlmd_client *c)
 	return c->cl_nheld;
 }
 
-struct paused_list {
-	struct dlmd_sbuf	*pl_sb;
-	bool			pl_json;
-	bool			pl_first;
+struct paused_each {
+	void	(*pe_fn)(void *arg, const struct dlmd_paused_client *pc);
+	void	*pe_arg;
 };
 
-static void put_paused(void *arg, uint32_t key, void *val)
+static void each_paused(void *arg, uint32_t key, void *val)
 {
-	struct paused_list *pl = arg;
+	struct paused_each *pe = arg;
 	const struct dlmd_client *c = val;
+	struct dlmd_paused_client pc;
 
 	(void)key;
 	if (!c->cl_paused)
 		return;
-	if (pl->pl_json)
-		dlmd_sb_printf(pl->pl_sb, "%s{\"pid\":%d,\"uid\":%u,\"serial\":%u,"
-			       "\"queued_asts\":%u}", pl->pl_first ? "" : ",",
-			       (int)c->cl_pid, (unsigned)c->cl_uid, c->cl_serial,
-			       c->cl_astq_len);
-	else
-		dlmd_sb_printf(pl->pl_sb, "paused_client pid %d uid %u serial %u "
-			       "queued_asts %u\n", (int)c->cl_pid,
-			       (unsigned)c->cl_uid, c->cl_serial, c->cl_astq_len);
-	pl->pl_first = false;
+	pc.pc_pid = c->cl_pid;
+	pc.pc_uid = c->cl_uid;
+	pc.pc_serial = c->cl_serial;
+	pc.pc_queued_asts = c->cl_astq_len;
+	pe->pe_fn(pe->pe_arg, &pc);
 }
 
-void dlmd_client_paused_list(struct dlmd *d, struct dlmd_sbuf *sb, bool json)
+void dlmd_client_each_paused(struct dlmd *d,
+			     void (*fn)(void *arg,
+					const struct dlmd_paused_client *pc),
+			     void *arg)
 {
-	struct paused_list pl = { sb, json, true };
+	struct paused_each pe = { fn, arg };
 
-	u32map_each(&d->d_clients, put_paused, &pl);
+	u32map_each(&d->d_clients, each_paused, &pe);
 }
 
 unsigned int dlmd_client_count(const struct dlmd *d)

@@ -281,8 +281,34 @@ static bool id_listed(const uint32_t *ids, unsigned int n, uint32_t id)
 	return false;
 }
 
+/* "paused_client ..." lines (text) or JSON objects, one per client
+ * paused for its unread ASTs (client.c "Backpressure"). */
+struct paused_out {
+	struct dlmd_sbuf	*po_sb;
+	bool			po_json;
+	bool			po_first;
+};
+
+static void put_paused(void *arg, const struct dlmd_paused_client *pc)
+{
+	struct paused_out *po = arg;
+
+	if (po->po_json)
+		dlmd_sb_printf(po->po_sb, "%s{\"pid\":%d,\"uid\":%u,\"serial\":%u,"
+			       "\"queued_asts\":%u}", po->po_first ? "" : ",",
+			       (int)pc->pc_pid, (unsigned)pc->pc_uid,
+			       pc->pc_serial, pc->pc_queued_asts);
+	else
+		dlmd_sb_printf(po->po_sb, "paused_client pid %d uid %u serial %u "
+			       "queued_asts %u\n", (int)pc->pc_pid,
+			       (unsigned)pc->pc_uid, pc->pc_serial,
+			       pc->pc_queued_asts);
+	po->po_first = false;
+}
+
 static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool json)
 {
+	struct paused_out pl = { sb, json, true };
 	uint32_t nodes[DLM_MAX_NODES];
 	unsigned int n = dlmd_cluster_nodes(d, nodes, DLM_MAX_NODES);
 	unsigned long long up = (unsigned long long)((dlmd_now_ms() - d->d_start_ms) / 1000);
@@ -350,7 +376,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		dlmd_json_str(sb, d->d_cfg.cf_socket_path);
 		put_counters(sb, json, engine, sizeof(engine) / sizeof(engine[0]));
 		dlmd_sb_printf(sb, ",\"paused_clients\":[");
-		dlmd_client_paused_list(d, sb, true);
+		dlmd_client_each_paused(d, put_paused, &pl);
 		dlmd_sb_printf(sb, "],\"metrics_listen\":");
 		dlmd_json_str(sb, metrics_state(d));
 		/* every metric, as GET /metrics has them (metrics.c) */
@@ -382,7 +408,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		  d->d_cfg.cf_configfs_dir[0] ? d->d_cfg.cf_configfs_dir : "-",
 		  dlmd_view_state(d), metrics_state(d));
 	put_counters(sb, json, engine, sizeof(engine) / sizeof(engine[0]));
-	dlmd_client_paused_list(d, sb, false);
+	dlmd_client_each_paused(d, put_paused, &pl);
 	return 0;
 }
 

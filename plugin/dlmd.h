@@ -440,10 +440,18 @@ bool dlmd_ls_in_use(struct dlmd_ls *dl);
 int dlmd_ls_release(struct dlmd *d, struct dlmd_ls *dl, bool force,
 		    const struct dlmd_client *except);
 unsigned int dlmd_client_count(const struct dlmd *d);
-struct dlmd_sbuf;
-/* "paused_client ..." lines (text) or JSON objects, one per client
- * paused for its unread ASTs (ctl.c status). */
-void dlmd_client_paused_list(struct dlmd *d, struct dlmd_sbuf *sb, bool json);
+/* A client paused for its unread ASTs, as ctl.c status shows it. */
+struct dlmd_paused_client {
+	pid_t		pc_pid;
+	uid_t		pc_uid;
+	uint32_t	pc_serial;
+	uint32_t	pc_queued_asts;
+};
+/* fn for every client paused now (in no particular order). */
+void dlmd_client_each_paused(struct dlmd *d,
+			     void (*fn)(void *arg,
+					const struct dlmd_paused_client *pc),
+			     void *arg);
 /* Take what c's request ring holds, answers batched (what a kick
  * does; fuzz targets call it). */
 void dlmd_client_ring_take(struct dlmd *d, struct dlmd_client *c);
