@@ -414,9 +414,11 @@
  * on with --remaster, tests/test-core-remaster too); dlmd sets it from
  * dlm.conf's remaster_secs (plugin/engine.c), off by default.  The
  * re-point protocol also needs remaster_shared (dlm-sim --repoint; dlmd
- * does not set it yet).  DLM_FAULT_REMASTER_SKIP_REPOINT and
- * DLM_FAULT_REMASTER_EARLY_GRANT are its two broken variants.  DLM_FAULT_REMASTER_NO_FREEZE is the broken variant that
- * keeps M granting after it sent the state, DLM_FAULT_REMASTER_ANY_OWNER
+ * sets it from dlm.conf's remaster_shared, off by default).
+ * DLM_FAULT_REMASTER_SKIP_REPOINT and DLM_FAULT_REMASTER_EARLY_GRANT are
+ * its two broken variants.  DLM_FAULT_REMASTER_NO_FREEZE is the broken
+ * variant that keeps M granting after it sent the state,
+ * DLM_FAULT_REMASTER_ANY_OWNER
  * the one that moves a resource other nodes lock too, forgetting their
  * master copies (tests/sim-broken.test).
  */
