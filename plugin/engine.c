@@ -215,6 +215,65 @@ static const struct dlm_core_ops engine_ops = {
 	.recovery_failed = core_recovery_failed,
 };
 
+/*
+ * Tests only, and only in a build with AddressSanitizer, whose allocator
+ * a preloaded failing malloc (tests/malloc-fail.c) cannot replace:
+ * tests/test-cluster-malloc.sh then fails the engine's allocations
+ * through its hook (dlm_core_set_alloc_hook) instead.  With
+ * DLMD_TEST_ALLOC_FAIL_ALL_FILE every engine allocation fails while that
+ * file exists; with DLMD_TEST_ALLOC_FAIL_FILE and
+ * DLMD_TEST_ALLOC_FAIL_EVERY=N, one in N while that one exists.  A build
+ * without the sanitizer ignores both.
+ */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DLMD_TEST_ALLOC_HOOK 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define DLMD_TEST_ALLOC_HOOK 1
+#endif
+#ifdef DLMD_TEST_ALLOC_HOOK
+#include <sys/stat.h>
+
+struct test_alloc_fail {
+	const char	*ta_all;
+	const char	*ta_some;
+	unsigned long	ta_every;
+	unsigned long	ta_seen;
+};
+
+static struct test_alloc_fail test_alloc;
+
+static int test_alloc_hook(void *arg)
+{
+	struct test_alloc_fail *ta = arg;
+	struct stat st;
+
+	if (ta->ta_all && stat(ta->ta_all, &st) == 0)
+		return 1;
+	if (ta->ta_some && ta->ta_every && stat(ta->ta_some, &st) == 0)
+		return ++ta->ta_seen % ta->ta_every == 0;
+	return 0;
+}
+
+static void test_alloc_setup(struct dlm_core *core)
+{
+	const char *every = getenv("DLMD_TEST_ALLOC_FAIL_EVERY");
+
+	test_alloc.ta_all = getenv("DLMD_TEST_ALLOC_FAIL_ALL_FILE");
+	test_alloc.ta_some = getenv("DLMD_TEST_ALLOC_FAIL_FILE");
+	test_alloc.ta_every = every ? strtoul(every, NULL, 10) : 0;
+	if (test_alloc.ta_all || test_alloc.ta_some)
+		dlm_core_set_alloc_hook(core, test_alloc_hook, &test_alloc);
+}
+#else
+static void test_alloc_setup(struct dlm_core *core)
+{
+	(void)core;
+}
+#endif
+
 int dlmd_engine_new(struct dlmd *d, const struct dlmd_engine_up *up)
 {
 	struct dlm_core_config ccfg;
@@ -249,7 +308,10 @@ int dlmd_engine_new(struct dlmd *d, const struct dlmd_engine_up *up)
 		d->d_msg_reserve = pm;
 	}
 	d->d_core = dlm_core_new(&ccfg, &engine_ops, d);
-	return d->d_core ? 0 : -ENOMEM;
+	if (!d->d_core)
+		return -ENOMEM;
+	test_alloc_setup(d->d_core);
+	return 0;
 }
 
 static void msgs_free_all(struct dlmd_pending_msg **head)
