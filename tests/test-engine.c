@@ -56,6 +56,16 @@ struct dlm_core *dlm_core_new(const struct dlm_core_config *cfg,
 
 void dlm_core_free(struct dlm_core *core) { }
 
+/* engine.c's test-only allocation hook (AddressSanitizer builds only)
+ * installs nothing here: no DLMD_TEST_ALLOC_FAIL_* in this test */
+void dlm_core_set_alloc_hook(struct dlm_core *core, int (*fail)(void *arg),
+			     void *arg)
+{
+	(void)core;
+	(void)fail;
+	(void)arg;
+}
+
 #define MAX_TAKEN	64
 static unsigned int refuse_left;	/* dlm_core_receive says -ENOMEM */
 static unsigned int nreceived;		/* messages given to it */
