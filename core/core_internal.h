@@ -224,7 +224,10 @@ struct dlm_rsb {
 			uint32_t	res_grcount[DLM_NUM_MODES - 1];
 			/* granted locks with a partial range: past the
 			 * toss fields, in what would be the union's
-			 * padding, so tossing leaves it (0) as it is */
+			 * padding.  Nothing relies on tossing leaving it
+			 * as it was (C lets a store to a member write the
+			 * padding): dlm_rsb_hold zeroes it with the
+			 * counts, and a tossed rsb's is read as 0 */
 			uint32_t	res_nranged;
 		};
 		struct {

@@ -408,7 +408,8 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 			return;
 		}
 	}
-	if (nranged != r->res_nranged || nnoorder != r->res_nnoorder ||
+	if (nranged != ((r->res_flags & RESF_TOSSED) ? 0 : r->res_nranged) ||
+	    nnoorder != r->res_nnoorder ||
 	    nlkbs > r->res_nlkbs) {
 		snprintf(vc->vc_why, vc->vc_len,
 			 "%s: ranged %u/%u noorder %u/%u queued %u of %u held",

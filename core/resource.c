@@ -337,6 +337,7 @@ void dlm_rsb_hold(struct dlm_rsb *r)
 		dlm_list_del(&r->res_toss);
 		r->res_ls->ls_ntossed--;
 		memset(r->res_grcount, 0, sizeof(r->res_grcount));
+		r->res_nranged = 0;
 	}
 }
 
