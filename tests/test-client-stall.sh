@@ -21,7 +21,15 @@
 #      SIGCONT the holder runs its blocking ASTs and unlocks, the
 #      contender gets every lock, nothing is lost, the pause ends.  A
 #      holder stopped then killed: its locks go, the contender gets them;
-# Needs root; fails, never skips.  Every wait is bounded.
+#   3. a stopped root holder of more locks than ast_queue_limit's worth
+#      of blocking ASTs: the last resort (astq_enforce_limit) disconnects
+#      it, logging why (clients_cut_slow); the contender gets every lock
+#      and another client is served; the holder sees it lost its
+#      connection.
+#      Before, the grants the cut released to the contender, more than
+#      the limit at once, cut the contender too, though it read.
+# Needs root (the last resort is for root's clients); fails, never
+# skips.  Every wait is bounded.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
@@ -31,6 +39,7 @@ AST_LIMIT=262144	# ast_queue_limit, bytes: a client is paused past
 			# (~2200); its AST socket holds 1000-1400 more
 BATCH=6000		# step 1's requests per phase: past the pause
 HOLD=2500		# step 2's locks: past the pause, under the limit
+HOLD_CUT=6000		# step 3's: past the limit
 CALL_SECS=${STALL_CALL_SECS:-180}	# a stall-client run (the hang under test: timeout)
 POLLS=600		# waits: polls of 0.1 s
 
@@ -164,6 +173,30 @@ finished contend2
 [ "$(status_value clients_paused)" = 0 ] || fail "still paused: $("$DLMCTL" status)"
 [ "$(status_value ast_queue_bytes)" = 0 ] || fail "ASTs still queued: $("$DLMCTL" status)"
 [ "$(status_value clients_cut_slow)" = 0 ] || fail "a holder was cut"
+
+echo "== 3. a stopped root holder of too many locks: the last resort cuts it"
+bg holder3 "$SC" hold stall h3 $HOLD_CUT
+wait_for $((POLLS / 10)) "the third holder's locks" has_line holder3 "held $HOLD_CUT"
+kill -STOP "$pid_holder3"
+bg contend3 "$SC" contend stall h3 $HOLD_CUT
+wait_for $((POLLS / 10)) "the contender's requests" has_line contend3 "submitted $HOLD_CUT"
+finished contend3
+[ $st = 0 ] && has_line contend3 "granted $HOLD_CUT" && has_line contend3 "failed 0" ||
+	fail "the contender of the cut holder (exit $st): $(cat "$dir/contend3.out")"
+[ "$(status_value clients_cut_slow)" = 1 ] || fail "clients_cut_slow: $("$DLMCTL" status)"
+grep "passed ast_queue_limit" "$dir/dlmd.out" | grep -q "pid $pid_holder3 uid 0 " ||
+	fail "the cut is not logged: $(grep disconnecting "$dir/dlmd.out")"
+grep 'passed ast_queue_limit' "$dir/dlmd.out"
+[ "$(status_value ast_queue_bytes)" = 0 ] || fail "ASTs still queued: $("$DLMCTL" status)"
+# another client is served
+DLMD_RING=1 timeout $CALL_SECS "$SC" batch stall 10 </dev/null >"$dir/after.out" 2>&1 ||
+	fail "a client after the cut: $(cat "$dir/after.out")"
+has_line after done || fail "a client after the cut: $(cat "$dir/after.out")"
+# the holder learns it lost its locks: its connection ended
+kill -CONT "$pid_holder3"
+finished holder3
+grep -q '^error .* \(ENOTCONN\|EPIPE\)$' "$dir/holder3.out" ||
+	fail "the cut holder did not see its connection end: $(cat "$dir/holder3.out")"
 
 echo "== the daemon is still healthy"
 kill -0 "$pid" 2>/dev/null || fail "dlmd died"
