@@ -9,7 +9,8 @@
 #   1. one thread, as lvmlockd: N async locks without dispatching, then a
 #      synchronous lock and unlock, then dispatching; the same with N
 #      async conversions (each waits for its REPLY) and N async unlocks;
-#      with the request ring and without (DLMD_RING=0, the socket fills).
+#      with the request ring and without (DLMD_RING=0, the socket fills),
+#      on libdlm and on libdlm_lt.
 #      dlmd pauses it (client_pauses grows), yet every call returns and
 #      every completion comes: while libdlm waits for dlmd it keeps the
 #      ASTs dlmd sent in the client's own memory (libdlm.c "Waiting
@@ -111,23 +112,26 @@ paused() { "$DLMCTL" status | grep -q "^paused_client pid $1 "; }
 start_dlmd "$dir/dlm.conf" "$dir/dlmd.out"
 
 echo "== 1. one thread submits a batch without dispatching, then calls again"
-for ring in 1 0; do
+for run in "1 $SC" "0 $SC" "1 $SC-lt" "0 $SC-lt"; do
+	ring=${run%% *}
+	prog=${run#* }
+	b=batch$ring${prog##*stall-client}
 	p0=$(status_value client_pauses)
-	DLMD_RING=$ring timeout $CALL_SECS "$SC" batch stall $BATCH \
-		</dev/null >"$dir/batch$ring.out" 2>&1
+	DLMD_RING=$ring timeout $CALL_SECS "$prog" batch stall $BATCH \
+		</dev/null >"$dir/$b.out" 2>&1
 	st=$?
 	p1=$(status_value client_pauses)
-	echo "ring $ring: exit $st, client_pauses $p0 -> $p1: $(tr '\n' ' ' <"$dir/batch$ring.out")"
-	[ $st = 0 ] && has_line batch$ring done ||
-		fail "ring $ring: the batch client (exit $st, 124: hung): $(cat "$dir/batch$ring.out")"
+	echo "$b: exit $st, client_pauses $p0 -> $p1: $(tr '\n' ' ' <"$dir/$b.out")"
+	[ $st = 0 ] && has_line $b done ||
+		fail "$b: the batch client (exit $st, 124: hung): $(cat "$dir/$b.out")"
 	for l in "locks $BATCH" "sync 1" "converts $BATCH" "sync 2" \
 		"unlocks $BATCH" "sync 3"; do
-		has_line batch$ring "$l" || fail "ring $ring: no '$l'"
+		has_line $b "$l" || fail "$b: no '$l'"
 	done
-	[ "$(grep -c "^dispatched $BATCH\$" "$dir/batch$ring.out")" = 3 ] ||
-		fail "ring $ring: completions lost: $(cat "$dir/batch$ring.out")"
+	[ "$(grep -c "^dispatched $BATCH\$" "$dir/$b.out")" = 3 ] ||
+		fail "$b: completions lost: $(cat "$dir/$b.out")"
 	# the test tested something: dlmd did pause it
-	[ "$p1" -gt "$p0" ] || fail "ring $ring: dlmd never paused the batch client"
+	[ "$p1" -gt "$p0" ] || fail "$b: dlmd never paused the batch client"
 done
 [ "$(status_value clients_cut_slow)" = 0 ] || fail "a batch client was cut"
 [ "$(status_value clients_paused)" = 0 ] || fail "still paused: $("$DLMCTL" status)"
