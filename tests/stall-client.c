@@ -48,7 +48,11 @@ static struct dlm_lksb lksb[MAX_LOCKS];
 static unsigned int ncomp;		/* completion ASTs run */
 static unsigned int nbad;		/* ... with an unexpected status */
 static int want_status;			/* what each completion should say */
-static unsigned char *basted;		/* hold: a BAST came for lock k */
+static unsigned char basted[MAX_LOCKS];	/* hold: a BAST came for lock k */
+static unsigned char done[MAX_LOCKS];	/* hold: lock k was unlocked */
+/* the lockspace handle, kept here so that a client that ends on an error
+ * (step 3's holder, cut) leaves it reachable, not leaked */
+static dlm_lshandle_t h;
 static unsigned int nbast;
 
 static const char *errno_name(int e)
@@ -99,10 +103,10 @@ static void bast_ast(void *arg)
 }
 
 /* Dispatch until *count reaches want, or WAIT_SECS without any AST. */
-static int dispatch_until(dlm_lshandle_t h, unsigned int *count,
+static int dispatch_until(dlm_lshandle_t ls, unsigned int *count,
 			  unsigned int want)
 {
-	int fd = dlm_ls_get_fd(h);
+	int fd = dlm_ls_get_fd(ls);
 	time_t last = time(NULL);
 
 	while (*count < want) {
@@ -127,26 +131,26 @@ static void name_of(char *buf, size_t len, const char *prefix, int k)
 }
 
 /* A synchronous lock and unlock, with ASTs of ours waiting unread. */
-static int sync_pair(dlm_lshandle_t h, int phase)
+static int sync_pair(dlm_lshandle_t ls, int phase)
 {
 	struct dlm_lksb sb;
 	char name[48];
 
 	snprintf(name, sizeof(name), "stall-sync-%d", (int)getpid());
 	memset(&sb, 0, sizeof(sb));
-	if (dlm_ls_lock_wait(h, LKM_EXMODE, &sb, 0, name,
+	if (dlm_ls_lock_wait(ls, LKM_EXMODE, &sb, 0, name,
 			     (unsigned int)strlen(name), 0, NULL, NULL, NULL) ||
 	    sb.sb_status)
 		return error("sync-lock", sb.sb_status ? sb.sb_status : errno);
-	if (dlm_ls_unlock_wait(h, sb.sb_lkid, 0, &sb) || sb.sb_status != EUNLOCK)
+	if (dlm_ls_unlock_wait(ls, sb.sb_lkid, 0, &sb) || sb.sb_status != EUNLOCK)
 		return error("sync-unlock", errno);
 	say("sync", phase);
 	return 0;
 }
 
-static int dispatched(dlm_lshandle_t h, unsigned int n)
+static int dispatched(dlm_lshandle_t ls, unsigned int n)
 {
-	int rv = dispatch_until(h, &ncomp, n);
+	int rv = dispatch_until(ls, &ncomp, n);
 
 	if (rv)
 		return error("dispatch", -rv);
@@ -159,7 +163,7 @@ static int dispatched(dlm_lshandle_t h, unsigned int n)
 
 static int cmd_batch(const char *ls, int n)
 {
-	dlm_lshandle_t h = dlm_new_lockspace(ls, 0600, 0);
+	h = dlm_new_lockspace(ls, 0600, 0);
 	char name[48];
 	int k;
 
@@ -201,15 +205,12 @@ static int cmd_batch(const char *ls, int n)
 
 static int cmd_hold(const char *ls, const char *prefix, int n)
 {
-	dlm_lshandle_t h = dlm_new_lockspace(ls, 0600, 0);
+	h = dlm_new_lockspace(ls, 0600, 0);
 	unsigned int nunlocked = 0;
 	char name[48];
-	unsigned char *done;
 	int k, rv;
 
-	basted = calloc((size_t)n, 1);
-	done = calloc((size_t)n, 1);
-	if (!h || !basted || !done)
+	if (!h)
 		return error("open", errno);
 	for (k = 0; k < n; k++) {
 		name_of(name, sizeof(name), prefix, k);
@@ -248,7 +249,7 @@ static int cmd_hold(const char *ls, const char *prefix, int n)
 
 static int cmd_contend(const char *ls, const char *prefix, int n)
 {
-	dlm_lshandle_t h = dlm_new_lockspace(ls, 0600, 0);
+	h = dlm_new_lockspace(ls, 0600, 0);
 	char name[48];
 	int k, rv;
 
