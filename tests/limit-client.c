@@ -220,6 +220,8 @@ static int cmd_slow(const char *ls, int n)
 	hold();
 	if (dup2(aside, astfd) < 0)
 		return 1;
+	close(aside);
+	close(null);
 	/* Read the AST socket until all came or it is quiet for a second
 	 * (then once more after the submitting thread is done): ASTs, or
 	 * EOF if the daemon cut us. */
