@@ -129,6 +129,29 @@
  * word (the lockspace released under the handle): nothing else comes
  * there unasked.
  *
+ * Waiting reads the AST socket.  dlmd pauses a client whose unread ASTs
+ * pass its bound (plugin/client.c "Backpressure"): it takes no request
+ * of it until it reads.  A thread that submits many async requests
+ * without dispatching (lvmlockd: one thread, a batch, then dispatching)
+ * and then waits for dlmd (a REPLY, room in the ring or the request
+ * socket, a synchronous completion) would wait for ever: dlmd waits for
+ * it to read, it for dlmd.  So every such wait looks at the AST socket
+ * every STASH_MS (lh_fd's SO_RCVTIMEO and SO_SNDTIMEO, the ring's futex
+ * wait) and moves what it holds into the handle's own queue (lh_stash,
+ * ast_stash()), which is the client's memory: dlmd's bound then counts
+ * only what the client truly has not read (stopped, or busy elsewhere).
+ * Nothing is run there: dispatching (dlm_dispatch, the AST thread, the
+ * inline dispatch of a _wait call in_ast) runs the stash first, in
+ * order, then reads the socket; every rule above holds as if the
+ * stashed ASTs were still in the socket (pend_completed, purge epochs
+ * and ENOTCONN at the socket's end are applied when they are run).  The
+ * order: the stash is read, and the socket read when it is empty, under
+ * open_handles_lock (ast_take), the same lock ast_stash reads under.
+ * The socket keeps its last packets (what the last DLMP_MAX_MSG bytes
+ * hold), so that it still polls readable while the stash holds ASTs:
+ * a program polling dlm_ls_get_fd() and the AST thread still wake up.
+ * The kick sent under open_handles_lock (kick_flush) does not stash.
+ *
  * Return convention at this API: 0 or -1 with errno.  Internally every
  * function returns 0 or a negative errno, converted once by ret_errno().
  */
@@ -141,9 +164,12 @@
 #include <string.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <time.h>
@@ -166,6 +192,11 @@
 /* Requests AST routines may put in the ring before the kick they owe is
  * sent anyway: dlmd starts on them while the routines go on. */
 #define RING_KICK_BATCH		64
+/* A thread waiting for dlmd looks at the AST socket this often (see
+ * "Waiting reads the AST socket" above), taking at most STASH_BATCH
+ * packets a call. */
+#define STASH_MS		50
+#define STASH_BATCH		32
 
 #ifdef _REENTRANT
 #define MUTEX_T			pthread_mutex_t
@@ -263,12 +294,26 @@ struct ls_handle {
 	MUTEX_T		lh_ringlock;
 	uint32_t	lh_ring_tail;
 	bool		lh_kick_owed;	/* a kick is owed (atomic) */
+	/* ASTs read ahead by threads waiting for dlmd, oldest first, to be
+	 * run before anything still in the AST socket; under
+	 * open_handles_lock ("Waiting reads the AST socket"). */
+	struct stashed	*lh_stash;
+	struct stashed	**lh_stash_tail;
+	unsigned int	lh_nstash;
 #ifdef _REENTRANT
 	pthread_mutex_t	lh_lock;	/* the AST thread's start */
 	bool		lh_has_thread;
 	pthread_t	lh_thread;
 	int		lh_stop[2];	/* pipe that stops the AST thread */
 #endif
+};
+
+/* An AST packet read from the AST socket by a thread that waited for
+ * dlmd, not run yet (lh_stash; see "Waiting reads the AST socket"). */
+struct stashed {
+	struct stashed	*st_next;
+	unsigned int	st_len;
+	unsigned char	st_buf[DLMP_MAX_MSG];
 };
 
 /* A lock of ours that an async request was made on: waiting for the
@@ -316,6 +361,125 @@ static THREAD_LOCAL int ast_closed = -1;
  * the fd's purge epoch.  A process has few handles. */
 static MUTEX_T open_handles_lock = MUTEX_STATIC_INIT;
 static struct ls_handle *open_handles;
+
+/*
+ * Waiting reads the AST socket (see the essay above): a thread waiting
+ * for dlmd reads what the AST socket holds into the handle's lh_stash,
+ * all but what the last DLMP_MAX_MSG bytes hold, so that the socket still
+ * shows readable to whoever polls it (the application, the AST thread,
+ * read_once) while the stash holds ASTs: dispatching runs the stash
+ * first.  Nothing is run here.  Out of memory it reads less: dlmd then
+ * pauses us until the application dispatches, as before.
+ */
+static void ast_stash(struct ls_handle *h)
+{
+	struct stashed *st[STASH_BATCH];
+	struct mmsghdr mm[STASH_BATCH];
+	struct iovec iov[STASH_BATCH];
+	int saved = errno;
+
+	LOCK(&open_handles_lock);
+	for (;;) {
+		int inq = 0, k, n, got;
+
+		if (h->lh_ast_fd < 0 || ioctl(h->lh_ast_fd, SIOCINQ, &inq) < 0)
+			break;
+		/* no packet is longer than DLMP_MAX_MSG: at least one stays */
+		k = inq / DLMP_MAX_MSG - 1;
+		if (k <= 0)
+			break;
+		if (k > STASH_BATCH)
+			k = STASH_BATCH;
+		for (got = 0; got < k; got++) {
+			st[got] = malloc(sizeof(*st[got]));
+			if (!st[got])
+				break;
+		}
+		if (!got)
+			break;
+		memset(mm, 0, sizeof(mm));
+		for (int i = 0; i < got; i++) {
+			iov[i].iov_base = st[i]->st_buf;
+			iov[i].iov_len = sizeof(st[i]->st_buf);
+			mm[i].msg_hdr.msg_iov = &iov[i];
+			mm[i].msg_hdr.msg_iovlen = 1;
+		}
+		do {
+			n = recvmmsg(h->lh_ast_fd, mm, (unsigned int)got,
+				     MSG_DONTWAIT, NULL);
+		} while (n < 0 && errno == EINTR);
+		for (int i = 0; i < got; i++) {
+			if (i >= n) {
+				free(st[i]);
+				continue;
+			}
+			st[i]->st_len = mm[i].msg_len;
+			st[i]->st_next = NULL;
+			*h->lh_stash_tail = st[i];
+			h->lh_stash_tail = &st[i]->st_next;
+			h->lh_nstash++;
+		}
+		if (n < got)
+			break;
+	}
+	UNLOCK(&open_handles_lock);
+	errno = saved;
+}
+
+/* Up to 'max' AST packets to dispatch from fd (of handle h; NULL: found
+ * by the fd) into mm's buffers: the stashed ones first (*stashed), else
+ * those the socket holds (recvmmsg, not waiting).  Under
+ * open_handles_lock, so that no packet is stashed between a look at the
+ * stash and the read of the socket: the order of the ASTs holds.  The
+ * number, or -1 with errno. */
+static int ast_take(int fd, struct ls_handle *h, struct mmsghdr *mm,
+		    unsigned int max, bool *stashed)
+{
+	int n = 0, err = 0;
+
+	LOCK(&open_handles_lock);
+	for (struct ls_handle *o = open_handles; !h && o; o = o->lh_next)
+		if (o->lh_ast_fd == fd)
+			h = o;
+	*stashed = h && h->lh_stash;
+	if (*stashed) {
+		while ((unsigned int)n < max && h->lh_stash) {
+			struct stashed *st = h->lh_stash;
+
+			h->lh_stash = st->st_next;
+			memcpy(mm[n].msg_hdr.msg_iov->iov_base, st->st_buf,
+			       st->st_len);
+			mm[n].msg_len = st->st_len;
+			free(st);
+			n++;
+		}
+		if (!h->lh_stash)
+			h->lh_stash_tail = &h->lh_stash;
+		h->lh_nstash -= (unsigned int)n;
+	} else {
+		n = recvmmsg(fd, mm, max, MSG_DONTWAIT, NULL);
+		if (n < 0)
+			err = errno;
+	}
+	UNLOCK(&open_handles_lock);
+	if (n < 0)
+		errno = err;
+	return n;
+}
+
+/* What the stash still holds when the handle goes (unregistered: no
+ * dispatcher finds it any more). */
+static void stash_free(struct ls_handle *h)
+{
+	while (h->lh_stash) {
+		struct stashed *st = h->lh_stash;
+
+		h->lh_stash = st->st_next;
+		free(st);
+	}
+	h->lh_stash_tail = &h->lh_stash;
+	h->lh_nstash = 0;
+}
 
 static int ret_errno(int rv)
 {
@@ -493,8 +657,11 @@ static void waiter_done(struct ls_handle *h, struct waiter *w)
  * negative errno (the connection's failure: then no answer comes).
  */
 /* Encode and send one request on the socket.  One packet is one
- * request, written whole: threads need no lock to send. */
-static int send_socket(struct ls_handle *h, struct dlmp_msg *msg)
+ * request, written whole: threads need no lock to send.  A full socket
+ * (dlmd paused us: "Waiting reads the AST socket") makes the send time
+ * out every STASH_MS (SO_SNDTIMEO); the AST socket is read meanwhile,
+ * unless 'stash' is false (a kick sent under open_handles_lock). */
+static int send_socket_on(struct ls_handle *h, struct dlmp_msg *msg, bool stash)
 {
 	unsigned char buf[DLMP_MAX_MSG];
 	ssize_t n;
@@ -503,12 +670,26 @@ static int send_socket(struct ls_handle *h, struct dlmp_msg *msg)
 	len = dlmp_encode(msg, buf, sizeof(buf));
 	if (len < 0)
 		return len;
-	do {
+	for (;;) {
 		n = send(h->lh_fd, buf, (size_t)len, MSG_NOSIGNAL);
-	} while (n < 0 && errno == EINTR);
+		if (n >= 0 || errno == EINTR) {
+			if (n >= 0)
+				break;
+			continue;
+		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			break;
+		if (stash)
+			ast_stash(h);
+	}
 	if (n == len)
 		return 0;
 	return n < 0 ? -errno : -EIO;
+}
+
+static int send_socket(struct ls_handle *h, struct dlmp_msg *msg)
+{
+	return send_socket_on(h, msg, true);
 }
 
 /* Kick dlmd: it said it sleeps (rg_sleeping), and this thread is the
@@ -525,7 +706,7 @@ static int ring_kick(struct ls_handle *h)
 		++h->lh_reqid;
 	kick.m_hdr.h_reqid = h->lh_reqid;
 	UNLOCK(&h->lh_wlock);
-	return send_socket(h, &kick);
+	return send_socket_on(h, &kick, false);
 }
 
 /* The ring is full (dlmd has not taken slot 'head' yet): sleep until it
@@ -552,6 +733,9 @@ static int ring_wait_room(struct ls_handle *h, uint32_t head)
 	syscall(SYS_futex, &r->rg_head, FUTEX_WAIT, head, &ts, NULL, 0);
 	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR)))
 		return -ENOTCONN;
+	/* dlmd may have paused us for ASTs nobody reads while we wait */
+	if (__atomic_load_n(&r->rg_head, __ATOMIC_SEQ_CST) == head)
+		ast_stash(h);
 	return 0;
 }
 
@@ -797,9 +981,17 @@ static int req_wait(struct ls_handle *h, struct waiter *w)
 		}
 		h->lh_reading = true;
 		UNLOCK(&h->lh_wlock);
-		do {
+		/* the receive times out every STASH_MS (SO_RCVTIMEO): dlmd
+		 * may have paused us for ASTs nobody reads while we wait */
+		for (;;) {
 			n = recv(h->lh_fd, buf, sizeof(buf), 0);
-		} while (n < 0 && errno == EINTR);
+			if (n >= 0)
+				break;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				ast_stash(h);
+			else if (errno != EINTR)
+				break;
+		}
 		if (n < 0)
 			err = -errno;
 		LOCK(&h->lh_wlock);
@@ -1314,6 +1506,7 @@ static void handle_free(struct ls_handle *h)
 {
 	if (h->lh_ast_fd >= 0)
 		handle_unregister(h);
+	stash_free(h);
 	if (in_ast && h->lh_ast_fd >= 0)
 		ast_closed = h->lh_ast_fd;
 	if (h->lh_fd >= 0)
@@ -1389,6 +1582,7 @@ static struct ls_handle *ls_open_on(int fd, const char *name, int *err)
 	}
 	h->lh_fd = fd;
 	h->lh_ast_fd = -1;
+	h->lh_stash_tail = &h->lh_stash;
 	MUTEX_INIT(&h->lh_wlock);
 	MUTEX_INIT(&h->lh_idlock);
 	COND_INIT(&h->lh_id_cond);
@@ -1422,6 +1616,14 @@ static struct ls_handle *ls_open_on(int fd, const char *name, int *err)
 		h->lh_id_end = reply.rp_value2 + DLMP_IDS_BLOCK;
 	}
 	ring_attach(h);
+	/* waits for dlmd wake up to read the AST socket ("Waiting reads
+	 * the AST socket") */
+	{
+		struct timeval tv = { 0, STASH_MS * 1000 };
+
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	}
 	handle_register(h);
 	return h;
 }
@@ -1654,6 +1856,7 @@ static int dispatch_batches(int fd, struct ls_handle *h)
 	int done = 0;
 
 	while (done < DISPATCH_MAX) {
+		bool stashed;
 		int n;
 
 		memset(mm, 0, sizeof(mm));
@@ -1663,7 +1866,7 @@ static int dispatch_batches(int fd, struct ls_handle *h)
 			mm[i].msg_hdr.msg_iov = &iov[i];
 			mm[i].msg_hdr.msg_iovlen = 1;
 		}
-		n = recvmmsg(fd, mm, DISPATCH_BATCH, MSG_DONTWAIT, NULL);
+		n = ast_take(fd, h, mm, DISPATCH_BATCH, &stashed);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return 0;
@@ -1709,7 +1912,7 @@ static int dispatch_batches(int fd, struct ls_handle *h)
 				ast_closed = -1;	/* another handle's */
 		}
 		done += n;
-		if (n < DISPATCH_BATCH)
+		if (n < DISPATCH_BATCH && !stashed)
 			return 0;
 	}
 	return 0;

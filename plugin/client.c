@@ -37,8 +37,9 @@
  *              paused, never disconnected: no request of it is taken
  *              until it reads ("Backpressure", below).  All clients'
  *              queues together are bounded by ast_queue_limit, the last
- *              resort: past it, the client with the largest queue is
- *              disconnected (astq_enforce_limit).
+ *              resort: past it, the client with the largest queue
+ *              among those that do not read is disconnected
+ *              (astq_enforce_limit).
  *   close      a connection that closes (exit, crash, SIGKILL) is purged
  *              at once with dlm_core_purge_owner(): its locks go, its
  *              PERSISTENT locks become orphans, and whatever they blocked
@@ -107,6 +108,9 @@
 #define MAX_PEER_GROUPS	64
 #define LISTEN_BACKLOG	128
 #define AST_PKT_LEN	(DLMP_HDR_LEN + DLMP_AST_LEN)
+/* ast_queue_limit's last resort takes only a client whose queue did not
+ * move for this long (astq_enforce_limit). */
+#define ASTQ_STUCK_MS	2000
 #define ACCEPT_PAUSE_MS	500		/* fds ran out: accept again after this */
 #define LIMIT_LOG_MS	60000		/* at most one line a minute per limit */
 #define NS_PER_MS	1000000ULL
@@ -213,6 +217,8 @@ struct dlmd_client {
 	struct ast_out	**cl_astq_tail;
 	uint32_t	cl_astq_len;
 	uint64_t	cl_astq_bytes;		/* counted in d_astq_bytes */
+	uint64_t	cl_astq_moved_ns;	/* its queue last moved (an AST
+						 * written) or began */
 	bool		cl_counted;		/* counted in d_uid_conns */
 	/* its request ring (dlmd_proto.h "The request ring"), mapped, or
 	 * NULL; the slots we took (our own count: the ring's rg_head is
@@ -337,9 +343,10 @@ static void ring_job(void *data);
  * not read.  Instead, once its own queue of unread ASTs passes its bound
  * (astq_pause_bytes: a sixteenth of ast_queue_limit, 4 MB or
  * about 35000 ASTs by default, on top of the 1000 or more its AST socket
- * holds: generous, because a client paused in a thread that also reads
- * its ASTs, one that sends requests without dispatching in between,
- * waits for ever for the answer to its request; see dlm.conf(5)), dlmd
+ * holds: generous; libdlm reads the AST socket into the client's own
+ * memory while a thread waits for dlmd, so that a thread that sends
+ * requests without dispatching in between is not stalled by it; see
+ * libdlm.c "Waiting reads the AST socket"), dlmd
  * takes no request of it: its request socket leaves the
  * loop and its ring is not read (no new request, no new completion for
  * it); its locks and held answers stay.  When its queue drains to a
@@ -417,39 +424,77 @@ static void client_break(struct dlmd *d, struct dlmd_client *c, const char *why)
 	client_resume(d, c);
 }
 
+struct largest_astq {
+	struct dlmd_client	*la_worst;
+	uint64_t		la_now_ns;	/* 0: any client */
+};
+
 static void find_largest_astq(void *arg, uint32_t key, void *val)
 {
-	struct dlmd_client **worst = arg;
+	struct largest_astq *la = arg;
 	struct dlmd_client *c = val;
 
-	if (!c->cl_broken && c->cl_astq_bytes &&
-	    (!*worst || c->cl_astq_bytes > (*worst)->cl_astq_bytes))
-		*worst = c;
+	if (c->cl_broken || !c->cl_astq_bytes)
+		return;
+	if (la->la_now_ns &&
+	    la->la_now_ns - c->cl_astq_moved_ns < ASTQ_STUCK_MS * NS_PER_MS)
+		return;		/* it reads */
+	if (!la->la_worst || c->cl_astq_bytes > la->la_worst->cl_astq_bytes)
+		la->la_worst = c;
+}
+
+static void astq_enforce_limit(struct dlmd *d);
+
+static void astq_recheck(void *data)
+{
+	struct dlmd *d = data;
+
+	d->d_astq_timer_armed = false;
+	astq_enforce_limit(d);
 }
 
 /*
  * The last resort (dlm.conf ast_queue_limit), for what backpressure does
  * not bound: while all clients' queues together hold more, the client
- * with the largest queue (the one that reads least) is disconnected,
- * with a log line, and its locks are released as if it had exited.  With
- * backpressure this takes clients whose ASTs are BASTs and grants of
- * their own many locks (root's: other users' are bounded by
- * max_locks_per_uid), never one merely slow to read completions.
+ * with the largest queue among those that do not read (their queue did
+ * not move for ASTQ_STUCK_MS) is disconnected, with a log line, and its
+ * locks are released as if it had exited.  With backpressure this takes
+ * clients whose ASTs are BASTs and grants of their own many locks
+ * (root's: other users' are bounded by max_locks_per_uid), never one
+ * merely slow to read: a client that reads is given time, however large
+ * its queue (the holder cut here releases its locks at once, and their
+ * grants may flood a contender that reads: it must not be cut for that;
+ * test-client-stall.sh step 3 saw it).  While only readers pass the
+ * limit, a timer looks again after ASTQ_STUCK_MS.  Without a loop (unit
+ * tests) the largest queue is taken at once.
  */
 static void astq_enforce_limit(struct dlmd *d)
 {
 	while (d->d_astq_bytes > d->d_cfg.cf_ast_queue_limit) {
-		struct dlmd_client *worst = NULL;
+		struct largest_astq la = {
+			NULL, d->d_loop ? dlmd_metrics_now_ns() : 0
+		};
+		struct dlmd_client *worst;
 		char why[200];
 
-		u32map_each(&d->d_clients, find_largest_astq, &worst);
-		if (!worst)
+		u32map_each(&d->d_clients, find_largest_astq, &la);
+		worst = la.la_worst;
+		if (!worst) {
+			if (d->d_loop && !d->d_astq_timer_armed &&
+			    qb_loop_timer_add(d->d_loop, QB_LOOP_LOW,
+					      ASTQ_STUCK_MS * NS_PER_MS, d,
+					      astq_recheck,
+					      &d->d_astq_timer) == 0)
+				d->d_astq_timer_armed = true;
 			break;
-		snprintf(why, sizeof(why), "%u unread ASTs (%llu bytes), the most of "
-			 "any client, while all clients' passed ast_queue_limit "
-			 "(%u bytes) despite backpressure; its locks are "
-			 "released", worst->cl_astq_len,
+		}
+		snprintf(why, sizeof(why), "%u unread ASTs (%llu bytes), none "
+			 "read for %u ms, the most of any client, while all "
+			 "clients' passed ast_queue_limit (%u bytes) despite "
+			 "backpressure; its locks are released",
+			 worst->cl_astq_len,
 			 (unsigned long long)worst->cl_astq_bytes,
+			 d->d_loop ? ASTQ_STUCK_MS : 0,
 			 d->d_cfg.cf_ast_queue_limit);
 		d->d_ncut_slow++;
 		client_break(d, worst, why);
@@ -460,6 +505,8 @@ static int ast_writable(int32_t fd, int32_t revents, void *data);
 
 static void astq_drain(struct dlmd *d, struct dlmd_client *c)
 {
+	bool moved = false;
+
 	while (c->cl_astq) {
 		struct ast_out *ao = c->cl_astq;
 		ssize_t n = send(c->cl_ast_fd, ao->ao_buf, ao->ao_len,
@@ -479,7 +526,10 @@ static void astq_drain(struct dlmd *d, struct dlmd_client *c)
 		d->d_astq_bytes -= sizeof(*ao);
 		d->d_nasts_sent++;
 		free(ao);
+		moved = true;
 	}
+	if (moved && d->d_loop)
+		c->cl_astq_moved_ns = dlmd_metrics_now_ns();
 	if (c->cl_paused && c->cl_astq_bytes <= astq_pause_bytes(d) / 4)
 		client_resume(d, c);
 	if (c->cl_astq && !c->cl_ast_polling && d->d_loop) {
@@ -514,6 +564,8 @@ static void astq_push(struct dlmd *d, struct dlmd_client *c,
 	memcpy(ao->ao_buf, buf, len);
 	ao->ao_len = len;
 	ao->ao_next = NULL;
+	if (!c->cl_astq && d->d_loop)
+		c->cl_astq_moved_ns = dlmd_metrics_now_ns();
 	*c->cl_astq_tail = ao;
 	c->cl_astq_tail = &ao->ao_next;
 	c->cl_astq_len++;
@@ -2835,6 +2887,9 @@ void dlmd_client_fini(struct dlmd *d)
 	if (d->d_accept_paused && d->d_loop)
 		qb_loop_timer_del(d->d_loop, d->d_accept_timer);
 	d->d_accept_paused = false;
+	if (d->d_astq_timer_armed && d->d_loop)
+		qb_loop_timer_del(d->d_loop, d->d_astq_timer);
+	d->d_astq_timer_armed = false;
 	if (d->d_listen_fd >= 0) {
 		if (d->d_loop)
 			qb_loop_poll_del(d->d_loop, d->d_listen_fd);

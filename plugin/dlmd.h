@@ -377,6 +377,9 @@ struct dlmd {
 	uint64_t		d_astq_bytes;	/* unread ASTs queued, all clients */
 	uint64_t		d_nrefused;	/* connections refused: per-uid limit */
 	uint64_t		d_ncut_slow;	/* clients cut: ast_queue_limit */
+	bool			d_astq_timer_armed; /* past ast_queue_limit, nobody
+						 * stuck yet: look again */
+	qb_loop_timer_handle	d_astq_timer;
 	uint64_t		d_npauses;	/* clients paused: their own
 						 * unread ASTs (client.c) */
 	uint32_t		d_npaused;	/* ... paused now */

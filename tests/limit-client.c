@@ -14,7 +14,13 @@
  *                                 distinct resources (in a thread: dlmd
  *                                 may stop taking them, backpressure),
  *                                 not reading the AST socket until stdin
- *                                 EOF; print "submitted K" when done and,
+ *                                 EOF (its fd set aside, /dev/null in its
+ *                                 place: libdlm reads the AST socket
+ *                                 while it waits for dlmd, so that a
+ *                                 thread waiting in it never stalls; this
+ *                                 plays a client that reads nothing at
+ *                                 all, as one stopped or built on another
+ *                                 library); print "submitted K" when done and,
  *                                 on a failure, "error ERRNO-NAME"; after
  *                                 EOF read the AST socket and print
  *                                 "ast-socket" with what reading it says
@@ -40,6 +46,7 @@
  * unless the arguments or the set-up (not the limit under test) failed.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -198,11 +205,23 @@ static int cmd_slow(const char *ls, int n)
 	dlm_lshandle_t h = dlm_open_lockspace(ls);
 	struct slow_args sa = { h, n };
 	pthread_t th;
-	int rv;
+	int rv, astfd, aside, null;
 
-	if (!h || n > 65536 || pthread_create(&th, NULL, slow_submit, &sa))
+	if (!h)
+		return 1;
+	/* nobody reads the AST socket, libdlm included, until EOF */
+	astfd = dlm_ls_get_fd(h);
+	aside = dup(astfd);
+	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (aside < 0 || null < 0 || dup2(null, astfd) < 0)
+		return 1;
+	if (n > 65536 || pthread_create(&th, NULL, slow_submit, &sa))
 		return 1;
 	hold();
+	if (dup2(aside, astfd) < 0)
+		return 1;
+	close(aside);
+	close(null);
 	/* Read the AST socket until all came or it is quiet for a second
 	 * (then once more after the submitting thread is done): ASTs, or
 	 * EOF if the daemon cut us. */

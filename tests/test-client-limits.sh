@@ -23,7 +23,9 @@
 #      status shows it), never disconnected; four of them together stay
 #      under ast_queue_limit, another client is served meanwhile, and
 #      when they read each gets every completion; one killed while
-#      paused is closed as usual;
+#      paused is closed as usual (limit-client sets their AST fds aside:
+#      libdlm itself reads the AST socket while it waits for dlmd, so a
+#      thread waiting in it reads; tests/test-client-stall.sh);
 #   5. a user holds at most max_locks_per_uid locks, over all its
 #      connections and the orphans they left; the next lock is refused
 #      (EDQUOT, logged once); purging its orphans gives room back; root
