@@ -85,6 +85,8 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "plugin/dlmd.h"
@@ -220,6 +222,9 @@ struct dlmd_client {
 	struct dlmp_ring *cl_ring;
 	uint32_t	cl_ring_head;
 	bool		cl_ring_job;
+	/* on d_watch ("Watching the rings") */
+	bool		cl_watched;
+	struct dlmd_client *cl_watch_next;
 	/* socket packets read while it was paused, in order, and its tail */
 	struct stashed	*cl_stash;
 	struct stashed	**cl_stash_tail;
@@ -2264,6 +2269,159 @@ static void stash_run(struct dlmd *d, struct dlmd_client *c)
 		stash_free(c);
 }
 
+/*
+ * Watching the rings.  A client that waits for each answer (the _wait
+ * calls: bench-compare W1, a lock then its unlock, then the next lock)
+ * sends its next request a few microseconds after its answer.  If dlmd
+ * said it sleeps in between, that request travels on the socket and
+ * wakes dlmd; on a machine with an idle CPU the wake-up is an
+ * inter-processor interrupt that brings an idle (on a virtual machine:
+ * halted) CPU back, and the answer wakes the client the same way.
+ * Profiled (issue 14; perf sched events, 2 vCPUs): a W1 pair cost 4 such
+ * wake-ups, each 20-30 us on this VM, when dlmd and the client ran on
+ * different CPUs (the scheduler keeps a task on its idle previous CPU
+ * even for a synchronous wake-up), against 2-3 us on one CPU.
+ *
+ * So when a client's ring runs empty dlmd does not say it sleeps at
+ * once: the client goes on d_watch, and a timer of the loop due at once
+ * (watch_job: every round of the loop still polls the fds, with a zero
+ * timeout, and runs the other timers) looks at the watched rings' tails and
+ * takes what came, until client_spin_us (dlm.conf) passed without a
+ * request.  Meanwhile rg_sleeping stays 0 and the clients add their
+ * requests to their rings without a system call.  Each round yields the
+ * CPU (sched_yield), so that a client on the same CPU runs at once, and
+ * so does anything else that is runnable there.  When the time is up,
+ * each watched ring is told dlmd sleeps as ring_drain does (rg_sleeping
+ * = 1, a barrier, a last look at rg_tail: what came meanwhile is taken
+ * and the watch goes on).  A paused or broken client leaves the watch
+ * (a paused one is never told dlmd sleeps: its resumption takes its
+ * ring); a closed one leaves it in dlmd_client_close.  Without a loop
+ * (tests driving client.c directly) or with client_spin_us = 0 nothing
+ * is watched.
+ */
+static void watch_job(void *data);
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* A timer due at once rather than a job: libqb polls with a 50 ms
+ * timeout while only jobs are due, and runs QB_LOOP_LOW jobs one loop
+ * turn in three (seen: each request of a watched ring waited 50 ms). */
+static bool watch_queue(struct dlmd *d)
+{
+	if (d->d_watch_job)
+		return true;
+	if (qb_loop_timer_add(d->d_loop, QB_LOOP_HIGH, 0, d, watch_job,
+			      &d->d_watch_timer) != 0)
+		return false;
+	d->d_watch_job = true;
+	return true;
+}
+
+/* c's ring is empty: watch it rather than say dlmd sleeps.  false: not
+ * watched (the caller tells the ring dlmd sleeps). */
+static bool watch_ring(struct dlmd *d, struct dlmd_client *c)
+{
+	if (!d->d_loop || !d->d_cfg.cf_client_spin_us || d->d_watch_ending)
+		return false;
+	if (!watch_queue(d))
+		return false;
+	if (!c->cl_watched) {
+		c->cl_watched = true;
+		c->cl_watch_next = d->d_watch;
+		d->d_watch = c;
+	}
+	d->d_watch_until = mono_ns() + (uint64_t)d->d_cfg.cf_client_spin_us * 1000;
+	return true;
+}
+
+static void watch_unlink(struct dlmd *d, struct dlmd_client *c)
+{
+	if (!c->cl_watched)
+		return;
+	for (struct dlmd_client **pp = &d->d_watch; *pp; pp = &(*pp)->cl_watch_next) {
+		if (*pp == c) {
+			*pp = c->cl_watch_next;
+			break;
+		}
+	}
+	c->cl_watched = false;
+	c->cl_watch_next = NULL;
+}
+
+/* Tell c's ring dlmd sleeps; false if a request came meanwhile (then it
+ * does not sleep). */
+static bool ring_sleep(struct dlmd_client *c)
+{
+	struct dlmp_ring *r = c->cl_ring;
+
+	__atomic_store_n(&r->rg_sleeping, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&r->rg_tail, __ATOMIC_SEQ_CST) == c->cl_ring_head)
+		return true;
+	__atomic_store_n(&r->rg_sleeping, 0, __ATOMIC_RELAXED);
+	return false;
+}
+
+/* End the watch: every watched ring is told dlmd sleeps (what came
+ * meanwhile taken first). */
+static void watch_end(struct dlmd *d)
+{
+	struct dlmd_client *c;
+
+	d->d_watch_ending = true;
+	while ((c = d->d_watch)) {
+		d->d_watch = c->cl_watch_next;
+		c->cl_watched = false;
+		c->cl_watch_next = NULL;
+		if (c->cl_broken || c->cl_paused || !c->cl_ring)
+			continue;
+		/* ring_drain tells it dlmd sleeps (no watch while ending) */
+		if (!ring_sleep(c))
+			dlmd_client_ring_take(d, c);
+		d->d_nwatch_sleeps++;
+	}
+	d->d_watch_ending = false;
+}
+
+static void watch_job(void *data)
+{
+	struct dlmd *d = data;
+	bool took = false;
+
+	d->d_watch_job = false;
+	for (struct dlmd_client **pp = &d->d_watch, *c; (c = *pp);) {
+		if (c->cl_broken || c->cl_paused || !c->cl_ring) {
+			*pp = c->cl_watch_next;
+			c->cl_watched = false;
+			c->cl_watch_next = NULL;
+			continue;
+		}
+		/* a tail out of range is ring_drain's to judge */
+		if (__atomic_load_n(&c->cl_ring->rg_tail, __ATOMIC_ACQUIRE) !=
+		    c->cl_ring_head) {
+			took = true;
+			dlmd_client_ring_take(d, c);	/* watched again */
+		}
+		pp = &c->cl_watch_next;
+	}
+	if (!d->d_watch)
+		return;
+	if (!took && mono_ns() >= d->d_watch_until) {
+		watch_end(d);
+		return;
+	}
+	if (!took)
+		sched_yield();
+	if (!watch_queue(d))
+		watch_end(d);
+}
+
 static void ring_drain(struct dlmd *d, struct dlmd_client *c)
 {
 	struct dlmp_ring *r = c->cl_ring;
@@ -2280,6 +2438,8 @@ static void ring_drain(struct dlmd *d, struct dlmd_client *c)
 			return;
 		}
 		if (avail == 0) {
+			if (watch_ring(d, c))
+				break;
 			__atomic_store_n(&r->rg_sleeping, 1, __ATOMIC_SEQ_CST);
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
 			if (__atomic_load_n(&r->rg_tail, __ATOMIC_SEQ_CST) ==
@@ -2530,6 +2690,7 @@ void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 		d->d_npaused--;
 	if (c->cl_ring_job && d->d_loop)
 		qb_loop_job_del(d->d_loop, QB_LOOP_LOW, c, ring_job);
+	watch_unlink(d, c);
 	stash_free(c);
 	if (c->cl_ring)
 		munmap(c->cl_ring, DLMP_RING_BYTES);
