@@ -42,6 +42,26 @@
  *
  *   W1     1 client process, pairs on its own name.  Pairs/s, and the
  *          p50/p99 latency of one pair (clock read around each pair).
+ *          Where a pair's time went (issue 14; perf stat of switches,
+ *          migrations and syscalls on dlmd and the client, perf record
+ *          of sched_wakeup/sched_switch on all CPUs, each placement
+ *          forced with taskset; a loaded machine): per pair the client
+ *          made 2 sends + 2 blocking recvs, dlmd 2 epoll_wait, 2
+ *          recvmmsg and 2 sends, and each side slept twice: 4 wake-ups
+ *          per pair.  On one CPU a wake-up is a synchronous hand-off
+ *          (2-3 us; 85-92k pairs/s, p50 8-9 us).  On two CPUs each is an
+ *          interrupt to a halted vCPU, 20-30 us here (4.4k pairs/s, p50
+ *          94 us), and the scheduler keeps a wakee on its idle previous
+ *          CPU, so once apart the two stay apart: the p50 of 110-125 us
+ *          dlmd, Redis and PostgreSQL all showed in quiet moments (the
+ *          floor's socketpair, mostly on one CPU, p50 6 us, mean 56).
+ *          Since dlmd watches a busy client's ring for client_spin_us
+ *          and libdlm looks for its answer for DLMD_SPIN_US before
+ *          sleeping (plugin/client.c "Watching the rings", libdlm.c
+ *          "Waiting for an answer"), a pair wakes nobody: 0.02 wake-ups
+ *          per pair; apart 45k pairs/s, p50 4.9 us (the client's 14
+ *          syscalls per pair are its looks: recv and sched_yield); on
+ *          one CPU 60-104k, p50 6.4-6.7 us.
  *   W2     N client processes (default 16), each on its own name.  Pairs
  *          per second summed over the clients.
  *   W3     N client processes on ONE name.  Pairs/s summed, and fairness
