@@ -106,6 +106,9 @@
  * a second send each. */
 #define AST_SNDBUF	(512 * 1024)
 #define LKCB_FREE_MAX	4096		/* lock records kept for reuse */
+/* Rings watched at once ("Watching the rings"): each round looks at
+ * every one; past this many a ring is told dlmd sleeps as before. */
+#define WATCH_MAX	64
 #define MAX_PEER_GROUPS	64
 #define LISTEN_BACKLOG	128
 #define AST_PKT_LEN	(DLMP_HDR_LEN + DLMP_AST_LEN)
@@ -2295,7 +2298,8 @@ static void stash_run(struct dlmd *d, struct dlmd_client *c)
  * = 1, a barrier, a last look at rg_tail: what came meanwhile is taken
  * and the watch goes on).  A paused or broken client leaves the watch
  * (a paused one is never told dlmd sleeps: its resumption takes its
- * ring); a closed one leaves it in dlmd_client_close.  Without a loop
+ * ring); a closed one leaves it in dlmd_client_close.  At most
+ * WATCH_MAX rings are watched at once (each round looks at all).  Without a loop
  * (tests driving client.c directly) or with client_spin_us = 0 nothing
  * is watched.
  */
@@ -2329,9 +2333,12 @@ static bool watch_ring(struct dlmd *d, struct dlmd_client *c)
 {
 	if (!d->d_loop || !d->d_cfg.cf_client_spin_us || d->d_watch_ending)
 		return false;
+	if (!c->cl_watched && d->d_nwatched >= WATCH_MAX)
+		return false;
 	if (!watch_queue(d))
 		return false;
 	if (!c->cl_watched) {
+		d->d_nwatched++;
 		c->cl_watched = true;
 		c->cl_watch_next = d->d_watch;
 		d->d_watch = c;
@@ -2350,6 +2357,7 @@ static void watch_unlink(struct dlmd *d, struct dlmd_client *c)
 			break;
 		}
 	}
+	d->d_nwatched--;
 	c->cl_watched = false;
 	c->cl_watch_next = NULL;
 }
@@ -2377,6 +2385,7 @@ static void watch_end(struct dlmd *d)
 	d->d_watch_ending = true;
 	while ((c = d->d_watch)) {
 		d->d_watch = c->cl_watch_next;
+		d->d_nwatched--;
 		c->cl_watched = false;
 		c->cl_watch_next = NULL;
 		if (c->cl_broken || c->cl_paused || !c->cl_ring)
@@ -2398,6 +2407,7 @@ static void watch_job(void *data)
 	for (struct dlmd_client **pp = &d->d_watch, *c; (c = *pp);) {
 		if (c->cl_broken || c->cl_paused || !c->cl_ring) {
 			*pp = c->cl_watch_next;
+			d->d_nwatched--;
 			c->cl_watched = false;
 			c->cl_watch_next = NULL;
 			continue;

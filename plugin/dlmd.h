@@ -373,6 +373,7 @@ struct dlmd {
 	 * watched, until d_watch_until (CLOCK_MONOTONIC ns); the timer
 	 * that looks at them; the watch is being ended */
 	struct dlmd_client	*d_watch;
+	unsigned int		d_nwatched;
 	uint64_t		d_watch_until;
 	qb_loop_timer_handle	d_watch_timer;
 	bool			d_watch_job;	/* d_watch_timer is set */
