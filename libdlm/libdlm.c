@@ -173,7 +173,17 @@
 /* A wait whose answer did not come while looking: the next 2^k - 1
  * waits (k such failures in a row, at most SPIN_BACKOFF_MAX) sleep at
  * once. */
-#define SPIN_BACKOFF_MAX	6
+#define SPIN_BACKOFF_MAX	8
+/* A yield that gave the CPU away this long: another process runs on
+ * ours (dlmd sharing it hands it back in a few us), and the answer may
+ * wait for it: the thread sleeps, and its handle does not look for
+ * SPIN_OFF_MIN_NS, twice as long after each such yield up to
+ * SPIN_OFF_MAX_NS (back to the least after SPIN_GOOD waits answered
+ * while looking). */
+#define SPIN_YIELD_LONG_NS	200000ULL
+#define SPIN_OFF_MIN_NS		16000000ULL
+#define SPIN_OFF_MAX_NS		1024000000ULL
+#define SPIN_GOOD		1024
 /* Requests AST routines may put in the ring before the kick they owe is
  * sent anyway: dlmd starts on them while the routines go on. */
 #define RING_KICK_BATCH		64
@@ -280,6 +290,9 @@ struct ls_handle {
 	uint64_t	lh_spin_ns;
 	unsigned int	lh_spin_skip;
 	unsigned int	lh_spin_fails;
+	uint64_t	lh_spin_off_until;	/* no look before (ns) */
+	uint64_t	lh_spin_off_ns;		/* the last such pause, 0 */
+	unsigned int	lh_spin_good;		/* looks answered since */
 #ifdef _REENTRANT
 	pthread_mutex_t	lh_lock;	/* the AST thread's start */
 	bool		lh_has_thread;
@@ -806,7 +819,11 @@ static void pass_reader_turn(struct ls_handle *h)
  * a wait whose answer did not come while looking (a lock that has to
  * wait, a busy dlmd) makes the next ones sleep at once, 2^k - 1 of them
  * after k such waits in a row (SPIN_BACKOFF_MAX), so that many clients
- * waiting on a busy daemon do not take its CPU.
+ * waiting on a busy daemon do not take its CPU.  A yield that gave the
+ * CPU away for long (SPIN_YIELD_LONG_NS: a busy process shares ours,
+ * and the answer waited for it) stops the looks for a while
+ * (SPIN_OFF_*): sleeping, we are woken ahead of it when the answer
+ * comes.
  */
 static uint64_t mono_ns(void)
 {
@@ -839,20 +856,42 @@ static ssize_t read_answer(struct ls_handle *h, unsigned char *buf, size_t len)
 	if (h->lh_spin_ns && h->lh_spin_skip) {
 		h->lh_spin_skip--;
 	} else if (h->lh_spin_ns) {
-		uint64_t end = mono_ns() + h->lh_spin_ns;
+		uint64_t t0 = mono_ns(), end = t0 + h->lh_spin_ns;
 
-		do {
+		while (t0 >= h->lh_spin_off_until) {
+			uint64_t t1;
+
 			n = recv(h->lh_fd, buf, len, MSG_DONTWAIT);
 			if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK &&
 				       errno != EINTR)) {
 				h->lh_spin_fails = 0;
+				if (h->lh_spin_off_ns &&
+				    ++h->lh_spin_good >= SPIN_GOOD) {
+					h->lh_spin_off_ns = 0;
+					h->lh_spin_good = 0;
+				}
 				return n;
 			}
+			t0 = mono_ns();
+			if (t0 >= end) {
+				if (h->lh_spin_fails < SPIN_BACKOFF_MAX)
+					h->lh_spin_fails++;
+				h->lh_spin_skip = (1u << h->lh_spin_fails) - 1;
+				break;
+			}
 			sched_yield();
-		} while (mono_ns() < end);
-		if (h->lh_spin_fails < SPIN_BACKOFF_MAX)
-			h->lh_spin_fails++;
-		h->lh_spin_skip = (1u << h->lh_spin_fails) - 1;
+			t1 = mono_ns();
+			if (t1 - t0 >= SPIN_YIELD_LONG_NS) {
+				h->lh_spin_off_ns = h->lh_spin_off_ns ?
+					h->lh_spin_off_ns * 2 : SPIN_OFF_MIN_NS;
+				if (h->lh_spin_off_ns > SPIN_OFF_MAX_NS)
+					h->lh_spin_off_ns = SPIN_OFF_MAX_NS;
+				h->lh_spin_off_until = t1 + h->lh_spin_off_ns;
+				h->lh_spin_good = 0;
+				break;
+			}
+			t0 = t1;
+		}
 	}
 	do {
 		n = recv(h->lh_fd, buf, len, 0);

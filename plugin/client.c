@@ -109,6 +109,17 @@
 /* Rings watched at once ("Watching the rings"): each round looks at
  * every one; past this many a ring is told dlmd sleeps as before. */
 #define WATCH_MAX	64
+/* A yield of a watch round that gave the CPU away this long: something
+ * else runs on our CPU (a client sharing it hands it back in a few us);
+ * the watch ends, and for WATCH_OFF_MIN_NS no ring is watched, twice as
+ * long after each such yield up to WATCH_OFF_MAX_NS, back to the least
+ * after WATCH_GOOD_ROUNDS rounds that took requests without one.  A long
+ * yield costs a time slice of the other process (about a millisecond):
+ * so at most about one per second while it stays. */
+#define WATCH_YIELD_LONG_NS	200000ULL
+#define WATCH_OFF_MIN_NS	16000000ULL
+#define WATCH_OFF_MAX_NS	1024000000ULL
+#define WATCH_GOOD_ROUNDS	1024
 #define MAX_PEER_GROUPS	64
 #define LISTEN_BACKLOG	128
 #define AST_PKT_LEN	(DLMP_HDR_LEN + DLMP_AST_LEN)
@@ -2293,7 +2304,13 @@ static void stash_run(struct dlmd *d, struct dlmd_client *c)
  * request.  Meanwhile rg_sleeping stays 0 and the clients add their
  * requests to their rings without a system call.  Each round yields the
  * CPU (sched_yield), so that a client on the same CPU runs at once, and
- * so does anything else that is runnable there.  When the time is up,
+ * so does anything else that is runnable there; but a yield that gave
+ * the CPU away for long (WATCH_YIELD_LONG_NS: a busy process shares our
+ * CPU, and a request written meanwhile waited for it, as no kick wakes
+ * a dlmd that yielded) ends the watch, and for a while (WATCH_OFF_*,
+ * longer after each such yield) rings that run empty are told dlmd
+ * sleeps at once, so that a sleeping dlmd is woken, ahead of the busy
+ * process, by each request.  When the time is up,
  * each watched ring is told dlmd sleeps as ring_drain does (rg_sleeping
  * = 1, a barrier, a last look at rg_tail: what came meanwhile is taken
  * and the watch goes on).  A paused or broken client leaves the watch
@@ -2334,6 +2351,9 @@ static bool watch_ring(struct dlmd *d, struct dlmd_client *c)
 	if (!d->d_loop || !d->d_cfg.cf_client_spin_us || d->d_watch_ending)
 		return false;
 	if (!c->cl_watched && d->d_nwatched >= WATCH_MAX)
+		return false;
+	if (!c->cl_watched && !d->d_watch && d->d_watch_off_until &&
+	    mono_ns() < d->d_watch_off_until)
 		return false;
 	if (!watch_queue(d))
 		return false;
@@ -2422,12 +2442,34 @@ static void watch_job(void *data)
 	}
 	if (!d->d_watch)
 		return;
-	if (!took && mono_ns() >= d->d_watch_until) {
-		watch_end(d);
-		return;
+	if (took && d->d_watch_off_ns && ++d->d_watch_good >= WATCH_GOOD_ROUNDS) {
+		d->d_watch_off_ns = 0;
+		d->d_watch_good = 0;
 	}
-	if (!took)
+	if (!took) {
+		uint64_t t0 = mono_ns(), t1;
+
+		if (t0 >= d->d_watch_until) {
+			watch_end(d);
+			return;
+		}
 		sched_yield();
+		t1 = mono_ns();
+		if (t1 - t0 >= WATCH_YIELD_LONG_NS) {
+			/* what a client put in its ring meanwhile waited
+			 * (nothing wakes a dlmd that yielded): sleep, and be
+			 * woken, for a while */
+			d->d_watch_off_ns = d->d_watch_off_ns ?
+				d->d_watch_off_ns * 2 : WATCH_OFF_MIN_NS;
+			if (d->d_watch_off_ns > WATCH_OFF_MAX_NS)
+				d->d_watch_off_ns = WATCH_OFF_MAX_NS;
+			d->d_watch_off_until = t1 + d->d_watch_off_ns;
+			d->d_watch_good = 0;
+			d->d_nwatch_yields_long++;
+			watch_end(d);
+			return;
+		}
+	}
 	if (!watch_queue(d))
 		watch_end(d);
 }

@@ -380,6 +380,10 @@ struct dlmd {
 	bool			d_watch_ending;
 	uint64_t		d_nwatch_sleeps; /* watches ended: rings told
 						  * dlmd sleeps */
+	uint64_t		d_nwatch_yields_long; /* ... by a long yield */
+	uint64_t		d_watch_off_until; /* no watch before (ns) */
+	uint64_t		d_watch_off_ns;	/* the last such pause, 0 */
+	unsigned int		d_watch_good;	/* rounds that took since */
 	/* limits (client.c) */
 	struct u32map		d_uid_conns;	/* uid -> connections (as a count) */
 	struct u32map		d_uid_locks;	/* uid -> its locks and orphans
