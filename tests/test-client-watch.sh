@@ -10,7 +10,10 @@
 #      dlmd asleep and travels on the socket, every request goes into the
 #      ring (ring_requests counts all of them but that one) and none
 #      needs a kick; a client that stays, idle, has its ring told dlmd
-#      sleeps once the second has passed (ring_watch_ends);
+#      sleeps once the second has passed (ring_watch_ends).  On a machine
+#      busy enough that a yield of dlmd's gave its CPU away for long
+#      (ring_watch_yields_long), the watch pauses by design: then only
+#      the kicks are counted;
 #   2. the same client while the watch is on, killed (SIGKILL) between
 #      requests: dlmd goes on serving others (its watch list lost it);
 #   3. client_spin_us = 0: dlmd sleeps as soon as a ring is empty, so
@@ -63,23 +66,36 @@ start_dlmd "$dir/dlm.conf" "$dir/dlmd.out"
 req0=$(counter ring_requests)
 kick0=$(counter ring_kicks)
 ends0=$(counter ring_watch_ends)
-[ -n "$req0" ] && [ -n "$kick0" ] && [ -n "$ends0" ] ||
-	fail "no ring_requests, ring_kicks or ring_watch_ends in dlmctl status"
+long0=$(counter ring_watch_yields_long)
+[ -n "$req0" ] && [ -n "$kick0" ] && [ -n "$ends0" ] && [ -n "$long0" ] ||
+	fail "no ring_requests, ring_kicks, ring_watch_ends or ring_watch_yields_long in dlmctl status"
 cycle w1
 req=$(($(counter ring_requests) - req0))
 kicks=$(($(counter ring_kicks) - kick0))
-# 2 * PAIRS requests; the first found dlmd asleep (a new ring) and
-# travelled on the socket as its own kick
-[ "$req" -eq $((2 * PAIRS - 1)) ] ||
-	fail "watched: $req of $((2 * PAIRS)) requests came through the ring, want $((2 * PAIRS - 1))"
+long=$(($(counter ring_watch_yields_long) - long0))
+# _wait calls never kick: one that finds dlmd asleep is its own kick
 [ "$kicks" -eq 0 ] || fail "watched: $kicks kicks, want 0"
+if [ "$long" -eq 0 ]; then
+	# 2 * PAIRS requests; the first found dlmd asleep (a new ring) and
+	# travelled on the socket
+	[ "$req" -eq $((2 * PAIRS - 1)) ] ||
+		fail "watched: $req of $((2 * PAIRS)) requests came through the ring, want $((2 * PAIRS - 1))"
+else
+	# another process kept our CPU for long while dlmd yielded: the
+	# watch paused (WATCH_OFF_*) and requests travelled on the socket
+	echo "note: $long long yields (a busy machine): $req of $((2 * PAIRS)) requests through the ring, not counted strictly"
+fi
 # a client that stays, idle, holding a lock: its watch ends
 mkfifo "$dir/hold"
 "$LC" locks watch 1 0 <"$dir/hold" >"$dir/hold.out" 2>&1 &
 bg=$!
 exec 3>"$dir/hold"
 wait_for 10 "the holder's lock" grep -q "locked 1" "$dir/hold.out"
-wait_for 10 "the watch to end" watch_ended $((ends0 + 1))
+# ended_or_paused: the holder's watch ended, or the watch paused
+ended_or_paused() {
+	watch_ended $((ends0 + 1)) || [ "$(counter ring_watch_yields_long)" -gt "$long0" ]
+}
+wait_for 10 "the watch to end" ended_or_paused
 exec 3>&-
 wait "$bg" 2>/dev/null
 bg=
@@ -87,9 +103,9 @@ bg=
 # 2. a client killed while dlmd watches its ring
 "$LC" cycle watch w2 100000000 >"$dir/killed.out" 2>&1 &
 bg=$!
-# more_requests N: ring_requests passed N
-more_requests() { [ "$(counter ring_requests)" -gt "$1" ]; }
-wait_for 10 "the client to take locks" more_requests $((req0 + req + 100))
+# more_requests N: requests passed N
+more_requests() { [ "$(counter requests)" -gt "$1" ]; }
+wait_for 10 "the client to take locks" more_requests $(($(counter requests) + 100))
 kill -KILL "$bg"
 wait "$bg" 2>/dev/null
 bg=
