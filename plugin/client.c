@@ -2299,8 +2299,8 @@ static void stash_run(struct dlmd *d, struct dlmd_client *c)
  * So when a client's ring runs empty dlmd does not say it sleeps at
  * once: the client goes on d_watch, and a timer of the loop due at once
  * (watch_job: every round of the loop still polls the fds, with a zero
- * timeout, and runs the other timers) looks at the watched rings' tails and
- * takes what came, until client_spin_us (dlm.conf) passed without a
+ * timeout, and runs the other timers) looks at the watched rings' tails
+ * and takes what came, until client_spin_us (dlm.conf) passed without a
  * request.  Meanwhile rg_sleeping stays 0 and the clients add their
  * requests to their rings without a system call.  Each round yields the
  * CPU (sched_yield), so that a client on the same CPU runs at once, and
@@ -2310,15 +2310,14 @@ static void stash_run(struct dlmd *d, struct dlmd_client *c)
  * a dlmd that yielded) ends the watch, and for a while (WATCH_OFF_*,
  * longer after each such yield) rings that run empty are told dlmd
  * sleeps at once, so that a sleeping dlmd is woken, ahead of the busy
- * process, by each request.  When the time is up,
- * each watched ring is told dlmd sleeps as ring_drain does (rg_sleeping
- * = 1, a barrier, a last look at rg_tail: what came meanwhile is taken
- * and the watch goes on).  A paused or broken client leaves the watch
- * (a paused one is never told dlmd sleeps: its resumption takes its
- * ring); a closed one leaves it in dlmd_client_close.  At most
- * WATCH_MAX rings are watched at once (each round looks at all).  Without a loop
- * (tests driving client.c directly) or with client_spin_us = 0 nothing
- * is watched.
+ * process, by each request.  When the time is up, each watched ring is
+ * told dlmd sleeps as ring_drain does (rg_sleeping = 1, a barrier, a
+ * last look at rg_tail: what came meanwhile is taken).  A paused or
+ * broken client leaves the watch (a paused one is never told dlmd
+ * sleeps: its resumption takes its ring); a closed one leaves it in
+ * dlmd_client_close.  At most WATCH_MAX rings are watched at once (each
+ * round looks at all).  Without a loop (tests driving client.c
+ * directly) or with client_spin_us = 0 nothing is watched.
  */
 static void watch_job(void *data);
 
