@@ -235,7 +235,8 @@ struct dlmd_client {
 	 * only written, never trusted); a drain job is queued */
 	struct dlmp_ring *cl_ring;
 	uint32_t	cl_ring_head;
-	bool		cl_ring_job;
+	bool		cl_ring_job;		/* cl_ring_timer is set */
+	qb_loop_timer_handle cl_ring_timer;
 	/* on d_watch ("Watching the rings") */
 	bool		cl_watched;
 	struct dlmd_client *cl_watch_next;
@@ -348,6 +349,20 @@ static void astq_free(struct dlmd *d, struct dlmd_client *c)
 static int client_readable(int32_t fd, int32_t revents, void *data);
 static void ring_job(void *data);
 
+/* The rest of c's ring later, after the others: a timer due at once, not
+ * a job of the loop (libqb polls with a 50 ms timeout while only jobs are
+ * due, and runs QB_LOOP_LOW jobs one loop turn in three: the rest of a
+ * ring waited up to 50 ms, and its client, told dlmd was awake, did not
+ * kick). */
+static void ring_job_queue(struct dlmd *d, struct dlmd_client *c)
+{
+	if (c->cl_ring_job)
+		return;
+	if (qb_loop_timer_add(d->d_loop, QB_LOOP_HIGH, 0, c, ring_job,
+			      &c->cl_ring_timer) == 0)
+		c->cl_ring_job = true;
+}
+
 /*
  * Backpressure.  A client that does not read its AST socket (stopped by
  * SIGSTOP or a debugger, swapped out, in a long pause, or just slow) is
@@ -413,9 +428,8 @@ static void client_resume(struct dlmd *d, struct dlmd_client *c)
 		log_err("client pid %d serial %u: cannot poll its socket again",
 			(int)c->cl_pid, c->cl_serial);
 	/* what its ring holds: no kick will come for it */
-	if (c->cl_ring && !c->cl_broken && !c->cl_ring_job &&
-	    qb_loop_job_add(d->d_loop, QB_LOOP_LOW, c, ring_job) == 0)
-		c->cl_ring_job = true;
+	if (c->cl_ring && !c->cl_broken)
+		ring_job_queue(d, c);
 }
 
 /* Disconnect a client that broke the rules.  Its queued ASTs go at once
@@ -2502,9 +2516,8 @@ static void ring_drain(struct dlmd *d, struct dlmd_client *c)
 		if (budget == 0) {
 			/* fair to the others: the rest after them (without a
 			 * loop, or if the job cannot be queued: now) */
-			if (d->d_loop && !c->cl_ring_job &&
-			    qb_loop_job_add(d->d_loop, QB_LOOP_LOW, c, ring_job) == 0)
-				c->cl_ring_job = true;
+			if (d->d_loop)
+				ring_job_queue(d, c);
 			if (c->cl_ring_job)
 				break;
 			budget = DLMP_RING_SLOTS;
@@ -2740,7 +2753,7 @@ void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 	if (c->cl_paused)
 		d->d_npaused--;
 	if (c->cl_ring_job && d->d_loop)
-		qb_loop_job_del(d->d_loop, QB_LOOP_LOW, c, ring_job);
+		qb_loop_timer_del(d->d_loop, c->cl_ring_timer);
 	watch_unlink(d, c);
 	stash_free(c);
 	if (c->cl_ring)
