@@ -232,7 +232,8 @@ struct dlmd_client {
 	bool		cl_counted;		/* counted in d_uid_conns */
 	/* its request ring (dlmd_proto.h "The request ring"), mapped, or
 	 * NULL; the slots we took (our own count: the ring's rg_head is
-	 * only written, never trusted); a drain job is queued */
+	 * only written, never trusted); a drain (ring_job, from a timer
+	 * due at once) is queued */
 	struct dlmp_ring *cl_ring;
 	uint32_t	cl_ring_head;
 	bool		cl_ring_job;		/* cl_ring_timer is set */
@@ -377,9 +378,9 @@ static void ring_job_queue(struct dlmd *d, struct dlmd_client *c)
  * takes no request of it: its request socket leaves the
  * loop and its ring is not read (no new request, no new completion for
  * it); its locks and held answers stay.  When its queue drains to a
- * quarter of the bound it is resumed: the socket comes back and a job
+ * quarter of the bound it is resumed: the socket comes back and ring_job
  * takes what its ring holds (a kick it sent meanwhile waits in the
- * socket; the job does not need one).  What can still come for a paused
+ * socket; ring_job does not need one).  What can still come for a paused
  * client: completions of the requests already taken (at most the
  * CLIENT_BATCH packets one read took: the socket packets of a client
  * with a ring that come after the pause are kept, in order, in
@@ -2188,9 +2189,10 @@ void dlmd_ls_join_done(struct dlmd *d, struct dlmd_ls *dl, int status)
 
 /*
  * Take the requests in c's ring (dlmd_proto.h "The request ring"), at
- * most DLMP_RING_SLOTS per call: what is left then is taken by a job of
- * the loop after other clients were served, without a kick.  When the
- * ring is empty: rg_sleeping = 1, a barrier, and a last look at rg_tail
+ * most DLMP_RING_SLOTS per call: what is left then is taken by ring_job
+ * (a timer of the loop due at once) after other clients were served,
+ * without a kick.  When the ring is empty and not watched ("Watching the
+ * rings"): rg_sleeping = 1, a barrier, and a last look at rg_tail
  * (the client does the mirror image), so that a request added
  * meanwhile either is seen here or gets a kick.  The caller batches the
  * answers (out_batch) and flushes them.
