@@ -858,9 +858,22 @@ static ssize_t read_answer(struct ls_handle *h, unsigned char *buf, size_t len)
 	} else if (h->lh_spin_ns) {
 		uint64_t t0 = mono_ns(), end = t0 + h->lh_spin_ns;
 
+		/* yield first: the answer needs dlmd to run, at once if it
+		 * shares our CPU */
 		while (t0 >= h->lh_spin_off_until) {
 			uint64_t t1;
 
+			sched_yield();
+			t1 = mono_ns();
+			if (t1 - t0 >= SPIN_YIELD_LONG_NS) {
+				h->lh_spin_off_ns = h->lh_spin_off_ns ?
+					h->lh_spin_off_ns * 2 : SPIN_OFF_MIN_NS;
+				if (h->lh_spin_off_ns > SPIN_OFF_MAX_NS)
+					h->lh_spin_off_ns = SPIN_OFF_MAX_NS;
+				h->lh_spin_off_until = t1 + h->lh_spin_off_ns;
+				h->lh_spin_good = 0;
+				break;
+			}
 			n = recv(h->lh_fd, buf, len, MSG_DONTWAIT);
 			if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK &&
 				       errno != EINTR)) {
@@ -879,18 +892,6 @@ static ssize_t read_answer(struct ls_handle *h, unsigned char *buf, size_t len)
 				h->lh_spin_skip = (1u << h->lh_spin_fails) - 1;
 				break;
 			}
-			sched_yield();
-			t1 = mono_ns();
-			if (t1 - t0 >= SPIN_YIELD_LONG_NS) {
-				h->lh_spin_off_ns = h->lh_spin_off_ns ?
-					h->lh_spin_off_ns * 2 : SPIN_OFF_MIN_NS;
-				if (h->lh_spin_off_ns > SPIN_OFF_MAX_NS)
-					h->lh_spin_off_ns = SPIN_OFF_MAX_NS;
-				h->lh_spin_off_until = t1 + h->lh_spin_off_ns;
-				h->lh_spin_good = 0;
-				break;
-			}
-			t0 = t1;
 		}
 	}
 	do {

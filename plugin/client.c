@@ -2461,10 +2461,12 @@ static void watch_job(void *data)
 		d->d_watch_off_ns = 0;
 		d->d_watch_good = 0;
 	}
-	if (!took) {
+	/* after a request too: its client, on our CPU, reads the answer and
+	 * writes its next request before we look again */
+	{
 		uint64_t t0 = mono_ns(), t1;
 
-		if (t0 >= d->d_watch_until) {
+		if (!took && t0 >= d->d_watch_until) {
 			watch_end(d);
 			return;
 		}
