@@ -21,8 +21,9 @@
  * at a time reads lh_fd (lh_reading: leader/follower); it hands each
  * answer to the waiter it belongs to (condition variable per waiter) and
  * keeps reading until its own came, then wakes a thread still waiting to
- * take over.  A thread alone does one send and one blocking recv, with
- * no wake-up of anyone.  At most DLMP_MAX_HELD requests are in flight per
+ * take over.  A thread alone does one send and one recv, with no
+ * wake-up of anyone but dlmd (and the reader looks for its answer a
+ * while before it sleeps in recv: "Waiting for an answer" below).  At most DLMP_MAX_HELD requests are in flight per
  * handle (more callers wait for room), which is what dlmd holds per
  * connection.  If the connection fails, every waiter gets the error.
  * dlm_ls_lock (async) waits for its REPLY only, while other threads'
