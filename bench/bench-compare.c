@@ -61,7 +61,12 @@
  *          "Waiting for an answer"), a pair wakes nobody: 0.02 wake-ups
  *          per pair; apart 45k pairs/s, p50 4.9 us (the client's 14
  *          syscalls per pair are its looks: recv and sched_yield); on
- *          one CPU 60-104k, p50 6.4-6.7 us.
+ *          one CPU 60-104k, p50 6.4-6.7 us, and 131k, p50 5.5-5.7 us
+ *          (the floor's 5.2-5.4) once both yield first (the client
+ *          before its first recv, dlmd after a round that took
+ *          requests).  Both fall back to sleeping for a while when a
+ *          yield gave the CPU away for long (another busy process on
+ *          that CPU): then a pair costs what it did before.
  *   W2     N client processes (default 16), each on its own name.  Pairs
  *          per second summed over the clients.  Profiled (issue 14, perf
  *          stat and perf record -g, a loaded machine): before dlmd
