@@ -42,8 +42,52 @@
  *
  *   W1     1 client process, pairs on its own name.  Pairs/s, and the
  *          p50/p99 latency of one pair (clock read around each pair).
+ *          Where a pair's time went (issue 14; perf stat of switches,
+ *          migrations and syscalls on dlmd and the client, perf record
+ *          of sched_wakeup/sched_switch on all CPUs, each placement
+ *          forced with taskset; a loaded machine): per pair the client
+ *          made 2 sends + 2 blocking recvs, dlmd 2 epoll_wait, 2
+ *          recvmmsg and 2 sends, and each side slept twice: 4 wake-ups
+ *          per pair.  On one CPU a wake-up is a synchronous hand-off
+ *          (2-3 us; 85-92k pairs/s, p50 8-9 us).  On two CPUs each is an
+ *          interrupt to a halted vCPU, 20-30 us here (4.4k pairs/s, p50
+ *          94 us), and the scheduler keeps a wakee on its idle previous
+ *          CPU, so once apart the two stay apart: the p50 of 110-125 us
+ *          dlmd, Redis and PostgreSQL all showed in quiet moments (the
+ *          floor's socketpair, mostly on one CPU, p50 6 us, mean 56).
+ *          Since dlmd watches a busy client's ring for client_spin_us
+ *          and libdlm looks for its answer for DLMD_SPIN_US before
+ *          sleeping (plugin/client.c "Watching the rings", libdlm.c
+ *          "Waiting for an answer"), a pair wakes nobody: 0.02 wake-ups
+ *          per pair; apart 45k pairs/s, p50 4.9 us (the client's 14
+ *          syscalls per pair are its looks: recv and sched_yield); on
+ *          one CPU 60-104k, p50 6.4-6.7 us, and 131k, p50 5.5-5.7 us
+ *          (the floor's 5.2-5.4) once both yield first (the client
+ *          before its first recv, dlmd after a round that took
+ *          requests).  Both fall back to sleeping for a while when a
+ *          yield gave the CPU away for long (another busy process on
+ *          that CPU): then a pair costs what it did before.
  *   W2     N client processes (default 16), each on its own name.  Pairs
- *          per second summed over the clients.
+ *          per second summed over the clients.  Profiled (issue 14, perf
+ *          stat and perf record -g, a loaded machine): before dlmd
+ *          watched busy rings a pair cost the clients 2.9 syscalls and
+ *          1.55 switches and dlmd 3.2 syscalls and 0.5-0.7 switches (each
+ *          _wait request found dlmd asleep and went on the socket); with
+ *          the watch the requests go into the rings: clients 1.2-1.4
+ *          syscalls and 1.0-1.3 switches, dlmd 1.1-1.4 syscalls and 0.5
+ *          switches per pair, 63-67k -> 87-110k pairs/s in one sitting,
+ *          fairness (fewest/most pairs of a client) 0.4-0.55 -> 0.8-0.97.
+ *          Two thirds of the CPU is then the clients' own, nearly half
+ *          of it in the context switch of the recv they sleep in
+ *          (finish_task_switch, __schedule): 16 processes on 2 CPUs.
+ *          And two thirds of dlmd's own time is the wake-up of the
+ *          client its answer wakes, inside its send (unix_dgram_sendmsg
+ *          -> sock_def_readable -> the wake-up, counted at
+ *          _raw_spin_unlock_irqrestore: 21% of all samples; an
+ *          interrupt to the other vCPU is a VM exit here).  Beyond
+ *          this, W2 needs clients that do not sleep for their answers
+ *          (a 50 us look fails with 16 clients queued: they back off)
+ *          or fewer wake-ups per answer.
  *   W3     N client processes on ONE name.  Pairs/s summed, and fairness
  *          = the fewest pairs any client completed / the most.  Redis has
  *          no waiting: a client retries SET NX at once, without a sleep,

@@ -165,9 +165,12 @@
  * copies the slot, then stores head + 1).  Both wrap; the ring is full
  * at tail - head == DLMP_RING_SLOTS.
  *
- * Wake-ups.  The daemon does not poll the ring: it reads it when the
- * client kicks it, RING with a = DLMP_RING_KICK on the socket (no
- * answer), and then keeps taking requests until the ring is empty.  The
+ * Wake-ups.  The daemon reads the ring when the client kicks it, RING
+ * with a = DLMP_RING_KICK on the socket (no answer), and then keeps
+ * taking requests until the ring is empty; it may go on looking at the
+ * ring for a while before it says it sleeps (dlm.conf client_spin_us,
+ * plugin/client.c "Watching the rings"), which changes nothing for the
+ * client: it kicks when, and only when, it finds rg_sleeping = 1.  The
  * client kicks only when the daemon said it would sleep: before it stops
  * taking, the daemon stores rg_sleeping = 1, then (a full barrier) reads
  * rg_tail again and goes on if anything came meanwhile.  The client,

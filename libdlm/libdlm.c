@@ -21,8 +21,9 @@
  * at a time reads lh_fd (lh_reading: leader/follower); it hands each
  * answer to the waiter it belongs to (condition variable per waiter) and
  * keeps reading until its own came, then wakes a thread still waiting to
- * take over.  A thread alone does one send and one blocking recv, with
- * no wake-up of anyone.  At most DLMP_MAX_HELD requests are in flight per
+ * take over.  A thread alone does one send and one recv, with no
+ * wake-up of anyone but dlmd (and the reader looks for its answer a
+ * while before it sleeps in recv: "Waiting for an answer" below).  At most DLMP_MAX_HELD requests are in flight per
  * handle (more callers wait for room), which is what dlmd holds per
  * connection.  If the connection fails, every waiter gets the error.
  * dlm_ls_lock (async) waits for its REPLY only, while other threads'
@@ -175,6 +176,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <pthread.h>
+#include <sched.h>
 
 #include "libdlm/libdlm.h"
 #include "libdlm/dlmd_proto.h"
@@ -189,6 +191,26 @@
 #define RING_ROOM_WAIT_MS	100	/* a full ring: look at the daemon
 					 * this often */
 #define RING_ENV		"DLMD_RING"	/* "0": no request ring */
+/* How long a thread waiting for its answer looks for it before it
+ * sleeps ("Waiting for an answer" below); $DLMD_SPIN_US overrides it
+ * (0: never; at most SPIN_US_MAX). */
+#define SPIN_ENV		"DLMD_SPIN_US"
+#define SPIN_US_DEFAULT		50
+#define SPIN_US_MAX		1000000
+/* A wait whose answer did not come while looking: the next 2^k - 1
+ * waits (k such failures in a row, at most SPIN_BACKOFF_MAX) sleep at
+ * once. */
+#define SPIN_BACKOFF_MAX	8
+/* A yield that gave the CPU away this long: another process runs on
+ * ours (dlmd sharing it hands it back in a few us), and the answer may
+ * wait for it: the thread sleeps, and its handle does not look for
+ * SPIN_OFF_MIN_NS, twice as long after each such yield up to
+ * SPIN_OFF_MAX_NS (back to the least after SPIN_GOOD waits answered
+ * while looking). */
+#define SPIN_YIELD_LONG_NS	200000ULL
+#define SPIN_OFF_MIN_NS		16000000ULL
+#define SPIN_OFF_MAX_NS		1024000000ULL
+#define SPIN_GOOD		1024
 /* Requests AST routines may put in the ring before the kick they owe is
  * sent anyway: dlmd starts on them while the routines go on. */
 #define RING_KICK_BATCH		64
@@ -300,6 +322,15 @@ struct ls_handle {
 	struct stashed	*lh_stash;
 	struct stashed	**lh_stash_tail;
 	unsigned int	lh_nstash;
+	/* "Waiting for an answer": how long to look (ns, 0: never), waits
+	 * left that sleep at once, failures in a row; only the thread
+	 * reading lh_fd (lh_reading) uses them */
+	uint64_t	lh_spin_ns;
+	unsigned int	lh_spin_skip;
+	unsigned int	lh_spin_fails;
+	uint64_t	lh_spin_off_until;	/* no look before (ns) */
+	uint64_t	lh_spin_off_ns;		/* the last such pause, 0 */
+	unsigned int	lh_spin_good;		/* looks answered since */
 #ifdef _REENTRANT
 	pthread_mutex_t	lh_lock;	/* the AST thread's start */
 	bool		lh_has_thread;
@@ -959,6 +990,110 @@ static void pass_reader_turn(struct ls_handle *h)
 	}
 }
 
+/*
+ * Waiting for an answer.  A thread that waits for its answer on lh_fd
+ * first looks for it without sleeping (recv with MSG_DONTWAIT, yielding
+ * the CPU between looks) for lh_spin_ns, then sleeps in recv.  Profiled
+ * (issue 14, perf sched events on a 2-vCPU VM): when the client and dlmd
+ * run on different CPUs, each wake-up of a sleeper is an interrupt that
+ * brings an idle (halted) virtual CPU back, 20-30 us, four per lock +
+ * unlock pair where the pair's work is a few us; dlmd, for its part,
+ * watches a client's request ring for a while after its last request
+ * (plugin/client.c "Watching the rings").  The look yields (sched_yield),
+ * so a client sharing one CPU with dlmd lets it run at once.  It adapts:
+ * a wait whose answer did not come while looking (a lock that has to
+ * wait, a busy dlmd) makes the next ones sleep at once, 2^k - 1 of them
+ * after k such waits in a row (SPIN_BACKOFF_MAX), so that many clients
+ * waiting on a busy daemon do not take its CPU.  A yield that gave the
+ * CPU away for long (SPIN_YIELD_LONG_NS: a busy process shares ours,
+ * and the answer waited for it) stops the looks for a while
+ * (SPIN_OFF_*): sleeping, we are woken ahead of it when the answer
+ * comes.
+ */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t spin_ns_env(void)
+{
+	const char *env = getenv(SPIN_ENV);
+	char *end;
+	unsigned long us;
+
+	if (!env || !*env)
+		return SPIN_US_DEFAULT * 1000ULL;
+	errno = 0;
+	us = strtoul(env, &end, 10);
+	if (errno || *end || us > SPIN_US_MAX)
+		return SPIN_US_DEFAULT * 1000ULL;
+	return us * 1000ULL;
+}
+
+/* One packet from lh_fd, as recv(): -1 with errno on failure. */
+static ssize_t read_answer(struct ls_handle *h, unsigned char *buf, size_t len)
+{
+	ssize_t n;
+
+	if (h->lh_spin_ns && h->lh_spin_skip) {
+		h->lh_spin_skip--;
+	} else if (h->lh_spin_ns) {
+		uint64_t t0 = mono_ns(), end = t0 + h->lh_spin_ns;
+
+		/* yield first: the answer needs dlmd to run, at once if it
+		 * shares our CPU */
+		while (t0 >= h->lh_spin_off_until) {
+			uint64_t t1;
+
+			sched_yield();
+			t1 = mono_ns();
+			if (t1 - t0 >= SPIN_YIELD_LONG_NS) {
+				h->lh_spin_off_ns = h->lh_spin_off_ns ?
+					h->lh_spin_off_ns * 2 : SPIN_OFF_MIN_NS;
+				if (h->lh_spin_off_ns > SPIN_OFF_MAX_NS)
+					h->lh_spin_off_ns = SPIN_OFF_MAX_NS;
+				h->lh_spin_off_until = t1 + h->lh_spin_off_ns;
+				h->lh_spin_good = 0;
+				break;
+			}
+			n = recv(h->lh_fd, buf, len, MSG_DONTWAIT);
+			if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK &&
+				       errno != EINTR)) {
+				h->lh_spin_fails = 0;
+				if (h->lh_spin_off_ns &&
+				    ++h->lh_spin_good >= SPIN_GOOD) {
+					h->lh_spin_off_ns = 0;
+					h->lh_spin_good = 0;
+				}
+				return n;
+			}
+			t0 = mono_ns();
+			if (t0 >= end) {
+				if (h->lh_spin_fails < SPIN_BACKOFF_MAX)
+					h->lh_spin_fails++;
+				h->lh_spin_skip = (1u << h->lh_spin_fails) - 1;
+				break;
+			}
+		}
+	}
+	/* the receive times out every STASH_MS (SO_RCVTIMEO): dlmd may
+	 * have paused us for ASTs nobody reads while we wait ("Waiting
+	 * reads the AST socket") */
+	for (;;) {
+		n = recv(h->lh_fd, buf, len, 0);
+		if (n >= 0)
+			break;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			ast_stash(h);
+		else if (errno != EINTR)
+			break;
+	}
+	return n;
+}
+
 static int req_wait(struct ls_handle *h, struct waiter *w)
 {
 	unsigned char buf[DLMP_MAX_MSG];
@@ -981,17 +1116,7 @@ static int req_wait(struct ls_handle *h, struct waiter *w)
 		}
 		h->lh_reading = true;
 		UNLOCK(&h->lh_wlock);
-		/* the receive times out every STASH_MS (SO_RCVTIMEO): dlmd
-		 * may have paused us for ASTs nobody reads while we wait */
-		for (;;) {
-			n = recv(h->lh_fd, buf, sizeof(buf), 0);
-			if (n >= 0)
-				break;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				ast_stash(h);
-			else if (errno != EINTR)
-				break;
-		}
+		n = read_answer(h, buf, sizeof(buf));
 		if (n < 0)
 			err = -errno;
 		LOCK(&h->lh_wlock);
@@ -1583,6 +1708,7 @@ static struct ls_handle *ls_open_on(int fd, const char *name, int *err)
 	h->lh_fd = fd;
 	h->lh_ast_fd = -1;
 	h->lh_stash_tail = &h->lh_stash;
+	h->lh_spin_ns = spin_ns_env();
 	MUTEX_INIT(&h->lh_wlock);
 	MUTEX_INIT(&h->lh_idlock);
 	COND_INIT(&h->lh_id_cond);

@@ -86,6 +86,8 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "plugin/dlmd.h"
@@ -105,6 +107,20 @@
  * a second send each. */
 #define AST_SNDBUF	(512 * 1024)
 #define LKCB_FREE_MAX	4096		/* lock records kept for reuse */
+/* Rings watched at once ("Watching the rings"): each round looks at
+ * every one; past this many a ring is told dlmd sleeps as before. */
+#define WATCH_MAX	64
+/* A yield of a watch round that gave the CPU away this long: something
+ * else runs on our CPU (a client sharing it hands it back in a few us);
+ * the watch ends, and for WATCH_OFF_MIN_NS no ring is watched, twice as
+ * long after each such yield up to WATCH_OFF_MAX_NS, back to the least
+ * after WATCH_GOOD_ROUNDS rounds that took requests without one.  A long
+ * yield costs a time slice of the other process (about a millisecond):
+ * so at most about one per second while it stays. */
+#define WATCH_YIELD_LONG_NS	200000ULL
+#define WATCH_OFF_MIN_NS	16000000ULL
+#define WATCH_OFF_MAX_NS	1024000000ULL
+#define WATCH_GOOD_ROUNDS	1024
 #define MAX_PEER_GROUPS	64
 #define LISTEN_BACKLOG	128
 #define AST_PKT_LEN	(DLMP_HDR_LEN + DLMP_AST_LEN)
@@ -222,10 +238,15 @@ struct dlmd_client {
 	bool		cl_counted;		/* counted in d_uid_conns */
 	/* its request ring (dlmd_proto.h "The request ring"), mapped, or
 	 * NULL; the slots we took (our own count: the ring's rg_head is
-	 * only written, never trusted); a drain job is queued */
+	 * only written, never trusted); a drain (ring_job, from a timer
+	 * due at once) is queued */
 	struct dlmp_ring *cl_ring;
 	uint32_t	cl_ring_head;
-	bool		cl_ring_job;
+	bool		cl_ring_job;		/* cl_ring_timer is set */
+	qb_loop_timer_handle cl_ring_timer;
+	/* on d_watch ("Watching the rings") */
+	bool		cl_watched;
+	struct dlmd_client *cl_watch_next;
 	/* socket packets read while it was paused, in order, and its tail */
 	struct stashed	*cl_stash;
 	struct stashed	**cl_stash_tail;
@@ -335,6 +356,20 @@ static void astq_free(struct dlmd *d, struct dlmd_client *c)
 static int client_readable(int32_t fd, int32_t revents, void *data);
 static void ring_job(void *data);
 
+/* The rest of c's ring later, after the others: a timer due at once, not
+ * a job of the loop (libqb polls with a 50 ms timeout while only jobs are
+ * due, and runs QB_LOOP_LOW jobs one loop turn in three: the rest of a
+ * ring waited up to 50 ms, and its client, told dlmd was awake, did not
+ * kick). */
+static void ring_job_queue(struct dlmd *d, struct dlmd_client *c)
+{
+	if (c->cl_ring_job)
+		return;
+	if (qb_loop_timer_add(d->d_loop, QB_LOOP_HIGH, 0, c, ring_job,
+			      &c->cl_ring_timer) == 0)
+		c->cl_ring_job = true;
+}
+
 /*
  * Backpressure.  A client that does not read its AST socket (stopped by
  * SIGSTOP or a debugger, swapped out, in a long pause, or just slow) is
@@ -350,9 +385,9 @@ static void ring_job(void *data);
  * takes no request of it: its request socket leaves the
  * loop and its ring is not read (no new request, no new completion for
  * it); its locks and held answers stay.  When its queue drains to a
- * quarter of the bound it is resumed: the socket comes back and a job
+ * quarter of the bound it is resumed: the socket comes back and ring_job
  * takes what its ring holds (a kick it sent meanwhile waits in the
- * socket; the job does not need one).  What can still come for a paused
+ * socket; ring_job does not need one).  What can still come for a paused
  * client: completions of the requests already taken (at most the
  * CLIENT_BATCH packets one read took: the socket packets of a client
  * with a ring that come after the pause are kept, in order, in
@@ -401,9 +436,8 @@ static void client_resume(struct dlmd *d, struct dlmd_client *c)
 		log_err("client pid %d serial %u: cannot poll its socket again",
 			(int)c->cl_pid, c->cl_serial);
 	/* what its ring holds: no kick will come for it */
-	if (c->cl_ring && !c->cl_broken && !c->cl_ring_job &&
-	    qb_loop_job_add(d->d_loop, QB_LOOP_LOW, c, ring_job) == 0)
-		c->cl_ring_job = true;
+	if (c->cl_ring && !c->cl_broken)
+		ring_job_queue(d, c);
 }
 
 /* Disconnect a client that broke the rules.  Its queued ASTs go at once
@@ -2207,9 +2241,10 @@ void dlmd_ls_join_done(struct dlmd *d, struct dlmd_ls *dl, int status)
 
 /*
  * Take the requests in c's ring (dlmd_proto.h "The request ring"), at
- * most DLMP_RING_SLOTS per call: what is left then is taken by a job of
- * the loop after other clients were served, without a kick.  When the
- * ring is empty: rg_sleeping = 1, a barrier, and a last look at rg_tail
+ * most DLMP_RING_SLOTS per call: what is left then is taken by ring_job
+ * (a timer of the loop due at once) after other clients were served,
+ * without a kick.  When the ring is empty and not watched ("Watching the
+ * rings"): rg_sleeping = 1, a barrier, and a last look at rg_tail
  * (the client does the mirror image), so that a request added
  * meanwhile either is seen here or gets a kick.  The caller batches the
  * answers (out_batch) and flushes them.
@@ -2316,6 +2351,198 @@ static void stash_run(struct dlmd *d, struct dlmd_client *c)
 		stash_free(c);
 }
 
+/*
+ * Watching the rings.  A client that waits for each answer (the _wait
+ * calls: bench-compare W1, a lock then its unlock, then the next lock)
+ * sends its next request a few microseconds after its answer.  If dlmd
+ * said it sleeps in between, that request travels on the socket and
+ * wakes dlmd; on a machine with an idle CPU the wake-up is an
+ * inter-processor interrupt that brings an idle (on a virtual machine:
+ * halted) CPU back, and the answer wakes the client the same way.
+ * Profiled (issue 14; perf sched events, 2 vCPUs): a W1 pair cost 4 such
+ * wake-ups, each 20-30 us on this VM, when dlmd and the client ran on
+ * different CPUs (the scheduler keeps a task on its idle previous CPU
+ * even for a synchronous wake-up), against 2-3 us on one CPU.
+ *
+ * So when a client's ring runs empty dlmd does not say it sleeps at
+ * once: the client goes on d_watch, and a timer of the loop due at once
+ * (watch_job: every round of the loop still polls the fds, with a zero
+ * timeout, and runs the other timers) looks at the watched rings' tails
+ * and takes what came, until client_spin_us (dlm.conf) passed without a
+ * request.  Meanwhile rg_sleeping stays 0 and the clients add their
+ * requests to their rings without a system call.  Each round yields the
+ * CPU (sched_yield), so that a client on the same CPU runs at once, and
+ * so does anything else that is runnable there; but a yield that gave
+ * the CPU away for long (WATCH_YIELD_LONG_NS: a busy process shares our
+ * CPU, and a request written meanwhile waited for it, as no kick wakes
+ * a dlmd that yielded) ends the watch, and for a while (WATCH_OFF_*,
+ * longer after each such yield) rings that run empty are told dlmd
+ * sleeps at once, so that a sleeping dlmd is woken, ahead of the busy
+ * process, by each request.  When the time is up, each watched ring is
+ * told dlmd sleeps as ring_drain does (rg_sleeping = 1, a barrier, a
+ * last look at rg_tail: what came meanwhile is taken).  A paused or
+ * broken client leaves the watch (a paused one is never told dlmd
+ * sleeps: its resumption takes its ring); a closed one leaves it in
+ * dlmd_client_close.  At most WATCH_MAX rings are watched at once (each
+ * round looks at all).  Without a loop (tests driving client.c
+ * directly) or with client_spin_us = 0 nothing is watched.
+ */
+static void watch_job(void *data);
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* A timer due at once rather than a job: libqb polls with a 50 ms
+ * timeout while only jobs are due, and runs QB_LOOP_LOW jobs one loop
+ * turn in three (seen: each request of a watched ring waited 50 ms). */
+static bool watch_queue(struct dlmd *d)
+{
+	if (d->d_watch_job)
+		return true;
+	if (qb_loop_timer_add(d->d_loop, QB_LOOP_HIGH, 0, d, watch_job,
+			      &d->d_watch_timer) != 0)
+		return false;
+	d->d_watch_job = true;
+	return true;
+}
+
+/* c's ring is empty: watch it rather than say dlmd sleeps.  false: not
+ * watched (the caller tells the ring dlmd sleeps). */
+static bool watch_ring(struct dlmd *d, struct dlmd_client *c)
+{
+	if (!d->d_loop || !d->d_cfg.cf_client_spin_us || d->d_watch_ending)
+		return false;
+	if (!c->cl_watched && d->d_nwatched >= WATCH_MAX)
+		return false;
+	if (!c->cl_watched && !d->d_watch && d->d_watch_off_until &&
+	    mono_ns() < d->d_watch_off_until)
+		return false;
+	if (!watch_queue(d))
+		return false;
+	if (!c->cl_watched) {
+		d->d_nwatched++;
+		c->cl_watched = true;
+		c->cl_watch_next = d->d_watch;
+		d->d_watch = c;
+	}
+	d->d_watch_until = mono_ns() + (uint64_t)d->d_cfg.cf_client_spin_us * 1000;
+	return true;
+}
+
+static void watch_unlink(struct dlmd *d, struct dlmd_client *c)
+{
+	if (!c->cl_watched)
+		return;
+	for (struct dlmd_client **pp = &d->d_watch; *pp; pp = &(*pp)->cl_watch_next) {
+		if (*pp == c) {
+			*pp = c->cl_watch_next;
+			break;
+		}
+	}
+	d->d_nwatched--;
+	c->cl_watched = false;
+	c->cl_watch_next = NULL;
+}
+
+/* Tell c's ring dlmd sleeps; false if a request came meanwhile (then it
+ * does not sleep). */
+static bool ring_sleep(struct dlmd_client *c)
+{
+	struct dlmp_ring *r = c->cl_ring;
+
+	__atomic_store_n(&r->rg_sleeping, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&r->rg_tail, __ATOMIC_SEQ_CST) == c->cl_ring_head)
+		return true;
+	__atomic_store_n(&r->rg_sleeping, 0, __ATOMIC_RELAXED);
+	return false;
+}
+
+/* End the watch: every watched ring is told dlmd sleeps (what came
+ * meanwhile taken first). */
+static void watch_end(struct dlmd *d)
+{
+	struct dlmd_client *c;
+
+	d->d_watch_ending = true;
+	while ((c = d->d_watch)) {
+		d->d_watch = c->cl_watch_next;
+		d->d_nwatched--;
+		c->cl_watched = false;
+		c->cl_watch_next = NULL;
+		if (c->cl_broken || c->cl_paused || !c->cl_ring)
+			continue;
+		/* ring_drain tells it dlmd sleeps (no watch while ending) */
+		if (!ring_sleep(c))
+			dlmd_client_ring_take(d, c);
+		d->d_nwatch_sleeps++;
+	}
+	d->d_watch_ending = false;
+}
+
+static void watch_job(void *data)
+{
+	struct dlmd *d = data;
+	bool took = false;
+
+	d->d_watch_job = false;
+	for (struct dlmd_client **pp = &d->d_watch, *c; (c = *pp);) {
+		if (c->cl_broken || c->cl_paused || !c->cl_ring) {
+			*pp = c->cl_watch_next;
+			d->d_nwatched--;
+			c->cl_watched = false;
+			c->cl_watch_next = NULL;
+			continue;
+		}
+		/* a tail out of range is ring_drain's to judge */
+		if (__atomic_load_n(&c->cl_ring->rg_tail, __ATOMIC_ACQUIRE) !=
+		    c->cl_ring_head) {
+			took = true;
+			dlmd_client_ring_take(d, c);	/* watched again */
+		}
+		pp = &c->cl_watch_next;
+	}
+	if (!d->d_watch)
+		return;
+	if (took && d->d_watch_off_ns && ++d->d_watch_good >= WATCH_GOOD_ROUNDS) {
+		d->d_watch_off_ns = 0;
+		d->d_watch_good = 0;
+	}
+	/* after a request too: its client, on our CPU, reads the answer and
+	 * writes its next request before we look again */
+	{
+		uint64_t t0 = mono_ns(), t1;
+
+		if (!took && t0 >= d->d_watch_until) {
+			watch_end(d);
+			return;
+		}
+		sched_yield();
+		t1 = mono_ns();
+		if (t1 - t0 >= WATCH_YIELD_LONG_NS) {
+			/* what a client put in its ring meanwhile waited
+			 * (nothing wakes a dlmd that yielded): sleep, and be
+			 * woken, for a while */
+			d->d_watch_off_ns = d->d_watch_off_ns ?
+				d->d_watch_off_ns * 2 : WATCH_OFF_MIN_NS;
+			if (d->d_watch_off_ns > WATCH_OFF_MAX_NS)
+				d->d_watch_off_ns = WATCH_OFF_MAX_NS;
+			d->d_watch_off_until = t1 + d->d_watch_off_ns;
+			d->d_watch_good = 0;
+			d->d_nwatch_yields_long++;
+			watch_end(d);
+			return;
+		}
+	}
+	if (!watch_queue(d))
+		watch_end(d);
+}
+
 static void ring_drain(struct dlmd *d, struct dlmd_client *c)
 {
 	struct dlmp_ring *r = c->cl_ring;
@@ -2332,6 +2559,8 @@ static void ring_drain(struct dlmd *d, struct dlmd_client *c)
 			return;
 		}
 		if (avail == 0) {
+			if (watch_ring(d, c))
+				break;
 			__atomic_store_n(&r->rg_sleeping, 1, __ATOMIC_SEQ_CST);
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
 			if (__atomic_load_n(&r->rg_tail, __ATOMIC_SEQ_CST) ==
@@ -2343,9 +2572,8 @@ static void ring_drain(struct dlmd *d, struct dlmd_client *c)
 		if (budget == 0) {
 			/* fair to the others: the rest after them (without a
 			 * loop, or if the job cannot be queued: now) */
-			if (d->d_loop && !c->cl_ring_job &&
-			    qb_loop_job_add(d->d_loop, QB_LOOP_LOW, c, ring_job) == 0)
-				c->cl_ring_job = true;
+			if (d->d_loop)
+				ring_job_queue(d, c);
 			if (c->cl_ring_job)
 				break;
 			budget = DLMP_RING_SLOTS;
@@ -2581,7 +2809,8 @@ void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 	if (c->cl_paused)
 		d->d_npaused--;
 	if (c->cl_ring_job && d->d_loop)
-		qb_loop_job_del(d->d_loop, QB_LOOP_LOW, c, ring_job);
+		qb_loop_timer_del(d->d_loop, c->cl_ring_timer);
+	watch_unlink(d, c);
 	stash_free(c);
 	if (c->cl_ring)
 		munmap(c->cl_ring, DLMP_RING_BYTES);

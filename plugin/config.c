@@ -74,6 +74,11 @@
  *                                  hold in all lockspaces (1..4294967295;
  *                                  root is not limited): one more is
  *                                  refused EDQUOT (plugin/client.c)
+ *   client_spin_us    50           how long dlmd keeps watching the request
+ *                                  rings of busy clients after the last
+ *                                  request, instead of sleeping until a
+ *                                  kick (0..1000000; 0: never; see
+ *                                  plugin/client.c "Watching the rings")
  *   ast_queue_limit   67108864     bytes of unread ASTs dlmd keeps for all
  *                                  clients together (65536..4294967295);
  *                                  past it the client with the most is
@@ -141,6 +146,7 @@ void dlmd_config_defaults(struct dlmd_config *cf)
 	cf->cf_max_clients_per_uid = 1024;
 	cf->cf_ast_queue_limit = 64u << 20;
 	cf->cf_max_locks_per_uid = 1u << 20;
+	cf->cf_client_spin_us = 50;
 	snprintf(cf->cf_configfs_dir, sizeof(cf->cf_configfs_dir), "%s",
 		 DLMD_DEFAULT_CONFIGFS_DIR);
 }
@@ -323,6 +329,7 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 	U32("ast_queue_limit", cf_ast_queue_limit, 65536, 4294967295)
 	U32("max_locks_per_uid", cf_max_locks_per_uid, 1, 4294967295)
 	U32("fence_timeout_secs", cf_fence_timeout_secs, 1, 86400)
+	U32("client_spin_us", cf_client_spin_us, 0, 1000000)
 #undef U32
 	if (!strcmp(k, "socket_path")) {
 		*why = "expected an absolute path shorter than 108 bytes";
@@ -613,7 +620,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     "fence_timeout_secs = %u\n"
 		     "fence_pacemaker = %s\nflight_recorder_lines = %u\n"
 		     "max_clients_per_uid = %u\nast_queue_limit = %u\n"
-		     "max_locks_per_uid = %u\n",
+		     "max_locks_per_uid = %u\nclient_spin_us = %u\n",
 		     cf->cf_port,
 		     cf->cf_protocol == DLMD_PROTO_SCTP ? "sctp" :
 		     cf->cf_protocol == DLMD_PROTO_DETECT ? "detect" : "tcp",
@@ -635,7 +642,8 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     cf->cf_fence_pcmk == DLMD_FENCE_PCMK_YES ? "yes" :
 		     cf->cf_fence_pcmk == DLMD_FENCE_PCMK_NO ? "no" : "auto",
 		     cf->cf_flight_lines, cf->cf_max_clients_per_uid,
-		     cf->cf_ast_queue_limit, cf->cf_max_locks_per_uid) < 0)
+		     cf->cf_ast_queue_limit, cf->cf_max_locks_per_uid,
+		     cf->cf_client_spin_us) < 0)
 		return NULL;
 	return dump_crypto(s, cf);
 }

@@ -318,6 +318,8 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		{ "ring_requests", d->d_nring_requests },
 		{ "ring_kicks", d->d_nring_kicks },
 		{ "ring_catchups", d->d_nring_catchups },
+		{ "ring_watch_ends", d->d_nwatch_sleeps },
+		{ "ring_watch_yields_long", d->d_nwatch_yields_long },
 		{ "asts_sent", d->d_nasts_sent },
 		{ "ast_queue_bytes", d->d_astq_bytes },
 		{ "clients_refused", d->d_nrefused },

@@ -190,6 +190,8 @@ struct dlmd_config {
 	uint32_t		cf_max_clients_per_uid;	/* root is exempt */
 	uint32_t		cf_ast_queue_limit;	/* bytes, all clients */
 	uint32_t		cf_max_locks_per_uid;	/* root is exempt */
+	uint32_t		cf_client_spin_us;	/* client.c "Watching the
+							 * rings"; 0: off */
 	/* the configfs-compatible view's root ("" = none): plugin/view.c */
 	char			cf_configfs_dir[PATH_MAX];
 	/* the metrics endpoint (plugin/metrics-http.c): "" = off, else
@@ -367,6 +369,21 @@ struct dlmd {
 						   * that found their ring
 						   * not empty */
 	uint64_t		d_nclients_total;
+	/* client.c "Watching the rings": the clients whose rings are
+	 * watched, until d_watch_until (CLOCK_MONOTONIC ns); the timer
+	 * that looks at them; the watch is being ended */
+	struct dlmd_client	*d_watch;
+	unsigned int		d_nwatched;
+	uint64_t		d_watch_until;
+	qb_loop_timer_handle	d_watch_timer;
+	bool			d_watch_job;	/* d_watch_timer is set */
+	bool			d_watch_ending;
+	uint64_t		d_nwatch_sleeps; /* watches ended: rings told
+						  * dlmd sleeps */
+	uint64_t		d_nwatch_yields_long; /* ... by a long yield */
+	uint64_t		d_watch_off_until; /* no watch before (ns) */
+	uint64_t		d_watch_off_ns;	/* the last such pause, 0 */
+	unsigned int		d_watch_good;	/* rounds that took since */
 	/* limits (client.c) */
 	struct u32map		d_uid_conns;	/* uid -> connections (as a count) */
 	struct u32map		d_uid_locks;	/* uid -> its locks and orphans

@@ -1,0 +1,125 @@
+#!/bin/sh
+# tests/test-client-watch.sh - dlmd watches a busy client's request ring
+# (plugin/client.c "Watching the rings", dlm.conf client_spin_us).
+#
+# A one-node dlmd (membership none) and tests/limit-client "cycle",
+# which takes and gives back locks with dlm_ls_lock_wait and
+# dlm_ls_unlock_wait, one request in flight at a time:
+#   1. client_spin_us = 1000000 (a second, far longer than the client
+#      takes between two requests): after the first request, which finds
+#      dlmd asleep and travels on the socket, every request goes into the
+#      ring (ring_requests counts all of them but that one) and none
+#      needs a kick; a client that stays, idle, has its ring told dlmd
+#      sleeps once the second has passed (ring_watch_ends).  On a machine
+#      busy enough that a yield of dlmd's gave its CPU away for long
+#      (ring_watch_yields_long), the watch pauses by design: then only
+#      the kicks are counted;
+#   2. the same client while the watch is on, killed (SIGKILL) between
+#      requests: dlmd goes on serving others (its watch list lost it);
+#   3. client_spin_us = 0: dlmd sleeps as soon as a ring is empty, so
+#      each _wait request travels on the socket (no ring request).
+# Counts, not times: the only bound is the generous wait for dlmd's
+# counters.  Needs root (dlmd's sockets); fails, never skips.
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$top_srcdir/tests/test-lib.sh"
+LC=$top_builddir/tests/limit-client
+PAIRS=300
+POLLS=100		# waits: polls of 0.1 s
+
+rc=0
+pid=
+bg=
+
+[ "$(id -u)" = 0 ] || { echo "FAIL: needs root" >&2; exit 1; }
+dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-watch.XXXXXX") || exit 1
+
+cleanup() {
+	[ -n "$bg" ] && kill -KILL "$bg" 2>/dev/null && wait "$bg" 2>/dev/null
+	stop_dlmd
+	check_sanitizer "$dir/dlmd.out"
+	finish "dlmd: dlmd.out"
+}
+trap cleanup EXIT
+trap 'rc=1; exit 1' INT TERM
+
+export DLMD_SOCKET=$dir/dlmd.sock DLMD_CTL_SOCKET=$dir/dlmd-ctl.sock
+
+# counter NAME: dlmctl status's counter NAME
+counter() {
+	"$DLMCTL" status | sed -n "s/^$1 \([0-9][0-9]*\)$/\1/p"
+}
+
+# watch_ended N: ring_watch_ends is at least N
+watch_ended() { [ "$(counter ring_watch_ends)" -ge "$1" ]; }
+
+# cycle PREFIX: PAIRS lock+unlock pairs on names PREFIX-*
+cycle() {
+	out=$("$LC" cycle watch "$1" $PAIRS 2>&1)
+	[ "$out" = "cycled $PAIRS" ] || fail "limit-client cycle $1: $out"
+}
+
+# 1. a watch longer than anything the client does
+write_conf "$dir/dlm.conf" "client_spin_us = 1000000"
+start_dlmd "$dir/dlm.conf" "$dir/dlmd.out"
+"$LC" create watch 0666 >/dev/null || fail "cannot create the lockspace"
+req0=$(counter ring_requests)
+kick0=$(counter ring_kicks)
+ends0=$(counter ring_watch_ends)
+long0=$(counter ring_watch_yields_long)
+[ -n "$req0" ] && [ -n "$kick0" ] && [ -n "$ends0" ] && [ -n "$long0" ] ||
+	fail "no ring_requests, ring_kicks, ring_watch_ends or ring_watch_yields_long in dlmctl status"
+cycle w1
+req=$(($(counter ring_requests) - req0))
+kicks=$(($(counter ring_kicks) - kick0))
+long=$(($(counter ring_watch_yields_long) - long0))
+# _wait calls never kick: one that finds dlmd asleep is its own kick
+[ "$kicks" -eq 0 ] || fail "watched: $kicks kicks, want 0"
+if [ "$long" -eq 0 ]; then
+	# 2 * PAIRS requests; the first found dlmd asleep (a new ring) and
+	# travelled on the socket
+	[ "$req" -eq $((2 * PAIRS - 1)) ] ||
+		fail "watched: $req of $((2 * PAIRS)) requests came through the ring, want $((2 * PAIRS - 1))"
+else
+	# another process kept our CPU for long while dlmd yielded: the
+	# watch paused (WATCH_OFF_*) and requests travelled on the socket
+	echo "note: $long long yields (a busy machine): $req of $((2 * PAIRS)) requests through the ring, not counted strictly"
+fi
+# a client that stays, idle, holding a lock: its watch ends
+mkfifo "$dir/hold"
+"$LC" locks watch 1 0 <"$dir/hold" >"$dir/hold.out" 2>&1 &
+bg=$!
+exec 3>"$dir/hold"
+wait_for 10 "the holder's lock" grep -q "locked 1" "$dir/hold.out"
+# ended_or_paused: the holder's watch ended, or the watch paused
+ended_or_paused() {
+	watch_ended $((ends0 + 1)) || [ "$(counter ring_watch_yields_long)" -gt "$long0" ]
+}
+wait_for 10 "the watch to end" ended_or_paused
+exec 3>&-
+wait "$bg" 2>/dev/null
+bg=
+
+# 2. a client killed while dlmd watches its ring
+"$LC" cycle watch w2 100000000 >"$dir/killed.out" 2>&1 &
+bg=$!
+# more_requests N: requests passed N
+more_requests() { [ "$(counter requests)" -gt "$1" ]; }
+wait_for 10 "the client to take locks" more_requests $(($(counter requests) + 100))
+kill -KILL "$bg"
+wait "$bg" 2>/dev/null
+bg=
+cycle w3
+kill -0 "$pid" 2>/dev/null || fail "dlmd died"
+stop_dlmd || fail "dlmd did not stop on SIGTERM"
+
+# 3. no watch: each _wait request wakes dlmd through the socket
+write_conf "$dir/dlm.conf" "client_spin_us = 0"
+start_dlmd "$dir/dlm.conf" "$dir/dlmd.out"
+"$LC" create watch 0666 >/dev/null || fail "cannot create the lockspace"
+req0=$(counter ring_requests)
+cycle w4
+req=$(($(counter ring_requests) - req0))
+[ "$req" -eq 0 ] || fail "not watched: $req requests came through the ring, want 0"
+[ "$(counter ring_watch_ends)" -eq 0 ] || fail "not watched: a watch ended"
+exit $rc
