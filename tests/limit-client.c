@@ -35,6 +35,13 @@
  *                                 at most one lock: each leaves an unused
  *                                 resource behind; print "cycled K" and,
  *                                 if the K+1st failed, "error ERRNO-NAME"
+ *   limit-client break LS N       N times: open LS, shut its AST socket
+ *                                 down (dlmd cannot write the ASTs it
+ *                                 owes: it disconnects us for it), lock
+ *                                 NL without waiting, and make requests
+ *                                 (waiting, at most BREAK_TRIES) until
+ *                                 one fails, the connection cut; print
+ *                                 "broke K", K the handles cut
  *
  * Every line is flushed at once: the shell test waits for them.  Exit 0
  * unless the arguments or the set-up (not the limit under test) failed.
@@ -297,6 +304,43 @@ static int cmd_cycle(const char *ls, const char *prefix, int n)
 	return 0;
 }
 
+static void break_ast(void *arg)
+{
+	(void)arg;
+}
+
+#define BREAK_TRIES	1000
+
+static int cmd_break(const char *ls, int n)
+{
+	int k, cut = 0;
+
+	for (k = 0; k < n; k++) {
+		dlm_lshandle_t h = dlm_open_lockspace(ls);
+		struct dlm_lksb lksb, w;
+
+		if (!h)
+			return 1;
+		shutdown(dlm_ls_get_fd(h), SHUT_RDWR);
+		memset(&lksb, 0, sizeof(lksb));
+		if (dlm_ls_lock(h, LKM_NLMODE, &lksb, 0, "break", 5, 0, break_ast,
+				NULL, NULL, NULL) == 0) {
+			for (int t = 0; t < BREAK_TRIES; t++) {
+				memset(&w, 0, sizeof(w));
+				if (dlm_ls_lock_wait(h, LKM_NLMODE, &w, 0, "break-w",
+						     7, 0, NULL, NULL, NULL)) {
+					cut++;
+					break;
+				}
+			}
+		}
+		dlm_close_lockspace(h);
+	}
+	printf("broke %d\n", cut);
+	fflush(stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "create"))
@@ -315,8 +359,10 @@ int main(int argc, char **argv)
 		return cmd_purge(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "cycle"))
 		return cmd_cycle(argv[2], argv[3], atoi(argv[4]));
+	if (argc == 4 && !strcmp(argv[1], "break"))
+		return cmd_break(argv[2], atoi(argv[3]));
 	fprintf(stderr, "usage: limit-client create LS MODE | open LS N | "
 		"connect N | slow LS N | locks LS N P | purge LS | "
-		"cycle LS P N\n");
+		"cycle LS P N | break LS N\n");
 	return 2;
 }
