@@ -2831,15 +2831,33 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 /*
  * Bind fd to the unix socket path sa names, the socket file made with
  * 'mode' by the umask of the call (then restored; the daemon is one
- * thread).  Nothing is done to the path once it exists: whoever may write
+ * thread).  A socket already at the path is stale (its lock is ours,
+ * main.c) and goes first; any other file stays: -EEXIST.  Nothing is done to the path once it exists: whoever may write
  * its directory could swap the new socket for a symlink before a chmod or
  * chown of the path, which would follow it, as root, to any file
  * (tests/test-socket-paths.sh).  -errno.
  */
 int dlmd_bind_unix(int fd, const struct sockaddr *sa, socklen_t len, mode_t mode)
 {
-	mode_t old_umask = umask(~mode & 0777);
-	int rv = bind(fd, sa, len);
+	const char *path = ((const struct sockaddr_un *)sa)->sun_path;
+	mode_t old_umask;
+	struct stat st;
+	int rv;
+
+	/* What is at the path: a socket a crash left (ours: the lock on the
+	 * path is held, main.c), removed; anything else is not ours to
+	 * remove (a socket_path = /etc/dlm/dlm.conf typo deleted the
+	 * config file, as root) */
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			log_err("%s exists and is not a socket: not removing it "
+				"(check dlm.conf)", path);
+			return -EEXIST;
+		}
+		unlink(path);
+	}
+	old_umask = umask(~mode & 0777);
+	rv = bind(fd, sa, len);
 
 	rv = rv < 0 ? -errno : 0;
 	umask(old_umask);
@@ -2858,8 +2876,6 @@ int dlmd_client_listen(struct dlmd *d)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	/* The single-instance lock is held (main.c): a file here is stale. */
-	unlink(cf->cf_socket_path);
 	/* Created with dlm.conf's mode, owned by us: until the owner and
 	 * group are set, only our own user and group may connect.  They are
 	 * set on the path without following a symlink (dlmd_bind_unix: what

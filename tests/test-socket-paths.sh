@@ -23,7 +23,9 @@
 # second dlmd took the control socket over, and when it stopped removed
 # it and the pid file: the first ran on, unreachable by dlmctl and by
 # the OCF agent's monitor.)  Nor does one whose control socket is its
-# client socket.
+# client socket.  A socket path that names a file that is not a socket
+# (a typo) is left alone: dlmd says so, and does not start without its
+# client or control socket (it runs without its metrics socket).
 # Needs root (the owners); skips (77) otherwise.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -139,5 +141,32 @@ timeout 5 "$DLMD" --foreground --config="$dir/c.conf" >"$dir/c.out" 2>&1 </dev/n
 st=$?
 [ $st = 1 ] && grep -q 'socket_path and control_socket are the same file' "$dir/c.out" ||
 	fail "one socket for clients and control: exit $st: $(cat "$dir/c.out")"
+# a socket path that names a file, not a socket (a typo: the config
+# file's path): dlmd does not remove it (it did, as root, taking it for
+# a stale socket); without the client or control socket it does not
+# start, without the metrics socket it runs
+for key in socket_path control_socket metrics_listen; do
+	f=$dir/run4/file-$key
+	echo secret >"$f"
+	chmod 600 "$f"
+	set -- "socket_path = $dir/run4/d.sock" "control_socket = $dir/run4/d-ctl.sock"
+	for x; do
+		shift
+		[ "${x%% =*}" = "$key" ] && x="$key = $f"
+		set -- "$@" "$x"
+	done
+	[ $key = metrics_listen ] && set -- "$@" "metrics_listen = $f"
+	write_conf "$dir/d.conf" "$@" "pid_file = $dir/run4/d.pid"
+	timeout 5 "$DLMD" --foreground --config="$dir/d.conf" >"$dir/d.out" 2>&1 </dev/null
+	st=$?
+	untouched "$f" || fail "$key naming a file: the file was removed or written"
+	grep -q "$f exists and is not a socket" "$dir/d.out" ||
+		fail "$key naming a file: not said: $(cat "$dir/d.out")"
+	if [ $key = metrics_listen ]; then
+		[ $st = 124 ] || fail "$key naming a file: dlmd exit $st, want it running"
+	else
+		[ $st = 1 ] || fail "$key naming a file: dlmd exit $st, want 1"
+	fi
+done
 [ $rc -eq 0 ] && echo "PASS"
 exit $rc
