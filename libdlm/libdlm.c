@@ -508,6 +508,11 @@ static int send_socket(struct ls_handle *h, struct dlmp_msg *msg)
 	} while (n < 0 && errno == EINTR);
 	if (n == len)
 		return 0;
+	/* dlmd closed the connection (it stopped, or cut us): ENOTCONN, as
+	 * when a read finds the end (dlm_lock(3): "the daemon went away");
+	 * the _wait calls said EPIPE */
+	if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
+		return -ENOTCONN;
 	return n < 0 ? -errno : -EIO;
 }
 
@@ -653,6 +658,8 @@ static int send_packet(struct ls_handle *h, struct dlmp_msg *msg)
 	return ring_send(h, msg, false);
 }
 
+static void handle_dead(struct ls_handle *h, int err);
+
 static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
 {
 	int rv;
@@ -685,6 +692,8 @@ static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
 		return 0;
 	LOCK(&h->lh_wlock);
 	waiter_done(h, w);
+	if (rv == -ENOTCONN)	/* the connection is gone: so is the handle */
+		handle_dead(h, rv);
 	UNLOCK(&h->lh_wlock);
 	COND_DESTROY(&w->w_cond);
 	return rv;
@@ -816,6 +825,8 @@ static int req_wait(struct ls_handle *h, struct waiter *w)
 /* A request that gets no answer at all (a LOCK with DLMP_LK_NEWID). */
 static int send_unanswered(struct ls_handle *h, struct dlmp_msg *msg)
 {
+	int rv;
+
 	LOCK(&h->lh_wlock);
 	if (h->lh_dead) {
 		UNLOCK(&h->lh_wlock);
@@ -825,7 +836,13 @@ static int send_unanswered(struct ls_handle *h, struct dlmp_msg *msg)
 		++h->lh_reqid;
 	msg->m_hdr.h_reqid = h->lh_reqid;
 	UNLOCK(&h->lh_wlock);
-	return h->lh_ring ? ring_send(h, msg, true) : send_socket(h, msg);
+	rv = h->lh_ring ? ring_send(h, msg, true) : send_socket(h, msg);
+	if (rv == -ENOTCONN) {
+		LOCK(&h->lh_wlock);
+		handle_dead(h, rv);
+		UNLOCK(&h->lh_wlock);
+	}
+	return rv;
 }
 
 /* A request that gets a REPLY (no DLMP_LK_SYNC): its status.  'socket':
