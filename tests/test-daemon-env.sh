@@ -32,6 +32,9 @@
 #      of a daemon gone (the _wait ones said EPIPE, which a program
 #      that reconnects on ENOTCONN took for another error); a dlmd
 #      started again serves the lockspace's new users.
+#   7. "dlmd -c DIR", a directory for the config file: dlmd refuses to
+#      start, exit 1, saying why (it read the directory as an empty file
+#      and ran on the defaults: another socket, corosync membership).
 # Needs root (as the other one-dlmd tests, and unshare -m); fails, never
 # skips.  Every wait is bounded.
 set -u
@@ -234,3 +237,11 @@ start_dlmd "$dir/dlm.conf" "$dir/dlmd-again.out"
 timeout 20 "$LC" locks gone 1 0 </dev/null >"$dir/again.out" 2>&1
 grep -q '^locked 1$' "$dir/again.out" || fail "a new client after the restart: $(cat "$dir/again.out")"
 stop_dlmd || fail "the restarted dlmd did not stop on SIGTERM"
+
+echo "== 7. a directory for the config file"
+mkdir "$dir/confdir"
+timeout 20 "$DLMD" --foreground --config="$dir/confdir" >"$dir/confdir.out" 2>&1 </dev/null
+st=$?
+[ $st = 1 ] || fail "dlmd -c DIR: exit status $st, want 1: $(cat "$dir/confdir.out")"
+grep -q "$dir/confdir: cannot read: Is a directory" "$dir/confdir.out" ||
+	fail "dlmd -c DIR did not say why: $(cat "$dir/confdir.out")"
