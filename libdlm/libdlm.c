@@ -267,6 +267,7 @@ struct ls_handle {
 	pthread_mutex_t	lh_lock;	/* the AST thread's start */
 	bool		lh_has_thread;
 	pthread_t	lh_thread;
+	pid_t		lh_thread_pid;	/* the process the thread runs in */
 	int		lh_stop[2];	/* pipe that stops the AST thread */
 #endif
 };
@@ -1508,6 +1509,17 @@ static void stop_thread(struct ls_handle *h)
 
 	if (!h->lh_has_thread)
 		return;
+	if (h->lh_thread_pid != getpid()) {
+		/* A child after fork() closing the handle it inherited:
+		 * the thread is its parent's, which the pipe, shared, would
+		 * stop (the parent's ASTs then never ran); as closing a
+		 * device fd in a child leaves the parent's alone, only our
+		 * copies go. */
+		close(h->lh_stop[0]);
+		close(h->lh_stop[1]);
+		h->lh_has_thread = false;
+		return;
+	}
 	if (write(h->lh_stop[1], &b, 1) < 0)
 		(void)0;	/* the pipe cannot be full: one byte, once */
 	if (pthread_equal(h->lh_thread, pthread_self()))
@@ -2622,6 +2634,7 @@ int dlm_ls_pthread_init(dlm_lshandle_t ls)
 		pthread_mutex_unlock(&h->lh_lock);
 		return ret_errno(rv);
 	}
+	h->lh_thread_pid = getpid();
 	rv = -pthread_create(&h->lh_thread, NULL, ast_thread, h);
 	if (rv) {
 		close(h->lh_stop[0]);

@@ -1034,6 +1034,45 @@ static void test_pthread_asts(void **state)
 	assert_int_equal(dlm_close_lockspace(h), 0);
 }
 
+/*
+ * fork() with an AST thread running: a child that closes the handle it
+ * inherited (a daemon's clean-up before it execs, say) leaves its
+ * parent's alone, as closing a copy of a device fd does.  The pipe that
+ * stops the AST thread is shared with the child, and the child's close
+ * wrote to it: the parent's thread stopped, and its next completion AST
+ * never ran.
+ */
+static void test_fork_close_thread(void **state)
+{
+	dlm_lshandle_t h = dlm_open_lockspace(LS_NAME);
+	struct rec a;
+	uint64_t end;
+	pid_t pid;
+	int st;
+
+	assert_non_null(h);
+	assert_int_equal(dlm_ls_pthread_init(h), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(AST_TIMEOUT_MS / 1000);	/* a hang bound */
+		_exit(dlm_close_lockspace(h) ? 1 : 0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	rec_init(&a);
+	assert_int_equal(lock(h, LKM_EXMODE, &a, 0, "forkclose", NULL), 0);
+	/* our AST thread runs the completion: we only watch */
+	end = now_ms() + AST_TIMEOUT_MS;
+	while (!a.r_comp && now_ms() < end)
+		usleep(1000);
+	assert_int_equal(a.r_comp, 1);
+	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_int_equal(dlm_ls_unlock_wait(h, a.r_lksb.sb_lkid, 0, &a.r_lksb), 0);
+	assert_int_equal(a.r_lksb.sb_status, EUNLOCK);
+	assert_int_equal(dlm_close_lockspace(h), 0);
+}
+
 static void test_default_lockspace(void **state)
 {
 	struct dlm_lksb lksb;
@@ -3616,6 +3655,7 @@ int main(void)
 		cmocka_unit_test(test_range),
 		cmocka_unit_test(test_threads_wait),
 		cmocka_unit_test(test_pthread_asts),
+		cmocka_unit_test(test_fork_close_thread),
 		cmocka_unit_test(test_default_lockspace),
 		cmocka_unit_test(test_kill_holder),
 		cmocka_unit_test(test_kill_waiter),
