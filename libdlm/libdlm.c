@@ -892,9 +892,55 @@ static int set_ls_name(struct dlmp_ls *l, const char *name)
 /* lockspace handles                                                   */
 /* ------------------------------------------------------------------ */
 
+/*
+ * fork() with handles open.  A child shares each handle's connection
+ * and AST socket with its parent, as it would share the kernel device's
+ * fd, and may use it (a worker forked to do one job on its parent's
+ * handle, the parent waiting): the locks are the connection's, whoever
+ * asks.  But its copy of the handle must not use what only works with
+ * one writer: the request ring (its own count of the slots it filled,
+ * the ring shared: after a child's requests through the ring the
+ * parent's next ones went to slots dlmd had passed, and waited for
+ * ever) and the block of lock ids (the parent's next ids were the ones
+ * its child had used).  So in the child each inherited handle forgets
+ * both (its requests go on the socket, its new locks get their ids from
+ * dlmd) and the requests in flight of threads it does not have.
+ */
+static bool fork_handler_set;
+
+static void fork_prepare(void)
+{
+	LOCK(&open_handles_lock);
+}
+
+static void fork_parent(void)
+{
+	UNLOCK(&open_handles_lock);
+}
+
+static void fork_child(void)
+{
+	for (struct ls_handle *h = open_handles; h; h = h->lh_next) {
+		if (h->lh_ring)
+			munmap(h->lh_ring, DLMP_RING_BYTES);
+		h->lh_ring = NULL;
+		h->lh_kick_owed = false;
+		h->lh_id_block = h->lh_id_next = h->lh_id_end = 0;
+		h->lh_id_unsent = 0;
+		h->lh_waiters = NULL;
+		h->lh_nflight = 0;
+		h->lh_nslot_waits = 0;
+		h->lh_reading = false;
+	}
+	UNLOCK(&open_handles_lock);
+}
+
 static void handle_register(struct ls_handle *h)
 {
 	LOCK(&open_handles_lock);
+	if (!fork_handler_set &&
+	    pthread_atfork(fork_prepare, fork_parent, fork_child) == 0)
+		fork_handler_set = true;
 	h->lh_next = open_handles;
 	open_handles = h;
 	UNLOCK(&open_handles_lock);
