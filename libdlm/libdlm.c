@@ -335,6 +335,7 @@ struct ls_handle {
 	pthread_mutex_t	lh_lock;	/* the AST thread's start */
 	bool		lh_has_thread;
 	pthread_t	lh_thread;
+	pid_t		lh_thread_pid;	/* the process the thread runs in */
 	int		lh_stop[2];	/* pipe that stops the AST thread */
 #endif
 };
@@ -715,6 +716,11 @@ static int send_socket_on(struct ls_handle *h, struct dlmp_msg *msg, bool stash)
 	}
 	if (n == len)
 		return 0;
+	/* dlmd closed the connection (it stopped, or cut us): ENOTCONN, as
+	 * when a read finds the end (dlm_lock(3): "the daemon went away");
+	 * the _wait calls said EPIPE */
+	if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
+		return -ENOTCONN;
 	return n < 0 ? -errno : -EIO;
 }
 
@@ -868,6 +874,8 @@ static int send_packet(struct ls_handle *h, struct dlmp_msg *msg)
 	return ring_send(h, msg, false);
 }
 
+static void handle_dead(struct ls_handle *h, int err);
+
 static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
 {
 	int rv;
@@ -900,6 +908,8 @@ static int req_send(struct ls_handle *h, struct dlmp_msg *msg, struct waiter *w)
 		return 0;
 	LOCK(&h->lh_wlock);
 	waiter_done(h, w);
+	if (rv == -ENOTCONN)	/* the connection is gone: so is the handle */
+		handle_dead(h, rv);
 	UNLOCK(&h->lh_wlock);
 	COND_DESTROY(&w->w_cond);
 	return rv;
@@ -1133,6 +1143,8 @@ static int req_wait(struct ls_handle *h, struct waiter *w)
 /* A request that gets no answer at all (a LOCK with DLMP_LK_NEWID). */
 static int send_unanswered(struct ls_handle *h, struct dlmp_msg *msg)
 {
+	int rv;
+
 	LOCK(&h->lh_wlock);
 	if (h->lh_dead) {
 		UNLOCK(&h->lh_wlock);
@@ -1142,7 +1154,13 @@ static int send_unanswered(struct ls_handle *h, struct dlmp_msg *msg)
 		++h->lh_reqid;
 	msg->m_hdr.h_reqid = h->lh_reqid;
 	UNLOCK(&h->lh_wlock);
-	return h->lh_ring ? ring_send(h, msg, true) : send_socket(h, msg);
+	rv = h->lh_ring ? ring_send(h, msg, true) : send_socket(h, msg);
+	if (rv == -ENOTCONN) {
+		LOCK(&h->lh_wlock);
+		handle_dead(h, rv);
+		UNLOCK(&h->lh_wlock);
+	}
+	return rv;
 }
 
 /* A request that gets a REPLY (no DLMP_LK_SYNC): its status.  'socket':
@@ -1191,9 +1209,55 @@ static int set_ls_name(struct dlmp_ls *l, const char *name)
 /* lockspace handles                                                   */
 /* ------------------------------------------------------------------ */
 
+/*
+ * fork() with handles open.  A child shares each handle's connection
+ * and AST socket with its parent, as it would share the kernel device's
+ * fd, and may use it (a worker forked to do one job on its parent's
+ * handle, the parent waiting): the locks are the connection's, whoever
+ * asks.  But its copy of the handle must not use what only works with
+ * one writer: the request ring (its own count of the slots it filled,
+ * the ring shared: after a child's requests through the ring the
+ * parent's next ones went to slots dlmd had passed, and waited for
+ * ever) and the block of lock ids (the parent's next ids were the ones
+ * its child had used).  So in the child each inherited handle forgets
+ * both (its requests go on the socket, its new locks get their ids from
+ * dlmd) and the requests in flight of threads it does not have.
+ */
+static bool fork_handler_set;
+
+static void fork_prepare(void)
+{
+	LOCK(&open_handles_lock);
+}
+
+static void fork_parent(void)
+{
+	UNLOCK(&open_handles_lock);
+}
+
+static void fork_child(void)
+{
+	for (struct ls_handle *h = open_handles; h; h = h->lh_next) {
+		if (h->lh_ring)
+			munmap(h->lh_ring, DLMP_RING_BYTES);
+		h->lh_ring = NULL;
+		h->lh_kick_owed = false;
+		h->lh_id_block = h->lh_id_next = h->lh_id_end = 0;
+		h->lh_id_unsent = 0;
+		h->lh_waiters = NULL;
+		h->lh_nflight = 0;
+		h->lh_nslot_waits = 0;
+		h->lh_reading = false;
+	}
+	UNLOCK(&open_handles_lock);
+}
+
 static void handle_register(struct ls_handle *h)
 {
 	LOCK(&open_handles_lock);
+	if (!fork_handler_set &&
+	    pthread_atfork(fork_prepare, fork_parent, fork_child) == 0)
+		fork_handler_set = true;
 	h->lh_next = open_handles;
 	open_handles = h;
 	UNLOCK(&open_handles_lock);
@@ -1819,6 +1883,17 @@ static void stop_thread(struct ls_handle *h)
 
 	if (!h->lh_has_thread)
 		return;
+	if (h->lh_thread_pid != getpid()) {
+		/* A child after fork() closing the handle it inherited:
+		 * the thread is its parent's, which the pipe, shared, would
+		 * stop (the parent's ASTs then never ran); as closing a
+		 * device fd in a child leaves the parent's alone, only our
+		 * copies go. */
+		close(h->lh_stop[0]);
+		close(h->lh_stop[1]);
+		h->lh_has_thread = false;
+		return;
+	}
 	if (write(h->lh_stop[1], &b, 1) < 0)
 		(void)0;	/* the pipe cannot be full: one byte, once */
 	if (pthread_equal(h->lh_thread, pthread_self()))
@@ -2934,6 +3009,7 @@ int dlm_ls_pthread_init(dlm_lshandle_t ls)
 		pthread_mutex_unlock(&h->lh_lock);
 		return ret_errno(rv);
 	}
+	h->lh_thread_pid = getpid();
 	rv = -pthread_create(&h->lh_thread, NULL, ast_thread, h);
 	if (rv) {
 		close(h->lh_stop[0]);

@@ -1863,6 +1863,39 @@ static void accept_resume(struct lc_ctx *ctx)
 					 POLLIN);
 }
 
+/*
+ * Accepted connections that have not said who they are (no HELLO yet)
+ * from one address: at most PREHELLO_PER_ADDR.  Anyone on a node's
+ * machine may connect from its address, and such a connection costs an
+ * fd and memory here until its handshake time runs out; one local user
+ * there holding thousands open would take this daemon's fds, and its
+ * lock clients and peers would then wait at accept.  A node's dlmd has
+ * one connection to us at a time (two, briefly, when it reconnects or
+ * both ends connect at once): past the bound the oldest from that
+ * address goes.
+ */
+#define PREHELLO_PER_ADDR	8
+
+static void prehello_bound(struct lc_ctx *ctx, const struct sockaddr_storage *ss)
+{
+	struct lc_conn *oldest = NULL;
+	unsigned int n = 0;
+
+	for (struct lc_conn *c = ctx->ctx_conns; c; c = c->conn_next) {
+		if (c->conn_outgoing || c->conn_node ||
+		    !lc_addr_same_ip(&c->conn_peer, ss))
+			continue;
+		n++;
+		if (!oldest || c->conn_serial < oldest->conn_serial)
+			oldest = c;
+	}
+	if (n < PREHELLO_PER_ADDR || !oldest)
+		return;
+	lc_log(ctx, LOG_DEBUG, "%u connections from one address before their "
+	       "HELLO: the oldest is closed", n + 1);
+	conn_close(oldest, false);
+}
+
 static void on_accept(struct lc_ctx *ctx, struct lc_sock *lsock)
 {
 	char addr[LC_ADDR_STRLEN];
@@ -1885,6 +1918,7 @@ static void on_accept(struct lc_ctx *ctx, struct lc_sock *lsock)
 			refuse(ctx, &sk, &ss);
 			continue;
 		}
+		prehello_bound(ctx, &ss);
 		c = conn_new(ctx, &sk, false, &ss, NULL, CONN_HELLO_WAIT,
 			     POLLIN);
 		if (!c) {

@@ -440,16 +440,78 @@ static void client_resume(struct dlmd *d, struct dlmd_client *c)
 		ring_job_queue(d, c);
 }
 
+/*
+ * Lines a client can cause again and again.  A client that breaks the
+ * rules (closes its AST socket under us, writes a hostile ring, does not
+ * read its answers) is disconnected with a warning, and a request for
+ * another user's orphans is refused with an info line; each costs any
+ * user allowed to connect one connection or one request, so without a
+ * bound one user wrote thousands of lines a second to syslog (2000
+ * disconnects in 60 ms, each a warning).  Each kind has CLIENT_LOG_BURST
+ * lines per LIMIT_LOG_MS; past that its lines go at debug level (the
+ * flight recorder keeps them, and log_level debug shows them), and the
+ * next line logged says how many were not.
+ */
+#define CLIENT_LOG_BURST	10
+
+struct log_budget {
+	uint64_t	lb_start_ms;	/* this window began; 0: none yet */
+	unsigned int	lb_n;		/* lines logged in it */
+	uint64_t	lb_quiet;	/* lines not logged since the last one */
+};
+
+static struct log_budget break_log_budget, perm_log_budget;
+
+/* May a line of lb's kind be logged now?  If so, *quiet is how many were
+ * not since the last one. */
+static bool log_budget_take(struct log_budget *lb, uint64_t *quiet)
+{
+	uint64_t now = dlmd_now_ms();
+
+	if (!lb->lb_start_ms || now - lb->lb_start_ms >= LIMIT_LOG_MS) {
+		lb->lb_start_ms = now ? now : 1;
+		lb->lb_n = 0;
+	}
+	if (lb->lb_n >= CLIENT_LOG_BURST) {
+		lb->lb_quiet++;
+		return false;
+	}
+	lb->lb_n++;
+	*quiet = lb->lb_quiet;
+	lb->lb_quiet = 0;
+	return true;
+}
+
+/* " (N other WHATs not logged)", or "" for none. */
+static const char *log_quiet_note(char *buf, size_t size, uint64_t quiet,
+				  const char *what)
+{
+	buf[0] = '\0';
+	if (quiet)
+		snprintf(buf, size, " (%llu other %s%s not logged in the last "
+			 "minute)", (unsigned long long)quiet, what,
+			 quiet == 1 ? "" : "s");
+	return buf;
+}
+
 /* Disconnect a client that broke the rules.  Its queued ASTs go at once
  * (nothing more is delivered to it); its locks go when the connection
  * closes, as if it had exited, and the client sees the connection end
  * (ENOTCONN from libdlm), so none is lost without it knowing. */
 static void client_break(struct dlmd *d, struct dlmd_client *c, const char *why)
 {
+	char note[96];
+	uint64_t quiet;
+
 	if (c->cl_broken)
 		return;
-	log_warn("client pid %d uid %u serial %u: %s; disconnecting", (int)c->cl_pid,
-		 (unsigned)c->cl_uid, c->cl_serial, why);
+	if (log_budget_take(&break_log_budget, &quiet))
+		log_warn("client pid %d uid %u serial %u: %s; disconnecting%s",
+			 (int)c->cl_pid, (unsigned)c->cl_uid, c->cl_serial, why,
+			 log_quiet_note(note, sizeof(note), quiet, "disconnect"));
+	else
+		log_debug("client pid %d uid %u serial %u: %s; disconnecting",
+			  (int)c->cl_pid, (unsigned)c->cl_uid, c->cl_serial, why);
 	c->cl_broken = true;
 	astq_free(d, c);
 	/* Our own end then reads EOF and the normal close path runs (a
@@ -1738,10 +1800,23 @@ static int lock_request(struct req_ctx *rq)
 		 * (the same counter, maybe) */
 		ul->ul_n++;
 	if (rv) {
-		if (rv == -EPERM && (lk->lk_flags & DLM_LKF_ORPHAN))
-			log_info("client pid %d uid %u may not adopt another "
-				 "user's orphan in lockspace %s", (int)c->cl_pid,
-				 (unsigned)c->cl_uid, c->cl_ls->dl_name);
+		if (rv == -EPERM && (lk->lk_flags & DLM_LKF_ORPHAN)) {
+			char note[96];
+			uint64_t quiet;
+
+			if (log_budget_take(&perm_log_budget, &quiet))
+				log_info("client pid %d uid %u may not adopt "
+					 "another user's orphan in lockspace %s%s",
+					 (int)c->cl_pid, (unsigned)c->cl_uid,
+					 c->cl_ls->dl_name,
+					 log_quiet_note(note, sizeof(note), quiet,
+							"refusal"));
+			else
+				log_debug("client pid %d uid %u may not adopt "
+					  "another user's orphan in lockspace %s",
+					  (int)c->cl_pid, (unsigned)c->cl_uid,
+					  c->cl_ls->dl_name);
+		}
 		lkcb_free(cb);
 		return rv;
 	}
@@ -2071,9 +2146,20 @@ static int req_purge(struct req_ctx *rq)
 	} while (oo.oo_more && oo.oo_n);
 	orphan_recs_prune(dl);
 	if (!total && refused) {
-		log_info("client pid %d uid %u may not purge pid %u's orphans in "
-			 "lockspace %s (another user's)", (int)c->cl_pid,
-			 (unsigned)c->cl_uid, pid, dl->dl_name);
+		char note[96];
+		uint64_t quiet;
+
+		if (log_budget_take(&perm_log_budget, &quiet))
+			log_info("client pid %d uid %u may not purge pid %u's "
+				 "orphans in lockspace %s (another user's)%s",
+				 (int)c->cl_pid, (unsigned)c->cl_uid, pid,
+				 dl->dl_name, log_quiet_note(note, sizeof(note),
+							     quiet, "refusal"));
+		else
+			log_debug("client pid %d uid %u may not purge pid %u's "
+				  "orphans in lockspace %s (another user's)",
+				  (int)c->cl_pid, (unsigned)c->cl_uid, pid,
+				  dl->dl_name);
 		return -EPERM;
 	}
 	rq->rq_reply.rp_value = (uint32_t)total;
@@ -3026,15 +3112,33 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 /*
  * Bind fd to the unix socket path sa names, the socket file made with
  * 'mode' by the umask of the call (then restored; the daemon is one
- * thread).  Nothing is done to the path once it exists: whoever may write
+ * thread).  A socket already at the path is stale (its lock is ours,
+ * main.c) and goes first; any other file stays: -EEXIST.  Nothing is done to the path once it exists: whoever may write
  * its directory could swap the new socket for a symlink before a chmod or
  * chown of the path, which would follow it, as root, to any file
  * (tests/test-socket-paths.sh).  -errno.
  */
 int dlmd_bind_unix(int fd, const struct sockaddr *sa, socklen_t len, mode_t mode)
 {
-	mode_t old_umask = umask(~mode & 0777);
-	int rv = bind(fd, sa, len);
+	const char *path = ((const struct sockaddr_un *)sa)->sun_path;
+	mode_t old_umask;
+	struct stat st;
+	int rv;
+
+	/* What is at the path: a socket a crash left (ours: the lock on the
+	 * path is held, main.c), removed; anything else is not ours to
+	 * remove (a socket_path = /etc/dlm/dlm.conf typo deleted the
+	 * config file, as root) */
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			log_err("%s exists and is not a socket: not removing it "
+				"(check dlm.conf)", path);
+			return -EEXIST;
+		}
+		unlink(path);
+	}
+	old_umask = umask(~mode & 0777);
+	rv = bind(fd, sa, len);
 
 	rv = rv < 0 ? -errno : 0;
 	umask(old_umask);
@@ -3053,8 +3157,6 @@ int dlmd_client_listen(struct dlmd *d)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	/* The single-instance lock is held (main.c): a file here is stale. */
-	unlink(cf->cf_socket_path);
 	/* Created with dlm.conf's mode, owned by us: until the owner and
 	 * group are set, only our own user and group may connect.  They are
 	 * set on the path without following a symlink (dlmd_bind_unix: what

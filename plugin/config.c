@@ -578,6 +578,15 @@ int dlmd_config_parse(struct dlmd_config *cf, FILE *f, const char *path,
 		if (nseen < MAX_KEYS)
 			snprintf(seen[nseen++], sizeof(seen[0]), "%s", k);
 	}
+	/* fgets() ends at an error as at the end: a directory given for
+	 * the file (dlmd -c /etc/dlm) read as an empty file, and dlmd ran
+	 * on the defaults; a read error halfway, on half the settings */
+	if (!rv && ferror(f)) {
+		rv = -errno;
+		if (rv >= 0)
+			rv = -EIO;
+		errmsg(errf, "%s: cannot read: %s\n", path, strerror(-rv));
+	}
 out:
 	return rv;
 }

@@ -822,7 +822,6 @@ int dlmd_ctl_listen(struct dlmd *d)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	unlink(path);
 	/* Owner-only from the start: nobody else connects, ever. */
 	rv = dlmd_bind_unix(fd, (struct sockaddr *)&sa, sizeof(sa), CTL_MODE);
 	if (!rv && listen(fd, 16) < 0)

@@ -512,7 +512,9 @@ int dlmd_send_rest(int fd, const char *buf, size_t len, size_t *off);
  * again at once; then it is polled again.  (client.c's socket, which logs
  * the exhaustion, has its own pause.) */
 int dlmd_accept(struct dlmd_accept_pause *ap);
-/* bind() to a unix socket path, the file made with 'mode' (ctl.c). */
+/* bind() to a unix socket path, the file made with 'mode' (ctl.c); a
+ * socket already there (stale) is removed first, any other file is left
+ * alone and the bind fails (-EEXIST, logged). */
 int dlmd_bind_unix(int fd, const struct sockaddr *sa, socklen_t len, mode_t mode);
 /* Cancel a pause, before the socket closes. */
 void dlmd_accept_unpause(struct dlmd_accept_pause *ap);

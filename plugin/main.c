@@ -10,7 +10,10 @@
  *   2. take the single-instance lock: an flock on "<socket_path>.lock".
  *      If another dlmd holds it, print "another dlmd (pid N) is already
  *      running on SOCKET" and exit 1.  The lock, not the socket file,
- *      decides, so a stale socket left by a crash never blocks a start;
+ *      decides, so a stale socket left by a crash never blocks a start.
+ *      Likewise the control socket's, the metrics socket's and the pid
+ *      file's (lock_paths: "another dlmd (pid N) has the control socket
+ *      PATH");
  *   3. daemonize unless -f (the lock fd is inherited; the pid written
  *      into the lock file and the pid file is the daemon's);
  *   4. logging, RLIMIT_NOFILE raised to its hard limit (each client
@@ -99,34 +102,137 @@ static int open_error(int mk)
 	return errno == ENOENT && mk ? mk : -errno;
 }
 
-/* Returns the lock fd, or -1 after printing why. */
-static int take_instance_lock(const struct dlmd_config *cf)
+/*
+ * The paths a dlmd takes for itself: its client socket, control socket
+ * and metrics socket are made afresh at start (a file there is unlinked
+ * first) and removed at exit, and so is its pid file.  Each is held by
+ * an flock for dlmd's life: "<socket_path>.lock" (the single-instance
+ * lock, which the OCF agent looks at), "<control_socket>.lock", the
+ * metrics socket's "<path>.lock" and the pid file itself.  A second
+ * dlmd with a client socket of its own but another of a running dlmd's
+ * paths (a test config that kept the default control_socket or
+ * pid_file, say) took it over: dlmctl then steered the second, and
+ * when it stopped it removed the first's control socket and pid file,
+ * the first running on unreachable by dlmctl and by the OCF agent's
+ * monitor.  Now it does not start, naming the dlmd that holds the path.
+ */
+enum { LOCK_SOCKET, LOCK_CTL, LOCK_METRICS, LOCK_PID, NLOCKS };
+
+struct path_locks {
+	int	pl_fd[NLOCKS];		/* -1: none */
+	int	pl_pid_err;		/* the pid file could not be opened
+					 * (-errno: a warning once logging
+					 * runs; dlmd starts without it) */
+};
+
+/* flock 'path' (made if absent, never through a symlink: someone who may
+ * write the directory could point it at any file, which we would
+ * truncate: write_pid), for the file 'file' that 'what' names: its fd, or
+ * -1 after printing why (*held: another dlmd holds it). */
+static int lock_path(const char *path, const char *what, const char *file,
+		     bool *held)
 {
-	char path[PATH_MAX], pidbuf[32] = "";
+	char pidbuf[32] = "";
 	int fd, mk;
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "%s.lock", cf->cf_socket_path);
+	*held = false;
 	mk = make_parent_dirs(path);
-	/* not through a symlink: someone who may write the directory could
-	 * point it at any file, which we would truncate (write_pid) */
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
+		fd = open_error(mk);
 		fprintf(stderr, "dlmd: cannot open lock file %s: %s\n", path,
-			strerror(-open_error(mk)));
+			strerror(-fd));
 		return -1;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		n = pread(fd, pidbuf, sizeof(pidbuf) - 1, 0);
 		pidbuf[n > 0 ? n : 0] = '\0';
 		pidbuf[strcspn(pidbuf, "\n")] = '\0';
-		fprintf(stderr, "dlmd: another dlmd (pid %s) is already running on "
-			"socket %s; not starting\n", pidbuf[0] ? pidbuf : "?",
-			cf->cf_socket_path);
+		if (!strcmp(what, "socket"))
+			fprintf(stderr, "dlmd: another dlmd (pid %s) is already "
+				"running on socket %s; not starting\n",
+				pidbuf[0] ? pidbuf : "?", file);
+		else
+			fprintf(stderr, "dlmd: another dlmd (pid %s) has the %s "
+				"%s; not starting\n", pidbuf[0] ? pidbuf : "?",
+				what, file);
 		close(fd);
+		*held = true;
 		return -1;
 	}
 	return fd;
+}
+
+static void unlock_paths(struct path_locks *pl)
+{
+	for (int i = 0; i < NLOCKS; i++) {
+		if (pl->pl_fd[i] >= 0)
+			close(pl->pl_fd[i]);
+		pl->pl_fd[i] = -1;
+	}
+}
+
+/* Take every lock of the paths dlm.conf gives us (above): 0, or -1 after
+ * printing why (another dlmd holds one; two keys name one file). */
+static int lock_paths(const struct dlmd_config *cf, struct path_locks *pl)
+{
+	const char *file[NLOCKS] = {
+		cf->cf_socket_path, cf->cf_ctl_socket_path,
+		cf->cf_metrics_listen[0] == '/' ? cf->cf_metrics_listen : NULL,
+		cf->cf_pid_file,
+	};
+	static const char *const key[NLOCKS] = {
+		"socket_path", "control_socket", "metrics_listen", "pid_file",
+	};
+	static const char *const what[NLOCKS] = {
+		"socket", "control socket", "metrics socket", "pid file",
+	};
+	char path[PATH_MAX];
+	bool held;
+
+	for (int i = 0; i < NLOCKS; i++)
+		pl->pl_fd[i] = -1;
+	pl->pl_pid_err = 0;
+	for (int i = 0; i < NLOCKS; i++)
+		for (int j = i + 1; j < NLOCKS; j++)
+			if (file[i] && file[j] && !strcmp(file[i], file[j])) {
+				fprintf(stderr, "dlmd: %s and %s are the same "
+					"file, %s; not starting\n", key[i],
+					key[j], file[i]);
+				return -1;
+			}
+	for (int i = 0; i < NLOCKS; i++) {
+		if (!file[i])
+			continue;
+		if (i == LOCK_PID) {
+			/* the pid file is its own lock; one that cannot be
+			 * opened (a symlink, a read-only directory) is
+			 * warned about and done without, as before */
+			int mk = make_parent_dirs(file[i]);
+			int fd = open(file[i], O_RDWR | O_CREAT | O_CLOEXEC |
+				      O_NOFOLLOW, 0644);
+
+			if (fd < 0) {
+				pl->pl_pid_err = open_error(mk);
+				continue;
+			}
+			if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+				pl->pl_fd[i] = fd;
+				continue;
+			}
+			close(fd);
+			/* held: lock_path says by whom */
+		}
+		snprintf(path, sizeof(path), "%s%s", file[i],
+			 i == LOCK_PID ? "" : ".lock");
+		pl->pl_fd[i] = lock_path(path, what[i], file[i], &held);
+		if (pl->pl_fd[i] < 0) {
+			unlock_paths(pl);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 static void write_pid(int fd)
@@ -134,23 +240,10 @@ static void write_pid(int fd)
 	char buf[32];
 	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
 
+	if (fd < 0)
+		return;
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
 		log_warn("cannot record our pid: %s", strerror(errno));
-}
-
-static int write_pid_file(const char *path)
-{
-	int fd, mk;
-
-	mk = make_parent_dirs(path);
-	/* not through a symlink (as the lock file) */
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-		  0644);
-	if (fd < 0)
-		return open_error(mk);
-	write_pid(fd);
-	close(fd);
-	return 0;
 }
 
 /* Each client costs two fds: take all the fds we are allowed, so the
@@ -296,8 +389,9 @@ int main(int argc, char **argv)
 {
 	const char *conf = DLMD_DEFAULT_CONF;
 	bool conf_given = false, foreground = false, debug = false;
+	struct path_locks locks;
 	struct dlmd *d;
-	int opt, lock_fd, rv, exit_code = 1;
+	int opt, rv, exit_code = 1;
 
 	std_fds_open();
 	while ((opt = getopt_long(argc, argv, "c:fDhV", long_opts, NULL)) != -1) {
@@ -345,14 +439,13 @@ int main(int argc, char **argv)
 	}
 	if (debug)
 		d->d_cfg.cf_log_level = LOG_DEBUG;
-	lock_fd = take_instance_lock(&d->d_cfg);
-	if (lock_fd < 0) {
+	if (lock_paths(&d->d_cfg, &locks)) {
 		free(d);
 		return 1;
 	}
 	if (!foreground && daemon(0, 0) < 0) {
 		fprintf(stderr, "dlmd: daemon: %s\n", strerror(errno));
-		close(lock_fd);
+		unlock_paths(&locks);
 		free(d);
 		return 1;
 	}
@@ -364,8 +457,9 @@ int main(int argc, char **argv)
 	raise_nofile_limit();
 	if (!nofile_enough())
 		goto out_log;
-	write_pid(lock_fd);
-	rv = write_pid_file(d->d_cfg.cf_pid_file);
+	for (int i = 0; i < NLOCKS; i++)
+		write_pid(locks.pl_fd[i]);
+	rv = locks.pl_pid_err;
 	if (rv)
 		log_warn("pid file %s: %s", d->d_cfg.cf_pid_file, strerror(-rv));
 	log_notice("dlmd %s starting (config %s)", PACKAGE_VERSION,
@@ -419,12 +513,13 @@ out_cluster:
 	dlmd_engine_free(d);
 	dlmd_cluster_fini(d);
 	qb_loop_destroy(d->d_loop);
-	unlink(d->d_cfg.cf_pid_file);
+	if (locks.pl_fd[LOCK_PID] >= 0)	/* ours, not a symlink's */
+		unlink(d->d_cfg.cf_pid_file);
 	log_notice("dlmd stopped (exit %d)", exit_code);
 out_log:
 	dlmd_log_fini();
 out_lock:
-	close(lock_fd);
+	unlock_paths(&locks);
 	free(d);
 	return exit_code;
 }

@@ -264,9 +264,8 @@ int dlmd_metrics_listen(struct dlmd *d)
 		rv = -errno;
 		goto fail;
 	}
-	if (ss.ss_family == AF_UNIX) {
-		unlink(spec);
-	} else if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0) {
+	if (ss.ss_family != AF_UNIX &&
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0) {
 		rv = -errno;
 		goto fail;
 	}

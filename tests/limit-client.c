@@ -41,6 +41,20 @@
  *                                 at most one lock: each leaves an unused
  *                                 resource behind; print "cycled K" and,
  *                                 if the K+1st failed, "error ERRNO-NAME"
+ *   limit-client break LS N       N times: open LS, shut its AST socket
+ *                                 down (dlmd cannot write the ASTs it
+ *                                 owes: it disconnects us for it), lock
+ *                                 NL without waiting, and make requests
+ *                                 (waiting, at most BREAK_TRIES) until
+ *                                 one fails, the connection cut; print
+ *                                 "broke K", K the handles cut
+ *   limit-client gone LS          open LS, take an EX lock (waiting) and
+ *                                 print "held"; at a line on stdin (dlmd
+ *                                 is gone by then) try each call on the
+ *                                 handle and print "CALL ERRNO-NAME"
+ *                                 (or "CALL ok") for dlm_ls_lock_wait,
+ *                                 dlm_ls_lock, dlm_ls_unlock_wait and
+ *                                 dlm_ls_unlock
  *
  * Every line is flushed at once: the shell test waits for them.  Exit 0
  * unless the arguments or the set-up (not the limit under test) failed.
@@ -316,6 +330,77 @@ static int cmd_cycle(const char *ls, const char *prefix, int n)
 	return 0;
 }
 
+static void break_ast(void *arg)
+{
+	(void)arg;
+}
+
+#define BREAK_TRIES	1000
+
+static int cmd_break(const char *ls, int n)
+{
+	int k, cut = 0;
+
+	for (k = 0; k < n; k++) {
+		dlm_lshandle_t h = dlm_open_lockspace(ls);
+		struct dlm_lksb lksb, w;
+
+		if (!h)
+			return 1;
+		shutdown(dlm_ls_get_fd(h), SHUT_RDWR);
+		memset(&lksb, 0, sizeof(lksb));
+		if (dlm_ls_lock(h, LKM_NLMODE, &lksb, 0, "break", 5, 0, break_ast,
+				NULL, NULL, NULL) == 0) {
+			for (int t = 0; t < BREAK_TRIES; t++) {
+				memset(&w, 0, sizeof(w));
+				if (dlm_ls_lock_wait(h, LKM_NLMODE, &w, 0, "break-w",
+						     7, 0, NULL, NULL, NULL)) {
+					cut++;
+					break;
+				}
+			}
+		}
+		dlm_close_lockspace(h);
+	}
+	printf("broke %d\n", cut);
+	fflush(stdout);
+	return 0;
+}
+
+static void gone_said(const char *call, int rv)
+{
+	printf("%s %s\n", call, rv ? errno_name(errno) : "ok");
+	fflush(stdout);
+}
+
+static int cmd_gone(const char *ls)
+{
+	dlm_lshandle_t h = dlm_open_lockspace(ls);
+	struct dlm_lksb lksb, w;
+	char buf[64];
+
+	if (!h)
+		return 1;
+	memset(&lksb, 0, sizeof(lksb));
+	if (dlm_ls_lock_wait(h, LKM_EXMODE, &lksb, 0, "gone", 4, 0, NULL, NULL,
+			     NULL) || lksb.sb_status)
+		return 1;
+	printf("held\n");
+	fflush(stdout);
+	if (!fgets(buf, sizeof(buf), stdin))
+		return 1;
+	memset(&w, 0, sizeof(w));
+	gone_said("lock_wait", dlm_ls_lock_wait(h, LKM_EXMODE, &w, 0, "gone-2", 6,
+						0, NULL, NULL, NULL));
+	memset(&w, 0, sizeof(w));
+	gone_said("lock", dlm_ls_lock(h, LKM_EXMODE, &w, 0, "gone-3", 6, 0,
+				      break_ast, NULL, NULL, NULL));
+	gone_said("unlock_wait", dlm_ls_unlock_wait(h, lksb.sb_lkid, 0, &lksb));
+	gone_said("unlock", dlm_ls_unlock(h, lksb.sb_lkid, 0, &lksb, NULL));
+	dlm_close_lockspace(h);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "create"))
@@ -334,8 +419,12 @@ int main(int argc, char **argv)
 		return cmd_purge(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "cycle"))
 		return cmd_cycle(argv[2], argv[3], atoi(argv[4]));
+	if (argc == 3 && !strcmp(argv[1], "gone"))
+		return cmd_gone(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "break"))
+		return cmd_break(argv[2], atoi(argv[3]));
 	fprintf(stderr, "usage: limit-client create LS MODE | open LS N | "
 		"connect N | slow LS N | locks LS N P | purge LS | "
-		"cycle LS P N\n");
+		"cycle LS P N | break LS N | gone LS\n");
 	return 2;
 }

@@ -29,7 +29,8 @@
  *     an unlock or a conversion of root's lock L is refused, and through
  *     the ring a cancel and a deadlock cancel of L too (EPERM, not "too
  *     late, nothing to cancel"), and L's fencing token (ENOENT);
- *   - it may neither purge nor adopt root's orphans (EPERM).
+ *   - it may neither purge nor adopt root's orphans (EPERM), however
+ *     often it asks (PERM_REPEAT times each).
  * Back as root: L is still held (its conversion succeeds) and the
  * orphan still there (root adopts it), so nothing the child tried
  * reached them.
@@ -56,6 +57,7 @@
 #include "tests/raw-client.h"
 
 #define NOBODY		65534
+#define PERM_REPEAT	100	/* refused purges and adoptions, each */
 
 static int failures;
 
@@ -478,6 +480,25 @@ static int child(uint32_t root_lkid, pid_t root_pid)
 	check((rv < 0 && errno == EPERM) || (rv == 0 && lksb.sb_status == -EPERM),
 	      "nobody may not adopt root's orphan", "rv %d errno %s status %d",
 	      rv, strerror(errno), lksb.sb_status);
+	/* again and again: each refused (and dlmd logs a few of them only:
+	 * tests/test-client-perms.sh counts) */
+	{
+		int refused = 0;
+
+		for (int i = 0; i < PERM_REPEAT; i++) {
+			rv = dlm_ls_purge(h, 0, (int)root_pid);
+			refused += rv < 0 && errno == EPERM;
+			memset(&lksb, 0, sizeof(lksb));
+			rv = dlm_ls_lock_wait(h, LKM_PRMODE, &lksb,
+					      LKF_ORPHAN | LKF_PERSISTENT, "O",
+					      1, 0, NULL, NULL, NULL);
+			refused += (rv < 0 && errno == EPERM) ||
+				   (rv == 0 && lksb.sb_status == -EPERM);
+		}
+		check(refused == 2 * PERM_REPEAT,
+		      "nobody's purges and adoptions of root's orphan, repeated, "
+		      "all refused", "%d of %d", refused, 2 * PERM_REPEAT);
+	}
 	dlm_close_lockspace(h);
 	return failures ? 1 : 0;
 }

@@ -36,6 +36,12 @@
 #      lockspace keeps max_tossed_resources of them, no more: the
 #      status counts exactly the rest as dropped early (toss_evictions),
 #      and the dropped names lock again (issue 14).
+#   7. a user who breaks the rules again and again (each time a new
+#      connection whose AST socket it shuts down: dlmd cannot write the
+#      ASTs it owes and disconnects it) is disconnected every time, and
+#      the disconnects are logged a few times a minute, not once each:
+#      the rest only at debug level (one warning a disconnect was 2000
+#      lines in 60 ms).
 # Needs root (setpriv, prlimit); fails, never skips.  Every wait is bounded.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -53,6 +59,8 @@ SLOW_LOCKS=2700		# ASTs each slow client leaves unread (its AST
 			# and past it for four, without backpressure)
 CPU_TICKS_MAX=30	# dlmd's CPU time in CPU_SECS s of flood (clock ticks)
 CPU_SECS=3
+BREAKS=200		# step 7's disconnects
+BREAK_LOG_MAX=20	# ... warnings at most: two minutes' worth (10 each)
 POLLS=100		# waits: polls of 0.1 s
 
 rc=0
@@ -312,6 +320,19 @@ grep -q "^cycled $CYCLE\$" "$dir/c2.out" || fail "nobody's second cycle: $(cat "
 	fail "toss_evictions after the second cycle: $("$DLMCTL" status)"
 "$DLMCTL" metrics | grep -q "^dlmd_toss_evictions_total{lockspace=\"lim\"} $((e1 + CYCLE))\$" ||
 	fail "metrics: $("$DLMCTL" metrics | grep toss)"
+
+echo "== 7. $BREAKS disconnects of a user breaking the rules, a few logged"
+w0=$(grep -c 'warning: client pid .*; disconnecting' "$dir/dlmd.out")
+asnobody "$LC" break lim $BREAKS </dev/null >"$dir/b1.out" 2>&1
+grep -q "^broke $BREAKS\$" "$dir/b1.out" || fail "nobody's breaks: $(cat "$dir/b1.out")"
+# every one was logged at some level (log_level debug here) ...
+n=$(grep -c "uid $(id -u nobody) serial .*: AST socket closed; disconnecting" "$dir/dlmd.out")
+[ "$n" -ge $BREAKS ] || fail "$n disconnects logged at any level, want $BREAKS"
+# ... and few as warnings
+w=$(($(grep -c 'warning: client pid .*; disconnecting' "$dir/dlmd.out") - w0))
+echo "$BREAKS disconnects: $w logged as warnings"
+[ "$w" -le $BREAK_LOG_MAX ] ||
+	fail "$w disconnect warnings for $BREAKS disconnects, want at most $BREAK_LOG_MAX"
 
 echo "== the daemon is still healthy"
 kill -0 "$pid" 2>/dev/null || fail "dlmd died"

@@ -14,7 +14,9 @@
 # it (dlmd must neither crash nor read out of bounds: under the
 # sanitizer build its log is checked; a clean client is served after).
 # Then
-# dlmd's counters show the ring was used, and dlmd is still up.
+# dlmd's counters show the ring was used, and dlmd is still up; and of
+# the 200 refusals of nobody's purges and adoptions of root's orphan,
+# a few were logged (at info; the rest at debug), not one line each.
 # Needs root (setresuid); skips (77) otherwise.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -46,7 +48,12 @@ timeout 60 "$top_builddir/tests/perm-client" >"$dir/perm.out" 2>&1 ||
 	fail "perm-client: $(grep -v '^ok ' "$dir/perm.out")"
 cat "$dir/perm.out"
 n=$(grep -c '^ok ' "$dir/perm.out")
-[ "$n" -ge 36 ] || fail "only $n checks passed"
+[ "$n" -ge 37 ] || fail "only $n checks passed"
+n=$(grep -c 'uid 65534 may not \(adopt\|purge\)' "$dir/dlmd.out")
+i=$(grep -c 'info: client pid .* uid 65534 may not \(adopt\|purge\)' "$dir/dlmd.out")
+echo "refusals of root's orphans to nobody: $n logged, $i of them at info"
+[ "$n" -ge 200 ] || fail "$n refusals logged at any level, want 200 or more"
+[ "$i" -le 20 ] || fail "$i refusals logged at info, want at most 20 (10 a minute)"
 # a ring written while dlmd reads it (tests/ring-hostile.c), as nobody
 timeout 120 "$top_builddir/tests/ring-hostile" 40 >"$dir/hostile.out" 2>&1 ||
 	fail "ring-hostile: $(cat "$dir/hostile.out")"

@@ -27,6 +27,14 @@
 #      system: dlmd runs, and its warning says "Read-only file system"
 #      (it said "No such file or directory", of the file, not why), and
 #      so does the refusal to start when the lock file's directory is.
+#   6. dlmd killed (SIGKILL) under a client holding a lock: the client's
+#      next calls on its handle fail with ENOTCONN, as dlm_lock(3) says
+#      of a daemon gone (the _wait ones said EPIPE, which a program
+#      that reconnects on ENOTCONN took for another error); a dlmd
+#      started again serves the lockspace's new users.
+#   7. "dlmd -c DIR", a directory for the config file: dlmd refuses to
+#      start, exit 1, saying why (it read the directory as an empty file
+#      and ran on the defaults: another socket, corosync membership).
 # Needs root (as the other one-dlmd tests, and unshare -m); fails, never
 # skips.  Every wait is bounded.
 set -u
@@ -53,7 +61,7 @@ cleanup() {
 		wait "$holder" 2>/dev/null
 	fi
 	stop_dlmd
-	check_sanitizer "$dir/dlmd.out"
+	check_sanitizer "$dir/dlmd.out" "$dir/dlmd-gone.out" "$dir/dlmd-again.out"
 	umount "$run" 2>/dev/null
 	umount "$dir/ro" 2>/dev/null
 	finish "dlmd: dlmd.out"
@@ -203,3 +211,37 @@ exec 4>&-
 wait_gone "$holder" || fail "the holder did not exit at EOF"
 holder=
 stop_dlmd || fail "dlmd did not stop on SIGTERM"
+
+echo "== 6. dlmd killed under a client: ENOTCONN, then served again"
+start_dlmd "$dir/dlm.conf" "$dir/dlmd-gone.out"
+"$LC" create gone 0600 || fail "cannot create lockspace gone"
+rm -f "$dir/holder.fifo"
+mkfifo "$dir/holder.fifo"
+"$LC" gone gone <"$dir/holder.fifo" >"$dir/gone.out" 2>&1 &
+holder=$!
+exec 4>"$dir/holder.fifo"
+wait_for 10 "the client's lock" grep -q '^held$' "$dir/gone.out"
+kill -KILL "$pid"
+wait_gone "$pid" || fail "dlmd did not die of SIGKILL"
+pid=
+echo >&4
+exec 4>&-
+wait_gone "$holder" || fail "the client did not finish its calls: $(cat "$dir/gone.out")"
+holder=
+for call in lock_wait lock unlock_wait unlock; do
+	grep -q "^$call ENOTCONN\$" "$dir/gone.out" ||
+		fail "$call with dlmd gone: $(grep "^$call " "$dir/gone.out"), want ENOTCONN"
+done
+start_dlmd "$dir/dlm.conf" "$dir/dlmd-again.out"
+"$LC" create gone 0600 || fail "the lockspace cannot be made again"
+timeout 20 "$LC" locks gone 1 0 </dev/null >"$dir/again.out" 2>&1
+grep -q '^locked 1$' "$dir/again.out" || fail "a new client after the restart: $(cat "$dir/again.out")"
+stop_dlmd || fail "the restarted dlmd did not stop on SIGTERM"
+
+echo "== 7. a directory for the config file"
+mkdir "$dir/confdir"
+timeout 20 "$DLMD" --foreground --config="$dir/confdir" >"$dir/confdir.out" 2>&1 </dev/null
+st=$?
+[ $st = 1 ] || fail "dlmd -c DIR: exit status $st, want 1: $(cat "$dir/confdir.out")"
+grep -q "$dir/confdir: cannot read: Is a directory" "$dir/confdir.out" ||
+	fail "dlmd -c DIR did not say why: $(cat "$dir/confdir.out")"

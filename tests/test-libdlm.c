@@ -1034,6 +1034,100 @@ static void test_pthread_asts(void **state)
 	assert_int_equal(dlm_close_lockspace(h), 0);
 }
 
+/*
+ * fork() with an AST thread running: a child that closes the handle it
+ * inherited (a daemon's clean-up before it execs, say) leaves its
+ * parent's alone, as closing a copy of a device fd does.  The pipe that
+ * stops the AST thread is shared with the child, and the child's close
+ * wrote to it: the parent's thread stopped, and its next completion AST
+ * never ran.
+ */
+static void test_fork_close_thread(void **state)
+{
+	dlm_lshandle_t h = dlm_open_lockspace(LS_NAME);
+	struct rec a;
+	uint64_t end;
+	pid_t pid;
+	int st;
+
+	assert_non_null(h);
+	assert_int_equal(dlm_ls_pthread_init(h), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(AST_TIMEOUT_MS / 1000);	/* a hang bound */
+		_exit(dlm_close_lockspace(h) ? 1 : 0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	rec_init(&a);
+	assert_int_equal(lock(h, LKM_EXMODE, &a, 0, "forkclose", NULL), 0);
+	/* our AST thread runs the completion: we only watch */
+	end = now_ms() + AST_TIMEOUT_MS;
+	while (!a.r_comp && now_ms() < end)
+		usleep(1000);
+	assert_int_equal(a.r_comp, 1);
+	assert_int_equal(a.r_lksb.sb_status, 0);
+	assert_int_equal(dlm_ls_unlock_wait(h, a.r_lksb.sb_lkid, 0, &a.r_lksb), 0);
+	assert_int_equal(a.r_lksb.sb_status, EUNLOCK);
+	assert_int_equal(dlm_close_lockspace(h), 0);
+}
+
+/* One async lock and unlock of name on h, as a child can check them
+ * (no cmocka there): 0, or which step failed. */
+static int lock_unlock_plain(dlm_lshandle_t h, const char *name)
+{
+	struct rec r;
+
+	rec_init(&r);
+	if (lock(h, LKM_EXMODE, &r, 0, name, NULL) ||
+	    wait_for(&r.r_comp, 1, h, NULL) || r.r_lksb.sb_status)
+		return 1;
+	if (dlm_ls_unlock(h, r.r_lksb.sb_lkid, 0, &r.r_lksb, &r) ||
+	    wait_for(&r.r_comp, 2, h, NULL) || r.r_lksb.sb_status != EUNLOCK)
+		return 2;
+	return 0;
+}
+
+/*
+ * fork() and a handle used by both, in turn: a child locks and unlocks
+ * on the handle it inherited (a worker doing one job), its parent
+ * waits, then goes on with the same handle, as a kernel device fd
+ * shared across fork allows.  The child's copy of the handle wrote the
+ * shared request ring with its own count of the slots, and took ids
+ * from the parent's block: the parent took the ring for full (its
+ * count behind dlmd's) and waited for room for ever.
+ */
+static void test_fork_shared_handle(void **state)
+{
+	dlm_lshandle_t h = dlm_open_lockspace(LS_NAME);
+	pid_t pid;
+	int st;
+
+	assert_non_null(h);
+	assert_int_equal(lock_unlock_plain(h, "forkshare-p0"), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int rv = 0;
+
+		alarm(AST_TIMEOUT_MS / 1000 * 2);	/* a hang bound */
+		for (int i = 0; i < 8 && !rv; i++)
+			rv = lock_unlock_plain(h, "forkshare-c");
+		_exit(rv);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* a hang bound (the parent's requests waited for room in a ring it
+	 * took for full): SIGALRM ends the test */
+	alarm(AST_TIMEOUT_MS / 1000 * 2);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(lock_unlock_plain(h, "forkshare-p"), 0);
+	alarm(0);
+	assert_int_equal(dlm_close_lockspace(h), 0);
+}
+
 static void test_default_lockspace(void **state)
 {
 	struct dlm_lksb lksb;
@@ -3616,6 +3710,8 @@ int main(void)
 		cmocka_unit_test(test_range),
 		cmocka_unit_test(test_threads_wait),
 		cmocka_unit_test(test_pthread_asts),
+		cmocka_unit_test(test_fork_close_thread),
+		cmocka_unit_test(test_fork_shared_handle),
 		cmocka_unit_test(test_default_lockspace),
 		cmocka_unit_test(test_kill_holder),
 		cmocka_unit_test(test_kill_waiter),

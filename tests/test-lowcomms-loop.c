@@ -835,6 +835,55 @@ static void test_handshake_timeout(void **state)
 	h_world_free(w);
 }
 
+static bool accepted_n(struct h_world *w, void *arg)
+{
+	struct lc_stats st;
+
+	lc_get_stats(w->w_eps[0].ep_lc, &st);
+	return st.st_accepts >= *(uint64_t *)arg;
+}
+
+/* Many connections from a node's address (anyone on that machine may
+ * make them) that never say HELLO: at most 8 stay open at once, the
+ * oldest closed for each new one (each kept an fd until the handshake
+ * time ran out: 64 such connections here kept 64). */
+static void test_prehello_bound(void **state)
+{
+	enum { CONNS = 64, BOUND = 8 };
+	struct h_world *w = malloc(sizeof(*w));
+	struct lc_config cfg;
+	struct sockaddr_storage ss;
+	uint64_t want = CONNS;
+	int fds[CONNS], open_n = 0;
+
+	(void)state;
+	assert_non_null(w);
+	h_world_init(w);
+	h_config(&cfg, 1, LOOPBACK);
+	cfg.cfg_handshake_ms = 600000;	/* none ends by its time here */
+	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, &cfg), 0);
+	assert_int_equal(lc_addr_parse(LOOPBACK, 1, &ss), 0);
+	assert_int_equal(lc_node_add(w->w_eps[0].ep_lc, 2, &ss, 1), 0);
+	for (int i = 0; i < CONNS; i++) {
+		fds[i] = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+		h_poll(w, 0);
+	}
+	assert_true(h_run_until(w, accepted_n, &want, WAIT_MS));
+	for (int i = 0; i < 20; i++)
+		h_poll(w, 5);
+	for (int i = 0; i < CONNS; i++) {
+		char b;
+		ssize_t n = recv(fds[i], &b, 1, MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			open_n++;
+		close(fds[i]);
+	}
+	assert_true(open_n <= BOUND);
+	assert_true(open_n >= 1);	/* the newest are still served */
+	h_world_free(w);
+}
+
 static bool accepted_one(struct h_world *w, void *arg)
 {
 	struct lc_stats st;
@@ -989,6 +1038,7 @@ int main(void)
 		cmocka_unit_test(test_remove_and_readd),
 		cmocka_unit_test(test_hold_and_resume),
 		cmocka_unit_test(test_handshake_timeout),
+		cmocka_unit_test(test_prehello_bound),
 		cmocka_unit_test(test_peer_comes_up_late),
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_wildcard_listener),

@@ -16,6 +16,16 @@
 # (dlmd starts, does not write through it) and at the instance lock file
 # next to the client socket (dlmd refuses to start); neither target is
 # truncated or written.
+# Then a second dlmd with a client socket of its own but one other path
+# of a running dlmd's (its control socket, its pid file or its metrics
+# socket: a test config that kept a default, say) refuses to start,
+# naming the dlmd that has it; the first keeps all three.  (Such a
+# second dlmd took the control socket over, and when it stopped removed
+# it and the pid file: the first ran on, unreachable by dlmctl and by
+# the OCF agent's monitor.)  Nor does one whose control socket is its
+# client socket.  A socket path that names a file that is not a socket
+# (a typo) is left alone: dlmd says so, and does not start without its
+# client or control socket (it runs without its metrics socket).
 # Needs root (the owners); skips (77) otherwise.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -33,7 +43,7 @@ chmod 755 "$dir"
 
 cleanup() {
 	stop_dlmd
-	check_sanitizer "$dir/dlmd.out"
+	check_sanitizer "$dir/dlmd.out" "$dir/a.out" "$dir/b.out"
 	finish "dlmd: dlmd.out"
 }
 trap cleanup EXIT
@@ -87,5 +97,76 @@ untouched "$dir/canary-pid" ||
 grep -q "pid file $dir/run/dlmd.pid: " "$dir/dlmd.out" ||
 	fail "no warning about the pid file"
 kill -0 "$pid" 2>/dev/null || fail "dlmd died"
+stop_dlmd
+
+echo "== a second dlmd sharing a path of the first's"
+mkdir "$dir/run4"
+a=$dir/run4/a
+write_conf "$dir/a.conf" "socket_path = $a.sock" "control_socket = $a-ctl.sock" \
+	"pid_file = $a.pid" "metrics_listen = $a-metrics.sock"
+export DLMD_SOCKET=$a.sock DLMD_CTL_SOCKET=$a-ctl.sock
+start_dlmd "$dir/a.conf" "$dir/a.out"
+for shared in "control_socket = $a-ctl.sock" "pid_file = $a.pid" \
+	      "metrics_listen = $a-metrics.sock"; do
+	key=${shared%% =*}
+	b=$dir/run4/b-$key
+	set -- "control_socket = $b-ctl.sock" "pid_file = $b.pid" \
+		"metrics_listen = $b-metrics.sock"
+	for x; do
+		shift
+		[ "${x%% =*}" = "$key" ] && x=$shared
+		set -- "$@" "$x"
+	done
+	write_conf "$dir/b.conf" "socket_path = $b.sock" "$@"
+	# if it starts, it stops after a few seconds, as an operator's would
+	timeout 5 "$DLMD" --foreground --config="$dir/b.conf" >"$dir/b.out" 2>&1 </dev/null
+	st=$?
+	[ $st = 1 ] || fail "a second dlmd sharing $key: exit $st, want 1: $(cat "$dir/b.out")"
+	grep -q "another dlmd (pid $pid) .* ${shared#* = }" "$dir/b.out" ||
+		fail "a second dlmd sharing $key did not name the first: $(cat "$dir/b.out")"
+	"$DLMCTL" status >/dev/null 2>&1 ||
+		fail "after a second dlmd sharing $key the first has no control socket"
+	[ "$(cat "$a.pid" 2>/dev/null)" = "$pid" ] ||
+		fail "after a second dlmd sharing $key the pid file is '$(cat "$a.pid" 2>&1)', want $pid"
+	[ -S "$a-metrics.sock" ] ||
+		fail "after a second dlmd sharing $key the first has no metrics socket"
+done
+kill -0 "$pid" 2>/dev/null || fail "the first dlmd died"
+# one dlmd whose control socket is its client socket: it does not start
+# (the control socket replaced the client socket, which clients then
+# could not reach)
+write_conf "$dir/c.conf" "socket_path = $dir/run4/c.sock" \
+	"control_socket = $dir/run4/c.sock" "pid_file = $dir/run4/c.pid"
+timeout 5 "$DLMD" --foreground --config="$dir/c.conf" >"$dir/c.out" 2>&1 </dev/null
+st=$?
+[ $st = 1 ] && grep -q 'socket_path and control_socket are the same file' "$dir/c.out" ||
+	fail "one socket for clients and control: exit $st: $(cat "$dir/c.out")"
+# a socket path that names a file, not a socket (a typo: the config
+# file's path): dlmd does not remove it (it did, as root, taking it for
+# a stale socket); without the client or control socket it does not
+# start, without the metrics socket it runs
+for key in socket_path control_socket metrics_listen; do
+	f=$dir/run4/file-$key
+	echo secret >"$f"
+	chmod 600 "$f"
+	set -- "socket_path = $dir/run4/d.sock" "control_socket = $dir/run4/d-ctl.sock"
+	for x; do
+		shift
+		[ "${x%% =*}" = "$key" ] && x="$key = $f"
+		set -- "$@" "$x"
+	done
+	[ $key = metrics_listen ] && set -- "$@" "metrics_listen = $f"
+	write_conf "$dir/d.conf" "$@" "pid_file = $dir/run4/d.pid"
+	timeout 5 "$DLMD" --foreground --config="$dir/d.conf" >"$dir/d.out" 2>&1 </dev/null
+	st=$?
+	untouched "$f" || fail "$key naming a file: the file was removed or written"
+	grep -q "$f exists and is not a socket" "$dir/d.out" ||
+		fail "$key naming a file: not said: $(cat "$dir/d.out")"
+	if [ $key = metrics_listen ]; then
+		[ $st = 124 ] || fail "$key naming a file: dlmd exit $st, want it running"
+	else
+		[ $st = 1 ] || fail "$key naming a file: dlmd exit $st, want 1"
+	fi
+done
 [ $rc -eq 0 ] && echo "PASS"
 exit $rc
