@@ -262,6 +262,22 @@
  * (fence.c: DLMD_FAIL_DAEMON).  A proc-down of a dlmd without lockspaces
  * needs nothing.
  *
+ * ONE DLMD PER NODE ID.  A second dlmd on a host (a second dlm.conf with
+ * sockets of its own, which the single-instance lock of main.c does not
+ * see) gets the host's node id from corosync.  On dlmd's port it cannot
+ * listen and stops; on a port of its own it would join the daemon group
+ * beside the first, and its JOINs, START and lock traffic under the same
+ * node id stopped every lockspace and got the node fenced (seen in
+ * tests/test-cluster-dupid.sh).  So the daemon group's first confchg of
+ * a dlmd decides (dup_node_id()): if another process of our node id was
+ * a member before us, we log it at err and stop at once (exit 1), before
+ * we send anything; of two that join in one confchg, the higher CPG pid
+ * stops, sending nothing more.  The dlmd that stays, and every other
+ * member, logs the second one at err and ignores it until it leaves
+ * (cs_dup, filter_dups(): its join, its leave and its messages are not
+ * seen by the rest of this file), so it neither restarts a lockspace's
+ * recovery nor counts as a failure of the node.
+ *
  * SPLIT AND MERGE.  A network blip shorter than it takes to fence can
  * still make totem split the ring and merge it again: each side sees the
  * other leave with reason node-down, then come back with reason node-up
@@ -628,6 +644,11 @@ struct dlmd_cluster {
 	unsigned int		cs_nunseen;
 	uint32_t		cs_seq;		/* messages sent, for logs */
 	uint32_t		cs_self_pid;	/* ours, as CPG reports it */
+	/* ONE DLMD PER NODE ID: second processes of a node id, ignored */
+	struct cs_daemon	cs_dup[DLM_MAX_NODES];
+	unsigned int		cs_ndup;
+	bool			cs_dup_stop;	/* ONE DLMD PER NODE ID: we stop,
+						 * sending nothing more */
 	/* the table: every lockspace of the cluster and its members */
 	struct cs_lsent		*cs_ls[LS_HASH];
 	unsigned int		cs_nls;
@@ -1104,8 +1125,11 @@ static void out_flush(struct dlmd_cluster *cs)
 static int out_queue(struct dlmd_cluster *cs, const unsigned char *buf,
 		     size_t len)
 {
-	struct cs_out *o = malloc(sizeof(*o) + len);
+	struct cs_out *o;
 
+	if (cs->cs_dup_stop)
+		return 0;	/* another dlmd has our node id: nothing of ours */
+	o = malloc(sizeof(*o) + len);
 	if (!o) {
 		log_err("daemon group: no memory for an outgoing message");
 		return -ENOMEM;
@@ -1751,6 +1775,7 @@ static void retry_timer(void *data)
 }
 
 static void unreach_tick(struct dlmd_cluster *cs);
+static bool is_dup(const struct dlmd_cluster *cs, uint32_t id, uint32_t pid);
 
 /* A message not taken for STALL_MS: every running lockspace is stalled
  * (its sender's later messages, whatever their lockspace, wait behind). */
@@ -2445,6 +2470,11 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
 		return;
+	if (is_dup(cs, nodeid, pid)) {
+		log_debug("daemon group: a message of the second dlmd of node %u "
+			  "(CPG pid %u) dropped", nodeid, pid);
+		return;
+	}
 	dm = dm_find(cs, nodeid, pid);
 	rv = dlmd_cm_hdr_decode(p, len, &hd, &why);
 	if (rv == -EPROTONOSUPPORT) {
@@ -2767,19 +2797,141 @@ static bool majority_side(const struct dlmd_cluster *cs, const uint32_t *ids,
 	       id_in(ids, n, cs->cs_tiebreak);
 }
 
+static bool is_dup(const struct dlmd_cluster *cs, uint32_t id, uint32_t pid)
+{
+	for (unsigned int i = 0; i < cs->cs_ndup; i++)
+		if (cs->cs_dup[i].dm_id == id && cs->cs_dup[i].dm_pid == pid)
+			return true;
+	return false;
+}
+
+/* Was process (id, pid) in the daemon group before this confchg? */
+static bool was_member(const struct cpg_address *joined, size_t njoined,
+		       uint32_t id, uint32_t pid)
+{
+	for (size_t j = 0; j < njoined; j++)
+		if (joined[j].nodeid == id && joined[j].pid == pid)
+			return false;
+	return true;
+}
+
+/* ONE DLMD PER NODE ID.  True when we must stop: another process of our
+ * node id was a member before our first confchg, or joined with us and
+ * has the lower pid.  Otherwise every second process of a node id that
+ * joins (one of that id was a member before it, or joined with it with
+ * a lower pid) is logged and recorded in cs_dup; filter_dups() then
+ * hides it from the rest of this file. */
+static bool dup_node_id(struct dlmd_cluster *cs, const struct cpg_address *members,
+			size_t nmembers, const struct cpg_address *joined,
+			size_t njoined)
+{
+	uint32_t me = cs->cs_d->d_nodeid, self = cs->cs_self_pid;
+
+	if (!self) {
+		/* our first confchg: our join is in it (see daemon_confchg_ls) */
+		for (size_t i = 0; i < njoined; i++)
+			if (joined[i].nodeid == me &&
+			    (!self || joined[i].pid == (uint32_t)getpid()))
+				self = joined[i].pid;
+		for (size_t i = 0; self && i < nmembers; i++) {
+			if (members[i].nodeid != me || members[i].pid == self ||
+			    (!was_member(joined, njoined, me, members[i].pid) &&
+			     members[i].pid > self))
+				continue;
+			log_err("daemon group: node %u already has a dlmd (CPG pid "
+				"%u) in the daemon group: two dlmds with one node id "
+				"(a second dlm.conf on this host?); this one (CPG pid "
+				"%u) stops", me, members[i].pid, self);
+			return true;
+		}
+	}
+	for (size_t i = 0; i < njoined; i++) {
+		uint32_t id = joined[i].nodeid, pid = joined[i].pid;
+
+		if (id == me && pid == self)
+			continue;
+		for (size_t k = 0; k < nmembers; k++) {
+			if (members[k].nodeid != id || members[k].pid == pid ||
+			    is_dup(cs, id, members[k].pid) ||
+			    (!was_member(joined, njoined, id, members[k].pid) &&
+			     members[k].pid > pid))
+				continue;
+			log_err("daemon group: a second dlmd of node %u (CPG pid %u) "
+				"joined beside %s (CPG pid %u): two dlmds with one "
+				"node id; the newer one must stop, and is ignored "
+				"until it leaves", id, pid,
+				id == me ? "ours" : "its first", members[k].pid);
+			if (cs->cs_ndup < DLM_MAX_NODES)
+				cs->cs_dup[cs->cs_ndup++] =
+					(struct cs_daemon){ .dm_id = id, .dm_pid = pid };
+			break;
+		}
+	}
+	return false;
+}
+
+/* The confchg without the processes of cs_dup (those that leave in it
+ * are forgotten): OUT holds members, joined and left, in that order, of
+ * at most CPG_MEMBERS_MAX each; the counts go to N.  False when only
+ * such processes joined or left in it. */
+static bool filter_dups(struct dlmd_cluster *cs, const struct cpg_address *in[3],
+			const size_t nin[3], struct cpg_address out[3][CPG_MEMBERS_MAX],
+			size_t n[3])
+{
+	for (int l = 0; l < 3; l++) {
+		n[l] = 0;
+		for (size_t i = 0; i < nin[l] && n[l] < CPG_MEMBERS_MAX; i++)
+			if (!is_dup(cs, in[l][i].nodeid, in[l][i].pid))
+				out[l][n[l]++] = in[l][i];
+	}
+	for (size_t i = 0; i < nin[2]; i++) {
+		for (unsigned int k = 0; k < cs->cs_ndup; k++) {
+			if (cs->cs_dup[k].dm_id != in[2][i].nodeid ||
+			    cs->cs_dup[k].dm_pid != in[2][i].pid)
+				continue;
+			log_notice("daemon group: the second dlmd of node %u (CPG "
+				   "pid %u) left", in[2][i].nodeid, in[2][i].pid);
+			cs->cs_dup[k] = cs->cs_dup[--cs->cs_ndup];
+			break;
+		}
+	}
+	return n[1] || n[2];
+}
+
 static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			   const struct cpg_address *members, size_t nmembers,
 			   const struct cpg_address *left, size_t nleft,
 			   const struct cpg_address *joined, size_t njoined)
 {
 	struct dlmd_cluster *cs = NULL;
-	uint32_t ids[DLM_MAX_NODES];
+	uint32_t ids[DLM_MAX_NODES] = { 0 };	/* (gcc: maybe uninitialized) */
 	unsigned int n = 0;
 	char m[IDS_TEXT_LEN];
 	bool majority;
 
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
 		return;
+	if (dup_node_id(cs, members, nmembers, joined, njoined)) {
+		cs->cs_dup_stop = true;
+		cs->cs_d->d_exit_code = 1;
+		qb_loop_stop(cs->cs_d->d_loop);
+		return;
+	}
+	if (cs->cs_ndup) {
+		const struct cpg_address *in[3] = { members, joined, left };
+		const size_t nin[3] = { nmembers, njoined, nleft };
+		static struct cpg_address out[3][CPG_MEMBERS_MAX];
+		size_t nout[3];
+
+		if (!filter_dups(cs, in, nin, out, nout))
+			return;	/* a second dlmd of a node id joined: no change */
+		members = out[0];
+		nmembers = nout[0];
+		joined = out[1];
+		njoined = nout[1];
+		left = out[2];
+		nleft = nout[2];
+	}
 	for (size_t i = 0; i < nmembers && n < DLM_MAX_NODES; i++)
 		if (!id_in(ids, n, members[i].nodeid))
 			ids[n++] = members[i].nodeid;
