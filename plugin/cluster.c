@@ -2944,6 +2944,12 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 	majority = majority_side(cs, ids, n);
 	fmt_ids(m, sizeof(m), ids, n);
 	log_info("daemon group members [%s]", m);
+	/* our first confchg: the daemons there before us are incarnations
+	 * fencing sees join here (fence.c: one that our fence command
+	 * killed, leaving afterwards, is not fenced again) */
+	if (!cs->cs_self_pid)
+		for (unsigned int i = 0; i < n; i++)
+			dlmd_fence_node_joined(cs->cs_d, ids[i]);
 	for (size_t i = 0; i < njoined; i++) {
 		uint32_t id = joined[i].nodeid;
 		char why[128];
