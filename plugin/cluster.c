@@ -488,6 +488,7 @@
 #define NODELIST_MAX_KEYS	4096	/* bound on a cmap iteration */
 #define MAX_RINGS		8	/* ring0_addr .. ring7_addr */
 #define MCAST_RETRY_MS		50	/* after CS_ERR_TRY_AGAIN on a send */
+#define OUT_NOMEM_LOG_MS	10000	/* out_queue's "no memory", at most */
 #define NS_PER_MS		1000000ULL
 #define STALL_TICK_MS		2000	/* the stall watchdog's period */
 #define STALL_MS		10000	/* running, waiters, nothing received */
@@ -659,6 +660,8 @@ struct dlmd_cluster {
 	struct cs_out		*cs_out;
 	struct cs_out		**cs_out_tail;
 	unsigned int		cs_nout;
+	uint64_t		cs_out_nomem;		/* refused, since said */
+	uint64_t		cs_out_nomem_log_at;	/* ms: say it again then */
 	bool			cs_kick_queued;
 	qb_loop_timer_handle	cs_kick_timer;
 	bool			cs_wd_armed;
@@ -739,6 +742,8 @@ struct dlmd_cluster_ls {
 	char			cl_restart_step[32];	/* where it failed */
 	uint64_t		cl_restart_at;		/* ms: send the RESTART */
 	bool			cl_restart_armed;
+	unsigned int		cl_start_fails;	/* START not queued (memory),
+						 * in a row: logged once */
 	qb_loop_timer_handle	cl_restart_timer;
 };
 
@@ -1131,7 +1136,19 @@ static int out_queue(struct dlmd_cluster *cs, const unsigned char *buf,
 		return 0;	/* another dlmd has our node id: nothing of ours */
 	o = malloc(sizeof(*o) + len);
 	if (!o) {
-		log_err("daemon group: no memory for an outgoing message");
+		uint64_t now = dlmd_now_ms();
+
+		/* its callers retry (a START every MCAST_RETRY_MS): said
+		 * once per OUT_NOMEM_LOG_MS */
+		cs->cs_out_nomem++;
+		if (now >= cs->cs_out_nomem_log_at) {
+			log_err("daemon group: no memory for an outgoing message "
+				"(%llu time%s since this line was last logged)",
+				(unsigned long long)cs->cs_out_nomem,
+				cs->cs_out_nomem == 1 ? "" : "s");
+			cs->cs_out_nomem = 0;
+			cs->cs_out_nomem_log_at = now + OUT_NOMEM_LOG_MS;
+		}
 		return -ENOMEM;
 	}
 	o->o_next = NULL;
@@ -1514,9 +1531,16 @@ static int send_start(struct dlmd_cluster_ls *cl)
 	memcpy(st.st_prev, cl->cl_prev, cl->cl_nprev * sizeof(uint32_t));
 	len = dlmd_cm_start_encode(buf, &h, &st);
 	if (!len || out_queue(cs, buf, len)) {
-		log_err("lockspace %s: cannot send START; trying again",
-			cl->cl_dl->dl_name);
+		/* retried every MCAST_RETRY_MS: said once, not each time */
+		if (!cl->cl_start_fails++)
+			log_err("lockspace %s: cannot send START; trying again "
+				"every %u ms", cl->cl_dl->dl_name, MCAST_RETRY_MS);
 		return -ENOMEM;
+	}
+	if (cl->cl_start_fails) {
+		log_notice("lockspace %s: START sent after %u attempts",
+			   cl->cl_dl->dl_name, cl->cl_start_fails + 1);
+		cl->cl_start_fails = 0;
 	}
 	log_debug("lockspace %s: START sent for change %u (last event %u)",
 		  cl->cl_dl->dl_name, cl->cl_change_seq, cl->cl_last_event);
