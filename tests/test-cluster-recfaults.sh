@@ -43,33 +43,11 @@ LS=recfaults
 NRES=8
 PROTO=${RECFAULTS_PROTO:-tcp}
 WORK_MS=${CLUSTER_TEST_WORK_MS:-12000}
-SHIM=$top_builddir/tests/.libs/malloc-fail.so
-
-asan=
-nm "$DLMD" 2>/dev/null | grep -q __asan_init && asan=1
-[ -n "$asan" ] || [ -r "$SHIM" ] ||
-	{ echo "FAIL: no $SHIM (make check builds it)" >&2; exit 1; }
 
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
-# node 3's dlmd, however (re)started, fails every allocation while
-# $dir/malloc-all exists (test-cluster-malloc.sh has the same wrapper)
-real_dlmd=$(cd "$(dirname "$DLMD")" && pwd)/$(basename "$DLMD")
-if [ -n "$asan" ]; then
-	short="DLMD_TEST_ALLOC_FAIL_ALL_FILE=$dir/malloc-all"
-else
-	shim=$(cd "$(dirname "$SHIM")" && pwd)/$(basename "$SHIM")
-	short="MALLOC_FAIL_ALL_FILE=$dir/malloc-all MALLOC_FAIL_CALLER=program LD_PRELOAD=$shim"
-fi
-cat >"$dir/dlmd" <<EOF
-#!/bin/sh
-case "\$*" in
-*/n3/dlm.conf*) exec env $short "$real_dlmd" "\$@" ;;
-esac
-exec "$real_dlmd" "\$@"
-EOF
-chmod +x "$dir/dlmd"
-export DLMD="$dir/dlmd"
+# node 3's dlmd fails every allocation while $dir/malloc-all exists
+short_of_memory 3 0
 export DLM_CLUSTER_LOG_LEVEL=info
 if [ "$PROTO" = sctp ]; then
 	DLM_CLUSTER_LINKS=2
