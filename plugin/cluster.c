@@ -1309,6 +1309,24 @@ static struct cs_byid *byid(struct dlmd_cluster *cs, uint32_t id, bool create)
 	return &cs->cs_byid[cs->cs_nbyid++];
 }
 
+/* Room for n ids in *ids without a realloc later. */
+static bool ids_reserve(uint32_t **ids, unsigned int *cap, unsigned int n)
+{
+	unsigned int nc = *cap ? *cap : 4;
+	uint32_t *p;
+
+	if (n <= *cap)
+		return true;
+	while (nc < n)
+		nc *= 2;
+	p = realloc(*ids, nc * sizeof(*p));
+	if (!p)
+		return false;
+	*ids = p;
+	*cap = nc;
+	return true;
+}
+
 static bool le_add(struct dlmd_cluster *cs, struct cs_lsent *le, uint32_t id)
 {
 	struct cs_byid *bi = byid(cs, id, true);
@@ -1330,6 +1348,15 @@ static bool le_add(struct dlmd_cluster *cs, struct cs_lsent *le, uint32_t id)
 		return false;
 	}
 	bi->bi_ls[bi->bi_n++] = le;
+	/* a member's failure is recorded when memory may be short (a
+	 * confchg under memory pressure: le_failed_add failed there, seen
+	 * in tests/test-cluster-recfaults.sh): room for it now */
+	if (!ids_reserve(&le->le_failed, &le->le_cfailed,
+			 le->le_nmembers + le->le_nfailed) ||
+	    !ids_reserve(&le->le_dfailed, &le->le_cdfailed,
+			 le->le_nmembers + le->le_nfailed))
+		log_warn("lockspace %s: no room reserved for its members' "
+			 "failures (out of memory)", le->le_name);
 	return true;
 }
 

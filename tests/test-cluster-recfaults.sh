@@ -128,6 +128,7 @@ wait_for "$WAIT_S" "node 2 to be fenced" more_lines "$dir/fence.log" "fence node
 not running_ls 1 || fail "A: node 1 shows its lockspace running while node 3 holds its messages: $(ls_line 1)"
 logn 3 "held for [0-9]* ms is taken" 0 && fail "A: node 3 took the held message with no memory"
 memory_back A
+logn 3 "cannot record node" 0 && fail "A: node 3 lost its record of node 2's failure"
 wait_for 20 "A: node 3 to take the held message" logn 3 "held for [0-9]* ms is taken" 0
 for k in 1 3; do
 	wait_ls $k "state running members 1 3 " "A: no recovery to members 1 3"
