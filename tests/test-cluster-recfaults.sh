@@ -33,9 +33,9 @@
 #      removed and fenced once, node 2 never; 1 and 2 recover.
 # In each: a workload whose checker finds no two incompatible holders
 # and no lost update, every call that failed failed with ENOMEM, every
-# request ended, and "dlmctl status" shows no hold once memory is back
-# (while it is short, dlmctl gets no answer).  A step that fails ends
-# the test.  ~2 min.
+# request ended, and "dlmctl status" on node 3, short of memory or not,
+# shows the hold while it lasts and none after (before ctl.c's OUT OF
+# MEMORY, it gave no answer then).  A step that fails ends the test.  ~2 min.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
@@ -99,6 +99,11 @@ hold() {
 	"$CLUSTER" unblock "$dir" 1 3 || fail "$1: cannot unblock 1-3"
 	wait_for 15 "$1: node 3 to hold a message of node 1" \
 		logn 3 "could not take a message from node 1" "$holds" || return 1
+	# dlmctl status answers with no memory (ctl.c, OUT OF MEMORY) and
+	# shows the hold
+	h=$(held_of 3)
+	echo "   node 3 holds node 1; its dlmctl status: held ${h:-(no answer)}"
+	[ "${h:-0}" -ge 1 ] || fail "$1: node 3's status does not show the hold: held ${h:-(no answer)}"
 }
 
 # memory_back STEP: node 3's allocations succeed again
@@ -159,6 +164,8 @@ fi
 # node 3 lets the hold go with node 1's daemon, memory or not
 wait_for "$WAIT_S" "B: node 3 to drop node 1's held message" \
 	logn 3 "held for [0-9]* ms is dropped: its daemon left" "$drops"
+h=$(held_of 3)
+[ "$h" = 0 ] || fail "B: node 3's status (no memory) after node 1 left: held ${h:-(no answer)}"
 memory_back B
 poll "$WAIT_S" held_is 3 0 || fail "B: node 3 still shows a hold after node 1 left: held $(held_of 3)"
 wait_for "$WAIT_S" "node 1 to be fenced" more_lines "$dir/fence.log" "fence node 1\$" "$f1"
