@@ -273,10 +273,13 @@
  * a member before us, we log it at err and stop at once (exit 1), before
  * we send anything; of two that join in one confchg, the higher CPG pid
  * stops, sending nothing more.  The dlmd that stays, and every other
- * member, logs the second one at err and ignores it until it leaves
- * (cs_dup, filter_dups(): its join, its leave and its messages are not
- * seen by the rest of this file), so it neither restarts a lockspace's
- * recovery nor counts as a failure of the node.
+ * member, logs the second one at err.  Its join starts a sync as any
+ * join does (which it never answers: lockspaces change no members until
+ * it leaves, as with a process of another protocol version), but its
+ * node id does not count as unknown in it while the node's first dlmd,
+ * known, is still a member (daemon_confchg_ls), so its coming and going
+ * restarts no lockspace's recovery; its leave is no failure of the node
+ * (that dlmd is still there), and nothing of it is in a lockspace.
  *
  * SPLIT AND MERGE.  A network blip shorter than it takes to fence can
  * still make totem split the ring and merge it again: each side sees the
@@ -645,9 +648,6 @@ struct dlmd_cluster {
 	unsigned int		cs_nunseen;
 	uint32_t		cs_seq;		/* messages sent, for logs */
 	uint32_t		cs_self_pid;	/* ours, as CPG reports it */
-	/* ONE DLMD PER NODE ID: second processes of a node id, ignored */
-	struct cs_daemon	cs_dup[DLM_MAX_NODES];
-	unsigned int		cs_ndup;
 	bool			cs_dup_stop;	/* ONE DLMD PER NODE ID: we stop,
 						 * sending nothing more */
 	/* the table: every lockspace of the cluster and its members */
@@ -1826,7 +1826,6 @@ static void retry_timer(void *data)
 }
 
 static void unreach_tick(struct dlmd_cluster *cs);
-static bool is_dup(const struct dlmd_cluster *cs, uint32_t id, uint32_t pid);
 
 /* A message not taken for STALL_MS: every running lockspace is stalled
  * (its sender's later messages, whatever their lockspace, wait behind). */
@@ -2521,11 +2520,6 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
 		return;
-	if (is_dup(cs, nodeid, pid)) {
-		log_debug("daemon group: a message of the second dlmd of node %u "
-			  "(CPG pid %u) dropped", nodeid, pid);
-		return;
-	}
 	dm = dm_find(cs, nodeid, pid);
 	rv = dlmd_cm_hdr_decode(p, len, &hd, &why);
 	if (rv == -EPROTONOSUPPORT) {
@@ -2644,6 +2638,50 @@ static uint32_t view_of(const struct cpg_address *m, size_t n)
 	return h;
 }
 
+/* Does a process of node id 'id' that we knew before this confchg stay
+ * a member in it?  (A process of 'id' that leaves meanwhile was its
+ * second dlmd; a new one joining in the same confchg does not count.) */
+static bool first_stays(struct dlmd_cluster *cs,
+			const struct cpg_address *members, size_t nmembers,
+			const struct cpg_address *joined, size_t njoined,
+			uint32_t id)
+{
+	for (size_t k = 0; k < nmembers; k++) {
+		const struct cs_daemon *dm;
+		bool new = false;
+
+		if (members[k].nodeid != id)
+			continue;
+		for (size_t j = 0; j < njoined; j++)
+			if (joined[j].nodeid == id && joined[j].pid == members[k].pid)
+				new = true;
+		dm = new ? NULL : dm_find(cs, id, members[k].pid);
+		if (dm && dm->dm_known)
+			return true;
+	}
+	return false;
+}
+
+/* ONE DLMD PER NODE ID: is another process of m's node id, one we know
+ * (or ourselves), still a member?  Then m is a second dlmd of the node,
+ * and the node's lockspaces are known all the same. */
+static bool first_known(const struct dlmd_cluster *cs,
+			const struct cpg_address *members, size_t nmembers,
+			const struct cpg_address *m)
+{
+	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+		const struct cs_daemon *dm = &cs->cs_dm[i];
+
+		if (dm->dm_id != m->nodeid || dm->dm_pid == m->pid || !dm->dm_known)
+			continue;
+		for (size_t k = 0; k < nmembers; k++)
+			if (members[k].nodeid == dm->dm_id &&
+			    members[k].pid == dm->dm_pid)
+				return true;
+	}
+	return false;
+}
+
 /*
  * The lockspace side of a daemon group confchg (after the daemon group's
  * own rules in daemon_confchg): daemons that left leave every lockspace
@@ -2668,7 +2706,11 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		unsigned int nown;
 		bool had;
 
-		if (!dm || id == d->d_nodeid)
+		/* (a second dlmd of a node whose first is still a member,
+		 * ours included: no failure, nothing of it in a lockspace;
+		 * every member skips it alike, ONE DLMD PER NODE ID) */
+		if (!dm || id == d->d_nodeid ||
+		    first_stays(cs, members, nmembers, joined, njoined, id))
 			continue;
 		/* its records of our own failure go with it */
 		for (unsigned int b = 0; cs->cs_nclaims && b < LS_HASH; b++) {
@@ -2756,7 +2798,8 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 			ndm[nn].dm_pid = members[i].pid;
 			ndm[nn].dm_known = self;
 			if (!self && cs->cs_nsync_j < DLM_MAX_NODES &&
-			    !id_in(cs->cs_sync_j, cs->cs_nsync_j, members[i].nodeid))
+			    !id_in(cs->cs_sync_j, cs->cs_nsync_j, members[i].nodeid) &&
+			    !first_known(cs, members, nmembers, &members[i]))
 				cs->cs_sync_j[cs->cs_nsync_j++] = members[i].nodeid;
 		}
 		nn++;
@@ -2848,14 +2891,6 @@ static bool majority_side(const struct dlmd_cluster *cs, const uint32_t *ids,
 	       id_in(ids, n, cs->cs_tiebreak);
 }
 
-static bool is_dup(const struct dlmd_cluster *cs, uint32_t id, uint32_t pid)
-{
-	for (unsigned int i = 0; i < cs->cs_ndup; i++)
-		if (cs->cs_dup[i].dm_id == id && cs->cs_dup[i].dm_pid == pid)
-			return true;
-	return false;
-}
-
 /* Was process (id, pid) in the daemon group before this confchg? */
 static bool was_member(const struct cpg_address *joined, size_t njoined,
 		       uint32_t id, uint32_t pid)
@@ -2870,8 +2905,7 @@ static bool was_member(const struct cpg_address *joined, size_t njoined,
  * node id was a member before our first confchg, or joined with us and
  * has the lower pid.  Otherwise every second process of a node id that
  * joins (one of that id was a member before it, or joined with it with
- * a lower pid) is logged and recorded in cs_dup; filter_dups() then
- * hides it from the rest of this file. */
+ * a lower pid) is logged. */
 static bool dup_node_id(struct dlmd_cluster *cs, const struct cpg_address *members,
 			size_t nmembers, const struct cpg_address *joined,
 			size_t njoined)
@@ -2903,50 +2937,17 @@ static bool dup_node_id(struct dlmd_cluster *cs, const struct cpg_address *membe
 			continue;
 		for (size_t k = 0; k < nmembers; k++) {
 			if (members[k].nodeid != id || members[k].pid == pid ||
-			    is_dup(cs, id, members[k].pid) ||
 			    (!was_member(joined, njoined, id, members[k].pid) &&
 			     members[k].pid > pid))
 				continue;
 			log_err("daemon group: a second dlmd of node %u (CPG pid %u) "
 				"joined beside %s (CPG pid %u): two dlmds with one "
-				"node id; the newer one must stop, and is ignored "
-				"until it leaves", id, pid,
+				"node id; the newer one must stop", id, pid,
 				id == me ? "ours" : "its first", members[k].pid);
-			if (cs->cs_ndup < DLM_MAX_NODES)
-				cs->cs_dup[cs->cs_ndup++] =
-					(struct cs_daemon){ .dm_id = id, .dm_pid = pid };
 			break;
 		}
 	}
 	return false;
-}
-
-/* The confchg without the processes of cs_dup (those that leave in it
- * are forgotten): OUT holds members, joined and left, in that order, of
- * at most CPG_MEMBERS_MAX each; the counts go to N.  False when only
- * such processes joined or left in it. */
-static bool filter_dups(struct dlmd_cluster *cs, const struct cpg_address *in[3],
-			const size_t nin[3], struct cpg_address out[3][CPG_MEMBERS_MAX],
-			size_t n[3])
-{
-	for (int l = 0; l < 3; l++) {
-		n[l] = 0;
-		for (size_t i = 0; i < nin[l] && n[l] < CPG_MEMBERS_MAX; i++)
-			if (!is_dup(cs, in[l][i].nodeid, in[l][i].pid))
-				out[l][n[l]++] = in[l][i];
-	}
-	for (size_t i = 0; i < nin[2]; i++) {
-		for (unsigned int k = 0; k < cs->cs_ndup; k++) {
-			if (cs->cs_dup[k].dm_id != in[2][i].nodeid ||
-			    cs->cs_dup[k].dm_pid != in[2][i].pid)
-				continue;
-			log_notice("daemon group: the second dlmd of node %u (CPG "
-				   "pid %u) left", in[2][i].nodeid, in[2][i].pid);
-			cs->cs_dup[k] = cs->cs_dup[--cs->cs_ndup];
-			break;
-		}
-	}
-	return n[1] || n[2];
 }
 
 static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
@@ -2967,21 +2968,6 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 		cs->cs_d->d_exit_code = 1;
 		qb_loop_stop(cs->cs_d->d_loop);
 		return;
-	}
-	if (cs->cs_ndup) {
-		const struct cpg_address *in[3] = { members, joined, left };
-		const size_t nin[3] = { nmembers, njoined, nleft };
-		static struct cpg_address out[3][CPG_MEMBERS_MAX];
-		size_t nout[3];
-
-		if (!filter_dups(cs, in, nin, out, nout))
-			return;	/* a second dlmd of a node id joined: no change */
-		members = out[0];
-		nmembers = nout[0];
-		joined = out[1];
-		njoined = nout[1];
-		left = out[2];
-		nleft = nout[2];
 	}
 	for (size_t i = 0; i < nmembers && n < DLM_MAX_NODES; i++)
 		if (!id_in(ids, n, members[i].nodeid))
