@@ -2379,6 +2379,35 @@ int lc_node_remove(struct lc_ctx *ctx, uint32_t nodeid)
 	return 0;
 }
 
+int lc_node_renew(struct lc_ctx *ctx, uint32_t nodeid)
+{
+	struct lc_node *n = find_node(ctx, nodeid), keep;
+	struct lc_conn *c, *next;
+
+	if (ctx->ctx_in_callback)
+		return -EBUSY;
+	if (!n)
+		return -ENOENT;
+	lc_log(ctx, LOG_INFO, "closing connection to node %u", nodeid);
+	for (c = ctx->ctx_conns; c; c = next) {
+		next = c->conn_next;
+		if (c->conn_node == n)
+			conn_close(c, false);
+	}
+	free_frames(n);
+	/* what lc_node_add() was given stays; the rest starts as there */
+	keep = *n;
+	memset(n, 0, sizeof(*n));
+	n->node_id = keep.node_id;
+	memcpy(n->node_addrs, keep.node_addrs, sizeof(n->node_addrs));
+	n->node_naddrs = keep.node_naddrs;
+	n->node_udp_port = keep.node_udp_port;
+	n->node_epoch = new_epoch();
+	n->node_send_next = 1;
+	n->node_recv_next = 1;
+	return 0;
+}
+
 int lc_send(struct lc_ctx *ctx, uint32_t nodeid, uint16_t type, uint32_t lsid,
 	    const void *payload, size_t len)
 {

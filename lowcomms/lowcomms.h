@@ -241,6 +241,10 @@ int lc_node_add(struct lc_ctx *ctx, uint32_t nodeid,
 /* Declare a node gone: close its connection, drop its queues and sequence
  * state.  Adding it again starts a new epoch. */
 int lc_node_remove(struct lc_ctx *ctx, uint32_t nodeid);
+/* lc_node_remove() and lc_node_add() again with the same addresses, in
+ * place: nothing is allocated, so it cannot fail for want of memory (a
+ * node removed whose add then failed was refused for good). */
+int lc_node_renew(struct lc_ctx *ctx, uint32_t nodeid);
 
 /*
  * Queue a message for nodeid; never blocks.  The connection is made on

@@ -262,6 +262,25 @@
  * (fence.c: DLMD_FAIL_DAEMON).  A proc-down of a dlmd without lockspaces
  * needs nothing.
  *
+ * ONE DLMD PER NODE ID.  A second dlmd on a host (a second dlm.conf with
+ * sockets of its own, which the single-instance lock of main.c does not
+ * see) gets the host's node id from corosync.  On dlmd's port it cannot
+ * listen and stops; on a port of its own it would join the daemon group
+ * beside the first, and its JOINs, START and lock traffic under the same
+ * node id stopped every lockspace and got the node fenced (seen in
+ * tests/test-cluster-dupid.sh).  So the daemon group's first confchg of
+ * a dlmd decides (dup_node_id()): if another process of our node id was
+ * a member before us, we log it at err and stop at once (exit 1), before
+ * we send anything; of two that join in one confchg, the higher CPG pid
+ * stops, sending nothing more.  The dlmd that stays, and every other
+ * member, logs the second one at err.  Its join starts a sync as any
+ * join does (which it never answers: lockspaces change no members until
+ * it leaves, as with a process of another protocol version), but its
+ * node id does not count as unknown in it while the node's first dlmd,
+ * known, is still a member (daemon_confchg_ls), so its coming and going
+ * restarts no lockspace's recovery; its leave is no failure of the node
+ * (that dlmd is still there), and nothing of it is in a lockspace.
+ *
  * SPLIT AND MERGE.  A network blip shorter than it takes to fence can
  * still make totem split the ring and merge it again: each side sees the
  * other leave with reason node-down, then come back with reason node-up
@@ -472,6 +491,7 @@
 #define NODELIST_MAX_KEYS	4096	/* bound on a cmap iteration */
 #define MAX_RINGS		8	/* ring0_addr .. ring7_addr */
 #define MCAST_RETRY_MS		50	/* after CS_ERR_TRY_AGAIN on a send */
+#define OUT_NOMEM_LOG_MS	10000	/* out_queue's "no memory", at most */
 #define NS_PER_MS		1000000ULL
 #define STALL_TICK_MS		2000	/* the stall watchdog's period */
 #define STALL_MS		10000	/* running, waiters, nothing received */
@@ -628,6 +648,8 @@ struct dlmd_cluster {
 	unsigned int		cs_nunseen;
 	uint32_t		cs_seq;		/* messages sent, for logs */
 	uint32_t		cs_self_pid;	/* ours, as CPG reports it */
+	bool			cs_dup_stop;	/* ONE DLMD PER NODE ID: we stop,
+						 * sending nothing more */
 	/* the table: every lockspace of the cluster and its members */
 	struct cs_lsent		*cs_ls[LS_HASH];
 	unsigned int		cs_nls;
@@ -638,6 +660,8 @@ struct dlmd_cluster {
 	struct cs_out		*cs_out;
 	struct cs_out		**cs_out_tail;
 	unsigned int		cs_nout;
+	uint64_t		cs_out_nomem;		/* refused, since said */
+	uint64_t		cs_out_nomem_log_at;	/* ms: say it again then */
 	bool			cs_kick_queued;
 	qb_loop_timer_handle	cs_kick_timer;
 	bool			cs_wd_armed;
@@ -718,6 +742,8 @@ struct dlmd_cluster_ls {
 	char			cl_restart_step[32];	/* where it failed */
 	uint64_t		cl_restart_at;		/* ms: send the RESTART */
 	bool			cl_restart_armed;
+	unsigned int		cl_start_fails;	/* START not queued (memory),
+						 * in a row: logged once */
 	qb_loop_timer_handle	cl_restart_timer;
 };
 
@@ -1104,10 +1130,25 @@ static void out_flush(struct dlmd_cluster *cs)
 static int out_queue(struct dlmd_cluster *cs, const unsigned char *buf,
 		     size_t len)
 {
-	struct cs_out *o = malloc(sizeof(*o) + len);
+	struct cs_out *o;
 
+	if (cs->cs_dup_stop)
+		return 0;	/* another dlmd has our node id: nothing of ours */
+	o = malloc(sizeof(*o) + len);
 	if (!o) {
-		log_err("daemon group: no memory for an outgoing message");
+		uint64_t now = dlmd_now_ms();
+
+		/* its callers retry (a START every MCAST_RETRY_MS): said
+		 * once per OUT_NOMEM_LOG_MS */
+		cs->cs_out_nomem++;
+		if (now >= cs->cs_out_nomem_log_at) {
+			log_err("daemon group: no memory for an outgoing message "
+				"(%llu time%s since this line was last logged)",
+				(unsigned long long)cs->cs_out_nomem,
+				cs->cs_out_nomem == 1 ? "" : "s");
+			cs->cs_out_nomem = 0;
+			cs->cs_out_nomem_log_at = now + OUT_NOMEM_LOG_MS;
+		}
 		return -ENOMEM;
 	}
 	o->o_next = NULL;
@@ -1268,6 +1309,24 @@ static struct cs_byid *byid(struct dlmd_cluster *cs, uint32_t id, bool create)
 	return &cs->cs_byid[cs->cs_nbyid++];
 }
 
+/* Room for n ids in *ids without a realloc later. */
+static bool ids_reserve(uint32_t **ids, unsigned int *cap, unsigned int n)
+{
+	unsigned int nc = *cap ? *cap : 4;
+	uint32_t *p;
+
+	if (n <= *cap)
+		return true;
+	while (nc < n)
+		nc *= 2;
+	p = realloc(*ids, nc * sizeof(*p));
+	if (!p)
+		return false;
+	*ids = p;
+	*cap = nc;
+	return true;
+}
+
 static bool le_add(struct dlmd_cluster *cs, struct cs_lsent *le, uint32_t id)
 {
 	struct cs_byid *bi = byid(cs, id, true);
@@ -1289,6 +1348,15 @@ static bool le_add(struct dlmd_cluster *cs, struct cs_lsent *le, uint32_t id)
 		return false;
 	}
 	bi->bi_ls[bi->bi_n++] = le;
+	/* a member's failure is recorded when memory may be short (a
+	 * confchg under memory pressure: le_failed_add failed there, seen
+	 * in tests/test-cluster-recfaults.sh): room for it now */
+	if (!ids_reserve(&le->le_failed, &le->le_cfailed,
+			 le->le_nmembers + le->le_nfailed) ||
+	    !ids_reserve(&le->le_dfailed, &le->le_cdfailed,
+			 le->le_nmembers + le->le_nfailed))
+		log_warn("lockspace %s: no room reserved for its members' "
+			 "failures (out of memory)", le->le_name);
 	return true;
 }
 
@@ -1490,9 +1558,16 @@ static int send_start(struct dlmd_cluster_ls *cl)
 	memcpy(st.st_prev, cl->cl_prev, cl->cl_nprev * sizeof(uint32_t));
 	len = dlmd_cm_start_encode(buf, &h, &st);
 	if (!len || out_queue(cs, buf, len)) {
-		log_err("lockspace %s: cannot send START; trying again",
-			cl->cl_dl->dl_name);
+		/* retried every MCAST_RETRY_MS: said once, not each time */
+		if (!cl->cl_start_fails++)
+			log_err("lockspace %s: cannot send START; trying again "
+				"every %u ms", cl->cl_dl->dl_name, MCAST_RETRY_MS);
 		return -ENOMEM;
+	}
+	if (cl->cl_start_fails) {
+		log_notice("lockspace %s: START sent after %u attempts",
+			   cl->cl_dl->dl_name, cl->cl_start_fails + 1);
+		cl->cl_start_fails = 0;
 	}
 	log_debug("lockspace %s: START sent for change %u (last event %u)",
 		  cl->cl_dl->dl_name, cl->cl_change_seq, cl->cl_last_event);
@@ -2563,6 +2638,50 @@ static uint32_t view_of(const struct cpg_address *m, size_t n)
 	return h;
 }
 
+/* Does a process of node id 'id' that we knew before this confchg stay
+ * a member in it?  (A process of 'id' that leaves meanwhile was its
+ * second dlmd; a new one joining in the same confchg does not count.) */
+static bool first_stays(struct dlmd_cluster *cs,
+			const struct cpg_address *members, size_t nmembers,
+			const struct cpg_address *joined, size_t njoined,
+			uint32_t id)
+{
+	for (size_t k = 0; k < nmembers; k++) {
+		const struct cs_daemon *dm;
+		bool new = false;
+
+		if (members[k].nodeid != id)
+			continue;
+		for (size_t j = 0; j < njoined; j++)
+			if (joined[j].nodeid == id && joined[j].pid == members[k].pid)
+				new = true;
+		dm = new ? NULL : dm_find(cs, id, members[k].pid);
+		if (dm && dm->dm_known)
+			return true;
+	}
+	return false;
+}
+
+/* ONE DLMD PER NODE ID: is another process of m's node id, one we know
+ * (or ourselves), still a member?  Then m is a second dlmd of the node,
+ * and the node's lockspaces are known all the same. */
+static bool first_known(const struct dlmd_cluster *cs,
+			const struct cpg_address *members, size_t nmembers,
+			const struct cpg_address *m)
+{
+	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+		const struct cs_daemon *dm = &cs->cs_dm[i];
+
+		if (dm->dm_id != m->nodeid || dm->dm_pid == m->pid || !dm->dm_known)
+			continue;
+		for (size_t k = 0; k < nmembers; k++)
+			if (members[k].nodeid == dm->dm_id &&
+			    members[k].pid == dm->dm_pid)
+				return true;
+	}
+	return false;
+}
+
 /*
  * The lockspace side of a daemon group confchg (after the daemon group's
  * own rules in daemon_confchg): daemons that left leave every lockspace
@@ -2587,7 +2706,11 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		unsigned int nown;
 		bool had;
 
-		if (!dm || id == d->d_nodeid)
+		/* (a second dlmd of a node whose first is still a member,
+		 * ours included: no failure, nothing of it in a lockspace;
+		 * every member skips it alike, ONE DLMD PER NODE ID) */
+		if (!dm || id == d->d_nodeid ||
+		    first_stays(cs, members, nmembers, joined, njoined, id))
 			continue;
 		/* its records of our own failure go with it */
 		for (unsigned int b = 0; cs->cs_nclaims && b < LS_HASH; b++) {
@@ -2675,7 +2798,8 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 			ndm[nn].dm_pid = members[i].pid;
 			ndm[nn].dm_known = self;
 			if (!self && cs->cs_nsync_j < DLM_MAX_NODES &&
-			    !id_in(cs->cs_sync_j, cs->cs_nsync_j, members[i].nodeid))
+			    !id_in(cs->cs_sync_j, cs->cs_nsync_j, members[i].nodeid) &&
+			    !first_known(cs, members, nmembers, &members[i]))
 				cs->cs_sync_j[cs->cs_nsync_j++] = members[i].nodeid;
 		}
 		nn++;
@@ -2767,19 +2891,84 @@ static bool majority_side(const struct dlmd_cluster *cs, const uint32_t *ids,
 	       id_in(ids, n, cs->cs_tiebreak);
 }
 
+/* Was process (id, pid) in the daemon group before this confchg? */
+static bool was_member(const struct cpg_address *joined, size_t njoined,
+		       uint32_t id, uint32_t pid)
+{
+	for (size_t j = 0; j < njoined; j++)
+		if (joined[j].nodeid == id && joined[j].pid == pid)
+			return false;
+	return true;
+}
+
+/* ONE DLMD PER NODE ID.  True when we must stop: another process of our
+ * node id was a member before our first confchg, or joined with us and
+ * has the lower pid.  Otherwise every second process of a node id that
+ * joins (one of that id was a member before it, or joined with it with
+ * a lower pid) is logged. */
+static bool dup_node_id(struct dlmd_cluster *cs, const struct cpg_address *members,
+			size_t nmembers, const struct cpg_address *joined,
+			size_t njoined)
+{
+	uint32_t me = cs->cs_d->d_nodeid, self = cs->cs_self_pid;
+
+	if (!self) {
+		/* our first confchg: our join is in it (see daemon_confchg_ls) */
+		for (size_t i = 0; i < njoined; i++)
+			if (joined[i].nodeid == me &&
+			    (!self || joined[i].pid == (uint32_t)getpid()))
+				self = joined[i].pid;
+		for (size_t i = 0; self && i < nmembers; i++) {
+			if (members[i].nodeid != me || members[i].pid == self ||
+			    (!was_member(joined, njoined, me, members[i].pid) &&
+			     members[i].pid > self))
+				continue;
+			log_err("daemon group: node %u already has a dlmd (CPG pid "
+				"%u) in the daemon group: two dlmds with one node id "
+				"(a second dlm.conf on this host?); this one (CPG pid "
+				"%u) stops", me, members[i].pid, self);
+			return true;
+		}
+	}
+	for (size_t i = 0; i < njoined; i++) {
+		uint32_t id = joined[i].nodeid, pid = joined[i].pid;
+
+		if (id == me && pid == self)
+			continue;
+		for (size_t k = 0; k < nmembers; k++) {
+			if (members[k].nodeid != id || members[k].pid == pid ||
+			    (!was_member(joined, njoined, id, members[k].pid) &&
+			     members[k].pid > pid))
+				continue;
+			log_err("daemon group: a second dlmd of node %u (CPG pid %u) "
+				"joined beside %s (CPG pid %u): two dlmds with one "
+				"node id; the newer one must stop", id, pid,
+				id == me ? "ours" : "its first", members[k].pid);
+			break;
+		}
+	}
+	return false;
+}
+
 static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			   const struct cpg_address *members, size_t nmembers,
 			   const struct cpg_address *left, size_t nleft,
 			   const struct cpg_address *joined, size_t njoined)
 {
 	struct dlmd_cluster *cs = NULL;
-	uint32_t ids[DLM_MAX_NODES];
+	uint32_t ids[DLM_MAX_NODES] = { 0 };	/* (gcc: maybe uninitialized) */
 	unsigned int n = 0;
 	char m[IDS_TEXT_LEN];
 	bool majority;
 
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
 		return;
+	if (dup_node_id(cs, members, nmembers, joined, njoined)) {
+		cs->cs_dup_stop = true;
+		cs->cs_d->d_exit_code = 1;
+		qb_loop_stop(cs->cs_d->d_loop);
+		return;
+	}
 	for (size_t i = 0; i < nmembers && n < DLM_MAX_NODES; i++)
 		if (!id_in(ids, n, members[i].nodeid))
 			ids[n++] = members[i].nodeid;
@@ -2792,6 +2981,12 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 	majority = majority_side(cs, ids, n);
 	fmt_ids(m, sizeof(m), ids, n);
 	log_info("daemon group members [%s]", m);
+	/* our first confchg: the daemons there before us are incarnations
+	 * fencing sees join here (fence.c: one that our fence command
+	 * killed, leaving afterwards, is not fenced again) */
+	if (!cs->cs_self_pid)
+		for (unsigned int i = 0; i < n; i++)
+			dlmd_fence_node_joined(cs->cs_d, ids[i]);
 	for (size_t i = 0; i < njoined; i++) {
 		uint32_t id = joined[i].nodeid;
 		char why[128];

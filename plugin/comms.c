@@ -85,8 +85,12 @@
  * same table (cu_flush: dlmd_flush() of plugin/engine.c).
  *
  * dlmd_comms_node_reset() when a node's daemon left the cluster: its queue
- * and sequence state are dropped and the node is added again, so the next
- * incarnation of that daemon starts a new lowcomms epoch.
+ * and sequence state are dropped and it starts a new lowcomms epoch, in
+ * place (lc_node_renew: it allocates nothing), so the next incarnation of
+ * that daemon starts afresh.  (A remove and an add again failed, out of
+ * memory, at the add: the node was gone from the table and its next
+ * daemon was refused as "not a cluster node address" until the others
+ * removed this one as unreachable; tests/test-cluster-recfaults.sh.)
  *
  * Metrics: each node of the table has a struct dlmd_peer_metrics in
  * cm_peers (made when the node is added, kept across its resets so its
@@ -646,13 +650,16 @@ void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
 	/* its message not taken goes with what it had in flight */
 	if (peer(cm, nodeid) && peer(cm, nodeid)->pm_held_since)
 		unhold(cm, peer(cm, nodeid), "dropped: its daemon left");
-	rv = lc_node_remove(cm->cm_lc, nodeid);
+	/* in place: a remove and an add could find no memory for the add,
+	 * and the node's next daemon would be refused for good */
+	rv = lc_node_renew(cm->cm_lc, nodeid);
 	if (rv && rv != -ENOENT)
-		log_warn("comms: cannot remove node %u: %s", nodeid, strerror(-rv));
+		log_warn("comms: cannot reset node %u: %s", nodeid, strerror(-rv));
 	else
 		log_info("comms: node %u's daemon left: connection state dropped",
 			 nodeid);
-	dlmd_comms_node_add(d, nodeid, addrs, naddrs);
+	if (rv == -ENOENT)
+		dlmd_comms_node_add(d, nodeid, addrs, naddrs);
 	comms_rearm(cm);
 }
 

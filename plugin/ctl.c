@@ -53,9 +53,27 @@ struct dlmd_ctl_conn {
 	char			cc_req[CTL_REQ_MAX + 1];
 	size_t			cc_reqlen;
 	char			*cc_out;
+	bool			cc_out_lent;	/* cc_out is ctl_out_spare */
 	size_t			cc_outlen;
 	size_t			cc_outoff;
 };
+
+/*
+ * OUT OF MEMORY.  A daemon short of memory is when an operator asks what
+ * it does (comms.c's HOLD shows in "status"), so the control socket
+ * answers then too, one connection at a time: a connection that cannot
+ * be allocated is ctl_conn_spare, and a reply or its body that cannot
+ * grow goes on in a static buffer lent to it (struct dlmd_sbuf's
+ * sb_spare): the body's is needed only while the verb runs, the reply's
+ * until it is written.  A reply that does not fit either is not sent
+ * (the connection closes, as before).
+ */
+#define CTL_SPARE_LEN	(64 * 1024)
+static struct dlmd_ctl_conn ctl_conn_spare;
+static bool ctl_conn_spare_busy;
+static char ctl_body_spare[CTL_SPARE_LEN];
+static char ctl_out_spare[CTL_SPARE_LEN];
+static bool ctl_out_spare_busy;
 
 void dlmd_sb_printf(struct dlmd_sbuf *sb, const char *fmt, ...)
 {
@@ -82,8 +100,18 @@ void dlmd_sb_printf(struct dlmd_sbuf *sb, const char *fmt, ...)
 
 		while (cap < sb->sb_len + (size_t)n + 1)
 			cap *= 2;
-		char *s = realloc(sb->sb_s, cap);
+		char *s = sb->sb_lent ? NULL : realloc(sb->sb_s, cap);
 
+		if (!s && !sb->sb_lent && sb->sb_spare &&
+		    sb->sb_spare_cap >= sb->sb_len + (size_t)n + 1) {
+			/* out of memory: on in the lent buffer */
+			if (sb->sb_len)
+				memcpy(sb->sb_spare, sb->sb_s, sb->sb_len);
+			free(sb->sb_s);
+			s = sb->sb_spare;
+			cap = sb->sb_spare_cap;
+			sb->sb_lent = true;
+		}
 		if (!s) {
 			sb->sb_oom = true;
 			return;
@@ -91,6 +119,13 @@ void dlmd_sb_printf(struct dlmd_sbuf *sb, const char *fmt, ...)
 		sb->sb_s = s;
 		sb->sb_cap = cap;
 	}
+}
+
+void dlmd_sb_free(struct dlmd_sbuf *sb)
+{
+	if (!sb->sb_lent)
+		free(sb->sb_s);
+	sb->sb_s = NULL;
 }
 
 void dlmd_json_str(struct dlmd_sbuf *sb, const char *s)
@@ -604,7 +639,8 @@ static const struct ctl_verb verbs[] = {
 
 static void ctl_execute(struct dlmd *d, char *line, struct dlmd_sbuf *out)
 {
-	struct dlmd_sbuf body = { 0 };
+	struct dlmd_sbuf body = { .sb_spare = ctl_body_spare,
+				  .sb_spare_cap = sizeof(ctl_body_spare) };
 	const struct ctl_verb *v = NULL;
 	char *arg = strchr(line, ' ');
 	int rv;
@@ -641,7 +677,7 @@ static void ctl_execute(struct dlmd *d, char *line, struct dlmd_sbuf *out)
 		dlmd_sb_printf(out, "ERR %d %s\n", -rv, strerror(-rv));
 	else
 		dlmd_sb_printf(out, "OK\n%s", body.sb_s ? body.sb_s : "");
-	free(body.sb_s);
+	dlmd_sb_free(&body);
 }
 
 /* One request line (without its newline) answered as the socket would
@@ -675,8 +711,14 @@ static void ctl_close(struct dlmd_ctl_conn *cc)
 	}
 	qb_loop_poll_del(d->d_loop, cc->cc_fd);
 	close(cc->cc_fd);
-	free(cc->cc_out);
-	free(cc);
+	if (cc->cc_out_lent)
+		ctl_out_spare_busy = false;
+	else
+		free(cc->cc_out);
+	if (cc == &ctl_conn_spare)
+		ctl_conn_spare_busy = false;
+	else
+		free(cc);
 }
 
 int dlmd_send_rest(int fd, const char *buf, size_t len, size_t *off)
@@ -714,6 +756,11 @@ static int ctl_ready(int32_t fd, int32_t revents, void *data)
 	char *nl;
 	ssize_t n;
 
+	if (!ctl_out_spare_busy) {
+		out.sb_spare = ctl_out_spare;
+		out.sb_spare_cap = sizeof(ctl_out_spare);
+	}
+
 	if (cc->cc_out) {
 		ctl_write(cc);
 		return 0;
@@ -738,11 +785,14 @@ static int ctl_ready(int32_t fd, int32_t revents, void *data)
 		ctl_execute(cc->cc_d, cc->cc_req, &out);
 	}
 	if (out.sb_oom || !out.sb_s) {
-		free(out.sb_s);
+		dlmd_sb_free(&out);
 		ctl_close(cc);
 		return 0;
 	}
 	cc->cc_out = out.sb_s;
+	cc->cc_out_lent = out.sb_lent;
+	if (out.sb_lent)
+		ctl_out_spare_busy = true;
 	cc->cc_outlen = out.sb_len;
 	ctl_write(cc);
 	return 0;
@@ -794,6 +844,12 @@ static int ctl_accept(int32_t fd, int32_t revents, void *data)
 	if (cfd < 0)
 		return 0;
 	cc = calloc(1, sizeof(*cc));
+	if (!cc && !ctl_conn_spare_busy) {
+		/* OUT OF MEMORY: the spare */
+		cc = &ctl_conn_spare;
+		memset(cc, 0, sizeof(*cc));
+		ctl_conn_spare_busy = true;
+	}
 	if (!cc) {
 		close(cfd);
 		return 0;
@@ -802,7 +858,10 @@ static int ctl_accept(int32_t fd, int32_t revents, void *data)
 	cc->cc_fd = cfd;
 	if (qb_loop_poll_add(d->d_loop, QB_LOOP_LOW, cfd, POLLIN, cc, ctl_ready)) {
 		close(cfd);
-		free(cc);
+		if (cc == &ctl_conn_spare)
+			ctl_conn_spare_busy = false;
+		else
+			free(cc);
 		return 0;
 	}
 	cc->cc_next = d->d_ctl_conns;

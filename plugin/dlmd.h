@@ -496,9 +496,17 @@ struct dlmd_sbuf {
 	size_t	sb_len;
 	size_t	sb_cap;
 	bool	sb_oom;		/* an allocation failed: sb_s is incomplete */
+	/* a buffer the caller lends for when growing fails (out of
+	 * memory: the control socket still answers); sb_lent once sb_s is
+	 * it: then sb_s is not the caller's to free (dlmd_sb_free) */
+	char	*sb_spare;
+	size_t	sb_spare_cap;
+	bool	sb_lent;
 };
 void dlmd_sb_printf(struct dlmd_sbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Free sb_s unless it is the lent buffer. */
+void dlmd_sb_free(struct dlmd_sbuf *sb);
 /* s as a JSON string, quotes included. */
 void dlmd_json_str(struct dlmd_sbuf *sb, const char *s);
 /* Write buf[*off..len) to the non-blocking fd as far as it takes it,

@@ -230,8 +230,10 @@
  *    not count that fencing and fence it once more.  A node fenced
  *    while its dlmd is still in the group, which leaves it after the
  *    fencing ends, is not fenced again by the fencer or by those that
- *    counted its DONE: its incarnation (the time of its latest join)
- *    was the one the claim was taken against (fn_fenced_joined_at).
+ *    counted its DONE: its incarnation (the time of its latest join,
+ *    or of our own join for one in the group before us: cluster.c
+ *    reports those too) was the one the claim was taken against
+ *    (fn_fenced_joined_at).
  *    A daemon that only learned of the failure (fn_learned), or a
  *    fencing by pacemaker or fence_ack, does not know which incarnation
  *    it stopped and records the leave as a new failure.

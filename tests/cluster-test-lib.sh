@@ -75,6 +75,40 @@ up_cluster() {
 	chmod 777 "$dir/logs" "$dir/counters"
 }
 
+# short_of_memory K EVERY: from here on node K's dlmd, however
+# dlm-cluster (re)starts it, fails one allocation of its own in EVERY
+# while $dir/malloc-some exists and every one while $dir/malloc-all does
+# (tests/malloc-fail.c preloaded, as a cgroup at its MemoryMax does; not
+# its libraries': libqb asserts when some of its own fail).  A
+# sanitizer's allocator cannot be replaced by a preloaded library: in
+# such a build (asan=1 after this) dlmd fails its engine's allocations
+# itself on the same files (plugin/engine.c test_alloc_setup, such builds
+# only).  DLMD becomes a wrapper in $dir; call it before up_cluster.
+short_of_memory() {
+	som_real=$(cd "$(dirname "$DLMD")" && pwd)/$(basename "$DLMD")
+	som_shim=$top_builddir/tests/.libs/malloc-fail.so
+	asan=
+	nm "$som_real" 2>/dev/null | grep -q __asan_init && asan=1
+	if [ -n "$asan" ]; then
+		som_env="DLMD_TEST_ALLOC_FAIL_EVERY=$2 DLMD_TEST_ALLOC_FAIL_FILE=$dir/malloc-some DLMD_TEST_ALLOC_FAIL_ALL_FILE=$dir/malloc-all"
+	elif [ -r "$som_shim" ]; then
+		som_env="MALLOC_FAIL_EVERY=$2 MALLOC_FAIL_FILE=$dir/malloc-some MALLOC_FAIL_ALL_FILE=$dir/malloc-all MALLOC_FAIL_CALLER=program LD_PRELOAD=$(cd "$(dirname "$som_shim")" && pwd)/$(basename "$som_shim")"
+	else
+		fail "no $som_shim (make check builds it)"
+		exit 1
+	fi
+	cat >"$dir/dlmd" <<EOF
+#!/bin/sh
+case "\$*" in
+*/n$1/dlm.conf*) exec env $som_env "$som_real" "\$@" ;;
+esac
+exec "$som_real" "\$@"
+EOF
+	chmod +x "$dir/dlmd"
+	DLMD=$dir/dlmd
+	export DLMD
+}
+
 # say TEXT: TEXT and the seconds since t_start (set before sourcing
 # this file, or here)
 : "${t_start:=$(date +%s)}"

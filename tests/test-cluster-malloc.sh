@@ -33,48 +33,13 @@ LS=malloctest
 NRES=8
 MALLOC_EVERY=${MALLOC_EVERY:-40}
 WORK_MS=${CLUSTER_TEST_WORK_MS:-30000}
-SHIM=$top_builddir/tests/.libs/malloc-fail.so
-
-# A sanitizer's allocator cannot be replaced by a preloaded library:
-# there, dlmd (plugin/engine.c test_alloc_setup, in such builds only)
-# fails its engine's allocations itself, on the same files.
-asan=
-nm "$DLMD" 2>/dev/null | grep -q __asan_init && asan=1
-[ -n "$asan" ] || [ -r "$SHIM" ] ||
-	{ echo "FAIL: no $SHIM (make check builds it)" >&2; exit 1; }
 
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
-# node 3's dlmd (the one whose dlm.conf is under n3/) gets the library
-real_dlmd=$(cd "$(dirname "$DLMD")" && pwd)/$(basename "$DLMD")
-[ -n "$asan" ] || shim=$(cd "$(dirname "$SHIM")" && pwd)/$(basename "$SHIM")
-if [ -n "$asan" ]; then
+# node 3's dlmd (the one whose dlm.conf is under n3/) short of memory
+short_of_memory 3 "$MALLOC_EVERY"
+[ -n "$asan" ] &&
 	echo "   (a sanitizer build: node 3's engine allocations fail, not all of dlmd's)"
-cat >"$dir/dlmd" <<EOF
-#!/bin/sh
-case "\$*" in
-*/n3/dlm.conf*)
-	DLMD_TEST_ALLOC_FAIL_EVERY=$MALLOC_EVERY \\
-		DLMD_TEST_ALLOC_FAIL_FILE=$dir/malloc-some \\
-		DLMD_TEST_ALLOC_FAIL_ALL_FILE=$dir/malloc-all \\
-		exec "$real_dlmd" "\$@" ;;
-esac
-exec "$real_dlmd" "\$@"
-EOF
-else
-cat >"$dir/dlmd" <<EOF
-#!/bin/sh
-case "\$*" in
-*/n3/dlm.conf*)
-	MALLOC_FAIL_EVERY=$MALLOC_EVERY MALLOC_FAIL_FILE=$dir/malloc-some \\
-		MALLOC_FAIL_ALL_FILE=$dir/malloc-all MALLOC_FAIL_CALLER=program \\
-		LD_PRELOAD=$shim exec "$real_dlmd" "\$@" ;;
-esac
-exec "$real_dlmd" "\$@"
-EOF
-fi
-chmod +x "$dir/dlmd"
-export DLMD="$dir/dlmd"
 export DLM_CLUSTER_FENCING=off
 export DLM_CLUSTER_LOG_LEVEL=info
 # node 1 waits on node 3's acks through phase B: not "unreachable"

@@ -20,6 +20,7 @@
 #define qb_loop_job_del		fake_qb_loop_job_del
 #define qb_loop_timer_add	fake_qb_loop_timer_add
 #define qb_loop_timer_del	fake_qb_loop_timer_del
+#define qb_loop_stop		fake_qb_loop_stop
 #define dlm_core_ls_stop	fake_ls_stop
 #define dlm_core_ls_start	fake_ls_start
 #define dlm_core_ls_finish	fake_ls_finish
@@ -226,6 +227,13 @@ int32_t fake_qb_loop_timer_add(qb_loop_t *l, enum qb_loop_priority p,
 	jobs[njobs].timer = *t = next_timer++;
 	njobs++;
 	return 0;
+}
+
+static unsigned int loop_stops;	/* fake_qb_loop_stop calls */
+
+void fake_qb_loop_stop(qb_loop_t *l)
+{
+	loop_stops++;
 }
 
 int32_t fake_qb_loop_timer_del(qb_loop_t *l, qb_loop_timer_handle t)
@@ -1639,6 +1647,49 @@ static void test_unreach_heal(void **state)
 
 /* The UNREACH codec: what it accepts encodes back the same; ids out of
  * order, repeated or 0, flags, and a length off its count are refused. */
+/* ONE DLMD PER NODE ID: a second dlmd of node 1 (slot 2) joins while L
+ * runs on nodes 1 and 2.  It stops at its first confchg, having sent
+ * nothing; nodes 1 and 2 log it, and neither its join (a sync it never
+ * answers) nor its leave (proc-down, as if killed) restarts L or takes
+ * node 1 for failed. */
+static void test_dup_node_id(void **state)
+{
+	struct cpg_address j, l;
+	unsigned int ev, stops = loop_stops;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(0, "L");
+	ls_create(1, "L");
+	settle();
+	assert_true(ls_running(0, "L"));
+	ev = ls_of(0, "L")->core.event;
+
+	node_init(2, 1);
+	j = (struct cpg_address){ 1, sim[2].pid, CPG_REASON_JOIN };
+	confchg(NULL, 0, &j, 1);
+	assert_true(sim[2].d.d_cluster->cs_dup_stop);
+	assert_int_equal(sim[2].d.d_exit_code, 1);
+	assert_int_equal(loop_stops, stops + 1);
+	assert_true(logged(2, "node 1 already has a dlmd"));
+	assert_true(logged(0, "a second dlmd of node 1"));
+	assert_true(logged(1, "a second dlmd of node 1"));
+	for (unsigned int k = 0; k < nmsgs; k++)
+		assert_int_not_equal(msgs[k].pid, sim[2].pid);
+	settle();
+	l = (struct cpg_address){ 1, sim[2].pid, CPG_REASON_PROCDOWN };
+	node_free(2);
+	confchg(&l, 1, NULL, 0);
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.event, ev);
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+	}
+	assert_false(logged(1, "fencing"));
+}
+
 static void test_unreach_codec(void **state)
 {
 	unsigned char buf[CM_MAX_LEN];
@@ -1716,6 +1767,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unreach_majority, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unreach_heal, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_dup_node_id, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unreach_codec, setup,
 						teardown),

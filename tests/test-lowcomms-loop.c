@@ -695,6 +695,45 @@ static void test_remove_and_readd(void **state)
 	h_world_free(w);
 }
 
+/* Node 2 renews node 1 in place (dlmd: node 1's daemon left) while it
+ * holds node 1: no allocation (dlmd does it short of memory: a remove
+ * and an add could fail at the add), the hold goes, and both directions
+ * carry on under a new epoch, as after a remove and an add. */
+static void test_renew(void **state)
+{
+	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
+	struct h_ep *rx = &w->w_eps[1];
+	struct lc_stats st;
+	unsigned long calls0;
+	uint64_t end = h_now_ms() + WAIT_MS;
+
+	(void)state;
+	assert_int_equal(h_send(w, 0, 1, 300), 300);
+	assert_int_equal(h_send(w, 1, 0, 300), 300);
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	rx->ep_refuse_at = 0;
+	rx->ep_refuse_left = 1;
+	assert_int_equal(h_send(w, 0, 1, 10), 10);
+	while (!lc_node_held(rx->ep_lc, 1) && h_now_ms() < end)
+		h_poll(w, 5);
+	assert_true(lc_node_held(rx->ep_lc, 1));
+	calls0 = malloc_calls;
+	assert_int_equal(lc_node_renew(rx->ep_lc, 1), 0);
+	assert_int_equal(malloc_calls, calls0);
+	assert_false(lc_node_held(rx->ep_lc, 1));
+	assert_int_equal(lc_queue_len(rx->ep_lc, 1), 0);
+	assert_int_equal(lc_node_renew(rx->ep_lc, 7), -ENOENT);
+
+	assert_int_equal(h_send(w, 0, 1, 300), 300);
+	assert_int_equal(h_send(w, 1, 0, 300), 300);
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	assert_int_equal(rx->ep_rx_total, 300 + 10 + 300);	/* none twice */
+	lc_get_stats(w->w_eps[0].ep_lc, &st);
+	assert_int_equal(st.st_peer_restarts, 1);
+	assert_clean(w);
+	h_world_free(w);
+}
+
 /* The application refuses a message (out of memory) three times: the
  * node is held, nothing later from it is delivered while it is, and
  * each lc_node_resume() offers that message again first; in the end
@@ -1037,6 +1076,7 @@ int main(void)
 		cmocka_unit_test(test_backpressure_and_remove),
 		cmocka_unit_test(test_remove_and_readd),
 		cmocka_unit_test(test_hold_and_resume),
+		cmocka_unit_test(test_renew),
 		cmocka_unit_test(test_handshake_timeout),
 		cmocka_unit_test(test_prehello_bound),
 		cmocka_unit_test(test_peer_comes_up_late),
