@@ -235,6 +235,9 @@ enum dlm_core_fault {
 	DLM_FAULT_REMASTER_DIR_ANSWER,	/* the directory answers the lookup of
 					   the node its record names from the
 					   record, not after the DIR_MOVE */
+	DLM_FAULT_REMASTER_DIR_UNACKED,	/* a new master moves a resource on
+					   before the directory node took its
+					   DIR_MOVE */
 };
 
 /* ---------------------------------------------------------------------

@@ -194,6 +194,9 @@ struct dlm_unlock_lvb {
 #define RESF_RC_DROP		0x800	/* recovery: its lookup was in flight at
 					 * the stop (recover.c, PARTIAL
 					 * DIRECTORY) */
+#define RESF_DIR_UNACKED	0x1000	/* remaster.c: moved here, our DIR_MOVE
+					 * not acknowledged yet (no move away
+					 * meanwhile) */
 #define RESF_DIR		0x200	/* it is its own directory record:
 					 * master us, confirmed in res_de_event
 					 * (resource.c, "Directory records") */

@@ -58,8 +58,11 @@
  *      it can (nothing, normally: M's queues were settled) and tells the
  *      directory node D: DIR_MOVE(R, from M to N).
  *   D: on DIR_MOVE records N if the record names M (the sender's view of
- *      the old master in m_nodeid) or is missing; a DIR_MOVE from before
- *      a recovery (m_gen) is dropped, the rebuilt directory is right.
+ *      the old master in m_nodeid) or is missing, and answers N (a
+ *      DIR_MOVE with DLM_MF_DIR_ACK); a DIR_MOVE from before a recovery
+ *      (m_gen) is dropped, the rebuilt directory is right.  Until the
+ *      answer N does not move R on (movable(), RESF_DIR_UNACKED; "As
+ *      built", the directory).
  *
  * Invariant: at every instant at most one node grants on R.  M grants
  * until it sends MIGRATE and never after (its copy is not master); N
@@ -376,10 +379,29 @@
  *       Left: a third node X that D answers "M" (the record) meanwhile
  *       sends its request to M, which, with no copy, refuses it without
  *       a hint; X looks up again, and bounces so until the DIR_MOVE
- *       lands (no safety matter: nobody grants; as before).  Two
- *       DIR_MOVEs of successive moves (M to N, N to P) reaching D out of
- *       order leave a record naming N; the residence time makes that
- *       unlikely, and the sims have not shown it; not closed.
+ *       lands (no safety matter: nobody grants; as before).
+ *       Two DIR_MOVEs of successive moves (M to N, then N to P) travel
+ *       on two links, N to D and P to D, and may reach D out of order:
+ *       P's first, refused (the record names M, not N), then N's, taken,
+ *       left a record naming N while P mastered R (dlm-sim --remaster
+ *       --repoint --rehot 4 --ops 600 --dir-lag 500 seed 3: "moved from
+ *       5 to 4, but its master is 6").  Then P's REMOVE is ignored, the
+ *       record outlives R, and N's own later lookup waits for ever in
+ *       dlm_dir_hold_lookup (the record names N).  The residence time
+ *       made it unlikely, never impossible: a DIR_MOVE may wait on a slow
+ *       link for longer than remaster_ticks.  Now D answers each DIR_MOVE
+ *       it takes (DLM_MF_DIR_ACK, to the new master), and N keeps
+ *       RESF_DIR_UNACKED, which movable() refuses, until that answer: so
+ *       D has taken N's DIR_MOVE before P can exist, and P's comes after
+ *       it.  One DIR_MOVE per resource is in flight at any time.  A
+ *       recovery forgets the mark (repoint_recover): N's DIR_MOVE or the
+ *       answer was dropped as stale, and the rebuild, whole after any
+ *       remastering message (recover.c, PARTIAL DIRECTORY), has R from
+ *       N's registration.  No wire change but the flag: an engine
+ *       without it would refuse the answer (-EINVAL, logged) and never
+ *       send one, so N would not move R on again; mixed engines are not
+ *       supported anyway (wire.h).  Broken variant remaster-dir-unacked
+ *       (moves on without the answer) in sim-broken.test.
  *     - The queues N builds from the records are in M's order exactly:
  *       a lock's HEADQUE is not honoured again (seed 3172, --nodes 6:
  *       two conversions swapped waited for each other for ever).
@@ -522,6 +544,11 @@ static bool movable(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 	if (!dlm_ls_running(ls) || !is_root_rsb(r) || !is_master(r) ||
 	    (r->res_flags & RESF_LOOKUP) || !dlm_list_empty(&r->res_lookupq) ||
 	    node == dlm_our_nodeid(ls) || !dlm_ls_is_member(ls, node))
+		return false;
+	/* our DIR_MOVE not taken yet: a move now would send a second one
+	 * that may reach the directory node first ("The directory") */
+	if ((r->res_flags & RESF_DIR_UNACKED) &&
+	    ls->ls_core->core_fault != DLM_FAULT_REMASTER_DIR_UNACKED)
 		return false;
 	for (i = 0; i < 3; i++) {
 		const struct dlm_list *pos;
@@ -1021,6 +1048,7 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 		d.m_keylen = r->res_keylen;
 		d.m_nodeid = m->m_from;
 		dlm_send_msg(ls, &d, dlm_dir_nodeid(ls, hash));
+		r->res_flags |= RESF_DIR_UNACKED;	/* until the answer */
 	}
 	send_repoints(ls, r);
 	dlm_grant_pending(r);
@@ -1219,9 +1247,38 @@ void dlm_remaster_free_ls(struct dlm_ls *ls)
 	dlm_held_drop(&ls->ls_rm_held, ls, NULL);
 }
 
+/* The directory node took DIR_MOVE m: tell its sender, the new master,
+ * which may move the resource on from now ("The directory"). */
+static void dir_ack(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_msg a;
+
+	dlm_msg_init(&a, DLM_MSG_DIR_MOVE);
+	a.m_key = m->m_key;
+	a.m_keylen = m->m_keylen;
+	a.m_nodeid = m->m_from;
+	a.m_flags = DLM_MF_DIR_ACK;
+	dlm_send_msg(ls, &a, m->m_from);
+}
+
+/* The directory node's answer to our DIR_MOVE. */
+static int dir_acked(struct dlm_ls *ls, const struct dlm_msg *m,
+		     uint32_t hash)
+{
+	struct dlm_rsb *r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
+
+	if (m->m_nodeid != dlm_our_nodeid(ls) ||
+	    m->m_from != dlm_dir_nodeid(ls, hash))
+		return -EINVAL;
+	if (r)
+		r->res_flags &= ~RESF_DIR_UNACKED;
+	return 0;
+}
+
 int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 {
 	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
+	int rv;
 
 	/* a move's halves may reach the directory and the new master apart:
 	 * only a full rebuild repairs that (recover.c, PARTIAL DIRECTORY) */
@@ -1248,11 +1305,16 @@ int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 	default:
 		break;
 	}
+	if (m->m_flags & DLM_MF_DIR_ACK)
+		return dir_acked(ls, m, hash);
 	if (dlm_dir_nodeid(ls, hash) != dlm_our_nodeid(ls) ||
 	    m->m_key[0] == DLM_KEY_DIGEST_MARK || 1u + m->m_key[0] != m->m_keylen)
 		return -EINVAL;
 	/* -ENOMEM: not taken, offered again (core.h) */
-	return dir_move(ls, m->m_key, m->m_keylen, hash, m->m_nodeid, m->m_from);
+	rv = dir_move(ls, m->m_key, m->m_keylen, hash, m->m_nodeid, m->m_from);
+	if (!rv)
+		dir_ack(ls, m);
+	return rv;
 }
 
 /* Is held message m a record of the resource MIGRATE or MOVED mm moves,
@@ -1324,6 +1386,10 @@ static void repoint_recover(struct dlm_ls *ls)
 		struct dlm_list *pos;
 		int k;
 
+		/* our DIR_MOVE lost or dropped as stale: the directory is
+		 * rebuilt whole (a remastering message was handled since
+		 * the last rebuild), from our registration */
+		r->res_flags &= ~RESF_DIR_UNACKED;
 		for_each_queued(r, k, pos) {
 			struct dlm_lkb *lkb = queued(pos);
 
