@@ -505,6 +505,11 @@ int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 int dlm_dir_hold_lookup(struct dlm_ls *ls, const unsigned char *key,
 			unsigned int keylen, uint32_t hash, uint32_t requester);
 void dlm_dir_held_drop(struct dlm_ls *ls);
+void dlm_dir_held_each(struct dlm_ls *ls,
+		       void (*fn)(void *arg, const unsigned char *key,
+				  unsigned int keylen, uint32_t node),
+		       void *arg);
+int dlm_dir_held_verify(struct dlm_ls *ls, char *why, size_t whylen);
 int dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
 		 unsigned int keylen, uint32_t hash, uint32_t old,
 		 uint32_t master, uint32_t *cur);

@@ -351,7 +351,11 @@
  *       seed 182; with the protocol or without).  Now D holds a LOOKUP
  *       from the very node its record names (resource.c
  *       dlm_dir_hold_lookup) and answers it when a DIR_MOVE moves the
- *       record.  Only a move makes that case: a node never looks up a
+ *       record.  The dump lists each held lookup (dirheld "name" node
+ *       M, dump.c), and dlm_core_ls_verify checks that its record names
+ *       its requester, once per requester (resource.c
+ *       dlm_dir_held_verify; broken variant remaster-dir-keep-held).
+ *       Only a move makes that case: a node never looks up a
  *       name it masters (it has the copy), and a master that drops its
  *       copy sends REMOVE, which reaches D before any later lookup of its
  *       own (FIFO); so the record naming the asker is M's record after

@@ -2106,6 +2106,7 @@ static const struct {
 	{ "remaster-early-grant", DLM_FAULT_REMASTER_EARLY_GRANT },
 	{ "remaster-dir-answer", DLM_FAULT_REMASTER_DIR_ANSWER },
 	{ "remaster-dir-unacked", DLM_FAULT_REMASTER_DIR_UNACKED },
+	{ "remaster-dir-keep-held", DLM_FAULT_REMASTER_DIR_KEEP_HELD },
 	{ "partial-keep-dead", DLM_FAULT_PARTIAL_KEEP_DEAD },
 	{ "partial-keep-orphans", DLM_FAULT_PARTIAL_KEEP_ORPHANS },
 };
@@ -2334,7 +2335,8 @@ static void usage(FILE *out)
 		"                quecvt-ignored, waitq-pass, lose-grant,\n"
 		"                token-reset, child-local; with --remaster:\n"
 		"                remaster-no-freeze, remaster-any-owner,\n"
-		"                remaster-dir-answer, remaster-dir-unacked; with\n"
+		"                remaster-dir-answer, remaster-dir-unacked,\n"
+		"                remaster-dir-keep-held; with\n"
 		"                --repoint: remaster-skip-repoint,\n"
 		"                remaster-early-grant; with\n"
 		"                --faults: skip-purge, skip-resend, keep-dead-master,\n"
