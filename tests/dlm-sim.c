@@ -152,6 +152,20 @@ static void cb_send(void *ctx, uint32_t to, const void *buf, size_t len)
 					       type == DLM_MSG_REPOINT &&
 					       rng_pct(&sim->rng, 50) ? to :
 					       move_victim(sim, n->n_id, to));
+		/* --bounce: a third node (neither the new master sending
+		 * it nor the directory node) dies or is cut off while the
+		 * DIR_MOVE is on its way, and joins again as soon as it
+		 * may (sim-faults.c faults_step) */
+		if (sim->opts->o_bounce && sim->opts->o_faults &&
+		    type == DLM_MSG_DIR_MOVE && !sim->kill_next &&
+		    !sim->bounce_next && !sim->bounce_rejoin &&
+		    sim->nnodes >= 3 && rng_pct(&sim->rng, 70)) {
+			uint32_t third = 1 + (uint32_t)rng_below(&sim->rng,
+								 sim->nnodes);
+
+			if (third != n->n_id && third != to)
+				sim->bounce_next = (int)third;
+		}
 		/* --dir-lag: the new master's word to the directory is slow
 		 * (its link too, FIFO), so that a second move may be decided
 		 * before the first one's DIR_MOVE arrives */
@@ -2256,6 +2270,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --rehot %u", opts->o_rehot);
 		if (opts->o_dir_lag)
 			printf(" --dir-lag %u", opts->o_dir_lag);
+		if (opts->o_bounce)
+			printf(" --bounce");
 		if (opts->o_daemon_deaths)
 			printf(" --daemon-deaths");
 		if (opts->o_partitions)
@@ -2311,7 +2327,7 @@ static void usage(FILE *out)
 		"               [--faults [--daemon-deaths] [--partitions]] [--fault NAME]\n"
 		"               [--lvbseq-start Q] [--alloc-faults P] [--msg-stats]\n"
 		"               [--max-tossed K] [--remaster [--repoint] [--rehot K]\n"
-		"               [--dir-lag MS]]\n"
+		"               [--dir-lag MS] [--bounce]]\n"
 		"               [--quiet] [-v]\n"
 		"  --seeds N     run seeds 1..N, stop at the first violation (default 100)\n"
 		"  --seed S      run seed S only\n"
@@ -2374,6 +2390,9 @@ static void usage(FILE *out)
 		"                it on its link) is up to MS ms late, so that a\n"
 		"                second move may overtake the first one's\n"
 		"                notification\n"
+		"  --bounce      with --remaster --faults: at a DIR_MOVE, a third\n"
+		"                node dies (or, with --partitions, is cut off) and\n"
+		"                joins again as soon as membership settles\n"
 		"  --msg-stats   at the end, the engine messages of the passed seeds\n"
 		"                by type, and per accepted client operation\n"
 		"  --quiet       print only failures and the summary\n"
@@ -2418,6 +2437,7 @@ int main(int argc, char **argv)
 		{ "alloc-faults", required_argument, NULL, 'A' },
 		{ "rehot", required_argument, NULL, 'H' },
 		{ "dir-lag", required_argument, NULL, 'G' },
+		{ "bounce", no_argument, NULL, 'B' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -2532,6 +2552,9 @@ int main(int argc, char **argv)
 			if (!parse_u64(optarg, &v) || !v || v > 64)
 				goto bad;
 			opts.o_rehot = (uint32_t)v;
+			break;
+		case 'B':
+			opts.o_bounce = true;
 			break;
 		case 'G':
 			if (!parse_u64(optarg, &v) || !v || v > 60000)

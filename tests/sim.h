@@ -364,6 +364,9 @@ struct sim_opts {
 					   re-pointed (remaster_shared) */
 	uint32_t	o_rehot;	/* --rehot K: with --remaster, the hot
 					   node changes K times (0: once) */
+	bool		o_bounce;	/* --bounce: with --remaster --faults, a
+					   third node dies or is cut off at a
+					   DIR_MOVE, and joins again at once */
 	uint32_t	o_dir_lag;	/* --dir-lag MS: with --remaster, a
 					   DIR_MOVE (and its link behind it)
 					   is up to MS ms late (0: not) */
@@ -451,6 +454,12 @@ struct sim {
 	unsigned int	fault_budget;	/* node faults left for this seed */
 	int		kill_next;	/* node + 1 to kill at the next step
 					   (the workload aims at a master) */
+	int		bounce_next;	/* --bounce: node + 1 to kill or cut
+					   off at the next step ... */
+	int		bounce_rejoin;	/* ... and to join again as soon as
+					   membership is settled */
+	unsigned int	bounces_left;	/* --bounce: per seed, outside the
+					   fault budget */
 	/* --remaster: the node that makes most operations, the global tick
 	 * count, and each resource's arrival on a node (install) */
 	int		hot;
