@@ -1109,6 +1109,9 @@ static int step_grant(struct dlm_ls *ls)
 {
 	size_t i, nnew = 0;
 
+	/* moved locks their owners did not know were queued go */
+	dlm_remaster_unmatched(ls);
+
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
 		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
 

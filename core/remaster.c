@@ -782,9 +782,10 @@ static void record_place(struct dlm_rsb *r, const struct dlm_msg *m,
 	lkb->lkb_rsb = r;
 	dlm_rsb_hold(r);
 	dlm_queue_lkb_tail(r, lkb, m->m_status);	/* in M's order */
-	if (dlm_ls_running(r->res_ls))
-		lkb->lkb_flags |= LKBF_REPOINT;	/* until REPOINT_REPLY */
-	else
+	/* until REPOINT_REPLY, or while stopped until its owner's RC_LOCK
+	 * (dlm_remaster_unmatched) */
+	lkb->lkb_flags |= LKBF_REPOINT;
+	if (!dlm_ls_running(r->res_ls))
 		r->res_flags |= RESF_REPOINTED;	/* its owner sends RC_LOCK */
 }
 
@@ -1398,9 +1399,10 @@ static void repoint_recover(struct dlm_ls *ls)
 			struct dlm_lkb *lkb = queued(pos);
 
 			if (is_master_copy(lkb)) {
+				/* its owner's RC_LOCK matches it, or it goes
+				 * at the grant step (dlm_remaster_unmatched) */
 				if (lkb->lkb_flags & LKBF_REPOINT)
 					r->res_flags |= RESF_REPOINTED;
-				lkb->lkb_flags &= ~LKBF_REPOINT;
 				continue;
 			}
 			if (!(lkb->lkb_flags & (LKBF_REPOINT | LKBF_RP_HELD)))
@@ -1468,6 +1470,77 @@ void dlm_remaster_finish(struct dlm_ls *ls)
 		for_each_queued(r, k, pos)
 			queued(pos)->lkb_flags &= ~LKBF_RP_RESENT;
 	}
+}
+
+/* Held REPOINT_REPLYs from live members: their locks are re-pointed, and
+ * their owners do not resend them (dlm_remaster_unmatched).  By the grant
+ * step every one has come: an owner sends it while running (before its
+ * NODES status) or at its directory step, when a held MOVED lets it take
+ * a held REPOINT (before its DIR status); one link, in order. */
+static void held_repoint_replies(struct dlm_ls *ls)
+{
+	struct dlm_list *pos = ls->ls_held.next;
+
+	while (pos != &ls->ls_held) {
+		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
+						      h_list);
+		struct dlm_msg m;
+
+		pos = pos->next;
+		if (dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
+		    m.m_type != DLM_MSG_REPOINT_REPLY ||
+		    !dlm_ls_is_member(ls, h->h_from))
+			continue;
+		(void)receive_repoint_reply(ls, &m);
+		dlm_list_del(&h->h_list);
+		free(h);
+	}
+}
+
+/* Recovery, grant step (every RC_LOCK is in): a master copy made here
+ * from a moved resource's record, its REPOINT unacknowledged (its
+ * REPOINT_REPLYs held at the stop were taken at the directory step), that
+ * its owner did not resend, is a lock its owner does not know is queued:
+ * a request it sent the old master, which queued it and moved it with
+ * the resource, but whose reply and MOVED were lost with that master.
+ * Every other lock its owner has on r awaits its re-point, or names a
+ * departed master, and is resent.  The owner redoes that request here at
+ * finish (lock.c dlm_recover_waiter), or drops it if its client went
+ * meanwhile: kept, the copy would be a second one of the lock, or one
+ * nobody unlocks (dlm-sim --faults --remaster --repoint --rehot 8 --ops
+ * 1500 --bounce --partitions --daemon-deaths --dir-lag 200 seed 556).
+ * It goes, and what waited behind it may be granted.  Never granted to
+ * its owner, it wrote no value. */
+void dlm_remaster_unmatched(struct dlm_ls *ls)
+{
+	size_t k, n = 0;
+
+	held_repoint_replies(ls);
+	for (k = 0; k < ls->ls_rec_nrsbs; k++) {
+		struct dlm_rsb *r = ls->ls_rec_rsbs[k];
+		struct dlm_list *pos, *tmp;
+		int i;
+
+		if (!(r->res_flags & RESF_REPOINTED) || !is_master(r))
+			continue;
+		for (i = 0; i < 3; i++) {
+			struct dlm_list *q = (struct dlm_list *)const_queue(r, i);
+
+			dlm_list_for_each_safe(pos, tmp, q) {
+				struct dlm_lkb *lkb = queued(pos);
+
+				if (!is_master_copy(lkb) ||
+				    !(lkb->lkb_flags & LKBF_REPOINT))
+					continue;
+				dlm_destroy_lkb(ls, lkb);
+				r->res_flags |= RESF_RECOVER_GRANT;
+				n++;
+			}
+		}
+	}
+	if (n)
+		log_ls(ls, DLM_LOG_INFO, "recovery %u: %zu moved locks their "
+		       "owners did not resend dropped", ls->ls_event, n);
 }
 
 /* Recovery, directory step: a MIGRATE that a live member sent before the
