@@ -616,6 +616,7 @@ bool dlm_remaster_awaits(const struct dlm_rsb *r);
 void dlm_remaster_free_ls(struct dlm_ls *ls);
 void dlm_remaster_finish(struct dlm_ls *ls);
 void dlm_remaster_unmatched(struct dlm_ls *ls);
+void dlm_remaster_held_replies(struct dlm_ls *ls);
 void dlm_remaster_rc_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 			   uint32_t from);
 static inline bool dlm_remaster_on(const struct dlm_ls *ls)

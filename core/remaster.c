@@ -1472,12 +1472,16 @@ void dlm_remaster_finish(struct dlm_ls *ls)
 	}
 }
 
-/* Held REPOINT_REPLYs from live members: their locks are re-pointed, and
- * their owners do not resend them (dlm_remaster_unmatched).  By the grant
- * step every one has come: an owner sends it while running (before its
- * NODES status) or at its directory step, when a held MOVED lets it take
- * a held REPOINT (before its DIR status); one link, in order. */
-static void held_repoint_replies(struct dlm_ls *ls)
+/* Held REPOINT_REPLYs from live members: their locks are re-pointed;
+ * their owners resend them only along with another lock of the resource
+ * that awaits its re-point, and our copy stays as it is (recover.c
+ * receive_rc_lock), or not at all (dlm_remaster_unmatched).  By the
+ * masters step every one has come: an owner sends it while running
+ * (before its NODES status) or at its directory step, when a held MOVED
+ * lets it take a held REPOINT (before its DIR status); one link, in
+ * order.  Taken at the masters step, before any RC_LOCK can come, and
+ * again at the grant step. */
+void dlm_remaster_held_replies(struct dlm_ls *ls)
 {
 	struct dlm_list *pos = ls->ls_held.next;
 
@@ -1515,7 +1519,7 @@ void dlm_remaster_unmatched(struct dlm_ls *ls)
 {
 	size_t k, n = 0;
 
-	held_repoint_replies(ls);
+	dlm_remaster_held_replies(ls);
 	for (k = 0; k < ls->ls_rec_nrsbs; k++) {
 		struct dlm_rsb *r = ls->ls_rec_rsbs[k];
 		struct dlm_list *pos, *tmp;
