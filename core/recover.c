@@ -959,6 +959,16 @@ static void resend_queue(struct dlm_ls *ls, struct dlm_rsb *r,
 						       lkb_statequeue);
 		struct dlm_msg m;
 
+		/* a moved lock re-pointed already at the master that stays
+		 * r's: its copy there is the lock, ahead of ours (answers
+		 * on their way); r is resent for another lock awaiting its
+		 * re-point (remaster.c).  Sent, an unlock done there in
+		 * the meantime made it a lock nobody holds (dlm-sim --faults
+		 * --remaster --repoint --rehot 8 --ops 1500 --bounce seed
+		 * 934) */
+		if (dlm_remaster_on(ls) && to == r->res_nodeid &&
+		    lkb->lkb_remid && !(lkb->lkb_flags & LKBF_RP_RESENT))
+			continue;
 		dlm_lkb_to_msg(&m, DLM_RC_LOCK, lkb, lkb->lkb_status);
 		m.m_gen = ls->ls_event;
 		m.m_key = r->res_key;
