@@ -1213,6 +1213,12 @@ int dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m)
 	    (m->m_type != DLM_MSG_REPOINT &&
 	     (m->m_type < DLM_MSG_REQUEST_REPLY || m->m_type > DLM_MSG_BAST)))
 		return 0;
+	if (m->m_type == DLM_MSG_REPOINT && m->m_gen != ls->ls_generation)
+		return 0;	/* from before a recovery: dropped as stale, not
+				 * held (its lock marked for a MOVED that never
+				 * comes: dlm-sim --faults --remaster --repoint
+				 * --nodes 7 --rehot 8 --ops 2000 --partitions
+				 * --bounce seed 321) */
 	lkb = dlm_lkb_find(ls, m->m_remid);
 	if (!lkb || is_master_copy(lkb) || lkb->lkb_rsb->res_nodeid == m->m_from)
 		return 0;
@@ -1375,6 +1381,34 @@ static int install_held(struct dlm_ls *ls, struct dlm_held *mig,
 	return 0;
 }
 
+/* The held REPOINTs go (their MOVED never comes): a lock one of them
+ * named that is on no queue here (a request on its way to the old master,
+ * which queued it and moved it, and died with the answer: redone at
+ * finish) holds no more of the new master's messages.  Left marked, the
+ * lock's RC_LOCK at a later recovery made a second master copy of it
+ * (dlm-sim --faults --remaster --repoint --nodes 7 --rehot 8 --ops 2000
+ * --partitions --bounce seed 321), and its new master's answers would be
+ * held for ever. */
+static void held_repoints_drop(struct dlm_ls *ls)
+{
+	struct dlm_list *pos;
+
+	dlm_list_for_each(pos, &ls->ls_rm_held) {
+		const struct dlm_held *h = dlm_container_of(pos,
+						struct dlm_held, h_list);
+		struct dlm_lkb *lkb;
+		struct dlm_msg m;
+
+		if (dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
+		    m.m_type != DLM_MSG_REPOINT)
+			continue;
+		lkb = dlm_lkb_find(ls, m.m_remid);
+		if (lkb && !is_master_copy(lkb))
+			lkb->lkb_flags &= ~LKBF_RP_HELD;
+	}
+	dlm_held_drop(&ls->ls_rm_held, ls, NULL);
+}
+
 /* Recovery, directory step, after the held MIGRATEs and MOVEDs: a lock
  * still awaiting its re-point marks its resource for a new master, so
  * that the masters and locks steps resend it (to the new master, whose
@@ -1419,7 +1453,7 @@ static void repoint_recover(struct dlm_ls *ls)
 			}
 		}
 	}
-	dlm_held_drop(&ls->ls_rm_held, ls, NULL);
+	held_repoints_drop(ls);
 	dlm_held_drop(&ls->ls_rm_records, ls, NULL);
 }
 
