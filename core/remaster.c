@@ -435,6 +435,37 @@
  *     - The audit does not judge a lock awaiting its re-point (its
  *       lkb_remid is 0 until then); a deadlock probe about one ends at N
  *       as for an unknown lock, and the next round finds it re-pointed.
+ *     - A third node bouncing (dying or cut off, and joining again) while
+ *       a move is under way (dlm-sim --bounce, with --dir-lag to keep the
+ *       DIR_MOVE on its way longer) showed what the move left behind:
+ *       . An op of X's on its way to M when MOVED came, then N's REPOINT,
+ *         both before M's refusal, which died with M: the lock names N,
+ *         not the node the op went to, so the op never took effect and is
+ *         redone at N (lock.c dlm_recover_waiter; seed 546).
+ *       . A request of X's that M queued and moved, its reply and MOVED
+ *         lost with M: X does not know the lock is queued and redoes the
+ *         request at finish (or drops it, its client gone), so N's copy
+ *         from the record is unknown to its owner.  Record copies keep
+ *         LKBF_REPOINT through a recovery until their REPOINT_REPLY (held
+ *         ones are taken at the masters step: an owner sends one at its
+ *         directory step too, when a held MOVED lets it take a held
+ *         REPOINT) or their RC_LOCK; at the grant step those left go
+ *         (dlm_remaster_unmatched; seeds 556, 96).
+ *       . A resource X resends for one lock awaiting its re-point is not
+ *         resent whole: a lock re-pointed already, at a master that stays,
+ *         has its copy there ahead of X's (an unlock done, a conversion
+ *         granted, the answers held at X); resent, the unlock's lock was
+ *         made anew and the conversion went back (recover.c resend_queue,
+ *         receive_rc_lock; seeds 934, 531).
+ *       . A REPOINT from before a recovery is dropped as stale, not held
+ *         for its MOVED (which died with M); and the held REPOINTs a
+ *         recovery drops unmark their locks (seed 321: a second master
+ *         copy at the next recovery).
+ *       . Out of memory at the directory step: a held record the install
+ *         cannot keep fails the step, it is not dropped (seed 1575 of
+ *         --alloc-faults 20); and N makes room for the value before the
+ *         MIGRATE changes anything, not marking it not valid for want of
+ *         memory (seed 1958).
  *
  * Off unless dlm_core_config.remaster_ticks is non-zero (dlm-sim turns it
  * on with --remaster, tests/test-core-remaster too); dlmd sets it from
