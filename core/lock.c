@@ -3054,9 +3054,18 @@ static bool is_middle_conversion(int gr, int rq)
  *   PR <-> CW, or     queued, as the master would have answered; the new
  *   CONVDEADLK        master settles what the dead one had done: granted
  *                     the new mode, or demoted the lock to NL
- *                     (dlm_recover_conversions).
- * Anything else (requests, up-conversions, NOQUEUE conversions) is kept
- * and redone at finish: the lock's old state is safe to resend.
+ *                     (dlm_recover_conversions).  A NOQUEUE PR <-> CW
+ *                     conversion too: the dead master may have granted it
+ *                     at once and then granted locks against the new
+ *                     mode (a PR beside it, taken back to CW: dlm-sim
+ *                     --faults --remaster --repoint --rehot 8 --ops 1500
+ *                     --bounce --dir-lag 300 seed 636); if the new master
+ *                     finds no such lock it may have to wait, NOQUEUE or
+ *                     not (a NOQUEUE conversion never waits otherwise).
+ *                     A NOQUEUE CONVDEADLK one was never queued, so never
+ *                     demoted.
+ * Anything else (requests, up-conversions, other NOQUEUE conversions) is
+ * kept and redone at finish: the lock's old state is safe to resend.
  */
 void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
@@ -3165,9 +3174,9 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		 * against the new mode: queue it, and let the new master
 		 * settle the mode (a cancel or unlock behind it runs at
 		 * finish) */
-		if ((is_middle_conversion(lkb->lkb_grmode, lkb->lkb_rqmode) ||
-		     (lkb->lkb_exflags & DLM_LKF_CONVDEADLK)) &&
-		    !(lkb->lkb_exflags & DLM_LKF_NOQUEUE)) {
+		if (is_middle_conversion(lkb->lkb_grmode, lkb->lkb_rqmode) ||
+		    ((lkb->lkb_exflags & DLM_LKF_CONVDEADLK) &&
+		     !(lkb->lkb_exflags & DLM_LKF_NOQUEUE))) {
 			m.m_status = -EINPROGRESS;
 			(void)receive_reply(ls, &m);
 			return;
