@@ -1997,7 +1997,9 @@ static int receive_child_request(struct dlm_ls *ls, const struct dlm_msg *m)
 	p = dlm_rsb_find(ls, m->m_pkey, m->m_pkeylen,
 			 dlm_hash_bytes(m->m_pkey, m->m_pkeylen));
 	r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
-	if (!p || !is_master(p) || (p->res_flags & RESF_LOOKUP) ||
+	/* (a master with a lookup in flight is one a move made master
+	 * meanwhile: it masters, see receive_request) */
+	if (!p || !is_master(p) ||
 	    (r && !is_master(r) && (!dlm_list_empty(&r->res_grantq) ||
 				    !dlm_list_empty(&r->res_convertq) ||
 				    !dlm_list_empty(&r->res_waitq)))) {
@@ -2030,7 +2032,13 @@ static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (m->m_pkeylen || !key_is_root(m->m_key, m->m_keylen))
 		return receive_child_request(ls, m);
 	r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
-	if (!r || !is_master(r) || (r->res_flags & RESF_LOOKUP)) {
+	/* a master with a lookup in flight (RESF_LOOKUP) is one a MIGRATE
+	 * made master while it looked the name up (remaster.c install; the
+	 * lookup's reply keeps it): it masters.  Refused, the requester,
+	 * whose other locks it masters, forgot its master and refused the
+	 * GRANTs that came next (dlm-sim --remaster --repoint --nodes 5
+	 * --rehot 8 --ops 2000 --dir-lag 300 seed 510) */
+	if (!r || !is_master(r)) {
 		/* not (or no longer) the master: the sender looks up again,
 		 * or tries the node we moved it to (remaster.c) */
 		struct dlm_msg rp;
