@@ -235,6 +235,11 @@ enum dlm_core_fault {
 	DLM_FAULT_REMASTER_DIR_ANSWER,	/* the directory answers the lookup of
 					   the node its record names from the
 					   record, not after the DIR_MOVE */
+	DLM_FAULT_REMASTER_DIR_KEEP_HELD, /* a DIR_MOVE does not answer the
+					   lookups the directory holds for it */
+	DLM_FAULT_REMASTER_DIR_UNACKED,	/* a new master moves a resource on
+					   before the directory node took its
+					   DIR_MOVE */
 };
 
 /* ---------------------------------------------------------------------
@@ -538,7 +543,8 @@ int dlm_core_lock_token(struct dlm_ls *ls, uint32_t lkid, uint64_t owner,
 			uint64_t *token);
 
 /* Check the lockspace's internal invariants (queue membership, per-mode
- * counts).  0, or -EUCLEAN with a description in 'why'.  For tests. */
+ * counts, the lookups the directory holds for a DIR_MOVE).  0, or
+ * -EUCLEAN with a description in 'why'.  For tests. */
 int dlm_core_ls_verify(struct dlm_ls *ls, char *why, size_t whylen);
 
 const char *dlm_mode_str(int mode);

@@ -194,6 +194,9 @@ struct dlm_unlock_lvb {
 #define RESF_RC_DROP		0x800	/* recovery: its lookup was in flight at
 					 * the stop (recover.c, PARTIAL
 					 * DIRECTORY) */
+#define RESF_DIR_UNACKED	0x1000	/* remaster.c: moved here, our DIR_MOVE
+					 * not acknowledged yet (no move away
+					 * meanwhile) */
 #define RESF_DIR		0x200	/* it is its own directory record:
 					 * master us, confirmed in res_de_event
 					 * (resource.c, "Directory records") */
@@ -505,6 +508,11 @@ int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 int dlm_dir_hold_lookup(struct dlm_ls *ls, const unsigned char *key,
 			unsigned int keylen, uint32_t hash, uint32_t requester);
 void dlm_dir_held_drop(struct dlm_ls *ls);
+void dlm_dir_held_each(struct dlm_ls *ls,
+		       void (*fn)(void *arg, const unsigned char *key,
+				  unsigned int keylen, uint32_t node),
+		       void *arg);
+int dlm_dir_held_verify(struct dlm_ls *ls, char *why, size_t whylen);
 int dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
 		 unsigned int keylen, uint32_t hash, uint32_t old,
 		 uint32_t master, uint32_t *cur);
@@ -610,6 +618,8 @@ int dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m);
 bool dlm_remaster_awaits(const struct dlm_rsb *r);
 void dlm_remaster_free_ls(struct dlm_ls *ls);
 void dlm_remaster_finish(struct dlm_ls *ls);
+void dlm_remaster_unmatched(struct dlm_ls *ls);
+void dlm_remaster_held_replies(struct dlm_ls *ls);
 void dlm_remaster_rc_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 			   uint32_t from);
 static inline bool dlm_remaster_on(const struct dlm_ls *ls)

@@ -15,6 +15,10 @@
  *       whose request a deadlock's victim cancels ends with " deadlock-victim"
  *   inflight "<path>"                             (after all resources)
  *     request <lkid> <RQMODE> ...               (request in flight)
+ *   dirheld "<path>" node <id>                   (after those)
+ *       a lookup of a name we direct, from the node its record names,
+ *       held until the new master's DIR_MOVE moves the record (remastering:
+ *       the node moved the resource away; resource.c dlm_dir_hold_lookup)
  *
  * "dir" is the node that holds a root resource's directory record; a
  * sub-resource has none (it is mastered with its parent, resource.c):
@@ -236,6 +240,15 @@ static int cmp_rsb(const void *a, const void *b)
 	return (int)x->res_keylen - (int)y->res_keylen;
 }
 
+static void dump_dir_held(void *arg, const unsigned char *key,
+			  unsigned int keylen, uint32_t node)
+{
+	char name[DLM_KEY_TEXT_LEN];
+
+	dlm_key_format(key, keylen, name, sizeof(name));
+	out(arg, "dirheld \"%s\" node %u\n", name, node);
+}
+
 int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
 {
 	struct outbuf ob = { NULL, 0, 0, 0 };
@@ -306,6 +319,7 @@ int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
 			dump_lock(&ob, "request", lkb->lkb_rsb, lkb);
 		}
 	}
+	dlm_dir_held_each(ls, dump_dir_held, &ob);
 	if (ob.ob_err) {
 		free(ob.ob_buf);
 		return ob.ob_err;
@@ -451,5 +465,6 @@ int dlm_core_ls_verify(struct dlm_ls *ls, char *why, size_t whylen)
 	    count_differs(why, whylen, "are tossed (ls_ntossed)",
 			  vc.vc_ntossed, ls->ls_ntossed))
 		return -EUCLEAN;
-	return 0;
+	/* the lookups the directory holds for a DIR_MOVE */
+	return dlm_dir_held_verify(ls, why, whylen);
 }

@@ -1997,7 +1997,9 @@ static int receive_child_request(struct dlm_ls *ls, const struct dlm_msg *m)
 	p = dlm_rsb_find(ls, m->m_pkey, m->m_pkeylen,
 			 dlm_hash_bytes(m->m_pkey, m->m_pkeylen));
 	r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
-	if (!p || !is_master(p) || (p->res_flags & RESF_LOOKUP) ||
+	/* (a master with a lookup in flight is one a move made master
+	 * meanwhile: it masters, see receive_request) */
+	if (!p || !is_master(p) ||
 	    (r && !is_master(r) && (!dlm_list_empty(&r->res_grantq) ||
 				    !dlm_list_empty(&r->res_convertq) ||
 				    !dlm_list_empty(&r->res_waitq)))) {
@@ -2030,7 +2032,13 @@ static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (m->m_pkeylen || !key_is_root(m->m_key, m->m_keylen))
 		return receive_child_request(ls, m);
 	r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
-	if (!r || !is_master(r) || (r->res_flags & RESF_LOOKUP)) {
+	/* a master with a lookup in flight (RESF_LOOKUP) is one a MIGRATE
+	 * made master while it looked the name up (remaster.c install; the
+	 * lookup's reply keeps it): it masters.  Refused, the requester,
+	 * whose other locks it masters, forgot its master and refused the
+	 * GRANTs that came next (dlm-sim --remaster --repoint --nodes 5
+	 * --rehot 8 --ops 2000 --dir-lag 300 seed 510) */
+	if (!r || !is_master(r)) {
 		/* not (or no longer) the master: the sender looks up again,
 		 * or tries the node we moved it to (remaster.c) */
 		struct dlm_msg rp;
@@ -3054,9 +3062,18 @@ static bool is_middle_conversion(int gr, int rq)
  *   PR <-> CW, or     queued, as the master would have answered; the new
  *   CONVDEADLK        master settles what the dead one had done: granted
  *                     the new mode, or demoted the lock to NL
- *                     (dlm_recover_conversions).
- * Anything else (requests, up-conversions, NOQUEUE conversions) is kept
- * and redone at finish: the lock's old state is safe to resend.
+ *                     (dlm_recover_conversions).  A NOQUEUE PR <-> CW
+ *                     conversion too: the dead master may have granted it
+ *                     at once and then granted locks against the new
+ *                     mode (a PR beside it, taken back to CW: dlm-sim
+ *                     --faults --remaster --repoint --rehot 8 --ops 1500
+ *                     --bounce --dir-lag 300 seed 636); if the new master
+ *                     finds no such lock it may have to wait, NOQUEUE or
+ *                     not (a NOQUEUE conversion never waits otherwise).
+ *                     A NOQUEUE CONVDEADLK one was never queued, so never
+ *                     demoted.
+ * Anything else (requests, up-conversions, other NOQUEUE conversions) is
+ * kept and redone at finish: the lock's old state is safe to resend.
  */
 void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
@@ -3081,7 +3098,9 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	    ((lkb->lkb_flags & LKBF_REPOINT) ||
 	     ((lkb->lkb_flags & LKBF_RP_HELD) &&
 	      (lkb->lkb_wait_type == DLM_WAIT_UNLOCK ||
-	       lkb->lkb_wait_type == DLM_WAIT_CANCEL)))) {
+	       lkb->lkb_wait_type == DLM_WAIT_CANCEL)) ||
+	     (lkb->lkb_rsb->res_nodeid &&
+	      lkb->lkb_rsb->res_nodeid != lkb->lkb_wait_nodeid))) {
 		/* the departed node moved the resource, and told us so
 		 * (MOVED) after every reply it sent us about it: the op
 		 * reached it after the move, never took effect there, and
@@ -3095,7 +3114,16 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		 * done it before the move, the lock (a request, for a
 		 * cancel; a conversion's revert is the same either way)
 		 * had no record there (test-core-remaster,
-		 * test_unlock_to_dead_old_master) */
+		 * test_unlock_to_dead_old_master).  And one whose lock the
+		 * new master re-pointed already (MOVED came while the op
+		 * was on its way to the old master, then the REPOINT, both
+		 * before the old master's refusal, lost with it): the lock
+		 * names another master than the one the op went to, which
+		 * only MOVED does to a lock with an op in flight, and MOVED
+		 * came after every reply of the old master's (dlm-sim
+		 * --faults --remaster --repoint --rehot 8 --ops 1500
+		 * --bounce --dir-lag 300 seed 546: a cancel settled as
+		 * done, the new master kept the request's record) */
 		dlm_resend_later(ls, lkb);
 		return;
 	}
@@ -3154,9 +3182,9 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		 * against the new mode: queue it, and let the new master
 		 * settle the mode (a cancel or unlock behind it runs at
 		 * finish) */
-		if ((is_middle_conversion(lkb->lkb_grmode, lkb->lkb_rqmode) ||
-		     (lkb->lkb_exflags & DLM_LKF_CONVDEADLK)) &&
-		    !(lkb->lkb_exflags & DLM_LKF_NOQUEUE)) {
+		if (is_middle_conversion(lkb->lkb_grmode, lkb->lkb_rqmode) ||
+		    ((lkb->lkb_exflags & DLM_LKF_CONVDEADLK) &&
+		     !(lkb->lkb_exflags & DLM_LKF_NOQUEUE))) {
 			m.m_status = -EINPROGRESS;
 			(void)receive_reply(ls, &m);
 			return;

@@ -896,6 +896,8 @@ static int step_masters(struct dlm_ls *ls)
 	rv = sweep_dir(ls);
 	if (rv)
 		return rv;
+	/* re-points acknowledged before any RC_LOCK comes (remaster.c) */
+	dlm_remaster_held_replies(ls);
 	if (all_nothing(ls))
 		log_ls(ls, DLM_LOG_DEBUG, "recovery %u: no member has a master "
 		       "to recover: steps masters and locks are quiet",
@@ -957,6 +959,16 @@ static void resend_queue(struct dlm_ls *ls, struct dlm_rsb *r,
 						       lkb_statequeue);
 		struct dlm_msg m;
 
+		/* a moved lock re-pointed already at the master that stays
+		 * r's: its copy there is the lock, ahead of ours (answers
+		 * on their way); r is resent for another lock awaiting its
+		 * re-point (remaster.c).  Sent, an unlock done there in
+		 * the meantime made it a lock nobody holds (dlm-sim --faults
+		 * --remaster --repoint --rehot 8 --ops 1500 --bounce seed
+		 * 934) */
+		if (dlm_remaster_on(ls) && to == r->res_nodeid &&
+		    lkb->lkb_remid && !(lkb->lkb_flags & LKBF_RP_RESENT))
+			continue;
 		dlm_lkb_to_msg(&m, DLM_RC_LOCK, lkb, lkb->lkb_status);
 		m.m_gen = ls->ls_event;
 		m.m_key = r->res_key;
@@ -1108,6 +1120,9 @@ static void recover_lvb(struct dlm_rsb *r)
 static int step_grant(struct dlm_ls *ls)
 {
 	size_t i, nnew = 0;
+
+	/* moved locks their owners did not know were queued go */
+	dlm_remaster_unmatched(ls);
 
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
 		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
@@ -1516,11 +1531,24 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 			if (is_master_copy(x) && x->lkb_nodeid == m->m_from &&
 			    x->lkb_remid == m->m_lkid) {
 				lkb = x;
-				lkb->lkb_flags &= ~LKBF_REPOINT;
 				break;
 			}
 		}
 	}
+	if (lkb && (r->res_flags & RESF_REPOINTED) &&
+	    !(lkb->lkb_flags & LKBF_REPOINT)) {
+		/* a moved lock its owner took the REPOINT of (or one an
+		 * RC_LOCK matched already): our copy is the lock, ahead of
+		 * the owner's, whose answers to its operations are on their
+		 * way; resent only because another of its locks on r awaited
+		 * its re-point.  Taken in the owner's older state, a granted
+		 * conversion went back to CW beside a PR granted since
+		 * (dlm-sim --faults --remaster --repoint --rehot 8 --ops
+		 * 1500 --bounce seed 531) */
+		goto reply;
+	}
+	if (lkb)
+		lkb->lkb_flags &= ~LKBF_REPOINT;
 	if (!lkb) {
 		lkb = dlm_lkb_create(ls, 0);
 		if (lkb && !lkb_take_ranges(ls, lkb, m)) {

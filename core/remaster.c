@@ -58,8 +58,11 @@
  *      it can (nothing, normally: M's queues were settled) and tells the
  *      directory node D: DIR_MOVE(R, from M to N).
  *   D: on DIR_MOVE records N if the record names M (the sender's view of
- *      the old master in m_nodeid) or is missing; a DIR_MOVE from before
- *      a recovery (m_gen) is dropped, the rebuilt directory is right.
+ *      the old master in m_nodeid) or is missing, and answers N (a
+ *      DIR_MOVE with DLM_MF_DIR_ACK); a DIR_MOVE from before a recovery
+ *      (m_gen) is dropped, the rebuilt directory is right.  Until the
+ *      answer N does not move R on (movable(), RESF_DIR_UNACKED; "As
+ *      built", the directory).
  *
  * Invariant: at every instant at most one node grants on R.  M grants
  * until it sends MIGRATE and never after (its copy is not master); N
@@ -348,7 +351,11 @@
  *       seed 182; with the protocol or without).  Now D holds a LOOKUP
  *       from the very node its record names (resource.c
  *       dlm_dir_hold_lookup) and answers it when a DIR_MOVE moves the
- *       record.  Only a move makes that case: a node never looks up a
+ *       record.  The dump lists each held lookup (dirheld "name" node
+ *       M, dump.c), and dlm_core_ls_verify checks that its record names
+ *       its requester, once per requester (resource.c
+ *       dlm_dir_held_verify; broken variant remaster-dir-keep-held).
+ *       Only a move makes that case: a node never looks up a
  *       name it masters (it has the copy), and a master that drops its
  *       copy sends REMOVE, which reaches D before any later lookup of its
  *       own (FIFO); so the record naming the asker is M's record after
@@ -376,10 +383,29 @@
  *       Left: a third node X that D answers "M" (the record) meanwhile
  *       sends its request to M, which, with no copy, refuses it without
  *       a hint; X looks up again, and bounces so until the DIR_MOVE
- *       lands (no safety matter: nobody grants; as before).  Two
- *       DIR_MOVEs of successive moves (M to N, N to P) reaching D out of
- *       order leave a record naming N; the residence time makes that
- *       unlikely, and the sims have not shown it; not closed.
+ *       lands (no safety matter: nobody grants; as before).
+ *       Two DIR_MOVEs of successive moves (M to N, then N to P) travel
+ *       on two links, N to D and P to D, and may reach D out of order:
+ *       P's first, refused (the record names M, not N), then N's, taken,
+ *       left a record naming N while P mastered R (dlm-sim --remaster
+ *       --repoint --rehot 4 --ops 600 --dir-lag 500 seed 3: "moved from
+ *       5 to 4, but its master is 6").  Then P's REMOVE is ignored, the
+ *       record outlives R, and N's own later lookup waits for ever in
+ *       dlm_dir_hold_lookup (the record names N).  The residence time
+ *       made it unlikely, never impossible: a DIR_MOVE may wait on a slow
+ *       link for longer than remaster_ticks.  Now D answers each DIR_MOVE
+ *       it takes (DLM_MF_DIR_ACK, to the new master), and N keeps
+ *       RESF_DIR_UNACKED, which movable() refuses, until that answer: so
+ *       D has taken N's DIR_MOVE before P can exist, and P's comes after
+ *       it.  One DIR_MOVE per resource is in flight at any time.  A
+ *       recovery forgets the mark (repoint_recover): N's DIR_MOVE or the
+ *       answer was dropped as stale, and the rebuild, whole after any
+ *       remastering message (recover.c, PARTIAL DIRECTORY), has R from
+ *       N's registration.  No wire change but the flag: an engine
+ *       without it would refuse the answer (-EINVAL, logged) and never
+ *       send one, so N would not move R on again; mixed engines are not
+ *       supported anyway (wire.h).  Broken variant remaster-dir-unacked
+ *       (moves on without the answer) in sim-broken.test.
  *     - The queues N builds from the records are in M's order exactly:
  *       a lock's HEADQUE is not honoured again (seed 3172, --nodes 6:
  *       two conversions swapped waited for each other for ever).
@@ -409,6 +435,37 @@
  *     - The audit does not judge a lock awaiting its re-point (its
  *       lkb_remid is 0 until then); a deadlock probe about one ends at N
  *       as for an unknown lock, and the next round finds it re-pointed.
+ *     - A third node bouncing (dying or cut off, and joining again) while
+ *       a move is under way (dlm-sim --bounce, with --dir-lag to keep the
+ *       DIR_MOVE on its way longer) showed what the move left behind:
+ *       . An op of X's on its way to M when MOVED came, then N's REPOINT,
+ *         both before M's refusal, which died with M: the lock names N,
+ *         not the node the op went to, so the op never took effect and is
+ *         redone at N (lock.c dlm_recover_waiter; seed 546).
+ *       . A request of X's that M queued and moved, its reply and MOVED
+ *         lost with M: X does not know the lock is queued and redoes the
+ *         request at finish (or drops it, its client gone), so N's copy
+ *         from the record is unknown to its owner.  Record copies keep
+ *         LKBF_REPOINT through a recovery until their REPOINT_REPLY (held
+ *         ones are taken at the masters step: an owner sends one at its
+ *         directory step too, when a held MOVED lets it take a held
+ *         REPOINT) or their RC_LOCK; at the grant step those left go
+ *         (dlm_remaster_unmatched; seeds 556, 96).
+ *       . A resource X resends for one lock awaiting its re-point is not
+ *         resent whole: a lock re-pointed already, at a master that stays,
+ *         has its copy there ahead of X's (an unlock done, a conversion
+ *         granted, the answers held at X); resent, the unlock's lock was
+ *         made anew and the conversion went back (recover.c resend_queue,
+ *         receive_rc_lock; seeds 934, 531).
+ *       . A REPOINT from before a recovery is dropped as stale, not held
+ *         for its MOVED (which died with M); and the held REPOINTs a
+ *         recovery drops unmark their locks (seed 321: a second master
+ *         copy at the next recovery).
+ *       . Out of memory at the directory step: a held record the install
+ *         cannot keep fails the step, it is not dropped (seed 1575 of
+ *         --alloc-faults 20); and N makes room for the value before the
+ *         MIGRATE changes anything, not marking it not valid for want of
+ *         memory (seed 1958).
  *
  * Off unless dlm_core_config.remaster_ticks is non-zero (dlm-sim turns it
  * on with --remaster, tests/test-core-remaster too); dlmd sets it from
@@ -522,6 +579,11 @@ static bool movable(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 	if (!dlm_ls_running(ls) || !is_root_rsb(r) || !is_master(r) ||
 	    (r->res_flags & RESF_LOOKUP) || !dlm_list_empty(&r->res_lookupq) ||
 	    node == dlm_our_nodeid(ls) || !dlm_ls_is_member(ls, node))
+		return false;
+	/* our DIR_MOVE not taken yet: a move now would send a second one
+	 * that may reach the directory node first ("The directory") */
+	if ((r->res_flags & RESF_DIR_UNACKED) &&
+	    ls->ls_core->core_fault != DLM_FAULT_REMASTER_DIR_UNACKED)
 		return false;
 	for (i = 0; i < 3; i++) {
 		const struct dlm_list *pos;
@@ -751,9 +813,10 @@ static void record_place(struct dlm_rsb *r, const struct dlm_msg *m,
 	lkb->lkb_rsb = r;
 	dlm_rsb_hold(r);
 	dlm_queue_lkb_tail(r, lkb, m->m_status);	/* in M's order */
-	if (dlm_ls_running(r->res_ls))
-		lkb->lkb_flags |= LKBF_REPOINT;	/* until REPOINT_REPLY */
-	else
+	/* until REPOINT_REPLY, or while stopped until its owner's RC_LOCK
+	 * (dlm_remaster_unmatched) */
+	lkb->lkb_flags |= LKBF_REPOINT;
+	if (!dlm_ls_running(r->res_ls))
 		r->res_flags |= RESF_REPOINTED;	/* its owner sends RC_LOCK */
 }
 
@@ -919,7 +982,7 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
 	uint32_t us = dlm_our_nodeid(ls), n = 0;
 	struct dlm_rsb *r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
-	char name[DLM_KEY_TEXT_LEN];
+	char name[DLM_KEY_TEXT_LEN], *lvb = NULL;
 	struct dlm_list made;
 	bool stale = false;
 	int i;
@@ -946,9 +1009,17 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 		       m->m_from, name);
 		return -ENOENT;
 	}
-	if (records_of(ls, m->m_from, r) && make_records(ls, m->m_from, r, &made)) {
+	/* the value's room too, before anything changes: marked not valid
+	 * for want of memory, a value written under a lock of the old
+	 * master's was lost (dlm-sim --alloc-faults 20 --faults --remaster
+	 * --repoint --rehot 4 --ops 600 seed 1958: "grant carries v0
+	 * VALNOTVALID, the latest write is v24") */
+	if ((!r->res_lvb && !dlm_lvb_store(ls, &lvb, m->m_lvb)) ||
+	    (records_of(ls, m->m_from, r) &&
+	     make_records(ls, m->m_from, r, &made))) {
 		log_ls(ls, DLM_LOG_WARNING, "remaster: no memory to install "
 		       "\"%s\" from node %u: again later", name, m->m_from);
+		free(lvb);
 		if (dlm_rsb_unused(r))
 			dlm_rsb_hold(r), dlm_rsb_release(r);	/* toss list */
 		return -ENOMEM;
@@ -974,8 +1045,11 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	r->res_rm_tick = ticks_now(ls);
 	r->res_rm_ops = 0;
 	r->res_lvbseq = m->m_lvbseq;
-	if ((m->m_flags & DLM_MF_VALNOTVALID) || stale ||
-	    !dlm_lvb_store(ls, &r->res_lvb, m->m_lvb))
+	if (lvb)
+		r->res_lvb = lvb;
+	else if (!dlm_lvb_store(ls, &r->res_lvb, m->m_lvb))
+		r->res_flags |= RESF_VALNOTVALID;	/* never: room above */
+	if ((m->m_flags & DLM_MF_VALNOTVALID) || stale)
 		r->res_flags |= RESF_VALNOTVALID;
 	/* our process copies are locks on our own queues now: in the same
 	 * order, no longer waiting at a remote master */
@@ -1021,6 +1095,7 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 		d.m_keylen = r->res_keylen;
 		d.m_nodeid = m->m_from;
 		dlm_send_msg(ls, &d, dlm_dir_nodeid(ls, hash));
+		r->res_flags |= RESF_DIR_UNACKED;	/* until the answer */
 	}
 	send_repoints(ls, r);
 	dlm_grant_pending(r);
@@ -1180,6 +1255,12 @@ int dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m)
 	    (m->m_type != DLM_MSG_REPOINT &&
 	     (m->m_type < DLM_MSG_REQUEST_REPLY || m->m_type > DLM_MSG_BAST)))
 		return 0;
+	if (m->m_type == DLM_MSG_REPOINT && m->m_gen != ls->ls_generation)
+		return 0;	/* from before a recovery: dropped as stale, not
+				 * held (its lock marked for a MOVED that never
+				 * comes: dlm-sim --faults --remaster --repoint
+				 * --nodes 7 --rehot 8 --ops 2000 --partitions
+				 * --bounce seed 321) */
 	lkb = dlm_lkb_find(ls, m->m_remid);
 	if (!lkb || is_master_copy(lkb) || lkb->lkb_rsb->res_nodeid == m->m_from)
 		return 0;
@@ -1219,9 +1300,38 @@ void dlm_remaster_free_ls(struct dlm_ls *ls)
 	dlm_held_drop(&ls->ls_rm_held, ls, NULL);
 }
 
+/* The directory node took DIR_MOVE m: tell its sender, the new master,
+ * which may move the resource on from now ("The directory"). */
+static void dir_ack(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_msg a;
+
+	dlm_msg_init(&a, DLM_MSG_DIR_MOVE);
+	a.m_key = m->m_key;
+	a.m_keylen = m->m_keylen;
+	a.m_nodeid = m->m_from;
+	a.m_flags = DLM_MF_DIR_ACK;
+	dlm_send_msg(ls, &a, m->m_from);
+}
+
+/* The directory node's answer to our DIR_MOVE. */
+static int dir_acked(struct dlm_ls *ls, const struct dlm_msg *m,
+		     uint32_t hash)
+{
+	struct dlm_rsb *r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
+
+	if (m->m_nodeid != dlm_our_nodeid(ls) ||
+	    m->m_from != dlm_dir_nodeid(ls, hash))
+		return -EINVAL;
+	if (r)
+		r->res_flags &= ~RESF_DIR_UNACKED;
+	return 0;
+}
+
 int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 {
 	uint32_t hash = dlm_hash_bytes(m->m_key, m->m_keylen);
+	int rv;
 
 	/* a move's halves may reach the directory and the new master apart:
 	 * only a full rebuild repairs that (recover.c, PARTIAL DIRECTORY) */
@@ -1248,11 +1358,16 @@ int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 	default:
 		break;
 	}
+	if (m->m_flags & DLM_MF_DIR_ACK)
+		return dir_acked(ls, m, hash);
 	if (dlm_dir_nodeid(ls, hash) != dlm_our_nodeid(ls) ||
 	    m->m_key[0] == DLM_KEY_DIGEST_MARK || 1u + m->m_key[0] != m->m_keylen)
 		return -EINVAL;
 	/* -ENOMEM: not taken, offered again (core.h) */
-	return dir_move(ls, m->m_key, m->m_keylen, hash, m->m_nodeid, m->m_from);
+	rv = dir_move(ls, m->m_key, m->m_keylen, hash, m->m_nodeid, m->m_from);
+	if (!rv)
+		dir_ack(ls, m);
+	return rv;
 }
 
 /* Is held message m a record of the resource MIGRATE or MOVED mm moves,
@@ -1298,7 +1413,16 @@ static int install_held(struct dlm_ls *ls, struct dlm_held *mig,
 		    !about_rsb(ls, &m, mm, r))
 			continue;
 		dlm_list_del(&h->h_list);
-		(void)dlm_lock_receive(ls, &m);
+		if (dlm_lock_receive(ls, &m) == -ENOMEM) {
+			/* not taken (a record with no memory to keep it):
+			 * it stays held, in its place, and the step fails,
+			 * to run again; dropped, the new master installed
+			 * fewer locks than were moved (dlm-sim --alloc-faults
+			 * 20 --faults --remaster --repoint --rehot 4 --ops
+			 * 600 seed 1575: "8 locks, 6 here") */
+			dlm_list_add_tail(&h->h_list, pos);
+			return -ENOMEM;
+		}
 		free(h);
 	}
 	if (mm->m_type == DLM_MSG_MOVED)
@@ -1306,6 +1430,34 @@ static int install_held(struct dlm_ls *ls, struct dlm_held *mig,
 	else if (install(ls, mm) == -ENOMEM)
 		return -ENOMEM;
 	return 0;
+}
+
+/* The held REPOINTs go (their MOVED never comes): a lock one of them
+ * named that is on no queue here (a request on its way to the old master,
+ * which queued it and moved it, and died with the answer: redone at
+ * finish) holds no more of the new master's messages.  Left marked, the
+ * lock's RC_LOCK at a later recovery made a second master copy of it
+ * (dlm-sim --faults --remaster --repoint --nodes 7 --rehot 8 --ops 2000
+ * --partitions --bounce seed 321), and its new master's answers would be
+ * held for ever. */
+static void held_repoints_drop(struct dlm_ls *ls)
+{
+	struct dlm_list *pos;
+
+	dlm_list_for_each(pos, &ls->ls_rm_held) {
+		const struct dlm_held *h = dlm_container_of(pos,
+						struct dlm_held, h_list);
+		struct dlm_lkb *lkb;
+		struct dlm_msg m;
+
+		if (dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
+		    m.m_type != DLM_MSG_REPOINT)
+			continue;
+		lkb = dlm_lkb_find(ls, m.m_remid);
+		if (lkb && !is_master_copy(lkb))
+			lkb->lkb_flags &= ~LKBF_RP_HELD;
+	}
+	dlm_held_drop(&ls->ls_rm_held, ls, NULL);
 }
 
 /* Recovery, directory step, after the held MIGRATEs and MOVEDs: a lock
@@ -1324,13 +1476,18 @@ static void repoint_recover(struct dlm_ls *ls)
 		struct dlm_list *pos;
 		int k;
 
+		/* our DIR_MOVE lost or dropped as stale: the directory is
+		 * rebuilt whole (a remastering message was handled since
+		 * the last rebuild), from our registration */
+		r->res_flags &= ~RESF_DIR_UNACKED;
 		for_each_queued(r, k, pos) {
 			struct dlm_lkb *lkb = queued(pos);
 
 			if (is_master_copy(lkb)) {
+				/* its owner's RC_LOCK matches it, or it goes
+				 * at the grant step (dlm_remaster_unmatched) */
 				if (lkb->lkb_flags & LKBF_REPOINT)
 					r->res_flags |= RESF_REPOINTED;
-				lkb->lkb_flags &= ~LKBF_REPOINT;
 				continue;
 			}
 			if (!(lkb->lkb_flags & (LKBF_REPOINT | LKBF_RP_HELD)))
@@ -1347,7 +1504,7 @@ static void repoint_recover(struct dlm_ls *ls)
 			}
 		}
 	}
-	dlm_held_drop(&ls->ls_rm_held, ls, NULL);
+	held_repoints_drop(ls);
 	dlm_held_drop(&ls->ls_rm_records, ls, NULL);
 }
 
@@ -1398,6 +1555,81 @@ void dlm_remaster_finish(struct dlm_ls *ls)
 		for_each_queued(r, k, pos)
 			queued(pos)->lkb_flags &= ~LKBF_RP_RESENT;
 	}
+}
+
+/* Held REPOINT_REPLYs from live members: their locks are re-pointed;
+ * their owners resend them only along with another lock of the resource
+ * that awaits its re-point, and our copy stays as it is (recover.c
+ * receive_rc_lock), or not at all (dlm_remaster_unmatched).  By the
+ * masters step every one has come: an owner sends it while running
+ * (before its NODES status) or at its directory step, when a held MOVED
+ * lets it take a held REPOINT (before its DIR status); one link, in
+ * order.  Taken at the masters step, before any RC_LOCK can come, and
+ * again at the grant step. */
+void dlm_remaster_held_replies(struct dlm_ls *ls)
+{
+	struct dlm_list *pos = ls->ls_held.next;
+
+	while (pos != &ls->ls_held) {
+		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
+						      h_list);
+		struct dlm_msg m;
+
+		pos = pos->next;
+		if (dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
+		    m.m_type != DLM_MSG_REPOINT_REPLY ||
+		    !dlm_ls_is_member(ls, h->h_from))
+			continue;
+		(void)receive_repoint_reply(ls, &m);
+		dlm_list_del(&h->h_list);
+		free(h);
+	}
+}
+
+/* Recovery, grant step (every RC_LOCK is in): a master copy made here
+ * from a moved resource's record, its REPOINT unacknowledged (its
+ * REPOINT_REPLYs held at the stop were taken at the directory step), that
+ * its owner did not resend, is a lock its owner does not know is queued:
+ * a request it sent the old master, which queued it and moved it with
+ * the resource, but whose reply and MOVED were lost with that master.
+ * Every other lock its owner has on r awaits its re-point, or names a
+ * departed master, and is resent.  The owner redoes that request here at
+ * finish (lock.c dlm_recover_waiter), or drops it if its client went
+ * meanwhile: kept, the copy would be a second one of the lock, or one
+ * nobody unlocks (dlm-sim --faults --remaster --repoint --rehot 8 --ops
+ * 1500 --bounce --partitions --daemon-deaths --dir-lag 200 seed 556).
+ * It goes, and what waited behind it may be granted.  Never granted to
+ * its owner, it wrote no value. */
+void dlm_remaster_unmatched(struct dlm_ls *ls)
+{
+	size_t k, n = 0;
+
+	dlm_remaster_held_replies(ls);
+	for (k = 0; k < ls->ls_rec_nrsbs; k++) {
+		struct dlm_rsb *r = ls->ls_rec_rsbs[k];
+		struct dlm_list *pos, *tmp;
+		int i;
+
+		if (!(r->res_flags & RESF_REPOINTED) || !is_master(r))
+			continue;
+		for (i = 0; i < 3; i++) {
+			struct dlm_list *q = (struct dlm_list *)const_queue(r, i);
+
+			dlm_list_for_each_safe(pos, tmp, q) {
+				struct dlm_lkb *lkb = queued(pos);
+
+				if (!is_master_copy(lkb) ||
+				    !(lkb->lkb_flags & LKBF_REPOINT))
+					continue;
+				dlm_destroy_lkb(ls, lkb);
+				r->res_flags |= RESF_RECOVER_GRANT;
+				n++;
+			}
+		}
+	}
+	if (n)
+		log_ls(ls, DLM_LOG_INFO, "recovery %u: %zu moved locks their "
+		       "owners did not resend dropped", ls->ls_event, n);
 }
 
 /* Recovery, directory step: a MIGRATE that a live member sent before the

@@ -1024,6 +1024,77 @@ void dlm_dir_held_drop(struct dlm_ls *ls)
 	}
 }
 
+/* Each held lookup, oldest first (the dump). */
+void dlm_dir_held_each(struct dlm_ls *ls,
+		       void (*fn)(void *arg, const unsigned char *key,
+				  unsigned int keylen, uint32_t node),
+		       void *arg)
+{
+	const struct dlm_list *pos;
+
+	dlm_list_for_each(pos, &ls->ls_dir_held) {
+		const struct dlm_dir_held *dh =
+			dlm_container_of(pos, struct dlm_dir_held, dh_list);
+
+		fn(arg, dh->dh_key, dh->dh_keylen, dh->dh_node);
+	}
+}
+
+/* The held lookups are what dlm_dir_hold_lookup keeps: each of a root
+ * key whose record is a dirent naming the requester, another node
+ * (while running: a member, and we the key's directory node), each
+ * requester once per key (its rsb has RESF_LOOKUP: one lookup at a
+ * time).  A record that moved on without answering one would leave its
+ * requester waiting for ever.  0, or -EUCLEAN with the first broken one
+ * in 'why'. */
+int dlm_dir_held_verify(struct dlm_ls *ls, char *why, size_t whylen)
+{
+	bool running = dlm_ls_running(ls);
+	char name[DLM_KEY_TEXT_LEN];
+	const struct dlm_list *pos, *p2;
+
+	dlm_list_for_each(pos, &ls->ls_dir_held) {
+		const struct dlm_dir_held *dh =
+			dlm_container_of(pos, struct dlm_dir_held, dh_list);
+		uint32_t hash = dlm_hash_bytes(dh->dh_key, dh->dh_keylen);
+		const struct dlm_dirent *de = dir_find(ls, dh->dh_key,
+						       dh->dh_keylen, hash);
+		const char *bad = NULL;
+
+		if (dh->dh_key[0] == DLM_KEY_DIGEST_MARK ||
+		    1u + dh->dh_key[0] != dh->dh_keylen)
+			bad = "not a root";
+		else if (dh->dh_node == dlm_our_nodeid(ls))
+			bad = "from us";
+		else if (!de)
+			bad = "without a record";
+		else if (de->de_master != dh->dh_node)
+			bad = "whose record names another master";
+		else if (running && !dlm_ls_is_member(ls, dh->dh_node))
+			bad = "from a node that is not a member";
+		else if (running && dlm_dir_nodeid(ls, hash) != dlm_our_nodeid(ls))
+			bad = "of a name we do not direct";
+		for (p2 = pos->next; !bad && p2 != &ls->ls_dir_held;
+		     p2 = p2->next) {
+			const struct dlm_dir_held *d2 =
+				dlm_container_of(p2, struct dlm_dir_held,
+						 dh_list);
+
+			if (d2->dh_node == dh->dh_node &&
+			    d2->dh_keylen == dh->dh_keylen &&
+			    !memcmp(d2->dh_key, dh->dh_key, dh->dh_keylen))
+				bad = "held twice";
+		}
+		if (!bad)
+			continue;
+		dlm_key_format(dh->dh_key, dh->dh_keylen, name, sizeof(name));
+		snprintf(why, whylen, "%s: held lookup from node %u %s", name,
+			 dh->dh_node, bad);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
 /* Remastering: key's master moved from 'old' to 'master'.  False, with
  * the master the record names in *cur, when that was not 'old'. */
 int dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
@@ -1043,7 +1114,8 @@ int dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
 	if (de) {
 		de->de_master = master;
 		dir_settle(ls, de);
-		if (master != old && !dlm_list_empty(&ls->ls_dir_held))
+		if (master != old && !dlm_list_empty(&ls->ls_dir_held) &&
+		    ls->ls_core->core_fault != DLM_FAULT_REMASTER_DIR_KEEP_HELD)
 			dir_answer_held(ls, key, keylen, master);
 	} else if (master != old) {
 		/* out of memory: nothing changed, the caller refuses the

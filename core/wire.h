@@ -146,7 +146,9 @@ enum dlm_msg_type {
 					   MIGRATE_LOCK records sent before),
 					   m_flags DLM_MF_VALNOTVALID */
 	DLM_MSG_DIR_MOVE = 20,		/* new master to directory node: m_key
-					   moved from m_nodeid to the sender */
+					   moved from m_nodeid to the sender;
+					   with DLM_MF_DIR_ACK, directory node
+					   to new master m_nodeid: taken */
 	DLM_MSG_MIGRATE_LOCK = 21,	/* old master to new, before MIGRATE: one
 					   lock of m_key; m_status its queue
 					   (DLM_LKSTS_*), m_nodeid its owner
@@ -192,6 +194,8 @@ static inline int dlm_msg_is_recovery(int type)
 					 * has no resource whose master
 					 * departed (core/recover.c, QUIET
 					 * STEPS) */
+#define DLM_MF_DIR_ACK		0x40	/* DIR_MOVE: the directory node's answer
+					 * (core/remaster.c, "The directory") */
 #define DLM_MF_RC_PARTIAL	0x20	/* RC_STATUS of step nodes: the sender
 					 * may rebuild only the directory that
 					 * moved; m_remid its last finished

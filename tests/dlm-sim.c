@@ -152,6 +152,26 @@ static void cb_send(void *ctx, uint32_t to, const void *buf, size_t len)
 					       type == DLM_MSG_REPOINT &&
 					       rng_pct(&sim->rng, 50) ? to :
 					       move_victim(sim, n->n_id, to));
+		/* --bounce: a third node (neither the new master sending
+		 * it nor the directory node) dies or is cut off while the
+		 * DIR_MOVE is on its way, and joins again as soon as it
+		 * may (sim-faults.c faults_step) */
+		if (sim->opts->o_bounce && sim->opts->o_faults &&
+		    type == DLM_MSG_DIR_MOVE && !sim->kill_next &&
+		    !sim->bounce_next && !sim->bounce_rejoin &&
+		    sim->nnodes >= 3 && rng_pct(&sim->rng, 70)) {
+			uint32_t third = 1 + (uint32_t)rng_below(&sim->rng,
+								 sim->nnodes);
+
+			if (third != n->n_id && third != to)
+				sim->bounce_next = (int)third;
+		}
+		/* --dir-lag: the new master's word to the directory is slow
+		 * (its link too, FIFO), so that a second move may be decided
+		 * before the first one's DIR_MOVE arrives */
+		if (sim->opts->o_dir_lag && type == DLM_MSG_DIR_MOVE)
+			sim->net.n_lag = 1 + (uint32_t)rng_below(&sim->rng,
+							 sim->opts->o_dir_lag);
 	}
 	if (!sim->nodes[to - 1].n_alive)
 		return;		/* a dead node hears nothing */
@@ -2099,6 +2119,8 @@ static const struct {
 	{ "remaster-skip-repoint", DLM_FAULT_REMASTER_SKIP_REPOINT },
 	{ "remaster-early-grant", DLM_FAULT_REMASTER_EARLY_GRANT },
 	{ "remaster-dir-answer", DLM_FAULT_REMASTER_DIR_ANSWER },
+	{ "remaster-dir-unacked", DLM_FAULT_REMASTER_DIR_UNACKED },
+	{ "remaster-dir-keep-held", DLM_FAULT_REMASTER_DIR_KEEP_HELD },
 	{ "partial-keep-dead", DLM_FAULT_PARTIAL_KEEP_DEAD },
 	{ "partial-keep-orphans", DLM_FAULT_PARTIAL_KEEP_ORPHANS },
 };
@@ -2246,6 +2268,10 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --repoint");
 		if (opts->o_rehot)
 			printf(" --rehot %u", opts->o_rehot);
+		if (opts->o_dir_lag)
+			printf(" --dir-lag %u", opts->o_dir_lag);
+		if (opts->o_bounce)
+			printf(" --bounce");
 		if (opts->o_daemon_deaths)
 			printf(" --daemon-deaths");
 		if (opts->o_partitions)
@@ -2300,7 +2326,8 @@ static void usage(FILE *out)
 		"usage: dlm-sim [--seeds N [--from F] | --seed S] [--nodes K] [--ops M] [--depth D]\n"
 		"               [--faults [--daemon-deaths] [--partitions]] [--fault NAME]\n"
 		"               [--lvbseq-start Q] [--alloc-faults P] [--msg-stats]\n"
-		"               [--max-tossed K]\n"
+		"               [--max-tossed K] [--remaster [--repoint] [--rehot K]\n"
+		"               [--dir-lag MS] [--bounce]]\n"
 		"               [--quiet] [-v]\n"
 		"  --seeds N     run seeds 1..N, stop at the first violation (default 100)\n"
 		"  --seed S      run seed S only\n"
@@ -2324,7 +2351,8 @@ static void usage(FILE *out)
 		"                quecvt-ignored, waitq-pass, lose-grant,\n"
 		"                token-reset, child-local; with --remaster:\n"
 		"                remaster-no-freeze, remaster-any-owner,\n"
-		"                remaster-dir-answer; with\n"
+		"                remaster-dir-answer, remaster-dir-unacked,\n"
+		"                remaster-dir-keep-held; with\n"
 		"                --repoint: remaster-skip-repoint,\n"
 		"                remaster-early-grant; with\n"
 		"                --faults: skip-purge, skip-resend, keep-dead-master,\n"
@@ -2358,6 +2386,13 @@ static void usage(FILE *out)
 		"  --rehot K     with --remaster: the hot node changes K times\n"
 		"                (default once, a third of the way), so that\n"
 		"                resources move again and again\n"
+		"  --dir-lag MS  with --remaster: each DIR_MOVE (and what follows\n"
+		"                it on its link) is up to MS ms late, so that a\n"
+		"                second move may overtake the first one's\n"
+		"                notification\n"
+		"  --bounce      with --remaster --faults: at a DIR_MOVE, a third\n"
+		"                node dies (or, with --partitions, is cut off) and\n"
+		"                joins again as soon as membership settles\n"
 		"  --msg-stats   at the end, the engine messages of the passed seeds\n"
 		"                by type, and per accepted client operation\n"
 		"  --quiet       print only failures and the summary\n"
@@ -2401,6 +2436,8 @@ int main(int argc, char **argv)
 		{ "repoint", no_argument, NULL, 'X' },
 		{ "alloc-faults", required_argument, NULL, 'A' },
 		{ "rehot", required_argument, NULL, 'H' },
+		{ "dir-lag", required_argument, NULL, 'G' },
+		{ "bounce", no_argument, NULL, 'B' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -2515,6 +2552,14 @@ int main(int argc, char **argv)
 			if (!parse_u64(optarg, &v) || !v || v > 64)
 				goto bad;
 			opts.o_rehot = (uint32_t)v;
+			break;
+		case 'B':
+			opts.o_bounce = true;
+			break;
+		case 'G':
+			if (!parse_u64(optarg, &v) || !v || v > 60000)
+				goto bad;
+			opts.o_dir_lag = (uint32_t)v;
 			break;
 		case 'v':
 			opts.o_verbose = true;

@@ -75,6 +75,7 @@
 #define SPLIT_PCT		30	/* --partitions: a fault is a split */
 #define HEAL_MIN_MS		5	/* a split heals this late, */
 #define HEAL_SPREAD_MS		300	/* ... plus up to this */
+#define SIM_BOUNCES		3	/* --bounce: bounces per seed at most */
 
 static uint32_t node_bit(int node)
 {
@@ -537,6 +538,9 @@ void faults_setup(struct sim *sim)
 	sim->event = 0;
 	sim->checked_event = 0;
 	sim->fault_budget = 1 + rng_below(&sim->rng, FAULT_MAX_PER_SEED);
+	sim->bounces_left = sim->opts->o_bounce ? SIM_BOUNCES : 0;
+	sim->bounce_next = 0;
+	sim->bounce_rejoin = 0;
 }
 
 /* A fault now?  Returns true when it acted (the step is used). */
@@ -608,10 +612,58 @@ static bool faults_kill(struct sim *sim, int node)
 	return true;
 }
 
+/* --bounce: the third node picked at a DIR_MOVE dies (or is cut off)
+ * now, SIM_BOUNCES times a seed at most, outside the fault budget; then
+ * it joins again at the first step when it may (membership settled,
+ * fenced).  True when it acted. */
+static bool bounce_step(struct sim *sim)
+{
+	int node, alive = 0;
+	unsigned int i;
+
+	if (sim->bounce_next) {
+		node = sim->bounce_next - 1;
+		sim->bounce_next = 0;
+		if (!sim->bounces_left || !sim->nodes[node].n_alive ||
+		    sim->nodes[node].n_fence_at)
+			return false;
+		for (i = 0; i < sim->nnodes; i++)
+			if (sim->nodes[i].n_alive && !sim->nodes[i].n_fence_at)
+				alive++;
+		if (alive < 3)
+			return false;
+		sim_trace(sim, "BOUNCE n%d", node + 1);
+		if (sim->opts->o_partitions && !glue_busy(sim) &&
+		    rng_pct(&sim->rng, 50))
+			node_split(sim, node_bit(node));
+		else
+			node_dies(sim, node, sim->opts->o_daemon_deaths &&
+				  rng_pct(&sim->rng, DAEMON_DEATH_PCT));
+		sim->bounces_left--;
+		sim->bounce_rejoin = node + 1;
+		return true;
+	}
+	if (sim->bounce_rejoin && !glue_busy(sim)) {
+		int rc;
+
+		node = sim->bounce_rejoin - 1;
+		if (sim->nodes[node].n_alive || sim->nodes[node].n_fence_at)
+			return false;	/* fenced later */
+		sim->bounce_rejoin = 0;
+		rc = node_joins(sim, node);
+		if (rc)
+			sim_fail(sim, "n%d could not join: %d", node + 1, rc);
+		return true;
+	}
+	return false;
+}
+
 bool faults_step(struct sim *sim)
 {
 	bool busy = glue_busy(sim);
 
+	if (bounce_step(sim))
+		return true;
 	if (sim->kill_next) {
 		int node = sim->kill_next - 1;
 

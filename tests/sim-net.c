@@ -78,7 +78,8 @@ int net_send(struct sim_net *net, struct sim_rng *rng, uint64_t now,
 	if (!m)
 		return -ENOMEM;
 	l = &net->n_link[from - 1][to - 1];
-	due = now + rng_below(rng, net->n_max_delay + 1);
+	due = now + rng_below(rng, net->n_max_delay + 1) + net->n_lag;
+	net->n_lag = 0;
 	if (crosses(net, from, to) && now < net->n_heal_at && due < net->n_heal_at)
 		due = net->n_heal_at;
 	if (due < l->l_last_due)

@@ -128,6 +128,8 @@ struct sim_net {
 	uint64_t	n_inflight;
 	uint32_t	n_cut;		/* a partition: these nodes (bit id - 1) ... */
 	uint64_t	n_heal_at;	/* ... hear nothing from the others before this */
+	uint32_t	n_lag;		/* the next message sent is this much later
+					   (ms, --dir-lag), and its link behind it */
 	uint64_t	n_sent;
 	uint64_t	n_delivered;
 	struct sim_link	n_link[SIM_MAX_NODES][SIM_MAX_NODES];	/* [from-1][to-1] */
@@ -362,6 +364,12 @@ struct sim_opts {
 					   re-pointed (remaster_shared) */
 	uint32_t	o_rehot;	/* --rehot K: with --remaster, the hot
 					   node changes K times (0: once) */
+	bool		o_bounce;	/* --bounce: with --remaster --faults, a
+					   third node dies or is cut off at a
+					   DIR_MOVE, and joins again at once */
+	uint32_t	o_dir_lag;	/* --dir-lag MS: with --remaster, a
+					   DIR_MOVE (and its link behind it)
+					   is up to MS ms late (0: not) */
 	bool		o_verbose;
 	unsigned int	o_alloc_faults;	/* --alloc-faults P: while the schedule
 					   runs, each engine allocation fails
@@ -446,6 +454,12 @@ struct sim {
 	unsigned int	fault_budget;	/* node faults left for this seed */
 	int		kill_next;	/* node + 1 to kill at the next step
 					   (the workload aims at a master) */
+	int		bounce_next;	/* --bounce: node + 1 to kill or cut
+					   off at the next step ... */
+	int		bounce_rejoin;	/* ... and to join again as soon as
+					   membership is settled */
+	unsigned int	bounces_left;	/* --bounce: per seed, outside the
+					   fault budget */
 	/* --remaster: the node that makes most operations, the global tick
 	 * count, and each resource's arrival on a node (install) */
 	int		hot;

@@ -699,9 +699,9 @@ static void test_unlock_to_dead_old_master(void **state)
  * it (remaster_shared); and with a recovery while the lookup waits, which
  * forgets it: node 1 looks up again at finish, in the rebuilt directory
  * (node 2 registered the name). */
-static void old_master_looks_up(uint32_t shared, int recover)
+static void old_master_looks_up(uint32_t shared, int recover, int keep_held)
 {
-	char name[16], *text;
+	char name[16], held[48], why[256], *text;
 	struct cluster *c;
 	uint32_t a, b;
 	int i, moved = 0;
@@ -739,9 +739,27 @@ static void old_master_looks_up(uint32_t shared, int recover)
 	deliver_only(c, 3, 1);
 	assert_dump_lacks(c, 1, "master 1");	/* a second master */
 	assert_no_comp(c, 1, a);
+	/* the operator sees the held lookup, and the verifier checks it */
+	snprintf(held, sizeof(held), "dirheld \"%s\" node 1", name);
+	assert_dump_has(c, 3, held);
+	assert_verified(c);
+	if (keep_held) {
+		/* broken: the DIR_MOVE leaves the lookup held, its record
+		 * naming node 2 now: node 1 would wait for ever */
+		dlm_core_set_fault(c->core[3], DLM_FAULT_REMASTER_DIR_KEEP_HELD);
+		drain(c);
+		assert_int_equal(dlm_core_ls_verify(c->ls[3], why, sizeof(why)),
+				 -EUCLEAN);
+		assert_non_null(strstr(why, "held lookup from node 1 whose "
+				       "record names another master"));
+		cluster_free(c);
+		cluster_remaster_shared = 0;
+		return;
+	}
 	if (recover)
 		recover_all(c, 1);
 	drain(c);			/* the DIR_MOVE, and what follows */
+	assert_dump_lacks(c, 3, "dirheld");
 	assert_no_comp(c, 1, a);
 	assert_dump_has(c, 1, "master 2");
 	assert_int_equal(unlock(c, 2, 2, b, 0, NULL), 0);
@@ -757,19 +775,27 @@ static void old_master_looks_up(uint32_t shared, int recover)
 static void test_old_master_looks_up(void **state)
 {
 	(void)state;
-	old_master_looks_up(0, 0);
+	old_master_looks_up(0, 0, 0);
 }
 
 static void test_old_master_looks_up_shared(void **state)
 {
 	(void)state;
-	old_master_looks_up(1, 0);
+	old_master_looks_up(1, 0, 0);
 }
 
 static void test_old_master_looks_up_recovery(void **state)
 {
 	(void)state;
-	old_master_looks_up(1, 1);
+	old_master_looks_up(1, 1, 0);
+}
+
+/* dlm_core_ls_verify catches a held lookup that the DIR_MOVE did not
+ * answer (the broken variant remaster-dir-keep-held). */
+static void test_held_lookup_verified(void **state)
+{
+	(void)state;
+	old_master_looks_up(0, 0, 1);
 }
 
 /* A conversion deadlock on "r" at node 1 demotes a lock of node 2's to NL
@@ -872,6 +898,7 @@ int main(void)
 		cmocka_unit_test(test_old_master_looks_up),
 		cmocka_unit_test(test_old_master_looks_up_shared),
 		cmocka_unit_test(test_old_master_looks_up_recovery),
+		cmocka_unit_test(test_held_lookup_verified),
 		cmocka_unit_test(test_demoted_at_move),
 	};
 
