@@ -286,6 +286,23 @@ static bool nofile_enough(void)
 	return false;
 }
 
+/* The same at the very start, before logging is set up and before the
+ * lock files take their fds: a hard limit below NOFILE_MIN cannot be
+ * raised, so a "ulimit -n 6" is said plainly rather than as a lock file
+ * that could not be opened. */
+static bool nofile_hard_enough(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_max >= NOFILE_MIN)
+		return true;
+	fprintf(stderr, "dlmd: RLIMIT_NOFILE is %llu (hard limit %llu): dlmd "
+		"needs at least %d fds to start, and two more for each "
+		"client; not starting\n", (unsigned long long)rl.rlim_cur,
+		(unsigned long long)rl.rlim_max, NOFILE_MIN);
+	return false;
+}
+
 /*
  * Whether dlmd may leave a lockspace by itself, on a signal.  Not while a
  * client on this node has it open, nor while a process left persistent
@@ -439,6 +456,11 @@ int main(int argc, char **argv)
 	}
 	if (debug)
 		d->d_cfg.cf_log_level = LOG_DEBUG;
+	/* before the lock files take fds: said on stderr, no log yet */
+	if (!nofile_hard_enough()) {
+		free(d);
+		return 1;
+	}
 	if (lock_paths(&d->d_cfg, &locks)) {
 		free(d);
 		return 1;

@@ -47,7 +47,9 @@ set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
 LC=$top_builddir/tests/limit-client
-NOFILE=64		# dlmd's RLIMIT_NOFILE, soft and hard
+NOFILE=80		# dlmd's RLIMIT_NOFILE, soft and hard (step 2 needs
+		# 3 x PER_UID x 2 client fds and dlmd's own ~25: lock
+		# files, listeners, the loop's)
 PER_UID=8		# max_clients_per_uid
 AST_LIMIT=262144	# ast_queue_limit, bytes
 MAX_LOCKS=100		# max_locks_per_uid
