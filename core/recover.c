@@ -1494,11 +1494,14 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 	bool recount = false;
 	int k, status = 0;
 
-	if (m->m_pkeylen && (!r || !is_master(r))) {
-		status = rc_child_here(ls, &r, m, hash);
-		if (status)
-			goto reply;
-	}
+	if (m->m_pkeylen && (!r || !is_master(r)) &&
+	    rc_child_here(ls, &r, m, hash))
+		/* no memory for the child here: fails the recovery, no
+		 * reply.  Answered -ENOMEM, the owner took it for a
+		 * refusal and went on with a lock no master had (dlm-sim
+		 * --alloc-faults 20 --faults --remaster --repoint --rehot
+		 * 8 --ops 1000 --bounce seed 4472) */
+		return -ENOMEM;
 	if (!r || !is_master(r) || m->m_status < DLM_LKSTS_WAITING ||
 	    m->m_status > DLM_LKSTS_CONVERT ||
 	    (m->m_status != DLM_LKSTS_GRANTED && m->m_rqmode < DLM_LOCK_NL) ||
