@@ -1764,6 +1764,23 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 	lkb->lkb_unlock_flags = flags;
 	if (op_kept_or_sent(ls, lkb, DLM_WAIT_UNLOCK, send_unlock))
 		return 0;
+	if (!force && (flags & DLM_LKF_VALBLK) && lvb_writes(lkb, DLM_LOCK_NL) &&
+	    !lvb_room(ls, lkb, DLM_LOCK_NL, dlm_lkb_lvb(lkb))) {
+		/* redone here, the resource's master now (dlm_redo_op: the
+		 * old master moved it to us and refused the unlock), with
+		 * no room for the value it writes, taken at the call only
+		 * where the master was then: refused as a remote master
+		 * refuses it, the lock held; done, the value was lost while
+		 * its writer was told the unlock succeeded (dlm-sim
+		 * --alloc-faults 100 --faults --remaster --repoint --rehot
+		 * 8 --ops 1000 --bounce --partitions --daemon-deaths
+		 * --dir-lag 300 seed 237).  At the call the room is there */
+		cast_local(ls, lkb, -ENOMEM);
+		if (mode_valid(lkb->lkb_last_bast) && holds_grmode(lkb) &&
+		    !dlm_modes_compat(lkb->lkb_grmode, lkb->lkb_last_bast))
+			bast_local(ls, lkb, lkb->lkb_last_bast);
+		return 0;
+	}
 	do_unlock(r, lkb, flags);
 	finish_lkb(ls, lkb, -DLM_EUNLOCK);
 	return 0;
