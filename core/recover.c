@@ -561,6 +561,13 @@ static int step_start(struct dlm_ls *ls)
 	 * attempt too */
 	dlm_held_drop(&ls->ls_held, ls, dlm_ls_is_member);
 	dlm_held_drop(&ls->ls_rc_deferred, ls, NULL);
+	/* ...those a new master sent ahead of its MOVED too: replayed when
+	 * a held MOVED naming that departed node was taken at the directory
+	 * step, its REPOINTs re-pointed our locks to it, and no step looked
+	 * for their master again (dlm-sim --alloc-faults 100 --faults
+	 * --remaster --repoint --rehot 8 --ops 1000 --bounce --partitions
+	 * --daemon-deaths --dir-lag 300 seed 1594: requests never done) */
+	dlm_held_drop(&ls->ls_rm_held, ls, dlm_ls_is_member);
 	ls->ls_rc_out = 0;
 
 	/* operations in flight to departed nodes: settle those the lock's
