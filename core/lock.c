@@ -106,12 +106,16 @@
  *    were taken at the call), so they need no memory.
  *  - A wait that finds no memory for its deadlock record is watched again
  *    at the next tick (deadlock.c).
+ *  - An unlock redone because its master changed (dlm_redo_op) keeps
+ *    its own flags, not forced: the new master, or this node if it is
+ *    the master now (unlock_lkb), refuses it -ENOMEM as above when
+ *    there is no room for its value.
  *  - Left as before, value lost and said so (VALNOTVALID): a forced
- *    unlock's write (a purge cannot be refused), a value whose room
- *    could not be taken because the lock's master changed under it, and
- *    a read whose buffer finds no memory at the grant (that reader gets
- *    zeros flagged VALNOTVALID; the resource's value stays valid for the
- *    others).
+ *    unlock's write (a purge cannot be refused), a conversion's value
+ *    whose room could not be taken because the lock's master changed
+ *    under it, and a read whose buffer finds no memory at the grant
+ *    (that reader gets zeros flagged VALNOTVALID; the resource's value
+ *    stays valid for the others).
  *  - Recovery messages and steps: see core/recover.c.
  */
 #include <errno.h>
