@@ -106,12 +106,16 @@
  *    were taken at the call), so they need no memory.
  *  - A wait that finds no memory for its deadlock record is watched again
  *    at the next tick (deadlock.c).
+ *  - An unlock redone because its master changed (dlm_redo_op) keeps
+ *    its own flags, not forced: the new master, or this node if it is
+ *    the master now (unlock_lkb), refuses it -ENOMEM as above when
+ *    there is no room for its value.
  *  - Left as before, value lost and said so (VALNOTVALID): a forced
- *    unlock's write (a purge cannot be refused), a value whose room
- *    could not be taken because the lock's master changed under it, and
- *    a read whose buffer finds no memory at the grant (that reader gets
- *    zeros flagged VALNOTVALID; the resource's value stays valid for the
- *    others).
+ *    unlock's write (a purge cannot be refused), a conversion's value
+ *    whose room could not be taken because the lock's master changed
+ *    under it, and a read whose buffer finds no memory at the grant
+ *    (that reader gets zeros flagged VALNOTVALID; the resource's value
+ *    stays valid for the others).
  *  - Recovery messages and steps: see core/recover.c.
  */
 #include <errno.h>
@@ -1764,6 +1768,23 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 	lkb->lkb_unlock_flags = flags;
 	if (op_kept_or_sent(ls, lkb, DLM_WAIT_UNLOCK, send_unlock))
 		return 0;
+	if (!force && (flags & DLM_LKF_VALBLK) && lvb_writes(lkb, DLM_LOCK_NL) &&
+	    !lvb_room(ls, lkb, DLM_LOCK_NL, dlm_lkb_lvb(lkb))) {
+		/* redone here, the resource's master now (dlm_redo_op: the
+		 * old master moved it to us and refused the unlock), with
+		 * no room for the value it writes, taken at the call only
+		 * where the master was then: refused as a remote master
+		 * refuses it, the lock held; done, the value was lost while
+		 * its writer was told the unlock succeeded (dlm-sim
+		 * --alloc-faults 100 --faults --remaster --repoint --rehot
+		 * 8 --ops 1000 --bounce --partitions --daemon-deaths
+		 * --dir-lag 300 seed 237).  At the call the room is there */
+		cast_local(ls, lkb, -ENOMEM);
+		if (mode_valid(lkb->lkb_last_bast) && holds_grmode(lkb) &&
+		    !dlm_modes_compat(lkb->lkb_grmode, lkb->lkb_last_bast))
+			bast_local(ls, lkb, lkb->lkb_last_bast);
+		return 0;
+	}
 	do_unlock(r, lkb, flags);
 	finish_lkb(ls, lkb, -DLM_EUNLOCK);
 	return 0;
@@ -3331,7 +3352,18 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		convert_here(ls, lkb);
 		break;
 	case DLM_WAIT_UNLOCK:
-		if (unlock_lkb(ls, lkb, lkb->lkb_unlock_flags | DLM_LKF_FORCEUNLOCK,
+		/* with its own flags: forced only if its client forced it.
+		 * Forced, a master with no room for the value it writes
+		 * took it all the same, lost the value (VALNOTVALID) and
+		 * answered that it succeeded (an unlock parked for a
+		 * REPOINT: dlm-sim --alloc-faults 20 --faults --remaster
+		 * --repoint --rehot 8 --ops 1000 --bounce seed 6203);
+		 * unforced it refuses it -ENOMEM whole, the lock held (see
+		 * "Out of memory").  Forced should it be refused here,
+		 * which it is not expected to be: the lock was granted at
+		 * the call, and nothing but this unlock was in flight */
+		if (unlock_lkb(ls, lkb, lkb->lkb_unlock_flags, NULL) < 0 &&
+		    unlock_lkb(ls, lkb, lkb->lkb_unlock_flags | DLM_LKF_FORCEUNLOCK,
 			       NULL) < 0)
 			log_ls(ls, DLM_LOG_WARNING, "unlock of %08x not redone",
 			       id);

@@ -561,6 +561,13 @@ static int step_start(struct dlm_ls *ls)
 	 * attempt too */
 	dlm_held_drop(&ls->ls_held, ls, dlm_ls_is_member);
 	dlm_held_drop(&ls->ls_rc_deferred, ls, NULL);
+	/* ...those a new master sent ahead of its MOVED too: replayed when
+	 * a held MOVED naming that departed node was taken at the directory
+	 * step, its REPOINTs re-pointed our locks to it, and no step looked
+	 * for their master again (dlm-sim --alloc-faults 100 --faults
+	 * --remaster --repoint --rehot 8 --ops 1000 --bounce --partitions
+	 * --daemon-deaths --dir-lag 300 seed 1594: requests never done) */
+	dlm_held_drop(&ls->ls_rm_held, ls, dlm_ls_is_member);
 	ls->ls_rc_out = 0;
 
 	/* operations in flight to departed nodes: settle those the lock's
@@ -1494,11 +1501,14 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 	bool recount = false;
 	int k, status = 0;
 
-	if (m->m_pkeylen && (!r || !is_master(r))) {
-		status = rc_child_here(ls, &r, m, hash);
-		if (status)
-			goto reply;
-	}
+	if (m->m_pkeylen && (!r || !is_master(r)) &&
+	    rc_child_here(ls, &r, m, hash))
+		/* no memory for the child here: fails the recovery, no
+		 * reply.  Answered -ENOMEM, the owner took it for a
+		 * refusal and went on with a lock no master had (dlm-sim
+		 * --alloc-faults 20 --faults --remaster --repoint --rehot
+		 * 8 --ops 1000 --bounce seed 4472) */
+		return -ENOMEM;
 	if (!r || !is_master(r) || m->m_status < DLM_LKSTS_WAITING ||
 	    m->m_status > DLM_LKSTS_CONVERT ||
 	    (m->m_status != DLM_LKSTS_GRANTED && m->m_rqmode < DLM_LOCK_NL) ||
