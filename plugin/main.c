@@ -179,15 +179,18 @@ static void unlock_paths(struct path_locks *pl)
  * their own at the path and pose as dlmd: libdlm would send it its
  * requests, dlmctl its commands, and believe the answers.  So dlmd does
  * not start with such a socket in a directory another user may write:
- * one (or any above it, on the path as written and on the path it
- * resolves to) writable by group or others without the sticky bit, or
- * owned by another user than root and ours, or a symlink another user
- * owns.  A sticky directory (/tmp) is fine: there only a file's owner
- * may remove or rename it.  /run/dlmd, made 0755 by root, is.
+ * the socket's own directory writable by group or others at all, one
+ * above it so writable without the sticky bit (on the path as written
+ * and on the path it resolves to), any of them owned by another user
+ * than root and ours, or a symlink another user owns.  A sticky
+ * directory above (/tmp) is fine: there only a file's owner may remove
+ * or rename it; as the socket's own it is not: while dlmd is down
+ * anyone could make a socket there, or take its lock file.  /run/dlmd,
+ * made 0755 by root, is fine.
  * path_dir_unsafe: why the directories of 'file' are unsafe, into why
  * (the directory, the reason), or 0 if they are not.
  */
-static int dir_unsafe(const char *dir, char *why, size_t size)
+static int dir_unsafe(const char *dir, bool sticky_ok, char *why, size_t size)
 {
 	uid_t me = geteuid();
 	struct stat st;
@@ -206,26 +209,30 @@ static int dir_unsafe(const char *dir, char *why, size_t size)
 			 (unsigned)st.st_uid);
 		return 1;
 	}
-	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
-		snprintf(why, size, "directory %s is writable by %s (mode 0%o, "
-			 "no sticky bit)", dir,
-			 st.st_mode & S_IWOTH ? "others" : "its group",
-			 (unsigned)(st.st_mode & 07777));
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
+	    !(sticky_ok && (st.st_mode & S_ISVTX))) {
+		snprintf(why, size, "directory %s is writable by %s (mode 0%o%s)",
+			 dir, st.st_mode & S_IWOTH ? "others" : "its group",
+			 (unsigned)(st.st_mode & 07777),
+			 sticky_ok ? ", no sticky bit" : "");
 		return 1;
 	}
 	return 0;
 }
 
-/* dir_unsafe for 'path' (absolute) and every directory above it */
+/* dir_unsafe for 'path' (absolute) and every directory above it; those
+ * above may be sticky */
 static int dirs_unsafe(const char *path, char *why, size_t size)
 {
 	char buf[PATH_MAX];
 	char *slash;
+	bool first = true;
 
 	snprintf(buf, sizeof(buf), "%s", path);
 	for (;;) {
-		if (dir_unsafe(buf[0] ? buf : "/", why, size))
+		if (dir_unsafe(buf[0] ? buf : "/", !first, why, size))
 			return 1;
+		first = false;
 		slash = strrchr(buf, '/');
 		if (!slash || !buf[0])
 			return 0;

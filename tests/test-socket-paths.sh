@@ -27,10 +27,10 @@
 # (a typo) is left alone: dlmd says so, and does not start without its
 # client or control socket (it runs without its metrics socket).
 # Nor does one whose client or control socket lies in a directory
-# another user may write (writable by group or others without the
-# sticky bit, or owned by another user than root, or below such a one):
-# that user could replace the socket and pose as dlmd; it does start
-# below a sticky directory.
+# another user may write (writable by group or others, or owned by
+# another user than root, or below such a one that is not sticky): that
+# user could replace the socket and pose as dlmd; it does start below a
+# sticky directory.
 # Needs root (the owners); skips (77) otherwise.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -177,10 +177,12 @@ done
 echo "== a socket directory another user may write"
 # Whoever may write the directory of the client or control socket can
 # put a socket of their own in its place and pose as dlmd to clients
-# and dlmctl.  dlmd does not start there: a directory (or one above it)
-# writable by group or others without the sticky bit, or owned by
-# another user than root; it does start in a directory of root's under
-# a sticky, world-writable one (as the tests' own under /tmp).
+# and dlmctl.  dlmd does not start there: the socket's own directory
+# writable by group or others (sticky or not: while dlmd is down anyone
+# could put a socket there), one above it so writable without the
+# sticky bit, or one owned by another user than root; it does start in
+# a directory of root's under a sticky, world-writable one (as the
+# tests' own under /tmp).
 mkdir "$dir/open" "$dir/grp" "$dir/theirs" "$dir/sticky" "$dir/open/deep"
 chmod 777 "$dir/open"
 chmod 775 "$dir/grp"
@@ -189,7 +191,8 @@ chown nobody "$dir/theirs"
 chmod 1777 "$dir/sticky"
 mkdir "$dir/sticky/ok"
 for bad in socket_path:open socket_path:grp socket_path:theirs \
-	   socket_path:open/deep control_socket:open control_socket:theirs; do
+	   socket_path:open/deep socket_path:sticky control_socket:open \
+	   control_socket:theirs control_socket:sticky; do
 	key=${bad%%:*}
 	sd=$dir/${bad#*:}
 	if [ $key = socket_path ]; then
