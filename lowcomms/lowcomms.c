@@ -350,6 +350,7 @@ struct lc_conn {
 	enum conn_state conn_state;
 	bool conn_outgoing;		/* we called connect() */
 	bool conn_abort;		/* reset rather than close gracefully */
+	bool conn_heard;		/* a byte was read from it */
 	short conn_events;		/* what the loop watches */
 	uint64_t conn_deadline;		/* handshake must end by then */
 	uint64_t conn_serial;		/* creation order */
@@ -1707,6 +1708,7 @@ static ssize_t conn_recv(struct lc_conn *c, unsigned char *buf, size_t len)
 		return got;
 	}
 	ctx->ctx_stats.st_reads++;
+	c->conn_heard = true;
 	return got;
 }
 
@@ -1871,14 +1873,34 @@ static void accept_resume(struct lc_ctx *ctx)
  * there holding thousands open would take this daemon's fds, and its
  * lock clients and peers would then wait at accept.  A node's dlmd has
  * one connection to us at a time (two, briefly, when it reconnects or
- * both ends connect at once): past the bound the oldest from that
- * address goes.
+ * both ends connect at once): past the bound one from that address goes,
+ * the oldest of those that have sent nothing if there is one, else the
+ * oldest.  A dlmd sends its HELLO (or its first handshake message) as
+ * soon as it has connected, so its connection has bytes read or waiting
+ * by the time another is accepted; one that only sits there is the local
+ * user's, who so cannot evict that node's dlmd's own handshake (it
+ * could: the oldest went, whatever it had sent).  A user who sends the
+ * start of a HELLO on each is not stopped from that: it must then win,
+ * BOUND times over, the race against the rest of a real handshake (one
+ * read in the plain protocol).
  */
 #define PREHELLO_PER_ADDR	8
 
+/* Has c sent anything: bytes read, or (kernel sockets) waiting? */
+static bool conn_talked(struct lc_conn *c)
+{
+	char b;
+
+	if (c->conn_heard)
+		return true;
+	if (c->conn_ctx->ctx_tr->tr_notify_fd)
+		return false;	/* usrsctp: no socket to look at */
+	return recv(c->conn_sock.sk_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 static void prehello_bound(struct lc_ctx *ctx, const struct sockaddr_storage *ss)
 {
-	struct lc_conn *oldest = NULL;
+	struct lc_conn *oldest = NULL, *silent = NULL;
 	unsigned int n = 0;
 
 	for (struct lc_conn *c = ctx->ctx_conns; c; c = c->conn_next) {
@@ -1891,9 +1913,18 @@ static void prehello_bound(struct lc_ctx *ctx, const struct sockaddr_storage *ss
 	}
 	if (n < PREHELLO_PER_ADDR || !oldest)
 		return;
+	for (struct lc_conn *c = ctx->ctx_conns; c; c = c->conn_next) {
+		if (c->conn_outgoing || c->conn_node ||
+		    !lc_addr_same_ip(&c->conn_peer, ss))
+			continue;
+		if ((!silent || c->conn_serial < silent->conn_serial) &&
+		    !conn_talked(c))
+			silent = c;
+	}
 	lc_log(ctx, LOG_DEBUG, "%u connections from one address before their "
-	       "HELLO: the oldest is closed", n + 1);
-	conn_close(oldest, false);
+	       "HELLO: the oldest %sis closed", n + 1,
+	       silent ? "of those that sent nothing " : "");
+	conn_close(silent ? silent : oldest, false);
 }
 
 static void on_accept(struct lc_ctx *ctx, struct lc_sock *lsock)

@@ -106,6 +106,10 @@
  * at the default 212992 they overflowed into the AST queue, a malloc and
  * a second send each. */
 #define AST_SNDBUF	(512 * 1024)
+/* AST sockets of one user (other than root) whose buffer is raised to
+ * AST_SNDBUF, at most: 8 MB of kernel memory a user; the rest keep the
+ * kernel's default buffer (astbuf_raise). */
+#define AST_RAISED_PER_UID	8
 #define LKCB_FREE_MAX	4096		/* lock records kept for reuse */
 /* Rings watched at once ("Watching the rings"): each round looks at
  * every one; past this many a ring is told dlmd sleeps as before. */
@@ -236,6 +240,10 @@ struct dlmd_client {
 	uint64_t	cl_astq_moved_ns;	/* its queue last moved (an AST
 						 * written) or began */
 	bool		cl_counted;		/* counted in d_uid_conns */
+	bool		cl_ast_raised;		/* its AST socket's buffer is
+						 * raised: counted in
+						 * d_uid_astbufs (if limited)
+						 * and d_nast_raised */
 	/* its request ring (dlmd_proto.h "The request ring"), mapped, or
 	 * NULL; the slots we took (our own count: the ring's rg_head is
 	 * only written, never trusted); a drain (ring_job, from a timer
@@ -276,6 +284,7 @@ struct uid_locks {
 };
 
 static bool uid_limited(uid_t uid);
+static void astbuf_drop(struct dlmd *d, struct dlmd_client *c);
 static bool limit_log_due(uint64_t *last_ms, uint64_t *quiet);
 
 static struct uid_locks *uid_locks_of(struct dlmd *d, uid_t uid)
@@ -1215,6 +1224,7 @@ static void client_unbind(struct dlmd *d, struct dlmd_client *c, bool answer)
 		ast_batch_flush(d, c);
 	drop_lock_records(d, c, answer ? &dh : NULL);
 	astq_free(d, c);
+	astbuf_drop(d, c);
 	if (c->cl_ast_fd >= 0)
 		close(c->cl_ast_fd);
 	c->cl_ast_fd = -1;
@@ -1556,6 +1566,70 @@ static int ast_socket_check(const struct dlmd *d, const struct dlmd_client *c,
 	return 0;
 }
 
+/*
+ * The AST socket's send buffer.  AST_SNDBUF (SO_SNDBUFFORCE when we may,
+ * past net.core.wmem_max) is kernel memory the client can make us fill
+ * by not reading: with max_clients_per_uid connections one user could
+ * pin 1 MB each (1 GB at the defaults).  So a user other than root gets
+ * it on AST_RAISED_PER_UID sockets at most (counted in d_uid_astbufs, as
+ * connections are in d_uid_conns); its other AST sockets keep the
+ * kernel's default buffer: more of their ASTs wait in the AST queue,
+ * bounded as ever (ast_queue_limit, backpressure).  Root is not
+ * limited.  A user's budget comes back as its AST sockets close
+ * (astbuf_drop).  d_uid_astbufs holds a counter (uint32_t) for each
+ * limited uid with any, freed at zero.
+ */
+static void astbuf_uncount(struct dlmd *d, uid_t uid, uint32_t *n)
+{
+	if (n && *n)
+		--*n;
+	if (n && !*n) {
+		u32map_del(&d->d_uid_astbufs, (uint32_t)uid);
+		free(n);
+	}
+}
+
+static void astbuf_raise(struct dlmd *d, struct dlmd_client *c, int fd)
+{
+	uint32_t *n = NULL;
+	int sz = AST_SNDBUF;
+
+	if (uid_limited(c->cl_uid)) {
+		n = u32map_get(&d->d_uid_astbufs, (uint32_t)c->cl_uid);
+		if (n && *n >= AST_RAISED_PER_UID)
+			return;		/* the default buffer */
+		if (!n) {
+			n = calloc(1, sizeof(*n));
+			if (!n || u32map_put(&d->d_uid_astbufs,
+					     (uint32_t)c->cl_uid, n)) {
+				free(n);
+				return;
+			}
+		}
+		++*n;
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) &&
+	    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz))) {
+		log_debug("AST socket SO_SNDBUF: %s", strerror(errno));
+		astbuf_uncount(d, c->cl_uid, n);
+		return;
+	}
+	c->cl_ast_raised = true;
+	d->d_nast_raised++;
+}
+
+/* c's AST socket closes: its raised buffer is no longer counted. */
+static void astbuf_drop(struct dlmd *d, struct dlmd_client *c)
+{
+	if (!c->cl_ast_raised)
+		return;
+	c->cl_ast_raised = false;
+	d->d_nast_raised--;
+	if (uid_limited(c->cl_uid))
+		astbuf_uncount(d, c->cl_uid,
+			       u32map_get(&d->d_uid_astbufs, (uint32_t)c->cl_uid));
+}
+
 static int req_ls_open(struct req_ctx *rq)
 {
 	struct dlmd_client *c = rq->rq_c;
@@ -1577,10 +1651,7 @@ static int req_ls_open(struct req_ctx *rq)
 	fl = fcntl(rq->rq_fd, F_GETFL);
 	if (fl < 0 || fcntl(rq->rq_fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return -errno;
-	fl = AST_SNDBUF;
-	if (setsockopt(rq->rq_fd, SOL_SOCKET, SO_SNDBUFFORCE, &fl, sizeof(fl)) &&
-	    setsockopt(rq->rq_fd, SOL_SOCKET, SO_SNDBUF, &fl, sizeof(fl)))
-		log_debug("AST socket SO_SNDBUF: %s", strerror(errno));
+	astbuf_raise(rq->rq_d, c, rq->rq_fd);
 	c->cl_ast_fd = rq->rq_fd;
 	rq->rq_fd = -1;
 	c->cl_ls = dl;
@@ -3210,6 +3281,8 @@ void dlmd_client_fini(struct dlmd *d)
 	} while (ca.ca_n);
 	u32map_free(&d->d_clients);
 	u32map_free(&d->d_uid_conns);
+	u32map_each(&d->d_uid_astbufs, free_val, NULL);
+	u32map_free(&d->d_uid_astbufs);
 	/* lockspaces released after this find their orphans uncounted */
 	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next)
 		u32map_each(&dl->dl_orphan_owners, orphan_rec_uncount, NULL);

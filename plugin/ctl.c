@@ -357,6 +357,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		{ "ring_watch_yields_long", d->d_nwatch_yields_long },
 		{ "asts_sent", d->d_nasts_sent },
 		{ "ast_queue_bytes", d->d_astq_bytes },
+		{ "ast_sockets_raised", d->d_nast_raised },
 		{ "clients_refused", d->d_nrefused },
 		{ "clients_cut_slow", d->d_ncut_slow },
 		{ "client_pauses", d->d_npauses },

@@ -386,6 +386,10 @@ struct dlmd {
 	unsigned int		d_watch_good;	/* rounds that took since */
 	/* limits (client.c) */
 	struct u32map		d_uid_conns;	/* uid -> connections (as a count) */
+	struct u32map		d_uid_astbufs;	/* uid -> its AST sockets with a
+						 * raised buffer (a count) */
+	uint64_t		d_nast_raised;	/* AST sockets with a raised
+						 * buffer, all users */
 	struct u32map		d_uid_locks;	/* uid -> its locks and orphans
 						 * (client.c struct uid_locks) */
 	uint64_t		d_nrefused_locks; /* locks refused: max_locks_per_uid */

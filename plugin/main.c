@@ -173,6 +173,90 @@ static void unlock_paths(struct path_locks *pl)
 	}
 }
 
+/*
+ * Whoever may replace a file in the directory of the client or control
+ * socket, or rename that directory (or one above it), can put a socket of
+ * their own at the path and pose as dlmd: libdlm would send it its
+ * requests, dlmctl its commands, and believe the answers.  So dlmd does
+ * not start with such a socket in a directory another user may write:
+ * the socket's own directory writable by group or others at all, one
+ * above it so writable without the sticky bit (on the path as written
+ * and on the path it resolves to), any of them owned by another user
+ * than root and ours, or a symlink another user owns.  A sticky
+ * directory above (/tmp) is fine: there only a file's owner may remove
+ * or rename it; as the socket's own it is not: while dlmd is down
+ * anyone could make a socket there, or take its lock file.  /run/dlmd,
+ * made 0755 by root, is fine.
+ * path_dir_unsafe: why the directories of 'file' are unsafe, into why
+ * (the directory, the reason), or 0 if they are not.
+ */
+static int dir_unsafe(const char *dir, bool sticky_ok, char *why, size_t size)
+{
+	uid_t me = geteuid();
+	struct stat st;
+
+	if (lstat(dir, &st) < 0)
+		return 0;	/* not there: what opens in it fails */
+	if (S_ISLNK(st.st_mode) && st.st_uid != 0 && st.st_uid != me) {
+		snprintf(why, size, "%s is a symlink of uid %u", dir,
+			 (unsigned)st.st_uid);
+		return 1;
+	}
+	if (stat(dir, &st) < 0)
+		return 0;
+	if (st.st_uid != 0 && st.st_uid != me) {
+		snprintf(why, size, "directory %s is owned by uid %u", dir,
+			 (unsigned)st.st_uid);
+		return 1;
+	}
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
+	    !(sticky_ok && (st.st_mode & S_ISVTX))) {
+		snprintf(why, size, "directory %s is writable by %s (mode 0%o%s)",
+			 dir, st.st_mode & S_IWOTH ? "others" : "its group",
+			 (unsigned)(st.st_mode & 07777),
+			 sticky_ok ? ", no sticky bit" : "");
+		return 1;
+	}
+	return 0;
+}
+
+/* dir_unsafe for 'path' (absolute) and every directory above it; those
+ * above may be sticky */
+static int dirs_unsafe(const char *path, char *why, size_t size)
+{
+	char buf[PATH_MAX];
+	char *slash;
+	bool first = true;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (;;) {
+		if (dir_unsafe(buf[0] ? buf : "/", !first, why, size))
+			return 1;
+		first = false;
+		slash = strrchr(buf, '/');
+		if (!slash || !buf[0])
+			return 0;
+		*slash = '\0';
+	}
+}
+
+static int path_dir_unsafe(const char *file, char *why, size_t size)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", file);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return 0;	/* config.c allows only absolute paths */
+	*slash = '\0';
+	if (dirs_unsafe(dir, why, size))
+		return 1;
+	if (realpath(dir[0] ? dir : "/", real) && dirs_unsafe(real, why, size))
+		return 1;
+	return 0;
+}
+
 /* Take every lock of the paths dlm.conf gives us (above): 0, or -1 after
  * printing why (another dlmd holds one; two keys name one file). */
 static int lock_paths(const struct dlmd_config *cf, struct path_locks *pl)
@@ -202,6 +286,17 @@ static int lock_paths(const struct dlmd_config *cf, struct path_locks *pl)
 					key[j], file[i]);
 				return -1;
 			}
+	for (int i = LOCK_SOCKET; i <= LOCK_CTL; i++) {
+		char why[PATH_MAX + 64];
+
+		make_parent_dirs(file[i]);
+		if (path_dir_unsafe(file[i], why, sizeof(why))) {
+			fprintf(stderr, "dlmd: %s %s: %s: another user could "
+				"replace the socket and pose as dlmd; not "
+				"starting\n", key[i], file[i], why);
+			return -1;
+		}
+	}
 	for (int i = 0; i < NLOCKS; i++) {
 		if (!file[i])
 			continue;

@@ -923,6 +923,78 @@ static void test_prehello_bound(void **state)
 	h_world_free(w);
 }
 
+/* The same bound against a node's own dlmd: a connection that has begun
+ * its handshake (here the first four bytes of its first message, the
+ * magic, as a dlmd sends at once on connecting) is not the one closed
+ * while others
+ * from its address have sent nothing: a local user on that node opening
+ * silent connections evicts its own, not the node's dlmd's handshake
+ * (it did: the oldest went, whatever it had sent). */
+static void test_prehello_prefers_silent(void **state)
+{
+	enum { OLD = 8, NEW = 24, BOUND = 8 };
+	/* little-endian LC_HS_MAGIC, a handshake message's start (with a
+	 * key), or LC_FRAME_MAGIC, a HELLO frame's (LC_TEST_SECURITY=none) */
+	static const unsigned char hs_magic[4] = { 0x44, 0x4c, 0x4d, 0x4b };
+	static const unsigned char frame_magic[4] = { 0x44, 0x4c, 0x4d, 0x46 };
+	const unsigned char *magic;
+	struct h_world *w = malloc(sizeof(*w));
+	struct lc_config cfg;
+	struct sockaddr_storage ss;
+	uint64_t want;
+	int fds[OLD + NEW], talker, open_n = 0;
+	char b;
+
+	(void)state;
+	assert_non_null(w);
+	h_world_init(w);
+	h_config(&cfg, 1, LOOPBACK);
+	magic = cfg.cfg_security == LC_SEC_NONE ? frame_magic : hs_magic;
+	cfg.cfg_handshake_ms = 600000;	/* none ends by its time here */
+	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, &cfg), 0);
+	assert_int_equal(lc_addr_parse(LOOPBACK, 1, &ss), 0);
+	assert_int_equal(lc_node_add(w->w_eps[0].ep_lc, 2, &ss, 1), 0);
+	for (int i = 0; i < OLD; i++) {
+		fds[i] = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+		h_poll(w, 0);
+	}
+	want = OLD;
+	assert_true(h_run_until(w, accepted_n, &want, WAIT_MS));
+	talker = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+	assert_true(talker >= 0);
+	assert_int_equal(send(talker, magic, 4, 0), 4);
+	want = OLD + 1;
+	assert_true(h_run_until(w, accepted_n, &want, WAIT_MS));
+	for (int i = 0; i < 10; i++)
+		h_poll(w, 5);
+	errno = 0;
+	assert_int_equal(recv(talker, &b, 1, MSG_DONTWAIT), -1);
+	assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+	for (int i = OLD; i < OLD + NEW; i++) {
+		fds[i] = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+		h_poll(w, 0);
+	}
+	want = OLD + 1 + NEW;
+	assert_true(h_run_until(w, accepted_n, &want, WAIT_MS));
+	for (int i = 0; i < 20; i++)
+		h_poll(w, 5);
+	/* the talker is still open (no EOF, no reset) */
+	errno = 0;
+	assert_int_equal(recv(talker, &b, 1, MSG_DONTWAIT), -1);
+	assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+	for (int i = 0; i < OLD + NEW; i++) {
+		ssize_t n = recv(fds[i], &b, 1, MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			open_n++;
+		close(fds[i]);
+	}
+	close(talker);
+	assert_true(open_n + 1 <= BOUND);	/* the bound still holds */
+	assert_true(open_n >= 1);
+	h_world_free(w);
+}
+
 static bool accepted_one(struct h_world *w, void *arg)
 {
 	struct lc_stats st;
@@ -1079,6 +1151,7 @@ int main(void)
 		cmocka_unit_test(test_renew),
 		cmocka_unit_test(test_handshake_timeout),
 		cmocka_unit_test(test_prehello_bound),
+		cmocka_unit_test(test_prehello_prefers_silent),
 		cmocka_unit_test(test_peer_comes_up_late),
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_wildcard_listener),

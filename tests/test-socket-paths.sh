@@ -26,6 +26,11 @@
 # client socket.  A socket path that names a file that is not a socket
 # (a typo) is left alone: dlmd says so, and does not start without its
 # client or control socket (it runs without its metrics socket).
+# Nor does one whose client or control socket lies in a directory
+# another user may write (writable by group or others, or owned by
+# another user than root, or below such a one that is not sticky): that
+# user could replace the socket and pose as dlmd; it does start below a
+# sticky directory.
 # Needs root (the owners); skips (77) otherwise.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -168,5 +173,47 @@ for key in socket_path control_socket metrics_listen; do
 		[ $st = 1 ] || fail "$key naming a file: dlmd exit $st, want 1"
 	fi
 done
+
+echo "== a socket directory another user may write"
+# Whoever may write the directory of the client or control socket can
+# put a socket of their own in its place and pose as dlmd to clients
+# and dlmctl.  dlmd does not start there: the socket's own directory
+# writable by group or others (sticky or not: while dlmd is down anyone
+# could put a socket there), one above it so writable without the
+# sticky bit, or one owned by another user than root; it does start in
+# a directory of root's under a sticky, world-writable one (as the
+# tests' own under /tmp).
+mkdir "$dir/open" "$dir/grp" "$dir/theirs" "$dir/sticky" "$dir/open/deep"
+chmod 777 "$dir/open"
+chmod 775 "$dir/grp"
+chgrp nogroup "$dir/grp"
+chown nobody "$dir/theirs"
+chmod 1777 "$dir/sticky"
+mkdir "$dir/sticky/ok"
+for bad in socket_path:open socket_path:grp socket_path:theirs \
+	   socket_path:open/deep socket_path:sticky control_socket:open \
+	   control_socket:theirs control_socket:sticky; do
+	key=${bad%%:*}
+	sd=$dir/${bad#*:}
+	if [ $key = socket_path ]; then
+		set -- "socket_path = $sd/e.sock" "control_socket = $dir/run4/e-ctl.sock"
+	else
+		set -- "socket_path = $dir/run4/e.sock" "control_socket = $sd/e-ctl.sock"
+	fi
+	write_conf "$dir/e.conf" "$@" "pid_file = $dir/run4/e.pid"
+	timeout 5 "$DLMD" --foreground --config="$dir/e.conf" >"$dir/e.out" 2>&1 </dev/null
+	st=$?
+	[ $st = 1 ] || fail "$key in $bad: dlmd exit $st, want 1: $(cat "$dir/e.out")"
+	grep -q "$key .* another user could replace" "$dir/e.out" ||
+		fail "$key in $bad: not said: $(cat "$dir/e.out")"
+	ls "$sd" | grep -q 'e.*sock' && fail "$key in $bad: a socket or lock file was made: $(ls "$sd")"
+done
+write_conf "$dir/f.conf" "socket_path = $dir/sticky/ok/f.sock" \
+	"control_socket = $dir/sticky/ok/f-ctl.sock" "pid_file = $dir/run4/f.pid"
+timeout 3 "$DLMD" --foreground --config="$dir/f.conf" >"$dir/f.out" 2>&1 </dev/null
+st=$?
+[ $st = 124 ] && grep -q 'dlmd ready' "$dir/f.out" ||
+	fail "sockets in a root directory under a sticky one: exit $st: $(cat "$dir/f.out")"
+
 [ $rc -eq 0 ] && echo "PASS"
 exit $rc
