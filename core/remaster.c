@@ -479,6 +479,7 @@
  * the one that moves a resource other nodes lock too, forgetting their
  * master copies (tests/sim-broken.test).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1508,6 +1509,31 @@ static void repoint_recover(struct dlm_ls *ls)
 	dlm_held_drop(&ls->ls_rm_records, ls, NULL);
 }
 
+/* Recovery's walks of ls_held for the messages of some types from live
+ * members (the masters and directory steps): *pos starts at
+ * ls->ls_held.next; each call decodes the next such message into *m and
+ * returns it, *pos already past it, so that the caller may take it off
+ * the list and free it, or take off messages ahead of it (install_held);
+ * NULL at the end.  types: HELD_TYPE() bits, or'ed. */
+#define HELD_TYPE(t)	((uint64_t)1 << (t))
+static_assert(DLM_MSG_MAX < 64, "HELD_TYPE: a message type per bit");
+
+static struct dlm_held *held_next(struct dlm_ls *ls, struct dlm_list **pos,
+				  uint64_t types, struct dlm_msg *m)
+{
+	while (*pos != &ls->ls_held) {
+		struct dlm_held *h = dlm_container_of(*pos, struct dlm_held,
+						      h_list);
+
+		*pos = (*pos)->next;
+		if (!dlm_msg_decode(h->h_buf, h->h_len, m, NULL) &&
+		    m->m_type < 64 && (types & HELD_TYPE(m->m_type)) &&
+		    dlm_ls_is_member(ls, h->h_from))
+			return h;
+	}
+	return NULL;
+}
+
 /* Recovery: the master 'from' took our RC_LOCK for lkb.  If lkb awaited
  * its re-point, that master may have granted its master copy (from the
  * record) before: a GRANT of its about lkb held here (ls_held) came
@@ -1569,17 +1595,11 @@ void dlm_remaster_finish(struct dlm_ls *ls)
 void dlm_remaster_held_replies(struct dlm_ls *ls)
 {
 	struct dlm_list *pos = ls->ls_held.next;
+	struct dlm_held *h;
+	struct dlm_msg m;
 
-	while (pos != &ls->ls_held) {
-		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
-						      h_list);
-		struct dlm_msg m;
-
-		pos = pos->next;
-		if (dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
-		    m.m_type != DLM_MSG_REPOINT_REPLY ||
-		    !dlm_ls_is_member(ls, h->h_from))
-			continue;
+	while ((h = held_next(ls, &pos, HELD_TYPE(DLM_MSG_REPOINT_REPLY),
+			      &m))) {
 		(void)receive_repoint_reply(ls, &m);
 		dlm_list_del(&h->h_list);
 		free(h);
@@ -1638,17 +1658,11 @@ void dlm_remaster_unmatched(struct dlm_ls *ls)
 int dlm_remaster_recover(struct dlm_ls *ls)
 {
 	struct dlm_list *pos = ls->ls_held.next;
+	struct dlm_held *h;
+	struct dlm_msg m;
 
-	while (pos != &ls->ls_held) {
-		struct dlm_held *h = dlm_container_of(pos, struct dlm_held,
-						      h_list);
-		struct dlm_msg m;
-
-		pos = pos->next;
-		if (dlm_msg_decode(h->h_buf, h->h_len, &m, NULL) ||
-		    (m.m_type != DLM_MSG_MIGRATE && m.m_type != DLM_MSG_MOVED) ||
-		    !dlm_ls_is_member(ls, h->h_from))
-			continue;
+	while ((h = held_next(ls, &pos, HELD_TYPE(DLM_MSG_MIGRATE) |
+			      HELD_TYPE(DLM_MSG_MOVED), &m))) {
 		if (install_held(ls, h, &m))
 			return -ENOMEM;	/* the step fails: recovery reruns */
 		dlm_list_del(&h->h_list);
