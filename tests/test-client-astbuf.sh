@@ -24,51 +24,8 @@ ROOT_CONNS=12		# root's, all raised
 BIG=1048576		# AST_SNDBUF (512 KB) doubled by the kernel
 POLLS=100		# waits: polls of 0.1 s
 
-rc=0
-pid=
-
-[ "$(id -u)" = 0 ] || { echo "FAIL: needs root (setpriv)" >&2; exit 1; }
+one_dlmd_test astbuf setpriv
 command -v ss >/dev/null || { echo "FAIL: needs ss" >&2; exit 1; }
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-astbuf.XXXXXX") || exit 1
-chmod 755 "$dir"
-holders=
-
-cleanup() {
-	for h in $holders; do
-		kill -KILL "$h" 2>/dev/null
-		wait "$h" 2>/dev/null
-	done
-	stop_dlmd
-	check_sanitizer "$dir/dlmd.out"
-	finish "dlmd: dlmd.out"
-}
-trap cleanup EXIT
-trap 'rc=1; exit 1' INT TERM
-
-write_conf "$dir/dlm.conf" "socket_owner = root" "socket_group = root" \
-	"socket_mode = 0666" "log_level = debug" \
-	"max_clients_per_uid = $CONNS"
-export DLMD_SOCKET=$dir/dlmd.sock DLMD_CTL_SOCKET=$dir/dlmd-ctl.sock
-
-# hold NAME FD CMD...: CMD in the background, stdin from fifo NAME kept
-# open on FD; "release NAME FD" closes it (CMD lets go and exits).
-hold() {
-	name=$1
-	fd=$2
-	shift 2
-	mkfifo "$dir/$name.fifo"
-	"$@" <"$dir/$name.fifo" >"$dir/$name.out" 2>&1 3>&- 4>&- 5>&- 6>&- &
-	eval "held_$name=$!"
-	holders="$holders $!"
-	eval "exec $fd>\"\$dir/\$name.fifo\""
-}
-
-release() {
-	eval "exec $2>&-"
-	eval "rp=\$held_$1"
-	wait_gone "$rp" || { fail "$1 did not exit"; kill -KILL "$rp" 2>/dev/null; }
-	wait "$rp" 2>/dev/null
-}
 
 # big_bufs: how many of dlmd's unix sockets have a send buffer of BIG
 # or more (ss -x -m -p: the skmem line follows its socket's line)
@@ -80,17 +37,15 @@ big_bufs() {
 		END { print n + 0 }'
 }
 
-status_value() {
-	"$DLMCTL" status | sed -n "s/^$1 //p"
-}
-
-start_dlmd "$dir/dlm.conf" "$dir/dlmd.out"
+one_dlmd "socket_owner = root" "socket_group = root" \
+	"socket_mode = 0666" "log_level = debug" \
+	"max_clients_per_uid = $CONNS"
 "$LC" create buf 0666 || fail "root cannot create a lockspace"
 base=$(big_bufs)
 echo "dlmd's big buffers before any client: $base"
 
 echo "== nobody opens the lockspace $CONNS times"
-hold nobody 4 setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" open buf $CONNS
+fifo_hold nobody 4 setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" open buf $CONNS
 poll $((POLLS / 10)) grep -q '^opened' "$dir/nobody.out"
 grep -q "^opened $CONNS\$" "$dir/nobody.out" ||
 	fail "nobody's connections: $(cat "$dir/nobody.out")"
@@ -103,22 +58,22 @@ r=$(status_value ast_sockets_raised)
 [ "$r" = "$n" ] || fail "status ast_sockets_raised '$r', ss shows $n"
 
 echo "== root opens it $ROOT_CONNS times: not limited"
-hold root 5 "$LC" open buf $ROOT_CONNS
+fifo_hold root 5 "$LC" open buf $ROOT_CONNS
 poll $((POLLS / 10)) grep -q '^opened' "$dir/root.out"
 grep -q "^opened $ROOT_CONNS\$" "$dir/root.out" ||
 	fail "root's connections: $(cat "$dir/root.out")"
 m=$(($(big_bufs) - base - n))
 echo "root's AST sockets with a big buffer: $m of $ROOT_CONNS"
 [ "$m" -eq $ROOT_CONNS ] || fail "root has $m big AST buffers, want $ROOT_CONNS"
-release root 5
+fifo_release root 5
 
 echo "== nobody's connections close: its budget is free again"
-release nobody 4
+fifo_release nobody 4
 poll $((POLLS / 10)) test "$(status_value ast_sockets_raised)" = 0 ||
 	fail "ast_sockets_raised $(status_value ast_sockets_raised) after every client left"
-hold again 4 setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" open buf 2
+fifo_hold again 4 setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" open buf 2
 poll $((POLLS / 10)) grep -q '^opened' "$dir/again.out"
 n=$(($(big_bufs) - base))
 [ "$n" -eq 2 ] || fail "nobody's 2 new connections: $n big AST buffers, want 2"
-release again 4
+fifo_release again 4
 kill -0 "$pid" 2>/dev/null || fail "dlmd died"

@@ -65,33 +65,7 @@ BREAKS=200		# step 7's disconnects
 BREAK_LOG_MAX=20	# ... warnings at most: two minutes' worth (10 each)
 POLLS=100		# waits: polls of 0.1 s
 
-rc=0
-pid=
-
-[ "$(id -u)" = 0 ] || { echo "FAIL: needs root (setpriv, prlimit)" >&2; exit 1; }
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-limits.XXXXXX") || exit 1
-chmod 755 "$dir"
-holders=
-
-cleanup() {
-	for h in $holders; do
-		kill -KILL "$h" 2>/dev/null
-		wait "$h" 2>/dev/null
-	done
-	stop_dlmd
-	check_sanitizer "$dir/dlmd.out"
-	finish "dlmd: dlmd.out"
-}
-trap cleanup EXIT
-trap 'rc=1; exit 1' INT TERM
-
-write_conf "$dir/dlm.conf" "socket_owner = root" "socket_group = nogroup" \
-	"socket_mode = 0660" "log_level = debug" \
-	"max_clients_per_uid = $PER_UID" "ast_queue_limit = $AST_LIMIT" \
-	"max_locks_per_uid = $MAX_LOCKS" "max_tossed_resources = $MAX_TOSSED" \
-	"toss_secs = 3600" \
-	"configfs_dir = $dir/configfs" "metrics_listen = $dir/metrics.sock"
-export DLMD_SOCKET=$dir/dlmd.sock DLMD_CTL_SOCKET=$dir/dlmd-ctl.sock
+one_dlmd_test limits "setpriv, prlimit"
 
 # wait_line FILE PATTERN WHAT: poll until FILE has a line matching PATTERN.
 wait_line() {
@@ -99,41 +73,17 @@ wait_line() {
 		{ fail "$3: no '$2' in $(cat "$1" 2>/dev/null)"; return 1; }
 }
 
-# hold NAME FD CMD...: run CMD in the background with stdin from fifo
-# NAME, kept open by this shell on FD (3..9), output in $dir/NAME.out;
-# "release NAME FD" closes it (EOF: CMD lets go and exits) and waits.
-hold() {
-	name=$1
-	fd=$2
-	shift 2
-	mkfifo "$dir/$name.fifo"
-	# The other holders' fifo ends stay here, not in CMD: their EOF
-	# must not wait for CMD.
-	"$@" <"$dir/$name.fifo" >"$dir/$name.out" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
-	eval "held_$name=$!"
-	holders="$holders $!"
-	eval "exec $fd>\"\$dir/\$name.fifo\""
-}
-
-release() {
-	eval "exec $2>&-"
-	eval "rp=\$held_$1"
-	if ! wait_gone "$rp"; then
-		fail "$1 did not exit after its stdin closed: $(cat "$dir/$1.out")"
-		kill -KILL "$rp" 2>/dev/null
-	fi
-	wait "$rp" 2>/dev/null
-}
-
-status_value() { # KEY: a number from dlmctl status
-	"$DLMCTL" status | sed -n "s/^$1 //p"
-}
-
 cpu_ticks() { # PID: utime + stime
 	awk '{ print $14 + $15 }' "/proc/$1/stat"
 }
 
-start_dlmd "$dir/dlm.conf" "$dir/dlmd.out" prlimit --nofile=$NOFILE:$NOFILE
+one_dlmd "socket_owner = root" "socket_group = nogroup" \
+	"socket_mode = 0660" "log_level = debug" \
+	"max_clients_per_uid = $PER_UID" "ast_queue_limit = $AST_LIMIT" \
+	"max_locks_per_uid = $MAX_LOCKS" "max_tossed_resources = $MAX_TOSSED" \
+	"toss_secs = 3600" \
+	"configfs_dir = $dir/configfs" "metrics_listen = $dir/metrics.sock" \
+	-- prlimit --nofile=$NOFILE:$NOFILE
 
 echo "== 1. the client socket: owner, group, mode from dlm.conf"
 perm=$(stat -c '%U %G %a' "$dir/dlmd.sock")
@@ -144,7 +94,7 @@ grep -q '^error EACCES' "$dir/outsider.out" ||
 	fail "a user outside the socket's group: $(cat "$dir/outsider.out")"
 
 echo "== 2. at most $PER_UID connections per user; root is not limited"
-hold nobody1 4 setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" open lim $((PER_UID + 4))
+fifo_hold nobody1 4 setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" open lim $((PER_UID + 4))
 wait_line "$dir/nobody1.out" '^opened' "nobody's connections"
 grep -q "^opened $PER_UID\$" "$dir/nobody1.out" ||
 	fail "nobody opened more or less than $PER_UID: $(cat "$dir/nobody1.out")"
@@ -157,17 +107,17 @@ grep -q "^opened $((PER_UID * 2))\$" "$dir/root.out" || fail "root is limited: $
 [ "$(status_value clients_refused)" = 2 ] || fail "clients_refused: $("$DLMCTL" status)"
 n=$(grep -c 'refused: the user holds max_clients_per_uid' "$dir/dlmd.out")
 [ "$n" = 1 ] || fail "refusals logged $n times in a minute, want once"
-release nobody1 4
+fifo_release nobody1 4
 # Its connections are gone: nobody may connect again.
 timeout 20 setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" open lim 1 </dev/null >"$dir/nobody3.out" 2>&1
 grep -q '^opened 1$' "$dir/nobody3.out" || fail "nobody after closing: $(cat "$dir/nobody3.out")"
 
 echo "== 3. fds run out: no spinning, one log line, served afterwards"
-hold flood 5 "$LC" connect 400
+fifo_hold flood 5 "$LC" connect 400
 wait_line "$dir/flood.out" '^connected' "the flood"
 wait_line "$dir/dlmd.out" 'accept on client socket' "the fd exhaustion log line"
 # A client that comes during the flood waits in the backlog.
-hold late 6 "$LC" open lim 1
+fifo_hold late 6 "$LC" open lim 1
 # ... and so do a control request (dlmctl's "status", sent by hand:
 # dlmctl gives up after 10 s) and a GET /metrics: their sockets have no
 # fd to accept with either.  (Not holding the holders' fifo ends.)
@@ -203,9 +153,9 @@ kill -0 "$ctl_late" 2>/dev/null ||
 	fail "the control request was answered with no fd free? $(cat "$dir/ctl-late.out")"
 kill -0 "$metrics_late" 2>/dev/null ||
 	fail "GET /metrics was answered with no fd free? $(cat "$dir/metrics-late.out")"
-release flood 5
+fifo_release flood 5
 wait_line "$dir/late.out" '^opened 1$' "the late client after the flood"
-release late 6
+fifo_release late 6
 wait_gone "$ctl_late" || fail "the control request still waits after the flood"
 wait "$ctl_late" || fail "the control request failed: $(cat "$dir/ctl-late.out")"
 grep -q '^clients_refused ' "$dir/ctl-late.out" ||
@@ -229,7 +179,7 @@ slow_waits() {
 		"$DLMCTL" status | grep -q "^paused_client pid $sp "
 }
 for k in 1 2 3 4; do
-	hold slow$k $((k + 3)) "$LC" slow lim $SLOW_LOCKS
+	fifo_hold slow$k $((k + 3)) "$LC" slow lim $SLOW_LOCKS
 	poll $((POLLS / 10)) slow_waits slow$k || fail "slow client $k neither submitted nor paused"
 	q=$(status_value ast_queue_bytes)
 	[ "$q" -gt 0 ] && [ "$q" -le $AST_LIMIT ] ||
@@ -245,7 +195,7 @@ echo "four slow clients: ast_queue_bytes $q, client_pauses $(status_value client
 timeout 60 "$LC" locks lim 10 0 </dev/null >"$dir/other.out" 2>&1
 grep -q '^locked 10$' "$dir/other.out" || fail "another client meanwhile: $(cat "$dir/other.out")"
 for k in 1 2 3 4; do
-	release slow$k $((k + 3))
+	fifo_release slow$k $((k + 3))
 	# each got every completion: none of its requests or locks was lost
 	grep -q '^ast-socket ok$' "$dir/slow$k.out" &&
 		grep -q "^submitted $SLOW_LOCKS\$" "$dir/slow$k.out" &&
@@ -258,13 +208,13 @@ done
 # a paused client that dies is closed as usual (seen on its AST socket):
 # its connection and queue go, nothing stays paused
 clients0=$(status_value clients)
-hold slow5 8 "$LC" slow lim $SLOW_LOCKS
+fifo_hold slow5 8 "$LC" slow lim $SLOW_LOCKS
 poll $((POLLS / 10)) slow_waits slow5 || fail "slow client 5 neither submitted nor paused"
 "$DLMCTL" status | grep -q "^paused_client pid $held_slow5 " || fail "slow client 5 not paused"
 kill -KILL "$held_slow5"
 no_paused() { [ "$(status_value clients_paused)" = 0 ] && [ "$(status_value clients)" = "$clients0" ]; }
 poll $((POLLS / 10)) no_paused || fail "a killed paused client stays: $("$DLMCTL" status)"
-release slow5 8
+fifo_release slow5 8
 [ "$(status_value ast_queue_bytes)" = 0 ] || fail "ASTs still queued: $("$DLMCTL" status)"
 
 echo "== 5. at most $MAX_LOCKS locks per user, orphans included; root is not limited"
@@ -280,12 +230,12 @@ expect_locks q1 $MAX_LOCKS EDQUOT
 n=$(grep -c 'refused a lock: the user holds max_locks_per_uid' "$dir/dlmd.out")
 [ "$n" = 1 ] || fail "lock refusals logged $n times, want once"
 # its locks went with it: the same again, over two connections at once
-hold q2 4 setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" locks lim 60 0
+fifo_hold q2 4 setpriv --reuid=nobody --regid=nogroup --clear-groups "$LC" locks lim 60 0
 wait_line "$dir/q2.out" '^locked' "nobody's first connection"
 expect_locks q2 60
 asnobody "$LC" locks lim 60 0 </dev/null >"$dir/q3.out" 2>&1
 expect_locks q3 $((MAX_LOCKS - 60)) EDQUOT
-release q2 4
+fifo_release q2 4
 # orphans count: 60 left behind, then room for 40 only
 asnobody "$LC" locks lim 60 1 </dev/null >"$dir/q4.out" 2>&1
 expect_locks q4 60

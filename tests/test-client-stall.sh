@@ -44,33 +44,7 @@ HOLD_CUT=6000		# step 3's: past the limit
 CALL_SECS=${STALL_CALL_SECS:-180}	# a stall-client run (the hang under test: timeout)
 POLLS=600		# waits: polls of 0.1 s
 
-rc=0
-pid=
-
-[ "$(id -u)" = 0 ] || { echo "FAIL: needs root" >&2; exit 1; }
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-stall.XXXXXX") || exit 1
-chmod 755 "$dir"
-holders=
-
-cleanup() {
-	for h in $holders; do
-		kill -CONT "$h" 2>/dev/null
-		kill -KILL "$h" 2>/dev/null
-		wait "$h" 2>/dev/null
-	done
-	stop_dlmd
-	check_sanitizer "$dir"/*.out
-	finish "dlmd: dlmd.out"
-}
-trap cleanup EXIT
-trap 'rc=1; exit 1' INT TERM
-
-write_conf "$dir/dlm.conf" "log_level = debug" "ast_queue_limit = $AST_LIMIT"
-export DLMD_SOCKET=$dir/dlmd.sock DLMD_CTL_SOCKET=$dir/dlmd-ctl.sock
-
-status_value() { # KEY: a number from dlmctl status
-	"$DLMCTL" status | sed -n "s/^$1 //p"
-}
+one_dlmd_test stall "the last resort is for root's clients"
 
 # bg NAME CMD...: run CMD in the background, its stdin a fifo held open
 # by a sleep (eof_NAME) until "eof NAME", its output in $dir/NAME.out,
@@ -109,7 +83,7 @@ has_line() { grep -q "^$2\$" "$dir/$1.out"; }
 # paused PID: dlmctl status lists PID as paused
 paused() { "$DLMCTL" status | grep -q "^paused_client pid $1 "; }
 
-start_dlmd "$dir/dlm.conf" "$dir/dlmd.out"
+one_dlmd "log_level = debug" "ast_queue_limit = $AST_LIMIT"
 
 echo "== 1. one thread submits a batch without dispatching, then calls again"
 for run in "1 $SC" "0 $SC" "1 $SC-lt" "0 $SC-lt"; do

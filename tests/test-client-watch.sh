@@ -27,31 +27,15 @@ LC=$top_builddir/tests/limit-client
 PAIRS=300
 POLLS=100		# waits: polls of 0.1 s
 
-rc=0
-pid=
+one_dlmd_test watch "dlmd's sockets"
 bg=
-
-[ "$(id -u)" = 0 ] || { echo "FAIL: needs root" >&2; exit 1; }
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-watch.XXXXXX") || exit 1
-
-cleanup() {
+# cleanup_more: the client killed in step 2, if the test ends before
+cleanup_more() {
 	[ -n "$bg" ] && kill -KILL "$bg" 2>/dev/null && wait "$bg" 2>/dev/null
-	stop_dlmd
-	check_sanitizer "$dir/dlmd.out"
-	finish "dlmd: dlmd.out"
-}
-trap cleanup EXIT
-trap 'rc=1; exit 1' INT TERM
-
-export DLMD_SOCKET=$dir/dlmd.sock DLMD_CTL_SOCKET=$dir/dlmd-ctl.sock
-
-# counter NAME: dlmctl status's counter NAME
-counter() {
-	"$DLMCTL" status | sed -n "s/^$1 \([0-9][0-9]*\)$/\1/p"
 }
 
 # watch_ended N: ring_watch_ends is at least N
-watch_ended() { [ "$(counter ring_watch_ends)" -ge "$1" ]; }
+watch_ended() { [ "$(status_value ring_watch_ends)" -ge "$1" ]; }
 
 # cycle PREFIX: PAIRS lock+unlock pairs on names PREFIX-*
 cycle() {
@@ -60,19 +44,18 @@ cycle() {
 }
 
 # 1. a watch longer than anything the client does
-write_conf "$dir/dlm.conf" "client_spin_us = 1000000"
-start_dlmd "$dir/dlm.conf" "$dir/dlmd.out"
+one_dlmd "client_spin_us = 1000000"
 "$LC" create watch 0666 >/dev/null || fail "cannot create the lockspace"
-req0=$(counter ring_requests)
-kick0=$(counter ring_kicks)
-ends0=$(counter ring_watch_ends)
-long0=$(counter ring_watch_yields_long)
+req0=$(status_value ring_requests)
+kick0=$(status_value ring_kicks)
+ends0=$(status_value ring_watch_ends)
+long0=$(status_value ring_watch_yields_long)
 [ -n "$req0" ] && [ -n "$kick0" ] && [ -n "$ends0" ] && [ -n "$long0" ] ||
 	fail "no ring_requests, ring_kicks, ring_watch_ends or ring_watch_yields_long in dlmctl status"
 cycle w1
-req=$(($(counter ring_requests) - req0))
-kicks=$(($(counter ring_kicks) - kick0))
-long=$(($(counter ring_watch_yields_long) - long0))
+req=$(($(status_value ring_requests) - req0))
+kicks=$(($(status_value ring_kicks) - kick0))
+long=$(($(status_value ring_watch_yields_long) - long0))
 # _wait calls never kick: one that finds dlmd asleep is its own kick
 [ "$kicks" -eq 0 ] || fail "watched: $kicks kicks, want 0"
 if [ "$long" -eq 0 ]; then
@@ -86,26 +69,21 @@ else
 	echo "note: $long long yields (a busy machine): $req of $((2 * PAIRS)) requests through the ring, not counted strictly"
 fi
 # a client that stays, idle, holding a lock: its watch ends
-mkfifo "$dir/hold"
-"$LC" locks watch 1 0 <"$dir/hold" >"$dir/hold.out" 2>&1 &
-bg=$!
-exec 3>"$dir/hold"
+fifo_hold hold 3 "$LC" locks watch 1 0
 wait_for 10 "the holder's lock" grep -q "locked 1" "$dir/hold.out"
 # ended_or_paused: the holder's watch ended, or the watch paused
 ended_or_paused() {
-	watch_ended $((ends0 + 1)) || [ "$(counter ring_watch_yields_long)" -gt "$long0" ]
+	watch_ended $((ends0 + 1)) || [ "$(status_value ring_watch_yields_long)" -gt "$long0" ]
 }
 wait_for 10 "the watch to end" ended_or_paused
-exec 3>&-
-wait "$bg" 2>/dev/null
-bg=
+fifo_release hold 3
 
 # 2. a client killed while dlmd watches its ring
 "$LC" cycle watch w2 100000000 >"$dir/killed.out" 2>&1 &
 bg=$!
 # more_requests N: requests passed N
-more_requests() { [ "$(counter requests)" -gt "$1" ]; }
-wait_for 10 "the client to take locks" more_requests $(($(counter requests) + 100))
+more_requests() { [ "$(status_value requests)" -gt "$1" ]; }
+wait_for 10 "the client to take locks" more_requests $(($(status_value requests) + 100))
 kill -KILL "$bg"
 wait "$bg" 2>/dev/null
 bg=
@@ -114,12 +92,11 @@ kill -0 "$pid" 2>/dev/null || fail "dlmd died"
 stop_dlmd || fail "dlmd did not stop on SIGTERM"
 
 # 3. no watch: each _wait request wakes dlmd through the socket
-write_conf "$dir/dlm.conf" "client_spin_us = 0"
-start_dlmd "$dir/dlm.conf" "$dir/dlmd.out"
+one_dlmd "client_spin_us = 0"
 "$LC" create watch 0666 >/dev/null || fail "cannot create the lockspace"
-req0=$(counter ring_requests)
+req0=$(status_value ring_requests)
 cycle w4
-req=$(($(counter ring_requests) - req0))
+req=$(($(status_value ring_requests) - req0))
 [ "$req" -eq 0 ] || fail "not watched: $req requests came through the ring, want 0"
-[ "$(counter ring_watch_ends)" -eq 0 ] || fail "not watched: a watch ended"
+[ "$(status_value ring_watch_ends)" -eq 0 ] || fail "not watched: a watch ended"
 exit $rc

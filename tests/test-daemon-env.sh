@@ -47,34 +47,24 @@ fi
 LC=$top_builddir/tests/limit-client
 POLLS=100		# waits: polls of 0.1 s
 
-rc=0
-pid=
-holder=
-
-[ "$(id -u)" = 0 ] || { echo "FAIL: needs root" >&2; exit 1; }
-dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-env.XXXXXX") || exit 1
-
-cleanup() {
+one_dlmd_test env "unshare -m"
+run=$dir/run
+# cleanup_more: the holder goes and dlmd stops (one_dlmd_end's stop then
+# finds none) before their file systems are unmounted
+cleanup_more() {
 	exec 4>&- 2>/dev/null
-	if [ -n "$holder" ]; then
-		kill -KILL "$holder" 2>/dev/null
-		wait "$holder" 2>/dev/null
-	fi
+	for h in $holders; do
+		kill -KILL "$h" 2>/dev/null
+		wait "$h" 2>/dev/null
+	done
+	holders=
 	stop_dlmd
-	check_sanitizer "$dir/dlmd.out" "$dir/dlmd-gone.out" "$dir/dlmd-again.out"
 	umount "$run" 2>/dev/null
 	umount "$dir/ro" 2>/dev/null
-	finish "dlmd: dlmd.out"
 }
-trap cleanup EXIT
-trap 'rc=1; exit 1' INT TERM
 
-run=$dir/run
 mkdir "$run" && mount -t tmpfs -o size=1m,nr_inodes=200,mode=0755 dlmd-env "$run" ||
 	{ fail "cannot mount a tmpfs on $run"; exit 1; }
-write_conf "$dir/dlm.conf" "log_level = debug" "scan_secs = 1" \
-	"socket_path = $run/dlmd.sock" "control_socket = $run/dlmd-ctl.sock" \
-	"pid_file = $run/dlmd.pid" "configfs_dir = $run/configfs"
 export DLMD_SOCKET=$run/dlmd.sock DLMD_CTL_SOCKET=$run/dlmd-ctl.sock
 SPACES=$run/configfs/dlm/cluster/spaces
 
@@ -88,12 +78,11 @@ lock_held() {
 	"$DLMCTL" lockdump env 2>/dev/null | grep -q 'granted'
 }
 
-start_dlmd "$dir/dlm.conf" "$dir/dlmd.out"
+one_dlmd "log_level = debug" "scan_secs = 1" \
+	"socket_path = $run/dlmd.sock" "control_socket = $run/dlmd-ctl.sock" \
+	"pid_file = $run/dlmd.pid" "configfs_dir = $run/configfs"
 "$LC" create env 0600 || fail "cannot create lockspace env"
-mkfifo "$dir/holder.fifo"
-"$LC" locks env 1 0 <"$dir/holder.fifo" >"$dir/holder.out" 2>&1 &
-holder=$!
-exec 4>"$dir/holder.fifo"
+fifo_hold holder 4 "$LC" locks env 1 0
 wait_for 10 "the holder's lock" locked_once || exit 1
 
 echo "== 1. SIGHUP, SIGUSR1, SIGUSR2 do not stop dlmd"
@@ -207,27 +196,19 @@ grep -q "cannot open lock file $dir/ro/run/dlmd.sock.lock: Read-only file system
 	fail "the lock file's refusal: $(cat "$dir/ro2.out")"
 umount "$dir/ro"
 
-exec 4>&-
-wait_gone "$holder" || fail "the holder did not exit at EOF"
-holder=
+fifo_release holder 4
 stop_dlmd || fail "dlmd did not stop on SIGTERM"
 
 echo "== 6. dlmd killed under a client: ENOTCONN, then served again"
 start_dlmd "$dir/dlm.conf" "$dir/dlmd-gone.out"
 "$LC" create gone 0600 || fail "cannot create lockspace gone"
-rm -f "$dir/holder.fifo"
-mkfifo "$dir/holder.fifo"
-"$LC" gone gone <"$dir/holder.fifo" >"$dir/gone.out" 2>&1 &
-holder=$!
-exec 4>"$dir/holder.fifo"
+fifo_hold gone 4 "$LC" gone gone
 wait_for 10 "the client's lock" grep -q '^held$' "$dir/gone.out"
 kill -KILL "$pid"
 wait_gone "$pid" || fail "dlmd did not die of SIGKILL"
 pid=
 echo >&4
-exec 4>&-
-wait_gone "$holder" || fail "the client did not finish its calls: $(cat "$dir/gone.out")"
-holder=
+fifo_release gone 4
 for call in lock_wait lock unlock_wait unlock; do
 	grep -q "^$call ENOTCONN\$" "$dir/gone.out" ||
 		fail "$call with dlmd gone: $(grep "^$call " "$dir/gone.out"), want ENOTCONN"

@@ -36,7 +36,8 @@ finish() {
 }
 
 # The tests that run one dlmd of their own, without a cluster
-# (test-cli.sh, test-client-limits.sh, test-metrics.sh), also share:
+# (test-cli.sh, test-metrics.sh, test-client-*.sh, test-daemon-env.sh),
+# also share:
 
 # wait_gone PID: until process PID is gone, for at most POLLS polls of
 # 0.1 s; 1 if it is still there
@@ -68,16 +69,19 @@ write_conf() {
 	wc_file=$1
 	shift
 	: >"$wc_file"
+	# (the LINEs end at a "--": one_dlmd's CMD follows)
 	for wc_line in "membership = none" "socket_path = $dir/dlmd.sock" \
 		"control_socket = $dir/dlmd-ctl.sock" "pid_file = $dir/dlmd.pid" \
 		"log_syslog = no" "configfs_dir = none"; do
 		wc_given=
 		for wc_x in "$@"; do
+			[ "$wc_x" = -- ] && break
 			[ "${wc_x%% =*}" = "${wc_line%% =*}" ] && wc_given=1
 		done
 		[ -n "$wc_given" ] || echo "$wc_line" >>"$wc_file"
 	done
 	for wc_x in "$@"; do
+		[ "$wc_x" = -- ] && break
 		echo "$wc_x"
 	done >>"$wc_file"
 }
@@ -101,6 +105,89 @@ start_dlmd() {
 		fail "dlmd did not start: $(cat "$sd_out")"
 		exit 1
 	fi
+}
+
+# one_dlmd_test NAME [WHY]: the start of a test that runs one dlmd of its
+# own: it needs root (WHY: what for, said when it is not), and fails
+# otherwise, never skips; rc=0, pid= and holders= (PIDs the end kills:
+# fifo_hold's); dir a new directory dlmd-NAME.XXXXXX, searchable by all
+# (unprivileged clients reach the sockets in it); DLMD_SOCKET and
+# DLMD_CTL_SOCKET exported for write_conf's sockets; the traps that end
+# the test through one_dlmd_end.
+one_dlmd_test() {
+	rc=0
+	pid=
+	holders=
+	[ "$(id -u)" = 0 ] || { echo "FAIL: needs root${2:+ ($2)}" >&2; exit 1; }
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-$1.XXXXXX") || exit 1
+	chmod 755 "$dir"
+	export DLMD_SOCKET=$dir/dlmd.sock DLMD_CTL_SOCKET=$dir/dlmd-ctl.sock
+	trap one_dlmd_end EXIT
+	trap 'rc=1; exit 1' INT TERM
+}
+
+# one_dlmd_end: one_dlmd_test's EXIT trap: the test's own cleanup_more
+# first, if it defines one; then every PID in holders is continued (a
+# test may have stopped it) and killed, dlmd stopped (stop_dlmd), a
+# sanitizer report in any $dir/*.out fails the test; finish.
+one_dlmd_end() {
+	if command -v cleanup_more >/dev/null 2>&1; then
+		cleanup_more
+	fi
+	for ode_h in $holders; do
+		kill -CONT "$ode_h" 2>/dev/null
+		kill -KILL "$ode_h" 2>/dev/null
+		wait "$ode_h" 2>/dev/null
+	done
+	stop_dlmd
+	check_sanitizer "$dir"/*.out
+	finish "dlmd: dlmd.out"
+}
+
+# one_dlmd [LINE...] [-- CMD...]: $dir/dlm.conf written (write_conf, with
+# the LINEs) and a dlmd started on it (start_dlmd, through CMD if given),
+# its output in $dir/dlmd.out, its PID in pid
+one_dlmd() {
+	write_conf "$dir/dlm.conf" "$@"
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		shift
+	done
+	[ $# -gt 0 ] && shift
+	start_dlmd "$dir/dlm.conf" "$dir/dlmd.out" "$@"
+}
+
+# status_value KEY: the value of KEY in dlmctl status
+status_value() {
+	"$DLMCTL" status | sed -n "s/^$1 //p"
+}
+
+# fifo_hold NAME FD CMD...: CMD in the background (its PID in held_NAME
+# and holders), its stdin the fifo $dir/NAME.fifo that this shell keeps
+# open on FD (3..9), its output in $dir/NAME.out; fifo_release NAME FD
+# closes it (EOF: CMD lets go and exits).  The other holders' fifo ends
+# stay here, not in CMD: their EOF must not wait for CMD.
+fifo_hold() {
+	fh_name=$1
+	fh_fd=$2
+	shift 2
+	mkfifo "$dir/$fh_name.fifo"
+	"$@" <"$dir/$fh_name.fifo" >"$dir/$fh_name.out" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
+	eval "held_$fh_name=$!"
+	holders="$holders $!"
+	eval "exec $fh_fd>\"\$dir/\$fh_name.fifo\""
+}
+
+# fifo_release NAME FD: fifo_hold's CMD NAME gets EOF and exits (within
+# POLLS polls, or it fails the test and is killed); it leaves holders
+fifo_release() {
+	eval "exec $2>&-"
+	eval "fr_pid=\$held_$1"
+	if ! wait_gone "$fr_pid"; then
+		fail "$1 did not exit after its stdin closed: $(cat "$dir/$1.out")"
+		kill -KILL "$fr_pid" 2>/dev/null
+	fi
+	wait "$fr_pid" 2>/dev/null
+	holders=$(echo " $holders " | sed "s/ $fr_pid / /; s/^ *//; s/ *\$//")
 }
 
 # check_sanitizer FILE...: fails the test if a sanitizer reported in any

@@ -1034,6 +1034,33 @@ static void test_pthread_asts(void **state)
 	assert_int_equal(dlm_close_lockspace(h), 0);
 }
 
+/* The child of test_fork_close_thread: it closes the handle it inherited. */
+static int close_plain(dlm_lshandle_t h)
+{
+	return dlm_close_lockspace(h) ? 1 : 0;
+}
+
+/* The fork tests: a child of ours runs child(h) on the handle h it
+ * inherited, under an alarm of alarm_s seconds (a hang bound), and
+ * exits with its result (no cmocka there: 0 or which step failed); we
+ * wait for it, and it must have exited 0. */
+static void fork_on_handle(dlm_lshandle_t h, int (*child)(dlm_lshandle_t),
+			   unsigned int alarm_s)
+{
+	pid_t pid;
+	int st;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(alarm_s);
+		_exit(child(h));
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 /*
  * fork() with an AST thread running: a child that closes the handle it
  * inherited (a daemon's clean-up before it execs, say) leaves its
@@ -1047,19 +1074,10 @@ static void test_fork_close_thread(void **state)
 	dlm_lshandle_t h = dlm_open_lockspace(LS_NAME);
 	struct rec a;
 	uint64_t end;
-	pid_t pid;
-	int st;
 
 	assert_non_null(h);
 	assert_int_equal(dlm_ls_pthread_init(h), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		alarm(AST_TIMEOUT_MS / 1000);	/* a hang bound */
-		_exit(dlm_close_lockspace(h) ? 1 : 0);
-	}
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	fork_on_handle(h, close_plain, AST_TIMEOUT_MS / 1000);
 	rec_init(&a);
 	assert_int_equal(lock(h, LKM_EXMODE, &a, 0, "forkclose", NULL), 0);
 	/* our AST thread runs the completion: we only watch */
@@ -1089,6 +1107,16 @@ static int lock_unlock_plain(dlm_lshandle_t h, const char *name)
 	return 0;
 }
 
+/* The child of test_fork_shared_handle: 8 lock+unlock pairs on h. */
+static int lock_unlock_8(dlm_lshandle_t h)
+{
+	int rv = 0;
+
+	for (int i = 0; i < 8 && !rv; i++)
+		rv = lock_unlock_plain(h, "forkshare-c");
+	return rv;
+}
+
 /*
  * fork() and a handle used by both, in turn: a child locks and unlocks
  * on the handle it inherited (a worker doing one job), its parent
@@ -1101,24 +1129,10 @@ static int lock_unlock_plain(dlm_lshandle_t h, const char *name)
 static void test_fork_shared_handle(void **state)
 {
 	dlm_lshandle_t h = dlm_open_lockspace(LS_NAME);
-	pid_t pid;
-	int st;
 
 	assert_non_null(h);
 	assert_int_equal(lock_unlock_plain(h, "forkshare-p0"), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int rv = 0;
-
-		alarm(AST_TIMEOUT_MS / 1000 * 2);	/* a hang bound */
-		for (int i = 0; i < 8 && !rv; i++)
-			rv = lock_unlock_plain(h, "forkshare-c");
-		_exit(rv);
-	}
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	fork_on_handle(h, lock_unlock_8, AST_TIMEOUT_MS / 1000 * 2);
 	/* a hang bound (the parent's requests waited for room in a ring it
 	 * took for full): SIGALRM ends the test */
 	alarm(AST_TIMEOUT_MS / 1000 * 2);

@@ -54,6 +54,43 @@ cleanup() {
 trap cleanup EXIT
 trap 'rc=1; exit 1' INT TERM
 
+# conf_with FILE KEY VALUE LINE...: write_conf FILE with the LINEs, the
+# one of KEY (added if none is) saying "KEY = VALUE"
+conf_with() {
+	cw_file=$1
+	cw_key=$2
+	cw_line="$2 = $3"
+	shift 3
+	cw_given=
+	for cw_x; do
+		shift
+		if [ "${cw_x%% =*}" = "$cw_key" ]; then
+			cw_x=$cw_line
+			cw_given=1
+		fi
+		set -- "$@" "$cw_x"
+	done
+	[ -n "$cw_given" ] || set -- "$@" "$cw_line"
+	write_conf "$cw_file" "$@"
+}
+
+# refused WHAT CONF OUT PATTERN: a dlmd on CONF (its output in OUT) does
+# not start, exit 1, and says PATTERN; WHAT names the case in a failure
+refused() {
+	timeout 5 "$DLMD" --foreground --config="$2" >"$3" 2>&1 </dev/null
+	st=$?
+	[ $st = 1 ] || fail "$1: dlmd exit $st, want 1: $(cat "$3")"
+	grep -q "$4" "$3" || fail "$1: '$4' not said: $(cat "$3")"
+}
+
+# runs WHAT CONF OUT: a dlmd on CONF (its output in OUT) starts and runs
+# until timeout stops it
+runs() {
+	timeout 3 "$DLMD" --foreground --config="$2" >"$3" 2>&1 </dev/null
+	st=$?
+	[ $st = 124 ] && grep -q 'dlmd ready' "$3" || fail "$1: exit $st: $(cat "$3")"
+}
+
 mkdir "$dir/run" "$dir/run2"
 for c in canary canary-pid canary-lock; do
 	echo secret >"$dir/$c"
@@ -69,9 +106,8 @@ untouched() {
 ln -s "$dir/canary-lock" "$dir/run2/dlmd.sock.lock"
 write_conf "$dir/dlm2.conf" "socket_path = $dir/run2/dlmd.sock" \
 	"control_socket = $dir/run2/ctl.sock" "pid_file = $dir/run2/dlmd.pid"
-timeout 10 "$DLMD" --foreground --config="$dir/dlm2.conf" >"$dir/dlmd2.out" 2>&1 </dev/null
-grep -q "cannot open lock file $dir/run2/dlmd.sock.lock" "$dir/dlmd2.out" ||
-	fail "dlmd did not refuse its lock file, a symlink: $(cat "$dir/dlmd2.out")"
+refused "its lock file a symlink" "$dir/dlm2.conf" "$dir/dlmd2.out" \
+	"cannot open lock file $dir/run2/dlmd.sock.lock"
 untouched "$dir/canary-lock" ||
 	fail "the lock file's symlink target was written: $(cat "$dir/canary-lock")"
 
@@ -115,20 +151,13 @@ for shared in "control_socket = $a-ctl.sock" "pid_file = $a.pid" \
 	      "metrics_listen = $a-metrics.sock"; do
 	key=${shared%% =*}
 	b=$dir/run4/b-$key
-	set -- "control_socket = $b-ctl.sock" "pid_file = $b.pid" \
+	conf_with "$dir/b.conf" "$key" "${shared#* = }" "socket_path = $b.sock" \
+		"control_socket = $b-ctl.sock" "pid_file = $b.pid" \
 		"metrics_listen = $b-metrics.sock"
-	for x; do
-		shift
-		[ "${x%% =*}" = "$key" ] && x=$shared
-		set -- "$@" "$x"
-	done
-	write_conf "$dir/b.conf" "socket_path = $b.sock" "$@"
-	# if it starts, it stops after a few seconds, as an operator's would
-	timeout 5 "$DLMD" --foreground --config="$dir/b.conf" >"$dir/b.out" 2>&1 </dev/null
-	st=$?
-	[ $st = 1 ] || fail "a second dlmd sharing $key: exit $st, want 1: $(cat "$dir/b.out")"
-	grep -q "another dlmd (pid $pid) .* ${shared#* = }" "$dir/b.out" ||
-		fail "a second dlmd sharing $key did not name the first: $(cat "$dir/b.out")"
+	# if it starts, it stops after a few seconds, as an operator's would;
+	# it must name the first
+	refused "a second dlmd sharing $key" "$dir/b.conf" "$dir/b.out" \
+		"another dlmd (pid $pid) .* ${shared#* = }"
 	"$DLMCTL" status >/dev/null 2>&1 ||
 		fail "after a second dlmd sharing $key the first has no control socket"
 	[ "$(cat "$a.pid" 2>/dev/null)" = "$pid" ] ||
@@ -142,10 +171,8 @@ kill -0 "$pid" 2>/dev/null || fail "the first dlmd died"
 # could not reach)
 write_conf "$dir/c.conf" "socket_path = $dir/run4/c.sock" \
 	"control_socket = $dir/run4/c.sock" "pid_file = $dir/run4/c.pid"
-timeout 5 "$DLMD" --foreground --config="$dir/c.conf" >"$dir/c.out" 2>&1 </dev/null
-st=$?
-[ $st = 1 ] && grep -q 'socket_path and control_socket are the same file' "$dir/c.out" ||
-	fail "one socket for clients and control: exit $st: $(cat "$dir/c.out")"
+refused "one socket for clients and control" "$dir/c.conf" "$dir/c.out" \
+	'socket_path and control_socket are the same file'
 # a socket path that names a file, not a socket (a typo: the config
 # file's path): dlmd does not remove it (it did, as root, taking it for
 # a stale socket); without the client or control socket it does not
@@ -154,24 +181,17 @@ for key in socket_path control_socket metrics_listen; do
 	f=$dir/run4/file-$key
 	echo secret >"$f"
 	chmod 600 "$f"
-	set -- "socket_path = $dir/run4/d.sock" "control_socket = $dir/run4/d-ctl.sock"
-	for x; do
-		shift
-		[ "${x%% =*}" = "$key" ] && x="$key = $f"
-		set -- "$@" "$x"
-	done
-	[ $key = metrics_listen ] && set -- "$@" "metrics_listen = $f"
-	write_conf "$dir/d.conf" "$@" "pid_file = $dir/run4/d.pid"
-	timeout 5 "$DLMD" --foreground --config="$dir/d.conf" >"$dir/d.out" 2>&1 </dev/null
-	st=$?
-	untouched "$f" || fail "$key naming a file: the file was removed or written"
-	grep -q "$f exists and is not a socket" "$dir/d.out" ||
-		fail "$key naming a file: not said: $(cat "$dir/d.out")"
+	conf_with "$dir/d.conf" "$key" "$f" "socket_path = $dir/run4/d.sock" \
+		"control_socket = $dir/run4/d-ctl.sock" "pid_file = $dir/run4/d.pid"
 	if [ $key = metrics_listen ]; then
-		[ $st = 124 ] || fail "$key naming a file: dlmd exit $st, want it running"
+		runs "$key naming a file" "$dir/d.conf" "$dir/d.out"
+		grep -q "$f exists and is not a socket" "$dir/d.out" ||
+			fail "$key naming a file: not said: $(cat "$dir/d.out")"
 	else
-		[ $st = 1 ] || fail "$key naming a file: dlmd exit $st, want 1"
+		refused "$key naming a file" "$dir/d.conf" "$dir/d.out" \
+			"$f exists and is not a socket"
 	fi
+	untouched "$f" || fail "$key naming a file: the file was removed or written"
 done
 
 echo "== a socket directory another user may write"
@@ -195,25 +215,16 @@ for bad in socket_path:open socket_path:grp socket_path:theirs \
 	   control_socket:theirs control_socket:sticky; do
 	key=${bad%%:*}
 	sd=$dir/${bad#*:}
-	if [ $key = socket_path ]; then
-		set -- "socket_path = $sd/e.sock" "control_socket = $dir/run4/e-ctl.sock"
-	else
-		set -- "socket_path = $dir/run4/e.sock" "control_socket = $sd/e-ctl.sock"
-	fi
-	write_conf "$dir/e.conf" "$@" "pid_file = $dir/run4/e.pid"
-	timeout 5 "$DLMD" --foreground --config="$dir/e.conf" >"$dir/e.out" 2>&1 </dev/null
-	st=$?
-	[ $st = 1 ] || fail "$key in $bad: dlmd exit $st, want 1: $(cat "$dir/e.out")"
-	grep -q "$key .* another user could replace" "$dir/e.out" ||
-		fail "$key in $bad: not said: $(cat "$dir/e.out")"
+	conf_with "$dir/e.conf" "$key" "$sd/e-$key.sock" \
+		"socket_path = $dir/run4/e.sock" \
+		"control_socket = $dir/run4/e-ctl.sock" "pid_file = $dir/run4/e.pid"
+	refused "$key in $bad" "$dir/e.conf" "$dir/e.out" \
+		"$key .* another user could replace"
 	ls "$sd" | grep -q 'e.*sock' && fail "$key in $bad: a socket or lock file was made: $(ls "$sd")"
 done
 write_conf "$dir/f.conf" "socket_path = $dir/sticky/ok/f.sock" \
 	"control_socket = $dir/sticky/ok/f-ctl.sock" "pid_file = $dir/run4/f.pid"
-timeout 3 "$DLMD" --foreground --config="$dir/f.conf" >"$dir/f.out" 2>&1 </dev/null
-st=$?
-[ $st = 124 ] && grep -q 'dlmd ready' "$dir/f.out" ||
-	fail "sockets in a root directory under a sticky one: exit $st: $(cat "$dir/f.out")"
+runs "sockets in a root directory under a sticky one" "$dir/f.conf" "$dir/f.out"
 
 [ $rc -eq 0 ] && echo "PASS"
 exit $rc
