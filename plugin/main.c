@@ -123,6 +123,10 @@ struct path_locks {
 	int	pl_pid_err;		/* the pid file could not be opened
 					 * (-errno: a warning once logging
 					 * runs; dlmd starts without it) */
+	char	pl_metrics_unsafe[PATH_MAX + 64];	/* why the metrics
+					 * socket's directories are unsafe
+					 * (logged once logging runs; dlmd
+					 * starts without it), or "" */
 };
 
 /* flock 'path' (made if absent, never through a symlink: someone who may
@@ -186,7 +190,11 @@ static void unlock_paths(struct path_locks *pl)
  * directory above (/tmp) is fine: there only a file's owner may remove
  * or rename it; as the socket's own it is not: while dlmd is down
  * anyone could make a socket there, or take its lock file.  /run/dlmd,
- * made 0755 by root, is fine.
+ * made 0755 by root, is fine.  The metrics socket (metrics_listen, a
+ * path) gets the same check: there that user could serve the scraper
+ * dlmd's metrics of their own, or hold its lock file and so keep dlmd
+ * from starting; it is not made (nor locked), and dlmd runs without it,
+ * as when it cannot listen (tests/test-socket-paths.sh).
  * path_dir_unsafe: why the directories of 'file' are unsafe, into why
  * (the directory, the reason), or 0 if they are not.
  */
@@ -297,6 +305,11 @@ static int lock_paths(const struct dlmd_config *cf, struct path_locks *pl)
 			return -1;
 		}
 	}
+	pl->pl_metrics_unsafe[0] = '\0';
+	if (file[LOCK_METRICS] &&
+	    path_dir_unsafe(file[LOCK_METRICS], pl->pl_metrics_unsafe,
+			    sizeof(pl->pl_metrics_unsafe)))
+		file[LOCK_METRICS] = NULL;
 	for (int i = 0; i < NLOCKS; i++) {
 		if (!file[i])
 			continue;
@@ -609,7 +622,13 @@ int main(int argc, char **argv)
 	make_parent_dirs(d->d_cfg.cf_ctl_socket_path);
 	if (dlmd_client_listen(d) || dlmd_ctl_listen(d))
 		goto out_sockets;
-	(void)dlmd_metrics_listen(d);	/* logs; dlmd runs without it */
+	if (locks.pl_metrics_unsafe[0])
+		log_err("metrics_listen %s: %s: another user could replace "
+			"the socket and pose as dlmd; running without the "
+			"metrics endpoint", d->d_cfg.cf_metrics_listen,
+			locks.pl_metrics_unsafe);
+	else
+		(void)dlmd_metrics_listen(d);	/* logs; dlmd runs without it */
 	qb_loop_timer_add(d->d_loop, QB_LOOP_LOW,
 			  (uint64_t)d->d_cfg.cf_scan_secs * MS_PER_SEC * NS_PER_MS,
 			  d, on_tick, &tick_timer);

@@ -30,7 +30,11 @@
 # another user may write (writable by group or others, or owned by
 # another user than root, or below such a one that is not sticky): that
 # user could replace the socket and pose as dlmd; it does start below a
-# sticky directory.
+# sticky directory.  (Or reached through another user's symlink.)  The
+# metrics socket gets the same check, and such a user could serve the
+# scraper metrics of their own, or hold the metrics socket's lock file
+# and keep dlmd from starting: there dlmd makes neither, says so, and
+# runs without the metrics endpoint (it made both, and served there).
 # Needs root (the owners); skips (77) otherwise.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -203,7 +207,10 @@ echo "== a socket directory another user may write"
 # sticky bit, or one owned by another user than root; it does start in
 # a directory of root's under a sticky, world-writable one (as the
 # tests' own under /tmp).
-mkdir "$dir/open" "$dir/grp" "$dir/theirs" "$dir/sticky" "$dir/open/deep"
+mkdir "$dir/open" "$dir/grp" "$dir/theirs" "$dir/sticky" "$dir/open/deep" \
+	"$dir/linked"
+ln -s "$dir/linked" "$dir/link"
+chown -h nobody "$dir/link"
 chmod 777 "$dir/open"
 chmod 775 "$dir/grp"
 chgrp nogroup "$dir/grp"
@@ -211,8 +218,9 @@ chown nobody "$dir/theirs"
 chmod 1777 "$dir/sticky"
 mkdir "$dir/sticky/ok"
 for bad in socket_path:open socket_path:grp socket_path:theirs \
-	   socket_path:open/deep socket_path:sticky control_socket:open \
-	   control_socket:theirs control_socket:sticky; do
+	   socket_path:open/deep socket_path:sticky socket_path:link \
+	   control_socket:open control_socket:theirs control_socket:sticky \
+	   control_socket:link; do
 	key=${bad%%:*}
 	sd=$dir/${bad#*:}
 	conf_with "$dir/e.conf" "$key" "$sd/e-$key.sock" \
@@ -225,6 +233,23 @@ done
 write_conf "$dir/f.conf" "socket_path = $dir/sticky/ok/f.sock" \
 	"control_socket = $dir/sticky/ok/f-ctl.sock" "pid_file = $dir/run4/f.pid"
 runs "sockets in a root directory under a sticky one" "$dir/f.conf" "$dir/f.out"
+
+echo "== the metrics socket in a directory another user may write"
+# The same check for metrics_listen: that user could serve dlmd's
+# metrics to the scraper, or hold the socket's lock file and so keep
+# dlmd from starting.  The metrics socket is not made (nor its lock
+# file), said, and dlmd runs without it, as when it cannot listen.
+for bad in open grp theirs sticky link; do
+	sd=$dir/$bad
+	conf_with "$dir/m.conf" metrics_listen "$sd/m.sock" \
+		"socket_path = $dir/run4/m.sock" \
+		"control_socket = $dir/run4/m-ctl.sock" "pid_file = $dir/run4/m.pid"
+	runs "metrics_listen in $bad" "$dir/m.conf" "$dir/m.out"
+	grep -q "metrics_listen $sd/m.sock: .*another user could replace" "$dir/m.out" ||
+		fail "metrics_listen in $bad: not said: $(cat "$dir/m.out")"
+	ls -A "$sd" | grep -q 'm\.sock' &&
+		fail "metrics_listen in $bad: a socket or lock file was made: $(ls -A "$sd")"
+done
 
 [ $rc -eq 0 ] && echo "PASS"
 exit $rc
