@@ -1699,6 +1699,7 @@ static int ring_map(struct dlmd_client *c, int fd)
 	__atomic_store_n(&c->cl_ring->rg_head, c->cl_ring_head, __ATOMIC_RELEASE);
 	/* asleep until the first kick */
 	__atomic_store_n(&c->cl_ring->rg_sleeping, 1, __ATOMIC_SEQ_CST);
+	c->cl_d->d_nring_sleeps++;
 	return 0;
 }
 
@@ -2637,6 +2638,8 @@ static void watch_end(struct dlmd *d)
 		/* ring_drain tells it dlmd sleeps (no watch while ending) */
 		if (!ring_sleep(c))
 			dlmd_client_ring_take(d, c);
+		else
+			d->d_nring_sleeps++;
 		d->d_nwatch_sleeps++;
 	}
 	d->d_watch_ending = false;
@@ -2721,8 +2724,10 @@ static void ring_drain(struct dlmd *d, struct dlmd_client *c)
 			__atomic_store_n(&r->rg_sleeping, 1, __ATOMIC_SEQ_CST);
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
 			if (__atomic_load_n(&r->rg_tail, __ATOMIC_SEQ_CST) ==
-			    c->cl_ring_head)
+			    c->cl_ring_head) {
+				d->d_nring_sleeps++;
 				break;
+			}
 			__atomic_store_n(&r->rg_sleeping, 0, __ATOMIC_RELAXED);
 			continue;
 		}
@@ -2749,6 +2754,14 @@ static void ring_drain(struct dlmd *d, struct dlmd_client *c)
 void dlmd_client_socket_request(struct dlmd *d, struct dlmd_client *c,
 				const void *buf, size_t len, int passed_fd)
 {
+	struct dlmp_msg m;
+
+	/* a LOCK or UNLOCK the ring could have carried: libdlm sends it
+	 * on the socket only when it finds dlmd said it sleeps, and takes
+	 * the flag (ring_sleeps; tests/test-client-watch.sh) */
+	if (c->cl_ring && dlmp_decode(buf, len, &m) == 0 &&
+	    (m.m_hdr.h_type == DLMP_LOCK || m.m_hdr.h_type == DLMP_UNLOCK))
+		d->d_nring_socket_locks++;
 	if (c->cl_ring && !c->cl_stash && !c->cl_paused)
 		ring_catch_up(d, c);	/* the order */
 	if (c->cl_broken) {

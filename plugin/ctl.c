@@ -355,6 +355,8 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		{ "ring_catchups", d->d_nring_catchups },
 		{ "ring_watch_ends", d->d_nwatch_sleeps },
 		{ "ring_watch_yields_long", d->d_nwatch_yields_long },
+		{ "ring_sleeps", d->d_nring_sleeps },
+		{ "ring_socket_locks", d->d_nring_socket_locks },
 		{ "asts_sent", d->d_nasts_sent },
 		{ "ast_queue_bytes", d->d_astq_bytes },
 		{ "ast_sockets_raised", d->d_nast_raised },

@@ -381,6 +381,13 @@ struct dlmd {
 	uint64_t		d_nwatch_sleeps; /* watches ended: rings told
 						  * dlmd sleeps */
 	uint64_t		d_nwatch_yields_long; /* ... by a long yield */
+	uint64_t		d_nring_sleeps;	/* rings told dlmd sleeps
+						 * (rg_sleeping = 1 stuck;
+						 * at a ring's start too) */
+	uint64_t		d_nring_socket_locks; /* LOCKs, UNLOCKs on the
+						 * socket of a client with
+						 * a ring (it found
+						 * rg_sleeping, took it) */
 	uint64_t		d_watch_off_until; /* no watch before (ns) */
 	uint64_t		d_watch_off_ns;	/* the last such pause, 0 */
 	unsigned int		d_watch_good;	/* rounds that took since */

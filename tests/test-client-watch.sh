@@ -12,12 +12,18 @@
 #      needs a kick; a client that stays, idle, has its ring told dlmd
 #      sleeps once the second has passed (ring_watch_ends).  On a machine
 #      busy enough that a yield of dlmd's gave its CPU away for long
-#      (ring_watch_yields_long), the watch pauses by design: then only
-#      the kicks are counted;
+#      (ring_watch_yields_long), the watch pauses by design, and some
+#      requests travel on the socket; in both cases each of the
+#      2 * PAIRS requests is counted once, through the ring or on the
+#      socket (ring_socket_locks), none kicks, and none took the socket
+#      but after dlmd told the ring it sleeps (ring_sleeps, each word
+#      taken by one request at most): while dlmd watched, every request
+#      went into the ring;
 #   2. the same client while the watch is on, killed (SIGKILL) between
 #      requests: dlmd goes on serving others (its watch list lost it);
 #   3. client_spin_us = 0: dlmd sleeps as soon as a ring is empty, so
-#      each _wait request travels on the socket (no ring request).
+#      each _wait request travels on the socket (no ring request), each
+#      after dlmd said it sleeps.
 # Counts, not times: the only bound is the generous wait for dlmd's
 # counters.  Needs root (dlmd's sockets); fails, never skips.
 set -u
@@ -50,23 +56,42 @@ req0=$(status_value ring_requests)
 kick0=$(status_value ring_kicks)
 ends0=$(status_value ring_watch_ends)
 long0=$(status_value ring_watch_yields_long)
-[ -n "$req0" ] && [ -n "$kick0" ] && [ -n "$ends0" ] && [ -n "$long0" ] ||
-	fail "no ring_requests, ring_kicks, ring_watch_ends or ring_watch_yields_long in dlmctl status"
+sleeps0=$(status_value ring_sleeps)
+sock0=$(status_value ring_socket_locks)
+[ -n "$req0" ] && [ -n "$kick0" ] && [ -n "$ends0" ] && [ -n "$long0" ] &&
+	[ -n "$sleeps0" ] && [ -n "$sock0" ] ||
+	fail "no ring_requests, ring_kicks, ring_watch_ends, ring_watch_yields_long, ring_sleeps or ring_socket_locks in dlmctl status"
+
+# ring_split WHAT: the requests since the counters above; each of the
+# 2 * PAIRS went through the ring (req) or on the socket (sock), none
+# kicked (a _wait call that finds dlmd asleep is its own kick), and each
+# on the socket took a word of dlmd's that it sleeps (sleeps): none went
+# there while dlmd said it watched
+ring_split() {
+	req=$(($(status_value ring_requests) - req0))
+	kicks=$(($(status_value ring_kicks) - kick0))
+	sleeps=$(($(status_value ring_sleeps) - sleeps0))
+	sock=$(($(status_value ring_socket_locks) - sock0))
+	echo "$1: $req requests through the ring, $sock on the socket, told dlmd sleeps $sleeps times, $kicks kicks"
+	[ $((req + sock)) -eq $((2 * PAIRS)) ] ||
+		fail "$1: $req through the ring + $sock on the socket, want $((2 * PAIRS)) requests"
+	[ "$kicks" -eq 0 ] || fail "$1: $kicks kicks, want 0"
+	[ "$sock" -le "$sleeps" ] ||
+		fail "$1: $sock requests on the socket, but dlmd said it sleeps only $sleeps times"
+}
 cycle w1
-req=$(($(status_value ring_requests) - req0))
-kicks=$(($(status_value ring_kicks) - kick0))
+ring_split watched
 long=$(($(status_value ring_watch_yields_long) - long0))
-# _wait calls never kick: one that finds dlmd asleep is its own kick
-[ "$kicks" -eq 0 ] || fail "watched: $kicks kicks, want 0"
 if [ "$long" -eq 0 ]; then
-	# 2 * PAIRS requests; the first found dlmd asleep (a new ring) and
-	# travelled on the socket
+	# the first found dlmd asleep (a new ring) and travelled on the
+	# socket; the watch never ended, every other went into the ring
 	[ "$req" -eq $((2 * PAIRS - 1)) ] ||
 		fail "watched: $req of $((2 * PAIRS)) requests came through the ring, want $((2 * PAIRS - 1))"
 else
 	# another process kept our CPU for long while dlmd yielded: the
-	# watch paused (WATCH_OFF_*) and requests travelled on the socket
-	echo "note: $long long yields (a busy machine): $req of $((2 * PAIRS)) requests through the ring, not counted strictly"
+	# watch paused (WATCH_OFF_*), each request then found dlmd asleep
+	# and took the socket (ring_split counted them)
+	echo "note: $long long yields (a busy machine): the watch paused"
 fi
 # a client that stays, idle, holding a lock: its watch ends
 fifo_hold hold 3 "$LC" locks watch 1 0
@@ -95,8 +120,11 @@ stop_dlmd || fail "dlmd did not stop on SIGTERM"
 one_dlmd "client_spin_us = 0"
 "$LC" create watch 0666 >/dev/null || fail "cannot create the lockspace"
 req0=$(status_value ring_requests)
+kick0=$(status_value ring_kicks)
+sleeps0=$(status_value ring_sleeps)
+sock0=$(status_value ring_socket_locks)
 cycle w4
-req=$(($(status_value ring_requests) - req0))
+ring_split "not watched"
 [ "$req" -eq 0 ] || fail "not watched: $req requests came through the ring, want 0"
 [ "$(status_value ring_watch_ends)" -eq 0 ] || fail "not watched: a watch ended"
 exit $rc
