@@ -23,6 +23,15 @@
  *       the peer acknowledged the frame (lowcomms delivered it; what the
  *       engine made of it the caller checks), 1 if it did not within 5 s
  *       or closed, 2 on a usage or setup error.
+ *
+ *   lowcomms-impostor flood FROM TO PORT CLAIM TARGET SECONDS
+ *       a local user flooding the peer's port from this node's address
+ *       (lowcomms.c's bound on connections before their HELLO): for
+ *       SECONDS, connection after connection, every other one sending a
+ *       well-formed INIT claiming CLAIM (made with a random key: an INIT
+ *       proves nothing), the rest silent; FLOOD_KEEP kept open at once,
+ *       the oldest closed for each new one.  Says how many it made and
+ *       how many the peer had closed by then; exit 0 if it made any.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -40,6 +50,7 @@
 #include "lowcomms/frame.h"
 
 #define WAIT_MS		5000
+#define FLOOD_KEEP	64	/* connections a flood keeps open at once */
 /* plugin/comms.c: the lowcomms type of the engine's messages */
 #define ENGINE_TYPE	1
 /* the forged clock: near the end of the range, past every bound */
@@ -51,7 +62,8 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: lowcomms-impostor hello FROM TO PORT CLAIM TARGET\n"
 		"       lowcomms-impostor handshake FROM TO PORT CLAIM TARGET KEYFILE\n"
-		"       lowcomms-impostor forge FROM TO PORT CLAIM TARGET KEYFILE LSID\n");
+		"       lowcomms-impostor forge FROM TO PORT CLAIM TARGET KEYFILE LSID\n"
+		"       lowcomms-impostor flood FROM TO PORT CLAIM TARGET SECONDS\n");
 	return 2;
 }
 
@@ -339,6 +351,81 @@ out:
 	return rv;
 }
 
+/* Has the peer closed fd (EOF or reset)? */
+static bool peer_closed(int fd)
+{
+	char b;
+	ssize_t n = recv(fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
+
+	if (n == 0)
+		return true;
+	if (n > 0)	/* a RESP waits: it may still close later */
+		return false;
+	return errno != EAGAIN && errno != EWOULDBLOCK;
+}
+
+static uint64_t flood_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int do_flood(const char *from, const char *to, int port, uint32_t claim,
+		    uint32_t target, unsigned int secs)
+{
+	int fds[FLOOD_KEEP];
+	uint64_t end = flood_now_ms() + (uint64_t)secs * 1000;
+	unsigned long made = 0, inits = 0, closed = 0, failed = 0;
+	unsigned char key[LC_KEY_LEN];
+	struct lc_keys keys;
+
+	for (int i = 0; i < FLOOD_KEEP; i++)
+		fds[i] = -1;
+	randombytes_buf(key, sizeof(key));
+	lc_keys_derive(key, &keys);
+	while (flood_now_ms() < end) {
+		int *slot = &fds[made % FLOOD_KEEP];
+		int fd;
+
+		if (*slot >= 0) {
+			closed += peer_closed(*slot);
+			close(*slot);
+			*slot = -1;
+		}
+		fd = connect_from(from, to, port);
+		if (fd < 0) {
+			failed++;
+			usleep(10000);
+			continue;
+		}
+		if (made % 2) {
+			unsigned char init[LC_HS_INIT_LEN];
+			struct lc_hs hs;
+
+			lc_hs_start_initiator(&hs, &keys, claim, target,
+					      lc_suites_local(), init);
+			lc_hs_wipe(&hs);
+			if (send(fd, init, sizeof(init), MSG_NOSIGNAL) ==
+			    sizeof(init))
+				inits++;
+		}
+		*slot = fd;
+		made++;
+	}
+	for (int i = 0; i < FLOOD_KEEP; i++) {
+		if (fds[i] < 0)
+			continue;
+		closed += peer_closed(fds[i]);
+		close(fds[i]);
+	}
+	printf("impostor: flood: %lu connections (%lu with an INIT), %lu "
+	       "closed by the peer, %lu connects failed\n", made, inits,
+	       closed, failed);
+	return made ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	int fd, rv;
@@ -350,6 +437,9 @@ int main(int argc, char **argv)
 	target = (uint32_t)strtoul(argv[6], NULL, 0);
 	if (sodium_init() < 0)
 		return 2;
+	if (!strcmp(argv[1], "flood") && argc == 8)
+		return do_flood(argv[2], argv[3], atoi(argv[4]), claim, target,
+				(unsigned int)strtoul(argv[7], NULL, 0));
 	fd = connect_from(argv[2], argv[3], atoi(argv[4]));
 	if (fd < 0)
 		return 2;
