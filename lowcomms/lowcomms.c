@@ -1882,7 +1882,12 @@ static void accept_resume(struct lc_ctx *ctx)
  * could: the oldest went, whatever it had sent).  A user who sends the
  * start of a HELLO on each is not stopped from that: it must then win,
  * BOUND times over, the race against the rest of a real handshake (one
- * read in the plain protocol).
+ * read in the plain protocol; with the key one round trip, INIT to FIN,
+ * for a well-formed INIT proves nothing: tests/test-cluster-preflood.sh
+ * floods so, and the real peer got through every time).  With the key,
+ * a connection that has proved it (its FIN checked, its HELLO not read
+ * yet) goes last of all: it is a node's dlmd, or someone who holds the
+ * key and could pose as any node anyway; the flooder cannot prove it.
  */
 #define PREHELLO_PER_ADDR	8
 
@@ -1898,33 +1903,51 @@ static bool conn_talked(struct lc_conn *c)
 	return recv(c->conn_sock.sk_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
+/* How readily c goes when its address has too many connections before
+ * their HELLO: 0 it sent nothing, 1 it sent something but has not proved
+ * the cluster key, 2 it proved it (a node's dlmd, or one who holds the
+ * key and so could pose as any node anyway). */
+static int prehello_rank(struct lc_conn *c)
+{
+	if (!conn_talked(c))
+		return 0;
+	if (c->conn_ctx->ctx_sec && c->conn_hs.hs_state == LC_HSS_DONE)
+		return 2;
+	return 1;
+}
+
 static void prehello_bound(struct lc_ctx *ctx, const struct sockaddr_storage *ss)
 {
-	struct lc_conn *oldest = NULL, *silent = NULL;
+	static const char *const which[] = {
+		"of those that sent nothing ",
+		"of those that have not proved the key ", "",
+	};
+	struct lc_conn *victim = NULL;
 	unsigned int n = 0;
+	int rank = 3;
 
-	for (struct lc_conn *c = ctx->ctx_conns; c; c = c->conn_next) {
-		if (c->conn_outgoing || c->conn_node ||
-		    !lc_addr_same_ip(&c->conn_peer, ss))
-			continue;
-		n++;
-		if (!oldest || c->conn_serial < oldest->conn_serial)
-			oldest = c;
-	}
-	if (n < PREHELLO_PER_ADDR || !oldest)
+	for (struct lc_conn *c = ctx->ctx_conns; c; c = c->conn_next)
+		if (!c->conn_outgoing && !c->conn_node &&
+		    lc_addr_same_ip(&c->conn_peer, ss))
+			n++;
+	if (n < PREHELLO_PER_ADDR)
 		return;
 	for (struct lc_conn *c = ctx->ctx_conns; c; c = c->conn_next) {
+		int r;
+
 		if (c->conn_outgoing || c->conn_node ||
 		    !lc_addr_same_ip(&c->conn_peer, ss))
 			continue;
-		if ((!silent || c->conn_serial < silent->conn_serial) &&
-		    !conn_talked(c))
-			silent = c;
+		r = prehello_rank(c);
+		if (r < rank || (r == rank &&
+				 c->conn_serial < victim->conn_serial)) {
+			victim = c;
+			rank = r;
+		}
 	}
 	lc_log(ctx, LOG_DEBUG, "%u connections from one address before their "
-	       "HELLO: the oldest %sis closed", n + 1,
-	       silent ? "of those that sent nothing " : "");
-	conn_close(silent ? silent : oldest, false);
+	       "HELLO: the oldest %sis closed", n + 1, which[rank]);
+	conn_close(victim, false);
 }
 
 static void on_accept(struct lc_ctx *ctx, struct lc_sock *lsock)

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "lowcomms/auth.h"
 #include "lowcomms/frame.h"
 #include "tests/test-lowcomms-harness.h"
 
@@ -995,6 +996,104 @@ static void test_prehello_prefers_silent(void **state)
 	h_world_free(w);
 }
 
+/* fd's peer has not closed it: what it sent read and dropped, no EOF
+ * and no reset behind it */
+static bool still_open(int fd)
+{
+	char buf[512];
+
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n > 0)
+			continue;
+		return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+	}
+}
+
+/* With the key: a connection that has proved it (INIT, RESP, FIN) but
+ * has not yet sent its HELLO is a node's dlmd, or one who holds the key
+ * and could pose as any node anyway; the local user who floods the port
+ * from that node's address can start handshakes (an INIT proves nothing)
+ * but not finish one.  Such a connection is not closed while its
+ * address's unproved ones are there to go (the oldest went, whatever it
+ * had proved). */
+static void test_prehello_keeps_proved(void **state)
+{
+	enum { TALKERS = 24, BOUND = 8 };
+	struct h_world *w;
+	struct lc_config cfg;
+	struct sockaddr_storage ss;
+	struct lc_keys keys, other;
+	struct lc_hs hs;
+	struct lc_hs_msg m;
+	unsigned char key[LC_KEY_LEN], init[LC_HS_INIT_LEN];
+	unsigned char resp[LC_HS_RESP_LEN], fin[LC_HS_FIN_LEN];
+	size_t used, got = 0;
+	uint64_t want;
+	int prover, fds[TALKERS], open_n = 0;
+
+	(void)state;
+	h_config(&cfg, 1, LOOPBACK);
+	if (cfg.cfg_security == LC_SEC_NONE)
+		skip();		/* nothing to prove */
+	w = malloc(sizeof(*w));
+	assert_non_null(w);
+	h_world_init(w);
+	cfg.cfg_handshake_ms = 600000;	/* none ends by its time here */
+	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, &cfg), 0);
+	assert_int_equal(lc_addr_parse(LOOPBACK, 1, &ss), 0);
+	assert_int_equal(lc_node_add(w->w_eps[0].ep_lc, 2, &ss, 1), 0);
+	/* node 2's dlmd: its handshake, all but the HELLO */
+	lc_keys_derive(cfg.cfg_key, &keys);
+	prover = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+	assert_int_equal(lc_hs_start_initiator(&hs, &keys, 2, 1,
+					       lc_suites_local(), init), 0);
+	assert_int_equal(send(prover, init, sizeof(init), 0), sizeof(init));
+	for (int i = 0; i < 400 && got < sizeof(resp); i++) {
+		ssize_t n = recv(prover, resp + got, sizeof(resp) - got,
+				 MSG_DONTWAIT);
+
+		if (n > 0)
+			got += (size_t)n;
+		else
+			h_poll(w, 5);
+	}
+	assert_int_equal(got, sizeof(resp));
+	assert_int_equal(lc_hs_parse(resp, sizeof(resp), &m, &used),
+			 LC_HSERR_NONE);
+	assert_int_equal(lc_hs_on_resp(&hs, &m, resp, fin), LC_HSERR_NONE);
+	lc_hs_wipe(&hs);
+	assert_int_equal(send(prover, fin, sizeof(fin), 0), sizeof(fin));
+	for (int i = 0; i < 10; i++)
+		h_poll(w, 5);
+	/* the flood: each connection a well-formed INIT, without the key */
+	h_test_key(key, 1);
+	lc_keys_derive(key, &other);
+	for (int i = 0; i < TALKERS; i++) {
+		fds[i] = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+		assert_int_equal(lc_hs_start_initiator(&hs, &other, 2, 1,
+						       lc_suites_local(), init), 0);
+		lc_hs_wipe(&hs);
+		assert_int_equal(send(fds[i], init, sizeof(init), 0),
+				 sizeof(init));
+		h_poll(w, 0);
+	}
+	want = 1 + TALKERS;
+	assert_true(h_run_until(w, accepted_n, &want, WAIT_MS));
+	for (int i = 0; i < 20; i++)
+		h_poll(w, 5);
+	assert_true(still_open(prover));
+	for (int i = 0; i < TALKERS; i++) {
+		open_n += still_open(fds[i]);
+		close(fds[i]);
+	}
+	close(prover);
+	assert_true(open_n + 1 <= BOUND);	/* the bound still holds */
+	assert_true(open_n >= 1);
+	h_world_free(w);
+}
+
 static bool accepted_one(struct h_world *w, void *arg)
 {
 	struct lc_stats st;
@@ -1152,6 +1251,7 @@ int main(void)
 		cmocka_unit_test(test_handshake_timeout),
 		cmocka_unit_test(test_prehello_bound),
 		cmocka_unit_test(test_prehello_prefers_silent),
+		cmocka_unit_test(test_prehello_keeps_proved),
 		cmocka_unit_test(test_peer_comes_up_late),
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_wildcard_listener),
