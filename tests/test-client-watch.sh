@@ -52,17 +52,21 @@ cycle() {
 # 1. a watch longer than anything the client does
 one_dlmd "client_spin_us = 1000000"
 "$LC" create watch 0666 >/dev/null || fail "cannot create the lockspace"
-req0=$(status_value ring_requests)
-kick0=$(status_value ring_kicks)
+# ring_marks: the ring counters now (ring_split counts from them)
+ring_marks() {
+	req0=$(status_value ring_requests)
+	kick0=$(status_value ring_kicks)
+	sleeps0=$(status_value ring_sleeps)
+	sock0=$(status_value ring_socket_locks)
+}
+ring_marks
 ends0=$(status_value ring_watch_ends)
 long0=$(status_value ring_watch_yields_long)
-sleeps0=$(status_value ring_sleeps)
-sock0=$(status_value ring_socket_locks)
 [ -n "$req0" ] && [ -n "$kick0" ] && [ -n "$ends0" ] && [ -n "$long0" ] &&
 	[ -n "$sleeps0" ] && [ -n "$sock0" ] ||
 	fail "no ring_requests, ring_kicks, ring_watch_ends, ring_watch_yields_long, ring_sleeps or ring_socket_locks in dlmctl status"
 
-# ring_split WHAT: the requests since the counters above; each of the
+# ring_split WHAT: the requests since ring_marks; each of the
 # 2 * PAIRS went through the ring (req) or on the socket (sock), none
 # kicked (a _wait call that finds dlmd asleep is its own kick), and each
 # on the socket took a word of dlmd's that it sleeps (sleeps): none went
@@ -119,10 +123,7 @@ stop_dlmd || fail "dlmd did not stop on SIGTERM"
 # 3. no watch: each _wait request wakes dlmd through the socket
 one_dlmd "client_spin_us = 0"
 "$LC" create watch 0666 >/dev/null || fail "cannot create the lockspace"
-req0=$(status_value ring_requests)
-kick0=$(status_value ring_kicks)
-sleeps0=$(status_value ring_sleeps)
-sock0=$(status_value ring_socket_locks)
+ring_marks
 cycle w4
 ring_split "not watched"
 [ "$req" -eq 0 ] || fail "not watched: $req requests came through the ring, want 0"
