@@ -113,6 +113,20 @@
  * (10M on main: one run, the same sitting.)  dlmd with a libdlm client
  * (bench-libdlm --rss 1000000, 11 B keys): 506 -> 474 B.
  *
+ * Then (issue 14, Dec 6, session 14) res_ls went: the rsb no longer
+ * names its lockspace; every function that reaches an rsb already has
+ * it (is_master, dlm_rsb_hold/release/free and lock.c's queue, grant
+ * and LVB helpers take it; the compiler found every use).  rsb 168 ->
+ * 160 B: the key starts at 160, so keys of up to 8 B take a 176 B
+ * chunk (192 before) and keys of 9-24 B stay in 192 B.  One sitting,
+ * 21:17-21:24 UTC, load average 3-7, main 673726e -> this step:
+ *                   10k          1M           10M
+ *   own resources   395 -> 379   385 -> 369   395 -> 393 B
+ *   one resource    189 -> 189   184 -> 184   189 -> 189 B
+ *   cpu per pair, 10M/10k, own resources: 1.18x -> 1.14x (noise).
+ * dlmd with a libdlm client (bench-libdlm --rss 1000000, keys of 11 B,
+ * whose rsb chunk stays 192 B): 474 -> 474 B, as the chunks predict.
+ *
  * What is left for the goal of 200 B on own resources.  On a shared
  * resource a lock is at 184 B (its lkb chunk and bucket).  A lock on a
  * resource of its own is two objects, lkb and rsb, 385 B; even both
@@ -127,9 +141,6 @@
  *     lkb_unlock_flags: 24 B, used only while a reply is awaited) into
  *     a side record; add_waiter() must then be able to fail before the
  *     send, and its callers with it (lock.c);
- *   - res_ls (8 B): is_master() would take the lockspace (31 callers,
- *     34 uses of res_ls); with it the rsb's key starts at 160 and an
- *     8 B key's rsb takes a 176 B chunk (-16 B at 1M);
  *   - the rsb's recovery-only res_new_nodeid and remastering's 12 B;
  *   - lkb_astarg (8 B): dlmd keeps its own per-lock record and passes
  *     no cookie; only the simulator checks it;
