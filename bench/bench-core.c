@@ -17,6 +17,7 @@
  *   rsb (its resource), name inline    sizeof(struct dlm_rsb) + key length
  *   dirent (directory record)          sizeof(struct dlm_dirent) + key
  *   hash buckets, lkb + rsb + dirent   8 B each per entry at load 1..1/2
+ *                                      (4 B at load 2..1 since session 14)
  *   malloc: 8 B of header per chunk, rounded up to 16 B, for each of
  *   the three allocations.
  * Before issue 14's shrink (lkb 256, rsb 216, dirent 32 B): 272 + 240 +
@@ -126,6 +127,19 @@
  *   cpu per pair, 10M/10k, own resources: 1.18x -> 1.14x (noise).
  * dlmd with a libdlm client (bench-libdlm --rss 1000000, keys of 11 B,
  * whose rsb chunk stays 192 B): 474 -> 474 B, as the chunks predict.
+ *
+ * Then the hash tables grow at two elements a bucket, not one (htab.h):
+ * a table's buckets cost 4-8 B an element instead of 8-16 (4.2 B at
+ * 1M and 6.6 B at 10k and 10M, each of lkbtbl and rsbtbl).  Chains are
+ * longer (<= 2 on average) but the array is half the size, and at 10M
+ * that array's TLB misses were what made a pair dearer (see the README).
+ * One sitting, 21:34-21:39 UTC, load average 5-8, previous step -> this:
+ *                   10k          1M           10M
+ *   own resources   379 -> 365   369 -> 360   393 -> 380 B
+ *   one resource    189 -> 183   184 -> 180   189 -> 183 B
+ * cpu per pair (--held, two runs each, ns): at 10k 186, 184 -> 194, 201;
+ * at 10M 213, 228 -> 193, 200: 10M/10k 1.19x -> 1.00x.  dlmd with a
+ * libdlm client (bench-libdlm --rss 1000000): 474 -> 466 B.
  *
  * What is left for the goal of 200 B on own resources.  On a shared
  * resource a lock is at 184 B (its lkb chunk and bucket).  A lock on a
