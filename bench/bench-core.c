@@ -17,6 +17,7 @@
  *   rsb (its resource), name inline    sizeof(struct dlm_rsb) + key length
  *   dirent (directory record)          sizeof(struct dlm_dirent) + key
  *   hash buckets, lkb + rsb + dirent   8 B each per entry at load 1..1/2
+ *                                      (4 B at load 2..1 since session 14)
  *   malloc: 8 B of header per chunk, rounded up to 16 B, for each of
  *   the three allocations.
  * Before issue 14's shrink (lkb 256, rsb 216, dirent 32 B): 272 + 240 +
@@ -113,27 +114,97 @@
  * (10M on main: one run, the same sitting.)  dlmd with a libdlm client
  * (bench-libdlm --rss 1000000, 11 B keys): 506 -> 474 B.
  *
- * What is left for the goal of 200 B on own resources.  On a shared
- * resource a lock is at 184 B (its lkb chunk and bucket).  A lock on a
- * resource of its own is two objects, lkb and rsb, 385 B; even both
- * packed to the bone (about 140 B each) pass 200 B, so the goal there
- * needs the lone lock folded into its resource (one object for a
- * resource's first lock: a resource with one granted local lock and no
- * LVB, range, waiter or remote master kept as one small record, made
- * into an rsb and an lkb when any of those comes, which every path of
- * lock.c would have to do first, and be able to fail) or far smaller
- * objects.  What single steps are left, in order of size:
+ * Then (issue 14, Dec 6, session 14) res_ls went: the rsb no longer
+ * names its lockspace; every function that reaches an rsb already has
+ * it (is_master, dlm_rsb_hold/release/free and lock.c's queue, grant
+ * and LVB helpers take it; the compiler found every use).  rsb 168 ->
+ * 160 B: the key starts at 160, so keys of up to 8 B take a 176 B
+ * chunk (192 before) and keys of 9-24 B stay in 192 B.  One sitting,
+ * 21:17-21:24 UTC, load average 3-7, main 673726e -> this step:
+ *                   10k          1M           10M
+ *   own resources   395 -> 379   385 -> 369   395 -> 393 B
+ *   one resource    189 -> 189   184 -> 184   189 -> 189 B
+ *   cpu per pair, 10M/10k, own resources: 1.18x -> 1.14x (noise).
+ * dlmd with a libdlm client (bench-libdlm --rss 1000000, keys of 11 B,
+ * whose rsb chunk stays 192 B): 474 -> 474 B, as the chunks predict.
+ *
+ * Then the hash tables grow at two elements a bucket, not one (htab.h):
+ * a table's buckets cost 4-8 B an element instead of 8-16 (4.2 B at
+ * 1M and 6.6 B at 10k and 10M, each of lkbtbl and rsbtbl).  Chains are
+ * longer (<= 2 on average) but the array is half the size, and at 10M
+ * that array's TLB misses were what made a pair dearer (see the README).
+ * One sitting, 21:34-21:39 UTC, load average 5-8, previous step -> this:
+ *                   10k          1M           10M
+ *   own resources   379 -> 365   369 -> 360   393 -> 380 B
+ *   one resource    189 -> 183   184 -> 180   189 -> 183 B
+ * cpu per pair (--held, two runs each, ns): at 10k 186, 184 -> 194, 201;
+ * at 10M 213, 228 -> 193, 200: 10M/10k 1.19x -> 1.00x.  dlmd with a
+ * libdlm client (bench-libdlm --rss 1000000): 474 -> 466 B.
+ *
+ * What is left for the goal of 200 B on own resources (360 B at 1M
+ * now: lkb 168 B in a 176 B chunk, rsb 160 + 8 B in 176 B, buckets
+ * 2 x 4.2 B).  On a shared resource a lock is at 180 B (its lkb chunk
+ * and bucket).  A lock on a resource of its own is two objects; even
+ * both packed to the bone (about 140 B each) pass 200 B, so the goal
+ * there needs the lone lock folded into its resource.  Not built (it is
+ * a day's work with its tests, not a session's end); the design:
+ *
+ *   struct dlm_solo, one malloc chunk: the common case (a local process
+ *   copy, granted, whole range, no LVB ever asked, no parent or child,
+ *   the resource mastered and directed here) as one record:
+ *     key node (next, hash, flags+keylen)     16   own table ls_solotbl
+ *     id node (next, lkid, 0)                 16   own table ls_soloids
+ *     lkb_flags, exflags, grmode, sbflags     12
+ *     ownerid, astarg, dl_waiter, token       32
+ *     owner link (ow_solos, not ow_locks)     16
+ *     res_lvbseq, res_de_event                 8
+ *     key                                    8-16
+ *   about 108-116 B: a 128 B chunk, + 2 x 4.2 B of buckets: ~136 B at
+ *   1M, under the goal with room for dlmd's lkcb.
+ *
+ *   Kept apart on purpose: its own two tables, its own owner list and a
+ *   type of its own, so that no walk, list or container_of of lock.c,
+ *   recover.c, remaster.c, deadlock.c, audit.c or dump.c can ever take a
+ *   solo for an lkb or an rsb (the confusion that would merge or lose two
+ *   locks).  Those files keep seeing rsbs and lkbs only.
+ *
+ *   Made by dlm_core_lock() alone: a NOQUEUE-or-not request on a name
+ *   with no rsb and no solo, whose directory node is us (one node, or
+ *   the hash says so), without VALBLK, range, parent or PERSISTENT, is
+ *   granted at once (nothing else is there) into a new solo.  Unlocked
+ *   by dlm_core_unlock() alone: the completion AST, then the solo and
+ *   its directory entry go (no toss list: nothing is cached).
+ *
+ *   Unfolded (rsb + lkb allocated, every field copied, both put in
+ *   ls_rsbtbl/ls_lkbtbl and ow_locks, the solo freed) before anything
+ *   else touches it: any other call on its lock id (convert, cancel,
+ *   query; dlm_lkb_find's 24 callers), any name lookup that finds it
+ *   (dlm_rsb_find's 15 callers, local or from another node: a second
+ *   lock, LOOKUP, REQUEST, DIR messages, remastering), a lockspace stop
+ *   (all solos, at once, before recovery reads the tables), the owner's
+ *   purge, dump and verify.
+ *   Unfolding allocates, so it can fail: every such entry must unfold
+ *   first and, on -ENOMEM, change nothing (a local call fails, a message
+ *   is answered -ENOMEM or, if it must be kept, not taken; a stop fails
+ *   the recovery, which runs again), as alloc.c's rules already demand.
+ *   Tests it would need: the simulator with solos on (sim.test, faults,
+ *   remaster, recovery: its model already checks every lock), a unit test
+ *   per unfolding entry with the allocation hook failing the unfold, and
+ *   dlm_core_ls_verify counting solos against the tables.
+ *
+ * Smaller single steps left, in order of size (none reaches the goal):
  *   - the lkb's remote-operation fields (lkb_waiter, lkb_wait_nodeid,
  *     lkb_unlock_flags: 24 B, used only while a reply is awaited) into
  *     a side record; add_waiter() must then be able to fail before the
- *     send, and its callers with it (lock.c);
- *   - res_ls (8 B): is_master() would take the lockspace (31 callers,
- *     34 uses of res_ls); with it the rsb's key starts at 160 and an
- *     8 B key's rsb takes a 176 B chunk (-16 B at 1M);
- *   - the rsb's recovery-only res_new_nodeid and remastering's 12 B;
+ *     send, and its callers with it (lock.c); lkb_audit_ms, used only by
+ *     waiters and blocked locks, could ride along (lkb 168 -> 140 B: a
+ *     144 B chunk, -32 B);
+ *   - the rsb's recovery-only res_new_nodeid and remastering's 12 B
+ *     (rsb 160 -> 144: 8 B keys in a 160 B chunk, -16 B);
  *   - lkb_astarg (8 B): dlmd keeps its own per-lock record and passes
- *     no cookie; only the simulator checks it;
- *   - malloc's 8 B per chunk (a slab of fixed-size lkbs);
+ *     no cookie; the simulator and unit tests check it;
+ *   - malloc's 8 B per chunk (a slab of fixed-size lkbs; it would hide
+ *     use-after-free from the ASan build unless off there);
  *   - dlmd's lkid map (25 B a lock at 1M): the lkb could carry dlmd's
  *     struct lkcb pointer (lkb_astarg) and dlmd find it through the
  *     engine, if it can walk a client's locks there (its owner list).
@@ -142,8 +213,10 @@
  * objects (malloc_usable_size of one held lock's lkb and rsb and of any
  * side record, each table's buckets per lock); "rest" is what the
  * measured total leaves over (0 when the list is complete).  Dec 6,
- * 1M on own resources: lkb 168 B in a 176 B chunk, rsb 168 + 8 B in a
- * 192 B chunk, lkbtbl and rsbtbl 8.4 B each, rest 0: 385 B.  dlmd adds,
+ * session 14, 1M on own resources: lkb 168 B in a 176 B chunk, rsb
+ * 160 + 8 B in a 176 B chunk, lkbtbl and rsbtbl 4.2 B each, rest 0:
+ * 360 B.  Before that session's two steps (rsb 168 + 8 B in 192 B,
+ * buckets 8.4 B each: 385 B), dlmd added,
  * with a libdlm client (bench-libdlm --rss 1000000, keys "rss-123456",
  * 11 B, the rsb's chunk 192 B): struct lkcb 56 B in a 64 B chunk and its
  * lkid map slot (u32map, 12 B a slot at load 1/4..1/2, 25 B a lock at

@@ -115,7 +115,7 @@ void dlm_audit_queued(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	bool blocked = (lkb->lkb_status == DLM_LKSTS_WAITING ||
 			lkb->lkb_status == DLM_LKSTS_CONVERT) &&
 		       !is_master_copy(lkb) && lkb->lkb_rsb &&
-		       lkb->lkb_rsb->res_nodeid && !is_master(lkb->lkb_rsb);
+		       lkb->lkb_rsb->res_nodeid && !is_master(ls, lkb->lkb_rsb);
 	struct dlm_lkb_wait *w;
 
 	unlink_blocked(ls, lkb);
@@ -244,7 +244,8 @@ void dlm_audit_tick(struct dlm_ls *ls)
 			dlm_list_add_tail(&qw->lw_blocked, &ls->ls_blocked);
 			continue;
 		}
-		if (lkb->lkb_rsb->res_nodeid == 0 || is_master(lkb->lkb_rsb)) {
+		if (lkb->lkb_rsb->res_nodeid == 0 ||
+		    is_master(ls, lkb->lkb_rsb)) {
 			/* recovery made us its master, or it has none yet */
 			unlink_blocked(ls, lkb);
 			clear_stuck(ls, lkb);

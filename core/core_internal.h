@@ -213,7 +213,6 @@ struct dlm_rsb {
 			uint16_t	res_keylen;
 		};
 	};
-	struct dlm_ls		*res_ls;
 	struct dlm_rsb		*res_parent;	/* a sub-resource's parent, held
 						   (counted in its res_nlkbs);
 						   NULL for a root */
@@ -472,10 +471,11 @@ struct dlm_rsb *dlm_rsb_find(struct dlm_ls *ls, const unsigned char *key,
 			     unsigned int keylen, uint32_t hash);
 struct dlm_rsb *dlm_rsb_create(struct dlm_ls *ls, const unsigned char *key,
 			       unsigned int keylen, uint32_t hash);
-void dlm_rsb_hold(struct dlm_rsb *r);
-void dlm_rsb_release(struct dlm_rsb *r);
-void dlm_rsb_free(struct dlm_rsb *r);
-void dlm_rsb_set_parent(struct dlm_rsb *r, struct dlm_rsb *parent);
+void dlm_rsb_hold(struct dlm_ls *ls, struct dlm_rsb *r);
+void dlm_rsb_release(struct dlm_ls *ls, struct dlm_rsb *r);
+void dlm_rsb_free(struct dlm_ls *ls, struct dlm_rsb *r);
+void dlm_rsb_set_parent(struct dlm_ls *ls, struct dlm_rsb *r,
+			struct dlm_rsb *parent);
 struct dlm_rsb *dlm_rsb_root(struct dlm_rsb *r);
 bool dlm_key_is_child(const unsigned char *pkey, unsigned int pkeylen,
 		      const unsigned char *key, unsigned int keylen);
@@ -556,15 +556,17 @@ void dlm_send_remove(struct dlm_ls *ls, struct dlm_rsb *r);
 
 /* lock.c, for recover.c */
 bool dlm_ls_running(const struct dlm_ls *ls);
-void dlm_grant_pending(struct dlm_rsb *r);
-void dlm_queue_lkb(struct dlm_rsb *r, struct dlm_lkb *lkb, int status);
-void dlm_queue_lkb_tail(struct dlm_rsb *r, struct dlm_lkb *lkb, int status);
+void dlm_grant_pending(struct dlm_ls *ls, struct dlm_rsb *r);
+void dlm_queue_lkb(struct dlm_ls *ls, struct dlm_rsb *r, struct dlm_lkb *lkb,
+		   int status);
+void dlm_queue_lkb_tail(struct dlm_ls *ls, struct dlm_rsb *r,
+			struct dlm_lkb *lkb, int status);
 void dlm_lkb_count(struct dlm_rsb *r, struct dlm_lkb *lkb, int delta);
 void dlm_destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_resend_later(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb);
-void dlm_recover_conversions(struct dlm_rsb *r);
-void dlm_recover_deadlocks(struct dlm_rsb *r);
+void dlm_recover_conversions(struct dlm_ls *ls, struct dlm_rsb *r);
+void dlm_recover_deadlocks(struct dlm_ls *ls, struct dlm_rsb *r);
 void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_redo_lookups(struct dlm_ls *ls, struct dlm_rsb *r);
 void dlm_recover_redo_lookups(struct dlm_ls *ls);
@@ -596,7 +598,8 @@ void dlm_audit_tick(struct dlm_ls *ls);
 int dlm_audit_receive(struct dlm_ls *ls, const struct dlm_msg *m);
 
 /* lock.c, for deadlock.c */
-void dlm_for_each_blocker(const struct dlm_rsb *r, const struct dlm_lkb *w,
+void dlm_for_each_blocker(struct dlm_ls *ls, const struct dlm_rsb *r,
+			  const struct dlm_lkb *w,
 			  void (*fn)(void *arg, struct dlm_lkb *h), void *arg);
 int dlm_cancel_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb);
 
@@ -610,12 +613,12 @@ int dlm_deadlock_status(struct dlm_lkb *lkb, int status);
 uint64_t dlm_deadlock_key(const struct dlm_lkb *lkb);
 
 /* remaster.c */
-void dlm_remaster_count(struct dlm_rsb *r, uint32_t nodeid);
+void dlm_remaster_count(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t nodeid);
 void dlm_remaster_consider(struct dlm_ls *ls, struct dlm_rsb *r);
 int dlm_remaster_receive(struct dlm_ls *ls, const struct dlm_msg *m);
 int dlm_remaster_recover(struct dlm_ls *ls);
 int dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m);
-bool dlm_remaster_awaits(const struct dlm_rsb *r);
+bool dlm_remaster_awaits(struct dlm_ls *ls, const struct dlm_rsb *r);
 void dlm_remaster_free_ls(struct dlm_ls *ls);
 void dlm_remaster_finish(struct dlm_ls *ls);
 void dlm_remaster_unmatched(struct dlm_ls *ls);
@@ -635,9 +638,11 @@ static inline bool dlm_remaster_on(const struct dlm_ls *ls)
 void dlm_key_format(const unsigned char *key, unsigned int keylen,
 		    char *out, size_t outlen);
 
-static inline bool is_master(const struct dlm_rsb *r)
+/* r's lockspace is not kept in the rsb (8 B a resource): its caller
+ * knows it */
+static inline bool is_master(const struct dlm_ls *ls, const struct dlm_rsb *r)
 {
-	return r->res_nodeid == dlm_our_nodeid(r->res_ls);
+	return r->res_nodeid == dlm_our_nodeid(ls);
 }
 
 static inline bool dlm_range_is_whole(const struct dlm_range *r)
@@ -674,12 +679,6 @@ static inline bool holds_grmode(const struct dlm_lkb *lkb)
 static inline bool is_master_copy(const struct dlm_lkb *lkb)
 {
 	return lkb->lkb_flags & LKBF_MSTCPY;
-}
-
-/* A process copy whose resource is mastered on another node. */
-static inline bool is_remote(const struct dlm_lkb *lkb)
-{
-	return !is_master_copy(lkb) && !is_master(lkb->lkb_rsb);
 }
 
 #endif /* DLMD_CORE_INTERNAL_H */

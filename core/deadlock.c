@@ -364,7 +364,7 @@ static void send_probe(struct walk *w, int type, uint32_t to, uint32_t lkid,
 static void from_waiter(struct walk *w, struct dlm_lkb *x)
 {
 	x->lkb_qwait->lw_dl_mark = w->w_probe->pr_mark;
-	if (is_master(x->lkb_rsb))
+	if (is_master(w->w_ls, x->lkb_rsb))
 		push(w, HOP_WAITER, x->lkb_id);
 	else
 		send_probe(w, DLM_MSG_DEADLK_PROBE, x->lkb_rsb->res_nodeid,
@@ -388,7 +388,7 @@ static void at_waiter(struct walk *w, struct dlm_lkb *lkb)
 	if (lkb->lkb_status != DLM_LKSTS_WAITING &&
 	    lkb->lkb_status != DLM_LKSTS_CONVERT)
 		return;
-	dlm_for_each_blocker(lkb->lkb_rsb, lkb, to_holder, w);
+	dlm_for_each_blocker(w->w_ls, lkb->lkb_rsb, lkb, to_holder, w);
 }
 
 /* x closes a cycle and is its youngest request: it gives way. */
@@ -482,7 +482,7 @@ static void walk_run(struct walk *w)
 			continue;
 		w->w_hops = hop.h_hops;
 		if (hop.h_kind == HOP_WAITER) {
-			if (is_master(lkb->lkb_rsb))
+			if (is_master(w->w_ls, lkb->lkb_rsb))
 				at_waiter(w, lkb);
 		} else {
 			at_holder(w, lkb);

@@ -164,7 +164,7 @@ static void dump_edge(void *arg, struct dlm_lkb *h)
 	e->e_first = false;
 }
 
-static void dump_lock(struct outbuf *ob, const char *what,
+static void dump_lock(struct dlm_ls *ls, struct outbuf *ob, const char *what,
 		      const struct dlm_rsb *r, const struct dlm_lkb *lkb)
 {
 	out(ob, "  %-7s %08x ", what, lkb->lkb_id);
@@ -189,7 +189,7 @@ static void dump_lock(struct outbuf *ob, const char *what,
 		    dlm_lkb_rqrange(lkb)->ra_end);
 	if (is_master_copy(lkb))
 		out(ob, " node %u remid %08x", lkb->lkb_nodeid, lkb->lkb_remid);
-	else if (!is_master(r) && r->res_nodeid)
+	else if (!is_master(ls, r) && r->res_nodeid)
 		out(ob, " node %u remid %08x", r->res_nodeid, lkb->lkb_remid);
 	if (!is_master_copy(lkb))
 		out(ob, " owner %" PRIu64, lkb->lkb_ownerid);
@@ -201,23 +201,23 @@ static void dump_lock(struct outbuf *ob, const char *what,
 	if (holds_grmode(lkb) && dlm_lkb_token(lkb))
 		out(ob, " token %" PRIu64, dlm_lkb_token(lkb));
 	if ((lkb->lkb_status == DLM_LKSTS_WAITING ||
-	     lkb->lkb_status == DLM_LKSTS_CONVERT) && is_master(r)) {
+	     lkb->lkb_status == DLM_LKSTS_CONVERT) && is_master(ls, r)) {
 		struct edges e = { ob, true };
 
-		dlm_for_each_blocker(r, lkb, dump_edge, &e);
+		dlm_for_each_blocker(ls, r, lkb, dump_edge, &e);
 	}
 	if (lkb->lkb_flags & LKBF_DEADLK)
 		out(ob, " deadlock-victim");
 	out(ob, "\n");
 }
 
-static void dump_queue(struct outbuf *ob, const char *what,
+static void dump_queue(struct dlm_ls *ls, struct outbuf *ob, const char *what,
 		       const struct dlm_rsb *r, const struct dlm_list *q)
 {
 	const struct dlm_list *pos;
 
 	dlm_list_for_each(pos, q)
-		dump_lock(ob, what, r,
+		dump_lock(ls, ob, what, r,
 			  dlm_container_of(pos, struct dlm_lkb, lkb_statequeue));
 }
 
@@ -282,7 +282,7 @@ int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
 		out(&ob, "resource \"%s\" master %u %s dir ", name,
 		    r->res_nodeid,
 		    !r->res_nodeid ? "unknown" :
-		    is_master(r) ? "master-copy" : "local-copy");
+		    is_master(ls, r) ? "master-copy" : "local-copy");
 		if (r->res_parent)
 			out(&ob, "parent");
 		else
@@ -290,17 +290,17 @@ int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
 		out(&ob, "%s%s\n",
 		    (r->res_flags & RESF_LOOKUP) ? " lookup" : "",
 		    (r->res_flags & RESF_TOSSED) ? " unused" : "");
-		if (is_master(r)) {
+		if (is_master(ls, r)) {
 			out(&ob, "  lvb ");
 			for (k = 0; k < DLM_LVB_LEN; k++)
 				out(&ob, "%02x", (unsigned char)dlm_res_lvb(r)[k]);
 			out(&ob, " seq %u %s\n", r->res_lvbseq,
 			    (r->res_flags & RESF_VALNOTVALID) ? "invalid" : "valid");
 		}
-		dump_queue(&ob, "granted", r, &r->res_grantq);
-		dump_queue(&ob, "convert", r, &r->res_convertq);
-		dump_queue(&ob, "waiting", r, &r->res_waitq);
-		dump_queue(&ob, "lookup", r, &r->res_lookupq);
+		dump_queue(ls, &ob, "granted", r, &r->res_grantq);
+		dump_queue(ls, &ob, "convert", r, &r->res_convertq);
+		dump_queue(ls, &ob, "waiting", r, &r->res_waitq);
+		dump_queue(ls, &ob, "lookup", r, &r->res_lookupq);
 	}
 	free(all);
 	/* requests in flight sit on no queue: list them from the waiters */
@@ -316,7 +316,7 @@ int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
 			dlm_key_format(lkb->lkb_rsb->res_key,
 				       lkb->lkb_rsb->res_keylen, name, sizeof(name));
 			out(&ob, "inflight \"%s\"\n", name);
-			dump_lock(&ob, "request", lkb->lkb_rsb, lkb);
+			dump_lock(ls, &ob, "request", lkb->lkb_rsb, lkb);
 		}
 	}
 	dlm_dir_held_each(ls, dump_dir_held, &ob);
@@ -396,7 +396,7 @@ static void verify_rsb(void *arg, struct dlm_hnode *n)
 			dlwait = lkb->lkb_flags & LKBF_DLWAIT;
 			want = (k == 1 || k == 2) && !is_master_copy(lkb);
 			if (dlwait != want &&
-			    !(want && r->res_ls->ls_dl_unwatched)) {
+			    !(want && vc->vc_ls->ls_dl_unwatched)) {
 				snprintf(vc->vc_why, vc->vc_len,
 					 "%s: lock %08x on queue %d is %son ls_dlwait",
 					 name, lkb->lkb_id, k,

@@ -53,7 +53,7 @@ void dlm_htab_insert(struct dlm_htab *ht, struct dlm_hnode *n)
 {
 	size_t b;
 
-	if (ht->ht_count >= ht->ht_nbuckets)
+	if (ht->ht_count >= 2 * ht->ht_nbuckets)
 		rehash(ht, ht->ht_nbuckets * 2);
 	b = n->hn_hash & (ht->ht_nbuckets - 1);
 	n->hn_next = ht->ht_buckets[b];

@@ -211,7 +211,8 @@ static void count_held(struct dlm_rsb *r, struct dlm_lkb *lkb, int delta)
 }
 
 /* Take lkb off whatever queue of r it is on. */
-static void del_from_queue(struct dlm_rsb *r, struct dlm_lkb *lkb)
+static void del_from_queue(struct dlm_ls *ls, struct dlm_rsb *r,
+			   struct dlm_lkb *lkb)
 {
 	if (holds_grmode(lkb))
 		count_held(r, lkb, -1);
@@ -222,17 +223,18 @@ static void del_from_queue(struct dlm_rsb *r, struct dlm_lkb *lkb)
 		dlm_list_del(&lkb->lkb_statequeue);
 	lkb->lkb_status = DLM_LKSTS_NONE;
 	if (lkb->lkb_flags & (LKBF_BLOCKED | LKBF_STUCK | LKBF_AUDIT_SENT))
-		dlm_audit_queued(r->res_ls, lkb);
+		dlm_audit_queued(ls, lkb);
 	if (lkb->lkb_flags & LKBF_DLWAIT)
-		dlm_deadlock_queued(r->res_ls, lkb);
+		dlm_deadlock_queued(ls, lkb);
 }
 
-static void add_to_queue(struct dlm_rsb *r, struct dlm_lkb *lkb, int status)
+static void add_to_queue(struct dlm_ls *ls, struct dlm_rsb *r,
+			 struct dlm_lkb *lkb, int status)
 {
 	struct dlm_list *q;
 	bool head = lkb->lkb_exflags & DLM_LKF_HEADQUE;
 
-	del_from_queue(r, lkb);
+	del_from_queue(ls, r, lkb);
 	switch (status) {
 	case DLM_LKSTS_GRANTED:
 		q = &r->res_grantq;
@@ -255,13 +257,14 @@ static void add_to_queue(struct dlm_rsb *r, struct dlm_lkb *lkb, int status)
 	if (holds_grmode(lkb))
 		count_held(r, lkb, 1);
 	if (status != DLM_LKSTS_GRANTED && !is_master_copy(lkb)) {
-		dlm_audit_queued(r->res_ls, lkb);
-		dlm_deadlock_queued(r->res_ls, lkb);
+		dlm_audit_queued(ls, lkb);
+		dlm_deadlock_queued(ls, lkb);
 	}
 }
 
 /* Change the granted mode/range of a lock that may be holding. */
-static void set_grmode(struct dlm_rsb *r, struct dlm_lkb *lkb, int mode,
+static void set_grmode(struct dlm_ls *ls, struct dlm_rsb *r,
+		       struct dlm_lkb *lkb, int mode,
 		       const struct dlm_range *range)
 {
 	bool held = holds_grmode(lkb);
@@ -270,7 +273,7 @@ static void set_grmode(struct dlm_rsb *r, struct dlm_lkb *lkb, int mode,
 		count_held(r, lkb, -1);
 	lkb->lkb_grmode = (int8_t)mode;
 	/* range is the lock's own: its record is there if it is partial */
-	(void)dlm_lkb_set_range(r->res_ls, lkb, DLM_LKB_GR, range);
+	(void)dlm_lkb_set_range(ls, lkb, DLM_LKB_GR, range);
 	if (held)
 		count_held(r, lkb, 1);
 }
@@ -301,11 +304,10 @@ static bool queue_conflict(const struct dlm_ls *ls, const struct dlm_list *q,
 /* Is 'mode' over 'range' compatible with every lock holding a granted
  * mode on r, lkb itself excepted?  Without partial ranges the per-mode
  * counts answer in constant time, however many locks are granted. */
-static bool compat_with_granted(const struct dlm_rsb *r,
+static bool compat_with_granted(struct dlm_ls *ls, const struct dlm_rsb *r,
 				const struct dlm_lkb *lkb, int mode,
 				const struct dlm_range *range)
 {
-	const struct dlm_ls *ls = r->res_ls;
 	int m;
 
 	if (r->res_nranged == 0 || (dlm_range_is_whole(range) &&
@@ -383,10 +385,9 @@ static void reach(const struct dlm_ls *ls, struct dlm_lkb *const *q, size_t n,
  * (the check could not be made: the caller must not leave lkb queued on
  * the guess that it closes no cycle, or a deadlock could hang for good). */
 #define CVDL_ON_STACK	32
-static struct dlm_lkb *conversion_deadlock(struct dlm_rsb *r,
+static struct dlm_lkb *conversion_deadlock(struct dlm_ls *ls, struct dlm_rsb *r,
 					   struct dlm_lkb *lkb, bool *nomem)
 {
-	struct dlm_ls *ls = r->res_ls;
 	struct dlm_lkb *q_s[CVDL_ON_STACK], **q = q_s, *victim = NULL;
 	size_t stack_s[CVDL_ON_STACK + 1], *stack = stack_s;
 	bool fwd_s[CVDL_ON_STACK], bwd_s[CVDL_ON_STACK];
@@ -797,10 +798,9 @@ static void bast_lkb(struct dlm_ls *ls, struct dlm_lkb *g, int mode)
 		bast_local(ls, g, mode);
 }
 
-static void bast_queue(struct dlm_rsb *r, struct dlm_list *q,
+static void bast_queue(struct dlm_ls *ls, struct dlm_rsb *r, struct dlm_list *q,
 		       struct dlm_lkb *lkb)
 {
-	struct dlm_ls *ls = r->res_ls;
 	struct dlm_list *pos;
 
 	dlm_list_for_each(pos, q) {
@@ -822,15 +822,17 @@ static void bast_queue(struct dlm_rsb *r, struct dlm_list *q,
 }
 
 /* Blocking ASTs to every holder that blocks lkb's request. */
-static void send_blocking_asts(struct dlm_rsb *r, struct dlm_lkb *lkb)
+static void send_blocking_asts(struct dlm_ls *ls, struct dlm_rsb *r,
+			       struct dlm_lkb *lkb)
 {
-	if (fault(r->res_ls, DLM_FAULT_SKIP_BAST))
+	if (fault(ls, DLM_FAULT_SKIP_BAST))
 		return;
 	/* nothing granted conflicts: no need to look at each holder */
-	if (compat_with_granted(r, lkb, lkb->lkb_rqmode, dlm_lkb_rqrange(lkb)))
+	if (compat_with_granted(ls, r, lkb, lkb->lkb_rqmode,
+	    dlm_lkb_rqrange(lkb)))
 		return;
-	bast_queue(r, &r->res_grantq, lkb);
-	bast_queue(r, &r->res_convertq, lkb);
+	bast_queue(ls, r, &r->res_grantq, lkb);
+	bast_queue(ls, r, &r->res_convertq, lkb);
 }
 
 /* ------------------------------------------------------------------ */
@@ -856,7 +858,7 @@ static bool lvb_room(struct dlm_ls *ls, struct dlm_lkb *lkb, int mode,
 		     const char *src)
 {
 	struct dlm_rsb *r = lkb->lkb_rsb;
-	bool writes = lvb_writes(lkb, mode), here = r && is_master(r);
+	bool writes = lvb_writes(lkb, mode), here = r && is_master(ls, r);
 
 	if (writes ? !src || !memcmp(src, dlm_lvb_zero, DLM_LVB_LEN) :
 		     !here || !r->res_lvb)
@@ -866,15 +868,16 @@ static bool lvb_room(struct dlm_ls *ls, struct dlm_lkb *lkb, int mode,
 	return !writes || !here || dlm_lvb_room(ls, &r->res_lvb);
 }
 
-static void lvb_write(struct dlm_rsb *r, struct dlm_lkb *lkb, uint32_t flags)
+static void lvb_write(struct dlm_ls *ls, struct dlm_rsb *r, struct dlm_lkb *lkb,
+		      uint32_t flags)
 {
 	if (flags & DLM_LKF_IVVALBLK) {
 		r->res_flags |= RESF_VALNOTVALID;
 		return;
 	}
-	if (!(flags & DLM_LKF_VALBLK) || fault(r->res_ls, DLM_FAULT_LVB_NO_WRITE))
+	if (!(flags & DLM_LKF_VALBLK) || fault(ls, DLM_FAULT_LVB_NO_WRITE))
 		return;
-	if (!dlm_lvb_store(r->res_ls, &r->res_lvb, dlm_lkb_lvb(lkb))) {
+	if (!dlm_lvb_store(ls, &r->res_lvb, dlm_lkb_lvb(lkb))) {
 		r->res_flags |= RESF_VALNOTVALID;	/* the value is lost */
 		return;
 	}
@@ -882,14 +885,14 @@ static void lvb_write(struct dlm_rsb *r, struct dlm_lkb *lkb, uint32_t flags)
 	r->res_flags &= ~RESF_VALNOTVALID;
 }
 
-static void lvb_read(struct dlm_rsb *r, struct dlm_lkb *lkb)
+static void lvb_read(struct dlm_ls *ls, struct dlm_rsb *r, struct dlm_lkb *lkb)
 {
 	if (!(lkb->lkb_exflags & DLM_LKF_VALBLK)) {
 		/* what it read before is no longer known current */
 		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 		return;
 	}
-	if (!dlm_lvb_store(r->res_ls, &lkb->lkb_lvb, dlm_res_lvb(r))) {
+	if (!dlm_lvb_store(ls, &lkb->lkb_lvb, dlm_res_lvb(r))) {
 		/* no room for the value: the reader gets zeros, flagged */
 		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 		lkb->lkb_flags |= LKBF_LVB_STALE;
@@ -908,37 +911,40 @@ static void lvb_read(struct dlm_rsb *r, struct dlm_lkb *lkb)
 /* Grant lkb its requested mode (or 'mode', an alternate), applying the
  * LVB rules, with a new fencing token if the mode writes (token.c), and
  * put it on the grant queue. */
-static void grant_lock(struct dlm_rsb *r, struct dlm_lkb *lkb, int mode)
+static void grant_lock(struct dlm_ls *ls, struct dlm_rsb *r,
+		       struct dlm_lkb *lkb, int mode)
 {
 	/* by the mode asked for: an up-conversion granted an alternate
 	 * mode below the held one reads, as it would have */
 	if (lvb_writes(lkb, lkb->lkb_rqmode))
-		lvb_write(r, lkb, lkb->lkb_exflags);
+		lvb_write(ls, r, lkb, lkb->lkb_exflags);
 	else
-		lvb_read(r, lkb);
+		lvb_read(ls, r, lkb);
 	if (mode != lkb->lkb_rqmode)
 		lkb->lkb_sbflags |= DLM_SBF_ALTMODE;
-	set_grmode(r, lkb, mode, dlm_lkb_rqrange(lkb));
-	lkb->lkb_token = dlm_token_mode(mode) ? dlm_token_mint(r->res_ls) : 0;
+	set_grmode(ls, r, lkb, mode, dlm_lkb_rqrange(lkb));
+	lkb->lkb_token = dlm_token_mode(mode) ? dlm_token_mint(ls) : 0;
 	lkb->lkb_rqmode = DLM_LOCK_IV;
 	lkb->lkb_highbast = DLM_LOCK_IV;
 	lkb->lkb_last_bast = DLM_LOCK_IV;
-	add_to_queue(r, lkb, DLM_LKSTS_GRANTED);
+	add_to_queue(ls, r, lkb, DLM_LKSTS_GRANTED);
 }
 
 /* The mode lkb can be granted now: its requested one or an alternate
  * one, or IV.  'queue_ok' says the queue order allows a grant. */
-static int grantable_mode(struct dlm_rsb *r, struct dlm_lkb *lkb, bool queue_ok)
+static int grantable_mode(struct dlm_ls *ls, struct dlm_rsb *r,
+			  struct dlm_lkb *lkb, bool queue_ok)
 {
 	if (!queue_ok)
 		return DLM_LOCK_IV;
-	if (compat_with_granted(r, lkb, lkb->lkb_rqmode, dlm_lkb_rqrange(lkb)))
+	if (compat_with_granted(ls, r, lkb, lkb->lkb_rqmode,
+	    dlm_lkb_rqrange(lkb)))
 		return lkb->lkb_rqmode;
 	if ((lkb->lkb_exflags & DLM_LKF_ALTPR) && lkb->lkb_rqmode != DLM_LOCK_PR &&
-	    compat_with_granted(r, lkb, DLM_LOCK_PR, dlm_lkb_rqrange(lkb)))
+	    compat_with_granted(ls, r, lkb, DLM_LOCK_PR, dlm_lkb_rqrange(lkb)))
 		return DLM_LOCK_PR;
 	if ((lkb->lkb_exflags & DLM_LKF_ALTCW) && lkb->lkb_rqmode != DLM_LOCK_CW &&
-	    compat_with_granted(r, lkb, DLM_LOCK_CW, dlm_lkb_rqrange(lkb)))
+	    compat_with_granted(ls, r, lkb, DLM_LOCK_CW, dlm_lkb_rqrange(lkb)))
 		return DLM_LOCK_CW;
 	return DLM_LOCK_IV;
 }
@@ -946,9 +952,9 @@ static int grantable_mode(struct dlm_rsb *r, struct dlm_lkb *lkb, bool queue_ok)
 /* Grant what the queues now allow, conversions first, then waiters in
  * order; then blocking ASTs for what still waits.  'skip' (may be NULL)
  * is a conversion being handled by the caller, who decides its fate. */
-static void grant_pending(struct dlm_rsb *r, struct dlm_lkb *skip)
+static void grant_pending(struct dlm_ls *ls, struct dlm_rsb *r,
+			  struct dlm_lkb *skip)
 {
-	struct dlm_ls *ls = r->res_ls;
 	struct dlm_list *pos, *tmp;
 	bool progress = true;
 
@@ -961,13 +967,13 @@ static void grant_pending(struct dlm_rsb *r, struct dlm_lkb *skip)
 							     lkb_statequeue);
 			bool queue_ok = !(ahead && (c->lkb_exflags & DLM_LKF_QUECVT));
 			int mode = c == skip ? DLM_LOCK_IV :
-				   grantable_mode(r, c, queue_ok);
+				   grantable_mode(ls, r, c, queue_ok);
 
 			if (mode == DLM_LOCK_IV) {
 				ahead = true;
 				continue;
 			}
-			grant_lock(r, c, mode);
+			grant_lock(ls, r, c, mode);
 			cast_grant(ls, c);
 			progress = true;
 		}
@@ -982,7 +988,7 @@ static void grant_pending(struct dlm_rsb *r, struct dlm_lkb *skip)
 			struct dlm_lkb *w = dlm_container_of(pos, struct dlm_lkb,
 							     lkb_statequeue);
 			bool queue_ok = !ahead || (w->lkb_exflags & DLM_LKF_NOORDER);
-			int mode = grantable_mode(r, w, queue_ok);
+			int mode = grantable_mode(ls, r, w, queue_ok);
 
 			if (mode == DLM_LOCK_IV) {
 				if (fault(ls, DLM_FAULT_WAITQ_PASS))
@@ -992,7 +998,7 @@ static void grant_pending(struct dlm_rsb *r, struct dlm_lkb *skip)
 					break;
 				continue;
 			}
-			grant_lock(r, w, mode);
+			grant_lock(ls, r, w, mode);
 			cast_grant(ls, w);
 		}
 	}
@@ -1002,26 +1008,25 @@ static void grant_pending(struct dlm_rsb *r, struct dlm_lkb *skip)
 						     lkb_statequeue);
 
 		if (c != skip)
-			send_blocking_asts(r, c);
+			send_blocking_asts(ls, r, c);
 	}
 	if (!dlm_list_empty(&r->res_waitq))
-		send_blocking_asts(r, dlm_list_first(&r->res_waitq,
+		send_blocking_asts(ls, r, dlm_list_first(&r->res_waitq,
 						     struct dlm_lkb,
 						     lkb_statequeue));
 }
 
 /* A new request at the master.  Returns 0 (granted), -EINPROGRESS
  * (queued) or -EAGAIN (NOQUEUE and not grantable). */
-static int do_request(struct dlm_rsb *r, struct dlm_lkb *lkb)
+static int do_request(struct dlm_ls *ls, struct dlm_rsb *r, struct dlm_lkb *lkb)
 {
-	dlm_remaster_count(r, is_master_copy(lkb) ? lkb->lkb_nodeid :
-			   dlm_our_nodeid(r->res_ls));
-	struct dlm_ls *ls = r->res_ls;
+	dlm_remaster_count(ls, r, is_master_copy(lkb) ? lkb->lkb_nodeid :
+			   dlm_our_nodeid(ls));
 	bool queue_ok;
 	int mode;
 
 	if (lkb->lkb_exflags & DLM_LKF_EXPEDITE) {
-		grant_lock(r, lkb, lkb->lkb_rqmode);	/* NL: always */
+		grant_lock(ls, r, lkb, lkb->lkb_rqmode);	/* NL: always */
 		return 0;
 	}
 	/* HEADQUE goes ahead of the waiters, so only conversions are ahead */
@@ -1030,29 +1035,30 @@ static int do_request(struct dlm_rsb *r, struct dlm_lkb *lkb)
 		     (lkb->lkb_exflags & DLM_LKF_HEADQUE))) ||
 		   (lkb->lkb_exflags & DLM_LKF_NOORDER) ||
 		   fault(ls, DLM_FAULT_IGNORE_QUEUE);
-	mode = grantable_mode(r, lkb, queue_ok);
+	mode = grantable_mode(ls, r, lkb, queue_ok);
 	if (mode != DLM_LOCK_IV) {
-		grant_lock(r, lkb, mode);
+		grant_lock(ls, r, lkb, mode);
 		return 0;
 	}
 	if (lkb->lkb_exflags & DLM_LKF_NOQUEUE) {
 		if (lkb->lkb_exflags & DLM_LKF_NOQUEUEBAST)
-			send_blocking_asts(r, lkb);
+			send_blocking_asts(ls, r, lkb);
 		return -EAGAIN;
 	}
-	add_to_queue(r, lkb, DLM_LKSTS_WAITING);
-	send_blocking_asts(r, lkb);
+	add_to_queue(ls, r, lkb, DLM_LKSTS_WAITING);
+	send_blocking_asts(ls, r, lkb);
 	return -EINPROGRESS;
 }
 
 /* Undo a conversion request: back to the granted mode, on the grant
  * queue. */
-static void revert_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
+static void revert_convert(struct dlm_ls *ls, struct dlm_rsb *r,
+			   struct dlm_lkb *lkb)
 {
 	lkb->lkb_rqmode = DLM_LOCK_IV;
-	(void)dlm_lkb_set_range(r->res_ls, lkb, DLM_LKB_RQ, dlm_lkb_grrange(lkb));
+	(void)dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, dlm_lkb_grrange(lkb));
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED)
-		add_to_queue(r, lkb, DLM_LKSTS_GRANTED);
+		add_to_queue(ls, r, lkb, DLM_LKSTS_GRANTED);
 }
 
 /* A conversion at the master.  lkb is granted, its rqmode/rqrange set.
@@ -1063,10 +1069,10 @@ static void revert_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
  * CONVDEADLK (it waits on), else its conversion is cancelled with
  * -EDEADLK.  Returns true when that victim is 'self', whose answer the
  * caller gives; any other victim is answered here. */
-static bool break_deadlock(struct dlm_rsb *r, struct dlm_lkb *victim,
+static bool break_deadlock(struct dlm_ls *ls, struct dlm_rsb *r,
+			   struct dlm_lkb *victim,
 			   struct dlm_lkb *self)
 {
-	struct dlm_ls *ls = r->res_ls;
 	char name[DLM_KEY_TEXT_LEN];
 	bool demote = (victim->lkb_exflags & DLM_LKF_CONVDEADLK) &&
 		      victim->lkb_grmode != DLM_LOCK_NL;
@@ -1075,11 +1081,11 @@ static bool break_deadlock(struct dlm_rsb *r, struct dlm_lkb *victim,
 	log_ls(ls, DLM_LOG_DEBUG, "conversion deadlock on \"%s\": lock %08x %s",
 	       name, victim->lkb_id, demote ? "demoted to NL" : "cancelled");
 	if (demote) {
-		set_grmode(r, victim, DLM_LOCK_NL, dlm_lkb_grrange(victim));
+		set_grmode(ls, r, victim, DLM_LOCK_NL, dlm_lkb_grrange(victim));
 		victim->lkb_sbflags |= DLM_SBF_DEMOTED;
 		return false;
 	}
-	revert_convert(r, victim);
+	revert_convert(ls, r, victim);
 	if (victim == self)
 		return true;
 	/* another lock gave way: it completes now */
@@ -1090,10 +1096,10 @@ static bool break_deadlock(struct dlm_rsb *r, struct dlm_lkb *victim,
 	return false;
 }
 
-static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
+static int do_convert(struct dlm_ls *ls, struct dlm_rsb *r, struct dlm_lkb *lkb)
 {
-	dlm_remaster_count(r, is_master_copy(lkb) ? lkb->lkb_nodeid :
-			   dlm_our_nodeid(r->res_ls));
+	dlm_remaster_count(ls, r, is_master_copy(lkb) ? lkb->lkb_nodeid :
+			   dlm_our_nodeid(ls));
 	struct dlm_lkb *victim;
 	bool queue_ok, resolved, nomem;
 	int mode;
@@ -1101,76 +1107,78 @@ static int do_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 	queue_ok = !(lkb->lkb_exflags & DLM_LKF_QUECVT) ||
 		   dlm_list_empty(&r->res_convertq) ||
 		   (lkb->lkb_exflags & DLM_LKF_HEADQUE) ||
-		   fault(r->res_ls, DLM_FAULT_QUECVT_IGNORED);
-	mode = grantable_mode(r, lkb, queue_ok);
+		   fault(ls, DLM_FAULT_QUECVT_IGNORED);
+	mode = grantable_mode(ls, r, lkb, queue_ok);
 	if (mode != DLM_LOCK_IV) {
 		/* the caller runs grant_pending(): a down-conversion may free
 		 * others, but lkb's own answer must go out first, or a bast
 		 * for its new mode could overtake it */
-		grant_lock(r, lkb, mode);
+		grant_lock(ls, r, lkb, mode);
 		return 0;
 	}
 	if (lkb->lkb_exflags & DLM_LKF_NOQUEUE) {
 		if (lkb->lkb_exflags & DLM_LKF_NOQUEUEBAST)
-			send_blocking_asts(r, lkb);
-		revert_convert(r, lkb);
+			send_blocking_asts(ls, r, lkb);
+		revert_convert(ls, r, lkb);
 		return -EAGAIN;
 	}
-	add_to_queue(r, lkb, DLM_LKSTS_CONVERT);
+	add_to_queue(ls, r, lkb, DLM_LKSTS_CONVERT);
 	/* resolve deadlocks until none is left: a demotion breaks the
 	 * cycles made by the demoted lock's mode, but not those made by
 	 * queue order, so a demoted lock still in a cycle is cancelled */
 	resolved = false;
-	while ((victim = conversion_deadlock(r, lkb, &nomem))) {
+	while ((victim = conversion_deadlock(ls, r, lkb, &nomem))) {
 		resolved = true;
-		if (break_deadlock(r, victim, lkb))
+		if (break_deadlock(ls, r, victim, lkb))
 			return -EDEADLK;	/* the caller runs grant_pending() */
 	}
 	if (nomem) {
 		/* not known to close no cycle: refused, back as it was (the
 		 * caller runs grant_pending() for what a victim freed) */
-		revert_convert(r, lkb);
+		revert_convert(ls, r, lkb);
 		return -ENOMEM;
 	}
 	if (resolved) {
 		/* others may now go; lkb's own fate is decided here, so that
 		 * it is answered exactly once */
-		grant_pending(r, lkb);
-		mode = grantable_mode(r, lkb, !(lkb->lkb_exflags & DLM_LKF_QUECVT) ||
-				      dlm_list_first(&r->res_convertq, struct dlm_lkb,
-						     lkb_statequeue) == lkb);
+		grant_pending(ls, r, lkb);
+		mode = grantable_mode(ls, r, lkb,
+				!(lkb->lkb_exflags & DLM_LKF_QUECVT) ||
+				dlm_list_first(&r->res_convertq, struct dlm_lkb,
+					       lkb_statequeue) == lkb);
 		if (mode != DLM_LOCK_IV) {
-			grant_lock(r, lkb, mode);
+			grant_lock(ls, r, lkb, mode);
 			return 0;	/* the caller runs grant_pending() */
 		}
 	}
-	send_blocking_asts(r, lkb);
+	send_blocking_asts(ls, r, lkb);
 	return -EINPROGRESS;
 }
 
 /* Unlock at the master: write or invalidate the LVB, leave the queues,
  * grant what that allows.  The caller frees lkb. */
-static void do_unlock(struct dlm_rsb *r, struct dlm_lkb *lkb, uint32_t flags)
+static void do_unlock(struct dlm_ls *ls, struct dlm_rsb *r, struct dlm_lkb *lkb,
+		      uint32_t flags)
 {
 	if (holds_grmode(lkb) && lkb->lkb_grmode >= DLM_LOCK_PW)
-		lvb_write(r, lkb, flags);
-	del_from_queue(r, lkb);
-	grant_pending(r, NULL);
+		lvb_write(ls, r, lkb, flags);
+	del_from_queue(ls, r, lkb);
+	grant_pending(ls, r, NULL);
 }
 
 /* Cancel at the master.  -DLM_ECANCEL when a waiting request was removed
  * (the caller frees lkb) or a conversion reverted; -EBUSY when nothing
  * is left to cancel. */
-static int do_cancel(struct dlm_rsb *r, struct dlm_lkb *lkb)
+static int do_cancel(struct dlm_ls *ls, struct dlm_rsb *r, struct dlm_lkb *lkb)
 {
 	switch (lkb->lkb_status) {
 	case DLM_LKSTS_WAITING:
-		del_from_queue(r, lkb);
-		grant_pending(r, NULL);
+		del_from_queue(ls, r, lkb);
+		grant_pending(ls, r, NULL);
 		return -DLM_ECANCEL;
 	case DLM_LKSTS_CONVERT:
-		revert_convert(r, lkb);
-		grant_pending(r, NULL);
+		revert_convert(ls, r, lkb);
+		grant_pending(ls, r, NULL);
 		return -DLM_ECANCEL;
 	default:
 		return -EBUSY;
@@ -1252,7 +1260,7 @@ static void destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	remove_waiter(ls, lkb);
 	free(unlock_lvb_take(ls, lkb));
 	if (r && lkb->lkb_status != DLM_LKSTS_NONE)
-		del_from_queue(r, lkb);
+		del_from_queue(ls, r, lkb);
 	if (!dlm_list_empty(&lkb->lkb_ownerqueue)) {
 		dlm_list_del(&lkb->lkb_ownerqueue);
 		if (lkb->lkb_flags & LKBF_ORPHAN)
@@ -1262,7 +1270,7 @@ static void destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	}
 	dlm_lkb_free(ls, lkb);
 	if (r)
-		dlm_rsb_release(r);
+		dlm_rsb_release(ls, r);
 	if (parent) {
 		parent->lkb_nchildren--;
 		if (!parent->lkb_nchildren &&
@@ -1303,7 +1311,7 @@ static bool op_kept_or_sent(struct dlm_ls *ls, struct dlm_lkb *lkb,
 		dlm_resend_later(ls, lkb);
 		return true;
 	}
-	if (is_master(lkb->lkb_rsb))
+	if (is_master(ls, lkb->lkb_rsb))
 		return false;
 	if (lkb->lkb_flags & LKBF_REPOINT) {
 		/* its resource moved; the new master's REPOINT sends it
@@ -1321,11 +1329,11 @@ static bool op_kept_or_sent(struct dlm_ls *ls, struct dlm_lkb *lkb,
 static void convert_here(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
 	struct dlm_rsb *r = lkb->lkb_rsb;
-	int rv = do_convert(r, lkb);
+	int rv = do_convert(ls, r, lkb);
 
 	if (rv != -EINPROGRESS)
 		cast_local(ls, lkb, rv);
-	grant_pending(r, NULL);
+	grant_pending(ls, r, NULL);
 }
 
 /* Run a new request whose master is known. */
@@ -1334,11 +1342,11 @@ static void dispatch_request(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	struct dlm_rsb *r = lkb->lkb_rsb;
 	int rv;
 
-	if (!is_master(r)) {
+	if (!is_master(ls, r)) {
 		send_request(ls, lkb);
 		return;
 	}
-	rv = do_request(r, lkb);
+	rv = do_request(ls, r, lkb);
 	if (rv == -EINPROGRESS)
 		return;
 	if (rv == 0)
@@ -1560,18 +1568,19 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		if (!r)
 			return -ENOMEM;
 		if (parent)
-			dlm_rsb_set_parent(r, parent->lkb_rsb);
-		dlm_rsb_hold(r);	/* on the toss list if we fail below */
-		dlm_rsb_release(r);
+			dlm_rsb_set_parent(ls, r, parent->lkb_rsb);
+		/* on the toss list if we fail below */
+		dlm_rsb_hold(ls, r);
+		dlm_rsb_release(ls, r);
 	} else if (parent) {
-		dlm_rsb_set_parent(r, parent->lkb_rsb);
+		dlm_rsb_set_parent(ls, r, parent->lkb_rsb);
 	}
 	ow = dlm_owner_get(ls, req->owner, true);
 	if (!ow)
 		return -ENOMEM;
 	lkb = dlm_lkb_create(ls, req->newid);
 	if (!lkb || !dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, &range) ||
-	    ((req->flags & DLM_LKF_VALBLK) && is_master(r) && r->res_lvb &&
+	    ((req->flags & DLM_LKF_VALBLK) && is_master(ls, r) && r->res_lvb &&
 	     !dlm_lvb_room(ls, &lkb->lkb_lvb))) {
 		if (lkb)
 			dlm_lkb_free(ls, lkb);
@@ -1595,7 +1604,7 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		parent->lkb_nchildren++;
 	}
 	lkb->lkb_rsb = r;
-	dlm_rsb_hold(r);
+	dlm_rsb_hold(ls, r);
 	*lkid_out = lkb->lkb_id;
 	request_with_master(ls, lkb);
 	return 0;
@@ -1717,7 +1726,7 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 			return -EBUSY;	/* granted: nothing to cancel */
 		if (op_kept_or_sent(ls, lkb, DLM_WAIT_CANCEL, send_cancel))
 			return 0;
-		rv = do_cancel(r, lkb);
+		rv = do_cancel(ls, r, lkb);
 		if (lkb->lkb_status == DLM_LKSTS_NONE)
 			finish_lkb(ls, lkb, rv);
 		else
@@ -1785,7 +1794,7 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 			bast_local(ls, lkb, lkb->lkb_last_bast);
 		return 0;
 	}
-	do_unlock(r, lkb, flags);
+	do_unlock(ls, r, lkb, flags);
 	finish_lkb(ls, lkb, -DLM_EUNLOCK);
 	return 0;
 }
@@ -1979,7 +1988,8 @@ static int request_here(struct dlm_ls *ls, struct dlm_rsb *r,
 			dlm_lkb_free(ls, lkb);
 		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -ENOMEM);
 		if (dlm_rsb_unused(r))
-			dlm_rsb_hold(r), dlm_rsb_release(r);	/* toss list */
+			/* onto the toss list */
+			dlm_rsb_hold(ls, r), dlm_rsb_release(ls, r);
 		return 0;	/* answered: the request fails at its node */
 	}
 	lkb->lkb_flags = LKBF_MSTCPY;
@@ -1993,8 +2003,8 @@ static int request_here(struct dlm_ls *ls, struct dlm_rsb *r,
 	/* the requester wants basts if it asked; it filters them itself */
 	lkb->lkb_flags |= LKBF_WANT_BAST;
 	lkb->lkb_rsb = r;
-	dlm_rsb_hold(r);
-	rv = do_request(r, lkb);
+	dlm_rsb_hold(ls, r);
+	rv = do_request(ls, r, lkb);
 	send_request_reply(ls, lkb, rv);
 	if (rv != 0 && rv != -EINPROGRESS)
 		destroy_lkb(ls, lkb);
@@ -2020,8 +2030,8 @@ static int receive_child_request(struct dlm_ls *ls, const struct dlm_msg *m)
 	r = dlm_rsb_find(ls, m->m_key, m->m_keylen, hash);
 	/* (a master with a lookup in flight is one a move made master
 	 * meanwhile: it masters, see receive_request) */
-	if (!p || !is_master(p) ||
-	    (r && !is_master(r) && (!dlm_list_empty(&r->res_grantq) ||
+	if (!p || !is_master(ls, p) ||
+	    (r && !is_master(ls, r) && (!dlm_list_empty(&r->res_grantq) ||
 				    !dlm_list_empty(&r->res_convertq) ||
 				    !dlm_list_empty(&r->res_waitq)))) {
 		send_reply_status(ls, m, DLM_MSG_REQUEST_REPLY, -EBADR);
@@ -2034,7 +2044,7 @@ static int receive_child_request(struct dlm_ls *ls, const struct dlm_msg *m)
 			return 0;	/* answered */
 		}
 	}
-	dlm_rsb_set_parent(r, p);
+	dlm_rsb_set_parent(ls, r, p);
 	/* a copy with no lock on its queues (unused, from when another node
 	 * mastered the parent, or with our own requests waiting for the
 	 * lockspace to run: they take their master from the parent too) */
@@ -2059,7 +2069,7 @@ static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
 	 * whose other locks it masters, forgot its master and refused the
 	 * GRANTs that came next (dlm-sim --remaster --repoint --nodes 5
 	 * --rehot 8 --ops 2000 --dir-lag 300 seed 510) */
-	if (!r || !is_master(r)) {
+	if (!r || !is_master(ls, r)) {
 		/* not (or no longer) the master: the sender looks up again,
 		 * or tries the node we moved it to (remaster.c) */
 		struct dlm_msg rp;
@@ -2069,7 +2079,7 @@ static int receive_request(struct dlm_ls *ls, const struct dlm_msg *m)
 		rp.m_status = -EBADR;
 		rp.m_grmode = DLM_LOCK_IV;
 		rp.m_rqmode = DLM_LOCK_IV;
-		if (r && (r->res_flags & RESF_MOVED_AWAY) && !is_master(r))
+		if (r && (r->res_flags & RESF_MOVED_AWAY) && !is_master(ls, r))
 			rp.m_nodeid = r->res_nodeid;
 		dlm_send_msg(ls, &rp, m->m_from);
 		return 0;
@@ -2141,9 +2151,9 @@ static int receive_convert(struct dlm_ls *ls, const struct dlm_msg *m)
 	if (m->m_lvb && !dlm_lvb_store(ls, &lkb->lkb_lvb, m->m_lvb))
 		/* no room for the value: a write invalidates instead */
 		lkb->lkb_exflags |= DLM_LKF_IVVALBLK;
-	rv = do_convert(lkb->lkb_rsb, lkb);
+	rv = do_convert(ls, lkb->lkb_rsb, lkb);
 	send_convert_reply(ls, lkb, rv);
-	grant_pending(lkb->lkb_rsb, NULL);
+	grant_pending(ls, lkb->lkb_rsb, NULL);
 	dlm_remaster_consider(ls, lkb->lkb_rsb);	/* after the replies */
 	return 0;
 }
@@ -2168,7 +2178,7 @@ static int receive_unlock(struct dlm_ls *ls, const struct dlm_msg *m)
 	}
 	if (m->m_lvb && !dlm_lvb_store(ls, &lkb->lkb_lvb, m->m_lvb))
 		flags |= DLM_LKF_IVVALBLK;	/* no room: the value is lost */
-	do_unlock(lkb->lkb_rsb, lkb, flags);
+	do_unlock(ls, lkb->lkb_rsb, lkb, flags);
 	send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -DLM_EUNLOCK);
 	destroy_lkb(ls, lkb);
 	return 0;
@@ -2181,7 +2191,7 @@ static int receive_cancel(struct dlm_ls *ls, const struct dlm_msg *m)
 
 	if (!lkb)	/* answered -EBADR with remastering on */
 		return dlm_remaster_on(ls) ? 0 : -ENOENT;
-	rv = do_cancel(lkb->lkb_rsb, lkb);
+	rv = do_cancel(ls, lkb->lkb_rsb, lkb);
 	send_cancel_reply(ls, lkb, rv);
 	if (lkb->lkb_status == DLM_LKSTS_NONE)
 		destroy_lkb(ls, lkb);
@@ -2235,10 +2245,10 @@ static void pcopy_granted(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	}
 	lkb->lkb_lvbseq = m->m_lvbseq;
 	lkb->lkb_token = m->m_token;
-	set_grmode(r, lkb, m->m_grmode, &m->m_grrange);
+	set_grmode(ls, r, lkb, m->m_grmode, &m->m_grrange);
 	lkb->lkb_rqmode = DLM_LOCK_IV;
 	lkb->lkb_last_bast = DLM_LOCK_IV;
-	add_to_queue(r, lkb, DLM_LKSTS_GRANTED);
+	add_to_queue(ls, r, lkb, DLM_LKSTS_GRANTED);
 	if ((lkb->lkb_flags & LKBF_DEADLK) &&
 	    lkb->lkb_wait_type == DLM_WAIT_CANCEL) {
 		/* the deadlock detector's cancel crossed this grant: the
@@ -2298,7 +2308,7 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 				   -DLM_EUNLOCK : -DLM_ECANCEL);
 			return;
 		}
-		if (dlm_remaster_awaits(dlm_rsb_root(r))) {
+		if (dlm_remaster_awaits(ls, dlm_rsb_root(r))) {
 			/* its old master's MOVED named the new one, where
 			 * the request goes again (until it installs) */
 			request_with_master(ls, lkb);
@@ -2351,7 +2361,7 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 			run_overlap(ls, lkb);
 			return;
 		}
-		add_to_queue(r, lkb, DLM_LKSTS_WAITING);
+		add_to_queue(ls, r, lkb, DLM_LKSTS_WAITING);
 		run_overlap(ls, lkb);
 		return;
 	default:
@@ -2371,12 +2381,12 @@ static void receive_convert_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 		break;
 	case -EINPROGRESS:
 		lkb->lkb_sbflags |= (uint8_t)m->m_sbflags;
-		set_grmode(r, lkb, m->m_grmode, dlm_lkb_grrange(lkb));
-		add_to_queue(r, lkb, DLM_LKSTS_CONVERT);
+		set_grmode(ls, r, lkb, m->m_grmode, dlm_lkb_grrange(lkb));
+		add_to_queue(ls, r, lkb, DLM_LKSTS_CONVERT);
 		break;
 	default:
 		lkb->lkb_sbflags |= (uint8_t)m->m_sbflags;
-		revert_convert(r, lkb);
+		revert_convert(ls, r, lkb);
 		cast_local(ls, lkb, m->m_status);
 		break;
 	}
@@ -2416,8 +2426,8 @@ static void receive_cancel_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 			finish_lkb(ls, lkb, -DLM_ECANCEL);
 			return;
 		}
-		set_grmode(r, lkb, m->m_grmode, dlm_lkb_grrange(lkb));
-		revert_convert(r, lkb);
+		set_grmode(ls, r, lkb, m->m_grmode, dlm_lkb_grrange(lkb));
+		revert_convert(ls, r, lkb);
 		cast_local(ls, lkb, -DLM_ECANCEL);
 	}
 	/* -EBUSY: granted before the cancel arrived; the GRANT came first */
@@ -2497,7 +2507,7 @@ static int receive_grant(struct dlm_ls *ls, const struct dlm_msg *m)
 	}
 	if (m->m_status == -EDEADLK) {
 		/* our conversion gave way to break a deadlock */
-		revert_convert(lkb->lkb_rsb, lkb);
+		revert_convert(ls, lkb->lkb_rsb, lkb);
 		cast_local(ls, lkb, -EDEADLK);
 		return 0;
 	}
@@ -2605,7 +2615,7 @@ static int receive_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 		/* with no request left (a purge took them meanwhile) r
 		 * would stay for ever: to the toss list */
 		if (dlm_rsb_unused(r))
-			dlm_rsb_hold(r), dlm_rsb_release(r);
+			dlm_rsb_hold(ls, r), dlm_rsb_release(ls, r);
 		if (m->m_status == -ENOMEM)
 			return 0;	/* dealt with: the requests failed */
 		return m->m_status ? m->m_status : -EPROTO;
@@ -2624,7 +2634,7 @@ static int receive_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 		lkb->lkb_wait_type = DLM_WAIT_NONE;
 		dispatch_request(ls, lkb);
 	}
-	dlm_rsb_release(r);
+	dlm_rsb_release(ls, r);
 	return 0;
 }
 
@@ -2771,7 +2781,7 @@ static void walk_one(void *arg, struct dlm_hnode *n)
 	li.remid = lkb->lkb_remid;
 	li.nodeid = lkb->lkb_nodeid;
 	li.is_master_copy = is_master_copy(lkb);
-	li.is_master = lkb->lkb_rsb && is_master(lkb->lkb_rsb) &&
+	li.is_master = lkb->lkb_rsb && is_master(w->ls, lkb->lkb_rsb) &&
 		       !(lkb->lkb_rsb->res_flags & RESF_LOOKUP);
 	li.status = lkb->lkb_status;
 	li.grmode = lkb->lkb_grmode;
@@ -2880,10 +2890,10 @@ static bool blocks_awaited(const struct dlm_ls *ls, const struct awaited *a,
 	return false;
 }
 
-void dlm_for_each_blocker(const struct dlm_rsb *r, const struct dlm_lkb *w,
+void dlm_for_each_blocker(struct dlm_ls *ls, const struct dlm_rsb *r,
+			  const struct dlm_lkb *w,
 			  void (*fn)(void *arg, struct dlm_lkb *h), void *arg)
 {
-	const struct dlm_ls *ls = r->res_ls;
 	bool waiting = w->lkb_status == DLM_LKSTS_WAITING;
 	bool ordered = waiting && !(w->lkb_exflags & DLM_LKF_NOORDER);
 	const struct dlm_range *want = dlm_lkb_rqrange(w);
@@ -2975,24 +2985,26 @@ int dlm_cancel_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)
 /* for recovery (recover.c)                                           */
 /* ------------------------------------------------------------------ */
 
-void dlm_grant_pending(struct dlm_rsb *r)
+void dlm_grant_pending(struct dlm_ls *ls, struct dlm_rsb *r)
 {
-	grant_pending(r, NULL);
+	grant_pending(ls, r, NULL);
 }
 
-void dlm_queue_lkb(struct dlm_rsb *r, struct dlm_lkb *lkb, int status)
+void dlm_queue_lkb(struct dlm_ls *ls, struct dlm_rsb *r, struct dlm_lkb *lkb,
+		   int status)
 {
-	add_to_queue(r, lkb, status);
+	add_to_queue(ls, r, lkb, status);
 }
 
 /* At the tail whatever its flags: a queue rebuilt from another's in that
  * queue's order (remaster.c), where HEADQUE did its work already. */
-void dlm_queue_lkb_tail(struct dlm_rsb *r, struct dlm_lkb *lkb, int status)
+void dlm_queue_lkb_tail(struct dlm_ls *ls, struct dlm_rsb *r,
+			struct dlm_lkb *lkb, int status)
 {
 	uint32_t exflags = lkb->lkb_exflags;
 
 	lkb->lkb_exflags &= ~(uint32_t)DLM_LKF_HEADQUE;
-	add_to_queue(r, lkb, status);
+	add_to_queue(ls, r, lkb, status);
 	lkb->lkb_exflags = exflags;
 }
 
@@ -3108,7 +3120,7 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	m.m_rqmode = DLM_LOCK_IV;
 	m.m_bastmode = DLM_LOCK_IV;
 	m.m_grrange = *dlm_lkb_grrange(lkb);
-	if (dlm_remaster_on(ls) && is_master(lkb->lkb_rsb)) {
+	if (dlm_remaster_on(ls) && is_master(ls, lkb->lkb_rsb)) {
 		/* the departed node moved the resource to us before the op
 		 * reached it (core/remaster.c): it never took effect there,
 		 * and is redone here at finish, like one it refused */
@@ -3226,9 +3238,8 @@ void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
  * the grant that follows tells the owner), a CONVDEADLK one was demoted
  * to NL (it waits on; its owner hears DLM_SBF_DEMOTED with the grant).
  */
-void dlm_recover_conversions(struct dlm_rsb *r)
+void dlm_recover_conversions(struct dlm_ls *ls, struct dlm_rsb *r)
 {
-	struct dlm_ls *ls = r->res_ls;
 	struct dlm_list *pos, *qpos;
 	struct dlm_list *qs[2] = { &r->res_grantq, &r->res_convertq };
 
@@ -3261,12 +3272,14 @@ void dlm_recover_conversions(struct dlm_rsb *r)
 			log_ls(ls, DLM_LOG_DEBUG,
 			       "recovery: conversion of %08x to %s taken as granted",
 			       lkb->lkb_id, lkb->lkb_rqmode == DLM_LOCK_PR ? "PR" : "CW");
-			set_grmode(r, lkb, lkb->lkb_rqmode, dlm_lkb_grrange(lkb));
+			set_grmode(ls, r, lkb, lkb->lkb_rqmode,
+				   dlm_lkb_grrange(lkb));
 		} else {
 			log_ls(ls, DLM_LOG_DEBUG,
 			       "recovery: converting lock %08x taken as demoted to NL",
 			       lkb->lkb_id);
-			set_grmode(r, lkb, DLM_LOCK_NL, dlm_lkb_grrange(lkb));
+			set_grmode(ls, r, lkb, DLM_LOCK_NL,
+				   dlm_lkb_grrange(lkb));
 			lkb->lkb_sbflags |= DLM_SBF_DEMOTED;
 		}
 	}
@@ -3277,7 +3290,7 @@ void dlm_recover_conversions(struct dlm_rsb *r)
  * do_convert here, so look for conversion deadlocks among them now (each
  * resolution demotes a lock or takes one off the convert queue, so this
  * ends). */
-void dlm_recover_deadlocks(struct dlm_rsb *r)
+void dlm_recover_deadlocks(struct dlm_ls *ls, struct dlm_rsb *r)
 {
 	bool again = true;
 
@@ -3289,16 +3302,16 @@ void dlm_recover_deadlocks(struct dlm_rsb *r)
 			struct dlm_lkb *lkb = dlm_container_of(pos, struct dlm_lkb,
 							       lkb_statequeue);
 			bool nomem;
-			struct dlm_lkb *victim = conversion_deadlock(r, lkb,
+			struct dlm_lkb *victim = conversion_deadlock(ls, r, lkb,
 								     &nomem);
 
 			if (nomem)
-				log_ls(r->res_ls, DLM_LOG_ERR, "lock %08x: no "
+				log_ls(ls, DLM_LOG_ERR, "lock %08x: no "
 				       "memory to look for a conversion "
 				       "deadlock", lkb->lkb_id);
 			if (!victim)
 				continue;
-			(void)break_deadlock(r, victim, NULL);
+			(void)break_deadlock(ls, r, victim, NULL);
 			again = true;
 			break;
 		}
@@ -3330,7 +3343,7 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 			finish_lkb(ls, lkb, unlock ? -DLM_EUNLOCK : -DLM_ECANCEL);
 			return;
 		}
-		revert_convert(r, lkb);
+		revert_convert(ls, r, lkb);
 		if (!unlock) {
 			lkb->lkb_flags &= ~LKBF_OVERLAP_CANCEL;
 			cast_local(ls, lkb, -DLM_ECANCEL);

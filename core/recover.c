@@ -616,8 +616,8 @@ static int step_start(struct dlm_ls *ls)
 		/* an unused copy of a resource mastered elsewhere carries
 		 * nothing; an unused resource we master keeps its LVB (a
 		 * surviving writer's value) and is registered like the rest */
-		if ((r->res_flags & RESF_TOSSED) && !is_master(r)) {
-			dlm_rsb_free(r);
+		if ((r->res_flags & RESF_TOSSED) && !is_master(ls, r)) {
+			dlm_rsb_free(ls, r);
 			continue;
 		}
 		ls->ls_rec_rsbs[ls->ls_rec_nrsbs++] = r;
@@ -638,7 +638,8 @@ static int step_start(struct dlm_ls *ls)
 				r->res_nodeid = 0;
 		}
 		if (dlm_rsb_unused(r))
-			dlm_rsb_hold(r), dlm_rsb_release(r);	/* toss list */
+			/* onto the toss list */
+			dlm_rsb_hold(ls, r), dlm_rsb_release(ls, r);
 	}
 	/* a child that needs a new master takes its root's: its ancestors
 	 * need one too, even those we hold no lock on.  With the re-point
@@ -1086,7 +1087,7 @@ static bool seq_after(uint32_t a, uint32_t b)
 /* A new master's LVB: from a lock held in PR or above (that holder's copy
  * is current: no one could write while it held; still invalid if it was
  * granted so), else the newest copy any lock has, marked invalid. */
-static void recover_lvb(struct dlm_rsb *r)
+static void recover_lvb(struct dlm_ls *ls, struct dlm_rsb *r)
 {
 	struct dlm_lkb *best = NULL;
 	struct dlm_list *qs[2] = { &r->res_grantq, &r->res_convertq };
@@ -1112,7 +1113,7 @@ static void recover_lvb(struct dlm_rsb *r)
 		}
 	}
 	if (best) {
-		if (!dlm_lvb_store(r->res_ls, &r->res_lvb, dlm_lkb_lvb(best)))
+		if (!dlm_lvb_store(ls, &r->res_lvb, dlm_lkb_lvb(best)))
 			current = false;	/* no room: stays not valid */
 		r->res_lvbseq = best->lkb_lvbseq;
 	} else if (r->res_lvb) {
@@ -1134,22 +1135,22 @@ static int step_grant(struct dlm_ls *ls)
 	for (i = 0; i < ls->ls_rec_nrsbs; i++) {
 		struct dlm_rsb *r = ls->ls_rec_rsbs[i];
 
-		if (!is_master(r))
+		if (!is_master(ls, r))
 			continue;
 		if (r->res_flags & RESF_NEW_MASTER) {
-			dlm_recover_conversions(r);
-			dlm_recover_deadlocks(r);
+			dlm_recover_conversions(ls, r);
+			dlm_recover_deadlocks(ls, r);
 			/* not a master whose locks' owners resent them to
 			 * re-point them (remaster.c): its value came with the
 			 * MIGRATE, and no lock's copy may replace it (dlm-sim
 			 * --seed 2480 --nodes 6 --faults --repoint: a valid
 			 * value lost) */
 			if (!(r->res_flags & RESF_REPOINTED))
-				recover_lvb(r);
+				recover_lvb(ls, r);
 			nnew++;
 		}
 		if (r->res_flags & (RESF_NEW_MASTER | RESF_RECOVER_GRANT))
-			dlm_grant_pending(r);
+			dlm_grant_pending(ls, r);
 		r->res_flags &= ~(RESF_NEW_MASTER | RESF_RECOVER_GRANT);
 	}
 	if (nnew)
@@ -1480,7 +1481,7 @@ static int rc_child_here(struct dlm_ls *ls, struct dlm_rsb **rp,
 			return -ENOMEM;
 		ls->ls_rec_rsbs[ls->ls_rec_nrsbs++] = r;
 		r->res_nodeid = dlm_our_nodeid(ls);
-		dlm_rsb_set_parent(r, p);
+		dlm_rsb_set_parent(ls, r, p);
 		*rp = r;
 		return 0;
 	}
@@ -1501,7 +1502,7 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 	bool recount = false;
 	int k, status = 0;
 
-	if (m->m_pkeylen && (!r || !is_master(r)) &&
+	if (m->m_pkeylen && (!r || !is_master(ls, r)) &&
 	    rc_child_here(ls, &r, m, hash))
 		/* no memory for the child here: fails the recovery, no
 		 * reply.  Answered -ENOMEM, the owner took it for a
@@ -1509,7 +1510,7 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		 * --alloc-faults 20 --faults --remaster --repoint --rehot
 		 * 8 --ops 1000 --bounce seed 4472) */
 		return -ENOMEM;
-	if (!r || !is_master(r) || m->m_status < DLM_LKSTS_WAITING ||
+	if (!r || !is_master(ls, r) || m->m_status < DLM_LKSTS_WAITING ||
 	    m->m_status > DLM_LKSTS_CONVERT ||
 	    (m->m_status != DLM_LKSTS_GRANTED && m->m_rqmode < DLM_LOCK_NL) ||
 	    (m->m_status != DLM_LKSTS_WAITING && m->m_grmode < DLM_LOCK_NL)) {
@@ -1571,7 +1572,7 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		lkb->lkb_nodeid = m->m_from;
 		lkb->lkb_remid = m->m_lkid;
 		lkb->lkb_rsb = r;
-		dlm_rsb_hold(r);
+		dlm_rsb_hold(ls, r);
 	} else {
 		/* queued: its modes, ranges and flags change in place below,
 		 * and r's counts of them with them.  Not the same only when
@@ -1610,10 +1611,10 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 			/* re-queue with the counts right */
 			int8_t gr = lkb->lkb_grmode;
 
-			dlm_queue_lkb(r, lkb, DLM_LKSTS_WAITING);
+			dlm_queue_lkb(ls, r, lkb, DLM_LKSTS_WAITING);
 			lkb->lkb_grmode = gr;
 		}
-		dlm_queue_lkb(r, lkb, m->m_status);
+		dlm_queue_lkb(ls, r, lkb, m->m_status);
 	}
 	r->res_flags |= RESF_NEW_MASTER;
 reply:

@@ -532,13 +532,13 @@ static uint32_t ticks_now(const struct dlm_ls *ls)
 }
 
 /* One lock operation on r, which we master, by 'nodeid'. */
-void dlm_remaster_count(struct dlm_rsb *r, uint32_t nodeid)
+void dlm_remaster_count(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t nodeid)
 {
-	if (!dlm_remaster_on(r->res_ls) || r->res_parent)
+	if (!dlm_remaster_on(ls) || r->res_parent)
 		return;
-	if (dlm_ls_running(r->res_ls))
+	if (dlm_ls_running(ls))
 		r->res_flags &= ~RESF_REPOINTED;	/* its recovery is over */
-	if (r->res_rm_ops >= window(r->res_ls))
+	if (r->res_rm_ops >= window(ls))
 		r->res_rm_ops = 0;	/* a full window nobody looked at */
 	if (r->res_rm_ops == 0) {
 		r->res_rm_node = nodeid;
@@ -577,7 +577,7 @@ static bool movable(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 	uint32_t n = 0;
 	int i;
 
-	if (!dlm_ls_running(ls) || !is_root_rsb(r) || !is_master(r) ||
+	if (!dlm_ls_running(ls) || !is_root_rsb(r) || !is_master(ls, r) ||
 	    (r->res_flags & RESF_LOOKUP) || !dlm_list_empty(&r->res_lookupq) ||
 	    node == dlm_our_nodeid(ls) || !dlm_ls_is_member(ls, node))
 		return false;
@@ -699,7 +699,7 @@ static void migrate(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 	r->res_rm_ops = 0;
 	if (ls->ls_core->core_fault == DLM_FAULT_REMASTER_NO_FREEZE)
 		return;		/* broken: both of us master r now */
-	dlm_rsb_hold(r);
+	dlm_rsb_hold(ls, r);
 	if (shared(ls))
 		send_moved(ls, r, node);
 	for (i = 0; i < 3; i++) {
@@ -731,7 +731,7 @@ static void migrate(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 	r->res_flags &= ~RESF_VALNOTVALID;
 	free(r->res_lvb);
 	r->res_lvb = NULL;
-	dlm_rsb_release(r);	/* unused now: to the toss list */
+	dlm_rsb_release(ls, r);	/* unused now: to the toss list */
 }
 
 /* After an operation of another node on r, which we master: has a
@@ -794,7 +794,8 @@ static bool records_of(struct dlm_ls *ls, uint32_t from,
 }
 
 /* lkb (record_make) from record m goes on r's queues. */
-static void record_place(struct dlm_rsb *r, const struct dlm_msg *m,
+static void record_place(struct dlm_ls *ls, struct dlm_rsb *r,
+			 const struct dlm_msg *m,
 			 struct dlm_lkb *lkb)
 {
 	if (m->m_exflags & DLM_LKF_VALBLK)
@@ -812,12 +813,12 @@ static void record_place(struct dlm_rsb *r, const struct dlm_msg *m,
 	lkb->lkb_lvbseq = m->m_lvbseq;
 	lkb->lkb_token = m->m_token;
 	lkb->lkb_rsb = r;
-	dlm_rsb_hold(r);
-	dlm_queue_lkb_tail(r, lkb, m->m_status);	/* in M's order */
+	dlm_rsb_hold(ls, r);
+	dlm_queue_lkb_tail(ls, r, lkb, m->m_status);	/* in M's order */
 	/* until REPOINT_REPLY, or while stopped until its owner's RC_LOCK
 	 * (dlm_remaster_unmatched) */
 	lkb->lkb_flags |= LKBF_REPOINT;
-	if (!dlm_ls_running(r->res_ls))
+	if (!dlm_ls_running(ls))
 		r->res_flags |= RESF_REPOINTED;	/* its owner sends RC_LOCK */
 }
 
@@ -847,7 +848,7 @@ static int record_mstcpy(struct dlm_ls *ls, struct dlm_rsb *r,
 
 	if (!lkb)
 		return -ENOMEM;
-	record_place(r, m, lkb);
+	record_place(ls, r, m, lkb);
 	return 0;
 }
 
@@ -922,7 +923,7 @@ static uint32_t install_records(struct dlm_ls *ls, uint32_t from,
 				lkb = dlm_list_first(made, struct dlm_lkb,
 						     lkb_statequeue);
 				dlm_list_del(&lkb->lkb_statequeue);
-				record_place(r, &m, lkb);
+				record_place(ls, r, &m, lkb);
 			} else {
 				log_ls(ls, DLM_LOG_ERR,
 				       "remaster: no copy made for node %u's "
@@ -932,7 +933,7 @@ static uint32_t install_records(struct dlm_ls *ls, uint32_t from,
 			lkb = dlm_lkb_find(ls, m.m_remid);
 			if (lkb && !is_master_copy(lkb) && lkb->lkb_rsb == r &&
 			    lkb->lkb_status == m.m_status)
-				dlm_queue_lkb_tail(r, lkb, lkb->lkb_status);
+				dlm_queue_lkb_tail(ls, r, lkb, lkb->lkb_status);
 			else
 				log_ls(ls, DLM_LOG_WARNING,
 				       "remaster: record of our lock %08x: unknown or in another state",
@@ -1004,7 +1005,8 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 		}
 		r->res_nodeid = m->m_from;
 	}
-	if (!r || is_master(r) || r->res_nodeid != m->m_from || r->res_parent) {
+	if (!r || is_master(ls, r) || r->res_nodeid != m->m_from ||
+	    r->res_parent) {
 		log_ls(ls, DLM_LOG_WARNING,
 		       "remaster: node %u moves \"%s\" here, which it does not master",
 		       m->m_from, name);
@@ -1022,10 +1024,11 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 		       "\"%s\" from node %u: again later", name, m->m_from);
 		free(lvb);
 		if (dlm_rsb_unused(r))
-			dlm_rsb_hold(r), dlm_rsb_release(r);	/* toss list */
+			/* onto the toss list */
+			dlm_rsb_hold(ls, r), dlm_rsb_release(ls, r);
 		return -ENOMEM;
 	}
-	dlm_rsb_hold(r);	/* tossed at the end if nothing is on it */
+	dlm_rsb_hold(ls, r);	/* tossed at the end if nothing is on it */
 	if (records_of(ls, m->m_from, r)) {
 		n = install_records(ls, m->m_from, r, &stale, &made);
 	} else {
@@ -1081,7 +1084,7 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 			log_ls(ls, DLM_LOG_ERR,
 			       "remaster: no memory to recover \"%s\"", name);
 		r->res_flags |= RESF_RECOVER_GRANT;
-		dlm_rsb_release(r);
+		dlm_rsb_release(ls, r);
 		return 0;
 	}
 	if (dlm_dir_nodeid(ls, hash) == us) {
@@ -1099,8 +1102,8 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 		r->res_flags |= RESF_DIR_UNACKED;	/* until the answer */
 	}
 	send_repoints(ls, r);
-	dlm_grant_pending(r);
-	dlm_rsb_release(r);
+	dlm_grant_pending(ls, r);
+	dlm_rsb_release(ls, r);
 	return 0;
 }
 
@@ -1128,11 +1131,13 @@ static int receive_record(struct dlm_ls *ls, const struct dlm_msg *m)
 					 dlm_hash_bytes(m->m_key, m->m_keylen));
 
 	if (ls->ls_core->core_fault == DLM_FAULT_REMASTER_EARLY_GRANT && r &&
-	    !r->res_parent && (is_master(r) || r->res_nodeid == m->m_from) &&
+	    !r->res_parent &&
+	    (is_master(ls, r) || r->res_nodeid == m->m_from) &&
 	    m->m_nodeid != dlm_our_nodeid(ls)) {
 		r->res_nodeid = dlm_our_nodeid(ls);
 		(void)record_mstcpy(ls, r, m);
-		dlm_grant_pending(r);	/* broken: on a part of the queues */
+		/* broken: on a part of the queues */
+		dlm_grant_pending(ls, r);
 		return 0;
 	}
 	return keep(ls, &ls->ls_rm_records, m);
@@ -1282,12 +1287,12 @@ int dlm_remaster_hold(struct dlm_ls *ls, const struct dlm_msg *m)
 
 /* Does a lock of ours on r await its re-point?  (Then r's master is the
  * one MOVED named, whatever a refused request is told.) */
-bool dlm_remaster_awaits(const struct dlm_rsb *r)
+bool dlm_remaster_awaits(struct dlm_ls *ls, const struct dlm_rsb *r)
 {
 	struct dlm_list *pos;
 	int i;
 
-	if (!dlm_remaster_on(r->res_ls) || is_master(r))
+	if (!dlm_remaster_on(ls) || is_master(ls, r))
 		return false;
 	for_each_queued(r, i, pos)
 		if (queued(pos)->lkb_flags & LKBF_REPOINT)
@@ -1495,7 +1500,7 @@ static void repoint_recover(struct dlm_ls *ls)
 				continue;
 			lkb->lkb_flags &= ~(LKBF_REPOINT | LKBF_RP_HELD);
 			lkb->lkb_flags |= LKBF_RP_RESENT;
-			if (!is_master(r)) {
+			if (!is_master(ls, r)) {
 				r->res_flags |= RESF_RECOVER_MASTER;
 				r->res_new_nodeid = 0;
 			}
@@ -1630,7 +1635,7 @@ void dlm_remaster_unmatched(struct dlm_ls *ls)
 		struct dlm_list *pos, *tmp;
 		int i;
 
-		if (!(r->res_flags & RESF_REPOINTED) || !is_master(r))
+		if (!(r->res_flags & RESF_REPOINTED) || !is_master(ls, r))
 			continue;
 		for (i = 0; i < 3; i++) {
 			struct dlm_list *q = (struct dlm_list *)const_queue(r, i);

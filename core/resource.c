@@ -310,7 +310,6 @@ struct dlm_rsb *dlm_rsb_create(struct dlm_ls *ls, const unsigned char *key,
 
 	if (!r)
 		return NULL;
-	r->res_ls = ls;
 	r->res_lvbseq = ls->ls_core->core_cfg.lvbseq_start;
 	r->res_hnode.hn_hash = hash;
 	r->res_keylen = (uint16_t)keylen;
@@ -329,23 +328,21 @@ bool dlm_rsb_unused(const struct dlm_rsb *r)
 }
 
 /* Something (an lkb, or a caller for a while) starts using r. */
-void dlm_rsb_hold(struct dlm_rsb *r)
+void dlm_rsb_hold(struct dlm_ls *ls, struct dlm_rsb *r)
 {
 	r->res_nlkbs++;
 	if (r->res_flags & RESF_TOSSED) {
 		r->res_flags &= ~RESF_TOSSED;
 		dlm_list_del(&r->res_toss);
-		r->res_ls->ls_ntossed--;
+		ls->ls_ntossed--;
 		memset(r->res_grcount, 0, sizeof(r->res_grcount));
 		r->res_nranged = 0;
 	}
 }
 
 /* Put r on the toss list if nothing uses it any more. */
-static void maybe_toss(struct dlm_rsb *r)
+static void maybe_toss(struct dlm_ls *ls, struct dlm_rsb *r)
 {
-	struct dlm_ls *ls = r->res_ls;
-
 	if (!dlm_rsb_unused(r) || (r->res_flags & RESF_TOSSED))
 		return;
 	r->res_flags |= RESF_TOSSED;
@@ -355,21 +352,22 @@ static void maybe_toss(struct dlm_rsb *r)
 }
 
 /* An lkb stops using r. */
-void dlm_rsb_release(struct dlm_rsb *r)
+void dlm_rsb_release(struct dlm_ls *ls, struct dlm_rsb *r)
 {
 	r->res_nlkbs--;
-	maybe_toss(r);
+	maybe_toss(ls, r);
 }
 
 /* r is a sub-resource of parent: it holds the parent until it is freed,
  * so that a parent is never dropped before its children (resource.c's
  * essay: stale cached children). */
-void dlm_rsb_set_parent(struct dlm_rsb *r, struct dlm_rsb *parent)
+void dlm_rsb_set_parent(struct dlm_ls *ls, struct dlm_rsb *r,
+			struct dlm_rsb *parent)
 {
 	if (r->res_parent)
 		return;
 	r->res_parent = parent;
-	dlm_rsb_hold(parent);
+	dlm_rsb_hold(ls, parent);
 }
 
 /* The root resource of r's tree: the one whose master masters r. */
@@ -385,10 +383,9 @@ static struct dlm_dirent *dir_add(struct dlm_ls *ls, const unsigned char *key,
 				  uint32_t master, uint32_t event);
 static void dir_self_clear(struct dlm_ls *ls, struct dlm_rsb *r);
 
-void dlm_rsb_free(struct dlm_rsb *r)
+void dlm_rsb_free(struct dlm_ls *ls, struct dlm_rsb *r)
 {
 	struct dlm_rsb *parent = r->res_parent;
-	struct dlm_ls *ls = r->res_ls;
 
 	if (r->res_flags & RESF_LOOKUP)
 		ls->ls_nlookups--;	/* its answer will find no rsb */
@@ -407,20 +404,20 @@ void dlm_rsb_free(struct dlm_rsb *r)
 		dlm_list_del(&r->res_toss);
 		ls->ls_ntossed--;
 	}
-	dlm_htab_remove(&r->res_ls->ls_rsbtbl, &r->res_hnode);
+	dlm_htab_remove(&ls->ls_rsbtbl, &r->res_hnode);
 	free(r->res_lvb);
 	free(r);
 	if (parent)
-		dlm_rsb_release(parent);	/* tossed after its children */
+		dlm_rsb_release(ls, parent); /* tossed after its children */
 }
 
 /* The copy of a root we moved away, and its directory record naming us:
  * kept until the new master's DIR_MOVE moves the record (remaster.c),
  * which, freed now, would make us its master again at our next lookup
  * (dlm-sim --seed 1176 --nodes 6 --faults --repoint: two masters). */
-static bool toss_must_keep(const struct dlm_rsb *r)
+static bool toss_must_keep(const struct dlm_ls *ls, const struct dlm_rsb *r)
 {
-	return !is_master(r) &&
+	return !is_master(ls, r) &&
 	       (r->res_flags & (RESF_MOVED_AWAY | RESF_DIR)) ==
 	       (RESF_MOVED_AWAY | RESF_DIR);
 }
@@ -437,7 +434,7 @@ static void toss_requeue(struct dlm_ls *ls, struct dlm_rsb *r, uint64_t now)
  * way out. */
 static void toss_drop(struct dlm_ls *ls, struct dlm_rsb *r)
 {
-	if (is_master(r) && !r->res_parent) {
+	if (is_master(ls, r) && !r->res_parent) {
 		uint32_t dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
 
 		if (dir == dlm_our_nodeid(ls))
@@ -446,7 +443,7 @@ static void toss_drop(struct dlm_ls *ls, struct dlm_rsb *r)
 		else
 			dlm_send_remove(ls, r);
 	}
-	dlm_rsb_free(r);
+	dlm_rsb_free(ls, r);
 }
 
 /* Free every tossed rsb older than toss_ms (all of them with 'all'). */
@@ -460,7 +457,7 @@ void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
 
 		if (!all && (uint32_t)now - r->res_toss_time < toss_ms)
 			break;
-		if (!all && toss_ms && toss_must_keep(r)) {
+		if (!all && toss_ms && toss_must_keep(ls, r)) {
 			toss_requeue(ls, r, now);
 			continue;
 		}
@@ -492,7 +489,7 @@ void dlm_toss_trim(struct dlm_ls *ls)
 		struct dlm_rsb *r = dlm_list_first(&ls->ls_toss, struct dlm_rsb,
 						   res_toss);
 
-		if (toss_must_keep(r)) {
+		if (toss_must_keep(ls, r)) {
 			toss_requeue(ls, r, ls->ls_core->core_now);
 			continue;
 		}
