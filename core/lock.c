@@ -109,13 +109,18 @@
  *  - An unlock redone because its master changed (dlm_redo_op) keeps
  *    its own flags, not forced: the new master, or this node if it is
  *    the master now (unlock_lkb), refuses it -ENOMEM as above when
- *    there is no room for its value.
+ *    there is no room for its value.  A conversion redone so is the
+ *    same: at the new master (receive_convert), or here when this node
+ *    is the master now (convert_here takes the room a remote master
+ *    takes, which at the call it did only if it was the master then);
+ *    a down-conversion's write is never lost while its writer is told
+ *    it succeeded (test-core-remaster test_down_convert_redone_no_room).
  *  - Left as before, value lost and said so (VALNOTVALID): a forced
- *    unlock's write (a purge cannot be refused), a conversion's value
- *    whose room could not be taken because the lock's master changed
- *    under it, and a read whose buffer finds no memory at the grant
- *    (that reader gets zeros flagged VALNOTVALID; the resource's value
- *    stays valid for the others).
+ *    unlock's write (a purge cannot be refused), and a read whose
+ *    buffer finds no memory at the grant (that reader gets zeros
+ *    flagged VALNOTVALID; the resource's value stays valid for the
+ *    others): a new request's, when its master was not known here at
+ *    the call, or a queued one's.
  *  - Recovery messages and steps: see core/recover.c.
  */
 #include <errno.h>
@@ -1317,12 +1322,29 @@ static bool op_kept_or_sent(struct dlm_ls *ls, struct dlm_lkb *lkb,
 }
 
 /* A conversion on the master: answered now unless it waits, and what it
- * releases is granted. */
+ * releases is granted.  With VALBLK it first takes the room for its value
+ * as a remote master does (receive_convert), and is refused -ENOMEM whole
+ * without it: at the call the room was taken already when this node was
+ * the master then (so this allocates nothing), but a conversion redone
+ * here (dlm_redo_op: the old master moved the resource to us and refused
+ * it) had room taken at the call only for the lock's buffer; done, a
+ * down-conversion's write found no buffer for the resource's value, lost
+ * it (VALNOTVALID) and told its writer it succeeded
+ * (test-core-remaster test_down_convert_redone_no_room). */
 static void convert_here(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
 	struct dlm_rsb *r = lkb->lkb_rsb;
-	int rv = do_convert(r, lkb);
+	int rv;
 
+	if ((lkb->lkb_exflags & DLM_LKF_VALBLK) &&
+	    !lvb_room(ls, lkb, lkb->lkb_rqmode,
+		      (lkb->lkb_exflags & DLM_LKF_IVVALBLK) ? NULL :
+		      dlm_lkb_lvb(lkb))) {
+		revert_convert(r, lkb);
+		cast_local(ls, lkb, -ENOMEM);
+		return;
+	}
+	rv = do_convert(r, lkb);
 	if (rv != -EINPROGRESS)
 		cast_local(ls, lkb, rv);
 	grant_pending(r, NULL);
@@ -3346,7 +3368,9 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		request_with_master(ls, lkb);
 		break;
 	case DLM_WAIT_CONVERT:
-		/* the lockspace runs: sent, or done here */
+		/* the lockspace runs: sent, or done here; either way
+		 * refused -ENOMEM whole, the lock as it was, when there is
+		 * no room for its value (convert_here, receive_convert) */
 		if (op_kept_or_sent(ls, lkb, DLM_WAIT_CONVERT, send_convert))
 			return;
 		convert_here(ls, lkb);
