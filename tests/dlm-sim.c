@@ -80,10 +80,13 @@
  * what is in flight between the two and what either sends the other
  * while the connection is down arrives after it is back, in order, once,
  * while every other pair goes on; the two directions come back a few ms
- * apart.  --link-drops makes such drops (5..505 ms, up to six a seed,
- * during the schedule phase, any two live nodes, with or without node
- * faults; sim-net.c net_link_drop), and nothing else changes: no engine
- * or glue call is made.  What it tests is the engine's reliance on
+ * apart.  A hold (HOLDING A NODE: an engine that could not take a
+ * message reads nothing more from that peer until it is resumed, by a
+ * reconnect) is the same pause one way only, the other way flowing.
+ * --link-drops makes such drops (5..505 ms, up to six a seed, 30% of
+ * them one way, during the schedule phase, any two live nodes, with or
+ * without node faults; sim-net.c net_link_drop), and nothing else
+ * changes: no engine or glue call is made.  What it tests is the engine's reliance on
  * timing across pairs: a pause long enough for other nodes to move a
  * resource, toss it, recover a death, or let an audit meet the pair's
  * messages far out of step.  The broken transports the promise forbids,
@@ -113,6 +116,7 @@
 #define LINK_DROP_PERMILLE	8	/* chance of one per schedule step */
 #define LINK_DROP_MIN_MS	5	/* a connection is down this long, */
 #define LINK_DROP_SPREAD_MS	500	/* ... plus up to this */
+#define LINK_HOLD_PCT		30	/* a drop is one way only: a hold */
 
 /* ------------------------------------------------------ fail and trace */
 
@@ -1757,6 +1761,7 @@ static uint64_t total_link_held;	/* messages those drops held */
 static bool link_drop_step(struct sim *sim)
 {
 	uint32_t live[SIM_MAX_NODES], a, b, n = 0, i;
+	bool one_way;
 	uint64_t up;
 
 	if (!sim->link_drops_left ||
@@ -1773,11 +1778,13 @@ static bool link_drop_step(struct sim *sim)
 	while (b == a);
 	up = sim->now + LINK_DROP_MIN_MS +
 	     rng_below(&sim->rng, LINK_DROP_SPREAD_MS + 1);
-	sim_trace(sim, "LINK n%u <-> n%u down until %llums%s", a, b,
-		  (unsigned long long)up,
+	one_way = rng_pct(&sim->rng, LINK_HOLD_PCT);
+	sim_trace(sim, "LINK n%u %s n%u down until %llums%s", a,
+		  one_way ? "->" : "<->", b, (unsigned long long)up,
 		  sim->opts->o_link_fault == LINK_FAULT_DUP ? " (broken: dup)" :
 		  sim->opts->o_link_fault == LINK_FAULT_LOSE ? " (broken: lose)" : "");
-	net_link_drop(&sim->net, &sim->rng, a, b, up, sim->opts->o_link_fault);
+	net_link_drop(&sim->net, &sim->rng, a, b, up, one_way,
+		      sim->opts->o_link_fault);
 	sim->link_drops_left--;
 	sim->n_link_drops++;
 	return true;

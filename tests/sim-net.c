@@ -25,7 +25,10 @@
  * membership change: what is in flight between them, and what either
  * sends the other until the connection is back, arrives after it, in
  * order, once.  The two directions come back a little apart (each
- * resends its own queue after the new HELLO).  With a broken transport
+ * resends its own queue after the new HELLO).  A one-way drop is a
+ * hold (lowcomms.c, HOLDING A NODE: a receiver whose engine could not
+ * take a message reads nothing more from that peer until it resumes,
+ * while its own messages still go).  With a broken transport
  * (--fault link-dup, link-lose) the first message in flight on each
  * direction is delivered twice, or never.
  */
@@ -70,15 +73,17 @@ void net_cut(struct sim_net *net, uint32_t cut, uint64_t heal_at)
 /* The connection between nodes a and b drops now and is back at up_at
  * (each direction's resend a few ms apart): what is on either link, and
  * what is sent on it before then, arrives after, in order, once; or,
- * with 'broken', the first message on each link twice, or never. */
+ * with 'broken', the first message on each link twice, or never.  With
+ * 'one_way' only the link from a to b (a hold at b). */
 void net_link_drop(struct sim_net *net, struct sim_rng *rng, uint32_t a,
-		   uint32_t b, uint64_t up_at, enum sim_link_fault broken)
+		   uint32_t b, uint64_t up_at, bool one_way,
+		   enum sim_link_fault broken)
 {
 	struct sim_link *ls[2] = { &net->n_link[a - 1][b - 1],
 				   &net->n_link[b - 1][a - 1] };
 	unsigned int k;
 
-	for (k = 0; k < 2; k++) {
+	for (k = 0; k < (one_way ? 1u : 2u); k++) {
 		struct sim_link *l = ls[k];
 		uint64_t up = up_at + rng_below(rng, net->n_max_delay + 1);
 		struct sim_msg *m;

@@ -6,7 +6,9 @@
  *
  *   sim-net.c    the network: one FIFO queue per (from, to) link, every
  *                message stamped with a random delivery time that never
- *                overtakes an earlier message on the same link;
+ *                overtakes an earlier message on the same link; a
+ *                pair's connection that drops and comes back
+ *                (--link-drops: dlm-sim.c, LINK DROPS) only pauses it;
  *   sim-model.c  the clients' view of their locks: what each client may
  *                rely on, what it is waiting for, the LVB every grant must
  *                carry; it consumes the engines' ASTs and checks them;
@@ -155,7 +157,8 @@ void net_requeue(struct sim_net *net, struct sim_msg *m, uint64_t due);
 void net_drop_node(struct sim_net *net, uint32_t node);
 void net_cut(struct sim_net *net, uint32_t cut, uint64_t heal_at);
 void net_link_drop(struct sim_net *net, struct sim_rng *rng, uint32_t a,
-		   uint32_t b, uint64_t up_at, enum sim_link_fault broken);
+		   uint32_t b, uint64_t up_at, bool one_way,
+		   enum sim_link_fault broken);
 void net_free(struct sim_net *net);
 
 /* ----------------------------------------------------------------- model */
