@@ -99,7 +99,10 @@
  *  - A REQUEST, CONVERT or UNLOCK the master has no memory for (a master
  *    copy, a range record, the room for a value) is answered -ENOMEM and
  *    refused whole: the requester completes the operation with -ENOMEM
- *    and holds what it held.  A LOOKUP the directory node has no record
+ *    and holds what it held.  A refused (or cancelled) conversion that
+ *    was to write leaves its lock's copy of the value not known
+ *    (revert_convert): it holds the value that was not written, which a
+ *    recovery must not take as the resource's.  A LOOKUP the directory node has no record
  *    for is answered -ENOMEM: the requests waiting for it fail.  The
  *    sender redoing the operation is its client's choice.
  *  - A GRANT, a BAST and the replies only change what exists (buffers
@@ -1051,9 +1054,19 @@ static int do_request(struct dlm_rsb *r, struct dlm_lkb *lkb)
 }
 
 /* Undo a conversion request: back to the granted mode, on the grant
- * queue. */
+ * queue.  A conversion that was to write the LVB kept the value it was
+ * to write in the lock's copy (convert_lock, receive_convert, to send
+ * it along); undone, that is a value nobody wrote, not one this lock
+ * read or wrote, so the copy is no longer known: recovery must not take
+ * it as the resource's current value (it did, from a PW holder whose
+ * write its master had refused -ENOMEM before dying: a reader got as
+ * valid a value its writer was told was never written;
+ * test-core-recover test_recover_refused_write). */
 static void revert_convert(struct dlm_rsb *r, struct dlm_lkb *lkb)
 {
+	if ((lkb->lkb_exflags & DLM_LKF_VALBLK) && mode_valid(lkb->lkb_rqmode) &&
+	    lvb_writes(lkb, lkb->lkb_rqmode))
+		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 	lkb->lkb_rqmode = DLM_LOCK_IV;
 	(void)dlm_lkb_set_range(r->res_ls, lkb, DLM_LKB_RQ, dlm_lkb_grrange(lkb));
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED)
