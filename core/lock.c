@@ -99,10 +99,10 @@
  *  - A REQUEST, CONVERT or UNLOCK the master has no memory for (a master
  *    copy, a range record, the room for a value) is answered -ENOMEM and
  *    refused whole: the requester completes the operation with -ENOMEM
- *    and holds what it held.  A refused (or cancelled) conversion that
- *    was to write leaves its lock's copy of the value not known
- *    (revert_convert): it holds the value that was not written, which a
- *    recovery must not take as the resource's.  A LOOKUP the directory node has no record
+ *    and holds what it held.  A refused (or cancelled) conversion or
+ *    unlock that was to write leaves its lock's copy of the value not
+ *    known (revert_convert, unlock_unwritten): it holds the value that
+ *    was not written, which a recovery must not take as the resource's.  A LOOKUP the directory node has no record
  *    for is answered -ENOMEM: the requests waiting for it fail.  The
  *    sender redoing the operation is its client's choice.
  *  - A GRANT, a BAST and the replies only change what exists (buffers
@@ -1202,6 +1202,16 @@ static int do_cancel(struct dlm_rsb *r, struct dlm_lkb *lkb)
 static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		      const char *lvb);
 
+/* An unlock that was to write the LVB was refused, the lock held: its
+ * copy holds the value that was not written (unlock_lkb keeps it there
+ * to send it), no longer known, as for a conversion (revert_convert). */
+static void unlock_unwritten(struct dlm_lkb *lkb)
+{
+	if ((lkb->lkb_unlock_flags & DLM_LKF_VALBLK) &&
+	    lvb_writes(lkb, DLM_LOCK_NL))
+		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
+}
+
 /* The LVB kept for lkb's overlapping unlock, off ls_unlock_lvbs (the
  * caller frees it), or NULL: none.  A list, searched only for a lock
  * flagged LKBF_UNLOCK_LVB: such unlocks are rare and short-lived. */
@@ -1814,6 +1824,7 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		 * --alloc-faults 100 --faults --remaster --repoint --rehot
 		 * 8 --ops 1000 --bounce --partitions --daemon-deaths
 		 * --dir-lag 300 seed 237).  At the call the room is there */
+		unlock_unwritten(lkb);
 		cast_local(ls, lkb, -ENOMEM);
 		if (mode_valid(lkb->lkb_last_bast) && holds_grmode(lkb) &&
 		    !dlm_modes_compat(lkb->lkb_grmode, lkb->lkb_last_bast))
@@ -2427,6 +2438,7 @@ static void receive_unlock_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	}
 	log_ls(ls, DLM_LOG_WARNING, "unlock of %08x refused by node %u: %d",
 	       lkb->lkb_id, m->m_from, m->m_status);
+	unlock_unwritten(lkb);
 	if (lkb->lkb_flags & LKBF_PURGED) {
 		/* its owner went while the unlock was in flight (the purge
 		 * waited for it): nobody will ask again, force it now */

@@ -144,24 +144,24 @@ static int fail_alloc(void *arg)
 	return 1;
 }
 
-/* A down-conversion with a value that the master refused for want of
- * memory (-ENOMEM: the lock stays PW, the write did not happen) left the
- * value it was to write in its process copy (convert_lock keeps it there
- * to send it), marked known; when the master then died, recovery took
- * that copy, a PW holder's, as the resource's current value, and a
- * reader got as valid a value its writer was told was never written.
- * Now a conversion that was to write and is undone (revert_convert)
- * leaves its copy unknown: the new master has no current copy and the
- * reader gets the value flagged not valid, as after any master death
- * that took the value with it. */
-static void test_recover_refused_write(void **state)
+/* A down-conversion (or, with 'by_unlock', an unlock) with a value that
+ * the master refused for want of memory (-ENOMEM: the lock stays PW, the
+ * write did not happen) left the value it was to write in its process
+ * copy (convert_lock and unlock_lkb keep it there to send it), marked
+ * known; when the master then died, recovery took that copy, a PW
+ * holder's, as the resource's current value, and a reader got as valid
+ * a value its writer was told was never written.  Now a conversion or
+ * unlock that was to write and is undone (revert_convert,
+ * unlock_unwritten) leaves its copy unknown: the new master has no
+ * current copy and the reader gets the value flagged not valid, as
+ * after any master death that took the value with it. */
+static void refused_write(int by_unlock)
 {
 	struct cluster *c = cluster_new(3, 3600000);
 	char v[DLM_LVB_LEN] = "refused";
 	struct rec_ast *a;
 	uint32_t x, w, r;
 
-	(void)state;
 	x = lock_on(c, 1, 1, "R", DLM_LOCK_EX, 0, 0, NULL);
 	drain(c);
 	assert_status(c, 1, x, 0);
@@ -173,12 +173,15 @@ static void test_recover_refused_write(void **state)
 	assert_dump_has(c, 2, "resource \"R\" master 1");
 	/* node 1, the master, has no room for the value: refused */
 	dlm_core_set_alloc_hook(c->core[1], fail_alloc, NULL);
-	assert_int_equal(convert(c, 2, 2, w, DLM_LOCK_NL, DLM_LKF_VALBLK, v),
-			 0);
+	if (by_unlock)
+		assert_int_equal(unlock(c, 2, 2, w, DLM_LKF_VALBLK, v), 0);
+	else
+		assert_int_equal(convert(c, 2, 2, w, DLM_LOCK_NL,
+					 DLM_LKF_VALBLK, v), 0);
 	drain(c);
 	dlm_core_set_alloc_hook(c->core[1], NULL, NULL);
 	assert_status(c, 2, w, -ENOMEM);
-	assert_int_equal(comp_of(c, 2, w)->a.grmode, DLM_LOCK_PW);
+	assert_dump_has(c, 2, " PW ");
 	c->dead[1] = 1;
 	recover_all(c, 1);
 	r = lock_on(c, 3, 3, "R", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
@@ -196,6 +199,19 @@ static void test_recover_refused_write(void **state)
 	assert_true(a->a.sbflags & DLM_SBF_VALNOTVALID);
 	assert_verified(c);
 	cluster_free(c);
+}
+
+static void test_recover_refused_write(void **state)
+{
+	(void)state;
+	refused_write(0);
+}
+
+/* The same with an unlock the master refused (receive_unlock_reply). */
+static void test_recover_refused_unlock_write(void **state)
+{
+	(void)state;
+	refused_write(1);
 }
 
 /* QUIET STEPS (core/recover.c): the barriers on the masters and locks
@@ -915,6 +931,7 @@ int main(void)
 		cmocka_unit_test(test_recover_abort_and_join),
 		cmocka_unit_test(test_lazy_lvb_out_of_memory),
 		cmocka_unit_test(test_recover_refused_write),
+		cmocka_unit_test(test_recover_refused_unlock_write),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
