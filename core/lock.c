@@ -99,7 +99,10 @@
  *  - A REQUEST, CONVERT or UNLOCK the master has no memory for (a master
  *    copy, a range record, the room for a value) is answered -ENOMEM and
  *    refused whole: the requester completes the operation with -ENOMEM
- *    and holds what it held.  A LOOKUP the directory node has no record
+ *    and holds what it held.  A refused (or cancelled) conversion or
+ *    unlock that was to write leaves its lock's copy of the value not
+ *    known (revert_convert, unlock_unwritten): it holds the value that
+ *    was not written, which a recovery must not take as the resource's.  A LOOKUP the directory node has no record
  *    for is answered -ENOMEM: the requests waiting for it fail.  The
  *    sender redoing the operation is its client's choice.
  *  - A GRANT, a BAST and the replies only change what exists (buffers
@@ -109,13 +112,18 @@
  *  - An unlock redone because its master changed (dlm_redo_op) keeps
  *    its own flags, not forced: the new master, or this node if it is
  *    the master now (unlock_lkb), refuses it -ENOMEM as above when
- *    there is no room for its value.
+ *    there is no room for its value.  A conversion redone so is the
+ *    same: at the new master (receive_convert), or here when this node
+ *    is the master now (convert_here takes the room a remote master
+ *    takes, which at the call it did only if it was the master then);
+ *    a down-conversion's write is never lost while its writer is told
+ *    it succeeded (test-core-remaster test_down_convert_redone_no_room).
  *  - Left as before, value lost and said so (VALNOTVALID): a forced
- *    unlock's write (a purge cannot be refused), a conversion's value
- *    whose room could not be taken because the lock's master changed
- *    under it, and a read whose buffer finds no memory at the grant
- *    (that reader gets zeros flagged VALNOTVALID; the resource's value
- *    stays valid for the others).
+ *    unlock's write (a purge cannot be refused), and a read whose
+ *    buffer finds no memory at the grant (that reader gets zeros
+ *    flagged VALNOTVALID; the resource's value stays valid for the
+ *    others): a new request's, when its master was not known here at
+ *    the call, or a queued one's.
  *  - Recovery messages and steps: see core/recover.c.
  */
 #include <errno.h>
@@ -1051,10 +1059,20 @@ static int do_request(struct dlm_ls *ls, struct dlm_rsb *r, struct dlm_lkb *lkb)
 }
 
 /* Undo a conversion request: back to the granted mode, on the grant
- * queue. */
+ * queue.  A conversion that was to write the LVB kept the value it was
+ * to write in the lock's copy (convert_lock, receive_convert, to send
+ * it along); undone, that is a value nobody wrote, not one this lock
+ * read or wrote, so the copy is no longer known: recovery must not take
+ * it as the resource's current value (it did, from a PW holder whose
+ * write its master had refused -ENOMEM before dying: a reader got as
+ * valid a value its writer was told was never written;
+ * test-core-recover test_recover_refused_write). */
 static void revert_convert(struct dlm_ls *ls, struct dlm_rsb *r,
 			   struct dlm_lkb *lkb)
 {
+	if ((lkb->lkb_exflags & DLM_LKF_VALBLK) && mode_valid(lkb->lkb_rqmode) &&
+	    lvb_writes(lkb, lkb->lkb_rqmode))
+		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
 	lkb->lkb_rqmode = DLM_LOCK_IV;
 	(void)dlm_lkb_set_range(ls, lkb, DLM_LKB_RQ, dlm_lkb_grrange(lkb));
 	if (lkb->lkb_status != DLM_LKSTS_GRANTED)
@@ -1192,6 +1210,16 @@ static int do_cancel(struct dlm_ls *ls, struct dlm_rsb *r, struct dlm_lkb *lkb)
 static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		      const char *lvb);
 
+/* An unlock that was to write the LVB was refused, the lock held: its
+ * copy holds the value that was not written (unlock_lkb keeps it there
+ * to send it), no longer known, as for a conversion (revert_convert). */
+static void unlock_unwritten(struct dlm_lkb *lkb)
+{
+	if ((lkb->lkb_unlock_flags & DLM_LKF_VALBLK) &&
+	    lvb_writes(lkb, DLM_LOCK_NL))
+		lkb->lkb_flags &= ~LKBF_LVB_KNOWN;
+}
+
 /* The LVB kept for lkb's overlapping unlock, off ls_unlock_lvbs (the
  * caller frees it), or NULL: none.  A list, searched only for a lock
  * flagged LKBF_UNLOCK_LVB: such unlocks are rare and short-lived. */
@@ -1325,12 +1353,29 @@ static bool op_kept_or_sent(struct dlm_ls *ls, struct dlm_lkb *lkb,
 }
 
 /* A conversion on the master: answered now unless it waits, and what it
- * releases is granted. */
+ * releases is granted.  With VALBLK it first takes the room for its value
+ * as a remote master does (receive_convert), and is refused -ENOMEM whole
+ * without it: at the call the room was taken already when this node was
+ * the master then (so this allocates nothing), but a conversion redone
+ * here (dlm_redo_op: the old master moved the resource to us and refused
+ * it) had room taken at the call only for the lock's buffer; done, a
+ * down-conversion's write found no buffer for the resource's value, lost
+ * it (VALNOTVALID) and told its writer it succeeded
+ * (test-core-remaster test_down_convert_redone_no_room). */
 static void convert_here(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
 	struct dlm_rsb *r = lkb->lkb_rsb;
-	int rv = do_convert(ls, r, lkb);
+	int rv;
 
+	if ((lkb->lkb_exflags & DLM_LKF_VALBLK) &&
+	    !lvb_room(ls, lkb, lkb->lkb_rqmode,
+		      (lkb->lkb_exflags & DLM_LKF_IVVALBLK) ? NULL :
+		      dlm_lkb_lvb(lkb))) {
+		revert_convert(ls, r, lkb);
+		cast_local(ls, lkb, -ENOMEM);
+		return;
+	}
+	rv = do_convert(ls, r, lkb);
 	if (rv != -EINPROGRESS)
 		cast_local(ls, lkb, rv);
 	grant_pending(ls, r, NULL);
@@ -1788,6 +1833,7 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		 * --alloc-faults 100 --faults --remaster --repoint --rehot
 		 * 8 --ops 1000 --bounce --partitions --daemon-deaths
 		 * --dir-lag 300 seed 237).  At the call the room is there */
+		unlock_unwritten(lkb);
 		cast_local(ls, lkb, -ENOMEM);
 		if (mode_valid(lkb->lkb_last_bast) && holds_grmode(lkb) &&
 		    !dlm_modes_compat(lkb->lkb_grmode, lkb->lkb_last_bast))
@@ -2402,6 +2448,7 @@ static void receive_unlock_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 	}
 	log_ls(ls, DLM_LOG_WARNING, "unlock of %08x refused by node %u: %d",
 	       lkb->lkb_id, m->m_from, m->m_status);
+	unlock_unwritten(lkb);
 	if (lkb->lkb_flags & LKBF_PURGED) {
 		/* its owner went while the unlock was in flight (the purge
 		 * waited for it): nobody will ask again, force it now */
@@ -3359,7 +3406,9 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		request_with_master(ls, lkb);
 		break;
 	case DLM_WAIT_CONVERT:
-		/* the lockspace runs: sent, or done here */
+		/* the lockspace runs: sent, or done here; either way
+		 * refused -ENOMEM whole, the lock as it was, when there is
+		 * no room for its value (convert_here, receive_convert) */
 		if (op_kept_or_sent(ls, lkb, DLM_WAIT_CONVERT, send_convert))
 			return;
 		convert_here(ls, lkb);

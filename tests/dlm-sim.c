@@ -53,6 +53,48 @@
  * event (recovery_failed, see sim-faults.c).  Safety is checked after
  * every step as always, and in the quiet tail every operation must end.
  *
+ * LINK DROPS (--link-drops).  What lowcomms promises the engine, and so
+ * all a link may do here (lowcomms/lowcomms.c: RECEIVING, HOLDING A NODE,
+ * the epochs, RECONNECT, KNOWN LIMITS; plugin/comms.c): between two
+ * nodes that keep each other in their tables, that is until one of their
+ * daemons leaves the cluster (dlmd_comms_node_reset -> lc_node_renew: a
+ * membership change, which the simulator's deaths and splits model),
+ * every message is delivered exactly once and in the order it was sent,
+ * per ordered pair, however often the connection drops.  A drop and
+ * reconnect (a reset, a cut shorter than the cluster manager notices, a
+ * handshake timeout, lc_restart, a hold's resume) costs only time: the
+ * sender keeps every frame until its peer's lowcomms acknowledges it and
+ * resends its whole unacknowledged queue after the new HELLO; the
+ * receiver drops by sequence number what it delivered already (an ack
+ * lost with the connection) and closes the connection on a gap (a frame
+ * lost: ops_frames_lost, which dlmd answers by removing one of the two
+ * nodes from the cluster, a membership change again).  The epochs make
+ * this hold only within one incarnation of each end: a new epoch (a
+ * restarted daemon, a node reset) starts sequence state afresh, so
+ * frames may be seen again or lost across it, which is why dlmd treats
+ * it as a new member.  Nothing is promised across pairs, nor about time:
+ * a connection that stays down past peer_unreachable_secs gets its peer
+ * removed (plugin/cluster.c, UNREACHABLE PEERS), a membership change.
+ *
+ * So a drop, to the engine, is a pause of one pair's traffic, both ways:
+ * what is in flight between the two and what either sends the other
+ * while the connection is down arrives after it is back, in order, once,
+ * while every other pair goes on; the two directions come back a few ms
+ * apart.  A hold (HOLDING A NODE: an engine that could not take a
+ * message reads nothing more from that peer until it is resumed, by a
+ * reconnect) is the same pause one way only, the other way flowing.
+ * --link-drops makes such drops (5..505 ms, up to six a seed, 30% of
+ * them one way, during the schedule phase, any two live nodes, with or
+ * without node faults; sim-net.c net_link_drop), and nothing else
+ * changes: no engine or glue call is made.  What it tests is the engine's reliance on
+ * timing across pairs: a pause long enough for other nodes to move a
+ * resource, toss it, recover a death, or let an audit meet the pair's
+ * messages far out of step.  The broken transports the promise forbids,
+ * --fault link-dup (at a drop, the first message in flight each way is
+ * resent and not dropped as a duplicate: seen twice) and --fault
+ * link-lose (it is not resent: never seen), must be caught by the
+ * checks (sim-broken.test).
+ *
  * Every loop is bounded; hitting a bound is reported as a liveness failure.
  */
 #include <errno.h>
@@ -70,6 +112,11 @@
 #define MAX_QUIESCE_STEPS	200000
 #define MAX_DRAIN_STEPS		200000
 #define TICK_MAX_MS		10	/* a tick advances time 1..10 ms */
+#define LINK_DROPS_MAX		6	/* --link-drops: per seed at most */
+#define LINK_DROP_PERMILLE	8	/* chance of one per schedule step */
+#define LINK_DROP_MIN_MS	5	/* a connection is down this long, */
+#define LINK_DROP_SPREAD_MS	500	/* ... plus up to this */
+#define LINK_HOLD_PCT		30	/* a drop is one way only: a hold */
 
 /* ------------------------------------------------------ fail and trace */
 
@@ -1706,6 +1753,43 @@ static bool rehot_due(const struct sim *sim, uint64_t ops)
 	return false;
 }
 
+static uint64_t total_link_drops;	/* --link-drops: over all seeds run */
+static uint64_t total_link_held;	/* messages those drops held */
+
+/* --link-drops: the connection between two live nodes drops now and
+ * comes back later (LINK DROPS above).  True when it acted. */
+static bool link_drop_step(struct sim *sim)
+{
+	uint32_t live[SIM_MAX_NODES], a, b, n = 0, i;
+	bool one_way;
+	uint64_t up;
+
+	if (!sim->link_drops_left ||
+	    rng_below(&sim->rng, 1000) >= LINK_DROP_PERMILLE)
+		return false;
+	for (i = 0; i < sim->nnodes; i++)
+		if (sim->nodes[i].n_alive)
+			live[n++] = i + 1;
+	if (n < 2)
+		return false;
+	a = live[rng_below(&sim->rng, n)];
+	do
+		b = live[rng_below(&sim->rng, n)];
+	while (b == a);
+	up = sim->now + LINK_DROP_MIN_MS +
+	     rng_below(&sim->rng, LINK_DROP_SPREAD_MS + 1);
+	one_way = rng_pct(&sim->rng, LINK_HOLD_PCT);
+	sim_trace(sim, "LINK n%u %s n%u down until %llums%s", a,
+		  one_way ? "->" : "<->", b, (unsigned long long)up,
+		  sim->opts->o_link_fault == LINK_FAULT_DUP ? " (broken: dup)" :
+		  sim->opts->o_link_fault == LINK_FAULT_LOSE ? " (broken: lose)" : "");
+	net_link_drop(&sim->net, &sim->rng, a, b, up, one_way,
+		      sim->opts->o_link_fault);
+	sim->link_drops_left--;
+	sim->n_link_drops++;
+	return true;
+}
+
 static void phase_schedule(struct sim *sim)
 {
 	uint64_t ops = 0, max = (uint64_t)sim->opts->o_ops * MAX_STEPS_PER_OP + 1000;
@@ -1722,6 +1806,8 @@ static void phase_schedule(struct sim *sim)
 		}
 		if (sim->opts->o_faults && faults_step(sim)) {
 			/* a node died or joined, or the glue acted */
+		} else if (sim->opts->o_link_drops && link_drop_step(sim)) {
+			/* a connection dropped */
 		} else if (r < 40) {
 			/* --remaster: another node takes over the hot roots
 			 * a third of the way, so that they move to it */
@@ -2046,6 +2132,8 @@ static int setup(struct sim *sim)
 		sim->hot = (int)rng_below(&sim->rng, sim->nnodes);
 	if (sim->opts->o_faults)
 		faults_setup(sim);
+	if (sim->opts->o_link_drops)
+		sim->link_drops_left = 1 + rng_below(&sim->rng, LINK_DROPS_MAX);
 	return 0;
 }
 
@@ -2276,6 +2364,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --daemon-deaths");
 		if (opts->o_partitions)
 			printf(" --partitions");
+		if (opts->o_link_drops)
+			printf(" --link-drops");
 		if (opts->o_alloc_faults)
 			printf(" --alloc-faults %u", opts->o_alloc_faults);
 		if (opts->o_fault)
@@ -2284,6 +2374,9 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --fault no-fence-wait");
 		if (opts->o_forget_purged)
 			printf(" --fault forget-purged");
+		if (opts->o_link_fault)
+			printf(" --fault %s", opts->o_link_fault == LINK_FAULT_DUP ?
+			       "link-dup" : "link-lose");
 		for (i = 0; i < sizeof(avoid_names) / sizeof(avoid_names[0]); i++)
 			if (opts->o_avoid & avoid_names[i].bit)
 				printf(" --avoid %s", avoid_names[i].name);
@@ -2311,6 +2404,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			       (unsigned long long)sim->n_alloc_fails);
 	}
 	rc = sim->failed ? 1 : 0;
+	total_link_drops += sim->n_link_drops;
+	total_link_held += sim->net.n_link_held;
 	if (!rc && opts->o_msg_stats)
 		msg_stats_add(sim);
 	teardown(sim);
@@ -2327,7 +2422,7 @@ static void usage(FILE *out)
 		"               [--faults [--daemon-deaths] [--partitions]] [--fault NAME]\n"
 		"               [--lvbseq-start Q] [--alloc-faults P] [--msg-stats]\n"
 		"               [--max-tossed K] [--remaster [--repoint] [--rehot K]\n"
-		"               [--dir-lag MS] [--bounce]]\n"
+		"               [--dir-lag MS] [--bounce]] [--link-drops]\n"
 		"               [--quiet] [-v]\n"
 		"  --seeds N     run seeds 1..N, stop at the first violation (default 100)\n"
 		"  --seed S      run seed S only\n"
@@ -2346,6 +2441,10 @@ static void usage(FILE *out)
 		"  --partitions  with --faults: the network splits; the side without\n"
 		"                quorum stops and is fenced (it may rejoin empty later),\n"
 		"                messages across the cut arrive if it heals first\n"
+		"  --link-drops  the connection of two nodes drops and comes back\n"
+		"                with no membership change: their messages both\n"
+		"                ways pause 5..505 ms, then arrive in order, once\n"
+		"                (lowcomms' promise; see the file's LINK DROPS)\n"
 		"  --fault NAME  break the engines on purpose: compat, skip-bast,\n"
 		"                ignore-queue, lvb-no-write, range-ignored,\n"
 		"                quecvt-ignored, waitq-pass, lose-grant,\n"
@@ -2361,6 +2460,9 @@ static void usage(FILE *out)
 		"                a daemon-only death is fenced\n"
 		"                forget-purged breaks the model: a purged lock\n"
 		"                leaves it before the engines let it go\n"
+		"                link-dup, link-lose (with --link-drops) break the\n"
+		"                transport: at a drop, a message in flight is seen\n"
+		"                twice, or never\n"
 		"  --avoid NAME  do not generate a pattern that trips a known engine\n"
 		"                bug (valblk-release, adopt-bast, quecvt, lost-bast,\n"
 		"                toss, noorder-convq, purge-ast, overlap-lvb,\n"
@@ -2427,6 +2529,7 @@ int main(int argc, char **argv)
 		{ "faults", no_argument, NULL, 'N' },
 		{ "daemon-deaths", no_argument, NULL, 'D' },
 		{ "partitions", no_argument, NULL, 'P' },
+		{ "link-drops", no_argument, NULL, 'K' },
 		{ "avoid", required_argument, NULL, 'a' },
 		{ "lvbseq-start", required_argument, NULL, 'L' },
 		{ "max-tossed", required_argument, NULL, 'T' },
@@ -2496,6 +2599,15 @@ int main(int argc, char **argv)
 				opts.o_forget_purged = true;
 				break;
 			}
+			/* nor these: of the transport (LINK DROPS) */
+			if (!strcmp(optarg, "link-dup")) {
+				opts.o_link_fault = LINK_FAULT_DUP;
+				break;
+			}
+			if (!strcmp(optarg, "link-lose")) {
+				opts.o_link_fault = LINK_FAULT_LOSE;
+				break;
+			}
 			for (i = 0; i < sizeof(fault_names) / sizeof(fault_names[0]); i++)
 				if (!strcmp(optarg, fault_names[i].name))
 					break;
@@ -2529,6 +2641,9 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			opts.o_partitions = true;
+			break;
+		case 'K':
+			opts.o_link_drops = true;
 			break;
 		case 'q':
 			opts.o_quiet = true;
@@ -2579,6 +2694,11 @@ int main(int argc, char **argv)
 			"no-fence-wait need --faults\n");
 		return 2;
 	}
+	if (opts.o_link_fault && !opts.o_link_drops) {
+		fprintf(stderr, "dlm-sim: --fault link-dup and link-lose need "
+			"--link-drops\n");
+		return 2;
+	}
 	if (opts.o_faults && opts.o_nodes > SIM_FAULT_MAX_NODES) {
 		fprintf(stderr, "dlm-sim: --faults runs up to %d nodes\n",
 			SIM_FAULT_MAX_NODES);
@@ -2607,6 +2727,10 @@ int main(int argc, char **argv)
 		printf("dlm-sim: %llu engine allocations failed (%u in 1000 while "
 		       "the schedule ran)\n", (unsigned long long)total_alloc_fails,
 		       opts.o_alloc_faults);
+	if (opts.o_link_drops)
+		printf("dlm-sim: %llu link drops, %llu messages held across them\n",
+		       (unsigned long long)total_link_drops,
+		       (unsigned long long)total_link_held);
 	if (opts.o_msg_stats)
 		msg_stats_print(&opts);
 	if (opts.o_remaster) {

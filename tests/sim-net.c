@@ -19,6 +19,18 @@
  * cut-off nodes and the others, those in flight and those sent later,
  * until it heals: then they arrive, in order, as over a TCP connection
  * (or lowcomms' resend) that outlived a short cut.
+ *
+ * A link drop (net_link_drop, --link-drops: see dlm-sim.c, "LINK
+ * DROPS") is the same for one pair of nodes, both ways, with no
+ * membership change: what is in flight between them, and what either
+ * sends the other until the connection is back, arrives after it, in
+ * order, once.  The two directions come back a little apart (each
+ * resends its own queue after the new HELLO).  A one-way drop is a
+ * hold (lowcomms.c, HOLDING A NODE: a receiver whose engine could not
+ * take a message reads nothing more from that peer until it resumes,
+ * while its own messages still go).  With a broken transport
+ * (--fault link-dup, link-lose) the first message in flight on each
+ * direction is delivered twice, or never.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -58,6 +70,62 @@ void net_cut(struct sim_net *net, uint32_t cut, uint64_t heal_at)
 		}
 }
 
+/* The connection between nodes a and b drops now and is back at up_at
+ * (each direction's resend a few ms apart): what is on either link, and
+ * what is sent on it before then, arrives after, in order, once; or,
+ * with 'broken', the first message on each link twice, or never.  With
+ * 'one_way' only the link from a to b (a hold at b). */
+void net_link_drop(struct sim_net *net, struct sim_rng *rng, uint32_t a,
+		   uint32_t b, uint64_t up_at, bool one_way,
+		   enum sim_link_fault broken)
+{
+	struct sim_link *ls[2] = { &net->n_link[a - 1][b - 1],
+				   &net->n_link[b - 1][a - 1] };
+	unsigned int k;
+
+	for (k = 0; k < (one_way ? 1u : 2u); k++) {
+		struct sim_link *l = ls[k];
+		uint64_t up = up_at + rng_below(rng, net->n_max_delay + 1);
+		struct sim_msg *m;
+
+		if (l->l_down_until < up)
+			l->l_down_until = up;
+		for (m = l->l_head; m; m = m->m_next) {
+			net->n_link_held++;
+			if (m->m_due < l->l_down_until)
+				m->m_due = l->l_down_until;
+		}
+		if (l->l_head && l->l_last_due < l->l_down_until)
+			l->l_last_due = l->l_down_until;
+		m = l->l_head;
+		if (!m)
+			continue;
+		if (broken == LINK_FAULT_DUP) {
+			/* resent after the reconnect, and not dropped as a
+			 * duplicate by its receiver */
+			struct sim_msg *dup = malloc(sizeof(*dup) + m->m_len);
+
+			if (!dup)
+				continue;
+			memcpy(dup, m, sizeof(*dup) + m->m_len);
+			m->m_next = dup;
+			if (l->l_tail == m)
+				l->l_tail = dup;
+			l->l_sent++;
+			net->n_inflight++;
+			net->n_sent++;
+		} else if (broken == LINK_FAULT_LOSE) {
+			/* not resent after the reconnect */
+			l->l_head = m->m_next;
+			if (!l->l_head)
+				l->l_tail = NULL;
+			free(m);
+			l->l_delivered++;
+			net->n_inflight--;
+		}
+	}
+}
+
 void net_init(struct sim_net *net, unsigned int nnodes, uint32_t max_delay)
 {
 	memset(net, 0, sizeof(*net));
@@ -82,6 +150,11 @@ int net_send(struct sim_net *net, struct sim_rng *rng, uint64_t now,
 	net->n_lag = 0;
 	if (crosses(net, from, to) && now < net->n_heal_at && due < net->n_heal_at)
 		due = net->n_heal_at;
+	if (now < l->l_down_until) {
+		net->n_link_held++;
+		if (due < l->l_down_until)
+			due = l->l_down_until;
+	}
 	if (due < l->l_last_due)
 		due = l->l_last_due;
 	l->l_last_due = due;
@@ -177,6 +250,7 @@ static void link_clear(struct sim_net *net, struct sim_link *l)
 		net->n_inflight--;
 	}
 	l->l_head = l->l_tail = NULL;
+	l->l_down_until = 0;	/* a node that comes back connects anew */
 }
 
 void net_drop_node(struct sim_net *net, uint32_t node)

@@ -6,7 +6,9 @@
  *
  *   sim-net.c    the network: one FIFO queue per (from, to) link, every
  *                message stamped with a random delivery time that never
- *                overtakes an earlier message on the same link;
+ *                overtakes an earlier message on the same link; a
+ *                pair's connection that drops and comes back
+ *                (--link-drops: dlm-sim.c, LINK DROPS) only pauses it;
  *   sim-model.c  the clients' view of their locks: what each client may
  *                rely on, what it is waiting for, the LVB every grant must
  *                carry; it consumes the engines' ASTs and checks them;
@@ -120,6 +122,16 @@ struct sim_link {
 	uint64_t	l_last_due;	/* FIFO: no message is due before this */
 	uint64_t	l_sent;		/* messages queued on the link, ever */
 	uint64_t	l_delivered;	/* messages taken off it, ever */
+	uint64_t	l_down_until;	/* --link-drops: its connection is down,
+					   nothing arrives before this */
+};
+
+/* --fault link-dup / link-lose: what lowcomms forbids, done at a link
+ * drop (sim-net.c net_link_drop) so that the checks must catch it. */
+enum sim_link_fault {
+	LINK_FAULT_NONE = 0,
+	LINK_FAULT_DUP,		/* a frame in flight is delivered twice */
+	LINK_FAULT_LOSE,	/* a frame in flight is never delivered */
 };
 
 struct sim_net {
@@ -132,6 +144,7 @@ struct sim_net {
 					   (ms, --dir-lag), and its link behind it */
 	uint64_t	n_sent;
 	uint64_t	n_delivered;
+	uint64_t	n_link_held;	/* --link-drops: messages a drop held */
 	struct sim_link	n_link[SIM_MAX_NODES][SIM_MAX_NODES];	/* [from-1][to-1] */
 };
 
@@ -143,6 +156,9 @@ uint64_t net_next_due(const struct sim_net *net);
 void net_requeue(struct sim_net *net, struct sim_msg *m, uint64_t due);
 void net_drop_node(struct sim_net *net, uint32_t node);
 void net_cut(struct sim_net *net, uint32_t cut, uint64_t heal_at);
+void net_link_drop(struct sim_net *net, struct sim_rng *rng, uint32_t a,
+		   uint32_t b, uint64_t up_at, bool one_way,
+		   enum sim_link_fault broken);
 void net_free(struct sim_net *net);
 
 /* ----------------------------------------------------------------- model */
@@ -355,6 +371,10 @@ struct sim_opts {
 	bool		o_forget_purged; /* broken model: purged locks leave it at
 					  * once (the bookkeeping before lock_leave) */
 	bool		o_partitions;	/* --faults: network splits and merges */
+	bool		o_link_drops;	/* --link-drops: a pair's connection drops
+					   and comes back, no membership change */
+	enum sim_link_fault o_link_fault; /* --fault link-dup, link-lose: with
+					   --link-drops, a broken transport */
 	bool		o_quiet;
 	bool		o_msg_stats;	/* --msg-stats: messages by type, per op */
 	bool		o_remaster;	/* --remaster: engines move hot resources,
@@ -475,6 +495,8 @@ struct sim {
 	uint64_t	n_daemon_deaths;
 	uint64_t	n_splits;
 	uint64_t	n_joins;
+	unsigned int	link_drops_left; /* --link-drops: per seed */
+	uint64_t	n_link_drops;
 	uint64_t	n_recoveries;
 	/* --alloc-faults: a generator of its own for the engines' allocation
 	 * hook; on only during the schedule phase (quiesce and drain are the

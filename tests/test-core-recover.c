@@ -138,6 +138,82 @@ static void test_recover_master_dies(void **state)
 	cluster_free(c);
 }
 
+static int fail_alloc(void *arg)
+{
+	(void)arg;
+	return 1;
+}
+
+/* A down-conversion (or, with 'by_unlock', an unlock) with a value that
+ * the master refused for want of memory (-ENOMEM: the lock stays PW, the
+ * write did not happen) left the value it was to write in its process
+ * copy (convert_lock and unlock_lkb keep it there to send it), marked
+ * known; when the master then died, recovery took that copy, a PW
+ * holder's, as the resource's current value, and a reader got as valid
+ * a value its writer was told was never written.  Now a conversion or
+ * unlock that was to write and is undone (revert_convert,
+ * unlock_unwritten) leaves its copy unknown: the new master has no
+ * current copy and the reader gets the value flagged not valid, as
+ * after any master death that took the value with it. */
+static void refused_write(int by_unlock)
+{
+	struct cluster *c = cluster_new(3, 3600000);
+	char v[DLM_LVB_LEN] = "refused";
+	struct rec_ast *a;
+	uint32_t x, w, r;
+
+	x = lock_on(c, 1, 1, "R", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, x, 0);
+	assert_int_equal(unlock(c, 1, 1, x, 0, NULL), 0);
+	drain(c);
+	w = lock_on(c, 2, 2, "R", DLM_LOCK_PW, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_status(c, 2, w, 0);
+	assert_dump_has(c, 2, "resource \"R\" master 1");
+	/* node 1, the master, has no room for the value: refused */
+	dlm_core_set_alloc_hook(c->core[1], fail_alloc, NULL);
+	if (by_unlock)
+		assert_int_equal(unlock(c, 2, 2, w, DLM_LKF_VALBLK, v), 0);
+	else
+		assert_int_equal(convert(c, 2, 2, w, DLM_LOCK_NL,
+					 DLM_LKF_VALBLK, v), 0);
+	drain(c);
+	dlm_core_set_alloc_hook(c->core[1], NULL, NULL);
+	assert_status(c, 2, w, -ENOMEM);
+	assert_dump_has(c, 2, " PW ");
+	c->dead[1] = 1;
+	recover_all(c, 1);
+	r = lock_on(c, 3, 3, "R", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_no_comp(c, 3, r);
+	/* released without a write */
+	assert_int_equal(unlock(c, 2, 2, w, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 3, r, 0);
+	a = comp_of(c, 3, r);
+	if (!(a->a.sbflags & DLM_SBF_VALNOTVALID) && a->has_lvb &&
+	    !memcmp(a->lvb, v, DLM_LVB_LEN))
+		fail_msg("a reader got \"%s\" as valid: a write refused "
+			 "before the master died", v);
+	assert_true(a->a.sbflags & DLM_SBF_VALNOTVALID);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+static void test_recover_refused_write(void **state)
+{
+	(void)state;
+	refused_write(0);
+}
+
+/* The same with an unlock the master refused (receive_unlock_reply). */
+static void test_recover_refused_unlock_write(void **state)
+{
+	(void)state;
+	refused_write(1);
+}
+
 /* QUIET STEPS (core/recover.c): the barriers on the masters and locks
  * steps are left out when no survivor holds a lock on a resource the dead
  * node mastered (3 rounds of RC_STATUS among the survivors, not 5), and
@@ -854,6 +930,8 @@ int main(void)
 		cmocka_unit_test(test_recover_abort_dedupe),
 		cmocka_unit_test(test_recover_abort_and_join),
 		cmocka_unit_test(test_lazy_lvb_out_of_memory),
+		cmocka_unit_test(test_recover_refused_write),
+		cmocka_unit_test(test_recover_refused_unlock_write),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -863,6 +863,161 @@ static void test_demoted_at_move(void **state)
 	cluster_remaster_ticks = 0;
 }
 
+/* Whether node 2's engine refuses its allocations (fail_while). */
+static int fail_on;
+
+static int fail_while(void *arg)
+{
+	(void)arg;
+	return fail_on;
+}
+
+/* Deliver the first queued message from 'from' to 'to' (none of what it
+ * causes); the others stay queued in their order. */
+static void deliver_first(struct cluster *c, uint32_t from, uint32_t to)
+{
+	size_t i, n = c->qtail - c->qhead;
+
+	for (i = 0; i < n; i++) {
+		struct qmsg *m = &c->q[(c->qhead + i) % MAXQ];
+		struct qmsg one;
+		size_t j;
+
+		if (m->from != from || m->to != to)
+			continue;
+		one = *m;
+		for (j = i; j + 1 < n; j++)
+			c->q[(c->qhead + j) % MAXQ] = c->q[(c->qhead + j + 1) % MAXQ];
+		c->qtail--;
+		assert_int_equal(dlm_core_receive(c->core[to], from, one.buf,
+						  one.len), 0);
+		return;
+	}
+	fail_msg("no message from node %u to node %u", from, to);
+}
+
+/* Node 2's lock b on "r" (node 1 masters it) converted NL <-> CR until
+ * "r" moves to node 2; node 2's other lock e holds PW all along.  With
+ * 'cross' the 'cross'th conversion is followed at once (undelivered) by
+ * e's down-conversion to NL writing 'v'.  Returns the conversion after
+ * which "r" moved (0: it did not, or 'cross' was reached). */
+static int cr_run(struct cluster *c, uint32_t b, uint32_t e, int cross,
+		  const char *v)
+{
+	int i;
+
+	for (i = 1; i <= 80; i++) {
+		assert_int_equal(convert(c, 2, 2, b, i & 1 ? DLM_LOCK_CR :
+					 DLM_LOCK_NL, 0, NULL), 0);
+		if (i == cross) {
+			assert_int_equal(convert(c, 2, 2, e, DLM_LOCK_NL,
+						 DLM_LKF_VALBLK, v), 0);
+			return 0;
+		}
+		drain(c);
+		assert_status(c, 2, b, 0);
+		if (!cross) {
+			char *text = dump(c, 1);
+			int moved = strstr(text, "resource \"r\" master 2") != NULL;
+
+			free(text);
+			if (moved)
+				return i;
+		}
+	}
+	return 0;
+}
+
+/* Node 1 masters "r", whose value is zeros; node 2 holds e PW with
+ * VALBLK and b NL. */
+static struct cluster *ex_cluster(uint32_t *b, uint32_t *e)
+{
+	struct cluster *c;
+
+	cluster_remaster_ticks = TICKS;
+	c = cluster_new(3, 3600000);
+	master_at_1(c);
+	*e = lock_on(c, 2, 2, "r", DLM_LOCK_PW, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_status(c, 2, *e, 0);
+	*b = lock_on(c, 2, 2, "r", DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 2, *b, 0);
+	return c;
+}
+
+/* A down-conversion with a value, PW -> NL, in flight from node 2 to
+ * node 1 as node 1 moves "r" to node 2: node 1 refuses it (-EBADR), and
+ * node 2, master now, redoes it on its own queues (dlm_redo_op ->
+ * convert_here).  At the call the room for the value was taken for the
+ * lock's buffer only (node 1 mastered "r"), and the MIGRATE brought
+ * zeros, so the resource has none: with no memory at the redo the
+ * conversion must be refused (-ENOMEM, e still PW), as node 1 would have
+ * refused it, not done with the value lost (VALNOTVALID) while its
+ * writer is told it succeeded; as the unlock redone the same way (dlm-sim
+ * seeds 6203, 237).  Retried with memory, its value reaches a reader. */
+static void test_down_convert_redone_no_room(void **state)
+{
+	char v[DLM_LVB_LEN] = "written by e";
+	struct cluster *c;
+	struct rec_ast *a;
+	uint32_t b, e, d;
+	int at;
+
+	(void)state;
+	c = ex_cluster(&b, &e);
+	at = cr_run(c, b, e, 0, v);
+	assert_true(at > 0);
+	cluster_free(c);
+
+	c = ex_cluster(&b, &e);
+	assert_int_equal(cr_run(c, b, e, at, v), 0);
+	deliver_only(c, 2, 1);		/* "r" moves; e's CONVERT refused */
+	assert_dump_has(c, 1, "resource \"r\" master 2");
+	deliver_first(c, 1, 2);		/* b's CONVERT_REPLY */
+	deliver_first(c, 1, 2);		/* MIGRATE */
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	dlm_core_set_alloc_hook(c->core[2], fail_while, NULL);
+	fail_on = 1;
+	deliver_first(c, 1, 2);		/* -EBADR: e redone at node 2 */
+	fail_on = 0;
+	dlm_core_set_alloc_hook(c->core[2], NULL, NULL);
+	a = comp_of(c, 2, e);
+	assert_non_null(a);
+	if (a->a.status == 0) {
+		/* what a reader gets then */
+		drain(c);
+		d = lock_on(c, 3, 3, "r", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+		drain(c);
+		a = comp_of(c, 3, d);
+		fail_msg("down-conversion redone without room for its value "
+			 "told its writer it succeeded; a reader then got "
+			 "\"%.32s\"%s", a && a->has_lvb ? a->lvb : "?",
+			 a && (a->a.sbflags & DLM_SBF_VALNOTVALID) ?
+			 " VALNOTVALID" : "");
+	}
+	assert_status(c, 2, e, -ENOMEM);
+	drain(c);
+	assert_verified(c);
+	/* still PW: node 3's PR waits for it */
+	d = lock_on(c, 3, 3, "r", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	assert_no_comp(c, 3, d);
+	assert_int_equal(convert(c, 2, 2, e, DLM_LOCK_NL, DLM_LKF_VALBLK, v),
+			 0);
+	drain(c);
+	assert_status(c, 2, e, 0);
+	assert_status(c, 3, d, 0);
+	a = comp_of(c, 3, d);
+	assert_true(a->has_lvb);
+	assert_false(a->a.sbflags & DLM_SBF_VALNOTVALID);
+	assert_string_equal(a->lvb, v);
+	assert_verified(c);
+	assert_int_equal(unlock(c, 3, 3, d, 0, NULL), 0);
+	assert_int_equal(unlock(c, 2, 2, e, 0, NULL), 0);
+	end_test(c, 2, 2, b);
+}
+
 /* remaster_ticks 0: nothing moves. */
 static void test_off(void **state)
 {
@@ -900,6 +1055,7 @@ int main(void)
 		cmocka_unit_test(test_old_master_looks_up_recovery),
 		cmocka_unit_test(test_held_lookup_verified),
 		cmocka_unit_test(test_demoted_at_move),
+		cmocka_unit_test(test_down_convert_redone_no_room),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
