@@ -744,18 +744,30 @@ static long long proc_cpu(pid_t pid)
 	return pid > 0 && !proc_stat_read(pid, &ps) ? ps.ps_cpu : 0;
 }
 
-/* utime+stime of 'root' and all its descendants, in ticks; -1 if root is
- * gone.  A process that ends inside the window takes its ticks along:
- * none of the servers' processes do. */
-static long long tree_cpu(pid_t root)
+/* The processes of a server's tree (its root and all its descendants)
+ * with their utime+stime, when last read. */
+struct tree_snap {
+	struct proc_stat *ts_procs;
+	size_t		ts_n;
+};
+
+/* Read root's tree into *ts (replacing what it held); -1 if root is gone.
+ * The CPU of the window is then tree_delta(): per process, what it used
+ * since the first reading (all of it for one that came since), so that a
+ * PostgreSQL backend of the last workload ending inside the window takes
+ * away nothing but its own last ticks. */
+static int tree_read(pid_t root, struct tree_snap *ts)
 {
 	struct proc_stat *all = NULL;
 	size_t n = 0, cap = 0;
 	bool *in = NULL, grew;
-	long long sum = 0;
+	size_t kept = 0;
 	struct dirent *de;
 	DIR *d;
 
+	free(ts->ts_procs);
+	ts->ts_procs = NULL;
+	ts->ts_n = 0;
 	if (root <= 0 || kill(root, 0) < 0)
 		return -1;
 	d = opendir("/proc");
@@ -795,9 +807,29 @@ static long long tree_cpu(pid_t root)
 	} while (grew);
 	for (size_t i = 0; i < n; i++)
 		if (in[i])
-			sum += all[i].ps_cpu;
+			all[kept++] = all[i];
 	free(in);
-	free(all);
+	ts->ts_procs = all;
+	ts->ts_n = kept;
+	return 0;
+}
+
+/* The ticks the tree used from 'a' to 'b' (see tree_read). */
+static long long tree_delta(const struct tree_snap *a, const struct tree_snap *b)
+{
+	long long sum = 0;
+
+	for (size_t i = 0; i < b->ts_n; i++) {
+		long long before = 0;
+
+		for (size_t j = 0; j < a->ts_n; j++)
+			if (a->ts_procs[j].ps_pid == b->ts_procs[i].ps_pid) {
+				before = a->ts_procs[j].ps_cpu;
+				break;
+			}
+		if (b->ts_procs[i].ps_cpu >= before)
+			sum += b->ts_procs[i].ps_cpu - before;
+	}
 	return sum;
 }
 
@@ -1064,7 +1096,9 @@ static int run_clients(const struct settings *st, const struct system *sy,
 		       pid_t server, int nclients, enum workload w,
 		       struct wl_result *wr)
 {
-	long long srv0 = -1, srv1 = -1;
+	struct tree_snap snap0 = { NULL, 0 }, snap1 = { NULL, 0 };
+	long long srv = -1;
+	bool srv_ok = false;
 	int ready_p[2] = { -1, -1 }, go_p[2] = { -1, -1 }, res_p[2] = { -1, -1 };
 	pid_t pids[MAX_CLIENTS];
 	struct client_result res[MAX_CLIENTS];
@@ -1123,20 +1157,23 @@ static int run_clients(const struct settings *st, const struct system *sy,
 		goto out;
 	}
 	wait_realtime(st->st_start_at);
-	srv0 = tree_cpu(server);
+	srv_ok = tree_read(server, &snap0) == 0;
 	go.go_start = now_s();
 	go.go_end = go.go_start + st->st_secs;
 	for (int i = 0; i < nclients && !err; i++)
 		err = write_full(go_p[1], &go, sizeof(go));
-	if (!err && srv0 >= 0) {
+	if (!err && srv_ok) {
 		struct timespec te;
 
 		te.tv_sec = (time_t)go.go_end;
 		te.tv_nsec = (long)((go.go_end - (double)te.tv_sec) * 1e9);
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &te, NULL) == EINTR)
 			;
-		srv1 = tree_cpu(server);
+		if (tree_read(server, &snap1) == 0)
+			srv = tree_delta(&snap0, &snap1);
 	}
+	free(snap0.ts_procs);
+	free(snap1.ts_procs);
 	for (; got < nclients && !err; got++) {
 		double left = go.go_end + RESULT_TIMEOUT_S - now_s();
 
@@ -1161,7 +1198,7 @@ static int run_clients(const struct settings *st, const struct system *sy,
 	wr->wr_pairs = (long long)total;
 	/* the floor's server is its echo processes, the clients' children */
 	if (server > 0)
-		wr->wr_srv_cpu = srv0 >= 0 && srv1 >= srv0 ? srv1 - srv0 : -1;
+		wr->wr_srv_cpu = srv;
 	else if (sy != &systems[SYS_FLOOR])
 		wr->wr_srv_cpu = -1;
 	wr->wr_done = true;
