@@ -88,6 +88,15 @@
  *          this, W2 needs clients that do not sleep for their answers
  *          (a 50 us look fails with 16 clients queued: they back off)
  *          or fewer wake-ups per answer.
+ *          With the answer ring (protocol 7; loaded machine, load average
+ *          6-7, bench/results/compare-5.txt): no socket call is left on
+ *          the path (dlmd 1.96 futex wakes, 0.16 recvmmsg, 0.19
+ *          epoll_wait per pair; clients 1.96 futex waits, 0.16 sends),
+ *          but the sleeps stay: 2.2 switches per pair in the clients,
+ *          and half of dlmd's samples are being switched out for the
+ *          client its wake-up woke.  CPU per pair 13-23 us either way in
+ *          that noise (the floor's W2: 9.2-11.8 us); 3x PostgreSQL on 2
+ *          CPUs needs ~8.7.
  *   W3     N client processes on ONE name.  Pairs/s summed, and fairness
  *          = the fewest pairs any client completed / the most.  Redis has
  *          no waiting: a client retries SET NX at once, without a sleep,

@@ -110,8 +110,14 @@
  * ring (a sealed memfd: dlmd_proto.h "The request ring"), unless
  * $DLMD_RING is "0" or dlmd says no; every request after that is
  * written into the ring (under lh_ringlock, one slot each) instead of
- * sent, and answers still come on lh_fd, ASTs on lh_ast_fd, exactly as
- * above.  A request costs a system call only when dlmd said it sleeps:
+ * sent; ASTs still come on lh_ast_fd.  Answers (REPLY, COMP_REPLY) come
+ * through the ring's answer ring (dlmd_proto.h "The answer ring";
+ * $DLMD_RING_ANSWERS=0: on lh_fd as above): the thread reading answers
+ * (lh_reading) takes them from shared memory, and when it finds none
+ * after looking sleeps on the answer ring's tail (futex) instead of in
+ * recv ("Waiting for an answer"); a child after fork() gets its answers
+ * on lh_fd again (RING ANS_SOCKET, "fork() with handles open").  A
+ * request costs a system call only when dlmd said it sleeps:
  * the one thread that swaps the ring's flag from 1 to 0 sends the kick;
  * if that thread's request is one whose answer it waits for (send_packet:
  * a _wait call, a conversion), the request goes on the socket instead
@@ -1025,9 +1031,10 @@ static void pass_reader_turn(struct ls_handle *h)
 }
 
 /*
- * Waiting for an answer.  A thread that waits for its answer on lh_fd
- * first looks for it without sleeping (recv with MSG_DONTWAIT, yielding
- * the CPU between looks) for lh_spin_ns, then sleeps in recv.  Profiled
+ * Waiting for an answer.  A thread that waits for its answer first
+ * looks for it without sleeping (in the answer ring, a load of its tail;
+ * without one, recv with MSG_DONTWAIT; yielding the CPU between looks)
+ * for lh_spin_ns, then sleeps (on the answer ring's futex, or in recv).  Profiled
  * (issue 14, perf sched events on a 2-vCPU VM): when the client and dlmd
  * run on different CPUs, each wake-up of a sleeper is an interrupt that
  * brings an idle (halted) virtual CPU back, 20-30 us, four per lock +
@@ -1341,7 +1348,11 @@ static int set_ls_name(struct dlmp_ls *l, const char *name)
  * ever) and the block of lock ids (the parent's next ids were the ones
  * its child had used).  So in the child each inherited handle forgets
  * both (its requests go on the socket, its new locks get their ids from
- * dlmd) and the requests in flight of threads it does not have.
+ * dlmd) and the requests in flight of threads it does not have; and as
+ * the parent reads the answer ring, the child's first request is led by
+ * a RING ANS_SOCKET (lh_ans_detach): from then on every answer of the
+ * connection comes on the socket, which both read (the parent once its
+ * ring is empty).
  */
 static bool fork_handler_set;
 
