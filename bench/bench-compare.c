@@ -88,6 +88,15 @@
  *          this, W2 needs clients that do not sleep for their answers
  *          (a 50 us look fails with 16 clients queued: they back off)
  *          or fewer wake-ups per answer.
+ *          With the answer ring (protocol 7; loaded machine, load average
+ *          6-7, bench/results/compare-5.txt): no socket call is left on
+ *          the path (dlmd 1.96 futex wakes, 0.16 recvmmsg, 0.19
+ *          epoll_wait per pair; clients 1.96 futex waits, 0.16 sends),
+ *          but the sleeps stay: 2.2 switches per pair in the clients,
+ *          and half of dlmd's samples are being switched out for the
+ *          client its wake-up woke.  CPU per pair 13-23 us either way in
+ *          that noise (the floor's W2: 9.2-11.8 us); 3x PostgreSQL on 2
+ *          CPUs needs ~8.7.
  *   W3     N client processes on ONE name.  Pairs/s summed, and fairness
  *          = the fewest pairs any client completed / the most.  Redis has
  *          no waiting: a client retries SET NX at once, without a sleep,
@@ -182,7 +191,11 @@
  * the window's length.  The parent never opens a libdlm handle, a Redis
  * or PostgreSQL connection itself.
  *
- * The output is a table (rows: systems; columns: workloads) and a ratio
+ * The output is a table (rows: systems; columns: workloads), a table of
+ * the CPU time per pair (utime+stime from /proc over the window: the
+ * server's, with --server-pid SYSTEM=PID, it and all its descendants, so
+ * PostgreSQL's backends count; the floor's server is its echo processes;
+ * then the clients' own, every thread) and a ratio
  * block with the goals of issue 14, each "met" or "not met"; --dat FILE
  * writes the pairs/s as a gnuplot data file (rows: workloads, columns:
  * systems, "-" where nothing was measured).  On a loaded machine the
@@ -191,6 +204,8 @@
  */
 #include <sys/types.h>
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -240,6 +255,8 @@ static const char redis_unlock_lua[] =
 	"if redis.call('get', KEYS[1]) == ARGV[1] then "
 	"return redis.call('del', KEYS[1]) else return 0 end";
 
+enum { SYS_DLMD, SYS_REDIS, SYS_PG, SYS_FLOOR, NSYSTEMS };
+
 struct settings {
 	double		st_secs;
 	double		st_warmup;
@@ -255,6 +272,7 @@ struct settings {
 	double		st_start_at;	/* CLOCK_REALTIME: go no sooner */
 	bool		st_ls_exists;	/* lockspace made by someone else */
 	bool		st_no_table;
+	pid_t		st_server_pid[NSYSTEMS]; /* --server-pid, or 0 */
 };
 
 /* One client process's connection and its current lock. */
@@ -302,6 +320,8 @@ struct client_result {
 	long		cr_retries;
 	double		cr_p50_us;
 	double		cr_p99_us;
+	long long	cr_cpu;		/* its utime+stime in the window, ticks */
+	long long	cr_echo_cpu;	/* floor: its echo process's, ticks */
 };
 
 /* One workload on one system. */
@@ -314,6 +334,9 @@ struct wl_result {
 	long		wr_min;		/* the fewest pairs of a client */
 	long		wr_max;		/* the most */
 	long		wr_retries;
+	long long	wr_pairs;	/* completed in the window, all clients */
+	long long	wr_cli_cpu;	/* the clients' utime+stime, ticks */
+	long long	wr_srv_cpu;	/* the server's (-1: not measured) */
 };
 
 /* WFRESH is for bench/compare --cluster: like W2, but every pair on a
@@ -627,8 +650,6 @@ static void floor_close(struct client *cl)
 	cl->cl_echo = 0;
 }
 
-enum { SYS_DLMD, SYS_REDIS, SYS_PG, SYS_FLOOR, NSYSTEMS };
-
 static const struct system systems[NSYSTEMS] = {
 	[SYS_DLMD] = { "dlmd", "dlmd", true, dlmd_connect, dlmd_lock,
 		       dlmd_unlock, dlmd_close },
@@ -681,6 +702,146 @@ static double samples_pct_us(struct samples *sa, double pct)
 }
 
 /* A client's life: connect, warm up, ready, go, count, report. */
+/*
+ * CPU per pair.  utime+stime (/proc/PID/stat, every thread of the
+ * process, in clock ticks) over the measurement window: each client reads
+ * its own when the "go" arrives and after its last pair (and, for the
+ * floor, its echo process's: the floor's "server"); the parent reads the
+ * server's (bench/compare passes its PID: dlmd, redis-server, PostgreSQL's
+ * postmaster) together with all its descendants (PostgreSQL's backends
+ * and helpers) just before "go" and when the window ends.
+ */
+struct proc_stat {
+	pid_t		ps_pid;
+	pid_t		ps_ppid;
+	long long	ps_cpu;
+};
+
+/* One /proc/PID/stat: 0, or -1 if the process is gone. */
+static int proc_stat_read(pid_t pid, struct proc_stat *ps)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	int ppid;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* the command name may hold anything: fields start after its ')' */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &ppid, &ut, &st) != 3)
+		return -1;
+	ps->ps_pid = pid;
+	ps->ps_ppid = (pid_t)ppid;
+	ps->ps_cpu = (long long)(ut + st);
+	return 0;
+}
+
+static long long proc_cpu(pid_t pid)
+{
+	struct proc_stat ps;
+
+	return pid > 0 && !proc_stat_read(pid, &ps) ? ps.ps_cpu : 0;
+}
+
+/* The processes of a server's tree (its root and all its descendants)
+ * with their utime+stime, when last read. */
+struct tree_snap {
+	struct proc_stat *ts_procs;
+	size_t		ts_n;
+};
+
+/* Read root's tree into *ts (replacing what it held); -1 if root is gone.
+ * The CPU of the window is then tree_delta(): per process, what it used
+ * since the first reading (all of it for one that came since), so that a
+ * PostgreSQL backend of the last workload ending inside the window takes
+ * away nothing but its own last ticks. */
+static int tree_read(pid_t root, struct tree_snap *ts)
+{
+	struct proc_stat *all = NULL;
+	size_t n = 0, cap = 0;
+	bool *in = NULL, grew;
+	size_t kept = 0;
+	struct dirent *de;
+	DIR *d;
+
+	free(ts->ts_procs);
+	ts->ts_procs = NULL;
+	ts->ts_n = 0;
+	if (root <= 0 || kill(root, 0) < 0)
+		return -1;
+	d = opendir("/proc");
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		struct proc_stat ps;
+
+		if (!isdigit((unsigned char)de->d_name[0]) ||
+		    proc_stat_read((pid_t)atoi(de->d_name), &ps))
+			continue;
+		if (n == cap) {
+			struct proc_stat *na;
+
+			cap = cap ? 2 * cap : 256;
+			na = realloc(all, cap * sizeof(*all));
+			if (!na)
+				break;
+			all = na;
+		}
+		all[n++] = ps;
+	}
+	closedir(d);
+	in = calloc(n ? n : 1, sizeof(*in));
+	if (!in) {
+		free(all);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		in[i] = all[i].ps_pid == root;
+	do {
+		grew = false;
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; j < n && !in[i]; j++)
+				if (in[j] && all[i].ps_ppid == all[j].ps_pid)
+					in[i] = grew = true;
+	} while (grew);
+	for (size_t i = 0; i < n; i++)
+		if (in[i])
+			all[kept++] = all[i];
+	free(in);
+	ts->ts_procs = all;
+	ts->ts_n = kept;
+	return 0;
+}
+
+/* The ticks the tree used from 'a' to 'b' (see tree_read). */
+static long long tree_delta(const struct tree_snap *a, const struct tree_snap *b)
+{
+	long long sum = 0;
+
+	for (size_t i = 0; i < b->ts_n; i++) {
+		long long before = 0;
+
+		for (size_t j = 0; j < a->ts_n; j++)
+			if (a->ts_procs[j].ps_pid == b->ts_procs[i].ps_pid) {
+				before = a->ts_procs[j].ps_cpu;
+				break;
+			}
+		if (b->ts_procs[i].ps_cpu >= before)
+			sum += b->ts_procs[i].ps_cpu - before;
+	}
+	return sum;
+}
+
 static int client_run(const struct settings *st, const struct system *sy,
 		      int id, enum workload w, int ready_fd, int go_fd,
 		      struct client_result *cr)
@@ -721,6 +882,8 @@ static int client_run(const struct settings *st, const struct system *sy,
 		err = read_full(go_fd, &go, sizeof(go));
 	if (err)
 		goto out;
+	cr->cr_cpu = -proc_cpu(getpid());
+	cr->cr_echo_cpu = -proc_cpu(cl.cl_echo);
 	cl.cl_retries = 0;
 	cl.cl_give_up = go.go_end + SPIN_GRACE_S;
 	for (unsigned long seq = 0;; seq++) {
@@ -741,6 +904,8 @@ static int client_run(const struct settings *st, const struct system *sy,
 			samples_add(&sa, t1 - t0);
 		}
 	}
+	cr->cr_cpu += proc_cpu(getpid());
+	cr->cr_echo_cpu += proc_cpu(cl.cl_echo);
 	/* Redis W3: a client still spinning when the others have gone. */
 	if (err == -ETIMEDOUT)
 		err = 0;
@@ -884,12 +1049,14 @@ static int async_run(const struct settings *st, int ready_fd, int go_fd,
 	if (!err)
 		err = read_full(go_fd, &go, sizeof(go));
 	ops = 0;
+	cr->cr_cpu = -proc_cpu(getpid());
 	/* Until the window ends, then until every lock is given back. */
 	while (!err && as.as_inflight > 0) {
 		err = async_wait(ls, DRAIN_TIMEOUT_MS);
 		if (!err)
 			err = async_handle(&as, ls, &go, now_s() < go.go_end, &ops);
 	}
+	cr->cr_cpu += proc_cpu(getpid());
 	cr->cr_pairs = ops;
 out:
 	if (err)
@@ -935,8 +1102,12 @@ static int wait_readable(int fd, double timeout_s)
  * negative errno; on failure the clients are killed.
  */
 static int run_clients(const struct settings *st, const struct system *sy,
-		       int nclients, enum workload w, struct wl_result *wr)
+		       pid_t server, int nclients, enum workload w,
+		       struct wl_result *wr)
 {
+	struct tree_snap snap0 = { NULL, 0 }, snap1 = { NULL, 0 };
+	long long srv = -1;
+	bool srv_ok = false;
 	int ready_p[2] = { -1, -1 }, go_p[2] = { -1, -1 }, res_p[2] = { -1, -1 };
 	pid_t pids[MAX_CLIENTS];
 	struct client_result res[MAX_CLIENTS];
@@ -995,10 +1166,23 @@ static int run_clients(const struct settings *st, const struct system *sy,
 		goto out;
 	}
 	wait_realtime(st->st_start_at);
+	srv_ok = tree_read(server, &snap0) == 0;
 	go.go_start = now_s();
 	go.go_end = go.go_start + st->st_secs;
 	for (int i = 0; i < nclients && !err; i++)
 		err = write_full(go_p[1], &go, sizeof(go));
+	if (!err && srv_ok) {
+		struct timespec te;
+
+		te.tv_sec = (time_t)go.go_end;
+		te.tv_nsec = (long)((go.go_end - (double)te.tv_sec) * 1e9);
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &te, NULL) == EINTR)
+			;
+		if (tree_read(server, &snap1) == 0)
+			srv = tree_delta(&snap0, &snap1);
+	}
+	free(snap0.ts_procs);
+	free(snap1.ts_procs);
 	for (; got < nclients && !err; got++) {
 		double left = go.go_end + RESULT_TIMEOUT_S - now_s();
 
@@ -1017,7 +1201,15 @@ static int run_clients(const struct settings *st, const struct system *sy,
 		if (res[i].cr_pairs > pmax)
 			pmax = res[i].cr_pairs;
 		wr->wr_retries += res[i].cr_retries;
+		wr->wr_cli_cpu += res[i].cr_cpu;
+		wr->wr_srv_cpu += res[i].cr_echo_cpu;
 	}
+	wr->wr_pairs = (long long)total;
+	/* the floor's server is its echo processes, the clients' children */
+	if (server > 0)
+		wr->wr_srv_cpu = srv;
+	else if (sy != &systems[SYS_FLOOR])
+		wr->wr_srv_cpu = -1;
 	wr->wr_done = true;
 	wr->wr_min = pmin;
 	wr->wr_max = pmax;
@@ -1126,6 +1318,59 @@ static void print_table(const struct settings *st,
 		}
 		printf("| %s | %s | %s | %s | %s |\n", systems[s].sy_label, cell[W1],
 		       cell[W2], cell[W3], cell[WASYNC]);
+	}
+}
+
+/* µs of CPU per pair (async: per operation) from ticks, into buf. */
+static const char *cpu_fmt(char *buf, size_t len, long long ticks, long long pairs)
+{
+	static long hz;
+
+	if (!hz)
+		hz = sysconf(_SC_CLK_TCK);
+	if (ticks < 0 || pairs <= 0 || hz <= 0)
+		snprintf(buf, len, "?");
+	else
+		snprintf(buf, len, "%.1f", (double)ticks * 1e6 / (double)hz / (double)pairs);
+	return buf;
+}
+
+/* The CPU time (utime+stime) per pair, the server's + the clients', and
+ * what the two CPUs' budget allows: 2 s of CPU per second / CPU per pair. */
+static void print_cpu(struct wl_result r[NSYSTEMS][NWORKLOADS])
+{
+	char sv[16], cl[16], cell[NWORKLOADS][64];
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	printf("\n| CPU µs per pair: server + clients | W1 | W2 | W3 | async (per op) |\n");
+	printf("|---|---|---|---|---|\n");
+	for (int s = 0; s < NSYSTEMS; s++) {
+		bool any = false;
+
+		for (int w = 0; w < NWORKLOADS; w++) {
+			struct wl_result *x = &r[s][w];
+
+			if (!x->wr_done) {
+				snprintf(cell[w], sizeof(cell[w]), "–");
+				continue;
+			}
+			any = true;
+			cpu_fmt(sv, sizeof(sv), x->wr_srv_cpu, x->wr_pairs);
+			cpu_fmt(cl, sizeof(cl), x->wr_cli_cpu, x->wr_pairs);
+			snprintf(cell[w], sizeof(cell[w]), "%s + %s", sv, cl);
+		}
+		if (any)
+			printf("| %s | %s | %s | %s | %s |\n", systems[s].sy_label,
+			       cell[W1], cell[W2], cell[W3], cell[WASYNC]);
+	}
+	if (ncpu > 0 && r[SYS_DLMD][W2].wr_done && r[SYS_DLMD][W2].wr_srv_cpu >= 0 &&
+	    r[SYS_DLMD][W2].wr_pairs > 0) {
+		struct wl_result *x = &r[SYS_DLMD][W2];
+		double us = (double)(x->wr_srv_cpu + x->wr_cli_cpu) * 1e6 /
+			    (double)sysconf(_SC_CLK_TCK) / (double)x->wr_pairs;
+
+		printf("  W2 dlmd: %.1f µs of CPU per pair; %ld CPUs allow at most "
+		       "%.0f pairs/s at that cost\n", us, ncpu, (double)ncpu * 1e6 / us);
 	}
 }
 
@@ -1242,8 +1487,9 @@ static bool workload_wanted(const struct settings *st, enum workload w)
 	return in_list(st->st_workloads, workload_name[w]);
 }
 
-/* --raw: "SYSTEM WORKLOAD CLIENTS RATE P50_US P99_US MIN MAX RETRIES" per
- * measurement, for bench/compare --cluster to sum over nodes. */
+/* --raw: "SYSTEM WORKLOAD CLIENTS RATE P50_US P99_US MIN MAX RETRIES
+ * PAIRS CLIENT_CPU_TICKS SERVER_CPU_TICKS" per measurement (server -1: not
+ * measured), for bench/compare --cluster to sum over nodes. */
 static int write_raw(const char *path, const struct settings *st,
 		     struct wl_result r[NSYSTEMS][NWORKLOADS])
 {
@@ -1257,11 +1503,11 @@ static int write_raw(const char *path, const struct settings *st,
 
 			if (!x->wr_done)
 				continue;
-			fprintf(f, "%s %s %d %.1f %.1f %.1f %ld %ld %ld\n",
+			fprintf(f, "%s %s %d %.1f %.1f %.1f %ld %ld %ld %lld %lld %lld\n",
 				systems[s].sy_name, workload_name[w],
 				w == W1 || w == WASYNC ? 1 : st->st_clients, x->wr_rate,
 				x->wr_p50_us, x->wr_p99_us, x->wr_min, x->wr_max,
-				x->wr_retries);
+				x->wr_retries, x->wr_pairs, x->wr_cli_cpu, x->wr_srv_cpu);
 		}
 	return fclose(f) ? -errno : 0;
 }
@@ -1275,6 +1521,7 @@ static void usage(void)
 		"                     [--workloads W1,W2,W3,async,fresh,child] [--prefix P]\n"
 		"                     [--raw FILE] [--start-at EPOCH_SECONDS]\n"
 		"                     [--ls-exists 1] [--no-table 1]\n"
+		"                     [--server-pid dlmd|redis|postgresql=PID]...\n"
 		"dlmd is reached through $DLMD_SOCKET; run by bench/compare.\n");
 	exit(2);
 }
@@ -1324,6 +1571,18 @@ int main(int argc, char **argv)
 			st.st_ls_exists = atoi(v) != 0;
 		else if (!strcmp(argv[i], "--no-table"))
 			st.st_no_table = atoi(v) != 0;
+		else if (!strcmp(argv[i], "--server-pid")) {
+			const char *eq = strchr(v, '=');
+			int s;
+
+			for (s = 0; eq && s < NSYSTEMS; s++)
+				if (strlen(systems[s].sy_name) == (size_t)(eq - v) &&
+				    !strncmp(systems[s].sy_name, v, (size_t)(eq - v)))
+					break;
+			if (!eq || s >= NSYSTEMS || atoi(eq + 1) <= 0)
+				usage();
+			st.st_server_pid[s] = (pid_t)atoi(eq + 1);
+		}
 		else
 			usage();
 	}
@@ -1364,7 +1623,7 @@ int main(int argc, char **argv)
 				continue;
 			printf("  %-12s %-6s ...", sy->sy_name, workload_name[w]);
 			fflush(stdout);
-			if (run_clients(&st, sy, n, w, &r[s][w])) {
+			if (run_clients(&st, sy, st.st_server_pid[s], n, w, &r[s][w])) {
 				printf(" failed\n");
 				failed++;
 				/* Not even one client worked: the rest would fail too. */
@@ -1382,6 +1641,7 @@ int main(int argc, char **argv)
 	}
 	if (!st.st_no_table) {
 		print_table(&st, r);
+		print_cpu(r);
 		print_ratios(r);
 	}
 	if (st.st_dat) {

@@ -211,12 +211,17 @@ int dlmp_decode(const void *buf, size_t len, struct dlmp_msg *msg)
 			return -EBADMSG;
 		msg->m_u.pair.pr_a = dlm_get_le32(p);
 		msg->m_u.pair.pr_b = dlm_get_le32(p + 4);
-		if ((msg->m_hdr.h_type == DLMP_IDS ||
-		     msg->m_hdr.h_type == DLMP_RING) && msg->m_u.pair.pr_b)
+		if (msg->m_hdr.h_type == DLMP_IDS && msg->m_u.pair.pr_b)
 			return -EINVAL;	/* its pad */
+		/* RING: b is ATTACH's answer-ring choice, else a pad */
+		if (msg->m_hdr.h_type == DLMP_RING &&
+		    (msg->m_u.pair.pr_a == DLMP_RING_ATTACH ?
+		     msg->m_u.pair.pr_b > DLMP_RING_ANSWERS : msg->m_u.pair.pr_b))
+			return -EINVAL;
 		if (msg->m_hdr.h_type == DLMP_RING &&
 		    msg->m_u.pair.pr_a != DLMP_RING_ATTACH &&
-		    msg->m_u.pair.pr_a != DLMP_RING_KICK)
+		    msg->m_u.pair.pr_a != DLMP_RING_KICK &&
+		    msg->m_u.pair.pr_a != DLMP_RING_ANS_SOCKET)
 			return -EINVAL;
 		return 0;
 	case DLMP_REPLY: {

@@ -198,6 +198,38 @@
  * sent, never cleared), so a client of a ring need not look at the
  * socket before each request that gets no answer.
  *
+ * The answer ring (version 7).  The same memfd holds, after the request
+ * slots, a ring the daemon writes.  A client that asks for it (RING
+ * ATTACH with b = DLMP_RING_ANSWERS; with b = 0 answers stay on the
+ * socket, as in version 6; other values: -EINVAL): once the ATTACH's
+ * REPLY (sent on the socket) is out, every answer on the request connection (REPLY,
+ * COMP_REPLY) goes into it instead of the socket, whatever way its
+ * request came, except the refusal with reqid 0 (the socket, with
+ * rg_notice) and a REPLY in another version.  Slot: u32 length, u32
+ * zero, the packet as it would be sent.  rg_ans_tail counts the answers
+ * the daemon wrote (it fills slot tail % DLMP_ANS_SLOTS, then stores
+ * tail + 1); rg_ans_head those the client took.  The daemon writes while
+ * tail - head < DLMP_ANS_SLOTS; a client that reads its answers never
+ * fills it (at most DLMP_MAX_HELD requests in flight, each at most two
+ * answers: DLMP_REPLY_HELD and the COMP_REPLY).  If it is full anyway,
+ * the daemon sets rg_ans_socket = 1 and from then on writes every answer
+ * of the connection on the socket: the client reads the socket once the
+ * ring is empty and rg_ans_socket is set.  The same follows RING with
+ * a = DLMP_RING_ANS_SOCKET (no answer): a child forked with the
+ * connection, which cannot share the parent's reading of the ring, sends
+ * it before its first request.  Wake-ups: a client that finds
+ * the ring empty may look again for a while; before it sleeps it stores
+ * rg_ans_sleeping = 1, then (a full barrier) reads rg_ans_tail again,
+ * and sleeps on it (futex, shared, with a timeout: it looks at the
+ * socket then, as a dlmd that died wakes nobody).  The daemon, after
+ * storing rg_ans_tail (a full barrier), reads rg_ans_sleeping, and if
+ * it is 1 swaps it to 0 and wakes the futex; so a pair of a request in
+ * the ring and its answer in the ring costs no system call while both
+ * sides are awake.  The daemon never reads rg_ans_tail back and writes
+ * a slot only at its own tail: a client lying in rg_ans_head or
+ * rg_ans_sleeping loses or delays its own answers, or costs the daemon
+ * a futex wake per answer, nothing else.
+ *
  * The client can write the ring at any moment, and the daemon trusts
  * nothing in it: it keeps its own head (never reading rg_head back),
  * copies each slot out before reading its length or decoding it (no
@@ -238,7 +270,8 @@
  * REPLY have not changed since), so that an old libdlm reads a clear
  * EPROTONOSUPPORT; otherwise in ours.  libdlm likewise returns
  * -EPROTONOSUPPORT for an answer of another version (what an old dlmd
- * sends a new libdlm).  Version 6 (this one) allowed DLMP_LK_NEWID
+ * sends a new libdlm).  Version 7 (this one) added the answer ring
+ * (see "The answer ring").  Version 6 allowed DLMP_LK_NEWID
  * with DLMP_LK_SYNC.  Version 5 added the request ring (RING).  Version 4 added DLMP_UL_NOREPLY.
  * Version 3 added lock ids chosen by the
  * client (DLMP_LK_NEWID, IDS, the block in LS_OPEN's REPLY), the TOKEN
@@ -278,11 +311,11 @@
 #include <stdint.h>
 
 #define DLMP_MAGIC		0x504d4c44u	/* "DLMP" in memory order */
-#define DLMP_VERSION		6
+#define DLMP_VERSION		7
 /* The oldest version whose REPLY is laid out like ours (see Versions). */
 #define DLMP_VERSION_OLDEST_REPLY	1
 /* What dlm_kernel_version() reports: the protocol version as x.y.z. */
-#define DLMP_VERSION_MAJOR	6
+#define DLMP_VERSION_MAJOR	7
 #define DLMP_VERSION_MINOR	0
 #define DLMP_VERSION_PATCH	0
 /* The kernel DLM device interface (DLM_DEVICE_VERSION_*) whose semantics
@@ -354,11 +387,18 @@ enum dlmp_type {
 /* RING's pair a. */
 #define DLMP_RING_ATTACH	1
 #define DLMP_RING_KICK		2
+#define DLMP_RING_ANS_SOCKET	3	/* answers on the socket from now */
+/* RING ATTACH's pair b: 0, or DLMP_RING_ANSWERS (the answer ring). */
+#define DLMP_RING_ANSWERS	1
 
 /* The request ring (see "The request ring").  Slot: u32 length, u32
  * zero, the packet. */
 #define DLMP_RING_SLOTS		1024	/* a power of two */
 #define DLMP_RING_SLOT_LEN	(8 + DLMP_MAX_MSG)
+/* The answer ring (see "The answer ring"): slot u32 length, u32 zero, the
+ * packet. */
+#define DLMP_ANS_SLOTS		1024	/* a power of two, > 2 * MAX_HELD */
+#define DLMP_ANS_SLOT_LEN	(8 + DLMP_MAX_MSG)
 
 struct dlmp_ring {
 	alignas(64) uint32_t	rg_tail;	/* client: slots filled */
@@ -367,11 +407,20 @@ struct dlmp_ring {
 	uint32_t		rg_notice;	/* daemon: read the socket */
 	alignas(64) uint32_t	rg_waiting;	/* client: the ring was full */
 	alignas(64) unsigned char rg_slots[DLMP_RING_SLOTS][DLMP_RING_SLOT_LEN];
+	/* the answer ring */
+	alignas(64) uint32_t	rg_ans_tail;	/* daemon: answers written */
+	alignas(64) uint32_t	rg_ans_head;	/* client: answers taken */
+	alignas(64) uint32_t	rg_ans_sleeping; /* client: wake me */
+	uint32_t		rg_ans_socket;	/* daemon: answers go on the
+						 * socket now */
+	alignas(64) unsigned char rg_ans_slots[DLMP_ANS_SLOTS][DLMP_ANS_SLOT_LEN];
 };
 
 #define DLMP_RING_BYTES		sizeof(struct dlmp_ring)
 static_assert(offsetof(struct dlmp_ring, rg_slots) == 256, "ring header");
 static_assert((DLMP_RING_SLOTS & (DLMP_RING_SLOTS - 1)) == 0, "slots");
+static_assert((DLMP_ANS_SLOTS & (DLMP_ANS_SLOTS - 1)) == 0, "answer slots");
+static_assert(DLMP_ANS_SLOTS > 2 * DLMP_MAX_HELD, "answers in flight fit");
 
 /* REPLY.value2 of a DLMP_LK_SYNC LOCK: not the answer yet, the lock is
  * waiting (value = its id) and a COMP_REPLY with this reqid follows. */

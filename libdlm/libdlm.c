@@ -110,8 +110,14 @@
  * ring (a sealed memfd: dlmd_proto.h "The request ring"), unless
  * $DLMD_RING is "0" or dlmd says no; every request after that is
  * written into the ring (under lh_ringlock, one slot each) instead of
- * sent, and answers still come on lh_fd, ASTs on lh_ast_fd, exactly as
- * above.  A request costs a system call only when dlmd said it sleeps:
+ * sent; ASTs still come on lh_ast_fd.  Answers (REPLY, COMP_REPLY) come
+ * through the ring's answer ring (dlmd_proto.h "The answer ring";
+ * $DLMD_RING_ANSWERS=0: on lh_fd as above): the thread reading answers
+ * (lh_reading) takes them from shared memory, and when it finds none
+ * after looking sleeps on the answer ring's tail (futex) instead of in
+ * recv ("Waiting for an answer"); a child after fork() gets its answers
+ * on lh_fd again (RING ANS_SOCKET, "fork() with handles open").  A
+ * request costs a system call only when dlmd said it sleeps:
  * the one thread that swaps the ring's flag from 1 to 0 sends the kick;
  * if that thread's request is one whose answer it waits for (send_packet:
  * a _wait call, a conversion), the request goes on the socket instead
@@ -191,6 +197,8 @@
 #define RING_ROOM_WAIT_MS	100	/* a full ring: look at the daemon
 					 * this often */
 #define RING_ENV		"DLMD_RING"	/* "0": no request ring */
+/* "0": answers on the socket even with a request ring */
+#define RING_ANS_ENV		"DLMD_RING_ANSWERS"
 /* How long a thread waiting for its answer looks for it before it
  * sleeps ("Waiting for an answer" below); $DLMD_SPIN_US overrides it
  * (0: never; at most SPIN_US_MAX). */
@@ -316,6 +324,14 @@ struct ls_handle {
 	MUTEX_T		lh_ringlock;
 	uint32_t	lh_ring_tail;
 	bool		lh_kick_owed;	/* a kick is owed (atomic) */
+	/* the ring's answer ring is ours to read (dlmd_proto.h "The answer
+	 * ring"), and the answers we took from it; only the thread reading
+	 * answers (lh_reading) uses lh_ans_head.  lh_ans_detach: a child
+	 * after fork() owes dlmd a RING ANS_SOCKET before its first
+	 * request (atomic) */
+	bool		lh_ans;
+	uint32_t	lh_ans_head;
+	bool		lh_ans_detach;
 	/* ASTs read ahead by threads waiting for dlmd, oldest first, to be
 	 * run before anything still in the AST socket; under
 	 * open_handles_lock ("Waiting reads the AST socket"). */
@@ -699,6 +715,20 @@ static int send_socket_on(struct ls_handle *h, struct dlmp_msg *msg, bool stash)
 	ssize_t n;
 	int len;
 
+	if (__atomic_load_n(&h->lh_ans_detach, __ATOMIC_ACQUIRE) &&
+	    __atomic_exchange_n(&h->lh_ans_detach, false, __ATOMIC_ACQ_REL)) {
+		/* a child after fork(): the parent reads the answer ring,
+		 * we read the socket ("fork() with handles open") */
+		struct dlmp_msg det;
+
+		memset(&det, 0, sizeof(det));
+		det.m_hdr.h_type = DLMP_RING;
+		det.m_hdr.h_reqid = 0xffffffffu;	/* no answer */
+		det.m_u.pair.pr_a = DLMP_RING_ANS_SOCKET;
+		len = dlmp_encode(&det, buf, sizeof(buf));
+		if (len < 0 || send(h->lh_fd, buf, (size_t)len, MSG_NOSIGNAL) != len)
+			return -ENOTCONN;
+	}
 	len = dlmp_encode(msg, buf, sizeof(buf));
 	if (len < 0)
 		return len;
@@ -1001,9 +1031,10 @@ static void pass_reader_turn(struct ls_handle *h)
 }
 
 /*
- * Waiting for an answer.  A thread that waits for its answer on lh_fd
- * first looks for it without sleeping (recv with MSG_DONTWAIT, yielding
- * the CPU between looks) for lh_spin_ns, then sleeps in recv.  Profiled
+ * Waiting for an answer.  A thread that waits for its answer first
+ * looks for it without sleeping (in the answer ring, a load of its tail;
+ * without one, recv with MSG_DONTWAIT; yielding the CPU between looks)
+ * for lh_spin_ns, then sleeps (on the answer ring's futex, or in recv).  Profiled
  * (issue 14, perf sched events on a 2-vCPU VM): when the client and dlmd
  * run on different CPUs, each wake-up of a sleeper is an interrupt that
  * brings an idle (halted) virtual CPU back, 20-30 us, four per lock +
@@ -1043,7 +1074,92 @@ static uint64_t spin_ns_env(void)
 	return us * 1000ULL;
 }
 
-/* One packet from lh_fd, as recv(): -1 with errno on failure. */
+/* Take the next answer from the answer ring (dlmd_proto.h "The answer
+ * ring"), as recv() would: its length, or -1 with EAGAIN when there is
+ * none.  Once the ring is empty and dlmd said its answers go on the
+ * socket (or raised rg_notice: a refusal waits there), the socket is
+ * looked at instead.  dlmd fills a slot before it stores the tail, and
+ * writes no slot we have not given back (rg_ans_head). */
+static ssize_t ans_look(struct ls_handle *h, unsigned char *buf, size_t len)
+{
+	struct dlmp_ring *r = h->lh_ring;
+	bool sock = __atomic_load_n(&r->rg_ans_socket, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&r->rg_notice, __ATOMIC_ACQUIRE);
+	uint32_t tail = __atomic_load_n(&r->rg_ans_tail, __ATOMIC_ACQUIRE);
+
+	if (tail != h->lh_ans_head) {
+		const unsigned char *slot =
+			r->rg_ans_slots[h->lh_ans_head & (DLMP_ANS_SLOTS - 1)];
+		uint32_t n;
+
+		memcpy(&n, slot, sizeof(n));
+		if (n > len)
+			n = (uint32_t)len;	/* then it does not decode */
+		memcpy(buf, slot + 8, n);
+		h->lh_ans_head++;
+		__atomic_store_n(&r->rg_ans_head, h->lh_ans_head, __ATOMIC_RELEASE);
+		return (ssize_t)n;
+	}
+	if (sock)
+		return recv(h->lh_fd, buf, len, MSG_DONTWAIT);
+	errno = EAGAIN;
+	return -1;
+}
+
+/* One look for an answer without sleeping: as recv() with MSG_DONTWAIT. */
+static ssize_t answer_look(struct ls_handle *h, unsigned char *buf, size_t len)
+{
+	if (h->lh_ans)
+		return ans_look(h, buf, len);
+	return recv(h->lh_fd, buf, len, MSG_DONTWAIT);
+}
+
+/* Sleep until the answer ring has an answer (or dlmd gone, a refusal on
+ * the socket): the answer as recv() gives it.  The futex wait times out
+ * every STASH_MS: then the AST socket is read ("Waiting reads the AST
+ * socket") and the request socket looked at (a dlmd that died wakes
+ * nobody; its end reads as 0).  Once dlmd's answers go on the socket,
+ * the socket is read as without a ring. */
+static ssize_t ans_sleep(struct ls_handle *h, unsigned char *buf, size_t len)
+{
+	struct dlmp_ring *r = h->lh_ring;
+	struct timespec ts = { 0, STASH_MS * 1000000L };
+	ssize_t n;
+
+	for (;;) {
+		n = ans_look(h, buf, len);
+		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK &&
+			       errno != EINTR))
+			return n;
+		if (__atomic_load_n(&r->rg_ans_socket, __ATOMIC_ACQUIRE))
+			return -2;	/* the caller reads the socket */
+		__atomic_store_n(&r->rg_ans_sleeping, 1, __ATOMIC_SEQ_CST);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&r->rg_ans_tail, __ATOMIC_SEQ_CST) ==
+		    h->lh_ans_head &&
+		    syscall(SYS_futex, &r->rg_ans_tail, FUTEX_WAIT, h->lh_ans_head,
+			    &ts, NULL, 0) < 0 && errno == ETIMEDOUT) {
+			struct pollfd pfd = { .fd = h->lh_fd, .events = POLLIN };
+
+			__atomic_store_n(&r->rg_ans_sleeping, 0, __ATOMIC_SEQ_CST);
+			ast_stash(h);
+			if (poll(&pfd, 1, 0) == 1 &&
+			    __atomic_load_n(&r->rg_ans_tail, __ATOMIC_ACQUIRE) ==
+			    h->lh_ans_head) {
+				n = recv(h->lh_fd, buf, len, MSG_DONTWAIT);
+				if (n >= 0 || (errno != EAGAIN &&
+					       errno != EWOULDBLOCK && errno != EINTR))
+					return n;
+			}
+			continue;
+		}
+		/* woken (dlmd cleared the flag), or the answer came first */
+		__atomic_store_n(&r->rg_ans_sleeping, 0, __ATOMIC_SEQ_CST);
+	}
+}
+
+/* One answer (from the answer ring, or lh_fd), as recv(): -1 with errno
+ * on failure. */
 static ssize_t read_answer(struct ls_handle *h, unsigned char *buf, size_t len)
 {
 	ssize_t n;
@@ -1053,6 +1169,12 @@ static ssize_t read_answer(struct ls_handle *h, unsigned char *buf, size_t len)
 	} else if (h->lh_spin_ns) {
 		uint64_t t0 = mono_ns(), end = t0 + h->lh_spin_ns;
 
+		/* with an answer ring, a look costs nothing: once first */
+		if (h->lh_ans) {
+			n = ans_look(h, buf, len);
+			if (n >= 0)
+				return n;
+		}
 		/* yield first: the answer needs dlmd to run, at once if it
 		 * shares our CPU */
 		while (t0 >= h->lh_spin_off_until) {
@@ -1069,7 +1191,7 @@ static ssize_t read_answer(struct ls_handle *h, unsigned char *buf, size_t len)
 				h->lh_spin_good = 0;
 				break;
 			}
-			n = recv(h->lh_fd, buf, len, MSG_DONTWAIT);
+			n = answer_look(h, buf, len);
 			if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK &&
 				       errno != EINTR)) {
 				h->lh_spin_fails = 0;
@@ -1088,6 +1210,11 @@ static ssize_t read_answer(struct ls_handle *h, unsigned char *buf, size_t len)
 				break;
 			}
 		}
+	}
+	if (h->lh_ans) {
+		n = ans_sleep(h, buf, len);
+		if (n != -2)
+			return n;
 	}
 	/* the receive times out every STASH_MS (SO_RCVTIMEO): dlmd may
 	 * have paused us for ASTs nobody reads while we wait ("Waiting
@@ -1221,7 +1348,11 @@ static int set_ls_name(struct dlmp_ls *l, const char *name)
  * ever) and the block of lock ids (the parent's next ids were the ones
  * its child had used).  So in the child each inherited handle forgets
  * both (its requests go on the socket, its new locks get their ids from
- * dlmd) and the requests in flight of threads it does not have.
+ * dlmd) and the requests in flight of threads it does not have; and as
+ * the parent reads the answer ring, the child's first request is led by
+ * a RING ANS_SOCKET (lh_ans_detach): from then on every answer of the
+ * connection comes on the socket, which both read (the parent once its
+ * ring is empty).
  */
 static bool fork_handler_set;
 
@@ -1241,6 +1372,8 @@ static void fork_child(void)
 		if (h->lh_ring)
 			munmap(h->lh_ring, DLMP_RING_BYTES);
 		h->lh_ring = NULL;
+		h->lh_ans_detach = h->lh_ans;
+		h->lh_ans = false;
 		h->lh_kick_owed = false;
 		h->lh_id_block = h->lh_id_next = h->lh_id_end = 0;
 		h->lh_id_unsent = 0;
@@ -1743,9 +1876,11 @@ static void ring_attach(struct ls_handle *h)
 		close(fd);
 		return;
 	}
+	env = getenv(RING_ANS_ENV);
 	memset(&msg, 0, sizeof(msg));
 	msg.m_hdr.h_type = DLMP_RING;
 	msg.m_u.pair.pr_a = DLMP_RING_ATTACH;
+	msg.m_u.pair.pr_b = env && strcmp(env, "0") == 0 ? 0 : DLMP_RING_ANSWERS;
 	rv = do_request(h->lh_fd, &h->lh_reqid, &msg, fd, &reply);
 	close(fd);
 	if (rv) {
@@ -1753,6 +1888,8 @@ static void ring_attach(struct ls_handle *h)
 		return;
 	}
 	h->lh_ring = p;
+	h->lh_ans = msg.m_u.pair.pr_b == DLMP_RING_ANSWERS;
+	h->lh_ans_head = 0;
 }
 
 /* Bind connection 'fd' (owned by the handle from now) to lockspace

@@ -250,6 +250,15 @@ struct dlmd_client {
 	 * due at once) is queued */
 	struct dlmp_ring *cl_ring;
 	uint32_t	cl_ring_head;
+	/* its answer ring (dlmd_proto.h "The answer ring"): on once the
+	 * ATTACH's REPLY is out (armed until then); our own count of the
+	 * answers written; full once: on the socket for good; a wake-up is
+	 * owed after the batch (out_batch) */
+	bool		cl_ans_armed;
+	bool		cl_ans_on;
+	bool		cl_ans_socket;
+	bool		cl_ans_wake;
+	uint32_t	cl_ans_tail;
 	bool		cl_ring_job;		/* cl_ring_timer is set */
 	qb_loop_timer_handle cl_ring_timer;
 	/* on d_watch ("Watching the rings") */
@@ -799,12 +808,67 @@ static struct dlmd_client *out_batch_client(void)
 	return out_batch.ob_c;
 }
 
+/* Wake c if it sleeps on its answer ring (dlmd_proto.h "The answer
+ * ring": after the tail was stored, a full barrier, then the flag). */
+static void ans_wake(struct dlmd *d, struct dlmd_client *c)
+{
+	struct dlmp_ring *r = c->cl_ring;
+
+	c->cl_ans_wake = false;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&r->rg_ans_sleeping, __ATOMIC_SEQ_CST) &&
+	    __atomic_exchange_n(&r->rg_ans_sleeping, 0, __ATOMIC_SEQ_CST)) {
+		d->d_nans_wakes++;
+		syscall(SYS_futex, &r->rg_ans_tail, FUTEX_WAKE, 1, NULL, NULL, 0);
+	}
+}
+
+/* Put one answer into c's answer ring; false if it has to go on the
+ * socket (no ring, not on yet, or the ring was full once: then every
+ * later answer goes there too, so that the client, which reads the
+ * socket only after the ring, reads them in order).  The client's
+ * rg_ans_head is only compared with our own tail: a lie fills the ring
+ * early (its answers then come on the socket) or lets us overwrite
+ * answers it did not read yet, its own loss. */
+static bool ans_put(struct dlmd *d, struct dlmd_client *c, const unsigned char *pkt,
+		    int len)
+{
+	struct dlmp_ring *r = c->cl_ring;
+	unsigned char *slot;
+	uint32_t n = (uint32_t)len;
+
+	if (!c->cl_ans_on || c->cl_ans_socket)
+		return false;
+	if (c->cl_ans_tail - __atomic_load_n(&r->rg_ans_head, __ATOMIC_ACQUIRE) >=
+	    DLMP_ANS_SLOTS) {
+		c->cl_ans_socket = true;
+		__atomic_store_n(&r->rg_ans_socket, 1, __ATOMIC_SEQ_CST);
+		d->d_nans_full++;
+		ans_wake(d, c);
+		return false;
+	}
+	slot = r->rg_ans_slots[c->cl_ans_tail & (DLMP_ANS_SLOTS - 1)];
+	memcpy(slot, &n, sizeof(n));
+	memset(slot + 4, 0, 4);
+	memcpy(slot + 8, pkt, n);
+	c->cl_ans_tail++;
+	__atomic_store_n(&r->rg_ans_tail, c->cl_ans_tail, __ATOMIC_RELEASE);
+	d->d_nans_ring++;
+	if (c == out_batch.ob_c)
+		c->cl_ans_wake = true;	/* once, after the batch */
+	else
+		ans_wake(d, c);
+	return true;
+}
+
 static void out_batch_flush(struct dlmd *d)
 {
 	struct dlmd_client *c = out_batch.ob_c;
 	unsigned int n = out_batch.ob_n, done = 0;
 
 	out_batch.ob_n = 0;
+	if (c && c->cl_ans_wake && !c->cl_broken)
+		ans_wake(d, c);
 	if (!c || !n || c->cl_broken)
 		return;
 	if (n == 1) {
@@ -851,6 +915,8 @@ static void send_answer(struct dlmd *d, struct dlmd_client *c,
 		return;
 	if (version != DLMP_VERSION)
 		dlmp_set_version(tmp, version);
+	else if (m->m_hdr.h_reqid != 0 && ans_put(d, c, tmp, len))
+		return;
 	if (batch) {
 		unsigned int i = out_batch.ob_n++;
 
@@ -1707,15 +1773,38 @@ static int req_ring(struct req_ctx *rq)
 {
 	struct dlmd_client *c = rq->rq_c;
 
+	int rv;
+
 	if (rq->rq_msg->m_u.pair.pr_a == DLMP_RING_KICK) {
 		rq->rq_d->d_nring_kicks++;
 		return DLMD_REPLY_DEFERRED;
 	}
+	if (rq->rq_msg->m_u.pair.pr_a == DLMP_RING_ANS_SOCKET) {
+		/* no answer; its answer ring, if any, ends here */
+		if (c->cl_ring && (c->cl_ans_on || c->cl_ans_armed)) {
+			c->cl_ans_socket = true;
+			__atomic_store_n(&c->cl_ring->rg_ans_socket, 1,
+					 __ATOMIC_SEQ_CST);
+			ans_wake(rq->rq_d, c);
+		}
+		return DLMD_REPLY_DEFERRED;
+	}
+	if (rq->rq_msg->m_u.pair.pr_a != DLMP_RING_ATTACH ||
+	    rq->rq_msg->m_u.pair.pr_b > DLMP_RING_ANSWERS)
+		return -EINVAL;
 	if (c->cl_ring)
 		return -EISCONN;
 	if (rq->rq_fd < 0)
 		return -EBADF;
-	return ring_map(c, rq->rq_fd);
+	rv = ring_map(c, rq->rq_fd);
+	if (!rv && rq->rq_msg->m_u.pair.pr_b == DLMP_RING_ANSWERS) {
+		/* answers into its answer ring once the REPLY to this is
+		 * out (dlmd_client_request) */
+		c->cl_ans_armed = true;
+		c->cl_ans_tail = 0;
+		__atomic_store_n(&c->cl_ring->rg_ans_tail, 0, __ATOMIC_RELEASE);
+	}
+	return rv;
 }
 
 /* IDS: the client's block ran out; the block it names is done with. */
@@ -2354,6 +2443,11 @@ void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,
 	} else if (rv != DLMD_REPLY_DEFERRED && rv != DLMD_REPLY_HELD) {
 		rq.rq_reply.rp_status = rv;
 		send_reply(d, c, msg.m_hdr.h_reqid, &rq.rq_reply);
+	}
+	if (c->cl_ans_armed) {
+		/* RING ATTACH answered on the socket: the rest in the ring */
+		c->cl_ans_armed = false;
+		c->cl_ans_on = true;
 	}
 	dlmd_flush(d);
 	if (rv == DLMD_REPLY_HELD && msg.m_hdr.h_type == DLMP_LOCK &&

@@ -365,6 +365,9 @@ struct dlmd {
 	uint64_t		d_nbad_requests;
 	uint64_t		d_nring_requests; /* taken from request rings */
 	uint64_t		d_nring_kicks;	/* ring kicks: wake-ups asked */
+	uint64_t		d_nans_ring;	/* answers into answer rings */
+	uint64_t		d_nans_wakes;	/* ... clients woken for them */
+	uint64_t		d_nans_full;	/* answer rings found full */
 	uint64_t		d_nring_catchups; /* socket packets (kicks too)
 						   * that found their ring
 						   * not empty */

@@ -152,6 +152,29 @@ static void ring_put(struct dlmd *d, struct dlmd_client *c,
 		abort();	/* the daemon left it in the ring */
 }
 
+/* Take the answers the daemon wrote into the ring's answer ring (an
+ * ATTACH that asked for one: dlmd_proto.h "The answer ring"); each must
+ * decode.  How many. */
+static int ans_drain(struct dlmp_ring *ring)
+{
+	uint32_t head = __atomic_load_n(&ring->rg_ans_head, __ATOMIC_RELAXED);
+	uint32_t tail = __atomic_load_n(&ring->rg_ans_tail, __ATOMIC_ACQUIRE);
+	int n = 0;
+
+	for (; head != tail; head++, n++) {
+		const unsigned char *slot =
+			ring->rg_ans_slots[head & (DLMP_ANS_SLOTS - 1)];
+		struct dlmp_msg m;
+		uint32_t len;
+
+		memcpy(&len, slot, sizeof(len));
+		if (len > DLMP_MAX_MSG || dlmp_decode(slot + 8, len, &m))
+			abort();	/* the daemon wrote garbage */
+	}
+	__atomic_store_n(&ring->rg_ans_head, head, __ATOMIC_RELEASE);
+	return n;
+}
+
 static void open_ls(struct dlmd *d, struct dlmd_client *c, int *ast_peer)
 {
 	struct dlmp_msg m;
@@ -238,7 +261,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else {
 			dlmd_client_request(d, c, data + off, len, passed);
 		}
-		if (drain(sv[0], false) == 0 && answered && !may_hold(data + off, len))
+		if (drain(sv[0], false) + (ring ? ans_drain(ring) : 0) == 0 &&
+		    answered && !may_hold(data + off, len))
 			abort();	/* a request went unanswered */
 		if (dlmd_client_nheld(c) > DLMP_MAX_HELD)
 			abort();

@@ -3618,6 +3618,219 @@ static void test_ring_hostile(void **state)
 	assert_int_equal(dlm_ls_unlock_wait(h1, r.r_lksb.sb_lkid, 0, &r.r_lksb), 0);
 }
 
+/* The next answer of raw connection fd's answer ring (waiting up to
+ * AST_TIMEOUT_MS) into *m, taken (rg_ans_head moves). */
+static void raw_ans_read(struct dlmp_ring *ring, uint32_t *head, struct dlmp_msg *m)
+{
+	uint64_t end = now_ms() + AST_TIMEOUT_MS;
+	const unsigned char *slot;
+	uint32_t len;
+
+	while (__atomic_load_n(&ring->rg_ans_tail, __ATOMIC_ACQUIRE) == *head) {
+		assert_true(now_ms() < end);
+		usleep(1000);
+	}
+	slot = ring->rg_ans_slots[*head & (DLMP_ANS_SLOTS - 1)];
+	memcpy(&len, slot, 4);
+	assert_true(len <= DLMP_MAX_MSG);
+	assert_int_equal(dlmp_decode(slot + 8, len, m), 0);
+	(*head)++;
+	__atomic_store_n(&ring->rg_ans_head, *head, __ATOMIC_RELEASE);
+}
+
+/* A VERSION request with reqid 'reqid' on raw connection fd (socket). */
+static void raw_version_send(int fd, uint32_t reqid)
+{
+	struct dlmp_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_VERSION_REQ;
+	assert_int_equal(raw_send(fd, &m, reqid, -1), 0);
+}
+
+/* The answer ring (dlmd_proto.h "The answer ring", protocol 7).  libdlm
+ * takes its answers from it (ring_answers counts them), and with
+ * $DLMD_RING_ANSWERS=0 from the socket, and with $DLMD_SPIN_US=0 (it
+ * sleeps on the futex at once) as well.  A raw client: answers come into
+ * the ring, not the socket; ATTACH with a b other than 0 or 1 is
+ * refused; a client lying in rg_ans_head (more taken than written: the
+ * ring looks full) gets rg_ans_socket and its answers on the socket; a
+ * RING ANS_SOCKET does the same; and a client scribbling over the whole
+ * memfd, answer ring included, while it asks for answers harms nobody
+ * but itself. */
+static void test_ring_answers(void **state)
+{
+	const char *pid = getenv("DLMD_PID_1");
+	uint64_t a0, full0;
+	struct dlmp_ring *ring;
+	struct scribble sc;
+	struct dlmp_msg m;
+	dlm_lshandle_t h;
+	unsigned char rb[DLMP_MAX_MSG];
+	uint32_t head = 0;
+	pthread_t t;
+	struct rec r;
+	int fd, ast, mfd;
+
+	(void)state;
+	assert_non_null(pid);
+	/* libdlm, looking and sleeping */
+	for (int pass = 0; pass < 3; pass++) {
+		if (pass == 1)
+			setenv("DLMD_SPIN_US", "0", 1);
+		if (pass == 2)
+			setenv("DLMD_RING_ANSWERS", "0", 1);
+		h = dlm_open_lockspace(LS_NAME);
+		unsetenv("DLMD_SPIN_US");
+		unsetenv("DLMD_RING_ANSWERS");
+		assert_non_null(h);
+		a0 = ctl_counter("ring_answers");
+		for (int i = 0; i < 20; i++) {
+			rec_init(&r);
+			assert_int_equal(dlm_ls_lock_wait(h, LKM_EXMODE, &r.r_lksb, 0,
+							  "ring-ans", 8, 0, NULL,
+							  NULL, NULL), 0);
+			assert_int_equal(r.r_lksb.sb_status, 0);
+			assert_int_equal(dlm_ls_unlock_wait(h, r.r_lksb.sb_lkid, 0,
+							    &r.r_lksb), 0);
+			assert_int_equal(r.r_lksb.sb_status, EUNLOCK);
+		}
+		if (pass < 2)
+			assert_true(ctl_counter("ring_answers") - a0 >= 40);
+		else
+			assert_int_equal(ctl_counter("ring_answers"), a0);
+		assert_int_equal(dlm_close_lockspace(h), 0);
+	}
+
+	/* a raw client: its answers in the ring */
+	fd = raw_connect();
+	ast = raw_open(fd, 1);
+	mfd = ring_memfd(DLMP_RING_BYTES, true);
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_RING;
+	m.m_hdr.h_reqid = 2;
+	m.m_u.pair.pr_a = DLMP_RING_ATTACH;
+	m.m_u.pair.pr_b = 2;	/* no such choice */
+	raw_request_fd(fd, &m, mfd);
+	assert_int_equal(m.m_u.reply.rp_status, -EINVAL);
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_RING;
+	m.m_hdr.h_reqid = 3;
+	m.m_u.pair.pr_a = DLMP_RING_ATTACH;
+	m.m_u.pair.pr_b = DLMP_RING_ANSWERS;
+	raw_request_fd(fd, &m, mfd);	/* its REPLY on the socket */
+	assert_int_equal(m.m_u.reply.rp_status, 0);
+	ring = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	assert_true(ring != MAP_FAILED);
+	close(mfd);
+	a0 = ctl_counter("ring_answers");
+	full0 = ctl_counter("ring_answers_full");
+	raw_version_send(fd, 30);
+	raw_ans_read(ring, &head, &m);
+	assert_int_equal(m.m_hdr.h_type, DLMP_REPLY);
+	assert_int_equal(m.m_hdr.h_reqid, 30);
+	assert_int_equal(m.m_u.reply.rp_value, DLMP_VERSION_MAJOR);
+	assert_int_equal(ctl_counter("ring_answers") - a0, 1);
+	assert_true(recv(fd, rb, sizeof(rb), MSG_DONTWAIT) < 0);
+	/* a lie: more taken than written; the ring looks full */
+	__atomic_store_n(&ring->rg_ans_head, head + 7, __ATOMIC_SEQ_CST);
+	raw_version_send(fd, 31);
+	raw_read(fd, &m);
+	assert_int_equal(m.m_hdr.h_reqid, 31);
+	assert_int_equal(m.m_u.reply.rp_value, DLMP_VERSION_MAJOR);
+	assert_int_equal(__atomic_load_n(&ring->rg_ans_socket, __ATOMIC_SEQ_CST), 1);
+	assert_int_equal(ctl_counter("ring_answers_full") - full0, 1);
+	/* for good: the socket even with room again */
+	__atomic_store_n(&ring->rg_ans_head, head, __ATOMIC_SEQ_CST);
+	raw_version_send(fd, 32);
+	raw_read(fd, &m);
+	assert_int_equal(m.m_hdr.h_reqid, 32);
+	assert_int_equal(__atomic_load_n(&ring->rg_ans_tail, __ATOMIC_SEQ_CST), head);
+	close(fd);
+	close(ast);
+	munmap(ring, DLMP_RING_BYTES);
+
+	/* RING ANS_SOCKET (what a child after fork() sends) */
+	fd = raw_connect();
+	ast = raw_open(fd, 1);
+	mfd = ring_memfd(DLMP_RING_BYTES, true);
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_RING;
+	m.m_hdr.h_reqid = 2;
+	m.m_u.pair.pr_a = DLMP_RING_ATTACH;
+	m.m_u.pair.pr_b = DLMP_RING_ANSWERS;
+	raw_request_fd(fd, &m, mfd);
+	assert_int_equal(m.m_u.reply.rp_status, 0);
+	ring = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	assert_true(ring != MAP_FAILED);
+	close(mfd);
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_RING;
+	m.m_u.pair.pr_a = DLMP_RING_ANS_SOCKET;
+	assert_int_equal(raw_send(fd, &m, 3, -1), 0);
+	raw_version_send(fd, 4);
+	raw_read(fd, &m);
+	assert_int_equal(m.m_hdr.h_reqid, 4);
+	assert_int_equal(__atomic_load_n(&ring->rg_ans_socket, __ATOMIC_SEQ_CST), 1);
+	assert_int_equal(__atomic_load_n(&ring->rg_ans_tail, __ATOMIC_SEQ_CST), 0);
+	close(fd);
+	close(ast);
+	munmap(ring, DLMP_RING_BYTES);
+
+	/* the whole memfd scribbled over while its client asks for answers
+	 * on the socket and through the ring */
+	fd = raw_connect();
+	ast = raw_open(fd, 1);
+	mfd = ring_memfd(DLMP_RING_BYTES, true);
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_RING;
+	m.m_hdr.h_reqid = 2;
+	m.m_u.pair.pr_a = DLMP_RING_ATTACH;
+	m.m_u.pair.pr_b = DLMP_RING_ANSWERS;
+	raw_request_fd(fd, &m, mfd);
+	assert_int_equal(m.m_u.reply.rp_status, 0);
+	sc.sc_mem = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, mfd, 0);
+	assert_true(sc.sc_mem != MAP_FAILED);
+	close(mfd);
+	sc.sc_stop = false;
+	sc.sc_seed = 15;
+	assert_int_equal(pthread_create(&t, NULL, scribble_ring, &sc), 0);
+	for (int i = 0; i < 2000; i++) {
+		struct dlmp_ring *rg = (struct dlmp_ring *)sc.sc_mem;
+		uint32_t v = (uint32_t)rand_r(&sc.sc_seed);
+
+		/* dlmd's words of the answer ring, as a liar writes them */
+		__atomic_store_n(&rg->rg_ans_head, v % 4 ? v % (3 * DLMP_ANS_SLOTS) : v,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&rg->rg_ans_sleeping, v & 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&rg->rg_ans_tail, v >> 3, __ATOMIC_RELAXED);
+		memset(&m, 0, sizeof(m));
+		m.m_hdr.h_type = DLMP_VERSION_REQ;
+		m.m_hdr.h_reqid = 100 + (uint32_t)i;
+		{
+			int len = dlmp_encode(&m, rb, sizeof(rb));
+
+			assert_true(len > 0);
+			if (send(fd, rb, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
+			    (errno == EPIPE || errno == ECONNRESET))
+				break;	/* dlmd cut us: allowed */
+		}
+		raw_ring_kick(fd, 5000 + (uint32_t)i);
+		while (recv(fd, rb, sizeof(rb), MSG_DONTWAIT) > 0)
+			;
+	}
+	sc.sc_stop = true;
+	pthread_join(t, NULL);
+	close(fd);
+	close(ast);
+	munmap((void *)sc.sc_mem, DLMP_RING_BYTES);
+	assert_int_equal(kill((pid_t)atoi(pid), 0), 0);	/* dlmd lives */
+	rec_init(&r);
+	assert_int_equal(lock_sync(h1, LKM_EXMODE, &r, 0, "ring-ans-2"), 0);
+	assert_int_equal(dlm_ls_unlock_wait(h1, r.r_lksb.sb_lkid, 0, &r.r_lksb), 0);
+}
+
 /* A _wait call while dlmd sleeps (it took everything; nothing since)
  * travels on the socket, its own kick: neither the ring nor a kick is
  * used for it, and it is answered. */
@@ -3756,6 +3969,7 @@ int main(void)
 		cmocka_unit_test(test_ring_requests),
 		cmocka_unit_test(test_ring_kick_per_dispatch),
 		cmocka_unit_test(test_ring_hostile),
+		cmocka_unit_test(test_ring_answers),
 		cmocka_unit_test(test_ring_socket_order),
 	};
 
