@@ -19,11 +19,14 @@
 #      it before the link heals (a merge).  By itself, with no operator:
 #      node 2 is kicked out of the cluster (its corosync exits), the
 #      majority (nodes 1 and 3, which must stay up: the isolated node
-#      must not kick or fence them) fences it and recovers.  Then a loop
-#      of sub-token blips (cut, 0.4 s, heal) must each end with every
-#      lockspace running, a kicked node restarted, within a bound (the
-#      node corosync leaves in the minority, node 2 or another, is the
-#      one removed; it must have been fenced).
+#      must not kick or fence them) fences it and recovers.
+#   2b. then, a workload running, a loop of network blips of node 2
+#      shorter than the token (dlm-cluster blip: the switch drops its
+#      frames for 0.4 s, its link staying up) must each cost nobody:
+#      corosync's rings lose no member, nobody is fenced, every daemon
+#      runs and the lockspace runs on 1 2 3 everywhere.  A blip that
+#      costs a node fails the test with the blip's times, the corosync
+#      log lines of the three nodes and the fence log.
 #   2c. the same split and merge while node 3 runs corosync but no dlmd:
 #      the ring (1 3) is the majority, node 2 is removed again.
 #   3. (in 1) fence_ack of a live node is refused with a clear error.
@@ -63,6 +66,9 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 LS=faults
 NRES=6
 BLIPS=${CLUSTER_FAULTS_BLIPS:-4}
+# how long a blip of 2b drops frames (by hand: longer than the token, to
+# see 2b fail and print its evidence)
+BLIP_S=${CLUSTER_FAULTS_BLIP_S:-0.4}
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
 pid_of() { # K NAME: node K's recorded pid of dlmd or corosync
@@ -194,55 +200,65 @@ restart 3
 restart 2
 wait_ls 1 "state running members 1 2 3 " "nodes 2 and 3 did not rejoin"
 
-say "== 2b. $BLIPS sub-token blips of node 2"
-# After a blip, corosync may keep the ring, or split it: the lost side is
-# whichever totem made the minority (not always node 2).  Settled: the
-# nodes whose dlmd runs (at least two) all run the lockspace with exactly
-# those members; a node that is gone must have been fenced.
-settled() {
-	R=
+say "== 2b. $BLIPS blips of node 2 ($BLIP_S s, under the token)"
+# A blip, not a cut: "dlm-cluster cut" drops node 2's carrier, and node 2
+# then forgets its neighbours and can send nothing until an ARP retry
+# 1 s later (tests/dlm-cluster says how that was measured): a 0.4 s cut
+# is a 1.1 s outage, longer than the token, and whether node 2 stayed in
+# the ring was a race (it lost node 2 in 1 of 8).  "blip" keeps the link
+# up and drops 0.4 s of frames in the switch.
+lost() { cat "$dir"/n[123]/corosync.log | grep -c "A new membership.*Members left"; }
+tokens() { cat "$dir"/n[123]/corosync.log | grep -c "A processor failed"; }
+links_down() { cat "$dir"/n[123]/corosync.log | grep -c "link: [0-9] is down"; }
+# blip_evidence: what a blip that cost a node shows: its times, each
+# node's corosync membership and knet link lines, the fence log
+blip_evidence() {
+	echo "   blips (dlm-cluster blip.log):" >&2
+	sed 's/^/     /' "$dir/blip.log" >&2
 	for k in 1 2 3; do
-		running $k dlmd && R="$R $k"
+		echo "   n$k corosync.log:" >&2
+		grep -h "A processor failed\|A new membership\|link: [0-9] is \(up\|down\)\|has no active links\|Killed by\|exiting" \
+			"$dir/n$k/corosync.log" | tail -n 12 | sed 's/^/     /' >&2
 	done
-	R=${R# }
-	[ "${#R}" -ge 3 ] || return 1	# "K K" at least: two nodes
-	for k in $R; do
-		ls_line $k | grep -q "state running members $R clients" || return 1
-	done
+	echo "   fence.log:" >&2
+	sed 's/^/     /' "$dir/fence.log" >&2
 }
+tokens0=$(tokens)
+downs0=$(links_down)
 workload $((BLIPS * 4000)) 1 3
+wait_for "$WAIT_S" "the workload to be under way" workload_busy
 b=1
-kicked=0
-removed=
 while [ $b -le "$BLIPS" ]; do
-	f1=$(fences_of 1); f2=$(fences_of 2); f3=$(fences_of 3)
-	"$CLUSTER" cut "$dir" 2
-	sleep 0.4	# the point: a cut shorter than the token
-	"$CLUSTER" heal "$dir" 2
-	# The point, too: settled holds before the blip as after it, and
-	# whether the ring splits shows only once the token would have
-	# expired; this is that long, not a wait for something to happen.
+	losses=$(lost)
+	fences=$(grep -c . "$dir/fence.log")
+	"$CLUSTER" blip "$dir" 2 "$BLIP_S" || fail "blip $b: dlm-cluster blip failed"
+	# The point: a lost member shows only once the token and consensus
+	# (600 + 720 ms) would have run out; this is that long and more,
+	# not a wait for something to happen.
 	sleep 3
-	poll "$WAIT_S" settled ||
-		fail "blip $b: not resolved within $WAIT_S s: n1 $(ls_line 1) / n2 $(ls_line 2) / n3 $(ls_line 3)"
+	cost=
+	[ "$(lost)" = "$losses" ] || cost="corosync lost a member"
+	[ "$(grep -c . "$dir/fence.log")" = "$fences" ] || cost="${cost:+$cost, }a node was fenced"
 	for k in 1 2 3; do
-		case " $R " in *" $k "*) continue ;; esac
-		eval "fk=\$f$k"
-		[ "$(fences_of $k)" != "$fk" ] || fail "blip $b: node $k left without being fenced"
-		kicked=$((kicked + 1))
-		removed="$removed $k"
-		restart $k
+		running $k corosync && running $k dlmd || cost="${cost:+$cost, }node $k went down"
 	done
-	for k in 1 2 3; do
-		wait_ls $k "state running members 1 2 3 " "node $k: not all three again after blip $b" || break
-	done
-	[ $rc -eq 0 ] || break
+	if [ -z "$cost" ]; then
+		for k in 1 2 3; do
+			ls_has $k "state running members 1 2 3 " ||
+				wait_ls $k "state running members 1 2 3 " "not all three after blip $b" ||
+				cost="node $k does not run the lockspace with 1 2 3"
+		done
+	fi
+	if [ -n "$cost" ]; then
+		fail "blip $b ($(tail -n 1 "$dir/blip.log")), shorter than the token, cost a node: $cost"
+		blip_evidence
+		break
+	fi
 	b=$((b + 1))
 done
-echo "   $BLIPS blips, a node lost (removed and fenced) in $kicked:${removed:- none}"
-for k in 1 3; do
-	case " $removed " in *" $k "*) ;; *) wait_workload $((BLIPS * 4 + 60)) $k ;; esac
-done
+[ $rc -eq 0 ] || exit 1
+echo "   $BLIPS blips: no node lost; $(($(tokens) - tokens0)) token losses (ring formed again, same members), $(($(links_down) - downs0)) knet links taken down"
+wait_workload $((BLIPS * 4 + 60)) 1 3
 check "blips"
 
 say "== 4. frames from node 2 lost at node 1"
