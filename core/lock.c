@@ -106,16 +106,17 @@
  *    were taken at the call), so they need no memory.
  *  - A wait that finds no memory for its deadlock record is watched again
  *    at the next tick (deadlock.c).
- *  - An unlock redone because its master changed (dlm_redo_op) keeps
- *    its own flags, not forced: the new master, or this node if it is
- *    the master now (unlock_lkb), refuses it -ENOMEM as above when
- *    there is no room for its value.
+ *  - An unlock or conversion redone because its master changed
+ *    (dlm_redo_op) is refused -ENOMEM as above when there is no room
+ *    for the value it writes, by the new master or, if this node is the
+ *    master now, here (unlock_lkb; dlm_redo_op for a conversion): the
+ *    room was taken at the call only where the master was then.  An
+ *    unlock keeps its own flags, not forced.
  *  - Left as before, value lost and said so (VALNOTVALID): a forced
- *    unlock's write (a purge cannot be refused), a conversion's value
- *    whose room could not be taken because the lock's master changed
- *    under it, and a read whose buffer finds no memory at the grant
- *    (that reader gets zeros flagged VALNOTVALID; the resource's value
- *    stays valid for the others).
+ *    unlock's write (a purge cannot be refused), and a read whose
+ *    buffer finds no memory at the grant (that reader gets zeros
+ *    flagged VALNOTVALID; the resource's value stays valid for the
+ *    others).
  *  - Recovery messages and steps: see core/recover.c.
  */
 #include <errno.h>
@@ -3349,6 +3350,23 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		/* the lockspace runs: sent, or done here */
 		if (op_kept_or_sent(ls, lkb, DLM_WAIT_CONVERT, send_convert))
 			return;
+		if ((lkb->lkb_flags & LKBF_VALBLK) &&
+		    lvb_writes(lkb, lkb->lkb_rqmode) &&
+		    !lvb_room(ls, lkb, lkb->lkb_rqmode, dlm_lkb_lvb(lkb))) {
+			/* done here, the resource's master now (the old
+			 * master moved it to us and refused the conversion,
+			 * or died), with no room for the value it writes,
+			 * taken at the call only where the master was then:
+			 * refused as a remote master refuses it
+			 * (receive_convert), the lock held in its mode;
+			 * done, the value was lost while its writer was told
+			 * the conversion succeeded (dlm-sim --alloc-faults 20
+			 * --faults --remaster --repoint --rehot 8 --ops 1000
+			 * --bounce --nodes 3 seed 1221) */
+			revert_convert(r, lkb);
+			cast_local(ls, lkb, -ENOMEM);
+			break;
+		}
 		convert_here(ls, lkb);
 		break;
 	case DLM_WAIT_UNLOCK:
