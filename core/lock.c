@@ -111,7 +111,9 @@
  *    for the value it writes, by the new master or, if this node is the
  *    master now, here (unlock_lkb; dlm_redo_op for a conversion): the
  *    room was taken at the call only where the master was then.  An
- *    unlock keeps its own flags, not forced.
+ *    unlock keeps its own flags, not forced; but a purged lock's unlock
+ *    (its owner went while it was on its way) cannot be refused, as no
+ *    one would ask again: done, its value lost as a purge's.
  *  - Left as before, value lost and said so (VALNOTVALID): a forced
  *    unlock's write (a purge cannot be refused), and a read whose
  *    buffer finds no memory at the grant (that reader gets zeros
@@ -1769,7 +1771,8 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 	lkb->lkb_unlock_flags = flags;
 	if (op_kept_or_sent(ls, lkb, DLM_WAIT_UNLOCK, send_unlock))
 		return 0;
-	if (!force && (flags & DLM_LKF_VALBLK) && lvb_writes(lkb, DLM_LOCK_NL) &&
+	if (!force && !(lkb->lkb_flags & LKBF_PURGED) &&
+	    (flags & DLM_LKF_VALBLK) && lvb_writes(lkb, DLM_LOCK_NL) &&
 	    !lvb_room(ls, lkb, DLM_LOCK_NL, dlm_lkb_lvb(lkb))) {
 		/* redone here, the resource's master now (dlm_redo_op: the
 		 * old master moved it to us and refused the unlock), with
@@ -1779,7 +1782,14 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		 * its writer was told the unlock succeeded (dlm-sim
 		 * --alloc-faults 100 --faults --remaster --repoint --rehot
 		 * 8 --ops 1000 --bounce --partitions --daemon-deaths
-		 * --dir-lag 300 seed 237).  At the call the room is there */
+		 * --dir-lag 300 seed 237).  At the call the room is there.
+		 * Not a purged lock's (its owner went while the unlock was
+		 * on its way; the purge waited for it): nobody would ask
+		 * again, and refused it was held for ever; it is done, as
+		 * receive_unlock_reply forces it, and a value it cannot
+		 * keep is lost as a purge's is (dlm-sim --alloc-faults 100
+		 * --faults --remaster --repoint --rehot 8 --ops 1000
+		 * --bounce seed 3743) */
 		cast_local(ls, lkb, -ENOMEM);
 		if (mode_valid(lkb->lkb_last_bast) && holds_grmode(lkb) &&
 		    !dlm_modes_compat(lkb->lkb_grmode, lkb->lkb_last_bast))
