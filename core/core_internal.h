@@ -197,6 +197,9 @@ struct dlm_unlock_lvb {
 #define RESF_DIR_UNACKED	0x1000	/* remaster.c: moved here, our DIR_MOVE
 					 * not acknowledged yet (no move away
 					 * meanwhile) */
+#define RESF_REC_TRACKED	0x2000	/* recovery: on ls_rec_rsbs, looked at by
+					 * the steps (recover.c; stale while
+					 * running, set anew by step_start) */
 #define RESF_DIR		0x200	/* it is its own directory record:
 					 * master us, confirmed in res_de_event
 					 * (resource.c, "Directory records") */

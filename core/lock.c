@@ -109,15 +109,16 @@
  *    were taken at the call), so they need no memory.
  *  - A wait that finds no memory for its deadlock record is watched again
  *    at the next tick (deadlock.c).
- *  - An unlock redone because its master changed (dlm_redo_op) keeps
- *    its own flags, not forced: the new master, or this node if it is
- *    the master now (unlock_lkb), refuses it -ENOMEM as above when
- *    there is no room for its value.  A conversion redone so is the
- *    same: at the new master (receive_convert), or here when this node
- *    is the master now (convert_here takes the room a remote master
- *    takes, which at the call it did only if it was the master then);
- *    a down-conversion's write is never lost while its writer is told
- *    it succeeded (test-core-remaster test_down_convert_redone_no_room).
+ *  - An unlock or conversion redone because its master changed
+ *    (dlm_redo_op) is refused -ENOMEM as above when there is no room
+ *    for the value it writes, by the new master or, if this node is the
+ *    master now, here (unlock_lkb; dlm_redo_op for a conversion): the
+ *    room was taken at the call only where the master was then.  An
+ *    unlock keeps its own flags, not forced; but a purged lock's unlock
+ *    (its owner went while it was on its way) cannot be refused, as no
+ *    one would ask again: done, its value lost as a purge's.  A
+ *    down-conversion's write is never lost while its writer is told it
+ *    succeeded (test-core-remaster test_down_convert_redone_no_room).
  *  - Left as before, value lost and said so (VALNOTVALID): a forced
  *    unlock's write (a purge cannot be refused), and a read whose
  *    buffer finds no memory at the grant (that reader gets zeros
@@ -1822,7 +1823,8 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 	lkb->lkb_unlock_flags = flags;
 	if (op_kept_or_sent(ls, lkb, DLM_WAIT_UNLOCK, send_unlock))
 		return 0;
-	if (!force && (flags & DLM_LKF_VALBLK) && lvb_writes(lkb, DLM_LOCK_NL) &&
+	if (!force && !(lkb->lkb_flags & LKBF_PURGED) &&
+	    (flags & DLM_LKF_VALBLK) && lvb_writes(lkb, DLM_LOCK_NL) &&
 	    !lvb_room(ls, lkb, DLM_LOCK_NL, dlm_lkb_lvb(lkb))) {
 		/* redone here, the resource's master now (dlm_redo_op: the
 		 * old master moved it to us and refused the unlock), with
@@ -1832,7 +1834,14 @@ static int unlock_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb, uint32_t flags,
 		 * its writer was told the unlock succeeded (dlm-sim
 		 * --alloc-faults 100 --faults --remaster --repoint --rehot
 		 * 8 --ops 1000 --bounce --partitions --daemon-deaths
-		 * --dir-lag 300 seed 237).  At the call the room is there */
+		 * --dir-lag 300 seed 237).  At the call the room is there.
+		 * Not a purged lock's (its owner went while the unlock was
+		 * on its way; the purge waited for it): nobody would ask
+		 * again, and refused it was held for ever; it is done, as
+		 * receive_unlock_reply forces it, and a value it cannot
+		 * keep is lost as a purge's is (dlm-sim --alloc-faults 100
+		 * --faults --remaster --repoint --rehot 8 --ops 1000
+		 * --bounce seed 3743) */
 		unlock_unwritten(lkb);
 		cast_local(ls, lkb, -ENOMEM);
 		if (mode_valid(lkb->lkb_last_bast) && holds_grmode(lkb) &&
@@ -3408,7 +3417,11 @@ void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	case DLM_WAIT_CONVERT:
 		/* the lockspace runs: sent, or done here; either way
 		 * refused -ENOMEM whole, the lock as it was, when there is
-		 * no room for its value (convert_here, receive_convert) */
+		 * no room for its value (convert_here, receive_convert); done
+		 * here, the value was lost while its writer was told the
+		 * conversion succeeded (dlm-sim --alloc-faults 20 --faults
+		 * --remaster --repoint --rehot 8 --ops 1000 --bounce --nodes 3
+		 * seed 1221) */
 		if (op_kept_or_sent(ls, lkb, DLM_WAIT_CONVERT, send_convert))
 			return;
 		convert_here(ls, lkb);

@@ -621,6 +621,7 @@ static int step_start(struct dlm_ls *ls)
 			continue;
 		}
 		ls->ls_rec_rsbs[ls->ls_rec_nrsbs++] = r;
+		r->res_flags |= RESF_REC_TRACKED;
 		/* lookups in flight are answered by a stale directory (and
 		 * their answers dropped: a partial rebuild drops the record
 		 * such an answer may have made, step_dir) */
@@ -1445,14 +1446,14 @@ static int rec_rsbs_room(struct dlm_ls *ls)
  * directory, granted on at the end.  0, or -ENOMEM. */
 int dlm_recover_track_rsb(struct dlm_ls *ls, struct dlm_rsb *r)
 {
-	size_t i;
-
-	for (i = 0; i < ls->ls_rec_nrsbs; i++)
-		if (ls->ls_rec_rsbs[i] == r)
-			return 0;
+	/* every rsb step_start found is on the list and marked (the rest
+	 * it freed); one made since is not marked */
+	if (r->res_flags & RESF_REC_TRACKED)
+		return 0;
 	if (rec_rsbs_room(ls))
 		return -ENOMEM;
 	ls->ls_rec_rsbs[ls->ls_rec_nrsbs++] = r;
+	r->res_flags |= RESF_REC_TRACKED;
 	return 0;
 }
 
@@ -1480,6 +1481,7 @@ static int rc_child_here(struct dlm_ls *ls, struct dlm_rsb **rp,
 		if (!r)
 			return -ENOMEM;
 		ls->ls_rec_rsbs[ls->ls_rec_nrsbs++] = r;
+		r->res_flags |= RESF_REC_TRACKED;
 		r->res_nodeid = dlm_our_nodeid(ls);
 		dlm_rsb_set_parent(ls, r, p);
 		*rp = r;
@@ -1509,6 +1511,16 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 		 * refusal and went on with a lock no master had (dlm-sim
 		 * --alloc-faults 20 --faults --remaster --repoint --rehot
 		 * 8 --ops 1000 --bounce seed 4472) */
+		return -ENOMEM;
+	if (r && is_master(ls, r) && dlm_recover_track_rsb(ls, r))
+		/* a resource made here while we were stopped (a child of
+		 * a root we master, that a client of ours locked, say)
+		 * is no step's: taking the lock without it, the grant
+		 * step never looked at it and the lock waited for ever
+		 * on a queue nothing held (dlm-sim --alloc-faults 20
+		 * --faults --remaster --repoint --rehot 8 --ops 1000
+		 * --bounce --nodes 5 seed 462).  No memory to track it:
+		 * the recovery fails, as above */
 		return -ENOMEM;
 	if (!r || !is_master(ls, r) || m->m_status < DLM_LKSTS_WAITING ||
 	    m->m_status > DLM_LKSTS_CONVERT ||

@@ -594,15 +594,28 @@ static bool movable(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 				dlm_container_of(pos, struct dlm_lkb,
 						 lkb_statequeue);
 
-			if (shared(ls) ? !shared_ok(lkb) :
-			    (!is_master_copy(lkb) ||
-			     (lkb->lkb_nodeid != node &&
-			      ls->ls_core->core_fault !=
-			      DLM_FAULT_REMASTER_ANY_OWNER)) ||
-			    lkb->lkb_nchildren ||
-			    (lkb->lkb_sbflags & DLM_SBF_DEMOTED) ||
-			    (lkb->lkb_flags & LKBF_ORPHAN) ||
-			    (lkb->lkb_exflags & DLM_LKF_PERSISTENT))
+			/* a demoted lock whose owner is not told yet stays,
+			 * either way ("As built"): its owner's copy still
+			 * holds the old mode, which N installs for its own
+			 * lock and which a REPOINT's owner keeps.  This
+			 * check once sat inside the ?: below's third operand
+			 * (|| binds tighter), so with the re-point protocol
+			 * a demoted lock moved: n6 installed its own CR->CW
+			 * as CR, beside its NL->EX, and the two waited for
+			 * each other for ever (dlm-sim --alloc-faults 20
+			 * --faults --remaster --repoint --rehot 8 --ops 1000
+			 * --bounce --nodes 5 seed 3284).  The other checks
+			 * there stay the rule without the protocol only,
+			 * as they have been run since the protocol came */
+			if ((lkb->lkb_sbflags & DLM_SBF_DEMOTED) ||
+			    (shared(ls) ? !shared_ok(lkb) :
+			     (!is_master_copy(lkb) ||
+			      (lkb->lkb_nodeid != node &&
+			       ls->ls_core->core_fault !=
+			       DLM_FAULT_REMASTER_ANY_OWNER) ||
+			      lkb->lkb_nchildren ||
+			      (lkb->lkb_flags & LKBF_ORPHAN) ||
+			      (lkb->lkb_exflags & DLM_LKF_PERSISTENT))))
 				return false;
 			n++;
 		}

@@ -2178,6 +2178,7 @@ static void teardown(struct sim *sim)
 		for (c = 0; c < SIM_MAX_CLIENTS; c++)
 			free(n->n_clients[c].c_locks);
 		free(n->n_orphans);
+		free(n->n_cmds);
 	}
 	check_free(sim);
 	net_free(&sim->net);

@@ -133,6 +133,15 @@ static void queue_cmd(struct sim *sim, int node, enum sim_cmd_kind kind, uint64_
 		sim_fail(sim, "simulator: too many glue commands for n%d", node + 1);
 		return;
 	}
+	if (n->n_ncmds == n->n_cmdcap) {
+		unsigned int cap = n->n_cmdcap ? 2 * n->n_cmdcap : 16;
+		struct sim_cmd *a = realloc(n->n_cmds, cap * sizeof(*a));
+
+		if (!a)
+			abort();
+		n->n_cmds = a;
+		n->n_cmdcap = cap;
+	}
 	if (n->n_ncmds && due < n->n_cmds[n->n_ncmds - 1].c_due)
 		due = n->n_cmds[n->n_ncmds - 1].c_due;
 	c = &n->n_cmds[n->n_ncmds++];

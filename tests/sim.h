@@ -299,7 +299,11 @@ struct sim_cmd {
 	uint32_t	c_members;	/* bit (id - 1) per member */
 };
 
-#define SIM_MAX_CMDS	16	/* glue commands queued per node */
+/* Glue commands queued per node: the queue grows (a node whose commands
+ * are not due yet while recoveries fail and restart one after another,
+ * under allocation failures, gathers two an event); past this many the
+ * run stops as a runaway of the simulator's own. */
+#define SIM_MAX_CMDS	4096
 
 struct sim_node {
 	struct sim	*n_sim;
@@ -325,8 +329,9 @@ struct sim_node {
 	bool		n_joined;	/* clients may work (finished a first recovery) */
 	uint32_t	n_event;	/* last event started here */
 	uint32_t	n_done[SIM_MAX_LS];	/* recovery_done(event) reported */
-	struct sim_cmd	n_cmds[SIM_MAX_CMDS];
+	struct sim_cmd	*n_cmds;	/* n_cmdcap of them, grown as needed */
 	unsigned int	n_ncmds;
+	unsigned int	n_cmdcap;
 	uint64_t	n_fence_at;	/* its daemon died, its clients live on
 					 * until this fence time; 0: none */
 };
