@@ -178,9 +178,7 @@
  * (it cannot have acked anything before its own HELLO reached us), so
  * it expects exactly that number and sees no gap.  What the application
  * must learn of the peer's departure it learns from the cluster manager
- * (dlmd: the daemon's CPG leave, then lc_node_renew()), not from here;
- * ops_peer_restarted tells it only so that it drops what it still keeps
- * to send to that node (dlmd: comms.c's backlog).
+ * (dlmd: the daemon's CPG leave, then lc_node_renew()), not from here.
  * Frames the application queues after the new epoch is known and before
  * it hears of the departure are in the new life's stream and are
  * delivered to it: lowcomms cannot tell them from the first frames meant
@@ -1308,13 +1306,6 @@ static int process_hello(struct lc_ctx *ctx, struct lc_node *n,
 			       "frames queued for its previous epoch dropped",
 			       n->node_id, n->node_peer_epoch, epoch, stale);
 			ctx->ctx_stats.st_peer_restarts++;
-			if (ctx->ctx_ops->ops_peer_restarted) {
-				ctx->ctx_in_callback++;
-				ctx->ctx_ops->ops_peer_restarted(ctx->ctx_arg,
-								 n->node_id,
-								 stale);
-				ctx->ctx_in_callback--;
-			}
 		}
 		n->node_peer_epoch = epoch;
 		n->node_recv_next = h->fh_seq;

@@ -148,13 +148,6 @@ struct lc_ops {
 	 * its handshake (either side opened it); for the caller's
 	 * per-peer counts. */
 	void (*ops_established)(void *arg, uint32_t nodeid);
-	/* Optional (may be NULL): node `nodeid` came back with a new epoch
-	 * (its context was made again, or it removed or renewed us), and the
-	 * `dropped` frames queued for its previous one were dropped
-	 * (lowcomms.c, PEER RESTARTED); whatever the caller still keeps for
-	 * that node to send was meant for the previous one too.  No lowcomms
-	 * call may be made from it. */
-	void (*ops_peer_restarted)(void *arg, uint32_t nodeid, size_t dropped);
 };
 
 /* Counters, for logs, tests and dlmctl. */

@@ -84,11 +84,6 @@
  * after each lowcomms event it hands the engine's output on through the
  * same table (cu_flush: dlmd_flush() of plugin/engine.c).
  *
- * A node that comes back with a new lowcomms epoch before we heard of its
- * daemon's leave (lowcomms' ops_peer_restarted: lowcomms dropped what it
- * had queued for the old daemon) has its backlog dropped too: nothing
- * queued for one daemon reaches the next one.
- *
  * dlmd_comms_node_reset() when a node's daemon left the cluster: its queue
  * and sequence state are dropped and it starts a new lowcomms epoch, in
  * place (lc_node_renew: it allocates nothing), so the next incarnation of
@@ -415,29 +410,9 @@ static void comms_established(void *arg, uint32_t nodeid)
 		pm->pm_connects++;
 }
 
-static void backlog_forget(struct dlmd_comms *cm, uint32_t nodeid);
-
-/* The node's daemon came back with a new lowcomms epoch (before we heard
- * of its old one's leave, or it renewed us): lowcomms dropped what it had
- * queued for the old one, and our backlog for the node was meant for the
- * old one too (lowcomms.c, PEER RESTARTED).  What the engine must learn
- * of the departure it learns from the daemon group (cluster.c). */
-static void comms_peer_restarted(void *arg, uint32_t nodeid, size_t dropped)
-{
-	struct dlmd_comms *cm = arg;
-	uint64_t before = cm->cm_nbacklog;
-
-	backlog_forget(cm, nodeid);
-	log_notice("comms: node %u came back with a new epoch: %zu messages "
-		   "queued and %llu in the backlog for its previous one dropped",
-		   nodeid, dropped,
-		   (unsigned long long)(before - cm->cm_nbacklog));
-}
-
 static const struct lc_ops comms_ops = {
 	.ops_frames_lost = comms_frames_lost,
 	.ops_established = comms_established,
-	.ops_peer_restarted = comms_peer_restarted,
 	.ops_deliver = comms_deliver,
 	.ops_fd_add = comms_fd_add,
 	.ops_fd_mod = comms_fd_mod,

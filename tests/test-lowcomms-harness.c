@@ -143,18 +143,8 @@ static void on_established(void *arg, uint32_t nodeid)
 		ep->ep_established[nodeid]++;
 }
 
-static void on_peer_restarted(void *arg, uint32_t nodeid, size_t dropped)
-{
-	struct h_ep *ep = arg;
-
-	(void)nodeid;
-	ep->ep_peer_restarted++;
-	ep->ep_stale_reported += dropped;
-}
-
 static const struct lc_ops h_ops = {
 	.ops_established = on_established,
-	.ops_peer_restarted = on_peer_restarted,
 	.ops_frames_lost = on_frames_lost,
 	.ops_deliver = on_deliver,
 	.ops_fd_add = on_fd_add,

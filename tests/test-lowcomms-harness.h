@@ -53,8 +53,6 @@ struct h_ep {
 	unsigned long ep_fd_mods;		/* ops_fd_mod calls */
 	unsigned int ep_frames_lost;		/* ops_frames_lost calls */
 	uint64_t ep_established[H_MAX_EP + 1];	/* ops_established, by node id */
-	unsigned int ep_peer_restarted;		/* ops_peer_restarted calls */
-	uint64_t ep_stale_reported;		/* their frames dropped, summed */
 	uint32_t ep_lost_from, ep_lost_expected, ep_lost_got;	/* the last */
 	/* ops_deliver refuses (-EAGAIN) the next ep_refuse_left deliveries
 	 * of a counter at or past ep_refuse_at, from any node */
