@@ -163,34 +163,6 @@
  * and after the handshake each side resends its whole unacknowledged queue.
  * Frames the peer already has are dropped there as duplicates.
  *
- * PEER RESTARTED.  A frame is queued for one life of the peer: the one
- * whose epoch we last learnt.  When a HELLO brings a different epoch
- * where we knew one (the peer's context was made again: its daemon
- * restarted; or it removed or renewed us: its application took us for
- * gone), every frame still queued was meant for the previous life, and
- * none of it may reach the new one: a dlmd that died and came back
- * before this node's cluster manager told it so would otherwise be given
- * lock requests, grants and recovery messages of its previous life, and
- * a dlmd that renewed us would take what we sent before it did.  So the
- * queue is dropped there (st_stale_dropped, logged with the restart),
- * and the next frame is numbered as the oldest dropped one: that is the
- * send base every HELLO of ours that the new life can have seen named
- * (it cannot have acked anything before its own HELLO reached us), so
- * it expects exactly that number and sees no gap.  What the application
- * must learn of the peer's departure it learns from the cluster manager
- * (dlmd: the daemon's CPG leave, then lc_node_renew()), not from here.
- * Frames the application queues after the new epoch is known and before
- * it hears of the departure are in the new life's stream and are
- * delivered to it: lowcomms cannot tell them from the first frames meant
- * for the new life.  dlmd's answer: a restarted dlmd has no lockspace
- * until the daemon group's sync, which follows, on every member, the
- * confchg of its old daemon's leave; its engine drops messages for
- * lockspaces it does not have (core/ls.c, "unknown lockspace";
- * plugin/cluster.c, Incarnations).  A peer
- * never seen before (no epoch known: our context is new, or we renewed
- * it) gets the whole queue from the send base: those frames were queued
- * for whatever life answers first.
- *
  * SIMULTANEOUS CONNECT.  If both nodes connect at once, each sees a second
  * connection for the same peer when the HELLO arrives on the accepted one.
  * Both apply the same rule, so they keep the same one: the connection
@@ -202,8 +174,7 @@
  * sequence state; if it has frames queued it retries after a backoff that
  * starts at cfg_reconnect_min_ms and doubles up to cfg_reconnect_max_ms.  A
  * connection that has not finished its handshake within cfg_handshake_ms is
- * closed.  Queued frames are discarded only by lc_node_remove(),
- * lc_node_renew(), and a peer's new epoch (PEER RESTARTED).
+ * closed.  lc_node_remove() is the only way queued frames are discarded.
  *
  * PEER UNREACHABLE.  Reconnecting never gives up, so a path that is cut
  * for good (only this port dropped, the peer still alive) looks from here
@@ -227,15 +198,13 @@
  * resends, and whatever is resent anyway (acks in flight when the sockets
  * died) is dropped by sequence number.  Destroying the context and creating
  * a new one is not a restart of the socket layer but of the node: the new
- * context has a new epoch and no memory of what the old one delivered,
- * and the peer, seeing the new epoch, drops what it had queued for the
- * old one (PEER RESTARTED): frames the old context delivered whose ack
- * never reached the sender are not delivered again, and frames it never
- * got are not delivered at all.  The ack is lost whenever the connection
- * is reset before it arrives; with usrsctp that is the rule, not a race,
- * because data arriving at a closed socket makes the stack ABORT and the
- * sending side's usrsctp reports the ABORT before the ack it had
- * received.
+ * context has a new epoch and no memory of what the old one delivered, so
+ * it takes the peer's queue from the send base, and frames the old one
+ * delivered whose ack never reached the sender are delivered again.  The
+ * ack is lost whenever the connection is reset before it arrives; with
+ * usrsctp that is the rule, not a race, because data arriving at a closed
+ * socket makes the stack ABORT and the sending side's usrsctp reports the
+ * ABORT before the ack it had received.
  *
  * TRANSPORTS.  The bytes go through a transport (lowcomms_internal.h):
  * TCP (sock.c), the kernel's SCTP (sock.c) or libusrsctp (usrsctp.c), picked
@@ -250,13 +219,13 @@
  * KNOWN LIMITS.
  *  - Exactly-once holds while both contexts live (through any number of
  *    reconnects and lc_restart() calls).  A context destroyed with frames
- *    queued loses them (they were the application's to resend), and so
- *    does the peer's queue for it (PEER RESTARTED): nothing crosses from
- *    one life of a node to the next.  lc_destroy() writes a last ACK when
- *    the output buffer is empty (over TCP it nearly always arrives, over
- *    usrsctp nearly never), which only spares the peer its queue.  dlmd
- *    keeps one context for the life of the daemon, and a daemon that
- *    restarts comes back as a new member.
+ *    queued loses them (they were the application's to resend).  A receiver
+ *    destroyed after delivering frames whose ack had not reached the peer
+ *    sees them again in its next life (see RESTARTING above): lc_destroy()
+ *    writes a last ACK when the output buffer is empty, which over TCP
+ *    nearly always arrives and over usrsctp nearly never.  dlmd keeps one
+ *    context for the life of the daemon, and a daemon that restarts comes
+ *    back as a new member.
  *  - Queued frames are acknowledged by the peer's lowcomms, not its
  *    application: a frame is delivered to the callback before it is acked.
  *  - TCP uses one address per node at a time (failover to the next address
@@ -1290,21 +1259,9 @@ static int process_hello(struct lc_ctx *ctx, struct lc_node *n,
 
 	if (epoch != n->node_peer_epoch) {
 		if (n->node_peer_epoch) {
-			/* Every frame queued was meant for the peer's previous
-			 * epoch (PEER RESTARTED): drop it, and number the
-			 * next frame as the oldest dropped one, which is the
-			 * send base any HELLO of ours to this epoch named. */
-			size_t stale = n->node_qframes;
-
-			if (stale)
-				n->node_send_next = send_base(n);
-			free_frames(n);
-			n->node_sent_max = n->node_send_next - 1;
-			ctx->ctx_stats.st_stale_dropped += stale;
 			lc_log(ctx, LOG_NOTICE,
-			       "node %u restarted (epoch %08x -> %08x): %zu "
-			       "frames queued for its previous epoch dropped",
-			       n->node_id, n->node_peer_epoch, epoch, stale);
+			       "node %u restarted (epoch %08x -> %08x)",
+			       n->node_id, n->node_peer_epoch, epoch);
 			ctx->ctx_stats.st_peer_restarts++;
 		}
 		n->node_peer_epoch = epoch;

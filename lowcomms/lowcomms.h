@@ -176,9 +176,6 @@ struct lc_stats {
 	uint64_t st_held_skipped;	/* DATA frames read while their node
 					 * was held, left to the peer's queue */
 	uint64_t st_resumes;		/* lc_node_resume() of a held node */
-	uint64_t st_stale_dropped;	/* frames queued for a peer's previous
-					 * epoch, dropped when it came back
-					 * with a new one (not delivered) */
 };
 
 /*

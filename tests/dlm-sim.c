@@ -70,10 +70,9 @@
  * lost: ops_frames_lost, which dlmd answers by removing one of the two
  * nodes from the cluster, a membership change again).  The epochs make
  * this hold only within one incarnation of each end: a new epoch (a
- * restarted daemon, a node reset) starts sequence state afresh, and
- * what was queued for the old life is dropped, not delivered to the new
- * one (lowcomms.c, PEER RESTARTED), which is why dlmd treats it as a new
- * member.  Nothing is promised across pairs, nor about time:
+ * restarted daemon, a node reset) starts sequence state afresh, so
+ * frames may be seen again or lost across it, which is why dlmd treats
+ * it as a new member.  Nothing is promised across pairs, nor about time:
  * a connection that stays down past peer_unreachable_secs gets its peer
  * removed (plugin/cluster.c, UNREACHABLE PEERS), a membership change.
  *

@@ -1,13 +1,12 @@
 /*
  * tests/test-lowcomms-stress.c: lowcomms under load over TCP loopback:
  * a million small messages without loss, connections shut down under load,
- * an endpoint's socket layer killed and restarted mid-stream, each with
- * zero messages lost and zero delivered twice, and its context destroyed
- * and recreated mid-stream, with none delivered twice and none of those
- * queued for the old context delivered to the new one; wire faults
- * injected.  The bodies are the harness's, shared with
- * test-lowcomms-sctp.c (h_transports[H_TCP] says how TCP runs them: no
- * window).
+ * an endpoint's socket layer killed and restarted mid-stream, and its
+ * context destroyed and recreated mid-stream, each with zero messages lost
+ * and zero delivered twice; wire faults injected.  The bodies are the
+ * harness's, shared with test-lowcomms-sctp.c (h_transports[H_TCP] says
+ * how TCP runs them: no window, so every test counts each message
+ * exactly once).
  *
  * LC_STRESS_COUNT overrides the message count of the million test.
  */
