@@ -807,13 +807,16 @@ static void test_held_lookup_verified(void **state)
  * 2's before shift where it closes).  Node 2 would install a from its own
  * copy, still PW, beside b's PR, and grant a later without the demotion;
  * so "r" does not move while a demotion is untold (remaster.c movable),
- * and a's grant says DLM_SBF_DEMOTED wherever the window closes. */
-static void test_demoted_at_move(void **state)
+ * and a's grant says DLM_SBF_DEMOTED wherever the window closes.  With
+ * 'shared' (the re-point protocol) the same: the check once sat in the
+ * wrong operand of movable()'s ?: and held only without the protocol
+ * (dlm-sim seed 3284). */
+static void demoted_at_move(int shared)
 {
 	int fill, i;
 
-	(void)state;
 	cluster_remaster_ticks = TICKS;
+	cluster_remaster_shared = (uint32_t)shared;
 	/* node 1's first operation opens the first window (node 1's): the
 	 * second one closes within these */
 	for (fill = 24; fill < 72; fill++) {
@@ -861,6 +864,19 @@ static void test_demoted_at_move(void **state)
 		cluster_free(c);
 	}
 	cluster_remaster_ticks = 0;
+	cluster_remaster_shared = 0;
+}
+
+static void test_demoted_at_move(void **state)
+{
+	(void)state;
+	demoted_at_move(0);
+}
+
+static void test_demoted_at_move_shared(void **state)
+{
+	(void)state;
+	demoted_at_move(1);
 }
 
 /* Whether node 2's engine refuses its allocations (fail_while). */
@@ -1055,6 +1071,7 @@ int main(void)
 		cmocka_unit_test(test_old_master_looks_up_recovery),
 		cmocka_unit_test(test_held_lookup_verified),
 		cmocka_unit_test(test_demoted_at_move),
+		cmocka_unit_test(test_demoted_at_move_shared),
 		cmocka_unit_test(test_down_convert_redone_no_room),
 	};
 
