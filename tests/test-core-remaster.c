@@ -913,12 +913,13 @@ static void deliver_first(struct cluster *c, uint32_t from, uint32_t to)
 }
 
 /* Node 2's lock b on "r" (node 1 masters it) converted NL <-> CR until
- * "r" moves to node 2; node 2's other lock e holds PW all along.  With
- * 'cross' the 'cross'th conversion is followed at once (undelivered) by
- * e's down-conversion to NL writing 'v'.  Returns the conversion after
+ * "r" moves to node 2; node 2's other lock e (owner 'eowner') holds PW
+ * all along.  With 'cross' the 'cross'th conversion is followed at once
+ * (undelivered) by e's down-conversion to NL writing 'v' (with
+ * 'by_unlock', e's unlock writing it).  Returns the conversion after
  * which "r" moved (0: it did not, or 'cross' was reached). */
-static int cr_run(struct cluster *c, uint32_t b, uint32_t e, int cross,
-		  const char *v)
+static int cr_run(struct cluster *c, uint32_t b, uint32_t e, uint64_t eowner,
+		  int cross, int by_unlock, const char *v)
 {
 	int i;
 
@@ -926,8 +927,13 @@ static int cr_run(struct cluster *c, uint32_t b, uint32_t e, int cross,
 		assert_int_equal(convert(c, 2, 2, b, i & 1 ? DLM_LOCK_CR :
 					 DLM_LOCK_NL, 0, NULL), 0);
 		if (i == cross) {
-			assert_int_equal(convert(c, 2, 2, e, DLM_LOCK_NL,
-						 DLM_LKF_VALBLK, v), 0);
+			if (by_unlock)
+				assert_int_equal(unlock(c, 2, eowner, e,
+							DLM_LKF_VALBLK, v), 0);
+			else
+				assert_int_equal(convert(c, 2, eowner, e,
+							 DLM_LOCK_NL,
+							 DLM_LKF_VALBLK, v), 0);
 			return 0;
 		}
 		drain(c);
@@ -945,15 +951,15 @@ static int cr_run(struct cluster *c, uint32_t b, uint32_t e, int cross,
 }
 
 /* Node 1 masters "r", whose value is zeros; node 2 holds e PW with
- * VALBLK and b NL. */
-static struct cluster *ex_cluster(uint32_t *b, uint32_t *e)
+ * VALBLK (owner 'eowner') and b NL (owner 2). */
+static struct cluster *ex_cluster(uint32_t *b, uint32_t *e, uint64_t eowner)
 {
 	struct cluster *c;
 
 	cluster_remaster_ticks = TICKS;
 	c = cluster_new(3, 3600000);
 	master_at_1(c);
-	*e = lock_on(c, 2, 2, "r", DLM_LOCK_PW, DLM_LKF_VALBLK, 0, NULL);
+	*e = lock_on(c, 2, eowner, "r", DLM_LOCK_PW, DLM_LKF_VALBLK, 0, NULL);
 	drain(c);
 	assert_status(c, 2, *e, 0);
 	*b = lock_on(c, 2, 2, "r", DLM_LOCK_NL, 0, 0, NULL);
@@ -981,13 +987,13 @@ static void test_down_convert_redone_no_room(void **state)
 	int at;
 
 	(void)state;
-	c = ex_cluster(&b, &e);
-	at = cr_run(c, b, e, 0, v);
+	c = ex_cluster(&b, &e, 2);
+	at = cr_run(c, b, e, 2, 0, 0, v);
 	assert_true(at > 0);
 	cluster_free(c);
 
-	c = ex_cluster(&b, &e);
-	assert_int_equal(cr_run(c, b, e, at, v), 0);
+	c = ex_cluster(&b, &e, 2);
+	assert_int_equal(cr_run(c, b, e, 2, at, 0, v), 0);
 	deliver_only(c, 2, 1);		/* "r" moves; e's CONVERT refused */
 	assert_dump_has(c, 1, "resource \"r\" master 2");
 	deliver_first(c, 1, 2);		/* b's CONVERT_REPLY */
@@ -1034,6 +1040,63 @@ static void test_down_convert_redone_no_room(void **state)
 	end_test(c, 2, 2, b);
 }
 
+/* The same with an unlock writing the value, whose owner (5) goes (a
+ * client's crash: dlm_core_purge_owner) while the unlock is on its way
+ * to node 1: the purge waits for it (LKBF_PURGED, "unlock in flight").
+ * Node 1 moves "r" to node 2 and refuses the unlock (-EBADR); node 2,
+ * master now, redoes it with no room for its value.  A live owner's
+ * unlock is refused -ENOMEM there (seed 237), but no one would ask again
+ * for this one: refused, e held PW for ever and node 3's PR waited
+ * behind it (dlm-sim seed 3743).  It is done; its value, not kept, is
+ * lost as a purge's: the reader is told so (VALNOTVALID). */
+static void test_purged_unlock_redone_no_room(void **state)
+{
+	char v[DLM_LVB_LEN] = "written by e";
+	struct cluster *c;
+	struct rec_ast *a;
+	uint32_t b, e, d;
+	int at, comps;
+
+	(void)state;
+	c = ex_cluster(&b, &e, 5);
+	at = cr_run(c, b, e, 5, 0, 1, v);
+	assert_true(at > 0);
+	cluster_free(c);
+
+	c = ex_cluster(&b, &e, 5);
+	assert_int_equal(cr_run(c, b, e, 5, at, 1, v), 0);
+	/* owner 5 goes: the purge waits for the unlock in flight */
+	comps = count_asts(c, 2, e, DLM_AST_COMP);
+	assert_int_equal(dlm_core_purge_owner(c->ls[2], 5), 1);
+	deliver_only(c, 2, 1);		/* "r" moves; e's UNLOCK refused */
+	assert_dump_has(c, 1, "resource \"r\" master 2");
+	deliver_first(c, 1, 2);		/* b's CONVERT_REPLY */
+	deliver_first(c, 1, 2);		/* MIGRATE */
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	assert_dump_has(c, 2, " PW ");
+	dlm_core_set_alloc_hook(c->core[2], fail_while, NULL);
+	fail_on = 1;
+	deliver_first(c, 1, 2);		/* -EBADR: e's unlock redone here */
+	fail_on = 0;
+	dlm_core_set_alloc_hook(c->core[2], NULL, NULL);
+	drain(c);
+	/* no AST reaches the purged owner, whatever happened */
+	assert_int_equal(count_asts(c, 2, e, DLM_AST_COMP), comps);
+	d = lock_on(c, 3, 3, "r", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	drain(c);
+	if (!comp_of(c, 3, d))
+		fail_msg("a purged lock's unlock redone without room was "
+			 "refused: the lock is held for ever, a PR waits "
+			 "behind it:\n%s", dump(c, 2));
+	assert_dump_lacks(c, 2, " PW ");
+	assert_status(c, 3, d, 0);
+	a = comp_of(c, 3, d);
+	assert_true(a->a.sbflags & DLM_SBF_VALNOTVALID);
+	assert_verified(c);
+	assert_int_equal(unlock(c, 3, 3, d, 0, NULL), 0);
+	end_test(c, 2, 2, b);
+}
+
 /* remaster_ticks 0: nothing moves. */
 static void test_off(void **state)
 {
@@ -1073,6 +1136,7 @@ int main(void)
 		cmocka_unit_test(test_demoted_at_move),
 		cmocka_unit_test(test_demoted_at_move_shared),
 		cmocka_unit_test(test_down_convert_redone_no_room),
+		cmocka_unit_test(test_purged_unlock_redone_no_room),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
