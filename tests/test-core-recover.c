@@ -912,6 +912,65 @@ static void test_recover_abort_and_join(void **state)
 	cluster_free(c);
 }
 
+/* A resource made here while we were stopped is no recovery step's
+ * (step_start collected them before; "rsbs created while stopped wait
+ * for finish").  Node 3 masters root 'name' and its child "x", where
+ * node 1's PW waits behind node 3's EX; node 3 dies.  Once the
+ * recovery has begun (step_start ran), node 2's client locks "x" under
+ * its lock on the root (node 2 makes the rsb then) and gives it up
+ * again.  Node 2 becomes the root's
+ * master, so the child's, and node 1 resends its waiting PW (RC_LOCK)
+ * to it: node 2 found "x" already its own and queued the lock on an rsb
+ * no step visits, so the grant step never granted it and it waited for
+ * ever, alone on its queue (dlm-sim seed 462).  Now receive_rc_lock
+ * tracks it (RESF_REC_TRACKED): granted at the recovery's end. */
+static void test_recover_child_made_while_stopped(void **state)
+{
+	struct cluster *c = cluster_new(3, 3600000);
+	uint32_t p1, p2, p3, k1, k2, k3;
+	char name[16];
+
+	(void)state;
+	/* node 2 directs the root among the survivors: it asks itself
+	 * first and becomes its master */
+	name_directed_by("R", 2, 2, name, sizeof(name));
+	p3 = lock_on(c, 3, 3, name, DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 3, p3, 0);
+	p1 = lock_on(c, 1, 1, name, DLM_LOCK_NL, 0, 0, NULL);
+	p2 = lock_on(c, 2, 2, name, DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, p1, 0);
+	assert_status(c, 2, p2, 0);
+	k3 = lock_on(c, 3, 3, "x", DLM_LOCK_EX, 0, p3, NULL);
+	drain(c);
+	assert_status(c, 3, k3, 0);
+	k1 = lock_on(c, 1, 1, "x", DLM_LOCK_PW, 0, p1, NULL);
+	drain(c);
+	assert_no_comp(c, 1, k1);
+	assert_dump_lacks(c, 2, "/x\"");
+	c->dead[3] = 1;
+	stop_all(c);
+	start_all(c, 1);
+	/* recovery begun (step_start ran), before node 1's resend: node 2
+	 * makes the child, its request held, then given up */
+	k2 = lock_on(c, 2, 2, "x", DLM_LOCK_NL, 0, p2, NULL);
+	assert_dump_has(c, 2, "/x\"");
+	assert_int_equal(unlock(c, 2, 2, k2, DLM_LKF_CANCEL, NULL), 0);
+	drain(c);
+	finish_all(c, 1);
+	drain(c);
+	if (getenv("TEST_CORE_VERBOSE"))
+		fprintf(stderr, "after (node 2):\n%s", dump(c, 2));
+	assert_dump_has(c, 2, " master 2");
+	if (!comp_of(c, 1, k1))
+		fail_msg("node 1's PW on a child node 2 made while stopped "
+			 "was not granted by the recovery:\n%s", dump(c, 2));
+	assert_status(c, 1, k1, 0);
+	assert_verified(c);
+	cluster_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -932,6 +991,7 @@ int main(void)
 		cmocka_unit_test(test_lazy_lvb_out_of_memory),
 		cmocka_unit_test(test_recover_refused_write),
 		cmocka_unit_test(test_recover_refused_unlock_write),
+		cmocka_unit_test(test_recover_child_made_while_stopped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
