@@ -960,8 +960,6 @@ static void test_recover_child_made_while_stopped(void **state)
 	drain(c);
 	finish_all(c, 1);
 	drain(c);
-	if (getenv("TEST_CORE_VERBOSE"))
-		fprintf(stderr, "after (node 2):\n%s", dump(c, 2));
 	assert_dump_has(c, 2, " master 2");
 	if (!comp_of(c, 1, k1))
 		fail_msg("node 1's PW on a child node 2 made while stopped "
