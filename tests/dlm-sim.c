@@ -187,6 +187,8 @@ static void cb_send(void *ctx, uint32_t to, const void *buf, size_t len)
 
 		if (type <= DLM_MSG_MAX)
 			sim->n_msgs_type[type]++;
+		if (type == DLM_MSG_REMOVE)
+			sim->call_removes++;
 		/* --remaster --faults: kill the old master, the new one or a
 		 * third node (at MIGRATE) or the directory node (at
 		 * DIR_MOVE) mid-move */
@@ -843,7 +845,7 @@ static void new_lock_on(struct sim *sim, int node, int client,
 	unsigned int namelen, r;
 	bool ranged, fresh;
 	uint32_t lkid, flags = 0;
-	uint64_t sends;
+	uint64_t sends, removes;
 	int rc;
 
 	if (rng_pct(&sim->rng, 20)) {
@@ -883,6 +885,7 @@ static void new_lock_on(struct sim *sim, int node, int client,
 	req.want_bast = rng_pct(&sim->rng, 92);
 	fresh = parent && fresh_under_local_parent(sim, node, parent, res);
 	sends = sim->call_sends;
+	removes = sim->call_removes;
 	rc = call_lock(sim, node, ls, &req, &lkid, "lock");
 	if (sim_out_of_memory(sim, rc))
 		return;
@@ -891,13 +894,23 @@ static void new_lock_on(struct sim *sim, int node, int client,
 		return;
 	}
 	if (fresh) {
-		/* mastered with its parent, here: no message (issue 18) */
+		/* mastered with its parent, here: no message (issue 18).
+		 * Not counted: REMOVEs.  The child is mastered here with no
+		 * directory record and is in use, so a REMOVE is not its
+		 * own: it is dlm_toss_trim's, at the end of the call, for
+		 * another resource over --max-tossed (one a refused call
+		 * left over the bound, core/resource.c: dlm-sim
+		 * --alloc-faults 100 --faults --remaster --repoint --rehot
+		 * 8 --ops 1000 --bounce --depth 16 --max-tossed 1 seed 590) */
+		uint64_t own = (sim->call_sends - sends) -
+			       (sim->call_removes - removes);
+
 		sim->n_fresh_local++;
-		sim->n_fresh_msgs += sim->call_sends - sends;
-		if (sim->call_sends != sends)
+		sim->n_fresh_msgs += own;
+		if (own)
 			sim_fail(sim, "FRESH: n%d: a fresh child of a resource mastered "
 				 "there sent %llu messages", node + 1,
-				 (unsigned long long)(sim->call_sends - sends));
+				 (unsigned long long)own);
 	}
 	if (lock_find(sim, node, ls, lkid)) {
 		sim_fail(sim, "n%d: new lock got id %08x, which is in use", node + 1, lkid);

@@ -451,6 +451,7 @@ struct sim {
 	unsigned int	nastq;
 	unsigned int	astqcap;
 	uint64_t	call_sends;	/* messages sent during the current call */
+	uint64_t	call_removes;	/* ... of them REMOVEs */
 	bool		in_call;
 
 	struct sim_purge purges[SIM_MAX_PURGES];
