@@ -729,8 +729,18 @@ static void migrate(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t node)
 				continue;
 			}
 			/* our client's lock: a process copy now, which the
-			 * new master's REPOINT names */
+			 * new master's REPOINT names.  The basts sent for it
+			 * here (lkb_highbast) are this master's record: the
+			 * new one keeps its own; kept here, should r come
+			 * back, a lock granted at the other master meanwhile
+			 * would get no bast for a mode it was sent before
+			 * (dlm-sim --alloc-faults 50 --faults --remaster
+			 * --repoint --rehot 8 --ops 1000 --bounce
+			 * --max-tossed 1 --partitions --daemon-deaths
+			 * --dir-lag 300 seed 893: two conversions to EX
+			 * waited for ever behind a CR told nothing) */
 			lkb->lkb_remid = 0;
+			lkb->lkb_highbast = DLM_LOCK_IV;
 			lkb->lkb_flags |= LKBF_REPOINT;
 		}
 	}
@@ -1081,6 +1091,9 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 			if (is_master_copy(lkb))
 				continue;	/* from a record */
 			lkb->lkb_remid = 0;
+			/* no bast sent by this master yet (the old one's
+			 * record is not ours; see remaster_shared) */
+			lkb->lkb_highbast = DLM_LOCK_IV;
 			dlm_audit_queued(ls, lkb);
 			dlm_deadlock_queued(ls, lkb);
 		}
