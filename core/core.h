@@ -240,6 +240,9 @@ enum dlm_core_fault {
 	DLM_FAULT_REMASTER_DIR_UNACKED,	/* a new master moves a resource on
 					   before the directory node took its
 					   DIR_MOVE */
+	DLM_FAULT_REFUSED_WRITE,	/* a master that refuses an unlock
+					   -ENOMEM writes its value all the
+					   same, where the resource has room */
 };
 
 /* ---------------------------------------------------------------------

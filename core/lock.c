@@ -2228,6 +2228,12 @@ static int receive_unlock(struct dlm_ls *ls, const struct dlm_msg *m)
 	    !(m->m_flags & DLM_MF_FORCE) &&
 	    !lvb_room(ls, lkb, DLM_LOCK_NL, m->m_lvb)) {
 		/* refused, the lock as it was: its owner may try again */
+		if (fault(ls, DLM_FAULT_REFUSED_WRITE) &&
+		    lvb_writes(lkb, DLM_LOCK_NL) && lkb->lkb_rsb->res_lvb) {
+			memcpy(lkb->lkb_rsb->res_lvb, m->m_lvb, DLM_LVB_LEN);
+			lkb->lkb_rsb->res_lvbseq++;
+			lkb->lkb_rsb->res_flags &= ~RESF_VALNOTVALID;
+		}
 		send_reply_status(ls, m, DLM_MSG_UNLOCK_REPLY, -ENOMEM);
 		return 0;
 	}

@@ -667,12 +667,33 @@ static uint32_t release_lvb_flags(struct sim *sim, const struct sim_lock *lk)
 	return r < 50 ? 0 : r < 85 ? DLM_LKF_VALBLK : DLM_LKF_IVVALBLK;
 }
 
+/* Around the LVB effect of a conversion or unlock the engine accepted:
+ * called before it ('after' false) and after it; notes in lk the write
+ * recorded, if any, so that lvb_unwrite() can take it back should the
+ * operation be refused -ENOMEM later. */
+static void lvb_wrote(struct sim *sim, struct sim_lock *lk, bool after)
+{
+	const struct sim_res *r = &sim->res[lk->l_res];
+
+	if (!after) {
+		lk->l_wrote = r->r_nwrites;
+		return;
+	}
+	if (lk->l_wrote == r->r_nwrites) {
+		lk->l_wrote = 0;
+		return;
+	}
+	lk->l_wrote = r->r_nwrites;
+	lk->l_wrote_loosened = r->r_nloosened;
+}
+
 /* Record the LVB effect of a release issued by lk with 'flags'. */
 static void release_lvb_effect(struct sim *sim, const struct sim_lock *lk,
 			       uint32_t flags, uint64_t value)
 {
 	if (lk->l_gmode < DLM_LOCK_PW || !(flags & (DLM_LKF_VALBLK | DLM_LKF_IVVALBLK)))
 		return;
+	/* the caller notes the write (lvb_wrote) for lvb_unwrite */
 	/* writers of disjoint ranges of one resource hold PW/EX together:
 	 * the order their writes reach the master is not the issue order */
 	if (lk->l_ranged)
@@ -1072,6 +1093,7 @@ static void convert_lock(struct sim *sim, struct sim_lock *lk, int mode, int64_t
 	}
 	lk->l_cancel_unresolved = false;
 	lk->l_persistent = flags & DLM_LKF_PERSISTENT;
+	lvb_wrote(sim, lk, false);
 	if (is_down(lk->l_gmode, mode))
 		release_lvb_effect(sim, lk, flags, value);
 	else if (lk->l_gmode >= DLM_LOCK_PW &&
@@ -1081,6 +1103,7 @@ static void convert_lock(struct sim *sim, struct sim_lock *lk, int mode, int64_t
 		/* granted the weaker alternate, this "up" conversion is a
 		 * down-conversion at the master and writes the buffer */
 		lvb_write(sim, lk->l_res, LVB_UNKNOWN, 0);
+	lvb_wrote(sim, lk, true);
 	if (flags & DLM_LKF_VALBLK)
 		lk->l_ever_valblk = true;
 	lk->l_op = OP_CONVERT;
@@ -1137,7 +1160,9 @@ static void unlock_lock(struct sim *sim, struct sim_lock *lk, int64_t flags_in)
 		return;
 	}
 	lk->l_cancel_unresolved = false;
+	lvb_wrote(sim, lk, false);
 	release_lvb_effect(sim, lk, flags, value);
+	lvb_wrote(sim, lk, true);
 	lk->l_op = OP_UNLOCK;
 	lk->l_op_astarg = req.astarg;
 	lk->l_op_nomem = sim->n_alloc_fails;
@@ -2225,6 +2250,7 @@ static const struct {
 	{ "remaster-dir-keep-held", DLM_FAULT_REMASTER_DIR_KEEP_HELD },
 	{ "partial-keep-dead", DLM_FAULT_PARTIAL_KEEP_DEAD },
 	{ "partial-keep-orphans", DLM_FAULT_PARTIAL_KEEP_ORPHANS },
+	{ "refused-write", DLM_FAULT_REFUSED_WRITE },
 };
 
 static const struct {
@@ -2413,9 +2439,12 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			       (unsigned long long)sim->n_joins,
 			       (unsigned long long)sim->n_recoveries, sim->event);
 		if (opts->o_alloc_faults)
-			printf("seed %llu: %llu allocations failed\n",
+			printf("seed %llu: %llu allocations failed, %llu refused "
+			       "writes undone, %llu left unknown\n",
 			       (unsigned long long)seed,
-			       (unsigned long long)sim->n_alloc_fails);
+			       (unsigned long long)sim->n_alloc_fails,
+			       (unsigned long long)sim->n_unwrites,
+			       (unsigned long long)sim->n_unwrites_unknown);
 	}
 	rc = sim->failed ? 1 : 0;
 	total_link_drops += sim->n_link_drops;
@@ -2469,7 +2498,9 @@ static void usage(FILE *out)
 		"                --repoint: remaster-skip-repoint,\n"
 		"                remaster-early-grant; with\n"
 		"                --faults: skip-purge, skip-resend, keep-dead-master,\n"
-		"                partial-keep-dead, partial-keep-orphans;\n"
+		"                partial-keep-dead, partial-keep-orphans; with\n"
+		"                --alloc-faults: refused-write (a refused unlock\n"
+		"                writes its value all the same);\n"
 		"                no-fence-wait breaks the glue: recovery starts before\n"
 		"                a daemon-only death is fenced\n"
 		"                forget-purged breaks the model: a purged lock\n"

@@ -33,7 +33,9 @@
  * writer was purged or forced out mid-operation, until the next clean
  * write.  A resource that had no lock at any master for toss_ms may have
  * been dropped and recreated with a zero, valid LVB: then both that and
- * the previous value are accepted (LVB_MAYBE_RESET).
+ * the previous value are accepted (LVB_MAYBE_RESET).  A write refused
+ * -ENOMEM (--alloc-faults) is no write at all: the value before it is
+ * the latest again (lvb_unwrite()).
  *
  * AST sanity: an AST must name a lock the client has; a completion must
  * answer a pending request with a status that request can produce; a
@@ -313,6 +315,38 @@ void lvb_write(struct sim *sim, int res, enum sim_lvb_state st, uint64_t value)
 	h->h_value = value;	lvb_trace(sim, res);
 }
 
+/* A conversion or unlock whose write lvb_write() recorded at the call
+ * was refused -ENOMEM: core never applies a refused write (lock.c, "Out
+ * of memory": refused whole, before it changes anything; the writer's
+ * own copy is marked not known, so no recovery takes it), so the write
+ * never happened: the value before it is the latest again, as exactly
+ * as it was known then.  That holds only while nothing was recorded on
+ * the resource since (the writer held PW or EX, so no clean writer ran;
+ * but a ranged writer's, a forced or purged writer's, a death's, or a
+ * toss's entry may have come after): then the value is left unknown. */
+void lvb_unwrite(struct sim *sim, struct sim_lock *lk)
+{
+	struct sim_res *r = &sim->res[lk->l_res];
+	struct sim_lvb_hist prev, *h;
+
+	if (!lk->l_wrote)
+		return;
+	if (r->r_nwrites != lk->l_wrote || r->r_nloosened != lk->l_wrote_loosened) {
+		sim->n_unwrites_unknown++;
+		lvb_write(sim, lk->l_res, LVB_UNKNOWN, 0);
+		lk->l_wrote = 0;
+		return;
+	}
+	prev = r->r_hist[(lk->l_wrote - 1) % SIM_LVB_HIST];
+	r->r_nwrites++;
+	h = &r->r_hist[r->r_nwrites % SIM_LVB_HIST];
+	*h = prev;
+	sim->n_unwrites++;
+	sim_trace(sim, "lvb  refused write #%u undone", lk->l_wrote);
+	lk->l_wrote = 0;
+	lvb_trace(sim, lk->l_res);
+}
+
 /* The resource had no lock at any master for toss_ms: its master may
  * have dropped it, and with it the value (a new resource starts with a
  * zero, valid LVB).  Until the next write either is right. */
@@ -324,6 +358,7 @@ void lvb_maybe_reset(struct sim *sim, int res)
 	uint8_t prev = cur->h_state == LVB_MAYBE_RESET ? cur->h_prev_state : cur->h_state;
 	uint64_t value = cur->h_value;
 
+	r->r_nloosened++;
 	r->r_nwrites++;
 	h = &r->r_hist[r->r_nwrites % SIM_LVB_HIST];
 	h->h_state = LVB_MAYBE_RESET;
@@ -343,6 +378,7 @@ static void lvb_loosen(struct sim *sim, int res, bool maybe_reset)
 	uint64_t value = cur->h_value;
 	struct sim_lvb_hist *h;
 
+	r->r_nloosened++;
 	if (st == LVB_MAYBE_RESET) {
 		maybe_reset = true;
 		st = cur->h_prev_state;
@@ -882,12 +918,9 @@ static void handle_comp(struct sim *sim, struct sim_lock *lk, const struct sim_a
 				lk->l_gmode = ast->grmode;
 			}
 			/* refused for want of memory: a write recorded at
-			 * the call did not happen, so what the resource now
-			 * holds is not known to the model */
-			if (st == -ENOMEM && lk->l_gmode >= DLM_LOCK_PW &&
-			    lk->l_op_mode <= lk->l_gmode &&
-			    (fl & (DLM_LKF_VALBLK | DLM_LKF_IVVALBLK)))
-				lvb_write(sim, lk->l_res, LVB_UNKNOWN, 0);
+			 * the call did not happen (lvb_unwrite) */
+			if (st == -ENOMEM)
+				lvb_unwrite(sim, lk);
 			/* a down-conversion answering blocking ASTs did not
 			 * happen: they are unanswered again */
 			lk->l_bast_mask |= lk->l_react_mask;
@@ -903,9 +936,8 @@ static void handle_comp(struct sim *sim, struct sim_lock *lk, const struct sim_a
 	case OP_UNLOCK:
 		if (st == -ENOMEM && sim->opts->o_alloc_faults && !lk->l_force) {
 			/* refused, the lock as it was; its write did not
-			 * happen (see above); blocking ASTs unanswered again */
-			if (lk->l_gmode >= DLM_LOCK_PW)
-				lvb_write(sim, lk->l_res, LVB_UNKNOWN, 0);
+			 * happen (lvb_unwrite); blocking ASTs unanswered again */
+			lvb_unwrite(sim, lk);
 			lk->l_bast_mask |= lk->l_react_mask;
 			op_done(lk);
 			return;

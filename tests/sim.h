@@ -189,6 +189,7 @@ struct sim_res {
 	unsigned char	r_key[SIM_KEY_MAX];
 	/* the LVB model: the latest write by issue time */
 	uint32_t	r_nwrites;
+	uint32_t	r_nloosened;	/* lvb_loosen/lvb_maybe_reset calls */
 	struct sim_lvb_hist r_hist[SIM_LVB_HIST];	/* [write % SIM_LVB_HIST] */
 	uint64_t	r_empty_since;	/* no lock at any master since; UINT64_MAX: busy */
 	/* fencing tokens seen in grants: [whole range][mode class], the
@@ -245,6 +246,9 @@ struct sim_lock {
 	bool		l_force;	/* a FORCEUNLOCK is pending on top of l_op */
 	uint32_t	l_req_flags;	/* flags of the latest request or conversion */
 	uint32_t	l_lvb_since;	/* r_nwrites when the request was issued */
+	uint32_t	l_wrote;	/* r_nwrites of the write its pending
+					 * conversion or unlock recorded, 0: none */
+	uint32_t	l_wrote_loosened; /* r_nloosened then */
 	unsigned int	l_bast_mask;	/* modes of blocking ASTs not yet acted on */
 	unsigned int	l_react_mask;	/* l_bast_mask a pending down-conversion answers */
 };
@@ -510,6 +514,8 @@ struct sim {
 	struct sim_rng	alloc_rng;
 	bool		alloc_on;
 	uint64_t	n_alloc_fails;
+	uint64_t	n_unwrites;	/* refused writes undone exactly */
+	uint64_t	n_unwrites_unknown; /* ... left unknown (see lvb_unwrite) */
 	uint32_t	restart_event;	/* last event restarted after a
 					   recovery_failed (sim-faults.c) */
 
@@ -574,6 +580,7 @@ bool lock_is_idle(const struct sim_lock *lk);
 void lvb_make(uint64_t value, char *out);
 uint64_t lvb_value(const char *lvb);
 void lvb_write(struct sim *sim, int res, enum sim_lvb_state st, uint64_t value);
+void lvb_unwrite(struct sim *sim, struct sim_lock *lk);
 void lvb_maybe_reset(struct sim *sim, int res);
 
 void model_orphan(struct sim *sim, struct sim_lock *lk);
