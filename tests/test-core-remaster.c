@@ -879,6 +879,83 @@ static void test_demoted_at_move_shared(void **state)
 	demoted_at_move(1);
 }
 
+/* A lock of the master's own client, sent a bast there, moves away with
+ * "r", is granted anew at the new master and comes back with "r": a
+ * later conflicting request must bast it again (remaster.c forgets the
+ * old master's record of basts sent, lkb_highbast; dlm-sim seed 893: it
+ * was kept, and two EX conversions waited for ever behind a CR). */
+static void test_bast_again_after_return(void **state)
+{
+	struct cluster *c;
+	uint32_t b, d, e, f;
+	int i, n;
+
+	(void)state;
+	cluster_remaster_ticks = TICKS;
+	cluster_remaster_shared = 1;
+	c = cluster_new(3, 3600000);
+	master_at_1(c);
+	d = lock_on(c, 1, 3, "r", DLM_LOCK_CR, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, d, 0);
+	/* node 3's NOQUEUE EX basts d at node 1, and fails */
+	f = lock_on(c, 3, 3, "r", DLM_LOCK_EX,
+		    DLM_LKF_NOQUEUE | DLM_LKF_NOQUEUEBAST, 0, NULL);
+	drain(c);
+	assert_status(c, 3, f, -EAGAIN);
+	assert_int_equal(last_bast_mode(c, 1, d), DLM_LOCK_EX);
+	/* node 2 makes every operation: "r" moves there, d with it */
+	b = nl_lock_2(c);
+	for (i = 0; i < 80; i++) {
+		assert_int_equal(convert(c, 2, 2, b, i & 1 ? DLM_LOCK_NL :
+					 DLM_LOCK_PW, 0, NULL), 0);
+		drain(c);
+		assert_status(c, 2, b, 0);
+	}
+	assert_dump_has(c, 1, "resource \"r\" master 2");
+	/* d is granted anew, at node 2 */
+	assert_int_equal(convert(c, 1, 3, d, DLM_LOCK_NL, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 1, d, 0);
+	assert_int_equal(convert(c, 1, 3, d, DLM_LOCK_CR, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 1, d, 0);
+	for (n = 1; n <= 3; n++)
+		dlm_core_tick(c->core[n], 0);
+	for (i = 0; i < TICKS; i++)
+		for (n = 1; n <= 3; n++)
+			dlm_core_tick(c->core[n], (uint64_t)i + 1);
+	/* node 1's other client makes every operation: "r" comes back */
+	e = lock_on(c, 1, 1, "r", DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, e, 0);
+	for (i = 0; i < 80; i++) {
+		assert_int_equal(convert(c, 1, 1, e, i & 1 ? DLM_LOCK_NL :
+					 DLM_LOCK_PR, 0, NULL), 0);
+		drain(c);
+		assert_status(c, 1, e, 0);
+	}
+	assert_dump_has(c, 1, "resource \"r\" master 1");
+	/* node 3's EX waits for d's CR: d is told */
+	n = count_asts(c, 1, d, DLM_AST_BAST);
+	f = lock_on(c, 3, 3, "r", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	if (count_asts(c, 1, d, DLM_AST_BAST) != n + 1)
+		fail_msg("d (CR) got no bast for node 3's EX:\n%s", dump(c, 1));
+	assert_int_equal(unlock(c, 1, 3, d, 0, NULL), 0);
+	assert_int_equal(unlock(c, 1, 1, e, 0, NULL), 0);
+	assert_int_equal(unlock(c, 2, 2, b, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 3, f, 0);
+	assert_int_equal(c->nlog_warn, 0);
+	assert_verified(c);
+	assert_int_equal(unlock(c, 3, 3, f, 0, NULL), 0);
+	drain(c);
+	cluster_free(c);
+	cluster_remaster_ticks = 0;
+	cluster_remaster_shared = 0;
+}
+
 /* Whether node 2's engine refuses its allocations (fail_while). */
 static int fail_on;
 
@@ -1137,6 +1214,7 @@ int main(void)
 		cmocka_unit_test(test_demoted_at_move_shared),
 		cmocka_unit_test(test_down_convert_redone_no_room),
 		cmocka_unit_test(test_purged_unlock_redone_no_room),
+		cmocka_unit_test(test_bast_again_after_return),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
