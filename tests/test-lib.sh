@@ -102,7 +102,14 @@ start_dlmd() {
 	pid=$!
 	poll $((POLLS / 10)) dlmd_ready "$sd_out" "$pid"
 	if ! grep -q 'dlmd ready' "$sd_out" 2>/dev/null; then
-		fail "dlmd did not start: $(cat "$sd_out")"
+		# say which: still starting (where it waits), or gone (how)
+		if kill -0 "$pid" 2>/dev/null; then
+			sd_how="still not ready after $((POLLS / 10)) s, state $(sed -n 's/^State:[[:space:]]*//p' "/proc/$pid/status" 2>/dev/null), waiting in $(cat "/proc/$pid/wchan" 2>/dev/null)"
+		else
+			wait "$pid" 2>/dev/null
+			sd_how="exited, status $?"
+		fi
+		fail "dlmd did not start ($sd_how): $(cat "$sd_out")"
 		exit 1
 	fi
 }
