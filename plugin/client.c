@@ -743,7 +743,7 @@ static void ast_send(struct dlmd *d, struct dlmd_client *c, const struct dlmp_ms
 	unsigned char tmp[DLMP_MAX_MSG];
 	int len;
 
-	if (c->cl_broken || c->cl_ast_fd < 0)
+	if (c->cl_broken || c->cl_ast_fd < 0 || d->d_clients_closing)
 		return;
 	len = dlmp_encode(m, tmp, sizeof(tmp));
 	if (len < 0 || (size_t)len > AST_PKT_LEN) {
@@ -903,7 +903,7 @@ static void send_answer(struct dlmd *d, struct dlmd_client *c,
 	bool batch = c == out_batch.ob_c;
 	int len;
 
-	if (c->cl_broken)
+	if (c->cl_broken || d->d_clients_closing)
 		return;
 	if (batch) {
 		if (out_batch.ob_n == OUT_BATCH)
@@ -3379,6 +3379,16 @@ void dlmd_client_fini(struct dlmd *d)
 {
 	struct close_all ca;
 
+	/* dlmd is stopping (SIGTERM, or it lost corosync): closing a client
+	 * purges its locks, and a purge grants what waited behind them.  A
+	 * client told of such a grant would hold it after this daemon is
+	 * gone and, if dlmd lost corosync, after the other nodes fenced us
+	 * and recovered the lock for one of theirs: two holders
+	 * (test-cluster-linkcut step 2 saw a PW granted at node 3's stop
+	 * overlap the PR node 1 then took).  So from here no answer and no
+	 * AST goes to any client: each sees its connection end
+	 * (ENOTCONN). */
+	d->d_clients_closing = true;
 	/* Close in batches: the map may not change while it is walked. */
 	do {
 		ca.ca_n = 0;

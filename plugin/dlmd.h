@@ -415,6 +415,9 @@ struct dlmd {
 						 * unread ASTs (client.c) */
 	uint32_t		d_npaused;	/* ... paused now */
 	bool			d_accept_paused; /* fds ran out: not accepting */
+	bool			d_clients_closing; /* dlmd_client_fini runs: nothing more is
+						 * told to any client (a grant a purge made
+						 * would reach a client after dlmd stopped) */
 	qb_loop_timer_handle	d_accept_timer;
 	struct dlmd_accept_pause d_ctl_pause;	/* ctl.c, the same for dlmctl */
 	uint64_t		d_accept_log_ms; /* rate limit of the fd-exhaustion line */
