@@ -3658,6 +3658,36 @@ static void raw_version_send(int fd, uint32_t reqid)
  * RING ANS_SOCKET does the same; and a client scribbling over the whole
  * memfd, answer ring included, while it asks for answers harms nobody
  * but itself. */
+/* RING ATTACH of memfd 'mfd' on raw connection 'fd' (request 'reqid',
+ * pr_b 'choice'); its REPLY's status */
+static int ring_attach(int fd, int mfd, uint32_t reqid, uint32_t choice)
+{
+	struct dlmp_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_RING;
+	m.m_hdr.h_reqid = reqid;
+	m.m_u.pair.pr_a = DLMP_RING_ATTACH;
+	m.m_u.pair.pr_b = choice;
+	raw_request_fd(fd, &m, mfd);
+	return m.m_u.reply.rp_status;
+}
+
+/* A raw client on 'fd' attaches a new sealed ring with its answers in
+ * it; the ring, mapped */
+static void *ring_attach_answers(int fd)
+{
+	int mfd = ring_memfd(DLMP_RING_BYTES, true);
+	void *mem;
+
+	assert_int_equal(ring_attach(fd, mfd, 2, DLMP_RING_ANSWERS), 0);
+	mem = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   mfd, 0);
+	assert_true(mem != MAP_FAILED);
+	close(mfd);
+	return mem;
+}
+
 static void test_ring_answers(void **state)
 {
 	const char *pid = getenv("DLMD_PID_1");
@@ -3706,20 +3736,10 @@ static void test_ring_answers(void **state)
 	fd = raw_connect();
 	ast = raw_open(fd, 1);
 	mfd = ring_memfd(DLMP_RING_BYTES, true);
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_RING;
-	m.m_hdr.h_reqid = 2;
-	m.m_u.pair.pr_a = DLMP_RING_ATTACH;
-	m.m_u.pair.pr_b = 2;	/* no such choice */
-	raw_request_fd(fd, &m, mfd);
-	assert_int_equal(m.m_u.reply.rp_status, -EINVAL);
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_RING;
-	m.m_hdr.h_reqid = 3;
-	m.m_u.pair.pr_a = DLMP_RING_ATTACH;
-	m.m_u.pair.pr_b = DLMP_RING_ANSWERS;
-	raw_request_fd(fd, &m, mfd);	/* its REPLY on the socket */
-	assert_int_equal(m.m_u.reply.rp_status, 0);
+	assert_int_equal(ring_attach(fd, mfd, 2, 2 /* no such choice */),
+			 -EINVAL);
+	/* its REPLY on the socket */
+	assert_int_equal(ring_attach(fd, mfd, 3, DLMP_RING_ANSWERS), 0);
 	ring = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
 	assert_true(ring != MAP_FAILED);
 	close(mfd);
@@ -3753,17 +3773,7 @@ static void test_ring_answers(void **state)
 	/* RING ANS_SOCKET (what a child after fork() sends) */
 	fd = raw_connect();
 	ast = raw_open(fd, 1);
-	mfd = ring_memfd(DLMP_RING_BYTES, true);
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_RING;
-	m.m_hdr.h_reqid = 2;
-	m.m_u.pair.pr_a = DLMP_RING_ATTACH;
-	m.m_u.pair.pr_b = DLMP_RING_ANSWERS;
-	raw_request_fd(fd, &m, mfd);
-	assert_int_equal(m.m_u.reply.rp_status, 0);
-	ring = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-	assert_true(ring != MAP_FAILED);
-	close(mfd);
+	ring = ring_attach_answers(fd);
 	memset(&m, 0, sizeof(m));
 	m.m_hdr.h_type = DLMP_RING;
 	m.m_u.pair.pr_a = DLMP_RING_ANS_SOCKET;
@@ -3781,18 +3791,7 @@ static void test_ring_answers(void **state)
 	 * on the socket and through the ring */
 	fd = raw_connect();
 	ast = raw_open(fd, 1);
-	mfd = ring_memfd(DLMP_RING_BYTES, true);
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_RING;
-	m.m_hdr.h_reqid = 2;
-	m.m_u.pair.pr_a = DLMP_RING_ATTACH;
-	m.m_u.pair.pr_b = DLMP_RING_ANSWERS;
-	raw_request_fd(fd, &m, mfd);
-	assert_int_equal(m.m_u.reply.rp_status, 0);
-	sc.sc_mem = mmap(NULL, DLMP_RING_BYTES, PROT_READ | PROT_WRITE,
-			 MAP_SHARED, mfd, 0);
-	assert_true(sc.sc_mem != MAP_FAILED);
-	close(mfd);
+	sc.sc_mem = ring_attach_answers(fd);
 	sc.sc_stop = false;
 	sc.sc_seed = 15;
 	assert_int_equal(pthread_create(&t, NULL, scribble_ring, &sc), 0);
