@@ -154,27 +154,90 @@
  * the table (so a restarted context, or a node removed and added again, has
  * a new one), and the peer's epoch learnt from its last HELLO.  A HELLO tells
  * the receiver:
- *  - the sender's epoch: if it differs from the one remembered, the peer has
- *    no sequence state for us or we have none for it; the receiver starts
- *    expecting the sender's "send base" (the oldest frame it still holds), so
- *    the queued frames are delivered once, in order;
+ *  - the sender's epoch: if we know none (a peer never seen, or forgotten:
+ *    lc_node_renew), the receiver takes it and starts expecting the
+ *    sender's "send base" (the oldest frame it still holds), so the queued
+ *    frames are delivered once, in order; if it differs from the one we
+ *    know, the new epoch is paused (PEER RESTARTED, below);
  *  - the receiver's epoch as the sender knows it: if that is ours, the HELLO's
  *    ack is trusted and the acknowledged frames are dropped at once;
  * and after the handshake each side resends its whole unacknowledged queue.
  * Frames the peer already has are dropped there as duplicates.
  *
+ * PEER RESTARTED: A NEW EPOCH IS PAUSED.  Every frame queued for a peer,
+ * and every ack it sent us, belongs to one life of it: the one whose
+ * epoch we know.  A HELLO with another epoch says that something holding
+ * the node's address (and, with a key, the key) has no memory of that
+ * life: the peer's context was made again (its daemon restarted), or it
+ * renewed or removed us (its application took us for gone), or it is an
+ * impostor (whoever can read the key file; KNOWN LIMITS).  Which of
+ * these, lowcomms cannot tell, and each answer it could give alone is
+ * wrong in one case: resending the queue to the new life gives a
+ * restarted dlmd lock requests, grants and recovery messages of its
+ * previous life (a unit test saw 50 of 50 delivered); dropping the queue
+ * at the new epoch loses frames between two live daemons when the new
+ * epoch is an impostor's (test-cluster-impostor step 7 stalled a client
+ * so, and that drop was reverted).  A new epoch does not prove a restart;
+ * the cluster manager's membership does.  So the rule:
+ *  - a HELLO whose epoch differs from the known one is not taken: the
+ *    node keeps the known epoch, its receive state and its whole queue;
+ *    the new epoch is recorded (node_paused_epoch; logged once per pause;
+ *    st_peer_restarts) and the connection that brought it is closed
+ *    before anything more is read from it or written to it (an accepted
+ *    one gets no HELLO of ours).  Nothing of ours goes to the new life,
+ *    nothing of its reaches the application, and a connection of the
+ *    known life, if there is one, is left as it is;
+ *  - while paused, the node tries the peer's address again (with the
+ *    reconnect backoff) whatever it has queued, so that the known life,
+ *    if it is still there, is heard: a HELLO of the known epoch, or any
+ *    frame on an established connection (only the known life has one),
+ *    lifts the pause (logged; st_pauses_lifted): it was no restart, and
+ *    the queue goes out as after any reconnect, exactly once;
+ *  - the application confirms a restart by lc_node_renew() (dlmd: the
+ *    CPG leave of the daemon it knew; or lc_node_remove()): the queue is
+ *    dropped there (st_stale_dropped), never before, and the next HELLO
+ *    of any life is taken.  A paused node keeps its own epoch through
+ *    that renew and numbers its next frame as the oldest dropped one: a
+ *    paused life may have read a HELLO of ours (when we connected to it)
+ *    and then expects exactly our send base under our epoch, having been
+ *    sent nothing else; a new epoch of ours would be paused over there,
+ *    with no departure of ours for its membership ever to confirm.  A
+ *    node renewed while not paused draws a new epoch as before, so a live
+ *    peer that kept state for us pauses that until its own membership
+ *    agrees (the symmetric case: both sides see the same leave);
+ *  - nothing here ends a pause by timeout: lowcomms never drops a queue
+ *    on its own judgement.  lc_node_paused_ms() says how long a pause has
+ *    lasted while the known life was not connected (a connection of the
+ *    known life is proof enough that it lives), and a pause that the
+ *    membership does not resolve is the application's to judge, as it
+ *    judges a peer that does not ack (PEER UNREACHABLE): dlmd counts it
+ *    as such a wait, so past peer_unreachable_secs the node is removed
+ *    through the membership (corosync kill, fencing, then the leave and
+ *    lc_node_renew()): a departure made by the membership, never a silent
+ *    drop between live daemons.  The price: a restarted daemon whose old
+ *    life's leave never reaches us costs a removal after that time, not a
+ *    stall (plugin/comms.c, RESTARTED PEER);
+ *  - a held node (HOLDING A NODE) stays held through a pause; the renew
+ *    ends both.
+ * Frames the application queues while paused are queued for the known
+ * life, and dropped with it if the restart is confirmed: dlmd's engine
+ * expects that of a departed node (what it was sent is lost; recovery
+ * rebuilds from the survivors).
+ *
  * SIMULTANEOUS CONNECT.  If both nodes connect at once, each sees a second
  * connection for the same peer when the HELLO arrives on the accepted one.
  * Both apply the same rule, so they keep the same one: the connection
  * initiated by the lower node id wins; between two connections initiated by
- * the same node the newer wins; a HELLO carrying a new epoch (the peer
- * restarted) always replaces the old connection, which is then stale.
+ * the same node the newer wins.  A HELLO carrying a new epoch where one
+ * is known replaces nothing: it is paused (PEER RESTARTED).
  *
  * RECONNECT.  When a connection fails or drops, the node keeps its queue and
  * sequence state; if it has frames queued it retries after a backoff that
  * starts at cfg_reconnect_min_ms and doubles up to cfg_reconnect_max_ms.  A
  * connection that has not finished its handshake within cfg_handshake_ms is
- * closed.  lc_node_remove() is the only way queued frames are discarded.
+ * closed.  Queued frames are discarded only by lc_node_remove() and
+ * lc_node_renew() (the application's word that the peer's life is gone),
+ * never by lowcomms on its own.
  *
  * PEER UNREACHABLE.  Reconnecting never gives up, so a path that is cut
  * for good (only this port dropped, the peer still alive) looks from here
@@ -198,13 +261,15 @@
  * resends, and whatever is resent anyway (acks in flight when the sockets
  * died) is dropped by sequence number.  Destroying the context and creating
  * a new one is not a restart of the socket layer but of the node: the new
- * context has a new epoch and no memory of what the old one delivered, so
- * it takes the peer's queue from the send base, and frames the old one
- * delivered whose ack never reached the sender are delivered again.  The
- * ack is lost whenever the connection is reset before it arrives; with
- * usrsctp that is the rule, not a race, because data arriving at a closed
- * socket makes the stack ABORT and the sending side's usrsctp reports the
- * ABORT before the ack it had received.
+ * context has a new epoch and no memory of what the old one delivered;
+ * the peer pauses it (PEER RESTARTED) until its application confirms
+ * the restart, and then drops what it had queued for the old context, so
+ * the new one gets none of it: neither the frames the old one delivered
+ * whose ack never reached the sender (the ack is lost whenever the
+ * connection is reset before it arrives; with usrsctp that is the rule,
+ * not a race, because data arriving at a closed socket makes the stack
+ * ABORT and the sending side's usrsctp reports the ABORT before the ack
+ * it had received) nor those it never got.
  *
  * TRANSPORTS.  The bytes go through a transport (lowcomms_internal.h):
  * TCP (sock.c), the kernel's SCTP (sock.c) or libusrsctp (usrsctp.c), picked
@@ -218,14 +283,21 @@
  *
  * KNOWN LIMITS.
  *  - Exactly-once holds while both contexts live (through any number of
- *    reconnects and lc_restart() calls).  A context destroyed with frames
- *    queued loses them (they were the application's to resend).  A receiver
- *    destroyed after delivering frames whose ack had not reached the peer
- *    sees them again in its next life (see RESTARTING above): lc_destroy()
- *    writes a last ACK when the output buffer is empty, which over TCP
- *    nearly always arrives and over usrsctp nearly never.  dlmd keeps one
- *    context for the life of the daemon, and a daemon that restarts comes
- *    back as a new member.
+ *    reconnects, lc_restart() calls and impostors' epochs).  A context
+ *    destroyed with frames queued loses them (they were the application's
+ *    to resend), and so does the peer's queue for it once the peer's
+ *    application confirms the restart (PEER RESTARTED): nothing crosses
+ *    from one life of a node to the next, and until the confirmation the
+ *    two do not talk at all.  dlmd keeps one context for the life of the
+ *    daemon, and a daemon that restarts comes back as a new member.
+ *  - A pause rests on the application's membership: an application that
+ *    never renews a node whose context restarted never talks to the new
+ *    one (lc_node_paused_ms() grows; what to do is the caller's).  And a
+ *    new life that read our HELLO while we did not read its own (the
+ *    connection died in between, so we never paused it), followed by a
+ *    renew of ours that drew a new epoch: that life pauses us in turn,
+ *    and only a removal ends it (PEER UNREACHABLE in the caller): a
+ *    narrow race that costs a removal, not a loss.
  *  - Queued frames are acknowledged by the peer's lowcomms, not its
  *    application: a frame is delivered to the callback before it is acked.
  *  - TCP uses one address per node at a time (failover to the next address
@@ -401,6 +473,14 @@ struct lc_node {
 	/* ops_deliver refused frame node_recv_next: nothing from the node
 	 * is delivered until lc_node_resume() (HOLDING A NODE) */
 	bool node_held;
+	/* PEER RESTARTED: a HELLO brought this epoch while node_peer_epoch
+	 * was known; nothing of ours goes to it and nothing of its is taken
+	 * until the application confirms the known life's departure
+	 * (lc_node_renew) or the known life is heard again.  0 = none. */
+	uint32_t node_paused_epoch;
+	/* since when the known life has not been connected while paused
+	 * (lc_node_paused_ms) */
+	uint64_t node_paused_since;
 };
 
 struct lc_ctx {
@@ -441,6 +521,9 @@ struct lc_ctx {
 
 /* Returned by a frame handler to close its connection without alarm. */
 #define CLOSE_QUIETLY	(-EALREADY)
+/* The same for a HELLO whose epoch is paused (PEER RESTARTED): the node
+ * tries again later, whatever it has queued. */
+#define CLOSE_PAUSED	(-ESTALE)
 
 static const char *conn_state_str(enum conn_state state)
 {
@@ -879,9 +962,13 @@ static void conn_close(struct lc_conn *c, bool retry)
 	if (n && n->node_conn == c) {
 		n->node_conn = NULL;
 		n->node_tx = n->node_head;
-		if (c->conn_state == CONN_ESTABLISHED)
+		if (c->conn_state == CONN_ESTABLISHED) {
 			ctx->ctx_stats.st_conn_lost++;
-		if (retry && n->node_qframes)
+			/* the known life is not connected from now */
+			if (n->node_paused_epoch)
+				n->node_paused_since = refresh_now(ctx);
+		}
+		if (retry && (n->node_qframes || n->node_paused_epoch))
 			schedule_retry(ctx, n);
 	}
 	ctx->ctx_ops->ops_fd_del(ctx->ctx_arg, c->conn_sock.sk_fd);
@@ -1250,6 +1337,46 @@ static int process_ack(struct lc_ctx *ctx, struct lc_node *n, uint32_t ack)
 	return 0;
 }
 
+/* PEER RESTARTED: a HELLO brought epoch where another is known. */
+static void pause_epoch(struct lc_ctx *ctx, struct lc_node *n, uint32_t epoch)
+{
+	/* a retry of the same life: said already; 0 is no life's */
+	if (n->node_paused_epoch == epoch || !epoch)
+		return;
+	ctx->ctx_stats.st_peer_restarts++;
+	if (n->node_paused_epoch) {
+		lc_log(ctx, LOG_DEBUG, "node %u: epoch %08x paused too",
+		       n->node_id, epoch);
+		n->node_paused_epoch = epoch;
+		return;
+	}
+	n->node_paused_epoch = epoch;
+	n->node_paused_since = refresh_now(ctx);
+	lc_log(ctx, LOG_NOTICE,
+	       "node %u: a new epoch %08x where %08x is known (restarted, or "
+	       "someone with the key): paused, %zu frames kept for %08x, "
+	       "until that life's departure is confirmed or it is heard again",
+	       n->node_id, epoch, n->node_peer_epoch, n->node_qframes,
+	       n->node_peer_epoch);
+}
+
+/* PEER RESTARTED: the known life was heard again. */
+static void lift_pause(struct lc_ctx *ctx, struct lc_node *n)
+{
+	lc_log(ctx, LOG_NOTICE,
+	       "node %u: epoch %08x heard again: epoch %08x was not its "
+	       "restart; pause lifted, %zu frames kept", n->node_id,
+	       n->node_peer_epoch, n->node_paused_epoch, n->node_qframes);
+	n->node_paused_epoch = 0;
+	n->node_paused_since = 0;
+	ctx->ctx_stats.st_pauses_lifted++;
+}
+
+/*
+ * A HELLO from node n: take its sequence state, or (a new epoch where
+ * one is known) pause it: CLOSE_PAUSED, nothing of the node changed but
+ * the pause (PEER RESTARTED).
+ */
 static int process_hello(struct lc_ctx *ctx, struct lc_node *n,
 			 const struct lc_frame_hdr *h,
 			 const unsigned char *payload)
@@ -1257,13 +1384,14 @@ static int process_hello(struct lc_ctx *ctx, struct lc_node *n,
 	uint32_t epoch = dlm_get_le32(payload);
 	uint32_t known = dlm_get_le32(payload + 4);
 
+	if (n->node_peer_epoch && epoch != n->node_peer_epoch) {
+		pause_epoch(ctx, n, epoch);
+		return CLOSE_PAUSED;
+	}
+	if (n->node_paused_epoch)
+		lift_pause(ctx, n);
 	if (epoch != n->node_peer_epoch) {
-		if (n->node_peer_epoch) {
-			lc_log(ctx, LOG_NOTICE,
-			       "node %u restarted (epoch %08x -> %08x)",
-			       n->node_id, n->node_peer_epoch, epoch);
-			ctx->ctx_stats.st_peer_restarts++;
-		}
+		/* a peer never seen (or forgotten: lc_node_renew) */
 		n->node_peer_epoch = epoch;
 		n->node_recv_next = h->fh_seq;
 		ack_written(n, h->fh_seq - 1);
@@ -1321,14 +1449,23 @@ static int hello_incoming(struct lc_conn *c, const struct lc_frame_hdr *h,
 	}
 	c->conn_node = n;
 	lc_reasm_set_sender(&c->conn_ra, n->node_id);
+	if (n->node_peer_epoch && epoch != n->node_peer_epoch) {
+		/* PEER RESTARTED: the connection of the known life (if
+		 * any) stays; this one goes; we try the node's address
+		 * again later, whatever we have queued, to hear the known
+		 * life if it is there */
+		pause_epoch(ctx, n, epoch);
+		if (!n->node_conn && !n->node_retry_pending)
+			schedule_retry(ctx, n);
+		c->conn_node = NULL;
+		return CLOSE_QUIETLY;
+	}
 	old = n->node_conn;
 	if (old) {
-		bool restarted = n->node_peer_epoch &&
-				 epoch != n->node_peer_epoch;
 		bool keep_old = old->conn_outgoing &&
 				ctx->ctx_cfg.cfg_nodeid < n->node_id;
 
-		if (!restarted && keep_old) {
+		if (keep_old) {
 			lc_log(ctx, LOG_DEBUG,
 			       "node %u: simultaneous connect, keeping ours",
 			       n->node_id);
@@ -1413,6 +1550,9 @@ static int on_frame(void *arg, const struct lc_frame_hdr *h,
 		establish(c);
 		return 0;
 	}
+	/* a frame of the known life: it is there (PEER RESTARTED) */
+	if (n->node_paused_epoch)
+		lift_pause(ctx, n);
 	switch (h->fh_kind) {
 	case LC_KIND_DATA:
 		rv = process_ack(ctx, n, h->fh_ack);
@@ -1670,8 +1810,8 @@ static void conn_input_fail(struct lc_conn *c, int rv)
 {
 	struct lc_ctx *ctx = c->conn_ctx;
 
-	if (rv == CLOSE_QUIETLY) {
-		conn_close(c, false);
+	if (rv == CLOSE_QUIETLY || rv == CLOSE_PAUSED) {
+		conn_close(c, rv == CLOSE_PAUSED);
 		return;
 	}
 	ctx->ctx_stats.st_rejected++;
@@ -2437,12 +2577,21 @@ int lc_node_renew(struct lc_ctx *ctx, uint32_t nodeid)
 {
 	struct lc_node *n = find_node(ctx, nodeid), keep;
 	struct lc_conn *c, *next;
+	uint32_t base;
 
 	if (ctx->ctx_in_callback)
 		return -EBUSY;
 	if (!n)
 		return -ENOENT;
-	lc_log(ctx, LOG_INFO, "closing connection to node %u", nodeid);
+	base = send_base(n);
+	if (n->node_paused_epoch || n->node_qframes)
+		lc_log(ctx, LOG_INFO, "node %u renewed: %zu frames queued for "
+		       "its previous life dropped%s", nodeid, n->node_qframes,
+		       n->node_paused_epoch ? ", its new epoch's pause ends" :
+		       "");
+	else
+		lc_log(ctx, LOG_INFO, "closing connection to node %u", nodeid);
+	ctx->ctx_stats.st_stale_dropped += n->node_qframes;
 	for (c = ctx->ctx_conns; c; c = next) {
 		next = c->conn_next;
 		if (c->conn_node == n)
@@ -2456,8 +2605,20 @@ int lc_node_renew(struct lc_ctx *ctx, uint32_t nodeid)
 	memcpy(n->node_addrs, keep.node_addrs, sizeof(n->node_addrs));
 	n->node_naddrs = keep.node_naddrs;
 	n->node_udp_port = keep.node_udp_port;
-	n->node_epoch = new_epoch();
-	n->node_send_next = 1;
+	if (keep.node_paused_epoch) {
+		/* A paused life may have read a HELLO of ours (we connected
+		 * to it): it knows our epoch and expects our send base next,
+		 * having been sent nothing else.  Keep both, so that it sees
+		 * neither a new epoch (which it would pause, with no
+		 * departure of ours ever to confirm) nor a gap (PEER
+		 * RESTARTED). */
+		n->node_epoch = keep.node_epoch;
+		n->node_send_next = base;
+		n->node_sent_max = base - 1;
+	} else {
+		n->node_epoch = new_epoch();
+		n->node_send_next = 1;
+	}
 	n->node_recv_next = 1;
 	return 0;
 }
@@ -2575,7 +2736,7 @@ void lc_timer(struct lc_ctx *ctx, uint64_t now_ms)
 		if (!n->node_retry_pending || now_ms < n->node_retry_at)
 			continue;
 		n->node_retry_pending = false;
-		if (!n->node_conn && n->node_qframes)
+		if (!n->node_conn && (n->node_qframes || n->node_paused_epoch))
 			start_connect(ctx, n);
 	}
 }
@@ -2657,6 +2818,26 @@ int lc_node_reset(struct lc_ctx *ctx, uint32_t nodeid)
 	n->node_conn->conn_abort = true;
 	conn_fail(n->node_conn, LOG_NOTICE, "reset on request", 0);
 	return 0;
+}
+
+bool lc_node_paused(const struct lc_ctx *ctx, uint32_t nodeid)
+{
+	const struct lc_node *n = find_node(ctx, nodeid);
+
+	return n && n->node_paused_epoch;
+}
+
+uint64_t lc_node_paused_ms(const struct lc_ctx *ctx, uint32_t nodeid,
+			   uint64_t now_ms)
+{
+	const struct lc_node *n = find_node(ctx, nodeid);
+
+	if (!n || !n->node_paused_epoch)
+		return 0;
+	if (n->node_conn && n->node_conn->conn_state == CONN_ESTABLISHED)
+		return 0;	/* the known life is connected */
+	return now_ms > n->node_paused_since ? now_ms - n->node_paused_since :
+					       0;
 }
 
 bool lc_node_held(const struct lc_ctx *ctx, uint32_t nodeid)

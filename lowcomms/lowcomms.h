@@ -167,7 +167,12 @@ struct lc_stats {
 	uint64_t st_rejected;		/* connections closed on a bad frame */
 	uint64_t st_established;	/* handshakes completed */
 	uint64_t st_conn_lost;		/* established connections lost */
-	uint64_t st_peer_restarts;	/* peer came back with a new epoch */
+	uint64_t st_peer_restarts;	/* a new epoch where one was known:
+					 * paused (lowcomms.c, PEER RESTARTED) */
+	uint64_t st_pauses_lifted;	/* ... and then the known one was heard
+					 * again (it was no restart) */
+	uint64_t st_stale_dropped;	/* frames dropped by lc_node_renew():
+					 * queued for the peer's previous life */
 	uint64_t st_faults;		/* frames hit by lc_set_fault() */
 	uint64_t st_auth_failed;	/* handshakes that did not prove the key,
 					 * records that failed to open */
@@ -243,8 +248,24 @@ int lc_node_add(struct lc_ctx *ctx, uint32_t nodeid,
 int lc_node_remove(struct lc_ctx *ctx, uint32_t nodeid);
 /* lc_node_remove() and lc_node_add() again with the same addresses, in
  * place: nothing is allocated, so it cannot fail for want of memory (a
- * node removed whose add then failed was refused for good). */
+ * node removed whose add then failed was refused for good).  This is
+ * also how the caller confirms that the life of the peer it knew is
+ * gone: a paused new epoch (lc_node_paused) is taken at its next HELLO
+ * (and the node keeps its epoch and numbering then: lowcomms.c, PEER
+ * RESTARTED). */
 int lc_node_renew(struct lc_ctx *ctx, uint32_t nodeid);
+/* Whether a HELLO brought nodeid a new epoch while its known one lives
+ * on: that life is paused, nothing of ours goes to it and nothing of its
+ * is delivered, until lc_node_renew() / lc_node_remove() (the caller's
+ * membership says the known life left) or the known life is heard
+ * again (lowcomms.c, PEER RESTARTED). */
+bool lc_node_paused(const struct lc_ctx *ctx, uint32_t nodeid);
+/* How long (ms, lc_timer()'s clock) nodeid has been paused while its
+ * known life had no established connection; 0 when not paused or while
+ * the known life is connected.  A pause that lasts is for the caller's
+ * membership to resolve (dlmd: plugin/comms.c, dlmd_comms_wait_ms). */
+uint64_t lc_node_paused_ms(const struct lc_ctx *ctx, uint32_t nodeid,
+			   uint64_t now_ms);
 
 /*
  * Queue a message for nodeid; never blocks.  The connection is made on

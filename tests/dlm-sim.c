@@ -70,9 +70,10 @@
  * lost: ops_frames_lost, which dlmd answers by removing one of the two
  * nodes from the cluster, a membership change again).  The epochs make
  * this hold only within one incarnation of each end: a new epoch (a
- * restarted daemon, a node reset) starts sequence state afresh, so
- * frames may be seen again or lost across it, which is why dlmd treats
- * it as a new member.  Nothing is promised across pairs, nor about time:
+ * restarted daemon, a node reset) is paused until the membership
+ * confirms the old life gone, which drops what was queued for it
+ * (lowcomms.c, PEER RESTARTED): frames are lost across it, never seen
+ * again, which is why dlmd treats it as a new member.  Nothing is promised across pairs, nor about time:
  * a connection that stays down past peer_unreachable_secs gets its peer
  * removed (plugin/cluster.c, UNREACHABLE PEERS), a membership change.
  *

@@ -77,6 +77,10 @@ struct h_world {
 	struct h_fd w_fds[H_MAX_FDS];
 	bool w_verbose;
 	h_config_fn *w_config;			/* for h_ep_start(.., NULL) */
+	/* h_poll() renews a node an endpoint has paused (the membership
+	 * confirming a restart: lowcomms.c, PEER RESTARTED), counted */
+	bool w_confirm_restarts;
+	unsigned int w_restarts_confirmed;
 };
 
 void h_world_init(struct h_world *w);
@@ -204,9 +208,10 @@ void h_test_reconnects(const char *addr, h_config_fn *config,
 		       const struct h_stream *s, int n, h_action_fn *action,
 		       int max_ms, const char *what);
 /* Stream s while node 2's context is recreated n times (h_ep_recreate,
- * while node 1 has frames in flight to it): node 1 saw n restarts of node 2
- * (new epochs).  What node 2 received is for the transport's test to
- * judge. */
+ * while node 1 has frames in flight to it), each restart confirmed as
+ * the membership would (w_confirm_restarts): node 1 paused n new epochs
+ * of node 2, and each was confirmed.  What node 2 received is for the
+ * transport's test to judge. */
 struct h_world *h_test_recreate(const char *addr, h_config_fn *config,
 				const struct h_stream *s, int n, int max_ms);
 
@@ -224,9 +229,7 @@ struct h_transport {
 	const char	*tr_stream_env;	/* overrides tr_stream, if set */
 	long		tr_burst;	/* queued per step in the long stream */
 	long		tr_slow_burst;	/* ... in the others: many steps */
-	/* Unacknowledged at most, 0 = no limit; with a limit, a receiver
-	 * recreated mid-stream may get up to this many again (SCTP, see
-	 * lowcomms.c KNOWN LIMITS), without one a repeat is an error. */
+	/* Unacknowledged at most, 0 = no limit. */
 	long		tr_window;
 	h_action_fn	*tr_reconnect;	/* kills the k-th connection */
 	const char	*tr_reconnect_name;
@@ -250,8 +253,9 @@ void h_transport_reconnects(void **state);
 /* The socket layer killed and restarted mid-stream: h_test_restart_sockets,
  * tr_restarts + 1 times. */
 void h_transport_restart_sockets(void **state);
-/* Node 2's context recreated mid-stream tr_restarts times: no gap, and
- * repeats only as tr_window allows. */
+/* Node 2's context recreated mid-stream tr_restarts times, each restart
+ * confirmed: no repeat, and no gap but what node 1 dropped for the old
+ * contexts (lowcomms.c, PEER RESTARTED). */
 void h_transport_recreate(void **state);
 /* Injected wire faults both ways: duplicated frames are dropped by the
  * receiver, a skipped frame costs a reconnect and a resend. */

@@ -464,8 +464,9 @@ static int script_hello(struct h_world *w, uint32_t base, uint32_t epoch,
 /*
  * The receive rules, driven frame by frame: duplicates are dropped, a gap
  * or an ack of something never sent closes the connection, a reconnect
- * with the same epoch resumes, one with a new epoch starts over at the
- * peer's send base, and a same-epoch peer that skipped frames is refused.
+ * with the same epoch resumes, one with a new epoch is paused until the
+ * application renews the node and then starts over at the peer's send
+ * base, and a same-epoch peer that skipped frames is refused.
  */
 static void test_scripted_peer(void **state)
 {
@@ -523,7 +524,18 @@ static void test_scripted_peer(void **state)
 	assert_true(closed_by_peer(w, fd));
 	close(fd);
 
-	/* New epoch (node 2 restarted): node 1 starts over at 100. */
+	/* New epoch (node 2 restarted): paused, the connection closed
+	 * with no HELLO back, until node 1's application confirms node 2's
+	 * previous life gone (PEER RESTARTED); node 1 then starts over at
+	 * 100, under the epoch it had (the paused life may know it). */
+	fd = connect_from(LOOPBACK, w->w_eps[0].ep_port);
+	script_send(fd, LC_KIND_HELLO, 100, 0, 0, SCRIPT_EPOCH2, their_epoch);
+	assert_true(closed_by_peer(w, fd));
+	close(fd);
+	assert_true(lc_node_paused(w->w_eps[0].ep_lc, 2));
+	assert_int_equal(w->w_eps[0].ep_rx_total, 4);
+	assert_int_equal(lc_node_renew(w->w_eps[0].ep_lc, 2), 0);
+	assert_false(lc_node_paused(w->w_eps[0].ep_lc, 2));
 	fd = script_hello(w, 100, SCRIPT_EPOCH2, &their_epoch);
 	script_send(fd, LC_KIND_DATA, 100, 0, 4, 0, 0);
 	want = 5;
@@ -669,11 +681,27 @@ static void test_backpressure_and_remove(void **state)
 	h_world_free(w);
 }
 
-/* Node 1 removes node 2 and adds it back (a membership change): both
- * directions carry on, the new epoch resets node 2's view of node 1. */
+/* lc_node_paused(ep idx, node id) */
+struct paused_arg {
+	int pa_ep;
+	uint32_t pa_node;
+};
+
+static bool paused(struct h_world *w, void *arg)
+{
+	const struct paused_arg *pa = arg;
+
+	return lc_node_paused(w->w_eps[pa->pa_ep].ep_lc, pa->pa_node);
+}
+
+/* Node 1 removes node 2 and adds it back (a membership change): node 2
+ * pauses node 1's new epoch until its own membership says so too (here:
+ * lc_node_renew, as dlmd does at the daemon's leave), and nothing of
+ * node 1 is delivered meanwhile; then both directions carry on. */
 static void test_remove_and_readd(void **state)
 {
 	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
+	struct paused_arg pa = { 1, 1 };
 	struct sockaddr_storage ss;
 	struct lc_stats st;
 
@@ -688,22 +716,31 @@ static void test_remove_and_readd(void **state)
 	assert_int_equal(lc_node_add(w->w_eps[0].ep_lc, 2, &ss, 1), 0);
 
 	assert_int_equal(h_send(w, 0, 1, 300), 300);
+	assert_true(h_run_until(w, paused, &pa, WAIT_MS));
+	for (int i = 0; i < 20; i++)
+		h_poll(w, 5);
+	assert_int_equal(w->w_eps[1].ep_rx_total, 300);
+	assert_int_equal(lc_node_renew(w->w_eps[1].ep_lc, 1), 0);
 	assert_int_equal(h_send(w, 1, 0, 300), 300);
 	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
 	lc_get_stats(w->w_eps[1].ep_lc, &st);
 	assert_int_equal(st.st_peer_restarts, 1);
+	assert_int_equal(st.st_stale_dropped, 0);
 	assert_clean(w);
 	h_world_free(w);
 }
 
 /* Node 2 renews node 1 in place (dlmd: node 1's daemon left) while it
  * holds node 1: no allocation (dlmd does it short of memory: a remove
- * and an add could fail at the add), the hold goes, and both directions
- * carry on under a new epoch, as after a remove and an add. */
+ * and an add could fail at the add) and the hold goes.  Node 1 pauses
+ * node 2's new epoch until it renews node 2 as well (its membership
+ * says the same), which drops the 10 frames it had in flight for node
+ * 2's previous life; then both directions carry on. */
 static void test_renew(void **state)
 {
 	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
 	struct h_ep *rx = &w->w_eps[1];
+	struct paused_arg pa = { 0, 2 };
 	struct lc_stats st;
 	unsigned long calls0;
 	uint64_t end = h_now_ms() + WAIT_MS;
@@ -725,13 +762,164 @@ static void test_renew(void **state)
 	assert_int_equal(lc_queue_len(rx->ep_lc, 1), 0);
 	assert_int_equal(lc_node_renew(rx->ep_lc, 7), -ENOENT);
 
+	assert_true(h_run_until(w, paused, &pa, WAIT_MS));
+	assert_int_equal(lc_queue_len(w->w_eps[0].ep_lc, 2), 10);
+	assert_int_equal(lc_node_renew(w->w_eps[0].ep_lc, 2), 0);
+	assert_false(lc_node_paused(w->w_eps[0].ep_lc, 2));
 	assert_int_equal(h_send(w, 0, 1, 300), 300);
 	assert_int_equal(h_send(w, 1, 0, 300), 300);
 	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
-	assert_int_equal(rx->ep_rx_total, 300 + 10 + 300);	/* none twice */
+	assert_int_equal(rx->ep_rx_total, 300 + 300);	/* none twice */
+	assert_int_equal(rx->ep_rx_lost, 10);		/* one jump */
+	assert_int_equal(rx->ep_rx_errors, 1);
+	assert_int_equal(rx->ep_rx_dups, 0);
+	assert_int_equal(w->w_eps[0].ep_rx_total, 300 + 300);
+	assert_int_equal(w->w_eps[0].ep_rx_errors, 0);
 	lc_get_stats(w->w_eps[0].ep_lc, &st);
 	assert_int_equal(st.st_peer_restarts, 1);
-	assert_clean(w);
+	assert_int_equal(st.st_stale_dropped, 10);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(w->w_eps[i].ep_frames_lost, 0);
+		assert_int_equal(lc_queue_len(w->w_eps[i].ep_lc,
+					      (uint32_t)(2 - i)), 0);
+	}
+	h_world_free(w);
+}
+
+/* Node 1 paused node 2, or the new context got something. */
+static bool paused_or_stale(struct h_world *w, void *unused)
+{
+	(void)unused;
+	return lc_node_paused(w->w_eps[0].ep_lc, 2) ||
+	       w->w_eps[1].ep_rx_total > 100 || w->w_eps[0].ep_rx_total > 100;
+}
+
+/*
+ * Node 2's context is destroyed and made again (its daemon restarted)
+ * while node 1 has 50 frames queued for it, before node 1's application
+ * hears of it (dlmd: before the old daemon's CPG leave): the new context
+ * must receive none of them, whichever side connects first, and node 1
+ * takes nothing of the new one either, until its application confirms
+ * the restart (lc_node_renew: lowcomms.c, PEER RESTARTED).  Then both
+ * directions carry on with no gap reported: the new context got the 20
+ * sent after the confirmation, none of the 50.
+ */
+static void test_restarted_peer_gets_no_stale(void **state)
+{
+	(void)state;
+	for (int first = 0; first < 2; first++) {
+		struct h_world *w = h_world_new(2, LOOPBACK, NULL);
+		struct h_ep *rx = &w->w_eps[1];
+		struct lc_stats st;
+
+		assert_int_equal(h_send(w, 0, 1, 100), 100);
+		assert_int_equal(h_send(w, 1, 0, 100), 100);
+		assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+		assert_int_equal(rx->ep_rx_total, 100);
+
+		/* queued, not yet written: the old context never reads them */
+		assert_int_equal(h_send(w, 0, 1, 50), 50);
+		assert_int_equal(h_ep_recreate(w, 1), 0);
+		/* first == 1: the new context has something to say and
+		 * connects too (maybe first) */
+		if (first)
+			assert_int_equal(h_send(w, 1, 0, 5), 5);
+		assert_true(h_run_until(w, paused_or_stale, NULL, WAIT_MS));
+		/* a while paused: node 1 keeps trying the address, and
+		 * nothing crosses either way */
+		for (int i = 0; i < 40; i++)
+			h_poll(w, 5);
+		assert_int_equal(rx->ep_rx_total, 100);
+		assert_int_equal(w->w_eps[0].ep_rx_total, 100);
+		assert_true(lc_node_paused(w->w_eps[0].ep_lc, 2));
+		assert_int_equal(lc_queue_len(w->w_eps[0].ep_lc, 2), 50);
+		assert_true(lc_node_paused_ms(w->w_eps[0].ep_lc, 2,
+					      h_now_ms()) > 0);
+
+		/* the membership confirms: node 2's old daemon left */
+		assert_int_equal(lc_node_renew(w->w_eps[0].ep_lc, 2), 0);
+		assert_int_equal(h_send(w, 0, 1, 20), 20);
+		assert_int_equal(h_send(w, 1, 0, 20), 20);
+		assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+		assert_int_equal(rx->ep_rx_total, 120);
+		assert_int_equal(rx->ep_rx_lost, 50);
+		assert_int_equal(rx->ep_rx_dups, 0);
+		assert_int_equal(rx->ep_rx_errors, 1);
+		assert_int_equal(w->w_eps[0].ep_rx_total, 100 + 20 + 5 * first);
+		assert_int_equal(w->w_eps[0].ep_rx_errors, 0);
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(w->w_eps[i].ep_frames_lost, 0);
+		lc_get_stats(w->w_eps[0].ep_lc, &st);
+		assert_int_equal(st.st_peer_restarts, 1);
+		assert_int_equal(st.st_stale_dropped, 50);
+		h_world_free(w);
+	}
+}
+
+/* Node 2 has every counter node 1 sent it, and node 1 every one of node
+ * 2's (the impostor's are not counted there: they would be errors). */
+static bool real_pair_done(struct h_world *w, void *unused)
+{
+	(void)unused;
+	return h_pair_done(w, 0, 1) && h_pair_done(w, 1, 0) &&
+	       lc_queue_len(w->w_eps[0].ep_lc, 2) == 0 &&
+	       lc_queue_len(w->w_eps[1].ep_lc, 1) == 0;
+}
+
+/*
+ * Someone with the cluster key claims node 2 (endpoint 3: a context of
+ * node id 2 on node 2's address, another port) while the real node 2
+ * lives: node 1 pauses that epoch and takes nothing from it.  Node 1's
+ * connection to the real node 2 is then reset with 50 frames queued
+ * each way: node 1 tries node 2's address again though paused, hears
+ * the known epoch, lifts the pause and resends: every frame of both
+ * real nodes arrives exactly once and none of the impostor's.  (Before
+ * the pause, the impostor's HELLO replaced the real connection, took
+ * node 1's queue and acked it away: frames lost between two live
+ * nodes, test-cluster-impostor step 7's stall.)
+ */
+static void test_new_epoch_then_known_back(void **state)
+{
+	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
+	struct h_ep *imp = &w->w_eps[2];
+	struct paused_arg pa = { 0, 2 };
+	struct sockaddr_storage ss;
+	struct lc_config cfg;
+	struct lc_stats st;
+
+	(void)state;
+	assert_int_equal(h_send(w, 0, 1, 100), 100);
+	assert_int_equal(h_send(w, 1, 0, 100), 100);
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+
+	w->w_config(&cfg, 2, LOOPBACK);
+	assert_int_equal(h_ep_start(w, 2, LOOPBACK, 0, &cfg), 0);
+	assert_int_equal(lc_addr_parse(LOOPBACK, (uint16_t)w->w_eps[0].ep_port,
+				       &ss), 0);
+	assert_int_equal(lc_node_add(imp->ep_lc, 1, &ss, 1), 0);
+	assert_int_equal(h_send(w, 2, 0, 5), 5);
+	assert_true(h_run_until(w, paused, &pa, WAIT_MS));
+	/* the real node 2 is connected: no pause time counts */
+	assert_int_equal(lc_node_paused_ms(w->w_eps[0].ep_lc, 2, h_now_ms()),
+			 0);
+
+	assert_int_equal(h_send(w, 0, 1, 50), 50);
+	assert_int_equal(h_send(w, 1, 0, 50), 50);
+	assert_int_equal(lc_node_reset(w->w_eps[0].ep_lc, 2), 0);
+	assert_true(h_run_until(w, real_pair_done, NULL, WAIT_MS));
+	for (int i = 0; i < 20; i++)
+		h_poll(w, 5);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(w->w_eps[i].ep_rx_total, 150);
+		assert_int_equal(w->w_eps[i].ep_rx_errors, 0);
+		assert_int_equal(w->w_eps[i].ep_frames_lost, 0);
+	}
+	assert_int_equal(imp->ep_rx_total, 0);
+	lc_get_stats(w->w_eps[0].ep_lc, &st);
+	assert_true(st.st_peer_restarts >= 1);
+	assert_true(st.st_pauses_lifted >= 1);
+	assert_int_equal(st.st_stale_dropped, 0);
+	assert_int_equal(st.st_msgs_delivered, 150);
 	h_world_free(w);
 }
 
@@ -1248,6 +1436,8 @@ int main(void)
 		cmocka_unit_test(test_remove_and_readd),
 		cmocka_unit_test(test_hold_and_resume),
 		cmocka_unit_test(test_renew),
+		cmocka_unit_test(test_restarted_peer_gets_no_stale),
+		cmocka_unit_test(test_new_epoch_then_known_back),
 		cmocka_unit_test(test_handshake_timeout),
 		cmocka_unit_test(test_prehello_bound),
 		cmocka_unit_test(test_prehello_prefers_silent),
