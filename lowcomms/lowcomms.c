@@ -1355,7 +1355,7 @@ static void pause_epoch(struct lc_ctx *ctx, struct lc_node *n, uint32_t epoch)
 	lc_log(ctx, LOG_NOTICE,
 	       "node %u: a new epoch %08x where %08x is known (restarted, or "
 	       "someone with the key): paused, %zu frames kept for %08x, "
-	       "until that life's departure is confirmed or it is heard again",
+	       "until that life's departure is confirmed or it answers again",
 	       n->node_id, epoch, n->node_peer_epoch, n->node_qframes,
 	       n->node_peer_epoch);
 }

@@ -364,7 +364,13 @@
  *    20 s: well above corosync's token, which takes a dead node out of
  *    the view long before, and above a reconnect backoff or two) means
  *    the path is cut, not slow.  A member that has nothing queued for a
- *    peer needs nothing from it and reports nothing.
+ *    peer needs nothing from it and reports nothing.  A new lowcomms
+ *    epoch of the peer that lowcomms has paused while the life we knew
+ *    is not connected counts as the same wait (lc_node_paused_ms;
+ *    lowcomms.c, PEER RESTARTED; plugin/comms.c, RESTARTED PEER): a
+ *    restart whose old daemon's leave never comes (below: not while
+ *    another dlmd of the node is a member) is resolved by a removal,
+ *    never by dropping frames between live daemons.
  *  - report: every STALL_TICK_MS, a daemon with such peers multicasts
  *    UNREACH, the whole set of members it cannot reach (plugin/cpgmsg.h),
  *    again every tick while the set is not empty, and once, empty, when
@@ -3045,7 +3051,10 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 				 cs->cs_ndown < DLM_MAX_NODES)
 				cs->cs_down[cs->cs_ndown++] = id;
 		}
-		/* a node still in the group (another dlmd of it) keeps it */
+		/* a node still in the group (another dlmd of it) keeps it:
+		 * lowcomms cannot tell which dlmd its known epoch is, and a
+		 * reset of the live one's would lose frames; a paused new
+		 * epoch then ends through UNREACHABLE PEERS */
 		still = false;
 		for (unsigned int k = 0; k < n; k++)
 			if (ids[k] == id)
@@ -3175,9 +3184,10 @@ static void unreach_tick(struct dlmd_cluster *cs)
 		ur.ur_ids[ur.ur_count++] = id;
 		if (!id_in(cs->cs_unr_mine, cs->cs_nunr_mine, id))
 			log_err("comms: nothing we sent node %u has been acknowledged "
-				"for %llu s while corosync keeps it a member: its "
-				"dlmd is unreachable from here (reported to the "
-				"daemon group)", id, (unsigned long long)(w / 1000));
+				"(or its new epoch has been paused) for %llu s "
+				"while corosync keeps it a member: its dlmd is "
+				"unreachable from here (reported to the daemon "
+				"group)", id, (unsigned long long)(w / 1000));
 	}
 	qsort(ur.ur_ids, ur.ur_count, sizeof(ur.ur_ids[0]), cmp_u32);
 	for (unsigned int i = 0; i < cs->cs_nunr_mine; i++) {

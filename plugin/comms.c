@@ -87,7 +87,21 @@
  * dlmd_comms_node_reset() when a node's daemon left the cluster: its queue
  * and sequence state are dropped and it starts a new lowcomms epoch, in
  * place (lc_node_renew: it allocates nothing), so the next incarnation of
- * that daemon starts afresh.  (A remove and an add again failed, out of
+ * that daemon starts afresh.
+ *
+ * RESTARTED PEER.  A peer's new lowcomms epoch (its dlmd restarted, or
+ * someone with the cluster key claims its id) is paused by lowcomms
+ * (lowcomms.c, PEER RESTARTED): nothing queued for the node goes to the
+ * new life and nothing of the new life reaches the engine, until
+ * dlmd_comms_node_reset() above (the CPG leave of the daemon we knew:
+ * the restart confirmed; what was queued for the old life is dropped
+ * with it, as the engine's recovery expects of a departed node) or the
+ * known life is heard again (then it was no restart: its queue is
+ * resent, nothing lost).  A pause that the membership never resolves
+ * while the known life is not connected counts as a wait in
+ * dlmd_comms_wait_ms(), so past peer_unreachable_secs the node is
+ * reported and removed through the membership (cluster.c, UNREACHABLE
+ * PEERS), never dropped here.  (A remove and an add again failed, out of
  * memory, at the add: the node was gone from the table and its next
  * daemon was refused as "not a cluster node address" until the others
  * removed this one as unreachable; tests/test-cluster-recfaults.sh.)
@@ -666,10 +680,16 @@ void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
 uint64_t dlmd_comms_wait_ms(const struct dlmd *d, uint32_t nodeid)
 {
 	const struct dlmd_comms *cm = d->d_comms;
+	uint64_t now, wait, paused;
 
 	if (!cm || nodeid == d->d_nodeid)
 		return 0;
-	return lc_node_wait_ms(cm->cm_lc, nodeid, dlmd_now_ms());
+	now = dlmd_now_ms();
+	wait = lc_node_wait_ms(cm->cm_lc, nodeid, now);
+	/* a new epoch paused while its known life is not connected (a
+	 * restart whose leave has not come): a wait too (RESTARTED PEER) */
+	paused = lc_node_paused_ms(cm->cm_lc, nodeid, now);
+	return paused > wait ? paused : wait;
 }
 
 int dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len)

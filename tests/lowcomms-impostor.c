@@ -22,7 +22,9 @@
  *       UINT64_MAX (core/token.c "A clock from the future").  Exit 0 once
  *       the peer acknowledged the frame (lowcomms delivered it; what the
  *       engine made of it the caller checks), 1 if it did not within 5 s
- *       or closed, 2 on a usage or setup error.
+ *       or closed (a peer that knows CLAIM's epoch pauses ours and closes
+ *       with no HELLO back: lowcomms.c, PEER RESTARTED), 2 on a usage or
+ *       setup error.
  *
  *   lowcomms-impostor flood FROM TO PORT CLAIM TARGET SECONDS
  *       a local user flooding the peer's port from this node's address

@@ -1,15 +1,17 @@
 #!/bin/sh
 # tests/test-cluster-epoch.sh - a dlmd killed and restarted at once while
-# a peer sends to it (lowcomms.c, PEER RESTARTED), on a 3-node
+# a peer sends to it (lowcomms.c, PEER RESTARTED: a new epoch is paused
+# until the old daemon's leave confirms the restart), on a 3-node
 # tests/dlm-cluster (fence_command = dlm-cluster fence):
 #   - a client on node 2 holds a lock in lockspace LS, so node 2 is a
 #     member and masters some of the workload's resources; a workload
 #     runs on nodes 1 and 3 (their requests for those go to node 2);
 #   - node 2's dlmd is SIGKILLed and started again at once, before or
 #     after node 1 hears of the old one's leave (the test says which it
-#     saw: "node 2 restarted (epoch ...)" in node 1's log means the new
-#     dlmd's HELLO came first, and what node 1 had queued for the old one
-#     was dropped, not delivered);
+#     saw: "node 2: a new epoch ... paused" in node 1's log means the new
+#     dlmd's HELLO came first: node 1 sent it nothing and took nothing
+#     from it until the leave, which dropped what node 1 had queued for
+#     the old one);
 #     fencing is held meanwhile, so that node 2's corosync stays up and
 #     the new dlmd starts in well under a second;
 #   - fencing is let go: node 2 is fenced (the old dlmd died with a
@@ -45,7 +47,7 @@ wait_workload 60 1 3
 check "after node 2's dlmd restarted"
 
 # what node 1 saw first: the new dlmd's HELLO or the old one's leave
-first=$(grep -m 1 -o "node 2 restarted (epoch [^)]*): [0-9]* frames\|node 2's daemon left" \
+first=$(grep -m 1 -o "node 2: a new epoch [0-9a-f]* where [0-9a-f]* is known\|node 2's daemon left" \
 	"$dir/n1/dlmd.out")
 say "   node 1 saw first: ${first:-neither}"
 # node 2's new life: from its last start line on
