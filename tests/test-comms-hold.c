@@ -7,7 +7,11 @@
  * it reaches the engine), count and show the hold, offer the message
  * again on its own (back-off timer), and in the end the engine has taken
  * every message once, in order.  A held node whose daemon leaves
- * (dlmd_comms_node_reset) is no longer held.  Every wait is bounded.
+ * (dlmd_comms_node_reset) is no longer held.  And a daemon restarted
+ * (node 2's comms made again) is paused by node 1 until node 1 hears of
+ * the old one's leave (lowcomms.c, PEER RESTARTED), and the pause counts
+ * in dlmd_comms_wait_ms() meanwhile (comms.c, RESTARTED PEER: what
+ * cluster.c's UNREACHABLE PEERS judges).  Every wait is bounded.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -46,6 +50,7 @@ struct fake_core {
 	unsigned int	fc_refused;
 	uint32_t	fc_next;	/* counter expected next from node 1 */
 	unsigned int	fc_errors;	/* out of order, twice, lost */
+	unsigned int	fc_from2;	/* messages from node 2 (node 1's) */
 	bool		fc_later_while_held;	/* one past REFUSE_AT came early */
 };
 
@@ -57,6 +62,10 @@ int dlm_core_receive(struct dlm_core *core, uint32_t from, const void *buf,
 	struct fake_core *fc = (struct fake_core *)core;
 	uint32_t counter;
 
+	if (len == sizeof(counter) && from == 2 && fc->fc_nodeid == 1) {
+		fc->fc_from2++;
+		return 0;
+	}
 	if (len != sizeof(counter) || from != 1) {
 		fc->fc_errors++;
 		return -EBADMSG;
@@ -104,29 +113,40 @@ static struct dlmd daemons[2];
 static qb_loop_t *loop;		/* both daemons' */
 static const char *const addrs[2][1] = { { "127.0.0.1" }, { "127.0.0.2" } };
 
+/* Daemon i's comms.c on port, knowing the other; or -errno. */
+static int start_one(int i, int port)
+{
+	struct dlmd *d = &daemons[i];
+	int rv;
+
+	memset(d, 0, sizeof(*d));
+	d->d_nodeid = (uint32_t)i + 1;
+	d->d_loop = loop;
+	d->d_core = (struct dlm_core *)&cores[i];
+	d->d_cfg.cf_port = (uint32_t)port;
+	d->d_cfg.cf_crypto_none = true;
+	d->d_cfg.cf_protocol = DLMD_PROTO_TCP;
+	rv = dlmd_comms_init(d, addrs[i], 1, &up);
+	if (rv) {
+		dlmd_comms_fini(d);
+		return rv;
+	}
+	assert_int_equal(dlmd_comms_node_add(d, 2 - (uint32_t)i,
+					     addrs[1 - i], 1), 0);
+	return 0;
+}
+
 /* Both daemons' comms.c on port, or -errno (the port is taken). */
 static int start_on(int port)
 {
 	for (int i = 0; i < 2; i++) {
-		struct dlmd *d = &daemons[i];
-		int rv;
+		int rv = start_one(i, port);
 
-		memset(d, 0, sizeof(*d));
-		d->d_nodeid = (uint32_t)i + 1;
-		d->d_loop = loop;
-		d->d_core = (struct dlm_core *)&cores[i];
-		d->d_cfg.cf_port = (uint32_t)port;
-		d->d_cfg.cf_crypto_none = true;
-		d->d_cfg.cf_protocol = DLMD_PROTO_TCP;
-		rv = dlmd_comms_init(d, addrs[i], 1, &up);
 		if (rv) {
-			dlmd_comms_fini(d);
 			if (i)
 				dlmd_comms_fini(&daemons[0]);
 			return rv;
 		}
-		assert_int_equal(dlmd_comms_node_add(d, 2 - (uint32_t)i,
-						     addrs[1 - i], 1), 0);
 	}
 	return 0;
 }
@@ -227,10 +247,76 @@ static void test_hold(void **state)
 	qb_loop_destroy(loop);
 }
 
+/*
+ * Node 2's daemon restarts (its comms made again on the same port) and
+ * has something to say to node 1 before node 1 hears of the old one's
+ * leave: node 1 pauses the new epoch (nothing reaches node 1's engine),
+ * and though node 1 has nothing queued, dlmd_comms_wait_ms() grows, so
+ * a leave that never came would end in a removal (cluster.c,
+ * UNREACHABLE PEERS); the leave (dlmd_comms_node_reset) ends the pause
+ * and the new daemon's message arrives, once.
+ */
+static void test_restart_paused(void **state)
+{
+	uint32_t c = 7;
+	uint64_t end;
+	int port, rv = -EADDRINUSE;
+
+	(void)state;
+	memset(cores, 0, sizeof(cores));
+	cores[0].fc_nodeid = 1;
+	cores[1].fc_nodeid = 2;
+	start();
+	port = (int)daemons[0].d_cfg.cf_port;
+	for (uint32_t k = 0; k < 10; k++)
+		assert_int_equal(dlmd_comms_send(&daemons[0], 2, &k, sizeof(k)), 0);
+	dlmd_comms_kick(&daemons[0]);
+	end = dlmd_now_ms() + WAIT_MS;
+	while (cores[1].fc_next < 10 && dlmd_now_ms() < end)
+		run(POLL_MS);
+	assert_int_equal(cores[1].fc_next, 10);
+	run(50);	/* the acks */
+	assert_int_equal(dlmd_comms_wait_ms(&daemons[0], 2), 0);
+
+	/* node 2's daemon restarts: same address and port, new epoch */
+	dlmd_comms_fini(&daemons[1]);
+	end = dlmd_now_ms() + WAIT_MS;
+	while (rv == -EADDRINUSE && dlmd_now_ms() < end) {
+		rv = start_one(1, port);
+		if (rv == -EADDRINUSE)
+			run(50);
+	}
+	assert_int_equal(rv, 0);
+	assert_int_equal(dlmd_comms_send(&daemons[1], 1, &c, sizeof(c)), 0);
+	dlmd_comms_kick(&daemons[1]);
+	end = dlmd_now_ms() + WAIT_MS;
+	while (dlmd_comms_wait_ms(&daemons[0], 2) < 200 &&
+	       dlmd_now_ms() < end)
+		run(POLL_MS);
+	assert_true(dlmd_comms_wait_ms(&daemons[0], 2) >= 200);
+	assert_int_equal(cores[0].fc_from2, 0);
+	assert_int_equal(cores[0].fc_errors, 0);
+
+	/* the old daemon's leave reaches node 1 */
+	dlmd_comms_node_reset(&daemons[0], 2, addrs[1], 1);
+	assert_int_equal(dlmd_comms_wait_ms(&daemons[0], 2), 0);
+	end = dlmd_now_ms() + WAIT_MS;
+	while (!cores[0].fc_from2 && dlmd_now_ms() < end)
+		run(POLL_MS);
+	run(50);
+	assert_int_equal(cores[0].fc_from2, 1);
+	assert_int_equal(cores[0].fc_errors, 0);
+	assert_int_equal(dlmd_comms_wait_ms(&daemons[0], 2), 0);
+	for (int i = 0; i < 2; i++)
+		dlmd_comms_fini(&daemons[i]);
+	qb_loop_destroy(loop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hold),
+		cmocka_unit_test(test_restart_paused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
