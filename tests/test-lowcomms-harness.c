@@ -820,10 +820,12 @@ void h_transport_recreate(void **state)
 	       (unsigned long long)rx->ep_rx_dups);
 	assert_true(h_pair_done(w, 0, 1));
 	/* nothing of a previous life reaches the next one: no repeat, and
-	 * what was jumped over is what node 1 dropped at the confirmation,
-	 * in at most one jump per restart */
+	 * what was jumped over node 1 dropped at the confirmation, in at
+	 * most one jump per restart.  It may have dropped more: frames the
+	 * old context delivered whose ack it never got (SCTP: the ABORT
+	 * comes before the ack; lowcomms.c, RESTARTING THE SOCKET LAYER) */
 	assert_int_equal(rx->ep_rx_dups, 0);
-	assert_int_equal(rx->ep_rx_lost, st.st_stale_dropped);
+	assert_true(rx->ep_rx_lost <= st.st_stale_dropped);
 	assert_true(rx->ep_rx_errors <= (uint64_t)t->tr_restarts);
 	assert_int_equal(rx->ep_rx_total + rx->ep_rx_lost, s.st_target);
 	h_world_free(w);
