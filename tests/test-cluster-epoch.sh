@@ -18,7 +18,8 @@
 #     lockspace), the workload ends well and the history checker finds
 #     no violation;
 #   - node 2's new dlmd logged no frames lost and no message of node 1
-#     for a lockspace it does not have (a frame of its previous life).
+#     for a lockspace it does not have (a frame of its previous life);
+#     the test says which peers paused the new dlmd's epoch meanwhile.
 # The cluster is always torn down (trap); logs are kept on failure.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -50,6 +51,13 @@ check "after node 2's dlmd restarted"
 first=$(grep -m 1 -o "node 2: a new epoch [0-9a-f]* where [0-9a-f]* is known\|node 2's daemon left" \
 	"$dir/n1/dlmd.out")
 say "   node 1 saw first: ${first:-neither}"
+# which peers paused the new dlmd's epoch before the leave (said, not
+# judged: the race goes either way, and what matters is checked below)
+for k in 1 3; do
+	p=$(grep -c "node 2: a new epoch" "$dir/n$k/dlmd.out")
+	[ "$p" -gt 0 ] || continue
+	say "   node $k paused node 2's new epoch ($p pauses); at the leave: $(grep -o "node 2 renewed: [0-9]* frames.*" "$dir/n$k/dlmd.out" | tail -n 1)"
+done
 # node 2's new life: from its last start line on
 sed -n '/^=== dlmd start/h; /^=== dlmd start/!H; ${x;p;}' "$dir/n2/dlmd.out" \
 	>"$dir/n2-last.out"
