@@ -192,7 +192,10 @@
  *    if it is still there, is heard: a HELLO of the known epoch, or any
  *    frame on an established connection (only the known life has one),
  *    lifts the pause (logged; st_pauses_lifted): it was no restart, and
- *    the queue goes out as after any reconnect, exactly once;
+ *    the queue goes out as after any reconnect, exactly once.  (Frames
+ *    a dead life wrote before it died, read after the new life's HELLO,
+ *    lift it too: they are its own, delivered as they would have been;
+ *    the new life's next HELLO pauses it again);
  *  - the application confirms a restart by lc_node_renew() (dlmd: the
  *    CPG leave of the daemon it knew; or lc_node_remove()): the queue is
  *    dropped there (st_stale_dropped), never before, and the next HELLO
