@@ -413,9 +413,22 @@ struct dlm_ls {
 	struct dlm_list		ls_dir_held;
 	struct dlm_list		ls_rc_deferred;	/* RC_LOOKUPs before our DIR barrier */
 	struct dlm_list		ls_resend;	/* lkbs with an op to redo at finish */
-	struct dlm_rsb		**ls_rec_rsbs;	/* resources when recovery started */
+	struct dlm_rsb		**ls_rec_rsbs;	/* resources the steps look at
+						   (recover.c, NARROW STEPS:
+						   all of them, or only those
+						   the departure touched) */
 	size_t			ls_rec_nrsbs;
 	size_t			ls_rec_cap;	/* room in ls_rec_rsbs */
+	/* NARROW STEPS (recover.c): every resource when step_start ran,
+	 * kept until the directory step knows whether the rebuild is
+	 * partial (NULL: ls_rec_rsbs holds them all) */
+	struct dlm_rsb		**ls_rec_all;
+	size_t			ls_rec_nall;
+	bool			ls_rc_narrow;	/* ls_rec_rsbs is the touched
+						 * share only */
+	bool			ls_redo_all;	/* a request held for finish is
+						 * on no list: finish looks at
+						 * every resource */
 	struct dlm_rcstat	ls_rcstat[DLM_MAX_NODES];
 	unsigned int		ls_nrcstat;
 	uint64_t		ls_ntossed;	/* rsbs on ls_toss */
@@ -578,6 +591,7 @@ void dlm_lkb_to_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
 
 /* recover.c */
 int dlm_recover_track_rsb(struct dlm_ls *ls, struct dlm_rsb *r);
+void dlm_recover_held_lookup(struct dlm_ls *ls, struct dlm_rsb *r);
 int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m,
 			const void *buf, size_t len);
 void dlm_recover_init_ls(struct dlm_ls *ls);
