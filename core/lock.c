@@ -2053,6 +2053,7 @@ static int request_here(struct dlm_ls *ls, struct dlm_rsb *r,
 	}
 	lkb->lkb_flags = LKBF_MSTCPY;
 	lkb->lkb_nodeid = m->m_from;
+	dlm_mstcpy_link(ls, lkb);
 	lkb->lkb_remid = m->m_lkid;
 	lkb->lkb_ownerid = m->m_owner;
 	lkb->lkb_exflags = m->m_exflags;

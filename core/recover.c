@@ -184,9 +184,14 @@
  * them all, remastering's hooks walked every lock on them, finish
  * walked every resource again for requests waiting for a master),
  * though a death touches only what the dead node mastered, directed or
- * held.  When our vote for a partial rebuild is yes, step_start, which
- * still looks at every resource once (and purges by one walk of the
- * locks), keeps on ls_rec_rsbs only what a later step can have to do
+ * held.  The purge takes only the departed nodes' master copies, and a
+ * partial rebuild forgets only the records naming them: each node's are
+ * on its own list (resource.c, "By node"), kept as they are made and
+ * freed.  When our vote for a partial rebuild is yes, step_start, which
+ * still looks at every resource once (what would spare that walk:
+ * lists of the resources by master, of our roots by directory node, of
+ * those with a lookup in flight, kept on every change of res_nodeid;
+ * not done), keeps on ls_rec_rsbs only what a later step can have to do
  * with (touched(): a departed master, ours or an ancestor's; a lookup
  * in flight; a purged lock; requests waiting for a master; remastering's
  * marks; a root of ours whose directory node departed), and every
@@ -562,14 +567,46 @@ static void collect_departed(void *arg, struct dlm_hnode *n)
 static int purge_departed(struct dlm_ls *ls)
 {
 	struct lkb_array a = { NULL, 0, ls };
+	struct dlm_list *pos;
 	size_t i;
 
 	if (fault(ls, DLM_FAULT_SKIP_PURGE))
 		return 0;
-	a.la_v = dlm_malloc(ls->ls_core, (ls->ls_lkbtbl.ht_count + 1) * sizeof(*a.la_v));
-	if (!a.la_v)
-		return -ENOMEM;
-	dlm_htab_walk(&ls->ls_lkbtbl, collect_departed, &a);
+	if (ls->ls_bynode_lost) {
+		/* some node's copies are on no list: every lock is looked at */
+		a.la_v = dlm_malloc(ls->ls_core, (ls->ls_lkbtbl.ht_count + 1) *
+				    sizeof(*a.la_v));
+		if (!a.la_v)
+			return -ENOMEM;
+		dlm_htab_walk(&ls->ls_lkbtbl, collect_departed, &a);
+	} else {
+		/* only the departed nodes' master copies (resource.c, "By
+		 * node"), taken off their lists first: purging one may end
+		 * another lock */
+		size_t n = 0;
+		unsigned int k;
+
+		for (k = 0; k < ls->ls_nbynode; k++) {
+			struct dlm_bynode *b = &ls->ls_bynode[k];
+
+			if (!departed(ls, b->bn_nodeid))
+				continue;
+			dlm_list_for_each(pos, &b->bn_mstcpys)
+				n++;
+		}
+		a.la_v = dlm_malloc(ls->ls_core, (n + 1) * sizeof(*a.la_v));
+		if (!a.la_v)
+			return -ENOMEM;
+		for (k = 0; k < ls->ls_nbynode; k++) {
+			struct dlm_bynode *b = &ls->ls_bynode[k];
+
+			if (!departed(ls, b->bn_nodeid))
+				continue;
+			dlm_list_for_each(pos, &b->bn_mstcpys)
+				a.la_v[a.la_n++] = dlm_container_of(pos,
+						struct dlm_lkb, lkb_ownerqueue);
+		}
+	}
 	for (i = 0; i < a.la_n; i++) {
 		struct dlm_lkb *lkb = a.la_v[i];
 		struct dlm_rsb *r = lkb->lkb_rsb;
@@ -1697,6 +1734,7 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 			return -ENOMEM;	/* fails the recovery: no reply */
 		lkb->lkb_flags = LKBF_MSTCPY | LKBF_WANT_BAST;
 		lkb->lkb_nodeid = m->m_from;
+		dlm_mstcpy_link(ls, lkb);
 		lkb->lkb_remid = m->m_lkid;
 		lkb->lkb_rsb = r;
 		dlm_rsb_hold(ls, r);
