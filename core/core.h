@@ -243,6 +243,11 @@ enum dlm_core_fault {
 	DLM_FAULT_REFUSED_WRITE,	/* a master that refuses an unlock
 					   -ENOMEM writes its value all the
 					   same, where the resource has room */
+	DLM_FAULT_NARROW_MISS_MOVED,	/* a narrow recovery leaves off its
+					   list the roots whose directory node
+					   departed: a partial rebuild
+					   registers none of them
+					   (core/recover.c, NARROW STEPS) */
 };
 
 /* ---------------------------------------------------------------------

@@ -273,10 +273,24 @@ struct dlm_rsb {
  * node, or ours without an rsb here (else the rsb is it: RESF_DIR). */
 struct dlm_dirent {
 	struct dlm_hnode	de_hnode;	/* ls_dirtbl */
+	struct dlm_list		de_bynode;	/* its master's bn_dirents (not
+						   ours: empty) */
 	uint32_t		de_master;
 	uint32_t		de_event;	/* recovery event that last confirmed it */
 	uint16_t		de_keylen;
 	unsigned char		de_key[];
+};
+
+/* What this node keeps of another node's (resource.c, "By node"): the
+ * master copies of its locks and the directory records naming it as
+ * master, so that its departure is dealt with in what it left, not in
+ * a walk of every lock and record (recover.c, NARROW STEPS). */
+struct dlm_bynode {
+	uint32_t		bn_nodeid;	/* 0: a free slot */
+	struct dlm_list		bn_mstcpys;	/* master copies, by their
+						   lkb_ownerqueue (a master
+						   copy has no local owner) */
+	struct dlm_list		bn_dirents;	/* de_bynode */
 };
 
 /* A block of lock ids reserved for one owner (dlm_core_ids_reserve). */
@@ -413,9 +427,30 @@ struct dlm_ls {
 	struct dlm_list		ls_dir_held;
 	struct dlm_list		ls_rc_deferred;	/* RC_LOOKUPs before our DIR barrier */
 	struct dlm_list		ls_resend;	/* lkbs with an op to redo at finish */
-	struct dlm_rsb		**ls_rec_rsbs;	/* resources when recovery started */
+	struct dlm_rsb		**ls_rec_rsbs;	/* resources the steps look at
+						   (recover.c, NARROW STEPS:
+						   all of them, or only those
+						   the departure touched) */
 	size_t			ls_rec_nrsbs;
 	size_t			ls_rec_cap;	/* room in ls_rec_rsbs */
+	/* NARROW STEPS (recover.c): every resource when step_start ran,
+	 * kept until the directory step knows whether the rebuild is
+	 * partial (NULL: ls_rec_rsbs holds them all) */
+	struct dlm_rsb		**ls_rec_all;
+	size_t			ls_rec_nall;
+	bool			ls_rc_narrow;	/* ls_rec_rsbs is the touched
+						 * share only */
+	bool			ls_redo_all;	/* a request held for finish is
+						 * on no list: finish looks at
+						 * every resource */
+	/* resource.c, "By node": one slot per node seen, found by a scan
+	 * (a few members; a slot of a departed node with nothing left is
+	 * taken again); ls_bynode_lost: a node found no slot, its master
+	 * copies and records are on no list, and recovery walks them all */
+	struct dlm_bynode	ls_bynode[DLM_MAX_NODES];
+	unsigned int		ls_nbynode;
+	unsigned int		ls_bynode_last;	/* the slot found last */
+	bool			ls_bynode_lost;
 	struct dlm_rcstat	ls_rcstat[DLM_MAX_NODES];
 	unsigned int		ls_nrcstat;
 	uint64_t		ls_ntossed;	/* rsbs on ls_toss */
@@ -578,6 +613,11 @@ void dlm_lkb_to_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
 
 /* recover.c */
 int dlm_recover_track_rsb(struct dlm_ls *ls, struct dlm_rsb *r);
+void dlm_recover_held_lookup(struct dlm_ls *ls, struct dlm_rsb *r);
+struct dlm_bynode *dlm_bynode_find(struct dlm_ls *ls, uint32_t nodeid,
+				   bool create);
+void dlm_mstcpy_link(struct dlm_ls *ls, struct dlm_lkb *lkb);
+int dlm_bynode_verify(struct dlm_ls *ls, char *why, size_t whylen);
 int dlm_recover_receive(struct dlm_ls *ls, const struct dlm_msg *m,
 			const void *buf, size_t len);
 void dlm_recover_init_ls(struct dlm_ls *ls);

@@ -465,6 +465,9 @@ int dlm_core_ls_verify(struct dlm_ls *ls, char *why, size_t whylen)
 	    count_differs(why, whylen, "are tossed (ls_ntossed)",
 			  vc.vc_ntossed, ls->ls_ntossed))
 		return -EUCLEAN;
+	/* the master copies and records by node (resource.c) */
+	if (dlm_bynode_verify(ls, why, whylen))
+		return -EUCLEAN;
 	/* the lookups the directory holds for a DIR_MOVE */
 	return dlm_dir_held_verify(ls, why, whylen);
 }

@@ -1429,8 +1429,12 @@ static void request_with_master(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	}
 	lkb->lkb_wait_type = DLM_WAIT_LOOKUP;
 	dlm_list_add_tail(&lkb->lkb_statequeue, &r->res_lookupq);
-	if ((r->res_flags & RESF_LOOKUP) || !dlm_ls_running(ls))
-		return;		/* a lookup is on its way, or runs at finish */
+	if (!dlm_ls_running(ls)) {
+		dlm_recover_held_lookup(ls, r);	/* runs at finish */
+		return;
+	}
+	if (r->res_flags & RESF_LOOKUP)
+		return;		/* a lookup is on its way */
 	dir = dlm_dir_nodeid(ls, r->res_hnode.hn_hash);
 	if (dir == dlm_our_nodeid(ls)) {
 		if (dlm_dir_lookup(ls, r->res_key, r->res_keylen,
@@ -2049,6 +2053,7 @@ static int request_here(struct dlm_ls *ls, struct dlm_rsb *r,
 	}
 	lkb->lkb_flags = LKBF_MSTCPY;
 	lkb->lkb_nodeid = m->m_from;
+	dlm_mstcpy_link(ls, lkb);
 	lkb->lkb_remid = m->m_lkid;
 	lkb->lkb_ownerid = m->m_owner;
 	lkb->lkb_exflags = m->m_exflags;

@@ -178,6 +178,38 @@
  * records (test_recover_partial_dir: 7 nodes, 45 of 289;
  * bench/bench-recovery).
  *
+ * NARROW STEPS (issue 18).  The steps after step_start looked at every
+ * resource the survivor has (the directory step asked each whether its
+ * directory node moved, masters, locks, commit and grant each walked
+ * them all, remastering's hooks walked every lock on them, finish
+ * walked every resource again for requests waiting for a master),
+ * though a death touches only what the dead node mastered, directed or
+ * held.  The purge takes only the departed nodes' master copies, and a
+ * partial rebuild forgets only the records naming them: each node's are
+ * on its own list (resource.c, "By node"), kept as they are made and
+ * freed.  When our vote for a partial rebuild is yes, step_start, which
+ * still looks at every resource once (what would spare that walk:
+ * lists of the resources by master, of our roots by directory node, of
+ * those with a lookup in flight, kept on every change of res_nodeid;
+ * not done), keeps on ls_rec_rsbs only what a later step can have to do
+ * with (touched(): a departed master, ours or an ancestor's; a lookup
+ * in flight; a purged lock; requests waiting for a master; remastering's
+ * marks; a root of ours whose directory node departed), and every
+ * resource aside on ls_rec_all.  Why that is enough: every later step
+ * acts only on resources with one of those marks or that take an
+ * RC_LOCK, a MIGRATE or a child's RC_LOCK (each tracked as it comes,
+ * dlm_recover_track_rsb), and a partial rebuild registers only the
+ * roots whose directory node departed; a request made while the
+ * lockspace does not run puts its resource on the list too
+ * (dlm_recover_held_lookup; without memory for it, finish walks every
+ * resource as before).  If the members' votes make the rebuild full
+ * after all (one voted no), the directory step first puts every
+ * resource of ls_rec_all on the list: from there it is the full
+ * recovery, every root registered.  A vote of no (a join, remastering,
+ * a restarted recovery) keeps every resource on the list from the
+ * start.  (tests/test-core-recover.c test_recover_narrow,
+ * test_recover_narrow_then_full; sim-broken.test: narrow-miss-moved.)
+ *
  * The lockspace's states (ls_state, changed only by set_state(), which
  * logs each change, and any change not listed here as a bug):
  *
@@ -304,14 +336,23 @@ void dlm_recover_init_ls(struct dlm_ls *ls)
 	ls->ls_rc_clean = true;
 }
 
-void dlm_recover_free_ls(struct dlm_ls *ls)
+/* The lists of resources the steps look at go (NARROW STEPS). */
+static void rec_free(struct dlm_ls *ls)
 {
-	dlm_held_drop(&ls->ls_held, ls, NULL);
-	dlm_held_drop(&ls->ls_rc_deferred, ls, NULL);
 	free(ls->ls_rec_rsbs);
 	ls->ls_rec_rsbs = NULL;
 	ls->ls_rec_nrsbs = 0;
 	ls->ls_rec_cap = 0;
+	free(ls->ls_rec_all);
+	ls->ls_rec_all = NULL;
+	ls->ls_rec_nall = 0;
+}
+
+void dlm_recover_free_ls(struct dlm_ls *ls)
+{
+	dlm_held_drop(&ls->ls_held, ls, NULL);
+	dlm_held_drop(&ls->ls_rc_deferred, ls, NULL);
+	rec_free(ls);
 	free(ls->ls_prev_members);
 	ls->ls_prev_members = NULL;
 	ls->ls_nprev_members = 0;
@@ -526,14 +567,46 @@ static void collect_departed(void *arg, struct dlm_hnode *n)
 static int purge_departed(struct dlm_ls *ls)
 {
 	struct lkb_array a = { NULL, 0, ls };
+	struct dlm_list *pos;
 	size_t i;
 
 	if (fault(ls, DLM_FAULT_SKIP_PURGE))
 		return 0;
-	a.la_v = dlm_malloc(ls->ls_core, (ls->ls_lkbtbl.ht_count + 1) * sizeof(*a.la_v));
-	if (!a.la_v)
-		return -ENOMEM;
-	dlm_htab_walk(&ls->ls_lkbtbl, collect_departed, &a);
+	if (ls->ls_bynode_lost) {
+		/* some node's copies are on no list: every lock is looked at */
+		a.la_v = dlm_malloc(ls->ls_core, (ls->ls_lkbtbl.ht_count + 1) *
+				    sizeof(*a.la_v));
+		if (!a.la_v)
+			return -ENOMEM;
+		dlm_htab_walk(&ls->ls_lkbtbl, collect_departed, &a);
+	} else {
+		/* only the departed nodes' master copies (resource.c, "By
+		 * node"), taken off their lists first: purging one may end
+		 * another lock */
+		size_t n = 0;
+		unsigned int k;
+
+		for (k = 0; k < ls->ls_nbynode; k++) {
+			struct dlm_bynode *b = &ls->ls_bynode[k];
+
+			if (!departed(ls, b->bn_nodeid))
+				continue;
+			dlm_list_for_each(pos, &b->bn_mstcpys)
+				n++;
+		}
+		a.la_v = dlm_malloc(ls->ls_core, (n + 1) * sizeof(*a.la_v));
+		if (!a.la_v)
+			return -ENOMEM;
+		for (k = 0; k < ls->ls_nbynode; k++) {
+			struct dlm_bynode *b = &ls->ls_bynode[k];
+
+			if (!departed(ls, b->bn_nodeid))
+				continue;
+			dlm_list_for_each(pos, &b->bn_mstcpys)
+				a.la_v[a.la_n++] = dlm_container_of(pos,
+						struct dlm_lkb, lkb_ownerqueue);
+		}
+	}
 	for (i = 0; i < a.la_n; i++) {
 		struct dlm_lkb *lkb = a.la_v[i];
 		struct dlm_rsb *r = lkb->lkb_rsb;
@@ -550,11 +623,34 @@ static int purge_departed(struct dlm_ls *ls)
 	return 0;
 }
 
+static bool dir_moved(const struct dlm_ls *ls, const struct dlm_rsb *r);
+static void find_departed(struct dlm_ls *ls);
+
+/* NARROW STEPS: does a step after step_start have anything to do with
+ * r (which step_start has just looked at)?  Its master departed, or an
+ * ancestor's (RESF_RECOVER_MASTER, marked after this); its lookup was
+ * in flight (RESF_RC_DROP); a purge took a lock of its
+ * (RESF_RECOVER_GRANT); requests wait for its master (finish);
+ * remastering marked it; or we master it, a root, and its directory
+ * node departed (a partial rebuild registers it). */
+static bool touched(const struct dlm_ls *ls, const struct dlm_rsb *r)
+{
+	if (r->res_flags & (RESF_RECOVER_MASTER | RESF_RC_DROP |
+			    RESF_RECOVER_GRANT | RESF_NEW_MASTER |
+			    RESF_REPOINTED | RESF_DIR_UNACKED))
+		return true;
+	if (!dlm_list_empty(&r->res_lookupq))
+		return true;
+	return !r->res_parent && r->res_nodeid == dlm_our_nodeid(ls) &&
+	       dir_moved(ls, r) && !fault(ls, DLM_FAULT_NARROW_MISS_MOVED);
+}
+
 static int step_start(struct dlm_ls *ls)
 {
 	struct dlm_list *pos, *tmp, gone;
 	struct rsb_array a;
-	size_t i;
+	size_t i, kept;
+	bool narrow;
 	int rv;
 
 	/* messages from departed nodes are void, lookups of an earlier
@@ -596,21 +692,29 @@ static int step_start(struct dlm_ls *ls)
 		return rv;
 
 	/* the resources the steps look at: all of them, less the unused
-	 * ones, which go (rsbs created while stopped wait for finish) */
-	free(ls->ls_rec_rsbs);
-	ls->ls_rec_rsbs = NULL;
-	ls->ls_rec_nrsbs = 0;
-	ls->ls_rec_cap = 0;
+	 * ones, which go (rsbs created while stopped wait for finish); in
+	 * a narrow recovery only those the departure touched, the rest
+	 * kept aside for a full rebuild (NARROW STEPS) */
+	rec_free(ls);
+	ls->ls_redo_all = false;
+	narrow = ls->ls_rc_vote;
+	ls->ls_rc_narrow = narrow;
+	if (narrow)
+		find_departed(ls);
 	rv = all_rsbs(ls, &a);
 	if (rv)
 		return rv;
-	ls->ls_rec_rsbs = a.ra_v;
-	ls->ls_rec_cap = ls->ls_rsbtbl.ht_count + 1;
+	if (narrow) {
+		ls->ls_rec_all = a.ra_v;
+	} else {
+		ls->ls_rec_rsbs = a.ra_v;
+		ls->ls_rec_cap = ls->ls_rsbtbl.ht_count + 1;
+	}
 	/* lookups held for a DIR_MOVE: their requesters look up again at
 	 * finish (RESF_RC_DROP below, on their side), in the directory
 	 * this recovery rebuilds (resource.c dlm_dir_hold_lookup) */
 	dlm_dir_held_drop(ls);
-	for (i = 0; i < a.ra_n; i++) {
+	for (i = 0, kept = 0; i < a.ra_n; i++) {
 		struct dlm_rsb *r = a.ra_v[i];
 
 		/* an unused copy of a resource mastered elsewhere carries
@@ -620,8 +724,11 @@ static int step_start(struct dlm_ls *ls)
 			dlm_rsb_free(ls, r);
 			continue;
 		}
-		ls->ls_rec_rsbs[ls->ls_rec_nrsbs++] = r;
-		r->res_flags |= RESF_REC_TRACKED;
+		a.ra_v[kept++] = r;	/* in place: i >= kept */
+		if (narrow)
+			r->res_flags &= ~RESF_REC_TRACKED;
+		else
+			r->res_flags |= RESF_REC_TRACKED;
 		/* lookups in flight are answered by a stale directory (and
 		 * their answers dropped: a partial rebuild drops the record
 		 * such an answer may have made, step_dir) */
@@ -641,7 +748,13 @@ static int step_start(struct dlm_ls *ls)
 		if (dlm_rsb_unused(r))
 			/* onto the toss list */
 			dlm_rsb_hold(ls, r), dlm_rsb_release(ls, r);
+		if (narrow && touched(ls, r) && dlm_recover_track_rsb(ls, r))
+			return -ENOMEM;
 	}
+	if (narrow)
+		ls->ls_rec_nall = kept;
+	else
+		ls->ls_rec_nrsbs = kept;
 	/* a child that needs a new master takes its root's: its ancestors
 	 * need one too, even those we hold no lock on.  With the re-point
 	 * protocol a held MOVED, handled at the directory step after our
@@ -659,8 +772,12 @@ static int step_start(struct dlm_ls *ls)
 			continue;
 		ls->ls_rc_nothing = false;	/* QUIET STEPS */
 		for (p = r->res_parent; p; p = p->res_parent)
-			if (!p->res_nodeid || departed(ls, p->res_nodeid))
+			if (!p->res_nodeid || departed(ls, p->res_nodeid)) {
 				p->res_flags |= RESF_RECOVER_MASTER;
+				/* (on the list already unless narrow) */
+				if (dlm_recover_track_rsb(ls, p))
+					return -ENOMEM;
+			}
 	}
 	/* the directory is rebuilt from the masters in the next step: each
 	 * record they confirm is kept (or made), the others are swept once
@@ -799,13 +916,30 @@ static int step_dir(struct dlm_ls *ls)
 	size_t i;
 	int rv = 0;
 
+	/* PARTIAL DIRECTORY: only what the departed took is rebuilt.  A
+	 * narrow recovery whose rebuild is full after all looks at every
+	 * resource from here (NARROW STEPS) */
+	ls->ls_rc_partial = all_partial(ls);
+	if (ls->ls_rec_all) {
+		if (!ls->ls_rc_partial) {
+			for (i = 0; i < ls->ls_rec_nall; i++)
+				if (dlm_recover_track_rsb(ls, ls->ls_rec_all[i]))
+					return -ENOMEM;
+			ls->ls_rc_narrow = false;
+			log_ls(ls, DLM_LOG_DEBUG, "recovery %u: full directory "
+			       "rebuild: the steps look at every resource",
+			       ls->ls_event);
+		}
+		free(ls->ls_rec_all);
+		ls->ls_rec_all = NULL;
+		ls->ls_rec_nall = 0;
+	}
+
 	/* a resource moved to us before the stop is ours to register */
 	rv = dlm_remaster_recover(ls);
 	if (rv)
 		return rv;
 
-	/* PARTIAL DIRECTORY: only what the departed took is rebuilt */
-	ls->ls_rc_partial = all_partial(ls);
 	if (ls->ls_rc_partial) {
 		log_ls(ls, DLM_LOG_DEBUG, "recovery %u: partial directory "
 		       "rebuild", ls->ls_event);
@@ -1400,12 +1534,20 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 		dlm_redo_op(ls, lkb);
 	}
 	/* requests waiting for a master */
-	ls->ls_redo_lookups = true;
-	dlm_recover_redo_lookups(ls);
-	free(ls->ls_rec_rsbs);
-	ls->ls_rec_rsbs = NULL;
-	ls->ls_rec_nrsbs = 0;
-	ls->ls_rec_cap = 0;
+	if (ls->ls_rc_narrow && !ls->ls_redo_all) {
+		/* NARROW STEPS: every resource a request waits on for its
+		 * master is on the list (step_start, dlm_recover_held_lookup) */
+		size_t i;
+
+		for (i = 0; i < ls->ls_rec_nrsbs; i++)
+			dlm_redo_lookups(ls, ls->ls_rec_rsbs[i]);
+	} else {
+		ls->ls_redo_lookups = true;
+		dlm_recover_redo_lookups(ls);
+	}
+	ls->ls_rc_narrow = false;
+	ls->ls_redo_all = false;
+	rec_free(ls);
 	dlm_toss_trim(ls);
 	log_ls(ls, DLM_LOG_INFO, "recovery %u finished, locking resumed", event);
 	return 0;
@@ -1438,6 +1580,16 @@ static int rec_rsbs_room(struct dlm_ls *ls)
 	ls->ls_rec_rsbs = v;
 	ls->ls_rec_cap = cap;
 	return 0;
+}
+
+/* NARROW STEPS: a request on r waits for its master until finish
+ * (lock.c request_with_master, while the lockspace does not run); the
+ * list finish looks at must have r.  Without memory for it, finish looks
+ * at every resource. */
+void dlm_recover_held_lookup(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	if (ls->ls_rc_narrow && dlm_recover_track_rsb(ls, r))
+		ls->ls_redo_all = true;
 }
 
 /* r, found or made after step_start collected the resources (remaster.c
@@ -1582,6 +1734,7 @@ static int receive_rc_lock(struct dlm_ls *ls, const struct dlm_msg *m)
 			return -ENOMEM;	/* fails the recovery: no reply */
 		lkb->lkb_flags = LKBF_MSTCPY | LKBF_WANT_BAST;
 		lkb->lkb_nodeid = m->m_from;
+		dlm_mstcpy_link(ls, lkb);
 		lkb->lkb_remid = m->m_lkid;
 		lkb->lkb_rsb = r;
 		dlm_rsb_hold(ls, r);

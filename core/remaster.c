@@ -824,6 +824,7 @@ static void record_place(struct dlm_ls *ls, struct dlm_rsb *r,
 	if (m->m_exflags & DLM_LKF_VALBLK)
 		lkb->lkb_flags |= LKBF_VALBLK;
 	lkb->lkb_nodeid = m->m_nodeid;
+	dlm_mstcpy_link(ls, lkb);
 	lkb->lkb_remid = m->m_remid;
 	lkb->lkb_ownerid = m->m_owner;
 	lkb->lkb_exflags = m->m_exflags;

@@ -610,6 +610,9 @@ void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	struct dlm_core *core = ls->ls_core;
 
 	dlm_htab_remove(&ls->ls_lkbtbl, &lkb->lkb_hnode);
+	/* a master copy leaves its node's list ("By node") */
+	if (is_master_copy(lkb) && !dlm_list_empty(&lkb->lkb_ownerqueue))
+		dlm_list_del(&lkb->lkb_ownerqueue);
 	free(lkb->lkb_lvb);
 	lkb->lkb_lvb = NULL;
 	free(lkb->lkb_ranges);
@@ -806,6 +809,201 @@ static void dir_self_clear(struct dlm_ls *ls, struct dlm_rsb *r)
 	ls->ls_ndirself--;
 }
 
+/* ------------------------------------------------------------ By node
+ *
+ * Each node's master copies here and the directory records here naming
+ * it (struct dlm_bynode), kept as they are made and freed: the
+ * recovery after its departure purges and forgets those, not every lock
+ * and record (recover.c purge_departed, dlm_dir_drop_departed).  A slot
+ * is found by a scan from the one found last: a lockspace has a few
+ * members, and the slot of a node that left with nothing here is taken
+ * again.  Were all DLM_MAX_NODES slots held, the newcomer's copies and
+ * records would be on no list: ls_bynode_lost, and recovery walks every
+ * lock and record as before. */
+
+struct dlm_bynode *dlm_bynode_find(struct dlm_ls *ls, uint32_t nodeid,
+				   bool create)
+{
+	struct dlm_bynode *b = &ls->ls_bynode[ls->ls_bynode_last];
+	unsigned int i;
+
+	if (b->bn_nodeid == nodeid && nodeid)
+		return b;
+	for (i = 0; i < ls->ls_nbynode; i++)
+		if (ls->ls_bynode[i].bn_nodeid == nodeid) {
+			ls->ls_bynode_last = i;
+			return &ls->ls_bynode[i];
+		}
+	if (!create || !nodeid)
+		return NULL;
+	for (i = 0; i < ls->ls_nbynode; i++) {
+		b = &ls->ls_bynode[i];
+		if (dlm_list_empty(&b->bn_mstcpys) &&
+		    dlm_list_empty(&b->bn_dirents) &&
+		    !dlm_ls_is_member(ls, b->bn_nodeid))
+			break;
+	}
+	if (i == ls->ls_nbynode) {
+		if (i == DLM_MAX_NODES) {
+			ls->ls_bynode_lost = true;
+			return NULL;
+		}
+		b = &ls->ls_bynode[ls->ls_nbynode++];
+		dlm_list_init(&b->bn_mstcpys);
+		dlm_list_init(&b->bn_dirents);
+	}
+	b->bn_nodeid = nodeid;
+	ls->ls_bynode_last = i;
+	return b;
+}
+
+struct bynode_count {
+	struct dlm_ls	*bc_ls;
+	uint64_t	bc_n[DLM_MAX_NODES];
+	uint64_t	bc_off;		/* on no list, or another node's */
+};
+
+static void count_mstcpy(void *arg, struct dlm_hnode *n)
+{
+	struct bynode_count *bc = arg;
+	struct dlm_lkb *lkb = dlm_container_of(n, struct dlm_lkb, lkb_hnode);
+	struct dlm_bynode *b;
+
+	if (!is_master_copy(lkb))
+		return;
+	b = dlm_bynode_find(bc->bc_ls, lkb->lkb_nodeid, false);
+	if (!b) {
+		bc->bc_off++;
+		return;
+	}
+	bc->bc_n[b - bc->bc_ls->ls_bynode]++;
+	if (dlm_list_empty(&lkb->lkb_ownerqueue))
+		bc->bc_off++;
+}
+
+static void count_dirent(void *arg, struct dlm_hnode *n)
+{
+	struct bynode_count *bc = arg;
+	struct dlm_dirent *de = dlm_container_of(n, struct dlm_dirent,
+						 de_hnode);
+	struct dlm_bynode *b;
+
+	if (de->de_master == dlm_our_nodeid(bc->bc_ls)) {
+		if (!dlm_list_empty(&de->de_bynode))
+			bc->bc_off++;
+		return;
+	}
+	b = dlm_bynode_find(bc->bc_ls, de->de_master, false);
+	if (!b)
+		bc->bc_off++;
+	else
+		bc->bc_n[b - bc->bc_ls->ls_bynode]++;
+}
+
+/* Checks (dlm_core_ls_verify): every master copy and every record naming
+ * another node is on that node's list, and the lists hold nothing else.
+ * One walk of the locks and records: for tests. */
+int dlm_bynode_verify(struct dlm_ls *ls, char *why, size_t whylen)
+{
+	struct bynode_count *bc;
+	unsigned int i, pass;
+	int rv = 0;
+
+	if (ls->ls_bynode_lost)
+		return 0;	/* recovery walks everything */
+	bc = dlm_malloc(ls->ls_core, sizeof(*bc));
+	if (!bc)
+		return 0;	/* not checked */
+	for (pass = 0; pass < 2 && !rv; pass++) {
+		memset(bc, 0, sizeof(*bc));
+		bc->bc_ls = ls;
+		if (pass == 0)
+			dlm_htab_walk(&ls->ls_lkbtbl, count_mstcpy, bc);
+		else
+			dlm_htab_walk(&ls->ls_dirtbl, count_dirent, bc);
+		for (i = 0; i < ls->ls_nbynode && !bc->bc_off; i++) {
+			const struct dlm_list *pos, *head = pass == 0 ?
+				&ls->ls_bynode[i].bn_mstcpys :
+				&ls->ls_bynode[i].bn_dirents;
+			uint32_t node = ls->ls_bynode[i].bn_nodeid;
+			uint64_t k = 0;
+			bool other = false;
+
+			/* each entry is one of the node's (so, counted as
+			 * many as are the node's, every one is there) */
+			dlm_list_for_each(pos, head) {
+				k++;
+				if (pass == 0 ?
+				    (!is_master_copy(dlm_container_of(pos,
+						struct dlm_lkb, lkb_ownerqueue)) ||
+				     dlm_container_of(pos, struct dlm_lkb,
+						lkb_ownerqueue)->lkb_nodeid != node) :
+				    dlm_container_of(pos, struct dlm_dirent,
+						de_bynode)->de_master != node)
+					other = true;
+			}
+			if (other) {
+				snprintf(why, whylen, "node %u's list of %s "
+					 "holds another's", node, pass == 0 ?
+					 "master copies" : "records");
+				rv = -EUCLEAN;
+				break;
+			}
+			if (k != bc->bc_n[i]) {
+				snprintf(why, whylen, "node %u's list holds %llu "
+					 "%s, %llu are its",
+					 ls->ls_bynode[i].bn_nodeid,
+					 (unsigned long long)k,
+					 pass == 0 ? "master copies" : "records",
+					 (unsigned long long)bc->bc_n[i]);
+				rv = -EUCLEAN;
+				break;
+			}
+		}
+		if (bc->bc_off && !rv) {
+			snprintf(why, whylen, "%llu %s on no list or another "
+				 "node's", (unsigned long long)bc->bc_off,
+				 pass == 0 ? "master copies" : "records");
+			rv = -EUCLEAN;
+		}
+	}
+	free(bc);
+	return rv;
+}
+
+/* lkb, a master copy whose lkb_nodeid is set, goes on its node's list. */
+void dlm_mstcpy_link(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_bynode *b = dlm_bynode_find(ls, lkb->lkb_nodeid, true);
+
+	if (b)
+		dlm_list_add_tail(&lkb->lkb_ownerqueue, &b->bn_mstcpys);
+}
+
+/* de's master is 'master' from now on. */
+static void dir_set_master(struct dlm_ls *ls, struct dlm_dirent *de,
+			   uint32_t master)
+{
+	struct dlm_bynode *b;
+
+	de->de_master = master;
+	if (!dlm_list_empty(&de->de_bynode))
+		dlm_list_del(&de->de_bynode);
+	if (master == dlm_our_nodeid(ls))
+		return;		/* never departs */
+	b = dlm_bynode_find(ls, master, true);
+	if (b)
+		dlm_list_add_tail(&de->de_bynode, &b->bn_dirents);
+}
+
+/* A record goes, its table's node already unlinked or not. */
+static void dir_free(struct dlm_dirent *de)
+{
+	if (!dlm_list_empty(&de->de_bynode))
+		dlm_list_del(&de->de_bynode);
+	free(de);
+}
+
 /* A new record of key, which the caller found missing: master 'master',
  * confirmed in 'event'.  NULL when out of memory. */
 static struct dlm_dirent *dir_add(struct dlm_ls *ls, const unsigned char *key,
@@ -818,7 +1016,8 @@ static struct dlm_dirent *dir_add(struct dlm_ls *ls, const unsigned char *key,
 	if (!de)
 		return NULL;
 	de->de_hnode.hn_hash = hash;
-	de->de_master = master;
+	dlm_list_init(&de->de_bynode);
+	dir_set_master(ls, de, master);
 	de->de_event = event;
 	de->de_keylen = (uint16_t)keylen;
 	memcpy(de->de_key, key, keylen);
@@ -829,7 +1028,7 @@ static struct dlm_dirent *dir_add(struct dlm_ls *ls, const unsigned char *key,
 static void dir_del(struct dlm_ls *ls, struct dlm_dirent *de)
 {
 	dlm_htab_remove(&ls->ls_dirtbl, &de->de_hnode);
-	free(de);
+	dir_free(de);
 }
 
 /* de's master became us: its rsb, when there is one, takes it over. */
@@ -909,7 +1108,7 @@ int dlm_dir_register(struct dlm_ls *ls, const unsigned char *key,
 			dir_self_clear(ls, r);
 			return 0;
 		}
-		de->de_master = master;
+		dir_set_master(ls, de, master);
 	}
 	if (r) {
 		r->res_de_event = ls->ls_event;
@@ -1109,7 +1308,7 @@ int dlm_dir_move(struct dlm_ls *ls, const unsigned char *key,
 	if (*cur != old)
 		return 0;
 	if (de) {
-		de->de_master = master;
+		dir_set_master(ls, de, master);
 		dir_settle(ls, de);
 		if (master != old && !dlm_list_empty(&ls->ls_dir_held) &&
 		    ls->ls_core->core_fault != DLM_FAULT_REMASTER_DIR_KEEP_HELD)
@@ -1132,7 +1331,7 @@ static bool unconfirmed(void *arg, struct dlm_hnode *n)
 
 	if (de->de_event == *(const uint32_t *)arg)
 		return false;
-	free(de);
+	dir_free(de);
 	return true;
 }
 
@@ -1161,15 +1360,33 @@ static bool departed_master(void *arg, struct dlm_hnode *n)
 
 	if (dlm_ls_is_member(arg, de->de_master))
 		return false;
-	free(de);
+	dir_free(de);
 	return true;
 }
 
 /* Recovery, a partial rebuild (recover.c, PARTIAL DIRECTORY): forget
- * the records of departed masters.  The records that are rsbs name us. */
+ * the records of departed masters.  The records that are rsbs name us.
+ * Each record naming another node is on its node's list ("By node"):
+ * only the departed nodes' are looked at, unless some node found no
+ * slot. */
 void dlm_dir_drop_departed(struct dlm_ls *ls)
 {
-	dlm_htab_sweep(&ls->ls_dirtbl, departed_master, ls);
+	unsigned int i;
+
+	if (ls->ls_bynode_lost) {
+		dlm_htab_sweep(&ls->ls_dirtbl, departed_master, ls);
+		return;
+	}
+	for (i = 0; i < ls->ls_nbynode; i++) {
+		struct dlm_bynode *b = &ls->ls_bynode[i];
+
+		if (dlm_ls_is_member(ls, b->bn_nodeid))
+			continue;
+		while (!dlm_list_empty(&b->bn_dirents))
+			dir_del(ls, dlm_list_first(&b->bn_dirents,
+						   struct dlm_dirent,
+						   de_bynode));
+	}
 }
 
 /* -------------------------------------------------------------- owners */

@@ -2252,6 +2252,7 @@ static const struct {
 	{ "partial-keep-dead", DLM_FAULT_PARTIAL_KEEP_DEAD },
 	{ "partial-keep-orphans", DLM_FAULT_PARTIAL_KEEP_ORPHANS },
 	{ "refused-write", DLM_FAULT_REFUSED_WRITE },
+	{ "narrow-miss-moved", DLM_FAULT_NARROW_MISS_MOVED },
 };
 
 static const struct {
@@ -2499,7 +2500,8 @@ static void usage(FILE *out)
 		"                --repoint: remaster-skip-repoint,\n"
 		"                remaster-early-grant; with\n"
 		"                --faults: skip-purge, skip-resend, keep-dead-master,\n"
-		"                partial-keep-dead, partial-keep-orphans; with\n"
+		"                partial-keep-dead, partial-keep-orphans,\n"
+		"                narrow-miss-moved; with\n"
 		"                --alloc-faults: refused-write (a refused unlock\n"
 		"                writes its value all the same);\n"
 		"                no-fence-wait breaks the glue: recovery starts before\n"

@@ -849,6 +849,93 @@ static void test_recover_partial_lost_lookup(void **state)
 	cluster_free(c);
 }
 
+/* NARROW STEPS: 4 nodes, each masters NR_NAMES names (one EX lock
+ * each, as bench/bench-recovery's "single"); node 4 dies.  After step
+ * start, a survivor's steps look only at what the death touched: its
+ * roots whose directory node was node 4 (and nothing else here), not
+ * every resource.  A request made while recovering, on a fresh name,
+ * waits for its master until finish, which looks it up: granted.
+ * With 'full', node 2 has handled a remastering message since the last
+ * rebuild (ls_rm_seen: it votes no), so the rebuild is full although
+ * nodes 1 and 3 started narrow: they look at every resource from the
+ * directory step on and register every root, else the sweep would drop
+ * the records of the names they master and another node, told by the
+ * directory that nobody masters them, would be granted an EX beside
+ * theirs. */
+#define NR_NAMES	40
+static void narrow_recovery(bool full)
+{
+	struct cluster *c = cluster_new(4, 100000);
+	uint32_t before[4] = { 1, 2, 3, 4 }, lk, late;
+	size_t moved[4] = { 0, 0, 0, 0 };
+	unsigned char key[16];
+	char name[16];
+	int n, i;
+
+	recover_all(c, 1);	/* a first recovery, as a join runs */
+	for (n = 1; n <= 4; n++)
+		for (i = 0; i < NR_NAMES; i++) {
+			snprintf(name, sizeof(name), "r%d-%d", n, i);
+			lk = lock_on(c, n, (uint64_t)n, name, DLM_LOCK_EX, 0,
+				     0, NULL);
+			drain(c);
+			assert_status(c, n, lk, 0);
+			key[0] = (unsigned char)strlen(name);
+			memcpy(key + 1, name, key[0]);
+			if (n < 4 && dlm_dir_nodeid_of(before, 4,
+					dlm_hash_bytes(key, key[0] + 1u)) == 4)
+				moved[n]++;
+		}
+	if (full)
+		c->ls[2]->ls_rm_seen = true;
+	c->dead[4] = 1;
+	stop_all(c);
+	start_all(c, 2);
+	for (n = 1; n <= 3; n++) {
+		assert_int_equal(c->ls[n]->ls_rc_narrow, n != 2 || !full);
+		if (n != 2 || !full)
+			assert_int_equal(c->ls[n]->ls_rec_nrsbs, moved[n]);
+		else
+			assert_int_equal(c->ls[n]->ls_rec_nrsbs, NR_NAMES);
+	}
+	/* a fresh name, locked while the lockspace recovers */
+	late = lock_on(c, 1, 1, "late", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	for (n = 1; n <= 3; n++)
+		assert_int_equal(c->ls[n]->ls_rc_partial, !full);
+	finish_all(c, 2);
+	drain(c);
+	assert_status(c, 1, late, 0);
+	/* every survivor's name is held by its master */
+	for (n = 1; n <= 3; n++)
+		for (i = 0; i < NR_NAMES; i++) {
+			int other = n % 3 + 1;
+
+			snprintf(name, sizeof(name), "r%d-%d", n, i);
+			lk = lock_on(c, other, 100 + (uint64_t)other, name,
+				     DLM_LOCK_EX, DLM_LKF_NOQUEUE, 0, NULL);
+			drain(c);
+			assert_status(c, other, lk, -EAGAIN);
+		}
+	lk = lock_on(c, 2, 102, "late", DLM_LOCK_EX, DLM_LKF_NOQUEUE, 0, NULL);
+	drain(c);
+	assert_status(c, 2, lk, -EAGAIN);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+static void test_recover_narrow(void **state)
+{
+	(void)state;
+	narrow_recovery(false);
+}
+
+static void test_recover_narrow_then_full(void **state)
+{
+	(void)state;
+	narrow_recovery(true);
+}
+
 /* A recovery aborted half way by a newer event, then a node joining. */
 static void test_recover_abort_and_join(void **state)
 {
@@ -978,6 +1065,8 @@ int main(void)
 		cmocka_unit_test(test_recover_partial_dir),
 		cmocka_unit_test(test_recover_partial_held_remove),
 		cmocka_unit_test(test_recover_partial_lost_lookup),
+		cmocka_unit_test(test_recover_narrow),
+		cmocka_unit_test(test_recover_narrow_then_full),
 		cmocka_unit_test(test_recover_enomem),
 		cmocka_unit_test(test_recover_token),
 		cmocka_unit_test(test_forged_clock),
