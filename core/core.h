@@ -243,6 +243,10 @@ enum dlm_core_fault {
 	DLM_FAULT_REFUSED_WRITE,	/* a master that refuses an unlock
 					   -ENOMEM writes its value all the
 					   same, where the resource has room */
+	DLM_FAULT_BAST_ONCE,		/* a grant keeps the lock's record of
+					   the basts sent (lkb_highbast): a
+					   mode is sent once per lock, not
+					   once per grant */
 };
 
 /* ---------------------------------------------------------------------
