@@ -290,6 +290,100 @@ static void test_master_client_moves(void **state)
 	moves_while_held(1);
 }
 
+/* The re-point protocol with an orphan (core/remaster.c, movable(): the
+ * rule without the protocol keeps a resource with a persistent or
+ * orphaned lock where it is; with it, any lock moves).  Node 'holder' (3,
+ * a third node, or 1, the old master) holds "r" NL, PERSISTENT, and its
+ * owner 3 goes: the lock is an orphan, on the holder's node only (its
+ * master copy does not know), and "r" moves to node 2 with it all the
+ * same, the orphan re-pointed like any lock.  Then, with 'adopt', owner
+ * 4 adopts it at the holder and converts it to PR at node 2, where node
+ * 2's EX waits for it and owner 4 is told (a blocking AST) until it lets
+ * go; without, the holder's orphans of owner 3 are purged, the unlock
+ * done at node 2.  Either way the holder's node keeps no orphan and
+ * node 2's EX is granted. */
+static void orphan_moves(int holder, int adopt)
+{
+	char v[DLM_LVB_LEN];
+	struct dlm_ls_stats st;
+	struct cluster *c;
+	uint64_t tok = 0;
+	uint32_t b, d, got = 0;
+	int comps;
+
+	cluster_remaster_ticks = TICKS;
+	cluster_remaster_shared = 1;
+	c = cluster_new(3, 3600000);
+	master_at_1(c);
+	d = lock_on(c, holder, 3, "r", DLM_LOCK_NL, DLM_LKF_PERSISTENT, 0,
+		    NULL);
+	drain(c);
+	assert_status(c, holder, d, 0);
+	assert_int_equal(dlm_core_purge_owner(c->ls[holder], 3), 1);
+	assert_dump_has(c, holder, "orphan");
+	b = nl_lock_2(c);
+	convert_rounds(c, b, 40, v, &tok);
+	assert_dump_has(c, 1, "resource \"r\" master 2");
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	assert_dump_has(c, holder, "resource \"r\" master 2");
+	assert_dump_has(c, holder, "orphan");
+	assert_int_equal(c->nlog_warn, 0);
+	assert_verified(c);
+	if (adopt) {
+		assert_int_equal(dlm_core_lock(c->ls[holder],
+			&(struct dlm_lock_req){ .mode = DLM_LOCK_NL,
+			.name = "r", .namelen = 1, .owner = 4, .astarg = 4,
+			.flags = DLM_LKF_ORPHAN | DLM_LKF_PERSISTENT,
+			.want_bast = 1 }, &got), 0);
+		assert_int_equal(got, d);
+		assert_dump_lacks(c, holder, "orphan");
+		assert_int_equal(convert(c, holder, 4, d, DLM_LOCK_PR, 0,
+					 NULL), 0);
+		drain(c);
+		assert_status(c, holder, d, 0);
+		comps = count_asts(c, 2, b, DLM_AST_COMP);
+		assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+		drain(c);
+		assert_int_equal(count_asts(c, 2, b, DLM_AST_COMP), comps);
+		assert_int_equal(last_bast_mode(c, holder, d), DLM_LOCK_EX);
+		assert_int_equal(unlock(c, holder, 4, d, 0, NULL), 0);
+		drain(c);
+		assert_status(c, holder, d, -DLM_EUNLOCK);
+	} else {
+		assert_int_equal(dlm_core_purge_orphans(c->ls[holder], 0, 3),
+				 1);
+		drain(c);
+		/* gone from the new master's queues too: b alone is left */
+		dlm_core_ls_stats(c->ls[2], &st);
+		assert_int_equal(st.ls_locks, 1);
+		dlm_core_ls_stats(c->ls[holder], &st);
+		assert_int_equal(st.ls_locks, 0);
+		assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+		drain(c);
+	}
+	assert_status(c, 2, b, 0);
+	dlm_core_ls_stats(c->ls[holder], &st);
+	assert_int_equal(st.ls_orphans, 0);
+	assert_int_equal(c->nlog_warn, 0);
+	assert_verified(c);
+	end_test(c, 2, 2, b);
+	cluster_remaster_shared = 0;
+}
+
+static void test_orphan_moves_adopted(void **state)
+{
+	(void)state;
+	orphan_moves(3, 1);
+	orphan_moves(1, 1);
+}
+
+static void test_orphan_moves_purged(void **state)
+{
+	(void)state;
+	orphan_moves(3, 0);
+	orphan_moves(1, 0);
+}
+
 /* Node 2's conversions on "r" (mastered at 1, node 3 holding it NL) one
  * at a time; with 'cross' set, node 3's conversion to PR is sent right
  * behind the one after which "r" moves (the 'cross'th), so that it
@@ -1198,6 +1292,8 @@ int main(void)
 		cmocka_unit_test(test_off),
 		cmocka_unit_test(test_third_node_moves),
 		cmocka_unit_test(test_master_client_moves),
+		cmocka_unit_test(test_orphan_moves_adopted),
+		cmocka_unit_test(test_orphan_moves_purged),
 		cmocka_unit_test(test_crossing_convert),
 		cmocka_unit_test(test_repoint_before_moved),
 		cmocka_unit_test(test_recovery_mid_move),
