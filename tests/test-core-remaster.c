@@ -44,15 +44,35 @@ static void master_at_1(struct cluster *c)
 	drain(c);
 }
 
+/* The fixture most tests start from: three engines with remaster_ticks
+ * TICKS and the re-point protocol on ('shared' 1) or off, node 1 the
+ * master of "r" (master_at_1). */
+static struct cluster *r_at_1(uint32_t shared)
+{
+	struct cluster *c;
+
+	cluster_remaster_ticks = TICKS;
+	cluster_remaster_shared = shared;
+	c = cluster_new(3, 3600000);
+	master_at_1(c);
+	return c;
+}
+
+/* A lock of 'owner' at 'node' on "r" in 'mode' ('flags'), granted. */
+static uint32_t granted_on_r(struct cluster *c, int node, uint64_t owner,
+			     int mode, uint32_t flags)
+{
+	uint32_t lk = lock_on(c, node, owner, "r", mode, flags, 0, NULL);
+
+	drain(c);
+	assert_status(c, node, lk, 0);
+	return lk;
+}
+
 /* Node 2's lock on "r", NL with an LVB. */
 static uint32_t nl_lock_2(struct cluster *c)
 {
-	uint32_t b = lock_on(c, 2, 2, "r", DLM_LOCK_NL, DLM_LKF_VALBLK, 0,
-			     NULL);
-
-	drain(c);
-	assert_status(c, 2, b, 0);
-	return b;
+	return granted_on_r(c, 2, 2, DLM_LOCK_NL, DLM_LKF_VALBLK);
 }
 
 /* Node 1 masters "r"; node 2 locks it and converts it 'rounds' times
@@ -183,12 +203,8 @@ static void keeps_while_held(int holder)
 	uint64_t tok = 0;
 	uint32_t b, d;
 
-	cluster_remaster_ticks = TICKS;
-	c = cluster_new(3, 3600000);
-	master_at_1(c);
-	d = lock_on(c, holder, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
-	drain(c);
-	assert_status(c, holder, d, 0);
+	c = r_at_1(0);
+	d = granted_on_r(c, holder, 3, DLM_LOCK_NL, 0);
 	b = nl_lock_2(c);
 	convert_rounds(c, b, 40, v, &tok);
 	assert_dump_has(c, 1, "resource \"r\" master 1");
@@ -255,13 +271,8 @@ static void moves_while_held(int holder)
 	uint64_t tok = 0;
 	uint32_t b, d;
 
-	cluster_remaster_ticks = TICKS;
-	cluster_remaster_shared = 1;
-	c = cluster_new(3, 3600000);
-	master_at_1(c);
-	d = lock_on(c, holder, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
-	drain(c);
-	assert_status(c, holder, d, 0);
+	c = r_at_1(1);
+	d = granted_on_r(c, holder, 3, DLM_LOCK_NL, 0);
 	b = nl_lock_2(c);
 	convert_rounds(c, b, 40, v, &tok);
 	assert_dump_has(c, 1, "resource \"r\" master 2");
@@ -311,14 +322,8 @@ static void orphan_moves(int holder, int adopt)
 	uint32_t b, d, got = 0;
 	int comps;
 
-	cluster_remaster_ticks = TICKS;
-	cluster_remaster_shared = 1;
-	c = cluster_new(3, 3600000);
-	master_at_1(c);
-	d = lock_on(c, holder, 3, "r", DLM_LOCK_NL, DLM_LKF_PERSISTENT, 0,
-		    NULL);
-	drain(c);
-	assert_status(c, holder, d, 0);
+	c = r_at_1(1);
+	d = granted_on_r(c, holder, 3, DLM_LOCK_NL, DLM_LKF_PERSISTENT);
 	assert_int_equal(dlm_core_purge_owner(c->ls[holder], 3), 1);
 	assert_dump_has(c, holder, "orphan");
 	b = nl_lock_2(c);
@@ -417,12 +422,8 @@ static struct cluster *cross_cluster(uint32_t *b, uint32_t *d)
 {
 	struct cluster *c;
 
-	cluster_remaster_ticks = TICKS;
-	cluster_remaster_shared = 1;
-	c = cluster_new(3, 3600000);
-	master_at_1(c);
-	*d = lock_on(c, 3, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
-	drain(c);
+	c = r_at_1(1);
+	*d = granted_on_r(c, 3, 3, DLM_LOCK_NL, 0);
 	*b = nl_lock_2(c);
 	return c;
 }
@@ -711,10 +712,7 @@ static void test_new_master_without_copy(void **state)
 	int k, moved = 0;
 
 	(void)state;
-	cluster_remaster_ticks = TICKS;
-	cluster_remaster_shared = 1;
-	c = cluster_new(3, 3600000);
-	master_at_1(c);
+	c = r_at_1(1);
 	/* 4 operations, then 4 per round: the second window is rounds 8-15 */
 	d = nl_cr_nl(c, 3);
 	for (k = 0; k < 40 && !moved; k++) {
@@ -909,15 +907,12 @@ static void demoted_at_move(int shared)
 {
 	int fill, i;
 
-	cluster_remaster_ticks = TICKS;
-	cluster_remaster_shared = (uint32_t)shared;
 	/* node 1's first operation opens the first window (node 1's): the
 	 * second one closes within these */
 	for (fill = 24; fill < 72; fill++) {
-		struct cluster *c = cluster_new(3, 3600000);
+		struct cluster *c = r_at_1((uint32_t)shared);
 		uint32_t a, b, d, e;
 
-		master_at_1(c);
 		d = lock_on(c, 2, 4, "r", DLM_LOCK_NL, 0, 0, NULL);
 		drain(c);
 		for (i = 0; i < fill; i++) {
@@ -985,13 +980,8 @@ static void test_bast_again_after_return(void **state)
 	int i, n;
 
 	(void)state;
-	cluster_remaster_ticks = TICKS;
-	cluster_remaster_shared = 1;
-	c = cluster_new(3, 3600000);
-	master_at_1(c);
-	d = lock_on(c, 1, 3, "r", DLM_LOCK_CR, 0, 0, NULL);
-	drain(c);
-	assert_status(c, 1, d, 0);
+	c = r_at_1(1);
+	d = granted_on_r(c, 1, 3, DLM_LOCK_CR, 0);
 	/* node 3's NOQUEUE EX basts d at node 1, and fails */
 	f = lock_on(c, 3, 3, "r", DLM_LOCK_EX,
 		    DLM_LKF_NOQUEUE | DLM_LKF_NOQUEUEBAST, 0, NULL);
@@ -1127,15 +1117,9 @@ static struct cluster *ex_cluster(uint32_t *b, uint32_t *e, uint64_t eowner)
 {
 	struct cluster *c;
 
-	cluster_remaster_ticks = TICKS;
-	c = cluster_new(3, 3600000);
-	master_at_1(c);
-	*e = lock_on(c, 2, eowner, "r", DLM_LOCK_PW, DLM_LKF_VALBLK, 0, NULL);
-	drain(c);
-	assert_status(c, 2, *e, 0);
-	*b = lock_on(c, 2, 2, "r", DLM_LOCK_NL, 0, 0, NULL);
-	drain(c);
-	assert_status(c, 2, *b, 0);
+	c = r_at_1(0);
+	*e = granted_on_r(c, 2, eowner, DLM_LOCK_PW, DLM_LKF_VALBLK);
+	*b = granted_on_r(c, 2, 2, DLM_LOCK_NL, 0);
 	return c;
 }
 
