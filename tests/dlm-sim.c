@@ -17,10 +17,13 @@
  *             deliberately invalid calls that must be refused), delivery of
  *             one due message, or a clock tick on every node;
  *   quiesce   no new requests; every orphan is purged, and each client
- *             answers the blocking ASTs it got (now or earlier) by
- *             releasing or down-converting the lock as soon as nothing is
- *             pending on it.  When the network is empty and nobody has
- *             anything left to do, every request must have completed;
+ *             answers the blocking ASTs it got (now or earlier, since the
+ *             lock was last granted: a grant makes the engine tell again
+ *             what still waits) by releasing or down-converting the lock
+ *             as soon as nothing is pending on it.  When the network is
+ *             empty and nobody has anything left to do, every request
+ *             must have completed (a holder in the way of one that was
+ *             told nothing is named: a blocking AST never sent);
  *   drain     every client unlocks everything; time passes beyond the toss
  *             delay; every engine must then be empty (no locks, waiters,
  *             orphans, resources or directory records).
