@@ -248,6 +248,10 @@ enum dlm_core_fault {
 					   departed: a partial rebuild
 					   registers none of them
 					   (core/recover.c, NARROW STEPS) */
+	DLM_FAULT_BAST_ONCE,		/* a grant keeps the lock's record of
+					   the basts sent (lkb_highbast): a
+					   mode is sent once per lock, not
+					   once per grant */
 };
 
 /* ---------------------------------------------------------------------

@@ -934,7 +934,8 @@ static void grant_lock(struct dlm_ls *ls, struct dlm_rsb *r,
 	set_grmode(ls, r, lkb, mode, dlm_lkb_rqrange(lkb));
 	lkb->lkb_token = dlm_token_mode(mode) ? dlm_token_mint(ls) : 0;
 	lkb->lkb_rqmode = DLM_LOCK_IV;
-	lkb->lkb_highbast = DLM_LOCK_IV;
+	if (!fault(ls, DLM_FAULT_BAST_ONCE))
+		lkb->lkb_highbast = DLM_LOCK_IV;
 	lkb->lkb_last_bast = DLM_LOCK_IV;
 	add_to_queue(ls, r, lkb, DLM_LKSTS_GRANTED);
 }

@@ -557,7 +557,13 @@ static bool shared(const struct dlm_ls *ls)
 
 /* With the re-point protocol, any node's lock moves but one still being
  * re-pointed from the last move (its REPOINT unacknowledged), and a local
- * lock of ours only while no operation of it is pending. */
+ * lock of ours only while no operation of it is pending.  Persistent and
+ * orphaned locks too, unlike the rule without it: an orphan is its owner
+ * node's business (LKBF_ORPHAN and ls_orphans live on the process copy or
+ * the local lock; a master copy knows nothing of it), so for the move it
+ * is a lock like any other, re-pointed like any other; its adoption is
+ * local, and its purge an unlock that waits for the re-point like any
+ * operation (test-core-remaster test_orphan_moves_adopted, _purged). */
 static bool shared_ok(const struct dlm_lkb *lkb)
 {
 	if (lkb->lkb_flags & LKBF_REPOINT)

@@ -17,10 +17,13 @@
  *             deliberately invalid calls that must be refused), delivery of
  *             one due message, or a clock tick on every node;
  *   quiesce   no new requests; every orphan is purged, and each client
- *             answers the blocking ASTs it got (now or earlier) by
- *             releasing or down-converting the lock as soon as nothing is
- *             pending on it.  When the network is empty and nobody has
- *             anything left to do, every request must have completed;
+ *             answers the blocking ASTs it got (now or earlier, since the
+ *             lock was last granted: a grant makes the engine tell again
+ *             what still waits) by releasing or down-converting the lock
+ *             as soon as nothing is pending on it.  When the network is
+ *             empty and nobody has anything left to do, every request
+ *             must have completed (a holder in the way of one that was
+ *             told nothing is named: a blocking AST never sent);
  *   drain     every client unlocks everything; time passes beyond the toss
  *             delay; every engine must then be empty (no locks, waiters,
  *             orphans, resources or directory records).
@@ -1912,12 +1915,33 @@ static bool ok_pending(const struct sim_lock *lk)
 	return lk->l_op != OP_NONE || lk->l_cancel || lk->l_force;
 }
 
+/* A granted lock of a live client, idle, that asked for blocking ASTs
+ * and has none to answer (it got none since it was last granted:
+ * sim-model.c forgets them at a grant), in the way of w's request. */
+static bool told_nothing(const struct sim_lock *g, const struct sim_lock *w)
+{
+	static const struct dlm_range all = { 0, UINT64_MAX };
+
+	return g != w && g->l_res == w->l_res && g->l_ls == w->l_ls &&
+	       g->l_client >= 0 && !g->l_leaving && lock_is_idle(g) &&
+	       g->l_want_bast && !g->l_bast_mask &&
+	       g->l_gmode > DLM_LOCK_NL && g->l_gmode != DLM_LOCK_IV &&
+	       !sim_compat(g->l_gmode, w->l_op_mode) &&
+	       sim_ranges_overlap(g->l_ranged ? &g->l_range : &all,
+				  w->l_ranged ? &w->l_range : &all);
+}
+
+/* The quiesce ended with requests pending.  Its clients answer every
+ * blocking AST they got, so a request in the way of an idle holder that
+ * was told nothing is a blocking AST the engines never sent (or lost):
+ * each such holder is named ("told nothing"). */
 static void report_stuck(struct sim *sim, const char *phase)
 {
 	struct sim_lock *stuck[8];
 	unsigned int n = all_locks(sim, ok_pending, stuck, 8), i;
-	char buf[1024], r[200];
+	char buf[1536], r[200];
 	size_t o = 0;
+	const struct sim_lock *g;
 
 	buf[0] = '\0';
 	for (i = 0; i < n && o < sizeof(buf) - 200; i++)
@@ -1929,6 +1953,19 @@ static void report_stuck(struct sim *sim, const char *phase)
 				      sim_mode_str(stuck[i]->l_op_mode), stuck[i]->l_op_flags,
 				      stuck[i]->l_cancel ? " cancel" : "",
 				      stuck[i]->l_force ? " force" : "");
+	for (i = 0; i < n && o < sizeof(buf) - 200; i++) {
+		if (stuck[i]->l_op != OP_REQUEST && stuck[i]->l_op != OP_CONVERT)
+			continue;
+		for (g = sim->locks; g && o < sizeof(buf) - 200; g = g->l_anext)
+			if (sim->nodes[g->l_node].n_alive &&
+			    told_nothing(g, stuck[i]))
+				o += (size_t)snprintf(buf + o, sizeof(buf) - o,
+						      "; told nothing: n%d lk %08x %s "
+						      "blocks lk %08x",
+						      g->l_node + 1, g->l_lkid,
+						      sim_mode_str(g->l_gmode),
+						      stuck[i]->l_lkid);
+	}
 	sim_fail(sim, "LIVENESS (%s): %u+ requests never completed:%s", phase, n, buf);
 }
 
@@ -2253,6 +2290,7 @@ static const struct {
 	{ "partial-keep-orphans", DLM_FAULT_PARTIAL_KEEP_ORPHANS },
 	{ "refused-write", DLM_FAULT_REFUSED_WRITE },
 	{ "narrow-miss-moved", DLM_FAULT_NARROW_MISS_MOVED },
+	{ "bast-once", DLM_FAULT_BAST_ONCE },
 };
 
 static const struct {
@@ -2493,7 +2531,9 @@ static void usage(FILE *out)
 		"  --fault NAME  break the engines on purpose: compat, skip-bast,\n"
 		"                ignore-queue, lvb-no-write, range-ignored,\n"
 		"                quecvt-ignored, waitq-pass, lose-grant,\n"
-		"                token-reset, child-local; with --remaster:\n"
+		"                token-reset, child-local, bast-once (a mode's\n"
+		"                blocking AST is sent once per lock, not per grant);\n"
+		"                with --remaster:\n"
 		"                remaster-no-freeze, remaster-any-owner,\n"
 		"                remaster-dir-answer, remaster-dir-unacked,\n"
 		"                remaster-dir-keep-held; with\n"

@@ -894,6 +894,14 @@ static void handle_comp(struct sim *sim, struct sim_lock *lk, const struct sim_a
 		if (st == 0) {
 			check_grant(sim, lk, a);
 			lk->l_gmode = ast->grmode;
+			/* granted anew: the blocking ASTs it got were about
+			 * the grant it had.  The engine sends them once per
+			 * mode and grant (lkb_highbast, reset at each grant),
+			 * so a request still in the way of the new grant is
+			 * told again; a client that kept the old ones would
+			 * hide a blocking AST the engine failed to send (a
+			 * stale lkb_highbast: seed 893) */
+			lk->l_bast_mask = 0;
 			op_done(lk);
 			return;
 		}

@@ -44,15 +44,35 @@ static void master_at_1(struct cluster *c)
 	drain(c);
 }
 
+/* The fixture most tests start from: three engines with remaster_ticks
+ * TICKS and the re-point protocol on ('shared' 1) or off, node 1 the
+ * master of "r" (master_at_1). */
+static struct cluster *r_at_1(uint32_t shared)
+{
+	struct cluster *c;
+
+	cluster_remaster_ticks = TICKS;
+	cluster_remaster_shared = shared;
+	c = cluster_new(3, 3600000);
+	master_at_1(c);
+	return c;
+}
+
+/* A lock of 'owner' at 'node' on "r" in 'mode' ('flags'), granted. */
+static uint32_t granted_on_r(struct cluster *c, int node, uint64_t owner,
+			     int mode, uint32_t flags)
+{
+	uint32_t lk = lock_on(c, node, owner, "r", mode, flags, 0, NULL);
+
+	drain(c);
+	assert_status(c, node, lk, 0);
+	return lk;
+}
+
 /* Node 2's lock on "r", NL with an LVB. */
 static uint32_t nl_lock_2(struct cluster *c)
 {
-	uint32_t b = lock_on(c, 2, 2, "r", DLM_LOCK_NL, DLM_LKF_VALBLK, 0,
-			     NULL);
-
-	drain(c);
-	assert_status(c, 2, b, 0);
-	return b;
+	return granted_on_r(c, 2, 2, DLM_LOCK_NL, DLM_LKF_VALBLK);
 }
 
 /* Node 1 masters "r"; node 2 locks it and converts it 'rounds' times
@@ -183,12 +203,8 @@ static void keeps_while_held(int holder)
 	uint64_t tok = 0;
 	uint32_t b, d;
 
-	cluster_remaster_ticks = TICKS;
-	c = cluster_new(3, 3600000);
-	master_at_1(c);
-	d = lock_on(c, holder, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
-	drain(c);
-	assert_status(c, holder, d, 0);
+	c = r_at_1(0);
+	d = granted_on_r(c, holder, 3, DLM_LOCK_NL, 0);
 	b = nl_lock_2(c);
 	convert_rounds(c, b, 40, v, &tok);
 	assert_dump_has(c, 1, "resource \"r\" master 1");
@@ -255,13 +271,8 @@ static void moves_while_held(int holder)
 	uint64_t tok = 0;
 	uint32_t b, d;
 
-	cluster_remaster_ticks = TICKS;
-	cluster_remaster_shared = 1;
-	c = cluster_new(3, 3600000);
-	master_at_1(c);
-	d = lock_on(c, holder, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
-	drain(c);
-	assert_status(c, holder, d, 0);
+	c = r_at_1(1);
+	d = granted_on_r(c, holder, 3, DLM_LOCK_NL, 0);
 	b = nl_lock_2(c);
 	convert_rounds(c, b, 40, v, &tok);
 	assert_dump_has(c, 1, "resource \"r\" master 2");
@@ -288,6 +299,94 @@ static void test_master_client_moves(void **state)
 {
 	(void)state;
 	moves_while_held(1);
+}
+
+/* The re-point protocol with an orphan (core/remaster.c, movable(): the
+ * rule without the protocol keeps a resource with a persistent or
+ * orphaned lock where it is; with it, any lock moves).  Node 'holder' (3,
+ * a third node, or 1, the old master) holds "r" NL, PERSISTENT, and its
+ * owner 3 goes: the lock is an orphan, on the holder's node only (its
+ * master copy does not know), and "r" moves to node 2 with it all the
+ * same, the orphan re-pointed like any lock.  Then, with 'adopt', owner
+ * 4 adopts it at the holder and converts it to PR at node 2, where node
+ * 2's EX waits for it and owner 4 is told (a blocking AST) until it lets
+ * go; without, the holder's orphans of owner 3 are purged, the unlock
+ * done at node 2.  Either way the holder's node keeps no orphan and
+ * node 2's EX is granted. */
+static void orphan_moves(int holder, int adopt)
+{
+	char v[DLM_LVB_LEN];
+	struct dlm_ls_stats st;
+	struct cluster *c;
+	uint64_t tok = 0;
+	uint32_t b, d, got = 0;
+	int comps;
+
+	c = r_at_1(1);
+	d = granted_on_r(c, holder, 3, DLM_LOCK_NL, DLM_LKF_PERSISTENT);
+	assert_int_equal(dlm_core_purge_owner(c->ls[holder], 3), 1);
+	assert_dump_has(c, holder, "orphan");
+	b = nl_lock_2(c);
+	convert_rounds(c, b, 40, v, &tok);
+	assert_dump_has(c, 1, "resource \"r\" master 2");
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	assert_dump_has(c, holder, "resource \"r\" master 2");
+	assert_dump_has(c, holder, "orphan");
+	assert_int_equal(c->nlog_warn, 0);
+	assert_verified(c);
+	if (adopt) {
+		assert_int_equal(dlm_core_lock(c->ls[holder],
+			&(struct dlm_lock_req){ .mode = DLM_LOCK_NL,
+			.name = "r", .namelen = 1, .owner = 4, .astarg = 4,
+			.flags = DLM_LKF_ORPHAN | DLM_LKF_PERSISTENT,
+			.want_bast = 1 }, &got), 0);
+		assert_int_equal(got, d);
+		assert_dump_lacks(c, holder, "orphan");
+		assert_int_equal(convert(c, holder, 4, d, DLM_LOCK_PR, 0,
+					 NULL), 0);
+		drain(c);
+		assert_status(c, holder, d, 0);
+		comps = count_asts(c, 2, b, DLM_AST_COMP);
+		assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+		drain(c);
+		assert_int_equal(count_asts(c, 2, b, DLM_AST_COMP), comps);
+		assert_int_equal(last_bast_mode(c, holder, d), DLM_LOCK_EX);
+		assert_int_equal(unlock(c, holder, 4, d, 0, NULL), 0);
+		drain(c);
+		assert_status(c, holder, d, -DLM_EUNLOCK);
+	} else {
+		assert_int_equal(dlm_core_purge_orphans(c->ls[holder], 0, 3),
+				 1);
+		drain(c);
+		/* gone from the new master's queues too: b alone is left */
+		dlm_core_ls_stats(c->ls[2], &st);
+		assert_int_equal(st.ls_locks, 1);
+		dlm_core_ls_stats(c->ls[holder], &st);
+		assert_int_equal(st.ls_locks, 0);
+		assert_int_equal(convert(c, 2, 2, b, DLM_LOCK_EX, 0, NULL), 0);
+		drain(c);
+	}
+	assert_status(c, 2, b, 0);
+	dlm_core_ls_stats(c->ls[holder], &st);
+	assert_int_equal(st.ls_orphans, 0);
+	assert_int_equal(c->nlog_warn, 0);
+	assert_verified(c);
+	end_test(c, 2, 2, b);
+	cluster_remaster_shared = 0;
+}
+
+static void test_orphan_moves_adopted(void **state)
+{
+	(void)state;
+	orphan_moves(3, 1);
+	orphan_moves(1, 1);
+}
+
+static void test_orphan_moves_purged(void **state)
+{
+	(void)state;
+	orphan_moves(3, 0);
+	orphan_moves(1, 0);
 }
 
 /* Node 2's conversions on "r" (mastered at 1, node 3 holding it NL) one
@@ -323,12 +422,8 @@ static struct cluster *cross_cluster(uint32_t *b, uint32_t *d)
 {
 	struct cluster *c;
 
-	cluster_remaster_ticks = TICKS;
-	cluster_remaster_shared = 1;
-	c = cluster_new(3, 3600000);
-	master_at_1(c);
-	*d = lock_on(c, 3, 3, "r", DLM_LOCK_NL, 0, 0, NULL);
-	drain(c);
+	c = r_at_1(1);
+	*d = granted_on_r(c, 3, 3, DLM_LOCK_NL, 0);
 	*b = nl_lock_2(c);
 	return c;
 }
@@ -617,10 +712,7 @@ static void test_new_master_without_copy(void **state)
 	int k, moved = 0;
 
 	(void)state;
-	cluster_remaster_ticks = TICKS;
-	cluster_remaster_shared = 1;
-	c = cluster_new(3, 3600000);
-	master_at_1(c);
+	c = r_at_1(1);
 	/* 4 operations, then 4 per round: the second window is rounds 8-15 */
 	d = nl_cr_nl(c, 3);
 	for (k = 0; k < 40 && !moved; k++) {
@@ -815,15 +907,12 @@ static void demoted_at_move(int shared)
 {
 	int fill, i;
 
-	cluster_remaster_ticks = TICKS;
-	cluster_remaster_shared = (uint32_t)shared;
 	/* node 1's first operation opens the first window (node 1's): the
 	 * second one closes within these */
 	for (fill = 24; fill < 72; fill++) {
-		struct cluster *c = cluster_new(3, 3600000);
+		struct cluster *c = r_at_1((uint32_t)shared);
 		uint32_t a, b, d, e;
 
-		master_at_1(c);
 		d = lock_on(c, 2, 4, "r", DLM_LOCK_NL, 0, 0, NULL);
 		drain(c);
 		for (i = 0; i < fill; i++) {
@@ -891,13 +980,8 @@ static void test_bast_again_after_return(void **state)
 	int i, n;
 
 	(void)state;
-	cluster_remaster_ticks = TICKS;
-	cluster_remaster_shared = 1;
-	c = cluster_new(3, 3600000);
-	master_at_1(c);
-	d = lock_on(c, 1, 3, "r", DLM_LOCK_CR, 0, 0, NULL);
-	drain(c);
-	assert_status(c, 1, d, 0);
+	c = r_at_1(1);
+	d = granted_on_r(c, 1, 3, DLM_LOCK_CR, 0);
 	/* node 3's NOQUEUE EX basts d at node 1, and fails */
 	f = lock_on(c, 3, 3, "r", DLM_LOCK_EX,
 		    DLM_LKF_NOQUEUE | DLM_LKF_NOQUEUEBAST, 0, NULL);
@@ -1033,15 +1117,9 @@ static struct cluster *ex_cluster(uint32_t *b, uint32_t *e, uint64_t eowner)
 {
 	struct cluster *c;
 
-	cluster_remaster_ticks = TICKS;
-	c = cluster_new(3, 3600000);
-	master_at_1(c);
-	*e = lock_on(c, 2, eowner, "r", DLM_LOCK_PW, DLM_LKF_VALBLK, 0, NULL);
-	drain(c);
-	assert_status(c, 2, *e, 0);
-	*b = lock_on(c, 2, 2, "r", DLM_LOCK_NL, 0, 0, NULL);
-	drain(c);
-	assert_status(c, 2, *b, 0);
+	c = r_at_1(0);
+	*e = granted_on_r(c, 2, eowner, DLM_LOCK_PW, DLM_LKF_VALBLK);
+	*b = granted_on_r(c, 2, 2, DLM_LOCK_NL, 0);
 	return c;
 }
 
@@ -1198,6 +1276,8 @@ int main(void)
 		cmocka_unit_test(test_off),
 		cmocka_unit_test(test_third_node_moves),
 		cmocka_unit_test(test_master_client_moves),
+		cmocka_unit_test(test_orphan_moves_adopted),
+		cmocka_unit_test(test_orphan_moves_purged),
 		cmocka_unit_test(test_crossing_convert),
 		cmocka_unit_test(test_repoint_before_moved),
 		cmocka_unit_test(test_recovery_mid_move),
