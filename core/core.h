@@ -191,8 +191,7 @@ struct dlm_core_config {
 	/* non-zero: a lone lock on a resource of its own, in a lockspace of
 	 * which this node is the only member, is one record folded with its
 	 * resource until anything but its unlock needs it as an lkb and an
-	 * rsb (core/solo.c; about 120 B a lock at 1M instead of 360); its
-	 * resource is freed, not tossed, when it is unlocked */
+	 * rsb (core/solo.c; about 120 B a lock at 1M instead of 360) */
 	uint32_t	fold;
 };
 

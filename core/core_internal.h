@@ -301,7 +301,10 @@ struct dlm_owner {
  * lkb and an rsb, in tables and a list of its own (ls_solotbl,
  * ls_soloids, ow_solos), so that nothing that walks lkbs or rsbs can
  * take it for either; anything but its own unlock makes it an rsb and
- * an lkb again first (dlm_solo_unfold). */
+ * an lkb again first (dlm_solo_unfold).  Unlocked, it stays as its
+ * resource tossed (so_grmode DLM_LOCK_IV): in ls_solotbl only, on
+ * ls_solo_toss by so_ownerqueue, until toss_ms or max_tossed drop it
+ * or a lock on its name takes it again. */
 struct dlm_solo {
 	/* ls_solotbl's node, keyed by key; its spare word is the key's
 	 * length */
@@ -309,14 +312,17 @@ struct dlm_solo {
 	/* ls_soloids' node: its hash is the lock id (as ls_lkbtbl's),
 	 * its spare word the request's DLM_LKF_* flags */
 	struct dlm_hnode	so_idnode;
-	struct dlm_list		so_ownerqueue;	/* ow_solos */
+	struct dlm_list		so_ownerqueue;	/* ow_solos; tossed: ls_solo_toss */
 	uint64_t		so_ownerid;
 	uint64_t		so_astarg;
 	uint64_t		so_dl_waiter;	/* as lkb_dl_waiter */
-	uint64_t		so_token;	/* as lkb_token */
+	union {
+		uint64_t	so_token;	/* as lkb_token */
+		uint64_t	so_toss_time;	/* tossed: put there then (ms) */
+	};
 	uint32_t		so_flags;	/* LKBF_WANT_BAST, _DLXID, _DLASYNC */
 	uint32_t		so_de_event;	/* as res_de_event (RESF_DIR) */
-	int8_t			so_grmode;
+	int8_t			so_grmode;	/* DLM_LOCK_IV: tossed */
 	unsigned char		so_key[];	/* allocated to its length */
 };
 
@@ -372,6 +378,8 @@ struct dlm_ls {
 	/* lone locks folded with their resources (solo.c): by key, by id */
 	struct dlm_htab		ls_solotbl;
 	struct dlm_htab		ls_soloids;
+	struct dlm_list		ls_solo_toss;	/* tossed solos, oldest first */
+	uint64_t		ls_nsolo_tossed;
 	uint32_t		ls_next_lkid;
 	struct dlm_idblock	*ls_idblocks;	/* reserved, sorted by ib_first */
 	size_t			ls_nidblocks;
@@ -574,11 +582,17 @@ static inline size_t dlm_solo_count(const struct dlm_ls *ls)
 {
 	return ls->ls_soloids.ht_count;
 }
+static inline bool dlm_solo_is_tossed(const struct dlm_solo *so)
+{
+	return so->so_grmode == DLM_LOCK_IV;
+}
+void dlm_solo_toss_expire(struct dlm_ls *ls, uint64_t now, bool all);
+void dlm_solo_toss_trim(struct dlm_ls *ls);
 bool dlm_solo_may_fold(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		       const struct dlm_range *range);
 int dlm_solo_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
-		  const unsigned char *key, unsigned int keylen,
-		  uint32_t hash, uint32_t *lkid_out);
+		  struct dlm_solo *tossed, const unsigned char *key,
+		  unsigned int keylen, uint32_t hash, uint32_t *lkid_out);
 int dlm_solo_unlock(struct dlm_ls *ls, struct dlm_solo *so,
 		    const struct dlm_unlock_req *req);
 int dlm_solo_purge_owner(struct dlm_ls *ls, struct dlm_owner *ow);

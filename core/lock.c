@@ -1560,8 +1560,10 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	struct dlm_lkb *parent = NULL, *lkb;
 	struct dlm_range range;
 	struct dlm_owner *ow;
+	struct dlm_solo *so;
 	struct dlm_rsb *r;
 	uint32_t hash;
+	bool fold;
 	int rv;
 
 	if (!req->name || req->namelen == 0 || req->namelen > DLM_RESNAME_MAXLEN)
@@ -1586,8 +1588,7 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	if (check_range(req->range, &range))
 		return -EINVAL;
 	if (req->parent) {
-		struct dlm_solo *so = dlm_solo_find_id(ls, req->parent);
-
+		so = dlm_solo_find_id(ls, req->parent);
 		/* a parent folded with its resource is an lkb again first
 		 * (solo.c); another owner's is refused as below */
 		if (so && so->so_ownerid != req->owner)
@@ -1616,15 +1617,18 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		return adopt_orphan(ls, req, key, keylen, lkid_out);
 
 	hash = dlm_hash_bytes(key, keylen);
-	/* a lone lock on the name is an rsb and an lkb again first; a free
-	 * name may take a lone lock folded with it (solo.c) */
-	rv = dlm_solo_unfold_key(ls, key, keylen, hash);
-	if (rv)
+	/* a lone lock on the name is an rsb and an lkb again first (its
+	 * resource tossed folded is taken again, or dropped); a free name
+	 * may take a lone lock folded with it (solo.c) */
+	so = dlm_solo_find_key(ls, key, keylen, hash);
+	fold = !parent && dlm_solo_may_fold(ls, req, &range);
+	if (so && fold && dlm_solo_is_tossed(so))
+		return dlm_solo_lock(ls, req, so, key, keylen, hash, lkid_out);
+	if (so && (rv = dlm_solo_unfold(ls, so)))
 		return rv;
 	r = dlm_rsb_find(ls, key, keylen, hash);
-	if (!r && !parent && dlm_solo_may_fold(ls, req, &range) &&
-	    !dlm_dir_has_record(ls, key, keylen, hash))
-		return dlm_solo_lock(ls, req, key, keylen, hash, lkid_out);
+	if (!r && fold && !dlm_dir_has_record(ls, key, keylen, hash))
+		return dlm_solo_lock(ls, req, NULL, key, keylen, hash, lkid_out);
 	if (!r) {
 		r = dlm_rsb_create(ls, key, keylen, hash);
 		if (!r)

@@ -208,6 +208,7 @@ int dlm_core_ls_create(struct dlm_core *core, const char *name,
 	ls->ls_next_lkid = 1;
 	dlm_list_init(&ls->ls_list);
 	dlm_list_init(&ls->ls_toss);
+	dlm_list_init(&ls->ls_solo_toss);
 	dlm_list_init(&ls->ls_waiters);
 	dlm_list_init(&ls->ls_blocked);
 	dlm_list_init(&ls->ls_dlwait);
@@ -295,11 +296,12 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	/* a lone lock folded with its resource (solo.c) is a lock, a
-	 * resource and its directory record */
-	st->ls_resources = ls->ls_rsbtbl.ht_count + dlm_solo_count(ls);
+	 * resource and its directory record; unlocked, a resource tossed
+	 * and its record */
+	st->ls_resources = ls->ls_rsbtbl.ht_count + ls->ls_solotbl.ht_count;
 	st->ls_locks = ls->ls_lkbtbl.ht_count + dlm_solo_count(ls);
 	st->ls_dir_entries = ls->ls_dirtbl.ht_count + ls->ls_ndirself +
-			     dlm_solo_count(ls);
+			     ls->ls_solotbl.ht_count;
 	/* a lookup in flight waits for a reply as much as an operation:
 	 * a directory node that stops answering stalls its requesters */
 	st->ls_waiters = ls->ls_nwaiters + ls->ls_nlookups;
@@ -313,7 +315,7 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	st->ls_last_victim = ls->ls_last_victim;
 	st->ls_probes_sent = ls->ls_probes_sent;
 	st->ls_remasters = ls->ls_remasters;
-	st->ls_tossed = ls->ls_ntossed;
+	st->ls_tossed = ls->ls_ntossed + ls->ls_nsolo_tossed;
 	st->ls_toss_evicted = ls->ls_toss_evicted;
 }
 

@@ -451,6 +451,7 @@ void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
 {
 	uint32_t toss_ms = ls->ls_core->core_cfg.toss_ms;
 
+	dlm_solo_toss_expire(ls, now, all);
 	while (!dlm_list_empty(&ls->ls_toss)) {
 		struct dlm_rsb *r = dlm_list_first(&ls->ls_toss, struct dlm_rsb,
 						   res_toss);
@@ -483,6 +484,9 @@ void dlm_toss_trim(struct dlm_ls *ls)
 	uint32_t max = ls->ls_core->core_cfg.max_tossed;
 	uint64_t n;
 
+	/* tossed lone locks' resources first (solo.c): with them, at most
+	 * max tossed in all */
+	dlm_solo_toss_trim(ls);
 	if (!max || ls->ls_ntossed <= max || !dlm_ls_running(ls))
 		return;
 	for (n = ls->ls_ntossed; n && ls->ls_ntossed > max; n--) {

@@ -44,15 +44,25 @@
  * offered again).  Solos unfolded before a failure stay unfolded: they
  * are ordinary locks, just bigger.
  *
- * What differs from the unfolded path.  The resource of a folded lock
- * is not tossed when its lock goes: it is freed at once with its
- * directory record (a tossed rsb of a name with no value block and no
- * other node to ask caches nothing that a fresh one lacks), so
- * ls_stats' ls_tossed does not count it.  Its lock's place on ow_locks
- * is taken when it unfolds (an owner's locks are only ever purged
- * newest first for children's sake, and a solo has none).  A purge
- * frees an owner's solos at once, stopped or not (a purged lock gets no
- * AST and a solo blocks nobody).
+ * Tossed.  Unlocked (or purged), a solo stays as its resource tossed,
+ * as an unused rsb does (resource.c, "Toss list"): so_grmode
+ * DLM_LOCK_IV, in ls_solotbl only (its id goes), on ls_solo_toss by
+ * so_ownerqueue, so_toss_time its time there; counted in ls_tossed.
+ * dlm_toss_expire drops it at toss_ms, dlm_toss_trim first when more
+ * than max_tossed resources are tossed in all; a lock on its name that
+ * may fold takes it again (no allocation, and the name's bucket chain
+ * holds it first: at 10M held, looking up a name that is not there at
+ * all walked chains of cold records, 3/4 of a pair's time); anything
+ * else drops it, as its expiry would: a tossed resource that never had
+ * a value block and no other node knows holds nothing a new one lacks.
+ *
+ * What differs from the unfolded path.  Its lock's place on ow_locks is
+ * taken when it unfolds (an owner's locks are only ever purged newest
+ * first for children's sake, and a solo has none).  A purge tosses an
+ * owner's solos at once, stopped or not (a purged lock gets no AST and
+ * a solo blocks nobody).  A tossed resource that is dropped early (by a
+ * request that does not fold, a recovery, a message, a dump) is not
+ * counted in ls_toss_evicted.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -106,6 +116,7 @@ struct dlm_solo *dlm_solo_find_id(struct dlm_ls *ls, uint32_t id)
 	return NULL;
 }
 
+/* A solo named key, held or tossed (dlm_solo_is_tossed). */
 struct dlm_solo *dlm_solo_find_key(struct dlm_ls *ls, const unsigned char *key,
 				   unsigned int keylen, uint32_t hash)
 {
@@ -172,28 +183,39 @@ static uint32_t solo_new_id(struct dlm_ls *ls)
 	return id;
 }
 
-/* req granted at once as a solo named key (hash), which has no rsb, no
- * directory record and no solo; the caller checked dlm_solo_may_fold and
- * req->newid.  -ENOMEM having changed nothing. */
+/* req granted at once as a solo named key (hash): 'tossed', the name's
+ * tossed solo, taken again; or NULL, and the name has no rsb, no
+ * directory record and no solo.  The caller checked dlm_solo_may_fold
+ * and req->newid.  -ENOMEM having changed nothing. */
 int dlm_solo_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
-		  const unsigned char *key, unsigned int keylen,
-		  uint32_t hash, uint32_t *lkid_out)
+		  struct dlm_solo *tossed, const unsigned char *key,
+		  unsigned int keylen, uint32_t hash, uint32_t *lkid_out)
 {
 	struct dlm_owner *ow;
-	struct dlm_solo *so;
+	struct dlm_solo *so = tossed;
 
 	ow = dlm_owner_get(ls, req->owner, true);
 	if (!ow)
 		return -ENOMEM;
-	so = dlm_malloc(ls->ls_core, offsetof(struct dlm_solo, so_key) + keylen);
-	if (!so) {
-		dlm_owner_put(ls, ow);
-		return -ENOMEM;
+	if (so) {
+		dlm_list_del(&so->so_ownerqueue);
+		ls->ls_nsolo_tossed--;
+		memset(&so->so_idnode, 0, offsetof(struct dlm_solo, so_key) -
+					  offsetof(struct dlm_solo, so_idnode));
+	} else {
+		so = dlm_malloc(ls->ls_core,
+				offsetof(struct dlm_solo, so_key) + keylen);
+		if (!so) {
+			dlm_owner_put(ls, ow);
+			return -ENOMEM;
+		}
+		memset(so, 0, offsetof(struct dlm_solo, so_key));
+		memcpy(so->so_key, key, keylen);
+		so->so_keynode.hn_hash = hash;
+		so->so_keynode.hn_spare = keylen;
 	}
-	memset(so, 0, offsetof(struct dlm_solo, so_key));
-	memcpy(so->so_key, key, keylen);
-	so->so_keynode.hn_hash = hash;
-	so->so_keynode.hn_spare = keylen;
+	/* made, or tossed, while running: in this event */
+	so->so_de_event = ls->ls_event;
 	so->so_idnode.hn_hash = req->newid ? req->newid : solo_new_id(ls);
 	so->so_idnode.hn_spare = req->flags;
 	so->so_ownerid = req->owner;
@@ -207,8 +229,9 @@ int dlm_solo_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		so->so_flags |= LKBF_DLASYNC;
 	so->so_grmode = (int8_t)req->mode;
 	so->so_token = dlm_token_mode(req->mode) ? dlm_token_mint(ls) : 0;
-	so->so_de_event = ls->ls_event;
-	dlm_htab_insert(&ls->ls_solotbl, &so->so_keynode);
+	/* a tossed one is its record still, confirmed when it was made */
+	if (!tossed)
+		dlm_htab_insert(&ls->ls_solotbl, &so->so_keynode);
 	dlm_htab_insert(&ls->ls_soloids, &so->so_idnode);
 	dlm_list_add_tail(&so->so_ownerqueue, &ow->ow_solos);
 	*lkid_out = solo_lkid(so);
@@ -216,11 +239,14 @@ int dlm_solo_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	return 0;
 }
 
-/* Take so out of its tables and its owner's list; the owner record goes
- * if that was its last lock. */
-static void solo_unlink(struct dlm_ls *ls, struct dlm_solo *so, bool put_owner)
+/* Take held so out of its id table and its owner's list, and out of
+ * the key table too unless it stays there tossed; the owner record goes
+ * if that was its last lock and put_owner says so. */
+static void solo_unlink(struct dlm_ls *ls, struct dlm_solo *so, bool put_owner,
+			bool keep_key)
 {
-	dlm_htab_remove(&ls->ls_solotbl, &so->so_keynode);
+	if (!keep_key)
+		dlm_htab_remove(&ls->ls_solotbl, &so->so_keynode);
 	dlm_htab_remove(&ls->ls_soloids, &so->so_idnode);
 	dlm_list_del(&so->so_ownerqueue);
 	if (put_owner) {
@@ -231,15 +257,72 @@ static void solo_unlink(struct dlm_ls *ls, struct dlm_solo *so, bool put_owner)
 	}
 }
 
+/* Held so, unlinked but for its key, becomes its resource tossed. */
+static void solo_toss(struct dlm_ls *ls, struct dlm_solo *so)
+{
+	memset(&so->so_idnode, 0, offsetof(struct dlm_solo, so_key) -
+				  offsetof(struct dlm_solo, so_idnode));
+	so->so_grmode = DLM_LOCK_IV;
+	so->so_de_event = ls->ls_event;
+	so->so_toss_time = ls->ls_core->core_now;
+	dlm_list_add_tail(&so->so_ownerqueue, &ls->ls_solo_toss);
+	ls->ls_nsolo_tossed++;
+}
+
+/* Tossed so goes, with its directory record: as toss_drop drops an rsb
+ * mastered and directed here. */
+static void solo_toss_drop(struct dlm_ls *ls, struct dlm_solo *so)
+{
+	dlm_list_del(&so->so_ownerqueue);
+	ls->ls_nsolo_tossed--;
+	dlm_htab_remove(&ls->ls_solotbl, &so->so_keynode);
+	free(so);
+}
+
 /* A plain (or forced) unlock of a granted lone lock, running: what
- * unlock_lkb and finish_lkb do for it, and its resource goes with it. */
+ * unlock_lkb and finish_lkb do for it; its resource is tossed. */
 int dlm_solo_unlock(struct dlm_ls *ls, struct dlm_solo *so,
 		    const struct dlm_unlock_req *req)
 {
 	solo_ast(ls, so, -DLM_EUNLOCK, req->astarg);
-	solo_unlink(ls, so, true);
-	free(so);
+	solo_unlink(ls, so, true, true);
+	solo_toss(ls, so);
 	return 0;
+}
+
+/* Tossed solos older than toss_ms (all with 'all'), as dlm_toss_expire
+ * drops rsbs. */
+void dlm_solo_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
+{
+	uint32_t toss_ms = ls->ls_core->core_cfg.toss_ms;
+
+	while (!dlm_list_empty(&ls->ls_solo_toss)) {
+		struct dlm_solo *so = dlm_list_first(&ls->ls_solo_toss,
+						     struct dlm_solo,
+						     so_ownerqueue);
+
+		if (!all && (uint32_t)now - (uint32_t)so->so_toss_time < toss_ms)
+			break;
+		solo_toss_drop(ls, so);
+	}
+}
+
+/* Past max_tossed resources tossed in all (rsbs and solos), the oldest
+ * tossed solos go now, as dlm_toss_trim drops rsbs (and only where it
+ * may: see there); then dlm_toss_trim trims the rsbs. */
+void dlm_solo_toss_trim(struct dlm_ls *ls)
+{
+	uint32_t max = ls->ls_core->core_cfg.max_tossed;
+
+	if (!max || !dlm_ls_running(ls))
+		return;
+	while (ls->ls_nsolo_tossed &&
+	       ls->ls_ntossed + ls->ls_nsolo_tossed > max) {
+		solo_toss_drop(ls, dlm_list_first(&ls->ls_solo_toss,
+						  struct dlm_solo,
+						  so_ownerqueue));
+		ls->ls_toss_evicted++;
+	}
 }
 
 /* so as the rsb and lkb it stands for; whole or nothing. */
@@ -247,10 +330,16 @@ int dlm_solo_unfold(struct dlm_ls *ls, struct dlm_solo *so)
 {
 	unsigned int keylen = solo_keylen(so);
 	uint32_t hash = so->so_keynode.hn_hash, us = dlm_our_nodeid(ls);
-	struct dlm_owner *ow = dlm_owner_get(ls, so->so_ownerid, false);
+	struct dlm_owner *ow;
 	struct dlm_lkb *lkb;
 	struct dlm_rsb *r;
 
+	if (dlm_solo_is_tossed(so)) {
+		/* as its expiry would (see "Tossed" above) */
+		solo_toss_drop(ls, so);
+		return 0;
+	}
+	ow = dlm_owner_get(ls, so->so_ownerid, false);
 	if (!ow)
 		return -EUCLEAN;	/* dlm_solo_verify says so too */
 	r = dlm_rsb_create(ls, so->so_key, keylen, hash);
@@ -263,7 +352,7 @@ int dlm_solo_unfold(struct dlm_ls *ls, struct dlm_solo *so)
 		dlm_rsb_free(ls, r);
 		return -ENOMEM;
 	}
-	solo_unlink(ls, so, false);
+	solo_unlink(ls, so, false, false);
 
 	r->res_nodeid = us;
 	dlm_dir_self_adopt(ls, r, so->so_de_event);
@@ -305,6 +394,7 @@ int dlm_solo_unfold_all(struct dlm_ls *ls)
 {
 	size_t b;
 
+	dlm_solo_toss_expire(ls, 0, true);
 	for (b = 0; b < ls->ls_ownertbl.ht_nbuckets &&
 		    ls->ls_soloids.ht_count; b++) {
 		struct dlm_hnode *n;
@@ -327,7 +417,8 @@ int dlm_solo_unfold_all(struct dlm_ls *ls)
 	return ls->ls_soloids.ht_count ? -EUCLEAN : 0;
 }
 
-/* The owner's solos go, with no AST (a purge); how many. */
+/* The owner's solos are unlocked, with no AST (a purge), their
+ * resources tossed; how many.  The caller puts the owner. */
 int dlm_solo_purge_owner(struct dlm_ls *ls, struct dlm_owner *ow)
 {
 	int count = 0;
@@ -337,8 +428,8 @@ int dlm_solo_purge_owner(struct dlm_ls *ls, struct dlm_owner *ow)
 						     struct dlm_solo,
 						     so_ownerqueue);
 
-		solo_unlink(ls, so, false);
-		free(so);
+		solo_unlink(ls, so, false, true);
+		solo_toss(ls, so);
 		count++;
 	}
 	return count;
@@ -350,18 +441,25 @@ static void free_hnode_solo(void *arg, struct dlm_hnode *n)
 	free(solo_of_id(n));
 }
 
-static void forget_hnode(void *arg, struct dlm_hnode *n)
+/* ls_solotbl's nodes: the tossed are freed here, the held with
+ * ls_soloids'. */
+static void free_hnode_tossed(void *arg, struct dlm_hnode *n)
 {
+	struct dlm_solo *so = solo_of_key(n);
+
 	(void)arg;
-	(void)n;
+	if (dlm_solo_is_tossed(so))
+		free(so);
 }
 
 /* Every solo freed, with nothing cast (the lockspace goes); the owner
  * records go with their table (dlm_lock_drop_all). */
 void dlm_solo_drop_all(struct dlm_ls *ls)
 {
-	dlm_htab_drain(&ls->ls_solotbl, forget_hnode, NULL);
+	dlm_htab_drain(&ls->ls_solotbl, free_hnode_tossed, NULL);
 	dlm_htab_drain(&ls->ls_soloids, free_hnode_solo, NULL);
+	dlm_list_init(&ls->ls_solo_toss);
+	ls->ls_nsolo_tossed = 0;
 }
 
 struct solo_walk {
@@ -423,6 +521,10 @@ static void verify_solo(void *arg, struct dlm_hnode *n)
 	if (v->bad)
 		return;
 	v->lkid = solo_lkid(so);
+	if (dlm_solo_is_tossed(so)) {
+		v->bad = "is held and tossed";
+		return;
+	}
 	ow = dlm_owner_get(ls, so->so_ownerid, false);
 	if (dlm_solo_find_key(ls, key, keylen, hash) != so)
 		v->bad = "is not found by its key";
@@ -436,25 +538,51 @@ static void verify_solo(void *arg, struct dlm_hnode *n)
 		v->bad = "has a directory record apart";
 	else if (!ow)
 		v->bad = "has no owner record";
-	else if (so->so_grmode < DLM_LOCK_NL || so->so_grmode > DLM_LOCK_EX)
+	else if (so->so_grmode > DLM_LOCK_EX)
 		v->bad = "holds no mode";
 }
 
-/* Each solo found by key and by id, in neither rsb, lkb nor directory
- * table, with an owner record; the owners' lists hold them all. */
+/* Each held solo found by key and by id, in neither rsb, lkb nor
+ * directory table, with an owner record; the owners' lists hold them
+ * all; each tossed one found by key, with no id, in no other table, on
+ * ls_solo_toss, which holds them all. */
 int dlm_solo_verify(struct dlm_ls *ls, char *why, size_t whylen)
 {
 	struct solo_verify v = { ls, NULL, 0 };
-	size_t owned = 0, b;
+	size_t owned = 0, tossed = 0, b;
+	struct dlm_list *pos;
 
-	if (ls->ls_solotbl.ht_count != ls->ls_soloids.ht_count) {
-		snprintf(why, whylen, "%zu solos by key, %zu by id",
-			 ls->ls_solotbl.ht_count, ls->ls_soloids.ht_count);
+	if (ls->ls_solotbl.ht_count !=
+	    ls->ls_soloids.ht_count + ls->ls_nsolo_tossed) {
+		snprintf(why, whylen, "%zu solos by key, %zu by id, %llu tossed",
+			 ls->ls_solotbl.ht_count, ls->ls_soloids.ht_count,
+			 (unsigned long long)ls->ls_nsolo_tossed);
 		return -EUCLEAN;
 	}
 	dlm_htab_walk(&ls->ls_soloids, verify_solo, &v);
 	if (v.bad) {
 		snprintf(why, whylen, "solo %08x %s", v.lkid, v.bad);
+		return -EUCLEAN;
+	}
+	dlm_list_for_each(pos, &ls->ls_solo_toss) {
+		struct dlm_solo *so = dlm_container_of(pos, struct dlm_solo,
+						       so_ownerqueue);
+		unsigned int keylen = solo_keylen(so);
+		uint32_t hash = so->so_keynode.hn_hash;
+
+		tossed++;
+		if (!dlm_solo_is_tossed(so) || solo_lkid(so) ||
+		    dlm_solo_find_key(ls, so->so_key, keylen, hash) != so ||
+		    dlm_rsb_find(ls, so->so_key, keylen, hash) ||
+		    dlm_dir_has_record(ls, so->so_key, keylen, hash)) {
+			snprintf(why, whylen, "a tossed solo is not alone in "
+				 "the tables, by its key only");
+			return -EUCLEAN;
+		}
+	}
+	if (tossed != ls->ls_nsolo_tossed) {
+		snprintf(why, whylen, "ls_solo_toss holds %zu solos, its count "
+			 "%llu", tossed, (unsigned long long)ls->ls_nsolo_tossed);
 		return -EUCLEAN;
 	}
 	for (b = 0; b < ls->ls_ownertbl.ht_nbuckets; b++) {
@@ -463,9 +591,9 @@ int dlm_solo_verify(struct dlm_ls *ls, char *why, size_t whylen)
 		for (n = ls->ls_ownertbl.ht_buckets[b]; n; n = n->hn_next) {
 			struct dlm_owner *ow = dlm_container_of(n, struct dlm_owner,
 								ow_hnode);
-			struct dlm_list *pos;
+			struct dlm_list *q;
 
-			dlm_list_for_each(pos, &ow->ow_solos)
+			dlm_list_for_each(q, &ow->ow_solos)
 				owned++;
 		}
 	}

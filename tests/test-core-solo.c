@@ -80,11 +80,77 @@ static void test_solo_lock_unlock(void **state)
 	assert_int_equal(unlock(c, 1, 7, nl, DLM_LKF_FORCEUNLOCK, NULL), 0);
 	assert_status(c, 1, nl, -DLM_EUNLOCK);
 	assert_int_equal(unlock(c, 1, 7, nl, 0, NULL), -ENOENT);
+	/* the resources stay tossed, as unused rsbs do, until toss_ms */
 	dlm_core_ls_stats(c->ls[1], &st);
 	assert_int_equal(st.ls_locks, 0);
+	assert_int_equal(st.ls_resources, 2);
+	assert_int_equal(st.ls_dir_entries, 2);
+	assert_int_equal(st.ls_tossed, 2);
+	assert_int_equal(c->ls[1]->ls_ownertbl.ht_count, 0);
+	assert_verified(c);
+	dlm_core_tick(c->core[1], 100000);
+	dlm_core_ls_stats(c->ls[1], &st);
 	assert_int_equal(st.ls_resources, 0);
 	assert_int_equal(st.ls_dir_entries, 0);
-	assert_int_equal(c->ls[1]->ls_ownertbl.ht_count, 0);
+	assert_int_equal(st.ls_tossed, 0);
+	assert_int_equal(c->ls[1]->ls_solotbl.ht_count, 0);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+/* A tossed lone lock's resource is taken again by the next lock on its
+ * name that may fold (no allocation), dropped by one that may not (an
+ * rsb takes its place), and max_tossed bounds them with the rsbs. */
+static void test_solo_tossed(void **state)
+{
+	struct dlm_ls_stats st;
+	struct cluster *c;
+	uint32_t a, b;
+	char name[16];
+	int i;
+
+	(void)state;
+	cluster_max_tossed = 3;
+	c = fold_cluster(1);
+	cluster_max_tossed = 0;
+	lock_on(c, 1, 1, "keep", DLM_LOCK_NL, 0, 0, NULL);
+	a = lock_on(c, 1, 1, "a", DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	assert_int_equal(c->ls[1]->ls_nsolo_tossed, 1);
+	dlm_core_set_alloc_hook(c->core[1], fail_all, NULL);
+	b = lock_on(c, 1, 1, "a", DLM_LOCK_PR, 0, 0, NULL);
+	dlm_core_set_alloc_hook(c->core[1], NULL, NULL);
+	assert_int_not_equal(a, b);
+	assert_status(c, 1, b, 0);
+	assert_int_equal(c->ls[1]->ls_nsolo_tossed, 0);
+	assert_int_equal(nsolos(c, 1), 2);
+	assert_verified(c);
+	assert_int_equal(unlock(c, 1, 1, b, 0, NULL), 0);
+	/* VALBLK does not fold: the tossed one goes, an rsb takes it */
+	b = lock_on(c, 1, 1, "a", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	assert_status(c, 1, b, 0);
+	assert_int_equal(c->ls[1]->ls_nsolo_tossed, 0);
+	assert_int_equal(nrsbs(c, 1), 1);
+	assert_int_equal(nsolos(c, 1), 1);
+	assert_int_equal(unlock(c, 1, 1, b, 0, NULL), 0);
+	assert_int_equal(c->ls[1]->ls_ntossed, 1);
+	assert_verified(c);
+	/* five more tossed: three stay in all, tossed solos dropped first
+	 * (oldest first), so the rsb and the two newest solos */
+	for (i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "t%d", i);
+		a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+		assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	}
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_tossed, 3);
+	assert_int_equal(st.ls_toss_evicted, 3);
+	assert_int_equal(c->ls[1]->ls_nsolo_tossed, 2);
+	assert_int_equal(c->ls[1]->ls_ntossed, 1);
+	assert_non_null(dlm_solo_find_key(c->ls[1], (const unsigned char *)"\2t4",
+					  3, dlm_hash_bytes("\2t4", 3)));
+	assert_null(dlm_solo_find_key(c->ls[1], (const unsigned char *)"\2t1",
+				      3, dlm_hash_bytes("\2t1", 3)));
 	assert_verified(c);
 	cluster_free(c);
 }
@@ -366,6 +432,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_solo_lock_unlock),
+		cmocka_unit_test(test_solo_tossed),
 		cmocka_unit_test(test_solo_not_folded),
 		cmocka_unit_test(test_solo_second_lock),
 		cmocka_unit_test(test_solo_convert_cancel_child),
