@@ -430,6 +430,8 @@ static void test_solo_walk(void **state)
 
 int main(void)
 {
+	/* these tests choose folding per cluster (fold_cluster) */
+	unsetenv("TEST_CORE_FOLD");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_solo_lock_unlock),
 		cmocka_unit_test(test_solo_tossed),
