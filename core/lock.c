@@ -1886,18 +1886,17 @@ int dlm_core_unlock(struct dlm_ls *ls, const struct dlm_unlock_req *req)
 {
 	const uint32_t allowed = DLM_LKF_CANCEL | DLM_LKF_FORCEUNLOCK |
 				 DLM_LKF_VALBLK | DLM_LKF_IVVALBLK;
+	struct dlm_solo *so;
 	struct dlm_lkb *lkb;
 	int rv;
-
-	struct dlm_solo *so;
 
 	if (!ls || !req || (req->flags & ~allowed))
 		return -EINVAL;
 	so = dlm_solo_find_id(ls, req->lkid);
 	if (so) {
 		/* a lone lock folded with its resource (solo.c): a plain or
-		 * forced unlock while running frees it; anything else is
-		 * done on it as an lkb */
+		 * forced unlock while running is done on it, its resource
+		 * tossed; anything else is done on it as an lkb */
 		if (so->so_ownerid != req->owner)
 			return -EPERM;
 		if ((req->flags & DLM_LKF_VALBLK) &&
@@ -1977,7 +1976,8 @@ static int purge_owner(struct dlm_ls *ls, uint64_t owner, bool orphan)
 
 	if (!ow)
 		return 0;
-	/* lone locks folded with their resources go at once (solo.c) */
+	/* lone locks folded with their resources: unlocked at once,
+	 * their resources tossed (solo.c) */
 	count = dlm_solo_purge_owner(ls, ow);
 	/* newest first: children were created after their parents */
 	dlm_list_init(&victims);
