@@ -188,6 +188,11 @@ struct dlm_core_config {
 	 * it the oldest are dropped at once, as toss_ms would drop them
 	 * later (resource.c, "Toss list"); 0: no bound */
 	uint32_t	max_tossed;
+	/* non-zero: a lone lock on a resource of its own, in a lockspace of
+	 * which this node is the only member, is one record folded with its
+	 * resource until anything but its unlock needs it as an lkb and an
+	 * rsb (core/solo.c; about 120 B a lock at 1M instead of 360) */
+	uint32_t	fold;
 };
 
 /* A fault a test can switch on in one engine instance, to prove that the

@@ -10,6 +10,8 @@
  *                            the resource, another node owns the lock)
  *   struct dlm_dirent de_    a directory record: resource -> master node
  *   struct dlm_owner  ow_    the locks of one local client
+ *   struct dlm_solo   so_    a lone lock folded with its resource
+ *                            (solo.c): stands for an lkb and an rsb
  *
  * A lock owned by a local client on a locally mastered resource is one
  * lkb that is both.  Everything recovery needs is carried here: each
@@ -303,6 +305,39 @@ struct dlm_owner {
 	struct dlm_hnode	ow_hnode;	/* ls_ownertbl, keyed by ow_id */
 	uint64_t		ow_id;
 	struct dlm_list		ow_locks;	/* lkb_ownerqueue, newest last */
+	struct dlm_list		ow_solos;	/* so_ownerqueue (solo.c) */
+};
+
+/* A lone lock folded with its resource (core/solo.c, issue 14): a
+ * granted process copy, whole range, no LVB, no parent and no child,
+ * the only lock on a root resource this node masters and directs in a
+ * lockspace of which it is the only member.  One record instead of an
+ * lkb and an rsb, in tables and a list of its own (ls_solotbl,
+ * ls_soloids, ow_solos), so that nothing that walks lkbs or rsbs can
+ * take it for either; anything but its own unlock makes it an rsb and
+ * an lkb again first (dlm_solo_unfold).  Unlocked, it stays as its
+ * resource tossed (so_grmode DLM_LOCK_IV): in ls_solotbl only, on
+ * ls_solo_toss by so_ownerqueue, until toss_ms or max_tossed drop it
+ * or a lock on its name takes it again. */
+struct dlm_solo {
+	/* ls_solotbl's node, keyed by key; its spare word is the key's
+	 * length */
+	struct dlm_hnode	so_keynode;
+	/* ls_soloids' node: its hash is the lock id (as ls_lkbtbl's),
+	 * its spare word the request's DLM_LKF_* flags */
+	struct dlm_hnode	so_idnode;
+	struct dlm_list		so_ownerqueue;	/* ow_solos; tossed: ls_solo_toss */
+	uint64_t		so_ownerid;
+	uint64_t		so_astarg;
+	uint64_t		so_dl_waiter;	/* as lkb_dl_waiter */
+	union {
+		uint64_t	so_token;	/* as lkb_token */
+		uint64_t	so_toss_time;	/* tossed: put there then (ms) */
+	};
+	uint32_t		so_flags;	/* LKBF_WANT_BAST, _DLXID, _DLASYNC */
+	uint32_t		so_de_event;	/* as res_de_event (RESF_DIR) */
+	int8_t			so_grmode;	/* DLM_LOCK_IV: tossed */
+	unsigned char		so_key[];	/* allocated to its length */
 };
 
 /* A message held for later, as received (ls.c dlm_held_add). */
@@ -354,6 +389,11 @@ struct dlm_ls {
 						   directory record
 						   (RESF_DIR) */
 	struct dlm_htab		ls_ownertbl;
+	/* lone locks folded with their resources (solo.c): by key, by id */
+	struct dlm_htab		ls_solotbl;
+	struct dlm_htab		ls_soloids;
+	struct dlm_list		ls_solo_toss;	/* tossed solos, oldest first */
+	uint64_t		ls_nsolo_tossed;
 	uint32_t		ls_next_lkid;
 	struct dlm_idblock	*ls_idblocks;	/* reserved, sorted by ib_first */
 	size_t			ls_nidblocks;
@@ -559,6 +599,43 @@ void dlm_dir_drop_departed(struct dlm_ls *ls);
 
 struct dlm_owner *dlm_owner_get(struct dlm_ls *ls, uint64_t id, bool create);
 void dlm_owner_put(struct dlm_ls *ls, struct dlm_owner *ow);
+bool dlm_lkid_in_use(struct dlm_ls *ls, uint32_t id);
+bool dlm_dir_has_record(struct dlm_ls *ls, const unsigned char *key,
+			unsigned int keylen, uint32_t hash);
+void dlm_dir_self_adopt(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t event);
+
+/* solo.c: lone locks folded with their resources */
+struct dlm_solo *dlm_solo_find_id(struct dlm_ls *ls, uint32_t id);
+struct dlm_solo *dlm_solo_find_key(struct dlm_ls *ls, const unsigned char *key,
+				   unsigned int keylen, uint32_t hash);
+int dlm_solo_unfold(struct dlm_ls *ls, struct dlm_solo *so);
+int dlm_solo_unfold_id(struct dlm_ls *ls, uint32_t id);
+int dlm_solo_unfold_key(struct dlm_ls *ls, const unsigned char *key,
+			unsigned int keylen, uint32_t hash);
+int dlm_solo_unfold_all(struct dlm_ls *ls);
+static inline size_t dlm_solo_count(const struct dlm_ls *ls)
+{
+	return ls->ls_soloids.ht_count;
+}
+static inline bool dlm_solo_is_tossed(const struct dlm_solo *so)
+{
+	return so->so_grmode == DLM_LOCK_IV;
+}
+void dlm_solo_toss_expire(struct dlm_ls *ls, uint64_t now, bool all);
+void dlm_solo_toss_trim(struct dlm_ls *ls);
+bool dlm_solo_may_fold(struct dlm_ls *ls, const struct dlm_lock_req *req,
+		       const struct dlm_range *range);
+int dlm_solo_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
+		  struct dlm_solo *tossed, const unsigned char *key,
+		  unsigned int keylen, uint32_t hash, uint32_t *lkid_out);
+int dlm_solo_unlock(struct dlm_ls *ls, struct dlm_solo *so,
+		    const struct dlm_unlock_req *req);
+int dlm_solo_purge_owner(struct dlm_ls *ls, struct dlm_owner *ow);
+void dlm_solo_drop_all(struct dlm_ls *ls);
+void dlm_solo_walk(struct dlm_ls *ls,
+		   void (*fn)(void *arg, const struct dlm_lock_info *li),
+		   void *arg);
+int dlm_solo_verify(struct dlm_ls *ls, char *why, size_t whylen);
 
 /* Lock value blocks are allocated lazily: most locks never use one, and
  * 32 bytes in every lkb and rsb were a tenth of a held lock's memory.  A
@@ -610,6 +687,8 @@ void dlm_redo_lookups(struct dlm_ls *ls, struct dlm_rsb *r);
 void dlm_recover_redo_lookups(struct dlm_ls *ls);
 void dlm_lkb_to_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
 		    int status);
+void dlm_grant_unfolded(struct dlm_ls *ls, struct dlm_rsb *r,
+			struct dlm_lkb *lkb, int mode);
 
 /* recover.c */
 int dlm_recover_track_rsb(struct dlm_ls *ls, struct dlm_rsb *r);

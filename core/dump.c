@@ -256,7 +256,13 @@ int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
 	size_t n = ls->ls_rsbtbl.ht_count, i;
 	char name[DLM_KEY_TEXT_LEN];
 	unsigned int m;
+	int rv;
 
+	/* a lone lock folded with its resource shows as both (solo.c) */
+	rv = dlm_solo_unfold_all(ls);
+	if (rv)
+		return rv;
+	n = ls->ls_rsbtbl.ht_count;
 	all = malloc((n ? n : 1) * sizeof(*all));
 	ob.ob_cap = 4096;
 	ob.ob_buf = malloc(ob.ob_cap);
@@ -453,6 +459,8 @@ int dlm_core_ls_verify(struct dlm_ls *ls, char *why, size_t whylen)
 	dlm_htab_walk(&ls->ls_rsbtbl, verify_rsb, &vc);
 	if (vc.vc_err)
 		return vc.vc_err;
+	if (dlm_solo_verify(ls, why, whylen))
+		return -EUCLEAN;
 	dlm_list_for_each(pos, &ls->ls_dlwait)
 		n++;
 	if (n != vc.vc_ndlwait) {

@@ -1565,8 +1565,10 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	struct dlm_lkb *parent = NULL, *lkb;
 	struct dlm_range range;
 	struct dlm_owner *ow;
+	struct dlm_solo *so;
 	struct dlm_rsb *r;
 	uint32_t hash;
+	bool fold;
 	int rv;
 
 	if (!req->name || req->namelen == 0 || req->namelen > DLM_RESNAME_MAXLEN)
@@ -1585,12 +1587,19 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 			return -EINVAL;
 		if (ib->ib_owner != req->owner)
 			return -EPERM;
-		if (dlm_lkb_find(ls, req->newid))
+		if (dlm_lkid_in_use(ls, req->newid))
 			return -EEXIST;
 	}
 	if (check_range(req->range, &range))
 		return -EINVAL;
 	if (req->parent) {
+		so = dlm_solo_find_id(ls, req->parent);
+		/* a parent folded with its resource is an lkb again first
+		 * (solo.c); another owner's is refused as below */
+		if (so && so->so_ownerid != req->owner)
+			return -EPERM;
+		if (so && (rv = dlm_solo_unfold(ls, so)))
+			return rv;
 		parent = dlm_lkb_find(ls, req->parent);
 		if (!parent || is_master_copy(parent) ||
 		    (parent->lkb_flags & LKBF_ORPHAN))
@@ -1613,7 +1622,18 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		return adopt_orphan(ls, req, key, keylen, lkid_out);
 
 	hash = dlm_hash_bytes(key, keylen);
+	/* a lone lock on the name is an rsb and an lkb again first (its
+	 * resource tossed folded is taken again, or dropped); a free name
+	 * may take a lone lock folded with it (solo.c) */
+	so = dlm_solo_find_key(ls, key, keylen, hash);
+	fold = !parent && dlm_solo_may_fold(ls, req, &range);
+	if (so && fold && dlm_solo_is_tossed(so))
+		return dlm_solo_lock(ls, req, so, key, keylen, hash, lkid_out);
+	if (so && (rv = dlm_solo_unfold(ls, so)))
+		return rv;
 	r = dlm_rsb_find(ls, key, keylen, hash);
+	if (!r && fold && !dlm_dir_has_record(ls, key, keylen, hash))
+		return dlm_solo_lock(ls, req, NULL, key, keylen, hash, lkid_out);
 	if (!r) {
 		r = dlm_rsb_create(ls, key, keylen, hash);
 		if (!r)
@@ -1664,9 +1684,17 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 			uint32_t *lkid_out)
 {
-	struct dlm_lkb *lkb = dlm_lkb_find(ls, req->lkid);
+	struct dlm_solo *so = dlm_solo_find_id(ls, req->lkid);
 	struct dlm_range range;
+	struct dlm_lkb *lkb;
+	int rv;
 
+	/* a lone lock converts as an lkb (solo.c) */
+	if (so && so->so_ownerid != req->owner)
+		return -EPERM;
+	if (so && (rv = dlm_solo_unfold(ls, so)))
+		return rv;
+	lkb = dlm_lkb_find(ls, req->lkid);
 	if (!lkb || is_master_copy(lkb))
 		return -ENOENT;
 	if (lkb->lkb_ownerid != req->owner || (lkb->lkb_flags & LKBF_ORPHAN))
@@ -1863,11 +1891,32 @@ int dlm_core_unlock(struct dlm_ls *ls, const struct dlm_unlock_req *req)
 {
 	const uint32_t allowed = DLM_LKF_CANCEL | DLM_LKF_FORCEUNLOCK |
 				 DLM_LKF_VALBLK | DLM_LKF_IVVALBLK;
+	struct dlm_solo *so;
 	struct dlm_lkb *lkb;
 	int rv;
 
 	if (!ls || !req || (req->flags & ~allowed))
 		return -EINVAL;
+	so = dlm_solo_find_id(ls, req->lkid);
+	if (so) {
+		/* a lone lock folded with its resource (solo.c): a plain or
+		 * forced unlock while running is done on it, its resource
+		 * tossed; anything else is done on it as an lkb */
+		if (so->so_ownerid != req->owner)
+			return -EPERM;
+		if ((req->flags & DLM_LKF_VALBLK) &&
+		    !(req->flags & DLM_LKF_CANCEL) && !req->lvb)
+			return -EINVAL;
+		if (!(req->flags & (DLM_LKF_CANCEL | DLM_LKF_VALBLK |
+				    DLM_LKF_IVVALBLK)) && dlm_ls_running(ls)) {
+			rv = dlm_solo_unlock(ls, so, req);
+			dlm_toss_trim(ls);
+			return rv;
+		}
+		rv = dlm_solo_unfold(ls, so);
+		if (rv)
+			return rv;
+	}
 	lkb = dlm_lkb_find(ls, req->lkid);
 	if (!lkb || is_master_copy(lkb))
 		return -ENOENT;
@@ -1932,6 +1981,9 @@ static int purge_owner(struct dlm_ls *ls, uint64_t owner, bool orphan)
 
 	if (!ow)
 		return 0;
+	/* lone locks folded with their resources: unlocked at once,
+	 * their resources tossed (solo.c) */
+	count = dlm_solo_purge_owner(ls, ow);
 	/* newest first: children were created after their parents */
 	dlm_list_init(&victims);
 	while (!dlm_list_empty(&ow->ow_locks)) {
@@ -2720,8 +2772,14 @@ static int receive_remove(struct dlm_ls *ls, const struct dlm_msg *m)
 
 int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 {
-	int held = dlm_remaster_hold(ls, m);
+	int held;
 
+	/* every message finds lone locks unfolded (solo.c): receive_ls did
+	 * it for those that arrive; this is for those replayed */
+	held = dlm_solo_unfold_all(ls);
+	if (held)
+		return held;
+	held = dlm_remaster_hold(ls, m);
 	if (held)	/* until the old master's MOVED; or not kept */
 		return held < 0 ? held : 0;
 	switch (m->m_type) {
@@ -2816,6 +2874,7 @@ void dlm_lock_drop_all(struct dlm_ls *ls)
 	dlm_htab_drain(&ls->ls_dirtbl, free_hnode_dirent, NULL);
 	ls->ls_ndirself = 0;
 	dlm_dir_held_drop(ls);
+	dlm_solo_drop_all(ls);
 	dlm_htab_drain(&ls->ls_ownertbl, free_hnode_owner, NULL);
 	while (!dlm_list_empty(&ls->ls_unlock_lvbs)) {
 		struct dlm_unlock_lvb *ul = dlm_list_first(&ls->ls_unlock_lvbs,
@@ -2880,6 +2939,7 @@ void dlm_core_ls_walk(struct dlm_ls *ls,
 	struct walk_ctx w = { ls, fn, arg };
 
 	dlm_htab_walk(&ls->ls_lkbtbl, walk_one, &w);
+	dlm_solo_walk(ls, fn, arg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -3087,6 +3147,20 @@ void dlm_lkb_count(struct dlm_rsb *r, struct dlm_lkb *lkb, int delta)
 	if (lkb->lkb_status == DLM_LKSTS_WAITING &&
 	    (lkb->lkb_exflags & DLM_LKF_NOORDER))
 		r->res_nnoorder += (uint32_t)delta;
+}
+
+/* A lone lock unfolded (solo.c): lkb, new and granted nothing yet, is
+ * granted 'mode' on r, its new rsb, as grant_lock grants a request on an
+ * empty resource without VALBLK (the token is the solo's, not a new
+ * one). */
+void dlm_grant_unfolded(struct dlm_ls *ls, struct dlm_rsb *r,
+			struct dlm_lkb *lkb, int mode)
+{
+	set_grmode(ls, r, lkb, mode, &dlm_range_whole);
+	lkb->lkb_rqmode = DLM_LOCK_IV;
+	lkb->lkb_highbast = DLM_LOCK_IV;
+	lkb->lkb_last_bast = DLM_LOCK_IV;
+	add_to_queue(ls, r, lkb, DLM_LKSTS_GRANTED);
 }
 
 void dlm_destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb)

@@ -60,6 +60,8 @@ static void ls_free(struct dlm_ls *ls)
 	dlm_htab_destroy(&ls->ls_lkbtbl);
 	dlm_htab_destroy(&ls->ls_dirtbl);
 	dlm_htab_destroy(&ls->ls_ownertbl);
+	dlm_htab_destroy(&ls->ls_solotbl);
+	dlm_htab_destroy(&ls->ls_soloids);
 	free(ls->ls_idblocks);
 	dlm_list_del(&ls->ls_list);
 	free(ls->ls_members);
@@ -206,6 +208,7 @@ int dlm_core_ls_create(struct dlm_core *core, const char *name,
 	ls->ls_next_lkid = 1;
 	dlm_list_init(&ls->ls_list);
 	dlm_list_init(&ls->ls_toss);
+	dlm_list_init(&ls->ls_solo_toss);
 	dlm_list_init(&ls->ls_waiters);
 	dlm_list_init(&ls->ls_blocked);
 	dlm_list_init(&ls->ls_dlwait);
@@ -220,7 +223,8 @@ int dlm_core_ls_create(struct dlm_core *core, const char *name,
 		goto fail;
 	rv = -ENOMEM;
 	if (dlm_htab_init(&ls->ls_rsbtbl) || dlm_htab_init(&ls->ls_lkbtbl) ||
-	    dlm_htab_init(&ls->ls_dirtbl) || dlm_htab_init(&ls->ls_ownertbl))
+	    dlm_htab_init(&ls->ls_dirtbl) || dlm_htab_init(&ls->ls_ownertbl) ||
+	    dlm_htab_init(&ls->ls_solotbl) || dlm_htab_init(&ls->ls_soloids))
 		goto fail;
 	dlm_list_add_tail(&ls->ls_list, &core->core_lockspaces);
 	log_ls(ls, DLM_LOG_INFO, "lockspace created, id %08x, %u members",
@@ -233,6 +237,8 @@ fail:
 	dlm_htab_destroy(&ls->ls_lkbtbl);
 	dlm_htab_destroy(&ls->ls_dirtbl);
 	dlm_htab_destroy(&ls->ls_ownertbl);
+	dlm_htab_destroy(&ls->ls_solotbl);
+	dlm_htab_destroy(&ls->ls_soloids);
 	free(ls->ls_members);
 	free(ls);
 	return rv;
@@ -240,10 +246,12 @@ fail:
 
 int dlm_core_ls_release(struct dlm_ls *ls, int force)
 {
-	if (ls->ls_lkbtbl.ht_count && !force)
+	size_t nlocks = ls->ls_lkbtbl.ht_count + dlm_solo_count(ls);
+
+	if (nlocks && !force)
 		return -EBUSY;
 	log_ls(ls, DLM_LOG_INFO, "lockspace released%s",
-	       ls->ls_lkbtbl.ht_count ? " (forced, locks dropped)" : "");
+	       nlocks ? " (forced, locks dropped)" : "");
 	ls_free(ls);
 	return 0;
 }
@@ -287,9 +295,13 @@ const char *dlm_core_ls_name(const struct dlm_ls *ls)
 void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->ls_resources = ls->ls_rsbtbl.ht_count;
-	st->ls_locks = ls->ls_lkbtbl.ht_count;
-	st->ls_dir_entries = ls->ls_dirtbl.ht_count + ls->ls_ndirself;
+	/* a lone lock folded with its resource (solo.c) is a lock, a
+	 * resource and its directory record; unlocked, a resource tossed
+	 * and its record */
+	st->ls_resources = ls->ls_rsbtbl.ht_count + ls->ls_solotbl.ht_count;
+	st->ls_locks = ls->ls_lkbtbl.ht_count + dlm_solo_count(ls);
+	st->ls_dir_entries = ls->ls_dirtbl.ht_count + ls->ls_ndirself +
+			     ls->ls_solotbl.ht_count;
 	/* a lookup in flight waits for a reply as much as an operation:
 	 * a directory node that stops answering stalls its requesters */
 	st->ls_waiters = ls->ls_nwaiters + ls->ls_nlookups;
@@ -303,7 +315,7 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	st->ls_last_victim = ls->ls_last_victim;
 	st->ls_probes_sent = ls->ls_probes_sent;
 	st->ls_remasters = ls->ls_remasters;
-	st->ls_tossed = ls->ls_ntossed;
+	st->ls_tossed = ls->ls_ntossed + ls->ls_nsolo_tossed;
 	st->ls_toss_evicted = ls->ls_toss_evicted;
 }
 
@@ -312,6 +324,12 @@ static int receive_ls(struct dlm_ls *ls, const struct dlm_msg *m,
 {
 	int rv;
 
+	/* no message can be about a lone lock folded with its resource,
+	 * but one from a new member may come before the stop: none is
+	 * taken while any is folded (solo.c); -ENOMEM offers it again */
+	rv = dlm_solo_unfold_all(ls);
+	if (rv)
+		return rv;
 	/* what a member has minted or heard of orders our next fencing
 	 * tokens (token.c), whenever we handle the message; a clock no
 	 * member can have drops the message (hearing it again when it is

@@ -451,6 +451,7 @@ void dlm_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
 {
 	uint32_t toss_ms = ls->ls_core->core_cfg.toss_ms;
 
+	dlm_solo_toss_expire(ls, now, all);
 	while (!dlm_list_empty(&ls->ls_toss)) {
 		struct dlm_rsb *r = dlm_list_first(&ls->ls_toss, struct dlm_rsb,
 						   res_toss);
@@ -483,6 +484,9 @@ void dlm_toss_trim(struct dlm_ls *ls)
 	uint32_t max = ls->ls_core->core_cfg.max_tossed;
 	uint64_t n;
 
+	/* tossed lone locks' resources first (solo.c): with them, at most
+	 * max tossed in all */
+	dlm_solo_toss_trim(ls);
 	if (!max || ls->ls_ntossed <= max || !dlm_ls_running(ls))
 		return;
 	for (n = ls->ls_ntossed; n && ls->ls_ntossed > max; n--) {
@@ -588,7 +592,7 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id)
 	 * blocks reserved for a client */
 	while (!id) {
 		id = ls->ls_next_lkid++;
-		if (id && (dlm_lkb_find(ls, id) ||
+		if (id && (dlm_lkid_in_use(ls, id) ||
 			   (ls->ls_nidblocks && dlm_idblock_find(ls, id))))
 			id = 0;
 	}
@@ -603,6 +607,13 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id)
 	dlm_list_init(&lkb->lkb_waiter);
 	dlm_htab_insert(&ls->ls_lkbtbl, &lkb->lkb_hnode);
 	return lkb;
+}
+
+/* Is id some lock's: an lkb's, or a lone lock's folded with its
+ * resource (solo.c)? */
+bool dlm_lkid_in_use(struct dlm_ls *ls, uint32_t id)
+{
+	return dlm_lkb_find(ls, id) || dlm_solo_find_id(ls, id);
 }
 
 void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb)
@@ -702,7 +713,7 @@ static bool idblock_free(const struct dlm_ls *ls, uint32_t first)
 	if (!first || dlm_idblock_find(ls, first))
 		return false;
 	for (k = 0; k < DLM_IDS_BLOCK; k++)
-		if (dlm_lkb_find((struct dlm_ls *)ls, first + k))
+		if (dlm_lkid_in_use((struct dlm_ls *)ls, first + k))
 			return false;
 	return true;
 }
@@ -801,6 +812,22 @@ static bool dir_self_set(struct dlm_ls *ls, const unsigned char *key,
 	r->res_de_event = event;
 	ls->ls_ndirself++;
 	return true;
+}
+
+/* Has key a directory record apart from any rsb (a struct dlm_dirent)? */
+bool dlm_dir_has_record(struct dlm_ls *ls, const unsigned char *key,
+			unsigned int keylen, uint32_t hash)
+{
+	return ls->ls_dirtbl.ht_count && dir_find(ls, key, keylen, hash);
+}
+
+/* r, a root just made for a lone lock unfolded (solo.c), is its key's
+ * record, as the lone lock was: master us, confirmed in 'event'. */
+void dlm_dir_self_adopt(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t event)
+{
+	r->res_flags |= RESF_DIR;
+	r->res_de_event = event;
+	ls->ls_ndirself++;
 }
 
 static void dir_self_clear(struct dlm_ls *ls, struct dlm_rsb *r)
@@ -1410,6 +1437,7 @@ struct dlm_owner *dlm_owner_get(struct dlm_ls *ls, uint64_t id, bool create)
 	ow->ow_id = id;
 	ow->ow_hnode.hn_hash = hash;
 	dlm_list_init(&ow->ow_locks);
+	dlm_list_init(&ow->ow_solos);
 	dlm_htab_insert(&ls->ls_ownertbl, &ow->ow_hnode);
 	return ow;
 }
@@ -1417,7 +1445,7 @@ struct dlm_owner *dlm_owner_get(struct dlm_ls *ls, uint64_t id, bool create)
 /* Free the owner record once it holds no locks. */
 void dlm_owner_put(struct dlm_ls *ls, struct dlm_owner *ow)
 {
-	if (!dlm_list_empty(&ow->ow_locks))
+	if (!dlm_list_empty(&ow->ow_locks) || !dlm_list_empty(&ow->ow_solos))
 		return;
 	dlm_htab_remove(&ls->ls_ownertbl, &ow->ow_hnode);
 	free(ow);

@@ -259,8 +259,17 @@ uint64_t dlm_lkb_token(const struct dlm_lkb *lkb)
 int dlm_core_lock_token(struct dlm_ls *ls, uint32_t lkid, uint64_t owner,
 			uint64_t *token)
 {
+	struct dlm_solo *so = dlm_solo_find_id(ls, lkid);
 	struct dlm_lkb *lkb = dlm_lkb_find(ls, lkid);
 
+	if (so) {	/* a lone lock folded with its resource (solo.c) */
+		if (so->so_ownerid != owner)
+			return -EPERM;
+		if (!dlm_token_mode(so->so_grmode) || !so->so_token)
+			return -ENOENT;
+		*token = so->so_token;
+		return 0;
+	}
 	if (!lkb || is_master_copy(lkb) || (lkb->lkb_flags & LKBF_ORPHAN))
 		return -ENOENT;
 	if (lkb->lkb_ownerid != owner)

@@ -33,6 +33,9 @@
  *   remaster_shared   0            1: a resource that other nodes lock
  *                                  too may move, their locks re-pointed
  *                                  (core/remaster.c; 0 or 1)
+ *   fold_lone_locks   1            1: on a node alone in a lockspace, a
+ *                                  lock alone on its resource is one
+ *                                  record (core/solo.c; 0 or 1)
  *   recover_timer     60           seconds before a stuck recovery is logged
  *   peer_unreachable_secs 20       a member whose dlmd our frames have not
  *                                  got through to for this long, while
@@ -117,6 +120,7 @@ void dlmd_config_defaults(struct dlmd_config *cf)
 	cf->cf_buffer_size = 1048576;
 	cf->cf_toss_secs = 10;
 	cf->cf_max_tossed = 65536;
+	cf->cf_fold = 1;
 	cf->cf_scan_secs = 5;
 	cf->cf_audit_secs = 10;
 	cf->cf_deadlock_secs = 5;
@@ -321,6 +325,7 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 	U32("remaster_secs", cf_remaster_secs, 0, 86400)
 	U32("remaster_window", cf_remaster_window, 4, 65534)
 	U32("remaster_shared", cf_remaster_shared, 0, 1)
+	U32("fold_lone_locks", cf_fold, 0, 1)
 	U32("recover_timer", cf_recover_timer, 1, 86400)
 	U32("peer_unreachable_secs", cf_peer_unreachable_secs, 0, 86400)
 	U32("nodeid", cf_nodeid, 1, 0x7fffffff)
@@ -619,7 +624,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     "max_tossed_resources = %u\nscan_secs = %u\n"
 		     "audit_secs = %u\ndeadlock_secs = %u\n"
 		     "remaster_secs = %u\nremaster_window = %u\n"
-		     "remaster_shared = %u\n"
+		     "remaster_shared = %u\nfold_lone_locks = %u\n"
 		     "recover_timer = %u\npeer_unreachable_secs = %u\n"
 		     "socket_path = %s\ncontrol_socket = %s\n"
 		     "pid_file = %s\nsocket_owner = %u\nsocket_group = %u\n"
@@ -636,7 +641,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     cf->cf_buffer_size, cf->cf_toss_secs, cf->cf_max_tossed,
 		     cf->cf_scan_secs, cf->cf_audit_secs, cf->cf_deadlock_secs,
 		     cf->cf_remaster_secs, cf->cf_remaster_window,
-		     cf->cf_remaster_shared,
+		     cf->cf_remaster_shared, cf->cf_fold,
 		     cf->cf_recover_timer, cf->cf_peer_unreachable_secs,
 		     cf->cf_socket_path,
 		     cf->cf_ctl_socket_path, cf->cf_pid_file,

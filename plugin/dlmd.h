@@ -164,6 +164,7 @@ struct dlmd_config {
 	uint32_t		cf_remaster_secs;	/* 0: no remastering */
 	uint32_t		cf_remaster_window;
 	uint32_t		cf_remaster_shared;	/* 1: the re-point protocol */
+	uint32_t		cf_fold;	/* 1: fold lone locks (core/solo.c) */
 	uint32_t		cf_scan_secs;
 	uint32_t		cf_recover_timer;
 	uint32_t		cf_peer_unreachable_secs;	/* 0: never */

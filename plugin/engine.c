@@ -292,6 +292,7 @@ int dlmd_engine_new(struct dlmd *d, const struct dlmd_engine_up *up)
 	ccfg.remaster_ticks = (d->d_cfg.cf_remaster_secs + scan - 1) / scan;
 	ccfg.remaster_window = d->d_cfg.cf_remaster_window;
 	ccfg.remaster_shared = d->d_cfg.cf_remaster_shared;
+	ccfg.fold = d->d_cfg.cf_fold;
 	d->d_engine_up = up;
 	d->d_msgs_tail = &d->d_msgs;
 	d->d_held_tail = &d->d_held;

@@ -2180,6 +2180,7 @@ static int setup(struct sim *sim)
 		cfg.remaster_window = SIM_REMASTER_WINDOW;
 		cfg.remaster_shared = sim->opts->o_repoint;
 		cfg.max_tossed = sim->opts->o_max_tossed;
+		cfg.fold = sim->opts->o_fold;
 		n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
 		if (!n->n_core)
 			return -ENOMEM;
@@ -2428,6 +2429,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --lvbseq-start %u", opts->o_lvbseq_start);
 		if (opts->o_max_tossed)
 			printf(" --max-tossed %u", opts->o_max_tossed);
+		if (opts->o_fold)
+			printf(" --fold");
 		if (opts->o_faults)
 			printf(" --faults");
 		if (opts->o_remaster)
@@ -2504,7 +2507,7 @@ static void usage(FILE *out)
 		"usage: dlm-sim [--seeds N [--from F] | --seed S] [--nodes K] [--ops M] [--depth D]\n"
 		"               [--faults [--daemon-deaths] [--partitions]] [--fault NAME]\n"
 		"               [--lvbseq-start Q] [--alloc-faults P] [--msg-stats]\n"
-		"               [--max-tossed K] [--remaster [--repoint] [--rehot K]\n"
+		"               [--max-tossed K] [--fold] [--remaster [--repoint] [--rehot K]\n"
 		"               [--dir-lag MS] [--bounce]] [--link-drops]\n"
 		"               [--quiet] [-v]\n"
 		"  --seeds N     run seeds 1..N, stop at the first violation (default 100)\n"
@@ -2563,6 +2566,9 @@ static void usage(FILE *out)
 		"                lockspace at most (max_tossed), dropping the\n"
 		"                oldest early; the model then lets any resource\n"
 		"                that was unused come back with a zero value\n"
+		"  --fold        a lone lock on a resource of its own, on a node\n"
+		"                alone in its lockspace, is folded with its\n"
+		"                resource (core/solo.c) until it must unfold\n"
 		"  --remaster    engines move hot resources (core/remaster.c); one\n"
 		"                node makes most operations, mostly on two roots;\n"
 		"                a move faster than the hysteresis allows fails\n"
@@ -2621,6 +2627,7 @@ int main(int argc, char **argv)
 		{ "avoid", required_argument, NULL, 'a' },
 		{ "lvbseq-start", required_argument, NULL, 'L' },
 		{ "max-tossed", required_argument, NULL, 'T' },
+		{ "fold", no_argument, NULL, 'O' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "msg-stats", no_argument, NULL, 'M' },
 		{ "remaster", no_argument, NULL, 'R' },
@@ -2715,6 +2722,9 @@ int main(int argc, char **argv)
 			if (!parse_u64(optarg, &v) || !v || v > UINT32_MAX)
 				goto bad;
 			opts.o_max_tossed = (uint32_t)v;
+			break;
+		case 'O':
+			opts.o_fold = true;
 			break;
 		case 'L':
 			if (!parse_u64(optarg, &v) || v > UINT32_MAX)

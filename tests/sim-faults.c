@@ -490,6 +490,7 @@ static int node_joins(struct sim *sim, int node)
 	cfg.remaster_window = SIM_REMASTER_WINDOW;
 	cfg.remaster_shared = sim->opts->o_repoint;
 	cfg.max_tossed = sim->opts->o_max_tossed;
+	cfg.fold = sim->opts->o_fold;
 	n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
 	if (!n->n_core)
 		return -ENOMEM;

@@ -406,6 +406,8 @@ struct sim_opts {
 	uint32_t	o_avoid;	/* AVOID_*: steer clear of known engine bugs */
 	uint32_t	o_max_tossed;	/* --max-tossed K: the engines' max_tossed
 					   (0: no bound) */
+	bool		o_fold;		/* --fold: lone locks folded with their
+					   resources (core/solo.c) */
 };
 
 /* --avoid NAME: stop generating a pattern that trips a known, reported

@@ -80,6 +80,7 @@ static void h_failed(void *ctx, struct dlm_ls *ls, uint32_t event, int error)
 uint32_t cluster_remaster_ticks;
 uint32_t cluster_remaster_shared;
 uint32_t cluster_max_tossed;
+uint32_t cluster_fold;
 
 /* A cluster whose resources start their LVB sequence at 'lvbseq'. */
 struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq)
@@ -105,6 +106,9 @@ struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq)
 			.remaster_ticks = cluster_remaster_ticks,
 			.remaster_shared = cluster_remaster_shared,
 			.max_tossed = cluster_max_tossed,
+			/* TEST_CORE_FOLD=1 runs every test with lone locks
+			 * folded (core/solo.c) */
+			.fold = cluster_fold || getenv("TEST_CORE_FOLD"),
 		};
 
 		nctx[i].c = c;

@@ -67,6 +67,7 @@ extern struct nodectx nctx[MAXN + 1];
 extern uint32_t cluster_remaster_ticks;
 extern uint32_t cluster_remaster_shared;	/* the re-point protocol */
 extern uint32_t cluster_max_tossed;	/* max_tossed (0: no bound) */
+extern uint32_t cluster_fold;	/* fold lone locks (core/solo.c) */
 struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq);
 struct cluster *cluster_new(int n, uint32_t toss_ms);
 void cluster_free(struct cluster *c);

@@ -1,0 +1,606 @@
+/*
+ * core/solo.c - lone locks folded with their resources (issue 14).
+ *
+ * The common lock is alone on its resource: a name locked by one client,
+ * granted at once, whole range, no value block, unlocked later.  As an
+ * lkb and an rsb that is two malloc chunks of 176 B and two hash
+ * buckets, 360 B a lock at a million.  Folded, it is one struct
+ * dlm_solo (about 100 B and its key, a 112 B chunk for a key of 8 B)
+ * and its buckets in two tables of its own.
+ *
+ * When.  dlm_core_config.fold on; the lockspace running with this node
+ * its only member (so no other node can name the resource or the lock:
+ * no message about it can arrive, and this node is its directory and
+ * master); a new request (not a conversion) on a root name with no rsb,
+ * no directory record and no solo, without VALBLK, PERSISTENT, ORPHAN,
+ * a parent, a value or a partial range.  Nothing else is there, so the
+ * request is granted at once, whatever its mode and flags: dlm_solo_lock
+ * does what request_lock, dispatch_request and grant_lock do for it and
+ * casts the same completion.
+ *
+ * Kept apart.  A solo is in ls_solotbl (by key) and ls_soloids (by lock
+ * id) and on its owner's ow_solos, never in ls_rsbtbl, ls_lkbtbl,
+ * ls_dirtbl or on ow_locks, and is a type of its own: no walk, queue or
+ * container_of of the other files can take it for an lkb or an rsb (the
+ * confusion that would merge or lose two locks).  The few places that
+ * must see every lock or every name ask here as well: lock ids handed
+ * out (dlm_lkid_in_use), the counts (dlm_core_ls_stats), the walk
+ * (dlm_core_ls_walk), verify, a purge and the drop of a lockspace.
+ *
+ * Unfolded.  Anything else that reaches a solo's name or lock id makes
+ * it an rsb and an lkb again first (dlm_solo_unfold), exactly those the
+ * unfolded path would have made (the rsb its own directory record, the
+ * lock granted on it with its token, its remastering count), and then
+ * goes on as for any lock: a second request on the name, a request
+ * naming it as parent, a conversion, an unlock with VALBLK, IVVALBLK or
+ * CANCEL, any unlock while the lockspace is stopped; and every solo at
+ * once before a recovery starts (dlm_core_ls_start: the members change),
+ * before any message is taken (none can be about a solo, but a message
+ * of a new member may arrive before the stop) and before a dump.
+ * Unfolding allocates, so it can fail: each unfold is whole or nothing
+ * (an rsb and an lkb are made first; only then does the solo go), and
+ * the call that needed it fails -ENOMEM having changed nothing else (a
+ * recovery start fails and is run again; a message is not taken, and is
+ * offered again).  Solos unfolded before a failure stay unfolded: they
+ * are ordinary locks, just bigger.
+ *
+ * Tossed.  Unlocked (or purged), a solo stays as its resource tossed,
+ * as an unused rsb does (resource.c, "Toss list"): so_grmode
+ * DLM_LOCK_IV, in ls_solotbl only (its id goes), on ls_solo_toss by
+ * so_ownerqueue, so_toss_time its time there; counted in ls_tossed.
+ * dlm_toss_expire drops it at toss_ms, dlm_toss_trim first when more
+ * than max_tossed resources are tossed in all; a lock on its name that
+ * may fold takes it again (no allocation, and the name's bucket chain
+ * holds it first: at 10M held, looking up a name that is not there at
+ * all walked chains of cold records, 3/4 of a pair's time); anything
+ * else drops it, as its expiry would: a tossed resource that never had
+ * a value block and no other node knows holds nothing a new one lacks.
+ *
+ * What differs from the unfolded path.  Its lock's place on ow_locks is
+ * taken when it unfolds (an owner's locks are only ever purged newest
+ * first for children's sake, and a solo has none).  A purge tosses an
+ * owner's solos at once, stopped or not (a purged lock gets no AST and
+ * a solo blocks nobody).  A tossed resource that is dropped early (by a
+ * request that does not fold, a recovery, a message, a dump) is not
+ * counted in ls_toss_evicted.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_internal.h"
+
+/* The lkb table's hash of an id is the id (resource.c lkid_hash); the
+ * solo id table's the same, for the same reasons. */
+static uint32_t soloid_hash(uint32_t id)
+{
+	return id;
+}
+
+static struct dlm_solo *solo_of_id(struct dlm_hnode *n)
+{
+	return dlm_container_of(n, struct dlm_solo, so_idnode);
+}
+
+static struct dlm_solo *solo_of_key(struct dlm_hnode *n)
+{
+	return dlm_container_of(n, struct dlm_solo, so_keynode);
+}
+
+static unsigned int solo_keylen(const struct dlm_solo *so)
+{
+	return so->so_keynode.hn_spare;
+}
+
+static uint32_t solo_lkid(const struct dlm_solo *so)
+{
+	return so->so_idnode.hn_hash;
+}
+
+static uint32_t solo_exflags(const struct dlm_solo *so)
+{
+	return so->so_idnode.hn_spare;
+}
+
+struct dlm_solo *dlm_solo_find_id(struct dlm_ls *ls, uint32_t id)
+{
+	struct dlm_hnode *n;
+
+	if (!id || !ls->ls_soloids.ht_count)
+		return NULL;
+	for (n = dlm_htab_chain(&ls->ls_soloids, soloid_hash(id)); n;
+	     n = n->hn_next)
+		if (n->hn_hash == id)
+			return solo_of_id(n);
+	return NULL;
+}
+
+/* A solo named key, held or tossed (dlm_solo_is_tossed). */
+struct dlm_solo *dlm_solo_find_key(struct dlm_ls *ls, const unsigned char *key,
+				   unsigned int keylen, uint32_t hash)
+{
+	struct dlm_hnode *n;
+
+	if (!ls->ls_solotbl.ht_count)
+		return NULL;
+	for (n = dlm_htab_chain(&ls->ls_solotbl, hash); n; n = n->hn_next) {
+		struct dlm_solo *so = solo_of_key(n);
+
+		if (n->hn_hash == hash && solo_keylen(so) == keylen &&
+		    !memcmp(so->so_key, key, keylen))
+			return so;
+	}
+	return NULL;
+}
+
+/* The request flags a folded lock may carry: those that change nothing
+ * for a request granted at once on an empty resource, or only matter
+ * later to a conversion (which unfolds it and finds them in exflags). */
+#define SOLO_FLAGS (DLM_LKF_NOQUEUE | DLM_LKF_CONVDEADLK | DLM_LKF_NODLCKWT | \
+		    DLM_LKF_EXPEDITE | DLM_LKF_NOQUEUEBAST | DLM_LKF_HEADQUE | \
+		    DLM_LKF_NOORDER | DLM_LKF_ALTPR | DLM_LKF_ALTCW)
+
+/* May req (a valid new request whose range is 'range') be folded, if its
+ * name turns out to be free?  See "When" above. */
+bool dlm_solo_may_fold(struct dlm_ls *ls, const struct dlm_lock_req *req,
+		       const struct dlm_range *range)
+{
+	return ls->ls_core->core_cfg.fold && dlm_ls_running(ls) &&
+	       ls->ls_nmembers == 1 &&
+	       ls->ls_members[0] == dlm_our_nodeid(ls) &&
+	       !(req->flags & ~(uint32_t)SOLO_FLAGS) && !req->parent &&
+	       !req->lvb && dlm_range_is_whole(range);
+}
+
+static void solo_ast(struct dlm_ls *ls, const struct dlm_solo *so,
+		     int status, uint64_t astarg)
+{
+	struct dlm_core *core = ls->ls_core;
+	struct dlm_ast ast = {
+		.type = DLM_AST_COMP, .ls = ls, .ls_ctx = ls->ls_ctx,
+		.lkid = solo_lkid(so), .owner = so->so_ownerid,
+		.astarg = astarg, .status = status,
+		.grmode = so->so_grmode, .bastmode = DLM_LOCK_IV,
+	};
+
+	if (status == 0 && dlm_token_mode(so->so_grmode))
+		ast.token = so->so_token;
+	core->core_ops.ast(core->core_ctx, &ast);
+}
+
+/* A new id, as dlm_lkb_create hands them out. */
+static uint32_t solo_new_id(struct dlm_ls *ls)
+{
+	uint32_t id = 0;
+
+	while (!id) {
+		id = ls->ls_next_lkid++;
+		if (id && (dlm_lkid_in_use(ls, id) ||
+			   (ls->ls_nidblocks && dlm_idblock_find(ls, id))))
+			id = 0;
+	}
+	return id;
+}
+
+/* req granted at once as a solo named key (hash): 'tossed', the name's
+ * tossed solo, taken again; or NULL, and the name has no rsb, no
+ * directory record and no solo.  The caller checked dlm_solo_may_fold
+ * and req->newid.  -ENOMEM having changed nothing. */
+int dlm_solo_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
+		  struct dlm_solo *tossed, const unsigned char *key,
+		  unsigned int keylen, uint32_t hash, uint32_t *lkid_out)
+{
+	struct dlm_owner *ow;
+	struct dlm_solo *so = tossed;
+
+	ow = dlm_owner_get(ls, req->owner, true);
+	if (!ow)
+		return -ENOMEM;
+	if (so) {
+		dlm_list_del(&so->so_ownerqueue);
+		ls->ls_nsolo_tossed--;
+		memset(&so->so_idnode, 0, offsetof(struct dlm_solo, so_key) -
+					  offsetof(struct dlm_solo, so_idnode));
+	} else {
+		so = dlm_malloc(ls->ls_core,
+				offsetof(struct dlm_solo, so_key) + keylen);
+		if (!so) {
+			dlm_owner_put(ls, ow);
+			return -ENOMEM;
+		}
+		memset(so, 0, offsetof(struct dlm_solo, so_key));
+		memcpy(so->so_key, key, keylen);
+		so->so_keynode.hn_hash = hash;
+		so->so_keynode.hn_spare = keylen;
+	}
+	/* made, or tossed, while running: in this event */
+	so->so_de_event = ls->ls_event;
+	so->so_idnode.hn_hash = req->newid ? req->newid : solo_new_id(ls);
+	so->so_idnode.hn_spare = req->flags;
+	so->so_ownerid = req->owner;
+	so->so_astarg = req->astarg;
+	so->so_dl_waiter = req->waiter;
+	if (req->want_bast)
+		so->so_flags |= LKBF_WANT_BAST;
+	if (req->waiter && (req->waiter_flags & DLM_WAITER_XID))
+		so->so_flags |= LKBF_DLXID;
+	if (req->waiter_flags & DLM_WAITER_ASYNC)
+		so->so_flags |= LKBF_DLASYNC;
+	so->so_grmode = (int8_t)req->mode;
+	so->so_token = dlm_token_mode(req->mode) ? dlm_token_mint(ls) : 0;
+	/* a tossed one is its record still, confirmed when it was made */
+	if (!tossed)
+		dlm_htab_insert(&ls->ls_solotbl, &so->so_keynode);
+	dlm_htab_insert(&ls->ls_soloids, &so->so_idnode);
+	dlm_list_add_tail(&so->so_ownerqueue, &ow->ow_solos);
+	*lkid_out = solo_lkid(so);
+	solo_ast(ls, so, 0, so->so_astarg);
+	return 0;
+}
+
+/* Take held so out of its id table and its owner's list, and out of
+ * the key table too unless it stays there tossed; the owner record goes
+ * if that was its last lock and put_owner says so. */
+static void solo_unlink(struct dlm_ls *ls, struct dlm_solo *so, bool put_owner,
+			bool keep_key)
+{
+	if (!keep_key)
+		dlm_htab_remove(&ls->ls_solotbl, &so->so_keynode);
+	dlm_htab_remove(&ls->ls_soloids, &so->so_idnode);
+	dlm_list_del(&so->so_ownerqueue);
+	if (put_owner) {
+		struct dlm_owner *ow = dlm_owner_get(ls, so->so_ownerid, false);
+
+		if (ow)
+			dlm_owner_put(ls, ow);
+	}
+}
+
+/* Held so, unlinked but for its key, becomes its resource tossed. */
+static void solo_toss(struct dlm_ls *ls, struct dlm_solo *so)
+{
+	memset(&so->so_idnode, 0, offsetof(struct dlm_solo, so_key) -
+				  offsetof(struct dlm_solo, so_idnode));
+	so->so_grmode = DLM_LOCK_IV;
+	so->so_de_event = ls->ls_event;
+	so->so_toss_time = ls->ls_core->core_now;
+	dlm_list_add_tail(&so->so_ownerqueue, &ls->ls_solo_toss);
+	ls->ls_nsolo_tossed++;
+}
+
+/* Tossed so goes, with its directory record: as toss_drop drops an rsb
+ * mastered and directed here. */
+static void solo_toss_drop(struct dlm_ls *ls, struct dlm_solo *so)
+{
+	dlm_list_del(&so->so_ownerqueue);
+	ls->ls_nsolo_tossed--;
+	dlm_htab_remove(&ls->ls_solotbl, &so->so_keynode);
+	free(so);
+}
+
+/* A plain (or forced) unlock of a granted lone lock, running: what
+ * unlock_lkb and finish_lkb do for it; its resource is tossed. */
+int dlm_solo_unlock(struct dlm_ls *ls, struct dlm_solo *so,
+		    const struct dlm_unlock_req *req)
+{
+	solo_ast(ls, so, -DLM_EUNLOCK, req->astarg);
+	solo_unlink(ls, so, true, true);
+	solo_toss(ls, so);
+	return 0;
+}
+
+/* Tossed solos older than toss_ms (all with 'all'), as dlm_toss_expire
+ * drops rsbs. */
+void dlm_solo_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
+{
+	uint32_t toss_ms = ls->ls_core->core_cfg.toss_ms;
+
+	while (!dlm_list_empty(&ls->ls_solo_toss)) {
+		struct dlm_solo *so = dlm_list_first(&ls->ls_solo_toss,
+						     struct dlm_solo,
+						     so_ownerqueue);
+
+		if (!all && (uint32_t)now - (uint32_t)so->so_toss_time < toss_ms)
+			break;
+		solo_toss_drop(ls, so);
+	}
+}
+
+/* Past max_tossed resources tossed in all (rsbs and solos), the oldest
+ * tossed solos go now, as dlm_toss_trim drops rsbs (and only where it
+ * may: see there); then dlm_toss_trim trims the rsbs. */
+void dlm_solo_toss_trim(struct dlm_ls *ls)
+{
+	uint32_t max = ls->ls_core->core_cfg.max_tossed;
+
+	if (!max || !dlm_ls_running(ls))
+		return;
+	while (ls->ls_nsolo_tossed &&
+	       ls->ls_ntossed + ls->ls_nsolo_tossed > max) {
+		solo_toss_drop(ls, dlm_list_first(&ls->ls_solo_toss,
+						  struct dlm_solo,
+						  so_ownerqueue));
+		ls->ls_toss_evicted++;
+	}
+}
+
+/* so as the rsb and lkb it stands for; whole or nothing. */
+int dlm_solo_unfold(struct dlm_ls *ls, struct dlm_solo *so)
+{
+	unsigned int keylen = solo_keylen(so);
+	uint32_t hash = so->so_keynode.hn_hash, us = dlm_our_nodeid(ls);
+	struct dlm_owner *ow;
+	struct dlm_lkb *lkb;
+	struct dlm_rsb *r;
+
+	if (dlm_solo_is_tossed(so)) {
+		/* as its expiry would (see "Tossed" above) */
+		solo_toss_drop(ls, so);
+		return 0;
+	}
+	ow = dlm_owner_get(ls, so->so_ownerid, false);
+	if (!ow)
+		return -EUCLEAN;	/* dlm_solo_verify says so too */
+	r = dlm_rsb_create(ls, so->so_key, keylen, hash);
+	if (!r)
+		return -ENOMEM;
+	/* a new rsb is on no list and no directory record yet: freed, it
+	 * leaves nothing behind */
+	lkb = dlm_lkb_create(ls, solo_lkid(so));
+	if (!lkb) {
+		dlm_rsb_free(ls, r);
+		return -ENOMEM;
+	}
+	solo_unlink(ls, so, false, false);
+
+	r->res_nodeid = us;
+	dlm_dir_self_adopt(ls, r, so->so_de_event);
+	dlm_remaster_count(ls, r, us);
+	lkb->lkb_flags = so->so_flags | LKBF_OWNED;
+	lkb->lkb_exflags = solo_exflags(so);
+	lkb->lkb_ownerid = so->so_ownerid;
+	lkb->lkb_astarg = so->so_astarg;
+	lkb->lkb_dl_waiter = so->so_dl_waiter;
+	dlm_list_add_tail(&lkb->lkb_ownerqueue, &ow->ow_locks);
+	lkb->lkb_rsb = r;
+	dlm_rsb_hold(ls, r);
+	dlm_grant_unfolded(ls, r, lkb, so->so_grmode);
+	lkb->lkb_token = so->so_token;
+	free(so);
+	return 0;
+}
+
+int dlm_solo_unfold_id(struct dlm_ls *ls, uint32_t id)
+{
+	struct dlm_solo *so = dlm_solo_find_id(ls, id);
+
+	return so ? dlm_solo_unfold(ls, so) : 0;
+}
+
+int dlm_solo_unfold_key(struct dlm_ls *ls, const unsigned char *key,
+			unsigned int keylen, uint32_t hash)
+{
+	struct dlm_solo *so = dlm_solo_find_key(ls, key, keylen, hash);
+
+	return so ? dlm_solo_unfold(ls, so) : 0;
+}
+
+/* Every solo; on -ENOMEM those unfolded stay so (ordinary locks).  By
+ * owner, oldest first: unfolding changes neither the owner table nor
+ * the owners (the solo tables shrink as they empty, which a walk of
+ * theirs would not survive). */
+int dlm_solo_unfold_all(struct dlm_ls *ls)
+{
+	size_t b;
+
+	dlm_solo_toss_expire(ls, 0, true);
+	for (b = 0; b < ls->ls_ownertbl.ht_nbuckets &&
+		    ls->ls_soloids.ht_count; b++) {
+		struct dlm_hnode *n;
+
+		for (n = ls->ls_ownertbl.ht_buckets[b]; n; n = n->hn_next) {
+			struct dlm_owner *ow = dlm_container_of(n, struct dlm_owner,
+								ow_hnode);
+
+			while (!dlm_list_empty(&ow->ow_solos)) {
+				int rv = dlm_solo_unfold(ls,
+					dlm_list_first(&ow->ow_solos,
+						       struct dlm_solo,
+						       so_ownerqueue));
+
+				if (rv)
+					return rv;
+			}
+		}
+	}
+	return ls->ls_soloids.ht_count ? -EUCLEAN : 0;
+}
+
+/* The owner's solos are unlocked, with no AST (a purge), their
+ * resources tossed; how many.  The caller puts the owner. */
+int dlm_solo_purge_owner(struct dlm_ls *ls, struct dlm_owner *ow)
+{
+	int count = 0;
+
+	while (!dlm_list_empty(&ow->ow_solos)) {
+		struct dlm_solo *so = dlm_list_first(&ow->ow_solos,
+						     struct dlm_solo,
+						     so_ownerqueue);
+
+		solo_unlink(ls, so, false, true);
+		solo_toss(ls, so);
+		count++;
+	}
+	return count;
+}
+
+static void free_hnode_solo(void *arg, struct dlm_hnode *n)
+{
+	(void)arg;
+	free(solo_of_id(n));
+}
+
+/* ls_solotbl's nodes: the tossed are freed here, the held with
+ * ls_soloids'. */
+static void free_hnode_tossed(void *arg, struct dlm_hnode *n)
+{
+	struct dlm_solo *so = solo_of_key(n);
+
+	(void)arg;
+	if (dlm_solo_is_tossed(so))
+		free(so);
+}
+
+/* Every solo freed, with nothing cast (the lockspace goes); the owner
+ * records go with their table (dlm_lock_drop_all). */
+void dlm_solo_drop_all(struct dlm_ls *ls)
+{
+	dlm_htab_drain(&ls->ls_solotbl, free_hnode_tossed, NULL);
+	dlm_htab_drain(&ls->ls_soloids, free_hnode_solo, NULL);
+	dlm_list_init(&ls->ls_solo_toss);
+	ls->ls_nsolo_tossed = 0;
+}
+
+struct solo_walk {
+	struct dlm_ls *ls;
+	void (*fn)(void *arg, const struct dlm_lock_info *li);
+	void *arg;
+};
+
+static void walk_solo(void *arg, struct dlm_hnode *n)
+{
+	struct solo_walk *w = arg;
+	struct dlm_solo *so = solo_of_id(n);
+	struct dlm_lock_info li;
+
+	/* as lock.c walk_one describes the lock unfolded */
+	memset(&li, 0, sizeof(li));
+	li.lkid = solo_lkid(so);
+	li.nodeid = dlm_our_nodeid(w->ls);
+	li.is_master = 1;
+	li.status = DLM_LKSTS_GRANTED;
+	li.grmode = so->so_grmode;
+	li.rqmode = DLM_LOCK_IV;
+	li.grrange = dlm_range_whole;
+	li.rqrange = dlm_range_whole;
+	li.owner = so->so_ownerid;
+	li.exflags = solo_exflags(so);
+	if (dlm_token_mode(so->so_grmode))
+		li.token = so->so_token;
+	li.key = so->so_key;
+	li.keylen = solo_keylen(so);
+	w->fn(w->arg, &li);
+}
+
+void dlm_solo_walk(struct dlm_ls *ls,
+		   void (*fn)(void *arg, const struct dlm_lock_info *li),
+		   void *arg)
+{
+	struct solo_walk w = { ls, fn, arg };
+
+	dlm_htab_walk(&ls->ls_soloids, walk_solo, &w);
+}
+
+struct solo_verify {
+	struct dlm_ls *ls;
+	const char *bad;
+	uint32_t lkid;
+};
+
+static void verify_solo(void *arg, struct dlm_hnode *n)
+{
+	struct solo_verify *v = arg;
+	struct dlm_ls *ls = v->ls;
+	struct dlm_solo *so = solo_of_id(n);
+	const unsigned char *key = so->so_key;
+	unsigned int keylen = solo_keylen(so);
+	uint32_t hash = so->so_keynode.hn_hash;
+	struct dlm_owner *ow;
+
+	if (v->bad)
+		return;
+	v->lkid = solo_lkid(so);
+	if (dlm_solo_is_tossed(so)) {
+		v->bad = "is held and tossed";
+		return;
+	}
+	ow = dlm_owner_get(ls, so->so_ownerid, false);
+	if (dlm_solo_find_key(ls, key, keylen, hash) != so)
+		v->bad = "is not found by its key";
+	else if (hash != dlm_hash_bytes(key, keylen))
+		v->bad = "has a key whose hash is not its own";
+	else if (dlm_lkb_find(ls, solo_lkid(so)))
+		v->bad = "has the id of an lkb";
+	else if (dlm_rsb_find(ls, key, keylen, hash))
+		v->bad = "has the name of an rsb";
+	else if (dlm_dir_has_record(ls, key, keylen, hash))
+		v->bad = "has a directory record apart";
+	else if (!ow)
+		v->bad = "has no owner record";
+	else if (so->so_grmode > DLM_LOCK_EX)
+		v->bad = "holds no mode";
+}
+
+/* Each held solo found by key and by id, in neither rsb, lkb nor
+ * directory table, with an owner record; the owners' lists hold them
+ * all; each tossed one found by key, with no id, in no other table, on
+ * ls_solo_toss, which holds them all. */
+int dlm_solo_verify(struct dlm_ls *ls, char *why, size_t whylen)
+{
+	struct solo_verify v = { ls, NULL, 0 };
+	size_t owned = 0, tossed = 0, b;
+	struct dlm_list *pos;
+
+	if (ls->ls_solotbl.ht_count !=
+	    ls->ls_soloids.ht_count + ls->ls_nsolo_tossed) {
+		snprintf(why, whylen, "%zu solos by key, %zu by id, %llu tossed",
+			 ls->ls_solotbl.ht_count, ls->ls_soloids.ht_count,
+			 (unsigned long long)ls->ls_nsolo_tossed);
+		return -EUCLEAN;
+	}
+	dlm_htab_walk(&ls->ls_soloids, verify_solo, &v);
+	if (v.bad) {
+		snprintf(why, whylen, "solo %08x %s", v.lkid, v.bad);
+		return -EUCLEAN;
+	}
+	dlm_list_for_each(pos, &ls->ls_solo_toss) {
+		struct dlm_solo *so = dlm_container_of(pos, struct dlm_solo,
+						       so_ownerqueue);
+		unsigned int keylen = solo_keylen(so);
+		uint32_t hash = so->so_keynode.hn_hash;
+
+		tossed++;
+		if (!dlm_solo_is_tossed(so) || solo_lkid(so) ||
+		    dlm_solo_find_key(ls, so->so_key, keylen, hash) != so ||
+		    dlm_rsb_find(ls, so->so_key, keylen, hash) ||
+		    dlm_dir_has_record(ls, so->so_key, keylen, hash)) {
+			snprintf(why, whylen, "a tossed solo is not alone in "
+				 "the tables, by its key only");
+			return -EUCLEAN;
+		}
+	}
+	if (tossed != ls->ls_nsolo_tossed) {
+		snprintf(why, whylen, "ls_solo_toss holds %zu solos, its count "
+			 "%llu", tossed, (unsigned long long)ls->ls_nsolo_tossed);
+		return -EUCLEAN;
+	}
+	for (b = 0; b < ls->ls_ownertbl.ht_nbuckets; b++) {
+		struct dlm_hnode *n;
+
+		for (n = ls->ls_ownertbl.ht_buckets[b]; n; n = n->hn_next) {
+			struct dlm_owner *ow = dlm_container_of(n, struct dlm_owner,
+								ow_hnode);
+			struct dlm_list *q;
+
+			dlm_list_for_each(q, &ow->ow_solos)
+				owned++;
+		}
+	}
+	if (owned != ls->ls_soloids.ht_count) {
+		snprintf(why, whylen, "owners hold %zu solos, the table %zu",
+			 owned, ls->ls_soloids.ht_count);
+		return -EUCLEAN;
+	}
+	return 0;
+}

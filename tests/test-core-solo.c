@@ -1,0 +1,449 @@
+/*
+ * tests/test-core-solo.c - unit tests of lone locks folded with their
+ * resources (core/solo.c, issue 14): made only where they may be, seen
+ * as locks and resources by every reader, unfolded whole by everything
+ * that needs an lkb and an rsb (a second lock, a child, a conversion, an
+ * unlock with a value or a cancel, a recovery, a message, a dump), and
+ * an unfolding without memory fails the call having changed nothing.
+ * (The other test-core-* programs run with folding on too under
+ * TEST_CORE_FOLD=1.)  The harness: tests/test-core.h.
+ */
+
+#include "tests/test-core.h"
+#include "core/core_internal.h"
+
+static size_t nsolos(struct cluster *c, int node)
+{
+	return dlm_solo_count(c->ls[node]);
+}
+
+static size_t nlkbs(struct cluster *c, int node)
+{
+	return c->ls[node]->ls_lkbtbl.ht_count;
+}
+
+static size_t nrsbs(struct cluster *c, int node)
+{
+	return c->ls[node]->ls_rsbtbl.ht_count;
+}
+
+static struct cluster *fold_cluster(int n)
+{
+	struct cluster *c;
+
+	cluster_fold = 1;
+	c = cluster_new(n, 1000);
+	cluster_fold = 0;
+	return c;
+}
+
+static int fail_all(void *arg)
+{
+	(void)arg;
+	return 1;
+}
+
+/* A lone lock is one record, counted as a lock, a resource and its
+ * directory record; its completion and unlock ASTs are those of any
+ * lock; its resource goes with it. */
+static void test_solo_lock_unlock(void **state)
+{
+	struct cluster *c = fold_cluster(1);
+	struct dlm_ls_stats st;
+	struct rec_ast *a;
+	uint32_t ex, nl;
+
+	(void)state;
+	ex = lock_on(c, 1, 7, "a", DLM_LOCK_EX, 0, 0, NULL);
+	nl = lock_on(c, 1, 7, "b", DLM_LOCK_NL, DLM_LKF_NOQUEUE, 0, NULL);
+	assert_int_equal(nsolos(c, 1), 2);
+	assert_int_equal(nlkbs(c, 1), 0);
+	assert_int_equal(nrsbs(c, 1), 0);
+	a = comp_of(c, 1, ex);
+	assert_non_null(a);
+	assert_int_equal(a->a.status, 0);
+	assert_int_equal(a->a.grmode, DLM_LOCK_EX);
+	assert_int_equal(a->a.astarg, 7);
+	assert_int_not_equal(a->a.token, 0);
+	assert_int_equal(comp_of(c, 1, nl)->a.token, 0);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_locks, 2);
+	assert_int_equal(st.ls_resources, 2);
+	assert_int_equal(st.ls_dir_entries, 2);
+	assert_verified(c);
+	/* someone else's: refused, nothing unfolded */
+	assert_int_equal(unlock(c, 1, 8, ex, 0, NULL), -EPERM);
+	assert_int_equal(nsolos(c, 1), 2);
+	assert_int_equal(unlock(c, 1, 7, ex, 0, NULL), 0);
+	assert_status(c, 1, ex, -DLM_EUNLOCK);
+	assert_int_equal(comp_of(c, 1, ex)->a.grmode, DLM_LOCK_EX);
+	assert_int_equal(unlock(c, 1, 7, nl, DLM_LKF_FORCEUNLOCK, NULL), 0);
+	assert_status(c, 1, nl, -DLM_EUNLOCK);
+	assert_int_equal(unlock(c, 1, 7, nl, 0, NULL), -ENOENT);
+	/* the resources stay tossed, as unused rsbs do, until toss_ms */
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_locks, 0);
+	assert_int_equal(st.ls_resources, 2);
+	assert_int_equal(st.ls_dir_entries, 2);
+	assert_int_equal(st.ls_tossed, 2);
+	assert_int_equal(c->ls[1]->ls_ownertbl.ht_count, 0);
+	assert_verified(c);
+	dlm_core_tick(c->core[1], 100000);
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_resources, 0);
+	assert_int_equal(st.ls_dir_entries, 0);
+	assert_int_equal(st.ls_tossed, 0);
+	assert_int_equal(c->ls[1]->ls_solotbl.ht_count, 0);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+/* A tossed lone lock's resource is taken again by the next lock on its
+ * name that may fold (no allocation), dropped by one that may not (an
+ * rsb takes its place), and max_tossed bounds them with the rsbs. */
+static void test_solo_tossed(void **state)
+{
+	struct dlm_ls_stats st;
+	struct cluster *c;
+	uint32_t a, b;
+	char name[16];
+	int i;
+
+	(void)state;
+	cluster_max_tossed = 3;
+	c = fold_cluster(1);
+	cluster_max_tossed = 0;
+	lock_on(c, 1, 1, "keep", DLM_LOCK_NL, 0, 0, NULL);
+	a = lock_on(c, 1, 1, "a", DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	assert_int_equal(c->ls[1]->ls_nsolo_tossed, 1);
+	dlm_core_set_alloc_hook(c->core[1], fail_all, NULL);
+	b = lock_on(c, 1, 1, "a", DLM_LOCK_PR, 0, 0, NULL);
+	dlm_core_set_alloc_hook(c->core[1], NULL, NULL);
+	assert_int_not_equal(a, b);
+	assert_status(c, 1, b, 0);
+	assert_int_equal(c->ls[1]->ls_nsolo_tossed, 0);
+	assert_int_equal(nsolos(c, 1), 2);
+	assert_verified(c);
+	assert_int_equal(unlock(c, 1, 1, b, 0, NULL), 0);
+	/* VALBLK does not fold: the tossed one goes, an rsb takes it */
+	b = lock_on(c, 1, 1, "a", DLM_LOCK_PR, DLM_LKF_VALBLK, 0, NULL);
+	assert_status(c, 1, b, 0);
+	assert_int_equal(c->ls[1]->ls_nsolo_tossed, 0);
+	assert_int_equal(nrsbs(c, 1), 1);
+	assert_int_equal(nsolos(c, 1), 1);
+	assert_int_equal(unlock(c, 1, 1, b, 0, NULL), 0);
+	assert_int_equal(c->ls[1]->ls_ntossed, 1);
+	assert_verified(c);
+	/* five more tossed: three stay in all, tossed solos dropped first
+	 * (oldest first), so the rsb and the two newest solos */
+	for (i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "t%d", i);
+		a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+		assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	}
+	dlm_core_ls_stats(c->ls[1], &st);
+	assert_int_equal(st.ls_tossed, 3);
+	assert_int_equal(st.ls_toss_evicted, 3);
+	assert_int_equal(c->ls[1]->ls_nsolo_tossed, 2);
+	assert_int_equal(c->ls[1]->ls_ntossed, 1);
+	assert_non_null(dlm_solo_find_key(c->ls[1], (const unsigned char *)"\2t4",
+					  3, dlm_hash_bytes("\2t4", 3)));
+	assert_null(dlm_solo_find_key(c->ls[1], (const unsigned char *)"\2t1",
+				      3, dlm_hash_bytes("\2t1", 3)));
+	assert_verified(c);
+	cluster_free(c);
+}
+
+/* Not folded: folding off, VALBLK, PERSISTENT, a partial range, a value,
+ * and any lockspace with another member. */
+static void test_solo_not_folded(void **state)
+{
+	struct dlm_range part = { 0, 9 };
+	char lvb[DLM_LVB_LEN] = "x";
+	struct dlm_lock_req rq = {
+		.mode = DLM_LOCK_PR, .name = "v", .namelen = 1, .owner = 1,
+		.lvb = lvb,
+	};
+	struct cluster *c = cluster_new(1, 1000);
+	uint32_t id;
+
+	(void)state;
+	lock_on(c, 1, 1, "a", DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(nsolos(c, 1), 0);
+	cluster_free(c);
+
+	c = fold_cluster(1);
+	lock_on(c, 1, 1, "a", DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
+	lock_on(c, 1, 1, "b", DLM_LOCK_EX, DLM_LKF_PERSISTENT, 0, NULL);
+	lock_on(c, 1, 1, "c", DLM_LOCK_EX, 0, 0, &part);
+	assert_int_equal(dlm_core_lock(c->ls[1], &rq, &id), 0);
+	assert_int_equal(nsolos(c, 1), 0);
+	assert_int_equal(nlkbs(c, 1), 4);
+	cluster_free(c);
+
+	c = fold_cluster(2);
+	lock_on(c, 1, 1, "a", DLM_LOCK_EX, 0, 0, NULL);
+	lock_on(c, 2, 2, "b", DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_int_equal(nsolos(c, 1) + nsolos(c, 2), 0);
+	cluster_free(c);
+}
+
+/* A second lock on the name finds the first as an lkb on its rsb: it
+ * blocks it, basts it, and is granted when it goes. */
+static void test_solo_second_lock(void **state)
+{
+	struct cluster *c = fold_cluster(1);
+	uint32_t pr, ex;
+
+	(void)state;
+	pr = lock_on(c, 1, 1, "r", DLM_LOCK_PR, 0, 0, NULL);
+	assert_int_equal(nsolos(c, 1), 1);
+	assert_int_equal(try_lock(c, 1, 2, "r", DLM_LOCK_EX, DLM_LKF_NOQUEUE),
+			 0);
+	assert_int_equal(nsolos(c, 1), 0);
+	assert_int_equal(nlkbs(c, 1), 1);
+	assert_int_equal(nrsbs(c, 1), 1);
+	assert_verified(c);
+	ex = lock_on(c, 1, 2, "r", DLM_LOCK_EX, 0, 0, NULL);
+	assert_no_comp(c, 1, ex);
+	assert_int_equal(last_bast_mode(c, 1, pr), DLM_LOCK_EX);
+	assert_dump_has(c, 1, "waiting");
+	assert_int_equal(unlock(c, 1, 1, pr, 0, NULL), 0);
+	assert_status(c, 1, pr, -DLM_EUNLOCK);
+	assert_status(c, 1, ex, 0);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+/* A conversion, a cancel and an unlock with a value work on the lock
+ * unfolded; a child names an unfolded parent. */
+static void test_solo_convert_cancel_child(void **state)
+{
+	struct cluster *c = fold_cluster(1);
+	char lvb[DLM_LVB_LEN] = "value";
+	uint32_t a, b, d, child;
+
+	(void)state;
+	a = lock_on(c, 1, 1, "a", DLM_LOCK_NL, 0, 0, NULL);
+	b = lock_on(c, 1, 1, "b", DLM_LOCK_PW, 0, 0, NULL);
+	d = lock_on(c, 1, 1, "d", DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(nsolos(c, 1), 3);
+	/* another owner converts nothing */
+	assert_int_equal(convert(c, 1, 2, a, DLM_LOCK_EX, 0, NULL), -EPERM);
+	assert_int_equal(nsolos(c, 1), 3);
+	assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_EX, 0, NULL), 0);
+	assert_status(c, 1, a, 0);
+	assert_int_equal(comp_of(c, 1, a)->a.grmode, DLM_LOCK_EX);
+	assert_int_not_equal(comp_of(c, 1, a)->a.token, 0);
+	assert_int_equal(nsolos(c, 1), 2);
+	/* a granted lock has nothing to cancel */
+	assert_int_equal(unlock(c, 1, 1, b, DLM_LKF_CANCEL, NULL), -EBUSY);
+	assert_int_equal(nsolos(c, 1), 1);
+	assert_int_equal(unlock(c, 1, 1, b, DLM_LKF_VALBLK, lvb), 0);
+	assert_status(c, 1, b, -DLM_EUNLOCK);
+	child = lock_on(c, 1, 1, "c", DLM_LOCK_EX, 0, d, NULL);
+	assert_status(c, 1, child, 0);
+	assert_int_equal(nsolos(c, 1), 0);
+	/* the parent is an lkb with a child: not unlocked before it */
+	assert_int_equal(unlock(c, 1, 1, d, 0, NULL), -EBUSY);
+	assert_verified(c);
+	assert_dump_has(c, 1, "lvb 76616c7565");
+	cluster_free(c);
+}
+
+/* Without memory to unfold, the call that needed it fails and nothing
+ * changes: the lone lock is still there, whole; with memory again the
+ * same calls succeed. */
+static void test_solo_unfold_no_memory(void **state)
+{
+	struct cluster *c = fold_cluster(1);
+	uint64_t token;
+	char *text;
+	uint32_t a;
+
+	(void)state;
+	a = lock_on(c, 1, 1, "a", DLM_LOCK_PR, 0, 0, NULL);
+	dlm_core_set_alloc_hook(c->core[1], fail_all, NULL);
+	assert_int_equal(try_lock(c, 1, 2, "a", DLM_LOCK_PR, 0), -ENOMEM);
+	assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_EX, 0, NULL), -ENOMEM);
+	assert_int_equal(unlock(c, 1, 1, a, DLM_LKF_CANCEL, NULL), -ENOMEM);
+	assert_int_equal(dlm_core_ls_dump(c->ls[1], &text), -ENOMEM);
+	assert_int_equal(dlm_core_ls_stop(c->ls[1]), 0);
+	assert_int_equal(dlm_core_ls_start(c->ls[1], 2,
+					   (const uint32_t[]){ 1 }, 1), -ENOMEM);
+	assert_int_equal(nsolos(c, 1), 1);
+	assert_int_equal(nlkbs(c, 1), 0);
+	assert_int_equal(nrsbs(c, 1), 0);
+	assert_int_equal(c->ls[1]->ls_ownertbl.ht_count, 1);
+	assert_int_equal(dlm_core_lock_token(c->ls[1], a, 1, &token), -ENOENT);
+	assert_verified(c);
+	dlm_core_set_alloc_hook(c->core[1], NULL, NULL);
+	assert_int_equal(dlm_core_ls_start(c->ls[1], 2,
+					   (const uint32_t[]){ 1 }, 1), 0);
+	drain(c);
+	assert_int_equal(dlm_core_ls_finish(c->ls[1], 2), 0);
+	assert_int_equal(nsolos(c, 1), 0);
+	assert_status(c, 1, a, 0);
+	assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_EX, 0, NULL), 0);
+	assert_status(c, 1, a, 0);
+	assert_int_equal(comp_of(c, 1, a)->a.grmode, DLM_LOCK_EX);
+	assert_int_equal(dlm_core_lock_token(c->ls[1], a, 1, &token), 0);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+/* A node alone folds its locks; a node joining finds them unfolded by
+ * the recovery, mastered here, and its conflicting lock waits for them. */
+static void test_solo_node_joins(void **state)
+{
+	struct cluster *c = fold_cluster(2);
+	uint32_t ids[8], theirs[8];
+	char name[16];
+	int k;
+
+	(void)state;
+	c->dead[2] = 1;
+	recover_all(c, 2);
+	for (k = 0; k < 8; k++) {
+		snprintf(name, sizeof(name), "k%d", k);
+		ids[k] = lock_on(c, 1, 1, name, DLM_LOCK_PR, 0, 0, NULL);
+	}
+	assert_int_equal(nsolos(c, 1), 8);
+	c->dead[2] = 0;
+	recover_all(c, 3);
+	assert_int_equal(nsolos(c, 1), 0);
+	for (k = 0; k < 8; k++) {
+		assert_status(c, 1, ids[k], 0);
+		snprintf(name, sizeof(name), "k%d", k);
+		theirs[k] = lock_on(c, 2, 2, name, DLM_LOCK_EX, 0, 0, NULL);
+	}
+	drain(c);
+	for (k = 0; k < 8; k++) {
+		assert_no_comp(c, 2, theirs[k]);
+		assert_int_equal(last_bast_mode(c, 1, ids[k]), DLM_LOCK_EX);
+		assert_int_equal(unlock(c, 1, 1, ids[k], 0, NULL), 0);
+	}
+	drain(c);
+	for (k = 0; k < 8; k++)
+		assert_status(c, 2, theirs[k], 0);
+	/* two members: nothing folds on either */
+	assert_int_equal(nsolos(c, 1) + nsolos(c, 2), 0);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+/* A message (here one of a node that is no member) is taken only with
+ * every lone lock unfolded; without memory it is not taken. */
+static void test_solo_message_unfolds(void **state)
+{
+	struct cluster *c = fold_cluster(1);
+	unsigned char buf[DLM_WIRE_MAX_LEN];
+	size_t len = clock_msg(buf, sizeof(buf), dlm_core_ls_id(c->ls[1]),
+			       2, 1, 5);
+
+	(void)state;
+	lock_on(c, 1, 1, "a", DLM_LOCK_EX, 0, 0, NULL);
+	dlm_core_set_alloc_hook(c->core[1], fail_all, NULL);
+	assert_int_equal(dlm_core_receive(c->core[1], 2, buf, len), -ENOMEM);
+	assert_int_equal(nsolos(c, 1), 1);
+	dlm_core_set_alloc_hook(c->core[1], NULL, NULL);
+	assert_int_equal(dlm_core_receive(c->core[1], 2, buf, len), -EPERM);
+	assert_int_equal(nsolos(c, 1), 0);
+	assert_int_equal(nlkbs(c, 1), 1);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+/* A purge takes an owner's lone locks with its others, with no AST;
+ * reserved ids are taken by lone locks too, and only once. */
+static void test_solo_purge_and_ids(void **state)
+{
+	struct cluster *c = fold_cluster(1);
+	struct dlm_lock_req rq = {
+		.mode = DLM_LOCK_EX, .name = "n", .namelen = 1, .owner = 5,
+	};
+	int nasts;
+	uint32_t first, id, x;
+
+	(void)state;
+	assert_int_equal(dlm_core_ids_reserve(c->ls[1], 5, &first), 0);
+	rq.newid = first + 3;
+	assert_int_equal(dlm_core_lock(c->ls[1], &rq, &id), 0);
+	assert_int_equal(id, first + 3);
+	assert_int_equal(nsolos(c, 1), 1);
+	rq.name = "m";
+	assert_int_equal(dlm_core_lock(c->ls[1], &rq, &id), -EEXIST);
+	lock_on(c, 1, 5, "a", DLM_LOCK_EX, 0, 0, NULL);
+	x = lock_on(c, 1, 5, "shared", DLM_LOCK_PR, 0, 0, NULL);
+	lock_on(c, 1, 6, "shared", DLM_LOCK_PR, 0, 0, NULL);
+	assert_int_equal(nsolos(c, 1), 2);
+	nasts = c->nasts;
+	assert_int_equal(dlm_core_purge_owner(c->ls[1], 5), 3);
+	assert_int_equal(c->nasts, nasts);
+	assert_int_equal(nsolos(c, 1), 0);
+	assert_int_equal(unlock(c, 1, 5, x, 0, NULL), -ENOENT);
+	assert_int_equal(nlkbs(c, 1), 1);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+struct walked {
+	int n;
+	struct dlm_lock_info li;
+};
+
+static void walk_fn(void *arg, const struct dlm_lock_info *li)
+{
+	struct walked *w = arg;
+
+	w->n++;
+	w->li = *li;
+}
+
+/* The walk shows a lone lock as the lock it stands for. */
+static void test_solo_walk(void **state)
+{
+	struct cluster *c = fold_cluster(1);
+	struct walked w = { 0 };
+	uint32_t id;
+
+	(void)state;
+	id = lock_on(c, 1, 3, "walk", DLM_LOCK_CW, DLM_LKF_NOQUEUE, 0, NULL);
+	dlm_core_ls_walk(c->ls[1], walk_fn, &w);
+	assert_int_equal(w.n, 1);
+	assert_int_equal(w.li.lkid, id);
+	assert_int_equal(w.li.nodeid, 1);
+	assert_true(w.li.is_master);
+	assert_false(w.li.is_master_copy);
+	assert_int_equal(w.li.status, DLM_LKSTS_GRANTED);
+	assert_int_equal(w.li.grmode, DLM_LOCK_CW);
+	assert_int_equal(w.li.rqmode, DLM_LOCK_IV);
+	assert_int_equal(w.li.owner, 3);
+	assert_int_equal(w.li.exflags, DLM_LKF_NOQUEUE);
+	assert_int_equal(w.li.keylen, 5);
+	assert_memory_equal(w.li.key, "\4walk", 5);
+	assert_int_equal(w.li.token, comp_of(c, 1, id)->a.token);
+	cluster_free(c);
+}
+
+int main(void)
+{
+	/* these tests choose folding per cluster (fold_cluster) */
+	unsetenv("TEST_CORE_FOLD");
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_solo_lock_unlock),
+		cmocka_unit_test(test_solo_tossed),
+		cmocka_unit_test(test_solo_not_folded),
+		cmocka_unit_test(test_solo_second_lock),
+		cmocka_unit_test(test_solo_convert_cancel_child),
+		cmocka_unit_test(test_solo_unfold_no_memory),
+		cmocka_unit_test(test_solo_node_joins),
+		cmocka_unit_test(test_solo_message_unfolds),
+		cmocka_unit_test(test_solo_purge_and_ids),
+		cmocka_unit_test(test_solo_walk),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
