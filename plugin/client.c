@@ -3387,6 +3387,24 @@ static void collect_client(void *arg, uint32_t key, void *val)
 		ca->ca_list[ca->ca_n++] = val;
 }
 
+/* A client bound to a lockspace with lock records (held, waiting, or
+ * in conversion) at the stop: see dlmd_client_fini. */
+static void note_unclean(void *arg, uint32_t key, void *val)
+{
+	struct dlmd *d = arg;
+	const struct dlmd_client *c = val;
+
+	(void)key;
+	if (c->cl_ls && c->cl_locks.um_count && !d->d_stop_unclean) {
+		d->d_stop_unclean = true;
+		log_err("stopping while client pid %d (and maybe others) holds "
+			"or waits for locks in lockspace %s: no lockspace is "
+			"left cleanly, the other nodes fence this one before "
+			"they recover its locks", (int)c->cl_pid,
+			c->cl_ls->dl_name);
+	}
+}
+
 void dlmd_client_fini(struct dlmd *d)
 {
 	struct close_all ca;
@@ -3407,6 +3425,14 @@ void dlmd_client_fini(struct dlmd *d)
 	 * goes to any client: each sees its connection end (ENOTCONN);
 	 * test-cluster-stopgrant. */
 	d->d_clients_closing = true;
+	/* Such a client may go on believing it holds its locks: no other
+	 * node may take them before ours is fenced.  Left cleanly (dlmd
+	 * stopping for an engine that cannot go on, corosync still up),
+	 * the others recovered them at once, fencing nobody: a request of
+	 * node 1 was granted beside the EX a live client of ours held
+	 * (test-cluster-stopgrant step 3).  So our lockspaces and the
+	 * daemon group are left as by a dlmd that died (cluster.c). */
+	u32map_each(&d->d_clients, note_unclean, d);
 	/* Close in batches: the map may not change while it is walked. */
 	do {
 		ca.ca_n = 0;

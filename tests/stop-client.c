@@ -17,6 +17,12 @@
  *       FIRST with dlm_ls_unlock_wait and print "unlock ok" (EUNLOCK) or
  *       "unlock error E"; then "done".  Exit status 0 whatever the
  *       outcome: the test judges the lines.
+ *   stop-client waiters LS RES N
+ *       N async PR requests on RES (N locks of one handle), print
+ *       "queued N"; dispatch until all N completed, then print "granted
+ *       G failed F" and exit 0.  Behind an EX they are granted together
+ *       when it goes: N ASTs of one engine call (the test's way to make
+ *       a dlmd short of memory stop for an AST it cannot hold).
  *
  * Two of them with FIRST and SECOND swapped wait on each other (the test
  * turns deadlock detection off): whichever of the two connections dlmd
@@ -33,6 +39,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,7 +52,12 @@
 				 * test stops first; only a bound) */
 #define POLL_MS		100
 
+#define LKM_PRMODE	3
+#define MAX_WAITERS	4096
+
 static int completed;		/* async: the completion AST ran */
+static struct dlm_lksb waiter_lksb[MAX_WAITERS];
+static unsigned int ngranted, nfailed;	/* waiters' completions */
 
 static const char *errno_name(int e)
 {
@@ -165,10 +177,64 @@ static int do_cross(char **argv)
 	return 0;
 }
 
+static void on_waiter(void *arg)
+{
+	const struct dlm_lksb *lksb = arg;
+
+	if (lksb->sb_status)
+		nfailed++;
+	else
+		ngranted++;
+}
+
+static int do_waiters(char **argv)
+{
+	const char *res = argv[3];
+	int n = atoi(argv[4]), fd, i;
+	dlm_lshandle_t ls;
+
+	if (n <= 0 || n > MAX_WAITERS)
+		return 2;
+	ls = dlm_create_lockspace(argv[2], 0666);
+	if (!ls)
+		ls = dlm_open_lockspace(argv[2]);
+	if (!ls || (fd = dlm_ls_get_fd(ls)) < 0) {
+		report("lockspace", "", -errno);
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		if (dlm_ls_lock(ls, LKM_PRMODE, &waiter_lksb[i], 0, res,
+				(unsigned int)strlen(res), 0, on_waiter,
+				&waiter_lksb[i], NULL, NULL) < 0) {
+			report("lock", "", -errno);
+			dlm_close_lockspace(ls);
+			return 1;
+		}
+	}
+	printf("queued %d\n", n);
+	fflush(stdout);
+	for (i = 0; ngranted + nfailed < (unsigned int)n &&
+	     i < AST_SECS * 1000 / POLL_MS; i++) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, POLL_MS) < 0 && errno != EINTR)
+			break;
+		if (pfd.revents && dlm_dispatch(fd) < 0)
+			break;
+	}
+	printf("granted %u failed %u\n", ngranted, nfailed);
+	fflush(stdout);
+	dlm_close_lockspace(ls);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 7 && !strcmp(argv[1], "cross"))
 		return do_cross(argv);
-	fprintf(stderr, "usage: stop-client cross LS FIRST SECOND GO wait|async\n");
+	if (argc == 5 && !strcmp(argv[1], "waiters"))
+		return do_waiters(argv);
+	fprintf(stderr, "usage: stop-client cross LS FIRST SECOND GO wait|async\n"
+		"       stop-client waiters LS RES N\n");
 	return 2;
 }

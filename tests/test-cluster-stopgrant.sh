@@ -32,12 +32,28 @@
 #      alive and believes it holds EX, whatever its stopping dlmd did.
 #      Then fencing may run; node 2 is fenced, the others recover, node
 #      1's request is granted and node 1 takes EX on node 2's resources.
+#   3. The other way into that stop: node 3's dlmd runs short of memory
+#      (tests/malloc-fail.c preloaded, or its own hook in a sanitizer
+#      build: cluster-test-lib.sh short_of_memory) and cannot hold an
+#      AST (plugin/engine.c dlmd_cannot_hold), with corosync up.  Node 1
+#      masters r-oom, node 3's client holds EX on it, node 1's request
+#      waits.  600 PR requests of a node 3 client wait behind an EX of
+#      another there; with every allocation failing that EX's holder is
+#      killed, and the 600 grants of its purge overflow the AST queue:
+#      dlmd stops.  Node 1's request must wait for node 3's fencing as
+#      in step 2 (and node 3 must be fenced, once), though corosync
+#      there never went.  (Node 2 is started again before: nodes 1
+#      and 2 keep quorum once node 3 is fenced.)
 # With ee6b64f reverted step 1 fails: one request of every pair says
 # "second granted" (the ring's, the socket's and the AST's), every run.
 # Step 2 failed before dlmd_client_close left a stopping dlmd's locks to
 # recovery: the purge of node 2's EX told node 1, which granted its
 # request at once, node 2 not fenced and its holder alive.
-# Bounded in time (~40 s); run under flock /work/cluster.lock.
+# Step 3 failed before a dlmd stopping under such clients left its
+# lockspaces and the daemon group uncleanly: it sent its LEAVEs (or
+# left the daemon group cleanly), node 1 recovered without fencing node
+# 3 and granted its request at once, node 3's holder alive.
+# Bounded in time (~40 s after the cluster is up); run under flock /work/cluster.lock.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
@@ -70,8 +86,20 @@ cross() {
 	wait_line "$dir/$c_name.out" "held $c_first"
 }
 
+# bg K NAME CMD...: CMD on node K in the background, its lines in
+# $dir/NAME.out, registered as part of the node (fencing kills it)
+bg() {
+	k=$1 b_name=$2
+	shift 2
+	"$CLUSTER" exec "$dir" "$k" "$@" >"$dir/$b_name.out" 2>&1 &
+	echo $! >>"$dir/n$k/clients"
+	pids="$pids $!"
+	last_pid=$!
+}
+
 DLM_CLUSTER_CONF_EXTRA="deadlock_secs = 0"
 export DLM_CLUSTER_CONF_EXTRA
+short_of_memory 3 1	# (only while $dir/malloc-all exists: step 3)
 up_cluster 3
 : >"$dir/fence.log"
 for k in 1 2 3; do
@@ -154,5 +182,44 @@ for r in r-ring-a r-sock-a r-async-a; do
 	timeout 30 "$CLUSTER" exec "$dir" 1 "$CLIENT" try "$LS" $r EX \
 		>"$dir/after.out" 2>&1 || fail "node 1 cannot take $r after the recovery: $(cat "$dir/after.out")"
 done
+# node 2 back (outside the lockspace): nodes 1 and 2 keep quorum when
+# node 3 is fenced in step 3
+"$CLUSTER" start "$dir" 2 >/dev/null || fail "node 2 did not start again"
+
+say "== 3. node 3's dlmd stops short of memory, corosync up: fenced first"
+bg 1 oom-nl "$CLIENT" hold "$LS" r-oom NL
+wait_line "$dir/oom-nl.out" held
+bg 3 oom-holder "$CLIENT" hold "$LS" r-oom EX
+oom_holder=$last_pid
+wait_line "$dir/oom-holder.out" held
+m=$(master_of_res 3 r-oom)
+[ "$m" = 1 ] || fail "r-oom is mastered by node ${m:-none}, not node 1"
+bg 1 oom-waiter "$CLIENT" try "$LS" r-oom EX
+oom_waiter=$last_pid
+wait_for "$WAIT_S" "node 1's request for r-oom to wait" waiting 1 r-oom
+bg 3 burst-holder "$CLIENT" hold "$LS" burst EX
+burst_holder=$last_pid
+wait_line "$dir/burst-holder.out" held
+bg 3 burst "$STOPC" waiters "$LS" burst 600
+wait_line "$dir/burst.out" "queued 600"
+wait_for "$WAIT_S" "node 3's 600 PR requests to wait" waiting_n 3 600
+touch "$dir/fence-hold" "$dir/malloc-all"
+sleep 0.5	# (tests/malloc-fail.c looks at the file once per 100 ms at most)
+kill_client "$burst_holder"
+poll "$WAIT_S" not running 3 dlmd || fail "node 3's dlmd did not stop"
+rm -f "$dir/malloc-all"
+grep -q "cannot hold (the reserve used up) an AST" "$dir/n3/dlmd.out" ||
+	fail "node 3's dlmd did not stop for an AST it could not hold: $(tail -n 5 "$dir/n3/dlmd.out")"
+grep -q "stopping while client pid .* holds or waits for locks" "$dir/n3/dlmd.out" ||
+	fail "node 3's dlmd did not say it stops under clients"
+wait_ls 1 "wait fencing node 3" "node 1 does not wait for fencing node 3"
+still_waiting "$oom_waiter" 1 \
+	"node 1 was granted r-oom while node 3's holder was alive and unfenced"
+kill -0 "$oom_holder" 2>/dev/null || fail "node 3's holder died before fencing"
+rm -f "$dir/fence-hold"
+wait_pid "$oom_waiter" "$WAIT_S" || fail "node 1's request for r-oom was not granted after fencing"
+grep -q "^granted" "$dir/oom-waiter.out" || fail "node 1's r-oom request: $(cat "$dir/oom-waiter.out")"
+[ "$(fences_of 3)" = 1 ] || fail "node 3 fenced $(fences_of 3) times, not once: $(cat "$dir/fence.log")"
+wait_ls 1 "state running members 1 " "no recovery to member 1 alone"
 [ $rc -eq 0 ] && echo "PASS"
 exit $rc
