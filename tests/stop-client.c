@@ -103,9 +103,10 @@ static int wait_go(const char *go)
 	return -ETIMEDOUT;
 }
 
-/* SECOND in EX, waiting in libdlm: 0 granted, else a negative errno (the
+/* NAME in EX, waiting in libdlm: 0 granted, else a negative errno (the
  * call's, or the completion's status) */
-static int second_wait(dlm_lshandle_t ls, struct dlm_lksb *lksb, const char *name)
+static int ex_wait(dlm_lshandle_t ls, struct dlm_lksb *lksb,
+		   const char *name)
 {
 	if (dlm_ls_lock_wait(ls, LKM_EXMODE, lksb, 0, name,
 			     (unsigned int)strlen(name), 0, NULL, NULL, NULL) < 0)
@@ -113,8 +114,9 @@ static int second_wait(dlm_lshandle_t ls, struct dlm_lksb *lksb, const char *nam
 	return lksb->sb_status ? -lksb->sb_status : 0;
 }
 
-/* SECOND in EX, async: its completion AST dispatched here */
-static int second_async(dlm_lshandle_t ls, struct dlm_lksb *lksb, const char *name)
+/* NAME in EX, async: its completion AST dispatched here */
+static int ex_async(dlm_lshandle_t ls, struct dlm_lksb *lksb,
+		    const char *name)
 {
 	int fd = dlm_ls_get_fd(ls);
 
@@ -155,7 +157,7 @@ static int do_cross(char **argv)
 	}
 	memset(&lk1, 0, sizeof(lk1));
 	memset(&lk2, 0, sizeof(lk2));
-	rv = second_wait(ls, &lk1, first);	/* (the same call, for FIRST) */
+	rv = ex_wait(ls, &lk1, first);
 	if (rv) {
 		report("first", "", rv);
 		dlm_close_lockspace(ls);
@@ -165,8 +167,8 @@ static int do_cross(char **argv)
 	fflush(stdout);
 	rv = wait_go(go);
 	if (!rv)
-		rv = !strcmp(how, "wait") ? second_wait(ls, &lk2, second) :
-			second_async(ls, &lk2, second);
+		rv = !strcmp(how, "wait") ? ex_wait(ls, &lk2, second) :
+			ex_async(ls, &lk2, second);
 	report("second", "granted", rv);
 	rv = dlm_ls_unlock_wait(ls, lk1.sb_lkid, 0, &lk1) < 0 ? -errno :
 		lk1.sb_status == EUNLOCK ? 0 : -lk1.sb_status;

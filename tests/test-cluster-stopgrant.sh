@@ -53,7 +53,8 @@
 # lockspaces and the daemon group uncleanly: it sent its LEAVEs (or
 # left the daemon group cleanly), node 1 recovered without fencing node
 # 3 and granted its request at once, node 3's holder alive.
-# Bounded in time (~40 s after the cluster is up); run under flock /work/cluster.lock.
+# Bounded in time (~40 s after the cluster is up); run under
+# flock /work/cluster.lock.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
