@@ -3053,7 +3053,19 @@ struct dlmd_client *dlmd_client_new(struct dlmd *d, int fd, pid_t pid,
 
 void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 {
-	if (c->cl_ls) {
+	if (c->cl_ls && d->d_clients_closing) {
+		/* dlmd stops under its clients (dlmd_client_fini): their
+		 * locks stay in the engine, dropped whole with the lockspace
+		 * after.  A purge here would tell the other nodes: a remote
+		 * master would grant a conflicting request of theirs at once,
+		 * while this client, alive and its node not fenced yet, still
+		 * believes it holds its lock (test-cluster-stopgrant step 2).
+		 * Its node's fencing ends such holds, then they recover. */
+		log_debug("client pid %d serial %u closed at the stop: its "
+			  "locks are left to recovery", (int)c->cl_pid,
+			  c->cl_serial);
+		client_unbind(d, c, false);
+	} else if (c->cl_ls) {
 		struct dlmd_ls *dl = c->cl_ls;
 		struct dlm_ls_stats before, after;
 		int n;
@@ -3375,20 +3387,52 @@ static void collect_client(void *arg, uint32_t key, void *val)
 		ca->ca_list[ca->ca_n++] = val;
 }
 
+/* A client bound to a lockspace with lock records (held, waiting, or
+ * in conversion) at the stop: see dlmd_client_fini. */
+static void note_unclean(void *arg, uint32_t key, void *val)
+{
+	struct dlmd *d = arg;
+	const struct dlmd_client *c = val;
+
+	(void)key;
+	if (c->cl_ls && c->cl_locks.um_count && !d->d_stop_unclean) {
+		d->d_stop_unclean = true;
+		log_err("stopping while client pid %d (and maybe others) holds "
+			"or waits for locks in lockspace %s: no lockspace is "
+			"left cleanly, the other nodes fence this one before "
+			"they recover its locks", (int)c->cl_pid,
+			c->cl_ls->dl_name);
+	}
+}
+
 void dlmd_client_fini(struct dlmd *d)
 {
 	struct close_all ca;
 
-	/* dlmd is stopping (SIGTERM, or it lost corosync): closing a client
-	 * purges its locks, and a purge grants what waited behind them.  A
-	 * client told of such a grant would hold it after this daemon is
-	 * gone and, if dlmd lost corosync, after the other nodes fenced us
-	 * and recovered the lock for one of theirs: two holders
+	/* dlmd is stopping: SIGTERM (refused while a lockspace is in use:
+	 * no client is bound to one then), or it lost corosync, or its
+	 * engine cannot go on, under clients that hold and wait for locks.
+	 * Closing those purged their locks, and a purge grants what waited
+	 * behind them: a client told of such a grant held it after this
+	 * daemon was gone and, once the other nodes had fenced us and
+	 * recovered the lock for one of theirs, beside it: two holders
 	 * (test-cluster-linkcut step 2 saw a PW granted at node 3's stop
-	 * overlap the PR node 1 then took).  So from here no answer and no
-	 * AST goes to any client: each sees its connection end
-	 * (ENOTCONN). */
+	 * overlap the PR node 1 then took).  And a purge of a lock whose
+	 * master is another node told that node at once, which granted a
+	 * request of its own while our client, alive and not fenced,
+	 * still held the lock.  So from here a closed client's locks are
+	 * left to recovery (dlmd_client_close), and no answer and no AST
+	 * goes to any client: each sees its connection end (ENOTCONN);
+	 * test-cluster-stopgrant. */
 	d->d_clients_closing = true;
+	/* Such a client may go on believing it holds its locks: no other
+	 * node may take them before ours is fenced.  Left cleanly (dlmd
+	 * stopping for an engine that cannot go on, corosync still up),
+	 * the others recovered them at once, fencing nobody: a request of
+	 * node 1 was granted beside the EX a live client of ours held
+	 * (test-cluster-stopgrant step 3).  So our lockspaces and the
+	 * daemon group are left as by a dlmd that died (cluster.c). */
+	u32map_each(&d->d_clients, note_unclean, d);
 	/* Close in batches: the map may not change while it is walked. */
 	do {
 		ca.ca_n = 0;

@@ -3599,7 +3599,14 @@ void dlmd_cluster_fini(struct dlmd *d)
 		if (cs->cs_daemon_fd >= 0) {
 			qb_loop_poll_del(d->d_loop, cs->cs_daemon_fd);
 			out_drain(cs);
-			cpg_close(DAEMON_GROUP, cs->cs_daemon_cpg);
+			/* stopping under clients with locks: no cpg_leave,
+			 * so corosync tells the others our process went down
+			 * (PROCDOWN), as if dlmd died: they fence this node
+			 * before recovering its locks */
+			if (d->d_stop_unclean)
+				cpg_finalize(cs->cs_daemon_cpg);
+			else
+				cpg_close(DAEMON_GROUP, cs->cs_daemon_cpg);
 		}
 		if (cs->cs_quorum_fd >= 0) {
 			qb_loop_poll_del(d->d_loop, cs->cs_quorum_fd);
@@ -3706,8 +3713,10 @@ void dlmd_cluster_ls_leave(struct dlmd *d, struct dlmd_ls *dl)
 			le->le_cl = NULL;
 			le_tidy(cs, le);
 		}
-		/* a clean leave for the others, after our JOIN (FIFO) */
-		if (send_ls(cs, CM_LEAVE, dl->dl_name))
+		/* a clean leave for the others, after our JOIN (FIFO);
+		 * none when dlmd stops under clients with locks: the others
+		 * must fence us first (client.c dlmd_client_fini) */
+		if (!d->d_stop_unclean && send_ls(cs, CM_LEAVE, dl->dl_name))
 			log_err("lockspace %s: its LEAVE cannot be sent; the others "
 				"see us leave only when our dlmd leaves", dl->dl_name);
 	}

@@ -419,6 +419,10 @@ struct dlmd {
 	bool			d_clients_closing; /* dlmd_client_fini runs: nothing more is
 						 * told to any client (a grant a purge made
 						 * would reach a client after dlmd stopped) */
+	bool			d_stop_unclean;	/* ... and a client held or waited for a
+						 * lock: no lockspace is left cleanly, so the
+						 * others fence this node before they recover
+						 * (cluster.c dlmd_cluster_ls_leave, _fini) */
 	qb_loop_timer_handle	d_accept_timer;
 	struct dlmd_accept_pause d_ctl_pause;	/* ctl.c, the same for dlmctl */
 	uint64_t		d_accept_log_ms; /* rate limit of the fd-exhaustion line */

@@ -39,9 +39,10 @@
  *     behind it, and offered first at the next flush (a timer of
  *     HELD_RETRY_MS makes one);
  *   - only when the reserve or the headroom is used up as well does
- *     dlmd stop (dlmd_cannot_hold: logged, exit status 1): its
- *     lockspaces are released and the others recover without it, instead
- *     of running on with a lost grant or request;
+ *     dlmd stop (dlmd_cannot_hold: logged, exit status 1): the others
+ *     recover its lockspaces without it (after fencing its node when
+ *     its clients held or waited for locks: client.c dlmd_client_fini),
+ *     instead of it running on with a lost grant or request;
  *   - a message the engine did not take (dlm_core_receive's -ENOMEM: it
  *     could not even keep it, nothing changed, and it must be offered
  *     again before any later one from that node) is held, not lost and
@@ -78,8 +79,9 @@
 
 /* Out of memory and the reserve used up: an AST or a message would be
  * lost, and with it the agreement between the nodes' copies of a lock.
- * dlmd stops instead (its lockspaces are released, so the others recover
- * without it and its clients see their connection end). */
+ * dlmd stops instead: its clients see their connection end, and the
+ * others recover without it, fencing its node first if a client of it
+ * held or waited for a lock (it may go on believing it holds it). */
 void dlmd_cannot_hold(struct dlmd *d, const char *what, uint32_t arg)
 {
 	if (!d->d_cannot_hold)
@@ -91,9 +93,12 @@ void dlmd_cannot_hold(struct dlmd *d, const char *what, uint32_t arg)
 		qb_loop_stop(d->d_loop);
 }
 
+static bool test_alloc_fails(void);
+
 static int asts_grow(struct dlmd *d, size_t cap)
 {
-	void *n = realloc(d->d_asts, cap * sizeof(*d->d_asts));
+	void *n = test_alloc_fails() ? NULL :
+		realloc(d->d_asts, cap * sizeof(*d->d_asts));
 
 	if (!n)
 		return -ENOMEM;
@@ -222,8 +227,10 @@ static const struct dlm_core_ops engine_ops = {
  * through its hook (dlm_core_set_alloc_hook) instead.  With
  * DLMD_TEST_ALLOC_FAIL_ALL_FILE every engine allocation fails while that
  * file exists; with DLMD_TEST_ALLOC_FAIL_FILE and
- * DLMD_TEST_ALLOC_FAIL_EVERY=N, one in N while that one exists.  A build
- * without the sanitizer ignores both.
+ * DLMD_TEST_ALLOC_FAIL_EVERY=N, one in N while that one exists.  The
+ * growth of the AST queue (asts_grow) fails the same way, so that a test
+ * can make dlmd stop for an AST it cannot hold (test-cluster-stopgrant
+ * step 3).  A build without the sanitizer ignores both.
  */
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -257,6 +264,12 @@ static int test_alloc_hook(void *arg)
 	return 0;
 }
 
+static bool test_alloc_fails(void)
+{
+	return (test_alloc.ta_all || test_alloc.ta_some) &&
+	       test_alloc_hook(&test_alloc);
+}
+
 static void test_alloc_setup(struct dlm_core *core)
 {
 	const char *every = getenv("DLMD_TEST_ALLOC_FAIL_EVERY");
@@ -268,6 +281,11 @@ static void test_alloc_setup(struct dlm_core *core)
 		dlm_core_set_alloc_hook(core, test_alloc_hook, &test_alloc);
 }
 #else
+static bool test_alloc_fails(void)
+{
+	return false;
+}
+
 static void test_alloc_setup(struct dlm_core *core)
 {
 	(void)core;
