@@ -220,6 +220,9 @@ char *dlmd_config_dump(const struct dlmd_config *cf);
 
 int dlmd_log_init(const struct dlmd_config *cf, bool to_stderr);
 void dlmd_log_fini(void);
+/* Log lines stderr or syslog had no room for (log.c "Sinks that never
+ * wait"): dropped, not waited for. */
+uint64_t dlmd_log_dropped(void);
 /* The flight recorder's lines, oldest first, as one malloc'd string. */
 char *dlmd_log_flight_dump(void);
 /* Text from outside (a client, a peer, a command line) made safe to log
