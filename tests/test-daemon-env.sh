@@ -45,6 +45,12 @@
 #      each gets a line saying how many lines it missed, then the rest.
 #      (dlmd blocked in the kernel at the next line, for as long as the
 #      reader did, serving nothing: after ~10 lines to /dev/log here.)
+#   9. a config that is no text file: /dev/zero (dlmd read empty lines
+#      from it for ever), a FIFO with no writer (dlmd waited at open for
+#      ever), a line with a NUL byte in its value (cut there and taken:
+#      "max_clients_per_uid = 5<NUL>0" ran with 5), a key of control
+#      bytes (printed raw in the error): each refused, exit 1, saying
+#      why, within the bound, the bytes shown as '?'.
 # Needs root (as the other one-dlmd tests, and unshare -m); fails, never
 # skips.  Every wait is bounded.
 set -u
@@ -317,3 +323,26 @@ wait_for 10 "the lines after that on stderr" grep -q 'lockspace log-after create
 "$DLMCTL" leave log-locks >/dev/null 2>&1
 stop_dlmd || fail "dlmd did not stop on SIGTERM after its log readers stalled"
 check_sanitizer "$dir/dlmd-log.out"
+
+echo "== 9. a config that is no text file"
+mkdir "$dir/c9"
+mkfifo "$dir/c9/fifo"
+write_conf "$dir/c9/nul.conf" "socket_path = $dir/c9/dlmd.sock" \
+	"control_socket = $dir/c9/dlmd-ctl.sock" "pid_file = $dir/c9/dlmd.pid"
+cp "$dir/c9/nul.conf" "$dir/c9/ctl.conf"
+printf 'max_clients_per_uid = 5\000\060\n' >>"$dir/c9/nul.conf"
+printf '\001\033[2Jkey = 1\n' >>"$dir/c9/ctl.conf"
+# refused FILE WHAT PATTERN: dlmd -c FILE exits 1 within the bound,
+# its output matching PATTERN
+refused() {
+	timeout 20 "$DLMD" --foreground --config="$1" >"$dir/c9/out" 2>&1 </dev/null
+	st=$?
+	[ $st = 1 ] || fail "dlmd -c $2: exit status $st, want 1 (124: still running after 20 s): $(head -c 300 "$dir/c9/out")"
+	grep -q "$3" "$dir/c9/out" || fail "dlmd -c $2 does not say why: $(head -c 300 "$dir/c9/out")"
+}
+refused /dev/zero /dev/zero '/dev/zero: cannot read: not a regular file'
+refused "$dir/c9/fifo" "a FIFO" "fifo: cannot read: not a regular file"
+refused "$dir/c9/nul.conf" "a NUL byte" 'nul.conf:7: a NUL byte'
+refused "$dir/c9/ctl.conf" "control bytes" "ctl.conf:7: unknown key '??\[2Jkey'"
+LC_ALL=C grep -q '[^[:print:][:space:]]' "$dir/c9/out" &&
+	fail "the error about a key of control bytes has them raw: $(od -c "$dir/c9/out" | head -n 5)"
