@@ -426,6 +426,9 @@ struct dlmd {
 	uint64_t		d_accept_log_ms; /* rate limit of the fd-exhaustion line */
 	uint64_t		d_refuse_log_ms; /* ... and of the per-uid refusal line */
 	uint64_t		d_accept_nquiet; /* events since the last such line */
+	uint64_t		d_fdlost_log_ms; /* ... and of the lost-fd line */
+	uint64_t		d_fdlost_nquiet;
+	uint64_t		d_nfd_lost;	/* requests whose fd the kernel dropped */
 	uint64_t		d_refuse_nquiet;
 	struct dlmd_metrics	d_metrics;	/* metrics.h */
 	int			d_metrics_fd;	/* the endpoint's; -1: off */
