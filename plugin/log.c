@@ -118,27 +118,36 @@ struct log_sink {
 static struct log_sink sink_stderr = { .lk_target = -1 };
 static struct log_sink sink_syslog = { .lk_target = -1 };
 static int syslog_fd = -1;
+static bool syslog_stream;	/* /dev/log takes a stream (syslog-ng's
+				 * unix-stream), not datagrams */
 
 uint64_t dlmd_log_dropped(void)
 {
 	return sink_stderr.lk_dropped + sink_syslog.lk_dropped;
 }
 
-/* Connect syslog_fd to /dev/log; false if nothing listens there. */
+/* Connect syslog_fd to /dev/log, with datagrams or, where it is a
+ * stream socket (EPROTOTYPE), as syslog(3) does then, a stream whose
+ * messages end in a NUL; false if nothing listens there. */
 static bool syslog_connect(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
-	if (syslog_fd < 0)
-		syslog_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK |
-				   SOCK_CLOEXEC, 0);
-	if (syslog_fd < 0)
-		return false;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", _PATH_LOG);
-	if (connect(syslog_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-		return true;
-	close(syslog_fd);
-	syslog_fd = -1;
+	for (int i = 0; i < 2; i++) {
+		syslog_stream = i == 1;
+		syslog_fd = socket(AF_UNIX, (syslog_stream ? SOCK_STREAM :
+					     SOCK_DGRAM) | SOCK_NONBLOCK |
+				   SOCK_CLOEXEC, 0);
+		if (syslog_fd < 0)
+			return false;
+		if (connect(syslog_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return true;
+		close(syslog_fd);
+		syslog_fd = -1;
+		if (errno != EPROTOTYPE)
+			return false;
+	}
 	return false;
 }
 
@@ -163,14 +172,24 @@ static int syslog_send(int level, const char *line)
 	if ((size_t)n >= sizeof(buf))
 		n = (int)sizeof(buf) - 1;
 	for (int tries = 0; tries < 2; tries++) {
+		ssize_t sent;
+
 		if (syslog_fd < 0 && !syslog_connect())
 			return -1;
-		if (send(syslog_fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
+		/* a stream's message ends in its NUL (in buf already) */
+		sent = send(syslog_fd, buf, (size_t)n + syslog_stream,
+			    MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (sent == (ssize_t)n + syslog_stream)
 			return 1;
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+		if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+				 errno == ENOBUFS))
 			return 0;
-		close(syslog_fd);	/* the reader went: once more, anew */
+		/* the reader went (or a stream took part of a message: its
+		 * next one would be garbled): once more, anew */
+		close(syslog_fd);
 		syslog_fd = -1;
+		if (sent > 0)
+			return 0;
 	}
 	return -1;
 }
