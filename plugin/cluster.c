@@ -418,7 +418,11 @@
  *  two holders.  lowcomms acks what it receives, not what the engine has
  *  handled, so a dlmd that is alive but does not run for the limit
  *  (SIGSTOP, a hung host) counts as unreachable too, and is removed: its
- *  locks were stalling everyone meanwhile.
+ *  locks were stalling everyone meanwhile.  So does a member whose START
+ *  a lockspace change has waited for as long (start_wait_ms): a change
+ *  needs nothing from it through lowcomms, so without this the change
+ *  (a third node's join, leave or failure) waited for ever on a hung
+ *  dlmd that nobody reported.
  *
  * STALLS.  A running lockspace whose operations wait for a remote reply
  * while nothing at all arrives for STALL_MS is shown as "stalled", never
@@ -736,6 +740,7 @@ struct dlmd_cluster_ls {
 	unsigned int		cl_nchange_down;
 	uint64_t		cl_change_ring;	/* quorum ring when it came */
 	bool			cl_got[DLM_MAX_NODES];	/* per cl_members[i] */
+	uint64_t		cl_started_ms;	/* ms: it became CL_STARTED */
 	uint32_t		cl_start_event[DLM_MAX_NODES];	/* their last events */
 	/* failed since the last finished recovery: must be fenced */
 	uint32_t		cl_failed[DLM_MAX_NODES];
@@ -770,6 +775,8 @@ static void set_state(struct dlmd_cluster_ls *cl, enum cl_state to,
 	log_info("lockspace %s: %s -> %s (%s)", cl->cl_dl->dl_name,
 		 cl_state_names[cl->cl_state], cl_state_names[to], why);
 	cl->cl_state = to;
+	if (to == CL_STARTED)
+		cl->cl_started_ms = dlmd_now_ms();
 }
 
 /* Are STARTs still counted for the current change (nothing decided)? */
@@ -3161,8 +3168,34 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* How long a lockspace change has waited for member id's START: the
+ * longest over our lockspaces that sent theirs (CL_STARTED) and lack its
+ * (0: none).  A dlmd that does not run sends none, and a change needs
+ * nothing else from it: lowcomms has nothing queued for it, so the wait
+ * below saw nothing, and the change waited for ever ("wait members
+ * (start from 1)": a clean stop or a failure of a third node while
+ * node 1's dlmd was SIGSTOPped; tests/test-cluster-linkcut.sh step 4). */
+static uint64_t start_wait_ms(struct dlmd *d, uint32_t id, uint64_t now)
+{
+	uint64_t w = 0;
+
+	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
+		struct dlmd_cluster_ls *cl = dl->dl_cluster;
+		int idx;
+
+		if (!cl || cl->cl_state != CL_STARTED || !cl->cl_started_ms ||
+		    now < cl->cl_started_ms)
+			continue;
+		idx = member_index(cl, id);
+		if (idx >= 0 && !cl->cl_got[idx] && now - cl->cl_started_ms > w)
+			w = now - cl->cl_started_ms;
+	}
+	return w;
+}
+
 /* Every STALL_TICK_MS: the members our frames have not got through to
- * for peer_unreachable_secs.  A set that is not empty goes out every
+ * for peer_unreachable_secs, and those whose START a lockspace change
+ * has waited for as long (start_wait_ms).  A set that is not empty goes out every
  * tick (a repeat is what lets one end's report decide: below); one that
  * became empty goes out once. */
 static void unreach_tick(struct dlmd_cluster *cs)
@@ -3180,19 +3213,28 @@ static void unreach_tick(struct dlmd_cluster *cs)
 	memset(&ur, 0, sizeof(ur));
 	for (unsigned int i = 0; i < cs->cs_ndmembers; i++) {
 		uint32_t id = cs->cs_dmembers[i];
-		uint64_t w;
+		uint64_t w, sw;
 
 		if (id == d->d_nodeid)
 			continue;
 		w = dlmd_comms_wait_ms(d, id);
-		if (w < limit)
+		sw = start_wait_ms(d, id, dlmd_now_ms());
+		if (w < limit && sw < limit)
 			continue;
 		ur.ur_ids[ur.ur_count++] = id;
-		if (!id_in(cs->cs_unr_mine, cs->cs_nunr_mine, id))
+		if (id_in(cs->cs_unr_mine, cs->cs_nunr_mine, id))
+			continue;
+		if (w >= limit)
 			log_err("comms: nothing we sent node %u has been acknowledged "
 				"for %llu s while corosync keeps it a member: its "
 				"dlmd is unreachable from here (reported to the "
 				"daemon group)", id, (unsigned long long)(w / 1000));
+		else
+			log_err("daemon group: node %u has not sent its START of a "
+				"lockspace change for %llu s while corosync keeps "
+				"it a member: its dlmd does not run (reported to "
+				"the daemon group)", id,
+				(unsigned long long)(sw / 1000));
 	}
 	qsort(ur.ur_ids, ur.ur_count, sizeof(ur.ur_ids[0]), cmp_u32);
 	for (unsigned int i = 0; i < cs->cs_nunr_mine; i++) {

@@ -1606,6 +1606,49 @@ static void test_unreach_silent_lower(void **state)
 	assert_int_equal(kills_of(2) + kills_of(3), 0);
 }
 
+/*
+ * Node 1's dlmd does not run (SIGSTOP: corosync keeps it; here it is
+ * left out of every delivery) while node 3 joins lockspace L of nodes 1
+ * and 2: the change waits for node 1's START, and lowcomms waits for
+ * nothing (wait_ms all 0), so before, nobody reported node 1 and the
+ * join waited for ever.  Once the START has waited the limit, nodes 2
+ * and 3 report node 1 (cut off from two members): it goes, node 2 (the
+ * lowest other member) removes it, and says why.
+ */
+static void test_unreach_start_wait(void **state)
+{
+	unreach_start(3);
+	ls_create(0, "L");
+	ls_create(1, "L");
+	settle();
+	assert_true(ls_running(0, "L") && ls_running(1, "L"));
+	sim[0].up = false;	/* node 1's dlmd stops */
+	ls_create(2, "L");
+	settle();
+	assert_non_null(strstr(ls_wait(1, "L"), "start from 1"));
+	fake_now += 5000;	/* under the limit (6 s): nothing */
+	unreach_tick_of(1);
+	unreach_tick_of(2);
+	assert_int_equal(nmsgs, 0);
+	fake_now += 2000;
+	for (int t = 0; t < 2; t++) {
+		unreach_tick_of(1);
+		unreach_tick_of(2);
+		settle();
+	}
+	for (int i = 1; i < 3; i++)
+		assert_true(sim[i].failed[1] &&
+			    (sim[i].fail_how[1] & DLMD_FAIL_REMOVED));
+	assert_int_equal(kills[1][1], 1);
+	assert_int_equal(kills_of(1), 1);
+	assert_int_equal(kills_of(2) + kills_of(3), 0);
+	assert_true(logged(1, "node 1 has not sent its START of a lockspace "
+			   "change for 7 s"));
+	assert_true(logged(2, "node 1 (cut off from 2 members, node 2 from 1) "
+			   "leaves the cluster"));
+	sim[0].up = true;	/* for the teardown */
+}
+
 /* Node 1's dlmd path is dead to everyone (a half-dead NIC): node 2's
  * report of it comes first, node 1's of all three next.  Node 1 is cut
  * off from three members, node 2 from one: node 1 goes, though its id
@@ -1808,6 +1851,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unreach_one_end, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unreach_silent_lower, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_unreach_start_wait, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unreach_wider, setup,
 						teardown),
