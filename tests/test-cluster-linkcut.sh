@@ -33,6 +33,13 @@
 #      recovers on them and node 2's request is granted.  Before, the
 #      higher id went: node 2, the healthy end, was fenced, and the hung
 #      dlmd stayed in the cluster.
+#   4. node 1's dlmd hangs again, and node 3 joins a lockspace of nodes
+#      1 and 2: the change needs node 1's START, and nothing in lowcomms
+#      waits for node 1, so no wait above ever saw it: the join waited
+#      for ever ("wait members (start from 1)").  Nodes 2 and 3 report
+#      node 1 once the START has waited the limit; node 1 is removed and
+#      fenced, the lockspace runs on 2 and 3 and node 3's request in it
+#      is granted.  Node 1 rejoins.
 # LINKCUT_LIMIT=N overrides peer_unreachable_secs (0: the old behaviour,
 # to see this test fail).
 set -u
@@ -183,6 +190,39 @@ kill -CONT "$p1" 2>/dev/null	# if it is still there (it was not fenced)
 timeout 30 "$CLUSTER" exec "$dir" 1 "$CLIENT" try "$LS" rejoin-1 EX \
 	>"$dir/rejoin.out" 2>&1 || fail "node 1 cannot lock after restarting: $(cat "$dir/rejoin.out")"
 wait_ls 2 "state running members 1 2 3 " "node 1 did not rejoin"
+
+say "== 4. node 1's dlmd hangs while a join needs its START"
+for k in 1 2; do
+	n_held=$(grep -c '^held$' "$dir/client-n$k.out" 2>/dev/null)
+	start_client $k hold hung4 h4-$k PR
+	poll "$WAIT_S" more_lines "$dir/client-n$k.out" '^held$' "${n_held:-0}" ||
+		fail "node $k cannot lock in lockspace hung4"
+done
+f1=$(fences_of 1)
+f2=$(fences_of 2)
+f3=$(fences_of 3)
+p1=$(cat "$dir/n1/dlmd.launch-pid")
+kill -STOP "$p1"
+n_granted=$(grep -c '^granted$' "$dir/client-n3.out" 2>/dev/null)
+start_client 3 try hung4 h4-3 EX
+poll $((LIMIT + 40)) not running 1 corosync ||
+	fail "node 1 (its dlmd stopped, a join waiting for its START) was not removed"
+LS=hung4
+for k in 2 3; do
+	wait_ls $k "state running members 2 3 " "hung4 does not run without node 1"
+done
+LS=linkcut
+poll "$WAIT_S" more_lines "$dir/client-n3.out" '^granted$' "${n_granted:-0}" ||
+	fail "node 3's request in hung4 was not granted without node 1"
+[ "$(fences_of 1)" = $((f1 + 1)) ] || fail "node 1 fenced $(fences_of 1) times in all, not $((f1 + 1)): $(cat "$dir/fence.log")"
+[ "$(fences_of 2)" = "$f2" ] && [ "$(fences_of 3)" = "$f3" ] ||
+	fail "a node whose dlmd runs was fenced: $(cat "$dir/fence.log")"
+grep -q "node 1 has not sent its START of a lockspace change" "$dir/n2/dlmd.out" ||
+	fail "node 2 does not log why it reports node 1"
+kill -CONT "$p1" 2>/dev/null
+"$CLUSTER" start "$dir" 1 >/dev/null || fail "node 1 did not start again"
+timeout 30 "$CLUSTER" exec "$dir" 1 "$CLIENT" try "$LS" rejoin-1b EX \
+	>"$dir/rejoin.out" 2>&1 || fail "node 1 cannot lock after restarting: $(cat "$dir/rejoin.out")"
 
 echo "   fence.log:"
 sed 's/^/     /' "$dir/fence.log"
