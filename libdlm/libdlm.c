@@ -226,6 +226,11 @@
  * "Waiting reads the AST socket" above), taking at most STASH_BATCH
  * packets a call. */
 #define STASH_MS		50
+/* LS_OPEN answered EMFILE: dlmd had no fd free for the AST socket we
+ * passed (ls_open_on); asked again every OPEN_FD_RETRY_MS, for at most
+ * OPEN_FD_WAIT_MS */
+#define OPEN_FD_RETRY_MS	100
+#define OPEN_FD_WAIT_MS		30000
 #define STASH_BATCH		32
 
 #ifdef _REENTRANT
@@ -1929,7 +1934,17 @@ static struct ls_handle *ls_open_on(int fd, const char *name, int *err)
 	memset(&msg, 0, sizeof(msg));
 	msg.m_hdr.h_type = DLMP_LS_OPEN;
 	set_ls_name(&msg.m_u.ls, name);
-	rv = do_request(fd, &h->lh_reqid, &msg, sv[1], &reply);
+	/* A dlmd out of fds (RLIMIT_NOFILE) cannot take the AST socket we
+	 * pass: the kernel drops it and dlmd answers EMFILE.  We wait, as a
+	 * connection waits in dlmd's backlog while it cannot accept, and
+	 * ask again: the socket is still ours (tests/test-client-limits.sh
+	 * step 3b). */
+	for (int waited = 0;; waited += OPEN_FD_RETRY_MS) {
+		rv = do_request(fd, &h->lh_reqid, &msg, sv[1], &reply);
+		if (rv != -EMFILE || waited >= OPEN_FD_WAIT_MS)
+			break;
+		poll(NULL, 0, OPEN_FD_RETRY_MS);
+	}
 	close(sv[1]);
 	if (rv) {
 		close(sv[0]);

@@ -383,7 +383,18 @@
  *    reported it, or one end again a tick later, by which time the
  *    reports of a wider cut are in.  Of its two ends the one cut off
  *    from more members goes (a node whose NIC is dead to everyone, not
- *    the peer that noticed first), on a tie the higher node id; pairs
+ *    the peer that noticed first).  On a tie, when only one end reports
+ *    the pair, the silent end goes, once the other has reported it
+ *    CUT_ONE_SIDED_SEEN times (room for the silent end's report, were
+ *    it merely late): the reporter proves its dlmd runs, and the silent
+ *    one may be a dlmd that does not (SIGSTOP, a hung host), which
+ *    reports nothing.  The higher id went here before: with the hung
+ *    dlmd on the lower id and one peer waiting on it, the peer was
+ *    removed and fenced, the hung dlmd stayed, and the next member to
+ *    wait on it went the same way, until the cluster lost quorum
+ *    (tests/test-cluster-linkcut.sh step 3).  A one-sided cut between
+ *    two live dlmds loses one node either way.  When both ends report
+ *    it, the higher node id goes.  Pairs
  *    are taken in ascending order and a pair with an end already chosen
  *    decides nothing more.  As every member applies this to the same
  *    sequence, all choose the same node at the same point, with no
@@ -413,7 +424,11 @@
  *  two holders.  lowcomms acks what it receives, not what the engine has
  *  handled, so a dlmd that is alive but does not run for the limit
  *  (SIGSTOP, a hung host) counts as unreachable too, and is removed: its
- *  locks were stalling everyone meanwhile.
+ *  locks were stalling everyone meanwhile.  So does a member whose START
+ *  a lockspace change has waited for as long (start_wait_ms): a change
+ *  needs nothing from it through lowcomms, so without this the change
+ *  (a third node's join, leave or failure) waited for ever on a hung
+ *  dlmd that nobody reported.
  *
  * STALLS.  A running lockspace whose operations wait for a remote reply
  * while nothing at all arrives for STALL_MS is shown as "stalled", never
@@ -504,6 +519,10 @@
 #define SYNC_LOG_MS		10000	/* log a sync that waits this long */
 #define LS_HASH			256	/* buckets of the lockspace table */
 #define CS_CUT_MAX		256	/* cut pairs followed at once */
+/* reports of a cut pair by one end alone, the other silent, that decide
+ * a tie (UNREACHABLE PEERS): 2 ticks after the first, room for the other
+ * end's report when both ends are cut */
+#define CUT_ONE_SIDED_SEEN	3
 #define BLOCKER_LEN		128	/* start_blocker()'s text: 116 at most */
 /* Names in one daemon's ANNOUNCE (its lockspaces), at most: a peer that
  * sends FIRST and never LAST cannot grow it beyond (about 4 MB). */
@@ -727,6 +746,7 @@ struct dlmd_cluster_ls {
 	unsigned int		cl_nchange_down;
 	uint64_t		cl_change_ring;	/* quorum ring when it came */
 	bool			cl_got[DLM_MAX_NODES];	/* per cl_members[i] */
+	uint64_t		cl_started_ms;	/* ms: it became CL_STARTED */
 	uint32_t		cl_start_event[DLM_MAX_NODES];	/* their last events */
 	/* failed since the last finished recovery: must be fenced */
 	uint32_t		cl_failed[DLM_MAX_NODES];
@@ -761,6 +781,8 @@ static void set_state(struct dlmd_cluster_ls *cl, enum cl_state to,
 	log_info("lockspace %s: %s -> %s (%s)", cl->cl_dl->dl_name,
 		 cl_state_names[cl->cl_state], cl_state_names[to], why);
 	cl->cl_state = to;
+	if (to == CL_STARTED)
+		cl->cl_started_ms = dlmd_now_ms();
 }
 
 /* Are STARTs still counted for the current change (nothing decided)? */
@@ -3155,8 +3177,34 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* How long a lockspace change has waited for member id's START: the
+ * longest over our lockspaces that sent theirs (CL_STARTED) and lack its
+ * (0: none).  A dlmd that does not run sends none, and a change needs
+ * nothing else from it: lowcomms has nothing queued for it, so the wait
+ * below saw nothing, and the change waited for ever ("wait members
+ * (start from 1)": a clean stop or a failure of a third node while
+ * node 1's dlmd was SIGSTOPped; tests/test-cluster-linkcut.sh step 4). */
+static uint64_t start_wait_ms(struct dlmd *d, uint32_t id, uint64_t now)
+{
+	uint64_t w = 0;
+
+	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
+		struct dlmd_cluster_ls *cl = dl->dl_cluster;
+		int idx;
+
+		if (!cl || cl->cl_state != CL_STARTED || !cl->cl_started_ms ||
+		    now < cl->cl_started_ms)
+			continue;
+		idx = member_index(cl, id);
+		if (idx >= 0 && !cl->cl_got[idx] && now - cl->cl_started_ms > w)
+			w = now - cl->cl_started_ms;
+	}
+	return w;
+}
+
 /* Every STALL_TICK_MS: the members our frames have not got through to
- * for peer_unreachable_secs.  A set that is not empty goes out every
+ * for peer_unreachable_secs, and those whose START a lockspace change
+ * has waited for as long (start_wait_ms).  A set that is not empty goes out every
  * tick (a repeat is what lets one end's report decide: below); one that
  * became empty goes out once. */
 static void unreach_tick(struct dlmd_cluster *cs)
@@ -3174,20 +3222,29 @@ static void unreach_tick(struct dlmd_cluster *cs)
 	memset(&ur, 0, sizeof(ur));
 	for (unsigned int i = 0; i < cs->cs_ndmembers; i++) {
 		uint32_t id = cs->cs_dmembers[i];
-		uint64_t w;
+		uint64_t w, sw;
 
 		if (id == d->d_nodeid)
 			continue;
 		w = dlmd_comms_wait_ms(d, id);
-		if (w < limit)
+		sw = start_wait_ms(d, id, dlmd_now_ms());
+		if (w < limit && sw < limit)
 			continue;
 		ur.ur_ids[ur.ur_count++] = id;
-		if (!id_in(cs->cs_unr_mine, cs->cs_nunr_mine, id))
+		if (id_in(cs->cs_unr_mine, cs->cs_nunr_mine, id))
+			continue;
+		if (w >= limit)
 			log_err("comms: nothing we sent node %u has been acknowledged "
 				"(or its new epoch has been paused) for %llu s "
 				"while corosync keeps it a member: its dlmd is "
 				"unreachable from here (reported to the daemon "
 				"group)", id, (unsigned long long)(w / 1000));
+		else
+			log_err("daemon group: node %u has not sent its START of a "
+				"lockspace change for %llu s while corosync keeps "
+				"it a member: its dlmd does not run (reported to "
+				"the daemon group)", id,
+				(unsigned long long)(sw / 1000));
 	}
 	qsort(ur.ur_ids, ur.ur_count, sizeof(ur.ur_ids[0]), cmp_u32);
 	for (unsigned int i = 0; i < cs->cs_nunr_mine; i++) {
@@ -3245,7 +3302,8 @@ static unsigned int unr_degree(struct dlmd_cluster *cs, uint32_t x)
  * also while corosync still lists it); the lowest other member removes
  * it from the cluster. */
 static void unreach_remove(struct dlmd_cluster *cs, const struct cs_cut *cu,
-			   uint32_t v, unsigned int dv, unsigned int dother)
+			   uint32_t v, unsigned int dv, unsigned int dother,
+			   const char *rule)
 {
 	struct dlmd *d = cs->cs_d;
 	uint32_t other = v == cu->cu_a ? cu->cu_b : cu->cu_a, lowest = 0;
@@ -3258,7 +3316,7 @@ static void unreach_remove(struct dlmd_cluster *cs, const struct cs_cut *cu,
 		"leaves the cluster, is fenced, and the others recover",
 		cu->cu_a, cu->cu_b, cu->cu_seen, cu->cu_seen == 1 ? "" : "s",
 		d->d_cfg.cf_peer_unreachable_secs, v, dv, dv == 1 ? "" : "s",
-		other, dother, dv == dother ? "; the higher id" : "");
+		other, dother, rule);
 	if (v != d->d_nodeid)
 		dlmd_fence_node_failed(d, v, DLMD_FAIL_REMOVED);
 	for (unsigned int i = 0; i < cs->cs_ndmembers; i++) {
@@ -3274,12 +3332,55 @@ static void unreach_remove(struct dlmd_cluster *cs, const struct cs_cut *cu,
 	remove_node(cs, v, why);
 }
 
+/* Does member a's last report name b? */
+static bool unr_says(struct dlmd_cluster *cs, uint32_t a, uint32_t b)
+{
+	const struct cs_unr *u = unr_of(cs, a);
+
+	return u && id_in(u->ur_ids, u->ur_n, b);
+}
+
+/* Cut pair c decides now: the node that goes in *v, the rule that chose
+ * it in *rule (for the log).  Seen twice, and the ends' degrees differ
+ * or both ends report it; with one end silent on a tie, only once the
+ * other has reported it CUT_ONE_SIDED_SEEN times (UNREACHABLE PEERS). */
+static bool cut_decides(struct dlmd_cluster *cs, const struct cs_cut *c,
+			uint32_t *v, const char **rule)
+{
+	unsigned int da, db;
+	bool ra, rb;
+
+	if (c->cu_seen < 2)
+		return false;
+	da = unr_degree(cs, c->cu_a);
+	db = unr_degree(cs, c->cu_b);
+	if (da != db) {
+		*v = da > db ? c->cu_a : c->cu_b;
+		*rule = "";
+		return true;
+	}
+	ra = unr_says(cs, c->cu_a, c->cu_b);
+	rb = unr_says(cs, c->cu_b, c->cu_a);
+	if (ra == rb) {
+		*v = c->cu_b;
+		*rule = "; the higher id";
+		return true;
+	}
+	if (c->cu_seen < CUT_ONE_SIDED_SEEN)
+		return false;
+	*v = ra ? c->cu_b : c->cu_a;
+	*rule = "; the end that reports nothing";
+	return true;
+}
+
 /*
  * UNREACH from member 'from': its whole set replaces the one it sent
  * before; every pair it names is counted.  A pair seen twice (both ends
  * reported it, or one end repeated it a tick later, so that reports of
- * a wider cut have come in) whose ends are both still here decides: the
- * end cut off from more members goes, on a tie the higher id.  Every
+ * a wider cut have come in) whose ends are both still here decides
+ * (cut_decides): the end cut off from more members goes; on a tie the
+ * silent end if only one reports it (after CUT_ONE_SIDED_SEEN reports),
+ * else the higher id.  Every
  * member sees the same reports in the same order since the same confchg
  * (and none before it: the table starts over at each), so every member
  * picks the same nodes at the same point.
@@ -3334,27 +3435,28 @@ static void deliver_unreach(struct dlmd_cluster *cs, uint32_t from,
 	/* pairs in ascending order, for the same choices everywhere */
 	for (;;) {
 		struct cs_cut *best = NULL;
-		unsigned int da, db;
-		uint32_t v;
+		const char *rule = "", *r;
+		uint32_t v = 0, w;
 
 		for (unsigned int k = 0; k < cs->cs_ncut; k++) {
 			struct cs_cut *c = &cs->cs_cut[k];
 
-			if (c->cu_seen < 2 ||
-			    id_in(cs->cs_unr_out, cs->cs_nunr_out, c->cu_a) ||
-			    id_in(cs->cs_unr_out, cs->cs_nunr_out, c->cu_b))
+			if (id_in(cs->cs_unr_out, cs->cs_nunr_out, c->cu_a) ||
+			    id_in(cs->cs_unr_out, cs->cs_nunr_out, c->cu_b) ||
+			    !cut_decides(cs, c, &w, &r))
 				continue;
 			if (!best || c->cu_a < best->cu_a ||
-			    (c->cu_a == best->cu_a && c->cu_b < best->cu_b))
+			    (c->cu_a == best->cu_a && c->cu_b < best->cu_b)) {
 				best = c;
+				v = w;
+				rule = r;
+			}
 		}
 		if (!best || cs->cs_nunr_out >= DLM_MAX_NODES)
 			break;
-		da = unr_degree(cs, best->cu_a);
-		db = unr_degree(cs, best->cu_b);
-		v = da > db ? best->cu_a : best->cu_b;
-		unreach_remove(cs, best, v, v == best->cu_a ? da : db,
-			       v == best->cu_a ? db : da);
+		unreach_remove(cs, best, v, unr_degree(cs, v),
+			       unr_degree(cs, v == best->cu_a ? best->cu_b :
+					  best->cu_a), rule);
 	}
 }
 

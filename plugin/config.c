@@ -97,6 +97,7 @@
  *                                  path; none: off
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -105,7 +106,9 @@
 #include <string.h>
 #include <syslog.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -492,16 +495,39 @@ static char *trim(char *s)
 
 int dlmd_config_load(struct dlmd_config *cf, const char *path, bool must_exist)
 {
+	struct stat st;
 	FILE *f;
-	int rv;
+	int fd, rv;
 
-	f = fopen(path, "r");
-	if (!f) {
+	/* O_NONBLOCK: a FIFO given for the file is refused below, not
+	 * waited on for a writer (dlmd -c FIFO hung at start) */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
 		if (errno == ENOENT && !must_exist)
 			return 0;
 		rv = -errno;
 		fprintf(stderr, "dlmd: cannot read config %s: %s\n", path,
 			strerror(errno));
+		return rv;
+	}
+	/* Only a regular file: a device may never end (dlmd -c /dev/zero
+	 * read empty lines for ever), a FIFO or a socket waits on a writer;
+	 * a directory read as an empty file and dlmd ran on the defaults. */
+	if (fstat(fd, &st) < 0)
+		st.st_mode = 0;
+	if (!S_ISREG(st.st_mode)) {
+		rv = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		fprintf(stderr, "%s: cannot read: %s\n", path, rv == -EISDIR ?
+			strerror(EISDIR) : "not a regular file");
+		close(fd);
+		return rv;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		rv = -errno;
+		fprintf(stderr, "dlmd: cannot read config %s: %s\n", path,
+			strerror(errno));
+		close(fd);
 		return rv;
 	}
 	snprintf(cf->cf_file, sizeof(cf->cf_file), "%s", path);
@@ -524,6 +550,42 @@ static void errmsg(FILE *errf, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* One line of f into line (at most size - 1 bytes, its '\n' kept), as
+ * fgets() reads it, but a NUL byte is told (*nul, and the line ends
+ * there): fgets() cannot tell one, so a line cut by a NUL
+ * ("max_clients_per_uid = 5<NUL>0") was taken for its first part.
+ * False at the end of the file (or an error) with nothing read. */
+static bool read_line(FILE *f, char *line, size_t size, bool *nul)
+{
+	size_t n = 0;
+	int c;
+
+	*nul = false;
+	while (n + 1 < size && (c = getc(f)) != EOF) {
+		if (c == '\0') {
+			*nul = true;
+			break;
+		}
+		line[n++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	line[n] = '\0';
+	return n > 0 || *nul;
+}
+
+/* s for an error line: bytes outside printable ASCII as '?' (a binary
+ * file given for the config put its raw bytes on the terminal) */
+static const char *shown(const char *s, char *buf, size_t size)
+{
+	size_t i = 0;
+
+	for (; s[i] && i + 1 < size; i++)
+		buf[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	buf[i] = '\0';
+	return buf;
+}
+
 /* The parser proper, on an open stream ('path' names it in errors, which
  * go to errf); the config fuzz target (tests/fuzz-config.c) feeds it from
  * memory. */
@@ -531,14 +593,22 @@ int dlmd_config_parse(struct dlmd_config *cf, FILE *f, const char *path,
 		      FILE *errf)
 {
 	char line[LINE_MAX_LEN + 2], seen[MAX_KEYS][48];
+	char ks[LINE_MAX_LEN + 2], vs[LINE_MAX_LEN + 2];
 	unsigned int lineno = 0, nseen = 0;
+	bool nul;
 	int rv = 0;
 
-	while (fgets(line, sizeof(line), f)) {
+	while (read_line(f, line, sizeof(line), &nul)) {
 		char *s, *eq, *k, *v, *hash;
 		const char *why = "bad value";
 
 		lineno++;
+		if (nul) {
+			errmsg(errf, "%s:%u: a NUL byte (not a text file?)\n",
+			       path, lineno);
+			rv = -EINVAL;
+			break;
+		}
 		if (strlen(line) > LINE_MAX_LEN) {
 			errmsg(errf, "%s:%u: line too long\n", path, lineno);
 			rv = -EINVAL;
@@ -563,29 +633,30 @@ int dlmd_config_parse(struct dlmd_config *cf, FILE *f, const char *path,
 		for (unsigned int i = 0; i < nseen; i++) {
 			if (!strcmp(seen[i], k)) {
 				errmsg(errf, "%s:%u: key '%s' given twice\n",
-					path, lineno, k);
+					path, lineno, shown(k, ks, sizeof(ks)));
 				rv = -EINVAL;
 				goto out;
 			}
 		}
 		rv = set_key(cf, k, v, &why);
 		if (rv == -ENOENT) {
-			errmsg(errf, "%s:%u: unknown key '%s'\n", path, lineno, k);
+			errmsg(errf, "%s:%u: unknown key '%s'\n", path, lineno,
+			       shown(k, ks, sizeof(ks)));
 			rv = -EINVAL;
 			break;
 		}
 		if (rv) {
 			errmsg(errf, "%s:%u: bad value '%s' for %s: %s\n", path,
-				lineno, v, k, why);
+				lineno, shown(v, vs, sizeof(vs)),
+				shown(k, ks, sizeof(ks)), why);
 			rv = -EINVAL;
 			break;
 		}
 		if (nseen < MAX_KEYS)
 			snprintf(seen[nseen++], sizeof(seen[0]), "%s", k);
 	}
-	/* fgets() ends at an error as at the end: a directory given for
-	 * the file (dlmd -c /etc/dlm) read as an empty file, and dlmd ran
-	 * on the defaults; a read error halfway, on half the settings */
+	/* getc() ends at an error as at the end: a read error halfway
+	 * would run dlmd on half the settings */
 	if (!rv && ferror(f)) {
 		rv = -errno;
 		if (rv >= 0)

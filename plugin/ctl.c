@@ -370,6 +370,8 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		{ "locks_refused", d->d_nrefused_locks },
 		{ "fence_timeouts", d->d_metrics.m_fence_timeouts },
 		{ "fence_unreaped", dlmd_fence_unreaped(d) },
+		{ "log_lines_dropped", dlmd_log_dropped() },
+		{ "requests_fd_lost", d->d_nfd_lost },
 	};
 	/* the engine's, summed over the lockspaces */
 	const struct ctl_counter engine[] = {

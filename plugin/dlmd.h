@@ -221,6 +221,9 @@ char *dlmd_config_dump(const struct dlmd_config *cf);
 
 int dlmd_log_init(const struct dlmd_config *cf, bool to_stderr);
 void dlmd_log_fini(void);
+/* Log lines stderr or syslog had no room for (log.c "Sinks that never
+ * wait"): dropped, not waited for. */
+uint64_t dlmd_log_dropped(void);
 /* The flight recorder's lines, oldest first, as one malloc'd string. */
 char *dlmd_log_flight_dump(void);
 /* Text from outside (a client, a peer, a command line) made safe to log
@@ -428,6 +431,9 @@ struct dlmd {
 	uint64_t		d_accept_log_ms; /* rate limit of the fd-exhaustion line */
 	uint64_t		d_refuse_log_ms; /* ... and of the per-uid refusal line */
 	uint64_t		d_accept_nquiet; /* events since the last such line */
+	uint64_t		d_fdlost_log_ms; /* ... and of the lost-fd line */
+	uint64_t		d_fdlost_nquiet;
+	uint64_t		d_nfd_lost;	/* requests whose fd the kernel dropped */
 	uint64_t		d_refuse_nquiet;
 	struct dlmd_metrics	d_metrics;	/* metrics.h */
 	int			d_metrics_fd;	/* the endpoint's; -1: off */

@@ -3,7 +3,8 @@
  *
  * Every log line goes through qb_log().  Targets: stderr when dlmd runs in
  * the foreground, syslog when the config says so (both filtered at the
- * configured level), and a custom target, the flight recorder, which keeps
+ * configured level, both our own: "Sinks that never wait" below), and a
+ * custom target, the flight recorder, which keeps
  * the last cf_flight_lines lines at every level including debug in a ring
  * buffer, so that "dlmctl dump" can show what happened just before a
  * problem even when the configured level hid it.
@@ -12,11 +13,15 @@
  * process, like the log itself); the lock engine keeps none of this.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <syslog.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "plugin/dlmd.h"
 
@@ -57,8 +62,7 @@ static const char *level_str(int level)
 	}
 }
 
-static void fr_log(int32_t t, struct qb_log_callsite *cs,
-		   struct timespec *timestamp, const char *msg)
+static void fr_add(int priority, const char *msg)
 {
 	struct flight_recorder *fr = &recorder;
 	struct timespec mono;
@@ -68,10 +72,200 @@ static void fr_log(int32_t t, struct qb_log_callsite *cs,
 	clock_gettime(CLOCK_MONOTONIC, &mono);
 	snprintf(fr->fr_lines[fr->fr_head], FR_LINE_LEN, "%llu.%03ld %-7s %s",
 		 (unsigned long long)mono.tv_sec, mono.tv_nsec / 1000000,
-		 level_str(cs->priority), msg);
+		 level_str(priority), msg);
 	fr->fr_head = (fr->fr_head + 1) % fr->fr_cap;
 	if (fr->fr_count < fr->fr_cap)
 		fr->fr_count++;
+}
+
+static void fr_log(int32_t t, struct qb_log_callsite *cs,
+		   struct timespec *timestamp, const char *msg)
+{
+	fr_add(cs->priority, msg);
+}
+
+/*
+ * SINKS THAT NEVER WAIT.  libqb's own stderr and syslog targets write with
+ * fprintf() and syslog(3), and both wait for as long as the reader does
+ * not read: /dev/log's queue holds net.unix.max_dgram_qlen datagrams (10
+ * to 512), a pipe or the journal's stream socket some kilobytes, and a
+ * syslog daemon or journald that stalls (a slow disk, a remote queue
+ * full, a restart) or a foreground dlmd's reader that stops (a pager, a
+ * stopped "| tee") filled them.  The next log line then stopped dlmd
+ * itself, in the kernel, for as long as its reader did: no lock granted,
+ * no "dlmctl status" answered (the OCF monitor fails it), and after
+ * peer_unreachable_secs the other nodes remove and fence this one.
+ * So both sinks are custom targets here that write only what the reader
+ * has room for at once: syslog datagrams on a non-blocking socket of our
+ * own connected to /dev/log (with the header syslog(3) writes:
+ * "<facility|level>Mmm dd hh:mm:ss dlmd[pid]: "), stderr after poll()
+ * says it takes a line (a line is at most QB_LOG_MAX_LEN bytes: a pipe
+ * with room takes it whole, a socket saying POLLOUT has a quarter of its
+ * buffer free, a file always takes it).  A line that finds no room is
+ * dropped and counted ("dlmctl status": log_lines_dropped), and the next
+ * line that gets through that sink is preceded by one saying how many
+ * went; the flight recorder, in memory, keeps them all ("dlmctl dump").
+ * A /dev/log with no reader (no syslog daemon) loses lines as syslog(3)
+ * did: without counting them, trying to connect again at the next line.
+ * tests/test-daemon-env.sh step 8 stops both readers under a dlmd.
+ */
+struct log_sink {
+	int32_t		lk_target;	/* our custom target, or -1 */
+	uint64_t	lk_dropped;	/* lines it had no room for */
+	uint64_t	lk_told;	/* of those, said in it already */
+};
+
+static struct log_sink sink_stderr = { .lk_target = -1 };
+static struct log_sink sink_syslog = { .lk_target = -1 };
+static int syslog_fd = -1;
+static bool syslog_stream;	/* /dev/log takes a stream (syslog-ng's
+				 * unix-stream), not datagrams */
+
+uint64_t dlmd_log_dropped(void)
+{
+	return sink_stderr.lk_dropped + sink_syslog.lk_dropped;
+}
+
+/* Connect syslog_fd to /dev/log, with datagrams or, where it is a
+ * stream socket (EPROTOTYPE), as syslog(3) does then, a stream whose
+ * messages end in a NUL; false if nothing listens there. */
+static bool syslog_connect(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", _PATH_LOG);
+	for (int i = 0; i < 2; i++) {
+		syslog_stream = i == 1;
+		syslog_fd = socket(AF_UNIX, (syslog_stream ? SOCK_STREAM :
+					     SOCK_DGRAM) | SOCK_NONBLOCK |
+				   SOCK_CLOEXEC, 0);
+		if (syslog_fd < 0)
+			return false;
+		if (connect(syslog_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return true;
+		close(syslog_fd);
+		syslog_fd = -1;
+		if (errno != EPROTOTYPE)
+			return false;
+	}
+	return false;
+}
+
+/* One datagram to syslog: 1 sent, 0 no room (the reader is behind),
+ * -1 nobody listens.  A reader that went (a syslog daemon restarted)
+ * is connected to again once. */
+static int syslog_send(int level, const char *line)
+{
+	char buf[QB_LOG_MAX_LEN + 64], stamp[32];
+	struct tm tm;
+	time_t now = time(NULL);
+	int n;
+
+	if (!localtime_r(&now, &tm) ||
+	    !strftime(stamp, sizeof(stamp), "%b %e %T", &tm))
+		stamp[0] = '\0';
+	n = snprintf(buf, sizeof(buf), "<%d>%s dlmd[%d]: %s", LOG_DAEMON |
+		     (level < LOG_EMERG || level > LOG_DEBUG ? LOG_DEBUG : level),
+		     stamp, (int)getpid(), line);
+	if (n < 0)
+		return -1;
+	if ((size_t)n >= sizeof(buf))
+		n = (int)sizeof(buf) - 1;
+	for (int tries = 0; tries < 2; tries++) {
+		ssize_t sent;
+
+		if (syslog_fd < 0 && !syslog_connect())
+			return -1;
+		/* a stream's message ends in its NUL (in buf already) */
+		sent = send(syslog_fd, buf, (size_t)n + syslog_stream,
+			    MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (sent == (ssize_t)n + syslog_stream)
+			return 1;
+		if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+				 errno == ENOBUFS))
+			return 0;
+		/* the reader went (or a stream took part of a message: its
+		 * next one would be garbled): once more, anew */
+		close(syslog_fd);
+		syslog_fd = -1;
+		if (sent > 0)
+			return 0;
+	}
+	return -1;
+}
+
+/* One line to stderr: 1 written, 0 no room, -1 it cannot be written. */
+static int stderr_send(const char *line)
+{
+	struct pollfd p = { .fd = STDERR_FILENO, .events = POLLOUT };
+	size_t len = strlen(line);
+	char buf[QB_LOG_MAX_LEN + 2];
+
+	if (poll(&p, 1, 0) != 1)
+		return 0;
+	if (!(p.revents & POLLOUT))
+		return p.revents & (POLLERR | POLLHUP | POLLNVAL) ? -1 : 0;
+	if (len > QB_LOG_MAX_LEN)
+		len = QB_LOG_MAX_LEN;
+	memcpy(buf, line, len);
+	buf[len++] = '\n';
+	return write(STDERR_FILENO, buf, len) > 0 ? 1 : -1;
+}
+
+static void sink_log(int32_t t, struct qb_log_callsite *cs,
+		     struct timespec *timestamp, const char *msg)
+{
+	struct log_sink *k = t == sink_syslog.lk_target ? &sink_syslog :
+			     &sink_stderr;
+	char line[QB_LOG_MAX_LEN], note[96];
+	int rv;
+
+	if (k->lk_dropped > k->lk_told) {
+		/* the reader is back: first, how much it missed */
+		snprintf(note, sizeof(note), "%llu log lines dropped: the "
+			 "log's reader did not keep up",
+			 (unsigned long long)(k->lk_dropped - k->lk_told));
+		qb_log_target_format(t, cs, timestamp, note, line);
+		rv = k == &sink_syslog ? syslog_send(LOG_WARNING, line) :
+		     stderr_send(line);
+		if (rv == 0) {
+			k->lk_dropped++;
+			return;
+		}
+		k->lk_told = k->lk_dropped;
+	}
+	qb_log_target_format(t, cs, timestamp, msg, line);
+	rv = k == &sink_syslog ? syslog_send(cs->priority, line) :
+	     stderr_send(line);
+	/* the first of a run is noted where it can be (libqb drops a
+	 * qb_log() made inside a target) */
+	if (rv == 0 && k->lk_dropped++ == k->lk_told)
+		fr_add(LOG_WARNING, k == &sink_syslog ?
+		       "syslog (" _PATH_LOG ") is full: its lines are dropped "
+		       "until its reader reads (status: log_lines_dropped)" :
+		       "stderr is full: its lines are dropped until its "
+		       "reader reads (status: log_lines_dropped)");
+}
+
+/* Open, filter at LEVEL with FORMAT and enable one of our sinks. */
+static int sink_open(struct log_sink *k, const char *format, int level)
+{
+	k->lk_target = qb_log_custom_open(sink_log, NULL, NULL, NULL);
+	if (k->lk_target < 0)
+		return k->lk_target;
+	qb_log_format_set(k->lk_target, format);
+	qb_log_ctl(k->lk_target, QB_LOG_CONF_MAX_LINE_LEN, QB_LOG_MAX_LEN);
+	qb_log_filter_ctl(k->lk_target, QB_LOG_FILTER_ADD, QB_LOG_FILTER_FILE,
+			  "*", level);
+	qb_log_ctl(k->lk_target, QB_LOG_CONF_ENABLED, QB_TRUE);
+	return 0;
+}
+
+static void sink_close(struct log_sink *k)
+{
+	if (k->lk_target >= 0)
+		qb_log_custom_close(k->lk_target);
+	k->lk_target = -1;
 }
 
 int dlmd_log_init(const struct dlmd_config *cf, bool to_stderr)
@@ -79,17 +273,15 @@ int dlmd_log_init(const struct dlmd_config *cf, bool to_stderr)
 	struct flight_recorder *fr = &recorder;
 
 	qb_log_init("dlmd", LOG_DAEMON, cf->cf_log_level);
-	qb_log_format_set(QB_LOG_SYSLOG, "%b");
-	qb_log_ctl(QB_LOG_SYSLOG, QB_LOG_CONF_ENABLED,
-		   cf->cf_log_syslog ? QB_TRUE : QB_FALSE);
-	qb_log_filter_ctl(QB_LOG_SYSLOG, QB_LOG_FILTER_ADD,
-			  QB_LOG_FILTER_FILE, "*", cf->cf_log_level);
-	if (to_stderr) {
-		qb_log_format_set(QB_LOG_STDERR, "%t dlmd[%P] %p: %b");
-		qb_log_filter_ctl(QB_LOG_STDERR, QB_LOG_FILTER_ADD,
-				  QB_LOG_FILTER_FILE, "*", cf->cf_log_level);
-		qb_log_ctl(QB_LOG_STDERR, QB_LOG_CONF_ENABLED, QB_TRUE);
-	}
+	/* libqb's own syslog and stderr targets can wait: ours instead */
+	qb_log_ctl(QB_LOG_SYSLOG, QB_LOG_CONF_ENABLED, QB_FALSE);
+	qb_log_ctl(QB_LOG_STDERR, QB_LOG_CONF_ENABLED, QB_FALSE);
+	if (cf->cf_log_syslog &&
+	    sink_open(&sink_syslog, "%b", cf->cf_log_level) < 0)
+		return -ENOMEM;
+	if (to_stderr &&
+	    sink_open(&sink_stderr, "%t dlmd[%P] %p: %b", cf->cf_log_level) < 0)
+		return -ENOMEM;
 	fr->fr_lines = calloc(cf->cf_flight_lines, FR_LINE_LEN);
 	if (!fr->fr_lines)
 		return -ENOMEM;
@@ -115,7 +307,12 @@ void dlmd_log_fini(void)
 	if (fr->fr_target >= 0)
 		qb_log_custom_close(fr->fr_target);
 	fr->fr_target = -1;
+	sink_close(&sink_syslog);
+	sink_close(&sink_stderr);
 	qb_log_fini();
+	if (syslog_fd >= 0)
+		close(syslog_fd);
+	syslog_fd = -1;
 	free(fr->fr_lines);
 	fr->fr_lines = NULL;
 	fr->fr_cap = fr->fr_count = fr->fr_head = 0;

@@ -18,6 +18,14 @@
 #      (on metrics_listen, a unix socket) that came during it: the
 #      control and metrics sockets pause their accept too (dlmd_accept),
 #      neither spinning nor refusing;
+#   3b. one fd left: a client's connection takes it, so the kernel
+#      cannot give dlmd the AST socket its lockspace open passes (it
+#      drops it: MSG_CTRUNC, no fd); dlmd logs it and answers EMFILE,
+#      and libdlm asks again until dlmd has fds (as a connection waits
+#      in the backlog): the client is served once the other connections
+#      go, and status counts requests_fd_lost.  (Its bytes were decoded
+#      as too long: EBADMSG, and dlm_open_lockspace failed with "Bad
+#      message": 82 of 200 clients opening at once under ulimit -n 64.)
 #   4. slow clients: a client that does not read its ASTs (stopped, slow)
 #      is paused (dlmd takes no request of it until it reads: dlmctl
 #      status shows it), never disconnected; four of them together stay
@@ -165,6 +173,28 @@ wait "$metrics_late" || fail "GET /metrics after the flood failed: $(cat "$dir/m
 grep -q '^dlmd_' "$dir/metrics-late.out" ||
 	fail "GET /metrics during the flood: $(cat "$dir/metrics-late.out")"
 "$DLMCTL" status >/dev/null || fail "dlmctl status after the flood"
+
+echo "== 3b. one fd left: the AST socket an open passes is dropped"
+free_fds() { # dlmd's RLIMIT_NOFILE less the fds /proc shows it has open
+	echo $((NOFILE - $(ls "/proc/$pid/fd" | wc -l)))
+}
+none_free() { [ "$(free_fds)" = 0 ]; }
+# (so many that /proc shows none free: dlmd then accepts one more
+# connection, and has no fd left for what that one passes)
+fifo_hold fill 5 "$LC" connect "$(free_fds)"
+wait_line "$dir/fill.out" '^connected' "the connections that take the fds"
+wait_for 10 "dlmd to accept them" none_free
+fifo_hold lastfd 6 "$LC" open lim 1
+wait_line "$dir/dlmd.out" 'the fd it passed with its ls_open was dropped' \
+	"the log line of the dropped AST socket"
+sleep 1		# the client asks again meanwhile, and waits
+grep -q . "$dir/lastfd.out" &&
+	fail "the client whose AST socket was dropped did not wait: $(cat "$dir/lastfd.out")"
+fifo_release fill 5
+wait_line "$dir/lastfd.out" '^opened 1$' "the client, once dlmd has fds again"
+fifo_release lastfd 6
+n=$(status_value requests_fd_lost)
+[ "${n:-0}" -ge 1 ] || fail "status requests_fd_lost is '$n'"
 
 echo "== 4. unread ASTs: a client that does not read is paused, never cut"
 # Four clients submit SLOW_LOCKS requests each and do not read their

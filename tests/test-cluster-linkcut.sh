@@ -25,6 +25,21 @@
 #      and --json the same (the node's unacked_ms and unreachable, the
 #      "unreachable" list).  The pair is unblocked, node 3 restarts and
 #      rejoins.
+#   3. node 1's dlmd hangs (SIGSTOP; its corosync runs on) while it
+#      holds a lock node 2 asks for; node 3 waits on nothing.  Only node
+#      2 reports the pair (1, 2), a tie of degrees: node 1, the end that
+#      reports nothing, is removed and fenced once (the lowest other
+#      member, node 2, removes it), nodes 2 and 3 never; the lockspace
+#      recovers on them and node 2's request is granted.  Before, the
+#      higher id went: node 2, the healthy end, was fenced, and the hung
+#      dlmd stayed in the cluster.
+#   4. node 1's dlmd hangs again, and node 3 joins a lockspace of nodes
+#      1 and 2: the change needs node 1's START, and nothing in lowcomms
+#      waits for node 1, so no wait above ever saw it: the join waited
+#      for ever ("wait members (start from 1)").  Nodes 2 and 3 report
+#      node 1 once the START has waited the limit; node 1 is removed and
+#      fenced, the lockspace runs on 2 and 3 and node 3's request in it
+#      is granted.  Node 1 rejoins.
 # LINKCUT_LIMIT=N overrides peer_unreachable_secs (0: the old behaviour,
 # to see this test fail).
 set -u
@@ -140,6 +155,74 @@ unblock
 timeout 30 "$CLUSTER" exec "$dir" 3 "$CLIENT" try "$LS" rejoin-3 EX \
 	>"$dir/rejoin.out" 2>&1 || fail "node 3 cannot lock after restarting: $(cat "$dir/rejoin.out")"
 wait_ls 1 "state running members 1 2 3 " "node 3 did not rejoin"
+
+say "== 3. node 1's dlmd hangs while node 2 waits on it"
+n_held=$(grep -c '^held$' "$dir/client-n1.out" 2>/dev/null)
+start_client 1 hold "$LS" hung-r EX	# node 1 masters hung-r: first to lock it
+poll "$WAIT_S" more_lines "$dir/client-n1.out" '^held$' "${n_held:-0}" ||
+	fail "node 1 cannot take hung-r"
+f2=$(fences_of 2)
+f3=$(fences_of 3)
+p1=$(cat "$dir/n1/dlmd.launch-pid")
+kill -STOP "$p1"
+n_granted=$(grep -c '^granted$' "$dir/client-n2.out" 2>/dev/null)
+start_client 2 try "$LS" hung-r EX
+# the limit, three reports of node 2 (two ticks), the removal, fencing
+poll $((LIMIT + 40)) not running 1 corosync ||
+	fail "node 1 (its dlmd stopped) was not removed"
+for k in 2 3; do
+	wait_ls $k "state running members 2 3 " "no recovery without node 1"
+done
+poll "$WAIT_S" more_lines "$dir/client-n2.out" '^granted$' "${n_granted:-0}" ||
+	fail "node 2's request for hung-r was not granted without node 1"
+[ "$(fences_of 1)" = 1 ] || fail "node 1 fenced $(fences_of 1) times, not once: $(cat "$dir/fence.log")"
+[ "$(fences_of 2)" = "$f2" ] && [ "$(fences_of 3)" = "$f3" ] ||
+	fail "a node whose dlmd runs was fenced: $(cat "$dir/fence.log")"
+for k in 2 3; do
+	running $k corosync && running $k dlmd || fail "node $k went down"
+	grep -q "dlmd on nodes 1 and 2 cannot reach each other .* node 1 (cut off from 1 member, node 2 from 1; the end that reports nothing) leaves the cluster" "$dir/n$k/dlmd.out" ||
+		fail "node $k does not log the choice of node 1"
+done
+grep -q "removing node 1 from the cluster" "$dir/n2/dlmd.out" ||
+	fail "node 2 (the lowest other member) did not remove node 1"
+kill -CONT "$p1" 2>/dev/null	# if it is still there (it was not fenced)
+"$CLUSTER" start "$dir" 1 >/dev/null || fail "node 1 did not start again"
+timeout 30 "$CLUSTER" exec "$dir" 1 "$CLIENT" try "$LS" rejoin-1 EX \
+	>"$dir/rejoin.out" 2>&1 || fail "node 1 cannot lock after restarting: $(cat "$dir/rejoin.out")"
+wait_ls 2 "state running members 1 2 3 " "node 1 did not rejoin"
+
+say "== 4. node 1's dlmd hangs while a join needs its START"
+for k in 1 2; do
+	n_held=$(grep -c '^held$' "$dir/client-n$k.out" 2>/dev/null)
+	start_client $k hold hung4 h4-$k PR
+	poll "$WAIT_S" more_lines "$dir/client-n$k.out" '^held$' "${n_held:-0}" ||
+		fail "node $k cannot lock in lockspace hung4"
+done
+f1=$(fences_of 1)
+f2=$(fences_of 2)
+f3=$(fences_of 3)
+p1=$(cat "$dir/n1/dlmd.launch-pid")
+kill -STOP "$p1"
+n_granted=$(grep -c '^granted$' "$dir/client-n3.out" 2>/dev/null)
+start_client 3 try hung4 h4-3 EX
+poll $((LIMIT + 40)) not running 1 corosync ||
+	fail "node 1 (its dlmd stopped, a join waiting for its START) was not removed"
+LS=hung4
+for k in 2 3; do
+	wait_ls $k "state running members 2 3 " "hung4 does not run without node 1"
+done
+LS=linkcut
+poll "$WAIT_S" more_lines "$dir/client-n3.out" '^granted$' "${n_granted:-0}" ||
+	fail "node 3's request in hung4 was not granted without node 1"
+[ "$(fences_of 1)" = $((f1 + 1)) ] || fail "node 1 fenced $(fences_of 1) times in all, not $((f1 + 1)): $(cat "$dir/fence.log")"
+[ "$(fences_of 2)" = "$f2" ] && [ "$(fences_of 3)" = "$f3" ] ||
+	fail "a node whose dlmd runs was fenced: $(cat "$dir/fence.log")"
+grep -q "node 1 has not sent its START of a lockspace change" "$dir/n2/dlmd.out" ||
+	fail "node 2 does not log why it reports node 1"
+kill -CONT "$p1" 2>/dev/null
+"$CLUSTER" start "$dir" 1 >/dev/null || fail "node 1 did not start again"
+timeout 30 "$CLUSTER" exec "$dir" 1 "$CLIENT" try "$LS" rejoin-1b EX \
+	>"$dir/rejoin.out" 2>&1 || fail "node 1 cannot lock after restarting: $(cat "$dir/rejoin.out")"
 
 echo "   fence.log:"
 sed 's/^/     /' "$dir/fence.log"

@@ -1547,8 +1547,9 @@ static void test_unreach_pair(void **state)
 	assert_int_equal(kills_of(2), 0);
 }
 
-/* Only node 2 has frames waiting for node 3: its report repeated a tick
- * later decides. */
+/* Only node 2 has frames waiting for node 3: a tie of degrees, one end
+ * silent; its report repeated two ticks later (CUT_ONE_SIDED_SEEN: room
+ * for node 3's own, were it late) decides: the silent end goes. */
 static void test_unreach_one_end(void **state)
 {
 	unreach_start(3);
@@ -1559,9 +1560,93 @@ static void test_unreach_one_end(void **state)
 	assert_false(sim[0].failed[3]);
 	unreach_tick_of(1);
 	settle();
+	assert_false(sim[0].failed[3] || sim[0].failed[2]);
+	unreach_tick_of(1);
+	settle();
 	assert_true(sim[0].failed[3] && sim[1].failed[3]);
 	assert_int_equal(kills[0][3], 1);
 	assert_int_equal(kills_of(2), 0);
+	assert_true(logged(0, "node 3 (cut off from 1 member, node 2 from 1; "
+			   "the end that reports nothing) leaves the cluster"));
+}
+
+/*
+ * Node 1's dlmd does not run (SIGSTOP, a hung host: corosync keeps it)
+ * while node 2 waits on it and node 3 has nothing queued for it: node 2
+ * reports node 1, tick after tick; node 1 reports nothing.  A tie of
+ * degrees (1 and 1): the silent end, node 1, goes, though its id is the
+ * lower, and node 2 (the lowest other member) removes it.  Before, the
+ * higher id went: node 2, the healthy end, was removed and fenced at
+ * its second report; node 3 would have followed as soon as it waited on
+ * node 1 in turn, leaving the hung dlmd alone and without quorum.
+ */
+static void test_unreach_silent_lower(void **state)
+{
+	unreach_start(3);
+	wait_ms[1][1] = 7000;
+	for (int t = 0; t < 3; t++) {
+		unreach_tick_of(1);	/* node 1 (slot 0) never ticks */
+		settle();
+		assert_int_equal(kills_of(2), 0);
+		assert_false(sim[1].failed[2] || sim[2].failed[2]);
+		assert_false(sim[2].failed[3]);
+	}
+	for (int i = 1; i < 3; i++)
+		assert_true(sim[i].failed[1] &&
+			    (sim[i].fail_how[1] & DLMD_FAIL_REMOVED));
+	assert_int_equal(kills[1][1], 1);
+	assert_int_equal(kills_of(1), 1);
+	assert_int_equal(kills_of(3), 0);
+	assert_true(logged(2, "node 1 (cut off from 1 member, node 2 from 1; "
+			   "the end that reports nothing) leaves the cluster"));
+	/* its reports go on while it lasts: no second removal */
+	unreach_tick_of(1);
+	settle();
+	assert_int_equal(kills_of(1), 1);
+	assert_int_equal(kills_of(2) + kills_of(3), 0);
+}
+
+/*
+ * Node 1's dlmd does not run (SIGSTOP: corosync keeps it; here it is
+ * left out of every delivery) while node 3 joins lockspace L of nodes 1
+ * and 2: the change waits for node 1's START, and lowcomms waits for
+ * nothing (wait_ms all 0), so before, nobody reported node 1 and the
+ * join waited for ever.  Once the START has waited the limit, nodes 2
+ * and 3 report node 1 (cut off from two members): it goes, node 2 (the
+ * lowest other member) removes it, and says why.
+ */
+static void test_unreach_start_wait(void **state)
+{
+	unreach_start(3);
+	ls_create(0, "L");
+	ls_create(1, "L");
+	settle();
+	assert_true(ls_running(0, "L") && ls_running(1, "L"));
+	sim[0].up = false;	/* node 1's dlmd stops */
+	ls_create(2, "L");
+	settle();
+	assert_non_null(strstr(ls_wait(1, "L"), "start from 1"));
+	fake_now += 5000;	/* under the limit (6 s): nothing */
+	unreach_tick_of(1);
+	unreach_tick_of(2);
+	assert_int_equal(nmsgs, 0);
+	fake_now += 2000;
+	for (int t = 0; t < 2; t++) {
+		unreach_tick_of(1);
+		unreach_tick_of(2);
+		settle();
+	}
+	for (int i = 1; i < 3; i++)
+		assert_true(sim[i].failed[1] &&
+			    (sim[i].fail_how[1] & DLMD_FAIL_REMOVED));
+	assert_int_equal(kills[1][1], 1);
+	assert_int_equal(kills_of(1), 1);
+	assert_int_equal(kills_of(2) + kills_of(3), 0);
+	assert_true(logged(1, "node 1 has not sent its START of a lockspace "
+			   "change for 7 s"));
+	assert_true(logged(2, "node 1 (cut off from 2 members, node 2 from 1) "
+			   "leaves the cluster"));
+	sim[0].up = true;	/* for the teardown */
 }
 
 /* Node 1's dlmd path is dead to everyone (a half-dead NIC): node 2's
@@ -1639,7 +1724,10 @@ static void test_unreach_heal(void **state)
 	for (int i = 0; i < 4; i++)
 		assert_false(sim[i].failed[3]);
 	assert_int_equal(kills_of(3), 0);
-	unreach_tick_of(1);	/* repeated since the confchg: decided */
+	unreach_tick_of(1);	/* repeated since the confchg */
+	settle();
+	assert_false(sim[0].failed[3]);
+	unreach_tick_of(1);	/* and again (one end only): decided */
 	settle();
 	assert_true(sim[0].failed[3] && sim[3].failed[3]);
 	assert_int_equal(kills_of(3), 1);
@@ -1761,6 +1849,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unreach_pair, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unreach_one_end, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_unreach_silent_lower, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_unreach_start_wait, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unreach_wider, setup,
 						teardown),

@@ -35,6 +35,22 @@
 #   7. "dlmd -c DIR", a directory for the config file: dlmd refuses to
 #      start, exit 1, saying why (it read the directory as an empty file
 #      and ran on the defaults: another socket, corosync membership).
+#   8. the log's readers stop reading (a journald or syslog daemon that
+#      stalls, a "dlmd -f | tee" stopped): /dev/log is a socket whose
+#      reader is SIGSTOPped (a private /dev in this mount namespace) and
+#      "dlmd -f"'s stderr a pipe whose reader is; lockspaces come and go
+#      (log lines at debug) until dlmd's flight recorder notes both full.
+#      dlmd goes on serving (dlmctl, a client locking) and counts what it
+#      dropped (status log_lines_dropped); once the readers read again,
+#      each gets a line saying how many lines it missed, then the rest.
+#      (dlmd blocked in the kernel at the next line, for as long as the
+#      reader did, serving nothing: after ~10 lines to /dev/log here.)
+#   9. a config that is no text file: /dev/zero (dlmd read empty lines
+#      from it for ever), a FIFO with no writer (dlmd waited at open for
+#      ever), a line with a NUL byte in its value (cut there and taken:
+#      "max_clients_per_uid = 5<NUL>0" ran with 5), a key of control
+#      bytes (printed raw in the error): each refused, exit 1, saying
+#      why, within the bound, the bytes shown as '?'.
 # Needs root (as the other one-dlmd tests, and unshare -m); fails, never
 # skips.  Every wait is bounded.
 set -u
@@ -61,6 +77,10 @@ cleanup_more() {
 	stop_dlmd
 	umount "$run" 2>/dev/null
 	umount "$dir/ro" 2>/dev/null
+	if [ -n "${own_dev:-}" ]; then
+		umount -l /dev 2>/dev/null
+		umount -l "$dir/olddev" 2>/dev/null
+	fi
 }
 
 mkdir "$run" && mount -t tmpfs -o size=1m,nr_inodes=200,mode=0755 dlmd-env "$run" ||
@@ -226,3 +246,103 @@ st=$?
 [ $st = 1 ] || fail "dlmd -c DIR: exit status $st, want 1: $(cat "$dir/confdir.out")"
 grep -q "$dir/confdir: cannot read: Is a directory" "$dir/confdir.out" ||
 	fail "dlmd -c DIR did not say why: $(cat "$dir/confdir.out")"
+
+echo "== 8. the log's readers stop reading"
+# A /dev of our own (this mount namespace's), with the devices the rest
+# needs and /dev/log a datagram socket read by a python3 process that
+# copies what it reads into syslog.out.
+PYTHON=$(command -v /usr/bin/python3 || command -v python3)
+mkdir "$dir/olddev" "$dir/l8"
+chmod 755 "$dir/l8"
+if mount --bind /dev "$dir/olddev" && mount -t tmpfs -o mode=0755 dlmd-env-dev /dev; then
+	own_dev=1
+	for n in null zero urandom random; do
+		: >"/dev/$n" && mount --bind "$dir/olddev/$n" "/dev/$n" ||
+			fail "cannot give the private /dev its $n"
+	done
+else
+	fail "cannot mount a /dev of our own"
+	exit 1
+fi
+"$PYTHON" -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("/dev/log")
+out = open(sys.argv[1], "ab", buffering=0)
+out.write(b"bound\n")
+while True:
+    out.write(s.recv(4096) + b"\n")
+' "$dir/syslog.out" </dev/null 2>"$dir/syslog.err" &
+syslogd=$!
+holders="$holders $syslogd"
+wait_for 10 "the syslog reader" grep -q '^bound$' "$dir/syslog.out" || exit 1
+mkfifo "$dir/stderr.fifo"
+cat "$dir/stderr.fifo" >"$dir/dlmd-log.out" &
+errcat=$!
+holders="$holders $errcat"
+export DLMD_SOCKET=$dir/l8/dlmd.sock DLMD_CTL_SOCKET=$dir/l8/dlmd-ctl.sock
+write_conf "$dir/l8.conf" "log_syslog = yes" "log_level = debug" \
+	"socket_path = $DLMD_SOCKET" "control_socket = $DLMD_CTL_SOCKET" \
+	"pid_file = $dir/l8/dlmd.pid"
+"$DLMD" --foreground --config="$dir/l8.conf" >"$dir/stderr.fifo" 2>&1 </dev/null &
+pid=$!
+wait_for 20 "dlmd with a syslog socket and a stderr pipe" \
+	grep -q 'dlmd ready' "$dir/dlmd-log.out" || exit 1
+grep -q 'dlmd.*ready' "$dir/syslog.out" || fail "syslog did not get dlmd's lines: $(cat "$dir/syslog.out")"
+kill -STOP "$syslogd" "$errcat"
+# both_full: the flight recorder says both sinks filled up
+both_full() {
+	d8=$("$DLMCTL" dump) || return 1
+	echo "$d8" | grep -q 'syslog (/dev/log) is full' &&
+		echo "$d8" | grep -q 'stderr is full'
+}
+i=0
+while [ $i -lt 400 ] && ! both_full; do
+	if ! timeout 20 "$LC" create "log$i" 0600 ||
+	   ! timeout 20 "$DLMCTL" leave "log$i" >/dev/null 2>&1; then
+		fail "dlmd stopped serving while its log readers did not read ($i lockspaces in; dlmd in $(cat "/proc/$pid/wchan" 2>/dev/null))"
+		exit 1
+	fi
+	i=$((i + 1))
+done
+both_full || fail "after $i lockspaces the flight recorder notes no full sink: $("$DLMCTL" dump 2>&1 | tail -n 5)"
+timeout 20 "$LC" create log-locks 0600 || fail "cannot create a lockspace with the log readers stopped"
+timeout 20 "$LC" locks log-locks 5 0 </dev/null >"$dir/l8-locks.out" 2>&1
+grep -q '^locked 5$' "$dir/l8-locks.out" || fail "a client with the log readers stopped: $(cat "$dir/l8-locks.out")"
+dropped=$(status_value log_lines_dropped)
+[ "${dropped:-0}" -gt 0 ] || fail "status log_lines_dropped is '$dropped' with both readers stopped"
+kill -CONT "$syslogd" "$errcat"
+"$LC" create log-after 0600 || fail "cannot create a lockspace once the readers read"
+wait_for 10 "the line telling syslog what it missed" \
+	grep -q 'dlmd\[[0-9]*\]: [0-9]* log lines dropped: the log.s reader did not keep up' "$dir/syslog.out"
+wait_for 10 "the line telling stderr what it missed" \
+	grep -q '[0-9]* log lines dropped: the log.s reader did not keep up' "$dir/dlmd-log.out"
+wait_for 10 "the lines after that on syslog" grep -q 'lockspace log-after created' "$dir/syslog.out"
+wait_for 10 "the lines after that on stderr" grep -q 'lockspace log-after created' "$dir/dlmd-log.out"
+"$DLMCTL" leave log-after >/dev/null 2>&1
+"$DLMCTL" leave log-locks >/dev/null 2>&1
+stop_dlmd || fail "dlmd did not stop on SIGTERM after its log readers stalled"
+check_sanitizer "$dir/dlmd-log.out"
+
+echo "== 9. a config that is no text file"
+mkdir "$dir/c9"
+mkfifo "$dir/c9/fifo"
+write_conf "$dir/c9/nul.conf" "socket_path = $dir/c9/dlmd.sock" \
+	"control_socket = $dir/c9/dlmd-ctl.sock" "pid_file = $dir/c9/dlmd.pid"
+cp "$dir/c9/nul.conf" "$dir/c9/ctl.conf"
+printf 'max_clients_per_uid = 5\000\060\n' >>"$dir/c9/nul.conf"
+printf '\001\033[2Jkey = 1\n' >>"$dir/c9/ctl.conf"
+# refused FILE WHAT PATTERN: dlmd -c FILE exits 1 within the bound,
+# its output matching PATTERN
+refused() {
+	timeout 20 "$DLMD" --foreground --config="$1" >"$dir/c9/out" 2>&1 </dev/null
+	st=$?
+	[ $st = 1 ] || fail "dlmd -c $2: exit status $st, want 1 (124: still running after 20 s): $(head -c 300 "$dir/c9/out")"
+	grep -q "$3" "$dir/c9/out" || fail "dlmd -c $2 does not say why: $(head -c 300 "$dir/c9/out")"
+}
+refused /dev/zero /dev/zero '/dev/zero: cannot read: not a regular file'
+refused "$dir/c9/fifo" "a FIFO" "fifo: cannot read: not a regular file"
+refused "$dir/c9/nul.conf" "a NUL byte" 'nul.conf:7: a NUL byte'
+refused "$dir/c9/ctl.conf" "control bytes" "ctl.conf:7: unknown key '??\[2Jkey'"
+LC_ALL=C grep -q '[^[:print:][:space:]]' "$dir/c9/out" &&
+	fail "the error about a key of control bytes has them raw: $(od -c "$dir/c9/out" | head -n 5)"
