@@ -97,6 +97,47 @@
  *          client its wake-up woke.  CPU per pair 13-23 us either way in
  *          that noise (the floor's W2: 9.2-11.8 us); 3x PostgreSQL on 2
  *          CPUs needs ~8.7.
+ *          Where a pair's time goes now (issue 14, protocol 7, dlmd
+ *          watching the rings; load average 9-13 from other work, 56-60k
+ *          pairs/s; perf stat of the syscall tracepoints and switches
+ *          over 1.5 s on dlmd and all 16 clients, dlmctl status around
+ *          it): per pair dlmd makes 1.99 answer-ring wake-ups
+ *          (ring_answer_wakes: nearly every answer finds its client
+ *          asleep), 0.17 ring_sleeps, 0.13 epoll_wait, 0.11 recvmmsg and
+ *          0.1 sched_yield, and is switched out 0.76 times; the clients
+ *          make 1.7-1.8 futex waits, 0.11 kicks (sends) and 1.8-1.9
+ *          switches.  perf record -g: 43% of dlmd's samples are its
+ *          switch away at the end of the futex call that woke a client
+ *          (exit_to_user_mode_loop -> schedule: the woken client
+ *          preempts it), 34% the wake-up itself (try_to_wake_up, counted
+ *          where interrupts come back on), 4% futex_wake and the key of
+ *          the shared page; dlmd's own code about 10%.  71% of a
+ *          client's samples are its own sleep (futex_do_wait ->
+ *          finish_task_switch), libdlm about 8%.  Counting, in libdlm,
+ *          where each wait began: in 60-99% of the waits dlmd had taken
+ *          the client's last request on the client's own CPU (a woken
+ *          client is placed on its waker's CPU), so a pair is mostly a
+ *          ping-pong on one CPU: dlmd writes the answer and wakes the
+ *          client, the client preempts dlmd, writes its next request and
+ *          sleeps, dlmd goes on; two wake-ups and 2.6 switches a pair,
+ *          about 10 of the 14 us (compare-6.txt).  Tried, each against
+ *          the build without it in one sitting: a client looking with
+ *          plain loads (no yield) for 3-20 us when dlmd was awake on
+ *          another CPU (10-37% of such looks saw the answer; W2 equal or
+ *          lower, 40-45k where it looked whatever the CPU); a client
+ *          yielding to dlmd when both share a CPU (52-55k against
+ *          78-95k); dlmd at nice -5, -10, -19 and DLMD_SPIN_US 0, 200,
+ *          1000 (no difference beyond the noise).  Kept: a watch round
+ *          holds its wake-ups until all its answers are written
+ *          (plugin/client.c "Watching the rings"): 7 sittings of 3 s
+ *          with and without, 77.1k against 74.4k pairs/s mean (one run
+ *          without at 28.7k left out), higher in 6 of 7.  3x needs 150k
+ *          (Redis) and 198k (PostgreSQL) pairs/s: at 14.1 us of CPU a
+ *          pair 2 CPUs allow 141k, and the socket floor's W2 (16 echo
+ *          pairs, no lock at all) is 155k at 12.7 us.  Past that takes
+ *          clients that do not sleep for their answers, and with 16 of
+ *          them on 2 CPUs a client that does not sleep takes the CPU the
+ *          answer needs.
  *   W3     N client processes on ONE name.  Pairs/s summed, and fairness
  *          = the fewest pairs any client completed / the most.  Redis has
  *          no waiting: a client retries SET NX at once, without a sleep,
