@@ -97,6 +97,54 @@
  *          client its wake-up woke.  CPU per pair 13-23 us either way in
  *          that noise (the floor's W2: 9.2-11.8 us); 3x PostgreSQL on 2
  *          CPUs needs ~8.7.
+ *          Where a pair's time goes now (issue 14, protocol 7, dlmd
+ *          watching the rings; load average 9-13 from other work, 56-60k
+ *          pairs/s; perf stat of the syscall tracepoints and switches
+ *          over 1.5 s on dlmd and all 16 clients, dlmctl status around
+ *          it): per pair dlmd makes 1.99 answer-ring wake-ups
+ *          (ring_answer_wakes: nearly every answer finds its client
+ *          asleep), 0.17 ring_sleeps, 0.13 epoll_wait, 0.11 recvmmsg and
+ *          0.1 sched_yield, and is switched out 0.76 times; the clients
+ *          make 1.7-1.8 futex waits, 0.11 kicks (sends) and 1.8-1.9
+ *          switches.  perf record -g: 43% of dlmd's samples are its
+ *          switch away at the end of the futex call that woke a client
+ *          (exit_to_user_mode_loop -> schedule: the woken client
+ *          preempts it), 34% the wake-up itself (try_to_wake_up, counted
+ *          where interrupts come back on), 4% futex_wake and the key of
+ *          the shared page; dlmd's own code about 10%.  71% of a
+ *          client's samples are its own sleep (futex_do_wait ->
+ *          finish_task_switch), libdlm about 8%.  Counting, in libdlm,
+ *          where each wait began: in 60-99% of the waits dlmd had taken
+ *          the client's last request on the client's own CPU (a woken
+ *          client is placed on its waker's CPU), so a pair is mostly a
+ *          ping-pong on one CPU: dlmd writes the answer and wakes the
+ *          client, the client preempts dlmd, writes its next request and
+ *          sleeps, dlmd goes on; two wake-ups and 2.6 switches a pair,
+ *          about 10 of the 14 us (compare-6.txt).  Tried, each against
+ *          the build without it in one sitting: a client looking with
+ *          plain loads (no yield) for 3-20 us when dlmd was awake on
+ *          another CPU (10-37% of such looks saw the answer; W2 equal or
+ *          lower, 40-45k where it looked whatever the CPU); a client
+ *          yielding to dlmd when both share a CPU (52-55k against
+ *          78-95k); dlmd at nice -5, -10, -19 and DLMD_SPIN_US 0, 200,
+ *          1000 (no difference beyond the noise).  Kept: a watch round
+ *          holds its wake-ups until all its answers are written
+ *          (plugin/client.c "Watching the rings"): 7 sittings of 3 s
+ *          with and without, 77.1k against 74.4k pairs/s mean (one run
+ *          without at 28.7k left out), higher in 6 of 7; 4 more at load
+ *          average 7: 99.5k, 123.9k, 124.6k, 128.1k against 98.2k,
+ *          96.1k, 172.5k, 86.6k.  But both bench/compare pairs had it
+ *          lower: 84.6k against 96.1k (compare-7.txt, -before) and
+ *          95.7k against 107.6k (compare-7-2.txt, -before).  Mixed: kept
+ *          as the better in 9 of 11 twin sittings, not proven.  The
+ *          172.5k (one run, no profile of it) says the scheduler can
+ *          find a cheaper regime on these 2 CPUs.  3x needs 150k
+ *          (Redis) and 198k (PostgreSQL) pairs/s: at 14.1 us of CPU a
+ *          pair 2 CPUs allow 141k, and the socket floor's W2 (16 echo
+ *          pairs, no lock at all) is 155k at 12.7 us.  Past that takes
+ *          clients that do not sleep for their answers, and with 16 of
+ *          them on 2 CPUs a client that does not sleep takes the CPU the
+ *          answer needs.
  *   W3     N client processes on ONE name.  Pairs/s summed, and fairness
  *          = the fewest pairs any client completed / the most.  Redis has
  *          no waiting: a client retries SET NX at once, without a sleep,
@@ -322,6 +370,16 @@ struct client_result {
 	double		cr_p99_us;
 	long long	cr_cpu;		/* its utime+stime in the window, ticks */
 	long long	cr_echo_cpu;	/* floor: its echo process's, ticks */
+	bool		cr_sent;	/* already sent to the parent */
+};
+
+/* The pipes of a client process: "ready" to the parent, "go" and
+ * "hold" from it, its result to it. */
+struct client_fds {
+	int		cf_ready;
+	int		cf_go;
+	int		cf_res;
+	int		cf_hold;
 };
 
 /* One workload on one system. */
@@ -701,7 +759,6 @@ static double samples_pct_us(struct samples *sa, double pct)
 	return sa->sa_ns[i] / 1e3;
 }
 
-/* A client's life: connect, warm up, ready, go, count, report. */
 /*
  * CPU per pair.  utime+stime (/proc/PID/stat, every thread of the
  * process, in clock ticks) over the measurement window: each client reads
@@ -709,12 +766,24 @@ static double samples_pct_us(struct samples *sa, double pct)
  * floor, its echo process's: the floor's "server"); the parent reads the
  * server's (bench/compare passes its PID: dlmd, redis-server, PostgreSQL's
  * postmaster) together with all its descendants (PostgreSQL's backends
- * and helpers) just before "go" and when the window ends.
+ * and helpers) just before "go" and once every client has sent its
+ * result, i.e. finished its last pair.  Until then each client keeps its
+ * connection open (it waits for EOF on the "hold" pipe after sending its
+ * result): a PostgreSQL backend exits when its client closes, and with it
+ * went its CPU of the whole window when the parent, woken late at the
+ * window's end on a busy machine, read the tree after some backends had
+ * gone (W2: 12 or all 16 of 16 backends missing, 0.0-14 µs a pair where 22
+ * was spent; the "1.2-2.3 µs" of compare-6.txt).  A server's work on a
+ * closing client is not counted either.  The tree's reading also takes
+ * each process's cutime+cstime (its reaped children's), and leaves out
+ * the first reading of a process gone since: a descendant that exits and
+ * is reaped inside the window is then counted through its parent.
  */
 struct proc_stat {
 	pid_t		ps_pid;
 	pid_t		ps_ppid;
-	long long	ps_cpu;
+	long long	ps_cpu;		/* utime+stime */
+	long long	ps_ccpu;	/* cutime+cstime: reaped children */
 };
 
 /* One /proc/PID/stat: 0, or -1 if the process is gone. */
@@ -722,6 +791,7 @@ static int proc_stat_read(pid_t pid, struct proc_stat *ps)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long ut, st;
+	long long cut, cst;
 	int ppid;
 	ssize_t n;
 	FILE *f;
@@ -737,12 +807,13 @@ static int proc_stat_read(pid_t pid, struct proc_stat *ps)
 	buf[n] = '\0';
 	/* the command name may hold anything: fields start after its ')' */
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-			 &ppid, &ut, &st) != 3)
+	if (!p || sscanf(p + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld",
+			 &ppid, &ut, &st, &cut, &cst) != 5)
 		return -1;
 	ps->ps_pid = pid;
 	ps->ps_ppid = (pid_t)ppid;
 	ps->ps_cpu = (long long)(ut + st);
+	ps->ps_ccpu = cut + cst;
 	return 0;
 }
 
@@ -823,27 +894,63 @@ static int tree_read(pid_t root, struct tree_snap *ts)
 	return 0;
 }
 
-/* The ticks the tree used from 'a' to 'b' (see tree_read). */
+/* The ticks the tree used from 'a' to 'b' (see tree_read): per process
+ * of 'b', its own and its reaped children's since 'a' (all of it for one
+ * that came since); less, per process of 'a' gone by 'b', its own of
+ * 'a', which its parent's cutime+cstime now holds with the rest of its
+ * life. */
 static long long tree_delta(const struct tree_snap *a, const struct tree_snap *b)
 {
 	long long sum = 0;
 
 	for (size_t i = 0; i < b->ts_n; i++) {
-		long long before = 0;
+		const struct proc_stat *now = &b->ts_procs[i];
+		long long before = 0, cbefore = 0;
 
 		for (size_t j = 0; j < a->ts_n; j++)
-			if (a->ts_procs[j].ps_pid == b->ts_procs[i].ps_pid) {
+			if (a->ts_procs[j].ps_pid == now->ps_pid) {
 				before = a->ts_procs[j].ps_cpu;
+				cbefore = a->ts_procs[j].ps_ccpu;
 				break;
 			}
-		if (b->ts_procs[i].ps_cpu >= before)
-			sum += b->ts_procs[i].ps_cpu - before;
+		if (now->ps_cpu >= before)
+			sum += now->ps_cpu - before;
+		if (now->ps_ccpu >= cbefore)
+			sum += now->ps_ccpu - cbefore;
 	}
-	return sum;
+	for (size_t j = 0; j < a->ts_n; j++) {
+		bool kept = false;
+
+		for (size_t i = 0; i < b->ts_n && !kept; i++)
+			kept = b->ts_procs[i].ps_pid == a->ts_procs[j].ps_pid;
+		if (!kept)
+			sum -= a->ts_procs[j].ps_cpu;
+	}
+	return sum > 0 ? sum : 0;
 }
 
+/* A client's result to the parent, then its wait for EOF on the hold pipe
+ * (the parent closes it once it has read the server's CPU): the client's
+ * connection, and a PostgreSQL backend with it, lives until then. */
+static void client_report(const struct client_fds *cf, struct client_result *cr)
+{
+	char c;
+
+	cr->cr_sent = true;
+	if (write_full(cf->cf_res, cr, sizeof(*cr)))
+		return;
+	for (;;) {
+		ssize_t n = read(cf->cf_hold, &c, 1);
+
+		if (n == 0 || (n < 0 && errno != EINTR))
+			break;
+	}
+}
+
+/* A client's life: connect, warm up, ready, go, count, report, hold. */
+
 static int client_run(const struct settings *st, const struct system *sy,
-		      int id, enum workload w, int ready_fd, int go_fd,
+		      int id, enum workload w, const struct client_fds *cf,
 		      struct client_result *cr)
 {
 	struct client cl;
@@ -877,9 +984,9 @@ static int client_run(const struct settings *st, const struct system *sy,
 		if (err)
 			goto out;
 	} while (now_s() < warm_end);
-	err = write_full(ready_fd, &ready, 1);
+	err = write_full(cf->cf_ready, &ready, 1);
 	if (!err)
-		err = read_full(go_fd, &go, sizeof(go));
+		err = read_full(cf->cf_go, &go, sizeof(go));
 	if (err)
 		goto out;
 	cr->cr_cpu = -proc_cpu(getpid());
@@ -913,6 +1020,8 @@ static int client_run(const struct settings *st, const struct system *sy,
 	cr->cr_p50_us = samples_pct_us(&sa, 50);
 	cr->cr_p99_us = samples_pct_us(&sa, 99);
 	cr->cr_retries = cl.cl_retries;
+	if (!err)
+		client_report(cf, cr);
 out:
 	if (err)
 		fprintf(stderr, "bench-compare: %s client %d: %s\n", sy->sy_name, id,
@@ -1009,7 +1118,7 @@ static int async_handle(struct async_state *as, dlm_lshandle_t ls,
 	return err;
 }
 
-static int async_run(const struct settings *st, int ready_fd, int go_fd,
+static int async_run(const struct settings *st, const struct client_fds *cf,
 		     struct client_result *cr)
 {
 	struct async_state as;
@@ -1045,9 +1154,9 @@ static int async_run(const struct settings *st, int ready_fd, int go_fd,
 			err = async_handle(&as, ls, &go, true, &ops);
 	}
 	if (!err)
-		err = write_full(ready_fd, &ready, 1);
+		err = write_full(cf->cf_ready, &ready, 1);
 	if (!err)
-		err = read_full(go_fd, &go, sizeof(go));
+		err = read_full(cf->cf_go, &go, sizeof(go));
 	ops = 0;
 	cr->cr_cpu = -proc_cpu(getpid());
 	/* Until the window ends, then until every lock is given back. */
@@ -1058,6 +1167,8 @@ static int async_run(const struct settings *st, int ready_fd, int go_fd,
 	}
 	cr->cr_cpu += proc_cpu(getpid());
 	cr->cr_pairs = ops;
+	if (!err)
+		client_report(cf, cr);
 out:
 	if (err)
 		fprintf(stderr, "bench-compare: async client: %s (%d in flight)\n",
@@ -1109,6 +1220,7 @@ static int run_clients(const struct settings *st, const struct system *sy,
 	long long srv = -1;
 	bool srv_ok = false;
 	int ready_p[2] = { -1, -1 }, go_p[2] = { -1, -1 }, res_p[2] = { -1, -1 };
+	int hold_p[2] = { -1, -1 };
 	pid_t pids[MAX_CLIENTS];
 	struct client_result res[MAX_CLIENTS];
 	struct go_msg go;
@@ -1117,7 +1229,7 @@ static int run_clients(const struct settings *st, const struct system *sy,
 	int started = 0, got = 0, err = 0;
 
 	memset(wr, 0, sizeof(*wr));
-	if (pipe(ready_p) || pipe(go_p) || pipe(res_p)) {
+	if (pipe(ready_p) || pipe(go_p) || pipe(res_p) || pipe(hold_p)) {
 		err = -errno;
 		goto out;
 	}
@@ -1130,17 +1242,20 @@ static int run_clients(const struct settings *st, const struct system *sy,
 			goto out;
 		}
 		if (pid == 0) {
+			struct client_fds cf = { ready_p[1], go_p[0], res_p[1], hold_p[0] };
 			struct client_result cr;
 			int rc;
 
 			close(ready_p[0]);
 			close(go_p[1]);
 			close(res_p[0]);
+			close(hold_p[1]);
 			memset(&cr, 0, sizeof(cr));
 			cr.cr_id = started;
-			rc = w == WASYNC ? async_run(st, ready_p[1], go_p[0], &cr)
-					 : client_run(st, sy, started, w, ready_p[1],
-						      go_p[0], &cr);
+			rc = w == WASYNC ? async_run(st, &cf, &cr)
+					 : client_run(st, sy, started, w, &cf, &cr);
+			if (cr.cr_sent)
+				_exit(rc ? 1 : 0);
 			cr.cr_err = rc;
 			_exit(write_full(res_p[1], &cr, sizeof(cr)) || rc ? 1 : 0);
 		}
@@ -1149,7 +1264,8 @@ static int run_clients(const struct settings *st, const struct system *sy,
 	close(ready_p[1]);
 	close(go_p[0]);
 	close(res_p[1]);
-	ready_p[1] = go_p[0] = res_p[1] = -1;
+	close(hold_p[0]);
+	ready_p[1] = go_p[0] = res_p[1] = hold_p[0] = -1;
 	/* All connected and warmed up?  A client that failed closes its end
 	 * of the ready pipe without writing: EOF before nclients bytes. */
 	for (int i = 0; i < nclients && !err; i++) {
@@ -1171,18 +1287,6 @@ static int run_clients(const struct settings *st, const struct system *sy,
 	go.go_end = go.go_start + st->st_secs;
 	for (int i = 0; i < nclients && !err; i++)
 		err = write_full(go_p[1], &go, sizeof(go));
-	if (!err && srv_ok) {
-		struct timespec te;
-
-		te.tv_sec = (time_t)go.go_end;
-		te.tv_nsec = (long)((go.go_end - (double)te.tv_sec) * 1e9);
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &te, NULL) == EINTR)
-			;
-		if (tree_read(server, &snap1) == 0)
-			srv = tree_delta(&snap0, &snap1);
-	}
-	free(snap0.ts_procs);
-	free(snap1.ts_procs);
 	for (; got < nclients && !err; got++) {
 		double left = go.go_end + RESULT_TIMEOUT_S - now_s();
 
@@ -1192,6 +1296,12 @@ static int run_clients(const struct settings *st, const struct system *sy,
 		if (!err && res[got].cr_err)
 			err = res[got].cr_err;
 	}
+	/* every client is past its last pair and still connected (see
+	 * client_report) */
+	if (!err && srv_ok && tree_read(server, &snap1) == 0)
+		srv = tree_delta(&snap0, &snap1);
+	free(snap0.ts_procs);
+	free(snap1.ts_procs);
 	if (err)
 		goto out;
 	for (int i = 0; i < nclients; i++) {
@@ -1232,6 +1342,8 @@ out:
 			close(go_p[i]);
 		if (res_p[i] >= 0)
 			close(res_p[i]);
+		if (hold_p[i] >= 0)
+			close(hold_p[i]);
 	}
 	for (int i = 0; i < started; i++)
 		waitpid(pids[i], NULL, 0);
