@@ -127,16 +127,16 @@
  *          lower, 40-45k where it looked whatever the CPU); a client
  *          yielding to dlmd when both share a CPU (52-55k against
  *          78-95k); dlmd at nice -5, -10, -19 and DLMD_SPIN_US 0, 200,
- *          1000 (no difference beyond the noise).  Kept: a watch round
- *          holds its wake-ups until all its answers are written
- *          (plugin/client.c "Watching the rings"): 7 sittings of 3 s
- *          with and without, 77.1k against 74.4k pairs/s mean (one run
- *          without at 28.7k left out), higher in 6 of 7; 4 more at load
- *          average 7: 99.5k, 123.9k, 124.6k, 128.1k against 98.2k,
- *          96.1k, 172.5k, 86.6k.  But both bench/compare pairs had it
- *          lower: 84.6k against 96.1k (compare-7.txt, -before) and
- *          95.7k against 107.6k (compare-7-2.txt, -before).  Mixed: kept
- *          as the better in 9 of 11 twin sittings, not proven.  The
+ *          1000 (no difference beyond the noise); and a watch round
+ *          holding its wake-ups until all its answers were written: 7
+ *          sittings of 3 s with and without, 77.1k against 74.4k pairs/s
+ *          mean (one run without at 28.7k left out), higher in 6 of 7; 4
+ *          more at load average 7: 99.5k, 123.9k, 124.6k, 128.1k against
+ *          98.2k, 96.1k, 172.5k, 86.6k; but both bench/compare pairs had
+ *          it lower: 84.6k against 96.1k (compare-7.txt, -before) and
+ *          95.7k against 107.6k (compare-7-2.txt, -before).  Not proven,
+ *          so not kept (a held wake-up is one more way for a client to
+ *          sleep on an answer that is there).  The
  *          172.5k (one run, no profile of it) says the scheduler can
  *          find a cheaper regime on these 2 CPUs.  3x needs 150k
  *          (Redis) and 198k (PostgreSQL) pairs/s: at 14.1 us of CPU a

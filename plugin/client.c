@@ -264,10 +264,6 @@ struct dlmd_client {
 	/* on d_watch ("Watching the rings") */
 	bool		cl_watched;
 	struct dlmd_client *cl_watch_next;
-	/* on wake_hold's list: its answer ring's wake-up waits for the end
-	 * of the watch round */
-	bool		cl_wake_held;
-	struct dlmd_client *cl_wake_next;
 	/* socket packets read while it was paused, in order, and its tail */
 	struct stashed	*cl_stash;
 	struct stashed	**cl_stash_tail;
@@ -812,12 +808,6 @@ static struct dlmd_client *out_batch_client(void)
 	return out_batch.ob_c;
 }
 
-/* The wake-ups held while a watch round runs ("Watching the rings"). */
-static struct {
-	bool			wh_on;
-	struct dlmd_client	*wh_list;
-} wake_hold;
-
 /* Wake c if it sleeps on its answer ring (dlmd_proto.h "The answer
  * ring": after the tail was stored, a full barrier, then the flag). */
 static void ans_wake(struct dlmd *d, struct dlmd_client *c)
@@ -825,14 +815,6 @@ static void ans_wake(struct dlmd *d, struct dlmd_client *c)
 	struct dlmp_ring *r = c->cl_ring;
 
 	c->cl_ans_wake = false;
-	if (wake_hold.wh_on) {
-		if (!c->cl_wake_held) {
-			c->cl_wake_held = true;
-			c->cl_wake_next = wake_hold.wh_list;
-			wake_hold.wh_list = c;
-		}
-		return;
-	}
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&r->rg_ans_sleeping, __ATOMIC_SEQ_CST) &&
 	    __atomic_exchange_n(&r->rg_ans_sleeping, 0, __ATOMIC_SEQ_CST)) {
@@ -2683,16 +2665,6 @@ static void stash_run(struct dlmd *d, struct dlmd_client *c)
  * dlmd_client_close.  At most WATCH_MAX rings are watched at once (each
  * round looks at all).  Without a loop (tests driving client.c
  * directly) or with client_spin_us = 0 nothing is watched.
- *
- * A round holds its wake-ups (wake_hold): the answers it writes into
- * answer rings are all written first, then each client that sleeps on
- * its ring is woken once, before the round yields.  Profiled (issue 14,
- * W2: 16 clients on 2 CPUs): nearly every answer found its client
- * asleep (1.97 wake-ups per pair), and the woken client, placed on our
- * CPU, took it from us at the end of the futex call (two fifths of
- * dlmd's samples were that switch): the rings after it waited until we
- * ran again.  Held, the round's requests are all answered before the
- * first switch.
  */
 static void watch_job(void *data);
 
@@ -2794,48 +2766,9 @@ static void watch_end(struct dlmd *d)
 	d->d_watch_ending = false;
 }
 
-/* The held wake-ups, now. */
-static void wake_hold_flush(struct dlmd *d)
-{
-	struct dlmd_client *c;
-
-	wake_hold.wh_on = false;
-	while ((c = wake_hold.wh_list)) {
-		wake_hold.wh_list = c->cl_wake_next;
-		c->cl_wake_held = false;
-		c->cl_wake_next = NULL;
-		if (c->cl_ring)
-			ans_wake(d, c);
-	}
-}
-
-static void wake_hold_unlink(struct dlmd_client *c)
-{
-	if (!c->cl_wake_held)
-		return;
-	for (struct dlmd_client **pp = &wake_hold.wh_list; *pp; pp = &(*pp)->cl_wake_next) {
-		if (*pp == c) {
-			*pp = c->cl_wake_next;
-			break;
-		}
-	}
-	c->cl_wake_held = false;
-	c->cl_wake_next = NULL;
-}
-
-static void watch_round(struct dlmd *d);
-
 static void watch_job(void *data)
 {
 	struct dlmd *d = data;
-
-	wake_hold.wh_on = true;
-	watch_round(d);
-	wake_hold_flush(d);
-}
-
-static void watch_round(struct dlmd *d)
-{
 	bool took = false;
 
 	d->d_watch_job = false;
@@ -2855,8 +2788,6 @@ static void watch_round(struct dlmd *d)
 		}
 		pp = &c->cl_watch_next;
 	}
-	/* every answer of the round is out: now the wake-ups */
-	wake_hold_flush(d);
 	if (!d->d_watch)
 		return;
 	if (took && d->d_watch_off_ns && ++d->d_watch_good >= WATCH_GOOD_ROUNDS) {
@@ -3183,7 +3114,6 @@ void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 	if (c->cl_ring_job && d->d_loop)
 		qb_loop_timer_del(d->d_loop, c->cl_ring_timer);
 	watch_unlink(d, c);
-	wake_hold_unlink(c);
 	stash_free(c);
 	if (c->cl_ring)
 		munmap(c->cl_ring, DLMP_RING_BYTES);
