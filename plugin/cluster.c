@@ -428,7 +428,13 @@
  *  a lockspace change has waited for as long (start_wait_ms): a change
  *  needs nothing from it through lowcomms, so without this the change
  *  (a third node's join, leave or failure) waited for ever on a hung
- *  dlmd that nobody reported.
+ *  dlmd that nobody reported.  While the daemons sync (a daemon joined)
+ *  nobody sends a START, so a START wait then says nothing about a
+ *  member (a healthy one blocked in the sync would be reported with the
+ *  hung one, and could lose the tie); what a sync waits for is each
+ *  daemon's ANNOUNCE, and the daemons that have not announced are the
+ *  same on every member (CPG-ordered): those are reported once the sync
+ *  has waited as long (sync_wait_ms).
  *
  * STALLS.  A running lockspace whose operations wait for a remote reply
  * while nothing at all arrives for STALL_MS is shown as "stalled", never
@@ -3202,6 +3208,18 @@ static uint64_t start_wait_ms(struct dlmd *d, uint32_t id, uint64_t now)
 	return w;
 }
 
+/* How long the daemons' sync has waited for daemon id's ANNOUNCE (0: it
+ * has announced, or no sync runs). */
+static uint64_t sync_wait_ms(struct dlmd_cluster *cs, uint32_t id, uint64_t now)
+{
+	if (!cs->cs_syncing || now < cs->cs_sync_since)
+		return 0;
+	for (unsigned int i = 0; i < cs->cs_ndm; i++)
+		if (cs->cs_dm[i].dm_id == id)
+			return cs->cs_dm[i].dm_announced ? 0 : now - cs->cs_sync_since;
+	return 0;
+}
+
 /* Every STALL_TICK_MS: the members our frames have not got through to
  * for peer_unreachable_secs, and those whose START a lockspace change
  * has waited for as long (start_wait_ms).  A set that is not empty goes out every
@@ -3227,7 +3245,8 @@ static void unreach_tick(struct dlmd_cluster *cs)
 		if (id == d->d_nodeid)
 			continue;
 		w = dlmd_comms_wait_ms(d, id);
-		sw = start_wait_ms(d, id, dlmd_now_ms());
+		sw = cs->cs_syncing ? sync_wait_ms(cs, id, dlmd_now_ms())
+				    : start_wait_ms(d, id, dlmd_now_ms());
 		if (w < limit && sw < limit)
 			continue;
 		ur.ur_ids[ur.ur_count++] = id;
@@ -3240,10 +3259,11 @@ static void unreach_tick(struct dlmd_cluster *cs)
 				"unreachable from here (reported to the daemon "
 				"group)", id, (unsigned long long)(w / 1000));
 		else
-			log_err("daemon group: node %u has not sent its START of a "
-				"lockspace change for %llu s while corosync keeps "
-				"it a member: its dlmd does not run (reported to "
-				"the daemon group)", id,
+			log_err("daemon group: node %u has not sent its %s for "
+				"%llu s while corosync keeps it a member: its dlmd "
+				"does not run (reported to the daemon group)", id,
+				cs->cs_syncing ? "ANNOUNCE of the daemons' sync"
+					       : "START of a lockspace change",
 				(unsigned long long)(sw / 1000));
 	}
 	qsort(ur.ur_ids, ur.ur_count, sizeof(ur.ur_ids[0]), cmp_u32);

@@ -85,6 +85,9 @@ struct sim_ls {
 
 struct sim_node {
 	bool		up;
+	/* not up, yet a CPG member: its dlmd hangs (corosync still
+	 * lists its process) */
+	bool		hung;
 	uint32_t	id;
 	uint32_t	pid;
 	struct dlmd	d;
@@ -591,7 +594,7 @@ static size_t members(struct cpg_address *a)
 	size_t n = 0;
 
 	for (int i = 0; i < SIM_NODES; i++) {
-		if (!sim[i].up)
+		if (!sim[i].up && !sim[i].hung)
 			continue;
 		a[n].nodeid = sim[i].id;
 		a[n].pid = sim[i].pid;
@@ -1649,6 +1652,46 @@ static void test_unreach_start_wait(void **state)
 	sim[0].up = true;	/* for the teardown */
 }
 
+/* Node 1's dlmd hangs, then node 3's dlmd joins the daemon group: a sync
+ * starts, which needs every daemon's ANNOUNCE, and no lockspace change
+ * sends a START meanwhile (no START wait counts).  Nodes 2 and 3 have
+ * announced; node 1 never does: once the sync has waited the limit, node
+ * 1 is reported and removed, and only node 1 (without the sync wait, the
+ * daemon group and every lockspace change waited for ever, unreported). */
+static void test_unreach_sync_wait(void **state)
+{
+	unreach_start(2);
+	ls_create(0, "L");
+	ls_create(1, "L");
+	settle();
+	assert_true(ls_running(0, "L") && ls_running(1, "L"));
+	sim[0].up = false;	/* node 1's dlmd hangs, still a member */
+	sim[0].hung = true;
+	sim_start(2);		/* node 3's joins: a sync starts */
+	settle();
+	assert_true(sim[1].d.d_cluster->cs_syncing);
+	assert_true(sim[2].d.d_cluster->cs_syncing);
+	fake_now += 5000;	/* under the limit (6 s): nothing */
+	unreach_tick_of(1);
+	unreach_tick_of(2);
+	assert_int_equal(nmsgs, 0);
+	fake_now += 2000;
+	for (int t = 0; t < 2; t++) {
+		unreach_tick_of(1);
+		unreach_tick_of(2);
+		settle();
+	}
+	for (int i = 1; i < 3; i++)
+		assert_true(sim[i].failed[1] &&
+			    (sim[i].fail_how[1] & DLMD_FAIL_REMOVED));
+	assert_int_equal(kills_of(1), 1);
+	assert_int_equal(kills_of(2) + kills_of(3), 0);
+	assert_true(logged(1, "node 1 has not sent its ANNOUNCE of the "
+			   "daemons' sync for 7 s"));
+	sim[0].hung = false;
+	sim[0].up = true;	/* for the teardown */
+}
+
 /* Node 1's dlmd path is dead to everyone (a half-dead NIC): node 2's
  * report of it comes first, node 1's of all three next.  Node 1 is cut
  * off from three members, node 2 from one: node 1 goes, though its id
@@ -1853,6 +1896,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unreach_silent_lower, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unreach_start_wait, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_unreach_sync_wait, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unreach_wider, setup,
 						teardown),
