@@ -3464,6 +3464,22 @@ void dlmd_client_fini(struct dlmd *d)
 	 * (test-cluster-stopgrant step 3).  So our lockspaces and the
 	 * daemon group are left as by a dlmd that died (cluster.c). */
 	u32map_each(&d->d_clients, note_unclean, d);
+	/* Orphaned persistent locks stand for an owner that may come back
+	 * for them (SIGTERM is refused while there are any): left cleanly,
+	 * the others would recover them away at once, unfenced. */
+	for (struct dlmd_ls *dl = d->d_lockspaces;
+	     dl && !d->d_stop_unclean; dl = dl->dl_next) {
+		struct dlm_ls_stats st;
+
+		dlm_core_ls_stats(dl->dl_core, &st);
+		if (st.ls_orphans) {
+			d->d_stop_unclean = true;
+			log_err("stopping while lockspace %s holds %llu orphaned "
+				"locks: no lockspace is left cleanly, the other "
+				"nodes fence this one before they recover them",
+				dl->dl_name, (unsigned long long)st.ls_orphans);
+		}
+	}
 	/* Close in batches: the map may not change while it is walked. */
 	do {
 		ca.ca_n = 0;
