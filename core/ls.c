@@ -325,11 +325,21 @@ static int receive_ls(struct dlm_ls *ls, const struct dlm_msg *m,
 	int rv;
 
 	/* no message can be about a lone lock folded with its resource,
-	 * but one from a new member may come before the stop: none is
-	 * taken while any is folded (solo.c); -ENOMEM offers it again */
-	rv = dlm_solo_unfold_all(ls);
-	if (rv)
-		return rv;
+	 * but a recovery message from a new member may come before the
+	 * stop: none is taken while any is folded (solo.c); -ENOMEM offers
+	 * it again.  A lock message unfolds nothing here: while the
+	 * lockspace runs, one from a non-member is dropped below (and with
+	 * one member every other node is one: a late message of a departed
+	 * node, a stray), and one held while it does not run is replayed
+	 * through dlm_lock_receive, which unfolds first.  So a stray cannot
+	 * cost the memory of unfolding every lone lock, nor refuse itself
+	 * -ENOMEM and hold its sender's stream. */
+	if (dlm_msg_is_recovery(m->m_type) ||
+	    (dlm_ls_running(ls) && dlm_ls_is_member(ls, from))) {
+		rv = dlm_solo_unfold_all(ls);
+		if (rv)
+			return rv;
+	}
 	/* what a member has minted or heard of orders our next fencing
 	 * tokens (token.c), whenever we handle the message; a clock no
 	 * member can have drops the message (hearing it again when it is

@@ -344,12 +344,34 @@ static void test_solo_message_unfolds(void **state)
 			       2, 1, 5);
 
 	(void)state;
+	struct dlm_msg m;
+	int rlen;
+
 	lock_on(c, 1, 1, "a", DLM_LOCK_EX, 0, 0, NULL);
+	/* a lock message of a non-member (a stray, a departed node's late
+	 * one) is dropped and unfolds nothing, memory or not */
 	dlm_core_set_alloc_hook(c->core[1], fail_all, NULL);
-	assert_int_equal(dlm_core_receive(c->core[1], 2, buf, len), -ENOMEM);
+	assert_int_equal(dlm_core_receive(c->core[1], 2, buf, len), -EPERM);
 	assert_int_equal(nsolos(c, 1), 1);
 	dlm_core_set_alloc_hook(c->core[1], NULL, NULL);
 	assert_int_equal(dlm_core_receive(c->core[1], 2, buf, len), -EPERM);
+	assert_int_equal(nsolos(c, 1), 1);
+	/* a recovery message (a new member's, before our stop) unfolds
+	 * them all first; without memory it is refused, nothing changed */
+	memset(&m, 0, sizeof(m));
+	m.m_type = DLM_RC_STATUS;
+	m.m_lsid = dlm_core_ls_id(c->ls[1]);
+	m.m_from = 2;
+	m.m_to = 1;
+	m.m_gen = 2;
+	rlen = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_true(rlen > 0);
+	dlm_core_set_alloc_hook(c->core[1], fail_all, NULL);
+	assert_int_equal(dlm_core_receive(c->core[1], 2, buf, (size_t)rlen),
+			 -ENOMEM);
+	assert_int_equal(nsolos(c, 1), 1);
+	dlm_core_set_alloc_hook(c->core[1], NULL, NULL);
+	(void)dlm_core_receive(c->core[1], 2, buf, (size_t)rlen);
 	assert_int_equal(nsolos(c, 1), 0);
 	assert_int_equal(nlkbs(c, 1), 1);
 	assert_verified(c);
