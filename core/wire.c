@@ -256,6 +256,9 @@ int dlm_msg_decode(const void *buf, size_t len, struct dlm_msg *m,
 	if ((m->m_type == DLM_MSG_MIGRATE || m->m_type == DLM_MSG_DIR_MOVE) &&
 	    (!m->m_keylen || m->m_pkeylen || !m->m_nodeid))
 		FAIL(-EBADMSG, "remastering message without key or node");
+	if (m->m_type == DLM_RC_DIR_ADD &&
+	    (!m->m_keylen || m->m_pkeylen || m->m_lvblen || !m->m_nodeid))
+		FAIL(-EBADMSG, "directory record without key or node");
 	if (m->m_type == DLM_RC_DIR_DROP &&
 	    (!m->m_keylen || m->m_pkeylen || m->m_lvblen || !m->m_nodeid))
 		FAIL(-EBADMSG, "directory drop without key or node");

@@ -254,6 +254,30 @@ static void test_dir_adds_wire(void **state)
 	assert_int_equal(dlm_msg_encode(&m, buf, sizeof(buf)), -EINVAL);
 }
 
+/* RC_DIR_ADD: one record, key -> m_nodeid; refused without a master (a
+ * record naming node 0 would be on no node's list, which a narrow
+ * recovery's sweep of the departed never meets: core/recover.c) or
+ * without a key. */
+static void test_dir_add_wire(void **state)
+{
+	unsigned char buf[DLM_WIRE_MAX_LEN];
+	struct dlm_msg m, d;
+	int len;
+
+	(void)state;
+	rc_key_msg(&m, DLM_RC_DIR_ADD, 2, (const unsigned char *)"\x01" "a", 2);
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), 0);
+	assert_int_equal(d.m_nodeid, 2);
+	m.m_nodeid = 0;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), -EBADMSG);
+	m.m_nodeid = 2;
+	m.m_keylen = 0;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_int_equal(dlm_msg_decode(buf, (size_t)len, &d, NULL), -EBADMSG);
+}
+
 /* RC_DIR_DROP (core/wire.h): a key and the node whose record goes;
  * refused without either, or with a parent key or an LVB. */
 static void test_dir_drop_wire(void **state)
@@ -812,6 +836,7 @@ int main(void)
 		cmocka_unit_test(test_stale_master),
 		cmocka_unit_test(test_bad_messages),
 		cmocka_unit_test(test_dir_adds_wire),
+		cmocka_unit_test(test_dir_add_wire),
 		cmocka_unit_test(test_dir_drop_wire),
 		cmocka_unit_test(test_dir_placement),
 		cmocka_unit_test(test_growth),
