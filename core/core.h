@@ -371,6 +371,10 @@ struct dlm_ls_stats {
 	uint64_t	ls_toss_evicted;	/* unused resources dropped before
 						   toss_ms because max_tossed
 						   were kept */
+	uint64_t	ls_folded;	/* of ls_locks, lone locks folded with
+					   their resources (solo.c): only
+					   while this node is the only
+					   member */
 };
 void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st);
 

@@ -317,6 +317,7 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	st->ls_remasters = ls->ls_remasters;
 	st->ls_tossed = ls->ls_ntossed + ls->ls_nsolo_tossed;
 	st->ls_toss_evicted = ls->ls_toss_evicted;
+	st->ls_folded = dlm_solo_count(ls);
 }
 
 static int receive_ls(struct dlm_ls *ls, const struct dlm_msg *m,

@@ -239,7 +239,8 @@ static const char *metrics_state(const struct dlmd *d)
  * their token clock (core/token.c), ls_remasters, the resources moved
  * away from this node (core/remaster.c), ls_tossed and ls_toss_evicted,
  * the unused resources kept and those dropped early for max_tossed
- * (core/resource.c). */
+ * (core/resource.c), ls_folded, the lone locks folded with their
+ * resources (core/solo.c). */
 static unsigned long long stats_total(const struct dlmd *d, size_t off)
 {
 	unsigned long long n = 0;
@@ -387,6 +388,8 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		{ "toss_evictions",
 		  stats_total(d, offsetof(struct dlm_ls_stats,
 					  ls_toss_evicted)) },
+		{ "folded_locks",
+		  stats_total(d, offsetof(struct dlm_ls_stats, ls_folded)) },
 	};
 
 	if (json) {

@@ -328,6 +328,11 @@ static void collect_lockspaces(struct emit *em, struct dlmd *d)
 			  "resources dropped before toss_secs because the "
 			  "lockspace kept max_tossed_resources of them.",
 			  offsetof(struct dlm_ls_stats, ls_toss_evicted) },
+			{ "dlmd_lockspace_folded_locks", "gauge", "Of the "
+			  "lockspace's locks, those folded alone with their "
+			  "resources (fold_lone_locks): only while this node "
+			  "is the lockspace's only member.",
+			  offsetof(struct dlm_ls_stats, ls_folded) },
 		};
 
 		for (size_t i = 0; i < sizeof(stats) / sizeof(stats[0]); i++) {

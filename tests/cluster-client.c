@@ -80,6 +80,28 @@
  *   cluster-client purge LS NODEID PID
  *       dlm_ls_purge(NODEID, PID) and print "purged" (the orphans of PID
  *       on node NODEID; 0: all of them).
+ *   cluster-client workfold LS DIR NRES MS SEED
+ *       As work, without VALBLK: locks a node alone in LS may fold with
+ *       their resources (core/solo.c); no LVBs, so the checker judges
+ *       holds and the counter files only.
+ *   cluster-client many LS DIR PREFIX FROM TO MODE CMDS
+ *       Request PREFIX-<i> for i in [FROM, TO) in MODE (EX, PW, PR, NL),
+ *       no VALBLK, blocking ASTs wanted, asynchronously (32 at a time
+ *       but for those that wait); print "granted i" for each grant and "held N" once all
+ *       N are.  Then obey the lines appended to the file CMDS (polled),
+ *       answering each on stdout:
+ *         unlock A B      unlock those held of [A, B): "unlocked A B K"
+ *         convert I MODE [LVB]  convert lock I (granted, a down-
+ *                         conversion: it must not wait) to MODE, with
+ *                         VALBLK and the LVB text LVB if given:
+ *                         "converted I MODE STATUS"
+ *         basts           "basts K": how many of its locks got a BAST
+ *         quit            unlock all, print "done", exit 0
+ *       Every hold of i < MAX_RES in EX, PW or PR is logged as an H line
+ *       to DIR/logs/ when it ends (a checker's history: 'check DIR 64').
+ *   cluster-client lvbread LS RES
+ *       PR with VALBLK on RES: print "lvb TEXT" (the LVB as a string) or
+ *       "lvb invalid", unlock, exit 0.
  *
  * Node name for logs: $DLM_CLUSTER_NODE (set by dlm-cluster exec).
  */
@@ -88,6 +110,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -237,10 +260,13 @@ static dlm_lshandle_t get_ls(const char *name)
 	return ls;
 }
 
+/* LKF_VALBLK on every lock of the workload; 0 in workfold */
+static uint32_t valblk = LKF_VALBLK;
+
 static int lock_wait_flags(dlm_lshandle_t ls, int mode, struct dlm_lksb *lksb,
 			   const char *name, uint32_t flags)
 {
-	int rv = dlm_ls_lock_wait(ls, (uint32_t)mode, lksb, LKF_VALBLK | flags, name,
+	int rv = dlm_ls_lock_wait(ls, (uint32_t)mode, lksb, valblk | flags, name,
 				  (unsigned int)strlen(name), 0, NULL, NULL, NULL);
 
 	if (rv < 0)
@@ -331,7 +357,7 @@ static int do_work(int argc, char **argv)
 		t1 = now_ns();
 		logf_("H %u %s %" PRIu64 " %" PRIu64 "\n", r, mode_str(mode), t0, t1);
 		rv = dlm_ls_unlock_wait(ls, lksb.sb_lkid,
-					mode == LKM_EXMODE ? LKF_VALBLK : 0, &lksb);
+					mode == LKM_EXMODE ? valblk : 0, &lksb);
 		if (rv < 0) {
 			errs++;
 			logf_("E %u unlock %d\n", r, -errno);
@@ -854,10 +880,279 @@ static int do_purge(int argc, char **argv)
 	return rv ? 1 : 0;
 }
 
+/* many: a lock's state, its astarg */
+#define MANY_MAX	16384
+#define MANY_INFLIGHT	32
+#define MANY_WAIT_MS	60000
+
+struct many_lock {
+	struct dlm_lksb	ml_lksb;
+	char		ml_lvb[LVB_LEN];
+	unsigned int	ml_i;
+	int		ml_mode;	/* granted mode; -1: not granted */
+	int		ml_want;	/* the mode of its request in flight */
+	bool		ml_busy;	/* a request of it is in flight */
+	bool		ml_bast;
+	uint64_t	ml_t0;
+};
+
+static struct many_lock *many_locks;
+static unsigned int many_granted, many_basts, many_inflight;
+static const char *many_prefix;
+
+static void many_name(char *name, size_t len, unsigned int i)
+{
+	snprintf(name, len, "%s-%u", many_prefix, i);
+}
+
+static bool many_logged(const struct many_lock *ml)
+{
+	return ml->ml_i < MAX_RES && (ml->ml_mode == LKM_EXMODE ||
+				      ml->ml_mode == LKM_PWMODE ||
+				      ml->ml_mode == LKM_PRMODE);
+}
+
+static void many_comp(void *arg)
+{
+	struct many_lock *ml = arg;
+
+	ml->ml_busy = false;
+	many_inflight--;
+	if (ml->ml_lksb.sb_status)
+		return;
+	if (ml->ml_mode < 0) {
+		many_granted++;
+		printf("granted %u\n", ml->ml_i);
+		fflush(stdout);
+	}
+	ml->ml_mode = ml->ml_want;
+	ml->ml_t0 = now_ns();
+}
+
+static void many_bast(void *arg)
+{
+	struct many_lock *ml = arg;
+
+	if (!ml->ml_bast)
+		many_basts++;
+	ml->ml_bast = true;
+}
+
+/* Run the ASTs that come within ms milliseconds. */
+static void many_dispatch(dlm_lshandle_t ls, int ms)
+{
+	struct pollfd p = { .fd = dlm_ls_get_fd(ls), .events = POLLIN };
+
+	if (poll(&p, 1, ms) > 0)
+		dlm_dispatch(p.fd);
+}
+
+static int many_request(dlm_lshandle_t ls, struct many_lock *ml, int mode,
+			uint32_t flags)
+{
+	char name[NAME_LEN];
+
+	many_name(name, sizeof(name), ml->ml_i);
+	ml->ml_want = mode;
+	ml->ml_busy = true;
+	many_inflight++;
+	if (dlm_ls_lock(ls, (uint32_t)mode, &ml->ml_lksb, flags, name,
+			(unsigned int)strlen(name), 0, many_comp, ml, many_bast,
+			NULL)) {
+		ml->ml_busy = false;
+		many_inflight--;
+		return -errno;
+	}
+	return 0;
+}
+
+static void many_release(dlm_lshandle_t ls, struct many_lock *ml)
+{
+	struct dlm_lksb lksb = ml->ml_lksb;
+
+	if (ml->ml_mode < 0)
+		return;
+	if (many_logged(ml))
+		logf_("H %u %s %" PRIu64 " %" PRIu64 "\n", ml->ml_i,
+		      mode_str(ml->ml_mode), ml->ml_t0, now_ns());
+	dlm_ls_unlock_wait(ls, ml->ml_lksb.sb_lkid, 0, &lksb);
+	ml->ml_mode = -1;
+}
+
+static int do_many(char **argv)
+{
+	const char *dir = argv[3], *node = getenv("DLM_CLUSTER_NODE");
+	unsigned int from = (unsigned int)atoi(argv[5]);
+	unsigned int to = (unsigned int)atoi(argv[6]), n, next = 0;
+	unsigned int limit = MANY_INFLIGHT, idle = 0;
+	int mode = mode_of(argv[7]);
+	dlm_lshandle_t ls;
+	char path[4096], line[LINE_LEN];
+	FILE *cmds = NULL;
+	bool all = false;
+
+	if (to <= from || to - from > MANY_MAX || mode < 0)
+		return 2;
+	n = to - from;
+	many_prefix = argv[4];
+	many_locks = calloc(n, sizeof(*many_locks));
+	if (!many_locks)
+		return 1;
+	snprintf(path, sizeof(path), "%s/logs/n%s-m%d.log", dir, node ? node : "0",
+		 (int)getpid());
+	logfd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	ls = get_ls(argv[2]);
+	if (!ls || logfd < 0)
+		return 1;
+	for (unsigned int k = 0; k < n; k++) {
+		many_locks[k].ml_i = from + k;
+		many_locks[k].ml_mode = -1;
+		many_locks[k].ml_lksb.sb_lvbptr = many_locks[k].ml_lvb;
+	}
+	/* the requests, MANY_INFLIGHT at a time; when none is answered
+	 * for 10 polls, those in flight wait (a completion comes only when
+	 * they are granted) and MANY_INFLIGHT more go */
+	while (next < n) {
+		unsigned int before;
+
+		while (next < n && many_inflight < limit) {
+			int rv = many_request(ls, &many_locks[next], mode, 0);
+
+			if (rv) {
+				printf("error request %u %d\n", from + next, rv);
+				return 1;
+			}
+			next++;
+		}
+		before = many_inflight;
+		many_dispatch(ls, 20);
+		if (many_inflight < before) {
+			idle = 0;
+		} else if (++idle >= 10) {
+			limit += MANY_INFLIGHT;
+			idle = 0;
+		}
+	}
+	for (;;) {
+		if (!all && many_granted == n) {
+			all = true;
+			printf("held %u\n", n);
+			fflush(stdout);
+		}
+		many_dispatch(ls, 50);
+		if (!cmds)
+			cmds = fopen(argv[8], "r");
+		if (cmds)
+			clearerr(cmds);	/* read on past the EOF met last time */
+		while (cmds && fgets(line, sizeof(line), cmds)) {
+			unsigned int a, b;
+			char m[8], lvb[LVB_LEN];
+			int k;
+
+			if (line[strlen(line) - 1] != '\n') {
+				/* half a line: read it again whole */
+				fseek(cmds, -(long)strlen(line), SEEK_CUR);
+				break;
+			}
+			if (sscanf(line, "unlock %u %u", &a, &b) == 2) {
+				unsigned int done = 0;
+
+				for (unsigned int i = a; i < b; i++)
+					if (i >= from && i < to &&
+					    many_locks[i - from].ml_mode >= 0) {
+						many_release(ls, &many_locks[i - from]);
+						done++;
+					}
+				printf("unlocked %u %u %u\n", a, b, done);
+			} else if ((k = sscanf(line, "convert %u %7s %31s", &a, m,
+					       lvb)) >= 2) {
+				struct many_lock *ml;
+				int to_mode = mode_of(m);
+
+				if (a < from || a >= to || to_mode < 0 ||
+				    many_locks[a - from].ml_mode < 0) {
+					printf("error convert %u\n", a);
+					continue;
+				}
+				ml = &many_locks[a - from];
+				if (many_logged(ml))
+					logf_("H %u %s %" PRIu64 " %" PRIu64 "\n",
+					      ml->ml_i, mode_str(ml->ml_mode),
+					      ml->ml_t0, now_ns());
+				if (k == 3) {
+					memset(ml->ml_lvb, 0, sizeof(ml->ml_lvb));
+					snprintf(ml->ml_lvb, sizeof(ml->ml_lvb), "%s", lvb);
+				}
+				if (many_request(ls, ml, to_mode, LKF_CONVERT |
+						 (k == 3 ? LKF_VALBLK : 0))) {
+					printf("error convert %u %d\n", a, errno);
+					continue;
+				}
+				{
+					uint64_t end = now_ns() +
+						       MANY_WAIT_MS * 1000000ull;
+
+					while (ml->ml_busy && now_ns() < end)
+						many_dispatch(ls, 20);
+				}
+				printf("converted %u %s %d\n", a, m,
+				       ml->ml_busy ? -ETIMEDOUT : -ml->ml_lksb.sb_status);
+			} else if (!strncmp(line, "basts", 5)) {
+				printf("basts %u\n", many_basts);
+			} else if (!strncmp(line, "quit", 4)) {
+				for (unsigned int i = 0; i < n; i++)
+					many_release(ls, &many_locks[i]);
+				printf("done\n");
+				fflush(stdout);
+				dlm_close_lockspace(ls);
+				return 0;
+			} else {
+				printf("error command %s", line);
+			}
+			fflush(stdout);
+		}
+	}
+}
+
+static int do_lvbread(char **argv)
+{
+	dlm_lshandle_t ls = get_ls(argv[2]);
+	struct dlm_lksb lksb;
+	char lvb[LVB_LEN + 1];
+	int rv;
+
+	if (!ls)
+		return 2;
+	memset(&lksb, 0, sizeof(lksb));
+	memset(lvb, 0, sizeof(lvb));
+	lksb.sb_lvbptr = lvb;
+	rv = lock_wait(ls, LKM_PRMODE, &lksb, argv[3]);
+	if (rv) {
+		printf("error %d\n", rv);
+		dlm_close_lockspace(ls);
+		return 1;
+	}
+	if (lksb.sb_flags & DLM_SBF_VALNOTVALID)
+		printf("lvb invalid\n");
+	else
+		printf("lvb %s\n", lvb);
+	dlm_ls_unlock_wait(ls, lksb.sb_lkid, 0, &lksb);
+	dlm_close_lockspace(ls);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 7 && !strcmp(argv[1], "work"))
 		return do_work(argc, argv);
+	if (argc == 7 && !strcmp(argv[1], "workfold")) {
+		valblk = 0;
+		return do_work(argc, argv);
+	}
+	if (argc == 9 && !strcmp(argv[1], "many"))
+		return do_many(argv);
+	if (argc == 4 && !strcmp(argv[1], "lvbread"))
+		return do_lvbread(argv);
 	if (argc == 5 && !strcmp(argv[1], "final"))
 		return do_final(argc, argv);
 	if (argc == 4 && !strcmp(argv[1], "check"))
@@ -888,6 +1183,7 @@ int main(int argc, char **argv)
 		"       check DIR NRES | try LS RES MODE | hold LS RES MODE |\n"
 		"       orphan LS RES MODE | purge LS NODEID PID |\n"
 		"       token-hold LS RES MODE | deadlock LS FIRST SECOND GO |\n"
-		"       store FILE TOKEN | now\n");
+		"       store FILE TOKEN | now | workfold LS DIR NRES MS SEED |\n"
+		"       many LS DIR PREFIX FROM TO MODE CMDS | lvbread LS RES\n");
 	return 2;
 }
