@@ -210,6 +210,10 @@
  * lkid map slot (u32map, 12 B a slot at load 1/4..1/2, 25 B a lock at
  * 1M), 176 + 192 + 17 + 64 + 25 = 474 B, measured 474 B (506 before
  * the session-12 shrink, with 192 + 208 for lkb and rsb).
+ * Session 15: dlmd's records in a slab (plugin/slab.c, 56 B each, no
+ * malloc chunk) and its map's slot 8 B (u32idx, 16.8 B a lock at 1M):
+ * 73 B where it was 89; with the fold, bench-libdlm --rss 1000000
+ * measured 194 B per lock against 210 B (bench/README.md).
  *
  * Times come from CLOCK_MONOTONIC and vary with the machine; compare the
  * rows of one run with each other, not with another machine's numbers.

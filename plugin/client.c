@@ -53,9 +53,12 @@
  * know when a failed completion ends a new request), whether a
  * deadlock-cancel is pending (the engine has no such call: the daemon
  * cancels and reports the ECANCEL completion as EDEADLK), and the held
- * answers waiting for its completion.  Records are kept on a free list
- * (up to LKCB_FREE_MAX) so that taking and dropping locks allocates
- * nothing once warm.
+ * answers waiting for its completion.  Records lie in the daemon's slab
+ * (d_lkcbs, slab.c), 56 B each, named in the client's cl_locks by a
+ * 32-bit handle beside the lock id in one 8 B slot (u32idx): 73 B a lock
+ * at a million where a malloc'd record and a u32map slot took 89 B
+ * (bench/README.md "Memory per held lock").  The slab keeps an empty page
+ * so that taking and dropping locks allocates nothing once warm.
  *
  * Held answers.  A LOCK or UNLOCK with DLMP_LK_SYNC that the engine
  * accepts is not answered at once: its reqid goes into the lock's record
@@ -110,7 +113,6 @@
  * AST_SNDBUF, at most: 8 MB of kernel memory a user; the rest keep the
  * kernel's default buffer (astbuf_raise). */
 #define AST_RAISED_PER_UID	8
-#define LKCB_FREE_MAX	4096		/* lock records kept for reuse */
 /* Rings watched at once ("Watching the rings"): each round looks at
  * every one; past this many a ring is told dlmd sleeps as before. */
 #define WATCH_MAX	64
@@ -135,16 +137,13 @@
 #define LIMIT_LOG_MS	60000		/* at most one line a minute per limit */
 #define NS_PER_MS	1000000ULL
 
-/* 56 bytes on 64-bit machines, so that malloc gives it a 64-byte chunk
- * (a million held locks: 8 MB less than at 72): the flags are bit-fields
- * sharing a word with the wait time (58 bits of CLOCK_MONOTONIC
- * nanoseconds: 9 years of uptime), and the free list's link lies over
- * lc_castaddr, which a free record does not need. */
+/* 56 bytes on 64-bit machines, in the daemon's slab (d_lkcbs, slab.c:
+ * no malloc header, 56 B a lock where a malloc chunk took 64): the flags
+ * are bit-fields sharing a word with the wait time (58 bits of
+ * CLOCK_MONOTONIC nanoseconds: 9 years of uptime).  cl_locks names it by
+ * its slab handle. */
 struct lkcb {
-	union {
-		uint64_t	lc_castaddr;
-		struct lkcb	*lc_next_free;	/* on lkcb_free_list */
-	};
+	uint64_t	lc_castaddr;
 	uint64_t	lc_castparam;
 	uint64_t	lc_bastaddr;
 	uint64_t	lc_bastparam;
@@ -162,35 +161,17 @@ struct lkcb {
 						 * its completion AST */
 };
 static_assert(sizeof(void *) != 8 || sizeof(struct lkcb) == 56,
-	      "struct lkcb fits a 64-byte malloc chunk");
+	      "struct lkcb takes 56 bytes of a slab page");
 
-/* Records of dropped locks, for reuse (one daemon per process). */
-static struct lkcb *lkcb_free_list;
-static unsigned int lkcb_nfree;
-
-static struct lkcb *lkcb_new(void)
+/* A zeroed lock record and its handle in *h, or NULL. */
+static struct lkcb *lkcb_new(struct dlmd *d, uint32_t *h)
 {
-	struct lkcb *cb = lkcb_free_list;
-
-	if (!cb)
-		return calloc(1, sizeof(*cb));
-	lkcb_free_list = cb->lc_next_free;
-	lkcb_nfree--;
-	memset(cb, 0, sizeof(*cb));
-	return cb;
+	return slab_alloc(&d->d_lkcbs, sizeof(struct lkcb), h);
 }
 
-static void lkcb_free(struct lkcb *cb)
+static void lkcb_free(struct dlmd *d, uint32_t h)
 {
-	if (!cb)
-		return;
-	if (lkcb_nfree >= LKCB_FREE_MAX) {
-		free(cb);
-		return;
-	}
-	cb->lc_next_free = lkcb_free_list;
-	lkcb_free_list = cb;
-	lkcb_nfree++;
+	slab_free(&d->d_lkcbs, h);
 }
 
 struct ast_out {
@@ -225,7 +206,8 @@ struct dlmd_client {
 						 * bound: no request taken
 						 * ("Backpressure") */
 	struct dlmd_ls	*cl_ls;
-	struct u32map	cl_locks;		/* lkid -> struct lkcb */
+	struct u32idx	cl_locks;		/* lkid -> its struct lkcb's
+						 * handle in d_lkcbs */
 	uint32_t	cl_purge_epoch;		/* purges of its own locks, in
 						 * each AST (dlmd_proto.h) */
 	uint32_t	cl_nheld;		/* held answers (lkcb) */
@@ -268,6 +250,15 @@ struct dlmd_client {
 	struct stashed	*cl_stash;
 	struct stashed	**cl_stash_tail;
 };
+
+/* The record of the client's lock 'lkid', or NULL. */
+static struct lkcb *lkcb_find(const struct dlmd_client *c, uint32_t lkid)
+{
+	uint32_t h;
+
+	return u32idx_get(&c->cl_locks, lkid, &h) ?
+	       slab_rec(&c->cl_d->d_lkcbs, h) : NULL;
+}
 
 /* ------------------------------------------------------------------ */
 /* locks per user                                                      */
@@ -993,7 +984,7 @@ void dlmd_client_deliver_ast(struct dlmd *d, const struct dlmd_pending_ast *pa)
 
 	if (!c || c->cl_owner != pa->pa_owner || !c->cl_ls)
 		return;
-	cb = u32map_get(&c->cl_locks, pa->pa_lkid);
+	cb = lkcb_find(c, pa->pa_lkid);
 	if (!cb) {
 		log_debug("AST for unknown lock %x of client %u dropped",
 			  pa->pa_lkid, c->cl_serial);
@@ -1050,10 +1041,12 @@ void dlmd_client_deliver_ast(struct dlmd *d, const struct dlmd_pending_ast *pa)
 	ast_send(d, c, &m);
 done:
 	if (gone) {
-		cb = u32map_del(&c->cl_locks, pa->pa_lkid);
-		if (cb)
+		uint32_t h;
+
+		if (u32idx_del(&c->cl_locks, pa->pa_lkid, &h)) {
 			uid_locks_sub(uid_locks_of(d, c->cl_uid), 1);
-		lkcb_free(cb);
+			lkcb_free(d, h);
+		}
 	}
 }
 
@@ -1125,9 +1118,10 @@ int dlmd_ls_create(struct dlmd *d, const char *name, mode_t mode, uid_t uid,
 
 static void orphan_recs_clear(struct dlmd_ls *dl);
 
-static void free_lkcb(void *arg, uint32_t key, void *val)
+static void free_lkcb(void *arg, uint32_t key, uint32_t h)
 {
-	lkcb_free(val);
+	(void)key;
+	lkcb_free(arg, h);
 }
 
 /* How the held answers of locks that go without a completion are given
@@ -1187,11 +1181,11 @@ static void ast_lost(struct dlmd *d, struct dlmd_client *c, uint32_t key,
 	ast_send_failed(d, c, key, cb, status);
 }
 
-static void drop_held_one(void *arg, uint32_t key, void *val)
+static void drop_held_one(void *arg, uint32_t key, uint32_t h)
 {
 	struct drop_held *dh = arg;
 	struct dlmd_client *c = dh->dh_c;
-	struct lkcb *cb = val;
+	struct lkcb *cb = slab_rec(&dh->dh_d->d_lkcbs, h);
 	struct dlmp_reply rp;
 	struct dlmp_comp cp;
 
@@ -1212,17 +1206,19 @@ static void drop_held_one(void *arg, uint32_t key, void *val)
 		cp.cp_lkid = key;
 		answer_held(dh->dh_d, c, cb, &cp, dh->dh_unlock_status);
 	}
-	lkcb_free(cb);
+	lkcb_free(dh->dh_d, h);
 }
 
 /* A dropped lock's waiting request will never complete (metrics.h). */
-static void end_wait(void *arg, uint32_t key, void *val)
+static void end_wait(void *arg, uint32_t key, uint32_t h)
 {
-	struct lkcb *cb = val;
+	struct dlmd_client *c = arg;
+	struct lkcb *cb = slab_rec(&c->cl_d->d_lkcbs, h);
 
 	(void)key;
 	if (cb->lc_wait_ns)
-		dlmd_metrics_wait_end(arg, cb->lc_wait_ns, false);
+		dlmd_metrics_wait_end(&c->cl_ls->dl_metrics, cb->lc_wait_ns,
+				      false);
 	cb->lc_wait_ns = 0;
 }
 
@@ -1231,14 +1227,14 @@ static void end_wait(void *arg, uint32_t key, void *val)
 static void drop_lock_records(struct dlmd *d, struct dlmd_client *c,
 			      struct drop_held *dh)
 {
-	uid_locks_sub(uid_locks_of(d, c->cl_uid), c->cl_locks.um_count);
+	uid_locks_sub(uid_locks_of(d, c->cl_uid), c->cl_locks.ui_count);
 	if (c->cl_ls)
-		u32map_each(&c->cl_locks, end_wait, &c->cl_ls->dl_metrics);
+		u32idx_each(&c->cl_locks, end_wait, c);
 	if (dh && (c->cl_nheld || dh->dh_error))
-		u32map_each(&c->cl_locks, drop_held_one, dh);
+		u32idx_each(&c->cl_locks, drop_held_one, dh);
 	else
-		u32map_each(&c->cl_locks, free_lkcb, NULL);
-	u32map_free(&c->cl_locks);
+		u32idx_each(&c->cl_locks, free_lkcb, d);
+	u32idx_free(&c->cl_locks);
 	c->cl_nheld = 0;
 }
 
@@ -1886,7 +1882,7 @@ static int lock_request(struct req_ctx *rq)
 	struct dlm_range range;
 	struct lkcb *cb = NULL;
 	struct uid_locks *ul;
-	uint32_t lkid = 0;
+	uint32_t lkid = 0, h = 0;
 	/* an adoption is answered by its REPLY alone, held or not */
 	bool hold = (lk->lk_bits & DLMP_LK_SYNC) &&
 		    !(lk->lk_flags & DLM_LKF_ORPHAN);
@@ -1896,7 +1892,7 @@ static int lock_request(struct req_ctx *rq)
 	if (hold && c->cl_nheld >= DLMP_MAX_HELD)
 		return -ENOBUFS;
 	if (hold && (lk->lk_flags & DLM_LKF_CONVERT)) {
-		struct lkcb *old = u32map_get(&c->cl_locks, lk->lk_lkid);
+		struct lkcb *old = lkcb_find(c, lk->lk_lkid);
 
 		if (old && old->lc_sync_lock)
 			return -EBUSY;	/* the engine would say so too */
@@ -1946,9 +1942,10 @@ static int lock_request(struct req_ctx *rq)
 		rv = uid_locks_reserve(rq->rq_d, c);
 		if (rv)
 			return rv;
-		cb = lkcb_new();
-		if (!cb || u32map_reserve(&c->cl_locks, 1)) {
-			lkcb_free(cb);
+		cb = lkcb_new(rq->rq_d, &h);
+		if (!cb || u32idx_reserve(&c->cl_locks, 1)) {
+			if (cb)
+				lkcb_free(rq->rq_d, h);
 			uid_locks_sub(uid_locks_of(rq->rq_d, c->cl_uid), 0);
 			return -ENOMEM;
 		}
@@ -1978,7 +1975,8 @@ static int lock_request(struct req_ctx *rq)
 					  (int)c->cl_pid, (unsigned)c->cl_uid,
 					  c->cl_ls->dl_name);
 		}
-		lkcb_free(cb);
+		if (cb)
+			lkcb_free(rq->rq_d, h);
 		return rv;
 	}
 	if (ac.ac_taken) {
@@ -1986,7 +1984,7 @@ static int lock_request(struct req_ctx *rq)
 		orphan_recs_prune(c->cl_ls);
 	}
 	if (!cb) {
-		cb = u32map_get(&c->cl_locks, lkid);
+		cb = lkcb_find(c, lkid);
 		if (!cb) {
 			log_err("lock %x of client %u has no callback record", lkid,
 				c->cl_serial);
@@ -1999,7 +1997,7 @@ static int lock_request(struct req_ctx *rq)
 		 * (as the kernel's device answers it).  A later failed
 		 * completion (a refused conversion) must not end it. */
 		cb->lc_granted = (lk->lk_flags & DLM_LKF_ORPHAN) != 0;
-		u32map_put(&c->cl_locks, lkid, cb);
+		u32idx_put(&c->cl_locks, lkid, h);
 	}
 	cb->lc_castaddr = lk->lk_castaddr;
 	cb->lc_castparam = lk->lk_castparam;
@@ -2056,7 +2054,7 @@ static int unlock_request(struct req_ctx *rq)
 	const struct dlmp_unlock *ul = &rq->rq_msg->m_u.unlock;
 	struct dlmd_client *c = rq->rq_c;
 	struct dlm_unlock_req req;
-	struct lkcb *cb = u32map_get(&c->cl_locks, ul->ul_lkid);
+	struct lkcb *cb = lkcb_find(c, ul->ul_lkid);
 	bool hold = (ul->ul_bits & DLMP_LK_SYNC) != 0;
 	int rv;
 
@@ -2086,7 +2084,7 @@ static int unlock_request(struct req_ctx *rq)
 	}
 	if (rv)
 		return rv;
-	cb = u32map_get(&c->cl_locks, ul->ul_lkid);
+	cb = lkcb_find(c, ul->ul_lkid);
 	if (cb) {
 		/* dlm_unlock(3): the last completion AST runs, with the new
 		 * argument and status block. */
@@ -2122,7 +2120,7 @@ static int req_unlock(struct req_ctx *rq)
 
 	if (!(ul->ul_bits & DLMP_UL_NOREPLY))
 		return rv;
-	cb = u32map_get(&rq->rq_c->cl_locks, ul->ul_lkid);
+	cb = lkcb_find(rq->rq_c, ul->ul_lkid);
 	if (rv == 0 && cb)
 		return DLMD_REPLY_DEFERRED;
 	memset(&ucb, 0, sizeof(ucb));
@@ -2332,7 +2330,7 @@ static int req_deadlock(struct req_ctx *rq)
 	struct dlmd_client *c = rq->rq_c;
 	uint32_t lkid = rq->rq_msg->m_u.pair.pr_a;
 	struct dlm_unlock_req req;
-	struct lkcb *cb = u32map_get(&c->cl_locks, lkid);
+	struct lkcb *cb = lkcb_find(c, lkid);
 	int rv;
 
 	if (rq->rq_msg->m_u.pair.pr_b)
@@ -2483,7 +2481,7 @@ void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,
 		/* Still waiting after the flush: tell the caller its lock
 		 * id now (the COMP_REPLY follows when it completes); one
 		 * of its own block it knows already. */
-		struct lkcb *cb = u32map_get(&c->cl_locks, rq.rq_lkid);
+		struct lkcb *cb = lkcb_find(c, rq.rq_lkid);
 
 		if (cb && cb->lc_sync_lock &&
 		    cb->lc_lock_reqid == msg.m_hdr.h_reqid) {
@@ -3426,7 +3424,7 @@ static void note_unclean(void *arg, uint32_t key, void *val)
 	const struct dlmd_client *c = val;
 
 	(void)key;
-	if (c->cl_ls && c->cl_locks.um_count && !d->d_stop_unclean) {
+	if (c->cl_ls && c->cl_locks.ui_count && !d->d_stop_unclean) {
 		d->d_stop_unclean = true;
 		log_err("stopping while client pid %d (and maybe others) holds "
 			"or waits for locks in lockspace %s: no lockspace is "
@@ -3496,6 +3494,7 @@ void dlmd_client_fini(struct dlmd *d)
 		u32map_each(&dl->dl_orphan_owners, orphan_rec_uncount, NULL);
 	u32map_each(&d->d_uid_locks, free_val, NULL);
 	u32map_free(&d->d_uid_locks);
+	slab_fini(&d->d_lkcbs);
 	if (d->d_accept_paused && d->d_loop)
 		qb_loop_timer_del(d->d_loop, d->d_accept_timer);
 	d->d_accept_paused = false;

@@ -30,7 +30,9 @@
  *   ctl.c      the control socket dlmctl talks to
  *   view.c     the configfs-compatible view (dlm/cluster/...) that
  *              programs written for the kernel DLM read (lvmlockd)
- *   u32map.c   a growing hash map from 32-bit keys to pointers
+ *   u32map.c   growing hash maps from 32-bit keys to pointers
+ *              (u32map) and to 32-bit values (u32idx)
+ *   slab.c     records of one size in pages, named by 32-bit handles
  *   metrics.c  the numbers (metrics.h) as Prometheus text and JSON
  *   metrics-http.c  the optional HTTP endpoint serving them
  *   daemon.c   the wiring: which file above receives what a file below
@@ -55,7 +57,7 @@
  *   engine.c                          the engine glue, dlmd_flush()
  *   comms.c                           the node-to-node transport
  *   cpgmsg.c, fence-policy.c, member-policy.c, config.c, log.c,
- *   u32map.c, core/, lowcomms/
+ *   u32map.c, slab.c, core/, lowcomms/
  *
  * A file below reports up only through a table of function pointers the
  * file above gave it (struct dlmd_comms_up, dlmd_fence_up, dlmd_engine_up,
@@ -128,6 +130,64 @@ void *u32map_del(struct u32map *m, uint32_t key);
 void u32map_each(const struct u32map *m, void (*fn)(void *arg, uint32_t key, void *val),
 		 void *arg);
 void u32map_free(struct u32map *m);
+
+/* A u32 -> u32 hash map (u32map.c): the key and its value side by side
+ * in one 8-byte slot, open addressing, grows at 1/2 load. */
+struct u32idx {
+	uint64_t	*ui_slots;	/* key in the low 32 bits */
+	uint32_t	ui_cap;		/* power of two, or 0 */
+	uint32_t	ui_count;
+	uint32_t	ui_used;	/* live + tombstones */
+};
+/* Whether 'key' is there, and its value in *val. */
+bool u32idx_get(const struct u32idx *m, uint32_t key, uint32_t *val);
+/* Make room so that n more puts cannot fail.  0 or -ENOMEM. */
+int u32idx_reserve(struct u32idx *m, uint32_t n);
+/* Insert or replace; key must be neither 0 nor UINT32_MAX.  0, -EINVAL
+ * or -ENOMEM. */
+int u32idx_put(struct u32idx *m, uint32_t key, uint32_t val);
+/* Remove 'key'; whether it was there, and its value in *val. */
+bool u32idx_del(struct u32idx *m, uint32_t key, uint32_t *val);
+/* Visit every entry; fn may not modify the map. */
+void u32idx_each(const struct u32idx *m,
+		 void (*fn)(void *arg, uint32_t key, uint32_t val), void *arg);
+void u32idx_free(struct u32idx *m);
+
+/* Records of one size named by 32-bit handles, in pages (slab.c). */
+#define SLAB_PAGE_RECS	1024u
+struct slab_page {
+	struct slab_page *sp_prev, *sp_next;	/* on sl_avail */
+	uint32_t	sp_index;	/* in sl_pages */
+	uint32_t	sp_used;	/* records in use */
+	uint32_t	sp_fresh;	/* records handed out at least once */
+	uint32_t	sp_free;	/* first free record's place + 1, or 0 */
+	unsigned char	sp_recs[];
+};
+struct slab {
+	size_t		sl_size;	/* a record's size, 0 before the first */
+	struct slab_page **sl_pages;	/* the directory (NULL: a hole) */
+	uint32_t	*sl_holes;	/* its free slots */
+	uint32_t	sl_npages;	/* its slots used, holes included */
+	uint32_t	sl_nholes;
+	uint32_t	sl_dircap;
+	uint64_t	sl_count;	/* records in use */
+	struct slab_page *sl_avail;	/* pages with a free record */
+	struct slab_page *sl_spare;	/* the one empty page kept, or NULL */
+};
+/* A zeroed record of 'size' bytes (a multiple of 8, at least 8, the same
+ * at every call) and its handle in *handle, or NULL. */
+void *slab_alloc(struct slab *s, size_t size, uint32_t *handle);
+void slab_free(struct slab *s, uint32_t handle);
+/* Pages held (for tests). */
+uint32_t slab_pages(const struct slab *s);
+/* Free everything (records in use too). */
+void slab_fini(struct slab *s);
+/* The record a live handle names. */
+static inline void *slab_rec(const struct slab *s, uint32_t handle)
+{
+	return s->sl_pages[handle / SLAB_PAGE_RECS]->sp_recs +
+	       (size_t)(handle % SLAB_PAGE_RECS) * s->sl_size;
+}
 
 /* ------------------------------------------------------------------ */
 /* config                                                              */
@@ -406,6 +466,8 @@ struct dlmd {
 						 * buffer, all users */
 	struct u32map		d_uid_locks;	/* uid -> its locks and orphans
 						 * (client.c struct uid_locks) */
+	struct slab		d_lkcbs;	/* client.c's lock records
+						 * (struct lkcb) */
 	uint64_t		d_nrefused_locks; /* locks refused: max_locks_per_uid */
 	uint64_t		d_quota_log_ms;	/* rate limit of its line */
 	uint64_t		d_quota_nquiet;

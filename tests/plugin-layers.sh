@@ -25,7 +25,7 @@ rank_of() {
 	fence) echo 5 ;;
 	engine) echo 6 ;;
 	comms) echo 7 ;;
-	cpgmsg|fence-policy|member-policy|config|log|u32map|http-parse) echo 8= ;;
+	cpgmsg|fence-policy|member-policy|config|log|u32map|slab|http-parse) echo 8= ;;
 	*) echo "" ;;
 	esac
 }
