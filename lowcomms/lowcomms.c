@@ -305,7 +305,11 @@
  *    connection died in between, so we never paused it), followed by a
  *    renew of ours that drew a new epoch: that life pauses us in turn,
  *    and only a removal ends it (PEER UNREACHABLE in the caller): a
- *    narrow race that costs a removal, not a loss.
+ *    narrow race that costs a removal, not a loss.  So does a life taken
+ *    between two renews that are both older lives' leaves (a peer
+ *    restarted twice, its leaves late): the second renew finds a known
+ *    life and draws a new epoch, which that life, its own membership
+ *    showing no departure of ours, pauses.
  *  - Queued frames are acknowledged by the peer's lowcomms, not its
  *    application: a frame is delivered to the callback before it is acked.
  *  - TCP uses one address per node at a time (failover to the next address
