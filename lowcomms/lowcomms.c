@@ -204,10 +204,15 @@
  *    paused life may have read a HELLO of ours (when we connected to it)
  *    and then expects exactly our send base under our epoch, having been
  *    sent nothing else; a new epoch of ours would be paused over there,
- *    with no departure of ours for its membership ever to confirm.  A
- *    node renewed while not paused draws a new epoch as before, so a live
- *    peer that kept state for us pauses that until its own membership
- *    agrees (the symmetric case: both sides see the same leave);
+ *    with no departure of ours for its membership ever to confirm.  So
+ *    does a node renewed again before any life of it was taken (the
+ *    renew ends a pause, not the paused lives: two restarts, two leaves,
+ *    and the second leave finds the node unpaused while the last life
+ *    still knows our epoch from a HELLO read before the first).  A node
+ *    renewed while not paused and with a known life draws a new epoch as
+ *    before, so a live peer that kept state for us pauses that until its
+ *    own membership agrees (the symmetric case: both sides see the same
+ *    leave);
  *  - nothing here ends a pause by timeout: lowcomms never drops a queue
  *    on its own judgement.  lc_node_paused_ms() says how long a pause has
  *    lasted while the known life was not connected (a connection of the
@@ -300,7 +305,11 @@
  *    connection died in between, so we never paused it), followed by a
  *    renew of ours that drew a new epoch: that life pauses us in turn,
  *    and only a removal ends it (PEER UNREACHABLE in the caller): a
- *    narrow race that costs a removal, not a loss.
+ *    narrow race that costs a removal, not a loss.  So does a life taken
+ *    between two renews that are both older lives' leaves (a peer
+ *    restarted twice, its leaves late): the second renew finds a known
+ *    life and draws a new epoch, which that life, its own membership
+ *    showing no departure of ours, pauses.
  *  - Queued frames are acknowledged by the peer's lowcomms, not its
  *    application: a frame is delivered to the callback before it is acked.
  *  - TCP uses one address per node at a time (failover to the next address
@@ -2608,13 +2617,17 @@ int lc_node_renew(struct lc_ctx *ctx, uint32_t nodeid)
 	memcpy(n->node_addrs, keep.node_addrs, sizeof(n->node_addrs));
 	n->node_naddrs = keep.node_naddrs;
 	n->node_udp_port = keep.node_udp_port;
-	if (keep.node_paused_epoch) {
+	if (keep.node_paused_epoch || !keep.node_peer_epoch) {
 		/* A paused life may have read a HELLO of ours (we connected
 		 * to it): it knows our epoch and expects our send base next,
 		 * having been sent nothing else.  Keep both, so that it sees
 		 * neither a new epoch (which it would pause, with no
 		 * departure of ours ever to confirm) nor a gap (PEER
-		 * RESTARTED). */
+		 * RESTARTED).  The same when no life was taken since the
+		 * last renew: lives paused before it may still be there
+		 * knowing our epoch (the renew ended their pause, not
+		 * them), and no life has anything else of ours, since
+		 * nothing is written before a HELLO is taken. */
 		n->node_epoch = keep.node_epoch;
 		n->node_send_next = base;
 		n->node_sent_max = base - 1;

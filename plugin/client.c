@@ -1563,6 +1563,28 @@ static int req_version(struct req_ctx *rq)
  * (cluster.c); until then the create request is held in dl_waits and
  * answered by dlmd_ls_join_done().
  */
+/*
+ * A stop that SIGTERM was granted (main.c on_signal: no lockspace in use)
+ * ends the loop after its turn; a client's request read in that turn
+ * would still create or open a lockspace or take a lock, and the stop
+ * would then leave it in use: unclean, the node fenced for nothing.  So
+ * from then on those are answered ESHUTDOWN (dlmd is shutting down), and
+ * logged once.
+ */
+static int stop_refuses(struct dlmd *d, const struct dlmd_client *c,
+			const char *what)
+{
+	static bool said;
+
+	if (!d->d_stop_accepted)
+		return 0;
+	if (!said)
+		log_notice("client pid %d: %s refused (ESHUTDOWN): dlmd is "
+			   "shutting down", (int)c->cl_pid, what);
+	said = true;
+	return -ESHUTDOWN;
+}
+
 static int req_ls_create(struct req_ctx *rq)
 {
 	const struct dlmp_ls *l = &rq->rq_msg->m_u.ls;
@@ -1570,6 +1592,9 @@ static int req_ls_create(struct req_ctx *rq)
 	struct dlmd_create_wait *w;
 	int rv;
 
+	rv = stop_refuses(rq->rq_d, rq->rq_c, "lockspace create");
+	if (rv)
+		return rv;
 	if (!client_is_admin(rq->rq_d, rq->rq_c))
 		return -EPERM;
 	if (l->ls_flags & ~DLMP_LSFL_NEWEXCL || l->ls_mode > 0777)
@@ -1700,6 +1725,9 @@ static int req_ls_open(struct req_ctx *rq)
 
 	if (c->cl_ls)
 		return -EISCONN;
+	fl = stop_refuses(rq->rq_d, c, "lockspace open");
+	if (fl)
+		return fl;
 	if (rq->rq_fd < 0)
 		return -EBADF;
 	dl = dlmd_ls_find(rq->rq_d, rq->rq_msg->m_u.ls.ls_name);
@@ -1889,6 +1917,9 @@ static int lock_request(struct req_ctx *rq)
 	uint64_t arrived = dlmd_metrics_now_ns();
 	int rv;
 
+	rv = stop_refuses(rq->rq_d, c, "lock request");
+	if (rv)
+		return rv;
 	if (hold && c->cl_nheld >= DLMP_MAX_HELD)
 		return -ENOBUFS;
 	if (hold && (lk->lk_flags & DLM_LKF_CONVERT)) {

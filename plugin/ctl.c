@@ -529,6 +529,9 @@ static int verb_join(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bool
 
 	if (!*arg || strlen(arg) > DLM_LOCKSPACE_LEN)
 		return -EINVAL;
+	/* a stop was granted: nothing new to leave (client.c stop_refuses) */
+	if (d->d_stop_accepted)
+		return -ESHUTDOWN;
 	return dlmd_ls_create(d, arg, CTL_MODE, 0, 0, false, &dl);
 }
 

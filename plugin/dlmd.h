@@ -422,6 +422,9 @@ struct dlmd {
 	/* preallocated messages for when malloc fails (engine.c) */
 	struct dlmd_pending_msg	*d_msg_reserve;
 	bool			d_cannot_hold;	/* the reserve ran out: stopping */
+	bool			d_stop_accepted; /* SIGTERM/SIGINT accepted (main.c):
+						 * no lockspace is created or opened
+						 * and no lock requested any more */
 	const struct dlmd_engine_up *d_engine_up;
 	/* counters for dlmctl status */
 	uint64_t		d_nrequests;

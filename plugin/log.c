@@ -13,11 +13,13 @@
  * process, like the log itself); the lock engine keeps none of this.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <syslog.h>
 #include <time.h>
@@ -99,9 +101,11 @@ static void fr_log(int32_t t, struct qb_log_callsite *cs,
  * has room for at once: syslog datagrams on a non-blocking socket of our
  * own connected to /dev/log (with the header syslog(3) writes:
  * "<facility|level>Mmm dd hh:mm:ss dlmd[pid]: "), stderr after poll()
- * says it takes a line (a line is at most QB_LOG_MAX_LEN bytes: a pipe
- * with room takes it whole, a socket saying POLLOUT has a quarter of its
- * buffer free, a file always takes it).  A line that finds no room is
+ * says it has room (a line is at most QB_LOG_MAX_LEN bytes: a pipe with
+ * room takes it whole, a socket saying POLLOUT has a quarter of its
+ * buffer free, a file always takes it, a pty or a tty may have room for
+ * a few bytes only), with a write that does not wait either (stderr_fd,
+ * below): it takes what there is room for.  A line that finds no room is
  * dropped and counted ("dlmctl status": log_lines_dropped), and the next
  * line that gets through that sink is preceded by one saying how many
  * went; the flight recorder, in memory, keeps them all ("dlmctl dump").
@@ -194,12 +198,57 @@ static int syslog_send(int level, const char *line)
 	return -1;
 }
 
-/* One line to stderr: 1 written, 0 no room, -1 it cannot be written. */
+/*
+ * Where stderr's lines go: POLLOUT says only that some room is free (a
+ * pty: any at all), and a blocking write of a whole line into less waits
+ * for the reader (a stalled ssh, an XOFF).  So the write itself must not
+ * wait, without changing fd 2's flags, which its other holders share (a
+ * shell, "| tee"): a tty or a pipe is opened again through
+ * /proc/self/fd/2, as a file description of our own made O_NONBLOCK; a
+ * socket is sent to with MSG_DONTWAIT; a file (which never waits for a
+ * reader) and anything that cannot be opened again keep fd 2, guarded by
+ * poll() alone as before.
+ */
+static int stderr_fd = STDERR_FILENO;
+static bool stderr_sock;
+
+static void stderr_setup(void)
+{
+	struct stat st;
+	int fd;
+
+	stderr_fd = STDERR_FILENO;
+	stderr_sock = false;
+	if (fstat(STDERR_FILENO, &st))
+		return;
+	if (S_ISSOCK(st.st_mode)) {
+		stderr_sock = true;
+		return;
+	}
+	if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
+		return;
+	fd = open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_NOCTTY |
+		  O_CLOEXEC);
+	if (fd >= 0)
+		stderr_fd = fd;
+}
+
+static void stderr_teardown(void)
+{
+	if (stderr_fd != STDERR_FILENO)
+		close(stderr_fd);
+	stderr_fd = STDERR_FILENO;
+	stderr_sock = false;
+}
+
+/* One line to stderr: 1 written, 0 no room, -1 it cannot be written.
+ * (A tty with room for part of a line takes that part.) */
 static int stderr_send(const char *line)
 {
-	struct pollfd p = { .fd = STDERR_FILENO, .events = POLLOUT };
+	struct pollfd p = { .fd = stderr_fd, .events = POLLOUT };
 	size_t len = strlen(line);
 	char buf[QB_LOG_MAX_LEN + 2];
+	ssize_t n;
 
 	if (poll(&p, 1, 0) != 1)
 		return 0;
@@ -209,7 +258,11 @@ static int stderr_send(const char *line)
 		len = QB_LOG_MAX_LEN;
 	memcpy(buf, line, len);
 	buf[len++] = '\n';
-	return write(STDERR_FILENO, buf, len) > 0 ? 1 : -1;
+	n = stderr_sock ? send(stderr_fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL) :
+	    write(stderr_fd, buf, len);
+	if (n > 0)
+		return 1;
+	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
 }
 
 static void sink_log(int32_t t, struct qb_log_callsite *cs,
@@ -279,9 +332,12 @@ int dlmd_log_init(const struct dlmd_config *cf, bool to_stderr)
 	if (cf->cf_log_syslog &&
 	    sink_open(&sink_syslog, "%b", cf->cf_log_level) < 0)
 		return -ENOMEM;
-	if (to_stderr &&
-	    sink_open(&sink_stderr, "%t dlmd[%P] %p: %b", cf->cf_log_level) < 0)
-		return -ENOMEM;
+	if (to_stderr) {
+		stderr_setup();
+		if (sink_open(&sink_stderr, "%t dlmd[%P] %p: %b",
+			      cf->cf_log_level) < 0)
+			return -ENOMEM;
+	}
 	fr->fr_lines = calloc(cf->cf_flight_lines, FR_LINE_LEN);
 	if (!fr->fr_lines)
 		return -ENOMEM;
@@ -309,6 +365,7 @@ void dlmd_log_fini(void)
 	fr->fr_target = -1;
 	sink_close(&sink_syslog);
 	sink_close(&sink_stderr);
+	stderr_teardown();
 	qb_log_fini();
 	if (syslog_fd >= 0)
 		close(syslog_fd);

@@ -445,6 +445,10 @@ static int32_t on_signal(int32_t sig, void *data)
 		return 0;
 	}
 	log_notice("signal %d: shutting down", sig);
+	/* the loop ends after this turn, whose jobs may still hold a
+	 * client's LS_OPEN or LOCK: refused from here (client.c,
+	 * stop_refuses), or the stop would leave a lockspace in use */
+	d->d_stop_accepted = true;
 	qb_loop_stop(d->d_loop);
 	return 0;
 }
