@@ -1609,6 +1609,26 @@ static void test_unreach_silent_lower(void **state)
 	assert_int_equal(kills_of(2) + kills_of(3), 0);
 }
 
+/* Node 1's dlmd does not run: nodes 2 and 3 report nothing under the
+ * limit (6 s), then, past it, both have node 1 removed and fenced as
+ * removed. */
+static void hung_node1_removed(void)
+{
+	fake_now += 5000;
+	unreach_tick_of(1);
+	unreach_tick_of(2);
+	assert_int_equal(nmsgs, 0);
+	fake_now += 2000;
+	for (int t = 0; t < 2; t++) {
+		unreach_tick_of(1);
+		unreach_tick_of(2);
+		settle();
+	}
+	for (int i = 1; i < 3; i++)
+		assert_true(sim[i].failed[1] &&
+			    (sim[i].fail_how[1] & DLMD_FAIL_REMOVED));
+}
+
 /*
  * Node 1's dlmd does not run (SIGSTOP: corosync keeps it; here it is
  * left out of every delivery) while node 3 joins lockspace L of nodes 1
@@ -1629,19 +1649,7 @@ static void test_unreach_start_wait(void **state)
 	ls_create(2, "L");
 	settle();
 	assert_non_null(strstr(ls_wait(1, "L"), "start from 1"));
-	fake_now += 5000;	/* under the limit (6 s): nothing */
-	unreach_tick_of(1);
-	unreach_tick_of(2);
-	assert_int_equal(nmsgs, 0);
-	fake_now += 2000;
-	for (int t = 0; t < 2; t++) {
-		unreach_tick_of(1);
-		unreach_tick_of(2);
-		settle();
-	}
-	for (int i = 1; i < 3; i++)
-		assert_true(sim[i].failed[1] &&
-			    (sim[i].fail_how[1] & DLMD_FAIL_REMOVED));
+	hung_node1_removed();
 	assert_int_equal(kills[1][1], 1);
 	assert_int_equal(kills_of(1), 1);
 	assert_int_equal(kills_of(2) + kills_of(3), 0);
@@ -1671,19 +1679,7 @@ static void test_unreach_sync_wait(void **state)
 	settle();
 	assert_true(sim[1].d.d_cluster->cs_syncing);
 	assert_true(sim[2].d.d_cluster->cs_syncing);
-	fake_now += 5000;	/* under the limit (6 s): nothing */
-	unreach_tick_of(1);
-	unreach_tick_of(2);
-	assert_int_equal(nmsgs, 0);
-	fake_now += 2000;
-	for (int t = 0; t < 2; t++) {
-		unreach_tick_of(1);
-		unreach_tick_of(2);
-		settle();
-	}
-	for (int i = 1; i < 3; i++)
-		assert_true(sim[i].failed[1] &&
-			    (sim[i].fail_how[1] & DLMD_FAIL_REMOVED));
+	hung_node1_removed();
 	assert_int_equal(kills_of(1), 1);
 	assert_int_equal(kills_of(2) + kills_of(3), 0);
 	assert_true(logged(1, "node 1 has not sent its ANNOUNCE of the "
