@@ -684,14 +684,16 @@ int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 		free(cm);
 		return rv ? rv : -ENOMEM;
 	}
-	cm->cm_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (d->d_loop)
+		cm->cm_tfd = timerfd_create(CLOCK_MONOTONIC,
+					    TFD_NONBLOCK | TFD_CLOEXEC);
 	if (cm->cm_tfd >= 0 &&
 	    qb_loop_poll_add(d->d_loop, QB_LOOP_MED, cm->cm_tfd, POLLIN, cm,
 			     on_timerfd) != 0) {
 		close(cm->cm_tfd);
 		cm->cm_tfd = -1;
 	}
-	if (cm->cm_tfd < 0)
+	if (cm->cm_tfd < 0 && d->d_loop)
 		log_warn("comms: no timerfd (%s): libqb's timer instead",
 			 strerror(errno));
 	d->d_comms = cm;
