@@ -362,8 +362,9 @@ static void watch_counts(struct dlmd *d, unsigned long long *w,
 /* PP_ROUNDS counters node 1 -> node 2 and back, one in flight; node 2's
  * watch counts.  Bounded: at most WAIT_MS. */
 #define PP_ROUNDS	200
-static void ping_pong(uint32_t spin_us, unsigned long long *w,
-		      unsigned long long *t, unsigned long long *y)
+static void ping_pong(uint32_t spin_us, bool client_watch,
+		      unsigned long long *w, unsigned long long *t,
+		      unsigned long long *y)
 {
 	uint32_t c = 0;
 	uint64_t end;
@@ -373,6 +374,9 @@ static void ping_pong(uint32_t spin_us, unsigned long long *w,
 	cores[1].fc_nodeid = 2;
 	start();
 	daemons[1].d_cfg.cf_peer_spin_us = spin_us;
+	/* as if client.c's watch turned node 2's loop (and yielded): the
+	 * peer watch then does not yield itself */
+	daemons[1].d_watch_job = client_watch;
 	pp_on = true;
 	pp_last = PP_ROUNDS - 1;
 	assert_int_equal(dlmd_comms_send(&daemons[0], 2, &c, sizeof(c)), 0);
@@ -381,13 +385,15 @@ static void ping_pong(uint32_t spin_us, unsigned long long *w,
 	while (cores[0].fc_pp_got < PP_ROUNDS && dlmd_now_ms() < end)
 		run(POLL_MS);
 	pp_on = false;
+	daemons[1].d_watch_job = false;
 	assert_int_equal(cores[1].fc_pp_got, PP_ROUNDS);
 	assert_int_equal(cores[0].fc_pp_got, PP_ROUNDS);
 	assert_int_equal(cores[0].fc_errors, 0);
 	assert_int_equal(cores[1].fc_errors, 0);
 	watch_counts(&daemons[1], w, t, y);
-	printf("peer_spin_us %u: peer_watches %llu peer_watch_took %llu "
-	       "peer_yields_long %llu\n", spin_us, *w, *t, *y);
+	printf("peer_spin_us %u%s: peer_watches %llu peer_watch_took %llu "
+	       "peer_yields_long %llu\n", spin_us,
+	       client_watch ? " (client watch)" : "", *w, *t, *y);
 	for (int i = 0; i < 2; i++)
 		dlmd_comms_fini(&daemons[i]);
 	qb_loop_destroy(loop);
@@ -399,26 +405,27 @@ static void test_peer_watch(void **state)
 
 	(void)state;
 	/* off: node 2 sleeps after each message, never watches */
-	ping_pong(0, &w, &t, &y);
+	ping_pong(0, false, &w, &t, &y);
 	assert_int_equal(w, 0);
 	assert_int_equal(t, 0);
-	/* a second's watch: each of the PP_ROUNDS messages (one read each:
-	 * one in flight) began a watch, was read by one, or came while
-	 * watches were off after a long yield; a watch ends before its
-	 * second only by such a yield, so every watch but the first follows
-	 * one (a loaded machine makes some long: fewer reads by a watch) */
-	for (int tries = 0; tries < 5; tries++) {
-		/* a long first yield (another process on this CPU) turns
-		 * watches off for longer than a whole ping-pong: again, at
-		 * most 5 times */
-		ping_pong(1000000, &w, &t, &y);
-		assert_true(w + t <= PP_ROUNDS);
-		assert_true(w >= 1);
-		assert_true(w <= 1 + y);
-		if (t >= 1)
-			break;
-	}
+	/* a second's watch, no yields of its own (client.c's watch turns
+	 * the loop): it ends only when a second passed without a message,
+	 * so each of the PP_ROUNDS messages (one read each: one in flight)
+	 * began a watch or was read by one, nearly all by one */
+	ping_pong(1000000, true, &w, &t, &y);
+	assert_int_equal(w + t, PP_ROUNDS);
+	assert_int_equal(y, 0);
+	assert_true(w >= 1);
 	assert_true(t >= 1);
+	/* yielding: a message began a watch, was read by one, or came
+	 * while watches were off after a long yield (another process on
+	 * this CPU: how many is the machine's); a watch ends before its
+	 * second only by such a yield, so every watch but the first
+	 * follows one */
+	ping_pong(1000000, false, &w, &t, &y);
+	assert_true(w + t <= PP_ROUNDS);
+	assert_true(w >= 1);
+	assert_true(w <= 1 + y);
 }
 
 int main(void)
