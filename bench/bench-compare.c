@@ -230,6 +230,39 @@
  * CLOCK_REALTIME, which every node namespace shares), and sums their
  * --raw lines; see that script for the remote-master pair and its floor.
  *
+ * Where a remote-master pair's time goes (issue 14, "Remote"; 3 nodes on
+ * this 2-vCPU VM, bench-compare W1 from node 2 on a name node 1 masters,
+ * perf stat of the syscall tracepoints, switches and task-clock on both
+ * dlmds and the client for 1.5 s, per pair counted by the master's
+ * sendto, exactly 2 a pair; main's optimised build, load average 4-7,
+ * 2026-12-07): the master makes 2 epoll_wait, 2 recvfrom, 2 sendto and 2
+ * switches a pair (nothing to cut but the wake-ups: 57% of its perf
+ * samples are finish_task_switch and the wake-up's irqrestore, dlmd's own
+ * code 7%, the cluster key's cipher 3%); the client sleeps on its answer
+ * twice (2 futex waits, woken by node 2's 2 futex wakes); but node 2, the
+ * requester, made 35-63 epoll_wait calls a pair and spent 57-82 us of CPU
+ * a pair (the master 18-26 us, the client 11-13).  libqb sleeps whole
+ * milliseconds of a timer rounded down and polls with a zero timeout for
+ * the rest (a lone 5 ms libqb timer: 20 epoll_wait(4) and 510
+ * epoll_wait(0) in 100 ms), and node 2's delayed-ack timer (lowcomms'
+ * 5 ms) is armed nearly always: a fifth of a CPU in epoll_wait(0), on the
+ * 2 CPUs the pair's three processes share.  With comms.c's timer a
+ * timerfd (plugin/comms.c, comms_rearm): node 2 4.6 epoll_wait and
+ * 28-30 us of CPU a pair, and in one sitting (bench/README.md, "Remote
+ * pair", 04:00) remote pairs/s 9.7k-11.9k -> 18.4k-20.1k, mean 84-103 ->
+ * 50-54 us, p99 1.6 ms -> 0.15-0.18 ms; the p50 30-32 us against a
+ * floor of 17 (1.8-2.0x; main's 28 and 62 us, 1.7x and 3.6x).  Watching
+ * the peers (comms.c, peer_spin_us: the master reads the unlock after its
+ * answer by a poll) read only 2.5k of the master's 29k messages in the
+ * window: 6 long yields (this machine's other work) turned the watches
+ * off for 16 ms, doubling, most of the time; with it and without it the
+ * same beyond the noise (18.4k-20.1k against 18.4k-18.6k).  What
+ * is left at p50 is 8 sleeps and wake-ups a pair (the client's 2, node
+ * 2's 4, the master's 2: as many as the floor's 8, each dearer here
+ * with three processes on 2 vCPUs) plus each daemon's work per message
+ * (ring or recv, the engine, seal/open, send): about 13 us a pair
+ * beyond the floor.
+ *
  * Every client is a process forked from this one; each connects, warms
  * up, reports ready through a pipe, and waits for the parent's "go"
  * message, which carries the measurement window [start, end) on

@@ -16,6 +16,31 @@
  * remote lock pair the requester's next request carries the ack of the
  * reply, so the master wakes once per request, not twice.
  *
+ * WATCHING THE PEERS.  Even once per request is a wake-up of a sleeping
+ * dlmd, and on a machine with an idle CPU that is the costly part of a
+ * remote pair (an interrupt that brings the idle vCPU back: tens of
+ * microseconds here, where the message costs a few; the profile is in
+ * bench/bench-compare.c's header, "remote").  In a remote pair a
+ * master gets the unlock a few microseconds after it answered the lock,
+ * and the next lock as soon after the unlock's answer.  So after a
+ * round that delivered a peer's message dlmd does not go to sleep at
+ * once: for peer_spin_us (dlm.conf, default 50) it keeps turning its
+ * loop, each turn a poll of every fd with a zero timeout and a
+ * sched_yield (peer_job, a timer due at once, as client.c's watch_job),
+ * and a message that came meanwhile is read by that poll, without a
+ * wake-up.  Nothing is read here that the loop would not read anyway,
+ * so order, exactly-once and the cluster key's records are lowcomms'
+ * as before; only when it is read changes.  While client.c's watch of
+ * the rings turns the loop (and yields) anyway, a turn here does not
+ * yield a second time.  A yield that gave the CPU away for long
+ * (PEER_YIELD_LONG_NS: something else needs this CPU, and spinning
+ * only takes turns from it) ends the watch, and for a while
+ * (PEER_OFF_MIN_NS, twice as long after each such yield up to
+ * PEER_OFF_MAX_NS, back to none after PEER_GOOD_WATCHES watches without
+ * one) no watch begins: dlmd sleeps and is woken by each message, as
+ * without it.  peer_spin_us = 0: dlmd sleeps as soon as its loop has
+ * nothing to do.
+ *
  * What travels: each engine message (already encoded by core/wire.c, which
  * carries its own lockspace id, sender and target) is one lowcomms message
  * of type COMMS_TYPE_ENGINE.  lowcomms delivers in order and exactly once
@@ -115,7 +140,11 @@
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/timerfd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
@@ -135,6 +164,11 @@
 #define COMMS_QUEUE_FRAMES	(4u * 1024 * 1024)
 #define COMMS_QUEUE_BYTES	(1024u * 1024 * 1024)
 #define NS_PER_MS		1000000ULL
+/* a yield that took longer ends a peer watch (client.c's measure too) */
+#define PEER_YIELD_LONG_NS	200000ULL
+#define PEER_OFF_MIN_NS		16000000ULL
+#define PEER_OFF_MAX_NS		1024000000ULL
+#define PEER_GOOD_WATCHES	64
 
 struct comms_backlog {
 	struct comms_backlog	*cb_next;
@@ -147,7 +181,8 @@ struct dlmd_comms {
 	struct dlmd		*cm_d;
 	const struct dlmd_comms_up *cm_up;	/* cluster.c's */
 	struct lc_ctx		*cm_lc;
-	qb_loop_timer_handle	cm_timer;
+	qb_loop_timer_handle	cm_timer;	/* when there is no cm_tfd */
+	int			cm_tfd;		/* the timerfd, -1: none */
 	bool			cm_timer_armed;
 	uint64_t		cm_timer_at;	/* ms, CLOCK_MONOTONIC */
 	struct comms_backlog	*cm_backlog;
@@ -161,6 +196,17 @@ struct dlmd_comms {
 	unsigned int		cm_hold_backoff_ms;
 	uint64_t		cm_hold_retry_at;	/* ms */
 	uint64_t		cm_hold_log_at;		/* ms: warn again then */
+	/* WATCHING THE PEERS */
+	bool			cm_delivered;	/* this event delivered */
+	bool			cm_peer_job;	/* peer_job queued */
+	qb_loop_timer_handle	cm_peer_timer;
+	uint64_t		cm_peer_until;	/* ns, CLOCK_MONOTONIC */
+	uint64_t		cm_npeer_watches;	/* watches begun */
+	uint64_t		cm_npeer_took;	/* events read while watching */
+	uint64_t		cm_npeer_yields_long;
+	uint64_t		cm_peer_off_ns;	/* the last back-off, 0: none */
+	uint64_t		cm_peer_off_until;	/* ns: no watch before */
+	unsigned int		cm_peer_good;	/* watches since a long yield */
 };
 
 static void comms_rearm(struct dlmd_comms *cm);
@@ -232,6 +278,7 @@ static int comms_deliver(void *arg, uint32_t from, uint16_t type, uint32_t lsid,
 		hold(cm, pm);
 		return -EAGAIN;
 	}
+	cm->cm_delivered = true;
 	if (pm) {
 		if (pm->pm_held_since)
 			unhold(cm, pm, "taken");
@@ -362,12 +409,82 @@ static void after_event(struct dlmd_comms *cm)
 	cm->cm_up->cu_flush(cm->cm_d);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void peer_job(void *data);
+
+/* WATCHING THE PEERS: a message was delivered; keep the loop turning for
+ * peer_spin_us more. */
+static void peer_watch(struct dlmd_comms *cm)
+{
+	struct dlmd *d = cm->cm_d;
+	uint64_t now;
+
+	if (!d->d_loop || !d->d_cfg.cf_peer_spin_us)
+		return;
+	now = mono_ns();
+
+	if (cm->cm_peer_job) {
+		cm->cm_peer_until = now + (uint64_t)d->d_cfg.cf_peer_spin_us * 1000;
+		cm->cm_npeer_took++;
+		return;
+	}
+	if (now < cm->cm_peer_off_until)
+		return;
+	if (cm->cm_peer_off_ns && ++cm->cm_peer_good >= PEER_GOOD_WATCHES) {
+		cm->cm_peer_off_ns = 0;
+		cm->cm_peer_good = 0;
+	}
+	cm->cm_peer_until = now + (uint64_t)d->d_cfg.cf_peer_spin_us * 1000;
+	if (qb_loop_timer_add(d->d_loop, QB_LOOP_HIGH, 0, cm, peer_job,
+			      &cm->cm_peer_timer) != 0)
+		return;
+	cm->cm_peer_job = true;
+	cm->cm_npeer_watches++;
+}
+
+static void peer_job(void *data)
+{
+	struct dlmd_comms *cm = data;
+	uint64_t t0 = mono_ns(), t1;
+
+	cm->cm_peer_job = false;
+	if (t0 >= cm->cm_peer_until)
+		return;		/* the loop sleeps until an fd or timer */
+	if (!cm->cm_d->d_watch_job) {	/* client.c's watch yields */
+		sched_yield();
+		t1 = mono_ns();
+		if (t1 - t0 >= PEER_YIELD_LONG_NS) {
+			cm->cm_npeer_yields_long++;
+			cm->cm_peer_off_ns = cm->cm_peer_off_ns ?
+				cm->cm_peer_off_ns * 2 : PEER_OFF_MIN_NS;
+			if (cm->cm_peer_off_ns > PEER_OFF_MAX_NS)
+				cm->cm_peer_off_ns = PEER_OFF_MAX_NS;
+			cm->cm_peer_off_until = t1 + cm->cm_peer_off_ns;
+			cm->cm_peer_good = 0;
+			return;
+		}
+	}
+	if (qb_loop_timer_add(cm->cm_d->d_loop, QB_LOOP_HIGH, 0, cm, peer_job,
+			      &cm->cm_peer_timer) == 0)
+		cm->cm_peer_job = true;
+}
+
 static int fd_ready(int32_t fd, int32_t revents, void *data)
 {
 	struct dlmd_comms *cm = data;
 
+	cm->cm_delivered = false;
 	(void)lc_fd_event(cm->cm_lc, fd, (short)revents);
 	after_event(cm);
+	if (cm->cm_delivered)
+		peer_watch(cm);
 	return 0;
 }
 
@@ -444,8 +561,24 @@ static void on_timer(void *data)
 	after_event(cm);
 }
 
+static int on_timerfd(int32_t fd, int32_t revents, void *data)
+{
+	uint64_t n;
+
+	(void)revents;
+	if (read(fd, &n, sizeof(n)) < 0 && errno == EAGAIN)
+		return 0;	/* re-armed meanwhile, not due */
+	on_timer(data);
+	return 0;
+}
+
 /* Keep one timer armed for the earliest of lowcomms' next deadline and the
- * backlog's retry. */
+ * backlog's retry.  A timerfd in the loop, not a libqb timer: libqb sleeps
+ * whole milliseconds rounded down and then polls with a zero timeout
+ * until a timer is due, so each of its timers costs up to a millisecond
+ * of a CPU spent in epoll_wait(0) (the requester of a remote pair, whose
+ * delayed-ack timer is almost always armed, made 35-72 epoll_wait calls a
+ * pair that way; bench/bench-compare.c's header, "remote"). */
 static void comms_rearm(struct dlmd_comms *cm)
 {
 	uint64_t now = dlmd_now_ms();
@@ -460,8 +593,23 @@ static void comms_rearm(struct dlmd_comms *cm)
 	if (cm->cm_timer_armed) {
 		if (cm->cm_timer_at <= at)
 			return;
-		qb_loop_timer_del(cm->cm_d->d_loop, cm->cm_timer);
+		if (cm->cm_tfd < 0)
+			qb_loop_timer_del(cm->cm_d->d_loop, cm->cm_timer);
 		cm->cm_timer_armed = false;
+	}
+	if (cm->cm_tfd >= 0) {
+		/* absolute; a time already past (never 0: that disarms)
+		 * fires at once */
+		struct itimerspec its = { .it_value = {
+			.tv_sec = (time_t)(at / 1000),
+			.tv_nsec = (long)(at % 1000) * 1000000L + 1 } };
+
+		if (timerfd_settime(cm->cm_tfd, TFD_TIMER_ABSTIME, &its,
+				    NULL) == 0) {
+			cm->cm_timer_armed = true;
+			cm->cm_timer_at = at;
+		}
+		return;
 	}
 	if (qb_loop_timer_add(cm->cm_d->d_loop, QB_LOOP_MED,
 			      (at > now ? at - now : 0) * NS_PER_MS, cm, on_timer,
@@ -483,6 +631,7 @@ int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 	cm->cm_d = d;
 	cm->cm_up = up;
 	cm->cm_backlog_tail = &cm->cm_backlog;
+	cm->cm_tfd = -1;
 	lc_config_default(&cfg);
 	cfg.cfg_nodeid = d->d_nodeid;
 	cfg.cfg_port = (uint16_t)d->d_cfg.cf_port;
@@ -535,6 +684,18 @@ int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 		free(cm);
 		return rv ? rv : -ENOMEM;
 	}
+	if (d->d_loop)
+		cm->cm_tfd = timerfd_create(CLOCK_MONOTONIC,
+					    TFD_NONBLOCK | TFD_CLOEXEC);
+	if (cm->cm_tfd >= 0 &&
+	    qb_loop_poll_add(d->d_loop, QB_LOOP_MED, cm->cm_tfd, POLLIN, cm,
+			     on_timerfd) != 0) {
+		close(cm->cm_tfd);
+		cm->cm_tfd = -1;
+	}
+	if (cm->cm_tfd < 0 && d->d_loop)
+		log_warn("comms: no timerfd (%s): libqb's timer instead",
+			 strerror(errno));
 	d->d_comms = cm;
 	rv = lc_listen(cm->cm_lc);
 	if (rv) {
@@ -557,8 +718,14 @@ void dlmd_comms_fini(struct dlmd *d)
 
 	if (!cm)
 		return;
-	if (cm->cm_timer_armed)
+	if (cm->cm_timer_armed && cm->cm_tfd < 0)
 		qb_loop_timer_del(d->d_loop, cm->cm_timer);
+	if (cm->cm_tfd >= 0) {
+		qb_loop_poll_del(d->d_loop, cm->cm_tfd);
+		close(cm->cm_tfd);
+	}
+	if (cm->cm_peer_job)
+		qb_loop_timer_del(d->d_loop, cm->cm_peer_timer);
 	lc_destroy(cm->cm_lc);
 	while (cm->cm_backlog) {
 		struct comms_backlog *b = cm->cm_backlog;
@@ -758,7 +925,8 @@ void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size)
 	lc_get_stats(cm->cm_lc, &st);
 	snprintf(buf, size, "sent %llu delivered %llu connects %llu established "
 		 "%llu lost %llu peer_restarts %llu backlog %llu crypto %s "
-		 "auth_failed %llu held %u not_taken %llu",
+		 "auth_failed %llu held %u not_taken %llu peer_watches %llu "
+		 "peer_watch_took %llu peer_yields_long %llu",
 		 (unsigned long long)st.st_msgs_sent,
 		 (unsigned long long)st.st_msgs_delivered,
 		 (unsigned long long)st.st_connects,
@@ -768,7 +936,10 @@ void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size)
 		 (unsigned long long)cm->cm_nbacklog,
 		 cm->cm_d->d_cfg.cf_crypto_none ? "none" : "key",
 		 (unsigned long long)st.st_auth_failed, cm->cm_nheld,
-		 (unsigned long long)cm->cm_not_taken);
+		 (unsigned long long)cm->cm_not_taken,
+		 (unsigned long long)cm->cm_npeer_watches,
+		 (unsigned long long)cm->cm_npeer_took,
+		 (unsigned long long)cm->cm_npeer_yields_long);
 }
 
 struct each_peer {

@@ -82,6 +82,11 @@
  *                                  request, instead of sleeping until a
  *                                  kick (0..1000000; 0: never; see
  *                                  plugin/client.c "Watching the rings")
+ *   peer_spin_us      50           how long dlmd keeps its loop turning
+ *                                  (polling, yielding) after a peer's
+ *                                  message, instead of sleeping
+ *                                  (0..1000000; 0: never; see
+ *                                  plugin/comms.c "WATCHING THE PEERS")
  *   ast_queue_limit   67108864     bytes of unread ASTs dlmd keeps for all
  *                                  clients together (65536..4294967295);
  *                                  past it the client with the most is
@@ -154,6 +159,7 @@ void dlmd_config_defaults(struct dlmd_config *cf)
 	cf->cf_ast_queue_limit = 64u << 20;
 	cf->cf_max_locks_per_uid = 1u << 20;
 	cf->cf_client_spin_us = 50;
+	cf->cf_peer_spin_us = 50;
 	snprintf(cf->cf_configfs_dir, sizeof(cf->cf_configfs_dir), "%s",
 		 DLMD_DEFAULT_CONFIGFS_DIR);
 }
@@ -338,6 +344,7 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 	U32("max_locks_per_uid", cf_max_locks_per_uid, 1, 4294967295)
 	U32("fence_timeout_secs", cf_fence_timeout_secs, 1, 86400)
 	U32("client_spin_us", cf_client_spin_us, 0, 1000000)
+	U32("peer_spin_us", cf_peer_spin_us, 0, 1000000)
 #undef U32
 	if (!strcmp(k, "socket_path")) {
 		*why = "expected an absolute path shorter than 108 bytes";
@@ -705,7 +712,8 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     "fence_timeout_secs = %u\n"
 		     "fence_pacemaker = %s\nflight_recorder_lines = %u\n"
 		     "max_clients_per_uid = %u\nast_queue_limit = %u\n"
-		     "max_locks_per_uid = %u\nclient_spin_us = %u\n",
+		     "max_locks_per_uid = %u\nclient_spin_us = %u\n"
+		     "peer_spin_us = %u\n",
 		     cf->cf_port,
 		     cf->cf_protocol == DLMD_PROTO_SCTP ? "sctp" :
 		     cf->cf_protocol == DLMD_PROTO_DETECT ? "detect" : "tcp",
@@ -728,7 +736,7 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     cf->cf_fence_pcmk == DLMD_FENCE_PCMK_NO ? "no" : "auto",
 		     cf->cf_flight_lines, cf->cf_max_clients_per_uid,
 		     cf->cf_ast_queue_limit, cf->cf_max_locks_per_uid,
-		     cf->cf_client_spin_us) < 0)
+		     cf->cf_client_spin_us, cf->cf_peer_spin_us) < 0)
 		return NULL;
 	return dump_crypto(s, cf);
 }

@@ -253,6 +253,8 @@ struct dlmd_config {
 	uint32_t		cf_max_locks_per_uid;	/* root is exempt */
 	uint32_t		cf_client_spin_us;	/* client.c "Watching the
 							 * rings"; 0: off */
+	uint32_t		cf_peer_spin_us;	/* comms.c "WATCHING THE
+							 * PEERS"; 0: off */
 	/* the configfs-compatible view's root ("" = none): plugin/view.c */
 	char			cf_configfs_dir[PATH_MAX];
 	/* the metrics endpoint (plugin/metrics-http.c): "" = off, else

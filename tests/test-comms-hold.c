@@ -11,7 +11,11 @@
  * (node 2's comms made again) is paused by node 1 until node 1 hears of
  * the old one's leave (lowcomms.c, PEER RESTARTED), and the pause counts
  * in dlmd_comms_wait_ms() meanwhile (comms.c, RESTARTED PEER: what
- * cluster.c's UNREACHABLE PEERS judges).  Every wait is bounded.
+ * cluster.c's UNREACHABLE PEERS judges).  And WATCHING THE PEERS: in a
+ * ping-pong (each side answers the other's message at once, one message
+ * in flight) a node with peer_spin_us reads the next message by a poll
+ * of its watch, where one with peer_spin_us = 0 never watches.  Every
+ * wait is bounded.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -52,7 +56,14 @@ struct fake_core {
 	unsigned int	fc_errors;	/* out of order, twice, lost */
 	unsigned int	fc_from2;	/* messages from node 2 (node 1's) */
 	bool		fc_later_while_held;	/* one past REFUSE_AT came early */
+	/* ping-pong (test_peer_watch): the answer to send at the flush */
+	bool		fc_pp_pending;
+	uint32_t	fc_pp_answer;
+	unsigned int	fc_pp_got;
 };
+
+static bool pp_on;		/* the fake engines play ping-pong */
+static uint32_t pp_last;	/* node 1 sends counters 0..pp_last */
 
 static struct fake_core cores[2] = { { .fc_nodeid = 1 }, { .fc_nodeid = 2 } };
 
@@ -62,15 +73,28 @@ int dlm_core_receive(struct dlm_core *core, uint32_t from, const void *buf,
 	struct fake_core *fc = (struct fake_core *)core;
 	uint32_t counter;
 
-	if (len == sizeof(counter) && from == 2 && fc->fc_nodeid == 1) {
+	if (len == sizeof(counter) && from == 2 && fc->fc_nodeid == 1 &&
+	    !pp_on) {
 		fc->fc_from2++;
 		return 0;
 	}
-	if (len != sizeof(counter) || from != 1) {
+	if (len != sizeof(counter) || from != (pp_on ? 3 - fc->fc_nodeid : 1)) {
 		fc->fc_errors++;
 		return -EBADMSG;
 	}
 	memcpy(&counter, buf, sizeof(counter));
+	if (pp_on) {
+		/* node 2 answers each counter, node 1 sends the next */
+		fc->fc_pp_got++;
+		if (counter != fc->fc_next)
+			fc->fc_errors++;
+		fc->fc_next = counter + 1;
+		if (fc->fc_nodeid == 2 || counter < pp_last) {
+			fc->fc_pp_pending = true;
+			fc->fc_pp_answer = fc->fc_nodeid == 2 ? counter : counter + 1;
+		}
+		return 0;
+	}
 	if (counter == REFUSE_AT && fc->fc_refuse_left) {
 		fc->fc_refuse_left--;
 		fc->fc_refused++;
@@ -90,6 +114,15 @@ static unsigned int cannot_hold;
 
 static void up_flush(struct dlmd *d)
 {
+	struct fake_core *fc = (struct fake_core *)d->d_core;
+
+	/* what an engine answered goes out at the flush, as in dlmd */
+	if (fc->fc_pp_pending) {
+		fc->fc_pp_pending = false;
+		assert_int_equal(dlmd_comms_send(d, 3 - fc->fc_nodeid,
+						 &fc->fc_pp_answer,
+						 sizeof(fc->fc_pp_answer)), 0);
+	}
 	dlmd_comms_kick(d);
 }
 
@@ -312,11 +345,95 @@ static void test_restart_paused(void **state)
 	qb_loop_destroy(loop);
 }
 
+/* "peer_watches W peer_watch_took T peer_yields_long Y" of d's status */
+static void watch_counts(struct dlmd *d, unsigned long long *w,
+			 unsigned long long *t, unsigned long long *y)
+{
+	char status[512];
+	const char *p;
+
+	dlmd_comms_status(d, status, sizeof(status));
+	p = strstr(status, "peer_watches ");
+	assert_non_null(p);
+	assert_int_equal(sscanf(p, "peer_watches %llu peer_watch_took %llu "
+				"peer_yields_long %llu", w, t, y), 3);
+}
+
+/* PP_ROUNDS counters node 1 -> node 2 and back, one in flight; node 2's
+ * watch counts.  Bounded: at most WAIT_MS. */
+#define PP_ROUNDS	200
+static void ping_pong(uint32_t spin_us, bool client_watch,
+		      unsigned long long *w, unsigned long long *t,
+		      unsigned long long *y)
+{
+	uint32_t c = 0;
+	uint64_t end;
+
+	memset(cores, 0, sizeof(cores));
+	cores[0].fc_nodeid = 1;
+	cores[1].fc_nodeid = 2;
+	start();
+	daemons[1].d_cfg.cf_peer_spin_us = spin_us;
+	/* as if client.c's watch turned node 2's loop (and yielded): the
+	 * peer watch then does not yield itself */
+	daemons[1].d_watch_job = client_watch;
+	pp_on = true;
+	pp_last = PP_ROUNDS - 1;
+	assert_int_equal(dlmd_comms_send(&daemons[0], 2, &c, sizeof(c)), 0);
+	dlmd_comms_kick(&daemons[0]);
+	end = dlmd_now_ms() + WAIT_MS;
+	while (cores[0].fc_pp_got < PP_ROUNDS && dlmd_now_ms() < end)
+		run(POLL_MS);
+	pp_on = false;
+	daemons[1].d_watch_job = false;
+	assert_int_equal(cores[1].fc_pp_got, PP_ROUNDS);
+	assert_int_equal(cores[0].fc_pp_got, PP_ROUNDS);
+	assert_int_equal(cores[0].fc_errors, 0);
+	assert_int_equal(cores[1].fc_errors, 0);
+	watch_counts(&daemons[1], w, t, y);
+	printf("peer_spin_us %u%s: peer_watches %llu peer_watch_took %llu "
+	       "peer_yields_long %llu\n", spin_us,
+	       client_watch ? " (client watch)" : "", *w, *t, *y);
+	for (int i = 0; i < 2; i++)
+		dlmd_comms_fini(&daemons[i]);
+	qb_loop_destroy(loop);
+}
+
+static void test_peer_watch(void **state)
+{
+	unsigned long long w, t, y;
+
+	(void)state;
+	/* off: node 2 sleeps after each message, never watches */
+	ping_pong(0, false, &w, &t, &y);
+	assert_int_equal(w, 0);
+	assert_int_equal(t, 0);
+	/* a second's watch, no yields of its own (client.c's watch turns
+	 * the loop): it ends only when a second passed without a message,
+	 * so each of the PP_ROUNDS messages (one read each: one in flight)
+	 * began a watch or was read by one, nearly all by one */
+	ping_pong(1000000, true, &w, &t, &y);
+	assert_int_equal(w + t, PP_ROUNDS);
+	assert_int_equal(y, 0);
+	assert_true(w >= 1);
+	assert_true(t >= 1);
+	/* yielding: a message began a watch, was read by one, or came
+	 * while watches were off after a long yield (another process on
+	 * this CPU: how many is the machine's); a watch ends before its
+	 * second only by such a yield, so every watch but the first
+	 * follows one */
+	ping_pong(1000000, false, &w, &t, &y);
+	assert_true(w + t <= PP_ROUNDS);
+	assert_true(w >= 1);
+	assert_true(w <= 1 + y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_restart_paused),
+		cmocka_unit_test(test_peer_watch),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
