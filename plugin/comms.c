@@ -24,7 +24,7 @@
  * master gets the unlock a few microseconds after it answered the lock,
  * and the next lock as soon after the unlock's answer.  So after a
  * round that delivered a peer's message dlmd does not go to sleep at
- * once: for peer_spin_us (dlm.conf, default 50) it keeps turning its
+ * once: for peer_spin_us (dlm.conf, default 0: off) it keeps turning its
  * loop, each turn a poll of every fd with a zero timeout and a
  * sched_yield (peer_job, a timer due at once, as client.c's watch_job),
  * and a message that came meanwhile is read by that poll, without a
