@@ -446,17 +446,17 @@ static void test_u32idx(void **state)
 	assert_int_equal(m.ui_tab.t_cap, 0);
 }
 
+/* A test run on each map, named after it. */
+#define ON_BOTH(f)	{ #f "_map", f, NULL, NULL, (void *)&map_ops }, \
+			{ #f "_idx", f, NULL, NULL, (void *)&idx_ops }
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_prestate(test_reserved_keys, (void *)&map_ops),
-		cmocka_unit_test_prestate(test_reserved_keys, (void *)&idx_ops),
-		cmocka_unit_test_prestate(test_tombstones, (void *)&map_ops),
-		cmocka_unit_test_prestate(test_tombstones, (void *)&idx_ops),
-		cmocka_unit_test_prestate(test_churn, (void *)&map_ops),
-		cmocka_unit_test_prestate(test_churn, (void *)&idx_ops),
-		cmocka_unit_test_prestate(test_reserve_fill, (void *)&map_ops),
-		cmocka_unit_test_prestate(test_reserve_fill, (void *)&idx_ops),
+		ON_BOTH(test_reserved_keys),
+		ON_BOTH(test_tombstones),
+		ON_BOTH(test_churn),
+		ON_BOTH(test_reserve_fill),
 		cmocka_unit_test(test_each),
 		cmocka_unit_test(test_u32idx),
 	};
