@@ -106,7 +106,7 @@ static inline int tab_grow(struct u32tab *t, uint32_t n, size_t ss)
 {
 	uint32_t cap = t->t_cap ? t->t_cap : MIN_CAP;
 
-	while (t->t_count + n >= cap / 2) {
+	while ((uint64_t)t->t_count + n >= cap / 2) {
 		if (cap > UINT32_MAX / 4)
 			return -ENOMEM;
 		cap *= 2;
@@ -128,7 +128,7 @@ static __attribute__((noinline)) int idx_grow(struct u32tab *t, uint32_t n)
 
 static inline int tab_reserve(struct u32tab *t, uint32_t n, size_t ss)
 {
-	if (t->t_used + n < t->t_cap / 2)
+	if ((uint64_t)t->t_used + n < t->t_cap / 2)	/* no wrap at any n */
 		return 0;
 	return ss == IDX_SLOT ? idx_grow(t, n) : map_grow(t, n);
 }

@@ -320,9 +320,13 @@ static void test_reserve_fill(void **state)
 	for (uint32_t n = 1; n <= 300; n += 37)
 		for (uint32_t i = 1; i < n; i += 2)
 			assert_has(o, &m, n * 1000u + i + 1);
-	/* a reserve the table cannot hold fails and leaves it as it was */
+	/* a reserve the table cannot hold fails and leaves it as it was,
+	 * also where the count plus n passes UINT32_MAX */
 	cap = o->o_tab(&m)->t_cap;
 	assert_int_equal(o->o_reserve(&m, UINT32_MAX / 2), -ENOMEM);
+	assert_int_equal(o->o_reserve(&m, UINT32_MAX), -ENOMEM);
+	assert_int_equal(o->o_reserve(&m, UINT32_MAX - o->o_count(&m) + 1),
+			 -ENOMEM);
 	assert_int_equal(o->o_tab(&m)->t_cap, cap);
 	o->o_free(&m);
 }
