@@ -51,11 +51,10 @@ struct dlm_core *dlm_core_new(const struct dlm_core_config *cfg,
 	return core;
 }
 
-static void ls_free(struct dlm_ls *ls)
+/* The lockspace's own memory: its tables (empty, or never filled) and
+ * arrays, and the struct.  What the tables pointed to is gone already. */
+static void ls_free_mem(struct dlm_ls *ls)
 {
-	dlm_recover_free_ls(ls);
-	dlm_remaster_free_ls(ls);
-	dlm_lock_drop_all(ls);
 	dlm_htab_destroy(&ls->ls_rsbtbl);
 	dlm_htab_destroy(&ls->ls_lkbtbl);
 	dlm_htab_destroy(&ls->ls_dirtbl);
@@ -63,9 +62,17 @@ static void ls_free(struct dlm_ls *ls)
 	dlm_htab_destroy(&ls->ls_solotbl);
 	dlm_htab_destroy(&ls->ls_soloids);
 	free(ls->ls_idblocks);
-	dlm_list_del(&ls->ls_list);
 	free(ls->ls_members);
 	free(ls);
+}
+
+static void ls_free(struct dlm_ls *ls)
+{
+	dlm_recover_free_ls(ls);
+	dlm_remaster_free_ls(ls);
+	dlm_lock_drop_all(ls);
+	dlm_list_del(&ls->ls_list);
+	ls_free_mem(ls);
 }
 
 void dlm_core_free(struct dlm_core *core)
@@ -233,14 +240,7 @@ int dlm_core_ls_create(struct dlm_core *core, const char *name,
 		*out = ls;
 	return 0;
 fail:
-	dlm_htab_destroy(&ls->ls_rsbtbl);
-	dlm_htab_destroy(&ls->ls_lkbtbl);
-	dlm_htab_destroy(&ls->ls_dirtbl);
-	dlm_htab_destroy(&ls->ls_ownertbl);
-	dlm_htab_destroy(&ls->ls_solotbl);
-	dlm_htab_destroy(&ls->ls_soloids);
-	free(ls->ls_members);
-	free(ls);
+	ls_free_mem(ls);
 	return rv;
 }
 

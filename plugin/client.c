@@ -1227,7 +1227,7 @@ static void end_wait(void *arg, uint32_t key, uint32_t h)
 static void drop_lock_records(struct dlmd *d, struct dlmd_client *c,
 			      struct drop_held *dh)
 {
-	uid_locks_sub(uid_locks_of(d, c->cl_uid), c->cl_locks.ui_count);
+	uid_locks_sub(uid_locks_of(d, c->cl_uid), u32idx_count(&c->cl_locks));
 	if (c->cl_ls)
 		u32idx_each(&c->cl_locks, end_wait, c);
 	if (dh && (c->cl_nheld || dh->dh_error))
@@ -1430,7 +1430,7 @@ static void orphan_recs_prune(struct dlmd_ls *dl)
 {
 	struct dlm_ls_stats st;
 
-	if (!dl->dl_orphan_owners.um_count)
+	if (!u32map_count(&dl->dl_orphan_owners))
 		return;
 	dlm_core_ls_stats(dl->dl_core, &st);
 	if (!st.ls_orphans)
@@ -3455,7 +3455,7 @@ static void note_unclean(void *arg, uint32_t key, void *val)
 	const struct dlmd_client *c = val;
 
 	(void)key;
-	if (c->cl_ls && c->cl_locks.ui_count && !d->d_stop_unclean) {
+	if (c->cl_ls && u32idx_count(&c->cl_locks) && !d->d_stop_unclean) {
 		d->d_stop_unclean = true;
 		log_err("stopping while client pid %d (and maybe others) holds "
 			"or waits for locks in lockspace %s: no lockspace is "
@@ -3579,5 +3579,5 @@ void dlmd_client_each_paused(struct dlmd *d,
 
 unsigned int dlmd_client_count(const struct dlmd *d)
 {
-	return d->d_clients.um_count;
+	return u32map_count(&d->d_clients);
 }

@@ -112,32 +112,40 @@
 #define DLMD_REMASTER_WINDOW	32	/* remaster_window default: the engine's
 					   own (core/remaster.c) */
 
-/* A u32 -> pointer hash map with open addressing; grows at 1/2 load. */
+/* The open-addressing table under u32map and u32idx (u32map.c): a slot
+ * is a 32-bit key and its value right after it, 4 + the value's size
+ * bytes, in one array; linear probing, grows at 1/2 load. */
+struct u32tab {
+	unsigned char	*t_slots;
+	uint32_t	t_cap;		/* power of two, or 0 */
+	uint32_t	t_count;
+	uint32_t	t_used;		/* live + tombstones */
+};
+
+/* A u32 -> pointer hash map: 12-byte slots (8 on 32-bit). */
 struct u32map {
-	uint32_t	*um_keys;
-	void		**um_vals;
-	uint32_t	um_cap;		/* power of two, or 0 */
-	uint32_t	um_count;
-	uint32_t	um_used;	/* live + tombstones */
+	struct u32tab	um_tab;
 };
 void *u32map_get(const struct u32map *m, uint32_t key);
 /* Make room so that n more puts cannot fail.  0 or -ENOMEM. */
 int u32map_reserve(struct u32map *m, uint32_t n);
-/* Insert or replace; key must be non-zero.  0 or -ENOMEM. */
+/* Insert or replace; key must be neither 0 nor UINT32_MAX.  0, -EINVAL
+ * or -ENOMEM. */
 int u32map_put(struct u32map *m, uint32_t key, void *val);
 void *u32map_del(struct u32map *m, uint32_t key);
 /* Visit every entry; fn may not modify the map. */
 void u32map_each(const struct u32map *m, void (*fn)(void *arg, uint32_t key, void *val),
 		 void *arg);
 void u32map_free(struct u32map *m);
+static inline uint32_t u32map_count(const struct u32map *m)
+{
+	return m->um_tab.t_count;
+}
 
-/* A u32 -> u32 hash map (u32map.c): the key and its value side by side
- * in one 8-byte slot, open addressing, grows at 1/2 load. */
+/* A u32 -> u32 hash map: the key and its value side by side in one
+ * 8-byte slot. */
 struct u32idx {
-	uint64_t	*ui_slots;	/* key in the low 32 bits */
-	uint32_t	ui_cap;		/* power of two, or 0 */
-	uint32_t	ui_count;
-	uint32_t	ui_used;	/* live + tombstones */
+	struct u32tab	ui_tab;
 };
 /* Whether 'key' is there, and its value in *val. */
 bool u32idx_get(const struct u32idx *m, uint32_t key, uint32_t *val);
@@ -152,6 +160,10 @@ bool u32idx_del(struct u32idx *m, uint32_t key, uint32_t *val);
 void u32idx_each(const struct u32idx *m,
 		 void (*fn)(void *arg, uint32_t key, uint32_t val), void *arg);
 void u32idx_free(struct u32idx *m);
+static inline uint32_t u32idx_count(const struct u32idx *m)
+{
+	return m->ui_tab.t_count;
+}
 
 /* Records of one size named by 32-bit handles, in pages (slab.c). */
 #define SLAB_PAGE_RECS	1024u

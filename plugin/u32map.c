@@ -1,26 +1,35 @@
 /*
- * plugin/u32map.c - a hash map from non-zero 32-bit keys to pointers.
+ * plugin/u32map.c - hash maps from 32-bit keys: to pointers (u32map) and
+ * to 32-bit values (u32idx).
  *
- * Open addressing with linear probing over a power-of-two table that
- * doubles when live entries plus tombstones pass half of it, so probe
- * sequences stay short however many locks a client holds.  Key 0 marks an
- * empty slot and DELETED a tombstone; neither is a valid key (lock ids and
- * client serials are never 0, and DELETED is skipped when serials wrap).
+ * Both are one table (struct u32tab): open addressing with linear probing
+ * over a power-of-two array of slots that doubles when live entries plus
+ * tombstones pass half of it, so probe sequences stay short however many
+ * locks a client holds.  A slot is the key (4 B) and the value right
+ * after it, unaligned (memcpy): 8 B for u32idx (client.c's lock ids to
+ * their records' handles, slab.c), 4 + sizeof(void *) for u32map; a
+ * lookup reads one cache line.  Key 0 marks an empty slot and DELETED a
+ * tombstone; neither is a valid key (lock ids and client serials are
+ * never 0, and DELETED is skipped when serials wrap).
  *
- * struct u32idx is the same map from keys to 32-bit values (client.c's
- * lock ids to their records' handles, slab.c): key and value share one
- * 8-byte slot, so a lookup reads one cache line where u32map reads two
- * (its keys and its pointers lie in arrays of their own), and an entry
- * takes 8 B a slot against 12.
+ * The slot size is a parameter of the table's functions, not a field of
+ * the table: the lookups, puts and deletes are inline and each map calls
+ * them with a constant, so each gets the code of a table of its own
+ * width (no multiply or copy of run-time length), the resize included.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plugin/dlmd.h"
 
 #define EMPTY		0u
 #define DELETED		0xffffffffu
+#define NONE		UINT32_MAX	/* "no slot" from the probes */
 #define MIN_CAP		16u
+#define KEY_SIZE	sizeof(uint32_t)
+#define MAP_SLOT	(KEY_SIZE + sizeof(void *))
+#define IDX_SLOT	(KEY_SIZE + sizeof(uint32_t))
 
 static uint32_t slot_of(uint32_t key, uint32_t cap)
 {
@@ -28,263 +37,278 @@ static uint32_t slot_of(uint32_t key, uint32_t cap)
 	return (uint32_t)((key * 2654435769u) & (cap - 1));
 }
 
-void *u32map_get(const struct u32map *m, uint32_t key)
+static inline unsigned char *slot_at(const struct u32tab *t, uint32_t i, size_t ss)
 {
-	if (!m->um_cap || key == EMPTY || key == DELETED)
-		return NULL;
-	for (uint32_t i = slot_of(key, m->um_cap), n = 0; n < m->um_cap;
-	     i = (i + 1) & (m->um_cap - 1), n++) {
-		if (m->um_keys[i] == key)
-			return m->um_vals[i];
-		if (m->um_keys[i] == EMPTY)
-			return NULL;
-	}
-	return NULL;
+	return t->t_slots + (size_t)i * ss;
 }
 
-static int resize(struct u32map *m, uint32_t cap)
+static inline uint32_t key_at(const struct u32tab *t, uint32_t i, size_t ss)
 {
-	uint32_t *keys = calloc(cap, sizeof(*keys));
-	void **vals = calloc(cap, sizeof(*vals));
+	uint32_t k;
 
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
+	memcpy(&k, slot_at(t, i, ss), sizeof(k));
+	return k;
+}
+
+static inline void set_key(struct u32tab *t, uint32_t i, size_t ss, uint32_t key)
+{
+	memcpy(slot_at(t, i, ss), &key, sizeof(key));
+}
+
+static inline bool valid_key(uint32_t key)
+{
+	return key != EMPTY && key != DELETED;
+}
+
+/* The slot holding 'key', or NONE. */
+static inline uint32_t tab_find(const struct u32tab *t, uint32_t key, size_t ss)
+{
+	if (!t->t_cap || !valid_key(key))
+		return NONE;
+	for (uint32_t i = slot_of(key, t->t_cap), n = 0; n < t->t_cap;
+	     i = (i + 1) & (t->t_cap - 1), n++) {
+		uint32_t k = key_at(t, i, ss);
+
+		if (k == key)
+			return i;
+		if (k == EMPTY)
+			return NONE;
+	}
+	return NONE;
+}
+
+/* Rehash every live entry into a new array of 'cap' slots: the
+ * tombstones go. */
+static inline int tab_resize(struct u32tab *t, uint32_t cap, size_t ss)
+{
+	struct u32tab n = { .t_cap = cap, .t_count = t->t_count,
+			    .t_used = t->t_count };
+
+	n.t_slots = calloc(cap, ss);
+	if (!n.t_slots)
 		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < m->um_cap; i++) {
-		uint32_t k = m->um_keys[i], j;
+	for (uint32_t i = 0; i < t->t_cap; i++) {
+		uint32_t k = key_at(t, i, ss), j;
 
-		if (k == EMPTY || k == DELETED)
+		if (!valid_key(k))
 			continue;
-		for (j = slot_of(k, cap); keys[j] != EMPTY; j = (j + 1) & (cap - 1))
+		for (j = slot_of(k, cap); key_at(&n, j, ss) != EMPTY;
+		     j = (j + 1) & (cap - 1))
 			;
-		keys[j] = k;
-		vals[j] = m->um_vals[i];
+		memcpy(slot_at(&n, j, ss), slot_at(t, i, ss), ss);
 	}
-	free(m->um_keys);
-	free(m->um_vals);
-	m->um_keys = keys;
-	m->um_vals = vals;
-	m->um_cap = cap;
-	m->um_used = m->um_count;
+	free(t->t_slots);
+	*t = n;
 	return 0;
 }
 
-int u32map_reserve(struct u32map *m, uint32_t n)
+static inline int tab_grow(struct u32tab *t, uint32_t n, size_t ss)
 {
-	uint32_t cap = m->um_cap ? m->um_cap : MIN_CAP;
+	uint32_t cap = t->t_cap ? t->t_cap : MIN_CAP;
 
-	if (m->um_used + n < m->um_cap / 2)
-		return 0;
-	while (m->um_count + n >= cap / 2) {
+	while ((uint64_t)t->t_count + n >= cap / 2) {
 		if (cap > UINT32_MAX / 4)
 			return -ENOMEM;
 		cap *= 2;
 	}
-	return resize(m, cap);
+	return tab_resize(t, cap, ss);
+}
+
+/* The resize of each width, out of line (it is rare) and of its width
+ * (a constant slot size: no copy of run-time length per entry). */
+static __attribute__((noinline)) int map_grow(struct u32tab *t, uint32_t n)
+{
+	return tab_grow(t, n, MAP_SLOT);
+}
+
+static __attribute__((noinline)) int idx_grow(struct u32tab *t, uint32_t n)
+{
+	return tab_grow(t, n, IDX_SLOT);
+}
+
+static inline int tab_reserve(struct u32tab *t, uint32_t n, size_t ss)
+{
+	if ((uint64_t)t->t_used + n < t->t_cap / 2)	/* no wrap at any n */
+		return 0;
+	return ss == IDX_SLOT ? idx_grow(t, n) : map_grow(t, n);
+}
+
+/* The slot 'key' is to take, its key written (over a tombstone where the
+ * probe passed one) and counted, or where it already is; the caller
+ * writes the value.  0, -EINVAL or -ENOMEM. */
+static inline int tab_put(struct u32tab *t, uint32_t key, size_t ss, uint32_t *slot)
+{
+	uint32_t i, tomb = NONE;
+	int rv;
+
+	if (!valid_key(key))
+		return -EINVAL;
+	rv = tab_reserve(t, 1, ss);
+	if (rv)
+		return rv;
+	for (i = slot_of(key, t->t_cap);; i = (i + 1) & (t->t_cap - 1)) {
+		uint32_t k = key_at(t, i, ss);
+
+		if (k == key)
+			break;
+		if (k == DELETED && tomb == NONE)
+			tomb = i;
+		if (k == EMPTY) {
+			if (tomb != NONE)
+				i = tomb;
+			else
+				t->t_used++;
+			t->t_count++;
+			set_key(t, i, ss, key);
+			break;
+		}
+	}
+	*slot = i;
+	return 0;
+}
+
+/* Turn the live slot 'i' into a tombstone; the caller has read its
+ * value (a tombstone's value is never read again). */
+static inline void tab_erase(struct u32tab *t, uint32_t i, size_t ss)
+{
+	set_key(t, i, ss, DELETED);
+	t->t_count--;
+}
+
+/* The first live slot at or after 'i', or t_cap. */
+static uint32_t tab_next(const struct u32tab *t, uint32_t i, size_t ss)
+{
+	while (i < t->t_cap && !valid_key(key_at(t, i, ss)))
+		i++;
+	return i;
+}
+
+static void tab_free(struct u32tab *t)
+{
+	free(t->t_slots);
+	*t = (struct u32tab){ 0 };
+}
+
+/* ------------------------------------------------------------------ */
+/* u32map: a pointer after each key                                    */
+/* ------------------------------------------------------------------ */
+
+static void *map_val(const struct u32tab *t, uint32_t i)
+{
+	void *v;
+
+	memcpy(&v, slot_at(t, i, MAP_SLOT) + KEY_SIZE, sizeof(v));
+	return v;
+}
+
+void *u32map_get(const struct u32map *m, uint32_t key)
+{
+	uint32_t i = tab_find(&m->um_tab, key, MAP_SLOT);
+
+	return i == NONE ? NULL : map_val(&m->um_tab, i);
+}
+
+int u32map_reserve(struct u32map *m, uint32_t n)
+{
+	return tab_reserve(&m->um_tab, n, MAP_SLOT);
 }
 
 int u32map_put(struct u32map *m, uint32_t key, void *val)
 {
-	uint32_t i, tomb = UINT32_MAX;
-	int rv;
+	uint32_t i;
+	int rv = tab_put(&m->um_tab, key, MAP_SLOT, &i);
 
-	if (key == EMPTY || key == DELETED)
-		return -EINVAL;
-	rv = u32map_reserve(m, 1);
-	if (rv)
-		return rv;
-	for (i = slot_of(key, m->um_cap);; i = (i + 1) & (m->um_cap - 1)) {
-		if (m->um_keys[i] == key) {
-			m->um_vals[i] = val;
-			return 0;
-		}
-		if (m->um_keys[i] == DELETED && tomb == UINT32_MAX)
-			tomb = i;
-		if (m->um_keys[i] == EMPTY)
-			break;
-	}
-	if (tomb != UINT32_MAX)
-		i = tomb;
-	else
-		m->um_used++;
-	m->um_keys[i] = key;
-	m->um_vals[i] = val;
-	m->um_count++;
-	return 0;
+	if (!rv)
+		memcpy(slot_at(&m->um_tab, i, MAP_SLOT) + KEY_SIZE, &val, sizeof(val));
+	return rv;
 }
 
 void *u32map_del(struct u32map *m, uint32_t key)
 {
-	if (!m->um_cap || key == EMPTY || key == DELETED)
-		return NULL;
-	for (uint32_t i = slot_of(key, m->um_cap), n = 0; n < m->um_cap;
-	     i = (i + 1) & (m->um_cap - 1), n++) {
-		if (m->um_keys[i] == key) {
-			void *v = m->um_vals[i];
+	uint32_t i = tab_find(&m->um_tab, key, MAP_SLOT);
+	void *v;
 
-			m->um_keys[i] = DELETED;
-			m->um_vals[i] = NULL;
-			m->um_count--;
-			return v;
-		}
-		if (m->um_keys[i] == EMPTY)
-			return NULL;
-	}
-	return NULL;
+	if (i == NONE)
+		return NULL;
+	v = map_val(&m->um_tab, i);
+	tab_erase(&m->um_tab, i, MAP_SLOT);
+	return v;
 }
 
 void u32map_each(const struct u32map *m, void (*fn)(void *arg, uint32_t key, void *val),
 		 void *arg)
 {
-	for (uint32_t i = 0; i < m->um_cap; i++)
-		if (m->um_keys[i] != EMPTY && m->um_keys[i] != DELETED)
-			fn(arg, m->um_keys[i], m->um_vals[i]);
+	const struct u32tab *t = &m->um_tab;
+
+	for (uint32_t i = tab_next(t, 0, MAP_SLOT); i < t->t_cap;
+	     i = tab_next(t, i + 1, MAP_SLOT))
+		fn(arg, key_at(t, i, MAP_SLOT), map_val(t, i));
 }
 
 void u32map_free(struct u32map *m)
 {
-	free(m->um_keys);
-	free(m->um_vals);
-	m->um_keys = NULL;
-	m->um_vals = NULL;
-	m->um_cap = m->um_count = m->um_used = 0;
+	tab_free(&m->um_tab);
 }
 
 /* ------------------------------------------------------------------ */
-/* u32idx: key in the low 32 bits of a slot, its value in the high     */
+/* u32idx: a 32-bit value after each key                               */
 /* ------------------------------------------------------------------ */
 
-static uint32_t slot_key(uint64_t slot)
+static uint32_t idx_val(const struct u32tab *t, uint32_t i)
 {
-	return (uint32_t)slot;
-}
+	uint32_t v;
 
-static uint32_t slot_val(uint64_t slot)
-{
-	return (uint32_t)(slot >> 32);
+	memcpy(&v, slot_at(t, i, IDX_SLOT) + KEY_SIZE, sizeof(v));
+	return v;
 }
 
 bool u32idx_get(const struct u32idx *m, uint32_t key, uint32_t *val)
 {
-	if (!m->ui_cap || key == EMPTY || key == DELETED)
+	uint32_t i = tab_find(&m->ui_tab, key, IDX_SLOT);
+
+	if (i == NONE)
 		return false;
-	for (uint32_t i = slot_of(key, m->ui_cap), n = 0; n < m->ui_cap;
-	     i = (i + 1) & (m->ui_cap - 1), n++) {
-		uint64_t s = m->ui_slots[i];
-
-		if (slot_key(s) == key) {
-			*val = slot_val(s);
-			return true;
-		}
-		if (slot_key(s) == EMPTY)
-			return false;
-	}
-	return false;
-}
-
-static int idx_resize(struct u32idx *m, uint32_t cap)
-{
-	uint64_t *slots = calloc(cap, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < m->ui_cap; i++) {
-		uint32_t k = slot_key(m->ui_slots[i]), j;
-
-		if (k == EMPTY || k == DELETED)
-			continue;
-		for (j = slot_of(k, cap); slot_key(slots[j]) != EMPTY;
-		     j = (j + 1) & (cap - 1))
-			;
-		slots[j] = m->ui_slots[i];
-	}
-	free(m->ui_slots);
-	m->ui_slots = slots;
-	m->ui_cap = cap;
-	m->ui_used = m->ui_count;
-	return 0;
+	*val = idx_val(&m->ui_tab, i);
+	return true;
 }
 
 int u32idx_reserve(struct u32idx *m, uint32_t n)
 {
-	uint32_t cap = m->ui_cap ? m->ui_cap : MIN_CAP;
-
-	if (m->ui_used + n < m->ui_cap / 2)
-		return 0;
-	while (m->ui_count + n >= cap / 2) {
-		if (cap > UINT32_MAX / 4)
-			return -ENOMEM;
-		cap *= 2;
-	}
-	return idx_resize(m, cap);
+	return tab_reserve(&m->ui_tab, n, IDX_SLOT);
 }
 
 int u32idx_put(struct u32idx *m, uint32_t key, uint32_t val)
 {
-	uint32_t i, tomb = UINT32_MAX;
-	int rv;
+	uint32_t i;
+	int rv = tab_put(&m->ui_tab, key, IDX_SLOT, &i);
 
-	if (key == EMPTY || key == DELETED)
-		return -EINVAL;
-	rv = u32idx_reserve(m, 1);
-	if (rv)
-		return rv;
-	for (i = slot_of(key, m->ui_cap);; i = (i + 1) & (m->ui_cap - 1)) {
-		uint32_t k = slot_key(m->ui_slots[i]);
-
-		if (k == key)
-			break;
-		if (k == DELETED && tomb == UINT32_MAX)
-			tomb = i;
-		if (k == EMPTY) {
-			if (tomb != UINT32_MAX)
-				i = tomb;
-			else
-				m->ui_used++;
-			m->ui_count++;
-			break;
-		}
-	}
-	m->ui_slots[i] = (uint64_t)val << 32 | key;
-	return 0;
+	if (!rv)
+		memcpy(slot_at(&m->ui_tab, i, IDX_SLOT) + KEY_SIZE, &val, sizeof(val));
+	return rv;
 }
 
 bool u32idx_del(struct u32idx *m, uint32_t key, uint32_t *val)
 {
-	if (!m->ui_cap || key == EMPTY || key == DELETED)
-		return false;
-	for (uint32_t i = slot_of(key, m->ui_cap), n = 0; n < m->ui_cap;
-	     i = (i + 1) & (m->ui_cap - 1), n++) {
-		uint64_t s = m->ui_slots[i];
+	uint32_t i = tab_find(&m->ui_tab, key, IDX_SLOT);
 
-		if (slot_key(s) == key) {
-			*val = slot_val(s);
-			m->ui_slots[i] = DELETED;
-			m->ui_count--;
-			return true;
-		}
-		if (slot_key(s) == EMPTY)
-			return false;
-	}
-	return false;
+	if (i == NONE)
+		return false;
+	*val = idx_val(&m->ui_tab, i);
+	tab_erase(&m->ui_tab, i, IDX_SLOT);
+	return true;
 }
 
 void u32idx_each(const struct u32idx *m,
 		 void (*fn)(void *arg, uint32_t key, uint32_t val), void *arg)
 {
-	for (uint32_t i = 0; i < m->ui_cap; i++) {
-		uint32_t k = slot_key(m->ui_slots[i]);
+	const struct u32tab *t = &m->ui_tab;
 
-		if (k != EMPTY && k != DELETED)
-			fn(arg, k, slot_val(m->ui_slots[i]));
-	}
+	for (uint32_t i = tab_next(t, 0, IDX_SLOT); i < t->t_cap;
+	     i = tab_next(t, i + 1, IDX_SLOT))
+		fn(arg, key_at(t, i, IDX_SLOT), idx_val(t, i));
 }
 
 void u32idx_free(struct u32idx *m)
 {
-	free(m->ui_slots);
-	m->ui_slots = NULL;
-	m->ui_cap = m->ui_count = m->ui_used = 0;
+	tab_free(&m->ui_tab);
 }

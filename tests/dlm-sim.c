@@ -401,6 +401,27 @@ static int alloc_fail(void *arg)
 	return 1;
 }
 
+/* Node n's engine (n_id and n_sim set), configured from the run's
+ * options: 0, or -ENOMEM with n_core NULL. */
+int sim_node_engine_new(struct sim_node *n)
+{
+	const struct sim *sim = n->n_sim;
+	struct dlm_core_config cfg;
+
+	memset(&cfg, 0, sizeof(cfg));	/* deadlock_ms 0, as before */
+	cfg.our_nodeid = n->n_id;
+	cfg.toss_ms = sim->toss_ms;
+	cfg.lvbseq_start = sim->opts->o_lvbseq_start;
+	cfg.audit_ms = sim->audit_ms;
+	cfg.remaster_ticks = sim->opts->o_remaster ? SIM_REMASTER_TICKS : 0;
+	cfg.remaster_window = SIM_REMASTER_WINDOW;
+	cfg.remaster_shared = sim->opts->o_repoint;
+	cfg.max_tossed = sim->opts->o_max_tossed;
+	cfg.fold = sim->opts->o_fold;
+	n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
+	return n->n_core ? 0 : -ENOMEM;
+}
+
 /* A new engine's test switches: the --fault, the allocation hook. */
 void sim_node_engine_setup(struct sim_node *n)
 {
@@ -2142,7 +2163,6 @@ const char *const sim_ls_names[SIM_MAX_LS] = { "sim0", "sim-1" };
 static int setup(struct sim *sim)
 {
 	uint32_t members[SIM_MAX_NODES];
-	struct dlm_core_config cfg;
 	unsigned int i, ls, c;
 	int rc;
 
@@ -2171,18 +2191,7 @@ static int setup(struct sim *sim)
 		n->n_sim = sim;
 		n->n_id = i + 1;
 		n->n_alive = true;
-		memset(&cfg, 0, sizeof(cfg));	/* deadlock_ms 0, as before */
-		cfg.our_nodeid = n->n_id;
-		cfg.toss_ms = sim->toss_ms;
-		cfg.lvbseq_start = sim->opts->o_lvbseq_start;
-		cfg.audit_ms = sim->audit_ms;
-		cfg.remaster_ticks = sim->opts->o_remaster ? SIM_REMASTER_TICKS : 0;
-		cfg.remaster_window = SIM_REMASTER_WINDOW;
-		cfg.remaster_shared = sim->opts->o_repoint;
-		cfg.max_tossed = sim->opts->o_max_tossed;
-		cfg.fold = sim->opts->o_fold;
-		n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
-		if (!n->n_core)
+		if (sim_node_engine_new(n))
 			return -ENOMEM;
 		sim_node_engine_setup(n);
 		dlm_core_tick(n->n_core, sim->now);

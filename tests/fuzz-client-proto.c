@@ -37,6 +37,7 @@
 
 #include "plugin/dlmd.h"
 #include "tests/fuzz-daemon.h"
+#include "tests/raw-client.h"
 #include "tests/fuzz-verdict.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -181,10 +182,7 @@ static void open_ls(struct dlmd *d, struct dlmd_client *c, int *ast_peer)
 	unsigned char buf[DLMP_MAX_MSG];
 	int sv[2], len;
 
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_LS_OPEN;
-	m.m_u.ls.ls_namelen = (uint16_t)strlen(FUZZ_LS);
-	memcpy(m.m_u.ls.ls_name, FUZZ_LS, strlen(FUZZ_LS));
+	raw_ls_msg(&m, DLMP_LS_OPEN, FUZZ_LS);
 	len = dlmp_encode(&m, buf, sizeof(buf));
 	if (len < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv))
 		abort();

@@ -94,10 +94,7 @@ static int raw_ls_open_fd(int fd, const char *name, int ast_fd)
 {
 	struct dlmp_msg msg;
 
-	memset(&msg, 0, sizeof(msg));
-	msg.m_hdr.h_type = DLMP_LS_OPEN;
-	msg.m_u.ls.ls_namelen = (uint16_t)strlen(name);
-	memcpy(msg.m_u.ls.ls_name, name, strlen(name));
+	raw_ls_msg(&msg, DLMP_LS_OPEN, name);
 	return raw_request(fd, &msg, ast_fd);
 }
 
@@ -140,15 +137,10 @@ static int ring_memfd(int seal)
 static void lock_msg(struct dlmp_msg *msg, int mode, const char *name,
 		     uint32_t convert_lkid)
 {
-	memset(msg, 0, sizeof(*msg));
-	msg->m_hdr.h_type = DLMP_LOCK;
-	msg->m_u.lock.lk_mode = (uint8_t)mode;
+	raw_lock_msg(msg, mode, convert_lkid ? "" : name);
 	if (convert_lkid) {
 		msg->m_u.lock.lk_flags = LKF_CONVERT;
 		msg->m_u.lock.lk_lkid = convert_lkid;
-	} else {
-		msg->m_u.lock.lk_namelen = (uint8_t)strlen(name);
-		memcpy(msg->m_u.lock.lk_name, name, strlen(name));
 	}
 }
 

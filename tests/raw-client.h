@@ -3,8 +3,10 @@
  * must send what libdlm would not (tests/perm-client.c,
  * tests/ring-hostile.c, tests/test-libdlm.c): a connection, one packet
  * (with an fd passed), the REPLY to a request.  Every wait is bounded
- * (RAW_RECV_TIMEOUT_S, which a test may define first).  Inline: a test
- * need not use them all.
+ * (RAW_RECV_TIMEOUT_S, which a test may define first).  Also the
+ * requests they build, raw_ls_msg() and raw_lock_msg(), which the tests
+ * that hand requests to the daemon's code directly use too
+ * (tests/test-stop-refuses.c).  Inline: a test need not use them all.
  */
 #ifndef DLMD_TESTS_RAW_CLIENT_H
 #define DLMD_TESTS_RAW_CLIENT_H
@@ -22,6 +24,27 @@
 #ifndef RAW_RECV_TIMEOUT_S
 #define RAW_RECV_TIMEOUT_S 10
 #endif
+
+/* A request of 'type' (DLMP_LS_OPEN, _LS_CREATE, _LS_RELEASE) naming the
+ * lockspace 'name'; every other field 0. */
+static inline void raw_ls_msg(struct dlmp_msg *m, uint16_t type, const char *name)
+{
+	memset(m, 0, sizeof(*m));
+	m->m_hdr.h_type = type;
+	m->m_u.ls.ls_namelen = (uint16_t)strlen(name);
+	memcpy(m->m_u.ls.ls_name, name, strlen(name));
+}
+
+/* A DLMP_LOCK of the resource 'name' (no NUL: DLMP_NAME_MAX bytes at
+ * most) in 'mode'; every other field 0. */
+static inline void raw_lock_msg(struct dlmp_msg *m, int mode, const char *name)
+{
+	memset(m, 0, sizeof(*m));
+	m->m_hdr.h_type = DLMP_LOCK;
+	m->m_u.lock.lk_mode = (uint8_t)mode;
+	m->m_u.lock.lk_namelen = (uint8_t)strlen(name);
+	memcpy(m->m_u.lock.lk_name, name, strlen(name));
+}
 
 /* A bare connection to $DLMD_SOCKET, or -1. */
 static inline int raw_connect(void)

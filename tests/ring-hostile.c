@@ -202,10 +202,7 @@ static int one_round(unsigned int n)
 	fd = raw_connect();
 	if (fd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -1;
-	memset(&msg, 0, sizeof(msg));
-	msg.m_hdr.h_type = DLMP_LS_OPEN;
-	msg.m_u.ls.ls_namelen = (uint16_t)strlen(LS_NAME);
-	memcpy(msg.m_u.ls.ls_name, LS_NAME, strlen(LS_NAME));
+	raw_ls_msg(&msg, DLMP_LS_OPEN, LS_NAME);
 	rv = raw_send(fd, &msg, reqid, sv[1]) ? -EIO : raw_reply(fd, reqid);
 	close(sv[1]);
 	if (rv) {

@@ -472,7 +472,6 @@ static int node_joins(struct sim *sim, int node)
 {
 	struct sim_node *n = &sim->nodes[node];
 	uint32_t members[SIM_MAX_NODES];
-	struct dlm_core_config cfg;
 	unsigned int nm, ls, c;
 	int rc;
 
@@ -481,18 +480,7 @@ static int node_joins(struct sim *sim, int node)
 	n->n_sim = sim;
 	n->n_id = (uint32_t)node + 1;
 	sim_trace(sim, "JOIN n%d", node + 1);
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.our_nodeid = n->n_id;
-	cfg.toss_ms = sim->toss_ms;
-	cfg.lvbseq_start = sim->opts->o_lvbseq_start;
-	cfg.audit_ms = sim->audit_ms;
-	cfg.remaster_ticks = sim->opts->o_remaster ? SIM_REMASTER_TICKS : 0;
-	cfg.remaster_window = SIM_REMASTER_WINDOW;
-	cfg.remaster_shared = sim->opts->o_repoint;
-	cfg.max_tossed = sim->opts->o_max_tossed;
-	cfg.fold = sim->opts->o_fold;
-	n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
-	if (!n->n_core)
+	if (sim_node_engine_new(n))
 		return -ENOMEM;
 	dlm_core_tick(n->n_core, sim->now);
 	n->n_alive = true;

@@ -614,6 +614,7 @@ void glue_report_stall(struct sim *sim);
 void check_recovered(struct sim *sim);
 void glue_recovery_failed(struct sim *sim, int node, uint32_t event);
 /* dlm-sim.c */
+int sim_node_engine_new(struct sim_node *n);
 void sim_node_engine_setup(struct sim_node *n);
 bool sim_out_of_memory(const struct sim *sim, int rc);
 extern const struct dlm_core_ops sim_core_ops;

@@ -2155,12 +2155,8 @@ static void test_bad_requests(void **state)
 	memset(buf + len, 0xaa, sizeof(buf) - (size_t)len);
 	assert_int_equal(raw_exchange(fd, buf, sizeof(buf), 7), -EBADMSG);
 	/* A LOCK before LS_OPEN. */
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_LOCK;
+	raw_lock_msg(&m, LKM_EXMODE, "x");
 	m.m_hdr.h_reqid = 8;
-	m.m_u.lock.lk_mode = LKM_EXMODE;
-	m.m_u.lock.lk_namelen = 1;
-	m.m_u.lock.lk_name[0] = 'x';
 	len = dlmp_encode(&m, buf, sizeof(buf));
 	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 8), -ENOTCONN);
 	/* LOCK whose name length disagrees with the packet. */
@@ -2168,21 +2164,15 @@ static void test_bad_requests(void **state)
 	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 8), -EBADMSG);
 	/* LS_CREATE of a name with a newline, past libdlm's own check: the
 	 * daemon refuses it too (it would write fake lines in its log). */
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_LS_CREATE;
+	raw_ls_msg(&m, DLMP_LS_CREATE, "x\nfake line");
 	m.m_hdr.h_reqid = 11;
 	m.m_u.ls.ls_mode = 0600;
-	m.m_u.ls.ls_namelen = (uint16_t)strlen("x\nfake line");
-	memcpy(m.m_u.ls.ls_name, "x\nfake line", m.m_u.ls.ls_namelen);
 	len = dlmp_encode(&m, buf, sizeof(buf));
 	assert_true(len > 0);
 	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 11), -EINVAL);
 	/* LS_OPEN without the AST socket. */
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_LS_OPEN;
+	raw_ls_msg(&m, DLMP_LS_OPEN, LS_NAME);
 	m.m_hdr.h_reqid = 9;
-	m.m_u.ls.ls_namelen = (uint16_t)strlen(LS_NAME);
-	memcpy(m.m_u.ls.ls_name, LS_NAME, strlen(LS_NAME));
 	len = dlmp_encode(&m, buf, sizeof(buf));
 	assert_int_equal(raw_exchange(fd, buf, (size_t)len, 9), -EBADF);
 	/* The connection still works, and so do others. */
@@ -2322,11 +2312,8 @@ static int raw_open_ids(int fd, uint32_t reqid, uint32_t *block, uint32_t *nids)
 	int sv[2];
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_LS_OPEN;
+	raw_ls_msg(&m, DLMP_LS_OPEN, LS_NAME);
 	m.m_hdr.h_reqid = reqid;
-	m.m_u.ls.ls_namelen = (uint16_t)strlen(LS_NAME);
-	memcpy(m.m_u.ls.ls_name, LS_NAME, strlen(LS_NAME));
 	raw_request_fd(fd, &m, sv[1]);
 	close(sv[1]);
 	assert_int_equal(m.m_u.reply.rp_status, 0);
@@ -2359,14 +2346,10 @@ static void test_sync_own_id(void **state)
 	lock_granted(h2, LKM_EXMODE, &blocker, "sync-own-id");
 	ast_fd = raw_open_ids(fd, 1, &block, &nids);
 	assert_true(block != 0 && nids >= 2);
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_LOCK;
+	raw_lock_msg(&m, LKM_PRMODE, "sync-own-id");
 	m.m_hdr.h_reqid = 2;
-	m.m_u.lock.lk_mode = LKM_PRMODE;
 	m.m_u.lock.lk_bits = DLMP_LK_SYNC | DLMP_LK_NEWID;
 	m.m_u.lock.lk_lkid = block;
-	m.m_u.lock.lk_namelen = (uint8_t)strlen("sync-own-id");
-	memcpy(m.m_u.lock.lk_name, "sync-own-id", strlen("sync-own-id"));
 	len = dlmp_encode(&m, buf, sizeof(buf));
 	assert_true(len > 0);
 	assert_int_equal(send(fd, buf, (size_t)len, 0), len);
@@ -2411,13 +2394,9 @@ static void test_held_limit(void **state)
 	lock_granted(h2, LKM_EXMODE, &blocker, "held-limit");
 	ast_fd = raw_open(fd, 1);
 	for (uint32_t i = 0; i <= DLMP_MAX_HELD; i++) {
-		memset(&m, 0, sizeof(m));
-		m.m_hdr.h_type = DLMP_LOCK;
+		raw_lock_msg(&m, LKM_PRMODE, "held-limit");
 		m.m_hdr.h_reqid = 100 + i;
-		m.m_u.lock.lk_mode = LKM_PRMODE;
 		m.m_u.lock.lk_bits = DLMP_LK_SYNC;
-		m.m_u.lock.lk_namelen = (uint8_t)strlen("held-limit");
-		memcpy(m.m_u.lock.lk_name, "held-limit", strlen("held-limit"));
 		len = dlmp_encode(&m, buf, sizeof(buf));
 		assert_int_equal(send(fd, buf, (size_t)len, 0), len);
 	}
@@ -2726,12 +2705,9 @@ static int raw_release_conn(const char *ls, unsigned char *buf, int *len)
 	m.m_hdr.h_reqid = 1;
 	*len = dlmp_encode(&m, buf, DLMP_MAX_MSG);
 	assert_int_equal(raw_exchange(fd, buf, (size_t)*len, 1), 0);	/* accepted */
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_LS_RELEASE;
+	raw_ls_msg(&m, DLMP_LS_RELEASE, ls);
 	m.m_hdr.h_reqid = 2;
 	m.m_u.ls.ls_flags = DLMP_RELEASE_FORCE;
-	m.m_u.ls.ls_namelen = (uint16_t)strlen(ls);
-	memcpy(m.m_u.ls.ls_name, ls, strlen(ls) + 1);
 	*len = dlmp_encode(&m, buf, DLMP_MAX_MSG);
 	assert_true(*len > 0);
 	return fd;
@@ -3548,12 +3524,8 @@ static void test_ring_hostile(void **state)
 	memcpy(slot, &len32, 4);
 	memset(slot + 8, 0xa5, DLMP_MAX_MSG);
 	/* slot 1: a LOCK whose header length is not the slot's */
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_LOCK;
+	raw_lock_msg(&m, LKM_EXMODE, "host");
 	m.m_hdr.h_reqid = 21;
-	m.m_u.lock.lk_mode = LKM_EXMODE;
-	m.m_u.lock.lk_namelen = 4;
-	memcpy(m.m_u.lock.lk_name, "host", 4);
 	slot = ring->rg_slots[1];
 	len32 = (uint32_t)dlmp_encode(&m, slot + 8, DLMP_MAX_MSG) - 1;
 	memcpy(slot, &len32, 4);

@@ -1,7 +1,7 @@
 /*
- * tests/test-slab.c - plugin/slab.c's records and handles, and
- * plugin/u32map.c's u32idx, the pair client.c keeps its lock records in
- * (struct lkcb, cl_locks).
+ * tests/test-slab.c - plugin/slab.c's records and handles, where
+ * client.c keeps its lock records (struct lkcb; their index, cl_locks,
+ * is a u32idx: tests/test-u32map.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -101,83 +101,11 @@ static void test_slab_pages_back(void **state)
 	free(h);
 }
 
-struct each_sum {
-	uint64_t	es_keys;
-	uint64_t	es_vals;
-	uint32_t	es_n;
-};
-
-static void sum_each(void *arg, uint32_t key, uint32_t val)
-{
-	struct each_sum *es = arg;
-
-	es->es_keys += key;
-	es->es_vals += val;
-	es->es_n++;
-}
-
-/* u32idx: put, get, replace, delete (tombstones), grow, each. */
-static void test_u32idx(void **state)
-{
-	struct u32idx m = { 0 };
-	struct each_sum es = { 0 };
-	uint64_t keys = 0, vals = 0;
-	uint32_t v, n = 0;
-
-	(void)state;
-	assert_false(u32idx_get(&m, 1, &v));
-	assert_int_equal(u32idx_put(&m, 0, 1), -EINVAL);
-	assert_int_equal(u32idx_put(&m, UINT32_MAX, 1), -EINVAL);
-	for (uint32_t k = 1; k <= 5000; k++)
-		assert_int_equal(u32idx_put(&m, k * 7, k ^ 0xdeadbeefu), 0);
-	assert_int_equal(m.ui_count, 5000);
-	assert_true(m.ui_cap > 2 * m.ui_count);
-	for (uint32_t k = 1; k <= 5000; k++) {
-		assert_true(u32idx_get(&m, k * 7, &v));
-		assert_int_equal(v, k ^ 0xdeadbeefu);
-		assert_false(u32idx_get(&m, k * 7 + 1, &v));
-	}
-	/* replace keeps the count */
-	assert_int_equal(u32idx_put(&m, 7, 42), 0);
-	assert_true(u32idx_get(&m, 7, &v));
-	assert_int_equal(v, 42);
-	assert_int_equal(m.ui_count, 5000);
-	/* delete the odd ones; the even ones stay found past tombstones */
-	for (uint32_t k = 1; k <= 5000; k += 2) {
-		assert_true(u32idx_del(&m, k * 7, &v));
-		assert_false(u32idx_del(&m, k * 7, &v));
-	}
-	for (uint32_t k = 1; k <= 5000; k++) {
-		assert_int_equal(u32idx_get(&m, k * 7, &v), k % 2 == 0);
-		if (k % 2 == 0) {
-			keys += k * 7;
-			vals += k ^ 0xdeadbeefu;
-			n++;
-		}
-	}
-	assert_int_equal(m.ui_count, n);
-	u32idx_each(&m, sum_each, &es);
-	assert_int_equal(es.es_n, n);
-	assert_int_equal(es.es_keys, keys);
-	assert_int_equal(es.es_vals, vals);
-	/* churn through tombstones: the table does not fill with them */
-	for (uint32_t r = 0; r < 20000; r++) {
-		assert_int_equal(u32idx_put(&m, 1000000 + r, r), 0);
-		assert_true(u32idx_del(&m, 1000000 + r, &v));
-		assert_int_equal(v, r);
-	}
-	assert_int_equal(m.ui_count, n);
-	assert_true(m.ui_used < m.ui_cap / 2);
-	u32idx_free(&m);
-	assert_int_equal(m.ui_cap, 0);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_slab_records),
 		cmocka_unit_test(test_slab_pages_back),
-		cmocka_unit_test(test_u32idx),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

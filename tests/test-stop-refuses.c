@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "tests/fuzz-daemon.h"
+#include "tests/raw-client.h"
 
 #define LS_NAME	"stopls"
 
@@ -42,11 +43,8 @@ static void open_ls(struct dlmd *d, struct dlmd_client *c, int *ast)
 	struct dlmp_msg m;
 	int sv[2], len;
 
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_LS_OPEN;
+	raw_ls_msg(&m, DLMP_LS_OPEN, LS_NAME);
 	m.m_hdr.h_reqid = 1;
-	m.m_u.ls.ls_namelen = (uint16_t)strlen(LS_NAME);
-	memcpy(m.m_u.ls.ls_name, LS_NAME, strlen(LS_NAME));
 	len = dlmp_encode(&m, buf, sizeof(buf));
 	assert_true(len > 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
@@ -60,12 +58,8 @@ static void lock_nl(struct dlmd *d, struct dlmd_client *c)
 	struct dlmp_msg m;
 	int len;
 
-	memset(&m, 0, sizeof(m));
-	m.m_hdr.h_type = DLMP_LOCK;
+	raw_lock_msg(&m, 0, "res");	/* NL: granted at once */
 	m.m_hdr.h_reqid = 2;
-	m.m_u.lock.lk_mode = 0;		/* NL: granted at once */
-	m.m_u.lock.lk_namelen = 3;
-	memcpy(m.m_u.lock.lk_name, "res", 3);
 	m.m_u.lock.lk_range_end = UINT64_MAX;
 	len = dlmp_encode(&m, buf, sizeof(buf));
 	assert_true(len > 0);
