@@ -2608,6 +2608,37 @@ static void ownid_alarm(int sig)
 	_exit(1);
 }
 
+/* Whether process 'pid' is stopped (state T in /proc/PID/stat). */
+static bool proc_stopped(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');	/* the name may hold spaces and ')' */
+	return p && p[1] == ' ' && p[2] == 'T';
+}
+
+/* SIGSTOP dlmd and wait until it is stopped: kill() returns before the
+ * signal takes it off its CPU, and a dlmd still running took the first
+ * request's kick, slept again, and was kicked a second time (seen on a
+ * loaded machine: ring_kicks one more than test_ring_requests counts,
+ * the second kick read after the count). */
+static void ownid_stop(void)
+{
+	assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
+	for (int i = 0; i < 10000 && !proc_stopped(ownid_dlmd); i++)
+		usleep(1000);
+	assert_true(proc_stopped(ownid_dlmd));
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -2670,7 +2701,7 @@ static void test_async_own_ids(void **state)
 		ownid_dlmd = (pid_t)atoi(pid);
 		signal(SIGALRM, ownid_alarm);
 		alarm(AST_TIMEOUT_MS / 1000 + 1);
-		assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
+		ownid_stop();
 		for (i = 0; i < OWNID_STOPPED; i++) {
 			rec_init(&ownid[0][i]);
 			snprintf(name, sizeof(name), "stopped-%d", i);
@@ -2743,7 +2774,7 @@ static void test_async_gone(void **state)
 		ownid_dlmd = (pid_t)atoi(pid);
 		signal(SIGALRM, ownid_alarm);
 		alarm(AST_TIMEOUT_MS / 1000 + 1);
-		assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
+		ownid_stop();
 		assert_int_equal(send(fd, buf, (size_t)len, 0), (ssize_t)len);
 		for (i = 0; i < GONE_LOCKS; i++) {
 			rec_init(&g[i]);
@@ -3125,7 +3156,7 @@ static void test_async_unlock_noreply(void **state)
 		assert_int_equal(r[i].r_lksb.sb_status, 0);
 	signal(SIGALRM, ownid_alarm);
 	alarm(AST_TIMEOUT_MS / 1000 + 1);
-	assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
+	ownid_stop();
 	for (i = 0; i < NOREPLY_LOCKS; i++) {
 		r[i].r_comp = 0;
 		assert_int_equal(dlm_ls_unlock(h, r[i].r_lksb.sb_lkid, 0,
@@ -3217,7 +3248,7 @@ static void test_dispatch_close_in_ast(void **state)
 	/* all four completions wait in the socket before one is read */
 	signal(SIGALRM, ownid_alarm);
 	alarm(AST_TIMEOUT_MS / 1000 + 1);
-	assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
+	ownid_stop();
 	for (i = 0; i < 4; i++) {
 		rec_init(&r[i]);
 		snprintf(name, sizeof(name), "close-in-ast-%d", i);
@@ -3277,7 +3308,7 @@ static void locks_while_stopped(dlm_lshandle_t h, struct rec *v, int n,
 
 	signal(SIGALRM, ownid_alarm);
 	alarm(AST_TIMEOUT_MS / 1000 + 1);
-	assert_int_equal(kill(ownid_dlmd, SIGSTOP), 0);
+	ownid_stop();
 	for (int i = 0; i < n; i++) {
 		rec_init(&v[i]);
 		snprintf(name, sizeof(name), "%s-%d", prefix, i);
