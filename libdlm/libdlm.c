@@ -543,9 +543,14 @@ static int ret_errno(int rv)
 	return rv;
 }
 
+/* $DLMD_SOCKET, and every variable below, through secure_getenv(): in a
+ * program that gained privileges at exec (setuid, setgid, file
+ * capabilities) the environment is its invoker's, who would otherwise
+ * point it at a server of their own posing as dlmd (tests/
+ * test-libdlm-secure.sh); there the defaults hold. */
 static const char *socket_path(void)
 {
-	const char *p = getenv(DLMD_SOCKET_ENV);
+	const char *p = secure_getenv(DLMD_SOCKET_ENV);
 
 	return p && *p ? p : DLMD_DEFAULT_SOCKET;
 }
@@ -1066,7 +1071,7 @@ static uint64_t mono_ns(void)
 
 static uint64_t spin_ns_env(void)
 {
-	const char *env = getenv(SPIN_ENV);
+	const char *env = secure_getenv(SPIN_ENV);
 	char *end;
 	unsigned long us;
 
@@ -1860,7 +1865,7 @@ static void handle_free(struct ls_handle *h)
  * no) requests go on the socket: nothing fails here. */
 static void ring_attach(struct ls_handle *h)
 {
-	const char *env = getenv(RING_ENV);
+	const char *env = secure_getenv(RING_ENV);
 	struct dlmp_msg msg;
 	struct dlmp_reply reply;
 	void *p;
@@ -1881,7 +1886,7 @@ static void ring_attach(struct ls_handle *h)
 		close(fd);
 		return;
 	}
-	env = getenv(RING_ANS_ENV);
+	env = secure_getenv(RING_ANS_ENV);
 	memset(&msg, 0, sizeof(msg));
 	msg.m_hdr.h_type = DLMP_RING;
 	msg.m_u.pair.pr_a = DLMP_RING_ATTACH;

@@ -556,6 +556,8 @@ struct cs_daemon {
 	bool		dm_known;	/* we know its lockspaces */
 	bool		dm_announced;	/* its ANNOUNCE came in this sync */
 	bool		dm_refused;	/* another version: logged once */
+	bool		dm_second;	/* dropped as a second process of
+					 * its node id: logged once */
 	/* an ANNOUNCE being received (FIRST .. LAST) */
 	bool		dm_ann_open;
 	struct cm_name	*dm_ann;
@@ -2541,6 +2543,43 @@ static void deliver_fence(struct dlmd_cluster *cs, uint32_t from, uint16_t type,
 static void deliver_unreach(struct dlmd_cluster *cs, uint32_t from,
 			    const unsigned char *body, size_t len);
 
+/*
+ * ONE DLMD PER NODE ID, against a process that is no dlmd.  CPG names
+ * every process of a host by the host's node id, and corosync lets more
+ * than root use CPG (the users and groups of its uidgid: pacemaker adds
+ * its haclient group at start).  Such a process can join the daemon
+ * group and send what a dlmd sends; were that taken, it spoke for its
+ * node: a FENCE_RESULT of a failed node (the others gave that node's
+ * locks away unfenced), an ANNOUNCE then a LEAVE (the others had the
+ * node out of a lockspace its dlmd holds locks in), FAILED and UNREACH
+ * records.  So while a node id has two processes in the group, a
+ * message of one is taken only if we know it (its ANNOUNCE came while it
+ * was the only one of its node id, or it is ourselves) and do not know
+ * the other: the node's dlmd, which the second one joined beside.
+ * Messages of a node id whose processes we cannot tell apart (we joined
+ * when both were there) are dropped, all of them: we stay in our sync,
+ * deciding nothing, until one of them leaves, and that leave starts a
+ * sync again (daemon_confchg_ls), which every member answers anew.  A
+ * second dlmd sends nothing (it stops at its first confchg), so nothing
+ * real is lost to this but what the node's dlmd sent meanwhile, and the
+ * sync its leave starts sends that state again.  What stays open: such a
+ * process on a node whose dlmd is not in the group is the only one of
+ * its node id, and taken as its dlmd (README, threat model).
+ */
+static bool second_of_node(const struct dlmd_cluster *cs,
+			   const struct cs_daemon *dm)
+{
+	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+		const struct cs_daemon *o = &cs->cs_dm[i];
+
+		if (o == dm || o->dm_id != dm->dm_id)
+			continue;
+		if (!dm->dm_known || o->dm_known)
+			return true;
+	}
+	return false;
+}
+
 static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 			   uint32_t nodeid, uint32_t pid, void *msg, size_t len)
 {
@@ -2580,6 +2619,16 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	if (!dm) {
 		log_warn("daemon group: message from node %u pid %u, which is not "
 			 "a member (an old incarnation?): dropped", nodeid, pid);
+		return;
+	}
+	if (second_of_node(cs, dm)) {
+		if (!dm->dm_second)
+			log_err("daemon group: messages of node %u pid %u dropped "
+				"while another process of node %u is in the group: "
+				"not the node's dlmd, or not one we can tell from "
+				"it (type %u now; more not logged)", nodeid, pid,
+				nodeid, hd.h_type);
+		dm->dm_second = true;
 		return;
 	}
 	if (hd.h_target && hd.h_type >= CM_START && hd.h_type <= CM_UNREACH) {
@@ -2729,8 +2778,15 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 	struct dlmd *d = cs->cs_d;
 	struct cs_daemon ndm[DLM_MAX_NODES];
 	unsigned int nn = 0;
-	bool we_joined = false, failed = false;
+	bool we_joined = false, failed = false, second_left = false;
 
+	/* a process of a node id that still has one in the group left:
+	 * what we dropped of that node id meanwhile (second_of_node) is
+	 * sent again in a sync, as for a join; the same on every member */
+	for (size_t i = 0; i < nleft; i++)
+		for (size_t k = 0; k < nmembers; k++)
+			if (members[k].nodeid == left[i].nodeid)
+				second_left = true;
 	/* who left, and the lockspaces they leave */
 	for (size_t i = 0; i < nleft; i++) {
 		struct cs_daemon *dm = dm_find(cs, left[i].nodeid, left[i].pid);
@@ -2842,7 +2898,7 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		free(cs->cs_dm[i].dm_ann);
 	memcpy(cs->cs_dm, ndm, nn * sizeof(ndm[0]));
 	cs->cs_ndm = nn;
-	if (njoined || (failed && cs->cs_syncing)) {
+	if (njoined || second_left || (failed && cs->cs_syncing)) {
 		/* a member added: everybody announces, nobody decides until
 		 * every member's ANNOUNCE is in.  A failure while syncing
 		 * starts it over: a member that did not know the failed

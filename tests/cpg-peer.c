@@ -10,9 +10,19 @@
  * With VERSION 1 it stands for an older dlmd (CPG protocol 1), whose
  * daemon group messages a version-2 dlmd must refuse, and which never
  * announces its lockspaces.  Exits 0 if it could join, send and leave.
+ *
+ *   cpg-peer forge SECONDS LS
+ *
+ * A process that is no dlmd beside its node's dlmd (run by a user whose
+ * group corosync's uidgid admits, as pacemaker's haclient): once its
+ * join is delivered it answers the sync as its node's dlmd would, an
+ * ANNOUNCE of no lockspace for the configuration it sees (which would
+ * make it a known daemon), then sends a LEAVE of LS as its node
+ * (tests/test-cluster-cpg-stranger.sh).
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,11 +39,51 @@ static void deliver(cpg_handle_t h, const struct cpg_name *g, uint32_t nodeid,
 {
 }
 
+/* The configuration as plugin/cluster.c's view_of() numbers it: FNV-1a
+ * of the (node id, pid) pairs in ascending order (this test's copy). */
+static uint32_t view;
+static bool have_view;
+
 static void confchg(cpg_handle_t h, const struct cpg_name *g,
 		    const struct cpg_address *m, size_t nm,
 		    const struct cpg_address *l, size_t nl,
 		    const struct cpg_address *j, size_t nj)
 {
+	uint32_t v = 2166136261u;
+	uint64_t prev = 0;
+
+	for (size_t k = 0; k < nm; k++) {
+		uint64_t next = UINT64_MAX;
+
+		for (size_t i = 0; i < nm; i++) {
+			uint64_t x = (uint64_t)m[i].nodeid << 32 | m[i].pid;
+
+			if ((k == 0 || x > prev) && x < next)
+				next = x;
+		}
+		for (int b = 0; b < 8; b++) {
+			v ^= (uint8_t)(next >> (8 * b));
+			v *= 16777619u;
+		}
+		prev = next;
+	}
+	if (!have_view) {	/* our own join: the one to answer */
+		view = v;
+		have_view = true;
+	}
+}
+
+static cs_error_t send_buf(cpg_handle_t cpg, unsigned char *buf, size_t len)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	cs_error_t e = CS_ERR_TRY_AGAIN;
+
+	for (int i = 0; i < 100 && e == CS_ERR_TRY_AGAIN; i++) {
+		e = cpg_mcast_joined(cpg, CPG_TYPE_AGREED, &iov, 1);
+		if (e == CS_ERR_TRY_AGAIN)
+			usleep(20000);
+	}
+	return e;
 }
 
 static uint64_t now_ms(void)
@@ -57,15 +107,18 @@ int main(int argc, char **argv)
 	unsigned int nodeid = 0;
 	uint64_t end;
 	long version, secs;
+	bool forge;
 	size_t len;
 	cs_error_t e;
 	int fd;
 
-	if (argc < 3 || argc > 4) {
-		fprintf(stderr, "usage: cpg-peer VERSION SECONDS [LS]\n");
+	if (argc < 3 || argc > 4 || (!strcmp(argv[1], "forge") && argc != 4)) {
+		fprintf(stderr, "usage: cpg-peer VERSION SECONDS [LS]\n"
+			"       cpg-peer forge SECONDS LS\n");
 		return 2;
 	}
-	version = strtol(argv[1], NULL, 10);
+	forge = !strcmp(argv[1], "forge");
+	version = forge ? CM_VERSION : strtol(argv[1], NULL, 10);
 	secs = strtol(argv[2], NULL, 10);
 	if (version < 0 || version > 65535 || secs < 0 || secs > 600) {
 		fprintf(stderr, "cpg-peer: bad VERSION or SECONDS\n");
@@ -92,6 +145,40 @@ int main(int argc, char **argv)
 	}
 	memset(&h, 0, sizeof(h));
 	h.h_sender = nodeid;
+	if (forge) {
+		static struct cm_announce an;
+
+		/* our join's confchg first (bounded: 10 s) */
+		for (int i = 0; i < 100 && !have_view; i++) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+
+			if (poll(&p, 1, 100) > 0 &&
+			    cpg_dispatch(cpg, CS_DISPATCH_ALL) != CS_OK)
+				break;
+		}
+		if (!have_view) {
+			fprintf(stderr, "cpg-peer: no confchg of our join\n");
+			cpg_finalize(cpg);
+			return 1;
+		}
+		an.an_flags = CM_ANN_FIRST | CM_ANN_LAST;
+		an.an_view = view;
+		len = dlmd_cm_announce_encode(buf, &h, &an);
+		e = len ? send_buf(cpg, buf, len) : CS_ERR_INVALID_PARAM;
+		if (e == CS_OK) {
+			len = dlmd_cm_ls_encode(buf, &h, CM_LEAVE, argv[3]);
+			e = len ? send_buf(cpg, buf, len) : CS_ERR_INVALID_PARAM;
+		}
+		if (e != CS_OK) {
+			fprintf(stderr, "cpg-peer: cannot send: %d\n", (int)e);
+			cpg_finalize(cpg);
+			return 1;
+		}
+		printf("cpg-peer: node %u in dlmd:daemon, sent an ANNOUNCE of "
+		       "view %u and a LEAVE of %s\n", nodeid, view, argv[3]);
+		fflush(stdout);
+		goto stay;
+	}
 	memset(&st, 0, sizeof(st));
 	snprintf(st.st_ls.n_name, sizeof(st.st_ls.n_name), "%s",
 		 argc == 4 ? argv[3] : "cpgpeer");
@@ -116,6 +203,7 @@ int main(int argc, char **argv)
 	printf("cpg-peer: node %u in dlmd:daemon, sent a version %ld START\n",
 	       nodeid, version);
 	fflush(stdout);
+stay:
 	end = now_ms() + (uint64_t)secs * 1000;
 	while (now_ms() < end) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };

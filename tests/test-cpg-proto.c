@@ -1817,6 +1817,151 @@ static void test_dup_node_id(void **state)
 	assert_false(logged(1, "fencing"));
 }
 
+/* A process that is no dlmd (any that corosync lets use CPG: root, and
+ * the users and groups of uidgid, pacemaker's haclient among them) joins
+ * the daemon group on node 1 (slot 3) beside node 1's dlmd, CPG naming it
+ * node 1 as it names every process there.  It can send whatever a dlmd
+ * sends; as a second process of node 1 its messages must all be dropped,
+ * or it speaks for node 1.  Returns the stranger's slot. */
+static int stranger_joins(void)
+{
+	struct cpg_address j;
+	int s = 3;
+
+	memset(&sim[s], 0, sizeof(sim[s]));
+	sim[s].id = 1;
+	sim[s].pid = next_pid++;
+	sim[s].hung = true;	/* a CPG member running no dlmd code */
+	j = (struct cpg_address){ 1, sim[s].pid, CPG_REASON_JOIN };
+	confchg(NULL, 0, &j, 1);
+	assert_true(logged(0, "a second dlmd of node 1"));
+	assert_true(logged(1, "a second dlmd of node 1"));
+	return s;
+}
+
+/* ... and leaves the group again (cpg_leave); then all settles. */
+static void stranger_leaves(int s)
+{
+	struct cpg_address l = { 1, sim[s].pid, CPG_REASON_LEAVE };
+
+	for (unsigned int k = 0; k < nmsgs; k++)
+		assert_int_not_equal(msgs[k].pid, sim[s].pid);
+	sim[s].hung = false;
+	confchg(&l, 1, NULL, 0);
+	settle();
+}
+
+/* ... node 3 failed in L and is not fenced: the stranger claims its
+ * fencing as node 1 and reports it done.  Were that taken, node 2 would
+ * give node 3's locks away unfenced (fence.c counts a DONE of the
+ * claimer), and node 1 too. */
+static void test_stranger_fence_result(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 1 };
+	struct cm_fence fc = { .fc_nodeid = 3, .fc_status = CM_FENCE_DONE };
+	size_t len;
+	int s;
+
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		ls_create(i, "L");
+	settle();
+	sim_kill(2);
+	settle();
+	assert_true(sim[0].failed[3] && sim[1].failed[3]);
+	s = stranger_joins();
+	len = dlmd_cm_fence_encode(buf, &h, CM_FENCE_CLAIM, &fc);
+	assert_true(len > 0);
+	inject(s, buf, len);
+	len = dlmd_cm_fence_encode(buf, &h, CM_FENCE_RESULT, &fc);
+	assert_true(len > 0);
+	inject(s, buf, len);
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(sim[i].claimer[3], 0);
+		assert_true(sim[i].failed[3]);
+	}
+}
+
+/* ... it answers the sync its join started with an ANNOUNCE of no
+ * lockspace, as node 1 (which would make it a known daemon), then sends
+ * a LEAVE of L as node 1.  Were that taken, the others would have node 1
+ * out of L, where node 1's dlmd holds locks: L would recover without
+ * them. */
+static void test_stranger_announce(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 1 };
+	static struct cm_announce an;
+	size_t len;
+	int s;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(0, "L");
+	ls_create(1, "L");
+	settle();
+	assert_int_equal(ls_of(1, "L")->core.nmembers, 2);
+	s = stranger_joins();
+	an.an_flags = CM_ANN_FIRST | CM_ANN_LAST;
+	an.an_view = sim[1].d.d_cluster->cs_view;
+	len = dlmd_cm_announce_encode(buf, &h, &an);
+	assert_true(len > 0);
+	inject(s, buf, len);
+	settle();
+	len = dlmd_cm_ls_encode(buf, &h, CM_LEAVE, "L");
+	assert_true(len > 0);
+	inject(s, buf, len);
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 2);
+	}
+	assert_true(logged(1, "messages of node 1 pid"));
+	stranger_leaves(s);
+	for (int i = 0; i < 2; i++) {
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 2);
+	}
+}
+
+/* ... it is there when node 3 joins, which so knows neither process of
+ * node 1 and takes nothing of node 1's until one leaves; the stranger
+ * leaves (cpg_leave, no failure): the sync that starts then ends on
+ * every member, node 3 knows node 1's dlmd, and L, which node 3 joins,
+ * has all three. */
+static void test_stranger_before_newcomer(void **state)
+{
+	int s;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(0, "L");
+	ls_create(1, "L");
+	settle();
+	s = stranger_joins();
+	settle();
+	sim_start(2);
+	settle();
+	assert_true(sim[2].d.d_cluster->cs_syncing);
+	assert_true(logged(2, "messages of node 1 pid"));
+	stranger_leaves(s);
+	for (int i = 0; i < 3; i++)
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+	assert_true(dm_find(sim[2].d.d_cluster, 1, sim[0].pid)->dm_known);
+	ls_create(2, "L");
+	settle();
+	for (int i = 0; i < 3; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 3);
+	}
+}
+
 static void test_unreach_codec(void **state)
 {
 	unsigned char buf[CM_MAX_LEN];
@@ -1903,6 +2048,12 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_dup_node_id, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_stranger_fence_result,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stranger_announce, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_stranger_before_newcomer,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unreach_codec, setup,
 						teardown),
 	};

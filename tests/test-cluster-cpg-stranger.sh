@@ -1,0 +1,86 @@
+#!/bin/sh
+# tests/test-cluster-cpg-stranger.sh - a user whom corosync admits to CPG,
+# not root, against dlmd's daemon group.
+#
+# corosync lets the users and groups of its uidgid use CPG (pacemaker
+# adds its haclient group when it starts); CPG names their processes by
+# the host's node id.  On a 2-node tests/dlm-cluster, lockspace LS runs
+# with members 1 2 and node 2's client holds a lock in it.  Node 2's
+# corosync is told to admit group nogroup (corosync-cmapctl, as pacemaker
+# does for haclient), and tests/cpg-peer forge runs there as
+# nobody:nogroup: it joins "dlmd:daemon" beside node 2's dlmd, answers
+# the sync with an ANNOUNCE of no lockspace (which made it a known
+# daemon), and sends a LEAVE of LS as node 2.  That was taken: node 1
+# ran LS with members 1 only while node 2's dlmd held a lock in it.
+# Now both dlmds log that the second process's messages are dropped, LS
+# keeps members 1 2 and its event on both nodes throughout, and once
+# the stranger has left, a lockspace joined on both nodes runs with
+# members 1 2 (the sync ended).  Needs root; the cluster is always torn
+# down (trap); logs are kept on failure.
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$top_srcdir/tests/test-lib.sh"
+POLLS=600		# bounded waits: polls of 0.1 s
+LS=stranger
+NRES=2
+PEER_S=8
+
+. "$top_srcdir/tests/cluster-test-lib.sh"
+
+export DLM_CLUSTER_FENCING=off
+export DLM_CLUSTER_LOG_LEVEL=info
+command -v setpriv >/dev/null || { echo "SKIP: no setpriv" >&2; exit 77; }
+command -v corosync-cmapctl >/dev/null ||
+	{ echo "SKIP: no corosync-cmapctl" >&2; exit 77; }
+up_cluster 2
+
+event_of() { # K: node K's event of $LS
+	ls_line "$1" | sed -n 's/.* event \([0-9]*\).*/\1/p' | head -n 1
+}
+
+say "== $LS on both nodes; node 2 holds a lock in it"
+start_client 2 hold "$LS" r-0 EX
+wait_line "$dir/client-n2.out" held
+on 1 "$DLMCTL" join "$LS" >/dev/null || fail "node 1: join $LS failed"
+for k in 1 2; do
+	wait_ls "$k" "state running members 1 2 " "$LS does not run with members 1 2"
+done
+ev1=$(event_of 1)
+ev2=$(event_of 2)
+[ -n "$ev1" ] && [ -n "$ev2" ] || fail "no event in dlmctl ls: $(ls_line 1)"
+
+say "== a process of nobody:nogroup on node 2 joins dlmd:daemon and forges"
+on 2 corosync-cmapctl -s uidgid.gid.65534 u8 1 >/dev/null ||
+	fail "cannot admit group 65534 to node 2's corosync"
+mkdir -p "$dir/peer"
+cp "$top_builddir/tests/cpg-peer" "$dir/peer/cpg-peer"
+chmod 755 "$dir" "$dir/peer" "$dir/peer/cpg-peer"
+on 2 setpriv --reuid=65534 --regid=65534 --clear-groups \
+	"$dir/peer/cpg-peer" forge $PEER_S "$LS" >"$dir/cpg-peer.out" 2>&1 &
+peer=$!
+poll "$WAIT_S" grep -q "sent an ANNOUNCE" "$dir/cpg-peer.out" ||
+	fail "cpg-peer did not get in: $(cat "$dir/cpg-peer.out")"
+for k in 1 2; do
+	poll "$WAIT_S" grep -q "messages of node 2 pid [0-9]* dropped" \
+		"$dir/n$k/dlmd.out" ||
+		fail "node $k logged no drop of the stranger's messages"
+done
+for k in 1 2; do
+	ls_has "$k" "state running members 1 2 " ||
+		fail "node $k: $LS lost node 2 to the stranger: $(ls_line "$k")"
+done
+wait_pid "$peer" $((PEER_S + 30)) || fail "cpg-peer failed: $(cat "$dir/cpg-peer.out")"
+
+say "== the stranger left: $LS as it was, a new lockspace runs on both"
+for k in 1 2; do
+	wait_ls "$k" "state running members 1 2 " "$LS changed"
+done
+[ "$(event_of 1)" = "$ev1" ] && [ "$(event_of 2)" = "$ev2" ] ||
+	fail "$LS recovered meanwhile: events $ev1 $ev2 -> $(event_of 1) $(event_of 2)"
+LS=stranger-after
+for k in 1 2; do
+	on "$k" "$DLMCTL" join "$LS" >/dev/null || fail "node $k: join $LS failed"
+done
+for k in 1 2; do
+	wait_ls "$k" "state running members 1 2 " "$LS does not run with members 1 2"
+done
