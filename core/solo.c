@@ -9,9 +9,9 @@
  * and its buckets in two tables of its own.
  *
  * When.  dlm_core_config.fold on; the lockspace running with this node
- * its only member (so no other node can name the resource or the lock:
- * no message about it can arrive, and this node is its directory and
- * master); a new request (not a conversion) on a root name with no rsb,
+ * the name's directory node (its only member: no other node can name
+ * the resource or the lock, and this node is its directory and master;
+ * or beside other members: "Shared lockspaces" at the end); a new request (not a conversion) on a root name with no rsb,
  * no directory record and no solo, without VALBLK, PERSISTENT, ORPHAN,
  * a parent, a value or a partial range.  Nothing else is there, so the
  * request is granted at once, whatever its mode and flags: dlm_solo_lock
@@ -35,8 +35,9 @@
  * naming it as parent, a conversion, an unlock with VALBLK, IVVALBLK or
  * CANCEL, any unlock while the lockspace is stopped; and every solo at
  * once before a recovery starts (dlm_core_ls_start: the members change),
- * before any message is taken (none can be about a solo, but a message
- * of a new member may arrive before the stop) and before a dump.
+ * before a recovery message is taken once the lockspace stopped (a new
+ * member's may arrive before the stop) and before a dump; and the one
+ * a lock message names, before it is taken ("Shared lockspaces").
  * Unfolding allocates, so it can fail: each unfold is whole or nothing
  * (an rsb and an lkb are made first; only then does the solo go), and
  * the call that needed it fails -ENOMEM having changed nothing else (a
