@@ -221,7 +221,13 @@
  * them out, --quick runs 10k and 100k only.
  * --held N runs only the rows of N held locks (to profile one size).
  * --no-fold runs the engine with lone locks unfolded (core/solo.c).
- * Usage: bench-core [--no-fold] [--quick | --no-10m | --held N]
+ * --members N: a lockspace of N members (the others never answer), every
+ * name one this node directs: lone locks fold there too since session 16
+ * (core/solo.c, "Shared lockspaces").
+ * --unfold N: N locks held, then all unfolded at once as a recovery start
+ * does (dlm_solo_unfold_all): its time and heap.
+ * Usage: bench-core [--members N] [--unfold N | [--no-fold] [--quick |
+ *                   --no-10m | --held N]]
  */
 #include <malloc.h>
 #include <stddef.h>
@@ -273,16 +279,53 @@ static struct dlm_core *core;
 static struct dlm_ls *ls;
 /* lone locks folded with their resources (core/solo.c); --no-fold: not */
 static int fold = 1;
+/* --members N: the lockspace has members 1..N, this node 1; the other
+ * nodes never answer, so every name the bench locks is one this node
+ * directs (directed_name): the case solo.c folds in a shared lockspace */
+static uint32_t nmembers = 1;
+/* the 1000 rotating names of the pairs, and the name of "one" */
+static char pair_names[1000][16];
+static unsigned pair_lens[1000];
+static char one_name[16];
+static unsigned one_len;
+
+/* The i-th name "<prefix><j>" (j = 0, 1, ...) whose directory node is
+ * this one, into buf (len bytes); its length.  *next: where the search
+ * for the next goes on (the caller's counter, from 0). */
+static unsigned directed_name(const char *prefix, size_t *next, char *buf,
+			      size_t len)
+{
+	uint32_t members[16], i;
+
+	for (i = 0; i < nmembers; i++)
+		members[i] = i + 1;
+	for (;;) {
+		unsigned char key[40];
+		unsigned n = (unsigned)snprintf(buf, len, "%s%zu", prefix,
+						(*next)++);
+
+		if (nmembers == 1)
+			return n;
+		key[0] = (unsigned char)n;
+		memcpy(key + 1, buf, n);
+		if (dlm_dir_nodeid_of(members, nmembers,
+				      dlm_hash_bytes(key, n + 1u)) == 1)
+			return n;
+	}
+}
 
 static void setup(void)
 {
 	static const struct dlm_core_ops ops = { .send = b_send, .ast = b_ast };
 	struct dlm_core_config cfg = { .our_nodeid = 1, .toss_ms = 10000,
 				       .fold = (uint32_t)fold };
-	uint32_t me = 1;
+	uint32_t members[16], i;
 
+	for (i = 0; i < nmembers; i++)
+		members[i] = i + 1;
 	core = dlm_core_new(&cfg, &ops, NULL);
-	if (!core || dlm_core_ls_create(core, "bench", &me, 1, NULL, &ls)) {
+	if (!core || dlm_core_ls_create(core, "bench", members, nmembers,
+					NULL, &ls)) {
 		fprintf(stderr, "bench-core: setup failed\n");
 		exit(1);
 	}
@@ -323,10 +366,10 @@ static uint32_t *hold_many(size_t n)
 {
 	uint32_t *ids = malloc(n * sizeof(*ids));
 	char name[32];
-	size_t i;
+	size_t i, next = 0;
 
 	for (i = 0; i < n; i++) {
-		unsigned len = (unsigned)snprintf(name, sizeof(name), "h%zu", i);
+		unsigned len = directed_name("h", &next, name, sizeof(name));
 
 		ids[i] = lock1(name, len, DLM_LOCK_PR, 2);
 	}
@@ -336,15 +379,13 @@ static uint32_t *hold_many(size_t n)
 /* Pairs per second: lock EX + unlock on 'nnames' rotating names. */
 static double pairs_rate(size_t iters, unsigned nnames)
 {
-	char name[32];
 	double t0, t1;
 	size_t i;
 
 	t0 = now_s();
 	for (i = 0; i < iters; i++) {
-		unsigned len = (unsigned)snprintf(name, sizeof(name), "p%u",
-						  (unsigned)(i % nnames));
-		uint32_t id = lock1(name, len, DLM_LOCK_EX, 1);
+		unsigned k = (unsigned)(i % nnames);
+		uint32_t id = lock1(pair_names[k], pair_lens[k], DLM_LOCK_EX, 1);
 
 		unlock1(id, 1);
 	}
@@ -389,7 +430,8 @@ static double pair_ns(size_t n, int one_resource, double *cpu_ns)
 			size_t j;
 
 			for (j = 0; j < n; j++)
-				unlock1(lock1("one", 3, DLM_LOCK_PR, 1), 1);
+				unlock1(lock1(one_name, one_len,
+					      DLM_LOCK_PR, 1), 1);
 			v[r] = (now_s() - t0) * 1e9 / (double)n;
 		} else {
 			v[r] = 1e9 / pairs_rate(n, 1000);
@@ -467,9 +509,73 @@ static double per_lock(size_t before, size_t after, size_t n)
 	return (double)(after - before - n * sizeof(uint32_t)) / (double)n;
 }
 
+/* --unfold: n locks held (folded), then every one unfolded at once, as
+ * a recovery start does (dlm_core_ls_start: dlm_solo_unfold_all): its
+ * time and the heap it takes. */
+static void unfold_row(size_t n)
+{
+	size_t before, mid, after, folded;
+	uint32_t *ids;
+	double t0, c0, t, c;
+	char label[80];
+	int rv;
+
+	setup();
+	before = heap_used();
+	ids = hold_many(n);
+	mid = heap_used();
+	folded = dlm_solo_count(ls);
+	t0 = now_s();
+	c0 = cpu_s();
+	rv = dlm_solo_unfold_all(ls);
+	c = cpu_s() - c0;
+	t = now_s() - t0;
+	after = heap_used();
+	if (rv || dlm_solo_count(ls)) {
+		fprintf(stderr, "bench-core: unfold all failed: %d\n", rv);
+		exit(1);
+	}
+	snprintf(label, sizeof(label), "unfold all %zu lone locks (of %zu)",
+		 folded, n);
+	printf("%-52s %11.1f ms  cpu %.1f ms; heap %.0f -> %.0f B a lock\n",
+	       label, t * 1e3, c * 1e3, per_lock(before, mid, n),
+	       per_lock(before, after, n));
+	free(ids);
+	teardown();
+}
+
+/* --members N and --unfold N (anywhere): taken out of argv, before the
+ * positional options below are read. */
+static size_t unfold_n;
+
+static int shift_opts(int *argc, char **argv)
+{
+	int i = 1, j;
+
+	while (i < *argc) {
+		if (i + 1 < *argc && !strcmp(argv[i], "--members")) {
+			nmembers = (uint32_t)strtoul(argv[i + 1], NULL, 10);
+			if (nmembers < 1 || nmembers > 16) {
+				fprintf(stderr, "bench-core: --members 1..16\n");
+				return -1;
+			}
+		} else if (i + 1 < *argc && !strcmp(argv[i], "--unfold")) {
+			unfold_n = (size_t)strtoull(argv[i + 1], NULL, 10);
+		} else {
+			i++;
+			continue;
+		}
+		for (j = i; j + 2 <= *argc; j++)
+			argv[j] = argv[j + 2];
+		*argc -= 2;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	/* --no-fold first: the engine as before core/solo.c */
+	int shifted = shift_opts(&argc, argv);
 	int nofold = argc > 1 && !strcmp(argv[1], "--no-fold");
 	int quick = argc > 1 + nofold && !strcmp(argv[1 + nofold], "--quick");
 	int no10m = argc > 1 + nofold && !strcmp(argv[1 + nofold], "--no-10m");
@@ -482,16 +588,37 @@ int main(int argc, char **argv)
 	int k;
 
 	fold = !nofold;
+	if (shifted)
+		return 2;
+	{
+		size_t next = 0;
+
+		for (k = 0; k < 1000; k++)
+			pair_lens[k] = directed_name("p", &next, pair_names[k],
+						     sizeof(pair_names[k]));
+		next = 0;
+		one_len = directed_name("one", &next, one_name,
+					sizeof(one_name));
+	}
+	if (unfold_n) {
+		printf("dlmd core engine benchmark: unfold (%u members)\n",
+		       nmembers);
+		unfold_row(unfold_n);
+		return 0;
+	}
 	if (only) {
 		held[0] = (size_t)strtoull(argv[2 + nofold], NULL, 10);
 		nheld = 1;
 		if (!held[0]) {
-			fprintf(stderr, "usage: bench-core [--no-fold] [--quick | --no-10m | --held N]\n");
+			fprintf(stderr, "usage: bench-core [--members N] [--unfold N | [--no-fold] [--quick | --no-10m | --held N]]\n");
 			return 2;
 		}
 	}
-	printf("dlmd core engine benchmark (one node, in process)%s%s\n",
+	printf("dlmd core engine benchmark (one node, in process)%s%s",
 	       quick ? " [quick]" : "", fold ? "" : " [no fold]");
+	if (nmembers > 1)
+		printf(" [%u members: names this node directs]", nmembers);
+	printf("\n");
 	printf("sizes: lkb %zu B, rsb %zu B + key, dirent %zu B + key, "
 	       "owner %zu B, solo %zu B + key\n", sizeof(struct dlm_lkb),
 	       sizeof(struct dlm_rsb), sizeof(struct dlm_dirent),
@@ -537,7 +664,7 @@ int main(int argc, char **argv)
 		before = heap_used();
 		ids = malloc(held[k] * sizeof(*ids));
 		for (i = 0; i < held[k]; i++)
-			ids[i] = lock1("one", 3, DLM_LOCK_NL, 3);
+			ids[i] = lock1(one_name, one_len, DLM_LOCK_NL, 3);
 		after = heap_used();
 		snprintf(label, sizeof(label),
 			 "heap per held lock, %zu locks on one resource", held[k]);

@@ -188,10 +188,11 @@ struct dlm_core_config {
 	 * it the oldest are dropped at once, as toss_ms would drop them
 	 * later (resource.c, "Toss list"); 0: no bound */
 	uint32_t	max_tossed;
-	/* non-zero: a lone lock on a resource of its own, in a lockspace of
-	 * which this node is the only member, is one record folded with its
-	 * resource until anything but its unlock needs it as an lkb and an
-	 * rsb (core/solo.c; about 120 B a lock at 1M instead of 360) */
+	/* non-zero: a lone lock on a resource of its own, whose name this
+	 * node directs (every name, when it is the lockspace's only member),
+	 * is one record folded with its resource until anything but its
+	 * unlock needs it as an lkb and an rsb (core/solo.c; about 120 B a
+	 * lock at 1M instead of 360) */
 	uint32_t	fold;
 };
 
@@ -257,6 +258,11 @@ enum dlm_core_fault {
 					   the basts sent (lkb_highbast): a
 					   mode is sent once per lock, not
 					   once per grant */
+	DLM_FAULT_FOLD_MSG_SKIP,	/* a lock message naming a resource
+					   folded with its lone lock (a
+					   LOOKUP, a REQUEST...) does not
+					   unfold it first (core/solo.c,
+					   "Shared lockspaces") */
 };
 
 /* ---------------------------------------------------------------------
@@ -372,9 +378,14 @@ struct dlm_ls_stats {
 						   toss_ms because max_tossed
 						   were kept */
 	uint64_t	ls_folded;	/* of ls_locks, lone locks folded with
-					   their resources (solo.c): only
-					   while this node is the only
-					   member */
+					   their resources (solo.c): on the
+					   names this node directs */
+	uint64_t	ls_folds_shared;	/* lone locks folded while
+						   the lockspace had other
+						   members (solo.c) */
+	uint64_t	ls_unfolds_msg;	/* lone locks (held or tossed)
+					   unfolded for a lock message
+					   naming their resource */
 };
 void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st);
 

@@ -394,6 +394,8 @@ struct dlm_ls {
 	struct dlm_htab		ls_soloids;
 	struct dlm_list		ls_solo_toss;	/* tossed solos, oldest first */
 	uint64_t		ls_nsolo_tossed;
+	uint64_t		ls_folds_shared;	/* see dlm_ls_stats */
+	uint64_t		ls_unfolds_msg;
 	uint32_t		ls_next_lkid;
 	struct dlm_idblock	*ls_idblocks;	/* reserved, sorted by ib_first */
 	size_t			ls_nidblocks;
@@ -625,6 +627,11 @@ void dlm_solo_toss_expire(struct dlm_ls *ls, uint64_t now, bool all);
 void dlm_solo_toss_trim(struct dlm_ls *ls);
 bool dlm_solo_may_fold(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		       const struct dlm_range *range);
+bool dlm_solo_may_fold_name(struct dlm_ls *ls, uint32_t hash);
+int dlm_solo_unfold_msg(struct dlm_ls *ls, const struct dlm_msg *m);
+int dlm_solo_lock_counted(struct dlm_ls *ls, const struct dlm_lock_req *req,
+			  struct dlm_solo *tossed, const unsigned char *key,
+			  unsigned int keylen, uint32_t hash, uint32_t *lkid_out);
 int dlm_solo_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		  struct dlm_solo *tossed, const unsigned char *key,
 		  unsigned int keylen, uint32_t hash, uint32_t *lkid_out);

@@ -1626,14 +1626,17 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	 * resource tossed folded is taken again, or dropped); a free name
 	 * may take a lone lock folded with it (solo.c) */
 	so = dlm_solo_find_key(ls, key, keylen, hash);
-	fold = !parent && dlm_solo_may_fold(ls, req, &range);
+	fold = !parent && dlm_solo_may_fold(ls, req, &range) &&
+	       dlm_solo_may_fold_name(ls, hash);
 	if (so && fold && dlm_solo_is_tossed(so))
-		return dlm_solo_lock(ls, req, so, key, keylen, hash, lkid_out);
+		return dlm_solo_lock_counted(ls, req, so, key, keylen, hash,
+					     lkid_out);
 	if (so && (rv = dlm_solo_unfold(ls, so)))
 		return rv;
 	r = dlm_rsb_find(ls, key, keylen, hash);
 	if (!r && fold && !dlm_dir_has_record(ls, key, keylen, hash))
-		return dlm_solo_lock(ls, req, NULL, key, keylen, hash, lkid_out);
+		return dlm_solo_lock_counted(ls, req, NULL, key, keylen, hash,
+					     lkid_out);
 	if (!r) {
 		r = dlm_rsb_create(ls, key, keylen, hash);
 		if (!r)
@@ -2774,9 +2777,10 @@ int dlm_lock_receive(struct dlm_ls *ls, const struct dlm_msg *m)
 {
 	int held;
 
-	/* every message finds lone locks unfolded (solo.c): receive_ls did
-	 * it for those that arrive; this is for those replayed */
-	held = dlm_solo_unfold_all(ls);
+	/* a message naming a resource finds its lone lock unfolded first
+	 * (solo.c, "Shared lockspaces"); one naming a lock id cannot name
+	 * a lone lock's; those that arrive and those replayed alike */
+	held = dlm_solo_unfold_msg(ls, m);
 	if (held)
 		return held;
 	held = dlm_remaster_hold(ls, m);

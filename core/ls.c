@@ -318,6 +318,8 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	st->ls_tossed = ls->ls_ntossed + ls->ls_nsolo_tossed;
 	st->ls_toss_evicted = ls->ls_toss_evicted;
 	st->ls_folded = dlm_solo_count(ls);
+	st->ls_folds_shared = ls->ls_folds_shared;
+	st->ls_unfolds_msg = ls->ls_unfolds_msg;
 }
 
 static int receive_ls(struct dlm_ls *ls, const struct dlm_msg *m,
@@ -325,18 +327,19 @@ static int receive_ls(struct dlm_ls *ls, const struct dlm_msg *m,
 {
 	int rv;
 
-	/* no message can be about a lone lock folded with its resource,
-	 * but a recovery message from a new member may come before the
-	 * stop: none is taken while any is folded (solo.c); -ENOMEM offers
-	 * it again.  A lock message unfolds nothing here: while the
-	 * lockspace runs, one from a non-member is dropped below (and with
-	 * one member every other node is one: a late message of a departed
-	 * node, a stray), and one held while it does not run is replayed
-	 * through dlm_lock_receive, which unfolds first.  So a stray cannot
-	 * cost the memory of unfolding every lone lock, nor refuse itself
-	 * -ENOMEM and hold its sender's stream. */
-	if (dlm_msg_is_recovery(m->m_type) ||
-	    (dlm_ls_running(ls) && dlm_ls_is_member(ls, from))) {
+	/* a recovery message (one from a new member may come before the
+	 * stop) is not taken while any lone lock is folded with its
+	 * resource (solo.c), once the lockspace stops; -ENOMEM offers it
+	 * again.  While it runs, one is ignored or, RC_STATUS, only noted
+	 * (recover.c dlm_recover_receive): a late or early one does not
+	 * unfold a million lone locks.  A lock message
+	 * unfolds here nothing: dlm_lock_receive unfolds the one resource
+	 * it names, if any (solo.c, "Shared lockspaces"), whether it
+	 * arrives while the lockspace runs (from a member: one from a
+	 * non-member is dropped below) or is replayed after a stop.  So no
+	 * lock message, a stray's or a member's, costs the memory of
+	 * unfolding every lone lock. */
+	if (dlm_msg_is_recovery(m->m_type) && !dlm_ls_running(ls)) {
 		rv = dlm_solo_unfold_all(ls);
 		if (rv)
 			return rv;

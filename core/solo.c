@@ -9,9 +9,9 @@
  * and its buckets in two tables of its own.
  *
  * When.  dlm_core_config.fold on; the lockspace running with this node
- * its only member (so no other node can name the resource or the lock:
- * no message about it can arrive, and this node is its directory and
- * master); a new request (not a conversion) on a root name with no rsb,
+ * the name's directory node (its only member: no other node can name
+ * the resource or the lock, and this node is its directory and master;
+ * or beside other members: "Shared lockspaces" at the end); a new request (not a conversion) on a root name with no rsb,
  * no directory record and no solo, without VALBLK, PERSISTENT, ORPHAN,
  * a parent, a value or a partial range.  Nothing else is there, so the
  * request is granted at once, whatever its mode and flags: dlm_solo_lock
@@ -35,8 +35,9 @@
  * naming it as parent, a conversion, an unlock with VALBLK, IVVALBLK or
  * CANCEL, any unlock while the lockspace is stopped; and every solo at
  * once before a recovery starts (dlm_core_ls_start: the members change),
- * before any message is taken (none can be about a solo, but a message
- * of a new member may arrive before the stop) and before a dump.
+ * before a recovery message is taken once the lockspace stopped (a new
+ * member's may arrive before the stop) and before a dump; and the one
+ * a lock message names, before it is taken ("Shared lockspaces").
  * Unfolding allocates, so it can fail: each unfold is whole or nothing
  * (an rsb and an lkb are made first; only then does the solo go), and
  * the call that needed it fails -ENOMEM having changed nothing else (a
@@ -142,13 +143,12 @@ struct dlm_solo *dlm_solo_find_key(struct dlm_ls *ls, const unsigned char *key,
 		    DLM_LKF_NOORDER | DLM_LKF_ALTPR | DLM_LKF_ALTCW)
 
 /* May req (a valid new request whose range is 'range') be folded, if its
- * name turns out to be free?  See "When" above. */
+ * name turns out to be free and this node directs it
+ * (dlm_solo_may_fold_name)?  See "When" above. */
 bool dlm_solo_may_fold(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		       const struct dlm_range *range)
 {
 	return ls->ls_core->core_cfg.fold && dlm_ls_running(ls) &&
-	       ls->ls_nmembers == 1 &&
-	       ls->ls_members[0] == dlm_our_nodeid(ls) &&
 	       !(req->flags & ~(uint32_t)SOLO_FLAGS) && !req->parent &&
 	       !req->lvb && dlm_range_is_whole(range);
 }
@@ -502,6 +502,8 @@ void dlm_solo_walk(struct dlm_ls *ls,
 	dlm_htab_walk(&ls->ls_soloids, walk_solo, &w);
 }
 
+static int solo_verify_directed(struct dlm_ls *ls, char *why, size_t whylen);
+
 struct solo_verify {
 	struct dlm_ls *ls;
 	const char *bad;
@@ -552,6 +554,9 @@ int dlm_solo_verify(struct dlm_ls *ls, char *why, size_t whylen)
 	size_t owned = 0, tossed = 0, b;
 	struct dlm_list *pos;
 
+	if (solo_verify_directed(ls, why, whylen))
+		return -EUCLEAN;
+
 	if (ls->ls_solotbl.ht_count !=
 	    ls->ls_soloids.ht_count + ls->ls_nsolo_tossed) {
 		snprintf(why, whylen, "%zu solos by key, %zu by id, %llu tossed",
@@ -601,6 +606,141 @@ int dlm_solo_verify(struct dlm_ls *ls, char *why, size_t whylen)
 		snprintf(why, whylen, "owners hold %zu solos, the table %zu",
 			 owned, ls->ls_soloids.ht_count);
 		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/*
+ * Shared lockspaces (issue 14, session 16).  A lockspace with other
+ * members folds too, on the names this node directs: where the fold
+ * finds no rsb, no directory record and no solo for a name whose
+ * directory node is this one, no other node masters it or has asked
+ * who does (a lookup it answered left a record; one on its way has not
+ * been answered, and when it comes it finds the solo unfolded first),
+ * so the unfolded path would make this node its master and directory
+ * record at once (lock.c, the dlm_dir_lookup of a name directed here):
+ * the solo is that master copy and that record, as on a node alone.
+ * The names other nodes direct do not fold (their lock waits for a
+ * lookup, and its rsb is the master's copy the directory names).
+ *
+ * What unfolds.  Other nodes can reach a solo's resource only by its
+ * name: a LOOKUP (to its directory node, here), a REQUEST (to its
+ * master, here, from a node that took the name's master from an older
+ * record), a REMOVE and the remastering messages; each carries the
+ * name in m_key, and dlm_lock_receive unfolds that one name first
+ * (dlm_solo_unfold_msg), not the lockspace; a tossed solo there becomes
+ * the tossed rsb it stands for (solo_unfold_tossed), so the name stays
+ * mastered here as it would unfolded.  A lock message naming a
+ * lock id (CONVERT, UNLOCK, CANCEL, the replies, GRANT, BAST, AUDIT,
+ * the deadlock probes, REPOINT) names a lock another node knows of: a
+ * process copy this node sent a request for, or a master copy another
+ * node's request made; a solo is neither (it never left this node), so
+ * none of them can name one.  A recovery message still unfolds every
+ * solo (receive_ls): it comes only around a change of members, which
+ * unfolds them all in dlm_core_ls_start anyway, before the directory
+ * is rebuilt from the rsbs (recover.c): recovery reads no solo.  That
+ * unfold is one rsb and one lkb per solo (measured: bench-core
+ * --unfold, bench/README.md); without the memory for it the start
+ * fails -ENOMEM having unfolded some, and is run again by the glue.
+ *
+ * Tossed solos of a shared lockspace expire as a node alone drops them:
+ * the record goes with the resource; another node that still takes this
+ * node for the name's master (its copy from a lookup before the fold)
+ * sends its REQUEST here and is told to look up again, as after any
+ * expiry.
+ */
+
+/* Is this node the directory node of the name (hash): may a lock on it
+ * fold?  (With this node alone, every name is.) */
+bool dlm_solo_may_fold_name(struct dlm_ls *ls, uint32_t hash)
+{
+	uint32_t us = dlm_our_nodeid(ls);
+
+	if (ls->ls_nmembers == 1)
+		return ls->ls_members[0] == us;
+	return dlm_dir_nodeid(ls, hash) == us;
+}
+
+/* Tossed so as the rsb it stands for, tossed, mastered and directed
+ * here, as the unfolded path would have left it (its toss time starts
+ * again): another node that asks for the name finds this node its
+ * master still, as it would have without the fold.  (dlm_solo_unfold
+ * drops a tossed solo instead: right too, as its expiry, but then the
+ * name's mastery moves to whoever asks first, and recover.c's and
+ * remaster.c's tests, and a node's cached master, see a change the
+ * unfolded path would not make.)  -ENOMEM having changed nothing. */
+static int solo_unfold_tossed(struct dlm_ls *ls, struct dlm_solo *so)
+{
+	uint32_t event = so->so_de_event, us = dlm_our_nodeid(ls);
+	struct dlm_rsb *r;
+
+	r = dlm_rsb_create(ls, so->so_key, solo_keylen(so),
+			   so->so_keynode.hn_hash);
+	if (!r)
+		return -ENOMEM;
+	solo_toss_drop(ls, so);
+	r->res_nodeid = us;
+	dlm_dir_self_adopt(ls, r, event);
+	dlm_remaster_count(ls, r, us);
+	dlm_rsb_hold(ls, r);
+	dlm_rsb_release(ls, r);
+	return 0;
+}
+
+/* A lock message m (not a recovery one) finds the solo of the name it
+ * carries unfolded, or its tossed solo dropped; -ENOMEM having changed
+ * nothing else (offered again).  See "What unfolds" above. */
+int dlm_solo_unfold_msg(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	struct dlm_solo *so;
+	int rv;
+
+	if (!m->m_keylen || !ls->ls_solotbl.ht_count ||
+	    ls->ls_core->core_fault == DLM_FAULT_FOLD_MSG_SKIP)
+		return 0;
+	so = dlm_solo_find_key(ls, m->m_key, m->m_keylen,
+			       dlm_hash_bytes(m->m_key, m->m_keylen));
+	if (!so)
+		return 0;
+	rv = dlm_solo_is_tossed(so) ? solo_unfold_tossed(ls, so) :
+				      dlm_solo_unfold(ls, so);
+	if (!rv)
+		ls->ls_unfolds_msg++;
+	return rv;
+}
+
+/* dlm_solo_lock, counted in ls_folds_shared while the lockspace has
+ * other members. */
+int dlm_solo_lock_counted(struct dlm_ls *ls, const struct dlm_lock_req *req,
+			  struct dlm_solo *tossed, const unsigned char *key,
+			  unsigned int keylen, uint32_t hash, uint32_t *lkid_out)
+{
+	int rv = dlm_solo_lock(ls, req, tossed, key, keylen, hash, lkid_out);
+
+	if (!rv && ls->ls_nmembers > 1)
+		ls->ls_folds_shared++;
+	return rv;
+}
+
+/* Every solo, held or tossed, is of a name this node directs while the
+ * lockspace runs; 0 or -EUCLEAN with why. */
+static int solo_verify_directed(struct dlm_ls *ls, char *why, size_t whylen)
+{
+	size_t b;
+
+	if (!dlm_ls_running(ls))
+		return 0;
+	for (b = 0; b < ls->ls_solotbl.ht_nbuckets; b++) {
+		struct dlm_hnode *n;
+
+		for (n = ls->ls_solotbl.ht_buckets[b]; n; n = n->hn_next) {
+			if (dlm_solo_may_fold_name(ls, n->hn_hash))
+				continue;
+			snprintf(why, whylen, "solo %08x of a name directed "
+				 "by node %u", solo_lkid(solo_of_key(n)),
+				 dlm_dir_nodeid(ls, n->hn_hash));
+			return -EUCLEAN;
+		}
 	}
 	return 0;
 }

@@ -166,6 +166,7 @@ static void test_solo_not_folded(void **state)
 		.lvb = lvb,
 	};
 	struct cluster *c = cluster_new(1, 1000);
+	char name[16];
 	uint32_t id;
 
 	(void)state;
@@ -182,9 +183,13 @@ static void test_solo_not_folded(void **state)
 	assert_int_equal(nlkbs(c, 1), 4);
 	cluster_free(c);
 
+	/* with other members, not on a name another node directs
+	 * (tests/test-core-solo-shared.c: on those it directs) */
 	c = fold_cluster(2);
-	lock_on(c, 1, 1, "a", DLM_LOCK_EX, 0, 0, NULL);
-	lock_on(c, 2, 2, "b", DLM_LOCK_EX, 0, 0, NULL);
+	name_directed_by("a", 2, 2, name, sizeof(name));
+	lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	name_directed_by("b", 2, 1, name, sizeof(name));
+	lock_on(c, 2, 2, name, DLM_LOCK_EX, 0, 0, NULL);
 	drain(c);
 	assert_int_equal(nsolos(c, 1) + nsolos(c, 2), 0);
 	cluster_free(c);
@@ -356,8 +361,10 @@ static void test_solo_message_unfolds(void **state)
 	dlm_core_set_alloc_hook(c->core[1], NULL, NULL);
 	assert_int_equal(dlm_core_receive(c->core[1], 2, buf, len), -EPERM);
 	assert_int_equal(nsolos(c, 1), 1);
-	/* a recovery message (a new member's, before our stop) unfolds
-	 * them all first; without memory it is refused, nothing changed */
+	/* a recovery message (a new member's, before our stop) is only
+	 * noted while the lockspace runs, unfolding nothing; once it has
+	 * stopped, it unfolds them all first; without memory it is
+	 * refused, nothing changed */
 	memset(&m, 0, sizeof(m));
 	m.m_type = DLM_RC_STATUS;
 	m.m_lsid = dlm_core_ls_id(c->ls[1]);
@@ -366,6 +373,9 @@ static void test_solo_message_unfolds(void **state)
 	m.m_gen = 2;
 	rlen = dlm_msg_encode(&m, buf, sizeof(buf));
 	assert_true(rlen > 0);
+	assert_int_equal(dlm_core_receive(c->core[1], 2, buf, (size_t)rlen), 0);
+	assert_int_equal(nsolos(c, 1), 1);
+	assert_int_equal(dlm_core_ls_stop(c->ls[1]), 0);
 	dlm_core_set_alloc_hook(c->core[1], fail_all, NULL);
 	assert_int_equal(dlm_core_receive(c->core[1], 2, buf, (size_t)rlen),
 			 -ENOMEM);
