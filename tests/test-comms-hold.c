@@ -419,13 +419,14 @@ static void test_peer_watch(void **state)
 	assert_true(t >= 1);
 	/* yielding: a message began a watch, was read by one, or came
 	 * while watches were off after a long yield (another process on
-	 * this CPU: how many is the machine's); a watch ends before its
-	 * second only by such a yield, so every watch but the first
-	 * follows one */
+	 * this CPU: how many is the machine's).  (Not asserted: w <= 1 + y,
+	 * "every watch but the first follows a long yield": a test held
+	 * off its CPU for over a second outside the yield ends a watch
+	 * by its second without a yield counted, as a loaded CI machine
+	 * may.) */
 	ping_pong(1000000, false, &w, &t, &y);
 	assert_true(w + t <= PP_ROUNDS);
 	assert_true(w >= 1);
-	assert_true(w <= 1 + y);
 }
 
 int main(void)
