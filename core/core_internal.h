@@ -341,8 +341,8 @@ struct dlm_solo {
 	/* it read the value (zeros) with VALBLK, converted folded: its
 	 * lkb_lvbseq is the first one (lvbseq_start), else 0 */
 	uint8_t			so_lvbread;
-	/* conversions done folded: dlm_remaster_count's, counted at the
-	 * unfold */
+	/* conversions done and requests refused folded:
+	 * dlm_remaster_count's, counted at the unfold */
 	uint16_t		so_nconv;
 	unsigned char		so_key[];	/* allocated to its length */
 };
@@ -647,6 +647,8 @@ int dlm_solo_unlock(struct dlm_ls *ls, struct dlm_solo *so,
 		    const struct dlm_unlock_req *req);
 int dlm_solo_convert(struct dlm_ls *ls, struct dlm_solo *so,
 		     const struct dlm_lock_req *req, uint32_t *lkid_out);
+int dlm_solo_refuse(struct dlm_ls *ls, struct dlm_solo *so,
+		    const struct dlm_lock_req *req, uint32_t *lkid_out);
 int dlm_solo_purge_owner(struct dlm_ls *ls, struct dlm_owner *ow);
 void dlm_solo_drop_all(struct dlm_ls *ls);
 void dlm_solo_walk(struct dlm_ls *ls,

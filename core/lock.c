@@ -1557,6 +1557,26 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	return refused ? -EPERM : -ENOENT;
 }
 
+/* Does held lone lock so (solo.c) refuse req, a NOQUEUE request on its
+ * name, as do_request refuses it: no mode it may have (its own, an
+ * alternate) is compatible with so's, and the lockspace runs
+ * (request_with_master).  Then the lone lock stays one: nothing of the
+ * request is left (dlm_solo_refuse).  Not with NOQUEUEBAST: the BAST it
+ * sends leaves state on the holder (lkb_highbast, lkb_last_bast) that a
+ * lone lock does not keep. */
+static bool solo_refuses(struct dlm_ls *ls, const struct dlm_solo *so,
+			 const struct dlm_lock_req *req)
+{
+	int held = so->so_grmode;
+
+	return !dlm_solo_is_tossed(so) && dlm_ls_running(ls) &&
+	       (req->flags & DLM_LKF_NOQUEUE) &&
+	       !(req->flags & (DLM_LKF_NOQUEUEBAST | DLM_LKF_EXPEDITE)) &&
+	       !compat(ls, held, req->mode) &&
+	       !((req->flags & DLM_LKF_ALTPR) && compat(ls, held, DLM_LOCK_PR)) &&
+	       !((req->flags & DLM_LKF_ALTCW) && compat(ls, held, DLM_LOCK_CW));
+}
+
 static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 			uint32_t *lkid_out)
 {
@@ -1629,6 +1649,9 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	fold = !parent && dlm_solo_may_fold(ls, req, &range);
 	if (so && fold && dlm_solo_is_tossed(so))
 		return dlm_solo_lock(ls, req, so, key, keylen, hash, lkid_out);
+	if (so && !parent && solo_refuses(ls, so, req) &&
+	    (rv = dlm_solo_refuse(ls, so, req, lkid_out)) <= 0)
+		return rv;
 	if (so && (rv = dlm_solo_unfold(ls, so)))
 		return rv;
 	r = dlm_rsb_find(ls, key, keylen, hash);

@@ -35,22 +35,24 @@
  * that neither writes nor invalidates the value (VALBLK or IVVALBLK
  * from PW or EX down), asks no partial range and no PERSISTENT, while
  * running: with VALBLK it reads the value, never written, so zeros
- * (dlm_solo_convert; lock.c convert_solo); a refused conversion; and a
- * dump, which shows solos as the rsbs and lkbs they stand for (dump.c):
- * a monitor that dumps every minute would otherwise undo the fold.
+ * (dlm_solo_convert; lock.c convert_solo); a refused conversion; a
+ * NOQUEUE request on its name that it refuses, without NOQUEUEBAST
+ * (dlm_solo_refuse; lock.c solo_refuses); and a dump, which shows solos
+ * as the rsbs and lkbs they stand for (dump.c): a monitor that dumps
+ * every minute would otherwise undo the fold.
  *
  * Unfolded.  Anything else that reaches a solo's name or lock id makes
  * it an rsb and an lkb again first (dlm_solo_unfold), exactly those the
  * unfolded path would have made (the rsb its own directory record, the
  * lock granted on it with its token, its remastering count, what it
- * read), and then goes on as for any lock: a second request on the
- * name, a request naming it as parent, a conversion or an unlock that
- * writes or invalidates the value, a conversion with a partial range or
- * PERSISTENT, any unlock or conversion while the lockspace is stopped;
- * and every solo at once before a recovery starts (dlm_core_ls_start:
- * the members change) and before a member's message is taken (none can
- * be about a solo, but a message of a new member may arrive before the
- * stop).
+ * read), and then goes on as for any lock: a second request on the name
+ * that it does not refuse, a request naming it as parent, a conversion
+ * or an unlock that writes or invalidates the value, a conversion with
+ * a partial range or PERSISTENT, any unlock or conversion while the
+ * lockspace is stopped; and every solo at once before a recovery starts
+ * (dlm_core_ls_start: the members change) and before a member's message
+ * is taken (none can be about a solo, but a message of a new member may
+ * arrive before the stop).
  * Unfolding allocates, so it can fail: each unfold is whole or nothing
  * (an rsb and an lkb are made first; only then does the solo go), and
  * the call that needed it fails -ENOMEM having changed nothing else (a
@@ -343,6 +345,32 @@ int dlm_solo_convert(struct dlm_ls *ls, struct dlm_solo *so,
 	return 0;
 }
 
+/* A NOQUEUE request on held so's name that so refuses (lock.c
+ * solo_refuses), as request_lock, do_request and finish_lkb refuse it:
+ * a lock id taken (or the client's own), the remastering count of the
+ * request (so_nconv), the completion -EAGAIN, and nothing left of it.
+ * So a try-lock on a held lone lock does not unfold it (and needs no
+ * memory).  1: too many operations to count here, it must unfold. */
+int dlm_solo_refuse(struct dlm_ls *ls, struct dlm_solo *so,
+		    const struct dlm_lock_req *req, uint32_t *lkid_out)
+{
+	struct dlm_core *core = ls->ls_core;
+	struct dlm_ast ast = {
+		.type = DLM_AST_COMP, .ls = ls, .ls_ctx = ls->ls_ctx,
+		.owner = req->owner, .astarg = req->astarg,
+		.status = -EAGAIN, .grmode = DLM_LOCK_IV,
+		.bastmode = DLM_LOCK_IV,
+	};
+
+	if (so->so_nconv == UINT16_MAX)
+		return 1;
+	so->so_nconv++;
+	ast.lkid = req->newid ? req->newid : solo_new_id(ls);
+	*lkid_out = ast.lkid;
+	core->core_ops.ast(core->core_ctx, &ast);
+	return 0;
+}
+
 /* Tossed solos older than toss_ms (all with 'all'), as dlm_toss_expire
  * drops rsbs. */
 void dlm_solo_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
@@ -409,7 +437,8 @@ int dlm_solo_unfold(struct dlm_ls *ls, struct dlm_solo *so)
 
 	r->res_nodeid = us;
 	dlm_dir_self_adopt(ls, r, so->so_de_event);
-	/* its request and its conversions (do_convert counts each) */
+	/* its request, its conversions and the requests it refused
+	 * (do_request and do_convert count each) */
 	dlm_remaster_count(ls, r, us);
 	while (so->so_nconv--)
 		dlm_remaster_count(ls, r, us);

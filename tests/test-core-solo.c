@@ -204,13 +204,15 @@ static void test_solo_second_lock(void **state)
 	(void)state;
 	pr = lock_on(c, 1, 1, "r", DLM_LOCK_PR, 0, 0, NULL);
 	assert_int_equal(nsolos(c, 1), 1);
+	/* refused: it stays lone (test_solo_trylock_refused) */
 	assert_int_equal(try_lock(c, 1, 2, "r", DLM_LOCK_EX, DLM_LKF_NOQUEUE),
 			 0);
-	assert_int_equal(nsolos(c, 1), 0);
-	assert_int_equal(nlkbs(c, 1), 1);
-	assert_int_equal(nrsbs(c, 1), 1);
+	assert_int_equal(nsolos(c, 1), 1);
 	assert_verified(c);
 	ex = lock_on(c, 1, 2, "r", DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(nsolos(c, 1), 0);
+	assert_int_equal(nlkbs(c, 1), 2);
+	assert_int_equal(nrsbs(c, 1), 1);
 	assert_no_comp(c, 1, ex);
 	assert_int_equal(last_bast_mode(c, 1, pr), DLM_LOCK_EX);
 	assert_dump_has(c, 1, "waiting");
@@ -756,6 +758,59 @@ static void test_solo_convert_then_join(void **state)
 	cluster_free(u);
 }
 
+/* A NOQUEUE request that a held lone lock refuses (no mode it may take
+ * is compatible) is refused as the unfolded engine refuses it (the
+ * completion -EAGAIN, a lock id taken) and leaves the lone lock folded:
+ * a try-lock on it unfolded it for good; it needs no memory either.
+ * One it does not refuse (an alternate mode that fits, NOQUEUEBAST's
+ * BAST) unfolds it as before. */
+static void test_solo_trylock_refused(void **state)
+{
+	struct twin t;
+	uint32_t ex, pr, id;
+
+	(void)state;
+	twin_new(&t);
+	ex = twin_lock(&t, 1, "ex", DLM_LOCK_EX, 0);
+	pr = twin_lock(&t, 1, "pr", DLM_LOCK_PR, 0);
+	id = twin_lock(&t, 2, "ex", DLM_LOCK_NL, DLM_LKF_NOQUEUE);
+	assert_int_equal(nsolos(t.f, 1), 1);	/* NL beside EX: granted */
+	twin_unlock(&t, 2, id, 0, NULL);
+	twin_unlock(&t, 1, ex, 0, NULL);
+	ex = twin_lock(&t, 1, "ex2", DLM_LOCK_EX, 0);
+	id = twin_lock(&t, 2, "ex2", DLM_LOCK_PR, DLM_LKF_NOQUEUE);
+	assert_int_equal(comp_of(t.f, 1, id)->a.status, -EAGAIN);
+	id = twin_lock(&t, 1, "pr", DLM_LOCK_EX, DLM_LKF_NOQUEUE |
+		       DLM_LKF_ALTCW);
+	assert_int_equal(comp_of(t.f, 1, id)->a.status, -EAGAIN);
+	assert_int_equal(nsolos(t.f, 1), 2);
+	assert_int_equal(nlkbs(t.f, 1), 0);
+	/* without memory: refused all the same, nothing unfolded */
+	use(t.f);
+	dlm_core_set_alloc_hook(t.f->core[1], fail_all, NULL);
+	assert_int_equal(try_lock(t.f, 1, 3, "ex2", DLM_LOCK_CW,
+				  DLM_LKF_NOQUEUE), 0);
+	dlm_core_set_alloc_hook(t.f->core[1], NULL, NULL);
+	assert_int_equal(nsolos(t.f, 1), 2);
+	assert_verified(t.f);
+	use(t.u);
+	assert_int_equal(try_lock(t.u, 1, 3, "ex2", DLM_LOCK_CW,
+				  DLM_LKF_NOQUEUE), 0);
+	twin_same(&t);
+	/* these unfold: an alternate that fits; a BAST to send */
+	id = twin_lock(&t, 2, "pr", DLM_LOCK_EX, DLM_LKF_NOQUEUE |
+		       DLM_LKF_ALTPR);
+	assert_int_equal(comp_of(t.f, 1, id)->a.status, 0);
+	assert_int_equal(nsolos(t.f, 1), 1);
+	id = twin_lock(&t, 2, "ex2", DLM_LOCK_EX, DLM_LKF_NOQUEUE |
+		       DLM_LKF_NOQUEUEBAST);
+	assert_int_equal(comp_of(t.f, 1, id)->a.status, -EAGAIN);
+	assert_int_equal(last_bast_mode(t.f, 1, ex), DLM_LOCK_EX);
+	assert_int_equal(nsolos(t.f, 1), 0);
+	(void)pr;
+	twin_free(&t);
+}
+
 int main(void)
 {
 	/* these tests choose folding per cluster (fold_cluster) */
@@ -775,6 +830,7 @@ int main(void)
 		cmocka_unit_test(test_solo_cancel_unlock_folded),
 		cmocka_unit_test(test_solo_convert_folded),
 		cmocka_unit_test(test_solo_convert_then_join),
+		cmocka_unit_test(test_solo_trylock_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
