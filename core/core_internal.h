@@ -334,9 +334,16 @@ struct dlm_solo {
 		uint64_t	so_token;	/* as lkb_token */
 		uint64_t	so_toss_time;	/* tossed: put there then (ms) */
 	};
-	uint32_t		so_flags;	/* LKBF_WANT_BAST, _DLXID, _DLASYNC */
+	uint32_t		so_flags;	/* LKBF_WANT_BAST, _DLXID, _DLASYNC,
+						   _VALBLK, _LVB_KNOWN */
 	uint32_t		so_de_event;	/* as res_de_event (RESF_DIR) */
 	int8_t			so_grmode;	/* DLM_LOCK_IV: tossed */
+	/* it read the value (zeros) with VALBLK, converted folded: its
+	 * lkb_lvbseq is the first one (lvbseq_start), else 0 */
+	uint8_t			so_lvbread;
+	/* conversions done and requests refused folded:
+	 * dlm_remaster_count's, counted at the unfold */
+	uint16_t		so_nconv;
 	unsigned char		so_key[];	/* allocated to its length */
 };
 
@@ -623,6 +630,14 @@ static inline bool dlm_solo_is_tossed(const struct dlm_solo *so)
 {
 	return so->so_grmode == DLM_LOCK_IV;
 }
+static inline unsigned int dlm_solo_keylen(const struct dlm_solo *so)
+{
+	return so->so_keynode.hn_spare;
+}
+static inline uint32_t dlm_solo_lkid(const struct dlm_solo *so)
+{
+	return so->so_idnode.hn_hash;	/* 0: tossed */
+}
 void dlm_solo_toss_expire(struct dlm_ls *ls, uint64_t now, bool all);
 void dlm_solo_toss_trim(struct dlm_ls *ls);
 bool dlm_solo_may_fold(struct dlm_ls *ls, const struct dlm_lock_req *req,
@@ -637,6 +652,10 @@ int dlm_solo_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		  unsigned int keylen, uint32_t hash, uint32_t *lkid_out);
 int dlm_solo_unlock(struct dlm_ls *ls, struct dlm_solo *so,
 		    const struct dlm_unlock_req *req);
+int dlm_solo_convert(struct dlm_ls *ls, struct dlm_solo *so,
+		     const struct dlm_lock_req *req, uint32_t *lkid_out);
+int dlm_solo_refuse(struct dlm_ls *ls, struct dlm_solo *so,
+		    const struct dlm_lock_req *req, uint32_t *lkid_out);
 int dlm_solo_purge_owner(struct dlm_ls *ls, struct dlm_owner *ow);
 void dlm_solo_drop_all(struct dlm_ls *ls);
 void dlm_solo_walk(struct dlm_ls *ls,

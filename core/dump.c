@@ -221,23 +221,70 @@ static void dump_queue(struct dlm_ls *ls, struct outbuf *ob, const char *what,
 			  dlm_container_of(pos, struct dlm_lkb, lkb_statequeue));
 }
 
+/* A resource to dump: an rsb, or a lone lock folded with its resource
+ * (solo.c), held or tossed, which shows as the rsb and lkb it stands
+ * for (dlm_solo_unfold makes exactly those) without being unfolded: a
+ * dump every minute would otherwise undo the fold for good. */
+struct dump_res {
+	const unsigned char	*key;
+	unsigned int		keylen;
+	struct dlm_rsb		*r;
+	const struct dlm_solo	*so;
+};
+
 static void collect_rsb(void *arg, struct dlm_hnode *n)
 {
-	struct dlm_rsb ***pp = arg;
+	struct dump_res **pp = arg;
+	struct dlm_rsb *r = dlm_container_of(n, struct dlm_rsb, res_hnode);
 
-	*(*pp)++ = dlm_container_of(n, struct dlm_rsb, res_hnode);
+	**pp = (struct dump_res){ r->res_key, r->res_keylen, r, NULL };
+	(*pp)++;
 }
 
-static int cmp_rsb(const void *a, const void *b)
+static void collect_solo(void *arg, struct dlm_hnode *n)
 {
-	const struct dlm_rsb *x = *(const struct dlm_rsb *const *)a;
-	const struct dlm_rsb *y = *(const struct dlm_rsb *const *)b;
-	unsigned int n = x->res_keylen < y->res_keylen ? x->res_keylen : y->res_keylen;
-	int c = memcmp(x->res_key, y->res_key, n);
+	struct dump_res **pp = arg;
+	const struct dlm_solo *so = dlm_container_of(n, struct dlm_solo,
+						     so_keynode);
+
+	**pp = (struct dump_res){ so->so_key, dlm_solo_keylen(so), NULL, so };
+	(*pp)++;
+}
+
+static int cmp_res(const void *a, const void *b)
+{
+	const struct dump_res *x = a, *y = b;
+	unsigned int n = x->keylen < y->keylen ? x->keylen : y->keylen;
+	int c = memcmp(x->key, y->key, n);
 
 	if (c)
 		return c;
-	return (int)x->res_keylen - (int)y->res_keylen;
+	return (int)x->keylen - (int)y->keylen;
+}
+
+/* As dump_lock and the resource's lines show its rsb and granted lkb:
+ * mastered and directed here, its value never written (zeros, the
+ * first sequence number, valid), the lock whole-range and idle. */
+static void dump_solo(struct dlm_ls *ls, struct outbuf *ob,
+		      const struct dlm_solo *so, const char *name)
+{
+	uint32_t us = dlm_our_nodeid(ls);
+	int k;
+
+	out(ob, "resource \"%s\" master %u master-copy dir %u%s\n", name, us,
+	    dlm_dir_nodeid(ls, so->so_keynode.hn_hash),
+	    dlm_solo_is_tossed(so) ? " unused" : "");
+	out(ob, "  lvb ");
+	for (k = 0; k < DLM_LVB_LEN; k++)
+		out(ob, "00");
+	out(ob, " seq %u valid\n", ls->ls_core->core_cfg.lvbseq_start);
+	if (dlm_solo_is_tossed(so))
+		return;
+	out(ob, "  %-7s %08x %s owner %" PRIu64, "granted", dlm_solo_lkid(so),
+	    dlm_mode_str(so->so_grmode), so->so_ownerid);
+	if (dlm_token_mode(so->so_grmode) && so->so_token)
+		out(ob, " token %" PRIu64, so->so_token);
+	out(ob, "\n");
 }
 
 static void dump_dir_held(void *arg, const unsigned char *key,
@@ -252,17 +299,13 @@ static void dump_dir_held(void *arg, const unsigned char *key,
 int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
 {
 	struct outbuf ob = { NULL, 0, 0, 0 };
-	struct dlm_rsb **all, **p;
-	size_t n = ls->ls_rsbtbl.ht_count, i;
+	struct dump_res *all, *p;
+	size_t n, i;
 	char name[DLM_KEY_TEXT_LEN];
 	unsigned int m;
-	int rv;
 
-	/* a lone lock folded with its resource shows as both (solo.c) */
-	rv = dlm_solo_unfold_all(ls);
-	if (rv)
-		return rv;
-	n = ls->ls_rsbtbl.ht_count;
+	/* the rsbs and the lone locks' resources, held or tossed */
+	n = ls->ls_rsbtbl.ht_count + ls->ls_solotbl.ht_count;
 	all = malloc((n ? n : 1) * sizeof(*all));
 	ob.ob_cap = 4096;
 	ob.ob_buf = malloc(ob.ob_cap);
@@ -273,7 +316,8 @@ int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
 	}
 	p = all;
 	dlm_htab_walk(&ls->ls_rsbtbl, collect_rsb, &p);
-	qsort(all, n, sizeof(*all), cmp_rsb);
+	dlm_htab_walk(&ls->ls_solotbl, collect_solo, &p);
+	qsort(all, n, sizeof(*all), cmp_res);
 
 	out(&ob, "lockspace \"%s\" id %08x node %u members", ls->ls_name,
 	    ls->ls_id, dlm_our_nodeid(ls));
@@ -281,10 +325,14 @@ int dlm_core_ls_dump(struct dlm_ls *ls, char **text)
 		out(&ob, " %u", ls->ls_members[m]);
 	out(&ob, "\n");
 	for (i = 0; i < n; i++) {
-		struct dlm_rsb *r = all[i];
+		struct dlm_rsb *r = all[i].r;
 		int k;
 
-		dlm_key_format(r->res_key, r->res_keylen, name, sizeof(name));
+		dlm_key_format(all[i].key, all[i].keylen, name, sizeof(name));
+		if (!r) {
+			dump_solo(ls, &ob, all[i].so, name);
+			continue;
+		}
 		out(&ob, "resource \"%s\" master %u %s dir ", name,
 		    r->res_nodeid,
 		    !r->res_nodeid ? "unknown" :

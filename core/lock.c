@@ -1557,6 +1557,26 @@ static int adopt_orphan(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	return refused ? -EPERM : -ENOENT;
 }
 
+/* Does held lone lock so (solo.c) refuse req, a NOQUEUE request on its
+ * name, as do_request refuses it: no mode it may have (its own, an
+ * alternate) is compatible with so's, and the lockspace runs
+ * (request_with_master).  Then the lone lock stays one: nothing of the
+ * request is left (dlm_solo_refuse).  Not with NOQUEUEBAST: the BAST it
+ * sends leaves state on the holder (lkb_highbast, lkb_last_bast) that a
+ * lone lock does not keep. */
+static bool solo_refuses(struct dlm_ls *ls, const struct dlm_solo *so,
+			 const struct dlm_lock_req *req)
+{
+	int held = so->so_grmode;
+
+	return !dlm_solo_is_tossed(so) && dlm_ls_running(ls) &&
+	       (req->flags & DLM_LKF_NOQUEUE) &&
+	       !(req->flags & (DLM_LKF_NOQUEUEBAST | DLM_LKF_EXPEDITE)) &&
+	       !compat(ls, held, req->mode) &&
+	       !((req->flags & DLM_LKF_ALTPR) && compat(ls, held, DLM_LOCK_PR)) &&
+	       !((req->flags & DLM_LKF_ALTCW) && compat(ls, held, DLM_LOCK_CW));
+}
+
 static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 			uint32_t *lkid_out)
 {
@@ -1631,6 +1651,9 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	if (so && fold && dlm_solo_is_tossed(so))
 		return dlm_solo_lock_counted(ls, req, so, key, keylen, hash,
 					     lkid_out);
+	if (so && !parent && solo_refuses(ls, so, req) &&
+	    (rv = dlm_solo_refuse(ls, so, req, lkid_out)) <= 0)
+		return rv;
 	if (so && (rv = dlm_solo_unfold(ls, so)))
 		return rv;
 	r = dlm_rsb_find(ls, key, keylen, hash);
@@ -1684,6 +1707,44 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	return 0;
 }
 
+/* A conversion of a lone lock folded with its resource (solo.c), a
+ * granted, idle, whole-range lock alone on its resource, so granted at
+ * once whatever it asks: refused as convert_lock below refuses it, or
+ * done on the lone lock where it stays one (0); 1: it must be an lkb
+ * first.  That is where the conversion writes or invalidates the
+ * resource's value (from PW or EX down, with VALBLK or IVVALBLK:
+ * grant_lock), asks a partial range, makes the lock persistent, or
+ * the lockspace is stopped (op_kept_or_sent keeps an lkb's op).  With
+ * VALBLK below that it only reads the value: zeros, never written. */
+static int convert_solo(struct dlm_ls *ls, struct dlm_solo *so,
+			const struct dlm_lock_req *req, uint32_t *lkid_out)
+{
+	const uint32_t stays = DLM_LKF_CONVERT | DLM_LKF_VALBLK |
+			       DLM_LKF_QUECVT | DLM_LKF_NOQUEUE |
+			       DLM_LKF_CONVDEADLK | DLM_LKF_NODLCKWT |
+			       DLM_LKF_NOQUEUEBAST | DLM_LKF_HEADQUE |
+			       DLM_LKF_NOORDER | DLM_LKF_ALTPR | DLM_LKF_ALTCW;
+	int grmode = so->so_grmode;
+	bool writes = grmode >= DLM_LOCK_PW && req->mode <= grmode;
+	struct dlm_range range;
+
+	if (so->so_ownerid != req->owner)
+		return -EPERM;
+	if (req->flags & (DLM_LKF_EXPEDITE | DLM_LKF_ORPHAN))
+		return -EINVAL;
+	if ((req->flags & DLM_LKF_QUECVT) && !quecvt_matrix[grmode][req->mode])
+		return -EINVAL;
+	if (check_range(req->range, &range))
+		return -EINVAL;
+	if ((req->flags & DLM_LKF_VALBLK) && writes && !req->lvb)
+		return -EINVAL;		/* a writer must give the value */
+	if (!dlm_ls_running(ls) || (req->flags & ~stays) ||
+	    ((req->flags & DLM_LKF_VALBLK) && writes) ||
+	    !dlm_range_is_whole(&range))
+		return 1;
+	return dlm_solo_convert(ls, so, req, lkid_out);
+}
+
 static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 			uint32_t *lkid_out)
 {
@@ -1692,11 +1753,15 @@ static int convert_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	struct dlm_lkb *lkb;
 	int rv;
 
-	/* a lone lock converts as an lkb (solo.c) */
-	if (so && so->so_ownerid != req->owner)
-		return -EPERM;
-	if (so && (rv = dlm_solo_unfold(ls, so)))
-		return rv;
+	/* a lone lock converts folded, or as an lkb (solo.c) */
+	if (so) {
+		rv = convert_solo(ls, so, req, lkid_out);
+		if (rv <= 0)
+			return rv;
+		rv = dlm_solo_unfold(ls, so);
+		if (rv)
+			return rv;
+	}
 	lkb = dlm_lkb_find(ls, req->lkid);
 	if (!lkb || is_master_copy(lkb))
 		return -ENOENT;
@@ -1910,8 +1975,18 @@ int dlm_core_unlock(struct dlm_ls *ls, const struct dlm_unlock_req *req)
 		if ((req->flags & DLM_LKF_VALBLK) &&
 		    !(req->flags & DLM_LKF_CANCEL) && !req->lvb)
 			return -EINVAL;
-		if (!(req->flags & (DLM_LKF_CANCEL | DLM_LKF_VALBLK |
-				    DLM_LKF_IVVALBLK)) && dlm_ls_running(ls)) {
+		if (req->flags & DLM_LKF_CANCEL) {
+			/* granted: nothing to cancel (unlock_lkb), the
+			 * cancel's cookie the lock's, as below; answered
+			 * without unfolding, so without memory too */
+			so->so_astarg = req->astarg;
+			return -EBUSY;
+		}
+		/* an unlock that neither writes nor invalidates the value
+		 * (do_unlock: only from PW or EX) is a plain one */
+		if ((so->so_grmode < DLM_LOCK_PW ||
+		     !(req->flags & (DLM_LKF_VALBLK | DLM_LKF_IVVALBLK))) &&
+		    dlm_ls_running(ls)) {
 			rv = dlm_solo_unlock(ls, so, req);
 			dlm_toss_trim(ls);
 			return rv;

@@ -27,17 +27,33 @@
  * out (dlm_lkid_in_use), the counts (dlm_core_ls_stats), the walk
  * (dlm_core_ls_walk), verify, a purge and the drop of a lockspace.
  *
+ * Done folded.  What leaves it a lone lock is done on it, answered as
+ * the unfolded engine answers: a plain or forced unlock while running,
+ * or one with VALBLK or IVVALBLK from below PW (which writes nothing:
+ * do_unlock); a cancel (the lock is granted: nothing to cancel, -EBUSY,
+ * with no memory needed); a conversion (alone, it is granted at once)
+ * that neither writes nor invalidates the value (VALBLK or IVVALBLK
+ * from PW or EX down), asks no partial range and no PERSISTENT, while
+ * running: with VALBLK it reads the value, never written, so zeros
+ * (dlm_solo_convert; lock.c convert_solo); a refused conversion; a
+ * NOQUEUE request on its name that it refuses, without NOQUEUEBAST
+ * (dlm_solo_refuse; lock.c solo_refuses); and a dump, which shows solos
+ * as the rsbs and lkbs they stand for (dump.c): a monitor that dumps
+ * every minute would otherwise undo the fold.
+ *
  * Unfolded.  Anything else that reaches a solo's name or lock id makes
  * it an rsb and an lkb again first (dlm_solo_unfold), exactly those the
  * unfolded path would have made (the rsb its own directory record, the
- * lock granted on it with its token, its remastering count), and then
- * goes on as for any lock: a second request on the name, a request
- * naming it as parent, a conversion, an unlock with VALBLK, IVVALBLK or
- * CANCEL, any unlock while the lockspace is stopped; and every solo at
- * once before a recovery starts (dlm_core_ls_start: the members change),
- * before a recovery message is taken once the lockspace stopped (a new
- * member's may arrive before the stop) and before a dump; and the one
- * a lock message names, before it is taken ("Shared lockspaces").
+ * lock granted on it with its token, its remastering count, what it
+ * read), and then goes on as for any lock: a second request on the name
+ * that it does not refuse, a request naming it as parent, a conversion
+ * or an unlock that writes or invalidates the value, a conversion with
+ * a partial range or PERSISTENT, any unlock or conversion while the
+ * lockspace is stopped; every solo at once before a recovery starts
+ * (dlm_core_ls_start: the members change) and before a recovery message
+ * is taken once the lockspace stopped (a new member's may arrive before
+ * the stop); and the one a lock message names, before it is taken
+ * ("Shared lockspaces").  A dump shows solos as they are.
  * Unfolding allocates, so it can fail: each unfold is whole or nothing
  * (an rsb and an lkb are made first; only then does the solo go), and
  * the call that needed it fails -ENOMEM having changed nothing else (a
@@ -89,15 +105,6 @@ static struct dlm_solo *solo_of_key(struct dlm_hnode *n)
 	return dlm_container_of(n, struct dlm_solo, so_keynode);
 }
 
-static unsigned int solo_keylen(const struct dlm_solo *so)
-{
-	return so->so_keynode.hn_spare;
-}
-
-static uint32_t solo_lkid(const struct dlm_solo *so)
-{
-	return so->so_idnode.hn_hash;
-}
 
 static uint32_t solo_exflags(const struct dlm_solo *so)
 {
@@ -128,7 +135,7 @@ struct dlm_solo *dlm_solo_find_key(struct dlm_ls *ls, const unsigned char *key,
 	for (n = dlm_htab_chain(&ls->ls_solotbl, hash); n; n = n->hn_next) {
 		struct dlm_solo *so = solo_of_key(n);
 
-		if (n->hn_hash == hash && solo_keylen(so) == keylen &&
+		if (n->hn_hash == hash && dlm_solo_keylen(so) == keylen &&
 		    !memcmp(so->so_key, key, keylen))
 			return so;
 	}
@@ -159,13 +166,16 @@ static void solo_ast(struct dlm_ls *ls, const struct dlm_solo *so,
 	struct dlm_core *core = ls->ls_core;
 	struct dlm_ast ast = {
 		.type = DLM_AST_COMP, .ls = ls, .ls_ctx = ls->ls_ctx,
-		.lkid = solo_lkid(so), .owner = so->so_ownerid,
+		.lkid = dlm_solo_lkid(so), .owner = so->so_ownerid,
 		.astarg = astarg, .status = status,
 		.grmode = so->so_grmode, .bastmode = DLM_LOCK_IV,
 	};
 
 	if (status == 0 && dlm_token_mode(so->so_grmode))
 		ast.token = so->so_token;
+	/* what it read: the value, never written (cast_local) */
+	if (status == 0 && (so->so_flags & LKBF_VALBLK))
+		ast.lvb = dlm_lvb_zero;
 	core->core_ops.ast(core->core_ctx, &ast);
 }
 
@@ -234,7 +244,7 @@ int dlm_solo_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		dlm_htab_insert(&ls->ls_solotbl, &so->so_keynode);
 	dlm_htab_insert(&ls->ls_soloids, &so->so_idnode);
 	dlm_list_add_tail(&so->so_ownerqueue, &ow->ow_solos);
-	*lkid_out = solo_lkid(so);
+	*lkid_out = dlm_solo_lkid(so);
 	solo_ast(ls, so, 0, so->so_astarg);
 	return 0;
 }
@@ -290,6 +300,77 @@ int dlm_solo_unlock(struct dlm_ls *ls, struct dlm_solo *so,
 	return 0;
 }
 
+/* A conversion of held so that leaves it a lone lock (lock.c
+ * convert_solo checked it): what convert_lock, convert_here, do_convert
+ * and grant_lock do for it.  Alone, it is granted at once; the value is
+ * neither written nor invalidated (convert_solo), so with VALBLK the
+ * lock reads it: zeros, valid, the first sequence number.  1: too many
+ * conversions to count here (so_nconv), it must be an lkb first. */
+int dlm_solo_convert(struct dlm_ls *ls, struct dlm_solo *so,
+		     const struct dlm_lock_req *req, uint32_t *lkid_out)
+{
+	bool writes = so->so_grmode >= DLM_LOCK_PW &&
+		      req->mode <= so->so_grmode;
+
+	if (so->so_nconv == UINT16_MAX)
+		return 1;
+	so->so_nconv++;
+	so->so_idnode.hn_spare = req->flags;
+	so->so_astarg = req->astarg;
+	so->so_dl_waiter = req->waiter;
+	so->so_flags &= ~(uint32_t)(LKBF_WANT_BAST | LKBF_DLXID | LKBF_DLASYNC |
+				    LKBF_VALBLK);
+	if (req->want_bast)
+		so->so_flags |= LKBF_WANT_BAST;
+	if (req->waiter && (req->waiter_flags & DLM_WAITER_XID))
+		so->so_flags |= LKBF_DLXID;
+	if (req->waiter_flags & DLM_WAITER_ASYNC)
+		so->so_flags |= LKBF_DLASYNC;
+	if (req->flags & DLM_LKF_VALBLK)
+		so->so_flags |= LKBF_VALBLK;
+	/* grant_lock: a writer without VALBLK writes nothing and keeps
+	 * what it knew; a reader reads, or forgets without VALBLK */
+	if (!writes) {
+		if (req->flags & DLM_LKF_VALBLK) {
+			so->so_flags |= LKBF_LVB_KNOWN;
+			so->so_lvbread = 1;
+		} else {
+			so->so_flags &= ~(uint32_t)LKBF_LVB_KNOWN;
+		}
+	}
+	so->so_grmode = (int8_t)req->mode;
+	so->so_token = dlm_token_mode(req->mode) ? dlm_token_mint(ls) : 0;
+	*lkid_out = dlm_solo_lkid(so);
+	solo_ast(ls, so, 0, so->so_astarg);
+	return 0;
+}
+
+/* A NOQUEUE request on held so's name that so refuses (lock.c
+ * solo_refuses), as request_lock, do_request and finish_lkb refuse it:
+ * a lock id taken (or the client's own), the remastering count of the
+ * request (so_nconv), the completion -EAGAIN, and nothing left of it.
+ * So a try-lock on a held lone lock does not unfold it (and needs no
+ * memory).  1: too many operations to count here, it must unfold. */
+int dlm_solo_refuse(struct dlm_ls *ls, struct dlm_solo *so,
+		    const struct dlm_lock_req *req, uint32_t *lkid_out)
+{
+	struct dlm_core *core = ls->ls_core;
+	struct dlm_ast ast = {
+		.type = DLM_AST_COMP, .ls = ls, .ls_ctx = ls->ls_ctx,
+		.owner = req->owner, .astarg = req->astarg,
+		.status = -EAGAIN, .grmode = DLM_LOCK_IV,
+		.bastmode = DLM_LOCK_IV,
+	};
+
+	if (so->so_nconv == UINT16_MAX)
+		return 1;
+	so->so_nconv++;
+	ast.lkid = req->newid ? req->newid : solo_new_id(ls);
+	*lkid_out = ast.lkid;
+	core->core_ops.ast(core->core_ctx, &ast);
+	return 0;
+}
+
 /* Tossed solos older than toss_ms (all with 'all'), as dlm_toss_expire
  * drops rsbs. */
 void dlm_solo_toss_expire(struct dlm_ls *ls, uint64_t now, bool all)
@@ -328,7 +409,7 @@ void dlm_solo_toss_trim(struct dlm_ls *ls)
 /* so as the rsb and lkb it stands for; whole or nothing. */
 int dlm_solo_unfold(struct dlm_ls *ls, struct dlm_solo *so)
 {
-	unsigned int keylen = solo_keylen(so);
+	unsigned int keylen = dlm_solo_keylen(so);
 	uint32_t hash = so->so_keynode.hn_hash, us = dlm_our_nodeid(ls);
 	struct dlm_owner *ow;
 	struct dlm_lkb *lkb;
@@ -347,7 +428,7 @@ int dlm_solo_unfold(struct dlm_ls *ls, struct dlm_solo *so)
 		return -ENOMEM;
 	/* a new rsb is on no list and no directory record yet: freed, it
 	 * leaves nothing behind */
-	lkb = dlm_lkb_create(ls, solo_lkid(so));
+	lkb = dlm_lkb_create(ls, dlm_solo_lkid(so));
 	if (!lkb) {
 		dlm_rsb_free(ls, r);
 		return -ENOMEM;
@@ -356,8 +437,14 @@ int dlm_solo_unfold(struct dlm_ls *ls, struct dlm_solo *so)
 
 	r->res_nodeid = us;
 	dlm_dir_self_adopt(ls, r, so->so_de_event);
+	/* its request, its conversions and the requests it refused
+	 * (do_request and do_convert count each) */
 	dlm_remaster_count(ls, r, us);
+	while (so->so_nconv--)
+		dlm_remaster_count(ls, r, us);
 	lkb->lkb_flags = so->so_flags | LKBF_OWNED;
+	if (so->so_lvbread)
+		lkb->lkb_lvbseq = ls->ls_core->core_cfg.lvbseq_start;
 	lkb->lkb_exflags = solo_exflags(so);
 	lkb->lkb_ownerid = so->so_ownerid;
 	lkb->lkb_astarg = so->so_astarg;
@@ -476,7 +563,7 @@ static void walk_solo(void *arg, struct dlm_hnode *n)
 
 	/* as lock.c walk_one describes the lock unfolded */
 	memset(&li, 0, sizeof(li));
-	li.lkid = solo_lkid(so);
+	li.lkid = dlm_solo_lkid(so);
 	li.nodeid = dlm_our_nodeid(w->ls);
 	li.is_master = 1;
 	li.status = DLM_LKSTS_GRANTED;
@@ -489,7 +576,7 @@ static void walk_solo(void *arg, struct dlm_hnode *n)
 	if (dlm_token_mode(so->so_grmode))
 		li.token = so->so_token;
 	li.key = so->so_key;
-	li.keylen = solo_keylen(so);
+	li.keylen = dlm_solo_keylen(so);
 	w->fn(w->arg, &li);
 }
 
@@ -516,13 +603,13 @@ static void verify_solo(void *arg, struct dlm_hnode *n)
 	struct dlm_ls *ls = v->ls;
 	struct dlm_solo *so = solo_of_id(n);
 	const unsigned char *key = so->so_key;
-	unsigned int keylen = solo_keylen(so);
+	unsigned int keylen = dlm_solo_keylen(so);
 	uint32_t hash = so->so_keynode.hn_hash;
 	struct dlm_owner *ow;
 
 	if (v->bad)
 		return;
-	v->lkid = solo_lkid(so);
+	v->lkid = dlm_solo_lkid(so);
 	if (dlm_solo_is_tossed(so)) {
 		v->bad = "is held and tossed";
 		return;
@@ -532,7 +619,7 @@ static void verify_solo(void *arg, struct dlm_hnode *n)
 		v->bad = "is not found by its key";
 	else if (hash != dlm_hash_bytes(key, keylen))
 		v->bad = "has a key whose hash is not its own";
-	else if (dlm_lkb_find(ls, solo_lkid(so)))
+	else if (dlm_lkb_find(ls, dlm_solo_lkid(so)))
 		v->bad = "has the id of an lkb";
 	else if (dlm_rsb_find(ls, key, keylen, hash))
 		v->bad = "has the name of an rsb";
@@ -572,11 +659,11 @@ int dlm_solo_verify(struct dlm_ls *ls, char *why, size_t whylen)
 	dlm_list_for_each(pos, &ls->ls_solo_toss) {
 		struct dlm_solo *so = dlm_container_of(pos, struct dlm_solo,
 						       so_ownerqueue);
-		unsigned int keylen = solo_keylen(so);
+		unsigned int keylen = dlm_solo_keylen(so);
 		uint32_t hash = so->so_keynode.hn_hash;
 
 		tossed++;
-		if (!dlm_solo_is_tossed(so) || solo_lkid(so) ||
+		if (!dlm_solo_is_tossed(so) || dlm_solo_lkid(so) ||
 		    dlm_solo_find_key(ls, so->so_key, keylen, hash) != so ||
 		    dlm_rsb_find(ls, so->so_key, keylen, hash) ||
 		    dlm_dir_has_record(ls, so->so_key, keylen, hash)) {

@@ -31,6 +31,20 @@
 #      is alone) run before, across and after the join and the leave,
 #      and the holds of the 'many' clients on the first 64 names are
 #      checked too: no overlap of incompatible holds, no lost update.
+#   5. Node 1 alone folds 300 EX on k-*; node 2 joins with EX requests
+#      on k-0..49 (the join unfolds them); node 1's dlmd is killed
+#      (dlm-cluster kill-dlmd: its client lives on, holding): node 2
+#      grants nothing while node 1 is unfenced (fencing held), then
+#      fences it and recovers: its 50 waiters are granted, it masters
+#      every k-* name, and alone it takes the other 250 at once, folded.
+#   6. The reverse: node 1 restarts and joins (its locks beside node 2's
+#      do not fold), waits for node 2's k-* holds; node 2's dlmd is
+#      killed: nothing granted before node 2 is fenced, then all 300;
+#      node 1, alone again, folds new lone locks again.
+#   A dump (dlmctl lockdump) of node 1 alone shows the folded locks and
+#   leaves them folded (step 1).
+# Two nodes with two_node quorum: the survivor of a node killed keeps
+# quorum and fences it.
 # Seen failing with the unfold at a recovery start taken out
 # (core/recover.c dlm_core_ls_start): node 2 was granted EX at once on all
 # 100 of node 1's folded EX names, node 1 got no BAST, node 2 read the
@@ -60,8 +74,10 @@ NFREE=20	# of them node 1 unlocks: f-0 .. f-19
 NNEW=500	# folded after the leave
 NS=200		# node 2's lone locks beside node 1: s-0 .. s-199
 
-up_cluster 2
-for d in fw m-f m-p m-n m-g m-s; do
+export DLM_CLUSTER_QUORUM="two_node: 1"
+up_cluster 2 "with two_node"
+: >"$dir/fence.log"
+for d in fw m-f m-p m-n m-g m-s m-k m-j m-g2; do
 	mkdir -p "$dir/$d/logs" "$dir/$d/counters"
 	chmod 777 "$dir/$d" "$dir/$d/logs" "$dir/$d/counters"
 done
@@ -150,6 +166,11 @@ wait_line "$dir/mnl.out" "held $NNL"
 wait_ls 1 "state running members 1 clients" "node 1 is not alone in the lockspace"
 ls_has 2 . && fail "node 2 is in the lockspace already"
 wait_folded 1 $((NEX + NPR + NNL)) "the lone locks did not fold"
+# a dump shows them all, as locks, and unfolds none (review of solo.c:
+# a monitor dumping every minute undid the fold for good)
+n=$(on 1 "$DLMCTL" lockdump "$LS" 2>/dev/null | grep -c "^  granted ")
+[ "$n" = $((NEX + NPR + NNL)) ] || fail "node 1's lockdump shows $n granted locks"
+folded_is 1 $((NEX + NPR + NNL)) || fail "a lockdump unfolded lone locks: $(folded 1) left folded"
 # a conversion with an LVB unfolds its lock; so does a second lock on a
 # name (the try: PR beside PR, granted at once)
 ask mex "convert 1001 NL pre-1001" "converted 1001 NL 0"
@@ -269,5 +290,64 @@ for p in f p g s; do
 	check_dir "$dir/m-$p" 64 "the holds of $p-0..63"
 done
 "$CLUSTER" status "$dir" >/dev/null || fail "a daemon died: $("$CLUSTER" status "$dir")"
+
+NK=300		# k-*: node 1's folded EX
+NKW=50		# of them node 2 waits for
+
+say "== 5. node 1 alone folds; node 2 joins; node 1's dlmd dies, fenced: node 2 takes over"
+wait_ls 1 "state running members 1 clients" "node 1 is not alone before step 5" || exit 1
+start_many 1 mk k 0 $NK EX
+wait_line "$dir/mk.out" "held $NK" || exit 1
+wait_folded 1 $NK "node 1's lone locks on k-* did not fold" || exit 1
+start_many 2 kw k 0 $NKW EX
+wait_ls 2 "state running members 1 2 " "node 2 did not join again" || exit 1
+wait_folded 1 0 "node 2's join did not unfold node 1's k-* locks" || exit 1
+touch "$dir/fence-hold"
+"$CLUSTER" kill-dlmd "$dir" 1 || exit 1
+wait_ls 2 "wait fencing node 1" "node 2 does not wait for fencing node 1" || exit 1
+sleep "$BLOCKED_S"	# the point: while node 1 is unfenced nothing is granted
+kill -0 "$pid_mk" 2>/dev/null || fail "node 1's holder died with its dlmd"
+[ -z "$(granted_set kw)" ] ||
+	fail "node 2 was granted k-* while node 1's holder lived unfenced: $(granted_set kw)"
+rm -f "$dir/fence-hold"
+wait_line "$dir/kw.out" "held $NKW" || exit 1
+grep -q "fence node 1\$" "$dir/fence.log" || fail "node 1 was not fenced: $(cat "$dir/fence.log")"
+kill -0 "$pid_mk" 2>/dev/null && fail "node 1's holder outlived its node's fencing"
+wait_ls 2 "state running members 2 clients" "node 2 does not run the lockspace alone" || exit 1
+start_many 2 kr k $NKW $NK EX
+wait_line "$dir/kr.out" "held $((NK - NKW))" || exit 1
+# node 2 masters every k-* name (the others folded: lone, node 2 alone)
+n=$(on 2 "$DLMCTL" lockdump "$LS" 2>/dev/null |
+	grep -c '^resource "k-[0-9]*" master 2 master-copy dir 2$')
+[ "$n" = $NK ] || fail "node 2 masters $n of the $NK k-* names"
+wait_folded 2 $((NK - NKW)) "node 2 alone did not fold the names node 1 held" || exit 1
+
+NJ=100		# j-*: node 1's locks beside node 2
+NJF=200		# g2-*: node 1's folded when alone again
+
+say "== 6. node 1 back; node 2's dlmd dies, fenced: node 1 alone folds again"
+"$CLUSTER" start "$dir" 1 >/dev/null || fail "node 1 did not start again"
+start_many 1 jn j 0 $NJ EX
+wait_line "$dir/jn.out" "held $NJ" || exit 1
+wait_ls 1 "state running members 1 2 " "node 1 did not join again" || exit 1
+folded_is 1 0 || fail "node 1 folded beside node 2: $(folded 1)"
+start_many 1 kb k 0 $NK EX
+touch "$dir/fence-hold"
+"$CLUSTER" kill-dlmd "$dir" 2 || exit 1
+wait_ls 1 "wait fencing node 2" "node 1 does not wait for fencing node 2" || exit 1
+sleep "$BLOCKED_S"	# the point: while node 2 is unfenced nothing is granted
+[ -z "$(granted_set kb)" ] ||
+	fail "node 1 was granted k-* while node 2's holders lived unfenced: $(granted_set kb)"
+rm -f "$dir/fence-hold"
+wait_line "$dir/kb.out" "held $NK" || exit 1
+grep -q "fence node 2\$" "$dir/fence.log" || fail "node 2 was not fenced: $(cat "$dir/fence.log")"
+wait_ls 1 "state running members 1 clients" "node 1 does not run the lockspace alone" || exit 1
+start_many 1 gn g2 0 $NJF EX
+wait_line "$dir/gn.out" "held $NJF" || exit 1
+wait_folded 1 $NJF "node 1 alone again did not fold (exactly) its new lone locks" || exit 1
+ask jn "unlock 0 $NJ" "unlocked 0 $NJ $NJ"
+ask kb "convert 7 NL" "converted 7 NL 0"
+wait_folded 1 $NJF "unlocking and converting unfolded locks changed the folded count" || exit 1
+running 1 dlmd && running 1 corosync || fail "node 1 went down: $("$CLUSTER" status "$dir")"
 say "test-cluster-fold: done"
 exit $rc

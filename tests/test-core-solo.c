@@ -2,9 +2,13 @@
  * tests/test-core-solo.c - unit tests of lone locks folded with their
  * resources (core/solo.c, issue 14): made only where they may be, seen
  * as locks and resources by every reader, unfolded whole by everything
- * that needs an lkb and an rsb (a second lock, a child, a conversion, an
- * unlock with a value or a cancel, a recovery, a message, a dump), and
- * an unfolding without memory fails the call having changed nothing.
+ * that needs an lkb and an rsb (a second lock, a child, a conversion or
+ * an unlock that writes the value, a recovery, a message), and an
+ * unfolding without memory fails the call having changed nothing; what
+ * leaves a lone lock lone (a cancel, a conversion that only reads, an
+ * unlock that writes nothing, a dump) is done folded, answered as the
+ * unfolded engine answers (the twin tests: the same calls on an engine
+ * that folds and one that does not, the same answers, ASTs and dumps).
  * (The other test-core-* programs run with folding on too under
  * TEST_CORE_FOLD=1.)  The harness: tests/test-core.h.
  */
@@ -205,13 +209,15 @@ static void test_solo_second_lock(void **state)
 	(void)state;
 	pr = lock_on(c, 1, 1, "r", DLM_LOCK_PR, 0, 0, NULL);
 	assert_int_equal(nsolos(c, 1), 1);
+	/* refused: it stays lone (test_solo_trylock_refused) */
 	assert_int_equal(try_lock(c, 1, 2, "r", DLM_LOCK_EX, DLM_LKF_NOQUEUE),
 			 0);
-	assert_int_equal(nsolos(c, 1), 0);
-	assert_int_equal(nlkbs(c, 1), 1);
-	assert_int_equal(nrsbs(c, 1), 1);
+	assert_int_equal(nsolos(c, 1), 1);
 	assert_verified(c);
 	ex = lock_on(c, 1, 2, "r", DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(nsolos(c, 1), 0);
+	assert_int_equal(nlkbs(c, 1), 2);
+	assert_int_equal(nrsbs(c, 1), 1);
 	assert_no_comp(c, 1, ex);
 	assert_int_equal(last_bast_mode(c, 1, pr), DLM_LOCK_EX);
 	assert_dump_has(c, 1, "waiting");
@@ -238,15 +244,19 @@ static void test_solo_convert_cancel_child(void **state)
 	/* another owner converts nothing */
 	assert_int_equal(convert(c, 1, 2, a, DLM_LOCK_EX, 0, NULL), -EPERM);
 	assert_int_equal(nsolos(c, 1), 3);
-	assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_EX, 0, NULL), 0);
+	/* one that makes it persistent is done on it as an lkb */
+	assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_EX, DLM_LKF_PERSISTENT,
+				 NULL), 0);
 	assert_status(c, 1, a, 0);
 	assert_int_equal(comp_of(c, 1, a)->a.grmode, DLM_LOCK_EX);
 	assert_int_not_equal(comp_of(c, 1, a)->a.token, 0);
 	assert_int_equal(nsolos(c, 1), 2);
-	/* a granted lock has nothing to cancel */
+	/* a granted lock has nothing to cancel: answered folded */
 	assert_int_equal(unlock(c, 1, 1, b, DLM_LKF_CANCEL, NULL), -EBUSY);
-	assert_int_equal(nsolos(c, 1), 1);
+	assert_int_equal(nsolos(c, 1), 2);
+	/* an unlock from PW with a value writes it: on an rsb */
 	assert_int_equal(unlock(c, 1, 1, b, DLM_LKF_VALBLK, lvb), 0);
+	assert_int_equal(nsolos(c, 1), 1);
 	assert_status(c, 1, b, -DLM_EUNLOCK);
 	child = lock_on(c, 1, 1, "c", DLM_LOCK_EX, 0, d, NULL);
 	assert_status(c, 1, child, 0);
@@ -272,9 +282,13 @@ static void test_solo_unfold_no_memory(void **state)
 	a = lock_on(c, 1, 1, "a", DLM_LOCK_PR, 0, 0, NULL);
 	dlm_core_set_alloc_hook(c->core[1], fail_all, NULL);
 	assert_int_equal(try_lock(c, 1, 2, "a", DLM_LOCK_PR, 0), -ENOMEM);
-	assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_EX, 0, NULL), -ENOMEM);
-	assert_int_equal(unlock(c, 1, 1, a, DLM_LKF_CANCEL, NULL), -ENOMEM);
-	assert_int_equal(dlm_core_ls_dump(c->ls[1], &text), -ENOMEM);
+	assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_EX, DLM_LKF_PERSISTENT,
+				 NULL), -ENOMEM);
+	/* these need no unfolding (nothing to cancel; a dump shows it
+	 * folded) */
+	assert_int_equal(unlock(c, 1, 1, a, DLM_LKF_CANCEL, NULL), -EBUSY);
+	assert_int_equal(dlm_core_ls_dump(c->ls[1], &text), 0);
+	free(text);
 	assert_int_equal(dlm_core_ls_stop(c->ls[1]), 0);
 	assert_int_equal(dlm_core_ls_start(c->ls[1], 2,
 					   (const uint32_t[]){ 1 }, 1), -ENOMEM);
@@ -460,6 +474,353 @@ static void test_solo_walk(void **state)
 	cluster_free(c);
 }
 
+/* ---- the folded engine answers as the unfolded one: the same calls on
+ * a cluster that folds and one that does not give the same return
+ * values, the same ASTs and the same dump ---- */
+
+struct twin {
+	struct cluster *f, *u;	/* folds; does not */
+	int seen;		/* ASTs compared so far */
+};
+
+/* the harness finds a node's cluster by the node (nctx): the one the
+ * calls that follow are on */
+static void use(struct cluster *c)
+{
+	int i;
+
+	for (i = 1; i <= c->n; i++)
+		nctx[i].c = c;
+}
+
+static void twin_new(struct twin *t)
+{
+	t->f = fold_cluster(1);
+	t->u = cluster_new(1, 1000);
+	t->seen = 0;
+}
+
+static void twin_free(struct twin *t)
+{
+	cluster_free(t->f);
+	cluster_free(t->u);
+}
+
+/* the ASTs since the last call, and the dumps, are the same */
+static void twin_same(struct twin *t)
+{
+	char *df, *du;
+	int i;
+
+	assert_int_equal(t->f->nasts, t->u->nasts);
+	for (i = t->seen; i < t->f->nasts; i++) {
+		const struct rec_ast *a = &t->f->asts[i], *b = &t->u->asts[i];
+
+		assert_int_equal(a->a.type, b->a.type);
+		assert_int_equal(a->a.lkid, b->a.lkid);
+		assert_int_equal(a->a.status, b->a.status);
+		assert_int_equal(a->a.grmode, b->a.grmode);
+		assert_int_equal(a->a.bastmode, b->a.bastmode);
+		assert_int_equal(a->a.sbflags, b->a.sbflags);
+		assert_int_equal(a->a.astarg, b->a.astarg);
+		assert_int_equal(a->a.token, b->a.token);
+		assert_int_equal(a->has_lvb, b->has_lvb);
+		if (a->has_lvb)
+			assert_memory_equal(a->lvb, b->lvb, DLM_LVB_LEN);
+	}
+	t->seen = t->f->nasts;
+	df = dump(t->f, 1);
+	du = dump(t->u, 1);
+	assert_string_equal(df, du);
+	free(df);
+	free(du);
+	assert_verified(t->f);
+	assert_verified(t->u);
+}
+
+static uint32_t twin_lock(struct twin *t, uint64_t owner, const char *name,
+			  int mode, uint32_t flags)
+{
+	uint32_t a;
+
+	use(t->f);
+	a = lock_on(t->f, 1, owner, name, mode, flags, 0, NULL);
+	use(t->u);
+	assert_int_equal(lock_on(t->u, 1, owner, name, mode, flags, 0, NULL), a);
+	twin_same(t);
+	return a;
+}
+
+static int twin_convert(struct twin *t, uint64_t owner, uint32_t lkid,
+			int mode, uint32_t flags, const char *lvb)
+{
+	int rv;
+
+	use(t->f);
+	rv = convert(t->f, 1, owner, lkid, mode, flags, lvb);
+	use(t->u);
+	assert_int_equal(convert(t->u, 1, owner, lkid, mode, flags, lvb), rv);
+	twin_same(t);
+	return rv;
+}
+
+static int twin_unlock(struct twin *t, uint64_t owner, uint32_t lkid,
+		       uint32_t flags, const char *lvb)
+{
+	int rv;
+
+	use(t->f);
+	rv = unlock(t->f, 1, owner, lkid, flags, lvb);
+	use(t->u);
+	assert_int_equal(unlock(t->u, 1, owner, lkid, flags, lvb), rv);
+	twin_same(t);
+	return rv;
+}
+
+/* A dump shows lone locks, held and tossed, as the unfolded engine's
+ * dump shows their rsbs and lkbs, and leaves them folded (a dump every
+ * minute must not undo the fold). */
+static void test_solo_dump_folded(void **state)
+{
+	char lvb[DLM_LVB_LEN] = "value";
+	struct twin t;
+	uint32_t c, v;
+	size_t i;
+	char *text;
+
+	(void)state;
+	twin_new(&t);
+	twin_lock(&t, 1, "ex", DLM_LOCK_EX, 0);
+	twin_lock(&t, 2, "pr", DLM_LOCK_PR, DLM_LKF_NOQUEUE);
+	twin_lock(&t, 3, "nl", DLM_LOCK_NL, 0);
+	twin_lock(&t, 3, "\x01\"odd/", DLM_LOCK_CW, 0);
+	c = twin_lock(&t, 1, "gone", DLM_LOCK_PW, 0);
+	/* not folded: an LVB; a second lock on a name */
+	v = twin_lock(&t, 1, "valblk", DLM_LOCK_EX, DLM_LKF_VALBLK);
+	twin_convert(&t, 1, v, DLM_LOCK_NL, DLM_LKF_VALBLK, lvb);
+	twin_lock(&t, 2, "ex", DLM_LOCK_NL, 0);
+	/* tossed */
+	twin_unlock(&t, 1, c, 0, NULL);
+	assert_int_equal(nsolos(t.f, 1), 3);
+	assert_int_equal(t.f->ls[1]->ls_nsolo_tossed, 1);
+	for (i = 0; i < 3; i++) {
+		text = dump(t.f, 1);
+		free(text);
+	}
+	assert_int_equal(nsolos(t.f, 1), 3);
+	assert_int_equal(t.f->ls[1]->ls_nsolo_tossed, 1);
+	assert_dump_has(t.f, 1, "resource \"gone\" master 1 master-copy dir 1 unused");
+	assert_dump_has(t.f, 1, "  granted ");
+	twin_same(&t);
+	twin_free(&t);
+}
+
+/* A cancel of a lone lock is answered as the unfolded engine answers a
+ * granted lock's (-EBUSY: nothing to cancel; its cookie the cancel's),
+ * without unfolding it, so without memory too; an unlock with VALBLK
+ * or IVVALBLK below PW writes nothing: done folded. */
+static void test_solo_cancel_unlock_folded(void **state)
+{
+	char lvb[DLM_LVB_LEN] = "not written";
+	struct twin t;
+	uint32_t a, b, d;
+
+	(void)state;
+	twin_new(&t);
+	a = twin_lock(&t, 1, "a", DLM_LOCK_EX, 0);
+	b = twin_lock(&t, 1, "b", DLM_LOCK_PR, 0);
+	d = twin_lock(&t, 1, "d", DLM_LOCK_CW, 0);
+	dlm_core_set_alloc_hook(t.f->core[1], fail_all, NULL);
+	dlm_core_set_alloc_hook(t.u->core[1], fail_all, NULL);
+	assert_int_equal(twin_unlock(&t, 2, a, DLM_LKF_CANCEL, NULL), -EPERM);
+	assert_int_equal(twin_unlock(&t, 1, a, DLM_LKF_CANCEL, NULL), -EBUSY);
+	assert_int_equal(twin_unlock(&t, 1, a, DLM_LKF_CANCEL |
+				     DLM_LKF_FORCEUNLOCK, NULL), -EBUSY);
+	assert_int_equal(twin_unlock(&t, 1, b, DLM_LKF_CANCEL |
+				     DLM_LKF_VALBLK, NULL), -EBUSY);
+	assert_int_equal(nsolos(t.f, 1), 3);
+	assert_int_equal(twin_unlock(&t, 1, b, DLM_LKF_VALBLK, lvb), 0);
+	assert_int_equal(twin_unlock(&t, 1, d, DLM_LKF_IVVALBLK, NULL), 0);
+	dlm_core_set_alloc_hook(t.f->core[1], NULL, NULL);
+	dlm_core_set_alloc_hook(t.u->core[1], NULL, NULL);
+	assert_int_equal(nsolos(t.f, 1), 1);
+	assert_int_equal(nlkbs(t.f, 1), 0);
+	/* the cancel's cookie is the lock's, as there */
+	assert_int_equal(twin_unlock(&t, 1, a, 0, NULL), 0);
+	/* at PW and above they write: an rsb keeps the value */
+	b = twin_lock(&t, 1, "b", DLM_LOCK_PW, 0);
+	assert_int_equal(twin_unlock(&t, 1, b, DLM_LKF_VALBLK, lvb), 0);
+	d = twin_lock(&t, 1, "b", DLM_LOCK_PR, DLM_LKF_VALBLK);
+	assert_memory_equal(comp_of(t.f, 1, d)->lvb, lvb, DLM_LVB_LEN);
+	twin_free(&t);
+}
+
+/* A conversion of a lone lock that leaves it lone (every conversion:
+ * it is alone) is done folded unless it writes or invalidates the
+ * value (a down-conversion from PW or EX with VALBLK or IVVALBLK), has
+ * a partial range, or makes it persistent; with VALBLK below PW it
+ * reads the resource's value (zeros) as the unfolded engine does; a
+ * refused one leaves it folded. */
+static void test_solo_convert_folded(void **state)
+{
+	char lvb[DLM_LVB_LEN] = "written";
+	struct dlm_range part = { 0, 9 };
+	struct twin t;
+	uint32_t a, b, d;
+	size_t n;
+
+	(void)state;
+	twin_new(&t);
+	a = twin_lock(&t, 1, "a", DLM_LOCK_NL, 0);
+	b = twin_lock(&t, 1, "b", DLM_LOCK_EX, 0);
+	d = twin_lock(&t, 2, "d", DLM_LOCK_PR, 0);
+	/* refused: nothing unfolded */
+	assert_int_equal(twin_convert(&t, 1, a, DLM_LOCK_NL, DLM_LKF_EXPEDITE,
+				      NULL), -EINVAL);
+	assert_int_equal(twin_convert(&t, 1, b, DLM_LOCK_NL, DLM_LKF_VALBLK,
+				      NULL), -EINVAL);
+	assert_int_equal(twin_convert(&t, 2, d, DLM_LOCK_NL, DLM_LKF_QUECVT,
+				      NULL), -EINVAL);
+	assert_int_equal(nsolos(t.f, 1), 3);
+	/* reads */
+	assert_int_equal(twin_convert(&t, 1, a, DLM_LOCK_PR, DLM_LKF_VALBLK,
+				      NULL), 0);
+	assert_true(comp_of(t.f, 1, a)->has_lvb);
+	assert_int_equal(twin_convert(&t, 1, a, DLM_LOCK_EX, DLM_LKF_VALBLK,
+				      NULL), 0);
+	assert_int_equal(twin_convert(&t, 2, d, DLM_LOCK_EX, DLM_LKF_QUECVT |
+				      DLM_LKF_NOQUEUE, NULL), 0);
+	/* down without a value: writes nothing */
+	assert_int_equal(twin_convert(&t, 1, a, DLM_LOCK_PR, 0, NULL), 0);
+	assert_int_equal(twin_convert(&t, 1, b, DLM_LOCK_CW, 0, NULL), 0);
+	assert_int_equal(twin_convert(&t, 1, b, DLM_LOCK_EX, 0, NULL), 0);
+	assert_int_equal(nsolos(t.f, 1), 3);
+	assert_int_equal(nlkbs(t.f, 1), 0);
+	/* these unfold */
+	n = 3;
+	assert_int_equal(twin_convert(&t, 1, b, DLM_LOCK_NL, DLM_LKF_VALBLK,
+				      lvb), 0);
+	assert_int_equal(nsolos(t.f, 1), --n);
+	use(t.f);
+	assert_int_equal(convert(t.f, 1, 2, d, DLM_LOCK_PR, 0, NULL), 0);
+	use(t.u);
+	assert_int_equal(convert(t.u, 1, 2, d, DLM_LOCK_PR, 0, NULL), 0);
+	{
+		struct dlm_lock_req rq = {
+			.mode = DLM_LOCK_NL, .flags = DLM_LKF_CONVERT,
+			.lkid = d, .owner = 2, .astarg = 2, .want_bast = 1,
+			.range = &part,
+		};
+		uint32_t out;
+
+		use(t.f);
+		assert_int_equal(dlm_core_lock(t.f->ls[1], &rq, &out), 0);
+		use(t.u);
+		assert_int_equal(dlm_core_lock(t.u->ls[1], &rq, &out), 0);
+	}
+	twin_same(&t);
+	assert_int_equal(nsolos(t.f, 1), --n);
+	assert_int_equal(twin_convert(&t, 1, a, DLM_LOCK_NL,
+				      DLM_LKF_PERSISTENT, NULL), 0);
+	assert_int_equal(nsolos(t.f, 1), --n);
+	/* the value written is there for the next reader */
+	b = twin_lock(&t, 3, "b", DLM_LOCK_PR, DLM_LKF_VALBLK);
+	assert_memory_equal(comp_of(t.f, 1, b)->lvb, lvb, DLM_LVB_LEN);
+	twin_free(&t);
+}
+
+/* A lone lock converted folded, then unfolded by a node's join, is the
+ * lock the unfolded engine has: the same dump, the same value read
+ * (recovery may take a reader's copy as the resource's). */
+static void test_solo_convert_then_join(void **state)
+{
+	struct cluster *f = fold_cluster(2), *u = cluster_new(2, 1000);
+	struct cluster *cs[2] = { f, u };
+	char *df, *du;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		struct cluster *c = cs[i];
+		uint32_t a;
+
+		use(c);
+		c->dead[2] = 1;
+		recover_all(c, 2);
+		a = lock_on(c, 1, 1, "r", DLM_LOCK_NL, 0, 0, NULL);
+		assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_PR,
+					 DLM_LKF_VALBLK, NULL), 0);
+		assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_NL, 0, NULL), 0);
+		assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_EX, 0, NULL), 0);
+		if (c == f)
+			assert_int_equal(nsolos(c, 1), 1);
+		c->dead[2] = 0;
+		recover_all(c, 3);
+	}
+	assert_int_equal(nsolos(f, 1), 0);
+	df = dump(f, 1);
+	du = dump(u, 1);
+	assert_string_equal(df, du);
+	free(df);
+	free(du);
+	assert_verified(f);
+	cluster_free(f);
+	cluster_free(u);
+}
+
+/* A NOQUEUE request that a held lone lock refuses (no mode it may take
+ * is compatible) is refused as the unfolded engine refuses it (the
+ * completion -EAGAIN, a lock id taken) and leaves the lone lock folded:
+ * a try-lock on it unfolded it for good; it needs no memory either.
+ * One it does not refuse (an alternate mode that fits, NOQUEUEBAST's
+ * BAST) unfolds it as before. */
+static void test_solo_trylock_refused(void **state)
+{
+	struct twin t;
+	uint32_t ex, pr, id;
+
+	(void)state;
+	twin_new(&t);
+	ex = twin_lock(&t, 1, "ex", DLM_LOCK_EX, 0);
+	pr = twin_lock(&t, 1, "pr", DLM_LOCK_PR, 0);
+	id = twin_lock(&t, 2, "ex", DLM_LOCK_NL, DLM_LKF_NOQUEUE);
+	assert_int_equal(nsolos(t.f, 1), 1);	/* NL beside EX: granted */
+	twin_unlock(&t, 2, id, 0, NULL);
+	twin_unlock(&t, 1, ex, 0, NULL);
+	ex = twin_lock(&t, 1, "ex2", DLM_LOCK_EX, 0);
+	id = twin_lock(&t, 2, "ex2", DLM_LOCK_PR, DLM_LKF_NOQUEUE);
+	assert_int_equal(comp_of(t.f, 1, id)->a.status, -EAGAIN);
+	id = twin_lock(&t, 1, "pr", DLM_LOCK_EX, DLM_LKF_NOQUEUE |
+		       DLM_LKF_ALTCW);
+	assert_int_equal(comp_of(t.f, 1, id)->a.status, -EAGAIN);
+	assert_int_equal(nsolos(t.f, 1), 2);
+	assert_int_equal(nlkbs(t.f, 1), 0);
+	/* without memory: refused all the same, nothing unfolded */
+	use(t.f);
+	dlm_core_set_alloc_hook(t.f->core[1], fail_all, NULL);
+	assert_int_equal(try_lock(t.f, 1, 3, "ex2", DLM_LOCK_CW,
+				  DLM_LKF_NOQUEUE), 0);
+	dlm_core_set_alloc_hook(t.f->core[1], NULL, NULL);
+	assert_int_equal(nsolos(t.f, 1), 2);
+	assert_verified(t.f);
+	use(t.u);
+	assert_int_equal(try_lock(t.u, 1, 3, "ex2", DLM_LOCK_CW,
+				  DLM_LKF_NOQUEUE), 0);
+	twin_same(&t);
+	/* these unfold: an alternate that fits; a BAST to send */
+	id = twin_lock(&t, 2, "pr", DLM_LOCK_EX, DLM_LKF_NOQUEUE |
+		       DLM_LKF_ALTPR);
+	assert_int_equal(comp_of(t.f, 1, id)->a.status, 0);
+	assert_int_equal(nsolos(t.f, 1), 1);
+	id = twin_lock(&t, 2, "ex2", DLM_LOCK_EX, DLM_LKF_NOQUEUE |
+		       DLM_LKF_NOQUEUEBAST);
+	assert_int_equal(comp_of(t.f, 1, id)->a.status, -EAGAIN);
+	assert_int_equal(last_bast_mode(t.f, 1, ex), DLM_LOCK_EX);
+	assert_int_equal(nsolos(t.f, 1), 0);
+	(void)pr;
+	twin_free(&t);
+}
+
 int main(void)
 {
 	/* these tests choose folding per cluster (fold_cluster) */
@@ -475,6 +836,11 @@ int main(void)
 		cmocka_unit_test(test_solo_message_unfolds),
 		cmocka_unit_test(test_solo_purge_and_ids),
 		cmocka_unit_test(test_solo_walk),
+		cmocka_unit_test(test_solo_dump_folded),
+		cmocka_unit_test(test_solo_cancel_unlock_folded),
+		cmocka_unit_test(test_solo_convert_folded),
+		cmocka_unit_test(test_solo_convert_then_join),
+		cmocka_unit_test(test_solo_trylock_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
