@@ -761,7 +761,7 @@ static int solo_unfold_tossed(struct dlm_ls *ls, struct dlm_solo *so)
 	uint32_t event = so->so_de_event, us = dlm_our_nodeid(ls);
 	struct dlm_rsb *r;
 
-	r = dlm_rsb_create(ls, so->so_key, solo_keylen(so),
+	r = dlm_rsb_create(ls, so->so_key, dlm_solo_keylen(so),
 			   so->so_keynode.hn_hash);
 	if (!r)
 		return -ENOMEM;
@@ -824,7 +824,7 @@ static int solo_verify_directed(struct dlm_ls *ls, char *why, size_t whylen)
 			if (dlm_solo_may_fold_name(ls, n->hn_hash))
 				continue;
 			snprintf(why, whylen, "solo %08x of a name directed "
-				 "by node %u", solo_lkid(solo_of_key(n)),
+				 "by node %u", dlm_solo_lkid(solo_of_key(n)),
 				 dlm_dir_nodeid(ls, n->hn_hash));
 			return -EUCLEAN;
 		}
