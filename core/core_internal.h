@@ -545,6 +545,7 @@ int dlm_held_add(struct dlm_ls *ls, struct dlm_list *q, uint32_t from,
 		 const void *buf, size_t len);
 void dlm_held_replay(struct dlm_ls *ls, struct dlm_list *q,
 		     int (*handle)(struct dlm_ls *ls, const struct dlm_msg *m));
+int dlm_held_replay_ls(struct dlm_ls *ls);
 void dlm_held_drop(struct dlm_list *q, const struct dlm_ls *ls,
 		   bool (*keep)(const struct dlm_ls *ls, uint32_t from));
 uint32_t dlm_our_nodeid(const struct dlm_ls *ls);

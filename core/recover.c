@@ -1529,8 +1529,10 @@ int dlm_core_ls_finish(struct dlm_ls *ls, uint32_t event)
 	if (!ls->ls_rc_partial)
 		ls->ls_rm_seen = false;	/* repaired by the full rebuild */
 
-	/* what arrived while we were stopped, in arrival order */
-	dlm_held_replay(ls, &ls->ls_held, dlm_dispatch_msg);
+	/* what arrived while we were stopped, in arrival order; what a
+	 * handler refuses for want of memory stays held, with all after it,
+	 * offered again at each tick and before each message (ls.c) */
+	(void)dlm_held_replay_ls(ls);
 	dlm_remaster_finish(ls);
 	/* operations kept for now */
 	while (!dlm_list_empty(&ls->ls_resend)) {

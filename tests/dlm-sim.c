@@ -450,6 +450,28 @@ void sim_deliver_asts(struct sim *sim)
 	sim->nastq = 0;
 }
 
+/* --fold: whether the schedule made any engine fold at all (a node
+ * folds only while it is its lockspace's only member), for the seed's
+ * summary line. */
+static void count_folded(struct sim *sim)
+{
+	struct dlm_ls_stats st;
+	uint64_t folded = 0;
+	unsigned int i, ls;
+
+	for (i = 0; i < sim->nnodes; i++)
+		for (ls = 0; ls < sim->nls; ls++) {
+			if (!sim->nodes[i].n_alive || !sim->nodes[i].n_ls[ls])
+				continue;
+			dlm_core_ls_stats(sim->nodes[i].n_ls[ls], &st);
+			folded += st.ls_folded;
+		}
+	if (folded)
+		sim->n_fold_steps++;
+	if (folded > sim->n_folded_max)
+		sim->n_folded_max = folded;
+}
+
 /* After every step: hand the ASTs to the clients, then check. */
 static void after_step(struct sim *sim)
 {
@@ -466,6 +488,8 @@ static void after_step(struct sim *sim)
 		if (!sim->failed)
 			check_recovered(sim);
 	}
+	if (sim->opts->o_fold)
+		count_folded(sim);
 	sim->step++;
 }
 
@@ -2459,6 +2483,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --fold");
 		if (opts->o_faults)
 			printf(" --faults");
+		if (opts->o_max_faults)
+			printf(" --max-faults %u", opts->o_max_faults);
 		if (opts->o_remaster)
 			printf(" --remaster");
 		if (opts->o_repoint)
@@ -2507,6 +2533,11 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			       (unsigned long long)sim->n_splits,
 			       (unsigned long long)sim->n_joins,
 			       (unsigned long long)sim->n_recoveries, sim->event);
+		if (opts->o_fold)
+			printf("seed %llu fold: a lock folded after %llu steps, "
+			       "at most %llu at once\n", (unsigned long long)seed,
+			       (unsigned long long)sim->n_fold_steps,
+			       (unsigned long long)sim->n_folded_max);
 		if (opts->o_alloc_faults)
 			printf("seed %llu: %llu allocations failed, %llu refused "
 			       "writes undone, %llu left unknown\n",
@@ -2531,7 +2562,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: dlm-sim [--seeds N [--from F] | --seed S] [--nodes K] [--ops M] [--depth D]\n"
-		"               [--faults [--daemon-deaths] [--partitions]] [--fault NAME]\n"
+		"               [--faults [--daemon-deaths] [--partitions] [--max-faults K]] [--fault NAME]\n"
 		"               [--lvbseq-start Q] [--alloc-faults P] [--msg-stats]\n"
 		"               [--max-tossed K] [--fold] [--remaster [--repoint] [--rehot K]\n"
 		"               [--dir-lag MS] [--bounce]] [--link-drops]\n"
@@ -2550,6 +2581,9 @@ static void usage(FILE *out)
 		"                its clients live on (relying on their locks) until\n"
 		"                the glue fences the node; no recovery starts before\n"
 		"                that fence\n"
+		"  --max-faults K  with --faults: a seed has 1..K node faults\n"
+		"                (deaths, joins, splits; default 4), so that with\n"
+		"                K large deaths come in a row and during recovery\n"
 		"  --partitions  with --faults: the network splits; the side without\n"
 		"                quorum stops and is fenced (it may rejoin empty later),\n"
 		"                messages across the cut arrive if it heals first\n"
@@ -2657,6 +2691,7 @@ int main(int argc, char **argv)
 		{ "lvbseq-start", required_argument, NULL, 'L' },
 		{ "max-tossed", required_argument, NULL, 'T' },
 		{ "fold", no_argument, NULL, 'O' },
+		{ "max-faults", required_argument, NULL, 'm' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "msg-stats", no_argument, NULL, 'M' },
 		{ "remaster", no_argument, NULL, 'R' },
@@ -2755,6 +2790,11 @@ int main(int argc, char **argv)
 		case 'O':
 			opts.o_fold = true;
 			break;
+		case 'm':
+			if (!parse_u64(optarg, &v) || !v || v > 1000)
+				goto bad;
+			opts.o_max_faults = (unsigned int)v;
+			break;
 		case 'L':
 			if (!parse_u64(optarg, &v) || v > UINT32_MAX)
 				goto bad;
@@ -2815,10 +2855,10 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc)
 		goto bad;
-	if ((opts.o_daemon_deaths || opts.o_no_fence_wait || opts.o_partitions) &&
-	    !opts.o_faults) {
-		fprintf(stderr, "dlm-sim: --daemon-deaths, --partitions and --fault "
-			"no-fence-wait need --faults\n");
+	if ((opts.o_daemon_deaths || opts.o_no_fence_wait || opts.o_partitions ||
+	     opts.o_max_faults) && !opts.o_faults) {
+		fprintf(stderr, "dlm-sim: --daemon-deaths, --partitions, --max-faults "
+			"and --fault no-fence-wait need --faults\n");
 		return 2;
 	}
 	if (opts.o_link_fault && !opts.o_link_drops) {

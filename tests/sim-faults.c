@@ -67,7 +67,7 @@
 #define GLUE_STAGGER_MS		12	/* a command reaches nodes this far apart */
 #define FAULT_PERMILLE_IDLE	6	/* chance of a fault per step, settled */
 #define FAULT_PERMILLE_BUSY	30	/* ... and while a recovery runs */
-#define FAULT_MAX_PER_SEED	4
+#define FAULT_MAX_PER_SEED	4	/* by default (--max-faults K) */
 #define JOIN_PCT		35	/* a fault is a join (when one may happen) */
 #define DAEMON_DEATH_PCT	40	/* --daemon-deaths: a death is the daemon's only */
 #define FENCE_MIN_MS		20	/* a daemon-only death is fenced this late, */
@@ -535,7 +535,8 @@ void faults_setup(struct sim *sim)
 		sim->members |= node_bit((int)i);
 	sim->event = 0;
 	sim->checked_event = 0;
-	sim->fault_budget = 1 + rng_below(&sim->rng, FAULT_MAX_PER_SEED);
+	sim->fault_budget = 1 + rng_below(&sim->rng, sim->opts->o_max_faults ?
+					  sim->opts->o_max_faults : FAULT_MAX_PER_SEED);
 	sim->bounces_left = sim->opts->o_bounce ? SIM_BOUNCES : 0;
 	sim->bounce_next = 0;
 	sim->bounce_rejoin = 0;

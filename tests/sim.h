@@ -408,6 +408,8 @@ struct sim_opts {
 					   (0: no bound) */
 	bool		o_fold;		/* --fold: lone locks folded with their
 					   resources (core/solo.c) */
+	unsigned int	o_max_faults;	/* --max-faults K: a seed's node faults
+					   number 1..K (0: the default) */
 };
 
 /* --avoid NAME: stop generating a pattern that trips a known, reported
@@ -507,6 +509,9 @@ struct sim {
 	uint64_t	n_daemon_deaths;
 	uint64_t	n_splits;
 	uint64_t	n_joins;
+	uint64_t	n_fold_steps;	/* --fold: steps after which some engine
+					   had a folded lock */
+	uint64_t	n_folded_max;	/* ... and the most at once, all nodes */
 	unsigned int	link_drops_left; /* --link-drops: per seed */
 	uint64_t	n_link_drops;
 	uint64_t	n_recoveries;
