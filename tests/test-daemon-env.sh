@@ -51,6 +51,13 @@
 #      "max_clients_per_uid = 5<NUL>0" ran with 5), a key of control
 #      bytes (printed raw in the error): each refused, exit 1, saying
 #      why, within the bound, the bytes shown as '?'.
+#  10. started from a pipeline with a pipe open on a higher fd (a
+#      shell's own at 255, a CI runner's, "dlmd 7>&1 | cat"): dlmd, as
+#      a daemon (no --foreground, as an init script starts it), keeps
+#      none of it: the pipeline ends once the starting dlmd returns, and
+#      neither the daemon nor a fence_command it runs has the pipe.  (It
+#      kept every fd it was given: the pipeline never ended, "cat" waited
+#      on the pipe for as long as dlmd ran.)
 # Needs root (as the other one-dlmd tests, and unshare -m); fails, never
 # skips.  Every wait is bounded.
 set -u
@@ -346,3 +353,33 @@ refused "$dir/c9/nul.conf" "a NUL byte" 'nul.conf:7: a NUL byte'
 refused "$dir/c9/ctl.conf" "control bytes" "ctl.conf:7: unknown key '??\[2Jkey'"
 LC_ALL=C grep -q '[^[:print:][:space:]]' "$dir/c9/out" &&
 	fail "the error about a key of control bytes has them raw: $(od -c "$dir/c9/out" | head -n 5)"
+
+echo "== 10. started with a pipe on higher fds: the daemon keeps none"
+mkdir "$dir/c10"
+write_conf "$dir/c10/dlm.conf" "socket_path = $dir/c10/dlmd.sock" \
+	"control_socket = $dir/c10/dlmd-ctl.sock" "pid_file = $dir/c10/dlmd.pid"
+# a pipe on fd 7 (sh takes no fds above 9); the pipeline ends when its
+# last writer is gone.  And a FIFO on fd 9, to find it by name in the
+# daemon's fds after (its own fds take the same numbers).
+mkfifo "$dir/c10/fifo"
+timeout 20 sh -c '"$1" --config="$2" 7>&1 9<>"$3" >/dev/null 2>&1 </dev/null | cat >/dev/null' \
+	sh "$DLMD" "$dir/c10/dlm.conf" "$dir/c10/fifo"
+st=$?
+[ $st = 0 ] || fail "the pipeline that started dlmd as a daemon with a pipe on fd 7: exit status $st, want 0 (124: it did not end within 20 s: the daemon holds the pipe)"
+# c10_ready: the daemon's control socket answers
+c10_ready() {
+	DLMD_CTL_SOCKET=$dir/c10/dlmd-ctl.sock "$DLMCTL" status >/dev/null 2>&1
+}
+c10=
+wait_for 20 "the daemonized dlmd" c10_ready &&
+	c10=$(cat "$dir/c10/dlmd.pid" 2>/dev/null)
+if [ -n "$c10" ] && kill -0 "$c10" 2>/dev/null; then
+	for f in "/proc/$c10/fd/"*; do
+		[ "$(readlink "$f")" = "$dir/c10/fifo" ] &&
+			fail "the daemon kept the FIFO it was started with on fd 9, as $f"
+	done
+	kill -TERM "$c10"
+	wait_gone "$c10" || { fail "the daemonized dlmd did not stop"; kill -KILL "$c10"; }
+else
+	fail "no daemonized dlmd (pid file: '$c10')"
+fi
