@@ -475,7 +475,13 @@
  *    (or half with the tie-breaker) merges back with every side waiting
  *    to fence the others; nobody is removed, recovery waits for fencing
  *    (or an operator stopping one side; fence_ack is refused while the
- *    node is in the view).
+ *    node is in the view).  A bad network on ONE node reaches it: 50 %
+ *    loss both ways on node 2 of 3 for 5 s (tests/test-cluster-lossy.sh,
+ *    LOSSY_LOSS_A=20 LOSSY_LOSS_C=50 LOSSY_RATE=64kbit) split all three
+ *    into singletons that merged back 2 s later, and every node's
+ *    lockspace stayed "wait fencing of us" for over 10 minutes, every
+ *    client hung (the checker found no violation: no side was quorate,
+ *    none granted anything); 10 % and 30 % did not split.
  *  - The majority is counted in configured nodes, one vote each: a
  *    votequorum with unequal votes or a quorum device is not modelled.
  *  - A stuck lock is reported (state "stalled", the log), not repaired:

@@ -109,6 +109,9 @@ static void fr_log(int32_t t, struct qb_log_callsite *cs,
  * dropped and counted ("dlmctl status": log_lines_dropped), and the next
  * line that gets through that sink is preceded by one saying how many
  * went; the flight recorder, in memory, keeps them all ("dlmctl dump").
+ * A stderr file on a full file system (ENOSPC, EDQUOT, EFBIG) has no
+ * room too: its lines are counted, and the note says the file system was
+ * full (test-daemon-env step 11; they went uncounted and unsaid).
  * A /dev/log with no reader (no syslog daemon) loses lines as syslog(3)
  * did: without counting them, trying to connect again at the next line.
  * tests/test-daemon-env.sh step 8 stops both readers under a dlmd.
@@ -241,6 +244,9 @@ static void stderr_teardown(void)
 	stderr_sock = false;
 }
 
+/* the last line stderr had no room for found its file system full */
+static bool stderr_nospace;
+
 /* One line to stderr: 1 written, 0 no room, -1 it cannot be written.
  * (A tty with room for part of a line takes that part.) */
 static int stderr_send(const char *line)
@@ -262,6 +268,13 @@ static int stderr_send(const char *line)
 	    write(stderr_fd, buf, len);
 	if (n > 0)
 		return 1;
+	/* a file on a full file system (or past a quota or a size limit):
+	 * no room for now, as a full pipe, so the lines it misses are
+	 * counted and said once it takes lines again (they went unsaid) */
+	if (n < 0 && (errno == ENOSPC || errno == EDQUOT || errno == EFBIG)) {
+		stderr_nospace = true;
+		return 0;
+	}
 	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
 }
 
@@ -275,9 +288,11 @@ static void sink_log(int32_t t, struct qb_log_callsite *cs,
 
 	if (k->lk_dropped > k->lk_told) {
 		/* the reader is back: first, how much it missed */
-		snprintf(note, sizeof(note), "%llu log lines dropped: the "
-			 "log's reader did not keep up",
-			 (unsigned long long)(k->lk_dropped - k->lk_told));
+		snprintf(note, sizeof(note), "%llu log lines dropped: %s",
+			 (unsigned long long)(k->lk_dropped - k->lk_told),
+			 k == &sink_stderr && stderr_nospace ?
+			 "the log's file system was full" :
+			 "the log's reader did not keep up");
 		qb_log_target_format(t, cs, timestamp, note, line);
 		rv = k == &sink_syslog ? syslog_send(LOG_WARNING, line) :
 		     stderr_send(line);
@@ -286,6 +301,8 @@ static void sink_log(int32_t t, struct qb_log_callsite *cs,
 			return;
 		}
 		k->lk_told = k->lk_dropped;
+		if (k == &sink_stderr)
+			stderr_nospace = false;
 	}
 	qb_log_target_format(t, cs, timestamp, msg, line);
 	rv = k == &sink_syslog ? syslog_send(cs->priority, line) :
@@ -296,8 +313,11 @@ static void sink_log(int32_t t, struct qb_log_callsite *cs,
 		fr_add(LOG_WARNING, k == &sink_syslog ?
 		       "syslog (" _PATH_LOG ") is full: its lines are dropped "
 		       "until its reader reads (status: log_lines_dropped)" :
-		       "stderr is full: its lines are dropped until its "
-		       "reader reads (status: log_lines_dropped)");
+		       (stderr_nospace ? "stderr's file system is full: its "
+			"lines are dropped until there is room (status: "
+			"log_lines_dropped)" :
+			"stderr is full: its lines are dropped until its "
+			"reader reads (status: log_lines_dropped)"));
 }
 
 /* Open, filter at LEVEL with FORMAT and enable one of our sinks. */

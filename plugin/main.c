@@ -514,6 +514,29 @@ static void std_fds_open(void)
 			exit(1);
 }
 
+/*
+ * Every fd above 2 that dlmd finds at start is its starter's: a shell's
+ * own pipe (bash keeps one at 255), a CI runner's, a "7>&1" of a script.
+ * dlmd takes none (no LISTEN_FDS: it makes its own sockets), and one it
+ * kept would be held for as long as dlmd runs, by the daemon and by
+ * every fence_command it spawns: the reader of that pipe never sees its
+ * end ("dlmd -c conf 7>&1 | cat" never ended; tests/test-daemon-env.sh
+ * step 10).  So all go, before dlmd opens anything of its own.
+ */
+static void inherited_fds_close(void)
+{
+	struct rlimit rl;
+
+	if (close_range(3, ~0U, 0) == 0)
+		return;
+	/* a kernel before 5.9: each fd below the hard limit (an fd the
+	 * starter opened under a higher one stays; none is that high) */
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_max > 1U << 20)
+		rl.rlim_max = 1U << 20;
+	for (rlim_t fd = 3; fd < rl.rlim_max; fd++)
+		(void)close((int)fd);
+}
+
 int main(int argc, char **argv)
 {
 	const char *conf = DLMD_DEFAULT_CONF;
@@ -523,6 +546,7 @@ int main(int argc, char **argv)
 	int opt, rv, exit_code = 1;
 
 	std_fds_open();
+	inherited_fds_close();
 	while ((opt = getopt_long(argc, argv, "c:fDhV", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':

@@ -51,6 +51,19 @@
 #      "max_clients_per_uid = 5<NUL>0" ran with 5), a key of control
 #      bytes (printed raw in the error): each refused, exit 1, saying
 #      why, within the bound, the bytes shown as '?'.
+#  10. started from a pipeline with a pipe open on a higher fd (a
+#      shell's own at 255, a CI runner's, "dlmd 7>&1 | cat"): dlmd, as
+#      a daemon (no --foreground, as an init script starts it), keeps
+#      none of it: the pipeline ends once the starting dlmd returns, and
+#      neither the daemon nor a fence_command it runs has the pipe.  (It
+#      kept every fd it was given: the pipeline never ended, "cat" waited
+#      on the pipe for as long as dlmd ran.)
+#  11. "dlmd -f 2>>FILE" with FILE's file system full (a log partition
+#      filled up): dlmd goes on serving, counts the lines it could not
+#      write (status log_lines_dropped) and, once there is room again,
+#      says first how many were lost and why.  (They were lost without a
+#      count or a word: the write's ENOSPC was taken for a stderr that
+#      cannot be written at all.)
 # Needs root (as the other one-dlmd tests, and unshare -m); fails, never
 # skips.  Every wait is bounded.
 set -u
@@ -77,6 +90,8 @@ cleanup_more() {
 	stop_dlmd
 	umount "$run" 2>/dev/null
 	umount "$dir/ro" 2>/dev/null
+	[ -n "${c11:-}" ] && kill -KILL "$c11" 2>/dev/null
+	umount "$dir/c11/logs" 2>/dev/null
 	if [ -n "${own_dev:-}" ]; then
 		umount -l /dev 2>/dev/null
 		umount -l "$dir/olddev" 2>/dev/null
@@ -346,3 +361,77 @@ refused "$dir/c9/nul.conf" "a NUL byte" 'nul.conf:7: a NUL byte'
 refused "$dir/c9/ctl.conf" "control bytes" "ctl.conf:7: unknown key '??\[2Jkey'"
 LC_ALL=C grep -q '[^[:print:][:space:]]' "$dir/c9/out" &&
 	fail "the error about a key of control bytes has them raw: $(od -c "$dir/c9/out" | head -n 5)"
+
+echo "== 10. started with a pipe on higher fds: the daemon keeps none"
+mkdir "$dir/c10"
+write_conf "$dir/c10/dlm.conf" "socket_path = $dir/c10/dlmd.sock" \
+	"control_socket = $dir/c10/dlmd-ctl.sock" "pid_file = $dir/c10/dlmd.pid"
+# a pipe on fd 7 (sh takes no fds above 9); the pipeline ends when its
+# last writer is gone.  And a FIFO on fd 9, to find it by name in the
+# daemon's fds after (its own fds take the same numbers).
+mkfifo "$dir/c10/fifo"
+timeout 20 sh -c '"$1" --config="$2" 7>&1 9<>"$3" >/dev/null 2>&1 </dev/null | cat >/dev/null' \
+	sh "$DLMD" "$dir/c10/dlm.conf" "$dir/c10/fifo"
+st=$?
+[ $st = 0 ] || fail "the pipeline that started dlmd as a daemon with a pipe on fd 7: exit status $st, want 0 (124: it did not end within 20 s: the daemon holds the pipe)"
+# c10_ready: the daemon's control socket answers
+c10_ready() {
+	DLMD_CTL_SOCKET=$dir/c10/dlmd-ctl.sock "$DLMCTL" status >/dev/null 2>&1
+}
+c10=
+wait_for 20 "the daemonized dlmd" c10_ready &&
+	c10=$(cat "$dir/c10/dlmd.pid" 2>/dev/null)
+if [ -n "$c10" ] && kill -0 "$c10" 2>/dev/null; then
+	for f in "/proc/$c10/fd/"*; do
+		[ "$(readlink "$f")" = "$dir/c10/fifo" ] &&
+			fail "the daemon kept the FIFO it was started with on fd 9, as $f"
+	done
+	kill -TERM "$c10"
+	wait_gone "$c10" || { fail "the daemonized dlmd did not stop"; kill -KILL "$c10"; }
+else
+	fail "no daemonized dlmd (pid file: '$c10')"
+fi
+
+echo "== 11. stderr a file on a full file system"
+mkdir -p "$dir/c11/logs"
+mount -t tmpfs -o size=64k dlmd-env-log "$dir/c11/logs" ||
+	{ fail "cannot mount a tmpfs on $dir/c11/logs"; exit 1; }
+write_conf "$dir/c11/dlm.conf" "socket_path = $dir/c11/dlmd.sock" \
+	"control_socket = $dir/c11/dlmd-ctl.sock" "pid_file = $dir/c11/dlmd.pid" \
+	"log_level = debug"
+c11_ctl() { # dlmctl ARGS... of the c11 dlmd
+	DLMD_CTL_SOCKET=$dir/c11/dlmd-ctl.sock "$DLMCTL" "$@"
+}
+c11_ready() {
+	c11_ctl status >/dev/null 2>&1
+}
+"$DLMD" --foreground --config="$dir/c11/dlm.conf" >>"$dir/c11/logs/dlmd.out" 2>&1 </dev/null &
+c11=$!
+if wait_for 20 "the dlmd logging to a small file system" c11_ready; then
+	# fill it: dd stops at ENOSPC
+	dd if=/dev/zero of="$dir/c11/logs/fill" bs=1k count=256 2>/dev/null
+	# (the file's last page takes a few lines more: 40 lockspaces, each
+	# 4 lines at debug, are past it)
+	for i in $(seq 1 40); do
+		DLMD_SOCKET=$dir/c11/dlmd.sock "$LC" create "full$i" 0600 ||
+			fail "lockspace full$i not created while the log's file system is full"
+	done
+	kill -0 "$c11" 2>/dev/null || fail "dlmd died when its log's file system was full"
+	d11=$(c11_ctl status | sed -n 's/^log_lines_dropped //p')
+	[ "${d11:-0}" -gt 0 ] ||
+		fail "status log_lines_dropped is '$d11' after lines were lost to a full file system"
+	rm -f "$dir/c11/logs/fill"
+	DLMD_SOCKET=$dir/c11/dlmd.sock "$LC" create room 0600 || fail "lockspace room not created"
+	wait_for 10 "the note of the lines lost to the full file system" \
+		grep -q "[0-9]* log lines dropped: the log's file system was full" "$dir/c11/logs/dlmd.out"
+	wait_for 10 "the lines after it" grep -q "lockspace room created" "$dir/c11/logs/dlmd.out"
+fi
+kill -TERM "$c11"
+if ! wait_gone "$c11"; then
+	c11_ctl leave --force full1 >/dev/null 2>&1
+	kill -KILL "$c11"
+fi
+wait "$c11" 2>/dev/null
+c11=
+check_sanitizer "$dir/c11/logs/dlmd.out"
+umount "$dir/c11/logs"
