@@ -96,8 +96,10 @@ static bool may_hold(const uint8_t *p, size_t len)
 	if (m.m_hdr.h_type == DLMP_UNLOCK)
 		return (m.m_u.unlock.ul_bits &
 			(DLMP_LK_SYNC | DLMP_UL_NOREPLY)) != 0;
-	if (m.m_hdr.h_type == DLMP_RING)	/* a kick has no answer */
-		return m.m_u.pair.pr_a == DLMP_RING_KICK;
+	if (m.m_hdr.h_type == DLMP_RING)	/* a kick has no answer, nor has
+						 * ANS_SOCKET (dlmd_proto.h) */
+		return m.m_u.pair.pr_a == DLMP_RING_KICK ||
+		       m.m_u.pair.pr_a == DLMP_RING_ANS_SOCKET;
 	return m.m_hdr.h_type == DLMP_LS_CREATE;
 }
 
