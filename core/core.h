@@ -263,6 +263,10 @@ enum dlm_core_fault {
 					   LOOKUP, a REQUEST...) does not
 					   unfold it first (core/solo.c,
 					   "Shared lockspaces") */
+	DLM_FAULT_RECFOLD_KEEP_MOVED,	/* a recovery start keeps folded the
+					   lone locks whose name's directory
+					   moves to a node that joins
+					   (core/solo.c, "Recovery") */
 };
 
 /* ---------------------------------------------------------------------
@@ -386,6 +390,10 @@ struct dlm_ls_stats {
 	uint64_t	ls_unfolds_msg;	/* lone locks (held or tossed)
 					   unfolded for a lock message
 					   naming their resource */
+	uint64_t	ls_unfolds_rec;	/* lone locks (held or tossed)
+					   unfolded by recovery: at a start
+					   their directory moves, or a
+					   recovery message names them */
 };
 void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st);
 

@@ -403,6 +403,7 @@ struct dlm_ls {
 	uint64_t		ls_nsolo_tossed;
 	uint64_t		ls_folds_shared;	/* see dlm_ls_stats */
 	uint64_t		ls_unfolds_msg;
+	uint64_t		ls_unfolds_rec;
 	uint32_t		ls_next_lkid;
 	struct dlm_idblock	*ls_idblocks;	/* reserved, sorted by ib_first */
 	size_t			ls_nidblocks;
@@ -645,6 +646,9 @@ bool dlm_solo_may_fold(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		       const struct dlm_range *range);
 bool dlm_solo_may_fold_name(struct dlm_ls *ls, uint32_t hash);
 int dlm_solo_unfold_msg(struct dlm_ls *ls, const struct dlm_msg *m);
+int dlm_solo_recover_start(struct dlm_ls *ls, const uint32_t *members,
+			   unsigned int nmembers);
+int dlm_solo_unfold_rc(struct dlm_ls *ls, const struct dlm_msg *m);
 int dlm_solo_lock_counted(struct dlm_ls *ls, const struct dlm_lock_req *req,
 			  struct dlm_solo *tossed, const unsigned char *key,
 			  unsigned int keylen, uint32_t hash, uint32_t *lkid_out);

@@ -323,6 +323,7 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	st->ls_folded = dlm_solo_count(ls);
 	st->ls_folds_shared = ls->ls_folds_shared;
 	st->ls_unfolds_msg = ls->ls_unfolds_msg;
+	st->ls_unfolds_rec = ls->ls_unfolds_rec;
 }
 
 static int receive_ls(struct dlm_ls *ls, const struct dlm_msg *m,
@@ -330,12 +331,12 @@ static int receive_ls(struct dlm_ls *ls, const struct dlm_msg *m,
 {
 	int rv;
 
-	/* a recovery message (one from a new member may come before the
-	 * stop) is not taken while any lone lock is folded with its
-	 * resource (solo.c), once the lockspace stops; -ENOMEM offers it
-	 * again.  While it runs, one is ignored or, RC_STATUS, only noted
-	 * (recover.c dlm_recover_receive): a late or early one does not
-	 * unfold a million lone locks.  A lock message
+	/* a recovery message naming resources (one from a new member may
+	 * come before the stop) is not taken while a lone lock is folded
+	 * with one of them (solo.c, "Recovery"), once the lockspace stops;
+	 * -ENOMEM offers it again.  While it runs, one is ignored or,
+	 * RC_STATUS, only noted (recover.c dlm_recover_receive).  A lock
+	 * message
 	 * unfolds here nothing: dlm_lock_receive unfolds the one resource
 	 * it names, if any (solo.c, "Shared lockspaces"), whether it
 	 * arrives while the lockspace runs (from a member: one from a
@@ -343,7 +344,7 @@ static int receive_ls(struct dlm_ls *ls, const struct dlm_msg *m,
 	 * lock message, a stray's or a member's, costs the memory of
 	 * unfolding every lone lock. */
 	if (dlm_msg_is_recovery(m->m_type) && !dlm_ls_running(ls)) {
-		rv = dlm_solo_unfold_all(ls);
+		rv = dlm_solo_unfold_rc(ls, m);
 		if (rv)
 			return rv;
 	}

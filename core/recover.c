@@ -1455,10 +1455,11 @@ int dlm_core_ls_start(struct dlm_ls *ls, uint32_t event,
 		return -EBUSY;
 	if (event <= ls->ls_event)
 		return -EINVAL;
-	/* the members change: no lone lock stays folded with its resource
-	 * (solo.c); without memory the start fails, changing nothing but
+	/* the members change: the lone locks folded with their resources
+	 * whose directory moves unfold, the rest stay folded (solo.c,
+	 * "Recovery"); without memory the start fails, changing nothing but
 	 * the unfolded, and is run again */
-	rv = dlm_solo_unfold_all(ls);
+	rv = dlm_solo_recover_start(ls, members, nmembers);
 	if (rv)
 		return rv;
 	old = dlm_malloc(ls->ls_core, nold * sizeof(*old));

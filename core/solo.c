@@ -49,11 +49,11 @@
  * that it does not refuse, a request naming it as parent, a conversion
  * or an unlock that writes or invalidates the value, a conversion with
  * a partial range or PERSISTENT, any unlock or conversion while the
- * lockspace is stopped; every solo at once before a recovery starts
- * (dlm_core_ls_start: the members change) and before a recovery message
- * is taken once the lockspace stopped (a new member's may arrive before
- * the stop); and the one a lock message names, before it is taken
- * ("Shared lockspaces").  A dump shows solos as they are.
+ * lockspace is stopped; those whose directory moves to a node that
+ * joins, when a recovery starts, and those a recovery message names,
+ * before it is taken ("Recovery", at the end); and the one a lock
+ * message names, before it is taken ("Shared lockspaces").  A dump
+ * shows solos as they are.
  * Unfolding allocates, so it can fail: each unfold is whole or nothing
  * (an rsb and an lkb are made first; only then does the solo go), and
  * the call that needed it fails -ENOMEM having changed nothing else (a
@@ -406,6 +406,18 @@ void dlm_solo_toss_trim(struct dlm_ls *ls)
 	}
 }
 
+/* The event of so's record, unfolded: the one it was made in while the
+ * lockspace runs; while it does not, the recovery's own, which kept it
+ * (a solo stays folded through a recovery, "Recovery" below, and is its
+ * record, registered by its master with its directory node, this one):
+ * unfolded before a full rebuild's sweep, an older event would have
+ * dlm_dir_sweep take the record of a resource this node masters. */
+static uint32_t solo_de_event(const struct dlm_ls *ls,
+			      const struct dlm_solo *so)
+{
+	return dlm_ls_running(ls) ? so->so_de_event : ls->ls_event;
+}
+
 /* so as the rsb and lkb it stands for; whole or nothing. */
 int dlm_solo_unfold(struct dlm_ls *ls, struct dlm_solo *so)
 {
@@ -436,7 +448,7 @@ int dlm_solo_unfold(struct dlm_ls *ls, struct dlm_solo *so)
 	solo_unlink(ls, so, false, false);
 
 	r->res_nodeid = us;
-	dlm_dir_self_adopt(ls, r, so->so_de_event);
+	dlm_dir_self_adopt(ls, r, solo_de_event(ls, so));
 	/* its request, its conversions and the requests it refused
 	 * (do_request and do_convert count each) */
 	dlm_remaster_count(ls, r, us);
@@ -722,19 +734,82 @@ int dlm_solo_verify(struct dlm_ls *ls, char *why, size_t whylen)
  * the deadlock probes, REPOINT) names a lock another node knows of: a
  * process copy this node sent a request for, or a master copy another
  * node's request made; a solo is neither (it never left this node), so
- * none of them can name one.  A recovery message still unfolds every
- * solo (receive_ls): it comes only around a change of members, which
- * unfolds them all in dlm_core_ls_start anyway, before the directory
- * is rebuilt from the rsbs (recover.c): recovery reads no solo.  That
- * unfold is one rsb and one lkb per solo (measured: bench-core
- * --unfold, bench/README.md); without the memory for it the start
- * fails -ENOMEM having unfolded some, and is run again by the glue.
+ * none of them can name one.  A recovery message names resources too:
+ * "Recovery" below.
  *
  * Tossed solos of a shared lockspace expire as a node alone drops them:
  * the record goes with the resource; another node that still takes this
  * node for the name's master (its copy from a lookup before the fold)
  * sends its REQUEST here and is told to look up again, as after any
  * expiry.
+ */
+
+/*
+ * Recovery (issue 18, session 16).  A recovery started with every solo
+ * unfolded first: at 1M solos half a second of CPU and 250 MB at the
+ * worst moment (one rsb and one lkb each: bench-core --unfold), and
+ * without that memory the start failed and was retried: a stall.  Yet
+ * nothing about most solos changes.  A solo is a master copy of a name
+ * this node directs, with one lock, a local one.  What a recovery does
+ * is about departed nodes' locks and masters, lookups in flight, and
+ * the directory; so for a solo:
+ *
+ *   - Its lock is local and granted: the purge takes departed nodes'
+ *     master copies, the resends go to new masters of resources whose
+ *     master departed, the grants follow a purge; none is about it.
+ *   - Its master is this node, which survives; no other node holds a
+ *     lock on it or a copy of it (a lookup of another node would have
+ *     unfolded it), so no RC_LOCK, RC_LOOKUP or MIGRATE is about it,
+ *     unless stale (below).
+ *   - Its directory.  Rendezvous placement (resource.c, "Directory"):
+ *     a death moves only the names the departed directed, and a solo's
+ *     name was directed here, by a member that stays.  So at a start
+ *     whose members are all of the last start's (deaths, or none), no
+ *     solo's directory moves, and no solo is even looked at
+ *     (dlm_solo_recover_start: a compare of the member lists).  A node
+ *     joining takes the names it now outweighs everybody for: the
+ *     solos of those names unfold at the start, before step_start
+ *     collects the rsbs, so the rebuild (full: a join always votes no,
+ *     recover.c PARTIAL DIRECTORY) registers them with their new
+ *     directory node like any root mastered here; their tossed ones go,
+ *     as at their expiry (nobody else knows the name).  The others
+ *     stay folded.  Each start does this against the members of the
+ *     start before, so every solo is of a name directed here by the
+ *     members of the last start (what verify checks once running).
+ *   - The directory rebuild.  This node is the solo's master and its
+ *     directory node: registering it would be a message to itself, so
+ *     there is nothing to send, and the solo is its own record,
+ *     whatever the rebuild: a partial one keeps records; a full one's
+ *     sweep (dlm_dir_sweep) walks ls_dirtbl and the rsbs, neither of
+ *     which holds a solo.  One unfolded while the lockspace does not
+ *     run (a second request on its name, an unlock while stopped, a
+ *     recovery message) becomes an rsb that step_start never saw and
+ *     step_dir never registered: its record takes the recovery's event
+ *     (solo_de_event), as registering it would have, so the sweep of a
+ *     full rebuild keeps it (test-core-solo-shared
+ *     test_shared_full_rebuild_unfold: with the older event the sweep
+ *     dropped it and another node was granted a second EX).
+ *   - Lookups during and after the recovery.  Another node reaches the
+ *     name only by a message carrying its key.  Lock messages unfold it
+ *     as when running ("Shared lockspaces"; those of the stop are held
+ *     and replayed at finish, so unfolded then).  Recovery messages
+ *     that carry keys (RC_LOOKUP, RC_DIR_ADD, RC_DIR_ADDS' list,
+ *     RC_DIR_DROP, RC_LOCK and its parent's key, the replies) unfold
+ *     the solos of those names first once the lockspace stopped
+ *     (dlm_solo_unfold_rc, receive_ls), a tossed one into the tossed
+ *     rsb it stands for: none should name a solo, but a stale one (a
+ *     node's copy from before the fold, whose master it thinks
+ *     departed) then finds what the unfolded path would have, and
+ *     -ENOMEM leaves the message to be offered again.  RC_STATUS names
+ *     nothing and unfolds nothing.
+ *
+ * So a death unfolds no solo (counted: ls_unfolds_rec, the unfolds a
+ * start or a recovery message made), a join only those whose directory
+ * moves.  (test-core-solo-shared test_shared_death_keeps_folded,
+ * test_shared_join_unfolds_moved; dlm-sim --fold --faults, and
+ * sim-broken.test recfold-keep-moved: a start that keeps folded a solo
+ * whose directory moved to the joiner, which the joiner then gives a
+ * second master.)
  */
 
 /* Is this node the directory node of the name (hash): may a lock on it
@@ -758,7 +833,7 @@ bool dlm_solo_may_fold_name(struct dlm_ls *ls, uint32_t hash)
  * unfolded path would not make.)  -ENOMEM having changed nothing. */
 static int solo_unfold_tossed(struct dlm_ls *ls, struct dlm_solo *so)
 {
-	uint32_t event = so->so_de_event, us = dlm_our_nodeid(ls);
+	uint32_t event = solo_de_event(ls, so), us = dlm_our_nodeid(ls);
 	struct dlm_rsb *r;
 
 	r = dlm_rsb_create(ls, so->so_key, dlm_solo_keylen(so),
@@ -830,4 +905,129 @@ static int solo_verify_directed(struct dlm_ls *ls, char *why, size_t whylen)
 		}
 	}
 	return 0;
+}
+
+/* Does the directory of the name (hash) move away from this node with
+ * the members (n): does another of them direct it? */
+static bool solo_moves(struct dlm_ls *ls, const uint32_t *members,
+		       unsigned int n, uint32_t hash)
+{
+	if (ls->ls_core->core_fault == DLM_FAULT_RECFOLD_KEEP_MOVED)
+		return false;
+	return dlm_dir_nodeid_of(members, n, hash) != dlm_our_nodeid(ls);
+}
+
+/* A recovery starts with members (n), ls_members still the last start's:
+ * the solos, held and tossed, whose name another of them directs now
+ * unfold (a tossed one goes, as its expiry); the rest stay folded.  If
+ * every one of members is of ls_members and this node is one of them,
+ * nothing moves (rendezvous) and no solo is looked at.  -ENOMEM having
+ * unfolded some (ordinary locks).  See "Recovery" above. */
+int dlm_solo_recover_start(struct dlm_ls *ls, const uint32_t *members,
+			   unsigned int nmembers)
+{
+	uint32_t us = dlm_our_nodeid(ls);
+	bool subset = false;
+	struct dlm_list *pos, *tmp;
+	unsigned int i, j;
+	size_t b;
+
+	if (!ls->ls_solotbl.ht_count)
+		return 0;
+	for (i = 0; i < nmembers && members[i] != us; i++)
+		;
+	if (i < nmembers) {
+		subset = true;
+		for (i = 0; i < nmembers && subset; i++) {
+			for (j = 0; j < ls->ls_nmembers &&
+				    ls->ls_members[j] != members[i]; j++)
+				;
+			subset = j < ls->ls_nmembers;
+		}
+	}
+	if (subset)
+		return 0;
+	dlm_list_for_each_safe(pos, tmp, &ls->ls_solo_toss) {
+		struct dlm_solo *so = dlm_container_of(pos, struct dlm_solo,
+						       so_ownerqueue);
+
+		if (!solo_moves(ls, members, nmembers, so->so_keynode.hn_hash))
+			continue;
+		solo_toss_drop(ls, so);
+		ls->ls_unfolds_rec++;
+	}
+	/* by owner, as dlm_solo_unfold_all: unfolding one changes neither
+	 * the owner table nor another solo's place on its owner's list */
+	for (b = 0; b < ls->ls_ownertbl.ht_nbuckets &&
+		    ls->ls_soloids.ht_count; b++) {
+		struct dlm_hnode *n;
+
+		for (n = ls->ls_ownertbl.ht_buckets[b]; n; n = n->hn_next) {
+			struct dlm_owner *ow = dlm_container_of(n, struct dlm_owner,
+								ow_hnode);
+
+			dlm_list_for_each_safe(pos, tmp, &ow->ow_solos) {
+				struct dlm_solo *so = dlm_container_of(pos,
+						struct dlm_solo, so_ownerqueue);
+				int rv;
+
+				if (!solo_moves(ls, members, nmembers,
+						so->so_keynode.hn_hash))
+					continue;
+				rv = dlm_solo_unfold(ls, so);
+				if (rv)
+					return rv;
+				ls->ls_unfolds_rec++;
+			}
+		}
+	}
+	return 0;
+}
+
+/* The solo named key, if any, unfolded for a recovery message: a tossed
+ * one as the tossed rsb it stands for (mastered here, as a lock message
+ * finds it). */
+static int solo_unfold_rc_key(struct dlm_ls *ls, const unsigned char *key,
+			      unsigned int keylen)
+{
+	struct dlm_solo *so;
+	int rv;
+
+	so = dlm_solo_find_key(ls, key, keylen, dlm_hash_bytes(key, keylen));
+	if (!so)
+		return 0;
+	rv = dlm_solo_is_tossed(so) ? solo_unfold_tossed(ls, so) :
+				      dlm_solo_unfold(ls, so);
+	if (!rv)
+		ls->ls_unfolds_rec++;
+	return rv;
+}
+
+/* A recovery message m, the lockspace stopped: the solos of the names it
+ * carries (its key and parent's key; RC_DIR_ADDS' list) unfold first;
+ * -ENOMEM having unfolded some (the message is offered again).  See
+ * "Recovery" above. */
+int dlm_solo_unfold_rc(struct dlm_ls *ls, const struct dlm_msg *m)
+{
+	const unsigned char *key;
+	unsigned int off = 0, keylen;
+	int rv;
+
+	if (!ls->ls_solotbl.ht_count)
+		return 0;
+	if (m->m_type == DLM_RC_DIR_ADDS) {
+		while (dlm_key_list_next(m->m_key, m->m_keylen, &off, &key,
+					 &keylen)) {
+			rv = solo_unfold_rc_key(ls, key, keylen);
+			if (rv)
+				return rv;
+		}
+		return 0;
+	}
+	if (m->m_pkey && m->m_pkeylen) {
+		rv = solo_unfold_rc_key(ls, m->m_pkey, m->m_pkeylen);
+		if (rv)
+			return rv;
+	}
+	return m->m_keylen ? solo_unfold_rc_key(ls, m->m_key, m->m_keylen) : 0;
 }

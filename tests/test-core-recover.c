@@ -895,8 +895,10 @@ static void narrow_recovery(bool full)
 		assert_int_equal(c->ls[n]->ls_rc_narrow, n != 2 || !full);
 		if (n != 2 || !full)
 			assert_int_equal(c->ls[n]->ls_rec_nrsbs, moved[n]);
-		else
-			assert_int_equal(c->ls[n]->ls_rec_nrsbs, NR_NAMES);
+		else	/* (with TEST_CORE_FOLD=1, less the lone locks a
+			 * recovery leaves folded: core/solo.c, "Recovery") */
+			assert_int_equal(c->ls[n]->ls_rec_nrsbs,
+					 NR_NAMES - dlm_solo_count(c->ls[n]));
 	}
 	/* a fresh name, locked while the lockspace recovers */
 	late = lock_on(c, 1, 1, "late", DLM_LOCK_EX, 0, 0, NULL);

@@ -5,8 +5,9 @@
  * another node naming the resource (a LOOKUP, a REQUEST) unfolds that one
  * resource first, whole or not at all, and the other node's lock then
  * finds this node its master, as it would have unfolded; a recovery
- * unfolds them all before the directory is rebuilt.  The harness:
- * tests/test-core.h.
+ * leaves folded those whose directory stays here (a death: all of them)
+ * and unfolds those whose directory moves to a node that joins
+ * (solo.c, "Recovery").  The harness: tests/test-core.h.
  */
 
 #include "tests/test-core.h"
@@ -213,48 +214,235 @@ static void test_shared_tossed_no_memory(void **state)
 	cluster_free(c);
 }
 
-/* A member leaves: the start unfolds every lone lock before the
- * directory is rebuilt, so the survivor's folded names keep their master
- * and the other survivor's lock on one waits for it; after the
- * recovery, lone locks fold again. */
-static void test_shared_recovery(void **state)
+/* The directory node of root name among members 1..n. */
+static uint32_t dir_of(const char *name, uint32_t n)
 {
+	uint32_t members[MAXN], k;
+	unsigned char key[32];
+
+	for (k = 0; k < n; k++)
+		members[k] = k + 1;
+	key[0] = (unsigned char)strlen(name);
+	memcpy(key + 1, name, key[0]);
+	return dlm_dir_nodeid_of(members, n, dlm_hash_bytes(key, key[0] + 1u));
+}
+
+/* The first 'count' names "<prefix><i>" directed by node 'dir' among
+ * 1..n, into names[]. */
+static void names_directed_by(const char *prefix, uint32_t n, uint32_t dir,
+			      char (*names)[16], int count)
+{
+	int i, k;
+
+	for (i = 0, k = 0; k < count && i < 100 * count; i++) {
+		snprintf(names[k], sizeof(names[k]), "%s%d", prefix, i);
+		if (dir_of(names[k], n) == dir)
+			k++;
+	}
+	assert_int_equal(k, count);
+}
+
+#define NDEATH	1000
+
+/* A member leaves: no directory of a survivor's name moves (rendezvous),
+ * so the recovery leaves every lone lock folded, unfolding none; the
+ * other survivor's locks on their names still find this node their
+ * master (each LOOKUP unfolds its one resource), and its lone locks
+ * still fold and unlock. */
+static void test_shared_death_keeps_folded(void **state)
+{
+	static char names[NDEATH][16];
 	struct cluster *c = fold_cluster(3);
-	uint32_t ids[6], theirs[6];
-	char name[16];
+	static uint32_t ids[NDEATH];
+	char other[16];
+	uint32_t want, keep;
 	int k;
 
 	(void)state;
-	for (k = 0; k < 6; k++) {
-		char prefix[8];
-
-		snprintf(prefix, sizeof(prefix), "r%d_", k);
-		name_directed_by(prefix, 3, 1, name, sizeof(name));
-		ids[k] = lock_on(c, 1, 1, name, DLM_LOCK_PR, 0, 0, NULL);
-	}
-	assert_int_equal(nsolos(c, 1), 6);
+	names_directed_by("d", 3, 1, names, NDEATH);
+	for (k = 0; k < NDEATH; k++)
+		ids[k] = lock_on(c, 1, 1, names[k], DLM_LOCK_EX, 0, 0, NULL);
+	/* a lock of node 2 on a name the dead node directed: its record
+	 * moves, as the recovery rebuilds it */
+	name_directed_by("o", 3, 3, other, sizeof(other));
+	keep = lock_on(c, 2, 2, other, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 2, keep, 0);
+	for (k = 0; k < NDEATH; k++)
+		assert_status(c, 1, ids[k], 0);
+	assert_int_equal(nsolos(c, 1), NDEATH);
+	c->nasts = 0;
 	c->dead[3] = 1;
 	recover_all(c, 2);
-	assert_int_equal(nsolos(c, 1), 0);
-	for (k = 0; k < 6; k++) {
-		char prefix[8];
-
-		snprintf(prefix, sizeof(prefix), "r%d_", k);
-		name_directed_by(prefix, 3, 1, name, sizeof(name));
-		theirs[k] = lock_on(c, 2, 2, name, DLM_LOCK_EX, 0, 0, NULL);
-	}
-	drain(c);
-	for (k = 0; k < 6; k++) {
-		assert_no_comp(c, 2, theirs[k]);
-		assert_int_equal(unlock(c, 1, 1, ids[k], 0, NULL), 0);
-	}
-	drain(c);
-	for (k = 0; k < 6; k++)
-		assert_status(c, 2, theirs[k], 0);
-	name_directed_by("after", 2, 1, name, sizeof(name));
-	lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
-	assert_int_equal(nsolos(c, 1), 1);
+	assert_int_equal(nsolos(c, 1), NDEATH);
+	assert_int_equal(stats(c, 1).ls_folded, NDEATH);
+	assert_int_equal(stats(c, 1).ls_unfolds_rec, 0);
+	assert_int_equal(c->ls[1]->ls_rsbtbl.ht_count, 0);
 	assert_verified(c);
+	/* node 2's locks on the first hundred: refused (node 1 holds EX);
+	 * each one's LOOKUP unfolded its resource only */
+	for (k = 0; k < 100; k++)
+		lock_on(c, 2, 2, names[k], DLM_LOCK_EX, DLM_LKF_NOQUEUE, 0,
+			NULL);
+	drain(c);
+	for (k = 0; k < c->nasts; k++) {
+		assert_int_equal(c->asts[k].node, 2);
+		assert_int_equal(c->asts[k].a.status, -EAGAIN);
+	}
+	assert_int_equal(c->nasts, 100);
+	assert_int_equal(nsolos(c, 1), NDEATH - 100);
+	assert_int_equal(stats(c, 1).ls_unfolds_msg, 100);
+	assert_int_equal(stats(c, 1).ls_unfolds_rec, 0);
+	/* one still folded, unlocked: node 2's lock on it then waits for
+	 * nobody, mastered here */
+	assert_int_equal(unlock(c, 1, 1, ids[NDEATH - 1], 0, NULL), 0);
+	assert_int_equal(nsolos(c, 1), NDEATH - 101);
+	want = lock_on(c, 2, 2, names[NDEATH - 1], DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 2, want, 0);
+	/* one more held by node 1 folds, and node 2's waits for it */
+	want = lock_on(c, 1, 1, names[NDEATH - 1], DLM_LOCK_PR, 0, 0, NULL);
+	drain(c);
+	assert_no_comp(c, 1, want);
+	name_directed_by("after", 2, 1, other, sizeof(other));
+	lock_on(c, 1, 1, other, DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(nsolos(c, 1), NDEATH - 100);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+#define NJOIN	300
+
+/* A node joins: exactly the lone locks whose directory moves to it
+ * unfold (and are registered with it, the rebuild being full), the
+ * rest stay folded; the newcomer's locks on all of them are refused
+ * while node 1 holds them, whichever node directs them now. */
+static void test_shared_join_unfolds_moved(void **state)
+{
+	static char names[NJOIN][16];
+	struct cluster *c = fold_cluster(3);
+	int k, moved = 0;
+
+	(void)state;
+	c->dead[3] = 1;
+	recover_all(c, 2);
+	names_directed_by("j", 2, 1, names, NJOIN);
+	for (k = 0; k < NJOIN; k++) {
+		lock_on(c, 1, 1, names[k], DLM_LOCK_EX, 0, 0, NULL);
+		if (dir_of(names[k], 3) != 1)
+			moved++;
+	}
+	assert_int_equal(nsolos(c, 1), NJOIN);
+	assert_true(moved > 0 && moved < NJOIN);
+	c->nasts = 0;
+	c->dead[3] = 0;
+	recover_all(c, 3);
+	assert_int_equal(stats(c, 1).ls_unfolds_rec, moved);
+	assert_int_equal(nsolos(c, 1), NJOIN - moved);
+	assert_int_equal(c->ls[1]->ls_rsbtbl.ht_count, moved);
+	for (k = 0; k < NJOIN; k++) {
+		unsigned char key[16];
+		struct dlm_solo *so;
+
+		key[0] = (unsigned char)strlen(names[k]);
+		memcpy(key + 1, names[k], key[0]);
+		so = dlm_solo_find_key(c->ls[1], key, key[0] + 1u,
+				       dlm_hash_bytes(key, key[0] + 1u));
+		assert_true(!so == (dir_of(names[k], 3) != 1));
+	}
+	assert_verified(c);
+	for (k = 0; k < NJOIN; k++)
+		lock_on(c, 3, 3, names[k], DLM_LOCK_EX, DLM_LKF_NOQUEUE, 0,
+			NULL);
+	drain(c);
+	for (k = 0; k < c->nasts; k++) {
+		assert_int_equal(c->asts[k].node, 3);
+		assert_int_equal(c->asts[k].a.status, -EAGAIN);
+	}
+	assert_int_equal(c->nasts, NJOIN);
+	assert_int_equal(nsolos(c, 1), 0);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+/* A rebuild that is full (a recovery restarted by a newer event) with a
+ * lone lock kept folded, unfolded mid-way by a request of its own node:
+ * its resource's record here survives the rebuild's sweep (solo.c,
+ * solo_de_event), so another node's lock on it still finds this node
+ * its master and is refused, not granted a second EX elsewhere. */
+static void test_shared_full_rebuild_unfold(void **state)
+{
+	struct cluster *c = fold_cluster(2);
+	uint32_t held, second, theirs;
+	char name[16];
+
+	(void)state;
+	name_directed_by("x", 2, 1, name, sizeof(name));
+	held = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(nsolos(c, 1), 1);
+	stop_all(c);
+	start_all(c, 2);
+	start_all(c, 3);	/* restarted: not partial, the rebuild is full */
+	second = lock_on(c, 1, 2, name, DLM_LOCK_PR, 0, 0, NULL);
+	assert_int_equal(nsolos(c, 1), 0);
+	drain(c);
+	finish_all(c, 3);
+	drain(c);
+	assert_status(c, 1, held, 0);
+	assert_no_comp(c, 1, second);
+	theirs = lock_on(c, 2, 2, name, DLM_LOCK_EX, DLM_LKF_NOQUEUE, 0, NULL);
+	drain(c);
+	assert_status(c, 2, theirs, -EAGAIN);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+/* A recovery message naming a folded resource (here an RC_LOOKUP of a
+ * stale event) unfolds that one, once the lockspace stopped; one naming
+ * none (RC_STATUS) unfolds nothing; without memory it is not taken,
+ * nothing changed. */
+static void test_shared_rc_msg_unfolds_named(void **state)
+{
+	struct cluster *c = fold_cluster(2);
+	unsigned char buf[DLM_WIRE_MAX_LEN], key[16];
+	char name[16], other[16];
+	struct dlm_msg m;
+	int len;
+
+	(void)state;
+	name_directed_by("a", 2, 1, name, sizeof(name));
+	name_directed_by("b", 2, 1, other, sizeof(other));
+	lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	lock_on(c, 1, 1, other, DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(nsolos(c, 1), 2);
+	assert_int_equal(dlm_core_ls_stop(c->ls[1]), 0);
+	memset(&m, 0, sizeof(m));
+	m.m_type = DLM_RC_STATUS;
+	m.m_lsid = dlm_core_ls_id(c->ls[1]);
+	m.m_from = 2;
+	m.m_to = 1;
+	m.m_gen = 1;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_true(len > 0);
+	(void)dlm_core_receive(c->core[1], 2, buf, (size_t)len);
+	assert_int_equal(nsolos(c, 1), 2);
+	key[0] = (unsigned char)strlen(name);
+	memcpy(key + 1, name, key[0]);
+	m.m_type = DLM_RC_LOOKUP;
+	m.m_key = key;
+	m.m_keylen = key[0] + 1u;
+	m.m_nodeid = 2;
+	len = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_true(len > 0);
+	dlm_core_set_alloc_hook(c->core[1], fail_all, NULL);
+	assert_int_equal(dlm_core_receive(c->core[1], 2, buf, (size_t)len),
+			 -ENOMEM);
+	assert_int_equal(nsolos(c, 1), 2);
+	dlm_core_set_alloc_hook(c->core[1], NULL, NULL);
+	(void)dlm_core_receive(c->core[1], 2, buf, (size_t)len);
+	assert_int_equal(nsolos(c, 1), 1);
+	assert_int_equal(stats(c, 1).ls_unfolds_rec, 1);
+	assert_int_equal(c->ls[1]->ls_rsbtbl.ht_count, 1);
 	cluster_free(c);
 }
 
@@ -268,7 +456,10 @@ int main(void)
 		cmocka_unit_test(test_shared_lookup_no_memory),
 		cmocka_unit_test(test_shared_tossed_lookup),
 		cmocka_unit_test(test_shared_tossed_no_memory),
-		cmocka_unit_test(test_shared_recovery),
+		cmocka_unit_test(test_shared_death_keeps_folded),
+		cmocka_unit_test(test_shared_join_unfolds_moved),
+		cmocka_unit_test(test_shared_full_rebuild_unfold),
+		cmocka_unit_test(test_shared_rc_msg_unfolds_named),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -303,7 +303,8 @@ static void test_solo_unfold_no_memory(void **state)
 					   (const uint32_t[]){ 1 }, 1), 0);
 	drain(c);
 	assert_int_equal(dlm_core_ls_finish(c->ls[1], 2), 0);
-	assert_int_equal(nsolos(c, 1), 0);
+	/* the same members: it stays folded (solo.c, "Recovery") */
+	assert_int_equal(nsolos(c, 1), 1);
 	assert_status(c, 1, a, 0);
 	assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_EX, 0, NULL), 0);
 	assert_status(c, 1, a, 0);
@@ -313,14 +314,16 @@ static void test_solo_unfold_no_memory(void **state)
 	cluster_free(c);
 }
 
-/* A node alone folds its locks; a node joining finds them unfolded by
- * the recovery, mastered here, and its conflicting lock waits for them. */
+/* A node alone folds its locks; a node joining finds those whose
+ * directory moved to it unfolded by the recovery and the rest folded,
+ * all mastered here, and its conflicting lock waits for them. */
 static void test_solo_node_joins(void **state)
 {
 	struct cluster *c = fold_cluster(2);
 	uint32_t ids[8], theirs[8];
+	unsigned char key[16];
 	char name[16];
-	int k;
+	int k, stay;
 
 	(void)state;
 	c->dead[2] = 1;
@@ -332,7 +335,16 @@ static void test_solo_node_joins(void **state)
 	assert_int_equal(nsolos(c, 1), 8);
 	c->dead[2] = 0;
 	recover_all(c, 3);
-	assert_int_equal(nsolos(c, 1), 0);
+	for (k = 0, stay = 0; k < 8; k++) {
+		snprintf(name, sizeof(name), "k%d", k);
+		key[0] = (unsigned char)strlen(name);
+		memcpy(key + 1, name, key[0]);
+		if (dlm_dir_nodeid_of((const uint32_t[]){ 1, 2 }, 2,
+				      dlm_hash_bytes(key, key[0] + 1u)) == 1)
+			stay++;
+	}
+	assert_int_equal(nsolos(c, 1), stay);
+	assert_int_equal(c->ls[1]->ls_unfolds_rec, 8 - stay);
 	for (k = 0; k < 8; k++) {
 		assert_status(c, 1, ids[k], 0);
 		snprintf(name, sizeof(name), "k%d", k);
@@ -347,14 +359,14 @@ static void test_solo_node_joins(void **state)
 	drain(c);
 	for (k = 0; k < 8; k++)
 		assert_status(c, 2, theirs[k], 0);
-	/* two members: nothing folds on either */
+	/* node 2's lookups unfolded the rest; its locks are lkbs */
 	assert_int_equal(nsolos(c, 1) + nsolos(c, 2), 0);
 	assert_verified(c);
 	cluster_free(c);
 }
 
 /* A message (here one of a node that is no member) is taken only with
- * every lone lock unfolded; without memory it is not taken. */
+ * the lone lock it names unfolded; without memory it is not taken. */
 static void test_solo_message_unfolds(void **state)
 {
 	struct cluster *c = fold_cluster(1);
@@ -377,8 +389,8 @@ static void test_solo_message_unfolds(void **state)
 	assert_int_equal(nsolos(c, 1), 1);
 	/* a recovery message (a new member's, before our stop) is only
 	 * noted while the lockspace runs, unfolding nothing; once it has
-	 * stopped, it unfolds them all first; without memory it is
-	 * refused, nothing changed */
+	 * stopped, it unfolds the one it names first (an RC_STATUS names
+	 * none); without memory it is refused, nothing changed */
 	memset(&m, 0, sizeof(m));
 	m.m_type = DLM_RC_STATUS;
 	m.m_lsid = dlm_core_ls_id(c->ls[1]);
@@ -390,6 +402,14 @@ static void test_solo_message_unfolds(void **state)
 	assert_int_equal(dlm_core_receive(c->core[1], 2, buf, (size_t)rlen), 0);
 	assert_int_equal(nsolos(c, 1), 1);
 	assert_int_equal(dlm_core_ls_stop(c->ls[1]), 0);
+	(void)dlm_core_receive(c->core[1], 2, buf, (size_t)rlen);
+	assert_int_equal(nsolos(c, 1), 1);
+	m.m_type = DLM_RC_LOOKUP;
+	m.m_key = (const unsigned char *)"\001a";
+	m.m_keylen = 2;
+	m.m_nodeid = 2;
+	rlen = dlm_msg_encode(&m, buf, sizeof(buf));
+	assert_true(rlen > 0);
 	dlm_core_set_alloc_hook(c->core[1], fail_all, NULL);
 	assert_int_equal(dlm_core_receive(c->core[1], 2, buf, (size_t)rlen),
 			 -ENOMEM);
@@ -729,17 +749,20 @@ static void test_solo_convert_folded(void **state)
 	twin_free(&t);
 }
 
-/* A lone lock converted folded, then unfolded by a node's join, is the
- * lock the unfolded engine has: the same dump, the same value read
- * (recovery may take a reader's copy as the resource's). */
+/* A lone lock converted folded, then unfolded by a node's join (its
+ * name is one the joiner directs: the others stay folded, solo.c
+ * "Recovery"), is the lock the unfolded engine has: the same dump, the
+ * same value read (recovery may take a reader's copy as the
+ * resource's). */
 static void test_solo_convert_then_join(void **state)
 {
 	struct cluster *f = fold_cluster(2), *u = cluster_new(2, 1000);
 	struct cluster *cs[2] = { f, u };
-	char *df, *du;
+	char *df, *du, name[16];
 	int i;
 
 	(void)state;
+	name_directed_by("r", 2, 2, name, sizeof(name));
 	for (i = 0; i < 2; i++) {
 		struct cluster *c = cs[i];
 		uint32_t a;
@@ -747,7 +770,7 @@ static void test_solo_convert_then_join(void **state)
 		use(c);
 		c->dead[2] = 1;
 		recover_all(c, 2);
-		a = lock_on(c, 1, 1, "r", DLM_LOCK_NL, 0, 0, NULL);
+		a = lock_on(c, 1, 1, name, DLM_LOCK_NL, 0, 0, NULL);
 		assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_PR,
 					 DLM_LKF_VALBLK, NULL), 0);
 		assert_int_equal(convert(c, 1, 1, a, DLM_LOCK_NL, 0, NULL), 0);
