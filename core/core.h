@@ -394,6 +394,10 @@ struct dlm_ls_stats {
 					   unfolded by recovery: at a start
 					   their directory moves, or a
 					   recovery message names them */
+	uint64_t	ls_folds_kept_rec;	/* lone locks (held) a
+						   recovery start left
+						   folded, summed over the
+						   starts (solo.c) */
 };
 void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st);
 

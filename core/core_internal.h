@@ -404,6 +404,7 @@ struct dlm_ls {
 	uint64_t		ls_folds_shared;	/* see dlm_ls_stats */
 	uint64_t		ls_unfolds_msg;
 	uint64_t		ls_unfolds_rec;
+	uint64_t		ls_folds_kept_rec;
 	uint32_t		ls_next_lkid;
 	struct dlm_idblock	*ls_idblocks;	/* reserved, sorted by ib_first */
 	size_t			ls_nidblocks;

@@ -946,7 +946,7 @@ int dlm_solo_recover_start(struct dlm_ls *ls, const uint32_t *members,
 		}
 	}
 	if (subset)
-		return 0;
+		goto kept;
 	dlm_list_for_each_safe(pos, tmp, &ls->ls_solo_toss) {
 		struct dlm_solo *so = dlm_container_of(pos, struct dlm_solo,
 						       so_ownerqueue);
@@ -981,6 +981,8 @@ int dlm_solo_recover_start(struct dlm_ls *ls, const uint32_t *members,
 			}
 		}
 	}
+kept:
+	ls->ls_folds_kept_rec += dlm_solo_count(ls);
 	return 0;
 }
 

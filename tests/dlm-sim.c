@@ -2171,6 +2171,8 @@ static void phase_drain(struct sim *sim)
 			dlm_core_ls_stats(sim->nodes[i].n_ls[ls], &st);
 			sim->n_folds_shared += st.ls_folds_shared;
 			sim->n_unfolds_msg += st.ls_unfolds_msg;
+			sim->n_unfolds_rec += st.ls_unfolds_rec;
+			sim->n_folds_kept_rec += st.ls_folds_kept_rec;
 			if (st.ls_locks || st.ls_waiters || st.ls_orphans ||
 			    st.ls_resources || st.ls_dir_entries)
 				sim_fail(sim, "DRAIN: n%u ls%u not empty after everything was "
@@ -2334,6 +2336,7 @@ static const struct {
 	{ "narrow-miss-moved", DLM_FAULT_NARROW_MISS_MOVED },
 	{ "bast-once", DLM_FAULT_BAST_ONCE },
 	{ "fold-msg-skip", DLM_FAULT_FOLD_MSG_SKIP },
+	{ "recfold-keep-moved", DLM_FAULT_RECFOLD_KEEP_MOVED },
 };
 
 static const struct {
@@ -2374,6 +2377,7 @@ static struct {
 	uint64_t	ms_type[DLM_MSG_MAX + 1];
 	uint64_t	ms_fresh, ms_fresh_msgs;	/* see msg_stats_print */
 	uint64_t	ms_folds_shared, ms_unfolds_msg;
+	uint64_t	ms_unfolds_rec, ms_folds_kept_rec;
 } msg_stats;
 
 static void msg_stats_add(const struct sim *sim)
@@ -2386,6 +2390,8 @@ static void msg_stats_add(const struct sim *sim)
 	msg_stats.ms_fresh_msgs += sim->n_fresh_msgs;
 	msg_stats.ms_folds_shared += sim->n_folds_shared;
 	msg_stats.ms_unfolds_msg += sim->n_unfolds_msg;
+	msg_stats.ms_unfolds_rec += sim->n_unfolds_rec;
+	msg_stats.ms_folds_kept_rec += sim->n_folds_kept_rec;
 	for (t = 0; t <= DLM_MSG_MAX; t++)
 		msg_stats.ms_type[t] += sim->n_msgs_type[t];
 }
@@ -2406,6 +2412,11 @@ static void msg_stats_print(const struct sim_opts *opts)
 	       "%llu, unfolded for a message naming their resource: %llu\n",
 	       (unsigned long long)msg_stats.ms_folds_shared,
 	       (unsigned long long)msg_stats.ms_unfolds_msg);
+	printf("dlm-sim: lone locks a recovery start left folded: %llu, "
+	       "unfolded by recovery (their directory moved, or a recovery "
+	       "message named them): %llu\n",
+	       (unsigned long long)msg_stats.ms_folds_kept_rec,
+	       (unsigned long long)msg_stats.ms_unfolds_rec);
 	if (opts->o_nodes)
 		printf("dlm-sim: messages, %llu seeds of %d nodes, %llu accepted operations\n",
 		       (unsigned long long)msg_stats.ms_seeds, opts->o_nodes,

@@ -446,6 +446,42 @@ static void test_shared_rc_msg_unfolds_named(void **state)
 	cluster_free(c);
 }
 
+/* A LOOKUP that arrives while this node waits to finish its recovery
+ * (the other node finished first) is held, and finds its resource
+ * unfolded as it is held: the replay at finish, which cannot offer a
+ * message again, needs no memory for it (without that, seed 1516 of
+ * dlm-sim --fold --faults --remaster --repoint --bounce --alloc-faults
+ * 50: the unfold failed at the replay and the LOOKUP was lost). */
+static void test_shared_held_lookup_unfolds(void **state)
+{
+	struct cluster *c = fold_cluster(2);
+	uint32_t held, want;
+	char name[16];
+
+	(void)state;
+	name_directed_by("h", 2, 1, name, sizeof(name));
+	held = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	stop_all(c);
+	start_all(c, 2);
+	drain(c);
+	assert_int_equal(dlm_core_ls_finish(c->ls[2], 2), 0);
+	want = lock_on(c, 2, 2, name, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);	/* node 1 holds the LOOKUP */
+	assert_int_equal(nsolos(c, 1), 0);
+	assert_int_equal(stats(c, 1).ls_unfolds_msg, 1);
+	dlm_core_set_alloc_hook(c->core[1], fail_all, NULL);
+	assert_int_equal(dlm_core_ls_finish(c->ls[1], 2), 0);
+	dlm_core_set_alloc_hook(c->core[1], NULL, NULL);
+	drain(c);
+	assert_no_comp(c, 2, want);
+	assert_int_equal(last_bast_mode(c, 1, held), DLM_LOCK_EX);
+	assert_int_equal(unlock(c, 1, 1, held, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 2, want, 0);
+	assert_verified(c);
+	cluster_free(c);
+}
+
 int main(void)
 {
 	/* these tests choose folding per cluster (fold_cluster) */
@@ -460,6 +496,7 @@ int main(void)
 		cmocka_unit_test(test_shared_join_unfolds_moved),
 		cmocka_unit_test(test_shared_full_rebuild_unfold),
 		cmocka_unit_test(test_shared_rc_msg_unfolds_named),
+		cmocka_unit_test(test_shared_held_lookup_unfolds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
