@@ -11,7 +11,8 @@
  * Usage: bench-recovery [LOCKS [single [NODES]]]   (default 1000000, 3)
  * BENCH_FOLD=1 in the environment: the engines fold lone locks
  * (core/solo.c; dlmd's default), so each node's lone locks on the names
- * it directs are folded, and the recovery start unfolds them first.
+ * it directs are folded, and stay folded through the death (solo.c,
+ * "Recovery").
  *
  * By default each resource has two locks, PR from its master and CR from
  * the next node, so recovery purges, remasters and resends.  With
