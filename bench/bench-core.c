@@ -224,9 +224,9 @@
  * --members N: a lockspace of N members (the others never answer), every
  * name one this node directs: lone locks fold there too since session 16
  * (core/solo.c, "Shared lockspaces").
- * --unfold N: N locks held, then all unfolded at once as a dump does, and
- * a recovery start did before session 16 (dlm_solo_unfold_all; now a
- * start unfolds only the names a joiner takes): its time and heap.
+ * --unfold N: N locks held, then all unfolded at once as a recovery start
+ * did before session 16 (dlm_solo_unfold_all; now a start unfolds only
+ * the names a joiner takes, core/solo.c "Recovery"): its time and heap.
  * Usage: bench-core [--members N] [--unfold N | [--no-fold] [--quick |
  *                   --no-10m | --held N]]
  */
@@ -511,8 +511,8 @@ static double per_lock(size_t before, size_t after, size_t n)
 }
 
 /* --unfold: n locks held (folded), then every one unfolded at once, as
- * a dump does (dlm_solo_unfold_all; a recovery start did too, before
- * core/solo.c's "Recovery"): its time and the heap it takes. */
+ * a recovery start did before core/solo.c's "Recovery"
+ * (dlm_solo_unfold_all): its time and the heap it takes. */
 static void unfold_row(size_t n)
 {
 	size_t before, mid, after, folded;
