@@ -485,9 +485,10 @@ int dlm_solo_unfold_key(struct dlm_ls *ls, const unsigned char *key,
 	return so ? dlm_solo_unfold(ls, so) : 0;
 }
 
-/* Every solo; on -ENOMEM those unfolded stay so (ordinary locks).  By
- * owner, oldest first: unfolding changes neither the owner table nor
- * the owners (the solo tables shrink as they empty, which a walk of
+/* Every solo (what a recovery start did before "Recovery"; now only
+ * bench-core --unfold, which times it); on -ENOMEM those unfolded stay
+ * so (ordinary locks).  By owner, oldest first: unfolding changes
+ * neither the owner table nor the owners (the solo tables shrink as they empty, which a walk of
  * theirs would not survive). */
 int dlm_solo_unfold_all(struct dlm_ls *ls)
 {
@@ -782,8 +783,8 @@ int dlm_solo_verify(struct dlm_ls *ls, char *why, size_t whylen)
  *     whatever the rebuild: a partial one keeps records; a full one's
  *     sweep (dlm_dir_sweep) walks ls_dirtbl and the rsbs, neither of
  *     which holds a solo.  One unfolded while the lockspace does not
- *     run (a second request on its name, an unlock while stopped, a
- *     recovery message) becomes an rsb that step_start never saw and
+ *     run (a second request on its name, an unlock or a conversion while
+ *     stopped, a recovery message) becomes an rsb that step_start never saw and
  *     step_dir never registered: its record takes the recovery's event
  *     (solo_de_event), as registering it would have, so the sweep of a
  *     full rebuild keeps it (test-core-solo-shared
