@@ -851,7 +851,8 @@ static int solo_unfold_tossed(struct dlm_ls *ls, struct dlm_solo *so)
 }
 
 /* A lock message m (not a recovery one) finds the solo of the name it
- * carries unfolded, or its tossed solo dropped; -ENOMEM having changed
+ * carries unfolded, or its tossed solo made the tossed rsb it stands for
+ * (solo_unfold_tossed: mastery stays here); -ENOMEM having changed
  * nothing else (offered again).  See "What unfolds" above. */
 int dlm_solo_unfold_msg(struct dlm_ls *ls, const struct dlm_msg *m)
 {
