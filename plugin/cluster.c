@@ -492,6 +492,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -519,6 +520,8 @@
 #define MAX_RINGS		8	/* ring0_addr .. ring7_addr */
 #define MCAST_RETRY_MS		50	/* after CS_ERR_TRY_AGAIN on a send */
 #define OUT_NOMEM_LOG_MS	10000	/* out_queue's "no memory", at most */
+#define UNVERIFIED_LOG_MS	10000	/* "does not verify", at most */
+#define CS_RETIRED_MAX		64	/* incarnations of processes gone */
 #define NS_PER_MS		1000000ULL
 #define STALL_TICK_MS		2000	/* the stall watchdog's period */
 #define STALL_MS		10000	/* running, waiters, nothing received */
@@ -558,6 +561,10 @@ struct cs_daemon {
 	bool		dm_refused;	/* another version: logged once */
 	bool		dm_second;	/* dropped as a second process of
 					 * its node id: logged once */
+	/* SEALED MESSAGES: the incarnation and last sequence of its
+	 * messages (0: none verified yet) */
+	uint64_t	dm_inc;
+	uint64_t	dm_seq;
 	/* an ANNOUNCE being received (FIRST .. LAST) */
 	bool		dm_ann_open;
 	struct cm_name	*dm_ann;
@@ -600,8 +607,9 @@ struct cs_byid {
 /* An outgoing CPG message, waiting while corosync says "try again". */
 struct cs_out {
 	struct cs_out	*o_next;
-	size_t		o_len;
-	unsigned char	o_buf[];
+	size_t		o_len;		/* with the seal once sealed */
+	bool		o_sealed;
+	unsigned char	o_buf[];	/* o_len + CM_SEAL_LEN bytes */
 };
 
 /* A member's last UNREACH: the members it cannot reach (UNREACHABLE
@@ -681,6 +689,16 @@ struct dlmd_cluster {
 	unsigned int		cs_nunseen;
 	uint32_t		cs_seq;		/* messages sent, for logs */
 	uint32_t		cs_self_pid;	/* ours, as CPG reports it */
+	/* SEALED MESSAGES: the CPG key (zeros with crypto = none), our
+	 * incarnation and last sequence; the incarnations of processes
+	 * that left (a ring); messages that did not verify, since said */
+	unsigned char		cs_cpg_key[CM_KEY_LEN];
+	uint64_t		cs_inc;
+	uint64_t		cs_seal_seq;
+	uint64_t		cs_retired[CS_RETIRED_MAX];
+	unsigned int		cs_nretired;
+	uint64_t		cs_unverified;
+	uint64_t		cs_unverified_log_at;
 	bool			cs_dup_stop;	/* ONE DLMD PER NODE ID: we stop,
 						 * sending nothing more */
 	/* the table: every lockspace of the cluster and its members */
@@ -1136,13 +1154,34 @@ static void fmt_unannounced(const struct dlmd_cluster *cs, char *buf,
 
 /* ---- outgoing messages ------------------------------------------- */
 
+/* Seal o as the next message of ours (SEALED MESSAGES), once: its
+ * sequence follows the send order, which is the queue's. */
+static void out_seal(struct dlmd_cluster *cs, struct cs_out *o)
+{
+	struct cm_seal se = { cs->cs_inc, ++cs->cs_seal_seq };
+
+	if (o->o_sealed)
+		return;
+	o->o_len = dlmd_cm_seal(o->o_buf, o->o_len, cs->cs_cpg_key,
+				cs->cs_d->d_nodeid, cs->cs_self_pid, &se);
+	o->o_sealed = true;
+}
+
 static void out_flush(struct dlmd_cluster *cs)
 {
+	/* the seal binds our CPG pid, known from our first confchg (which
+	 * comes before anything we send can be delivered): until then
+	 * messages wait here (daemon_confchg flushes) */
+	if (!cs->cs_self_pid)
+		return;
 	while (cs->cs_out) {
 		struct cs_out *o = cs->cs_out;
-		struct iovec iov = { .iov_base = o->o_buf, .iov_len = o->o_len };
-		cs_error_t e = cpg_mcast_joined(cs->cs_daemon_cpg, CPG_TYPE_AGREED,
-						&iov, 1);
+		struct iovec iov = { .iov_base = o->o_buf };
+		cs_error_t e;
+
+		out_seal(cs, o);
+		iov.iov_len = o->o_len;
+		e = cpg_mcast_joined(cs->cs_daemon_cpg, CPG_TYPE_AGREED, &iov, 1);
 
 		if (e == CS_ERR_TRY_AGAIN) {
 			dlmd_cluster_retry_later(cs->cs_d);
@@ -1170,7 +1209,7 @@ static int out_queue(struct dlmd_cluster *cs, const unsigned char *buf,
 
 	if (cs->cs_dup_stop)
 		return 0;	/* another dlmd has our node id: nothing of ours */
-	o = malloc(sizeof(*o) + len);
+	o = malloc(sizeof(*o) + len + CM_SEAL_LEN);
 	if (!o) {
 		uint64_t now = dlmd_now_ms();
 
@@ -1189,6 +1228,7 @@ static int out_queue(struct dlmd_cluster *cs, const unsigned char *buf,
 	}
 	o->o_next = NULL;
 	o->o_len = len;
+	o->o_sealed = false;
 	memcpy(o->o_buf, buf, len);
 	*cs->cs_out_tail = o;
 	cs->cs_out_tail = &o->o_next;
@@ -2580,6 +2620,95 @@ static bool second_of_node(const struct dlmd_cluster *cs,
 	return false;
 }
 
+/* SEALED MESSAGES: a message that does not verify is dropped, counted
+ * and said, at most once per UNVERIFIED_LOG_MS. */
+static void unverified(struct dlmd_cluster *cs, uint32_t nodeid, uint32_t pid,
+		       size_t len, const char *why)
+{
+	uint64_t now = dlmd_now_ms();
+
+	cs->cs_d->d_ncpg_unverified++;
+	cs->cs_unverified++;
+	if (now < cs->cs_unverified_log_at)
+		return;
+	log_err("daemon group: %llu message%s that did not verify dropped (the "
+		"last: %zu bytes from node %u pid %u: %s); a process that is "
+		"no dlmd of this cluster's key is in the daemon group",
+		(unsigned long long)cs->cs_unverified,
+		cs->cs_unverified == 1 ? "" : "s", len, nodeid, pid, why);
+	cs->cs_unverified = 0;
+	cs->cs_unverified_log_at = now + UNVERIFIED_LOG_MS;
+}
+
+static bool retired(const struct dlmd_cluster *cs, uint64_t inc)
+{
+	unsigned int n = cs->cs_nretired < CS_RETIRED_MAX ? cs->cs_nretired :
+			 CS_RETIRED_MAX;
+
+	for (unsigned int i = 0; i < n; i++)
+		if (cs->cs_retired[i] == inc)
+			return true;
+	return false;
+}
+
+/* Process dm leaves the group: its incarnation is never taken again. */
+static void retire(struct dlmd_cluster *cs, const struct cs_daemon *dm)
+{
+	if (dm && dm->dm_inc)
+		cs->cs_retired[cs->cs_nretired++ % CS_RETIRED_MAX] = dm->dm_inc;
+}
+
+/* The seal of a message of (nodeid, pid), member dm (or NULL): true if
+ * it verifies and is new; *inner is then the length of header and body.
+ * A message of another version is refused here, said once per process. */
+static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
+		    uint32_t nodeid, uint32_t pid, const unsigned char *p,
+		    size_t len, size_t *inner)
+{
+	struct cm_seal se;
+	struct cm_hdr hd;
+	const char *why = NULL, *hwhy = NULL;
+
+	if (dlmd_cm_open(p, len, cs->cs_cpg_key, nodeid, pid, &se, inner,
+			 &why)) {
+		/* an older dlmd's: no seal, and the version says so */
+		if (dlmd_cm_hdr_decode(p, len, &hd, &hwhy) == -EPROTONOSUPPORT) {
+			if (dm && !dm->dm_refused) {
+				dm->dm_refused = true;
+				log_err("daemon group: node %u (pid %u) speaks CPG "
+					"protocol version %u, we speak %u: mixing "
+					"versions is refused; its messages are "
+					"dropped, and no lockspace changes members "
+					"while it is in the group", nodeid, pid,
+					hd.h_version, CM_VERSION);
+			}
+			return false;
+		}
+		unverified(cs, nodeid, pid, len, why);
+		return false;
+	}
+	if (!dm)
+		return true;	/* not a member: daemon_deliver says so */
+	if (!dm->dm_inc) {
+		if (retired(cs, se.se_inc)) {
+			unverified(cs, nodeid, pid, len, "the incarnation of a "
+				   "process that left (a replay)");
+			return false;
+		}
+		dm->dm_inc = se.se_inc;
+	} else if (se.se_inc != dm->dm_inc) {
+		unverified(cs, nodeid, pid, len, "another incarnation than the "
+			   "process's first message (a replay)");
+		return false;
+	} else if (se.se_seq <= dm->dm_seq) {
+		unverified(cs, nodeid, pid, len, "a sequence already seen (a "
+			   "replay)");
+		return false;
+	}
+	dm->dm_seq = se.se_seq;
+	return true;
+}
+
 static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 			   uint32_t nodeid, uint32_t pid, void *msg, size_t len)
 {
@@ -2594,6 +2723,8 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
 		return;
 	dm = dm_find(cs, nodeid, pid);
+	if (!seal_ok(cs, dm, nodeid, pid, p, len, &len))
+		return;
 	rv = dlmd_cm_hdr_decode(p, len, &hd, &why);
 	if (rv == -EPROTONOSUPPORT) {
 		if (dm && !dm->dm_refused) {
@@ -2783,10 +2914,12 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 	/* a process of a node id that still has one in the group left:
 	 * what we dropped of that node id meanwhile (second_of_node) is
 	 * sent again in a sync, as for a join; the same on every member */
-	for (size_t i = 0; i < nleft; i++)
+	for (size_t i = 0; i < nleft; i++) {
+		retire(cs, dm_find(cs, left[i].nodeid, left[i].pid));
 		for (size_t k = 0; k < nmembers; k++)
 			if (members[k].nodeid == left[i].nodeid)
 				second_left = true;
+	}
 	/* who left, and the lockspaces they leave */
 	for (size_t i = 0; i < nleft; i++) {
 		struct cs_daemon *dm = dm_find(cs, left[i].nodeid, left[i].pid);
@@ -3151,6 +3284,7 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			dlmd_fence_member_left(cs->cs_d, id);
 	}
 	daemon_confchg_ls(cs, members, nmembers, left, nleft, joined, njoined);
+	out_flush(cs);	/* what waited for our first confchg (out_flush) */
 	kick(cs);
 }
 
@@ -3596,11 +3730,14 @@ static int cpg_open(const char *name, cpg_deliver_fn_t deliver,
  * clean leaves.  Bounded: 1 s of "try again". */
 static void out_drain(struct dlmd_cluster *cs)
 {
-	for (int i = 0; cs->cs_out && i < CS_RETRIES; i++) {
+	for (int i = 0; cs->cs_out && cs->cs_self_pid && i < CS_RETRIES; i++) {
 		struct cs_out *o = cs->cs_out;
-		struct iovec iov = { .iov_base = o->o_buf, .iov_len = o->o_len };
-		cs_error_t e = cpg_mcast_joined(cs->cs_daemon_cpg, CPG_TYPE_AGREED,
-						&iov, 1);
+		struct iovec iov = { .iov_base = o->o_buf };
+		cs_error_t e;
+
+		out_seal(cs, o);
+		iov.iov_len = o->o_len;
+		e = cpg_mcast_joined(cs->cs_daemon_cpg, CPG_TYPE_AGREED, &iov, 1);
 
 		if (e == CS_ERR_TRY_AGAIN) {
 			usleep(CS_RETRY_US);	/* bounded; at stop only */
@@ -3694,6 +3831,41 @@ static const struct dlmd_comms_up comms_up = {
 	.cu_cannot_hold = dlmd_cannot_hold,
 };
 
+/* SEALED MESSAGES: the CPG key from the cluster key (the file comms.c
+ * has just loaded the same way), and our incarnation. */
+static int seal_init(struct dlmd_cluster *cs)
+{
+	const struct dlmd_config *cf = &cs->cs_d->d_cfg;
+	unsigned char ck[LC_KEY_LEN];
+	char why[512];
+	int rv;
+
+	for (int i = 0; !cs->cs_inc && i < 8; i++)
+		if (getrandom(&cs->cs_inc, sizeof(cs->cs_inc), 0) !=
+		    sizeof(cs->cs_inc))
+			cs->cs_inc = 0;
+	if (!cs->cs_inc) {
+		log_err("daemon group: no random incarnation: %s; not starting",
+			strerror(errno));
+		return -EIO;
+	}
+	if (cf->cf_crypto_none) {
+		memset(cs->cs_cpg_key, 0, sizeof(cs->cs_cpg_key));
+		log_warn("daemon group: crypto = none: its messages are sealed "
+			 "with a key everyone knows; any process corosync lets "
+			 "use CPG can speak for a node (README, threat model)");
+		return 0;
+	}
+	rv = lc_key_load(cf->cf_key_file, ck, why, sizeof(why));
+	if (rv < 0) {
+		log_err("daemon group: %s; not starting", why);
+		return rv;
+	}
+	dlmd_cm_key_derive(ck, cs->cs_cpg_key);
+	explicit_bzero(ck, sizeof(ck));
+	return 0;
+}
+
 int dlmd_cluster_init(struct dlmd *d, const struct dlmd_cluster_up *up)
 {
 	struct dlmd_cluster *cs = calloc(1, sizeof(*cs));
@@ -3731,6 +3903,9 @@ int dlmd_cluster_init(struct dlmd *d, const struct dlmd_cluster_up *up)
 	self = find_node(cs, d->d_nodeid);
 	rv = dlmd_comms_init(d, self ? node_addr_ptrs(self, p) : NULL,
 			     self ? self->n_naddrs : 0, &comms_up);
+	if (rv)
+		return rv;
+	rv = seal_init(cs);
 	if (rv)
 		return rv;
 	nodes_to_comms(cs);
@@ -3816,6 +3991,7 @@ void dlmd_cluster_fini(struct dlmd *d)
 		free(cs->cs_dm[i].dm_ann);
 	for (unsigned int i = 0; i < cs->cs_nbyid; i++)
 		free(cs->cs_byid[i].bi_ls);
+	explicit_bzero(cs->cs_cpg_key, sizeof(cs->cs_cpg_key));
 	free(cs);
 	d->d_cluster = NULL;
 }

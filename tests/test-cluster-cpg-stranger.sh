@@ -12,7 +12,9 @@
 # the sync with an ANNOUNCE of no lockspace (which made it a known
 # daemon), and sends a LEAVE of LS as node 2.  That was taken: node 1
 # ran LS with members 1 only while node 2's dlmd held a lock in it.
-# Now both dlmds log that the second process's messages are dropped, LS
+# Now both dlmds drop its messages, which carry no seal of the cluster
+# key (plugin/cluster.c, SEALED MESSAGES), count them (status
+# cpg_unverified) and say so in a rate-limited line; LS
 # keeps members 1 2 and its event on both nodes throughout, and once
 # the stranger has left, a lockspace joined on both nodes runs with
 # members 1 2 (the sync ended).  Needs root; the cluster is always torn
@@ -61,9 +63,11 @@ peer=$!
 poll "$WAIT_S" grep -q "sent an ANNOUNCE" "$dir/cpg-peer.out" ||
 	fail "cpg-peer did not get in: $(cat "$dir/cpg-peer.out")"
 for k in 1 2; do
-	poll "$WAIT_S" grep -q "messages of node 2 pid [0-9]* dropped" \
+	poll "$WAIT_S" grep -q "that did not verify dropped.* from node 2 pid" \
 		"$dir/n$k/dlmd.out" ||
 		fail "node $k logged no drop of the stranger's messages"
+	n=$(on "$k" "$DLMCTL" status | sed -n 's/.*cpg_unverified \([0-9]*\).*/\1/p')
+	[ "${n:-0}" -ge 1 ] || fail "node $k: status cpg_unverified is '$n'"
 done
 for k in 1 2; do
 	ls_has "$k" "state running members 1 2 " ||
