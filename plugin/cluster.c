@@ -155,13 +155,40 @@
  * lockspaces' members.
  *
  * Versions.  The messages carry a protocol version (plugin/cpgmsg.h; 2
- * since lockspaces moved into the daemon group).  A message of another
+ * since lockspaces moved into the daemon group, 3 since they are
+ * sealed).  A message of another
  * version is refused and the sender logged, once; as such a daemon
  * never sends an ANNOUNCE we understand, the daemon group stays syncing
  * while it is a member: no lockspace changes membership (dlmctl ls says
  * what it waits for).  A version-1 dlmd runs its lockspaces in groups of
  * their own that version 2 never joins: the two must not share a
- * cluster (no rolling upgrade between them).
+ * cluster (no rolling upgrade between them).  Version 2 and 3 do share
+ * the group, and 3 refuses 2 as above (its messages carry no seal):
+ * stop every dlmd to upgrade.
+ *
+ * SEALED MESSAGES.  corosync admits to CPG the users and groups of its
+ * uidgid, not only root, and CPG names their processes by their host's
+ * node id: such a process could send what a dlmd sends, as its node.  So
+ * every message we send is sealed (plugin/cpgmsg.h: a MAC under a key
+ * derived from the cluster key, over the message, our CPG node id and
+ * pid, our random incarnation and a sequence).  The seal is checked
+ * before anything else (seal_ok): with the same key, bytes and CPG
+ * sender on every member, every member drops the same messages.  A
+ * process's first verified message fixes its incarnation; later ones
+ * must carry it and a greater sequence; a process that leaves has its
+ * incarnation retired (the last CS_RETIRED_MAX), so one that gets its
+ * CPG pid later cannot replay its messages.  A message that does not
+ * verify is dropped, counted (status cpg_unverified) and said, rate-
+ * limited: whoever sent it has not the cluster key.  What such a process
+ * still does, by being a member: its join starts a sync that waits for
+ * its ANNOUNCE (no lockspace changes members until it leaves), and a
+ * dlmd that starts on its node finds a process of its node id in the
+ * group and stops (ONE DLMD PER NODE ID).  Ending those needs the set
+ * of sealed members agreed by a newcomer too, which cannot tell a
+ * member that has not spoken yet from one that never will (README,
+ * threat model).  crypto = none seals with 32 zero bytes: a key known
+ * to all, so the seal proves nothing and the rules above the seal
+ * (second_of_node) are all there is.
  *
  * THE LOCKSPACE PROTOCOL.  Every member applies the same deterministic
  * rule to the same sequence of events (the derived changes above, and
@@ -1948,7 +1975,8 @@ static void watchdog_timer(void *data)
 		fmt_unannounced(cs, ids, sizeof(ids));
 		log_err("daemon group: no lockspace can change members: for %llu s "
 			"we wait for the lockspaces of daemon(s) %s (another "
-			"version of dlmd, which speaks no CPG protocol %u?)",
+			"version of dlmd, which speaks no CPG protocol %u, or "
+			"a process that is no dlmd: see status cpg_unverified?)",
 			(unsigned long long)((now - cs->cs_sync_since) / 1000), ids,
 			CM_VERSION);
 	}
