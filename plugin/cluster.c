@@ -179,16 +179,33 @@
  * incarnation retired (the last CS_RETIRED_MAX), so one that gets its
  * CPG pid later cannot replay its messages.  A message that does not
  * verify is dropped, counted (status cpg_unverified) and said, rate-
- * limited: whoever sent it has not the cluster key.  What such a process
- * still does, by being a member: its join starts a sync that waits for
- * its ANNOUNCE (no lockspace changes members until it leaves), and a
- * dlmd that starts on its node finds a process of its node id in the
- * group and stops (ONE DLMD PER NODE ID).  Ending those needs the set
- * of sealed members agreed by a newcomer too, which cannot tell a
- * member that has not spoken yet from one that never will (README,
- * threat model).  crypto = none seals with 32 zero bytes: a key known
- * to all, so the seal proves nothing and the rules above the seal
- * (second_of_node) are all there is.
+ * limited: whoever sent it has not the cluster key.
+ *
+ * Nor is such a process a dlmd.  A process's first sealed message
+ * (sequence 1) is its join for our purposes: every member sees it at
+ * the same point, it too, and a sync starts there (dlmd_joined), with a
+ * number mixing the process into the members' (the same everywhere).
+ * A CPG join we see starts nothing; until its first sealed message the
+ * process is pending(): no sync waits for its ANNOUNCE, its leave or
+ * death is nobody's (daemon_confchg_ls), and lockspace members are
+ * dlmds of the table, so no START waits for it either: a stranger's
+ * presence changes nothing there.  A process beside a dlmd of its node
+ * id that never sealed a message takes nothing of that dlmd's
+ * (second_of_node), and its leave starts no sync again.  What stays:
+ * a dlmd cannot tell a process that was there before its own join from
+ * a dlmd that has not spoken yet, and waits for it (its own sync, and
+ * the lockspaces it joins, until it leaves; the others go on, and its
+ * sync then ends there); and a dlmd that starts on a stranger's node
+ * finds a process of its node id in the group and stops (ONE DLMD PER
+ * NODE ID).  Ending those needs the set of dlmds handed to a newcomer
+ * (README, threat model).  The same blind spot has an edge: such a
+ * process (not known, no seal seen) that dies while the newcomer syncs
+ * is a failure to the newcomer, which starts its sync over, but none to
+ * those that saw it join; the newcomer then waits until the next join.  A dlmd of version 2 that joins after us is
+ * pending alike; it cannot read our ANNOUNCEs, so it never ends a sync
+ * and runs no lockspace.  crypto = none seals with 32 zero bytes: a key
+ * known to all, so the seal proves nothing and the rules above the seal
+ * (second_of_node) are what holds.
  *
  * THE LOCKSPACE PROTOCOL.  Every member applies the same deterministic
  * rule to the same sequence of events (the derived changes above, and
@@ -592,6 +609,9 @@ struct cs_daemon {
 	 * messages (0: none verified yet) */
 	uint64_t	dm_inc;
 	uint64_t	dm_seq;
+	/* we saw it join (after our own first confchg): until a message of
+	 * it verifies it is no dlmd to us (pending(): not waited for) */
+	bool		dm_witnessed;
 	/* an ANNOUNCE being received (FIRST .. LAST) */
 	bool		dm_ann_open;
 	struct cm_name	*dm_ann;
@@ -2391,12 +2411,20 @@ static void sync_end(struct dlmd_cluster *cs)
 	kick(cs);
 }
 
+/* SEALED MESSAGES: a process we saw join that has sent nothing that
+ * verifies.  It starts no sync, none waits for it, its leave is none
+ * of ours; its first sealed message is its join (daemon_deliver). */
+static bool pending(const struct cs_daemon *dm)
+{
+	return dm->dm_witnessed && !dm->dm_inc;
+}
+
 static void sync_check(struct dlmd_cluster *cs)
 {
 	if (!cs->cs_syncing)
 		return;
 	for (unsigned int i = 0; i < cs->cs_ndm; i++)
-		if (!cs->cs_dm[i].dm_announced)
+		if (!cs->cs_dm[i].dm_announced && !pending(&cs->cs_dm[i]))
 			return;
 	sync_end(cs);
 }
@@ -2642,11 +2670,17 @@ static bool second_of_node(const struct dlmd_cluster *cs,
 
 		if (o == dm || o->dm_id != dm->dm_id)
 			continue;
+		/* one that never sealed a message is no dlmd (dm has:
+		 * seal_ok() came first), SEALED MESSAGES */
+		if (!o->dm_inc && !o->dm_known)
+			continue;
 		if (!dm->dm_known || o->dm_known)
 			return true;
 	}
 	return false;
 }
+
+static void dlmd_joined(struct dlmd_cluster *cs, struct cs_daemon *dm);
 
 /* SEALED MESSAGES: a message that does not verify is dropped, counted
  * and said, at most once per UNVERIFIED_LOG_MS. */
@@ -2691,7 +2725,7 @@ static void retire(struct dlmd_cluster *cs, const struct cs_daemon *dm)
  * A message of another version is refused here, said once per process. */
 static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
 		    uint32_t nodeid, uint32_t pid, const unsigned char *p,
-		    size_t len, size_t *inner)
+		    size_t len, size_t *inner, bool *first)
 {
 	struct cm_seal se;
 	struct cm_hdr hd;
@@ -2715,6 +2749,7 @@ static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
 		unverified(cs, nodeid, pid, len, why);
 		return false;
 	}
+	*first = false;
 	if (!dm)
 		return true;	/* not a member: daemon_deliver says so */
 	if (!dm->dm_inc) {
@@ -2734,6 +2769,7 @@ static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
 		return false;
 	}
 	dm->dm_seq = se.se_seq;
+	*first = se.se_seq == 1;
 	return true;
 }
 
@@ -2746,13 +2782,16 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	struct cm_hdr hd;
 	struct cm_name nm;
 	const char *why = NULL;
+	bool first;
 	int rv;
 
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
 		return;
 	dm = dm_find(cs, nodeid, pid);
-	if (!seal_ok(cs, dm, nodeid, pid, p, len, &len))
+	if (!seal_ok(cs, dm, nodeid, pid, p, len, &len, &first))
 		return;
+	if (first && dm)
+		dlmd_joined(cs, dm);
 	rv = dlmd_cm_hdr_decode(p, len, &hd, &why);
 	if (rv == -EPROTONOSUPPORT) {
 		if (dm && !dm->dm_refused) {
@@ -2924,6 +2963,69 @@ static bool first_known(const struct dlmd_cluster *cs,
 	return false;
 }
 
+/* A member added (or a failure while syncing): everybody announces,
+ * nobody decides until every member's ANNOUNCE is in.  A failure while
+ * syncing starts it over: a member that did not know the failed daemon
+ * learns from the others' FAILED records which lockspaces it failed out
+ * of before the sync ends. */
+static void sync_start(struct dlmd_cluster *cs, uint32_t view)
+{
+	if (!cs->cs_syncing) {
+		cs->cs_syncing = true;
+		cs->cs_sync_since = dlmd_now_ms();
+		cs->cs_sync_logged = false;
+	}
+	/* Only ANNOUNCEs sent after this point count, the same on every
+	 * member: a joiner never saw those sent before it (or their first
+	 * parts).  They carry the configuration they answer; one in
+	 * progress is dropped. */
+	cs->cs_view = view;
+	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+		cs->cs_dm[i].dm_announced = false;
+		cs->cs_dm[i].dm_ann_open = false;
+		cs->cs_dm[i].dm_nann = 0;
+	}
+	send_failed_all(cs);
+	/* the fencing turns we hold, for those who join (fence.c, ONE
+	 * FENCER): before our ANNOUNCE, so in by the sync's end */
+	dlmd_fence_resend_claims(cs->cs_d);
+	send_announce(cs);
+}
+
+/* SEALED MESSAGES: the first message of a dlmd process (sequence 1)
+ * is delivered: every member, it too, sees it at this point, and here
+ * it joins for dlmd's purposes (a sync starts; a process that never
+ * seals one never does).  Our own first message too: the others start
+ * their sync here, so we start ours again.  The sync's number mixes
+ * the process into the members' (the same on every member). */
+static void dlmd_joined(struct dlmd_cluster *cs, struct cs_daemon *dm)
+{
+	struct cpg_address m[DLM_MAX_NODES] = { { 0 } };
+	bool self = dm->dm_id == cs->cs_d->d_nodeid &&
+		    dm->dm_pid == cs->cs_self_pid;
+	bool second = false;
+	uint32_t view;
+
+	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+		const struct cs_daemon *o = &cs->cs_dm[i];
+
+		m[i].nodeid = o->dm_id;
+		m[i].pid = o->dm_pid;
+		m[i].reason = 0;
+		if (o != dm && o->dm_id == dm->dm_id && o->dm_known)
+			second = true;
+	}
+	view = view_of(m, cs->cs_ndm);
+	view = (view ^ dm->dm_id) * 16777619u;
+	view = (view ^ dm->dm_pid) * 16777619u;
+	if (!self && !second && !dm->dm_known && cs->cs_nsync_j < DLM_MAX_NODES &&
+	    !id_in(cs->cs_sync_j, cs->cs_nsync_j, dm->dm_id))
+		cs->cs_sync_j[cs->cs_nsync_j++] = dm->dm_id;
+	log_debug("daemon group: node %u pid %u sealed its first message: it "
+		  "joins (sync %08x)", dm->dm_id, dm->dm_pid, view);
+	sync_start(cs, view);
+}
+
 /*
  * The lockspace side of a daemon group confchg (after the daemon group's
  * own rules in daemon_confchg): daemons that left leave every lockspace
@@ -2943,7 +3045,13 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 	 * what we dropped of that node id meanwhile (second_of_node) is
 	 * sent again in a sync, as for a join; the same on every member */
 	for (size_t i = 0; i < nleft; i++) {
-		retire(cs, dm_find(cs, left[i].nodeid, left[i].pid));
+		struct cs_daemon *ldm = dm_find(cs, left[i].nodeid, left[i].pid);
+
+		retire(cs, ldm);
+		/* one that never sealed a message: nothing of another was
+		 * dropped for it (second_of_node), the same on every member */
+		if (ldm && !ldm->dm_inc && !ldm->dm_known)
+			continue;
 		for (size_t k = 0; k < nmembers; k++)
 			if (members[k].nodeid == left[i].nodeid)
 				second_left = true;
@@ -2959,8 +3067,10 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 
 		/* (a second dlmd of a node whose first is still a member,
 		 * ours included: no failure, nothing of it in a lockspace;
-		 * every member skips it alike, ONE DLMD PER NODE ID) */
-		if (!dm || id == d->d_nodeid ||
+		 * every member skips it alike, ONE DLMD PER NODE ID; and a
+		 * process that never sealed a message since we saw it join:
+		 * no dlmd, SEALED MESSAGES) */
+		if (!dm || id == d->d_nodeid || pending(dm) ||
 		    first_stays(cs, members, nmembers, joined, njoined, id))
 			continue;
 		/* its records of our own failure go with it */
@@ -3048,7 +3158,12 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 			ndm[nn].dm_id = members[i].nodeid;
 			ndm[nn].dm_pid = members[i].pid;
 			ndm[nn].dm_known = self;
-			if (!self && cs->cs_nsync_j < DLM_MAX_NODES &&
+			/* a joiner we see join is no dlmd to us until its
+			 * first sealed message (daemon_deliver); those there
+			 * before us we cannot tell: we wait for them */
+			ndm[nn].dm_witnessed = !we_joined && !self;
+			if (!self && !ndm[nn].dm_witnessed &&
+			    cs->cs_nsync_j < DLM_MAX_NODES &&
 			    !id_in(cs->cs_sync_j, cs->cs_nsync_j, members[i].nodeid) &&
 			    !first_known(cs, members, nmembers, &members[i]))
 				cs->cs_sync_j[cs->cs_nsync_j++] = members[i].nodeid;
@@ -3059,33 +3174,10 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		free(cs->cs_dm[i].dm_ann);
 	memcpy(cs->cs_dm, ndm, nn * sizeof(ndm[0]));
 	cs->cs_ndm = nn;
-	if (njoined || second_left || (failed && cs->cs_syncing)) {
-		/* a member added: everybody announces, nobody decides until
-		 * every member's ANNOUNCE is in.  A failure while syncing
-		 * starts it over: a member that did not know the failed
-		 * daemon learns from the others' FAILED records which
-		 * lockspaces it failed out of before the sync ends. */
-		if (!cs->cs_syncing) {
-			cs->cs_syncing = true;
-			cs->cs_sync_since = dlmd_now_ms();
-			cs->cs_sync_logged = false;
-		}
-		/* Only ANNOUNCEs sent after this confchg count, the same on
-		 * every member: a joiner never saw those sent before it
-		 * (or their first parts).  They carry the configuration they
-		 * answer; one in progress is dropped. */
-		cs->cs_view = view_of(members, nmembers);
-		for (unsigned int i = 0; i < cs->cs_ndm; i++) {
-			cs->cs_dm[i].dm_announced = false;
-			cs->cs_dm[i].dm_ann_open = false;
-			cs->cs_dm[i].dm_nann = 0;
-		}
-		send_failed_all(cs);
-		/* the fencing turns we hold, for those who join (fence.c,
-		 * ONE FENCER): before our ANNOUNCE, so in by the sync's end */
-		dlmd_fence_resend_claims(d);
-		send_announce(cs);
-	}
+	/* a member added: our own join here; another's is its first
+	 * sealed message (dlmd_joined) */
+	if (we_joined || second_left || (failed && cs->cs_syncing))
+		sync_start(cs, view_of(members, nmembers));
 	sync_check(cs);
 	kick(cs);
 }
