@@ -155,13 +155,57 @@
  * lockspaces' members.
  *
  * Versions.  The messages carry a protocol version (plugin/cpgmsg.h; 2
- * since lockspaces moved into the daemon group).  A message of another
+ * since lockspaces moved into the daemon group, 3 since they are
+ * sealed).  A message of another
  * version is refused and the sender logged, once; as such a daemon
  * never sends an ANNOUNCE we understand, the daemon group stays syncing
  * while it is a member: no lockspace changes membership (dlmctl ls says
  * what it waits for).  A version-1 dlmd runs its lockspaces in groups of
  * their own that version 2 never joins: the two must not share a
- * cluster (no rolling upgrade between them).
+ * cluster (no rolling upgrade between them).  Version 2 and 3 do share
+ * the group, and 3 refuses 2 as above (its messages carry no seal):
+ * stop every dlmd to upgrade.
+ *
+ * SEALED MESSAGES.  corosync admits to CPG the users and groups of its
+ * uidgid, not only root, and CPG names their processes by their host's
+ * node id: such a process could send what a dlmd sends, as its node.  So
+ * every message we send is sealed (plugin/cpgmsg.h: a MAC under a key
+ * derived from the cluster key, over the message, our CPG node id and
+ * pid, our random incarnation and a sequence).  The seal is checked
+ * before anything else (seal_ok): with the same key, bytes and CPG
+ * sender on every member, every member drops the same messages.  A
+ * process's first verified message fixes its incarnation; later ones
+ * must carry it and a greater sequence; a process that leaves has its
+ * incarnation retired (the last CS_RETIRED_MAX), so one that gets its
+ * CPG pid later cannot replay its messages.  A message that does not
+ * verify is dropped, counted (status cpg_unverified) and said, rate-
+ * limited: whoever sent it has not the cluster key.
+ *
+ * Nor is such a process a dlmd.  A process's first sealed message
+ * (sequence 1) is its join for our purposes: every member sees it at
+ * the same point, it too, and a sync starts there (dlmd_joined), with a
+ * number mixing the process into the members' (the same everywhere).
+ * A CPG join we see starts nothing; until its first sealed message the
+ * process is pending(): no sync waits for its ANNOUNCE, its leave or
+ * death is nobody's (daemon_confchg_ls), and lockspace members are
+ * dlmds of the table, so no START waits for it either: a stranger's
+ * presence changes nothing there.  A process beside a dlmd of its node
+ * id that never sealed a message takes nothing of that dlmd's
+ * (second_of_node), and its leave starts no sync again.  What stays:
+ * a dlmd cannot tell a process that was there before its own join from
+ * a dlmd that has not spoken yet, and waits for it (its own sync, and
+ * the lockspaces it joins, until it leaves; the others go on, and its
+ * sync then ends there); and a dlmd that starts on a stranger's node
+ * finds a process of its node id in the group and stops (ONE DLMD PER
+ * NODE ID).  Ending those needs the set of dlmds handed to a newcomer
+ * (README, threat model).  The same blind spot has an edge: such a
+ * process (not known, no seal seen) that dies while the newcomer syncs
+ * is a failure to the newcomer, which starts its sync over, but none to
+ * those that saw it join; the newcomer then waits until the next join.  A dlmd of version 2 that joins after us is
+ * pending alike; it cannot read our ANNOUNCEs, so it never ends a sync
+ * and runs no lockspace.  crypto = none seals with 32 zero bytes: a key
+ * known to all, so the seal proves nothing and the rules above the seal
+ * (second_of_node) are what holds.
  *
  * THE LOCKSPACE PROTOCOL.  Every member applies the same deterministic
  * rule to the same sequence of events (the derived changes above, and
@@ -498,6 +542,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -525,6 +570,8 @@
 #define MAX_RINGS		8	/* ring0_addr .. ring7_addr */
 #define MCAST_RETRY_MS		50	/* after CS_ERR_TRY_AGAIN on a send */
 #define OUT_NOMEM_LOG_MS	10000	/* out_queue's "no memory", at most */
+#define UNVERIFIED_LOG_MS	10000	/* "does not verify", at most */
+#define CS_RETIRED_MAX		64	/* incarnations of processes gone */
 #define NS_PER_MS		1000000ULL
 #define STALL_TICK_MS		2000	/* the stall watchdog's period */
 #define STALL_MS		10000	/* running, waiters, nothing received */
@@ -564,6 +611,13 @@ struct cs_daemon {
 	bool		dm_refused;	/* another version: logged once */
 	bool		dm_second;	/* dropped as a second process of
 					 * its node id: logged once */
+	/* SEALED MESSAGES: the incarnation and last sequence of its
+	 * messages (0: none verified yet) */
+	uint64_t	dm_inc;
+	uint64_t	dm_seq;
+	/* we saw it join (after our own first confchg): until a message of
+	 * it verifies it is no dlmd to us (pending(): not waited for) */
+	bool		dm_witnessed;
 	/* an ANNOUNCE being received (FIRST .. LAST) */
 	bool		dm_ann_open;
 	struct cm_name	*dm_ann;
@@ -606,8 +660,9 @@ struct cs_byid {
 /* An outgoing CPG message, waiting while corosync says "try again". */
 struct cs_out {
 	struct cs_out	*o_next;
-	size_t		o_len;
-	unsigned char	o_buf[];
+	size_t		o_len;		/* with the seal once sealed */
+	bool		o_sealed;
+	unsigned char	o_buf[];	/* o_len + CM_SEAL_LEN bytes */
 };
 
 /* A member's last UNREACH: the members it cannot reach (UNREACHABLE
@@ -687,6 +742,16 @@ struct dlmd_cluster {
 	unsigned int		cs_nunseen;
 	uint32_t		cs_seq;		/* messages sent, for logs */
 	uint32_t		cs_self_pid;	/* ours, as CPG reports it */
+	/* SEALED MESSAGES: the CPG key (zeros with crypto = none), our
+	 * incarnation and last sequence; the incarnations of processes
+	 * that left (a ring); messages that did not verify, since said */
+	unsigned char		cs_cpg_key[CM_KEY_LEN];
+	uint64_t		cs_inc;
+	uint64_t		cs_seal_seq;
+	uint64_t		cs_retired[CS_RETIRED_MAX];
+	unsigned int		cs_nretired;
+	uint64_t		cs_unverified;
+	uint64_t		cs_unverified_log_at;
 	bool			cs_dup_stop;	/* ONE DLMD PER NODE ID: we stop,
 						 * sending nothing more */
 	/* the table: every lockspace of the cluster and its members */
@@ -1142,13 +1207,34 @@ static void fmt_unannounced(const struct dlmd_cluster *cs, char *buf,
 
 /* ---- outgoing messages ------------------------------------------- */
 
+/* Seal o as the next message of ours (SEALED MESSAGES), once: its
+ * sequence follows the send order, which is the queue's. */
+static void out_seal(struct dlmd_cluster *cs, struct cs_out *o)
+{
+	struct cm_seal se = { cs->cs_inc, ++cs->cs_seal_seq };
+
+	if (o->o_sealed)
+		return;
+	o->o_len = dlmd_cm_seal(o->o_buf, o->o_len, cs->cs_cpg_key,
+				cs->cs_d->d_nodeid, cs->cs_self_pid, &se);
+	o->o_sealed = true;
+}
+
 static void out_flush(struct dlmd_cluster *cs)
 {
+	/* the seal binds our CPG pid, known from our first confchg (which
+	 * comes before anything we send can be delivered): until then
+	 * messages wait here (daemon_confchg flushes) */
+	if (!cs->cs_self_pid)
+		return;
 	while (cs->cs_out) {
 		struct cs_out *o = cs->cs_out;
-		struct iovec iov = { .iov_base = o->o_buf, .iov_len = o->o_len };
-		cs_error_t e = cpg_mcast_joined(cs->cs_daemon_cpg, CPG_TYPE_AGREED,
-						&iov, 1);
+		struct iovec iov = { .iov_base = o->o_buf };
+		cs_error_t e;
+
+		out_seal(cs, o);
+		iov.iov_len = o->o_len;
+		e = cpg_mcast_joined(cs->cs_daemon_cpg, CPG_TYPE_AGREED, &iov, 1);
 
 		if (e == CS_ERR_TRY_AGAIN) {
 			dlmd_cluster_retry_later(cs->cs_d);
@@ -1176,7 +1262,7 @@ static int out_queue(struct dlmd_cluster *cs, const unsigned char *buf,
 
 	if (cs->cs_dup_stop)
 		return 0;	/* another dlmd has our node id: nothing of ours */
-	o = malloc(sizeof(*o) + len);
+	o = malloc(sizeof(*o) + len + CM_SEAL_LEN);
 	if (!o) {
 		uint64_t now = dlmd_now_ms();
 
@@ -1195,6 +1281,7 @@ static int out_queue(struct dlmd_cluster *cs, const unsigned char *buf,
 	}
 	o->o_next = NULL;
 	o->o_len = len;
+	o->o_sealed = false;
 	memcpy(o->o_buf, buf, len);
 	*cs->cs_out_tail = o;
 	cs->cs_out_tail = &o->o_next;
@@ -1914,7 +2001,8 @@ static void watchdog_timer(void *data)
 		fmt_unannounced(cs, ids, sizeof(ids));
 		log_err("daemon group: no lockspace can change members: for %llu s "
 			"we wait for the lockspaces of daemon(s) %s (another "
-			"version of dlmd, which speaks no CPG protocol %u?)",
+			"version of dlmd, which speaks no CPG protocol %u, or "
+			"a process that is no dlmd: see status cpg_unverified?)",
 			(unsigned long long)((now - cs->cs_sync_since) / 1000), ids,
 			CM_VERSION);
 	}
@@ -2329,12 +2417,20 @@ static void sync_end(struct dlmd_cluster *cs)
 	kick(cs);
 }
 
+/* SEALED MESSAGES: a process we saw join that has sent nothing that
+ * verifies.  It starts no sync, none waits for it, its leave is none
+ * of ours; its first sealed message is its join (daemon_deliver). */
+static bool pending(const struct cs_daemon *dm)
+{
+	return dm->dm_witnessed && !dm->dm_inc;
+}
+
 static void sync_check(struct dlmd_cluster *cs)
 {
 	if (!cs->cs_syncing)
 		return;
 	for (unsigned int i = 0; i < cs->cs_ndm; i++)
-		if (!cs->cs_dm[i].dm_announced)
+		if (!cs->cs_dm[i].dm_announced && !pending(&cs->cs_dm[i]))
 			return;
 	sync_end(cs);
 }
@@ -2580,10 +2676,107 @@ static bool second_of_node(const struct dlmd_cluster *cs,
 
 		if (o == dm || o->dm_id != dm->dm_id)
 			continue;
+		/* one that never sealed a message is no dlmd (dm has:
+		 * seal_ok() came first), SEALED MESSAGES */
+		if (!o->dm_inc && !o->dm_known)
+			continue;
 		if (!dm->dm_known || o->dm_known)
 			return true;
 	}
 	return false;
+}
+
+static void dlmd_joined(struct dlmd_cluster *cs, struct cs_daemon *dm);
+
+/* SEALED MESSAGES: a message that does not verify is dropped, counted
+ * and said, at most once per UNVERIFIED_LOG_MS. */
+static void unverified(struct dlmd_cluster *cs, uint32_t nodeid, uint32_t pid,
+		       size_t len, const char *why)
+{
+	uint64_t now = dlmd_now_ms();
+
+	cs->cs_d->d_ncpg_unverified++;
+	cs->cs_unverified++;
+	if (now < cs->cs_unverified_log_at)
+		return;
+	log_err("daemon group: %llu message%s that did not verify dropped (the "
+		"last: %zu bytes from node %u pid %u: %s); a process that is "
+		"no dlmd of this cluster's key is in the daemon group",
+		(unsigned long long)cs->cs_unverified,
+		cs->cs_unverified == 1 ? "" : "s", len, nodeid, pid, why);
+	cs->cs_unverified = 0;
+	cs->cs_unverified_log_at = now + UNVERIFIED_LOG_MS;
+}
+
+static bool retired(const struct dlmd_cluster *cs, uint64_t inc)
+{
+	unsigned int n = cs->cs_nretired < CS_RETIRED_MAX ? cs->cs_nretired :
+			 CS_RETIRED_MAX;
+
+	for (unsigned int i = 0; i < n; i++)
+		if (cs->cs_retired[i] == inc)
+			return true;
+	return false;
+}
+
+/* Process dm leaves the group: its incarnation is never taken again. */
+static void retire(struct dlmd_cluster *cs, const struct cs_daemon *dm)
+{
+	if (dm && dm->dm_inc)
+		cs->cs_retired[cs->cs_nretired++ % CS_RETIRED_MAX] = dm->dm_inc;
+}
+
+/* The seal of a message of (nodeid, pid), member dm (or NULL): true if
+ * it verifies and is new; *inner is then the length of header and body.
+ * A message of another version is refused here, said once per process. */
+static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
+		    uint32_t nodeid, uint32_t pid, const unsigned char *p,
+		    size_t len, size_t *inner, bool *first)
+{
+	struct cm_seal se;
+	struct cm_hdr hd;
+	const char *why = NULL, *hwhy = NULL;
+
+	if (dlmd_cm_open(p, len, cs->cs_cpg_key, nodeid, pid, &se, inner,
+			 &why)) {
+		/* an older dlmd's: no seal, and the version says so */
+		if (dlmd_cm_hdr_decode(p, len, &hd, &hwhy) == -EPROTONOSUPPORT) {
+			if (dm && !dm->dm_refused) {
+				dm->dm_refused = true;
+				log_err("daemon group: node %u (pid %u) speaks CPG "
+					"protocol version %u, we speak %u: mixing "
+					"versions is refused; its messages are "
+					"dropped, and no lockspace changes members "
+					"while it is in the group", nodeid, pid,
+					hd.h_version, CM_VERSION);
+			}
+			return false;
+		}
+		unverified(cs, nodeid, pid, len, why);
+		return false;
+	}
+	*first = false;
+	if (!dm)
+		return true;	/* not a member: daemon_deliver says so */
+	if (!dm->dm_inc) {
+		if (retired(cs, se.se_inc)) {
+			unverified(cs, nodeid, pid, len, "the incarnation of a "
+				   "process that left (a replay)");
+			return false;
+		}
+		dm->dm_inc = se.se_inc;
+	} else if (se.se_inc != dm->dm_inc) {
+		unverified(cs, nodeid, pid, len, "another incarnation than the "
+			   "process's first message (a replay)");
+		return false;
+	} else if (se.se_seq <= dm->dm_seq) {
+		unverified(cs, nodeid, pid, len, "a sequence already seen (a "
+			   "replay)");
+		return false;
+	}
+	dm->dm_seq = se.se_seq;
+	*first = se.se_seq == 1;
+	return true;
 }
 
 static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
@@ -2595,11 +2788,16 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	struct cm_hdr hd;
 	struct cm_name nm;
 	const char *why = NULL;
+	bool first;
 	int rv;
 
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
 		return;
 	dm = dm_find(cs, nodeid, pid);
+	if (!seal_ok(cs, dm, nodeid, pid, p, len, &len, &first))
+		return;
+	if (first && dm)
+		dlmd_joined(cs, dm);
 	rv = dlmd_cm_hdr_decode(p, len, &hd, &why);
 	if (rv == -EPROTONOSUPPORT) {
 		if (dm && !dm->dm_refused) {
@@ -2771,6 +2969,69 @@ static bool first_known(const struct dlmd_cluster *cs,
 	return false;
 }
 
+/* A member added (or a failure while syncing): everybody announces,
+ * nobody decides until every member's ANNOUNCE is in.  A failure while
+ * syncing starts it over: a member that did not know the failed daemon
+ * learns from the others' FAILED records which lockspaces it failed out
+ * of before the sync ends. */
+static void sync_start(struct dlmd_cluster *cs, uint32_t view)
+{
+	if (!cs->cs_syncing) {
+		cs->cs_syncing = true;
+		cs->cs_sync_since = dlmd_now_ms();
+		cs->cs_sync_logged = false;
+	}
+	/* Only ANNOUNCEs sent after this point count, the same on every
+	 * member: a joiner never saw those sent before it (or their first
+	 * parts).  They carry the configuration they answer; one in
+	 * progress is dropped. */
+	cs->cs_view = view;
+	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+		cs->cs_dm[i].dm_announced = false;
+		cs->cs_dm[i].dm_ann_open = false;
+		cs->cs_dm[i].dm_nann = 0;
+	}
+	send_failed_all(cs);
+	/* the fencing turns we hold, for those who join (fence.c, ONE
+	 * FENCER): before our ANNOUNCE, so in by the sync's end */
+	dlmd_fence_resend_claims(cs->cs_d);
+	send_announce(cs);
+}
+
+/* SEALED MESSAGES: the first message of a dlmd process (sequence 1)
+ * is delivered: every member, it too, sees it at this point, and here
+ * it joins for dlmd's purposes (a sync starts; a process that never
+ * seals one never does).  Our own first message too: the others start
+ * their sync here, so we start ours again.  The sync's number mixes
+ * the process into the members' (the same on every member). */
+static void dlmd_joined(struct dlmd_cluster *cs, struct cs_daemon *dm)
+{
+	struct cpg_address m[DLM_MAX_NODES] = { { 0 } };
+	bool self = dm->dm_id == cs->cs_d->d_nodeid &&
+		    dm->dm_pid == cs->cs_self_pid;
+	bool second = false;
+	uint32_t view;
+
+	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+		const struct cs_daemon *o = &cs->cs_dm[i];
+
+		m[i].nodeid = o->dm_id;
+		m[i].pid = o->dm_pid;
+		m[i].reason = 0;
+		if (o != dm && o->dm_id == dm->dm_id && o->dm_known)
+			second = true;
+	}
+	view = view_of(m, cs->cs_ndm);
+	view = (view ^ dm->dm_id) * 16777619u;
+	view = (view ^ dm->dm_pid) * 16777619u;
+	if (!self && !second && !dm->dm_known && cs->cs_nsync_j < DLM_MAX_NODES &&
+	    !id_in(cs->cs_sync_j, cs->cs_nsync_j, dm->dm_id))
+		cs->cs_sync_j[cs->cs_nsync_j++] = dm->dm_id;
+	log_debug("daemon group: node %u pid %u sealed its first message: it "
+		  "joins (sync %08x)", dm->dm_id, dm->dm_pid, view);
+	sync_start(cs, view);
+}
+
 /*
  * The lockspace side of a daemon group confchg (after the daemon group's
  * own rules in daemon_confchg): daemons that left leave every lockspace
@@ -2789,10 +3050,18 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 	/* a process of a node id that still has one in the group left:
 	 * what we dropped of that node id meanwhile (second_of_node) is
 	 * sent again in a sync, as for a join; the same on every member */
-	for (size_t i = 0; i < nleft; i++)
+	for (size_t i = 0; i < nleft; i++) {
+		struct cs_daemon *ldm = dm_find(cs, left[i].nodeid, left[i].pid);
+
+		retire(cs, ldm);
+		/* one that never sealed a message: nothing of another was
+		 * dropped for it (second_of_node), the same on every member */
+		if (ldm && !ldm->dm_inc && !ldm->dm_known)
+			continue;
 		for (size_t k = 0; k < nmembers; k++)
 			if (members[k].nodeid == left[i].nodeid)
 				second_left = true;
+	}
 	/* who left, and the lockspaces they leave */
 	for (size_t i = 0; i < nleft; i++) {
 		struct cs_daemon *dm = dm_find(cs, left[i].nodeid, left[i].pid);
@@ -2804,8 +3073,10 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 
 		/* (a second dlmd of a node whose first is still a member,
 		 * ours included: no failure, nothing of it in a lockspace;
-		 * every member skips it alike, ONE DLMD PER NODE ID) */
-		if (!dm || id == d->d_nodeid ||
+		 * every member skips it alike, ONE DLMD PER NODE ID; and a
+		 * process that never sealed a message since we saw it join:
+		 * no dlmd, SEALED MESSAGES) */
+		if (!dm || id == d->d_nodeid || pending(dm) ||
 		    first_stays(cs, members, nmembers, joined, njoined, id))
 			continue;
 		/* its records of our own failure go with it */
@@ -2893,7 +3164,12 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 			ndm[nn].dm_id = members[i].nodeid;
 			ndm[nn].dm_pid = members[i].pid;
 			ndm[nn].dm_known = self;
-			if (!self && cs->cs_nsync_j < DLM_MAX_NODES &&
+			/* a joiner we see join is no dlmd to us until its
+			 * first sealed message (daemon_deliver); those there
+			 * before us we cannot tell: we wait for them */
+			ndm[nn].dm_witnessed = !we_joined && !self;
+			if (!self && !ndm[nn].dm_witnessed &&
+			    cs->cs_nsync_j < DLM_MAX_NODES &&
 			    !id_in(cs->cs_sync_j, cs->cs_nsync_j, members[i].nodeid) &&
 			    !first_known(cs, members, nmembers, &members[i]))
 				cs->cs_sync_j[cs->cs_nsync_j++] = members[i].nodeid;
@@ -2904,33 +3180,10 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		free(cs->cs_dm[i].dm_ann);
 	memcpy(cs->cs_dm, ndm, nn * sizeof(ndm[0]));
 	cs->cs_ndm = nn;
-	if (njoined || second_left || (failed && cs->cs_syncing)) {
-		/* a member added: everybody announces, nobody decides until
-		 * every member's ANNOUNCE is in.  A failure while syncing
-		 * starts it over: a member that did not know the failed
-		 * daemon learns from the others' FAILED records which
-		 * lockspaces it failed out of before the sync ends. */
-		if (!cs->cs_syncing) {
-			cs->cs_syncing = true;
-			cs->cs_sync_since = dlmd_now_ms();
-			cs->cs_sync_logged = false;
-		}
-		/* Only ANNOUNCEs sent after this confchg count, the same on
-		 * every member: a joiner never saw those sent before it
-		 * (or their first parts).  They carry the configuration they
-		 * answer; one in progress is dropped. */
-		cs->cs_view = view_of(members, nmembers);
-		for (unsigned int i = 0; i < cs->cs_ndm; i++) {
-			cs->cs_dm[i].dm_announced = false;
-			cs->cs_dm[i].dm_ann_open = false;
-			cs->cs_dm[i].dm_nann = 0;
-		}
-		send_failed_all(cs);
-		/* the fencing turns we hold, for those who join (fence.c,
-		 * ONE FENCER): before our ANNOUNCE, so in by the sync's end */
-		dlmd_fence_resend_claims(d);
-		send_announce(cs);
-	}
+	/* a member added: our own join here; another's is its first
+	 * sealed message (dlmd_joined) */
+	if (we_joined || second_left || (failed && cs->cs_syncing))
+		sync_start(cs, view_of(members, nmembers));
 	sync_check(cs);
 	kick(cs);
 }
@@ -3157,6 +3410,7 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			dlmd_fence_member_left(cs->cs_d, id);
 	}
 	daemon_confchg_ls(cs, members, nmembers, left, nleft, joined, njoined);
+	out_flush(cs);	/* what waited for our first confchg (out_flush) */
 	kick(cs);
 }
 
@@ -3602,11 +3856,14 @@ static int cpg_open(const char *name, cpg_deliver_fn_t deliver,
  * clean leaves.  Bounded: 1 s of "try again". */
 static void out_drain(struct dlmd_cluster *cs)
 {
-	for (int i = 0; cs->cs_out && i < CS_RETRIES; i++) {
+	for (int i = 0; cs->cs_out && cs->cs_self_pid && i < CS_RETRIES; i++) {
 		struct cs_out *o = cs->cs_out;
-		struct iovec iov = { .iov_base = o->o_buf, .iov_len = o->o_len };
-		cs_error_t e = cpg_mcast_joined(cs->cs_daemon_cpg, CPG_TYPE_AGREED,
-						&iov, 1);
+		struct iovec iov = { .iov_base = o->o_buf };
+		cs_error_t e;
+
+		out_seal(cs, o);
+		iov.iov_len = o->o_len;
+		e = cpg_mcast_joined(cs->cs_daemon_cpg, CPG_TYPE_AGREED, &iov, 1);
 
 		if (e == CS_ERR_TRY_AGAIN) {
 			usleep(CS_RETRY_US);	/* bounded; at stop only */
@@ -3700,6 +3957,41 @@ static const struct dlmd_comms_up comms_up = {
 	.cu_cannot_hold = dlmd_cannot_hold,
 };
 
+/* SEALED MESSAGES: the CPG key from the cluster key (the file comms.c
+ * has just loaded the same way), and our incarnation. */
+static int seal_init(struct dlmd_cluster *cs)
+{
+	const struct dlmd_config *cf = &cs->cs_d->d_cfg;
+	unsigned char ck[LC_KEY_LEN];
+	char why[512];
+	int rv;
+
+	for (int i = 0; !cs->cs_inc && i < 8; i++)
+		if (getrandom(&cs->cs_inc, sizeof(cs->cs_inc), 0) !=
+		    sizeof(cs->cs_inc))
+			cs->cs_inc = 0;
+	if (!cs->cs_inc) {
+		log_err("daemon group: no random incarnation: %s; not starting",
+			strerror(errno));
+		return -EIO;
+	}
+	if (cf->cf_crypto_none) {
+		memset(cs->cs_cpg_key, 0, sizeof(cs->cs_cpg_key));
+		log_warn("daemon group: crypto = none: its messages are sealed "
+			 "with a key everyone knows; any process corosync lets "
+			 "use CPG can speak for a node (README, threat model)");
+		return 0;
+	}
+	rv = lc_key_load(cf->cf_key_file, ck, why, sizeof(why));
+	if (rv < 0) {
+		log_err("daemon group: %s; not starting", why);
+		return rv;
+	}
+	dlmd_cm_key_derive(ck, cs->cs_cpg_key);
+	explicit_bzero(ck, sizeof(ck));
+	return 0;
+}
+
 int dlmd_cluster_init(struct dlmd *d, const struct dlmd_cluster_up *up)
 {
 	struct dlmd_cluster *cs = calloc(1, sizeof(*cs));
@@ -3737,6 +4029,9 @@ int dlmd_cluster_init(struct dlmd *d, const struct dlmd_cluster_up *up)
 	self = find_node(cs, d->d_nodeid);
 	rv = dlmd_comms_init(d, self ? node_addr_ptrs(self, p) : NULL,
 			     self ? self->n_naddrs : 0, &comms_up);
+	if (rv)
+		return rv;
+	rv = seal_init(cs);
 	if (rv)
 		return rv;
 	nodes_to_comms(cs);
@@ -3822,6 +4117,7 @@ void dlmd_cluster_fini(struct dlmd *d)
 		free(cs->cs_dm[i].dm_ann);
 	for (unsigned int i = 0; i < cs->cs_nbyid; i++)
 		free(cs->cs_byid[i].bi_ls);
+	explicit_bzero(cs->cs_cpg_key, sizeof(cs->cs_cpg_key));
 	free(cs);
 	d->d_cluster = NULL;
 }

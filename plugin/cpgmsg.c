@@ -2,7 +2,8 @@
  * plugin/cpgmsg.c - encode and decode the dlmd CPG messages
  * (layouts in plugin/cpgmsg.h).  No corosync here: the lockspace
  * protocol (plugin/cluster.c) sends and receives, this file only turns
- * structures into bytes and checks bytes before they become structures.
+ * structures into bytes and checks bytes before they become structures,
+ * and seals and verifies them (libsodium, as lowcomms/auth.c).
  */
 #include <assert.h>
 #include <errno.h>
@@ -10,8 +11,18 @@
 #include <stddef.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "plugin/cpgmsg.h"
 #include "core/le.h"
+
+static_assert(crypto_auth_hmacsha512256_BYTES == CM_MAC_LEN, "MAC length");
+static_assert(crypto_auth_hmacsha512256_KEYBYTES == CM_KEY_LEN,
+	      "MAC key length");
+static_assert(crypto_kdf_KEYBYTES == CM_KEY_LEN, "KDF key length");
+
+#define CM_KDF_CONTEXT	"dlmdcpg1"	/* 8 bytes; lowcomms uses "dlmdlcv1" */
+#define CM_KDF_ID	1
 
 /* The header goes on the wire field by field, each at its offset in
  * struct cm_hdr, which has no padding: these pin that layout, the one
@@ -486,4 +497,78 @@ int dlmd_cm_unreach_decode(const unsigned char *body, size_t len,
 	for (uint32_t i = 0; i < ur->ur_count; i++)
 		ur->ur_ids[i] = dlm_get_le32(body + CM_UNREACH_FIXED + 4 * i);
 	return unreach_ids_ok(ur, why) ? 0 : -EINVAL;
+}
+
+/* ---- the SEAL ---------------------------------------------------------- */
+
+void dlmd_cm_key_derive(const unsigned char cluster_key[CM_KEY_LEN],
+			unsigned char key[CM_KEY_LEN])
+{
+	crypto_kdf_derive_from_key(key, CM_KEY_LEN, CM_KDF_ID, CM_KDF_CONTEXT,
+				   cluster_key);
+}
+
+/* The MAC of msg[0 .. len) as sent by (nodeid, pid). */
+static void seal_mac(unsigned char mac[CM_MAC_LEN], const unsigned char *msg,
+		     size_t len, const unsigned char key[CM_KEY_LEN],
+		     uint32_t nodeid, uint32_t pid)
+{
+	crypto_auth_hmacsha512256_state st;
+	unsigned char who[8];
+
+	dlm_put_le32(who, nodeid);
+	dlm_put_le32(who + 4, pid);
+	crypto_auth_hmacsha512256_init(&st, key, CM_KEY_LEN);
+	crypto_auth_hmacsha512256_update(&st, who, sizeof(who));
+	crypto_auth_hmacsha512256_update(&st, msg, len);
+	crypto_auth_hmacsha512256_final(&st, mac);
+	sodium_memzero(&st, sizeof(st));
+}
+
+size_t dlmd_cm_seal(unsigned char *buf, size_t len,
+		    const unsigned char key[CM_KEY_LEN], uint32_t nodeid,
+		    uint32_t pid, const struct cm_seal *se)
+{
+	unsigned char *t = buf + len;
+
+	dlm_put_le64(t, se->se_inc);
+	dlm_put_le64(t + 8, se->se_seq);
+	seal_mac(t + 16, buf, len + 16, key, nodeid, pid);
+	return len + CM_SEAL_LEN;
+}
+
+int dlmd_cm_open(const unsigned char *msg, size_t len,
+		 const unsigned char key[CM_KEY_LEN], uint32_t nodeid,
+		 uint32_t pid, struct cm_seal *se, size_t *inner,
+		 const char **why)
+{
+	unsigned char mac[CM_MAC_LEN];
+	const unsigned char *t;
+	int bad;
+
+	if (len < CM_HDR_LEN + CM_SEAL_LEN) {
+		*why = "shorter than a header and a seal";
+		return -EBADMSG;
+	}
+	if (len > CM_WIRE_MAX_LEN) {
+		*why = "longer than any sealed message";
+		return -EBADMSG;
+	}
+	t = msg + len - CM_SEAL_LEN;
+	seal_mac(mac, msg, len - CM_MAC_LEN, key, nodeid, pid);
+	bad = sodium_memcmp(mac, t + 16, CM_MAC_LEN);
+	sodium_memzero(mac, sizeof(mac));
+	if (bad) {
+		*why = "its MAC does not verify (not sealed with the cluster "
+		       "key by this CPG process)";
+		return -EBADMSG;
+	}
+	se->se_inc = dlm_get_le64(t);
+	se->se_seq = dlm_get_le64(t + 8);
+	if (!se->se_inc || !se->se_seq) {
+		*why = "incarnation or sequence 0";
+		return -EBADMSG;
+	}
+	*inner = len - CM_SEAL_LEN;
+	return 0;
 }

@@ -12,7 +12,24 @@
  *   20 lockspace id (of the name in the body; 0 for ANNOUNCE)
  *   24 sequence (the sender's change count, for logs)
  *
- * followed by a body of the type's layout.  A lockspace name in a body is
+ * followed by a body of the type's layout, and then (version 3) by the
+ * SEAL, which h_length does not count (it covers header and body):
+ *
+ *    0 incarnation (64 bits, random, chosen once per dlmd process; not 0)
+ *    8 sequence (64 bits: 1 for the process's first message, then +1)
+ *   16 MAC (32 bytes): HMAC-SHA-512-256 (libsodium crypto_auth) under
+ *      the CPG key, of: the sender's CPG node id and pid (le32 each) as
+ *      CPG reports them to the receiver, then every byte before the MAC
+ *      (header, body, incarnation, sequence)
+ *
+ * The CPG key is derived from the cluster key lowcomms loads (key_file,
+ * lc_key_load) with crypto_kdf, context "dlmdcpg1", its own id: not a
+ * key lowcomms uses.  With crypto = none it is 32 zero bytes, a key
+ * everyone knows: the seal then proves nothing (plugin/cluster.c, SEALED
+ * MESSAGES says what holds then).  A process without the key cannot make
+ * a seal that verifies; one that replays a captured message is named by
+ * CPG with its own pid, which is not the pid the MAC binds; a message
+ * sent again later carries a sequence its receivers have seen.  A lockspace name in a body is
  * a NAME field: 4 bytes of length (1..DLM_LOCKSPACE_LEN), then that many
  * bytes of graphic ASCII other than '/' (no terminating NUL).
  *
@@ -66,9 +83,11 @@
  * it takes no part in removing a node it cannot reach, and removes
  * nothing itself; the others still agree (it is their rule).
  *
- * Version 1 (a CPG group per lockspace, START only) is not understood:
- * a version-1 or other-version message is refused by the header decoder
- * (-EPROTONOSUPPORT, with the version it carries filled in).
+ * Version 1 (a CPG group per lockspace, START only) is not understood,
+ * and neither is version 2 (the layouts above without the SEAL, so
+ * nothing of it can be verified): a message of another version is
+ * refused by the header decoder (-EPROTONOSUPPORT, with the version it
+ * carries filled in), and cluster.c logs the sender as refused.
  *
  * The magic "DLMG" is this protocol's own (core/wire.h lists the other
  * dlmd protocols' magics), so an engine message or a lowcomms frame
@@ -89,7 +108,10 @@
 #include "core/core.h"
 
 #define CM_MAGIC		0x474d4c44u	/* "DLMG" little-endian */
-#define CM_VERSION		2
+#define CM_VERSION		3	/* 3: the SEAL; 2 had none */
+#define CM_KEY_LEN		32	/* the CPG key */
+#define CM_MAC_LEN		32
+#define CM_SEAL_LEN		(16 + CM_MAC_LEN)	/* inc, seq, MAC */
 #define CM_HDR_LEN		28
 #define CM_NAME_MAX_LEN		(4 + DLM_LOCKSPACE_LEN)
 #define CM_START_FIXED		16	/* last_event, flags, nmembers, nprev */
@@ -116,6 +138,9 @@
 #define CM_MAX2(a, b)		((a) > (b) ? (a) : (b))
 #define CM_MAX_LEN		CM_MAX2(CM_MAX2(CM_START_MAX_LEN, CM_ANN_MAX_LEN), \
 					CM_FAILED_MAX_LEN)
+
+/* The largest message with its seal: what CPG may carry of ours. */
+#define CM_WIRE_MAX_LEN		(CM_MAX_LEN + CM_SEAL_LEN)
 
 enum cm_type {
 	CM_START = 1,
@@ -184,6 +209,12 @@ struct cm_fence {
 	uint32_t	fc_status;		/* CM_FENCE_*; 0 in a CLAIM */
 };
 
+/* The SEAL's incarnation and sequence. */
+struct cm_seal {
+	uint64_t	se_inc;			/* not 0 */
+	uint64_t	se_seq;			/* not 0 */
+};
+
 /* Is 'name' a valid lockspace name on the wire (1..DLM_LOCKSPACE_LEN
  * bytes of graphic ASCII, no '/')? */
 int dlmd_cm_name_valid(const char *name);
@@ -229,5 +260,23 @@ int dlmd_cm_unreach_decode(const unsigned char *body, size_t len,
 /* The body of a FENCE_CLAIM or FENCE_RESULT (type). */
 int dlmd_cm_fence_decode(const unsigned char *body, size_t len, uint16_t type,
 			 struct cm_fence *fc, const char **why);
+
+/* The CPG key from the cluster key (lowcomms/lowcomms.h, lc_key_load). */
+void dlmd_cm_key_derive(const unsigned char cluster_key[CM_KEY_LEN],
+			unsigned char key[CM_KEY_LEN]);
+/* Append the SEAL to the 'len' bytes of an encoded message in buf (which
+ * has room for CM_SEAL_LEN more), as sent by CPG process (nodeid, pid).
+ * Returns the sealed length. */
+size_t dlmd_cm_seal(unsigned char *buf, size_t len,
+		    const unsigned char key[CM_KEY_LEN], uint32_t nodeid,
+		    uint32_t pid, const struct cm_seal *se);
+/* Verify the SEAL of a message of 'len' bytes that CPG says process
+ * (nodeid, pid) sent: 0 with *se and *inner (the length of header and
+ * body) filled in, or -EBADMSG with *why (too short or long, a bad MAC,
+ * incarnation or sequence 0).  Nothing but the seal is checked here. */
+int dlmd_cm_open(const unsigned char *msg, size_t len,
+		 const unsigned char key[CM_KEY_LEN], uint32_t nodeid,
+		 uint32_t pid, struct cm_seal *se, size_t *inner,
+		 const char **why);
 
 #endif

@@ -513,6 +513,8 @@ struct dlmd {
 	uint64_t		d_fdlost_log_ms; /* ... and of the lost-fd line */
 	uint64_t		d_fdlost_nquiet;
 	uint64_t		d_nfd_lost;	/* requests whose fd the kernel dropped */
+	uint64_t		d_ncpg_unverified; /* daemon group messages
+						    * that did not verify */
 	uint64_t		d_refuse_nquiet;
 	struct dlmd_metrics	d_metrics;	/* metrics.h */
 	int			d_metrics_fd;	/* the endpoint's; -1: off */

@@ -8,8 +8,10 @@
  *   cpg-peer VERSION SECONDS [LS]
  *
  * With VERSION 1 it stands for an older dlmd (CPG protocol 1), whose
- * daemon group messages a version-2 dlmd must refuse, and which never
- * announces its lockspaces.  Exits 0 if it could join, send and leave.
+ * daemon group messages a current dlmd must refuse, and which never
+ * announces its lockspaces.  It has no cluster key: nothing it sends
+ * carries a seal (plugin/cpgmsg.h), so the dlmds that saw it join never
+ * take it for a dlmd.  Exits 0 if it could join, send and leave.
  *
  *   cpg-peer forge SECONDS LS
  *
@@ -18,7 +20,7 @@
  * join is delivered it answers the sync as its node's dlmd would, an
  * ANNOUNCE of no lockspace for the configuration it sees (which would
  * make it a known daemon), then sends a LEAVE of LS as its node
- * (tests/test-cluster-cpg-stranger.sh).
+ * (tests/test-cluster-cpg-stranger.sh); unsealed, both are dropped.
  */
 #include <errno.h>
 #include <poll.h>

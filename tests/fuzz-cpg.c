@@ -8,6 +8,13 @@
  * FENCE_CLAIM's, FENCE_RESULT's or LS_RESTART's body) encodes back to the same bytes,
  * so nothing in it was skipped, guessed or left unchecked; every name
  * accepted is a valid lockspace name.
+ *
+ * The input is a message without its SEAL (no fuzzer forges a MAC):
+ * the seal is checked apart.  The input as a sealed message must not
+ * verify under the fuzz key (all zero, as with crypto = none); a message
+ * the decoders accept, sealed under that key, verifies as its sender and
+ * gives back its bytes, incarnation and sequence, and no longer verifies
+ * with its last byte changed or as another pid.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -18,6 +25,30 @@
 #include "tests/fuzz-verdict.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const unsigned char fuzz_key[CM_KEY_LEN];	/* zeros */
+
+/* A message the decoders took: seal it, open it, break it. */
+static void seal_check(const uint8_t *data, size_t size)
+{
+	static unsigned char sealed[CM_WIRE_MAX_LEN];
+	struct cm_seal se = { 0x0123456789abcdefull, size + 1 }, back;
+	const char *why = NULL;
+	size_t len, inner = 0;
+
+	memcpy(sealed, data, size);
+	len = dlmd_cm_seal(sealed, size, fuzz_key, 7, 4242, &se);
+	if (len != size + CM_SEAL_LEN ||
+	    dlmd_cm_open(sealed, len, fuzz_key, 7, 4242, &back, &inner, &why) ||
+	    inner != size || memcmp(sealed, data, size) ||
+	    back.se_inc != se.se_inc || back.se_seq != se.se_seq)
+		abort();
+	if (!dlmd_cm_open(sealed, len, fuzz_key, 7, 4243, &back, &inner, &why))
+		abort();
+	sealed[len - 1] ^= 1;
+	if (!dlmd_cm_open(sealed, len, fuzz_key, 7, 4242, &back, &inner, &why))
+		abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -33,8 +64,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *why = NULL;
 	const unsigned char *body = data + CM_HDR_LEN;
 	size_t blen = size - CM_HDR_LEN, len;
+	struct cm_seal se;
 	int rv;
 
+	/* nothing the fuzzer writes carries a good MAC */
+	if (!dlmd_cm_open(data, size, fuzz_key, 7, 4242, &se, &len, &why))
+		abort();
+	why = NULL;
 	rv = dlmd_cm_hdr_decode(data, size, &h, &why);
 	if (rv) {
 		if (!why)
@@ -56,6 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		len = dlmd_cm_start_encode(again, &h, &st);
 		if (len != size || memcmp(again, data, size))
 			abort();
+		seal_check(data, size);
 		return 0;
 	case CM_JOIN:
 	case CM_LEAVE:
@@ -66,6 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		len = dlmd_cm_ls_encode(again, &h, h.h_type, nm.n_name);
 		if (len != size || memcmp(again, data, size))
 			abort();
+		seal_check(data, size);
 		return 0;
 	case CM_ANNOUNCE:
 		if (dlmd_cm_announce_decode(body, blen, &an, &why))
@@ -76,6 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		len = dlmd_cm_announce_encode(again, &h, &an);
 		if (len != size || memcmp(again, data, size))
 			abort();
+		seal_check(data, size);
 		return 0;
 	case CM_FAILED:
 		if (dlmd_cm_failed_decode(body, blen, &fl, &why))
@@ -85,6 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		len = dlmd_cm_failed_encode(again, &h, &fl);
 		if (len != size || memcmp(again, data, size))
 			abort();
+		seal_check(data, size);
 		return 0;
 	case CM_FENCE_CLAIM:
 	case CM_FENCE_RESULT:
@@ -95,6 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		len = dlmd_cm_fence_encode(again, &h, h.h_type, &fc);
 		if (len != size || memcmp(again, data, size))
 			abort();
+		seal_check(data, size);
 		return 0;
 	case CM_RESTART:
 		if (dlmd_cm_restart_decode(body, blen, &rs, &why))
@@ -104,6 +145,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		len = dlmd_cm_restart_encode(again, &h, &rs);
 		if (len != size || memcmp(again, data, size))
 			abort();
+		seal_check(data, size);
 		return 0;
 	case CM_UNREACH:
 		if (dlmd_cm_unreach_decode(body, blen, &ur, &why))
@@ -114,6 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		len = dlmd_cm_unreach_encode(again, &h, &ur);
 		if (len != size || memcmp(again, data, size))
 			abort();
+		seal_check(data, size);
 		return 0;
 	default:
 		fuzz_refuse("cluster.c (an unknown type)");

@@ -12,7 +12,12 @@
 # the sync with an ANNOUNCE of no lockspace (which made it a known
 # daemon), and sends a LEAVE of LS as node 2.  That was taken: node 1
 # ran LS with members 1 only while node 2's dlmd held a lock in it.
-# Now both dlmds log that the second process's messages are dropped, LS
+# Now both dlmds drop its messages, which carry no seal of the cluster
+# key (plugin/cluster.c, SEALED MESSAGES), count them (status
+# cpg_unverified) and say so in a rate-limited line; having seen it join
+# and never seal a message, neither takes it for a dlmd: a lockspace
+# joined on both nodes while it stays runs with members 1 2 (its join
+# stalled every membership change until it left); LS
 # keeps members 1 2 and its event on both nodes throughout, and once
 # the stranger has left, a lockspace joined on both nodes runs with
 # members 1 2 (the sync ended).  Needs root; the cluster is always torn
@@ -23,7 +28,7 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 POLLS=600		# bounded waits: polls of 0.1 s
 LS=stranger
 NRES=2
-PEER_S=8
+PEER_S=30	# it stays long beside the join below (a few seconds)
 
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
@@ -61,14 +66,27 @@ peer=$!
 poll "$WAIT_S" grep -q "sent an ANNOUNCE" "$dir/cpg-peer.out" ||
 	fail "cpg-peer did not get in: $(cat "$dir/cpg-peer.out")"
 for k in 1 2; do
-	poll "$WAIT_S" grep -q "messages of node 2 pid [0-9]* dropped" \
+	poll "$WAIT_S" grep -q "that did not verify dropped.* from node 2 pid" \
 		"$dir/n$k/dlmd.out" ||
 		fail "node $k logged no drop of the stranger's messages"
+	n=$(on "$k" "$DLMCTL" status | sed -n 's/.*cpg_unverified \([0-9]*\).*/\1/p')
+	[ "${n:-0}" -ge 1 ] || fail "node $k: status cpg_unverified is '$n'"
 done
 for k in 1 2; do
 	ls_has "$k" "state running members 1 2 " ||
 		fail "node $k: $LS lost node 2 to the stranger: $(ls_line "$k")"
 done
+
+say "== while it stays, a lockspace joined on both nodes runs"
+LS=stranger-during
+for k in 1 2; do
+	on "$k" "$DLMCTL" join "$LS" >/dev/null || fail "node $k: join $LS failed"
+done
+for k in 1 2; do
+	wait_ls "$k" "state running members 1 2 " "$LS does not run beside the stranger"
+done
+kill -0 "$peer" 2>/dev/null || fail "the stranger left before $LS ran"
+LS=stranger
 wait_pid "$peer" $((PEER_S + 30)) || fail "cpg-peer failed: $(cat "$dir/cpg-peer.out")"
 
 say "== the stranger left: $LS as it was, a new lockspace runs on both"

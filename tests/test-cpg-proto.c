@@ -31,6 +31,7 @@
 #define corosync_cfg_initialize	fake_cfg_initialize
 #define corosync_cfg_kill_node	fake_cfg_kill_node
 #define corosync_cfg_finalize	fake_cfg_finalize
+#define lc_key_load		fake_lc_key_load
 /* a small cap, so that the test reaches it */
 #define CS_ANN_TOTAL_MAX	256
 
@@ -101,7 +102,7 @@ struct sim_node {
 struct sim_msg {
 	uint32_t	nodeid, pid;
 	size_t		len;
-	unsigned char	buf[CM_MAX_LEN];
+	unsigned char	buf[CM_WIRE_MAX_LEN];
 };
 
 struct sim_job {
@@ -157,13 +158,26 @@ cs_error_t fake_cfg_finalize(corosync_cfg_handle_t h)
 	return CS_OK;
 }
 
+/* seal_init() is not run here: node_init() sets the key */
+int fake_lc_key_load(const char *path, unsigned char key[LC_KEY_LEN],
+		     char *why, size_t whylen)
+{
+	fail_msg("lc_key_load called");
+	return -EIO;
+}
+
+/* The simulated cluster's CPG key (every dlmd's; node_init()). */
+static const unsigned char sim_key[CM_KEY_LEN] = "test-cpg-proto cluster key 0123";
+/* The seals of slots without a dlmd (inject()) */
+static uint64_t sim_inc[SIM_NODES], sim_seq[SIM_NODES];
+
 cs_error_t fake_cpg_mcast_joined(cpg_handle_t h, cpg_guarantee_t g,
 				 const struct iovec *iov, unsigned int n)
 {
 	struct sim_node *sn = &sim[h - 1];
 	struct sim_msg *m;
 
-	assert_true(n == 1 && iov[0].iov_len <= CM_MAX_LEN);
+	assert_true(n == 1 && iov[0].iov_len <= CM_WIRE_MAX_LEN);
 	assert_true(nmsgs < SIM_MAX_MSGS);
 	m = &msgs[nmsgs++];
 	m->nodeid = sn->id;
@@ -557,6 +571,8 @@ static void node_init(int i, uint32_t id)
 	cs->cs_out_tail = &cs->cs_out;
 	cs->cs_quorate = true;
 	cs->cs_ring_seq = 1;
+	memcpy(cs->cs_cpg_key, sim_key, CM_KEY_LEN);
+	cs->cs_inc = 0x51000000ull * (uint64_t)(i + 1) + sn->pid;
 	for (unsigned int k = 0; k < SIM_NODES; k++) {
 		cs->cs_nodes[k].n_id = k + 1;
 		cs->cs_qview[k] = k + 1;
@@ -809,6 +825,8 @@ static int setup(void **state)
 	msgs = calloc(SIM_MAX_MSGS, sizeof(*msgs));
 	assert_non_null(msgs);
 	nmsgs = njobs = nlog = nlater = 0;
+	memset(sim_inc, 0, sizeof(sim_inc));
+	memset(sim_seq, 0, sizeof(sim_seq));
 	memset(kills, 0, sizeof(kills));
 	memset(wait_ms, 0, sizeof(wait_ms));
 	verbose = getenv("TEST_CPG_PROTO_VERBOSE") != NULL;
@@ -850,12 +868,37 @@ static void test_basic(void **state)
 	assert_int_equal(ls_of(0, "L")->core.nmembers, 2);
 }
 
-/* Queue a message of node slot i as if its dlmd had sent it. */
-static void inject(int i, const unsigned char *buf, size_t len)
+/* Queue the bytes of a message of node slot i's process as CPG would
+ * carry them, seal or not. */
+static void inject_raw(int i, const unsigned char *buf, size_t len)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	fake_cpg_mcast_joined((cpg_handle_t)(i + 1), CPG_TYPE_AGREED, &iov, 1);
+}
+
+/* Queue a message of node slot i as if its dlmd had sent it, sealed
+ * with the cluster's key as its next message (a slot without a dlmd:
+ * a process that has the key, of an incarnation of its own). */
+static void inject(int i, const unsigned char *buf, size_t len)
+{
+	unsigned char sealed[CM_WIRE_MAX_LEN];
+	struct dlmd_cluster *cs = sim[i].up ? sim[i].d.d_cluster : NULL;
+	struct cm_seal se;
+
+	assert_true(len <= CM_MAX_LEN);
+	memcpy(sealed, buf, len);
+	if (cs) {
+		se.se_inc = cs->cs_inc;
+		se.se_seq = ++cs->cs_seal_seq;
+	} else {
+		if (!sim_inc[i])
+			sim_inc[i] = 0x5e000000ull + sim[i].pid;
+		se.se_inc = sim_inc[i];
+		se.se_seq = ++sim_seq[i];
+	}
+	len = dlmd_cm_seal(sealed, len, sim_key, sim[i].id, sim[i].pid, &se);
+	inject_raw(i, sealed, len);
 }
 
 /* Deliver the first queued message sent by node id 'from' (CPG keeps
@@ -1013,8 +1056,11 @@ static void test_announce_spanning_confchg(void **state)
 	settle();
 	assert_true(ls_running(1, "ls0"));
 	sim_start(2);		/* confchg1: +N1 */
+	deliver_from(3);	/* N1's first sealed message: sync 1 */
 	deliver_from(1);	/* A.ANN1 part 1 */
 	sim_start(3);		/* confchg2: +N2 */
+	assert_same_sync();
+	deliver_from(4);	/* N2's first sealed message: sync 2 */
 	deliver_from(1);	/* A.ANN1 part 2 (LAST) */
 	assert_same_sync();
 	deliver_from(2);	/* B.ANN1 */
@@ -1077,7 +1123,8 @@ static void test_own_old_join_syncing(void **state)
 	settle();
 	ls_create(1, "L");
 	settle();
-	sim_start(2);		/* a sync starts; nothing delivered yet */
+	sim_start(2);
+	deliver_from(3);	/* N's first sealed message: a sync starts */
 	ls_create(0, "L");	/* JOIN1 */
 	ls_release(0, "L");	/* LEAVE1 */
 	ls_create(0, "L");	/* JOIN2 */
@@ -1220,7 +1267,8 @@ static void test_fence_messages(void **state)
 						 DLMD_FENCE_DONE), 0);
 	settle();		/* node 2 claims node 1's fencing */
 	assert_int_equal(sim[1].claimer[1], 2);
-	sim_start(2);		/* node 3 joins: a sync */
+	sim_start(2);		/* node 3 joins */
+	deliver_from(3);	/* its first sealed message: a sync */
 	assert_false(dlmd_cluster_may_claim(&sim[2].d, false));
 	deliver_from(2);	/* node 2's FAILED record */
 	assert_true(sim[2].failed[1]);
@@ -1929,11 +1977,11 @@ static void test_stranger_announce(void **state)
 	}
 }
 
-/* ... it is there when node 3 joins, which so knows neither process of
- * node 1 and takes nothing of node 1's until one leaves; the stranger
- * leaves (cpg_leave, no failure): the sync that starts then ends on
- * every member, node 3 knows node 1's dlmd, and L, which node 3 joins,
- * has all three. */
+/* ... it is there when node 3 joins, which cannot tell it from a dlmd
+ * that has not spoken yet and waits for it (nodes 1 and 2 do not: they
+ * saw it join and it never sealed a message); the stranger leaves
+ * (cpg_leave, no failure): node 3's sync ends, node 3 knows node 1's
+ * dlmd, and L, which node 3 joins, has all three. */
 static void test_stranger_before_newcomer(void **state)
 {
 	int s;
@@ -1948,8 +1996,15 @@ static void test_stranger_before_newcomer(void **state)
 	settle();
 	sim_start(2);
 	settle();
+	/* node 3 cannot tell the stranger, there before it, from a dlmd
+	 * that has not spoken yet: it waits for it (README, threat model);
+	 * but it takes node 1's dlmd's messages, sealed beside a process
+	 * that never sealed one (second_of_node) */
 	assert_true(sim[2].d.d_cluster->cs_syncing);
-	assert_true(logged(2, "messages of node 1 pid"));
+	assert_false(logged(2, "messages of node 1 pid"));
+	assert_true(dm_find(sim[2].d.d_cluster, 1, sim[0].pid)->dm_known);
+	for (int i = 0; i < 2; i++)
+		assert_false(sim[i].d.d_cluster->cs_syncing);
 	stranger_leaves(s);
 	for (int i = 0; i < 3; i++)
 		assert_false(sim[i].d.d_cluster->cs_syncing);
@@ -1960,6 +2015,287 @@ static void test_stranger_before_newcomer(void **state)
 		assert_true(ls_running(i, "L"));
 		assert_int_equal(ls_of(i, "L")->core.nmembers, 3);
 	}
+}
+
+/* ---- SEALED MESSAGES ----------------------------------------------- */
+
+/* A process that is no dlmd joins the daemon group as node id 'id' in
+ * slot s (CPG names it by its host's node id); no process of that node
+ * id need be there. */
+static void outsider_joins(int s, uint32_t id)
+{
+	struct cpg_address j;
+
+	memset(&sim[s], 0, sizeof(sim[s]));
+	sim[s].id = id;
+	sim[s].pid = next_pid++;
+	sim[s].hung = true;	/* a CPG member running no dlmd code */
+	j = (struct cpg_address){ id, sim[s].pid, CPG_REASON_JOIN };
+	confchg(NULL, 0, &j, 1);
+}
+
+/* Take the last queued message out of the queue (it is "captured"). */
+static size_t capture_last(unsigned char *buf)
+{
+	size_t len;
+
+	assert_true(nmsgs > 0);
+	len = msgs[nmsgs - 1].len;
+	memcpy(buf, msgs[nmsgs - 1].buf, len);
+	nmsgs--;
+	return len;
+}
+
+static uint64_t unverified_of(int i)
+{
+	return sim[i].d.d_ncpg_unverified;
+}
+
+/* Three nodes run L; node 3's dlmd dies (node 3 failed out of L, not yet
+ * fenced).  A process without the cluster key on node 3, now the only
+ * one of node id 3 in the group (the case the drop of a second process
+ * cannot cover), claims node 3's fencing and reports it done: with no
+ * seal, with a seal under another key, and with a good seal whose body
+ * it then changed.  Were any taken, nodes 1 and 2 would count node 3
+ * fenced and recover its locks unfenced.  All are dropped and counted. */
+static void test_unsealed_forgery(void **state)
+{
+	unsigned char buf[CM_WIRE_MAX_LEN];
+	static const unsigned char other_key[CM_KEY_LEN] = "not the cluster key";
+	struct cm_hdr h = { .h_sender = 3 };
+	struct cm_fence fc = { .fc_nodeid = 3, .fc_status = CM_FENCE_DONE };
+	struct cm_seal se = { 0x77, 1 };
+	size_t len;
+	int s = 4;
+
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		ls_create(i, "L");
+	settle();
+	sim_kill(2);
+	settle();
+	assert_true(sim[0].failed[3] && sim[1].failed[3]);
+	outsider_joins(s, 3);
+	/* no seal */
+	len = dlmd_cm_fence_encode(buf, &h, CM_FENCE_CLAIM, &fc);
+	inject_raw(s, buf, len);
+	len = dlmd_cm_fence_encode(buf, &h, CM_FENCE_RESULT, &fc);
+	inject_raw(s, buf, len);
+	settle();
+	/* a seal under another key */
+	len = dlmd_cm_fence_encode(buf, &h, CM_FENCE_CLAIM, &fc);
+	len = dlmd_cm_seal(buf, len, other_key, 3, sim[s].pid, &se);
+	inject_raw(s, buf, len);
+	/* a good seal, then the status changed (RELEASED into DONE) */
+	fc.fc_status = CM_FENCE_RELEASED;
+	len = dlmd_cm_fence_encode(buf, &h, CM_FENCE_RESULT, &fc);
+	se.se_seq = 2;
+	len = dlmd_cm_seal(buf, len, sim_key, 3, sim[s].pid, &se);
+	buf[CM_HDR_LEN + 4] = CM_FENCE_DONE;
+	inject_raw(s, buf, len);
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(sim[i].claimer[3], 0);
+		assert_true(sim[i].failed[3]);
+		assert_int_equal(unverified_of(i), 4);
+		assert_true(logged(i, "did not verify dropped"));
+	}
+}
+
+/* ... a process on node 3 replays messages node 3's dlmd sealed (a
+ * claim of node 3's fencing and its DONE, captured before that dlmd
+ * died): CPG names the replayer with its own pid, which is not the one
+ * the seal binds.  Dropped. */
+static void test_replay_other_pid(void **state)
+{
+	unsigned char claim[CM_WIRE_MAX_LEN], done[CM_WIRE_MAX_LEN];
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 3 };
+	struct cm_fence fc = { .fc_nodeid = 3, .fc_status = CM_FENCE_DONE };
+	size_t clen, dlen, len;
+	int s = 4;
+
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		ls_create(i, "L");
+	settle();
+	len = dlmd_cm_fence_encode(buf, &h, CM_FENCE_CLAIM, &fc);
+	inject(2, buf, len);
+	clen = capture_last(claim);
+	len = dlmd_cm_fence_encode(buf, &h, CM_FENCE_RESULT, &fc);
+	inject(2, buf, len);
+	dlen = capture_last(done);
+	sim_kill(2);
+	settle();
+	assert_true(sim[0].failed[3] && sim[1].failed[3]);
+	outsider_joins(s, 3);
+	inject_raw(s, claim, clen);
+	inject_raw(s, done, dlen);
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(sim[i].claimer[3], 0);
+		assert_true(sim[i].failed[3]);
+		assert_int_equal(unverified_of(i), 2);
+	}
+}
+
+/* ... the same process (a dlmd's own pid) sends one of its messages
+ * again later (its JOIN of T after its LEAVE of T): the sequence is one
+ * its receivers have seen.  Dropped: node 2 stays out of T. */
+static void test_replay_later(void **state)
+{
+	unsigned char join[CM_WIRE_MAX_LEN], buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 2 };
+	size_t jlen, len;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
+	inject(1, buf, len);
+	jlen = msgs[nmsgs - 1].len;
+	memcpy(join, msgs[nmsgs - 1].buf, jlen);
+	settle();
+	assert_true(le_has(le_find(sim[0].d.d_cluster, "T", false), 2));
+	len = dlmd_cm_ls_encode(buf, &h, CM_LEAVE, "T");
+	inject(1, buf, len);
+	settle();
+	assert_false(le_has(le_find(sim[0].d.d_cluster, "T", false), 2));
+	inject_raw(1, join, jlen);
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_false(le_has(le_find(sim[i].d.d_cluster, "T", false), 2));
+		assert_int_equal(unverified_of(i), 1);
+		assert_true(logged(i, "a sequence already seen"));
+	}
+}
+
+/* A dlmd of version 2 (no seal) is refused by name, once, and nothing
+ * of it is taken. */
+static void test_old_version_refused(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 3 };
+	size_t len;
+	int s = 4;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	outsider_joins(s, 3);
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
+	buf[4] = 2;	/* version 2 */
+	inject_raw(s, buf, len);
+	inject_raw(s, buf, len);
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_true(logged(i, "speaks CPG protocol version 2, we speak 3"));
+		assert_int_equal(unverified_of(i), 0);
+		assert_false(le_has(le_find(sim[i].d.d_cluster, "T", false), 3));
+	}
+}
+
+/* A process without the key joins beside node 1's dlmd, and another on
+ * node 5 (which runs no dlmd); neither ever answers (the node 5 one
+ * sends an unsealed ANNOUNCE).  Neither is a dlmd to the members that
+ * saw them join: no sync starts or waits for them, and membership
+ * changes go on while they stay: L loses node 2, M forms with both.
+ * (Waiting for every member's START: lockspace members are dlmds, so
+ * a stranger changes nothing there.) */
+static void test_silent_stranger(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	static struct cm_announce an;
+	struct cm_hdr h = { .h_sender = 5 };
+	size_t len;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(0, "L");
+	ls_create(1, "L");
+	settle();
+	outsider_joins(3, 1);
+	outsider_joins(4, 5);
+	an.an_flags = CM_ANN_FIRST | CM_ANN_LAST;
+	an.an_view = sim[0].d.d_cluster->cs_view;
+	len = dlmd_cm_announce_encode(buf, &h, &an);
+	inject_raw(4, buf, len);
+	settle();
+	for (int i = 0; i < 2; i++)
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+	ls_release(1, "L");
+	ls_create(0, "M");
+	ls_create(1, "M");
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+		assert_true(ls_running(i, "M"));
+		assert_int_equal(ls_of(i, "M")->core.nmembers, 2);
+		assert_int_equal(unverified_of(i), 1);
+	}
+	assert_true(ls_running(0, "L"));
+	assert_int_equal(ls_of(0, "L")->core.nmembers, 1);
+	/* they leave: nothing of theirs to undo, no sync */
+	sim[3].hung = sim[4].hung = false;
+	confchg(&(struct cpg_address){ 1, sim[3].pid, CPG_REASON_LEAVE }, 1,
+		NULL, 0);
+	confchg(&(struct cpg_address){ 5, sim[4].pid, CPG_REASON_PROCDOWN }, 1,
+		NULL, 0);
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+		assert_true(ls_running(i, "M"));
+	}
+	assert_false(logged(0, "fencing"));
+}
+
+/* The seal itself: what verifies, and what each change breaks. */
+static void test_seal_codec(void **state)
+{
+	unsigned char buf[CM_WIRE_MAX_LEN], key2[CM_KEY_LEN], ck[CM_KEY_LEN];
+	struct cm_hdr h = { .h_sender = 2, .h_seq = 5 }, hd;
+	struct cm_seal se = { 0x1122334455667788ull, 9 }, back;
+	const char *why = NULL;
+	size_t len, sl, inner = 0;
+
+	(void)state;
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
+	sl = dlmd_cm_seal(buf, len, sim_key, 2, 4242, &se);
+	assert_int_equal(sl, len + CM_SEAL_LEN);
+	assert_int_equal(dlmd_cm_open(buf, sl, sim_key, 2, 4242, &back, &inner,
+				      &why), 0);
+	assert_int_equal(inner, len);
+	assert_true(back.se_inc == se.se_inc && back.se_seq == se.se_seq);
+	assert_int_equal(dlmd_cm_hdr_decode(buf, inner, &hd, &why), 0);
+	/* another pid, node id, key, length: refused */
+	assert_int_equal(dlmd_cm_open(buf, sl, sim_key, 2, 4243, &back, &inner,
+				      &why), -EBADMSG);
+	assert_int_equal(dlmd_cm_open(buf, sl, sim_key, 3, 4242, &back, &inner,
+				      &why), -EBADMSG);
+	memcpy(key2, sim_key, CM_KEY_LEN);
+	key2[0] ^= 1;
+	assert_int_equal(dlmd_cm_open(buf, sl, key2, 2, 4242, &back, &inner,
+				      &why), -EBADMSG);
+	assert_int_equal(dlmd_cm_open(buf, sl - 1, sim_key, 2, 4242, &back,
+				      &inner, &why), -EBADMSG);
+	assert_int_equal(dlmd_cm_open(buf, len, sim_key, 2, 4242, &back, &inner,
+				      &why), -EBADMSG);
+	/* every byte counts: header, body, incarnation, sequence, MAC */
+	for (size_t i = 0; i < sl; i++) {
+		buf[i] ^= 0x40;
+		assert_int_equal(dlmd_cm_open(buf, sl, sim_key, 2, 4242, &back,
+					      &inner, &why), -EBADMSG);
+		buf[i] ^= 0x40;
+	}
+	/* the key is the cluster key's, not the cluster key itself */
+	memset(ck, 7, sizeof(ck));
+	dlmd_cm_key_derive(ck, key2);
+	assert_memory_not_equal(ck, key2, CM_KEY_LEN);
 }
 
 static void test_unreach_codec(void **state)
@@ -2054,6 +2390,17 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_stranger_before_newcomer,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsealed_forgery, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_replay_other_pid, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_replay_later, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_old_version_refused, setup,
+						teardown),
+		cmocka_unit_test(test_seal_codec),
+		cmocka_unit_test_setup_teardown(test_silent_stranger, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_unreach_codec, setup,
 						teardown),
 	};
