@@ -783,12 +783,6 @@ static void test_lookup_waits(void **state)
  * the caller offers it again) changes nothing, not even the count of
  * messages received: a node whose every message is refused has received
  * nothing (dlmd's hold relies on it; the count went up at each offer). */
-static int fail_all(void *arg)
-{
-	(void)arg;
-	return 1;
-}
-
 static void test_not_taken_not_counted(void **state)
 {
 	struct cluster *c = cluster_new(2, 100);

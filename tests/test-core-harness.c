@@ -121,6 +121,22 @@ struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq)
 	return c;
 }
 
+struct cluster *fold_cluster(int n)
+{
+	struct cluster *c;
+
+	cluster_fold = 1;
+	c = cluster_new(n, 1000);
+	cluster_fold = 0;
+	return c;
+}
+
+int fail_all(void *arg)
+{
+	(void)arg;
+	return 1;
+}
+
 struct cluster *cluster_new(int n, uint32_t toss_ms)
 {
 	return cluster_new_seq(n, toss_ms, 0);

@@ -18,22 +18,6 @@ static size_t nsolos(struct cluster *c, int node)
 	return dlm_solo_count(c->ls[node]);
 }
 
-static struct cluster *fold_cluster(int n)
-{
-	struct cluster *c;
-
-	cluster_fold = 1;
-	c = cluster_new(n, 1000);
-	cluster_fold = 0;
-	return c;
-}
-
-static int fail_all(void *arg)
-{
-	(void)arg;
-	return 1;
-}
-
 static struct dlm_ls_stats stats(struct cluster *c, int node)
 {
 	struct dlm_ls_stats st;

@@ -31,22 +31,6 @@ static size_t nrsbs(struct cluster *c, int node)
 	return c->ls[node]->ls_rsbtbl.ht_count;
 }
 
-static struct cluster *fold_cluster(int n)
-{
-	struct cluster *c;
-
-	cluster_fold = 1;
-	c = cluster_new(n, 1000);
-	cluster_fold = 0;
-	return c;
-}
-
-static int fail_all(void *arg)
-{
-	(void)arg;
-	return 1;
-}
-
 /* A lone lock is one record, counted as a lock, a resource and its
  * directory record; its completion and unlock ASTs are those of any
  * lock; its resource goes with it. */

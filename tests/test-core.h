@@ -70,6 +70,10 @@ extern uint32_t cluster_max_tossed;	/* max_tossed (0: no bound) */
 extern uint32_t cluster_fold;	/* fold lone locks (core/solo.c) */
 struct cluster *cluster_new_seq(int n, uint32_t toss_ms, uint32_t lvbseq);
 struct cluster *cluster_new(int n, uint32_t toss_ms);
+/* cluster_new(n, 1000) with fold_lone_locks on (core/solo.c) */
+struct cluster *fold_cluster(int n);
+/* an allocation hook (core/alloc.c) that fails every allocation */
+int fail_all(void *arg);
 void cluster_free(struct cluster *c);
 void drain(struct cluster *c);
 uint32_t lock_on(struct cluster *c, int node, uint64_t owner,
