@@ -3328,6 +3328,10 @@ static bool is_middle_conversion(int gr, int rq)
  *                     demoted.
  * Anything else (requests, up-conversions, other NOQUEUE conversions) is
  * kept and redone at finish: the lock's old state is safe to resend.
+ * The replies made up here are handed to receive_reply, its result
+ * ignored: it returns 0, -ENOENT or -EPROTO, never -ENOMEM (no reply is
+ * refused for want of memory: its handlers settle that themselves), so
+ * none is lost.
  */
 void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {

