@@ -2338,6 +2338,232 @@ static void test_unreach_codec(void **state)
 	assert_int_equal(dlmd_cm_unreach_encode(buf, &h, &ur), 0);
 }
 
+/* ---- split3: a three-way split that merges back (KNOWN LIMITS) ----- */
+
+/*
+ * These two tests pin what happens today (they pass); built with
+ * -DTEST_SPLIT3_FIXED they also assert what a fix must reach, and fail.
+ * The way out, designed here and not built yet:
+ *
+ * A. Hear a merged-back dlmd.  A process that left with node-down and
+ *    comes back with node-up under the same node id and CPG pid is the
+ *    same process (a restart shows as a join, never as node-up).  Keep
+ *    its incarnation and last sequence at the node-down leave (one entry
+ *    per node id) instead of only retiring it; a node-up join of that
+ *    (id, pid) takes them back, so its messages verify again (a replay of
+ *    what it sent before still does not: the sequence must grow), and the
+ *    merge confchg starts a sync on every member (the merged ring's
+ *    members are the same on all of them, so is the sync's number).
+ *
+ * B. Forgive a failure that no one acted on.  Why X's locks cannot have
+ *    been given away while X's dlmd lived, when X merges back as the same
+ *    process: a lock of X moves to another node only through a recovery
+ *    of a lockspace without X; every member of a lockspace stops it at
+ *    the confchg that shows X gone, before anything later is delivered,
+ *    and a stopped lockspace grants nothing; a recovery needs every
+ *    remaining member's START for the same change and members, and a
+ *    START needs X fenced on the sender.  Recovered or not shows in the
+ *    lockspace's last event: a side that recovered L without X has a
+ *    newer event for L than X has.  So the rule, at the end of the sync
+ *    that follows the merge (every FAILED record and ANNOUNCE delivered,
+ *    the same stream on every member): each FAILED record carries, per
+ *    failed node, the CPG pid and incarnation it failed with, and per
+ *    lockspace the sender's last completed event.  A failure of X is
+ *    dropped by every member (le_failed, the claims of "our own
+ *    failure", fence.c's pending fencing) iff all of: X is a member now
+ *    with that pid and incarnation; the failure is a node-down one
+ *    (never DLMD_FAIL_DAEMON/REMOVED/RESTARTED: those processes are
+ *    gone); no FENCE_CLAIM or FENCE_RESULT for X was delivered since the
+ *    failure (a minority never fences, so none exists here; if one does,
+ *    X may be dying: keep fencing it); and in every lockspace X was in,
+ *    every member's last event equals X's.  Then the lockspaces take a
+ *    change with all members and a full recovery runs (member-policy:
+ *    equal events decide START).  Otherwise X stays failed, and where a
+ *    lockspace's events differ the stateful-merge rule (decide(): the
+ *    older event loses its instance) removes the stale side, which then
+ *    is fenced as DLMD_FAIL_REMOVED.  All inputs are CPG-ordered
+ *    messages and confchgs, so every member decides alike, and no local
+ *    clock, quorum notification or fence_ack enters the decision.
+ *    Quorum is not relied on for safety (votes are not modelled): the
+ *    event comparison is what shows that nobody recovered without X.
+ */
+
+/* Node slot i alone gets a daemon group confchg: its side of a split
+ * (members: the slots in 'side', nside of them) with 'left' gone, or
+ * 'joined' merged back, all with 'reason'. */
+static void confchg_side(int i, const int *side, size_t nside,
+			 const int *other, size_t nother, bool merge)
+{
+	struct cpg_address m[SIM_NODES], o[SIM_NODES];
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+
+	for (size_t k = 0; k < nside; k++) {
+		m[k].nodeid = sim[side[k]].id;
+		m[k].pid = sim[side[k]].pid;
+		m[k].reason = 0;
+	}
+	for (size_t k = 0; k < nother; k++) {
+		o[k].nodeid = sim[other[k]].id;
+		o[k].pid = sim[other[k]].pid;
+		o[k].reason = merge ? CPG_REASON_NODEUP : CPG_REASON_NODEDOWN;
+	}
+	sim[i].d.d_cluster->cs_ring_seq++;
+	cur = i;
+	daemon_confchg((cpg_handle_t)(i + 1), &gn, m, nside,
+		       merge ? NULL : o, merge ? 0 : nother,
+		       merge ? o : NULL, merge ? nother : 0);
+	cur = -1;
+	run_jobs();
+}
+
+/* While every node is a side of its own: each message reaches only its
+ * sender (CPG delivers within the side). */
+static void settle_alone(void)
+{
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+
+	for (int n = 0; n < 1000 && (nmsgs || njobs); n++) {
+		while (nmsgs) {
+			struct sim_msg m = msgs[0];
+
+			memmove(&msgs[0], &msgs[1], (nmsgs - 1) * sizeof(msgs[0]));
+			nmsgs--;
+			for (int i = 0; i < SIM_NODES; i++) {
+				if (!sim[i].up || sim[i].id != m.nodeid)
+					continue;
+				cur = i;
+				daemon_deliver((cpg_handle_t)(i + 1), &gn, m.nodeid,
+					       m.pid, m.buf, m.len);
+			}
+			cur = -1;
+			run_jobs();
+		}
+		engine_step();
+	}
+	assert_int_equal(nmsgs, 0);
+}
+
+static void set_quorate(int i, bool q)
+{
+	cur = i;
+	sim[i].d.d_cluster->cs_quorate = q;
+	kick(sim[i].d.d_cluster);
+	cur = -1;
+	run_jobs();
+}
+
+/*
+ * The probe's stall (tests/test-cluster-lossy.sh, LOSSY_LOSS_A=20
+ * LOSSY_LOSS_C=50 LOSSY_RATE=64kbit): three nodes run L; the cluster
+ * splits into three one-node rings (quorum lost on each), which merge
+ * back (quorum regained); no dlmd stopped.
+ */
+static void split3_merge(void)
+{
+	const int all[3] = { 0, 1, 2 };
+
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 3;
+		sim[i].d.d_cluster->cs_nqview = 3;
+	}
+	for (int i = 0; i < 3; i++)
+		ls_create(i, "L");
+	settle();
+	for (int i = 0; i < 3; i++)
+		assert_true(ls_running(i, "L"));
+
+	/* the split: each node alone, quorum lost */
+	for (int i = 0; i < 3; i++) {
+		int others[2], no = 0;
+
+		for (int k = 0; k < 3; k++)
+			if (k != i)
+				others[no++] = k;
+		confchg_side(i, &all[i], 1, others, 2, false);
+		set_quorate(i, false);
+	}
+	settle_alone();
+	for (int i = 0; i < 3; i++) {
+		assert_false(ls_running(i, "L"));
+		for (int k = 0; k < 3; k++) {
+			if (k == i)
+				continue;
+			assert_true(sim[i].failed[k + 1]);
+			/* seen from a minority: no majority mark */
+			assert_false(sim[i].fail_how[k + 1] & DLMD_FAIL_MAJORITY);
+		}
+	}
+
+	/* the merge: every node sees the other two come back (node-up) */
+	for (int i = 0; i < 3; i++) {
+		int others[2], no = 0;
+
+		for (int k = 0; k < 3; k++)
+			if (k != i)
+				others[no++] = k;
+		confchg_side(i, all, 3, others, 2, true);
+	}
+	for (int i = 0; i < 3; i++)
+		set_quorate(i, true);
+	settle();
+	for (int r = 0; r < 8; r++) {
+		fire_restarts();
+		settle();
+	}
+}
+
+/* After the three-way split's merge, L never runs again: every node saw
+ * the others fail from a minority side, so nobody removes anyone and
+ * each one's fencing waits for a quorate view without its victims
+ * (fence.c), which never comes. */
+static void test_split3_stall(void **state)
+{
+	split3_merge();
+	for (int i = 0; i < 3; i++) {
+		for (uint32_t v = 1; v <= 3; v++)
+			assert_int_equal(kills[i][v], 0);
+		for (int k = 0; k < 3; k++)
+			if (k != i)
+				assert_true(sim[i].failed[k + 1]);
+		assert_false(ls_running(i, "L"));
+	}
+#ifdef TEST_SPLIT3_FIXED
+	/* what a fix must reach: L runs again, on all three (or on the
+	 * side agreed to stay, the others removed and fenced) */
+	for (int i = 0; i < 3; i++)
+		assert_true(ls_running(i, "L") || kills_of(sim[i].id));
+#endif
+}
+
+/* Worse, since the seals (SEALED MESSAGES): a merged-back dlmd is not
+ * heard at all.  Its incarnation was retired when it left with
+ * node-down, so its next message is dropped as "a replay", and no sync
+ * starts (its first message, sequence 1, was long ago).  Nodes 1 and 2
+ * then each create lockspace M and each run it alone: two instances of
+ * one lockspace, two holders of any lock in it. */
+static void test_split3_unheard(void **state)
+{
+	split3_merge();
+	ls_create(0, "M");
+	settle();
+	assert_true(unverified_of(1) > 0);
+	assert_true(unverified_of(2) > 0);
+	ls_create(1, "M");
+	settle();
+	assert_true(ls_running(0, "M"));
+	assert_true(ls_running(1, "M"));
+	assert_int_equal(ls_of(0, "M")->core.nmembers, 1);
+	assert_int_equal(ls_of(1, "M")->core.nmembers, 1);
+#ifdef TEST_SPLIT3_FIXED
+	assert_false(ls_running(0, "M") && ls_running(1, "M") &&
+		     ls_of(0, "M")->core.nmembers == 1 &&
+		     ls_of(1, "M")->core.nmembers == 1);
+#endif
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2402,6 +2628,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_silent_stranger, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unreach_codec, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_split3_stall, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_split3_unheard, setup,
 						teardown),
 	};
 
