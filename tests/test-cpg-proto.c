@@ -2341,9 +2341,10 @@ static void test_unreach_codec(void **state)
 /* ---- split3: a three-way split that merges back (KNOWN LIMITS) ----- */
 
 /*
- * These two tests pin what happens today (they pass); built with
- * -DTEST_SPLIT3_FIXED they also assert what a fix must reach, and fail.
- * The way out, designed here and not built yet:
+ * test_split3_stall pins what happens today (it passes); built with
+ * -DTEST_SPLIT3_FIXED it also asserts what a fix must reach, and fails.
+ * The way out: A is built (cluster.c, merge_keep(); test_split3_heard),
+ * B is designed here and not built yet.
  *
  * A. Hear a merged-back dlmd.  A process that left with node-down and
  *    comes back with node-up under the same node id and CPG pid is the
@@ -2416,9 +2417,11 @@ static void confchg_side(int i, const int *side, size_t nside,
 	run_jobs();
 }
 
-/* While every node is a side of its own: each message reaches only its
- * sender (CPG delivers within the side). */
-static void settle_alone(void)
+/* While the cluster is split: a message reaches the members of its
+ * sender's side only (side_of[slot]; CPG delivers within the side). */
+static int side_of[SIM_NODES];
+
+static void settle_sides(void)
 {
 	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
 
@@ -2428,8 +2431,10 @@ static void settle_alone(void)
 
 			memmove(&msgs[0], &msgs[1], (nmsgs - 1) * sizeof(msgs[0]));
 			nmsgs--;
+			int from = (int)m.nodeid - 1;
+
 			for (int i = 0; i < SIM_NODES; i++) {
-				if (!sim[i].up || sim[i].id != m.nodeid)
+				if (!sim[i].up || side_of[i] != side_of[from])
 					continue;
 				cur = i;
 				daemon_deliver((cpg_handle_t)(i + 1), &gn, m.nodeid,
@@ -2441,6 +2446,22 @@ static void settle_alone(void)
 		engine_step();
 	}
 	assert_int_equal(nmsgs, 0);
+}
+
+/* A quorum notification: quorate or not, the view the slots in side */
+static void set_quorum(int i, bool q, const int *side, size_t nside)
+{
+	struct dlmd_cluster *cs = sim[i].d.d_cluster;
+
+	cur = i;
+	cs->cs_quorate = q;
+	cs->cs_ring_seq++;
+	cs->cs_nqview = 0;
+	for (size_t k = 0; k < nside; k++)
+		cs->cs_qview[cs->cs_nqview++] = sim[side[k]].id;
+	kick(cs);
+	cur = -1;
+	run_jobs();
 }
 
 static void set_quorate(int i, bool q)
@@ -2458,6 +2479,9 @@ static void set_quorate(int i, bool q)
  * splits into three one-node rings (quorum lost on each), which merge
  * back (quorum regained); no dlmd stopped.
  */
+static unsigned char split3_old[CM_WIRE_MAX_LEN];	/* node 2's JOIN of L */
+static size_t split3_old_len;
+
 static void split3_merge(void)
 {
 	const int all[3] = { 0, 1, 2 };
@@ -2469,8 +2493,14 @@ static void split3_merge(void)
 		sim[i].d.d_cluster->cs_nnodes = 3;
 		sim[i].d.d_cluster->cs_nqview = 3;
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3; i++) {
 		ls_create(i, "L");
+		if (i == 1) {
+			assert_true(nmsgs > 0);
+			split3_old_len = msgs[nmsgs - 1].len;
+			memcpy(split3_old, msgs[nmsgs - 1].buf, split3_old_len);
+		}
+	}
 	settle();
 	for (int i = 0; i < 3; i++)
 		assert_true(ls_running(i, "L"));
@@ -2484,8 +2514,9 @@ static void split3_merge(void)
 				others[no++] = k;
 		confchg_side(i, &all[i], 1, others, 2, false);
 		set_quorate(i, false);
+		side_of[i] = i;
 	}
-	settle_alone();
+	settle_sides();
 	for (int i = 0; i < 3; i++) {
 		assert_false(ls_running(i, "L"));
 		for (int k = 0; k < 3; k++) {
@@ -2518,11 +2549,14 @@ static void split3_merge(void)
 /* After the three-way split's merge, L never runs again: every node saw
  * the others fail from a minority side, so nobody removes anyone and
  * each one's fencing waits for a quorate view without its victims
- * (fence.c), which never comes. */
+ * (fence.c), which never comes; the sync after the merge passes the
+ * FAILED records, so each node also waits for "fencing of us", as in
+ * the probe's logs. */
 static void test_split3_stall(void **state)
 {
 	split3_merge();
 	for (int i = 0; i < 3; i++) {
+		assert_true(logged(i, "records our own failure"));
 		for (uint32_t v = 1; v <= 3; v++)
 			assert_int_equal(kills[i][v], 0);
 		for (int k = 0; k < 3; k++)
@@ -2538,30 +2572,111 @@ static void test_split3_stall(void **state)
 #endif
 }
 
-/* Worse, since the seals (SEALED MESSAGES): a merged-back dlmd is not
- * heard at all.  Its incarnation was retired when it left with
- * node-down, so its next message is dropped as "a replay", and no sync
- * starts (its first message, sequence 1, was long ago).  Nodes 1 and 2
- * then each create lockspace M and each run it alone: two instances of
- * one lockspace, two holders of any lock in it. */
-static void test_split3_unheard(void **state)
+/* Since the seals (SEALED MESSAGES), a merged-back dlmd was not heard at
+ * all: its incarnation was retired when it left with node-down, so each
+ * later message of it was dropped as "a replay" and no sync started;
+ * nodes 1 and 2 then each created lockspace M and each ran it alone (two
+ * instances of one lockspace, two holders of any lock in it).  Seen
+ * failing so before cluster.c kept a node-down leaver's seal for its
+ * merge.  Now it is heard, M is one instance of two members, and a
+ * message it sent before the split is still refused (a replay). */
+static void test_split3_heard(void **state)
 {
 	split3_merge();
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(unverified_of(i), 0);
 	ls_create(0, "M");
 	settle();
-	assert_true(unverified_of(1) > 0);
-	assert_true(unverified_of(2) > 0);
 	ls_create(1, "M");
 	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_true(ls_running(i, "M"));
+		assert_int_equal(ls_of(i, "M")->core.nmembers, 2);
+	}
+	assert_int_equal(ls_of(0, "M")->core.event, ls_of(1, "M")->core.event);
+	inject_raw(1, split3_old, split3_old_len);
+	settle();
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(unverified_of(i), 1);
+		assert_true(logged(i, "a sequence already seen"));
+	}
 	assert_true(ls_running(0, "M"));
-	assert_true(ls_running(1, "M"));
-	assert_int_equal(ls_of(0, "M")->core.nmembers, 1);
-	assert_int_equal(ls_of(1, "M")->core.nmembers, 1);
-#ifdef TEST_SPLIT3_FIXED
-	assert_false(ls_running(0, "M") && ls_running(1, "M") &&
-		     ls_of(0, "M")->core.nmembers == 1 &&
-		     ls_of(1, "M")->core.nmembers == 1);
-#endif
+}
+
+/* A split into a majority and a minority that merges back, now that the
+ * merge is heard (a sync runs): nodes 1 and 2 keep quorum, fence node 3
+ * and recover L without it; at the merge both remove node 3 (its state is
+ * stale), whose FAILED record of nodes 1 and 2 holds them ("records our
+ * own failure") only until it leaves; once node 3 is fenced (again: it
+ * left with node-down), L runs on 1 and 2. */
+static void test_split_majority_merge(void **state)
+{
+	const int maj[2] = { 0, 1 }, min[1] = { 2 }, all[3] = { 0, 1, 2 };
+	struct cpg_address l = { .reason = CPG_REASON_NODEDOWN };
+
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 3;
+		sim[i].d.d_cluster->cs_nqview = 3;
+	}
+	for (int i = 0; i < 3; i++)
+		ls_create(i, "L");
+	settle();
+	confchg_side(0, maj, 2, min, 1, false);
+	confchg_side(1, maj, 2, min, 1, false);
+	confchg_side(2, min, 1, maj, 2, false);
+	set_quorum(0, true, maj, 2);
+	set_quorum(1, true, maj, 2);
+	set_quorum(2, false, min, 1);
+	side_of[0] = side_of[1] = 0;
+	side_of[2] = 2;
+	settle_sides();
+	assert_true(sim[0].fail_how[3] & DLMD_FAIL_MAJORITY);
+	fence_done(0, 3);
+	fence_done(1, 3);
+	settle_sides();
+	assert_true(ls_running(0, "L"));
+	assert_false(ls_running(2, "L"));
+
+	confchg_side(0, all, 3, min, 1, true);
+	confchg_side(1, all, 3, min, 1, true);
+	confchg_side(2, all, 3, maj, 2, true);
+	for (int i = 0; i < 3; i++)
+		set_quorum(i, true, all, 3);
+	settle();
+	assert_true(kills[0][3] > 0 && kills[1][3] > 0);
+	assert_int_equal(kills_of(1) + kills_of(2), 0);
+	assert_int_equal(unverified_of(0), 0);
+	assert_false(ls_running(2, "L"));
+
+	/* node 3's corosync exits (removed), its dlmd with it */
+	l.nodeid = sim[2].id;
+	l.pid = sim[2].pid;
+	for (unsigned int n = 0, k = 0, was = nmsgs; n < was; n++) {
+		if (msgs[n].nodeid != l.nodeid)
+			msgs[k++] = msgs[n];
+		nmsgs = k;
+	}
+	node_free(2);
+	confchg(&l, 1, NULL, 0);
+	settle();
+	assert_false(ls_running(0, "L"));	/* node 3 is fenced first */
+	assert_true(sim[0].failed[3]);
+	set_quorum(0, true, maj, 2);
+	set_quorum(1, true, maj, 2);
+	fence_done(0, 3);
+	fence_done(1, 3);
+	settle();
+	for (int r = 0; r < 8 && !ls_running(0, "L"); r++) {
+		fire_restarts();
+		settle();
+	}
+	for (int i = 0; i < 2; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 2);
+	}
 }
 
 int main(void)
@@ -2631,7 +2746,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_stall, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_split3_unheard, setup,
+		cmocka_unit_test_setup_teardown(test_split3_heard, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_split_majority_merge, setup,
 						teardown),
 	};
 
