@@ -2387,6 +2387,10 @@ static void test_unreach_codec(void **state)
  *    clock, quorum notification or fence_ack enters the decision.
  *    Quorum is not relied on for safety (votes are not modelled): the
  *    event comparison is what shows that nobody recovered without X.
+ *    Liveness needs one more thing: lowcomms state with X was reset at
+ *    its node-down leave (frames queued for it dropped), so requests in
+ *    flight across the split are gone; the full recovery must resend
+ *    them (core/recover.c's resend step, as after any member change).
  */
 
 /* Node slot i alone gets a daemon group confchg: its side of a split
