@@ -177,9 +177,12 @@
  * process's first verified message fixes its incarnation; later ones
  * must carry it and a greater sequence; a process that leaves has its
  * incarnation retired (the last CS_RETIRED_MAX), so one that gets its
- * CPG pid later cannot replay its messages.  A message that does not
- * verify is dropped, counted (status cpg_unverified) and said, rate-
- * limited: whoever sent it has not the cluster key.
+ * CPG pid later cannot replay its messages.  One that leaves with
+ * node-down (a split) and comes back with node-up, same node id and
+ * pid, is the same process: its incarnation and sequence, kept, are its
+ * again, and the merge starts a sync (merge_keep()).  A message that
+ * does not verify is dropped, counted (status cpg_unverified) and said,
+ * rate-limited: whoever sent it has not the cluster key.
  *
  * Nor is such a process a dlmd.  A process's first sealed message
  * (sequence 1) is its join for our purposes: every member sees it at
@@ -525,7 +528,10 @@
  *    into singletons that merged back 2 s later, and every node's
  *    lockspace stayed "wait fencing of us" for over 10 minutes, every
  *    client hung (the checker found no violation: no side was quorate,
- *    none granted anything); 10 % and 30 % did not split.
+ *    none granted anything); 10 % and 30 % did not split.  Played at
+ *    unit level in tests/test-cpg-proto.c (test_split3_stall), with the
+ *    way out (forgiving a node-down failure of the same process when no
+ *    lockspace recovered without it) designed there, not built.
  *  - The majority is counted in configured nodes, one vote each: a
  *    votequorum with unequal votes or a quorum device is not modelled.
  *  - A stuck lock is reported (state "stalled", the log), not repaired:
@@ -750,6 +756,13 @@ struct dlmd_cluster {
 	uint64_t		cs_seal_seq;
 	uint64_t		cs_retired[CS_RETIRED_MAX];
 	unsigned int		cs_nretired;
+	/* processes that left with node-down, for their node-up merge
+	 * (SEALED MESSAGES: a merge); one per node id */
+	struct cs_kept {
+		uint32_t	ct_id, ct_pid;
+		uint64_t	ct_inc, ct_seq;
+	}			cs_kept[DLM_MAX_NODES];
+	unsigned int		cs_nkept;
 	uint64_t		cs_unverified;
 	uint64_t		cs_unverified_log_at;
 	bool			cs_dup_stop;	/* ONE DLMD PER NODE ID: we stop,
@@ -2726,6 +2739,70 @@ static void retire(struct dlmd_cluster *cs, const struct cs_daemon *dm)
 		cs->cs_retired[cs->cs_nretired++ % CS_RETIRED_MAX] = dm->dm_inc;
 }
 
+/*
+ * SEALED MESSAGES: a merge.  A process that leaves with node-down (a
+ * split) may come back with node-up under the same node id and CPG pid:
+ * the same process, which kept its incarnation and sequence (a restart
+ * joins with reason join, never node-up).  Its incarnation is retired all
+ * the same (nothing else may take it), and kept here with its last
+ * sequence, one entry per node id: its node-up join takes them back, so
+ * its later messages verify and what it sent before does not (the
+ * sequence must grow).  Retired alone, it was never heard again after a
+ * merge: every message a "replay", no sync, and two sides each ran a
+ * lockspace created there alone, two instances of it (test-cpg-proto,
+ * test_split3_heard).
+ */
+static void merge_keep(struct dlmd_cluster *cs, const struct cs_daemon *dm)
+{
+	unsigned int i;
+
+	for (i = 0; i < cs->cs_nkept; i++)
+		if (cs->cs_kept[i].ct_id == dm->dm_id)
+			break;
+	if (i == cs->cs_nkept) {
+		if (cs->cs_nkept == DLM_MAX_NODES)
+			return;
+		cs->cs_nkept++;
+	}
+	cs->cs_kept[i].ct_id = dm->dm_id;
+	cs->cs_kept[i].ct_pid = dm->dm_pid;
+	cs->cs_kept[i].ct_inc = dm->dm_inc;
+	cs->cs_kept[i].ct_seq = dm->dm_seq;
+}
+
+/* Member m joined with node-up and is a process we kept: fill ndm. */
+static bool merge_take(struct dlmd_cluster *cs,
+		       const struct cpg_address *joined, size_t njoined,
+		       const struct cpg_address *m, struct cs_daemon *ndm)
+{
+	bool nodeup = false;
+
+	for (size_t j = 0; j < njoined; j++)
+		if (joined[j].nodeid == m->nodeid && joined[j].pid == m->pid &&
+		    joined[j].reason == CPG_REASON_NODEUP)
+			nodeup = true;
+	if (!nodeup)
+		return false;
+	for (unsigned int i = 0; i < cs->cs_nkept; i++) {
+		const struct cs_kept *ct = &cs->cs_kept[i];
+
+		if (ct->ct_id != m->nodeid || ct->ct_pid != m->pid)
+			continue;
+		memset(ndm, 0, sizeof(*ndm));
+		ndm->dm_id = m->nodeid;
+		ndm->dm_pid = m->pid;
+		ndm->dm_inc = ct->ct_inc;
+		ndm->dm_seq = ct->ct_seq;
+		ndm->dm_witnessed = true;
+		cs->cs_kept[i] = cs->cs_kept[--cs->cs_nkept];
+		log_info("daemon group: node %u pid %u merged back: its seal is "
+			 "known, its lockspaces are not until its ANNOUNCE",
+			 m->nodeid, m->pid);
+		return true;
+	}
+	return false;
+}
+
 /* The seal of a message of (nodeid, pid), member dm (or NULL): true if
  * it verifies and is new; *inner is then the length of header and body.
  * A message of another version is refused here, said once per process. */
@@ -3046,6 +3123,7 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 	struct cs_daemon ndm[DLM_MAX_NODES];
 	unsigned int nn = 0;
 	bool we_joined = false, failed = false, second_left = false;
+	bool merged = false;
 
 	/* a process of a node id that still has one in the group left:
 	 * what we dropped of that node id meanwhile (second_of_node) is
@@ -3054,6 +3132,8 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		struct cs_daemon *ldm = dm_find(cs, left[i].nodeid, left[i].pid);
 
 		retire(cs, ldm);
+		if (ldm && ldm->dm_inc && left[i].reason == CPG_REASON_NODEDOWN)
+			merge_keep(cs, ldm);
 		/* one that never sealed a message: nothing of another was
 		 * dropped for it (second_of_node), the same on every member */
 		if (ldm && !ldm->dm_inc && !ldm->dm_known)
@@ -3149,6 +3229,19 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		}
 		we_joined = cs->cs_self_pid != 0;
 	}
+	/* a merge (a joiner with node-up) starts a sync here, on every
+	 * member alike, whether or not we kept the joiner's seal (a member
+	 * that joined our side while apart never knew it): its first
+	 * message, which starts one for a fresh dlmd, was long ago */
+	for (size_t i = 0; !we_joined && cs->cs_self_pid && i < njoined; i++) {
+		if (joined[i].reason != CPG_REASON_NODEUP ||
+		    joined[i].nodeid == d->d_nodeid)
+			continue;
+		merged = true;
+		if (cs->cs_nsync_j < DLM_MAX_NODES &&
+		    !id_in(cs->cs_sync_j, cs->cs_nsync_j, joined[i].nodeid))
+			cs->cs_sync_j[cs->cs_nsync_j++] = joined[i].nodeid;
+	}
 	/* the new list of processes; those that joined are unknown */
 	for (size_t i = 0; i < nmembers && nn < DLM_MAX_NODES; i++) {
 		struct cs_daemon *old = dm_find(cs, members[i].nodeid,
@@ -3159,6 +3252,10 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		if (old && !we_joined) {
 			ndm[nn] = *old;
 			old->dm_ann = NULL;	/* moved */
+		} else if (!we_joined && !self &&
+			   merge_take(cs, joined, njoined, &members[i], &ndm[nn])) {
+			/* the same process merged back: known again by its
+			 * seal, unknown in the table until its ANNOUNCE */
 		} else {
 			memset(&ndm[nn], 0, sizeof(ndm[nn]));
 			ndm[nn].dm_id = members[i].nodeid;
@@ -3182,7 +3279,7 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 	cs->cs_ndm = nn;
 	/* a member added: our own join here; another's is its first
 	 * sealed message (dlmd_joined) */
-	if (we_joined || second_left || (failed && cs->cs_syncing))
+	if (we_joined || second_left || merged || (failed && cs->cs_syncing))
 		sync_start(cs, view_of(members, nmembers));
 	sync_check(cs);
 	kick(cs);
