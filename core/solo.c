@@ -850,27 +850,35 @@ static int solo_unfold_tossed(struct dlm_ls *ls, struct dlm_solo *so)
 	return 0;
 }
 
+/* The solo named key, if any, unfolded (a tossed one as the tossed rsb
+ * it stands for: solo_unfold_tossed), counted in *counter; -ENOMEM
+ * having changed nothing. */
+static int solo_unfold_key(struct dlm_ls *ls, const unsigned char *key,
+			   unsigned int keylen, uint64_t *counter)
+{
+	struct dlm_solo *so;
+	int rv;
+
+	so = dlm_solo_find_key(ls, key, keylen, dlm_hash_bytes(key, keylen));
+	if (!so)
+		return 0;
+	rv = dlm_solo_is_tossed(so) ? solo_unfold_tossed(ls, so) :
+				      dlm_solo_unfold(ls, so);
+	if (!rv)
+		(*counter)++;
+	return rv;
+}
+
 /* A lock message m (not a recovery one) finds the solo of the name it
  * carries unfolded, or its tossed solo made the tossed rsb it stands for
  * (solo_unfold_tossed: mastery stays here); -ENOMEM having changed
  * nothing else (offered again).  See "What unfolds" above. */
 int dlm_solo_unfold_msg(struct dlm_ls *ls, const struct dlm_msg *m)
 {
-	struct dlm_solo *so;
-	int rv;
-
 	if (!m->m_keylen || !ls->ls_solotbl.ht_count ||
 	    ls->ls_core->core_fault == DLM_FAULT_FOLD_MSG_SKIP)
 		return 0;
-	so = dlm_solo_find_key(ls, m->m_key, m->m_keylen,
-			       dlm_hash_bytes(m->m_key, m->m_keylen));
-	if (!so)
-		return 0;
-	rv = dlm_solo_is_tossed(so) ? solo_unfold_tossed(ls, so) :
-				      dlm_solo_unfold(ls, so);
-	if (!rv)
-		ls->ls_unfolds_msg++;
-	return rv;
+	return solo_unfold_key(ls, m->m_key, m->m_keylen, &ls->ls_unfolds_msg);
 }
 
 /* dlm_solo_lock, counted in ls_folds_shared while the lockspace has
@@ -994,17 +1002,7 @@ kept:
 static int solo_unfold_rc_key(struct dlm_ls *ls, const unsigned char *key,
 			      unsigned int keylen)
 {
-	struct dlm_solo *so;
-	int rv;
-
-	so = dlm_solo_find_key(ls, key, keylen, dlm_hash_bytes(key, keylen));
-	if (!so)
-		return 0;
-	rv = dlm_solo_is_tossed(so) ? solo_unfold_tossed(ls, so) :
-				      dlm_solo_unfold(ls, so);
-	if (!rv)
-		ls->ls_unfolds_rec++;
-	return rv;
+	return solo_unfold_key(ls, key, keylen, &ls->ls_unfolds_rec);
 }
 
 /* A recovery message m, the lockspace stopped: the solos of the names it
