@@ -713,7 +713,7 @@ void dlm_destroy_lkb(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_resend_later(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_recover_waiter(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_recover_conversions(struct dlm_ls *ls, struct dlm_rsb *r);
-void dlm_recover_deadlocks(struct dlm_ls *ls, struct dlm_rsb *r);
+int dlm_recover_deadlocks(struct dlm_ls *ls, struct dlm_rsb *r);
 void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_redo_lookups(struct dlm_ls *ls, struct dlm_rsb *r);
 void dlm_recover_redo_lookups(struct dlm_ls *ls);

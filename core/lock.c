@@ -3514,8 +3514,13 @@ void dlm_recover_conversions(struct dlm_ls *ls, struct dlm_rsb *r)
  * rebuilt from the owners' copies, and no conversion passed through
  * do_convert here, so look for conversion deadlocks among them now (each
  * resolution demotes a lock or takes one off the convert queue, so this
- * ends). */
-void dlm_recover_deadlocks(struct dlm_ls *ls, struct dlm_rsb *r)
+ * ends).  0, or -ENOMEM: a search of more than CVDL_ON_STACK conversions
+ * found no memory, so a deadlock may be left; the caller fails the step
+ * with r still marked, and the recovery's next run searches again.
+ * Logged and skipped, the deadlock stayed for good: the rebuilt queue's
+ * order can close a cycle the old master never had
+ * (test-core-recover test_recover_deadlock_no_memory). */
+int dlm_recover_deadlocks(struct dlm_ls *ls, struct dlm_rsb *r)
 {
 	bool again = true;
 
@@ -3530,17 +3535,22 @@ void dlm_recover_deadlocks(struct dlm_ls *ls, struct dlm_rsb *r)
 			struct dlm_lkb *victim = conversion_deadlock(ls, r, lkb,
 								     &nomem);
 
-			if (nomem)
+			if (nomem) {
 				log_ls(ls, DLM_LOG_ERR, "lock %08x: no "
 				       "memory to look for a conversion "
 				       "deadlock", lkb->lkb_id);
+				return -ENOMEM;
+			}
 			if (!victim)
 				continue;
+			/* false: no lock is 'self' here; each victim is
+			 * answered by break_deadlock itself */
 			(void)break_deadlock(ls, r, victim, NULL);
 			again = true;
 			break;
 		}
 	}
+	return 0;
 }
 
 /* Redo the operation kept by dlm_resend_later(), now that the lockspace

@@ -1282,7 +1282,12 @@ static int step_grant(struct dlm_ls *ls)
 			continue;
 		if (r->res_flags & RESF_NEW_MASTER) {
 			dlm_recover_conversions(ls, r);
-			dlm_recover_deadlocks(ls, r);
+			/* no memory to look for deadlocks: the step fails, r
+			 * and those after it still marked (touched(): the
+			 * next run's list has them), their LVBs not
+			 * recovered yet; what ran on r is idempotent */
+			if (dlm_recover_deadlocks(ls, r))
+				return -ENOMEM;
 			/* not a master whose locks' owners resent them to
 			 * re-point them (remaster.c): its value came with the
 			 * MIGRATE, and no lock's copy may replace it (dlm-sim

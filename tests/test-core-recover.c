@@ -1058,6 +1058,86 @@ static void test_recover_child_made_while_stopped(void **state)
 	cluster_free(c);
 }
 
+/* Allocations fail on one node while its recovery is in the grant step
+ * ("done"): arg is its lockspace. */
+static int fail_in_grant_step(void *arg)
+{
+	const char *step = NULL;
+
+	return dlm_core_ls_state(arg, NULL, &step) == DLM_LS_RECOVERING &&
+	       step && !strcmp(step, "done");
+}
+
+/* A new master's convert queue may hold a conversion deadlock the old
+ * master never had (the queue is rebuilt in another order), which the
+ * grant step breaks (lock.c dlm_recover_deadlocks).  Its search of a
+ * queue of more than 32 conversions needs memory; without it, the
+ * search was logged and skipped, and the deadlock stayed for good: here
+ * node 3's PR->PW QUECVT conversion B, queued behind 33 NL->EX ones of
+ * node 2's that its PR blocks, neither ever granted (every conversion
+ * hung, unlocks or not).  Now the grant step fails the recovery for
+ * want of memory, the resource still marked, and the next run breaks
+ * the deadlock (B gives way, -EDEADLK). */
+static void test_recover_deadlock_no_memory(void **state)
+{
+	struct cluster *c = cluster_new(3, 3600000);
+	uint32_t x, cl, b, a[33];
+	char name[16];
+	size_t i;
+
+	(void)state;
+	/* a name whose directory is node 2's with or without node 1 */
+	name_directed_by("D", 3, 2, name, sizeof(name));
+	x = lock_on(c, 1, 1, name, DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	assert_dump_has(c, 1, " master 1");
+	cl = lock_on(c, 3, 3, name, DLM_LOCK_PR, 0, 0, NULL);
+	b = lock_on(c, 3, 3, name, DLM_LOCK_PR, 0, 0, NULL);
+	for (i = 0; i < 33; i++)
+		a[i] = lock_on(c, 2, 2, name, DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	/* at node 1, B is queued first, the NL->EX ones behind it: no
+	 * cycle (B waits for C's PR only) */
+	assert_int_equal(convert(c, 3, 3, b, DLM_LOCK_PW, DLM_LKF_QUECVT,
+				 NULL), 0);
+	drain(c);
+	for (i = 0; i < 33; i++)
+		assert_int_equal(convert(c, 2, 2, a[i], DLM_LOCK_EX, 0, NULL), 0);
+	drain(c);
+	assert_int_equal(count_asts(c, 3, b, DLM_AST_COMP), 1);
+	assert_int_equal(count_asts(c, 2, a[0], DLM_AST_COMP), 1);
+	/* node 1 dies: node 2 masters the name, its own conversions first
+	 * on the queue, B behind them, waiting for them (QUECVT) as they
+	 * wait for its PR */
+	c->dead[1] = 1;
+	stop_all(c);
+	dlm_core_set_alloc_hook(c->core[2], fail_in_grant_step, c->ls[2]);
+	start_all(c, 1);
+	drain(c);
+	dlm_core_set_alloc_hook(c->core[2], NULL, NULL);
+	assert_dump_has(c, 2, " master 2");
+	if (c->failed_event[2] == 1) {
+		assert_int_equal(c->failed_error[2], -ENOMEM);
+		recover_all(c, 2);
+	} else {
+		finish_all(c, 1);
+	}
+	if (count_asts(c, 3, b, DLM_AST_COMP) != 2)
+		fail_msg("a conversion deadlock rebuilt by the new master was "
+			 "left for want of memory:\n%s", dump(c, 2));
+	assert_status(c, 3, b, -EDEADLK);
+	assert_verified(c);
+	/* and the rest goes on: C's PR, then B's, let node 2's EX through */
+	assert_int_equal(unlock(c, 3, 3, cl, 0, NULL), 0);
+	assert_int_equal(unlock(c, 3, 3, b, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 2, a[0], 0);
+	assert_int_equal(comp_of(c, 2, a[0])->a.grmode, DLM_LOCK_EX);
+	assert_verified(c);
+	cluster_free(c);
+	(void)x;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1081,6 +1161,7 @@ int main(void)
 		cmocka_unit_test(test_recover_refused_write),
 		cmocka_unit_test(test_recover_refused_unlock_write),
 		cmocka_unit_test(test_recover_child_made_while_stopped),
+		cmocka_unit_test(test_recover_deadlock_no_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
