@@ -724,6 +724,7 @@ void dlm_grant_unfolded(struct dlm_ls *ls, struct dlm_rsb *r,
 
 /* recover.c */
 int dlm_recover_track_rsb(struct dlm_ls *ls, struct dlm_rsb *r);
+int dlm_recover_track_room(struct dlm_ls *ls);
 void dlm_recover_held_lookup(struct dlm_ls *ls, struct dlm_rsb *r);
 struct dlm_bynode *dlm_bynode_find(struct dlm_ls *ls, uint32_t nodeid,
 				   bool create);

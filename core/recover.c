@@ -1614,6 +1614,14 @@ void dlm_recover_held_lookup(struct dlm_ls *ls, struct dlm_rsb *r)
 		ls->ls_redo_all = true;
 }
 
+/* Room on the steps' list for one more resource, so that the next
+ * dlm_recover_track_rsb() cannot fail: 0, or -ENOMEM (remaster.c
+ * install, before it changes anything). */
+int dlm_recover_track_room(struct dlm_ls *ls)
+{
+	return rec_rsbs_room(ls);
+}
+
 /* r, found or made after step_start collected the resources (remaster.c
  * installs a MIGRATE at the directory step, maybe on an rsb it creates
  * then), is looked at by the steps from here on: registered in the

@@ -1020,6 +1020,17 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 	int i;
 
 	dlm_key_format(m->m_key, m->m_keylen, name, sizeof(name));
+	/* at a recovery's directory step r may be no step's yet (made
+	 * below, or while stopped): room on the steps' list first, before
+	 * anything changes, or the MIGRATE stays held and the step fails,
+	 * to run again.  Taken with no room to track it, r was never
+	 * registered: another node became its master too (test-core-remaster
+	 * test_new_masters_without_copy_no_memory) */
+	if (!dlm_ls_running(ls) && dlm_recover_track_room(ls)) {
+		log_ls(ls, DLM_LOG_WARNING, "remaster: no memory to recover "
+		       "\"%s\" from node %u: again later", name, m->m_from);
+		return -ENOMEM;
+	}
 	if (shared(ls) && key_is_root(m->m_key, m->m_keylen) &&
 	    (!r || (!r->res_nodeid && !r->res_parent))) {
 		/* with the re-point protocol we need no lock on it to be
@@ -1113,7 +1124,7 @@ static int install(struct dlm_ls *ls, const struct dlm_msg *m)
 		 * made no master copy, so what waited behind its lock may
 		 * fit now, as after a purge (seed 2732); an rsb the steps
 		 * do not know yet (made here, or while stopped) is added */
-		if (dlm_recover_track_rsb(ls, r))
+		if (dlm_recover_track_rsb(ls, r))	/* never: room above */
 			log_ls(ls, DLM_LOG_ERR,
 			       "remaster: no memory to recover \"%s\"", name);
 		r->res_flags |= RESF_RECOVER_GRANT;

@@ -1073,6 +1073,192 @@ static void deliver_first(struct cluster *c, uint32_t from, uint32_t to)
 	fail_msg("no message from node %u to node %u", from, to);
 }
 
+/* Allocations node 2 makes in the directory step of its recovery, the
+ * one it refuses (dir_fail_at: how many it lets through first; -1:
+ * none refused, or it was). */
+static int dir_fail_at = -1;
+
+static int fail_in_dir_step(void *arg)
+{
+	const char *step = NULL;
+
+	return dlm_core_ls_state(arg, NULL, &step) == DLM_LS_RECOVERING &&
+	       step && !strcmp(step, "directory") && dir_fail_at >= 0 &&
+	       dir_fail_at-- == 0;
+}
+
+/* Deliver the queued messages (and what they cause) in FIFO order, all
+ * but those from 'from' to 'to', which stay queued in their order. */
+static void drain_but(struct cluster *c, uint32_t from, uint32_t to)
+{
+	int guard = 100000;
+
+	while (guard--) {
+		size_t i, n = c->qtail - c->qhead;
+
+		for (i = 0; i < n; i++) {
+			struct qmsg *m = &c->q[(c->qhead + i) % MAXQ];
+
+			if (m->from != from || m->to != to)
+				break;
+		}
+		if (i == n)
+			return;
+		deliver_first(c, c->q[(c->qhead + i) % MAXQ].from,
+			      c->q[(c->qhead + i) % MAXQ].to);
+	}
+	fail_msg("drain_but: no end");
+}
+
+static void settle(struct cluster *c, bool hold_1_to_2)
+{
+	if (hold_1_to_2)
+		drain_but(c, 1, 2);
+	else
+		drain(c);
+}
+
+/* As test_new_master_without_copy's loop for 'name', mastered by node
+ * 'm' (it locked it first), node 'h' holding it throughout: node 2 makes
+ * most operations and lets go each time, until 'name' moves to node 2,
+ * the MIGRATE left on the wire.  Nothing from node 1 to node 2 is
+ * delivered meanwhile if 'hold'.  Returns node h's lock. */
+static uint32_t moving_to_2(struct cluster *c, const char *name, int m,
+			    int h, bool hold)
+{
+	char want[64];
+	uint32_t d, e;
+	int k, j, moved = 0;
+
+	snprintf(want, sizeof(want), "resource \"%s\" master 2", name);
+	e = lock_on(c, m, (uint64_t)m, name, DLM_LOCK_EX, 0, 0, NULL);
+	settle(c, hold);
+	assert_status(c, m, e, 0);
+	assert_int_equal(unlock(c, m, (uint64_t)m, e, 0, NULL), 0);
+	settle(c, hold);
+	/* 4 operations, then 4 per round: a window closes on node h's */
+	d = lock_on(c, h, (uint64_t)h, name, DLM_LOCK_NL, 0, 0, NULL);
+	settle(c, hold);
+	for (j = 0; j < 2; j++) {
+		assert_int_equal(convert(c, h, (uint64_t)h, d, j ? DLM_LOCK_NL :
+					 DLM_LOCK_CR, 0, NULL), 0);
+		settle(c, hold);
+	}
+	for (k = 0; k < 40 && !moved; k++) {
+		char *text;
+
+		e = lock_on(c, 2, 2, name, DLM_LOCK_NL, 0, 0, NULL);
+		settle(c, hold);
+		snprintf(want, sizeof(want), "resource \"%s\" master 2", name);
+		for (j = 0; j < 2; j++) {
+			assert_int_equal(convert(c, 2, 2, e, j ? DLM_LOCK_NL :
+						 DLM_LOCK_CR, 0, NULL), 0);
+			settle(c, hold);
+		}
+		text = dump(c, m);
+		assert_null(strstr(text, want));	/* not yet */
+		free(text);
+		assert_int_equal(unlock(c, 2, 2, e, 0, NULL), 0);
+		settle(c, hold);
+		assert_int_equal(convert(c, h, (uint64_t)h, d, k & 1 ?
+					 DLM_LOCK_NL : DLM_LOCK_CR, 0, NULL), 0);
+		deliver_only(c, (uint32_t)h, (uint32_t)m);
+		text = dump(c, m);
+		moved = strstr(text, want) != NULL;
+		free(text);
+	}
+	assert_true(moved);
+	return d;
+}
+
+/* Two resources move to node 2 as a recovery starts, their MIGRATEs
+ * (from node 1 and node 3) held there, and node 2 has no copy of either
+ * (it let go, and its unused copies were dropped: max_tossed 1, and the
+ * one unused resource it keeps is one it masters), so the directory
+ * step's installs make both, and each must be put on the steps' list:
+ * one place was spare.  Node 2 refusing its 'fail_at'th allocation of
+ * that step (-1: none): returns whether it did.  Either way both must
+ * end with one master, node 2. */
+static bool new_masters_without_copy(int fail_at)
+{
+	char r[16], s[16], t[16], want[64];
+	uint32_t d1, d3, e;
+	struct cluster *c;
+	bool refused;
+	int n;
+
+	name_directed_by("r", 3, 1, r, sizeof(r));
+	name_directed_by("s", 3, 3, s, sizeof(s));
+	name_directed_by("t", 3, 2, t, sizeof(t));
+	cluster_remaster_ticks = TICKS;
+	cluster_remaster_shared = 1;
+	cluster_max_tossed = 1;
+	c = cluster_new(3, 3600000);
+	d3 = moving_to_2(c, r, 1, 3, false);
+	d1 = moving_to_2(c, s, 3, 1, true);
+	/* node 2 masters t, unused: the one it keeps (local: nothing
+	 * sent, nothing delivered, both MIGRATEs still on the wire) */
+	e = lock_on(c, 2, 2, t, DLM_LOCK_NL, 0, 0, NULL);
+	assert_status(c, 2, e, 0);
+	assert_int_equal(unlock(c, 2, 2, e, 0, NULL), 0);
+	snprintf(want, sizeof(want), "resource \"%s\"", r);
+	assert_dump_lacks(c, 2, want);
+	snprintf(want, sizeof(want), "resource \"%s\"", s);
+	assert_dump_lacks(c, 2, want);
+	dir_fail_at = fail_at;
+	dlm_core_set_alloc_hook(c->core[2], fail_in_dir_step, c->ls[2]);
+	stop_all(c);
+	start_all(c, 1);
+	drain(c);
+	dlm_core_set_alloc_hook(c->core[2], NULL, NULL);
+	refused = fail_at >= 0 && dir_fail_at < 0;
+	dir_fail_at = -1;
+	if (c->failed_event[2] == 1)
+		recover_all(c, 2);
+	else
+		finish_all(c, 1);
+	for (n = 1; n <= 3; n++) {
+		char *text = dump(c, n);
+		const char *name = n == 1 ? s : r;	/* the holder's */
+
+		if (n != 2) {
+			snprintf(want, sizeof(want), "resource \"%s\" master 2",
+				 name);
+			if (!strstr(text, want))
+				fail_msg("allocation %d of node 2's directory "
+					 "step refused: \"%s\" has two "
+					 "masters:\n%s", fail_at, name, text);
+		}
+		free(text);
+	}
+	assert_verified(c);
+	assert_int_equal(unlock(c, 3, 3, d3, 0, NULL), 0);
+	assert_int_equal(unlock(c, 1, 1, d1, 0, NULL), 0);
+	drain(c);
+	assert_verified(c);
+	cluster_free(c);
+	cluster_remaster_ticks = 0;
+	cluster_remaster_shared = 0;
+	cluster_max_tossed = 0;
+	return refused;
+}
+
+/* ...with each allocation of node 2's directory step refused in turn,
+ * the recovery failing and run again.  The second install found no room
+ * to put the resource it made on the steps' list
+ * (dlm_recover_track_rsb), logged it and went on: the resource was never
+ * registered, and its holder at node 1 became its master too. */
+static void test_new_masters_without_copy_no_memory(void **state)
+{
+	int k;
+
+	(void)state;
+	assert_false(new_masters_without_copy(-1));
+	for (k = 0; k < 200 && new_masters_without_copy(k); k++)
+		;
+	assert_true(k < 200);
+}
+
 /* Node 2's lock b on "r" (node 1 masters it) converted NL <-> CR until
  * "r" moves to node 2; node 2's other lock e (owner 'eowner') holds PW
  * all along.  With 'cross' the 'cross'th conversion is followed at once
@@ -1285,6 +1471,7 @@ int main(void)
 		cmocka_unit_test(test_third_node_dies_mid_move),
 		cmocka_unit_test(test_third_writer_dies_mid_move),
 		cmocka_unit_test(test_new_master_without_copy),
+		cmocka_unit_test(test_new_masters_without_copy_no_memory),
 		cmocka_unit_test(test_unlock_to_dead_old_master),
 		cmocka_unit_test(test_old_master_looks_up),
 		cmocka_unit_test(test_old_master_looks_up_shared),
