@@ -95,7 +95,9 @@
  *    (lvb_room(): the lock's buffer, and the resource's if it writes it
  *    here); a read takes room only when the value it will read is known
  *    here.  A conversion-deadlock search needs no memory for a convert
- *    queue of up to 32 locks.
+ *    queue of up to 32 locks; a longer one without it refuses the
+ *    conversion (do_convert), or at a new master's recovery fails the
+ *    step, to run again (dlm_recover_deadlocks).
  *  - A REQUEST, CONVERT or UNLOCK the master has no memory for (a master
  *    copy, a range record, the room for a value) is answered -ENOMEM and
  *    refused whole: the requester completes the operation with -ENOMEM

@@ -235,7 +235,10 @@
  * ignored.
  *
  * Out of memory.  A step, or a recovery message, that finds no memory
- * (RC_DIR_ADDS' records, RC_LOCK's master copy, a message to defer) fails
+ * (RC_DIR_ADDS' records, RC_LOCK's master copy, a message to defer; a
+ * held MIGRATE's room on the steps' list, remaster.c install; a new
+ * master's search of a convert queue longer than 32 for deadlocks,
+ * step_grant) fails
  * the recovery here: recovery_failed(), the lockspace stays stopped and
  * the glue runs recovery again under a newer event on every member, as
  * for any failure of a step; dropping the message instead would leave a
