@@ -466,6 +466,87 @@ static void test_shared_held_lookup_unfolds(void **state)
 	cluster_free(c);
 }
 
+/* Remastering (remaster_ticks 50, the re-point protocol) of a name node
+ * 1 directs, on which it holds one lock converted 'convs' times (folded
+ * with 'fold': counted at the unfold, so_nconv), while node 2 then locks,
+ * converts twice and unlocks it over and over: the number of node 2's
+ * operations after which the name has moved to node 2 (0: not in 400). */
+static int ops_until_moved(bool fold, int convs)
+{
+	char name[16], want[48];
+	struct cluster *c;
+	uint32_t a, b;
+	int k, n = 0;
+
+	cluster_remaster_ticks = 50;
+	cluster_remaster_shared = 1;
+	cluster_fold = fold;
+	c = cluster_new(2, 1000);
+	cluster_fold = 0;
+	name_directed_by("h", 2, 1, name, sizeof(name));
+	snprintf(want, sizeof(want), "resource \"%s\" master 2", name);
+	a = lock_on(c, 1, 1, name, DLM_LOCK_NL, 0, 0, NULL);
+	for (k = 0; k < convs; k++)
+		assert_int_equal(convert(c, 1, 1, a, k & 1 ? DLM_LOCK_NL :
+					 DLM_LOCK_CR, 0, NULL), 0);
+	assert_int_equal(nsolos(c, 1), fold ? 1 : 0);
+	while (n < 400) {
+		char *text;
+		bool moved;
+
+		b = lock_on(c, 2, 2, name, DLM_LOCK_NL, 0, 0, NULL);
+		drain(c);
+		assert_status(c, 2, b, 0);
+		for (k = 0; k < 2; k++) {
+			assert_int_equal(convert(c, 2, 2, b, k ? DLM_LOCK_NL :
+						 DLM_LOCK_CR, 0, NULL), 0);
+			drain(c);
+		}
+		n += 3;
+		text = dump(c, 1);
+		moved = strstr(text, want) != NULL;
+		free(text);
+		assert_int_equal(unlock(c, 2, 2, b, 0, NULL), 0);
+		drain(c);
+		if (moved)
+			break;
+	}
+	assert_int_equal(nsolos(c, 1), 0);
+	assert_verified(c);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	drain(c);
+	cluster_free(c);
+	cluster_remaster_ticks = 0;
+	cluster_remaster_shared = 0;
+	return n < 400 ? n : 0;
+}
+
+/* A folded lock's own operations count towards remastering only when it
+ * unfolds (solo.c so_nconv, dlm_solo_unfold), which is before any other
+ * node's operation on the name is taken; a node's own operations never
+ * start a move (only another node's do, dlm_remaster_consider), and a
+ * node folds only names it masters.  So the count each move decision
+ * reads is the one the unfolded path has: the name moves after the same
+ * number of node 2's operations, folded or not, however much node 1 used
+ * it before (review question: does a node whose locks are folded lose
+ * the hot resource sooner? no). */
+static void test_shared_fold_remaster_counts(void **state)
+{
+	static const int convs[] = { 0, 1, 7, 31, 32, 40, 100 };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(convs) / sizeof(convs[0]); i++) {
+		int plain = ops_until_moved(false, convs[i]);
+
+		assert_int_not_equal(plain, 0);
+		if (ops_until_moved(true, convs[i]) != plain)
+			fail_msg("%d conversions before: the name moved after "
+				 "%d operations unfolded, %d folded", convs[i],
+				 plain, ops_until_moved(true, convs[i]));
+	}
+}
+
 int main(void)
 {
 	/* these tests choose folding per cluster (fold_cluster) */
@@ -481,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_shared_full_rebuild_unfold),
 		cmocka_unit_test(test_shared_rc_msg_unfolds_named),
 		cmocka_unit_test(test_shared_held_lookup_unfolds),
+		cmocka_unit_test(test_shared_fold_remaster_counts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
