@@ -1197,8 +1197,9 @@ static bool new_masters_without_copy(int fail_at)
 	d3 = moving_to_2(c, r, 1, 3, false);
 	d1 = moving_to_2(c, s, 3, 1, true);
 	/* node 2 masters t, unused: the one it keeps (local: nothing
-	 * sent, nothing delivered, both MIGRATEs still on the wire) */
-	e = lock_on(c, 2, 2, t, DLM_LOCK_NL, 0, 0, NULL);
+	 * sent, nothing delivered, both MIGRATEs still on the wire;
+	 * VALBLK: an rsb even with TEST_CORE_FOLD=1, not a lone lock) */
+	e = lock_on(c, 2, 2, t, DLM_LOCK_NL, DLM_LKF_VALBLK, 0, NULL);
 	assert_status(c, 2, e, 0);
 	assert_int_equal(unlock(c, 2, 2, e, 0, NULL), 0);
 	snprintf(want, sizeof(want), "resource \"%s\"", r);
