@@ -1102,7 +1102,8 @@ static void test_recover_deadlock_no_memory(void **state)
 				 NULL), 0);
 	drain(c);
 	for (i = 0; i < 33; i++)
-		assert_int_equal(convert(c, 2, 2, a[i], DLM_LOCK_EX, 0, NULL), 0);
+		assert_int_equal(convert(c, 2, 2, a[i], DLM_LOCK_EX, 0, NULL),
+				 0);
 	drain(c);
 	assert_int_equal(count_asts(c, 3, b, DLM_AST_COMP), 1);
 	assert_int_equal(count_asts(c, 2, a[0], DLM_AST_COMP), 1);

@@ -1161,7 +1161,8 @@ static uint32_t moving_to_2(struct cluster *c, const char *name, int m,
 		assert_int_equal(unlock(c, 2, 2, e, 0, NULL), 0);
 		settle(c, hold);
 		assert_int_equal(convert(c, h, (uint64_t)h, d, k & 1 ?
-					 DLM_LOCK_NL : DLM_LOCK_CR, 0, NULL), 0);
+					 DLM_LOCK_NL : DLM_LOCK_CR, 0, NULL),
+				 0);
 		deliver_only(c, (uint32_t)h, (uint32_t)m);
 		text = dump(c, m);
 		moved = strstr(text, want) != NULL;
