@@ -24,7 +24,9 @@
  * dropped:
  *   - a local call fails with -ENOMEM and changes nothing (lock.c); what
  *     the grant logic will need later (an LVB's room) is taken at the
- *     call, or needs no memory (the conversion-deadlock search);
+ *     call; the conversion-deadlock search needs none for a convert
+ *     queue of up to 32 locks, and a longer one without it refuses the
+ *     conversion, or fails the recovery step (lock.c);
  *   - a REQUEST, CONVERT, UNLOCK or LOOKUP from another node is answered
  *     -ENOMEM, refused whole, and its operation fails at its node;
  *   - a recovery message or step fails the recovery (recovery_failed());
