@@ -767,6 +767,10 @@ struct dlmd_cluster {
 	uint64_t		cs_unverified_log_at;
 	bool			cs_dup_stop;	/* ONE DLMD PER NODE ID: we stop,
 						 * sending nothing more */
+	/* ONE DLMD PER NODE ID: processes of our node id there before us
+	 * (or joined with us, lower pid) not yet found dlmd or nobody */
+	uint32_t		cs_dup_pids[DLM_MAX_NODES];
+	unsigned int		cs_ndup;
 	/* the table: every lockspace of the cluster and its members */
 	struct cs_lsent		*cs_ls[LS_HASH];
 	unsigned int		cs_nls;
@@ -1238,7 +1242,7 @@ static void out_flush(struct dlmd_cluster *cs)
 	/* the seal binds our CPG pid, known from our first confchg (which
 	 * comes before anything we send can be delivered): until then
 	 * messages wait here (daemon_confchg flushes) */
-	if (!cs->cs_self_pid)
+	if (!cs->cs_self_pid || cs->cs_dup_stop)
 		return;
 	while (cs->cs_out) {
 		struct cs_out *o = cs->cs_out;
@@ -1328,9 +1332,44 @@ static int send_ls(struct dlmd_cluster *cs, uint16_t type, const char *name)
 	return out_queue(cs, buf, len);
 }
 
+/* VOUCHING: can we tell every process of the group, dlmd or nobody?
+ * Each is ourselves, sealed a message we verified, or we saw it join
+ * (and know whether it has sealed one since). */
+static bool vouch_whole(const struct dlmd_cluster *cs)
+{
+	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+		const struct cs_daemon *dm = &cs->cs_dm[i];
+
+		if (!dm->dm_inc && !dm->dm_witnessed && !dm->dm_known)
+			return false;
+	}
+	return true;
+}
+
+/* VOUCHING: the processes we vouch for (every one that has sealed, we
+ * ourselves too) into a FIRST part, if we can tell them all. */
+static void vouch_fill(const struct dlmd_cluster *cs, struct cm_announce *an)
+{
+	if (!vouch_whole(cs))
+		return;
+	an->an_flags |= CM_ANN_VOUCH;
+	an->an_vouch[an->an_nvouch++] = (struct cm_vouch){
+		cs->cs_d->d_nodeid, cs->cs_self_pid, cs->cs_inc };
+	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+		const struct cs_daemon *dm = &cs->cs_dm[i];
+
+		if (!dm->dm_inc || an->an_nvouch >= DLM_MAX_NODES ||
+		    (dm->dm_id == cs->cs_d->d_nodeid &&
+		     dm->dm_pid == cs->cs_self_pid))
+			continue;
+		an->an_vouch[an->an_nvouch++] = (struct cm_vouch){
+			dm->dm_id, dm->dm_pid, dm->dm_inc };
+	}
+}
+
 /* ANNOUNCE: the lockspaces we are in, as of our queued JOIN/LEAVEs (our
  * local instances: each queued a JOIN when created and queues a LEAVE
- * when released). */
+ * when released); its FIRST part vouches (VOUCHING). */
 static void send_announce(struct dlmd_cluster *cs)
 {
 	static struct cm_announce an;
@@ -1354,6 +1393,8 @@ static void send_announce(struct dlmd_cluster *cs)
 			dl = dl->dl_next;
 		an.an_flags = (first ? CM_ANN_FIRST : 0) | (dl ? 0 : CM_ANN_LAST);
 		an.an_view = cs->cs_view;
+		if (first)
+			vouch_fill(cs, &an);
 		total += an.an_count;
 		len = dlmd_cm_announce_encode(buf, &h, &an);
 		if (!len || out_queue(cs, buf, len)) {
@@ -2438,6 +2479,117 @@ static bool pending(const struct cs_daemon *dm)
 	return dm->dm_witnessed && !dm->dm_inc;
 }
 
+/* SEALED MESSAGES: the node ids that count as the daemon group's
+ * (majority, UNREACHABLE PEERS, fencing turns): those of a process
+ * that has sealed a message (we verified it, or a dlmd vouched for
+ * it), or that we know (ourselves).  A stranger is not one of them. */
+static void dmembers_update(struct dlmd_cluster *cs)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+		const struct cs_daemon *dm = &cs->cs_dm[i];
+
+		if ((dm->dm_inc || dm->dm_known) &&
+		    !id_in(cs->cs_dmembers, n, dm->dm_id))
+			cs->cs_dmembers[n++] = dm->dm_id;
+	}
+	cs->cs_ndmembers = n;
+}
+
+/* ONE DLMD PER NODE ID: is dm a process of our node id that we could
+ * not tell from a dlmd when we joined (dup_node_id)? */
+static bool dup_suspect(const struct dlmd_cluster *cs,
+			const struct cs_daemon *dm)
+{
+	return dm && dm->dm_id == cs->cs_d->d_nodeid &&
+	       id_in(cs->cs_dup_pids, cs->cs_ndup, dm->dm_pid);
+}
+
+/* ONE DLMD PER NODE ID: that process is a dlmd (why): we stop at once,
+ * sending nothing more. */
+static void dup_found(struct dlmd_cluster *cs, uint32_t pid, const char *why)
+{
+	if (cs->cs_dup_stop)
+		return;
+	log_err("daemon group: node %u already has a dlmd (CPG pid %u: %s) in "
+		"the daemon group: two dlmds with one node id (a second "
+		"dlm.conf on this host?); this one (CPG pid %u) stops",
+		cs->cs_d->d_nodeid, pid, why, cs->cs_self_pid);
+	cs->cs_dup_stop = true;
+	cs->cs_d->d_exit_code = 1;
+	qb_loop_stop(cs->cs_d->d_loop);
+}
+
+static void dup_drop(struct dlmd_cluster *cs, uint32_t pid)
+{
+	for (unsigned int i = 0; i < cs->cs_ndup; i++) {
+		if (cs->cs_dup_pids[i] == pid) {
+			cs->cs_dup_pids[i] = cs->cs_dup_pids[--cs->cs_ndup];
+			return;
+		}
+	}
+}
+
+/*
+ * VOUCHING.  An ANNOUNCE's FIRST part from 'from' vouches, if its sender
+ * can tell every process of the group (vouch_fill), for those that have
+ * sealed a message: at its delivery, a process that it does not list
+ * and whose message we have not verified has never sealed one (what was
+ * delivered before the sender wrote it, the sender saw; what came after
+ * it, which was after our own join, we saw).  It is nobody, as to the
+ * dlmds that saw it join: pending() from here on, not waited for; its
+ * first sealed message, if it ever sends one, is its join as for any
+ * process.  A process listed takes the incarnation vouched for (its
+ * messages must carry it).  Only an ANNOUNCE of the current sync counts
+ * (its view); every member applies the same one at the same point, and
+ * those that can tell everybody change nothing by it.
+ */
+static bool retired(const struct dlmd_cluster *cs, uint64_t inc);
+
+static void vouch_apply(struct dlmd_cluster *cs, const struct cs_daemon *from,
+			const struct cm_announce *an)
+{
+	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+		struct cs_daemon *dm = &cs->cs_dm[i];
+		const struct cm_vouch *v = NULL;
+
+		if (dm->dm_known || pending(dm))
+			continue;	/* ourselves, or told apart already */
+		for (uint32_t k = 0; k < an->an_nvouch; k++)
+			if (an->an_vouch[k].v_id == dm->dm_id &&
+			    an->an_vouch[k].v_pid == dm->dm_pid)
+				v = &an->an_vouch[k];
+		if (v && dup_suspect(cs, dm)) {
+			char why[64];
+
+			snprintf(why, sizeof(why), "node %u's dlmd vouches for it",
+				 from->dm_id);
+			dup_found(cs, dm->dm_pid, why);
+			return;
+		}
+		if (v && !dm->dm_inc && !retired(cs, v->v_inc)) {
+			dm->dm_inc = v->v_inc;
+			log_debug("daemon group: node %u vouches for node %u pid %u",
+				  from->dm_id, dm->dm_id, dm->dm_pid);
+			continue;
+		}
+		if (v || dm->dm_inc)
+			continue;
+		dm->dm_witnessed = true;
+		log_notice("daemon group: node %u pid %u was in the daemon group "
+			   "before us and has sealed no message; node %u's dlmd "
+			   "does not vouch for it: no dlmd, not waited for", dm->dm_id,
+			   dm->dm_pid, from->dm_id);
+		if (dup_suspect(cs, dm)) {
+			dup_drop(cs, dm->dm_pid);
+			log_notice("daemon group: that process of our node id is "
+				   "no dlmd: we stay");
+		}
+	}
+	dmembers_update(cs);
+}
+
 static void sync_check(struct dlmd_cluster *cs)
 {
 	if (!cs->cs_syncing)
@@ -2511,6 +2663,11 @@ static void deliver_announce(struct dlmd_cluster *cs, struct cs_daemon *dm,
 		log_debug("daemon group: an ANNOUNCE of node %u answers an older "
 			  "configuration; ignored", dm->dm_id);
 		return;
+	}
+	if (an.an_flags & CM_ANN_VOUCH) {
+		vouch_apply(cs, dm, &an);
+		if (cs->cs_dup_stop)
+			return;
 	}
 	if (an.an_flags & CM_ANN_FIRST) {
 		dm->dm_ann_open = true;
@@ -2827,6 +2984,9 @@ static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
 					"while it is in the group", nodeid, pid,
 					hd.h_version, CM_VERSION);
 			}
+			/* a dlmd all the same, of an older version */
+			if (dup_suspect(cs, dm))
+				dup_found(cs, pid, "a dlmd of another version");
 			return false;
 		}
 		unverified(cs, nodeid, pid, len, why);
@@ -2842,6 +3002,7 @@ static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
 			return false;
 		}
 		dm->dm_inc = se.se_inc;
+		dmembers_update(cs);
 	} else if (se.se_inc != dm->dm_inc) {
 		unverified(cs, nodeid, pid, len, "another incarnation than the "
 			   "process's first message (a replay)");
@@ -2870,9 +3031,16 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
 		return;
+	if (cs->cs_dup_stop)
+		return;		/* we stop (ONE DLMD PER NODE ID) */
 	dm = dm_find(cs, nodeid, pid);
 	if (!seal_ok(cs, dm, nodeid, pid, p, len, &len, &first))
 		return;
+	if (dup_suspect(cs, dm)) {
+		/* a message of it verifies: it has the key, a dlmd */
+		dup_found(cs, pid, "its messages verify");
+		return;
+	}
 	if (first && dm)
 		dlmd_joined(cs, dm);
 	rv = dlmd_cm_hdr_decode(p, len, &hd, &why);
@@ -3134,6 +3302,11 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		retire(cs, ldm);
 		if (ldm && ldm->dm_inc && left[i].reason == CPG_REASON_NODEDOWN)
 			merge_keep(cs, ldm);
+		if (dup_suspect(cs, ldm)) {
+			dup_drop(cs, ldm->dm_pid);
+			log_notice("daemon group: the other process of our node id "
+				   "(CPG pid %u) left: we stay", ldm->dm_pid);
+		}
 		/* one that never sealed a message: nothing of another was
 		 * dropped for it (second_of_node), the same on every member */
 		if (ldm && !ldm->dm_inc && !ldm->dm_known)
@@ -3277,6 +3450,7 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		free(cs->cs_dm[i].dm_ann);
 	memcpy(cs->cs_dm, ndm, nn * sizeof(ndm[0]));
 	cs->cs_ndm = nn;
+	dmembers_update(cs);
 	/* a member added: our own join here; another's is its first
 	 * sealed message (dlmd_joined) */
 	if (we_joined || second_left || merged || (failed && cs->cs_syncing))
@@ -3347,11 +3521,41 @@ static bool was_member(const struct cpg_address *joined, size_t njoined,
 	return true;
 }
 
-/* ONE DLMD PER NODE ID.  True when we must stop: another process of our
- * node id was a member before our first confchg, or joined with us and
- * has the lower pid.  Otherwise every second process of a node id that
- * joins (one of that id was a member before it, or joined with it with
- * a lower pid) is logged. */
+/* Does member m of a confchg count (dmembers_update)?  Ourselves; one
+ * there before that has sealed a message or that we know; a joiner
+ * that merged back with the seal we kept (merge_take). */
+static bool member_counts(const struct dlmd_cluster *cs,
+			  const struct cpg_address *m,
+			  const struct cpg_address *joined, size_t njoined)
+{
+	const struct cs_daemon *dm;
+
+	if (m->nodeid == cs->cs_d->d_nodeid)
+		return true;
+	if (!was_member(joined, njoined, m->nodeid, m->pid)) {
+		for (size_t j = 0; j < njoined; j++)
+			if (joined[j].nodeid == m->nodeid &&
+			    joined[j].pid == m->pid &&
+			    joined[j].reason != CPG_REASON_NODEUP)
+				return false;
+		for (unsigned int i = 0; i < cs->cs_nkept; i++)
+			if (cs->cs_kept[i].ct_id == m->nodeid &&
+			    cs->cs_kept[i].ct_pid == m->pid)
+				return true;
+		return false;
+	}
+	dm = dm_find((struct dlmd_cluster *)cs, m->nodeid, m->pid);
+	return dm && (dm->dm_inc || dm->dm_known);
+}
+
+/* ONE DLMD PER NODE ID.  At our first confchg, another process of our
+ * node id that was a member before us, or joined with us and has the
+ * lower pid, is a suspect (cs_dup_pids): a dlmd, and we stop, as soon as
+ * a message of it verifies or a dlmd vouches for it; no dlmd, and we
+ * stay, when a dlmd that can tell everybody does not (VOUCHING).  Every
+ * second process of a node id that joins (one of that id was a member
+ * before it, or joined with it with a lower pid) is logged.  False:
+ * nothing stops us here any more (kept for the caller's shape). */
 static bool dup_node_id(struct dlmd_cluster *cs, const struct cpg_address *members,
 			size_t nmembers, const struct cpg_address *joined,
 			size_t njoined)
@@ -3369,11 +3573,15 @@ static bool dup_node_id(struct dlmd_cluster *cs, const struct cpg_address *membe
 			    (!was_member(joined, njoined, me, members[i].pid) &&
 			     members[i].pid > self))
 				continue;
-			log_err("daemon group: node %u already has a dlmd (CPG pid "
-				"%u) in the daemon group: two dlmds with one node id "
-				"(a second dlm.conf on this host?); this one (CPG pid "
-				"%u) stops", me, members[i].pid, self);
-			return true;
+			log_warn("daemon group: another process of node %u (CPG "
+				 "pid %u) is in the daemon group: a second dlmd of "
+				 "this node, or a process that is no dlmd; we stop "
+				 "if it is a dlmd (its message verifies, or a dlmd "
+				 "vouches for it) and stay if a dlmd does not vouch "
+				 "for it; until then we wait for it", me,
+				 members[i].pid);
+			if (cs->cs_ndup < DLM_MAX_NODES)
+				cs->cs_dup_pids[cs->cs_ndup++] = members[i].pid;
 		}
 	}
 	for (size_t i = 0; i < njoined; i++) {
@@ -3407,7 +3615,7 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 	char m[IDS_TEXT_LEN];
 	bool majority;
 
-	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
+	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs || cs->cs_dup_stop)
 		return;
 	if (dup_node_id(cs, members, nmembers, joined, njoined)) {
 		cs->cs_dup_stop = true;
@@ -3415,8 +3623,12 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 		qb_loop_stop(cs->cs_d->d_loop);
 		return;
 	}
+	/* the node ids of the processes that count (dmembers_update): a
+	 * joiner has sealed nothing yet, unless it merged back with the
+	 * seal we kept */
 	for (size_t i = 0; i < nmembers && n < DLM_MAX_NODES; i++)
-		if (!id_in(ids, n, members[i].nodeid))
+		if (!id_in(ids, n, members[i].nodeid) &&
+		    member_counts(cs, &members[i], joined, njoined))
 			ids[n++] = members[i].nodeid;
 	memcpy(cs->cs_dmembers, ids, n * sizeof(ids[0]));
 	cs->cs_ndmembers = n;
@@ -3431,8 +3643,8 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 	 * fencing sees join here (fence.c: one that our fence command
 	 * killed, leaving afterwards, is not fenced again) */
 	if (!cs->cs_self_pid)
-		for (unsigned int i = 0; i < n; i++)
-			dlmd_fence_node_joined(cs->cs_d, ids[i]);
+		for (size_t i = 0; i < nmembers; i++)
+			dlmd_fence_node_joined(cs->cs_d, members[i].nodeid);
 	for (size_t i = 0; i < njoined; i++) {
 		uint32_t id = joined[i].nodeid;
 		char why[128];
@@ -3496,9 +3708,15 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 		 * reset of the live one's would lose frames; a paused new
 		 * epoch then ends through UNREACHABLE PEERS */
 		still = false;
-		for (unsigned int k = 0; k < n; k++)
-			if (ids[k] == id)
-				still = true;
+		for (size_t k = 0; k < nmembers; k++) {
+			const struct cs_daemon *o;
+
+			if (members[k].nodeid != id)
+				continue;
+			o = dm_find(cs, id, members[k].pid);
+			if (!o || !pending(o))
+				still = true;	/* not one we know is nobody */
+		}
 		if (!still && nd)
 			dlmd_comms_node_reset(cs->cs_d, id, node_addr_ptrs(nd, p),
 					      nd->n_naddrs);
