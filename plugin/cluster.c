@@ -156,15 +156,16 @@
  *
  * Versions.  The messages carry a protocol version (plugin/cpgmsg.h; 2
  * since lockspaces moved into the daemon group, 3 since they are
- * sealed).  A message of another
+ * sealed, 4 since an ANNOUNCE vouches).  A message of another
  * version is refused and the sender logged, once; as such a daemon
  * never sends an ANNOUNCE we understand, the daemon group stays syncing
  * while it is a member: no lockspace changes membership (dlmctl ls says
  * what it waits for).  A version-1 dlmd runs its lockspaces in groups of
  * their own that version 2 never joins: the two must not share a
- * cluster (no rolling upgrade between them).  Version 2 and 3 do share
- * the group, and 3 refuses 2 as above (its messages carry no seal):
- * stop every dlmd to upgrade.
+ * cluster (no rolling upgrade between them).  Versions 2, 3 and 4 do
+ * share the group, and 4 refuses 2 and 3 as above (2 carries no seal;
+ * 3's seal verifies, so a version-3 dlmd counts as a dlmd that never
+ * announces): stop every dlmd to upgrade.
  *
  * SEALED MESSAGES.  corosync admits to CPG the users and groups of its
  * uidgid, not only root, and CPG names their processes by their host's
@@ -194,17 +195,33 @@
  * dlmds of the table, so no START waits for it either: a stranger's
  * presence changes nothing there.  A process beside a dlmd of its node
  * id that never sealed a message takes nothing of that dlmd's
- * (second_of_node), and its leave starts no sync again.  What stays:
- * a dlmd cannot tell a process that was there before its own join from
- * a dlmd that has not spoken yet, and waits for it (its own sync, and
- * the lockspaces it joins, until it leaves; the others go on, and its
- * sync then ends there); and a dlmd that starts on a stranger's node
- * finds a process of its node id in the group and stops (ONE DLMD PER
- * NODE ID).  Ending those needs the set of dlmds handed to a newcomer
- * (README, threat model).  The same blind spot has an edge: such a
- * process (not known, no seal seen) that dies while the newcomer syncs
- * is a failure to the newcomer, which starts its sync over, but none to
- * those that saw it join; the newcomer then waits until the next join.  A dlmd of version 2 that joins after us is
+ * (second_of_node), and its leave starts no sync again.  Nor does it
+ * count as its node (dmembers_update: majority, UNREACHABLE PEERS,
+ * fencing turns).
+ *
+ * VOUCHING.  A dlmd cannot tell a process that was there before its
+ * own join from a dlmd that has not spoken yet.  The dlmds that can
+ * tell every member (each they saw join, or verified a message of)
+ * vouch in their ANNOUNCE's FIRST part for every process that has
+ * sealed a message (node id, CPG pid, incarnation); at its delivery the
+ * newcomer takes a process that it lists for a dlmd (with that
+ * incarnation) and one it does not list, whose message the newcomer has
+ * not verified either, for nobody (pending from then on, as it is to
+ * those that saw it join: vouch_apply says why nothing sealed can be
+ * missed).  Every member awaits the same processes from there, so the
+ * sync ends at the same point for all, the stranger still there.  A
+ * dlmd that starts where another process of its node id is in the group
+ * goes by the same test (ONE DLMD PER NODE ID).  What stays: with no dlmd
+ * able to vouch (the first dlmd of a cluster starting beside such a
+ * process, or every dlmd of the cluster started after it, none of which
+ * could tell it) the dlmds wait for it as for a dlmd that has not
+ * spoken, their sync and the lockspaces they join, until it leaves:
+ * taking it for nobody after a time would take a dlmd that is slow or
+ * stopped (SIGSTOP) for nobody too, and run its lockspaces without it.
+ * Before the first vouching ANNOUNCE is delivered the newcomer counts
+ * only the processes whose messages it verified (cs_dmembers), and such
+ * a process that dies then is a failure to it alone (its sync starts
+ * over).  A dlmd of version 2 that joins after us is
  * pending alike; it cannot read our ANNOUNCEs, so it never ends a sync
  * and runs no lockspace.  crypto = none seals with 32 zero bytes: a key
  * known to all, so the seal proves nothing and the rules above the seal
@@ -315,14 +332,24 @@
  * listen and stops; on a port of its own it would join the daemon group
  * beside the first, and its JOINs, START and lock traffic under the same
  * node id stopped every lockspace and got the node fenced (seen in
- * tests/test-cluster-dupid.sh).  So the daemon group's first confchg of
- * a dlmd decides (dup_node_id()): if another process of our node id was
- * a member before us, we log it at err and stop at once (exit 1), before
- * we send anything; of two that join in one confchg, the higher CPG pid
- * stops, sending nothing more.  The dlmd that stays, and every other
- * member, logs the second one at err.  Its join starts a sync as any
- * join does (which it never answers: lockspaces change no members until
- * it leaves, as with a process of another protocol version), but its
+ * tests/test-cluster-dupid.sh).  But a process of our node id in the
+ * group need not be a dlmd (SEALED MESSAGES: corosync lets more than
+ * root use CPG).  So the daemon group's first confchg of a dlmd takes
+ * note (dup_node_id()): another process of our node id that was a member
+ * before us, or that joined with us with a lower CPG pid, is a suspect.
+ * We send our join, and stop (exit 1, at err, sending nothing more) at
+ * the first message of the suspect that verifies (it has the key; one of
+ * another version too) or at a dlmd's ANNOUNCE that vouches for it;
+ * a dlmd's ANNOUNCE that can tell everybody and does not vouch for it
+ * makes it nobody and we stay, as we do when it leaves (VOUCHING).  A
+ * real second dlmd is answered at once by the node's first (the sync
+ * our join starts), so it stops within a round trip; while it runs its
+ * messages are dropped by every member (second_of_node), and its sync
+ * cannot end before the answer that stops it.  With nobody to vouch we
+ * neither stop nor stop waiting for it.  The dlmd that stays, and every
+ * other member, logs the second one at err.  Its join starts a sync as
+ * any join does (which it never answers: lockspaces change no members
+ * until it leaves, as with a process of another protocol version), but its
  * node id does not count as unknown in it while the node's first dlmd,
  * known, is still a member (daemon_confchg_ls), so its coming and going
  * restarts no lockspace's recovery; its leave is no failure of the node
