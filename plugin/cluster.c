@@ -2861,9 +2861,11 @@ static void deliver_unreach(struct dlmd_cluster *cs, uint32_t from,
  * sync again (daemon_confchg_ls), which every member answers anew.  A
  * second dlmd sends nothing (it stops at its first confchg), so nothing
  * real is lost to this but what the node's dlmd sent meanwhile, and the
- * sync its leave starts sends that state again.  What stays open: such a
- * process on a node whose dlmd is not in the group is the only one of
- * its node id, and taken as its dlmd (README, threat model).
+ * sync its leave starts sends that state again.  Such a process on a
+ * node whose dlmd is not in the group is the only one of its node id:
+ * what keeps it from speaking for its node is the seal (SEALED
+ * MESSAGES), and a dlmd that starts beside it tells it apart by the
+ * others' vouches (VOUCHING).
  */
 static bool second_of_node(const struct dlmd_cluster *cs,
 			   const struct cs_daemon *dm)
