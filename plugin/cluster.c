@@ -156,15 +156,16 @@
  *
  * Versions.  The messages carry a protocol version (plugin/cpgmsg.h; 2
  * since lockspaces moved into the daemon group, 3 since they are
- * sealed).  A message of another
+ * sealed, 4 since an ANNOUNCE vouches).  A message of another
  * version is refused and the sender logged, once; as such a daemon
  * never sends an ANNOUNCE we understand, the daemon group stays syncing
  * while it is a member: no lockspace changes membership (dlmctl ls says
  * what it waits for).  A version-1 dlmd runs its lockspaces in groups of
  * their own that version 2 never joins: the two must not share a
- * cluster (no rolling upgrade between them).  Version 2 and 3 do share
- * the group, and 3 refuses 2 as above (its messages carry no seal):
- * stop every dlmd to upgrade.
+ * cluster (no rolling upgrade between them).  Versions 2, 3 and 4 do
+ * share the group, and 4 refuses 2 and 3 as above (2 carries no seal;
+ * 3's seal verifies, so a version-3 dlmd counts as a dlmd that never
+ * announces): stop every dlmd to upgrade.
  *
  * SEALED MESSAGES.  corosync admits to CPG the users and groups of its
  * uidgid, not only root, and CPG names their processes by their host's
@@ -194,17 +195,33 @@
  * dlmds of the table, so no START waits for it either: a stranger's
  * presence changes nothing there.  A process beside a dlmd of its node
  * id that never sealed a message takes nothing of that dlmd's
- * (second_of_node), and its leave starts no sync again.  What stays:
- * a dlmd cannot tell a process that was there before its own join from
- * a dlmd that has not spoken yet, and waits for it (its own sync, and
- * the lockspaces it joins, until it leaves; the others go on, and its
- * sync then ends there); and a dlmd that starts on a stranger's node
- * finds a process of its node id in the group and stops (ONE DLMD PER
- * NODE ID).  Ending those needs the set of dlmds handed to a newcomer
- * (README, threat model).  The same blind spot has an edge: such a
- * process (not known, no seal seen) that dies while the newcomer syncs
- * is a failure to the newcomer, which starts its sync over, but none to
- * those that saw it join; the newcomer then waits until the next join.  A dlmd of version 2 that joins after us is
+ * (second_of_node), and its leave starts no sync again.  Nor does it
+ * count as its node (dmembers_update: majority, UNREACHABLE PEERS,
+ * fencing turns).
+ *
+ * VOUCHING.  A dlmd cannot tell a process that was there before its
+ * own join from a dlmd that has not spoken yet.  The dlmds that can
+ * tell every member (each they saw join, or verified a message of)
+ * vouch in their ANNOUNCE's FIRST part for every process that has
+ * sealed a message (node id, CPG pid, incarnation); at its delivery the
+ * newcomer takes a process that it lists for a dlmd (with that
+ * incarnation) and one it does not list, whose message the newcomer has
+ * not verified either, for nobody (pending from then on, as it is to
+ * those that saw it join: vouch_apply says why nothing sealed can be
+ * missed).  Every member awaits the same processes from there, so the
+ * sync ends at the same point for all, the stranger still there.  A
+ * dlmd that starts where another process of its node id is in the group
+ * goes by the same test (ONE DLMD PER NODE ID).  What stays: with no dlmd
+ * able to vouch (the first dlmd of a cluster starting beside such a
+ * process, or every dlmd of the cluster started after it, none of which
+ * could tell it) the dlmds wait for it as for a dlmd that has not
+ * spoken, their sync and the lockspaces they join, until it leaves:
+ * taking it for nobody after a time would take a dlmd that is slow or
+ * stopped (SIGSTOP) for nobody too, and run its lockspaces without it.
+ * Before the first vouching ANNOUNCE is delivered the newcomer counts
+ * only the processes whose messages it verified (cs_dmembers), and such
+ * a process that dies then is a failure to it alone (its sync starts
+ * over).  A dlmd of version 2 that joins after us is
  * pending alike; it cannot read our ANNOUNCEs, so it never ends a sync
  * and runs no lockspace.  crypto = none seals with 32 zero bytes: a key
  * known to all, so the seal proves nothing and the rules above the seal
@@ -315,14 +332,24 @@
  * listen and stops; on a port of its own it would join the daemon group
  * beside the first, and its JOINs, START and lock traffic under the same
  * node id stopped every lockspace and got the node fenced (seen in
- * tests/test-cluster-dupid.sh).  So the daemon group's first confchg of
- * a dlmd decides (dup_node_id()): if another process of our node id was
- * a member before us, we log it at err and stop at once (exit 1), before
- * we send anything; of two that join in one confchg, the higher CPG pid
- * stops, sending nothing more.  The dlmd that stays, and every other
- * member, logs the second one at err.  Its join starts a sync as any
- * join does (which it never answers: lockspaces change no members until
- * it leaves, as with a process of another protocol version), but its
+ * tests/test-cluster-dupid.sh).  But a process of our node id in the
+ * group need not be a dlmd (SEALED MESSAGES: corosync lets more than
+ * root use CPG).  So the daemon group's first confchg of a dlmd takes
+ * note (dup_node_id()): another process of our node id that was a member
+ * before us, or that joined with us with a lower CPG pid, is a suspect.
+ * We send our join, and stop (exit 1, at err, sending nothing more) at
+ * the first message of the suspect that verifies (it has the key; one of
+ * another version too) or at a dlmd's ANNOUNCE that vouches for it;
+ * a dlmd's ANNOUNCE that can tell everybody and does not vouch for it
+ * makes it nobody and we stay, as we do when it leaves (VOUCHING).  A
+ * real second dlmd is answered at once by the node's first (the sync
+ * our join starts), so it stops within a round trip; while it runs its
+ * messages are dropped by every member (second_of_node), and its sync
+ * cannot end before the answer that stops it.  With nobody to vouch we
+ * neither stop nor stop waiting for it.  The dlmd that stays, and every
+ * other member, logs the second one at err.  Its join starts a sync as
+ * any join does (which it never answers: lockspaces change no members
+ * until it leaves, as with a process of another protocol version), but its
  * node id does not count as unknown in it while the node's first dlmd,
  * known, is still a member (daemon_confchg_ls), so its coming and going
  * restarts no lockspace's recovery; its leave is no failure of the node
@@ -767,6 +794,10 @@ struct dlmd_cluster {
 	uint64_t		cs_unverified_log_at;
 	bool			cs_dup_stop;	/* ONE DLMD PER NODE ID: we stop,
 						 * sending nothing more */
+	/* ONE DLMD PER NODE ID: processes of our node id there before us
+	 * (or joined with us, lower pid) not yet found dlmd or nobody */
+	uint32_t		cs_dup_pids[DLM_MAX_NODES];
+	unsigned int		cs_ndup;
 	/* the table: every lockspace of the cluster and its members */
 	struct cs_lsent		*cs_ls[LS_HASH];
 	unsigned int		cs_nls;
@@ -1238,7 +1269,7 @@ static void out_flush(struct dlmd_cluster *cs)
 	/* the seal binds our CPG pid, known from our first confchg (which
 	 * comes before anything we send can be delivered): until then
 	 * messages wait here (daemon_confchg flushes) */
-	if (!cs->cs_self_pid)
+	if (!cs->cs_self_pid || cs->cs_dup_stop)
 		return;
 	while (cs->cs_out) {
 		struct cs_out *o = cs->cs_out;
@@ -1328,9 +1359,44 @@ static int send_ls(struct dlmd_cluster *cs, uint16_t type, const char *name)
 	return out_queue(cs, buf, len);
 }
 
+/* VOUCHING: can we tell every process of the group, dlmd or nobody?
+ * Each is ourselves, sealed a message we verified, or we saw it join
+ * (and know whether it has sealed one since). */
+static bool vouch_whole(const struct dlmd_cluster *cs)
+{
+	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+		const struct cs_daemon *dm = &cs->cs_dm[i];
+
+		if (!dm->dm_inc && !dm->dm_witnessed && !dm->dm_known)
+			return false;
+	}
+	return true;
+}
+
+/* VOUCHING: the processes we vouch for (every one that has sealed, we
+ * ourselves too) into a FIRST part, if we can tell them all. */
+static void vouch_fill(const struct dlmd_cluster *cs, struct cm_announce *an)
+{
+	if (!vouch_whole(cs))
+		return;
+	an->an_flags |= CM_ANN_VOUCH;
+	an->an_vouch[an->an_nvouch++] = (struct cm_vouch){
+		cs->cs_d->d_nodeid, cs->cs_self_pid, cs->cs_inc };
+	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+		const struct cs_daemon *dm = &cs->cs_dm[i];
+
+		if (!dm->dm_inc || an->an_nvouch >= DLM_MAX_NODES ||
+		    (dm->dm_id == cs->cs_d->d_nodeid &&
+		     dm->dm_pid == cs->cs_self_pid))
+			continue;
+		an->an_vouch[an->an_nvouch++] = (struct cm_vouch){
+			dm->dm_id, dm->dm_pid, dm->dm_inc };
+	}
+}
+
 /* ANNOUNCE: the lockspaces we are in, as of our queued JOIN/LEAVEs (our
  * local instances: each queued a JOIN when created and queues a LEAVE
- * when released). */
+ * when released); its FIRST part vouches (VOUCHING). */
 static void send_announce(struct dlmd_cluster *cs)
 {
 	static struct cm_announce an;
@@ -1354,6 +1420,8 @@ static void send_announce(struct dlmd_cluster *cs)
 			dl = dl->dl_next;
 		an.an_flags = (first ? CM_ANN_FIRST : 0) | (dl ? 0 : CM_ANN_LAST);
 		an.an_view = cs->cs_view;
+		if (first)
+			vouch_fill(cs, &an);
 		total += an.an_count;
 		len = dlmd_cm_announce_encode(buf, &h, &an);
 		if (!len || out_queue(cs, buf, len)) {
@@ -2438,6 +2506,117 @@ static bool pending(const struct cs_daemon *dm)
 	return dm->dm_witnessed && !dm->dm_inc;
 }
 
+/* SEALED MESSAGES: the node ids that count as the daemon group's
+ * (majority, UNREACHABLE PEERS, fencing turns): those of a process
+ * that has sealed a message (we verified it, or a dlmd vouched for
+ * it), or that we know (ourselves).  A stranger is not one of them. */
+static void dmembers_update(struct dlmd_cluster *cs)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+		const struct cs_daemon *dm = &cs->cs_dm[i];
+
+		if ((dm->dm_inc || dm->dm_known) &&
+		    !id_in(cs->cs_dmembers, n, dm->dm_id))
+			cs->cs_dmembers[n++] = dm->dm_id;
+	}
+	cs->cs_ndmembers = n;
+}
+
+/* ONE DLMD PER NODE ID: is dm a process of our node id that we could
+ * not tell from a dlmd when we joined (dup_node_id)? */
+static bool dup_suspect(const struct dlmd_cluster *cs,
+			const struct cs_daemon *dm)
+{
+	return dm && dm->dm_id == cs->cs_d->d_nodeid &&
+	       id_in(cs->cs_dup_pids, cs->cs_ndup, dm->dm_pid);
+}
+
+/* ONE DLMD PER NODE ID: that process is a dlmd (why): we stop at once,
+ * sending nothing more. */
+static void dup_found(struct dlmd_cluster *cs, uint32_t pid, const char *why)
+{
+	if (cs->cs_dup_stop)
+		return;
+	log_err("daemon group: node %u already has a dlmd (CPG pid %u: %s) in "
+		"the daemon group: two dlmds with one node id (a second "
+		"dlm.conf on this host?); this one (CPG pid %u) stops",
+		cs->cs_d->d_nodeid, pid, why, cs->cs_self_pid);
+	cs->cs_dup_stop = true;
+	cs->cs_d->d_exit_code = 1;
+	qb_loop_stop(cs->cs_d->d_loop);
+}
+
+static void dup_drop(struct dlmd_cluster *cs, uint32_t pid)
+{
+	for (unsigned int i = 0; i < cs->cs_ndup; i++) {
+		if (cs->cs_dup_pids[i] == pid) {
+			cs->cs_dup_pids[i] = cs->cs_dup_pids[--cs->cs_ndup];
+			return;
+		}
+	}
+}
+
+/*
+ * VOUCHING.  An ANNOUNCE's FIRST part from 'from' vouches, if its sender
+ * can tell every process of the group (vouch_fill), for those that have
+ * sealed a message: at its delivery, a process that it does not list
+ * and whose message we have not verified has never sealed one (what was
+ * delivered before the sender wrote it, the sender saw; what came after
+ * it, which was after our own join, we saw).  It is nobody, as to the
+ * dlmds that saw it join: pending() from here on, not waited for; its
+ * first sealed message, if it ever sends one, is its join as for any
+ * process.  A process listed takes the incarnation vouched for (its
+ * messages must carry it).  Only an ANNOUNCE of the current sync counts
+ * (its view); every member applies the same one at the same point, and
+ * those that can tell everybody change nothing by it.
+ */
+static bool retired(const struct dlmd_cluster *cs, uint64_t inc);
+
+static void vouch_apply(struct dlmd_cluster *cs, const struct cs_daemon *from,
+			const struct cm_announce *an)
+{
+	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
+		struct cs_daemon *dm = &cs->cs_dm[i];
+		const struct cm_vouch *v = NULL;
+
+		if (dm->dm_known || pending(dm))
+			continue;	/* ourselves, or told apart already */
+		for (uint32_t k = 0; k < an->an_nvouch; k++)
+			if (an->an_vouch[k].v_id == dm->dm_id &&
+			    an->an_vouch[k].v_pid == dm->dm_pid)
+				v = &an->an_vouch[k];
+		if (v && dup_suspect(cs, dm)) {
+			char why[64];
+
+			snprintf(why, sizeof(why), "node %u's dlmd vouches for it",
+				 from->dm_id);
+			dup_found(cs, dm->dm_pid, why);
+			return;
+		}
+		if (v && !dm->dm_inc && !retired(cs, v->v_inc)) {
+			dm->dm_inc = v->v_inc;
+			log_debug("daemon group: node %u vouches for node %u pid %u",
+				  from->dm_id, dm->dm_id, dm->dm_pid);
+			continue;
+		}
+		if (v || dm->dm_inc)
+			continue;
+		dm->dm_witnessed = true;
+		log_notice("daemon group: node %u pid %u was in the daemon group "
+			   "before us and has sealed no message; node %u's dlmd "
+			   "does not vouch for it: no dlmd, not waited for", dm->dm_id,
+			   dm->dm_pid, from->dm_id);
+		if (dup_suspect(cs, dm)) {
+			dup_drop(cs, dm->dm_pid);
+			log_notice("daemon group: that process of our node id is "
+				   "no dlmd: we stay");
+		}
+	}
+	dmembers_update(cs);
+}
+
 static void sync_check(struct dlmd_cluster *cs)
 {
 	if (!cs->cs_syncing)
@@ -2511,6 +2690,11 @@ static void deliver_announce(struct dlmd_cluster *cs, struct cs_daemon *dm,
 		log_debug("daemon group: an ANNOUNCE of node %u answers an older "
 			  "configuration; ignored", dm->dm_id);
 		return;
+	}
+	if (an.an_flags & CM_ANN_VOUCH) {
+		vouch_apply(cs, dm, &an);
+		if (cs->cs_dup_stop)
+			return;
 	}
 	if (an.an_flags & CM_ANN_FIRST) {
 		dm->dm_ann_open = true;
@@ -2677,9 +2861,11 @@ static void deliver_unreach(struct dlmd_cluster *cs, uint32_t from,
  * sync again (daemon_confchg_ls), which every member answers anew.  A
  * second dlmd sends nothing (it stops at its first confchg), so nothing
  * real is lost to this but what the node's dlmd sent meanwhile, and the
- * sync its leave starts sends that state again.  What stays open: such a
- * process on a node whose dlmd is not in the group is the only one of
- * its node id, and taken as its dlmd (README, threat model).
+ * sync its leave starts sends that state again.  Such a process on a
+ * node whose dlmd is not in the group is the only one of its node id:
+ * what keeps it from speaking for its node is the seal (SEALED
+ * MESSAGES), and a dlmd that starts beside it tells it apart by the
+ * others' vouches (VOUCHING).
  */
 static bool second_of_node(const struct dlmd_cluster *cs,
 			   const struct cs_daemon *dm)
@@ -2827,6 +3013,9 @@ static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
 					"while it is in the group", nodeid, pid,
 					hd.h_version, CM_VERSION);
 			}
+			/* a dlmd all the same, of an older version */
+			if (dup_suspect(cs, dm))
+				dup_found(cs, pid, "a dlmd of another version");
 			return false;
 		}
 		unverified(cs, nodeid, pid, len, why);
@@ -2842,6 +3031,7 @@ static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
 			return false;
 		}
 		dm->dm_inc = se.se_inc;
+		dmembers_update(cs);
 	} else if (se.se_inc != dm->dm_inc) {
 		unverified(cs, nodeid, pid, len, "another incarnation than the "
 			   "process's first message (a replay)");
@@ -2870,9 +3060,16 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
 		return;
+	if (cs->cs_dup_stop)
+		return;		/* we stop (ONE DLMD PER NODE ID) */
 	dm = dm_find(cs, nodeid, pid);
 	if (!seal_ok(cs, dm, nodeid, pid, p, len, &len, &first))
 		return;
+	if (dup_suspect(cs, dm)) {
+		/* a message of it verifies: it has the key, a dlmd */
+		dup_found(cs, pid, "its messages verify");
+		return;
+	}
 	if (first && dm)
 		dlmd_joined(cs, dm);
 	rv = dlmd_cm_hdr_decode(p, len, &hd, &why);
@@ -3134,6 +3331,11 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		retire(cs, ldm);
 		if (ldm && ldm->dm_inc && left[i].reason == CPG_REASON_NODEDOWN)
 			merge_keep(cs, ldm);
+		if (dup_suspect(cs, ldm)) {
+			dup_drop(cs, ldm->dm_pid);
+			log_notice("daemon group: the other process of our node id "
+				   "(CPG pid %u) left: we stay", ldm->dm_pid);
+		}
 		/* one that never sealed a message: nothing of another was
 		 * dropped for it (second_of_node), the same on every member */
 		if (ldm && !ldm->dm_inc && !ldm->dm_known)
@@ -3277,6 +3479,7 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		free(cs->cs_dm[i].dm_ann);
 	memcpy(cs->cs_dm, ndm, nn * sizeof(ndm[0]));
 	cs->cs_ndm = nn;
+	dmembers_update(cs);
 	/* a member added: our own join here; another's is its first
 	 * sealed message (dlmd_joined) */
 	if (we_joined || second_left || merged || (failed && cs->cs_syncing))
@@ -3347,11 +3550,41 @@ static bool was_member(const struct cpg_address *joined, size_t njoined,
 	return true;
 }
 
-/* ONE DLMD PER NODE ID.  True when we must stop: another process of our
- * node id was a member before our first confchg, or joined with us and
- * has the lower pid.  Otherwise every second process of a node id that
- * joins (one of that id was a member before it, or joined with it with
- * a lower pid) is logged. */
+/* Does member m of a confchg count (dmembers_update)?  Ourselves; one
+ * there before that has sealed a message or that we know; a joiner
+ * that merged back with the seal we kept (merge_take). */
+static bool member_counts(const struct dlmd_cluster *cs,
+			  const struct cpg_address *m,
+			  const struct cpg_address *joined, size_t njoined)
+{
+	const struct cs_daemon *dm;
+
+	if (m->nodeid == cs->cs_d->d_nodeid)
+		return true;
+	if (!was_member(joined, njoined, m->nodeid, m->pid)) {
+		for (size_t j = 0; j < njoined; j++)
+			if (joined[j].nodeid == m->nodeid &&
+			    joined[j].pid == m->pid &&
+			    joined[j].reason != CPG_REASON_NODEUP)
+				return false;
+		for (unsigned int i = 0; i < cs->cs_nkept; i++)
+			if (cs->cs_kept[i].ct_id == m->nodeid &&
+			    cs->cs_kept[i].ct_pid == m->pid)
+				return true;
+		return false;
+	}
+	dm = dm_find((struct dlmd_cluster *)cs, m->nodeid, m->pid);
+	return dm && (dm->dm_inc || dm->dm_known);
+}
+
+/* ONE DLMD PER NODE ID.  At our first confchg, another process of our
+ * node id that was a member before us, or joined with us and has the
+ * lower pid, is a suspect (cs_dup_pids): a dlmd, and we stop, as soon as
+ * a message of it verifies or a dlmd vouches for it; no dlmd, and we
+ * stay, when a dlmd that can tell everybody does not (VOUCHING).  Every
+ * second process of a node id that joins (one of that id was a member
+ * before it, or joined with it with a lower pid) is logged.  False:
+ * nothing stops us here any more (kept for the caller's shape). */
 static bool dup_node_id(struct dlmd_cluster *cs, const struct cpg_address *members,
 			size_t nmembers, const struct cpg_address *joined,
 			size_t njoined)
@@ -3369,11 +3602,15 @@ static bool dup_node_id(struct dlmd_cluster *cs, const struct cpg_address *membe
 			    (!was_member(joined, njoined, me, members[i].pid) &&
 			     members[i].pid > self))
 				continue;
-			log_err("daemon group: node %u already has a dlmd (CPG pid "
-				"%u) in the daemon group: two dlmds with one node id "
-				"(a second dlm.conf on this host?); this one (CPG pid "
-				"%u) stops", me, members[i].pid, self);
-			return true;
+			log_warn("daemon group: another process of node %u (CPG "
+				 "pid %u) is in the daemon group: a second dlmd of "
+				 "this node, or a process that is no dlmd; we stop "
+				 "if it is a dlmd (its message verifies, or a dlmd "
+				 "vouches for it) and stay if a dlmd does not vouch "
+				 "for it; until then we wait for it", me,
+				 members[i].pid);
+			if (cs->cs_ndup < DLM_MAX_NODES)
+				cs->cs_dup_pids[cs->cs_ndup++] = members[i].pid;
 		}
 	}
 	for (size_t i = 0; i < njoined; i++) {
@@ -3407,7 +3644,7 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 	char m[IDS_TEXT_LEN];
 	bool majority;
 
-	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
+	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs || cs->cs_dup_stop)
 		return;
 	if (dup_node_id(cs, members, nmembers, joined, njoined)) {
 		cs->cs_dup_stop = true;
@@ -3415,8 +3652,12 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 		qb_loop_stop(cs->cs_d->d_loop);
 		return;
 	}
+	/* the node ids of the processes that count (dmembers_update): a
+	 * joiner has sealed nothing yet, unless it merged back with the
+	 * seal we kept */
 	for (size_t i = 0; i < nmembers && n < DLM_MAX_NODES; i++)
-		if (!id_in(ids, n, members[i].nodeid))
+		if (!id_in(ids, n, members[i].nodeid) &&
+		    member_counts(cs, &members[i], joined, njoined))
 			ids[n++] = members[i].nodeid;
 	memcpy(cs->cs_dmembers, ids, n * sizeof(ids[0]));
 	cs->cs_ndmembers = n;
@@ -3431,8 +3672,8 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 	 * fencing sees join here (fence.c: one that our fence command
 	 * killed, leaving afterwards, is not fenced again) */
 	if (!cs->cs_self_pid)
-		for (unsigned int i = 0; i < n; i++)
-			dlmd_fence_node_joined(cs->cs_d, ids[i]);
+		for (size_t i = 0; i < nmembers; i++)
+			dlmd_fence_node_joined(cs->cs_d, members[i].nodeid);
 	for (size_t i = 0; i < njoined; i++) {
 		uint32_t id = joined[i].nodeid;
 		char why[128];
@@ -3496,9 +3737,15 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 		 * reset of the live one's would lose frames; a paused new
 		 * epoch then ends through UNREACHABLE PEERS */
 		still = false;
-		for (unsigned int k = 0; k < n; k++)
-			if (ids[k] == id)
-				still = true;
+		for (size_t k = 0; k < nmembers; k++) {
+			const struct cs_daemon *o;
+
+			if (members[k].nodeid != id)
+				continue;
+			o = dm_find(cs, id, members[k].pid);
+			if (!o || !pending(o))
+				still = true;	/* not one we know is nobody */
+		}
 		if (!still && nd)
 			dlmd_comms_node_reset(cs->cs_d, id, node_addr_ptrs(nd, p),
 					      nd->n_naddrs);

@@ -149,28 +149,47 @@ size_t dlmd_cm_ls_encode(unsigned char *buf, const struct cm_hdr *h,
 	return len;
 }
 
+/* ANNOUNCE flags: defined ones only, VOUCH only with FIRST. */
+static bool ann_flags_bad(uint32_t f)
+{
+	return (f & ~(CM_ANN_FIRST | CM_ANN_LAST | CM_ANN_VOUCH)) ||
+	       ((f & CM_ANN_VOUCH) && !(f & CM_ANN_FIRST));
+}
+
 size_t dlmd_cm_announce_encode(unsigned char *buf, const struct cm_hdr *h,
 			       const struct cm_announce *an)
 {
 	size_t len = CM_HDR_LEN + CM_ANN_FIXED;
 	unsigned char *p;
 
-	if (an->an_count > CM_ANN_MAX ||
-	    (an->an_flags & ~(CM_ANN_FIRST | CM_ANN_LAST)))
+	if (an->an_count > CM_ANN_MAX || ann_flags_bad(an->an_flags) ||
+	    an->an_nvouch > DLM_MAX_NODES ||
+	    (!(an->an_flags & CM_ANN_VOUCH) && an->an_nvouch))
 		return 0;
+	for (uint32_t i = 0; i < an->an_nvouch; i++)
+		if (!an->an_vouch[i].v_id || !an->an_vouch[i].v_inc)
+			return 0;
 	for (uint32_t i = 0; i < an->an_count; i++) {
 		if (!dlmd_cm_name_valid(an->an_ls[i].n_name))
 			return 0;
 		len += 4 + strlen(an->an_ls[i].n_name);
 	}
+	len += CM_VOUCH_LEN * (size_t)an->an_nvouch;
 	put_hdr(buf, h, CM_ANNOUNCE, len);
 	p = buf + CM_HDR_LEN;
 	dlm_put_le32(p, an->an_flags);
 	dlm_put_le32(p + 4, an->an_view);
 	dlm_put_le32(p + 8, an->an_count);
+	dlm_put_le32(p + 12, an->an_nvouch);
 	p += CM_ANN_FIXED;
 	for (uint32_t i = 0; i < an->an_count; i++)
 		p += put_name(p, an->an_ls[i].n_name);
+	for (uint32_t i = 0; i < an->an_nvouch; i++, p += CM_VOUCH_LEN) {
+		dlm_put_le32(p, an->an_vouch[i].v_id);
+		dlm_put_le32(p + 4, an->an_vouch[i].v_pid);
+		dlm_put_le32(p + 8, (uint32_t)an->an_vouch[i].v_inc);
+		dlm_put_le32(p + 12, (uint32_t)(an->an_vouch[i].v_inc >> 32));
+	}
 	return len;
 }
 
@@ -365,12 +384,18 @@ int dlmd_cm_announce_decode(const unsigned char *body, size_t len,
 	an->an_flags = dlm_get_le32(p);
 	an->an_view = dlm_get_le32(p + 4);
 	an->an_count = dlm_get_le32(p + 8);
-	if (an->an_flags & ~(CM_ANN_FIRST | CM_ANN_LAST)) {
-		*why = "ANNOUNCE with undefined flags";
+	an->an_nvouch = dlm_get_le32(p + 12);
+	if (ann_flags_bad(an->an_flags)) {
+		*why = "ANNOUNCE with undefined flags, or VOUCH without FIRST";
 		return -EINVAL;
 	}
 	if (an->an_count > CM_ANN_MAX) {
 		*why = "ANNOUNCE with too many names";
+		return -EINVAL;
+	}
+	if (an->an_nvouch > DLM_MAX_NODES ||
+	    (!(an->an_flags & CM_ANN_VOUCH) && an->an_nvouch)) {
+		*why = "ANNOUNCE with too many vouches, or some without VOUCH";
 		return -EINVAL;
 	}
 	p += CM_ANN_FIXED;
@@ -383,9 +408,21 @@ int dlmd_cm_announce_decode(const unsigned char *body, size_t len,
 		p += nl;
 		len -= nl;
 	}
-	if (len) {
-		*why = "ANNOUNCE longer than its names";
+	if (len != CM_VOUCH_LEN * (size_t)an->an_nvouch) {
+		*why = "ANNOUNCE length differs from its names and vouches";
 		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < an->an_nvouch; i++, p += CM_VOUCH_LEN) {
+		struct cm_vouch *v = &an->an_vouch[i];
+
+		v->v_id = dlm_get_le32(p);
+		v->v_pid = dlm_get_le32(p + 4);
+		v->v_inc = dlm_get_le32(p + 8) |
+			   (uint64_t)dlm_get_le32(p + 12) << 32;
+		if (!v->v_id || !v->v_inc) {
+			*why = "ANNOUNCE vouching for node id 0 or incarnation 0";
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

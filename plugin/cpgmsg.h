@@ -12,8 +12,8 @@
  *   20 lockspace id (of the name in the body; 0 for ANNOUNCE)
  *   24 sequence (the sender's change count, for logs)
  *
- * followed by a body of the type's layout, and then (version 3) by the
- * SEAL, which h_length does not count (it covers header and body):
+ * followed by a body of the type's layout, and then (since version 3) by
+ * the SEAL, which h_length does not count (it covers header and body):
  *
  *    0 incarnation (64 bits, random, chosen once per dlmd process; not 0)
  *    8 sequence (64 bits: 1 for the process's first message, then +1)
@@ -40,11 +40,23 @@
  *       8 nmembers   12 nprev
  *      16 nmembers node ids (the change the START answers), then nprev
  *         node ids (the members of the sender's last event)
- *   ANNOUNCE (4):          0 flags (CM_ANN_FIRST, CM_ANN_LAST)
+ *   ANNOUNCE (4):          0 flags (CM_ANN_FIRST, CM_ANN_LAST,
+ *                            CM_ANN_VOUCH)
  *                          4 view: the daemon group configuration it
  *                            answers (a hash of its members)
- *                          8 count
- *                         12 count NAMEs: lockspaces the sender is in
+ *                          8 count   12 nvouch
+ *                         16 count NAMEs: lockspaces the sender is in,
+ *                            then nvouch entries of 16 bytes: 0 node id
+ *                            (not 0), 4 CPG pid, 8 incarnation (64
+ *                            bits, not 0): every process of the group
+ *                            whose message the sender has seen verify
+ *                            (itself included), all of them.  Only with
+ *                            CM_ANN_VOUCH, which only a FIRST part has:
+ *                            the sender can tell every member process
+ *                            (it saw each join or verified one of its
+ *                            messages), so one not listed never sealed
+ *                            a message (plugin/cluster.c, VOUCHING);
+ *                            without it nvouch is 0
  *   FAILED (5):            NAME, then 0 count, 4 count pairs of
  *                          (node id, flags): the daemons the sender has
  *                          recorded as failed out of that lockspace and
@@ -108,21 +120,24 @@
 #include "core/core.h"
 
 #define CM_MAGIC		0x474d4c44u	/* "DLMG" little-endian */
-#define CM_VERSION		3	/* 3: the SEAL; 2 had none */
+#define CM_VERSION		4	/* 4: ANNOUNCE vouches; 3: the SEAL */
 #define CM_KEY_LEN		32	/* the CPG key */
 #define CM_MAC_LEN		32
 #define CM_SEAL_LEN		(16 + CM_MAC_LEN)	/* inc, seq, MAC */
 #define CM_HDR_LEN		28
 #define CM_NAME_MAX_LEN		(4 + DLM_LOCKSPACE_LEN)
 #define CM_START_FIXED		16	/* last_event, flags, nmembers, nprev */
-#define CM_ANN_FIXED		12	/* flags, view, count */
+#define CM_ANN_FIXED		16	/* flags, view, count, nvouch */
 #define CM_ANN_MAX		64	/* names in one ANNOUNCE */
 #define CM_ANN_FIRST		1u	/* the first of the sender's set */
 #define CM_ANN_LAST		2u	/* the last: the set is complete */
+#define CM_ANN_VOUCH		4u	/* (FIRST) the vouch list is whole */
+#define CM_VOUCH_LEN		16	/* node id, pid, incarnation */
 #define CM_START_MAX_LEN	(CM_HDR_LEN + CM_NAME_MAX_LEN + CM_START_FIXED + \
 				 2 * 4 * DLM_MAX_NODES)
 #define CM_ANN_MAX_LEN		(CM_HDR_LEN + CM_ANN_FIXED + \
-				 CM_ANN_MAX * CM_NAME_MAX_LEN)
+				 CM_ANN_MAX * CM_NAME_MAX_LEN + \
+				 CM_VOUCH_LEN * DLM_MAX_NODES)
 #define CM_FAILED_FIXED		4	/* count */
 #define CM_FAILED_DAEMON	1u	/* a dlmd failure (proc-down) */
 #define CM_FAILED_MAX_LEN	(CM_HDR_LEN + CM_NAME_MAX_LEN + CM_FAILED_FIXED + \
@@ -179,11 +194,20 @@ struct cm_start {
 	uint32_t	st_prev[DLM_MAX_NODES];
 };
 
+/* A process an ANNOUNCE vouches for: it has sealed a message. */
+struct cm_vouch {
+	uint32_t	v_id;			/* not 0 */
+	uint32_t	v_pid;
+	uint64_t	v_inc;			/* not 0 */
+};
+
 struct cm_announce {
-	uint32_t	an_flags;		/* CM_ANN_FIRST | CM_ANN_LAST */
+	uint32_t	an_flags;		/* CM_ANN_FIRST | LAST | VOUCH */
 	uint32_t	an_view;		/* the configuration it answers */
 	uint32_t	an_count;
 	struct cm_name	an_ls[CM_ANN_MAX];
+	uint32_t	an_nvouch;		/* 0 without CM_ANN_VOUCH */
+	struct cm_vouch	an_vouch[DLM_MAX_NODES];
 };
 
 struct cm_failed {

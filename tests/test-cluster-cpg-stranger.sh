@@ -20,7 +20,18 @@
 # stalled every membership change until it left); LS
 # keeps members 1 2 and its event on both nodes throughout, and once
 # the stranger has left, a lockspace joined on both nodes runs with
-# members 1 2 (the sync ended).  Needs root; the cluster is always torn
+# members 1 2 (the sync ended).
+#
+# Then a silent-to-dlmd stranger (cpg-peer forge again) stays on node 2
+# while dlmds start after it (VOUCHING, CPG protocol 4): node 1's dlmd
+# is killed and started again: it cannot tell the stranger from a dlmd
+# that has not spoken, node 2's dlmd vouches for the dlmds only, and
+# node 1's sync ends while the stranger stays (it waited for it until
+# the stranger left); then node 2's dlmd is killed and started again
+# beside the stranger of its own node id: it stayed, where it stopped
+# (ONE DLMD PER NODE ID took the stranger for a dlmd of node 2).  Each
+# time a lockspace joined on both nodes runs with members 1 2 while the
+# stranger is still there.  Needs root; the cluster is always torn
 # down (trap); logs are kept on failure.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -29,6 +40,7 @@ POLLS=600		# bounded waits: polls of 0.1 s
 LS=stranger
 NRES=2
 PEER_S=30	# it stays long beside the join below (a few seconds)
+PEER2_S=90	# the second one: beside two dlmd restarts
 
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
@@ -102,3 +114,51 @@ done
 for k in 1 2; do
 	wait_ls "$k" "state running members 1 2 " "$LS does not run with members 1 2"
 done
+
+# lines of node K's dlmd.out after line N0 that match REGEX
+logged_since() { # K N0 REGEX
+	tail -n "+$(( $2 + 1 ))" "$dir/n$1/dlmd.out" | grep -q "$3"
+}
+
+say "== a second stranger on node 2 stays; node 1's dlmd starts again beside it"
+on 2 setpriv --reuid=65534 --regid=65534 --clear-groups \
+	"$dir/peer/cpg-peer" forge $PEER2_S "$LS" >"$dir/cpg-peer2.out" 2>&1 &
+peer2=$!
+poll "$WAIT_S" grep -q "sent an ANNOUNCE" "$dir/cpg-peer2.out" ||
+	fail "the second cpg-peer did not get in: $(cat "$dir/cpg-peer2.out")"
+n0=$(wc -l <"$dir/n1/dlmd.out")
+"$CLUSTER" kill-dlmd "$dir" 1 || fail "cannot kill node 1's dlmd"
+"$CLUSTER" start "$dir" 1 || fail "cannot start node 1's dlmd again"
+LS=stranger-newcomer
+for k in 1 2; do
+	on "$k" "$DLMCTL" join "$LS" >/dev/null || fail "node $k: join $LS failed"
+done
+for k in 1 2; do
+	wait_ls "$k" "state running members 1 2 " \
+		"$LS does not run after node 1's dlmd started beside a stranger"
+done
+logged_since 1 "$n0" "does not vouch for it: no dlmd" ||
+	fail "node 1's new dlmd did not tell the stranger apart"
+kill -0 "$peer2" 2>/dev/null || fail "the stranger left before $LS ran"
+
+say "== node 2's dlmd starts again beside the stranger of its own node id"
+n0=$(wc -l <"$dir/n2/dlmd.out")
+"$CLUSTER" kill-dlmd "$dir" 2 || fail "cannot kill node 2's dlmd"
+"$CLUSTER" start "$dir" 2 || fail "cannot start node 2's dlmd again"
+LS=stranger-own-node
+for k in 1 2; do
+	on "$k" "$DLMCTL" join "$LS" >/dev/null || fail "node $k: join $LS failed"
+done
+for k in 1 2; do
+	wait_ls "$k" "state running members 1 2 " \
+		"$LS does not run after node 2's dlmd started beside its node's stranger"
+done
+running 2 dlmd || fail "node 2's new dlmd stopped beside the stranger"
+logged_since 2 "$n0" "is no dlmd: we stay" ||
+	fail "node 2's new dlmd did not say it stays"
+if logged_since 2 "$n0" "already has a dlmd"; then
+	fail "node 2's new dlmd took the stranger for a dlmd"
+fi
+kill -0 "$peer2" 2>/dev/null || fail "the stranger left before $LS ran"
+wait_pid "$peer2" $((PEER2_S + 30)) ||
+	fail "the second cpg-peer failed: $(cat "$dir/cpg-peer2.out")"

@@ -1823,10 +1823,13 @@ static void test_unreach_heal(void **state)
 /* The UNREACH codec: what it accepts encodes back the same; ids out of
  * order, repeated or 0, flags, and a length off its count are refused. */
 /* ONE DLMD PER NODE ID: a second dlmd of node 1 (slot 2) joins while L
- * runs on nodes 1 and 2.  It stops at its first confchg, having sent
- * nothing; nodes 1 and 2 log it, and neither its join (a sync it never
- * answers) nor its leave (proc-down, as if killed) restarts L or takes
- * node 1 for failed. */
+ * runs on nodes 1 and 2.  It cannot tell node 1's first dlmd from a
+ * process that is no dlmd at its first confchg: it sends its join, and
+ * stops at the first message of node 1's first dlmd that verifies (the
+ * answer to its join), sending nothing more; nodes 1 and 2 log it and
+ * take nothing of it (second_of_node), and neither its join (a sync it
+ * never answers) nor its leave (proc-down, as if killed) restarts L or
+ * takes node 1 for failed. */
 static void test_dup_node_id(void **state)
 {
 	struct cpg_address j, l;
@@ -1844,15 +1847,19 @@ static void test_dup_node_id(void **state)
 	node_init(2, 1);
 	j = (struct cpg_address){ 1, sim[2].pid, CPG_REASON_JOIN };
 	confchg(NULL, 0, &j, 1);
+	assert_false(sim[2].d.d_cluster->cs_dup_stop);
+	assert_true(logged(2, "another process of node 1"));
+	assert_true(logged(0, "a second dlmd of node 1"));
+	assert_true(logged(1, "a second dlmd of node 1"));
+	settle();
 	assert_true(sim[2].d.d_cluster->cs_dup_stop);
 	assert_int_equal(sim[2].d.d_exit_code, 1);
 	assert_int_equal(loop_stops, stops + 1);
 	assert_true(logged(2, "node 1 already has a dlmd"));
-	assert_true(logged(0, "a second dlmd of node 1"));
-	assert_true(logged(1, "a second dlmd of node 1"));
+	assert_true(logged(0, "messages of node 1 pid"));
+	assert_false(sim[2].d.d_cluster->cs_out);
 	for (unsigned int k = 0; k < nmsgs; k++)
 		assert_int_not_equal(msgs[k].pid, sim[2].pid);
-	settle();
 	l = (struct cpg_address){ 1, sim[2].pid, CPG_REASON_PROCDOWN };
 	node_free(2);
 	confchg(&l, 1, NULL, 0);
@@ -1997,10 +2004,11 @@ static void test_stranger_before_newcomer(void **state)
 	sim_start(2);
 	settle();
 	/* node 3 cannot tell the stranger, there before it, from a dlmd
-	 * that has not spoken yet: it waits for it (README, threat model);
-	 * but it takes node 1's dlmd's messages, sealed beside a process
-	 * that never sealed one (second_of_node) */
-	assert_true(sim[2].d.d_cluster->cs_syncing);
+	 * that has not spoken yet; nodes 1 and 2 vouch for the dlmds only
+	 * (VOUCHING): it does not wait for it; and it takes node 1's
+	 * dlmd's messages, sealed beside a process that never sealed one
+	 * (second_of_node) */
+	assert_false(sim[2].d.d_cluster->cs_syncing);
 	assert_false(logged(2, "messages of node 1 pid"));
 	assert_true(dm_find(sim[2].d.d_cluster, 1, sim[0].pid)->dm_known);
 	for (int i = 0; i < 2; i++)
@@ -2015,6 +2023,208 @@ static void test_stranger_before_newcomer(void **state)
 		assert_true(ls_running(i, "L"));
 		assert_int_equal(ls_of(i, "L")->core.nmembers, 3);
 	}
+}
+
+static void outsider_joins(int s, uint32_t id);
+
+/* VOUCHING.  A stranger beside node 1's dlmd (slot 3) and one on node 5,
+ * which runs no dlmd (slot 4), are in the daemon group when node 3's
+ * dlmd starts.  It cannot tell them from dlmds that have not spoken yet;
+ * nodes 1 and 2 vouch for the dlmds (every process that sealed) in their
+ * ANNOUNCEs: node 3 waits for those only, its sync ends while the
+ * strangers stay, and L, which it joins, runs with all three. */
+static void test_newcomer_after_stranger(void **state)
+{
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(0, "L");
+	ls_create(1, "L");
+	settle();
+	stranger_joins();
+	outsider_joins(4, 5);
+	settle();
+	sim_start(2);
+	settle();
+	for (int i = 0; i < 3; i++)
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+	assert_true(logged(2, "does not vouch for it: no dlmd"));
+	assert_true(dm_find(sim[2].d.d_cluster, 1, sim[0].pid)->dm_known);
+	assert_true(dm_find(sim[2].d.d_cluster, 2, sim[1].pid)->dm_known);
+	ls_create(2, "L");
+	settle();
+	for (int i = 0; i < 3; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 3);
+		assert_int_equal(ls_of(i, "L")->core.event,
+				 ls_of(0, "L")->core.event);
+	}
+	/* a fourth dlmd after it: node 3 vouches too */
+	sim_start(5);
+	settle();
+	ls_create(5, "L");
+	settle();
+	for (int i = 0; i < SIM_NODES; i++) {
+		if (!sim[i].up)
+			continue;
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 4);
+	}
+}
+
+/* ONE DLMD PER NODE ID, against a stranger: node 3's dlmd starts while a
+ * process that is no dlmd, of node 3, is in the daemon group (node 3's
+ * dlmd was not running).  It cannot tell it from a dlmd at its first
+ * confchg and does not stop there: nodes 1 and 2 do not vouch for it, so
+ * node 3's dlmd stays, ends its sync and runs L with them. */
+static void test_dup_stranger_start(void **state)
+{
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(0, "L");
+	ls_create(1, "L");
+	settle();
+	outsider_joins(3, 3);
+	settle();
+	sim_start(2);
+	assert_true(logged(2, "another process of node 3"));
+	settle();
+	assert_false(sim[2].d.d_cluster->cs_dup_stop);
+	assert_int_equal(sim[2].d.d_exit_code, 0);
+	assert_true(logged(2, "is no dlmd: we stay"));
+	ls_create(2, "L");
+	settle();
+	for (int i = 0; i < 3; i++) {
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 3);
+	}
+	/* the stranger leaves: nothing of node 3's dlmd goes with it */
+	sim[3].hung = false;
+	confchg(&(struct cpg_address){ 3, sim[3].pid, CPG_REASON_PROCDOWN }, 1,
+		NULL, 0);
+	settle();
+	for (int i = 0; i < 3; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 3);
+	}
+	assert_false(logged(0, "fencing"));
+}
+
+/* ... the first dlmd of a cluster beside such a stranger has nobody to
+ * vouch: it neither stops nor takes the stranger for nobody (it might be
+ * a dlmd that has not spoken yet), it waits; the stranger leaves and its
+ * sync ends.  A second dlmd of node 1 that starts then stops (the first
+ * one's messages verify). */
+static void test_dup_stranger_alone(void **state)
+{
+	unsigned int stops = loop_stops;
+
+	outsider_joins(3, 1);
+	sim_start(0);
+	settle();
+	assert_false(sim[0].d.d_cluster->cs_dup_stop);
+	assert_true(sim[0].d.d_cluster->cs_syncing);
+	sim[3].hung = false;
+	confchg(&(struct cpg_address){ 1, sim[3].pid, CPG_REASON_LEAVE }, 1,
+		NULL, 0);
+	settle();
+	assert_false(sim[0].d.d_cluster->cs_syncing);
+	assert_true(logged(0, "left: we stay"));
+	ls_create(0, "L");
+	settle();
+	assert_true(ls_running(0, "L"));
+	node_init(2, 1);
+	confchg(NULL, 0, &(struct cpg_address){ 1, sim[2].pid, CPG_REASON_JOIN },
+		1);
+	settle();
+	assert_true(sim[2].d.d_cluster->cs_dup_stop);
+	assert_int_equal(loop_stops, stops + 1);
+	assert_false(sim[0].d.d_cluster->cs_dup_stop);
+	assert_true(ls_running(0, "L"));
+}
+
+/* Strangers on nodes 4 and 5 (which run no dlmd) are in the daemon group
+ * of nodes 1, 2 and 3 (6 configured) when node 3 is lost (node-down).
+ * Nodes 1 and 2 are 2 of 6 dlmds: no majority side; counted with the
+ * strangers' node ids they were 4 of 6, and took node 3's loss for one
+ * seen from a majority (a merge back is then removed).  The strangers
+ * do not count (cs_dmembers: nodes whose process sealed a message). */
+static void test_stranger_majority(void **state)
+{
+	struct cpg_address l;
+
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	outsider_joins(3, 4);
+	outsider_joins(4, 5);
+	settle();
+	l = (struct cpg_address){ 3, sim[2].pid, CPG_REASON_NODEDOWN };
+	node_free(2);
+	confchg(&l, 1, NULL, 0);
+	settle();
+	for (int i = 0; i < 2; i++) {
+		struct dlmd_cluster *cs = sim[i].d.d_cluster;
+
+		assert_false(sim[i].fail_how[3] & DLMD_FAIL_MAJORITY);
+		assert_false(id_in(cs->cs_lost, cs->cs_nlost, 3));
+		assert_true(id_in(cs->cs_down, cs->cs_ndown, 3));
+		assert_int_equal(cs->cs_ndmembers, 2);
+	}
+}
+
+/* The ANNOUNCE's vouches: they go back and forth; VOUCH without FIRST,
+ * vouches without VOUCH, node id or incarnation 0 are refused. */
+static void test_vouch_codec(void **state)
+{
+	static struct cm_announce an, back;
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 2 }, hd;
+	const char *why = NULL;
+	size_t len;
+
+	an.an_flags = CM_ANN_FIRST | CM_ANN_LAST | CM_ANN_VOUCH;
+	an.an_view = 7;
+	an.an_count = 1;
+	snprintf(an.an_ls[0].n_name, sizeof(an.an_ls[0].n_name), "L");
+	an.an_nvouch = 2;
+	an.an_vouch[0] = (struct cm_vouch){ 2, 100, 0x1122334455667788ull };
+	an.an_vouch[1] = (struct cm_vouch){ 1, 101, 5 };
+	len = dlmd_cm_announce_encode(buf, &h, &an);
+	assert_int_equal(len, CM_HDR_LEN + CM_ANN_FIXED + 5 + 2 * CM_VOUCH_LEN);
+	assert_int_equal(dlmd_cm_hdr_decode(buf, len, &hd, &why), 0);
+	assert_int_equal(dlmd_cm_announce_decode(buf + CM_HDR_LEN,
+						 len - CM_HDR_LEN, &back, &why), 0);
+	assert_int_equal(back.an_nvouch, 2);
+	assert_true(back.an_vouch[0].v_inc == 0x1122334455667788ull);
+	assert_int_equal(back.an_vouch[1].v_pid, 101);
+	/* VOUCH without FIRST: not encoded, not decoded */
+	an.an_flags = CM_ANN_LAST | CM_ANN_VOUCH;
+	assert_int_equal(dlmd_cm_announce_encode(buf, &h, &an), 0);
+	dlm_put_le32(buf + CM_HDR_LEN, CM_ANN_LAST | CM_ANN_VOUCH);
+	assert_int_equal(dlmd_cm_announce_decode(buf + CM_HDR_LEN,
+						 len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
+	/* vouches without VOUCH */
+	an.an_flags = CM_ANN_FIRST | CM_ANN_LAST;
+	assert_int_equal(dlmd_cm_announce_encode(buf, &h, &an), 0);
+	dlm_put_le32(buf + CM_HDR_LEN, CM_ANN_FIRST | CM_ANN_LAST);
+	assert_int_equal(dlmd_cm_announce_decode(buf + CM_HDR_LEN,
+						 len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
+	/* incarnation 0 */
+	an.an_flags = CM_ANN_FIRST | CM_ANN_LAST | CM_ANN_VOUCH;
+	an.an_vouch[1].v_inc = 0;
+	assert_int_equal(dlmd_cm_announce_encode(buf, &h, &an), 0);
+	an.an_vouch[1].v_inc = 5;
+	len = dlmd_cm_announce_encode(buf, &h, &an);
+	memset(buf + len - 8, 0, 8);
+	assert_int_equal(dlmd_cm_announce_decode(buf + CM_HDR_LEN,
+						 len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
 }
 
 /* ---- SEALED MESSAGES ----------------------------------------------- */
@@ -2193,7 +2403,7 @@ static void test_old_version_refused(void **state)
 	inject_raw(s, buf, len);
 	settle();
 	for (int i = 0; i < 2; i++) {
-		assert_true(logged(i, "speaks CPG protocol version 2, we speak 3"));
+		assert_true(logged(i, "speaks CPG protocol version 2, we speak 4"));
 		assert_int_equal(unverified_of(i), 0);
 		assert_false(le_has(le_find(sim[i].d.d_cluster, "T", false), 3));
 	}
@@ -2744,6 +2954,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_old_version_refused, setup,
 						teardown),
 		cmocka_unit_test(test_seal_codec),
+		cmocka_unit_test_setup_teardown(test_newcomer_after_stranger,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dup_stranger_start, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_dup_stranger_alone, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_stranger_majority, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_vouch_codec, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_silent_stranger, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unreach_codec, setup,
