@@ -751,7 +751,7 @@ struct dlmd_cluster {
 	/* SEALED MESSAGES: the CPG key (zeros with crypto = none), our
 	 * incarnation and last sequence; the incarnations of processes
 	 * that left (a ring); messages that did not verify, since said */
-	unsigned char		cs_cpg_key[CM_KEY_LEN];
+	unsigned char		*cs_cpg_key;	/* CM_KEY_LEN, lc_secret_alloc */
 	uint64_t		cs_inc;
 	uint64_t		cs_seal_seq;
 	uint64_t		cs_retired[CS_RETIRED_MAX];
@@ -4059,7 +4059,6 @@ static const struct dlmd_comms_up comms_up = {
 static int seal_init(struct dlmd_cluster *cs)
 {
 	const struct dlmd_config *cf = &cs->cs_d->d_cfg;
-	unsigned char ck[LC_KEY_LEN];
 	char why[512];
 	int rv;
 
@@ -4072,20 +4071,16 @@ static int seal_init(struct dlmd_cluster *cs)
 			strerror(errno));
 		return -EIO;
 	}
-	if (cf->cf_crypto_none) {
-		memset(cs->cs_cpg_key, 0, sizeof(cs->cs_cpg_key));
-		log_warn("daemon group: crypto = none: its messages are sealed "
-			 "with a key everyone knows; any process corosync lets "
-			 "use CPG can speak for a node (README, threat model)");
-		return 0;
-	}
-	rv = lc_key_load(cf->cf_key_file, ck, why, sizeof(why));
-	if (rv < 0) {
+	cs->cs_cpg_key = dlmd_cm_key_load(cf->cf_crypto_none ? NULL :
+					  cf->cf_key_file, &rv, why, sizeof(why));
+	if (!cs->cs_cpg_key) {
 		log_err("daemon group: %s; not starting", why);
 		return rv;
 	}
-	dlmd_cm_key_derive(ck, cs->cs_cpg_key);
-	explicit_bzero(ck, sizeof(ck));
+	if (cf->cf_crypto_none)
+		log_warn("daemon group: crypto = none: its messages are sealed "
+			 "with a key everyone knows; any process corosync lets "
+			 "use CPG can speak for a node (README, threat model)");
 	return 0;
 }
 
@@ -4214,7 +4209,7 @@ void dlmd_cluster_fini(struct dlmd *d)
 		free(cs->cs_dm[i].dm_ann);
 	for (unsigned int i = 0; i < cs->cs_nbyid; i++)
 		free(cs->cs_byid[i].bi_ls);
-	explicit_bzero(cs->cs_cpg_key, sizeof(cs->cs_cpg_key));
+	lc_secret_free(cs->cs_cpg_key);
 	free(cs);
 	d->d_cluster = NULL;
 }
