@@ -215,8 +215,11 @@ void *lc_secret_alloc(size_t len)
  * them, and the first call of a function bound lazily (the dynamic
  * linker's resolver saves every register on the stack, below that depth)
  * or a signal handler would copy them into memory.  Then the stack, with
- * plain stores: no call that could be such a first call. */
-__attribute__((noinline)) void lc_secret_burn_stack(void)
+ * plain stores: no call that could be such a first call.  Not
+ * instrumented by AddressSanitizer, so that the array is on the real
+ * stack (not a fake frame of ASan's) and is not a frame with redzones. */
+__attribute__((noinline, no_sanitize_address))
+void lc_secret_burn_stack(void)
 {
 	unsigned char burn[BURN_BYTES];
 	volatile unsigned char *p = burn;
