@@ -191,6 +191,7 @@ int lc_key_derive(const void *material, size_t len,
 	crypto_generichash_blake2b_salt_personal(
 		key, LC_KEY_LEN, material, len, NULL, 0, salt,
 		(const unsigned char *)KEY_PERSONAL);
+	lc_secret_burn_stack();
 	return 0;
 }
 
@@ -273,11 +274,13 @@ out:
 }
 
 /* libgcrypt, made ready once per process: the version check initialises
- * it.  No secure memory (OpenSSL's contexts, and the session keys, live in
- * ordinary memory too); a program that initialised libgcrypt itself keeps
- * its settings. */
+ * it.  Not its own secure memory: what it allocates for a session key
+ * (ocb_init()) goes to OpenSSL's secure heap, as OpenSSL's contexts do
+ * (lowcomms/secret.c, lc_secret_setup(), which must come first); a
+ * program that initialised libgcrypt itself keeps its settings. */
 static bool gcrypt_ready(void)
 {
+	lc_secret_setup();
 	if (gcry_control(GCRYCTL_INITIALIZATION_FINISHED_P))
 		return true;
 	if (!gcry_check_version(GCRYPT_VERSION))
@@ -324,6 +327,7 @@ void lc_keys_derive(const unsigned char cluster_key[LC_KEY_LEN],
 				   KDF_ID_MAC, KDF_CONTEXT, cluster_key);
 	crypto_kdf_derive_from_key(keys->k_sess, sizeof(keys->k_sess),
 				   KDF_ID_SESS, KDF_CONTEXT, cluster_key);
+	lc_secret_burn_stack();
 }
 
 /* ---- messages --------------------------------------------------------- */
@@ -458,6 +462,7 @@ static enum lc_hs_err derive_session(struct lc_hs *hs)
 				  hs->hs_initiator ? out + 32 : out, false);
 	sodium_memzero(out, sizeof(out));
 	sodium_memzero(&st, sizeof(st));
+	lc_secret_burn_stack();
 	if (rv < 0) {
 		lc_aead_wipe(&hs->hs_tx);
 		lc_aead_wipe(&hs->hs_rx);
@@ -616,12 +621,17 @@ static int ocb_init(struct lc_aead *ae, const unsigned char *key, bool seal)
 
 	if (!gcrypt_ready())
 		return -ENOMEM;
-	if (gcry_cipher_open(&h, GCRY_CIPHER_AES256, GCRY_CIPHER_MODE_OCB, 0))
-		return -ENOMEM;
-	if (gcry_cipher_setkey(h, key, LC_AEAD_KEY_LEN)) {
-		gcry_cipher_close(h);
+	lc_secret_begin();
+	if (gcry_cipher_open(&h, GCRY_CIPHER_AES256, GCRY_CIPHER_MODE_OCB, 0)) {
+		lc_secret_end();
 		return -ENOMEM;
 	}
+	if (gcry_cipher_setkey(h, key, LC_AEAD_KEY_LEN)) {
+		gcry_cipher_close(h);
+		lc_secret_end();
+		return -ENOMEM;
+	}
+	lc_secret_end();
 	ae->ae_ocb = h;
 	ae->ae_suite = LC_SUITE_AESOCB;
 	ae->ae_seal = seal;
@@ -639,17 +649,24 @@ int lc_aead_init(struct lc_aead *ae, uint32_t suite,
 		return ocb_init(ae, key, seal);
 	if (!cipher)
 		return -EINVAL;
+	/* The context and what OpenSSL allocates to key it (the expanded
+	 * key) in memory kept out of core dumps (lowcomms/secret.c). */
+	lc_secret_begin();
 	x = EVP_CIPHER_CTX_new();
-	if (!x)
+	if (!x) {
+		lc_secret_end();
 		return -ENOMEM;
+	}
 	/* Both ciphers take a 96-bit nonce and a 256-bit key by default.
 	 * The key is expanded once here; each record sets only its nonce. */
 	if (EVP_CipherInit_ex2(x, cipher, key, NULL, seal, NULL) != 1 ||
 	    EVP_CIPHER_CTX_get_key_length(x) != LC_AEAD_KEY_LEN ||
 	    EVP_CIPHER_CTX_get_iv_length(x) != REC_NONCE_LEN) {
 		EVP_CIPHER_CTX_free(x);
+		lc_secret_end();
 		return -ENOMEM;
 	}
+	lc_secret_end();
 	ae->ae_ctx = x;
 	ae->ae_suite = suite;
 	ae->ae_seal = seal;

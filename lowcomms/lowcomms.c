@@ -498,7 +498,8 @@ struct lc_node {
 struct lc_ctx {
 	struct lc_config ctx_cfg;
 	bool ctx_sec;			/* cfg_security == LC_SEC_KEY */
-	struct lc_keys ctx_keys;	/* derived from cfg_key */
+	struct lc_keys *ctx_keys;	/* derived from cfg_key; secret.c's
+					 * memory (LC_SEC_KEY only) */
 	uint32_t ctx_suites;		/* record ciphers this CPU runs */
 	const struct lc_ops *ctx_ops;
 	void *ctx_arg;
@@ -1303,7 +1304,7 @@ static void on_connected(struct lc_conn *c)
 	set_state(c, CONN_HELLO_WAIT);
 	if (c->conn_ctx->ctx_sec) {
 		/* HELLO follows once the peer has proved the key. */
-		lc_hs_start_initiator(&c->conn_hs, &c->conn_ctx->ctx_keys,
+		lc_hs_start_initiator(&c->conn_hs, c->conn_ctx->ctx_keys,
 				      c->conn_ctx->ctx_cfg.cfg_nodeid,
 				      n->node_id, c->conn_ctx->ctx_suites,
 				      c->conn_out + c->conn_out_len);
@@ -2132,7 +2133,7 @@ static void on_accept(struct lc_ctx *ctx, struct lc_sock *lsock)
 			continue;
 		}
 		if (ctx->ctx_sec)
-			lc_hs_start_acceptor(&c->conn_hs, &ctx->ctx_keys,
+			lc_hs_start_acceptor(&c->conn_hs, ctx->ctx_keys,
 					     ctx->ctx_cfg.cfg_nodeid,
 					     ctx->ctx_suites);
 		ctx->ctx_stats.st_accepts++;
@@ -2307,6 +2308,8 @@ struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 		errno = EIO;
 		return NULL;
 	}
+	/* Before OpenSSL or libgcrypt allocate: the session keys' memory. */
+	lc_secret_setup();
 	tr = pick_transport(cfg, &err, &missing);
 	if (!tr)
 		goto fail;
@@ -2317,10 +2320,16 @@ struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 	ctx->ctx_rbuf = malloc(rbuf_cap(cfg));
 	if (!ctx->ctx_rbuf)
 		goto fail_ctx;
+	/* The derived keys: kept out of core dumps (secret.c). */
+	if (cfg->cfg_security == LC_SEC_KEY) {
+		ctx->ctx_keys = lc_secret_alloc(sizeof(*ctx->ctx_keys));
+		if (!ctx->ctx_keys)
+			goto fail_rbuf;
+	}
 	rv = tr->tr_open(cfg, &ctx->ctx_tr_state);
 	if (rv < 0) {
 		err = -rv;
-		goto fail_rbuf;
+		goto fail_keys;
 	}
 	ctx->ctx_tr = tr;
 	ctx->ctx_cfg = *cfg;
@@ -2329,7 +2338,7 @@ struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 	ctx->ctx_ack_bytes = ack_bound(cfg->cfg_queue_bytes, ACK_MAX_BYTES);
 	ctx->ctx_sec = cfg->cfg_security == LC_SEC_KEY;
 	if (ctx->ctx_sec)
-		lc_keys_derive(cfg->cfg_key, &ctx->ctx_keys);
+		lc_keys_derive(cfg->cfg_key, ctx->ctx_keys);
 	ctx->ctx_suites = lc_suites_local();
 	if (cfg->cfg_suites)
 		ctx->ctx_suites &= cfg->cfg_suites;
@@ -2346,6 +2355,8 @@ struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 		       strerror(-missing), tr->tr_udp_port(ctx->ctx_tr_state));
 	return ctx;
 
+fail_keys:
+	lc_secret_free(ctx->ctx_keys);
 fail_rbuf:
 	free(ctx->ctx_rbuf);
 fail_ctx:
@@ -2404,7 +2415,7 @@ void lc_destroy(struct lc_ctx *ctx)
 		ctx->ctx_tr->tr_close(&ctx->ctx_listen[i], false);
 	}
 	ctx->ctx_tr->tr_close_ctx(ctx->ctx_tr_state);
-	sodium_memzero(&ctx->ctx_keys, sizeof(ctx->ctx_keys));
+	lc_secret_free(ctx->ctx_keys);
 	free(ctx->ctx_nodes);
 	free(ctx->ctx_fdmap);
 	free(ctx->ctx_rbuf);

@@ -223,6 +223,27 @@ int lc_key_load(const char *path, unsigned char key[LC_KEY_LEN], char *why,
 int lc_key_derive(const void *material, size_t len,
 		  unsigned char key[LC_KEY_LEN]);
 
+/*
+ * Memory for key material, kept out of core dumps (lowcomms/secret.c):
+ * lc_secret_alloc() gives len zeroed bytes in pages marked MADV_DONTDUMP
+ * and locked where RLIMIT_MEMLOCK allows (NULL, errno ENOMEM, only if
+ * there is no memory); lc_secret_free() wipes and frees it (NULL: nothing).
+ * lc_secret_setup(), once per process before OpenSSL or libgcrypt
+ * allocate anything (lc_new() and the record ciphers call it), sends what
+ * they allocate between lc_secret_begin() and lc_secret_end() to OpenSSL's
+ * secure heap (the session keys in their cipher contexts).
+ * lc_secret_status(): a line for the log saying which of that holds.
+ * lc_secret_burn_stack(): wipe the stack below the caller's frame, where
+ * what made a key left copies of it.
+ */
+void *lc_secret_alloc(size_t len);
+void lc_secret_free(void *p);
+void lc_secret_setup(void);
+void lc_secret_begin(void);
+void lc_secret_end(void);
+const char *lc_secret_status(void);
+void lc_secret_burn_stack(void);
+
 /* A context; ops and arg are kept (ops must outlive it).  NULL on
  * failure with errno set (EPROTONOSUPPORT: the SCTP asked for is not
  * there; EADDRINUSE: the SCTP-over-UDP port is taken; with AUTO, another

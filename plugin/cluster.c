@@ -778,7 +778,12 @@ struct dlmd_cluster {
 	/* SEALED MESSAGES: the CPG key (zeros with crypto = none), our
 	 * incarnation and last sequence; the incarnations of processes
 	 * that left (a ring); messages that did not verify, since said */
+#ifndef DLMD_TEST_CPG_KEY_INLINE
+	unsigned char		*cs_cpg_key;	/* CM_KEY_LEN, lc_secret_alloc:
+						 * out of core dumps */
+#else	/* tests/test-cpg-proto.c: sets it in a struct of its own making */
 	unsigned char		cs_cpg_key[CM_KEY_LEN];
+#endif
 	uint64_t		cs_inc;
 	uint64_t		cs_seal_seq;
 	uint64_t		cs_retired[CS_RETIRED_MAX];
@@ -4306,7 +4311,7 @@ static const struct dlmd_comms_up comms_up = {
 static int seal_init(struct dlmd_cluster *cs)
 {
 	const struct dlmd_config *cf = &cs->cs_d->d_cfg;
-	unsigned char ck[LC_KEY_LEN];
+	unsigned char *key;
 	char why[512];
 	int rv;
 
@@ -4319,20 +4324,22 @@ static int seal_init(struct dlmd_cluster *cs)
 			strerror(errno));
 		return -EIO;
 	}
-	if (cf->cf_crypto_none) {
-		memset(cs->cs_cpg_key, 0, sizeof(cs->cs_cpg_key));
-		log_warn("daemon group: crypto = none: its messages are sealed "
-			 "with a key everyone knows; any process corosync lets "
-			 "use CPG can speak for a node (README, threat model)");
-		return 0;
-	}
-	rv = lc_key_load(cf->cf_key_file, ck, why, sizeof(why));
-	if (rv < 0) {
+	key = dlmd_cm_key_load(cf->cf_crypto_none ? NULL : cf->cf_key_file,
+			       &rv, why, sizeof(why));
+	if (!key) {
 		log_err("daemon group: %s; not starting", why);
 		return rv;
 	}
-	dlmd_cm_key_derive(ck, cs->cs_cpg_key);
-	explicit_bzero(ck, sizeof(ck));
+#ifndef DLMD_TEST_CPG_KEY_INLINE
+	cs->cs_cpg_key = key;
+#else
+	memcpy(cs->cs_cpg_key, key, CM_KEY_LEN);
+	lc_secret_free(key);
+#endif
+	if (cf->cf_crypto_none)
+		log_warn("daemon group: crypto = none: its messages are sealed "
+			 "with a key everyone knows; any process corosync lets "
+			 "use CPG can speak for a node (README, threat model)");
 	return 0;
 }
 
@@ -4461,7 +4468,11 @@ void dlmd_cluster_fini(struct dlmd *d)
 		free(cs->cs_dm[i].dm_ann);
 	for (unsigned int i = 0; i < cs->cs_nbyid; i++)
 		free(cs->cs_byid[i].bi_ls);
+#ifndef DLMD_TEST_CPG_KEY_INLINE
+	lc_secret_free(cs->cs_cpg_key);
+#else
 	explicit_bzero(cs->cs_cpg_key, sizeof(cs->cs_cpg_key));
+#endif
 	free(cs);
 	d->d_cluster = NULL;
 }

@@ -684,6 +684,8 @@ int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 		free(cm);
 		return rv ? rv : -ENOMEM;
 	}
+	if (cfg.cfg_security == LC_SEC_KEY)
+		log_info("comms: %s", lc_secret_status());
 	if (d->d_loop)
 		cm->cm_tfd = timerfd_create(CLOCK_MONOTONIC,
 					    TFD_NONBLOCK | TFD_CLOEXEC);

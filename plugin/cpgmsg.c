@@ -9,12 +9,14 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <sodium.h>
 
 #include "plugin/cpgmsg.h"
 #include "core/le.h"
+#include "lowcomms/lowcomms.h"
 
 static_assert(crypto_auth_hmacsha512256_BYTES == CM_MAC_LEN, "MAC length");
 static_assert(crypto_auth_hmacsha512256_KEYBYTES == CM_KEY_LEN,
@@ -543,6 +545,34 @@ void dlmd_cm_key_derive(const unsigned char cluster_key[CM_KEY_LEN],
 {
 	crypto_kdf_derive_from_key(key, CM_KEY_LEN, CM_KDF_ID, CM_KDF_CONTEXT,
 				   cluster_key);
+	lc_secret_burn_stack();
+}
+
+unsigned char *dlmd_cm_key_load(const char *key_file, int *err, char *why,
+				size_t whylen)
+{
+	unsigned char *key = lc_secret_alloc(CM_KEY_LEN);
+	unsigned char *ck = key_file ? lc_secret_alloc(LC_KEY_LEN) : NULL;
+	int rv = 0;
+
+	if (!key || (key_file && !ck)) {
+		snprintf(why, whylen, "no memory for the CPG key");
+		rv = -ENOMEM;
+		goto out;
+	}
+	if (key_file) {
+		rv = lc_key_load(key_file, ck, why, whylen);
+		if (!rv)
+			dlmd_cm_key_derive(ck, key);
+	}
+out:
+	lc_secret_free(ck);
+	if (rv) {
+		lc_secret_free(key);
+		key = NULL;
+	}
+	*err = rv;
+	return key;
 }
 
 /* The MAC of msg[0 .. len) as sent by (nodeid, pid). */

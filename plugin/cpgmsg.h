@@ -288,6 +288,12 @@ int dlmd_cm_fence_decode(const unsigned char *body, size_t len, uint16_t type,
 /* The CPG key from the cluster key (lowcomms/lowcomms.h, lc_key_load). */
 void dlmd_cm_key_derive(const unsigned char cluster_key[CM_KEY_LEN],
 			unsigned char key[CM_KEY_LEN]);
+/* The CPG key from the cluster key in key_file (NULL: crypto = none, the
+ * key of zeros), in memory kept out of core dumps (lc_secret_alloc; free
+ * it with lc_secret_free), as is the cluster key on its way.  NULL with
+ * *err (a negative errno) and why (a line for the log) on failure. */
+unsigned char *dlmd_cm_key_load(const char *key_file, int *err, char *why,
+				size_t whylen);
 /* Append the SEAL to the 'len' bytes of an encoded message in buf (which
  * has room for CM_SEAL_LEN more), as sent by CPG process (nodeid, pid).
  * Returns the sealed length. */

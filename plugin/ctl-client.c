@@ -18,9 +18,13 @@
 
 #define READ_CHUNK	4096
 
+/* $DLMD_CTL_SOCKET through secure_getenv(), as libdlm reads its own: a
+ * dlmctl or dlm_tool made setuid or given capabilities (to let an operator
+ * group run it) must not be pointed by its invoker at a socket of their
+ * own posing as dlmd (tests/test-libdlm-secure.sh); the default holds. */
 const char *ctl_default_path(void)
 {
-	const char *path = getenv("DLMD_CTL_SOCKET");
+	const char *path = secure_getenv("DLMD_CTL_SOCKET");
 
 	return path && *path ? path : DLMD_DEFAULT_CTL_SOCKET;
 }

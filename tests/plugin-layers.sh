@@ -8,8 +8,8 @@
 # a cycle like client.c <-> cluster.c cannot come back unnoticed.
 # The same rule holds in lowcomms/ (its file-top essays): lowcomms.c
 # drives the transports (sock.c, usrsctp.c), which use addr.c; framing
-# (frame.c) and sealing (auth.c) are called and return; none of them
-# calls lowcomms.c back by name.  So a lock request or a node death
+# (frame.c) and sealing (auth.c) are called and return, and key memory
+# (secret.c) below them all; none of them calls lowcomms.c back by name.  So a lock request or a node death
 # (READING.md) goes down through the files and comes back only by
 # returns and the tables.
 top_builddir=${top_builddir:-.}
@@ -35,6 +35,7 @@ rank_of_lowcomms() {
 	lowcomms) echo 0 ;;
 	sock|usrsctp) echo 1= ;;
 	frame|auth|addr) echo 2= ;;
+	secret) echo 3 ;;
 	*) echo "" ;;
 	esac
 }

@@ -6,7 +6,7 @@
  * (RAW_RECV_TIMEOUT_S, which a test may define first).  Also the
  * requests they build, raw_ls_msg() and raw_lock_msg(), which the tests
  * that hand requests to the daemon's code directly use too
- * (tests/test-stop-refuses.c).  Inline: a test need not use them all.
+ * (tests/daemon-direct.h).  Inline: a test need not use them all.
  */
 #ifndef DLMD_TESTS_RAW_CLIENT_H
 #define DLMD_TESTS_RAW_CLIENT_H

@@ -140,6 +140,53 @@ granted_set() { # NAME: the indexes granted to NAME, sorted
 	sed -n 's/^granted //p' "$dir/$1.out" | sort -n | tr '\n' ' '
 }
 
+# all_basted NAME N WHO: every one of NAME's N EX holders (node WHO's)
+# got a BAST, within 60 tries
+all_basted() {
+	i=0
+	until basts_are "$1" "$2"; do
+		i=$((i + 1))
+		[ $i -ge 60 ] && break
+		sleep 0.5
+	done
+	[ $i -lt 60 ] ||
+		fail "node $3's EX holders did not all get a BAST: $(grep "^basts" "$dir/$1.out" | tail -n 1)"
+}
+
+# none_granted NAME WHAT: for BLOCKED_S (the point of the step: for this
+# long nothing may be granted) nothing is granted to NAME; else WHAT
+none_granted() {
+	sleep "$BLOCKED_S"
+	[ -z "$(granted_set "$1")" ] || fail "$2: $(granted_set "$1")"
+}
+
+# quit NAME...: each 'many' client quits and ends
+quit() {
+	for c in "$@"; do
+		ask "$c" quit done
+	done
+	for c in "$@"; do
+		eval "p=\$pid_$c"
+		wait_pid "$p" 60 || fail "client $c did not end"
+	done
+}
+
+# dlmd_dies K OTHER: node K's dlmd is killed with its fencing held back
+# ($dir/fence-hold); node OTHER waits for fencing it
+dlmd_dies() {
+	touch "$dir/fence-hold"
+	"$CLUSTER" kill-dlmd "$dir" "$1" || exit 1
+	wait_ls "$2" "wait fencing node $1" "node $2 does not wait for fencing node $1" || exit 1
+}
+
+# fenced K NAME N: node K's fencing let go; NAME's N locks that waited
+# for it are held, and node K was fenced
+fenced() {
+	rm -f "$dir/fence-hold"
+	wait_line "$dir/$2.out" "held $3" || exit 1
+	grep -q "fence node $1\$" "$dir/fence.log" || fail "node $1 was not fenced: $(cat "$dir/fence.log")"
+}
+
 # workloads MS NODES...: the checked workload (VALBLK, res-0..3, in $dir)
 # and one without VALBLK (res-0..63, in $dir/fw) on each node, for MS
 workloads() {
@@ -197,17 +244,8 @@ poll "$WAIT_S" folded_below 1 $(((NEX + NPR + NNL) / 2 + 300)) ||
 folded_above 1 300 ||
 	fail "the join unfolded node 1's locks whose directory stayed: folded_locks $(folded 1)"
 say "   node 1 keeps $(folded 1) of its lone locks folded through the join"
-i=0
-until basts_are mex $NW; do
-	i=$((i + 1))
-	[ $i -ge 60 ] && break
-	sleep 0.5
-done
-[ $i -lt 60 ] ||
-	fail "node 1's EX holders did not all get a BAST: $(grep "^basts" "$dir/mex.out" | tail -n 1)"
-sleep "$BLOCKED_S"	# the point: for this long nothing may be granted
-[ -z "$(granted_set w2)" ] ||
-	fail "node 2 was granted EX while node 1 held it: $(granted_set w2)"
+all_basted mex $NW 1
+none_granted w2 "node 2 was granted EX while node 1 held it"
 workloads "$WORK_MS" 2
 ask mex "unlock 0 $NFREE" "unlocked 0 $NFREE $NFREE"
 ask mex "convert 50 NL" "converted 50 NL 0"
@@ -228,10 +266,7 @@ wait_line "$dir/r2.out" "held 10"
 timeout 60 "$CLUSTER" exec "$dir" 2 "$CLIENT" try "$LS" n-7 EX >"$dir/try.out" 2>&1 ||
 	fail "EX beside node 1's NL was not granted: $(cat "$dir/try.out")"
 wait_workload $((WORK_MS * 3 / 1000 + 60)) 1 2
-ask w2 quit done
-ask r2 quit done
-wait_pid "$pid_w2" 60 || fail "node 2's waiter did not end"
-wait_pid "$pid_r2" 60 || fail "node 2's PR holder did not end"
+quit w2 r2
 
 say "== 2b. beside node 1, node 2 folds its lone locks on the names it directs"
 wait_folded 2 0 "node 2 holds folded locks before it took any"
@@ -243,24 +278,12 @@ say "   node 2 folded $(folded 2) of its $NS lone locks"
 start_many 1 w1 s 0 $NS EX
 poll "$WAIT_S" folded_is 2 0 ||
 	fail "node 1's lookups did not unfold node 2's locks: folded_locks $(folded 2)"
-i=0
-until basts_are ms2 $NS; do
-	i=$((i + 1))
-	[ $i -ge 60 ] && break
-	sleep 0.5
-done
-[ $i -lt 60 ] ||
-	fail "node 2's EX holders did not all get a BAST: $(grep "^basts" "$dir/ms2.out" | tail -n 1)"
-sleep "$BLOCKED_S"	# the point: for this long nothing may be granted
-[ -z "$(granted_set w1)" ] ||
-	fail "node 1 was granted EX while node 2 held it: $(granted_set w1)"
+all_basted ms2 $NS 2
+none_granted w1 "node 1 was granted EX while node 2 held it"
 ask ms2 "unlock 0 $NS" "unlocked 0 $NS $NS"
 poll "$WAIT_S" more_lines "$dir/w1.out" "^granted" $((NS - 1)) ||
 	fail "node 1 did not get the names node 2 let go: $(grep -c "^granted" "$dir/w1.out") of $NS"
-ask w1 quit done
-ask ms2 quit done
-wait_pid "$pid_w1" 60 || fail "node 1's waiter did not end"
-wait_pid "$pid_ms2" 60 || fail "node 2's lone locks' client did not end"
+quit w1 ms2
 
 say "== 3. node 2 leaves: node 1 alone folds new lone locks again"
 kept=$(folded 1)
@@ -287,13 +310,7 @@ wait_workload $((WORK_MS / 1000 + 60)) 1
 wait_folded 1 $((kept + NNEW)) "after a workload, node 1 alone does not count exactly its $NNEW new lone locks and $kept old"
 
 say "== 4. the history checker"
-for c in mex mpr mnl mnew; do
-	ask "$c" quit done
-done
-for c in mex mpr mnl mnew; do
-	eval "p=\$pid_$c"
-	wait_pid "$p" 60 || fail "client $c did not end"
-done
+quit mex mpr mnl mnew
 wait_folded 1 0 "locks stay folded after their clients unlocked"
 check_dir "$dir" $NRES "the workload (VALBLK)"
 check_dir "$dir/fw" 64 "the workload without VALBLK (folds alone)"
@@ -318,16 +335,10 @@ poll "$WAIT_S" folded_below 1 $((NK - NKW)) ||
 	fail "node 2's join did not unfold node 1's moved k-* locks: $(folded 1)"
 folded_above 1 50 ||
 	fail "node 2's join unfolded node 1's k-* locks whose directory stayed: $(folded 1)"
-touch "$dir/fence-hold"
-"$CLUSTER" kill-dlmd "$dir" 1 || exit 1
-wait_ls 2 "wait fencing node 1" "node 2 does not wait for fencing node 1" || exit 1
-sleep "$BLOCKED_S"	# the point: while node 1 is unfenced nothing is granted
+dlmd_dies 1 2
+none_granted kw "node 2 was granted k-* while node 1's holder lived unfenced"
 kill -0 "$pid_mk" 2>/dev/null || fail "node 1's holder died with its dlmd"
-[ -z "$(granted_set kw)" ] ||
-	fail "node 2 was granted k-* while node 1's holder lived unfenced: $(granted_set kw)"
-rm -f "$dir/fence-hold"
-wait_line "$dir/kw.out" "held $NKW" || exit 1
-grep -q "fence node 1\$" "$dir/fence.log" || fail "node 1 was not fenced: $(cat "$dir/fence.log")"
+fenced 1 kw $NKW
 kill -0 "$pid_mk" 2>/dev/null && fail "node 1's holder outlived its node's fencing"
 wait_ls 2 "state running members 2 clients" "node 2 does not run the lockspace alone" || exit 1
 start_many 2 kr k $NKW $NK EX
@@ -353,15 +364,9 @@ jkept=$(folded 1)
 [ "${jkept:-x}" -le $NJ ] 2>/dev/null ||
 	fail "node 1 folded $jkept beside node 2, of $NJ lone locks"
 start_many 1 kb k 0 $NK EX
-touch "$dir/fence-hold"
-"$CLUSTER" kill-dlmd "$dir" 2 || exit 1
-wait_ls 1 "wait fencing node 2" "node 1 does not wait for fencing node 2" || exit 1
-sleep "$BLOCKED_S"	# the point: while node 2 is unfenced nothing is granted
-[ -z "$(granted_set kb)" ] ||
-	fail "node 1 was granted k-* while node 2's holders lived unfenced: $(granted_set kb)"
-rm -f "$dir/fence-hold"
-wait_line "$dir/kb.out" "held $NK" || exit 1
-grep -q "fence node 2\$" "$dir/fence.log" || fail "node 2 was not fenced: $(cat "$dir/fence.log")"
+dlmd_dies 2 1
+none_granted kb "node 1 was granted k-* while node 2's holders lived unfenced"
+fenced 2 kb $NK
 wait_ls 1 "state running members 1 clients" "node 1 does not run the lockspace alone" || exit 1
 start_many 1 gn g2 0 $NJF EX
 wait_line "$dir/gn.out" "held $NJF" || exit 1

@@ -26,6 +26,55 @@ static struct dlm_ls_stats stats(struct cluster *c, int node)
 	return st;
 }
 
+/* The start most of these tests share: n members folding, name (from
+ * prefix, NAME_LEN bytes) one that node 1 directs, and node 1's EX lock on
+ * it, folded; *cp the cluster.  Returns the lock's id. */
+#define NAME_LEN	16
+static uint32_t start_folded_ex(struct cluster **cp, int n,
+				const char *prefix, char *name)
+{
+	struct cluster *c = fold_cluster(n);
+	uint32_t id;
+
+	name_directed_by(prefix, (uint32_t)n, 1, name, NAME_LEN);
+	id = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(nsolos(c, 1), 1);
+	*cp = c;
+	return id;
+}
+
+/* The one message in flight, taken off the queue: it is for node 'to'. */
+static struct qmsg take_only_msg(struct cluster *c, uint32_t to)
+{
+	struct qmsg m;
+
+	assert_int_equal(c->qtail - c->qhead, 1);
+	m = c->q[c->qhead++ % MAXQ];
+	assert_int_equal(m.to, to);
+	return m;
+}
+
+/* A message from 'from' offered to node 1 with no memory to be had: not
+ * taken (-ENOMEM); memory comes back after. */
+static void receive_no_memory(struct cluster *c, uint32_t from,
+			      const unsigned char *buf, size_t len)
+{
+	dlm_core_set_alloc_hook(c->core[1], fail_all, NULL);
+	assert_int_equal(dlm_core_receive(c->core[1], from, buf, len),
+			 -ENOMEM);
+	dlm_core_set_alloc_hook(c->core[1], NULL, NULL);
+}
+
+/* Node 'holder' (its own client) unlocks 'held': the lock of node
+ * 'waiter' that waited for it, 'want', is granted. */
+static void unlock_grants(struct cluster *c, int holder, uint32_t held,
+			  int waiter, uint32_t want)
+{
+	assert_int_equal(unlock(c, holder, holder, held, 0, NULL), 0);
+	drain(c);
+	assert_status(c, waiter, want, 0);
+}
+
 /* Of two members, each folds the lone locks on the names it directs,
  * and only those: a lock on a name the other directs is an lkb (its
  * lookup, its master's copy); with folding off nothing folds. */
@@ -69,14 +118,13 @@ static void test_shared_folds_directed(void **state)
  * the held lock (a bast here), and is granted at the unlock. */
 static void test_shared_lookup_unfolds(void **state)
 {
-	struct cluster *c = fold_cluster(3);
-	char mine[16], other[16];
+	struct cluster *c;
+	char mine[NAME_LEN], other[NAME_LEN];
 	uint32_t held, keep, want;
 
 	(void)state;
-	name_directed_by("m", 3, 1, mine, sizeof(mine));
+	held = start_folded_ex(&c, 3, "m", mine);
 	name_directed_by("o", 3, 1, other, sizeof(other));
-	held = lock_on(c, 1, 1, mine, DLM_LOCK_EX, 0, 0, NULL);
 	keep = lock_on(c, 1, 1, other, DLM_LOCK_PR, 0, 0, NULL);
 	assert_int_equal(nsolos(c, 1), 2);
 	want = lock_on(c, 2, 2, mine, DLM_LOCK_EX, 0, 0, NULL);
@@ -86,9 +134,7 @@ static void test_shared_lookup_unfolds(void **state)
 	assert_no_comp(c, 2, want);
 	assert_int_equal(last_bast_mode(c, 1, held), DLM_LOCK_EX);
 	assert_verified(c);
-	assert_int_equal(unlock(c, 1, 1, held, 0, NULL), 0);
-	drain(c);
-	assert_status(c, 2, want, 0);
+	unlock_grants(c, 1, held, 2, want);
 	/* still mastered here: a lock of this node on it waits */
 	held = lock_on(c, 1, 1, mine, DLM_LOCK_PR, 0, 0, NULL);
 	drain(c);
@@ -103,32 +149,24 @@ static void test_shared_lookup_unfolds(void **state)
  * again), changing nothing; taken later, it unfolds. */
 static void test_shared_lookup_no_memory(void **state)
 {
-	struct cluster *c = fold_cluster(2);
-	char mine[16];
+	struct cluster *c;
+	char mine[NAME_LEN];
 	uint32_t held, want;
 	struct qmsg m;
 
 	(void)state;
-	name_directed_by("m", 2, 1, mine, sizeof(mine));
-	held = lock_on(c, 1, 1, mine, DLM_LOCK_EX, 0, 0, NULL);
+	held = start_folded_ex(&c, 2, "m", mine);
 	want = lock_on(c, 2, 2, mine, DLM_LOCK_PR, 0, 0, NULL);
-	assert_int_equal(c->qtail - c->qhead, 1);
-	m = c->q[c->qhead++ % MAXQ];
-	assert_int_equal(m.to, 1);
-	dlm_core_set_alloc_hook(c->core[1], fail_all, NULL);
-	assert_int_equal(dlm_core_receive(c->core[1], m.from, m.buf, m.len),
-			 -ENOMEM);
+	m = take_only_msg(c, 1);
+	receive_no_memory(c, m.from, m.buf, m.len);
 	assert_int_equal(nsolos(c, 1), 1);
 	assert_int_equal(c->qtail - c->qhead, 0);
 	assert_verified(c);
-	dlm_core_set_alloc_hook(c->core[1], NULL, NULL);
 	assert_int_equal(dlm_core_receive(c->core[1], m.from, m.buf, m.len), 0);
 	assert_int_equal(nsolos(c, 1), 0);
 	drain(c);
 	assert_no_comp(c, 2, want);
-	assert_int_equal(unlock(c, 1, 1, held, 0, NULL), 0);
-	drain(c);
-	assert_status(c, 2, want, 0);
+	unlock_grants(c, 1, held, 2, want);
 	assert_verified(c);
 	cluster_free(c);
 }
@@ -139,13 +177,12 @@ static void test_shared_lookup_no_memory(void **state)
  * waits for the other node's. */
 static void test_shared_tossed_lookup(void **state)
 {
-	struct cluster *c = fold_cluster(2);
-	char mine[16], text[40];
+	struct cluster *c;
+	char mine[NAME_LEN], text[40];
 	uint32_t a, theirs;
 
 	(void)state;
-	name_directed_by("m", 2, 1, mine, sizeof(mine));
-	a = lock_on(c, 1, 1, mine, DLM_LOCK_EX, 0, 0, NULL);
+	a = start_folded_ex(&c, 2, "m", mine);
 	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
 	assert_int_equal(stats(c, 1).ls_tossed, 1);
 	assert_int_equal(c->ls[1]->ls_nsolo_tossed, 1);
@@ -160,9 +197,7 @@ static void test_shared_tossed_lookup(void **state)
 	drain(c);
 	assert_int_equal(nsolos(c, 1), 0);
 	assert_no_comp(c, 1, a);
-	assert_int_equal(unlock(c, 2, 2, theirs, 0, NULL), 0);
-	drain(c);
-	assert_status(c, 1, a, 0);
+	unlock_grants(c, 2, theirs, 1, a);
 	assert_verified(c);
 	cluster_free(c);
 }
@@ -171,25 +206,20 @@ static void test_shared_tossed_lookup(void **state)
  * tossed solo stays. */
 static void test_shared_tossed_no_memory(void **state)
 {
-	struct cluster *c = fold_cluster(2);
-	char mine[16];
+	struct cluster *c;
+	char mine[NAME_LEN];
 	uint32_t a, theirs;
 	struct qmsg m;
 
 	(void)state;
-	name_directed_by("m", 2, 1, mine, sizeof(mine));
-	a = lock_on(c, 1, 1, mine, DLM_LOCK_EX, 0, 0, NULL);
+	a = start_folded_ex(&c, 2, "m", mine);
 	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
 	theirs = lock_on(c, 2, 2, mine, DLM_LOCK_EX, 0, 0, NULL);
-	assert_int_equal(c->qtail - c->qhead, 1);
-	m = c->q[c->qhead++ % MAXQ];
-	dlm_core_set_alloc_hook(c->core[1], fail_all, NULL);
-	assert_int_equal(dlm_core_receive(c->core[1], m.from, m.buf, m.len),
-			 -ENOMEM);
+	m = take_only_msg(c, 1);
+	receive_no_memory(c, m.from, m.buf, m.len);
 	assert_int_equal(c->ls[1]->ls_nsolo_tossed, 1);
 	assert_int_equal(c->ls[1]->ls_rsbtbl.ht_count, 0);
 	assert_verified(c);
-	dlm_core_set_alloc_hook(c->core[1], NULL, NULL);
 	assert_int_equal(dlm_core_receive(c->core[1], m.from, m.buf, m.len), 0);
 	drain(c);
 	assert_status(c, 2, theirs, 0);
@@ -356,14 +386,12 @@ static void test_shared_join_unfolds_moved(void **state)
  * its master and is refused, not granted a second EX elsewhere. */
 static void test_shared_full_rebuild_unfold(void **state)
 {
-	struct cluster *c = fold_cluster(2);
+	struct cluster *c;
 	uint32_t held, second, theirs;
-	char name[16];
+	char name[NAME_LEN];
 
 	(void)state;
-	name_directed_by("x", 2, 1, name, sizeof(name));
-	held = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
-	assert_int_equal(nsolos(c, 1), 1);
+	held = start_folded_ex(&c, 2, "x", name);
 	stop_all(c);
 	start_all(c, 2);
 	start_all(c, 3);	/* restarted: not partial, the rebuild is full */
@@ -387,16 +415,15 @@ static void test_shared_full_rebuild_unfold(void **state)
  * nothing changed. */
 static void test_shared_rc_msg_unfolds_named(void **state)
 {
-	struct cluster *c = fold_cluster(2);
+	struct cluster *c;
 	unsigned char buf[DLM_WIRE_MAX_LEN], key[16];
-	char name[16], other[16];
+	char name[NAME_LEN], other[NAME_LEN];
 	struct dlm_msg m;
 	int len;
 
 	(void)state;
-	name_directed_by("a", 2, 1, name, sizeof(name));
+	start_folded_ex(&c, 2, "a", name);
 	name_directed_by("b", 2, 1, other, sizeof(other));
-	lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
 	lock_on(c, 1, 1, other, DLM_LOCK_EX, 0, 0, NULL);
 	assert_int_equal(nsolos(c, 1), 2);
 	assert_int_equal(dlm_core_ls_stop(c->ls[1]), 0);
@@ -418,11 +445,8 @@ static void test_shared_rc_msg_unfolds_named(void **state)
 	m.m_nodeid = 2;
 	len = dlm_msg_encode(&m, buf, sizeof(buf));
 	assert_true(len > 0);
-	dlm_core_set_alloc_hook(c->core[1], fail_all, NULL);
-	assert_int_equal(dlm_core_receive(c->core[1], 2, buf, (size_t)len),
-			 -ENOMEM);
+	receive_no_memory(c, 2, buf, (size_t)len);
 	assert_int_equal(nsolos(c, 1), 2);
-	dlm_core_set_alloc_hook(c->core[1], NULL, NULL);
 	(void)dlm_core_receive(c->core[1], 2, buf, (size_t)len);
 	assert_int_equal(nsolos(c, 1), 1);
 	assert_int_equal(stats(c, 1).ls_unfolds_rec, 1);
@@ -438,13 +462,12 @@ static void test_shared_rc_msg_unfolds_named(void **state)
  * 50: the unfold failed at the replay and the LOOKUP was lost). */
 static void test_shared_held_lookup_unfolds(void **state)
 {
-	struct cluster *c = fold_cluster(2);
+	struct cluster *c;
 	uint32_t held, want;
-	char name[16];
+	char name[NAME_LEN];
 
 	(void)state;
-	name_directed_by("h", 2, 1, name, sizeof(name));
-	held = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	held = start_folded_ex(&c, 2, "h", name);
 	stop_all(c);
 	start_all(c, 2);
 	drain(c);
@@ -459,9 +482,7 @@ static void test_shared_held_lookup_unfolds(void **state)
 	drain(c);
 	assert_no_comp(c, 2, want);
 	assert_int_equal(last_bast_mode(c, 1, held), DLM_LOCK_EX);
-	assert_int_equal(unlock(c, 1, 1, held, 0, NULL), 0);
-	drain(c);
-	assert_status(c, 2, want, 0);
+	unlock_grants(c, 1, held, 2, want);
 	assert_verified(c);
 	cluster_free(c);
 }

@@ -14,7 +14,8 @@
 # with DLMD_SOCKET naming that path: run as root, plainly, it must connect
 # there (the variable works, so the probe sees it); a setuid-root copy run
 # by nobody, with the same DLMD_SOCKET, must not.  Needs root; skips (77)
-# where it cannot make a setuid program (a nosuid file system).
+# where it cannot make a setuid program (a nosuid file system).  The same
+# for dlmctl (plugin/ctl-client.c) and DLMD_CTL_SOCKET.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
@@ -50,3 +51,20 @@ if grep -q '^secure 0 ' "$dir/suid.out"; then
 fi
 grep -qx 'secure 1 not-connected' "$dir/suid.out" ||
 	fail "a setuid program's libdlm connected to the invoker's DLMD_SOCKET"
+
+# dlmctl and dlm_tool (plugin/ctl-client.c) read DLMD_CTL_SOCKET the same
+# way: plainly it names the socket they try (nothing listens there, so
+# they say so and name it); in a setuid copy run by nobody it must not.
+cp "$DLMCTL" "$dir/dlmctl-suid" && chown root:root "$dir/dlmctl-suid" &&
+	chmod 4755 "$dir/dlmctl-suid" || { fail "cannot make a setuid dlmctl"; exit 1; }
+DLMD_CTL_SOCKET=$dir/fake-ctl.sock timeout 60 "$DLMCTL" status \
+	>"$dir/ctl-plain.out" 2>&1
+echo "dlmctl, as root: $(cat "$dir/ctl-plain.out")"
+grep -q "$dir/fake-ctl.sock" "$dir/ctl-plain.out" ||
+	fail "dlmctl did not try DLMD_CTL_SOCKET in a plain run (the probe is blind)"
+DLMD_CTL_SOCKET=$dir/fake-ctl.sock timeout 60 setpriv --reuid=nobody \
+	--regid=nogroup --clear-groups "$dir/dlmctl-suid" status \
+	>"$dir/ctl-suid.out" 2>&1
+echo "dlmctl setuid root, run by nobody: $(cat "$dir/ctl-suid.out")"
+! grep -q "fake-ctl.sock" "$dir/ctl-suid.out" ||
+	fail "a setuid dlmctl used the invoker's DLMD_CTL_SOCKET"

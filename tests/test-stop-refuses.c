@@ -19,81 +19,33 @@
 
 #include <cmocka.h>
 
-#include "tests/fuzz-daemon.h"
-#include "tests/raw-client.h"
+#include "tests/daemon-direct.h"
 
 #define LS_NAME	"stopls"
-
-/* The status of the REPLY (or COMP_REPLY) the daemon wrote to fd. */
-static int32_t reply_status(int fd)
-{
-	unsigned char buf[DLMP_MAX_MSG];
-	struct dlmp_msg m;
-	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-
-	assert_true(n > 0);
-	assert_int_equal(dlmp_decode(buf, (size_t)n, &m), 0);
-	return m.m_u.reply.rp_status;
-}
-
-/* LS_OPEN of LS_NAME by c (answered on req); its AST peer in *ast. */
-static void open_ls(struct dlmd *d, struct dlmd_client *c, int *ast)
-{
-	unsigned char buf[DLMP_MAX_MSG];
-	struct dlmp_msg m;
-	int sv[2], len;
-
-	raw_ls_msg(&m, DLMP_LS_OPEN, LS_NAME);
-	m.m_hdr.h_reqid = 1;
-	len = dlmp_encode(&m, buf, sizeof(buf));
-	assert_true(len > 0);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
-	dlmd_client_request(d, c, buf, (size_t)len, sv[1]);
-	*ast = sv[0];
-}
-
-static void lock_nl(struct dlmd *d, struct dlmd_client *c)
-{
-	unsigned char buf[DLMP_MAX_MSG];
-	struct dlmp_msg m;
-	int len;
-
-	raw_lock_msg(&m, 0, "res");	/* NL: granted at once */
-	m.m_hdr.h_reqid = 2;
-	m.m_u.lock.lk_range_end = UINT64_MAX;
-	len = dlmp_encode(&m, buf, sizeof(buf));
-	assert_true(len > 0);
-	dlmd_client_request(d, c, buf, (size_t)len, -1);
-}
 
 static void test_stop_refuses(void **state)
 {
 	struct dlmd *d = fuzz_daemon_state();
-	struct dlmd_client *c1, *c2;
+	struct dd_client cl[2];
 	struct dlmd_ls *dl;
-	int s1[2], s2[2], ast1, ast2;
 	char join[] = "join other", want[32], *a;
 
 	(void)state;
 	assert_int_equal(dlmd_ls_create(d, LS_NAME, 0666, 0, 0, false, &dl), 0);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, s1), 0);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, s2), 0);
-	c1 = dlmd_client_new(d, s1[1], 1234, 0, 0);
-	c2 = dlmd_client_new(d, s2[1], 1235, 0, 0);
-	assert_non_null(c1);
-	assert_non_null(c2);
-	/* before a stop: c1 opens the lockspace */
-	open_ls(d, c1, &ast1);
+	dd_client_new(d, &cl[0], 1234);
+	dd_client_new(d, &cl[1], 1235);
+	/* before a stop: cl[0] opens the lockspace */
+	dd_open_ls(d, &cl[0], LS_NAME);
 	dlmd_flush(d);
-	assert_int_equal(reply_status(s1[0]), 0);
+	assert_int_equal(dd_reply_status(&cl[0]), 0);
 
 	/* the stop is accepted (on_signal); the turn goes on */
 	d->d_stop_accepted = true;
-	open_ls(d, c2, &ast2);
-	lock_nl(d, c1);
+	dd_open_ls(d, &cl[1], LS_NAME);
+	dd_lock(d, &cl[0], DLM_LOCK_NL, "res", 0);	/* NL: granted at once */
 	dlmd_flush(d);
-	assert_int_equal(reply_status(s2[0]), -ESHUTDOWN);
-	assert_int_equal(reply_status(s1[0]), -ESHUTDOWN);
+	assert_int_equal(dd_reply_status(&cl[1]), -ESHUTDOWN);
+	assert_int_equal(dd_reply_status(&cl[0]), -ESHUTDOWN);
 	a = dlmd_ctl_answer(d, join);
 	assert_non_null(a);
 	snprintf(want, sizeof(want), "ERR %d ", ESHUTDOWN);
@@ -103,12 +55,10 @@ static void test_stop_refuses(void **state)
 	assert_int_equal(dl->dl_nopen, 1);
 
 	d->d_stop_accepted = false;
-	dlmd_client_close(d, c1);
-	dlmd_client_close(d, c2);
-	close(s1[0]);
-	close(s2[0]);
-	close(ast1);
-	close(ast2);
+	dd_client_close(d, &cl[0]);
+	dd_client_close(d, &cl[1]);
+	dd_client_fds_close(&cl[0]);
+	dd_client_fds_close(&cl[1]);
 }
 
 int main(void)

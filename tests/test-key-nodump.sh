@@ -1,0 +1,176 @@
+#!/bin/sh
+# tests/test-key-nodump.sh - no key of dlmd's would be in a core dump.
+#
+# A core dump of dlmd (a crash, gcore, systemd-coredump) is a file that
+# administrators and bug reports copy around; the cluster key, or a key
+# derived from it, in one lets its reader join the lock traffic as any
+# node or decrypt what was recorded of it.  So every key lives in memory
+# marked MADV_DONTDUMP (lowcomms/secret.c), which no core dump contains.
+#
+# tests/key-nodump holds each kind of key, made by the daemon's own code
+# from a key file of random bytes: the cluster key (lowcomms'
+# BLAKE2b of the file), lowcomms' two derived keys (handshake MAC, session
+# derivation), the CPG seal key (plugin/cpgmsg.c), and the session keys of
+# one handshake per record cipher this machine runs (inside OpenSSL's and
+# libgcrypt's cipher contexts).  This test derives every one of those
+# itself (Python's BLAKE2b: the same constructions as auth.c and
+# cpgmsg.c), reads the process's memory through /proc/PID/mem mapping by
+# mapping, and checks:
+#   - each key is in some mapping marked "dd" in /proc/PID/smaps (the
+#     probe is not blind: the key is held, and found where it should be),
+#     but the cluster key, which nothing keeps once it derived the others
+#     (finding those shows this test derived it right);
+#   - no key is in any other mapping (those a core dump would hold).
+# Needs to read another process's memory (root, or ptrace allowed).
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$top_srcdir/tests/test-lib.sh"
+
+rc=0
+dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-nodump.XXXXXX") || exit 1
+trap 'finish "key-nodump: out, err"' EXIT
+trap 'rc=1; exit 1' INT TERM
+
+( umask 077; head -c 256 /dev/urandom >"$dir/authkey" ) ||
+	{ fail "cannot write a key file"; exit 1; }
+
+cat >"$dir/scan.py" <<'EOF'
+import hashlib, re, struct, subprocess, sys
+
+keyfile, prog = sys.argv[1], sys.argv[2:]
+material = open(keyfile, 'rb').read()
+
+def kdf(master, ident, context):
+    # libsodium crypto_kdf_derive_from_key: BLAKE2b keyed with master,
+    # salt = id (le64) and zeros, personal = context and zeros
+    return hashlib.blake2b(b'', digest_size=32, key=master,
+                           salt=struct.pack('<Q', ident) + bytes(8),
+                           person=context + bytes(8)).digest()
+
+# auth.c lc_key_derive, lc_keys_derive; cpgmsg.c dlmd_cm_key_derive
+cluster = hashlib.blake2b(material, digest_size=32, salt=bytes(16),
+                          person=b'dlmd lowcomms v1').digest()
+keys = {'cluster key': cluster,
+        'lowcomms MAC key': kdf(cluster, 1, b'dlmdlcv1'),
+        'lowcomms session-derivation key': kdf(cluster, 2, b'dlmdlcv1'),
+        'CPG seal key': kdf(cluster, 1, b'dlmdcpg1')}
+
+p = subprocess.Popen(prog + [keyfile], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, text=True)
+pid = None
+sessions = 0
+for _ in range(100):
+    line = p.stdout.readline()	# bounded by the timeout around us
+    if not line:
+        sys.exit('key-nodump ended early (exit %s)' % p.wait())
+    print('key-nodump: ' + line.rstrip())
+    w = line.split()
+    if w[0] == 'session':
+        # auth.c derive_session: BLAKE2b-512 keyed with the session-
+        # derivation key over "session\0" || INIT || RESP
+        out = hashlib.blake2b(b'session\0' + bytes.fromhex(w[2]) +
+                              bytes.fromhex(w[3]), digest_size=64,
+                              key=keys['lowcomms session-derivation key']
+                              ).digest()
+        keys[w[1] + ' session key, initiator to acceptor'] = out[:32]
+        keys[w[1] + ' session key, acceptor to initiator'] = out[32:]
+        sessions += 1
+    elif w[0] == 'ready':
+        pid = int(w[1])
+        break
+if pid != p.pid or not sessions:
+    sys.exit('key-nodump: pid %s (want %d), %d handshakes' %
+             (pid, p.pid, sessions))
+
+# Every mapping, with its flags; read all that holds pages.
+maps = []
+cur = None
+for line in open('/proc/%d/smaps' % pid):
+    m = re.match(r'([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)', line)
+    if m:
+        cur = {'lo': int(m.group(1), 16), 'hi': int(m.group(2), 16),
+               'perms': m.group(3), 'name': m.group(4), 'rss': 0,
+               'flags': []}
+        maps.append(cur)
+    elif line.startswith('Rss:'):
+        cur['rss'] = int(line.split()[1])
+    elif line.startswith('VmFlags:'):
+        cur['flags'] = line.split()[1:]
+
+found = {k: [] for k in keys}
+unread = 0
+CHUNK = 1 << 24
+with open('/proc/%d/mem' % pid, 'rb', buffering=0) as mem:
+    for mp in maps:
+        # a core dump holds none of a "dd" mapping: one is read only to
+        # find the keys there, and not if huge (ASan's shadow: terabytes)
+        if not mp['rss'] or ('dd' in mp['flags'] and
+                             mp['hi'] - mp['lo'] > 1 << 30):
+            continue
+        where = '%x-%x %s %s%s' % (mp['lo'], mp['hi'], mp['perms'],
+                                    mp['name'] or '[anon]',
+                                    ' (dd)' if 'dd' in mp['flags'] else '')
+        at = mp['lo']
+        while at < mp['hi']:
+            n = min(CHUNK + 64, mp['hi'] - at)
+            try:
+                mem.seek(at)
+                data = mem.read(n)
+            except OSError:
+                unread += 1
+                break
+            for k, v in keys.items():
+                if v in data and where not in found[k]:
+                    found[k].append(where)
+            at += CHUNK
+
+p.stdin.close()
+if p.wait(timeout=120) != 0:
+    print('FAIL: key-nodump exited %d' % p.returncode)
+    sys.exit(1)
+print('mappings with pages: %d, unreadable: %d' %
+      (sum(1 for mp in maps if mp['rss']), unread))
+bad = 0
+for k, where in found.items():
+    dumped = [w for w in where if not w.endswith('(dd)')]
+    print('%s: found in %s' % (k, ', '.join(where) or 'no mapping'))
+    if not where and k == 'cluster key':
+        pass	# not kept: lowcomms and cluster.c keep only derived keys
+    elif not where:
+        print('FAIL: %s not found at all (the probe is blind)' % k)
+        bad = 1
+    elif dumped:
+        print('FAIL: %s would be in a core dump (%s)' % (k, ', '.join(dumped)))
+        bad = 1
+sys.exit(bad)
+EOF
+timeout 300 python3 "$dir/scan.py" "$dir/authkey" \
+	"$top_builddir/tests/key-nodump" >"$dir/out" 2>"$dir/err"
+st=$?
+cat "$dir/out"
+[ -s "$dir/err" ] && cat "$dir/err" >&2
+[ "$st" -eq 0 ] || fail "a key of dlmd's would be in a core dump (exit $st)"
+
+# The same where nothing may be locked in memory (RLIMIT_MEMLOCK 0, not
+# root): the keys are still kept out, and the process goes on.
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 &&
+	command -v setpriv >/dev/null && command -v prlimit >/dev/null; then
+	# nobody may not reach the build tree: a copy of the program here
+	cp "$dir/authkey" "$dir/authkey-nobody" &&
+		chown nobody "$dir/authkey-nobody" && chmod 755 "$dir" &&
+		cp "$top_builddir/tests/key-nodump" "$dir/key-nodump" ||
+		{ fail "cannot give nobody a key file and the program"; exit 1; }
+	timeout 300 python3 "$dir/scan.py" "$dir/authkey-nobody" \
+		setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		prlimit --memlock=0 "$dir/key-nodump" \
+		>"$dir/out-nolock" 2>"$dir/err-nolock"
+	st=$?
+	cat "$dir/out-nolock"
+	[ -s "$dir/err-nolock" ] && cat "$dir/err-nolock" >&2
+	[ "$st" -eq 0 ] ||
+		fail "without mlock, a key of dlmd's would be in a core dump (exit $st)"
+	grep -q '^key-nodump: status .*not locked in memory' "$dir/out-nolock" ||
+		fail "RLIMIT_MEMLOCK 0 did not show in the status (the probe is blind)"
+else
+	echo "not run without mlock: needs root, user nobody, setpriv, prlimit"
+fi
