@@ -527,12 +527,12 @@ static void breakdown(const uint32_t *ids, size_t n, double total)
 		       total - (double)chunk(so) - bl - br);
 		return;
 	}
-	if (!lkb || !r || !first) {
+	if (!lkb || !r) {
 		fprintf(stderr, "bench-core: held lock %u not found\n", ids[n / 2]);
 		exit(1);
 	}
 	/* the rows hold all their locks on one resource or each on its own */
-	nshared = n > 1 && first->lkb_rsb == r ? n : 1;
+	nshared = n > 1 && first && first->lkb_rsb == r ? n : 1;
 	lc = chunk(lkb);
 	/* a resource shared by all n locks costs each of them nothing */
 	rc = nshared > 1 ? 0 : chunk(r);
