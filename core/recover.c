@@ -925,11 +925,14 @@ static void dir_register_solos(struct dlm_ls *ls, struct dir_batch *batch)
 		for (n = ls->ls_solotbl.ht_buckets[b]; n; n = n->hn_next) {
 			struct dlm_solo *so = dlm_container_of(n,
 					struct dlm_solo, so_keynode);
-			uint32_t dir = dlm_dir_nodeid(ls, n->hn_hash);
 			unsigned int k;
+			uint32_t dir;
 
-			if (dir == us ||
-			    (ls->ls_rc_partial && !dir_moved_hash(ls, n->hn_hash)))
+			/* (the cheap test first: a death moves few) */
+			if (ls->ls_rc_partial && !dir_moved_hash(ls, n->hn_hash))
+				continue;
+			dir = dlm_dir_nodeid(ls, n->hn_hash);
+			if (dir == us)
 				continue;
 			for (k = 0; k < ls->ls_nmembers &&
 				    ls->ls_members[k] != dir; k++)
