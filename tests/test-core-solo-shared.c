@@ -7,7 +7,11 @@
  * finds this node its master, as it would have unfolded; a recovery
  * leaves folded those whose directory stays here (a death: all of them)
  * and unfolds those whose directory moves to a node that joins
- * (solo.c, "Recovery").  The harness: tests/test-core.h.
+ * (solo.c, "Recovery").  A lock on a name another node directs folds
+ * once its lookup made its node master; its expiry sends the REMOVE,
+ * and a recovery registers it with its directory node, unfolding none
+ * (solo.c, "Names other nodes direct": test_remote_*).  The harness:
+ * tests/test-core.h.
  */
 
 #include "tests/test-core.h"
