@@ -227,8 +227,13 @@
  * --unfold N: N locks held, then all unfolded at once as a recovery start
  * did before session 16 (dlm_solo_unfold_all; now a start unfolds only
  * the names a joiner takes, core/solo.c "Recovery"): its time and heap.
- * Usage: bench-core [--members N] [--unfold N | [--no-fold] [--quick |
- *                   --no-10m | --held N]]
+ * --spread (with --members N): the names are spread over every member's
+ * directory, as a node's names are; the other members answer each
+ * LOOKUP with this node as master (a directory node with no record), so
+ * a lone lock on a name another member directs folds once its lookup is
+ * answered (core/solo.c, "Names other nodes direct", session 17).
+ * Usage: bench-core [--members N [--spread]] [--unfold N | [--no-fold]
+ *                   [--quick | --no-10m | --held N]]
  */
 #include <malloc.h>
 #include <stddef.h>
@@ -243,11 +248,54 @@
 
 static uint64_t nasts;
 
+/* --spread: names spread over every member's directory; the other
+ * members answer each LOOKUP as a directory node with no record does
+ * (the asker becomes master: this node), after the call that sent it
+ * (b_deliver).  Any other message is unexpected. */
+static int spread;
+static struct dlm_core *core;
+#define B_QMAX	64
+static unsigned char b_q[B_QMAX][DLM_WIRE_MAX_LEN];
+static size_t b_qlen[B_QMAX];
+static uint32_t b_qfrom[B_QMAX];
+static unsigned b_qn;
+
 static void b_send(void *ctx, uint32_t to, const void *buf, size_t len)
 {
-	(void)ctx; (void)to; (void)buf; (void)len;
-	fprintf(stderr, "bench-core: unexpected message on a one-node cluster\n");
-	exit(1);
+	struct dlm_msg m;
+	int n;
+
+	(void)ctx;
+	if (!spread || dlm_msg_decode(buf, len, &m, NULL) ||
+	    m.m_type != DLM_MSG_LOOKUP || b_qn == B_QMAX) {
+		fprintf(stderr, "bench-core: unexpected message\n");
+		exit(1);
+	}
+	m.m_type = DLM_MSG_LOOKUP_REPLY;
+	m.m_status = 0;
+	m.m_nodeid = 1;
+	m.m_from = to;
+	m.m_to = 1;
+	m.m_clock = 0;
+	n = dlm_msg_encode(&m, b_q[b_qn], sizeof(b_q[b_qn]));
+	if (n < 0) {
+		fprintf(stderr, "bench-core: cannot encode a lookup reply\n");
+		exit(1);
+	}
+	b_qlen[b_qn] = (size_t)n;
+	b_qfrom[b_qn++] = to;
+}
+
+static void b_deliver(void)
+{
+	unsigned i;
+
+	for (i = 0; i < b_qn; i++)
+		if (dlm_core_receive(core, b_qfrom[i], b_q[i], b_qlen[i])) {
+			fprintf(stderr, "bench-core: lookup reply refused\n");
+			exit(1);
+		}
+	b_qn = 0;
 }
 
 static void b_ast(void *ctx, const struct dlm_ast *a)
@@ -276,7 +324,6 @@ static size_t heap_used(void)
 	return mi.uordblks + mi.hblkhd;
 }
 
-static struct dlm_core *core;
 static struct dlm_ls *ls;
 /* lone locks folded with their resources (core/solo.c); --no-fold: not */
 static int fold = 1;
@@ -305,7 +352,7 @@ static unsigned directed_name(const char *prefix, size_t *next, char *buf,
 		unsigned n = (unsigned)snprintf(buf, len, "%s%zu", prefix,
 						(*next)++);
 
-		if (nmembers == 1)
+		if (nmembers == 1 || spread)
 			return n;
 		key[0] = (unsigned char)n;
 		memcpy(key + 1, buf, n);
@@ -349,6 +396,8 @@ static uint32_t lock1(const char *name, unsigned len, int mode, uint64_t owner)
 		fprintf(stderr, "bench-core: lock failed\n");
 		exit(1);
 	}
+	if (b_qn)
+		b_deliver();
 	return id;
 }
 
@@ -478,12 +527,12 @@ static void breakdown(const uint32_t *ids, size_t n, double total)
 		       total - (double)chunk(so) - bl - br);
 		return;
 	}
-	if (!lkb || !r || !first) {
+	if (!lkb || !r) {
 		fprintf(stderr, "bench-core: held lock %u not found\n", ids[n / 2]);
 		exit(1);
 	}
 	/* the rows hold all their locks on one resource or each on its own */
-	nshared = n > 1 && first->lkb_rsb == r ? n : 1;
+	nshared = n > 1 && first && first->lkb_rsb == r ? n : 1;
 	lc = chunk(lkb);
 	/* a resource shared by all n locks costs each of them nothing */
 	rc = nshared > 1 ? 0 : chunk(r);
@@ -562,6 +611,12 @@ static int shift_opts(int *argc, char **argv)
 			}
 		} else if (i + 1 < *argc && !strcmp(argv[i], "--unfold")) {
 			unfold_n = (size_t)strtoull(argv[i + 1], NULL, 10);
+		} else if (!strcmp(argv[i], "--spread")) {
+			spread = 1;
+			for (j = i; j + 1 <= *argc; j++)
+				argv[j] = argv[j + 1];
+			*argc -= 1;
+			continue;
 		} else {
 			i++;
 			continue;
@@ -611,14 +666,16 @@ int main(int argc, char **argv)
 		held[0] = (size_t)strtoull(argv[2 + nofold], NULL, 10);
 		nheld = 1;
 		if (!held[0]) {
-			fprintf(stderr, "usage: bench-core [--members N] [--unfold N | [--no-fold] [--quick | --no-10m | --held N]]\n");
+			fprintf(stderr, "usage: bench-core [--members N [--spread]] [--unfold N | [--no-fold] [--quick | --no-10m | --held N]]\n");
 			return 2;
 		}
 	}
 	printf("dlmd core engine benchmark (one node, in process)%s%s",
 	       quick ? " [quick]" : "", fold ? "" : " [no fold]");
 	if (nmembers > 1)
-		printf(" [%u members: names this node directs]", nmembers);
+		printf(" [%u members: %s]", nmembers, spread ?
+		       "names spread over all, this node master of each" :
+		       "names this node directs");
 	printf("\n");
 	printf("sizes: lkb %zu B, rsb %zu B + key, dirent %zu B + key, "
 	       "owner %zu B, solo %zu B + key\n", sizeof(struct dlm_lkb),
@@ -647,6 +704,17 @@ int main(int argc, char **argv)
 			 "heap per held lock, %zu locks on own resources", held[k]);
 		printf("%-52s %11.0f B\n", label, per_lock(before, after, held[k]));
 		breakdown(ids, held[k], per_lock(before, after, held[k]));
+		if (nmembers > 1) {
+			struct dlm_ls_stats st;
+
+			dlm_core_ls_stats(ls, &st);
+			printf("  folded %llu of %zu: on names directed here "
+			       "%llu, after a lookup %llu; directory records "
+			       "here %llu\n", (unsigned long long)st.ls_folded,
+			       held[k], (unsigned long long)st.ls_folds_shared,
+			       (unsigned long long)st.ls_folds_remote,
+			       (unsigned long long)st.ls_dir_entries);
+		}
 		ns = pair_ns(iters / ROUNDS, 0, &cpu);
 		if (!k) {
 			base_own = ns;

@@ -267,6 +267,15 @@ enum dlm_core_fault {
 					   lone locks whose name's directory
 					   moves to a node that joins
 					   (core/solo.c, "Recovery") */
+	DLM_FAULT_FOLD_REMOTE_NO_REMOVE,	/* a lone lock's resource
+					   tossed folded on a name another
+					   node directs expires without its
+					   REMOVE (core/solo.c, "Names other
+					   nodes direct") */
+	DLM_FAULT_FOLD_REMOTE_NO_REGISTER,	/* a full directory rebuild
+					   registers no lone lock folded on
+					   a name another node directs
+					   (core/recover.c step_dir) */
 };
 
 /* ---------------------------------------------------------------------
@@ -398,6 +407,10 @@ struct dlm_ls_stats {
 						   recovery start left
 						   folded, summed over the
 						   starts (solo.c) */
+	uint64_t	ls_folds_remote;	/* lone locks folded on names
+						   other members direct, once
+						   their lookup made this node
+						   master (solo.c) */
 };
 void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st);
 

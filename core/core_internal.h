@@ -310,8 +310,9 @@ struct dlm_owner {
 
 /* A lone lock folded with its resource (core/solo.c, issue 14): a
  * granted process copy, whole range, no LVB, no parent and no child,
- * the only lock on a root resource this node masters and directs in a
- * lockspace of which it is the only member.  One record instead of an
+ * the only lock on a root resource this node masters, and directs or
+ * (SOLO_REMOTE) found itself master of by a lookup (solo.c, "Shared
+ * lockspaces", "Names other nodes direct").  One record instead of an
  * lkb and an rsb, in tables and a list of its own (ls_solotbl,
  * ls_soloids, ow_solos), so that nothing that walks lkbs or rsbs can
  * take it for either; anything but its own unlock makes it an rsb and
@@ -335,7 +336,8 @@ struct dlm_solo {
 		uint64_t	so_toss_time;	/* tossed: put there then (ms) */
 	};
 	uint32_t		so_flags;	/* LKBF_WANT_BAST, _DLXID, _DLASYNC,
-						   _VALBLK, _LVB_KNOWN */
+						   _VALBLK, _LVB_KNOWN; solo.c's
+						   SOLO_REMOTE */
 	uint32_t		so_de_event;	/* as res_de_event (RESF_DIR) */
 	int8_t			so_grmode;	/* DLM_LOCK_IV: tossed */
 	/* it read the value (zeros) with VALBLK, converted folded: its
@@ -405,6 +407,10 @@ struct dlm_ls {
 	uint64_t		ls_unfolds_msg;
 	uint64_t		ls_unfolds_rec;
 	uint64_t		ls_folds_kept_rec;
+	uint64_t		ls_folds_remote;
+	/* of ls_solotbl, those folded after a lookup (solo.c SOLO_REMOTE):
+	 * their records are on other nodes */
+	uint64_t		ls_nsolo_remote;
 	uint32_t		ls_next_lkid;
 	struct dlm_idblock	*ls_idblocks;	/* reserved, sorted by ib_first */
 	size_t			ls_nidblocks;
@@ -668,6 +674,7 @@ void dlm_solo_walk(struct dlm_ls *ls,
 		   void (*fn)(void *arg, const struct dlm_lock_info *li),
 		   void *arg);
 int dlm_solo_verify(struct dlm_ls *ls, char *why, size_t whylen);
+void dlm_solo_fold_rsb(struct dlm_ls *ls, struct dlm_rsb *r);
 
 /* Lock value blocks are allocated lazily: most locks never use one, and
  * 32 bytes in every lkb and rsb were a tenth of a held lock's memory.  A

@@ -1648,8 +1648,8 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	 * resource tossed folded is taken again, or dropped); a free name
 	 * may take a lone lock folded with it (solo.c) */
 	so = dlm_solo_find_key(ls, key, keylen, hash);
-	fold = !parent && dlm_solo_may_fold(ls, req, &range) &&
-	       dlm_solo_may_fold_name(ls, hash);
+	fold = !parent && dlm_solo_may_fold(ls, req, &range);
+	/* (a tossed one is mastered here, whoever directs its name) */
 	if (so && fold && dlm_solo_is_tossed(so))
 		return dlm_solo_lock_counted(ls, req, so, key, keylen, hash,
 					     lkid_out);
@@ -1659,7 +1659,8 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	if (so && (rv = dlm_solo_unfold(ls, so)))
 		return rv;
 	r = dlm_rsb_find(ls, key, keylen, hash);
-	if (!r && fold && !dlm_dir_has_record(ls, key, keylen, hash))
+	if (!r && fold && dlm_solo_may_fold_name(ls, hash) &&
+	    !dlm_dir_has_record(ls, key, keylen, hash))
 		return dlm_solo_lock_counted(ls, req, NULL, key, keylen, hash,
 					     lkid_out);
 	if (!r) {
@@ -2835,6 +2836,10 @@ static int receive_lookup_reply(struct dlm_ls *ls, const struct dlm_msg *m)
 		dispatch_request(ls, lkb);
 	}
 	dlm_rsb_release(ls, r);
+	/* made master of a name another node directs, a lone lock granted
+	 * here folds with its resource (solo.c); r may be gone */
+	if (r->res_nodeid == dlm_our_nodeid(ls))
+		dlm_solo_fold_rsb(ls, r);
 	return 0;
 }
 

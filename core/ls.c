@@ -300,11 +300,13 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	memset(st, 0, sizeof(*st));
 	/* a lone lock folded with its resource (solo.c) is a lock, a
 	 * resource and its directory record; unlocked, a resource tossed
-	 * and its record */
+	 * and its record; one folded after its lookup has its record on
+	 * the node that directs its name (counted there; here if a death
+	 * made this node its directory, not: see solo.c) */
 	st->ls_resources = ls->ls_rsbtbl.ht_count + ls->ls_solotbl.ht_count;
 	st->ls_locks = ls->ls_lkbtbl.ht_count + dlm_solo_count(ls);
 	st->ls_dir_entries = ls->ls_dirtbl.ht_count + ls->ls_ndirself +
-			     ls->ls_solotbl.ht_count;
+			     ls->ls_solotbl.ht_count - ls->ls_nsolo_remote;
 	/* a lookup in flight waits for a reply as much as an operation:
 	 * a directory node that stops answering stalls its requesters */
 	st->ls_waiters = ls->ls_nwaiters + ls->ls_nlookups;
@@ -325,6 +327,7 @@ void dlm_core_ls_stats(const struct dlm_ls *ls, struct dlm_ls_stats *st)
 	st->ls_unfolds_msg = ls->ls_unfolds_msg;
 	st->ls_unfolds_rec = ls->ls_unfolds_rec;
 	st->ls_folds_kept_rec = ls->ls_folds_kept_rec;
+	st->ls_folds_remote = ls->ls_folds_remote;
 }
 
 static int receive_ls(struct dlm_ls *ls, const struct dlm_msg *m,

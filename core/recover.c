@@ -805,9 +805,9 @@ static int sweep_dir(struct dlm_ls *ls)
  * core/resource.c), which the first member tried mostly does, so this
  * costs about one weight per departed node and one more, not one per
  * member (at 1M resources, 16 nodes: 2M weights, not 16M). */
-static bool dir_moved(const struct dlm_ls *ls, const struct dlm_rsb *r)
+static bool dir_moved_hash(const struct dlm_ls *ls, uint32_t hash)
 {
-	uint32_t hash = r->res_hnode.hn_hash, first;
+	uint32_t first;
 	unsigned int i;
 
 	if (!ls->ls_rc_ndeparted)
@@ -820,6 +820,11 @@ static bool dir_moved(const struct dlm_ls *ls, const struct dlm_rsb *r)
 		if (dlm_dir_before(ls->ls_members[i], first, hash))
 			return false;
 	return true;
+}
+
+static bool dir_moved(const struct dlm_ls *ls, const struct dlm_rsb *r)
+{
+	return dir_moved_hash(ls, r->res_hnode.hn_hash);
 }
 
 /* The members of the last finished event that are not ours. */
@@ -885,15 +890,61 @@ static void dir_batch_send(struct dlm_ls *ls, struct dir_batch *b, uint32_t to)
 	b->db_len = 0;
 }
 
+static void dir_batch_add_key(struct dlm_ls *ls, struct dir_batch *b,
+			      const unsigned char *key, unsigned int keylen,
+			      uint32_t to)
+{
+	if (b->db_len + 2 + keylen > DLM_WIRE_LIST_MAX)
+		dir_batch_send(ls, b, to);
+	b->db_list[b->db_len] = (unsigned char)(keylen & 0xff);
+	b->db_list[b->db_len + 1] = (unsigned char)(keylen >> 8);
+	memcpy(b->db_list + b->db_len + 2, key, keylen);
+	b->db_len += 2 + keylen;
+}
+
 static void dir_batch_add(struct dlm_ls *ls, struct dir_batch *b,
 			  const struct dlm_rsb *r, uint32_t to)
 {
-	if (b->db_len + 2 + r->res_keylen > DLM_WIRE_LIST_MAX)
-		dir_batch_send(ls, b, to);
-	b->db_list[b->db_len] = (unsigned char)(r->res_keylen & 0xff);
-	b->db_list[b->db_len + 1] = (unsigned char)(r->res_keylen >> 8);
-	memcpy(b->db_list + b->db_len + 2, r->res_key, r->res_keylen);
-	b->db_len += 2 + r->res_keylen;
+	dir_batch_add_key(ls, b, r->res_key, r->res_keylen, to);
+}
+
+/* The lone locks folded with their resources (core/solo.c), held or
+ * tossed, on names another member directs: roots mastered here, which
+ * no walk of the rsbs sees, registered as those are: in a full rebuild
+ * all, in a partial one those whose directory node departed (solo.c,
+ * "Names other nodes direct").  One this node directs is its own
+ * record, as ever. */
+static void dir_register_solos(struct dlm_ls *ls, struct dir_batch *batch)
+{
+	uint32_t us = dlm_our_nodeid(ls);
+	size_t b;
+
+	if (!ls->ls_solotbl.ht_count ||
+	    fault(ls, DLM_FAULT_FOLD_REMOTE_NO_REGISTER))
+		return;
+	for (b = 0; b < ls->ls_solotbl.ht_nbuckets; b++) {
+		struct dlm_hnode *n;
+
+		for (n = ls->ls_solotbl.ht_buckets[b]; n; n = n->hn_next) {
+			struct dlm_solo *so = dlm_container_of(n,
+					struct dlm_solo, so_keynode);
+			unsigned int k;
+			uint32_t dir;
+
+			/* (the cheap test first: a death moves few) */
+			if (ls->ls_rc_partial && !dir_moved_hash(ls, n->hn_hash))
+				continue;
+			dir = dlm_dir_nodeid(ls, n->hn_hash);
+			if (dir == us)
+				continue;
+			for (k = 0; k < ls->ls_nmembers &&
+				    ls->ls_members[k] != dir; k++)
+				;
+			if (k < ls->ls_nmembers)	/* a member: always */
+				dir_batch_add_key(ls, &batch[k], so->so_key,
+						  dlm_solo_keylen(so), dir);
+		}
+	}
 }
 
 /* PARTIAL DIRECTORY: our lookup of r was in flight at the stop, its
@@ -991,6 +1042,8 @@ static int step_dir(struct dlm_ls *ls)
 		else	/* dlm_dir_nodeid() gives a member: never */
 			send_key_msg(ls, DLM_RC_DIR_ADD, r, us, dir);
 	}
+	if (!rv)
+		dir_register_solos(ls, batch);
 	/* what is sent of a failed step does no harm: the retry, under a
 	 * newer event, registers everything again */
 	for (i = 0; i < ls->ls_nmembers; i++)

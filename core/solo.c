@@ -11,7 +11,9 @@
  * When.  dlm_core_config.fold on; the lockspace running with this node
  * the name's directory node (its only member: no other node can name
  * the resource or the lock, and this node is its directory and master;
- * or beside other members: "Shared lockspaces" at the end); a new request (not a conversion) on a root name with no rsb,
+ * or beside other members: "Shared lockspaces" at the end; a name
+ * another node directs folds once its lookup made this node master:
+ * "Names other nodes direct"); a new request (not a conversion) on a root name with no rsb,
  * no directory record and no solo, without VALBLK, PERSISTENT, ORPHAN,
  * a parent, a value or a partial range.  Nothing else is there, so the
  * request is granted at once, whatever its mode and flags: dlm_solo_lock
@@ -142,6 +144,12 @@ struct dlm_solo *dlm_solo_find_key(struct dlm_ls *ls, const unsigned char *key,
 	return NULL;
 }
 
+/* so_flags: folded once a lookup made this node master of a name another
+ * node directed ("Names other nodes direct"): its record is (or was) on
+ * that node, which the directory step tells again (recover.c step_dir).
+ * Not an LKBF_ flag: masked off at the unfold. */
+#define SOLO_REMOTE	0x80000000u
+
 /* The request flags a folded lock may carry: those that change nothing
  * for a request granted at once on an empty resource, or only matter
  * later to a conversion (which unfolds it and finds them in exflags). */
@@ -208,10 +216,13 @@ int dlm_solo_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	if (!ow)
 		return -ENOMEM;
 	if (so) {
+		uint32_t remote = so->so_flags & SOLO_REMOTE;
+
 		dlm_list_del(&so->so_ownerqueue);
 		ls->ls_nsolo_tossed--;
 		memset(&so->so_idnode, 0, offsetof(struct dlm_solo, so_key) -
 					  offsetof(struct dlm_solo, so_idnode));
+		so->so_flags = remote;
 	} else {
 		so = dlm_malloc(ls->ls_core,
 				offsetof(struct dlm_solo, so_key) + keylen);
@@ -270,8 +281,11 @@ static void solo_unlink(struct dlm_ls *ls, struct dlm_solo *so, bool put_owner,
 /* Held so, unlinked but for its key, becomes its resource tossed. */
 static void solo_toss(struct dlm_ls *ls, struct dlm_solo *so)
 {
+	uint32_t remote = so->so_flags & SOLO_REMOTE;
+
 	memset(&so->so_idnode, 0, offsetof(struct dlm_solo, so_key) -
 				  offsetof(struct dlm_solo, so_idnode));
+	so->so_flags = remote;
 	so->so_grmode = DLM_LOCK_IV;
 	so->so_de_event = ls->ls_event;
 	so->so_toss_time = ls->ls_core->core_now;
@@ -279,13 +293,28 @@ static void solo_toss(struct dlm_ls *ls, struct dlm_solo *so)
 	ls->ls_nsolo_tossed++;
 }
 
+static bool solo_directed_here(struct dlm_ls *ls, const struct dlm_solo *so);
+static void solo_forget(struct dlm_ls *ls, struct dlm_solo *so);
+static void solo_send_remove(struct dlm_ls *ls, const struct dlm_solo *so);
+
 /* Tossed so goes, with its directory record: as toss_drop drops an rsb
- * mastered and directed here. */
+ * mastered here (a record elsewhere is told, REMOVE: "Names other nodes
+ * direct"). */
 static void solo_toss_drop(struct dlm_ls *ls, struct dlm_solo *so)
+{
+	if (!solo_directed_here(ls, so))
+		solo_send_remove(ls, so);
+	solo_forget(ls, so);
+}
+
+/* Tossed so goes, its record already dealt with. */
+static void solo_forget(struct dlm_ls *ls, struct dlm_solo *so)
 {
 	dlm_list_del(&so->so_ownerqueue);
 	ls->ls_nsolo_tossed--;
 	dlm_htab_remove(&ls->ls_solotbl, &so->so_keynode);
+	if (so->so_flags & SOLO_REMOTE)
+		ls->ls_nsolo_remote--;
 	free(so);
 }
 
@@ -418,6 +447,24 @@ static uint32_t solo_de_event(const struct dlm_ls *ls,
 	return dlm_ls_running(ls) ? so->so_de_event : ls->ls_event;
 }
 
+static int solo_unfold_tossed(struct dlm_ls *ls, struct dlm_solo *so);
+
+/* r, just made for a solo while the lockspace does not run, on a name
+ * another node directs: the recovery's steps look at it from here
+ * (recover.c dlm_recover_track_rsb), so the directory step registers it
+ * as it would have registered the solo (dir_register_solos), which is
+ * gone.  Unregistered, a full rebuild's sweep lost its record and the
+ * next asker became a second master (dlm-sim --fold --faults seed 26:
+ * a conversion while stopped unfolded it between step_start and the
+ * directory step).  -ENOMEM, or 0. */
+static int solo_track(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	if (dlm_ls_running(ls) ||
+	    dlm_dir_nodeid(ls, r->res_hnode.hn_hash) == dlm_our_nodeid(ls))
+		return 0;
+	return dlm_recover_track_rsb(ls, r);
+}
+
 /* so as the rsb and lkb it stands for; whole or nothing. */
 int dlm_solo_unfold(struct dlm_ls *ls, struct dlm_solo *so)
 {
@@ -428,7 +475,11 @@ int dlm_solo_unfold(struct dlm_ls *ls, struct dlm_solo *so)
 	struct dlm_rsb *r;
 
 	if (dlm_solo_is_tossed(so)) {
-		/* as its expiry would (see "Tossed" above) */
+		/* as its expiry would (see "Tossed" above); on a name
+		 * another node directs, the tossed rsb it stands for, whose
+		 * record there names us ("Names other nodes direct") */
+		if (!solo_directed_here(ls, so))
+			return solo_unfold_tossed(ls, so);
 		solo_toss_drop(ls, so);
 		return 0;
 	}
@@ -441,20 +492,23 @@ int dlm_solo_unfold(struct dlm_ls *ls, struct dlm_solo *so)
 	/* a new rsb is on no list and no directory record yet: freed, it
 	 * leaves nothing behind */
 	lkb = dlm_lkb_create(ls, dlm_solo_lkid(so));
-	if (!lkb) {
+	if (!lkb || solo_track(ls, r)) {
+		if (lkb)
+			dlm_lkb_free(ls, lkb);
 		dlm_rsb_free(ls, r);
 		return -ENOMEM;
 	}
 	solo_unlink(ls, so, false, false);
 
 	r->res_nodeid = us;
-	dlm_dir_self_adopt(ls, r, solo_de_event(ls, so));
+	if (solo_directed_here(ls, so))
+		dlm_dir_self_adopt(ls, r, solo_de_event(ls, so));
 	/* its request, its conversions and the requests it refused
 	 * (do_request and do_convert count each) */
 	dlm_remaster_count(ls, r, us);
 	while (so->so_nconv--)
 		dlm_remaster_count(ls, r, us);
-	lkb->lkb_flags = so->so_flags | LKBF_OWNED;
+	lkb->lkb_flags = (so->so_flags & ~SOLO_REMOTE) | LKBF_OWNED;
 	if (so->so_lvbread)
 		lkb->lkb_lvbseq = ls->ls_core->core_cfg.lvbseq_start;
 	lkb->lkb_exflags = solo_exflags(so);
@@ -466,6 +520,8 @@ int dlm_solo_unfold(struct dlm_ls *ls, struct dlm_solo *so)
 	dlm_rsb_hold(ls, r);
 	dlm_grant_unfolded(ls, r, lkb, so->so_grmode);
 	lkb->lkb_token = so->so_token;
+	if (so->so_flags & SOLO_REMOTE)
+		ls->ls_nsolo_remote--;
 	free(so);
 	return 0;
 }
@@ -560,6 +616,7 @@ void dlm_solo_drop_all(struct dlm_ls *ls)
 	dlm_htab_drain(&ls->ls_soloids, free_hnode_solo, NULL);
 	dlm_list_init(&ls->ls_solo_toss);
 	ls->ls_nsolo_tossed = 0;
+	ls->ls_nsolo_remote = 0;
 }
 
 struct solo_walk {
@@ -720,8 +777,8 @@ int dlm_solo_verify(struct dlm_ls *ls, char *why, size_t whylen)
  * so the unfolded path would make this node its master and directory
  * record at once (lock.c, the dlm_dir_lookup of a name directed here):
  * the solo is that master copy and that record, as on a node alone.
- * The names other nodes direct do not fold (their lock waits for a
- * lookup, and its rsb is the master's copy the directory names).
+ * The names other nodes direct fold later, once their lookup is
+ * answered: "Names other nodes direct", below.
  *
  * What unfolds.  Other nodes can reach a solo's resource only by its
  * name: a LOOKUP (to its directory node, here), a REQUEST (to its
@@ -743,6 +800,102 @@ int dlm_solo_verify(struct dlm_ls *ls, char *why, size_t whylen)
  * node for the name's master (its copy from a lookup before the fold)
  * sends its REQUEST here and is told to look up again, as after any
  * expiry.
+ */
+
+/*
+ * Names other nodes direct (issue 14, session 17).  With N members
+ * about N-1 in N of a node's names are directed by another node, and a
+ * lone lock there stayed an rsb and an lkb: 360 B at 1M where a solo
+ * takes 120, so a node's lone locks on evenly spread names averaged 240
+ * B with 2 members, 280 with 3.  Such a lock now folds too, once its
+ * lookup is answered.
+ *
+ *   When.  The request cannot fold at once: no node may master a root
+ *   it does not direct without asking its directory node D (resource.c,
+ *   "What it does not give").  So it goes as ever: an rsb, a LOOKUP to
+ *   D, the lkb on res_lookupq.  When the LOOKUP_REPLY names this node
+ *   master and the request was granted here, alone, lock.c's
+ *   receive_lookup_reply offers the rsb to dlm_solo_fold_rsb, which
+ *   folds it if it is exactly what a solo stands for: a root mastered
+ *   here, no flag, no value, no other lock or waiter, its one lock a
+ *   granted process copy as "When" above has it, remastering off (the
+ *   rsb's remastering window would be lost; with it on nothing folds
+ *   after a lookup).  The rsb and lkb are freed; the solo takes the
+ *   lock's id.  A lookup that names another master, a request that
+ *   waits, a second lock waiting for the same lookup: nothing folds.
+ *
+ *   What the solo stores.  One bit, SOLO_REMOTE in so_flags: it was
+ *   folded after a lookup, so its record is on another node (no byte
+ *   more: the directory node is a function of the name's hash and the
+ *   members, dlm_dir_nodeid).  The solo is the master copy; it is not
+ *   a directory record here (solo_directed_here false), and
+ *   ls_nsolo_remote counts these so that ls_dir_entries leaves them
+ *   out.  Everything else is as for any solo.
+ *
+ *   What the directory node knows.  The record its LOOKUP made, naming
+ *   this node, exactly as for an rsb mastered here: an ordinary
+ *   dirent (about 64-80 B there, paid by the unfolded path the same).
+ *   It is never told of the fold or the unfold, since neither changes
+ *   who masters the name.
+ *
+ *   The messages, each against what the unfolded path does:
+ *   - LOOKUP of another node Y goes to D, who answers "this node"; Y's
+ *     REQUEST comes here, names the key, and unfolds the solo first
+ *     (dlm_solo_unfold_msg): a held one into the rsb and lkb it stands
+ *     for, with no record here (its name is directed elsewhere); a
+ *     tossed one into the tossed rsb mastered here (solo_unfold_tossed),
+ *     which takes Y's lock as master.  As unfolded.
+ *   - Its own unlock tosses it, as any solo; a lock of this node on the
+ *     name takes it again with no message (lock.c request_lock: a
+ *     tossed solo is mastered here whoever directs its name), as a
+ *     tossed rsb mastered here is taken again with no lookup.
+ *   - Expiry (toss_ms, max_tossed): solo_toss_drop sends D the REMOVE
+ *     with its key and frees it, what toss_drop does for a tossed rsb
+ *     mastered here; so D never keeps a record naming this node for a
+ *     name it forgot.  The REMOVE/LOOKUP race is the rsb's: if Y's
+ *     LOOKUP is answered "this node" before the REMOVE arrives, Y's
+ *     REQUEST finds nothing here, is refused -EBADR and Y looks up
+ *     again; D forgets the record only if it still names this node
+ *     (dlm_dir_remove), so Y's second lookup, or one after it, makes Y
+ *     master: one master, and no record left naming a master that
+ *     forgot (test_remote_remove_lookup_race).  A lock of this node on
+ *     the name after the expiry makes an rsb and looks up: its LOOKUP
+ *     follows its REMOVE on the same link (FIFO), so D forgets first,
+ *     then records whoever asks first.  A tossed solo that a request
+ *     which cannot fold meets becomes the tossed rsb (dlm_solo_unfold),
+ *     not dropped: dropping it would need the REMOVE too, for nothing.
+ *   - No lock message naming a lock id can name it (it never left this
+ *     node), as for any solo; remastering is off.
+ *
+ *   Recovery.  A death or a join does not unfold these (dlm_solo_
+ *   recover_start looks only at names directed here, solo_moves).
+ *   Instead the directory step registers them as the roots mastered
+ *   here that they are (recover.c dir_register_solos, a walk of the solo
+ *   table): in a full rebuild every one whose name another member now
+ *   directs, in a partial one those whose directory node departed
+ *   (dir_moved); one whose name is now directed here (its directory
+ *   node died and this node is the next heaviest) is its own record
+ *   from then on, as a solo folded here.  So a full rebuild's sweep
+ *   keeps their records and a partial one moves those it must
+ *   (test_remote_join_registers, test_remote_death_registers; sim-
+ *   broken.test fold-remote-no-register: registering none, the joiner
+ *   or the new directory node hands the name to a second master).
+ *   A solo unfolded while the lockspace does not run (a conversion or
+ *   unlock while stopped, a recovery message naming it) becomes an rsb
+ *   step_start may not have collected; solo_track puts it on the
+ *   recovery's list (dlm_recover_track_rsb) so that the directory step
+ *   registers it in the solo's place (test_remote_unfold_while_
+ *   recovering; dlm-sim --fold --faults seed 26 before it: a second
+ *   master).  Unfolded before step_start, step_start collects it; after
+ *   the directory step, the solo was registered already.  A REMOVE of
+ *   an expired one in flight at a stop is the rsb's case (recover.c,
+ *   PARTIAL DIRECTORY, held_removes).  A solo never has a lookup in
+ *   flight.
+ *
+ *   Verify: a solo of a name another node directs must carry
+ *   SOLO_REMOTE (one folded here whose directory moved away and was
+ *   kept is the recfold-keep-moved fault), and ls_nsolo_remote counts
+ *   them.
  */
 
 /*
@@ -841,9 +994,14 @@ static int solo_unfold_tossed(struct dlm_ls *ls, struct dlm_solo *so)
 			   so->so_keynode.hn_hash);
 	if (!r)
 		return -ENOMEM;
-	solo_toss_drop(ls, so);
+	if (solo_track(ls, r)) {
+		dlm_rsb_free(ls, r);
+		return -ENOMEM;
+	}
+	solo_forget(ls, so);	/* its record stays, now the rsb's */
 	r->res_nodeid = us;
-	dlm_dir_self_adopt(ls, r, event);
+	if (dlm_dir_nodeid(ls, r->res_hnode.hn_hash) == us)
+		dlm_dir_self_adopt(ls, r, event);
 	dlm_remaster_count(ls, r, us);
 	dlm_rsb_hold(ls, r);
 	dlm_rsb_release(ls, r);
@@ -898,15 +1056,32 @@ int dlm_solo_lock_counted(struct dlm_ls *ls, const struct dlm_lock_req *req,
  * lockspace runs; 0 or -EUCLEAN with why. */
 static int solo_verify_directed(struct dlm_ls *ls, char *why, size_t whylen)
 {
-	size_t b;
+	size_t b, remote = 0;
 
+	for (b = 0; b < ls->ls_solotbl.ht_nbuckets; b++) {
+		struct dlm_hnode *n;
+
+		for (n = ls->ls_solotbl.ht_buckets[b]; n; n = n->hn_next)
+			if (solo_of_key(n)->so_flags & SOLO_REMOTE)
+				remote++;
+	}
+	if (remote != ls->ls_nsolo_remote) {
+		snprintf(why, whylen, "%zu solos folded after a lookup, "
+			 "counted %llu", remote,
+			 (unsigned long long)ls->ls_nsolo_remote);
+		return -EUCLEAN;
+	}
 	if (!dlm_ls_running(ls))
 		return 0;
 	for (b = 0; b < ls->ls_solotbl.ht_nbuckets; b++) {
 		struct dlm_hnode *n;
 
 		for (n = ls->ls_solotbl.ht_buckets[b]; n; n = n->hn_next) {
-			if (dlm_solo_may_fold_name(ls, n->hn_hash))
+			/* one folded after its lookup is registered where
+			 * its name's directory is, whichever node directs it
+			 * (recover.c step_dir): "Names other nodes direct" */
+			if ((solo_of_key(n)->so_flags & SOLO_REMOTE) ||
+			    dlm_solo_may_fold_name(ls, n->hn_hash))
 				continue;
 			snprintf(why, whylen, "solo %08x of a name directed "
 				 "by node %u", dlm_solo_lkid(solo_of_key(n)),
@@ -923,6 +1098,10 @@ static bool solo_moves(struct dlm_ls *ls, const uint32_t *members,
 		       unsigned int n, uint32_t hash)
 {
 	if (ls->ls_core->core_fault == DLM_FAULT_RECFOLD_KEEP_MOVED)
+		return false;
+	/* a name another node directed: registered with its directory
+	 * node, whoever, at the directory step (recover.c step_dir) */
+	if (!dlm_solo_may_fold_name(ls, hash))
 		return false;
 	return dlm_dir_nodeid_of(members, n, hash) != dlm_our_nodeid(ls);
 }
@@ -1032,4 +1211,103 @@ int dlm_solo_unfold_rc(struct dlm_ls *ls, const struct dlm_msg *m)
 			return rv;
 	}
 	return m->m_keylen ? solo_unfold_rc_key(ls, m->m_key, m->m_keylen) : 0;
+}
+
+/* Is this node the directory node of so's name, by the members of the
+ * last start: is so its own directory record?  (Else its record is on
+ * that node and names this one: "Names other nodes direct".) */
+static bool solo_directed_here(struct dlm_ls *ls, const struct dlm_solo *so)
+{
+	return dlm_solo_may_fold_name(ls, so->so_keynode.hn_hash);
+}
+
+/* Tell the directory node of so's name that this node masters it no
+ * more, as dlm_send_remove does for an rsb. */
+static void solo_send_remove(struct dlm_ls *ls, const struct dlm_solo *so)
+{
+	struct dlm_msg m;
+
+	if (ls->ls_core->core_fault == DLM_FAULT_FOLD_REMOTE_NO_REMOVE)
+		return;
+	dlm_msg_init(&m, DLM_MSG_REMOVE);
+	m.m_key = so->so_key;
+	m.m_keylen = (uint16_t)dlm_solo_keylen(so);
+	dlm_send_msg(ls, &m, dlm_dir_nodeid(ls, so->so_keynode.hn_hash));
+}
+
+/* The lkb flags a granted lone lock's lkb may have to fold: those a
+ * solo keeps (so_flags) and LKBF_OWNED. */
+#define SOLO_LKBF (LKBF_OWNED | LKBF_WANT_BAST | LKBF_DLXID | LKBF_DLASYNC)
+
+/* r, a root whose lookup (LOOKUP_REPLY) has just made this node its
+ * master on a name another node directs, folded with its one lock if
+ * that is a lone lock as "When" has it (granted at once, whole range,
+ * no value, flags a solo keeps), and nothing else is there: no other
+ * lock, no waiter, no value, no remastering.  r and its lkb are freed:
+ * the caller must not touch r again.  Nothing done for want of memory
+ * (it stays unfolded).  See "Names other nodes direct". */
+void dlm_solo_fold_rsb(struct dlm_ls *ls, struct dlm_rsb *r)
+{
+	uint32_t us = dlm_our_nodeid(ls), hash = r->res_hnode.hn_hash;
+	unsigned int keylen = r->res_keylen;
+	struct dlm_lkb *lkb;
+	struct dlm_owner *ow;
+	struct dlm_solo *so;
+
+	if (!ls->ls_core->core_cfg.fold || !dlm_ls_running(ls) ||
+	    dlm_remaster_on(ls) || r->res_parent || r->res_nodeid != us ||
+	    r->res_flags || r->res_nlkbs != 1 || r->res_lvb ||
+	    r->res_nnoorder ||
+	    r->res_lvbseq != ls->ls_core->core_cfg.lvbseq_start ||
+	    dlm_list_empty(&r->res_grantq) ||
+	    r->res_grantq.next != r->res_grantq.prev ||
+	    !dlm_list_empty(&r->res_convertq) ||
+	    !dlm_list_empty(&r->res_waitq) ||
+	    !dlm_list_empty(&r->res_lookupq) ||
+	    dlm_dir_nodeid(ls, hash) == us)
+		return;
+	lkb = dlm_list_first(&r->res_grantq, struct dlm_lkb, lkb_statequeue);
+	if (lkb->lkb_nodeid != us || (lkb->lkb_flags & ~(uint32_t)SOLO_LKBF) ||
+	    !(lkb->lkb_flags & LKBF_OWNED) ||
+	    (lkb->lkb_exflags & ~(uint32_t)SOLO_FLAGS) ||
+	    lkb->lkb_status != DLM_LKSTS_GRANTED ||
+	    lkb->lkb_wait_type != DLM_WAIT_NONE ||
+	    lkb->lkb_rqmode != DLM_LOCK_IV || lkb->lkb_ranges ||
+	    lkb->lkb_lvb || lkb->lkb_lvbseq || lkb->lkb_parent_id ||
+	    lkb->lkb_nchildren || lkb->lkb_qwait || lkb->lkb_sbflags ||
+	    !dlm_list_empty(&lkb->lkb_waiter) ||
+	    dlm_solo_find_key(ls, r->res_key, keylen, hash))
+		return;
+	ow = dlm_owner_get(ls, lkb->lkb_ownerid, false);
+	if (!ow)
+		return;
+	so = dlm_malloc(ls->ls_core, offsetof(struct dlm_solo, so_key) + keylen);
+	if (!so)
+		return;
+	memset(so, 0, offsetof(struct dlm_solo, so_key));
+	memcpy(so->so_key, r->res_key, keylen);
+	so->so_keynode.hn_hash = hash;
+	so->so_keynode.hn_spare = (uint16_t)keylen;
+	so->so_de_event = ls->ls_event;
+	so->so_ownerid = lkb->lkb_ownerid;
+	so->so_astarg = lkb->lkb_astarg;
+	so->so_dl_waiter = lkb->lkb_dl_waiter;
+	so->so_flags = (lkb->lkb_flags & ~(uint32_t)LKBF_OWNED) | SOLO_REMOTE;
+	so->so_grmode = (int8_t)lkb->lkb_grmode;
+	so->so_token = lkb->lkb_token;
+
+	/* the lkb and the rsb go (neither is on any other list: checked
+	 * above), then the solo takes the lock's id and the name */
+	dlm_list_del(&lkb->lkb_statequeue);
+	dlm_list_del(&lkb->lkb_ownerqueue);
+	so->so_idnode.hn_hash = lkb->lkb_id;
+	so->so_idnode.hn_spare = lkb->lkb_exflags;
+	dlm_lkb_free(ls, lkb);
+	r->res_nlkbs = 0;
+	dlm_rsb_free(ls, r);
+	dlm_htab_insert(&ls->ls_solotbl, &so->so_keynode);
+	dlm_htab_insert(&ls->ls_soloids, &so->so_idnode);
+	dlm_list_add_tail(&so->so_ownerqueue, &ow->ow_solos);
+	ls->ls_folds_remote++;
+	ls->ls_nsolo_remote++;
 }

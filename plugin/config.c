@@ -33,9 +33,10 @@
  *   remaster_shared   0            1: a resource that other nodes lock
  *                                  too may move, their locks re-pointed
  *                                  (core/remaster.c; 0 or 1)
- *   fold_lone_locks   1            1: a lock alone on its resource, whose
- *                                  name this node directs, is one
- *                                  record (core/solo.c; 0 or 1)
+ *   fold_lone_locks   1            1: a lock alone on its resource is
+ *                                  one record (on a name another node
+ *                                  directs once its lookup made this
+ *                                  node master; core/solo.c; 0 or 1)
  *   recover_timer     60           seconds before a stuck recovery is logged
  *   peer_unreachable_secs 20       a member whose dlmd our frames have not
  *                                  got through to for this long, while

@@ -330,8 +330,9 @@ static void collect_lockspaces(struct emit *em, struct dlmd *d)
 			  offsetof(struct dlm_ls_stats, ls_toss_evicted) },
 			{ "dlmd_lockspace_folded_locks", "gauge", "Of the "
 			  "lockspace's locks, those folded alone with their "
-			  "resources (fold_lone_locks): on the names this "
-			  "node directs.",
+			  "resources (fold_lone_locks): lone locks on the "
+			  "names this node directs, and on names others "
+			  "direct whose lookup made it master.",
 			  offsetof(struct dlm_ls_stats, ls_folded) },
 		};
 

@@ -2173,6 +2173,7 @@ static void phase_drain(struct sim *sim)
 			sim->n_unfolds_msg += st.ls_unfolds_msg;
 			sim->n_unfolds_rec += st.ls_unfolds_rec;
 			sim->n_folds_kept_rec += st.ls_folds_kept_rec;
+			sim->n_folds_remote += st.ls_folds_remote;
 			if (st.ls_locks || st.ls_waiters || st.ls_orphans ||
 			    st.ls_resources || st.ls_dir_entries)
 				sim_fail(sim, "DRAIN: n%u ls%u not empty after everything was "
@@ -2337,6 +2338,8 @@ static const struct {
 	{ "bast-once", DLM_FAULT_BAST_ONCE },
 	{ "fold-msg-skip", DLM_FAULT_FOLD_MSG_SKIP },
 	{ "recfold-keep-moved", DLM_FAULT_RECFOLD_KEEP_MOVED },
+	{ "fold-remote-no-remove", DLM_FAULT_FOLD_REMOTE_NO_REMOVE },
+	{ "fold-remote-no-register", DLM_FAULT_FOLD_REMOTE_NO_REGISTER },
 };
 
 static const struct {
@@ -2376,7 +2379,7 @@ static struct {
 	uint64_t	ms_ops;
 	uint64_t	ms_type[DLM_MSG_MAX + 1];
 	uint64_t	ms_fresh, ms_fresh_msgs;	/* see msg_stats_print */
-	uint64_t	ms_folds_shared, ms_unfolds_msg;
+	uint64_t	ms_folds_shared, ms_unfolds_msg, ms_folds_remote;
 	uint64_t	ms_unfolds_rec, ms_folds_kept_rec;
 } msg_stats;
 
@@ -2390,6 +2393,7 @@ static void msg_stats_add(const struct sim *sim)
 	msg_stats.ms_fresh_msgs += sim->n_fresh_msgs;
 	msg_stats.ms_folds_shared += sim->n_folds_shared;
 	msg_stats.ms_unfolds_msg += sim->n_unfolds_msg;
+	msg_stats.ms_folds_remote += sim->n_folds_remote;
 	msg_stats.ms_unfolds_rec += sim->n_unfolds_rec;
 	msg_stats.ms_folds_kept_rec += sim->n_folds_kept_rec;
 	for (t = 0; t <= DLM_MSG_MAX; t++)
@@ -2412,6 +2416,9 @@ static void msg_stats_print(const struct sim_opts *opts)
 	       "%llu, unfolded for a message naming their resource: %llu\n",
 	       (unsigned long long)msg_stats.ms_folds_shared,
 	       (unsigned long long)msg_stats.ms_unfolds_msg);
+	printf("dlm-sim: lone locks folded on names other members direct, "
+	       "once their lookup made the node master: %llu\n",
+	       (unsigned long long)msg_stats.ms_folds_remote);
 	printf("dlm-sim: lone locks a recovery start left folded: %llu, "
 	       "unfolded by recovery (their directory moved, or a recovery "
 	       "message named them): %llu\n",

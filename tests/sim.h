@@ -535,6 +535,7 @@ struct sim {
 	uint64_t	n_fresh_msgs;	/* messages those requests sent */
 	uint64_t	n_folds_shared;	/* drain: engines' ls_folds_shared */
 	uint64_t	n_unfolds_msg;	/* drain: engines' ls_unfolds_msg */
+	uint64_t	n_folds_remote;	/* drain: engines' ls_folds_remote */
 	uint64_t	n_unfolds_rec;	/* drain: engines' ls_unfolds_rec */
 	uint64_t	n_folds_kept_rec;	/* drain: ls_folds_kept_rec */
 	uint64_t	n_invalid;

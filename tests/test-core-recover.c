@@ -867,7 +867,7 @@ static void narrow_recovery(bool full)
 {
 	struct cluster *c = cluster_new(4, 100000);
 	uint32_t before[4] = { 1, 2, 3, 4 }, lk, late;
-	size_t moved[4] = { 0, 0, 0, 0 };
+	size_t moved[4] = { 0, 0, 0, 0 }, folded[4] = { 0, 0, 0, 0 };
 	unsigned char key[16];
 	char name[16];
 	int n, i;
@@ -883,8 +883,17 @@ static void narrow_recovery(bool full)
 			key[0] = (unsigned char)strlen(name);
 			memcpy(key + 1, name, key[0]);
 			if (n < 4 && dlm_dir_nodeid_of(before, 4,
-					dlm_hash_bytes(key, key[0] + 1u)) == 4)
+					dlm_hash_bytes(key, key[0] + 1u)) == 4) {
 				moved[n]++;
+				/* (with TEST_CORE_FOLD=1, folded after its
+				 * lookup: registered from the solo table,
+				 * not the list; core/solo.c, "Names other
+				 * nodes direct") */
+				if (dlm_solo_find_key(c->ls[n], key,
+						key[0] + 1u, dlm_hash_bytes(key,
+						key[0] + 1u)))
+					folded[n]++;
+			}
 		}
 	if (full)
 		c->ls[2]->ls_rm_seen = true;
@@ -894,7 +903,8 @@ static void narrow_recovery(bool full)
 	for (n = 1; n <= 3; n++) {
 		assert_int_equal(c->ls[n]->ls_rc_narrow, n != 2 || !full);
 		if (n != 2 || !full)
-			assert_int_equal(c->ls[n]->ls_rec_nrsbs, moved[n]);
+			assert_int_equal(c->ls[n]->ls_rec_nrsbs,
+					 moved[n] - folded[n]);
 		else	/* (with TEST_CORE_FOLD=1, less the lone locks a
 			 * recovery leaves folded: core/solo.c, "Recovery") */
 			assert_int_equal(c->ls[n]->ls_rec_nrsbs,

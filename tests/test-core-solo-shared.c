@@ -7,7 +7,11 @@
  * finds this node its master, as it would have unfolded; a recovery
  * leaves folded those whose directory stays here (a death: all of them)
  * and unfolds those whose directory moves to a node that joins
- * (solo.c, "Recovery").  The harness: tests/test-core.h.
+ * (solo.c, "Recovery").  A lock on a name another node directs folds
+ * once its lookup made its node master; its expiry sends the REMOVE,
+ * and a recovery registers it with its directory node, unfolding none
+ * (solo.c, "Names other nodes direct": test_remote_*).  The harness:
+ * tests/test-core.h.
  */
 
 #include "tests/test-core.h"
@@ -75,9 +79,9 @@ static void unlock_grants(struct cluster *c, int holder, uint32_t held,
 	assert_status(c, waiter, want, 0);
 }
 
-/* Of two members, each folds the lone locks on the names it directs,
- * and only those: a lock on a name the other directs is an lkb (its
- * lookup, its master's copy); with folding off nothing folds. */
+/* Of two members, each folds the lone locks on the names it directs at
+ * once, and on a name the other directs once its lookup made it master
+ * ("Names other nodes direct", below); with folding off nothing folds. */
 static void test_shared_folds_directed(void **state)
 {
 	struct cluster *c = fold_cluster(2);
@@ -95,15 +99,17 @@ static void test_shared_folds_directed(void **state)
 	b = lock_on(c, 1, 1, theirs, DLM_LOCK_EX, 0, 0, NULL);
 	drain(c);
 	assert_status(c, 1, b, 0);
-	assert_int_equal(nsolos(c, 1), 1);
+	assert_int_equal(nsolos(c, 1), 2);
 	assert_int_equal(nsolos(c, 2), 0);
-	assert_int_equal(c->ls[1]->ls_lkbtbl.ht_count, 1);
+	assert_int_equal(stats(c, 1).ls_folds_shared, 1);
+	assert_int_equal(stats(c, 1).ls_folds_remote, 1);
+	assert_int_equal(c->ls[1]->ls_lkbtbl.ht_count, 0);
 	assert_int_equal(stats(c, 1).ls_locks, 2);
 	assert_int_equal(stats(c, 1).ls_resources, 2);
 	assert_verified(c);
 	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
 	assert_status(c, 1, a, -DLM_EUNLOCK);
-	assert_int_equal(nsolos(c, 1), 0);
+	assert_int_equal(nsolos(c, 1), 1);
 	assert_verified(c);
 	cluster_free(c);
 
@@ -568,6 +574,347 @@ static void test_shared_fold_remaster_counts(void **state)
 	}
 }
 
+/*
+ * Names other nodes direct (solo.c): a lone lock whose lookup made this
+ * node master folds once granted; its directory node keeps the record
+ * naming it; the tossed one is taken again with no message, and its
+ * expiry sends the REMOVE; a recovery registers it with its directory
+ * node wherever that moves, unfolding none.
+ */
+
+static int has_record(struct cluster *c, int node, const char *name)
+{
+	unsigned char key[32];
+
+	key[0] = (unsigned char)strlen(name);
+	memcpy(key + 1, name, key[0]);
+	return dlm_dir_has_record(c->ls[node], key, key[0] + 1u,
+				  dlm_hash_bytes(key, key[0] + 1u));
+}
+
+/* A lock on a name node 2 directs folds at node 1 once the lookup names
+ * node 1 master (one solo, no rsb, no lkb), node 2 keeping the record;
+ * node 2's lock on it then reaches node 1, unfolds it, waits for it
+ * (a bast), and is granted at its unlock. */
+static void test_remote_folds_after_lookup(void **state)
+{
+	struct cluster *c = fold_cluster(2);
+	uint32_t a, b;
+	char theirs[16];
+
+	(void)state;
+	name_directed_by("t", 2, 2, theirs, sizeof(theirs));
+	a = lock_on(c, 1, 1, theirs, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	assert_int_equal(nsolos(c, 1), 1);
+	assert_int_equal(stats(c, 1).ls_folds_remote, 1);
+	assert_int_equal(c->ls[1]->ls_lkbtbl.ht_count, 0);
+	assert_int_equal(c->ls[1]->ls_rsbtbl.ht_count, 0);
+	assert_int_equal(stats(c, 1).ls_locks, 1);
+	assert_int_equal(stats(c, 1).ls_resources, 1);
+	assert_true(has_record(c, 2, theirs));
+	assert_verified(c);
+	/* a try-lock of node 2: refused by node 1's unfolded lock */
+	assert_int_equal(try_lock(c, 2, 2, theirs, DLM_LOCK_EX,
+				  DLM_LKF_NOQUEUE), 0);
+	drain(c);
+	assert_int_equal(nsolos(c, 1), 0);
+	assert_int_equal(stats(c, 1).ls_unfolds_msg, 1);
+	b = lock_on(c, 2, 2, theirs, DLM_LOCK_PR, 0, 0, NULL);
+	drain(c);
+	assert_no_comp(c, 2, b);
+	assert_int_equal(last_bast_mode(c, 1, a), DLM_LOCK_PR);
+	assert_verified(c);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 2, b, 0);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+/* Not everything folds after its lookup: a lock with a value block,
+ * two locks waiting for the same lookup, a lock mastered by the other
+ * node. */
+static void test_remote_not_folded(void **state)
+{
+	struct cluster *c = fold_cluster(2);
+	char n1[16], n2[16], n3[16];
+
+	(void)state;
+	name_directed_by("v", 2, 2, n1, sizeof(n1));
+	name_directed_by("w", 2, 2, n2, sizeof(n2));
+	name_directed_by("x", 2, 2, n3, sizeof(n3));
+	lock_on(c, 1, 1, n1, DLM_LOCK_EX, DLM_LKF_VALBLK, 0, NULL);
+	lock_on(c, 1, 1, n2, DLM_LOCK_PR, 0, 0, NULL);
+	lock_on(c, 1, 2, n2, DLM_LOCK_PR, 0, 0, NULL);
+	lock_on(c, 2, 2, n3, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	lock_on(c, 1, 1, n3, DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	assert_int_equal(nsolos(c, 1), 0);
+	/* n3: node 2 folded it, node 1's lookup unfolded it */
+	assert_int_equal(nsolos(c, 2), 0);
+	assert_int_equal(stats(c, 1).ls_folds_remote, 0);
+	assert_int_equal(c->ls[1]->ls_lkbtbl.ht_count, 4);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+/* Unlocked, it stays tossed and is taken again with no message; at
+ * toss_ms its REMOVE reaches the directory node, which forgets the
+ * record, and node 2 then masters the name itself. */
+static void test_remote_toss_expire_removes(void **state)
+{
+	struct cluster *c = fold_cluster(2);
+	unsigned long lookups;
+	uint32_t a, b;
+	char theirs[16];
+
+	(void)state;
+	name_directed_by("t", 2, 2, theirs, sizeof(theirs));
+	a = lock_on(c, 1, 1, theirs, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	assert_int_equal(nsolos(c, 1), 0);
+	assert_int_equal(c->ls[1]->ls_nsolo_tossed, 1);
+	lookups = c->sent[DLM_MSG_LOOKUP];
+	a = lock_on(c, 1, 1, theirs, DLM_LOCK_PR, 0, 0, NULL);
+	assert_status(c, 1, a, 0);
+	assert_int_equal(c->sent[DLM_MSG_LOOKUP], lookups);
+	assert_int_equal(c->qhead, c->qtail);
+	assert_int_equal(nsolos(c, 1), 1);
+	assert_verified(c);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	dlm_core_tick(c->core[1], 500);
+	assert_int_equal(c->ls[1]->ls_nsolo_tossed, 1);
+	assert_true(has_record(c, 2, theirs));
+	dlm_core_tick(c->core[1], 5000);
+	assert_int_equal(c->ls[1]->ls_nsolo_tossed, 0);
+	assert_int_equal(c->ls[1]->ls_solotbl.ht_count, 0);
+	drain(c);
+	assert_false(has_record(c, 2, theirs));
+	/* node 2 masters it now (and directs it: it folds there) */
+	b = lock_on(c, 2, 2, theirs, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 2, b, 0);
+	assert_int_equal(nsolos(c, 2), 1);
+	assert_int_equal(try_lock(c, 1, 1, theirs, DLM_LOCK_EX,
+				  DLM_LKF_NOQUEUE), 0);
+	drain(c);
+	assert_int_equal(c->asts[c->nasts - 1].node, 1);
+	assert_int_equal(c->asts[c->nasts - 1].a.status, -EAGAIN);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+/* The REMOVE/LOOKUP race: node 3 directs the name, node 1 folded it and
+ * unlocked it.  Node 2's lookup is answered "node 1"; then node 1's
+ * tossed solo expires (REMOVE to node 3) before node 2's REQUEST comes:
+ * node 1 refuses it (-EBADR), node 2 looks up again behind the REMOVE
+ * and is made master: one master, the record naming it. */
+static void test_remote_remove_lookup_race(void **state)
+{
+	struct cluster *c = fold_cluster(3);
+	uint32_t a, b;
+	char name[16];
+
+	(void)state;
+	name_directed_by("r", 3, 3, name, sizeof(name));
+	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_int_equal(nsolos(c, 1), 1);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	b = lock_on(c, 2, 2, name, DLM_LOCK_EX, 0, 0, NULL);
+	deliver_only(c, 2, 3);		/* LOOKUP: "node 1" */
+	deliver_only(c, 3, 2);		/* its reply: REQUEST to node 1 */
+	dlm_core_tick(c->core[1], 5000);	/* REMOVE to node 3 */
+	assert_int_equal(c->ls[1]->ls_solotbl.ht_count, 0);
+	drain(c);
+	assert_status(c, 2, b, 0);
+	assert_int_equal(c->ls[1]->ls_rsbtbl.ht_count, 0);
+	assert_true(has_record(c, 3, name));
+	/* node 1 again: node 2 masters it now */
+	assert_int_equal(try_lock(c, 1, 1, name, DLM_LOCK_EX,
+				  DLM_LKF_NOQUEUE), 0);
+	drain(c);
+	assert_int_equal(c->asts[c->nasts - 1].node, 1);
+	assert_int_equal(c->asts[c->nasts - 1].a.status, -EAGAIN);
+	assert_verified(c);
+	cluster_free(c);
+}
+
+/* A REQUEST that reaches node 1 while its tossed solo is still there
+ * (node 2 took its master from the record) finds the tossed resource it
+ * stands for, mastered here: granted as master copy at node 1. */
+static void test_remote_tossed_request(void **state)
+{
+	struct cluster *c = fold_cluster(3);
+	uint32_t a, b;
+	char name[16];
+
+	(void)state;
+	name_directed_by("q", 3, 3, name, sizeof(name));
+	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	b = lock_on(c, 2, 2, name, DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 2, b, 0);
+	assert_int_equal(c->ls[1]->ls_solotbl.ht_count, 0);
+	assert_int_equal(c->ls[1]->ls_rsbtbl.ht_count, 1);
+	assert_int_equal(c->ls[1]->ls_lkbtbl.ht_count, 1);	/* its copy */
+	assert_verified(c);
+	cluster_free(c);
+}
+
+#define NREMOTE	200
+
+/* A death moves the directory of the names the dead node directed: node
+ * 1's lone locks folded on them stay folded (none unfolds) and are
+ * registered with their new directory node (node 2, or node 1 itself,
+ * where each is its own record), so node 2's try-locks on all of them
+ * are refused.  Registering none of them (the fault) lets node 2 become
+ * a second master and be granted. */
+static void remote_death(enum dlm_core_fault fault, int *granted)
+{
+	static char names[NREMOTE][16];
+	struct cluster *c = fold_cluster(3);
+	int k;
+
+	names_directed_by("d", 3, 3, names, NREMOTE);
+	for (k = 0; k < NREMOTE; k++)
+		lock_on(c, 1, 1, names[k], DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_int_equal(nsolos(c, 1), NREMOTE);
+	dlm_core_set_fault(c->core[1], fault);
+	c->nasts = 0;
+	c->dead[3] = 1;
+	recover_all(c, 2);
+	assert_int_equal(nsolos(c, 1), NREMOTE);
+	assert_int_equal(stats(c, 1).ls_unfolds_rec, 0);
+	assert_int_equal(c->ls[1]->ls_rsbtbl.ht_count, 0);
+	for (k = 0; k < NREMOTE; k++)
+		lock_on(c, 2, 2, names[k], DLM_LOCK_EX, DLM_LKF_NOQUEUE, 0,
+			NULL);
+	drain(c);
+	*granted = 0;
+	for (k = 0; k < c->nasts; k++) {
+		assert_int_equal(c->asts[k].node, 2);
+		if (c->asts[k].a.status == 0)
+			(*granted)++;
+	}
+	assert_int_equal(c->nasts, NREMOTE);
+	if (!fault)
+		assert_verified(c);
+	cluster_free(c);
+}
+
+static void test_remote_death_registers(void **state)
+{
+	int granted;
+
+	(void)state;
+	remote_death(DLM_FAULT_NONE, &granted);
+	assert_int_equal(granted, 0);
+	remote_death(DLM_FAULT_FOLD_REMOTE_NO_REGISTER, &granted);
+	assert_true(granted > 0);	/* two masters */
+}
+
+/* A node joins (a full rebuild): node 1's lone locks folded on names
+ * node 2 directed stay folded, none unfolds, and each is registered
+ * with its directory node, node 2 or the joiner: the joiner's try-locks
+ * on all of them are refused.  Registering none (the fault) lets the
+ * joiner master the names it now directs beside node 1. */
+static void remote_join(enum dlm_core_fault fault, int *granted)
+{
+	static char names[NREMOTE][16];
+	struct cluster *c = fold_cluster(3);
+	int k;
+
+	c->dead[3] = 1;
+	recover_all(c, 2);
+	names_directed_by("j", 2, 2, names, NREMOTE);
+	for (k = 0; k < NREMOTE; k++)
+		lock_on(c, 1, 1, names[k], DLM_LOCK_EX, 0, 0, NULL);
+	drain(c);
+	assert_int_equal(nsolos(c, 1), NREMOTE);
+	dlm_core_set_fault(c->core[1], fault);
+	c->nasts = 0;
+	c->dead[3] = 0;
+	recover_all(c, 3);
+	assert_int_equal(nsolos(c, 1), NREMOTE);
+	assert_int_equal(stats(c, 1).ls_unfolds_rec, 0);
+	for (k = 0; k < NREMOTE; k++)
+		lock_on(c, 3, 3, names[k], DLM_LOCK_EX, DLM_LKF_NOQUEUE, 0,
+			NULL);
+	drain(c);
+	*granted = 0;
+	for (k = 0; k < c->nasts; k++) {
+		assert_int_equal(c->asts[k].node, 3);
+		if (c->asts[k].a.status == 0)
+			(*granted)++;
+	}
+	assert_int_equal(c->nasts, NREMOTE);
+	if (!fault)
+		assert_verified(c);
+	cluster_free(c);
+}
+
+static void test_remote_join_registers(void **state)
+{
+	int granted;
+
+	(void)state;
+	remote_join(DLM_FAULT_NONE, &granted);
+	assert_int_equal(granted, 0);
+	remote_join(DLM_FAULT_FOLD_REMOTE_NO_REGISTER, &granted);
+	assert_true(granted > 0);	/* two masters */
+}
+
+/* A conversion while a join's recovery runs (after step_start, before
+ * the directory step) unfolds a lone lock folded after its lookup: the
+ * rsb it becomes is registered at the directory step as the solo would
+ * have been, and the joiner's try-lock on it is refused.  (dlm-sim
+ * --fold --faults seed 26: unregistered, the full rebuild's sweep lost
+ * the record and another node became a second master.) */
+static void test_remote_unfold_while_recovering(void **state)
+{
+	static char names[NREMOTE][16];
+	struct cluster *c = fold_cluster(3);
+	uint32_t ids[NREMOTE];
+	int k, moved = -1;
+
+	(void)state;
+	c->dead[3] = 1;
+	recover_all(c, 2);
+	names_directed_by("u", 2, 2, names, NREMOTE);
+	for (k = 0; k < NREMOTE; k++) {
+		ids[k] = lock_on(c, 1, 1, names[k], DLM_LOCK_EX, 0, 0, NULL);
+		if (moved < 0 && dir_of(names[k], 3) == 3)
+			moved = k;
+	}
+	drain(c);
+	assert_true(moved >= 0);
+	assert_int_equal(nsolos(c, 1), NREMOTE);
+	c->dead[3] = 0;
+	stop_all(c);
+	start_all(c, 3);
+	/* down to PR while recovering: it unfolds */
+	assert_int_equal(convert(c, 1, 1, ids[moved], DLM_LOCK_PR, 0, NULL), 0);
+	assert_int_equal(nsolos(c, 1), NREMOTE - 1);
+	drain(c);
+	finish_all(c, 3);
+	c->nasts = 0;
+	assert_int_equal(try_lock(c, 3, 3, names[moved], DLM_LOCK_EX,
+				  DLM_LKF_NOQUEUE), 0);
+	drain(c);
+	assert_int_equal(c->asts[c->nasts - 1].node, 3);
+	assert_int_equal(c->asts[c->nasts - 1].a.status, -EAGAIN);
+	assert_verified(c);
+	cluster_free(c);
+}
+
 int main(void)
 {
 	/* these tests choose folding per cluster (fold_cluster) */
@@ -584,6 +931,14 @@ int main(void)
 		cmocka_unit_test(test_shared_rc_msg_unfolds_named),
 		cmocka_unit_test(test_shared_held_lookup_unfolds),
 		cmocka_unit_test(test_shared_fold_remaster_counts),
+		cmocka_unit_test(test_remote_folds_after_lookup),
+		cmocka_unit_test(test_remote_not_folded),
+		cmocka_unit_test(test_remote_toss_expire_removes),
+		cmocka_unit_test(test_remote_remove_lookup_race),
+		cmocka_unit_test(test_remote_tossed_request),
+		cmocka_unit_test(test_remote_death_registers),
+		cmocka_unit_test(test_remote_join_registers),
+		cmocka_unit_test(test_remote_unfold_while_recovering),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
