@@ -97,6 +97,9 @@ struct sim_node {
 	unsigned int	fail_how[DLM_MAX_NODES + 1];
 	uint32_t	learned_from[DLM_MAX_NODES + 1];	/* record sender */
 	uint32_t	claimer[DLM_MAX_NODES + 1];	/* fencing turn */
+	/* a claim or result for it delivered since its failure */
+	bool		fencing_seen[DLM_MAX_NODES + 1];
+	unsigned int	forgiven[DLM_MAX_NODES + 1];	/* dlmd_fence_forgive */
 };
 
 struct sim_msg {
@@ -399,6 +402,36 @@ void dlmd_fence_node_failed(struct dlmd *d, uint32_t id, unsigned int how)
 	}
 	sn->failed[id] = true;
 	sn->fail_how[id] = how;
+	sn->fencing_seen[id] = false;
+}
+
+/* As fence.c: what a FAILED record says of the pending failure. */
+unsigned int dlmd_fence_marks(const struct dlmd *d, uint32_t id)
+{
+	struct sim_node *sn = node_of(d);
+	unsigned int m = 0;
+
+	if (id > DLM_MAX_NODES || !sn->failed[id])
+		return 0;
+	if (sn->fencing_seen[id] || sn->claimer[id])
+		m |= DLMD_FENCE_MARK_FENCING;
+	if (sn->fail_how[id])	/* anything but DLMD_FAIL_NODE */
+		m |= DLMD_FENCE_MARK_FIRM;
+	return m;
+}
+
+bool dlmd_fence_forgive(struct dlmd *d, uint32_t id, const char *why)
+{
+	struct sim_node *sn = node_of(d);
+
+	if (id > DLM_MAX_NODES || !sn->failed[id])
+		return false;
+	sn->failed[id] = false;
+	sn->forgiven[id]++;
+	d->d_nfence_forgiven++;
+	log_warn("fencing: node %u is NOT fenced: its failure is forgiven (%s)",
+		 id, why);
+	return true;
 }
 
 void dlmd_fence_node_joined(struct dlmd *d, uint32_t id) { }
@@ -426,6 +459,8 @@ void dlmd_fence_claim_delivered(struct dlmd *d, uint32_t from, uint32_t id)
 {
 	struct sim_node *sn = node_of(d);
 
+	if (id <= DLM_MAX_NODES && sn->failed[id])
+		sn->fencing_seen[id] = true;
 	if (id <= DLM_MAX_NODES && !sn->claimer[id])
 		sn->claimer[id] = from;
 }
@@ -437,6 +472,8 @@ void dlmd_fence_result_delivered(struct dlmd *d, uint32_t from, uint32_t id,
 
 	if (id > DLM_MAX_NODES)
 		return;
+	if (sn->failed[id])
+		sn->fencing_seen[id] = true;
 	if (sn->claimer[id] == from || st == DLMD_FENCE_DONE)
 		sn->claimer[id] = 0;
 	if (st == DLMD_FENCE_DONE)
@@ -2193,7 +2230,7 @@ static void test_old_version_refused(void **state)
 	inject_raw(s, buf, len);
 	settle();
 	for (int i = 0; i < 2; i++) {
-		assert_true(logged(i, "speaks CPG protocol version 2, we speak 3"));
+		assert_true(logged(i, "speaks CPG protocol version 2, we speak 4"));
 		assert_int_equal(unverified_of(i), 0);
 		assert_false(le_has(le_find(sim[i].d.d_cluster, "T", false), 3));
 	}
@@ -2550,30 +2587,35 @@ static void split3_merge(void)
 	}
 }
 
-/* After the three-way split's merge, L never runs again: every node saw
- * the others fail from a minority side, so nobody removes anyone and
- * each one's fencing waits for a quorate view without its victims
- * (fence.c), which never comes; the sync after the merge passes the
- * FAILED records, so each node also waits for "fencing of us", as in
- * the probe's logs. */
+/* After the three-way split's merge: every node saw the others fail from
+ * a minority side, so nobody removes anyone, each one's fencing waits for
+ * a quorate view without its victims (fence.c), which never comes, and
+ * the sync passes the FAILED records ("records our own failure", as in
+ * the probe's logs).  L stayed stopped for ever so (KNOWN LIMITS; seen
+ * failing so before FORGIVING A SPLIT was built).  Now every record of
+ * the sync shows the same processes, no fencing begun and the same last
+ * event of L everywhere: each node forgives the other two, nobody is
+ * killed, and L runs again on all three, one instance with a new event. */
 static void test_split3_stall(void **state)
 {
 	split3_merge();
 	for (int i = 0; i < 3; i++) {
 		assert_true(logged(i, "records our own failure"));
+		assert_true(logged(i, "our own failure, which the others recorded"));
 		for (uint32_t v = 1; v <= 3; v++)
 			assert_int_equal(kills[i][v], 0);
-		for (int k = 0; k < 3; k++)
-			if (k != i)
-				assert_true(sim[i].failed[k + 1]);
-		assert_false(ls_running(i, "L"));
+		for (int k = 0; k < 3; k++) {
+			if (k == i)
+				continue;
+			assert_false(sim[i].failed[k + 1]);
+			assert_int_equal(sim[i].forgiven[k + 1], 1);
+		}
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 3);
+		assert_int_equal(sim[i].d.d_nfence_forgiven, 3);
 	}
-#ifdef TEST_SPLIT3_FIXED
-	/* what a fix must reach: L runs again, on all three (or on the
-	 * side agreed to stay, the others removed and fenced) */
-	for (int i = 0; i < 3; i++)
-		assert_true(ls_running(i, "L") || kills_of(sim[i].id));
-#endif
+	assert_int_equal(ls_of(0, "L")->core.event, ls_of(1, "L")->core.event);
+	assert_int_equal(ls_of(0, "L")->core.event, ls_of(2, "L")->core.event);
 }
 
 /* Since the seals (SEALED MESSAGES), a merged-back dlmd was not heard at
