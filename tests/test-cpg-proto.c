@@ -375,8 +375,15 @@ int dlmd_comms_init(struct dlmd *d, const char *const *a, unsigned int n,
 void dlmd_comms_fini(struct dlmd *d) { }
 int dlmd_comms_node_add(struct dlmd *d, uint32_t id, const char *const *a,
 			unsigned int n) { return 0; }
+/* dlmd_comms_node_reset calls: by node slot, of node id */
+static unsigned int resets[SIM_NODES][DLM_MAX_NODES + 1];
 void dlmd_comms_node_reset(struct dlmd *d, uint32_t id, const char *const *a,
-			   unsigned int n) { }
+			   unsigned int n)
+{
+	for (unsigned int i = 0; i < SIM_NODES; i++)
+		if (&sim[i].d == d && id <= DLM_MAX_NODES)
+			resets[i][id]++;
+}
 uint64_t dlmd_comms_wait_ms(const struct dlmd *d, uint32_t id)
 {
 	for (unsigned int i = 0; i < SIM_NODES; i++)
@@ -865,6 +872,7 @@ static int setup(void **state)
 	memset(sim_inc, 0, sizeof(sim_inc));
 	memset(sim_seq, 0, sizeof(sim_seq));
 	memset(kills, 0, sizeof(kills));
+	memset(resets, 0, sizeof(resets));
 	memset(wait_ms, 0, sizeof(wait_ms));
 	verbose = getenv("TEST_CPG_PROTO_VERBOSE") != NULL;
 	qb_log_init("test-cpg-proto", LOG_DAEMON, LOG_DEBUG);
@@ -2378,10 +2386,10 @@ static void test_unreach_codec(void **state)
 /* ---- split3: a three-way split that merges back (KNOWN LIMITS) ----- */
 
 /*
- * test_split3_stall pins what happens today (it passes); built with
- * -DTEST_SPLIT3_FIXED it also asserts what a fix must reach, and fails.
- * The way out: A is built (cluster.c, merge_keep(); test_split3_heard),
- * B is designed here and not built yet.
+ * test_split3_stall pinned the stall; it now asserts the way out, both
+ * parts built: A in cluster.c's merge_keep() (test_split3_heard), B in
+ * its forgive_split() (FORGIVING A SPLIT in its essay; test_split3_* the
+ * cases where forgiving would be wrong).
  *
  * A. Hear a merged-back dlmd.  A process that left with node-down and
  *    comes back with node-up under the same node id and CPG pid is the
@@ -2620,6 +2628,8 @@ static void test_split3_stall(void **state)
 				continue;
 			assert_false(sim[i].failed[k + 1]);
 			assert_int_equal(sim[i].forgiven[k + 1], 1);
+			/* lowcomms state kept: what was in flight is resent */
+			assert_int_equal(resets[i][k + 1], 0);
 		}
 		assert_true(ls_running(i, "L"));
 		assert_int_equal(ls_of(i, "L")->core.nmembers, 3);
@@ -2721,6 +2731,10 @@ static void test_split3_restarted(void **state)
 	split3_kept(2, "node 3's failure is not forgiven");
 	assert_int_equal(sim[0].forgiven[2], 1);
 	assert_int_equal(sim[1].forgiven[1], 1);
+	/* the old process's lowcomms state goes at the new one's join */
+	assert_int_equal(resets[0][3], 1);
+	assert_int_equal(resets[1][3], 1);
+	assert_int_equal(resets[0][2] + resets[1][1], 0);
 	for (int i = 0; i < 2; i++)
 		assert_false(ls_running(i, "L"));
 	fence_done(0, 3);
@@ -2827,6 +2841,10 @@ static void test_split_majority_merge(void **state)
 	side_of[2] = 2;
 	settle_sides();
 	assert_true(sim[0].fail_how[3] & DLMD_FAIL_MAJORITY);
+	/* lost from a majority: its lowcomms state goes at once; node 3,
+	 * on the minority side, keeps its state of nodes 1 and 2 */
+	assert_int_equal(resets[0][3], 1);
+	assert_int_equal(resets[2][1] + resets[2][2], 0);
 	fence_done(0, 3);
 	fence_done(1, 3);
 	settle_sides();
