@@ -2616,7 +2616,8 @@ static void ev_record(struct dlmd_cluster *cs, struct cs_lsent *le,
 
 		while (nc < le->le_nfev + fl->fl_count)
 			nc *= 2;
-		p = nc <= CS_FEV_MAX ? realloc(le->le_fev, nc * sizeof(*p)) : NULL;
+		p = nc <= CS_FEV_MAX ? realloc(le->le_fev, nc * sizeof(*p)) :
+				       NULL;
 		if (!p) {
 			cs->cs_ev_lost = true;
 			return;
@@ -2643,7 +2644,8 @@ static void ev_clear(struct dlmd_cluster *cs)
 			free(le->le_fev);
 			le->le_rep = NULL;
 			le->le_fev = NULL;
-			le->le_nrep = le->le_crep = le->le_nfev = le->le_cfev = 0;
+			le->le_nrep = le->le_crep = 0;
+			le->le_nfev = le->le_cfev = 0;
 			le_tidy(cs, le);
 		}
 	}
@@ -2684,11 +2686,11 @@ static const char *ev_blocks(const struct cs_lsent *le, const struct cs_fev *f)
 	for (unsigned int i = 0; i < le->le_nmembers; i++) {
 		r = ev_rep(le, le->le_members[i]);
 		if (!r || r->rp_conflict)
-			return "a member of one of its lockspaces sent no record "
-			       "of its last event";
+			return "a member of one of its lockspaces sent no "
+			       "record of its last event";
 		if (r->rp_event != x->rp_event)
-			return "a member of one of its lockspaces has another last "
-			       "event (it recovered without it)";
+			return "a member of one of its lockspaces has another "
+			       "last event (it recovered without it)";
 	}
 	return NULL;
 }
@@ -2716,9 +2718,9 @@ static void forgive_one(struct dlmd_cluster *cs, uint32_t x, const char *why)
 	id_remove(cs->cs_reset_later, &cs->cs_nreset_later, x);
 	if (x == d->d_nodeid) {
 		d->d_nfence_forgiven++;
-		log_warn("daemon group: our own failure, which the others recorded "
-			 "at a split (%u record%s of a lockspace), is forgiven: %s",
-			 nclaims, nclaims == 1 ? "" : "s", why);
+		log_warn("daemon group: our own failure, which the others "
+			 "recorded at a split (%u record%s of a lockspace), is "
+			 "forgiven: %s", nclaims, nclaims == 1 ? "" : "s", why);
 	} else {
 		dlmd_fence_forgive(d, x, why);
 		log_notice("daemon group: node %u's failure dropped from %u "
@@ -2746,9 +2748,9 @@ static void forgive_split(struct dlmd_cluster *cs)
 	bool full = false;
 
 	if (cs->cs_ev_lost) {
-		log_warn("daemon group: a failure record of this sync could not "
-			 "be kept (memory, or too many): no failure is forgiven "
-			 "in it");
+		log_warn("daemon group: a failure record of this sync could "
+			 "not be kept (memory, or too many): no failure is "
+			 "forgiven in it");
 		return;
 	}
 	for (unsigned int b = 0; b < LS_HASH; b++) {
@@ -2765,9 +2767,9 @@ static void forgive_split(struct dlmd_cluster *cs)
 						full = true;
 						continue;
 					}
-					c[nc++] = (struct cand){ f->fv_id, f->fv_pid,
-								 f->fv_inc, 0, NULL,
-								 NULL };
+					c[nc++] = (struct cand){
+						f->fv_id, f->fv_pid, f->fv_inc,
+						0, NULL, NULL };
 				}
 				if (c[k].last != le) {
 					c[k].last = le;
