@@ -612,7 +612,11 @@
  *    were all fenced on its side); and more records than a sync keeps
  *    (CS_FEV_MAX failures per lockspace).  An operator stopping one
  *    side ends those (fence_ack is refused while the node is in the
- *    view).  Members decide at the end of their sync, which is one point
+ *    view).  A kept lowcomms queue ages through the split: one that
+ *    merges back after more than peer_unreachable_secs may be reported
+ *    unreachable at the first tick, before lowcomms has reconnected, and
+ *    a node removed (UNREACHABLE PEERS): a removal, not a stall.
+ *    Members decide at the end of their sync, which is one point
  *    of the stream except where SEALED MESSAGES' blind spot moves it: a
  *    process that started on the other side while apart is pending to
  *    us (we never saw its first message), so our sync ends without its
