@@ -211,6 +211,19 @@
  * stops the daemon group's sync), which would make a rolling upgrade
  * impossible.
  *
+ * FORGIVEN.  After a split that merges back, cluster.c may establish,
+ * the same way on every member, that nobody acted on a node's failure
+ * and that the node is back as the same process (cluster.c, FORGIVING A
+ * SPLIT); it then drops the pending failure unfenced
+ * (dlmd_fence_forgive): logged at warning with what and why, counted in
+ * status fence_forgiven, the node marked as fenced by no method that
+ * stops it (as fence_ack does), so its next failure is a new one.  What
+ * cluster.c's FAILED records need to know of a pending failure is
+ * dlmd_fence_marks(): FENCING (a claim or result for it was delivered
+ * since the failure, our claim is on its way, or our command runs) and
+ * FIRM (a dlmd failure, one seen from a majority or the tie-breaker half,
+ * the other half of an even split, a removal, a restart).
+ *
  * Limits.
  *  - After a merge the two sides' claims meet: a node both sides claimed
  *    (one they both lost) may be fenced by each.
