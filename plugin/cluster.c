@@ -15,7 +15,9 @@
  *   daemon group     CPG "dlmd:daemon": every dlmd joins it.  A node that
  *                    leaves it (its daemon stopped, or the node failed) has
  *                    its lowcomms state dropped, so that the next daemon
- *                    there starts a new transport epoch; a node that failed
+ *                    there starts a new transport epoch (one lost from a
+ *                    minority side only once fenced: FORGIVING A SPLIT);
+ *                    a node that failed
  *                    (reason node-down) is handed to fencing (fence.c),
  *                    saying whether our side of the group held a strict
  *                    majority of the configured nodes then (see SPLIT AND
@@ -156,7 +158,8 @@
  *
  * Versions.  The messages carry a protocol version (plugin/cpgmsg.h; 2
  * since lockspaces moved into the daemon group, 3 since they are
- * sealed, 4 since an ANNOUNCE vouches).  A message of another
+ * sealed, 4 since an ANNOUNCE vouches and FAILED records carry what
+ * FORGIVING A SPLIT needs).  A message of another
  * version is refused and the sender logged, once; as such a daemon
  * never sends an ANNOUNCE we understand, the daemon group stays syncing
  * while it is a member: no lockspace changes membership (dlmctl ls says
@@ -165,7 +168,8 @@
  * cluster (no rolling upgrade between them).  Versions 2, 3 and 4 do
  * share the group, and 4 refuses 2 and 3 as above (2 carries no seal;
  * 3's seal verifies, so a version-3 dlmd counts as a dlmd that never
- * announces): stop every dlmd to upgrade.
+ * announces; its FAILED records have another layout): stop every dlmd
+ * to upgrade.
  *
  * SEALED MESSAGES.  corosync admits to CPG the users and groups of its
  * uidgid, not only root, and CPG names their processes by their host's
@@ -412,6 +416,81 @@
  *    DLMD_FAIL_EVEN_LOSER), so in a two_node cluster the halves of a
  *    real partition do not shoot each other: the tie-breaker's wins.
  *
+ * FORGIVING A SPLIT.  A split into sides none of which holds a majority
+ * (three singletons of three nodes, after a bad network on one node)
+ * that merges back left every side waiting to fence the others: nobody
+ * may fence (no majority mark, and the victims are in the view again),
+ * nobody is removed, and each member's FAILED records hold the others'
+ * lockspaces ("fencing of us").  Yet nothing was given away: a lock of X
+ * moves to another node only through a recovery of a lockspace without
+ * X; every member stops a lockspace at the confchg that shows X gone,
+ * before anything later is delivered, and grants nothing while stopped;
+ * a recovery needs every remaining member's START for the same change,
+ * and a START needs X fenced on its sender.  Whether a side recovered L
+ * without X shows in L's last event: that side's is newer than X's.  So
+ * at the end of the sync that follows a merge (every FAILED record and
+ * ANNOUNCE delivered, the same stream on every member) every member
+ * applies forgive_split(): a FAILED record carries its sender's last
+ * event of the lockspace and, per failed node, the CPG pid and
+ * incarnation it failed with (cs_failpid, taken at its leave) and flags
+ * FENCING (the sender saw a FENCE_CLAIM or FENCE_RESULT for it since
+ * the failure, or has one of its own on the way, or a command runs) and
+ * FIRM (the failure is no node-down seen from a minority: a dlmd
+ * failure, a majority's or the tie-breaker half's, the other half of an
+ * even split, a removal, a restart).  X's failure is dropped (le_failed,
+ * the claims of our own failure when X is us, fence.c's pending fencing
+ * through dlmd_fence_forgive(), logged with the reason, status
+ * fence_forgiven) iff every record of this sync that lists X names the
+ * same (pid, incarnation), which is the member X now (known, its seal's
+ * incarnation); none of them carries DAEMON, FENCING or FIRM; no claim
+ * or result for X was delivered in the sync itself; and in every
+ * lockspace a record lists X in, X is a member now and every member
+ * (X included) sent a record of it in this sync with one and the same
+ * last event.  Then the sync's end changes the lockspaces (their members
+ * differ from the change each side had) and a full recovery runs with
+ * every member, equal events deciding a START (member-policy.c).  The
+ * engine messages in flight across the split must not be lost: that
+ * recovery has no departed node, and core/recover.c redoes only the
+ * operations in flight to a departed one (a request or reply dropped
+ * between two members that both stay waits for ever).  So the lowcomms
+ * state of a node lost node-down from a minority side (no majority or
+ * even-split mark, not fenced at once) is not dropped at its leave, as
+ * any other leaver's is, but kept (cs_reset_later) until it is fenced
+ * and gone, or joins as another process (a restart: another pid, or
+ * reason join); merged back as the same process it reconnects with the
+ * epoch we know and the unacknowledged frames are resent, exactly once
+ * and in order (lowcomms.c), as after any reconnect; forgiven, it keeps
+ * it.  Otherwise X stays failed, to be fenced or removed as before.
+ *
+ * Why forgiving cannot give two holders.  Forgiving X changes one thing:
+ * a lockspace L that X was in recovers with X as a member, its locks
+ * its own, instead of after X's fencing without it.  That is wrong only
+ * if some lock X holds was granted to another node meanwhile, which
+ * takes a recovery of L without X somewhere (above), which moves that
+ * side's last event of L past X's.  Every member of L sends its event
+ * in its record, and nobody is forgiven in a lockspace with a member
+ * that sent none, so a side that recovered is seen as long as one of its
+ * dlmds is still a member of L; one that released L since holds none of
+ * its locks.  A
+ * recovery in progress across the merge (decided, not finished) shows
+ * too: the event is the decided one.  X itself is the same process
+ * (pid and incarnation: a restarted dlmd is a new incarnation, and its
+ * old clients may hold locks while the table thinks them gone), and it
+ * failed by node-down only: its dlmd never died, and it never dropped
+ * its lockspaces (a loser drops its instance and sends LEAVE).  A
+ * fencing begun anywhere (FENCING, or a claim in the merged stream) may
+ * be about to kill X; forgiving it then would only be overtaken by a new
+ * failure, but a minority never claims, so where one exists a majority
+ * saw the failure and the rule stays out of its way.  All of this comes
+ * from CPG-ordered messages and confchgs (a claim seen on one side only
+ * travels in that side's records), never from a local clock, quorum
+ * notification, fence_ack or lowcomms state, so every member whose sync
+ * ends at the same point decides alike.  Where two members still decide
+ * differently (below), one keeps X failed: it sends no START for a
+ * lockspace with X until X is fenced, and nothing recovers without its
+ * START, so the difference can only stall, never grant.  Quorum is not
+ * relied on for any of it.
+ *
  * LOST FRAMES.  lowcomms delivers engine messages in order and exactly
  * once while both nodes keep each other; a peer resuming past what we got
  * (ops_frames_lost) means messages between two live members are gone for
@@ -546,19 +625,31 @@
  *  - A loser's clients are disconnected from the lockspace; they must
  *    open it again.
  *  - A split into three or more sides none of which holds a majority
- *    (or half with the tie-breaker) merges back with every side waiting
- *    to fence the others; nobody is removed, recovery waits for fencing
- *    (or an operator stopping one side; fence_ack is refused while the
- *    node is in the view).  A bad network on ONE node reaches it: 50 %
- *    loss both ways on node 2 of 3 for 5 s (tests/test-cluster-lossy.sh,
- *    LOSSY_LOSS_A=20 LOSSY_LOSS_C=50 LOSSY_RATE=64kbit) split all three
- *    into singletons that merged back 2 s later, and every node's
- *    lockspace stayed "wait fencing of us" for over 10 minutes, every
- *    client hung (the checker found no violation: no side was quorate,
- *    none granted anything); 10 % and 30 % did not split.  Played at
- *    unit level in tests/test-cpg-proto.c (test_split3_stall), with the
- *    way out (forgiving a node-down failure of the same process when no
- *    lockspace recovered without it) designed there, not built.
+ *    (or half with the tie-breaker) that merges back is resolved by
+ *    FORGIVING A SPLIT only when nobody acted on the failures; it
+ *    stalled every lockspace before (50 % loss both ways on node 2 of 3
+ *    for 5 s, tests/test-cluster-lossy.sh with LOSSY_LOSS_A=20
+ *    LOSSY_LOSS_C=50 LOSSY_RATE=64kbit: three singletons, "wait fencing
+ *    of us" for over 10 minutes; tests/test-cpg-proto.c test_split3_*).
+ *    What it still leaves waiting, as before: a failure with a fencing
+ *    claim anywhere that no fencing ends (it was claimed: a side was
+ *    quorate); a dlmd restarted while apart (another incarnation; CPG
+ *    shows it node-up at the merge, so it is no DLMD_FAIL_RESTARTED
+ *    either, and its failure is fenced only once out of the view);
+ *    a lockspace with a member that sent no record of it (its failures
+ *    were all fenced on its side); and more records than a sync keeps
+ *    (CS_FEV_MAX failures per lockspace).  An operator stopping one
+ *    side ends those (fence_ack is refused while the node is in the
+ *    view).  A kept lowcomms queue ages through the split: one that
+ *    merges back after more than peer_unreachable_secs may be reported
+ *    unreachable at the first tick, before lowcomms has reconnected, and
+ *    a node removed (UNREACHABLE PEERS): a removal, not a stall.
+ *    Members decide at the end of their sync, which is one point
+ *    of the stream except where SEALED MESSAGES' blind spot moves it: a
+ *    process that started on the other side while apart is pending to
+ *    us (we never saw its first message), so our sync ends without its
+ *    ANNOUNCE and theirs after it; the two may then decide differently,
+ *    which stalls (above), never grants.
  *  - The majority is counted in configured nodes, one vote each: a
  *    votequorum with unequal votes or a quorum device is not modelled.
  *  - A stuck lock is reported (state "stalled", the log), not repaired:
@@ -678,6 +769,25 @@ struct cs_lsent {
 	unsigned int	le_cclaim;
 	bool		le_mark;	/* scratch (an ANNOUNCE's set) */
 	struct dlmd_cluster_ls *le_cl;	/* our instance, if any */
+	/* FORGIVING A SPLIT: the FAILED records of it delivered in this
+	 * sync, ours included: each sender's last event, and every failure
+	 * they list */
+	struct cs_rep {
+		uint32_t	rp_from;
+		uint32_t	rp_event;
+		bool		rp_conflict;	/* two records, two events */
+	}		*le_rep;
+	unsigned int	le_nrep;
+	unsigned int	le_crep;
+	struct cs_fev {
+		uint32_t	fv_from;
+		uint32_t	fv_id;
+		uint32_t	fv_pid;
+		uint32_t	fv_flags;	/* CM_FAILED_* */
+		uint64_t	fv_inc;
+	}		*le_fev;
+	unsigned int	le_nfev;
+	unsigned int	le_cfev;
 };
 
 /* The lockspaces of the table a node's daemon is in: the reverse of
@@ -795,6 +905,24 @@ struct dlmd_cluster {
 		uint64_t	ct_inc, ct_seq;
 	}			cs_kept[DLM_MAX_NODES];
 	unsigned int		cs_nkept;
+	/* FORGIVING A SPLIT: the process (CPG pid, incarnation) each node
+	 * failed with last (its FAILED records carry it), one per node id;
+	 * the nodes a FENCE_CLAIM or FENCE_RESULT named in this sync; and
+	 * whether a record of this sync could not be kept (no memory: we
+	 * forgive nothing in it; forgive_split says why that is safe) */
+	struct cs_failpid {
+		uint32_t	fp_id, fp_pid;
+		uint64_t	fp_inc;
+	}			cs_failpid[DLM_MAX_NODES];
+	unsigned int		cs_nfailpid;
+	uint32_t		cs_sync_fencing[DLM_MAX_NODES];
+	unsigned int		cs_nsync_fencing;
+	/* nodes lost node-down from a minority side whose lowcomms state is
+	 * kept until they are fenced or come back as another process (their
+	 * frames in flight are resent if they merge back and are forgiven) */
+	uint32_t		cs_reset_later[DLM_MAX_NODES];
+	unsigned int		cs_nreset_later;
+	bool			cs_ev_lost;
 	uint64_t		cs_unverified;
 	uint64_t		cs_unverified_log_at;
 	bool			cs_dup_stop;	/* ONE DLMD PER NODE ID: we stop,
@@ -966,6 +1094,7 @@ static void fmt_ids(char *buf, size_t size, const uint32_t *ids, unsigned int n)
 }
 
 static void kick(struct dlmd_cluster *cs);
+static void id_remove(uint32_t *ids, unsigned int *n, uint32_t id);
 
 /* ------------------------------------------------------------------ */
 /* node list                                                           */
@@ -1637,6 +1766,8 @@ static unsigned int le_drop_fenced(struct dlmd_cluster *cs, struct cs_lsent *le)
 
 static void le_free(struct cs_lsent *le)
 {
+	free(le->le_rep);
+	free(le->le_fev);
 	free(le->le_members);
 	free(le->le_failed);
 	free(le->le_dfailed);
@@ -1650,7 +1781,8 @@ static void le_tidy(struct dlmd_cluster *cs, struct cs_lsent *le)
 	struct cs_lsent **pp;
 
 	le_drop_fenced(cs, le);
-	if (le->le_nmembers || le->le_nfailed || le->le_nclaim || le->le_cl)
+	if (le->le_nmembers || le->le_nfailed || le->le_nclaim || le->le_cl ||
+	    le->le_nrep)
 		return;
 	for (pp = &cs->cs_ls[le_bucket(le->le_name)]; *pp; pp = &(*pp)->le_next) {
 		if (*pp == le) {
@@ -1662,8 +1794,39 @@ static void le_tidy(struct dlmd_cluster *cs, struct cs_lsent *le)
 	le_free(le);
 }
 
+/* FORGIVING A SPLIT: the process node 'id' failed with last. */
+static const struct cs_failpid *failpid(const struct dlmd_cluster *cs,
+					uint32_t id)
+{
+	for (unsigned int i = 0; i < cs->cs_nfailpid; i++)
+		if (cs->cs_failpid[i].fp_id == id)
+			return &cs->cs_failpid[i];
+	return NULL;
+}
+
+/* Node 'id' failed as process (pid, inc) (0, 0: not known).  'learned':
+ * from another's record, which does not replace what we saw. */
+static void failpid_set(struct dlmd_cluster *cs, uint32_t id, uint32_t pid,
+			uint64_t inc, bool learned)
+{
+	struct cs_failpid *fp = (struct cs_failpid *)failpid(cs, id);
+
+	if (fp && learned)
+		return;
+	if (!fp) {
+		if (cs->cs_nfailpid == DLM_MAX_NODES)
+			return;		/* not known: never forgiven */
+		fp = &cs->cs_failpid[cs->cs_nfailpid++];
+	}
+	fp->fp_id = id;
+	fp->fp_pid = pid;
+	fp->fp_inc = inc;
+}
+
 /* FAILED: every failure out of le we recorded and have not seen fenced
- * (none: count 0).  A daemon that joins later learns them so. */
+ * (none: count 0), each with the process that failed and what we know
+ * of its fencing, and our last event of le.  A daemon that joins later
+ * learns them so; a merge's sync decides on them (FORGIVING A SPLIT). */
 static void send_failed(struct dlmd_cluster *cs, struct cs_lsent *le)
 {
 	static struct cm_failed fl;
@@ -1673,11 +1836,23 @@ static void send_failed(struct dlmd_cluster *cs, struct cs_lsent *le)
 
 	memset(&fl, 0, sizeof(fl));
 	snprintf(fl.fl_ls.n_name, sizeof(fl.fl_ls.n_name), "%s", le->le_name);
+	fl.fl_event = le->le_cl ? le->le_cl->cl_last_event : 0;
 	for (unsigned int i = 0; i < le->le_nfailed && i < DLM_MAX_NODES; i++) {
-		fl.fl_ids[fl.fl_count] = le->le_failed[i];
-		fl.fl_flags[fl.fl_count++] =
-			id_in(le->le_dfailed, le->le_ndfailed, le->le_failed[i]) ?
-			CM_FAILED_DAEMON : 0;
+		uint32_t id = le->le_failed[i];
+		const struct cs_failpid *fp = failpid(cs, id);
+		unsigned int mk = dlmd_fence_marks(cs->cs_d, id);
+		uint32_t f = 0;
+
+		if (id_in(le->le_dfailed, le->le_ndfailed, id))
+			f |= CM_FAILED_DAEMON | CM_FAILED_FIRM;
+		if (mk & DLMD_FENCE_MARK_FENCING)
+			f |= CM_FAILED_FENCING;
+		if (mk & DLMD_FENCE_MARK_FIRM)
+			f |= CM_FAILED_FIRM;
+		fl.fl_ids[fl.fl_count] = id;
+		fl.fl_pids[fl.fl_count] = fp ? fp->fp_pid : 0;
+		fl.fl_incs[fl.fl_count] = fp ? fp->fp_inc : 0;
+		fl.fl_flags[fl.fl_count++] = f;
 	}
 	len = dlmd_cm_failed_encode(buf, &h, &fl);
 	if (!len || out_queue(cs, buf, len))
@@ -2140,6 +2315,19 @@ void dlmd_cluster_retry_later(struct dlmd *d)
 		cs->cs_retry_armed = true;
 }
 
+/* Drop node id's lowcomms state now (its daemon left: the next one
+ * starts a new transport epoch). */
+static void comms_reset(struct dlmd_cluster *cs, uint32_t id)
+{
+	const struct cs_node *nd = find_node(cs, id);
+	const char *p[LC_MAX_ADDRS];
+
+	id_remove(cs->cs_reset_later, &cs->cs_nreset_later, id);
+	if (nd)
+		dlmd_comms_node_reset(cs->cs_d, id, node_addr_ptrs(nd, p),
+				      nd->n_naddrs);
+}
+
 /* A fencing finished: a daemon of the fenced node in the group now (a
  * dlmd restarted there) waits for our record of it to clear: send the
  * records that shrank. */
@@ -2149,6 +2337,15 @@ void dlmd_cluster_fencing_changed(struct dlmd *d)
 
 	if (!cs)
 		return;
+	/* a node whose lowcomms state we kept (FORGIVING A SPLIT) is dead
+	 * now, unless it is a member again (then its leave resets it) */
+	for (unsigned int i = cs->cs_nreset_later; i-- > 0;) {
+		uint32_t id = cs->cs_reset_later[i];
+
+		if (dlmd_fence_is_done(d, id) &&
+		    !id_in(cs->cs_dmembers, cs->cs_ndmembers, id))
+			comms_reset(cs, id);
+	}
 	for (unsigned int b = 0; cs->cs_corosync && b < LS_HASH; b++) {
 		for (struct cs_lsent *le = cs->cs_ls[b], *next; le; le = next) {
 			uint32_t was[DLM_MAX_NODES];
@@ -2452,6 +2649,250 @@ static void deliver_restart(struct dlmd_cluster *cs, uint32_t from,
 	ls_change(cl, le->le_members, le->le_nmembers, NULL, 0, reason);
 }
 
+/* ---- FORGIVING A SPLIT (the essay above) ------------------------- */
+
+/* Records of one lockspace in one sync, at most (failures listed): a
+ * bound on what a sync keeps; past it nothing is forgiven in the sync. */
+#define CS_FEV_MAX	(8 * DLM_MAX_NODES)
+
+/* Keep what a FAILED record delivered while syncing says (ours too):
+ * its sender's last event of le, and each failure it lists. */
+static void ev_record(struct dlmd_cluster *cs, struct cs_lsent *le,
+		      uint32_t from, const struct cm_failed *fl)
+{
+	unsigned int i;
+
+	if (!cs->cs_syncing)
+		return;
+	for (i = 0; i < le->le_nrep; i++)
+		if (le->le_rep[i].rp_from == from)
+			break;
+	if (i < le->le_nrep) {
+		if (le->le_rep[i].rp_event != fl->fl_event)
+			le->le_rep[i].rp_conflict = true;
+	} else {
+		if (le->le_nrep == le->le_crep) {
+			unsigned int nc = le->le_crep ? 2 * le->le_crep : 4;
+			struct cs_rep *p = nc <= 2 * DLM_MAX_NODES ?
+				realloc(le->le_rep, nc * sizeof(*p)) : NULL;
+
+			if (!p) {
+				cs->cs_ev_lost = true;
+				return;
+			}
+			le->le_rep = p;
+			le->le_crep = nc;
+		}
+		le->le_rep[le->le_nrep++] = (struct cs_rep){ from, fl->fl_event,
+							     false };
+	}
+	if (!fl->fl_count)
+		return;
+	if (le->le_nfev + fl->fl_count > le->le_cfev) {
+		unsigned int nc = le->le_cfev ? le->le_cfev : 8;
+		struct cs_fev *p;
+
+		while (nc < le->le_nfev + fl->fl_count)
+			nc *= 2;
+		p = nc <= CS_FEV_MAX ? realloc(le->le_fev, nc * sizeof(*p)) :
+				       NULL;
+		if (!p) {
+			cs->cs_ev_lost = true;
+			return;
+		}
+		le->le_fev = p;
+		le->le_cfev = nc;
+	}
+	for (uint32_t k = 0; k < fl->fl_count; k++)
+		le->le_fev[le->le_nfev++] = (struct cs_fev){
+			.fv_from = from, .fv_id = fl->fl_ids[k],
+			.fv_pid = fl->fl_pids[k], .fv_flags = fl->fl_flags[k],
+			.fv_inc = fl->fl_incs[k] };
+}
+
+/* Forget the records of the sync (one starts, or ended). */
+static void ev_clear(struct dlmd_cluster *cs)
+{
+	for (unsigned int b = 0; b < LS_HASH; b++) {
+		for (struct cs_lsent *le = cs->cs_ls[b], *next; le; le = next) {
+			next = le->le_next;
+			if (!le->le_nrep && !le->le_nfev)
+				continue;
+			free(le->le_rep);
+			free(le->le_fev);
+			le->le_rep = NULL;
+			le->le_fev = NULL;
+			le->le_nrep = le->le_crep = 0;
+			le->le_nfev = le->le_cfev = 0;
+			le_tidy(cs, le);
+		}
+	}
+	cs->cs_nsync_fencing = 0;
+	cs->cs_ev_lost = false;
+}
+
+static const struct cs_rep *ev_rep(const struct cs_lsent *le, uint32_t from)
+{
+	for (unsigned int i = 0; i < le->le_nrep; i++)
+		if (le->le_rep[i].rp_from == from)
+			return &le->le_rep[i];
+	return NULL;
+}
+
+/* NULL if this listed failure may be forgiven as far as le goes, else
+ * why not: a failure other than a minority's node-down, a fencing
+ * begun, X no member of le now, or a member of le whose event differs
+ * from X's (or that sent no record of le in this sync). */
+static const char *ev_blocks(const struct cs_lsent *le, const struct cs_fev *f)
+{
+	const struct cs_rep *x, *r;
+
+	if (f->fv_flags & CM_FAILED_DAEMON)
+		return "its dlmd died (proc-down)";
+	if (f->fv_flags & CM_FAILED_FENCING)
+		return "a fencing claim or result for it was seen";
+	if (f->fv_flags & CM_FAILED_FIRM)
+		return "its failure was seen from a majority or removed it, or "
+		       "it restarted";
+	if (!f->fv_pid || !f->fv_inc)
+		return "the process that failed is not known";
+	if (!le_has(le, f->fv_id))
+		return "it is no member of a lockspace it failed out of";
+	x = ev_rep(le, f->fv_id);
+	if (!x || x->rp_conflict)
+		return "it sent no record of a lockspace it failed out of";
+	for (unsigned int i = 0; i < le->le_nmembers; i++) {
+		r = ev_rep(le, le->le_members[i]);
+		if (!r || r->rp_conflict)
+			return "a member of one of its lockspaces sent no "
+			       "record of its last event";
+		if (r->rp_event != x->rp_event)
+			return "a member of one of its lockspaces has another "
+			       "last event (it recovered without it)";
+	}
+	return NULL;
+}
+
+/* Drop X's failure everywhere here (every member does so at this point
+ * of the stream).  'why' says what and why, for fence.c's log. */
+static void forgive_one(struct dlmd_cluster *cs, uint32_t x, const char *why)
+{
+	struct dlmd *d = cs->cs_d;
+	unsigned int n = 0, nclaims = 0;
+
+	for (unsigned int b = 0; b < LS_HASH; b++) {
+		for (struct cs_lsent *le = cs->cs_ls[b], *next; le; le = next) {
+			next = le->le_next;
+			if (ids_del(le->le_failed, &le->le_nfailed, x)) {
+				ids_del(le->le_dfailed, &le->le_ndfailed, x);
+				n++;
+			}
+			while (x == d->d_nodeid && le->le_nclaim &&
+			       claim_del(cs, le, le->le_claim[0]))
+				nclaims++;
+		}
+	}
+	/* its lowcomms state, kept since its leave, is the live one's */
+	id_remove(cs->cs_reset_later, &cs->cs_nreset_later, x);
+	if (x == d->d_nodeid) {
+		d->d_nfence_forgiven++;
+		log_warn("daemon group: our own failure, which the others "
+			 "recorded at a split (%u record%s of a lockspace), is "
+			 "forgiven: %s", nclaims, nclaims == 1 ? "" : "s", why);
+	} else {
+		dlmd_fence_forgive(d, x, why);
+		log_notice("daemon group: node %u's failure dropped from %u "
+			   "lockspace%s here", x, n, n == 1 ? "" : "s");
+	}
+}
+
+/*
+ * At the end of a sync, on every member alike: the node-down failures
+ * that every FAILED record of the sync shows nobody acted on, of a
+ * process that is back (FORGIVING A SPLIT in the essay above).  Inputs:
+ * the records of the sync (ours too), the claims and results delivered
+ * in it, the table and the members: the same on every member.
+ */
+static void forgive_split(struct dlmd_cluster *cs)
+{
+	struct cand {
+		uint32_t	id, pid;
+		uint64_t	inc;
+		unsigned int	nls;
+		const struct cs_lsent *last;
+		const char	*no;		/* why not, or NULL */
+	} c[DLM_MAX_NODES];
+	unsigned int nc = 0;
+	bool full = false;
+
+	if (cs->cs_ev_lost) {
+		log_warn("daemon group: a failure record of this sync could "
+			 "not be kept (memory, or too many): no failure is "
+			 "forgiven in it");
+		return;
+	}
+	for (unsigned int b = 0; b < LS_HASH; b++) {
+		for (struct cs_lsent *le = cs->cs_ls[b]; le; le = le->le_next) {
+			for (unsigned int i = 0; i < le->le_nfev; i++) {
+				const struct cs_fev *f = &le->le_fev[i];
+				unsigned int k;
+
+				for (k = 0; k < nc; k++)
+					if (c[k].id == f->fv_id)
+						break;
+				if (k == nc) {
+					if (nc == DLM_MAX_NODES) {
+						full = true;
+						continue;
+					}
+					c[nc++] = (struct cand){
+						f->fv_id, f->fv_pid, f->fv_inc,
+						0, NULL, NULL };
+				}
+				if (c[k].last != le) {
+					c[k].last = le;
+					c[k].nls++;
+				}
+				if (c[k].no)
+					continue;
+				if (f->fv_pid != c[k].pid || f->fv_inc != c[k].inc)
+					c[k].no = "the records name different "
+						  "processes";
+				else
+					c[k].no = ev_blocks(le, f);
+			}
+		}
+	}
+	if (full)
+		return;		/* more failed nodes than any lockspace has */
+	for (unsigned int k = 0; k < nc; k++) {
+		const struct cs_daemon *dm = dm_find(cs, c[k].id, c[k].pid);
+		char why[320];
+
+		if (!c[k].no && (!dm || !dm->dm_known || dm->dm_inc != c[k].inc))
+			c[k].no = "it is not a member now as the process that "
+				  "failed (it restarted, or is gone)";
+		if (!c[k].no && id_in(cs->cs_sync_fencing, cs->cs_nsync_fencing,
+				      c[k].id))
+			c[k].no = "a fencing claim or result for it came in this "
+				  "sync";
+		if (c[k].no) {
+			log_notice("daemon group: node %u's failure is not forgiven "
+				   "(it stays to be fenced): %s", c[k].id, c[k].no);
+			continue;
+		}
+		snprintf(why, sizeof(why), "node %u (CPG pid %u) failed node-down, "
+			 "seen from minority sides only, and merged back as the "
+			 "same process; no member saw a fencing claim or result "
+			 "for it; in %s %u lockspace%s every member reports the "
+			 "same last event, so none recovered without it and its "
+			 "locks are its own", c[k].id, c[k].pid,
+			 c[k].nls == 1 ? "its" : "each of its", c[k].nls,
+			 c[k].nls == 1 ? "" : "s");
+		forgive_one(cs, c[k].id, why);
+	}
+}
+
 /* The end of a sync: every member's lockspaces are known. */
 static void sync_end(struct dlmd_cluster *cs)
 {
@@ -2461,6 +2902,8 @@ static void sync_end(struct dlmd_cluster *cs)
 	log_info("daemon group: every daemon's lockspaces are known (%u "
 		 "lockspace%s in the cluster)", cs->cs_nls,
 		 cs->cs_nls == 1 ? "" : "s");
+	forgive_split(cs);
+	ev_clear(cs);
 	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
 		struct dlmd_cluster_ls *cl = dl->dl_cluster;
 		struct cs_lsent *le;
@@ -2786,11 +3229,14 @@ static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 			 dm->dm_id, why);
 		return;
 	}
-	if (dm->dm_id == d->d_nodeid)
-		return;		/* our own record */
 	le = le_find(cs, fl.fl_ls.n_name, true);
 	if (!le)
 		return;
+	ev_record(cs, le, dm->dm_id, &fl);
+	if (dm->dm_id == d->d_nodeid) {
+		le_tidy(cs, le);
+		return;		/* our own record: for forgive_split only */
+	}
 	for (uint32_t i = 0; i < fl.fl_count; i++) {
 		uint32_t id = fl.fl_ids[i];
 		bool daemon = fl.fl_flags[i] & CM_FAILED_DAEMON;
@@ -2805,6 +3251,7 @@ static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 				   "before we take part in the lockspace", le->le_name,
 				   dm->dm_id, id, daemon ? " (its dlmd died)" : "");
 			le_failed_add(le, id, daemon);
+			failpid_set(cs, id, fl.fl_pids[i], fl.fl_incs[i], true);
 			dlmd_fence_node_learned(d, id, daemon ? DLMD_FAIL_DAEMON :
 						DLMD_FAIL_NODE, dm->dm_id);
 		}
@@ -2837,6 +3284,12 @@ static void deliver_fence(struct dlmd_cluster *cs, uint32_t from, uint16_t type,
 			 from, why);
 		return;
 	}
+	/* FORGIVING A SPLIT: a node being fenced is not forgiven */
+	if (cs->cs_syncing && cs->cs_nsync_fencing < DLM_MAX_NODES &&
+	    !id_in(cs->cs_sync_fencing, cs->cs_nsync_fencing, fc.fc_nodeid))
+		cs->cs_sync_fencing[cs->cs_nsync_fencing++] = fc.fc_nodeid;
+	else if (cs->cs_syncing && cs->cs_nsync_fencing == DLM_MAX_NODES)
+		cs->cs_ev_lost = true;
 	if (type == CM_FENCE_CLAIM)
 		dlmd_fence_claim_delivered(cs->cs_d, from, fc.fc_nodeid);
 	else
@@ -3270,6 +3723,8 @@ static void sync_start(struct dlmd_cluster *cs, uint32_t view)
 		cs->cs_dm[i].dm_ann_open = false;
 		cs->cs_dm[i].dm_nann = 0;
 	}
+	/* FORGIVING A SPLIT: only the records sent from here on count */
+	ev_clear(cs);
 	send_failed_all(cs);
 	/* the fencing turns we hold, for those who join (fence.c, ONE
 	 * FENCER): before our ANNOUNCE, so in by the sync's end */
@@ -3381,6 +3836,9 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		}
 		if (left[i].reason != CPG_REASON_LEAVE)
 			failed = true;
+		/* the process that failed, for its FAILED records */
+		if (left[i].reason != CPG_REASON_LEAVE && dm->dm_inc)
+			failpid_set(cs, id, left[i].pid, dm->dm_inc, false);
 		if (!dm->dm_known) {
 			/* nothing of it is in our table; those who knew it
 			 * send their records of its failures (below) */
@@ -3685,6 +4143,12 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 
 		if (id == cs->cs_d->d_nodeid)
 			continue;
+		/* a node whose lowcomms state we kept: another process (a
+		 * restart) starts afresh; the same one merging back keeps it */
+		if (id_in(cs->cs_reset_later, cs->cs_nreset_later, id) &&
+		    (joined[i].reason != CPG_REASON_NODEUP || !failpid(cs, id) ||
+		     failpid(cs, id)->fp_pid != joined[i].pid))
+			comms_reset(cs, id);
 		dlmd_fence_node_joined(cs->cs_d, id);
 		if (joined[i].reason == CPG_REASON_NODEUP &&
 		    id_in(cs->cs_lost, cs->cs_nlost, id) &&
@@ -3751,9 +4215,24 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			if (!o || !pending(o))
 				still = true;	/* not one we know is nobody */
 		}
-		if (!still && nd)
+		if (!still && nd && left[i].reason == CPG_REASON_NODEDOWN &&
+		    !dlmd_fence_is_done(cs->cs_d, id) &&
+		    !dlmd_fence_marks(cs->cs_d, id)) {
+			/* seen from a minority side: it may merge back as the
+			 * same process and be forgiven (FORGIVING A SPLIT), and
+			 * then the frames in flight with it must not be lost;
+			 * kept until it is fenced or comes back as another */
+			if (!id_in(cs->cs_reset_later, cs->cs_nreset_later, id) &&
+			    cs->cs_nreset_later < DLM_MAX_NODES)
+				cs->cs_reset_later[cs->cs_nreset_later++] = id;
+			log_info("comms: node %u left node-down, seen from a "
+				 "minority side: its connection state is kept until "
+				 "it is fenced or merges back", id);
+		} else if (!still && nd) {
+			id_remove(cs->cs_reset_later, &cs->cs_nreset_later, id);
 			dlmd_comms_node_reset(cs->cs_d, id, node_addr_ptrs(nd, p),
 					      nd->n_naddrs);
+		}
 		/* a claim on fencing it held ends here, for every member */
 		if (!still)
 			dlmd_fence_member_left(cs->cs_d, id);

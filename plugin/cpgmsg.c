@@ -204,18 +204,22 @@ size_t dlmd_cm_failed_encode(unsigned char *buf, const struct cm_hdr *h,
 	if (!dlmd_cm_name_valid(fl->fl_ls.n_name) || fl->fl_count > DLM_MAX_NODES)
 		return 0;
 	for (uint32_t i = 0; i < fl->fl_count; i++)
-		if (!fl->fl_ids[i] || (fl->fl_flags[i] & ~CM_FAILED_DAEMON))
+		if (!fl->fl_ids[i] || (fl->fl_flags[i] & ~CM_FAILED_FLAGS))
 			return 0;
 	len = CM_HDR_LEN + 4 + strlen(fl->fl_ls.n_name) + CM_FAILED_FIXED +
-	      8 * (size_t)fl->fl_count;
+	      CM_FAILED_ENTRY * (size_t)fl->fl_count;
 	put_hdr(buf, h, CM_FAILED, len);
 	p = buf + CM_HDR_LEN;
 	p += put_name(p, fl->fl_ls.n_name);
-	dlm_put_le32(p, fl->fl_count);
+	dlm_put_le32(p, fl->fl_event);
+	dlm_put_le32(p + 4, fl->fl_count);
 	p += CM_FAILED_FIXED;
-	for (uint32_t i = 0; i < fl->fl_count; i++, p += 8) {
+	for (uint32_t i = 0; i < fl->fl_count; i++, p += CM_FAILED_ENTRY) {
 		dlm_put_le32(p, fl->fl_ids[i]);
 		dlm_put_le32(p + 4, fl->fl_flags[i]);
+		dlm_put_le32(p + 8, fl->fl_pids[i]);
+		dlm_put_le32(p + 12, (uint32_t)fl->fl_incs[i]);
+		dlm_put_le32(p + 16, (uint32_t)(fl->fl_incs[i] >> 32));
 	}
 	return len;
 }
@@ -445,24 +449,28 @@ int dlmd_cm_failed_decode(const unsigned char *body, size_t len,
 		*why = "FAILED shorter than its fixed part";
 		return -EINVAL;
 	}
-	fl->fl_count = dlm_get_le32(p);
+	fl->fl_event = dlm_get_le32(p);
+	fl->fl_count = dlm_get_le32(p + 4);
 	if (fl->fl_count > DLM_MAX_NODES) {
 		*why = "FAILED with more node ids than a lockspace has members";
 		return -EINVAL;
 	}
-	if (len != CM_FAILED_FIXED + 8 * (size_t)fl->fl_count) {
+	if (len != CM_FAILED_FIXED + CM_FAILED_ENTRY * (size_t)fl->fl_count) {
 		*why = "FAILED length differs from its count";
 		return -EINVAL;
 	}
 	p += CM_FAILED_FIXED;
-	for (uint32_t i = 0; i < fl->fl_count; i++, p += 8) {
+	for (uint32_t i = 0; i < fl->fl_count; i++, p += CM_FAILED_ENTRY) {
 		fl->fl_ids[i] = dlm_get_le32(p);
 		fl->fl_flags[i] = dlm_get_le32(p + 4);
+		fl->fl_pids[i] = dlm_get_le32(p + 8);
+		fl->fl_incs[i] = (uint64_t)dlm_get_le32(p + 12) |
+				 (uint64_t)dlm_get_le32(p + 16) << 32;
 		if (!fl->fl_ids[i]) {
 			*why = "FAILED with node id 0";
 			return -EINVAL;
 		}
-		if (fl->fl_flags[i] & ~CM_FAILED_DAEMON) {
+		if (fl->fl_flags[i] & ~CM_FAILED_FLAGS) {
 			*why = "FAILED with undefined flags";
 			return -EINVAL;
 		}

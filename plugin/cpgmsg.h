@@ -57,12 +57,27 @@
  *                            messages), so one not listed never sealed
  *                            a message (plugin/cluster.c, VOUCHING);
  *                            without it nvouch is 0
- *   FAILED (5):            NAME, then 0 count, 4 count pairs of
- *                          (node id, flags): the daemons the sender has
- *                          recorded as failed out of that lockspace and
- *                          not yet seen fenced, all of them (count 0:
- *                          none any more).  Flag CM_FAILED_DAEMON: only
- *                          its dlmd died (proc-down), the node is up.
+ *   FAILED (5):            NAME, then 0 event (the sender's last
+ *                          decided event of the lockspace; 0: it has no
+ *                          instance that ran it), 4 count, 8 count
+ *                          entries of 20 bytes: node id, flags, CPG pid,
+ *                          incarnation (64 bits; pid and incarnation of
+ *                          the process that failed, 0: not known): the
+ *                          daemons the sender has recorded as failed out
+ *                          of that lockspace and not yet seen fenced, all
+ *                          of them (count 0: none any more).  Flags:
+ *                          CM_FAILED_DAEMON (1) only its dlmd died
+ *                          (proc-down), the node is up; CM_FAILED_FENCING
+ *                          (2) the sender saw a FENCE_CLAIM or
+ *                          FENCE_RESULT for it since the failure (or has
+ *                          one of its own on the way); CM_FAILED_FIRM (4)
+ *                          the failure is not a node-down seen from a
+ *                          minority side (seen from a majority or the
+ *                          tie-breaker half, the even split's other half,
+ *                          a removal, a restart).  The event and the
+ *                          entries are what a merge's sync needs to forgive
+ *                          a failure nobody acted on (plugin/cluster.c,
+ *                          FORGIVING A SPLIT).
  *   FENCE_CLAIM (6):       0 node id (the failed node; not 0)
  *                          4 status (0)
  *                          the sender fences that node if its claim is
@@ -96,8 +111,10 @@
  * nothing itself; the others still agree (it is their rule).
  *
  * Version 1 (a CPG group per lockspace, START only) is not understood,
- * and neither is version 2 (the layouts above without the SEAL, so
- * nothing of it can be verified): a message of another version is
+ * neither is version 2 (the layouts above without the SEAL, so nothing
+ * of it can be verified), nor version 3 (FAILED without event, pid,
+ * incarnation and the flags FENCING and FIRM: its records cannot say
+ * whether a failure may be forgiven): a message of another version is
  * refused by the header decoder (-EPROTONOSUPPORT, with the version it
  * carries filled in), and cluster.c logs the sender as refused.
  *
@@ -120,7 +137,7 @@
 #include "core/core.h"
 
 #define CM_MAGIC		0x474d4c44u	/* "DLMG" little-endian */
-#define CM_VERSION		4	/* 4: ANNOUNCE vouches; 3: the SEAL */
+#define CM_VERSION		4	/* 4: vouching, forgiving; 3: the SEAL */
 #define CM_KEY_LEN		32	/* the CPG key */
 #define CM_MAC_LEN		32
 #define CM_SEAL_LEN		(16 + CM_MAC_LEN)	/* inc, seq, MAC */
@@ -138,10 +155,15 @@
 #define CM_ANN_MAX_LEN		(CM_HDR_LEN + CM_ANN_FIXED + \
 				 CM_ANN_MAX * CM_NAME_MAX_LEN + \
 				 CM_VOUCH_LEN * DLM_MAX_NODES)
-#define CM_FAILED_FIXED		4	/* count */
+#define CM_FAILED_FIXED		8	/* event, count */
+#define CM_FAILED_ENTRY		20	/* id, flags, pid, incarnation */
 #define CM_FAILED_DAEMON	1u	/* a dlmd failure (proc-down) */
+#define CM_FAILED_FENCING	2u	/* a claim or result for it since */
+#define CM_FAILED_FIRM		4u	/* not a minority's node-down */
+#define CM_FAILED_FLAGS		(CM_FAILED_DAEMON | CM_FAILED_FENCING | \
+				 CM_FAILED_FIRM)
 #define CM_FAILED_MAX_LEN	(CM_HDR_LEN + CM_NAME_MAX_LEN + CM_FAILED_FIXED + \
-				 8 * DLM_MAX_NODES)
+				 CM_FAILED_ENTRY * DLM_MAX_NODES)
 #define CM_FENCE_LEN		(CM_HDR_LEN + 8)	/* node id, status */
 #define CM_RESTART_FIXED	4	/* event */
 #define CM_RESTART_MAX_LEN	(CM_HDR_LEN + CM_NAME_MAX_LEN + CM_RESTART_FIXED)
@@ -212,9 +234,12 @@ struct cm_announce {
 
 struct cm_failed {
 	struct cm_name	fl_ls;
+	uint32_t	fl_event;	/* the sender's last event of it, 0: none */
 	uint32_t	fl_count;
 	uint32_t	fl_ids[DLM_MAX_NODES];
-	uint32_t	fl_flags[DLM_MAX_NODES];	/* CM_FAILED_DAEMON */
+	uint32_t	fl_flags[DLM_MAX_NODES];	/* CM_FAILED_* */
+	uint32_t	fl_pids[DLM_MAX_NODES];	/* CPG pid it failed with, 0: */
+	uint64_t	fl_incs[DLM_MAX_NODES];	/* its incarnation; 0: unknown */
 };
 
 struct cm_restart {

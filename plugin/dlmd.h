@@ -515,6 +515,9 @@ struct dlmd {
 	uint64_t		d_nfd_lost;	/* requests whose fd the kernel dropped */
 	uint64_t		d_ncpg_unverified; /* daemon group messages
 						    * that did not verify */
+	uint64_t		d_nfence_forgiven; /* node failures forgiven
+						    * (cluster.c, FORGIVING A
+						    * SPLIT) */
 	uint64_t		d_refuse_nquiet;
 	struct dlmd_metrics	d_metrics;	/* metrics.h */
 	int			d_metrics_fd;	/* the endpoint's; -1: off */
@@ -914,6 +917,22 @@ void dlmd_fence_result_delivered(struct dlmd *d, uint32_t from, uint32_t nodeid,
 				 enum dlmd_fence_status st);
 /* Node 'id' has no daemon in the group any more. */
 void dlmd_fence_member_left(struct dlmd *d, uint32_t id);
+/* What a FAILED record must say of the node's pending failure, for
+ * cluster.c's FORGIVING A SPLIT (bits; 0 if none is pending): */
+#define DLMD_FENCE_MARK_FENCING	1	/* a claim or result for it was
+					 * delivered since the failure, or
+					 * one of ours is on its way, or a
+					 * fencing of it runs here */
+#define DLMD_FENCE_MARK_FIRM	2	/* not a node-down seen from a
+					 * minority side (a dlmd failure, a
+					 * majority's, an even split's,
+					 * removed, restarted) */
+unsigned int dlmd_fence_marks(const struct dlmd *d, uint32_t nodeid);
+/* Every member agreed (cluster.c, FORGIVING A SPLIT) that nobody acted on
+ * the node's pending failure and that it is back as the same process:
+ * the failure is dropped unfenced, logged with 'why', counted (status
+ * fence_forgiven).  False if none was pending. */
+bool dlmd_fence_forgive(struct dlmd *d, uint32_t nodeid, const char *why);
 /* Quorum changed: start the fencing that waited for it. */
 void dlmd_fence_kick(struct dlmd *d);
 /* An operator says the node is fenced.  0, -ENOENT if none pending, or

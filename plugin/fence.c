@@ -211,6 +211,19 @@
  * stops the daemon group's sync), which would make a rolling upgrade
  * impossible.
  *
+ * FORGIVEN.  After a split that merges back, cluster.c may establish,
+ * the same way on every member, that nobody acted on a node's failure
+ * and that the node is back as the same process (cluster.c, FORGIVING A
+ * SPLIT); it then drops the pending failure unfenced
+ * (dlmd_fence_forgive): logged at warning with what and why, counted in
+ * status fence_forgiven, the node marked as fenced by no method that
+ * stops it (as fence_ack does), so its next failure is a new one.  What
+ * cluster.c's FAILED records need to know of a pending failure is
+ * dlmd_fence_marks(): FENCING (a claim or result for it was delivered
+ * since the failure, our claim is on its way, or our command runs) and
+ * FIRM (a dlmd failure, one seen from a majority or the tie-breaker half,
+ * the other half of an even split, a removal, a restart).
+ *
  * Limits.
  *  - After a merge the two sides' claims meet: a node both sides claimed
  *    (one they both lost) may be fenced by each.
@@ -339,6 +352,9 @@ struct fence_node {
 	bool		fn_claim_sent;	/* our FENCE_CLAIM is on its way */
 	bool		fn_result_sent;	/* our FENCE_RESULT is: not ours now */
 	bool		fn_learned;	/* from another's record, not seen */
+	/* a FENCE_CLAIM or FENCE_RESULT for it was delivered since its
+	 * latest failure (dlmd_fence_marks) */
+	bool		fn_fencing_seen;
 	uint32_t	fn_fenced_by;	/* the peer whose DONE counted; 0: us */
 };
 
@@ -1239,6 +1255,7 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 	fn->fn_turn_at = fn->fn_failed_at;
 	fn->fn_fenced_by = 0;
 	fn->fn_learned = from != 0;
+	fn->fn_fencing_seen = false;
 	log_notice("fencing: node %u failed%s", nodeid,
 		   how & DLMD_FAIL_DAEMON ? " (its dlmd died while it had "
 		   "lockspaces; the node itself is up)" :
@@ -1300,6 +1317,7 @@ void dlmd_fence_claim_delivered(struct dlmd *d, uint32_t from, uint32_t nodeid)
 		return;
 	if (ours)
 		fn->fn_claim_sent = false;
+	fn->fn_fencing_seen = true;
 	had = fn->fn_turn.ft_claimer;
 	if (!dlmd_fence_turn_claim(&fn->fn_turn, from)) {
 		log_info("fencing: node %u claims node %u's fencing while node "
@@ -1335,6 +1353,7 @@ void dlmd_fence_result_delivered(struct dlmd *d, uint32_t from, uint32_t nodeid,
 
 	if (!fn)
 		return;
+	fn->fn_fencing_seen = true;
 	/* a claim accepted after our record of the failure */
 	current = fn->fn_turn.ft_claimer == from &&
 		  fn->fn_claims > fn->fn_failed_claims;
@@ -1400,6 +1419,46 @@ void dlmd_fence_member_left(struct dlmd *d, uint32_t id)
 		if (again && !is_fenced(fn) && !fn->fn_pid)
 			attempt(fe, fn);
 	}
+}
+
+unsigned int dlmd_fence_marks(const struct dlmd *d, uint32_t nodeid)
+{
+	const struct dlmd_fence *fe = d->d_fence;
+	const struct fence_node *fn = NULL;
+	unsigned int m = 0;
+
+	for (unsigned int i = 0; fe && i < fe->fe_nnodes; i++)
+		if (fe->fe_nodes[i].fn_nodeid == nodeid)
+			fn = &fe->fe_nodes[i];
+	if (!fn || is_fenced(fn))
+		return 0;
+	if (fn->fn_fencing_seen || fn->fn_claim_sent || fn->fn_pid ||
+	    fn->fn_pcmk_asked || fn->fn_turn.ft_claimer ||
+	    fn->fn_claims > fn->fn_failed_claims)
+		m |= DLMD_FENCE_MARK_FENCING;
+	if (fn->fn_in_view_ok || fn->fn_daemon || fn->fn_not_before)
+		m |= DLMD_FENCE_MARK_FIRM;
+	return m;
+}
+
+bool dlmd_fence_forgive(struct dlmd *d, uint32_t nodeid, const char *why)
+{
+	struct dlmd_fence *fe = d->d_fence;
+	struct fence_node *fn = fe ? fnode(fe, nodeid, false) : NULL;
+	uint64_t now = dlmd_now_ms();
+
+	if (!fn || is_fenced(fn))
+		return false;
+	/* as if fenced by no method that stops it (fence_ack's way): a
+	 * later failure of it is a new one, fenced as any */
+	fn->fn_killed = false;
+	fn->fn_fenced_joined_at = 0;
+	fn->fn_fenced_by = 0;
+	fn->fn_fenced_at = now > fn->fn_failed_at ? now : fn->fn_failed_at;
+	d->d_nfence_forgiven++;
+	log_warn("fencing: node %u is NOT fenced: its failure is forgiven (%s)",
+		 nodeid, why);
+	return true;
 }
 
 void dlmd_fence_kick(struct dlmd *d)
