@@ -11,7 +11,9 @@
 #      (corosync-cfgtool -R; it refuses to change a known node's address
 #      in place: "new config has different address for link 0"): one
 #      without node 3, one with node 3 at the new address.  The dlmds of
-#      nodes 1 and 2 show node 3 at its new address (dlmctl status);
+#      nodes 1 and 2 log each change of the configured nodes (what a
+#      split's majority is counted against: 2, then 3 again) and show
+#      node 3 at its new address (dlmctl status);
 #   4. node 3 starts and joins: the lockspace runs on 1 2 3 everywhere;
 #      node 3's PR request for r1 waits for node 1's EX and is granted
 #      when node 1's holder goes; node 3 was never fenced and nobody
@@ -76,6 +78,10 @@ done
 grep -q "name: n3" "$dir/n1/corosync.conf" && fail "node 3 still in corosync.conf"
 reload
 wait_for "$WAIT_S" "node 3 to leave node 1's nodelist" not in_nodelist 1 "$OLD"
+for k in 1 2; do
+	wait_for "$WAIT_S" "node $k's dlmd to log the nodelist's 2 nodes" \
+		grep -q "nodelist changed: 2 configured nodes (was 3)" "$dir/n$k/dlmd.out"
+done
 for k in 1 2 3; do
 	sed -i '$d' "$dir/n$k/corosync.conf"
 	printf '    node {\n        name: n3\n        nodeid: 3\n        ring0_addr: %s\n    }\n}\n' \
@@ -85,6 +91,8 @@ reload
 for k in 1 2; do
 	wait_for "$WAIT_S" "node 3 at $NEW in node $k's nodelist" in_nodelist $k "$NEW"
 	wait_for "$WAIT_S" "node $k's dlmd to list node 3 at $NEW" dlmd_sees $k "$NEW"
+	wait_for "$WAIT_S" "node $k's dlmd to log the nodelist's 3 nodes" \
+		grep -q "nodelist changed: 3 configured nodes (was 2)" "$dir/n$k/dlmd.out"
 done
 
 say "== 4. node 3 starts at $NEW and joins"
