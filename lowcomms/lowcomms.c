@@ -2529,19 +2529,37 @@ int lc_listen_port(const struct lc_ctx *ctx)
 	return ctx->ctx_port > 0 ? ctx->ctx_port : -ENOTCONN;
 }
 
+/* addrs[0..naddrs) as lc_node_add() keeps them: IPv4-mapped unmapped, a
+ * port of 0 made the configured one.  -EINVAL for a count out of range or
+ * an empty address. */
+static int node_addrs_norm(const struct lc_ctx *ctx,
+			   struct sockaddr_storage *out,
+			   const struct sockaddr_storage *addrs, int naddrs)
+{
+	if (naddrs < 1 || naddrs > LC_MAX_ADDRS)
+		return -EINVAL;
+	for (int a = 0; a < naddrs; a++) {
+		if (!lc_addr_len(&addrs[a]))
+			return -EINVAL;
+		out[a] = addrs[a];
+		lc_addr_unmap(&out[a]);
+		if (!lc_addr_port(&out[a]))
+			lc_addr_set_port(&out[a], ctx->ctx_cfg.cfg_port);
+	}
+	return 0;
+}
+
 int lc_node_add(struct lc_ctx *ctx, uint32_t nodeid,
 		const struct sockaddr_storage *addrs, int naddrs)
 {
+	struct sockaddr_storage norm[LC_MAX_ADDRS];
 	struct lc_node **nodes, *n;
 	bool found;
 	size_t i;
 
-	if (!nodeid || nodeid == ctx->ctx_cfg.cfg_nodeid || naddrs < 1 ||
-	    naddrs > LC_MAX_ADDRS)
+	if (!nodeid || nodeid == ctx->ctx_cfg.cfg_nodeid ||
+	    node_addrs_norm(ctx, norm, addrs, naddrs))
 		return -EINVAL;
-	for (int a = 0; a < naddrs; a++)
-		if (!lc_addr_len(&addrs[a]))
-			return -EINVAL;
 	i = node_index(ctx, nodeid, &found);
 	if (found)
 		return -EEXIST;
@@ -2559,13 +2577,7 @@ int lc_node_add(struct lc_ctx *ctx, uint32_t nodeid,
 		return -ENOMEM;
 	n->node_id = nodeid;
 	n->node_naddrs = naddrs;
-	for (int a = 0; a < naddrs; a++) {
-		n->node_addrs[a] = addrs[a];
-		lc_addr_unmap(&n->node_addrs[a]);
-		if (!lc_addr_port(&n->node_addrs[a]))
-			lc_addr_set_port(&n->node_addrs[a],
-					 ctx->ctx_cfg.cfg_port);
-	}
+	memcpy(n->node_addrs, norm, sizeof(norm[0]) * (size_t)naddrs);
 	n->node_epoch = new_epoch();
 	n->node_send_next = 1;
 	n->node_sent_max = 0;
@@ -2576,6 +2588,54 @@ int lc_node_add(struct lc_ctx *ctx, uint32_t nodeid,
 	ctx->ctx_nodes[i] = n;
 	ctx->ctx_nnodes++;
 	return 0;
+}
+
+/*
+ * A node's addresses changed (corosync's nodelist reloaded: a node that
+ * moved is removed from it and added again at its new address, as
+ * corosync refuses to change a known node's address in place).  Its
+ * queue and sequence state stay: the node is the same life or not
+ * according to its epoch, as always.  Its connections (to or from the old
+ * addresses) close, and one to the new ones is made as usual: at once if
+ * frames wait, the unacknowledged ones resent.  Before this, the addresses
+ * of lc_node_add() stayed for the context's life: the moved node's dlmd
+ * was refused as "not a cluster node address" and our connects went to
+ * its old address, until the membership removed it as unreachable
+ * (tests/test-cluster-nodelist.sh).
+ */
+int lc_node_set_addrs(struct lc_ctx *ctx, uint32_t nodeid,
+		      const struct sockaddr_storage *addrs, int naddrs)
+{
+	struct sockaddr_storage a[LC_MAX_ADDRS];
+	struct lc_node *n = find_node(ctx, nodeid);
+	struct lc_conn *c, *next;
+	bool same;
+	int rv;
+
+	if (ctx->ctx_in_callback)
+		return -EBUSY;
+	if (!n)
+		return -ENOENT;
+	rv = node_addrs_norm(ctx, a, addrs, naddrs);
+	if (rv)
+		return rv;
+	same = naddrs == n->node_naddrs;
+	for (int i = 0; same && i < naddrs; i++)
+		same = lc_addr_same_ip(&a[i], &n->node_addrs[i]) &&
+		       lc_addr_port(&a[i]) == lc_addr_port(&n->node_addrs[i]);
+	if (same)
+		return 0;
+	memcpy(n->node_addrs, a, sizeof(a[0]) * (size_t)naddrs);
+	n->node_naddrs = naddrs;
+	n->node_addr_next = 0;
+	lc_log(ctx, LOG_NOTICE, "node %u: its addresses changed; its "
+	       "connections close and it is reached at the new ones", nodeid);
+	for (c = ctx->ctx_conns; c; c = next) {
+		next = c->conn_next;
+		if (c->conn_node == n)
+			conn_close(c, true);
+	}
+	return 1;
 }
 
 int lc_node_remove(struct lc_ctx *ctx, uint32_t nodeid)

@@ -264,6 +264,12 @@ int lc_listen_port(const struct lc_ctx *ctx);
  * our own id or a bad address. */
 int lc_node_add(struct lc_ctx *ctx, uint32_t nodeid,
 		const struct sockaddr_storage *addrs, int naddrs);
+/* Give a known node new addresses (as lc_node_add() takes them): 0 if
+ * they are the ones it has, 1 if they changed (its connections closed;
+ * queue and sequence state kept, the queue resent over a new one),
+ * -ENOENT for an unknown node, -EINVAL, -EBUSY inside a callback. */
+int lc_node_set_addrs(struct lc_ctx *ctx, uint32_t nodeid,
+		      const struct sockaddr_storage *addrs, int naddrs);
 /* Declare a node gone: close its connection, drop its queues and sequence
  * state.  Adding it again starts a new epoch. */
 int lc_node_remove(struct lc_ctx *ctx, uint32_t nodeid);

@@ -2170,9 +2170,20 @@ static void kick_job(void *data)
 	cs->cs_kick_queued = false;
 	out_flush(cs);
 	if (cs->cs_nodelist_changed) {
+		unsigned int was_n = cs->cs_nnodes;
+		uint32_t was_tb = cs->cs_tiebreak;
+
 		cs->cs_nodelist_changed = false;
-		if (cs->cs_cmap && read_nodelist(cs, cs->cs_cmap) == 0)
+		if (cs->cs_cmap && read_nodelist(cs, cs->cs_cmap) == 0) {
 			nodes_to_comms(cs);
+			/* what a split's majority is counted against */
+			if (cs->cs_nnodes != was_n || cs->cs_tiebreak != was_tb)
+				log_notice("corosync: the nodelist changed: %u "
+					   "configured node%s (was %u); node %u "
+					   "breaks even splits", cs->cs_nnodes,
+					   cs->cs_nnodes == 1 ? "" : "s", was_n,
+					   cs->cs_tiebreak);
+		}
 	}
 	/* a loser's release changes the list: start over after one */
 	for (unsigned int pass = 0; again && pass < DLM_MAX_NODES; pass++) {

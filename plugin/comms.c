@@ -100,8 +100,18 @@
  * authkey by default) and dlmd does not start without a usable one: peers
  * must prove it in a handshake and every frame is sealed (lowcomms/auth.c).
  *
- * Node table: cluster.c calls dlmd_comms_node_add() for every node of the
- * corosync nodelist (all rings, up to LC_MAX_ADDRS addresses) and
+ * NODE TABLE.  cluster.c calls dlmd_comms_node_add() for every node of the
+ * corosync nodelist (all rings, up to LC_MAX_ADDRS addresses), at start
+ * and again whenever the nodelist changes: a new node is added, a known
+ * one whose addresses changed gets the new ones in place
+ * (lc_node_set_addrs: queue and sequence state kept, connections to the
+ * old addresses closed).  corosync changes a node's address only by a
+ * reload that removes it and one that adds it back (it refuses to change
+ * it in place); a node removed from the nodelist stays in the table.
+ * Before, a moved node kept its first addresses here: its dlmd was
+ * refused as "not a cluster node address" and was removed as unreachable
+ * (tests/test-cluster-nodelist.sh).
+ *
  * Frames lost (lowcomms' ops_frames_lost: a peer resumed past what we
  * got) go up to cluster.c (cu_frames_lost of the table it gave
  * dlmd_comms_init(): dlmd_cluster_frames_lost()), which removes one of the
@@ -793,8 +803,18 @@ int dlmd_comms_node_add(struct dlmd *d, uint32_t nodeid,
 		pm->pm_nodeid = nodeid;
 	}
 	rv = lc_node_add(d->d_comms->cm_lc, nodeid, ss, n);
-	if (rv == -EEXIST)
-		return 0;
+	if (rv == -EEXIST) {
+		/* known: its nodelist entry may have moved (NODE TABLE) */
+		rv = lc_node_set_addrs(d->d_comms->cm_lc, nodeid, ss, n);
+		if (rv == 1)
+			log_notice("comms: node %u now at %s%s (the nodelist "
+				   "changed)", nodeid, addrs[0],
+				   n > 1 ? " and more" : "");
+		else if (rv)
+			log_warn("comms: node %u: cannot take its new addresses: "
+				 "%s", nodeid, strerror(-rv));
+		return rv < 0 ? rv : 0;
+	}
 	if (rv)
 		log_warn("comms: cannot add node %u: %s", nodeid, strerror(-rv));
 	else

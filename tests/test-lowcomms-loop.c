@@ -852,6 +852,52 @@ static void test_remove_and_readd(void **state)
 	h_world_free(w);
 }
 
+/* Node 1 is told node 2 moved (dlmd: corosync's nodelist reloaded) to an
+ * address where nobody listens: its connection closes, what it sends
+ * meanwhile waits; told node 2 is back at its real address, it connects
+ * there and everything arrives, once and in order (queue and sequence
+ * kept across both changes).  The same addresses again change nothing;
+ * an unknown node or no address is refused. */
+static void test_set_addrs(void **state)
+{
+	struct h_world *w = h_world_new(2, LOOPBACK, NULL);
+	struct lc_ctx *lc = w->w_eps[0].ep_lc;
+	struct sockaddr_storage real, moved;
+	uint64_t want = 300;
+	struct lc_stats st;
+	int lfd, port;
+
+	(void)state;
+	assert_int_equal(lc_addr_parse(LOOPBACK, (uint16_t)w->w_eps[1].ep_port,
+				       &real), 0);
+	/* a port bound and closed: nobody listens there */
+	lfd = script_listen(&port);
+	close(lfd);
+	assert_int_equal(lc_addr_parse(LOOPBACK, (uint16_t)port, &moved), 0);
+
+	assert_int_equal(h_send(w, 0, 1, 100), 100);
+	assert_int_equal(h_send(w, 1, 0, 100), 100);
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	assert_int_equal(lc_node_set_addrs(lc, 2, &real, 1), 0);
+	assert_int_equal(lc_node_set_addrs(lc, 3, &real, 1), -ENOENT);
+	assert_int_equal(lc_node_set_addrs(lc, 2, &real, 0), -EINVAL);
+
+	assert_int_equal(lc_node_set_addrs(lc, 2, &moved, 1), 1);
+	assert_int_equal(h_send(w, 0, 1, 100), 100);
+	for (int i = 0; i < 20; i++)
+		h_poll(w, 5);
+	assert_int_equal(w->w_eps[1].ep_rx_total, 100);
+	assert_int_equal(lc_node_set_addrs(lc, 2, &real, 1), 1);
+	assert_int_equal(h_send(w, 0, 1, 100), 100);
+	assert_true(h_run_until(w, ep1_received, &want, WAIT_MS));
+	assert_true(h_run_until(w, h_acked, NULL, WAIT_MS));
+	assert_int_equal(w->w_eps[1].ep_rx_total, want);
+	lc_get_stats(w->w_eps[1].ep_lc, &st);
+	assert_int_equal(st.st_peer_restarts, 0);
+	assert_clean(w);
+	h_world_free(w);
+}
+
 /* Node 2 renews node 1 in place (dlmd: node 1's daemon left) while it
  * holds node 1: no allocation (dlmd does it short of memory: a remove
  * and an add could fail at the add) and the hold goes.  Node 1 pauses
@@ -1558,6 +1604,7 @@ int main(void)
 		cmocka_unit_test(test_remove_and_readd),
 		cmocka_unit_test(test_hold_and_resume),
 		cmocka_unit_test(test_renew),
+		cmocka_unit_test(test_set_addrs),
 		cmocka_unit_test(test_renew_twice_keeps_epoch),
 		cmocka_unit_test(test_restarted_peer_gets_no_stale),
 		cmocka_unit_test(test_new_epoch_then_known_back),
