@@ -202,6 +202,9 @@ struct dlm_unlock_lvb {
 #define RESF_REC_TRACKED	0x2000	/* recovery: on ls_rec_rsbs, looked at by
 					 * the steps (recover.c; stale while
 					 * running, set anew by step_start) */
+/* marks a finished recovery leaves on a running lockspace's resources
+ * (the next step_start sets or clears both for each): nothing to a fold */
+#define RESF_REC_STALE		(RESF_REC_TRACKED | RESF_RC_DROP)
 #define RESF_DIR		0x200	/* it is its own directory record:
 					 * master us, confirmed in res_de_event
 					 * (resource.c, "Directory records") */

@@ -1256,7 +1256,8 @@ void dlm_solo_fold_rsb(struct dlm_ls *ls, struct dlm_rsb *r)
 
 	if (!ls->ls_core->core_cfg.fold || !dlm_ls_running(ls) ||
 	    dlm_remaster_on(ls) || r->res_parent || r->res_nodeid != us ||
-	    r->res_flags || r->res_nlkbs != 1 || r->res_lvb ||
+	    (r->res_flags & ~RESF_REC_STALE) || r->res_nlkbs != 1 ||
+	    r->res_lvb ||
 	    r->res_nnoorder ||
 	    r->res_lvbseq != ls->ls_core->core_cfg.lvbseq_start ||
 	    dlm_list_empty(&r->res_grantq) ||

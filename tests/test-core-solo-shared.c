@@ -915,6 +915,39 @@ static void test_remote_unfold_while_recovering(void **state)
 	cluster_free(c);
 }
 
+/* A lock asked for while the lockspace is stopped for a join (a full
+ * rebuild: every resource marked as looked at by the recovery), on a
+ * name node 2 directs, is looked up at the finish and granted alone: it
+ * folds like any other (the recovery's marks mean nothing once the
+ * lockspace runs; review finding: they kept it from folding). */
+static void test_remote_folds_after_full_rebuild(void **state)
+{
+	struct cluster *c = fold_cluster(3);
+	char name[16];
+	uint32_t a;
+
+	(void)state;
+	c->dead[3] = 1;
+	recover_all(c, 2);
+	c->dead[3] = 0;
+	stop_all(c);
+	name_directed_by("f", 3, 2, name, sizeof(name));
+	a = lock_on(c, 1, 1, name, DLM_LOCK_EX, 0, 0, NULL);
+	start_all(c, 3);
+	drain(c);
+	finish_all(c, 3);
+	drain(c);
+	assert_status(c, 1, a, 0);
+	assert_int_equal(nsolos(c, 1), 1);
+	assert_int_equal(stats(c, 1).ls_folds_remote, 1);
+	assert_true(has_record(c, 2, name));
+	assert_verified(c);
+	assert_int_equal(unlock(c, 1, 1, a, 0, NULL), 0);
+	drain(c);
+	assert_verified(c);
+	cluster_free(c);
+}
+
 int main(void)
 {
 	/* these tests choose folding per cluster (fold_cluster) */
@@ -939,6 +972,7 @@ int main(void)
 		cmocka_unit_test(test_remote_death_registers),
 		cmocka_unit_test(test_remote_join_registers),
 		cmocka_unit_test(test_remote_unfold_while_recovering),
+		cmocka_unit_test(test_remote_folds_after_full_rebuild),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
