@@ -2505,6 +2505,19 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 				   -DLM_EUNLOCK : -DLM_ECANCEL);
 			return;
 		}
+		if (is_master(ls, r)) {
+			/* a move made us the master since it was sent (an
+			 * old master refused it, its hint the node that
+			 * moved r on to us): do it here.  Taken as news,
+			 * the hint pointed our own resource at that node,
+			 * which refused in turn naming us; we looked r up,
+			 * and an unlock redone meanwhile went to node 0
+			 * (dlm-sim --hot-trees --repoint --rehot 8
+			 * --alloc-faults 50 --faults --daemon-deaths
+			 * --nodes 3 --depth 1 seed 707949) */
+			request_with_master(ls, lkb);
+			return;
+		}
 		if (dlm_remaster_awaits(ls, dlm_rsb_root(r))) {
 			/* its old master's MOVED named the new one, where
 			 * the request goes again (until it installs) */
