@@ -2508,6 +2508,25 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 				   -DLM_EUNLOCK : -DLM_ECANCEL);
 			return;
 		}
+		if (!r->res_parent && r->res_nodeid &&
+		    r->res_nodeid != m->m_from) {
+			/* stale: since it was sent we learned of another
+			 * master (a reply that granted or queued a lock, a
+			 * MOVED, a move to us): the request goes there, and
+			 * only that node's refusal is news.  Taken as news,
+			 * the hint (the refuser's old view) pointed the
+			 * resource away from the master that holds our
+			 * locks: our own resource, at a node that refused
+			 * naming us, and an unlock redone meanwhile went to
+			 * node 0 (dlm-sim --hot-trees --repoint --rehot 8
+			 * --alloc-faults 50 --faults --daemon-deaths
+			 * --nodes 3 --depth 1 seed 707949); or another
+			 * node's, whose GRANT then named a lock unknown
+			 * (--alloc-faults 20 --nodes 4 --depth 2 seed
+			 * 1107685) */
+			request_with_master(ls, lkb);
+			return;
+		}
 		if (dlm_remaster_awaits(ls, dlm_rsb_root(r))) {
 			/* its old master's MOVED named the new one, where
 			 * the request goes again (until it installs) */

@@ -36,6 +36,13 @@
  *   or by M's own clients, stays where it is (the lock protocol would
  *   have to re-point each foreign process copy at N, which this version
  *   does not do), and a tree moves only once its children are gone.
+ *   Only operations on the root fill its window (a sub-resource has no
+ *   window of its own).  So a workload whose roots always have children
+ *   never moves them: in the simulator, trees deeper than 4 hardly
+ *   moved until dlm-sim --hot-trees (tests/sim-hot-trees.test), where
+ *   the old user's tree is torn down, the root moves on bare locks, and
+ *   the new master grows its tree again, down to --depth, under the
+ *   root that moved.
  *
  * The move (one message, MIGRATE, M -> N):
  *

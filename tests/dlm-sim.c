@@ -870,6 +870,180 @@ static bool fresh_under_local_parent(struct sim *sim, int node,
 	return true;
 }
 
+/* ------------------------------------------------------------ HOT TREES
+ *
+ * --hot-trees (with --remaster): deep trees that move.  Why they hardly
+ * did: a root moves only with no child resource at its master and (without
+ * --repoint) only the new master's locks on it (core/remaster.c "Movable"),
+ * and only operations on the root itself fill its window (sub-resources
+ * have no window of their own: dlm_remaster_count).  With --depth above 4
+ * the workload put 7 in 10 new locks under the client's deepest lock, so a
+ * hot root nearly always had a child somewhere, the other nodes' trees
+ * (or their locks) and its persistent locks held it too, and the hot
+ * node's operations were spread over its chains, few on the roots: 1 or 2
+ * moves in 20 seeds of --rehot 4 --ops 1500.  (A client's 6 locks at
+ * most also kept every chain at depth 6 or less, whatever --depth said.)
+ *
+ * The workload (the engine's rule unchanged): the hot roots are names 0
+ * and 1 of each lockspace.  On a hot root the hot node does not master
+ * (yet), its clients tear down their own tree there, deepest lock first,
+ * and take and convert bare root locks, each operation counted at the
+ * master; on one it masters (the move done, or its own first lookup), a
+ * client grows a chain under its deepest lock there down to --depth (it
+ * may hold --depth + 2 locks), converts in it and drops its leaves.  The
+ * other nodes make no sub-resource under a hot root and, without
+ * --repoint, lock no hot root; when one of them is picked, most often the
+ * first one that still has locks in a hot tree (an old hot node's) tears
+ * them down, deepest first, or cancels one pending there.  Without
+ * --repoint no lock on a hot root is persistent (an orphan pins its
+ * root).  So each time the hot node changes (--rehot, 4 times unless
+ * given) the old trees go, the roots move, and new deep trees grow under
+ * roots that moved: the recoveries, faults and deaths of the other
+ * options then meet deep trees whose roots changed master. */
+
+/* The root of res's tree. */
+static int root_of(const struct sim *sim, int res)
+{
+	while (sim->res[res].r_parent >= 0)
+		res = sim->res[res].r_parent;
+	return res;
+}
+
+/* Is res in the tree of a hot root (--hot-trees)? */
+static bool in_hot_tree(const struct sim *sim, int res)
+{
+	const struct sim_res *r = &sim->res[root_of(sim, res)];
+	const unsigned char *name;
+	unsigned int k, len;
+
+	for (k = 0; k < 2; k++) {
+		name = sim_root_name(k, &len);
+		if (r->r_keylen == 1 + len && !memcmp(r->r_key + 1, name, len))
+			return true;
+	}
+	return false;
+}
+
+/* --hot-trees: does the hot node master the root of res's tree (at the
+ * last walk)?  Only then may it grow a tree there. */
+static bool hot_grows(struct sim *sim, int node, int res)
+{
+	return node == sim->hot && master_of(sim, root_of(sim, res)) == node;
+}
+
+static void cancel_lock(struct sim *sim, struct sim_lock *lk);
+static void unlock_lock(struct sim *sim, struct sim_lock *lk, int64_t flags_in);
+static void do_unlock(struct sim *sim, int node, int client);
+static void convert_lock(struct sim *sim, struct sim_lock *lk, int mode,
+			 int64_t force_flags);
+
+/* --hot-trees: the client's deepest unlockable lock in a hot tree (only
+ * root's tree if root >= 0; only below the root if 'children') goes, or
+ * else a pending request or conversion there is cancelled.  True if it
+ * acted. */
+static bool hot_teardown_client(struct sim *sim, int node, int client,
+				int root, bool children)
+{
+	struct sim_client *c = client_of(sim, node, client);
+	struct sim_lock *best = NULL, *pending = NULL;
+	unsigned int i;
+
+	for (i = 0; i < c->c_nlocks; i++) {
+		struct sim_lock *lk = c->c_locks[i];
+
+		if (!in_hot_tree(sim, lk->l_res) ||
+		    (root >= 0 && root_of(sim, lk->l_res) != root) ||
+		    (children && sim->res[lk->l_res].r_parent < 0))
+			continue;
+		if (ok_unlockable(lk)) {
+			if (!best || sim->res[lk->l_res].r_depth >
+				     sim->res[best->l_res].r_depth)
+				best = lk;
+		} else if (!pending && ok_cancelable(lk)) {
+			pending = lk;
+		}
+	}
+	if (best)
+		unlock_lock(sim, best, -1);
+	else if (pending)
+		cancel_lock(sim, pending);
+	return best || pending;
+}
+
+/* --hot-trees: a node other than the hot one, the first from 'node' on
+ * with locks in a hot tree, tears one down.  True if one did. */
+static bool hot_teardown(struct sim *sim, int node)
+{
+	int n, k, i;
+
+	for (i = 0; i < (int)sim->nnodes; i++) {
+		n = (node + i) % (int)sim->nnodes;
+		if (n == sim->hot || !node_usable(sim, n))
+			continue;
+		for (k = 0; k < (int)sim->nodes[n].n_nclients; k++)
+			if (hot_teardown_client(sim, n, k, -1, false))
+				return true;
+	}
+	return false;
+}
+
+static uint64_t total_hot_locks[SIM_DEPTH_MAX + 1];	/* by depth */
+
+/* --hot-trees: one operation of the hot node's client on a hot root's
+ * tree (HOT TREES above). */
+static void hot_op(struct sim *sim, int node, int client)
+{
+	struct sim_client *c = client_of(sim, node, client);
+	int ls = (int)rng_below(&sim->rng, sim->nls), mode;
+	int root = sim_res_root(sim, ls, rng_below(&sim->rng, 2));
+	struct sim_lock *top = NULL, *deep = NULL;
+	unsigned int i, limit = sim->opts->o_depth + 2;
+
+	for (i = 0; i < c->c_nlocks; i++) {
+		struct sim_lock *lk = c->c_locks[i];
+
+		if (root_of(sim, lk->l_res) != root || !ok_parent(lk))
+			continue;
+		if (lk->l_res == root && !top)
+			top = lk;
+		if (!deep || sim->res[lk->l_res].r_depth >
+			     sim->res[deep->l_res].r_depth)
+			deep = lk;
+	}
+	mode = (int)rng_below(&sim->rng, DLM_NUM_MODES);
+	if (!hot_grows(sim, node, root)) {
+		/* not ours yet: no tree (it would pin the root where it
+		 * is), bare root locks, each operation counted there */
+		if (hot_teardown_client(sim, node, client, root, true))
+			return;
+		if (top && rng_pct(&sim->rng, 70)) {
+			if (mode == top->l_gmode && mode >= DLM_LOCK_PW)
+				mode = DLM_LOCK_CR;
+			convert_lock(sim, top, mode, -1);
+		} else if (c->c_nlocks < SIM_MAX_LOCKS) {
+			new_lock_on(sim, node, client, NULL, ls, root, mode);
+		} else {
+			do_unlock(sim, node, client);
+		}
+		return;
+	}
+	/* ours: a chain under the deepest lock, down to --depth */
+	if (deep && sim->res[deep->l_res].r_depth < (int)sim->opts->o_depth &&
+	    c->c_nlocks < limit && rng_pct(&sim->rng, 70))
+		new_lock_on(sim, node, client, deep, deep->l_ls,
+			    sim_res_child(sim, deep->l_res,
+					  rng_below(&sim->rng, SIM_NCHILD)),
+			    mode);
+	else if (!deep && c->c_nlocks < limit)
+		new_lock_on(sim, node, client, NULL, ls, root, mode);
+	else if (deep && rng_pct(&sim->rng, 50)) {
+		if (mode == deep->l_gmode && mode >= DLM_LOCK_PW)
+			mode = DLM_LOCK_CR;
+		convert_lock(sim, deep, mode, -1);
+	} else if (!hot_teardown_client(sim, node, client, root, true))
+		do_unlock(sim, node, client);
+}
+
 /* A new lock request, maybe under a parent, maybe ranged. */
 static void do_new_lock(struct sim *sim, int node, int client)
 {
@@ -886,17 +1060,26 @@ static void do_new_lock(struct sim *sim, int node, int client)
 	}
 	if (parent && sim->res[parent->l_res].r_depth >= (int)sim->opts->o_depth)
 		parent = NULL;
+	/* --hot-trees: a tree under a hot root only from the hot node,
+	 * once it masters the root */
+	if (parent && sim->opts->o_hot_trees && in_hot_tree(sim, parent->l_res) &&
+	    !hot_grows(sim, node, parent->l_res))
+		parent = NULL;
 	if (parent) {
 		ls = parent->l_ls;
 		res = sim_res_child(sim, parent->l_res, rng_below(&sim->rng, SIM_NCHILD));
 	} else {
 		ls = (int)rng_below(&sim->rng, sim->nls);
 		/* --remaster: the hot node mostly uses two roots (--repoint:
-		 * the others often lock them too) */
+		 * the others often lock them too; --hot-trees without
+		 * --repoint: never) */
 		res = sim_res_root(sim, ls, sim->opts->o_remaster &&
 				   rng_pct(&sim->rng, node == sim->hot ? 70 :
 					   sim->opts->o_repoint ? 40 : 0) ?
 				   rng_below(&sim->rng, 2) :
+				   sim->opts->o_hot_trees && !sim->opts->o_repoint &&
+				   node != sim->hot ?
+				   2 + rng_below(&sim->rng, SIM_NROOT - 2) :
 				   rng_below(&sim->rng, SIM_NROOT));
 	}
 	new_lock_on(sim, node, client, parent, ls, res,
@@ -938,8 +1121,12 @@ static void new_lock_on(struct sim *sim, int node, int client,
 		flags |= DLM_LKF_CONVDEADLK;
 	if (rng_pct(&sim->rng, 40))
 		flags |= DLM_LKF_VALBLK;
-	if (!parent && rng_pct(&sim->rng, 12))
+	if (!parent && rng_pct(&sim->rng, 12) &&
+	    !(sim->opts->o_hot_trees && !sim->opts->o_repoint &&
+	      in_hot_tree(sim, res)))	/* an orphan would pin it */
 		flags |= DLM_LKF_PERSISTENT;
+	if (sim->opts->o_hot_trees && in_hot_tree(sim, res))
+		total_hot_locks[sim->res[res].r_depth]++;
 	pick_range(sim, &ranged, &range);
 	if (sim->opts->o_fold && !parent && rng_pct(&sim->rng, 40)) {
 		/* --fold: a plain root request, one that may fold (no
@@ -1051,7 +1238,9 @@ static void do_creators(struct sim *sim, int node, int client)
 	struct sim_lock *parent = pick_lock(sim, node, client, ok_parent), *p;
 	int res, n, k, master;
 
-	if (!parent || sim->res[parent->l_res].r_depth >= (int)sim->opts->o_depth) {
+	if (!parent || sim->res[parent->l_res].r_depth >= (int)sim->opts->o_depth ||
+	    (sim->opts->o_hot_trees && in_hot_tree(sim, parent->l_res) &&
+	     !hot_grows(sim, node, parent->l_res))) {
 		do_new_lock(sim, node, client);
 		return;
 	}
@@ -1061,7 +1250,9 @@ static void do_creators(struct sim *sim, int node, int client)
 		if (!node_usable(sim, n))
 			continue;
 		for (k = 0; k < (int)sim->nodes[n].n_nclients; k++) {
-			if (client_of(sim, n, k)->c_nlocks >= SIM_MAX_LOCKS)
+			if (client_of(sim, n, k)->c_nlocks >= SIM_MAX_LOCKS ||
+			    (sim->opts->o_hot_trees && n != sim->hot &&
+			     in_hot_tree(sim, parent->l_res)))
 				continue;
 			p = client_lock_on(sim, n, k, parent->l_res);
 			if (!p)
@@ -1234,17 +1425,23 @@ static void do_unlock(struct sim *sim, int node, int client)
 static void do_cancel(struct sim *sim, int node, int client)
 {
 	struct sim_lock *lk = pick_lock(sim, node, client, ok_cancelable);
+
+	if (lk)
+		cancel_lock(sim, lk);
+}
+
+/* Cancel lk's pending request or conversion. */
+static void cancel_lock(struct sim *sim, struct sim_lock *lk)
+{
 	struct dlm_unlock_req req;
 	int rc;
 
-	if (!lk)
-		return;
 	memset(&req, 0, sizeof(req));
 	req.lkid = lk->l_lkid;
 	req.flags = DLM_LKF_CANCEL;
 	req.owner = lk->l_owner;
 	req.astarg = new_astarg(sim);
-	rc = call_unlock(sim, node, lk->l_ls, &req, "cancel");
+	rc = call_unlock(sim, lk->l_node, lk->l_ls, &req, "cancel");
 	if (sim_out_of_memory(sim, rc))
 		return;
 	if (rc) {
@@ -1792,6 +1989,16 @@ static void client_op(struct sim *sim)
 	client = (int)rng_below(&sim->rng, sim->nodes[node].n_nclients);
 	c = client_of(sim, node, client);
 	r = rng_below(&sim->rng, 100);
+	/* --hot-trees: trees under the hot roots (HOT TREES above) */
+	if (sim->opts->o_hot_trees) {
+		if (node == sim->hot && rng_pct(&sim->rng, 50)) {
+			hot_op(sim, node, client);
+			return;
+		}
+		if (node != sim->hot && rng_pct(&sim->rng, 90) &&
+		    hot_teardown(sim, node))
+			return;
+	}
 	/* --remaster: the other nodes give their locks up more often, so
 	 * that the hot node is, at times, a root's only user */
 	if (sim->opts->o_remaster && !sim->opts->o_repoint && node != sim->hot &&
@@ -2509,6 +2716,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --repoint");
 		if (opts->o_rehot)
 			printf(" --rehot %u", opts->o_rehot);
+		if (opts->o_hot_trees)
+			printf(" --hot-trees");
 		if (opts->o_dir_lag)
 			printf(" --dir-lag %u", opts->o_dir_lag);
 		if (opts->o_bounce)
@@ -2583,7 +2792,7 @@ static void usage(FILE *out)
 		"               [--faults [--daemon-deaths] [--partitions] [--max-faults K]] [--fault NAME]\n"
 		"               [--lvbseq-start Q] [--alloc-faults P] [--msg-stats]\n"
 		"               [--max-tossed K] [--fold] [--remaster [--repoint] [--rehot K]\n"
-		"               [--dir-lag MS] [--bounce]] [--link-drops]\n"
+		"               [--hot-trees] [--dir-lag MS] [--bounce]] [--link-drops]\n"
 		"               [--quiet] [-v]\n"
 		"  --seeds N     run seeds 1..N, stop at the first violation (default 100)\n"
 		"  --seed S      run seed S only\n"
@@ -2663,6 +2872,11 @@ static void usage(FILE *out)
 		"  --rehot K     with --remaster: the hot node changes K times\n"
 		"                (default once, a third of the way), so that\n"
 		"                resources move again and again\n"
+		"  --hot-trees   --remaster with deep trees that move: the hot node\n"
+		"                locks the hot roots bare until they move to it,\n"
+		"                then grows chains under them down to --depth; the\n"
+		"                others tear their trees there down (--rehot\n"
+		"                defaults to 4)\n"
 		"  --dir-lag MS  with --remaster: each DIR_MOVE (and what follows\n"
 		"                it on its link) is up to MS ms late, so that a\n"
 		"                second move may overtake the first one's\n"
@@ -2716,6 +2930,7 @@ int main(int argc, char **argv)
 		{ "repoint", no_argument, NULL, 'X' },
 		{ "alloc-faults", required_argument, NULL, 'A' },
 		{ "rehot", required_argument, NULL, 'H' },
+		{ "hot-trees", no_argument, NULL, 'W' },
 		{ "dir-lag", required_argument, NULL, 'G' },
 		{ "bounce", no_argument, NULL, 'B' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -2856,6 +3071,10 @@ int main(int argc, char **argv)
 		case 'B':
 			opts.o_bounce = true;
 			break;
+		case 'W':
+			opts.o_remaster = true;
+			opts.o_hot_trees = true;
+			break;
 		case 'G':
 			if (!parse_u64(optarg, &v) || !v || v > 60000)
 				goto bad;
@@ -2884,6 +3103,8 @@ int main(int argc, char **argv)
 			"--link-drops\n");
 		return 2;
 	}
+	if (opts.o_hot_trees && !opts.o_rehot)
+		opts.o_rehot = 4;
 	if (opts.o_faults && opts.o_nodes > SIM_FAULT_MAX_NODES) {
 		fprintf(stderr, "dlm-sim: --faults runs up to %d nodes\n",
 			SIM_FAULT_MAX_NODES);
@@ -2922,6 +3143,12 @@ int main(int argc, char **argv)
 		printf("dlm-sim: %llu resources moved (remastering), %llu deaths "
 		       "asked for mid-move\n", (unsigned long long)total_moves,
 		       (unsigned long long)total_move_kills);
+		if (opts.o_hot_trees) {
+			printf("dlm-sim: hot trees: locks requested by depth:");
+			for (i = 1; i <= opts.o_depth; i++)
+				printf(" %llu", (unsigned long long)total_hot_locks[i]);
+			printf("\n");
+		}
 		/* a dominated resource must move somewhere in a real run */
 		if (!total_moves && passed >= 20) {
 			printf("FAIL: no resource moved in %llu seeds\n",

@@ -393,6 +393,10 @@ struct sim_opts {
 					   re-pointed (remaster_shared) */
 	uint32_t	o_rehot;	/* --rehot K: with --remaster, the hot
 					   node changes K times (0: once) */
+	bool		o_hot_trees;	/* --hot-trees: with --remaster, the hot
+					   node grows deep trees under the hot
+					   roots it masters, the others tear
+					   theirs down (HOT TREES, dlm-sim.c) */
 	bool		o_bounce;	/* --bounce: with --remaster --faults, a
 					   third node dies or is cut off at a
 					   DIR_MOVE, and joins again at once */
