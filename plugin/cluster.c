@@ -343,7 +343,8 @@
  * before us, or that joined with us with a lower CPG pid, is a suspect.
  * We send our join, and stop (exit 1, at err, sending nothing more) at
  * the first message of the suspect that verifies (it has the key; one of
- * another version too) or at a dlmd's ANNOUNCE that vouches for it;
+ * version 3 too: its seal verifies, while a version-2 header proves
+ * nothing, as it needs no key) or at a dlmd's ANNOUNCE that vouches for it;
  * a dlmd's ANNOUNCE that can tell everybody and does not vouch for it
  * makes it nobody and we stay, as we do when it leaves (VOUCHING).  A
  * real second dlmd is answered at once by the node's first (the sync
@@ -3471,9 +3472,8 @@ static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
 					"while it is in the group", nodeid, pid,
 					hd.h_version, CM_VERSION);
 			}
-			/* a dlmd all the same, of an older version */
-			if (dup_suspect(cs, dm))
-				dup_found(cs, pid, "a dlmd of another version");
+			/* no proof of a dlmd: a version-2 header needs no
+			 * key, and a version-3 dlmd's seal verifies */
 			return false;
 		}
 		unverified(cs, nodeid, pid, len, why);

@@ -3100,6 +3100,29 @@ static void test_split_majority_merge(void **state)
 	}
 }
 
+/* REVIEW: a keyless stranger of node 3 (any CPG user) sends an unsealed
+ * message with a version-2 header; node 3's dlmd starting beside it. */
+static void test_rev_stranger_v2_stops(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 3 };
+	size_t len;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	outsider_joins(3, 3);
+	settle();
+	sim_start(2);
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
+	buf[4] = 2;	/* version 2: no seal needed */
+	inject_raw(3, buf, len);
+	settle();
+	print_message("slot 2 dup_stop %d exit %d\n",
+		      sim[2].d.d_cluster->cs_dup_stop, sim[2].d.d_exit_code);
+	assert_false(sim[2].d.d_cluster->cs_dup_stop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3190,6 +3213,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_split3_daemon_failure, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split_majority_merge, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_rev_stranger_v2_stops, setup,
 						teardown),
 	};
 
