@@ -215,7 +215,9 @@
  * missed).  Every member awaits the same processes from there, so the
  * sync ends at the same point for all, the stranger still there.  A
  * dlmd that starts where another process of its node id is in the group
- * goes by the same test (ONE DLMD PER NODE ID).  What stays: with no dlmd
+ * goes by the same test (ONE DLMD PER NODE ID): not listed, it is not
+ * waited for, but if it seals a message after all, the order of the two
+ * first sealed messages says which of the two stops.  What stays: with no dlmd
  * able to vouch (the first dlmd of a cluster starting beside such a
  * process, or every dlmd of the cluster started after it, none of which
  * could tell it) the dlmds wait for it as for a dlmd that has not
@@ -341,12 +343,22 @@
  * root use CPG).  So the daemon group's first confchg of a dlmd takes
  * note (dup_node_id()): another process of our node id that was a member
  * before us, or that joined with us with a lower CPG pid, is a suspect.
- * We send our join, and stop (exit 1, at err, sending nothing more) at
- * the first message of the suspect that verifies (it has the key; one of
- * version 3 too: its seal verifies, while a version-2 header proves
- * nothing, as it needs no key) or at a dlmd's ANNOUNCE that vouches for it;
- * a dlmd's ANNOUNCE that can tell everybody and does not vouch for it
- * makes it nobody and we stay, as we do when it leaves (VOUCHING).  A
+ * We send our join.  Of two dlmds of one node id, the node's dlmd is
+ * the one whose first sealed message is delivered first (every member
+ * sees the two in the same order, and second_of_node on the others
+ * keeps that one); the later one stops itself (exit 1, at err, sending
+ * nothing more: dup_first()).  So we stop at the first message of the
+ * suspect that verifies if it is not its first (it sealed before our
+ * join; it has the key; one of version 3 too: its seal verifies, while
+ * a version-2 header proves nothing, as it needs no key), at its first
+ * if ours is not delivered yet, at a dlmd's ANNOUNCE that vouches for
+ * it, and at the first sealed message of any other process of our node
+ * id delivered before ours.  A dlmd's ANNOUNCE that can tell everybody
+ * and does not vouch for it makes it nobody to wait for and we stay, as
+ * we do when it leaves (VOUCHING); it stays a suspect all the same: a
+ * real dlmd whose first message was held up (load, "try again") seals
+ * it later, after ours, and stops itself then, at that same point.  A
+ * process that never seals (a stranger) stops nobody.  A
  * real second dlmd is answered at once by the node's first (the sync
  * our join starts), so it stops within a round trip; while it runs its
  * messages are dropped by every member (second_of_node), and its sync
@@ -3008,6 +3020,50 @@ static void dup_drop(struct dlmd_cluster *cs, uint32_t pid)
 }
 
 /*
+ * ONE DLMD PER NODE ID: the first message of process dm that verifies
+ * was just delivered ('first': its sequence 1).  Of two dlmds of one node
+ * id, the node's dlmd is the one whose first sealed message is delivered
+ * first (the others' second_of_node keeps it, and drops the other); the
+ * later one stops itself.  Each of the two is a member at both
+ * deliveries, or the one that joined later sees the earlier one as a
+ * suspect (dup_node_id) that sealed before its join, so both take the
+ * same decision on the same order:
+ *  - dm is of our node id, not us, and our own first sealed message
+ *    is not delivered yet (our dm_inc is 0): dm came first, we stop;
+ *  - dm is a suspect whose first message here is not its sequence 1:
+ *    it sealed before our join, so before us: we stop;
+ *  - dm is of our node id and ours came first: dm stops itself; a
+ *    suspect is one no longer (its messages are dropped, second_of_node).
+ * True if we stop.  A process that seals nothing (a stranger) never
+ * comes here: it stops nobody.
+ */
+static bool dup_first(struct dlmd_cluster *cs, const struct cs_daemon *dm,
+		      bool first)
+{
+	const struct cs_daemon *self;
+
+	if (dm->dm_id != cs->cs_d->d_nodeid || dm->dm_pid == cs->cs_self_pid)
+		return false;
+	self = dm_find(cs, cs->cs_d->d_nodeid, cs->cs_self_pid);
+	if (!self || !self->dm_inc) {
+		dup_found(cs, dm->dm_pid, "its first sealed message came before "
+			  "ours");
+		return true;
+	}
+	if (dup_suspect(cs, dm) && !first) {
+		dup_found(cs, dm->dm_pid, "its messages verify, sealed before "
+			  "our join");
+		return true;
+	}
+	if (dup_suspect(cs, dm))
+		dup_drop(cs, dm->dm_pid);
+	log_err("daemon group: a second dlmd of node %u (CPG pid %u) sealed its "
+		"first message after ours: it must stop, we stay",
+		dm->dm_id, dm->dm_pid);
+	return false;
+}
+
+/*
  * VOUCHING.  An ANNOUNCE's FIRST part from 'from' vouches, if its sender
  * can tell every process of the group (vouch_fill), for those that have
  * sealed a message: at its delivery, a process that it does not list
@@ -3057,11 +3113,11 @@ static void vouch_apply(struct dlmd_cluster *cs, const struct cs_daemon *from,
 			   "before us and has sealed no message; node %u's dlmd "
 			   "does not vouch for it: no dlmd, not waited for", dm->dm_id,
 			   dm->dm_pid, from->dm_id);
-		if (dup_suspect(cs, dm)) {
-			dup_drop(cs, dm->dm_pid);
-			log_notice("daemon group: that process of our node id is "
-				   "no dlmd: we stay");
-		}
+		if (dup_suspect(cs, dm))
+			log_notice("daemon group: that process of our node id "
+				   "has sealed no message before ours, so it is "
+				   "no dlmd: we stay (if it seals one, it came "
+				   "second and stops itself: dup_first)");
 	}
 	dmembers_update(cs);
 }
@@ -3513,7 +3569,7 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	struct cm_hdr hd;
 	struct cm_name nm;
 	const char *why = NULL;
-	bool first;
+	bool first, fresh;
 	int rv;
 
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
@@ -3521,13 +3577,11 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	if (cs->cs_dup_stop)
 		return;		/* we stop (ONE DLMD PER NODE ID) */
 	dm = dm_find(cs, nodeid, pid);
+	fresh = dm && !dm->dm_inc;
 	if (!seal_ok(cs, dm, nodeid, pid, p, len, &len, &first))
 		return;
-	if (dup_suspect(cs, dm)) {
-		/* a message of it verifies: it has the key, a dlmd */
-		dup_found(cs, pid, "its messages verify");
+	if (fresh && dup_first(cs, dm, first))
 		return;
-	}
 	if (first && dm)
 		dlmd_joined(cs, dm);
 	rv = dlmd_cm_hdr_decode(p, len, &hd, &why);
