@@ -185,7 +185,12 @@
  * CPG pid later cannot replay its messages.  One that leaves with
  * node-down (a split) and comes back with node-up, same node id and
  * pid, is the same process: its incarnation and sequence, kept, are its
- * again, and the merge starts a sync (merge_keep()).  A message that
+ * again, and the merge starts a sync (merge_keep()).  One that merges
+ * back whose seal we did not keep (we joined while apart, or it started
+ * on the other side) may have sealed there: we wait for it as for one
+ * that was there before our join, and vouch for nobody until its
+ * message verifies; one we saw join and leave with node-down before it
+ * sealed comes back pending (merge_pending()).  A message that
  * does not verify is dropped, counted (status cpg_unverified) and said,
  * rate-limited: whoever sent it has not the cluster key.
  *
@@ -709,6 +714,7 @@
 #define OUT_NOMEM_LOG_MS	10000	/* out_queue's "no memory", at most */
 #define UNVERIFIED_LOG_MS	10000	/* "does not verify", at most */
 #define CS_RETIRED_MAX		64	/* incarnations of processes gone */
+#define CS_PEND_KEPT_MAX	16	/* pending processes gone node-down */
 #define NS_PER_MS		1000000ULL
 #define STALL_TICK_MS		2000	/* the stall watchdog's period */
 #define STALL_MS		10000	/* running, waiters, nothing received */
@@ -918,6 +924,13 @@ struct dlmd_cluster {
 		uint64_t	ct_inc, ct_seq;
 	}			cs_kept[DLM_MAX_NODES];
 	unsigned int		cs_nkept;
+	/* ... and those that left with node-down before sealing a message
+	 * that we saw join (pending()): back with node-up, they are pending
+	 * again, not waited for (the last CS_PEND_KEPT_MAX; merge_take) */
+	struct cs_pend_kept {
+		uint32_t	pk_id, pk_pid;
+	}			cs_pend_kept[CS_PEND_KEPT_MAX];
+	unsigned int		cs_npend_kept;
 	/* FORGIVING A SPLIT: the process (CPG pid, incarnation) each node
 	 * failed with last (its FAILED records carry it), one per node id;
 	 * the nodes a FENCE_CLAIM or FENCE_RESULT named in this sync; and
@@ -3504,6 +3517,41 @@ static bool merge_take(struct dlmd_cluster *cs,
 	return false;
 }
 
+/*
+ * SEALED MESSAGES: a merge, where we did not keep the joiner's seal.  A
+ * process that comes back with node-up and that we did not know as a
+ * sealer may have sealed on the other side while apart (a dlmd that
+ * started there, or one that had sealed only there): to take it for
+ * pending, as a joiner we saw join, made us end the merge's sync
+ * without its ANNOUNCE while those that kept its seal waited for it,
+ * and its lockspaces' joins came after our sync, never applied (one of
+ * them ran alone at us, stopped for ever at it: test_merge_unkept); and
+ * our ANNOUNCE vouched for it as for one that never sealed.  So we wait
+ * for it as for a process that was there before our join, unless we saw
+ * it join and leave with node-down without sealing (cs_pend_kept): then
+ * it is pending again, as before the split.  False: wait for m.
+ */
+static bool merge_pending(struct dlmd_cluster *cs,
+			  const struct cpg_address *joined, size_t njoined,
+			  const struct cpg_address *m)
+{
+	unsigned int n = cs->cs_npend_kept < CS_PEND_KEPT_MAX ?
+			 cs->cs_npend_kept : CS_PEND_KEPT_MAX;
+
+	for (size_t j = 0; j < njoined; j++) {
+		if (joined[j].nodeid != m->nodeid || joined[j].pid != m->pid)
+			continue;
+		if (joined[j].reason != CPG_REASON_NODEUP)
+			return true;
+		for (unsigned int i = 0; i < n; i++)
+			if (cs->cs_pend_kept[i].pk_id == m->nodeid &&
+			    cs->cs_pend_kept[i].pk_pid == m->pid)
+				return true;
+		return false;
+	}
+	return true;
+}
+
 /* The seal of a message of (nodeid, pid), member dm (or NULL): true if
  * it verifies and is new; *inner is then the length of header and body.
  * A message of another version is refused here, said once per process. */
@@ -3845,6 +3893,10 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		retire(cs, ldm);
 		if (ldm && ldm->dm_inc && left[i].reason == CPG_REASON_NODEDOWN)
 			merge_keep(cs, ldm);
+		else if (ldm && pending(ldm) &&
+			 left[i].reason == CPG_REASON_NODEDOWN)
+			cs->cs_pend_kept[cs->cs_npend_kept++ % CS_PEND_KEPT_MAX] =
+				(struct cs_pend_kept){ ldm->dm_id, ldm->dm_pid };
 		if (dup_suspect(cs, ldm)) {
 			dup_drop(cs, ldm->dm_pid);
 			log_notice("daemon group: the other process of our node id "
@@ -3982,8 +4034,12 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 			ndm[nn].dm_known = self;
 			/* a joiner we see join is no dlmd to us until its
 			 * first sealed message (daemon_deliver); those there
-			 * before us we cannot tell: we wait for them */
-			ndm[nn].dm_witnessed = !we_joined && !self;
+			 * before us we cannot tell: we wait for them, and so
+			 * for one that merged back (node-up) whose seal we did
+			 * not keep: it may have sealed on the other side
+			 * (merge_pending) */
+			ndm[nn].dm_witnessed = !we_joined && !self &&
+				merge_pending(cs, joined, njoined, &members[i]);
 			if (!self && !ndm[nn].dm_witnessed &&
 			    cs->cs_nsync_j < DLM_MAX_NODES &&
 			    !id_in(cs->cs_sync_j, cs->cs_nsync_j, members[i].nodeid) &&

@@ -3251,6 +3251,94 @@ static void test_rev_stranger_v2_stops(void **state)
 	assert_false(sim[2].d.d_cluster->cs_dup_stop);
 }
 
+/*
+ * SEALED MESSAGES: a merge where not every member kept the joiner's
+ * seal.  Nodes 1, 2 and 3 run; a stranger (no dlmd, node 5) is in the
+ * group.  The ring splits into {1, 2} and {3, the stranger}; while apart
+ * node 4's dlmd starts on the side of 1 and 2, and nodes 3 and 4 each
+ * create K.  At the merge nodes 1 and 2 know node 3 by its kept seal;
+ * node 4 never saw it seal, nor node 3 node 4.  Each took the other for
+ * pending (as a joiner it saw join), ended the merge's sync before the
+ * other's ANNOUNCE while nodes 1 and 2 waited for it, and the K joins
+ * in it came after: node 4 ran K alone, node 3's K waited for ever for
+ * node 4's START (seen failing so: "slot 3: K state running table
+ * members 2 cl members 1"); node 4's ANNOUNCE also vouched for node 3
+ * as one that never sealed.  Now such a joiner is waited for: every
+ * member ends the sync at the same message, K runs on 3 and 4 as one
+ * instance, and the stranger, that 1 and 2 saw join before the split,
+ * is pending again (not waited for) on every dlmd.
+ */
+static void test_merge_unkept(void **state)
+{
+	const int a2[2] = { 0, 1 }, b2[2] = { 2, 4 }, a3[3] = { 0, 1, 3 };
+	const int all[5] = { 0, 1, 2, 3, 4 };
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+	struct cpg_address m[3], j;
+
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	outsider_joins(4, 5);
+	settle();
+	confchg_side(0, a2, 2, b2, 2, false);
+	confchg_side(1, a2, 2, b2, 2, false);
+	confchg_side(2, b2, 2, a2, 2, false);
+	side_of[0] = side_of[1] = side_of[3] = 0;
+	side_of[2] = side_of[4] = 2;
+	settle_sides();
+	/* node 4's dlmd starts on the side of nodes 1 and 2 */
+	node_init(3, 4);
+	j = (struct cpg_address){ 4, sim[3].pid, CPG_REASON_JOIN };
+	for (int k = 0; k < 3; k++)
+		m[k] = (struct cpg_address){ sim[a3[k]].id, sim[a3[k]].pid, 0 };
+	for (int k = 0; k < 3; k++) {
+		int i = a3[k];
+
+		sim[i].d.d_cluster->cs_ring_seq++;
+		cur = i;
+		daemon_confchg((cpg_handle_t)(i + 1), &gn, m, 3, NULL, 0, &j, 1);
+		cur = -1;
+		run_jobs();
+	}
+	settle_sides();
+	ls_create(3, "K");
+	settle_sides();
+	ls_create(2, "K");
+	settle_sides();
+	assert_true(ls_running(3, "K"));
+	assert_true(ls_running(2, "K"));
+	/* the merge */
+	for (int k = 0; k < 3; k++)
+		confchg_side(a3[k], all, 5, b2, 2, true);
+	confchg_side(2, all, 5, a3, 3, true);
+	for (int i = 0; i < 5; i++)
+		side_of[i] = 0;
+	for (int n = 0; n < 1000 && nmsgs; n++) {
+		deliver_one();
+		for (int i = 1; i < 4; i++)
+			assert_int_equal(sim[i].d.d_cluster->cs_syncing,
+					 sim[0].d.d_cluster->cs_syncing);
+	}
+	settle();
+	for (int r = 0; r < 8; r++) {
+		fire_restarts();
+		settle();
+	}
+	for (int i = 0; i < 4; i++) {
+		const struct cs_daemon *st = dm_find(sim[i].d.d_cluster, 5,
+						     sim[4].pid);
+
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+		assert_non_null(st);
+		assert_true(pending(st));
+	}
+	for (int i = 2; i < 4; i++) {
+		assert_true(ls_running(i, "K"));
+		assert_int_equal(ls_of(i, "K")->core.nmembers, 2);
+	}
+	assert_int_equal(ls_of(2, "K")->core.event, ls_of(3, "K")->core.event);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3347,6 +3435,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rev_stranger_v2_stops, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_dup_race_runs, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_merge_unkept, setup,
 						teardown),
 	};
 
