@@ -3059,8 +3059,8 @@ static bool dup_first(struct dlmd_cluster *cs, const struct cs_daemon *dm,
 		return false;
 	self = dm_find(cs, cs->cs_d->d_nodeid, cs->cs_self_pid);
 	if (!self || !self->dm_inc) {
-		dup_found(cs, dm->dm_pid, "its first sealed message came before "
-			  "ours");
+		dup_found(cs, dm->dm_pid,
+			  "its first sealed message came before ours");
 		return true;
 	}
 	if (dup_suspect(cs, dm) && !first) {
@@ -3070,8 +3070,8 @@ static bool dup_first(struct dlmd_cluster *cs, const struct cs_daemon *dm,
 	}
 	if (dup_suspect(cs, dm))
 		dup_drop(cs, dm->dm_pid);
-	log_err("daemon group: a second dlmd of node %u (CPG pid %u) sealed its "
-		"first message after ours: it must stop, we stay",
+	log_err("daemon group: a second dlmd of node %u (CPG pid %u) sealed "
+		"its first message after ours: it must stop, we stay",
 		dm->dm_id, dm->dm_pid);
 	return false;
 }
@@ -3127,9 +3127,9 @@ static void vouch_apply(struct dlmd_cluster *cs, const struct cs_daemon *from,
 			   "does not vouch for it: no dlmd, not waited for", dm->dm_id,
 			   dm->dm_pid, from->dm_id);
 		if (dup_suspect(cs, dm))
-			log_notice("daemon group: that process of our node id "
-				   "has sealed no message before ours, so it is "
-				   "no dlmd: we stay (if it seals one, it came "
+			log_notice("daemon group: that process of our node "
+				   "id has sealed no message before ours, so it "
+				   "is no dlmd: we stay (if it seals one, it came "
 				   "second and stops itself: dup_first)");
 	}
 	dmembers_update(cs);
@@ -3517,6 +3517,16 @@ static bool merge_take(struct dlmd_cluster *cs,
 	return false;
 }
 
+/* ... a pending process that leaves with node-down (merge_pending) */
+static void pend_keep(struct dlmd_cluster *cs, const struct cs_daemon *dm)
+{
+	struct cs_pend_kept *pk;
+
+	pk = &cs->cs_pend_kept[cs->cs_npend_kept++ % CS_PEND_KEPT_MAX];
+	pk->pk_id = dm->dm_id;
+	pk->pk_pid = dm->dm_pid;
+}
+
 /*
  * SEALED MESSAGES: a merge, where we did not keep the joiner's seal.  A
  * process that comes back with node-up and that we did not know as a
@@ -3895,8 +3905,7 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 			merge_keep(cs, ldm);
 		else if (ldm && pending(ldm) &&
 			 left[i].reason == CPG_REASON_NODEDOWN)
-			cs->cs_pend_kept[cs->cs_npend_kept++ % CS_PEND_KEPT_MAX] =
-				(struct cs_pend_kept){ ldm->dm_id, ldm->dm_pid };
+			pend_keep(cs, ldm);
 		if (dup_suspect(cs, ldm)) {
 			dup_drop(cs, ldm->dm_pid);
 			log_notice("daemon group: the other process of our node id "
