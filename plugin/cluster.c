@@ -3127,10 +3127,11 @@ static void vouch_apply(struct dlmd_cluster *cs, const struct cs_daemon *from,
 			   "does not vouch for it: no dlmd, not waited for", dm->dm_id,
 			   dm->dm_pid, from->dm_id);
 		if (dup_suspect(cs, dm))
-			log_notice("daemon group: that process of our node "
-				   "id has sealed no message before ours, so it "
-				   "is no dlmd: we stay (if it seals one, it came "
-				   "second and stops itself: dup_first)");
+			log_notice("daemon group: that process of our "
+				   "node id has sealed no message before "
+				   "ours, so it is no dlmd: we stay (if it "
+				   "seals one, it came second and stops "
+				   "itself: dup_first)");
 	}
 	dmembers_update(cs);
 }
