@@ -185,7 +185,12 @@
  * CPG pid later cannot replay its messages.  One that leaves with
  * node-down (a split) and comes back with node-up, same node id and
  * pid, is the same process: its incarnation and sequence, kept, are its
- * again, and the merge starts a sync (merge_keep()).  A message that
+ * again, and the merge starts a sync (merge_keep()).  One that merges
+ * back whose seal we did not keep (we joined while apart, or it started
+ * on the other side) may have sealed there: we wait for it as for one
+ * that was there before our join, and vouch for nobody until its
+ * message verifies; one we saw join and leave with node-down before it
+ * sealed comes back pending (merge_pending()).  A message that
  * does not verify is dropped, counted (status cpg_unverified) and said,
  * rate-limited: whoever sent it has not the cluster key.
  *
@@ -215,7 +220,9 @@
  * missed).  Every member awaits the same processes from there, so the
  * sync ends at the same point for all, the stranger still there.  A
  * dlmd that starts where another process of its node id is in the group
- * goes by the same test (ONE DLMD PER NODE ID).  What stays: with no dlmd
+ * goes by the same test (ONE DLMD PER NODE ID): not listed, it is not
+ * waited for, but if it seals a message after all, the order of the two
+ * first sealed messages says which of the two stops.  What stays: with no dlmd
  * able to vouch (the first dlmd of a cluster starting beside such a
  * process, or every dlmd of the cluster started after it, none of which
  * could tell it) the dlmds wait for it as for a dlmd that has not
@@ -341,11 +348,22 @@
  * root use CPG).  So the daemon group's first confchg of a dlmd takes
  * note (dup_node_id()): another process of our node id that was a member
  * before us, or that joined with us with a lower CPG pid, is a suspect.
- * We send our join, and stop (exit 1, at err, sending nothing more) at
- * the first message of the suspect that verifies (it has the key; one of
- * another version too) or at a dlmd's ANNOUNCE that vouches for it;
- * a dlmd's ANNOUNCE that can tell everybody and does not vouch for it
- * makes it nobody and we stay, as we do when it leaves (VOUCHING).  A
+ * We send our join.  Of two dlmds of one node id, the node's dlmd is
+ * the one whose first sealed message is delivered first (every member
+ * sees the two in the same order, and second_of_node on the others
+ * keeps that one); the later one stops itself (exit 1, at err, sending
+ * nothing more: dup_first()).  So we stop at the first message of the
+ * suspect that verifies if it is not its first (it sealed before our
+ * join; it has the key; one of version 3 too: its seal verifies, while
+ * a version-2 header proves nothing, as it needs no key), at its first
+ * if ours is not delivered yet, at a dlmd's ANNOUNCE that vouches for
+ * it, and at the first sealed message of any other process of our node
+ * id delivered before ours.  A dlmd's ANNOUNCE that can tell everybody
+ * and does not vouch for it makes it nobody to wait for and we stay, as
+ * we do when it leaves (VOUCHING); it stays a suspect all the same: a
+ * real dlmd whose first message was held up (load, "try again") seals
+ * it later, after ours, and stops itself then, at that same point.  A
+ * process that never seals (a stranger) stops nobody.  A
  * real second dlmd is answered at once by the node's first (the sync
  * our join starts), so it stops within a round trip; while it runs its
  * messages are dropped by every member (second_of_node), and its sync
@@ -696,6 +714,7 @@
 #define OUT_NOMEM_LOG_MS	10000	/* out_queue's "no memory", at most */
 #define UNVERIFIED_LOG_MS	10000	/* "does not verify", at most */
 #define CS_RETIRED_MAX		64	/* incarnations of processes gone */
+#define CS_PEND_KEPT_MAX	16	/* pending processes gone node-down */
 #define NS_PER_MS		1000000ULL
 #define STALL_TICK_MS		2000	/* the stall watchdog's period */
 #define STALL_MS		10000	/* running, waiters, nothing received */
@@ -905,6 +924,13 @@ struct dlmd_cluster {
 		uint64_t	ct_inc, ct_seq;
 	}			cs_kept[DLM_MAX_NODES];
 	unsigned int		cs_nkept;
+	/* ... and those that left with node-down before sealing a message
+	 * that we saw join (pending()): back with node-up, they are pending
+	 * again, not waited for (the last CS_PEND_KEPT_MAX; merge_take) */
+	struct cs_pend_kept {
+		uint32_t	pk_id, pk_pid;
+	}			cs_pend_kept[CS_PEND_KEPT_MAX];
+	unsigned int		cs_npend_kept;
 	/* FORGIVING A SPLIT: the process (CPG pid, incarnation) each node
 	 * failed with last (its FAILED records carry it), one per node id;
 	 * the nodes a FENCE_CLAIM or FENCE_RESULT named in this sync; and
@@ -3018,6 +3044,50 @@ static void dup_drop(struct dlmd_cluster *cs, uint32_t pid)
 }
 
 /*
+ * ONE DLMD PER NODE ID: the first message of process dm that verifies
+ * was just delivered ('first': its sequence 1).  Of two dlmds of one node
+ * id, the node's dlmd is the one whose first sealed message is delivered
+ * first (the others' second_of_node keeps it, and drops the other); the
+ * later one stops itself.  Each of the two is a member at both
+ * deliveries, or the one that joined later sees the earlier one as a
+ * suspect (dup_node_id) that sealed before its join, so both take the
+ * same decision on the same order:
+ *  - dm is of our node id, not us, and our own first sealed message
+ *    is not delivered yet (our dm_inc is 0): dm came first, we stop;
+ *  - dm is a suspect whose first message here is not its sequence 1:
+ *    it sealed before our join, so before us: we stop;
+ *  - dm is of our node id and ours came first: dm stops itself; a
+ *    suspect is one no longer (its messages are dropped, second_of_node).
+ * True if we stop.  A process that seals nothing (a stranger) never
+ * comes here: it stops nobody.
+ */
+static bool dup_first(struct dlmd_cluster *cs, const struct cs_daemon *dm,
+		      bool first)
+{
+	const struct cs_daemon *self;
+
+	if (dm->dm_id != cs->cs_d->d_nodeid || dm->dm_pid == cs->cs_self_pid)
+		return false;
+	self = dm_find(cs, cs->cs_d->d_nodeid, cs->cs_self_pid);
+	if (!self || !self->dm_inc) {
+		dup_found(cs, dm->dm_pid,
+			  "its first sealed message came before ours");
+		return true;
+	}
+	if (dup_suspect(cs, dm) && !first) {
+		dup_found(cs, dm->dm_pid, "its messages verify, sealed before "
+			  "our join");
+		return true;
+	}
+	if (dup_suspect(cs, dm))
+		dup_drop(cs, dm->dm_pid);
+	log_err("daemon group: a second dlmd of node %u (CPG pid %u) sealed "
+		"its first message after ours: it must stop, we stay",
+		dm->dm_id, dm->dm_pid);
+	return false;
+}
+
+/*
  * VOUCHING.  An ANNOUNCE's FIRST part from 'from' vouches, if its sender
  * can tell every process of the group (vouch_fill), for those that have
  * sealed a message: at its delivery, a process that it does not list
@@ -3067,11 +3137,12 @@ static void vouch_apply(struct dlmd_cluster *cs, const struct cs_daemon *from,
 			   "before us and has sealed no message; node %u's dlmd "
 			   "does not vouch for it: no dlmd, not waited for", dm->dm_id,
 			   dm->dm_pid, from->dm_id);
-		if (dup_suspect(cs, dm)) {
-			dup_drop(cs, dm->dm_pid);
-			log_notice("daemon group: that process of our node id is "
-				   "no dlmd: we stay");
-		}
+		if (dup_suspect(cs, dm))
+			log_notice("daemon group: that process of our "
+				   "node id has sealed no message before "
+				   "ours, so it is no dlmd: we stay (if it "
+				   "seals one, it came second and stops "
+				   "itself: dup_first)");
 	}
 	dmembers_update(cs);
 }
@@ -3458,6 +3529,51 @@ static bool merge_take(struct dlmd_cluster *cs,
 	return false;
 }
 
+/* ... a pending process that leaves with node-down (merge_pending) */
+static void pend_keep(struct dlmd_cluster *cs, const struct cs_daemon *dm)
+{
+	struct cs_pend_kept *pk;
+
+	pk = &cs->cs_pend_kept[cs->cs_npend_kept++ % CS_PEND_KEPT_MAX];
+	pk->pk_id = dm->dm_id;
+	pk->pk_pid = dm->dm_pid;
+}
+
+/*
+ * SEALED MESSAGES: a merge, where we did not keep the joiner's seal.  A
+ * process that comes back with node-up and that we did not know as a
+ * sealer may have sealed on the other side while apart (a dlmd that
+ * started there, or one that had sealed only there): to take it for
+ * pending, as a joiner we saw join, made us end the merge's sync
+ * without its ANNOUNCE while those that kept its seal waited for it,
+ * and its lockspaces' joins came after our sync, never applied (one of
+ * them ran alone at us, stopped for ever at it: test_merge_unkept); and
+ * our ANNOUNCE vouched for it as for one that never sealed.  So we wait
+ * for it as for a process that was there before our join, unless we saw
+ * it join and leave with node-down without sealing (cs_pend_kept): then
+ * it is pending again, as before the split.  False: wait for m.
+ */
+static bool merge_pending(struct dlmd_cluster *cs,
+			  const struct cpg_address *joined, size_t njoined,
+			  const struct cpg_address *m)
+{
+	unsigned int n = cs->cs_npend_kept < CS_PEND_KEPT_MAX ?
+			 cs->cs_npend_kept : CS_PEND_KEPT_MAX;
+
+	for (size_t j = 0; j < njoined; j++) {
+		if (joined[j].nodeid != m->nodeid || joined[j].pid != m->pid)
+			continue;
+		if (joined[j].reason != CPG_REASON_NODEUP)
+			return true;
+		for (unsigned int i = 0; i < n; i++)
+			if (cs->cs_pend_kept[i].pk_id == m->nodeid &&
+			    cs->cs_pend_kept[i].pk_pid == m->pid)
+				return true;
+		return false;
+	}
+	return true;
+}
+
 /* The seal of a message of (nodeid, pid), member dm (or NULL): true if
  * it verifies and is new; *inner is then the length of header and body.
  * A message of another version is refused here, said once per process. */
@@ -3482,9 +3598,8 @@ static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
 					"while it is in the group", nodeid, pid,
 					hd.h_version, CM_VERSION);
 			}
-			/* a dlmd all the same, of an older version */
-			if (dup_suspect(cs, dm))
-				dup_found(cs, pid, "a dlmd of another version");
+			/* no proof of a dlmd: a version-2 header needs no
+			 * key, and a version-3 dlmd's seal verifies */
 			return false;
 		}
 		unverified(cs, nodeid, pid, len, why);
@@ -3524,7 +3639,7 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	struct cm_hdr hd;
 	struct cm_name nm;
 	const char *why = NULL;
-	bool first;
+	bool first, fresh;
 	int rv;
 
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
@@ -3532,13 +3647,11 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	if (cs->cs_dup_stop)
 		return;		/* we stop (ONE DLMD PER NODE ID) */
 	dm = dm_find(cs, nodeid, pid);
+	fresh = dm && !dm->dm_inc;
 	if (!seal_ok(cs, dm, nodeid, pid, p, len, &len, &first))
 		return;
-	if (dup_suspect(cs, dm)) {
-		/* a message of it verifies: it has the key, a dlmd */
-		dup_found(cs, pid, "its messages verify");
+	if (fresh && dup_first(cs, dm, first))
 		return;
-	}
 	if (first && dm)
 		dlmd_joined(cs, dm);
 	rv = dlmd_cm_hdr_decode(p, len, &hd, &why);
@@ -3802,6 +3915,9 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 		retire(cs, ldm);
 		if (ldm && ldm->dm_inc && left[i].reason == CPG_REASON_NODEDOWN)
 			merge_keep(cs, ldm);
+		else if (ldm && pending(ldm) &&
+			 left[i].reason == CPG_REASON_NODEDOWN)
+			pend_keep(cs, ldm);
 		if (dup_suspect(cs, ldm)) {
 			dup_drop(cs, ldm->dm_pid);
 			log_notice("daemon group: the other process of our node id "
@@ -3939,8 +4055,12 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 			ndm[nn].dm_known = self;
 			/* a joiner we see join is no dlmd to us until its
 			 * first sealed message (daemon_deliver); those there
-			 * before us we cannot tell: we wait for them */
-			ndm[nn].dm_witnessed = !we_joined && !self;
+			 * before us we cannot tell: we wait for them, and so
+			 * for one that merged back (node-up) whose seal we did
+			 * not keep: it may have sealed on the other side
+			 * (merge_pending) */
+			ndm[nn].dm_witnessed = !we_joined && !self &&
+				merge_pending(cs, joined, njoined, &members[i]);
 			if (!self && !ndm[nn].dm_witnessed &&
 			    cs->cs_nsync_j < DLM_MAX_NODES &&
 			    !id_in(cs->cs_sync_j, cs->cs_nsync_j, members[i].nodeid) &&

@@ -3100,6 +3100,245 @@ static void test_split_majority_merge(void **state)
 	}
 }
 
+/* REVIEW: two real dlmds of node 3 start close together (slot 2 first,
+ * slot 3 just after); slot 2's first messages reach corosync late (load,
+ * TRY_AGAIN): the others' vouch, which cannot list slot 2 yet, is
+ * delivered to slot 3 before slot 2's first message. */
+static void test_rev_dup_race(void **state)
+{
+	static struct sim_msg held[64];
+	unsigned int nheld = 0;
+	uint32_t p2;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(0, "L");
+	ls_create(1, "L");
+	settle();
+	node_init(2, 3);
+	p2 = sim[2].pid;
+	confchg(NULL, 0, &(struct cpg_address){ 3, p2, CPG_REASON_JOIN }, 1);
+	node_init(3, 3);
+	confchg(NULL, 0, &(struct cpg_address){ 3, sim[3].pid, CPG_REASON_JOIN }, 1);
+	for (int n = 0; n < 10000 && nmsgs; n++) {
+		if (msgs[0].pid == p2) {
+			assert_true(nheld < 64);
+			held[nheld++] = msgs[0];
+			memmove(&msgs[0], &msgs[1], (nmsgs - 1) * sizeof(msgs[0]));
+			nmsgs--;
+			continue;
+		}
+		deliver_one();
+	}
+	for (unsigned int k = 0; k < nheld; k++)
+		msgs[nmsgs++] = held[k];
+	settle();
+	for (int i = 0; i < 4; i++)
+		print_message("slot %d: dup_stop %d exit %d syncing %d\n", i,
+			      sim[i].d.d_cluster->cs_dup_stop,
+			      sim[i].d.d_exit_code,
+			      sim[i].d.d_cluster->cs_syncing);
+	print_message("slot 3 logged 'we stay': %d; slot 0 dropping node 3 pid: %d\n",
+		      logged(3, "is no dlmd: we stay"), logged(0, "messages of node 3 pid"));
+	print_message("slot0 dm of slot2 inc %d known %d; of slot3 inc %d known %d\n",
+		      !!dm_find(sim[0].d.d_cluster, 3, p2)->dm_inc, dm_find(sim[0].d.d_cluster, 3, p2)->dm_known,
+		      !!dm_find(sim[0].d.d_cluster, 3, sim[3].pid)->dm_inc, dm_find(sim[0].d.d_cluster, 3, sim[3].pid)->dm_known);
+	ls_create(3, "L");
+	settle();
+	print_message("after ls_create on slot 3: syncing %d %d, L on slot3 running %d\n",
+		      sim[0].d.d_cluster->cs_syncing, sim[3].d.d_cluster->cs_syncing, ls_running(3, "L"));
+	/* one of the two must stop: the one whose first sealed message
+	 * came second (slot 2, held back), and only it */
+	assert_true(sim[2].d.d_cluster->cs_dup_stop ||
+		    sim[3].d.d_cluster->cs_dup_stop);
+	assert_true(sim[2].d.d_cluster->cs_dup_stop);
+	assert_false(sim[3].d.d_cluster->cs_dup_stop);
+	assert_true(logged(2, "its first sealed message came before ours"));
+	assert_true(logged(3, "sealed its first message after ours"));
+	/* it leaves as a stopped dlmd does (proc-down): the group ends its
+	 * sync (that L then runs with slot 3 as node 3: test_dup_race_runs,
+	 * as the simulated engines find node 3 in slot 2) */
+	node_free(2);
+	confchg(&(struct cpg_address){ 3, p2, CPG_REASON_PROCDOWN }, 1, NULL, 0);
+	settle();
+	for (int i = 0; i < 4; i++)
+		if (i != 2)
+			assert_false(sim[i].d.d_cluster->cs_syncing);
+	assert_int_equal(ls_of(0, "L")->core.nmembers, 3);
+	assert_false(logged(0, "fencing"));
+}
+
+/* ONE DLMD PER NODE ID, the race of test_rev_dup_race the other way
+ * round, to its end: two dlmds of node 3 start close together, slot 3
+ * first, slot 2 just after; slot 3's first sealed message reaches the
+ * group late, after slot 2's and after the vouch that cannot list slot 3
+ * (slot 2: "no dlmd: we stay").  The node's dlmd is the one whose first
+ * sealed message came first (slot 2, as nodes 1 and 2 take it); slot 3
+ * stops, and once it is gone node 3 runs L with nodes 1 and 2.  (Before
+ * the fix neither stopped and the group stayed syncing.) */
+static void test_dup_race_runs(void **state)
+{
+	static struct sim_msg held[64];
+	unsigned int nheld = 0;
+	uint32_t p3;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	ls_create(0, "L");
+	ls_create(1, "L");
+	settle();
+	node_init(3, 3);
+	p3 = sim[3].pid;
+	confchg(NULL, 0, &(struct cpg_address){ 3, p3, CPG_REASON_JOIN }, 1);
+	node_init(2, 3);
+	confchg(NULL, 0, &(struct cpg_address){ 3, sim[2].pid, CPG_REASON_JOIN }, 1);
+	for (int n = 0; n < 10000 && nmsgs; n++) {
+		if (msgs[0].pid == p3) {
+			assert_true(nheld < 64);
+			held[nheld++] = msgs[0];
+			memmove(&msgs[0], &msgs[1], (nmsgs - 1) * sizeof(msgs[0]));
+			nmsgs--;
+			continue;
+		}
+		deliver_one();
+	}
+	assert_true(nheld > 0);
+	assert_true(logged(2, "is no dlmd: we stay"));
+	for (unsigned int k = 0; k < nheld; k++)
+		msgs[nmsgs++] = held[k];
+	settle();
+	assert_true(sim[3].d.d_cluster->cs_dup_stop);
+	assert_int_equal(sim[3].d.d_exit_code, 1);
+	assert_false(sim[2].d.d_cluster->cs_dup_stop);
+	assert_int_equal(sim[2].d.d_exit_code, 0);
+	assert_true(logged(3, "its first sealed message came before ours"));
+	assert_true(logged(0, "messages of node 3 pid"));
+	node_free(3);
+	confchg(&(struct cpg_address){ 3, p3, CPG_REASON_PROCDOWN }, 1, NULL, 0);
+	settle();
+	ls_create(2, "L");
+	settle();
+	for (int i = 0; i < 3; i++) {
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 3);
+	}
+	assert_false(logged(0, "fencing"));
+}
+
+/* REVIEW: a keyless stranger of node 3 (any CPG user) sends an unsealed
+ * message with a version-2 header; node 3's dlmd starting beside it. */
+static void test_rev_stranger_v2_stops(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 3 };
+	size_t len;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	outsider_joins(3, 3);
+	settle();
+	sim_start(2);
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
+	buf[4] = 2;	/* version 2: no seal needed */
+	inject_raw(3, buf, len);
+	settle();
+	print_message("slot 2 dup_stop %d exit %d\n",
+		      sim[2].d.d_cluster->cs_dup_stop, sim[2].d.d_exit_code);
+	assert_false(sim[2].d.d_cluster->cs_dup_stop);
+}
+
+/*
+ * SEALED MESSAGES: a merge where not every member kept the joiner's
+ * seal.  Nodes 1, 2 and 3 run; a stranger (no dlmd, node 5) is in the
+ * group.  The ring splits into {1, 2} and {3, the stranger}; while apart
+ * node 4's dlmd starts on the side of 1 and 2, and nodes 3 and 4 each
+ * create K.  At the merge nodes 1 and 2 know node 3 by its kept seal;
+ * node 4 never saw it seal, nor node 3 node 4.  Each took the other for
+ * pending (as a joiner it saw join), ended the merge's sync before the
+ * other's ANNOUNCE while nodes 1 and 2 waited for it, and the K joins
+ * in it came after: node 4 ran K alone, node 3's K waited for ever for
+ * node 4's START (seen failing so: "slot 3: K state running table
+ * members 2 cl members 1"); node 4's ANNOUNCE also vouched for node 3
+ * as one that never sealed.  Now such a joiner is waited for: every
+ * member ends the sync at the same message, K runs on 3 and 4 as one
+ * instance, and the stranger, that 1 and 2 saw join before the split,
+ * is pending again (not waited for) on every dlmd.
+ */
+static void test_merge_unkept(void **state)
+{
+	const int a2[2] = { 0, 1 }, b2[2] = { 2, 4 }, a3[3] = { 0, 1, 3 };
+	const int all[5] = { 0, 1, 2, 3, 4 };
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+	struct cpg_address m[3], j;
+
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	outsider_joins(4, 5);
+	settle();
+	confchg_side(0, a2, 2, b2, 2, false);
+	confchg_side(1, a2, 2, b2, 2, false);
+	confchg_side(2, b2, 2, a2, 2, false);
+	side_of[0] = side_of[1] = side_of[3] = 0;
+	side_of[2] = side_of[4] = 2;
+	settle_sides();
+	/* node 4's dlmd starts on the side of nodes 1 and 2 */
+	node_init(3, 4);
+	j = (struct cpg_address){ 4, sim[3].pid, CPG_REASON_JOIN };
+	for (int k = 0; k < 3; k++)
+		m[k] = (struct cpg_address){ sim[a3[k]].id, sim[a3[k]].pid, 0 };
+	for (int k = 0; k < 3; k++) {
+		int i = a3[k];
+
+		sim[i].d.d_cluster->cs_ring_seq++;
+		cur = i;
+		daemon_confchg((cpg_handle_t)(i + 1), &gn, m, 3, NULL, 0, &j, 1);
+		cur = -1;
+		run_jobs();
+	}
+	settle_sides();
+	ls_create(3, "K");
+	settle_sides();
+	ls_create(2, "K");
+	settle_sides();
+	assert_true(ls_running(3, "K"));
+	assert_true(ls_running(2, "K"));
+	/* the merge */
+	for (int k = 0; k < 3; k++)
+		confchg_side(a3[k], all, 5, b2, 2, true);
+	confchg_side(2, all, 5, a3, 3, true);
+	for (int i = 0; i < 5; i++)
+		side_of[i] = 0;
+	for (int n = 0; n < 1000 && nmsgs; n++) {
+		deliver_one();
+		for (int i = 1; i < 4; i++)
+			assert_int_equal(sim[i].d.d_cluster->cs_syncing,
+					 sim[0].d.d_cluster->cs_syncing);
+	}
+	settle();
+	for (int r = 0; r < 8; r++) {
+		fire_restarts();
+		settle();
+	}
+	for (int i = 0; i < 4; i++) {
+		const struct cs_daemon *st = dm_find(sim[i].d.d_cluster, 5,
+						     sim[4].pid);
+
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+		assert_non_null(st);
+		assert_true(pending(st));
+	}
+	for (int i = 2; i < 4; i++) {
+		assert_true(ls_running(i, "K"));
+		assert_int_equal(ls_of(i, "K")->core.nmembers, 2);
+	}
+	assert_int_equal(ls_of(2, "K")->core.event, ls_of(3, "K")->core.event);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3190,6 +3429,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_split3_daemon_failure, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split_majority_merge, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_rev_dup_race, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_rev_stranger_v2_stops, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_dup_race_runs, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_merge_unkept, setup,
 						teardown),
 	};
 
