@@ -3134,20 +3134,8 @@ static void test_rev_dup_race(void **state)
 	for (unsigned int k = 0; k < nheld; k++)
 		msgs[nmsgs++] = held[k];
 	settle();
-	for (int i = 0; i < 4; i++)
-		print_message("slot %d: dup_stop %d exit %d syncing %d\n", i,
-			      sim[i].d.d_cluster->cs_dup_stop,
-			      sim[i].d.d_exit_code,
-			      sim[i].d.d_cluster->cs_syncing);
-	print_message("slot 3 logged 'we stay': %d; slot 0 dropping node 3 pid: %d\n",
-		      logged(3, "is no dlmd: we stay"), logged(0, "messages of node 3 pid"));
-	print_message("slot0 dm of slot2 inc %d known %d; of slot3 inc %d known %d\n",
-		      !!dm_find(sim[0].d.d_cluster, 3, p2)->dm_inc, dm_find(sim[0].d.d_cluster, 3, p2)->dm_known,
-		      !!dm_find(sim[0].d.d_cluster, 3, sim[3].pid)->dm_inc, dm_find(sim[0].d.d_cluster, 3, sim[3].pid)->dm_known);
 	ls_create(3, "L");
 	settle();
-	print_message("after ls_create on slot 3: syncing %d %d, L on slot3 running %d\n",
-		      sim[0].d.d_cluster->cs_syncing, sim[3].d.d_cluster->cs_syncing, ls_running(3, "L"));
 	/* one of the two must stop: the one whose first sealed message
 	 * came second (slot 2, held back), and only it */
 	assert_true(sim[2].d.d_cluster->cs_dup_stop ||
@@ -3246,8 +3234,6 @@ static void test_rev_stranger_v2_stops(void **state)
 	buf[4] = 2;	/* version 2: no seal needed */
 	inject_raw(3, buf, len);
 	settle();
-	print_message("slot 2 dup_stop %d exit %d\n",
-		      sim[2].d.d_cluster->cs_dup_stop, sim[2].d.d_exit_code);
 	assert_false(sim[2].d.d_cluster->cs_dup_stop);
 }
 
