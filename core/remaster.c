@@ -163,7 +163,8 @@
  * proven by the simulator (dlm-sim --repoint: third nodes and M's clients
  * on the hot roots; --faults: deaths of M, N, a third node, the REPOINT's
  * owner and the directory node mid-move; the broken variants below) and
- * by tests/test-core-remaster.c, not yet on a cluster: so it stays off by
+ * by tests/test-core-remaster.c, and run on a cluster by
+ * tests/test-cluster-repoint*.sh (short fault runs): it stays off by
  * default, and with remaster_shared 0 movable() is the rule above,
  * unchanged.  "As built" at the end of this section says where the code
  * departs from the design, and why.  Names: M old master, N new master, X any owner node of a lock on
