@@ -53,6 +53,8 @@
 
 #include <gcrypt.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
 #include <sodium.h>
 
 /* OpenSSL's secure heap: a power of two; enough for the cipher contexts
@@ -69,6 +71,9 @@ static int heap_rv;			/* CRYPTO_secure_malloc_init() */
 static bool openssl_refused;		/* allocated before our setup */
 static bool gcrypt_routed;		/* our libgcrypt handlers */
 static unsigned long heap_full;		/* key allocations in malloc() */
+static bool full_told;			/* full_fn called about that */
+static void (*full_fn)(void *arg, const char *msg);	/* lc_secret_on_full */
+static void *full_arg;
 static int lock_errno;			/* an mlock of lc_secret_alloc's */
 
 static void *secret_or_plain(size_t n)
@@ -151,12 +156,39 @@ static int gcry_never_secure(const void *p)
 	return 0;
 }
 
+/* OpenSSL's one-time work for the record ciphers, done here, outside
+ * lc_secret_begin/end, with a key of zeros: the first cipher context
+ * keyed inside them would otherwise pull OpenSSL's own setup (the default
+ * library context, the provider, the fetched methods: about 340 KiB, a
+ * third of the heap) into the secure heap, where only keys belong.  What
+ * it caches then lives in ordinary memory and holds no key. */
+static void warm_up(void)
+{
+	static const unsigned char zeros[32];
+	const EVP_CIPHER *ciphers[] = {
+		EVP_aes_256_gcm(), EVP_chacha20_poly1305(),
+	};
+
+	for (size_t i = 0; i < sizeof(ciphers) / sizeof(ciphers[0]); i++) {
+		EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
+
+		if (!x)
+			return;
+		(void)EVP_EncryptInit_ex(x, ciphers[i], NULL, zeros, zeros);
+		(void)EVP_DecryptInit_ex(x, ciphers[i], NULL, zeros, zeros);
+		EVP_CIPHER_CTX_free(x);
+	}
+	ERR_clear_error();
+}
+
 static void setup(void)
 {
 	if (CRYPTO_set_mem_functions(ossl_malloc, ossl_realloc, ossl_free)) {
 		heap_rv = CRYPTO_secure_malloc_init(SECURE_HEAP_BYTES,
 						    SECURE_HEAP_MIN);
 		heap_ready = heap_rv != 0;
+		if (heap_ready)
+			warm_up();
 	} else {
 		openssl_refused = true;
 	}
@@ -181,9 +213,37 @@ void lc_secret_begin(void)
 	secret_depth++;
 }
 
+/* Once, the first time the secure heap was found full: outside begin/end
+ * (what the log line allocates goes to malloc), never from inside an
+ * allocation function of OpenSSL's or libgcrypt's. */
+static void tell_full(void)
+{
+	void (*fn)(void *, const char *) =
+		__atomic_load_n(&full_fn, __ATOMIC_ACQUIRE);
+
+	if (!fn || !__atomic_load_n(&heap_full, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&full_told, true, __ATOMIC_RELAXED))
+		return;
+	fn(full_arg, "OpenSSL's secure heap is full: the session keys of "
+		     "new connections are now in ordinary memory (a core dump "
+		     "would hold them)");
+}
+
 void lc_secret_end(void)
 {
-	secret_depth--;
+	if (--secret_depth == 0)
+		tell_full();
+}
+
+void lc_secret_on_full(void (*fn)(void *arg, const char *msg), void *arg)
+{
+	full_arg = arg;
+	__atomic_store_n(&full_fn, fn, __ATOMIC_RELEASE);
+}
+
+unsigned long lc_secret_fallbacks(void)
+{
+	return __atomic_load_n(&heap_full, __ATOMIC_RELAXED);
 }
 
 void *lc_secret_alloc(size_t len)
