@@ -276,11 +276,45 @@ void *lc_secret_alloc(size_t len)
 
 /* The vector registers first: libsodium's BLAKE2b leaves a key it made in
  * them, and the first call of a function bound lazily (the dynamic
- * linker's resolver saves every register on the stack, below that depth)
- * or a signal handler would copy them into memory.  Then the stack, with
+ * linker's resolver saves every register on the stack, below that depth;
+ * configure links with -z now where the linker takes it, so that our
+ * programs bind none lazily) or a signal handler would copy them into
+ * memory: vzeroall (zmm0-15 whole), and zmm16-31 where AVX-512 has them.  Then the stack, with
  * plain stores: no call that could be such a first call.  Not
  * instrumented by AddressSanitizer, so that the array is on the real
  * stack (not a fake frame of ASan's) and is not a frame with redzones. */
+#if defined(__x86_64__)
+/* AVX-512's sixteen more registers, which vzeroall leaves as they are and
+ * glibc's memcpy and memset use on such machines (so they may hold a key
+ * that was copied); a signal frame saves them on the stack like the
+ * others.  Its own function: the assembler takes EVEX instructions only
+ * where the target has AVX-512. */
+__attribute__((noinline, target("avx512f")))
+static void clear_zmm16_31(void)
+{
+	__asm__ __volatile__(
+		"vpxord %%zmm16, %%zmm16, %%zmm16\n\t"
+		"vpxord %%zmm17, %%zmm17, %%zmm17\n\t"
+		"vpxord %%zmm18, %%zmm18, %%zmm18\n\t"
+		"vpxord %%zmm19, %%zmm19, %%zmm19\n\t"
+		"vpxord %%zmm20, %%zmm20, %%zmm20\n\t"
+		"vpxord %%zmm21, %%zmm21, %%zmm21\n\t"
+		"vpxord %%zmm22, %%zmm22, %%zmm22\n\t"
+		"vpxord %%zmm23, %%zmm23, %%zmm23\n\t"
+		"vpxord %%zmm24, %%zmm24, %%zmm24\n\t"
+		"vpxord %%zmm25, %%zmm25, %%zmm25\n\t"
+		"vpxord %%zmm26, %%zmm26, %%zmm26\n\t"
+		"vpxord %%zmm27, %%zmm27, %%zmm27\n\t"
+		"vpxord %%zmm28, %%zmm28, %%zmm28\n\t"
+		"vpxord %%zmm29, %%zmm29, %%zmm29\n\t"
+		"vpxord %%zmm30, %%zmm30, %%zmm30\n\t"
+		"vpxord %%zmm31, %%zmm31, %%zmm31"
+		::: "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21",
+		    "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27",
+		    "xmm28", "xmm29", "xmm30", "xmm31", "memory");
+}
+#endif
+
 __attribute__((noinline, no_sanitize_address))
 void lc_secret_burn_stack(void)
 {
@@ -288,6 +322,8 @@ void lc_secret_burn_stack(void)
 	volatile unsigned char *p = burn;
 
 #if defined(__x86_64__)
+	if (__builtin_cpu_supports("avx512f"))
+		clear_zmm16_31();
 	if (__builtin_cpu_supports("avx"))
 		__asm__ __volatile__("vzeroall" ::: "memory");
 	else

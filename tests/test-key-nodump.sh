@@ -151,6 +151,18 @@ cat "$dir/out"
 [ -s "$dir/err" ] && cat "$dir/err" >&2
 [ "$st" -eq 0 ] || fail "a key of dlmd's would be in a core dump (exit $st)"
 
+# dlmd and this test's program bind every symbol at load time (configure:
+# -z now): the dynamic linker's lazy-binding resolver would save the
+# vector registers, a key just made among them, on the stack.
+if command -v readelf >/dev/null; then
+	for prog in "$top_builddir/plugin/dlmd" "$top_builddir/tests/key-nodump"; do
+		readelf -d "$prog" | grep -Eq '\(FLAGS\).*BIND_NOW|\(FLAGS_1\).*NOW' ||
+			fail "$prog binds lazily (not linked with -z now)"
+	done
+else
+	echo "not checked that dlmd binds at load time: no readelf"
+fi
+
 # A full secure heap is said: key-nodump -f keys AES-256-GCM contexts, as
 # connections do, until OpenSSL's secure heap is full and 16 more: one log
 # line (lc_secret_on_full(), which dlmd logs), however many keys then went
