@@ -957,6 +957,11 @@ void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size)
 		 lc_secret_fallbacks());
 }
 
+uint64_t dlmd_comms_keys_out_of_secure_heap(void)
+{
+	return lc_secret_fallbacks();
+}
+
 struct each_peer {
 	void	(*ep_fn)(void *arg, const struct dlmd_peer_metrics *pm);
 	void	*ep_arg;
