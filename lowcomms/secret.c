@@ -274,15 +274,6 @@ void *lc_secret_alloc(size_t len)
  * (their BLAKE2b final leaves its output in a buffer it does not wipe). */
 #define BURN_BYTES	(16 * 1024)
 
-/* The vector registers first: libsodium's BLAKE2b leaves a key it made in
- * them, and the first call of a function bound lazily (the dynamic
- * linker's resolver saves every register on the stack, below that depth;
- * configure links with -z now where the linker takes it, so that our
- * programs bind none lazily) or a signal handler would copy them into
- * memory: vzeroall (zmm0-15 whole), and zmm16-31 where AVX-512 has them.  Then the stack, with
- * plain stores: no call that could be such a first call.  Not
- * instrumented by AddressSanitizer, so that the array is on the real
- * stack (not a fake frame of ASan's) and is not a frame with redzones. */
 #if defined(__x86_64__)
 /* AVX-512's sixteen more registers, which vzeroall leaves as they are and
  * glibc's memcpy and memset use on such machines (so they may hold a key
@@ -315,6 +306,16 @@ static void clear_zmm16_31(void)
 }
 #endif
 
+/* The vector registers first: libsodium's BLAKE2b leaves a key it made in
+ * them, and the first call of a function bound lazily (the dynamic
+ * linker's resolver saves every register on the stack, below that depth;
+ * configure links with -z now where the linker takes it, so that our
+ * programs bind none lazily) or a signal handler would copy them into
+ * memory: vzeroall (zmm0-15 whole), and zmm16-31 where AVX-512 has
+ * them (clear_zmm16_31: a direct call).  Then the stack, with plain
+ * stores: no call that could be such a first call.  Not instrumented by
+ * AddressSanitizer, so that the array is on the real stack (not a fake
+ * frame of ASan's) and is not a frame with redzones. */
 __attribute__((noinline, no_sanitize_address))
 void lc_secret_burn_stack(void)
 {
