@@ -233,6 +233,10 @@ int lc_key_derive(const void *material, size_t len,
  * they allocate between lc_secret_begin() and lc_secret_end() to OpenSSL's
  * secure heap (the session keys in their cipher contexts).
  * lc_secret_status(): a line for the log saying which of that holds.
+ * lc_secret_fallbacks(): how many such allocations found the secure heap
+ * full and went to ordinary memory; lc_secret_on_full(fn, arg): fn is
+ * called once, in the thread that ends the lc_secret_begin/end that first
+ * found it full, with a line for the log (set it before connections).
  * lc_secret_burn_stack(): wipe the stack below the caller's frame, where
  * what made a key left copies of it.
  */
@@ -242,6 +246,8 @@ void lc_secret_setup(void);
 void lc_secret_begin(void);
 void lc_secret_end(void);
 const char *lc_secret_status(void);
+unsigned long lc_secret_fallbacks(void);
+void lc_secret_on_full(void (*fn)(void *arg, const char *msg), void *arg);
 void lc_secret_burn_stack(void);
 
 /* A context; ops and arg are kept (ops must outlive it).  NULL on

@@ -53,6 +53,8 @@
 
 #include <gcrypt.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
 #include <sodium.h>
 
 /* OpenSSL's secure heap: a power of two; enough for the cipher contexts
@@ -69,6 +71,9 @@ static int heap_rv;			/* CRYPTO_secure_malloc_init() */
 static bool openssl_refused;		/* allocated before our setup */
 static bool gcrypt_routed;		/* our libgcrypt handlers */
 static unsigned long heap_full;		/* key allocations in malloc() */
+static bool full_told;			/* full_fn called about that */
+static void (*full_fn)(void *arg, const char *msg);	/* lc_secret_on_full */
+static void *full_arg;
 static int lock_errno;			/* an mlock of lc_secret_alloc's */
 
 static void *secret_or_plain(size_t n)
@@ -151,12 +156,39 @@ static int gcry_never_secure(const void *p)
 	return 0;
 }
 
+/* OpenSSL's one-time work for the record ciphers, done here, outside
+ * lc_secret_begin/end, with a key of zeros: the first cipher context
+ * keyed inside them would otherwise pull OpenSSL's own setup (the default
+ * library context, the provider, the fetched methods: about 340 KiB, a
+ * third of the heap) into the secure heap, where only keys belong.  What
+ * it caches then lives in ordinary memory and holds no key. */
+static void warm_up(void)
+{
+	static const unsigned char zeros[32];
+	const EVP_CIPHER *ciphers[] = {
+		EVP_aes_256_gcm(), EVP_chacha20_poly1305(),
+	};
+
+	for (size_t i = 0; i < sizeof(ciphers) / sizeof(ciphers[0]); i++) {
+		EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
+
+		if (!x)
+			return;
+		(void)EVP_EncryptInit_ex(x, ciphers[i], NULL, zeros, zeros);
+		(void)EVP_DecryptInit_ex(x, ciphers[i], NULL, zeros, zeros);
+		EVP_CIPHER_CTX_free(x);
+	}
+	ERR_clear_error();
+}
+
 static void setup(void)
 {
 	if (CRYPTO_set_mem_functions(ossl_malloc, ossl_realloc, ossl_free)) {
 		heap_rv = CRYPTO_secure_malloc_init(SECURE_HEAP_BYTES,
 						    SECURE_HEAP_MIN);
 		heap_ready = heap_rv != 0;
+		if (heap_ready)
+			warm_up();
 	} else {
 		openssl_refused = true;
 	}
@@ -181,9 +213,37 @@ void lc_secret_begin(void)
 	secret_depth++;
 }
 
+/* Once, the first time the secure heap was found full: outside begin/end
+ * (what the log line allocates goes to malloc), never from inside an
+ * allocation function of OpenSSL's or libgcrypt's. */
+static void tell_full(void)
+{
+	void (*fn)(void *, const char *) =
+		__atomic_load_n(&full_fn, __ATOMIC_ACQUIRE);
+
+	if (!fn || !__atomic_load_n(&heap_full, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&full_told, true, __ATOMIC_RELAXED))
+		return;
+	fn(full_arg, "OpenSSL's secure heap is full: the session keys of "
+		     "new connections are now in ordinary memory (a core dump "
+		     "would hold them)");
+}
+
 void lc_secret_end(void)
 {
-	secret_depth--;
+	if (--secret_depth == 0)
+		tell_full();
+}
+
+void lc_secret_on_full(void (*fn)(void *arg, const char *msg), void *arg)
+{
+	full_arg = arg;
+	__atomic_store_n(&full_fn, fn, __ATOMIC_RELEASE);
+}
+
+unsigned long lc_secret_fallbacks(void)
+{
+	return __atomic_load_n(&heap_full, __ATOMIC_RELAXED);
 }
 
 void *lc_secret_alloc(size_t len)
@@ -214,13 +274,48 @@ void *lc_secret_alloc(size_t len)
  * (their BLAKE2b final leaves its output in a buffer it does not wipe). */
 #define BURN_BYTES	(16 * 1024)
 
+#if defined(__x86_64__)
+/* AVX-512's sixteen more registers, which vzeroall leaves as they are and
+ * glibc's memcpy and memset use on such machines (so they may hold a key
+ * that was copied); a signal frame saves them on the stack like the
+ * others.  Its own function: the assembler takes EVEX instructions only
+ * where the target has AVX-512. */
+__attribute__((noinline, target("avx512f")))
+static void clear_zmm16_31(void)
+{
+	__asm__ __volatile__(
+		"vpxord %%zmm16, %%zmm16, %%zmm16\n\t"
+		"vpxord %%zmm17, %%zmm17, %%zmm17\n\t"
+		"vpxord %%zmm18, %%zmm18, %%zmm18\n\t"
+		"vpxord %%zmm19, %%zmm19, %%zmm19\n\t"
+		"vpxord %%zmm20, %%zmm20, %%zmm20\n\t"
+		"vpxord %%zmm21, %%zmm21, %%zmm21\n\t"
+		"vpxord %%zmm22, %%zmm22, %%zmm22\n\t"
+		"vpxord %%zmm23, %%zmm23, %%zmm23\n\t"
+		"vpxord %%zmm24, %%zmm24, %%zmm24\n\t"
+		"vpxord %%zmm25, %%zmm25, %%zmm25\n\t"
+		"vpxord %%zmm26, %%zmm26, %%zmm26\n\t"
+		"vpxord %%zmm27, %%zmm27, %%zmm27\n\t"
+		"vpxord %%zmm28, %%zmm28, %%zmm28\n\t"
+		"vpxord %%zmm29, %%zmm29, %%zmm29\n\t"
+		"vpxord %%zmm30, %%zmm30, %%zmm30\n\t"
+		"vpxord %%zmm31, %%zmm31, %%zmm31"
+		::: "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21",
+		    "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27",
+		    "xmm28", "xmm29", "xmm30", "xmm31", "memory");
+}
+#endif
+
 /* The vector registers first: libsodium's BLAKE2b leaves a key it made in
  * them, and the first call of a function bound lazily (the dynamic
- * linker's resolver saves every register on the stack, below that depth)
- * or a signal handler would copy them into memory.  Then the stack, with
- * plain stores: no call that could be such a first call.  Not
- * instrumented by AddressSanitizer, so that the array is on the real
- * stack (not a fake frame of ASan's) and is not a frame with redzones. */
+ * linker's resolver saves every register on the stack, below that depth;
+ * configure links with -z now where the linker takes it, so that our
+ * programs bind none lazily) or a signal handler would copy them into
+ * memory: vzeroall (zmm0-15 whole), and zmm16-31 where AVX-512 has
+ * them (clear_zmm16_31: a direct call).  Then the stack, with plain
+ * stores: no call that could be such a first call.  Not instrumented by
+ * AddressSanitizer, so that the array is on the real stack (not a fake
+ * frame of ASan's) and is not a frame with redzones. */
 __attribute__((noinline, no_sanitize_address))
 void lc_secret_burn_stack(void)
 {
@@ -228,6 +323,8 @@ void lc_secret_burn_stack(void)
 	volatile unsigned char *p = burn;
 
 #if defined(__x86_64__)
+	if (__builtin_cpu_supports("avx512f"))
+		clear_zmm16_31();
 	if (__builtin_cpu_supports("avx"))
 		__asm__ __volatile__("vzeroall" ::: "memory");
 	else

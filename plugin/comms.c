@@ -629,6 +629,14 @@ static void comms_rearm(struct dlmd_comms *cm)
 	}
 }
 
+/* lowcomms/secret.c: the first session key that found OpenSSL's secure
+ * heap full (counted in the status, keys_out_of_secure_heap). */
+static void secret_full(void *arg, const char *msg)
+{
+	(void)arg;
+	log_warn("comms: %s", msg);
+}
+
 int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 		    unsigned int naddrs, const struct dlmd_comms_up *up)
 {
@@ -694,8 +702,11 @@ int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 		free(cm);
 		return rv ? rv : -ENOMEM;
 	}
-	if (cfg.cfg_security == LC_SEC_KEY)
+	if (cfg.cfg_security == LC_SEC_KEY) {
 		log_info("comms: %s", lc_secret_status());
+		/* the heap fills with connections, long after this line */
+		lc_secret_on_full(secret_full, NULL);
+	}
 	if (d->d_loop)
 		cm->cm_tfd = timerfd_create(CLOCK_MONOTONIC,
 					    TFD_NONBLOCK | TFD_CLOEXEC);
@@ -948,7 +959,8 @@ void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size)
 	snprintf(buf, size, "sent %llu delivered %llu connects %llu established "
 		 "%llu lost %llu peer_restarts %llu backlog %llu crypto %s "
 		 "auth_failed %llu held %u not_taken %llu peer_watches %llu "
-		 "peer_watch_took %llu peer_yields_long %llu",
+		 "peer_watch_took %llu peer_yields_long %llu "
+		 "keys_out_of_secure_heap %lu",
 		 (unsigned long long)st.st_msgs_sent,
 		 (unsigned long long)st.st_msgs_delivered,
 		 (unsigned long long)st.st_connects,
@@ -961,7 +973,13 @@ void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size)
 		 (unsigned long long)cm->cm_not_taken,
 		 (unsigned long long)cm->cm_npeer_watches,
 		 (unsigned long long)cm->cm_npeer_took,
-		 (unsigned long long)cm->cm_npeer_yields_long);
+		 (unsigned long long)cm->cm_npeer_yields_long,
+		 lc_secret_fallbacks());
+}
+
+uint64_t dlmd_comms_keys_out_of_secure_heap(void)
+{
+	return lc_secret_fallbacks();
 }
 
 struct each_peer {

@@ -764,6 +764,9 @@ int dlmd_comms_send(struct dlmd *d, uint32_t to, const void *buf, size_t len);
 /* Write what was queued now (end of dlmd_flush). */
 void dlmd_comms_kick(struct dlmd *d);
 void dlmd_comms_status(const struct dlmd *d, char *buf, size_t size);
+/* Session-key allocations that found OpenSSL's secure heap full and went
+ * to ordinary memory (lowcomms/secret.c; the process's, 0 without key). */
+uint64_t dlmd_comms_keys_out_of_secure_heap(void);
 /* Offer the messages the engine did not take again now (the engine's
  * tick; comms.c, HOLD). */
 void dlmd_comms_retry_held(struct dlmd *d);

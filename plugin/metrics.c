@@ -444,6 +444,12 @@ static void collect(struct emit *em, struct dlmd *d)
 	       "engine messages the engine could not take (each refusal).");
 	sample_u(em, "dlmd_own_messages_not_taken_total", NULL, 0,
 		 d->d_self_not_taken);
+	family(em, "dlmd_session_keys_out_of_secure_heap_total", "counter",
+	       "Allocations of session-key memory that found OpenSSL's secure "
+	       "heap full and went to ordinary memory (which a core dump "
+	       "holds); logged once when it first happens.");
+	sample_u(em, "dlmd_session_keys_out_of_secure_heap_total", NULL, 0,
+		 dlmd_comms_keys_out_of_secure_heap());
 	family(em, "dlmd_clients", "gauge", "Client connections (libdlm).");
 	sample_u(em, "dlmd_clients", NULL, 0, dlmd_client_count(d));
 	family(em, "dlmd_clients_accepted_total", "counter",

@@ -4,6 +4,7 @@
  * core dump would.
  *
  *   key-nodump KEYFILE
+ *   key-nodump -f KEYFILE
  *
  * It loads the cluster key from KEYFILE into a lowcomms context (lc_new:
  * the derived handshake and session-derivation keys, comms.c's path), the
@@ -18,6 +19,13 @@
  *   ready PID
  * and waits for its standard input to close; then it frees everything
  * and exits 0.  Any failure: a line on stderr, exit 1.
+ *
+ * With -f it then fills OpenSSL's secure heap: it keys AES-256-GCM
+ * contexts (lc_aead_init, as a connection's record layer does) until one
+ * went to ordinary memory (lc_secret_fallbacks()), then FILL_MORE more
+ * (at most FILL_MAX in all), and prints, before "status" and "ready":
+ *   log MESSAGE                         what lc_secret_on_full() said
+ *   fill CONTEXTS FALLBACKS             contexts keyed, fallbacks seen
  */
 #include <errno.h>
 #include <stdio.h>
@@ -32,6 +40,8 @@
 #include "plugin/cpgmsg.h"
 
 #define NSUITES	3
+#define FILL_MAX	20000	/* contexts: 1 MiB / 20000 < 64 bytes each */
+#define FILL_MORE	16	/* keyed after the first fallback */
 
 static int no_fd(void *arg, int fd, short events)
 {
@@ -73,6 +83,36 @@ static const struct lc_ops ops = {
 	.ops_fd_del = no_fd_del,
 	.ops_log = no_log,
 };
+
+static void on_full(void *arg, const char *msg)
+{
+	(void)arg;
+	printf("log %s\n", msg);
+}
+
+/* AES-256-GCM contexts keyed until the secure heap was full (a key of
+ * zeros: these are not keys the scan looks for); "fill N F". */
+static bool fill(void)
+{
+	static const unsigned char zeros[LC_AEAD_KEY_LEN];
+	struct lc_aead *ae = calloc(FILL_MAX, sizeof(*ae));
+	int n = 0;
+
+	if (!ae)
+		return false;
+	int more = FILL_MORE;
+
+	while (n < FILL_MAX && (!lc_secret_fallbacks() || more-- > 0)) {
+		if (lc_aead_init(&ae[n], LC_SUITE_AESGCM, zeros, true) < 0)
+			break;
+		n++;
+	}
+	printf("fill %d %lu\n", n, lc_secret_fallbacks());
+	for (int i = 0; i < n; i++)
+		lc_aead_wipe(&ae[i]);
+	free(ae);
+	return true;
+}
 
 static int die(const char *what)
 {
@@ -141,9 +181,14 @@ int main(int argc, char **argv)
 	uint32_t local;
 	int rv, n = 0;
 
-	if (argc != 2)
-		return die("usage: key-nodump KEYFILE");
+	bool do_fill = argc == 3 && !strcmp(argv[1], "-f");
+
+	if (argc != 2 && !do_fill)
+		return die("usage: key-nodump [-f] KEYFILE");
+	if (do_fill)
+		argv++;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	lc_secret_on_full(on_full, NULL);
 	lc_config_default(&cfg);
 	cfg.cfg_nodeid = 1;
 	cfg.cfg_security = LC_SEC_KEY;
@@ -183,6 +228,8 @@ int main(int argc, char **argv)
 		printf("\n");
 		n++;
 	}
+	if (do_fill && !fill())
+		return die("out of memory");
 	printf("status %s\n", lc_secret_status());
 	printf("ready %ld\n", (long)getpid());
 	/* Until the test has read us. */

@@ -151,6 +151,43 @@ cat "$dir/out"
 [ -s "$dir/err" ] && cat "$dir/err" >&2
 [ "$st" -eq 0 ] || fail "a key of dlmd's would be in a core dump (exit $st)"
 
+# dlmd and this test's program bind every symbol at load time (configure:
+# -z now): the dynamic linker's lazy-binding resolver would save the
+# vector registers, a key just made among them, on the stack.
+if command -v readelf >/dev/null; then
+	for prog in "$top_builddir/plugin/dlmd" "$top_builddir/tests/key-nodump"; do
+		readelf -d "$prog" | grep -Eq '\(FLAGS\).*BIND_NOW|\(FLAGS_1\).*NOW' ||
+			fail "$prog binds lazily (not linked with -z now)"
+	done
+else
+	echo "not checked that dlmd binds at load time: no readelf"
+fi
+
+# A full secure heap is said: key-nodump -f keys AES-256-GCM contexts, as
+# connections do, until OpenSSL's secure heap is full and 16 more: one log
+# line (lc_secret_on_full(), which dlmd logs), however many keys then went
+# to ordinary memory, and the status says it has been full.  The heap
+# holds keys only (OpenSSL's one-time setup is done outside it): here
+# about 820 contexts fit its 1 MiB, where 532 did while the first one
+# pulled that setup in; at least 640 (320 connections) are asked.
+timeout 120 "$top_builddir/tests/key-nodump" -f "$dir/authkey" </dev/null \
+	>"$dir/out-fill" 2>"$dir/err-fill" ||
+	fail "key-nodump -f failed: $(cat "$dir/err-fill")"
+grep -v '^session ' "$dir/out-fill"
+nlog=$(grep -c "^log .*secure heap is full: the session keys of new connections are now in ordinary memory" "$dir/out-fill")
+[ "$nlog" -eq 1 ] ||
+	fail "a full secure heap was said $nlog times (want once)"
+set -- $(sed -n 's/^fill \([0-9]*\) \([0-9]*\)$/\1 \2/p' "$dir/out-fill") x x
+case "$1$2" in
+*[!0-9]*|'') fail "no 'fill CONTEXTS FALLBACKS' line" ;;
+*)	[ "$2" -ge 2 ] ||
+		fail "only $2 keys went to ordinary memory (want 2 or more: the log line once for all)"
+	[ "$1" -ge 640 ] ||
+		fail "only $1 cipher contexts fit the secure heap (want 640 or more: does OpenSSL's setup fill it?)" ;;
+esac
+grep -q '^status .*which has been full' "$dir/out-fill" ||
+	fail "the status does not say the secure heap has been full"
+
 # The same where nothing may be locked in memory (RLIMIT_MEMLOCK 0, not
 # root): the keys are still kept out, and the process goes on.
 if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 &&

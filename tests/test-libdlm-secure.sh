@@ -54,7 +54,15 @@ grep -qx 'secure 1 not-connected' "$dir/suid.out" ||
 
 # dlmctl and dlm_tool (plugin/ctl-client.c) read DLMD_CTL_SOCKET the same
 # way: plainly it names the socket they try (nothing listens there, so
-# they say so and name it); in a setuid copy run by nobody it must not.
+# they say so and name it); a setuid copy run by nobody must try the
+# default socket instead (libdlm/dlmd_proto.h's): it names that one, or,
+# where a dlmd listens there, prints its status (nothing listens at the
+# invoker's path).  Not naming the invoker's path alone would also pass
+# for a dlmctl that did not run at all.
+default_ctl=$(sed -n 's/^#define DLMD_DEFAULT_CTL_SOCKET[[:space:]]*"\(.*\)".*/\1/p' \
+	"$top_srcdir/libdlm/dlmd_proto.h")
+[ -n "$default_ctl" ] ||
+	{ fail "no DLMD_DEFAULT_CTL_SOCKET in libdlm/dlmd_proto.h"; exit 1; }
 cp "$DLMCTL" "$dir/dlmctl-suid" && chown root:root "$dir/dlmctl-suid" &&
 	chmod 4755 "$dir/dlmctl-suid" || { fail "cannot make a setuid dlmctl"; exit 1; }
 DLMD_CTL_SOCKET=$dir/fake-ctl.sock timeout 60 "$DLMCTL" status \
@@ -68,3 +76,7 @@ DLMD_CTL_SOCKET=$dir/fake-ctl.sock timeout 60 setpriv --reuid=nobody \
 echo "dlmctl setuid root, run by nobody: $(cat "$dir/ctl-suid.out")"
 ! grep -q "fake-ctl.sock" "$dir/ctl-suid.out" ||
 	fail "a setuid dlmctl used the invoker's DLMD_CTL_SOCKET"
+grep -Fq "listening on $default_ctl)" "$dir/ctl-suid.out" ||
+	grep -Fq "cannot connect to $default_ctl:" "$dir/ctl-suid.out" ||
+	grep -q '^protocol [0-9]' "$dir/ctl-suid.out" ||
+	fail "a setuid dlmctl did not try the default socket $default_ctl"
