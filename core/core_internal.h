@@ -79,6 +79,10 @@
 					   * about it held until its
 					   * RC_LOCK_REPLY is void (until
 					   * finish) */
+/* lock.c: how many times in a row a refusal (-EBADR) sent this request
+ * straight on (three bits, 0..7; request_bounced) */
+#define LKBF_BOUNCES		0x1C000000
+#define LKBF_BOUNCE_ONE		0x04000000
 
 /* lkb_wait_type: the remote operation this process copy waits for */
 enum dlm_wait {
@@ -475,9 +479,11 @@ struct dlm_ls {
 	bool			ls_rm_seen;	/* a remastering message handled
 						 * since the last full rebuild */
 	int			ls_rc_error;	/* the last start failed in ls_rstep */
-	bool			ls_redo_lookups; /* finish found no memory to redo
-						    the held lookups: the next
-						    tick tries (recover.c) */
+	bool			ls_redo_lookups; /* the next tick redoes the
+						    held lookups: finish found
+						    no memory, or a refused
+						    request was parked
+						    (lock.c request_bounced) */
 	struct dlm_list		ls_held;	/* messages held while stopped */
 	/* remaster.c: MIGRATE_LOCK records kept until their MIGRATE, and
 	 * messages of a new master held until the old one's MOVED */

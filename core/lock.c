@@ -2493,7 +2493,35 @@ static void run_overlap(struct dlm_ls *ls, struct dlm_lkb *lkb)
 		unlock_lkb(ls, lkb, DLM_LKF_CANCEL, NULL);
 }
 
-/* After receive_reply()'s prologue. */
+/* A refused request goes on at once (request_with_master) at most
+ * DLM_BOUNCES_MAX times in a row; the next refusal parks it on its
+ * resource's lookup queue, with no lookup in flight, until news of the
+ * master: the next dlm_core_tick() (ls_redo_lookups), a LOOKUP_REPLY
+ * for a sibling, a MOVED or REPOINT about the resource (remaster.c), a
+ * recovery's finish.  Without it, while a move's MIGRATE is delayed
+ * (the old master's link to the new one down, say), a request bounced
+ * between the two, or through the directory, once per round trip, with
+ * nobody granting (remaster.c, "Races"): thousands of messages a second
+ * for each such request (test-core-remaster test_bounce_bounded).  A
+ * bounded count, no clock: the core keeps time only by ticks. */
+#define DLM_BOUNCES_MAX	4
+
+static void request_bounced(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	struct dlm_rsb *r = lkb->lkb_rsb;
+	uint32_t n = (lkb->lkb_flags & LKBF_BOUNCES) / LKBF_BOUNCE_ONE;
+
+	lkb->lkb_flags &= ~LKBF_BOUNCES;
+	if (n < DLM_BOUNCES_MAX) {
+		lkb->lkb_flags |= (n + 1) * LKBF_BOUNCE_ONE;
+		request_with_master(ls, lkb);
+		return;
+	}
+	lkb->lkb_wait_type = DLM_WAIT_LOOKUP;
+	dlm_list_add_tail(&lkb->lkb_statequeue, &r->res_lookupq);
+	ls->ls_redo_lookups = true;
+}
+
 /* The handlers of the four replies, after receive_reply()'s prologue. */
 static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 				  const struct dlm_msg *m)
@@ -2524,13 +2552,13 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 			 * node's, whose GRANT then named a lock unknown
 			 * (--alloc-faults 20 --nodes 4 --depth 2 seed
 			 * 1107685) */
-			request_with_master(ls, lkb);
+			request_bounced(ls, lkb);
 			return;
 		}
 		if (dlm_remaster_awaits(ls, dlm_rsb_root(r))) {
 			/* its old master's MOVED named the new one, where
 			 * the request goes again (until it installs) */
-			request_with_master(ls, lkb);
+			request_bounced(ls, lkb);
 			return;
 		}
 		if (m->m_gen != ls->ls_generation) {
@@ -2546,7 +2574,7 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 			 * zeroed a root's master that a cancel redone at
 			 * finish was then sent to (node 0: --daemon-deaths
 			 * --rehot 4 --nodes 6 seed 583) */
-			request_with_master(ls, lkb);
+			request_bounced(ls, lkb);
 			return;
 		}
 		if (r->res_parent && r->res_parent->res_nodeid == m->m_from) {
@@ -2564,7 +2592,7 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 		    dlm_ls_is_member(ls, m->m_nodeid) &&
 		    !(r->res_flags & RESF_LOOKUP))
 			r->res_nodeid = m->m_nodeid;	/* it moved there */
-		request_with_master(ls, lkb);
+		request_bounced(ls, lkb);
 		return;
 	case 0:
 	case -EINPROGRESS:
@@ -2575,6 +2603,7 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 		if (!r->res_nodeid || (dlm_remaster_on(ls) && !r->res_parent))
 			r->res_nodeid = m->m_from;
 		lkb->lkb_remid = m->m_lkid;
+		lkb->lkb_flags &= ~LKBF_BOUNCES;
 		if (m->m_status == 0) {
 			pcopy_granted(ls, lkb, m);
 			run_overlap(ls, lkb);

@@ -1254,6 +1254,9 @@ static int receive_moved(struct dlm_ls *ls, const struct dlm_msg *m)
 	 * dlm_held_replay_ls).  Probed:
 	 * dlm-sim --faults --remaster --repoint --alloc-faults 20..100,
 	 * 9,500 seeds, 46 such messages replayed, none refused. */
+	/* news of r's master: requests parked after refusals go there
+	 * (lock.c request_bounced), before r may go with the replies */
+	dlm_redo_lookups(ls, r);
 	dlm_held_replay(ls, &todo, dlm_lock_receive);
 	return 0;
 }
@@ -1295,6 +1298,9 @@ reply:
 	rp.m_rqmode = DLM_LOCK_IV;
 	rp.m_bastmode = DLM_LOCK_IV;
 	dlm_send_msg(ls, &rp, m->m_from);
+	/* news of r's master (it installed): requests parked after
+	 * refusals (lock.c request_bounced) go there now */
+	dlm_redo_lookups(ls, lkb->lkb_rsb);
 	if (lkb->lkb_flags & LKBF_PARKED) {
 		/* the operation its client asked for meanwhile */
 		lkb->lkb_flags &= ~LKBF_PARKED;

@@ -532,6 +532,50 @@ static void test_repoint_before_moved(void **state)
 	cluster_remaster_shared = 0;
 }
 
+/* A refused request is not re-sent without bound while a move's MIGRATE
+ * is delayed (lock.c request_bounced): node 1 moves "r" to node 2 and
+ * its link to node 2 holds everything (the MIGRATE with it); node 3, told
+ * by MOVED that "r" is at node 2 (its PR awaits the re-point), asks for a
+ * new lock there.  Node 2, not installed, refuses; only 3<->2 is
+ * delivered for 1,000 rounds and no tick comes: before the bound node 3
+ * sent a REQUEST each round (1,001 seen), now 5.  Once the
+ * held messages arrive, node 2's REPOINT is the news that sends the
+ * request again, and it is granted at node 2. */
+static void test_bounce_bounded(void **state)
+{
+	struct cluster *c;
+	unsigned long before, n;
+	uint32_t b, d, e;
+	int i;
+
+	(void)state;
+	c = at_the_move(&b, &d);
+	deliver_only(c, 2, 1);		/* node 1 moves "r" */
+	deliver_only(c, 1, 3);		/* MOVED: node 3 sends to node 2 */
+	assert_dump_has(c, 3, "resource \"r\" master 2");
+	assert_dump_has(c, 2, "resource \"r\" master 1");
+	before = c->sent[DLM_MSG_REQUEST];
+	e = lock_on(c, 3, 5, "r", DLM_LOCK_NL, 0, 0, NULL);
+	for (i = 0; i < 1000; i++) {
+		deliver_only(c, 3, 2);
+		deliver_only(c, 2, 3);
+	}
+	n = c->sent[DLM_MSG_REQUEST] - before;
+	assert_true(n >= 2);		/* it did bounce */
+	assert_true(n <= 8);
+	assert_no_comp(c, 3, e);
+	assert_dump_has(c, 2, "resource \"r\" master 1");
+	drain(c);
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	assert_status(c, 3, e, 0);
+	assert_dump_lacks(c, 3, "resource \"r\" master 1");
+	assert_verified(c);
+	assert_int_equal(unlock(c, 3, 5, e, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 3, e, -DLM_EUNLOCK);
+	ex_waits_for(c, 3, d, b);
+}
+
 /* A recovery in the middle of a move: node 1 has moved "r" (records,
  * MIGRATE to node 2, MOVED to node 3, all still on the wire) when every
  * node stops; with 'kill_m', node 1 dies with it.  Without a death node 2
@@ -1484,6 +1528,7 @@ int main(void)
 		cmocka_unit_test(test_down_convert_redone_no_room),
 		cmocka_unit_test(test_purged_unlock_redone_no_room),
 		cmocka_unit_test(test_bast_again_after_return),
+		cmocka_unit_test(test_bounce_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
