@@ -1498,6 +1498,112 @@ static void test_off(void **state)
 	end_test(c, 2, 2, b);
 }
 
+/* How many messages wait from 'from' to 'to'. */
+static int queued_msgs(struct cluster *c, uint32_t from, uint32_t to)
+{
+	size_t n = c->qtail - c->qhead, i;
+	int k = 0;
+
+	for (i = 0; i < n; i++) {
+		struct qmsg *q = &c->q[(c->qhead + i) % MAXQ];
+
+		k += q->from == from && q->to == to;
+	}
+	return k;
+}
+
+/* 'rounds' conversions NL <-> PR of node 'node's lock lk, each drained. */
+static void flip_rounds(struct cluster *c, int node, uint32_t lk, int rounds)
+{
+	int i;
+
+	for (i = 0; i < rounds; i++) {
+		assert_int_equal(convert(c, node, (uint64_t)node, lk,
+					 i & 1 ? DLM_LOCK_NL : DLM_LOCK_PR, 0,
+					 NULL), 0);
+		drain(c);
+		assert_status(c, node, lk, 0);
+	}
+}
+
+/* The stale-refusal rule (lock.c receive_request_reply): a refusal from
+ * a node other than the master learned since it was sent is no news.
+ * Four nodes: "r" moves from node 1 to node 2, then to node 4; node 1's
+ * copy still says node 2.  Node 3, which knew "r" at node 1 (it locked
+ * it there first), sends two requests there; node 1 refuses both with
+ * its hint, node 2.  The first refusal is news: node 3 follows it to
+ * node 2, is refused again (hint 4), and is granted at node 4.  Then the
+ * second refusal arrives: stale, it must send the request to node 4 and
+ * leave "r" at node 4.  With the rule switched off (seen failing) the
+ * old hint pointed "r" away, at node 2, where the request went. */
+static void test_stale_refusal(void **state)
+{
+	struct cluster *c;
+	uint32_t a, b, d, e1, e2;
+	int i, n;
+
+	(void)state;
+	cluster_remaster_ticks = TICKS;
+	c = cluster_new(4, 3600000);
+	master_at_1(c);
+	a = granted_on_r(c, 3, 3, DLM_LOCK_NL, 0);
+	assert_int_equal(unlock(c, 3, 3, a, 0, NULL), 0);
+	drain(c);
+	/* node 2's operations move "r" there */
+	b = nl_lock_2(c);
+	flip_rounds(c, 2, b, 80);
+	assert_dump_has(c, 1, "resource \"r\" master 2");
+	assert_int_equal(unlock(c, 2, 2, b, 0, NULL), 0);
+	drain(c);
+	/* then node 4's, after TICKS ticks, move it on to node 4 */
+	d = lock_on(c, 4, 4, "r", DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 4, d, 0);
+	flip_rounds(c, 4, d, 80);
+	for (i = 0; i <= TICKS; i++)
+		for (n = 1; n <= 4; n++)
+			dlm_core_tick(c->core[n], (uint64_t)i + 1);
+	flip_rounds(c, 4, d, 80);
+	assert_dump_has(c, 4, "resource \"r\" master 4");
+	assert_dump_has(c, 2, "resource \"r\" master 4");
+	assert_dump_has(c, 1, "resource \"r\" master 2");
+	assert_dump_has(c, 3, "resource \"r\" master 1");
+	/* node 3's two requests, both to node 1, both refused there */
+	e1 = lock_on(c, 3, 31, "r", DLM_LOCK_NL, 0, 0, NULL);
+	e2 = lock_on(c, 3, 32, "r", DLM_LOCK_NL, 0, 0, NULL);
+	assert_int_equal(queued_msgs(c, 3, 1), 2);
+	deliver_only(c, 3, 1);
+	assert_int_equal(queued_msgs(c, 1, 3), 2);
+	/* the first refusal: to node 2, refused (hint 4), to node 4 */
+	deliver_first(c, 1, 3);
+	for (i = 0; i < 4; i++) {
+		deliver_only(c, 3, 2);
+		deliver_only(c, 2, 3);
+		deliver_only(c, 3, 4);
+		deliver_only(c, 4, 3);
+	}
+	assert_status(c, 3, e1, 0);
+	assert_dump_has(c, 3, "resource \"r\" master 4");
+	/* the second, stale: the request goes to node 4, "r" stays */
+	assert_int_equal(queued_msgs(c, 1, 3), 1);
+	deliver_first(c, 1, 3);
+	assert_dump_has(c, 3, "resource \"r\" master 4");
+	assert_int_equal(queued_msgs(c, 3, 2), 0);
+	assert_int_equal(queued_msgs(c, 3, 4), 1);
+	drain(c);
+	assert_status(c, 3, e2, 0);
+	assert_dump_has(c, 3, "resource \"r\" master 4");
+	assert_int_equal(c->nlog_warn, 0);
+	assert_verified(c);
+	assert_int_equal(unlock(c, 3, 31, e1, 0, NULL), 0);
+	assert_int_equal(unlock(c, 3, 32, e2, 0, NULL), 0);
+	assert_int_equal(unlock(c, 4, 4, d, 0, NULL), 0);
+	drain(c);
+	assert_status(c, 3, e2, -DLM_EUNLOCK);
+	cluster_free(c);
+	cluster_remaster_ticks = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1529,6 +1635,7 @@ int main(void)
 		cmocka_unit_test(test_purged_unlock_redone_no_room),
 		cmocka_unit_test(test_bast_again_after_return),
 		cmocka_unit_test(test_bounce_bounded),
+		cmocka_unit_test(test_stale_refusal),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
