@@ -84,7 +84,26 @@
  *     it has not installed yet, refuses with its own view (M), and so
  *     the request bounces between the two until N installs MIGRATE,
  *     which is already on its way: it terminates.  A requester without
- *     a hint looks up again.  A REMOVE from N (R unused there later)
+ *     a hint looks up again.  Bounded: a delayed MIGRATE (the M -> N
+ *     link down while X <-> N is up) would make this one message per
+ *     round trip, thousands a second for one request, until the MIGRATE
+ *     lands or a node is declared gone.  So a request refused
+ *     DLM_BOUNCES_MAX (4) times in a row is not sent again at once but
+ *     parked on R's lookup queue, no lookup in flight (lock.c
+ *     request_bounced), until news of R's master: a MOVED or REPOINT
+ *     about R, a LOOKUP_REPLY for a sibling request, a recovery's
+ *     finish, or else the next dlm_core_tick (ls_redo_lookups); then it
+ *     gets 4 more.  At most 5 REQUESTs per request per tick, no clock
+ *     in the core (test-core-remaster test_bounce_bounded: 1,001 in
+ *     1,000 round trips without it, 5 with).
+ *   - A refusal that crossed news.  A refusal from a node other than
+ *     the master the requester learned since it sent the request
+ *     (a reply that granted or queued a sibling, a MOVED) says nothing:
+ *     the request goes to the known master and the refuser's hint, its
+ *     old view, is ignored (lock.c receive_request_reply; taken as news
+ *     it pointed R away from the node holding our locks: test-core-
+ *     remaster test_stale_refusal, R moved 1 -> 2 -> 4 and node 1's late
+ *     refusal naming 2).  A REMOVE from N (R unused there later)
  *     follows its DIR_MOVE on the N -> D link, so D never keeps a stale
  *     record naming N.
  *   - Requests in flight to M from N itself: refused -EBADR after the
@@ -214,7 +233,9 @@
  *   (not master), a refusal that follows MOVED on that link, so X parks
  *   the operation and sends it to N once re-pointed: it never took effect
  *   at M, and takes effect at N once.  A new request from X bounces
- *   between M and N with hints until N installs, as today.  Probes and
+ *   between M and N with hints until N installs, as today, its immediate
+ *   re-sends bounded ("Races", lock.c request_bounced); N's REPOINT, news
+ *   that N installed, sends a parked one at once.  Probes and
  *   audits about X's locks crossing the move end as for N's today.
  *   Another move of R from N waits until every REPOINT is acknowledged
  *   (movable() counts the unacknowledged ones), so no lock is re-pointed
@@ -391,7 +412,8 @@
  *       Left: a third node X that D answers "M" (the record) meanwhile
  *       sends its request to M, which, with no copy, refuses it without
  *       a hint; X looks up again, and bounces so until the DIR_MOVE
- *       lands (no safety matter: nobody grants; as before).
+ *       lands (no safety matter: nobody grants; as before; 4 immediate
+ *       re-sends, then once per tick or news, "Races").
  *       Two DIR_MOVEs of successive moves (M to N, then N to P) travel
  *       on two links, N to D and P to D, and may reach D out of order:
  *       P's first, refused (the record names M, not N), then N's, taken,
