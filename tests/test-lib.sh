@@ -98,6 +98,12 @@ start_dlmd() {
 	sd_conf=$1
 	sd_out=$2
 	shift 2
+	# emptied here, not only by the redirection below: that one is made
+	# in the child, after the fork, and a first dlmd_ready that ran
+	# before it read a previous dlmd's "dlmd ready" from the same file
+	# (test-client-watch step 3 failed so: "still not ready after 10 s"
+	# at once, under load)
+	: >"$sd_out"
 	"$@" "$DLMD" --foreground --config="$sd_conf" >"$sd_out" 2>&1 </dev/null &
 	pid=$!
 	poll $((POLLS / 10)) dlmd_ready "$sd_out" "$pid"
