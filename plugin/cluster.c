@@ -430,8 +430,11 @@
  * without X shows in L's last event: that side's is newer than X's.  So
  * at the end of the sync that follows a merge (every FAILED record and
  * ANNOUNCE delivered, the same stream on every member) every member
- * applies forgive_split(): a FAILED record carries its sender's last
- * event of the lockspace and, per failed node, the CPG pid and
+ * applies forgive_split(): a FAILED record (each daemon sends one at
+ * a sync's start of every lockspace it holds, with no failures listed
+ * too, and of every other one it recorded failures in) carries its
+ * sender's last event of the lockspace and, per failed node, the CPG
+ * pid and
  * incarnation it failed with (cs_failpid, taken at its leave) and flags
  * FENCING (the sender saw a FENCE_CLAIM or FENCE_RESULT for it since
  * the failure, or has one of its own on the way, or a command runs) and
@@ -1860,23 +1863,37 @@ static void send_failed(struct dlmd_cluster *cs, struct cs_lsent *le)
 			le->le_name);
 }
 
-/* At the start of a sync: every lockspace's unfenced failures. */
+/*
+ * At the start of a sync: every lockspace's unfenced failures, and a
+ * record without failures (count 0: its last event) of every other
+ * lockspace we hold an instance of.  forgive_split needs a record of
+ * each lockspace X failed out of from every member, X too, and every
+ * daemon records X's failure in each lockspace X is in, also in those
+ * where X itself lost nobody (X alone in one, as lvmlockd's per-VG
+ * lockspaces often leave it): without X's record there, nobody was
+ * forgiven.  Volume: one small message per lockspace held per sync,
+ * the order of the STARTs a merge's changes cost anyway.
+ */
 static void send_failed_all(struct dlmd_cluster *cs)
 {
-	unsigned int n = 0;
+	unsigned int n = 0, nnone = 0;
 
 	for (unsigned int b = 0; b < LS_HASH; b++) {
 		for (struct cs_lsent *le = cs->cs_ls[b]; le; le = le->le_next) {
 			le_drop_fenced(cs, le);
-			if (!le->le_nfailed)
+			if (!le->le_nfailed && !le->le_cl)
 				continue;
 			send_failed(cs, le);
-			n++;
+			if (le->le_nfailed)
+				n++;
+			else
+				nnone++;
 		}
 	}
-	if (n)
+	if (n || nnone)
 		log_info("daemon group: sent the unfenced failures of %u "
-			 "lockspace%s", n, n == 1 ? "" : "s");
+			 "lockspace%s (and %u record%s of none)", n,
+			 n == 1 ? "" : "s", nnone, nnone == 1 ? "" : "s");
 }
 
 /* ---- the lockspace protocol on the derived changes ----------------- */
