@@ -437,7 +437,8 @@
  * pid and
  * incarnation it failed with (cs_failpid, taken at its leave) and flags
  * FENCING (the sender saw a FENCE_CLAIM or FENCE_RESULT for it since
- * the failure, or has one of its own on the way, or a command runs) and
+ * the failure, or has one of its own on the way, or a command runs, or
+ * pacemaker's fencer has a fencing of it under way) and
  * FIRM (the failure is no node-down seen from a minority: a dlmd
  * failure, a majority's or the tie-breaker half's, the other half of an
  * even split, a removal, a restart).  X's failure is dropped (le_failed,
