@@ -1240,7 +1240,11 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 		}
 		return;
 	}
-	fn->fn_failed_at = now ? now : 1;
+	/* strictly after the fencing (or forgiving) of its last failure,
+	 * or this new one counted as fenced already: a forgiven node failing
+	 * again in the same millisecond (the confchg right after the sync's
+	 * end, in one dispatch) was never fenced */
+	fn->fn_failed_at = now > fn->fn_fenced_at ? now : fn->fn_fenced_at + 1;
 	fn->fn_failed_wall = (int64_t)time(NULL);
 	d->d_metrics.m_fence_waits++;
 	fn->fn_attempts = 0;
