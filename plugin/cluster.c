@@ -434,9 +434,8 @@
  * a sync's start of every lockspace it holds, with no failures listed
  * too, and of every other one it recorded failures in) carries its
  * sender's last event of the lockspace and, per failed node, the CPG
- * pid and
- * incarnation it failed with (cs_failpid, taken at its leave) and flags
- * FENCING (the sender saw a FENCE_CLAIM or FENCE_RESULT for it since
+ * pid and incarnation it failed with (cs_failpid, taken at its leave)
+ * and flags FENCING (the sender saw a FENCE_CLAIM or FENCE_RESULT for it since
  * the failure, or has one of its own on the way, or a command runs, or
  * pacemaker's fencer has a fencing of it under way) and
  * FIRM (the failure is no node-down seen from a minority: a dlmd
@@ -494,6 +493,22 @@
  * lockspace with X until X is fenced, and nothing recovers without its
  * START, so the difference can only stall, never grant.  Quorum is not
  * relied on for any of it.
+ *
+ * What it assumes: a completed fencing killed its node.  "One that
+ * released L since holds none of its locks" is safe only because the
+ * X that side recovered L without is dead: a restarted X is another
+ * process and never forgiven.  A fencing that leaves X running breaks
+ * it: 'dlmctl fence_ack' of a node that was only cut off, or storage
+ * fencing (fence_scsi, fence_mpath) that a later unfencing undoes.  Say
+ * five nodes split into { 1 2 3 }, { 4 }, { 5 }: the majority fences 4
+ * and 5 that way, recovers L without them, grants their locks to others
+ * and leaves L; 4 and 5, still L's only members with one and the same
+ * event, merge back and forgive each other, and both sides' holders
+ * hold the same locks.  That is the hazard fence_ack of a live node and
+ * enable_fencing = 0 carry anyway (README, What fencing protects;
+ * dlmctl.8 fence_ack); forgiving adds the storage-fencing case, where a
+ * node so fenced must not merge back with its old dlmd (reboot it, as
+ * the unfencing of fence_scsi expects).
  *
  * LOST FRAMES.  lowcomms delivers engine messages in order and exactly
  * once while both nodes keep each other; a peer resuming past what we got
