@@ -448,11 +448,14 @@
  * without X shows in L's last event: that side's is newer than X's.  So
  * at the end of the sync that follows a merge (every FAILED record and
  * ANNOUNCE delivered, the same stream on every member) every member
- * applies forgive_split(): a FAILED record carries its sender's last
- * event of the lockspace and, per failed node, the CPG pid and
- * incarnation it failed with (cs_failpid, taken at its leave) and flags
- * FENCING (the sender saw a FENCE_CLAIM or FENCE_RESULT for it since
- * the failure, or has one of its own on the way, or a command runs) and
+ * applies forgive_split(): a FAILED record (each daemon sends one at
+ * a sync's start of every lockspace it holds, with no failures listed
+ * too, and of every other one it recorded failures in) carries its
+ * sender's last event of the lockspace and, per failed node, the CPG
+ * pid and incarnation it failed with (cs_failpid, taken at its leave)
+ * and flags FENCING (the sender saw a FENCE_CLAIM or FENCE_RESULT for it since
+ * the failure, or has one of its own on the way, or a command runs, or
+ * pacemaker's fencer has a fencing of it under way) and
  * FIRM (the failure is no node-down seen from a minority: a dlmd
  * failure, a majority's or the tie-breaker half's, the other half of an
  * even split, a removal, a restart).  X's failure is dropped (le_failed,
@@ -508,6 +511,22 @@
  * lockspace with X until X is fenced, and nothing recovers without its
  * START, so the difference can only stall, never grant.  Quorum is not
  * relied on for any of it.
+ *
+ * What it assumes: a completed fencing killed its node.  "One that
+ * released L since holds none of its locks" is safe only because the
+ * X that side recovered L without is dead: a restarted X is another
+ * process and never forgiven.  A fencing that leaves X running breaks
+ * it: 'dlmctl fence_ack' of a node that was only cut off, or storage
+ * fencing (fence_scsi, fence_mpath) that a later unfencing undoes.  Say
+ * five nodes split into { 1 2 3 }, { 4 }, { 5 }: the majority fences 4
+ * and 5 that way, recovers L without them, grants their locks to others
+ * and leaves L; 4 and 5, still L's only members with one and the same
+ * event, merge back and forgive each other, and both sides' holders
+ * hold the same locks.  That is the hazard fence_ack of a live node and
+ * enable_fencing = 0 carry anyway (README, What fencing protects;
+ * dlmctl.8 fence_ack); forgiving adds the storage-fencing case, where a
+ * node so fenced must not merge back with its old dlmd (reboot it, as
+ * the unfencing of fence_scsi expects).
  *
  * LOST FRAMES.  lowcomms delivers engine messages in order and exactly
  * once while both nodes keep each other; a peer resuming past what we got
@@ -1886,23 +1905,37 @@ static void send_failed(struct dlmd_cluster *cs, struct cs_lsent *le)
 			le->le_name);
 }
 
-/* At the start of a sync: every lockspace's unfenced failures. */
+/*
+ * At the start of a sync: every lockspace's unfenced failures, and a
+ * record without failures (count 0: its last event) of every other
+ * lockspace we hold an instance of.  forgive_split needs a record of
+ * each lockspace X failed out of from every member, X too, and every
+ * daemon records X's failure in each lockspace X is in, also in those
+ * where X itself lost nobody (X alone in one, as lvmlockd's per-VG
+ * lockspaces often leave it): without X's record there, nobody was
+ * forgiven.  Volume: one small message per lockspace held per sync,
+ * the order of the STARTs a merge's changes cost anyway.
+ */
 static void send_failed_all(struct dlmd_cluster *cs)
 {
-	unsigned int n = 0;
+	unsigned int n = 0, nnone = 0;
 
 	for (unsigned int b = 0; b < LS_HASH; b++) {
 		for (struct cs_lsent *le = cs->cs_ls[b]; le; le = le->le_next) {
 			le_drop_fenced(cs, le);
-			if (!le->le_nfailed)
+			if (!le->le_nfailed && !le->le_cl)
 				continue;
 			send_failed(cs, le);
-			n++;
+			if (le->le_nfailed)
+				n++;
+			else
+				nnone++;
 		}
 	}
-	if (n)
+	if (n || nnone)
 		log_info("daemon group: sent the unfenced failures of %u "
-			 "lockspace%s", n, n == 1 ? "" : "s");
+			 "lockspace%s (and %u record%s of none)", n,
+			 n == 1 ? "" : "s", nnone, nnone == 1 ? "" : "s");
 }
 
 /* ---- the lockspace protocol on the derived changes ----------------- */

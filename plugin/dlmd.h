@@ -925,12 +925,27 @@ void dlmd_fence_member_left(struct dlmd *d, uint32_t id);
 #define DLMD_FENCE_MARK_FENCING	1	/* a claim or result for it was
 					 * delivered since the failure, or
 					 * one of ours is on its way, or a
-					 * fencing of it runs here */
+					 * fencing of it runs here (our
+					 * command, or pacemaker's fencer) */
 #define DLMD_FENCE_MARK_FIRM	2	/* not a node-down seen from a
 					 * minority side (a dlmd failure, a
 					 * majority's, an even split's,
 					 * removed, restarted) */
 unsigned int dlmd_fence_marks(const struct dlmd *d, uint32_t nodeid);
+/* What fence.c knows of a pending failure, for dlmd_fence_marks_of()
+ * (fence-policy.c: the mapping alone, tests/test-fence.c). */
+struct dlmd_fence_pending {
+	bool	fp_seen;	/* a claim or result delivered since it */
+	bool	fp_claim_sent;	/* our FENCE_CLAIM is on its way */
+	bool	fp_running;	/* our fence command runs */
+	bool	fp_pcmk_asked;	/* we asked pacemaker's fencer */
+	bool	fp_pcmk_pending; /* the fencer has an operation on it */
+	bool	fp_claimed;	/* a claim holds, or one was accepted since */
+	bool	fp_in_view_ok;	/* DAEMON, MAJORITY, REMOVED or RESTARTED */
+	bool	fp_daemon;	/* its dlmd died (DLMD_FAIL_DAEMON) */
+	bool	fp_even_loser;	/* DLMD_FAIL_EVEN_LOSER */
+};
+unsigned int dlmd_fence_marks_of(const struct dlmd_fence_pending *p);
 /* Every member agreed (cluster.c, FORGIVING A SPLIT) that nobody acted on
  * the node's pending failure and that it is back as the same process:
  * the failure is dropped unfenced, logged with 'why', counted (status

@@ -96,6 +96,28 @@ bool dlmd_fence_pcmk_counts(int64_t failed_s, bool done, int64_t completed_s)
 	return done && failed_s > 0 && completed_s >= failed_s;
 }
 
+/*
+ * The marks of a pending failure (cluster.c, FORGIVING A SPLIT): FENCING
+ * when anything may be about to kill the node, here or elsewhere;
+ * FIRM when the failure is not a node-down seen from a minority side.
+ * A fencing pacemaker's fencer has under way (in its history, not done)
+ * is FENCING though dlmd neither asked for it nor claimed it (dlmd
+ * claims nothing for a node-down failure with that method): forgiven,
+ * the node would then be killed, and that fencing, older than its next
+ * failure, would never count for it (dlmd_fence_pcmk_counts): a stall.
+ */
+unsigned int dlmd_fence_marks_of(const struct dlmd_fence_pending *p)
+{
+	unsigned int m = 0;
+
+	if (p->fp_seen || p->fp_claim_sent || p->fp_running ||
+	    p->fp_pcmk_asked || p->fp_pcmk_pending || p->fp_claimed)
+		m |= DLMD_FENCE_MARK_FENCING;
+	if (p->fp_in_view_ok || p->fp_daemon || p->fp_even_loser)
+		m |= DLMD_FENCE_MARK_FIRM;
+	return m;
+}
+
 bool dlmd_fence_turn_claim(struct dlmd_fence_turn *t, uint32_t from)
 {
 	if (t->ft_claimer && t->ft_claimer != from)

@@ -220,7 +220,8 @@
  * stops it (as fence_ack does), so its next failure is a new one.  What
  * cluster.c's FAILED records need to know of a pending failure is
  * dlmd_fence_marks(): FENCING (a claim or result for it was delivered
- * since the failure, our claim is on its way, or our command runs) and
+ * since the failure, our claim is on its way, our command runs, or
+ * pacemaker's fencer has a fencing of it under way) and
  * FIRM (a dlmd failure, one seen from a majority or the tie-breaker half,
  * the other half of an even split, a removal, a restart).
  *
@@ -1239,7 +1240,11 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 		}
 		return;
 	}
-	fn->fn_failed_at = now ? now : 1;
+	/* strictly after the fencing (or forgiving) of its last failure,
+	 * or this new one counted as fenced already: a forgiven node failing
+	 * again in the same millisecond (the confchg right after the sync's
+	 * end, in one dispatch) was never fenced */
+	fn->fn_failed_at = now > fn->fn_fenced_at ? now : fn->fn_fenced_at + 1;
 	fn->fn_failed_wall = (int64_t)time(NULL);
 	d->d_metrics.m_fence_waits++;
 	fn->fn_attempts = 0;
@@ -1425,20 +1430,26 @@ unsigned int dlmd_fence_marks(const struct dlmd *d, uint32_t nodeid)
 {
 	const struct dlmd_fence *fe = d->d_fence;
 	const struct fence_node *fn = NULL;
-	unsigned int m = 0;
+	struct dlmd_fence_pending p;
 
 	for (unsigned int i = 0; fe && i < fe->fe_nnodes; i++)
 		if (fe->fe_nodes[i].fn_nodeid == nodeid)
 			fn = &fe->fe_nodes[i];
 	if (!fn || is_fenced(fn))
 		return 0;
-	if (fn->fn_fencing_seen || fn->fn_claim_sent || fn->fn_pid ||
-	    fn->fn_pcmk_asked || fn->fn_turn.ft_claimer ||
-	    fn->fn_claims > fn->fn_failed_claims)
-		m |= DLMD_FENCE_MARK_FENCING;
-	if (fn->fn_in_view_ok || fn->fn_daemon || fn->fn_not_before)
-		m |= DLMD_FENCE_MARK_FIRM;
-	return m;
+	p = (struct dlmd_fence_pending){
+		.fp_seen = fn->fn_fencing_seen,
+		.fp_claim_sent = fn->fn_claim_sent,
+		.fp_running = fn->fn_pid != 0,
+		.fp_pcmk_asked = fn->fn_pcmk_asked,
+		.fp_pcmk_pending = fn->fn_pcmk_pending,
+		.fp_claimed = fn->fn_turn.ft_claimer ||
+			      fn->fn_claims > fn->fn_failed_claims,
+		.fp_in_view_ok = fn->fn_in_view_ok,
+		.fp_daemon = fn->fn_daemon,
+		.fp_even_loser = fn->fn_not_before != 0,
+	};
+	return dlmd_fence_marks_of(&p);
 }
 
 bool dlmd_fence_forgive(struct dlmd *d, uint32_t nodeid, const char *why)

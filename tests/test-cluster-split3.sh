@@ -14,7 +14,10 @@
 # the split were kept by lowcomms and resent); when two merge first, they
 # hold a majority, forgive each other and fence the third.  Either way
 # the checker finds no two holders and no lost update, and the lockspace
-# runs on every node not fenced.
+# runs on every node not fenced.  Node 1 also holds a lockspace of its
+# own, "lone" (as lvmlockd's per-VG lockspaces often leave a node): the
+# others record node 1's failure out of it too, and until node 1 sent a
+# record of it without failures nobody was forgiven (review, split3fix).
 # The cluster is always torn down (trap); logs are kept on failure.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -44,6 +47,7 @@ forgiven() { # K: node K's status fence_forgiven
 }
 
 up_cluster 3
+on 1 "$DLMCTL" join lone >/dev/null || fail "node 1 cannot join lockspace lone"
 workload "$WORK_MS" 1 2 3
 poll "$WAIT_S" workload_busy || fail "the workload did not start"
 
@@ -119,6 +123,14 @@ for k in $live; do
 	grep -q "is forgiven" "$dir/n$k/dlmd.out" ||
 		fail "node $k does not say what it forgave"
 done
+lone_runs() { # node 1's own lockspace runs, node 1 its only member
+	on 1 "$DLMCTL" ls 2>/dev/null | grep -A1 "^name lone " |
+		grep -q "state running members 1 "
+}
+case " $live " in
+*" 1 "*) poll "$WAIT_S" lone_runs ||
+		fail "node 1's lockspace lone does not run again" ;;
+esac
 say "   node 1: $(grep -c 'is forgiven' "$dir/n1/dlmd.out") lines on what was forgiven"
 [ $rc -eq 0 ] && echo PASS
 exit $rc

@@ -1175,6 +1175,7 @@ static void test_own_old_join_syncing(void **state)
 	ls_create(0, "L");	/* JOIN2 */
 	deliver_from(1);	/* A's ANNOUNCE (sent before JOIN1) */
 	deliver_from(1);	/* JOIN1 */
+	deliver_from(2);	/* B's record of L (no failures) */
 	deliver_from(2);	/* B's ANNOUNCE */
 	deliver_from(3);	/* N's ANNOUNCE: the sync ends, JOIN1 in */
 	assert_false(sim[0].d.d_cluster->cs_syncing);
@@ -2989,6 +2990,47 @@ static void test_split3_daemon_failure(void **state)
 	assert_int_equal(sim[1].forgiven[1], 1);
 }
 
+/* The three-way split, but node 1 also has a lockspace M of its own
+ * (no other member).  Nodes 2 and 3 record node 1's failure out of M;
+ * node 1 lost nobody in M and sent no record of it, so nobody was
+ * forgiven and L stayed stopped (review, split3fix): each daemon now
+ * sends a record without failures of every lockspace it holds. */
+static void test_split3_lone_ls(void **state)
+{
+	const int all[3] = { 0, 1, 2 };
+
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 3;
+		sim[i].d.d_cluster->cs_nqview = 3;
+	}
+	for (int i = 0; i < 3; i++)
+		ls_create(i, "L");
+	ls_create(0, "M");
+	settle();
+	for (int i = 0; i < 3; i++) {
+		int others[2], no = 0;
+
+		for (int k = 0; k < 3; k++)
+			if (k != i)
+				others[no++] = k;
+		confchg_side(i, &all[i], 1, others, 2, false);
+		set_quorate(i, false);
+		side_of[i] = i;
+	}
+	settle_sides();
+	split3_rejoin();
+	for (int i = 0; i < 3; i++) {
+		if (!ls_running(i, "L"))
+			print_message("PROBE node %d: L not running; forgiven %u %u %u\n",
+				      i + 1, sim[i].forgiven[1], sim[i].forgiven[2],
+				      sim[i].forgiven[3]);
+		assert_true(ls_running(i, "L"));
+	}
+}
+
 /* Since the seals (SEALED MESSAGES), a merged-back dlmd was not heard at
  * all: its incarnation was retired when it left with node-down, so each
  * later message of it was dropped as "a replay" and no sync started;
@@ -3404,6 +3446,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_heard, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_split3_lone_ls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split3_claim_one_side, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_events_differ, setup,

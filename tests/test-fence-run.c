@@ -29,6 +29,10 @@
  * command marked stuck are not delivered, and it goes on running as a
  * D-state agent would, until the test kills it for real (its late
  * exit).
+ *
+ * Also the marks fence.c gives a pending failure for cluster.c's FAILED
+ * records (dlmd_fence_marks), per kind of failure, and forgiving one
+ * (dlmd_fence_forgive), with no command at all.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -592,6 +596,80 @@ static void test_command_succeeds(void **state)
 	daemon_free(d);
 }
 
+/*
+ * What fence.c's table says of a pending failure for cluster.c's FAILED
+ * records (dlmd_fence_marks: FORGIVING A SPLIT), per kind of failure, and
+ * what forgiving one does (dlmd_fence_forgive).  No fence command (the
+ * manual method): nothing starts a fencing by itself.
+ */
+static void test_marks_and_forgive(void **state)
+{
+	const unsigned int firm[] = { DLMD_FAIL_DAEMON, DLMD_FAIL_MAJORITY,
+				      DLMD_FAIL_REMOVED, DLMD_FAIL_EVEN_LOSER };
+	struct dlmd *d;
+	char why[128];
+
+	(void)state;
+	d = daemon_with("", false);
+	/* none pending: no marks, nothing to forgive */
+	assert_int_equal(dlmd_fence_marks(d, VICTIM), 0);
+	assert_false(dlmd_fence_forgive(d, VICTIM, "test"));
+	/* a node-down seen from a minority: neither mark */
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	assert_int_equal(dlmd_fence_marks(d, VICTIM), 0);
+	/* every other kind: FIRM, not FENCING */
+	for (unsigned int i = 0; i < sizeof(firm) / sizeof(firm[0]); i++) {
+		dlmd_fence_node_failed(d, 10 + i, firm[i]);
+		assert_int_equal(dlmd_fence_marks(d, 10 + i),
+				 DLMD_FENCE_MARK_FIRM);
+	}
+	/* a pending node-down whose dlmd then joins afresh: FIRM */
+	dlmd_fence_node_failed(d, 20, DLMD_FAIL_NODE);
+	assert_int_equal(dlmd_fence_marks(d, 20), 0);
+	dlmd_fence_node_failed(d, 20, DLMD_FAIL_RESTARTED);
+	assert_int_equal(dlmd_fence_marks(d, 20), DLMD_FENCE_MARK_FIRM);
+	/* another member's claim delivered since the failure: FENCING */
+	dlmd_fence_node_failed(d, 21, DLMD_FAIL_NODE);
+	dlmd_fence_claim_delivered(d, 3, 21);
+	assert_int_equal(dlmd_fence_marks(d, 21), DLMD_FENCE_MARK_FENCING);
+	/* fenced (fence_ack): no marks, nothing to forgive */
+	dlmd_fence_node_failed(d, 22, DLMD_FAIL_NODE);
+	assert_int_equal(dlmd_fence_ack(d, 22, why, sizeof(why)), 0);
+	assert_int_equal(dlmd_fence_marks(d, 22), 0);
+	assert_false(dlmd_fence_forgive(d, 22, "test"));
+
+	/* forgiven: done, as by no method that stops it, counted once */
+	assert_true(dlmd_fence_forgive(d, VICTIM, "test"));
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	assert_false(dlmd_fence_killed(d, VICTIM));
+	assert_int_equal(dlmd_fence_marks(d, VICTIM), 0);
+	assert_int_equal(d->d_nfence_forgiven, 1);
+	assert_false(dlmd_fence_forgive(d, VICTIM, "test"));
+	assert_int_equal(d->d_nfence_forgiven, 1);
+	assert_int_equal(count_logged("warning ", "is NOT fenced"), 1);
+	/* its next failure is a new one, to be fenced, also in the same
+	 * millisecond as the forgiving (as here, mostly: it counted as
+	 * fenced before fence.c's node_failed kept them apart) */
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	assert_int_equal(dlmd_fence_marks(d, VICTIM), 0);
+	daemon_free(d);
+}
+
+/* A fence command running for a node-down failure: FENCING. */
+static void test_marks_command_runs(void **state)
+{
+	struct dlmd *d;
+
+	(void)state;
+	d = daemon_with("exec sleep 60", false);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	assert_int_equal(nspawned, 1);
+	assert_int_equal(dlmd_fence_marks(d, VICTIM), DLMD_FENCE_MARK_FENCING);
+	daemon_free(d);		/* ends the command (its process group) */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -602,6 +680,8 @@ int main(void)
 		cmocka_unit_test(test_command_times_out),
 		cmocka_unit_test_teardown(test_command_stuck, unstick_teardown),
 		cmocka_unit_test_teardown(test_stuck_limit, unstick_teardown),
+		cmocka_unit_test(test_marks_and_forgive),
+		cmocka_unit_test(test_marks_command_runs),
 	};
 
 	struct dlmd_config cf;

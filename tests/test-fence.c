@@ -92,6 +92,46 @@ static void test_pacemaker_result_counts(void **state)
 	assert_false(dlmd_fence_pcmk_counts(0, true, failed));
 }
 
+/*
+ * The marks a FAILED record carries of a pending failure (cluster.c,
+ * FORGIVING A SPLIT): a node-down seen from a minority, nothing begun,
+ * is neither; each kind of fencing begun is FENCING; each failure kind
+ * other than a minority's node-down is FIRM.  With the pacemaker method
+ * dlmd sends no claim for a node-down failure: a fencing pacemaker has
+ * scheduled (pending in its history) must be FENCING too, or the node is
+ * forgiven, then killed, and that fencing predates its next failure so
+ * it never counts for it (review, split3fix item 3).
+ */
+static void test_marks_of(void **state)
+{
+	struct dlmd_fence_pending p;
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(dlmd_fence_marks_of(&p), 0);
+#define ONE(field, mark) do {						\
+		memset(&p, 0, sizeof(p));				\
+		p.field = true;						\
+		assert_int_equal(dlmd_fence_marks_of(&p), mark);	\
+	} while (0)
+	ONE(fp_seen, DLMD_FENCE_MARK_FENCING);
+	ONE(fp_claim_sent, DLMD_FENCE_MARK_FENCING);
+	ONE(fp_running, DLMD_FENCE_MARK_FENCING);
+	ONE(fp_pcmk_asked, DLMD_FENCE_MARK_FENCING);
+	ONE(fp_pcmk_pending, DLMD_FENCE_MARK_FENCING);
+	ONE(fp_claimed, DLMD_FENCE_MARK_FENCING);
+	ONE(fp_in_view_ok, DLMD_FENCE_MARK_FIRM);
+	ONE(fp_daemon, DLMD_FENCE_MARK_FIRM);
+	ONE(fp_even_loser, DLMD_FENCE_MARK_FIRM);
+#undef ONE
+	/* both at once */
+	memset(&p, 0, sizeof(p));
+	p.fp_pcmk_pending = true;
+	p.fp_daemon = true;
+	assert_int_equal(dlmd_fence_marks_of(&p),
+			 DLMD_FENCE_MARK_FENCING | DLMD_FENCE_MARK_FIRM);
+}
+
 /* Load a dlm.conf holding 'text'; the load's return value. */
 static int load(const char *text, struct dlmd_config *cf)
 {
@@ -381,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_auto),
 		cmocka_unit_test(test_yes_and_no),
 		cmocka_unit_test(test_pacemaker_result_counts),
+		cmocka_unit_test(test_marks_of),
 		cmocka_unit_test(test_config_key),
 		cmocka_unit_test(test_method_names),
 		cmocka_unit_test(test_turn_lowest_first),
