@@ -3142,39 +3142,62 @@ static void test_split_majority_merge(void **state)
 	}
 }
 
-/* REVIEW: two real dlmds of node 3 start close together (slot 2 first,
- * slot 3 just after); slot 2's first messages reach corosync late (load,
- * TRY_AGAIN): the others' vouch, which cannot list slot 2 yet, is
- * delivered to slot 3 before slot 2's first message. */
-static void test_rev_dup_race(void **state)
-{
-	static struct sim_msg held[64];
-	unsigned int nheld = 0;
-	uint32_t p2;
+/* The start of the races of two dlmds of node 3 (slots 'slow' and
+ * 'quick'): nodes 1 and 2 run L; slot 'slow' joins, then slot 'quick';
+ * every message of 'slow' is held back (race_held) until the rest has
+ * settled.  Returns how many were held; dup_race_release() queues them
+ * again (not delivered). */
+static struct sim_msg race_held[64];
+static unsigned int race_nheld;
 
+static unsigned int dup_race_start(int slow, int quick)
+{
+	uint32_t ps;
+
+	race_nheld = 0;
 	sim_start(0);
 	sim_start(1);
 	settle();
 	ls_create(0, "L");
 	ls_create(1, "L");
 	settle();
-	node_init(2, 3);
-	p2 = sim[2].pid;
-	confchg(NULL, 0, &(struct cpg_address){ 3, p2, CPG_REASON_JOIN }, 1);
-	node_init(3, 3);
-	confchg(NULL, 0, &(struct cpg_address){ 3, sim[3].pid, CPG_REASON_JOIN }, 1);
+	node_init(slow, 3);
+	ps = sim[slow].pid;
+	confchg(NULL, 0, &(struct cpg_address){ 3, ps, CPG_REASON_JOIN }, 1);
+	node_init(quick, 3);
+	confchg(NULL, 0, &(struct cpg_address){ 3, sim[quick].pid,
+						CPG_REASON_JOIN }, 1);
 	for (int n = 0; n < 10000 && nmsgs; n++) {
-		if (msgs[0].pid == p2) {
-			assert_true(nheld < 64);
-			held[nheld++] = msgs[0];
+		if (msgs[0].pid == ps) {
+			assert_true(race_nheld < 64);
+			race_held[race_nheld++] = msgs[0];
 			memmove(&msgs[0], &msgs[1], (nmsgs - 1) * sizeof(msgs[0]));
 			nmsgs--;
 			continue;
 		}
 		deliver_one();
 	}
-	for (unsigned int k = 0; k < nheld; k++)
-		msgs[nmsgs++] = held[k];
+	return race_nheld;
+}
+
+static void dup_race_release(void)
+{
+	for (unsigned int k = 0; k < race_nheld; k++)
+		msgs[nmsgs++] = race_held[k];
+	race_nheld = 0;
+}
+
+/* REVIEW: two real dlmds of node 3 start close together (slot 2 first,
+ * slot 3 just after); slot 2's first messages reach corosync late (load,
+ * TRY_AGAIN): the others' vouch, which cannot list slot 2 yet, is
+ * delivered to slot 3 before slot 2's first message. */
+static void test_rev_dup_race(void **state)
+{
+	uint32_t p2;
+
+	dup_race_start(2, 3);
+	p2 = sim[2].pid;
+	dup_race_release();
 	settle();
 	ls_create(3, "L");
 	settle();
@@ -3209,35 +3232,12 @@ static void test_rev_dup_race(void **state)
  * the fix neither stopped and the group stayed syncing.) */
 static void test_dup_race_runs(void **state)
 {
-	static struct sim_msg held[64];
-	unsigned int nheld = 0;
 	uint32_t p3;
 
-	sim_start(0);
-	sim_start(1);
-	settle();
-	ls_create(0, "L");
-	ls_create(1, "L");
-	settle();
-	node_init(3, 3);
+	assert_true(dup_race_start(3, 2) > 0);
 	p3 = sim[3].pid;
-	confchg(NULL, 0, &(struct cpg_address){ 3, p3, CPG_REASON_JOIN }, 1);
-	node_init(2, 3);
-	confchg(NULL, 0, &(struct cpg_address){ 3, sim[2].pid, CPG_REASON_JOIN }, 1);
-	for (int n = 0; n < 10000 && nmsgs; n++) {
-		if (msgs[0].pid == p3) {
-			assert_true(nheld < 64);
-			held[nheld++] = msgs[0];
-			memmove(&msgs[0], &msgs[1], (nmsgs - 1) * sizeof(msgs[0]));
-			nmsgs--;
-			continue;
-		}
-		deliver_one();
-	}
-	assert_true(nheld > 0);
 	assert_true(logged(2, "is no dlmd: we stay"));
-	for (unsigned int k = 0; k < nheld; k++)
-		msgs[nmsgs++] = held[k];
+	dup_race_release();
 	settle();
 	assert_true(sim[3].d.d_cluster->cs_dup_stop);
 	assert_int_equal(sim[3].d.d_exit_code, 1);
