@@ -770,6 +770,29 @@ static void test_remote_tossed_request(void **state)
 
 #define NREMOTE	200
 
+/* Node 'node' try-locks (EX, NOQUEUE) every one of names, while node 1
+ * holds each folded: how many it was granted (0 unless two masters);
+ * the ASTs are all node's (c->nasts 0 before). */
+static int trylock_all(struct cluster *c, uint32_t node,
+		       char names[][16], enum dlm_core_fault fault)
+{
+	int k, granted = 0;
+
+	for (k = 0; k < NREMOTE; k++)
+		lock_on(c, node, node, names[k], DLM_LOCK_EX, DLM_LKF_NOQUEUE,
+			0, NULL);
+	drain(c);
+	for (k = 0; k < c->nasts; k++) {
+		assert_int_equal(c->asts[k].node, node);
+		if (c->asts[k].a.status == 0)
+			granted++;
+	}
+	assert_int_equal(c->nasts, NREMOTE);
+	if (!fault)
+		assert_verified(c);
+	return granted;
+}
+
 /* A death moves the directory of the names the dead node directed: node
  * 1's lone locks folded on them stay folded (none unfolds) and are
  * registered with their new directory node (node 2, or node 1 itself,
@@ -794,19 +817,7 @@ static void remote_death(enum dlm_core_fault fault, int *granted)
 	assert_int_equal(nsolos(c, 1), NREMOTE);
 	assert_int_equal(stats(c, 1).ls_unfolds_rec, 0);
 	assert_int_equal(c->ls[1]->ls_rsbtbl.ht_count, 0);
-	for (k = 0; k < NREMOTE; k++)
-		lock_on(c, 2, 2, names[k], DLM_LOCK_EX, DLM_LKF_NOQUEUE, 0,
-			NULL);
-	drain(c);
-	*granted = 0;
-	for (k = 0; k < c->nasts; k++) {
-		assert_int_equal(c->asts[k].node, 2);
-		if (c->asts[k].a.status == 0)
-			(*granted)++;
-	}
-	assert_int_equal(c->nasts, NREMOTE);
-	if (!fault)
-		assert_verified(c);
+	*granted = trylock_all(c, 2, names, fault);
 	cluster_free(c);
 }
 
@@ -845,19 +856,7 @@ static void remote_join(enum dlm_core_fault fault, int *granted)
 	recover_all(c, 3);
 	assert_int_equal(nsolos(c, 1), NREMOTE);
 	assert_int_equal(stats(c, 1).ls_unfolds_rec, 0);
-	for (k = 0; k < NREMOTE; k++)
-		lock_on(c, 3, 3, names[k], DLM_LOCK_EX, DLM_LKF_NOQUEUE, 0,
-			NULL);
-	drain(c);
-	*granted = 0;
-	for (k = 0; k < c->nasts; k++) {
-		assert_int_equal(c->asts[k].node, 3);
-		if (c->asts[k].a.status == 0)
-			(*granted)++;
-	}
-	assert_int_equal(c->nasts, NREMOTE);
-	if (!fault)
-		assert_verified(c);
+	*granted = trylock_all(c, 3, names, fault);
 	cluster_free(c);
 }
 
