@@ -582,6 +582,17 @@ static void test_shared_fold_remaster_counts(void **state)
  * node wherever that moves, unfolding none.
  */
 
+/* Node 'node' (its own client) try-locks name EX with NOQUEUE: refused
+ * (-EAGAIN: another node's lock, one master). */
+static void refused_ex(struct cluster *c, int node, const char *name)
+{
+	assert_int_equal(try_lock(c, node, node, name, DLM_LOCK_EX,
+				  DLM_LKF_NOQUEUE), 0);
+	drain(c);
+	assert_int_equal(c->asts[c->nasts - 1].node, node);
+	assert_int_equal(c->asts[c->nasts - 1].a.status, -EAGAIN);
+}
+
 static int has_record(struct cluster *c, int node, const char *name)
 {
 	unsigned char key[32];
@@ -699,11 +710,7 @@ static void test_remote_toss_expire_removes(void **state)
 	drain(c);
 	assert_status(c, 2, b, 0);
 	assert_int_equal(nsolos(c, 2), 1);
-	assert_int_equal(try_lock(c, 1, 1, theirs, DLM_LOCK_EX,
-				  DLM_LKF_NOQUEUE), 0);
-	drain(c);
-	assert_int_equal(c->asts[c->nasts - 1].node, 1);
-	assert_int_equal(c->asts[c->nasts - 1].a.status, -EAGAIN);
+	refused_ex(c, 1, theirs);
 	assert_verified(c);
 	cluster_free(c);
 }
@@ -735,11 +742,7 @@ static void test_remote_remove_lookup_race(void **state)
 	assert_int_equal(c->ls[1]->ls_rsbtbl.ht_count, 0);
 	assert_true(has_record(c, 3, name));
 	/* node 1 again: node 2 masters it now */
-	assert_int_equal(try_lock(c, 1, 1, name, DLM_LOCK_EX,
-				  DLM_LKF_NOQUEUE), 0);
-	drain(c);
-	assert_int_equal(c->asts[c->nasts - 1].node, 1);
-	assert_int_equal(c->asts[c->nasts - 1].a.status, -EAGAIN);
+	refused_ex(c, 1, name);
 	assert_verified(c);
 	cluster_free(c);
 }
@@ -905,11 +908,7 @@ static void test_remote_unfold_while_recovering(void **state)
 	drain(c);
 	finish_all(c, 3);
 	c->nasts = 0;
-	assert_int_equal(try_lock(c, 3, 3, names[moved], DLM_LOCK_EX,
-				  DLM_LKF_NOQUEUE), 0);
-	drain(c);
-	assert_int_equal(c->asts[c->nasts - 1].node, 3);
-	assert_int_equal(c->asts[c->nasts - 1].a.status, -EAGAIN);
+	refused_ex(c, 3, names[moved]);
 	assert_verified(c);
 	cluster_free(c);
 }
