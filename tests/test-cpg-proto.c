@@ -2739,13 +2739,29 @@ static void set_quorate(int i, bool q)
  * splits into three one-node rings (quorum lost on each), which merge
  * back (quorum regained); no dlmd stopped.
  */
+/* The three-way split: each node alone, quorum lost, settled. */
+static void split3_cut(void)
+{
+	const int all[3] = { 0, 1, 2 };
+
+	for (int i = 0; i < 3; i++) {
+		int others[2], no = 0;
+
+		for (int k = 0; k < 3; k++)
+			if (k != i)
+				others[no++] = k;
+		confchg_side(i, &all[i], 1, others, 2, false);
+		set_quorate(i, false);
+		side_of[i] = i;
+	}
+	settle_sides();
+}
+
 static unsigned char split3_old[CM_WIRE_MAX_LEN];	/* node 2's JOIN of L */
 static size_t split3_old_len;
 
 static void split3_apart(void)
 {
-	const int all[3] = { 0, 1, 2 };
-
 	for (int i = 0; i < 3; i++)
 		sim_start(i);
 	settle();
@@ -2766,17 +2782,7 @@ static void split3_apart(void)
 		assert_true(ls_running(i, "L"));
 
 	/* the split: each node alone, quorum lost */
-	for (int i = 0; i < 3; i++) {
-		int others[2], no = 0;
-
-		for (int k = 0; k < 3; k++)
-			if (k != i)
-				others[no++] = k;
-		confchg_side(i, &all[i], 1, others, 2, false);
-		set_quorate(i, false);
-		side_of[i] = i;
-	}
-	settle_sides();
+	split3_cut();
 	for (int i = 0; i < 3; i++) {
 		assert_false(ls_running(i, "L"));
 		for (int k = 0; k < 3; k++) {
@@ -2997,8 +3003,6 @@ static void test_split3_daemon_failure(void **state)
  * sends a record without failures of every lockspace it holds. */
 static void test_split3_lone_ls(void **state)
 {
-	const int all[3] = { 0, 1, 2 };
-
 	for (int i = 0; i < 3; i++)
 		sim_start(i);
 	settle();
@@ -3010,17 +3014,7 @@ static void test_split3_lone_ls(void **state)
 		ls_create(i, "L");
 	ls_create(0, "M");
 	settle();
-	for (int i = 0; i < 3; i++) {
-		int others[2], no = 0;
-
-		for (int k = 0; k < 3; k++)
-			if (k != i)
-				others[no++] = k;
-		confchg_side(i, &all[i], 1, others, 2, false);
-		set_quorate(i, false);
-		side_of[i] = i;
-	}
-	settle_sides();
+	split3_cut();
 	split3_rejoin();
 	for (int i = 0; i < 3; i++) {
 		if (!ls_running(i, "L"))
