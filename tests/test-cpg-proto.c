@@ -2733,14 +2733,9 @@ static void set_quorate(int i, bool q)
 	run_jobs();
 }
 
-/*
- * The probe's stall (tests/test-cluster-lossy.sh, LOSSY_LOSS_A=20
- * LOSSY_LOSS_C=50 LOSSY_RATE=64kbit): three nodes run L; the cluster
- * splits into three one-node rings (quorum lost on each), which merge
- * back (quorum regained); no dlmd stopped.
- */
-/* The three-way split: each node alone, quorum lost, settled. */
-static void split3_cut(void)
+/* Each of the three nodes gets its confchg: alone with the other two
+ * gone node-down (the split), or with them back node-up (the merge). */
+static void split3_each(bool merge)
 {
 	const int all[3] = { 0, 1, 2 };
 
@@ -2750,13 +2745,42 @@ static void split3_cut(void)
 		for (int k = 0; k < 3; k++)
 			if (k != i)
 				others[no++] = k;
-		confchg_side(i, &all[i], 1, others, 2, false);
-		set_quorate(i, false);
-		side_of[i] = i;
+		if (merge) {
+			confchg_side(i, all, 3, others, 2, true);
+		} else {
+			confchg_side(i, &all[i], 1, others, 2, false);
+			set_quorate(i, false);
+			side_of[i] = i;
+		}
 	}
+}
+
+/* The three-way split: each node alone, quorum lost, settled. */
+static void split3_cut(void)
+{
+	split3_each(false);
 	settle_sides();
 }
 
+/* The merge: every node sees the other two come back (node-up). */
+static void split3_rejoin(void)
+{
+	split3_each(true);
+	for (int i = 0; i < 3; i++)
+		set_quorate(i, true);
+	settle();
+	for (int r = 0; r < 8; r++) {
+		fire_restarts();
+		settle();
+	}
+}
+
+/*
+ * The probe's stall (tests/test-cluster-lossy.sh, LOSSY_LOSS_A=20
+ * LOSSY_LOSS_C=50 LOSSY_RATE=64kbit): three nodes run L; the cluster
+ * splits into three one-node rings (quorum lost on each), which merge
+ * back (quorum regained); no dlmd stopped.
+ */
 static unsigned char split3_old[CM_WIRE_MAX_LEN];	/* node 2's JOIN of L */
 static size_t split3_old_len;
 
@@ -2792,28 +2816,6 @@ static void split3_apart(void)
 			/* seen from a minority: no majority mark */
 			assert_false(sim[i].fail_how[k + 1] & DLMD_FAIL_MAJORITY);
 		}
-	}
-}
-
-/* The merge: every node sees the other two come back (node-up). */
-static void split3_rejoin(void)
-{
-	const int all[3] = { 0, 1, 2 };
-
-	for (int i = 0; i < 3; i++) {
-		int others[2], no = 0;
-
-		for (int k = 0; k < 3; k++)
-			if (k != i)
-				others[no++] = k;
-		confchg_side(i, all, 3, others, 2, true);
-	}
-	for (int i = 0; i < 3; i++)
-		set_quorate(i, true);
-	settle();
-	for (int r = 0; r < 8; r++) {
-		fire_restarts();
-		settle();
 	}
 }
 
