@@ -116,8 +116,10 @@ wait_ls 3 "wait fencing node [12]" "node 3 does not wait for fencing"
 rm -f "$dir/fence-hold"
 # the agent has finished (not only begun) before a node comes back
 wait_log "$dir/n3/dlmd.out" "fencing: node 1 is fenced" "node 1 (its dlmd died with a lockspace) was not fenced"
-restart 1
+# node 3 retries node 2 in its turn; a node 1 restarted before that ends
+# may take the turn (a loaded machine did): wait for the take-over first
 wait_log "$dir/n3/dlmd.out" "fencing: node 2 is fenced" "node 2 was not fenced"
+restart 1
 restart 2
 settled ""
 fenced_once 1 "$f1"
