@@ -21,6 +21,10 @@
  * ANNOUNCE of no lockspace for the configuration it sees (which would
  * make it a known daemon), then sends a LEAVE of LS as its node
  * (tests/test-cluster-cpg-stranger.sh); unsealed, both are dropped.
+ *
+ * With CPG_PEER_STOP=FILE in the environment it leaves as soon as FILE
+ * exists (looked for every 100 ms), before its SECONDS are up: a test
+ * that has seen what it wanted beside the peer need not wait them out.
  */
 #include <errno.h>
 #include <poll.h>
@@ -109,6 +113,7 @@ int main(int argc, char **argv)
 	unsigned int nodeid = 0;
 	uint64_t end;
 	long version, secs;
+	const char *stop;
 	bool forge;
 	size_t len;
 	cs_error_t e;
@@ -207,9 +212,12 @@ int main(int argc, char **argv)
 	fflush(stdout);
 stay:
 	end = now_ms() + (uint64_t)secs * 1000;
+	stop = getenv("CPG_PEER_STOP");
 	while (now_ms() < end) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 
+		if (stop && *stop && access(stop, F_OK) == 0)
+			break;
 		if (poll(&p, 1, 100) > 0 &&
 		    cpg_dispatch(cpg, CS_DISPATCH_ALL) != CS_OK)
 			break;

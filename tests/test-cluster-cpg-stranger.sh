@@ -39,8 +39,11 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 POLLS=600		# bounded waits: polls of 0.1 s
 LS=stranger
 NRES=2
-PEER_S=30	# it stays long beside the join below (a few seconds)
-PEER2_S=90	# the second one: beside two dlmd restarts
+# how long a stranger stays at most: long beside the join below (a few
+# seconds), or the second one beside two dlmd restarts; each leaves as
+# soon as the test has seen what it must see beside it (CPG_PEER_STOP)
+PEER_S=30
+PEER2_S=90
 
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
@@ -72,8 +75,8 @@ on 2 corosync-cmapctl -s uidgid.gid.65534 u8 1 >/dev/null ||
 mkdir -p "$dir/peer"
 cp "$top_builddir/tests/cpg-peer" "$dir/peer/cpg-peer"
 chmod 755 "$dir" "$dir/peer" "$dir/peer/cpg-peer"
-on 2 setpriv --reuid=65534 --regid=65534 --clear-groups \
-	"$dir/peer/cpg-peer" forge $PEER_S "$LS" >"$dir/cpg-peer.out" 2>&1 &
+on 2 env CPG_PEER_STOP="$dir/peer/stop-1" setpriv --reuid=65534 --regid=65534 \
+	--clear-groups "$dir/peer/cpg-peer" forge $PEER_S "$LS" >"$dir/cpg-peer.out" 2>&1 &
 peer=$!
 poll "$WAIT_S" grep -q "sent an ANNOUNCE" "$dir/cpg-peer.out" ||
 	fail "cpg-peer did not get in: $(cat "$dir/cpg-peer.out")"
@@ -99,6 +102,7 @@ for k in 1 2; do
 done
 kill -0 "$peer" 2>/dev/null || fail "the stranger left before $LS ran"
 LS=stranger
+touch "$dir/peer/stop-1"	# seen beside it: it may leave (CPG_PEER_STOP)
 wait_pid "$peer" $((PEER_S + 30)) || fail "cpg-peer failed: $(cat "$dir/cpg-peer.out")"
 
 say "== the stranger left: $LS as it was, a new lockspace runs on both"
@@ -121,8 +125,8 @@ logged_since() { # K N0 REGEX
 }
 
 say "== a second stranger on node 2 stays; node 1's dlmd starts again beside it"
-on 2 setpriv --reuid=65534 --regid=65534 --clear-groups \
-	"$dir/peer/cpg-peer" forge $PEER2_S "$LS" >"$dir/cpg-peer2.out" 2>&1 &
+on 2 env CPG_PEER_STOP="$dir/peer/stop-2" setpriv --reuid=65534 --regid=65534 \
+	--clear-groups "$dir/peer/cpg-peer" forge $PEER2_S "$LS" >"$dir/cpg-peer2.out" 2>&1 &
 peer2=$!
 poll "$WAIT_S" grep -q "sent an ANNOUNCE" "$dir/cpg-peer2.out" ||
 	fail "the second cpg-peer did not get in: $(cat "$dir/cpg-peer2.out")"
@@ -160,5 +164,6 @@ if logged_since 2 "$n0" "already has a dlmd"; then
 	fail "node 2's new dlmd took the stranger for a dlmd"
 fi
 kill -0 "$peer2" 2>/dev/null || fail "the stranger left before $LS ran"
+touch "$dir/peer/stop-2"
 wait_pid "$peer2" $((PEER2_S + 30)) ||
 	fail "the second cpg-peer failed: $(cat "$dir/cpg-peer2.out")"
