@@ -258,6 +258,15 @@ const char *lc_secret_status(void);
 unsigned long lc_secret_fallbacks(void);
 void lc_secret_on_full(void (*fn)(void *arg, const char *msg), void *arg);
 void lc_secret_burn_stack(void);
+/* The size of OpenSSL's secure heap, where the session keys go: a power of
+ * two in LC_SECRET_HEAP_MIN..LC_SECRET_HEAP_MAX, set before the first
+ * lc_new() or lc_secret_setup() (-EBUSY after, unless it is the size in
+ * use; -EINVAL out of range).  A heap too small for a connection's keys
+ * (a test's) sends them all to ordinary memory, counted and logged. */
+#define LC_SECRET_HEAP_DEFAULT	(1024 * 1024)
+#define LC_SECRET_HEAP_MIN	1024
+#define LC_SECRET_HEAP_MAX	(1024 * 1024 * 1024)
+int lc_secret_heap_size(size_t bytes);
 
 /* A context; ops and arg are kept (ops must outlive it).  NULL on
  * failure with errno set (EPROTONOSUPPORT: the SCTP asked for is not

@@ -699,6 +699,13 @@ int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 		}
 		cfg.cfg_security = LC_SEC_KEY;
 		cfg.cfg_key = key;
+		/* before lc_new sets OpenSSL up */
+		rv = lc_secret_heap_size(d->d_cfg.cf_secure_heap_size);
+		if (rv < 0)
+			log_warn("comms: secure_heap_size %u not taken (%s): "
+				 "the session keys' heap keeps its size",
+				 (unsigned)d->d_cfg.cf_secure_heap_size,
+				 strerror(-rv));
 		log_info("comms: peers must prove the cluster key (derived from "
 			 "%s); every frame is authenticated and encrypted",
 			 d->d_cfg.cf_key_file);

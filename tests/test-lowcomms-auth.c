@@ -1237,6 +1237,21 @@ static void zmm16_31_get(unsigned char *to)
 /* lc_secret_burn_stack() leaves no key in AVX-512's zmm16-31 (glibc's
  * memcpy uses them there; a signal frame would save them on the stack):
  * a pattern put in all sixteen is gone after it. */
+/* secure_heap_size: a power of two in range, and only before OpenSSL is
+ * set up (the earlier tests did that: the size in use is still taken). */
+static void test_secure_heap_size(void **state)
+{
+	(void)state;
+	lc_secret_setup();
+	assert_int_equal(lc_secret_heap_size(3000), -EINVAL);
+	assert_int_equal(lc_secret_heap_size(LC_SECRET_HEAP_MIN / 2), -EINVAL);
+	assert_int_equal(lc_secret_heap_size((size_t)LC_SECRET_HEAP_MAX * 2),
+			 -EINVAL);
+	assert_int_equal(lc_secret_heap_size(LC_SECRET_HEAP_DEFAULT), 0);
+	assert_int_equal(lc_secret_heap_size(LC_SECRET_HEAP_MIN), -EBUSY);
+	assert_non_null(strstr(lc_secret_status(), "secure heap (1024 KiB)"));
+}
+
 static void test_burn_clears_zmm16_31(void **state)
 {
 	(void)state;
@@ -1279,6 +1294,7 @@ int main(void)
 		cmocka_unit_test(test_records_cut_by_reads),
 		cmocka_unit_test(test_replayed_handshake),
 		cmocka_unit_test(test_burn_clears_zmm16_31),
+		cmocka_unit_test(test_secure_heap_size),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
