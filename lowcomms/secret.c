@@ -9,8 +9,10 @@
  * RLIMIT_MEMLOCK allows (never swapped out either), between guard pages:
  *
  *   - the keys dlmd holds itself (lowcomms' derived keys, the CPG seal
- *     key, a cluster key on its way from the key file to those):
- *     lc_secret_alloc(), which is libsodium's sodium_malloc().  It marks
+ *     key, a cluster key on its way from the key file to those, and the
+ *     file's bytes, read(2) straight into it by lc_key_load()):
+ *     lc_secret_alloc(), which is libsodium's sodium_malloc().  A struct
+ *     lc_config only points at the cluster key.  It marks
  *     the pages MADV_DONTDUMP, then mlocks them, and goes on if the lock
  *     fails (RLIMIT_MEMLOCK): the keys then stay out of core dumps but may
  *     be swapped out; lc_secret_status() says so, the daemon logs it, and
@@ -29,9 +31,11 @@
  *     allocation functions in both that send what is allocated between
  *     lc_secret_begin() and lc_secret_end() (in this thread) to OpenSSL's
  *     secure heap: one mapping, MADV_DONTDUMP, mlocked where it may be,
- *     guard pages (CRYPTO_secure_malloc_init); every other allocation goes
- *     to malloc() as before.  A secure heap that is full falls back to
- *     malloc() (counted in the status).  A program that had OpenSSL
+ *     guard pages (CRYPTO_secure_malloc_init; 1 MiB unless
+ *     lc_secret_heap_size(), dlm.conf secure_heap_size, said otherwise);
+ *     every other allocation goes to malloc() as before.  A secure heap
+ *     that is full falls back to malloc() (counted in the status, said
+ *     once; tests/test-cluster-keys.sh fills a running dlmd's).  A program that had OpenSSL
  *     allocate before (so OpenSSL refuses new functions), or that set
  *     libgcrypt up itself, keeps its session keys in ordinary memory, and
  *     the status says that too.
