@@ -396,6 +396,7 @@ static void ep_start(struct ep *e, uint32_t id, enum lc_transport_kind kind)
 {
 	static const char material[] = "bench-lowcomms: not a secret key, "
 				       "only for measuring the cost";
+	static unsigned char key[LC_KEY_LEN];
 	struct lc_config cfg;
 
 	memset(e, 0, sizeof(*e));
@@ -412,8 +413,9 @@ static void ep_start(struct ep *e, uint32_t id, enum lc_transport_kind kind)
 	cfg.cfg_naddrs = 1;
 	cfg.cfg_security = bench_security;
 	if (bench_security == LC_SEC_KEY &&
-	    lc_key_derive(material, sizeof(material), cfg.cfg_key) < 0)
+	    lc_key_derive(material, sizeof(material), key) < 0)
 		die("key");
+	cfg.cfg_key = key;
 	e->ep_lc = lc_new(&cfg, &bench_ops, e);
 	if (!e->ep_lc || lc_listen(e->ep_lc) < 0)
 		die("lowcomms start");

@@ -195,20 +195,39 @@ int lc_key_derive(const void *material, size_t len,
 	return 0;
 }
 
+/* The key file's bytes are read (read(2), no stdio buffer) into secret
+ * memory (lowcomms/secret.c), not a stack buffer: they are the cluster's
+ * secret as much as the key made of them.  Opened without blocking: a
+ * FIFO (or a device) named as the key file is refused by the checks
+ * below instead of blocking the daemon's start in open() until someone
+ * writes to it. */
 int lc_key_load(const char *path, unsigned char key[LC_KEY_LEN], char *why,
 		size_t whylen)
 {
-	unsigned char buf[LC_KEYFILE_MAX + 1];
+	const size_t cap = LC_KEYFILE_MAX + 1;
+	unsigned char *buf;
 	struct stat st;
 	ssize_t got;
 	size_t len = 0;
 	int fd, rv;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY |
+			O_NONBLOCK);
 	if (fd < 0) {
 		rv = -errno;
-		snprintf(why, whylen, "cannot open key file %s: %s", path,
-			 strerror(errno));
+		if (errno == ELOOP)
+			snprintf(why, whylen, "key file %s is a symbolic link "
+				 "(not followed: name the file itself)", path);
+		else
+			snprintf(why, whylen, "cannot open key file %s: %s",
+				 path, strerror(errno));
+		return rv;
+	}
+	buf = lc_secret_alloc(cap);
+	if (!buf) {
+		rv = -ENOMEM;
+		snprintf(why, whylen, "no memory to read key file %s", path);
+		close(fd);
 		return rv;
 	}
 	if (fstat(fd, &st) < 0) {
@@ -240,7 +259,7 @@ int lc_key_load(const char *path, unsigned char key[LC_KEY_LEN], char *why,
 		goto out;
 	}
 	for (;;) {
-		got = read(fd, buf + len, sizeof(buf) - len);
+		got = read(fd, buf + len, cap - len);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0) {
@@ -249,7 +268,7 @@ int lc_key_load(const char *path, unsigned char key[LC_KEY_LEN], char *why,
 				 path, strerror(errno));
 			goto out;
 		}
-		if (!got || len + (size_t)got == sizeof(buf)) {
+		if (!got || len + (size_t)got == cap) {
 			len += (size_t)got;
 			break;
 		}
@@ -268,7 +287,7 @@ int lc_key_load(const char *path, unsigned char key[LC_KEY_LEN], char *why,
 	if (rv < 0)
 		snprintf(why, whylen, "libsodium failed to initialise");
 out:
-	sodium_memzero(buf, sizeof(buf));
+	lc_secret_free(buf);	/* wipes it */
 	close(fd);
 	return rv;
 }

@@ -2284,7 +2284,8 @@ static bool config_is_valid(const struct lc_config *cfg)
 	if (cfg->cfg_security == LC_SEC_KEY) {
 		unsigned char zero[LC_KEY_LEN] = { 0 };
 
-		if (!sodium_memcmp(cfg->cfg_key, zero, LC_KEY_LEN))
+		if (!cfg->cfg_key ||
+		    !sodium_memcmp(cfg->cfg_key, zero, LC_KEY_LEN))
 			return false;
 	} else if (cfg->cfg_security != LC_SEC_NONE) {
 		return false;
@@ -2342,8 +2343,8 @@ struct lc_ctx *lc_new(const struct lc_config *cfg, const struct lc_ops *ops,
 	ctx->ctx_suites = lc_suites_local();
 	if (cfg->cfg_suites)
 		ctx->ctx_suites &= cfg->cfg_suites;
-	/* The context keeps only what it derived. */
-	sodium_memzero(ctx->ctx_cfg.cfg_key, sizeof(ctx->ctx_cfg.cfg_key));
+	/* The context keeps only what it derived, not the caller's key. */
+	ctx->ctx_cfg.cfg_key = NULL;
 	ctx->ctx_ops = ops;
 	ctx->ctx_arg = arg;
 	ctx->ctx_port = -1;

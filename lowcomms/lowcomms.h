@@ -111,8 +111,14 @@ struct lc_config {
 	 * port (tests; see lc_udp_port()). */
 	uint16_t cfg_sctp_udp_port;
 	enum lc_security cfg_security;
-	/* LC_SEC_KEY: from lc_key_load() or lc_key_derive(). */
-	unsigned char cfg_key[LC_KEY_LEN];
+	/* LC_SEC_KEY: the cluster key, LC_KEY_LEN bytes (from lc_key_load()
+	 * or lc_key_derive()) that the caller keeps in lc_secret_alloc()
+	 * memory and may wipe once lc_new() returned: lc_new() derives the
+	 * context's keys from it and keeps neither the bytes nor the pointer.
+	 * A pointer, not the bytes: a struct lc_config is an ordinary
+	 * variable (a stack frame, the context's copy of it), where a key
+	 * would be in a core dump. */
+	const unsigned char *cfg_key;
 	/* LC_SEC_KEY: record ciphers we offer and accept, a set of auth.h's
 	 * LC_SUITE_*; 0 = every one this CPU runs.  ChaCha20-Poly1305 is
 	 * always in (tests use 1 to force it where an AES suite would win). */
@@ -214,8 +220,11 @@ int lc_addr_parse(const char *text, uint16_t port, struct sockaddr_storage *ss);
 /*
  * The cluster key from a key file (corosync's authkey, or dlm.conf's
  * key_file): a regular file of 32..4096 bytes, root's or ours, that only
- * its owner may read or write.  The bytes are hashed into key with dlmd's own context (auth.c).
- * Returns 0, or a negative errno with why (a line for the log) filled in.
+ * its owner may read or write (a symbolic link, a FIFO, a device: refused,
+ * without waiting for a writer).  The bytes are read into secret memory
+ * and hashed into key with dlmd's own context (auth.c); give it a key in
+ * lc_secret_alloc() memory.  Returns 0, or a negative errno with why (a
+ * line for the log, which names the file and never holds its bytes).
  */
 int lc_key_load(const char *path, unsigned char key[LC_KEY_LEN], char *why,
 		size_t whylen);
@@ -249,6 +258,15 @@ const char *lc_secret_status(void);
 unsigned long lc_secret_fallbacks(void);
 void lc_secret_on_full(void (*fn)(void *arg, const char *msg), void *arg);
 void lc_secret_burn_stack(void);
+/* The size of OpenSSL's secure heap, where the session keys go: a power of
+ * two in LC_SECRET_HEAP_MIN..LC_SECRET_HEAP_MAX, set before the first
+ * lc_new() or lc_secret_setup() (-EBUSY after, unless it is the size in
+ * use; -EINVAL out of range).  A heap too small for a connection's keys
+ * (a test's) sends them all to ordinary memory, counted and logged. */
+#define LC_SECRET_HEAP_DEFAULT	(1024 * 1024)
+#define LC_SECRET_HEAP_MIN	1024
+#define LC_SECRET_HEAP_MAX	(1024 * 1024 * 1024)
+int lc_secret_heap_size(size_t bytes);
 
 /* A context; ops and arg are kept (ops must outlive it).  NULL on
  * failure with errno set (EPROTONOSUPPORT: the SCTP asked for is not

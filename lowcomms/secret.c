@@ -9,8 +9,10 @@
  * RLIMIT_MEMLOCK allows (never swapped out either), between guard pages:
  *
  *   - the keys dlmd holds itself (lowcomms' derived keys, the CPG seal
- *     key, a cluster key on its way from the key file to those):
- *     lc_secret_alloc(), which is libsodium's sodium_malloc().  It marks
+ *     key, a cluster key on its way from the key file to those, and the
+ *     file's bytes, read(2) straight into it by lc_key_load()):
+ *     lc_secret_alloc(), which is libsodium's sodium_malloc().  A struct
+ *     lc_config only points at the cluster key.  It marks
  *     the pages MADV_DONTDUMP, then mlocks them, and goes on if the lock
  *     fails (RLIMIT_MEMLOCK): the keys then stay out of core dumps but may
  *     be swapped out; lc_secret_status() says so, the daemon logs it, and
@@ -29,9 +31,11 @@
  *     allocation functions in both that send what is allocated between
  *     lc_secret_begin() and lc_secret_end() (in this thread) to OpenSSL's
  *     secure heap: one mapping, MADV_DONTDUMP, mlocked where it may be,
- *     guard pages (CRYPTO_secure_malloc_init); every other allocation goes
- *     to malloc() as before.  A secure heap that is full falls back to
- *     malloc() (counted in the status).  A program that had OpenSSL
+ *     guard pages (CRYPTO_secure_malloc_init; 1 MiB unless
+ *     lc_secret_heap_size(), dlm.conf secure_heap_size, said otherwise);
+ *     every other allocation goes to malloc() as before.  A secure heap
+ *     that is full falls back to malloc() (counted in the status, said
+ *     once; tests/test-cluster-keys.sh fills a running dlmd's).  A program that had OpenSSL
  *     allocate before (so OpenSSL refuses new functions), or that set
  *     libgcrypt up itself, keeps its session keys in ordinary memory, and
  *     the status says that too.
@@ -57,14 +61,15 @@
 #include <openssl/evp.h>
 #include <sodium.h>
 
-/* OpenSSL's secure heap: a power of two; enough for the cipher contexts
- * of a few hundred connections (two directions each, about 1.5 KiB a
- * direction for AES-GCM), and the method objects OpenSSL fetches inside
- * the first one. */
-#define SECURE_HEAP_BYTES	(1024 * 1024)
+/* OpenSSL's secure heap: a power of two; by default enough for the
+ * cipher contexts of a few hundred connections (two directions each,
+ * about 1.3 KiB a direction for AES-GCM).  lc_secret_heap_size() (dlm.conf
+ * secure_heap_size) sets another before the first use. */
 #define SECURE_HEAP_MIN		64
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+static size_t heap_bytes = LC_SECRET_HEAP_DEFAULT;
+static bool setup_done;			/* setup() ran: heap_bytes is used */
 static _Thread_local int secret_depth;	/* lc_secret_begin() nesting */
 static bool heap_ready;			/* our OpenSSL functions + heap */
 static int heap_rv;			/* CRYPTO_secure_malloc_init() */
@@ -184,7 +189,7 @@ static void warm_up(void)
 static void setup(void)
 {
 	if (CRYPTO_set_mem_functions(ossl_malloc, ossl_realloc, ossl_free)) {
-		heap_rv = CRYPTO_secure_malloc_init(SECURE_HEAP_BYTES,
+		heap_rv = CRYPTO_secure_malloc_init(heap_bytes,
 						    SECURE_HEAP_MIN);
 		heap_ready = heap_rv != 0;
 		if (heap_ready)
@@ -205,6 +210,18 @@ static void setup(void)
 void lc_secret_setup(void)
 {
 	pthread_once(&setup_once, setup);
+	__atomic_store_n(&setup_done, true, __ATOMIC_RELAXED);
+}
+
+int lc_secret_heap_size(size_t bytes)
+{
+	if (bytes < LC_SECRET_HEAP_MIN || bytes > LC_SECRET_HEAP_MAX ||
+	    (bytes & (bytes - 1)))
+		return -EINVAL;
+	if (__atomic_load_n(&setup_done, __ATOMIC_RELAXED))
+		return bytes == heap_bytes ? 0 : -EBUSY;
+	heap_bytes = bytes;
+	return 0;
 }
 
 void lc_secret_begin(void)
@@ -376,8 +393,8 @@ const char *lc_secret_status(void)
 			 "secure heap)");
 	else
 		snprintf(buf + n, sizeof(buf) - n,
-			 "; session keys in OpenSSL's secure heap%s%s%s",
-			 heap_rv == 2 ? " (not locked: mlock or madvise "
+			 "; session keys in OpenSSL's secure heap (%zu KiB)%s%s%s",
+			 heap_bytes / 1024, heap_rv == 2 ? " (not locked: mlock or madvise "
 					"failed)" : "",
 			 gcrypt_routed ? "" : ", AES-OCB's in ordinary memory "
 					      "(libgcrypt set up before us)",

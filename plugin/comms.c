@@ -642,6 +642,7 @@ int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 {
 	struct dlmd_comms *cm = calloc(1, sizeof(*cm));
 	struct lc_config cfg;
+	unsigned char *key = NULL;	/* the cluster key: lc_secret_alloc */
 	int rv;
 
 	if (!cm)
@@ -677,16 +678,34 @@ int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 	} else {
 		char why[512];
 
-		rv = lc_key_load(d->d_cfg.cf_key_file, cfg.cfg_key, why,
-				 sizeof(why));
+		/* In secret memory from the file on (lowcomms/secret.c):
+		 * no stack or heap copy of it for a core dump to hold. */
+		key = lc_secret_alloc(LC_KEY_LEN);
+		if (!key) {
+			rv = -ENOMEM;
+			snprintf(why, sizeof(why), "no memory for the cluster "
+				 "key");
+		} else {
+			rv = lc_key_load(d->d_cfg.cf_key_file, key, why,
+					 sizeof(why));
+		}
 		if (rv < 0) {
 			log_err("comms: %s; not starting (dlm.conf: key_file "
 				"names the cluster key; crypto = none for "
 				"plaintext)", why);
+			lc_secret_free(key);
 			free(cm);
 			return rv;
 		}
 		cfg.cfg_security = LC_SEC_KEY;
+		cfg.cfg_key = key;
+		/* before lc_new sets OpenSSL up */
+		rv = lc_secret_heap_size(d->d_cfg.cf_secure_heap_size);
+		if (rv < 0)
+			log_warn("comms: secure_heap_size %u not taken (%s): "
+				 "the session keys' heap keeps its size",
+				 (unsigned)d->d_cfg.cf_secure_heap_size,
+				 strerror(-rv));
 		log_info("comms: peers must prove the cluster key (derived from "
 			 "%s); every frame is authenticated and encrypted",
 			 d->d_cfg.cf_key_file);
@@ -695,9 +714,9 @@ int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 		 cfg.cfg_transport == LC_TRANSPORT_SCTP ? "SCTP" : "TCP",
 		 (unsigned)cfg.cfg_port, cfg.cfg_naddrs, cfg.cfg_naddrs == 1 ? "" : "es");
 	cm->cm_lc = lc_new(&cfg, &comms_ops, cm);
-	explicit_bzero(cfg.cfg_key, sizeof(cfg.cfg_key));
+	rv = cm->cm_lc ? 0 : -errno;
+	lc_secret_free(key);	/* the context keeps only what it derived */
 	if (!cm->cm_lc) {
-		rv = -errno;
 		log_err("comms: cannot create the transport: %s", strerror(-rv));
 		free(cm);
 		return rv ? rv : -ENOMEM;

@@ -72,6 +72,9 @@
  *                                  every frame is sealed; none: plaintext,
  *                                  admission by address only (a warning)
  *   key_file          /etc/corosync/authkey   the cluster key (mode 0600)
+ *   secure_heap_size  1048576      bytes of the memory kept out of core
+ *                                  dumps that holds the session keys (a
+ *                                  power of two, 1024..1073741824)
  *   max_clients_per_uid 1024       client connections one user may hold
  *                                  (1..1048576; root is not limited)
  *   max_locks_per_uid 1048576      locks (orphans included) one user may
@@ -156,6 +159,7 @@ void dlmd_config_defaults(struct dlmd_config *cf)
 	cf->cf_crypto_none = false;
 	snprintf(cf->cf_key_file, sizeof(cf->cf_key_file), "%s",
 		 DLMD_DEFAULT_KEY_FILE);
+	cf->cf_secure_heap_size = 1048576;
 	cf->cf_max_clients_per_uid = 1024;
 	cf->cf_ast_queue_limit = 64u << 20;
 	cf->cf_max_locks_per_uid = 1u << 20;
@@ -347,6 +351,15 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 	U32("client_spin_us", cf_client_spin_us, 0, 1000000)
 	U32("peer_spin_us", cf_peer_spin_us, 0, 1000000)
 #undef U32
+	if (!strcmp(k, "secure_heap_size")) {
+		*why = "expected a power of two in 1024..1073741824";
+		rv = parse_u32(v, 1024, 1073741824, 10, &n);
+		if (!rv && (n & (n - 1)))
+			rv = -EINVAL;
+		if (!rv)
+			cf->cf_secure_heap_size = n;
+		return rv;
+	}
 	if (!strcmp(k, "socket_path")) {
 		*why = "expected an absolute path shorter than 108 bytes";
 		return parse_path(v, cf->cf_socket_path, sizeof(cf->cf_socket_path));
@@ -681,9 +694,10 @@ static char *dump_crypto(char *s, const struct dlmd_config *cf)
 {
 	char *t = NULL;
 
-	if (asprintf(&t, "%scrypto = %s\nkey_file = %s\nconfigfs_dir = %s\n"
-		     "metrics_listen = %s\n", s,
+	if (asprintf(&t, "%scrypto = %s\nkey_file = %s\nsecure_heap_size = %u\n"
+		     "configfs_dir = %s\nmetrics_listen = %s\n", s,
 		     cf->cf_crypto_none ? "none" : "key", cf->cf_key_file,
+		     cf->cf_secure_heap_size,
 		     cf->cf_configfs_dir[0] ? cf->cf_configfs_dir : "none",
 		     cf->cf_metrics_listen[0] ? cf->cf_metrics_listen : "none") < 0)
 		t = NULL;

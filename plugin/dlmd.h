@@ -260,6 +260,8 @@ struct dlmd_config {
 	/* Node-to-node security (lowcomms/auth.c): crypto = key | none. */
 	bool			cf_crypto_none;
 	char			cf_key_file[PATH_MAX];
+	/* OpenSSL's secure heap, the session keys' (lowcomms/secret.c) */
+	uint32_t		cf_secure_heap_size;
 	uint32_t		cf_max_clients_per_uid;	/* root is exempt */
 	uint32_t		cf_ast_queue_limit;	/* bytes, all clients */
 	uint32_t		cf_max_locks_per_uid;	/* root is exempt */

@@ -12,9 +12,13 @@
  * handshake per record cipher (ChaCha20-Poly1305, AES-256-GCM, AES-256-OCB
  * where this machine runs them) with lowcomms' handshake and record code,
  * sealing and opening a record each way (the session keys, inside
- * OpenSSL's and libgcrypt's cipher contexts).  Then it prints, for the
- * test to derive the session keys from (the keys themselves it never
- * prints, nor computes):
+ * OpenSSL's and libgcrypt's cipher contexts).  First, with the cluster
+ * key loaded as comms.c loads it and not yet given to lc_new, it prints
+ *   loaded PID
+ * and waits for a line on its standard input (the test reads it then:
+ * the cluster key is held, and must be in secret memory only).  Then it
+ * prints, for the test to derive the session keys from (the keys
+ * themselves it never prints, nor computes):
  *   session SUITE INIT-HEX RESP-HEX     one a handshake
  *   ready PID
  * and waits for its standard input to close; then it frees everything
@@ -175,7 +179,7 @@ int main(int argc, char **argv)
 	struct lc_hs *hs = NULL;
 	struct lc_config cfg;
 	struct lc_keys *keys = NULL;
-	unsigned char *ck = NULL, *cpg = NULL;
+	unsigned char *ck = NULL, *cpg = NULL, *cluster;
 	struct lc_ctx *ctx;
 	char why[512], buf[64];
 	uint32_t local;
@@ -192,12 +196,19 @@ int main(int argc, char **argv)
 	lc_config_default(&cfg);
 	cfg.cfg_nodeid = 1;
 	cfg.cfg_security = LC_SEC_KEY;
-	if (lc_key_load(argv[1], cfg.cfg_key, why, sizeof(why)) < 0)
+	/* comms.c's path: the cluster key in secret memory, read there from
+	 * the file; the context derives its keys from it, then it goes. */
+	cluster = lc_secret_alloc(LC_KEY_LEN);
+	if (!cluster)
+		return die("out of memory");
+	if (lc_key_load(argv[1], cluster, why, sizeof(why)) < 0)
 		return die(why);
-	/* comms.c's path: the context derives its keys, the caller wipes
-	 * its copy of the cluster key at once. */
+	cfg.cfg_key = cluster;
+	printf("loaded %ld\n", (long)getpid());
+	if (read(STDIN_FILENO, buf, sizeof(buf)) <= 0 && !do_fill)
+		return die("no go-on line on stdin");
 	ctx = lc_new(&cfg, &ops, NULL);
-	explicit_bzero(cfg.cfg_key, sizeof(cfg.cfg_key));
+	lc_secret_free(cluster);
 	if (!ctx)
 		return die("lc_new failed");
 	/* cluster.c's path. */

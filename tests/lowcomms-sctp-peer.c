@@ -309,10 +309,12 @@ int main(int argc, char **argv)
 	{
 		static const char material[] =
 			"lowcomms-sctp-peer: the test's cluster key material";
+		static unsigned char key[LC_KEY_LEN];
 
 		cfg.cfg_security = LC_SEC_KEY;
-		if (lc_key_derive(material, sizeof(material), cfg.cfg_key) < 0)
+		if (lc_key_derive(material, sizeof(material), key) < 0)
 			return 1;
+		cfg.cfg_key = key;
 	}
 
 	p.p_lc = lc_new(&cfg, &peer_ops, &p);

@@ -13,18 +13,29 @@
 # derivation), the CPG seal key (plugin/cpgmsg.c), and the session keys of
 # one handshake per record cipher this machine runs (inside OpenSSL's and
 # libgcrypt's cipher contexts).  This test derives every one of those
-# itself (Python's BLAKE2b: the same constructions as auth.c and
-# cpgmsg.c), reads the process's memory through /proc/PID/mem mapping by
+# itself (tests/keyscan.py, Python's BLAKE2b: the same constructions as
+# auth.c and cpgmsg.c), reads the process's memory through /proc/PID/mem mapping by
 # mapping, and checks:
 #   - each key is in some mapping marked "dd" in /proc/PID/smaps (the
 #     probe is not blind: the key is held, and found where it should be),
 #     but the cluster key, which nothing keeps once it derived the others
 #     (finding those shows this test derived it right);
-#   - no key is in any other mapping (those a core dump would hold).
+#   - no key is in any other mapping (those a core dump would hold);
+#   - nor any piece of the key file's bytes, anywhere.
+# It reads the process twice: first with the cluster key just loaded the
+# way plugin/comms.c loads it (into secret memory, read(2) straight from
+# the file), before lc_new() derives from it, where the cluster key must
+# be found, in "dd" mappings only (before, comms.c loaded it into its
+# struct lc_config on the stack, and lc_new() copied that struct into the
+# heap: both copies were wiped after a moment, but a dump taken in that
+# moment held the key); then with every key made.
 # Needs to read another process's memory (root, or ptrace allowed).
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
+
+# the derivations and the reading: tests/keyscan.py (no .pyc in the tree)
+export KEYSCAN_DIR="$top_srcdir/tests" PYTHONDONTWRITEBYTECODE=1
 
 rc=0
 dir=$(mktemp -d "${TMPDIR:-/tmp}/dlmd-nodump.XXXXXX") || exit 1
@@ -35,45 +46,43 @@ trap 'rc=1; exit 1' INT TERM
 	{ fail "cannot write a key file"; exit 1; }
 
 cat >"$dir/scan.py" <<'EOF'
-import hashlib, re, struct, subprocess, sys
+import os, subprocess, sys
+
+sys.path.insert(0, os.environ['KEYSCAN_DIR'])
+from keyscan import derive, judge, pieces, scan, session
 
 keyfile, prog = sys.argv[1], sys.argv[2:]
 material = open(keyfile, 'rb').read()
-
-def kdf(master, ident, context):
-    # libsodium crypto_kdf_derive_from_key: BLAKE2b keyed with master,
-    # salt = id (le64) and zeros, personal = context and zeros
-    return hashlib.blake2b(b'', digest_size=32, key=master,
-                           salt=struct.pack('<Q', ident) + bytes(8),
-                           person=context + bytes(8)).digest()
-
-# auth.c lc_key_derive, lc_keys_derive; cpgmsg.c dlmd_cm_key_derive
-cluster = hashlib.blake2b(material, digest_size=32, salt=bytes(16),
-                          person=b'dlmd lowcomms v1').digest()
-keys = {'cluster key': cluster,
-        'lowcomms MAC key': kdf(cluster, 1, b'dlmdlcv1'),
-        'lowcomms session-derivation key': kdf(cluster, 2, b'dlmdlcv1'),
-        'CPG seal key': kdf(cluster, 1, b'dlmdcpg1')}
+keys = derive(material)
+cluster = keys['cluster key']
 
 p = subprocess.Popen(prog + [keyfile], stdin=subprocess.PIPE,
                      stdout=subprocess.PIPE, text=True)
 pid = None
 sessions = 0
+bad = 0
 for _ in range(100):
     line = p.stdout.readline()	# bounded by the timeout around us
     if not line:
         sys.exit('key-nodump ended early (exit %s)' % p.wait())
     print('key-nodump: ' + line.rstrip())
     w = line.split()
-    if w[0] == 'session':
-        # auth.c derive_session: BLAKE2b-512 keyed with the session-
-        # derivation key over "session\0" || INIT || RESP
-        out = hashlib.blake2b(b'session\0' + bytes.fromhex(w[2]) +
-                              bytes.fromhex(w[3]), digest_size=64,
-                              key=keys['lowcomms session-derivation key']
-                              ).digest()
-        keys[w[1] + ' session key, initiator to acceptor'] = out[:32]
-        keys[w[1] + ' session key, acceptor to initiator'] = out[32:]
+    if w[0] == 'loaded':
+        # The cluster key loaded as comms.c loads it, not yet given to
+        # lowcomms: held (so found), in secret memory only; and no piece
+        # of the file's bytes left anywhere but there.
+        if int(w[1]) != p.pid:
+            sys.exit('key-nodump: loaded pid %s (want %d)' % (w[1], p.pid))
+        print('== the cluster key loaded, before lc_new')
+        at_load = {'cluster key': cluster}
+        at_load.update(pieces(material))
+        bad |= judge(scan(p.pid, at_load), ['cluster key'])
+        p.stdin.write('go\n')
+        p.stdin.flush()
+    elif w[0] == 'session':
+        i2a, a2i = session(keys, w[2], w[3])
+        keys[w[1] + ' session key, initiator to acceptor'] = i2a
+        keys[w[1] + ' session key, acceptor to initiator'] = a2i
         sessions += 1
     elif w[0] == 'ready':
         pid = int(w[1])
@@ -82,66 +91,17 @@ if pid != p.pid or not sessions:
     sys.exit('key-nodump: pid %s (want %d), %d handshakes' %
              (pid, p.pid, sessions))
 
-# Every mapping, with its flags; read all that holds pages.
-maps = []
-cur = None
-for line in open('/proc/%d/smaps' % pid):
-    m = re.match(r'([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)', line)
-    if m:
-        cur = {'lo': int(m.group(1), 16), 'hi': int(m.group(2), 16),
-               'perms': m.group(3), 'name': m.group(4), 'rss': 0,
-               'flags': []}
-        maps.append(cur)
-    elif line.startswith('Rss:'):
-        cur['rss'] = int(line.split()[1])
-    elif line.startswith('VmFlags:'):
-        cur['flags'] = line.split()[1:]
-
-found = {k: [] for k in keys}
-unread = 0
-CHUNK = 1 << 24
-with open('/proc/%d/mem' % pid, 'rb', buffering=0) as mem:
-    for mp in maps:
-        # a core dump holds none of a "dd" mapping: one is read only to
-        # find the keys there, and not if huge (ASan's shadow: terabytes)
-        if not mp['rss'] or ('dd' in mp['flags'] and
-                             mp['hi'] - mp['lo'] > 1 << 30):
-            continue
-        where = '%x-%x %s %s%s' % (mp['lo'], mp['hi'], mp['perms'],
-                                    mp['name'] or '[anon]',
-                                    ' (dd)' if 'dd' in mp['flags'] else '')
-        at = mp['lo']
-        while at < mp['hi']:
-            n = min(CHUNK + 64, mp['hi'] - at)
-            try:
-                mem.seek(at)
-                data = mem.read(n)
-            except OSError:
-                unread += 1
-                break
-            for k, v in keys.items():
-                if v in data and where not in found[k]:
-                    found[k].append(where)
-            at += CHUNK
-
+print('== every key made, the cluster key gone')
+keys.update(pieces(material))
+found = scan(pid, keys)
 p.stdin.close()
 if p.wait(timeout=120) != 0:
     print('FAIL: key-nodump exited %d' % p.returncode)
     sys.exit(1)
-print('mappings with pages: %d, unreadable: %d' %
-      (sum(1 for mp in maps if mp['rss']), unread))
-bad = 0
-for k, where in found.items():
-    dumped = [w for w in where if not w.endswith('(dd)')]
-    print('%s: found in %s' % (k, ', '.join(where) or 'no mapping'))
-    if not where and k == 'cluster key':
-        pass	# not kept: lowcomms and cluster.c keep only derived keys
-    elif not where:
-        print('FAIL: %s not found at all (the probe is blind)' % k)
-        bad = 1
-    elif dumped:
-        print('FAIL: %s would be in a core dump (%s)' % (k, ', '.join(dumped)))
-        bad = 1
+# the cluster key and the file's bytes: not kept (lowcomms and cluster.c
+# keep only derived keys); finding the others shows the test derived it
+bad |= judge(found, [k for k in keys
+                     if k != 'cluster key' and not k.startswith('key file')])
 sys.exit(bad)
 EOF
 timeout 300 python3 "$dir/scan.py" "$dir/authkey" \

@@ -59,7 +59,7 @@ static void auth_config(struct lc_config *cfg, uint32_t nodeid,
 {
 	h_config(cfg, nodeid, addr);
 	cfg->cfg_security = LC_SEC_KEY;
-	h_test_key(cfg->cfg_key, 0);
+	cfg->cfg_key = h_key(0);
 }
 
 static void assert_clean(const struct h_world *w)
@@ -183,10 +183,40 @@ static void test_key_file(void **state)
 		assert_non_null(strstr(why, "belongs to uid 65534"));
 	}
 
-	/* A symlink is not followed. */
+	/* A symlink is not followed, and the line says why. */
 	write_file(path, material, sizeof(material), 0600);
 	assert_int_equal(symlink(path, link), 0);
 	assert_true(lc_key_load(link, key, why, sizeof(why)) < 0);
+	assert_non_null(strstr(why, "is a symbolic link"));
+	unlink(link);
+
+	/* A FIFO, mode 0600, ours: refused at once, not a start that
+	 * blocks in open() until someone writes (the alarm ends a load
+	 * that blocks: it did, before the key file was opened O_NONBLOCK). */
+	assert_int_equal(mkfifo(link, 0600), 0);
+	alarm(20);
+	assert_int_equal(lc_key_load(link, key, why, sizeof(why)), -EINVAL);
+	alarm(0);
+	assert_non_null(strstr(why, "not a regular file"));
+	unlink(link);
+	/* A device (endless bytes): the same. */
+	assert_int_equal(lc_key_load("/dev/zero", key, why, sizeof(why)),
+			 -EINVAL);
+
+	/* A huge file (garbage, a log named by mistake): read no further
+	 * than one byte past the largest key, refused. */
+	{
+		size_t big = 4 * 1024 * 1024;
+		unsigned char *junk = calloc(1, big);
+
+		assert_non_null(junk);
+		write_file(link, junk, big, 0600);
+		free(junk);
+		assert_int_equal(lc_key_load(link, key, why, sizeof(why)),
+				 -EINVAL);
+		assert_non_null(strstr(why, "holds over 4096 bytes"));
+		unlink(link);
+	}
 
 	/* A good one: the key is derived (not the file's bytes) and the same
 	 * material always gives the same key, other material another. */
@@ -248,7 +278,7 @@ static void test_config_must_choose(void **state)
 	errno = 0;
 	assert_null(lc_new(&cfg, &ops, NULL));
 	assert_int_equal(errno, EINVAL);
-	h_test_key(cfg.cfg_key, 0);
+	cfg.cfg_key = h_key(0);
 	ctx = lc_new(&cfg, &ops, NULL);
 	assert_non_null(ctx);
 	lc_destroy(ctx);
@@ -678,7 +708,7 @@ static void test_wrong_key(void **state)
 	assert_int_equal(h_ep_start(w, 0, LOOPBACK, 0, NULL), 0);
 	assert_int_equal(h_ep_start(w, 1, LOOPBACK, 0, NULL), 0);
 	auth_config(&cfg, 3, LOOPBACK);
-	h_test_key(cfg.cfg_key, 3);
+	cfg.cfg_key = h_key(3);
 	assert_int_equal(h_ep_start(w, 2, LOOPBACK, 0, &cfg), 0);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(h_ep_add_peers(w, i), 0);
@@ -710,7 +740,7 @@ static void test_wrong_key(void **state)
 
 	/* With the right key, node 3's queue goes through, exactly once. */
 	w->w_eps[2].ep_cfg = cfg;
-	h_test_key(w->w_eps[2].ep_cfg.cfg_key, 0);
+	w->w_eps[2].ep_cfg.cfg_key = h_key(0);
 	lc_destroy(w->w_eps[2].ep_lc);
 	w->w_eps[2].ep_lc = NULL;
 	w->w_eps[2].ep_tx_next[1] = 0;
@@ -1207,6 +1237,21 @@ static void zmm16_31_get(unsigned char *to)
 /* lc_secret_burn_stack() leaves no key in AVX-512's zmm16-31 (glibc's
  * memcpy uses them there; a signal frame would save them on the stack):
  * a pattern put in all sixteen is gone after it. */
+/* secure_heap_size: a power of two in range, and only before OpenSSL is
+ * set up (the earlier tests did that: the size in use is still taken). */
+static void test_secure_heap_size(void **state)
+{
+	(void)state;
+	lc_secret_setup();
+	assert_int_equal(lc_secret_heap_size(3000), -EINVAL);
+	assert_int_equal(lc_secret_heap_size(LC_SECRET_HEAP_MIN / 2), -EINVAL);
+	assert_int_equal(lc_secret_heap_size((size_t)LC_SECRET_HEAP_MAX * 2),
+			 -EINVAL);
+	assert_int_equal(lc_secret_heap_size(LC_SECRET_HEAP_DEFAULT), 0);
+	assert_int_equal(lc_secret_heap_size(LC_SECRET_HEAP_MIN), -EBUSY);
+	assert_non_null(strstr(lc_secret_status(), "secure heap (1024 KiB)"));
+}
+
 static void test_burn_clears_zmm16_31(void **state)
 {
 	(void)state;
@@ -1249,6 +1294,7 @@ int main(void)
 		cmocka_unit_test(test_records_cut_by_reads),
 		cmocka_unit_test(test_replayed_handshake),
 		cmocka_unit_test(test_burn_clears_zmm16_31),
+		cmocka_unit_test(test_secure_heap_size),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -198,6 +198,15 @@ void h_test_key(unsigned char key[LC_KEY_LEN], int variant)
 	assert_int_equal(lc_key_derive(material, sizeof(material), key), 0);
 }
 
+const unsigned char *h_key(int variant)
+{
+	static unsigned char keys[H_KEY_VARIANTS][LC_KEY_LEN];
+
+	assert_true(variant >= 0 && variant < H_KEY_VARIANTS);
+	h_test_key(keys[variant], variant);
+	return keys[variant];
+}
+
 void h_config(struct lc_config *cfg, uint32_t nodeid, const char *addr)
 {
 	const char *sec = getenv("LC_TEST_SECURITY");
@@ -207,7 +216,7 @@ void h_config(struct lc_config *cfg, uint32_t nodeid, const char *addr)
 		cfg->cfg_security = LC_SEC_NONE;
 	} else {
 		cfg->cfg_security = LC_SEC_KEY;
-		h_test_key(cfg->cfg_key, 0);
+		cfg->cfg_key = h_key(0);
 	}
 	cfg->cfg_nodeid = nodeid;
 	cfg->cfg_port = 0;
@@ -222,7 +231,7 @@ void h_plain_config(struct lc_config *cfg, uint32_t nodeid, const char *addr)
 {
 	h_config(cfg, nodeid, addr);
 	cfg->cfg_security = LC_SEC_NONE;
-	memset(cfg->cfg_key, 0, sizeof(cfg->cfg_key));
+	cfg->cfg_key = NULL;
 }
 
 void h_sctp_config(struct lc_config *cfg, uint32_t nodeid, const char *addr)

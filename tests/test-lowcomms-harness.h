@@ -98,6 +98,10 @@ h_config_fn h_config;
 h_config_fn h_plain_config;
 /* A test cluster key; another variant is a different (wrong) key. */
 void h_test_key(unsigned char key[LC_KEY_LEN], int variant);
+/* The same key in static storage, for a struct lc_config's cfg_key
+ * (variant 0 .. H_KEY_VARIANTS - 1). */
+#define H_KEY_VARIANTS	8
+const unsigned char *h_key(int variant);
 /* The same over SCTP: the kernel's or usrsctp per LC_SCTP_IMPL in the
  * environment ("kernel", "user"; default: whichever this kernel allows),
  * usrsctp on a free UDP port. */
