@@ -77,6 +77,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +99,9 @@
 
 #define CLIENT_BATCH	16		/* packets per recvmmsg */
 #define CLIENT_CALLS	4		/* recvmmsg calls per wake-up */
+/* The fds one packet can carry (the kernel's SCM_MAX_FD): each packet's
+ * control buffer holds them all ("Passed fds"). */
+#define DLMD_SCM_MAX_FD	253
 /* Asked for each connection (the kernel doubles it): 683 answers of 64
  * bytes fit where the default 212992 holds 278, so DLMP_MAX_HELD held
  * answers released together fit with room to spare, and a client that
@@ -261,6 +266,205 @@ static struct lkcb *lkcb_find(const struct dlmd_client *c, uint32_t lkid)
 }
 
 /* ------------------------------------------------------------------ */
+/* passed fds                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Passed fds.  Any packet may carry fds (SCM_RIGHTS), and the client may
+ * close its own copies at once: dlmd's close is then the last one, and
+ * the last close runs the file's release in the thread that makes it.
+ * Some releases wait: a TCP socket with SO_LINGER whose peer does not
+ * read waits out its linger time (an hour, or for ever); a file of a
+ * FUSE file system waits for a FLUSH its server need never answer; a
+ * unix socket releases what waits in its queue, fds among it, which
+ * may be such files.  dlmd, one thread, served nobody meanwhile, its
+ * node's locks and every other node's requests to it stalled: an
+ * unprivileged client hung it by passing such a socket with a request
+ * (any request), as a second fd, past the fds the control buffer held
+ * (the kernel released the rest in our recvmmsg), in a packet left in
+ * its connection's queue at its close, or in the queue of the AST
+ * socket it gave (tests/test-client-fdpass.sh saw each).  So:
+ *
+ *   - the control buffer of each packet holds SCM_MAX_FD fds, as many
+ *     as one packet can carry: the kernel releases none in our thread
+ *     (unless dlmd has no fd free: the request is then answered EMFILE);
+ *   - a passed fd dlmd does not keep is closed here only if it is a
+ *     memfd (shmem: F_GET_SEALS answers, and its release never waits);
+ *     any other, and each socket of a client's (its connection, its AST
+ *     socket) when it closes, is given to the reaper of the client's
+ *     uid: a thread that only closes, started when the uid has fds to
+ *     close and none is running, gone once they are closed.  One
+ *     thread a uid: a user whose close waits makes only its own closes
+ *     wait;
+ *   - a passed fd is looked at, before it is kept, only by calls that
+ *     do not reach its file system (a FUSE file's fstat waits for its
+ *     server as its close does): F_GET_SEALS before fstat for a ring,
+ *     SO_DOMAIN before fstat for an AST socket;
+ *   - a uid other than root with REAP_UID_MAX fds waiting for its reaper
+ *     is refused new connections (-EMFILE), and each connection of it
+ *     is disconnected at its next read, before it reads (its socket, with
+ *     whatever waits in it, goes to the reaper as one fd): what a user
+ *     can make dlmd hold stays bounded.
+ */
+#define REAP_UID_MAX	256
+
+struct reap_item {
+	struct reap_item	*ri_next;
+	int			ri_fd;
+};
+
+struct reap_uid {
+	struct reap_uid		*ru_next;
+	uid_t			ru_uid;
+	uint32_t		ru_n;		/* fds queued or being closed */
+	bool			ru_running;	/* its thread runs */
+	struct reap_item	*ru_head;
+	struct reap_item	**ru_tail;
+};
+
+static struct {
+	pthread_mutex_t		rp_mu;
+	struct reap_uid		*rp_uids;	/* those with fds, or a thread */
+} reaper = { PTHREAD_MUTEX_INITIALIZER, NULL };
+
+static struct reap_uid *reap_uid_find(uid_t uid)
+{
+	for (struct reap_uid *ru = reaper.rp_uids; ru; ru = ru->ru_next)
+		if (ru->ru_uid == uid)
+			return ru;
+	return NULL;
+}
+
+static void *reap_thread(void *arg)
+{
+	struct reap_uid *ru = arg;
+
+	pthread_mutex_lock(&reaper.rp_mu);
+	for (struct reap_item *ri; (ri = ru->ru_head);) {
+		ru->ru_head = ri->ri_next;
+		if (!ru->ru_head)
+			ru->ru_tail = &ru->ru_head;
+		pthread_mutex_unlock(&reaper.rp_mu);
+		close(ri->ri_fd);	/* may wait: only this uid's wait */
+		free(ri);
+		pthread_mutex_lock(&reaper.rp_mu);
+		ru->ru_n--;
+	}
+	/* nothing left (ru_n is 0): the record goes with the thread */
+	for (struct reap_uid **pp = &reaper.rp_uids; *pp; pp = &(*pp)->ru_next) {
+		if (*pp == ru) {
+			*pp = ru->ru_next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reaper.rp_mu);
+	free(ru);
+	return NULL;
+}
+
+/* The fds of uid's waiting for its reaper. */
+static uint32_t reap_pending(uid_t uid)
+{
+	struct reap_uid *ru;
+	uint32_t n;
+
+	pthread_mutex_lock(&reaper.rp_mu);
+	ru = reap_uid_find(uid);
+	n = ru ? ru->ru_n : 0;
+	pthread_mutex_unlock(&reaper.rp_mu);
+	return n;
+}
+
+static bool uid_limited(uid_t uid);
+
+/* Has uid more fds waiting for its reaper than it may? */
+static bool reap_over(uid_t uid)
+{
+	return uid_limited(uid) && reap_pending(uid) >= REAP_UID_MAX;
+}
+
+/* A thread of no signal (dlmd's are the loop's) to close ru's fds. */
+static bool reap_start(struct reap_uid *ru)
+{
+	sigset_t all, old;
+	pthread_attr_t at;
+	pthread_t t;
+	int rv;
+
+	if (pthread_attr_init(&at))
+		return false;
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	/* small: it only calls close() */
+	pthread_attr_setstacksize(&at, 64 * 1024);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rv = pthread_create(&t, &at, reap_thread, ru);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&at);
+	return rv == 0;
+}
+
+/* Close fd, which came from a client of uid's (or is a socket of one),
+ * without waiting for its release: by uid's reaper.  If no thread can
+ * be had (out of memory), here after all, with a log line. */
+static void reap_fd(uid_t uid, int fd)
+{
+	struct reap_item *ri = malloc(sizeof(*ri));
+	struct reap_uid *ru;
+
+	if (!ri)
+		goto here;
+	ri->ri_next = NULL;
+	ri->ri_fd = fd;
+	pthread_mutex_lock(&reaper.rp_mu);
+	ru = reap_uid_find(uid);
+	if (!ru) {
+		ru = calloc(1, sizeof(*ru));
+		if (!ru) {
+			pthread_mutex_unlock(&reaper.rp_mu);
+			free(ri);
+			goto here;
+		}
+		ru->ru_uid = uid;
+		ru->ru_head = NULL;
+		ru->ru_tail = &ru->ru_head;
+		ru->ru_next = reaper.rp_uids;
+		reaper.rp_uids = ru;
+	}
+	*ru->ru_tail = ri;
+	ru->ru_tail = &ri->ri_next;
+	ru->ru_n++;
+	if (!ru->ru_running) {
+		/* a new record (one exists while its thread runs): ri alone */
+		if (!reap_start(ru)) {
+			reaper.rp_uids = ru->ru_next;
+			pthread_mutex_unlock(&reaper.rp_mu);
+			free(ru);
+			free(ri);
+			goto here;
+		}
+		ru->ru_running = true;
+	}
+	pthread_mutex_unlock(&reaper.rp_mu);
+	return;
+here:
+	log_err("no thread to close a client's fd: closing it in dlmd's own");
+	close(fd);
+}
+
+/* A passed fd dlmd does not keep (the client's uid 'uid'): a memfd
+ * closes here, anything else by the reaper. */
+static void passed_drop(uid_t uid, int fd)
+{
+	if (fd < 0)
+		return;
+	if (fcntl(fd, F_GET_SEALS) >= 0)
+		close(fd);		/* shmem: its release does not wait */
+	else
+		reap_fd(uid, fd);
+}
+
+/* ------------------------------------------------------------------ */
 /* locks per user                                                      */
 /* ------------------------------------------------------------------ */
 
@@ -283,7 +487,6 @@ struct uid_locks {
 	uint64_t	ul_n;
 };
 
-static bool uid_limited(uid_t uid);
 static void astbuf_drop(struct dlmd *d, struct dlmd_client *c);
 static bool limit_log_due(uint64_t *last_ms, uint64_t *quiet);
 
@@ -1287,8 +1490,12 @@ static void client_unbind(struct dlmd *d, struct dlmd_client *c, bool answer)
 	drop_lock_records(d, c, answer ? &dh : NULL);
 	astq_free(d, c);
 	astbuf_drop(d, c);
-	if (c->cl_ast_fd >= 0)
-		close(c->cl_ast_fd);
+	if (c->cl_ast_fd >= 0) {
+		/* the client can add nothing to its queue now; what is
+		 * there goes with it, by the reaper ("Passed fds") */
+		shutdown(c->cl_ast_fd, SHUT_RDWR);
+		reap_fd(c->cl_uid, c->cl_ast_fd);
+	}
 	c->cl_ast_fd = -1;
 	if (answer)	/* the lockspace is released: its engine took them */
 		c->cl_ids[0] = c->cl_ids[1] = 0;
@@ -1631,15 +1838,14 @@ static int ast_socket_check(const struct dlmd *d, const struct dlmd_client *c,
 {
 	struct ucred cr;
 	socklen_t len;
-	struct stat st;
 	int v;
 
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISSOCK(st.st_mode))
-		return -ENOTSOCK;
+	/* no fstat: a FUSE file's waits for its server ("Passed fds");
+	 * getsockopt tells a socket without reaching a file system */
 	len = sizeof(v);
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) < 0 || v != AF_UNIX)
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) < 0)
+		return errno == ENOTSOCK ? -ENOTSOCK : -errno;
+	if (v != AF_UNIX)
 		return -EINVAL;
 	len = sizeof(v);
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) < 0 ||
@@ -1768,13 +1974,15 @@ static int ring_map(struct dlmd_client *c, int fd)
 	void *p;
 	int seals;
 
+	/* unsealed, the client could shrink it under our mapping: SIGBUS;
+	 * and first: only a memfd answers, without reaching a file system
+	 * (a FUSE file's fstat waits for its server: "Passed fds") */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return -EINVAL;
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode) || st.st_size < (off_t)DLMP_RING_BYTES)
-		return -EINVAL;
-	/* unsealed, the client could shrink it under our mapping: SIGBUS */
-	seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || !(seals & F_SEAL_SHRINK))
 		return -EINVAL;
 	/* shmem only: a hugetlbfs memfd (MFD_HUGETLB) seals too, but the
 	 * client can punch a hole in it (its reservation goes) and take
@@ -2485,8 +2693,12 @@ void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,
 			  (int)c->cl_pid, c->cl_serial,
 			  dlmp_type_str(msg.m_hdr.h_type), len, strerror(-rv));
 	}
-	if (rq.rq_fd >= 0)
-		close(rq.rq_fd);
+	if (rq.rq_fd >= 0) {
+		passed_drop(c->cl_uid, rq.rq_fd);
+		if (reap_over(c->cl_uid))
+			client_break(d, c, "its user passed more fds than dlmd "
+				     "could close yet (\"Passed fds\")");
+	}
 	if (rv == -EPROTONOSUPPORT && msg.m_hdr.h_magic == DLMP_MAGIC) {
 		/* in a version the requester can read (dlmd_proto.h) */
 		struct dlmp_msg m;
@@ -2614,8 +2826,7 @@ static void stash_push(struct dlmd *d, struct dlmd_client *c, const void *buf,
 	struct stashed *st = malloc(sizeof(*st) + len);
 
 	if (!st) {
-		if (passed_fd >= 0)
-			close(passed_fd);
+		passed_drop(c->cl_uid, passed_fd);
 		client_break(d, c, "out of memory for its requests");
 		return;
 	}
@@ -2635,8 +2846,7 @@ static void stash_free(struct dlmd_client *c)
 
 	while ((st = c->cl_stash)) {
 		c->cl_stash = st->st_next;
-		if (st->st_fd >= 0)
-			close(st->st_fd);
+		passed_drop(c->cl_uid, st->st_fd);
 		free(st);
 	}
 }
@@ -2915,8 +3125,7 @@ void dlmd_client_socket_request(struct dlmd *d, struct dlmd_client *c,
 	if (c->cl_ring && !c->cl_stash && !c->cl_paused)
 		ring_catch_up(d, c);	/* the order */
 	if (c->cl_broken) {
-		if (passed_fd >= 0)
-			close(passed_fd);
+		passed_drop(c->cl_uid, passed_fd);
 		return;
 	}
 	if (c->cl_ring && (c->cl_stash || c->cl_paused)) {
@@ -3023,7 +3232,9 @@ static void refuse_conn(struct dlmd *d, int fd, const struct ucred *cr, int stat
 	if (len > 0 && send(fd, buf, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL) != len)
 		log_debug("client pid %d: cannot send the refusal: %s", (int)cr->pid,
 			  strerror(errno));
-	close(fd);
+	/* what it sent before we accepted it may hold fds ("Passed fds") */
+	shutdown(fd, SHUT_RDWR);
+	reap_fd(cr->uid, fd);
 	d->d_nrefused++;
 	if (limit_log_due(&d->d_refuse_log_ms, &d->d_refuse_nquiet)) {
 		log_warn("client pid %d uid %u refused: %s (%llu other refusal%s "
@@ -3149,7 +3360,9 @@ void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 	u32map_del(&d->d_clients, c->cl_serial);
 	if (d->d_loop)
 		qb_loop_poll_del(d->d_loop, c->cl_fd);
-	close(c->cl_fd);
+	/* what waits in its queue goes with it, by the reaper */
+	shutdown(c->cl_fd, SHUT_RDWR);
+	reap_fd(c->cl_uid, c->cl_fd);
 	free(c);
 	dlmd_flush(d);
 }
@@ -3166,8 +3379,8 @@ static void read_peer_creds(int fd, struct dlmd_client *c)
 }
 
 /* The fd passed with a packet (SCM_RIGHTS), or -1; any more are closed
- * (only one is ever expected). */
-static int passed_fd(struct msghdr *mh)
+ * (only one is ever expected; "Passed fds"). */
+static int passed_fd(struct msghdr *mh, uid_t uid)
 {
 	int passed = -1;
 
@@ -3181,7 +3394,7 @@ static int passed_fd(struct msghdr *mh)
 			if (passed < 0)
 				passed = f;
 			else
-				close(f);
+				passed_drop(uid, f);
 		}
 	}
 	return passed;
@@ -3198,13 +3411,22 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 	struct dlmd *d = c->cl_d;
 	static unsigned char bufs[CLIENT_BATCH][DLMP_MAX_MSG + 1];
 	static union {
-		char		buf[CMSG_SPACE(sizeof(int) * 4)];
+		char		buf[CMSG_SPACE(sizeof(int) * DLMD_SCM_MAX_FD)];
 		struct cmsghdr	align;
 	} cbufs[CLIENT_BATCH];
 	struct mmsghdr mm[CLIENT_BATCH];
 	struct iovec iov[CLIENT_BATCH];
 	uint64_t ring0 = d->d_nring_requests;
 
+	if (reap_over(c->cl_uid)) {
+		/* its user's fds wait for its reaper: not one more read
+		 * ("Passed fds"); its socket and queue go there too */
+		client_break(d, c, "its user passed more fds than dlmd could "
+			     "close yet (\"Passed fds\")");
+		ast_batch.ab_n = 0;
+		dlmd_client_close(d, c);
+		return 0;
+	}
 	out_batch.ob_c = c;
 	out_batch.ob_n = 0;
 	if (c->cl_stash)
@@ -3235,28 +3457,23 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 		}
 		for (int i = 0; i < n; i++) {
 			struct msghdr *mh = &mm[i].msg_hdr;
-			int passed = passed_fd(mh);
+			int passed = passed_fd(mh, c->cl_uid);
 			size_t len = mm[i].msg_len;
 
 			if (len == 0) {
 				/* end of file (a zero-length packet is none
 				 * of ours either) */
-				if (passed >= 0)
-					close(passed);
-				for (int k = i + 1; k < n; k++) {
-					int f = passed_fd(&mm[k].msg_hdr);
-
-					if (f >= 0)
-						close(f);
-				}
+				passed_drop(c->cl_uid, passed);
+				for (int k = i + 1; k < n; k++)
+					passed_drop(c->cl_uid, passed_fd(&mm[k].msg_hdr,
+									 c->cl_uid));
 				out_batch.ob_c = NULL;
 				ast_batch.ab_n = 0;
 				dlmd_client_close(d, c);
 				return 0;
 			}
 			if (c->cl_broken) {
-				if (passed >= 0)
-					close(passed);
+				passed_drop(c->cl_uid, passed);
 				continue;
 			}
 			if (!(mh->msg_flags & MSG_TRUNC) &&
@@ -3313,6 +3530,11 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 		if (uid_limited(cr.uid) &&
 		    uid_conns(d, cr.uid) >= d->d_cfg.cf_max_clients_per_uid) {
 			refuse_conn(d, cfd, &cr, -EUSERS);
+			continue;
+		}
+		if (reap_over(cr.uid)) {
+			/* its passed fds wait for its reaper ("Passed fds") */
+			refuse_conn(d, cfd, &cr, -EMFILE);
 			continue;
 		}
 		if (uid_limited(cr.uid) && uid_conns_add(d, cr.uid, 1)) {
