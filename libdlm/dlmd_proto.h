@@ -152,7 +152,9 @@
  * into the ring, except the kick below and requests sent in its place
  * (see Wake-ups); answers, COMP_REPLYs and ASTs come as before.  On any error (a memfd
  * of the wrong size or unsealed: -EINVAL; a second ring: -EISCONN; no
- * memory to map it) the connection goes on without a ring, and so does
+ * memory to map it; the user, not root, has 64 rings mapped already:
+ * -EDQUOT, plugin/client.c "Rings per user") the connection goes on
+ * without a ring, and so does
  * a client that does not ask for one ($DLMD_RING=0 for libdlm): the
  * ring is an option of version 5, and a client of version 4 is refused
  * as every other version is (see Versions).
@@ -257,8 +259,9 @@
  * for (a held one of a purged lock gets its cancel completion, above).
  *
  * Refusal.  A connection the daemon will not serve (its user holds
- * dlm.conf's max_clients_per_uid connections already) gets one REPLY
- * with reqid 0 and a negative errno (-EUSERS) as soon as it is accepted,
+ * dlm.conf's max_clients_per_uid connections already: -EUSERS; fds it
+ * passed wait to be closed, plugin/client.c "Passed fds": -EMFILE) gets
+ * one REPLY with reqid 0 and a negative errno as soon as it is accepted,
  * before any request, and is closed.  Clients never use reqid 0, so the
  * first read (or a send that fails because the daemon closed) finds it;
  * libdlm returns it as errno.

@@ -301,10 +301,14 @@ static struct lkcb *lkcb_find(const struct dlmd_client *c, uint32_t lkid)
  *     server as its close does): F_GET_SEALS before fstat for a ring,
  *     SO_DOMAIN before fstat for an AST socket;
  *   - a uid other than root with REAP_UID_MAX fds waiting for its reaper
- *     is refused new connections (-EMFILE), and each connection of it
- *     is disconnected at its next read, before it reads (its socket, with
- *     whatever waits in it, goes to the reaper as one fd): what a user
- *     can make dlmd hold stays bounded.
+ *     is refused new connections (-EMFILE), and a connection of it that
+ *     passes one more is disconnected; one already disconnected is
+ *     closed before it reads again, and so is every connection of a uid
+ *     with twice as many waiting (its socket, with whatever waits in
+ *     it, goes to the reaper as one fd): what a user can make dlmd hold
+ *     stays bounded.  (Twice: a connection accepted under the bound
+ *     must not be cut for the closes of its user's others, as they
+ *     end, which count too; test-client-fdpass saw it.)
  */
 #define REAP_UID_MAX	256
 
@@ -377,10 +381,10 @@ static uint32_t reap_pending(uid_t uid)
 
 static bool uid_limited(uid_t uid);
 
-/* Has uid more fds waiting for its reaper than it may? */
-static bool reap_over(uid_t uid)
+/* Has uid 'times' REAP_UID_MAX fds waiting for its reaper, or more? */
+static bool reap_over(uid_t uid, uint32_t times)
 {
-	return uid_limited(uid) && reap_pending(uid) >= REAP_UID_MAX;
+	return uid_limited(uid) && reap_pending(uid) >= times * REAP_UID_MAX;
 }
 
 /* A thread of no signal (dlmd's are the loop's) to close ru's fds. */
@@ -2001,6 +2005,40 @@ static int ring_map(struct dlmd_client *c, int fd)
 	return 0;
 }
 
+/*
+ * Rings per user.  A ring is the client's memfd, but the pages dlmd
+ * touches first (the answer slots it writes; request slots the client
+ * never wrote, under a tail set ahead) are allocated by dlmd's fault and
+ * charged to dlmd's memory cgroup: up to DLMP_RING_BYTES (540 KB) a
+ * ring, which with max_clients_per_uid connections let one user put
+ * half a gigabyte on dlmd's account (a dlmd.service MemoryMax then
+ * kills dlmd, and the other nodes fence this one).  So a uid other than
+ * root maps RINGS_PER_UID rings at most (34 MB); a further ATTACH is
+ * refused -EDQUOT and its connection goes on without a ring, as libdlm's
+ * does for any refusal (dlmd_proto.h "The request ring").  d_uid_rings
+ * counts them (the count as the value, as d_uid_conns), given back as
+ * each ring is unmapped.
+ */
+#define RINGS_PER_UID	64
+
+static uint32_t uid_rings(const struct dlmd *d, uid_t uid)
+{
+	return (uint32_t)(uintptr_t)u32map_get(&d->d_uid_rings, (uint32_t)uid);
+}
+
+static int uid_rings_add(struct dlmd *d, uid_t uid, int delta)
+{
+	uint32_t n = uid_rings(d, uid) + (uint32_t)delta;
+
+	if (!uid_limited(uid))
+		return 0;
+	if (!n) {
+		u32map_del(&d->d_uid_rings, (uint32_t)uid);
+		return 0;
+	}
+	return u32map_put(&d->d_uid_rings, (uint32_t)uid, (void *)(uintptr_t)n);
+}
+
 static int req_ring(struct req_ctx *rq)
 {
 	struct dlmd_client *c = rq->rq_c;
@@ -2028,7 +2066,14 @@ static int req_ring(struct req_ctx *rq)
 		return -EISCONN;
 	if (rq->rq_fd < 0)
 		return -EBADF;
+	if (uid_limited(c->cl_uid) &&
+	    uid_rings(rq->rq_d, c->cl_uid) >= RINGS_PER_UID)
+		return -EDQUOT;
+	if (uid_rings_add(rq->rq_d, c->cl_uid, 1))
+		return -ENOMEM;
 	rv = ring_map(c, rq->rq_fd);
+	if (rv)
+		uid_rings_add(rq->rq_d, c->cl_uid, -1);
 	if (!rv && rq->rq_msg->m_u.pair.pr_b == DLMP_RING_ANSWERS) {
 		/* answers into its answer ring once the REPLY to this is
 		 * out (dlmd_client_request) */
@@ -2695,7 +2740,7 @@ void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,
 	}
 	if (rq.rq_fd >= 0) {
 		passed_drop(c->cl_uid, rq.rq_fd);
-		if (reap_over(c->cl_uid))
+		if (reap_over(c->cl_uid, 1))
 			client_break(d, c, "its user passed more fds than dlmd "
 				     "could close yet (\"Passed fds\")");
 	}
@@ -3355,8 +3400,10 @@ void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 		qb_loop_timer_del(d->d_loop, c->cl_ring_timer);
 	watch_unlink(d, c);
 	stash_free(c);
-	if (c->cl_ring)
+	if (c->cl_ring) {
 		munmap(c->cl_ring, DLMP_RING_BYTES);
+		uid_rings_add(d, c->cl_uid, -1);
+	}
 	u32map_del(&d->d_clients, c->cl_serial);
 	if (d->d_loop)
 		qb_loop_poll_del(d->d_loop, c->cl_fd);
@@ -3418,7 +3465,7 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 	struct iovec iov[CLIENT_BATCH];
 	uint64_t ring0 = d->d_nring_requests;
 
-	if (reap_over(c->cl_uid)) {
+	if (reap_over(c->cl_uid, c->cl_broken ? 1 : 2)) {
 		/* its user's fds wait for its reaper: not one more read
 		 * ("Passed fds"); its socket and queue go there too */
 		client_break(d, c, "its user passed more fds than dlmd could "
@@ -3532,7 +3579,7 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 			refuse_conn(d, cfd, &cr, -EUSERS);
 			continue;
 		}
-		if (reap_over(cr.uid)) {
+		if (reap_over(cr.uid, 1)) {
 			/* its passed fds wait for its reaper ("Passed fds") */
 			refuse_conn(d, cfd, &cr, -EMFILE);
 			continue;
@@ -3742,6 +3789,7 @@ void dlmd_client_fini(struct dlmd *d)
 	u32map_free(&d->d_uid_conns);
 	u32map_each(&d->d_uid_astbufs, free_val, NULL);
 	u32map_free(&d->d_uid_astbufs);
+	u32map_free(&d->d_uid_rings);
 	/* lockspaces released after this find their orphans uncounted */
 	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next)
 		u32map_each(&dl->dl_orphan_owners, orphan_rec_uncount, NULL);

@@ -27,6 +27,9 @@
  *   astq     in the queue of the AST socket it passed (dlmd never reads
  *            it; closing it releases the queue) - in lockspace LS_NAME,
  *            which the test creates, mode 0666;
+ *   rings    (not an fd's close: the ring's memory) RINGS_PER_UID
+ *            rings of nobody's mapped, the next refused EDQUOT, root's
+ *            not; one mapped again after a close;
  *   budget   300 at once, more than dlmd lets one user have waiting
  *            (client.c REAP_UID_MAX): the connection is cut, a new one
  *            refused with EMFILE while they wait, root's served; once
@@ -50,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -64,6 +68,7 @@
 #define MAX_HELD_OPEN	512
 #define BUDGET_SOCKETS	300	/* past client.c REAP_UID_MAX (256) */
 #define POLLS		100	/* waits: polls of 0.1 s */
+#define RINGS		64	/* client.c RINGS_PER_UID */
 
 static pid_t dlmd_pid;
 static int listener = -1;
@@ -184,10 +189,17 @@ static int dlmd_ask(void)
 		struct dlmp_msg a;
 		ssize_t n = recv(fd, buf, sizeof(buf), 0);
 
+		/* refused with our request unread: the reset comes first,
+		 * then the refusal */
+		if (n < 0 && errno == ECONNRESET)
+			n = recv(fd, buf, sizeof(buf), 0);
 		st = -ETIME;
 		if (n > 0 && dlmp_decode(buf, (size_t)n, &a) == 0 &&
 		    a.m_hdr.h_type == DLMP_REPLY)
 			st = a.m_u.reply.rp_status;
+		else
+			printf("# dlmd_ask: recv %zd (%s)\n", n,
+			       n < 0 ? strerror(errno) : "");
 	}
 	close(fd);
 	return st;
@@ -408,6 +420,140 @@ static void way_budget(void)
 	       "root served, served again after\n");
 }
 
+/* A connection bound to LS_NAME (its AST socket's other end in *ast),
+ * or -1. */
+static int bound_conn(int *ast)
+{
+	struct dlmp_msg m;
+	int sv[2], fd = raw_connect();
+
+	if (fd < 0)
+		return -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		close(fd);
+		return -1;
+	}
+	raw_ls_msg(&m, DLMP_LS_OPEN, LS_NAME);
+	if (raw_send(fd, &m, 3, sv[1]) < 0 || raw_reply(fd, 3) != 0) {
+		close(fd);
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	close(sv[1]);
+	*ast = sv[0];
+	return fd;
+}
+
+/* RING ATTACH on fd with a sealed memfd of the right size: its status. */
+static int attach_ring(int fd)
+{
+	struct dlmp_msg m;
+	int mfd = memfd_create("fdpass-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING), st;
+
+	if (mfd < 0)
+		return -ENOMEM;
+	if (ftruncate(mfd, (off_t)DLMP_RING_BYTES) < 0 ||
+	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0) {
+		close(mfd);
+		return -ENOMEM;
+	}
+	memset(&m, 0, sizeof(m));
+	m.m_hdr.h_type = DLMP_RING;
+	m.m_u.pair.pr_a = DLMP_RING_ATTACH;
+	m.m_u.pair.pr_b = DLMP_RING_ANSWERS;
+	st = raw_send(fd, &m, 5, mfd) < 0 ? -EIO : raw_reply(fd, 5);
+	close(mfd);
+	return st;
+}
+
+/* Rings whose pages dlmd's own faults allocate, on dlmd's memory
+ * account: RINGS_PER_UID (64) of nobody's are mapped, the next one is
+ * refused EDQUOT (the connection goes on without), root's is not; once
+ * one of nobody's connections closed, a ring of it is mapped again. */
+static void way_rings(void)
+{
+	int conns[RINGS + 1], asts[RINGS + 1], fd, ast, st = 0;
+	unsigned int n = 0;
+	bool ok = true;
+
+	for (; n < RINGS; n++) {
+		conns[n] = bound_conn(&asts[n]);
+		if (conns[n] < 0 || (st = attach_ring(conns[n])) != 0) {
+			if (conns[n] >= 0) {
+				close(conns[n]);
+				close(asts[n]);
+			}
+			printf("FAIL fdpass rings: ring %u of nobody's: %d\n", n, st);
+			failures++;
+			ok = false;
+			break;
+		}
+	}
+	if (ok) {
+		conns[n] = bound_conn(&asts[n]);
+		st = conns[n] >= 0 ? attach_ring(conns[n]) : -EIO;
+		if (st != -EDQUOT) {
+			printf("FAIL fdpass rings: ring %u of nobody's got %d, "
+			       "not EDQUOT\n", n, st);
+			failures++;
+			ok = false;
+		}
+		if (conns[n] >= 0)
+			n++;
+	}
+	if (ok) {
+		if (seteuid(0) < 0)
+			exit(1);
+		fd = bound_conn(&ast);
+		st = fd >= 0 ? attach_ring(fd) : -EIO;
+		if (fd >= 0) {
+			close(fd);
+			close(ast);
+		}
+		if (seteuid(NOBODY) < 0)
+			exit(1);
+		if (st != 0) {
+			printf("FAIL fdpass rings: root's ring got %d\n", st);
+			failures++;
+			ok = false;
+		}
+	}
+	if (ok) {
+		/* one of nobody's goes: a ring of it is taken again (once
+		 * dlmd saw the close) */
+		close(conns[0]);
+		close(asts[0]);
+		conns[0] = -1;
+		st = -EDQUOT;
+		for (unsigned int i = 0; i < POLLS && st == -EDQUOT; i++) {
+			fd = bound_conn(&ast);
+			st = fd >= 0 ? attach_ring(fd) : -EIO;
+			if (fd >= 0) {
+				close(fd);
+				close(ast);
+			}
+			if (st == -EDQUOT)
+				usleep(100000);
+		}
+		if (st != 0) {
+			printf("FAIL fdpass rings: after a close, nobody's ring "
+			       "got %d\n", st);
+			failures++;
+			ok = false;
+		}
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		if (conns[i] >= 0) {
+			close(conns[i]);
+			close(asts[i]);
+		}
+	}
+	if (ok)
+		printf("ok fdpass rings: %d of nobody's mapped, the next refused "
+		       "EDQUOT, root's mapped, one again after a close\n", RINGS);
+}
+
 int main(int argc, char **argv)
 {
 	gid_t g = NOBODY;
@@ -434,6 +580,7 @@ int main(int argc, char **argv)
 	way_unread();
 	way_astq();
 	way_budget();
+	way_rings();
 	release_all();
 	return failures ? 1 : 0;
 }
