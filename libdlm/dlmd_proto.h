@@ -143,10 +143,12 @@
  *
  * The request ring (version 5).  After LS_OPEN a client may hand the
  * daemon a shared-memory ring for its requests: RING (pair a =
- * DLMP_RING_ATTACH, b = 0) carrying, as SCM_RIGHTS, a memfd of at least
+ * DLMP_RING_ATTACH, b = 0) carrying, as SCM_RIGHTS, a memfd of exactly
  * DLMP_RING_BYTES, sealed against shrinking (F_SEAL_SHRINK; else the
  * daemon, which maps it, could be killed by SIGBUS when the client
- * truncates it) and on shmem (not MFD_HUGETLB: a hole punched in it, its
+ * truncates it) and growing (F_SEAL_GROW: the last release of a huge
+ * memfd, at the daemon's munmap, would free it all in the daemon's
+ * thread) and on shmem (not MFD_HUGETLB: a hole punched in it, its
  * huge pages taken, and the daemon's next touch would be SIGBUS too).
  * A REPLY 0 means: later requests of the connection go
  * into the ring, except the kick below and requests sent in its place

@@ -289,8 +289,9 @@ static struct lkcb *lkcb_find(const struct dlmd_client *c, uint32_t lkid)
  *     as one packet can carry: the kernel releases none in our thread
  *     (unless dlmd has no fd free: the request is then answered EMFILE);
  *   - a passed fd dlmd does not keep is closed here only if it is a
- *     memfd (shmem: F_GET_SEALS answers, and its release never waits);
- *     any other, and each socket of a client's (its connection, its AST
+ *     memfd (shmem: F_GET_SEALS answers, and its release never waits)
+ *     sealed against growing and no larger than a ring (its release
+ *     frees all its pages); any other, and each socket of a client's (its connection, its AST
  *     socket) when it closes, is given to the reaper of the client's
  *     uid: a thread that only closes, started when the uid has fds to
  *     close and none is running, gone once they are closed.  One
@@ -456,14 +457,20 @@ here:
 	close(fd);
 }
 
-/* A passed fd dlmd does not keep (the client's uid 'uid'): a memfd
- * closes here, anything else by the reaper. */
+/* A passed fd dlmd does not keep (the client's uid 'uid'): a memfd no
+ * larger than a ring, that cannot grow, closes here (its release frees
+ * that much at most and never waits); anything else by the reaper. */
 static void passed_drop(uid_t uid, int fd)
 {
+	struct stat st;
+	int seals;
+
 	if (fd < 0)
 		return;
-	if (fcntl(fd, F_GET_SEALS) >= 0)
-		close(fd);		/* shmem: its release does not wait */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals >= 0 && (seals & F_SEAL_GROW) && fstat(fd, &st) == 0 &&
+	    st.st_size <= (off_t)DLMP_RING_BYTES)
+		close(fd);
 	else
 		reap_fd(uid, fd);
 }
@@ -1980,13 +1987,17 @@ static int ring_map(struct dlmd_client *c, int fd)
 
 	/* unsealed, the client could shrink it under our mapping: SIGBUS;
 	 * and first: only a memfd answers, without reaching a file system
-	 * (a FUSE file's fstat waits for its server: "Passed fds") */
+	 * (a FUSE file's fstat waits for its server: "Passed fds").  Of
+	 * the ring's size exactly and sealed against growing too: its
+	 * last release, at our munmap once the client let go, frees all
+	 * its pages in dlmd's thread (a client's 100 GB memfd, seconds) */
 	seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) !=
+			 (F_SEAL_SHRINK | F_SEAL_GROW))
 		return -EINVAL;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode) || st.st_size < (off_t)DLMP_RING_BYTES)
+	if (!S_ISREG(st.st_mode) || st.st_size != (off_t)DLMP_RING_BYTES)
 		return -EINVAL;
 	/* shmem only: a hugetlbfs memfd (MFD_HUGETLB) seals too, but the
 	 * client can punch a hole in it (its reservation goes) and take

@@ -30,6 +30,8 @@
  *   rings    (not an fd's close: the ring's memory) RINGS_PER_UID
  *            rings of nobody's mapped, the next refused EDQUOT, root's
  *            not; one mapped again after a close;
+ *   ring-size a ring's memfd that can grow, or larger than a ring, is
+ *            refused EINVAL (its last release frees it all in dlmd);
  *   budget   300 at once, more than dlmd lets one user have waiting
  *            (client.c REAP_UID_MAX): the connection is cut, a new one
  *            refused with EMFILE while they wait, root's served; once
@@ -445,16 +447,17 @@ static int bound_conn(int *ast)
 	return fd;
 }
 
-/* RING ATTACH on fd with a sealed memfd of the right size: its status. */
-static int attach_ring(int fd)
+/* RING ATTACH on fd with a memfd of 'size' sealed with 'seals': its
+ * status. */
+static int attach_ring_of(int fd, size_t size, int seals)
 {
 	struct dlmp_msg m;
 	int mfd = memfd_create("fdpass-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING), st;
 
 	if (mfd < 0)
 		return -ENOMEM;
-	if (ftruncate(mfd, (off_t)DLMP_RING_BYTES) < 0 ||
-	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0) {
+	if (ftruncate(mfd, (off_t)size) < 0 ||
+	    fcntl(mfd, F_ADD_SEALS, seals) < 0) {
 		close(mfd);
 		return -ENOMEM;
 	}
@@ -465,6 +468,42 @@ static int attach_ring(int fd)
 	st = raw_send(fd, &m, 5, mfd) < 0 ? -EIO : raw_reply(fd, 5);
 	close(mfd);
 	return st;
+}
+
+/* ... of the right size, sealed as libdlm seals it. */
+static int attach_ring(int fd)
+{
+	return attach_ring_of(fd, DLMP_RING_BYTES, F_SEAL_SHRINK | F_SEAL_GROW);
+}
+
+/* A ring's memfd that can grow, or is larger than a ring, is refused
+ * (EINVAL): its last release, at dlmd's munmap, would free all of it in
+ * dlmd's thread. */
+static void way_ring_size(void)
+{
+	int ast, fd, grow = -EIO, big = -EIO;
+
+	/* each on a connection of its own: one accepted takes the next
+	 * answer into its ring */
+	if ((fd = bound_conn(&ast)) >= 0) {
+		grow = attach_ring_of(fd, DLMP_RING_BYTES, F_SEAL_SHRINK);
+		close(fd);
+		close(ast);
+	}
+	if ((fd = bound_conn(&ast)) >= 0) {
+		big = attach_ring_of(fd, 2 * DLMP_RING_BYTES,
+				     F_SEAL_SHRINK | F_SEAL_GROW);
+		close(fd);
+		close(ast);
+	}
+	if (grow == -EINVAL && big == -EINVAL) {
+		printf("ok fdpass ring-size: a growable ring and a larger one "
+		       "refused EINVAL\n");
+	} else {
+		printf("FAIL fdpass ring-size: a growable ring got %d, a larger "
+		       "one %d, not EINVAL\n", grow, big);
+		failures++;
+	}
 }
 
 /* Rings whose pages dlmd's own faults allocate, on dlmd's memory
@@ -582,6 +621,7 @@ int main(int argc, char **argv)
 	way_astq();
 	way_budget();
 	way_rings();
+	way_ring_size();
 	release_all();
 	/* _exit: a sanitizer's leak check at exit cannot ptrace a process
 	 * that changed its uids (tests/secenv-client.c) */

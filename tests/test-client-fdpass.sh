@@ -25,6 +25,6 @@ one_dlmd "socket_mode = 0666"
 timeout 300 "$FC" "$pid" >"$dir/fdpass.out" 2>&1 || fail "fdpass-client: $(grep -v '^ok ' "$dir/fdpass.out")"
 cat "$dir/fdpass.out"
 n=$(grep -c '^ok ' "$dir/fdpass.out")
-[ "$n" -eq 7 ] || fail "$n of the 7 checks passed"
+[ "$n" -eq 8 ] || fail "$n of the 8 checks passed"
 kill -0 "$pid" 2>/dev/null || fail "dlmd died"
 stop_dlmd || fail "dlmd did not stop on SIGTERM"
