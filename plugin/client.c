@@ -3582,7 +3582,9 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 		}
 		if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
 			log_warn("SO_PEERCRED: %s", strerror(errno));
-			close(cfd);
+			/* its queue may hold fds ("Passed fds"): no user */
+			shutdown(cfd, SHUT_RDWR);
+			reap_fd((uid_t)-1, cfd);
 			continue;
 		}
 		if (uid_limited(cr.uid) &&
@@ -3629,7 +3631,8 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 			if (c->cl_counted)
 				uid_conns_add(d, cr.uid, -1);
 			u32map_del(&d->d_clients, c->cl_serial);
-			close(cfd);
+			shutdown(cfd, SHUT_RDWR);
+			reap_fd(cr.uid, cfd);
 			free(c);
 			continue;
 		}
