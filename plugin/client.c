@@ -291,10 +291,12 @@ static struct lkcb *lkcb_find(const struct dlmd_client *c, uint32_t lkid)
  *   - a passed fd dlmd does not keep is closed here only if it is a
  *     memfd (shmem: F_GET_SEALS answers, and its release never waits)
  *     sealed against growing and no larger than a ring (its release
- *     frees all its pages); any other, and each socket of a client's (its connection, its AST
- *     socket) when it closes, is given to the reaper of the client's
- *     uid: a thread that only closes, started when the uid has fds to
- *     close and none is running, gone once they are closed.  One
+ *     frees all its pages); a socket of a client's (its connection,
+ *     its AST socket, one refused) is closed here once what its queue
+ *     held was taken out (sock_close); any other fd, and such a socket
+ *     whose queue was not emptied, is given to the reaper of the
+ *     client's uid: a thread that only closes, started when the uid has
+ *     fds to close and none is running, gone once they are closed.  One
  *     thread a uid: a user whose close waits makes only its own closes
  *     wait;
  *   - a passed fd is looked at, before it is kept, only by calls that
@@ -455,6 +457,74 @@ static void reap_fd(uid_t uid, int fd)
 here:
 	log_err("no thread to close a client's fd: closing it in dlmd's own");
 	close(fd);
+}
+
+/*
+ * Close one of a client's sockets (its connection, its AST socket, one
+ * refused) whose queue may hold packets with fds: shut down, so that its
+ * peer can add nothing more; read what the queue holds, each fd to
+ * passed_drop(); then, the queue empty, close it here: its release
+ * waits for nothing.  SO_PASSCRED gives every packet read a control
+ * message, so the end of the queue (no control message) is told from a
+ * packet of no bytes (a client's end of file, to dlmd).  Past
+ * SOCK_DRAIN_MAX packets, when it cannot be read so, or without 'drain'
+ * (its user has too many fds waiting already: not one more taken), the
+ * reaper closes it, queue and all.  A client that left nothing there
+ * (every one that closes after its answers) costs one recvmsg, no
+ * thread.
+ */
+#define SOCK_DRAIN_MAX	16
+
+static void passed_drop(uid_t uid, int fd);
+
+static void sock_close(uid_t uid, int fd, bool drain)
+{
+	int one = 1;
+
+	shutdown(fd, SHUT_RDWR);
+	if (!drain ||
+	    setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0)
+		goto reap;
+	for (unsigned int i = 0; i < SOCK_DRAIN_MAX; i++) {
+		union {
+			char		b[CMSG_SPACE(sizeof(int) * DLMD_SCM_MAX_FD) +
+					  CMSG_SPACE(sizeof(struct ucred))];
+			struct cmsghdr	align;
+		} cb;
+		char byte;
+		struct iovec iov = { &byte, 1 };
+		struct msghdr mh;
+		ssize_t n;
+
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cb.b;
+		mh.msg_controllen = sizeof(cb.b);
+		n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0)
+			break;
+		if (n == 0 && mh.msg_controllen == 0) {
+			close(fd);	/* empty: nothing of the client's */
+			return;
+		}
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm;
+		     cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_level != SOL_SOCKET ||
+			    cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t k = 0;
+			     k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+				int f;
+
+				memcpy(&f, CMSG_DATA(cm) + k * sizeof(int),
+				       sizeof(int));
+				passed_drop(uid, f);
+			}
+		}
+	}
+reap:
+	reap_fd(uid, fd);
 }
 
 /* A passed fd dlmd does not keep (the client's uid 'uid'): a memfd no
@@ -1502,10 +1572,8 @@ static void client_unbind(struct dlmd *d, struct dlmd_client *c, bool answer)
 	astq_free(d, c);
 	astbuf_drop(d, c);
 	if (c->cl_ast_fd >= 0) {
-		/* the client can add nothing to its queue now; what is
-		 * there goes with it, by the reaper ("Passed fds") */
-		shutdown(c->cl_ast_fd, SHUT_RDWR);
-		reap_fd(c->cl_uid, c->cl_ast_fd);
+		/* the client may have put fds in its queue ("Passed fds") */
+		sock_close(c->cl_uid, c->cl_ast_fd, !reap_over(c->cl_uid, 1));
 	}
 	c->cl_ast_fd = -1;
 	if (answer)	/* the lockspace is released: its engine took them */
@@ -3289,8 +3357,7 @@ static void refuse_conn(struct dlmd *d, int fd, const struct ucred *cr, int stat
 		log_debug("client pid %d: cannot send the refusal: %s", (int)cr->pid,
 			  strerror(errno));
 	/* what it sent before we accepted it may hold fds ("Passed fds") */
-	shutdown(fd, SHUT_RDWR);
-	reap_fd(cr->uid, fd);
+	sock_close(cr->uid, fd, !reap_over(cr->uid, 1));
 	d->d_nrefused++;
 	if (limit_log_due(&d->d_refuse_log_ms, &d->d_refuse_nquiet)) {
 		log_warn("client pid %d uid %u refused: %s (%llu other refusal%s "
@@ -3418,9 +3485,8 @@ void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 	u32map_del(&d->d_clients, c->cl_serial);
 	if (d->d_loop)
 		qb_loop_poll_del(d->d_loop, c->cl_fd);
-	/* what waits in its queue goes with it, by the reaper */
-	shutdown(c->cl_fd, SHUT_RDWR);
-	reap_fd(c->cl_uid, c->cl_fd);
+	/* what waits in its queue may hold fds ("Passed fds") */
+	sock_close(c->cl_uid, c->cl_fd, !reap_over(c->cl_uid, 1));
 	free(c);
 	dlmd_flush(d);
 }
@@ -3583,8 +3649,7 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 		if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
 			log_warn("SO_PEERCRED: %s", strerror(errno));
 			/* its queue may hold fds ("Passed fds"): no user */
-			shutdown(cfd, SHUT_RDWR);
-			reap_fd((uid_t)-1, cfd);
+			sock_close((uid_t)-1, cfd, true);
 			continue;
 		}
 		if (uid_limited(cr.uid) &&
@@ -3631,8 +3696,7 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 			if (c->cl_counted)
 				uid_conns_add(d, cr.uid, -1);
 			u32map_del(&d->d_clients, c->cl_serial);
-			shutdown(cfd, SHUT_RDWR);
-			reap_fd(cr.uid, cfd);
+			sock_close(cr.uid, cfd, !reap_over(cr.uid, 1));
 			free(c);
 			continue;
 		}
