@@ -8,10 +8,13 @@
 # waits up to an hour) in each way a client can: with a request, as an
 # extra fd, past what dlmd's control buffer holds, unread in the
 # connection's queue as it closes, in the queue of its AST socket.
-# After each, a request on another connection must be answered: dlmd
-# never makes the last close of a file a client gave it in its own loop.
+# After each, a request on another connection must be answered: a last
+# close that can wait is never dlmd's loop's.  A user with 300 such
+# closes waiting is cut and refused (EMFILE) while root is served, and
+# served again once they end; nobody maps 64 rings at most (EDQUOT
+# after), and only memfds of a ring's exact size that cannot grow.
 # Then dlmd is still up, and stops.  Needs root (setresuid, dlmd's
-# sockets); fails, never skips.
+# sockets) and 127.0.0.1; fails, never skips.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/test-lib.sh"
