@@ -143,16 +143,20 @@
  *
  * The request ring (version 5).  After LS_OPEN a client may hand the
  * daemon a shared-memory ring for its requests: RING (pair a =
- * DLMP_RING_ATTACH, b = 0) carrying, as SCM_RIGHTS, a memfd of at least
+ * DLMP_RING_ATTACH, b = 0) carrying, as SCM_RIGHTS, a memfd of exactly
  * DLMP_RING_BYTES, sealed against shrinking (F_SEAL_SHRINK; else the
  * daemon, which maps it, could be killed by SIGBUS when the client
- * truncates it) and on shmem (not MFD_HUGETLB: a hole punched in it, its
+ * truncates it) and growing (F_SEAL_GROW: the last release of a huge
+ * memfd, at the daemon's munmap, would free it all in the daemon's
+ * thread) and on shmem (not MFD_HUGETLB: a hole punched in it, its
  * huge pages taken, and the daemon's next touch would be SIGBUS too).
  * A REPLY 0 means: later requests of the connection go
  * into the ring, except the kick below and requests sent in its place
  * (see Wake-ups); answers, COMP_REPLYs and ASTs come as before.  On any error (a memfd
  * of the wrong size or unsealed: -EINVAL; a second ring: -EISCONN; no
- * memory to map it) the connection goes on without a ring, and so does
+ * memory to map it; the user, not root, has 64 rings mapped already:
+ * -EDQUOT, plugin/client.c "Rings per user") the connection goes on
+ * without a ring, and so does
  * a client that does not ask for one ($DLMD_RING=0 for libdlm): the
  * ring is an option of version 5, and a client of version 4 is refused
  * as every other version is (see Versions).
@@ -257,8 +261,9 @@
  * for (a held one of a purged lock gets its cancel completion, above).
  *
  * Refusal.  A connection the daemon will not serve (its user holds
- * dlm.conf's max_clients_per_uid connections already) gets one REPLY
- * with reqid 0 and a negative errno (-EUSERS) as soon as it is accepted,
+ * dlm.conf's max_clients_per_uid connections already: -EUSERS; fds it
+ * passed wait to be closed, plugin/client.c "Passed fds": -EMFILE) gets
+ * one REPLY with reqid 0 and a negative errno as soon as it is accepted,
  * before any request, and is closed.  Clients never use reqid 0, so the
  * first read (or a send that fails because the daemon closed) finds it;
  * libdlm returns it as errno.

@@ -77,6 +77,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +99,9 @@
 
 #define CLIENT_BATCH	16		/* packets per recvmmsg */
 #define CLIENT_CALLS	4		/* recvmmsg calls per wake-up */
+/* The fds one packet can carry (the kernel's SCM_MAX_FD): each packet's
+ * control buffer holds them all ("Passed fds"). */
+#define DLMD_SCM_MAX_FD	253
 /* Asked for each connection (the kernel doubles it): 683 answers of 64
  * bytes fit where the default 212992 holds 278, so DLMP_MAX_HELD held
  * answers released together fit with room to spare, and a client that
@@ -261,6 +266,286 @@ static struct lkcb *lkcb_find(const struct dlmd_client *c, uint32_t lkid)
 }
 
 /* ------------------------------------------------------------------ */
+/* passed fds                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Passed fds.  Any packet may carry fds (SCM_RIGHTS), and the client may
+ * close its own copies at once: dlmd's close is then the last one, and
+ * the last close runs the file's release in the thread that makes it.
+ * Some releases wait: a TCP socket with SO_LINGER whose peer does not
+ * read waits out its linger time (an hour, or for ever); a file of a
+ * FUSE file system waits for a FLUSH its server need never answer; a
+ * unix socket releases what waits in its queue, fds among it, which
+ * may be such files.  dlmd, one thread, served nobody meanwhile, its
+ * node's locks and every other node's requests to it stalled: an
+ * unprivileged client hung it by passing such a socket with a request
+ * (any request), as a second fd, past the fds the control buffer held
+ * (the kernel released the rest in our recvmmsg), in a packet left in
+ * its connection's queue at its close, or in the queue of the AST
+ * socket it gave (tests/test-client-fdpass.sh saw each).  So:
+ *
+ *   - the control buffer of each packet holds SCM_MAX_FD fds, as many
+ *     as one packet can carry: the kernel releases none in our thread
+ *     (unless dlmd has no fd free: the request is then answered EMFILE);
+ *   - a passed fd dlmd does not keep is closed here only if it is a
+ *     memfd (shmem: F_GET_SEALS answers, and its release never waits)
+ *     sealed against growing and no larger than a ring (its release
+ *     frees all its pages); a socket of a client's (its connection,
+ *     its AST socket, one refused) is closed here once what its queue
+ *     held was taken out (sock_close); any other fd, and such a socket
+ *     whose queue was not emptied, is given to the reaper of the
+ *     client's uid: a thread that only closes, started when the uid has
+ *     fds to close and none is running, gone once they are closed.  One
+ *     thread a uid: a user whose close waits makes only its own closes
+ *     wait;
+ *   - a passed fd is looked at, before it is kept, only by calls that
+ *     do not reach its file system (a FUSE file's fstat waits for its
+ *     server as its close does): F_GET_SEALS before fstat for a ring,
+ *     SO_DOMAIN before fstat for an AST socket;
+ *   - a uid other than root with REAP_UID_MAX fds waiting for its reaper
+ *     is refused new connections (-EMFILE), and a connection of it that
+ *     passes one more is disconnected; one already disconnected is
+ *     closed before it reads again, and so is every connection of a uid
+ *     with twice as many waiting (its socket, with whatever waits in
+ *     it, goes to the reaper as one fd): what a user can make dlmd hold
+ *     stays bounded.  (Twice: a connection accepted under the bound
+ *     must not be cut for the closes of its user's others, as they
+ *     end, which count too; test-client-fdpass saw it.)
+ */
+#define REAP_UID_MAX	256
+
+struct reap_item {
+	struct reap_item	*ri_next;
+	int			ri_fd;
+};
+
+struct reap_uid {
+	struct reap_uid		*ru_next;
+	uid_t			ru_uid;
+	uint32_t		ru_n;		/* fds queued or being closed */
+	bool			ru_running;	/* its thread runs */
+	struct reap_item	*ru_head;
+	struct reap_item	**ru_tail;
+};
+
+static struct {
+	pthread_mutex_t		rp_mu;
+	struct reap_uid		*rp_uids;	/* those with fds, or a thread */
+} reaper = { PTHREAD_MUTEX_INITIALIZER, NULL };
+
+static struct reap_uid *reap_uid_find(uid_t uid)
+{
+	for (struct reap_uid *ru = reaper.rp_uids; ru; ru = ru->ru_next)
+		if (ru->ru_uid == uid)
+			return ru;
+	return NULL;
+}
+
+static void *reap_thread(void *arg)
+{
+	struct reap_uid *ru = arg;
+
+	pthread_mutex_lock(&reaper.rp_mu);
+	for (struct reap_item *ri; (ri = ru->ru_head);) {
+		ru->ru_head = ri->ri_next;
+		if (!ru->ru_head)
+			ru->ru_tail = &ru->ru_head;
+		pthread_mutex_unlock(&reaper.rp_mu);
+		close(ri->ri_fd);	/* may wait: only this uid's wait */
+		free(ri);
+		pthread_mutex_lock(&reaper.rp_mu);
+		ru->ru_n--;
+	}
+	/* nothing left (ru_n is 0): the record goes with the thread */
+	for (struct reap_uid **pp = &reaper.rp_uids; *pp; pp = &(*pp)->ru_next) {
+		if (*pp == ru) {
+			*pp = ru->ru_next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reaper.rp_mu);
+	free(ru);
+	return NULL;
+}
+
+/* The fds of uid's waiting for its reaper. */
+static uint32_t reap_pending(uid_t uid)
+{
+	struct reap_uid *ru;
+	uint32_t n;
+
+	pthread_mutex_lock(&reaper.rp_mu);
+	ru = reap_uid_find(uid);
+	n = ru ? ru->ru_n : 0;
+	pthread_mutex_unlock(&reaper.rp_mu);
+	return n;
+}
+
+static bool uid_limited(uid_t uid);
+
+/* Has uid 'times' REAP_UID_MAX fds waiting for its reaper, or more? */
+static bool reap_over(uid_t uid, uint32_t times)
+{
+	return uid_limited(uid) && reap_pending(uid) >= times * REAP_UID_MAX;
+}
+
+/* A thread of no signal (dlmd's are the loop's) to close ru's fds. */
+static bool reap_start(struct reap_uid *ru)
+{
+	sigset_t all, old;
+	pthread_attr_t at;
+	pthread_t t;
+	int rv;
+
+	if (pthread_attr_init(&at))
+		return false;
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	/* small: it only calls close() */
+	pthread_attr_setstacksize(&at, 64 * 1024);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rv = pthread_create(&t, &at, reap_thread, ru);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&at);
+	return rv == 0;
+}
+
+/* Close fd, which came from a client of uid's (or is a socket of one),
+ * without waiting for its release: by uid's reaper.  If no thread can
+ * be had (out of memory), here after all, with a log line. */
+static void reap_fd(uid_t uid, int fd)
+{
+	struct reap_item *ri = malloc(sizeof(*ri));
+	struct reap_uid *ru;
+
+	if (!ri)
+		goto here;
+	ri->ri_next = NULL;
+	ri->ri_fd = fd;
+	pthread_mutex_lock(&reaper.rp_mu);
+	ru = reap_uid_find(uid);
+	if (!ru) {
+		ru = calloc(1, sizeof(*ru));
+		if (!ru) {
+			pthread_mutex_unlock(&reaper.rp_mu);
+			free(ri);
+			goto here;
+		}
+		ru->ru_uid = uid;
+		ru->ru_head = NULL;
+		ru->ru_tail = &ru->ru_head;
+		ru->ru_next = reaper.rp_uids;
+		reaper.rp_uids = ru;
+	}
+	*ru->ru_tail = ri;
+	ru->ru_tail = &ri->ri_next;
+	ru->ru_n++;
+	if (!ru->ru_running) {
+		/* a new record (one exists while its thread runs): ri alone */
+		if (!reap_start(ru)) {
+			reaper.rp_uids = ru->ru_next;
+			pthread_mutex_unlock(&reaper.rp_mu);
+			free(ru);
+			free(ri);
+			goto here;
+		}
+		ru->ru_running = true;
+	}
+	pthread_mutex_unlock(&reaper.rp_mu);
+	return;
+here:
+	log_err("no thread to close a client's fd: closing it in dlmd's own");
+	close(fd);
+}
+
+/*
+ * Close one of a client's sockets (its connection, its AST socket, one
+ * refused) whose queue may hold packets with fds: shut down, so that its
+ * peer can add nothing more; read what the queue holds, each fd to
+ * passed_drop(); then, the queue empty, close it here: its release
+ * waits for nothing.  SO_PASSCRED gives every packet read a control
+ * message, so the end of the queue (no control message) is told from a
+ * packet of no bytes (a client's end of file, to dlmd).  Past
+ * SOCK_DRAIN_MAX packets, when it cannot be read so, or without 'drain'
+ * (its user has too many fds waiting already: not one more taken), the
+ * reaper closes it, queue and all.  A client that left nothing there
+ * (every one that closes after its answers) costs one recvmsg, no
+ * thread.
+ */
+#define SOCK_DRAIN_MAX	16
+
+static void passed_drop(uid_t uid, int fd);
+
+static void sock_close(uid_t uid, int fd, bool drain)
+{
+	int one = 1;
+
+	shutdown(fd, SHUT_RDWR);
+	if (!drain ||
+	    setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0)
+		goto reap;
+	for (unsigned int i = 0; i < SOCK_DRAIN_MAX; i++) {
+		union {
+			char		b[CMSG_SPACE(sizeof(int) * DLMD_SCM_MAX_FD) +
+					  CMSG_SPACE(sizeof(struct ucred))];
+			struct cmsghdr	align;
+		} cb;
+		char byte;
+		struct iovec iov = { &byte, 1 };
+		struct msghdr mh;
+		ssize_t n;
+
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cb.b;
+		mh.msg_controllen = sizeof(cb.b);
+		n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0)
+			break;
+		if (n == 0 && mh.msg_controllen == 0) {
+			close(fd);	/* empty: nothing of the client's */
+			return;
+		}
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm;
+		     cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_level != SOL_SOCKET ||
+			    cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t k = 0;
+			     k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+				int f;
+
+				memcpy(&f, CMSG_DATA(cm) + k * sizeof(int),
+				       sizeof(int));
+				passed_drop(uid, f);
+			}
+		}
+	}
+reap:
+	reap_fd(uid, fd);
+}
+
+/* A passed fd dlmd does not keep (the client's uid 'uid'): a memfd no
+ * larger than a ring, that cannot grow, closes here (its release frees
+ * that much at most and never waits); anything else by the reaper. */
+static void passed_drop(uid_t uid, int fd)
+{
+	struct stat st;
+	int seals;
+
+	if (fd < 0)
+		return;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals >= 0 && (seals & F_SEAL_GROW) && fstat(fd, &st) == 0 &&
+	    st.st_size <= (off_t)DLMP_RING_BYTES)
+		close(fd);
+	else
+		reap_fd(uid, fd);
+}
+
+/* ------------------------------------------------------------------ */
 /* locks per user                                                      */
 /* ------------------------------------------------------------------ */
 
@@ -283,7 +568,6 @@ struct uid_locks {
 	uint64_t	ul_n;
 };
 
-static bool uid_limited(uid_t uid);
 static void astbuf_drop(struct dlmd *d, struct dlmd_client *c);
 static bool limit_log_due(uint64_t *last_ms, uint64_t *quiet);
 
@@ -1287,8 +1571,10 @@ static void client_unbind(struct dlmd *d, struct dlmd_client *c, bool answer)
 	drop_lock_records(d, c, answer ? &dh : NULL);
 	astq_free(d, c);
 	astbuf_drop(d, c);
-	if (c->cl_ast_fd >= 0)
-		close(c->cl_ast_fd);
+	if (c->cl_ast_fd >= 0) {
+		/* the client may have put fds in its queue ("Passed fds") */
+		sock_close(c->cl_uid, c->cl_ast_fd, !reap_over(c->cl_uid, 1));
+	}
 	c->cl_ast_fd = -1;
 	if (answer)	/* the lockspace is released: its engine took them */
 		c->cl_ids[0] = c->cl_ids[1] = 0;
@@ -1631,15 +1917,14 @@ static int ast_socket_check(const struct dlmd *d, const struct dlmd_client *c,
 {
 	struct ucred cr;
 	socklen_t len;
-	struct stat st;
 	int v;
 
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISSOCK(st.st_mode))
-		return -ENOTSOCK;
+	/* no fstat: a FUSE file's waits for its server ("Passed fds");
+	 * getsockopt tells a socket without reaching a file system */
 	len = sizeof(v);
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) < 0 || v != AF_UNIX)
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) < 0)
+		return errno == ENOTSOCK ? -ENOTSOCK : -errno;
+	if (v != AF_UNIX)
 		return -EINVAL;
 	len = sizeof(v);
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) < 0 ||
@@ -1768,13 +2053,19 @@ static int ring_map(struct dlmd_client *c, int fd)
 	void *p;
 	int seals;
 
+	/* unsealed, the client could shrink it under our mapping: SIGBUS;
+	 * and first: only a memfd answers, without reaching a file system
+	 * (a FUSE file's fstat waits for its server: "Passed fds").  Of
+	 * the ring's size exactly and sealed against growing too: its
+	 * last release, at our munmap once the client let go, frees all
+	 * its pages in dlmd's thread (a client's 100 GB memfd, seconds) */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) !=
+			 (F_SEAL_SHRINK | F_SEAL_GROW))
+		return -EINVAL;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode) || st.st_size < (off_t)DLMP_RING_BYTES)
-		return -EINVAL;
-	/* unsealed, the client could shrink it under our mapping: SIGBUS */
-	seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+	if (!S_ISREG(st.st_mode) || st.st_size != (off_t)DLMP_RING_BYTES)
 		return -EINVAL;
 	/* shmem only: a hugetlbfs memfd (MFD_HUGETLB) seals too, but the
 	 * client can punch a hole in it (its reservation goes) and take
@@ -1791,6 +2082,40 @@ static int ring_map(struct dlmd_client *c, int fd)
 	__atomic_store_n(&c->cl_ring->rg_sleeping, 1, __ATOMIC_SEQ_CST);
 	c->cl_d->d_nring_sleeps++;
 	return 0;
+}
+
+/*
+ * Rings per user.  A ring is the client's memfd, but the pages dlmd
+ * touches first (the answer slots it writes; request slots the client
+ * never wrote, under a tail set ahead) are allocated by dlmd's fault and
+ * charged to dlmd's memory cgroup: up to DLMP_RING_BYTES (540 KB) a
+ * ring, which with max_clients_per_uid connections let one user put
+ * half a gigabyte on dlmd's account (a dlmd.service MemoryMax then
+ * kills dlmd, and the other nodes fence this one).  So a uid other than
+ * root maps RINGS_PER_UID rings at most (34 MB); a further ATTACH is
+ * refused -EDQUOT and its connection goes on without a ring, as libdlm's
+ * does for any refusal (dlmd_proto.h "The request ring").  d_uid_rings
+ * counts them (the count as the value, as d_uid_conns), given back as
+ * each ring is unmapped.
+ */
+#define RINGS_PER_UID	64
+
+static uint32_t uid_rings(const struct dlmd *d, uid_t uid)
+{
+	return (uint32_t)(uintptr_t)u32map_get(&d->d_uid_rings, (uint32_t)uid);
+}
+
+static int uid_rings_add(struct dlmd *d, uid_t uid, int delta)
+{
+	uint32_t n = uid_rings(d, uid) + (uint32_t)delta;
+
+	if (!uid_limited(uid))
+		return 0;
+	if (!n) {
+		u32map_del(&d->d_uid_rings, (uint32_t)uid);
+		return 0;
+	}
+	return u32map_put(&d->d_uid_rings, (uint32_t)uid, (void *)(uintptr_t)n);
 }
 
 static int req_ring(struct req_ctx *rq)
@@ -1820,7 +2145,14 @@ static int req_ring(struct req_ctx *rq)
 		return -EISCONN;
 	if (rq->rq_fd < 0)
 		return -EBADF;
+	if (uid_limited(c->cl_uid) &&
+	    uid_rings(rq->rq_d, c->cl_uid) >= RINGS_PER_UID)
+		return -EDQUOT;
+	if (uid_rings_add(rq->rq_d, c->cl_uid, 1))
+		return -ENOMEM;
 	rv = ring_map(c, rq->rq_fd);
+	if (rv)
+		uid_rings_add(rq->rq_d, c->cl_uid, -1);
 	if (!rv && rq->rq_msg->m_u.pair.pr_b == DLMP_RING_ANSWERS) {
 		/* answers into its answer ring once the REPLY to this is
 		 * out (dlmd_client_request) */
@@ -2485,8 +2817,12 @@ void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,
 			  (int)c->cl_pid, c->cl_serial,
 			  dlmp_type_str(msg.m_hdr.h_type), len, strerror(-rv));
 	}
-	if (rq.rq_fd >= 0)
-		close(rq.rq_fd);
+	if (rq.rq_fd >= 0) {
+		passed_drop(c->cl_uid, rq.rq_fd);
+		if (reap_over(c->cl_uid, 1))
+			client_break(d, c, "its user passed more fds than dlmd "
+				     "could close yet (\"Passed fds\")");
+	}
 	if (rv == -EPROTONOSUPPORT && msg.m_hdr.h_magic == DLMP_MAGIC) {
 		/* in a version the requester can read (dlmd_proto.h) */
 		struct dlmp_msg m;
@@ -2614,8 +2950,7 @@ static void stash_push(struct dlmd *d, struct dlmd_client *c, const void *buf,
 	struct stashed *st = malloc(sizeof(*st) + len);
 
 	if (!st) {
-		if (passed_fd >= 0)
-			close(passed_fd);
+		passed_drop(c->cl_uid, passed_fd);
 		client_break(d, c, "out of memory for its requests");
 		return;
 	}
@@ -2635,8 +2970,7 @@ static void stash_free(struct dlmd_client *c)
 
 	while ((st = c->cl_stash)) {
 		c->cl_stash = st->st_next;
-		if (st->st_fd >= 0)
-			close(st->st_fd);
+		passed_drop(c->cl_uid, st->st_fd);
 		free(st);
 	}
 }
@@ -2915,8 +3249,7 @@ void dlmd_client_socket_request(struct dlmd *d, struct dlmd_client *c,
 	if (c->cl_ring && !c->cl_stash && !c->cl_paused)
 		ring_catch_up(d, c);	/* the order */
 	if (c->cl_broken) {
-		if (passed_fd >= 0)
-			close(passed_fd);
+		passed_drop(c->cl_uid, passed_fd);
 		return;
 	}
 	if (c->cl_ring && (c->cl_stash || c->cl_paused)) {
@@ -3023,7 +3356,8 @@ static void refuse_conn(struct dlmd *d, int fd, const struct ucred *cr, int stat
 	if (len > 0 && send(fd, buf, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL) != len)
 		log_debug("client pid %d: cannot send the refusal: %s", (int)cr->pid,
 			  strerror(errno));
-	close(fd);
+	/* what it sent before we accepted it may hold fds ("Passed fds") */
+	sock_close(cr->uid, fd, !reap_over(cr->uid, 1));
 	d->d_nrefused++;
 	if (limit_log_due(&d->d_refuse_log_ms, &d->d_refuse_nquiet)) {
 		log_warn("client pid %d uid %u refused: %s (%llu other refusal%s "
@@ -3144,12 +3478,15 @@ void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 		qb_loop_timer_del(d->d_loop, c->cl_ring_timer);
 	watch_unlink(d, c);
 	stash_free(c);
-	if (c->cl_ring)
+	if (c->cl_ring) {
 		munmap(c->cl_ring, DLMP_RING_BYTES);
+		uid_rings_add(d, c->cl_uid, -1);
+	}
 	u32map_del(&d->d_clients, c->cl_serial);
 	if (d->d_loop)
 		qb_loop_poll_del(d->d_loop, c->cl_fd);
-	close(c->cl_fd);
+	/* what waits in its queue may hold fds ("Passed fds") */
+	sock_close(c->cl_uid, c->cl_fd, !reap_over(c->cl_uid, 1));
 	free(c);
 	dlmd_flush(d);
 }
@@ -3166,8 +3503,8 @@ static void read_peer_creds(int fd, struct dlmd_client *c)
 }
 
 /* The fd passed with a packet (SCM_RIGHTS), or -1; any more are closed
- * (only one is ever expected). */
-static int passed_fd(struct msghdr *mh)
+ * (only one is ever expected; "Passed fds"). */
+static int passed_fd(struct msghdr *mh, uid_t uid)
 {
 	int passed = -1;
 
@@ -3181,7 +3518,7 @@ static int passed_fd(struct msghdr *mh)
 			if (passed < 0)
 				passed = f;
 			else
-				close(f);
+				passed_drop(uid, f);
 		}
 	}
 	return passed;
@@ -3198,13 +3535,22 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 	struct dlmd *d = c->cl_d;
 	static unsigned char bufs[CLIENT_BATCH][DLMP_MAX_MSG + 1];
 	static union {
-		char		buf[CMSG_SPACE(sizeof(int) * 4)];
+		char		buf[CMSG_SPACE(sizeof(int) * DLMD_SCM_MAX_FD)];
 		struct cmsghdr	align;
 	} cbufs[CLIENT_BATCH];
 	struct mmsghdr mm[CLIENT_BATCH];
 	struct iovec iov[CLIENT_BATCH];
 	uint64_t ring0 = d->d_nring_requests;
 
+	if (reap_over(c->cl_uid, c->cl_broken ? 1 : 2)) {
+		/* its user's fds wait for its reaper: not one more read
+		 * ("Passed fds"); its socket and queue go there too */
+		client_break(d, c, "its user passed more fds than dlmd could "
+			     "close yet (\"Passed fds\")");
+		ast_batch.ab_n = 0;
+		dlmd_client_close(d, c);
+		return 0;
+	}
 	out_batch.ob_c = c;
 	out_batch.ob_n = 0;
 	if (c->cl_stash)
@@ -3235,28 +3581,23 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 		}
 		for (int i = 0; i < n; i++) {
 			struct msghdr *mh = &mm[i].msg_hdr;
-			int passed = passed_fd(mh);
+			int passed = passed_fd(mh, c->cl_uid);
 			size_t len = mm[i].msg_len;
 
 			if (len == 0) {
 				/* end of file (a zero-length packet is none
 				 * of ours either) */
-				if (passed >= 0)
-					close(passed);
-				for (int k = i + 1; k < n; k++) {
-					int f = passed_fd(&mm[k].msg_hdr);
-
-					if (f >= 0)
-						close(f);
-				}
+				passed_drop(c->cl_uid, passed);
+				for (int k = i + 1; k < n; k++)
+					passed_drop(c->cl_uid, passed_fd(&mm[k].msg_hdr,
+									 c->cl_uid));
 				out_batch.ob_c = NULL;
 				ast_batch.ab_n = 0;
 				dlmd_client_close(d, c);
 				return 0;
 			}
 			if (c->cl_broken) {
-				if (passed >= 0)
-					close(passed);
+				passed_drop(c->cl_uid, passed);
 				continue;
 			}
 			if (!(mh->msg_flags & MSG_TRUNC) &&
@@ -3307,12 +3648,18 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 		}
 		if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
 			log_warn("SO_PEERCRED: %s", strerror(errno));
-			close(cfd);
+			/* its queue may hold fds ("Passed fds"): no user */
+			sock_close((uid_t)-1, cfd, true);
 			continue;
 		}
 		if (uid_limited(cr.uid) &&
 		    uid_conns(d, cr.uid) >= d->d_cfg.cf_max_clients_per_uid) {
 			refuse_conn(d, cfd, &cr, -EUSERS);
+			continue;
+		}
+		if (reap_over(cr.uid, 1)) {
+			/* its passed fds wait for its reaper ("Passed fds") */
+			refuse_conn(d, cfd, &cr, -EMFILE);
 			continue;
 		}
 		if (uid_limited(cr.uid) && uid_conns_add(d, cr.uid, 1)) {
@@ -3349,7 +3696,7 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 			if (c->cl_counted)
 				uid_conns_add(d, cr.uid, -1);
 			u32map_del(&d->d_clients, c->cl_serial);
-			close(cfd);
+			sock_close(cr.uid, cfd, !reap_over(cr.uid, 1));
 			free(c);
 			continue;
 		}
@@ -3520,6 +3867,7 @@ void dlmd_client_fini(struct dlmd *d)
 	u32map_free(&d->d_uid_conns);
 	u32map_each(&d->d_uid_astbufs, free_val, NULL);
 	u32map_free(&d->d_uid_astbufs);
+	u32map_free(&d->d_uid_rings);
 	/* lockspaces released after this find their orphans uncounted */
 	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next)
 		u32map_each(&dl->dl_orphan_owners, orphan_rec_uncount, NULL);

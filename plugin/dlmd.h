@@ -483,6 +483,8 @@ struct dlmd {
 						 * raised buffer (a count) */
 	uint64_t		d_nast_raised;	/* AST sockets with a raised
 						 * buffer, all users */
+	struct u32map		d_uid_rings;	/* uid -> its mapped rings (a
+						 * count; client.c RINGS_PER_UID) */
 	struct u32map		d_uid_locks;	/* uid -> its locks and orphans
 						 * (client.c struct uid_locks) */
 	struct slab		d_lkcbs;	/* client.c's lock records
