@@ -528,6 +528,45 @@
  * node so fenced must not merge back with its old dlmd (reboot it, as
  * the unfencing of fence_scsi expects).
  *
+ * RESTARTED WHILE APART.  X's dlmd may restart while X is cut off (an
+ * admin or pacemaker restarts it, or it crashed and systemd did): the
+ * new process joins X's one-node ring, and at the merge CPG shows it
+ * with node-up like any merged-back member, under another pid (or, pid
+ * reused, another incarnation: SEALED MESSAGES).  Can X's failure be
+ * let go without fencing?  What X's old process held: a minority ring
+ * stops every lockspace at the confchg that splits it (no quorum, and
+ * its START waits for the others' fencing), so it granted nothing
+ * afterwards; its locks are exactly those it held at the split.  No
+ * other side recovered without X either (no majority), so none of them
+ * was granted elsewhere: the table is right that nobody else holds them.
+ * But they are not gone: they were granted to X's clients, which learn
+ * of their dlmd's death only at their next libdlm call and may be inside
+ * their critical sections now, writing shared storage under a lock the
+ * new dlmd knows nothing of (it starts with no lockspace).  The new
+ * process proves the old one dead (one dlmd per host: main.c's lock),
+ * never its clients; the old process did not release its lockspaces
+ * where anyone saw it.  So X is fenced, as a dlmd that dies with
+ * lockspaces is (DAEMON FAILURE) and as a restart that joins with
+ * reason join is (SPLIT AND MERGE: DLMD_FAIL_RESTARTED), and as the
+ * established DLM does (a node whose control daemon died with
+ * lockspaces must be fenced: its lockspaces are uncontrolled): the
+ * fencing kills the new dlmd too, and X comes back fresh.  Before, it
+ * waited for a view without X, which never comes while X is back: every
+ * lockspace X was in stopped for good.  So at the merge confchg, a node
+ * that comes back node-up while its failure (a minority's node-down, no
+ * FIRM mark, not fenced) names a process that is no member of the
+ * merged group is marked DLMD_FAIL_RESTARTED (restarted_apart()),
+ * logged at notice; its FAILED records then carry FIRM, so nobody
+ * forgives it in the sync either (its process differs anyway).  Every
+ * member of a side sees the same confchg, so all of them mark it; a
+ * member that only learns the failure from a record leaves the fencing
+ * to those (ONE FENCER).  Not covered: a restart that reuses the pid
+ * (merge_keep takes it for the old process; its seal then does not
+ * verify, and the sync waits on it until UNREACHABLE PEERS removes it),
+ * and a dlmd that died while apart and is not back at the merge (no
+ * process of X merges: nothing shows the old one gone but the totem
+ * ring; it waits as before, Known limits).
+ *
  * LOST FRAMES.  lowcomms delivers engine messages in order and exactly
  * once while both nodes keep each other; a peer resuming past what we got
  * (ops_frames_lost) means messages between two live members are gone for
@@ -670,9 +709,9 @@
  *    of us" for over 10 minutes; tests/test-cpg-proto.c test_split3_*).
  *    What it still leaves waiting, as before: a failure with a fencing
  *    claim anywhere that no fencing ends (it was claimed: a side was
- *    quorate); a dlmd restarted while apart (another incarnation; CPG
- *    shows it node-up at the merge, so it is no DLMD_FAIL_RESTARTED
- *    either, and its failure is fenced only once out of the view);
+ *    quorate); a dlmd that died while apart and is not back by the
+ *    merge, or came back under the same pid (RESTARTED WHILE APART
+ *    fences one back under another pid);
  *    a lockspace with a member that sent no record of it (its failures
  *    were all fenced on its side); and more records than a sync keeps
  *    (CS_FEV_MAX failures per lockspace).  An operator stopping one
@@ -4204,6 +4243,30 @@ static bool member_counts(const struct dlmd_cluster *cs,
 	return dm && (dm->dm_inc || dm->dm_known);
 }
 
+/*
+ * RESTARTED WHILE APART (FORGIVING A SPLIT in the essay): node id, whose
+ * node-down failure seen from a minority side is not fenced yet, merges
+ * back (node-up) while the process it failed as is no member of the
+ * merged group: its dlmd restarted (or died) on its side.  Then it is a
+ * restart as one that joins with reason join is (DLMD_FAIL_RESTARTED):
+ * fenced, while in the view.  A failure already marked so (a dlmd
+ * failure, a majority's, a removal) needs nothing more; one whose
+ * process is not known is left as it was.
+ */
+static bool restarted_apart(const struct dlmd_cluster *cs, uint32_t id,
+			    const struct cpg_address *members, size_t nmembers)
+{
+	const struct cs_failpid *fp = failpid(cs, id);
+
+	if (!fp || !fp->fp_pid || dlmd_fence_is_done(cs->cs_d, id) ||
+	    (dlmd_fence_marks(cs->cs_d, id) & DLMD_FENCE_MARK_FIRM))
+		return false;
+	for (size_t k = 0; k < nmembers; k++)
+		if (members[k].nodeid == id && members[k].pid == fp->fp_pid)
+			return false;
+	return true;
+}
+
 /* ONE DLMD PER NODE ID.  At our first confchg, another process of our
  * node id that was a member before us, or joined with us and has the
  * lower pid, is a suspect (cs_dup_pids): a dlmd, and we stop, as soon as
@@ -4330,10 +4393,20 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			remove_node(cs, id, why);
 			/* its failure carries DLMD_FAIL_MAJORITY: it is fenced
 			 * even while still in the view */
+		} else if (joined[i].reason == CPG_REASON_NODEUP &&
+			   restarted_apart(cs, id, members, nmembers)) {
+			/* RESTARTED WHILE APART (essay): the process that
+			 * failed is gone, its clients may not be */
+			log_notice("node %u merged back after a split with another "
+				   "dlmd than the one that failed (pid %u is gone: "
+				   "its dlmd restarted or died while apart, and its "
+				   "old clients may hold its locks): it is fenced, "
+				   "while in the view", id, failpid(cs, id)->fp_pid);
+			dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_RESTARTED);
 		} else if (joined[i].reason == CPG_REASON_NODEUP) {
-			log_notice("node %u merged back after a split; we were on "
-				   "the smaller side: the majority removes it or us",
-				   id);
+			log_info("node %u merged back after a split that we saw "
+				 "from a minority side: a majority side removes "
+				 "it, or the sync decides (FORGIVING A SPLIT)", id);
 		} else if (joined[i].reason == CPG_REASON_JOIN &&
 			   !dlmd_fence_is_done(cs->cs_d, id)) {
 			/* a new dlmd of a node whose failure is not fenced
