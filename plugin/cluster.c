@@ -147,11 +147,15 @@
  * sender was unknown to it, or the failed daemon was unknown to it when
  * it failed in this sync; never for a daemon it has known all along.  A
  * record that lists our own node means that a previous dlmd of ours died
- * in L, perhaps with clients that still hold its locks; fencing
+ * in L, perhaps with clients that still hold its locks (logged at err),
+ * or, when it names this very process, that its sender lost us at a
+ * split (logged at info: the sync's end decides, FORGIVING A SPLIT, and
+ * says so once at notice); fencing
  * ourselves is no answer (dlmd_fence_is_done() of our own id is always
  * true), so we take no part in L (no START: "fencing of us" in dlmctl ls)
  * until every such sender has seen our node fenced - it then sends its
- * record again without us - or has left the daemon group.  As the table
+ * record again without us - or has left the daemon group, or the sync
+ * forgives our failure.  As the table
  * says which lockspaces a dlmd that died was in, every daemon fences a
  * node whose dlmd died with lockspaces (DAEMON FAILURE), not only the
  * lockspaces' members.
@@ -2905,14 +2909,39 @@ static void forgive_one(struct dlmd_cluster *cs, uint32_t x, const char *why)
 	id_remove(cs->cs_reset_later, &cs->cs_nreset_later, x);
 	if (x == d->d_nodeid) {
 		d->d_nfence_forgiven++;
-		log_warn("daemon group: our own failure, which the others "
+		log_info("daemon group: our own failure, which the others "
 			 "recorded at a split (%u record%s of a lockspace), is "
 			 "forgiven: %s", nclaims, nclaims == 1 ? "" : "s", why);
 	} else {
 		dlmd_fence_forgive(d, x, why);
-		log_notice("daemon group: node %u's failure dropped from %u "
-			   "lockspace%s here", x, n, n == 1 ? "" : "s");
+		log_info("daemon group: node %u's failure dropped from %u "
+			 "lockspace%s here", x, n, n == 1 ? "" : "s");
 	}
+}
+
+/* forgive_split's summary: append "node N's" ("our own" for ours) for
+ * every candidate whose verdict is 'no' (NULL: forgiven), then 'tail'. */
+static void sum_put(const struct dlmd_cluster *cs, char *buf, size_t size,
+		    const uint32_t *ids, const char *const *nos, unsigned int n,
+		    const char *no, const char *tail)
+{
+	size_t l = strlen(buf);
+	bool any = false;
+
+	for (unsigned int k = 0; k < n; k++) {
+		if (nos[k] != no)
+			continue;
+		l = strlen(buf);
+		if (ids[k] == cs->cs_d->d_nodeid)
+			snprintf(buf + l, size - l, "%sour own", any ? ", " : "");
+		else
+			snprintf(buf + l, size - l, "%snode %u's", any ? ", " : "",
+				 ids[k]);
+		any = true;
+	}
+	l = strlen(buf);
+	if (any)
+		snprintf(buf + l, size - l, "%s", tail);
 }
 
 /*
@@ -2986,8 +3015,8 @@ static void forgive_split(struct dlmd_cluster *cs)
 			c[k].no = "a fencing claim or result for it came in this "
 				  "sync";
 		if (c[k].no) {
-			log_notice("daemon group: node %u's failure is not forgiven "
-				   "(it stays to be fenced): %s", c[k].id, c[k].no);
+			log_info("daemon group: node %u's failure is not forgiven "
+				 "(it stays to be fenced): %s", c[k].id, c[k].no);
 			continue;
 		}
 		snprintf(why, sizeof(why), "node %u (CPG pid %u) failed node-down, "
@@ -2999,6 +3028,38 @@ static void forgive_split(struct dlmd_cluster *cs)
 			 c[k].nls == 1 ? "its" : "each of its", c[k].nls,
 			 c[k].nls == 1 ? "" : "s");
 		forgive_one(cs, c[k].id, why);
+	}
+	if (nc) {
+		uint32_t ids[DLM_MAX_NODES];
+		const char *nos[DLM_MAX_NODES];
+		char line[400] = "";
+
+		for (unsigned int k = 0; k < nc; k++) {
+			ids[k] = c[k].id;
+			nos[k] = c[k].no;
+		}
+		/* once per sync, at notice: forgiven, then kept by reason */
+		sum_put(cs, line, sizeof(line), ids, nos, nc, NULL,
+			" forgiven (merged back as the same process; nobody "
+			"acted on the failure)");
+		for (unsigned int k = 0; k < nc; k++) {
+			bool first = true;
+
+			for (unsigned int e = 0; e < k; e++)
+				if (nos[e] == nos[k])
+					first = false;
+			if (!nos[k] || !first)
+				continue;
+			if (line[0])
+				snprintf(line + strlen(line),
+					 sizeof(line) - strlen(line), "; ");
+			sum_put(cs, line, sizeof(line), ids, nos, nc, nos[k],
+				" kept to be fenced (");
+			snprintf(line + strlen(line), sizeof(line) - strlen(line),
+				 "%s)", nos[k]);
+		}
+		log_notice("daemon group: unfenced failures at the sync's end: %s",
+			   line);
 	}
 }
 
@@ -3359,15 +3420,52 @@ static bool failed_take(struct dlmd_cluster *cs, const struct cs_daemon *dm,
 }
 
 /*
+ * What a record of our own failure means, said once per sender and
+ * lockspace: the scary line only when it is true.  A record naming
+ * another process of our node (or a dlmd failure) is a previous dlmd of
+ * ours that died there, whose clients may still hold its locks.  One
+ * naming this process is the sender's view of a split we were on the
+ * other side of: at a merge of minority sides the sync's end decides
+ * (FORGIVING A SPLIT, said at notice there); with FIRM or FENCING our
+ * node is to be fenced or removed.
+ */
+static void self_failed_log(const struct dlmd_cluster *cs,
+			    const struct cs_lsent *le, uint32_t from,
+			    uint32_t pid, uint64_t inc, uint32_t flags)
+{
+	if ((flags & CM_FAILED_DAEMON) || pid != cs->cs_self_pid ||
+	    inc != cs->cs_inc)
+		log_err("lockspace %s: node %u records our own failure in it (a "
+			"previous dlmd of ours died in it; its clients may still "
+			"hold its locks): we take no part in it until node %u has "
+			"seen our node fenced", le->le_name, from, from);
+	else if (flags & (CM_FAILED_FIRM | CM_FAILED_FENCING))
+		log_notice("lockspace %s: node %u recorded this dlmd as failed "
+			   "out of it at a split, %s: we take no part in it "
+			   "until node %u has seen our node fenced, or leaves",
+			   le->le_name, from, flags & CM_FAILED_FENCING ?
+			   "and saw a fencing of us begin" :
+			   "seen from a majority or removed", from);
+	else
+		log_info("lockspace %s: node %u recorded this dlmd as failed out "
+			 "of it at a split seen from a minority side: the end of "
+			 "the sync decides whether that is forgiven (until then, "
+			 "or until node %u has seen our node fenced, we take no "
+			 "part in it)", le->le_name, from, from);
+}
+
+/*
  * A FAILED record from dm: the failures out of a lockspace dm has
  * recorded and not seen fenced.  We take a failure from it when we
  * cannot have seen it ourselves: dm is unknown to us (we joined after,
  * or dm is from the other side of a merge), or the failed daemon was
  * unknown to us when it failed in this sync; not for a daemon we have
  * known all along (it did not fail, or we saw it).  A record listing our
- * own node means a previous dlmd of ours died in the lockspace: we take
- * no part in it until dm's record no longer lists us (dm saw us fenced)
- * or dm leaves; fencing ourselves is no answer.
+ * own node means a previous dlmd of ours died in the lockspace, or that
+ * dm lost this one at a split (self_failed_log): we take no part in it
+ * until dm's record no longer lists us (dm saw us fenced), dm leaves or
+ * the sync forgives it (FORGIVING A SPLIT); fencing ourselves is no
+ * answer.
  */
 static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 			   const unsigned char *body, size_t len)
@@ -3377,6 +3475,8 @@ static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 	struct cs_lsent *le;
 	const char *why = NULL;
 	bool self = false;
+	uint32_t self_pid = 0, self_flags = 0;
+	uint64_t self_inc = 0;
 
 	if (dlmd_cm_failed_decode(body, len, &fl, &why)) {
 		log_warn("daemon group: malformed FAILED from node %u dropped: %s",
@@ -3397,6 +3497,9 @@ static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 
 		if (id == d->d_nodeid) {
 			self = true;
+			self_pid = fl.fl_pids[i];
+			self_inc = fl.fl_incs[i];
+			self_flags = fl.fl_flags[i];
 			continue;
 		}
 		if (failed_take(cs, dm, le, id)) {
@@ -3414,10 +3517,8 @@ static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 		if (!claim_add(cs, le, dm->dm_id))
 			log_err("lockspace %s: no memory for node %u's record",
 				le->le_name, dm->dm_id);
-		log_err("lockspace %s: node %u records our own failure in it (a "
-			"previous dlmd of ours died in it; its clients may still "
-			"hold its locks): we take no part in it until node %u has "
-			"seen our node fenced", le->le_name, dm->dm_id, dm->dm_id);
+		self_failed_log(cs, le, dm->dm_id, self_pid, self_inc,
+				self_flags);
 	} else if (!self && claim_del(cs, le, dm->dm_id)) {
 		log_notice("lockspace %s: node %u has seen our node fenced; "
 			   "we may take part in it", le->le_name, dm->dm_id);

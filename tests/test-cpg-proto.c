@@ -61,7 +61,7 @@ static_assert(LC_HS_MAGIC != DLMP_MAGIC, "the handshake magic is shared");
 #define SIM_MAX_MSGS	4096
 #define SIM_MAX_LS	160
 #define SIM_MAX_JOBS	64
-#define SIM_LOG_LEN	256
+#define SIM_LOG_LEN	512	/* libqb's QB_LOG_MAX_LEN */
 #define SIM_LOG_LINES	2048
 
 /* The fake engine's lockspace. */
@@ -573,6 +573,20 @@ static bool logged(int i, const char *what)
 		    strstr(loglines[k], what))
 			return true;
 	return false;
+}
+
+/* How many lines containing 'what' node 'i' logged. */
+static unsigned int logged_n(int i, const char *what)
+{
+	char pre[32];
+	unsigned int n = 0;
+
+	snprintf(pre, sizeof(pre), "node %u: ", sim[i].id);
+	for (unsigned int k = 0; k < nlog; k++)
+		if (!strncmp(loglines[k], pre, strlen(pre)) &&
+		    strstr(loglines[k], what))
+			n++;
+	return n;
 }
 
 /* ---- the simulated group ------------------------------------------ */
@@ -2843,7 +2857,9 @@ static void split3_merge(void)
  * a minority side, so nobody removes anyone, each one's fencing waits for
  * a quorate view without its victims (fence.c), which never comes, and
  * the sync passes the FAILED records ("records our own failure", as in
- * the probe's logs).  L stayed stopped for ever so (KNOWN LIMITS; seen
+ * the probe's logs, which said a previous dlmd of ours died: untrue at a
+ * merge of the same processes, said at info now, and the sync's end says
+ * once what it forgave).  L stayed stopped for ever so (KNOWN LIMITS; seen
  * failing so before FORGIVING A SPLIT was built).  Now every record of
  * the sync shows the same processes, no fencing begun and the same last
  * event of L everywhere: each node forgives the other two, nobody is
@@ -2852,8 +2868,18 @@ static void test_split3_stall(void **state)
 {
 	split3_merge();
 	for (int i = 0; i < 3; i++) {
-		assert_true(logged(i, "records our own failure"));
+		/* what the merge did, said once and true (split4): never
+		 * "a previous dlmd of ours died", which it did not */
+		assert_false(logged(i, "records our own failure"));
+		assert_false(logged(i, "previous dlmd of ours"));
+		assert_true(logged(i, "recorded this dlmd as failed out of it "
+				   "at a split seen from a minority side"));
 		assert_true(logged(i, "our own failure, which the others recorded"));
+		assert_int_equal(logged_n(i, "unfenced failures at the sync's "
+					  "end: "), 1);
+		assert_true(logged(i, "our own forgiven (merged back") ||
+			    logged(i, "our own, node "));
+		assert_false(logged(i, "kept to be fenced"));
 		for (uint32_t v = 1; v <= 3; v++)
 			assert_int_equal(kills[i][v], 0);
 		for (int k = 0; k < 3; k++) {
@@ -2966,6 +2992,9 @@ static void test_split3_restarted(void **state)
 	 * message: it is pending to them, SEALED MESSAGES, so it is "no
 	 * member of a lockspace it failed out of" there) */
 	split3_kept(2, "node 3's failure is not forgiven");
+	/* true there: the dlmd that failed was another one of node 3 */
+	assert_true(logged(2, "records our own failure in it (a previous dlmd "
+			   "of ours died in it"));
 	assert_int_equal(sim[0].forgiven[2], 1);
 	assert_int_equal(sim[1].forgiven[1], 1);
 	/* the old process's lowcomms state goes at the new one's join */
@@ -2977,6 +3006,8 @@ static void test_split3_restarted(void **state)
 		assert_true(fence_in_view(i, 3));
 		assert_true(logged(i, "node 3 merged back after a split with "
 				   "another dlmd than the one that failed"));
+		assert_true(logged(i, "node 3's kept to be fenced (its failure "));
+		assert_false(logged(i, "previous dlmd of ours"));
 	}
 	settle();
 	for (int i = 0; i < 2; i++) {
