@@ -718,7 +718,9 @@
  *    fences one back under another pid);
  *    a lockspace with a member that sent no record of it (its failures
  *    were all fenced on its side); and more records than a sync keeps
- *    (CS_FEV_MAX failures per lockspace).  An operator stopping one
+ *    (CS_FEV_MAX failures per lockspace, or records naming more than
+ *    DLM_MAX_NODES failed nodes: said at err when it happens and at the
+ *    sync's end, with the failures that stay, never silently).  An operator stopping one
  *    side ends those (fence_ack is refused while the node is in the
  *    view).  A kept lowcomms queue ages through the split: one that
  *    merges back after more than peer_unreachable_secs may be reported
@@ -746,6 +748,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1011,6 +1014,7 @@ struct dlmd_cluster {
 	uint32_t		cs_reset_later[DLM_MAX_NODES];
 	unsigned int		cs_nreset_later;
 	bool			cs_ev_lost;
+	char			cs_ev_lost_why[200];	/* the first loss */
 	uint64_t		cs_unverified;
 	uint64_t		cs_unverified_log_at;
 	bool			cs_dup_stop;	/* ONE DLMD PER NODE ID: we stop,
@@ -2768,6 +2772,25 @@ static void deliver_restart(struct dlmd_cluster *cs, uint32_t from,
  * bound on what a sync keeps; past it nothing is forgiven in the sync. */
 #define CS_FEV_MAX	(8 * DLM_MAX_NODES)
 
+/* A record of this sync, or part of it, cannot be kept: nothing is
+ * forgiven at its end (forgive_split).  Said at once, at err, the
+ * first time in a sync, with what was lost; never silent. */
+static void ev_lost(struct dlmd_cluster *cs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void ev_lost(struct dlmd_cluster *cs, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cs->cs_ev_lost)
+		return;
+	cs->cs_ev_lost = true;
+	va_start(ap, fmt);
+	vsnprintf(cs->cs_ev_lost_why, sizeof(cs->cs_ev_lost_why), fmt, ap);
+	va_end(ap);
+	log_err("daemon group: %s: no failure will be forgiven at this "
+		"sync's end (FORGIVING A SPLIT)", cs->cs_ev_lost_why);
+}
+
 /* Keep what a FAILED record delivered while syncing says (ours too):
  * its sender's last event of le, and each failure it lists. */
 static void ev_record(struct dlmd_cluster *cs, struct cs_lsent *le,
@@ -2790,7 +2813,10 @@ static void ev_record(struct dlmd_cluster *cs, struct cs_lsent *le,
 				realloc(le->le_rep, nc * sizeof(*p)) : NULL;
 
 			if (!p) {
-				cs->cs_ev_lost = true;
+				ev_lost(cs, "lockspace %s: %s for the record of "
+					"node %u (%u daemons sent one in this "
+					"sync)", le->le_name, nc <= 2 * DLM_MAX_NODES ?
+					"no memory" : "no room", from, le->le_nrep);
 				return;
 			}
 			le->le_rep = p;
@@ -2810,7 +2836,16 @@ static void ev_record(struct dlmd_cluster *cs, struct cs_lsent *le,
 		p = nc <= CS_FEV_MAX ? realloc(le->le_fev, nc * sizeof(*p)) :
 				       NULL;
 		if (!p) {
-			cs->cs_ev_lost = true;
+			if (nc <= CS_FEV_MAX)
+				ev_lost(cs, "lockspace %s: no memory for node "
+					"%u's record of %u failures", le->le_name,
+					from, fl->fl_count);
+			else
+				ev_lost(cs, "lockspace %s: more than %u failures "
+					"recorded in this sync (%u kept, node %u's "
+					"record of %u more not)", le->le_name,
+					CS_FEV_MAX, le->le_nfev, from,
+					fl->fl_count);
 			return;
 		}
 		le->le_fev = p;
@@ -2842,6 +2877,7 @@ static void ev_clear(struct dlmd_cluster *cs)
 	}
 	cs->cs_nsync_fencing = 0;
 	cs->cs_ev_lost = false;
+	cs->cs_ev_lost_why[0] = '\0';
 }
 
 static const struct cs_rep *ev_rep(const struct cs_lsent *le, uint32_t from)
@@ -2944,6 +2980,35 @@ static void sum_put(const struct dlmd_cluster *cs, char *buf, size_t size,
 		snprintf(buf + l, size - l, "%s", tail);
 }
 
+/* forgive_split refuses the whole sync: said at err, with the failures
+ * that stay (to be fenced: one back in the view waits for an operator,
+ * as before FORGIVING A SPLIT). */
+static void ev_refused(const struct dlmd_cluster *cs, const char *why)
+{
+	uint32_t ids[DLM_MAX_NODES];
+	unsigned int n = 0;
+	bool self = false;
+	char list[200];
+
+	for (unsigned int b = 0; b < LS_HASH; b++) {
+		for (const struct cs_lsent *le = cs->cs_ls[b]; le; le = le->le_next) {
+			for (unsigned int i = 0; i < le->le_nfailed; i++)
+				if (n < DLM_MAX_NODES &&
+				    !id_in(ids, n, le->le_failed[i]))
+					ids[n++] = le->le_failed[i];
+			if (le->le_nclaim)
+				self = true;
+		}
+	}
+	fmt_ids(list, sizeof(list), ids, n);
+	log_err("daemon group: no failure is forgiven at this sync's end "
+		"(FORGIVING A SPLIT): %s; the failures recorded here (nodes "
+		"[%s]%s) stay to be fenced, and one whose node is back in the "
+		"view waits for an operator (stop corosync on that node, or "
+		"reboot it)", why, list,
+		self ? ", and ours in the others' records" : "");
+}
+
 /*
  * At the end of a sync, on every member alike: the node-down failures
  * that every FAILED record of the sync shows nobody acted on, of a
@@ -2964,9 +3029,7 @@ static void forgive_split(struct dlmd_cluster *cs)
 	bool full = false;
 
 	if (cs->cs_ev_lost) {
-		log_warn("daemon group: a failure record of this sync could "
-			 "not be kept (memory, or too many): no failure is "
-			 "forgiven in it");
+		ev_refused(cs, cs->cs_ev_lost_why);
 		return;
 	}
 	for (unsigned int b = 0; b < LS_HASH; b++) {
@@ -3001,8 +3064,14 @@ static void forgive_split(struct dlmd_cluster *cs)
 			}
 		}
 	}
-	if (full)
-		return;		/* more failed nodes than any lockspace has */
+	if (full) {		/* more failed nodes than any lockspace has */
+		char why[80];
+
+		snprintf(why, sizeof(why), "the records name more than %u "
+			 "failed nodes", DLM_MAX_NODES);
+		ev_refused(cs, why);
+		return;
+	}
 	for (unsigned int k = 0; k < nc; k++) {
 		const struct cs_daemon *dm = dm_find(cs, c[k].id, c[k].pid);
 		char why[320];
@@ -3543,8 +3612,10 @@ static void deliver_fence(struct dlmd_cluster *cs, uint32_t from, uint16_t type,
 	if (cs->cs_syncing && cs->cs_nsync_fencing < DLM_MAX_NODES &&
 	    !id_in(cs->cs_sync_fencing, cs->cs_nsync_fencing, fc.fc_nodeid))
 		cs->cs_sync_fencing[cs->cs_nsync_fencing++] = fc.fc_nodeid;
-	else if (cs->cs_syncing && cs->cs_nsync_fencing == DLM_MAX_NODES)
-		cs->cs_ev_lost = true;
+	else if (cs->cs_syncing && cs->cs_nsync_fencing == DLM_MAX_NODES &&
+		 !id_in(cs->cs_sync_fencing, cs->cs_nsync_fencing, fc.fc_nodeid))
+		ev_lost(cs, "fencing claims or results for more than %u nodes "
+			"in this sync", DLM_MAX_NODES);
 	if (type == CM_FENCE_CLAIM)
 		dlmd_fence_claim_delivered(cs->cs_d, from, fc.fc_nodeid);
 	else

@@ -3049,6 +3049,89 @@ static void test_split3_daemon_failure(void **state)
 	assert_int_equal(sim[1].forgiven[1], 1);
 }
 
+/* The merge of test_split3_stall, with 'nrec' more FAILED records of L
+ * in every node's sync, each from a daemon (id 200 on) that lists
+ * DLM_MAX_NODES failed nodes (ids 10 on), kept as deliver_failed keeps
+ * one (ev_record). */
+static void split3_rejoin_with(unsigned int nrec)
+{
+	static struct cm_failed fl;
+
+	split3_each(true);
+	memset(&fl, 0, sizeof(fl));
+	fl.fl_count = DLM_MAX_NODES;
+	for (uint32_t k = 0; k < DLM_MAX_NODES; k++) {
+		fl.fl_ids[k] = 10 + k;
+		fl.fl_pids[k] = 1;
+		fl.fl_incs[k] = 1;
+	}
+	for (int i = 0; i < 3; i++) {
+		struct dlmd_cluster *cs = sim[i].d.d_cluster;
+		struct cs_lsent *le = le_find(cs, "L", false);
+
+		assert_non_null(le);
+		assert_true(cs->cs_syncing);
+		fl.fl_event = ls_of(i, "L")->dl.dl_cluster->cl_last_event;
+		cur = i;
+		for (unsigned int r = 0; r < nrec; r++)
+			ev_record(cs, le, 200 + r, &fl);
+		cur = -1;
+	}
+	for (int i = 0; i < 3; i++)
+		set_quorate(i, true);
+	settle();
+}
+
+/* More failures of a lockspace in one sync than a sync keeps
+ * (CS_FEV_MAX): nothing can be forgiven at its end (a record not kept
+ * may be the one that says "fenced" or "recovered without it"), and that
+ * was said only as a vague warning at the end ("a failure record ...
+ * could not be kept"), the lockspace stopped for good.  Now it is said
+ * at err when it happens, with the lockspace and the counts, and again
+ * at the sync's end with the failures that stay (split4). */
+static void test_split3_records_overflow(void **state)
+{
+	split3_apart();
+	split3_rejoin_with(CS_FEV_MAX / DLM_MAX_NODES + 1);
+	for (int i = 0; i < 3; i++) {
+		char what[128];
+
+		/* said once when it happens, and at the sync's end */
+		snprintf(what, sizeof(what), "lockspace L: more than %u failures "
+			 "recorded in this sync", CS_FEV_MAX);
+		assert_int_equal(logged_n(i, what), 2);
+		assert_int_equal(logged_n(i, "no failure will be forgiven at "
+					  "this sync's end"), 1);
+		assert_true(logged(i, "no failure is forgiven at this sync's end "
+				   "(FORGIVING A SPLIT): lockspace L: more than"));
+		assert_true(logged(i, "stay to be fenced"));
+		for (int k = 0; k < 3; k++) {
+			if (k == i)
+				continue;
+			assert_true(sim[i].failed[k + 1]);
+			assert_int_equal(sim[i].forgiven[k + 1], 0);
+		}
+		assert_false(ls_running(i, "L"));
+	}
+}
+
+/* The records of one sync name more failed nodes than a lockspace can
+ * have members: forgive_split gave up on the sync without a word.  Now
+ * it says so at err (split4). */
+static void test_split3_records_too_many_nodes(void **state)
+{
+	split3_apart();
+	split3_rejoin_with(1);
+	for (int i = 0; i < 3; i++) {
+		assert_true(logged(i, "no failure is forgiven at this sync's end "
+				   "(FORGIVING A SPLIT): the records name more "
+				   "than"));
+		for (int k = 0; k < 3; k++)
+			if (k != i)
+				assert_int_equal(sim[i].forgiven[k + 1], 0);
+	}
+}
+
 /* The three-way split, but node 1 also has a lockspace M of its own
  * (no other member).  Nodes 2 and 3 record node 1's failure out of M;
  * node 1 lost nobody in M and sent no record of it, so nobody was
@@ -3500,6 +3583,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_restarted, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_split3_records_overflow, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_split3_records_too_many_nodes,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split3_other_incarnation,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split3_daemon_failure, setup,
