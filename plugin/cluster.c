@@ -720,9 +720,9 @@
  *    were all fenced on its side); and more records than a sync keeps
  *    (CS_FEV_MAX failures per lockspace, or records naming more than
  *    DLM_MAX_NODES failed nodes: said at err when it happens and at the
- *    sync's end, with the failures that stay, never silently).  An operator stopping one
- *    side ends those (fence_ack is refused while the node is in the
- *    view).  A kept lowcomms queue ages through the split: one that
+ *    sync's end, with the failures that stay, never silently).  An
+ *    operator stopping one side ends those (fence_ack is refused while
+ *    the node is in the view).  A kept lowcomms queue ages through the split: one that
  *    merges back after more than peer_unreachable_secs may be reported
  *    unreachable at the first tick, before lowcomms has reconnected, and
  *    a node removed (UNREACHABLE PEERS): a removal, not a stall.
