@@ -564,12 +564,14 @@
  * forgives it in the sync either (its process differs anyway).  Every
  * member of a side sees the same confchg, so all of them mark it; a
  * member that only learns the failure from a record leaves the fencing
- * to those (ONE FENCER).  Not covered: a restart that reuses the pid
+ * to those (ONE FENCER).  A dlmd that died while apart and is not back
+ * at the merge goes the same way: no process of X merges, and the totem
+ * ring that corosync delivers after the group's confchg of the merge has
+ * X again; the group has every member of X's side by then, so the
+ * process that failed left it there (died_apart(), in
+ * daemon_totem_confchg).  Not covered: a restart that reuses the pid
  * (merge_keep takes it for the old process; its seal then does not
- * verify, and the sync waits on it until UNREACHABLE PEERS removes it),
- * and a dlmd that died while apart and is not back at the merge (no
- * process of X merges: nothing shows the old one gone but the totem
- * ring; it waits as before, Known limits).
+ * verify, and the sync waits on it until UNREACHABLE PEERS removes it).
  *
  * LOST FRAMES.  lowcomms delivers engine messages in order and exactly
  * once while both nodes keep each other; a peer resuming past what we got
@@ -713,9 +715,9 @@
  *    of us" for over 10 minutes; tests/test-cpg-proto.c test_split3_*).
  *    What it still leaves waiting, as before: a failure with a fencing
  *    claim anywhere that no fencing ends (it was claimed: a side was
- *    quorate); a dlmd that died while apart and is not back by the
- *    merge, or came back under the same pid (RESTARTED WHILE APART
- *    fences one back under another pid);
+ *    quorate); a dlmd restarted while apart under the same pid
+ *    (RESTARTED WHILE APART fences one back under another pid, or not
+ *    back at all);
  *    a lockspace with a member that sent no record of it (its failures
  *    were all fenced on its side); and more records than a sync keeps
  *    (CS_FEV_MAX failures per lockspace, or records naming more than
@@ -4652,6 +4654,28 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 }
 
 /*
+ * RESTARTED WHILE APART, its dlmd not back yet: node id, whose failure
+ * (a minority's node-down, not FIRM, not fenced) names a process, is in
+ * the totem ring again while no process of it is in the daemon group.
+ * The ring comes after the group's confchg of the same change (above),
+ * which brought back every member of the other side: the process that
+ * failed left the group on its side, dead or gone, and its clients may
+ * hold its locks.
+ */
+static bool died_apart(const struct dlmd_cluster *cs, uint32_t id)
+{
+	const struct cs_failpid *fp = failpid(cs, id);
+
+	if (!fp || !fp->fp_pid || dlmd_fence_is_done(cs->cs_d, id) ||
+	    (dlmd_fence_marks(cs->cs_d, id) & DLMD_FENCE_MARK_FIRM))
+		return false;
+	for (unsigned int i = 0; i < cs->cs_ndm; i++)
+		if (cs->cs_dm[i].dm_id == id)
+			return false;
+	return true;
+}
+
+/*
  * The totem ring of the daemon group's connection: corosync delivers it
  * after the group's confchg of the same change.  A node lost while our
  * side of the daemon group was no majority may still have been lost from
@@ -4674,6 +4698,16 @@ static void daemon_totem_confchg(cpg_handle_t h, struct cpg_ring_id ring,
 
 		if (id_in(list, n, id)) {
 			id_remove(cs->cs_down, &cs->cs_ndown, id);
+			if (died_apart(cs, id)) {
+				log_notice("node %u is back in the ring after a "
+					   "split without the dlmd that failed (pid "
+					   "%u; no dlmd of it merged back: it died "
+					   "while apart, and its clients may hold its "
+					   "locks): it is fenced, while in the view",
+					   id, failpid(cs, id)->fp_pid);
+				dlmd_fence_node_failed(cs->cs_d, id,
+						       DLMD_FAIL_RESTARTED);
+			}
 			continue;
 		}
 		if (!majority_side(cs, list, n)) {

@@ -3016,6 +3016,48 @@ static void test_split3_restarted(void **state)
 	}
 }
 
+/* Node 3's dlmd died while apart and is not back when its corosync
+ * merges with nodes 1 and 2 (their daemon groups merge without it; the
+ * totem ring that follows has node 3 again).  Its clients may hold its
+ * locks: it is fenced while in the view, as one restarted is.  Before,
+ * nodes 1 and 2 forgave each other and waited for a view without node 3
+ * for ever (split4: seen failing so, L never ran again). */
+static void test_split3_died_apart(void **state)
+{
+	const int two[2] = { 0, 1 }, o1[1] = { 1 }, o0[1] = { 0 };
+	const uint32_t ring[3] = { 1, 2, 3 };
+	struct cpg_ring_id rid = { 0 };
+	unsigned int k = 0;
+
+	split3_apart();
+	for (unsigned int n = 0; n < nmsgs; n++)
+		if (msgs[n].nodeid != sim[2].id)
+			msgs[k++] = msgs[n];
+	nmsgs = k;
+	node_free(2);
+	confchg_side(0, two, 2, o1, 1, true);
+	confchg_side(1, two, 2, o0, 1, true);
+	for (int i = 0; i < 2; i++) {
+		cur = i;
+		daemon_totem_confchg((cpg_handle_t)(i + 1), rid, 3, ring);
+		cur = -1;
+		set_quorate(i, true);
+	}
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(sim[i].forgiven[2 - i], 1);
+		assert_false(ls_running(i, "L"));
+		assert_true(fence_in_view(i, 3));
+		assert_true(logged(i, "node 3 is back in the ring after a split "
+				   "without the dlmd that failed"));
+	}
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 2);
+	}
+}
+
 /* Node 1 recorded node 3's failure with another incarnation than node 2
  * did and than node 3 has (a process of the same pid, not the same
  * one: written by hand here, as the seals' rules keep such a process
@@ -3582,6 +3624,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_split3_events_differ, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_restarted, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_split3_died_apart, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_records_overflow, setup,
 						teardown),
