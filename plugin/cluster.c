@@ -724,10 +724,11 @@
  *    DLM_MAX_NODES failed nodes: said at err when it happens and at the
  *    sync's end, with the failures that stay, never silently).  An
  *    operator stopping one side ends those (fence_ack is refused while
- *    the node is in the view).  A kept lowcomms queue ages through the split: one that
- *    merges back after more than peer_unreachable_secs may be reported
- *    unreachable at the first tick, before lowcomms has reconnected, and
- *    a node removed (UNREACHABLE PEERS): a removal, not a stall.
+ *    the node is in the view).  A kept lowcomms queue ages through the
+ *    split: one that merges back after more than peer_unreachable_secs
+ *    may be reported unreachable at the first tick, before lowcomms has
+ *    reconnected, and a node removed (UNREACHABLE PEERS): a removal, not
+ *    a stall.
  *    Members decide at the end of their sync, which is one point
  *    of the stream except where SEALED MESSAGES' blind spot moves it: a
  *    process that started on the other side while apart is pending to
