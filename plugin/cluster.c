@@ -147,11 +147,15 @@
  * sender was unknown to it, or the failed daemon was unknown to it when
  * it failed in this sync; never for a daemon it has known all along.  A
  * record that lists our own node means that a previous dlmd of ours died
- * in L, perhaps with clients that still hold its locks; fencing
+ * in L, perhaps with clients that still hold its locks (logged at err),
+ * or, when it names this very process, that its sender lost us at a
+ * split (logged at info: the sync's end decides, FORGIVING A SPLIT, and
+ * says so once at notice); fencing
  * ourselves is no answer (dlmd_fence_is_done() of our own id is always
  * true), so we take no part in L (no START: "fencing of us" in dlmctl ls)
  * until every such sender has seen our node fenced - it then sends its
- * record again without us - or has left the daemon group.  As the table
+ * record again without us - or has left the daemon group, or the sync
+ * forgives our failure.  As the table
  * says which lockspaces a dlmd that died was in, every daemon fences a
  * node whose dlmd died with lockspaces (DAEMON FAILURE), not only the
  * lockspaces' members.
@@ -528,6 +532,47 @@
  * node so fenced must not merge back with its old dlmd (reboot it, as
  * the unfencing of fence_scsi expects).
  *
+ * RESTARTED WHILE APART.  X's dlmd may restart while X is cut off (an
+ * admin or pacemaker restarts it, or it crashed and systemd did): the
+ * new process joins X's one-node ring, and at the merge CPG shows it
+ * with node-up like any merged-back member, under another pid (or, pid
+ * reused, another incarnation: SEALED MESSAGES).  Can X's failure be
+ * let go without fencing?  What X's old process held: a minority ring
+ * stops every lockspace at the confchg that splits it (no quorum, and
+ * its START waits for the others' fencing), so it granted nothing
+ * afterwards; its locks are exactly those it held at the split.  No
+ * other side recovered without X either (no majority), so none of them
+ * was granted elsewhere: the table is right that nobody else holds them.
+ * But they are not gone: they were granted to X's clients, which learn
+ * of their dlmd's death only at their next libdlm call and may be inside
+ * their critical sections now, writing shared storage under a lock the
+ * new dlmd knows nothing of (it starts with no lockspace).  The new
+ * process proves the old one dead (one dlmd per host: main.c's lock),
+ * never its clients; the old process did not release its lockspaces
+ * where anyone saw it.  So X is fenced, as a dlmd that dies with
+ * lockspaces is (DAEMON FAILURE) and as a restart that joins with
+ * reason join is (SPLIT AND MERGE: DLMD_FAIL_RESTARTED), and as the
+ * established DLM does (a node whose control daemon died with
+ * lockspaces must be fenced: its lockspaces are uncontrolled): the
+ * fencing kills the new dlmd too, and X comes back fresh.  Before, it
+ * waited for a view without X, which never comes while X is back: every
+ * lockspace X was in stopped for good.  So at the merge confchg, a node
+ * that comes back node-up while its failure (a minority's node-down, no
+ * FIRM mark, not fenced) names a process that is no member of the
+ * merged group is marked DLMD_FAIL_RESTARTED (restarted_apart()),
+ * logged at notice; its FAILED records then carry FIRM, so nobody
+ * forgives it in the sync either (its process differs anyway).  Every
+ * member of a side sees the same confchg, so all of them mark it; a
+ * member that only learns the failure from a record leaves the fencing
+ * to those (ONE FENCER).  A dlmd that died while apart and is not back
+ * at the merge goes the same way: no process of X merges, and the totem
+ * ring that corosync delivers after the group's confchg of the merge has
+ * X again; the group has every member of X's side by then, so the
+ * process that failed left it there (died_apart(), in
+ * daemon_totem_confchg).  Not covered: a restart that reuses the pid
+ * (merge_keep takes it for the old process; its seal then does not
+ * verify, and the sync waits on it until UNREACHABLE PEERS removes it).
+ *
  * LOST FRAMES.  lowcomms delivers engine messages in order and exactly
  * once while both nodes keep each other; a peer resuming past what we got
  * (ops_frames_lost) means messages between two live members are gone for
@@ -670,17 +715,20 @@
  *    of us" for over 10 minutes; tests/test-cpg-proto.c test_split3_*).
  *    What it still leaves waiting, as before: a failure with a fencing
  *    claim anywhere that no fencing ends (it was claimed: a side was
- *    quorate); a dlmd restarted while apart (another incarnation; CPG
- *    shows it node-up at the merge, so it is no DLMD_FAIL_RESTARTED
- *    either, and its failure is fenced only once out of the view);
+ *    quorate); a dlmd restarted while apart under the same pid
+ *    (RESTARTED WHILE APART fences one back under another pid, or not
+ *    back at all);
  *    a lockspace with a member that sent no record of it (its failures
  *    were all fenced on its side); and more records than a sync keeps
- *    (CS_FEV_MAX failures per lockspace).  An operator stopping one
- *    side ends those (fence_ack is refused while the node is in the
- *    view).  A kept lowcomms queue ages through the split: one that
- *    merges back after more than peer_unreachable_secs may be reported
- *    unreachable at the first tick, before lowcomms has reconnected, and
- *    a node removed (UNREACHABLE PEERS): a removal, not a stall.
+ *    (CS_FEV_MAX failures per lockspace, or records naming more than
+ *    DLM_MAX_NODES failed nodes: said at err when it happens and at the
+ *    sync's end, with the failures that stay, never silently).  An
+ *    operator stopping one side ends those (fence_ack is refused while
+ *    the node is in the view).  A kept lowcomms queue ages through the
+ *    split: one that merges back after more than peer_unreachable_secs
+ *    may be reported unreachable at the first tick, before lowcomms has
+ *    reconnected, and a node removed (UNREACHABLE PEERS): a removal, not
+ *    a stall.
  *    Members decide at the end of their sync, which is one point
  *    of the stream except where SEALED MESSAGES' blind spot moves it: a
  *    process that started on the other side while apart is pending to
@@ -703,6 +751,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -968,6 +1017,7 @@ struct dlmd_cluster {
 	uint32_t		cs_reset_later[DLM_MAX_NODES];
 	unsigned int		cs_nreset_later;
 	bool			cs_ev_lost;
+	char			cs_ev_lost_why[200];	/* the first loss */
 	uint64_t		cs_unverified;
 	uint64_t		cs_unverified_log_at;
 	bool			cs_dup_stop;	/* ONE DLMD PER NODE ID: we stop,
@@ -2725,6 +2775,25 @@ static void deliver_restart(struct dlmd_cluster *cs, uint32_t from,
  * bound on what a sync keeps; past it nothing is forgiven in the sync. */
 #define CS_FEV_MAX	(8 * DLM_MAX_NODES)
 
+/* A record of this sync, or part of it, cannot be kept: nothing is
+ * forgiven at its end (forgive_split).  Said at once, at err, the
+ * first time in a sync, with what was lost; never silent. */
+static void ev_lost(struct dlmd_cluster *cs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void ev_lost(struct dlmd_cluster *cs, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cs->cs_ev_lost)
+		return;
+	cs->cs_ev_lost = true;
+	va_start(ap, fmt);
+	vsnprintf(cs->cs_ev_lost_why, sizeof(cs->cs_ev_lost_why), fmt, ap);
+	va_end(ap);
+	log_err("daemon group: %s: no failure will be forgiven at this "
+		"sync's end (FORGIVING A SPLIT)", cs->cs_ev_lost_why);
+}
+
 /* Keep what a FAILED record delivered while syncing says (ours too):
  * its sender's last event of le, and each failure it lists. */
 static void ev_record(struct dlmd_cluster *cs, struct cs_lsent *le,
@@ -2747,7 +2816,10 @@ static void ev_record(struct dlmd_cluster *cs, struct cs_lsent *le,
 				realloc(le->le_rep, nc * sizeof(*p)) : NULL;
 
 			if (!p) {
-				cs->cs_ev_lost = true;
+				ev_lost(cs, "lockspace %s: %s for the record of "
+					"node %u (%u daemons sent one in this "
+					"sync)", le->le_name, nc <= 2 * DLM_MAX_NODES ?
+					"no memory" : "no room", from, le->le_nrep);
 				return;
 			}
 			le->le_rep = p;
@@ -2767,7 +2839,16 @@ static void ev_record(struct dlmd_cluster *cs, struct cs_lsent *le,
 		p = nc <= CS_FEV_MAX ? realloc(le->le_fev, nc * sizeof(*p)) :
 				       NULL;
 		if (!p) {
-			cs->cs_ev_lost = true;
+			if (nc <= CS_FEV_MAX)
+				ev_lost(cs, "lockspace %s: no memory for node "
+					"%u's record of %u failures", le->le_name,
+					from, fl->fl_count);
+			else
+				ev_lost(cs, "lockspace %s: more than %u failures "
+					"recorded in this sync (%u kept, node %u's "
+					"record of %u more not)", le->le_name,
+					CS_FEV_MAX, le->le_nfev, from,
+					fl->fl_count);
 			return;
 		}
 		le->le_fev = p;
@@ -2799,6 +2880,7 @@ static void ev_clear(struct dlmd_cluster *cs)
 	}
 	cs->cs_nsync_fencing = 0;
 	cs->cs_ev_lost = false;
+	cs->cs_ev_lost_why[0] = '\0';
 }
 
 static const struct cs_rep *ev_rep(const struct cs_lsent *le, uint32_t from)
@@ -2866,14 +2948,68 @@ static void forgive_one(struct dlmd_cluster *cs, uint32_t x, const char *why)
 	id_remove(cs->cs_reset_later, &cs->cs_nreset_later, x);
 	if (x == d->d_nodeid) {
 		d->d_nfence_forgiven++;
-		log_warn("daemon group: our own failure, which the others "
+		log_info("daemon group: our own failure, which the others "
 			 "recorded at a split (%u record%s of a lockspace), is "
 			 "forgiven: %s", nclaims, nclaims == 1 ? "" : "s", why);
 	} else {
 		dlmd_fence_forgive(d, x, why);
-		log_notice("daemon group: node %u's failure dropped from %u "
-			   "lockspace%s here", x, n, n == 1 ? "" : "s");
+		log_info("daemon group: node %u's failure dropped from %u "
+			 "lockspace%s here", x, n, n == 1 ? "" : "s");
 	}
+}
+
+/* forgive_split's summary: append "node N's" ("our own" for ours) for
+ * every candidate whose verdict is 'no' (NULL: forgiven), then 'tail'. */
+static void sum_put(const struct dlmd_cluster *cs, char *buf, size_t size,
+		    const uint32_t *ids, const char *const *nos, unsigned int n,
+		    const char *no, const char *tail)
+{
+	size_t l = strlen(buf);
+	bool any = false;
+
+	for (unsigned int k = 0; k < n; k++) {
+		if (nos[k] != no)
+			continue;
+		l = strlen(buf);
+		if (ids[k] == cs->cs_d->d_nodeid)
+			snprintf(buf + l, size - l, "%sour own", any ? ", " : "");
+		else
+			snprintf(buf + l, size - l, "%snode %u's", any ? ", " : "",
+				 ids[k]);
+		any = true;
+	}
+	l = strlen(buf);
+	if (any)
+		snprintf(buf + l, size - l, "%s", tail);
+}
+
+/* forgive_split refuses the whole sync: said at err, with the failures
+ * that stay (to be fenced: one back in the view waits for an operator,
+ * as before FORGIVING A SPLIT). */
+static void ev_refused(const struct dlmd_cluster *cs, const char *why)
+{
+	uint32_t ids[DLM_MAX_NODES];
+	unsigned int n = 0;
+	bool self = false;
+	char list[200];
+
+	for (unsigned int b = 0; b < LS_HASH; b++) {
+		for (const struct cs_lsent *le = cs->cs_ls[b]; le; le = le->le_next) {
+			for (unsigned int i = 0; i < le->le_nfailed; i++)
+				if (n < DLM_MAX_NODES &&
+				    !id_in(ids, n, le->le_failed[i]))
+					ids[n++] = le->le_failed[i];
+			if (le->le_nclaim)
+				self = true;
+		}
+	}
+	fmt_ids(list, sizeof(list), ids, n);
+	log_err("daemon group: no failure is forgiven at this sync's end "
+		"(FORGIVING A SPLIT): %s; the failures recorded here (nodes "
+		"[%s]%s) stay to be fenced, and one whose node is back in the "
+		"view waits for an operator (stop corosync on that node, or "
+		"reboot it)", why, list,
+		self ? ", and ours in the others' records" : "");
 }
 
 /*
@@ -2896,9 +3032,7 @@ static void forgive_split(struct dlmd_cluster *cs)
 	bool full = false;
 
 	if (cs->cs_ev_lost) {
-		log_warn("daemon group: a failure record of this sync could "
-			 "not be kept (memory, or too many): no failure is "
-			 "forgiven in it");
+		ev_refused(cs, cs->cs_ev_lost_why);
 		return;
 	}
 	for (unsigned int b = 0; b < LS_HASH; b++) {
@@ -2933,8 +3067,14 @@ static void forgive_split(struct dlmd_cluster *cs)
 			}
 		}
 	}
-	if (full)
-		return;		/* more failed nodes than any lockspace has */
+	if (full) {		/* more failed nodes than any lockspace has */
+		char why[80];
+
+		snprintf(why, sizeof(why), "the records name more than %u "
+			 "failed nodes", DLM_MAX_NODES);
+		ev_refused(cs, why);
+		return;
+	}
 	for (unsigned int k = 0; k < nc; k++) {
 		const struct cs_daemon *dm = dm_find(cs, c[k].id, c[k].pid);
 		char why[320];
@@ -2947,8 +3087,8 @@ static void forgive_split(struct dlmd_cluster *cs)
 			c[k].no = "a fencing claim or result for it came in this "
 				  "sync";
 		if (c[k].no) {
-			log_notice("daemon group: node %u's failure is not forgiven "
-				   "(it stays to be fenced): %s", c[k].id, c[k].no);
+			log_info("daemon group: node %u's failure is not forgiven "
+				 "(it stays to be fenced): %s", c[k].id, c[k].no);
 			continue;
 		}
 		snprintf(why, sizeof(why), "node %u (CPG pid %u) failed node-down, "
@@ -2960,6 +3100,38 @@ static void forgive_split(struct dlmd_cluster *cs)
 			 c[k].nls == 1 ? "its" : "each of its", c[k].nls,
 			 c[k].nls == 1 ? "" : "s");
 		forgive_one(cs, c[k].id, why);
+	}
+	if (nc) {
+		uint32_t ids[DLM_MAX_NODES];
+		const char *nos[DLM_MAX_NODES];
+		char line[400] = "";
+
+		for (unsigned int k = 0; k < nc; k++) {
+			ids[k] = c[k].id;
+			nos[k] = c[k].no;
+		}
+		/* once per sync, at notice: forgiven, then kept by reason */
+		sum_put(cs, line, sizeof(line), ids, nos, nc, NULL,
+			" forgiven (merged back as the same process; nobody "
+			"acted on the failure)");
+		for (unsigned int k = 0; k < nc; k++) {
+			bool first = true;
+
+			for (unsigned int e = 0; e < k; e++)
+				if (nos[e] == nos[k])
+					first = false;
+			if (!nos[k] || !first)
+				continue;
+			if (line[0])
+				snprintf(line + strlen(line),
+					 sizeof(line) - strlen(line), "; ");
+			sum_put(cs, line, sizeof(line), ids, nos, nc, nos[k],
+				" kept to be fenced (");
+			snprintf(line + strlen(line), sizeof(line) - strlen(line),
+				 "%s)", nos[k]);
+		}
+		log_notice("daemon group: unfenced failures at the sync's end: %s",
+			   line);
 	}
 }
 
@@ -3320,15 +3492,52 @@ static bool failed_take(struct dlmd_cluster *cs, const struct cs_daemon *dm,
 }
 
 /*
+ * What a record of our own failure means, said once per sender and
+ * lockspace: the scary line only when it is true.  A record naming
+ * another process of our node (or a dlmd failure) is a previous dlmd of
+ * ours that died there, whose clients may still hold its locks.  One
+ * naming this process is the sender's view of a split we were on the
+ * other side of: at a merge of minority sides the sync's end decides
+ * (FORGIVING A SPLIT, said at notice there); with FIRM or FENCING our
+ * node is to be fenced or removed.
+ */
+static void self_failed_log(const struct dlmd_cluster *cs,
+			    const struct cs_lsent *le, uint32_t from,
+			    uint32_t pid, uint64_t inc, uint32_t flags)
+{
+	if ((flags & CM_FAILED_DAEMON) || pid != cs->cs_self_pid ||
+	    inc != cs->cs_inc)
+		log_err("lockspace %s: node %u records our own failure in it (a "
+			"previous dlmd of ours died in it; its clients may still "
+			"hold its locks): we take no part in it until node %u has "
+			"seen our node fenced", le->le_name, from, from);
+	else if (flags & (CM_FAILED_FIRM | CM_FAILED_FENCING))
+		log_notice("lockspace %s: node %u recorded this dlmd as failed "
+			   "out of it at a split, %s: we take no part in it "
+			   "until node %u has seen our node fenced, or leaves",
+			   le->le_name, from, flags & CM_FAILED_FENCING ?
+			   "and saw a fencing of us begin" :
+			   "seen from a majority or removed", from);
+	else
+		log_info("lockspace %s: node %u recorded this dlmd as failed out "
+			 "of it at a split seen from a minority side: the end of "
+			 "the sync decides whether that is forgiven (until then, "
+			 "or until node %u has seen our node fenced, we take no "
+			 "part in it)", le->le_name, from, from);
+}
+
+/*
  * A FAILED record from dm: the failures out of a lockspace dm has
  * recorded and not seen fenced.  We take a failure from it when we
  * cannot have seen it ourselves: dm is unknown to us (we joined after,
  * or dm is from the other side of a merge), or the failed daemon was
  * unknown to us when it failed in this sync; not for a daemon we have
  * known all along (it did not fail, or we saw it).  A record listing our
- * own node means a previous dlmd of ours died in the lockspace: we take
- * no part in it until dm's record no longer lists us (dm saw us fenced)
- * or dm leaves; fencing ourselves is no answer.
+ * own node means a previous dlmd of ours died in the lockspace, or that
+ * dm lost this one at a split (self_failed_log): we take no part in it
+ * until dm's record no longer lists us (dm saw us fenced), dm leaves or
+ * the sync forgives it (FORGIVING A SPLIT); fencing ourselves is no
+ * answer.
  */
 static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 			   const unsigned char *body, size_t len)
@@ -3338,6 +3547,8 @@ static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 	struct cs_lsent *le;
 	const char *why = NULL;
 	bool self = false;
+	uint32_t self_pid = 0, self_flags = 0;
+	uint64_t self_inc = 0;
 
 	if (dlmd_cm_failed_decode(body, len, &fl, &why)) {
 		log_warn("daemon group: malformed FAILED from node %u dropped: %s",
@@ -3358,6 +3569,9 @@ static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 
 		if (id == d->d_nodeid) {
 			self = true;
+			self_pid = fl.fl_pids[i];
+			self_inc = fl.fl_incs[i];
+			self_flags = fl.fl_flags[i];
 			continue;
 		}
 		if (failed_take(cs, dm, le, id)) {
@@ -3375,10 +3589,8 @@ static void deliver_failed(struct dlmd_cluster *cs, struct cs_daemon *dm,
 		if (!claim_add(cs, le, dm->dm_id))
 			log_err("lockspace %s: no memory for node %u's record",
 				le->le_name, dm->dm_id);
-		log_err("lockspace %s: node %u records our own failure in it (a "
-			"previous dlmd of ours died in it; its clients may still "
-			"hold its locks): we take no part in it until node %u has "
-			"seen our node fenced", le->le_name, dm->dm_id, dm->dm_id);
+		self_failed_log(cs, le, dm->dm_id, self_pid, self_inc,
+				self_flags);
 	} else if (!self && claim_del(cs, le, dm->dm_id)) {
 		log_notice("lockspace %s: node %u has seen our node fenced; "
 			   "we may take part in it", le->le_name, dm->dm_id);
@@ -3403,8 +3615,10 @@ static void deliver_fence(struct dlmd_cluster *cs, uint32_t from, uint16_t type,
 	if (cs->cs_syncing && cs->cs_nsync_fencing < DLM_MAX_NODES &&
 	    !id_in(cs->cs_sync_fencing, cs->cs_nsync_fencing, fc.fc_nodeid))
 		cs->cs_sync_fencing[cs->cs_nsync_fencing++] = fc.fc_nodeid;
-	else if (cs->cs_syncing && cs->cs_nsync_fencing == DLM_MAX_NODES)
-		cs->cs_ev_lost = true;
+	else if (cs->cs_syncing && cs->cs_nsync_fencing == DLM_MAX_NODES &&
+		 !id_in(cs->cs_sync_fencing, cs->cs_nsync_fencing, fc.fc_nodeid))
+		ev_lost(cs, "fencing claims or results for more than %u nodes "
+			"in this sync", DLM_MAX_NODES);
 	if (type == CM_FENCE_CLAIM)
 		dlmd_fence_claim_delivered(cs->cs_d, from, fc.fc_nodeid);
 	else
@@ -4204,6 +4418,30 @@ static bool member_counts(const struct dlmd_cluster *cs,
 	return dm && (dm->dm_inc || dm->dm_known);
 }
 
+/*
+ * RESTARTED WHILE APART (FORGIVING A SPLIT in the essay): node id, whose
+ * node-down failure seen from a minority side is not fenced yet, merges
+ * back (node-up) while the process it failed as is no member of the
+ * merged group: its dlmd restarted (or died) on its side.  Then it is a
+ * restart as one that joins with reason join is (DLMD_FAIL_RESTARTED):
+ * fenced, while in the view.  A failure already marked so (a dlmd
+ * failure, a majority's, a removal) needs nothing more; one whose
+ * process is not known is left as it was.
+ */
+static bool restarted_apart(const struct dlmd_cluster *cs, uint32_t id,
+			    const struct cpg_address *members, size_t nmembers)
+{
+	const struct cs_failpid *fp = failpid(cs, id);
+
+	if (!fp || !fp->fp_pid || dlmd_fence_is_done(cs->cs_d, id) ||
+	    (dlmd_fence_marks(cs->cs_d, id) & DLMD_FENCE_MARK_FIRM))
+		return false;
+	for (size_t k = 0; k < nmembers; k++)
+		if (members[k].nodeid == id && members[k].pid == fp->fp_pid)
+			return false;
+	return true;
+}
+
 /* ONE DLMD PER NODE ID.  At our first confchg, another process of our
  * node id that was a member before us, or joined with us and has the
  * lower pid, is a suspect (cs_dup_pids): a dlmd, and we stop, as soon as
@@ -4330,10 +4568,20 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			remove_node(cs, id, why);
 			/* its failure carries DLMD_FAIL_MAJORITY: it is fenced
 			 * even while still in the view */
+		} else if (joined[i].reason == CPG_REASON_NODEUP &&
+			   restarted_apart(cs, id, members, nmembers)) {
+			/* RESTARTED WHILE APART (essay): the process that
+			 * failed is gone, its clients may not be */
+			log_notice("node %u merged back after a split with another "
+				   "dlmd than the one that failed (pid %u is gone: "
+				   "its dlmd restarted or died while apart, and its "
+				   "old clients may hold its locks): it is fenced, "
+				   "while in the view", id, failpid(cs, id)->fp_pid);
+			dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_RESTARTED);
 		} else if (joined[i].reason == CPG_REASON_NODEUP) {
-			log_notice("node %u merged back after a split; we were on "
-				   "the smaller side: the majority removes it or us",
-				   id);
+			log_info("node %u merged back after a split that we saw "
+				 "from a minority side: a majority side removes "
+				 "it, or the sync decides (FORGIVING A SPLIT)", id);
 		} else if (joined[i].reason == CPG_REASON_JOIN &&
 			   !dlmd_fence_is_done(cs->cs_d, id)) {
 			/* a new dlmd of a node whose failure is not fenced
@@ -4407,6 +4655,28 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 }
 
 /*
+ * RESTARTED WHILE APART, its dlmd not back yet: node id, whose failure
+ * (a minority's node-down, not FIRM, not fenced) names a process, is in
+ * the totem ring again while no process of it is in the daemon group.
+ * The ring comes after the group's confchg of the same change (above),
+ * which brought back every member of the other side: the process that
+ * failed left the group on its side, dead or gone, and its clients may
+ * hold its locks.
+ */
+static bool died_apart(const struct dlmd_cluster *cs, uint32_t id)
+{
+	const struct cs_failpid *fp = failpid(cs, id);
+
+	if (!fp || !fp->fp_pid || dlmd_fence_is_done(cs->cs_d, id) ||
+	    (dlmd_fence_marks(cs->cs_d, id) & DLMD_FENCE_MARK_FIRM))
+		return false;
+	for (unsigned int i = 0; i < cs->cs_ndm; i++)
+		if (cs->cs_dm[i].dm_id == id)
+			return false;
+	return true;
+}
+
+/*
  * The totem ring of the daemon group's connection: corosync delivers it
  * after the group's confchg of the same change.  A node lost while our
  * side of the daemon group was no majority may still have been lost from
@@ -4429,6 +4699,16 @@ static void daemon_totem_confchg(cpg_handle_t h, struct cpg_ring_id ring,
 
 		if (id_in(list, n, id)) {
 			id_remove(cs->cs_down, &cs->cs_ndown, id);
+			if (died_apart(cs, id)) {
+				log_notice("node %u is back in the ring after a "
+					   "split without the dlmd that failed (pid "
+					   "%u; no dlmd of it merged back: it died "
+					   "while apart, and its clients may hold its "
+					   "locks): it is fenced, while in the view",
+					   id, failpid(cs, id)->fp_pid);
+				dlmd_fence_node_failed(cs->cs_d, id,
+						       DLMD_FAIL_RESTARTED);
+			}
 			continue;
 		}
 		if (!majority_side(cs, list, n)) {

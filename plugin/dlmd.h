@@ -890,8 +890,9 @@ void dlmd_fence_fini(struct dlmd *d);
 					 * EVEN_SPLIT_FENCE_DELAY_MS first */
 #define DLMD_FAIL_RESTARTED	16	/* (for a failure not yet fenced) its
 					 * dlmd joined our daemon group afresh
-					 * (reason join, not a merge): the
-					 * incarnation we lost is gone */
+					 * (reason join, not a merge), or
+					 * merged back as another process:
+					 * the incarnation we lost is gone */
 void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how);
 /* Its dlmd joined our daemon group (any reason): a new incarnation, as
  * far as fencing goes. */

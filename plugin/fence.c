@@ -77,7 +77,10 @@
  *                       the node then came back afresh: its dlmd joined
  *                       our daemon group (CPG reason join), which a
  *                       merge never shows (its daemons come back with
- *                       reason node-up).  The incarnation we lost is
+ *                       reason node-up), or it merged back with a
+ *                       dlmd other than the one that failed (it
+ *                       restarted while apart: plugin/cluster.c,
+ *                       RESTARTED WHILE APART).  The incarnation we lost is
  *                       gone, so this is no majority we were cut off
  *                       from; but its clients may have outlived it, and
  *                       the new incarnation itself waits to see its
@@ -1232,7 +1235,7 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 		if (in_view_ok && !fn->fn_in_view_ok) {
 			if (how & DLMD_FAIL_RESTARTED)
 				log_notice("fencing: node %u came back afresh (a new "
-					   "dlmd, not a merge) before it was fenced: "
+					   "dlmd) before it was fenced: "
 					   "it is fenced while in the view", nodeid);
 			fn->fn_in_view_ok = true;
 			if (!fn->fn_pid)

@@ -504,6 +504,10 @@ static void collect(struct emit *em, struct dlmd *d)
 	family(em, "dlmd_fence_waits_total", "counter", "Node failures that "
 	       "had to wait for fencing before recovery.");
 	sample_u(em, "dlmd_fence_waits_total", NULL, 0, m->m_fence_waits);
+	family(em, "dlmd_fence_forgiven_total", "counter", "Node failures "
+	       "dropped unfenced: the node merged back after a split as the "
+	       "same process and nobody acted on its failure (ours too).");
+	sample_u(em, "dlmd_fence_forgiven_total", NULL, 0, d->d_nfence_forgiven);
 	family(em, "dlmd_fence_waiting_nodes", "gauge", "Failed nodes waiting "
 	       "to be fenced now.");
 	sample_u(em, "dlmd_fence_waiting_nodes", NULL, 0, dlmd_fence_waiting(d));

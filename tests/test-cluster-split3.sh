@@ -45,6 +45,10 @@ hears() { # K
 forgiven() { # K: node K's status fence_forgiven
 	on "$1" "$DLMCTL" status | sed -n 's/.*fence_forgiven \([0-9]*\).*/\1/p'
 }
+forgiven_metric() { # K: node K's dlmd_fence_forgiven_total
+	on "$1" "$DLMCTL" metrics 2>/dev/null |
+		awk '$1 == "dlmd_fence_forgiven_total" { print $2 }'
+}
 
 up_cluster 3
 on 1 "$DLMCTL" join lone >/dev/null || fail "node 1 cannot join lockspace lone"
@@ -120,6 +124,9 @@ for k in $live; do
 	n=$(forgiven "$k")
 	[ "${n:-0}" -ge $want ] ||
 		fail "node $k: status fence_forgiven is '$n', not $want or more"
+	m=$(forgiven_metric "$k")
+	[ "${m:-x}" = "${n:-y}" ] ||
+		fail "node $k: dlmd_fence_forgiven_total is '$m', status says '$n'"
 	grep -q "is forgiven" "$dir/n$k/dlmd.out" ||
 		fail "node $k does not say what it forgave"
 done

@@ -61,7 +61,7 @@ static_assert(LC_HS_MAGIC != DLMP_MAGIC, "the handshake magic is shared");
 #define SIM_MAX_MSGS	4096
 #define SIM_MAX_LS	160
 #define SIM_MAX_JOBS	64
-#define SIM_LOG_LEN	256
+#define SIM_LOG_LEN	512	/* libqb's QB_LOG_MAX_LEN */
 #define SIM_LOG_LINES	2048
 
 /* The fake engine's lockspace. */
@@ -575,6 +575,20 @@ static bool logged(int i, const char *what)
 	return false;
 }
 
+/* How many lines containing 'what' node 'i' logged. */
+static unsigned int logged_n(int i, const char *what)
+{
+	char pre[32];
+	unsigned int n = 0;
+
+	snprintf(pre, sizeof(pre), "node %u: ", sim[i].id);
+	for (unsigned int k = 0; k < nlog; k++)
+		if (!strncmp(loglines[k], pre, strlen(pre)) &&
+		    strstr(loglines[k], what))
+			n++;
+	return n;
+}
+
 /* ---- the simulated group ------------------------------------------ */
 
 static void run_jobs(void)
@@ -850,6 +864,20 @@ static bool ls_running(int i, const char *name)
 	return sl && sl->dl.dl_cluster &&
 	       sl->dl.dl_cluster->cl_state == CL_RUNNING &&
 	       sl->core.running;
+}
+
+static void fence_done(int i, uint32_t id);
+
+/* As fence.c does (node_failed, fn_in_view_ok): fence node id, which
+ * is in the view again, if slot i may fence it so; false if its fencing
+ * waits for a view without it (which never comes while it is back). */
+static bool fence_in_view(int i, uint32_t id)
+{
+	if (!(sim[i].fail_how[id] & (DLMD_FAIL_DAEMON | DLMD_FAIL_MAJORITY |
+				     DLMD_FAIL_REMOVED | DLMD_FAIL_RESTARTED)))
+		return false;
+	fence_done(i, id);
+	return true;
 }
 
 static void fence_done(int i, uint32_t id)
@@ -2829,7 +2857,9 @@ static void split3_merge(void)
  * a minority side, so nobody removes anyone, each one's fencing waits for
  * a quorate view without its victims (fence.c), which never comes, and
  * the sync passes the FAILED records ("records our own failure", as in
- * the probe's logs).  L stayed stopped for ever so (KNOWN LIMITS; seen
+ * the probe's logs, which said a previous dlmd of ours died: untrue at a
+ * merge of the same processes, said at info now, and the sync's end says
+ * once what it forgave).  L stayed stopped for ever so (KNOWN LIMITS; seen
  * failing so before FORGIVING A SPLIT was built).  Now every record of
  * the sync shows the same processes, no fencing begun and the same last
  * event of L everywhere: each node forgives the other two, nobody is
@@ -2838,8 +2868,18 @@ static void test_split3_stall(void **state)
 {
 	split3_merge();
 	for (int i = 0; i < 3; i++) {
-		assert_true(logged(i, "records our own failure"));
+		/* what the merge did, said once and true (split4): never
+		 * "a previous dlmd of ours died", which it did not */
+		assert_false(logged(i, "records our own failure"));
+		assert_false(logged(i, "previous dlmd of ours"));
+		assert_true(logged(i, "recorded this dlmd as failed out of it "
+				   "at a split seen from a minority side"));
 		assert_true(logged(i, "our own failure, which the others recorded"));
+		assert_int_equal(logged_n(i, "unfenced failures at the sync's "
+					  "end: "), 1);
+		assert_true(logged(i, "our own forgiven (merged back") ||
+			    logged(i, "our own, node "));
+		assert_false(logged(i, "kept to be fenced"));
 		for (uint32_t v = 1; v <= 3; v++)
 			assert_int_equal(kills[i][v], 0);
 		for (int k = 0; k < 3; k++) {
@@ -2920,7 +2960,11 @@ static void test_split3_events_differ(void **state)
  * merge CPG shows the new process with node-up like the others, under
  * another pid.  The process that failed is gone: node 3 is not forgiven
  * (its old clients may hold locks; it is fenced); nodes 1 and 2 are, and
- * run L without node 3 once it is fenced. */
+ * run L without node 3 once it is fenced.  Fenced while in the view, as
+ * a restart that joins with reason join is (DLMD_FAIL_RESTARTED): its
+ * failure was a minority's node-down, whose fencing fence.c holds until
+ * a view without node 3, which never came (split4: L never ran again on
+ * nodes 1 and 2; seen failing so before the merge marked it). */
 static void test_split3_restarted(void **state)
 {
 	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
@@ -2948,16 +2992,65 @@ static void test_split3_restarted(void **state)
 	 * message: it is pending to them, SEALED MESSAGES, so it is "no
 	 * member of a lockspace it failed out of" there) */
 	split3_kept(2, "node 3's failure is not forgiven");
+	/* true there: the dlmd that failed was another one of node 3 */
+	assert_true(logged(2, "records our own failure in it (a previous dlmd "
+			   "of ours died in it"));
 	assert_int_equal(sim[0].forgiven[2], 1);
 	assert_int_equal(sim[1].forgiven[1], 1);
 	/* the old process's lowcomms state goes at the new one's join */
 	assert_int_equal(resets[0][3], 1);
 	assert_int_equal(resets[1][3], 1);
 	assert_int_equal(resets[0][2] + resets[1][1], 0);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		assert_false(ls_running(i, "L"));
-	fence_done(0, 3);
-	fence_done(1, 3);
+		assert_true(fence_in_view(i, 3));
+		assert_true(logged(i, "node 3 merged back after a split with "
+				   "another dlmd than the one that failed"));
+		assert_true(logged(i, "node 3's kept to be fenced (its failure "));
+		assert_false(logged(i, "previous dlmd of ours"));
+	}
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 2);
+	}
+}
+
+/* Node 3's dlmd died while apart and is not back when its corosync
+ * merges with nodes 1 and 2 (their daemon groups merge without it; the
+ * totem ring that follows has node 3 again).  Its clients may hold its
+ * locks: it is fenced while in the view, as one restarted is.  Before,
+ * nodes 1 and 2 forgave each other and waited for a view without node 3
+ * for ever (split4: seen failing so, L never ran again). */
+static void test_split3_died_apart(void **state)
+{
+	const int two[2] = { 0, 1 }, o1[1] = { 1 }, o0[1] = { 0 };
+	const uint32_t ring[3] = { 1, 2, 3 };
+	struct cpg_ring_id rid = { 0 };
+	unsigned int k = 0;
+
+	split3_apart();
+	for (unsigned int n = 0; n < nmsgs; n++)
+		if (msgs[n].nodeid != sim[2].id)
+			msgs[k++] = msgs[n];
+	nmsgs = k;
+	node_free(2);
+	confchg_side(0, two, 2, o1, 1, true);
+	confchg_side(1, two, 2, o0, 1, true);
+	for (int i = 0; i < 2; i++) {
+		cur = i;
+		daemon_totem_confchg((cpg_handle_t)(i + 1), rid, 3, ring);
+		cur = -1;
+		set_quorate(i, true);
+	}
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(sim[i].forgiven[2 - i], 1);
+		assert_false(ls_running(i, "L"));
+		assert_true(fence_in_view(i, 3));
+		assert_true(logged(i, "node 3 is back in the ring after a split "
+				   "without the dlmd that failed"));
+	}
 	settle();
 	for (int i = 0; i < 2; i++) {
 		assert_true(ls_running(i, "L"));
@@ -2996,6 +3089,89 @@ static void test_split3_daemon_failure(void **state)
 	split3_rejoin();
 	split3_kept(2, "its failure was seen from a majority or removed it");
 	assert_int_equal(sim[1].forgiven[1], 1);
+}
+
+/* The merge of test_split3_stall, with 'nrec' more FAILED records of L
+ * in every node's sync, each from a daemon (id 200 on) that lists
+ * DLM_MAX_NODES failed nodes (ids 10 on), kept as deliver_failed keeps
+ * one (ev_record). */
+static void split3_rejoin_with(unsigned int nrec)
+{
+	static struct cm_failed fl;
+
+	split3_each(true);
+	memset(&fl, 0, sizeof(fl));
+	fl.fl_count = DLM_MAX_NODES;
+	for (uint32_t k = 0; k < DLM_MAX_NODES; k++) {
+		fl.fl_ids[k] = 10 + k;
+		fl.fl_pids[k] = 1;
+		fl.fl_incs[k] = 1;
+	}
+	for (int i = 0; i < 3; i++) {
+		struct dlmd_cluster *cs = sim[i].d.d_cluster;
+		struct cs_lsent *le = le_find(cs, "L", false);
+
+		assert_non_null(le);
+		assert_true(cs->cs_syncing);
+		fl.fl_event = ls_of(i, "L")->dl.dl_cluster->cl_last_event;
+		cur = i;
+		for (unsigned int r = 0; r < nrec; r++)
+			ev_record(cs, le, 200 + r, &fl);
+		cur = -1;
+	}
+	for (int i = 0; i < 3; i++)
+		set_quorate(i, true);
+	settle();
+}
+
+/* More failures of a lockspace in one sync than a sync keeps
+ * (CS_FEV_MAX): nothing can be forgiven at its end (a record not kept
+ * may be the one that says "fenced" or "recovered without it"), and that
+ * was said only as a vague warning at the end ("a failure record ...
+ * could not be kept"), the lockspace stopped for good.  Now it is said
+ * at err when it happens, with the lockspace and the counts, and again
+ * at the sync's end with the failures that stay (split4). */
+static void test_split3_records_overflow(void **state)
+{
+	split3_apart();
+	split3_rejoin_with(CS_FEV_MAX / DLM_MAX_NODES + 1);
+	for (int i = 0; i < 3; i++) {
+		char what[128];
+
+		/* said once when it happens, and at the sync's end */
+		snprintf(what, sizeof(what), "lockspace L: more than %u failures "
+			 "recorded in this sync", CS_FEV_MAX);
+		assert_int_equal(logged_n(i, what), 2);
+		assert_int_equal(logged_n(i, "no failure will be forgiven at "
+					  "this sync's end"), 1);
+		assert_true(logged(i, "no failure is forgiven at this sync's end "
+				   "(FORGIVING A SPLIT): lockspace L: more than"));
+		assert_true(logged(i, "stay to be fenced"));
+		for (int k = 0; k < 3; k++) {
+			if (k == i)
+				continue;
+			assert_true(sim[i].failed[k + 1]);
+			assert_int_equal(sim[i].forgiven[k + 1], 0);
+		}
+		assert_false(ls_running(i, "L"));
+	}
+}
+
+/* The records of one sync name more failed nodes than a lockspace can
+ * have members: forgive_split gave up on the sync without a word.  Now
+ * it says so at err (split4). */
+static void test_split3_records_too_many_nodes(void **state)
+{
+	split3_apart();
+	split3_rejoin_with(1);
+	for (int i = 0; i < 3; i++) {
+		assert_true(logged(i, "no failure is forgiven at this sync's end "
+				   "(FORGIVING A SPLIT): the records name more "
+				   "than"));
+		for (int k = 0; k < 3; k++)
+			if (k != i)
+				assert_int_equal(sim[i].forgiven[k + 1], 0);
+	}
 }
 
 /* The three-way split, but node 1 also has a lockspace M of its own
@@ -3449,6 +3625,12 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_restarted, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_split3_died_apart, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_split3_records_overflow, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_split3_records_too_many_nodes,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split3_other_incarnation,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split3_daemon_failure, setup,
