@@ -482,8 +482,16 @@ struct dlm_ls {
 	bool			ls_redo_lookups; /* the next tick redoes the
 						    held lookups: finish found
 						    no memory, or a refused
-						    request was parked
-						    (lock.c request_bounced) */
+						    request was parked with no
+						    memory to note it in
+						    ls_parked (lock.c
+						    request_bounced) */
+	/* lock.c request_bounced: the ids of the requests parked since the
+	 * last tick (each on its resource's lookup queue), which the tick
+	 * sends on: it costs what is parked, not what is held */
+	uint32_t		*ls_parked;
+	uint32_t		ls_nparked;
+	uint32_t		ls_parked_cap;
 	struct dlm_list		ls_held;	/* messages held while stopped */
 	/* remaster.c: MIGRATE_LOCK records kept until their MIGRATE, and
 	 * messages of a new master held until the old one's MOVED */
@@ -732,6 +740,7 @@ void dlm_recover_conversions(struct dlm_ls *ls, struct dlm_rsb *r);
 int dlm_recover_deadlocks(struct dlm_ls *ls, struct dlm_rsb *r);
 void dlm_redo_op(struct dlm_ls *ls, struct dlm_lkb *lkb);
 void dlm_redo_lookups(struct dlm_ls *ls, struct dlm_rsb *r);
+void dlm_redo_parked(struct dlm_ls *ls);
 void dlm_recover_redo_lookups(struct dlm_ls *ls);
 void dlm_lkb_to_msg(struct dlm_msg *m, int type, const struct dlm_lkb *lkb,
 		    int status);

@@ -2496,15 +2496,60 @@ static void run_overlap(struct dlm_ls *ls, struct dlm_lkb *lkb)
 /* A refused request goes on at once (request_with_master) at most
  * DLM_BOUNCES_MAX times in a row; the next refusal parks it on its
  * resource's lookup queue, with no lookup in flight, until news of the
- * master: the next dlm_core_tick() (ls_redo_lookups), a LOOKUP_REPLY
- * for a sibling, a MOVED or REPOINT about the resource (remaster.c), a
- * recovery's finish.  Without it, while a move's MIGRATE is delayed
+ * master: the next dlm_core_tick() (dlm_redo_parked: the tick visits the
+ * requests parked since the last one, noted in ls_parked, not every
+ * resource), a LOOKUP_REPLY or a REQUEST_REPLY that grants or queues a
+ * sibling (receive_request_reply), a MOVED or REPOINT about the resource
+ * (remaster.c), a recovery's finish.  Without it, while a move's MIGRATE is delayed
  * (the old master's link to the new one down, say), a request bounced
  * between the two, or through the directory, once per round trip, with
  * nobody granting (remaster.c, "Races"): thousands of messages a second
  * for each such request (test-core-remaster test_bounce_bounded).  A
  * bounded count, no clock: the core keeps time only by ticks. */
 #define DLM_BOUNCES_MAX	4
+/* ls_parked holds at most this many ids; past it (or without memory to
+ * grow it) the tick walks every resource (ls_redo_lookups) */
+#define DLM_PARKED_MAX	(1u << 20)
+
+/* Note a parked request for the next tick (dlm_redo_parked). */
+static void park_note(struct dlm_ls *ls, const struct dlm_lkb *lkb)
+{
+	if (ls->ls_nparked == ls->ls_parked_cap) {
+		uint32_t nc = ls->ls_parked_cap ? 2 * ls->ls_parked_cap : 16;
+		uint32_t *p = nc <= DLM_PARKED_MAX ?
+			dlm_realloc(ls->ls_core, ls->ls_parked,
+				    nc * sizeof(*p)) : NULL;
+
+		if (!p) {
+			ls->ls_redo_lookups = true;
+			return;
+		}
+		ls->ls_parked = p;
+		ls->ls_parked_cap = nc;
+	}
+	ls->ls_parked[ls->ls_nparked++] = lkb->lkb_id;
+}
+
+/* The tick: the requests parked since the last one go on (those still
+ * parked: an id may name a lock sent on since, or gone, or another lock
+ * now; redoing a resource's lookup queue is harmless either way).  No
+ * allocation: a request parked again meanwhile is noted after them. */
+void dlm_redo_parked(struct dlm_ls *ls)
+{
+	uint32_t i, n = ls->ls_nparked;
+
+	for (i = 0; i < n; i++) {
+		struct dlm_lkb *lkb = dlm_lkb_find(ls, ls->ls_parked[i]);
+
+		if (lkb && !is_master_copy(lkb) && lkb->lkb_rsb &&
+		    lkb->lkb_wait_type == DLM_WAIT_LOOKUP)
+			dlm_redo_lookups(ls, lkb->lkb_rsb);
+	}
+	ls->ls_nparked -= n;
+	if (ls->ls_nparked)
+		memmove(ls->ls_parked, ls->ls_parked + n,
+			ls->ls_nparked * sizeof(*ls->ls_parked));
+}
 
 static void request_bounced(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
@@ -2519,7 +2564,7 @@ static void request_bounced(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	}
 	lkb->lkb_wait_type = DLM_WAIT_LOOKUP;
 	dlm_list_add_tail(&lkb->lkb_statequeue, &r->res_lookupq);
-	ls->ls_redo_lookups = true;
+	park_note(ls, lkb);
 }
 
 /* The handlers of the four replies, after receive_reply()'s prologue. */
@@ -2604,6 +2649,10 @@ static void receive_request_reply(struct dlm_ls *ls, struct dlm_lkb *lkb,
 			r->res_nodeid = m->m_from;
 		lkb->lkb_remid = m->m_lkid;
 		lkb->lkb_flags &= ~LKBF_BOUNCES;
+		/* news of the master for a sibling parked on r (request_
+		 * bounced): it goes there now, not at the next tick */
+		if (r->res_nodeid == m->m_from)
+			dlm_redo_lookups(ls, r);
 		if (m->m_status == 0) {
 			pcopy_granted(ls, lkb, m);
 			run_overlap(ls, lkb);

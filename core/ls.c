@@ -63,6 +63,7 @@ static void ls_free_mem(struct dlm_ls *ls)
 	dlm_htab_destroy(&ls->ls_soloids);
 	free(ls->ls_idblocks);
 	free(ls->ls_members);
+	free(ls->ls_parked);
 	free(ls);
 }
 
@@ -116,6 +117,7 @@ void dlm_core_tick(struct dlm_core *core, uint64_t now_ms)
 			if (!dlm_list_empty(&ls->ls_held))
 				(void)dlm_held_replay_ls(ls);
 			dlm_recover_redo_lookups(ls);
+			dlm_redo_parked(ls);
 			dlm_toss_expire(ls, core->core_now, false);
 			dlm_toss_trim(ls);
 			dlm_audit_tick(ls);

@@ -91,9 +91,12 @@
  *     DLM_BOUNCES_MAX (4) times in a row is not sent again at once but
  *     parked on R's lookup queue, no lookup in flight (lock.c
  *     request_bounced), until news of R's master: a MOVED or REPOINT
- *     about R, a LOOKUP_REPLY for a sibling request, a recovery's
- *     finish, or else the next dlm_core_tick (ls_redo_lookups); then it
- *     gets 4 more.  At most 5 REQUESTs per request per tick, no clock
+ *     about R, a LOOKUP_REPLY for a sibling request or a REQUEST_REPLY
+ *     that grants or queues one (test_sibling_reply_wakes_parked), a
+ *     recovery's finish, or else the next dlm_core_tick, which visits
+ *     the requests parked since the last (ls_parked, lock.c
+ *     dlm_redo_parked: no walk of every resource; test_tick_sends_parked);
+ *     then it gets 4 more.  At most 5 REQUESTs per request per tick, no clock
  *     in the core (test-core-remaster test_bounce_bounded: 1,001 in
  *     1,000 round trips without it, 5 with).
  *   - A refusal that crossed news.  A refusal from a node other than

@@ -309,6 +309,30 @@
  *  A newer change at any point goes back to 1: the engine aborts a
  *  recovery in progress on stop, and the newer event restarts it.
  *
+ * EQUAL SETTINGS.  The engines of a lockspace must agree on remastering
+ * (dlm.conf remaster_secs on or off, and with it on, remaster_shared):
+ * an engine with it off answers an operation on a lock that moved with
+ * no refusal, and holds no re-point, so with the re-point protocol on
+ * the others a lock's operation never completes (dlm-sim --mixed N
+ * --remaster --repoint: within 200 seeds whichever node is off; with the
+ * rule alone 1,000s of seeds passed, but no argument says it always
+ * would).  Switching every engine to the safe value at run time would
+ * need one agreed point with moves, held re-points and MIGRATE records
+ * in flight, which the engine has none of; so a joiner with other
+ * settings is refused instead, and a lockspace never runs mixed.  Every
+ * START carries its sender's settings (cpgmsg.h, version 5), and at step
+ * 4 every member computes, from the same STARTs, the same set of
+ * refused members: a fresh member (last event 0) whose settings differ
+ * from those of a member that ran the lockspace, or of a fresh member
+ * with a lower node id (two fresh ones: the lower id's settings win).
+ * Every member logs each refusal at error with both settings; if any,
+ * the decision is not taken (as for a stateful merge's losers): the
+ * refused ones drop their instance (their clients' create fails with
+ * EPROTO) and leave, and the others decide at the change that causes.
+ * remaster_window and remaster_secs' value (both on) need not agree:
+ * each master decides alone (a warning); fold_lone_locks only changes a
+ * node's memory (core/solo.c) and is carried for the log.
+ *
  *  Our instance's place in these steps is one value, cl_state (joining,
  *  stopped, started, decided, recovering, running, or stale for a loser),
  *  changed only by set_state(), which logs each transition; dlmctl ls
@@ -1099,6 +1123,8 @@ struct dlmd_cluster_ls {
 	bool			cl_got[DLM_MAX_NODES];	/* per cl_members[i] */
 	uint64_t		cl_started_ms;	/* ms: it became CL_STARTED */
 	uint32_t		cl_start_event[DLM_MAX_NODES];	/* their last events */
+	struct cm_settings	cl_start_set[DLM_MAX_NODES];	/* their settings */
+	bool			cl_refused;	/* CL_STALE: EQUAL SETTINGS */
 	/* failed since the last finished recovery: must be fenced */
 	uint32_t		cl_failed[DLM_MAX_NODES];
 	unsigned int		cl_nfailed;
@@ -2038,6 +2064,16 @@ static const char *start_blocker(const struct dlmd_cluster_ls *cl,
 	return NULL;
 }
 
+/* Our engine settings, as a START carries them (EQUAL SETTINGS). */
+static void our_settings(const struct dlmd *d, struct cm_settings *es)
+{
+	es->es_remaster_secs = d->d_cfg.cf_remaster_secs;
+	es->es_remaster_window = d->d_cfg.cf_remaster_window ?
+				 d->d_cfg.cf_remaster_window : DLMD_REMASTER_WINDOW;
+	es->es_flags = (d->d_cfg.cf_remaster_shared ? CM_ES_SHARED : 0) |
+		       (d->d_cfg.cf_fold ? CM_ES_FOLD : 0);
+}
+
 static int send_start(struct dlmd_cluster_ls *cl)
 {
 	struct dlmd_cluster *cs = cl->cl_d->d_cluster;
@@ -2051,6 +2087,7 @@ static int send_start(struct dlmd_cluster_ls *cl)
 	snprintf(st.st_ls.n_name, sizeof(st.st_ls.n_name), "%s",
 		 cl->cl_dl->dl_name);
 	st.st_last_event = cl->cl_last_event;
+	our_settings(cl->cl_d, &st.st_set);
 	st.st_nmembers = cl->cl_nmembers;
 	memcpy(st.st_members, cl->cl_members, cl->cl_nmembers * sizeof(uint32_t));
 	st.st_nprev = cl->cl_nprev;
@@ -2075,11 +2112,83 @@ static int send_start(struct dlmd_cluster_ls *cl)
 
 /* Every member's START is in: decide, the same way on every member
  * (member-policy.c). */
+/* Can engines with settings a and b run one lockspace (EQUAL SETTINGS)? */
+static bool settings_agree(const struct cm_settings *a,
+			   const struct cm_settings *b)
+{
+	if (!a->es_remaster_secs != !b->es_remaster_secs)
+		return false;
+	return !a->es_remaster_secs ||
+	       !((a->es_flags ^ b->es_flags) & CM_ES_SHARED);
+}
+
+static void fmt_settings(char *buf, size_t size, const struct cm_settings *es)
+{
+	snprintf(buf, size, "remaster_secs %u remaster_window %u "
+		 "remaster_shared %u fold_lone_locks %u", es->es_remaster_secs,
+		 es->es_remaster_window, !!(es->es_flags & CM_ES_SHARED),
+		 !!(es->es_flags & CM_ES_FOLD));
+}
+
+/* EQUAL SETTINGS: the members refused at this decision, each logged with
+ * the settings it conflicts with (the same on every member: the same
+ * STARTs); *us: we are one.  Returns how many. */
+static unsigned int settings_refusals(struct dlmd_cluster_ls *cl, bool *us)
+{
+	uint32_t self = cl->cl_d->d_nodeid;
+	unsigned int n = 0;
+	char a[128], b[128];
+
+	*us = false;
+	for (unsigned int i = 0; i < cl->cl_nmembers; i++) {
+		const struct cm_settings *ei = &cl->cl_start_set[i];
+
+		for (unsigned int j = 0; j < cl->cl_nmembers; j++) {
+			const struct cm_settings *ej = &cl->cl_start_set[j];
+
+			if (i == j)
+				continue;
+			if (settings_agree(ei, ej)) {
+				if (cl->cl_members[i] == self &&
+				    memcmp(ei, ej, sizeof(*ei)) &&
+				    (ei->es_remaster_secs != ej->es_remaster_secs ||
+				     ei->es_remaster_window != ej->es_remaster_window)) {
+					fmt_settings(a, sizeof(a), ei);
+					fmt_settings(b, sizeof(b), ej);
+					log_warn("lockspace %s: node %u has %s, we "
+						 "have %s (allowed: each master "
+						 "decides alone)", cl->cl_dl->dl_name,
+						 cl->cl_members[j], b, a);
+				}
+				continue;
+			}
+			if (cl->cl_start_event[i] ||
+			    (!cl->cl_start_event[j] &&
+			     cl->cl_members[j] > cl->cl_members[i]))
+				continue;	/* i stays: j yields, or both ran it */
+			fmt_settings(a, sizeof(a), ei);
+			fmt_settings(b, sizeof(b), ej);
+			log_err("lockspace %s: node %u refused: it joins with %s, "
+				"node %u %s it with %s (the members of a lockspace "
+				"must agree on remastering: on or off, and "
+				"remaster_shared)", cl->cl_dl->dl_name,
+				cl->cl_members[i], a, cl->cl_members[j],
+				cl->cl_start_event[j] ? "runs" : "joins", b);
+			if (cl->cl_members[i] == self)
+				*us = true;
+			n++;
+			break;
+		}
+	}
+	return n;
+}
+
 static void decide(struct dlmd_cluster_ls *cl)
 {
 	struct dlmd *d = cl->cl_d;
 	struct dlmd_decision dc;
 	char m[IDS_TEXT_LEN];
+	bool refused;
 
 	dlmd_decide(cl->cl_members, cl->cl_start_event, cl->cl_nmembers, &dc);
 	switch (dc.dc_kind) {
@@ -2099,6 +2208,17 @@ static void decide(struct dlmd_cluster_ls *cl)
 		return;
 	case DLMD_DECIDE_START:
 		break;
+	}
+	if (settings_refusals(cl, &refused)) {
+		/* as for losers: no decision; the others wait for the
+		 * change our LEAVE causes */
+		if (refused) {
+			cl->cl_refused = true;
+			set_state(cl, CL_STALE, "its settings differ (EQUAL "
+				  "SETTINGS)");
+			kick(d->d_cluster);
+		}
+		return;
 	}
 	set_state(cl, CL_DECIDED, "every START is in");
 	cl->cl_last_event = dc.dc_event;
@@ -2264,8 +2384,16 @@ static void ls_drop_as_loser(struct dlmd_cluster_ls *cl)
 	struct dlmd *d = cl->cl_d;
 	struct dlmd_ls *dl = cl->cl_dl;
 
-	log_err("lockspace %s: our instance is stale; releasing it (its clients "
-		"lose their locks)", dl->dl_name);
+	if (cl->cl_refused) {
+		/* EQUAL SETTINGS: the create request fails, clearly */
+		log_err("lockspace %s: not joined: our remastering settings "
+			"differ from its members' (see above); releasing it",
+			dl->dl_name);
+		d->d_cluster->cs_up->cu_ls_join_done(d, dl, -EPROTO);
+	} else {
+		log_err("lockspace %s: our instance is stale; releasing it (its "
+			"clients lose their locks)", dl->dl_name);
+	}
 	if (d->d_cluster->cs_up->cu_ls_drop(d, dl))
 		log_err("lockspace %s: cannot release it", dl->dl_name);
 }
@@ -2566,6 +2694,7 @@ static void receive_start(struct dlmd_cluster_ls *cl, uint32_t from,
 		return;
 	cl->cl_got[idx] = true;
 	cl->cl_start_event[idx] = st->st_last_event;
+	cl->cl_start_set[idx] = st->st_set;
 	if (!all_got(cl) || cl->cl_d->d_cluster->cs_syncing)
 		return;		/* a sync's end decides then */
 	decide(cl);
@@ -5686,8 +5815,9 @@ void dlmd_cluster_ls_describe(const struct dlmd *d, const struct dlmd_ls *dl,
 		}
 		break;
 	case CL_STALE:
-		snprintf(v->lv_wait, sizeof(v->lv_wait), "release (a stale "
-			 "instance: a loser of a stateful merge)");
+		snprintf(v->lv_wait, sizeof(v->lv_wait), cl->cl_refused ?
+			 "release (refused: its settings differ)" :
+			 "release (a stale instance: a loser of a stateful merge)");
 		break;
 	}
 }

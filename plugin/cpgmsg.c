@@ -112,6 +112,20 @@ static size_t get_name(const unsigned char *p, size_t avail,
 	return 4 + (size_t)n;
 }
 
+/* Engine settings out of dlm.conf's ranges, or with undefined flags:
+ * NULL if none (the START's settings are what a dlmd can run with). */
+static const char *settings_bad(const struct cm_settings *es)
+{
+	if (es->es_remaster_secs > CM_ES_SECS_MAX)
+		return "START with remaster_secs over 86400";
+	if (es->es_remaster_window < CM_ES_WINDOW_MIN ||
+	    es->es_remaster_window > CM_ES_WINDOW_MAX)
+		return "START with remaster_window out of 4..65534";
+	if (es->es_flags & ~CM_ES_FLAGS)
+		return "START with undefined settings flags";
+	return NULL;
+}
+
 size_t dlmd_cm_start_encode(unsigned char *buf, const struct cm_hdr *h,
 			    const struct cm_start *st)
 {
@@ -120,6 +134,8 @@ size_t dlmd_cm_start_encode(unsigned char *buf, const struct cm_hdr *h,
 
 	if (!dlmd_cm_name_valid(st->st_ls.n_name) ||
 	    st->st_nmembers > DLM_MAX_NODES || st->st_nprev > DLM_MAX_NODES)
+		return 0;
+	if (settings_bad(&st->st_set))
 		return 0;
 	len = CM_HDR_LEN + 4 + strlen(st->st_ls.n_name) + CM_START_FIXED +
 	      4 * ((size_t)st->st_nmembers + st->st_nprev);
@@ -130,6 +146,9 @@ size_t dlmd_cm_start_encode(unsigned char *buf, const struct cm_hdr *h,
 	dlm_put_le32(p + 4, st->st_flags);
 	dlm_put_le32(p + 8, st->st_nmembers);
 	dlm_put_le32(p + 12, st->st_nprev);
+	dlm_put_le32(p + 16, st->st_set.es_remaster_secs);
+	dlm_put_le32(p + 20, st->st_set.es_remaster_window);
+	dlm_put_le32(p + 24, st->st_set.es_flags);
 	p += CM_START_FIXED;
 	for (uint32_t i = 0; i < st->st_nmembers; i++, p += 4)
 		dlm_put_le32(p, st->st_members[i]);
@@ -348,6 +367,12 @@ int dlmd_cm_start_decode(const unsigned char *body, size_t len,
 	st->st_flags = dlm_get_le32(p + 4);
 	st->st_nmembers = dlm_get_le32(p + 8);
 	st->st_nprev = dlm_get_le32(p + 12);
+	st->st_set.es_remaster_secs = dlm_get_le32(p + 16);
+	st->st_set.es_remaster_window = dlm_get_le32(p + 20);
+	st->st_set.es_flags = dlm_get_le32(p + 24);
+	*why = settings_bad(&st->st_set);
+	if (*why)
+		return -EINVAL;
 	if (st->st_nmembers > DLM_MAX_NODES || st->st_nprev > DLM_MAX_NODES) {
 		*why = "START with more node ids than a lockspace has members";
 		return -EINVAL;

@@ -38,7 +38,11 @@
  *       0 last event (0: the sender never ran the lockspace)
  *       4 flags (none defined yet; sent as 0)
  *       8 nmembers   12 nprev
- *      16 nmembers node ids (the change the START answers), then nprev
+ *      16 the sender's engine settings (since version 5): 16
+ *         remaster_secs (0..86400)   20 remaster_window (4..65534)
+ *         24 flags: CM_ES_SHARED (1) remaster_shared, CM_ES_FOLD (2)
+ *         fold_lone_locks (plugin/cluster.c, EQUAL SETTINGS)
+ *      28 nmembers node ids (the change the START answers), then nprev
  *         node ids (the members of the sender's last event)
  *   ANNOUNCE (4):          0 flags (CM_ANN_FIRST, CM_ANN_LAST,
  *                            CM_ANN_VOUCH)
@@ -114,7 +118,9 @@
  * neither is version 2 (the layouts above without the SEAL, so nothing
  * of it can be verified), nor version 3 (FAILED without event, pid,
  * incarnation and the flags FENCING and FIRM: its records cannot say
- * whether a failure may be forgiven): a message of another version is
+ * whether a failure may be forgiven), nor version 4 (START without the
+ * engine settings: a member could not tell that another's remastering
+ * settings differ from its own): a message of another version is
  * refused by the header decoder (-EPROTONOSUPPORT, with the version it
  * carries filled in), and cluster.c logs the sender as refused.
  *
@@ -137,13 +143,21 @@
 #include "core/core.h"
 
 #define CM_MAGIC		0x474d4c44u	/* "DLMG" little-endian */
-#define CM_VERSION		4	/* 4: vouching, forgiving; 3: the SEAL */
+#define CM_VERSION		5	/* 5: settings in START; 4: vouching,
+					   forgiving; 3: the SEAL */
 #define CM_KEY_LEN		32	/* the CPG key */
 #define CM_MAC_LEN		32
 #define CM_SEAL_LEN		(16 + CM_MAC_LEN)	/* inc, seq, MAC */
 #define CM_HDR_LEN		28
 #define CM_NAME_MAX_LEN		(4 + DLM_LOCKSPACE_LEN)
-#define CM_START_FIXED		16	/* last_event, flags, nmembers, nprev */
+#define CM_START_FIXED		28	/* last_event, flags, nmembers, nprev,
+					   the three settings words */
+#define CM_ES_SHARED		1u	/* remaster_shared */
+#define CM_ES_FOLD		2u	/* fold_lone_locks */
+#define CM_ES_FLAGS		(CM_ES_SHARED | CM_ES_FOLD)
+#define CM_ES_SECS_MAX		86400	/* remaster_secs, as dlm.conf */
+#define CM_ES_WINDOW_MIN	4	/* remaster_window, as dlm.conf */
+#define CM_ES_WINDOW_MAX	65534
 #define CM_ANN_FIXED		16	/* flags, view, count, nvouch */
 #define CM_ANN_MAX		64	/* names in one ANNOUNCE */
 #define CM_ANN_FIRST		1u	/* the first of the sender's set */
@@ -206,10 +220,18 @@ struct cm_name {
 	char		n_name[DLM_LOCKSPACE_LEN + 1];	/* NUL-terminated */
 };
 
+/* A daemon's engine settings, as its dlm.conf says (EQUAL SETTINGS). */
+struct cm_settings {
+	uint32_t	es_remaster_secs;	/* 0: remastering off */
+	uint32_t	es_remaster_window;
+	uint32_t	es_flags;		/* CM_ES_* */
+};
+
 struct cm_start {
 	struct cm_name	st_ls;
 	uint32_t	st_last_event;		/* 0: fresh */
 	uint32_t	st_flags;		/* none defined yet */
+	struct cm_settings st_set;		/* the sender's */
 	uint32_t	st_nmembers;
 	uint32_t	st_members[DLM_MAX_NODES];
 	uint32_t	st_nprev;

@@ -189,6 +189,7 @@ int main(int argc, char **argv)
 	memset(&st, 0, sizeof(st));
 	snprintf(st.st_ls.n_name, sizeof(st.st_ls.n_name), "%s",
 		 argc == 4 ? argv[3] : "cpgpeer");
+	st.st_set.es_remaster_window = 32;	/* dlm.conf's default */
 	st.st_nmembers = 1;
 	st.st_members[0] = nodeid;
 	len = dlmd_cm_start_encode(buf, &h, &st);

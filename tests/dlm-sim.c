@@ -416,6 +416,10 @@ int sim_node_engine_new(struct sim_node *n)
 	cfg.remaster_ticks = sim->opts->o_remaster ? SIM_REMASTER_TICKS : 0;
 	cfg.remaster_window = SIM_REMASTER_WINDOW;
 	cfg.remaster_shared = sim->opts->o_repoint;
+	if (n->n_id == sim->opts->o_mixed) {
+		cfg.remaster_ticks = 0;
+		cfg.remaster_shared = 0;
+	}
 	cfg.max_tossed = sim->opts->o_max_tossed;
 	cfg.fold = sim->opts->o_fold;
 	n->n_core = dlm_core_new(&cfg, &sim_core_ops, n);
@@ -2706,6 +2710,8 @@ static int run_seed(const struct sim_opts *opts, uint64_t seed)
 			printf(" --max-tossed %u", opts->o_max_tossed);
 		if (opts->o_fold)
 			printf(" --fold");
+		if (opts->o_mixed)
+			printf(" --mixed %u", opts->o_mixed);
 		if (opts->o_faults)
 			printf(" --faults");
 		if (opts->o_max_faults)
@@ -2791,7 +2797,7 @@ static void usage(FILE *out)
 		"usage: dlm-sim [--seeds N [--from F] | --seed S] [--nodes K] [--ops M] [--depth D]\n"
 		"               [--faults [--daemon-deaths] [--partitions] [--max-faults K]] [--fault NAME]\n"
 		"               [--lvbseq-start Q] [--alloc-faults P] [--msg-stats]\n"
-		"               [--max-tossed K] [--fold] [--remaster [--repoint] [--rehot K]\n"
+		"               [--max-tossed K] [--fold] [--remaster [--repoint] [--rehot K] [--mixed N]\n"
 		"               [--hot-trees] [--dir-lag MS] [--bounce]] [--link-drops]\n"
 		"               [--quiet] [-v]\n"
 		"  --seeds N     run seeds 1..N, stop at the first violation (default 100)\n"
@@ -2862,6 +2868,8 @@ static void usage(FILE *out)
 		"  --remaster    engines move hot resources (core/remaster.c); one\n"
 		"                node makes most operations, mostly on two roots;\n"
 		"                a move faster than the hysteresis allows fails\n"
+		"  --mixed N     node N's engine runs with remastering off (the\n"
+		"                unequal settings dlmd refuses at a join)\n"
 		"  --repoint     with --remaster: resources that other nodes (and\n"
 		"                the master's own clients) lock too move, their\n"
 		"                locks re-pointed (remaster_shared); the others\n"
@@ -2923,6 +2931,7 @@ int main(int argc, char **argv)
 		{ "lvbseq-start", required_argument, NULL, 'L' },
 		{ "max-tossed", required_argument, NULL, 'T' },
 		{ "fold", no_argument, NULL, 'O' },
+		{ "mixed", required_argument, NULL, 'x' },
 		{ "max-faults", required_argument, NULL, 'm' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "msg-stats", no_argument, NULL, 'M' },
@@ -3022,6 +3031,11 @@ int main(int argc, char **argv)
 			break;
 		case 'O':
 			opts.o_fold = true;
+			break;
+		case 'x':
+			if (!parse_u64(optarg, &v) || !v || v > SIM_MAX_NODES)
+				goto bad;
+			opts.o_mixed = (uint32_t)v;
 			break;
 		case 'm':
 			if (!parse_u64(optarg, &v) || !v || v > 1000)

@@ -412,6 +412,11 @@ struct sim_opts {
 					   (0: no bound) */
 	bool		o_fold;		/* --fold: lone locks folded with their
 					   resources (core/solo.c) */
+	uint32_t	o_mixed;	/* --mixed N: node N's engine runs with
+					   remastering off, the others as
+					   --remaster/--repoint say (the unequal
+					   settings dlmd refuses, plugin/
+					   cluster.c EQUAL SETTINGS); 0: none */
 	unsigned int	o_max_faults;	/* --max-faults K: a seed's node faults
 					   number 1..K (0: the default) */
 };

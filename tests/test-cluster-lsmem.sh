@@ -98,7 +98,7 @@ PEER=$top_builddir/tests/cpg-peer
 PEER_S=20	# at most; long beside the join below (about a second)
 on 2 env CPG_PEER_STOP="$dir/peer-stop" "$PEER" 1 $PEER_S >"$dir/cpg-peer.out" 2>&1 &
 peer=$!
-poll "$WAIT_S" grep -q "speaks CPG protocol version 1, we speak 4: mixing versions is refused" \
+poll "$WAIT_S" grep -q "speaks CPG protocol version 1, we speak 5: mixing versions is refused" \
 	"$dir/n1/dlmd.out" 2>/dev/null || fail "node 1 logged no refusal of the version-1 peer"
 # it joined after the dlmds and never sealed a message: no dlmd to them
 # (plugin/cluster.c, SEALED MESSAGES), so lockspaces change members while

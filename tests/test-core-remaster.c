@@ -1604,6 +1604,132 @@ static void test_stale_refusal(void **state)
 	cluster_remaster_ticks = 0;
 }
 
+/* Node 2's conversions of its lock b on "r" (mastered at node 1, locked
+ * by nobody else, the rule without the re-point protocol), each drained,
+ * up to the 'last'th, of which only node 2 -> 1 is delivered (0: until "r"
+ * moves).  Returns the conversion after which "r" moved (0: it did not):
+ * with 'last', node 1 has then sent its reply and MIGRATE to node 2,
+ * still on the wire. */
+static int alone_run(struct cluster *c, uint32_t b, int last)
+{
+	int i;
+
+	for (i = 1; i <= 80; i++) {
+		assert_int_equal(convert(c, 2, 2, b, i & 1 ? DLM_LOCK_PR :
+					 DLM_LOCK_NL, 0, NULL), 0);
+		if (i == last) {
+			deliver_only(c, 2, 1);
+			return i;
+		}
+		drain(c);
+		assert_status(c, 2, b, 0);
+		if (!last) {
+			char *text = dump(c, 1);
+			int moved = strstr(text, "resource \"r\" master 2") != NULL;
+
+			free(text);
+			if (moved)
+				return i;
+		}
+	}
+	return 0;
+}
+
+/* Three engines, "r" mastered at node 1 and used by node 2 alone, which
+ * it moves to; node 1's MIGRATE is held on its link to node 2.  Node 3
+ * (no lock on "r" yet) asks for an NL lock: refused by node 1 (moved to
+ * 2), by node 2 (not installed), again and again through the directory,
+ * until it is parked (lock.c request_bounced); every other link is
+ * drained.  Returns the cluster; *b: node 2's lock, *e: node 3's. */
+static struct cluster *parked_at_3(uint32_t *b, uint32_t *e)
+{
+	struct cluster *c;
+	int at;
+
+	c = r_at_1(0);
+	*b = nl_lock_2(c);
+	at = alone_run(c, *b, 0);
+	assert_true(at > 0);
+	cluster_free(c);
+	c = r_at_1(0);
+	*b = nl_lock_2(c);
+	assert_int_equal(alone_run(c, *b, at), at);
+	drain_but(c, 1, 2);
+	assert_dump_has(c, 1, "resource \"r\" master 2");
+	assert_dump_has(c, 2, "resource \"r\" master 1");
+	*e = lock_on(c, 3, 32, "r", DLM_LOCK_NL, 0, 0, NULL);
+	drain_but(c, 1, 2);
+	assert_no_comp(c, 3, *e);
+	assert_dump_has(c, 3, "lookup");
+	assert_true(queued_msgs(c, 1, 2) > 0);
+	return c;
+}
+
+/* The end of parked_at_3's tests: e granted, every lock unlocked. */
+static void parked_end(struct cluster *c, uint32_t b, uint32_t e)
+{
+	assert_status(c, 3, e, 0);
+	assert_dump_has(c, 3, "resource \"r\" master 2");
+	assert_verified(c);
+	assert_int_equal(unlock(c, 3, 32, e, 0, NULL), 0);
+	end_test(c, 2, 2, b);
+}
+
+/* A sibling's REQUEST_REPLY names the master: the parked request goes
+ * there at once (lock.c receive_request_reply), not at the next tick.
+ * Node 2 installs "r"; node 3's second request, sent to node 2 (the
+ * last refusal's hint), is granted; no tick comes.  Before (seen
+ * failing) the parked one waited for the tick. */
+static void test_sibling_reply_wakes_parked(void **state)
+{
+	struct cluster *c;
+	uint32_t b, e, f;
+
+	(void)state;
+	c = parked_at_3(&b, &e);
+	deliver_only(c, 1, 2);
+	assert_dump_has(c, 2, "resource \"r\" master 2");
+	f = lock_on(c, 3, 31, "r", DLM_LOCK_NL, 0, 0, NULL);
+	drain(c);
+	assert_status(c, 3, f, 0);
+	assert_status(c, 3, e, 0);
+	assert_int_equal(unlock(c, 3, 31, f, 0, NULL), 0);
+	drain(c);
+	parked_end(c, b, e);
+}
+
+/* The tick sends a parked request on from the list of those parked
+ * (dlm_redo_parked), without walking (or allocating for) every resource:
+ * with every allocation of node 3's refused, its tick still sends the
+ * request.  Before (seen failing) the tick made an array of all the
+ * resources, and without memory for it warned and sent nothing. */
+static void test_tick_sends_parked(void **state)
+{
+	struct cluster *c;
+	unsigned long before;
+	uint32_t b, e;
+
+	(void)state;
+	c = parked_at_3(&b, &e);
+	deliver_only(c, 1, 2);
+	drain(c);
+	assert_no_comp(c, 3, e);	/* nothing told node 3 */
+	before = c->sent[DLM_MSG_REQUEST] + c->sent[DLM_MSG_LOOKUP];
+	dlm_core_set_alloc_hook(c->core[3], fail_all, NULL);
+	dlm_core_tick(c->core[3], 1);
+	dlm_core_set_alloc_hook(c->core[3], NULL, NULL);
+	assert_int_equal(c->sent[DLM_MSG_REQUEST] + c->sent[DLM_MSG_LOOKUP],
+			 before + 1);
+	assert_int_equal(c->nlog_warn, 0);
+	drain(c);
+	/* a second tick finds nothing parked: nothing sent */
+	before = c->sent[DLM_MSG_REQUEST] + c->sent[DLM_MSG_LOOKUP];
+	dlm_core_tick(c->core[3], 2);
+	assert_int_equal(c->sent[DLM_MSG_REQUEST] + c->sent[DLM_MSG_LOOKUP],
+			 before);
+	parked_end(c, b, e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1636,6 +1762,8 @@ int main(void)
 		cmocka_unit_test(test_bast_again_after_return),
 		cmocka_unit_test(test_bounce_bounded),
 		cmocka_unit_test(test_stale_refusal),
+		cmocka_unit_test(test_sibling_reply_wakes_parked),
+		cmocka_unit_test(test_tick_sends_parked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

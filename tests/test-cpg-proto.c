@@ -100,6 +100,7 @@ struct sim_node {
 	/* a claim or result for it delivered since its failure */
 	bool		fencing_seen[DLM_MAX_NODES + 1];
 	unsigned int	forgiven[DLM_MAX_NODES + 1];	/* dlmd_fence_forgive */
+	int		join_error;	/* the last failed dlmd_ls_join_done */
 };
 
 struct sim_msg {
@@ -510,6 +511,8 @@ void dlmd_fence_describe(const struct dlmd *d, uint32_t id, char *buf,
 static void sim_join_done(struct dlmd *d, struct dlmd_ls *dl, int status)
 {
 	((struct sim_ls *)dl)->join_status = status;
+	if (status)
+		node_of(d)->join_error = status;	/* kept past a drop */
 }
 
 static void sim_ls_unlink(struct sim_node *sn, struct sim_ls *sl)
@@ -939,6 +942,84 @@ static void test_basic(void **state)
 	assert_true(ls_running(1, "L"));
 	assert_int_equal(ls_of(0, "L")->core.event, ls_of(1, "L")->core.event);
 	assert_int_equal(ls_of(0, "L")->core.nmembers, 2);
+}
+
+/* EQUAL SETTINGS: node 2, remastering on, joins "L" that node 1 runs
+ * with it off: both log the refusal with both settings, node 2's create
+ * fails (EPROTO) and its instance is gone; node 1 runs "L" alone, and
+ * node 3 (off, as node 1) joins it.  Before (seen failing) node 2 joined
+ * and ran "L" beside node 1. */
+static void test_unequal_settings_refused(void **state)
+{
+	const char *line = "lockspace L: node 2 refused: it joins with "
+			   "remaster_secs 10 remaster_window 32 remaster_shared "
+			   "0 fold_lone_locks 0, node 1 runs it with "
+			   "remaster_secs 0";
+
+	(void)state;
+	sim_start(0);
+	sim_start(1);
+	sim_start(2);
+	settle();
+	sim[1].d.d_cfg.cf_remaster_secs = 10;
+	ls_create(0, "L");
+	settle();
+	assert_true(ls_running(0, "L"));
+	ls_create(1, "L");
+	settle();
+	assert_null(ls_of(1, "L"));
+	assert_int_equal(sim[1].join_error, -EPROTO);
+	assert_true(logged(0, line));
+	assert_true(logged(1, line));
+	assert_true(logged(1, "lockspace L: not joined"));
+	assert_true(ls_running(0, "L"));
+	assert_int_equal(ls_of(0, "L")->core.nmembers, 1);
+	ls_create(2, "L");
+	settle();
+	assert_true(ls_running(0, "L"));
+	assert_true(ls_running(2, "L"));
+	assert_int_equal(ls_of(2, "L")->core.nmembers, 2);
+	assert_int_equal(sim[2].join_error, 0);
+}
+
+/* Two fresh joiners of "M" at once with unequal settings: the lower node
+ * id's win (node 1, remaster_shared on, runs "M"; node 2, off, is
+ * refused), the same verdict on both.  Settings that may differ
+ * (remaster_window, fold_lone_locks) only warn: "N" runs on both. */
+static void test_unequal_settings_fresh(void **state)
+{
+	(void)state;
+	sim_start(0);
+	sim_start(1);
+	settle();
+	sim[0].d.d_cfg.cf_remaster_secs = 10;
+	sim[0].d.d_cfg.cf_remaster_shared = 1;
+	sim[1].d.d_cfg.cf_remaster_secs = 10;
+	ls_create(0, "M");
+	ls_create(1, "M");
+	settle();
+	assert_true(ls_running(0, "M"));
+	assert_null(ls_of(1, "M"));
+	assert_int_equal(sim[1].join_error, -EPROTO);
+	for (int i = 0; i < 2; i++)
+		assert_true(logged(i, "lockspace M: node 2 refused: it joins with "
+				   "remaster_secs 10 remaster_window 32 "
+				   "remaster_shared 0 fold_lone_locks 0, node 1 "
+				   "joins it with remaster_secs 10 remaster_window "
+				   "32 remaster_shared 1"));
+	assert_false(logged(0, "node 1 refused"));
+	sim[1].d.d_cfg.cf_remaster_shared = 1;
+	sim[1].d.d_cfg.cf_remaster_window = 64;
+	sim[1].d.d_cfg.cf_fold = 1;
+	sim[1].join_error = 0;
+	ls_create(1, "N");
+	ls_create(0, "N");
+	settle();
+	assert_true(ls_running(0, "N"));
+	assert_true(ls_running(1, "N"));
+	assert_int_equal(sim[1].join_error, 0);
+	assert_true(logged(0, "lockspace N: node 2 has remaster_secs 10 "
+			   "remaster_window 64"));
 }
 
 /* Queue the bytes of a message of node slot i's process as CPG would
@@ -2477,7 +2558,7 @@ static void test_old_version_refused(void **state)
 	inject_raw(s, buf, len);
 	settle();
 	for (int i = 0; i < 2; i++) {
-		assert_true(logged(i, "speaks CPG protocol version 2, we speak 4"));
+		assert_true(logged(i, "speaks CPG protocol version 2, we speak 5"));
 		assert_int_equal(unverified_of(i), 0);
 		assert_false(le_has(le_find(sim[i].d.d_cluster, "T", false), 3));
 	}
@@ -3544,6 +3625,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_foreign_magic),
 		cmocka_unit_test_setup_teardown(test_basic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unequal_settings_refused,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unequal_settings_fresh,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_passed_to_newcomer,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_then_old_member_joins,
