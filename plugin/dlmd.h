@@ -793,10 +793,35 @@ bool dlmd_fence_pcmk_built(void);
  * connected to pacemaker's fencer. */
 enum dlmd_fence_method dlmd_fence_choose(const struct dlmd_config *cf,
 					 bool fencer_connected);
-/* Does a fencing operation from pacemaker's history count for a failure
- * at failed_s (wall clock, s)?  Only a successful one (done) that
- * completed at or after the failure. */
-bool dlmd_fence_pcmk_counts(int64_t failed_s, bool done, int64_t completed_s);
+/*
+ * Pacemaker's fencer's history of a node at one moment (the node's
+ * failure, or dlmd's request to fence it): the latest successful and
+ * failed fencing in it (ns, the fencer's wall clock: completed and
+ * completed_nsec), if it was read then (pm_known), and this node's wall
+ * clock then (s).  The history's times are compared with each other, not
+ * with this node's clock, which may have been stepped since or differ
+ * from the fencer's node's: only when the history could not be read is
+ * the wall clock all there is.
+ */
+struct dlmd_fence_pcmk_mark {
+	bool		pm_known;
+	int64_t		pm_done_ns;	/* 0: none */
+	int64_t		pm_failed_ns;	/* 0: none */
+	int64_t		pm_wall_s;	/* time(); 0: no such moment */
+};
+/* Does the latest successful fencing of the history (done; completed at
+ * done_s, done_ns) count for the failure marked 'since'?  Only one newer
+ * than the latest in the history at the failure; without that history,
+ * one completed at or after the failure by this node's clock. */
+bool dlmd_fence_pcmk_counts(const struct dlmd_fence_pcmk_mark *since, bool done,
+			    int64_t done_s, int64_t done_ns);
+/* Did the fencing dlmd asked for ('asked') fail: nothing pending, a
+ * failure newer than the history at the request and no newer success
+ * (without that history: by this node's clock, a failure at or after
+ * the request and no success since)? */
+bool dlmd_fence_pcmk_ask_failed(const struct dlmd_fence_pcmk_mark *asked,
+				bool pending, int64_t failed_s, int64_t failed_ns,
+				int64_t done_s, int64_t done_ns);
 /* The one-fencer rule: who may fence one failed node now, as every
  * member of the daemon group derives it from the same ordered stream of
  * FENCE_CLAIM / FENCE_RESULT messages and confchgs (fence-policy.c). */
