@@ -553,7 +553,10 @@
  *    milliseconds; a wait of peer_unreachable_secs (dlm.conf, default
  *    20 s: well above corosync's token, which takes a dead node out of
  *    the view long before, and above a reconnect backoff or two) means
- *    the path is cut, not slow.  A member that has nothing queued for a
+ *    the path is cut, not slow.  Never less than corosync's token +
+ *    consensus, whatever the setting (unreach_limit): a whole node
+ *    paused for less than the token stays in corosync's view and must
+ *    stay in ours (tests/test-cluster-vmpause.sh).  A member that has nothing queued for a
  *    peer needs nothing from it and reports nothing.  A new lowcomms
  *    epoch of the peer that lowcomms has paused while the life we knew
  *    is not connected counts as the same wait (lc_node_paused_ms;
@@ -877,6 +880,13 @@ struct dlmd_cluster {
 	cmap_handle_t		cs_cmap;
 	cmap_track_handle_t	cs_cmap_track;
 	int			cs_cmap_fd;
+	/* corosync's runtime.config.totem.token and .consensus (ms; 0:
+	 * not known), followed through a config reload (UNREACHABLE PEERS:
+	 * the wait is never shorter than their sum) */
+	cmap_track_handle_t	cs_totem_track;
+	uint32_t		cs_totem_token;
+	uint32_t		cs_totem_consensus;
+	uint64_t		cs_unreach_said;	/* the limit last logged */
 	bool			cs_nodelist_changed;
 	struct cs_node		cs_nodes[DLM_MAX_NODES];
 	unsigned int		cs_nnodes;
@@ -1298,6 +1308,79 @@ static void nodes_to_comms(struct dlmd_cluster *cs)
 		dlmd_comms_node_add(d, nd->n_id, node_addr_ptrs(nd, p),
 				    nd->n_naddrs);
 	}
+}
+
+/*
+ * UNREACHABLE PEERS' wait: peer_unreachable_secs, but never less than
+ * corosync's token + consensus (dlmd_unreach_limit_ms).  A whole node
+ * paused for less than the token (a VM frozen for a live migration: why
+ * cloud guides set totem.token to 30 s) stays in corosync's membership;
+ * with the default 20 s dlmd removed and fenced it.  Said once at start
+ * and at each change (corosync-cfgtool -R).
+ */
+static uint64_t unreach_limit(struct dlmd_cluster *cs)
+{
+	const struct dlmd_config *cf = &cs->cs_d->d_cfg;
+	uint64_t limit = dlmd_unreach_limit_ms(cf->cf_peer_unreachable_secs,
+					       cs->cs_totem_token,
+					       cs->cs_totem_consensus);
+
+	if (limit != cs->cs_unreach_said) {
+		cs->cs_unreach_said = limit;
+		if (limit > (uint64_t)cf->cf_peer_unreachable_secs * 1000)
+			log_warn("peer_unreachable_secs %u is below corosync's "
+				 "token (%u ms) + consensus (%u ms): a node "
+				 "paused that long stays in corosync's "
+				 "membership; dlmd reports an unreachable "
+				 "member after %llu ms instead",
+				 cf->cf_peer_unreachable_secs,
+				 cs->cs_totem_token, cs->cs_totem_consensus ?
+				 cs->cs_totem_consensus :
+				 (uint32_t)((uint64_t)cs->cs_totem_token * 6 / 5),
+				 (unsigned long long)limit);
+	}
+	return limit;
+}
+
+static void totem_notify(cmap_handle_t h, cmap_track_handle_t t,
+			 int32_t event, const char *key,
+			 struct cmap_notify_value nv,
+			 struct cmap_notify_value ov, void *data)
+{
+	struct dlmd_cluster *cs = data;
+	uint32_t v = 0;
+
+	if (event == CMAP_TRACK_DELETE || nv.type != CMAP_VALUETYPE_UINT32 ||
+	    nv.len != sizeof(v) || !nv.data)
+		return;
+	memcpy(&v, nv.data, sizeof(v));
+	if (!strcmp(key, "runtime.config.totem.token"))
+		cs->cs_totem_token = v;
+	else if (!strcmp(key, "runtime.config.totem.consensus"))
+		cs->cs_totem_consensus = v;
+	else
+		return;
+	unreach_limit(cs);
+}
+
+/* Read corosync's token and consensus, and follow them. */
+static void totem_follow(struct dlmd_cluster *cs)
+{
+	cs_error_t e;
+
+	if (cmap_get_uint32(cs->cs_cmap, "runtime.config.totem.token",
+			    &cs->cs_totem_token) != CS_OK)
+		cs->cs_totem_token = 0;
+	if (cmap_get_uint32(cs->cs_cmap, "runtime.config.totem.consensus",
+			    &cs->cs_totem_consensus) != CS_OK)
+		cs->cs_totem_consensus = 0;
+	e = cmap_track_add(cs->cs_cmap, "runtime.config.totem.",
+			   CMAP_TRACK_ADD | CMAP_TRACK_MODIFY | CMAP_TRACK_PREFIX,
+			   totem_notify, cs, &cs->cs_totem_track);
+	if (e != CS_OK)
+		log_warn("cmap: cannot follow corosync's token (%s); a change "
+			 "needs a dlmd restart", cs_str(e));
+	unreach_limit(cs);
 }
 
 static void nodelist_notify(cmap_handle_t h, cmap_track_handle_t t,
@@ -4536,7 +4619,7 @@ static uint64_t sync_wait_ms(struct dlmd_cluster *cs, uint32_t id, uint64_t now)
 static void unreach_tick(struct dlmd_cluster *cs)
 {
 	struct dlmd *d = cs->cs_d;
-	uint64_t limit = (uint64_t)d->d_cfg.cf_peer_unreachable_secs * 1000;
+	uint64_t limit = unreach_limit(cs);
 	static struct cm_unreach ur;
 	unsigned char buf[CM_MAX_LEN];
 	struct cm_hdr h;
@@ -4917,6 +5000,7 @@ static int cmap_start(struct dlmd_cluster *cs)
 		rv = read_local_id(cs, cs->cs_cmap);
 	if (rv)
 		return rv;
+	totem_follow(cs);
 	e = cmap_track_add(cs->cs_cmap, "nodelist.node.",
 			   CMAP_TRACK_ADD | CMAP_TRACK_DELETE | CMAP_TRACK_MODIFY |
 			   CMAP_TRACK_PREFIX, nodelist_notify, cs, &cs->cs_cmap_track);

@@ -874,6 +874,15 @@ struct dlmd_decision {
  * DLM_MAX_NODES. */
 void dlmd_decide(const uint32_t *members, const uint32_t *last_events,
 		 unsigned int n, struct dlmd_decision *dc);
+/* How long (ms) a member our frames do not get through to, or whose
+ * START we wait for, waits before it is reported unreachable: dlm.conf's
+ * peer_unreachable_secs (0: never), but never less than corosync's
+ * token + consensus (ms; consensus 0: unknown, corosync's default 1.2 x
+ * token), the time corosync itself takes to give up on a silent node: a
+ * whole node paused for less than the token (a frozen VM) stays in
+ * corosync's membership and must not be removed by dlmd. */
+uint64_t dlmd_unreach_limit_ms(uint32_t secs, uint32_t token_ms,
+			       uint32_t consensus_ms);
 /* The back-off before the 'attempt'th (1, 2, ...) restart of a failed
  * recovery: 1 s doubling to at most 30 s. */
 #define DLMD_RESTART_FIRST_MS	1000u
