@@ -980,8 +980,10 @@ struct dlmd_cluster {
 	bool			cs_ev_lost;
 	uint64_t		cs_unverified;
 	uint64_t		cs_unverified_log_at;
-	bool			cs_dup_stop;	/* ONE DLMD PER NODE ID: we stop,
-						 * sending nothing more */
+	bool			cs_dup_stop;	/* ONE DLMD PER NODE ID (or a
+						 * newcomer among dlmds of another
+						 * version): we stop, sending
+						 * nothing more */
 	/* ONE DLMD PER NODE ID: processes of our node id there before us
 	 * (or joined with us, lower pid) not yet found dlmd or nobody */
 	uint32_t		cs_dup_pids[DLM_MAX_NODES];
@@ -3149,6 +3151,36 @@ static void dup_found(struct dlmd_cluster *cs, uint32_t pid, const char *why)
 	qb_loop_stop(cs->cs_d->d_loop);
 }
 
+/*
+ * ANOTHER VERSION.  A message whose seal verifies (its sender holds the
+ * cluster key: a dlmd) but whose CPG protocol is not ours is dropped,
+ * and no lockspace changes members while its sender is in the group
+ * (daemon_deliver).  A dlmd that meets one before its first sync ended
+ * (a rolling upgrade: the first node upgraded joining the old ones, or
+ * an old one joining upgraded ones) runs nothing yet: it stops, naming
+ * both versions, rather than stall every lockspace change of the
+ * cluster until the others' watchdog finds it silent, removes its node
+ * and fences it (measured with a version-3 dlmd: 20 s, then fenced,
+ * either way round; tests/test-cluster-upgrade.sh).  One that ran
+ * before keeps running; the newcomer stops if it is of this version or
+ * later.  An unverified header of another version (version 2 needs no
+ * key) stops nobody: any process in the group could send one.
+ */
+static void version_stop(struct dlmd_cluster *cs, uint32_t nodeid,
+			 uint32_t pid, unsigned int version)
+{
+	if (cs->cs_dup_stop || cs->cs_synced)
+		return;
+	log_err("daemon group: node %u (pid %u) runs dlmd with CPG protocol "
+		"version %u, we speak %u: mixing versions is refused, and this "
+		"dlmd, which joined last and runs no lockspace yet, stops; run "
+		"one version on every node (stop every dlmd to change it)",
+		nodeid, pid, version, CM_VERSION);
+	cs->cs_dup_stop = true;
+	cs->cs_d->d_exit_code = 1;
+	qb_loop_stop(cs->cs_d->d_loop);
+}
+
 static void dup_drop(struct dlmd_cluster *cs, uint32_t pid)
 {
 	for (unsigned int i = 0; i < cs->cs_ndup; i++) {
@@ -3780,6 +3812,8 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 				"members while it is in the group", nodeid, pid,
 				hd.h_version, CM_VERSION);
 		}
+		/* its seal verified: a dlmd of another version */
+		version_stop(cs, nodeid, pid, hd.h_version);
 		return;
 	}
 	if (rv) {
