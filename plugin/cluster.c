@@ -1500,6 +1500,16 @@ static struct cs_daemon *dm_find(struct dlmd_cluster *cs, uint32_t id,
 	return NULL;
 }
 
+/* Does node id run a dlmd whose CPG protocol we refused (ANOTHER
+ * VERSION)? */
+static bool refused_of(const struct dlmd_cluster *cs, uint32_t id)
+{
+	for (unsigned int i = 0; i < cs->cs_ndm; i++)
+		if (cs->cs_dm[i].dm_id == id && cs->cs_dm[i].dm_refused)
+			return true;
+	return false;
+}
+
 /* The daemons not yet announced in this sync, as "1 2 3". */
 static void fmt_unannounced(const struct dlmd_cluster *cs, char *buf,
 			    size_t size)
@@ -4686,10 +4696,12 @@ static void unreach_tick(struct dlmd_cluster *cs)
 		else
 			log_err("daemon group: node %u has not sent its %s for "
 				"%llu s while corosync keeps it a member: its dlmd "
-				"does not run (reported to the daemon group)", id,
+				"%s (reported to the daemon group)", id,
 				cs->cs_syncing ? "ANNOUNCE of the daemons' sync"
 					       : "START of a lockspace change",
-				(unsigned long long)(sw / 1000));
+				(unsigned long long)(sw / 1000),
+				refused_of(cs, id) ? "speaks another CPG protocol "
+				"(refused above)" : "does not run");
 	}
 	qsort(ur.ur_ids, ur.ur_count, sizeof(ur.ur_ids[0]), cmp_u32);
 	for (unsigned int i = 0; i < cs->cs_nunr_mine; i++) {
