@@ -622,7 +622,10 @@
  *    milliseconds; a wait of peer_unreachable_secs (dlm.conf, default
  *    20 s: well above corosync's token, which takes a dead node out of
  *    the view long before, and above a reconnect backoff or two) means
- *    the path is cut, not slow.  A member that has nothing queued for a
+ *    the path is cut, not slow.  Never less than corosync's token +
+ *    consensus, whatever the setting (unreach_limit): a whole node
+ *    paused for less than the token stays in corosync's view and must
+ *    stay in ours (tests/test-cluster-vmpause.sh).  A member that has nothing queued for a
  *    peer needs nothing from it and reports nothing.  A new lowcomms
  *    epoch of the peer that lowcomms has paused while the life we knew
  *    is not connected counts as the same wait (lc_node_paused_ms;
@@ -950,6 +953,13 @@ struct dlmd_cluster {
 	cmap_handle_t		cs_cmap;
 	cmap_track_handle_t	cs_cmap_track;
 	int			cs_cmap_fd;
+	/* corosync's runtime.config.totem.token and .consensus (ms; 0:
+	 * not known), followed through a config reload (UNREACHABLE PEERS:
+	 * the wait is never shorter than their sum) */
+	cmap_track_handle_t	cs_totem_track;
+	uint32_t		cs_totem_token;
+	uint32_t		cs_totem_consensus;
+	uint64_t		cs_unreach_said;	/* the limit last logged */
 	bool			cs_nodelist_changed;
 	struct cs_node		cs_nodes[DLM_MAX_NODES];
 	unsigned int		cs_nnodes;
@@ -1044,8 +1054,10 @@ struct dlmd_cluster {
 	char			cs_ev_lost_why[200];	/* the first loss */
 	uint64_t		cs_unverified;
 	uint64_t		cs_unverified_log_at;
-	bool			cs_dup_stop;	/* ONE DLMD PER NODE ID: we stop,
-						 * sending nothing more */
+	bool			cs_dup_stop;	/* ONE DLMD PER NODE ID (or a
+						 * newcomer among dlmds of another
+						 * version): we stop, sending
+						 * nothing more */
 	/* ONE DLMD PER NODE ID: processes of our node id there before us
 	 * (or joined with us, lower pid) not yet found dlmd or nobody */
 	uint32_t		cs_dup_pids[DLM_MAX_NODES];
@@ -1376,6 +1388,79 @@ static void nodes_to_comms(struct dlmd_cluster *cs)
 	}
 }
 
+/*
+ * UNREACHABLE PEERS' wait: peer_unreachable_secs, but never less than
+ * corosync's token + consensus (dlmd_unreach_limit_ms).  A whole node
+ * paused for less than the token (a VM frozen for a live migration: why
+ * cloud guides set totem.token to 30 s) stays in corosync's membership;
+ * with the default 20 s dlmd removed and fenced it.  Said once at start
+ * and at each change (corosync-cfgtool -R).
+ */
+static uint64_t unreach_limit(struct dlmd_cluster *cs)
+{
+	const struct dlmd_config *cf = &cs->cs_d->d_cfg;
+	uint64_t limit = dlmd_unreach_limit_ms(cf->cf_peer_unreachable_secs,
+					       cs->cs_totem_token,
+					       cs->cs_totem_consensus);
+
+	if (limit != cs->cs_unreach_said) {
+		cs->cs_unreach_said = limit;
+		if (limit > (uint64_t)cf->cf_peer_unreachable_secs * 1000)
+			log_warn("peer_unreachable_secs %u is below corosync's "
+				 "token (%u ms) + consensus (%u ms): a node "
+				 "paused that long stays in corosync's "
+				 "membership; dlmd reports an unreachable "
+				 "member after %llu ms instead",
+				 cf->cf_peer_unreachable_secs,
+				 cs->cs_totem_token, cs->cs_totem_consensus ?
+				 cs->cs_totem_consensus :
+				 (uint32_t)((uint64_t)cs->cs_totem_token * 6 / 5),
+				 (unsigned long long)limit);
+	}
+	return limit;
+}
+
+static void totem_notify(cmap_handle_t h, cmap_track_handle_t t,
+			 int32_t event, const char *key,
+			 struct cmap_notify_value nv,
+			 struct cmap_notify_value ov, void *data)
+{
+	struct dlmd_cluster *cs = data;
+	uint32_t v = 0;
+
+	if (event == CMAP_TRACK_DELETE || nv.type != CMAP_VALUETYPE_UINT32 ||
+	    nv.len != sizeof(v) || !nv.data)
+		return;
+	memcpy(&v, nv.data, sizeof(v));
+	if (!strcmp(key, "runtime.config.totem.token"))
+		cs->cs_totem_token = v;
+	else if (!strcmp(key, "runtime.config.totem.consensus"))
+		cs->cs_totem_consensus = v;
+	else
+		return;
+	unreach_limit(cs);
+}
+
+/* Read corosync's token and consensus, and follow them. */
+static void totem_follow(struct dlmd_cluster *cs)
+{
+	cs_error_t e;
+
+	if (cmap_get_uint32(cs->cs_cmap, "runtime.config.totem.token",
+			    &cs->cs_totem_token) != CS_OK)
+		cs->cs_totem_token = 0;
+	if (cmap_get_uint32(cs->cs_cmap, "runtime.config.totem.consensus",
+			    &cs->cs_totem_consensus) != CS_OK)
+		cs->cs_totem_consensus = 0;
+	e = cmap_track_add(cs->cs_cmap, "runtime.config.totem.",
+			   CMAP_TRACK_ADD | CMAP_TRACK_MODIFY | CMAP_TRACK_PREFIX,
+			   totem_notify, cs, &cs->cs_totem_track);
+	if (e != CS_OK)
+		log_warn("cmap: cannot follow corosync's token (%s); a change "
+			 "needs a dlmd restart", cs_str(e));
+	unreach_limit(cs);
+}
+
 static void nodelist_notify(cmap_handle_t h, cmap_track_handle_t t,
 			    int32_t event, const char *key,
 			    struct cmap_notify_value nv,
@@ -1489,6 +1574,16 @@ static struct cs_daemon *dm_find(struct dlmd_cluster *cs, uint32_t id,
 		if (cs->cs_dm[i].dm_id == id && cs->cs_dm[i].dm_pid == pid)
 			return &cs->cs_dm[i];
 	return NULL;
+}
+
+/* Does node id run a dlmd whose CPG protocol we refused (ANOTHER
+ * VERSION)? */
+static bool refused_of(const struct dlmd_cluster *cs, uint32_t id)
+{
+	for (unsigned int i = 0; i < cs->cs_ndm; i++)
+		if (cs->cs_dm[i].dm_id == id && cs->cs_dm[i].dm_refused)
+			return true;
+	return false;
 }
 
 /* The daemons not yet announced in this sync, as "1 2 3". */
@@ -3367,6 +3462,36 @@ static void dup_found(struct dlmd_cluster *cs, uint32_t pid, const char *why)
 	qb_loop_stop(cs->cs_d->d_loop);
 }
 
+/*
+ * ANOTHER VERSION.  A message whose seal verifies (its sender holds the
+ * cluster key: a dlmd) but whose CPG protocol is not ours is dropped,
+ * and no lockspace changes members while its sender is in the group
+ * (daemon_deliver).  A dlmd that meets one before its first sync ended
+ * (a rolling upgrade: the first node upgraded joining the old ones, or
+ * an old one joining upgraded ones) runs nothing yet: it stops, naming
+ * both versions, rather than stall every lockspace change of the
+ * cluster until the others' watchdog finds it silent, removes its node
+ * and fences it (measured with a version-3 dlmd: 20 s, then fenced,
+ * either way round; tests/test-cluster-upgrade.sh).  One that ran
+ * before keeps running; the newcomer stops if it is of this version or
+ * later.  An unverified header of another version (version 2 needs no
+ * key) stops nobody: any process in the group could send one.
+ */
+static void version_stop(struct dlmd_cluster *cs, uint32_t nodeid,
+			 uint32_t pid, unsigned int version)
+{
+	if (cs->cs_dup_stop || cs->cs_synced)
+		return;
+	log_err("daemon group: node %u (pid %u) runs dlmd with CPG protocol "
+		"version %u, we speak %u: mixing versions is refused, and this "
+		"dlmd, which joined last and runs no lockspace yet, stops; run "
+		"one version on every node (stop every dlmd to change it)",
+		nodeid, pid, version, CM_VERSION);
+	cs->cs_dup_stop = true;
+	cs->cs_d->d_exit_code = 1;
+	qb_loop_stop(cs->cs_d->d_loop);
+}
+
 static void dup_drop(struct dlmd_cluster *cs, uint32_t pid)
 {
 	for (unsigned int i = 0; i < cs->cs_ndup; i++) {
@@ -4040,6 +4165,8 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 				"members while it is in the group", nodeid, pid,
 				hd.h_version, CM_VERSION);
 		}
+		/* its seal verified: a dlmd of another version */
+		version_stop(cs, nodeid, pid, hd.h_version);
 		return;
 	}
 	if (rv) {
@@ -4945,7 +5072,7 @@ static uint64_t sync_wait_ms(struct dlmd_cluster *cs, uint32_t id, uint64_t now)
 static void unreach_tick(struct dlmd_cluster *cs)
 {
 	struct dlmd *d = cs->cs_d;
-	uint64_t limit = (uint64_t)d->d_cfg.cf_peer_unreachable_secs * 1000;
+	uint64_t limit = unreach_limit(cs);
 	static struct cm_unreach ur;
 	unsigned char buf[CM_MAX_LEN];
 	struct cm_hdr h;
@@ -4978,10 +5105,12 @@ static void unreach_tick(struct dlmd_cluster *cs)
 		else
 			log_err("daemon group: node %u has not sent its %s for "
 				"%llu s while corosync keeps it a member: its dlmd "
-				"does not run (reported to the daemon group)", id,
+				"%s (reported to the daemon group)", id,
 				cs->cs_syncing ? "ANNOUNCE of the daemons' sync"
 					       : "START of a lockspace change",
-				(unsigned long long)(sw / 1000));
+				(unsigned long long)(sw / 1000),
+				refused_of(cs, id) ? "speaks another CPG protocol "
+				"(refused above)" : "does not run");
 	}
 	qsort(ur.ur_ids, ur.ur_count, sizeof(ur.ur_ids[0]), cmp_u32);
 	for (unsigned int i = 0; i < cs->cs_nunr_mine; i++) {
@@ -5326,6 +5455,7 @@ static int cmap_start(struct dlmd_cluster *cs)
 		rv = read_local_id(cs, cs->cs_cmap);
 	if (rv)
 		return rv;
+	totem_follow(cs);
 	e = cmap_track_add(cs->cs_cmap, "nodelist.node.",
 			   CMAP_TRACK_ADD | CMAP_TRACK_DELETE | CMAP_TRACK_MODIFY |
 			   CMAP_TRACK_PREFIX, nodelist_notify, cs, &cs->cs_cmap_track);

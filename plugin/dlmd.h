@@ -797,10 +797,35 @@ bool dlmd_fence_pcmk_built(void);
  * connected to pacemaker's fencer. */
 enum dlmd_fence_method dlmd_fence_choose(const struct dlmd_config *cf,
 					 bool fencer_connected);
-/* Does a fencing operation from pacemaker's history count for a failure
- * at failed_s (wall clock, s)?  Only a successful one (done) that
- * completed at or after the failure. */
-bool dlmd_fence_pcmk_counts(int64_t failed_s, bool done, int64_t completed_s);
+/*
+ * Pacemaker's fencer's history of a node at one moment (the node's
+ * failure, or dlmd's request to fence it): the latest successful and
+ * failed fencing in it (ns, the fencer's wall clock: completed and
+ * completed_nsec), if it was read then (pm_known), and this node's wall
+ * clock then (s).  The history's times are compared with each other, not
+ * with this node's clock, which may have been stepped since or differ
+ * from the fencer's node's: only when the history could not be read is
+ * the wall clock all there is.
+ */
+struct dlmd_fence_pcmk_mark {
+	bool		pm_known;
+	int64_t		pm_done_ns;	/* 0: none */
+	int64_t		pm_failed_ns;	/* 0: none */
+	int64_t		pm_wall_s;	/* time(); 0: no such moment */
+};
+/* Does the latest successful fencing of the history (done; completed at
+ * done_s, done_ns) count for the failure marked 'since'?  Only one newer
+ * than the latest in the history at the failure; without that history,
+ * one completed at or after the failure by this node's clock. */
+bool dlmd_fence_pcmk_counts(const struct dlmd_fence_pcmk_mark *since, bool done,
+			    int64_t done_s, int64_t done_ns);
+/* Did the fencing dlmd asked for ('asked') fail: nothing pending, a
+ * failure newer than the history at the request and no newer success
+ * (without that history: by this node's clock, a failure at or after
+ * the request and no success since)? */
+bool dlmd_fence_pcmk_ask_failed(const struct dlmd_fence_pcmk_mark *asked,
+				bool pending, int64_t failed_s, int64_t failed_ns,
+				int64_t done_s, int64_t done_ns);
 /* The one-fencer rule: who may fence one failed node now, as every
  * member of the daemon group derives it from the same ordered stream of
  * FENCE_CLAIM / FENCE_RESULT messages and confchgs (fence-policy.c). */
@@ -853,6 +878,15 @@ struct dlmd_decision {
  * DLM_MAX_NODES. */
 void dlmd_decide(const uint32_t *members, const uint32_t *last_events,
 		 unsigned int n, struct dlmd_decision *dc);
+/* How long (ms) a member our frames do not get through to, or whose
+ * START we wait for, waits before it is reported unreachable: dlm.conf's
+ * peer_unreachable_secs (0: never), but never less than corosync's
+ * token + consensus (ms; consensus 0: unknown, corosync's default 1.2 x
+ * token), the time corosync itself takes to give up on a silent node: a
+ * whole node paused for less than the token (a frozen VM) stays in
+ * corosync's membership and must not be removed by dlmd. */
+uint64_t dlmd_unreach_limit_ms(uint32_t secs, uint32_t token_ms,
+			       uint32_t consensus_ms);
 /* The back-off before the 'attempt'th (1, 2, ...) restart of a failed
  * recovery: 1 s doubling to at most 30 s. */
 #define DLMD_RESTART_FIRST_MS	1000u

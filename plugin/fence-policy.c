@@ -91,9 +91,26 @@ enum dlmd_fence_method dlmd_fence_choose(const struct dlmd_config *cf,
 	return cf->cf_fence_command[0] ? DLMD_FENCE_COMMAND : DLMD_FENCE_MANUAL;
 }
 
-bool dlmd_fence_pcmk_counts(int64_t failed_s, bool done, int64_t completed_s)
+bool dlmd_fence_pcmk_counts(const struct dlmd_fence_pcmk_mark *since, bool done,
+			    int64_t done_s, int64_t done_ns)
 {
-	return done && failed_s > 0 && completed_s >= failed_s;
+	if (!done || since->pm_wall_s <= 0)
+		return false;
+	if (since->pm_known)
+		return done_ns > since->pm_done_ns;
+	return done_s >= since->pm_wall_s;
+}
+
+bool dlmd_fence_pcmk_ask_failed(const struct dlmd_fence_pcmk_mark *asked,
+				bool pending, int64_t failed_s, int64_t failed_ns,
+				int64_t done_s, int64_t done_ns)
+{
+	if (pending || asked->pm_wall_s <= 0)
+		return false;
+	if (asked->pm_known)
+		return failed_ns > asked->pm_failed_ns &&
+		       done_ns <= asked->pm_done_ns;
+	return failed_s >= asked->pm_wall_s && done_s < asked->pm_wall_s;
 }
 
 /*

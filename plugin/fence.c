@@ -21,7 +21,16 @@
  *                           itself fences a node lost uncleanly; dlmd
  *                           waits until the fencer's history for the node
  *                           (asked by corosync node id) holds a successful
- *                           fencing completed at or after the failure.
+ *                           fencing newer than the latest one it held
+ *                           at the failure: the fencer's times are
+ *                           compared with each other, never with this
+ *                           node's clock, which may have been stepped
+ *                           (date -s, NTP's first step) or differ from
+ *                           the fencer's node's by an hour.  Only if the
+ *                           history could not be read at the failure
+ *                           (fencer unreachable) does a fencing count
+ *                           when it completed at or after the failure by
+ *                           this node's clock (tests/test-fence-pcmk).
  *                           The history is read at the failure, at every
  *                           st_notify_fence notification (the fencer's
  *                           connection fd is in the main loop) and every
@@ -306,12 +315,19 @@ struct fence_node {
 	struct dlmd_fence *fn_fe;	/* the table; the retry timer's argument */
 	uint32_t	fn_nodeid;
 	uint64_t	fn_failed_at;	/* ms; 0 = never failed */
-	int64_t		fn_failed_wall;	/* wall clock s of the failure */
+	/* the fencer's history at the failure (read by the failure's
+	 * first attempt, if it can be: fn_pcmk_base_wanted meanwhile) */
+	struct dlmd_fence_pcmk_mark fn_pcmk_since;
+	bool		fn_pcmk_base_wanted;
 	enum dlmd_fence_method fn_method;	/* of the latest attempt */
 	bool		fn_pcmk_pending;	/* the fencer has an operation on it */
 	bool		fn_pcmk_asked;	/* we asked the fencer to fence it */
-	int64_t		fn_pcmk_asked_wall;	/* when (wall clock s) */
-	int64_t		fn_pcmk_last_done;	/* latest fencing in its history */
+	struct dlmd_fence_pcmk_mark fn_pcmk_ask;	/* the history then */
+	/* the latest read of its history: whether it worked, and the
+	 * latest successful and failed fencing in it (ns) */
+	bool		fn_pcmk_read_ok;
+	int64_t		fn_pcmk_last_done;
+	int64_t		fn_pcmk_last_failed;
 	uint64_t	fn_fenced_at;	/* ms; 0 = never fenced */
 	pid_t		fn_pid;		/* running command (and its process
 					 * group), or 0 */
@@ -869,7 +885,7 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 {
 	stonith_history_t *hist = NULL;
 	char target[16];
-	int64_t done = 0, failed = 0;
+	int64_t done = 0, failed = 0, done_ns = 0, failed_ns = 0;
 	bool pending = false;
 	int rc;
 
@@ -884,36 +900,59 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 		/* a lost connection shows on its fd (pcmk_ready), which
 		 * may be the caller: never disconnect here */
 		stonith_history_free(hist);
+		fn->fn_pcmk_read_ok = false;
 		return false;
 	}
 	for (stonith_history_t *h = hist; h; h = h->next) {
+		int64_t ns = (int64_t)h->completed * 1000000000LL +
+			     h->completed_nsec;
+
 		if (h->state == st_done) {
-			if ((int64_t)h->completed > done)
+			if (ns > done_ns) {
+				done_ns = ns;
 				done = (int64_t)h->completed;
+			}
 		} else if (h->state == st_failed) {
-			if ((int64_t)h->completed > failed)
+			if (ns > failed_ns) {
+				failed_ns = ns;
 				failed = (int64_t)h->completed;
+			}
 		} else {
 			pending = true;
 		}
 	}
 	stonith_history_free(hist);
 	fn->fn_pcmk_pending = pending;
-	fn->fn_pcmk_last_done = done;
+	fn->fn_pcmk_read_ok = true;
+	fn->fn_pcmk_last_done = done_ns;
+	fn->fn_pcmk_last_failed = failed_ns;
+	if (fn->fn_pcmk_base_wanted) {
+		/* the history at the failure: what counts must be newer */
+		fn->fn_pcmk_base_wanted = false;
+		fn->fn_pcmk_since.pm_known = true;
+		fn->fn_pcmk_since.pm_done_ns = done_ns;
+		fn->fn_pcmk_since.pm_failed_ns = failed_ns;
+	}
 	/* what we asked for failed, and nothing else is under way: the
 	 * turn passes (ONE FENCER), and we may ask again on ours */
-	if (fn->fn_pcmk_asked && !pending && failed >= fn->fn_pcmk_asked_wall &&
-	    done < fn->fn_pcmk_asked_wall) {
+	if (fn->fn_pcmk_asked &&
+	    dlmd_fence_pcmk_ask_failed(&fn->fn_pcmk_ask, pending, failed,
+				       failed_ns, done, done_ns)) {
 		log_notice("fencing: pacemaker's fencer could not fence node %u",
 			   fn->fn_nodeid);
 		fn->fn_pcmk_asked = false;
 		send_result(fe, fn, DLMD_FENCE_FAILED);
 	}
-	if (dlmd_fence_pcmk_counts(fn->fn_failed_wall, done > 0, done)) {
-		char how[96];
+	if (dlmd_fence_pcmk_counts(&fn->fn_pcmk_since, done > 0, done, done_ns)) {
+		char how[128];
 
-		snprintf(how, sizeof(how), "pacemaker's fencer: fenced %lld s "
-			 "after the failure", (long long)(done - fn->fn_failed_wall));
+		if (fn->fn_pcmk_since.pm_known)
+			snprintf(how, sizeof(how), "pacemaker's fencer: a fencing "
+				 "newer than its history at the failure");
+		else
+			snprintf(how, sizeof(how), "pacemaker's fencer: fenced "
+				 "%lld s after the failure (this node's clock)",
+				 (long long)(done - fn->fn_pcmk_since.pm_wall_s));
 		fenced(fe, fn, how, true);
 		return true;
 	}
@@ -970,7 +1009,11 @@ static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
 		return;
 	}
 	fn->fn_pcmk_asked = true;
-	fn->fn_pcmk_asked_wall = (int64_t)time(NULL);
+	/* the history read just before (attempt: pcmk_check, then us) */
+	fn->fn_pcmk_ask.pm_known = fn->fn_pcmk_read_ok;
+	fn->fn_pcmk_ask.pm_done_ns = fn->fn_pcmk_last_done;
+	fn->fn_pcmk_ask.pm_failed_ns = fn->fn_pcmk_last_failed;
+	fn->fn_pcmk_ask.pm_wall_s = (int64_t)time(NULL);
 	log_notice("fencing: asked pacemaker's fencer to fence node %u (its "
 		   "dlmd died with lockspaces)", fn->fn_nodeid);
 }
@@ -1248,7 +1291,11 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 	 * again in the same millisecond (the confchg right after the sync's
 	 * end, in one dispatch) was never fenced */
 	fn->fn_failed_at = now > fn->fn_fenced_at ? now : fn->fn_fenced_at + 1;
-	fn->fn_failed_wall = (int64_t)time(NULL);
+	/* the fencer's history at the failure, read by the attempt below
+	 * if it can be (pcmk_check); else this node's clock decides */
+	memset(&fn->fn_pcmk_since, 0, sizeof(fn->fn_pcmk_since));
+	fn->fn_pcmk_since.pm_wall_s = (int64_t)time(NULL);
+	fn->fn_pcmk_base_wanted = true;
 	d->d_metrics.m_fence_waits++;
 	fn->fn_attempts = 0;
 	fn->fn_last_log = 0;
@@ -1270,6 +1317,7 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 		   how & DLMD_FAIL_REMOVED ? " (removed from the cluster: "
 		   "messages between us were lost)" : "");
 	attempt(fe, fn);
+	fn->fn_pcmk_base_wanted = false;
 }
 
 void dlmd_fence_node_joined(struct dlmd *d, uint32_t nodeid)

@@ -22,6 +22,10 @@
  *     (everyone fresh) is event 1.
  *   - The newest being UINT32_MAX leaves no event: nothing is started.
  *
+ * How long an unreachable member is waited for (UNREACHABLE PEERS in
+ * cluster.c): peer_unreachable_secs, but never less than corosync's
+ * token + consensus.
+ *
  * And when a recovery failed on this node, how long it waits before it
  * restarts recovery on every member (RECOVERY RETRY in cluster.c): 1 s
  * at the first failure, doubling at each failure in a row, at most 30 s.
@@ -52,6 +56,19 @@ void dlmd_decide(const uint32_t *members, const uint32_t *last_events,
 		dc->dc_kind = DLMD_DECIDE_START;
 		dc->dc_event = newest + 1;
 	}
+}
+
+uint64_t dlmd_unreach_limit_ms(uint32_t secs, uint32_t token_ms,
+			       uint32_t consensus_ms)
+{
+	uint64_t limit = (uint64_t)secs * 1000, floor;
+
+	if (!limit)
+		return 0;
+	if (!consensus_ms)
+		consensus_ms = (uint32_t)((uint64_t)token_ms * 6 / 5);
+	floor = (uint64_t)token_ms + consensus_ms;
+	return limit > floor ? limit : floor;
 }
 
 uint32_t dlmd_restart_delay_ms(uint32_t attempt)

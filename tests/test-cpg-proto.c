@@ -3533,6 +3533,54 @@ static void test_rev_stranger_v2_stops(void **state)
 }
 
 /*
+ * ANOTHER VERSION (a rolling upgrade): nodes 1 and 2 run; a dlmd of
+ * another CPG protocol (3: a process with the cluster key, its messages
+ * sealed, version 3 in the header) joins: nodes 1 and 2, which ran
+ * before, log it and run on.  Then node 3's dlmd starts and meets it: it
+ * stops at once, naming both versions (exit code 1), rather than wait
+ * for it with every lockspace change of the cluster and be removed by
+ * the watchdog.  An unsealed version-3 header stops nobody (test above:
+ * version 2).  Seen failing before: node 3 ran on (real cluster: stalled
+ * 20 s, then removed and fenced).
+ */
+static void test_version_joiner_stops(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 4 };
+	size_t len;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	outsider_joins(3, 4);
+	settle();
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
+	buf[4] = 3;	/* CPG protocol 3 */
+	inject(3, buf, len);
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_false(sim[i].d.d_cluster->cs_dup_stop);
+		assert_true(logged(i, "speaks CPG protocol version 3"));
+	}
+	sim_start(2);
+	/* its first unsealed copy stops nobody */
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "U");
+	buf[4] = 3;
+	inject_raw(3, buf, len);
+	settle();
+	assert_false(sim[2].d.d_cluster->cs_dup_stop);
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "V");
+	buf[4] = 3;
+	inject(3, buf, len);
+	settle();
+	assert_true(sim[2].d.d_cluster->cs_dup_stop);
+	assert_int_equal(sim[2].d.d_exit_code, 1);
+	assert_true(logged(2, "we speak 4: mixing versions is refused, and this"));
+	for (int i = 0; i < 2; i++)
+		assert_false(sim[i].d.d_cluster->cs_dup_stop);
+}
+
+/*
  * SEALED MESSAGES: a merge where not every member kept the joiner's
  * seal.  Nodes 1, 2 and 3 run; a stranger (no dlmd, node 5) is in the
  * group.  The ring splits into {1, 2} and {3, the stranger}; while apart
@@ -3729,6 +3777,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dup_race_runs, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_merge_unkept, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_version_joiner_stops, setup,
 						teardown),
 	};
 

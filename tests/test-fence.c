@@ -77,19 +77,65 @@ static void test_yes_and_no(void **state)
 
 static void test_pacemaker_result_counts(void **state)
 {
-	const int64_t failed = 1700000000;
+	const int64_t failed = 1700000000, S = 1000000000LL;
+	struct dlmd_fence_pcmk_mark wall = { .pm_wall_s = failed };
+	/* the history read at the failure: a fencing at failed - 1800 */
+	struct dlmd_fence_pcmk_mark hist = { .pm_known = true,
+					     .pm_done_ns = (failed - 1800) * S,
+					     .pm_wall_s = failed };
+	struct dlmd_fence_pcmk_mark none = { 0 };
 
-	/* fenced at or after the failure */
-	assert_true(dlmd_fence_pcmk_counts(failed, true, failed));
-	assert_true(dlmd_fence_pcmk_counts(failed, true, failed + 7));
-	/* a fencing from before the failure (an earlier incident) */
-	assert_false(dlmd_fence_pcmk_counts(failed, true, failed - 1));
-	assert_false(dlmd_fence_pcmk_counts(failed, true, failed - 3600));
+	/* no history at the failure: this node's clock decides */
+	assert_true(dlmd_fence_pcmk_counts(&wall, true, failed, failed * S));
+	assert_true(dlmd_fence_pcmk_counts(&wall, true, failed + 7, 0));
+	assert_false(dlmd_fence_pcmk_counts(&wall, true, failed - 1, 0));
+	assert_false(dlmd_fence_pcmk_counts(&wall, true, failed - 3600, 0));
+	/* with it: only a fencing newer than the history's latest, whatever
+	 * this node's clock said at the failure (stepped an hour either way) */
+	assert_false(dlmd_fence_pcmk_counts(&hist, true, failed - 1800,
+					    (failed - 1800) * S));
+	hist.pm_wall_s = failed - 3600;
+	assert_false(dlmd_fence_pcmk_counts(&hist, true, failed - 1800,
+					    (failed - 1800) * S));
+	hist.pm_wall_s = failed + 3600;
+	assert_true(dlmd_fence_pcmk_counts(&hist, true, failed + 2,
+					   (failed + 2) * S));
+	/* in the same second as the old one, later by its nanoseconds */
+	assert_true(dlmd_fence_pcmk_counts(&hist, true, failed - 1800,
+					   (failed - 1800) * S + 1));
 	/* no successful fencing in the history */
-	assert_false(dlmd_fence_pcmk_counts(failed, false, failed + 7));
-	assert_false(dlmd_fence_pcmk_counts(failed, false, 0));
+	assert_false(dlmd_fence_pcmk_counts(&wall, false, failed + 7, 0));
+	assert_false(dlmd_fence_pcmk_counts(&hist, false, 0, 0));
 	/* no failure recorded: nothing to count for */
-	assert_false(dlmd_fence_pcmk_counts(0, true, failed));
+	assert_false(dlmd_fence_pcmk_counts(&none, true, failed, failed * S));
+}
+
+static void test_pacemaker_ask_failed(void **state)
+{
+	const int64_t at = 1700000000, S = 1000000000LL;
+	struct dlmd_fence_pcmk_mark wall = { .pm_wall_s = at };
+	struct dlmd_fence_pcmk_mark hist = { .pm_known = true,
+					     .pm_failed_ns = (at - 1800) * S,
+					     .pm_wall_s = at };
+
+	/* by this node's clock */
+	assert_true(dlmd_fence_pcmk_ask_failed(&wall, false, at + 5, 0, 0, 0));
+	assert_false(dlmd_fence_pcmk_ask_failed(&wall, true, at + 5, 0, 0, 0));
+	assert_false(dlmd_fence_pcmk_ask_failed(&wall, false, at - 5, 0, 0, 0));
+	assert_false(dlmd_fence_pcmk_ask_failed(&wall, false, at + 5, 0, at + 6,
+						0));
+	/* by the history at the request: the old failure is not ours,
+	 * a newer one is, whatever this node's clock said */
+	assert_false(dlmd_fence_pcmk_ask_failed(&hist, false, at - 1800,
+						(at - 1800) * S, 0, 0));
+	hist.pm_wall_s = at + 3600;
+	assert_true(dlmd_fence_pcmk_ask_failed(&hist, false, at + 5,
+					       (at + 5) * S, 0, 0));
+	assert_false(dlmd_fence_pcmk_ask_failed(&hist, false, at + 5,
+						(at + 5) * S, at + 6,
+						(at + 6) * S));
+	assert_false(dlmd_fence_pcmk_ask_failed(&hist, true, at + 5,
+						(at + 5) * S, 0, 0));
 }
 
 /*
@@ -421,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_auto),
 		cmocka_unit_test(test_yes_and_no),
 		cmocka_unit_test(test_pacemaker_result_counts),
+		cmocka_unit_test(test_pacemaker_ask_failed),
 		cmocka_unit_test(test_marks_of),
 		cmocka_unit_test(test_config_key),
 		cmocka_unit_test(test_method_names),

@@ -135,6 +135,23 @@ static void test_restart_delay(void **state)
 	assert_int_equal(dlmd_restart_delay_ms(UINT32_MAX), 30000);
 }
 
+/* peer_unreachable_secs, raised to corosync's token + consensus */
+static void test_unreach_limit(void **state)
+{
+	(void)state;
+	/* off stays off */
+	assert_int_equal(dlmd_unreach_limit_ms(0, 30000, 36000), 0);
+	/* the default 20 s above a short token */
+	assert_int_equal(dlmd_unreach_limit_ms(20, 1000, 1200), 20000);
+	assert_int_equal(dlmd_unreach_limit_ms(20, 3000, 0), 20000);
+	/* cloud guides' token 30 s: 20 s would remove a node corosync keeps */
+	assert_int_equal(dlmd_unreach_limit_ms(20, 30000, 36000), 66000);
+	/* consensus unknown: corosync's default 1.2 x token */
+	assert_int_equal(dlmd_unreach_limit_ms(3, 20000, 0), 44000);
+	assert_int_equal(dlmd_unreach_limit_ms(86400, UINT32_MAX, UINT32_MAX),
+			 (uint64_t)UINT32_MAX * 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -147,6 +164,7 @@ int main(void)
 		cmocka_unit_test(test_exhausted),
 		cmocka_unit_test(test_order_free),
 		cmocka_unit_test(test_restart_delay),
+		cmocka_unit_test(test_unreach_limit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

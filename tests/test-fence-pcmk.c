@@ -1,0 +1,455 @@
+/*
+ * tests/test-fence-pcmk.c - plugin/fence.c waiting for pacemaker's
+ * fencer, with libstonithd faked (-Wl,--wrap of stonith_api_new and
+ * the other entry points fence.c calls) and this node's wall clock
+ * injected (-Wl,--wrap=time): a node's real-time clock stepped an hour
+ * back or forward (an administrator's date -s, NTP's first step on a
+ * node that booted with a bad RTC), or an hour apart from the clock of
+ * the node whose fencer wrote the history, must neither count a fencing
+ * from before the failure (an earlier incident in the fencer's
+ * history: recovery would go on with the failed node perhaps alive) nor
+ * keep a fencing done after the failure from counting (a wait for
+ * ever).  The fencer's history carries its own wall-clock times
+ * (stonith_history_t.completed); fence.c compares them with each other,
+ * not with this node's clock, whenever it could read the history at the
+ * failure.  When it could not (the fencer unreachable then), the
+ * failure's wall-clock time is all there is: the control case.
+ *
+ * No cluster, no pacemaker: the failed node is reported straight to
+ * fence.c, whose daemon group is faked (one member, no claims).  Built
+ * only with pacemaker's fencing API (HAVE_PACEMAKER_FENCING); skipped
+ * (77) otherwise.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "plugin/dlmd.h"
+
+#ifdef HAVE_PACEMAKER_FENCING
+#include <crm/stonith-ng.h>
+
+#define OUR_NODE	1
+#define VICTIM		2
+#define HOUR		3600
+
+/* ---- this node's wall clock ------------------------------------------ */
+
+static time_t wall_offset;	/* added to the real time(): a step */
+
+time_t __real_time(time_t *t);
+time_t __wrap_time(time_t *t);
+
+time_t __wrap_time(time_t *t)
+{
+	time_t now = __real_time(NULL) + wall_offset;
+
+	if (t)
+		*t = now;
+	return now;
+}
+
+/* ---- the fake fencer ------------------------------------------------- */
+
+#define MAX_HIST	8
+static struct {
+	bool		reachable;	/* connect succeeds */
+	int		pipe[2];	/* its fd: never readable */
+	unsigned int	nhist;
+	struct {
+		int	state;		/* st_done, st_failed, st_exec */
+		time_t	completed;	/* the fencer's wall clock */
+	} hist[MAX_HIST];
+	void		(*notify)(stonith_t *st, stonith_event_t *e);
+	unsigned int	asked;		/* fence() calls */
+	unsigned int	history_reads;
+} fencer;
+
+static stonith_api_operations_t fake_ops;
+static stonith_t fake_st = { .cmds = &fake_ops };
+
+static int fake_connect(stonith_t *st, const char *name, int *fd)
+{
+	(void)st;
+	(void)name;
+	if (!fencer.reachable)
+		return -ENOTCONN;
+	if (fencer.pipe[0] < 0)
+		assert_int_equal(pipe(fencer.pipe), 0);
+	*fd = fencer.pipe[0];
+	return 0;
+}
+
+static int fake_register(stonith_t *st, const char *event,
+			 void (*cb)(stonith_t *st, stonith_event_t *e))
+{
+	(void)st;
+	(void)event;
+	fencer.notify = cb;
+	return 0;
+}
+
+static int fake_history(stonith_t *st, int opts, const char *node,
+			stonith_history_t **out, int timeout)
+{
+	stonith_history_t *list = NULL;
+
+	(void)st;
+	(void)opts;
+	(void)timeout;
+	assert_string_equal(node, "2");
+	fencer.history_reads++;
+	for (unsigned int i = 0; i < fencer.nhist; i++) {
+		stonith_history_t *h = calloc(1, sizeof(*h));
+
+		assert_non_null(h);
+		h->state = fencer.hist[i].state;
+		h->completed = fencer.hist[i].completed;
+		h->next = list;
+		list = h;
+	}
+	*out = list;
+	return 0;
+}
+
+static int fake_fence(stonith_t *st, int opts, const char *node,
+		      const char *action, int timeout, int tolerance)
+{
+	(void)st;
+	(void)opts;
+	(void)node;
+	(void)action;
+	(void)timeout;
+	(void)tolerance;
+	fencer.asked++;
+	return 0;
+}
+
+stonith_t *__wrap_stonith_api_new(void);
+void __wrap_stonith_api_delete(stonith_t *st);
+bool __wrap_stonith_dispatch(stonith_t *st);
+void __wrap_stonith_history_free(stonith_history_t *h);
+
+stonith_t *__wrap_stonith_api_new(void)
+{
+	fake_ops.connect = fake_connect;
+	fake_ops.register_notification = fake_register;
+	fake_ops.history = fake_history;
+	fake_ops.fence = fake_fence;
+	return &fake_st;
+}
+
+void __wrap_stonith_api_delete(stonith_t *st)
+{
+	(void)st;
+}
+
+bool __wrap_stonith_dispatch(stonith_t *st)
+{
+	(void)st;
+	return true;
+}
+
+void __wrap_stonith_history_free(stonith_history_t *h)
+{
+	while (h) {
+		stonith_history_t *next = h->next;
+
+		free(h);
+		h = next;
+	}
+}
+
+/* The fencer's history of the victim gets an entry (its clock: the real
+ * time plus 'at'); a finished one is announced as the fencer does. */
+static void fencer_add(int state, time_t at)
+{
+	stonith_event_t e = { .result = state == st_done ? 0 : -1,
+			      .action = (char *)"reboot",
+			      .target = (char *)"2",
+			      .executioner = (char *)"n3" };
+
+	assert_true(fencer.nhist < MAX_HIST);
+	fencer.hist[fencer.nhist].state = state;
+	fencer.hist[fencer.nhist].completed = __real_time(NULL) + at;
+	fencer.nhist++;
+	if (state != st_exec && fencer.notify)
+		fencer.notify(&fake_st, &e);
+}
+
+/* ---- the fake daemon group: one member, no claims ------------------- */
+
+static bool up_in_group(const struct dlmd *d)
+{
+	(void)d;
+	return false;
+}
+
+static bool up_may_claim(const struct dlmd *d, bool learned)
+{
+	(void)d;
+	(void)learned;
+	return true;
+}
+
+static unsigned int up_members(const struct dlmd *d, uint32_t *ids,
+			       unsigned int max)
+{
+	(void)d;
+	if (max < 1)
+		return 0;
+	ids[0] = OUR_NODE;
+	return 1;
+}
+
+static bool up_quorate(const struct dlmd *d)
+{
+	(void)d;
+	return true;
+}
+
+static bool up_quorum_has(const struct dlmd *d, uint32_t nodeid)
+{
+	(void)d;
+	return nodeid == OUR_NODE;
+}
+
+static int up_send(struct dlmd *d, bool claim, uint32_t nodeid,
+		   enum dlmd_fence_status st)
+{
+	(void)d;
+	(void)claim;
+	(void)nodeid;
+	(void)st;
+	return 0;
+}
+
+static void up_changed(struct dlmd *d)
+{
+	(void)d;
+}
+
+static const struct dlmd_fence_up fake_up = {
+	.fu_in_group = up_in_group,
+	.fu_may_claim = up_may_claim,
+	.fu_members = up_members,
+	.fu_quorate = up_quorate,
+	.fu_quorum_has = up_quorum_has,
+	.fu_send = up_send,
+	.fu_changed = up_changed,
+};
+
+/* A daemon whose fencing is pacemaker's fencer, which is 'reachable';
+ * its history of the victim empty. */
+static struct dlmd *daemon_pcmk(bool reachable)
+{
+	struct dlmd *d = calloc(1, sizeof(*d));
+
+	assert_non_null(d);
+	fencer.reachable = reachable;
+	fencer.nhist = 0;
+	fencer.notify = NULL;
+	fencer.asked = 0;
+	fencer.history_reads = 0;
+	dlmd_config_defaults(&d->d_cfg);
+	d->d_cfg.cf_enable_fencing = true;
+	d->d_cfg.cf_fence_pcmk = DLMD_FENCE_PCMK_YES;
+	d->d_cfg.cf_fence_command[0] = '\0';
+	d->d_nodeid = OUR_NODE;
+	d->d_loop = qb_loop_create();
+	assert_non_null(d->d_loop);
+	assert_int_equal(dlmd_fence_init(d, &fake_up), 0);
+	return d;
+}
+
+/* Look again, as the retry timer does (past pcmk_connect's rate limit:
+ * FENCE_RETRY_MS, 50 ms in this build). */
+static void look_again(struct dlmd *d)
+{
+	usleep(100 * 1000);
+	dlmd_fence_kick(d);
+}
+
+static void daemon_free(struct dlmd *d)
+{
+	dlmd_fence_fini(d);
+	qb_loop_destroy(d->d_loop);
+	free(d);
+	wall_offset = 0;
+}
+
+/* Node 2 fails (a node-down) with this node's clock at real + offset,
+ * the fencer's history of it holding an old fencing (real - 30 min: an
+ * earlier incident, the node fenced, rebooted, back in the cluster). */
+static struct dlmd *fail_with_clock(time_t offset)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	fencer_add(st_done, -HOUR / 2);
+	wall_offset = offset;
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	assert_true(fencer.history_reads > 0);
+	return d;
+}
+
+/* The control: no step.  The old fencing does not count, a new one does. */
+static void test_clock_steady(void **state)
+{
+	struct dlmd *d;
+
+	(void)state;
+	d = fail_with_clock(0);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer_add(st_done, 2);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* This node's clock an hour back (stepped, or behind the fencer's node):
+ * the fencing from 30 minutes ago is still from before the failure. */
+static void test_clock_back(void **state)
+{
+	struct dlmd *d;
+
+	(void)state;
+	d = fail_with_clock(-HOUR);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	/* a failed fencing, then a pending one: still not fenced */
+	fencer_add(st_failed, 1);
+	fencer_add(st_exec, 0);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer_add(st_done, 2);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* This node's clock an hour forward: the fencing done a few seconds
+ * after the failure (by the fencer's clock) counts. */
+static void test_clock_forward(void **state)
+{
+	struct dlmd *d;
+
+	(void)state;
+	d = fail_with_clock(HOUR);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer_add(st_done, 2);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* The clock steps after the failure, before the fencing: either way the
+ * fencing counts, and only it. */
+static void test_clock_steps_while_waiting(void **state)
+{
+	struct dlmd *d;
+
+	(void)state;
+	d = fail_with_clock(0);
+	wall_offset = -HOUR;
+	fencer_add(st_failed, 1);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	wall_offset = HOUR;
+	fencer_add(st_done, 2);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* The fencer unreachable at the failure: nothing read then, so the
+ * failure's wall-clock time decides (what remains clock-dependent): a
+ * fencing from before it does not count, one after it does. */
+static void test_unreachable_at_failure(void **state)
+{
+	struct dlmd *d = daemon_pcmk(false);
+
+	(void)state;
+	fencer.hist[0].state = st_done;
+	fencer.hist[0].completed = __real_time(NULL) - HOUR / 2;
+	fencer.nhist = 1;
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	assert_int_equal(fencer.history_reads, 0);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer.reachable = true;
+	/* the retry connects and reads: the old one still does not count */
+	look_again(d);
+	assert_true(fencer.history_reads > 0);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer_add(st_done, 2);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* dlmd asks the fencer (its dlmd alone died): the failure of our own
+ * request passes the turn (we ask again) though this node's clock is an
+ * hour ahead of the fencer's; a failure from before our request, with
+ * this node's clock an hour behind, does not. */
+static void test_asked_fails_clock_forward(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	fencer_add(st_failed, -HOUR / 2);	/* an old failed attempt */
+	wall_offset = HOUR;
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_DAEMON);
+	assert_int_equal(fencer.asked, 1);
+	fencer_add(st_failed, 5);
+	/* the turn passed: asked again on the retry */
+	look_again(d);
+	assert_int_equal(fencer.asked, 2);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+static void test_asked_old_failure_clock_back(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	fencer_add(st_failed, -HOUR / 2);	/* an old failed attempt */
+	wall_offset = -HOUR;
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_DAEMON);
+	assert_int_equal(fencer.asked, 1);
+	/* a look at the history meanwhile: ours is still on */
+	look_again(d);
+	assert_int_equal(fencer.asked, 1);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer_add(st_done, 3);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_clock_steady),
+		cmocka_unit_test(test_clock_back),
+		cmocka_unit_test(test_clock_forward),
+		cmocka_unit_test(test_clock_steps_while_waiting),
+		cmocka_unit_test(test_unreachable_at_failure),
+		cmocka_unit_test(test_asked_fails_clock_forward),
+		cmocka_unit_test(test_asked_old_failure_clock_back),
+	};
+	struct dlmd_config cf;
+	int rv;
+
+	fencer.pipe[0] = fencer.pipe[1] = -1;
+	dlmd_config_defaults(&cf);
+	if (dlmd_log_init(&cf, false))
+		return 1;
+	rv = cmocka_run_group_tests(tests, NULL, NULL);
+	dlmd_log_fini();
+	return rv;
+}
+#else
+int main(void)
+{
+	return 77;	/* built without pacemaker's fencing API */
+}
+#endif
