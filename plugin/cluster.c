@@ -3716,11 +3716,12 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	}
 	if (second_of_node(cs, dm)) {
 		if (!dm->dm_second)
-			log_err("daemon group: messages of node %u pid %u dropped "
-				"while another process of node %u is in the group: "
-				"not the node's dlmd, or not one we can tell from "
-				"it (type %u now; more not logged)", nodeid, pid,
-				nodeid, hd.h_type);
+			log_err("daemon group: a second dlmd of node %u (CPG pid "
+				"%u) sealed a message: messages of node %u pid %u "
+				"dropped while another process of node %u is in the "
+				"group: not the node's dlmd, or not one we can tell "
+				"from it (type %u now; more not logged)", nodeid,
+				pid, nodeid, pid, nodeid, hd.h_type);
 		dm->dm_second = true;
 		return;
 	}
@@ -4250,10 +4251,17 @@ static bool dup_node_id(struct dlmd_cluster *cs, const struct cpg_address *membe
 			    (!was_member(joined, njoined, id, members[k].pid) &&
 			     members[k].pid > pid))
 				continue;
-			log_err("daemon group: a second dlmd of node %u (CPG pid %u) "
-				"joined beside %s (CPG pid %u): two dlmds with one "
-				"node id; the newer one must stop", id, pid,
-				id == me ? "ours" : "its first", members[k].pid);
+			/* it has sealed nothing: a second dlmd or a process
+			 * that is no dlmd (a stranger); a real second dlmd is
+			 * logged at err once a message of it verifies
+			 * (dup_first, deliver) */
+			log_warn("daemon group: a process of node %u (CPG pid %u) "
+				 "that has not identified itself joined beside %s "
+				 "(CPG pid %u): a second dlmd of the node (it stops "
+				 "at its first sealed message) or a process that is "
+				 "no dlmd", id, pid,
+				 id == me ? "ours" : "the node's first",
+				 members[k].pid);
 			break;
 		}
 	}

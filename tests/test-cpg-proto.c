@@ -557,7 +557,8 @@ static void sim_log(int32_t t, struct qb_log_callsite *cs, struct timespec *ts,
 	unsigned int id = cur >= 0 ? sim[cur].id : 0;
 
 	if (nlog < SIM_LOG_LINES)
-		snprintf(loglines[nlog++], SIM_LOG_LEN, "node %u: %s", id, msg);
+		snprintf(loglines[nlog++], SIM_LOG_LEN, "node %u: <%u> %s", id,
+			 (unsigned int)cs->priority, msg);
 	if (verbose)
 		fprintf(stderr, "  [node %u] %s\n", id, msg);
 }
@@ -573,6 +574,33 @@ static bool logged(int i, const char *what)
 		    strstr(loglines[k], what))
 			return true;
 	return false;
+}
+
+/* ... at syslog priority 'prio' (LOG_ERR, LOG_WARNING, ...)? */
+static bool logged_at(int i, int prio, const char *what)
+{
+	char pre[32];
+
+	snprintf(pre, sizeof(pre), "node %u: <%d> ", sim[i].id, prio);
+	for (unsigned int k = 0; k < nlog; k++)
+		if (!strncmp(loglines[k], pre, strlen(pre)) &&
+		    strstr(loglines[k], what))
+			return true;
+	return false;
+}
+
+/* How many lines of node 'i' contain 'what'? */
+static unsigned int logged_count(int i, const char *what)
+{
+	char pre[32];
+	unsigned int n = 0;
+
+	snprintf(pre, sizeof(pre), "node %u: ", sim[i].id);
+	for (unsigned int k = 0; k < nlog; k++)
+		if (!strncmp(loglines[k], pre, strlen(pre)) &&
+		    strstr(loglines[k], what))
+			n++;
+	return n;
 }
 
 /* ---- the simulated group ------------------------------------------ */
@@ -1895,9 +1923,15 @@ static void test_dup_node_id(void **state)
 	confchg(NULL, 0, &j, 1);
 	assert_false(sim[2].d.d_cluster->cs_dup_stop);
 	assert_true(logged(2, "another process of node 1"));
-	assert_true(logged(0, "a second dlmd of node 1"));
-	assert_true(logged(1, "a second dlmd of node 1"));
+	/* it has sealed nothing yet: not called a dlmd, not at err */
+	for (int i = 0; i < 2; i++) {
+		assert_true(logged_at(i, LOG_WARNING, "has not identified itself"));
+		assert_false(logged(i, "a second dlmd of node 1"));
+	}
 	settle();
+	/* its join, sealed, verified: a real second dlmd, at err */
+	assert_true(logged_at(0, LOG_ERR, "a second dlmd of node 1"));
+	assert_true(logged_at(1, LOG_ERR, "a second dlmd of node 1"));
 	assert_true(sim[2].d.d_cluster->cs_dup_stop);
 	assert_int_equal(sim[2].d.d_exit_code, 1);
 	assert_int_equal(loop_stops, stops + 1);
@@ -1935,8 +1969,13 @@ static int stranger_joins(void)
 	sim[s].hung = true;	/* a CPG member running no dlmd code */
 	j = (struct cpg_address){ 1, sim[s].pid, CPG_REASON_JOIN };
 	confchg(NULL, 0, &j, 1);
-	assert_true(logged(0, "a second dlmd of node 1"));
-	assert_true(logged(1, "a second dlmd of node 1"));
+	/* what is known of it: a process that has not identified itself,
+	 * at warning, once; no "second dlmd" at err (it never seals) */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(logged_count(i, "has not identified itself"), 1);
+		assert_true(logged_at(i, LOG_WARNING, "has not identified itself"));
+		assert_false(logged(i, "a second dlmd of node 1"));
+	}
 	return s;
 }
 
@@ -1947,6 +1986,12 @@ static void stranger_leaves(int s)
 
 	for (unsigned int k = 0; k < nmsgs; k++)
 		assert_int_not_equal(msgs[k].pid, sim[s].pid);
+	/* one that never sealed a message is never called a second dlmd
+	 * (one with the key that sealed is one, as far as anyone knows) */
+	if (!sim_inc[s]) {
+		assert_false(logged(0, "a second dlmd of node 1"));
+		assert_false(logged(1, "a second dlmd of node 1"));
+	}
 	sim[s].hung = false;
 	confchg(&l, 1, NULL, 0);
 	settle();
