@@ -854,6 +854,17 @@ void dlmd_decide(const uint32_t *members, const uint32_t *last_events,
 #define DLMD_RESTART_FIRST_MS	1000u
 #define DLMD_RESTART_MAX_MS	30000u
 uint32_t dlmd_restart_delay_ms(uint32_t attempt);
+/* The node whose half wins an even split (cluster.c, SPLIT AND MERGE),
+ * of the configured node ids 'ids' (n of them): with auto_tie_breaker
+ * on, votequorum's auto_tie_breaker_node 'how' ("lowest", "highest", or
+ * a list of ids whose first configured one counts; NULL: "lowest"),
+ * else the lowest configured id; 0 without nodes. */
+uint32_t dlmd_tiebreak_pick(const uint32_t *ids, unsigned int n, bool atb,
+			    const char *how);
+/* Does a side of n nodes ('ids') hold a strict majority of nconf
+ * configured nodes, or exactly half with the tie-breaker node? */
+bool dlmd_majority_side(unsigned int nconf, uint32_t tiebreak,
+			const uint32_t *ids, unsigned int n);
 
 /* fence.c */
 /* What fence.c asks of the daemon group and the quorum, and reports

@@ -12,12 +12,18 @@
 #      in place: "new config has different address for link 0"): one
 #      without node 3, one with node 3 at the new address.  The dlmds of
 #      nodes 1 and 2 log each change of the configured nodes (what a
-#      split's majority is counted against: 2, then 3 again) and show
+#      split's majority is counted against: 2, then 3 again, applied in
+#      the daemon group's order: plugin/cluster.c, CONFIGURATION
+#      CHANGES) and show
 #      node 3 at its new address (dlmctl status);
 #   4. node 3 starts and joins: the lockspace runs on 1 2 3 everywhere;
 #      node 3's PR request for r1 waits for node 1's EX and is granted
 #      when node 1's holder goes; node 3 was never fenced and nobody
-#      refused node 3 as "not a cluster node address".
+#      refused node 3 as "not a cluster node address";
+#   5. quorum.auto_tie_breaker(_node: highest) is set in node 2's cmap
+#      alone (corosync-cmapctl): node 2's dlmd notices it and every dlmd
+#      counts even splits with node 3 from its CONFIG on (dlmd did not
+#      track these keys: the tie-breaker read at start stayed).
 # Before the fix the dlmds kept node 3's first address (lowcomms' node
 # table took only new nodes): they refused node 3's connections from its
 # new address and connected to the old one, node 3's join never
@@ -80,7 +86,8 @@ reload
 wait_for "$WAIT_S" "node 3 to leave node 1's nodelist" not in_nodelist 1 "$OLD"
 for k in 1 2; do
 	wait_for "$WAIT_S" "node $k's dlmd to log the nodelist's 2 nodes" \
-		grep -q "nodelist changed: 2 configured nodes (was 3)" "$dir/n$k/dlmd.out"
+		grep -q "configuration applies from here on: 2 configured nodes (was 3)" \
+		"$dir/n$k/dlmd.out"
 done
 for k in 1 2 3; do
 	sed -i '$d' "$dir/n$k/corosync.conf"
@@ -92,7 +99,8 @@ for k in 1 2; do
 	wait_for "$WAIT_S" "node 3 at $NEW in node $k's nodelist" in_nodelist $k "$NEW"
 	wait_for "$WAIT_S" "node $k's dlmd to list node 3 at $NEW" dlmd_sees $k "$NEW"
 	wait_for "$WAIT_S" "node $k's dlmd to log the nodelist's 3 nodes" \
-		grep -q "nodelist changed: 3 configured nodes (was 2)" "$dir/n$k/dlmd.out"
+		grep -q "configuration applies from here on: 3 configured nodes (was 2)" \
+		"$dir/n$k/dlmd.out"
 done
 
 say "== 4. node 3 starts at $NEW and joins"
@@ -115,5 +123,19 @@ for k in 1 2; do
 done
 for k in 1 2 3; do
 	ls_has $k "state running members 1 2 3 " || fail "node $k: lockspace not on 1 2 3 at the end: $(ls_line $k)"
+done
+
+say "== 5. auto_tie_breaker (node: highest) set in node 2's cmap alone"
+on 2 corosync-cmapctl -s quorum.auto_tie_breaker_node str highest \
+	>"$dir/cmap.out" 2>&1 || fail "cmap set: $(cat "$dir/cmap.out")"
+on 2 corosync-cmapctl -s quorum.auto_tie_breaker u8 1 \
+	>"$dir/cmap.out" 2>&1 || fail "cmap set: $(cat "$dir/cmap.out")"
+# node 2's dlmd reads it (cmap tracking) and tells the group (CONFIG):
+# every dlmd counts even splits with node 3 from there on, though the
+# cmaps of nodes 1 and 3 still say otherwise
+for k in 1 2 3; do
+	wait_for "$WAIT_S" "node $k's dlmd to take node 3 as the tie-breaker" \
+		grep -q "node 2's configuration applies from here on: 3 configured nodes (was 3); node 3 breaks even splits (was 1)" \
+		"$dir/n$k/dlmd.out"
 done
 say "done"

@@ -3408,6 +3408,102 @@ static void test_merge_unkept(void **state)
 	assert_int_equal(ls_of(2, "K")->core.event, ls_of(3, "K")->core.event);
 }
 
+/* CONFIGURATION CHANGES.  Four nodes, tie-breaker node 1 (the lowest,
+ * as every dlmd read it at start).  corosync's auto_tie_breaker_node is
+ * changed to 3 and node 3's dlmd reads it first (cmap tracking; the
+ * others' reloads come later): from its CONFIG on every member counts
+ * with node 3.  The cluster then splits 2 + 2: nodes 3 and 4 are the
+ * tie-breaker's half and take 1 and 2 for lost from a majority; 1 and 2
+ * do not (an even loser).  Before, node 3 alone counted with node 3, and
+ * both halves took themselves for the majority (each would remove the
+ * other when they merged). */
+static void test_config_ordered(void **state)
+{
+	const int lo[2] = { 0, 1 }, hi[2] = { 2, 3 };
+	struct dlmd_cluster *cs;
+
+	for (int i = 0; i < 4; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 4; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 4;
+		sim[i].d.d_cluster->cs_tiebreak = 1;
+	}
+	/* node 3's reading changes (read_nodelist after the cmap notify) */
+	cs = sim[2].d.d_cluster;
+	cur = 2;
+	cs->cs_tiebreak = 3;
+	cs->cs_nodelist_changed = true;
+	kick(cs);
+	cur = -1;
+	run_jobs();
+	settle();
+	assert_true(logged(0, "node 3's configuration applies"));
+	assert_true(logged(3, "node 3's configuration applies"));
+	for (int i = 0; i < 4; i++)
+		side_of[i] = i < 2 ? 0 : 1;
+	for (int i = 0; i < 2; i++)
+		confchg_side(i, lo, 2, hi, 2, false);
+	for (int i = 2; i < 4; i++)
+		confchg_side(i, hi, 2, lo, 2, false);
+	settle_sides();
+	for (int i = 0; i < 4; i++) {
+		bool tb_half = i >= 2;
+
+		cs = sim[i].d.d_cluster;
+		for (int k = 0; k < 4; k++) {
+			uint32_t id = sim[k].id;
+
+			if ((k >= 2) == tb_half)
+				continue;
+			assert_int_equal(id_in(cs->cs_lost, cs->cs_nlost, id),
+					 tb_half);
+			assert_int_equal(!!(sim[i].fail_how[id] &
+					    DLMD_FAIL_MAJORITY), tb_half);
+		}
+	}
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+}
+
+/* The CONFIG codec: it goes back and forth; flags, 0 or too many nodes,
+ * and a bad length are refused. */
+static void test_config_codec(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 3, .h_seq = 2 }, h2;
+	struct cm_config cg = { 0, 4, 3 }, back;
+	const char *why = NULL;
+	size_t len;
+
+	len = dlmd_cm_config_encode(buf, &h, &cg);
+	assert_int_equal(len, CM_CONFIG_LEN);
+	assert_int_equal(dlmd_cm_hdr_decode(buf, len, &h2, &why), 0);
+	assert_int_equal(h2.h_type, CM_CONFIG);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN, &back, &why), 0);
+	assert_int_equal(back.cg_nnodes, 4);
+	assert_int_equal(back.cg_tiebreak, 3);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN - 1, &back, &why),
+			 -EINVAL);
+	dlm_put_le32(buf + CM_HDR_LEN, 1);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
+	dlm_put_le32(buf + CM_HDR_LEN, 0);
+	dlm_put_le32(buf + CM_HDR_LEN + 4, 0);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
+	dlm_put_le32(buf + CM_HDR_LEN + 4, DLM_MAX_NODES + 1);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
+	cg.cg_nnodes = 0;
+	assert_int_equal(dlmd_cm_config_encode(buf, &h, &cg), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3478,6 +3574,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stranger_majority, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_vouch_codec, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_config_ordered, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_config_codec, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_silent_stranger, setup,
 						teardown),
