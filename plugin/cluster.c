@@ -898,6 +898,11 @@ struct dlmd_cluster {
 	unsigned int		cs_nnodes;
 	uint32_t		cs_tiebreak;	/* wins an even split; 0: none */
 	cmap_track_handle_t	cs_cmap_track_atb;	/* quorum.auto_tie_breaker* */
+	/* the node ids given to lowcomms (nodes_to_comms), and whether one
+	 * of them may have left the nodelist (NODES LEAVING THE NODELIST) */
+	uint32_t		cs_comms_ids[DLM_MAX_NODES];
+	unsigned int		cs_ncomms_ids;
+	bool			cs_comms_stale;
 	/* the pair majorities are counted against, from the last CONFIG
 	 * delivered (CONFIGURATION CHANGES); until one is, our reading */
 	bool			cs_conf_set;
@@ -1309,9 +1314,63 @@ static void nodes_to_comms(struct dlmd_cluster *cs)
 
 		if (nd->n_id == d->d_nodeid || !nd->n_naddrs)
 			continue;
-		dlmd_comms_node_add(d, nd->n_id, node_addr_ptrs(nd, p),
-				    nd->n_naddrs);
+		if (dlmd_comms_node_add(d, nd->n_id, node_addr_ptrs(nd, p),
+					nd->n_naddrs) == 0 &&
+		    !id_in(cs->cs_comms_ids, cs->cs_ncomms_ids, nd->n_id) &&
+		    cs->cs_ncomms_ids < DLM_MAX_NODES)
+			cs->cs_comms_ids[cs->cs_ncomms_ids++] = nd->n_id;
 	}
+}
+
+/*
+ * NODES LEAVING THE NODELIST.  A node removed from corosync's nodelist
+ * (a reload) kept its lowcomms entry and metrics for the daemon's life:
+ * memory per node ever configured, and a stale peer in the metrics.  It
+ * is dropped (dlmd_comms_node_remove) once nothing needs it: no process
+ * of it in the daemon group, no failure of it waiting to be fenced (its
+ * FAILED records need its state until then), and not kept for a merge
+ * (cs_reset_later: a node lost from a minority side keeps its state until
+ * it is fenced or merges back, FORGIVING A SPLIT).  (cs_lost and cs_down
+ * keep a failed node's id until it comes back; fenced, it needs no
+ * transport state.)  Until then it stays, looked at again at every kick.  If
+ * its id comes back (the same host, or another machine given that id),
+ * lowcomms adds it afresh: a new epoch, no queue, no sequence of the
+ * node that had the id.
+ */
+static bool node_needed(const struct dlmd_cluster *cs, uint32_t id)
+{
+	for (unsigned int i = 0; i < cs->cs_ndm; i++)
+		if (cs->cs_dm[i].dm_id == id)
+			return true;
+	return id_in(cs->cs_dmembers, cs->cs_ndmembers, id) ||
+	       id_in(cs->cs_reset_later, cs->cs_nreset_later, id) ||
+	       !dlmd_fence_is_done(cs->cs_d, id);
+}
+
+static void comms_sweep(struct dlmd_cluster *cs)
+{
+	bool stale = false;
+
+	if (!cs->cs_comms_stale)
+		return;
+	for (unsigned int i = 0; i < cs->cs_ncomms_ids;) {
+		uint32_t id = cs->cs_comms_ids[i];
+
+		if (find_node(cs, id)) {
+			i++;
+			continue;
+		}
+		if (node_needed(cs, id)) {
+			stale = true;	/* again at the next kick */
+			i++;
+			continue;
+		}
+		log_notice("comms: node %u is out of the nodelist, the daemon "
+			   "group and fencing: it leaves the node table", id);
+		dlmd_comms_node_remove(cs->cs_d, id);
+		cs->cs_comms_ids[i] = cs->cs_comms_ids[--cs->cs_ncomms_ids];
+	}
+	cs->cs_comms_stale = stale;
 }
 
 static void nodelist_notify(cmap_handle_t h, cmap_track_handle_t t,
@@ -2272,7 +2331,9 @@ static void kick_job(void *data)
 		if (cs->cs_cmap && read_nodelist(cs, cs->cs_cmap) == 0)
 			nodes_to_comms(cs);
 		config_check(cs);
+		cs->cs_comms_stale = true;
 	}
+	comms_sweep(cs);
 	/* a loser's release changes the list: start over after one */
 	for (unsigned int pass = 0; again && pass < DLM_MAX_NODES; pass++) {
 		again = false;

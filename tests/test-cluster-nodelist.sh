@@ -14,7 +14,9 @@
 #      nodes 1 and 2 log each change of the configured nodes (what a
 #      split's majority is counted against: 2, then 3 again, applied in
 #      the daemon group's order: plugin/cluster.c, CONFIGURATION
-#      CHANGES) and show
+#      CHANGES), drop node 3 from their lowcomms node table when it is
+#      out of the nodelist (NODES LEAVING THE NODELIST; it stayed there
+#      for the daemon's life) and add it afresh when it is back, and show
 #      node 3 at its new address (dlmctl status);
 #   4. node 3 starts and joins: the lockspace runs on 1 2 3 everywhere;
 #      node 3's PR request for r1 waits for node 1's EX and is granted
@@ -87,6 +89,10 @@ wait_for "$WAIT_S" "node 3 to leave node 1's nodelist" not in_nodelist 1 "$OLD"
 for k in 1 2; do
 	wait_for "$WAIT_S" "node $k's dlmd to log the nodelist's 2 nodes" \
 		grep -q "configuration applies from here on: 2 configured nodes (was 3)" \
+		"$dir/n$k/dlmd.out"
+	# its daemon left cleanly: nothing needs its lowcomms state
+	wait_for "$WAIT_S" "node $k's dlmd to drop node 3 from its node table" \
+		grep -q "comms: node 3 is out of the nodelist, the daemon group and fencing" \
 		"$dir/n$k/dlmd.out"
 done
 for k in 1 2 3; do

@@ -384,6 +384,14 @@ void dlmd_comms_node_reset(struct dlmd *d, uint32_t id, const char *const *a,
 		if (&sim[i].d == d && id <= DLM_MAX_NODES)
 			resets[i][id]++;
 }
+/* dlmd_comms_node_remove calls: by node slot, of node id */
+static unsigned int removes[SIM_NODES][DLM_MAX_NODES + 1];
+void dlmd_comms_node_remove(struct dlmd *d, uint32_t id)
+{
+	for (unsigned int i = 0; i < SIM_NODES; i++)
+		if (&sim[i].d == d && id <= DLM_MAX_NODES)
+			removes[i][id]++;
+}
 uint64_t dlmd_comms_wait_ms(const struct dlmd *d, uint32_t id)
 {
 	for (unsigned int i = 0; i < SIM_NODES; i++)
@@ -901,6 +909,7 @@ static int setup(void **state)
 	memset(sim_seq, 0, sizeof(sim_seq));
 	memset(kills, 0, sizeof(kills));
 	memset(resets, 0, sizeof(resets));
+	memset(removes, 0, sizeof(removes));
 	memset(wait_ms, 0, sizeof(wait_ms));
 	verbose = getenv("TEST_CPG_PROTO_VERBOSE") != NULL;
 	qb_log_init("test-cpg-proto", LOG_DAEMON, LOG_DEBUG);
@@ -3504,6 +3513,90 @@ static void test_config_codec(void **state)
 	assert_int_equal(dlmd_cm_config_encode(buf, &h, &cg), 0);
 }
 
+/* Node slot i's corosync nodelist loses node id 'gone' (a reload; what
+ * read_nodelist would find), and its dlmd is told (the cmap notify). */
+static void nodelist_drop(int i, uint32_t gone)
+{
+	struct dlmd_cluster *cs = sim[i].d.d_cluster;
+	unsigned int k = 0;
+
+	for (unsigned int j = 0; j < cs->cs_nnodes; j++)
+		if (cs->cs_nodes[j].n_id != gone)
+			cs->cs_nodes[k++] = cs->cs_nodes[j];
+	cs->cs_nnodes = k;
+	cur = i;
+	cs->cs_nodelist_changed = true;
+	kick(cs);
+	cur = -1;
+	run_jobs();
+}
+
+/* Three nodes with lowcomms entries for each other (nodes_to_comms). */
+static void nodelist_three(void)
+{
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++) {
+		struct dlmd_cluster *cs = sim[i].d.d_cluster;
+
+		cs->cs_nnodes = 3;
+		for (unsigned int k = 0; k < 3; k++) {
+			cs->cs_nodes[k].n_naddrs = 1;
+			snprintf(cs->cs_nodes[k].n_addrs[0], DLMD_ADDR_LEN,
+				 "10.0.0.%u", k + 1);
+		}
+		cur = i;
+		nodes_to_comms(cs);
+		cur = -1;
+	}
+}
+
+/* NODES LEAVING THE NODELIST.  Node 3's dlmd leaves cleanly and node 3
+ * is taken out of the nodelist: nodes 1 and 2 drop its lowcomms state
+ * (before, it stayed in the table for the daemon's life). */
+static void test_nodelist_leaver(void **state)
+{
+	struct cpg_address l;
+
+	nodelist_three();
+	l = (struct cpg_address){ 3, sim[2].pid, CPG_REASON_LEAVE };
+	node_free(2);
+	confchg(&l, 1, NULL, 0);
+	settle();
+	for (int i = 0; i < 2; i++) {
+		nodelist_drop(i, 3);
+		assert_int_equal(removes[i][3], 1);
+		assert_int_equal(removes[i][1] + removes[i][2], 0);
+	}
+}
+
+/* ... node 1 is cut off from nodes 2 and 3 (a minority side: it keeps
+ * their lowcomms state for a merge, cs_reset_later), and node 2 is taken
+ * out of node 1's nodelist: node 2's state stays until it is fenced, and
+ * goes then; node 3's, still in the nodelist, stays. */
+static void test_nodelist_leaver_split(void **state)
+{
+	const int one[1] = { 0 }, rest[2] = { 1, 2 };
+
+	nodelist_three();
+	side_of[0] = 0;
+	side_of[1] = side_of[2] = 1;
+	confchg_side(0, one, 1, rest, 2, false);
+	for (int i = 1; i < 3; i++)
+		confchg_side(i, rest, 2, one, 1, false);
+	settle_sides();
+	assert_true(id_in(sim[0].d.d_cluster->cs_reset_later,
+			  sim[0].d.d_cluster->cs_nreset_later, 2));
+	nodelist_drop(0, 2);
+	assert_int_equal(removes[0][2], 0);	/* kept for a merge */
+	fence_done(0, 2);
+	assert_int_equal(removes[0][2], 1);	/* fenced: gone */
+	assert_int_equal(removes[0][3], 0);
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3578,6 +3671,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_config_ordered, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_config_codec, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_nodelist_leaver, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_nodelist_leaver_split, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_silent_stranger, setup,
 						teardown),
