@@ -22,10 +22,12 @@
 #      node 3's PR request for r1 waits for node 1's EX and is granted
 #      when node 1's holder goes; node 3 was never fenced and nobody
 #      refused node 3 as "not a cluster node address";
-#   5. quorum.auto_tie_breaker(_node: highest) is set in node 2's cmap
-#      alone (corosync-cmapctl): node 2's dlmd notices it and every dlmd
-#      counts even splits with node 3 from its CONFIG on (dlmd did not
-#      track these keys: the tie-breaker read at start stayed).
+#   5. with auto_tie_breaker on (from the start: votequorum refuses to
+#      change it at runtime), quorum.auto_tie_breaker_node: highest is
+#      set in node 2's cmap alone (corosync-cmapctl): node 2's dlmd
+#      notices it and every dlmd counts even splits with node 3 from its
+#      CONFIG on (dlmd did not track these keys: the tie-breaker read at
+#      start stayed).
 # Before the fix the dlmds kept node 3's first address (lowcomms' node
 # table took only new nodes): they refused node 3's connections from its
 # new address and connected to the old one, node 3's join never
@@ -40,6 +42,9 @@ LS=nodelist
 OLD=10.213.77.3
 NEW=10.213.77.13
 
+# auto_tie_breaker on from the start: votequorum refuses a change of it
+# at runtime (corosync-cmapctl: CS_ERR_ACCESS), not of its _node
+export DLM_CLUSTER_QUORUM="auto_tie_breaker: 1"
 up_cluster 3
 : >"$dir/fence.log"
 
@@ -131,10 +136,8 @@ for k in 1 2 3; do
 	ls_has $k "state running members 1 2 3 " || fail "node $k: lockspace not on 1 2 3 at the end: $(ls_line $k)"
 done
 
-say "== 5. auto_tie_breaker (node: highest) set in node 2's cmap alone"
+say "== 5. auto_tie_breaker_node: highest, set in node 2's cmap alone"
 on 2 corosync-cmapctl -s quorum.auto_tie_breaker_node str highest \
-	>"$dir/cmap.out" 2>&1 || fail "cmap set: $(cat "$dir/cmap.out")"
-on 2 corosync-cmapctl -s quorum.auto_tie_breaker u8 1 \
 	>"$dir/cmap.out" 2>&1 || fail "cmap set: $(cat "$dir/cmap.out")"
 # node 2's dlmd reads it (cmap tracking) and tells the group (CONFIG):
 # every dlmd counts even splits with node 3 from there on, though the
