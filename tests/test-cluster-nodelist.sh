@@ -22,12 +22,12 @@
 #      node 3's PR request for r1 waits for node 1's EX and is granted
 #      when node 1's holder goes; node 3 was never fenced and nobody
 #      refused node 3 as "not a cluster node address";
-#   5. with auto_tie_breaker on (from the start: votequorum refuses to
-#      change it at runtime), quorum.auto_tie_breaker_node: highest is
-#      set in node 2's cmap alone (corosync-cmapctl): node 2's dlmd
-#      notices it and every dlmd counts even splits with node 3 from its
-#      CONFIG on (dlmd did not track these keys: the tie-breaker read at
-#      start stayed).
+#   5. with auto_tie_breaker on from the start, auto_tie_breaker_node:
+#      highest is added to every corosync.conf and reloaded (corosync-
+#      cmapctl cannot set these keys: votequorum keeps them read-only,
+#      CS_ERR_ACCESS): the dlmds notice it and every dlmd counts even
+#      splits with node 3 from the first CONFIG on (dlmd did not track
+#      these keys: the tie-breaker read at start stayed).
 # Before the fix the dlmds kept node 3's first address (lowcomms' node
 # table took only new nodes): they refused node 3's connections from its
 # new address and connected to the old one, node 3's join never
@@ -42,8 +42,7 @@ LS=nodelist
 OLD=10.213.77.3
 NEW=10.213.77.13
 
-# auto_tie_breaker on from the start: votequorum refuses a change of it
-# at runtime (corosync-cmapctl: CS_ERR_ACCESS), not of its _node
+# auto_tie_breaker on from the start (step 5 changes its node by a reload)
 export DLM_CLUSTER_QUORUM="auto_tie_breaker: 1"
 up_cluster 3
 : >"$dir/fence.log"
@@ -136,15 +135,20 @@ for k in 1 2 3; do
 	ls_has $k "state running members 1 2 3 " || fail "node $k: lockspace not on 1 2 3 at the end: $(ls_line $k)"
 done
 
-say "== 5. auto_tie_breaker_node: highest, set in node 2's cmap alone"
-on 2 corosync-cmapctl -s quorum.auto_tie_breaker_node str highest \
-	>"$dir/cmap.out" 2>&1 || fail "cmap set: $(cat "$dir/cmap.out")"
-# node 2's dlmd reads it (cmap tracking) and tells the group (CONFIG):
-# every dlmd counts even splits with node 3 from there on, though the
-# cmaps of nodes 1 and 3 still say otherwise
+say "== 5. auto_tie_breaker_node: highest, by a reload"
+for k in 1 2 3; do
+	sed -i 's/^    auto_tie_breaker: 1$/&\n    auto_tie_breaker_node: highest/' \
+		"$dir/n$k/corosync.conf"
+done
+grep -q "auto_tie_breaker_node: highest" "$dir/n1/corosync.conf" ||
+	fail "no auto_tie_breaker_node in corosync.conf"
+reload
+# each dlmd reads it (cmap tracking) when its corosync has reloaded, and
+# tells the group (CONFIG): every dlmd counts even splits with node 3
+# from the first such CONFIG on, at the same point of the stream
 for k in 1 2 3; do
 	wait_for "$WAIT_S" "node $k's dlmd to take node 3 as the tie-breaker" \
-		grep -q "node 2's configuration applies from here on: 3 configured nodes (was 3); node 3 breaks even splits (was 1)" \
+		grep -q "node [123]'s configuration applies from here on: 3 configured nodes (was 3); node 3 breaks even splits (was 1)" \
 		"$dir/n$k/dlmd.out"
 done
 say "done"
