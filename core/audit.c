@@ -108,14 +108,22 @@ static void unlink_blocked(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	}
 }
 
+/* Is lkb a process copy queued (WAITING or CONVERT) at a remote master? */
+static bool queued_remote(struct dlm_ls *ls, const struct dlm_lkb *lkb)
+{
+	return (lkb->lkb_status == DLM_LKSTS_WAITING ||
+		lkb->lkb_status == DLM_LKSTS_CONVERT) &&
+	       !is_master_copy(lkb) && lkb->lkb_rsb &&
+	       lkb->lkb_rsb->res_nodeid && !is_master(ls, lkb->lkb_rsb);
+}
+
 /* The process copy lkb is now queued (WAITING or CONVERT) at a remote
- * master, or no longer: keep ls_blocked in step. */
+ * master, or no longer: keep ls_blocked in step.  Without memory for its
+ * wait record it is left off ls_blocked and counted: the next tick tries
+ * again (reaudit()). */
 void dlm_audit_queued(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
-	bool blocked = (lkb->lkb_status == DLM_LKSTS_WAITING ||
-			lkb->lkb_status == DLM_LKSTS_CONVERT) &&
-		       !is_master_copy(lkb) && lkb->lkb_rsb &&
-		       lkb->lkb_rsb->res_nodeid && !is_master(ls, lkb->lkb_rsb);
+	bool blocked = queued_remote(ls, lkb);
 	struct dlm_lkb_wait *w;
 
 	unlink_blocked(ls, lkb);
@@ -125,7 +133,9 @@ void dlm_audit_queued(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	w = dlm_lkb_qwait_get(ls, lkb);
 	if (!w) {
 		log_ls(ls, DLM_LOG_WARNING,
-		       "lock %08x: no memory to audit its wait", lkb->lkb_id);
+		       "lock %08x: no memory to audit its wait (tried again at "
+		       "the next audit)", lkb->lkb_id);
+		ls->ls_audit_unwatched++;
 		return;
 	}
 	dlm_list_add_tail(&w->lw_blocked, &ls->ls_blocked);
@@ -199,6 +209,24 @@ static void audit_one(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	send_audit(ls, lkb);
 }
 
+static void reaudit_one(void *arg, struct dlm_hnode *n)
+{
+	struct dlm_lkb *lkb = dlm_container_of(n, struct dlm_lkb, lkb_hnode);
+
+	if (!(lkb->lkb_flags & LKBF_BLOCKED) && queued_remote(arg, lkb))
+		dlm_audit_queued(arg, lkb);
+}
+
+/* Put on ls_blocked the waits dlm_audit_queued() could not record for
+ * want of memory: one walk of the locks per tick, only after such a
+ * failure; what fails again is counted again for the next tick.  A wait
+ * put on now starts its clock now: it is audited one period later. */
+static void reaudit(struct dlm_ls *ls)
+{
+	ls->ls_audit_unwatched = 0;
+	dlm_htab_walk(&ls->ls_lkbtbl, reaudit_one, ls);
+}
+
 void dlm_audit_tick(struct dlm_ls *ls)
 {
 	uint64_t now = ls->ls_core->core_now;
@@ -207,6 +235,8 @@ void dlm_audit_tick(struct dlm_ls *ls)
 
 	if (!period || !dlm_ls_running(ls))
 		return;
+	if (ls->ls_audit_unwatched)
+		reaudit(ls);
 	if (ls->ls_audit_gen != ls->ls_generation) {
 		/* a recovery ran: every wait starts afresh */
 		ls->ls_audit_gen = ls->ls_generation;

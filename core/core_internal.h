@@ -441,6 +441,10 @@ struct dlm_ls {
 	uint64_t		ls_nstuck;	/* LKBF_STUCK locks */
 	uint64_t		ls_audits_sent;
 	uint32_t		ls_audit_gen;	/* ls_generation the clocks belong to */
+	uint32_t		ls_audit_unwatched; /* remote waits left off
+						       ls_blocked for want of
+						       memory, at most
+						       (retried at tick) */
 	/* deadlock detection (deadlock.c) */
 	struct dlm_list		ls_dlwait;	/* queued process copies, the one
 						   probed longest ago first */

@@ -462,6 +462,22 @@
  *    DLMD_FAIL_EVEN_LOSER), so in a two_node cluster the halves of a
  *    real partition do not shoot each other: the tie-breaker's wins.
  *
+ * CONFIGURATION CHANGES.  What a majority is counted against (the
+ *    configured nodes, the tie-breaker node) is read from corosync's
+ *    cmap at start, and again whenever nodelist.node.* or
+ *    quorum.auto_tie_breaker(_node) changes (cmap tracking; corosync-
+ *    cfgtool -R after an edit of corosync.conf, or corosync-cmapctl).
+ *    The reloads of the nodes' corosyncs do not happen at one point of
+ *    the daemon group's stream, and members of one side that counted a
+ *    split against different pairs would not decide alike (worse, two
+ *    halves could each count themselves the tie-breaker's).  So a dlmd
+ *    whose reading differs from the pair it decides with says so to the
+ *    group (CONFIG), and every member decides with the pair of the last
+ *    CONFIG delivered (the same at every point of the stream on every
+ *    member), with its own reading until one is: a dlmd started after a
+ *    change reads the changed configuration (the same, as long as
+ *    corosync.conf is the same on every node).
+ *
  * FORGIVING A SPLIT.  A split into sides none of which holds a majority
  * (three singletons of three nodes, after a bad network on one node)
  * that merges back left every side waiting to fence the others: nobody
@@ -964,6 +980,17 @@ struct dlmd_cluster {
 	struct cs_node		cs_nodes[DLM_MAX_NODES];
 	unsigned int		cs_nnodes;
 	uint32_t		cs_tiebreak;	/* wins an even split; 0: none */
+	cmap_track_handle_t	cs_cmap_track_atb;	/* quorum.auto_tie_breaker* */
+	/* the node ids given to lowcomms (nodes_to_comms), and whether one
+	 * of them may have left the nodelist (NODES LEAVING THE NODELIST) */
+	uint32_t		cs_comms_ids[DLM_MAX_NODES];
+	unsigned int		cs_ncomms_ids;
+	bool			cs_comms_stale;
+	/* the pair majorities are counted against, from the last CONFIG
+	 * delivered (CONFIGURATION CHANGES); until one is, our reading */
+	bool			cs_conf_set;
+	unsigned int		cs_conf_nnodes;
+	uint32_t		cs_conf_tiebreak;
 	/* the daemon group now, and the nodes we lost (node-down) while
 	 * our side of the daemon group held a strict majority of the
 	 * configured nodes: if one of them merges back, we remove it */
@@ -1242,6 +1269,17 @@ static const struct cs_node *find_node(const struct dlmd_cluster *cs,
 	return NULL;
 }
 
+/* What a majority is counted against (CONFIGURATION CHANGES). */
+static unsigned int conf_nnodes(const struct dlmd_cluster *cs)
+{
+	return cs->cs_conf_set ? cs->cs_conf_nnodes : cs->cs_nnodes;
+}
+
+static uint32_t conf_tiebreak(const struct dlmd_cluster *cs)
+{
+	return cs->cs_conf_set ? cs->cs_conf_tiebreak : cs->cs_tiebreak;
+}
+
 /*
  * The node whose half wins an even split (SPLIT AND MERGE): votequorum's
  * quorum.auto_tie_breaker_node where auto_tie_breaker is on ("lowest",
@@ -1252,38 +1290,19 @@ static const struct cs_node *find_node(const struct dlmd_cluster *cs,
  */
 static void read_tiebreak(struct dlmd_cluster *cs, cmap_handle_t cmap)
 {
-	uint32_t lo = 0, hi = 0, pick = 0;
+	uint32_t ids[DLM_MAX_NODES];
 	uint8_t atb = 0;
 	char *how = NULL;
 
-	for (unsigned int i = 0; i < cs->cs_nnodes; i++) {
-		uint32_t id = cs->cs_nodes[i].n_id;
-
-		if (!lo || id < lo)
-			lo = id;
-		if (id > hi)
-			hi = id;
-	}
-	if (cmap_get_uint8(cmap, "quorum.auto_tie_breaker", &atb) == CS_OK && atb &&
-	    cmap_get_string(cmap, "quorum.auto_tie_breaker_node", &how) == CS_OK &&
-	    how) {
-		if (!strcmp(how, "highest")) {
-			pick = hi;
-		} else if (strcmp(how, "lowest")) {
-			for (char *p = how, *end; *p && !pick; p = end) {
-				unsigned long v = strtoul(p, &end, 10);
-
-				if (end == p)
-					break;
-				if (v && v <= UINT32_MAX && find_node(cs, (uint32_t)v))
-					pick = (uint32_t)v;
-				while (*end == ' ' || *end == ',')
-					end++;
-			}
-		}
-		free(how);
-	}
-	cs->cs_tiebreak = pick ? pick : lo;
+	for (unsigned int i = 0; i < cs->cs_nnodes; i++)
+		ids[i] = cs->cs_nodes[i].n_id;
+	if (cmap_get_uint8(cmap, "quorum.auto_tie_breaker", &atb) != CS_OK)
+		atb = 0;
+	if (atb && cmap_get_string(cmap, "quorum.auto_tie_breaker_node",
+				   &how) != CS_OK)
+		how = NULL;
+	cs->cs_tiebreak = dlmd_tiebreak_pick(ids, cs->cs_nnodes, atb, how);
+	free(how);
 }
 
 /* Read nodelist.node.* into cs_nodes (all rings).  0 or -ENOTCONN. */
@@ -1383,8 +1402,11 @@ static void nodes_to_comms(struct dlmd_cluster *cs)
 
 		if (nd->n_id == d->d_nodeid || !nd->n_naddrs)
 			continue;
-		dlmd_comms_node_add(d, nd->n_id, node_addr_ptrs(nd, p),
-				    nd->n_naddrs);
+		if (dlmd_comms_node_add(d, nd->n_id, node_addr_ptrs(nd, p),
+					nd->n_naddrs) == 0 &&
+		    !id_in(cs->cs_comms_ids, cs->cs_ncomms_ids, nd->n_id) &&
+		    cs->cs_ncomms_ids < DLM_MAX_NODES)
+			cs->cs_comms_ids[cs->cs_ncomms_ids++] = nd->n_id;
 	}
 }
 
@@ -1459,6 +1481,57 @@ static void totem_follow(struct dlmd_cluster *cs)
 		log_warn("cmap: cannot follow corosync's token (%s); a change "
 			 "needs a dlmd restart", cs_str(e));
 	unreach_limit(cs);
+}
+
+/*
+ * NODES LEAVING THE NODELIST.  A node removed from corosync's nodelist
+ * (a reload) kept its lowcomms entry and metrics for the daemon's life:
+ * memory per node ever configured, and a stale peer in the metrics.  It
+ * is dropped (dlmd_comms_node_remove) once nothing needs it: no process
+ * of it in the daemon group, no failure of it waiting to be fenced (its
+ * FAILED records need its state until then), and not kept for a merge
+ * (cs_reset_later: a node lost from a minority side keeps its state until
+ * it is fenced or merges back, FORGIVING A SPLIT).  (cs_lost and cs_down
+ * keep a failed node's id until it comes back; fenced, it needs no
+ * transport state.)  Until then it stays, looked at again at every kick.  If
+ * its id comes back (the same host, or another machine given that id),
+ * lowcomms adds it afresh: a new epoch, no queue, no sequence of the
+ * node that had the id.
+ */
+static bool node_needed(const struct dlmd_cluster *cs, uint32_t id)
+{
+	for (unsigned int i = 0; i < cs->cs_ndm; i++)
+		if (cs->cs_dm[i].dm_id == id)
+			return true;
+	return id_in(cs->cs_dmembers, cs->cs_ndmembers, id) ||
+	       id_in(cs->cs_reset_later, cs->cs_nreset_later, id) ||
+	       !dlmd_fence_is_done(cs->cs_d, id);
+}
+
+static void comms_sweep(struct dlmd_cluster *cs)
+{
+	bool stale = false;
+
+	if (!cs->cs_comms_stale)
+		return;
+	for (unsigned int i = 0; i < cs->cs_ncomms_ids;) {
+		uint32_t id = cs->cs_comms_ids[i];
+
+		if (find_node(cs, id)) {
+			i++;
+			continue;
+		}
+		if (node_needed(cs, id)) {
+			stale = true;	/* again at the next kick */
+			i++;
+			continue;
+		}
+		log_notice("comms: node %u is out of the nodelist, the daemon "
+			   "group and fencing: it leaves the node table", id);
+		dlmd_comms_node_remove(cs->cs_d, id);
+		cs->cs_comms_ids[i] = cs->cs_comms_ids[--cs->cs_ncomms_ids];
+	}
+	cs->cs_comms_stale = stale;
 }
 
 static void nodelist_notify(cmap_handle_t h, cmap_track_handle_t t,
@@ -2493,6 +2566,31 @@ static void ls_drop_as_loser(struct dlmd_cluster_ls *cl)
 		log_err("lockspace %s: cannot release it", dl->dl_name);
 }
 
+/* CONFIGURATION CHANGES: our reading of the configuration (re-read
+ * just now) differs from the pair we decide with: tell the group, which
+ * applies it in order (deliver_config). */
+static void config_check(struct dlmd_cluster *cs)
+{
+	struct cm_config cg = { 0, cs->cs_nnodes, cs->cs_tiebreak };
+	unsigned char buf[CM_CONFIG_LEN];
+	struct cm_hdr h;
+	size_t len;
+
+	/* (no pair yet: a dlmd that did not read one at start) */
+	if (cs->cs_conf_set && cs->cs_nnodes == cs->cs_conf_nnodes &&
+	    cs->cs_tiebreak == cs->cs_conf_tiebreak)
+		return;
+	log_notice("corosync: the configuration changed: %u configured node%s "
+		   "(was %u); node %u breaks even splits (was %u); every dlmd "
+		   "counts majorities against it from its CONFIG on",
+		   cs->cs_nnodes, cs->cs_nnodes == 1 ? "" : "s",
+		   conf_nnodes(cs), cs->cs_tiebreak, conf_tiebreak(cs));
+	h = out_hdr(cs, 0);
+	len = dlmd_cm_config_encode(buf, &h, &cg);
+	if (len)
+		out_queue(cs, buf, len);
+}
+
 static void kick_job(void *data)
 {
 	struct dlmd_cluster *cs = data;
@@ -2502,21 +2600,13 @@ static void kick_job(void *data)
 	cs->cs_kick_queued = false;
 	out_flush(cs);
 	if (cs->cs_nodelist_changed) {
-		unsigned int was_n = cs->cs_nnodes;
-		uint32_t was_tb = cs->cs_tiebreak;
-
 		cs->cs_nodelist_changed = false;
-		if (cs->cs_cmap && read_nodelist(cs, cs->cs_cmap) == 0) {
+		if (cs->cs_cmap && read_nodelist(cs, cs->cs_cmap) == 0)
 			nodes_to_comms(cs);
-			/* what a split's majority is counted against */
-			if (cs->cs_nnodes != was_n || cs->cs_tiebreak != was_tb)
-				log_notice("corosync: the nodelist changed: %u "
-					   "configured node%s (was %u); node %u "
-					   "breaks even splits", cs->cs_nnodes,
-					   cs->cs_nnodes == 1 ? "" : "s", was_n,
-					   cs->cs_tiebreak);
-		}
+		config_check(cs);
+		cs->cs_comms_stale = true;
 	}
+	comms_sweep(cs);
 	/* a loser's release changes the list: start over after one */
 	for (unsigned int pass = 0; again && pass < DLM_MAX_NODES; pass++) {
 		again = false;
@@ -4131,6 +4221,35 @@ static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
 	return true;
 }
 
+/* CONFIGURATION CHANGES: from this point of the stream every member
+ * counts majorities against the pair a CONFIG carries. */
+static void deliver_config(struct dlmd_cluster *cs, uint32_t from,
+			   const unsigned char *body, size_t len)
+{
+	struct cm_config cg;
+	const char *why = NULL;
+
+	if (dlmd_cm_config_decode(body, len, &cg, &why)) {
+		log_warn("daemon group: malformed CONFIG from node %u dropped: %s",
+			 from, why);
+		return;
+	}
+	if (cg.cg_nnodes != conf_nnodes(cs) || cg.cg_tiebreak != conf_tiebreak(cs))
+		log_notice("daemon group: node %u's configuration applies from "
+			   "here on: %u configured node%s (was %u); node %u breaks "
+			   "even splits (was %u)", from, cg.cg_nnodes,
+			   cg.cg_nnodes == 1 ? "" : "s", conf_nnodes(cs),
+			   cg.cg_tiebreak, conf_tiebreak(cs));
+	if (cg.cg_nnodes != cs->cs_nnodes || cg.cg_tiebreak != cs->cs_tiebreak)
+		log_info("daemon group: our own reading is %u configured nodes, "
+			 "tie-breaker node %u (a reload not seen here yet, or a "
+			 "corosync.conf that differs)", cs->cs_nnodes,
+			 cs->cs_tiebreak);
+	cs->cs_conf_set = true;
+	cs->cs_conf_nnodes = cg.cg_nnodes;
+	cs->cs_conf_tiebreak = cg.cg_tiebreak;
+}
+
 static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 			   uint32_t nodeid, uint32_t pid, void *msg, size_t len)
 {
@@ -4186,15 +4305,16 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	}
 	if (second_of_node(cs, dm)) {
 		if (!dm->dm_second)
-			log_err("daemon group: messages of node %u pid %u dropped "
-				"while another process of node %u is in the group: "
-				"not the node's dlmd, or not one we can tell from "
-				"it (type %u now; more not logged)", nodeid, pid,
-				nodeid, hd.h_type);
+			log_err("daemon group: a second dlmd of node %u (CPG pid "
+				"%u) sealed a message: messages of node %u pid %u "
+				"dropped while another process of node %u is in the "
+				"group: not the node's dlmd, or not one we can tell "
+				"from it (type %u now; more not logged)", nodeid,
+				pid, nodeid, pid, nodeid, hd.h_type);
 		dm->dm_second = true;
 		return;
 	}
-	if (hd.h_target && hd.h_type >= CM_START && hd.h_type <= CM_UNREACH) {
+	if (hd.h_target && hd.h_type >= CM_START && hd.h_type <= CM_CONFIG) {
 		/* every member must apply these alike: none is for one */
 		log_warn("daemon group: message type %u from node %u with target "
 			 "node %u dropped (it is for every member)", hd.h_type,
@@ -4222,6 +4342,11 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 	if (hd.h_type == CM_UNREACH) {
 		/* reachability, not membership: from every member */
 		deliver_unreach(cs, nodeid, p + CM_HDR_LEN, len - CM_HDR_LEN);
+		return;
+	}
+	if (hd.h_type == CM_CONFIG) {
+		/* configuration, not membership: from every member */
+		deliver_config(cs, nodeid, p + CM_HDR_LEN, len - CM_HDR_LEN);
 		return;
 	}
 	if (!dm->dm_known) {
@@ -4629,12 +4754,7 @@ static void remove_node(struct dlmd_cluster *cs, uint32_t id, const char *why)
 static bool majority_side(const struct dlmd_cluster *cs, const uint32_t *ids,
 			  unsigned int n)
 {
-	if (!cs->cs_nnodes)
-		return false;
-	if (2 * n > cs->cs_nnodes)
-		return true;
-	return 2 * n == cs->cs_nnodes && cs->cs_tiebreak &&
-	       id_in(ids, n, cs->cs_tiebreak);
+	return dlmd_majority_side(conf_nnodes(cs), conf_tiebreak(cs), ids, n);
 }
 
 /* Was process (id, pid) in the daemon group before this confchg? */
@@ -4744,10 +4864,17 @@ static bool dup_node_id(struct dlmd_cluster *cs, const struct cpg_address *membe
 			    (!was_member(joined, njoined, id, members[k].pid) &&
 			     members[k].pid > pid))
 				continue;
-			log_err("daemon group: a second dlmd of node %u (CPG pid %u) "
-				"joined beside %s (CPG pid %u): two dlmds with one "
-				"node id; the newer one must stop", id, pid,
-				id == me ? "ours" : "its first", members[k].pid);
+			/* it has sealed nothing: a second dlmd or a process
+			 * that is no dlmd (a stranger); a real second dlmd is
+			 * logged at err once a message of it verifies
+			 * (dup_first, deliver) */
+			log_warn("daemon group: a process of node %u (CPG pid %u) "
+				 "that has not identified itself joined beside %s "
+				 "(CPG pid %u): a second dlmd of the node (it stops "
+				 "at its first sealed message) or a process that is "
+				 "no dlmd", id, pid,
+				 id == me ? "ours" : "the node's first",
+				 members[k].pid);
 			break;
 		}
 	}
@@ -4860,7 +4987,7 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 		if (left[i].reason == CPG_REASON_NODEDOWN) {
 			dlmd_fence_node_failed(cs->cs_d, id, majority ?
 					       DLMD_FAIL_MAJORITY :
-					       2 * n == cs->cs_nnodes ?
+					       2 * n == conf_nnodes(cs) ?
 					       DLMD_FAIL_EVEN_LOSER : DLMD_FAIL_NODE);
 			if (majority && !id_in(cs->cs_lost, cs->cs_nlost, id) &&
 			    cs->cs_nlost < DLM_MAX_NODES)
@@ -4972,8 +5099,8 @@ static void daemon_totem_confchg(cpg_handle_t h, struct cpg_ring_id ring,
 			continue;
 		}
 		log_notice("node %u was lost from a ring of %u of %u nodes: a "
-			   "majority side%s", id, n, cs->cs_nnodes,
-			   2 * n == cs->cs_nnodes ? " (the half with the "
+			   "majority side%s", id, n, conf_nnodes(cs),
+			   2 * n == conf_nnodes(cs) ? " (the half with the "
 			   "tie-breaker node)" : "");
 		if (!dlmd_fence_is_done(cs->cs_d, id))
 			dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_MAJORITY);
@@ -5456,6 +5583,10 @@ static int cmap_start(struct dlmd_cluster *cs)
 	if (rv)
 		return rv;
 	totem_follow(cs);
+	/* the pair we decide with until a CONFIG is delivered */
+	cs->cs_conf_set = true;
+	cs->cs_conf_nnodes = cs->cs_nnodes;
+	cs->cs_conf_tiebreak = cs->cs_tiebreak;
 	e = cmap_track_add(cs->cs_cmap, "nodelist.node.",
 			   CMAP_TRACK_ADD | CMAP_TRACK_DELETE | CMAP_TRACK_MODIFY |
 			   CMAP_TRACK_PREFIX, nodelist_notify, cs, &cs->cs_cmap_track);
@@ -5465,6 +5596,14 @@ static int cmap_start(struct dlmd_cluster *cs)
 		cs->cs_cmap_fd = -1;
 		return 0;
 	}
+	/* the tie-breaker too (quorum.auto_tie_breaker and _node) */
+	e = cmap_track_add(cs->cs_cmap, "quorum.auto_tie_breaker",
+			   CMAP_TRACK_ADD | CMAP_TRACK_DELETE | CMAP_TRACK_MODIFY |
+			   CMAP_TRACK_PREFIX, nodelist_notify, cs,
+			   &cs->cs_cmap_track_atb);
+	if (e != CS_OK)
+		log_warn("cmap: cannot track quorum.auto_tie_breaker (%s); a "
+			 "change of it needs a dlmd restart", cs_str(e));
 	return qb_loop_poll_add(cs->cs_d->d_loop, QB_LOOP_LOW, cs->cs_cmap_fd,
 				POLLIN, cs, cmap_ready);
 }

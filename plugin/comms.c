@@ -107,7 +107,11 @@
  * (lc_node_set_addrs: queue and sequence state kept, connections to the
  * old addresses closed).  corosync changes a node's address only by a
  * reload that removes it and one that adds it back (it refuses to change
- * it in place); a node removed from the nodelist stays in the table.
+ * it in place).  A node removed from the nodelist leaves the table
+ * (dlmd_comms_node_remove: its transport state and metrics freed) once
+ * nothing of the membership or fencing needs it any more (cluster.c,
+ * NODES LEAVING THE NODELIST); its id, if it comes back (the same host or
+ * another one), is added afresh.
  * Before, a moved node kept its first addresses here: its dlmd was
  * refused as "not a cluster node address" and was removed as unreachable
  * (tests/test-cluster-nodelist.sh).
@@ -893,6 +897,29 @@ void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
 			 nodeid);
 	if (rv == -ENOENT)
 		dlmd_comms_node_add(d, nodeid, addrs, naddrs);
+	comms_rearm(cm);
+}
+
+void dlmd_comms_node_remove(struct dlmd *d, uint32_t nodeid)
+{
+	struct dlmd_comms *cm = d->d_comms;
+	struct dlmd_peer_metrics *pm;
+	int rv;
+
+	if (!cm || nodeid == d->d_nodeid)
+		return;
+	rv = lc_node_remove(cm->cm_lc, nodeid);
+	if (rv && rv != -ENOENT) {
+		log_warn("comms: cannot remove node %u: %s", nodeid, strerror(-rv));
+		return;
+	}
+	backlog_forget(cm, nodeid);
+	pm = peer(cm, nodeid);
+	if (pm && pm->pm_held_since)
+		unhold(cm, pm, "dropped: its node left the nodelist");
+	free(u32map_del(&cm->cm_peers, nodeid));
+	log_info("comms: node %u left the nodelist: its connection state and "
+		 "counters are dropped", nodeid);
 	comms_rearm(cm);
 }
 

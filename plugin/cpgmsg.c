@@ -293,6 +293,18 @@ size_t dlmd_cm_unreach_encode(unsigned char *buf, const struct cm_hdr *h,
 	return len;
 }
 
+size_t dlmd_cm_config_encode(unsigned char *buf, const struct cm_hdr *h,
+			     const struct cm_config *cg)
+{
+	if (cg->cg_flags || !cg->cg_nnodes || cg->cg_nnodes > DLM_MAX_NODES)
+		return 0;
+	put_hdr(buf, h, CM_CONFIG, CM_CONFIG_LEN);
+	dlm_put_le32(buf + CM_HDR_LEN, cg->cg_flags);
+	dlm_put_le32(buf + CM_HDR_LEN + 4, cg->cg_nnodes);
+	dlm_put_le32(buf + CM_HDR_LEN + 8, cg->cg_tiebreak);
+	return CM_CONFIG_LEN;
+}
+
 static bool fence_ok(uint16_t type, const struct cm_fence *fc)
 {
 	if (!fc->fc_nodeid)
@@ -539,6 +551,27 @@ int dlmd_cm_fence_decode(const unsigned char *body, size_t len, uint16_t type,
 	}
 	if (!fence_ok(type, fc)) {
 		*why = "FENCE_CLAIM/FENCE_RESULT with an undefined status";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int dlmd_cm_config_decode(const unsigned char *body, size_t len,
+			  struct cm_config *cg, const char **why)
+{
+	if (len != CM_CONFIG_LEN - CM_HDR_LEN) {
+		*why = "CONFIG of a bad length";
+		return -EINVAL;
+	}
+	cg->cg_flags = dlm_get_le32(body);
+	cg->cg_nnodes = dlm_get_le32(body + 4);
+	cg->cg_tiebreak = dlm_get_le32(body + 8);
+	if (cg->cg_flags) {
+		*why = "CONFIG with undefined flags";
+		return -EINVAL;
+	}
+	if (!cg->cg_nnodes || cg->cg_nnodes > DLM_MAX_NODES) {
+		*why = "CONFIG of no or too many nodes";
 		return -EINVAL;
 	}
 	return 0;

@@ -104,6 +104,13 @@
  *                            for peer_unreachable_secs, all of them
  *                            (count 0: it reaches every peer again)
  *                          (plugin/cluster.c, UNREACHABLE PEERS)
+ *   CONFIG (10):           0 flags (none defined yet; sent as 0)
+ *                          4 configured nodes (1..DLM_MAX_NODES)
+ *                          8 the tie-breaker node id (0: none)
+ *                          what the sender's corosync configuration says
+ *                          a split's majority is counted against; every
+ *                          member decides with the last one delivered
+ *                          (plugin/cluster.c, CONFIGURATION CHANGES)
  *
  * Types 6 and 7 came after version 2 was released, without a version
  * change: a version-2 dlmd that does not know them ignores them, as it
@@ -112,7 +119,9 @@
  * not know it leaves a failed recovery waiting until the next
  * membership change, as before.  Type 9 too: a dlmd that does not know
  * it takes no part in removing a node it cannot reach, and removes
- * nothing itself; the others still agree (it is their rule).
+ * nothing itself; the others still agree (it is their rule).  Type 10
+ * too: a dlmd that does not know it counts majorities against its own
+ * configuration, re-read when it changes, as before.
  *
  * Version 1 (a CPG group per lockspace, START only) is not understood,
  * neither is version 2 (the layouts above without the SEAL, so nothing
@@ -183,6 +192,7 @@
 #define CM_RESTART_MAX_LEN	(CM_HDR_LEN + CM_NAME_MAX_LEN + CM_RESTART_FIXED)
 #define CM_UNREACH_FIXED	8	/* flags, count */
 #define CM_UNREACH_MAX_LEN	(CM_HDR_LEN + CM_UNREACH_FIXED + 4 * DLM_MAX_NODES)
+#define CM_CONFIG_LEN		(CM_HDR_LEN + 12)	/* flags, nodes, tiebreak */
 #define CM_FENCE_DONE		0u
 #define CM_FENCE_FAILED		1u
 #define CM_FENCE_RELEASED	2u
@@ -203,6 +213,7 @@ enum cm_type {
 	CM_FENCE_RESULT = 7,
 	CM_RESTART = 8,
 	CM_UNREACH = 9,
+	CM_CONFIG = 10,
 };
 
 struct cm_hdr {
@@ -275,6 +286,12 @@ struct cm_unreach {
 	uint32_t	ur_ids[DLM_MAX_NODES];	/* strictly increasing */
 };
 
+struct cm_config {
+	uint32_t	cg_flags;		/* 0 */
+	uint32_t	cg_nnodes;		/* 1..DLM_MAX_NODES */
+	uint32_t	cg_tiebreak;		/* 0: none */
+};
+
 struct cm_fence {
 	uint32_t	fc_nodeid;		/* the failed node */
 	uint32_t	fc_status;		/* CM_FENCE_*; 0 in a CLAIM */
@@ -307,6 +324,8 @@ size_t dlmd_cm_restart_encode(unsigned char *buf, const struct cm_hdr *h,
 			      const struct cm_restart *rs);
 size_t dlmd_cm_unreach_encode(unsigned char *buf, const struct cm_hdr *h,
 			      const struct cm_unreach *ur);
+size_t dlmd_cm_config_encode(unsigned char *buf, const struct cm_hdr *h,
+			     const struct cm_config *cg);
 /* FENCE_CLAIM or FENCE_RESULT (type). */
 size_t dlmd_cm_fence_encode(unsigned char *buf, const struct cm_hdr *h,
 			    uint16_t type, const struct cm_fence *fc);
@@ -328,6 +347,8 @@ int dlmd_cm_restart_decode(const unsigned char *body, size_t len,
 			   struct cm_restart *rs, const char **why);
 int dlmd_cm_unreach_decode(const unsigned char *body, size_t len,
 			   struct cm_unreach *ur, const char **why);
+int dlmd_cm_config_decode(const unsigned char *body, size_t len,
+			  struct cm_config *cg, const char **why);
 /* The body of a FENCE_CLAIM or FENCE_RESULT (type). */
 int dlmd_cm_fence_decode(const unsigned char *body, size_t len, uint16_t type,
 			 struct cm_fence *fc, const char **why);

@@ -758,6 +758,9 @@ int dlmd_comms_node_add(struct dlmd *d, uint32_t nodeid,
 /* The node's daemon left: drop its transport state, keep it known. */
 void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
 			   const char *const *addrs, unsigned int naddrs);
+/* The node left the nodelist and nothing needs its state: it leaves the
+ * node table (lowcomms and metrics); an add of its id starts afresh. */
+void dlmd_comms_node_remove(struct dlmd *d, uint32_t nodeid);
 /* How long (ms) the oldest message queued for the node has waited with
  * nothing acknowledged (lowcomms' lc_node_wait_ms); 0: nothing queued. */
 uint64_t dlmd_comms_wait_ms(const struct dlmd *d, uint32_t nodeid);
@@ -892,6 +895,17 @@ uint64_t dlmd_unreach_limit_ms(uint32_t secs, uint32_t token_ms,
 #define DLMD_RESTART_FIRST_MS	1000u
 #define DLMD_RESTART_MAX_MS	30000u
 uint32_t dlmd_restart_delay_ms(uint32_t attempt);
+/* The node whose half wins an even split (cluster.c, SPLIT AND MERGE),
+ * of the configured node ids 'ids' (n of them): with auto_tie_breaker
+ * on, votequorum's auto_tie_breaker_node 'how' ("lowest", "highest", or
+ * a list of ids whose first configured one counts; NULL: "lowest"),
+ * else the lowest configured id; 0 without nodes. */
+uint32_t dlmd_tiebreak_pick(const uint32_t *ids, unsigned int n, bool atb,
+			    const char *how);
+/* Does a side of n nodes ('ids') hold a strict majority of nconf
+ * configured nodes, or exactly half with the tie-breaker node? */
+bool dlmd_majority_side(unsigned int nconf, uint32_t tiebreak,
+			const uint32_t *ids, unsigned int n);
 
 /* fence.c */
 /* What fence.c asks of the daemon group and the quorum, and reports

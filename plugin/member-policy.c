@@ -29,8 +29,17 @@
  * And when a recovery failed on this node, how long it waits before it
  * restarts recovery on every member (RECOVERY RETRY in cluster.c): 1 s
  * at the first failure, doubling at each failure in a row, at most 30 s.
+ *
+ * And what a split's majority is counted against (SPLIT AND MERGE): the
+ * configured nodes and the tie-breaker node, picked from corosync's
+ * quorum.auto_tie_breaker(_node) as votequorum picks it; cluster.c
+ * applies a change of them in CPG order (CONFIGURATION CHANGES), so that
+ * every member decides with the same pair.
  */
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "plugin/dlmd.h"
 
@@ -78,4 +87,56 @@ uint32_t dlmd_restart_delay_ms(uint32_t attempt)
 	for (uint32_t i = 1; i < attempt && ms < DLMD_RESTART_MAX_MS; i++)
 		ms *= 2;
 	return ms < DLMD_RESTART_MAX_MS ? ms : DLMD_RESTART_MAX_MS;
+}
+
+static bool id_listed(const uint32_t *ids, unsigned int n, uint32_t id)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+uint32_t dlmd_tiebreak_pick(const uint32_t *ids, unsigned int n, bool atb,
+			    const char *how)
+{
+	uint32_t lo = 0, hi = 0, pick = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (!ids[i])
+			continue;
+		if (!lo || ids[i] < lo)
+			lo = ids[i];
+		if (ids[i] > hi)
+			hi = ids[i];
+	}
+	if (atb && how && !strcmp(how, "highest")) {
+		pick = hi;
+	} else if (atb && how && strcmp(how, "lowest")) {
+		/* a list: its first id that is configured (bounded by the
+		 * string: each turn consumes a number or ends) */
+		for (const char *p = how; *p && !pick;) {
+			char *end;
+			unsigned long v = strtoul(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (v && v <= UINT32_MAX && id_listed(ids, n, (uint32_t)v))
+				pick = (uint32_t)v;
+			while (*end == ' ' || *end == ',')
+				end++;
+			p = end;
+		}
+	}
+	return pick ? pick : lo;
+}
+
+bool dlmd_majority_side(unsigned int nconf, uint32_t tiebreak,
+			const uint32_t *ids, unsigned int n)
+{
+	if (!nconf)
+		return false;
+	if (2 * n > nconf)
+		return true;
+	return 2 * n == nconf && tiebreak && id_listed(ids, n, tiebreak);
 }

@@ -57,6 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct cm_announce an;
 	static struct cm_failed fl;
 	struct cm_fence fc;
+	struct cm_config cg;
 	struct cm_restart rs;
 	static struct cm_unreach ur;
 	struct cm_name nm;
@@ -154,6 +155,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!ur.ur_ids[i] || (i && ur.ur_ids[i] <= ur.ur_ids[i - 1]))
 				abort();
 		len = dlmd_cm_unreach_encode(again, &h, &ur);
+		if (len != size || memcmp(again, data, size))
+			abort();
+		seal_check(data, size);
+		return 0;
+	case CM_CONFIG:
+		if (dlmd_cm_config_decode(body, blen, &cg, &why))
+			break;
+		if (cg.cg_flags || !cg.cg_nnodes || cg.cg_nnodes > DLM_MAX_NODES)
+			abort();
+		len = dlmd_cm_config_encode(again, &h, &cg);
 		if (len != size || memcmp(again, data, size))
 			abort();
 		seal_check(data, size);

@@ -260,6 +260,45 @@ static void test_master_late(void **state)
 	net_free(n);
 }
 
+static int fail_all(void *arg)
+{
+	(void)arg;
+	return 1;
+}
+
+/* Node 2 has no memory when its request is queued at node 1, the master
+ * (the reply says "queued"): its wait cannot be put on the audit's list.
+ * It is put there at the next audit pass, so when its GRANT is lost it is
+ * still found stuck.  (It went unaudited until it was queued again.) */
+static void test_nomem_retried(void **state)
+{
+	struct net *n = net_new();
+	uint32_t held, queued;
+
+	(void)state;
+	held = lock(n, 1, DLM_LOCK_EX, 11);
+	drain(n);
+	assert_int_equal(comps_on(n, 1), 1);
+	queued = lock(n, 2, DLM_LOCK_EX, 21);
+	dlm_core_set_alloc_hook(n->core[2], fail_all, NULL);
+	drain(n);		/* the reply "queued" finds no memory */
+	dlm_core_set_alloc_hook(n->core[2], NULL, NULL);
+	assert_int_equal(comps_on(n, 2), 0);
+	n->lose_type = DLM_MSG_GRANT;
+	unlock(n, 1, held, 11, 0);
+	drain(n);
+	assert_int_equal(n->lost, 1);
+	assert_int_equal(comps_on(n, 2), 0);
+	pass(n, 3 * AUDIT_MS);
+	assert_true(audits(n, 2) >= 1);
+	assert_int_equal(stuck(n, 2), 1);
+	assert_int_equal(stuck_logs[2], 1);
+	unlock(n, 2, queued, 21, DLM_LKF_FORCEUNLOCK);
+	drain(n);
+	assert_int_equal(stuck(n, 2), 0);
+	net_free(n);
+}
+
 /* audit_ms 0 turns it off: nothing is sent, nothing reported. */
 static void test_audit_off(void **state)
 {
@@ -285,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_master_silent),
 		cmocka_unit_test(test_master_late),
 		cmocka_unit_test(test_audit_off),
+		cmocka_unit_test(test_nomem_retried),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

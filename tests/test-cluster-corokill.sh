@@ -13,6 +13,14 @@
 #      is the waiter granted.  Node 2 (corosync and dlmd) restarts and
 #      rejoins.  (dlmd stops when it loses corosync, its client's lock
 #      dropped with it; this passed when it was written: it guards that.)
+#   2. Node 2 is killed again and the test starts it again as soon as
+#      the fence agent has begun (its "fence node 2" line), while the
+#      agent still runs (DIR/fence-slow holds it after its kill).  The
+#      start waits for that fence run (dlm-cluster, wait_fence_runs); the
+#      run ends "done", and node 2 rejoins.  Before, the start went on,
+#      the agent found node 2's new corosync and dlmd in the pid files
+#      and failed (dlmd retried the fencing much later, killing the
+#      restarted node: the 32 s fencing probe3 saw).
 # Bounded in time; run under flock /work/cluster.lock.
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -56,3 +64,32 @@ wait_ls 1 "state running members 1 3 " "no recovery to members 1 3"
 timeout 30 "$CLUSTER" exec "$dir" 2 "$CLIENT" try "$LS" rejoin-2 EX \
 	>"$dir/rejoin.out" 2>&1 || fail "node 2 cannot lock after restarting: $(cat "$dir/rejoin.out")"
 wait_ls 1 "state running members 1 2 3 " "node 2 did not rejoin"
+
+echo "== 2. node 2 killed again; the test restarts it while its fence agent runs"
+touch "$dir/fence-slow"
+n2=$(fences_of 2)
+ends=$(grep -c "fence node 2: \(done\|failed\)" "$dir/fence.log")
+"$CLUSTER" kill "$dir" 2 || fail "cannot kill node 2"
+wait_for "$WAIT_S" "the fence agent to begin on node 2" \
+	more_lines "$dir/fence.log" "fence node 2\$" "$n2"
+"$CLUSTER" start "$dir" 2 >"$dir/start2.out" 2>&1 &
+starter=$!
+# the start waits for the fence run (or, before, went on and finished)
+start_held() {
+	grep -q "waits for the fence run of node 2" "$dir/start2.out" ||
+		! kill -0 "$starter" 2>/dev/null
+}
+wait_for "$WAIT_S" "the start to wait for the fence run, or to end" start_held
+rm -f "$dir/fence-slow"
+wait_pid "$starter" 120 || fail "node 2 did not start again: $(cat "$dir/start2.out")"
+wait_for "$WAIT_S" "the fence run of node 2 to end" \
+	more_lines "$dir/fence.log" "fence node 2: \(done\|failed\)" "$ends"
+grep "fence node 2: \(done\|failed\)" "$dir/fence.log" |
+	tail -n +$((ends + 1)) | head -n 1 | grep -q ": done" ||
+	fail "the fence run of node 2 raced its restart: $(cat "$dir/fence.log")"
+running 2 dlmd || fail "node 2's dlmd does not run after its restart"
+timeout 30 "$CLUSTER" exec "$dir" 2 "$CLIENT" try "$LS" rejoin-2b EX \
+	>"$dir/rejoin2.out" 2>&1 ||
+	fail "node 2 cannot lock after its second restart: $(cat "$dir/rejoin2.out")"
+wait_ls 1 "state running members 1 2 3 " "node 2 did not rejoin after its restart"
+echo "== done"

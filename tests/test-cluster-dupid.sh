@@ -102,7 +102,10 @@ say "== B. a second dlmd of node 1 on another port"
 second_dlmd B "port = 21065"
 grep -q "node 1 already has a dlmd" "$dir/dup/dlmd.out" ||
 	fail "B: the second dlmd does not say node 1 has a dlmd already: $(tail -n 5 "$dir/dup/dlmd.out")"
-grep -q "a second dlmd of node 1 .* joined" "$dir/n1/dlmd.out" ||
+grep -q "a process of node 1 .* that has not identified itself joined" \
+	"$dir/n1/dlmd.out" ||
+	fail "B: node 1's dlmd does not log the process that joined with its node id"
+grep -q "a second dlmd of node 1 .* sealed" "$dir/n1/dlmd.out" ||
 	fail "B: node 1's dlmd does not log the second dlmd of its node id"
 unchanged B
 

@@ -12,12 +12,22 @@
 #      in place: "new config has different address for link 0"): one
 #      without node 3, one with node 3 at the new address.  The dlmds of
 #      nodes 1 and 2 log each change of the configured nodes (what a
-#      split's majority is counted against: 2, then 3 again) and show
+#      split's majority is counted against: 2, then 3 again, applied in
+#      the daemon group's order: plugin/cluster.c, CONFIGURATION
+#      CHANGES), drop node 3 from their lowcomms node table when it is
+#      out of the nodelist (NODES LEAVING THE NODELIST; it stayed there
+#      for the daemon's life) and add it afresh when it is back, and show
 #      node 3 at its new address (dlmctl status);
 #   4. node 3 starts and joins: the lockspace runs on 1 2 3 everywhere;
 #      node 3's PR request for r1 waits for node 1's EX and is granted
 #      when node 1's holder goes; node 3 was never fenced and nobody
-#      refused node 3 as "not a cluster node address".
+#      refused node 3 as "not a cluster node address";
+#   5. with auto_tie_breaker on from the start, auto_tie_breaker_node:
+#      highest is added to every corosync.conf and reloaded (corosync-
+#      cmapctl cannot set these keys: votequorum keeps them read-only,
+#      CS_ERR_ACCESS): the dlmds notice it and every dlmd counts even
+#      splits with node 3 from the first CONFIG on (dlmd did not track
+#      these keys: the tie-breaker read at start stayed).
 # Before the fix the dlmds kept node 3's first address (lowcomms' node
 # table took only new nodes): they refused node 3's connections from its
 # new address and connected to the old one, node 3's join never
@@ -32,6 +42,8 @@ LS=nodelist
 OLD=10.213.77.3
 NEW=10.213.77.13
 
+# auto_tie_breaker on from the start (step 5 changes its node by a reload)
+export DLM_CLUSTER_QUORUM="auto_tie_breaker: 1"
 up_cluster 3
 : >"$dir/fence.log"
 
@@ -80,7 +92,12 @@ reload
 wait_for "$WAIT_S" "node 3 to leave node 1's nodelist" not in_nodelist 1 "$OLD"
 for k in 1 2; do
 	wait_for "$WAIT_S" "node $k's dlmd to log the nodelist's 2 nodes" \
-		grep -q "nodelist changed: 2 configured nodes (was 3)" "$dir/n$k/dlmd.out"
+		grep -q "configuration applies from here on: 2 configured nodes (was 3)" \
+		"$dir/n$k/dlmd.out"
+	# its daemon left cleanly: nothing needs its lowcomms state
+	wait_for "$WAIT_S" "node $k's dlmd to drop node 3 from its node table" \
+		grep -q "comms: node 3 is out of the nodelist, the daemon group and fencing" \
+		"$dir/n$k/dlmd.out"
 done
 for k in 1 2 3; do
 	sed -i '$d' "$dir/n$k/corosync.conf"
@@ -92,7 +109,8 @@ for k in 1 2; do
 	wait_for "$WAIT_S" "node 3 at $NEW in node $k's nodelist" in_nodelist $k "$NEW"
 	wait_for "$WAIT_S" "node $k's dlmd to list node 3 at $NEW" dlmd_sees $k "$NEW"
 	wait_for "$WAIT_S" "node $k's dlmd to log the nodelist's 3 nodes" \
-		grep -q "nodelist changed: 3 configured nodes (was 2)" "$dir/n$k/dlmd.out"
+		grep -q "configuration applies from here on: 3 configured nodes (was 2)" \
+		"$dir/n$k/dlmd.out"
 done
 
 say "== 4. node 3 starts at $NEW and joins"
@@ -115,5 +133,22 @@ for k in 1 2; do
 done
 for k in 1 2 3; do
 	ls_has $k "state running members 1 2 3 " || fail "node $k: lockspace not on 1 2 3 at the end: $(ls_line $k)"
+done
+
+say "== 5. auto_tie_breaker_node: highest, by a reload"
+for k in 1 2 3; do
+	sed -i 's/^    auto_tie_breaker: 1$/&\n    auto_tie_breaker_node: highest/' \
+		"$dir/n$k/corosync.conf"
+done
+grep -q "auto_tie_breaker_node: highest" "$dir/n1/corosync.conf" ||
+	fail "no auto_tie_breaker_node in corosync.conf"
+reload
+# each dlmd reads it (cmap tracking) when its corosync has reloaded, and
+# tells the group (CONFIG): every dlmd counts even splits with node 3
+# from the first such CONFIG on, at the same point of the stream
+for k in 1 2 3; do
+	wait_for "$WAIT_S" "node $k's dlmd to take node 3 as the tie-breaker" \
+		grep -q "node [123]'s configuration applies from here on: 3 configured nodes (was 3); node 3 breaks even splits (was 1)" \
+		"$dir/n$k/dlmd.out"
 done
 say "done"

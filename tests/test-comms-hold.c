@@ -14,8 +14,9 @@
  * cluster.c's UNREACHABLE PEERS judges).  And WATCHING THE PEERS: in a
  * ping-pong (each side answers the other's message at once, one message
  * in flight) a node with peer_spin_us reads the next message by a poll
- * of its watch, where one with peer_spin_us = 0 never watches.  Every
- * wait is bounded.
+ * of its watch, where one with peer_spin_us = 0 never watches.  And a
+ * node out of the nodelist leaves the node table (dlmd_comms_node_remove)
+ * and comes back afresh.  Every wait is bounded.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -429,12 +430,89 @@ static void test_peer_watch(void **state)
 	assert_true(w >= 1);
 }
 
+static unsigned int npeers;
+
+static void count_peer(void *arg, const struct dlmd_peer_metrics *pm)
+{
+	npeers++;
+	if (pm->pm_nodeid == 1)
+		node1_seen = *pm;
+}
+
+/*
+ * Node 1 leaves node 2's nodelist (cluster.c, NODES LEAVING THE
+ * NODELIST: dlmd_comms_node_remove): node 2 drops its hold on node 1's
+ * message, its metrics and its lowcomms entry (a message for node 1 is
+ * dropped, not queued).  Node 1's id comes back (the same host, or
+ * another one given the id): it is added afresh, with new counters, and
+ * once node 1 hears that node 2's old life is gone (its leave,
+ * dlmd_comms_node_reset) a message gets through, once.
+ */
+static void test_node_remove(void **state)
+{
+	struct fake_core *rx = &cores[1];
+	unsigned int from2;
+	uint32_t c = REFUSE_AT;
+	uint64_t end;
+
+	(void)state;
+	memset(cores, 0, sizeof(cores));
+	cores[0].fc_nodeid = 1;
+	cores[1].fc_nodeid = 2;
+	start();
+	/* node 2 holds a message of node 1 */
+	rx->fc_refuse_left = 1;
+	rx->fc_next = REFUSE_AT;
+	assert_int_equal(dlmd_comms_send(&daemons[0], 2, &c, sizeof(c)), 0);
+	dlmd_comms_kick(&daemons[0]);
+	end = dlmd_now_ms() + WAIT_MS;
+	while (!dlmd_comms_held(&daemons[1], NULL, NULL) && dlmd_now_ms() < end)
+		run(POLL_MS);
+	assert_int_equal(dlmd_comms_held(&daemons[1], NULL, NULL), 1);
+	npeers = 0;
+	dlmd_comms_each_peer(&daemons[1], count_peer, NULL);
+	assert_int_equal(npeers, 1);
+
+	dlmd_comms_node_remove(&daemons[1], 1);
+	assert_int_equal(dlmd_comms_held(&daemons[1], NULL, NULL), 0);
+	npeers = 0;
+	dlmd_comms_each_peer(&daemons[1], count_peer, NULL);
+	assert_int_equal(npeers, 0);
+	from2 = cores[0].fc_from2;
+	assert_int_equal(dlmd_comms_send(&daemons[1], 1, &c, sizeof(c)), 0);
+	dlmd_comms_kick(&daemons[1]);
+	run(200);
+	assert_int_equal(cores[0].fc_from2, from2);	/* dropped */
+	assert_int_equal(dlmd_comms_wait_ms(&daemons[1], 1), 0);
+
+	/* the id comes back: afresh */
+	assert_int_equal(dlmd_comms_node_add(&daemons[1], 1, addrs[0], 1), 0);
+	npeers = 0;
+	memset(&node1_seen, 0xff, sizeof(node1_seen));
+	dlmd_comms_each_peer(&daemons[1], count_peer, NULL);
+	assert_int_equal(npeers, 1);
+	assert_int_equal(node1_seen.pm_msgs_received, 0);
+	assert_int_equal(node1_seen.pm_not_taken, 0);
+	dlmd_comms_node_reset(&daemons[0], 2, addrs[1], 1);
+	assert_int_equal(dlmd_comms_send(&daemons[1], 1, &c, sizeof(c)), 0);
+	dlmd_comms_kick(&daemons[1]);
+	end = dlmd_now_ms() + WAIT_MS;
+	while (cores[0].fc_from2 == from2 && dlmd_now_ms() < end)
+		run(POLL_MS);
+	assert_int_equal(cores[0].fc_from2, from2 + 1);
+	assert_int_equal(cores[0].fc_errors, 0);
+	for (int i = 0; i < 2; i++)
+		dlmd_comms_fini(&daemons[i]);
+	qb_loop_destroy(loop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_restart_paused),
 		cmocka_unit_test(test_peer_watch),
+		cmocka_unit_test(test_node_remove),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

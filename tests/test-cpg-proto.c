@@ -385,6 +385,14 @@ void dlmd_comms_node_reset(struct dlmd *d, uint32_t id, const char *const *a,
 		if (&sim[i].d == d && id <= DLM_MAX_NODES)
 			resets[i][id]++;
 }
+/* dlmd_comms_node_remove calls: by node slot, of node id */
+static unsigned int removes[SIM_NODES][DLM_MAX_NODES + 1];
+void dlmd_comms_node_remove(struct dlmd *d, uint32_t id)
+{
+	for (unsigned int i = 0; i < SIM_NODES; i++)
+		if (&sim[i].d == d && id <= DLM_MAX_NODES)
+			removes[i][id]++;
+}
 uint64_t dlmd_comms_wait_ms(const struct dlmd *d, uint32_t id)
 {
 	for (unsigned int i = 0; i < SIM_NODES; i++)
@@ -560,7 +568,8 @@ static void sim_log(int32_t t, struct qb_log_callsite *cs, struct timespec *ts,
 	unsigned int id = cur >= 0 ? sim[cur].id : 0;
 
 	if (nlog < SIM_LOG_LINES)
-		snprintf(loglines[nlog++], SIM_LOG_LEN, "node %u: %s", id, msg);
+		snprintf(loglines[nlog++], SIM_LOG_LEN, "node %u: <%u> %s", id,
+			 (unsigned int)cs->priority, msg);
 	if (verbose)
 		fprintf(stderr, "  [node %u] %s\n", id, msg);
 }
@@ -578,8 +587,21 @@ static bool logged(int i, const char *what)
 	return false;
 }
 
-/* How many lines containing 'what' node 'i' logged. */
-static unsigned int logged_n(int i, const char *what)
+/* ... at syslog priority 'prio' (LOG_ERR, LOG_WARNING, ...)? */
+static bool logged_at(int i, int prio, const char *what)
+{
+	char pre[32];
+
+	snprintf(pre, sizeof(pre), "node %u: <%d> ", sim[i].id, prio);
+	for (unsigned int k = 0; k < nlog; k++)
+		if (!strncmp(loglines[k], pre, strlen(pre)) &&
+		    strstr(loglines[k], what))
+			return true;
+	return false;
+}
+
+/* How many lines of node 'i' contain 'what'? */
+static unsigned int logged_count(int i, const char *what)
 {
 	char pre[32];
 	unsigned int n = 0;
@@ -904,6 +926,7 @@ static int setup(void **state)
 	memset(sim_seq, 0, sizeof(sim_seq));
 	memset(kills, 0, sizeof(kills));
 	memset(resets, 0, sizeof(resets));
+	memset(removes, 0, sizeof(removes));
 	memset(wait_ms, 0, sizeof(wait_ms));
 	verbose = getenv("TEST_CPG_PROTO_VERBOSE") != NULL;
 	qb_log_init("test-cpg-proto", LOG_DAEMON, LOG_DEBUG);
@@ -2004,9 +2027,15 @@ static void test_dup_node_id(void **state)
 	confchg(NULL, 0, &j, 1);
 	assert_false(sim[2].d.d_cluster->cs_dup_stop);
 	assert_true(logged(2, "another process of node 1"));
-	assert_true(logged(0, "a second dlmd of node 1"));
-	assert_true(logged(1, "a second dlmd of node 1"));
+	/* it has sealed nothing yet: not called a dlmd, not at err */
+	for (int i = 0; i < 2; i++) {
+		assert_true(logged_at(i, LOG_WARNING, "has not identified itself"));
+		assert_false(logged(i, "a second dlmd of node 1"));
+	}
 	settle();
+	/* its join, sealed, verified: a real second dlmd, at err */
+	assert_true(logged_at(0, LOG_ERR, "a second dlmd of node 1"));
+	assert_true(logged_at(1, LOG_ERR, "a second dlmd of node 1"));
 	assert_true(sim[2].d.d_cluster->cs_dup_stop);
 	assert_int_equal(sim[2].d.d_exit_code, 1);
 	assert_int_equal(loop_stops, stops + 1);
@@ -2044,8 +2073,13 @@ static int stranger_joins(void)
 	sim[s].hung = true;	/* a CPG member running no dlmd code */
 	j = (struct cpg_address){ 1, sim[s].pid, CPG_REASON_JOIN };
 	confchg(NULL, 0, &j, 1);
-	assert_true(logged(0, "a second dlmd of node 1"));
-	assert_true(logged(1, "a second dlmd of node 1"));
+	/* what is known of it: a process that has not identified itself,
+	 * at warning, once; no "second dlmd" at err (it never seals) */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(logged_count(i, "has not identified itself"), 1);
+		assert_true(logged_at(i, LOG_WARNING, "has not identified itself"));
+		assert_false(logged(i, "a second dlmd of node 1"));
+	}
 	return s;
 }
 
@@ -2056,6 +2090,12 @@ static void stranger_leaves(int s)
 
 	for (unsigned int k = 0; k < nmsgs; k++)
 		assert_int_not_equal(msgs[k].pid, sim[s].pid);
+	/* one that never sealed a message is never called a second dlmd
+	 * (one with the key that sealed is one, as far as anyone knows) */
+	if (!sim_inc[s]) {
+		assert_false(logged(0, "a second dlmd of node 1"));
+		assert_false(logged(1, "a second dlmd of node 1"));
+	}
 	sim[s].hung = false;
 	confchg(&l, 1, NULL, 0);
 	settle();
@@ -2956,7 +2996,7 @@ static void test_split3_stall(void **state)
 		assert_true(logged(i, "recorded this dlmd as failed out of it "
 				   "at a split seen from a minority side"));
 		assert_true(logged(i, "our own failure, which the others recorded"));
-		assert_int_equal(logged_n(i, "unfenced failures at the sync's "
+		assert_int_equal(logged_count(i, "unfenced failures at the sync's "
 					  "end: "), 1);
 		assert_true(logged(i, "our own forgiven (merged back") ||
 			    logged(i, "our own, node "));
@@ -3222,8 +3262,8 @@ static void test_split3_records_overflow(void **state)
 		/* said once when it happens, and at the sync's end */
 		snprintf(what, sizeof(what), "lockspace L: more than %u failures "
 			 "recorded in this sync", CS_FEV_MAX);
-		assert_int_equal(logged_n(i, what), 2);
-		assert_int_equal(logged_n(i, "no failure will be forgiven at "
+		assert_int_equal(logged_count(i, what), 2);
+		assert_int_equal(logged_count(i, "no failure will be forgiven at "
 					  "this sync's end"), 1);
 		assert_true(logged(i, "no failure is forgiven at this sync's end "
 				   "(FORGIVING A SPLIT): lockspace L: more than"));
@@ -3673,6 +3713,186 @@ static void test_merge_unkept(void **state)
 	assert_int_equal(ls_of(2, "K")->core.event, ls_of(3, "K")->core.event);
 }
 
+/* CONFIGURATION CHANGES.  Four nodes, tie-breaker node 1 (the lowest,
+ * as every dlmd read it at start).  corosync's auto_tie_breaker_node is
+ * changed to 3 and node 3's dlmd reads it first (cmap tracking; the
+ * others' reloads come later): from its CONFIG on every member counts
+ * with node 3.  The cluster then splits 2 + 2: nodes 3 and 4 are the
+ * tie-breaker's half and take 1 and 2 for lost from a majority; 1 and 2
+ * do not (an even loser).  Before, node 3 alone counted with node 3, and
+ * both halves took themselves for the majority (each would remove the
+ * other when they merged). */
+static void test_config_ordered(void **state)
+{
+	const int lo[2] = { 0, 1 }, hi[2] = { 2, 3 };
+	struct dlmd_cluster *cs;
+
+	for (int i = 0; i < 4; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 4; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 4;
+		sim[i].d.d_cluster->cs_tiebreak = 1;
+	}
+	/* node 3's reading changes (read_nodelist after the cmap notify) */
+	cs = sim[2].d.d_cluster;
+	cur = 2;
+	cs->cs_tiebreak = 3;
+	cs->cs_nodelist_changed = true;
+	kick(cs);
+	cur = -1;
+	run_jobs();
+	settle();
+	assert_true(logged(0, "node 3's configuration applies"));
+	assert_true(logged(3, "node 3's configuration applies"));
+	for (int i = 0; i < 4; i++)
+		side_of[i] = i < 2 ? 0 : 1;
+	for (int i = 0; i < 2; i++)
+		confchg_side(i, lo, 2, hi, 2, false);
+	for (int i = 2; i < 4; i++)
+		confchg_side(i, hi, 2, lo, 2, false);
+	settle_sides();
+	for (int i = 0; i < 4; i++) {
+		bool tb_half = i >= 2;
+
+		cs = sim[i].d.d_cluster;
+		for (int k = 0; k < 4; k++) {
+			uint32_t id = sim[k].id;
+
+			if ((k >= 2) == tb_half)
+				continue;
+			assert_int_equal(id_in(cs->cs_lost, cs->cs_nlost, id),
+					 tb_half);
+			assert_int_equal(!!(sim[i].fail_how[id] &
+					    DLMD_FAIL_MAJORITY), tb_half);
+		}
+	}
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+}
+
+/* The CONFIG codec: it goes back and forth; flags, 0 or too many nodes,
+ * and a bad length are refused. */
+static void test_config_codec(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 3, .h_seq = 2 }, h2;
+	struct cm_config cg = { 0, 4, 3 }, back;
+	const char *why = NULL;
+	size_t len;
+
+	len = dlmd_cm_config_encode(buf, &h, &cg);
+	assert_int_equal(len, CM_CONFIG_LEN);
+	assert_int_equal(dlmd_cm_hdr_decode(buf, len, &h2, &why), 0);
+	assert_int_equal(h2.h_type, CM_CONFIG);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN, &back, &why), 0);
+	assert_int_equal(back.cg_nnodes, 4);
+	assert_int_equal(back.cg_tiebreak, 3);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN - 1, &back, &why),
+			 -EINVAL);
+	dlm_put_le32(buf + CM_HDR_LEN, 1);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
+	dlm_put_le32(buf + CM_HDR_LEN, 0);
+	dlm_put_le32(buf + CM_HDR_LEN + 4, 0);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
+	dlm_put_le32(buf + CM_HDR_LEN + 4, DLM_MAX_NODES + 1);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
+	cg.cg_nnodes = 0;
+	assert_int_equal(dlmd_cm_config_encode(buf, &h, &cg), 0);
+}
+
+/* Node slot i's corosync nodelist loses node id 'gone' (a reload; what
+ * read_nodelist would find), and its dlmd is told (the cmap notify). */
+static void nodelist_drop(int i, uint32_t gone)
+{
+	struct dlmd_cluster *cs = sim[i].d.d_cluster;
+	unsigned int k = 0;
+
+	for (unsigned int j = 0; j < cs->cs_nnodes; j++)
+		if (cs->cs_nodes[j].n_id != gone)
+			cs->cs_nodes[k++] = cs->cs_nodes[j];
+	cs->cs_nnodes = k;
+	cur = i;
+	cs->cs_nodelist_changed = true;
+	kick(cs);
+	cur = -1;
+	run_jobs();
+}
+
+/* Three nodes with lowcomms entries for each other (nodes_to_comms). */
+static void nodelist_three(void)
+{
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++) {
+		struct dlmd_cluster *cs = sim[i].d.d_cluster;
+
+		cs->cs_nnodes = 3;
+		for (unsigned int k = 0; k < 3; k++) {
+			cs->cs_nodes[k].n_naddrs = 1;
+			snprintf(cs->cs_nodes[k].n_addrs[0], DLMD_ADDR_LEN,
+				 "10.0.0.%u", k + 1);
+		}
+		cur = i;
+		nodes_to_comms(cs);
+		cur = -1;
+	}
+}
+
+/* NODES LEAVING THE NODELIST.  Node 3's dlmd leaves cleanly and node 3
+ * is taken out of the nodelist: nodes 1 and 2 drop its lowcomms state
+ * (before, it stayed in the table for the daemon's life). */
+static void test_nodelist_leaver(void **state)
+{
+	struct cpg_address l;
+
+	nodelist_three();
+	l = (struct cpg_address){ 3, sim[2].pid, CPG_REASON_LEAVE };
+	node_free(2);
+	confchg(&l, 1, NULL, 0);
+	settle();
+	for (int i = 0; i < 2; i++) {
+		nodelist_drop(i, 3);
+		assert_int_equal(removes[i][3], 1);
+		assert_int_equal(removes[i][1] + removes[i][2], 0);
+	}
+}
+
+/* ... node 1 is cut off from nodes 2 and 3 (a minority side: it keeps
+ * their lowcomms state for a merge, cs_reset_later), and node 2 is taken
+ * out of node 1's nodelist: node 2's state stays until it is fenced, and
+ * goes then; node 3's, still in the nodelist, stays. */
+static void test_nodelist_leaver_split(void **state)
+{
+	const int one[1] = { 0 }, rest[2] = { 1, 2 };
+
+	nodelist_three();
+	side_of[0] = 0;
+	side_of[1] = side_of[2] = 1;
+	confchg_side(0, one, 1, rest, 2, false);
+	for (int i = 1; i < 3; i++)
+		confchg_side(i, rest, 2, one, 1, false);
+	settle_sides();
+	assert_true(id_in(sim[0].d.d_cluster->cs_reset_later,
+			  sim[0].d.d_cluster->cs_nreset_later, 2));
+	nodelist_drop(0, 2);
+	assert_int_equal(removes[0][2], 0);	/* kept for a merge */
+	fence_done(0, 2);
+	assert_int_equal(removes[0][2], 1);	/* fenced: gone */
+	assert_int_equal(removes[0][3], 0);
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3747,6 +3967,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stranger_majority, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_vouch_codec, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_config_ordered, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_config_codec, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_nodelist_leaver, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_nodelist_leaver_split, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_silent_stranger, setup,
 						teardown),

@@ -152,6 +152,47 @@ static void test_unreach_limit(void **state)
 			 (uint64_t)UINT32_MAX * 2);
 }
 
+/* The tie-breaker as votequorum picks it: auto_tie_breaker off, or no
+ * auto_tie_breaker_node, is the lowest id; "highest"; a list counts its
+ * first configured id (ids not configured, 0 and junk skipped or ending
+ * it); nothing configured, none. */
+static void test_tiebreak_pick(void **state)
+{
+	const uint32_t ids[] = { 3, 1, 4, 2 };
+
+	assert_int_equal(dlmd_tiebreak_pick(ids, 4, false, "highest"), 1);
+	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, NULL), 1);
+	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "lowest"), 1);
+	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "highest"), 4);
+	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "3"), 3);
+	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "9 0, 2 3"), 2);
+	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "9"), 1);
+	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "x 3"), 1);
+	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, ""), 1);
+	assert_int_equal(dlmd_tiebreak_pick(ids, 0, true, "highest"), 0);
+	assert_int_equal(dlmd_tiebreak_pick(NULL, 0, false, NULL), 0);
+}
+
+/* A strict majority wins; an even half only with the tie-breaker; no
+ * configured nodes, no majority.  Two disjoint halves never both win,
+ * whichever tie-breaker both count with. */
+static void test_majority_side(void **state)
+{
+	const uint32_t a[] = { 1, 2 }, b[] = { 3, 4 }, three[] = { 1, 2, 3 };
+
+	assert_true(dlmd_majority_side(4, 1, three, 3));
+	assert_true(dlmd_majority_side(4, 1, a, 2));
+	assert_false(dlmd_majority_side(4, 1, b, 2));
+	assert_false(dlmd_majority_side(4, 3, a, 2));
+	assert_true(dlmd_majority_side(4, 3, b, 2));
+	assert_false(dlmd_majority_side(4, 0, a, 2));
+	assert_false(dlmd_majority_side(0, 1, a, 2));
+	assert_false(dlmd_majority_side(5, 1, a, 2));
+	for (uint32_t tb = 0; tb <= 5; tb++)
+		assert_false(dlmd_majority_side(4, tb, a, 2) &&
+			     dlmd_majority_side(4, tb, b, 2));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -165,6 +206,8 @@ int main(void)
 		cmocka_unit_test(test_order_free),
 		cmocka_unit_test(test_restart_delay),
 		cmocka_unit_test(test_unreach_limit),
+		cmocka_unit_test(test_tiebreak_pick),
+		cmocka_unit_test(test_majority_side),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
