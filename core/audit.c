@@ -117,20 +117,13 @@ static bool queued_remote(struct dlm_ls *ls, const struct dlm_lkb *lkb)
 	       lkb->lkb_rsb->res_nodeid && !is_master(ls, lkb->lkb_rsb);
 }
 
-/* The process copy lkb is now queued (WAITING or CONVERT) at a remote
- * master, or no longer: keep ls_blocked in step.  Without memory for its
- * wait record it is left off ls_blocked and counted: the next tick tries
- * again (reaudit()). */
-void dlm_audit_queued(struct dlm_ls *ls, struct dlm_lkb *lkb)
+/* Put lkb, queued at a remote master, on ls_blocked.  Without memory for
+ * its wait record it is left off and counted: the next tick tries again
+ * (reaudit()). */
+static void watch_queued(struct dlm_ls *ls, struct dlm_lkb *lkb)
 {
-	bool blocked = queued_remote(ls, lkb);
-	struct dlm_lkb_wait *w;
+	struct dlm_lkb_wait *w = dlm_lkb_qwait_get(ls, lkb);
 
-	unlink_blocked(ls, lkb);
-	restart_clock(ls, lkb);
-	if (!blocked)
-		return;
-	w = dlm_lkb_qwait_get(ls, lkb);
 	if (!w) {
 		log_ls(ls, DLM_LOG_WARNING,
 		       "lock %08x: no memory to audit its wait (tried again at "
@@ -141,6 +134,16 @@ void dlm_audit_queued(struct dlm_ls *ls, struct dlm_lkb *lkb)
 	dlm_list_add_tail(&w->lw_blocked, &ls->ls_blocked);
 	lkb->lkb_flags |= LKBF_BLOCKED;
 	ls->ls_nblocked++;
+}
+
+/* The process copy lkb is now queued (WAITING or CONVERT) at a remote
+ * master, or no longer: keep ls_blocked in step. */
+void dlm_audit_queued(struct dlm_ls *ls, struct dlm_lkb *lkb)
+{
+	unlink_blocked(ls, lkb);
+	restart_clock(ls, lkb);
+	if (queued_remote(ls, lkb))
+		watch_queued(ls, lkb);
 }
 
 static void mark_stuck(struct dlm_ls *ls, struct dlm_lkb *lkb, const char *why)
@@ -212,15 +215,27 @@ static void audit_one(struct dlm_ls *ls, struct dlm_lkb *lkb)
 static void reaudit_one(void *arg, struct dlm_hnode *n)
 {
 	struct dlm_lkb *lkb = dlm_container_of(n, struct dlm_lkb, lkb_hnode);
+	struct dlm_ls *ls = arg;
 
-	if (!(lkb->lkb_flags & LKBF_BLOCKED) && queued_remote(arg, lkb))
-		dlm_audit_queued(arg, lkb);
+	if ((lkb->lkb_flags & LKBF_BLOCKED) || !queued_remote(ls, lkb))
+		return;
+	if (lkb->lkb_wait_type == DLM_WAIT_NONE)
+		restart_clock(ls, lkb);
+	watch_queued(ls, lkb);
 }
 
 /* Put on ls_blocked the waits dlm_audit_queued() could not record for
  * want of memory: one walk of the locks per tick, only after such a
  * failure; what fails again is counted again for the next tick.  A wait
- * put on now starts its clock now: it is audited one period later. */
+ * put on now starts its clock now: it is audited one period later.
+ * Unless an operation of the lock is in flight (a cancel, a conversion):
+ * the clock and the stuck mark are then that operation's audit's (on
+ * ls_waiters), and are left alone; restarting them at every retry, tick
+ * after tick while memory stays short, would keep that audit from ever
+ * being due, and a lost reply from being found.  The wait then goes on
+ * ls_blocked with its older clock, out of order, harmlessly: the walk
+ * skips a lock with an operation in flight, and the answer puts it back
+ * in clock order (dlm_audit_restart). */
 static void reaudit(struct dlm_ls *ls)
 {
 	ls->ls_audit_unwatched = 0;

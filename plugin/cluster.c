@@ -323,8 +323,11 @@
  * START carries its sender's settings (cpgmsg.h, version 5), and at step
  * 4 every member computes, from the same STARTs, the same set of
  * refused members: a fresh member (last event 0) whose settings differ
- * from those of a member that ran the lockspace, or of a fresh member
- * with a lower node id (two fresh ones: the lower id's settings win).
+ * from the reference, those of the members that ran the lockspace (they
+ * agree), or, if none did, those of the fresh member with the lowest
+ * node id.  A fresh member is held to the reference alone: one that
+ * agrees with it is not refused for differing from another fresh member
+ * (nodes 1 off, 2 on, 3 off: only 2 is refused).
  * Every member logs each refusal at error with both settings; if any,
  * the decision is not taken (as for a stateful merge's losers): the
  * refused ones drop their instance (their clients' create fails with
@@ -2298,9 +2301,49 @@ static void fmt_settings(char *buf, size_t size, const struct cm_settings *es)
 		 !!(es->es_flags & CM_ES_FOLD));
 }
 
+/* EQUAL SETTINGS: is member j's a reference setting, one a fresh member
+ * must agree with?  Those of every member that ran the lockspace (they
+ * ran it together: they agree), or, if none did, that of the fresh
+ * member with the lowest node id.  Never that of a member refused
+ * itself: each fresh member is held to the reference alone, not to the
+ * other fresh ones.  The same on every member (the same STARTs). */
+static bool settings_ref(const struct dlmd_cluster_ls *cl, unsigned int j)
+{
+	bool ran = false;
+
+	for (unsigned int k = 0; k < cl->cl_nmembers; k++)
+		ran |= cl->cl_start_event[k] != 0;
+	if (ran)
+		return cl->cl_start_event[j] != 0;
+	for (unsigned int k = 0; k < cl->cl_nmembers; k++)
+		if (cl->cl_members[k] < cl->cl_members[j])
+			return false;
+	return true;
+}
+
+/* EQUAL SETTINGS: warn of settings that may differ (each master decides
+ * alone) when ours are not those of member j. */
+static void settings_warn(const struct dlmd_cluster_ls *cl, unsigned int self,
+			  unsigned int j)
+{
+	const struct cm_settings *es = &cl->cl_start_set[self];
+	const struct cm_settings *ej = &cl->cl_start_set[j];
+	char a[128], b[128];
+
+	if (!settings_agree(es, ej) || !memcmp(es, ej, sizeof(*es)) ||
+	    (es->es_remaster_secs == ej->es_remaster_secs &&
+	     es->es_remaster_window == ej->es_remaster_window))
+		return;
+	fmt_settings(a, sizeof(a), es);
+	fmt_settings(b, sizeof(b), ej);
+	log_warn("lockspace %s: node %u has %s, we have %s (allowed: each "
+		 "master decides alone)", cl->cl_dl->dl_name,
+		 cl->cl_members[j], b, a);
+}
+
 /* EQUAL SETTINGS: the members refused at this decision, each logged with
- * the settings it conflicts with (the same on every member: the same
- * STARTs); *us: we are one.  Returns how many. */
+ * the reference settings it conflicts with (settings_ref; the same on
+ * every member: the same STARTs); *us: we are one.  Returns how many. */
 static unsigned int settings_refusals(struct dlmd_cluster_ls *cl, bool *us)
 {
 	uint32_t self = cl->cl_d->d_nodeid;
@@ -2311,29 +2354,17 @@ static unsigned int settings_refusals(struct dlmd_cluster_ls *cl, bool *us)
 	for (unsigned int i = 0; i < cl->cl_nmembers; i++) {
 		const struct cm_settings *ei = &cl->cl_start_set[i];
 
+		for (unsigned int j = 0; j < cl->cl_nmembers; j++)
+			if (j != i && cl->cl_members[i] == self)
+				settings_warn(cl, i, j);
+		if (cl->cl_start_event[i] || settings_ref(cl, i))
+			continue;	/* it ran it, or it is the reference */
 		for (unsigned int j = 0; j < cl->cl_nmembers; j++) {
 			const struct cm_settings *ej = &cl->cl_start_set[j];
 
-			if (i == j)
+			if (j == i || !settings_ref(cl, j) ||
+			    settings_agree(ei, ej))
 				continue;
-			if (settings_agree(ei, ej)) {
-				if (cl->cl_members[i] == self &&
-				    memcmp(ei, ej, sizeof(*ei)) &&
-				    (ei->es_remaster_secs != ej->es_remaster_secs ||
-				     ei->es_remaster_window != ej->es_remaster_window)) {
-					fmt_settings(a, sizeof(a), ei);
-					fmt_settings(b, sizeof(b), ej);
-					log_warn("lockspace %s: node %u has %s, we "
-						 "have %s (allowed: each master "
-						 "decides alone)", cl->cl_dl->dl_name,
-						 cl->cl_members[j], b, a);
-				}
-				continue;
-			}
-			if (cl->cl_start_event[i] ||
-			    (!cl->cl_start_event[j] &&
-			     cl->cl_members[j] > cl->cl_members[i]))
-				continue;	/* i stays: j yields, or both ran it */
 			fmt_settings(a, sizeof(a), ei);
 			fmt_settings(b, sizeof(b), ej);
 			log_err("lockspace %s: node %u refused: it joins with %s, "

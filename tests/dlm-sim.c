@@ -2869,7 +2869,8 @@ static void usage(FILE *out)
 		"                node makes most operations, mostly on two roots;\n"
 		"                a move faster than the hysteresis allows fails\n"
 		"  --mixed N     node N's engine runs with remastering off (the\n"
-		"                unequal settings dlmd refuses at a join)\n"
+		"                unequal settings dlmd refuses at a join); needs\n"
+		"                --remaster, and a node N (--nodes, --faults)\n"
 		"  --repoint     with --remaster: resources that other nodes (and\n"
 		"                the master's own clients) lock too move, their\n"
 		"                locks re-pointed (remaster_shared); the others\n"
@@ -3119,6 +3120,22 @@ int main(int argc, char **argv)
 	}
 	if (opts.o_hot_trees && !opts.o_rehot)
 		opts.o_rehot = 4;
+	/* --mixed N that no engine would see tests nothing: say so */
+	if (opts.o_mixed && !opts.o_remaster) {
+		fprintf(stderr, "dlm-sim: --mixed needs --remaster (or --repoint, "
+			"--hot-trees): without it no engine remasters\n");
+		return 2;
+	}
+	if (opts.o_mixed > (uint32_t)(opts.o_nodes && !opts.o_faults ?
+				      opts.o_nodes : SIM_FAULT_MAX_NODES)) {
+		fprintf(stderr, "dlm-sim: --mixed %u: no node %u (node ids run "
+			"1 to %d%s)\n", opts.o_mixed, opts.o_mixed,
+			opts.o_nodes && !opts.o_faults ? opts.o_nodes :
+			SIM_FAULT_MAX_NODES, opts.o_nodes && !opts.o_faults ?
+			" with --nodes" : ", the most a seed picks or --faults "
+			"joins");
+		return 2;
+	}
 	if (opts.o_faults && opts.o_nodes > SIM_FAULT_MAX_NODES) {
 		fprintf(stderr, "dlm-sim: --faults runs up to %d nodes\n",
 			SIM_FAULT_MAX_NODES);

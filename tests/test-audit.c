@@ -299,6 +299,45 @@ static void test_nomem_retried(void **state)
 	net_free(n);
 }
 
+/* Node 2's request is queued at node 1 while node 2 has no memory, which
+ * stays short: its wait is not on the audit's list, and every audit pass
+ * tries again and fails.  Node 2 then cancels the request and the
+ * CANCEL_REPLY is lost: the cancel, an operation in flight, is audited
+ * one period later and its lost reply found.  Before (seen failing: no
+ * audit, nothing stuck) each retry restarted the lock's clock, shared
+ * with the cancel's audit, which was never due while memory was short. */
+static void test_nomem_retry_keeps_inflight_audit(void **state)
+{
+	struct net *n = net_new();
+	uint32_t held, queued;
+
+	(void)state;
+	held = lock(n, 1, DLM_LOCK_EX, 11);
+	drain(n);
+	assert_int_equal(comps_on(n, 1), 1);
+	queued = lock(n, 2, DLM_LOCK_EX, 21);
+	dlm_core_set_alloc_hook(n->core[2], fail_all, NULL);
+	drain(n);		/* the reply "queued" finds no memory */
+	assert_int_equal(comps_on(n, 2), 0);
+	pass(n, AUDIT_MS);	/* retried, and failing, at each pass */
+	assert_int_equal(audits(n, 2), 0);
+	n->lose_type = DLM_MSG_CANCEL_REPLY;
+	unlock(n, 2, queued, 21, DLM_LKF_CANCEL);
+	drain(n);
+	assert_int_equal(n->lost, 1);
+	assert_int_equal(comps_on(n, 2), 0);
+	pass(n, 3 * AUDIT_MS);
+	assert_true(audits(n, 2) >= 1);
+	assert_int_equal(stuck(n, 2), 1);
+	assert_int_equal(stuck_logs[2], 1);
+	pass(n, 3 * AUDIT_MS);	/* the retries leave the mark alone */
+	assert_int_equal(stuck(n, 2), 1);
+	assert_int_equal(unstuck_logs[2], 0);
+	dlm_core_set_alloc_hook(n->core[2], NULL, NULL);
+	(void)held;
+	net_free(n);
+}
+
 /* audit_ms 0 turns it off: nothing is sent, nothing reported. */
 static void test_audit_off(void **state)
 {
@@ -325,6 +364,7 @@ int main(void)
 		cmocka_unit_test(test_master_late),
 		cmocka_unit_test(test_audit_off),
 		cmocka_unit_test(test_nomem_retried),
+		cmocka_unit_test(test_nomem_retry_keeps_inflight_audit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1045,6 +1045,69 @@ static void test_unequal_settings_fresh(void **state)
 			   "remaster_window 64"));
 }
 
+/* EQUAL SETTINGS: three fresh joiners of "M" at once, node 1 off, node 2
+ * on, node 3 off: only node 2, which differs from node 1 (the lowest
+ * id's settings are the reference), is refused; node 3 agrees with node
+ * 1 and runs "M" with it, though it differs from node 2, refused
+ * itself.  Before (seen failing: join_error -71) node 3 was refused too,
+ * for differing from node 2. */
+static void test_unequal_settings_refused_only_differing(void **state)
+{
+	(void)state;
+	sim_start(0);
+	sim_start(1);
+	sim_start(2);
+	settle();
+	sim[1].d.d_cfg.cf_remaster_secs = 10;
+	ls_create(0, "M");
+	ls_create(1, "M");
+	ls_create(2, "M");
+	settle();
+	assert_true(ls_running(0, "M"));
+	assert_null(ls_of(1, "M"));
+	assert_int_equal(sim[1].join_error, -EPROTO);
+	assert_int_equal(sim[2].join_error, 0);
+	assert_true(ls_running(2, "M"));
+	assert_int_equal(ls_of(0, "M")->core.nmembers, 2);
+	assert_int_equal(ls_of(2, "M")->core.nmembers, 2);
+	for (int i = 0; i < 3; i++) {
+		assert_true(logged(i, "lockspace M: node 2 refused"));
+		assert_false(logged(i, "lockspace M: node 3 refused"));
+		assert_false(logged(i, "lockspace M: node 1 refused"));
+	}
+}
+
+/* EQUAL SETTINGS: node 1 runs "L" (off); nodes 2 (on) and 3 (off) join
+ * it in one change: only node 2 is refused (it differs from node 1, who
+ * ran "L"); node 3 joins though it differs from node 2.  Before (seen
+ * failing: join_error -71) node 3 was refused too. */
+static void test_unequal_settings_refused_only_differing_running(void **state)
+{
+	(void)state;
+	sim_start(0);
+	sim_start(1);
+	sim_start(2);
+	settle();
+	sim[1].d.d_cfg.cf_remaster_secs = 10;
+	ls_create(0, "L");
+	settle();
+	assert_true(ls_running(0, "L"));
+	ls_create(1, "L");
+	ls_create(2, "L");
+	settle();
+	assert_true(ls_running(0, "L"));
+	assert_null(ls_of(1, "L"));
+	assert_int_equal(sim[1].join_error, -EPROTO);
+	assert_int_equal(sim[2].join_error, 0);
+	assert_true(ls_running(2, "L"));
+	assert_int_equal(ls_of(0, "L")->core.nmembers, 2);
+	assert_int_equal(ls_of(2, "L")->core.nmembers, 2);
+	for (int i = 0; i < 3; i++) {
+		assert_true(logged(i, "lockspace L: node 2 refused"));
+		assert_false(logged(i, "lockspace L: node 3 refused"));
+	}
+}
+
 /* Queue the bytes of a message of node slot i's process as CPG would
  * carry them, seal or not. */
 static void inject_raw(int i, const unsigned char *buf, size_t len)
@@ -3901,6 +3964,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unequal_settings_refused,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unequal_settings_fresh,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unequal_settings_refused_only_differing,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unequal_settings_refused_only_differing_running,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_passed_to_newcomer,
 						setup, teardown),
