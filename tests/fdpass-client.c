@@ -531,24 +531,32 @@ static void close_fds(int *nul)
 /* Past the budget, connections that cost dlmd an fd each, once. */
 static void way_flood(void)
 {
-	int nul[SCM_FDS], s = -1, fd = raw_connect(), nconn = 0, nleft = 0;
+	int nul[SCM_FDS], fds[SCM_FDS], s = -1, fd = raw_connect(), st;
+	int nconn = 0, nleft = 0;
 	struct dlmp_msg m;
 	bool ok = fd >= 0 && open_fds(nul, &s);
 
-	memmove(nul + 1, nul, sizeof(int) * (SCM_FDS - 1));
-	nul[0] = s;
+	/* the request's fd, then the stuck socket: dlmd drops it first,
+	 * so that all the others wait behind it */
+	fds[0] = nul[0];
+	fds[1] = s;
+	memcpy(fds + 2, nul + 1, sizeof(int) * (SCM_FDS - 2));
 	raw_ls_msg(&m, DLMP_LS_OPEN, "fdpass-none");
 	dlmd_hold(true);
-	/* 506 waiting: past REAP_UID_MAX */
-	ok = ok && send_fds(fd, &m, 30, nul, SCM_FDS) == 0 &&
-	     send_fds(fd, &m, 31, nul + 1, SCM_FDS - 1) == 0;
+	/* 505 waiting: past REAP_UID_MAX */
+	ok = ok && send_fds(fd, &m, 30, fds, SCM_FDS) == 0 &&
+	     send_fds(fd, &m, 31, nul, SCM_FDS - 1) == 0;
 	if (s >= 0)
 		close(s);
-	nul[0] = -1;
 	dlmd_hold(false);
 	if (fd >= 0) {
 		wait_cut(fd);
 		close(fd);
+	}
+	st = ok ? dlmd_ask() : 0;
+	if (st != -EMFILE) {
+		printf("# flood: not past the budget: %d\n", st);
+		ok = false;
 	}
 	for (unsigned int i = 0; ok && i < 2000; i++) {
 		int k = raw_connect();
@@ -561,12 +569,12 @@ static void way_flood(void)
 	for (unsigned int i = 0; ok && i < 300; i++) {
 		int k = raw_connect();
 
-		if (k >= 0 && send_fds(k, &m, 40, nul + 1, 1) == 0)
+		if (k >= 0 && send_fds(k, &m, 40, nul, 1) == 0)
 			nleft++;
 		if (k >= 0)
 			close(k);
 	}
-	close_fds(nul + 1);
+	close_fds(nul);
 	if (!ok || nconn < 1000 || nleft < 150) {
 		printf("FAIL fdpass flood: could not set it up (%d, %d)\n",
 		       nconn, nleft);
