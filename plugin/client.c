@@ -307,11 +307,25 @@ static struct lkcb *lkcb_find(const struct dlmd_client *c, uint32_t lkid)
  *     is refused new connections (-EMFILE), and a connection of it that
  *     passes one more is disconnected; one already disconnected is
  *     closed before it reads again, and so is every connection of a uid
- *     with twice as many waiting (its socket, with whatever waits in
- *     it, goes to the reaper as one fd): what a user can make dlmd hold
- *     stays bounded.  (Twice: a connection accepted under the bound
- *     must not be cut for the closes of its user's others, as they
- *     end, which count too; test-client-fdpass saw it.)
+ *     with REAP_UID_HELD (twice as many) waiting.  (Twice: a connection
+ *     accepted under the bound must not be cut for the closes of its
+ *     user's others, as they end, which count too; test-client-fdpass
+ *     saw it.)
+ *   - the bound, per uid: fds enter dlmd's table only as packets are
+ *     read, DLMD_SCM_MAX_FD a packet at most.  A connection's reads
+ *     (client_batch) and sock_close's take a packet only while the uid
+ *     has fewer than REAP_UID_HELD waiting, and as many at once as keep
+ *     it under that (one at least), so it has REAP_UID_HELD +
+ *     DLMD_SCM_MAX_FD - 1 (764) at most, and one fd per full jail
+ *     (below).  What is not read stays in its socket's queue; a socket
+ *     closes here if its queue is empty or holds no fd (a user that
+ *     connects and closes, refused, costs no fd), else it is parked in
+ *     flight in the uid's jail (reap_park: thousands of sockets a jail
+ *     fd; the files they hold are kernel memory, no fd of dlmd's), so
+ *     a user past the budget adds no fd a connection
+ *     (tests/test-client-fdpass.sh flood, burst, dlmd at 1024 fds).
+ *     The price: a limited uid's connection reads 2 packets a call, not
+ *     CLIENT_BATCH (64 a wake-up still).
  */
 #define REAP_UID_MAX	256
 #define REAP_UID_HELD	(2 * REAP_UID_MAX)
