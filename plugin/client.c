@@ -307,13 +307,28 @@ static struct lkcb *lkcb_find(const struct dlmd_client *c, uint32_t lkid)
  *     is refused new connections (-EMFILE), and a connection of it that
  *     passes one more is disconnected; one already disconnected is
  *     closed before it reads again, and so is every connection of a uid
- *     with twice as many waiting (its socket, with whatever waits in
- *     it, goes to the reaper as one fd): what a user can make dlmd hold
- *     stays bounded.  (Twice: a connection accepted under the bound
- *     must not be cut for the closes of its user's others, as they
- *     end, which count too; test-client-fdpass saw it.)
+ *     with REAP_UID_HELD (twice as many) waiting.  (Twice: a connection
+ *     accepted under the bound must not be cut for the closes of its
+ *     user's others, as they end, which count too; test-client-fdpass
+ *     saw it.)
+ *   - the bound, per uid: fds enter dlmd's table only as packets are
+ *     read, DLMD_SCM_MAX_FD a packet at most.  A connection's reads
+ *     (client_batch) and sock_close's take a packet only while the uid
+ *     has fewer than REAP_UID_HELD waiting, and as many at once as keep
+ *     it under that (one at least), so it has REAP_UID_HELD +
+ *     DLMD_SCM_MAX_FD - 1 (764) at most, and one fd per full jail
+ *     (below).  What is not read stays in its socket's queue; a socket
+ *     closes here if its queue is empty or holds no fd (a user that
+ *     connects and closes, refused, costs no fd), else it is parked in
+ *     flight in the uid's jail (reap_park: thousands of sockets a jail
+ *     fd; the files they hold are kernel memory, no fd of dlmd's), so
+ *     a user past the budget adds no fd a connection
+ *     (tests/test-client-fdpass.sh flood, burst, dlmd at 1024 fds).
+ *     The price: a limited uid's connection reads 2 packets a call, not
+ *     CLIENT_BATCH (64 a wake-up still).
  */
 #define REAP_UID_MAX	256
+#define REAP_UID_HELD	(2 * REAP_UID_MAX)
 
 struct reap_item {
 	struct reap_item	*ri_next;
@@ -323,8 +338,11 @@ struct reap_item {
 struct reap_uid {
 	struct reap_uid		*ru_next;
 	uid_t			ru_uid;
-	uint32_t		ru_n;		/* fds queued or being closed */
+	uint32_t		ru_n;		/* fds queued or being closed,
+						 * its jail's counting one */
 	bool			ru_running;	/* its thread runs */
+	int			ru_jail[2];	/* sockets in flight: [0] reads
+						 * (-1: none), [1] sends */
 	struct reap_item	*ru_head;
 	struct reap_item	**ru_tail;
 };
@@ -347,13 +365,31 @@ static void *reap_thread(void *arg)
 	struct reap_uid *ru = arg;
 
 	pthread_mutex_lock(&reaper.rp_mu);
-	for (struct reap_item *ri; (ri = ru->ru_head);) {
-		ru->ru_head = ri->ri_next;
-		if (!ru->ru_head)
-			ru->ru_tail = &ru->ru_head;
+	for (;;) {
+		struct reap_item *ri = ru->ru_head;
+		int jail[2];
+
+		if (ri) {
+			ru->ru_head = ri->ri_next;
+			if (!ru->ru_head)
+				ru->ru_tail = &ru->ru_head;
+			pthread_mutex_unlock(&reaper.rp_mu);
+			close(ri->ri_fd);	/* may wait: only this uid's */
+			free(ri);
+			pthread_mutex_lock(&reaper.rp_mu);
+			ru->ru_n--;
+			continue;
+		}
+		if (ru->ru_jail[0] < 0)
+			break;
+		/* the sockets parked in flight go with its reading end */
+		jail[0] = ru->ru_jail[0];
+		jail[1] = ru->ru_jail[1];
+		ru->ru_jail[0] = ru->ru_jail[1] = -1;
 		pthread_mutex_unlock(&reaper.rp_mu);
-		close(ri->ri_fd);	/* may wait: only this uid's wait */
-		free(ri);
+		if (jail[1] >= 0)
+			close(jail[1]);
+		close(jail[0]);		/* may wait: only this uid's */
 		pthread_mutex_lock(&reaper.rp_mu);
 		ru->ru_n--;
 	}
@@ -411,6 +447,31 @@ static bool reap_start(struct reap_uid *ru)
 	return rv == 0;
 }
 
+/* uid's record, made if it has none (rp_mu held), its thread started
+ * if none runs; NULL without memory or thread. */
+static struct reap_uid *reap_uid_get(uid_t uid)
+{
+	struct reap_uid *ru = reap_uid_find(uid);
+
+	if (ru)
+		return ru;	/* one exists while its thread runs */
+	ru = calloc(1, sizeof(*ru));
+	if (!ru)
+		return NULL;
+	ru->ru_uid = uid;
+	ru->ru_head = NULL;
+	ru->ru_tail = &ru->ru_head;
+	ru->ru_jail[0] = ru->ru_jail[1] = -1;
+	if (!reap_start(ru)) {
+		free(ru);
+		return NULL;
+	}
+	ru->ru_running = true;
+	ru->ru_next = reaper.rp_uids;
+	reaper.rp_uids = ru;
+	return ru;
+}
+
 /* Close fd, which came from a client of uid's (or is a socket of one),
  * without waiting for its release: by uid's reaper.  If no thread can
  * be had (out of memory), here after all, with a log line. */
@@ -424,34 +485,16 @@ static void reap_fd(uid_t uid, int fd)
 	ri->ri_next = NULL;
 	ri->ri_fd = fd;
 	pthread_mutex_lock(&reaper.rp_mu);
-	ru = reap_uid_find(uid);
+	ru = reap_uid_get(uid);
 	if (!ru) {
-		ru = calloc(1, sizeof(*ru));
-		if (!ru) {
-			pthread_mutex_unlock(&reaper.rp_mu);
-			free(ri);
-			goto here;
-		}
-		ru->ru_uid = uid;
-		ru->ru_head = NULL;
-		ru->ru_tail = &ru->ru_head;
-		ru->ru_next = reaper.rp_uids;
-		reaper.rp_uids = ru;
+		pthread_mutex_unlock(&reaper.rp_mu);
+		free(ri);
+		goto here;
 	}
+	/* (a new record's thread waits for rp_mu: it sees ri) */
 	*ru->ru_tail = ri;
 	ru->ru_tail = &ri->ri_next;
 	ru->ru_n++;
-	if (!ru->ru_running) {
-		/* a new record (one exists while its thread runs): ri alone */
-		if (!reap_start(ru)) {
-			reaper.rp_uids = ru->ru_next;
-			pthread_mutex_unlock(&reaper.rp_mu);
-			free(ru);
-			free(ri);
-			goto here;
-		}
-		ru->ru_running = true;
-	}
 	pthread_mutex_unlock(&reaper.rp_mu);
 	return;
 here:
@@ -460,31 +503,120 @@ here:
 }
 
 /*
+ * Park a socket of a client's (uid's) whose queue may hold fds, in flight:
+ * sent (SCM_RIGHTS) into uid's jail, a socketpair dlmd made, and our copy
+ * closed here (a socket's close only drops our reference: its release,
+ * and that of what its queue holds, comes with the jail's, by uid's
+ * reaper).  A socket in flight takes no slot of dlmd's fd table: a user
+ * whose reaper is stuck makes dlmd hold two fds (the jail's ends) for
+ * as many sockets as the jail takes (JAIL_SNDBUF: thousands; then it is
+ * given to the reaper as one fd and another is made), not one a
+ * connection.  dlmd may pass that many: root is not bound by the
+ * kernel's unix_inflight limit.  false: not parked (no memory, no
+ * socketpair; EAGAIN handled): the caller gives it to the reaper.
+ */
+#define JAIL_SNDBUF	(4 * 1024 * 1024)
+
+static bool reap_park(uid_t uid, int fd)
+{
+	struct reap_uid *ru;
+	bool parked = false;
+
+	pthread_mutex_lock(&reaper.rp_mu);
+	ru = reap_uid_get(uid);
+	/* a jail sealed (full, no memory to queue it) takes no more */
+	for (int tries = 0; ru && tries < 2 && !(ru->ru_jail[0] >= 0 &&
+						  ru->ru_jail[1] < 0); tries++) {
+		union {
+			char		b[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr	align;
+		} cb;
+		char byte = 0;
+		struct iovec iov = { &byte, 1 };
+		struct msghdr mh;
+		struct cmsghdr *cm;
+
+		if (ru->ru_jail[0] < 0) {
+			int sz = JAIL_SNDBUF;
+
+			if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0,
+				       ru->ru_jail) < 0) {
+				ru->ru_jail[0] = ru->ru_jail[1] = -1;
+				break;
+			}
+			/* root's may pass wmem_max; else what it allows */
+			if (setsockopt(ru->ru_jail[1], SOL_SOCKET, SO_SNDBUFFORCE,
+				       &sz, sizeof(sz)) < 0)
+				setsockopt(ru->ru_jail[1], SOL_SOCKET, SO_SNDBUF,
+					   &sz, sizeof(sz));
+			ru->ru_n++;	/* the jail counts one, as an fd */
+		}
+		memset(&mh, 0, sizeof(mh));
+		memset(&cb, 0, sizeof(cb));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cb.b;
+		mh.msg_controllen = sizeof(cb.b);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		if (sendmsg(ru->ru_jail[1], &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == 1) {
+			parked = true;
+			break;
+		}
+		/* full (or failed): to the reaper as one fd, and a new one
+		 * (the end that sends has nothing queued: it closes here) */
+		close(ru->ru_jail[1]);
+		ru->ru_jail[1] = -1;
+		{
+			struct reap_item *ri = malloc(sizeof(*ri));
+
+			if (!ri)	/* sealed: closed as a jail at the end */
+				break;
+			ri->ri_next = NULL;
+			ri->ri_fd = ru->ru_jail[0];
+			*ru->ru_tail = ri;
+			ru->ru_tail = &ri->ri_next;
+			/* ru_n: the jail's count is the item's now */
+		}
+		ru->ru_jail[0] = ru->ru_jail[1] = -1;
+	}
+	pthread_mutex_unlock(&reaper.rp_mu);
+	if (parked)
+		close(fd);	/* not the last reference: the jail holds one */
+	return parked;
+}
+
+/*
  * Close one of a client's sockets (its connection, its AST socket, one
  * refused) whose queue may hold packets with fds: shut down, so that its
- * peer can add nothing more; read what the queue holds, each fd to
- * passed_drop(); then, the queue empty, close it here: its release
- * waits for nothing.  SO_PASSCRED gives every packet read a control
- * message, so the end of the queue (no control message) is told from a
- * packet of no bytes (a client's end of file, to dlmd).  Past
- * SOCK_DRAIN_MAX packets, when it cannot be read so, or without 'drain'
- * (its user has too many fds waiting already: not one more taken), the
- * reaper closes it, queue and all.  A client that left nothing there
- * (every one that closes after its answers) costs one recvmsg, no
- * thread.
+ * peer can add nothing more; then look at the head of its queue
+ * (MSG_PEEK with room for no fd: the kernel drops the copies it made for
+ * us, never the last references): empty (SO_PASSCRED gives every packet
+ * a control message, so the end of the queue, none, is told from a
+ * packet of no bytes), it is closed here: its release waits for nothing;
+ * a packet with no fd is read and dropped; one with fds is read, each to
+ * passed_drop(), while its user has fewer than REAP_UID_HELD fds waiting
+ * for its reaper (one packet adds DLMD_SCM_MAX_FD at most).  Past
+ * SOCK_DRAIN_MAX packets, when it cannot be read so, or its user over
+ * that bound, the socket is parked with its queue (reap_park(): no fd
+ * of dlmd's), or given to the reaper.  A client that left nothing there
+ * (every one that closes after its answers, and one that connects and
+ * closes) costs two calls, no fd, no thread.
  */
-#define SOCK_DRAIN_MAX	16
+#define SOCK_DRAIN_MAX	64
 
 static void passed_drop(uid_t uid, int fd);
 
-static void sock_close(uid_t uid, int fd, bool drain)
+static void sock_close(uid_t uid, int fd)
 {
 	int one = 1;
 
 	shutdown(fd, SHUT_RDWR);
-	if (!drain ||
-	    setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0)
-		goto reap;
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0)
+		goto park;
 	for (unsigned int i = 0; i < SOCK_DRAIN_MAX; i++) {
 		union {
 			char		b[CMSG_SPACE(sizeof(int) * DLMD_SCM_MAX_FD) +
@@ -494,8 +626,26 @@ static void sock_close(uid_t uid, int fd, bool drain)
 		char byte;
 		struct iovec iov = { &byte, 1 };
 		struct msghdr mh;
+		bool fds;
 		ssize_t n;
 
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cb.b;
+		mh.msg_controllen = CMSG_SPACE(sizeof(struct ucred));
+		n = recvmsg(fd, &mh, MSG_PEEK | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0)
+			break;
+		if (n == 0 && mh.msg_controllen == 0) {
+			close(fd);	/* empty: nothing of the client's */
+			return;
+		}
+		fds = mh.msg_flags & MSG_CTRUNC;
+		if (fds && uid_limited(uid) && reap_pending(uid) >= REAP_UID_HELD)
+			break;	/* not one more fd of its: parked */
+		/* the packet peeked (we alone read here; the shut down
+		 * queue only loses its head) */
 		memset(&mh, 0, sizeof(mh));
 		mh.msg_iov = &iov;
 		mh.msg_iovlen = 1;
@@ -504,10 +654,6 @@ static void sock_close(uid_t uid, int fd, bool drain)
 		n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (n < 0)
 			break;
-		if (n == 0 && mh.msg_controllen == 0) {
-			close(fd);	/* empty: nothing of the client's */
-			return;
-		}
 		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm;
 		     cm = CMSG_NXTHDR(&mh, cm)) {
 			if (cm->cmsg_level != SOL_SOCKET ||
@@ -523,8 +669,9 @@ static void sock_close(uid_t uid, int fd, bool drain)
 			}
 		}
 	}
-reap:
-	reap_fd(uid, fd);
+park:
+	if (!reap_park(uid, fd))
+		reap_fd(uid, fd);
 }
 
 /* A passed fd dlmd does not keep (the client's uid 'uid'): a memfd no
@@ -1573,7 +1720,7 @@ static void client_unbind(struct dlmd *d, struct dlmd_client *c, bool answer)
 	astbuf_drop(d, c);
 	if (c->cl_ast_fd >= 0) {
 		/* the client may have put fds in its queue ("Passed fds") */
-		sock_close(c->cl_uid, c->cl_ast_fd, !reap_over(c->cl_uid, 1));
+		sock_close(c->cl_uid, c->cl_ast_fd);
 	}
 	c->cl_ast_fd = -1;
 	if (answer)	/* the lockspace is released: its engine took them */
@@ -3357,7 +3504,7 @@ static void refuse_conn(struct dlmd *d, int fd, const struct ucred *cr, int stat
 		log_debug("client pid %d: cannot send the refusal: %s", (int)cr->pid,
 			  strerror(errno));
 	/* what it sent before we accepted it may hold fds ("Passed fds") */
-	sock_close(cr->uid, fd, !reap_over(cr->uid, 1));
+	sock_close(cr->uid, fd);
 	d->d_nrefused++;
 	if (limit_log_due(&d->d_refuse_log_ms, &d->d_refuse_nquiet)) {
 		log_warn("client pid %d uid %u refused: %s (%llu other refusal%s "
@@ -3486,7 +3633,7 @@ void dlmd_client_close(struct dlmd *d, struct dlmd_client *c)
 	if (d->d_loop)
 		qb_loop_poll_del(d->d_loop, c->cl_fd);
 	/* what waits in its queue may hold fds ("Passed fds") */
-	sock_close(c->cl_uid, c->cl_fd, !reap_over(c->cl_uid, 1));
+	sock_close(c->cl_uid, c->cl_fd);
 	free(c);
 	dlmd_flush(d);
 }
@@ -3525,6 +3672,25 @@ static int passed_fd(struct msghdr *mh, uid_t uid)
 }
 
 /*
+ * Packets to read at once from a connection of uid's: each may carry
+ * DLMD_SCM_MAX_FD fds, all in dlmd's table once read, so a user whose
+ * fds wait for its reaper gets as many as keep them under REAP_UID_HELD
+ * (one at least: then DLMD_SCM_MAX_FD past it at most), and no more is
+ * read once it is there ("Passed fds").  Root's, CLIENT_BATCH.
+ */
+static int client_batch(uid_t uid)
+{
+	uint32_t pending, n;
+
+	if (!uid_limited(uid))
+		return CLIENT_BATCH;
+	pending = reap_pending(uid);
+	n = pending < REAP_UID_HELD ?
+		(REAP_UID_HELD - pending) / DLMD_SCM_MAX_FD : 0;
+	return n < 1 ? 1 : n > CLIENT_BATCH ? CLIENT_BATCH : (int)n;
+}
+
+/*
  * Up to CLIENT_BATCH packets per recvmmsg, so that a pipelining client's
  * requests cost one read, and a lone request costs no second read that
  * finds the socket empty (fewer packets than asked for: it is empty).
@@ -3542,9 +3708,10 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 	struct iovec iov[CLIENT_BATCH];
 	uint64_t ring0 = d->d_nring_requests;
 
-	if (reap_over(c->cl_uid, c->cl_broken ? 1 : 2)) {
-		/* its user's fds wait for its reaper: not one more read
-		 * ("Passed fds"); its socket and queue go there too */
+	if (c->cl_broken || reap_over(c->cl_uid, 2)) {
+		/* broken: not one more read, what waits in its queue goes
+		 * with its socket (sock_close); its user's fds wait for its
+		 * reaper: likewise ("Passed fds") */
 		client_break(d, c, "its user passed more fds than dlmd could "
 			     "close yet (\"Passed fds\")");
 		ast_batch.ab_n = 0;
@@ -3557,10 +3724,11 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 		stash_run(d, c);	/* resumed: what it sent before */
 	/* paused (backpressure) by what it took: no more (the packets one
 	 * recvmmsg read are handled; the rest wait in the socket) */
-	for (int call = 0; call < CLIENT_CALLS && !c->cl_paused; call++) {
-		int n;
+	for (int call = 0, got = 0; got < CLIENT_CALLS * CLIENT_BATCH &&
+	     !c->cl_paused; call++) {
+		int vlen = client_batch(c->cl_uid), n;
 
-		for (int i = 0; i < CLIENT_BATCH; i++) {
+		for (int i = 0; i < vlen; i++) {
 			iov[i].iov_base = bufs[i];
 			iov[i].iov_len = sizeof(bufs[i]);
 			memset(&mm[i], 0, sizeof(mm[i]));
@@ -3569,8 +3737,8 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 			mm[i].msg_hdr.msg_control = cbufs[i].buf;
 			mm[i].msg_hdr.msg_controllen = sizeof(cbufs[i].buf);
 		}
-		n = recvmmsg(fd, mm, CLIENT_BATCH, MSG_DONTWAIT | MSG_CMSG_CLOEXEC,
-			     NULL);
+		n = recvmmsg(fd, mm, (unsigned int)vlen,
+			     MSG_DONTWAIT | MSG_CMSG_CLOEXEC, NULL);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			break;
 		if (n <= 0) {
@@ -3597,6 +3765,7 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 				return 0;
 			}
 			if (c->cl_broken) {
+				/* read with it (counted in client_batch) */
 				passed_drop(c->cl_uid, passed);
 				continue;
 			}
@@ -3610,8 +3779,19 @@ static int client_readable(int32_t fd, int32_t revents, void *data)
 				len = sizeof(bufs[i]);
 			dlmd_client_socket_request(d, c, bufs[i], len, passed);
 		}
-		if (n < CLIENT_BATCH)
+		got += n;
+		if (n < vlen)
 			break;
+		if (c->cl_broken || reap_over(c->cl_uid, 2)) {
+			/* not one more read: the rest stays in its queue,
+			 * for sock_close ("Passed fds") */
+			client_break(d, c, "its user passed more fds than "
+				     "dlmd could close yet (\"Passed fds\")");
+			out_batch.ob_c = NULL;
+			ast_batch.ab_n = 0;
+			dlmd_client_close(d, c);
+			return 0;
+		}
 		/* the ring taken before its packets counts against this
 		 * wake-up too: the rest after the others (the poll is
 		 * level-triggered) */
@@ -3649,7 +3829,7 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 		if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
 			log_warn("SO_PEERCRED: %s", strerror(errno));
 			/* its queue may hold fds ("Passed fds"): no user */
-			sock_close((uid_t)-1, cfd, true);
+			sock_close((uid_t)-1, cfd);
 			continue;
 		}
 		if (uid_limited(cr.uid) &&
@@ -3696,7 +3876,7 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 			if (c->cl_counted)
 				uid_conns_add(d, cr.uid, -1);
 			u32map_del(&d->d_clients, c->cl_serial);
-			sock_close(cr.uid, cfd, !reap_over(cr.uid, 1));
+			sock_close(cr.uid, cfd);
 			free(c);
 			continue;
 		}

@@ -35,7 +35,16 @@
  *   budget   300 at once, more than dlmd lets one user have waiting
  *            (client.c REAP_UID_MAX): the connection is cut, a new one
  *            refused with EMFILE while they wait, root's served; once
- *            they are freed, nobody is served again.
+ *            they are freed, nobody is served again;
+ *   flood    past the budget (one connection's packets: a stuck socket
+ *            and /dev/null fds), 2000 connections that close at once
+ *            and 300 that leave a packet with an fd queued as they
+ *            close: dlmd's fds stay under its bound (base + client.c
+ *            REAP_UID_HELD + one packet's, + a margin), root served;
+ *   burst    64 packets of 253 fds each (one a stuck socket) queued
+ *            while dlmd is stopped, read in one wake-up: dlmd's fds
+ *            stay under that bound, root served.  (The test runs dlmd
+ *            with 1024 fds: past that it could not answer.)
  *
  * After each of the first five, a second connection asks dlmd something
  * (LS_OPEN of a lockspace that does not exist, no fd: -EBADF) and must
@@ -55,7 +64,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <dirent.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -71,8 +82,13 @@
 #define BUDGET_SOCKETS	300	/* past client.c REAP_UID_MAX (256) */
 #define POLLS		100	/* waits: polls of 0.1 s */
 #define RINGS		64	/* client.c RINGS_PER_UID */
+#define SCM_FDS		253	/* client.c DLMD_SCM_MAX_FD */
+/* client.c REAP_UID_HELD, one packet's fds past it, and a margin (the
+ * jails of parked sockets, the ways before) */
+#define FDS_BOUND	(2 * 256 + SCM_FDS + 64)
 
 static pid_t dlmd_pid;
+static int dlmd_fds0;	/* dlmd's fds at the start */
 static int listener = -1;
 static int accepted[MAX_HELD_OPEN];
 static unsigned int naccepted;
@@ -133,7 +149,7 @@ static int send_fds(int fd, struct dlmp_msg *msg, uint32_t reqid,
 {
 	unsigned char buf[DLMP_MAX_MSG];
 	union {
-		char		b[CMSG_SPACE(sizeof(int) * 64)];
+		char		b[CMSG_SPACE(sizeof(int) * SCM_FDS)];
 		struct cmsghdr	align;
 	} cbuf;
 	struct iovec iov;
@@ -143,7 +159,7 @@ static int send_fds(int fd, struct dlmp_msg *msg, uint32_t reqid,
 
 	msg->m_hdr.h_reqid = reqid;
 	len = dlmp_encode(msg, buf, sizeof(buf));
-	if (len < 0 || nfds > 64 || nfds == 0)
+	if (len < 0 || nfds > SCM_FDS || nfds == 0)
 		return -1;
 	iov.iov_base = buf;
 	iov.iov_len = (size_t)len;
@@ -422,6 +438,194 @@ static void way_budget(void)
 	       "root served, served again after\n");
 }
 
+/* The fds dlmd has open (root, to read its /proc), or -1. */
+static int dlmd_nfds(void)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+	int n = 0;
+
+	if (seteuid(0) < 0)
+		_exit(1);
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)dlmd_pid);
+	dir = opendir(path);
+	if (seteuid(NOBODY) < 0)
+		_exit(1);
+	if (!dir)
+		return -1;
+	while ((de = readdir(dir)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(dir);
+	return n;
+}
+
+/* dlmd's fds under FDS_BOUND past the start, root served, and nobody
+ * once its closes end ("ok" printed by the caller). */
+static bool after_attack(const char *way)
+{
+	int n = dlmd_nfds(), st;
+	bool ok = true;
+
+	printf("# %s: dlmd has %d fds (%d at the start)\n", way, n, dlmd_fds0);
+	if (n < 0 || n > dlmd_fds0 + FDS_BOUND) {
+		printf("FAIL fdpass %s: dlmd holds %d fds, more than %d + %d\n",
+		       way, n, dlmd_fds0, FDS_BOUND);
+		ok = false;
+	}
+	if (seteuid(0) < 0)
+		_exit(1);
+	st = dlmd_ask();
+	if (seteuid(NOBODY) < 0)
+		_exit(1);
+	if (st == -ETIME || st == -EMFILE || st == -ECONNREFUSED) {
+		printf("FAIL fdpass %s: root not served (%d)\n", way, st);
+		ok = false;
+	}
+	release_all();
+	for (unsigned int i = 0; i < POLLS && (st = dlmd_ask()) == -EMFILE; i++)
+		usleep(100000);
+	if (st == -EMFILE || st == -ETIME) {
+		printf("FAIL fdpass %s: still refused (%d) once its closes "
+		       "ended\n", way, st);
+		ok = false;
+	}
+	if (!ok)
+		failures++;
+	return ok;
+}
+
+/* Wait (bounded) until dlmd cuts fd: its socket ends. */
+static void wait_cut(int fd)
+{
+	for (unsigned int i = 0; i < 1000; i++) {
+		unsigned char buf[DLMP_MAX_MSG];
+
+		if (recv(fd, buf, sizeof(buf), 0) <= 0)
+			break;
+	}
+}
+
+/* nul[] (SCM_FDS - 1 of /dev/null) and a stuck socket in *s. */
+static bool open_fds(int *nul, int *s)
+{
+	for (unsigned int i = 0; i < SCM_FDS; i++)
+		nul[i] = -1;
+	for (unsigned int i = 0; i < SCM_FDS - 1; i++) {
+		nul[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (nul[i] < 0)
+			return false;
+	}
+	*s = lingering_socket();
+	return *s >= 0;
+}
+
+static void close_fds(int *nul)
+{
+	for (unsigned int i = 0; i < SCM_FDS - 1; i++)
+		if (nul[i] >= 0)
+			close(nul[i]);
+}
+
+/* Past the budget, connections that cost dlmd an fd each, once. */
+static void way_flood(void)
+{
+	int nul[SCM_FDS], fds[SCM_FDS], s = -1, fd = raw_connect(), st;
+	int nconn = 0, nleft = 0;
+	struct dlmp_msg m;
+	bool ok = fd >= 0 && open_fds(nul, &s);
+
+	/* the request's fd, then the stuck socket: dlmd drops it first,
+	 * so that all the others wait behind it */
+	fds[0] = nul[0];
+	fds[1] = s;
+	memcpy(fds + 2, nul + 1, sizeof(int) * (SCM_FDS - 2));
+	raw_ls_msg(&m, DLMP_LS_OPEN, "fdpass-none");
+	dlmd_hold(true);
+	/* 505 waiting: past REAP_UID_MAX */
+	ok = ok && send_fds(fd, &m, 30, fds, SCM_FDS) == 0 &&
+	     send_fds(fd, &m, 31, nul, SCM_FDS - 1) == 0;
+	if (s >= 0)
+		close(s);
+	dlmd_hold(false);
+	if (fd >= 0) {
+		wait_cut(fd);
+		close(fd);
+	}
+	st = ok ? dlmd_ask() : 0;
+	if (st != -EMFILE) {
+		printf("# flood: not past the budget: %d\n", st);
+		ok = false;
+	}
+	for (unsigned int i = 0; ok && i < 2000; i++) {
+		int k = raw_connect();
+
+		if (k >= 0) {
+			nconn++;
+			close(k);
+		}
+	}
+	for (unsigned int i = 0; ok && i < 300; i++) {
+		int k = raw_connect();
+
+		if (k >= 0 && send_fds(k, &m, 40, nul, 1) == 0)
+			nleft++;
+		if (k >= 0)
+			close(k);
+	}
+	close_fds(nul);
+	if (!ok || nconn < 1000 || nleft < 150) {
+		printf("FAIL fdpass flood: could not set it up (%d, %d)\n",
+		       nconn, nleft);
+		failures++;
+		release_all();
+		return;
+	}
+	if (after_attack("flood"))
+		printf("ok fdpass flood: %d connections and %d with an fd past "
+		       "the budget, dlmd's fds bounded, root served\n",
+		       nconn, nleft);
+}
+
+/* 64 packets of SCM_FDS fds in one wake-up of dlmd's. */
+static void way_burst(void)
+{
+	int nul[SCM_FDS], s = -1, fd = raw_connect(), nsent = 0;
+	struct dlmp_msg m;
+	bool ok = fd >= 0 && open_fds(nul, &s);
+
+	memmove(nul + 1, nul, sizeof(int) * (SCM_FDS - 1));
+	nul[0] = s;
+	raw_ls_msg(&m, DLMP_LS_OPEN, "fdpass-none");
+	dlmd_hold(true);
+	for (unsigned int p = 0; ok && p < 64; p++) {
+		/* the first with the stuck socket, then /dev/null's */
+		if (send_fds(fd, &m, 50 + p, p ? nul + 1 : nul,
+			     p ? SCM_FDS - 1 : SCM_FDS) < 0)
+			break;
+		nsent++;
+	}
+	if (s >= 0)
+		close(s);
+	close_fds(nul + 1);
+	dlmd_hold(false);
+	if (fd >= 0) {
+		wait_cut(fd);
+		close(fd);
+	}
+	if (!ok || nsent < 16) {
+		printf("FAIL fdpass burst: could not set it up (%d packets)\n",
+		       nsent);
+		failures++;
+		release_all();
+		return;
+	}
+	if (after_attack("burst"))
+		printf("ok fdpass burst: %d packets of %d fds in one wake-up, "
+		       "dlmd's fds bounded, root served\n", nsent, SCM_FDS);
+}
+
 /* A connection bound to LS_NAME (its AST socket's other end in *ast),
  * or -1. */
 static int bound_conn(int *ast)
@@ -609,6 +813,17 @@ int main(int argc, char **argv)
 		perror("dropping to nobody");
 		_exit(1);
 	}
+	{
+		/* room for a packet's SCM_FDS and the stuck sockets */
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 2048 &&
+		    rl.rlim_max > rl.rlim_cur) {
+			rl.rlim_cur = rl.rlim_max < 2048 ? rl.rlim_max : 2048;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
+	dlmd_fds0 = dlmd_nfds();
 	if (!dlmd_answers()) {
 		printf("FAIL fdpass: dlmd does not answer at the start\n");
 		fflush(stdout);
@@ -620,6 +835,8 @@ int main(int argc, char **argv)
 	way_unread();
 	way_astq();
 	way_budget();
+	way_flood();
+	way_burst();
 	way_rings();
 	way_ring_size();
 	release_all();

@@ -4,7 +4,8 @@
 #
 # A one-node dlmd (membership none); ROUNDS rounds, each starting two
 # clients of one lockspace and SIGKILLing both after 0 to 399 ms (from
-# /dev/urandom: wherever they are, in a lock, a conversion, an unlock,
+# /dev/urandom, from the first request of theirs dlmd served (each round
+# must reach dlmd): wherever they are, in a lock, a conversion, an unlock,
 # an asynchronous batch, the lockspace's open), through the request ring
 # and, every other round, the socket (DLMD_RING=0):
 #   - tests/cluster-client work: EX/PR/PW with LVBs on NRES resources,
@@ -42,9 +43,12 @@ bgc() {
 	last=$!
 }
 
+# requests_past N: dlmd has served more than N requests
+requests_past() { [ "$(status_value requests)" -gt "$1" ]; }
 i=0
 while [ $i -lt $ROUNDS ]; do
 	i=$((i + 1))
+	req0=$(status_value requests)
 	ring=1
 	[ $((i % 2)) = 0 ] && ring=0
 	case $((i % 4)) in
@@ -65,6 +69,10 @@ while [ $i -lt $ROUNDS ]; do
 		bgc env DLMD_RING=$ring "$CC" many "$LS" "$dir/w" q 0 300 NL "$dir/w/cmds"
 		p2=$last ;;
 	esac
+	# the round's clients reached dlmd (a request of theirs at least,
+	# so that no round passes having done nothing); then the kill
+	poll $((POLLS / 10)) requests_past "$req0" ||
+		fail "round $i: no request of its clients reached dlmd"
 	ms=$(( $(od -An -N2 -tu2 /dev/urandom) % 400 ))
 	sleep "$(printf '0.%03d' "$ms")"
 	kill -KILL "$p1" "$p2" 2>/dev/null
@@ -97,6 +105,8 @@ echo "   after $ROUNDS rounds: $("$DLMCTL" ls | head -n 1)"
 "$CC" check "$dir/w" $NRES >"$dir/check.out" 2>&1 ||
 	fail "checker: $(grep -c VIOLATION "$dir/check.out") violations: $(head -n 5 "$dir/check.out")"
 echo "   $(tail -n 1 "$dir/check.out")"
+holds=$(tail -n 1 "$dir/check.out" | sed -n 's/.* \([0-9][0-9]*\) holds.*/\1/p')
+[ "${holds:-0}" -gt 0 ] || fail "the clients held no lock in $ROUNDS rounds"
 
 # every name used is free: EX on all of them, each granted
 : >"$dir/cmds-after"
