@@ -1526,9 +1526,16 @@ static void comms_sweep(struct dlmd_cluster *cs)
 			i++;
 			continue;
 		}
+		if (dlmd_comms_node_remove(cs->cs_d, id)) {
+			/* not removed (-EBUSY: inside a lowcomms callback):
+			 * the id stays for the next sweep */
+			stale = true;
+			dlmd_cluster_retry_later(cs->cs_d);
+			i++;
+			continue;
+		}
 		log_notice("comms: node %u is out of the nodelist, the daemon "
-			   "group and fencing: it leaves the node table", id);
-		dlmd_comms_node_remove(cs->cs_d, id);
+			   "group and fencing: it left the node table", id);
 		cs->cs_comms_ids[i] = cs->cs_comms_ids[--cs->cs_ncomms_ids];
 	}
 	cs->cs_comms_stale = stale;

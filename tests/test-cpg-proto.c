@@ -387,11 +387,18 @@ void dlmd_comms_node_reset(struct dlmd *d, uint32_t id, const char *const *a,
 }
 /* dlmd_comms_node_remove calls: by node slot, of node id */
 static unsigned int removes[SIM_NODES][DLM_MAX_NODES + 1];
-void dlmd_comms_node_remove(struct dlmd *d, uint32_t id)
+/* a node remove refused (-EBUSY, as inside a lowcomms callback) */
+static int remove_busy;
+int dlmd_comms_node_remove(struct dlmd *d, uint32_t id)
 {
+	if (remove_busy) {
+		remove_busy--;
+		return -EBUSY;
+	}
 	for (unsigned int i = 0; i < SIM_NODES; i++)
 		if (&sim[i].d == d && id <= DLM_MAX_NODES)
 			removes[i][id]++;
+	return 0;
 }
 uint64_t dlmd_comms_wait_ms(const struct dlmd *d, uint32_t id)
 {
@@ -927,6 +934,7 @@ static int setup(void **state)
 	memset(kills, 0, sizeof(kills));
 	memset(resets, 0, sizeof(resets));
 	memset(removes, 0, sizeof(removes));
+	remove_busy = 0;
 	memset(wait_ms, 0, sizeof(wait_ms));
 	verbose = getenv("TEST_CPG_PROTO_VERBOSE") != NULL;
 	qb_log_init("test-cpg-proto", LOG_DAEMON, LOG_DEBUG);
@@ -3893,6 +3901,36 @@ static void test_nodelist_leaver_split(void **state)
 		side_of[i] = 0;
 }
 
+/* NODES LEAVING THE NODELIST, a refused remove.  Node 3 leaves and is
+ * taken out of node 1's nodelist, but lowcomms refuses the remove
+ * (-EBUSY, as from inside one of its callbacks): node 3 stays in the
+ * ids to sweep and is removed at the next sweep (before, it was
+ * forgotten: its state stayed for the daemon's life). */
+static void test_nodelist_remove_busy(void **state)
+{
+	struct cpg_address l;
+	struct dlmd_cluster *cs;
+
+	nodelist_three();
+	l = (struct cpg_address){ 3, sim[2].pid, CPG_REASON_LEAVE };
+	node_free(2);
+	confchg(&l, 1, NULL, 0);
+	settle();
+	remove_busy = 1;
+	nodelist_drop(0, 3);
+	cs = sim[0].d.d_cluster;
+	assert_int_equal(removes[0][3], 0);
+	assert_true(id_in(cs->cs_comms_ids, cs->cs_ncomms_ids, 3));
+	assert_true(cs->cs_comms_stale);
+	cur = 0;
+	retry_timer(cs);
+	cur = -1;
+	run_jobs();
+	assert_int_equal(removes[0][3], 1);
+	assert_false(id_in(cs->cs_comms_ids, cs->cs_ncomms_ids, 3));
+	assert_false(cs->cs_comms_stale);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3969,6 +4007,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_vouch_codec, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_config_ordered, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_nodelist_remove_busy, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_config_codec, setup,
 						teardown),
