@@ -476,7 +476,10 @@
  *    CONFIG delivered (the same at every point of the stream on every
  *    member), with its own reading until one is: a dlmd started after a
  *    change reads the changed configuration (the same, as long as
- *    corosync.conf is the same on every node).
+ *    corosync.conf is the same on every node).  A reading that did not
+ *    reach the nodelist's end (read_nodelist: an error mid-walk) is not
+ *    taken and sends no CONFIG: the last complete one stays and the
+ *    read is retried.
  *
  * FORGIVING A SPLIT.  A split into sides none of which holds a majority
  * (three singletons of three nodes, after a bad network on one node)
@@ -991,6 +994,8 @@ struct dlmd_cluster {
 	bool			cs_conf_set;
 	unsigned int		cs_conf_nnodes;
 	uint32_t		cs_conf_tiebreak;
+	/* read_nodelist failed (logged once until a read succeeds) */
+	bool			cs_nodelist_bad;
 	/* the daemon group now, and the nodes we lost (node-down) while
 	 * our side of the daemon group held a strict majority of the
 	 * configured nodes: if one of them merges back, we remove it */
@@ -1288,49 +1293,84 @@ static uint32_t conf_tiebreak(const struct dlmd_cluster *cs)
  * merges back resolves by itself.  With auto_tie_breaker this is the
  * half votequorum keeps quorate.
  */
-static void read_tiebreak(struct dlmd_cluster *cs, cmap_handle_t cmap)
+static int read_tiebreak(cmap_handle_t cmap, const struct cs_node *nodes,
+			 unsigned int n, uint32_t *tb)
 {
 	uint32_t ids[DLM_MAX_NODES];
 	uint8_t atb = 0;
 	char *how = NULL;
+	cs_error_t e;
 
-	for (unsigned int i = 0; i < cs->cs_nnodes; i++)
-		ids[i] = cs->cs_nodes[i].n_id;
-	if (cmap_get_uint8(cmap, "quorum.auto_tie_breaker", &atb) != CS_OK)
+	for (unsigned int i = 0; i < n; i++)
+		ids[i] = nodes[i].n_id;
+	e = cmap_get_uint8(cmap, "quorum.auto_tie_breaker", &atb);
+	if (e == CS_ERR_NOT_EXIST)
 		atb = 0;
-	if (atb && cmap_get_string(cmap, "quorum.auto_tie_breaker_node",
-				   &how) != CS_OK)
-		how = NULL;
-	cs->cs_tiebreak = dlmd_tiebreak_pick(ids, cs->cs_nnodes, atb, how);
+	else if (e != CS_OK)
+		return -EAGAIN;
+	if (atb) {
+		e = cmap_get_string(cmap, "quorum.auto_tie_breaker_node", &how);
+		if (e == CS_ERR_NOT_EXIST)
+			how = NULL;
+		else if (e != CS_OK)
+			return -EAGAIN;
+	}
+	*tb = dlmd_tiebreak_pick(ids, n, atb, how);
 	free(how);
+	return 0;
 }
 
-/* Read nodelist.node.* into cs_nodes (all rings).  0 or -ENOTCONN. */
+/*
+ * Read nodelist.node.* into cs_nodes (all rings) and the tie-breaker.
+ * 0, -ENOTCONN, or -EAGAIN: the walk did not reach the list's end
+ * (CS_ERR_NO_SECTIONS) or a key it listed could not be read (cmap
+ * changing under a reload, an IPC error).  A partial list is never
+ * taken: cs_nodes and cs_tiebreak keep the last complete reading (a
+ * count of 2 of 5 sent as CONFIG would let a 2-node and a 3-node side
+ * both count a majority).
+ */
 static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
 {
 	cmap_iter_handle_t iter;
 	char key[CMAP_KEYNAME_MAXLEN + 1];
 	size_t vlen;
 	cmap_value_types_t type;
-	unsigned int n = 0;
+	struct cs_node *nodes;
+	unsigned int n = 0, k;
+	uint32_t tb = 0;
+	cs_error_t e = CS_OK;
+	const char *why = NULL;
+	int rv = 0;
 
-	if (cmap_iter_init(cmap, "nodelist.node.", &iter) != CS_OK)
+	nodes = calloc(DLM_MAX_NODES, sizeof(*nodes));
+	if (!nodes)
+		return -EAGAIN;
+	if (cmap_iter_init(cmap, "nodelist.node.", &iter) != CS_OK) {
+		free(nodes);
 		return -ENOTCONN;
-	for (unsigned int k = 0; k < NODELIST_MAX_KEYS &&
-	     cmap_iter_next(cmap, iter, key, &vlen, &type) == CS_OK; k++) {
-		size_t kl = strlen(key);
+	}
+	for (k = 0; k < NODELIST_MAX_KEYS; k++) {
+		size_t kl;
 		struct cs_node *nd;
 		unsigned int idx;
 		uint32_t id;
 
+		e = cmap_iter_next(cmap, iter, key, &vlen, &type);
+		if (e != CS_OK)
+			break;
+		kl = strlen(key);
 		if (kl < 7 || strcmp(key + kl - 7, ".nodeid") ||
 		    sscanf(key, "nodelist.node.%u.", &idx) != 1)
 			continue;
-		if (cmap_get_uint32(cmap, key, &id) != CS_OK || !id ||
-		    n >= DLM_MAX_NODES)
+		e = cmap_get_uint32(cmap, key, &id);
+		if (e != CS_OK) {
+			why = cs_str(e);	/* listed, then not readable */
+			rv = -EAGAIN;
+			break;
+		}
+		if (!id || n >= DLM_MAX_NODES)
 			continue;
-		nd = &cs->cs_nodes[n++];
-		memset(nd, 0, sizeof(*nd));
+		nd = &nodes[n++];
 		nd->n_id = id;
 		for (unsigned int r = 0; r < MAX_RINGS &&
 		     nd->n_naddrs < LC_MAX_ADDRS; r++) {
@@ -1346,8 +1386,32 @@ static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
 		}
 	}
 	cmap_iter_finalize(cmap, iter);
+	if (!rv && (k == NODELIST_MAX_KEYS || e != CS_ERR_NO_SECTIONS)) {
+		why = k == NODELIST_MAX_KEYS ? "too many keys" : cs_str(e);
+		rv = -EAGAIN;	/* not the list's end */
+	}
+	if (!rv && read_tiebreak(cmap, nodes, n, &tb)) {
+		why = "quorum.auto_tie_breaker unreadable";
+		rv = -EAGAIN;
+	}
+	if (rv) {
+		if (!cs->cs_nodelist_bad)
+			log_warn("cmap: the nodelist could not be read to its end "
+				 "(%s); the last complete reading (%u configured "
+				 "nodes, tie-breaker node %u) stays, retrying",
+				 why, cs->cs_nnodes, cs->cs_tiebreak);
+		cs->cs_nodelist_bad = true;
+		free(nodes);
+		return rv;
+	}
+	if (cs->cs_nodelist_bad)
+		log_notice("cmap: the nodelist is read again: %u configured "
+			   "node%s", n, n == 1 ? "" : "s");
+	cs->cs_nodelist_bad = false;
+	memcpy(cs->cs_nodes, nodes, n * sizeof(*nodes));
 	cs->cs_nnodes = n;
-	read_tiebreak(cs, cmap);
+	cs->cs_tiebreak = tb;
+	free(nodes);
 	return 0;
 }
 
@@ -2608,10 +2672,17 @@ static void kick_job(void *data)
 	out_flush(cs);
 	if (cs->cs_nodelist_changed) {
 		cs->cs_nodelist_changed = false;
-		if (cs->cs_cmap && read_nodelist(cs, cs->cs_cmap) == 0)
-			nodes_to_comms(cs);
-		config_check(cs);
-		cs->cs_comms_stale = true;
+		if (!cs->cs_cmap || read_nodelist(cs, cs->cs_cmap) == 0) {
+			if (cs->cs_cmap)
+				nodes_to_comms(cs);
+			config_check(cs);
+			cs->cs_comms_stale = true;
+		} else {
+			/* no CONFIG of a partial read: the old pair stays,
+			 * the read is tried again (retry_timer) */
+			cs->cs_nodelist_changed = true;
+			dlmd_cluster_retry_later(d);
+		}
 	}
 	comms_sweep(cs);
 	/* a loser's release changes the list: start over after one */
@@ -5584,7 +5655,15 @@ static int cmap_start(struct dlmd_cluster *cs)
 		cs->cs_cmap = 0;
 		return -ENOTCONN;
 	}
-	rv = read_nodelist(cs, cs->cs_cmap);
+	/* a walk cut short (a reload under way): again, bounded (1 s) */
+	for (int i = 0; i < 50; i++) {
+		rv = read_nodelist(cs, cs->cs_cmap);
+		if (rv != -EAGAIN)
+			break;
+		usleep(CS_RETRY_US);	/* bounded; before the loop runs */
+	}
+	if (rv == -EAGAIN)
+		rv = -ENOTCONN;
 	if (!rv)
 		rv = read_local_id(cs, cs->cs_cmap);
 	if (rv)

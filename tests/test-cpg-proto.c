@@ -32,6 +32,13 @@
 #define corosync_cfg_kill_node	fake_cfg_kill_node
 #define corosync_cfg_finalize	fake_cfg_finalize
 #define lc_key_load		fake_lc_key_load
+#define cmap_iter_init		fake_cmap_iter_init
+#define cmap_iter_next		fake_cmap_iter_next
+#define cmap_iter_finalize	fake_cmap_iter_finalize
+#define cmap_get_uint8		fake_cmap_get_uint8
+#define cmap_get_uint32		fake_cmap_get_uint32
+#define cmap_get_string		fake_cmap_get_string
+#define cmap_finalize		fake_cmap_finalize
 /* a small cap, so that the test reaches it */
 #define CS_ANN_TOTAL_MAX	256
 
@@ -400,6 +407,82 @@ int dlmd_comms_node_remove(struct dlmd *d, uint32_t id)
 			removes[i][id]++;
 	return 0;
 }
+/* A corosync nodelist as cmap shows it (read_nodelist): per node
+ * nodelist.node.<j>.nodeid and .ring0_addr, in that order; the walk
+ * can fail at one key (an IPC error, a reload under way). */
+static struct {
+	unsigned int	n;
+	uint32_t	ids[SIM_NODES];
+	int		iter_fail_at;	/* iter_next's key index; -1: never */
+	unsigned int	pos;
+} fake_nl;
+
+cs_error_t fake_cmap_iter_init(cmap_handle_t h, const char *prefix,
+			       cmap_iter_handle_t *it)
+{
+	fake_nl.pos = 0;
+	*it = 1;
+	return CS_OK;
+}
+
+cs_error_t fake_cmap_iter_next(cmap_handle_t h, cmap_iter_handle_t it,
+			       char key[], size_t *vlen,
+			       cmap_value_types_t *type)
+{
+	unsigned int k = fake_nl.pos++;
+
+	if ((int)k == fake_nl.iter_fail_at)
+		return CS_ERR_LIBRARY;
+	if (k >= 2 * fake_nl.n)
+		return CS_ERR_NO_SECTIONS;
+	snprintf(key, CMAP_KEYNAME_MAXLEN, "nodelist.node.%u.%s", k / 2,
+		 k % 2 ? "ring0_addr" : "nodeid");
+	*vlen = 4;
+	*type = k % 2 ? CMAP_VALUETYPE_STRING : CMAP_VALUETYPE_UINT32;
+	return CS_OK;
+}
+
+cs_error_t fake_cmap_iter_finalize(cmap_handle_t h, cmap_iter_handle_t it)
+{
+	return CS_OK;
+}
+
+cs_error_t fake_cmap_get_uint8(cmap_handle_t h, const char *key, uint8_t *v)
+{
+	return CS_ERR_NOT_EXIST;	/* no auto_tie_breaker: the lowest */
+}
+
+cs_error_t fake_cmap_get_uint32(cmap_handle_t h, const char *key, uint32_t *v)
+{
+	unsigned int j;
+	char tail[16];
+
+	if (sscanf(key, "nodelist.node.%u.%15s", &j, tail) != 2 ||
+	    strcmp(tail, "nodeid") || j >= fake_nl.n)
+		return CS_ERR_NOT_EXIST;
+	*v = fake_nl.ids[j];
+	return CS_OK;
+}
+
+cs_error_t fake_cmap_get_string(cmap_handle_t h, const char *key, char **v)
+{
+	unsigned int j, r;
+
+	if (sscanf(key, "nodelist.node.%u.ring%u_addr", &j, &r) != 2 ||
+	    r || j >= fake_nl.n)
+		return CS_ERR_NOT_EXIST;
+	*v = malloc(16);
+	if (!*v)
+		return CS_ERR_NO_MEMORY;
+	snprintf(*v, 16, "10.0.0.%u", fake_nl.ids[j]);
+	return CS_OK;
+}
+
+cs_error_t fake_cmap_finalize(cmap_handle_t h)
+{
+	return CS_OK;
+}
+
 uint64_t dlmd_comms_wait_ms(const struct dlmd *d, uint32_t id)
 {
 	for (unsigned int i = 0; i < SIM_NODES; i++)
@@ -935,6 +1018,8 @@ static int setup(void **state)
 	memset(resets, 0, sizeof(resets));
 	memset(removes, 0, sizeof(removes));
 	remove_busy = 0;
+	memset(&fake_nl, 0, sizeof(fake_nl));
+	fake_nl.iter_fail_at = -1;
 	memset(wait_ms, 0, sizeof(wait_ms));
 	verbose = getenv("TEST_CPG_PROTO_VERBOSE") != NULL;
 	qb_log_init("test-cpg-proto", LOG_DAEMON, LOG_DEBUG);
@@ -3835,6 +3920,58 @@ static void nodelist_drop(int i, uint32_t gone)
 	run_jobs();
 }
 
+/* CONFIGURATION CHANGES, a reading cut short.  Four nodes (the lowest,
+ * node 1, breaks even splits); node 5 is added to every corosync.conf
+ * and node 3's dlmd re-reads the nodelist, but its cmap walk fails after
+ * the first two nodes (a mid-walk error, not the list's end).  Nothing
+ * of that reading is taken or sent: no CONFIG, node 3 keeps 4 nodes (a
+ * CONFIG of 2 would have let a 2-node and a 3-node side both count a
+ * majority).  The read is retried; once it reaches the end, the 5 nodes
+ * go out as CONFIG and every member counts against them. */
+static void test_config_partial_read(void **state)
+{
+	struct dlmd_cluster *cs;
+
+	for (int i = 0; i < 4; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 4; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 4;
+		sim[i].d.d_cluster->cs_tiebreak = 1;
+	}
+	fake_nl.n = 5;
+	for (unsigned int j = 0; j < 5; j++)
+		fake_nl.ids[j] = j + 1;
+	fake_nl.iter_fail_at = 4;	/* after nodes 1 and 2 */
+	cs = sim[2].d.d_cluster;
+	cs->cs_cmap = 1;
+	cur = 2;
+	cs->cs_nodelist_changed = true;
+	kick(cs);
+	cur = -1;
+	run_jobs();
+	settle();
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(conf_nnodes(sim[i].d.d_cluster), 4);
+	assert_int_equal(cs->cs_nnodes, 4);
+	assert_false(logged(0, "configuration applies"));
+	assert_false(logged(2, "the configuration changed"));
+	assert_true(logged(2, "could not be read to its end"));
+	/* the retry (retry_timer), the walk whole now */
+	assert_true(cs->cs_nodelist_changed);
+	fake_nl.iter_fail_at = -1;
+	cur = 2;
+	retry_timer(cs);
+	cur = -1;
+	run_jobs();
+	settle();
+	assert_int_equal(cs->cs_nnodes, 5);
+	assert_true(logged(0, "node 3's configuration applies"));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(conf_nnodes(sim[i].d.d_cluster), 5);
+	cs->cs_cmap = 0;
+}
+
 /* Three nodes with lowcomms entries for each other (nodes_to_comms). */
 static void nodelist_three(void)
 {
@@ -4007,6 +4144,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_vouch_codec, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_config_ordered, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_config_partial_read, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_nodelist_remove_busy, setup,
 						teardown),
