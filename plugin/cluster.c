@@ -476,10 +476,15 @@
  *    CONFIG delivered (the same at every point of the stream on every
  *    member), with its own reading until one is: a dlmd started after a
  *    change reads the changed configuration (the same, as long as
- *    corosync.conf is the same on every node).  A reading that did not
- *    reach the nodelist's end (read_nodelist: an error mid-walk) is not
- *    taken and sends no CONFIG: the last complete one stays and the
- *    read is retried.
+ *    corosync.conf is the same on every node).  Once a CONFIG was
+ *    delivered, the lowest known member sends the group's pair again at
+ *    each sync's start (config_resend), so a dlmd that joins later
+ *    decides with the group's pair from that CONFIG on, before its sync
+ *    ends, even where its own reading differs (a partial reload, a
+ *    corosync.conf that differs).  A reading that did not reach the
+ *    nodelist's end (read_nodelist: an error mid-walk) is not taken and
+ *    sends no CONFIG: the last complete one stays and the read is
+ *    retried.
  *
  * FORGIVING A SPLIT.  A split into sides none of which holds a majority
  * (three singletons of three nodes, after a bad network on one node)
@@ -994,6 +999,11 @@ struct dlmd_cluster {
 	bool			cs_conf_set;
 	unsigned int		cs_conf_nnodes;
 	uint32_t		cs_conf_tiebreak;
+	/* a CONFIG was delivered to us: the group's pair may differ from a
+	 * joiner's reading, so the lowest member sends it at each sync;
+	 * and one not sent at a sync was, since this sync's start */
+	bool			cs_conf_heard;
+	bool			cs_conf_new;
 	/* read_nodelist failed (logged once until a read succeeds) */
 	bool			cs_nodelist_bad;
 	/* the daemon group now, and the nodes we lost (node-down) while
@@ -2637,16 +2647,27 @@ static void ls_drop_as_loser(struct dlmd_cluster_ls *cl)
 		log_err("lockspace %s: cannot release it", dl->dl_name);
 }
 
+/* A CONFIG with this pair, to every member (deliver_config); flags
+ * CM_CONFIG_SYNC: sent again at the sync of view. */
+static void config_send(struct dlmd_cluster *cs, uint32_t flags,
+			unsigned int nnodes, uint32_t tiebreak, uint32_t view)
+{
+	struct cm_config cg = { flags, nnodes, tiebreak, view };
+	unsigned char buf[CM_CONFIG_SYNC_LEN];
+	struct cm_hdr h;
+	size_t len;
+
+	h = out_hdr(cs, 0);
+	len = dlmd_cm_config_encode(buf, &h, &cg);
+	if (len)
+		out_queue(cs, buf, len);
+}
+
 /* CONFIGURATION CHANGES: our reading of the configuration (re-read
  * just now) differs from the pair we decide with: tell the group, which
  * applies it in order (deliver_config). */
 static void config_check(struct dlmd_cluster *cs)
 {
-	struct cm_config cg = { 0, cs->cs_nnodes, cs->cs_tiebreak };
-	unsigned char buf[CM_CONFIG_LEN];
-	struct cm_hdr h;
-	size_t len;
-
 	/* (no pair yet: a dlmd that did not read one at start) */
 	if (cs->cs_conf_set && cs->cs_nnodes == cs->cs_conf_nnodes &&
 	    cs->cs_tiebreak == cs->cs_conf_tiebreak)
@@ -2656,10 +2677,35 @@ static void config_check(struct dlmd_cluster *cs)
 		   "counts majorities against it from its CONFIG on",
 		   cs->cs_nnodes, cs->cs_nnodes == 1 ? "" : "s",
 		   conf_nnodes(cs), cs->cs_tiebreak, conf_tiebreak(cs));
-	h = out_hdr(cs, 0);
-	len = dlmd_cm_config_encode(buf, &h, &cg);
-	if (len)
-		out_queue(cs, buf, len);
+	config_send(cs, 0, cs->cs_nnodes, cs->cs_tiebreak, 0);
+}
+
+/* CONFIGURATION CHANGES: at a sync's start, once a CONFIG was delivered
+ * to us, the lowest known member sends the pair it decides with again
+ * (CM_CONFIG_SYNC, with the sync's view), so a joiner (its own reading
+ * may differ) decides with the group's from that CONFIG's delivery on,
+ * before the sync's end (queued before our ANNOUNCE), and every member
+ * takes it at that one point of the stream.  The known members agree on
+ * who is the lowest (the table is the same on every one of them at the
+ * sync's start); each side of a merge sends its own, and the last one
+ * delivered wins on every member alike.  deliver_config takes it only
+ * in the sync it was sent at, and only if no CONFIG of a change came
+ * since that sync's start (the resent pair may be older than that). */
+static void config_resend(struct dlmd_cluster *cs)
+{
+	uint32_t self = cs->cs_d->d_nodeid;
+	const struct cs_daemon *me = dm_find(cs, self, cs->cs_self_pid);
+
+	if (!cs->cs_conf_heard || !cs->cs_conf_set || !me || !me->dm_known)
+		return;
+	for (unsigned int i = 0; i < cs->cs_ndm; i++)
+		if (cs->cs_dm[i].dm_known && cs->cs_dm[i].dm_id < self)
+			return;
+	log_debug("daemon group: sync: the group's configuration sent again "
+		  "(%u configured nodes, tie-breaker node %u)",
+		  cs->cs_conf_nnodes, cs->cs_conf_tiebreak);
+	config_send(cs, CM_CONFIG_SYNC, cs->cs_conf_nnodes,
+		    cs->cs_conf_tiebreak, cs->cs_view);
 }
 
 static void kick_job(void *data)
@@ -4312,6 +4358,20 @@ static void deliver_config(struct dlmd_cluster *cs, uint32_t from,
 			 from, why);
 		return;
 	}
+	if (cg.cg_flags & CM_CONFIG_SYNC) {
+		/* the group's pair sent again for a joiner (config_resend):
+		 * of this sync, and older than no CONFIG of a change */
+		if (!cs->cs_syncing || cg.cg_view != cs->cs_view ||
+		    cs->cs_conf_new) {
+			log_debug("daemon group: node %u's configuration sent "
+				  "again at sync %08x not taken (%s)", from,
+				  cg.cg_view, cs->cs_conf_new ? "a change came "
+				  "since" : "another sync");
+			return;
+		}
+	} else {
+		cs->cs_conf_new = true;
+	}
 	if (cg.cg_nnodes != conf_nnodes(cs) || cg.cg_tiebreak != conf_tiebreak(cs))
 		log_notice("daemon group: node %u's configuration applies from "
 			   "here on: %u configured node%s (was %u); node %u breaks "
@@ -4324,6 +4384,7 @@ static void deliver_config(struct dlmd_cluster *cs, uint32_t from,
 			 "corosync.conf that differs)", cs->cs_nnodes,
 			 cs->cs_tiebreak);
 	cs->cs_conf_set = true;
+	cs->cs_conf_heard = true;
 	cs->cs_conf_nnodes = cg.cg_nnodes;
 	cs->cs_conf_tiebreak = cg.cg_tiebreak;
 }
@@ -4548,6 +4609,7 @@ static void sync_start(struct dlmd_cluster *cs, uint32_t view)
 	 * parts).  They carry the configuration they answer; one in
 	 * progress is dropped. */
 	cs->cs_view = view;
+	cs->cs_conf_new = false;	/* CONFIGURATION CHANGES */
 	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
 		cs->cs_dm[i].dm_announced = false;
 		cs->cs_dm[i].dm_ann_open = false;
@@ -4559,6 +4621,7 @@ static void sync_start(struct dlmd_cluster *cs, uint32_t view)
 	/* the fencing turns we hold, for those who join (fence.c, ONE
 	 * FENCER): before our ANNOUNCE, so in by the sync's end */
 	dlmd_fence_resend_claims(cs->cs_d);
+	config_resend(cs);
 	send_announce(cs);
 }
 

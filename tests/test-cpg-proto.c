@@ -3870,7 +3870,7 @@ static void test_config_codec(void **state)
 {
 	unsigned char buf[CM_MAX_LEN];
 	struct cm_hdr h = { .h_sender = 3, .h_seq = 2 }, h2;
-	struct cm_config cg = { 0, 4, 3 }, back;
+	struct cm_config cg = { 0, 4, 3, 0 }, back;
 	const char *why = NULL;
 	size_t len;
 
@@ -3899,6 +3899,29 @@ static void test_config_codec(void **state)
 					       len - CM_HDR_LEN, &back, &why),
 			 -EINVAL);
 	cg.cg_nnodes = 0;
+	assert_int_equal(dlmd_cm_config_encode(buf, &h, &cg), 0);
+	/* sent again at a sync: the view follows; a view without the
+	 * flag, the flag without the view, other flags: refused */
+	cg = (struct cm_config){ CM_CONFIG_SYNC, 4, 3, 0x1234abcd };
+	len = dlmd_cm_config_encode(buf, &h, &cg);
+	assert_int_equal(len, CM_CONFIG_SYNC_LEN);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN, &back, &why), 0);
+	assert_int_equal(back.cg_flags, CM_CONFIG_SYNC);
+	assert_int_equal(back.cg_view, 0x1234abcd);
+	assert_int_equal(back.cg_tiebreak, 3);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       CM_CONFIG_LEN - CM_HDR_LEN, &back,
+					       &why), -EINVAL);
+	dlm_put_le32(buf + CM_HDR_LEN, 0);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
+	dlm_put_le32(buf + CM_HDR_LEN, CM_CONFIG_SYNC | 2);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
+	cg = (struct cm_config){ 0, 4, 3, 7 };
 	assert_int_equal(dlmd_cm_config_encode(buf, &h, &cg), 0);
 }
 
@@ -3972,6 +3995,73 @@ static void test_config_partial_read(void **state)
 	cs->cs_cmap = 0;
 }
 
+/* CONFIGURATION CHANGES, a joiner.  As test_config_ordered, node 3's
+ * CONFIG makes node 3 the tie-breaker.  Then node 4's dlmd restarts and
+ * reads its own corosync.conf, which still names node 1 (a reload not
+ * done there).  Its sync gets the group's pair again (the lowest member
+ * resends it), so when the cluster splits 2 + 2 node 4 counts with node
+ * 3 as its peers do: 3 and 4 take 1 and 2 for lost from a majority.
+ * Before, the new node 4 counted with node 1: the even loser's half,
+ * node 3 alone the majority's. */
+static void test_config_joiner(void **state)
+{
+	const int lo[2] = { 0, 1 }, hi[2] = { 2, 3 };
+	struct cpg_address l;
+	struct dlmd_cluster *cs;
+
+	for (int i = 0; i < 4; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 4; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 4;
+		sim[i].d.d_cluster->cs_tiebreak = 1;
+	}
+	cs = sim[2].d.d_cluster;
+	cur = 2;
+	cs->cs_tiebreak = 3;
+	cs->cs_nodelist_changed = true;
+	kick(cs);
+	cur = -1;
+	run_jobs();
+	settle();
+	assert_true(logged(3, "node 3's configuration applies"));
+	/* node 4's dlmd stops and starts again, reading node 1 */
+	l = (struct cpg_address){ 4, sim[3].pid, CPG_REASON_LEAVE };
+	node_free(3);
+	confchg(&l, 1, NULL, 0);
+	settle();
+	sim_start(3);
+	sim[3].d.d_cluster->cs_nnodes = 4;
+	sim[3].d.d_cluster->cs_tiebreak = 1;
+	settle();
+	cs = sim[3].d.d_cluster;
+	assert_false(cs->cs_syncing);
+	assert_int_equal(conf_tiebreak(cs), 3);
+	assert_int_equal(conf_nnodes(cs), 4);
+	for (int i = 0; i < 4; i++)
+		side_of[i] = i < 2 ? 0 : 1;
+	for (int i = 0; i < 2; i++)
+		confchg_side(i, lo, 2, hi, 2, false);
+	for (int i = 2; i < 4; i++)
+		confchg_side(i, hi, 2, lo, 2, false);
+	settle_sides();
+	for (int i = 0; i < 4; i++) {
+		bool tb_half = i >= 2;
+
+		cs = sim[i].d.d_cluster;
+		for (int k = 0; k < 4; k++) {
+			uint32_t id = sim[k].id;
+
+			if ((k >= 2) == tb_half)
+				continue;
+			assert_int_equal(id_in(cs->cs_lost, cs->cs_nlost, id),
+					 tb_half);
+		}
+	}
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+}
+
 /* Three nodes with lowcomms entries for each other (nodes_to_comms). */
 static void nodelist_three(void)
 {
@@ -4036,6 +4126,54 @@ static void test_nodelist_leaver_split(void **state)
 	assert_int_equal(removes[0][3], 0);
 	for (int i = 0; i < SIM_NODES; i++)
 		side_of[i] = 0;
+}
+
+/* ... and a change during that sync.  Node 4's dlmd restarts; before
+ * its first message is delivered node 3 reads another tie-breaker, node
+ * 2, and sends CONFIG.  Node 1's resend at the sync's start still holds
+ * node 3 (the change was not delivered yet) and is delivered after the
+ * change: it is not taken, every member keeps node 2 (a resend taken
+ * would have undone the change on every member). */
+static void test_config_joiner_change(void **state)
+{
+	struct cpg_address l;
+	struct dlmd_cluster *cs;
+
+	for (int i = 0; i < 4; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 4; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 4;
+		sim[i].d.d_cluster->cs_tiebreak = 1;
+	}
+	cs = sim[2].d.d_cluster;
+	cur = 2;
+	cs->cs_tiebreak = 3;
+	cs->cs_nodelist_changed = true;
+	kick(cs);
+	cur = -1;
+	run_jobs();
+	settle();
+	l = (struct cpg_address){ 4, sim[3].pid, CPG_REASON_LEAVE };
+	node_free(3);
+	confchg(&l, 1, NULL, 0);
+	settle();
+	sim_start(3);
+	sim[3].d.d_cluster->cs_nnodes = 4;
+	sim[3].d.d_cluster->cs_tiebreak = 1;
+	assert_true(nmsgs > 0);		/* node 4's first, not delivered */
+	cur = 2;
+	cs->cs_tiebreak = 2;
+	cs->cs_nodelist_changed = true;
+	kick(cs);
+	cur = -1;
+	run_jobs();
+	settle();
+	for (int i = 0; i < 4; i++) {
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+		assert_int_equal(conf_tiebreak(sim[i].d.d_cluster), 2);
+	}
+	assert_true(logged(0, "sent again at sync"));
 }
 
 /* NODES LEAVING THE NODELIST, a refused remove.  Node 3 leaves and is
@@ -4146,6 +4284,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_config_ordered, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_config_partial_read, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_config_joiner, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_config_joiner_change, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_nodelist_remove_busy, setup,
 						teardown),
