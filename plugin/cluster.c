@@ -479,7 +479,15 @@
  *    CONFIG delivered (the same at every point of the stream on every
  *    member), with its own reading until one is: a dlmd started after a
  *    change reads the changed configuration (the same, as long as
- *    corosync.conf is the same on every node).
+ *    corosync.conf is the same on every node).  Once a CONFIG was
+ *    delivered, the lowest known member sends the group's pair again at
+ *    each sync's start (config_resend), so a dlmd that joins later
+ *    decides with the group's pair from that CONFIG on, before its sync
+ *    ends, even where its own reading differs (a partial reload, a
+ *    corosync.conf that differs).  A reading that did not reach the
+ *    nodelist's end (read_nodelist: an error mid-walk) is not taken and
+ *    sends no CONFIG: the last complete one stays and the read is
+ *    retried.
  *
  * FORGIVING A SPLIT.  A split into sides none of which holds a majority
  * (three singletons of three nodes, after a bad network on one node)
@@ -994,6 +1002,13 @@ struct dlmd_cluster {
 	bool			cs_conf_set;
 	unsigned int		cs_conf_nnodes;
 	uint32_t		cs_conf_tiebreak;
+	/* a CONFIG was delivered to us: the group's pair may differ from a
+	 * joiner's reading, so the lowest member sends it at each sync;
+	 * and one not sent at a sync was, since this sync's start */
+	bool			cs_conf_heard;
+	bool			cs_conf_new;
+	/* read_nodelist failed (logged once until a read succeeds) */
+	bool			cs_nodelist_bad;
 	/* the daemon group now, and the nodes we lost (node-down) while
 	 * our side of the daemon group held a strict majority of the
 	 * configured nodes: if one of them merges back, we remove it */
@@ -1291,49 +1306,84 @@ static uint32_t conf_tiebreak(const struct dlmd_cluster *cs)
  * merges back resolves by itself.  With auto_tie_breaker this is the
  * half votequorum keeps quorate.
  */
-static void read_tiebreak(struct dlmd_cluster *cs, cmap_handle_t cmap)
+static int read_tiebreak(cmap_handle_t cmap, const struct cs_node *nodes,
+			 unsigned int n, uint32_t *tb)
 {
 	uint32_t ids[DLM_MAX_NODES];
 	uint8_t atb = 0;
 	char *how = NULL;
+	cs_error_t e;
 
-	for (unsigned int i = 0; i < cs->cs_nnodes; i++)
-		ids[i] = cs->cs_nodes[i].n_id;
-	if (cmap_get_uint8(cmap, "quorum.auto_tie_breaker", &atb) != CS_OK)
+	for (unsigned int i = 0; i < n; i++)
+		ids[i] = nodes[i].n_id;
+	e = cmap_get_uint8(cmap, "quorum.auto_tie_breaker", &atb);
+	if (e == CS_ERR_NOT_EXIST)
 		atb = 0;
-	if (atb && cmap_get_string(cmap, "quorum.auto_tie_breaker_node",
-				   &how) != CS_OK)
-		how = NULL;
-	cs->cs_tiebreak = dlmd_tiebreak_pick(ids, cs->cs_nnodes, atb, how);
+	else if (e != CS_OK)
+		return -EAGAIN;
+	if (atb) {
+		e = cmap_get_string(cmap, "quorum.auto_tie_breaker_node", &how);
+		if (e == CS_ERR_NOT_EXIST)
+			how = NULL;
+		else if (e != CS_OK)
+			return -EAGAIN;
+	}
+	*tb = dlmd_tiebreak_pick(ids, n, atb, how);
 	free(how);
+	return 0;
 }
 
-/* Read nodelist.node.* into cs_nodes (all rings).  0 or -ENOTCONN. */
+/*
+ * Read nodelist.node.* into cs_nodes (all rings) and the tie-breaker.
+ * 0, -ENOTCONN, or -EAGAIN: the walk did not reach the list's end
+ * (CS_ERR_NO_SECTIONS) or a key it listed could not be read (cmap
+ * changing under a reload, an IPC error).  A partial list is never
+ * taken: cs_nodes and cs_tiebreak keep the last complete reading (a
+ * count of 2 of 5 sent as CONFIG would let a 2-node and a 3-node side
+ * both count a majority).
+ */
 static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
 {
 	cmap_iter_handle_t iter;
 	char key[CMAP_KEYNAME_MAXLEN + 1];
 	size_t vlen;
 	cmap_value_types_t type;
-	unsigned int n = 0;
+	struct cs_node *nodes;
+	unsigned int n = 0, k;
+	uint32_t tb = 0;
+	cs_error_t e = CS_OK;
+	const char *why = NULL;
+	int rv = 0;
 
-	if (cmap_iter_init(cmap, "nodelist.node.", &iter) != CS_OK)
+	nodes = calloc(DLM_MAX_NODES, sizeof(*nodes));
+	if (!nodes)
+		return -EAGAIN;
+	if (cmap_iter_init(cmap, "nodelist.node.", &iter) != CS_OK) {
+		free(nodes);
 		return -ENOTCONN;
-	for (unsigned int k = 0; k < NODELIST_MAX_KEYS &&
-	     cmap_iter_next(cmap, iter, key, &vlen, &type) == CS_OK; k++) {
-		size_t kl = strlen(key);
+	}
+	for (k = 0; k < NODELIST_MAX_KEYS; k++) {
+		size_t kl;
 		struct cs_node *nd;
 		unsigned int idx;
 		uint32_t id;
 
+		e = cmap_iter_next(cmap, iter, key, &vlen, &type);
+		if (e != CS_OK)
+			break;
+		kl = strlen(key);
 		if (kl < 7 || strcmp(key + kl - 7, ".nodeid") ||
 		    sscanf(key, "nodelist.node.%u.", &idx) != 1)
 			continue;
-		if (cmap_get_uint32(cmap, key, &id) != CS_OK || !id ||
-		    n >= DLM_MAX_NODES)
+		e = cmap_get_uint32(cmap, key, &id);
+		if (e != CS_OK) {
+			why = cs_str(e);	/* listed, then not readable */
+			rv = -EAGAIN;
+			break;
+		}
+		if (!id || n >= DLM_MAX_NODES)
 			continue;
-		nd = &cs->cs_nodes[n++];
-		memset(nd, 0, sizeof(*nd));
+		nd = &nodes[n++];
 		nd->n_id = id;
 		for (unsigned int r = 0; r < MAX_RINGS &&
 		     nd->n_naddrs < LC_MAX_ADDRS; r++) {
@@ -1349,8 +1399,32 @@ static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
 		}
 	}
 	cmap_iter_finalize(cmap, iter);
+	if (!rv && (k == NODELIST_MAX_KEYS || e != CS_ERR_NO_SECTIONS)) {
+		why = k == NODELIST_MAX_KEYS ? "too many keys" : cs_str(e);
+		rv = -EAGAIN;	/* not the list's end */
+	}
+	if (!rv && read_tiebreak(cmap, nodes, n, &tb)) {
+		why = "quorum.auto_tie_breaker unreadable";
+		rv = -EAGAIN;
+	}
+	if (rv) {
+		if (!cs->cs_nodelist_bad)
+			log_warn("cmap: the nodelist could not be read to its end "
+				 "(%s); the last complete reading (%u configured "
+				 "nodes, tie-breaker node %u) stays, retrying",
+				 why, cs->cs_nnodes, cs->cs_tiebreak);
+		cs->cs_nodelist_bad = true;
+		free(nodes);
+		return rv;
+	}
+	if (cs->cs_nodelist_bad)
+		log_notice("cmap: the nodelist is read again: %u configured "
+			   "node%s", n, n == 1 ? "" : "s");
+	cs->cs_nodelist_bad = false;
+	memcpy(cs->cs_nodes, nodes, n * sizeof(*nodes));
 	cs->cs_nnodes = n;
-	read_tiebreak(cs, cmap);
+	cs->cs_tiebreak = tb;
+	free(nodes);
 	return 0;
 }
 
@@ -1529,9 +1603,16 @@ static void comms_sweep(struct dlmd_cluster *cs)
 			i++;
 			continue;
 		}
+		if (dlmd_comms_node_remove(cs->cs_d, id)) {
+			/* not removed (-EBUSY: inside a lowcomms callback):
+			 * the id stays for the next sweep */
+			stale = true;
+			dlmd_cluster_retry_later(cs->cs_d);
+			i++;
+			continue;
+		}
 		log_notice("comms: node %u is out of the nodelist, the daemon "
-			   "group and fencing: it leaves the node table", id);
-		dlmd_comms_node_remove(cs->cs_d, id);
+			   "group and fencing: it left the node table", id);
 		cs->cs_comms_ids[i] = cs->cs_comms_ids[--cs->cs_ncomms_ids];
 	}
 	cs->cs_comms_stale = stale;
@@ -2597,16 +2678,27 @@ static void ls_drop_as_loser(struct dlmd_cluster_ls *cl)
 		log_err("lockspace %s: cannot release it", dl->dl_name);
 }
 
+/* A CONFIG with this pair, to every member (deliver_config); flags
+ * CM_CONFIG_SYNC: sent again at the sync of view. */
+static void config_send(struct dlmd_cluster *cs, uint32_t flags,
+			unsigned int nnodes, uint32_t tiebreak, uint32_t view)
+{
+	struct cm_config cg = { flags, nnodes, tiebreak, view };
+	unsigned char buf[CM_CONFIG_SYNC_LEN];
+	struct cm_hdr h;
+	size_t len;
+
+	h = out_hdr(cs, 0);
+	len = dlmd_cm_config_encode(buf, &h, &cg);
+	if (len)
+		out_queue(cs, buf, len);
+}
+
 /* CONFIGURATION CHANGES: our reading of the configuration (re-read
  * just now) differs from the pair we decide with: tell the group, which
  * applies it in order (deliver_config). */
 static void config_check(struct dlmd_cluster *cs)
 {
-	struct cm_config cg = { 0, cs->cs_nnodes, cs->cs_tiebreak };
-	unsigned char buf[CM_CONFIG_LEN];
-	struct cm_hdr h;
-	size_t len;
-
 	/* (no pair yet: a dlmd that did not read one at start) */
 	if (cs->cs_conf_set && cs->cs_nnodes == cs->cs_conf_nnodes &&
 	    cs->cs_tiebreak == cs->cs_conf_tiebreak)
@@ -2616,10 +2708,35 @@ static void config_check(struct dlmd_cluster *cs)
 		   "counts majorities against it from its CONFIG on",
 		   cs->cs_nnodes, cs->cs_nnodes == 1 ? "" : "s",
 		   conf_nnodes(cs), cs->cs_tiebreak, conf_tiebreak(cs));
-	h = out_hdr(cs, 0);
-	len = dlmd_cm_config_encode(buf, &h, &cg);
-	if (len)
-		out_queue(cs, buf, len);
+	config_send(cs, 0, cs->cs_nnodes, cs->cs_tiebreak, 0);
+}
+
+/* CONFIGURATION CHANGES: at a sync's start, once a CONFIG was delivered
+ * to us, the lowest known member sends the pair it decides with again
+ * (CM_CONFIG_SYNC, with the sync's view), so a joiner (its own reading
+ * may differ) decides with the group's from that CONFIG's delivery on,
+ * before the sync's end (queued before our ANNOUNCE), and every member
+ * takes it at that one point of the stream.  The known members agree on
+ * who is the lowest (the table is the same on every one of them at the
+ * sync's start); each side of a merge sends its own, and the last one
+ * delivered wins on every member alike.  deliver_config takes it only
+ * in the sync it was sent at, and only if no CONFIG of a change came
+ * since that sync's start (the resent pair may be older than that). */
+static void config_resend(struct dlmd_cluster *cs)
+{
+	uint32_t self = cs->cs_d->d_nodeid;
+	const struct cs_daemon *me = dm_find(cs, self, cs->cs_self_pid);
+
+	if (!cs->cs_conf_heard || !cs->cs_conf_set || !me || !me->dm_known)
+		return;
+	for (unsigned int i = 0; i < cs->cs_ndm; i++)
+		if (cs->cs_dm[i].dm_known && cs->cs_dm[i].dm_id < self)
+			return;
+	log_debug("daemon group: sync: the group's configuration sent again "
+		  "(%u configured nodes, tie-breaker node %u)",
+		  cs->cs_conf_nnodes, cs->cs_conf_tiebreak);
+	config_send(cs, CM_CONFIG_SYNC, cs->cs_conf_nnodes,
+		    cs->cs_conf_tiebreak, cs->cs_view);
 }
 
 static void kick_job(void *data)
@@ -2632,10 +2749,17 @@ static void kick_job(void *data)
 	out_flush(cs);
 	if (cs->cs_nodelist_changed) {
 		cs->cs_nodelist_changed = false;
-		if (cs->cs_cmap && read_nodelist(cs, cs->cs_cmap) == 0)
-			nodes_to_comms(cs);
-		config_check(cs);
-		cs->cs_comms_stale = true;
+		if (!cs->cs_cmap || read_nodelist(cs, cs->cs_cmap) == 0) {
+			if (cs->cs_cmap)
+				nodes_to_comms(cs);
+			config_check(cs);
+			cs->cs_comms_stale = true;
+		} else {
+			/* no CONFIG of a partial read: the old pair stays,
+			 * the read is tried again (retry_timer) */
+			cs->cs_nodelist_changed = true;
+			dlmd_cluster_retry_later(d);
+		}
 	}
 	comms_sweep(cs);
 	/* a loser's release changes the list: start over after one */
@@ -4265,6 +4389,20 @@ static void deliver_config(struct dlmd_cluster *cs, uint32_t from,
 			 from, why);
 		return;
 	}
+	if (cg.cg_flags & CM_CONFIG_SYNC) {
+		/* the group's pair sent again for a joiner (config_resend):
+		 * of this sync, and older than no CONFIG of a change */
+		if (!cs->cs_syncing || cg.cg_view != cs->cs_view ||
+		    cs->cs_conf_new) {
+			log_debug("daemon group: node %u's configuration sent "
+				  "again at sync %08x not taken (%s)", from,
+				  cg.cg_view, cs->cs_conf_new ? "a change came "
+				  "since" : "another sync");
+			return;
+		}
+	} else {
+		cs->cs_conf_new = true;
+	}
 	if (cg.cg_nnodes != conf_nnodes(cs) || cg.cg_tiebreak != conf_tiebreak(cs))
 		log_notice("daemon group: node %u's configuration applies from "
 			   "here on: %u configured node%s (was %u); node %u breaks "
@@ -4277,6 +4415,7 @@ static void deliver_config(struct dlmd_cluster *cs, uint32_t from,
 			 "corosync.conf that differs)", cs->cs_nnodes,
 			 cs->cs_tiebreak);
 	cs->cs_conf_set = true;
+	cs->cs_conf_heard = true;
 	cs->cs_conf_nnodes = cg.cg_nnodes;
 	cs->cs_conf_tiebreak = cg.cg_tiebreak;
 }
@@ -4501,6 +4640,7 @@ static void sync_start(struct dlmd_cluster *cs, uint32_t view)
 	 * parts).  They carry the configuration they answer; one in
 	 * progress is dropped. */
 	cs->cs_view = view;
+	cs->cs_conf_new = false;	/* CONFIGURATION CHANGES */
 	for (unsigned int i = 0; i < cs->cs_ndm; i++) {
 		cs->cs_dm[i].dm_announced = false;
 		cs->cs_dm[i].dm_ann_open = false;
@@ -4512,6 +4652,7 @@ static void sync_start(struct dlmd_cluster *cs, uint32_t view)
 	/* the fencing turns we hold, for those who join (fence.c, ONE
 	 * FENCER): before our ANNOUNCE, so in by the sync's end */
 	dlmd_fence_resend_claims(cs->cs_d);
+	config_resend(cs);
 	send_announce(cs);
 }
 
@@ -5608,7 +5749,15 @@ static int cmap_start(struct dlmd_cluster *cs)
 		cs->cs_cmap = 0;
 		return -ENOTCONN;
 	}
-	rv = read_nodelist(cs, cs->cs_cmap);
+	/* a walk cut short (a reload under way): again, bounded (1 s) */
+	for (int i = 0; i < 50; i++) {
+		rv = read_nodelist(cs, cs->cs_cmap);
+		if (rv != -EAGAIN)
+			break;
+		usleep(CS_RETRY_US);	/* bounded; before the loop runs */
+	}
+	if (rv == -EAGAIN)
+		rv = -ENOTCONN;
 	if (!rv)
 		rv = read_local_id(cs, cs->cs_cmap);
 	if (rv)

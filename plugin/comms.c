@@ -900,18 +900,18 @@ void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
 	comms_rearm(cm);
 }
 
-void dlmd_comms_node_remove(struct dlmd *d, uint32_t nodeid)
+int dlmd_comms_node_remove(struct dlmd *d, uint32_t nodeid)
 {
 	struct dlmd_comms *cm = d->d_comms;
 	struct dlmd_peer_metrics *pm;
 	int rv;
 
 	if (!cm || nodeid == d->d_nodeid)
-		return;
+		return 0;
 	rv = lc_node_remove(cm->cm_lc, nodeid);
 	if (rv && rv != -ENOENT) {
 		log_warn("comms: cannot remove node %u: %s", nodeid, strerror(-rv));
-		return;
+		return rv;
 	}
 	backlog_forget(cm, nodeid);
 	pm = peer(cm, nodeid);
@@ -921,6 +921,7 @@ void dlmd_comms_node_remove(struct dlmd *d, uint32_t nodeid)
 	log_info("comms: node %u left the nodelist: its connection state and "
 		 "counters are dropped", nodeid);
 	comms_rearm(cm);
+	return 0;
 }
 
 uint64_t dlmd_comms_wait_ms(const struct dlmd *d, uint32_t nodeid)

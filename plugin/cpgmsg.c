@@ -296,13 +296,19 @@ size_t dlmd_cm_unreach_encode(unsigned char *buf, const struct cm_hdr *h,
 size_t dlmd_cm_config_encode(unsigned char *buf, const struct cm_hdr *h,
 			     const struct cm_config *cg)
 {
-	if (cg->cg_flags || !cg->cg_nnodes || cg->cg_nnodes > DLM_MAX_NODES)
+	bool sync = cg->cg_flags == CM_CONFIG_SYNC;
+	size_t len = sync ? CM_CONFIG_SYNC_LEN : CM_CONFIG_LEN;
+
+	if ((cg->cg_flags && !sync) || (!sync && cg->cg_view) ||
+	    !cg->cg_nnodes || cg->cg_nnodes > DLM_MAX_NODES)
 		return 0;
-	put_hdr(buf, h, CM_CONFIG, CM_CONFIG_LEN);
+	put_hdr(buf, h, CM_CONFIG, len);
 	dlm_put_le32(buf + CM_HDR_LEN, cg->cg_flags);
 	dlm_put_le32(buf + CM_HDR_LEN + 4, cg->cg_nnodes);
 	dlm_put_le32(buf + CM_HDR_LEN + 8, cg->cg_tiebreak);
-	return CM_CONFIG_LEN;
+	if (sync)
+		dlm_put_le32(buf + CM_HDR_LEN + 12, cg->cg_view);
+	return len;
 }
 
 static bool fence_ok(uint16_t type, const struct cm_fence *fc)
@@ -559,17 +565,26 @@ int dlmd_cm_fence_decode(const unsigned char *body, size_t len, uint16_t type,
 int dlmd_cm_config_decode(const unsigned char *body, size_t len,
 			  struct cm_config *cg, const char **why)
 {
-	if (len != CM_CONFIG_LEN - CM_HDR_LEN) {
+	if (len != CM_CONFIG_LEN - CM_HDR_LEN &&
+	    len != CM_CONFIG_SYNC_LEN - CM_HDR_LEN) {
 		*why = "CONFIG of a bad length";
 		return -EINVAL;
 	}
 	cg->cg_flags = dlm_get_le32(body);
 	cg->cg_nnodes = dlm_get_le32(body + 4);
 	cg->cg_tiebreak = dlm_get_le32(body + 8);
-	if (cg->cg_flags) {
+	cg->cg_view = 0;
+	if (cg->cg_flags & ~CM_CONFIG_SYNC) {
 		*why = "CONFIG with undefined flags";
 		return -EINVAL;
 	}
+	if ((cg->cg_flags == CM_CONFIG_SYNC) !=
+	    (len == CM_CONFIG_SYNC_LEN - CM_HDR_LEN)) {
+		*why = "CONFIG whose length does not match its flags";
+		return -EINVAL;
+	}
+	if (cg->cg_flags == CM_CONFIG_SYNC)
+		cg->cg_view = dlm_get_le32(body + 12);
 	if (!cg->cg_nnodes || cg->cg_nnodes > DLM_MAX_NODES) {
 		*why = "CONFIG of no or too many nodes";
 		return -EINVAL;

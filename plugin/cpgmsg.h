@@ -104,12 +104,17 @@
  *                            for peer_unreachable_secs, all of them
  *                            (count 0: it reaches every peer again)
  *                          (plugin/cluster.c, UNREACHABLE PEERS)
- *   CONFIG (10):           0 flags (none defined yet; sent as 0)
+ *   CONFIG (10):           0 flags (0, or CM_CONFIG_SYNC alone)
  *                          4 configured nodes (1..DLM_MAX_NODES)
  *                          8 the tie-breaker node id (0: none)
+ *                          12 with CM_CONFIG_SYNC only: the view (as an
+ *                            ANNOUNCE's) of the sync it was sent at
  *                          what the sender's corosync configuration says
  *                          a split's majority is counted against; every
- *                          member decides with the last one delivered
+ *                          member decides with the last one delivered.
+ *                          CM_CONFIG_SYNC: the group's pair sent again
+ *                          at a sync's start for those who join, taken
+ *                          only in that sync, before any other CONFIG
  *                          (plugin/cluster.c, CONFIGURATION CHANGES)
  *
  * Types 6 and 7 came after version 2 was released, without a version
@@ -193,6 +198,8 @@
 #define CM_UNREACH_FIXED	8	/* flags, count */
 #define CM_UNREACH_MAX_LEN	(CM_HDR_LEN + CM_UNREACH_FIXED + 4 * DLM_MAX_NODES)
 #define CM_CONFIG_LEN		(CM_HDR_LEN + 12)	/* flags, nodes, tiebreak */
+#define CM_CONFIG_SYNC		1u	/* sent again at a sync: + view */
+#define CM_CONFIG_SYNC_LEN	(CM_HDR_LEN + 16)
 #define CM_FENCE_DONE		0u
 #define CM_FENCE_FAILED		1u
 #define CM_FENCE_RELEASED	2u
@@ -287,9 +294,10 @@ struct cm_unreach {
 };
 
 struct cm_config {
-	uint32_t	cg_flags;		/* 0 */
+	uint32_t	cg_flags;		/* 0 or CM_CONFIG_SYNC */
 	uint32_t	cg_nnodes;		/* 1..DLM_MAX_NODES */
 	uint32_t	cg_tiebreak;		/* 0: none */
+	uint32_t	cg_view;		/* CM_CONFIG_SYNC only, else 0 */
 };
 
 struct cm_fence {

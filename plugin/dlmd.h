@@ -759,8 +759,9 @@ int dlmd_comms_node_add(struct dlmd *d, uint32_t nodeid,
 void dlmd_comms_node_reset(struct dlmd *d, uint32_t nodeid,
 			   const char *const *addrs, unsigned int naddrs);
 /* The node left the nodelist and nothing needs its state: it leaves the
- * node table (lowcomms and metrics); an add of its id starts afresh. */
-void dlmd_comms_node_remove(struct dlmd *d, uint32_t nodeid);
+ * node table (lowcomms and metrics); an add of its id starts afresh.
+ * 0, or -errno: not removed (-EBUSY inside a lowcomms callback). */
+int dlmd_comms_node_remove(struct dlmd *d, uint32_t nodeid);
 /* How long (ms) the oldest message queued for the node has waited with
  * nothing acknowledged (lowcomms' lc_node_wait_ms); 0: nothing queued. */
 uint64_t dlmd_comms_wait_ms(const struct dlmd *d, uint32_t nodeid);

@@ -162,7 +162,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case CM_CONFIG:
 		if (dlmd_cm_config_decode(body, blen, &cg, &why))
 			break;
-		if (cg.cg_flags || !cg.cg_nnodes || cg.cg_nnodes > DLM_MAX_NODES)
+		if ((cg.cg_flags && cg.cg_flags != CM_CONFIG_SYNC) ||
+		    (!cg.cg_flags && cg.cg_view) ||
+		    !cg.cg_nnodes || cg.cg_nnodes > DLM_MAX_NODES)
 			abort();
 		len = dlmd_cm_config_encode(again, &h, &cg);
 		if (len != size || memcmp(again, data, size))

@@ -32,6 +32,13 @@
 #define corosync_cfg_kill_node	fake_cfg_kill_node
 #define corosync_cfg_finalize	fake_cfg_finalize
 #define lc_key_load		fake_lc_key_load
+#define cmap_iter_init		fake_cmap_iter_init
+#define cmap_iter_next		fake_cmap_iter_next
+#define cmap_iter_finalize	fake_cmap_iter_finalize
+#define cmap_get_uint8		fake_cmap_get_uint8
+#define cmap_get_uint32		fake_cmap_get_uint32
+#define cmap_get_string		fake_cmap_get_string
+#define cmap_finalize		fake_cmap_finalize
 /* a small cap, so that the test reaches it */
 #define CS_ANN_TOTAL_MAX	256
 
@@ -387,12 +394,95 @@ void dlmd_comms_node_reset(struct dlmd *d, uint32_t id, const char *const *a,
 }
 /* dlmd_comms_node_remove calls: by node slot, of node id */
 static unsigned int removes[SIM_NODES][DLM_MAX_NODES + 1];
-void dlmd_comms_node_remove(struct dlmd *d, uint32_t id)
+/* a node remove refused (-EBUSY, as inside a lowcomms callback) */
+static int remove_busy;
+int dlmd_comms_node_remove(struct dlmd *d, uint32_t id)
 {
+	if (remove_busy) {
+		remove_busy--;
+		return -EBUSY;
+	}
 	for (unsigned int i = 0; i < SIM_NODES; i++)
 		if (&sim[i].d == d && id <= DLM_MAX_NODES)
 			removes[i][id]++;
+	return 0;
 }
+/* A corosync nodelist as cmap shows it (read_nodelist): per node
+ * nodelist.node.<j>.nodeid and .ring0_addr, in that order; the walk
+ * can fail at one key (an IPC error, a reload under way). */
+static struct {
+	unsigned int	n;
+	uint32_t	ids[SIM_NODES];
+	int		iter_fail_at;	/* iter_next's key index; -1: never */
+	unsigned int	pos;
+} fake_nl;
+
+cs_error_t fake_cmap_iter_init(cmap_handle_t h, const char *prefix,
+			       cmap_iter_handle_t *it)
+{
+	fake_nl.pos = 0;
+	*it = 1;
+	return CS_OK;
+}
+
+cs_error_t fake_cmap_iter_next(cmap_handle_t h, cmap_iter_handle_t it,
+			       char key[], size_t *vlen,
+			       cmap_value_types_t *type)
+{
+	unsigned int k = fake_nl.pos++;
+
+	if ((int)k == fake_nl.iter_fail_at)
+		return CS_ERR_LIBRARY;
+	if (k >= 2 * fake_nl.n)
+		return CS_ERR_NO_SECTIONS;
+	snprintf(key, CMAP_KEYNAME_MAXLEN, "nodelist.node.%u.%s", k / 2,
+		 k % 2 ? "ring0_addr" : "nodeid");
+	*vlen = 4;
+	*type = k % 2 ? CMAP_VALUETYPE_STRING : CMAP_VALUETYPE_UINT32;
+	return CS_OK;
+}
+
+cs_error_t fake_cmap_iter_finalize(cmap_handle_t h, cmap_iter_handle_t it)
+{
+	return CS_OK;
+}
+
+cs_error_t fake_cmap_get_uint8(cmap_handle_t h, const char *key, uint8_t *v)
+{
+	return CS_ERR_NOT_EXIST;	/* no auto_tie_breaker: the lowest */
+}
+
+cs_error_t fake_cmap_get_uint32(cmap_handle_t h, const char *key, uint32_t *v)
+{
+	unsigned int j;
+	char tail[16];
+
+	if (sscanf(key, "nodelist.node.%u.%15s", &j, tail) != 2 ||
+	    strcmp(tail, "nodeid") || j >= fake_nl.n)
+		return CS_ERR_NOT_EXIST;
+	*v = fake_nl.ids[j];
+	return CS_OK;
+}
+
+cs_error_t fake_cmap_get_string(cmap_handle_t h, const char *key, char **v)
+{
+	unsigned int j, r;
+
+	if (sscanf(key, "nodelist.node.%u.ring%u_addr", &j, &r) != 2 ||
+	    r || j >= fake_nl.n)
+		return CS_ERR_NOT_EXIST;
+	*v = malloc(16);
+	if (!*v)
+		return CS_ERR_NO_MEMORY;
+	snprintf(*v, 16, "10.0.0.%u", fake_nl.ids[j]);
+	return CS_OK;
+}
+
+cs_error_t fake_cmap_finalize(cmap_handle_t h)
+{
+	return CS_OK;
+}
+
 uint64_t dlmd_comms_wait_ms(const struct dlmd *d, uint32_t id)
 {
 	for (unsigned int i = 0; i < SIM_NODES; i++)
@@ -927,6 +1017,9 @@ static int setup(void **state)
 	memset(kills, 0, sizeof(kills));
 	memset(resets, 0, sizeof(resets));
 	memset(removes, 0, sizeof(removes));
+	remove_busy = 0;
+	memset(&fake_nl, 0, sizeof(fake_nl));
+	fake_nl.iter_fail_at = -1;
 	memset(wait_ms, 0, sizeof(wait_ms));
 	verbose = getenv("TEST_CPG_PROTO_VERBOSE") != NULL;
 	qb_log_init("test-cpg-proto", LOG_DAEMON, LOG_DEBUG);
@@ -3840,7 +3933,7 @@ static void test_config_codec(void **state)
 {
 	unsigned char buf[CM_MAX_LEN];
 	struct cm_hdr h = { .h_sender = 3, .h_seq = 2 }, h2;
-	struct cm_config cg = { 0, 4, 3 }, back;
+	struct cm_config cg = { 0, 4, 3, 0 }, back;
 	const char *why = NULL;
 	size_t len;
 
@@ -3870,6 +3963,29 @@ static void test_config_codec(void **state)
 			 -EINVAL);
 	cg.cg_nnodes = 0;
 	assert_int_equal(dlmd_cm_config_encode(buf, &h, &cg), 0);
+	/* sent again at a sync: the view follows; a view without the
+	 * flag, the flag without the view, other flags: refused */
+	cg = (struct cm_config){ CM_CONFIG_SYNC, 4, 3, 0x1234abcd };
+	len = dlmd_cm_config_encode(buf, &h, &cg);
+	assert_int_equal(len, CM_CONFIG_SYNC_LEN);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN, &back, &why), 0);
+	assert_int_equal(back.cg_flags, CM_CONFIG_SYNC);
+	assert_int_equal(back.cg_view, 0x1234abcd);
+	assert_int_equal(back.cg_tiebreak, 3);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       CM_CONFIG_LEN - CM_HDR_LEN, &back,
+					       &why), -EINVAL);
+	dlm_put_le32(buf + CM_HDR_LEN, 0);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
+	dlm_put_le32(buf + CM_HDR_LEN, CM_CONFIG_SYNC | 2);
+	assert_int_equal(dlmd_cm_config_decode(buf + CM_HDR_LEN,
+					       len - CM_HDR_LEN, &back, &why),
+			 -EINVAL);
+	cg = (struct cm_config){ 0, 4, 3, 7 };
+	assert_int_equal(dlmd_cm_config_encode(buf, &h, &cg), 0);
 }
 
 /* Node slot i's corosync nodelist loses node id 'gone' (a reload; what
@@ -3888,6 +4004,125 @@ static void nodelist_drop(int i, uint32_t gone)
 	kick(cs);
 	cur = -1;
 	run_jobs();
+}
+
+/* CONFIGURATION CHANGES, a reading cut short.  Four nodes (the lowest,
+ * node 1, breaks even splits); node 5 is added to every corosync.conf
+ * and node 3's dlmd re-reads the nodelist, but its cmap walk fails after
+ * the first two nodes (a mid-walk error, not the list's end).  Nothing
+ * of that reading is taken or sent: no CONFIG, node 3 keeps 4 nodes (a
+ * CONFIG of 2 would have let a 2-node and a 3-node side both count a
+ * majority).  The read is retried; once it reaches the end, the 5 nodes
+ * go out as CONFIG and every member counts against them. */
+static void test_config_partial_read(void **state)
+{
+	struct dlmd_cluster *cs;
+
+	for (int i = 0; i < 4; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 4; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 4;
+		sim[i].d.d_cluster->cs_tiebreak = 1;
+	}
+	fake_nl.n = 5;
+	for (unsigned int j = 0; j < 5; j++)
+		fake_nl.ids[j] = j + 1;
+	fake_nl.iter_fail_at = 4;	/* after nodes 1 and 2 */
+	cs = sim[2].d.d_cluster;
+	cs->cs_cmap = 1;
+	cur = 2;
+	cs->cs_nodelist_changed = true;
+	kick(cs);
+	cur = -1;
+	run_jobs();
+	settle();
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(conf_nnodes(sim[i].d.d_cluster), 4);
+	assert_int_equal(cs->cs_nnodes, 4);
+	assert_false(logged(0, "configuration applies"));
+	assert_false(logged(2, "the configuration changed"));
+	assert_true(logged(2, "could not be read to its end"));
+	/* the retry (retry_timer), the walk whole now */
+	assert_true(cs->cs_nodelist_changed);
+	fake_nl.iter_fail_at = -1;
+	cur = 2;
+	retry_timer(cs);
+	cur = -1;
+	run_jobs();
+	settle();
+	assert_int_equal(cs->cs_nnodes, 5);
+	assert_true(logged(0, "node 3's configuration applies"));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(conf_nnodes(sim[i].d.d_cluster), 5);
+	cs->cs_cmap = 0;
+}
+
+/* CONFIGURATION CHANGES, a joiner.  As test_config_ordered, node 3's
+ * CONFIG makes node 3 the tie-breaker.  Then node 4's dlmd restarts and
+ * reads its own corosync.conf, which still names node 1 (a reload not
+ * done there).  Its sync gets the group's pair again (the lowest member
+ * resends it), so when the cluster splits 2 + 2 node 4 counts with node
+ * 3 as its peers do: 3 and 4 take 1 and 2 for lost from a majority.
+ * Before, the new node 4 counted with node 1: the even loser's half,
+ * node 3 alone the majority's. */
+static void test_config_joiner(void **state)
+{
+	const int lo[2] = { 0, 1 }, hi[2] = { 2, 3 };
+	struct cpg_address l;
+	struct dlmd_cluster *cs;
+
+	for (int i = 0; i < 4; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 4; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 4;
+		sim[i].d.d_cluster->cs_tiebreak = 1;
+	}
+	cs = sim[2].d.d_cluster;
+	cur = 2;
+	cs->cs_tiebreak = 3;
+	cs->cs_nodelist_changed = true;
+	kick(cs);
+	cur = -1;
+	run_jobs();
+	settle();
+	assert_true(logged(3, "node 3's configuration applies"));
+	/* node 4's dlmd stops and starts again, reading node 1 */
+	l = (struct cpg_address){ 4, sim[3].pid, CPG_REASON_LEAVE };
+	node_free(3);
+	confchg(&l, 1, NULL, 0);
+	settle();
+	sim_start(3);
+	sim[3].d.d_cluster->cs_nnodes = 4;
+	sim[3].d.d_cluster->cs_tiebreak = 1;
+	settle();
+	cs = sim[3].d.d_cluster;
+	assert_false(cs->cs_syncing);
+	assert_int_equal(conf_tiebreak(cs), 3);
+	assert_int_equal(conf_nnodes(cs), 4);
+	for (int i = 0; i < 4; i++)
+		side_of[i] = i < 2 ? 0 : 1;
+	for (int i = 0; i < 2; i++)
+		confchg_side(i, lo, 2, hi, 2, false);
+	for (int i = 2; i < 4; i++)
+		confchg_side(i, hi, 2, lo, 2, false);
+	settle_sides();
+	for (int i = 0; i < 4; i++) {
+		bool tb_half = i >= 2;
+
+		cs = sim[i].d.d_cluster;
+		for (int k = 0; k < 4; k++) {
+			uint32_t id = sim[k].id;
+
+			if ((k >= 2) == tb_half)
+				continue;
+			assert_int_equal(id_in(cs->cs_lost, cs->cs_nlost, id),
+					 tb_half);
+		}
+	}
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
 }
 
 /* Three nodes with lowcomms entries for each other (nodes_to_comms). */
@@ -3954,6 +4189,84 @@ static void test_nodelist_leaver_split(void **state)
 	assert_int_equal(removes[0][3], 0);
 	for (int i = 0; i < SIM_NODES; i++)
 		side_of[i] = 0;
+}
+
+/* ... and a change during that sync.  Node 4's dlmd restarts; before
+ * its first message is delivered node 3 reads another tie-breaker, node
+ * 2, and sends CONFIG.  Node 1's resend at the sync's start still holds
+ * node 3 (the change was not delivered yet) and is delivered after the
+ * change: it is not taken, every member keeps node 2 (a resend taken
+ * would have undone the change on every member). */
+static void test_config_joiner_change(void **state)
+{
+	struct cpg_address l;
+	struct dlmd_cluster *cs;
+
+	for (int i = 0; i < 4; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 4; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 4;
+		sim[i].d.d_cluster->cs_tiebreak = 1;
+	}
+	cs = sim[2].d.d_cluster;
+	cur = 2;
+	cs->cs_tiebreak = 3;
+	cs->cs_nodelist_changed = true;
+	kick(cs);
+	cur = -1;
+	run_jobs();
+	settle();
+	l = (struct cpg_address){ 4, sim[3].pid, CPG_REASON_LEAVE };
+	node_free(3);
+	confchg(&l, 1, NULL, 0);
+	settle();
+	sim_start(3);
+	sim[3].d.d_cluster->cs_nnodes = 4;
+	sim[3].d.d_cluster->cs_tiebreak = 1;
+	assert_true(nmsgs > 0);		/* node 4's first, not delivered */
+	cur = 2;
+	cs->cs_tiebreak = 2;
+	cs->cs_nodelist_changed = true;
+	kick(cs);
+	cur = -1;
+	run_jobs();
+	settle();
+	for (int i = 0; i < 4; i++) {
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+		assert_int_equal(conf_tiebreak(sim[i].d.d_cluster), 2);
+	}
+	assert_true(logged(0, "sent again at sync"));
+}
+
+/* NODES LEAVING THE NODELIST, a refused remove.  Node 3 leaves and is
+ * taken out of node 1's nodelist, but lowcomms refuses the remove
+ * (-EBUSY, as from inside one of its callbacks): node 3 stays in the
+ * ids to sweep and is removed at the next sweep (before, it was
+ * forgotten: its state stayed for the daemon's life). */
+static void test_nodelist_remove_busy(void **state)
+{
+	struct cpg_address l;
+	struct dlmd_cluster *cs;
+
+	nodelist_three();
+	l = (struct cpg_address){ 3, sim[2].pid, CPG_REASON_LEAVE };
+	node_free(2);
+	confchg(&l, 1, NULL, 0);
+	settle();
+	remove_busy = 1;
+	nodelist_drop(0, 3);
+	cs = sim[0].d.d_cluster;
+	assert_int_equal(removes[0][3], 0);
+	assert_true(id_in(cs->cs_comms_ids, cs->cs_ncomms_ids, 3));
+	assert_true(cs->cs_comms_stale);
+	cur = 0;
+	retry_timer(cs);
+	cur = -1;
+	run_jobs();
+	assert_int_equal(removes[0][3], 1);
+	assert_false(id_in(cs->cs_comms_ids, cs->cs_ncomms_ids, 3));
+	assert_false(cs->cs_comms_stale);
 }
 
 int main(void)
@@ -4036,6 +4349,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_vouch_codec, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_config_ordered, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_config_partial_read, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_config_joiner, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_config_joiner_change, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_nodelist_remove_busy, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_config_codec, setup,
 						teardown),
