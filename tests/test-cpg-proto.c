@@ -3125,9 +3125,14 @@ static void test_split3_restarted(void **state)
 	for (int i = 0; i < 2; i++) {
 		assert_false(ls_running(i, "L"));
 		assert_true(fence_in_view(i, 3));
-		assert_true(logged(i, "node 3 merged back after a split with "
-				   "another dlmd than the one that failed"));
-		assert_true(logged(i, "node 3's kept to be fenced (its failure "));
+		/* (nodes 2 and 3 came back at once to node 1: a majority
+		 * of 3, as one side or two; nobody vouches for node 3's new
+		 * process, so the sync's end decides: two sides) */
+		assert_true(logged(i, "node 3 is back after a split without "
+				   "the dlmd that failed"));
+		assert_true(logged(i, "node 3: no side that held a majority "
+				   "saw its dlmd"));
+		assert_true(logged(i, "node 3's kept to be fenced ("));
 		assert_false(logged(i, "previous dlmd of ours"));
 	}
 	settle();
@@ -3169,14 +3174,83 @@ static void test_split3_died_apart(void **state)
 		assert_int_equal(sim[i].forgiven[2 - i], 1);
 		assert_false(ls_running(i, "L"));
 		assert_true(fence_in_view(i, 3));
-		assert_true(logged(i, "node 3 is back in the ring after a split "
-				   "without the dlmd that failed"));
+		assert_true(logged(i, "node 3 is back after a split without "
+				   "the dlmd that failed"));
+		assert_true(logged(i, "node 3: no side that held a majority "
+				   "saw its dlmd"));
 	}
 	settle();
 	for (int i = 0; i < 2; i++) {
 		assert_true(ls_running(i, "L"));
 		assert_int_equal(ls_of(i, "L")->core.nmembers, 2);
 	}
+}
+
+/* Split {1} | {2, 3} (2 + 3 the majority).  On the majority side node 3's
+ * dlmd restarts cleanly (LEAVE, no lockspace anywhere; node 2 saw it go
+ * and come).  The split heals before node 1 is fenced: 2 and 3 remove
+ * node 1 (stale); node 1 sees node 3 node-up under another pid, with a
+ * side of 2 that holds a majority, and node 2's ANNOUNCE vouches for node
+ * 3's new process: that side saw the restart, so node 1 marks nothing
+ * (RESTARTED WHILE APART).  Seen failing before: node 1 marked node 3
+ * RESTARTED at the merge (fail_how 0x10), a healthy majority node. */
+static void test_split_majority_restarted(void **state)
+{
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+	struct cpg_address m[2], l, j;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		sim[i].d.d_cluster->cs_nnodes = 3;
+	confchg_side(0, s0, 1, s12, 2, false);
+	set_quorate(0, false);
+	confchg_side(1, s12, 2, s0, 1, false);
+	confchg_side(2, s12, 2, s0, 1, false);
+	side_of[0] = 0;
+	side_of[1] = side_of[2] = 1;
+	settle_sides();
+	/* node 3's dlmd stops cleanly and starts again */
+	l = (struct cpg_address){ 3, sim[2].pid, CPG_REASON_LEAVE };
+	node_free(2);
+	m[0] = (struct cpg_address){ 2, sim[1].pid, 0 };
+	cur = 1;
+	daemon_confchg((cpg_handle_t)2, &gn, m, 1, &l, 1, NULL, 0);
+	cur = -1;
+	run_jobs();
+	node_init(2, 3);
+	sim[2].d.d_cluster->cs_nnodes = 3;
+	j = (struct cpg_address){ 3, sim[2].pid, CPG_REASON_JOIN };
+	m[1] = j;
+	m[1].reason = 0;
+	for (int i = 1; i < 3; i++) {
+		cur = i;
+		daemon_confchg((cpg_handle_t)(i + 1), &gn, m, 2, NULL, 0, &j, 1);
+		cur = -1;
+		run_jobs();
+	}
+	settle_sides();
+	assert_false(sim[1].fail_how[3] != 0);
+	/* the merge */
+	confchg_side(0, all, 3, s12, 2, true);
+	confchg_side(1, all, 3, s0, 1, true);
+	confchg_side(2, all, 3, s0, 1, true);
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	set_quorate(0, true);
+	settle();
+	assert_true(logged(1, "its state is stale"));
+	assert_true(logged(0, "node 3 is back after a split without the dlmd "
+			   "that failed"));
+	assert_true(logged(0, "node 3's dlmd restarted on a side that held a "
+			   "majority (node 2 saw its new process"));
+	assert_false(logged(0, "node 3: no side that held a majority"));
+	/* node 3 did nothing wrong: nobody may mark it to be fenced */
+	for (int i = 0; i < 3; i++)
+		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
 }
 
 /* Node 1 recorded node 3's failure with another incarnation than node 2
@@ -3990,6 +4064,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_split3_events_differ, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_restarted, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_split_majority_restarted, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_died_apart, setup,
 						teardown),
