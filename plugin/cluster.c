@@ -885,6 +885,11 @@ struct cs_daemon {
 	/* we saw it join (after our own first confchg): until a message of
 	 * it verifies it is no dlmd to us (pending(): not waited for) */
 	bool		dm_witnessed;
+	/* it joined (reason join) after our own first confchg: in CPG's
+	 * order of joins, after us (ANOTHER VERSION: it stops, not we);
+	 * that said once */
+	bool		dm_later;
+	bool		dm_later_said;
 	/* an ANNOUNCE being received (FIRST .. LAST) */
 	bool		dm_ann_open;
 	struct cm_name	*dm_ann;
@@ -3597,14 +3602,34 @@ static void dup_found(struct dlmd_cluster *cs, uint32_t pid, const char *why)
  * and fences it (measured with a version-3 dlmd: 20 s, then fenced,
  * either way round; tests/test-cluster-upgrade.sh).  One that ran
  * before keeps running; the newcomer stops if it is of this version or
- * later.  An unverified header of another version (version 2 needs no
+ * later.  Of two that have not finished their first sync, the one that
+ * joined later in CPG's order stops: one we saw join (reason join)
+ * after our own first confchg (dm_later) stops itself, and we stay,
+ * our first sync waiting until it is gone (before, we stopped too: a
+ * dlmd that joined first cannot end its sync while the other is in the
+ * group).  An unverified header of another version (version 2 needs no
  * key) stops nobody: any process in the group could send one.
  */
 static void version_stop(struct dlmd_cluster *cs, uint32_t nodeid,
 			 uint32_t pid, unsigned int version)
 {
+	struct cs_daemon *dm = dm_find(cs, nodeid, pid);
+
 	if (cs->cs_dup_stop || cs->cs_synced)
 		return;
+	if (dm && dm->dm_later) {
+		/* it joined after us (CPG's order of joins): it is the one
+		 * that joined last, and stops by this same rule; until it
+		 * leaves, our first sync waits for it */
+		if (!dm->dm_later_said) {
+			dm->dm_later_said = true;
+			log_err("daemon group: node %u (pid %u), of CPG protocol "
+				"version %u, joined after us: it stops itself; we "
+				"stay (our sync waits until it leaves)", nodeid,
+				pid, version);
+		}
+		return;
+	}
 	log_err("daemon group: node %u (pid %u) runs dlmd with CPG protocol "
 		"version %u, we speak %u: mixing versions is refused, and this "
 		"dlmd, which joined last and runs no lockspace yet, stops; run "
@@ -4725,6 +4750,11 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 			 * (merge_pending) */
 			ndm[nn].dm_witnessed = !we_joined && !self &&
 				merge_pending(cs, joined, njoined, &members[i]);
+			for (size_t j = 0; !we_joined && !self && j < njoined; j++)
+				if (joined[j].nodeid == members[i].nodeid &&
+				    joined[j].pid == members[i].pid &&
+				    joined[j].reason == CPG_REASON_JOIN)
+					ndm[nn].dm_later = true;
 			if (!self && !ndm[nn].dm_witnessed &&
 			    cs->cs_nsync_j < DLM_MAX_NODES &&
 			    !id_in(cs->cs_sync_j, cs->cs_nsync_j, members[i].nodeid) &&

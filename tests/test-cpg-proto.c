@@ -3700,6 +3700,38 @@ static void test_version_joiner_stops(void **state)
 }
 
 /*
+ * ANOTHER VERSION, the order of joins: nodes 1 and 2 run; node 3's dlmd
+ * starts, and a dlmd of another CPG protocol (3) joins after it, before
+ * node 3's first sync ends (which cannot end while that process, sealed,
+ * is in the group).  The one that joined last is the other: node 3
+ * stays (the other stops itself, by the same rule); so do nodes 1 and 2.
+ * Seen failing before: node 3 stopped ("which joined last"), as it had
+ * not finished its first sync.
+ */
+static void test_version_earlier_stays(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 4 };
+	size_t len;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	sim_start(2);
+	outsider_joins(3, 4);	/* after node 3's join */
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
+	buf[4] = 3;	/* CPG protocol 3 */
+	inject(3, buf, len);
+	settle();
+	for (int i = 0; i < 3; i++) {
+		assert_false(sim[i].d.d_cluster->cs_dup_stop);
+		assert_true(logged(i, "speaks CPG protocol version 3"));
+	}
+	assert_false(sim[2].d.d_cluster->cs_synced);
+	assert_true(logged(2, "joined after us: it stops itself"));
+}
+
+/*
  * SEALED MESSAGES: a merge where not every member kept the joiner's
  * seal.  Nodes 1, 2 and 3 run; a stranger (no dlmd, node 5) is in the
  * group.  The ring splits into {1, 2} and {3, the stranger}; while apart
@@ -4088,6 +4120,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merge_unkept, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_version_joiner_stops, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_version_earlier_stays, setup,
 						teardown),
 	};
 
