@@ -5169,6 +5169,34 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 		id_remove(cs->cs_down, &cs->cs_ndown, id);
 		id_remove(cs->cs_gap, &cs->cs_ngap, id);
 	}
+	/* RESTARTED WHILE APART: a node whose last failure is done, and
+	 * whose processes that fail now never sealed a message (a dlmd that
+	 * has not spoken yet, or no dlmd), failed with no process we know:
+	 * the pid kept from its earlier dlmd is not the one that failed
+	 * (daemon_confchg_ls keeps only a sealed one's), and a merge back
+	 * of the same process must not take it for a restart */
+	for (size_t i = 0; i < nleft; i++) {
+		uint32_t id = left[i].nodeid;
+		bool unsealed = true;
+
+		if (id == cs->cs_d->d_nodeid ||
+		    left[i].reason != CPG_REASON_NODEDOWN || !failpid(cs, id) ||
+		    !failpid(cs, id)->fp_pid || !dlmd_fence_is_done(cs->cs_d, id))
+			continue;
+		for (size_t k = 0; k < nleft; k++) {
+			const struct cs_daemon *o = dm_find(cs, left[k].nodeid,
+							    left[k].pid);
+
+			if (left[k].nodeid == id && (!o || !pending(o)))
+				unsealed = false;
+		}
+		if (unsealed) {
+			log_debug("node %u failed with no process that sealed a "
+				  "message (pid %u was an earlier one)", id,
+				  failpid(cs, id)->fp_pid);
+			failpid_set(cs, id, 0, 0, false);
+		}
+	}
 	for (size_t i = 0; i < nleft; i++) {
 		uint32_t id = left[i].nodeid;
 		const struct cs_node *nd = find_node(cs, id);
@@ -5248,7 +5276,7 @@ static bool died_apart(const struct dlmd_cluster *cs, uint32_t id)
 	    (dlmd_fence_marks(cs->cs_d, id) & DLMD_FENCE_MARK_FIRM))
 		return false;
 	for (unsigned int i = 0; i < cs->cs_ndm; i++)
-		if (cs->cs_dm[i].dm_id == id)
+		if (cs->cs_dm[i].dm_id == id && !pending(&cs->cs_dm[i]))
 			return false;
 	return true;
 }

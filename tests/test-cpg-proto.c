@@ -3253,6 +3253,60 @@ static void test_split_majority_restarted(void **state)
 		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
 }
 
+/* RESTARTED WHILE APART and a process that never sealed: node 3's dlmd
+ * died with no lockspace (no fencing: its failure is done, its pid kept
+ * as the one node 3 failed with), a new one starts and, before its first
+ * sealed message is delivered anywhere, the cluster splits {1} | {2, 3}
+ * and merges back.  The new process failed node-down to node 1 and is
+ * back as itself: it ran nothing, nobody vouches for it (it sealed
+ * nothing before the merge), and node 3 must not be marked.  Seen
+ * failing before: node 1 took the old dlmd's pid for the one that failed
+ * and marked node 3 RESTARTED at the merge's sync end. */
+static void test_split_unsealed_back(void **state)
+{
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
+	unsigned int k = 0;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		sim[i].d.d_cluster->cs_nnodes = 3;
+	sim_kill(2);
+	settle();
+	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
+	sim_start(2);
+	sim[2].d.d_cluster->cs_nnodes = 3;
+	/* its first sealed message is lost in the split */
+	for (unsigned int n = 0; n < nmsgs; n++)
+		if (msgs[n].nodeid != sim[2].id)
+			msgs[k++] = msgs[n];
+	nmsgs = k;
+	confchg_side(0, s0, 1, s12, 2, false);
+	set_quorate(0, false);
+	confchg_side(1, s12, 2, s0, 1, false);
+	confchg_side(2, s12, 2, s0, 1, false);
+	k = 0;
+	for (unsigned int n = 0; n < nmsgs; n++)
+		if (msgs[n].nodeid != sim[2].id)
+			msgs[k++] = msgs[n];
+	nmsgs = k;
+	side_of[0] = 0;
+	side_of[1] = side_of[2] = 1;
+	settle_sides();
+	confchg_side(0, all, 3, s12, 2, true);
+	confchg_side(1, all, 3, s0, 1, true);
+	confchg_side(2, all, 3, s0, 1, true);
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	set_quorate(0, true);
+	settle();
+	for (int i = 0; i < 3; i++)
+		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+	assert_false(logged(0, "no side that held a majority saw its dlmd"));
+}
+
 /* Node 1 recorded node 3's failure with another incarnation than node 2
  * did and than node 3 has (a process of the same pid, not the same
  * one: written by hand here, as the seals' rules keep such a process
@@ -4098,6 +4152,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_split3_restarted, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split_majority_restarted, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_split_unsealed_back, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_died_apart, setup,
 						teardown),
