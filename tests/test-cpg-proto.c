@@ -3253,6 +3253,75 @@ static void test_split_majority_restarted(void **state)
 		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
 }
 
+/* The even split: 4 nodes {1, 2} | {3, 4}, the tie-breaker node 1, so
+ * {1, 2} is the majority half.  Node 2's dlmd restarts cleanly there; at
+ * the merge nobody marks node 2 RESTARTED: nodes 3 and 4 recorded the
+ * other half's failure as the half without the tie-breaker
+ * (DLMD_FAIL_EVEN_LOSER, a mark restarted_apart leaves alone), node 1
+ * removes 3 and 4 as stale.  Passed before the fix as well: a guard,
+ * for the tie-breaker half (test_split_majority_restarted: the odd
+ * case, which failed). */
+static void test_split_even_restarted(void **state)
+{
+	const int s01[2] = { 0, 1 }, s23[2] = { 2, 3 }, all[4] = { 0, 1, 2, 3 };
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+	struct cpg_address m[2], l, j;
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 4; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 4;
+		sim[i].d.d_cluster->cs_tiebreak = 1;
+	}
+	for (int i = 0; i < 2; i++)
+		confchg_side(i, s01, 2, s23, 2, false);
+	for (int i = 2; i < 4; i++) {
+		confchg_side(i, s23, 2, s01, 2, false);
+		set_quorate(i, false);
+	}
+	side_of[0] = side_of[1] = 0;
+	side_of[2] = side_of[3] = 1;
+	settle_sides();
+	/* node 2's dlmd stops cleanly and starts again, on the majority */
+	l = (struct cpg_address){ 2, sim[1].pid, CPG_REASON_LEAVE };
+	node_free(1);
+	m[0] = (struct cpg_address){ 1, sim[0].pid, 0 };
+	cur = 0;
+	daemon_confchg((cpg_handle_t)1, &gn, m, 1, &l, 1, NULL, 0);
+	cur = -1;
+	run_jobs();
+	node_init(1, 2);
+	sim[1].d.d_cluster->cs_nnodes = 4;
+	sim[1].d.d_cluster->cs_tiebreak = 1;
+	j = (struct cpg_address){ 2, sim[1].pid, CPG_REASON_JOIN };
+	m[1] = j;
+	m[1].reason = 0;
+	for (int i = 0; i < 2; i++) {
+		cur = i;
+		daemon_confchg((cpg_handle_t)(i + 1), &gn, m, 2, NULL, 0, &j, 1);
+		cur = -1;
+		run_jobs();
+	}
+	settle_sides();
+	/* the merge */
+	for (int i = 0; i < 2; i++)
+		confchg_side(i, all, 4, s23, 2, true);
+	for (int i = 2; i < 4; i++)
+		confchg_side(i, all, 4, s01, 2, true);
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	for (int i = 2; i < 4; i++)
+		set_quorate(i, true);
+	settle();
+	assert_true(logged(0, "its state is stale"));
+	for (int i = 2; i < 4; i++)
+		assert_false(logged(i, "node 2: no side that held a majority"));
+	for (int i = 0; i < 4; i++)
+		assert_false(sim[i].fail_how[2] & DLMD_FAIL_RESTARTED);
+}
+
 /* RESTARTED WHILE APART and a process that never sealed: node 3's dlmd
  * died with no lockspace (no fencing: its failure is done, its pid kept
  * as the one node 3 failed with), a new one starts and, before its first
@@ -4152,6 +4221,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_split3_restarted, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split_majority_restarted, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_split_even_restarted, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split_unsealed_back, setup,
 						teardown),
