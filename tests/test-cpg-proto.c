@@ -3253,6 +3253,66 @@ static void test_split_majority_restarted(void **state)
 		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
 }
 
+/* The died_apart side of test_split_majority_restarted: split {1} |
+ * {2, 3}; node 3's dlmd stops cleanly on the majority side and is not
+ * back at the merge.  Node 1's ring has node 3 again with a side of 2
+ * that holds a majority: it marks nothing at the ring (before: marked
+ * RESTARTED there, seen failing so) and leaves it to the sync's end,
+ * which the majority's removal of node 1 comes before (its kill is sent
+ * before its ANNOUNCE; the simulator does not kill, so the sync ends
+ * here and node 1 marks node 3 then, as it would if the kill failed). */
+static void test_split_majority_died(void **state)
+{
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, s1[1] = { 1 };
+	const int both[2] = { 0, 1 }, o0[1] = { 0 };
+	const uint32_t ring0[1] = { 1 }, ring[3] = { 1, 2, 3 };
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+	struct cpg_ring_id rid = { 0 };
+	struct cpg_address m, l;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		sim[i].d.d_cluster->cs_nnodes = 3;
+	confchg_side(0, s0, 1, s12, 2, false);
+	set_quorate(0, false);
+	cur = 0;
+	daemon_totem_confchg((cpg_handle_t)1, rid, 1, ring0);
+	cur = -1;
+	confchg_side(1, s12, 2, s0, 1, false);
+	confchg_side(2, s12, 2, s0, 1, false);
+	side_of[0] = 0;
+	side_of[1] = side_of[2] = 1;
+	settle_sides();
+	/* node 3's dlmd stops cleanly */
+	l = (struct cpg_address){ 3, sim[2].pid, CPG_REASON_LEAVE };
+	node_free(2);
+	m = (struct cpg_address){ 2, sim[1].pid, 0 };
+	cur = 1;
+	daemon_confchg((cpg_handle_t)2, &gn, &m, 1, &l, 1, NULL, 0);
+	cur = -1;
+	run_jobs();
+	settle_sides();
+	/* the merge: the group without node 3, then the ring with it */
+	confchg_side(0, both, 2, s1, 1, true);
+	confchg_side(1, both, 2, o0, 1, true);
+	cur = 0;
+	daemon_totem_confchg((cpg_handle_t)1, rid, 3, ring);
+	cur = -1;
+	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
+	assert_true(logged(0, "node 3 is back after a split without the dlmd "
+			   "that failed"));
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	set_quorate(0, true);
+	settle();
+	assert_true(logged(1, "its state is stale"));
+	assert_true(logged(0, "node 3: no side that held a majority saw its "
+			   "dlmd"));
+}
+
 /* The even split: 4 nodes {1, 2} | {3, 4}, the tie-breaker node 1, so
  * {1, 2} is the majority half.  Node 2's dlmd restarts cleanly there; at
  * the merge nobody marks node 2 RESTARTED: nodes 3 and 4 recorded the
@@ -4221,6 +4281,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_split3_restarted, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split_majority_restarted, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_split_majority_died, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split_even_restarted, setup,
 						teardown),
