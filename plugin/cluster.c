@@ -620,9 +620,22 @@
  * ring that corosync delivers after the group's confchg of the merge has
  * X again; the group has every member of X's side by then, so the
  * process that failed left it there (died_apart(), in
- * daemon_totem_confchg).  Not covered: a restart that reuses the pid
- * (merge_keep takes it for the old process; its seal then does not
- * verify, and the sync waits on it until UNREACHABLE PEERS removes it).
+ * daemon_totem_confchg).  Both only when the side that came back (the
+ * node-up joiners; the ring's newcomers) is no majority.  When it holds
+ * one, it may have been a majority side on which X's dlmd stopped and
+ * started in plain sight (handled there; it removes us, stale): marking
+ * X there would have the minority fence a healthy node of the majority.
+ * Or it was several minority sides at once (the three-way split), which
+ * X must be fenced for.  The merge's sync tells them apart: a member
+ * whose ANNOUNCE vouches for X's new process verified it before the
+ * merge, on X's side; if those and X hold a majority, nothing is marked;
+ * else X is marked at the sync's end (apart_defer).  A dlmd that died
+ * leaves nobody to vouch for: marked at the sync's end, which a majority
+ * that removes us comes before (its kill is sent before its ANNOUNCE;
+ * if the kill fails, we still mark it).  Not covered: a restart that
+ * reuses the pid (merge_keep takes it for the old process; its seal
+ * then does not verify, and the sync waits on it until UNREACHABLE
+ * PEERS removes it).
  *
  * LOST FRAMES.  lowcomms delivers engine messages in order and exactly
  * once while both nodes keep each other; a peer resuming past what we got
@@ -883,6 +896,11 @@ struct cs_daemon {
 	/* we saw it join (after our own first confchg): until a message of
 	 * it verifies it is no dlmd to us (pending(): not waited for) */
 	bool		dm_witnessed;
+	/* it joined (reason join) after our own first confchg: in CPG's
+	 * order of joins, after us (ANOTHER VERSION: it stops, not we);
+	 * that said once */
+	bool		dm_later;
+	bool		dm_later_said;
 	/* an ANNOUNCE being received (FIRST .. LAST) */
 	bool		dm_ann_open;
 	struct cm_name	*dm_ann;
@@ -1095,6 +1113,21 @@ struct dlmd_cluster {
 	 * frames in flight are resent if they merge back and are forgiven) */
 	uint32_t		cs_reset_later[DLM_MAX_NODES];
 	unsigned int		cs_nreset_later;
+	/* RESTARTED WHILE APART, undecided (the side that came back holds
+	 * a majority): node, the process back (0: none, died_apart), the
+	 * view whose ANNOUNCEs may vouch for it; and who vouched (node,
+	 * witness); decided at the sync's end (apart_decide) */
+	struct cs_apart {
+		uint32_t	ap_id, ap_pid, ap_view;
+	}			cs_apart[DLM_MAX_NODES];
+	unsigned int		cs_napart;
+	struct cs_apwit {
+		uint32_t	aw_id, aw_wit;
+	}			cs_apwit[DLM_MAX_NODES];
+	unsigned int		cs_napwit;
+	/* the last totem ring of the daemon group's connection */
+	uint32_t		cs_ring[DLM_MAX_NODES];
+	unsigned int		cs_nring;
 	bool			cs_ev_lost;
 	char			cs_ev_lost_why[200];	/* the first loss */
 	uint64_t		cs_unverified;
@@ -3604,6 +3637,10 @@ static void forgive_split(struct dlmd_cluster *cs)
 	}
 }
 
+static void apart_decide(struct dlmd_cluster *cs);
+static void apart_vouched(struct dlmd_cluster *cs, uint32_t from, uint32_t view,
+			  const struct cm_vouch *vouch, uint32_t n);
+
 /* The end of a sync: every member's lockspaces are known. */
 static void sync_end(struct dlmd_cluster *cs)
 {
@@ -3613,6 +3650,7 @@ static void sync_end(struct dlmd_cluster *cs)
 	log_info("daemon group: every daemon's lockspaces are known (%u "
 		 "lockspace%s in the cluster)", cs->cs_nls,
 		 cs->cs_nls == 1 ? "" : "s");
+	apart_decide(cs);	/* RESTARTED WHILE APART, undecided */
 	forgive_split(cs);
 	ev_clear(cs);
 	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
@@ -3719,14 +3757,34 @@ static void dup_found(struct dlmd_cluster *cs, uint32_t pid, const char *why)
  * and fences it (measured with a version-3 dlmd: 20 s, then fenced,
  * either way round; tests/test-cluster-upgrade.sh).  One that ran
  * before keeps running; the newcomer stops if it is of this version or
- * later.  An unverified header of another version (version 2 needs no
+ * later.  Of two that have not finished their first sync, the one that
+ * joined later in CPG's order stops: one we saw join (reason join)
+ * after our own first confchg (dm_later) stops itself, and we stay,
+ * our first sync waiting until it is gone (before, we stopped too: a
+ * dlmd that joined first cannot end its sync while the other is in the
+ * group).  An unverified header of another version (version 2 needs no
  * key) stops nobody: any process in the group could send one.
  */
 static void version_stop(struct dlmd_cluster *cs, uint32_t nodeid,
 			 uint32_t pid, unsigned int version)
 {
+	struct cs_daemon *dm = dm_find(cs, nodeid, pid);
+
 	if (cs->cs_dup_stop || cs->cs_synced)
 		return;
+	if (dm && dm->dm_later) {
+		/* it joined after us (CPG's order of joins): it is the one
+		 * that joined last, and stops by this same rule; until it
+		 * leaves, our first sync waits for it */
+		if (!dm->dm_later_said) {
+			dm->dm_later_said = true;
+			log_err("daemon group: node %u (pid %u), of CPG protocol "
+				"version %u, joined after us: it stops itself; we "
+				"stay (our sync waits until it leaves)", nodeid,
+				pid, version);
+		}
+		return;
+	}
 	log_err("daemon group: node %u (pid %u) runs dlmd with CPG protocol "
 		"version %u, we speak %u: mixing versions is refused, and this "
 		"dlmd, which joined last and runs no lockspace yet, stops; run "
@@ -3918,6 +3976,9 @@ static void deliver_announce(struct dlmd_cluster *cs, struct cs_daemon *dm,
 		dm->dm_ann_open = false;
 		return;
 	}
+	if (an.an_flags & CM_ANN_VOUCH)
+		apart_vouched(cs, dm->dm_id, an.an_view, an.an_vouch,
+			      an.an_nvouch);
 	if (an.an_view != cs->cs_view) {
 		/* sent before the confchg that started this sync: its
 		 * sender's ANNOUNCE for this one comes after it */
@@ -4861,6 +4922,11 @@ static void daemon_confchg_ls(struct dlmd_cluster *cs,
 			 * (merge_pending) */
 			ndm[nn].dm_witnessed = !we_joined && !self &&
 				merge_pending(cs, joined, njoined, &members[i]);
+			for (size_t j = 0; !we_joined && !self && j < njoined; j++)
+				if (joined[j].nodeid == members[i].nodeid &&
+				    joined[j].pid == members[i].pid &&
+				    joined[j].reason == CPG_REASON_JOIN)
+					ndm[nn].dm_later = true;
 			if (!self && !ndm[nn].dm_witnessed &&
 			    cs->cs_nsync_j < DLM_MAX_NODES &&
 			    !id_in(cs->cs_sync_j, cs->cs_nsync_j, members[i].nodeid) &&
@@ -4990,6 +5056,120 @@ static bool restarted_apart(const struct dlmd_cluster *cs, uint32_t id,
 	return true;
 }
 
+/*
+ * RESTARTED WHILE APART, whose side?  The nodes that came back may have
+ * been one side holding a majority, on which node id's dlmd stopped (or
+ * died) and started again in plain sight: that side handled it (a clean
+ * stop needs nothing; a death with lockspaces is a dlmd failure there)
+ * and removes us at this merge (our state is stale to it): we must not
+ * mark a healthy node of the majority to be fenced.  Or several
+ * minority sides came back at once (the three-way split), none of which
+ * saw the old process go: then it must be fenced, or every lockspace it
+ * was in waits for ever.  Our own view cannot tell the two apart (we saw
+ * every one of them leave at once).  So when the side that came back
+ * holds a majority the decision waits for the sync of this merge
+ * (apart_defer): each member's ANNOUNCE of it vouches for the processes
+ * its sender verified before the merge (VOUCHING); those that vouch for
+ * the new process of id shared its side.  If they and id hold a majority,
+ * that side removes us (its corosync_cfg_kill_node is ordered before its
+ * ANNOUNCE): nothing is marked; else, at the sync's end, id is marked as
+ * before (apart_decide).  A dlmd that died while apart has no process
+ * anyone can vouch for: it is marked at the sync's end, which a majority
+ * side that removes us comes before.
+ */
+static bool apart_deferred(const struct dlmd_cluster *cs, uint32_t id)
+{
+	for (unsigned int i = 0; i < cs->cs_napart; i++)
+		if (cs->cs_apart[i].ap_id == id)
+			return true;
+	return false;
+}
+
+static void apart_defer(struct dlmd_cluster *cs, uint32_t id, uint32_t pid,
+			uint32_t view)
+{
+	if (apart_deferred(cs, id))
+		return;
+	if (cs->cs_napart == DLM_MAX_NODES) {
+		/* (never: one per node) marked now, as before */
+		dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_RESTARTED);
+		return;
+	}
+	cs->cs_apart[cs->cs_napart++] = (struct cs_apart){ id, pid, view };
+	log_notice("node %u is back after a split without the dlmd that failed "
+		   "(pid %u), with a side that holds a majority: whether that "
+		   "side saw its dlmd go (and removes us) or it must be fenced "
+		   "is decided at this sync's end (RESTARTED WHILE APART)", id,
+		   failpid(cs, id) ? failpid(cs, id)->fp_pid : 0);
+}
+
+static void apart_drop(struct dlmd_cluster *cs, unsigned int i)
+{
+	uint32_t id = cs->cs_apart[i].ap_id;
+
+	cs->cs_apart[i] = cs->cs_apart[--cs->cs_napart];
+	for (unsigned int k = 0; k < cs->cs_napwit;)
+		if (cs->cs_apwit[k].aw_id == id)
+			cs->cs_apwit[k] = cs->cs_apwit[--cs->cs_napwit];
+		else
+			k++;
+}
+
+/* An ANNOUNCE of view 'view' from node 'from' vouches for vouch[0..n). */
+static void apart_vouched(struct dlmd_cluster *cs, uint32_t from, uint32_t view,
+			  const struct cm_vouch *vouch, uint32_t n)
+{
+	for (unsigned int i = 0; i < cs->cs_napart;) {
+		const struct cs_apart *ap = &cs->cs_apart[i];
+		uint32_t side[DLM_MAX_NODES];
+		unsigned int ns = 0;
+		bool listed = false;
+
+		for (uint32_t k = 0; k < n; k++)
+			if (vouch[k].v_id == ap->ap_id && vouch[k].v_pid == ap->ap_pid)
+				listed = true;
+		if (!ap->ap_pid || ap->ap_view != view || from == ap->ap_id ||
+		    !listed || cs->cs_napwit == DLM_MAX_NODES) {
+			i++;
+			continue;
+		}
+		cs->cs_apwit[cs->cs_napwit++] = (struct cs_apwit){ ap->ap_id, from };
+		side[ns++] = ap->ap_id;
+		for (unsigned int k = 0; k < cs->cs_napwit; k++)
+			if (cs->cs_apwit[k].aw_id == ap->ap_id &&
+			    !id_in(side, ns, cs->cs_apwit[k].aw_wit))
+				side[ns++] = cs->cs_apwit[k].aw_wit;
+		if (!majority_side(cs, side, ns)) {
+			i++;
+			continue;
+		}
+		log_notice("node %u's dlmd restarted on a side that held a "
+			   "majority (node %u saw its new process before the "
+			   "merge): that side handled it and removes us; not "
+			   "fenced by us (RESTARTED WHILE APART)", ap->ap_id, from);
+		apart_drop(cs, i);
+	}
+}
+
+/* The sync's end: what no majority side answered for is marked. */
+static void apart_decide(struct dlmd_cluster *cs)
+{
+	while (cs->cs_napart) {
+		uint32_t id = cs->cs_apart[0].ap_id;
+		const struct cs_failpid *fp = failpid(cs, id);
+
+		apart_drop(cs, 0);
+		if (!fp || !fp->fp_pid || dlmd_fence_is_done(cs->cs_d, id) ||
+		    (dlmd_fence_marks(cs->cs_d, id) & DLMD_FENCE_MARK_FIRM))
+			continue;
+		log_notice("node %u: no side that held a majority saw its dlmd "
+			   "(pid %u) go while apart, and its old clients may hold "
+			   "its locks: it is fenced, while in the view "
+			   "(RESTARTED WHILE APART)", id, fp->fp_pid);
+		dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_RESTARTED);
+	}
+}
+
 /* ONE DLMD PER NODE ID.  At our first confchg, another process of our
  * node id that was a member before us, or joined with us and has the
  * lower pid, is a suspect (cs_dup_pids): a dlmd, and we stop, as soon as
@@ -5060,12 +5240,19 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 {
 	struct dlmd_cluster *cs = NULL;
 	uint32_t ids[DLM_MAX_NODES] = { 0 };	/* (gcc: maybe uninitialized) */
-	unsigned int n = 0;
+	uint32_t back[DLM_MAX_NODES];
+	unsigned int n = 0, nback = 0;
 	char m[IDS_TEXT_LEN];
 	bool majority;
 
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs || cs->cs_dup_stop)
 		return;
+	/* the nodes that came back (RESTARTED WHILE APART: their side) */
+	for (size_t i = 0; i < njoined && nback < DLM_MAX_NODES; i++)
+		if (joined[i].reason == CPG_REASON_NODEUP &&
+		    joined[i].nodeid != cs->cs_d->d_nodeid &&
+		    !id_in(back, nback, joined[i].nodeid))
+			back[nback++] = joined[i].nodeid;
 	if (dup_node_id(cs, members, nmembers, joined, njoined)) {
 		cs->cs_dup_stop = true;
 		cs->cs_d->d_exit_code = 1;
@@ -5124,6 +5311,13 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			/* its failure carries DLMD_FAIL_MAJORITY: it is fenced
 			 * even while still in the view */
 		} else if (joined[i].reason == CPG_REASON_NODEUP &&
+			   restarted_apart(cs, id, members, nmembers) &&
+			   majority_side(cs, back, nback)) {
+			/* ... unless the side that came back held a majority
+			 * and saw it restart (apart_vouched) */
+			apart_defer(cs, id, joined[i].pid,
+				    view_of(members, nmembers));
+		} else if (joined[i].reason == CPG_REASON_NODEUP &&
 			   restarted_apart(cs, id, members, nmembers)) {
 			/* RESTARTED WHILE APART (essay): the process that
 			 * failed is gone, its clients may not be */
@@ -5146,6 +5340,34 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 		id_remove(cs->cs_lost, &cs->cs_nlost, id);
 		id_remove(cs->cs_down, &cs->cs_ndown, id);
 		id_remove(cs->cs_gap, &cs->cs_ngap, id);
+	}
+	/* RESTARTED WHILE APART: a node whose last failure is done, and
+	 * whose processes that fail now never sealed a message (a dlmd that
+	 * has not spoken yet, or no dlmd), failed with no process we know:
+	 * the pid kept from its earlier dlmd is not the one that failed
+	 * (daemon_confchg_ls keeps only a sealed one's), and a merge back
+	 * of the same process must not take it for a restart */
+	for (size_t i = 0; i < nleft; i++) {
+		uint32_t id = left[i].nodeid;
+		bool unsealed = true;
+
+		if (id == cs->cs_d->d_nodeid ||
+		    left[i].reason != CPG_REASON_NODEDOWN || !failpid(cs, id) ||
+		    !failpid(cs, id)->fp_pid || !dlmd_fence_is_done(cs->cs_d, id))
+			continue;
+		for (size_t k = 0; k < nleft; k++) {
+			const struct cs_daemon *o = dm_find(cs, left[k].nodeid,
+							    left[k].pid);
+
+			if (left[k].nodeid == id && (!o || !pending(o)))
+				unsealed = false;
+		}
+		if (unsealed) {
+			log_debug("node %u failed with no process that sealed a "
+				  "message (pid %u was an earlier one)", id,
+				  failpid(cs, id)->fp_pid);
+			failpid_set(cs, id, 0, 0, false);
+		}
 	}
 	for (size_t i = 0; i < nleft; i++) {
 		uint32_t id = left[i].nodeid;
@@ -5226,7 +5448,7 @@ static bool died_apart(const struct dlmd_cluster *cs, uint32_t id)
 	    (dlmd_fence_marks(cs->cs_d, id) & DLMD_FENCE_MARK_FIRM))
 		return false;
 	for (unsigned int i = 0; i < cs->cs_ndm; i++)
-		if (cs->cs_dm[i].dm_id == id)
+		if (cs->cs_dm[i].dm_id == id && !pending(&cs->cs_dm[i]))
 			return false;
 	return true;
 }
@@ -5246,15 +5468,30 @@ static void daemon_totem_confchg(cpg_handle_t h, struct cpg_ring_id ring,
 				 uint32_t n, const uint32_t *list)
 {
 	struct dlmd_cluster *cs = NULL;
+	uint32_t back[DLM_MAX_NODES];
+	unsigned int nback = 0;
 
 	if (cpg_context_get(h, (void **)&cs) != CS_OK || !cs)
 		return;
+	/* the nodes that came back: in this ring, not in the last one */
+	for (uint32_t i = 0; i < n && nback < DLM_MAX_NODES; i++)
+		if (list[i] != cs->cs_d->d_nodeid &&
+		    !id_in(cs->cs_ring, cs->cs_nring, list[i]))
+			back[nback++] = list[i];
+	cs->cs_nring = 0;
+	for (uint32_t i = 0; i < n && cs->cs_nring < DLM_MAX_NODES; i++)
+		cs->cs_ring[cs->cs_nring++] = list[i];
 	for (unsigned int i = 0; i < cs->cs_ndown;) {
 		uint32_t id = cs->cs_down[i];
 
 		if (id_in(list, n, id)) {
 			id_remove(cs->cs_down, &cs->cs_ndown, id);
-			if (died_apart(cs, id)) {
+			if (died_apart(cs, id) && cs->cs_syncing &&
+			    majority_side(cs, back, nback)) {
+				/* the side that came back held a majority: it
+				 * may have seen the dlmd go, and removes us */
+				apart_defer(cs, id, 0, cs->cs_view);
+			} else if (died_apart(cs, id)) {
 				log_notice("node %u is back in the ring after a "
 					   "split without the dlmd that failed (pid "
 					   "%u; no dlmd of it merged back: it died "

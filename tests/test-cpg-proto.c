@@ -3281,9 +3281,14 @@ static void test_split3_restarted(void **state)
 	for (int i = 0; i < 2; i++) {
 		assert_false(ls_running(i, "L"));
 		assert_true(fence_in_view(i, 3));
-		assert_true(logged(i, "node 3 merged back after a split with "
-				   "another dlmd than the one that failed"));
-		assert_true(logged(i, "node 3's kept to be fenced (its failure "));
+		/* (nodes 2 and 3 came back at once to node 1: a majority
+		 * of 3, as one side or two; nobody vouches for node 3's new
+		 * process, so the sync's end decides: two sides) */
+		assert_true(logged(i, "node 3 is back after a split without "
+				   "the dlmd that failed"));
+		assert_true(logged(i, "node 3: no side that held a majority "
+				   "saw its dlmd"));
+		assert_true(logged(i, "node 3's kept to be fenced ("));
 		assert_false(logged(i, "previous dlmd of ours"));
 	}
 	settle();
@@ -3325,14 +3330,266 @@ static void test_split3_died_apart(void **state)
 		assert_int_equal(sim[i].forgiven[2 - i], 1);
 		assert_false(ls_running(i, "L"));
 		assert_true(fence_in_view(i, 3));
-		assert_true(logged(i, "node 3 is back in the ring after a split "
-				   "without the dlmd that failed"));
+		assert_true(logged(i, "node 3 is back after a split without "
+				   "the dlmd that failed"));
+		assert_true(logged(i, "node 3: no side that held a majority "
+				   "saw its dlmd"));
 	}
 	settle();
 	for (int i = 0; i < 2; i++) {
 		assert_true(ls_running(i, "L"));
 		assert_int_equal(ls_of(i, "L")->core.nmembers, 2);
 	}
+}
+
+/* Split {1} | {2, 3} (2 + 3 the majority).  On the majority side node 3's
+ * dlmd restarts cleanly (LEAVE, no lockspace anywhere; node 2 saw it go
+ * and come).  The split heals before node 1 is fenced: 2 and 3 remove
+ * node 1 (stale); node 1 sees node 3 node-up under another pid, with a
+ * side of 2 that holds a majority, and node 2's ANNOUNCE vouches for node
+ * 3's new process: that side saw the restart, so node 1 marks nothing
+ * (RESTARTED WHILE APART).  Seen failing before: node 1 marked node 3
+ * RESTARTED at the merge (fail_how 0x10), a healthy majority node. */
+static void test_split_majority_restarted(void **state)
+{
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+	struct cpg_address m[2], l, j;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		sim[i].d.d_cluster->cs_nnodes = 3;
+	confchg_side(0, s0, 1, s12, 2, false);
+	set_quorate(0, false);
+	confchg_side(1, s12, 2, s0, 1, false);
+	confchg_side(2, s12, 2, s0, 1, false);
+	side_of[0] = 0;
+	side_of[1] = side_of[2] = 1;
+	settle_sides();
+	/* node 3's dlmd stops cleanly and starts again */
+	l = (struct cpg_address){ 3, sim[2].pid, CPG_REASON_LEAVE };
+	node_free(2);
+	m[0] = (struct cpg_address){ 2, sim[1].pid, 0 };
+	cur = 1;
+	daemon_confchg((cpg_handle_t)2, &gn, m, 1, &l, 1, NULL, 0);
+	cur = -1;
+	run_jobs();
+	node_init(2, 3);
+	sim[2].d.d_cluster->cs_nnodes = 3;
+	j = (struct cpg_address){ 3, sim[2].pid, CPG_REASON_JOIN };
+	m[1] = j;
+	m[1].reason = 0;
+	for (int i = 1; i < 3; i++) {
+		cur = i;
+		daemon_confchg((cpg_handle_t)(i + 1), &gn, m, 2, NULL, 0, &j, 1);
+		cur = -1;
+		run_jobs();
+	}
+	settle_sides();
+	assert_false(sim[1].fail_how[3] != 0);
+	/* the merge */
+	confchg_side(0, all, 3, s12, 2, true);
+	confchg_side(1, all, 3, s0, 1, true);
+	confchg_side(2, all, 3, s0, 1, true);
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	set_quorate(0, true);
+	settle();
+	assert_true(logged(1, "its state is stale"));
+	assert_true(logged(0, "node 3 is back after a split without the dlmd "
+			   "that failed"));
+	assert_true(logged(0, "node 3's dlmd restarted on a side that held a "
+			   "majority (node 2 saw its new process"));
+	assert_false(logged(0, "node 3: no side that held a majority"));
+	/* node 3 did nothing wrong: nobody may mark it to be fenced */
+	for (int i = 0; i < 3; i++)
+		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+}
+
+/* The died_apart side of test_split_majority_restarted: split {1} |
+ * {2, 3}; node 3's dlmd stops cleanly on the majority side and is not
+ * back at the merge.  Node 1's ring has node 3 again with a side of 2
+ * that holds a majority: it marks nothing at the ring (before: marked
+ * RESTARTED there, seen failing so) and leaves it to the sync's end,
+ * which the majority's removal of node 1 comes before (its kill is sent
+ * before its ANNOUNCE; the simulator does not kill, so the sync ends
+ * here and node 1 marks node 3 then, as it would if the kill failed). */
+static void test_split_majority_died(void **state)
+{
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, s1[1] = { 1 };
+	const int both[2] = { 0, 1 }, o0[1] = { 0 };
+	const uint32_t ring0[1] = { 1 }, ring[3] = { 1, 2, 3 };
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+	struct cpg_ring_id rid = { 0 };
+	struct cpg_address m, l;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		sim[i].d.d_cluster->cs_nnodes = 3;
+	confchg_side(0, s0, 1, s12, 2, false);
+	set_quorate(0, false);
+	cur = 0;
+	daemon_totem_confchg((cpg_handle_t)1, rid, 1, ring0);
+	cur = -1;
+	confchg_side(1, s12, 2, s0, 1, false);
+	confchg_side(2, s12, 2, s0, 1, false);
+	side_of[0] = 0;
+	side_of[1] = side_of[2] = 1;
+	settle_sides();
+	/* node 3's dlmd stops cleanly */
+	l = (struct cpg_address){ 3, sim[2].pid, CPG_REASON_LEAVE };
+	node_free(2);
+	m = (struct cpg_address){ 2, sim[1].pid, 0 };
+	cur = 1;
+	daemon_confchg((cpg_handle_t)2, &gn, &m, 1, &l, 1, NULL, 0);
+	cur = -1;
+	run_jobs();
+	settle_sides();
+	/* the merge: the group without node 3, then the ring with it */
+	confchg_side(0, both, 2, s1, 1, true);
+	confchg_side(1, both, 2, o0, 1, true);
+	cur = 0;
+	daemon_totem_confchg((cpg_handle_t)1, rid, 3, ring);
+	cur = -1;
+	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
+	assert_true(logged(0, "node 3 is back after a split without the dlmd "
+			   "that failed"));
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	set_quorate(0, true);
+	settle();
+	assert_true(logged(1, "its state is stale"));
+	assert_true(logged(0, "node 3: no side that held a majority saw its "
+			   "dlmd"));
+}
+
+/* The even split: 4 nodes {1, 2} | {3, 4}, the tie-breaker node 1, so
+ * {1, 2} is the majority half.  Node 2's dlmd restarts cleanly there; at
+ * the merge nobody marks node 2 RESTARTED: nodes 3 and 4 recorded the
+ * other half's failure as the half without the tie-breaker
+ * (DLMD_FAIL_EVEN_LOSER, a mark restarted_apart leaves alone), node 1
+ * removes 3 and 4 as stale.  Passed before the fix as well: a guard,
+ * for the tie-breaker half (test_split_majority_restarted: the odd
+ * case, which failed). */
+static void test_split_even_restarted(void **state)
+{
+	const int s01[2] = { 0, 1 }, s23[2] = { 2, 3 }, all[4] = { 0, 1, 2, 3 };
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+	struct cpg_address m[2], l, j;
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 4; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 4;
+		sim[i].d.d_cluster->cs_tiebreak = 1;
+	}
+	for (int i = 0; i < 2; i++)
+		confchg_side(i, s01, 2, s23, 2, false);
+	for (int i = 2; i < 4; i++) {
+		confchg_side(i, s23, 2, s01, 2, false);
+		set_quorate(i, false);
+	}
+	side_of[0] = side_of[1] = 0;
+	side_of[2] = side_of[3] = 1;
+	settle_sides();
+	/* node 2's dlmd stops cleanly and starts again, on the majority */
+	l = (struct cpg_address){ 2, sim[1].pid, CPG_REASON_LEAVE };
+	node_free(1);
+	m[0] = (struct cpg_address){ 1, sim[0].pid, 0 };
+	cur = 0;
+	daemon_confchg((cpg_handle_t)1, &gn, m, 1, &l, 1, NULL, 0);
+	cur = -1;
+	run_jobs();
+	node_init(1, 2);
+	sim[1].d.d_cluster->cs_nnodes = 4;
+	sim[1].d.d_cluster->cs_tiebreak = 1;
+	j = (struct cpg_address){ 2, sim[1].pid, CPG_REASON_JOIN };
+	m[1] = j;
+	m[1].reason = 0;
+	for (int i = 0; i < 2; i++) {
+		cur = i;
+		daemon_confchg((cpg_handle_t)(i + 1), &gn, m, 2, NULL, 0, &j, 1);
+		cur = -1;
+		run_jobs();
+	}
+	settle_sides();
+	/* the merge */
+	for (int i = 0; i < 2; i++)
+		confchg_side(i, all, 4, s23, 2, true);
+	for (int i = 2; i < 4; i++)
+		confchg_side(i, all, 4, s01, 2, true);
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	for (int i = 2; i < 4; i++)
+		set_quorate(i, true);
+	settle();
+	assert_true(logged(0, "its state is stale"));
+	for (int i = 2; i < 4; i++)
+		assert_false(logged(i, "node 2: no side that held a majority"));
+	for (int i = 0; i < 4; i++)
+		assert_false(sim[i].fail_how[2] & DLMD_FAIL_RESTARTED);
+}
+
+/* RESTARTED WHILE APART and a process that never sealed: node 3's dlmd
+ * died with no lockspace (no fencing: its failure is done, its pid kept
+ * as the one node 3 failed with), a new one starts and, before its first
+ * sealed message is delivered anywhere, the cluster splits {1} | {2, 3}
+ * and merges back.  The new process failed node-down to node 1 and is
+ * back as itself: it ran nothing, nobody vouches for it (it sealed
+ * nothing before the merge), and node 3 must not be marked.  Seen
+ * failing before: node 1 took the old dlmd's pid for the one that failed
+ * and marked node 3 RESTARTED at the merge's sync end. */
+static void test_split_unsealed_back(void **state)
+{
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
+	unsigned int k = 0;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		sim[i].d.d_cluster->cs_nnodes = 3;
+	sim_kill(2);
+	settle();
+	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
+	sim_start(2);
+	sim[2].d.d_cluster->cs_nnodes = 3;
+	/* its first sealed message is lost in the split */
+	for (unsigned int n = 0; n < nmsgs; n++)
+		if (msgs[n].nodeid != sim[2].id)
+			msgs[k++] = msgs[n];
+	nmsgs = k;
+	confchg_side(0, s0, 1, s12, 2, false);
+	set_quorate(0, false);
+	confchg_side(1, s12, 2, s0, 1, false);
+	confchg_side(2, s12, 2, s0, 1, false);
+	k = 0;
+	for (unsigned int n = 0; n < nmsgs; n++)
+		if (msgs[n].nodeid != sim[2].id)
+			msgs[k++] = msgs[n];
+	nmsgs = k;
+	side_of[0] = 0;
+	side_of[1] = side_of[2] = 1;
+	settle_sides();
+	confchg_side(0, all, 3, s12, 2, true);
+	confchg_side(1, all, 3, s0, 1, true);
+	confchg_side(2, all, 3, s0, 1, true);
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	set_quorate(0, true);
+	settle();
+	for (int i = 0; i < 3; i++)
+		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+	assert_false(logged(0, "no side that held a majority saw its dlmd"));
 }
 
 /* Node 1 recorded node 3's failure with another incarnation than node 2
@@ -3779,6 +4036,38 @@ static void test_version_joiner_stops(void **state)
 	}
 	for (int i = 0; i < 2; i++)
 		assert_false(sim[i].d.d_cluster->cs_dup_stop);
+}
+
+/*
+ * ANOTHER VERSION, the order of joins: nodes 1 and 2 run; node 3's dlmd
+ * starts, and a dlmd of another CPG protocol (3) joins after it, before
+ * node 3's first sync ends (which cannot end while that process, sealed,
+ * is in the group).  The one that joined last is the other: node 3
+ * stays (the other stops itself, by the same rule); so do nodes 1 and 2.
+ * Seen failing before: node 3 stopped ("which joined last"), as it had
+ * not finished its first sync.
+ */
+static void test_version_earlier_stays(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 4 };
+	size_t len;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	sim_start(2);
+	outsider_joins(3, 4);	/* after node 3's join */
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
+	buf[4] = 3;	/* CPG protocol 3 */
+	inject(3, buf, len);
+	settle();
+	for (int i = 0; i < 3; i++) {
+		assert_false(sim[i].d.d_cluster->cs_dup_stop);
+		assert_true(logged(i, "speaks CPG protocol version 3"));
+	}
+	assert_false(sim[2].d.d_cluster->cs_synced);
+	assert_true(logged(2, "joined after us: it stops itself"));
 }
 
 /*
@@ -4379,6 +4668,14 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_restarted, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_split_majority_restarted, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_split_majority_died, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_split_even_restarted, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_split_unsealed_back, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_died_apart, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_records_overflow, setup,
@@ -4400,6 +4697,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merge_unkept, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_version_joiner_stops, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_version_earlier_stays, setup,
 						teardown),
 	};
 
