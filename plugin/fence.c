@@ -21,22 +21,35 @@
  *                           itself fences a node lost uncleanly; dlmd
  *                           waits until the fencer's history for the node
  *                           (asked by corosync node id) holds a successful
- *                           fencing newer than the latest one it held
- *                           at the failure: the fencer's times are
- *                           compared with each other, never with this
- *                           node's clock, which may have been stepped
- *                           (date -s, NTP's first step) or differ from
- *                           the fencer's node's by an hour.  Only if the
- *                           history could not be read at the failure
- *                           (fencer unreachable) does a fencing count
- *                           when it completed at or after the failure by
- *                           this node's clock (tests/test-fence-pcmk).
+ *                           fencing ("off" or "reboot": an unfencing,
+ *                           "on", kills nothing) newer than the latest one
+ *                           it held when the node's dlmd last joined our
+ *                           daemon group: that fencing killed the
+ *                           incarnation that failed, even when it came
+ *                           before we saw the failure (pacemaker fenced a
+ *                           member on a stop failure, or stonith_admin,
+ *                           and the node-down reaches us a token later).
+ *                           The fencer's times are compared with each
+ *                           other, never with this node's clock, which
+ *                           may have been stepped (date -s, NTP's first
+ *                           step) or differ from the fencer's node's by
+ *                           an hour.  If the history could not be read
+ *                           at the join, the one at the failure is the
+ *                           base; if not then either (fencer
+ *                           unreachable), a fencing counts when it
+ *                           completed at or after the failure by this
+ *                           node's clock (tests/test-fence-pcmk).
  *                           The history is read at the failure, at every
  *                           st_notify_fence notification (the fencer's
  *                           connection fd is in the main loop) and every
- *                           FENCE_RETRY_MS as a backstop.  dlmd does not
- *                           ask for the fencing (stonith_api_kick): the
- *                           cluster's policy decides.
+ *                           FENCE_RETRY_MS as a backstop.  For a node
+ *                           lost to the cluster dlmd does not ask for the
+ *                           fencing: pacemaker's policy decides.  For a
+ *                           member (pacemaker fences none by itself) it
+ *                           asks (pcmk_ask: DLMD_FAIL_DAEMON and
+ *                           DLMD_FAIL_RESTARTED below, or any failure
+ *                           fenced in the view whose node the view still
+ *                           lists).
  *   fence_command = CMD     run "CMD NODEID" through /bin/sh; exit 0
  *                           means the node is fenced.  Anything else (a
  *                           non-zero exit, death by a signal, /bin/sh
@@ -96,6 +109,9 @@
  *                       failure fenced: without this mark both would
  *                       wait for ever (a node alone after two failures,
  *                       both restarted: cluster-soak's "recovery" kind).
+ *                       The node is a member again: with pacemaker's
+ *                       fencer, dlmd asks the fencer to fence it, as
+ *                       for DLMD_FAIL_DAEMON.
  * A failure seen from the half of an even split without the tie-breaker
  * node (DLMD_FAIL_EVEN_LOSER; plugin/cluster.c, SPLIT AND MERGE) runs the
  * fence command only EVEN_SPLIT_FENCE_DELAY_MS after the failure: in a
@@ -319,6 +335,9 @@ struct fence_node {
 	 * first attempt, if it can be: fn_pcmk_base_wanted meanwhile) */
 	struct dlmd_fence_pcmk_mark fn_pcmk_since;
 	bool		fn_pcmk_base_wanted;
+	/* the fencer's history at its latest join (dlmd_fence_node_joined),
+	 * if it could be read then: the base of its next failure */
+	struct dlmd_fence_pcmk_mark fn_pcmk_joined;
 	enum dlmd_fence_method fn_method;	/* of the latest attempt */
 	bool		fn_pcmk_pending;	/* the fencer has an operation on it */
 	bool		fn_pcmk_asked;	/* we asked the fencer to fence it */
@@ -347,6 +366,10 @@ struct fence_node {
 	 * (DLMD_FAIL_MAJORITY).  Otherwise only once the view drops it. */
 	bool		fn_in_view_ok;
 	bool		fn_daemon;	/* the latest failure was dlmd's alone */
+	/* the node is a cluster member while its failure waits (its dlmd
+	 * died with the node up, or it came back: DLMD_FAIL_RESTARTED):
+	 * pacemaker does not fence a member by itself, dlmd asks it */
+	bool		fn_member;
 	bool		fn_killed;	/* fenced by a method that stops it (not
 					 * fence_ack, not enable_fencing = 0) */
 	bool		fn_retry_armed;
@@ -880,15 +903,30 @@ static void pcmk_disconnect(struct dlmd_fence *fe, bool in_dispatch)
 	pcmk_fence = NULL;
 }
 
-/* Read the fencer's history of the node: true if it is now fenced. */
-static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
+/* A fencing that stops the node: "off" or "reboot".  An unfencing ("on":
+ * fence_scsi, fence_mpath give a starting node its storage back) kills
+ * nothing; counted, it would let recovery go on while the node's
+ * clients live (tests/test-fence-pcmk). */
+static bool pcmk_kills(const stonith_history_t *h)
+{
+	return h->action && (!strcmp(h->action, "off") ||
+			     !strcmp(h->action, "reboot"));
+}
+
+/* Read the fencer's history of the node into fn (fn_pcmk_read_ok, the
+ * latest successful and failed fencing, fn_pcmk_pending; their wall-clock
+ * seconds in *done, *failed): false if it cannot be read. */
+static bool pcmk_read(struct dlmd_fence *fe, struct fence_node *fn,
+		      int64_t *done, int64_t *failed)
 {
 	stonith_history_t *hist = NULL;
 	char target[16];
-	int64_t done = 0, failed = 0, done_ns = 0, failed_ns = 0;
+	int64_t done_ns = 0, failed_ns = 0;
 	bool pending = false;
 	int rc;
 
+	*done = *failed = 0;
+	fn->fn_pcmk_read_ok = false;
 	if (!fe->fe_st)
 		return false;
 	snprintf(target, sizeof(target), "%u", fn->fn_nodeid);
@@ -900,22 +938,23 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 		/* a lost connection shows on its fd (pcmk_ready), which
 		 * may be the caller: never disconnect here */
 		stonith_history_free(hist);
-		fn->fn_pcmk_read_ok = false;
 		return false;
 	}
 	for (stonith_history_t *h = hist; h; h = h->next) {
 		int64_t ns = (int64_t)h->completed * 1000000000LL +
 			     h->completed_nsec;
 
+		if (!pcmk_kills(h))
+			continue;
 		if (h->state == st_done) {
 			if (ns > done_ns) {
 				done_ns = ns;
-				done = (int64_t)h->completed;
+				*done = (int64_t)h->completed;
 			}
 		} else if (h->state == st_failed) {
 			if (ns > failed_ns) {
 				failed_ns = ns;
-				failed = (int64_t)h->completed;
+				*failed = (int64_t)h->completed;
 			}
 		} else {
 			pending = true;
@@ -926,6 +965,35 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 	fn->fn_pcmk_read_ok = true;
 	fn->fn_pcmk_last_done = done_ns;
 	fn->fn_pcmk_last_failed = failed_ns;
+	return true;
+}
+
+/* The history at the node's join: the base of its next failure. */
+static void pcmk_mark_join(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	int64_t done, failed;
+
+	memset(&fn->fn_pcmk_joined, 0, sizeof(fn->fn_pcmk_joined));
+	if (!pcmk_read(fe, fn, &done, &failed))
+		return;
+	fn->fn_pcmk_joined.pm_known = true;
+	fn->fn_pcmk_joined.pm_done_ns = fn->fn_pcmk_last_done;
+	fn->fn_pcmk_joined.pm_failed_ns = fn->fn_pcmk_last_failed;
+	fn->fn_pcmk_joined.pm_wall_s = (int64_t)time(NULL);
+}
+
+/* Read the fencer's history of the node: true if it is now fenced. */
+static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	int64_t done, failed;
+	int64_t done_ns, failed_ns;
+	bool pending;
+
+	if (!pcmk_read(fe, fn, &done, &failed))
+		return false;
+	done_ns = fn->fn_pcmk_last_done;
+	failed_ns = fn->fn_pcmk_last_failed;
+	pending = fn->fn_pcmk_pending;
 	if (fn->fn_pcmk_base_wanted) {
 		/* the history at the failure: what counts must be newer */
 		fn->fn_pcmk_base_wanted = false;
@@ -948,7 +1016,8 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 
 		if (fn->fn_pcmk_since.pm_known)
 			snprintf(how, sizeof(how), "pacemaker's fencer: a fencing "
-				 "newer than its history at the failure");
+				 "newer than its history at the node's latest "
+				 "join (or, unread then, at the failure)");
 		else
 			snprintf(how, sizeof(how), "pacemaker's fencer: fenced "
 				 "%lld s after the failure (this node's clock)",
@@ -990,15 +1059,33 @@ static int pcmk_ready(int32_t fd, int32_t revents, void *data)
 	return 0;
 }
 
-/* Pacemaker fences a node it lost, by its own policy; a node whose dlmd
- * alone died is not lost to pacemaker, so dlmd asks for it, once per
- * failure (asynchronously: the result shows in the history). */
+/*
+ * Pacemaker fences a node it lost, by its own policy, never a cluster
+ * member: a node whose dlmd alone died, one that came back before its
+ * failure was fenced (DLMD_FAIL_RESTARTED: its dlmd restarted or died
+ * while apart, or a new dlmd joined), or any whose failure may be fenced
+ * in the view and that the quorum view still lists FENCE_RETRY_MS after
+ * the failure (the view lags the CPG change a moment; after that it is
+ * a member, not lost): dlmd asks for it, once per failure
+ * (asynchronously: the result shows in the history).  Without asking,
+ * every survivor would wait for ever for a fencing nobody does, and
+ * fence_ack is refused for a node in the view.
+ */
+static bool pcmk_should_ask(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	if (fn->fn_member)
+		return true;
+	return fn->fn_in_view_ok &&
+	       dlmd_now_ms() - fn->fn_failed_at >= FENCE_RETRY_MS &&
+	       fe->fe_up->fu_quorum_has(fe->fe_d, fn->fn_nodeid);
+}
+
 static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
 {
 	char target[16];
 	int rc;
 
-	if (!fe->fe_st || !fn->fn_daemon || fn->fn_pcmk_asked)
+	if (!fe->fe_st || fn->fn_pcmk_asked)
 		return;
 	snprintf(target, sizeof(target), "%u", fn->fn_nodeid);
 	rc = fe->fe_st->cmds->fence(fe->fe_st, st_opt_cs_nodeid, target, "reboot",
@@ -1014,8 +1101,10 @@ static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
 	fn->fn_pcmk_ask.pm_done_ns = fn->fn_pcmk_last_done;
 	fn->fn_pcmk_ask.pm_failed_ns = fn->fn_pcmk_last_failed;
 	fn->fn_pcmk_ask.pm_wall_s = (int64_t)time(NULL);
-	log_notice("fencing: asked pacemaker's fencer to fence node %u (its "
-		   "dlmd died with lockspaces)", fn->fn_nodeid);
+	log_notice("fencing: asked pacemaker's fencer to fence node %u (%s)",
+		   fn->fn_nodeid, fn->fn_daemon ? "its dlmd died with lockspaces" :
+		   "it is a cluster member: pacemaker does not fence it by "
+		   "itself");
 }
 
 static void pcmk_connect(struct dlmd_fence *fe)
@@ -1061,6 +1150,15 @@ static void pcmk_connect(struct dlmd_fence *fe)
 }
 
 static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	return false;
+}
+
+static void pcmk_mark_join(struct dlmd_fence *fe, struct fence_node *fn)
+{
+}
+
+static bool pcmk_should_ask(struct dlmd_fence *fe, struct fence_node *fn)
 {
 	return false;
 }
@@ -1144,8 +1242,8 @@ static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
 		if (pcmk_check(fe, fn))
 			return;
 		/* what dlmd asks of the fencer, one survivor asks */
-		if (fn->fn_daemon && fe->fe_st && !fn->fn_pcmk_asked &&
-		    may_act(fe, fn))
+		if (fe->fe_st && !fn->fn_pcmk_asked &&
+		    pcmk_should_ask(fe, fn) && may_act(fe, fn))
 			pcmk_ask(fe, fn);
 		if (log_now) {
 			log_notice("fencing: node %u: waiting for pacemaker's "
@@ -1275,12 +1373,16 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 	/* one failure may be reported by several groups: keep the first
 	 * report of an unfenced failure, with what the others add */
 	if (!is_fenced(fn)) {
-		if (in_view_ok && !fn->fn_in_view_ok) {
+		bool member = how & (DLMD_FAIL_DAEMON | DLMD_FAIL_RESTARTED);
+
+		if ((in_view_ok && !fn->fn_in_view_ok) ||
+		    (member && !fn->fn_member)) {
 			if (how & DLMD_FAIL_RESTARTED)
 				log_notice("fencing: node %u came back afresh (a new "
 					   "dlmd) before it was fenced: "
 					   "it is fenced while in the view", nodeid);
-			fn->fn_in_view_ok = true;
+			fn->fn_in_view_ok |= in_view_ok;
+			fn->fn_member |= member;
 			if (!fn->fn_pid)
 				attempt(fe, fn);
 		}
@@ -1291,11 +1393,16 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 	 * again in the same millisecond (the confchg right after the sync's
 	 * end, in one dispatch) was never fenced */
 	fn->fn_failed_at = now > fn->fn_fenced_at ? now : fn->fn_fenced_at + 1;
-	/* the fencer's history at the failure, read by the attempt below
-	 * if it can be (pcmk_check); else this node's clock decides */
-	memset(&fn->fn_pcmk_since, 0, sizeof(fn->fn_pcmk_since));
+	/* What counts is a fencing newer than the fencer's history at the
+	 * node's latest join: it killed the incarnation that failed, even
+	 * if it came before we saw the failure (pacemaker fenced a member,
+	 * a stop failure or stonith_admin, and the node-down reaches us a
+	 * token later).  Without that history (the fencer unreachable at
+	 * the join), the history at the failure, read by the attempt below
+	 * if it can be (pcmk_check); else this node's clock decides. */
+	fn->fn_pcmk_since = fn->fn_pcmk_joined;
 	fn->fn_pcmk_since.pm_wall_s = (int64_t)time(NULL);
-	fn->fn_pcmk_base_wanted = true;
+	fn->fn_pcmk_base_wanted = !fn->fn_pcmk_joined.pm_known;
 	d->d_metrics.m_fence_waits++;
 	fn->fn_attempts = 0;
 	fn->fn_last_log = 0;
@@ -1303,6 +1410,7 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 	fn->fn_pcmk_asked = false;
 	fn->fn_in_view_ok = in_view_ok;
 	fn->fn_daemon = how & DLMD_FAIL_DAEMON;
+	fn->fn_member = how & (DLMD_FAIL_DAEMON | DLMD_FAIL_RESTARTED);
 	fn->fn_not_before = how & DLMD_FAIL_EVEN_LOSER ?
 			    fn->fn_failed_at + EVEN_SPLIT_FENCE_DELAY_MS : 0;
 	/* only a claim accepted from now on fences this failure */
@@ -1333,6 +1441,9 @@ void dlmd_fence_node_joined(struct dlmd *d, uint32_t nodeid)
 		return;
 	/* strictly later than any earlier join, never 0 */
 	fn->fn_joined_at = now > fn->fn_joined_at ? now : fn->fn_joined_at + 1;
+	/* the base of its next failure (pacemaker's fencer) */
+	pcmk_connect(fe);
+	pcmk_mark_join(fe, fn);
 }
 
 void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how)

@@ -67,6 +67,7 @@ static struct {
 	struct {
 		int	state;		/* st_done, st_failed, st_exec */
 		time_t	completed;	/* the fencer's wall clock */
+		const char *action;	/* "reboot", "off", "on" */
 	} hist[MAX_HIST];
 	void		(*notify)(stonith_t *st, stonith_event_t *e);
 	unsigned int	asked;		/* fence() calls */
@@ -113,6 +114,7 @@ static int fake_history(stonith_t *st, int opts, const char *node,
 		assert_non_null(h);
 		h->state = fencer.hist[i].state;
 		h->completed = fencer.hist[i].completed;
+		h->action = (char *)fencer.hist[i].action;
 		h->next = list;
 		list = h;
 	}
@@ -168,24 +170,35 @@ void __wrap_stonith_history_free(stonith_history_t *h)
 	}
 }
 
-/* The fencer's history of the victim gets an entry (its clock: the real
- * time plus 'at'); a finished one is announced as the fencer does. */
-static void fencer_add(int state, time_t at)
+/* The fencer's history of the victim gets an entry of 'action' (its
+ * clock: the real time plus 'at'); a finished one is announced as the
+ * fencer does. */
+static void fencer_add_action(int state, time_t at, const char *action)
 {
 	stonith_event_t e = { .result = state == st_done ? 0 : -1,
-			      .action = (char *)"reboot",
+			      .action = (char *)action,
 			      .target = (char *)"2",
 			      .executioner = (char *)"n3" };
 
 	assert_true(fencer.nhist < MAX_HIST);
 	fencer.hist[fencer.nhist].state = state;
 	fencer.hist[fencer.nhist].completed = __real_time(NULL) + at;
+	fencer.hist[fencer.nhist].action = action;
 	fencer.nhist++;
 	if (state != st_exec && fencer.notify)
 		fencer.notify(&fake_st, &e);
 }
 
+/* A fencing (reboot) */
+static void fencer_add(int state, time_t at)
+{
+	fencer_add_action(state, at, "reboot");
+}
+
 /* ---- the fake daemon group: one member, no claims ------------------- */
+
+/* the quorum view lists the victim (it is a cluster member) */
+static bool victim_in_view;
 
 static bool up_in_group(const struct dlmd *d)
 {
@@ -219,7 +232,7 @@ static bool up_quorate(const struct dlmd *d)
 static bool up_quorum_has(const struct dlmd *d, uint32_t nodeid)
 {
 	(void)d;
-	return nodeid == OUR_NODE;
+	return nodeid == OUR_NODE || (victim_in_view && nodeid == VICTIM);
 }
 
 static int up_send(struct dlmd *d, bool claim, uint32_t nodeid,
@@ -259,6 +272,7 @@ static struct dlmd *daemon_pcmk(bool reachable)
 	fencer.notify = NULL;
 	fencer.asked = 0;
 	fencer.history_reads = 0;
+	victim_in_view = false;
 	dlmd_config_defaults(&d->d_cfg);
 	d->d_cfg.cf_enable_fencing = true;
 	d->d_cfg.cf_fence_pcmk = DLMD_FENCE_PCMK_YES;
@@ -288,12 +302,14 @@ static void daemon_free(struct dlmd *d)
 
 /* Node 2 fails (a node-down) with this node's clock at real + offset,
  * the fencer's history of it holding an old fencing (real - 30 min: an
- * earlier incident, the node fenced, rebooted, back in the cluster). */
+ * earlier incident, the node fenced, rebooted, back in the cluster: its
+ * dlmd joined ours since). */
 static struct dlmd *fail_with_clock(time_t offset)
 {
 	struct dlmd *d = daemon_pcmk(true);
 
 	fencer_add(st_done, -HOUR / 2);
+	dlmd_fence_node_joined(d, VICTIM);
 	wall_offset = offset;
 	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
 	assert_true(fencer.history_reads > 0);
@@ -372,6 +388,7 @@ static void test_unreachable_at_failure(void **state)
 	(void)state;
 	fencer.hist[0].state = st_done;
 	fencer.hist[0].completed = __real_time(NULL) - HOUR / 2;
+	fencer.hist[0].action = "reboot";
 	fencer.nhist = 1;
 	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
 	assert_int_equal(fencer.history_reads, 0);
@@ -425,6 +442,156 @@ static void test_asked_old_failure_clock_back(void **state)
 	daemon_free(d);
 }
 
+/* Pacemaker fenced node 2 while it was a member (a stop failure with
+ * on-fail=fence, stonith_admin --reboot), and the node-down reaches dlmd
+ * a token later: that fencing is already in the fencer's history at the
+ * failure, but newer than the history at the node's join, so it counts
+ * (pacemaker fences nobody again: counting only what is newer than the
+ * history at the failure waited for ever).  An older one, from before
+ * the join (an earlier incident), alone would not. */
+static void test_fenced_before_failure_seen(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	fencer_add(st_done, -HOUR / 2);
+	dlmd_fence_node_joined(d, VICTIM);
+	fencer_add(st_done, -5);	/* done 5 s before the confchg */
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	assert_int_equal(fencer.asked, 0);
+	daemon_free(d);
+}
+
+/* The fencing from before the latest join (the node fenced, rebooted,
+ * back) does not count for the next failure, read at the join. */
+static void test_fenced_before_join(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	fencer_add(st_done, -5);	/* its previous incarnation */
+	dlmd_fence_node_joined(d, VICTIM);	/* back */
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	look_again(d);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer_add(st_done, 2);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* The fencer unreachable at the join: the history at the failure is the
+ * base (the old fencing does not count; a new one does). */
+static void test_unreachable_at_join(void **state)
+{
+	struct dlmd *d = daemon_pcmk(false);
+
+	(void)state;
+	fencer.hist[0].state = st_done;
+	fencer.hist[0].completed = __real_time(NULL) - 5;
+	fencer.hist[0].action = "reboot";
+	fencer.nhist = 1;
+	dlmd_fence_node_joined(d, VICTIM);
+	assert_int_equal(fencer.history_reads, 0);
+	fencer.reachable = true;
+	usleep(100 * 1000);	/* past pcmk_connect's rate limit */
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	assert_true(fencer.history_reads > 0);
+	look_again(d);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer_add(st_done, 2);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* RESTARTED WHILE APART (plugin/cluster.c): node 2's node-down failure,
+ * then it merges back with another dlmd (DLMD_FAIL_RESTARTED): it is a
+ * cluster member, which pacemaker never fences by itself; dlmd asks the
+ * fencer, once, and the fencing it asked for counts.  (Not asked, every
+ * survivor waited for ever, fence_ack refused: the node is in the view.) */
+static void test_restarted_asks_fencer(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	assert_int_equal(fencer.asked, 0);	/* a node lost: pacemaker's */
+	victim_in_view = true;
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_RESTARTED);
+	look_again(d);
+	look_again(d);
+	assert_int_equal(fencer.asked, 1);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer_add(st_done, 2);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* A failure fenced in the view (here seen from a majority side): while
+ * the quorum view no longer lists the node, pacemaker fences it by its
+ * own policy and dlmd asks nothing; once the view lists it again (it
+ * merged back before it was fenced: a member), dlmd asks. */
+static void test_in_view_failure_asks_fencer(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_MAJORITY);
+	look_again(d);
+	look_again(d);
+	assert_int_equal(fencer.asked, 0);
+	victim_in_view = true;
+	look_again(d);
+	assert_int_equal(fencer.asked, 1);
+	look_again(d);
+	assert_int_equal(fencer.asked, 1);	/* once */
+	fencer_add(st_done, 2);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* An unfencing ("on": fence_scsi or fence_mpath giving a starting node
+ * its storage back) after the failure kills nothing: it does not count,
+ * nor does a failed or pending one of it; an "off" does. */
+static void test_unfencing_does_not_count(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	fencer_add_action(st_done, 2, "on");
+	look_again(d);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer_add_action(st_exec, 3, "on");
+	look_again(d);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer_add_action(st_done, 4, "off");
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* dlmd's own request: an unfencing that failed meanwhile is no failure
+ * of it (the turn does not pass: asked once). */
+static void test_asked_unfencing_failure_ignored(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_DAEMON);
+	assert_int_equal(fencer.asked, 1);
+	fencer_add_action(st_failed, 2, "on");
+	look_again(d);
+	assert_int_equal(fencer.asked, 1);
+	fencer_add(st_done, 3);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -435,6 +602,13 @@ int main(void)
 		cmocka_unit_test(test_unreachable_at_failure),
 		cmocka_unit_test(test_asked_fails_clock_forward),
 		cmocka_unit_test(test_asked_old_failure_clock_back),
+		cmocka_unit_test(test_fenced_before_failure_seen),
+		cmocka_unit_test(test_fenced_before_join),
+		cmocka_unit_test(test_unreachable_at_join),
+		cmocka_unit_test(test_restarted_asks_fencer),
+		cmocka_unit_test(test_in_view_failure_asks_fencer),
+		cmocka_unit_test(test_unfencing_does_not_count),
+		cmocka_unit_test(test_asked_unfencing_failure_ignored),
 	};
 	struct dlmd_config cf;
 	int rv;
