@@ -3342,6 +3342,51 @@ static void test_split3_died_apart(void **state)
 	}
 }
 
+/*
+ * On a side of two (slots k and p; node ids slot + 1), node k's dlmd
+ * stops cleanly: p sees it leave the daemon group.
+ */
+static void side_dlmd_stops(int k, int p)
+{
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+	struct cpg_address l = { (uint32_t)k + 1, sim[k].pid, CPG_REASON_LEAVE };
+	struct cpg_address m = { (uint32_t)p + 1, sim[p].pid, 0 };
+
+	node_free(k);
+	cur = p;
+	daemon_confchg((cpg_handle_t)(p + 1), &gn, &m, 1, &l, 1, NULL, 0);
+	cur = -1;
+	run_jobs();
+}
+
+/*
+ * ... and a new dlmd of node k starts beside p (nnodes configured nodes,
+ * tiebreak: the tie-breaker node, 0 to keep what node_init set): both
+ * see it join.
+ */
+static void side_dlmd_starts(int k, int p, uint32_t nnodes, uint32_t tiebreak)
+{
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+	struct cpg_address m[2], j;
+
+	node_init(k, (uint32_t)k + 1);
+	sim[k].d.d_cluster->cs_nnodes = nnodes;
+	if (tiebreak)
+		sim[k].d.d_cluster->cs_tiebreak = tiebreak;
+	j = (struct cpg_address){ (uint32_t)k + 1, sim[k].pid, CPG_REASON_JOIN };
+	m[0] = (struct cpg_address){ (uint32_t)p + 1, sim[p].pid, 0 };
+	m[1] = j;
+	m[1].reason = 0;
+	for (int i = 0; i < 2; i++) {
+		int n = (i == 0) == (p < k) ? p : k;
+
+		cur = n;
+		daemon_confchg((cpg_handle_t)(n + 1), &gn, m, 2, NULL, 0, &j, 1);
+		cur = -1;
+		run_jobs();
+	}
+}
+
 /* Split {1} | {2, 3} (2 + 3 the majority).  On the majority side node 3's
  * dlmd restarts cleanly (LEAVE, no lockspace anywhere; node 2 saw it go
  * and come).  The split heals before node 1 is fenced: 2 and 3 remove
@@ -3353,8 +3398,6 @@ static void test_split3_died_apart(void **state)
 static void test_split_majority_restarted(void **state)
 {
 	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
-	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
-	struct cpg_address m[2], l, j;
 
 	(void)state;
 	for (int i = 0; i < 3; i++)
@@ -3370,24 +3413,8 @@ static void test_split_majority_restarted(void **state)
 	side_of[1] = side_of[2] = 1;
 	settle_sides();
 	/* node 3's dlmd stops cleanly and starts again */
-	l = (struct cpg_address){ 3, sim[2].pid, CPG_REASON_LEAVE };
-	node_free(2);
-	m[0] = (struct cpg_address){ 2, sim[1].pid, 0 };
-	cur = 1;
-	daemon_confchg((cpg_handle_t)2, &gn, m, 1, &l, 1, NULL, 0);
-	cur = -1;
-	run_jobs();
-	node_init(2, 3);
-	sim[2].d.d_cluster->cs_nnodes = 3;
-	j = (struct cpg_address){ 3, sim[2].pid, CPG_REASON_JOIN };
-	m[1] = j;
-	m[1].reason = 0;
-	for (int i = 1; i < 3; i++) {
-		cur = i;
-		daemon_confchg((cpg_handle_t)(i + 1), &gn, m, 2, NULL, 0, &j, 1);
-		cur = -1;
-		run_jobs();
-	}
+	side_dlmd_stops(2, 1);
+	side_dlmd_starts(2, 1, 3, 0);
 	settle_sides();
 	assert_false(sim[1].fail_how[3] != 0);
 	/* the merge */
@@ -3422,9 +3449,7 @@ static void test_split_majority_died(void **state)
 	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, s1[1] = { 1 };
 	const int both[2] = { 0, 1 }, o0[1] = { 0 };
 	const uint32_t ring0[1] = { 1 }, ring[3] = { 1, 2, 3 };
-	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
 	struct cpg_ring_id rid = { 0 };
-	struct cpg_address m, l;
 
 	(void)state;
 	for (int i = 0; i < 3; i++)
@@ -3443,13 +3468,7 @@ static void test_split_majority_died(void **state)
 	side_of[1] = side_of[2] = 1;
 	settle_sides();
 	/* node 3's dlmd stops cleanly */
-	l = (struct cpg_address){ 3, sim[2].pid, CPG_REASON_LEAVE };
-	node_free(2);
-	m = (struct cpg_address){ 2, sim[1].pid, 0 };
-	cur = 1;
-	daemon_confchg((cpg_handle_t)2, &gn, &m, 1, &l, 1, NULL, 0);
-	cur = -1;
-	run_jobs();
+	side_dlmd_stops(2, 1);
 	settle_sides();
 	/* the merge: the group without node 3, then the ring with it */
 	confchg_side(0, both, 2, s1, 1, true);
@@ -3480,8 +3499,6 @@ static void test_split_majority_died(void **state)
 static void test_split_even_restarted(void **state)
 {
 	const int s01[2] = { 0, 1 }, s23[2] = { 2, 3 }, all[4] = { 0, 1, 2, 3 };
-	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
-	struct cpg_address m[2], l, j;
 
 	(void)state;
 	for (int i = 0; i < 4; i++)
@@ -3501,25 +3518,8 @@ static void test_split_even_restarted(void **state)
 	side_of[2] = side_of[3] = 1;
 	settle_sides();
 	/* node 2's dlmd stops cleanly and starts again, on the majority */
-	l = (struct cpg_address){ 2, sim[1].pid, CPG_REASON_LEAVE };
-	node_free(1);
-	m[0] = (struct cpg_address){ 1, sim[0].pid, 0 };
-	cur = 0;
-	daemon_confchg((cpg_handle_t)1, &gn, m, 1, &l, 1, NULL, 0);
-	cur = -1;
-	run_jobs();
-	node_init(1, 2);
-	sim[1].d.d_cluster->cs_nnodes = 4;
-	sim[1].d.d_cluster->cs_tiebreak = 1;
-	j = (struct cpg_address){ 2, sim[1].pid, CPG_REASON_JOIN };
-	m[1] = j;
-	m[1].reason = 0;
-	for (int i = 0; i < 2; i++) {
-		cur = i;
-		daemon_confchg((cpg_handle_t)(i + 1), &gn, m, 2, NULL, 0, &j, 1);
-		cur = -1;
-		run_jobs();
-	}
+	side_dlmd_stops(1, 0);
+	side_dlmd_starts(1, 0, 4, 1);
 	settle_sides();
 	/* the merge */
 	for (int i = 0; i < 2; i++)
