@@ -23,22 +23,23 @@
  *                           (asked by corosync node id) holds a successful
  *                           fencing ("off" or "reboot": an unfencing,
  *                           "on", kills nothing) newer than the latest one
- *                           it held when the node's dlmd last joined our
- *                           daemon group: that fencing killed the
- *                           incarnation that failed, even when it came
- *                           before we saw the failure (pacemaker fenced a
- *                           member on a stop failure, or stonith_admin,
- *                           and the node-down reaches us a token later).
- *                           The fencer's times are compared with each
- *                           other, never with this node's clock, which
- *                           may have been stepped (date -s, NTP's first
- *                           step) or differ from the fencer's node's by
- *                           an hour.  If the history could not be read
- *                           at the join, the one at the failure is the
- *                           base; if not then either (fencer
- *                           unreachable), a fencing counts when it
- *                           completed at or after the failure by this
- *                           node's clock (tests/test-fence-pcmk).
+ *                           it held at the failure: the fencer's times are
+ *                           compared with each other, never with this
+ *                           node's clock, which may have been stepped
+ *                           (date -s, NTP's first step) or differ from
+ *                           the fencer's node's by an hour.  Only if the
+ *                           history could not be read at the failure
+ *                           (fencer unreachable) does a fencing count
+ *                           when it completed at or after the failure by
+ *                           this node's clock (tests/test-fence-pcmk).
+ *                           (Known stall: a fencing pacemaker did before
+ *                           the node-down reached us, on a member's stop
+ *                           failure or stonith_admin, does not count.  A
+ *                           base read at the node's join would count it,
+ *                           but a synchronous read there hung the loop
+ *                           when the fencer did not answer, and an "off"
+ *                           undone by a later "on" would count: two
+ *                           holders with fence_scsi.)
  *                           The history is read at the failure, at every
  *                           st_notify_fence notification (the fencer's
  *                           connection fd is in the main loop) and every
@@ -335,9 +336,6 @@ struct fence_node {
 	 * first attempt, if it can be: fn_pcmk_base_wanted meanwhile) */
 	struct dlmd_fence_pcmk_mark fn_pcmk_since;
 	bool		fn_pcmk_base_wanted;
-	/* the fencer's history at its latest join (dlmd_fence_node_joined),
-	 * if it could be read then: the base of its next failure */
-	struct dlmd_fence_pcmk_mark fn_pcmk_joined;
 	enum dlmd_fence_method fn_method;	/* of the latest attempt */
 	bool		fn_pcmk_pending;	/* the fencer has an operation on it */
 	bool		fn_pcmk_asked;	/* we asked the fencer to fence it */
@@ -968,20 +966,6 @@ static bool pcmk_read(struct dlmd_fence *fe, struct fence_node *fn,
 	return true;
 }
 
-/* The history at the node's join: the base of its next failure. */
-static void pcmk_mark_join(struct dlmd_fence *fe, struct fence_node *fn)
-{
-	int64_t done, failed;
-
-	memset(&fn->fn_pcmk_joined, 0, sizeof(fn->fn_pcmk_joined));
-	if (!pcmk_read(fe, fn, &done, &failed))
-		return;
-	fn->fn_pcmk_joined.pm_known = true;
-	fn->fn_pcmk_joined.pm_done_ns = fn->fn_pcmk_last_done;
-	fn->fn_pcmk_joined.pm_failed_ns = fn->fn_pcmk_last_failed;
-	fn->fn_pcmk_joined.pm_wall_s = (int64_t)time(NULL);
-}
-
 /* Read the fencer's history of the node: true if it is now fenced. */
 static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 {
@@ -1152,10 +1136,6 @@ static void pcmk_connect(struct dlmd_fence *fe)
 static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 {
 	return false;
-}
-
-static void pcmk_mark_join(struct dlmd_fence *fe, struct fence_node *fn)
-{
 }
 
 static bool pcmk_should_ask(struct dlmd_fence *fe, struct fence_node *fn)
@@ -1394,15 +1374,16 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 	 * end, in one dispatch) was never fenced */
 	fn->fn_failed_at = now > fn->fn_fenced_at ? now : fn->fn_fenced_at + 1;
 	/* What counts is a fencing newer than the fencer's history at the
-	 * node's latest join: it killed the incarnation that failed, even
-	 * if it came before we saw the failure (pacemaker fenced a member,
-	 * a stop failure or stonith_admin, and the node-down reaches us a
-	 * token later).  Without that history (the fencer unreachable at
-	 * the join), the history at the failure, read by the attempt below
-	 * if it can be (pcmk_check); else this node's clock decides. */
-	fn->fn_pcmk_since = fn->fn_pcmk_joined;
+	 * failure, read by the attempt below if it can be (pcmk_check);
+	 * else this node's clock decides.  (A base read at the node's join
+	 * was tried and withdrawn: a synchronous read at every join hung
+	 * dlmd's loop for the history timeout when the fencer did not
+	 * answer, and an "off" undone by a later unfencing "on" would have
+	 * counted.  So a fencing pacemaker did before the node-down reached
+	 * us does not count: a known stall, README.) */
+	memset(&fn->fn_pcmk_since, 0, sizeof(fn->fn_pcmk_since));
 	fn->fn_pcmk_since.pm_wall_s = (int64_t)time(NULL);
-	fn->fn_pcmk_base_wanted = !fn->fn_pcmk_joined.pm_known;
+	fn->fn_pcmk_base_wanted = true;
 	d->d_metrics.m_fence_waits++;
 	fn->fn_attempts = 0;
 	fn->fn_last_log = 0;
@@ -1441,9 +1422,6 @@ void dlmd_fence_node_joined(struct dlmd *d, uint32_t nodeid)
 		return;
 	/* strictly later than any earlier join, never 0 */
 	fn->fn_joined_at = now > fn->fn_joined_at ? now : fn->fn_joined_at + 1;
-	/* the base of its next failure (pacemaker's fencer) */
-	pcmk_connect(fe);
-	pcmk_mark_join(fe, fn);
 }
 
 void dlmd_fence_node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how)
