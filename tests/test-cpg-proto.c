@@ -4158,6 +4158,43 @@ static void test_merge_unkept(void **state)
 	assert_int_equal(ls_of(2, "K")->core.event, ls_of(3, "K")->core.event);
 }
 
+/*
+ * Split four nodes 2 + 2 ({1, 2} and {3, 4}): every member must count
+ * the half with node 3 (the tie-breaker both tests agree on) as the
+ * majority, the other as lost; with 'marks', the failures it records are
+ * MAJORITY failures too.
+ */
+static void split_2_2_tiebreak_3(bool marks)
+{
+	const int lo[2] = { 0, 1 }, hi[2] = { 2, 3 };
+
+	for (int i = 0; i < 4; i++)
+		side_of[i] = i < 2 ? 0 : 1;
+	for (int i = 0; i < 2; i++)
+		confchg_side(i, lo, 2, hi, 2, false);
+	for (int i = 2; i < 4; i++)
+		confchg_side(i, hi, 2, lo, 2, false);
+	settle_sides();
+	for (int i = 0; i < 4; i++) {
+		const struct dlmd_cluster *cs = sim[i].d.d_cluster;
+		bool tb_half = i >= 2;
+
+		for (int k = 0; k < 4; k++) {
+			uint32_t id = sim[k].id;
+
+			if ((k >= 2) == tb_half)
+				continue;
+			assert_int_equal(id_in(cs->cs_lost, cs->cs_nlost, id),
+					 tb_half);
+			if (marks)
+				assert_int_equal(!!(sim[i].fail_how[id] &
+						    DLMD_FAIL_MAJORITY), tb_half);
+		}
+	}
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+}
+
 /* CONFIGURATION CHANGES.  Four nodes, tie-breaker node 1 (the lowest,
  * as every dlmd read it at start).  corosync's auto_tie_breaker_node is
  * changed to 3 and node 3's dlmd reads it first (cmap tracking; the
@@ -4169,7 +4206,6 @@ static void test_merge_unkept(void **state)
  * other when they merged). */
 static void test_config_ordered(void **state)
 {
-	const int lo[2] = { 0, 1 }, hi[2] = { 2, 3 };
 	struct dlmd_cluster *cs;
 
 	for (int i = 0; i < 4; i++)
@@ -4190,30 +4226,7 @@ static void test_config_ordered(void **state)
 	settle();
 	assert_true(logged(0, "node 3's configuration applies"));
 	assert_true(logged(3, "node 3's configuration applies"));
-	for (int i = 0; i < 4; i++)
-		side_of[i] = i < 2 ? 0 : 1;
-	for (int i = 0; i < 2; i++)
-		confchg_side(i, lo, 2, hi, 2, false);
-	for (int i = 2; i < 4; i++)
-		confchg_side(i, hi, 2, lo, 2, false);
-	settle_sides();
-	for (int i = 0; i < 4; i++) {
-		bool tb_half = i >= 2;
-
-		cs = sim[i].d.d_cluster;
-		for (int k = 0; k < 4; k++) {
-			uint32_t id = sim[k].id;
-
-			if ((k >= 2) == tb_half)
-				continue;
-			assert_int_equal(id_in(cs->cs_lost, cs->cs_nlost, id),
-					 tb_half);
-			assert_int_equal(!!(sim[i].fail_how[id] &
-					    DLMD_FAIL_MAJORITY), tb_half);
-		}
-	}
-	for (int i = 0; i < SIM_NODES; i++)
-		side_of[i] = 0;
+	split_2_2_tiebreak_3(true);
 }
 
 /* The CONFIG codec: it goes back and forth; flags, 0 or too many nodes,
@@ -4357,7 +4370,6 @@ static void test_config_partial_read(void **state)
  * node 3 alone the majority's. */
 static void test_config_joiner(void **state)
 {
-	const int lo[2] = { 0, 1 }, hi[2] = { 2, 3 };
 	struct cpg_address l;
 	struct dlmd_cluster *cs;
 
@@ -4390,28 +4402,7 @@ static void test_config_joiner(void **state)
 	assert_false(cs->cs_syncing);
 	assert_int_equal(conf_tiebreak(cs), 3);
 	assert_int_equal(conf_nnodes(cs), 4);
-	for (int i = 0; i < 4; i++)
-		side_of[i] = i < 2 ? 0 : 1;
-	for (int i = 0; i < 2; i++)
-		confchg_side(i, lo, 2, hi, 2, false);
-	for (int i = 2; i < 4; i++)
-		confchg_side(i, hi, 2, lo, 2, false);
-	settle_sides();
-	for (int i = 0; i < 4; i++) {
-		bool tb_half = i >= 2;
-
-		cs = sim[i].d.d_cluster;
-		for (int k = 0; k < 4; k++) {
-			uint32_t id = sim[k].id;
-
-			if ((k >= 2) == tb_half)
-				continue;
-			assert_int_equal(id_in(cs->cs_lost, cs->cs_nlost, id),
-					 tb_half);
-		}
-	}
-	for (int i = 0; i < SIM_NODES; i++)
-		side_of[i] = 0;
+	split_2_2_tiebreak_3(false);
 }
 
 /* Three nodes with lowcomms entries for each other (nodes_to_comms). */
