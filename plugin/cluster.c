@@ -3758,12 +3758,27 @@ static void dup_found(struct dlmd_cluster *cs, uint32_t pid, const char *why)
  * either way round; tests/test-cluster-upgrade.sh).  One that ran
  * before keeps running; the newcomer stops if it is of this version or
  * later.  Of two that have not finished their first sync, the one that
- * joined later in CPG's order stops: one we saw join (reason join)
- * after our own first confchg (dm_later) stops itself, and we stay,
- * our first sync waiting until it is gone (before, we stopped too: a
- * dlmd that joined first cannot end its sync while the other is in the
- * group).  An unverified header of another version (version 2 needs no
- * key) stops nobody: any process in the group could send one.
+ * joined later in CPG's order stops if it knows to: one we saw join
+ * (reason join) after our own first confchg (dm_later), of a version
+ * that has this rule (CM_VERSION_SELF_STOP or later), stops itself,
+ * and we stay, our first sync waiting until it is gone (before, we
+ * stopped too: a dlmd that joined first cannot end its sync while the
+ * other is in the group).  One of an older version (4 and before) has
+ * no such rule and would never stop: we waited for it for ever.  So
+ * then we stop, though we joined first, in one err line naming both
+ * versions.  What the old one does then, which cannot be changed: its
+ * own first sync waits for every member's ANNOUNCE, and it refuses
+ * ours (another version) as we refuse its; so while any dlmd of this
+ * version is in the group its sync never ends, it sends no START and
+ * decides no lockspace, its engine runs none, and it grants nothing,
+ * to anyone (its clients' create requests wait).  We ran nothing
+ * either (our first sync never ended), so when we are gone there is
+ * nothing of ours its grants could conflict with; the dlmds of ours
+ * that ran before stay (the joiner rule above does not apply to them)
+ * and hold their lockspace changes until it leaves or is removed
+ * (UNREACHABLE PEERS: its ANNOUNCE never comes).  An unverified header
+ * of another version (version 2 needs no key) stops nobody: any
+ * process in the group could send one.
  */
 static void version_stop(struct dlmd_cluster *cs, uint32_t nodeid,
 			 uint32_t pid, unsigned int version)
@@ -3772,10 +3787,23 @@ static void version_stop(struct dlmd_cluster *cs, uint32_t nodeid,
 
 	if (cs->cs_dup_stop || cs->cs_synced)
 		return;
+	if (dm && dm->dm_later && version < CM_VERSION_SELF_STOP) {
+		log_err("daemon group: node %u (pid %u) joined after us with CPG "
+			"protocol version %u, older than ours (%u): it has no "
+			"rule to stop itself and our first sync cannot end "
+			"beside it, so this dlmd, which runs no lockspace yet, "
+			"stops instead; run one version on every node (stop "
+			"every dlmd to change it)", nodeid, pid, version,
+			CM_VERSION);
+		cs->cs_dup_stop = true;
+		cs->cs_d->d_exit_code = 1;
+		qb_loop_stop(cs->cs_d->d_loop);
+		return;
+	}
 	if (dm && dm->dm_later) {
 		/* it joined after us (CPG's order of joins): it is the one
-		 * that joined last, and stops by this same rule; until it
-		 * leaves, our first sync waits for it */
+		 * that joined last, of a version that stops by this same
+		 * rule; until it leaves, our first sync waits for it */
 		if (!dm->dm_later_said) {
 			dm->dm_later_said = true;
 			log_err("daemon group: node %u (pid %u), of CPG protocol "

@@ -159,6 +159,10 @@
 #define CM_MAGIC		0x474d4c44u	/* "DLMG" little-endian */
 #define CM_VERSION		5	/* 5: settings in START; 4: vouching,
 					   forgiving; 3: the SEAL */
+#define CM_VERSION_SELF_STOP	5	/* the first version whose dlmd, a
+					   later joiner beside dlmds of
+					   another version, stops itself
+					   (cluster.c, ANOTHER VERSION) */
 #define CM_KEY_LEN		32	/* the CPG key */
 #define CM_MAC_LEN		32
 #define CM_SEAL_LEN		(16 + CM_MAC_LEN)	/* inc, seq, MAC */

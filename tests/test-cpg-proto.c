@@ -4040,17 +4040,19 @@ static void test_version_joiner_stops(void **state)
 
 /*
  * ANOTHER VERSION, the order of joins: nodes 1 and 2 run; node 3's dlmd
- * starts, and a dlmd of another CPG protocol (3) joins after it, before
- * node 3's first sync ends (which cannot end while that process, sealed,
- * is in the group).  The one that joined last is the other: node 3
- * stays (the other stops itself, by the same rule); so do nodes 1 and 2.
- * Seen failing before: node 3 stopped ("which joined last"), as it had
- * not finished its first sync.
+ * starts, and a dlmd of a later CPG protocol (CM_VERSION + 1, which
+ * knows the rule) joins after it, before node 3's first sync ends
+ * (which cannot end while that process, sealed, is in the group).  The
+ * one that joined last is the newer one: node 3 stays (the other stops
+ * itself, by the same rule); so do nodes 1 and 2.  Seen failing before
+ * 7a54ba4: node 3 stopped ("which joined last"), as it had not finished
+ * its first sync.
  */
 static void test_version_earlier_stays(void **state)
 {
 	unsigned char buf[CM_MAX_LEN];
 	struct cm_hdr h = { .h_sender = 4 };
+	char want[64];
 	size_t len;
 
 	sim_start(0);
@@ -4059,15 +4061,58 @@ static void test_version_earlier_stays(void **state)
 	sim_start(2);
 	outsider_joins(3, 4);	/* after node 3's join */
 	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
-	buf[4] = 3;	/* CPG protocol 3 */
+	buf[4] = CM_VERSION + 1;	/* a later CPG protocol */
 	inject(3, buf, len);
 	settle();
+	snprintf(want, sizeof(want), "speaks CPG protocol version %d",
+		 CM_VERSION + 1);
 	for (int i = 0; i < 3; i++) {
 		assert_false(sim[i].d.d_cluster->cs_dup_stop);
-		assert_true(logged(i, "speaks CPG protocol version 3"));
+		assert_true(logged(i, want));
 	}
 	assert_false(sim[2].d.d_cluster->cs_synced);
 	assert_true(logged(2, "joined after us: it stops itself"));
+}
+
+/*
+ * ANOTHER VERSION, an older later joiner (finding 1 of session 18):
+ * nodes 1 and 2 run; node 3's dlmd starts, and a dlmd of CPG protocol 4
+ * (before the rule that a later joiner stops: it cannot know to) joins
+ * after it, before node 3's first sync ends.  Node 3 waited for it to
+ * stop, for ever (its sync cannot end while that process is in the
+ * group, and the old one never stops).  Now node 3, which runs nothing
+ * yet, stops itself, in one err line naming both versions; nodes 1 and
+ * 2, which ran before, stay.  Seen failing before: node 3 stayed,
+ * unsynced ("joined after us: it stops itself").
+ */
+static void test_version_older_later_joiner(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 4 };
+	char want[160];
+	size_t len;
+
+	sim_start(0);
+	sim_start(1);
+	settle();
+	sim_start(2);
+	outsider_joins(3, 4);	/* after node 3's join */
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
+	buf[4] = CM_VERSION_SELF_STOP - 1;	/* protocol 4 */
+	inject(3, buf, len);
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_false(sim[i].d.d_cluster->cs_dup_stop);
+		assert_true(logged(i, "speaks CPG protocol version 4"));
+	}
+	assert_true(sim[2].d.d_cluster->cs_dup_stop);
+	assert_int_equal(sim[2].d.d_exit_code, 1);
+	assert_false(logged(2, "joined after us: it stops itself"));
+	snprintf(want, sizeof(want), "node 4 (pid %u) joined after us with CPG "
+		 "protocol version 4, older than ours (%d)", sim[3].pid,
+		 CM_VERSION);
+	assert_int_equal(logged_count(2, want), 1);
+	assert_true(logged_at(2, LOG_ERR, want));
 }
 
 /*
@@ -4690,6 +4735,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_version_joiner_stops, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_version_earlier_stays, setup,
+				teardown),
+		cmocka_unit_test_setup_teardown(test_version_older_later_joiner, setup,
 						teardown),
 	};
 
