@@ -854,6 +854,7 @@
 #define STALL_TICK_MS		2000	/* the stall watchdog's period */
 #define STALL_MS		10000	/* running, waiters, nothing received */
 #define SYNC_LOG_MS		10000	/* log a sync that waits this long */
+#define CS_ATB_WARN_LEN		256	/* read_tiebreak's warning */
 #define LS_HASH			256	/* buckets of the lockspace table */
 #define CS_CUT_MAX		256	/* cut pairs followed at once */
 /* reports of a cut pair by one end alone, the other silent, that decide
@@ -1027,6 +1028,8 @@ struct dlmd_cluster {
 	bool			cs_conf_new;
 	/* read_nodelist failed (logged once until a read succeeds) */
 	bool			cs_nodelist_bad;
+	/* the tie-breaker keys' mistake last warned of ("": none) */
+	char			cs_atb_warn[CS_ATB_WARN_LEN];
 	/* the daemon group now, and the nodes we lost (node-down) while
 	 * our side of the daemon group held a strict majority of the
 	 * configured nodes: if one of them merges back, we remove it */
@@ -1338,29 +1341,56 @@ static uint32_t conf_tiebreak(const struct dlmd_cluster *cs)
  * the lowest configured id, so a two_node cluster or a 2 + 2 split that
  * merges back resolves by itself.  With auto_tie_breaker this is the
  * half votequorum keeps quorate.
+ *
+ * Read as votequorum reads them, so that a key corosync accepts never
+ * keeps dlmd from starting: a key of another type than votequorum's
+ * (corosync-cmapctl -s with u32, say: cmap's typed getter answers
+ * CS_ERR_INVALID_PARAM) is one votequorum ignores (auto_tie_breaker
+ * off; auto_tie_breaker_node "lowest"), and a string it does not take
+ * turns its auto_tie_breaker off; we do the same, and *warn says so
+ * (empty when the keys are as votequorum wants them).  Any other error
+ * (IPC, a reload) is -EAGAIN: the reading is not taken.
  */
 static int read_tiebreak(cmap_handle_t cmap, const struct cs_node *nodes,
-			 unsigned int n, uint32_t *tb)
+			 unsigned int n, uint32_t *tb, char *warn, size_t wsize)
 {
 	uint32_t ids[DLM_MAX_NODES];
 	uint8_t atb = 0;
 	char *how = NULL;
 	cs_error_t e;
 
+	warn[0] = '\0';
 	for (unsigned int i = 0; i < n; i++)
 		ids[i] = nodes[i].n_id;
 	e = cmap_get_uint8(cmap, "quorum.auto_tie_breaker", &atb);
-	if (e == CS_ERR_NOT_EXIST)
+	if (e == CS_ERR_INVALID_PARAM) {
+		snprintf(warn, wsize, "quorum.auto_tie_breaker is not a uint8 "
+			 "(set with another type?): votequorum ignores it (off), "
+			 "and so do we");
 		atb = 0;
-	else if (e != CS_OK)
+	} else if (e == CS_ERR_NOT_EXIST) {
+		atb = 0;
+	} else if (e != CS_OK) {
 		return -EAGAIN;
+	}
 	if (atb) {
 		e = cmap_get_string(cmap, "quorum.auto_tie_breaker_node", &how);
-		if (e == CS_ERR_NOT_EXIST)
+		if (e == CS_ERR_INVALID_PARAM) {
+			snprintf(warn, wsize, "quorum.auto_tie_breaker_node is not "
+				 "a string (set with another type?): votequorum "
+				 "ignores it (\"lowest\"), and so do we");
 			how = NULL;
-		else if (e != CS_OK)
+		} else if (e == CS_ERR_NOT_EXIST) {
+			how = NULL;
+		} else if (e != CS_OK) {
 			return -EAGAIN;
+		}
 	}
+	if (how && !dlmd_tiebreak_valid(how))
+		snprintf(warn, wsize, "quorum.auto_tie_breaker_node \"%.32s\" is "
+			 "not \"lowest\", \"highest\" or a list of node ids: "
+			 "votequorum turns auto_tie_breaker off, and so do we "
+			 "(the lowest configured id breaks even splits)", how);
 	*tb = dlmd_tiebreak_pick(ids, n, atb, how);
 	free(how);
 	return 0;
@@ -1386,6 +1416,7 @@ static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
 	uint32_t tb = 0;
 	cs_error_t e = CS_OK;
 	const char *why = NULL;
+	char warn[CS_ATB_WARN_LEN];
 	int rv = 0;
 
 	nodes = calloc(DLM_MAX_NODES, sizeof(*nodes));
@@ -1436,7 +1467,7 @@ static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
 		why = k == NODELIST_MAX_KEYS ? "too many keys" : cs_str(e);
 		rv = -EAGAIN;	/* not the list's end */
 	}
-	if (!rv && read_tiebreak(cmap, nodes, n, &tb)) {
+	if (!rv && read_tiebreak(cmap, nodes, n, &tb, warn, sizeof(warn))) {
 		why = "quorum.auto_tie_breaker unreadable";
 		rv = -EAGAIN;
 	}
@@ -1454,6 +1485,10 @@ static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
 		log_notice("cmap: the nodelist is read again: %u configured "
 			   "node%s", n, n == 1 ? "" : "s");
 	cs->cs_nodelist_bad = false;
+	/* once per mistake: again only after a reading without it */
+	if (warn[0] && strcmp(warn, cs->cs_atb_warn))
+		log_warn("cmap: %s", warn);
+	snprintf(cs->cs_atb_warn, sizeof(cs->cs_atb_warn), "%s", warn);
 	memcpy(cs->cs_nodes, nodes, n * sizeof(*nodes));
 	cs->cs_nnodes = n;
 	cs->cs_tiebreak = tb;

@@ -899,10 +899,15 @@ uint32_t dlmd_restart_delay_ms(uint32_t attempt);
 /* The node whose half wins an even split (cluster.c, SPLIT AND MERGE),
  * of the configured node ids 'ids' (n of them): with auto_tie_breaker
  * on, votequorum's auto_tie_breaker_node 'how' ("lowest", "highest", or
- * a list of ids whose first configured one counts; NULL: "lowest"),
- * else the lowest configured id; 0 without nodes. */
+ * a list of ids, read as votequorum reads it, whose first configured
+ * one counts; NULL: "lowest"), else (and for a 'how' votequorum does
+ * not take, which turns its auto_tie_breaker off) the lowest configured
+ * id; 0 without nodes. */
 uint32_t dlmd_tiebreak_pick(const uint32_t *ids, unsigned int n, bool atb,
 			    const char *how);
+/* Does votequorum take 'how' as auto_tie_breaker_node: "lowest",
+ * "highest", or a list (its first number is not 0)? */
+bool dlmd_tiebreak_valid(const char *how);
 /* Does a side of n nodes ('ids') hold a strict majority of nconf
  * configured nodes, or exactly half with the tie-breaker node? */
 bool dlmd_majority_side(unsigned int nconf, uint32_t tiebreak,

@@ -112,23 +112,37 @@ uint32_t dlmd_tiebreak_pick(const uint32_t *ids, unsigned int n, bool atb,
 	}
 	if (atb && how && !strcmp(how, "highest")) {
 		pick = hi;
-	} else if (atb && how && strcmp(how, "lowest")) {
-		/* a list: its first id that is configured (bounded by the
+	} else if (atb && how && dlmd_tiebreak_valid(how) &&
+		   strcmp(how, "lowest")) {
+		/* a list, read as votequorum reads it: numbers (strtol,
+		 * whitespace before each) until one is 0 or none is there;
+		 * its first id that is configured counts (bounded by the
 		 * string: each turn consumes a number or ends) */
-		for (const char *p = how; *p && !pick;) {
+		for (const char *p = how; !pick;) {
 			char *end;
-			unsigned long v = strtoul(p, &end, 10);
+			long v = strtol(p, &end, 10);
 
-			if (end == p)
+			if (end == p || !v)
 				break;
-			if (v && v <= UINT32_MAX && id_listed(ids, n, (uint32_t)v))
+			if (v > 0 && (unsigned long)v <= UINT32_MAX &&
+			    id_listed(ids, n, (uint32_t)v))
 				pick = (uint32_t)v;
-			while (*end == ' ' || *end == ',')
-				end++;
 			p = end;
 		}
 	}
+	/* (a string votequorum does not take turns its auto_tie_breaker
+	 * off: the lowest id, as without it) */
 	return pick ? pick : lo;
+}
+
+bool dlmd_tiebreak_valid(const char *how)
+{
+	char *end;
+
+	if (!strcmp(how, "lowest") || !strcmp(how, "highest"))
+		return true;
+	/* votequorum: a list if its first number is not 0 */
+	return strtol(how, &end, 10) != 0 && end != how;
 }
 
 bool dlmd_majority_side(unsigned int nconf, uint32_t tiebreak,

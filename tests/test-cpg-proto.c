@@ -447,9 +447,23 @@ cs_error_t fake_cmap_iter_finalize(cmap_handle_t h, cmap_iter_handle_t it)
 	return CS_OK;
 }
 
+/* quorum.auto_tie_breaker and _node as cmap shows them: absent unless a
+ * test sets them; a test can give either another type (cmap's typed
+ * getters then answer CS_ERR_INVALID_PARAM) or make it unreadable. */
+static struct {
+	cs_error_t	atb_err;	/* 0: absent (CS_ERR_NOT_EXIST) */
+	uint8_t		atb;
+	cs_error_t	node_err;	/* 0: absent */
+	const char	*node;
+} fake_q;
+
 cs_error_t fake_cmap_get_uint8(cmap_handle_t h, const char *key, uint8_t *v)
 {
-	return CS_ERR_NOT_EXIST;	/* no auto_tie_breaker: the lowest */
+	if (strcmp(key, "quorum.auto_tie_breaker") || !fake_q.atb_err)
+		return CS_ERR_NOT_EXIST;	/* no auto_tie_breaker */
+	if (fake_q.atb_err == CS_OK)
+		*v = fake_q.atb;
+	return fake_q.atb_err;
 }
 
 cs_error_t fake_cmap_get_uint32(cmap_handle_t h, const char *key, uint32_t *v)
@@ -468,6 +482,16 @@ cs_error_t fake_cmap_get_string(cmap_handle_t h, const char *key, char **v)
 {
 	unsigned int j, r;
 
+	if (!strcmp(key, "quorum.auto_tie_breaker_node")) {
+		if (!fake_q.node_err)
+			return CS_ERR_NOT_EXIST;
+		if (fake_q.node_err == CS_OK) {
+			*v = strdup(fake_q.node);
+			if (!*v)
+				return CS_ERR_NO_MEMORY;
+		}
+		return fake_q.node_err;
+	}
 	if (sscanf(key, "nodelist.node.%u.ring%u_addr", &j, &r) != 2 ||
 	    r || j >= fake_nl.n)
 		return CS_ERR_NOT_EXIST;
@@ -1020,6 +1044,7 @@ static int setup(void **state)
 	remove_busy = 0;
 	memset(&fake_nl, 0, sizeof(fake_nl));
 	fake_nl.iter_fail_at = -1;
+	memset(&fake_q, 0, sizeof(fake_q));
 	memset(wait_ms, 0, sizeof(wait_ms));
 	verbose = getenv("TEST_CPG_PROTO_VERBOSE") != NULL;
 	qb_log_init("test-cpg-proto", LOG_DAEMON, LOG_DEBUG);
@@ -4405,6 +4430,99 @@ static void test_config_partial_read(void **state)
 	cs->cs_cmap = 0;
 }
 
+/* Node slot 0 reads the nodelist of nodes 1..4 with quorum.auto_tie_breaker
+ * and _node as fake_q says: read_nodelist's result, the tie-breaker in
+ * *tb. */
+static int tiebreak_read(uint32_t *tb)
+{
+	struct dlmd_cluster *cs = sim[0].d.d_cluster;
+	int rv;
+
+	fake_nl.n = 4;
+	for (unsigned int j = 0; j < 4; j++)
+		fake_nl.ids[j] = j + 1;
+	cs->cs_tiebreak = 0;
+	cur = 0;
+	rv = read_nodelist(cs, 1);
+	cur = -1;
+	*tb = cs->cs_tiebreak;
+	return rv;
+}
+
+/*
+ * SPLIT AND MERGE, the tie-breaker as votequorum reads it (finding 3 of
+ * session 18).  quorum.auto_tie_breaker set with another type than
+ * uint8 (corosync-cmapctl -s ... u32 1), or auto_tie_breaker_node with
+ * another than string (... u32 2): cmap's typed getters answer
+ * CS_ERR_INVALID_PARAM, which read_tiebreak took for a walk cut short,
+ * and dlmd refused to start ("could not be read to its end", -EAGAIN 50
+ * times, then -ENOTCONN).  votequorum ignores such a key (auto_tie_breaker
+ * off; _node: "lowest"): so do we, with a warning, once.  A string
+ * votequorum does not accept (not "lowest", "highest" or a list of ids)
+ * turns its auto_tie_breaker off: the lowest id here too, warned once.
+ * "lowest", "highest" and lists are honoured as votequorum does.  Seen
+ * failing before: read_nodelist returned -EAGAIN for the mistyped keys,
+ * and nothing was said of "bogus".
+ */
+static void test_tiebreak_mistyped(void **state)
+{
+	uint32_t tb;
+
+	sim_start(0);
+	settle();
+	/* the valid forms */
+	fake_q.atb_err = CS_OK;
+	fake_q.atb = 1;
+	fake_q.node_err = CS_OK;
+	fake_q.node = "highest";
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 4);
+	fake_q.node = "lowest";
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 1);
+	fake_q.node = "5 3 2";
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 3);
+	assert_false(logged(0, "auto_tie_breaker"));
+	/* auto_tie_breaker of another type: off, as votequorum reads it */
+	fake_q.atb_err = CS_ERR_INVALID_PARAM;
+	fake_q.node = "highest";
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 1);
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(logged_count(0, "quorum.auto_tie_breaker is not a "
+				      "uint8"), 1);
+	assert_true(logged_at(0, LOG_WARNING, "quorum.auto_tie_breaker is not "
+			      "a uint8"));
+	/* auto_tie_breaker_node of another type: "lowest" */
+	fake_q.atb_err = CS_OK;
+	fake_q.node_err = CS_ERR_INVALID_PARAM;
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 1);
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(logged_count(0, "quorum.auto_tie_breaker_node is not "
+				      "a string"), 1);
+	/* a string votequorum does not take: auto_tie_breaker off */
+	fake_q.node_err = CS_OK;
+	fake_q.node = "bogus";
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 1);
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(logged_count(0, "quorum.auto_tie_breaker_node "
+				      "\"bogus\""), 1);
+	/* mended, and wrong again: said again */
+	fake_q.node = "2";
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 2);
+	fake_q.node = "bogus";
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(logged_count(0, "quorum.auto_tie_breaker_node "
+				      "\"bogus\""), 2);
+	/* an unreadable key (IPC) is still a reading not taken */
+	fake_q.node_err = CS_ERR_LIBRARY;
+	assert_int_equal(tiebreak_read(&tb), -EAGAIN);
+}
+
 /* CONFIGURATION CHANGES, a joiner.  As test_config_ordered, node 3's
  * CONFIG makes node 3 the tie-breaker.  Then node 4's dlmd restarts and
  * reads its own corosync.conf, which still names node 1 (a reload not
@@ -4737,6 +4855,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_version_earlier_stays, setup,
 				teardown),
 		cmocka_unit_test_setup_teardown(test_version_older_later_joiner, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_tiebreak_mistyped, setup,
 						teardown),
 	};
 

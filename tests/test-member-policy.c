@@ -165,12 +165,37 @@ static void test_tiebreak_pick(void **state)
 	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "lowest"), 1);
 	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "highest"), 4);
 	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "3"), 3);
-	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "9 0, 2 3"), 2);
+	/* votequorum's list: numbers while they are not 0 (strtol, so
+	 * whitespace between them; anything else ends it) */
+	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "9 0 2 3"), 1);
+	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "9 2 3"), 2);
+	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, " 5 3"), 3);
+	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "3,2"), 3);
+	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "9,2"), 1);
+	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "-1 2"), 2);
 	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "9"), 1);
 	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, "x 3"), 1);
 	assert_int_equal(dlmd_tiebreak_pick(ids, 4, true, ""), 1);
 	assert_int_equal(dlmd_tiebreak_pick(ids, 0, true, "highest"), 0);
 	assert_int_equal(dlmd_tiebreak_pick(NULL, 0, false, NULL), 0);
+}
+
+/* What votequorum accepts as auto_tie_breaker_node: "lowest",
+ * "highest", or a string that starts with a number other than 0 (a
+ * list); anything else turns its auto_tie_breaker off. */
+static void test_tiebreak_valid(void **state)
+{
+	assert_true(dlmd_tiebreak_valid("lowest"));
+	assert_true(dlmd_tiebreak_valid("highest"));
+	assert_true(dlmd_tiebreak_valid("2 3"));
+	assert_true(dlmd_tiebreak_valid(" 2"));
+	assert_true(dlmd_tiebreak_valid("3,2"));
+	assert_true(dlmd_tiebreak_valid("-1"));
+	assert_false(dlmd_tiebreak_valid(""));
+	assert_false(dlmd_tiebreak_valid("Lowest"));
+	assert_false(dlmd_tiebreak_valid("lowest "));
+	assert_false(dlmd_tiebreak_valid("0 2"));
+	assert_false(dlmd_tiebreak_valid("x 3"));
 }
 
 /* A strict majority wins; an even half only with the tie-breaker; no
@@ -207,6 +232,7 @@ int main(void)
 		cmocka_unit_test(test_restart_delay),
 		cmocka_unit_test(test_unreach_limit),
 		cmocka_unit_test(test_tiebreak_pick),
+		cmocka_unit_test(test_tiebreak_valid),
 		cmocka_unit_test(test_majority_side),
 	};
 
