@@ -206,6 +206,9 @@ struct dlmd_client {
 	gid_t		cl_groups[MAX_PEER_GROUPS];
 	unsigned int	cl_ngroups;
 	bool		cl_broken;		/* shut down, waiting for close */
+	bool		cl_proto_said;		/* its other client protocol
+						 * version: warned of (or
+						 * counted as not logged) */
 	bool		cl_ast_polling;		/* AST fd registered for POLLOUT */
 	bool		cl_paused;		/* its unread ASTs passed its
 						 * bound: no request taken
@@ -2958,6 +2961,24 @@ void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,
 			rv = -ENOTCONN;
 		else
 			rv = h->rh_fn(&rq);
+	} else if (rv == -EPROTONOSUPPORT && msg.m_hdr.h_magic == DLMP_MAGIC) {
+		/* a client built against another libdlm: said at warning,
+		 * once per client, and at most once a minute for all */
+		d->d_nbad_requests++;
+		if (!c->cl_proto_said) {
+			c->cl_proto_said = true;
+			if (limit_log_due(&d->d_proto_log_ms, &d->d_proto_nquiet)) {
+				log_warn("client pid %d uid %u speaks client protocol "
+					 "version %u, dlmd speaks %u: its requests "
+					 "are refused (EPROTONOSUPPORT); build it "
+					 "against this dlmd's libdlm (%llu more such "
+					 "clients not logged in the last minute)",
+					 (int)c->cl_pid, (unsigned int)c->cl_uid,
+					 msg.m_hdr.h_version, DLMP_VERSION,
+					 (unsigned long long)d->d_proto_nquiet);
+				d->d_proto_nquiet = 0;
+			}
+		}
 	} else {
 		d->d_nbad_requests++;
 		log_debug("client pid %d serial %u: bad %s request (%zu bytes): %s",

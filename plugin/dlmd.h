@@ -516,6 +516,9 @@ struct dlmd {
 	uint64_t		d_accept_nquiet; /* events since the last such line */
 	uint64_t		d_fdlost_log_ms; /* ... and of the lost-fd line */
 	uint64_t		d_fdlost_nquiet;
+	uint64_t		d_proto_log_ms;	/* ... and of the line of a client of
+						 * another client protocol version */
+	uint64_t		d_proto_nquiet;
 	uint64_t		d_nfd_lost;	/* requests whose fd the kernel dropped */
 	uint64_t		d_ncpg_unverified; /* daemon group messages
 						    * that did not verify */
