@@ -3814,6 +3814,29 @@ static void dup_found(struct dlmd_cluster *cs, uint32_t pid, const char *why)
  * (UNREACHABLE PEERS: its ANNOUNCE never comes).  An unverified header
  * of another version (version 2 needs no key) stops nobody: any
  * process in the group could send one.
+ *
+ * Why an old dlmd among ours is still waited for, removed and fenced,
+ * rather than left out of every lockspace (never a member, never waited
+ * for: nothing stalled, nothing fenced).  Left out, it would be safe
+ * only while it grants nothing, and that holds only while a dlmd of
+ * ours that sealed a message is in the group: it waits for that one's
+ * ANNOUNCE, refuses it, and its sync never ends.  When the last of ours
+ * leaves its view uncleanly (every dlmd of ours dies, proc-down, while
+ * its nodes and their clients live; or a partition leaves it on a
+ * quorate side alone, two_node), its sync ends: it never learned which
+ * lockspaces ours were in, so it records no failure in any of them (a
+ * node-down it hands to fencing, a proc-down not even that), no
+ * lockspace of it waits for their fencing, and it runs lockspace L
+ * alone, granting what their clients may still hold in L.  It cannot be changed to act otherwise.  Left out without
+ * a bound, that window would be the rest of its life; waited for, it is
+ * peer_unreachable_secs (20 s by default), after which its node is
+ * removed and fenced.  Its fencing is not what makes it safe (it
+ * granted nothing, above); it comes with the removal (a node-down).
+ * The stall of lockspace changes in those seconds is the price
+ * (running lockspaces keep running meanwhile).  Not waiting for it but
+ * still removing it at the bound would end even that stall; it needs a
+ * timer of its own (sync_wait_ms sees only a sync that waits), and is
+ * not done.
  */
 static void version_stop(struct dlmd_cluster *cs, uint32_t nodeid,
 			 uint32_t pid, unsigned int version)
