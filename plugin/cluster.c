@@ -335,6 +335,19 @@
  * remaster_window and remaster_secs' value (both on) need not agree:
  * each master decides alone (a warning); fold_lone_locks only changes a
  * node's memory (core/solo.c) and is carried for the log.
+ * deadlock_secs is not carried.  Its value need not agree: a request
+ * probes on its own node's clock, and a probe is judged at home against
+ * that node's own rounds (core/deadlock.c, recent_round); a probe's hops
+ * elsewhere do not look at the period.  Only on against off matters, and
+ * only for liveness: an engine with it off (0) starts no probe and
+ * drops every probe it gets, so a cycle of waits through one of its
+ * locks, or whose youngest request is its own, is never broken (as if
+ * every engine had it off), and nothing is ever granted twice either
+ * way.  Carrying it would take a protocol bump (a v5 decoder refuses an
+ * undefined settings flag), which refuses every v5 dlmd beside it: a
+ * price larger than a liveness gap that only a dlm.conf differing
+ * between nodes opens; dlm.conf(5) says to keep it on or off alike.
+ * audit_secs is local alike (a master answers an AUDIT whatever its own).
  *
  *  Our instance's place in these steps is one value, cl_state (joining,
  *  stopped, started, decided, recovering, running, or stale for a loser),
