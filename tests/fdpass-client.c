@@ -50,6 +50,9 @@
  *            client_accept_holds), and meanwhile a connection root made
  *            before is served and dlmctl answers; once nobody's closes
  *            end, new connections are taken again;
+ *   cloexec  meanwhile, every fd of dlmd's (the passed ones waiting for
+ *            its reaper among them) closes on exec: a fence agent or
+ *            script it spawns inherits none;
  *   burst    64 packets of 253 fds each (one a stuck socket) queued
  *            while dlmd is stopped, read in one wake-up: dlmd's fds
  *            stay under that bound, root served.  (The test runs dlmd
@@ -653,6 +656,49 @@ static bool dlmd_sockets(int *out, int *backlog)
 	return true;
 }
 
+/* How many of dlmd's fds past 2 would a child it spawns (a fence
+ * agent, a script: fence.c posix_spawn) inherit: those without
+ * close-on-exec (O_CLOEXEC in their fdinfo flags); -1 if unreadable. */
+static int dlmd_fds_inherited(void)
+{
+	char dirp[64];
+	struct dirent *de;
+	int n = 0, seen = 0;
+	DIR *dir;
+
+	snprintf(dirp, sizeof(dirp), "/proc/%d/fdinfo", (int)dlmd_pid);
+	if (seteuid(0) < 0)
+		_exit(1);
+	dir = opendir(dirp);
+	while (dir && (de = readdir(dir))) {
+		char name[384], line[128];
+		unsigned long flags;
+		FILE *f;
+
+		if (de->d_name[0] == '.' || atoi(de->d_name) <= 2)
+			continue;
+		snprintf(name, sizeof(name), "%s/%.255s", dirp, de->d_name);
+		if (!(f = fopen(name, "r")))
+			continue;	/* closed since */
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "flags: %lo", &flags) == 1) {
+				seen++;
+				if (!(flags & O_CLOEXEC) && n++ < 8)
+					printf("# dlmd's fd %s is inherited by "
+					       "its children (flags 0%lo)\n",
+					       de->d_name, flags);
+				break;
+			}
+		}
+		fclose(f);
+	}
+	if (dir)
+		closedir(dir);
+	if (seteuid(NOBODY) < 0)
+		_exit(1);
+	return dir && seen ? n : -1;
+}
+
 /* A connection (not blocking: -1 when the backlog is full), or -1. */
 static int connect_nb(void)
 {
@@ -685,6 +731,13 @@ static bool fdless_drained(unsigned int n)
 
 	raw_ls_msg(&m, DLMP_LS_OPEN, "fdpass-none");
 	len = dlmp_encode(&m, buf, sizeof(buf));
+	/* the backlog emptied first (a refusal comes after what was
+	 * there): our connect must not wait for a stopped dlmd */
+	st = dlmd_ask();
+	if (st != -EMFILE) {
+		printf("FAIL fdpass fdless: not past the budget (%d)\n", st);
+		return false;
+	}
 	dlmd_hold(true);
 	fd = raw_connect();
 	for (unsigned int i = 0; fd >= 0 && len > 0 && i < n; i++)
@@ -806,6 +859,17 @@ static void way_flood(void)
 		printf("FAIL fdpass flood: no refused connection held "
 		       "(client_accept_holds %lld)\n", holds);
 		pass = false;
+	}
+	/* hundreds of passed fds wait for the reaper now: none, nor any
+	 * other of dlmd's, may reach a child of its */
+	st = dlmd_fds_inherited();
+	if (st != 0) {
+		printf("FAIL fdpass cloexec: %d of dlmd's %d fds without "
+		       "close-on-exec\n", st, n);
+		failures++;
+	} else {
+		printf("ok fdpass cloexec: all of dlmd's %d fds close on exec, "
+		       "the passed ones waiting for its reaper too\n", n);
 	}
 	if (!conn_answers(rootc, 41)) {
 		printf("FAIL fdpass flood: root's connection not served\n");

@@ -31,9 +31,9 @@ one_dlmd_test fdpass "setresuid, dlmd's sockets"
 # 1024 fds: a user that made dlmd hold more would stall it
 one_dlmd "socket_mode = 0666" -- prlimit --nofile=1024:1024
 "$LC" create fdpass 0666 >/dev/null || fail "cannot create the lockspace"
-timeout 300 "$FC" "$pid" >"$dir/fdpass.out" 2>&1 || fail "fdpass-client: $(grep -v '^ok ' "$dir/fdpass.out")"
+timeout 600 "$FC" "$pid" >"$dir/fdpass.out" 2>&1 || fail "fdpass-client: $(grep -v '^ok ' "$dir/fdpass.out")"
 cat "$dir/fdpass.out"
 n=$(grep -c '^ok ' "$dir/fdpass.out")
-[ "$n" -eq 11 ] || fail "$n of the 11 checks passed"
+[ "$n" -eq 12 ] || fail "$n of the 12 checks passed"
 kill -0 "$pid" 2>/dev/null || fail "dlmd died"
 stop_dlmd || fail "dlmd did not stop on SIGTERM"
