@@ -332,11 +332,13 @@ static struct lkcb *lkcb_find(const struct dlmd_client *c, uint32_t lkid)
  *     its connections and the 764, and nothing out of dlmd's table: no
  *     socket is kept in flight (SCM_RIGHTS, which root's unix_inflight
  *     would count and the kernel's unix GC would make the loop wait
- *     for), none is closed in the loop.  The price, which no order of
- *     accepting can avoid: while a user whose closes wait keeps
- *     connecting with fds queued, new connections (anyone's) wait in the
- *     backlog until its closes end; connections already made, dlmctl
- *     and the cluster are served (test-client-fdpass flood).  A limited
+ *     for), none is closed in the loop.  The price (accept4 takes
+ *     connections in the order they came, and such a socket can be
+ *     neither closed here, since its close may wait, nor kept without
+ *     bound): while a user whose closes wait keeps connecting with fds
+ *     queued, new connections (anyone's) wait in the backlog until its
+ *     closes go on; connections already made, dlmctl and the cluster are
+ *     served (test-client-fdpass flood).  A limited
  *     uid's connection reads 2 packets a call, not CLIENT_BATCH (64 a
  *     wake-up still).
  */
