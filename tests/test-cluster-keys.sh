@@ -52,18 +52,25 @@ DLMD=$dir/dlmd
 export DLMD
 up_cluster 2
 
+# lock_across WHEN: both nodes join $LS, and a client on each in turn
+# takes and releases EX on the same resource (WHEN: for the failures)
+lock_across() {
+	for k in 1 2; do
+		on $k "$DLMCTL" join "$LS" >/dev/null ||
+			fail "node $k cannot join $LS $1"
+	done
+	for k in 1 2; do
+		wait_ls $k "state running members 1 2 " "$LS not on both nodes $1"
+	done
+	for k in 1 2 1 2; do
+		timeout 30 "$CLUSTER" exec "$dir" $k "$CLIENT" try "$LS" shared EX \
+			>>"$dir/lock.out" 2>&1 ||
+			fail "node $k cannot take EX on shared $1: $(tail -n 3 "$dir/lock.out")"
+	done
+}
+
 echo "== 1. locks across the cluster with the secure heap full"
-for k in 1 2; do
-	on $k "$DLMCTL" join "$LS" >/dev/null || fail "node $k cannot join $LS"
-done
-for k in 1 2; do
-	wait_ls $k "state running members 1 2 " "lockspace not on both nodes"
-done
-for k in 1 2 1 2; do
-	timeout 30 "$CLUSTER" exec "$dir" $k "$CLIENT" try "$LS" shared EX \
-		>>"$dir/lock.out" 2>&1 ||
-		fail "node $k cannot take EX on shared: $(tail -n 3 "$dir/lock.out")"
-done
+lock_across "with the secure heap full"
 
 echo "== 2. said once, counted"
 out_of_heap() { # K: node K's keys_out_of_secure_heap
@@ -98,17 +105,7 @@ echo "== 4. the key file read once; a key put there later changes nothing"
 	fail "cannot write a new key"
 mv "$dir/authkey.new" "$dir/authkey" || fail "cannot replace the key file"
 LS=$LS-2
-for k in 1 2; do
-	on $k "$DLMCTL" join "$LS" >/dev/null || fail "node $k cannot join $LS"
-done
-for k in 1 2; do
-	wait_ls $k "state running members 1 2 " "$LS not on both nodes"
-done
-for k in 1 2 1 2; do
-	timeout 30 "$CLUSTER" exec "$dir" $k "$CLIENT" try "$LS" shared EX \
-		>>"$dir/lock.out" 2>&1 ||
-		fail "node $k cannot take EX on shared after the key file changed: $(tail -n 3 "$dir/lock.out")"
-done
+lock_across "after the key file changed"
 # Detach the tracer (its output is complete once it is gone): dlmd's
 # TracerPid, if that is our strace.
 untraced() { # PID: no tracer
