@@ -18,7 +18,14 @@
  * by dlmd's own user, that no one but its owner may read or write (mode
  * 0600 or stricter): anyone who can read it can join the lock traffic as
  * any node, so a file others may read is refused, not merely warned
- * about.
+ * about.  Its path is walked from "/", one directory at a time, each
+ * opened relative to the one checked before it (key_open()): no
+ * component may be a symbolic link, and every directory on the way must
+ * belong to root or to dlmd's user and be writable by no one else (a
+ * sticky directory, as /tmp, only if what we open in it is root's or
+ * ours, which the walk checks next).  Whoever may write to a directory
+ * on the path can put a key of their own, or a link to one, in place of
+ * the file; O_NOFOLLOW alone checks only the last component.
  *
  * THE HANDSHAKE.  Before lowcomms' own HELLO (lowcomms.c), on every
  * connection, in the clear:
@@ -195,6 +202,132 @@ int lc_key_derive(const void *material, size_t len,
 	return 0;
 }
 
+/* A directory on the key file's path (fd: opened O_PATH; its name: the
+ * first namelen bytes of path) that no one but root or us may change:
+ * root's or ours, not writable by group or others unless sticky (then
+ * its entry we open next is checked to be root's or ours: the walk
+ * checks every directory, lc_key_load the file).  0 or -EPERM. */
+static int key_dir_ok(int fd, const char *path, int namelen, char *why,
+		      size_t whylen)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0) {
+		int rv = -errno;
+
+		snprintf(why, whylen, "cannot stat %.*s on the path of key "
+			 "file %s: %s", namelen, path, path, strerror(errno));
+		return rv;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		snprintf(why, whylen, "directory %.*s on the path of key file "
+			 "%s belongs to uid %u: that user can put another key "
+			 "there; it must be root's or ours", namelen, path, path,
+			 (unsigned)st.st_uid);
+		return -EPERM;
+	}
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+		snprintf(why, whylen, "directory %.*s on the path of key file "
+			 "%s has mode %04o: others may put another key there; "
+			 "only its owner may write to it", namelen, path, path,
+			 (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* The key file opened by a walk of its absolute path from "/" (THE KEY):
+ * each directory opened O_PATH | O_NOFOLLOW relative to the one before,
+ * after that one passed key_dir_ok(), so what was checked is what the
+ * next step opens in, whatever is renamed meanwhile.  A symbolic link
+ * anywhere on the path is refused, saying which.  The fd, or a negative
+ * errno with why. */
+static int key_open(const char *path, char *why, size_t whylen)
+{
+	const char *comp = path, *end;
+	char name[NAME_MAX + 1];
+	struct stat st;
+	int dfd, fd, rv;
+
+	if (path[0] != '/') {
+		snprintf(why, whylen, "key file %s is not an absolute path",
+			 path);
+		return -EINVAL;
+	}
+	dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		rv = -errno;
+		snprintf(why, whylen, "cannot open / for key file %s: %s",
+			 path, strerror(errno));
+		return rv;
+	}
+	rv = key_dir_ok(dfd, path, 1, why, whylen);
+	for (;;) {
+		if (rv < 0)
+			goto out;
+		while (*comp == '/')
+			comp++;
+		end = strchr(comp, '/');
+		if (!end)
+			break;		/* comp: the file's own name */
+		if ((size_t)(end - comp) > NAME_MAX) {
+			rv = -ENAMETOOLONG;
+			snprintf(why, whylen, "cannot open key file %s: %s",
+				 path, strerror(-rv));
+			goto out;
+		}
+		memcpy(name, comp, (size_t)(end - comp));
+		name[end - comp] = 0;
+		fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			rv = -errno;
+			snprintf(why, whylen, "cannot open key file %s: %.*s: %s",
+				 path, (int)(end - path), path, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			goto out;
+		}
+		close(dfd);
+		dfd = fd;
+		if (S_ISLNK(st.st_mode)) {
+			rv = -ELOOP;
+			snprintf(why, whylen, "%.*s on the path of key file %s is "
+				 "a symbolic link (not followed: name the real "
+				 "path)", (int)(end - path), path, path);
+			goto out;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			rv = -ENOTDIR;
+			snprintf(why, whylen, "cannot open key file %s: %.*s is "
+				 "not a directory", path, (int)(end - path), path);
+			goto out;
+		}
+		rv = key_dir_ok(dfd, path, (int)(end - path), why, whylen);
+		comp = end;
+	}
+	if (!*comp) {
+		rv = -EISDIR;
+		snprintf(why, whylen, "key file %s names a directory", path);
+		goto out;
+	}
+	fd = openat(dfd, comp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY |
+			       O_NONBLOCK);
+	if (fd < 0) {
+		rv = -errno;
+		if (errno == ELOOP)
+			snprintf(why, whylen, "key file %s is a symbolic link "
+				 "(not followed: name the file itself)", path);
+		else
+			snprintf(why, whylen, "cannot open key file %s: %s",
+				 path, strerror(errno));
+		goto out;
+	}
+	rv = fd;
+out:
+	close(dfd);
+	return rv;
+}
+
 /* The key file's bytes are read (read(2), no stdio buffer) into secret
  * memory (lowcomms/secret.c), not a stack buffer: they are the cluster's
  * secret as much as the key made of them.  Opened without blocking: a
@@ -211,18 +344,9 @@ int lc_key_load(const char *path, unsigned char key[LC_KEY_LEN], char *why,
 	size_t len = 0;
 	int fd, rv;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY |
-			O_NONBLOCK);
-	if (fd < 0) {
-		rv = -errno;
-		if (errno == ELOOP)
-			snprintf(why, whylen, "key file %s is a symbolic link "
-				 "(not followed: name the file itself)", path);
-		else
-			snprintf(why, whylen, "cannot open key file %s: %s",
-				 path, strerror(errno));
-		return rv;
-	}
+	fd = key_open(path, why, whylen);
+	if (fd < 0)
+		return fd;
 	buf = lc_secret_alloc(cap);
 	if (!buf) {
 		rv = -ENOMEM;

@@ -221,7 +221,9 @@ int lc_addr_parse(const char *text, uint16_t port, struct sockaddr_storage *ss);
  * The cluster key from a key file (corosync's authkey, or dlm.conf's
  * key_file): a regular file of 32..4096 bytes, root's or ours, that only
  * its owner may read or write (a symbolic link, a FIFO, a device: refused,
- * without waiting for a writer).  The bytes are read into secret memory
+ * without waiting for a writer), at an absolute path with no symbolic
+ * link on it, whose directories are root's or ours and writable by no one
+ * else unless sticky (auth.c, THE KEY).  The bytes are read into secret memory
  * and hashed into key with dlmd's own context (auth.c); give it a key in
  * lc_secret_alloc() memory.  Returns 0, or a negative errno with why (a
  * line for the log, which names the file and never holds its bytes).

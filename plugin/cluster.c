@@ -6143,14 +6143,13 @@ static const struct dlmd_comms_up comms_up = {
 	.cu_cannot_hold = dlmd_cannot_hold,
 };
 
-/* SEALED MESSAGES: the CPG key from the cluster key (the file comms.c
- * has just loaded the same way), and our incarnation. */
+/* SEALED MESSAGES: the CPG key, which comms.c derived from the cluster
+ * key it read (the one read of key_file: plugin/comms.c, THE CLUSTER
+ * KEY), and our incarnation. */
 static int seal_init(struct dlmd_cluster *cs)
 {
 	const struct dlmd_config *cf = &cs->cs_d->d_cfg;
 	unsigned char *key;
-	char why[512];
-	int rv;
 
 	for (int i = 0; !cs->cs_inc && i < 8; i++)
 		if (getrandom(&cs->cs_inc, sizeof(cs->cs_inc), 0) !=
@@ -6161,11 +6160,10 @@ static int seal_init(struct dlmd_cluster *cs)
 			strerror(errno));
 		return -EIO;
 	}
-	key = dlmd_cm_key_load(cf->cf_crypto_none ? NULL : cf->cf_key_file,
-			       &rv, why, sizeof(why));
+	key = dlmd_comms_take_cpg_key(cs->cs_d);
 	if (!key) {
-		log_err("daemon group: %s; not starting", why);
-		return rv;
+		log_err("daemon group: no CPG key from comms; not starting");
+		return -EINVAL;
 	}
 #ifndef DLMD_TEST_CPG_KEY_INLINE
 	cs->cs_cpg_key = key;

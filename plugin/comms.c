@@ -100,6 +100,18 @@
  * authkey by default) and dlmd does not start without a usable one: peers
  * must prove it in a handshake and every frame is sealed (lowcomms/auth.c).
  *
+ * THE CLUSTER KEY is read here, once per process, and nowhere else: the
+ * same bytes in secret memory give lowcomms' keys (lc_new derives them)
+ * and the CPG seal key (dlmd_cm_key_new, plugin/cpgmsg.c), which
+ * cluster.c takes once (dlmd_comms_take_cpg_key(), seal_init); then the
+ * cluster key is wiped.  Before, cluster.c opened key_file a second time:
+ * a file renamed over it between the two opens gave node-to-node traffic
+ * one key and the CPG seals another (each peer then refusing half of
+ * what it hears), and there were two copies in secret memory.  A key
+ * file changed after the start changes nothing until dlmd restarts
+ * (man dlm.conf, key_file; tests/test-cluster-keys.sh: node 1's dlmd
+ * opens it once, and locks on after it was replaced).
+ *
  * NODE TABLE.  cluster.c calls dlmd_comms_node_add() for every node of the
  * corosync nodelist (all rings, up to LC_MAX_ADDRS addresses), at start
  * and again whenever the nodelist changes: a new node is added, a known
@@ -164,6 +176,7 @@
 #include <arpa/inet.h>
 
 #include "lowcomms/lowcomms.h"
+#include "plugin/cpgmsg.h"
 #include "plugin/dlmd.h"
 
 #define COMMS_TYPE_ENGINE	1
@@ -221,6 +234,9 @@ struct dlmd_comms {
 	uint64_t		cm_peer_off_ns;	/* the last back-off, 0: none */
 	uint64_t		cm_peer_off_until;	/* ns: no watch before */
 	unsigned int		cm_peer_good;	/* watches since a long yield */
+	/* THE CLUSTER KEY: the CPG key until cluster.c takes it
+	 * (lc_secret_alloc; zeros with crypto = none) */
+	unsigned char		*cm_cpg_key;
 };
 
 static void comms_rearm(struct dlmd_comms *cm);
@@ -711,17 +727,27 @@ int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 				 (unsigned)d->d_cfg.cf_secure_heap_size,
 				 strerror(-rv));
 		log_info("comms: peers must prove the cluster key (derived from "
-			 "%s); every frame is authenticated and encrypted",
-			 d->d_cfg.cf_key_file);
+			 "%s, read once: a key put there later is read at the "
+			 "next start); every frame is authenticated and "
+			 "encrypted", d->d_cfg.cf_key_file);
 	}
 	log_info("comms: %s on port %u, %u local address%s",
 		 cfg.cfg_transport == LC_TRANSPORT_SCTP ? "SCTP" : "TCP",
 		 (unsigned)cfg.cfg_port, cfg.cfg_naddrs, cfg.cfg_naddrs == 1 ? "" : "es");
+	/* THE CLUSTER KEY: both users' keys from this one read */
+	cm->cm_cpg_key = dlmd_cm_key_new(key);
+	if (!cm->cm_cpg_key) {
+		log_err("comms: no memory for the CPG key; not starting");
+		lc_secret_free(key);
+		free(cm);
+		return -ENOMEM;
+	}
 	cm->cm_lc = lc_new(&cfg, &comms_ops, cm);
 	rv = cm->cm_lc ? 0 : -errno;
 	lc_secret_free(key);	/* the context keeps only what it derived */
 	if (!cm->cm_lc) {
 		log_err("comms: cannot create the transport: %s", strerror(-rv));
+		lc_secret_free(cm->cm_cpg_key);
 		free(cm);
 		return rv ? rv : -ENOMEM;
 	}
@@ -781,8 +807,18 @@ void dlmd_comms_fini(struct dlmd *d)
 	}
 	u32map_each(&cm->cm_peers, free_peer, NULL);
 	u32map_free(&cm->cm_peers);
+	lc_secret_free(cm->cm_cpg_key);
 	free(cm);
 	d->d_comms = NULL;
+}
+
+unsigned char *dlmd_comms_take_cpg_key(struct dlmd *d)
+{
+	unsigned char *key = d->d_comms ? d->d_comms->cm_cpg_key : NULL;
+
+	if (key)
+		d->d_comms->cm_cpg_key = NULL;
+	return key;
 }
 
 int dlmd_comms_addr_parse(const char *text, uint16_t port,

@@ -629,30 +629,12 @@ void dlmd_cm_key_derive(const unsigned char cluster_key[CM_KEY_LEN],
 	lc_secret_burn_stack();
 }
 
-unsigned char *dlmd_cm_key_load(const char *key_file, int *err, char *why,
-				size_t whylen)
+unsigned char *dlmd_cm_key_new(const unsigned char *cluster_key)
 {
-	unsigned char *key = lc_secret_alloc(CM_KEY_LEN);
-	unsigned char *ck = key_file ? lc_secret_alloc(LC_KEY_LEN) : NULL;
-	int rv = 0;
+	unsigned char *key = lc_secret_alloc(CM_KEY_LEN);	/* zeroed */
 
-	if (!key || (key_file && !ck)) {
-		snprintf(why, whylen, "no memory for the CPG key");
-		rv = -ENOMEM;
-		goto out;
-	}
-	if (key_file) {
-		rv = lc_key_load(key_file, ck, why, whylen);
-		if (!rv)
-			dlmd_cm_key_derive(ck, key);
-	}
-out:
-	lc_secret_free(ck);
-	if (rv) {
-		lc_secret_free(key);
-		key = NULL;
-	}
-	*err = rv;
+	if (key && cluster_key)
+		dlmd_cm_key_derive(cluster_key, key);
 	return key;
 }
 

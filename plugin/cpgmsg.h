@@ -22,9 +22,10 @@
  *      CPG reports them to the receiver, then every byte before the MAC
  *      (header, body, incarnation, sequence)
  *
- * The CPG key is derived from the cluster key lowcomms loads (key_file,
- * lc_key_load) with crypto_kdf, context "dlmdcpg1", its own id: not a
- * key lowcomms uses.  With crypto = none it is 32 zero bytes, a key
+ * The CPG key is derived from the cluster key (key_file, read once by
+ * plugin/comms.c with lc_key_load, the same bytes lowcomms' keys come
+ * from) with crypto_kdf, context "dlmdcpg1", its own id: not a key
+ * lowcomms uses.  With crypto = none it is 32 zero bytes, a key
  * everyone knows: the seal then proves nothing (plugin/cluster.c, SEALED
  * MESSAGES says what holds then).  A process without the key cannot make
  * a seal that verifies; one that replays a captured message is named by
@@ -368,12 +369,11 @@ int dlmd_cm_fence_decode(const unsigned char *body, size_t len, uint16_t type,
 /* The CPG key from the cluster key (lowcomms/lowcomms.h, lc_key_load). */
 void dlmd_cm_key_derive(const unsigned char cluster_key[CM_KEY_LEN],
 			unsigned char key[CM_KEY_LEN]);
-/* The CPG key from the cluster key in key_file (NULL: crypto = none, the
- * key of zeros), in memory kept out of core dumps (lc_secret_alloc; free
- * it with lc_secret_free), as is the cluster key on its way.  NULL with
- * *err (a negative errno) and why (a line for the log) on failure. */
-unsigned char *dlmd_cm_key_load(const char *key_file, int *err, char *why,
-				size_t whylen);
+/* The CPG key from the cluster key (NULL: crypto = none, the key of
+ * zeros) that comms.c read from key_file once for both of its users
+ * (plugin/comms.c, THE CLUSTER KEY), in memory kept out of core dumps
+ * (lc_secret_alloc; free it with lc_secret_free).  NULL: no memory. */
+unsigned char *dlmd_cm_key_new(const unsigned char *cluster_key);
 /* Append the SEAL to the 'len' bytes of an encoded message in buf (which
  * has room for CM_SEAL_LEN more), as sent by CPG process (nodeid, pid).
  * Returns the sealed length. */

@@ -762,6 +762,10 @@ struct dlmd_comms_up {
 int dlmd_comms_init(struct dlmd *d, const char *const *our_addrs,
 		    unsigned int naddrs, const struct dlmd_comms_up *up);
 void dlmd_comms_fini(struct dlmd *d);
+/* The CPG seal key, derived from the same read of key_file as lowcomms'
+ * keys (zeros with crypto = none), for cluster.c's seal_init() to own
+ * (lc_secret_free); NULL once taken or without comms. */
+unsigned char *dlmd_comms_take_cpg_key(struct dlmd *d);
 int dlmd_comms_addr_parse(const char *text, uint16_t port,
 			  struct sockaddr_storage *ss);
 int dlmd_comms_node_add(struct dlmd *d, uint32_t nodeid,

@@ -121,6 +121,73 @@ fences_of() {
 	grep -c "fence node $1\$" "$dir/fence.log" 2>/dev/null || true
 }
 
+# A split into one-node rings, and the merge (test-cluster-split3.sh,
+# test-cluster-split3-restart.sh).  deaf K: node K hears nothing from
+# the others (nftables in its namespace drops all it receives but on
+# lo); hears K: it hears them again.
+deaf() {
+	nsenter --net="/run/netns/$(cat "$dir/tag")n$1" nft -f - <<NFT
+table inet split3 {
+	chain in {
+		type filter hook input priority 0; policy drop;
+		iif lo accept
+	}
+}
+NFT
+}
+hears() { # K
+	nsenter --net="/run/netns/$(cat "$dir/tag")n$1" \
+		nft delete table inet split3
+}
+
+# split_all K...: these nodes deaf to each other, each dlmd.out's length
+# noted first for alone
+split_all() {
+	for sp_k in "$@"; do
+		eval "sp_lines$sp_k=\$(wc -l <\"\$dir/n\$sp_k/dlmd.out\")"
+	done
+	for sp_k in "$@"; do
+		deaf "$sp_k" || { fail "nft cannot drop here"; return 1; }
+	done
+}
+
+# alone K...: each of these nodes has logged, since split_all, a daemon
+# group of itself alone
+alone() {
+	for sp_k in "$@"; do
+		eval "sp_from=\$((sp_lines$sp_k + 1))"
+		tail -n "+$sp_from" "$dir/n$sp_k/dlmd.out" |
+			grep -q "daemon group members \[$sp_k\]\$" || return 1
+	done
+}
+
+# merge_all K...: these nodes hear each other again, all at once as near
+# as may be (so their rings merge together)
+merge_all() {
+	sp_hp=
+	for sp_k in "$@"; do
+		hears "$sp_k" &
+		sp_hp="$sp_hp $!"
+	done
+	for sp_p in $sp_hp; do
+		wait "$sp_p"
+	done
+}
+
+# fenced_live K...: fenced, the nodes of these fenced so far (fences_of),
+# and live, the others (each list with a space before every id)
+fenced_live() {
+	fenced= live=
+	for sp_k in "$@"; do
+		sp_f=$(fences_of "$sp_k")
+		if [ "${sp_f:-0}" -gt 0 ]; then
+			fenced="$fenced $sp_k"
+		else
+			live="$live $sp_k"
+		fi
+	done
+}
+
 running() { # K NAME: is node K's NAME (dlmd, corosync) alive?
 	case $2 in
 	dlmd) p=$(cat "$dir/n$1/dlmd.launch-pid" 2>/dev/null) ;;

@@ -8,7 +8,8 @@
  *
  * It loads the cluster key from KEYFILE into a lowcomms context (lc_new:
  * the derived handshake and session-derivation keys, comms.c's path), the
- * CPG seal key (dlmd_cm_key_load, cluster.c's path), and runs one
+ * CPG seal key (dlmd_cm_key_new from the same read, as comms.c makes it
+ * for cluster.c), and runs one
  * handshake per record cipher (ChaCha20-Poly1305, AES-256-GCM, AES-256-OCB
  * where this machine runs them) with lowcomms' handshake and record code,
  * sealing and opening a record each way (the session keys, inside
@@ -207,14 +208,15 @@ int main(int argc, char **argv)
 	printf("loaded %ld\n", (long)getpid());
 	if (read(STDIN_FILENO, buf, sizeof(buf)) <= 0 && !do_fill)
 		return die("no go-on line on stdin");
+	/* The CPG seal key from the same read (comms.c derives it, for
+	 * cluster.c's seal_init to take). */
+	cpg = dlmd_cm_key_new(cluster);
+	if (!cpg)
+		return die("out of memory");
 	ctx = lc_new(&cfg, &ops, NULL);
 	lc_secret_free(cluster);
 	if (!ctx)
 		return die("lc_new failed");
-	/* cluster.c's path. */
-	cpg = dlmd_cm_key_load(argv[1], &rv, why, sizeof(why));
-	if (!cpg)
-		return die(why);
 	/* lowcomms.c's handshakes, with keys derived as lc_new derives them
 	 * (its own are private to it), in the same kind of memory. */
 	ck = lc_secret_alloc(LC_KEY_LEN);

@@ -17,9 +17,6 @@ LS=equal
 NRES=1
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
-t_start=$(date +%s)
-say() { echo "$* ($(( $(date +%s) - t_start )) s)"; }
-
 export DLM_CLUSTER_LOG_LEVEL=info
 export DLM_CLUSTER_CONF_EXTRA="scan_secs = 1"
 export DLM_CLUSTER_CONF_EXTRA_N2="remaster_secs = 1"

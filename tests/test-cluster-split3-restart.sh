@@ -26,27 +26,6 @@ SPLIT_S=${SPLIT3_S:-6}
 WORK_MS=$(( (SPLIT_S + 12) * 1000 ))
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
-deaf() { # K: node K hears nothing from the others
-	nsenter --net="/run/netns/$(cat "$dir/tag")n$1" nft -f - <<NFT
-table inet split3 {
-	chain in {
-		type filter hook input priority 0; policy drop;
-		iif lo accept
-	}
-}
-NFT
-}
-hears() { # K
-	nsenter --net="/run/netns/$(cat "$dir/tag")n$1" \
-		nft delete table inet split3
-}
-alone() { # every node has logged a daemon group of itself alone
-	for k in 1 2 3; do
-		eval "from=\$((lines$k + 1))"
-		tail -n "+$from" "$dir/n$k/dlmd.out" |
-			grep -q "daemon group members \[$k\]\$" || return 1
-	done
-}
 new3_alone() { # node 3's new dlmd is up, alone in its daemon group
 	sed -n '/^=== dlmd start/h; /^=== dlmd start/!H; ${x;p}' \
 		"$dir/n3/dlmd.out" | grep -q "daemon group members \[3\]\$"
@@ -57,27 +36,15 @@ workload "$WORK_MS" 1 2 3
 poll "$WAIT_S" workload_busy || fail "the workload did not start"
 
 say "== every node deaf to the others; node 3's dlmd restarted meanwhile"
-for k in 1 2 3; do
-	eval "lines$k=\$(wc -l <\"\$dir/n\$k/dlmd.out\")"
-done
-for k in 1 2 3; do
-	deaf "$k" || fail "nft cannot drop here"
-done
-poll "$WAIT_S" alone || fail "the nodes did not split into three one-node rings"
+split_all 1 2 3
+poll "$WAIT_S" alone 1 2 3 || fail "the nodes did not split into three one-node rings"
 old3=$(cat "$dir/n3/dlmd.launch-pid")
 "$CLUSTER" kill-dlmd "$dir" 3 || fail "node 3's dlmd could not be killed"
 "$CLUSTER" start-dlmd "$dir" 3 >/dev/null || fail "node 3's dlmd did not start again"
 new3=$(cat "$dir/n3/dlmd.launch-pid")
 [ "$old3" != "$new3" ] || fail "node 3's dlmd has the same pid"
 poll "$WAIT_S" new3_alone || fail "node 3's new dlmd did not join its daemon group"
-hp=
-for k in 1 2 3; do	# at once, as near as may be: the rings merge then
-	hears "$k" &
-	hp="$hp $!"
-done
-for p in $hp; do
-	wait "$p"
-done
+merge_all 1 2 3
 say "== the network is good again"
 
 fenced3() { f=$(fences_of 3); [ "${f:-0}" -gt 0 ]; }
@@ -91,15 +58,7 @@ if grep -q "node 3 merged back after a split with another dlmd" \
 else
 	say "   node 3 fenced before it merged back (a majority of two rings)"
 fi
-fenced= live=
-for k in 1 2 3; do
-	f=$(fences_of "$k")
-	if [ "${f:-0}" -gt 0 ]; then
-		fenced="$fenced $k"
-	else
-		live="$live $k"
-	fi
-done
+fenced_live 1 2 3
 [ -n "$live" ] || fail "every node was fenced"
 [ "$fenced" = " 3" ] || say "   two rings merged first: nodes$fenced fenced"
 for k in $live; do

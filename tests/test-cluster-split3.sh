@@ -28,20 +28,6 @@ SPLIT_S=${SPLIT3_S:-6}
 WORK_MS=$(( (SPLIT_S + 12) * 1000 ))
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
-deaf() { # K: node K hears nothing from the others
-	nsenter --net="/run/netns/$(cat "$dir/tag")n$1" nft -f - <<NFT
-table inet split3 {
-	chain in {
-		type filter hook input priority 0; policy drop;
-		iif lo accept
-	}
-}
-NFT
-}
-hears() { # K
-	nsenter --net="/run/netns/$(cat "$dir/tag")n$1" \
-		nft delete table inet split3
-}
 forgiven() { # K: node K's status fence_forgiven
 	on "$1" "$DLMCTL" status | sed -n 's/.*fence_forgiven \([0-9]*\).*/\1/p'
 }
@@ -56,29 +42,11 @@ workload "$WORK_MS" 1 2 3
 poll "$WAIT_S" workload_busy || fail "the workload did not start"
 
 say "== every node deaf to the others for $SPLIT_S s"
-for k in 1 2 3; do
-	eval "lines$k=\$(wc -l <\"\$dir/n$k/dlmd.out\")"
-done
-for k in 1 2 3; do
-	deaf "$k" || fail "nft cannot drop here"
-done
+split_all 1 2 3
 sleep "$SPLIT_S"
-hp=
-for k in 1 2 3; do	# at once, as near as may be: the rings merge then
-	hears "$k" &
-	hp="$hp $!"
-done
-for p in $hp; do
-	wait "$p"
-done
+merge_all 1 2 3
 say "== the network is good again"
-split=yes
-for k in 1 2 3; do
-	eval "from=\$((lines$k + 1))"
-	tail -n "+$from" "$dir/n$k/dlmd.out" |
-		grep -q "daemon group members \[$k\]\$" || split=no
-done
-[ $split = yes ] || fail "the nodes did not split into three one-node rings"
+alone 1 2 3 || fail "the nodes did not split into three one-node rings"
 # The rings may merge all at once (nobody fenced: each node forgives the
 # other two) or two first: those two hold a majority, forgive each other
 # and fence the third, whose clients die with it (the designed way out
@@ -90,15 +58,7 @@ settled() { # the lockspace runs on all three again, or a node was fenced
 	done
 }
 poll "$WAIT_S" settled
-fenced= live=
-for k in 1 2 3; do
-	f=$(fences_of "$k")
-	if [ "${f:-0}" -gt 0 ]; then
-		fenced="$fenced $k"
-	else
-		live="$live $k"
-	fi
-done
+fenced_live 1 2 3
 case $fenced in
 "")	say "   merged all at once: nobody fenced"
 	members="1 2 3" want=3 ;;

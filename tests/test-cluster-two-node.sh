@@ -26,9 +26,6 @@ LS=twonode
 NRES=4
 . "$top_srcdir/tests/cluster-test-lib.sh"
 
-t_start=$(date +%s)
-say() { echo "$* ($(( $(date +%s) - t_start )) s)"; }
-
 export DLM_CLUSTER_QUORUM="two_node: 1"
 up_cluster 2 "with two_node"
 grep -q "two_node: 1" "$dir/n1/corosync.conf" || fail "corosync.conf has no two_node"

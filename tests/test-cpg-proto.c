@@ -176,6 +176,11 @@ int fake_lc_key_load(const char *path, unsigned char key[LC_KEY_LEN],
 	fail_msg("lc_key_load called");
 	return -EIO;
 }
+unsigned char *dlmd_comms_take_cpg_key(struct dlmd *d)
+{
+	fail_msg("dlmd_comms_take_cpg_key called");
+	return NULL;
+}
 
 /* The simulated cluster's CPG key (every dlmd's; node_init()). */
 static const unsigned char sim_key[CM_KEY_LEN] = "test-cpg-proto cluster key 0123";

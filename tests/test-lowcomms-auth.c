@@ -235,6 +235,77 @@ static void test_key_file(void **state)
 	rmdir(dir);
 }
 
+/* The directories on the key file's path: a symbolic link among them is
+ * not followed, and one that others (or another user) may write to, where
+ * they could put a key of their own, is refused, the line naming it.  On
+ * main, O_NOFOLLOW checked only the last component: a key reached
+ * through a linked directory, or in a directory anyone may write to, was
+ * taken. */
+static void test_key_file_path(void **state)
+{
+	char dir[] = "/tmp/lc-path-XXXXXX", sub[64], key[96], link[64],
+	     lkey[160], why[512];
+	unsigned char material[64], k[LC_KEY_LEN];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	snprintf(key, sizeof(key), "%s/authkey", sub);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	snprintf(lkey, sizeof(lkey), "%s/authkey", link);
+	memset(material, 0x5a, sizeof(material));
+	assert_int_equal(mkdir(sub, 0700), 0);
+	write_file(key, material, sizeof(material), 0600);
+	assert_int_equal(lc_key_load(key, k, why, sizeof(why)), 0);
+
+	/* A directory on the path is a symbolic link (to a good one). */
+	assert_int_equal(symlink(sub, link), 0);
+	why[0] = 0;
+	assert_int_equal(lc_key_load(lkey, k, why, sizeof(why)), -ELOOP);
+	assert_non_null(strstr(why, "is a symbolic link"));
+	assert_non_null(strstr(why, link));
+	unlink(link);
+
+	/* Others may write to a directory on the path, or its group may. */
+	assert_int_equal(chmod(sub, 0777), 0);
+	assert_int_equal(lc_key_load(key, k, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "mode 0777"));
+	assert_non_null(strstr(why, sub));
+	assert_int_equal(chmod(sub, 0770), 0);
+	assert_int_equal(lc_key_load(key, k, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "mode 0770"));
+	/* Sticky, as /tmp: others cannot replace what is ours in it. */
+	assert_int_equal(chmod(sub, 01777), 0);
+	assert_int_equal(lc_key_load(key, k, why, sizeof(why)), 0);
+	assert_int_equal(chmod(sub, 0755), 0);
+	assert_int_equal(lc_key_load(key, k, why, sizeof(why)), 0);
+
+	/* Another user's directory: that user could swap the file. */
+	if (geteuid() == 0) {
+		assert_int_equal(chown(sub, 65534, 65534), 0);
+		assert_int_equal(lc_key_load(key, k, why, sizeof(why)), -EPERM);
+		assert_non_null(strstr(why, "belongs to uid 65534"));
+		assert_int_equal(chown(sub, 0, 0), 0);
+		assert_int_equal(lc_key_load(key, k, why, sizeof(why)), 0);
+	}
+
+	/* Not a path from "/"; a file where a directory should be; a
+	 * directory missing; a name that ends in "/". */
+	assert_int_equal(lc_key_load("authkey", k, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "not an absolute path"));
+	snprintf(lkey, sizeof(lkey), "%s/x", key);
+	assert_int_equal(lc_key_load(lkey, k, why, sizeof(why)), -ENOTDIR);
+	snprintf(lkey, sizeof(lkey), "%s/none/authkey", dir);
+	assert_int_equal(lc_key_load(lkey, k, why, sizeof(why)), -ENOENT);
+	assert_non_null(strstr(why, "cannot open key file"));
+	snprintf(lkey, sizeof(lkey), "%s/", sub);
+	assert_int_equal(lc_key_load(lkey, k, why, sizeof(why)), -EISDIR);
+
+	unlink(key);
+	rmdir(sub);
+	rmdir(dir);
+}
+
 static const struct lc_ops null_ops;
 
 static int ignore_deliver(void *arg, uint32_t from, uint16_t type,
@@ -1283,6 +1354,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_key_file),
+		cmocka_unit_test(test_key_file_path),
 		cmocka_unit_test(test_config_must_choose),
 		cmocka_unit_test(test_handshake_rules),
 		cmocka_unit_test(test_record_layer),
