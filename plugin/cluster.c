@@ -198,6 +198,27 @@
  * does not verify is dropped, counted (status cpg_unverified) and said,
  * rate-limited: whoever sent it has not the cluster key.
  *
+ * PID REUSE.  A kept (node id, pid) is not always the same process: a
+ * dlmd started as pid 1 of a container, or under a low fixed pid, gets
+ * the same pid again when it restarts while its node is cut off, or when
+ * the whole node restarts and its corosync, with the new dlmd in it,
+ * merges back (node-up).  Its messages verify under the cluster key but
+ * carry another incarnation than the one kept.  Only the process that
+ * holds a pid can send under it (the seal covers CPG's node id and pid),
+ * so such a message, of an incarnation that is not retired, is a new
+ * dlmd of that node: the one kept is gone, exactly as at a restart under
+ * another pid (reincarnated(): its incarnation retired, its lowcomms
+ * state dropped, the new one unknown until its ANNOUNCE, an unfenced
+ * failure of the node marked DLMD_FAIL_RESTARTED).  A retired
+ * incarnation stays refused (a replay).  Dropping them as replays, as
+ * before, lost the new dlmd's ANNOUNCE, and the merge's sync waited on
+ * it until UNREACHABLE PEERS removed the node, or for ever.  Whether a
+ * side that held a majority saw the restart is decided as under another
+ * pid (RESTARTED WHILE APART: apart_defer at the merge, ap_inc), except
+ * that a vouch for the node's process counts as seeing it only with
+ * another incarnation than the one that failed: a member of our side
+ * that kept the old seal vouches for the old one, and proves nothing.
+ *
  * Nor is such a process a dlmd.  A process's first sealed message
  * (sequence 1) is its join for our purposes: every member sees it at
  * the same point, it too, and a sync starts there (dlmd_joined), with a
@@ -632,10 +653,9 @@
  * else X is marked at the sync's end (apart_defer).  A dlmd that died
  * leaves nobody to vouch for: marked at the sync's end, which a majority
  * that removes us comes before (its kill is sent before its ANNOUNCE;
- * if the kill fails, we still mark it).  Not covered: a restart that
- * reuses the pid (merge_keep takes it for the old process; its seal
- * then does not verify, and the sync waits on it until UNREACHABLE
- * PEERS removes it).
+ * if the kill fails, we still mark it).  A restart that reuses the pid
+ * shows only at the new process's first message, by its incarnation
+ * (PID REUSE).
  *
  * LOST FRAMES.  lowcomms delivers engine messages in order and exactly
  * once while both nodes keep each other; a peer resuming past what we got
@@ -782,9 +802,7 @@
  *    of us" for over 10 minutes; tests/test-cpg-proto.c test_split3_*).
  *    What it still leaves waiting, as before: a failure with a fencing
  *    claim anywhere that no fencing ends (it was claimed: a side was
- *    quorate); a dlmd restarted while apart under the same pid
- *    (RESTARTED WHILE APART fences one back under another pid, or not
- *    back at all);
+ *    quorate);
  *    a lockspace with a member that sent no record of it (its failures
  *    were all fenced on its side); and more records than a sync keeps
  *    (CS_FEV_MAX failures per lockspace, or records naming more than
@@ -1116,9 +1134,15 @@ struct dlmd_cluster {
 	/* RESTARTED WHILE APART, undecided (the side that came back holds
 	 * a majority): node, the process back (0: none, died_apart), the
 	 * view whose ANNOUNCEs may vouch for it; and who vouched (node,
-	 * witness); decided at the sync's end (apart_decide) */
+	 * witness); decided at the sync's end (apart_decide).  ap_inc: the
+	 * process back has the pid of the one that failed, whose
+	 * incarnation this is (PID REUSE: a restart only if a message of
+	 * another one verifies); ap_held: a majority side vouched for the
+	 * new process, nothing is marked */
 	struct cs_apart {
 		uint32_t	ap_id, ap_pid, ap_view;
+		uint64_t	ap_inc;
+		bool		ap_held;
 	}			cs_apart[DLM_MAX_NODES];
 	unsigned int		cs_napart;
 	struct cs_apwit {
@@ -4381,6 +4405,76 @@ static bool merge_pending(struct dlmd_cluster *cs,
 	return true;
 }
 
+static const struct cs_apart *apart_find(const struct dlmd_cluster *cs,
+					  uint32_t id);
+
+/*
+ * PID REUSE (SEALED MESSAGES).  A message of member dm verifies under the
+ * cluster key with an incarnation that is neither the one we keep for it
+ * nor a retired one.  Only the process that holds dm's CPG pid on its
+ * node can send under it (the seal covers CPG's node id and pid, which
+ * corosync gives), so the process whose incarnation we kept is gone and
+ * a new dlmd got its pid: a dlmd started as pid 1 of a container, or
+ * under a low fixed pid, restarted while its node was cut off (or the
+ * whole node restarted and its corosync merged back with it), and came
+ * back with node-up under the same node id and pid, which merge_take()
+ * took for the process that left.  Dropped as a replay, every message of
+ * it was lost, its ANNOUNCE with them, and the sync waited on it until
+ * UNREACHABLE PEERS removed the node, or for ever.  It is a restart as
+ * under another pid: the old incarnation is retired (its messages stay
+ * refused), the lowcomms state kept for the old process goes, the new
+ * one is unknown until its ANNOUNCE, and a failure of the node not
+ * fenced yet is marked DLMD_FAIL_RESTARTED (fenced while in the view,
+ * never forgiven: its records name the old incarnation, which is no
+ * member's), as restarted_apart() marks one under another pid; unless
+ * the merge's sync decides it (apart_defer: the side that came back
+ * holds a majority, which may have seen the restart).  The process is
+ * never known here: a kept seal is known only from an ANNOUNCE, which the
+ * new process sends after (or as) its first message, under its own
+ * incarnation.  Every member that kept the old incarnation sees the same
+ * message at the same point; one that did not (it joined while apart)
+ * takes the new one as the process's first, as for a new pid.
+ */
+static void reincarnated(struct dlmd_cluster *cs, struct cs_daemon *dm,
+			 uint64_t inc)
+{
+	const struct cs_apart *ap = apart_find(cs, dm->dm_id);
+	uint32_t id = dm->dm_id;
+
+	log_notice("daemon group: node %u pid %u is a new dlmd under the pid of "
+		   "the one we kept (a message of another incarnation verifies: "
+		   "a restart that reused the pid); the one we kept is gone, as "
+		   "at a restart under another pid", id, dm->dm_pid);
+	retire(cs, dm);
+	if (id_in(cs->cs_reset_later, cs->cs_nreset_later, id))
+		comms_reset(cs, id);
+	free(dm->dm_ann);
+	dm->dm_ann = NULL;
+	dm->dm_ann_open = false;
+	dm->dm_nann = 0;
+	dm->dm_known = false;
+	dm->dm_announced = false;
+	dm->dm_inc = inc;
+	dm->dm_seq = 0;
+	if (dlmd_fence_is_done(cs->cs_d, id)) {
+		/* the failure of the one we kept is fenced: a new dlmd */
+	} else if (ap && ap->ap_held) {
+		log_notice("node %u: its dlmd restarted on a side that held a "
+			   "majority, which saw the new process: not fenced by us "
+			   "(PID REUSE)", id);
+	} else if (ap) {
+		log_notice("node %u: whether a side that held a majority saw its "
+			   "dlmd restart is decided at this sync's end (PID "
+			   "REUSE)", id);
+	} else {
+		log_notice("node %u: the dlmd that failed is gone, and its old "
+			   "clients may hold its locks: it is fenced, while in the "
+			   "view (PID REUSE)", id);
+		dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_RESTARTED);
+	}
+	dmembers_update(cs);
+}
+
 /* The seal of a message of (nodeid, pid), member dm (or NULL): true if
  * it verifies and is new; *inner is then the length of header and body.
  * A message of another version is refused here, said once per process. */
@@ -4423,10 +4517,12 @@ static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
 		}
 		dm->dm_inc = se.se_inc;
 		dmembers_update(cs);
-	} else if (se.se_inc != dm->dm_inc) {
-		unverified(cs, nodeid, pid, len, "another incarnation than the "
-			   "process's first message (a replay)");
+	} else if (se.se_inc != dm->dm_inc && retired(cs, se.se_inc)) {
+		unverified(cs, nodeid, pid, len, "the incarnation of a process "
+			   "that left (a replay)");
 		return false;
+	} else if (se.se_inc != dm->dm_inc) {
+		reincarnated(cs, dm, se.se_inc);	/* PID REUSE */
 	} else if (se.se_seq <= dm->dm_seq) {
 		unverified(cs, nodeid, pid, len, "a sequence already seen (a "
 			   "replay)");
@@ -5056,6 +5152,20 @@ static bool restarted_apart(const struct dlmd_cluster *cs, uint32_t id,
 	return true;
 }
 
+/* PID REUSE: node id merged back (node-up) under the CPG pid of the
+ * process its failure (a minority's node-down, not FIRM, not fenced)
+ * names: the same process, or a new one that got its pid (reincarnated
+ * tells when it speaks). */
+static bool back_same_pid(const struct dlmd_cluster *cs, uint32_t id,
+			  uint32_t pid)
+{
+	const struct cs_failpid *fp = failpid(cs, id);
+
+	return fp && fp->fp_pid == pid && fp->fp_inc &&
+	       !dlmd_fence_is_done(cs->cs_d, id) &&
+	       !(dlmd_fence_marks(cs->cs_d, id) & DLMD_FENCE_MARK_FIRM);
+}
+
 /*
  * RESTARTED WHILE APART, whose side?  The nodes that came back may have
  * been one side holding a majority, on which node id's dlmd stopped (or
@@ -5077,25 +5187,42 @@ static bool restarted_apart(const struct dlmd_cluster *cs, uint32_t id,
  * anyone can vouch for: it is marked at the sync's end, which a majority
  * side that removes us comes before.
  */
-static bool apart_deferred(const struct dlmd_cluster *cs, uint32_t id)
+static const struct cs_apart *apart_find(const struct dlmd_cluster *cs,
+					  uint32_t id)
 {
 	for (unsigned int i = 0; i < cs->cs_napart; i++)
 		if (cs->cs_apart[i].ap_id == id)
-			return true;
-	return false;
+			return &cs->cs_apart[i];
+	return NULL;
+}
+
+static bool apart_deferred(const struct dlmd_cluster *cs, uint32_t id)
+{
+	return apart_find(cs, id) != NULL;
 }
 
 static void apart_defer(struct dlmd_cluster *cs, uint32_t id, uint32_t pid,
-			uint32_t view)
+			uint32_t view, uint64_t inc)
 {
 	if (apart_deferred(cs, id))
 		return;
 	if (cs->cs_napart == DLM_MAX_NODES) {
-		/* (never: one per node) marked now, as before */
-		dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_RESTARTED);
+		/* (never: one per node) marked now, as before; a process
+		 * back under its old pid is the same one until a message of
+		 * another incarnation says otherwise (reincarnated) */
+		if (!inc)
+			dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_RESTARTED);
 		return;
 	}
-	cs->cs_apart[cs->cs_napart++] = (struct cs_apart){ id, pid, view };
+	cs->cs_apart[cs->cs_napart++] = (struct cs_apart){ id, pid, view, inc,
+							   false };
+	if (inc) {
+		log_debug("node %u is back after a split under the pid it failed "
+			  "with (%u), with a side that holds a majority: if another "
+			  "dlmd speaks under it, whether that side saw the restart "
+			  "is decided at this sync's end (PID REUSE)", id, pid);
+		return;
+	}
 	log_notice("node %u is back after a split without the dlmd that failed "
 		   "(pid %u), with a side that holds a majority: whether that "
 		   "side saw its dlmd go (and removes us) or it must be fenced "
@@ -5125,11 +5252,14 @@ static void apart_vouched(struct dlmd_cluster *cs, uint32_t from, uint32_t view,
 		unsigned int ns = 0;
 		bool listed = false;
 
+		/* (under the old pid: only a voucher that verified another
+		 * incarnation than the one that failed saw a restart) */
 		for (uint32_t k = 0; k < n; k++)
-			if (vouch[k].v_id == ap->ap_id && vouch[k].v_pid == ap->ap_pid)
+			if (vouch[k].v_id == ap->ap_id && vouch[k].v_pid == ap->ap_pid &&
+			    (!ap->ap_inc || vouch[k].v_inc != ap->ap_inc))
 				listed = true;
 		if (!ap->ap_pid || ap->ap_view != view || from == ap->ap_id ||
-		    !listed || cs->cs_napwit == DLM_MAX_NODES) {
+		    !listed || ap->ap_held || cs->cs_napwit == DLM_MAX_NODES) {
 			i++;
 			continue;
 		}
@@ -5147,7 +5277,8 @@ static void apart_vouched(struct dlmd_cluster *cs, uint32_t from, uint32_t view,
 			   "majority (node %u saw its new process before the "
 			   "merge): that side handled it and removes us; not "
 			   "fenced by us (RESTARTED WHILE APART)", ap->ap_id, from);
-		apart_drop(cs, i);
+		cs->cs_apart[i].ap_held = true;	/* (PID REUSE: reincarnated) */
+		i++;
 	}
 }
 
@@ -5155,12 +5286,19 @@ static void apart_vouched(struct dlmd_cluster *cs, uint32_t from, uint32_t view,
 static void apart_decide(struct dlmd_cluster *cs)
 {
 	while (cs->cs_napart) {
-		uint32_t id = cs->cs_apart[0].ap_id;
+		struct cs_apart ap = cs->cs_apart[0];
+		uint32_t id = ap.ap_id;
 		const struct cs_failpid *fp = failpid(cs, id);
+		const struct cs_daemon *dm = dm_find(cs, id, ap.ap_pid);
 
 		apart_drop(cs, 0);
-		if (!fp || !fp->fp_pid || dlmd_fence_is_done(cs->cs_d, id) ||
+		if (ap.ap_held || !fp || !fp->fp_pid ||
+		    dlmd_fence_is_done(cs->cs_d, id) ||
 		    (dlmd_fence_marks(cs->cs_d, id) & DLMD_FENCE_MARK_FIRM))
+			continue;
+		/* PID REUSE: the process back under the old pid is the one
+		 * that failed (its incarnation), or no longer a member */
+		if (ap.ap_inc && (!dm || !dm->dm_inc || dm->dm_inc == ap.ap_inc))
 			continue;
 		log_notice("node %u: no side that held a majority saw its dlmd "
 			   "(pid %u) go while apart, and its old clients may hold "
@@ -5316,7 +5454,7 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			/* ... unless the side that came back held a majority
 			 * and saw it restart (apart_vouched) */
 			apart_defer(cs, id, joined[i].pid,
-				    view_of(members, nmembers));
+				    view_of(members, nmembers), 0);
 		} else if (joined[i].reason == CPG_REASON_NODEUP &&
 			   restarted_apart(cs, id, members, nmembers)) {
 			/* RESTARTED WHILE APART (essay): the process that
@@ -5327,6 +5465,17 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 				   "old clients may hold its locks): it is fenced, "
 				   "while in the view", id, failpid(cs, id)->fp_pid);
 			dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_RESTARTED);
+		} else if (joined[i].reason == CPG_REASON_NODEUP &&
+			   back_same_pid(cs, id, joined[i].pid) &&
+			   majority_side(cs, back, nback)) {
+			/* PID REUSE: the same process, or a new one whose
+			 * restart a majority side may have seen */
+			apart_defer(cs, id, joined[i].pid,
+				    view_of(members, nmembers),
+				    failpid(cs, id)->fp_inc);
+			log_info("node %u merged back after a split that we saw "
+				 "from a minority side: a majority side removes "
+				 "it, or the sync decides (FORGIVING A SPLIT)", id);
 		} else if (joined[i].reason == CPG_REASON_NODEUP) {
 			log_info("node %u merged back after a split that we saw "
 				 "from a minority side: a majority side removes "
@@ -5490,7 +5639,7 @@ static void daemon_totem_confchg(cpg_handle_t h, struct cpg_ring_id ring,
 			    majority_side(cs, back, nback)) {
 				/* the side that came back held a majority: it
 				 * may have seen the dlmd go, and removes us */
-				apart_defer(cs, id, 0, cs->cs_view);
+				apart_defer(cs, id, 0, cs->cs_view, 0);
 			} else if (died_apart(cs, id)) {
 				log_notice("node %u is back in the ring after a "
 					   "split without the dlmd that failed (pid "

@@ -135,6 +135,9 @@ static unsigned int nmsgs;
 static struct sim_job jobs[SIM_MAX_JOBS];
 static unsigned int njobs;
 static uint32_t next_pid = 100;
+/* the next node_init takes this CPG pid, not a new one (0: none): a new
+ * dlmd under the pid of an old one, with an incarnation of its own */
+static uint32_t reuse_pid;
 static uint64_t fake_now = 1000;
 static int cur = -1;		/* the node being called into, for logs */
 static char loglines[SIM_LOG_LINES][SIM_LOG_LEN];
@@ -494,7 +497,12 @@ int dlmd_fence_init(struct dlmd *d, const struct dlmd_fence_up *up)
 { return 0; }
 void dlmd_fence_fini(struct dlmd *d) { }
 void dlmd_fence_kick(struct dlmd *d) { }
-bool dlmd_fence_killed(const struct dlmd *d, uint32_t id) { return false; }
+/* node ids a fencing by a method that stops nodes killed (fence.c) */
+static bool killed[DLM_MAX_NODES + 1];
+bool dlmd_fence_killed(const struct dlmd *d, uint32_t id)
+{
+	return id <= DLM_MAX_NODES && killed[id];
+}
 
 void dlmd_fence_node_failed(struct dlmd *d, uint32_t id, unsigned int how)
 {
@@ -732,7 +740,7 @@ static void node_init(int i, uint32_t id)
 	memset(sn, 0, sizeof(*sn));
 	sn->up = true;
 	sn->id = id;
-	sn->pid = next_pid++;
+	sn->pid = reuse_pid ? reuse_pid : next_pid++;
 	sn->d.d_nodeid = id;
 	cs->cs_d = &sn->d;
 	cs->cs_up = &sim_cluster_up;
@@ -746,6 +754,9 @@ static void node_init(int i, uint32_t id)
 	cs->cs_ring_seq = 1;
 	memcpy(cs->cs_cpg_key, sim_key, CM_KEY_LEN);
 	cs->cs_inc = 0x51000000ull * (uint64_t)(i + 1) + sn->pid;
+	if (reuse_pid)
+		cs->cs_inc ^= 0x7700000000ull;
+	reuse_pid = 0;
 	for (unsigned int k = 0; k < SIM_NODES; k++) {
 		cs->cs_nodes[k].n_id = k + 1;
 		cs->cs_qview[k] = k + 1;
@@ -1017,7 +1028,9 @@ static int setup(void **state)
 	memset(kills, 0, sizeof(kills));
 	memset(resets, 0, sizeof(resets));
 	memset(removes, 0, sizeof(removes));
+	memset(killed, 0, sizeof(killed));
 	remove_busy = 0;
+	reuse_pid = 0;
 	memset(&fake_nl, 0, sizeof(fake_nl));
 	fake_nl.iter_fail_at = -1;
 	memset(wait_ms, 0, sizeof(wait_ms));
@@ -3088,6 +3101,8 @@ static void split3_rejoin(void)
  */
 static unsigned char split3_old[CM_WIRE_MAX_LEN];	/* node 2's JOIN of L */
 static size_t split3_old_len;
+static unsigned char split3_old3[CM_WIRE_MAX_LEN];	/* node 3's */
+static size_t split3_old3_len;
 
 static void split3_apart(void)
 {
@@ -3104,6 +3119,11 @@ static void split3_apart(void)
 			assert_true(nmsgs > 0);
 			split3_old_len = msgs[nmsgs - 1].len;
 			memcpy(split3_old, msgs[nmsgs - 1].buf, split3_old_len);
+		}
+		if (i == 2) {
+			assert_true(nmsgs > 0);
+			split3_old3_len = msgs[nmsgs - 1].len;
+			memcpy(split3_old3, msgs[nmsgs - 1].buf, split3_old3_len);
 		}
 	}
 	settle();
@@ -3298,6 +3318,162 @@ static void test_split3_restarted(void **state)
 	}
 }
 
+/* Node 3's dlmd restarted while apart, as in test_split3_restarted, but
+ * under the same CPG pid as the one that failed (pid reuse: a container
+ * that starts dlmd as pid 1).  Nodes 1 and 2 kept the old process's seal
+ * for its merge (merge_keep) and took the new one for it: each of its
+ * messages, of another incarnation, was dropped as "a replay", its
+ * ANNOUNCE with them, and the merge's sync waited on it for ever (session
+ * 18, seen failing so here).  A message that verifies under the cluster
+ * key with another incarnation than the one kept, not a retired one, is
+ * a new process of the node: a restart, fenced as one under another pid
+ * is (DLMD_FAIL_RESTARTED), never forgiven; nodes 1 and 2 forgive each
+ * other and run L without node 3 once it is fenced.  A message of the
+ * old incarnation is still refused afterwards (a replay). */
+static void test_split3_restarted_same_pid(void **state)
+{
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+	struct cpg_address me;
+	unsigned int k = 0;
+	uint32_t pid;
+
+	split3_apart();
+	pid = sim[2].pid;
+	for (unsigned int n = 0; n < nmsgs; n++)
+		if (msgs[n].nodeid != sim[2].id)
+			msgs[k++] = msgs[n];
+	nmsgs = k;
+	node_free(2);
+	reuse_pid = pid;	/* a new process, the old pid */
+	node_init(2, 3);
+	sim[2].d.d_cluster->cs_nnodes = 3;
+	sim[2].d.d_cluster->cs_nqview = 1;
+	sim[2].d.d_cluster->cs_quorate = false;
+	me = (struct cpg_address){ sim[2].id, sim[2].pid, CPG_REASON_JOIN };
+	cur = 2;
+	daemon_confchg((cpg_handle_t)3, &gn, &me, 1, NULL, 0, &me, 1);
+	cur = -1;
+	run_jobs();
+	settle_sides();
+	split3_rejoin();
+	for (int i = 0; i < 2; i++) {
+		assert_false(logged(i, "(a replay)"));
+		assert_true(logged(i, "node 3 pid "));
+		assert_true(logged(i, "is a new dlmd under the pid of the one we "
+				   "kept"));
+		assert_true(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+	}
+	split3_kept(2, "node 3's failure is not forgiven");
+	assert_int_equal(sim[0].forgiven[2], 1);
+	assert_int_equal(sim[1].forgiven[1], 1);
+	for (int i = 0; i < 2; i++) {
+		assert_false(ls_running(i, "L"));
+		assert_true(fence_in_view(i, 3));
+	}
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 2);
+	}
+	/* node 3's JOIN of L from before the split: the old incarnation,
+	 * retired, refused (a replay) */
+	inject_raw(2, split3_old3, split3_old3_len);
+	settle();
+	for (int i = 0; i < 2; i++)
+		assert_true(logged(i, "the incarnation of a process that left"));
+}
+
+/* PID REUSE in a joined cluster: node 2 of three, running L, reboots (its
+ * corosync and dlmd die: node-down, seen by nodes 1 and 3, a majority,
+ * which fence it and run L without it).  It comes back with its dlmd
+ * under the same CPG pid (a container's pid 1), started in its own
+ * one-node ring before its corosync merges: nodes 1 and 3 see it node-up
+ * and took it for the process they kept (merge_keep), dropping every
+ * message of its new incarnation as "a replay": the merge's sync never
+ * ended and its JOIN of L was never applied (session 18; seen failing so
+ * here).  Now it is a new dlmd: the sync ends, nothing more is fenced
+ * (the old one was), and L runs on all three. */
+static void test_restart_same_pid_joined(void **state)
+{
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+	const int s02[2] = { 0, 2 }, s1[1] = { 1 }, all[3] = { 0, 1, 2 };
+	struct cpg_address me;
+	unsigned int k = 0;
+	uint32_t pid;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		sim[i].d.d_cluster->cs_nnodes = 3;
+	for (int i = 0; i < 3; i++)
+		ls_create(i, "L");
+	settle();
+	for (int i = 0; i < 3; i++)
+		assert_true(ls_running(i, "L"));
+	/* node 2 dies with its corosync */
+	pid = sim[1].pid;
+	for (unsigned int n = 0; n < nmsgs; n++)
+		if (msgs[n].nodeid != sim[1].id)
+			msgs[k++] = msgs[n];
+	nmsgs = k;
+	node_free(1);
+	confchg_side(0, s02, 2, s1, 1, false);
+	confchg_side(2, s02, 2, s1, 1, false);
+	set_quorum(0, true, s02, 2);
+	set_quorum(2, true, s02, 2);
+	side_of[0] = side_of[2] = 0;
+	side_of[1] = 1;
+	settle_sides();
+	for (int i = 0; i < 3; i += 2) {
+		assert_true(sim[i].fail_how[2] & DLMD_FAIL_MAJORITY);
+		fence_done(i, 2);
+	}
+	killed[2] = true;
+	settle_sides();
+	for (int i = 0; i < 3; i += 2) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 2);
+	}
+	/* it comes back: the same pid, a new process, alone first */
+	reuse_pid = pid;
+	node_init(1, 2);
+	sim[1].d.d_cluster->cs_nnodes = 3;
+	me = (struct cpg_address){ sim[1].id, sim[1].pid, CPG_REASON_JOIN };
+	cur = 1;
+	daemon_confchg((cpg_handle_t)2, &gn, &me, 1, NULL, 0, &me, 1);
+	cur = -1;
+	run_jobs();
+	settle_sides();
+	/* its corosync merges with the others' */
+	confchg_side(0, all, 3, s1, 1, true);
+	confchg_side(2, all, 3, s1, 1, true);
+	confchg_side(1, all, 3, s02, 2, true);
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	for (int i = 0; i < 3; i++)
+		set_quorum(i, true, all, 3);
+	settle();
+	for (int i = 0; i < 3; i += 2) {
+		assert_true(logged(i, "node 2 is back after it was fenced"));
+		assert_false(logged(i, "(a replay)"));
+		assert_true(logged(i, "is a new dlmd under the pid of the one we "
+				   "kept"));
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+		assert_false(sim[i].failed[2]);
+		assert_int_equal(kills[i][2], 0);
+	}
+	assert_false(sim[1].d.d_cluster->cs_syncing);
+	ls_create(1, "L");
+	settle();
+	for (int i = 0; i < 3; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 3);
+	}
+}
+
 /* Node 3's dlmd died while apart and is not back when its corosync
  * merges with nodes 1 and 2 (their daemon groups merge without it; the
  * totem ring that follows has node 3 again).  Its clients may hold its
@@ -3432,6 +3608,54 @@ static void test_split_majority_restarted(void **state)
 			   "majority (node 2 saw its new process"));
 	assert_false(logged(0, "node 3: no side that held a majority"));
 	/* node 3 did nothing wrong: nobody may mark it to be fenced */
+	for (int i = 0; i < 3; i++)
+		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+}
+
+/* test_split_majority_restarted with node 3's new dlmd under the pid of
+ * the old one (PID REUSE).  Node 1, the minority, kept the old process's
+ * seal and sees the new one's messages of another incarnation: it must
+ * not mark node 3 (node 2, a majority with it, saw the restart and
+ * vouches for the new incarnation), nor take node 2's vouch of it as a
+ * witness in the three-way case (test_split3_restarted_same_pid: there
+ * the voucher kept the old incarnation, which proves nothing). */
+static void test_split_majority_restarted_same_pid(void **state)
+{
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		sim[i].d.d_cluster->cs_nnodes = 3;
+	confchg_side(0, s0, 1, s12, 2, false);
+	set_quorate(0, false);
+	confchg_side(1, s12, 2, s0, 1, false);
+	confchg_side(2, s12, 2, s0, 1, false);
+	side_of[0] = 0;
+	side_of[1] = side_of[2] = 1;
+	settle_sides();
+	/* node 3's dlmd stops cleanly and starts again, the same pid */
+	reuse_pid = sim[2].pid;
+	side_dlmd_stops(2, 1);
+	side_dlmd_starts(2, 1, 3, 0);
+	settle_sides();
+	assert_false(sim[1].fail_how[3] != 0);
+	/* the merge */
+	confchg_side(0, all, 3, s12, 2, true);
+	confchg_side(1, all, 3, s0, 1, true);
+	confchg_side(2, all, 3, s0, 1, true);
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	set_quorate(0, true);
+	settle();
+	assert_true(logged(1, "its state is stale"));
+	assert_true(logged(0, "is a new dlmd under the pid of the one we kept"));
+	assert_true(logged(0, "node 3's dlmd restarted on a side that held a "
+			   "majority (node 2 saw its new process"));
+	assert_false(logged(0, "node 3: no side that held a majority"));
+	assert_false(logged(0, "(a replay)"));
 	for (int i = 0; i < 3; i++)
 		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
 }
@@ -4667,6 +4891,12 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split_unsealed_back, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_split3_restarted_same_pid,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restart_same_pid_joined,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split_majority_restarted_same_pid,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split3_died_apart, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_records_overflow, setup,
