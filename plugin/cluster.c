@@ -651,9 +651,19 @@
  * whose ANNOUNCE vouches for X's new process verified it before the
  * merge, on X's side; if those and X hold a majority, nothing is marked;
  * else X is marked at the sync's end (apart_defer).  A dlmd that died
- * leaves nobody to vouch for: marked at the sync's end, which a majority
- * that removes us comes before (its kill is sent before its ANNOUNCE;
- * if the kill fails, we still mark it).  A restart that reuses the pid
+ * leaves nobody to vouch for: marked at the sync's end.  That a majority
+ * side removes us before it is no rule: its kill is sent before its
+ * ANNOUNCE, but through corosync's cfg service, not CPG, and our
+ * corosync may deliver the rest of the sync before it exits.  So the
+ * sync's end does not rest on that order (apart_stale_us): a record of
+ * this sync that names this very process failed with FIRM comes from a
+ * side that saw us fail from a majority (a minority's node-down is never
+ * FIRM), which removes us and marks what it must itself: we mark nothing.
+ * And a deferred X is marked only if it failed out of a lockspace (our
+ * table or a record of the sync): a dlmd in none had no locks, and needs
+ * no fencing, as a dlmd that dies without lockspaces does not (DAEMON
+ * FAILURE).  Where the majority side holds no lockspace it sends no
+ * record, and its removed dlmd had none either: nothing is marked.  A restart that reuses the pid
  * shows only at the new process's first message, by its incarnation
  * (PID REUSE).
  *
@@ -5282,9 +5292,79 @@ static void apart_vouched(struct dlmd_cluster *cs, uint32_t from, uint32_t view,
 	}
 }
 
+/*
+ * RESTARTED WHILE APART, the order of the removal.  A deferral rests on
+ * the majority side removing us before our sync ends; but its
+ * corosync_cfg_kill_node is no CPG message, and our corosync may still
+ * deliver the rest of the sync (its ANNOUNCEs) before it exits: our sync
+ * then ends first, and we, the stale side, marked a node of the majority
+ * whose dlmd stopped there in plain sight.  What the sync itself shows:
+ * a member of that side that holds a lockspace sends a record of it
+ * (FORGIVING A SPLIT), which lists this very process (our pid and
+ * incarnation) as failed with FIRM: a failure seen from a majority (or
+ * the tie-breaker half), a removal.  Then that side saw us fail; it
+ * removes or fences us, and marks for itself whatever its view needs:
+ * ours is stale, and we mark nothing.  A minority never sends FIRM for a
+ * node-down (several minority sides merging, the case a deferral must
+ * still mark, send none).  True: such a record came; *by, its sender,
+ * *ls its lockspace.
+ */
+static bool apart_stale_us(const struct dlmd_cluster *cs, uint32_t *by,
+			   const char **ls)
+{
+	for (unsigned int b = 0; b < LS_HASH; b++) {
+		for (const struct cs_lsent *le = cs->cs_ls[b]; le; le = le->le_next) {
+			for (unsigned int i = 0; i < le->le_nfev; i++) {
+				const struct cs_fev *f = &le->le_fev[i];
+
+				if (f->fv_id != cs->cs_d->d_nodeid ||
+				    f->fv_pid != cs->cs_self_pid ||
+				    f->fv_inc != cs->cs_inc ||
+				    !(f->fv_flags & CM_FAILED_FIRM) ||
+				    f->fv_from == cs->cs_d->d_nodeid)
+					continue;
+				*by = f->fv_from;
+				*ls = le->le_name;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* Node id failed out of a lockspace of the table, or a record of this
+ * sync lists it: its dlmd had locks that fencing protects.  One that was
+ * in none needs nothing (DAEMON FAILURE: a dlmd without lockspaces). */
+static bool failed_with_ls(const struct dlmd_cluster *cs, uint32_t id)
+{
+	for (unsigned int b = 0; b < LS_HASH; b++) {
+		for (const struct cs_lsent *le = cs->cs_ls[b]; le; le = le->le_next) {
+			if (id_in(le->le_failed, le->le_nfailed, id))
+				return true;
+			for (unsigned int i = 0; i < le->le_nfev; i++)
+				if (le->le_fev[i].fv_id == id)
+					return true;
+		}
+	}
+	return false;
+}
+
 /* The sync's end: what no majority side answered for is marked. */
 static void apart_decide(struct dlmd_cluster *cs)
 {
+	const char *ls = NULL;
+	uint32_t by = 0;
+
+	if (cs->cs_napart && apart_stale_us(cs, &by, &ls)) {
+		log_notice("node %u's record of lockspace %s names this dlmd "
+			   "failed, seen from a side that held a majority (or a "
+			   "removal): that side removes us and decides what the "
+			   "nodes back without their dlmd need; we mark none of "
+			   "them (RESTARTED WHILE APART)", by, ls);
+		while (cs->cs_napart)
+			apart_drop(cs, 0);
+		return;
+	}
 	while (cs->cs_napart) {
 		struct cs_apart ap = cs->cs_apart[0];
 		uint32_t id = ap.ap_id;
@@ -5300,6 +5380,13 @@ static void apart_decide(struct dlmd_cluster *cs)
 		 * that failed (its incarnation), or no longer a member */
 		if (ap.ap_inc && (!dm || !dm->dm_inc || dm->dm_inc == ap.ap_inc))
 			continue;
+		if (!failed_with_ls(cs, id)) {
+			log_notice("node %u is back without the dlmd that failed "
+				   "(pid %u), which was in no lockspace: nothing to "
+				   "fence it for (RESTARTED WHILE APART)", id,
+				   fp->fp_pid);
+			continue;
+		}
 		log_notice("node %u: no side that held a majority saw its dlmd "
 			   "(pid %u) go while apart, and its old clients may hold "
 			   "its locks: it is fenced, while in the view "

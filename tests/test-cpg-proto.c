@@ -3667,7 +3667,10 @@ static void test_split_majority_restarted_same_pid(void **state)
  * RESTARTED there, seen failing so) and leaves it to the sync's end,
  * which the majority's removal of node 1 comes before (its kill is sent
  * before its ANNOUNCE; the simulator does not kill, so the sync ends
- * here and node 1 marks node 3 then, as it would if the kill failed). */
+ * here, and node 1 marked node 3 then, as it did if the kill failed: a
+ * healthy majority node fenced by the stale side, whose dlmd was in no
+ * lockspace.  A deferred node is marked only for a lockspace it failed
+ * out of now (failed_with_ls; with L, test_split_majority_died_sync_first). */
 static void test_split_majority_died(void **state)
 {
 	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, s1[1] = { 1 };
@@ -3708,8 +3711,72 @@ static void test_split_majority_died(void **state)
 	set_quorate(0, true);
 	settle();
 	assert_true(logged(1, "its state is stale"));
-	assert_true(logged(0, "node 3: no side that held a majority saw its "
-			   "dlmd"));
+	assert_false(logged(0, "node 3: no side that held a majority saw its "
+			    "dlmd"));
+	assert_true(logged(0, "which was in no lockspace: nothing to fence it "
+			   "for"));
+	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
+}
+
+/* test_split_majority_died with lockspace L on all three and the order
+ * the deferral did not rest on: node 1's sync ends before the majority's
+ * removal of it takes effect (corosync_cfg_kill_node is no CPG message;
+ * the simulator never kills).  Node 3's dlmd released L and stopped
+ * cleanly on the majority side; node 1, stale, marked node 3 RESTARTED at
+ * its sync's end and could fence a healthy majority node (seen failing
+ * so).  Node 2's record of L names node 1's failure as a majority's
+ * (FIRM): a side that held a majority saw us fail, removes us, and
+ * decides for itself what node 3 needs; node 1 marks nothing. */
+static void test_split_majority_died_sync_first(void **state)
+{
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, s1[1] = { 1 };
+	const int both[2] = { 0, 1 }, o0[1] = { 0 };
+	const uint32_t ring0[1] = { 1 }, ring[3] = { 1, 2, 3 };
+	struct cpg_ring_id rid = { 0 };
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		sim[i].d.d_cluster->cs_nnodes = 3;
+	for (int i = 0; i < 3; i++)
+		ls_create(i, "L");
+	settle();
+	confchg_side(0, s0, 1, s12, 2, false);
+	set_quorate(0, false);
+	cur = 0;
+	daemon_totem_confchg((cpg_handle_t)1, rid, 1, ring0);
+	cur = -1;
+	confchg_side(1, s12, 2, s0, 1, false);
+	confchg_side(2, s12, 2, s0, 1, false);
+	side_of[0] = 0;
+	side_of[1] = side_of[2] = 1;
+	settle_sides();
+	assert_true(sim[1].fail_how[1] & DLMD_FAIL_MAJORITY);
+	/* node 3's dlmd releases L and stops cleanly */
+	ls_release(2, "L");
+	settle_sides();
+	side_dlmd_stops(2, 1);
+	settle_sides();
+	/* the merge: the group without node 3, then the ring with it */
+	confchg_side(0, both, 2, s1, 1, true);
+	confchg_side(1, both, 2, o0, 1, true);
+	cur = 0;
+	daemon_totem_confchg((cpg_handle_t)1, rid, 3, ring);
+	cur = -1;
+	assert_true(logged(0, "node 3 is back after a split without the dlmd "
+			   "that failed"));
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	set_quorate(0, true);
+	settle();
+	assert_true(kills[1][1] > 0);	/* node 2 removes node 1 ... */
+	assert_false(sim[0].d.d_cluster->cs_syncing);	/* ... too late */
+	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
+	assert_false(logged(0, "node 3: no side that held a majority"));
+	assert_true(logged(0, "node 2's record of lockspace L names this dlmd "
+			   "failed, seen from a side that held a majority"));
 }
 
 /* The even split: 4 nodes {1, 2} | {3, 4}, the tie-breaker node 1, so
@@ -4896,6 +4963,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_restart_same_pid_joined,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split_majority_restarted_same_pid,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split_majority_died_sync_first,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split3_died_apart, setup,
 						teardown),
