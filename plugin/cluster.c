@@ -543,7 +543,11 @@
  * or result for X was delivered in the sync itself; and in every
  * lockspace a record lists X in, X is a member now and every member
  * (X included) sent a record of it in this sync with one and the same
- * last event.  Then the sync's end changes the lockspaces (their members
+ * last event, or X is no member of it any more: X, the same process,
+ * left it on its side (its LEAVE, seen there only; or it dropped it as
+ * a loser), so none of its locks is X's and the others' events do not
+ * matter for X (before, X stayed failed there and the lockspace waited
+ * for a fencing that never came: test_split3_left_apart).  Then the sync's end changes the lockspaces (their members
  * differ from the change each side had) and a full recovery runs with
  * every member, equal events deciding a START (member-policy.c).  The
  * engine messages in flight across the split must not be lost: that
@@ -812,9 +816,7 @@
  *    of us" for over 10 minutes; tests/test-cpg-proto.c test_split3_*).
  *    What it still leaves waiting, as before: a failure with a fencing
  *    claim anywhere that no fencing ends (it was claimed: a side was
- *    quorate);
- *    a lockspace with a member that sent no record of it (its failures
- *    were all fenced on its side); and more records than a sync keeps
+ *    quorate); and more records than a sync keeps
  *    (CS_FEV_MAX failures per lockspace, or records naming more than
  *    DLM_MAX_NODES failed nodes: said at err when it happens and at the
  *    sync's end, with the failures that stay, never silently).  An
@@ -3444,8 +3446,13 @@ static const char *ev_blocks(const struct cs_lsent *le, const struct cs_fev *f)
 		       "it restarted";
 	if (!f->fv_pid || !f->fv_inc)
 		return "the process that failed is not known";
+	/* no member now: the process (forgive_split checks it is the one
+	 * that failed) left le on its side (its LEAVE, or dropped as a
+	 * loser), so it holds none of le's locks: nothing to fence it for
+	 * here, whatever the others' events (before, it stayed failed and
+	 * le waited for a fencing that never came: test_split3_left_apart) */
 	if (!le_has(le, f->fv_id))
-		return "it is no member of a lockspace it failed out of";
+		return NULL;
 	x = ev_rep(le, f->fv_id);
 	if (!x || x->rp_conflict)
 		return "it sent no record of a lockspace it failed out of";

@@ -3474,6 +3474,44 @@ static void test_restart_same_pid_joined(void **state)
 	}
 }
 
+/* The three-way split, and node 3 releases L while apart (its LEAVE is
+ * delivered on its side only): at the merge its ANNOUNCE lists nothing
+ * of L, while nodes 1 and 2 hold node 3's failure out of L.  Node 3, the
+ * same process, holds none of L's locks, yet its failure was kept ("no
+ * member of a lockspace it failed out of") and L waited on nodes 1 and 2
+ * for node 3's fencing, which never comes while it is in the view (a
+ * minority's failure): seen failing so, "fencing node 3".  Now its
+ * failure is forgiven, nobody is killed, and L runs on 1 and 2. */
+static void test_split3_left_apart(void **state)
+{
+	split3_apart();
+	ls_release(2, "L");
+	settle_sides();
+	assert_null(ls_of(2, "L"));
+	split3_rejoin();
+	for (int i = 0; i < 2; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 2);
+		for (int k = 0; k < 3; k++) {
+			if (k == i)
+				continue;
+			assert_false(sim[i].failed[k + 1]);
+			assert_int_equal(sim[i].forgiven[k + 1], 1);
+		}
+		assert_false(logged(i, "no member of a lockspace it failed"));
+	}
+	for (int i = 0; i < 3; i++)
+		for (uint32_t v = 1; v <= 3; v++)
+			assert_int_equal(kills[i][v], 0);
+	/* node 3 may join L again: one instance of three */
+	ls_create(2, "L");
+	settle();
+	for (int i = 0; i < 3; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 3);
+	}
+}
+
 /* Node 3's dlmd died while apart and is not back when its corosync
  * merges with nodes 1 and 2 (their daemon groups merge without it; the
  * totem ring that follows has node 3 again).  Its clients may hold its
@@ -4965,6 +5003,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_split_majority_restarted_same_pid,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split_majority_died_sync_first,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split3_left_apart,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split3_died_apart, setup,
 						teardown),
