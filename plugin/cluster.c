@@ -608,6 +608,36 @@
  * node so fenced must not merge back with its old dlmd (reboot it, as
  * the unfencing of fence_scsi expects).
  *
+ * FENCED ALIVE.  A fence agent can also lie: it exits 0 without fencing
+ * (misconfigured, a "true" agent in a lab, an IPMI that reports off and
+ * did nothing).  The node is counted fenced (fence.c: killed, a method
+ * that stops nodes), its locks recovered and granted again elsewhere;
+ * when its network comes back, its OLD dlmd process merges back (node-up,
+ * the incarnation that failed) and its clients still believe they hold
+ * their locks: two holders.  dlmd cannot undo that, but it no longer
+ * takes the node in as a fresh incarnation ("back after it was fenced",
+ * at info):
+ *  - every survivor that kept the returning process's seal, and counted
+ *    its node killed since, knows it at the process's first message
+ *    after the merge: the same incarnation (fenced_alive()).  It logs at
+ *    crit the node, the agent and what happened, counts it (status
+ *    fence_lied, metric dlmd_fence_lied_total), marks the node failed
+ *    again (fenced while in the view) and removes it from the cluster;
+ *  - the returning process learns it was declared dead at its sync's
+ *    end (declared_dead()): a record of a lockspace it ran carries a
+ *    newer event than its own, which a side reaches only by a recovery
+ *    without it, after its fencing (or a fence_ack of it).  It logs at
+ *    crit, counts it, and drops every lockspace it ran (a loser's forced
+ *    release: its clients lose their locks and learn it at their next
+ *    call) instead of keeping them stopped, its clients believing, until
+ *    the removal.  The stateful-merge rule of decide() would have done
+ *    that only at a START, which it never sends while it waits for the
+ *    others' fencing (their failures, seen from its minority side, are
+ *    not forgiven: the events differ).
+ * dlm_controld does the like on a "stateful merge": it refuses the
+ * merged node's lockspace state and has the node killed.  A process that
+ * merges back and never speaks again is removed by UNREACHABLE PEERS.
+ *
  * RESTARTED WHILE APART.  X's dlmd may restart while X is cut off (an
  * admin or pacemaker restarts it, or it crashed and systemd did): the
  * new process joins X's one-node ring, and at the merge CPG shows it
@@ -926,6 +956,10 @@ struct cs_daemon {
 	/* we saw it join (after our own first confchg): until a message of
 	 * it verifies it is no dlmd to us (pending(): not waited for) */
 	bool		dm_witnessed;
+	/* FENCED ALIVE: it merged back with the seal we kept after its
+	 * node was counted fenced by a method that stops nodes; a message
+	 * of that same incarnation says the fencing did not stop it */
+	bool		dm_fenced_back;
 	/* it joined (reason join) after our own first confchg: in CPG's
 	 * order of joins, after us (ANOTHER VERSION: it stops, not we);
 	 * that said once */
@@ -3682,6 +3716,76 @@ static void apart_decide(struct dlmd_cluster *cs);
 static void apart_vouched(struct dlmd_cluster *cs, uint32_t from, uint32_t view,
 			  const struct cm_vouch *vouch, uint32_t n);
 
+/*
+ * FENCED ALIVE, the returning side.  At the end of a sync, a record of
+ * one of our lockspaces (FORGIVING A SPLIT: every daemon sends one of each
+ * lockspace it holds) whose sender reports a newer last event than ours
+ * says that a side recovered it without us, which it does only once our
+ * node is fenced there (or acked: 'dlmctl fence_ack' of a live node):
+ * this process was counted dead while it ran, and locks of ours may be
+ * granted to others now.  The stateful-merge rule (decide: an older
+ * event loses) would drop such a lockspace only at a START, which we
+ * never send while we wait for the others' fencing (their failures, seen
+ * from our minority side, are not forgiven: the events differ): the
+ * instance stayed, stopped, its clients believing they held its locks.
+ * Now every lockspace of ours that ran (its last event not 0) is dropped
+ * at once, a loser's forced release (its clients lose their locks and
+ * learn it at their next call), logged at crit and counted (fence_lied);
+ * the others fence us again and remove us (fenced_alive).  A lockspace
+ * created afterwards joins afresh, with no state to conflict.  Members
+ * that stayed connected report equal events, so only a side that was
+ * cut off while the others recovered without it comes here.
+ */
+static void declared_dead(struct dlmd_cluster *cs)
+{
+	struct dlmd *d = cs->cs_d;
+	const struct cs_rep *newer = NULL;
+	const char *ls = NULL;
+	uint32_t ours = 0;
+
+	for (struct dlmd_ls *dl = d->d_lockspaces; dl && !newer; dl = dl->dl_next) {
+		struct dlmd_cluster_ls *cl = dl->dl_cluster;
+		const struct cs_lsent *le;
+
+		if (!cl || !cl->cl_last_event || cl->cl_state == CL_JOINING ||
+		    cl->cl_state == CL_STALE)
+			continue;
+		le = le_find(cs, dl->dl_name, false);
+		if (!le || le->le_cl != cl)
+			continue;
+		for (unsigned int i = 0; i < le->le_nrep; i++) {
+			const struct cs_rep *r = &le->le_rep[i];
+
+			if (r->rp_from != d->d_nodeid && !r->rp_conflict &&
+			    r->rp_event > cl->cl_last_event) {
+				newer = r;
+				ls = dl->dl_name;
+				ours = cl->cl_last_event;
+				break;
+			}
+		}
+	}
+	if (!newer)
+		return;
+	d->d_nfence_lied++;
+	log_crit("this dlmd was counted dead while it ran: node %u's record of "
+		 "lockspace %s carries event %u, ours is %u: a side recovered it "
+		 "without us, which it does only once this node is fenced (a "
+		 "fence agent that exits 0 without fencing, or a fence_ack of "
+		 "this live node); our clients' locks may be held by others now: "
+		 "every lockspace we ran is dropped (their clients lose their "
+		 "locks), and the others fence this node again", newer->rp_from,
+		 ls, newer->rp_event, ours);
+	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
+		struct dlmd_cluster_ls *cl = dl->dl_cluster;
+
+		if (cl && cl->cl_last_event && cl->cl_state != CL_JOINING)
+			set_state(cl, CL_STALE, "this dlmd was counted dead "
+				  "(FENCED ALIVE)");
+	}
+	kick(cs);
+}
+
 /* The end of a sync: every member's lockspaces are known. */
 static void sync_end(struct dlmd_cluster *cs)
 {
@@ -3693,6 +3797,7 @@ static void sync_end(struct dlmd_cluster *cs)
 		 cs->cs_nls == 1 ? "" : "s");
 	apart_decide(cs);	/* RESTARTED WHILE APART, undecided */
 	forgive_split(cs);
+	declared_dead(cs);
 	ev_clear(cs);
 	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
 		struct dlmd_cluster_ls *cl = dl->dl_cluster;
@@ -4368,6 +4473,7 @@ static bool merge_take(struct dlmd_cluster *cs,
 		ndm->dm_inc = ct->ct_inc;
 		ndm->dm_seq = ct->ct_seq;
 		ndm->dm_witnessed = true;
+		ndm->dm_fenced_back = dlmd_fence_killed(cs->cs_d, m->nodeid);
 		cs->cs_kept[i] = cs->cs_kept[--cs->cs_nkept];
 		log_info("daemon group: node %u pid %u merged back: its seal is "
 			 "known, its lockspaces are not until its ANNOUNCE",
@@ -4473,6 +4579,7 @@ static void reincarnated(struct dlmd_cluster *cs, struct cs_daemon *dm,
 	dm->dm_announced = false;
 	dm->dm_inc = inc;
 	dm->dm_seq = 0;
+	dm->dm_fenced_back = false;	/* a new process: the fencing held */
 	if (dlmd_fence_is_done(cs->cs_d, id)) {
 		/* the failure of the one we kept is fenced: a new dlmd */
 	} else if (ap && ap->ap_held) {
@@ -4490,6 +4597,65 @@ static void reincarnated(struct dlmd_cluster *cs, struct cs_daemon *dm,
 		dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_RESTARTED);
 	}
 	dmembers_update(cs);
+}
+
+static void remove_node(struct dlmd_cluster *cs, uint32_t id, const char *why);
+
+/* The fence agent that this node is configured with, for FENCED ALIVE's
+ * log (the survivor that fenced may have been another; the cluster's
+ * dlm.conf is meant to be the same everywhere). */
+static void fence_agent(const struct dlmd *d, char *buf, size_t size)
+{
+	const struct dlmd_config *cf = &d->d_cfg;
+
+	if (cf->cf_fence_pcmk != DLMD_FENCE_PCMK_NO && dlmd_fence_pcmk_built())
+		snprintf(buf, size, "pacemaker's fencer%s%s%s",
+			 cf->cf_fence_command[0] ? " or fence_command '" : "",
+			 cf->cf_fence_command, cf->cf_fence_command[0] ? "'" : "");
+	else if (cf->cf_fence_command[0])
+		snprintf(buf, size, "fence_command '%s'", cf->cf_fence_command);
+	else
+		snprintf(buf, size, "no agent configured");
+}
+
+/*
+ * FENCED ALIVE.  A node counted fenced by a method that stops nodes (a
+ * fence agent or pacemaker's fencer said done) whose very dlmd process,
+ * the incarnation that failed, speaks again after a merge: the fencing
+ * did not stop it.  An agent that exits 0 without fencing (misconfigured,
+ * a "true" agent in a lab, an IPMI that lied) does that.  Its locks were
+ * recovered here and may be granted to others while its clients believe
+ * they still hold them: two holders, which dlmd cannot undo.  What it
+ * can do: say so at crit with the node and the agent, count it (status
+ * fence_lied), mark the node failed again (fenced while in the view, as
+ * a restart is) and remove it from the cluster (its corosync exits, its
+ * dlmd with it).  The returning dlmd learns for itself that it was
+ * declared dead, at its sync's end (declared_dead()), and drops its
+ * lockspaces.  Every member that kept the seal and saw the fencing acts
+ * at the same message; the others (which joined since) have nothing
+ * kept, and leave it to those.  dlm_controld's "stateful merge" does
+ * the like: it refuses the merged node and wants it killed.
+ */
+static void fenced_alive(struct dlmd_cluster *cs, struct cs_daemon *dm)
+{
+	struct dlmd *d = cs->cs_d;
+	char agent[sizeof(d->d_cfg.cf_fence_command) + 64], why[128];
+
+	dm->dm_fenced_back = false;
+	d->d_nfence_lied++;
+	fence_agent(d, agent, sizeof(agent));
+	log_crit("node %u was counted fenced (agent: %s), yet the same dlmd "
+		 "process (pid %u, the incarnation that failed) is back after "
+		 "the split: the fencing did not stop the node (an agent that "
+		 "exits 0 without fencing, or that lied); its locks were "
+		 "recovered and may be held by others now while its clients "
+		 "believe they hold them: two holders are possible; node %u is "
+		 "fenced again and removed from the cluster: check the fence "
+		 "agent", dm->dm_id, agent, dm->dm_pid, dm->dm_id);
+	dlmd_fence_node_failed(d, dm->dm_id, DLMD_FAIL_RESTARTED);
+	snprintf(why, sizeof(why), "dlmd: node %u was fenced, yet its dlmd still "
+		 "runs (the fence agent did not stop it)", dm->dm_id);
+	remove_node(cs, dm->dm_id, why);
 }
 
 /* The seal of a message of (nodeid, pid), member dm (or NULL): true if
@@ -4616,6 +4782,8 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 		return;
 	if (fresh && dup_first(cs, dm, first))
 		return;
+	if (dm && dm->dm_fenced_back)
+		fenced_alive(cs, dm);
 	if (first && dm)
 		dlmd_joined(cs, dm);
 	rv = dlmd_cm_hdr_decode(p, len, &hd, &why);

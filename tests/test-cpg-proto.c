@@ -497,6 +497,7 @@ int dlmd_fence_init(struct dlmd *d, const struct dlmd_fence_up *up)
 { return 0; }
 void dlmd_fence_fini(struct dlmd *d) { }
 void dlmd_fence_kick(struct dlmd *d) { }
+bool dlmd_fence_pcmk_built(void) { return false; }
 /* node ids a fencing by a method that stops nodes killed (fence.c) */
 static bool killed[DLM_MAX_NODES + 1];
 bool dlmd_fence_killed(const struct dlmd *d, uint32_t id)
@@ -3512,6 +3513,102 @@ static void test_split3_left_apart(void **state)
 	}
 }
 
+/* A fence agent that exits 0 without fencing (a "true" agent, a lying
+ * IPMI).  Split {1, 2} | {3}, L on all three: nodes 1 and 2, a quorate
+ * majority, "fence" node 3 (counted killed) and recover L without it, to
+ * a newer event.  Node 3's dlmd, the same process, still runs and merges
+ * back: its clients still believe they hold L's locks, which 1 and 2 may
+ * have granted again.  Before, nodes 1 and 2 said "node 3 is back after
+ * it was fenced" (info) and took it in; node 3 kept L stopped, waiting
+ * for a fencing of the others that never comes (seen so).  Now nodes 1
+ * and 2 say at crit what happened (node, agent), count it, mark node 3
+ * failed again (fenced in the view) and remove it; node 3 learns it was
+ * declared dead from their records of L (a newer event: a recovery
+ * without it) and drops L. */
+static void test_fence_lied(void **state)
+{
+	const int maj[2] = { 0, 1 }, min[1] = { 2 }, all[3] = { 0, 1, 2 };
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 3;
+		sim[i].d.d_cluster->cs_nqview = 3;
+	}
+	for (int i = 0; i < 3; i++)
+		ls_create(i, "L");
+	settle();
+	confchg_side(0, maj, 2, min, 1, false);
+	confchg_side(1, maj, 2, min, 1, false);
+	confchg_side(2, min, 1, maj, 2, false);
+	set_quorum(0, true, maj, 2);
+	set_quorum(1, true, maj, 2);
+	set_quorum(2, false, min, 1);
+	side_of[0] = side_of[1] = 0;
+	side_of[2] = 2;
+	settle_sides();
+	/* the agent says "fenced"; node 3 runs on */
+	killed[3] = true;
+	fence_done(0, 3);
+	fence_done(1, 3);
+	settle_sides();
+	assert_true(ls_running(0, "L"));
+	assert_int_equal(ls_of(0, "L")->core.nmembers, 2);
+	assert_false(ls_running(2, "L"));
+	/* the merge: node 3 comes back node-up, the same process */
+	confchg_side(0, all, 3, min, 1, true);
+	confchg_side(1, all, 3, min, 1, true);
+	confchg_side(2, all, 3, maj, 2, true);
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	for (int i = 0; i < 3; i++)
+		set_quorum(i, true, all, 3);
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_true(logged_at(i, LOG_CRIT, "node 3 was counted fenced"));
+		assert_true(logged(i, "the same dlmd process"));
+		assert_int_equal(sim[i].d.d_nfence_lied, 1);
+		assert_true(sim[i].failed[3]);
+		assert_true(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+		assert_true(kills[i][3] > 0);
+	}
+	/* node 3 learned it: L dropped, said at crit */
+	assert_true(logged_at(2, LOG_CRIT, "this dlmd was counted dead while it "
+			      "ran"));
+	assert_int_equal(sim[2].d.d_nfence_lied, 1);
+	assert_null(ls_of(2, "L"));
+	assert_int_equal(kills_of(1) + kills_of(2), 0);
+	/* fenced again, while in the view; node 3's corosync exits (the
+	 * removal), its dlmd with it: its record of our failure goes, and
+	 * L runs on nodes 1 and 2 */
+	for (int i = 0; i < 2; i++)
+		assert_true(fence_in_view(i, 3));
+	{
+		struct cpg_address l = { sim[2].id, sim[2].pid,
+					 CPG_REASON_NODEDOWN };
+		unsigned int k = 0;
+
+		for (unsigned int n = 0; n < nmsgs; n++)
+			if (msgs[n].nodeid != l.nodeid)
+				msgs[k++] = msgs[n];
+		nmsgs = k;
+		node_free(2);
+		confchg(&l, 1, NULL, 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		set_quorum(i, true, maj, 2);
+		if (sim[i].failed[3])
+			fence_done(i, 3);
+	}
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 2);
+	}
+}
+
 /* Node 3's dlmd died while apart and is not back when its corosync
  * merges with nodes 1 and 2 (their daemon groups merge without it; the
  * totem ring that follows has node 3 again).  Its clients may hold its
@@ -4160,7 +4257,10 @@ static void test_split_majority_merge(void **state)
 	node_free(2);
 	confchg(&l, 1, NULL, 0);
 	settle();
-	assert_false(ls_running(0, "L"));	/* node 3 is fenced first */
+	/* (node 3 learned at its sync's end that it was counted dead,
+	 * FENCED ALIVE, and dropped L: a LEAVE, after which nodes 1 and 2
+	 * ran L again without it, as they did before the merge) */
+	assert_true(logged(2, "this dlmd was counted dead while it ran"));
 	assert_true(sim[0].failed[3]);
 	set_quorum(0, true, maj, 2);
 	set_quorum(1, true, maj, 2);
@@ -5006,6 +5106,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split3_left_apart,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fence_lied, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_died_apart, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_records_overflow, setup,
