@@ -198,6 +198,27 @@
  * does not verify is dropped, counted (status cpg_unverified) and said,
  * rate-limited: whoever sent it has not the cluster key.
  *
+ * PID REUSE.  A kept (node id, pid) is not always the same process: a
+ * dlmd started as pid 1 of a container, or under a low fixed pid, gets
+ * the same pid again when it restarts while its node is cut off, or when
+ * the whole node restarts and its corosync, with the new dlmd in it,
+ * merges back (node-up).  Its messages verify under the cluster key but
+ * carry another incarnation than the one kept.  Only the process that
+ * holds a pid can send under it (the seal covers CPG's node id and pid),
+ * so such a message, of an incarnation that is not retired, is a new
+ * dlmd of that node: the one kept is gone, exactly as at a restart under
+ * another pid (reincarnated(): its incarnation retired, its lowcomms
+ * state dropped, the new one unknown until its ANNOUNCE, an unfenced
+ * failure of the node marked DLMD_FAIL_RESTARTED).  A retired
+ * incarnation stays refused (a replay).  Dropping them as replays, as
+ * before, lost the new dlmd's ANNOUNCE, and the merge's sync waited on
+ * it until UNREACHABLE PEERS removed the node, or for ever.  Whether a
+ * side that held a majority saw the restart is decided as under another
+ * pid (RESTARTED WHILE APART: apart_defer at the merge, ap_inc), except
+ * that a vouch for the node's process counts as seeing it only with
+ * another incarnation than the one that failed: a member of our side
+ * that kept the old seal vouches for the old one, and proves nothing.
+ *
  * Nor is such a process a dlmd.  A process's first sealed message
  * (sequence 1) is its join for our purposes: every member sees it at
  * the same point, it too, and a sync starts there (dlmd_joined), with a
@@ -535,7 +556,11 @@
  * or result for X was delivered in the sync itself; and in every
  * lockspace a record lists X in, X is a member now and every member
  * (X included) sent a record of it in this sync with one and the same
- * last event.  Then the sync's end changes the lockspaces (their members
+ * last event, or X is no member of it any more: X, the same process,
+ * left it on its side (its LEAVE, seen there only; or it dropped it as
+ * a loser), so none of its locks is X's and the others' events do not
+ * matter for X (before, X stayed failed there and the lockspace waited
+ * for a fencing that never came: test_split3_left_apart).  Then the sync's end changes the lockspaces (their members
  * differ from the change each side had) and a full recovery runs with
  * every member, equal events deciding a START (member-policy.c).  The
  * engine messages in flight across the split must not be lost: that
@@ -596,6 +621,36 @@
  * node so fenced must not merge back with its old dlmd (reboot it, as
  * the unfencing of fence_scsi expects).
  *
+ * FENCED ALIVE.  A fence agent can also lie: it exits 0 without fencing
+ * (misconfigured, a "true" agent in a lab, an IPMI that reports off and
+ * did nothing).  The node is counted fenced (fence.c: killed, a method
+ * that stops nodes), its locks recovered and granted again elsewhere;
+ * when its network comes back, its OLD dlmd process merges back (node-up,
+ * the incarnation that failed) and its clients still believe they hold
+ * their locks: two holders.  dlmd cannot undo that, but it no longer
+ * takes the node in as a fresh incarnation ("back after it was fenced",
+ * at info):
+ *  - every survivor that kept the returning process's seal, and counted
+ *    its node killed since, knows it at the process's first message
+ *    after the merge: the same incarnation (fenced_alive()).  It logs at
+ *    crit the node, the agent and what happened, counts it (status
+ *    fence_lied, metric dlmd_fence_lied_total), marks the node failed
+ *    again (fenced while in the view) and removes it from the cluster;
+ *  - the returning process learns it was declared dead at its sync's
+ *    end (declared_dead()): a record of a lockspace it ran carries a
+ *    newer event than its own, which a side reaches only by a recovery
+ *    without it, after its fencing (or a fence_ack of it).  It logs at
+ *    crit, counts it, and drops every lockspace it ran (a loser's forced
+ *    release: its clients lose their locks and learn it at their next
+ *    call) instead of keeping them stopped, its clients believing, until
+ *    the removal.  The stateful-merge rule of decide() would have done
+ *    that only at a START, which it never sends while it waits for the
+ *    others' fencing (their failures, seen from its minority side, are
+ *    not forgiven: the events differ).
+ * dlm_controld does the like on a "stateful merge": it refuses the
+ * merged node's lockspace state and has the node killed.  A process that
+ * merges back and never speaks again is removed by UNREACHABLE PEERS.
+ *
  * RESTARTED WHILE APART.  X's dlmd may restart while X is cut off (an
  * admin or pacemaker restarts it, or it crashed and systemd did): the
  * new process joins X's one-node ring, and at the merge CPG shows it
@@ -643,12 +698,21 @@
  * whose ANNOUNCE vouches for X's new process verified it before the
  * merge, on X's side; if those and X hold a majority, nothing is marked;
  * else X is marked at the sync's end (apart_defer).  A dlmd that died
- * leaves nobody to vouch for: marked at the sync's end, which a majority
- * that removes us comes before (its kill is sent before its ANNOUNCE;
- * if the kill fails, we still mark it).  Not covered: a restart that
- * reuses the pid (merge_keep takes it for the old process; its seal
- * then does not verify, and the sync waits on it until UNREACHABLE
- * PEERS removes it).
+ * leaves nobody to vouch for: marked at the sync's end.  That a majority
+ * side removes us before it is no rule: its kill is sent before its
+ * ANNOUNCE, but through corosync's cfg service, not CPG, and our
+ * corosync may deliver the rest of the sync before it exits.  So the
+ * sync's end does not rest on that order (apart_stale_us): a record of
+ * this sync that names this very process failed with FIRM comes from a
+ * side that saw us fail from a majority (a minority's node-down is never
+ * FIRM), which removes us and marks what it must itself: we mark nothing.
+ * And a deferred X is marked only if it failed out of a lockspace (our
+ * table or a record of the sync): a dlmd in none had no locks, and needs
+ * no fencing, as a dlmd that dies without lockspaces does not (DAEMON
+ * FAILURE).  Where the majority side holds no lockspace it sends no
+ * record, and its removed dlmd had none either: nothing is marked.  A restart that reuses the pid
+ * shows only at the new process's first message, by its incarnation
+ * (PID REUSE).
  *
  * LOST FRAMES.  lowcomms delivers engine messages in order and exactly
  * once while both nodes keep each other; a peer resuming past what we got
@@ -795,11 +859,7 @@
  *    of us" for over 10 minutes; tests/test-cpg-proto.c test_split3_*).
  *    What it still leaves waiting, as before: a failure with a fencing
  *    claim anywhere that no fencing ends (it was claimed: a side was
- *    quorate); a dlmd restarted while apart under the same pid
- *    (RESTARTED WHILE APART fences one back under another pid, or not
- *    back at all);
- *    a lockspace with a member that sent no record of it (its failures
- *    were all fenced on its side); and more records than a sync keeps
+ *    quorate); and more records than a sync keeps
  *    (CS_FEV_MAX failures per lockspace, or records naming more than
  *    DLM_MAX_NODES failed nodes: said at err when it happens and at the
  *    sync's end, with the failures that stay, never silently).  An
@@ -910,6 +970,10 @@ struct cs_daemon {
 	/* we saw it join (after our own first confchg): until a message of
 	 * it verifies it is no dlmd to us (pending(): not waited for) */
 	bool		dm_witnessed;
+	/* FENCED ALIVE: it merged back with the seal we kept after its
+	 * node was counted fenced by a method that stops nodes; a message
+	 * of that same incarnation says the fencing did not stop it */
+	bool		dm_fenced_back;
 	/* it joined (reason join) after our own first confchg: in CPG's
 	 * order of joins, after us (ANOTHER VERSION: it stops, not we);
 	 * that said once */
@@ -1132,9 +1196,15 @@ struct dlmd_cluster {
 	/* RESTARTED WHILE APART, undecided (the side that came back holds
 	 * a majority): node, the process back (0: none, died_apart), the
 	 * view whose ANNOUNCEs may vouch for it; and who vouched (node,
-	 * witness); decided at the sync's end (apart_decide) */
+	 * witness); decided at the sync's end (apart_decide).  ap_inc: the
+	 * process back has the pid of the one that failed, whose
+	 * incarnation this is (PID REUSE: a restart only if a message of
+	 * another one verifies); ap_held: a majority side vouched for the
+	 * new process, nothing is marked */
 	struct cs_apart {
 		uint32_t	ap_id, ap_pid, ap_view;
+		uint64_t	ap_inc;
+		bool		ap_held;
 	}			cs_apart[DLM_MAX_NODES];
 	unsigned int		cs_napart;
 	struct cs_apwit {
@@ -3458,8 +3528,13 @@ static const char *ev_blocks(const struct cs_lsent *le, const struct cs_fev *f)
 		       "it restarted";
 	if (!f->fv_pid || !f->fv_inc)
 		return "the process that failed is not known";
+	/* no member now: the process (forgive_split checks it is the one
+	 * that failed) left le on its side (its LEAVE, or dropped as a
+	 * loser), so it holds none of le's locks: nothing to fence it for
+	 * here, whatever the others' events (before, it stayed failed and
+	 * le waited for a fencing that never came: test_split3_left_apart) */
 	if (!le_has(le, f->fv_id))
-		return "it is no member of a lockspace it failed out of";
+		return NULL;
 	x = ev_rep(le, f->fv_id);
 	if (!x || x->rp_conflict)
 		return "it sent no record of a lockspace it failed out of";
@@ -3689,6 +3764,76 @@ static void apart_decide(struct dlmd_cluster *cs);
 static void apart_vouched(struct dlmd_cluster *cs, uint32_t from, uint32_t view,
 			  const struct cm_vouch *vouch, uint32_t n);
 
+/*
+ * FENCED ALIVE, the returning side.  At the end of a sync, a record of
+ * one of our lockspaces (FORGIVING A SPLIT: every daemon sends one of each
+ * lockspace it holds) whose sender reports a newer last event than ours
+ * says that a side recovered it without us, which it does only once our
+ * node is fenced there (or acked: 'dlmctl fence_ack' of a live node):
+ * this process was counted dead while it ran, and locks of ours may be
+ * granted to others now.  The stateful-merge rule (decide: an older
+ * event loses) would drop such a lockspace only at a START, which we
+ * never send while we wait for the others' fencing (their failures, seen
+ * from our minority side, are not forgiven: the events differ): the
+ * instance stayed, stopped, its clients believing they held its locks.
+ * Now every lockspace of ours that ran (its last event not 0) is dropped
+ * at once, a loser's forced release (its clients lose their locks and
+ * learn it at their next call), logged at crit and counted (fence_lied);
+ * the others fence us again and remove us (fenced_alive).  A lockspace
+ * created afterwards joins afresh, with no state to conflict.  Members
+ * that stayed connected report equal events, so only a side that was
+ * cut off while the others recovered without it comes here.
+ */
+static void declared_dead(struct dlmd_cluster *cs)
+{
+	struct dlmd *d = cs->cs_d;
+	const struct cs_rep *newer = NULL;
+	const char *ls = NULL;
+	uint32_t ours = 0;
+
+	for (struct dlmd_ls *dl = d->d_lockspaces; dl && !newer; dl = dl->dl_next) {
+		struct dlmd_cluster_ls *cl = dl->dl_cluster;
+		const struct cs_lsent *le;
+
+		if (!cl || !cl->cl_last_event || cl->cl_state == CL_JOINING ||
+		    cl->cl_state == CL_STALE)
+			continue;
+		le = le_find(cs, dl->dl_name, false);
+		if (!le || le->le_cl != cl)
+			continue;
+		for (unsigned int i = 0; i < le->le_nrep; i++) {
+			const struct cs_rep *r = &le->le_rep[i];
+
+			if (r->rp_from != d->d_nodeid && !r->rp_conflict &&
+			    r->rp_event > cl->cl_last_event) {
+				newer = r;
+				ls = dl->dl_name;
+				ours = cl->cl_last_event;
+				break;
+			}
+		}
+	}
+	if (!newer)
+		return;
+	d->d_nfence_lied++;
+	log_crit("this dlmd was counted dead while it ran: node %u's record of "
+		 "lockspace %s carries event %u, ours is %u: a side recovered it "
+		 "without us, which it does only once this node is fenced (a "
+		 "fence agent that exits 0 without fencing, or a fence_ack of "
+		 "this live node); our clients' locks may be held by others now: "
+		 "every lockspace we ran is dropped (their clients lose their "
+		 "locks), and the others fence this node again", newer->rp_from,
+		 ls, newer->rp_event, ours);
+	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
+		struct dlmd_cluster_ls *cl = dl->dl_cluster;
+
+		if (cl && cl->cl_last_event && cl->cl_state != CL_JOINING)
+			set_state(cl, CL_STALE, "this dlmd was counted dead "
+				  "(FENCED ALIVE)");
+	}
+	kick(cs);
+}
+
 /* The end of a sync: every member's lockspaces are known. */
 static void sync_end(struct dlmd_cluster *cs)
 {
@@ -3700,6 +3845,7 @@ static void sync_end(struct dlmd_cluster *cs)
 		 cs->cs_nls == 1 ? "" : "s");
 	apart_decide(cs);	/* RESTARTED WHILE APART, undecided */
 	forgive_split(cs);
+	declared_dead(cs);
 	ev_clear(cs);
 	for (struct dlmd_ls *dl = d->d_lockspaces; dl; dl = dl->dl_next) {
 		struct dlmd_cluster_ls *cl = dl->dl_cluster;
@@ -4426,6 +4572,7 @@ static bool merge_take(struct dlmd_cluster *cs,
 		ndm->dm_inc = ct->ct_inc;
 		ndm->dm_seq = ct->ct_seq;
 		ndm->dm_witnessed = true;
+		ndm->dm_fenced_back = dlmd_fence_killed(cs->cs_d, m->nodeid);
 		cs->cs_kept[i] = cs->cs_kept[--cs->cs_nkept];
 		log_info("daemon group: node %u pid %u merged back: its seal is "
 			 "known, its lockspaces are not until its ANNOUNCE",
@@ -4480,6 +4627,136 @@ static bool merge_pending(struct dlmd_cluster *cs,
 	return true;
 }
 
+static const struct cs_apart *apart_find(const struct dlmd_cluster *cs,
+					  uint32_t id);
+
+/*
+ * PID REUSE (SEALED MESSAGES).  A message of member dm verifies under the
+ * cluster key with an incarnation that is neither the one we keep for it
+ * nor a retired one.  Only the process that holds dm's CPG pid on its
+ * node can send under it (the seal covers CPG's node id and pid, which
+ * corosync gives), so the process whose incarnation we kept is gone and
+ * a new dlmd got its pid: a dlmd started as pid 1 of a container, or
+ * under a low fixed pid, restarted while its node was cut off (or the
+ * whole node restarted and its corosync merged back with it), and came
+ * back with node-up under the same node id and pid, which merge_take()
+ * took for the process that left.  Dropped as a replay, every message of
+ * it was lost, its ANNOUNCE with them, and the sync waited on it until
+ * UNREACHABLE PEERS removed the node, or for ever.  It is a restart as
+ * under another pid: the old incarnation is retired (its messages stay
+ * refused), the lowcomms state kept for the old process goes, the new
+ * one is unknown until its ANNOUNCE, and a failure of the node not
+ * fenced yet is marked DLMD_FAIL_RESTARTED (fenced while in the view,
+ * never forgiven: its records name the old incarnation, which is no
+ * member's), as restarted_apart() marks one under another pid; unless
+ * the merge's sync decides it (apart_defer: the side that came back
+ * holds a majority, which may have seen the restart).  The process is
+ * never known here: a kept seal is known only from an ANNOUNCE, which the
+ * new process sends after (or as) its first message, under its own
+ * incarnation.  Every member that kept the old incarnation sees the same
+ * message at the same point; one that did not (it joined while apart)
+ * takes the new one as the process's first, as for a new pid.
+ */
+static void reincarnated(struct dlmd_cluster *cs, struct cs_daemon *dm,
+			 uint64_t inc)
+{
+	const struct cs_apart *ap = apart_find(cs, dm->dm_id);
+	uint32_t id = dm->dm_id;
+
+	log_notice("daemon group: node %u pid %u is a new dlmd under the pid of "
+		   "the one we kept (a message of another incarnation verifies: "
+		   "a restart that reused the pid); the one we kept is gone, as "
+		   "at a restart under another pid", id, dm->dm_pid);
+	retire(cs, dm);
+	if (id_in(cs->cs_reset_later, cs->cs_nreset_later, id))
+		comms_reset(cs, id);
+	free(dm->dm_ann);
+	dm->dm_ann = NULL;
+	dm->dm_ann_open = false;
+	dm->dm_nann = 0;
+	dm->dm_known = false;
+	dm->dm_announced = false;
+	dm->dm_inc = inc;
+	dm->dm_seq = 0;
+	dm->dm_fenced_back = false;	/* a new process: the fencing held */
+	if (dlmd_fence_is_done(cs->cs_d, id)) {
+		/* the failure of the one we kept is fenced: a new dlmd */
+	} else if (ap && ap->ap_held) {
+		log_notice("node %u: its dlmd restarted on a side that held a "
+			   "majority, which saw the new process: not fenced by us "
+			   "(PID REUSE)", id);
+	} else if (ap) {
+		log_notice("node %u: whether a side that held a majority saw its "
+			   "dlmd restart is decided at this sync's end (PID "
+			   "REUSE)", id);
+	} else {
+		log_notice("node %u: the dlmd that failed is gone, and its old "
+			   "clients may hold its locks: it is fenced, while in the "
+			   "view (PID REUSE)", id);
+		dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_RESTARTED);
+	}
+	dmembers_update(cs);
+}
+
+static void remove_node(struct dlmd_cluster *cs, uint32_t id, const char *why);
+
+/* The fence agent that this node is configured with, for FENCED ALIVE's
+ * log (the survivor that fenced may have been another; the cluster's
+ * dlm.conf is meant to be the same everywhere). */
+static void fence_agent(const struct dlmd *d, char *buf, size_t size)
+{
+	const struct dlmd_config *cf = &d->d_cfg;
+
+	if (cf->cf_fence_pcmk != DLMD_FENCE_PCMK_NO && dlmd_fence_pcmk_built())
+		snprintf(buf, size, "pacemaker's fencer%s%s%s",
+			 cf->cf_fence_command[0] ? " or fence_command '" : "",
+			 cf->cf_fence_command, cf->cf_fence_command[0] ? "'" : "");
+	else if (cf->cf_fence_command[0])
+		snprintf(buf, size, "fence_command '%s'", cf->cf_fence_command);
+	else
+		snprintf(buf, size, "no agent configured");
+}
+
+/*
+ * FENCED ALIVE.  A node counted fenced by a method that stops nodes (a
+ * fence agent or pacemaker's fencer said done) whose very dlmd process,
+ * the incarnation that failed, speaks again after a merge: the fencing
+ * did not stop it.  An agent that exits 0 without fencing (misconfigured,
+ * a "true" agent in a lab, an IPMI that lied) does that.  Its locks were
+ * recovered here and may be granted to others while its clients believe
+ * they still hold them: two holders, which dlmd cannot undo.  What it
+ * can do: say so at crit with the node and the agent, count it (status
+ * fence_lied), mark the node failed again (fenced while in the view, as
+ * a restart is) and remove it from the cluster (its corosync exits, its
+ * dlmd with it).  The returning dlmd learns for itself that it was
+ * declared dead, at its sync's end (declared_dead()), and drops its
+ * lockspaces.  Every member that kept the seal and saw the fencing acts
+ * at the same message; the others (which joined since) have nothing
+ * kept, and leave it to those.  dlm_controld's "stateful merge" does
+ * the like: it refuses the merged node and wants it killed.
+ */
+static void fenced_alive(struct dlmd_cluster *cs, struct cs_daemon *dm)
+{
+	struct dlmd *d = cs->cs_d;
+	char agent[sizeof(d->d_cfg.cf_fence_command) + 64], why[128];
+
+	dm->dm_fenced_back = false;
+	d->d_nfence_lied++;
+	fence_agent(d, agent, sizeof(agent));
+	log_crit("node %u was counted fenced (agent: %s), yet the same dlmd "
+		 "process (pid %u, the incarnation that failed) is back after "
+		 "the split: the fencing did not stop the node (an agent that "
+		 "exits 0 without fencing, or that lied); its locks were "
+		 "recovered and may be held by others now while its clients "
+		 "believe they hold them: two holders are possible; node %u is "
+		 "fenced again and removed from the cluster: check the fence "
+		 "agent", dm->dm_id, agent, dm->dm_pid, dm->dm_id);
+	dlmd_fence_node_failed(d, dm->dm_id, DLMD_FAIL_RESTARTED);
+	snprintf(why, sizeof(why), "dlmd: node %u was fenced, yet its dlmd still "
+		 "runs (the fence agent did not stop it)", dm->dm_id);
+	remove_node(cs, dm->dm_id, why);
+}
+
 /* The seal of a message of (nodeid, pid), member dm (or NULL): true if
  * it verifies and is new; *inner is then the length of header and body.
  * A message of another version is refused here, said once per process. */
@@ -4522,10 +4799,12 @@ static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
 		}
 		dm->dm_inc = se.se_inc;
 		dmembers_update(cs);
-	} else if (se.se_inc != dm->dm_inc) {
-		unverified(cs, nodeid, pid, len, "another incarnation than the "
-			   "process's first message (a replay)");
+	} else if (se.se_inc != dm->dm_inc && retired(cs, se.se_inc)) {
+		unverified(cs, nodeid, pid, len, "the incarnation of a process "
+			   "that left (a replay)");
 		return false;
+	} else if (se.se_inc != dm->dm_inc) {
+		reincarnated(cs, dm, se.se_inc);	/* PID REUSE */
 	} else if (se.se_seq <= dm->dm_seq) {
 		unverified(cs, nodeid, pid, len, "a sequence already seen (a "
 			   "replay)");
@@ -4602,6 +4881,8 @@ static void daemon_deliver(cpg_handle_t h, const struct cpg_name *group,
 		return;
 	if (fresh && dup_first(cs, dm, first))
 		return;
+	if (dm && dm->dm_fenced_back)
+		fenced_alive(cs, dm);
 	if (first && dm)
 		dlmd_joined(cs, dm);
 	rv = dlmd_cm_hdr_decode(p, len, &hd, &why);
@@ -5155,6 +5436,20 @@ static bool restarted_apart(const struct dlmd_cluster *cs, uint32_t id,
 	return true;
 }
 
+/* PID REUSE: node id merged back (node-up) under the CPG pid of the
+ * process its failure (a minority's node-down, not FIRM, not fenced)
+ * names: the same process, or a new one that got its pid (reincarnated
+ * tells when it speaks). */
+static bool back_same_pid(const struct dlmd_cluster *cs, uint32_t id,
+			  uint32_t pid)
+{
+	const struct cs_failpid *fp = failpid(cs, id);
+
+	return fp && fp->fp_pid == pid && fp->fp_inc &&
+	       !dlmd_fence_is_done(cs->cs_d, id) &&
+	       !(dlmd_fence_marks(cs->cs_d, id) & DLMD_FENCE_MARK_FIRM);
+}
+
 /*
  * RESTARTED WHILE APART, whose side?  The nodes that came back may have
  * been one side holding a majority, on which node id's dlmd stopped (or
@@ -5176,25 +5471,42 @@ static bool restarted_apart(const struct dlmd_cluster *cs, uint32_t id,
  * anyone can vouch for: it is marked at the sync's end, which a majority
  * side that removes us comes before.
  */
-static bool apart_deferred(const struct dlmd_cluster *cs, uint32_t id)
+static const struct cs_apart *apart_find(const struct dlmd_cluster *cs,
+					  uint32_t id)
 {
 	for (unsigned int i = 0; i < cs->cs_napart; i++)
 		if (cs->cs_apart[i].ap_id == id)
-			return true;
-	return false;
+			return &cs->cs_apart[i];
+	return NULL;
+}
+
+static bool apart_deferred(const struct dlmd_cluster *cs, uint32_t id)
+{
+	return apart_find(cs, id) != NULL;
 }
 
 static void apart_defer(struct dlmd_cluster *cs, uint32_t id, uint32_t pid,
-			uint32_t view)
+			uint32_t view, uint64_t inc)
 {
 	if (apart_deferred(cs, id))
 		return;
 	if (cs->cs_napart == DLM_MAX_NODES) {
-		/* (never: one per node) marked now, as before */
-		dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_RESTARTED);
+		/* (never: one per node) marked now, as before; a process
+		 * back under its old pid is the same one until a message of
+		 * another incarnation says otherwise (reincarnated) */
+		if (!inc)
+			dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_RESTARTED);
 		return;
 	}
-	cs->cs_apart[cs->cs_napart++] = (struct cs_apart){ id, pid, view };
+	cs->cs_apart[cs->cs_napart++] = (struct cs_apart){ id, pid, view, inc,
+							   false };
+	if (inc) {
+		log_debug("node %u is back after a split under the pid it failed "
+			  "with (%u), with a side that holds a majority: if another "
+			  "dlmd speaks under it, whether that side saw the restart "
+			  "is decided at this sync's end (PID REUSE)", id, pid);
+		return;
+	}
 	log_notice("node %u is back after a split without the dlmd that failed "
 		   "(pid %u), with a side that holds a majority: whether that "
 		   "side saw its dlmd go (and removes us) or it must be fenced "
@@ -5224,11 +5536,14 @@ static void apart_vouched(struct dlmd_cluster *cs, uint32_t from, uint32_t view,
 		unsigned int ns = 0;
 		bool listed = false;
 
+		/* (under the old pid: only a voucher that verified another
+		 * incarnation than the one that failed saw a restart) */
 		for (uint32_t k = 0; k < n; k++)
-			if (vouch[k].v_id == ap->ap_id && vouch[k].v_pid == ap->ap_pid)
+			if (vouch[k].v_id == ap->ap_id && vouch[k].v_pid == ap->ap_pid &&
+			    (!ap->ap_inc || vouch[k].v_inc != ap->ap_inc))
 				listed = true;
 		if (!ap->ap_pid || ap->ap_view != view || from == ap->ap_id ||
-		    !listed || cs->cs_napwit == DLM_MAX_NODES) {
+		    !listed || ap->ap_held || cs->cs_napwit == DLM_MAX_NODES) {
 			i++;
 			continue;
 		}
@@ -5246,21 +5561,106 @@ static void apart_vouched(struct dlmd_cluster *cs, uint32_t from, uint32_t view,
 			   "majority (node %u saw its new process before the "
 			   "merge): that side handled it and removes us; not "
 			   "fenced by us (RESTARTED WHILE APART)", ap->ap_id, from);
-		apart_drop(cs, i);
+		cs->cs_apart[i].ap_held = true;	/* (PID REUSE: reincarnated) */
+		i++;
 	}
+}
+
+/*
+ * RESTARTED WHILE APART, the order of the removal.  A deferral rests on
+ * the majority side removing us before our sync ends; but its
+ * corosync_cfg_kill_node is no CPG message, and our corosync may still
+ * deliver the rest of the sync (its ANNOUNCEs) before it exits: our sync
+ * then ends first, and we, the stale side, marked a node of the majority
+ * whose dlmd stopped there in plain sight.  What the sync itself shows:
+ * a member of that side that holds a lockspace sends a record of it
+ * (FORGIVING A SPLIT), which lists this very process (our pid and
+ * incarnation) as failed with FIRM: a failure seen from a majority (or
+ * the tie-breaker half), a removal.  Then that side saw us fail; it
+ * removes or fences us, and marks for itself whatever its view needs:
+ * ours is stale, and we mark nothing.  A minority never sends FIRM for a
+ * node-down (several minority sides merging, the case a deferral must
+ * still mark, send none).  True: such a record came; *by, its sender,
+ * *ls its lockspace.
+ */
+static bool apart_stale_us(const struct dlmd_cluster *cs, uint32_t *by,
+			   const char **ls)
+{
+	for (unsigned int b = 0; b < LS_HASH; b++) {
+		for (const struct cs_lsent *le = cs->cs_ls[b]; le; le = le->le_next) {
+			for (unsigned int i = 0; i < le->le_nfev; i++) {
+				const struct cs_fev *f = &le->le_fev[i];
+
+				if (f->fv_id != cs->cs_d->d_nodeid ||
+				    f->fv_pid != cs->cs_self_pid ||
+				    f->fv_inc != cs->cs_inc ||
+				    !(f->fv_flags & CM_FAILED_FIRM) ||
+				    f->fv_from == cs->cs_d->d_nodeid)
+					continue;
+				*by = f->fv_from;
+				*ls = le->le_name;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* Node id failed out of a lockspace of the table, or a record of this
+ * sync lists it: its dlmd had locks that fencing protects.  One that was
+ * in none needs nothing (DAEMON FAILURE: a dlmd without lockspaces). */
+static bool failed_with_ls(const struct dlmd_cluster *cs, uint32_t id)
+{
+	for (unsigned int b = 0; b < LS_HASH; b++) {
+		for (const struct cs_lsent *le = cs->cs_ls[b]; le; le = le->le_next) {
+			if (id_in(le->le_failed, le->le_nfailed, id))
+				return true;
+			for (unsigned int i = 0; i < le->le_nfev; i++)
+				if (le->le_fev[i].fv_id == id)
+					return true;
+		}
+	}
+	return false;
 }
 
 /* The sync's end: what no majority side answered for is marked. */
 static void apart_decide(struct dlmd_cluster *cs)
 {
+	const char *ls = NULL;
+	uint32_t by = 0;
+
+	if (cs->cs_napart && apart_stale_us(cs, &by, &ls)) {
+		log_notice("node %u's record of lockspace %s names this dlmd "
+			   "failed, seen from a side that held a majority (or a "
+			   "removal): that side removes us and decides what the "
+			   "nodes back without their dlmd need; we mark none of "
+			   "them (RESTARTED WHILE APART)", by, ls);
+		while (cs->cs_napart)
+			apart_drop(cs, 0);
+		return;
+	}
 	while (cs->cs_napart) {
-		uint32_t id = cs->cs_apart[0].ap_id;
+		struct cs_apart ap = cs->cs_apart[0];
+		uint32_t id = ap.ap_id;
 		const struct cs_failpid *fp = failpid(cs, id);
+		const struct cs_daemon *dm = dm_find(cs, id, ap.ap_pid);
 
 		apart_drop(cs, 0);
-		if (!fp || !fp->fp_pid || dlmd_fence_is_done(cs->cs_d, id) ||
+		if (ap.ap_held || !fp || !fp->fp_pid ||
+		    dlmd_fence_is_done(cs->cs_d, id) ||
 		    (dlmd_fence_marks(cs->cs_d, id) & DLMD_FENCE_MARK_FIRM))
 			continue;
+		/* PID REUSE: the process back under the old pid is the one
+		 * that failed (its incarnation), or no longer a member */
+		if (ap.ap_inc && (!dm || !dm->dm_inc || dm->dm_inc == ap.ap_inc))
+			continue;
+		if (!failed_with_ls(cs, id)) {
+			log_notice("node %u is back without the dlmd that failed "
+				   "(pid %u), which was in no lockspace: nothing to "
+				   "fence it for (RESTARTED WHILE APART)", id,
+				   fp->fp_pid);
+			continue;
+		}
 		log_notice("node %u: no side that held a majority saw its dlmd "
 			   "(pid %u) go while apart, and its old clients may hold "
 			   "its locks: it is fenced, while in the view "
@@ -5415,7 +5815,7 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 			/* ... unless the side that came back held a majority
 			 * and saw it restart (apart_vouched) */
 			apart_defer(cs, id, joined[i].pid,
-				    view_of(members, nmembers));
+				    view_of(members, nmembers), 0);
 		} else if (joined[i].reason == CPG_REASON_NODEUP &&
 			   restarted_apart(cs, id, members, nmembers)) {
 			/* RESTARTED WHILE APART (essay): the process that
@@ -5426,6 +5826,17 @@ static void daemon_confchg(cpg_handle_t h, const struct cpg_name *group,
 				   "old clients may hold its locks): it is fenced, "
 				   "while in the view", id, failpid(cs, id)->fp_pid);
 			dlmd_fence_node_failed(cs->cs_d, id, DLMD_FAIL_RESTARTED);
+		} else if (joined[i].reason == CPG_REASON_NODEUP &&
+			   back_same_pid(cs, id, joined[i].pid) &&
+			   majority_side(cs, back, nback)) {
+			/* PID REUSE: the same process, or a new one whose
+			 * restart a majority side may have seen */
+			apart_defer(cs, id, joined[i].pid,
+				    view_of(members, nmembers),
+				    failpid(cs, id)->fp_inc);
+			log_info("node %u merged back after a split that we saw "
+				 "from a minority side: a majority side removes "
+				 "it, or the sync decides (FORGIVING A SPLIT)", id);
 		} else if (joined[i].reason == CPG_REASON_NODEUP) {
 			log_info("node %u merged back after a split that we saw "
 				 "from a minority side: a majority side removes "
@@ -5589,7 +6000,7 @@ static void daemon_totem_confchg(cpg_handle_t h, struct cpg_ring_id ring,
 			    majority_side(cs, back, nback)) {
 				/* the side that came back held a majority: it
 				 * may have seen the dlmd go, and removes us */
-				apart_defer(cs, id, 0, cs->cs_view);
+				apart_defer(cs, id, 0, cs->cs_view, 0);
 			} else if (died_apart(cs, id)) {
 				log_notice("node %u is back in the ring after a "
 					   "split without the dlmd that failed (pid "

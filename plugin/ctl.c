@@ -376,6 +376,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		{ "requests_fd_lost", d->d_nfd_lost },
 		{ "cpg_unverified", d->d_ncpg_unverified },
 		{ "fence_forgiven", d->d_nfence_forgiven },
+		{ "fence_lied", d->d_nfence_lied },
 	};
 	/* the engine's, summed over the lockspaces */
 	const struct ctl_counter engine[] = {

@@ -311,6 +311,7 @@ char *dlmd_escape(const char *s, char *buf, size_t size);
 /* The size of buffer dlmd_escape() needs for n input bytes. */
 #define DLMD_ESCAPED_SIZE(n)	((n) * 4 + 1)
 
+#define log_crit(fmt, ...)	qb_log(LOG_CRIT, fmt, ##__VA_ARGS__)
 #define log_err(fmt, ...)	qb_log(LOG_ERR, fmt, ##__VA_ARGS__)
 #define log_warn(fmt, ...)	qb_log(LOG_WARNING, fmt, ##__VA_ARGS__)
 #define log_notice(fmt, ...)	qb_log(LOG_NOTICE, fmt, ##__VA_ARGS__)
@@ -533,6 +534,9 @@ struct dlmd {
 	uint64_t		d_nfence_forgiven; /* node failures forgiven
 						    * (cluster.c, FORGIVING A
 						    * SPLIT) */
+	uint64_t		d_nfence_lied;	/* fencings that did not stop
+						 * their node: seen alive after
+						 * (cluster.c, FENCED ALIVE) */
 	uint64_t		d_refuse_nquiet;
 	struct dlmd_metrics	d_metrics;	/* metrics.h */
 	int			d_metrics_fd;	/* the endpoint's; -1: off */

@@ -508,6 +508,11 @@ static void collect(struct emit *em, struct dlmd *d)
 	       "dropped unfenced: the node merged back after a split as the "
 	       "same process and nobody acted on its failure (ours too).");
 	sample_u(em, "dlmd_fence_forgiven_total", NULL, 0, d->d_nfence_forgiven);
+	family(em, "dlmd_fence_lied_total", "counter", "Fencings that did not "
+	       "stop their node: its same dlmd process was seen again after "
+	       "it was counted fenced (or, on that node, this dlmd found itself "
+	       "counted dead while it ran).");
+	sample_u(em, "dlmd_fence_lied_total", NULL, 0, d->d_nfence_lied);
 	family(em, "dlmd_fence_waiting_nodes", "gauge", "Failed nodes waiting "
 	       "to be fenced now.");
 	sample_u(em, "dlmd_fence_waiting_nodes", NULL, 0, dlmd_fence_waiting(d));

@@ -135,6 +135,9 @@ static unsigned int nmsgs;
 static struct sim_job jobs[SIM_MAX_JOBS];
 static unsigned int njobs;
 static uint32_t next_pid = 100;
+/* the next node_init takes this CPG pid, not a new one (0: none): a new
+ * dlmd under the pid of an old one, with an incarnation of its own */
+static uint32_t reuse_pid;
 static uint64_t fake_now = 1000;
 static int cur = -1;		/* the node being called into, for logs */
 static char loglines[SIM_LOG_LINES][SIM_LOG_LEN];
@@ -523,7 +526,13 @@ int dlmd_fence_init(struct dlmd *d, const struct dlmd_fence_up *up)
 { return 0; }
 void dlmd_fence_fini(struct dlmd *d) { }
 void dlmd_fence_kick(struct dlmd *d) { }
-bool dlmd_fence_killed(const struct dlmd *d, uint32_t id) { return false; }
+bool dlmd_fence_pcmk_built(void) { return false; }
+/* node ids a fencing by a method that stops nodes killed (fence.c) */
+static bool killed[DLM_MAX_NODES + 1];
+bool dlmd_fence_killed(const struct dlmd *d, uint32_t id)
+{
+	return id <= DLM_MAX_NODES && killed[id];
+}
 
 void dlmd_fence_node_failed(struct dlmd *d, uint32_t id, unsigned int how)
 {
@@ -761,7 +770,7 @@ static void node_init(int i, uint32_t id)
 	memset(sn, 0, sizeof(*sn));
 	sn->up = true;
 	sn->id = id;
-	sn->pid = next_pid++;
+	sn->pid = reuse_pid ? reuse_pid : next_pid++;
 	sn->d.d_nodeid = id;
 	cs->cs_d = &sn->d;
 	cs->cs_up = &sim_cluster_up;
@@ -775,6 +784,9 @@ static void node_init(int i, uint32_t id)
 	cs->cs_ring_seq = 1;
 	memcpy(cs->cs_cpg_key, sim_key, CM_KEY_LEN);
 	cs->cs_inc = 0x51000000ull * (uint64_t)(i + 1) + sn->pid;
+	if (reuse_pid)
+		cs->cs_inc ^= 0x7700000000ull;
+	reuse_pid = 0;
 	for (unsigned int k = 0; k < SIM_NODES; k++) {
 		cs->cs_nodes[k].n_id = k + 1;
 		cs->cs_qview[k] = k + 1;
@@ -1046,7 +1058,9 @@ static int setup(void **state)
 	memset(kills, 0, sizeof(kills));
 	memset(resets, 0, sizeof(resets));
 	memset(removes, 0, sizeof(removes));
+	memset(killed, 0, sizeof(killed));
 	remove_busy = 0;
+	reuse_pid = 0;
 	memset(&fake_nl, 0, sizeof(fake_nl));
 	fake_nl.iter_fail_at = -1;
 	memset(&fake_q, 0, sizeof(fake_q));
@@ -3118,6 +3132,8 @@ static void split3_rejoin(void)
  */
 static unsigned char split3_old[CM_WIRE_MAX_LEN];	/* node 2's JOIN of L */
 static size_t split3_old_len;
+static unsigned char split3_old3[CM_WIRE_MAX_LEN];	/* node 3's */
+static size_t split3_old3_len;
 
 static void split3_apart(void)
 {
@@ -3134,6 +3150,11 @@ static void split3_apart(void)
 			assert_true(nmsgs > 0);
 			split3_old_len = msgs[nmsgs - 1].len;
 			memcpy(split3_old, msgs[nmsgs - 1].buf, split3_old_len);
+		}
+		if (i == 2) {
+			assert_true(nmsgs > 0);
+			split3_old3_len = msgs[nmsgs - 1].len;
+			memcpy(split3_old3, msgs[nmsgs - 1].buf, split3_old3_len);
 		}
 	}
 	settle();
@@ -3328,6 +3349,296 @@ static void test_split3_restarted(void **state)
 	}
 }
 
+/* Node 3's dlmd restarted while apart, as in test_split3_restarted, but
+ * under the same CPG pid as the one that failed (pid reuse: a container
+ * that starts dlmd as pid 1).  Nodes 1 and 2 kept the old process's seal
+ * for its merge (merge_keep) and took the new one for it: each of its
+ * messages, of another incarnation, was dropped as "a replay", its
+ * ANNOUNCE with them, and the merge's sync waited on it for ever (session
+ * 18, seen failing so here).  A message that verifies under the cluster
+ * key with another incarnation than the one kept, not a retired one, is
+ * a new process of the node: a restart, fenced as one under another pid
+ * is (DLMD_FAIL_RESTARTED), never forgiven; nodes 1 and 2 forgive each
+ * other and run L without node 3 once it is fenced.  A message of the
+ * old incarnation is still refused afterwards (a replay). */
+static void test_split3_restarted_same_pid(void **state)
+{
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+	struct cpg_address me;
+	unsigned int k = 0;
+	uint32_t pid;
+
+	split3_apart();
+	pid = sim[2].pid;
+	for (unsigned int n = 0; n < nmsgs; n++)
+		if (msgs[n].nodeid != sim[2].id)
+			msgs[k++] = msgs[n];
+	nmsgs = k;
+	node_free(2);
+	reuse_pid = pid;	/* a new process, the old pid */
+	node_init(2, 3);
+	sim[2].d.d_cluster->cs_nnodes = 3;
+	sim[2].d.d_cluster->cs_nqview = 1;
+	sim[2].d.d_cluster->cs_quorate = false;
+	me = (struct cpg_address){ sim[2].id, sim[2].pid, CPG_REASON_JOIN };
+	cur = 2;
+	daemon_confchg((cpg_handle_t)3, &gn, &me, 1, NULL, 0, &me, 1);
+	cur = -1;
+	run_jobs();
+	settle_sides();
+	split3_rejoin();
+	for (int i = 0; i < 2; i++) {
+		assert_false(logged(i, "(a replay)"));
+		assert_true(logged(i, "node 3 pid "));
+		assert_true(logged(i, "is a new dlmd under the pid of the one we "
+				   "kept"));
+		assert_true(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+	}
+	split3_kept(2, "node 3's failure is not forgiven");
+	assert_int_equal(sim[0].forgiven[2], 1);
+	assert_int_equal(sim[1].forgiven[1], 1);
+	for (int i = 0; i < 2; i++) {
+		assert_false(ls_running(i, "L"));
+		assert_true(fence_in_view(i, 3));
+	}
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 2);
+	}
+	/* node 3's JOIN of L from before the split: the old incarnation,
+	 * retired, refused (a replay) */
+	inject_raw(2, split3_old3, split3_old3_len);
+	settle();
+	for (int i = 0; i < 2; i++)
+		assert_true(logged(i, "the incarnation of a process that left"));
+}
+
+/* PID REUSE in a joined cluster: node 2 of three, running L, reboots (its
+ * corosync and dlmd die: node-down, seen by nodes 1 and 3, a majority,
+ * which fence it and run L without it).  It comes back with its dlmd
+ * under the same CPG pid (a container's pid 1), started in its own
+ * one-node ring before its corosync merges: nodes 1 and 3 see it node-up
+ * and took it for the process they kept (merge_keep), dropping every
+ * message of its new incarnation as "a replay": the merge's sync never
+ * ended and its JOIN of L was never applied (session 18; seen failing so
+ * here).  Now it is a new dlmd: the sync ends, nothing more is fenced
+ * (the old one was), and L runs on all three. */
+static void test_restart_same_pid_joined(void **state)
+{
+	struct cpg_name gn = { .length = 11, .value = "dlmd:daemon" };
+	const int s02[2] = { 0, 2 }, s1[1] = { 1 }, all[3] = { 0, 1, 2 };
+	struct cpg_address me;
+	unsigned int k = 0;
+	uint32_t pid;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		sim[i].d.d_cluster->cs_nnodes = 3;
+	for (int i = 0; i < 3; i++)
+		ls_create(i, "L");
+	settle();
+	for (int i = 0; i < 3; i++)
+		assert_true(ls_running(i, "L"));
+	/* node 2 dies with its corosync */
+	pid = sim[1].pid;
+	for (unsigned int n = 0; n < nmsgs; n++)
+		if (msgs[n].nodeid != sim[1].id)
+			msgs[k++] = msgs[n];
+	nmsgs = k;
+	node_free(1);
+	confchg_side(0, s02, 2, s1, 1, false);
+	confchg_side(2, s02, 2, s1, 1, false);
+	set_quorum(0, true, s02, 2);
+	set_quorum(2, true, s02, 2);
+	side_of[0] = side_of[2] = 0;
+	side_of[1] = 1;
+	settle_sides();
+	for (int i = 0; i < 3; i += 2) {
+		assert_true(sim[i].fail_how[2] & DLMD_FAIL_MAJORITY);
+		fence_done(i, 2);
+	}
+	killed[2] = true;
+	settle_sides();
+	for (int i = 0; i < 3; i += 2) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 2);
+	}
+	/* it comes back: the same pid, a new process, alone first */
+	reuse_pid = pid;
+	node_init(1, 2);
+	sim[1].d.d_cluster->cs_nnodes = 3;
+	me = (struct cpg_address){ sim[1].id, sim[1].pid, CPG_REASON_JOIN };
+	cur = 1;
+	daemon_confchg((cpg_handle_t)2, &gn, &me, 1, NULL, 0, &me, 1);
+	cur = -1;
+	run_jobs();
+	settle_sides();
+	/* its corosync merges with the others' */
+	confchg_side(0, all, 3, s1, 1, true);
+	confchg_side(2, all, 3, s1, 1, true);
+	confchg_side(1, all, 3, s02, 2, true);
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	for (int i = 0; i < 3; i++)
+		set_quorum(i, true, all, 3);
+	settle();
+	for (int i = 0; i < 3; i += 2) {
+		assert_true(logged(i, "node 2 is back after it was fenced"));
+		assert_false(logged(i, "(a replay)"));
+		assert_true(logged(i, "is a new dlmd under the pid of the one we "
+				   "kept"));
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+		assert_false(sim[i].failed[2]);
+		assert_int_equal(kills[i][2], 0);
+	}
+	assert_false(sim[1].d.d_cluster->cs_syncing);
+	ls_create(1, "L");
+	settle();
+	for (int i = 0; i < 3; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 3);
+	}
+}
+
+/* The three-way split, and node 3 releases L while apart (its LEAVE is
+ * delivered on its side only): at the merge its ANNOUNCE lists nothing
+ * of L, while nodes 1 and 2 hold node 3's failure out of L.  Node 3, the
+ * same process, holds none of L's locks, yet its failure was kept ("no
+ * member of a lockspace it failed out of") and L waited on nodes 1 and 2
+ * for node 3's fencing, which never comes while it is in the view (a
+ * minority's failure): seen failing so, "fencing node 3".  Now its
+ * failure is forgiven, nobody is killed, and L runs on 1 and 2. */
+static void test_split3_left_apart(void **state)
+{
+	split3_apart();
+	ls_release(2, "L");
+	settle_sides();
+	assert_null(ls_of(2, "L"));
+	split3_rejoin();
+	for (int i = 0; i < 2; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 2);
+		for (int k = 0; k < 3; k++) {
+			if (k == i)
+				continue;
+			assert_false(sim[i].failed[k + 1]);
+			assert_int_equal(sim[i].forgiven[k + 1], 1);
+		}
+		assert_false(logged(i, "no member of a lockspace it failed"));
+	}
+	for (int i = 0; i < 3; i++)
+		for (uint32_t v = 1; v <= 3; v++)
+			assert_int_equal(kills[i][v], 0);
+	/* node 3 may join L again: one instance of three */
+	ls_create(2, "L");
+	settle();
+	for (int i = 0; i < 3; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 3);
+	}
+}
+
+/* A fence agent that exits 0 without fencing (a "true" agent, a lying
+ * IPMI).  Split {1, 2} | {3}, L on all three: nodes 1 and 2, a quorate
+ * majority, "fence" node 3 (counted killed) and recover L without it, to
+ * a newer event.  Node 3's dlmd, the same process, still runs and merges
+ * back: its clients still believe they hold L's locks, which 1 and 2 may
+ * have granted again.  Before, nodes 1 and 2 said "node 3 is back after
+ * it was fenced" (info) and took it in; node 3 kept L stopped, waiting
+ * for a fencing of the others that never comes (seen so).  Now nodes 1
+ * and 2 say at crit what happened (node, agent), count it, mark node 3
+ * failed again (fenced in the view) and remove it; node 3 learns it was
+ * declared dead from their records of L (a newer event: a recovery
+ * without it) and drops L. */
+static void test_fence_lied(void **state)
+{
+	const int maj[2] = { 0, 1 }, min[1] = { 2 }, all[3] = { 0, 1, 2 };
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 3;
+		sim[i].d.d_cluster->cs_nqview = 3;
+	}
+	for (int i = 0; i < 3; i++)
+		ls_create(i, "L");
+	settle();
+	confchg_side(0, maj, 2, min, 1, false);
+	confchg_side(1, maj, 2, min, 1, false);
+	confchg_side(2, min, 1, maj, 2, false);
+	set_quorum(0, true, maj, 2);
+	set_quorum(1, true, maj, 2);
+	set_quorum(2, false, min, 1);
+	side_of[0] = side_of[1] = 0;
+	side_of[2] = 2;
+	settle_sides();
+	/* the agent says "fenced"; node 3 runs on */
+	killed[3] = true;
+	fence_done(0, 3);
+	fence_done(1, 3);
+	settle_sides();
+	assert_true(ls_running(0, "L"));
+	assert_int_equal(ls_of(0, "L")->core.nmembers, 2);
+	assert_false(ls_running(2, "L"));
+	/* the merge: node 3 comes back node-up, the same process */
+	confchg_side(0, all, 3, min, 1, true);
+	confchg_side(1, all, 3, min, 1, true);
+	confchg_side(2, all, 3, maj, 2, true);
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	for (int i = 0; i < 3; i++)
+		set_quorum(i, true, all, 3);
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_true(logged_at(i, LOG_CRIT, "node 3 was counted fenced"));
+		assert_true(logged(i, "the same dlmd process"));
+		assert_int_equal(sim[i].d.d_nfence_lied, 1);
+		assert_true(sim[i].failed[3]);
+		assert_true(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+		assert_true(kills[i][3] > 0);
+	}
+	/* node 3 learned it: L dropped, said at crit */
+	assert_true(logged_at(2, LOG_CRIT, "this dlmd was counted dead while it "
+			      "ran"));
+	assert_int_equal(sim[2].d.d_nfence_lied, 1);
+	assert_null(ls_of(2, "L"));
+	assert_int_equal(kills_of(1) + kills_of(2), 0);
+	/* fenced again, while in the view; node 3's corosync exits (the
+	 * removal), its dlmd with it: its record of our failure goes, and
+	 * L runs on nodes 1 and 2 */
+	for (int i = 0; i < 2; i++)
+		assert_true(fence_in_view(i, 3));
+	{
+		struct cpg_address l = { sim[2].id, sim[2].pid,
+					 CPG_REASON_NODEDOWN };
+		unsigned int k = 0;
+
+		for (unsigned int n = 0; n < nmsgs; n++)
+			if (msgs[n].nodeid != l.nodeid)
+				msgs[k++] = msgs[n];
+		nmsgs = k;
+		node_free(2);
+		confchg(&l, 1, NULL, 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		set_quorum(i, true, maj, 2);
+		if (sim[i].failed[3])
+			fence_done(i, 3);
+	}
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_true(ls_running(i, "L"));
+		assert_int_equal(ls_of(i, "L")->core.nmembers, 2);
+	}
+}
+
 /* Node 3's dlmd died while apart and is not back when its corosync
  * merges with nodes 1 and 2 (their daemon groups merge without it; the
  * totem ring that follows has node 3 again).  Its clients may hold its
@@ -3466,6 +3777,54 @@ static void test_split_majority_restarted(void **state)
 		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
 }
 
+/* test_split_majority_restarted with node 3's new dlmd under the pid of
+ * the old one (PID REUSE).  Node 1, the minority, kept the old process's
+ * seal and sees the new one's messages of another incarnation: it must
+ * not mark node 3 (node 2, a majority with it, saw the restart and
+ * vouches for the new incarnation), nor take node 2's vouch of it as a
+ * witness in the three-way case (test_split3_restarted_same_pid: there
+ * the voucher kept the old incarnation, which proves nothing). */
+static void test_split_majority_restarted_same_pid(void **state)
+{
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		sim[i].d.d_cluster->cs_nnodes = 3;
+	confchg_side(0, s0, 1, s12, 2, false);
+	set_quorate(0, false);
+	confchg_side(1, s12, 2, s0, 1, false);
+	confchg_side(2, s12, 2, s0, 1, false);
+	side_of[0] = 0;
+	side_of[1] = side_of[2] = 1;
+	settle_sides();
+	/* node 3's dlmd stops cleanly and starts again, the same pid */
+	reuse_pid = sim[2].pid;
+	side_dlmd_stops(2, 1);
+	side_dlmd_starts(2, 1, 3, 0);
+	settle_sides();
+	assert_false(sim[1].fail_how[3] != 0);
+	/* the merge */
+	confchg_side(0, all, 3, s12, 2, true);
+	confchg_side(1, all, 3, s0, 1, true);
+	confchg_side(2, all, 3, s0, 1, true);
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	set_quorate(0, true);
+	settle();
+	assert_true(logged(1, "its state is stale"));
+	assert_true(logged(0, "is a new dlmd under the pid of the one we kept"));
+	assert_true(logged(0, "node 3's dlmd restarted on a side that held a "
+			   "majority (node 2 saw its new process"));
+	assert_false(logged(0, "node 3: no side that held a majority"));
+	assert_false(logged(0, "(a replay)"));
+	for (int i = 0; i < 3; i++)
+		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+}
+
 /* The died_apart side of test_split_majority_restarted: split {1} |
  * {2, 3}; node 3's dlmd stops cleanly on the majority side and is not
  * back at the merge.  Node 1's ring has node 3 again with a side of 2
@@ -3473,7 +3832,10 @@ static void test_split_majority_restarted(void **state)
  * RESTARTED there, seen failing so) and leaves it to the sync's end,
  * which the majority's removal of node 1 comes before (its kill is sent
  * before its ANNOUNCE; the simulator does not kill, so the sync ends
- * here and node 1 marks node 3 then, as it would if the kill failed). */
+ * here, and node 1 marked node 3 then, as it did if the kill failed: a
+ * healthy majority node fenced by the stale side, whose dlmd was in no
+ * lockspace.  A deferred node is marked only for a lockspace it failed
+ * out of now (failed_with_ls; with L, test_split_majority_died_sync_first). */
 static void test_split_majority_died(void **state)
 {
 	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, s1[1] = { 1 };
@@ -3514,8 +3876,72 @@ static void test_split_majority_died(void **state)
 	set_quorate(0, true);
 	settle();
 	assert_true(logged(1, "its state is stale"));
-	assert_true(logged(0, "node 3: no side that held a majority saw its "
-			   "dlmd"));
+	assert_false(logged(0, "node 3: no side that held a majority saw its "
+			    "dlmd"));
+	assert_true(logged(0, "which was in no lockspace: nothing to fence it "
+			   "for"));
+	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
+}
+
+/* test_split_majority_died with lockspace L on all three and the order
+ * the deferral did not rest on: node 1's sync ends before the majority's
+ * removal of it takes effect (corosync_cfg_kill_node is no CPG message;
+ * the simulator never kills).  Node 3's dlmd released L and stopped
+ * cleanly on the majority side; node 1, stale, marked node 3 RESTARTED at
+ * its sync's end and could fence a healthy majority node (seen failing
+ * so).  Node 2's record of L names node 1's failure as a majority's
+ * (FIRM): a side that held a majority saw us fail, removes us, and
+ * decides for itself what node 3 needs; node 1 marks nothing. */
+static void test_split_majority_died_sync_first(void **state)
+{
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, s1[1] = { 1 };
+	const int both[2] = { 0, 1 }, o0[1] = { 0 };
+	const uint32_t ring0[1] = { 1 }, ring[3] = { 1, 2, 3 };
+	struct cpg_ring_id rid = { 0 };
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++)
+		sim[i].d.d_cluster->cs_nnodes = 3;
+	for (int i = 0; i < 3; i++)
+		ls_create(i, "L");
+	settle();
+	confchg_side(0, s0, 1, s12, 2, false);
+	set_quorate(0, false);
+	cur = 0;
+	daemon_totem_confchg((cpg_handle_t)1, rid, 1, ring0);
+	cur = -1;
+	confchg_side(1, s12, 2, s0, 1, false);
+	confchg_side(2, s12, 2, s0, 1, false);
+	side_of[0] = 0;
+	side_of[1] = side_of[2] = 1;
+	settle_sides();
+	assert_true(sim[1].fail_how[1] & DLMD_FAIL_MAJORITY);
+	/* node 3's dlmd releases L and stops cleanly */
+	ls_release(2, "L");
+	settle_sides();
+	side_dlmd_stops(2, 1);
+	settle_sides();
+	/* the merge: the group without node 3, then the ring with it */
+	confchg_side(0, both, 2, s1, 1, true);
+	confchg_side(1, both, 2, o0, 1, true);
+	cur = 0;
+	daemon_totem_confchg((cpg_handle_t)1, rid, 3, ring);
+	cur = -1;
+	assert_true(logged(0, "node 3 is back after a split without the dlmd "
+			   "that failed"));
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	set_quorate(0, true);
+	settle();
+	assert_true(kills[1][1] > 0);	/* node 2 removes node 1 ... */
+	assert_false(sim[0].d.d_cluster->cs_syncing);	/* ... too late */
+	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
+	assert_false(logged(0, "node 3: no side that held a majority"));
+	assert_true(logged(0, "node 2's record of lockspace L names this dlmd "
+			   "failed, seen from a side that held a majority"));
 }
 
 /* The even split: 4 nodes {1, 2} | {3, 4}, the tie-breaker node 1, so
@@ -3861,7 +4287,10 @@ static void test_split_majority_merge(void **state)
 	node_free(2);
 	confchg(&l, 1, NULL, 0);
 	settle();
-	assert_false(ls_running(0, "L"));	/* node 3 is fenced first */
+	/* (node 3 learned at its sync's end that it was counted dead,
+	 * FENCED ALIVE, and dropped L: a LEAVE, after which nodes 1 and 2
+	 * ran L again without it, as they did before the merge) */
+	assert_true(logged(2, "this dlmd was counted dead while it ran"));
 	assert_true(sim[0].failed[3]);
 	set_quorum(0, true, maj, 2);
 	set_quorum(1, true, maj, 2);
@@ -4834,6 +5263,18 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_split_even_restarted, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split_unsealed_back, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_split3_restarted_same_pid,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restart_same_pid_joined,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split_majority_restarted_same_pid,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split_majority_died_sync_first,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split3_left_apart,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fence_lied, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_split3_died_apart, setup,
 						teardown),

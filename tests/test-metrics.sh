@@ -184,6 +184,7 @@ elif cmd == 'counts':
     expect(series, 'dlmd_lockspace_locks', 0, lockspace='alpha')
     expect(series, 'dlmd_deadlocks_total', 0, lockspace='alpha')
     expect(series, 'dlmd_fence_forgiven_total', 0)
+    expect(series, 'dlmd_fence_lied_total', 0)
     expect(series, 'dlmd_lockspace_state', 1, lockspace='alpha', state='running')
     expect(series, 'dlmd_lockspace_state', 0, lockspace='alpha', state='stopped')
     expect(series, 'dlmd_lockspaces', 1)
