@@ -256,6 +256,10 @@ struct dlmd_config {
 	char			cf_fence_command[1024];	/* "" = none */
 	uint32_t		cf_fence_timeout_secs;	/* then it is killed */
 	enum dlmd_fence_pcmk	cf_fence_pcmk;
+	/* a failure no newer fencing in the fencer's history answers after
+	 * this long: dlmd asks the fencer itself (fence.c) */
+	uint32_t		cf_fence_pcmk_wait_secs;
+	bool			cf_fence_pcmk_off;	/* ask "off", not "reboot" */
 	uint32_t		cf_flight_lines;
 	/* Node-to-node security (lowcomms/auth.c): crypto = key | none. */
 	bool			cf_crypto_none;

@@ -32,25 +32,37 @@
  *                           (fencer unreachable) does a fencing count
  *                           when it completed at or after the failure by
  *                           this node's clock (tests/test-fence-pcmk).
- *                           (Known stall: a fencing pacemaker did before
- *                           the node-down reached us, on a member's stop
- *                           failure or stonith_admin, does not count.  A
- *                           base read at the node's join would count it,
- *                           but a synchronous read there hung the loop
- *                           when the fencer did not answer, and an "off"
+ *                           A fencing pacemaker did before the node-down
+ *                           reached us (it often is first: both follow
+ *                           the same membership change; or a member's
+ *                           stop failure, stonith_admin) is in that
+ *                           history and does not count.  (A base read at
+ *                           the node's join would count it, but a
+ *                           synchronous read there hung the loop when
+ *                           the fencer did not answer, and an "off"
  *                           undone by a later "on" would count: two
- *                           holders with fence_scsi.)
+ *                           holders with fence_scsi.)  So for a node lost
+ *                           to the cluster dlmd lets pacemaker's policy
+ *                           fence it for fence_pacemaker_wait_secs after
+ *                           the failure, and then, with no newer fencing
+ *                           and none under way in the history, asks the
+ *                           fencer itself (pcmk_should_ask): a second
+ *                           fencing of a node already fenced costs a
+ *                           reboot, never safety, where not asking was a
+ *                           wait for ever.  For a member (pacemaker
+ *                           fences none by itself) it asks at once
+ *                           (DLMD_FAIL_DAEMON and DLMD_FAIL_RESTARTED
+ *                           below, or any failure fenced in the view
+ *                           whose node the view still lists).  Either
+ *                           way one survivor asks (ONE FENCER), once per
+ *                           failure, never while a fencing of the node
+ *                           is under way (it waits for that one), and
+ *                           again when what it asked for failed or never
+ *                           showed in the history.
  *                           The history is read at the failure, at every
  *                           st_notify_fence notification (the fencer's
  *                           connection fd is in the main loop) and every
- *                           FENCE_RETRY_MS as a backstop.  For a node
- *                           lost to the cluster dlmd does not ask for the
- *                           fencing: pacemaker's policy decides.  For a
- *                           member (pacemaker fences none by itself) it
- *                           asks (pcmk_ask: DLMD_FAIL_DAEMON and
- *                           DLMD_FAIL_RESTARTED below, or any failure
- *                           fenced in the view whose node the view still
- *                           lists).
+ *                           FENCE_RETRY_MS as a backstop.
  *   fence_command = CMD     run "CMD NODEID" through /bin/sh; exit 0
  *                           means the node is fenced.  Anything else (a
  *                           non-zero exit, death by a signal, /bin/sh
@@ -220,10 +232,12 @@
  * DONE delivered after that record.
  *
  * Pacemaker: a node lost to the cluster is fenced by pacemaker's own
- * policy, which dlmd never duplicates; every dlmd reads the fencer's
- * history for itself (the history is cluster-wide).  Only the request
- * dlmd makes itself (a node whose dlmd alone died) follows the claim, so
- * one survivor asks; a DONE from it also counts.  fence_ack stays an
+ * policy, which dlmd does not duplicate while it may still come (for
+ * fence_pacemaker_wait_secs) or is under way; every dlmd reads the
+ * fencer's history for itself (the history is cluster-wide).  Only the
+ * request dlmd makes itself (a member, or a lost node no newer fencing
+ * answered in the wait) follows the claim, so one survivor asks; a DONE
+ * from it also counts.  fence_ack stays an
  * operator's word to one dlmd, as before: it is not multicast.
  *
  * Mixed versions.  FENCE_CLAIM and FENCE_RESULT are types 6 and 7 of CPG
@@ -339,6 +353,7 @@ struct fence_node {
 	enum dlmd_fence_method fn_method;	/* of the latest attempt */
 	bool		fn_pcmk_pending;	/* the fencer has an operation on it */
 	bool		fn_pcmk_asked;	/* we asked the fencer to fence it */
+	uint64_t	fn_pcmk_asked_at;	/* ms, when */
 	struct dlmd_fence_pcmk_mark fn_pcmk_ask;	/* the history then */
 	/* the latest read of its history: whether it worked, and the
 	 * latest successful and failed fencing in it (ns) */
@@ -986,12 +1001,25 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 		fn->fn_pcmk_since.pm_failed_ns = failed_ns;
 	}
 	/* what we asked for failed, and nothing else is under way: the
-	 * turn passes (ONE FENCER), and we may ask again on ours */
+	 * turn passes (ONE FENCER), and we may ask again on ours.  So too
+	 * when our request never showed (nothing under way, no result, long
+	 * after its timeout: the fencer restarted meanwhile, say). */
 	if (fn->fn_pcmk_asked &&
 	    dlmd_fence_pcmk_ask_failed(&fn->fn_pcmk_ask, pending, failed,
 				       failed_ns, done, done_ns)) {
 		log_notice("fencing: pacemaker's fencer could not fence node %u",
 			   fn->fn_nodeid);
+		fn->fn_pcmk_asked = false;
+		send_result(fe, fn, DLMD_FENCE_FAILED);
+	} else if (fn->fn_pcmk_asked && !pending &&
+		   dlmd_now_ms() - fn->fn_pcmk_asked_at >
+		   (PCMK_FENCE_TIMEOUT_S + PCMK_HISTORY_TIMEOUT_S) * 1000ULL &&
+		   !dlmd_fence_pcmk_counts(&fn->fn_pcmk_since, done > 0, done,
+					   done_ns)) {
+		log_notice("fencing: pacemaker's fencer shows nothing of our "
+			   "request to fence node %u %d s on: asking again",
+			   fn->fn_nodeid, PCMK_FENCE_TIMEOUT_S +
+			   PCMK_HISTORY_TIMEOUT_S);
 		fn->fn_pcmk_asked = false;
 		send_result(fe, fn, DLMD_FENCE_FAILED);
 	}
@@ -1000,8 +1028,8 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 
 		if (fn->fn_pcmk_since.pm_known)
 			snprintf(how, sizeof(how), "pacemaker's fencer: a fencing "
-				 "newer than its history at the node's latest "
-				 "join (or, unread then, at the failure)");
+				 "newer than its history at the failure%s",
+				 fn->fn_pcmk_asked ? ", which we asked for" : "");
 		else
 			snprintf(how, sizeof(how), "pacemaker's fencer: fenced "
 				 "%lld s after the failure (this node's clock)",
@@ -1044,35 +1072,76 @@ static int pcmk_ready(int32_t fd, int32_t revents, void *data)
 }
 
 /*
+ * Does dlmd ask the fencer to fence fn now (ONE FENCER permitting)?
+ *
+ * Never while the fencer's history shows a fencing of the node under way
+ * (fn_pcmk_pending, just read): whoever asked for it, pacemaker's own
+ * policy, an operator's stonith_admin or another survivor, dlmd waits for
+ * it; asked again, the fencer would run a second one after it (a second
+ * reboot, perhaps of the node rejoining).  If that one fails, the next
+ * look sees no pending operation and dlmd asks.
+ *
  * Pacemaker fences a node it lost, by its own policy, never a cluster
  * member: a node whose dlmd alone died, one that came back before its
  * failure was fenced (DLMD_FAIL_RESTARTED: its dlmd restarted or died
  * while apart, or a new dlmd joined), or any whose failure may be fenced
  * in the view and that the quorum view still lists FENCE_RETRY_MS after
  * the failure (the view lags the CPG change a moment; after that it is
- * a member, not lost): dlmd asks for it, once per failure
- * (asynchronously: the result shows in the history).  Without asking,
+ * a member, not lost): dlmd asks for those at once.  Without asking,
  * every survivor would wait for ever for a fencing nobody does, and
  * fence_ack is refused for a node in the view.
+ *
+ * A node lost to the cluster (out of a quorate view) pacemaker fences by
+ * itself, and dlmd waits fence_pacemaker_wait_secs for a fencing newer
+ * than the fencer's history at the failure.  If pacemaker fenced the
+ * node before the node-down reached dlmd (both follow the same corosync
+ * membership change, and pacemaker is often first), that fencing is in
+ * the history at the failure and no newer one ever comes: without the
+ * ask, every lockspace the node was in waited for ever (the known stall
+ * of session 18).  So when the wait is over with nothing newer and
+ * nothing under way, dlmd asks for a fencing of its own.  A second
+ * fencing of a node already fenced costs a reboot, never safety; a
+ * base read earlier (at the node's join) would have counted the first
+ * one, but it cannot be read without blocking at every join and it
+ * would count an "off" undone by a later "on" (see node_failed).
  */
 static bool pcmk_should_ask(struct dlmd_fence *fe, struct fence_node *fn)
 {
+	struct dlmd *d = fe->fe_d;
+	uint64_t waited = dlmd_now_ms() - fn->fn_failed_at;
+	bool in_view = fe->fe_up->fu_quorum_has(d, fn->fn_nodeid);
+
+	if (fn->fn_pcmk_pending)
+		return false;
 	if (fn->fn_member)
 		return true;
-	return fn->fn_in_view_ok &&
-	       dlmd_now_ms() - fn->fn_failed_at >= FENCE_RETRY_MS &&
-	       fe->fe_up->fu_quorum_has(fe->fe_d, fn->fn_nodeid);
+	if (fn->fn_in_view_ok && in_view)
+		return waited >= FENCE_RETRY_MS;
+	return !in_view && fe->fe_up->fu_quorate(d) &&
+	       waited >= (uint64_t)d->d_cfg.cf_fence_pcmk_wait_secs * 1000;
+}
+
+/* How long until pcmk_should_ask's wait for a lost node is over (ms; 0:
+ * it is). */
+static uint64_t pcmk_wait_left(const struct dlmd_fence *fe,
+			       const struct fence_node *fn)
+{
+	uint64_t waited = dlmd_now_ms() - fn->fn_failed_at;
+	uint64_t wait = (uint64_t)fe->fe_d->d_cfg.cf_fence_pcmk_wait_secs * 1000;
+
+	return waited >= wait ? 0 : wait - waited;
 }
 
 static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
 {
+	const char *action = fe->fe_d->d_cfg.cf_fence_pcmk_off ? "off" : "reboot";
 	char target[16];
 	int rc;
 
 	if (!fe->fe_st || fn->fn_pcmk_asked)
 		return;
 	snprintf(target, sizeof(target), "%u", fn->fn_nodeid);
-	rc = fe->fe_st->cmds->fence(fe->fe_st, st_opt_cs_nodeid, target, "reboot",
+	rc = fe->fe_st->cmds->fence(fe->fe_st, st_opt_cs_nodeid, target, action,
 				    PCMK_FENCE_TIMEOUT_S, 0);
 	if (rc < 0) {
 		log_warn("fencing: asking pacemaker's fencer to fence node %u: %s",
@@ -1080,15 +1149,20 @@ static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
 		return;
 	}
 	fn->fn_pcmk_asked = true;
+	fn->fn_pcmk_asked_at = dlmd_now_ms();
 	/* the history read just before (attempt: pcmk_check, then us) */
 	fn->fn_pcmk_ask.pm_known = fn->fn_pcmk_read_ok;
 	fn->fn_pcmk_ask.pm_done_ns = fn->fn_pcmk_last_done;
 	fn->fn_pcmk_ask.pm_failed_ns = fn->fn_pcmk_last_failed;
 	fn->fn_pcmk_ask.pm_wall_s = (int64_t)time(NULL);
-	log_notice("fencing: asked pacemaker's fencer to fence node %u (%s)",
-		   fn->fn_nodeid, fn->fn_daemon ? "its dlmd died with lockspaces" :
+	log_notice("fencing: asked pacemaker's fencer to fence node %u (%s: "
+		   "%s)", fn->fn_nodeid, action,
+		   fn->fn_daemon ? "its dlmd died with lockspaces" :
+		   fn->fn_member || fe->fe_up->fu_quorum_has(fe->fe_d, fn->fn_nodeid) ?
 		   "it is a cluster member: pacemaker does not fence it by "
-		   "itself");
+		   "itself" : "no fencing newer than the fencer's history at "
+		   "the failure, and none under way, after "
+		   "fence_pacemaker_wait_secs");
 }
 
 static void pcmk_connect(struct dlmd_fence *fe)
@@ -1141,6 +1215,12 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 static bool pcmk_should_ask(struct dlmd_fence *fe, struct fence_node *fn)
 {
 	return false;
+}
+
+static uint64_t pcmk_wait_left(const struct dlmd_fence *fe,
+			       const struct fence_node *fn)
+{
+	return 0;
 }
 
 static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
@@ -1221,7 +1301,9 @@ static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
 	case DLMD_FENCE_PACEMAKER:
 		if (pcmk_check(fe, fn))
 			return;
-		/* what dlmd asks of the fencer, one survivor asks */
+		/* what dlmd asks of the fencer, one survivor asks, once
+		 * per failure (again after a failure of it), never while
+		 * a fencing of the node is under way (pcmk_should_ask) */
 		if (fe->fe_st && !fn->fn_pcmk_asked &&
 		    pcmk_should_ask(fe, fn) && may_act(fe, fn))
 			pcmk_ask(fe, fn);
@@ -1229,10 +1311,16 @@ static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
 			log_notice("fencing: node %u: waiting for pacemaker's "
 				   "fencer to fence it (%s)", fn->fn_nodeid,
 				   !fe->fe_pcmk_connected ? "fencer not reachable" :
-				   fn->fn_pcmk_pending ? "fencing in progress" :
+				   fn->fn_pcmk_pending ? "fencing in progress: "
+				   "we wait for it rather than ask" :
+				   fn->fn_pcmk_asked ? "we asked for it" :
 				   "no fencing since the failure yet");
 			fn->fn_last_log = now;
 		}
+		/* the end of the wait for a lost node, on time */
+		if (!fn->fn_pcmk_asked && pcmk_wait_left(fe, fn) &&
+		    pcmk_wait_left(fe, fn) < FENCE_RETRY_MS)
+			schedule_retry_in(fe, fn, pcmk_wait_left(fe, fn));
 		schedule_retry(fe, fn);
 		return;
 	case DLMD_FENCE_COMMAND:
@@ -1380,7 +1468,8 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 	 * dlmd's loop for the history timeout when the fencer did not
 	 * answer, and an "off" undone by a later unfencing "on" would have
 	 * counted.  So a fencing pacemaker did before the node-down reached
-	 * us does not count: a known stall, README.) */
+	 * us does not count; after fence_pacemaker_wait_secs with nothing
+	 * newer, dlmd asks for one itself: pcmk_should_ask.) */
 	memset(&fn->fn_pcmk_since, 0, sizeof(fn->fn_pcmk_since));
 	fn->fn_pcmk_since.pm_wall_s = (int64_t)time(NULL);
 	fn->fn_pcmk_base_wanted = true;

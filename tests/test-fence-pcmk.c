@@ -57,6 +57,18 @@ time_t __wrap_time(time_t *t)
 	return now;
 }
 
+/* ---- this node's monotonic clock (dlmd_now_ms), moved on by a test ---- */
+
+static uint64_t mono_offset_ms;
+
+uint64_t __real_dlmd_now_ms(void);
+uint64_t __wrap_dlmd_now_ms(void);
+
+uint64_t __wrap_dlmd_now_ms(void)
+{
+	return __real_dlmd_now_ms() + mono_offset_ms;
+}
+
 /* ---- the fake fencer ------------------------------------------------- */
 
 #define MAX_HIST	8
@@ -71,6 +83,7 @@ static struct {
 	} hist[MAX_HIST];
 	void		(*notify)(stonith_t *st, stonith_event_t *e);
 	unsigned int	asked;		/* fence() calls */
+	char		action[16];	/* of the latest */
 	unsigned int	history_reads;
 } fencer;
 
@@ -136,10 +149,10 @@ static int fake_fence(stonith_t *st, int opts, const char *node,
 	(void)st;
 	(void)opts;
 	(void)node;
-	(void)action;
 	(void)timeout;
 	(void)tolerance;
 	fencer.asked++;
+	snprintf(fencer.action, sizeof(fencer.action), "%s", action);
 	return 0;
 }
 
@@ -194,6 +207,21 @@ static void fencer_add_action(int state, time_t at, const char *action)
 	fencer.hist[fencer.nhist].action = action;
 	fencer.nhist++;
 	if (state != st_exec && fencer.notify)
+		fencer.notify(&fake_st, &e);
+}
+
+/* Entry i of the history (a pending one) ends: 'state', 'at' (as above). */
+static void fencer_set_state(unsigned int i, int state, time_t at)
+{
+	stonith_event_t e = { .result = state == st_done ? 0 : -1,
+			      .action = (char *)fencer.hist[i].action,
+			      .target = (char *)"2",
+			      .executioner = (char *)"n3" };
+
+	assert_true(i < fencer.nhist);
+	fencer.hist[i].state = state;
+	fencer.hist[i].completed = __real_time(NULL) + at;
+	if (fencer.notify)
 		fencer.notify(&fake_st, &e);
 }
 
@@ -279,6 +307,7 @@ static struct dlmd *daemon_pcmk(bool reachable)
 	fencer.nhist = 0;
 	fencer.notify = NULL;
 	fencer.asked = 0;
+	fencer.action[0] = '\0';
 	fencer.history_reads = 0;
 	victim_in_view = false;
 	dlmd_config_defaults(&d->d_cfg);
@@ -306,6 +335,7 @@ static void daemon_free(struct dlmd *d)
 	qb_loop_destroy(d->d_loop);
 	free(d);
 	wall_offset = 0;
+	mono_offset_ms = 0;
 }
 
 /* Node 2 fails (a node-down) with this node's clock at real + offset,
@@ -573,6 +603,114 @@ static void test_off_undone_by_on_does_not_count(void **state)
 	daemon_free(d);
 }
 
+/* THE KNOWN STALL (session 18): pacemaker fenced node 2 before its
+ * node-down reached dlmd (both follow the same membership change): that
+ * fencing is in the history read at the failure, and nothing newer ever
+ * comes.  Before fence_pacemaker_wait_secs dlmd asks nothing (pacemaker
+ * may still be about to fence it); after it, with nothing newer and
+ * nothing under way, it asks once, "reboot", and the fencing it asked
+ * for counts.  (Seen failing before the fix: never asked, never fenced.) */
+static void test_fenced_before_failure_asks(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	fencer_add(st_done, -1);	/* pacemaker was first */
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	look_again(d);
+	assert_int_equal(fencer.asked, 0);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	mono_offset_ms += d->d_cfg.cf_fence_pcmk_wait_secs * 1000ULL;
+	look_again(d);
+	assert_int_equal(fencer.asked, 1);
+	assert_string_equal(fencer.action, "reboot");
+	look_again(d);
+	assert_int_equal(fencer.asked, 1);	/* once while it is on */
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer_add(st_done, 2);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* What dlmd asked for failed (the device did not answer): asked again;
+ * a request the fencer never shows (no result, nothing under way, long
+ * past its timeout) is asked again too.  fence_pacemaker_action = off is
+ * what is asked. */
+static void test_stall_ask_retried(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	d->d_cfg.cf_fence_pcmk_off = true;
+	dlmd_fence_node_joined(d, VICTIM);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	mono_offset_ms += d->d_cfg.cf_fence_pcmk_wait_secs * 1000ULL;
+	look_again(d);
+	assert_int_equal(fencer.asked, 1);
+	assert_string_equal(fencer.action, "off");
+	fencer_add(st_failed, 2);
+	look_again(d);
+	assert_int_equal(fencer.asked, 2);
+	/* the second request never shows in the history */
+	look_again(d);
+	assert_int_equal(fencer.asked, 2);
+	mono_offset_ms += 200 * 1000ULL;
+	look_again(d);
+	assert_int_equal(fencer.asked, 3);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer_add_action(st_done, 4, "off");
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* The fencer's history shows a fencing of the node under way (pacemaker's
+ * own, an operator's stonith_admin): dlmd waits for it rather than ask
+ * for a second (a double reboot).  A member (its dlmd alone died) is
+ * asked for at once, but not while one is under way; if that one fails,
+ * dlmd asks.  (Seen failing before the fix: asked at once.) */
+static void test_pending_member_not_asked(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	victim_in_view = true;
+	dlmd_fence_node_joined(d, VICTIM);
+	fencer_add(st_exec, 0);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_DAEMON);
+	look_again(d);
+	assert_int_equal(fencer.asked, 0);
+	/* it fails: nothing under way now, so dlmd asks */
+	fencer_set_state(0, st_failed, 1);
+	look_again(d);
+	assert_int_equal(fencer.asked, 1);
+	fencer_add(st_done, 2);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* A node lost, pacemaker's own fencing of it still under way when
+ * fence_pacemaker_wait_secs is over (a slow power switch): dlmd does not
+ * ask; that fencing counts when it ends. */
+static void test_pending_lost_node_not_asked(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	fencer_add(st_exec, 0);
+	mono_offset_ms += d->d_cfg.cf_fence_pcmk_wait_secs * 1000ULL;
+	look_again(d);
+	look_again(d);
+	assert_int_equal(fencer.asked, 0);
+	fencer_set_state(0, st_done, 1);
+	look_again(d);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	assert_int_equal(fencer.asked, 0);
+	daemon_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -589,6 +727,10 @@ int main(void)
 		cmocka_unit_test(test_asked_unfencing_failure_ignored),
 		cmocka_unit_test(test_join_reads_no_history),
 		cmocka_unit_test(test_off_undone_by_on_does_not_count),
+		cmocka_unit_test(test_fenced_before_failure_asks),
+		cmocka_unit_test(test_stall_ask_retried),
+		cmocka_unit_test(test_pending_member_not_asked),
+		cmocka_unit_test(test_pending_lost_node_not_asked),
 	};
 	struct dlmd_config cf;
 	int rv;
