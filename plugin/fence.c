@@ -258,7 +258,8 @@
  * the same way on every member, that nobody acted on a node's failure
  * and that the node is back as the same process (cluster.c, FORGIVING A
  * SPLIT); it then drops the pending failure unfenced
- * (dlmd_fence_forgive): logged at warning with what and why, counted in
+ * (dlmd_fence_forgive): logged at info with what and why (cluster.c
+ * says once per merge, at warning, which failures it forgave), counted in
  * status fence_forgiven, the node marked as fenced by no method that
  * stops it (as fence_ack does), so its next failure is a new one.  What
  * cluster.c's FAILED records need to know of a pending failure is
@@ -1696,7 +1697,9 @@ bool dlmd_fence_forgive(struct dlmd *d, uint32_t nodeid, const char *why)
 	fn->fn_fenced_by = 0;
 	fn->fn_fenced_at = now > fn->fn_failed_at ? now : fn->fn_failed_at;
 	d->d_nfence_forgiven++;
-	log_warn("fencing: node %u is NOT fenced: its failure is forgiven (%s)",
+	/* at info: a merge may forgive many nodes, and cluster.c says
+	 * once per merge, at warning, which (forgive_split) */
+	log_info("fencing: node %u's failure is forgiven, not fenced (%s)",
 		 nodeid, why);
 	return true;
 }
