@@ -118,10 +118,16 @@ bool dlmd_fence_pcmk_ask_failed(const struct dlmd_fence_pcmk_mark *asked,
  * when anything may be about to kill the node, here or elsewhere;
  * FIRM when the failure is not a node-down seen from a minority side.
  * A fencing pacemaker's fencer has under way (in its history, not done)
- * is FENCING though dlmd neither asked for it nor claimed it (dlmd
- * claims nothing for a node-down failure with that method): forgiven,
- * the node would then be killed, and that fencing, older than its next
- * failure, would never count for it (dlmd_fence_pcmk_counts): a stall.
+ * is FENCING though dlmd neither asked for it nor claimed it: pacemaker's
+ * own policy or an operator started it, and dlmd claims and asks nothing
+ * while one is under way (fence.c, pcmk_should_ask; for a node-down it
+ * asks only after fence_pacemaker_wait_secs with none).  Forgiven, the
+ * node would keep its locks and be killed a moment later all the same:
+ * a new failure, whose recovery waits for a fencing newer than the
+ * fencer's history at that failure.  The fencing that killed it ended
+ * before its node-down reached us, so it is in that history and does not
+ * count (dlmd_fence_pcmk_counts); dlmd asks for another once the wait is
+ * over.  Nothing saved, a second reboot and the wait paid: not forgiven.
  */
 unsigned int dlmd_fence_marks_of(const struct dlmd_fence_pending *p)
 {
