@@ -962,6 +962,9 @@ void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
 unsigned int dlmd_fence_waiting(const struct dlmd *d);
 /* Fence commands given up on after SIGKILL that have not ended yet. */
 unsigned int dlmd_fence_unreaped(const struct dlmd *d);
+/* Is a read of pacemaker's fencer's history in flight (fence.c, THE
+ * HISTORY READER; for tests/test-fence-pcmk)? */
+bool dlmd_fence_pcmk_reading(const struct dlmd *d);
 /* The fencing method and fencer connection, one line, for dlmctl status;
  * with any fence command being terminated or given up on (fence.c). */
 void dlmd_fence_status(const struct dlmd *d, char *buf, size_t size);
