@@ -20,12 +20,14 @@
  * counts in every method.
  *
  * A result from pacemaker counts for a failure only when it is a
- * successful fencing ("done") that completed at or after the failure.
- * Pacemaker's history is in wall-clock seconds; the failure time is the
- * wall clock when corosync reported it, in seconds, as dlm_controld
- * compares them.  A fencing completed within the same second before the
- * failure is therefore accepted: the window is one second, and it needs
- * a second failure of the node within that second.
+ * successful fencing ("done") newer than the latest one in the fencer's
+ * history read at the failure, both by the fencer's own times
+ * (dlmd_fence_pcmk_counts, pm_known): this node's clock plays no part.
+ * Only when that history could not be read (the fencer unreachable then)
+ * is the failure's wall-clock time, in seconds, compared with the
+ * fencing's, as dlm_controld compares them: a fencing completed within
+ * the same second before the failure is then accepted (a window of one
+ * second, which needs a second failure of the node within it).
  *
  * ONE FENCER (plugin/fence.c's essay has the protocol).  Which survivor
  * fences a failed node is the turn below, kept per failed node by every
