@@ -3730,10 +3730,12 @@ static void forgive_split(struct dlmd_cluster *cs)
 		uint32_t ids[DLM_MAX_NODES];
 		const char *nos[DLM_MAX_NODES];
 		char line[400] = "";
+		bool forgave = false;
 
 		for (unsigned int k = 0; k < nc; k++) {
 			ids[k] = c[k].id;
 			nos[k] = c[k].no;
+			forgave |= !nos[k];
 		}
 		/* once per sync, at notice: forgiven, then kept by reason */
 		sum_put(cs, line, sizeof(line), ids, nos, nc, NULL,
@@ -3755,8 +3757,14 @@ static void forgive_split(struct dlmd_cluster *cs)
 			snprintf(line + strlen(line), sizeof(line) - strlen(line),
 				 "%s)", nos[k]);
 		}
-		log_notice("daemon group: unfenced failures at the sync's end: %s",
-			   line);
+		/* at warning if it forgave any: nodes NOT fenced (fence.c
+		 * says each at info, with why) */
+		if (forgave)
+			log_warn("daemon group: unfenced failures at the sync's "
+				 "end: %s", line);
+		else
+			log_notice("daemon group: unfenced failures at the sync's "
+				   "end: %s", line);
 	}
 }
 

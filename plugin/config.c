@@ -67,6 +67,11 @@
  *   fence_pacemaker   auto         learn fencing results from pacemaker's
  *                                  fencer: auto (when it is reachable,
  *                                  else fence_command), yes (always), no
+ *   fence_pacemaker_wait_secs 5    no fencing newer than the fencer's
+ *                                  history at the failure, none under
+ *                                  way, after this long: dlmd asks the
+ *                                  fencer itself (0..3600)
+ *   fence_pacemaker_action reboot  what dlmd asks the fencer: reboot, off
  *   flight_recorder_lines 4096     lines kept for "dlmctl dump" (16..1048576)
  *   crypto            key          key: peers prove the cluster key and
  *                                  every frame is sealed; none: plaintext,
@@ -155,6 +160,7 @@ void dlmd_config_defaults(struct dlmd_config *cf)
 	cf->cf_nodeid = 1;
 	cf->cf_enable_fencing = true;
 	cf->cf_fence_timeout_secs = 60;
+	cf->cf_fence_pcmk_wait_secs = 5;
 	cf->cf_flight_lines = 4096;
 	cf->cf_crypto_none = false;
 	snprintf(cf->cf_key_file, sizeof(cf->cf_key_file), "%s",
@@ -348,6 +354,7 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 	U32("ast_queue_limit", cf_ast_queue_limit, 65536, 4294967295)
 	U32("max_locks_per_uid", cf_max_locks_per_uid, 1, 4294967295)
 	U32("fence_timeout_secs", cf_fence_timeout_secs, 1, 86400)
+	U32("fence_pacemaker_wait_secs", cf_fence_pcmk_wait_secs, 0, 3600)
 	U32("client_spin_us", cf_client_spin_us, 0, 1000000)
 	U32("peer_spin_us", cf_peer_spin_us, 0, 1000000)
 #undef U32
@@ -412,6 +419,16 @@ static int set_key(struct dlmd_config *cf, const char *k, const char *v,
 		if (!*v || strlen(v) >= sizeof(cf->cf_fence_command))
 			return -EINVAL;
 		snprintf(cf->cf_fence_command, sizeof(cf->cf_fence_command), "%s", v);
+		return 0;
+	}
+	if (!strcmp(k, "fence_pacemaker_action")) {
+		*why = "expected reboot or off";
+		if (!strcmp(v, "reboot"))
+			cf->cf_fence_pcmk_off = false;
+		else if (!strcmp(v, "off"))
+			cf->cf_fence_pcmk_off = true;
+		else
+			return -EINVAL;
 		return 0;
 	}
 	if (!strcmp(k, "fence_pacemaker")) {
@@ -725,7 +742,8 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     "log_syslog = %s\nmembership = %s\nnodeid = %u\n"
 		     "enable_fencing = %d\nfence_command = %s\n"
 		     "fence_timeout_secs = %u\n"
-		     "fence_pacemaker = %s\nflight_recorder_lines = %u\n"
+		     "fence_pacemaker = %s\nfence_pacemaker_wait_secs = %u\n"
+		     "fence_pacemaker_action = %s\nflight_recorder_lines = %u\n"
 		     "max_clients_per_uid = %u\nast_queue_limit = %u\n"
 		     "max_locks_per_uid = %u\nclient_spin_us = %u\n"
 		     "peer_spin_us = %u\n",
@@ -749,6 +767,8 @@ char *dlmd_config_dump(const struct dlmd_config *cf)
 		     cf->cf_fence_timeout_secs,
 		     cf->cf_fence_pcmk == DLMD_FENCE_PCMK_YES ? "yes" :
 		     cf->cf_fence_pcmk == DLMD_FENCE_PCMK_NO ? "no" : "auto",
+		     cf->cf_fence_pcmk_wait_secs,
+		     cf->cf_fence_pcmk_off ? "off" : "reboot",
 		     cf->cf_flight_lines, cf->cf_max_clients_per_uid,
 		     cf->cf_ast_queue_limit, cf->cf_max_locks_per_uid,
 		     cf->cf_client_spin_us, cf->cf_peer_spin_us) < 0)

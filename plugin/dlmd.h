@@ -256,6 +256,10 @@ struct dlmd_config {
 	char			cf_fence_command[1024];	/* "" = none */
 	uint32_t		cf_fence_timeout_secs;	/* then it is killed */
 	enum dlmd_fence_pcmk	cf_fence_pcmk;
+	/* a failure no newer fencing in the fencer's history answers after
+	 * this long: dlmd asks the fencer itself (fence.c) */
+	uint32_t		cf_fence_pcmk_wait_secs;
+	bool			cf_fence_pcmk_off;	/* ask "off", not "reboot" */
 	uint32_t		cf_flight_lines;
 	/* Node-to-node security (lowcomms/auth.c): crypto = key | none. */
 	bool			cf_crypto_none;
@@ -982,6 +986,9 @@ void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
 unsigned int dlmd_fence_waiting(const struct dlmd *d);
 /* Fence commands given up on after SIGKILL that have not ended yet. */
 unsigned int dlmd_fence_unreaped(const struct dlmd *d);
+/* Is a read of pacemaker's fencer's history in flight (fence.c, THE
+ * HISTORY READER; for tests/test-fence-pcmk)? */
+bool dlmd_fence_pcmk_reading(const struct dlmd *d);
 /* The fencing method and fencer connection, one line, for dlmctl status;
  * with any fence command being terminated or given up on (fence.c). */
 void dlmd_fence_status(const struct dlmd *d, char *buf, size_t size);

@@ -20,12 +20,14 @@
  * counts in every method.
  *
  * A result from pacemaker counts for a failure only when it is a
- * successful fencing ("done") that completed at or after the failure.
- * Pacemaker's history is in wall-clock seconds; the failure time is the
- * wall clock when corosync reported it, in seconds, as dlm_controld
- * compares them.  A fencing completed within the same second before the
- * failure is therefore accepted: the window is one second, and it needs
- * a second failure of the node within that second.
+ * successful fencing ("done") newer than the latest one in the fencer's
+ * history read at the failure, both by the fencer's own times
+ * (dlmd_fence_pcmk_counts, pm_known): this node's clock plays no part.
+ * Only when that history could not be read (the fencer unreachable then)
+ * is the failure's wall-clock time, in seconds, compared with the
+ * fencing's, as dlm_controld compares them: a fencing completed within
+ * the same second before the failure is then accepted (a window of one
+ * second, which needs a second failure of the node within it).
  *
  * ONE FENCER (plugin/fence.c's essay has the protocol).  Which survivor
  * fences a failed node is the turn below, kept per failed node by every
@@ -118,10 +120,16 @@ bool dlmd_fence_pcmk_ask_failed(const struct dlmd_fence_pcmk_mark *asked,
  * when anything may be about to kill the node, here or elsewhere;
  * FIRM when the failure is not a node-down seen from a minority side.
  * A fencing pacemaker's fencer has under way (in its history, not done)
- * is FENCING though dlmd neither asked for it nor claimed it (dlmd
- * claims nothing for a node-down failure with that method): forgiven,
- * the node would then be killed, and that fencing, older than its next
- * failure, would never count for it (dlmd_fence_pcmk_counts): a stall.
+ * is FENCING though dlmd neither asked for it nor claimed it: pacemaker's
+ * own policy or an operator started it, and dlmd claims and asks nothing
+ * while one is under way (fence.c, pcmk_should_ask; for a node-down it
+ * asks only after fence_pacemaker_wait_secs with none).  Forgiven, the
+ * node would keep its locks and be killed a moment later all the same:
+ * a new failure, whose recovery waits for a fencing newer than the
+ * fencer's history at that failure.  The fencing that killed it ended
+ * before its node-down reached us, so it is in that history and does not
+ * count (dlmd_fence_pcmk_counts); dlmd asks for another once the wait is
+ * over.  Nothing saved, a second reboot and the wait paid: not forgiven.
  */
 unsigned int dlmd_fence_marks_of(const struct dlmd_fence_pending *p)
 {

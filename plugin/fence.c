@@ -32,25 +32,37 @@
  *                           (fencer unreachable) does a fencing count
  *                           when it completed at or after the failure by
  *                           this node's clock (tests/test-fence-pcmk).
- *                           (Known stall: a fencing pacemaker did before
- *                           the node-down reached us, on a member's stop
- *                           failure or stonith_admin, does not count.  A
- *                           base read at the node's join would count it,
- *                           but a synchronous read there hung the loop
- *                           when the fencer did not answer, and an "off"
+ *                           A fencing pacemaker did before the node-down
+ *                           reached us (it often is first: both follow
+ *                           the same membership change; or a member's
+ *                           stop failure, stonith_admin) is in that
+ *                           history and does not count.  (A base read at
+ *                           the node's join would count it, but a
+ *                           synchronous read there hung the loop when
+ *                           the fencer did not answer, and an "off"
  *                           undone by a later "on" would count: two
- *                           holders with fence_scsi.)
+ *                           holders with fence_scsi.)  So for a node lost
+ *                           to the cluster dlmd lets pacemaker's policy
+ *                           fence it for fence_pacemaker_wait_secs after
+ *                           the failure, and then, with no newer fencing
+ *                           and none under way in the history, asks the
+ *                           fencer itself (pcmk_should_ask): a second
+ *                           fencing of a node already fenced costs a
+ *                           reboot, never safety, where not asking was a
+ *                           wait for ever.  For a member (pacemaker
+ *                           fences none by itself) it asks at once
+ *                           (DLMD_FAIL_DAEMON and DLMD_FAIL_RESTARTED
+ *                           below, or any failure fenced in the view
+ *                           whose node the view still lists).  Either
+ *                           way one survivor asks (ONE FENCER), once per
+ *                           failure, never while a fencing of the node
+ *                           is under way (it waits for that one), and
+ *                           again when what it asked for failed or never
+ *                           showed in the history.
  *                           The history is read at the failure, at every
  *                           st_notify_fence notification (the fencer's
  *                           connection fd is in the main loop) and every
- *                           FENCE_RETRY_MS as a backstop.  For a node
- *                           lost to the cluster dlmd does not ask for the
- *                           fencing: pacemaker's policy decides.  For a
- *                           member (pacemaker fences none by itself) it
- *                           asks (pcmk_ask: DLMD_FAIL_DAEMON and
- *                           DLMD_FAIL_RESTARTED below, or any failure
- *                           fenced in the view whose node the view still
- *                           lists).
+ *                           FENCE_RETRY_MS as a backstop.
  *   fence_command = CMD     run "CMD NODEID" through /bin/sh; exit 0
  *                           means the node is fenced.  Anything else (a
  *                           non-zero exit, death by a signal, /bin/sh
@@ -71,7 +83,9 @@
  * retried every FENCE_RETRY_MS while a node waits.  dlmd built without
  * pacemaker-dev (configure: "pacemaker's fencing API: no") has no
  * pacemaker method and rejects fence_pacemaker = yes.  The history query
- * is a synchronous call to the local fencer, which answers from memory.
+ * is a synchronous call to the local fencer, made on a thread of its own
+ * (THE HISTORY READER): a fencer that does not answer delays the
+ * fencing it is asked about, never the loop.
  *
  * Only a quorate node runs the command, and only once the quorum view no
  * longer lists the victim (corosync reports the CPG change before the
@@ -220,10 +234,12 @@
  * DONE delivered after that record.
  *
  * Pacemaker: a node lost to the cluster is fenced by pacemaker's own
- * policy, which dlmd never duplicates; every dlmd reads the fencer's
- * history for itself (the history is cluster-wide).  Only the request
- * dlmd makes itself (a node whose dlmd alone died) follows the claim, so
- * one survivor asks; a DONE from it also counts.  fence_ack stays an
+ * policy, which dlmd does not duplicate while it may still come (for
+ * fence_pacemaker_wait_secs) or is under way; every dlmd reads the
+ * fencer's history for itself (the history is cluster-wide).  Only the
+ * request dlmd makes itself (a member, or a lost node no newer fencing
+ * answered in the wait) follows the claim, so one survivor asks; a DONE
+ * from it also counts.  fence_ack stays an
  * operator's word to one dlmd, as before: it is not multicast.
  *
  * Mixed versions.  FENCE_CLAIM and FENCE_RESULT are types 6 and 7 of CPG
@@ -244,7 +260,8 @@
  * the same way on every member, that nobody acted on a node's failure
  * and that the node is back as the same process (cluster.c, FORGIVING A
  * SPLIT); it then drops the pending failure unfenced
- * (dlmd_fence_forgive): logged at warning with what and why, counted in
+ * (dlmd_fence_forgive): logged at info with what and why (cluster.c
+ * says once per merge, at warning, which failures it forgave), counted in
  * status fence_forgiven, the node marked as fenced by no method that
  * stops it (as fence_ack does), so its next failure is a new one.  What
  * cluster.c's FAILED records need to know of a pending failure is
@@ -292,7 +309,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <time.h>
 
 #ifdef HAVE_PACEMAKER_FENCING
@@ -339,12 +358,22 @@ struct fence_node {
 	enum dlmd_fence_method fn_method;	/* of the latest attempt */
 	bool		fn_pcmk_pending;	/* the fencer has an operation on it */
 	bool		fn_pcmk_asked;	/* we asked the fencer to fence it */
+	uint64_t	fn_pcmk_asked_at;	/* ms, when */
 	struct dlmd_fence_pcmk_mark fn_pcmk_ask;	/* the history then */
 	/* the latest read of its history: whether it worked, and the
 	 * latest successful and failed fencing in it (ns) */
 	bool		fn_pcmk_read_ok;
 	int64_t		fn_pcmk_last_done;
 	int64_t		fn_pcmk_last_failed;
+	int64_t		fn_pcmk_last_done_s;	/* the same, seconds */
+	int64_t		fn_pcmk_last_failed_s;
+	/* THE HISTORY READER: our read of its history in flight (its
+	 * number), another wanted after it, and the first read whose
+	 * reply is the history at the failure (fn_pcmk_base_wanted) */
+	bool		fn_pcmk_inflight;
+	bool		fn_pcmk_again;
+	uint32_t	fn_pcmk_seq;
+	uint32_t	fn_pcmk_base_seq;
 	uint64_t	fn_fenced_at;	/* ms; 0 = never fenced */
 	pid_t		fn_pid;		/* running command (and its process
 					 * group), or 0 */
@@ -419,6 +448,11 @@ struct dlmd_fence {
 #ifdef HAVE_PACEMAKER_FENCING
 	stonith_t		*fe_st;
 	int			fe_st_fd;
+	/* THE HISTORY READER: its thread, and our ends of its pipes */
+	bool			fe_rd_running;
+	pthread_t		fe_rd_thread;
+	int			fe_rd_req;	/* requests, written */
+	int			fe_rd_rep;	/* replies, read (in the loop) */
 #endif
 };
 
@@ -911,87 +945,296 @@ static bool pcmk_kills(const stonith_history_t *h)
 			     !strcmp(h->action, "reboot"));
 }
 
-/* Read the fencer's history of the node into fn (fn_pcmk_read_ok, the
- * latest successful and failed fencing, fn_pcmk_pending; their wall-clock
- * seconds in *done, *failed): false if it cannot be read. */
-static bool pcmk_read(struct dlmd_fence *fe, struct fence_node *fn,
-		      int64_t *done, int64_t *failed)
-{
-	stonith_history_t *hist = NULL;
-	char target[16];
-	int64_t done_ns = 0, failed_ns = 0;
-	bool pending = false;
-	int rc;
+/*
+ * THE HISTORY READER.  The fencer's history is read with a synchronous
+ * call (libstonithd's history() has no asynchronous form: its callback
+ * would carry only a return code), which waits up to
+ * PCMK_HISTORY_TIMEOUT_S for a fencer that does not answer (stopped,
+ * deadlocked, swapping).  Made on dlmd's only loop thread, every read
+ * stalled all locking for that long, per waiting node, every
+ * FENCE_RETRY_MS.  So the reads are made by a thread of their own, with
+ * a stonith connection of its own that nothing else touches: the loop
+ * writes a request (node id, number) to a pipe and goes on; the thread
+ * reads that node's history, sums it up (pcmk_sum: the latest successful
+ * and failed fencing, one under way) and writes the sum back on another
+ * pipe, whose read end is in the loop (pcmk_replies, pcmk_apply).  Both
+ * are fixed-size structs between two threads of one process, each
+ * written whole (less than PIPE_BUF: atomic), never a wire format.
+ *
+ * Why a thread and not the asynchronous calls on the loop's connection:
+ * there is none for the history.  Why a thread and not a helper
+ * process: the process would need a binary of its own (or a fork() of
+ * dlmd's heap, which a million locks make gigabytes: see run_command),
+ * and a wire format for what it hands back.  The thread shares nothing
+ * with the loop but the two pipes: libstonithd keeps its state per
+ * connection, the loop's connection (notifications, our fence requests,
+ * connected first so that libxml2 is set up before the thread runs) is
+ * never used by the thread nor the thread's by the loop, and what the
+ * pacemaker libraries log from the thread goes through log.c's sinks,
+ * which serialize their writers.  The thread blocks every signal (they
+ * go to the loop's thread, as libqb's signal handling expects) and logs
+ * nothing itself: its errors come back in the reply.
+ *
+ * One read per node is in flight at a time (fn_pcmk_inflight); a read
+ * wanted meanwhile (a notification, the retry) is made when its reply
+ * comes (fn_pcmk_again), so that no fencing ended during a read goes
+ * unseen.  A reply that fails (the fencer gone, a timeout) drops the
+ * thread's connection: the next request connects again.  A reply is
+ * the history at the failure only if its request was made after the
+ * failure (fn_pcmk_base_seq).  The thread lives from the first
+ * connection to the fencer until dlmd_fence_fini, which closes the
+ * request pipe (the thread ends after its current read) and waits for
+ * it a moment only: a read of a hung fencer does not hold dlmd's exit.
+ */
+struct pcmk_req {
+	uint32_t	pq_nodeid;
+	uint32_t	pq_seq;
+};
 
-	*done = *failed = 0;
-	fn->fn_pcmk_read_ok = false;
-	if (!fe->fe_st)
-		return false;
-	snprintf(target, sizeof(target), "%u", fn->fn_nodeid);
-	rc = fe->fe_st->cmds->history(fe->fe_st, st_opt_sync_call | st_opt_cs_nodeid,
-				      target, &hist, PCMK_HISTORY_TIMEOUT_S);
-	if (rc < 0) {
-		log_warn("fencing: pacemaker's fencer history of node %u: %s",
-			 fn->fn_nodeid, strerror(-rc));
-		/* a lost connection shows on its fd (pcmk_ready), which
-		 * may be the caller: never disconnect here */
-		stonith_history_free(hist);
-		return false;
-	}
-	for (stonith_history_t *h = hist; h; h = h->next) {
+struct pcmk_reply {
+	uint32_t	pr_nodeid;
+	uint32_t	pr_seq;
+	int32_t		pr_rc;		/* 0, or a negative errno */
+	uint32_t	pr_pending;	/* a fencing of it is under way */
+	int64_t		pr_done_ns;	/* the latest successful fencing */
+	int64_t		pr_failed_ns;	/* the latest failed one */
+	int64_t		pr_done_s;	/* the same, in seconds */
+	int64_t		pr_failed_s;
+};
+
+/* The thread's ends of the pipes (it frees this). */
+struct pcmk_reader_arg {
+	int		ra_req;
+	int		ra_rep;
+};
+
+/* The latest successful and failed fencing of the node in its history,
+ * and whether one is under way. */
+static void pcmk_sum(const stonith_history_t *hist, struct pcmk_reply *r)
+{
+	for (const stonith_history_t *h = hist; h; h = h->next) {
 		int64_t ns = (int64_t)h->completed * 1000000000LL +
 			     h->completed_nsec;
 
 		if (!pcmk_kills(h))
 			continue;
 		if (h->state == st_done) {
-			if (ns > done_ns) {
-				done_ns = ns;
-				*done = (int64_t)h->completed;
+			if (ns > r->pr_done_ns) {
+				r->pr_done_ns = ns;
+				r->pr_done_s = (int64_t)h->completed;
 			}
 		} else if (h->state == st_failed) {
-			if (ns > failed_ns) {
-				failed_ns = ns;
-				*failed = (int64_t)h->completed;
+			if (ns > r->pr_failed_ns) {
+				r->pr_failed_ns = ns;
+				r->pr_failed_s = (int64_t)h->completed;
 			}
 		} else {
-			pending = true;
+			r->pr_pending = 1;
 		}
 	}
-	stonith_history_free(hist);
-	fn->fn_pcmk_pending = pending;
-	fn->fn_pcmk_read_ok = true;
-	fn->fn_pcmk_last_done = done_ns;
-	fn->fn_pcmk_last_failed = failed_ns;
+}
+
+/* Read or write all of len bytes (the ends block); false at EOF or on an
+ * error. */
+static bool pipe_full(int fd, void *buf, size_t len, bool writing)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = writing ? write(fd, (char *)buf + done, len - done) :
+				      read(fd, (char *)buf + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		done += (size_t)n;
+	}
 	return true;
 }
 
-/* Read the fencer's history of the node: true if it is now fenced. */
-static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
+static void *pcmk_reader(void *data)
 {
-	int64_t done, failed;
-	int64_t done_ns, failed_ns;
-	bool pending;
+	struct pcmk_reader_arg a = *(struct pcmk_reader_arg *)data;
+	stonith_t *st = NULL;
+	struct pcmk_req q;
 
-	if (!pcmk_read(fe, fn, &done, &failed))
-		return false;
-	done_ns = fn->fn_pcmk_last_done;
-	failed_ns = fn->fn_pcmk_last_failed;
-	pending = fn->fn_pcmk_pending;
-	if (fn->fn_pcmk_base_wanted) {
-		/* the history at the failure: what counts must be newer */
-		fn->fn_pcmk_base_wanted = false;
-		fn->fn_pcmk_since.pm_known = true;
-		fn->fn_pcmk_since.pm_done_ns = done_ns;
-		fn->fn_pcmk_since.pm_failed_ns = failed_ns;
+	free(data);
+	while (pipe_full(a.ra_req, &q, sizeof(q), false)) {
+		struct pcmk_reply r = { .pr_nodeid = q.pq_nodeid,
+					.pr_seq = q.pq_seq };
+		stonith_history_t *hist = NULL;
+		char target[16];
+		int fd = -1;
+
+		if (!st) {
+			st = stonith_api_new();
+			r.pr_rc = st ? st->cmds->connect(st, PCMK_CLIENT_NAME
+							 "-history", &fd) :
+				  -ENOMEM;
+			if (r.pr_rc >= 0)
+				r.pr_rc = 0;
+		}
+		if (!r.pr_rc) {
+			snprintf(target, sizeof(target), "%u", q.pq_nodeid);
+			r.pr_rc = st->cmds->history(st, st_opt_sync_call |
+						    st_opt_cs_nodeid, target,
+						    &hist, PCMK_HISTORY_TIMEOUT_S);
+			if (r.pr_rc >= 0) {
+				r.pr_rc = 0;
+				pcmk_sum(hist, &r);
+			}
+			stonith_history_free(hist);
+		}
+		if (r.pr_rc < 0 && st) {	/* connect again next time */
+			stonith_api_delete(st);
+			st = NULL;
+		}
+		if (!pipe_full(a.ra_rep, &r, sizeof(r), true))
+			break;
 	}
+	if (st)
+		stonith_api_delete(st);
+	close(a.ra_req);
+	close(a.ra_rep);
+	return NULL;
+}
+
+static int pcmk_replies(int32_t fd, int32_t revents, void *data);
+
+/* Start the reader (once, connected to the fencer: see above); 0 or an
+ * errno. */
+static int pcmk_reader_start(struct dlmd_fence *fe)
+{
+	struct pcmk_reader_arg *a;
+	int req[2] = { -1, -1 }, rep[2] = { -1, -1 }, rv;
+	sigset_t all, old;
+
+	if (fe->fe_rd_running)
+		return 0;
+	a = malloc(sizeof(*a));
+	if (!a)
+		return ENOMEM;
+	if (pipe2(req, O_CLOEXEC) || pipe2(rep, O_CLOEXEC)) {
+		rv = errno;
+		goto fail;
+	}
+	/* the loop's ends never wait: one request per node at most is
+	 * ever queued, far less than a pipe holds */
+	if (fcntl(req[1], F_SETFL, O_NONBLOCK) ||
+	    fcntl(rep[0], F_SETFL, O_NONBLOCK)) {
+		rv = errno;
+		goto fail;
+	}
+	if (qb_loop_poll_add(fe->fe_d->d_loop, QB_LOOP_HIGH, rep[0], POLLIN, fe,
+			     pcmk_replies)) {
+		rv = EINVAL;
+		goto fail;
+	}
+	a->ra_req = req[0];
+	a->ra_rep = rep[1];
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rv = pthread_create(&fe->fe_rd_thread, NULL, pcmk_reader, a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rv) {
+		qb_loop_poll_del(fe->fe_d->d_loop, rep[0]);
+		goto fail;
+	}
+	fe->fe_rd_running = true;
+	fe->fe_rd_req = req[1];
+	fe->fe_rd_rep = rep[0];
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (req[i] >= 0)
+			close(req[i]);
+		if (rep[i] >= 0)
+			close(rep[i]);
+	}
+	free(a);
+	return rv;
+}
+
+/* At exit: the reader ends after its current read; waited for a moment
+ * (a read of a hung fencer may take PCMK_HISTORY_TIMEOUT_S: then it is
+ * left to end with the process). */
+static void pcmk_reader_stop(struct dlmd_fence *fe)
+{
+	struct timespec until;
+
+	if (!fe->fe_rd_running)
+		return;
+	qb_loop_poll_del(fe->fe_d->d_loop, fe->fe_rd_rep);
+	close(fe->fe_rd_req);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	if (pthread_timedjoin_np(fe->fe_rd_thread, NULL, &until)) {
+		log_warn("fencing: the fencer's history reader is still in a "
+			 "read; dlmd exits without waiting for it");
+		pthread_detach(fe->fe_rd_thread);
+	}
+	close(fe->fe_rd_rep);	/* a late reply finds EPIPE */
+	fe->fe_rd_running = false;
+	fe->fe_rd_req = fe->fe_rd_rep = -1;
+}
+
+/* Ask the reader for a fresh read of the node's history (its reply:
+ * pcmk_apply), or for one more after the read in flight. */
+static void pcmk_request(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	struct pcmk_req q;
+
+	if (!fe->fe_st || !fe->fe_rd_running)
+		return;
+	if (fn->fn_pcmk_inflight) {
+		fn->fn_pcmk_again = true;
+		return;
+	}
+	q.pq_nodeid = fn->fn_nodeid;
+	q.pq_seq = fn->fn_pcmk_seq + 1;
+	if (write(fe->fe_rd_req, &q, sizeof(q)) != (ssize_t)sizeof(q)) {
+		log_err("fencing: cannot ask for the fencer's history of node "
+			"%u: %s", fn->fn_nodeid, strerror(errno));
+		return;
+	}
+	fn->fn_pcmk_seq = q.pq_seq;
+	fn->fn_pcmk_inflight = true;
+	fn->fn_pcmk_again = false;
+}
+
+/* The fencer's history as last read (pcmk_apply): true if the node is
+ * now fenced.  Nothing is decided while the history at the failure is
+ * still to come. */
+static bool pcmk_eval(struct dlmd_fence *fe, struct fence_node *fn)
+{
+	int64_t done = fn->fn_pcmk_last_done_s, failed = fn->fn_pcmk_last_failed_s;
+	int64_t done_ns = fn->fn_pcmk_last_done;
+	int64_t failed_ns = fn->fn_pcmk_last_failed;
+	bool pending = fn->fn_pcmk_pending;
+
+	if (!fn->fn_pcmk_read_ok || fn->fn_pcmk_base_wanted)
+		return false;
 	/* what we asked for failed, and nothing else is under way: the
-	 * turn passes (ONE FENCER), and we may ask again on ours */
+	 * turn passes (ONE FENCER), and we may ask again on ours.  So too
+	 * when our request never showed (nothing under way, no result, long
+	 * after its timeout: the fencer restarted meanwhile, say). */
 	if (fn->fn_pcmk_asked &&
 	    dlmd_fence_pcmk_ask_failed(&fn->fn_pcmk_ask, pending, failed,
 				       failed_ns, done, done_ns)) {
 		log_notice("fencing: pacemaker's fencer could not fence node %u",
 			   fn->fn_nodeid);
+		fn->fn_pcmk_asked = false;
+		send_result(fe, fn, DLMD_FENCE_FAILED);
+	} else if (fn->fn_pcmk_asked && !pending &&
+		   dlmd_now_ms() - fn->fn_pcmk_asked_at >
+		   (PCMK_FENCE_TIMEOUT_S + PCMK_HISTORY_TIMEOUT_S) * 1000ULL &&
+		   !dlmd_fence_pcmk_counts(&fn->fn_pcmk_since, done > 0, done,
+					   done_ns)) {
+		log_notice("fencing: pacemaker's fencer shows nothing of our "
+			   "request to fence node %u %d s on: asking again",
+			   fn->fn_nodeid, PCMK_FENCE_TIMEOUT_S +
+			   PCMK_HISTORY_TIMEOUT_S);
 		fn->fn_pcmk_asked = false;
 		send_result(fe, fn, DLMD_FENCE_FAILED);
 	}
@@ -1000,8 +1243,8 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 
 		if (fn->fn_pcmk_since.pm_known)
 			snprintf(how, sizeof(how), "pacemaker's fencer: a fencing "
-				 "newer than its history at the node's latest "
-				 "join (or, unread then, at the failure)");
+				 "newer than its history at the failure%s",
+				 fn->fn_pcmk_asked ? ", which we asked for" : "");
 		else
 			snprintf(how, sizeof(how), "pacemaker's fencer: fenced "
 				 "%lld s after the failure (this node's clock)",
@@ -1010,6 +1253,75 @@ static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
 		return true;
 	}
 	return false;
+}
+
+static bool pcmk_should_ask(struct dlmd_fence *fe, struct fence_node *fn);
+static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn);
+static bool may_act(struct dlmd_fence *fe, struct fence_node *fn);
+
+/* A reply of the reader: the node's history now. */
+static void pcmk_apply(struct dlmd_fence *fe, const struct pcmk_reply *r)
+{
+	struct fence_node *fn = fnode(fe, r->pr_nodeid, false);
+
+	if (!fn || !fn->fn_pcmk_inflight || r->pr_seq != fn->fn_pcmk_seq)
+		return;		/* cannot be: one in flight per node */
+	fn->fn_pcmk_inflight = false;
+	fn->fn_pcmk_read_ok = !r->pr_rc;
+	if (r->pr_rc) {
+		log_warn("fencing: pacemaker's fencer history of node %u: %s",
+			 fn->fn_nodeid, strerror(-r->pr_rc));
+	} else {
+		fn->fn_pcmk_pending = r->pr_pending;
+		fn->fn_pcmk_last_done = r->pr_done_ns;
+		fn->fn_pcmk_last_failed = r->pr_failed_ns;
+		fn->fn_pcmk_last_done_s = r->pr_done_s;
+		fn->fn_pcmk_last_failed_s = r->pr_failed_s;
+	}
+	if (fn->fn_pcmk_base_wanted && r->pr_seq >= fn->fn_pcmk_base_seq) {
+		/* the history at the failure: what counts must be newer;
+		 * unread, this node's clock decides (pm_known false) */
+		fn->fn_pcmk_base_wanted = false;
+		fn->fn_pcmk_since.pm_known = fn->fn_pcmk_read_ok;
+		fn->fn_pcmk_since.pm_done_ns = fn->fn_pcmk_last_done;
+		fn->fn_pcmk_since.pm_failed_ns = fn->fn_pcmk_last_failed;
+	}
+	if (fn->fn_pcmk_again)
+		pcmk_request(fe, fn);
+	if (is_fenced(fn) || fn->fn_method != DLMD_FENCE_PACEMAKER ||
+	    fn->fn_pid || pcmk_eval(fe, fn) || !fn->fn_pcmk_read_ok)
+		return;
+	/* what dlmd asks of the fencer, one survivor asks, once per
+	 * failure (again after a failure of it), never while a fencing of
+	 * the node is under way (pcmk_should_ask): decided on a history
+	 * just read */
+	if (fe->fe_st && !fn->fn_pcmk_asked && pcmk_should_ask(fe, fn) &&
+	    may_act(fe, fn))
+		pcmk_ask(fe, fn);
+}
+
+static int pcmk_replies(int32_t fd, int32_t revents, void *data)
+{
+	struct dlmd_fence *fe = data;
+	struct pcmk_reply r;
+	ssize_t n;
+
+	while ((n = read(fd, &r, sizeof(r))) == (ssize_t)sizeof(r))
+		pcmk_apply(fe, &r);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	/* EOF (the thread ended: it never does while we hold its
+	 * request pipe) or a torn reply (writes are whole): no more */
+	log_err("fencing: the fencer's history reader stopped answering (%s); "
+		"the history is no longer read", n < 0 ? strerror(errno) :
+		n == 0 ? "it ended" : "a torn reply");
+	fe->fe_rd_running = false;
+	close(fe->fe_rd_req);
+	pthread_detach(fe->fe_rd_thread);
+	fe->fe_rd_req = -1;
+	fe->fe_rd_rep = -1;
+	close(fd);
+	return -1;	/* libqb drops the fd */
 }
 
 /* st_notify_fence: some fencing ended; look at every node we wait for. */
@@ -1027,7 +1339,7 @@ static void pcmk_on_fence(stonith_t *st, stonith_event_t *e)
 		struct fence_node *fn = &fe->fe_nodes[i];
 
 		if (!is_fenced(fn) && fn->fn_method == DLMD_FENCE_PACEMAKER)
-			pcmk_check(fe, fn);
+			pcmk_request(fe, fn);
 	}
 }
 
@@ -1044,35 +1356,76 @@ static int pcmk_ready(int32_t fd, int32_t revents, void *data)
 }
 
 /*
+ * Does dlmd ask the fencer to fence fn now (ONE FENCER permitting)?
+ *
+ * Never while the fencer's history shows a fencing of the node under way
+ * (fn_pcmk_pending, just read): whoever asked for it, pacemaker's own
+ * policy, an operator's stonith_admin or another survivor, dlmd waits for
+ * it; asked again, the fencer would run a second one after it (a second
+ * reboot, perhaps of the node rejoining).  If that one fails, the next
+ * look sees no pending operation and dlmd asks.
+ *
  * Pacemaker fences a node it lost, by its own policy, never a cluster
  * member: a node whose dlmd alone died, one that came back before its
  * failure was fenced (DLMD_FAIL_RESTARTED: its dlmd restarted or died
  * while apart, or a new dlmd joined), or any whose failure may be fenced
  * in the view and that the quorum view still lists FENCE_RETRY_MS after
  * the failure (the view lags the CPG change a moment; after that it is
- * a member, not lost): dlmd asks for it, once per failure
- * (asynchronously: the result shows in the history).  Without asking,
+ * a member, not lost): dlmd asks for those at once.  Without asking,
  * every survivor would wait for ever for a fencing nobody does, and
  * fence_ack is refused for a node in the view.
+ *
+ * A node lost to the cluster (out of a quorate view) pacemaker fences by
+ * itself, and dlmd waits fence_pacemaker_wait_secs for a fencing newer
+ * than the fencer's history at the failure.  If pacemaker fenced the
+ * node before the node-down reached dlmd (both follow the same corosync
+ * membership change, and pacemaker is often first), that fencing is in
+ * the history at the failure and no newer one ever comes: without the
+ * ask, every lockspace the node was in waited for ever (the known stall
+ * of session 18).  So when the wait is over with nothing newer and
+ * nothing under way, dlmd asks for a fencing of its own.  A second
+ * fencing of a node already fenced costs a reboot, never safety; a
+ * base read earlier (at the node's join) would have counted the first
+ * one, but it cannot be read without blocking at every join and it
+ * would count an "off" undone by a later "on" (see node_failed).
  */
 static bool pcmk_should_ask(struct dlmd_fence *fe, struct fence_node *fn)
 {
+	struct dlmd *d = fe->fe_d;
+	uint64_t waited = dlmd_now_ms() - fn->fn_failed_at;
+	bool in_view = fe->fe_up->fu_quorum_has(d, fn->fn_nodeid);
+
+	if (fn->fn_pcmk_pending)
+		return false;
 	if (fn->fn_member)
 		return true;
-	return fn->fn_in_view_ok &&
-	       dlmd_now_ms() - fn->fn_failed_at >= FENCE_RETRY_MS &&
-	       fe->fe_up->fu_quorum_has(fe->fe_d, fn->fn_nodeid);
+	if (fn->fn_in_view_ok && in_view)
+		return waited >= FENCE_RETRY_MS;
+	return !in_view && fe->fe_up->fu_quorate(d) &&
+	       waited >= (uint64_t)d->d_cfg.cf_fence_pcmk_wait_secs * 1000;
+}
+
+/* How long until pcmk_should_ask's wait for a lost node is over (ms; 0:
+ * it is). */
+static uint64_t pcmk_wait_left(const struct dlmd_fence *fe,
+			       const struct fence_node *fn)
+{
+	uint64_t waited = dlmd_now_ms() - fn->fn_failed_at;
+	uint64_t wait = (uint64_t)fe->fe_d->d_cfg.cf_fence_pcmk_wait_secs * 1000;
+
+	return waited >= wait ? 0 : wait - waited;
 }
 
 static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
 {
+	const char *action = fe->fe_d->d_cfg.cf_fence_pcmk_off ? "off" : "reboot";
 	char target[16];
 	int rc;
 
 	if (!fe->fe_st || fn->fn_pcmk_asked)
 		return;
 	snprintf(target, sizeof(target), "%u", fn->fn_nodeid);
-	rc = fe->fe_st->cmds->fence(fe->fe_st, st_opt_cs_nodeid, target, "reboot",
+	rc = fe->fe_st->cmds->fence(fe->fe_st, st_opt_cs_nodeid, target, action,
 				    PCMK_FENCE_TIMEOUT_S, 0);
 	if (rc < 0) {
 		log_warn("fencing: asking pacemaker's fencer to fence node %u: %s",
@@ -1080,15 +1433,20 @@ static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
 		return;
 	}
 	fn->fn_pcmk_asked = true;
-	/* the history read just before (attempt: pcmk_check, then us) */
+	fn->fn_pcmk_asked_at = dlmd_now_ms();
+	/* the history just read (pcmk_apply, then us) */
 	fn->fn_pcmk_ask.pm_known = fn->fn_pcmk_read_ok;
 	fn->fn_pcmk_ask.pm_done_ns = fn->fn_pcmk_last_done;
 	fn->fn_pcmk_ask.pm_failed_ns = fn->fn_pcmk_last_failed;
 	fn->fn_pcmk_ask.pm_wall_s = (int64_t)time(NULL);
-	log_notice("fencing: asked pacemaker's fencer to fence node %u (%s)",
-		   fn->fn_nodeid, fn->fn_daemon ? "its dlmd died with lockspaces" :
+	log_notice("fencing: asked pacemaker's fencer to fence node %u (%s: "
+		   "%s)", fn->fn_nodeid, action,
+		   fn->fn_daemon ? "its dlmd died with lockspaces" :
+		   fn->fn_member || fe->fe_up->fu_quorum_has(fe->fe_d, fn->fn_nodeid) ?
 		   "it is a cluster member: pacemaker does not fence it by "
-		   "itself");
+		   "itself" : "no fencing newer than the fencer's history at "
+		   "the failure, and none under way, after "
+		   "fence_pacemaker_wait_secs");
 }
 
 static void pcmk_connect(struct dlmd_fence *fe)
@@ -1122,6 +1480,15 @@ static void pcmk_connect(struct dlmd_fence *fe)
 		stonith_api_delete(st);
 		return;
 	}
+	/* after the first connection (THE HISTORY READER) */
+	rc = pcmk_reader_start(fe);
+	if (rc) {
+		log_err("fencing: cannot start the fencer's history reader: %s",
+			strerror(rc));
+		qb_loop_poll_del(d->d_loop, fd);
+		stonith_api_delete(st);
+		return;
+	}
 	fe->fe_st = st;
 	fe->fe_st_fd = fd;
 	fe->fe_pcmk_connected = true;
@@ -1133,19 +1500,16 @@ static void pcmk_connect(struct dlmd_fence *fe)
 {
 }
 
-static bool pcmk_check(struct dlmd_fence *fe, struct fence_node *fn)
+static void pcmk_request(struct dlmd_fence *fe, struct fence_node *fn)
 {
-	return false;
 }
 
-static bool pcmk_should_ask(struct dlmd_fence *fe, struct fence_node *fn)
+static uint64_t pcmk_wait_left(const struct dlmd_fence *fe,
+			       const struct fence_node *fn)
 {
-	return false;
+	return 0;
 }
 
-static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
-{
-}
 #endif
 
 /*
@@ -1219,20 +1583,23 @@ static void attempt(struct dlmd_fence *fe, struct fence_node *fn)
 		fenced(fe, fn, "fencing disabled", false);
 		return;
 	case DLMD_FENCE_PACEMAKER:
-		if (pcmk_check(fe, fn))
-			return;
-		/* what dlmd asks of the fencer, one survivor asks */
-		if (fe->fe_st && !fn->fn_pcmk_asked &&
-		    pcmk_should_ask(fe, fn) && may_act(fe, fn))
-			pcmk_ask(fe, fn);
+		/* a fresh read of its history: the reply decides, and
+		 * asks the fencer if need be (pcmk_apply) */
+		pcmk_request(fe, fn);
 		if (log_now) {
 			log_notice("fencing: node %u: waiting for pacemaker's "
 				   "fencer to fence it (%s)", fn->fn_nodeid,
 				   !fe->fe_pcmk_connected ? "fencer not reachable" :
-				   fn->fn_pcmk_pending ? "fencing in progress" :
+				   fn->fn_pcmk_pending ? "fencing in progress: "
+				   "we wait for it rather than ask" :
+				   fn->fn_pcmk_asked ? "we asked for it" :
 				   "no fencing since the failure yet");
 			fn->fn_last_log = now;
 		}
+		/* the end of the wait for a lost node, on time */
+		if (!fn->fn_pcmk_asked && pcmk_wait_left(fe, fn) &&
+		    pcmk_wait_left(fe, fn) < FENCE_RETRY_MS)
+			schedule_retry_in(fe, fn, pcmk_wait_left(fe, fn));
 		schedule_retry(fe, fn);
 		return;
 	case DLMD_FENCE_COMMAND:
@@ -1273,6 +1640,7 @@ int dlmd_fence_init(struct dlmd *d, const struct dlmd_fence_up *up)
 	}
 #ifdef HAVE_PACEMAKER_FENCING
 	fe->fe_st_fd = -1;
+	fe->fe_rd_req = fe->fe_rd_rep = -1;
 #endif
 	pcmk_connect(fe);
 	if (!d->d_cfg.cf_enable_fencing)
@@ -1320,6 +1688,7 @@ void dlmd_fence_fini(struct dlmd *d)
 	}
 #ifdef HAVE_PACEMAKER_FENCING
 	pcmk_disconnect(fe, false);
+	pcmk_reader_stop(fe);
 #endif
 	free(fe);
 	d->d_fence = NULL;
@@ -1374,16 +1743,19 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 	 * end, in one dispatch) was never fenced */
 	fn->fn_failed_at = now > fn->fn_fenced_at ? now : fn->fn_fenced_at + 1;
 	/* What counts is a fencing newer than the fencer's history at the
-	 * failure, read by the attempt below if it can be (pcmk_check);
+	 * failure, asked for by the attempt below if it can be (THE
+	 * HISTORY READER: the first reply to a request made from now on);
 	 * else this node's clock decides.  (A base read at the node's join
 	 * was tried and withdrawn: a synchronous read at every join hung
 	 * dlmd's loop for the history timeout when the fencer did not
 	 * answer, and an "off" undone by a later unfencing "on" would have
 	 * counted.  So a fencing pacemaker did before the node-down reached
-	 * us does not count: a known stall, README.) */
+	 * us does not count; after fence_pacemaker_wait_secs with nothing
+	 * newer, dlmd asks for one itself: pcmk_should_ask.) */
 	memset(&fn->fn_pcmk_since, 0, sizeof(fn->fn_pcmk_since));
 	fn->fn_pcmk_since.pm_wall_s = (int64_t)time(NULL);
 	fn->fn_pcmk_base_wanted = true;
+	fn->fn_pcmk_base_seq = fn->fn_pcmk_seq + 1;
 	d->d_metrics.m_fence_waits++;
 	fn->fn_attempts = 0;
 	fn->fn_last_log = 0;
@@ -1406,7 +1778,11 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 		   how & DLMD_FAIL_REMOVED ? " (removed from the cluster: "
 		   "messages between us were lost)" : "");
 	attempt(fe, fn);
-	fn->fn_pcmk_base_wanted = false;
+	/* its reply brings the history at the failure; with no read
+	 * asked for (the fencer not reachable), it is unknown */
+	fn->fn_pcmk_base_wanted = fn->fn_pcmk_inflight &&
+				  (fn->fn_pcmk_again ||
+				   fn->fn_pcmk_seq >= fn->fn_pcmk_base_seq);
 }
 
 void dlmd_fence_node_joined(struct dlmd *d, uint32_t nodeid)
@@ -1607,7 +1983,9 @@ bool dlmd_fence_forgive(struct dlmd *d, uint32_t nodeid, const char *why)
 	fn->fn_fenced_by = 0;
 	fn->fn_fenced_at = now > fn->fn_failed_at ? now : fn->fn_failed_at;
 	d->d_nfence_forgiven++;
-	log_warn("fencing: node %u is NOT fenced: its failure is forgiven (%s)",
+	/* at info: a merge may forgive many nodes, and cluster.c says
+	 * once per merge, at warning, which (forgive_split) */
+	log_info("fencing: node %u's failure is forgiven, not fenced (%s)",
 		 nodeid, why);
 	return true;
 }
@@ -1675,6 +2053,16 @@ unsigned int dlmd_fence_waiting(const struct dlmd *d)
 		if (!is_fenced(&fe->fe_nodes[i]))
 			n++;
 	return n;
+}
+
+bool dlmd_fence_pcmk_reading(const struct dlmd *d)
+{
+	const struct dlmd_fence *fe = d->d_fence;
+
+	for (unsigned int i = 0; fe && i < fe->fe_nnodes; i++)
+		if (fe->fe_nodes[i].fn_pcmk_inflight)
+			return true;
+	return false;
 }
 
 unsigned int dlmd_fence_unreaped(const struct dlmd *d)

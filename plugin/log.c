@@ -11,10 +11,14 @@
  *
  * libqb's logging is process-global, so the recorder is too (one per
  * process, like the log itself); the lock engine keeps none of this.
+ * Lines come from dlmd's loop thread, and from the pacemaker libraries
+ * in fence.c's history reader thread (THE HISTORY READER): our targets
+ * and the recorder's dump hold log_mu.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +42,7 @@ struct flight_recorder {
 };
 
 static struct flight_recorder recorder = { .fr_target = -1 };
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* The daemon's clock: monotonic milliseconds (what dlm_core_tick gets). */
 uint64_t dlmd_now_ms(void)
@@ -83,7 +88,9 @@ static void fr_add(int priority, const char *msg)
 static void fr_log(int32_t t, struct qb_log_callsite *cs,
 		   struct timespec *timestamp, const char *msg)
 {
+	pthread_mutex_lock(&log_mu);
 	fr_add(cs->priority, msg);
+	pthread_mutex_unlock(&log_mu);
 }
 
 /*
@@ -278,8 +285,19 @@ static int stderr_send(const char *line)
 	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
 }
 
+static void sink_log_locked(int32_t t, struct qb_log_callsite *cs,
+			    struct timespec *timestamp, const char *msg);
+
 static void sink_log(int32_t t, struct qb_log_callsite *cs,
 		     struct timespec *timestamp, const char *msg)
+{
+	pthread_mutex_lock(&log_mu);
+	sink_log_locked(t, cs, timestamp, msg);
+	pthread_mutex_unlock(&log_mu);
+}
+
+static void sink_log_locked(int32_t t, struct qb_log_callsite *cs,
+			    struct timespec *timestamp, const char *msg)
 {
 	struct log_sink *k = t == sink_syslog.lk_target ? &sink_syslog :
 			     &sink_stderr;
@@ -390,9 +408,11 @@ void dlmd_log_fini(void)
 	if (syslog_fd >= 0)
 		close(syslog_fd);
 	syslog_fd = -1;
+	pthread_mutex_lock(&log_mu);
 	free(fr->fr_lines);
 	fr->fr_lines = NULL;
 	fr->fr_cap = fr->fr_count = fr->fr_head = 0;
+	pthread_mutex_unlock(&log_mu);
 }
 
 char *dlmd_escape(const char *s, char *buf, size_t size)
@@ -425,15 +445,22 @@ char *dlmd_escape(const char *s, char *buf, size_t size)
 char *dlmd_log_flight_dump(void)
 {
 	struct flight_recorder *fr = &recorder;
-	size_t size = (size_t)fr->fr_count * (FR_LINE_LEN + 1) + 1, off = 0;
-	char *out = malloc(size);
+	size_t size, off = 0;
+	char *out;
 	uint32_t start;
 
-	if (!out)
+	pthread_mutex_lock(&log_mu);
+	size = (size_t)fr->fr_count * (FR_LINE_LEN + 1) + 1;
+	out = malloc(size);
+	if (!out) {
+		pthread_mutex_unlock(&log_mu);
 		return NULL;
+	}
 	out[0] = '\0';
-	if (!fr->fr_cap)
+	if (!fr->fr_cap) {
+		pthread_mutex_unlock(&log_mu);
 		return out;
+	}
 	start = (fr->fr_head + fr->fr_cap - fr->fr_count) % fr->fr_cap;
 	for (uint32_t i = 0; i < fr->fr_count; i++) {
 		const char *l = fr->fr_lines[(start + i) % fr->fr_cap];
@@ -444,5 +471,6 @@ char *dlmd_log_flight_dump(void)
 		out[off++] = '\n';
 	}
 	out[off] = '\0';
+	pthread_mutex_unlock(&log_mu);
 	return out;
 }

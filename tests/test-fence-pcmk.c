@@ -21,6 +21,7 @@
  * (77) otherwise.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -57,6 +58,18 @@ time_t __wrap_time(time_t *t)
 	return now;
 }
 
+/* ---- this node's monotonic clock (dlmd_now_ms), moved on by a test ---- */
+
+static uint64_t mono_offset_ms;
+
+uint64_t __real_dlmd_now_ms(void);
+uint64_t __wrap_dlmd_now_ms(void);
+
+uint64_t __wrap_dlmd_now_ms(void)
+{
+	return __real_dlmd_now_ms() + mono_offset_ms;
+}
+
 /* ---- the fake fencer ------------------------------------------------- */
 
 #define MAX_HIST	8
@@ -71,6 +84,7 @@ static struct {
 	} hist[MAX_HIST];
 	void		(*notify)(stonith_t *st, stonith_event_t *e);
 	unsigned int	asked;		/* fence() calls */
+	char		action[16];	/* of the latest */
 	unsigned int	history_reads;
 } fencer;
 
@@ -98,36 +112,65 @@ static int fake_register(stonith_t *st, const char *event,
 	return 0;
 }
 
-/* a connected fencer that stops answering: each read "waits" its timeout */
-static int fencer_hangs, fencer_blocked_s;
+/*
+ * The history is read by fence.c's reader thread (THE HISTORY READER),
+ * not the test's: what it reads is under fmu, and what it finds wrong
+ * is told to the test's thread (bad_target), which asserts.  A connected
+ * fencer that stops answering (fencer_hangs: SIGSTOP, a deadlock) holds
+ * the read until the test lets it go, or for HANG_MAX_MS at most (so
+ * that a read made on the test's own thread, as dlmd's loop made it
+ * before the reader, ends, and the test fails rather than hangs).
+ */
+#define HANG_MAX_MS	1000
+static pthread_mutex_t fmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fcond = PTHREAD_COND_INITIALIZER;
+static pthread_t test_thread;
+static bool fencer_hangs;
+static unsigned int hung_reads;		/* reads that found it hanging */
+static unsigned int reads_on_test_thread;	/* dlmd's loop would wait */
+static bool bad_target;
 
 static int fake_history(stonith_t *st, int opts, const char *node,
 			stonith_history_t **out, int timeout)
 {
 	stonith_history_t *list = NULL;
+	int rc = 0;
 
 	(void)st;
 	(void)opts;
 	(void)timeout;
-	assert_string_equal(node, "2");
+	pthread_mutex_lock(&fmu);
+	if (strcmp(node, "2"))
+		bad_target = true;
 	fencer.history_reads++;
+	if (pthread_equal(pthread_self(), test_thread))
+		reads_on_test_thread++;
 	if (fencer_hangs) {	/* a fencer that does not answer */
-		fencer_blocked_s += timeout;
-		*out = NULL;
-		return -ETIME;
+		struct timespec until;
+
+		hung_reads++;
+		pthread_cond_broadcast(&fcond);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += HANG_MAX_MS / 1000;
+		while (fencer_hangs &&
+		       pthread_cond_timedwait(&fcond, &fmu, &until) == 0)
+			;
+		rc = -ETIME;
 	}
-	for (unsigned int i = 0; i < fencer.nhist; i++) {
+	for (unsigned int i = 0; !rc && i < fencer.nhist; i++) {
 		stonith_history_t *h = calloc(1, sizeof(*h));
 
-		assert_non_null(h);
+		if (!h)
+			abort();
 		h->state = fencer.hist[i].state;
 		h->completed = fencer.hist[i].completed;
 		h->action = (char *)fencer.hist[i].action;
 		h->next = list;
 		list = h;
 	}
+	pthread_mutex_unlock(&fmu);
 	*out = list;
-	return 0;
+	return rc;
 }
 
 static int fake_fence(stonith_t *st, int opts, const char *node,
@@ -136,10 +179,10 @@ static int fake_fence(stonith_t *st, int opts, const char *node,
 	(void)st;
 	(void)opts;
 	(void)node;
-	(void)action;
 	(void)timeout;
 	(void)tolerance;
 	fencer.asked++;
+	snprintf(fencer.action, sizeof(fencer.action), "%s", action);
 	return 0;
 }
 
@@ -178,6 +221,9 @@ void __wrap_stonith_history_free(stonith_history_t *h)
 	}
 }
 
+static struct dlmd *cur_d;
+static void settle(struct dlmd *d);
+
 /* The fencer's history of the victim gets an entry of 'action' (its
  * clock: the real time plus 'at'); a finished one is announced as the
  * fencer does. */
@@ -189,12 +235,56 @@ static void fencer_add_action(int state, time_t at, const char *action)
 			      .executioner = (char *)"n3" };
 
 	assert_true(fencer.nhist < MAX_HIST);
+	pthread_mutex_lock(&fmu);
 	fencer.hist[fencer.nhist].state = state;
 	fencer.hist[fencer.nhist].completed = __real_time(NULL) + at;
 	fencer.hist[fencer.nhist].action = action;
 	fencer.nhist++;
+	pthread_mutex_unlock(&fmu);
 	if (state != st_exec && fencer.notify)
 		fencer.notify(&fake_st, &e);
+	settle(cur_d);
+}
+
+/* The daemon of the test running (cur_d), and its loop run until no
+ * read of the history is in flight (their replies handled: fence.c, THE
+ * HISTORY READER).  Each turn runs the loop 1 ms; reads take
+ * microseconds. */
+static void stop_loop(void *data)
+{
+	qb_loop_stop(data);
+}
+
+static void settle(struct dlmd *d)
+{
+	for (int i = 0; d && i < 10000 && dlmd_fence_pcmk_reading(d); i++) {
+		qb_loop_timer_handle t;
+
+		assert_int_equal(qb_loop_timer_add(d->d_loop, QB_LOOP_HIGH,
+						   1000000, d->d_loop, stop_loop,
+						   &t), 0);
+		qb_loop_run(d->d_loop);
+	}
+	assert_false(d && dlmd_fence_pcmk_reading(d));
+	assert_false(bad_target);
+}
+
+/* Entry i of the history (a pending one) ends: 'state', 'at' (as above). */
+static void fencer_set_state(unsigned int i, int state, time_t at)
+{
+	stonith_event_t e = { .result = state == st_done ? 0 : -1,
+			      .action = (char *)fencer.hist[i].action,
+			      .target = (char *)"2",
+			      .executioner = (char *)"n3" };
+
+	assert_true(i < fencer.nhist);
+	pthread_mutex_lock(&fmu);
+	fencer.hist[i].state = state;
+	fencer.hist[i].completed = __real_time(NULL) + at;
+	pthread_mutex_unlock(&fmu);
+	if (fencer.notify)
+		fencer.notify(&fake_st, &e);
+	settle(cur_d);
 }
 
 /* A fencing (reboot) */
@@ -279,7 +369,13 @@ static struct dlmd *daemon_pcmk(bool reachable)
 	fencer.nhist = 0;
 	fencer.notify = NULL;
 	fencer.asked = 0;
+	fencer.action[0] = '\0';
 	fencer.history_reads = 0;
+	pthread_mutex_lock(&fmu);
+	fencer_hangs = false;	/* a test that failed may have left it */
+	hung_reads = 0;
+	reads_on_test_thread = 0;
+	pthread_mutex_unlock(&fmu);
 	victim_in_view = false;
 	dlmd_config_defaults(&d->d_cfg);
 	d->d_cfg.cf_enable_fencing = true;
@@ -289,6 +385,7 @@ static struct dlmd *daemon_pcmk(bool reachable)
 	d->d_loop = qb_loop_create();
 	assert_non_null(d->d_loop);
 	assert_int_equal(dlmd_fence_init(d, &fake_up), 0);
+	cur_d = d;
 	return d;
 }
 
@@ -298,14 +395,18 @@ static void look_again(struct dlmd *d)
 {
 	usleep(100 * 1000);
 	dlmd_fence_kick(d);
+	settle(d);
 }
 
 static void daemon_free(struct dlmd *d)
 {
+	settle(d);
 	dlmd_fence_fini(d);
+	cur_d = NULL;
 	qb_loop_destroy(d->d_loop);
 	free(d);
 	wall_offset = 0;
+	mono_offset_ms = 0;
 }
 
 /* Node 2 fails (a node-down) with this node's clock at real + offset,
@@ -320,6 +421,7 @@ static struct dlmd *fail_with_clock(time_t offset)
 	dlmd_fence_node_joined(d, VICTIM);
 	wall_offset = offset;
 	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	settle(d);
 	assert_true(fencer.history_reads > 0);
 	return d;
 }
@@ -399,6 +501,7 @@ static void test_unreachable_at_failure(void **state)
 	fencer.hist[0].action = "reboot";
 	fencer.nhist = 1;
 	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	settle(d);
 	assert_int_equal(fencer.history_reads, 0);
 	assert_false(dlmd_fence_is_done(d, VICTIM));
 	fencer.reachable = true;
@@ -423,6 +526,7 @@ static void test_asked_fails_clock_forward(void **state)
 	fencer_add(st_failed, -HOUR / 2);	/* an old failed attempt */
 	wall_offset = HOUR;
 	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_DAEMON);
+	settle(d);
 	assert_int_equal(fencer.asked, 1);
 	fencer_add(st_failed, 5);
 	/* the turn passed: asked again on the retry */
@@ -440,6 +544,7 @@ static void test_asked_old_failure_clock_back(void **state)
 	fencer_add(st_failed, -HOUR / 2);	/* an old failed attempt */
 	wall_offset = -HOUR;
 	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_DAEMON);
+	settle(d);
 	assert_int_equal(fencer.asked, 1);
 	/* a look at the history meanwhile: ours is still on */
 	look_again(d);
@@ -462,9 +567,11 @@ static void test_restarted_asks_fencer(void **state)
 	(void)state;
 	dlmd_fence_node_joined(d, VICTIM);
 	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	settle(d);
 	assert_int_equal(fencer.asked, 0);	/* a node lost: pacemaker's */
 	victim_in_view = true;
 	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_RESTARTED);
+	settle(d);
 	look_again(d);
 	look_again(d);
 	assert_int_equal(fencer.asked, 1);
@@ -485,6 +592,7 @@ static void test_in_view_failure_asks_fencer(void **state)
 	(void)state;
 	dlmd_fence_node_joined(d, VICTIM);
 	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_MAJORITY);
+	settle(d);
 	look_again(d);
 	look_again(d);
 	assert_int_equal(fencer.asked, 0);
@@ -508,6 +616,7 @@ static void test_unfencing_does_not_count(void **state)
 	(void)state;
 	dlmd_fence_node_joined(d, VICTIM);
 	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	settle(d);
 	fencer_add_action(st_done, 2, "on");
 	look_again(d);
 	assert_false(dlmd_fence_is_done(d, VICTIM));
@@ -528,6 +637,7 @@ static void test_asked_unfencing_failure_ignored(void **state)
 	(void)state;
 	dlmd_fence_node_joined(d, VICTIM);
 	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_DAEMON);
+	settle(d);
 	assert_int_equal(fencer.asked, 1);
 	fencer_add_action(st_failed, 2, "on");
 	look_again(d);
@@ -547,11 +657,64 @@ static void test_join_reads_no_history(void **state)
 
 	(void)state;
 	dlmd_fence_node_joined(d, VICTIM);
-	fencer_hangs = 1;
+	fencer_hangs = true;
 	for (int i = 0; i < 3; i++)
 		dlmd_fence_node_joined(d, VICTIM);
-	fencer_hangs = 0;
-	assert_int_equal(fencer_blocked_s, 0);
+	pthread_mutex_lock(&fmu);
+	fencer_hangs = false;
+	pthread_mutex_unlock(&fmu);
+	assert_int_equal(fencer.history_reads, 0);
+	daemon_free(d);
+}
+
+/* A timer of the loop's: it ran. */
+static void timer_ran(void *data)
+{
+	*(bool *)data = true;
+	qb_loop_stop(cur_d->d_loop);
+}
+
+/* A connected fencer that stops answering while a node waits: each read
+ * of its history waits for it (up to its timeout, 10 s).  Made on dlmd's
+ * loop thread, that stalled all locking for the timeout, per read, every
+ * retry (seen failing so before THE HISTORY READER: the read was made on
+ * the test's thread, which waited HANG_MAX_MS).  Now the reader's thread
+ * waits; the failure is recorded at once and the loop keeps serving (a
+ * timer of its runs) while the read hangs; once the fencer answers again, its fencing counts. */
+static void test_hung_fencer_loop_serves(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+	bool ran = false;
+	qb_loop_timer_handle t;
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	fencer_hangs = true;
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	assert_int_equal(reads_on_test_thread, 0);
+	/* the reader is in the hung read */
+	pthread_mutex_lock(&fmu);
+	while (!hung_reads)
+		pthread_cond_wait(&fcond, &fmu);
+	pthread_mutex_unlock(&fmu);
+	assert_true(dlmd_fence_pcmk_reading(d));
+	/* the loop serves meanwhile */
+	assert_int_equal(qb_loop_timer_add(d->d_loop, QB_LOOP_HIGH, 1000000,
+					   &ran, timer_ran, &t), 0);
+	qb_loop_run(d->d_loop);
+	assert_true(ran);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	assert_int_equal(reads_on_test_thread, 0);
+	/* the fencer answers again: the hung read fails (no base: this
+	 * node's clock decides), the next ones see the fencing */
+	pthread_mutex_lock(&fmu);
+	fencer_hangs = false;
+	pthread_cond_broadcast(&fcond);
+	pthread_mutex_unlock(&fmu);
+	settle(d);
+	fencer_add(st_done, 2);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	assert_int_equal(reads_on_test_thread, 0);
 	daemon_free(d);
 }
 
@@ -568,8 +731,121 @@ static void test_off_undone_by_on_does_not_count(void **state)
 	fencer_add_action(st_done, 2, "off");
 	fencer_add_action(st_done, 3, "on");
 	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_DAEMON);
+	settle(d);
 	look_again(d);
 	assert_false(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* THE KNOWN STALL (session 18): pacemaker fenced node 2 before its
+ * node-down reached dlmd (both follow the same membership change): that
+ * fencing is in the history read at the failure, and nothing newer ever
+ * comes.  Before fence_pacemaker_wait_secs dlmd asks nothing (pacemaker
+ * may still be about to fence it); after it, with nothing newer and
+ * nothing under way, it asks once, "reboot", and the fencing it asked
+ * for counts.  (Seen failing before the fix: never asked, never fenced.) */
+static void test_fenced_before_failure_asks(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	fencer_add(st_done, -1);	/* pacemaker was first */
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	settle(d);
+	look_again(d);
+	assert_int_equal(fencer.asked, 0);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	mono_offset_ms += d->d_cfg.cf_fence_pcmk_wait_secs * 1000ULL;
+	look_again(d);
+	assert_int_equal(fencer.asked, 1);
+	assert_string_equal(fencer.action, "reboot");
+	look_again(d);
+	assert_int_equal(fencer.asked, 1);	/* once while it is on */
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer_add(st_done, 2);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* What dlmd asked for failed (the device did not answer): asked again;
+ * a request the fencer never shows (no result, nothing under way, long
+ * past its timeout) is asked again too.  fence_pacemaker_action = off is
+ * what is asked. */
+static void test_stall_ask_retried(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	d->d_cfg.cf_fence_pcmk_off = true;
+	dlmd_fence_node_joined(d, VICTIM);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	settle(d);
+	mono_offset_ms += d->d_cfg.cf_fence_pcmk_wait_secs * 1000ULL;
+	look_again(d);
+	assert_int_equal(fencer.asked, 1);
+	assert_string_equal(fencer.action, "off");
+	fencer_add(st_failed, 2);
+	look_again(d);
+	assert_int_equal(fencer.asked, 2);
+	/* the second request never shows in the history */
+	look_again(d);
+	assert_int_equal(fencer.asked, 2);
+	mono_offset_ms += 200 * 1000ULL;
+	look_again(d);
+	assert_int_equal(fencer.asked, 3);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer_add_action(st_done, 4, "off");
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* The fencer's history shows a fencing of the node under way (pacemaker's
+ * own, an operator's stonith_admin): dlmd waits for it rather than ask
+ * for a second (a double reboot).  A member (its dlmd alone died) is
+ * asked for at once, but not while one is under way; if that one fails,
+ * dlmd asks.  (Seen failing before the fix: asked at once.) */
+static void test_pending_member_not_asked(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	victim_in_view = true;
+	dlmd_fence_node_joined(d, VICTIM);
+	fencer_add(st_exec, 0);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_DAEMON);
+	settle(d);
+	look_again(d);
+	assert_int_equal(fencer.asked, 0);
+	/* it fails: nothing under way now, so dlmd asks */
+	fencer_set_state(0, st_failed, 1);
+	look_again(d);
+	assert_int_equal(fencer.asked, 1);
+	fencer_add(st_done, 2);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* A node lost, pacemaker's own fencing of it still under way when
+ * fence_pacemaker_wait_secs is over (a slow power switch): dlmd does not
+ * ask; that fencing counts when it ends. */
+static void test_pending_lost_node_not_asked(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	settle(d);
+	fencer_add(st_exec, 0);
+	mono_offset_ms += d->d_cfg.cf_fence_pcmk_wait_secs * 1000ULL;
+	look_again(d);
+	look_again(d);
+	assert_int_equal(fencer.asked, 0);
+	fencer_set_state(0, st_done, 1);
+	look_again(d);
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	assert_int_equal(fencer.asked, 0);
 	daemon_free(d);
 }
 
@@ -588,12 +864,18 @@ int main(void)
 		cmocka_unit_test(test_unfencing_does_not_count),
 		cmocka_unit_test(test_asked_unfencing_failure_ignored),
 		cmocka_unit_test(test_join_reads_no_history),
+		cmocka_unit_test(test_hung_fencer_loop_serves),
 		cmocka_unit_test(test_off_undone_by_on_does_not_count),
+		cmocka_unit_test(test_fenced_before_failure_asks),
+		cmocka_unit_test(test_stall_ask_retried),
+		cmocka_unit_test(test_pending_member_not_asked),
+		cmocka_unit_test(test_pending_lost_node_not_asked),
 	};
 	struct dlmd_config cf;
 	int rv;
 
 	fencer.pipe[0] = fencer.pipe[1] = -1;
+	test_thread = pthread_self();
 	dlmd_config_defaults(&cf);
 	if (dlmd_log_init(&cf, false))
 		return 1;

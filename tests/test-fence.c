@@ -233,6 +233,25 @@ static void test_config_key(void **state)
 	assert_int_equal(cf.cf_fence_timeout_secs, 5);
 	assert_true(load("fence_timeout_secs = 0\n", &cf) < 0);
 	assert_true(load("fence_timeout_secs = 86401\n", &cf) < 0);
+
+	/* fence_pacemaker_wait_secs: 5 by default, 0..3600, shown;
+	 * fence_pacemaker_action: reboot by default, or off */
+	dlmd_config_defaults(&cf);
+	assert_int_equal(cf.cf_fence_pcmk_wait_secs, 5);
+	assert_false(cf.cf_fence_pcmk_off);
+	dump = dlmd_config_dump(&cf);
+	assert_non_null(dump);
+	assert_non_null(strstr(dump, "\nfence_pacemaker_wait_secs = 5\n"));
+	assert_non_null(strstr(dump, "\nfence_pacemaker_action = reboot\n"));
+	free(dump);
+	assert_int_equal(load("fence_pacemaker_wait_secs = 0\n", &cf), 0);
+	assert_int_equal(cf.cf_fence_pcmk_wait_secs, 0);
+	assert_true(load("fence_pacemaker_wait_secs = 3601\n", &cf) < 0);
+	assert_int_equal(load("fence_pacemaker_action = off\n", &cf), 0);
+	assert_true(cf.cf_fence_pcmk_off);
+	assert_int_equal(load("fence_pacemaker_action = reboot\n", &cf), 0);
+	assert_false(cf.cf_fence_pcmk_off);
+	assert_true(load("fence_pacemaker_action = on\n", &cf) < 0);
 }
 
 static void test_method_names(void **state)
