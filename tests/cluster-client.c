@@ -85,7 +85,8 @@
  *       their resources (core/solo.c); no LVBs, so the checker judges
  *       holds and the counter files only.
  *   cluster-client many LS DIR PREFIX FROM TO MODE CMDS
- *       Request PREFIX-<i> for i in [FROM, TO) in MODE (EX, PW, PR, NL),
+ *       Request PREFIX-<i> for i in [FROM, TO) (at most 131072 of them:
+ *       test-cluster-churn's 100000) in MODE (EX, PW, PR, NL),
  *       no VALBLK, blocking ASTs wanted, asynchronously (32 at a time
  *       but for those that wait); print "granted i" for each grant and "held N" once all
  *       N are.  Then obey the lines appended to the file CMDS (polled),
@@ -881,7 +882,7 @@ static int do_purge(int argc, char **argv)
 }
 
 /* many: a lock's state, its astarg */
-#define MANY_MAX	16384
+#define MANY_MAX	(1u << 17)
 #define MANY_INFLIGHT	32
 #define MANY_WAIT_MS	60000
 
