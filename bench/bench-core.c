@@ -172,6 +172,14 @@
  * 466 -> 210 B (fold_lone_locks 0 -> 1): the solo's 112 B chunk and
  * 8.4 B of buckets, dlmd's lkcb (64 B chunk) and lkid map slot (25 B).
  *
+ * Then (issue 14, Dec 7, session 19) the time, not the bytes: a lock
+ * no longer asks whether the id the counter hands it is in use until
+ * the counter wraps (resource.c dlm_lkid_new): that look read the cold
+ * held lock in the fresh id's bucket and made a PR pair beside 1M NL
+ * holders 1.43x-1.64x its 10k CPU (0.99x-1.04x after, seven runs each,
+ * bench/README.md "What grows with the locks held"); bucket arrays of
+ * 4 MB or more ask for huge pages (htab.c), no byte more.
+ *
  * Not covered by the fold (the goal's 200 B holds only where it
  * applies): a lockspace with other members (a solo would have to unfold
  * in every message handler that names a resource: LOOKUP, REQUEST,
