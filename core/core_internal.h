@@ -305,6 +305,10 @@ struct dlm_bynode {
 /* A block of lock ids reserved for one owner (dlm_core_ids_reserve). */
 struct dlm_idblock {
 	uint32_t		ib_first;	/* a multiple of DLM_IDS_BLOCK */
+	/* no id of the block at or past ib_first + ib_fresh has been a
+	 * lock's since it was reserved (all were free then): a lock there
+	 * needs no look for a duplicate (lock.c request_lock) */
+	uint32_t		ib_fresh;
 	uint64_t		ib_owner;
 };
 

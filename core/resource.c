@@ -735,6 +735,10 @@ static bool idblock_free(const struct dlm_ls *ls, uint32_t first)
 
 	if (!first || dlm_idblock_find(ls, first))
 		return false;
+	/* at or past the counter before it wrapped: no id there was ever
+	 * handed out (dlm_lkid_new) */
+	if (!ls->ls_lkid_wrapped && first >= ls->ls_next_lkid)
+		return true;
 	for (k = 0; k < DLM_IDS_BLOCK; k++)
 		if (dlm_lkid_in_use((struct dlm_ls *)ls, first + k))
 			return false;
@@ -769,6 +773,7 @@ int dlm_core_ids_reserve(struct dlm_ls *ls, uint64_t owner, uint32_t *first)
 	for (i = ls->ls_nidblocks; i > 0 && ls->ls_idblocks[i - 1].ib_first > f; i--)
 		ls->ls_idblocks[i] = ls->ls_idblocks[i - 1];
 	ls->ls_idblocks[i].ib_first = f;
+	ls->ls_idblocks[i].ib_fresh = 0;	/* idblock_free: none in use */
 	ls->ls_idblocks[i].ib_owner = owner;
 	ls->ls_nidblocks++;
 	*first = f;
