@@ -172,6 +172,14 @@
  * 466 -> 210 B (fold_lone_locks 0 -> 1): the solo's 112 B chunk and
  * 8.4 B of buckets, dlmd's lkcb (64 B chunk) and lkid map slot (25 B).
  *
+ * Then (issue 14, Dec 7, session 19) the time, not the bytes: a lock
+ * no longer asks whether the id the counter hands it is in use until
+ * the counter wraps (resource.c dlm_lkid_new): that look read the cold
+ * held lock in the fresh id's bucket and made a PR pair beside 1M NL
+ * holders 1.43x-1.64x its 10k CPU (0.99x-1.04x after, seven runs each,
+ * bench/README.md "What grows with the locks held"); bucket arrays of
+ * 4 MB or more ask for huge pages (htab.c), no byte more.
+ *
  * Not covered by the fold (the goal's 200 B holds only where it
  * applies): a lockspace with other members (a solo would have to unfold
  * in every message handler that names a resource: LOOKUP, REQUEST,
@@ -232,8 +240,10 @@
  * LOOKUP with this node as master (a directory node with no record), so
  * a lone lock on a name another member directs folds once its lookup is
  * answered (core/solo.c, "Names other nodes direct", session 17).
- * Usage: bench-core [--members N [--spread]] [--unfold N | [--no-fold]
- *                   [--quick | --no-10m | --held N]]
+ * --client-ids: every lock takes its id from a block reserved for its
+ * owner, in sequence, as dlmd's clients do (core/lock.c ib_fresh).
+ * Usage: bench-core [--members N [--spread]] [--client-ids] [--unfold N |
+ *                   [--no-fold] [--quick | --no-10m | --held N]]
  */
 #include <malloc.h>
 #include <stddef.h>
@@ -362,6 +372,13 @@ static unsigned directed_name(const char *prefix, size_t *next, char *buf,
 	}
 }
 
+/* --client-ids: every lock takes its id as dlmd's clients take theirs
+ * (libdlm lh_id_next), in sequence from a block of DLM_IDS_BLOCK
+ * reserved for its owner (owners 1-3 here), a new block when one is
+ * used up; else the engine hands the ids out */
+static int client_ids;
+static uint32_t blk_next[4], blk_end[4];
+
 static void setup(void)
 {
 	static const struct dlm_core_ops ops = { .send = b_send, .ast = b_ast };
@@ -371,6 +388,8 @@ static void setup(void)
 
 	for (i = 0; i < nmembers; i++)
 		members[i] = i + 1;
+	memset(blk_next, 0, sizeof(blk_next));
+	memset(blk_end, 0, sizeof(blk_end));
 	core = dlm_core_new(&cfg, &ops, NULL);
 	if (!core || dlm_core_ls_create(core, "bench", members, nmembers,
 					NULL, &ls)) {
@@ -392,6 +411,17 @@ static uint32_t lock1(const char *name, unsigned len, int mode, uint64_t owner)
 				   .owner = owner };
 	uint32_t id;
 
+	if (client_ids) {
+		/* as a libdlm client: ids in sequence from its blocks */
+		if (blk_next[owner] == blk_end[owner]) {
+			if (dlm_core_ids_reserve(ls, owner, &blk_next[owner])) {
+				fprintf(stderr, "bench-core: no id block\n");
+				exit(1);
+			}
+			blk_end[owner] = blk_next[owner] + DLM_IDS_BLOCK;
+		}
+		rq.newid = blk_next[owner]++;
+	}
 	if (dlm_core_lock(ls, &rq, &id)) {
 		fprintf(stderr, "bench-core: lock failed\n");
 		exit(1);
@@ -611,8 +641,12 @@ static int shift_opts(int *argc, char **argv)
 			}
 		} else if (i + 1 < *argc && !strcmp(argv[i], "--unfold")) {
 			unfold_n = (size_t)strtoull(argv[i + 1], NULL, 10);
-		} else if (!strcmp(argv[i], "--spread")) {
-			spread = 1;
+		} else if (!strcmp(argv[i], "--client-ids") ||
+			   !strcmp(argv[i], "--spread")) {
+			if (argv[i][2] == 'c')
+				client_ids = 1;
+			else
+				spread = 1;
 			for (j = i; j + 1 <= *argc; j++)
 				argv[j] = argv[j + 1];
 			*argc -= 1;
@@ -666,12 +700,13 @@ int main(int argc, char **argv)
 		held[0] = (size_t)strtoull(argv[2 + nofold], NULL, 10);
 		nheld = 1;
 		if (!held[0]) {
-			fprintf(stderr, "usage: bench-core [--members N [--spread]] [--unfold N | [--no-fold] [--quick | --no-10m | --held N]]\n");
+			fprintf(stderr, "usage: bench-core [--members N [--spread]] [--client-ids] [--unfold N | [--no-fold] [--quick | --no-10m | --held N]]\n");
 			return 2;
 		}
 	}
-	printf("dlmd core engine benchmark (one node, in process)%s%s",
-	       quick ? " [quick]" : "", fold ? "" : " [no fold]");
+	printf("dlmd core engine benchmark (one node, in process)%s%s%s",
+	       quick ? " [quick]" : "", fold ? "" : " [no fold]",
+	       client_ids ? " [client-chosen ids]" : "");
 	if (nmembers > 1)
 		printf(" [%u members: %s]", nmembers, spread ?
 		       "names spread over all, this node master of each" :

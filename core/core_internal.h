@@ -305,6 +305,10 @@ struct dlm_bynode {
 /* A block of lock ids reserved for one owner (dlm_core_ids_reserve). */
 struct dlm_idblock {
 	uint32_t		ib_first;	/* a multiple of DLM_IDS_BLOCK */
+	/* no id of the block at or past ib_first + ib_fresh has been a
+	 * lock's since it was reserved (all were free then): a lock there
+	 * needs no look for a duplicate (lock.c request_lock) */
+	uint32_t		ib_fresh;
 	uint64_t		ib_owner;
 };
 
@@ -419,6 +423,9 @@ struct dlm_ls {
 	 * their records are on other nodes */
 	uint64_t		ls_nsolo_remote;
 	uint32_t		ls_next_lkid;
+	/* ls_next_lkid went past 2^32 - 1 (or a block reservation took it
+	 * back): ids it hands out may be in use (resource.c dlm_lkid_new) */
+	bool			ls_lkid_wrapped;
 	struct dlm_idblock	*ls_idblocks;	/* reserved, sorted by ib_first */
 	size_t			ls_nidblocks;
 	size_t			ls_idblocks_cap;
@@ -639,6 +646,9 @@ void dlm_dir_drop_departed(struct dlm_ls *ls);
 struct dlm_owner *dlm_owner_get(struct dlm_ls *ls, uint64_t id, bool create);
 void dlm_owner_put(struct dlm_ls *ls, struct dlm_owner *ow);
 bool dlm_lkid_in_use(struct dlm_ls *ls, uint32_t id);
+/* A fresh lock id from ls_next_lkid: not 0, not in use, in no reserved
+ * block. */
+uint32_t dlm_lkid_new(struct dlm_ls *ls);
 bool dlm_dir_has_record(struct dlm_ls *ls, const unsigned char *key,
 			unsigned int keylen, uint32_t hash);
 void dlm_dir_self_adopt(struct dlm_ls *ls, struct dlm_rsb *r, uint32_t event);

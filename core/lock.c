@@ -1603,14 +1603,23 @@ static int request_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 		return -EINVAL;		/* persistent sub-locks: not supported */
 	if (req->newid) {
 		/* an id the client took from its own reserved block */
-		const struct dlm_idblock *ib = dlm_idblock_find(ls, req->newid);
+		struct dlm_idblock *ib = dlm_idblock_find(ls, req->newid);
+		uint32_t off;
 
 		if (!ib || (req->flags & DLM_LKF_ORPHAN))
 			return -EINVAL;
 		if (ib->ib_owner != req->owner)
 			return -EPERM;
-		if (dlm_lkid_in_use(ls, req->newid))
+		/* an id past every one the owner used in the block is free
+		 * (as a fresh id is, resource.c dlm_lkid_new): the look in
+		 * the tables read a cold lock at every call with millions
+		 * held.  Marked used here, before the call can still fail:
+		 * a later use of it is looked at, that is all. */
+		off = req->newid - ib->ib_first;
+		if (off < ib->ib_fresh && dlm_lkid_in_use(ls, req->newid))
 			return -EEXIST;
+		if (off >= ib->ib_fresh)
+			ib->ib_fresh = off + 1;
 	}
 	if (check_range(req->range, &range))
 		return -EINVAL;

@@ -588,14 +588,8 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id)
 	if (!lkb)
 		return NULL;
 	memset(lkb, 0, sizeof(*lkb));
-	/* ids wrap after 2^32 locks; skip 0, ids still in use and ids of
-	 * blocks reserved for a client */
-	while (!id) {
-		id = ls->ls_next_lkid++;
-		if (id && (dlm_lkid_in_use(ls, id) ||
-			   (ls->ls_nidblocks && dlm_idblock_find(ls, id))))
-			id = 0;
-	}
+	if (!id)
+		id = dlm_lkid_new(ls);
 	lkb->lkb_id = id;	/* and so the node's hash: lkid_hash(id) == id */
 	lkb->lkb_grmode = DLM_LOCK_IV;
 	lkb->lkb_rqmode = DLM_LOCK_IV;
@@ -614,6 +608,35 @@ struct dlm_lkb *dlm_lkb_create(struct dlm_ls *ls, uint32_t id)
 bool dlm_lkid_in_use(struct dlm_ls *ls, uint32_t id)
 {
 	return dlm_lkb_find(ls, id) || dlm_solo_find_id(ls, id);
+}
+
+/* Fresh ids.  ls_next_lkid counts up from 1; every id a lock has came
+ * from it or from a block reserved for a client (dlm_core_ids_reserve,
+ * which moves the counter past the block) or is a folded lock's own id
+ * taken back.  So until the counter wraps, no id at or above it is in
+ * use or reserved, and the id it hands out needs no look in the tables.
+ * That look is what made a lock dearer with millions held (issue 14,
+ * bench/README.md "What grows at 10M"): the fresh id's bucket in
+ * ls_lkbtbl and ls_soloids (the hash of an id is the id) holds the lock
+ * whose id is 2^k less, long cold, and comparing its id missed the cache
+ * on every lock.  After 2^32 ids (or a reservation that wrapped) every
+ * id is checked, as before: skip 0, ids still in use and ids of blocks
+ * reserved for a client. */
+uint32_t dlm_lkid_new(struct dlm_ls *ls)
+{
+	for (;;) {
+		uint32_t id = ls->ls_next_lkid++;
+
+		if (!ls->ls_next_lkid)
+			ls->ls_lkid_wrapped = true;
+		if (!id)
+			continue;
+		if (!ls->ls_lkid_wrapped)
+			return id;
+		if (!dlm_lkid_in_use(ls, id) &&
+		    !(ls->ls_nidblocks && dlm_idblock_find(ls, id)))
+			return id;
+	}
 }
 
 void dlm_lkb_free(struct dlm_ls *ls, struct dlm_lkb *lkb)
@@ -712,6 +735,10 @@ static bool idblock_free(const struct dlm_ls *ls, uint32_t first)
 
 	if (!first || dlm_idblock_find(ls, first))
 		return false;
+	/* at or past the counter before it wrapped: no id there was ever
+	 * handed out (dlm_lkid_new) */
+	if (!ls->ls_lkid_wrapped && first >= ls->ls_next_lkid)
+		return true;
 	for (k = 0; k < DLM_IDS_BLOCK; k++)
 		if (dlm_lkid_in_use((struct dlm_ls *)ls, first + k))
 			return false;
@@ -738,11 +765,15 @@ int dlm_core_ids_reserve(struct dlm_ls *ls, uint64_t owner, uint32_t *first)
 	for (tries = 0; !idblock_free(ls, f); tries++, f += DLM_IDS_BLOCK)
 		if (tries == DLM_IDS_TRIES)
 			return -ENOSPC;
-	/* the engine's own ids go on past it */
+	/* the engine's own ids go on past it; a block found past 2^32
+	 * takes the counter back below ids in use (dlm_lkid_new) */
+	if (f + DLM_IDS_BLOCK <= ls->ls_next_lkid)
+		ls->ls_lkid_wrapped = true;
 	ls->ls_next_lkid = f + DLM_IDS_BLOCK;
 	for (i = ls->ls_nidblocks; i > 0 && ls->ls_idblocks[i - 1].ib_first > f; i--)
 		ls->ls_idblocks[i] = ls->ls_idblocks[i - 1];
 	ls->ls_idblocks[i].ib_first = f;
+	ls->ls_idblocks[i].ib_fresh = 0;	/* idblock_free: none in use */
 	ls->ls_idblocks[i].ib_owner = owner;
 	ls->ls_nidblocks++;
 	*first = f;

@@ -187,20 +187,6 @@ static void solo_ast(struct dlm_ls *ls, const struct dlm_solo *so,
 	core->core_ops.ast(core->core_ctx, &ast);
 }
 
-/* A new id, as dlm_lkb_create hands them out. */
-static uint32_t solo_new_id(struct dlm_ls *ls)
-{
-	uint32_t id = 0;
-
-	while (!id) {
-		id = ls->ls_next_lkid++;
-		if (id && (dlm_lkid_in_use(ls, id) ||
-			   (ls->ls_nidblocks && dlm_idblock_find(ls, id))))
-			id = 0;
-	}
-	return id;
-}
-
 /* req granted at once as a solo named key (hash): 'tossed', the name's
  * tossed solo, taken again; or NULL, and the name has no rsb, no
  * directory record and no solo.  The caller checked dlm_solo_may_fold
@@ -237,7 +223,7 @@ int dlm_solo_lock(struct dlm_ls *ls, const struct dlm_lock_req *req,
 	}
 	/* made, or tossed, while running: in this event */
 	so->so_de_event = ls->ls_event;
-	so->so_idnode.hn_hash = req->newid ? req->newid : solo_new_id(ls);
+	so->so_idnode.hn_hash = req->newid ? req->newid : dlm_lkid_new(ls);
 	so->so_idnode.hn_spare = req->flags;
 	so->so_ownerid = req->owner;
 	so->so_astarg = req->astarg;
@@ -394,7 +380,7 @@ int dlm_solo_refuse(struct dlm_ls *ls, struct dlm_solo *so,
 	if (so->so_nconv == UINT16_MAX)
 		return 1;
 	so->so_nconv++;
-	ast.lkid = req->newid ? req->newid : solo_new_id(ls);
+	ast.lkid = req->newid ? req->newid : dlm_lkid_new(ls);
 	*lkid_out = ast.lkid;
 	core->core_ops.ast(core->core_ctx, &ast);
 	return 0;

@@ -391,6 +391,14 @@ static void test_client_chosen_ids(void **state)
 	assert_int_equal(id, f + 5);
 	assert_status(c, 1, id, 0);
 	assert_int_equal(lock_newid(c, 1, "b", f + 5, &id), -EEXIST);
+	/* ids past the highest the owner used are taken without a look
+	 * (lock.c, ib_fresh); below it a duplicate is still refused */
+	assert_int_equal(lock_newid(c, 1, "c", f + 9, &id), 0);
+	assert_int_equal(lock_newid(c, 1, "d", f + 2, &id), 0);
+	assert_int_equal(lock_newid(c, 1, "e", f + 2, &id), -EEXIST);
+	assert_int_equal(lock_newid(c, 1, "e", f + 9, &id), -EEXIST);
+	assert_int_equal(lock_newid(c, 1, "e", f + 10, &id), 0);
+	assert_int_equal(lock_newid(c, 1, "f", f + 10, &id), -EEXIST);
 	assert_int_equal(lock_newid(c, 2, "b", f + 6, &id), -EPERM);
 	assert_int_equal(lock_newid(c, 1, "b", f + DLM_IDS_BLOCK, &id), -EINVAL);
 	/* the engine's own ids go on past the block */

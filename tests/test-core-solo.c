@@ -830,6 +830,67 @@ static void test_solo_trylock_refused(void **state)
 	twin_free(&t);
 }
 
+/* Fresh lock ids (resource.c dlm_lkid_new): until the counter wraps, the
+ * id it hands out is taken without a look in the tables (issue 14: that
+ * look cost a cache miss a lock with millions held); after the wrap, and
+ * after a block reservation that took the counter back, an id still in
+ * use by an lkb or a folded lock, or in a reserved block, is skipped as
+ * it always was. */
+static void test_lkid_wrap(void **state)
+{
+	struct cluster *c = fold_cluster(1);
+	struct dlm_ls *ls = c->ls[1];
+	uint32_t solo, lk1, lk2, f, g, id, top[3], k;
+	char name[16];
+
+	(void)state;
+	solo = lock_on(c, 1, 7, "s", DLM_LOCK_EX, 0, 0, NULL);
+	lk1 = lock_on(c, 1, 7, "x", DLM_LOCK_NL, 0, 0, NULL);
+	lk2 = lock_on(c, 1, 7, "x", DLM_LOCK_NL, 0, 0, NULL);
+	assert_int_equal(solo, 1);
+	assert_non_null(dlm_solo_find_id(ls, solo));
+	/* "x" unfolded at its second lock: ids 2 and 3 are lkbs */
+	assert_int_equal(lk1, 2);
+	assert_int_equal(lk2, 3);
+	assert_int_equal(dlm_core_ids_reserve(ls, 7, &f), 0);
+	assert_int_equal(f, DLM_IDS_BLOCK);
+	assert_false(ls->ls_lkid_wrapped);
+	/* the last ids before 2^32, then past it: 0 and the ids of the
+	 * solo and the two lkbs are skipped */
+	ls->ls_next_lkid = UINT32_MAX - 2;
+	for (k = 0; k < 3; k++) {
+		snprintf(name, sizeof(name), "top%u", k);
+		top[k] = lock_on(c, 1, 7, name, DLM_LOCK_EX, 0, 0, NULL);
+		assert_int_equal(top[k], UINT32_MAX - 2 + k);
+	}
+	assert_true(ls->ls_lkid_wrapped);
+	id = lock_on(c, 1, 7, "w1", DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(id, 4);
+	/* and the ids of the reserved block */
+	ls->ls_next_lkid = f - 1;
+	id = lock_on(c, 1, 7, "w2", DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(id, f - 1);
+	id = lock_on(c, 1, 7, "w3", DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(id, f + DLM_IDS_BLOCK);
+	assert_verified(c);
+	cluster_free(c);
+
+	/* a reservation past 2^32 finds a block below the ids in use */
+	c = fold_cluster(1);
+	ls = c->ls[1];
+	ls->ls_next_lkid = 2 * DLM_IDS_BLOCK;
+	id = lock_on(c, 1, 7, "hi", DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(id, 2 * DLM_IDS_BLOCK);
+	ls->ls_next_lkid = UINT32_MAX - 10;
+	assert_int_equal(dlm_core_ids_reserve(ls, 7, &g), 0);
+	assert_int_equal(g, DLM_IDS_BLOCK);
+	id = lock_on(c, 1, 7, "next", DLM_LOCK_EX, 0, 0, NULL);
+	assert_int_equal(id, 2 * DLM_IDS_BLOCK + 1);
+	assert_true(ls->ls_lkid_wrapped);
+	assert_verified(c);
+	cluster_free(c);
+}
+
 int main(void)
 {
 	/* these tests choose folding per cluster (fold_cluster) */
@@ -850,6 +911,7 @@ int main(void)
 		cmocka_unit_test(test_solo_convert_folded),
 		cmocka_unit_test(test_solo_convert_then_join),
 		cmocka_unit_test(test_solo_trylock_refused),
+		cmocka_unit_test(test_lkid_wrap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
