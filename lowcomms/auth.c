@@ -366,6 +366,15 @@ int lc_key_load(const char *path, unsigned char key[LC_KEY_LEN], char *why,
 			 path);
 		goto out;
 	}
+	/* A second name for the file: in a sticky directory (/tmp) anyone
+	 * may make the key's name, before it exists, a hard link to some
+	 * other root-owned file (where fs.protected_hardlinks is 0). */
+	if (st.st_nlink > 1) {
+		rv = -EPERM;
+		snprintf(why, whylen, "key file %s has %lu names (hard links): "
+			 "give it one", path, (unsigned long)st.st_nlink);
+		goto out;
+	}
 	if (st.st_uid != 0 && st.st_uid != geteuid()) {
 		rv = -EPERM;
 		snprintf(why, whylen,

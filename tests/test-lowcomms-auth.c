@@ -274,6 +274,27 @@ static void test_key_file_path(void **state)
 	assert_int_equal(chmod(sub, 0770), 0);
 	assert_int_equal(lc_key_load(key, k, why, sizeof(why)), -EPERM);
 	assert_non_null(strstr(why, "mode 0770"));
+	/* A directory higher up the path (not the file's own) is open to
+	 * others: refused, naming it; the same reached through "..". */
+	assert_int_equal(chmod(sub, 0700), 0);
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_int_equal(lc_key_load(key, k, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "mode 0777"));
+	assert_non_null(strstr(why, dir));
+	assert_int_equal(chmod(dir, 0700), 0);
+	snprintf(lkey, sizeof(lkey), "%s/../sub/authkey", sub);
+	assert_int_equal(lc_key_load(lkey, k, why, sizeof(why)), 0);
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_int_equal(lc_key_load(lkey, k, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "mode 0777"));
+	assert_int_equal(chmod(dir, 0700), 0);
+	/* A key file with a second name (a hard link) is refused. */
+	snprintf(lkey, sizeof(lkey), "%s/second", sub);
+	assert_int_equal(linkat(AT_FDCWD, key, AT_FDCWD, lkey, 0), 0);
+	assert_int_equal(lc_key_load(key, k, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "hard links"));
+	unlink(lkey);
+	assert_int_equal(lc_key_load(key, k, why, sizeof(why)), 0);
 	/* Sticky, as /tmp: others cannot replace what is ours in it. */
 	assert_int_equal(chmod(sub, 01777), 0);
 	assert_int_equal(lc_key_load(key, k, why, sizeof(why)), 0);
