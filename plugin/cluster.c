@@ -653,9 +653,10 @@
  *    fence_lied, metric dlmd_fence_lied_total), marks the node failed
  *    again (fenced while in the view) and removes it from the cluster;
  *  - the returning process learns it was declared dead at its sync's
- *    end (declared_dead()): a record of a lockspace it ran carries a
- *    newer event than its own, which a side reaches only by a recovery
- *    without it, after its fencing (or a fence_ack of it).  It logs at
+ *    end (declared_dead()): a record of a lockspace it ran, from a
+ *    member of its own instance of it, carries a newer event than its
+ *    own, which a side reaches only by a recovery without it, after its
+ *    fencing (or a fence_ack of it).  It logs at
  *    crit, counts it, and drops every lockspace it ran (a loser's forced
  *    release: its clients lose their locks and learn it at their next
  *    call) instead of keeping them stopped, its clients believing, until
@@ -3811,7 +3812,17 @@ static void apart_vouched(struct dlmd_cluster *cs, uint32_t from, uint32_t view,
  * the others fence us again and remove us (fenced_alive).  A lockspace
  * created afterwards joins afresh, with no state to conflict.  Members
  * that stayed connected report equal events, so only a side that was
- * cut off while the others recovered without it comes here.
+ * cut off while the others recovered without it comes here.  Only a
+ * sender that shared our instance counts (a member of our last change
+ * or of our last decided event): events of different instances of a
+ * lockspace are not comparable.  A lockspace that ran only on us, which
+ * another node created afresh while we were apart, carries there an
+ * event of its own, higher or lower; taken for proof, it made a healthy
+ * node with a fresh instance of a lower event "counted dead", dropping
+ * every lockspace and its clients' locks (test-cpg-proto,
+ * test_rev_fence_lied_fresh_ls).  A returning process whose lockspaces
+ * no survivor shared does not learn it here: the survivors' side
+ * (fenced_alive: crit, counted, fenced again, removed) is the remedy.
  */
 static void declared_dead(struct dlmd_cluster *cs)
 {
@@ -3834,7 +3845,9 @@ static void declared_dead(struct dlmd_cluster *cs)
 			const struct cs_rep *r = &le->le_rep[i];
 
 			if (r->rp_from != d->d_nodeid && !r->rp_conflict &&
-			    r->rp_event > cl->cl_last_event) {
+			    r->rp_event > cl->cl_last_event &&
+			    (id_in(cl->cl_members, cl->cl_nmembers, r->rp_from) ||
+			     id_in(cl->cl_prev, cl->cl_nprev, r->rp_from))) {
 				newer = r;
 				ls = dl->dl_name;
 				ours = cl->cl_last_event;
