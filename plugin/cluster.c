@@ -876,7 +876,18 @@
  *    of us" for over 10 minutes; tests/test-cpg-proto.c test_split3_*).
  *    What it still leaves waiting, as before: a failure with a fencing
  *    claim anywhere that no fencing ends (it was claimed: a side was
- *    quorate); and more records than a sync keeps
+ *    quorate); a lockspace that a member left and joined again while
+ *    apart (its new instance never ran, event 0: every member's event
+ *    differs from it, so every failure in it is kept "to be fenced",
+ *    and it stays stopped on every side, test-cpg-proto
+ *    test_split3_left_rejoined_apart_limit).  Forgiving there is not
+ *    safe as it stands: the merge's change keeps that member (members
+ *    [1 2 3] before and after), so the engine's recovery would keep the
+ *    old instance's locks and masters the others know of while the new
+ *    instance knows none of them; it would take a change that makes it
+ *    depart and join again.  Releasing it again on that side before
+ *    the merge (test_split3_left_apart) avoids it; and more records
+ *    than a sync keeps
  *    (CS_FEV_MAX failures per lockspace, or records naming more than
  *    DLM_MAX_NODES failed nodes: said at err when it happens and at the
  *    sync's end, with the failures that stay, never silently).  An

