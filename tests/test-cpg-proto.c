@@ -5330,6 +5330,40 @@ static void test_rev_fence_lied_fresh_ls(void **state)
 }
 
 
+/* PID REUSE after a merge (review split5 F1): node 3 merges back as the
+ * same process (merge_take: a restart under its pid is possible until
+ * its first message).  Once a message of its kept incarnation verified,
+ * another incarnation under its pid is a replay of an earlier dlmd, not
+ * a restart: dropped, counted, and the live process goes on. */
+static void test_split3_merged_then_replay(void **state)
+{
+	unsigned char buf[CM_WIRE_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 3 };
+	struct cm_seal se = { 0x51000000ull * 9 + 77, 1 };
+	size_t len;
+
+	(void)state;
+	split3_merge();
+	for (int i = 0; i < 3; i++)
+		assert_true(ls_running(i, "L"));
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
+	len = dlmd_cm_seal(buf, len, sim_key, sim[2].id, sim[2].pid, &se);
+	inject_raw(2, buf, len);
+	settle();
+	ls_create(2, "M");
+	ls_create(0, "M");
+	settle();
+	for (int i = 0; i < 2; i++) {
+		assert_false(logged(i, "is a new dlmd under the pid"));
+		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+		assert_true(unverified_of(i) > 0);
+		assert_false(sim[i].d.d_cluster->cs_syncing);
+	}
+	assert_true(ls_running(0, "M") && ls_running(2, "M"));
+	for (int i = 0; i < 3; i++)
+		assert_true(ls_running(i, "L"));
+}
+
 /* A KNOWN LIMIT (cluster.c, Known limits; review split5 F3):
  * test_split3_left_apart, and node 3 creates L again while apart, alone
  * and inquorate (its new instance never runs: event 0).  At the merge
@@ -5599,6 +5633,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rev_replay_self, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rev_died_ls_not_on_majority, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split3_left_rejoined_apart_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split3_merged_then_replay, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rev_fence_lied_fresh_ls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rev_replay_old_inc1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fence_lied, setup,
