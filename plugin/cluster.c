@@ -205,12 +205,28 @@
  * merges back (node-up).  Its messages verify under the cluster key but
  * carry another incarnation than the one kept.  Only the process that
  * holds a pid can send under it (the seal covers CPG's node id and pid),
- * so such a message, of an incarnation that is not retired, is a new
- * dlmd of that node: the one kept is gone, exactly as at a restart under
- * another pid (reincarnated(): its incarnation retired, its lowcomms
- * state dropped, the new one unknown until its ANNOUNCE, an unfenced
- * failure of the node marked DLMD_FAIL_RESTARTED).  A retired
- * incarnation stays refused (a replay).  Dropping them as replays, as
+ * but another incarnation is no proof of a new process: a message sealed
+ * by an EARLIER dlmd of the node that had the same pid verifies as well,
+ * and the retired list holds only what this receiver saw leave (the last
+ * CS_RETIRED_MAX, none from before our own start).  Such a message
+ * replayed under the live process's pid (an injection at the CPG layer),
+ * taken for a restart, retired the live incarnation: every later real
+ * message refused, the cluster syncing for ever (test-cpg-proto,
+ * test_rev_replay_*).  So another incarnation is taken for a new dlmd
+ * only where a restart is possible and not yet disproved: a process that
+ * merged back with node-up under the seal we kept (merge_take) and whose
+ * message is the first to verify since (dm_may_restart, cleared at it).
+ * Then it is a new dlmd of that node: the one kept is gone, exactly as
+ * at a restart under another pid (reincarnated(): its incarnation
+ * retired, its lowcomms state dropped, the new one unknown until its
+ * ANNOUNCE, an unfenced failure of the node marked DLMD_FAIL_RESTARTED).
+ * Anywhere else another incarnation is a replay, dropped as before; a
+ * process whose join we saw takes the incarnation of its first message
+ * (as before).  The window that stays open: between such a merge and the
+ * process's first message, a replayed message of an earlier dlmd under
+ * that pid is taken for the restart (the node fenced or decided as at a
+ * restart, the live process's messages refused until UNREACHABLE PEERS
+ * removes it).  A retired incarnation stays refused (a replay).  Dropping them as replays, as
  * before, lost the new dlmd's ANNOUNCE, and the merge's sync waited on
  * it until UNREACHABLE PEERS removed the node, or for ever.  Whether a
  * side that held a majority saw the restart is decided as under another
@@ -637,9 +653,10 @@
  *    fence_lied, metric dlmd_fence_lied_total), marks the node failed
  *    again (fenced while in the view) and removes it from the cluster;
  *  - the returning process learns it was declared dead at its sync's
- *    end (declared_dead()): a record of a lockspace it ran carries a
- *    newer event than its own, which a side reaches only by a recovery
- *    without it, after its fencing (or a fence_ack of it).  It logs at
+ *    end (declared_dead()): a record of a lockspace it ran, from a
+ *    member of its own instance of it, carries a newer event than its
+ *    own, which a side reaches only by a recovery without it, after its
+ *    fencing (or a fence_ack of it).  It logs at
  *    crit, counts it, and drops every lockspace it ran (a loser's forced
  *    release: its clients lose their locks and learn it at their next
  *    call) instead of keeping them stopped, its clients believing, until
@@ -859,7 +876,18 @@
  *    of us" for over 10 minutes; tests/test-cpg-proto.c test_split3_*).
  *    What it still leaves waiting, as before: a failure with a fencing
  *    claim anywhere that no fencing ends (it was claimed: a side was
- *    quorate); and more records than a sync keeps
+ *    quorate); a lockspace that a member left and joined again while
+ *    apart (its new instance never ran, event 0: every member's event
+ *    differs from it, so every failure in it is kept "to be fenced",
+ *    and it stays stopped on every side, test-cpg-proto
+ *    test_split3_left_rejoined_apart_limit).  Forgiving there is not
+ *    safe as it stands: the merge's change keeps that member (members
+ *    [1 2 3] before and after), so the engine's recovery would keep the
+ *    old instance's locks and masters the others know of while the new
+ *    instance knows none of them; it would take a change that makes it
+ *    depart and join again.  Releasing it again on that side before
+ *    the merge (test_split3_left_apart) avoids it; and more records
+ *    than a sync keeps
  *    (CS_FEV_MAX failures per lockspace, or records naming more than
  *    DLM_MAX_NODES failed nodes: said at err when it happens and at the
  *    sync's end, with the failures that stay, never silently).  An
@@ -974,6 +1002,11 @@ struct cs_daemon {
 	 * node was counted fenced by a method that stops nodes; a message
 	 * of that same incarnation says the fencing did not stop it */
 	bool		dm_fenced_back;
+	/* PID REUSE: it merged back with the seal we kept (merge_take) and
+	 * no message of it verified since: its first one may carry another
+	 * incarnation (a new dlmd under the pid); cleared at that message,
+	 * after which another incarnation is a replay, as for any member */
+	bool		dm_may_restart;
 	/* it joined (reason join) after our own first confchg: in CPG's
 	 * order of joins, after us (ANOTHER VERSION: it stops, not we);
 	 * that said once */
@@ -3790,7 +3823,17 @@ static void apart_vouched(struct dlmd_cluster *cs, uint32_t from, uint32_t view,
  * the others fence us again and remove us (fenced_alive).  A lockspace
  * created afterwards joins afresh, with no state to conflict.  Members
  * that stayed connected report equal events, so only a side that was
- * cut off while the others recovered without it comes here.
+ * cut off while the others recovered without it comes here.  Only a
+ * sender that shared our instance counts (a member of our last change
+ * or of our last decided event): events of different instances of a
+ * lockspace are not comparable.  A lockspace that ran only on us, which
+ * another node created afresh while we were apart, carries there an
+ * event of its own, higher or lower; taken for proof, it made a healthy
+ * node with a fresh instance of a lower event "counted dead", dropping
+ * every lockspace and its clients' locks (test-cpg-proto,
+ * test_rev_fence_lied_fresh_ls).  A returning process whose lockspaces
+ * no survivor shared does not learn it here: the survivors' side
+ * (fenced_alive: crit, counted, fenced again, removed) is the remedy.
  */
 static void declared_dead(struct dlmd_cluster *cs)
 {
@@ -3813,7 +3856,9 @@ static void declared_dead(struct dlmd_cluster *cs)
 			const struct cs_rep *r = &le->le_rep[i];
 
 			if (r->rp_from != d->d_nodeid && !r->rp_conflict &&
-			    r->rp_event > cl->cl_last_event) {
+			    r->rp_event > cl->cl_last_event &&
+			    (id_in(cl->cl_members, cl->cl_nmembers, r->rp_from) ||
+			     id_in(cl->cl_prev, cl->cl_nprev, r->rp_from))) {
 				newer = r;
 				ls = dl->dl_name;
 				ours = cl->cl_last_event;
@@ -4581,6 +4626,7 @@ static bool merge_take(struct dlmd_cluster *cs,
 		ndm->dm_seq = ct->ct_seq;
 		ndm->dm_witnessed = true;
 		ndm->dm_fenced_back = dlmd_fence_killed(cs->cs_d, m->nodeid);
+		ndm->dm_may_restart = true;	/* PID REUSE */
 		cs->cs_kept[i] = cs->cs_kept[--cs->cs_nkept];
 		log_info("daemon group: node %u pid %u merged back: its seal is "
 			 "known, its lockspaces are not until its ANNOUNCE",
@@ -4648,7 +4694,9 @@ static const struct cs_apart *apart_find(const struct dlmd_cluster *cs,
  * under a low fixed pid, restarted while its node was cut off (or the
  * whole node restarted and its corosync merged back with it), and came
  * back with node-up under the same node id and pid, which merge_take()
- * took for the process that left.  Dropped as a replay, every message of
+ * took for the process that left.  Only there (dm_may_restart: the first
+ * message to verify since that merge; see SEALED MESSAGES for why not
+ * anywhere else).  Dropped as a replay, every message of
  * it was lost, its ANNOUNCE with them, and the sync waited on it until
  * UNREACHABLE PEERS removed the node, or for ever.  It is a restart as
  * under another pid: the old incarnation is retired (its messages stay
@@ -4811,6 +4859,13 @@ static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
 		unverified(cs, nodeid, pid, len, "the incarnation of a process "
 			   "that left (a replay)");
 		return false;
+	} else if (se.se_inc != dm->dm_inc && !dm->dm_may_restart) {
+		/* a process that spoke under its incarnation since we took
+		 * it in holds its pid: it did not restart, an old seal's
+		 * message is a replay (PID REUSE) */
+		unverified(cs, nodeid, pid, len, "another incarnation than the "
+			   "process's (a replay)");
+		return false;
 	} else if (se.se_inc != dm->dm_inc) {
 		reincarnated(cs, dm, se.se_inc);	/* PID REUSE */
 	} else if (se.se_seq <= dm->dm_seq) {
@@ -4819,6 +4874,7 @@ static bool seal_ok(struct dlmd_cluster *cs, struct cs_daemon *dm,
 		return false;
 	}
 	dm->dm_seq = se.se_seq;
+	dm->dm_may_restart = false;	/* it spoke: its incarnation holds */
 	*first = se.se_seq == 1;
 	return true;
 }
