@@ -85,7 +85,6 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <linux/magic.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -317,33 +316,19 @@ static struct lkcb *lkcb_find(const struct dlmd_client *c, uint32_t lkid)
  *     saw it.)
  *   - the bound, per uid: fds enter dlmd's table only as packets are
  *     read, DLMD_SCM_MAX_FD a packet at most.  A connection's reads
- *     (client_batch) and sock_close's take a packet with fds only while
- *     the uid has fewer than REAP_UID_HELD waiting, and as many at once
- *     as keep it under that (one at least), so it has REAP_UID_HELD +
- *     DLMD_SCM_MAX_FD - 1 (764) at most that came in packets.  A packet
- *     with no fd is always read (sock_close drains every one: it holds
- *     nothing to close).  A socket of a client's whose queue still holds
- *     fds past that bound is given to the reaper whole, as one fd, its
- *     queue unread: that fd was dlmd's already (the connection or AST
- *     socket of a client of that uid, at most two a connection it holds,
- *     max_clients_per_uid), so this adds none.  The one socket that was
- *     not dlmd's is a refused connection (accept4 cannot choose whose
- *     connection it takes): one whose queue holds fds its user may not
- *     have read is kept (d_accept_held), and no connection is taken
- *     until that user's closes bring it under REAP_UID_HELD (its reaper
- *     wakes the loop: reap_wait).  So a user adds at most one fd past
- *     its connections and the 764, and nothing out of dlmd's table: no
- *     socket is kept in flight (SCM_RIGHTS, which root's unix_inflight
- *     would count and the kernel's unix GC would make the loop wait
- *     for), none is closed in the loop.  The price (accept4 takes
- *     connections in the order they came, and such a socket can be
- *     neither closed here, since its close may wait, nor kept without
- *     bound): while a user whose closes wait keeps connecting with fds
- *     queued, new connections (anyone's) wait in the backlog until its
- *     closes go on; connections already made, dlmctl and the cluster are
- *     served (test-client-fdpass flood).  A limited
- *     uid's connection reads 2 packets a call, not CLIENT_BATCH (64 a
- *     wake-up still).
+ *     (client_batch) and sock_close's take a packet only while the uid
+ *     has fewer than REAP_UID_HELD waiting, and as many at once as keep
+ *     it under that (one at least), so it has REAP_UID_HELD +
+ *     DLMD_SCM_MAX_FD - 1 (764) at most, and one fd per full jail
+ *     (below).  What is not read stays in its socket's queue; a socket
+ *     closes here if its queue is empty or holds no fd (a user that
+ *     connects and closes, refused, costs no fd), else it is parked in
+ *     flight in the uid's jail (reap_park: thousands of sockets a jail
+ *     fd; the files they hold are kernel memory, no fd of dlmd's), so
+ *     a user past the budget adds no fd a connection
+ *     (tests/test-client-fdpass.sh flood, burst, dlmd at 1024 fds).
+ *     The price: a limited uid's connection reads 2 packets a call, not
+ *     CLIENT_BATCH (64 a wake-up still).
  */
 #define REAP_UID_MAX	256
 #define REAP_UID_HELD	(2 * REAP_UID_MAX)
@@ -356,21 +341,19 @@ struct reap_item {
 struct reap_uid {
 	struct reap_uid		*ru_next;
 	uid_t			ru_uid;
-	uint32_t		ru_n;		/* fds queued or being closed */
+	uint32_t		ru_n;		/* fds queued or being closed,
+						 * its jail's counting one */
+	bool			ru_running;	/* its thread runs */
+	int			ru_jail[2];	/* sockets in flight: [0] reads
+						 * (-1: none), [1] sends */
 	struct reap_item	*ru_head;
 	struct reap_item	**ru_tail;
 };
 
-/* The reapers, and the eventfd by which one wakes the loop (reap_wait:
- * the loop waits for a close of rp_wait_uid's; -1 when none is
- * polled). */
 static struct {
 	pthread_mutex_t		rp_mu;
 	struct reap_uid		*rp_uids;	/* those with fds, or a thread */
-	int			rp_efd;
-	bool			rp_waiting;
-	uid_t			rp_wait_uid;
-} reaper = { PTHREAD_MUTEX_INITIALIZER, NULL, -1, false, 0 };
+} reaper = { PTHREAD_MUTEX_INITIALIZER, NULL };
 
 static struct reap_uid *reap_uid_find(uid_t uid)
 {
@@ -380,36 +363,38 @@ static struct reap_uid *reap_uid_find(uid_t uid)
 	return NULL;
 }
 
-/* One of ru's closes ended (rp_mu held): the loop is told if it waits
- * for one of that uid's. */
-static void reap_progress(struct reap_uid *ru)
-{
-	uint64_t one = 1;
-
-	if (!reaper.rp_waiting || reaper.rp_wait_uid != ru->ru_uid ||
-	    reaper.rp_efd < 0)
-		return;
-	reaper.rp_waiting = false;
-	/* an eventfd's write fails only past 2^64 - 2: never */
-	if (write(reaper.rp_efd, &one, sizeof(one)) < 0)
-		reaper.rp_waiting = true;
-}
-
 static void *reap_thread(void *arg)
 {
 	struct reap_uid *ru = arg;
 
 	pthread_mutex_lock(&reaper.rp_mu);
-	for (struct reap_item *ri; (ri = ru->ru_head); ) {
-		ru->ru_head = ri->ri_next;
-		if (!ru->ru_head)
-			ru->ru_tail = &ru->ru_head;
+	for (;;) {
+		struct reap_item *ri = ru->ru_head;
+		int jail[2];
+
+		if (ri) {
+			ru->ru_head = ri->ri_next;
+			if (!ru->ru_head)
+				ru->ru_tail = &ru->ru_head;
+			pthread_mutex_unlock(&reaper.rp_mu);
+			close(ri->ri_fd);	/* may wait: only this uid's */
+			free(ri);
+			pthread_mutex_lock(&reaper.rp_mu);
+			ru->ru_n--;
+			continue;
+		}
+		if (ru->ru_jail[0] < 0)
+			break;
+		/* the sockets parked in flight go with its reading end */
+		jail[0] = ru->ru_jail[0];
+		jail[1] = ru->ru_jail[1];
+		ru->ru_jail[0] = ru->ru_jail[1] = -1;
 		pthread_mutex_unlock(&reaper.rp_mu);
-		close(ri->ri_fd);	/* may wait: only this uid's */
-		free(ri);
+		if (jail[1] >= 0)
+			close(jail[1]);
+		close(jail[0]);		/* may wait: only this uid's */
 		pthread_mutex_lock(&reaper.rp_mu);
 		ru->ru_n--;
-		reap_progress(ru);
 	}
 	/* nothing left (ru_n is 0): the record goes with the thread */
 	for (struct reap_uid **pp = &reaper.rp_uids; *pp; pp = &(*pp)->ru_next) {
@@ -434,23 +419,6 @@ static uint32_t reap_pending(uid_t uid)
 	n = ru ? ru->ru_n : 0;
 	pthread_mutex_unlock(&reaper.rp_mu);
 	return n;
-}
-
-/* Has uid 'bound' fds waiting for its reaper, or more?  Then the loop
- * is woken (rp_efd) at its next close: one waiter at a time (the held
- * refused connection's, d_accept_held). */
-static bool reap_wait(uid_t uid, uint32_t bound)
-{
-	struct reap_uid *ru;
-	bool over;
-
-	pthread_mutex_lock(&reaper.rp_mu);
-	ru = reap_uid_find(uid);
-	over = ru && ru->ru_n >= bound;
-	reaper.rp_waiting = over;
-	reaper.rp_wait_uid = uid;
-	pthread_mutex_unlock(&reaper.rp_mu);
-	return over;
 }
 
 static bool uid_limited(uid_t uid);
@@ -496,10 +464,12 @@ static struct reap_uid *reap_uid_get(uid_t uid)
 	ru->ru_uid = uid;
 	ru->ru_head = NULL;
 	ru->ru_tail = &ru->ru_head;
+	ru->ru_jail[0] = ru->ru_jail[1] = -1;
 	if (!reap_start(ru)) {
 		free(ru);
 		return NULL;
 	}
+	ru->ru_running = true;
 	ru->ru_next = reaper.rp_uids;
 	reaper.rp_uids = ru;
 	return ru;
@@ -536,34 +506,121 @@ here:
 }
 
 /*
- * Take out of one of a client's sockets (its connection, its AST socket,
- * one refused), whose queue may hold packets with fds, what may be taken:
- * shut down, so that its peer can add nothing more; then, packet by
- * packet, look at the head of its queue (MSG_PEEK with room for no fd:
- * the kernel drops the copies it made for us, never the last
- * references): empty (SO_PASSCRED gives every packet a control message,
- * so the end of the queue, none, is told from a packet of no bytes), it
- * is closed here: its release waits for nothing; a packet with no fd is
- * read and dropped, however many there are (the queue is finite: it was
- * shut down); one with fds is read, each to passed_drop(), while its
- * user has fewer than REAP_UID_HELD fds waiting for its reaper (one
- * packet adds DLMD_SCM_MAX_FD at most).  0: closed here.  1: not, for
- * its queue still holds fds that its user may not have dlmd take now, or
- * it could not be read so: the caller gives it to the reaper
- * (sock_close) or keeps it.  A client that left nothing there (every one
- * that closes after its answers, and one that connects and closes)
- * costs two calls, no fd, no thread.
+ * Park a socket of a client's (uid's) whose queue may hold fds, in flight:
+ * sent (SCM_RIGHTS) into uid's jail, a socketpair dlmd made, and our copy
+ * closed here (a socket's close only drops our reference: its release,
+ * and that of what its queue holds, comes with the jail's, by uid's
+ * reaper).  A socket in flight takes no slot of dlmd's fd table: a user
+ * whose reaper is stuck makes dlmd hold two fds (the jail's ends) for
+ * as many sockets as the jail takes (JAIL_SNDBUF: thousands; then it is
+ * given to the reaper as one fd and another is made), not one a
+ * connection.  dlmd may pass that many: root is not bound by the
+ * kernel's unix_inflight limit.  false: not parked (no memory, no
+ * socketpair; EAGAIN handled): the caller gives it to the reaper.
  */
+#define JAIL_SNDBUF	(4 * 1024 * 1024)
+
+static bool reap_park(uid_t uid, int fd)
+{
+	struct reap_uid *ru;
+	bool parked = false;
+
+	pthread_mutex_lock(&reaper.rp_mu);
+	ru = reap_uid_get(uid);
+	/* a jail sealed (full, no memory to queue it) takes no more */
+	for (int tries = 0; ru && tries < 2 && !(ru->ru_jail[0] >= 0 &&
+						  ru->ru_jail[1] < 0); tries++) {
+		union {
+			char		b[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr	align;
+		} cb;
+		char byte = 0;
+		struct iovec iov = { &byte, 1 };
+		struct msghdr mh;
+		struct cmsghdr *cm;
+
+		if (ru->ru_jail[0] < 0) {
+			int sz = JAIL_SNDBUF;
+
+			if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0,
+				       ru->ru_jail) < 0) {
+				ru->ru_jail[0] = ru->ru_jail[1] = -1;
+				break;
+			}
+			/* root's may pass wmem_max; else what it allows */
+			if (setsockopt(ru->ru_jail[1], SOL_SOCKET, SO_SNDBUFFORCE,
+				       &sz, sizeof(sz)) < 0)
+				setsockopt(ru->ru_jail[1], SOL_SOCKET, SO_SNDBUF,
+					   &sz, sizeof(sz));
+			ru->ru_n++;	/* the jail counts one, as an fd */
+		}
+		memset(&mh, 0, sizeof(mh));
+		memset(&cb, 0, sizeof(cb));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cb.b;
+		mh.msg_controllen = sizeof(cb.b);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		if (sendmsg(ru->ru_jail[1], &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == 1) {
+			parked = true;
+			break;
+		}
+		/* full (or failed): to the reaper as one fd, and a new one
+		 * (the end that sends has nothing queued: it closes here) */
+		close(ru->ru_jail[1]);
+		ru->ru_jail[1] = -1;
+		{
+			struct reap_item *ri = malloc(sizeof(*ri));
+
+			if (!ri)	/* sealed: closed as a jail at the end */
+				break;
+			ri->ri_next = NULL;
+			ri->ri_fd = ru->ru_jail[0];
+			*ru->ru_tail = ri;
+			ru->ru_tail = &ri->ri_next;
+			/* ru_n: the jail's count is the item's now */
+		}
+		ru->ru_jail[0] = ru->ru_jail[1] = -1;
+	}
+	pthread_mutex_unlock(&reaper.rp_mu);
+	if (parked)
+		close(fd);	/* not the last reference: the jail holds one */
+	return parked;
+}
+
+/*
+ * Close one of a client's sockets (its connection, its AST socket, one
+ * refused) whose queue may hold packets with fds: shut down, so that its
+ * peer can add nothing more; then look at the head of its queue
+ * (MSG_PEEK with room for no fd: the kernel drops the copies it made for
+ * us, never the last references): empty (SO_PASSCRED gives every packet
+ * a control message, so the end of the queue, none, is told from a
+ * packet of no bytes), it is closed here: its release waits for nothing;
+ * a packet with no fd is read and dropped; one with fds is read, each to
+ * passed_drop(), while its user has fewer than REAP_UID_HELD fds waiting
+ * for its reaper (one packet adds DLMD_SCM_MAX_FD at most).  Past
+ * SOCK_DRAIN_MAX packets, when it cannot be read so, or its user over
+ * that bound, the socket is parked with its queue (reap_park(): no fd
+ * of dlmd's), or given to the reaper.  A client that left nothing there
+ * (every one that closes after its answers, and one that connects and
+ * closes) costs two calls, no fd, no thread.
+ */
+#define SOCK_DRAIN_MAX	64
+
 static void passed_drop(uid_t uid, int fd);
 
-static int sock_drain(uid_t uid, int fd)
+static void sock_close(uid_t uid, int fd)
 {
 	int one = 1;
 
 	shutdown(fd, SHUT_RDWR);
 	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0)
-		return 1;
-	for (;;) {
+		goto park;
+	for (unsigned int i = 0; i < SOCK_DRAIN_MAX; i++) {
 		union {
 			char		b[CMSG_SPACE(sizeof(int) * DLMD_SCM_MAX_FD) +
 					  CMSG_SPACE(sizeof(struct ucred))];
@@ -582,14 +639,14 @@ static int sock_drain(uid_t uid, int fd)
 		mh.msg_controllen = CMSG_SPACE(sizeof(struct ucred));
 		n = recvmsg(fd, &mh, MSG_PEEK | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (n < 0)
-			return 1;
+			break;
 		if (n == 0 && mh.msg_controllen == 0) {
 			close(fd);	/* empty: nothing of the client's */
-			return 0;
+			return;
 		}
 		fds = mh.msg_flags & MSG_CTRUNC;
 		if (fds && uid_limited(uid) && reap_pending(uid) >= REAP_UID_HELD)
-			return 1;	/* not one more fd of its */
+			break;	/* not one more fd of its: parked */
 		/* the packet peeked (we alone read here; the shut down
 		 * queue only loses its head) */
 		memset(&mh, 0, sizeof(mh));
@@ -599,7 +656,7 @@ static int sock_drain(uid_t uid, int fd)
 		mh.msg_controllen = sizeof(cb.b);
 		n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (n < 0)
-			return 1;
+			break;
 		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm;
 		     cm = CMSG_NXTHDR(&mh, cm)) {
 			if (cm->cmsg_level != SOL_SOCKET ||
@@ -615,14 +672,8 @@ static int sock_drain(uid_t uid, int fd)
 			}
 		}
 	}
-}
-
-/* Close one of a client's sockets (sock_drain), what its queue still
- * holds past its user's bound by its reaper, with it: one fd of dlmd's
- * that was one already ("Passed fds"). */
-static void sock_close(uid_t uid, int fd)
-{
-	if (sock_drain(uid, fd))
+park:
+	if (!reap_park(uid, fd))
 		reap_fd(uid, fd);
 }
 
@@ -3458,16 +3509,9 @@ static bool limit_log_due(uint64_t *last_ms, uint64_t *quiet)
 	return true;
 }
 
-static void accept_hold(struct dlmd *d, uid_t uid, int fd);
-
-/* Tell a connection we will not serve it why, then close it; or, if its
- * queue holds fds its user may not have dlmd take now, keep it and take
- * no more connections until its user's closes allow (accept_hold):
- * true. */
-static bool refuse_conn(struct dlmd *d, int fd, const struct ucred *cr, int status)
+/* Tell a connection we will not serve it why, then close it. */
+static void refuse_conn(struct dlmd *d, int fd, const struct ucred *cr, int status)
 {
-	bool kept = false;
-
 	struct dlmp_msg m;
 	unsigned char buf[DLMP_MAX_MSG];
 	int len;
@@ -3481,14 +3525,7 @@ static bool refuse_conn(struct dlmd *d, int fd, const struct ucred *cr, int stat
 		log_debug("client pid %d: cannot send the refusal: %s", (int)cr->pid,
 			  strerror(errno));
 	/* what it sent before we accepted it may hold fds ("Passed fds") */
-	if (sock_drain(cr->uid, fd)) {
-		if (uid_limited(cr->uid) && reap_pending(cr->uid) >= REAP_UID_HELD) {
-			accept_hold(d, cr->uid, fd);
-			kept = true;
-		} else {
-			reap_fd(cr->uid, fd);
-		}
-	}
+	sock_close(cr->uid, fd);
 	d->d_nrefused++;
 	if (limit_log_due(&d->d_refuse_log_ms, &d->d_refuse_nquiet)) {
 		log_warn("client pid %d uid %u refused: %s (%llu other refusal%s "
@@ -3500,7 +3537,6 @@ static bool refuse_conn(struct dlmd *d, int fd, const struct ucred *cr, int stat
 			 d->d_refuse_nquiet == 1 ? "" : "s");
 		d->d_refuse_nquiet = 0;
 	}
-	return kept;
 }
 
 static int listen_readable(int32_t fd, int32_t revents, void *data);
@@ -3510,8 +3546,6 @@ static void accept_resume(void *data)
 	struct dlmd *d = data;
 
 	d->d_accept_paused = false;
-	if (d->d_accept_held)
-		return;		/* accept_release watches it again */
 	if (qb_loop_poll_add(d->d_loop, QB_LOOP_HIGH, d->d_listen_fd, POLLIN, d,
 			     listen_readable) != 0) {
 		log_err("cannot watch the client socket again; retrying");
@@ -3537,71 +3571,6 @@ static void accept_pause(struct dlmd *d, int err)
 	d->d_accept_paused = true;
 	qb_loop_timer_add(d->d_loop, QB_LOOP_HIGH, ACCEPT_PAUSE_MS * NS_PER_MS, d,
 			  accept_resume, &d->d_accept_timer);
-}
-
-/*
- * A refused connection of uid's whose queue holds fds its user may not
- * have dlmd take yet (it has REAP_UID_HELD waiting for its reaper): kept,
- * unread, and the listening socket left alone until its user's reaper
- * closes enough (reap_wait wakes the loop: reap_readable); then what its
- * queue holds is taken as any socket's (sock_close) and connections are
- * taken again ("Passed fds": accept4 cannot pass over one user's
- * connections, so new ones wait in the backlog meanwhile; the clients
- * connected are served).
- */
-static void accept_release(struct dlmd *d)
-{
-	d->d_accept_held = false;
-	if (d->d_accept_paused)
-		return;		/* accept_resume watches it again */
-	if (qb_loop_poll_add(d->d_loop, QB_LOOP_HIGH, d->d_listen_fd, POLLIN, d,
-			     listen_readable) != 0)
-		accept_pause(d, ENOMEM);	/* its timer tries again */
-}
-
-/* The held connection goes once its user is under REAP_UID_HELD. */
-static void held_retry(struct dlmd *d)
-{
-	if (!d->d_accept_held || reap_wait(d->d_held_uid, REAP_UID_HELD))
-		return;
-	sock_close(d->d_held_uid, d->d_held_fd);
-	d->d_held_fd = -1;
-	log_debug("uid %u's closes went on: taking new clients again",
-		 (unsigned)d->d_held_uid);
-	accept_release(d);
-}
-
-static void accept_hold(struct dlmd *d, uid_t uid, int fd)
-{
-	d->d_naccept_holds++;
-	d->d_accept_held = true;
-	d->d_held_fd = fd;
-	d->d_held_uid = uid;
-	if (!d->d_accept_paused)
-		qb_loop_poll_del(d->d_loop, d->d_listen_fd);
-	if (limit_log_due(&d->d_accept_log_ms, &d->d_accept_nquiet)) {
-		log_warn("uid %u passed more fds than dlmd could close yet, in a "
-			 "connection refused: taking no new clients until its "
-			 "closes go on (\"Passed fds\"; %llu more such pause%s "
-			 "not logged in the last minute)", (unsigned)uid,
-			 (unsigned long long)d->d_accept_nquiet,
-			 d->d_accept_nquiet == 1 ? "" : "s");
-		d->d_accept_nquiet = 0;
-	}
-	held_retry(d);
-}
-
-/* A reaper's close ended while the loop waited for one (reap_wait). */
-static int reap_readable(int32_t fd, int32_t revents, void *data)
-{
-	struct dlmd *d = data;
-	uint64_t n;
-
-	(void)revents;
-	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
-		log_debug("reaper eventfd: %s", strerror(errno));
-	held_retry(d);
-	return 0;
 }
 
 struct dlmd_client *dlmd_client_new(struct dlmd *d, int fd, pid_t pid,
@@ -3886,19 +3855,16 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 		}
 		if (uid_limited(cr.uid) &&
 		    uid_conns(d, cr.uid) >= d->d_cfg.cf_max_clients_per_uid) {
-			if (refuse_conn(d, cfd, &cr, -EUSERS))
-				return 0;	/* no more (accept_hold) */
+			refuse_conn(d, cfd, &cr, -EUSERS);
 			continue;
 		}
 		if (reap_over(cr.uid, 1)) {
 			/* its passed fds wait for its reaper ("Passed fds") */
-			if (refuse_conn(d, cfd, &cr, -EMFILE))
-				return 0;	/* no more (accept_hold) */
+			refuse_conn(d, cfd, &cr, -EMFILE);
 			continue;
 		}
 		if (uid_limited(cr.uid) && uid_conns_add(d, cr.uid, 1)) {
-			if (refuse_conn(d, cfd, &cr, -ENOMEM))
-				return 0;
+			refuse_conn(d, cfd, &cr, -ENOMEM);
 			continue;
 		}
 		c = dlmd_client_new(d, cfd, cr.pid, cr.uid, cr.gid);
@@ -3906,8 +3872,7 @@ static int listen_readable(int32_t fd, int32_t revents, void *data)
 			log_err("out of memory for a new client");
 			if (uid_limited(cr.uid))
 				uid_conns_add(d, cr.uid, -1);
-			if (refuse_conn(d, cfd, &cr, -ENOMEM))
-				return 0;
+			refuse_conn(d, cfd, &cr, -ENOMEM);
 			continue;
 		}
 		c->cl_counted = uid_limited(cr.uid);
@@ -4012,21 +3977,6 @@ int dlmd_client_listen(struct dlmd *d)
 		return rv;
 	}
 	d->d_listen_fd = fd;
-	/* how a reaper wakes the loop (accept_hold) */
-	rv = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (rv < 0 || qb_loop_poll_add(d->d_loop, QB_LOOP_HIGH, rv, POLLIN, d,
-				       reap_readable) != 0) {
-		rv = rv < 0 ? -errno : (close(rv), -ENOMEM);
-		log_err("client socket: no eventfd for the reapers: %s",
-			strerror(-rv));
-		qb_loop_poll_del(d->d_loop, fd);
-		close(fd);
-		d->d_listen_fd = -1;
-		return rv;
-	}
-	pthread_mutex_lock(&reaper.rp_mu);
-	reaper.rp_efd = rv;
-	pthread_mutex_unlock(&reaper.rp_mu);
 	log_info("listening for clients on %s (mode 0%o)", cf->cf_socket_path,
 		 (unsigned)cf->cf_socket_mode);
 	return 0;
@@ -4128,19 +4078,6 @@ void dlmd_client_fini(struct dlmd *d)
 	if (d->d_accept_paused && d->d_loop)
 		qb_loop_timer_del(d->d_loop, d->d_accept_timer);
 	d->d_accept_paused = false;
-	if (d->d_accept_held) {
-		sock_close(d->d_held_uid, d->d_held_fd);
-		d->d_accept_held = false;
-	}
-	pthread_mutex_lock(&reaper.rp_mu);
-	if (reaper.rp_efd >= 0) {
-		if (d->d_loop)
-			qb_loop_poll_del(d->d_loop, reaper.rp_efd);
-		close(reaper.rp_efd);
-		reaper.rp_efd = -1;
-	}
-	reaper.rp_waiting = false;
-	pthread_mutex_unlock(&reaper.rp_mu);
 	if (d->d_astq_timer_armed && d->d_loop)
 		qb_loop_timer_del(d->d_loop, d->d_astq_timer);
 	d->d_astq_timer_armed = false;

@@ -365,7 +365,6 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		{ "ast_queue_bytes", d->d_astq_bytes },
 		{ "ast_sockets_raised", d->d_nast_raised },
 		{ "clients_refused", d->d_nrefused },
-		{ "client_accept_holds", d->d_naccept_holds },
 		{ "clients_cut_slow", d->d_ncut_slow },
 		{ "client_pauses", d->d_npauses },
 		{ "clients_paused", d->d_npaused },

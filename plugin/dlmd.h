@@ -507,14 +507,6 @@ struct dlmd {
 						 * unread ASTs (client.c) */
 	uint32_t		d_npaused;	/* ... paused now */
 	bool			d_accept_paused; /* fds ran out: not accepting */
-	bool			d_accept_held;	/* not accepting: a refused
-						 * connection of d_held_uid's,
-						 * d_held_fd, waits for its
-						 * reaper (client.c "Passed
-						 * fds") */
-	int			d_held_fd;
-	uid_t			d_held_uid;
-	uint64_t		d_naccept_holds; /* times that happened */
 	bool			d_clients_closing; /* dlmd_client_fini runs: nothing more is
 						 * told to any client (a grant a purge made
 						 * would reach a client after dlmd stopped) */
