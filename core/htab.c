@@ -2,9 +2,7 @@
  * core/htab.c - growable intrusive hash table (see htab.h).
  */
 #include <errno.h>
-#include <stdint.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 
 #include "core/htab.h"
 
@@ -28,29 +26,6 @@ void dlm_htab_destroy(struct dlm_htab *ht)
 	ht->ht_count = 0;
 }
 
-/* Huge pages for a big bucket array.  A lookup reads one bucket at
- * random in the array: at 10M elements that is 4M-8M buckets, 32-64 MB,
- * and in 4 KB pages nearly every lookup missed the TLB (issue 14,
- * bench/README.md "What grows at 10M").  Where transparent huge pages
- * are on for madvise (Debian's default), the whole 2 MB pages inside the
- * array are asked for as huge pages; the array's bytes stay what they
- * are.  A hint: where it is refused the table works as before. */
-#define HTAB_HUGE	((size_t)2 << 20)
-
-static void buckets_huge(void *p, size_t len)
-{
-	uintptr_t a = ((uintptr_t)p + HTAB_HUGE - 1) & ~(uintptr_t)(HTAB_HUGE - 1);
-	uintptr_t e = ((uintptr_t)p + len) & ~(uintptr_t)(HTAB_HUGE - 1);
-
-#ifdef MADV_HUGEPAGE
-	if (e > a)
-		(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
-#else
-	(void)a;
-	(void)e;
-#endif
-}
-
 static void rehash(struct dlm_htab *ht, size_t nbuckets)
 {
 	struct dlm_hnode **nb = calloc(nbuckets, sizeof(*nb));
@@ -58,8 +33,6 @@ static void rehash(struct dlm_htab *ht, size_t nbuckets)
 
 	if (!nb)
 		return;		/* keep the old size: correct, just slower */
-	if (nbuckets * sizeof(*nb) >= 2 * HTAB_HUGE)
-		buckets_huge(nb, nbuckets * sizeof(*nb));
 	for (i = 0; i < ht->ht_nbuckets; i++) {
 		struct dlm_hnode *n = ht->ht_buckets[i], *next;
 
