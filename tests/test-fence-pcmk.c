@@ -129,6 +129,11 @@ static bool fencer_hangs;
 static unsigned int hung_reads;		/* reads that found it hanging */
 static unsigned int reads_on_test_thread;	/* dlmd's loop would wait */
 static bool bad_target;
+/* a read takes its snapshot of the history, then waits until the test
+ * lets it go (HANG_MAX_MS at most): a reply that describes the history
+ * as it was when its request was made, answered later */
+static bool fencer_holds;
+static unsigned int held_reads;
 static unsigned int reads_fail;	/* REVIEW: the next reads fail (ENOTCONN) */
 #define PCMK_TRIES_SEEN	2	/* fence.c's PCMK_READ_TRIES */
 
@@ -175,6 +180,17 @@ static int fake_history(stonith_t *st, int opts, const char *node,
 		h->action = (char *)fencer.hist[i].action;
 		h->next = list;
 		list = h;
+	}
+	if (fencer_holds) {
+		struct timespec until;
+
+		held_reads++;
+		pthread_cond_broadcast(&fcond);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += HANG_MAX_MS / 1000;
+		while (fencer_holds &&
+		       pthread_cond_timedwait(&fcond, &fmu, &until) == 0)
+			;
 	}
 	pthread_mutex_unlock(&fmu);
 	*out = list;
@@ -382,6 +398,9 @@ static struct dlmd *daemon_pcmk(bool reachable)
 	pthread_mutex_lock(&fmu);
 	fencer_hangs = false;	/* a test that failed may have left it */
 	hung_reads = 0;
+	fencer_holds = false;
+	held_reads = 0;
+	reads_fail = 0;
 	reads_on_test_thread = 0;
 	pthread_mutex_unlock(&fmu);
 	victim_in_view = false;
@@ -911,6 +930,47 @@ static void test_failed_base_read_again(void **state)
 	daemon_free(d);
 }
 
+/* A read asked for before the failure, answered after it, is never the
+ * history at the failure (fn_pcmk_base_seq): its history is older, and
+ * a fencing between the two (here: of the node's previous failure,
+ * which an operator acknowledged meanwhile) would count for the new
+ * failure. */
+static void test_read_before_failure_not_base(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+	char why[128];
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	pthread_mutex_lock(&fmu);
+	fencer_holds = true;
+	pthread_mutex_unlock(&fmu);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	/* the read of the first failure took its (empty) snapshot */
+	pthread_mutex_lock(&fmu);
+	while (!held_reads)
+		pthread_cond_wait(&fcond, &fmu);
+	/* the fencer fences the node: no notification yet */
+	fencer.hist[fencer.nhist].state = st_done;
+	fencer.hist[fencer.nhist].completed = __real_time(NULL) + 1;
+	fencer.hist[fencer.nhist].action = "reboot";
+	fencer.nhist++;
+	pthread_mutex_unlock(&fmu);
+	assert_int_equal(dlmd_fence_ack(d, VICTIM, why, sizeof(why)), 0);
+	dlmd_fence_node_joined(d, VICTIM);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	assert_true(dlmd_fence_pcmk_reading(d));
+	/* the old read answers now, then the new failure's */
+	pthread_mutex_lock(&fmu);
+	fencer_holds = false;
+	pthread_cond_broadcast(&fcond);
+	pthread_mutex_unlock(&fmu);
+	settle(d);
+	look_again(d);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
 /* The same, the reader's read fine: the old fencing does not count. */
 static void test_rev_fresh_reader_base(void **state)
 {
@@ -950,6 +1010,7 @@ int main(void)
 		cmocka_unit_test(test_rev_stale_reader_base),
 		cmocka_unit_test(test_rev_fresh_reader_base),
 		cmocka_unit_test(test_failed_base_read_again),
+		cmocka_unit_test(test_read_before_failure_not_base),
 	};
 	struct dlmd_config cf;
 	int rv;
