@@ -366,6 +366,7 @@ struct fence_node {
 	bool		fn_pcmk_pending;	/* the fencer has an operation on it */
 	bool		fn_pcmk_asked;	/* we asked the fencer to fence it */
 	uint64_t	fn_pcmk_asked_at;	/* ms, when */
+	int		fn_pcmk_call;	/* its call id (OUR OWN RESULT); 0: none */
 	struct dlmd_fence_pcmk_mark fn_pcmk_ask;	/* the history then */
 	/* the latest read of its history: whether it worked, and the
 	 * latest successful and failed fencing in it (ns) */
@@ -1437,10 +1438,21 @@ static int pcmk_ready(int32_t fd, int32_t revents, void *data)
  * one, but it cannot be read without blocking at every join and it
  * would count an "off" undone by a later "on" (see node_failed).
  */
+/* How long since the failure (ms).  fn_failed_at may be a millisecond
+ * ahead of now (node_failed: a failure in the millisecond of the last
+ * fencing): unsigned, that read as an endless wait, and dlmd asked at
+ * once (seen by test_old_result_does_not_count). */
+static uint64_t pcmk_waited(const struct fence_node *fn)
+{
+	uint64_t now = dlmd_now_ms();
+
+	return now > fn->fn_failed_at ? now - fn->fn_failed_at : 0;
+}
+
 static bool pcmk_should_ask(struct dlmd_fence *fe, struct fence_node *fn)
 {
 	struct dlmd *d = fe->fe_d;
-	uint64_t waited = dlmd_now_ms() - fn->fn_failed_at;
+	uint64_t waited = pcmk_waited(fn);
 	bool in_view = fe->fe_up->fu_quorum_has(d, fn->fn_nodeid);
 
 	if (fn->fn_pcmk_pending)
@@ -1458,10 +1470,47 @@ static bool pcmk_should_ask(struct dlmd_fence *fe, struct fence_node *fn)
 static uint64_t pcmk_wait_left(const struct dlmd_fence *fe,
 			       const struct fence_node *fn)
 {
-	uint64_t waited = dlmd_now_ms() - fn->fn_failed_at;
+	uint64_t waited = pcmk_waited(fn);
 	uint64_t wait = (uint64_t)fe->fe_d->d_cfg.cf_fence_pcmk_wait_secs * 1000;
 
 	return waited >= wait ? 0 : wait - waited;
+}
+
+/*
+ * OUR OWN RESULT.  The fencer's history carries the completion times of
+ * the node that ran each fencing, by its own clock: a fencing dlmd asked
+ * for, run by a node whose clock is behind the one that ran the fencing
+ * in the history at the failure, looks older than that base and never
+ * counts (and dlmd asks again, and again: review fence3).  So the
+ * result of our own request is learned from the fencer itself, by its
+ * call id, on the loop's connection: a success of a request made for
+ * this failure (fn_pcmk_asked, the same call id: a new failure clears
+ * both) is a fencing after the failure, whatever the clocks say.  A
+ * result that is not a success changes nothing: the history decides
+ * then, as before.  Lost with the loop's connection (its callbacks go
+ * with it): the history still decides, with the limit above.
+ */
+static void pcmk_on_result(stonith_t *st, stonith_callback_data_t *data)
+{
+	struct dlmd_fence *fe = pcmk_fence;
+	struct fence_node *fn;
+
+	(void)st;
+	if (!fe || !data)
+		return;
+	fn = fnode(fe, (uint32_t)(uintptr_t)data->userdata, false);
+	if (!fn || is_fenced(fn) || !fn->fn_pcmk_asked || fn->fn_pid ||
+	    fn->fn_method != DLMD_FENCE_PACEMAKER ||
+	    data->call_id != fn->fn_pcmk_call)
+		return;
+	if (data->rc != 0) {
+		log_info("fencing: pacemaker's fencer: our request to fence "
+			 "node %u ended: %s", fn->fn_nodeid,
+			 strerror(data->rc < 0 ? -data->rc : data->rc));
+		return;
+	}
+	fenced(fe, fn, "pacemaker's fencer: the fencing we asked for "
+	       "succeeded", true);
 }
 
 static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
@@ -1482,6 +1531,14 @@ static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
 	}
 	fn->fn_pcmk_asked = true;
 	fn->fn_pcmk_asked_at = dlmd_now_ms();
+	fn->fn_pcmk_call = rc;
+	if (rc > 0 &&
+	    fe->fe_st->cmds->register_callback(fe->fe_st, rc,
+					       2 * PCMK_FENCE_TIMEOUT_S, 0,
+					       (void *)(uintptr_t)fn->fn_nodeid,
+					       "dlmd-fence-result",
+					       pcmk_on_result) != 1)
+		fn->fn_pcmk_call = 0;	/* the history alone decides */
 	/* the history just read (pcmk_apply, then us) */
 	fn->fn_pcmk_ask.pm_known = fn->fn_pcmk_read_ok;
 	fn->fn_pcmk_ask.pm_done_ns = fn->fn_pcmk_last_done;
@@ -1816,6 +1873,7 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 	fn->fn_last_log = 0;
 	fn->fn_pcmk_pending = false;
 	fn->fn_pcmk_asked = false;
+	fn->fn_pcmk_call = 0;
 	fn->fn_in_view_ok = in_view_ok;
 	fn->fn_daemon = how & DLMD_FAIL_DAEMON;
 	fn->fn_member = how & (DLMD_FAIL_DAEMON | DLMD_FAIL_RESTARTED);
