@@ -324,7 +324,14 @@
 #define CLAIM_STAGGER_MS	2000
 #define EVEN_SPLIT_FENCE_DELAY_MS 5000	/* DLMD_FAIL_EVEN_LOSER */
 #define PCMK_CLIENT_NAME	"dlmd"
+/* the timeout given to libstonithd's history(); libstonithd itself
+ * waits up to 1000 * (this + 60) ms for the answer (its IPC timeout):
+ * a read of a fencer that does not answer takes 70 s, and the reads of
+ * every node waiting are made one after the other (THE HISTORY READER) */
 #define PCMK_HISTORY_TIMEOUT_S	10
+/* tries of one read: a failed one (not the fencer's silence) is made
+ * again once on a new connection (THE HISTORY READER) */
+#define PCMK_READ_TRIES		2
 #define PCMK_FENCE_TIMEOUT_S	120
 #define FENCE_LOG_INTERVAL_MS	10000
 #define FENCE_CMD_MAX		1024
@@ -359,6 +366,7 @@ struct fence_node {
 	bool		fn_pcmk_pending;	/* the fencer has an operation on it */
 	bool		fn_pcmk_asked;	/* we asked the fencer to fence it */
 	uint64_t	fn_pcmk_asked_at;	/* ms, when */
+	int		fn_pcmk_call;	/* its call id (OUR OWN RESULT); 0: none */
 	struct dlmd_fence_pcmk_mark fn_pcmk_ask;	/* the history then */
 	/* the latest read of its history: whether it worked, and the
 	 * latest successful and failed fencing in it (ns) */
@@ -949,8 +957,9 @@ static bool pcmk_kills(const stonith_history_t *h)
  * THE HISTORY READER.  The fencer's history is read with a synchronous
  * call (libstonithd's history() has no asynchronous form: its callback
  * would carry only a return code), which waits up to
- * PCMK_HISTORY_TIMEOUT_S for a fencer that does not answer (stopped,
- * deadlocked, swapping).  Made on dlmd's only loop thread, every read
+ * PCMK_HISTORY_TIMEOUT_S + 60 s (70 s: libstonithd adds its own IPC
+ * wait) for a fencer that does not answer (stopped, deadlocked,
+ * swapping).  Made on dlmd's only loop thread, every read
  * stalled all locking for that long, per waiting node, every
  * FENCE_RETRY_MS.  So the reads are made by a thread of their own, with
  * a stonith connection of its own that nothing else touches: the loop
@@ -971,17 +980,30 @@ static bool pcmk_kills(const stonith_history_t *h)
  * connected first so that libxml2 is set up before the thread runs) is
  * never used by the thread nor the thread's by the loop, and what the
  * pacemaker libraries log from the thread goes through log.c's sinks,
- * which serialize their writers.  The thread blocks every signal (they
- * go to the loop's thread, as libqb's signal handling expects) and logs
- * nothing itself: its errors come back in the reply.
+ * which serialize their writers (libqb itself does not: a line logged
+ * by both threads at once may be lost, log.c says how).  The thread
+ * blocks every signal (they go to the loop's thread, as libqb's signal
+ * handling expects) and logs nothing itself: its errors come back in
+ * the reply.
  *
  * One read per node is in flight at a time (fn_pcmk_inflight); a read
  * wanted meanwhile (a notification, the retry) is made when its reply
  * comes (fn_pcmk_again), so that no fencing ended during a read goes
- * unseen.  A reply that fails (the fencer gone, a timeout) drops the
- * thread's connection: the next request connects again.  A reply is
- * the history at the failure only if its request was made after the
- * failure (fn_pcmk_base_seq).  The thread lives from the first
+ * unseen.  Nothing watches the thread's connection (the loop's is
+ * watched: pcmk_ready): after the fencer restarted, the thread's next
+ * read finds it closed (-ENOTCONN).  So a read that fails drops the
+ * connection and, unless the fencer was silent (a timeout: trying again
+ * would only double the wait), is made once more on a new one, within
+ * the same request (PCMK_READ_TRIES).  A reply is the history at the
+ * failure only if its request was made after the failure
+ * (fn_pcmk_base_seq); a failed one is not, while the loop is connected
+ * to the fencer: the base is read again (the retry), a later history
+ * being the cautious side (it only makes fewer fencings count).  Only a
+ * fencer that the loop cannot reach either leaves the base unknown, and
+ * this node's clock decides, as when the fencer was unreachable at the
+ * failure (pcmk_apply).  Reads are made one after another: a fencer
+ * that does not answer delays the read of every waiting node by 70 s
+ * each.  The thread lives from the first
  * connection to the fencer until dlmd_fence_fini, which closes the
  * request pipe (the thread ends after its current read) and waits for
  * it a moment only: a read of a hung fencer does not hold dlmd's exit.
@@ -1067,28 +1089,41 @@ static void *pcmk_reader(void *data)
 		char target[16];
 		int fd = -1;
 
-		if (!st) {
-			st = stonith_api_new();
-			r.pr_rc = st ? st->cmds->connect(st, PCMK_CLIENT_NAME
-							 "-history", &fd) :
-				  -ENOMEM;
-			if (r.pr_rc >= 0)
-				r.pr_rc = 0;
-		}
-		if (!r.pr_rc) {
-			snprintf(target, sizeof(target), "%u", q.pq_nodeid);
-			r.pr_rc = st->cmds->history(st, st_opt_sync_call |
-						    st_opt_cs_nodeid, target,
-						    &hist, PCMK_HISTORY_TIMEOUT_S);
-			if (r.pr_rc >= 0) {
-				r.pr_rc = 0;
-				pcmk_sum(hist, &r);
+		/* a read that fails for any reason but the fencer's
+		 * silence (a connection the fencer's restart closed:
+		 * -ENOTCONN, -ECOMM, ...) is made again once, on a new
+		 * connection, within this request */
+		for (int tries = 0; tries < PCMK_READ_TRIES; tries++) {
+			r.pr_rc = 0;
+			if (!st) {
+				st = stonith_api_new();
+				r.pr_rc = st ? st->cmds->connect(st,
+						PCMK_CLIENT_NAME "-history",
+						&fd) : -ENOMEM;
+				if (r.pr_rc >= 0)
+					r.pr_rc = 0;
 			}
-			stonith_history_free(hist);
-		}
-		if (r.pr_rc < 0 && st) {	/* connect again next time */
-			stonith_api_delete(st);
-			st = NULL;
+			if (!r.pr_rc) {
+				snprintf(target, sizeof(target), "%u",
+					 q.pq_nodeid);
+				hist = NULL;
+				r.pr_rc = st->cmds->history(st,
+						st_opt_sync_call |
+						st_opt_cs_nodeid, target,
+						&hist, PCMK_HISTORY_TIMEOUT_S);
+				if (r.pr_rc >= 0) {
+					r.pr_rc = 0;
+					pcmk_sum(hist, &r);
+				}
+				stonith_history_free(hist);
+			}
+			if (r.pr_rc < 0 && st) {	/* a new connection */
+				stonith_api_delete(st);
+				st = NULL;
+			}
+			if (r.pr_rc >= 0 || r.pr_rc == -ETIME ||
+			    r.pr_rc == -ETIMEDOUT)
+				break;
 		}
 		if (!pipe_full(a.ra_rep, &r, sizeof(r), true))
 			break;
@@ -1157,7 +1192,7 @@ fail:
 }
 
 /* At exit: the reader ends after its current read; waited for a moment
- * (a read of a hung fencer may take PCMK_HISTORY_TIMEOUT_S: then it is
+ * (a read of a hung fencer may take 70 s, PCMK_HISTORY_TIMEOUT_S: then it is
  * left to end with the process). */
 static void pcmk_reader_stop(struct dlmd_fence *fe)
 {
@@ -1278,13 +1313,27 @@ static void pcmk_apply(struct dlmd_fence *fe, const struct pcmk_reply *r)
 		fn->fn_pcmk_last_done_s = r->pr_done_s;
 		fn->fn_pcmk_last_failed_s = r->pr_failed_s;
 	}
-	if (fn->fn_pcmk_base_wanted && r->pr_seq >= fn->fn_pcmk_base_seq) {
-		/* the history at the failure: what counts must be newer;
-		 * unread, this node's clock decides (pm_known false) */
+	if (fn->fn_pcmk_base_wanted && r->pr_seq >= fn->fn_pcmk_base_seq &&
+	    fn->fn_pcmk_read_ok) {
+		/* the history at the failure: what counts must be newer */
 		fn->fn_pcmk_base_wanted = false;
-		fn->fn_pcmk_since.pm_known = fn->fn_pcmk_read_ok;
+		fn->fn_pcmk_since.pm_known = true;
 		fn->fn_pcmk_since.pm_done_ns = fn->fn_pcmk_last_done;
 		fn->fn_pcmk_since.pm_failed_ns = fn->fn_pcmk_last_failed;
+	} else if (fn->fn_pcmk_base_wanted && r->pr_seq >= fn->fn_pcmk_base_seq &&
+		   !fe->fe_st) {
+		/* unread, and the loop lost the fencer too: unknown */
+		fn->fn_pcmk_base_wanted = false;
+		fn->fn_pcmk_since.pm_known = false;
+		log_notice("fencing: node %u: pacemaker's fencer is not "
+			   "reachable: its history at the failure is unknown, "
+			   "this node's clock decides which fencing counts",
+			   fn->fn_nodeid);
+	} else if (fn->fn_pcmk_base_wanted && r->pr_seq >= fn->fn_pcmk_base_seq) {
+		/* unread, the fencer reachable: read again on the retry
+		 * (THE HISTORY READER); nothing counts meanwhile */
+		log_info("fencing: node %u: its history at the failure could "
+			 "not be read; reading it again", fn->fn_nodeid);
 	}
 	if (fn->fn_pcmk_again)
 		pcmk_request(fe, fn);
@@ -1389,10 +1438,21 @@ static int pcmk_ready(int32_t fd, int32_t revents, void *data)
  * one, but it cannot be read without blocking at every join and it
  * would count an "off" undone by a later "on" (see node_failed).
  */
+/* How long since the failure (ms).  fn_failed_at may be a millisecond
+ * ahead of now (node_failed: a failure in the millisecond of the last
+ * fencing): unsigned, that read as an endless wait, and dlmd asked at
+ * once (seen by test_old_result_does_not_count). */
+static uint64_t pcmk_waited(const struct fence_node *fn)
+{
+	uint64_t now = dlmd_now_ms();
+
+	return now > fn->fn_failed_at ? now - fn->fn_failed_at : 0;
+}
+
 static bool pcmk_should_ask(struct dlmd_fence *fe, struct fence_node *fn)
 {
 	struct dlmd *d = fe->fe_d;
-	uint64_t waited = dlmd_now_ms() - fn->fn_failed_at;
+	uint64_t waited = pcmk_waited(fn);
 	bool in_view = fe->fe_up->fu_quorum_has(d, fn->fn_nodeid);
 
 	if (fn->fn_pcmk_pending)
@@ -1410,10 +1470,47 @@ static bool pcmk_should_ask(struct dlmd_fence *fe, struct fence_node *fn)
 static uint64_t pcmk_wait_left(const struct dlmd_fence *fe,
 			       const struct fence_node *fn)
 {
-	uint64_t waited = dlmd_now_ms() - fn->fn_failed_at;
+	uint64_t waited = pcmk_waited(fn);
 	uint64_t wait = (uint64_t)fe->fe_d->d_cfg.cf_fence_pcmk_wait_secs * 1000;
 
 	return waited >= wait ? 0 : wait - waited;
+}
+
+/*
+ * OUR OWN RESULT.  The fencer's history carries the completion times of
+ * the node that ran each fencing, by its own clock: a fencing dlmd asked
+ * for, run by a node whose clock is behind the one that ran the fencing
+ * in the history at the failure, looks older than that base and never
+ * counts (and dlmd asks again, and again: review fence3).  So the
+ * result of our own request is learned from the fencer itself, by its
+ * call id, on the loop's connection: a success of a request made for
+ * this failure (fn_pcmk_asked, the same call id: a new failure clears
+ * both) is a fencing after the failure, whatever the clocks say.  A
+ * result that is not a success changes nothing: the history decides
+ * then, as before.  Lost with the loop's connection (its callbacks go
+ * with it): the history still decides, with the limit above.
+ */
+static void pcmk_on_result(stonith_t *st, stonith_callback_data_t *data)
+{
+	struct dlmd_fence *fe = pcmk_fence;
+	struct fence_node *fn;
+
+	(void)st;
+	if (!fe || !data)
+		return;
+	fn = fnode(fe, (uint32_t)(uintptr_t)data->userdata, false);
+	if (!fn || is_fenced(fn) || !fn->fn_pcmk_asked || fn->fn_pid ||
+	    fn->fn_method != DLMD_FENCE_PACEMAKER ||
+	    data->call_id != fn->fn_pcmk_call)
+		return;
+	if (data->rc != 0) {
+		log_info("fencing: pacemaker's fencer: our request to fence "
+			 "node %u ended: %s", fn->fn_nodeid,
+			 strerror(data->rc < 0 ? -data->rc : data->rc));
+		return;
+	}
+	fenced(fe, fn, "pacemaker's fencer: the fencing we asked for "
+	       "succeeded", true);
 }
 
 static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
@@ -1434,6 +1531,14 @@ static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
 	}
 	fn->fn_pcmk_asked = true;
 	fn->fn_pcmk_asked_at = dlmd_now_ms();
+	fn->fn_pcmk_call = rc;
+	if (rc > 0 &&
+	    fe->fe_st->cmds->register_callback(fe->fe_st, rc,
+					       2 * PCMK_FENCE_TIMEOUT_S, 0,
+					       (void *)(uintptr_t)fn->fn_nodeid,
+					       "dlmd-fence-result",
+					       pcmk_on_result) != 1)
+		fn->fn_pcmk_call = 0;	/* the history alone decides */
 	/* the history just read (pcmk_apply, then us) */
 	fn->fn_pcmk_ask.pm_known = fn->fn_pcmk_read_ok;
 	fn->fn_pcmk_ask.pm_done_ns = fn->fn_pcmk_last_done;
@@ -1449,6 +1554,13 @@ static void pcmk_ask(struct dlmd_fence *fe, struct fence_node *fn)
 		   "fence_pacemaker_wait_secs");
 }
 
+/* On the loop's thread, at most once per FENCE_RETRY_MS while not
+ * connected.  NOT bounded: libqb's connect polls for the fencer's answer
+ * without a time limit, and register_notification is a synchronous call
+ * (up to 60 s): a fencer that accepts the connection but never answers
+ * holds the loop, and all locking, here (dlm.conf.5, README say so).
+ * Moving it to the reader's thread, handing the connection over, is
+ * what would end that. */
 static void pcmk_connect(struct dlmd_fence *fe)
 {
 	struct dlmd *d = fe->fe_d;
@@ -1761,6 +1873,7 @@ static void node_failed(struct dlmd *d, uint32_t nodeid, unsigned int how,
 	fn->fn_last_log = 0;
 	fn->fn_pcmk_pending = false;
 	fn->fn_pcmk_asked = false;
+	fn->fn_pcmk_call = 0;
 	fn->fn_in_view_ok = in_view_ok;
 	fn->fn_daemon = how & DLMD_FAIL_DAEMON;
 	fn->fn_member = how & (DLMD_FAIL_DAEMON | DLMD_FAIL_RESTARTED);

@@ -13,7 +13,15 @@
  * process, like the log itself); the lock engine keeps none of this.
  * Lines come from dlmd's loop thread, and from the pacemaker libraries
  * in fence.c's history reader thread (THE HISTORY READER): our targets
- * and the recorder's dump hold log_mu.
+ * and the recorder's dump hold log_mu.  That covers our sinks only:
+ * libqb's qb_log_real_va_() guards against its own recursion with one
+ * process-wide flag, set and tested without a lock or an atomic, so a
+ * line logged by one thread while another is inside libqb's logging is
+ * dropped (either thread's: loss, never a torn line or a crash; shown
+ * by a test program of the fence3 review).  The reader logs nothing
+ * itself; what pacemaker's libraries log from it (rare: errors of its
+ * reads) can cost a line of the loop's now and then.  Not fixed: it is
+ * inside libqb.
  */
 #include <errno.h>
 #include <fcntl.h>

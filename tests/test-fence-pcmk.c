@@ -83,6 +83,10 @@ static struct {
 		const char *action;	/* "reboot", "off", "on" */
 	} hist[MAX_HIST];
 	void		(*notify)(stonith_t *st, stonith_event_t *e);
+	/* the result callback of the latest fence() (its call id) */
+	void		(*result_cb)(stonith_t *st, stonith_callback_data_t *r);
+	void		*result_data;
+	int		call_id;
 	unsigned int	asked;		/* fence() calls */
 	char		action[16];	/* of the latest */
 	unsigned int	history_reads;
@@ -129,6 +133,13 @@ static bool fencer_hangs;
 static unsigned int hung_reads;		/* reads that found it hanging */
 static unsigned int reads_on_test_thread;	/* dlmd's loop would wait */
 static bool bad_target;
+/* a read takes its snapshot of the history, then waits until the test
+ * lets it go (HANG_MAX_MS at most): a reply that describes the history
+ * as it was when its request was made, answered later */
+static bool fencer_holds;
+static unsigned int held_reads;
+static unsigned int reads_fail;	/* REVIEW: the next reads fail (ENOTCONN) */
+#define PCMK_TRIES_SEEN	2	/* fence.c's PCMK_READ_TRIES */
 
 static int fake_history(stonith_t *st, int opts, const char *node,
 			stonith_history_t **out, int timeout)
@@ -145,6 +156,12 @@ static int fake_history(stonith_t *st, int opts, const char *node,
 	fencer.history_reads++;
 	if (pthread_equal(pthread_self(), test_thread))
 		reads_on_test_thread++;
+	if (reads_fail) {
+		reads_fail--;
+		pthread_mutex_unlock(&fmu);
+		*out = NULL;
+		return -ENOTCONN;
+	}
 	if (fencer_hangs) {	/* a fencer that does not answer */
 		struct timespec until;
 
@@ -168,6 +185,17 @@ static int fake_history(stonith_t *st, int opts, const char *node,
 		h->next = list;
 		list = h;
 	}
+	if (fencer_holds) {
+		struct timespec until;
+
+		held_reads++;
+		pthread_cond_broadcast(&fcond);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += HANG_MAX_MS / 1000;
+		while (fencer_holds &&
+		       pthread_cond_timedwait(&fcond, &fmu, &until) == 0)
+			;
+	}
 	pthread_mutex_unlock(&fmu);
 	*out = list;
 	return rc;
@@ -183,7 +211,33 @@ static int fake_fence(stonith_t *st, int opts, const char *node,
 	(void)tolerance;
 	fencer.asked++;
 	snprintf(fencer.action, sizeof(fencer.action), "%s", action);
-	return 0;
+	return ++fencer.call_id;	/* asynchronous: a call id */
+}
+
+static int fake_register_callback(stonith_t *st, int call_id, int timeout,
+				  int options, void *user_data,
+				  const char *name,
+				  void (*cb)(stonith_t *st,
+					     stonith_callback_data_t *r))
+{
+	(void)st;
+	(void)timeout;
+	(void)options;
+	(void)name;
+	assert_int_equal(call_id, fencer.call_id);
+	fencer.result_cb = cb;
+	fencer.result_data = user_data;
+	return 1;
+}
+
+/* The fencer answers the latest fence() request: 'rc' (0: done). */
+static void fencer_result(int rc)
+{
+	stonith_callback_data_t r = { .rc = rc, .call_id = fencer.call_id,
+				      .userdata = fencer.result_data };
+
+	assert_non_null(fencer.result_cb);
+	fencer.result_cb(&fake_st, &r);
 }
 
 stonith_t *__wrap_stonith_api_new(void);
@@ -197,6 +251,7 @@ stonith_t *__wrap_stonith_api_new(void)
 	fake_ops.register_notification = fake_register;
 	fake_ops.history = fake_history;
 	fake_ops.fence = fake_fence;
+	fake_ops.register_callback = fake_register_callback;
 	return &fake_st;
 }
 
@@ -369,11 +424,16 @@ static struct dlmd *daemon_pcmk(bool reachable)
 	fencer.nhist = 0;
 	fencer.notify = NULL;
 	fencer.asked = 0;
+	fencer.result_cb = NULL;
+	fencer.result_data = NULL;
 	fencer.action[0] = '\0';
 	fencer.history_reads = 0;
 	pthread_mutex_lock(&fmu);
 	fencer_hangs = false;	/* a test that failed may have left it */
 	hung_reads = 0;
+	fencer_holds = false;
+	held_reads = 0;
+	reads_fail = 0;
 	reads_on_test_thread = 0;
 	pthread_mutex_unlock(&fmu);
 	victim_in_view = false;
@@ -705,13 +765,17 @@ static void test_hung_fencer_loop_serves(void **state)
 	assert_true(ran);
 	assert_false(dlmd_fence_is_done(d, VICTIM));
 	assert_int_equal(reads_on_test_thread, 0);
-	/* the fencer answers again: the hung read fails (no base: this
-	 * node's clock decides), the next ones see the fencing */
+	/* the fencer answers again: the hung read fails, the base is
+	 * still wanted (the fencer is reachable: never this node's clock),
+	 * the retry reads it, and a fencing after that counts */
 	pthread_mutex_lock(&fmu);
 	fencer_hangs = false;
 	pthread_cond_broadcast(&fcond);
 	pthread_mutex_unlock(&fmu);
 	settle(d);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	look_again(d);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
 	fencer_add(st_done, 2);
 	assert_true(dlmd_fence_is_done(d, VICTIM));
 	assert_int_equal(reads_on_test_thread, 0);
@@ -849,6 +913,175 @@ static void test_pending_lost_node_not_asked(void **state)
 	daemon_free(d);
 }
 
+/* REVIEW: pacemaker fenced node 2 first (the known stall), its fencing
+ * timestamped by the originating node's clock, 30 s ahead of the node
+ * that then asks.  The fencing dlmd asked for completes, but its
+ * completion time (the asker's clock) is older than the base's latest:
+ * it never counts, and dlmd asks again 130 s on, and again. */
+static void test_rev_skewed_originator(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	fencer_add(st_done, 30);	/* the DC's fencing, its clock +30 s */
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	settle(d);
+	mono_offset_ms += d->d_cfg.cf_fence_pcmk_wait_secs * 1000ULL;
+	look_again(d);
+	assert_int_equal(fencer.asked, 1);
+	fencer_add(st_done, 2);		/* ours, done: the asker's clock */
+	fencer_result(0);		/* the fencer's answer to our call */
+	look_again(d);
+	fprintf(stderr, "REVIEW: our fencing done: fenced %d\n",
+		dlmd_fence_is_done(d, VICTIM));
+	for (int i = 0; i < 3 && !dlmd_fence_is_done(d, VICTIM); i++) {
+		mono_offset_ms += 131 * 1000ULL;
+		look_again(d);
+		look_again(d);
+		fprintf(stderr, "REVIEW: after %d x 131 s: asked %u times, fenced %d\n",
+			i + 1, fencer.asked, dlmd_fence_is_done(d, VICTIM));
+		if (fencer.asked > 1 + (unsigned)i)
+			fencer_add(st_done, 2 + 131 * (i + 1));	/* each done, later */
+	}
+	fprintf(stderr, "REVIEW: fenced %d, asked %u times\n",
+		dlmd_fence_is_done(d, VICTIM), fencer.asked);
+	assert_int_equal(fencer.asked, 1);	/* fails: 2 */
+	daemon_free(d);
+}
+
+/* OUR OWN RESULT is that of this failure's request only: the success of
+ * a request made for the node's previous failure (acknowledged by an
+ * operator meanwhile) never counts for the next one. */
+static void test_old_result_does_not_count(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+	char why[128];
+
+	(void)state;
+	victim_in_view = true;		/* a member: asked for at once */
+	dlmd_fence_node_joined(d, VICTIM);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_DAEMON);
+	settle(d);
+	look_again(d);
+	assert_int_equal(fencer.asked, 1);
+	victim_in_view = false;
+	assert_int_equal(dlmd_fence_ack(d, VICTIM, why, sizeof(why)), 0);
+	dlmd_fence_node_joined(d, VICTIM);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	settle(d);
+	assert_int_equal(fencer.asked, 1);	/* nothing asked for it yet */
+	fencer_result(0);		/* the old request's success */
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* REVIEW: the reader's own connection is not watched (the loop's is):
+ * after pacemaker-fenced restarts, the reader's first read fails
+ * (ENOTCONN) and only then does it reconnect.  If that first read is the
+ * base read of a failure, the base is unknown and this node's wall clock
+ * decides: a fencing of the node's previous incarnation, done before the
+ * failure but stamped by an originator whose clock is ahead of ours,
+ * counts. */
+static void test_rev_stale_reader_base(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	/* fenced 20 s before the failure, by a clock 30 s ahead of ours */
+	fencer_add(st_done, 10);
+	reads_fail = 1;		/* the fencer restarted since the last read */
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	settle(d);
+	look_again(d);
+	fprintf(stderr, "REVIEW: stale base read: fenced %d, asked %u\n",
+		dlmd_fence_is_done(d, VICTIM), fencer.asked);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* The same, the read failing on the new connection too (the fencer
+ * restarting still), while the loop is connected: the base is not
+ * given up for this node's clock; it is read again on the retry, and
+ * only a fencing newer than that counts. */
+static void test_failed_base_read_again(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	fencer_add(st_done, 10);	/* before the failure, a clock ahead */
+	pthread_mutex_lock(&fmu);
+	reads_fail = PCMK_TRIES_SEEN;	/* every try of the first read */
+	pthread_mutex_unlock(&fmu);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	settle(d);
+	assert_int_equal(reads_fail, 0);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	look_again(d);			/* the base, read */
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	fencer_add(st_done, 20);	/* a fencing after it */
+	assert_true(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* A read asked for before the failure, answered after it, is never the
+ * history at the failure (fn_pcmk_base_seq): its history is older, and
+ * a fencing between the two (here: of the node's previous failure,
+ * which an operator acknowledged meanwhile) would count for the new
+ * failure. */
+static void test_read_before_failure_not_base(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+	char why[128];
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	pthread_mutex_lock(&fmu);
+	fencer_holds = true;
+	pthread_mutex_unlock(&fmu);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	/* the read of the first failure took its (empty) snapshot */
+	pthread_mutex_lock(&fmu);
+	while (!held_reads)
+		pthread_cond_wait(&fcond, &fmu);
+	/* the fencer fences the node: no notification yet */
+	fencer.hist[fencer.nhist].state = st_done;
+	fencer.hist[fencer.nhist].completed = __real_time(NULL) + 1;
+	fencer.hist[fencer.nhist].action = "reboot";
+	fencer.nhist++;
+	pthread_mutex_unlock(&fmu);
+	assert_int_equal(dlmd_fence_ack(d, VICTIM, why, sizeof(why)), 0);
+	dlmd_fence_node_joined(d, VICTIM);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	assert_true(dlmd_fence_pcmk_reading(d));
+	/* the old read answers now, then the new failure's */
+	pthread_mutex_lock(&fmu);
+	fencer_holds = false;
+	pthread_cond_broadcast(&fcond);
+	pthread_mutex_unlock(&fmu);
+	settle(d);
+	look_again(d);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
+/* The same, the reader's read fine: the old fencing does not count. */
+static void test_rev_fresh_reader_base(void **state)
+{
+	struct dlmd *d = daemon_pcmk(true);
+
+	(void)state;
+	dlmd_fence_node_joined(d, VICTIM);
+	fencer_add(st_done, 10);
+	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
+	settle(d);
+	look_again(d);
+	assert_false(dlmd_fence_is_done(d, VICTIM));
+	daemon_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -870,6 +1103,12 @@ int main(void)
 		cmocka_unit_test(test_stall_ask_retried),
 		cmocka_unit_test(test_pending_member_not_asked),
 		cmocka_unit_test(test_pending_lost_node_not_asked),
+		cmocka_unit_test(test_rev_skewed_originator),
+		cmocka_unit_test(test_old_result_does_not_count),
+		cmocka_unit_test(test_rev_stale_reader_base),
+		cmocka_unit_test(test_rev_fresh_reader_base),
+		cmocka_unit_test(test_failed_base_read_again),
+		cmocka_unit_test(test_read_before_failure_not_base),
 	};
 	struct dlmd_config cf;
 	int rv;
@@ -877,7 +1116,7 @@ int main(void)
 	fencer.pipe[0] = fencer.pipe[1] = -1;
 	test_thread = pthread_self();
 	dlmd_config_defaults(&cf);
-	if (dlmd_log_init(&cf, false))
+	if (dlmd_log_init(&cf, getenv("TFP_LOG") != NULL))
 		return 1;
 	rv = cmocka_run_group_tests(tests, NULL, NULL);
 	dlmd_log_fini();
