@@ -650,8 +650,13 @@
  *    its node killed since, knows it at the process's first message
  *    after the merge: the same incarnation (fenced_alive()).  It logs at
  *    crit the node, the agent and what happened, counts it (status
- *    fence_lied, metric dlmd_fence_lied_total), marks the node failed
- *    again (fenced while in the view) and removes it from the cluster;
+ *    fence_lied, metric dlmd_fence_lied_total) and marks the node failed
+ *    again (fenced while in the view); the lowest of them (the lowest
+ *    member other than the node) removes it from the cluster: one
+ *    removal, as a second one may reach the node's corosync restarted
+ *    after its fencing (a lowest member that joined while the node was
+ *    apart kept no seal and does nothing: the fencing alone stops the
+ *    node then);
  *  - the returning process learns it was declared dead at its sync's
  *    end (declared_dead()): a record of a lockspace it ran, from a
  *    member of its own instance of it, carries a newer event than its
@@ -4783,8 +4788,8 @@ static void fence_agent(const struct dlmd *d, char *buf, size_t size)
  * they still hold them: two holders, which dlmd cannot undo.  What it
  * can do: say so at crit with the node and the agent, count it (status
  * fence_lied), mark the node failed again (fenced while in the view, as
- * a restart is) and remove it from the cluster (its corosync exits, its
- * dlmd with it).  The returning dlmd learns for itself that it was
+ * a restart is) and have the lowest other member remove it from the
+ * cluster (its corosync exits, its dlmd with it).  The returning dlmd learns for itself that it was
  * declared dead, at its sync's end (declared_dead()), and drops its
  * lockspaces.  Every member that kept the seal and saw the fencing acts
  * at the same message; the others (which joined since) have nothing
@@ -4795,6 +4800,7 @@ static void fenced_alive(struct dlmd_cluster *cs, struct cs_daemon *dm)
 {
 	struct dlmd *d = cs->cs_d;
 	char agent[sizeof(d->d_cfg.cf_fence_command) + 64], why[128];
+	uint32_t lowest = 0;
 
 	dm->dm_fenced_back = false;
 	d->d_nfence_lied++;
@@ -4808,6 +4814,23 @@ static void fenced_alive(struct dlmd_cluster *cs, struct cs_daemon *dm)
 		 "fenced again and removed from the cluster: check the fence "
 		 "agent", dm->dm_id, agent, dm->dm_pid, dm->dm_id);
 	dlmd_fence_node_failed(d, dm->dm_id, DLMD_FAIL_RESTARTED);
+	/* One remover, the lowest other member, as for UNREACHABLE PEERS:
+	 * corosync delivers a removal in agreed order, and the node's
+	 * corosync exits at the first; a second one, sent by another
+	 * survivor at the same moment, was delivered in the next ring, to
+	 * the node's corosync restarted after its (real) fencing, and took
+	 * that down too (seen so: tests/test-cluster-fence-lied.sh). */
+	for (unsigned int i = 0; i < cs->cs_ndmembers; i++) {
+		uint32_t id = cs->cs_dmembers[i];
+
+		if (id != dm->dm_id && (!lowest || id < lowest))
+			lowest = id;
+	}
+	if (lowest != d->d_nodeid) {
+		log_notice("node %u: node %u removes it from the cluster",
+			   dm->dm_id, lowest);
+		return;
+	}
 	snprintf(why, sizeof(why), "dlmd: node %u was fenced, yet its dlmd still "
 		 "runs (the fence agent did not stop it)", dm->dm_id);
 	remove_node(cs, dm->dm_id, why);
