@@ -3966,9 +3966,16 @@ static void dup_found(struct dlmd_cluster *cs, uint32_t pid, const char *why)
  * and we stay, our first sync waiting until it is gone (before, we
  * stopped too: a dlmd that joined first cannot end its sync while the
  * other is in the group).  One of an older version (4 and before) has
- * no such rule and would never stop: we waited for it for ever.  So
- * then we stop, though we joined first, in one err line naming both
- * versions.  What the old one does then, which cannot be changed: its
+ * no such rule and never stops; we still stay and wait when
+ * peer_unreachable_secs is above 0: the dlmds that ran before remove
+ * its node when it has not announced for that long (below) and fence
+ * it, and then our first sync ends.  Stopping at once instead (as for
+ * a while we did) made a new dlmd beside an old later joiner exit 1,
+ * and with Restart=on-failure loop, where waiting at most
+ * peer_unreachable_secs then syncing was enough.  Only with
+ * peer_unreachable_secs 0 (nobody removes it: we would wait for ever)
+ * do we stop, though we joined first, in one err line naming both
+ * versions.  What the old one does meanwhile, which cannot be changed: its
  * own first sync waits for every member's ANNOUNCE, and it refuses
  * ours (another version) as we refuse its; so while any dlmd of this
  * version is in the group its sync never ends, it sends no START and
@@ -3994,8 +4001,9 @@ static void dup_found(struct dlmd_cluster *cs, uint32_t pid, const char *why)
  * lockspaces ours were in, so it records no failure in any of them (a
  * node-down it hands to fencing, a proc-down not even that), no
  * lockspace of it waits for their fencing, and it runs lockspace L
- * alone, granting what their clients may still hold in L.  It cannot be changed to act otherwise.  Left out without
- * a bound, that window would be the rest of its life; waited for, it is
+ * alone, granting what their clients may still hold in L.  It cannot
+ * be changed to act otherwise.  Left out without a bound, that window
+ * would be the rest of its life; waited for, it is
  * peer_unreachable_secs (20 s by default), after which its node is
  * removed and fenced.  Its fencing is not what makes it safe (it
  * granted nothing, above); it comes with the removal (a node-down).
@@ -4012,14 +4020,15 @@ static void version_stop(struct dlmd_cluster *cs, uint32_t nodeid,
 
 	if (cs->cs_dup_stop || cs->cs_synced)
 		return;
-	if (dm && dm->dm_later && version < CM_VERSION_SELF_STOP) {
+	if (dm && dm->dm_later && version < CM_VERSION_SELF_STOP &&
+	    cs->cs_d->d_cfg.cf_peer_unreachable_secs == 0) {
 		log_err("daemon group: node %u (pid %u) joined after us with CPG "
 			"protocol version %u, older than ours (%u): it has no "
-			"rule to stop itself and our first sync cannot end "
-			"beside it, so this dlmd, which runs no lockspace yet, "
-			"stops instead; run one version on every node (stop "
-			"every dlmd to change it)", nodeid, pid, version,
-			CM_VERSION);
+			"rule to stop itself, and with peer_unreachable_secs 0 "
+			"nobody removes it, so our first sync could never end; "
+			"this dlmd, which runs no lockspace yet, stops instead; "
+			"run one version on every node (stop every dlmd to "
+			"change it)", nodeid, pid, version, CM_VERSION);
 		cs->cs_dup_stop = true;
 		cs->cs_d->d_exit_code = 1;
 		qb_loop_stop(cs->cs_d->d_loop);
@@ -4027,14 +4036,26 @@ static void version_stop(struct dlmd_cluster *cs, uint32_t nodeid,
 	}
 	if (dm && dm->dm_later) {
 		/* it joined after us (CPG's order of joins): it is the one
-		 * that joined last, of a version that stops by this same
-		 * rule; until it leaves, our first sync waits for it */
+		 * that joined last.  Of a version that stops by this same
+		 * rule it stops itself; an older one does not, but the
+		 * dlmds that ran before remove its node once it has not
+		 * announced for peer_unreachable_secs (not 0 here).  Until
+		 * it is gone, our first sync waits for it */
 		if (!dm->dm_later_said) {
 			dm->dm_later_said = true;
-			log_err("daemon group: node %u (pid %u), of CPG protocol "
-				"version %u, joined after us: it stops itself; we "
-				"stay (our sync waits until it leaves)", nodeid,
-				pid, version);
+			if (version < CM_VERSION_SELF_STOP)
+				log_err("daemon group: node %u (pid %u), of CPG "
+					"protocol version %u (ours %u), joined "
+					"after us: it has no rule to stop itself; "
+					"we stay (our sync waits until it leaves "
+					"or is removed, peer_unreachable_secs %u)",
+					nodeid, pid, version, CM_VERSION,
+					cs->cs_d->d_cfg.cf_peer_unreachable_secs);
+			else
+				log_err("daemon group: node %u (pid %u), of CPG "
+					"protocol version %u, joined after us: it "
+					"stops itself; we stay (our sync waits "
+					"until it leaves)", nodeid, pid, version);
 		}
 		return;
 	}

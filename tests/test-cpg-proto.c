@@ -4541,12 +4541,14 @@ static void test_version_earlier_stays(void **state)
  * ANOTHER VERSION, an older later joiner (finding 1 of session 18):
  * nodes 1 and 2 run; node 3's dlmd starts, and a dlmd of CPG protocol 4
  * (before the rule that a later joiner stops: it cannot know to) joins
- * after it, before node 3's first sync ends.  Node 3 waited for it to
- * stop, for ever (its sync cannot end while that process is in the
- * group, and the old one never stops).  Now node 3, which runs nothing
- * yet, stops itself, in one err line naming both versions; nodes 1 and
- * 2, which ran before, stay.  Seen failing before: node 3 stayed,
- * unsynced ("joined after us: it stops itself").
+ * after it, before node 3's first sync ends, with peer_unreachable_secs
+ * 0 (the watchdog off: nobody ever removes the old one).  Node 3 waited
+ * for it to stop, for ever (its sync cannot end while that process is
+ * in the group, and the old one never stops).  Now node 3, which runs
+ * nothing yet, stops itself, in one err line naming both versions;
+ * nodes 1 and 2, which ran before, stay.  Seen failing before: node 3
+ * stayed, unsynced ("joined after us: it stops itself").  With the
+ * watchdog on, test_version_older_joiner_removed.
  */
 static void test_version_older_later_joiner(void **state)
 {
@@ -4559,6 +4561,8 @@ static void test_version_older_later_joiner(void **state)
 	sim_start(1);
 	settle();
 	sim_start(2);
+	for (int i = 0; i < 3; i++)	/* the watchdog off: nobody removes it */
+		assert_int_equal(sim[i].d.d_cfg.cf_peer_unreachable_secs, 0);
 	outsider_joins(3, 4);	/* after node 3's join */
 	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
 	buf[4] = CM_VERSION_SELF_STOP - 1;	/* protocol 4 */
@@ -5150,6 +5154,62 @@ static void test_nodelist_remove_busy(void **state)
 	assert_false(cs->cs_comms_stale);
 }
 
+
+/*
+ * ANOTHER VERSION, the watchdog on: nodes 1 and 2 run; node 3's dlmd
+ * starts; a dlmd of protocol 4 (node 4, no rule to stop itself) joins
+ * after it.  With peer_unreachable_secs above 0 node 3 stays (it stopped
+ * at once before, found by review: beside an old joiner a new dlmd
+ * exited 1 and, restarted, looped), its first sync waiting; nodes 1 and
+ * 2, which ran before, remove node 4 once it has not announced for the
+ * limit and fence it; node 3's first sync then ends.
+ */
+static void test_version_older_joiner_removed(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 4 };
+	char want[200];
+	size_t len;
+
+	for (int i = 0; i < 3; i++) {	/* the watchdog on, as by default */
+		sim_start(i);
+		sim[i].d.d_cfg.cf_peer_unreachable_secs = 6;
+		if (i == 1)
+			settle();
+	}
+	outsider_joins(3, 4);	/* after node 3's join */
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
+	buf[4] = CM_VERSION_SELF_STOP - 1;	/* protocol 4 */
+	inject(3, buf, len);
+	settle();
+	assert_false(sim[2].d.d_cluster->cs_dup_stop);
+	assert_false(sim[2].d.d_cluster->cs_synced);
+	snprintf(want, sizeof(want), "node 4 (pid %u), of CPG protocol version "
+		 "4 (ours %d), joined after us: it has no rule to stop itself",
+		 sim[3].pid, CM_VERSION);
+	assert_int_equal(logged_count(2, want), 1);
+	assert_true(logged_at(2, LOG_ERR, want));
+	for (int k = 0; k < 6; k++) {
+		fake_now += 2000;
+		for (int i = 0; i < 3; i++)
+			unreach_tick_of(i);
+		settle();
+		assert_false(sim[2].d.d_cluster->cs_dup_stop);
+	}
+	{	/* the kill takes node 4 down (node-down) */
+		struct cpg_address l = { 4, sim[3].pid, CPG_REASON_NODEDOWN };
+
+		sim[3].hung = false;
+		confchg(&l, 1, NULL, 0);
+		settle();
+	}
+	assert_true(kills_of(4) >= 1);
+	assert_false(sim[2].d.d_cluster->cs_dup_stop);
+	assert_int_equal(sim[2].d.d_exit_code, 0);
+	assert_true(sim[2].d.d_cluster->cs_synced);
+	assert_int_equal(logged_count(2, want), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -5308,6 +5368,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tiebreak_mistyped, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_version_older_joiner_removed,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
