@@ -501,9 +501,12 @@
  *
  * CONFIGURATION CHANGES.  What a majority is counted against (the
  *    configured nodes, the tie-breaker node) is read from corosync's
- *    cmap at start, and again whenever nodelist.node.* or
- *    quorum.auto_tie_breaker(_node) changes (cmap tracking; corosync-
- *    cfgtool -R after an edit of corosync.conf, or corosync-cmapctl).
+ *    cmap at start, and again whenever nodelist.node.* changes (cmap
+ *    tracking; corosync-cfgtool -R after an edit of corosync.conf).
+ *    quorum.auto_tie_breaker(_node) is fixed at start, as votequorum
+ *    fixes it (read_tiebreak, TIE-BREAKER FIXED AT START); with the
+ *    nodelist, the lowest or highest configured id it names can still
+ *    change.
  *    The reloads of the nodes' corosyncs do not happen at one point of
  *    the daemon group's stream, and members of one side that counted a
  *    split against different pairs would not decide alike (worse, two
@@ -889,6 +892,7 @@
  * one-node cluster whose node id is the config's nodeid; it exists for
  * tests and fuzzing, never for production.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -928,6 +932,7 @@
 #define STALL_MS		10000	/* running, waiters, nothing received */
 #define SYNC_LOG_MS		10000	/* log a sync that waits this long */
 #define CS_ATB_WARN_LEN		256	/* read_tiebreak's warning */
+#define CS_ATB_HOW_LEN		1024	/* auto_tie_breaker_node kept */
 #define LS_HASH			256	/* buckets of the lockspace table */
 #define CS_CUT_MAX		256	/* cut pairs followed at once */
 /* reports of a cut pair by one end alone, the other silent, that decide
@@ -1107,6 +1112,15 @@ struct dlmd_cluster {
 	bool			cs_nodelist_bad;
 	/* the tie-breaker keys' mistake last warned of ("": none) */
 	char			cs_atb_warn[CS_ATB_WARN_LEN];
+	/* TIE-BREAKER FIXED AT START: auto_tie_breaker as votequorum runs
+	 * it, fixed at our first complete reading (cs_atb_fixed):
+	 * cs_atb_how "" when off; and the keys as they read then, to say
+	 * once (cs_atb_moved) that a later change of them is not followed */
+	bool			cs_atb_fixed;
+	bool			cs_atb_moved;
+	char			cs_atb_how[CS_ATB_HOW_LEN];
+	bool			cs_atb_key_on;
+	char			cs_atb_key_how[CS_ATB_HOW_LEN];
 	/* the daemon group now, and the nodes we lost (node-down) while
 	 * our side of the daemon group held a strict majority of the
 	 * configured nodes: if one of them merges back, we remove it */
@@ -1427,19 +1441,73 @@ static uint32_t conf_tiebreak(const struct dlmd_cluster *cs)
  *
  * Read as votequorum reads them, so that a key corosync accepts never
  * keeps dlmd from starting: a key of another type than votequorum's
- * (corosync-cmapctl -s with u32, say: cmap's typed getter answers
- * CS_ERR_INVALID_PARAM) is one votequorum ignores (auto_tie_breaker
- * off; auto_tie_breaker_node "lowest"), and a string it does not take
- * turns its auto_tie_breaker off; we do the same, and *warn says so
- * (empty when the keys are as votequorum wants them).  Any other error
- * (IPC, a reload) is -EAGAIN: the reading is not taken.
+ * (corosync.conf cannot give one, but a program writing cmap can: cmap's
+ * typed getter then answers CS_ERR_INVALID_PARAM) is one votequorum
+ * ignores (auto_tie_breaker off; auto_tie_breaker_node "lowest"), and a
+ * string it does not take turns its auto_tie_breaker off; we do the
+ * same, and *warn says so (empty when the keys are as votequorum wants
+ * them).  Any other error (IPC, a reload) is -EAGAIN: the reading is
+ * not taken.
+ *
+ * TIE-BREAKER FIXED AT START.  votequorum reads the two keys only when
+ * corosync starts (votequorum(5): they cannot be changed by a config
+ * reload): after corosync-cfgtool -R with a new auto_tie_breaker_node
+ * runtime.votequorum.atb_type stays as it was, and a dlmd that followed
+ * the keys (as one did) counted even splits against another node than
+ * votequorum keeps quorate; in a 2 + 2 split the halves disagreed about
+ * who wins (each side waits for corosync quorum before fencing, so a
+ * liveness loss).  So the first complete reading fixes what is used
+ * (cs_atb_fixed), and later readings (a nodelist change, a reload: the
+ * keys are still tracked) keep it, saying once, at warning, that a
+ * change of the keys takes effect only when corosync restarts.  At that
+ * first reading, where corosync shows what votequorum runs
+ * (runtime.votequorum.atb_type: 0 off, 1 lowest, 2 highest, 3 a list)
+ * it wins over the keys, which may have been changed since corosync
+ * started (said at warning); a list votequorum keeps to itself, so the
+ * key's current list is taken (a list changed before our start but
+ * after corosync's is not seen: the CONFIG a joiner receives then
+ * carries the group's node).  Without that key (older corosync), the
+ * keys as read.  The configured node count, and with it the lowest or
+ * highest configured id, still changes at runtime (CONFIGURATION
+ * CHANGES, CPG-ordered).
+ *
+ * Where this differs from votequorum (documented, not changed): its
+ * lowest and highest are the lowest and highest member id when it was
+ * last quorate, ours the lowest and highest configured id; its list
+ * counts the first listed node present in this partition (quorum denied
+ * while an earlier listed node was in the last quorate partition), ours
+ * the first listed configured node.  They agree whenever every
+ * configured node was a member when corosync was last quorate.  When
+ * they differ (a configured node down since), our node may be one no
+ * half holds: then neither half counts as the majority (it waits for
+ * corosync's quorum, as without a tie-breaker); two disjoint halves
+ * never both hold one node, so it is never unsafe.
  */
-static int read_tiebreak(cmap_handle_t cmap, const struct cs_node *nodes,
-			 unsigned int n, uint32_t *tb, char *warn, size_t wsize)
+/* Keep at most size - 1 bytes of a tie-breaker string, cut after its
+ * last whole id if it is longer (a cut id would name another node). */
+static void atb_keep(char *dst, size_t size, const char *src)
 {
-	uint32_t ids[DLM_MAX_NODES];
+	size_t len = strlen(src);
+
+	if (len >= size) {
+		len = size - 1;
+		while (len && !isspace((unsigned char)src[len]))
+			len--;
+	}
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+}
+
+static int read_tiebreak(struct dlmd_cluster *cs, cmap_handle_t cmap,
+			 const struct cs_node *nodes, unsigned int n,
+			 uint32_t *tb, bool *on, char *how_out, size_t hsize,
+			 char *warn, size_t wsize)
+{
+	uint32_t ids[DLM_MAX_NODES], type = 0;
 	uint8_t atb = 0;
 	char *how = NULL;
+	const char *use;
+	bool use_on;
 	cs_error_t e;
 
 	warn[0] = '\0';
@@ -1474,7 +1542,63 @@ static int read_tiebreak(cmap_handle_t cmap, const struct cs_node *nodes,
 			 "not \"lowest\", \"highest\" or a list of node ids: "
 			 "votequorum turns auto_tie_breaker off, and so do we "
 			 "(the lowest configured id breaks even splits)", how);
-	*tb = dlmd_tiebreak_pick(ids, n, atb, how);
+	/* the keys as votequorum would take them now */
+	use_on = atb && (!how || dlmd_tiebreak_valid(how));
+	use = !use_on ? "" : how ? how : "lowest";
+	if (cs->cs_atb_fixed) {
+		/* fixed at our first reading: a change is said, not taken */
+		atb_keep(how_out, hsize, how ? how : "");
+		if (!cs->cs_atb_moved &&
+		    ((bool)atb != cs->cs_atb_key_on ||
+		     strcmp(how_out, cs->cs_atb_key_how))) {
+			cs->cs_atb_moved = true;
+			log_warn("cmap: quorum.auto_tie_breaker or "
+				 "auto_tie_breaker_node changed (now %u, "
+				 "\"%.32s\"): votequorum reads them only when "
+				 "corosync starts, and so does dlmd: even splits "
+				 "are still broken by auto_tie_breaker %s%.32s%s "
+				 "until corosync and dlmd restart", atb,
+				 how ? how : "", cs->cs_atb_how[0] ? "on (\"" :
+				 "off", cs->cs_atb_how,
+				 cs->cs_atb_how[0] ? "\")" : "");
+		}
+		use_on = cs->cs_atb_how[0] != '\0';
+		use = cs->cs_atb_how;
+	} else {
+		e = cmap_get_uint32(cmap, "runtime.votequorum.atb_type", &type);
+		if (e == CS_OK && (type != 0) != use_on) {
+			snprintf(warn, wsize, "votequorum runs with "
+				 "auto_tie_breaker %s (runtime.votequorum."
+				 "atb_type %u), the keys say %s: they changed "
+				 "since corosync started, which is when votequorum "
+				 "reads them; we follow votequorum", type ? "on" :
+				 "off", type, use_on ? "on" : "off");
+		}
+		if (e == CS_OK && type == 0) {
+			use = "";
+		} else if (e == CS_OK && type == 1) {
+			use = "lowest";
+		} else if (e == CS_OK && type == 2) {
+			use = "highest";
+		} else if (e == CS_OK && (!use_on || !strcmp(use, "lowest") ||
+					  !strcmp(use, "highest"))) {
+			/* a list votequorum keeps to itself, the key no list */
+			snprintf(warn, wsize, "votequorum runs with an "
+				 "auto_tie_breaker_node list (runtime.votequorum."
+				 "atb_type %u) the keys no longer show: the lowest "
+				 "configured id breaks even splits", type);
+			use = "";
+		} else if (e != CS_OK && e != CS_ERR_NOT_EXIST) {
+			free(how);
+			return -EAGAIN;
+		}
+		use_on = use[0] != '\0';
+	}
+	*tb = dlmd_tiebreak_pick(ids, n, use_on, use_on ? use : NULL);
+	*on = atb;
+	atb_keep(how_out, hsize, how ? how : "");
+	if (!cs->cs_atb_fixed)	/* what read_nodelist fixes if it takes it */
+		atb_keep(cs->cs_atb_how, sizeof(cs->cs_atb_how), use);
 	free(how);
 	return 0;
 }
@@ -1499,7 +1623,8 @@ static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
 	uint32_t tb = 0;
 	cs_error_t e = CS_OK;
 	const char *why = NULL;
-	char warn[CS_ATB_WARN_LEN];
+	char warn[CS_ATB_WARN_LEN], key_how[CS_ATB_HOW_LEN];
+	bool key_on = false;
 	int rv = 0;
 
 	nodes = calloc(DLM_MAX_NODES, sizeof(*nodes));
@@ -1550,7 +1675,8 @@ static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
 		why = k == NODELIST_MAX_KEYS ? "too many keys" : cs_str(e);
 		rv = -EAGAIN;	/* not the list's end */
 	}
-	if (!rv && read_tiebreak(cmap, nodes, n, &tb, warn, sizeof(warn))) {
+	if (!rv && read_tiebreak(cs, cmap, nodes, n, &tb, &key_on, key_how,
+				 sizeof(key_how), warn, sizeof(warn))) {
 		why = "quorum.auto_tie_breaker unreadable";
 		rv = -EAGAIN;
 	}
@@ -1575,6 +1701,11 @@ static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
 	memcpy(cs->cs_nodes, nodes, n * sizeof(*nodes));
 	cs->cs_nnodes = n;
 	cs->cs_tiebreak = tb;
+	if (!cs->cs_atb_fixed) {	/* TIE-BREAKER FIXED AT START */
+		cs->cs_atb_fixed = true;
+		cs->cs_atb_key_on = key_on;
+		memcpy(cs->cs_atb_key_how, key_how, sizeof(key_how));
+	}
 	free(nodes);
 	return 0;
 }
@@ -6552,14 +6683,16 @@ static int cmap_start(struct dlmd_cluster *cs)
 		cs->cs_cmap_fd = -1;
 		return 0;
 	}
-	/* the tie-breaker too (quorum.auto_tie_breaker and _node) */
+	/* quorum.auto_tie_breaker and _node too, only to say that a change
+	 * of them is not followed (TIE-BREAKER FIXED AT START) */
 	e = cmap_track_add(cs->cs_cmap, "quorum.auto_tie_breaker",
 			   CMAP_TRACK_ADD | CMAP_TRACK_DELETE | CMAP_TRACK_MODIFY |
 			   CMAP_TRACK_PREFIX, nodelist_notify, cs,
 			   &cs->cs_cmap_track_atb);
 	if (e != CS_OK)
 		log_warn("cmap: cannot track quorum.auto_tie_breaker (%s); a "
-			 "change of it needs a dlmd restart", cs_str(e));
+			 "change of it (which takes effect only when corosync "
+			 "and dlmd restart) is not said", cs_str(e));
 	return qb_loop_poll_add(cs->cs_d->d_loop, QB_LOOP_LOW, cs->cs_cmap_fd,
 				POLLIN, cs, cmap_ready);
 }

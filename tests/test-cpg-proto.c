@@ -463,6 +463,9 @@ static struct {
 	uint8_t		atb;
 	cs_error_t	node_err;	/* 0: absent */
 	const char	*node;
+	/* runtime.votequorum.atb_type, what votequorum runs */
+	cs_error_t	type_err;	/* 0: absent (an older corosync) */
+	uint32_t	type;
 } fake_q;
 
 cs_error_t fake_cmap_get_uint8(cmap_handle_t h, const char *key, uint8_t *v)
@@ -479,6 +482,13 @@ cs_error_t fake_cmap_get_uint32(cmap_handle_t h, const char *key, uint32_t *v)
 	unsigned int j;
 	char tail[16];
 
+	if (!strcmp(key, "runtime.votequorum.atb_type")) {
+		if (!fake_q.type_err)
+			return CS_ERR_NOT_EXIST;
+		if (fake_q.type_err == CS_OK)
+			*v = fake_q.type;
+		return fake_q.type_err;
+	}
 	if (sscanf(key, "nodelist.node.%u.%15s", &j, tail) != 2 ||
 	    strcmp(tail, "nodeid") || j >= fake_nl.n)
 		return CS_ERR_NOT_EXIST;
@@ -4874,8 +4884,9 @@ static void test_config_partial_read(void **state)
 
 /* Node slot 0 reads the nodelist of nodes 1..4 with quorum.auto_tie_breaker
  * and _node as fake_q says: read_nodelist's result, the tie-breaker in
- * *tb. */
-static int tiebreak_read(uint32_t *tb)
+ * *tb.  As a dlmd's first reading (TIE-BREAKER FIXED AT START) unless
+ * again is set (a reading after a reload). */
+static int tiebreak_read_at(uint32_t *tb, bool again)
 {
 	struct dlmd_cluster *cs = sim[0].d.d_cluster;
 	int rv;
@@ -4884,11 +4895,18 @@ static int tiebreak_read(uint32_t *tb)
 	for (unsigned int j = 0; j < 4; j++)
 		fake_nl.ids[j] = j + 1;
 	cs->cs_tiebreak = 0;
+	if (!again)
+		cs->cs_atb_fixed = false;
 	cur = 0;
 	rv = read_nodelist(cs, 1);
 	cur = -1;
 	*tb = cs->cs_tiebreak;
 	return rv;
+}
+
+static int tiebreak_read(uint32_t *tb)
+{
+	return tiebreak_read_at(tb, false);
 }
 
 /*
@@ -5210,6 +5228,83 @@ static void test_version_older_joiner_removed(void **state)
 	assert_int_equal(logged_count(2, want), 1);
 }
 
+/*
+ * TIE-BREAKER FIXED AT START (review of session 19, finding 2): votequorum
+ * reads quorum.auto_tie_breaker(_node) only when corosync starts; after
+ * corosync-cfgtool -R with a new auto_tie_breaker_node,
+ * runtime.votequorum.atb_type stayed 1 while every dlmd switched to the
+ * new node.  Seen failing before: the reading after the change took node
+ * 4 ("highest"), where votequorum still ran "lowest" (node 1).  Now a
+ * change of the keys is said once and not followed; and at start
+ * runtime.votequorum.atb_type, where corosync has it, wins over keys
+ * changed since corosync started.
+ */
+static void test_tiebreak_fixed_at_start(void **state)
+{
+	uint32_t tb;
+
+	sim_start(0);
+	settle();
+	fake_q.atb_err = CS_OK;
+	fake_q.atb = 1;
+	fake_q.node_err = CS_OK;
+	fake_q.node = "lowest";
+	fake_q.type_err = CS_OK;
+	fake_q.type = 1;
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 1);
+	/* a reload with another node: not followed, said once */
+	fake_q.node = "highest";
+	assert_int_equal(tiebreak_read_at(&tb, true), 0);
+	assert_int_equal(tb, 1);
+	assert_int_equal(tiebreak_read_at(&tb, true), 0);
+	assert_int_equal(tb, 1);
+	assert_int_equal(logged_count(0, "votequorum reads them only when "
+				      "corosync starts"), 1);
+	assert_true(logged_at(0, LOG_WARNING, "auto_tie_breaker_node changed "
+			      "(now 1, \"highest\")"));
+	/* turned off at runtime: still on */
+	fake_q.atb = 0;
+	assert_int_equal(tiebreak_read_at(&tb, true), 0);
+	assert_int_equal(tb, 1);
+	/* a dlmd started after the reload: votequorum's type wins */
+	fake_q.atb = 1;
+	fake_q.node = "highest";
+	fake_q.type = 1;
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 1);
+	fake_q.node = "lowest";
+	fake_q.type = 2;
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 4);
+	/* keys turned on after corosync started: votequorum runs without */
+	fake_q.node = "3";
+	fake_q.type = 0;
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 1);
+	assert_true(logged_at(0, LOG_WARNING, "votequorum runs with "
+			      "auto_tie_breaker off (runtime.votequorum.atb_type "
+			      "0), the keys say on"));
+	/* a list: the key's list (votequorum keeps its own to itself) */
+	fake_q.node = "5 3 2";
+	fake_q.type = 3;
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 3);
+	/* votequorum runs a list the keys no longer show */
+	fake_q.node = "highest";
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 1);
+	assert_true(logged(0, "list (runtime.votequorum.atb_type 3) the keys "
+			   "no longer show"));
+	/* an older corosync without atb_type: the keys */
+	fake_q.type_err = 0;
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 4);
+	/* atb_type unreadable (IPC): the reading is not taken */
+	fake_q.type_err = CS_ERR_LIBRARY;
+	assert_int_equal(tiebreak_read(&tb), -EAGAIN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -5369,6 +5464,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tiebreak_mistyped, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_version_older_joiner_removed,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiebreak_fixed_at_start,
 						setup, teardown),
 	};
 
