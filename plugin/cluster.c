@@ -1093,6 +1093,7 @@ struct dlmd_cluster {
 	unsigned int		cs_nnodes;
 	uint32_t		cs_tiebreak;	/* wins an even split; 0: none */
 	cmap_track_handle_t	cs_cmap_track_atb;	/* quorum.auto_tie_breaker* */
+	cmap_track_handle_t	cs_cmap_track_atb_type;	/* runtime.votequorum */
 	/* the node ids given to lowcomms (nodes_to_comms), and whether one
 	 * of them may have left the nodelist (NODES LEAVING THE NODELIST) */
 	uint32_t		cs_comms_ids[DLM_MAX_NODES];
@@ -1112,13 +1113,11 @@ struct dlmd_cluster {
 	bool			cs_nodelist_bad;
 	/* the tie-breaker keys' mistake last warned of ("": none) */
 	char			cs_atb_warn[CS_ATB_WARN_LEN];
-	/* TIE-BREAKER FIXED AT START: auto_tie_breaker as votequorum runs
-	 * it, fixed at our first complete reading (cs_atb_fixed):
-	 * cs_atb_how "" when off; and the keys as they read then, to say
-	 * once (cs_atb_moved) that a later change of them is not followed */
+	/* TIE-BREAKER FIXED AT START: the keys as they read at our first
+	 * complete reading (cs_atb_fixed), and whether a later change of
+	 * them (not followed) was said (cs_atb_moved) */
 	bool			cs_atb_fixed;
 	bool			cs_atb_moved;
-	char			cs_atb_how[CS_ATB_HOW_LEN];
 	bool			cs_atb_key_on;
 	char			cs_atb_key_how[CS_ATB_HOW_LEN];
 	/* the daemon group now, and the nodes we lost (node-down) while
@@ -1456,20 +1455,22 @@ static uint32_t conf_tiebreak(const struct dlmd_cluster *cs)
  * the keys (as one did) counted even splits against another node than
  * votequorum keeps quorate; in a 2 + 2 split the halves disagreed about
  * who wins (each side waits for corosync quorum before fencing, so a
- * liveness loss).  So the first complete reading fixes what is used
- * (cs_atb_fixed), and later readings (a nodelist change, a reload: the
- * keys are still tracked) keep it, saying once, at warning, that a
- * change of the keys takes effect only when corosync restarts.  At that
- * first reading, where corosync shows what votequorum runs
- * (runtime.votequorum.atb_type: 0 off, 1 lowest, 2 highest, 3 a list)
- * it wins over the keys, which may have been changed since corosync
- * started (said at warning); a list votequorum keeps to itself, so the
- * key's current list is taken (a list changed before our start but
- * after corosync's is not seen: the CONFIG a joiner receives then
- * carries the group's node).  Without that key (older corosync), the
- * keys as read.  The configured node count, and with it the lowest or
- * highest configured id, still changes at runtime (CONFIGURATION
- * CHANGES, CPG-ordered).
+ * liveness loss).  So the keys are taken as they read at our first
+ * complete reading (cs_atb_fixed), and a later change of them (a
+ * reload: they are still tracked) is said once, at warning: it takes
+ * effect only when corosync and dlmd restart.  What votequorum runs,
+ * where corosync shows it, decides at every reading:
+ * runtime.votequorum.atb_type (0 off, 1 lowest, 2 highest, 3 a list).
+ * It does change at runtime: votequorum turns auto_tie_breaker off in a
+ * cluster of an odd node count without wait_for_all, and on again (as
+ * at its start) when a reload makes the count even; it is tracked like
+ * the nodelist, and a change reaches every dlmd as a CONFIG (CPG-
+ * ordered, CONFIGURATION CHANGES).  It also wins over keys changed
+ * between corosync's start and ours.  A list votequorum keeps to itself:
+ * the key's list as at our start is taken (a list changed before our
+ * start but after corosync's is not seen: the CONFIG a joiner receives
+ * carries the group's node).  Without that key (an older corosync), the
+ * keys as at our start.
  *
  * Where this differs from votequorum (documented, not changed): its
  * lowest and highest are the lowest and highest member id when it was
@@ -1506,8 +1507,8 @@ static int read_tiebreak(struct dlmd_cluster *cs, cmap_handle_t cmap,
 	uint32_t ids[DLM_MAX_NODES], type = 0;
 	uint8_t atb = 0;
 	char *how = NULL;
-	const char *use;
-	bool use_on;
+	const char *use, *key_how;
+	bool use_on, key_on;
 	cs_error_t e;
 
 	warn[0] = '\0';
@@ -1542,12 +1543,9 @@ static int read_tiebreak(struct dlmd_cluster *cs, cmap_handle_t cmap,
 			 "not \"lowest\", \"highest\" or a list of node ids: "
 			 "votequorum turns auto_tie_breaker off, and so do we "
 			 "(the lowest configured id breaks even splits)", how);
-	/* the keys as votequorum would take them now */
-	use_on = atb && (!how || dlmd_tiebreak_valid(how));
-	use = !use_on ? "" : how ? how : "lowest";
+	atb_keep(how_out, hsize, how ? how : "");
 	if (cs->cs_atb_fixed) {
-		/* fixed at our first reading: a change is said, not taken */
-		atb_keep(how_out, hsize, how ? how : "");
+		/* the keys as at our start: a change is said, not taken */
 		if (!cs->cs_atb_moved &&
 		    ((bool)atb != cs->cs_atb_key_on ||
 		     strcmp(how_out, cs->cs_atb_key_how))) {
@@ -1555,50 +1553,42 @@ static int read_tiebreak(struct dlmd_cluster *cs, cmap_handle_t cmap,
 			log_warn("cmap: quorum.auto_tie_breaker or "
 				 "auto_tie_breaker_node changed (now %u, "
 				 "\"%.32s\"): votequorum reads them only when "
-				 "corosync starts, and so does dlmd: even splits "
-				 "are still broken by auto_tie_breaker %s%.32s%s "
-				 "until corosync and dlmd restart", atb,
-				 how ? how : "", cs->cs_atb_how[0] ? "on (\"" :
-				 "off", cs->cs_atb_how,
-				 cs->cs_atb_how[0] ? "\")" : "");
+				 "corosync starts, and dlmd only when it starts: "
+				 "the change takes effect when corosync and dlmd "
+				 "restart", atb, how_out);
 		}
-		use_on = cs->cs_atb_how[0] != '\0';
-		use = cs->cs_atb_how;
+		key_on = cs->cs_atb_key_on;
+		key_how = cs->cs_atb_key_how;
 	} else {
-		e = cmap_get_uint32(cmap, "runtime.votequorum.atb_type", &type);
-		if (e == CS_OK && (type != 0) != use_on) {
-			snprintf(warn, wsize, "votequorum runs with "
-				 "auto_tie_breaker %s (runtime.votequorum."
-				 "atb_type %u), the keys say %s: they changed "
-				 "since corosync started, which is when votequorum "
-				 "reads them; we follow votequorum", type ? "on" :
-				 "off", type, use_on ? "on" : "off");
-		}
-		if (e == CS_OK && type == 0) {
-			use = "";
-		} else if (e == CS_OK && type == 1) {
-			use = "lowest";
-		} else if (e == CS_OK && type == 2) {
-			use = "highest";
-		} else if (e == CS_OK && (!use_on || !strcmp(use, "lowest") ||
-					  !strcmp(use, "highest"))) {
-			/* a list votequorum keeps to itself, the key no list */
-			snprintf(warn, wsize, "votequorum runs with an "
-				 "auto_tie_breaker_node list (runtime.votequorum."
-				 "atb_type %u) the keys no longer show: the lowest "
-				 "configured id breaks even splits", type);
-			use = "";
-		} else if (e != CS_OK && e != CS_ERR_NOT_EXIST) {
-			free(how);
-			return -EAGAIN;
-		}
-		use_on = use[0] != '\0';
+		key_on = atb;
+		key_how = how_out;
 	}
+	/* the keys (as at our start) as votequorum takes them */
+	use_on = key_on && (!key_how[0] || dlmd_tiebreak_valid(key_how));
+	use = !use_on ? "" : key_how[0] ? key_how : "lowest";
+	/* what votequorum runs now, where corosync shows it */
+	e = cmap_get_uint32(cmap, "runtime.votequorum.atb_type", &type);
+	if (e == CS_OK && type == 0) {
+		use = "";
+	} else if (e == CS_OK && type == 1) {
+		use = "lowest";
+	} else if (e == CS_OK && type == 2) {
+		use = "highest";
+	} else if (e == CS_OK && (!use_on || !strcmp(use, "lowest") ||
+				  !strcmp(use, "highest"))) {
+		/* a list votequorum keeps to itself, the key no list */
+		snprintf(warn, wsize, "votequorum runs with an "
+			 "auto_tie_breaker_node list (runtime.votequorum."
+			 "atb_type %u) the keys as at our start do not show: "
+			 "the lowest configured id breaks even splits", type);
+		use = "";
+	} else if (e != CS_OK && e != CS_ERR_NOT_EXIST) {
+		free(how);
+		return -EAGAIN;
+	}
+	use_on = use[0] != '\0';
 	*tb = dlmd_tiebreak_pick(ids, n, use_on, use_on ? use : NULL);
 	*on = atb;
-	atb_keep(how_out, hsize, how ? how : "");
-	if (!cs->cs_atb_fixed)	/* what read_nodelist fixes if it takes it */
-		atb_keep(cs->cs_atb_how, sizeof(cs->cs_atb_how), use);
 	free(how);
 	return 0;
 }
@@ -6693,6 +6683,13 @@ static int cmap_start(struct dlmd_cluster *cs)
 		log_warn("cmap: cannot track quorum.auto_tie_breaker (%s); a "
 			 "change of it (which takes effect only when corosync "
 			 "and dlmd restart) is not said", cs_str(e));
+	/* what votequorum runs (TIE-BREAKER FIXED AT START) */
+	e = cmap_track_add(cs->cs_cmap, "runtime.votequorum.atb_type",
+			   CMAP_TRACK_ADD | CMAP_TRACK_DELETE | CMAP_TRACK_MODIFY,
+			   nodelist_notify, cs, &cs->cs_cmap_track_atb_type);
+	if (e != CS_OK)
+		log_warn("cmap: cannot track runtime.votequorum.atb_type (%s); "
+			 "it is read again with the nodelist", cs_str(e));
 	return qb_loop_poll_add(cs->cs_d->d_loop, QB_LOOP_LOW, cs->cs_cmap_fd,
 				POLLIN, cs, cmap_ready);
 }

@@ -26,11 +26,13 @@
 #      highest is added to every corosync.conf and reloaded (corosync-
 #      cmapctl cannot set these keys: votequorum keeps them read-only,
 #      CS_ERR_ACCESS).  votequorum reads them only when corosync starts:
-#      runtime.votequorum.atb_type stays 1 (lowest) on every node, and
-#      every dlmd says once that the change takes effect only when
-#      corosync restarts and keeps node 1 as the tie-breaker: no CONFIG
-#      switches to node 3 (one did, session 18 to 19: the dlmds then
-#      counted a 2 + 2 split against another node than votequorum,
+#      runtime.votequorum.atb_type stays as it was on every node (0
+#      here: votequorum turns auto_tie_breaker off in a cluster of 3
+#      without wait_for_all), and every dlmd says once that the change
+#      takes effect only when corosync and dlmd restart and keeps node 1
+#      as the tie-breaker: no CONFIG switches to node 3 (one did, in
+#      session 19's first run of this step: the dlmds then counted a
+#      2 + 2 split against another node than votequorum,
 #      plugin/cluster.c, TIE-BREAKER FIXED AT START).
 # Before the fix the dlmds kept node 3's first address (lowcomms' node
 # table took only new nodes): they refused node 3's connections from its
@@ -140,6 +142,12 @@ for k in 1 2 3; do
 done
 
 say "== 5. auto_tie_breaker_node: highest, by a reload"
+atb_type() { # K: what node K's votequorum runs
+	on "$1" corosync-cmapctl -g runtime.votequorum.atb_type 2>&1
+}
+for k in 1 2 3; do
+	eval "atb_before_$k=\$(atb_type $k)"
+done
 for k in 1 2 3; do
 	sed -i 's/^    auto_tie_breaker: 1$/&\n    auto_tie_breaker_node: highest/' \
 		"$dir/n$k/corosync.conf"
@@ -155,13 +163,16 @@ for k in 1 2 3; do
 		grep -q "votequorum reads them only when corosync starts" \
 		"$dir/n$k/dlmd.out"
 done
-# what votequorum runs: still lowest (1), as at corosync's start
+# what votequorum runs: as before the reload
 for k in 1 2 3; do
-	t=$(on $k corosync-cmapctl -g runtime.votequorum.atb_type 2>&1)
+	t=$(atb_type $k)
+	eval "b=\$atb_before_$k"
 	case $t in
-	*"= 1") ;;
-	*) fail "node $k: votequorum's atb_type is not 1 (lowest) after the reload: $t" ;;
+	*"(u32) = "[0-9]*) ;;
+	*) fail "node $k: no runtime.votequorum.atb_type: $t" ;;
 	esac
+	[ "$t" = "$b" ] ||
+		fail "node $k: votequorum's atb_type changed by the reload: $b, now $t"
 done
 # a barrier: every node joins a second lockspace (its CPG messages come
 # after any CONFIG the dlmds sent before, in corosync's one order)
@@ -174,7 +185,7 @@ for k in 1 2 3; do
 done
 LS=nodelist
 for k in 1 2 3; do
-	grep -q "breaks even splits (was 1)" "$dir/n$k/dlmd.out" &&
+	grep -q "node 3 breaks even splits (was 1)" "$dir/n$k/dlmd.out" &&
 		fail "node $k's dlmd followed the reload's tie-breaker: $(grep "breaks even splits" "$dir/n$k/dlmd.out" | tail -n 1)"
 	[ "$(grep -c "votequorum reads them only when corosync starts" "$dir/n$k/dlmd.out")" = 1 ] ||
 		fail "node $k: the tie-breaker change not said exactly once"

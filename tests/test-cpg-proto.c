@@ -5235,9 +5235,11 @@ static void test_version_older_joiner_removed(void **state)
  * runtime.votequorum.atb_type stayed 1 while every dlmd switched to the
  * new node.  Seen failing before: the reading after the change took node
  * 4 ("highest"), where votequorum still ran "lowest" (node 1).  Now a
- * change of the keys is said once and not followed; and at start
- * runtime.votequorum.atb_type, where corosync has it, wins over keys
- * changed since corosync started.
+ * change of the keys is said once and not followed, and what votequorum
+ * runs (runtime.votequorum.atb_type, where corosync has it) decides at
+ * every reading: it changes at runtime (off in an odd-sized cluster
+ * without wait_for_all) and wins over keys changed since corosync
+ * started; a list is the key's as at our start.
  */
 static void test_tiebreak_fixed_at_start(void **state)
 {
@@ -5263,12 +5265,33 @@ static void test_tiebreak_fixed_at_start(void **state)
 				      "corosync starts"), 1);
 	assert_true(logged_at(0, LOG_WARNING, "auto_tie_breaker_node changed "
 			      "(now 1, \"highest\")"));
-	/* turned off at runtime: still on */
+	/* without atb_type (an older corosync): the keys as at our start */
+	fake_q.type_err = 0;
+	assert_int_equal(tiebreak_read_at(&tb, true), 0);
+	assert_int_equal(tb, 1);
+	/* turned off in the keys at runtime: still on */
 	fake_q.atb = 0;
 	assert_int_equal(tiebreak_read_at(&tb, true), 0);
 	assert_int_equal(tb, 1);
-	/* a dlmd started after the reload: votequorum's type wins */
+	/* a list at our start, then changed: the start's list, and
+	 * votequorum's type followed at runtime (off while the node count
+	 * is odd, on again) */
 	fake_q.atb = 1;
+	fake_q.node = "3";
+	fake_q.type_err = CS_OK;
+	fake_q.type = 3;
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 3);
+	fake_q.node = "2";
+	assert_int_equal(tiebreak_read_at(&tb, true), 0);
+	assert_int_equal(tb, 3);
+	fake_q.type = 0;
+	assert_int_equal(tiebreak_read_at(&tb, true), 0);
+	assert_int_equal(tb, 1);
+	fake_q.type = 3;
+	assert_int_equal(tiebreak_read_at(&tb, true), 0);
+	assert_int_equal(tb, 3);
+	/* a dlmd started after a reload: votequorum's type wins */
 	fake_q.node = "highest";
 	fake_q.type = 1;
 	assert_int_equal(tiebreak_read(&tb), 0);
@@ -5277,25 +5300,13 @@ static void test_tiebreak_fixed_at_start(void **state)
 	fake_q.type = 2;
 	assert_int_equal(tiebreak_read(&tb), 0);
 	assert_int_equal(tb, 4);
-	/* keys turned on after corosync started: votequorum runs without */
-	fake_q.node = "3";
-	fake_q.type = 0;
-	assert_int_equal(tiebreak_read(&tb), 0);
-	assert_int_equal(tb, 1);
-	assert_true(logged_at(0, LOG_WARNING, "votequorum runs with "
-			      "auto_tie_breaker off (runtime.votequorum.atb_type "
-			      "0), the keys say on"));
-	/* a list: the key's list (votequorum keeps its own to itself) */
-	fake_q.node = "5 3 2";
-	fake_q.type = 3;
-	assert_int_equal(tiebreak_read(&tb), 0);
-	assert_int_equal(tb, 3);
 	/* votequorum runs a list the keys no longer show */
 	fake_q.node = "highest";
+	fake_q.type = 3;
 	assert_int_equal(tiebreak_read(&tb), 0);
 	assert_int_equal(tb, 1);
 	assert_true(logged(0, "list (runtime.votequorum.atb_type 3) the keys "
-			   "no longer show"));
+			   "as at our start do not show"));
 	/* an older corosync without atb_type: the keys */
 	fake_q.type_err = 0;
 	assert_int_equal(tiebreak_read(&tb), 0);
