@@ -504,7 +504,9 @@
  *    cmap at start, and again whenever nodelist.node.* changes (cmap
  *    tracking; corosync-cfgtool -R after an edit of corosync.conf).
  *    quorum.auto_tie_breaker(_node) is fixed at start, as votequorum
- *    fixes it (read_tiebreak, TIE-BREAKER FIXED AT START); with the
+ *    fixes it, while what votequorum runs (runtime.votequorum.atb_type,
+ *    off while the node count is odd without wait_for_all) is tracked
+ *    and followed (read_tiebreak, TIE-BREAKER FIXED AT START); with the
  *    nodelist, the lowest or highest configured id it names can still
  *    change.
  *    The reloads of the nodes' corosyncs do not happen at one point of
