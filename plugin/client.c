@@ -2977,6 +2977,15 @@ void dlmd_client_request(struct dlmd *d, struct dlmd_client *c,
 					 msg.m_hdr.h_version, DLMP_VERSION,
 					 (unsigned long long)d->d_proto_nquiet);
 				d->d_proto_nquiet = 0;
+			} else {
+				/* still once per client (test-daemon.sh
+				 * counts these lines too) */
+				log_debug("client pid %d uid %u speaks client "
+					  "protocol version %u, dlmd speaks %u: "
+					  "not said at warning (one such line a "
+					  "minute)", (int)c->cl_pid,
+					  (unsigned int)c->cl_uid,
+					  msg.m_hdr.h_version, DLMP_VERSION);
 			}
 		}
 	} else {

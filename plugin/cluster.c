@@ -517,9 +517,14 @@
  *
  * CONFIGURATION CHANGES.  What a majority is counted against (the
  *    configured nodes, the tie-breaker node) is read from corosync's
- *    cmap at start, and again whenever nodelist.node.* or
- *    quorum.auto_tie_breaker(_node) changes (cmap tracking; corosync-
- *    cfgtool -R after an edit of corosync.conf, or corosync-cmapctl).
+ *    cmap at start, and again whenever nodelist.node.* changes (cmap
+ *    tracking; corosync-cfgtool -R after an edit of corosync.conf).
+ *    quorum.auto_tie_breaker(_node) is fixed at start, as votequorum
+ *    fixes it, while what votequorum runs (runtime.votequorum.atb_type,
+ *    off while the node count is odd without wait_for_all) is tracked
+ *    and followed (read_tiebreak, TIE-BREAKER FIXED AT START); with the
+ *    nodelist, the lowest or highest configured id it names can still
+ *    change.
  *    The reloads of the nodes' corosyncs do not happen at one point of
  *    the daemon group's stream, and members of one side that counted a
  *    split against different pairs would not decide alike (worse, two
@@ -922,6 +927,7 @@
  * one-node cluster whose node id is the config's nodeid; it exists for
  * tests and fuzzing, never for production.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -961,6 +967,7 @@
 #define STALL_MS		10000	/* running, waiters, nothing received */
 #define SYNC_LOG_MS		10000	/* log a sync that waits this long */
 #define CS_ATB_WARN_LEN		256	/* read_tiebreak's warning */
+#define CS_ATB_HOW_LEN		1024	/* auto_tie_breaker_node kept */
 #define LS_HASH			256	/* buckets of the lockspace table */
 #define CS_CUT_MAX		256	/* cut pairs followed at once */
 /* reports of a cut pair by one end alone, the other silent, that decide
@@ -1126,6 +1133,7 @@ struct dlmd_cluster {
 	unsigned int		cs_nnodes;
 	uint32_t		cs_tiebreak;	/* wins an even split; 0: none */
 	cmap_track_handle_t	cs_cmap_track_atb;	/* quorum.auto_tie_breaker* */
+	cmap_track_handle_t	cs_cmap_track_atb_type;	/* runtime.votequorum */
 	/* the node ids given to lowcomms (nodes_to_comms), and whether one
 	 * of them may have left the nodelist (NODES LEAVING THE NODELIST) */
 	uint32_t		cs_comms_ids[DLM_MAX_NODES];
@@ -1145,6 +1153,13 @@ struct dlmd_cluster {
 	bool			cs_nodelist_bad;
 	/* the tie-breaker keys' mistake last warned of ("": none) */
 	char			cs_atb_warn[CS_ATB_WARN_LEN];
+	/* TIE-BREAKER FIXED AT START: the keys as they read at our first
+	 * complete reading (cs_atb_fixed), and whether a later change of
+	 * them (not followed) was said (cs_atb_moved) */
+	bool			cs_atb_fixed;
+	bool			cs_atb_moved;
+	bool			cs_atb_key_on;
+	char			cs_atb_key_how[CS_ATB_HOW_LEN];
 	/* the daemon group now, and the nodes we lost (node-down) while
 	 * our side of the daemon group held a strict majority of the
 	 * configured nodes: if one of them merges back, we remove it */
@@ -1465,19 +1480,75 @@ static uint32_t conf_tiebreak(const struct dlmd_cluster *cs)
  *
  * Read as votequorum reads them, so that a key corosync accepts never
  * keeps dlmd from starting: a key of another type than votequorum's
- * (corosync-cmapctl -s with u32, say: cmap's typed getter answers
- * CS_ERR_INVALID_PARAM) is one votequorum ignores (auto_tie_breaker
- * off; auto_tie_breaker_node "lowest"), and a string it does not take
- * turns its auto_tie_breaker off; we do the same, and *warn says so
- * (empty when the keys are as votequorum wants them).  Any other error
- * (IPC, a reload) is -EAGAIN: the reading is not taken.
+ * (corosync.conf cannot give one, but a program writing cmap can: cmap's
+ * typed getter then answers CS_ERR_INVALID_PARAM) is one votequorum
+ * ignores (auto_tie_breaker off; auto_tie_breaker_node "lowest"), and a
+ * string it does not take turns its auto_tie_breaker off; we do the
+ * same, and *warn says so (empty when the keys are as votequorum wants
+ * them).  Any other error (IPC, a reload) is -EAGAIN: the reading is
+ * not taken.
+ *
+ * TIE-BREAKER FIXED AT START.  votequorum reads the two keys only when
+ * corosync starts (votequorum(5): they cannot be changed by a config
+ * reload): after corosync-cfgtool -R with a new auto_tie_breaker_node
+ * runtime.votequorum.atb_type stays as it was, and a dlmd that followed
+ * the keys (as one did) counted even splits against another node than
+ * votequorum keeps quorate; in a 2 + 2 split the halves disagreed about
+ * who wins (each side waits for corosync quorum before fencing, so a
+ * liveness loss).  So the keys are taken as they read at our first
+ * complete reading (cs_atb_fixed), and a later change of them (a
+ * reload: they are still tracked) is said once, at warning: it takes
+ * effect only when corosync and dlmd restart.  What votequorum runs,
+ * where corosync shows it, decides at every reading:
+ * runtime.votequorum.atb_type (0 off, 1 lowest, 2 highest, 3 a list).
+ * It does change at runtime: votequorum turns auto_tie_breaker off in a
+ * cluster of an odd node count without wait_for_all, and on again (as
+ * at its start) when a reload makes the count even; it is tracked like
+ * the nodelist, and a change reaches every dlmd as a CONFIG (CPG-
+ * ordered, CONFIGURATION CHANGES).  It also wins over keys changed
+ * between corosync's start and ours.  A list votequorum keeps to itself:
+ * the key's list as at our start is taken (a list changed before our
+ * start but after corosync's is not seen: the CONFIG a joiner receives
+ * carries the group's node).  Without that key (an older corosync), the
+ * keys as at our start.
+ *
+ * Where this differs from votequorum (documented, not changed): its
+ * lowest and highest are the lowest and highest member id when it was
+ * last quorate, ours the lowest and highest configured id; its list
+ * counts the first listed node present in this partition (quorum denied
+ * while an earlier listed node was in the last quorate partition), ours
+ * the first listed configured node.  They agree whenever every
+ * configured node was a member when corosync was last quorate.  When
+ * they differ (a configured node down since), our node may be one no
+ * half holds: then neither half counts as the majority (it waits for
+ * corosync's quorum, as without a tie-breaker); two disjoint halves
+ * never both hold one node, so it is never unsafe.
  */
-static int read_tiebreak(cmap_handle_t cmap, const struct cs_node *nodes,
-			 unsigned int n, uint32_t *tb, char *warn, size_t wsize)
+/* Keep at most size - 1 bytes of a tie-breaker string, cut after its
+ * last whole id if it is longer (a cut id would name another node). */
+static void atb_keep(char *dst, size_t size, const char *src)
 {
-	uint32_t ids[DLM_MAX_NODES];
+	size_t len = strlen(src);
+
+	if (len >= size) {
+		len = size - 1;
+		while (len && !isspace((unsigned char)src[len]))
+			len--;
+	}
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+}
+
+static int read_tiebreak(struct dlmd_cluster *cs, cmap_handle_t cmap,
+			 const struct cs_node *nodes, unsigned int n,
+			 uint32_t *tb, bool *on, char *how_out, size_t hsize,
+			 char *warn, size_t wsize)
+{
+	uint32_t ids[DLM_MAX_NODES], type = 0;
 	uint8_t atb = 0;
 	char *how = NULL;
+	const char *use, *key_how;
+	bool use_on, key_on;
 	cs_error_t e;
 
 	warn[0] = '\0';
@@ -1512,7 +1583,52 @@ static int read_tiebreak(cmap_handle_t cmap, const struct cs_node *nodes,
 			 "not \"lowest\", \"highest\" or a list of node ids: "
 			 "votequorum turns auto_tie_breaker off, and so do we "
 			 "(the lowest configured id breaks even splits)", how);
-	*tb = dlmd_tiebreak_pick(ids, n, atb, how);
+	atb_keep(how_out, hsize, how ? how : "");
+	if (cs->cs_atb_fixed) {
+		/* the keys as at our start: a change is said, not taken */
+		if (!cs->cs_atb_moved &&
+		    ((bool)atb != cs->cs_atb_key_on ||
+		     strcmp(how_out, cs->cs_atb_key_how))) {
+			cs->cs_atb_moved = true;
+			log_warn("cmap: quorum.auto_tie_breaker or "
+				 "auto_tie_breaker_node changed (now %u, "
+				 "\"%.32s\"): votequorum reads them only when "
+				 "corosync starts, and dlmd only when it starts: "
+				 "the change takes effect when corosync and dlmd "
+				 "restart", atb, how_out);
+		}
+		key_on = cs->cs_atb_key_on;
+		key_how = cs->cs_atb_key_how;
+	} else {
+		key_on = atb;
+		key_how = how_out;
+	}
+	/* the keys (as at our start) as votequorum takes them */
+	use_on = key_on && (!key_how[0] || dlmd_tiebreak_valid(key_how));
+	use = !use_on ? "" : key_how[0] ? key_how : "lowest";
+	/* what votequorum runs now, where corosync shows it */
+	e = cmap_get_uint32(cmap, "runtime.votequorum.atb_type", &type);
+	if (e == CS_OK && type == 0) {
+		use = "";
+	} else if (e == CS_OK && type == 1) {
+		use = "lowest";
+	} else if (e == CS_OK && type == 2) {
+		use = "highest";
+	} else if (e == CS_OK && (!use_on || !strcmp(use, "lowest") ||
+				  !strcmp(use, "highest"))) {
+		/* a list votequorum keeps to itself, the key no list */
+		snprintf(warn, wsize, "votequorum runs with an "
+			 "auto_tie_breaker_node list (runtime.votequorum."
+			 "atb_type %u) the keys as at our start do not show: "
+			 "the lowest configured id breaks even splits", type);
+		use = "";
+	} else if (e != CS_OK && e != CS_ERR_NOT_EXIST) {
+		free(how);
+		return -EAGAIN;
+	}
+	use_on = use[0] != '\0';
+	*tb = dlmd_tiebreak_pick(ids, n, use_on, use_on ? use : NULL);
+	*on = atb;
 	free(how);
 	return 0;
 }
@@ -1537,7 +1653,8 @@ static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
 	uint32_t tb = 0;
 	cs_error_t e = CS_OK;
 	const char *why = NULL;
-	char warn[CS_ATB_WARN_LEN];
+	char warn[CS_ATB_WARN_LEN], key_how[CS_ATB_HOW_LEN];
+	bool key_on = false;
 	int rv = 0;
 
 	nodes = calloc(DLM_MAX_NODES, sizeof(*nodes));
@@ -1588,7 +1705,8 @@ static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
 		why = k == NODELIST_MAX_KEYS ? "too many keys" : cs_str(e);
 		rv = -EAGAIN;	/* not the list's end */
 	}
-	if (!rv && read_tiebreak(cmap, nodes, n, &tb, warn, sizeof(warn))) {
+	if (!rv && read_tiebreak(cs, cmap, nodes, n, &tb, &key_on, key_how,
+				 sizeof(key_how), warn, sizeof(warn))) {
 		why = "quorum.auto_tie_breaker unreadable";
 		rv = -EAGAIN;
 	}
@@ -1613,6 +1731,11 @@ static int read_nodelist(struct dlmd_cluster *cs, cmap_handle_t cmap)
 	memcpy(cs->cs_nodes, nodes, n * sizeof(*nodes));
 	cs->cs_nnodes = n;
 	cs->cs_tiebreak = tb;
+	if (!cs->cs_atb_fixed) {	/* TIE-BREAKER FIXED AT START */
+		cs->cs_atb_fixed = true;
+		cs->cs_atb_key_on = key_on;
+		memcpy(cs->cs_atb_key_how, key_how, sizeof(key_how));
+	}
 	free(nodes);
 	return 0;
 }
@@ -4016,9 +4139,16 @@ static void dup_found(struct dlmd_cluster *cs, uint32_t pid, const char *why)
  * and we stay, our first sync waiting until it is gone (before, we
  * stopped too: a dlmd that joined first cannot end its sync while the
  * other is in the group).  One of an older version (4 and before) has
- * no such rule and would never stop: we waited for it for ever.  So
- * then we stop, though we joined first, in one err line naming both
- * versions.  What the old one does then, which cannot be changed: its
+ * no such rule and never stops; we still stay and wait when
+ * peer_unreachable_secs is above 0: the dlmds that ran before remove
+ * its node when it has not announced for that long (below) and fence
+ * it, and then our first sync ends.  Stopping at once instead (as for
+ * a while we did) made a new dlmd beside an old later joiner exit 1,
+ * and with Restart=on-failure loop, where waiting at most
+ * peer_unreachable_secs then syncing was enough.  Only with
+ * peer_unreachable_secs 0 (nobody removes it: we would wait for ever)
+ * do we stop, though we joined first, in one err line naming both
+ * versions.  What the old one does meanwhile, which cannot be changed: its
  * own first sync waits for every member's ANNOUNCE, and it refuses
  * ours (another version) as we refuse its; so while any dlmd of this
  * version is in the group its sync never ends, it sends no START and
@@ -4044,8 +4174,9 @@ static void dup_found(struct dlmd_cluster *cs, uint32_t pid, const char *why)
  * lockspaces ours were in, so it records no failure in any of them (a
  * node-down it hands to fencing, a proc-down not even that), no
  * lockspace of it waits for their fencing, and it runs lockspace L
- * alone, granting what their clients may still hold in L.  It cannot be changed to act otherwise.  Left out without
- * a bound, that window would be the rest of its life; waited for, it is
+ * alone, granting what their clients may still hold in L.  It cannot
+ * be changed to act otherwise.  Left out without a bound, that window
+ * would be the rest of its life; waited for, it is
  * peer_unreachable_secs (20 s by default), after which its node is
  * removed and fenced.  Its fencing is not what makes it safe (it
  * granted nothing, above); it comes with the removal (a node-down).
@@ -4062,14 +4193,15 @@ static void version_stop(struct dlmd_cluster *cs, uint32_t nodeid,
 
 	if (cs->cs_dup_stop || cs->cs_synced)
 		return;
-	if (dm && dm->dm_later && version < CM_VERSION_SELF_STOP) {
+	if (dm && dm->dm_later && version < CM_VERSION_SELF_STOP &&
+	    cs->cs_d->d_cfg.cf_peer_unreachable_secs == 0) {
 		log_err("daemon group: node %u (pid %u) joined after us with CPG "
 			"protocol version %u, older than ours (%u): it has no "
-			"rule to stop itself and our first sync cannot end "
-			"beside it, so this dlmd, which runs no lockspace yet, "
-			"stops instead; run one version on every node (stop "
-			"every dlmd to change it)", nodeid, pid, version,
-			CM_VERSION);
+			"rule to stop itself, and with peer_unreachable_secs 0 "
+			"nobody removes it, so our first sync could never end; "
+			"this dlmd, which runs no lockspace yet, stops instead; "
+			"run one version on every node (stop every dlmd to "
+			"change it)", nodeid, pid, version, CM_VERSION);
 		cs->cs_dup_stop = true;
 		cs->cs_d->d_exit_code = 1;
 		qb_loop_stop(cs->cs_d->d_loop);
@@ -4077,14 +4209,26 @@ static void version_stop(struct dlmd_cluster *cs, uint32_t nodeid,
 	}
 	if (dm && dm->dm_later) {
 		/* it joined after us (CPG's order of joins): it is the one
-		 * that joined last, of a version that stops by this same
-		 * rule; until it leaves, our first sync waits for it */
+		 * that joined last.  Of a version that stops by this same
+		 * rule it stops itself; an older one does not, but the
+		 * dlmds that ran before remove its node once it has not
+		 * announced for peer_unreachable_secs (not 0 here).  Until
+		 * it is gone, our first sync waits for it */
 		if (!dm->dm_later_said) {
 			dm->dm_later_said = true;
-			log_err("daemon group: node %u (pid %u), of CPG protocol "
-				"version %u, joined after us: it stops itself; we "
-				"stay (our sync waits until it leaves)", nodeid,
-				pid, version);
+			if (version < CM_VERSION_SELF_STOP)
+				log_err("daemon group: node %u (pid %u), of CPG "
+					"protocol version %u (ours %u), joined "
+					"after us: it has no rule to stop itself; "
+					"we stay (our sync waits until it leaves "
+					"or is removed, peer_unreachable_secs %u)",
+					nodeid, pid, version, CM_VERSION,
+					cs->cs_d->d_cfg.cf_peer_unreachable_secs);
+			else
+				log_err("daemon group: node %u (pid %u), of CPG "
+					"protocol version %u, joined after us: it "
+					"stops itself; we stay (our sync waits "
+					"until it leaves)", nodeid, pid, version);
 		}
 		return;
 	}
@@ -6610,14 +6754,23 @@ static int cmap_start(struct dlmd_cluster *cs)
 		cs->cs_cmap_fd = -1;
 		return 0;
 	}
-	/* the tie-breaker too (quorum.auto_tie_breaker and _node) */
+	/* quorum.auto_tie_breaker and _node too, only to say that a change
+	 * of them is not followed (TIE-BREAKER FIXED AT START) */
 	e = cmap_track_add(cs->cs_cmap, "quorum.auto_tie_breaker",
 			   CMAP_TRACK_ADD | CMAP_TRACK_DELETE | CMAP_TRACK_MODIFY |
 			   CMAP_TRACK_PREFIX, nodelist_notify, cs,
 			   &cs->cs_cmap_track_atb);
 	if (e != CS_OK)
 		log_warn("cmap: cannot track quorum.auto_tie_breaker (%s); a "
-			 "change of it needs a dlmd restart", cs_str(e));
+			 "change of it (which takes effect only when corosync "
+			 "and dlmd restart) is not said", cs_str(e));
+	/* what votequorum runs (TIE-BREAKER FIXED AT START) */
+	e = cmap_track_add(cs->cs_cmap, "runtime.votequorum.atb_type",
+			   CMAP_TRACK_ADD | CMAP_TRACK_DELETE | CMAP_TRACK_MODIFY,
+			   nodelist_notify, cs, &cs->cs_cmap_track_atb_type);
+	if (e != CS_OK)
+		log_warn("cmap: cannot track runtime.votequorum.atb_type (%s); "
+			 "it is read again with the nodelist", cs_str(e));
 	return qb_loop_poll_add(cs->cs_d->d_loop, QB_LOOP_LOW, cs->cs_cmap_fd,
 				POLLIN, cs, cmap_ready);
 }

@@ -25,9 +25,15 @@
 #   5. with auto_tie_breaker on from the start, auto_tie_breaker_node:
 #      highest is added to every corosync.conf and reloaded (corosync-
 #      cmapctl cannot set these keys: votequorum keeps them read-only,
-#      CS_ERR_ACCESS): the dlmds notice it and every dlmd counts even
-#      splits with node 3 from the first CONFIG on (dlmd did not track
-#      these keys: the tie-breaker read at start stayed).
+#      CS_ERR_ACCESS).  votequorum reads them only when corosync starts:
+#      runtime.votequorum.atb_type stays as it was on every node (0
+#      here: votequorum turns auto_tie_breaker off in a cluster of 3
+#      without wait_for_all), and every dlmd says once that the change
+#      takes effect only when corosync and dlmd restart and keeps node 1
+#      as the tie-breaker: no CONFIG switches to node 3 (one did, in
+#      session 19's first run of this step: the dlmds then counted a
+#      2 + 2 split against another node than votequorum,
+#      plugin/cluster.c, TIE-BREAKER FIXED AT START).
 # Before the fix the dlmds kept node 3's first address (lowcomms' node
 # table took only new nodes): they refused node 3's connections from its
 # new address and connected to the old one, node 3's join never
@@ -136,6 +142,12 @@ for k in 1 2 3; do
 done
 
 say "== 5. auto_tie_breaker_node: highest, by a reload"
+atb_type() { # K: what node K's votequorum runs
+	on "$1" corosync-cmapctl -g runtime.votequorum.atb_type 2>&1
+}
+for k in 1 2 3; do
+	eval "atb_before_$k=\$(atb_type $k)"
+done
 for k in 1 2 3; do
 	sed -i 's/^    auto_tie_breaker: 1$/&\n    auto_tie_breaker_node: highest/' \
 		"$dir/n$k/corosync.conf"
@@ -143,12 +155,39 @@ done
 grep -q "auto_tie_breaker_node: highest" "$dir/n1/corosync.conf" ||
 	fail "no auto_tie_breaker_node in corosync.conf"
 reload
-# each dlmd reads it (cmap tracking) when its corosync has reloaded, and
-# tells the group (CONFIG): every dlmd counts even splits with node 3
-# from the first such CONFIG on, at the same point of the stream
+# each dlmd reads the keys (cmap tracking) when its corosync has reloaded;
+# it says the change is not followed, in the same step that would have
+# sent a CONFIG
 for k in 1 2 3; do
-	wait_for "$WAIT_S" "node $k's dlmd to take node 3 as the tie-breaker" \
-		grep -q "node [123]'s configuration applies from here on: 3 configured nodes (was 3); node 3 breaks even splits (was 1)" \
+	wait_for "$WAIT_S" "node $k's dlmd to say the tie-breaker change waits for a restart" \
+		grep -q "votequorum reads them only when corosync starts" \
 		"$dir/n$k/dlmd.out"
+done
+# what votequorum runs: as before the reload
+for k in 1 2 3; do
+	t=$(atb_type $k)
+	eval "b=\$atb_before_$k"
+	case $t in
+	*"(u32) = "[0-9]*) ;;
+	*) fail "node $k: no runtime.votequorum.atb_type: $t" ;;
+	esac
+	[ "$t" = "$b" ] ||
+		fail "node $k: votequorum's atb_type changed by the reload: $b, now $t"
+done
+# a barrier: every node joins a second lockspace (its CPG messages come
+# after any CONFIG the dlmds sent before, in corosync's one order)
+for k in 1 2 3; do
+	on $k "$DLMCTL" join barrier >/dev/null || fail "node $k cannot join barrier"
+done
+LS=barrier
+for k in 1 2 3; do
+	wait_ls $k "state running members 1 2 3 " "barrier lockspace not on 1 2 3"
+done
+LS=nodelist
+for k in 1 2 3; do
+	grep -q "node 3 breaks even splits (was 1)" "$dir/n$k/dlmd.out" &&
+		fail "node $k's dlmd followed the reload's tie-breaker: $(grep "breaks even splits" "$dir/n$k/dlmd.out" | tail -n 1)"
+	[ "$(grep -c "votequorum reads them only when corosync starts" "$dir/n$k/dlmd.out")" = 1 ] ||
+		fail "node $k: the tie-breaker change not said exactly once"
 done
 say "done"

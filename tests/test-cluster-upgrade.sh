@@ -25,8 +25,10 @@
 #      what node 1 holds), and a new lockspace on nodes 1 and 2.
 #   C. every dlmd stopped; nodes 1 and 2 started old, a client of node 1
 #      holds r-up EX; node 3 started new (the first node upgraded).
-# The new dlmds must log "speaks CPG protocol version 3, we speak 4",
-# the old one the same the other way round.  In C the new dlmd must stop
+# The new dlmds must log "speaks CPG protocol version OLD, we speak NEW"
+# (NEW: CM_VERSION of this tree's plugin/cpgmsg.h; OLD: that of
+# OLD_BUILD's source tree, or OLD_VER if set), the old one the same the
+# other way round.  In C the new dlmd must stop
 # by itself, saying why (cluster.c ANOTHER VERSION), and node 3 is not
 # fenced.  In A the old dlmd knows no such rule: it stalls lockspace
 # changes until the watchdog removes and fences node 3 (20 s; printed,
@@ -42,6 +44,17 @@ NRES=4
 
 [ -n "${OLD_BUILD:-}" ] && [ -x "$OLD_BUILD/plugin/dlmd" ] ||
 	{ echo "FAIL: set OLD_BUILD to an older build directory" >&2; rc=1; exit 1; }
+# the two CPG protocol versions (plugin/cpgmsg.h, CM_VERSION)
+cm_version() { # SRCDIR
+	sed -n 's/^#define CM_VERSION[[:space:]][[:space:]]*\([0-9]*\).*/\1/p' \
+		"$1/plugin/cpgmsg.h" 2>/dev/null | head -n 1
+}
+NEW_VER=$(cm_version "$top_srcdir")
+OLD_SRC=$(sed -n 's/^abs_top_srcdir = //p' "$OLD_BUILD/Makefile" 2>/dev/null)
+OLD_VER=${OLD_VER:-$(cm_version "${OLD_SRC:-/nonexistent}")}
+[ -n "$NEW_VER" ] && [ -n "$OLD_VER" ] && [ "$NEW_VER" != "$OLD_VER" ] ||
+	{ echo "FAIL: CPG protocol versions not found or equal (new '$NEW_VER', old '$OLD_VER'; set OLD_VER)" >&2; rc=1; exit 1; }
+echo "   CPG protocol: old $OLD_VER, new $NEW_VER"
 OLD_DLMD=$OLD_BUILD/plugin/dlmd
 OLD_CLIENT=$OLD_BUILD/tests/cluster-client
 OLD_DLMCTL=$OLD_BUILD/plugin/dlmctl
@@ -69,7 +82,7 @@ echo "   node 3 (old) says: $(grep -i 'protocol\|version' "$dir/n3/dlmd.out" | t
 for k in 1 2; do
 	echo "   node $k (new) says: $(grep -i 'protocol version\|speaks' "$dir/n$k/dlmd.out" | tail -n 2 | tr '\n' '|')"
 done
-grep -q "speaks CPG protocol version 3, we speak 4" "$dir/n1/dlmd.out" ||
+grep -q "speaks CPG protocol version $OLD_VER, we speak $NEW_VER" "$dir/n1/dlmd.out" ||
 	fail "A: node 1 (new) does not name both versions"
 running 3 dlmd && echo "   node 3's old dlmd runs on" || echo "   node 3's old dlmd exited"
 
@@ -121,7 +134,7 @@ echo "   node 3 ls: $(on 3 "$DLMCTL" ls 2>&1 | head -n 2 | tr '\n' '|')"
 echo "   node 1 ls: $(on 1 "$OLD_DLMCTL" ls 2>&1 | head -n 2 | tr '\n' '|')"
 kill "$c_hold" 2>/dev/null
 echo "   fences: $(cat "$dir/fence.log" | tr '\n' '|')"
-grep -q "we speak 4: mixing versions is refused, and this dlmd" "$dir/n3/dlmd.out" ||
+grep -q "runs dlmd with CPG protocol version $OLD_VER, we speak $NEW_VER: mixing versions is refused, and this dlmd" "$dir/n3/dlmd.out" ||
 	fail "C: the new dlmd of node 3 does not say it stops among old ones"
 running 3 dlmd && fail "C: the new dlmd of node 3 runs on beside the old ones"
 [ "$(grep -c "fence node 3" "$dir/fence.log")" = "$fences_a" ] ||

@@ -463,6 +463,9 @@ static struct {
 	uint8_t		atb;
 	cs_error_t	node_err;	/* 0: absent */
 	const char	*node;
+	/* runtime.votequorum.atb_type, what votequorum runs */
+	cs_error_t	type_err;	/* 0: absent (an older corosync) */
+	uint32_t	type;
 } fake_q;
 
 cs_error_t fake_cmap_get_uint8(cmap_handle_t h, const char *key, uint8_t *v)
@@ -479,6 +482,13 @@ cs_error_t fake_cmap_get_uint32(cmap_handle_t h, const char *key, uint32_t *v)
 	unsigned int j;
 	char tail[16];
 
+	if (!strcmp(key, "runtime.votequorum.atb_type")) {
+		if (!fake_q.type_err)
+			return CS_ERR_NOT_EXIST;
+		if (fake_q.type_err == CS_OK)
+			*v = fake_q.type;
+		return fake_q.type_err;
+	}
 	if (sscanf(key, "nodelist.node.%u.%15s", &j, tail) != 2 ||
 	    strcmp(tail, "nodeid") || j >= fake_nl.n)
 		return CS_ERR_NOT_EXIST;
@@ -4545,12 +4555,14 @@ static void test_version_earlier_stays(void **state)
  * ANOTHER VERSION, an older later joiner (finding 1 of session 18):
  * nodes 1 and 2 run; node 3's dlmd starts, and a dlmd of CPG protocol 4
  * (before the rule that a later joiner stops: it cannot know to) joins
- * after it, before node 3's first sync ends.  Node 3 waited for it to
- * stop, for ever (its sync cannot end while that process is in the
- * group, and the old one never stops).  Now node 3, which runs nothing
- * yet, stops itself, in one err line naming both versions; nodes 1 and
- * 2, which ran before, stay.  Seen failing before: node 3 stayed,
- * unsynced ("joined after us: it stops itself").
+ * after it, before node 3's first sync ends, with peer_unreachable_secs
+ * 0 (the watchdog off: nobody ever removes the old one).  Node 3 waited
+ * for it to stop, for ever (its sync cannot end while that process is
+ * in the group, and the old one never stops).  Now node 3, which runs
+ * nothing yet, stops itself, in one err line naming both versions;
+ * nodes 1 and 2, which ran before, stay.  Seen failing before: node 3
+ * stayed, unsynced ("joined after us: it stops itself").  With the
+ * watchdog on, test_version_older_joiner_removed.
  */
 static void test_version_older_later_joiner(void **state)
 {
@@ -4563,6 +4575,8 @@ static void test_version_older_later_joiner(void **state)
 	sim_start(1);
 	settle();
 	sim_start(2);
+	for (int i = 0; i < 3; i++)	/* the watchdog off: nobody removes it */
+		assert_int_equal(sim[i].d.d_cfg.cf_peer_unreachable_secs, 0);
 	outsider_joins(3, 4);	/* after node 3's join */
 	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
 	buf[4] = CM_VERSION_SELF_STOP - 1;	/* protocol 4 */
@@ -4874,8 +4888,9 @@ static void test_config_partial_read(void **state)
 
 /* Node slot 0 reads the nodelist of nodes 1..4 with quorum.auto_tie_breaker
  * and _node as fake_q says: read_nodelist's result, the tie-breaker in
- * *tb. */
-static int tiebreak_read(uint32_t *tb)
+ * *tb.  As a dlmd's first reading (TIE-BREAKER FIXED AT START) unless
+ * again is set (a reading after a reload). */
+static int tiebreak_read_at(uint32_t *tb, bool again)
 {
 	struct dlmd_cluster *cs = sim[0].d.d_cluster;
 	int rv;
@@ -4884,11 +4899,18 @@ static int tiebreak_read(uint32_t *tb)
 	for (unsigned int j = 0; j < 4; j++)
 		fake_nl.ids[j] = j + 1;
 	cs->cs_tiebreak = 0;
+	if (!again)
+		cs->cs_atb_fixed = false;
 	cur = 0;
 	rv = read_nodelist(cs, 1);
 	cur = -1;
 	*tb = cs->cs_tiebreak;
 	return rv;
+}
+
+static int tiebreak_read(uint32_t *tb)
+{
+	return tiebreak_read_at(tb, false);
 }
 
 /*
@@ -5507,6 +5529,150 @@ static void test_rev_replay_self(void **state)
 	assert_true(ls_running(0, "M") && ls_running(1, "M"));
 }
 
+
+/*
+ * ANOTHER VERSION, the watchdog on: nodes 1 and 2 run; node 3's dlmd
+ * starts; a dlmd of protocol 4 (node 4, no rule to stop itself) joins
+ * after it.  With peer_unreachable_secs above 0 node 3 stays (it stopped
+ * at once before, found by review: beside an old joiner a new dlmd
+ * exited 1 and, restarted, looped), its first sync waiting; nodes 1 and
+ * 2, which ran before, remove node 4 once it has not announced for the
+ * limit and fence it; node 3's first sync then ends.
+ */
+static void test_version_older_joiner_removed(void **state)
+{
+	unsigned char buf[CM_MAX_LEN];
+	struct cm_hdr h = { .h_sender = 4 };
+	char want[200];
+	size_t len;
+
+	for (int i = 0; i < 3; i++) {	/* the watchdog on, as by default */
+		sim_start(i);
+		sim[i].d.d_cfg.cf_peer_unreachable_secs = 6;
+		if (i == 1)
+			settle();
+	}
+	outsider_joins(3, 4);	/* after node 3's join */
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
+	buf[4] = CM_VERSION_SELF_STOP - 1;	/* protocol 4 */
+	inject(3, buf, len);
+	settle();
+	assert_false(sim[2].d.d_cluster->cs_dup_stop);
+	assert_false(sim[2].d.d_cluster->cs_synced);
+	snprintf(want, sizeof(want), "node 4 (pid %u), of CPG protocol version "
+		 "4 (ours %d), joined after us: it has no rule to stop itself",
+		 sim[3].pid, CM_VERSION);
+	assert_int_equal(logged_count(2, want), 1);
+	assert_true(logged_at(2, LOG_ERR, want));
+	for (int k = 0; k < 6; k++) {
+		fake_now += 2000;
+		for (int i = 0; i < 3; i++)
+			unreach_tick_of(i);
+		settle();
+		assert_false(sim[2].d.d_cluster->cs_dup_stop);
+	}
+	{	/* the kill takes node 4 down (node-down) */
+		struct cpg_address l = { 4, sim[3].pid, CPG_REASON_NODEDOWN };
+
+		sim[3].hung = false;
+		confchg(&l, 1, NULL, 0);
+		settle();
+	}
+	assert_true(kills_of(4) >= 1);
+	assert_false(sim[2].d.d_cluster->cs_dup_stop);
+	assert_int_equal(sim[2].d.d_exit_code, 0);
+	assert_true(sim[2].d.d_cluster->cs_synced);
+	assert_int_equal(logged_count(2, want), 1);
+}
+
+/*
+ * TIE-BREAKER FIXED AT START (review of session 19, finding 2): votequorum
+ * reads quorum.auto_tie_breaker(_node) only when corosync starts; after
+ * corosync-cfgtool -R with a new auto_tie_breaker_node,
+ * runtime.votequorum.atb_type stayed 1 while every dlmd switched to the
+ * new node.  Seen failing before: the reading after the change took node
+ * 4 ("highest"), where votequorum still ran "lowest" (node 1).  Now a
+ * change of the keys is said once and not followed, and what votequorum
+ * runs (runtime.votequorum.atb_type, where corosync has it) decides at
+ * every reading: it changes at runtime (off in an odd-sized cluster
+ * without wait_for_all) and wins over keys changed since corosync
+ * started; a list is the key's as at our start.
+ */
+static void test_tiebreak_fixed_at_start(void **state)
+{
+	uint32_t tb;
+
+	sim_start(0);
+	settle();
+	fake_q.atb_err = CS_OK;
+	fake_q.atb = 1;
+	fake_q.node_err = CS_OK;
+	fake_q.node = "lowest";
+	fake_q.type_err = CS_OK;
+	fake_q.type = 1;
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 1);
+	/* a reload with another node: not followed, said once */
+	fake_q.node = "highest";
+	assert_int_equal(tiebreak_read_at(&tb, true), 0);
+	assert_int_equal(tb, 1);
+	assert_int_equal(tiebreak_read_at(&tb, true), 0);
+	assert_int_equal(tb, 1);
+	assert_int_equal(logged_count(0, "votequorum reads them only when "
+				      "corosync starts"), 1);
+	assert_true(logged_at(0, LOG_WARNING, "auto_tie_breaker_node changed "
+			      "(now 1, \"highest\")"));
+	/* without atb_type (an older corosync): the keys as at our start */
+	fake_q.type_err = 0;
+	assert_int_equal(tiebreak_read_at(&tb, true), 0);
+	assert_int_equal(tb, 1);
+	/* turned off in the keys at runtime: still on */
+	fake_q.atb = 0;
+	assert_int_equal(tiebreak_read_at(&tb, true), 0);
+	assert_int_equal(tb, 1);
+	/* a list at our start, then changed: the start's list, and
+	 * votequorum's type followed at runtime (off while the node count
+	 * is odd, on again) */
+	fake_q.atb = 1;
+	fake_q.node = "3";
+	fake_q.type_err = CS_OK;
+	fake_q.type = 3;
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 3);
+	fake_q.node = "2";
+	assert_int_equal(tiebreak_read_at(&tb, true), 0);
+	assert_int_equal(tb, 3);
+	fake_q.type = 0;
+	assert_int_equal(tiebreak_read_at(&tb, true), 0);
+	assert_int_equal(tb, 1);
+	fake_q.type = 3;
+	assert_int_equal(tiebreak_read_at(&tb, true), 0);
+	assert_int_equal(tb, 3);
+	/* a dlmd started after a reload: votequorum's type wins */
+	fake_q.node = "highest";
+	fake_q.type = 1;
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 1);
+	fake_q.node = "lowest";
+	fake_q.type = 2;
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 4);
+	/* votequorum runs a list the keys no longer show */
+	fake_q.node = "highest";
+	fake_q.type = 3;
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 1);
+	assert_true(logged(0, "list (runtime.votequorum.atb_type 3) the keys "
+			   "as at our start do not show"));
+	/* an older corosync without atb_type: the keys */
+	fake_q.type_err = 0;
+	assert_int_equal(tiebreak_read(&tb), 0);
+	assert_int_equal(tb, 4);
+	/* atb_type unreadable (IPC): the reading is not taken */
+	fake_q.type_err = CS_ERR_LIBRARY;
+	assert_int_equal(tiebreak_read(&tb), -EAGAIN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -5672,6 +5838,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tiebreak_mistyped, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_version_older_joiner_removed,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiebreak_fixed_at_start,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
