@@ -302,6 +302,19 @@ static struct lkcb *lkcb_find(const struct dlmd_client *c, uint32_t lkid)
  *     fds to close and none is running, gone once they are closed.  One
  *     thread a uid: a user whose close waits makes only its own closes
  *     wait;
+ *   - a close that waits is interrupted: a reaper blocks every signal
+ *     but REAP_SIGNAL, whose handler does nothing and has no SA_RESTART;
+ *     a timer of the loop's, armed while any reaper runs, sends it to a
+ *     reaper whose close has run a second (REAP_KICK_NS), and again each
+ *     second it stays in it.  A lingering TCP socket's close ends at the
+ *     signal (its data is then sent, or not, by the kernel alone), and
+ *     so does a unix socket's whose queue held one; counted
+ *     (closes_interrupted).  A FUSE file's FLUSH waits uninterruptibly:
+ *     its user's closes still wait for its server, one signal a second
+ *     (fs.fuse.max_request_timeout, kernels 6.14 and later, bounds it).
+ *     SO_LINGER is not cleared on a passed socket: the client may still
+ *     use that socket through another fd, and its close there must keep
+ *     the linger it asked for; the signal needs no such change;
  *   - a passed fd is looked at, before it is kept, only by calls that
  *     do not reach its file system (a FUSE file's fstat waits for its
  *     server as its close does): F_GET_SEALS before fstat for a ring,
@@ -327,6 +340,11 @@ static struct lkcb *lkcb_find(const struct dlmd_client *c, uint32_t lkid)
  *     fd; the files they hold are kernel memory, no fd of dlmd's), so
  *     a user past the budget adds no fd a connection
  *     (tests/test-client-fdpass.sh flood, burst, dlmd at 1024 fds).
+ *     With closes interrupted, only a user whose closes wait
+ *     uninterruptibly (FUSE) stays past the budget for long
+ *     (test-client-fdpass interrupt: a lingering socket and 600
+ *     connections behind it, dlmd back to its fds at the start in a
+ *     second or two; before, 524 held for the linger's hour).
  *     The price: a limited uid's connection reads 2 packets a call, not
  *     CLIENT_BATCH (64 a wake-up still).
  */
@@ -344,6 +362,10 @@ struct reap_uid {
 	uint32_t		ru_n;		/* fds queued or being closed,
 						 * its jail's counting one */
 	bool			ru_running;	/* its thread runs */
+	pthread_t		ru_thread;	/* that thread */
+	uint64_t		ru_close_ns;	/* its close() began (monotonic;
+						 * 0: in none) */
+	uint64_t		ru_kick_ns;	/* last REAP_SIGNAL to it */
 	int			ru_jail[2];	/* sockets in flight: [0] reads
 						 * (-1: none), [1] sends */
 	struct reap_item	*ru_head;
@@ -353,7 +375,40 @@ struct reap_uid {
 static struct {
 	pthread_mutex_t		rp_mu;
 	struct reap_uid		*rp_uids;	/* those with fds, or a thread */
-} reaper = { PTHREAD_MUTEX_INITIALIZER, NULL };
+	uint64_t		rp_interrupted;	/* closes signalled */
+	/* the loop's thread's alone */
+	qb_loop_t		*rp_loop;	/* NULL: no timer (unit tests) */
+	bool			rp_timer_armed;
+	qb_loop_timer_handle	rp_timer;
+} reaper = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, false, 0 };
+
+/* Interrupting a close that waits: the one signal a reaper takes (dlmd
+ * uses no SIGURG: no socket of its has an owner), its handler a no-op
+ * installed without SA_RESTART, so that a close waiting interruptibly
+ * (a lingering TCP socket's, a unix socket's queue releasing one) ends
+ * at once; every other thread blocks it. */
+#define REAP_SIGNAL		SIGURG
+#define REAP_KICK_NS		(1000 * NS_PER_MS)
+
+static uint64_t reap_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void reap_close(struct reap_uid *ru, int fd)
+{
+	pthread_mutex_lock(&reaper.rp_mu);
+	ru->ru_close_ns = reap_now_ns();
+	ru->ru_kick_ns = 0;
+	pthread_mutex_unlock(&reaper.rp_mu);
+	close(fd);		/* may wait: only this uid's */
+	pthread_mutex_lock(&reaper.rp_mu);
+	ru->ru_close_ns = 0;
+	pthread_mutex_unlock(&reaper.rp_mu);
+}
 
 static struct reap_uid *reap_uid_find(uid_t uid)
 {
@@ -377,7 +432,7 @@ static void *reap_thread(void *arg)
 			if (!ru->ru_head)
 				ru->ru_tail = &ru->ru_head;
 			pthread_mutex_unlock(&reaper.rp_mu);
-			close(ri->ri_fd);	/* may wait: only this uid's */
+			reap_close(ru, ri->ri_fd);
 			free(ri);
 			pthread_mutex_lock(&reaper.rp_mu);
 			ru->ru_n--;
@@ -392,7 +447,7 @@ static void *reap_thread(void *arg)
 		pthread_mutex_unlock(&reaper.rp_mu);
 		if (jail[1] >= 0)
 			close(jail[1]);
-		close(jail[0]);		/* may wait: only this uid's */
+		reap_close(ru, jail[0]);
 		pthread_mutex_lock(&reaper.rp_mu);
 		ru->ru_n--;
 	}
@@ -429,7 +484,80 @@ static bool reap_over(uid_t uid, uint32_t times)
 	return uid_limited(uid) && reap_pending(uid) >= times * REAP_UID_MAX;
 }
 
-/* A thread of no signal (dlmd's are the loop's) to close ru's fds. */
+/* Every second while a reaper runs: a reaper whose close has run
+ * REAP_KICK_NS or more gets REAP_SIGNAL, again each REAP_KICK_NS it
+ * stays in it (a close that no signal ends, a FUSE FLUSH, costs one
+ * signal a second, no more).  The loop's thread. */
+static void reap_arm(void);
+
+static void reap_tick(void *data)
+{
+	uint64_t now = reap_now_ns();
+	bool any;
+
+	(void)data;
+	reaper.rp_timer_armed = false;
+	pthread_mutex_lock(&reaper.rp_mu);
+	for (struct reap_uid *ru = reaper.rp_uids; ru; ru = ru->ru_next) {
+		/* in a close: the thread is alive (it takes rp_mu first) */
+		if (!ru->ru_close_ns || now - ru->ru_close_ns < REAP_KICK_NS ||
+		    (ru->ru_kick_ns && now - ru->ru_kick_ns < REAP_KICK_NS))
+			continue;
+		if (!ru->ru_kick_ns)
+			reaper.rp_interrupted++;
+		ru->ru_kick_ns = now;
+		pthread_kill(ru->ru_thread, REAP_SIGNAL);
+	}
+	any = reaper.rp_uids != NULL;
+	pthread_mutex_unlock(&reaper.rp_mu);
+	if (any)
+		reap_arm();
+}
+
+static void reap_arm(void)
+{
+	if (!reaper.rp_loop || reaper.rp_timer_armed)
+		return;
+	if (qb_loop_timer_add(reaper.rp_loop, QB_LOOP_LOW, REAP_KICK_NS, NULL,
+			      reap_tick, &reaper.rp_timer) == 0)
+		reaper.rp_timer_armed = true;
+}
+
+static void reap_signal_noop(int sig)
+{
+	(void)sig;
+}
+
+/* Once, at startup, in the loop's thread: REAP_SIGNAL's handler
+ * (process-wide), blocked here (and so in threads made after). */
+static void reap_signal_setup(qb_loop_t *loop)
+{
+	struct sigaction sa;
+	sigset_t one;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = reap_signal_noop;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0;	/* no SA_RESTART: the close ends */
+	sigaction(REAP_SIGNAL, &sa, NULL);
+	sigemptyset(&one);
+	sigaddset(&one, REAP_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &one, NULL);
+	reaper.rp_loop = loop;
+}
+
+uint64_t dlmd_client_reap_interrupted(void)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&reaper.rp_mu);
+	n = reaper.rp_interrupted;
+	pthread_mutex_unlock(&reaper.rp_mu);
+	return n;
+}
+
+/* A thread of one signal, REAP_SIGNAL (dlmd's are the loop's), to close
+ * ru's fds. */
 static bool reap_start(struct reap_uid *ru)
 {
 	sigset_t all, old;
@@ -443,10 +571,13 @@ static bool reap_start(struct reap_uid *ru)
 	/* small: it only calls close() */
 	pthread_attr_setstacksize(&at, 64 * 1024);
 	sigfillset(&all);
+	sigdelset(&all, REAP_SIGNAL);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rv = pthread_create(&t, &at, reap_thread, ru);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&at);
+	if (rv == 0)
+		ru->ru_thread = t;	/* rp_mu held: read under it */
 	return rv == 0;
 }
 
@@ -472,6 +603,7 @@ static struct reap_uid *reap_uid_get(uid_t uid)
 	ru->ru_running = true;
 	ru->ru_next = reaper.rp_uids;
 	reaper.rp_uids = ru;
+	reap_arm();
 	return ru;
 }
 
@@ -3958,6 +4090,7 @@ int dlmd_client_listen(struct dlmd *d)
 	struct sockaddr_un sa;
 	int fd, rv;
 
+	reap_signal_setup(d->d_loop);
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", cf->cf_socket_path);
@@ -4090,6 +4223,10 @@ void dlmd_client_fini(struct dlmd *d)
 	if (d->d_astq_timer_armed && d->d_loop)
 		qb_loop_timer_del(d->d_loop, d->d_astq_timer);
 	d->d_astq_timer_armed = false;
+	if (reaper.rp_timer_armed && reaper.rp_loop)
+		qb_loop_timer_del(reaper.rp_loop, reaper.rp_timer);
+	reaper.rp_timer_armed = false;
+	reaper.rp_loop = NULL;
 	if (d->d_listen_fd >= 0) {
 		if (d->d_loop)
 			qb_loop_poll_del(d->d_loop, d->d_listen_fd);

@@ -371,6 +371,7 @@ static int verb_status(struct dlmd *d, const char *arg, struct dlmd_sbuf *sb, bo
 		{ "locks_refused", d->d_nrefused_locks },
 		{ "fence_timeouts", d->d_metrics.m_fence_timeouts },
 		{ "fence_unreaped", dlmd_fence_unreaped(d) },
+		{ "closes_interrupted", dlmd_client_reap_interrupted() },
 		{ "log_lines_dropped", dlmd_log_dropped() },
 		{ "requests_fd_lost", d->d_nfd_lost },
 		{ "cpg_unverified", d->d_ncpg_unverified },

@@ -978,6 +978,9 @@ void dlmd_fence_describe(const struct dlmd *d, uint32_t nodeid, char *buf,
 unsigned int dlmd_fence_waiting(const struct dlmd *d);
 /* Fence commands given up on after SIGKILL that have not ended yet. */
 unsigned int dlmd_fence_unreaped(const struct dlmd *d);
+/* Closes of passed fds that took a second or more and were signalled to
+ * end (client.c "Passed fds"). */
+uint64_t dlmd_client_reap_interrupted(void);
 /* Is a read of pacemaker's fencer's history in flight (fence.c, THE
  * HISTORY READER; for tests/test-fence-pcmk)? */
 bool dlmd_fence_pcmk_reading(const struct dlmd *d);

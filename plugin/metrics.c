@@ -535,6 +535,11 @@ static void collect(struct emit *em, struct dlmd *d)
 	       "given up on after SIGKILL that have not ended yet.");
 	sample_u(em, "dlmd_fence_unreaped_commands", NULL, 0,
 		 dlmd_fence_unreaped(d));
+	family(em, "dlmd_closes_interrupted_total", "counter", "closes of fds "
+	       "passed by clients that took a second or more and were "
+	       "signalled to end (a FUSE file's close does not).");
+	sample_u(em, "dlmd_closes_interrupted_total", NULL, 0,
+		 dlmd_client_reap_interrupted());
 
 	collect_peers(em, d);
 	emit_end(em);

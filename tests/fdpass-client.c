@@ -41,6 +41,11 @@
  *            and 300 that leave a packet with an fd queued as they
  *            close: dlmd's fds stay under its bound (base + client.c
  *            REAP_UID_HELD + one packet's, + a margin), root served;
+ *   interrupt one passed (dlmd's close is its last), the user's
+ *            closes flooded behind it: the close is interrupted within a
+ *            second or two, dlmd's fds back to their start, the peer
+ *            still not reading (first, so that nothing of the others'
+ *            waits);
  *   burst    64 packets of 253 fds each (one a stuck socket) queued
  *            while dlmd is stopped, read in one wake-up: dlmd's fds
  *            stay under that bound, root served.  (The test runs dlmd
@@ -528,6 +533,73 @@ static void close_fds(int *nul)
 			close(nul[i]);
 }
 
+/* A stuck close is interrupted: one lingering socket passed (its peer
+ * kept, never reading), our copy closed, then SCM_FDS - 1 of /dev/null
+ * with a request and INTERRUPT_CONNS connections that leave a packet
+ * with an fd queued as they close.  Before, the user's reaper waited in
+ * the first close for LINGER_S, the rest waited behind it in dlmd's fd
+ * table and the connections' sockets were parked in a jail (fds of
+ * dlmd's): dlmd's table stayed that much over its start.  Now the
+ * reaper's close is interrupted after a second or so: dlmd's fds come
+ * back to what they were (a margin of 4) while the peer still does not
+ * read, and nobody is served. */
+#define INTERRUPT_CONNS	600
+
+static void way_interrupt(void)
+{
+	int nul[SCM_FDS], s = -1, fd = raw_connect(), n = -1, st;
+	int nleft = 0;
+	struct dlmp_msg m;
+	bool ok = fd >= 0 && open_fds(nul, &s);
+
+	raw_ls_msg(&m, DLMP_LS_OPEN, "fdpass-none");
+	dlmd_hold(true);
+	ok = ok && send_fds(fd, &m, 70, &s, 1) == 0 &&
+	     send_fds(fd, &m, 71, nul, SCM_FDS - 1) == 0;
+	if (s >= 0)
+		close(s);
+	dlmd_hold(false);
+	for (unsigned int i = 0; ok && i < INTERRUPT_CONNS; i++) {
+		int k = raw_connect();
+
+		if (k >= 0 && send_fds(k, &m, 72, nul, 1) == 0)
+			nleft++;
+		if (k >= 0)
+			close(k);
+	}
+	close_fds(nul);
+	if (fd >= 0)
+		close(fd);
+	if (!ok || nleft < INTERRUPT_CONNS / 2) {
+		printf("FAIL fdpass interrupt: could not set it up (%d)\n",
+		       nleft);
+		failures++;
+		release_all();
+		return;
+	}
+	printf("# interrupt: dlmd has %d fds after the flood (%d at the "
+	       "start)\n", dlmd_nfds(), dlmd_fds0);
+	/* bounded: LINGER_S before, a second or two after */
+	for (unsigned int i = 0; i < 2 * POLLS; i++) {
+		n = dlmd_nfds();
+		if (n >= 0 && n <= dlmd_fds0 + 4)
+			break;
+		usleep(100000);
+	}
+	st = dlmd_ask();
+	release_all();
+	if (n < 0 || n > dlmd_fds0 + 4 || st == -EMFILE || st == -ETIME) {
+		printf("FAIL fdpass interrupt: dlmd still holds %d fds (%d at "
+		       "the start; its peer not reading), nobody got %d\n",
+		       n, dlmd_fds0, st);
+		failures++;
+		return;
+	}
+	printf("ok fdpass interrupt: the lingering close was interrupted, "
+	       "%d connections with an fd closed, dlmd back to %d fds\n",
+	       nleft, n);
+}
+
 /* Past the budget, connections that cost dlmd an fd each, once. */
 static void way_flood(void)
 {
@@ -829,6 +901,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		_exit(1);
 	}
+	way_interrupt();
 	way_lsopen();
 	way_extra();
 	way_many();
