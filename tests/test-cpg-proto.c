@@ -3092,6 +3092,31 @@ static void set_quorate(int i, bool q)
 	run_jobs();
 }
 
+/* Three nodes started and settled, each told the cluster has three
+ * (and, with qview, that its quorum view lists three). */
+static void start3(bool qview)
+{
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 3;
+		if (qview)
+			sim[i].d.d_cluster->cs_nqview = 3;
+	}
+}
+
+/* start3(false), and L created and running on all three. */
+static void start3_running_L(void)
+{
+	start3(false);
+	for (int i = 0; i < 3; i++)
+		ls_create(i, "L");
+	settle();
+	for (int i = 0; i < 3; i++)
+		assert_true(ls_running(i, "L"));
+}
+
 /* Each of the three nodes gets its confchg: alone with the other two
  * gone node-down (the split), or with them back node-up (the merge). */
 static void split3_each(bool merge)
@@ -3147,13 +3172,7 @@ static size_t split3_old3_len;
 
 static void split3_apart(void)
 {
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++) {
-		sim[i].d.d_cluster->cs_nnodes = 3;
-		sim[i].d.d_cluster->cs_nqview = 3;
-	}
+	start3(true);
 	for (int i = 0; i < 3; i++) {
 		ls_create(i, "L");
 		if (i == 1) {
@@ -3448,16 +3467,7 @@ static void test_restart_same_pid_joined(void **state)
 	uint32_t pid;
 
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
-	for (int i = 0; i < 3; i++)
-		ls_create(i, "L");
-	settle();
-	for (int i = 0; i < 3; i++)
-		assert_true(ls_running(i, "L"));
+	start3_running_L();
 	/* node 2 dies with its corosync */
 	pid = sim[1].pid;
 	for (unsigned int n = 0; n < nmsgs; n++)
@@ -3574,13 +3584,7 @@ static void test_fence_lied(void **state)
 	const int maj[2] = { 0, 1 }, min[1] = { 2 }, all[3] = { 0, 1, 2 };
 
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++) {
-		sim[i].d.d_cluster->cs_nnodes = 3;
-		sim[i].d.d_cluster->cs_nqview = 3;
-	}
+	start3(true);
 	for (int i = 0; i < 3; i++)
 		ls_create(i, "L");
 	settle();
@@ -3759,11 +3763,7 @@ static void test_split_majority_restarted(void **state)
 	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
 
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
+	start3(false);
 	confchg_side(0, s0, 1, s12, 2, false);
 	set_quorate(0, false);
 	confchg_side(1, s12, 2, s0, 1, false);
@@ -3807,11 +3807,7 @@ static void test_split_majority_restarted_same_pid(void **state)
 	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
 
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
+	start3(false);
 	confchg_side(0, s0, 1, s12, 2, false);
 	set_quorate(0, false);
 	confchg_side(1, s12, 2, s0, 1, false);
@@ -3862,11 +3858,7 @@ static void test_split_majority_died(void **state)
 	struct cpg_ring_id rid = { 0 };
 
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
+	start3(false);
 	confchg_side(0, s0, 1, s12, 2, false);
 	set_quorate(0, false);
 	cur = 0;
@@ -3918,11 +3910,7 @@ static void test_split_majority_died_sync_first(void **state)
 	struct cpg_ring_id rid = { 0 };
 
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
+	start3(false);
 	for (int i = 0; i < 3; i++)
 		ls_create(i, "L");
 	settle();
@@ -4027,11 +4015,7 @@ static void test_split_unsealed_back(void **state)
 	unsigned int k = 0;
 
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
+	start3(false);
 	sim_kill(2);
 	settle();
 	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
@@ -4189,13 +4173,7 @@ static void test_split3_records_too_many_nodes(void **state)
  * sends a record without failures of every lockspace it holds. */
 static void test_split3_lone_ls(void **state)
 {
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++) {
-		sim[i].d.d_cluster->cs_nnodes = 3;
-		sim[i].d.d_cluster->cs_nqview = 3;
-	}
+	start3(true);
 	for (int i = 0; i < 3; i++)
 		ls_create(i, "L");
 	ls_create(0, "M");
@@ -4203,10 +4181,6 @@ static void test_split3_lone_ls(void **state)
 	split3_cut();
 	split3_rejoin();
 	for (int i = 0; i < 3; i++) {
-		if (!ls_running(i, "L"))
-			print_message("PROBE node %d: L not running; forgiven %u %u %u\n",
-				      i + 1, sim[i].forgiven[1], sim[i].forgiven[2],
-				      sim[i].forgiven[3]);
 		assert_true(ls_running(i, "L"));
 	}
 }
@@ -4253,13 +4227,7 @@ static void test_split_majority_merge(void **state)
 	const int maj[2] = { 0, 1 }, min[1] = { 2 }, all[3] = { 0, 1, 2 };
 	struct cpg_address l = { .reason = CPG_REASON_NODEDOWN };
 
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++) {
-		sim[i].d.d_cluster->cs_nnodes = 3;
-		sim[i].d.d_cluster->cs_nqview = 3;
-	}
+	start3(true);
 	for (int i = 0; i < 3; i++)
 		ls_create(i, "L");
 	settle();
@@ -5177,46 +5145,26 @@ static void test_nodelist_remove_busy(void **state)
 }
 
 
-/* REVIEW: a replay under a live dlmd's (node, pid) of a message sealed
- * by an earlier dlmd of that node that had the same pid (pid reuse), whose
- * incarnation this receiver never retired (it restarted since, or more
- * than CS_RETIRED_MAX went): before the branch, dropped as "another
- * incarnation than the process's first message"; now? */
-static void test_rev_replay_old_inc(void **state)
+/* A replay: node i's (node, pid) sends a JOIN of T sealed under an
+ * earlier incarnation (sender as in its header, seq given), delivered
+ * and settled. */
+static void inject_old_inc_join(int i, uint32_t sender, uint64_t seq)
 {
 	unsigned char buf[CM_WIRE_MAX_LEN];
-	struct cm_hdr h = { .h_sender = 2 };
-	struct cm_seal se = { 0x51000000ull * 9 + 77, 7 };
+	struct cm_hdr h = { .h_sender = sender };
+	struct cm_seal se = { 0x51000000ull * 9 + 77, seq };
 	size_t len;
 
-	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
-	for (int i = 0; i < 3; i++)
-		ls_create(i, "L");
-	settle();
-	for (int i = 0; i < 3; i++)
-		assert_true(ls_running(i, "L"));
 	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
-	len = dlmd_cm_seal(buf, len, sim_key, sim[1].id, sim[1].pid, &se);
-	inject_raw(1, buf, len);
+	len = dlmd_cm_seal(buf, len, sim_key, sim[i].id, sim[i].pid, &se);
+	inject_raw(i, buf, len);
 	settle();
-	/* node 2's real dlmd goes on */
-	ls_create(1, "M");
-	ls_create(0, "M");
-	settle();
-	for (int i = 0; i < 3; i += 2) {
-		print_message("node %d: restart logged %d, fail_how[2] %#x, "
-			      "failed[2] %d, M running %d, unverified %lu\n", i + 1,
-			      logged(i, "is a new dlmd under the pid"),
-			      sim[i].fail_how[2], sim[i].failed[2],
-			      ls_running(i, "M"), (unsigned long)unverified_of(i));
-	}
-	print_message("node 2 M running %d syncing %d/%d\n", ls_running(1, "M"),
-		      sim[0].d.d_cluster->cs_syncing, sim[1].d.d_cluster->cs_syncing);
+}
+
+/* After a replay: nodes 1 and 3 neither marked node 2 restarted nor
+ * logged a new dlmd under a pid, and M runs on nodes 1 and 2. */
+static void assert_replay_no_restart(void)
+{
 	for (int i = 0; i < 3; i += 2) {
 		assert_false(sim[i].fail_how[2] & DLMD_FAIL_RESTARTED);
 		assert_false(logged(i, "is a new dlmd under the pid"));
@@ -5224,49 +5172,35 @@ static void test_rev_replay_old_inc(void **state)
 	assert_true(ls_running(0, "M") && ls_running(1, "M"));
 }
 
-static void test_rev_replay_old_inc1(void **state)
+/* REVIEW: a replay under a live dlmd's (node, pid) of a message sealed
+ * by an earlier dlmd of that node that had the same pid (pid reuse), whose
+ * incarnation this receiver never retired (it restarted since, or more
+ * than CS_RETIRED_MAX went): before the branch, dropped as "another
+ * incarnation than the process's first message"; now? */
+static void test_rev_replay_old_inc(void **state)
 {
-	unsigned char buf[CM_WIRE_MAX_LEN];
-	struct cm_hdr h = { .h_sender = 2 };
-	struct cm_seal se = { 0x51000000ull * 9 + 77, 1 };
-	size_t len;
-
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
-	for (int i = 0; i < 3; i++)
-		ls_create(i, "L");
-	settle();
-	for (int i = 0; i < 3; i++)
-		assert_true(ls_running(i, "L"));
-	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
-	len = dlmd_cm_seal(buf, len, sim_key, sim[1].id, sim[1].pid, &se);
-	inject_raw(1, buf, len);
-	settle();
+	start3_running_L();
+	inject_old_inc_join(1, 2, 7);
 	/* node 2's real dlmd goes on */
 	ls_create(1, "M");
 	ls_create(0, "M");
 	settle();
-	for (int i = 0; i < 3; i += 2) {
-		print_message("node %d: restart logged %d, fail_how[2] %#x, "
-			      "failed[2] %d, M running %d, unverified %lu\n", i + 1,
-			      logged(i, "is a new dlmd under the pid"),
-			      sim[i].fail_how[2], sim[i].failed[2],
-			      ls_running(i, "M"), (unsigned long)unverified_of(i));
-	}
-	print_message("node 2 M running %d syncing %d/%d/%d\n", ls_running(1, "M"),
-		      sim[0].d.d_cluster->cs_syncing, sim[1].d.d_cluster->cs_syncing, sim[2].d.d_cluster->cs_syncing);
+	assert_replay_no_restart();
+}
+
+static void test_rev_replay_old_inc1(void **state)
+{
+	(void)state;
+	start3_running_L();
+	inject_old_inc_join(1, 2, 1);
+	/* node 2's real dlmd goes on */
+	ls_create(1, "M");
+	ls_create(0, "M");
+	settle();
 	ls_release(2, "L");
 	settle();
-	print_message("after node 3 leaves L: L running %d %d\n", ls_running(0, "L"), ls_running(1, "L"));
-	for (int i = 0; i < 3; i += 2) {
-		assert_false(sim[i].fail_how[2] & DLMD_FAIL_RESTARTED);
-		assert_false(logged(i, "is a new dlmd under the pid"));
-	}
-	assert_true(ls_running(0, "M") && ls_running(1, "M"));
+	assert_replay_no_restart();
 }
 
 
@@ -5281,13 +5215,7 @@ static void test_rev_fence_lied_fresh_ls(void **state)
 	const int maj[2] = { 0, 1 }, min[1] = { 2 }, all[3] = { 0, 1, 2 };
 
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++) {
-		sim[i].d.d_cluster->cs_nnodes = 3;
-		sim[i].d.d_cluster->cs_nqview = 3;
-	}
+	start3(true);
 	ls_create(2, "L");
 	settle();
 	ls_create(1, "L");
@@ -5299,7 +5227,6 @@ static void test_rev_fence_lied_fresh_ls(void **state)
 	settle();
 	assert_true(ls_running(2, "L"));
 	assert_true(ls_running(0, "M") && ls_running(1, "M"));
-	print_message("node 3's L event %u\n", ls_of(2, "L")->dl.dl_cluster->cl_last_event);
 	confchg_side(0, maj, 2, min, 1, false);
 	confchg_side(1, maj, 2, min, 1, false);
 	confchg_side(2, min, 1, maj, 2, false);
@@ -5315,9 +5242,6 @@ static void test_rev_fence_lied_fresh_ls(void **state)
 	settle_sides();
 	ls_create(0, "L");
 	settle_sides();
-	print_message("node 1's L running %d event %u; node 3's L running %d\n",
-		      ls_running(0, "L"), ls_of(0, "L")->dl.dl_cluster->cl_last_event,
-		      ls_running(2, "L"));
 	confchg_side(0, all, 3, min, 1, true);
 	confchg_side(1, all, 3, min, 1, true);
 	confchg_side(2, all, 3, maj, 2, true);
@@ -5326,12 +5250,6 @@ static void test_rev_fence_lied_fresh_ls(void **state)
 	for (int i = 0; i < 3; i++)
 		set_quorum(i, true, all, 3);
 	settle();
-	for (int i = 0; i < 3; i++)
-		print_message("node %d: counted-dead %d lied %lu L %s M %s\n", i + 1,
-			      logged(i, "this dlmd was counted dead"),
-			      (unsigned long)sim[i].d.d_nfence_lied,
-			      ls_of(i, "L") ? (ls_running(i, "L") ? "running" : "stopped") : "gone",
-			      ls_of(i, "M") ? (ls_running(i, "M") ? "running" : "stopped") : "gone");
 	/* healthy node 1 keeps M and its clients' locks (its fresh L loses
 	 * the stateful merge to node 3's older instance, as on main: a
 	 * known limit); no survivor
@@ -5365,19 +5283,11 @@ static void test_rev_fence_lied_fresh_ls(void **state)
  * a restart: dropped, counted, and the live process goes on. */
 static void test_split3_merged_then_replay(void **state)
 {
-	unsigned char buf[CM_WIRE_MAX_LEN];
-	struct cm_hdr h = { .h_sender = 3 };
-	struct cm_seal se = { 0x51000000ull * 9 + 77, 1 };
-	size_t len;
-
 	(void)state;
 	split3_merge();
 	for (int i = 0; i < 3; i++)
 		assert_true(ls_running(i, "L"));
-	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
-	len = dlmd_cm_seal(buf, len, sim_key, sim[2].id, sim[2].pid, &se);
-	inject_raw(2, buf, len);
-	settle();
+	inject_old_inc_join(2, 3, 1);
 	ls_create(2, "M");
 	ls_create(0, "M");
 	settle();
@@ -5436,11 +5346,7 @@ static void test_rev_died_ls_not_on_majority(void **state)
 	struct cpg_ring_id rid = { 0 };
 
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
+	start3(false);
 	ls_create(0, "L");
 	ls_create(2, "L");
 	settle();
@@ -5472,9 +5378,6 @@ static void test_rev_died_ls_not_on_majority(void **state)
 		side_of[i] = 0;
 	set_quorate(0, true);
 	settle();
-	print_message("node 1: fail_how[3] %#x failed[3] %d kills by 2 of 1: %u; stale-us %d; no-ls %d\n",
-		      sim[0].fail_how[3], sim[0].failed[3], kills[1][1],
-		      logged(0, "names this dlmd failed"), logged(0, "which was in no lockspace"));
 	assert_true(kills[1][1] > 0);	/* node 2 removes node 1 ... */
 	assert_false(sim[0].d.d_cluster->cs_syncing);	/* ... too late */
 	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
@@ -5486,47 +5389,16 @@ static void test_rev_died_ls_not_on_majority(void **state)
 /* REVIEW: the same replay under node 1's own (node, pid) */
 static void test_rev_replay_self(void **state)
 {
-	unsigned char buf[CM_WIRE_MAX_LEN];
-	struct cm_hdr h = { .h_sender = 1 };
-	struct cm_seal se = { 0x51000000ull * 9 + 77, 1 };
-	size_t len;
-
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
-	for (int i = 0; i < 3; i++)
-		ls_create(i, "L");
-	settle();
-	for (int i = 0; i < 3; i++)
-		assert_true(ls_running(i, "L"));
-	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
-	len = dlmd_cm_seal(buf, len, sim_key, sim[0].id, sim[0].pid, &se);
-	inject_raw(0, buf, len);
-	settle();
+	start3_running_L();
+	inject_old_inc_join(0, 1, 1);
 	/* node 2's real dlmd goes on */
 	ls_create(1, "M");
 	ls_create(0, "M");
 	settle();
-	for (int i = 0; i < 3; i += 2) {
-		print_message("node %d: restart logged %d, fail_how[2] %#x, "
-			      "failed[2] %d, M running %d, unverified %lu\n", i + 1,
-			      logged(i, "is a new dlmd under the pid"),
-			      sim[i].fail_how[2], sim[i].failed[2],
-			      ls_running(i, "M"), (unsigned long)unverified_of(i));
-	}
-	print_message("node 2 M running %d syncing %d/%d/%d\n", ls_running(1, "M"),
-		      sim[0].d.d_cluster->cs_syncing, sim[1].d.d_cluster->cs_syncing, sim[2].d.d_cluster->cs_syncing);
 	ls_release(2, "L");
 	settle();
-	print_message("after node 3 leaves L: L running %d %d\n", ls_running(0, "L"), ls_running(1, "L"));
-	for (int i = 0; i < 3; i += 2) {
-		assert_false(sim[i].fail_how[2] & DLMD_FAIL_RESTARTED);
-		assert_false(logged(i, "is a new dlmd under the pid"));
-	}
-	assert_true(ls_running(0, "M") && ls_running(1, "M"));
+	assert_replay_no_restart();
 }
 
 
