@@ -3750,6 +3750,65 @@ static void side_dlmd_starts(int k, int p, uint32_t nnodes, uint32_t tiebreak)
 	}
 }
 
+/*
+ * Split {1} | {2, 3} of start3(): node 1 alone and inquorate (with ring,
+ * its totem ring shrunk to itself first), nodes 2 and 3 the majority
+ * side; settled.
+ */
+static void split_1_23(bool ring)
+{
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 };
+	const uint32_t ring0[1] = { 1 };
+	struct cpg_ring_id rid = { 0 };
+
+	confchg_side(0, s0, 1, s12, 2, false);
+	set_quorate(0, false);
+	if (ring) {
+		cur = 0;
+		daemon_totem_confchg((cpg_handle_t)1, rid, 1, ring0);
+		cur = -1;
+	}
+	confchg_side(1, s12, 2, s0, 1, false);
+	confchg_side(2, s12, 2, s0, 1, false);
+	side_of[0] = 0;
+	side_of[1] = side_of[2] = 1;
+	settle_sides();
+}
+
+/* split_1_23's merge, all three groups at once. */
+static void merge_1_23(void)
+{
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
+
+	confchg_side(0, all, 3, s12, 2, true);
+	confchg_side(1, all, 3, s0, 1, true);
+	confchg_side(2, all, 3, s0, 1, true);
+}
+
+/* split_1_23's merge with node 3's dlmd gone: the group of nodes 1 and
+ * 2, then node 1's ring of all three. */
+static void merge_1_2_ring3(void)
+{
+	const int s1[1] = { 1 }, both[2] = { 0, 1 }, o0[1] = { 0 };
+	const uint32_t ring[3] = { 1, 2, 3 };
+	struct cpg_ring_id rid = { 0 };
+
+	confchg_side(0, both, 2, s1, 1, true);
+	confchg_side(1, both, 2, o0, 1, true);
+	cur = 0;
+	daemon_totem_confchg((cpg_handle_t)1, rid, 3, ring);
+	cur = -1;
+}
+
+/* After split_1_23's merge: one side again, node 1 quorate, settled. */
+static void heal_1_23(void)
+{
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	set_quorate(0, true);
+	settle();
+}
+
 /* Split {1} | {2, 3} (2 + 3 the majority).  On the majority side node 3's
  * dlmd restarts cleanly (LEAVE, no lockspace anywhere; node 2 saw it go
  * and come).  The split heals before node 1 is fenced: 2 and 3 remove
@@ -3760,30 +3819,17 @@ static void side_dlmd_starts(int k, int p, uint32_t nnodes, uint32_t tiebreak)
  * RESTARTED at the merge (fail_how 0x10), a healthy majority node. */
 static void test_split_majority_restarted(void **state)
 {
-	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
-
 	(void)state;
 	start3(false);
-	confchg_side(0, s0, 1, s12, 2, false);
-	set_quorate(0, false);
-	confchg_side(1, s12, 2, s0, 1, false);
-	confchg_side(2, s12, 2, s0, 1, false);
-	side_of[0] = 0;
-	side_of[1] = side_of[2] = 1;
-	settle_sides();
+	split_1_23(false);
 	/* node 3's dlmd stops cleanly and starts again */
 	side_dlmd_stops(2, 1);
 	side_dlmd_starts(2, 1, 3, 0);
 	settle_sides();
 	assert_false(sim[1].fail_how[3] != 0);
 	/* the merge */
-	confchg_side(0, all, 3, s12, 2, true);
-	confchg_side(1, all, 3, s0, 1, true);
-	confchg_side(2, all, 3, s0, 1, true);
-	for (int i = 0; i < SIM_NODES; i++)
-		side_of[i] = 0;
-	set_quorate(0, true);
-	settle();
+	merge_1_23();
+	heal_1_23();
 	assert_true(logged(1, "its state is stale"));
 	assert_true(logged(0, "node 3 is back after a split without the dlmd "
 			   "that failed"));
@@ -3804,17 +3850,9 @@ static void test_split_majority_restarted(void **state)
  * the voucher kept the old incarnation, which proves nothing). */
 static void test_split_majority_restarted_same_pid(void **state)
 {
-	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
-
 	(void)state;
 	start3(false);
-	confchg_side(0, s0, 1, s12, 2, false);
-	set_quorate(0, false);
-	confchg_side(1, s12, 2, s0, 1, false);
-	confchg_side(2, s12, 2, s0, 1, false);
-	side_of[0] = 0;
-	side_of[1] = side_of[2] = 1;
-	settle_sides();
+	split_1_23(false);
 	/* node 3's dlmd stops cleanly and starts again, the same pid */
 	reuse_pid = sim[2].pid;
 	side_dlmd_stops(2, 1);
@@ -3822,13 +3860,8 @@ static void test_split_majority_restarted_same_pid(void **state)
 	settle_sides();
 	assert_false(sim[1].fail_how[3] != 0);
 	/* the merge */
-	confchg_side(0, all, 3, s12, 2, true);
-	confchg_side(1, all, 3, s0, 1, true);
-	confchg_side(2, all, 3, s0, 1, true);
-	for (int i = 0; i < SIM_NODES; i++)
-		side_of[i] = 0;
-	set_quorate(0, true);
-	settle();
+	merge_1_23();
+	heal_1_23();
 	assert_true(logged(1, "its state is stale"));
 	assert_true(logged(0, "is a new dlmd under the pid of the one we kept"));
 	assert_true(logged(0, "node 3's dlmd restarted on a side that held a "
@@ -3852,39 +3885,18 @@ static void test_split_majority_restarted_same_pid(void **state)
  * out of now (failed_with_ls; with L, test_split_majority_died_sync_first). */
 static void test_split_majority_died(void **state)
 {
-	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, s1[1] = { 1 };
-	const int both[2] = { 0, 1 }, o0[1] = { 0 };
-	const uint32_t ring0[1] = { 1 }, ring[3] = { 1, 2, 3 };
-	struct cpg_ring_id rid = { 0 };
-
 	(void)state;
 	start3(false);
-	confchg_side(0, s0, 1, s12, 2, false);
-	set_quorate(0, false);
-	cur = 0;
-	daemon_totem_confchg((cpg_handle_t)1, rid, 1, ring0);
-	cur = -1;
-	confchg_side(1, s12, 2, s0, 1, false);
-	confchg_side(2, s12, 2, s0, 1, false);
-	side_of[0] = 0;
-	side_of[1] = side_of[2] = 1;
-	settle_sides();
+	split_1_23(true);
 	/* node 3's dlmd stops cleanly */
 	side_dlmd_stops(2, 1);
 	settle_sides();
 	/* the merge: the group without node 3, then the ring with it */
-	confchg_side(0, both, 2, s1, 1, true);
-	confchg_side(1, both, 2, o0, 1, true);
-	cur = 0;
-	daemon_totem_confchg((cpg_handle_t)1, rid, 3, ring);
-	cur = -1;
+	merge_1_2_ring3();
 	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
 	assert_true(logged(0, "node 3 is back after a split without the dlmd "
 			   "that failed"));
-	for (int i = 0; i < SIM_NODES; i++)
-		side_of[i] = 0;
-	set_quorate(0, true);
-	settle();
+	heal_1_23();
 	assert_true(logged(1, "its state is stale"));
 	assert_false(logged(0, "node 3: no side that held a majority saw its "
 			    "dlmd"));
@@ -3904,26 +3916,12 @@ static void test_split_majority_died(void **state)
  * decides for itself what node 3 needs; node 1 marks nothing. */
 static void test_split_majority_died_sync_first(void **state)
 {
-	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, s1[1] = { 1 };
-	const int both[2] = { 0, 1 }, o0[1] = { 0 };
-	const uint32_t ring0[1] = { 1 }, ring[3] = { 1, 2, 3 };
-	struct cpg_ring_id rid = { 0 };
-
 	(void)state;
 	start3(false);
 	for (int i = 0; i < 3; i++)
 		ls_create(i, "L");
 	settle();
-	confchg_side(0, s0, 1, s12, 2, false);
-	set_quorate(0, false);
-	cur = 0;
-	daemon_totem_confchg((cpg_handle_t)1, rid, 1, ring0);
-	cur = -1;
-	confchg_side(1, s12, 2, s0, 1, false);
-	confchg_side(2, s12, 2, s0, 1, false);
-	side_of[0] = 0;
-	side_of[1] = side_of[2] = 1;
-	settle_sides();
+	split_1_23(true);
 	assert_true(sim[1].fail_how[1] & DLMD_FAIL_MAJORITY);
 	/* node 3's dlmd releases L and stops cleanly */
 	ls_release(2, "L");
@@ -3931,17 +3929,10 @@ static void test_split_majority_died_sync_first(void **state)
 	side_dlmd_stops(2, 1);
 	settle_sides();
 	/* the merge: the group without node 3, then the ring with it */
-	confchg_side(0, both, 2, s1, 1, true);
-	confchg_side(1, both, 2, o0, 1, true);
-	cur = 0;
-	daemon_totem_confchg((cpg_handle_t)1, rid, 3, ring);
-	cur = -1;
+	merge_1_2_ring3();
 	assert_true(logged(0, "node 3 is back after a split without the dlmd "
 			   "that failed"));
-	for (int i = 0; i < SIM_NODES; i++)
-		side_of[i] = 0;
-	set_quorate(0, true);
-	settle();
+	heal_1_23();
 	assert_true(kills[1][1] > 0);	/* node 2 removes node 1 ... */
 	assert_false(sim[0].d.d_cluster->cs_syncing);	/* ... too late */
 	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
@@ -4011,7 +4002,7 @@ static void test_split_even_restarted(void **state)
  * and marked node 3 RESTARTED at the merge's sync end. */
 static void test_split_unsealed_back(void **state)
 {
-	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 };
 	unsigned int k = 0;
 
 	(void)state;
@@ -4038,13 +4029,8 @@ static void test_split_unsealed_back(void **state)
 	side_of[0] = 0;
 	side_of[1] = side_of[2] = 1;
 	settle_sides();
-	confchg_side(0, all, 3, s12, 2, true);
-	confchg_side(1, all, 3, s0, 1, true);
-	confchg_side(2, all, 3, s0, 1, true);
-	for (int i = 0; i < SIM_NODES; i++)
-		side_of[i] = 0;
-	set_quorate(0, true);
-	settle();
+	merge_1_23();
+	heal_1_23();
 	for (int i = 0; i < 3; i++)
 		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
 	assert_false(logged(0, "no side that held a majority saw its dlmd"));
@@ -5340,26 +5326,12 @@ static void test_split3_left_rejoined_apart_limit(void **state)
 /* REVIEW: test_split_majority_died_sync_first with L on nodes 1 and 3 only: the majority side {2,3} holds no lockspace after node 3 leaves, so it sends no record */
 static void test_rev_died_ls_not_on_majority(void **state)
 {
-	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, s1[1] = { 1 };
-	const int both[2] = { 0, 1 }, o0[1] = { 0 };
-	const uint32_t ring0[1] = { 1 }, ring[3] = { 1, 2, 3 };
-	struct cpg_ring_id rid = { 0 };
-
 	(void)state;
 	start3(false);
 	ls_create(0, "L");
 	ls_create(2, "L");
 	settle();
-	confchg_side(0, s0, 1, s12, 2, false);
-	set_quorate(0, false);
-	cur = 0;
-	daemon_totem_confchg((cpg_handle_t)1, rid, 1, ring0);
-	cur = -1;
-	confchg_side(1, s12, 2, s0, 1, false);
-	confchg_side(2, s12, 2, s0, 1, false);
-	side_of[0] = 0;
-	side_of[1] = side_of[2] = 1;
-	settle_sides();
+	split_1_23(true);
 	assert_true(sim[1].fail_how[1] & DLMD_FAIL_MAJORITY);
 	/* node 3's dlmd releases L and stops cleanly */
 	ls_release(2, "L");
@@ -5367,17 +5339,10 @@ static void test_rev_died_ls_not_on_majority(void **state)
 	side_dlmd_stops(2, 1);
 	settle_sides();
 	/* the merge: the group without node 3, then the ring with it */
-	confchg_side(0, both, 2, s1, 1, true);
-	confchg_side(1, both, 2, o0, 1, true);
-	cur = 0;
-	daemon_totem_confchg((cpg_handle_t)1, rid, 3, ring);
-	cur = -1;
+	merge_1_2_ring3();
 	assert_true(logged(0, "node 3 is back after a split without the dlmd "
 			   "that failed"));
-	for (int i = 0; i < SIM_NODES; i++)
-		side_of[i] = 0;
-	set_quorate(0, true);
-	settle();
+	heal_1_23();
 	assert_true(kills[1][1] > 0);	/* node 2 removes node 1 ... */
 	assert_false(sim[0].d.d_cluster->cs_syncing);	/* ... too late */
 	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
