@@ -3809,6 +3809,34 @@ static void heal_1_23(void)
 	settle();
 }
 
+/*
+ * start3() and split_1_23(false); node 3's dlmd stops cleanly on the
+ * majority side and starts again (under the old pid if same_pid), which
+ * node 2 does not count as a failure; the merge and heal_1_23(), after
+ * which node 2 took node 1's state for stale.
+ */
+static void split_majority_restart3(bool same_pid)
+{
+	start3(false);
+	split_1_23(false);
+	if (same_pid)
+		reuse_pid = sim[2].pid;
+	side_dlmd_stops(2, 1);
+	side_dlmd_starts(2, 1, 3, 0);
+	settle_sides();
+	assert_false(sim[1].fail_how[3] != 0);
+	merge_1_23();
+	heal_1_23();
+	assert_true(logged(1, "its state is stale"));
+}
+
+/* No node of the three marked node 3 RESTARTED. */
+static void assert_node3_not_restarted(void)
+{
+	for (int i = 0; i < 3; i++)
+		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+}
+
 /* Split {1} | {2, 3} (2 + 3 the majority).  On the majority side node 3's
  * dlmd restarts cleanly (LEAVE, no lockspace anywhere; node 2 saw it go
  * and come).  The split heals before node 1 is fenced: 2 and 3 remove
@@ -3820,25 +3848,14 @@ static void heal_1_23(void)
 static void test_split_majority_restarted(void **state)
 {
 	(void)state;
-	start3(false);
-	split_1_23(false);
-	/* node 3's dlmd stops cleanly and starts again */
-	side_dlmd_stops(2, 1);
-	side_dlmd_starts(2, 1, 3, 0);
-	settle_sides();
-	assert_false(sim[1].fail_how[3] != 0);
-	/* the merge */
-	merge_1_23();
-	heal_1_23();
-	assert_true(logged(1, "its state is stale"));
+	split_majority_restart3(false);
 	assert_true(logged(0, "node 3 is back after a split without the dlmd "
 			   "that failed"));
 	assert_true(logged(0, "node 3's dlmd restarted on a side that held a "
 			   "majority (node 2 saw its new process"));
 	assert_false(logged(0, "node 3: no side that held a majority"));
 	/* node 3 did nothing wrong: nobody may mark it to be fenced */
-	for (int i = 0; i < 3; i++)
-		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+	assert_node3_not_restarted();
 }
 
 /* test_split_majority_restarted with node 3's new dlmd under the pid of
@@ -3851,25 +3868,13 @@ static void test_split_majority_restarted(void **state)
 static void test_split_majority_restarted_same_pid(void **state)
 {
 	(void)state;
-	start3(false);
-	split_1_23(false);
-	/* node 3's dlmd stops cleanly and starts again, the same pid */
-	reuse_pid = sim[2].pid;
-	side_dlmd_stops(2, 1);
-	side_dlmd_starts(2, 1, 3, 0);
-	settle_sides();
-	assert_false(sim[1].fail_how[3] != 0);
-	/* the merge */
-	merge_1_23();
-	heal_1_23();
-	assert_true(logged(1, "its state is stale"));
+	split_majority_restart3(true);
 	assert_true(logged(0, "is a new dlmd under the pid of the one we kept"));
 	assert_true(logged(0, "node 3's dlmd restarted on a side that held a "
 			   "majority (node 2 saw its new process"));
 	assert_false(logged(0, "node 3: no side that held a majority"));
 	assert_false(logged(0, "(a replay)"));
-	for (int i = 0; i < 3; i++)
-		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+	assert_node3_not_restarted();
 }
 
 /* The died_apart side of test_split_majority_restarted: split {1} |
@@ -4031,8 +4036,7 @@ static void test_split_unsealed_back(void **state)
 	settle_sides();
 	merge_1_23();
 	heal_1_23();
-	for (int i = 0; i < 3; i++)
-		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+	assert_node3_not_restarted();
 	assert_false(logged(0, "no side that held a majority saw its dlmd"));
 }
 
