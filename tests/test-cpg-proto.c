@@ -3910,6 +3910,40 @@ static void test_split_majority_died(void **state)
 	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
 }
 
+/*
+ * With L created: split_1_23(true), node 1's failure recorded by node 2
+ * as a majority's; node 3's dlmd releases L and stops cleanly on the
+ * majority side; merge_1_2_ring3(), at which node 1 sees node 3 back
+ * without the dlmd that failed; heal_1_23().
+ */
+static void split_majority_died_with_L(void)
+{
+	split_1_23(true);
+	assert_true(sim[1].fail_how[1] & DLMD_FAIL_MAJORITY);
+	/* node 3's dlmd releases L and stops cleanly */
+	ls_release(2, "L");
+	settle_sides();
+	side_dlmd_stops(2, 1);
+	settle_sides();
+	/* the merge: the group without node 3, then the ring with it */
+	merge_1_2_ring3();
+	assert_true(logged(0, "node 3 is back after a split without the dlmd "
+			   "that failed"));
+	heal_1_23();
+}
+
+/* Node 2 removed node 1, after node 1's sync ended; node 1 marked
+ * nothing for node 3 and said why: node 2's record of L. */
+static void assert_node1_removed_marks_nothing(void)
+{
+	assert_true(kills[1][1] > 0);	/* node 2 removes node 1 ... */
+	assert_false(sim[0].d.d_cluster->cs_syncing);	/* ... too late */
+	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
+	assert_false(logged(0, "node 3: no side that held a majority"));
+	assert_true(logged(0, "node 2's record of lockspace L names this dlmd "
+			   "failed, seen from a side that held a majority"));
+}
+
 /* test_split_majority_died with lockspace L on all three and the order
  * the deferral did not rest on: node 1's sync ends before the majority's
  * removal of it takes effect (corosync_cfg_kill_node is no CPG message;
@@ -3926,24 +3960,8 @@ static void test_split_majority_died_sync_first(void **state)
 	for (int i = 0; i < 3; i++)
 		ls_create(i, "L");
 	settle();
-	split_1_23(true);
-	assert_true(sim[1].fail_how[1] & DLMD_FAIL_MAJORITY);
-	/* node 3's dlmd releases L and stops cleanly */
-	ls_release(2, "L");
-	settle_sides();
-	side_dlmd_stops(2, 1);
-	settle_sides();
-	/* the merge: the group without node 3, then the ring with it */
-	merge_1_2_ring3();
-	assert_true(logged(0, "node 3 is back after a split without the dlmd "
-			   "that failed"));
-	heal_1_23();
-	assert_true(kills[1][1] > 0);	/* node 2 removes node 1 ... */
-	assert_false(sim[0].d.d_cluster->cs_syncing);	/* ... too late */
-	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
-	assert_false(logged(0, "node 3: no side that held a majority"));
-	assert_true(logged(0, "node 2's record of lockspace L names this dlmd "
-			   "failed, seen from a side that held a majority"));
+	split_majority_died_with_L();
+	assert_node1_removed_marks_nothing();
 }
 
 /* The even split: 4 nodes {1, 2} | {3, 4}, the tie-breaker node 1, so
@@ -5193,8 +5211,6 @@ static void test_rev_replay_old_inc1(void **state)
 	assert_replay_no_restart();
 }
 
-
-
 /* REVIEW: FENCED ALIVE with a lockspace only the lied-about node ran:
  * L on node 3 only (event 3), M on nodes 1 and 2.  Split {1,2} | {3}; the
  * agent "fences" node 3 (lies).  Node 1 then creates L afresh (event 1
@@ -5335,24 +5351,8 @@ static void test_rev_died_ls_not_on_majority(void **state)
 	ls_create(0, "L");
 	ls_create(2, "L");
 	settle();
-	split_1_23(true);
-	assert_true(sim[1].fail_how[1] & DLMD_FAIL_MAJORITY);
-	/* node 3's dlmd releases L and stops cleanly */
-	ls_release(2, "L");
-	settle_sides();
-	side_dlmd_stops(2, 1);
-	settle_sides();
-	/* the merge: the group without node 3, then the ring with it */
-	merge_1_2_ring3();
-	assert_true(logged(0, "node 3 is back after a split without the dlmd "
-			   "that failed"));
-	heal_1_23();
-	assert_true(kills[1][1] > 0);	/* node 2 removes node 1 ... */
-	assert_false(sim[0].d.d_cluster->cs_syncing);	/* ... too late */
-	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
-	assert_false(logged(0, "node 3: no side that held a majority"));
-	assert_true(logged(0, "node 2's record of lockspace L names this dlmd "
-			   "failed, seen from a side that held a majority"));
+	split_majority_died_with_L();
+	assert_node1_removed_marks_nothing();
 }
 
 /* REVIEW: the same replay under node 1's own (node, pid) */
@@ -5369,7 +5369,6 @@ static void test_rev_replay_self(void **state)
 	settle();
 	assert_replay_no_restart();
 }
-
 
 /*
  * ANOTHER VERSION, the watchdog on: nodes 1 and 2 run; node 3's dlmd
