@@ -3092,6 +3092,31 @@ static void set_quorate(int i, bool q)
 	run_jobs();
 }
 
+/* Three nodes started and settled, each told the cluster has three
+ * (and, with qview, that its quorum view lists three). */
+static void start3(bool qview)
+{
+	for (int i = 0; i < 3; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 3; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 3;
+		if (qview)
+			sim[i].d.d_cluster->cs_nqview = 3;
+	}
+}
+
+/* start3(false), and L created and running on all three. */
+static void start3_running_L(void)
+{
+	start3(false);
+	for (int i = 0; i < 3; i++)
+		ls_create(i, "L");
+	settle();
+	for (int i = 0; i < 3; i++)
+		assert_true(ls_running(i, "L"));
+}
+
 /* Each of the three nodes gets its confchg: alone with the other two
  * gone node-down (the split), or with them back node-up (the merge). */
 static void split3_each(bool merge)
@@ -3147,13 +3172,7 @@ static size_t split3_old3_len;
 
 static void split3_apart(void)
 {
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++) {
-		sim[i].d.d_cluster->cs_nnodes = 3;
-		sim[i].d.d_cluster->cs_nqview = 3;
-	}
+	start3(true);
 	for (int i = 0; i < 3; i++) {
 		ls_create(i, "L");
 		if (i == 1) {
@@ -3448,16 +3467,7 @@ static void test_restart_same_pid_joined(void **state)
 	uint32_t pid;
 
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
-	for (int i = 0; i < 3; i++)
-		ls_create(i, "L");
-	settle();
-	for (int i = 0; i < 3; i++)
-		assert_true(ls_running(i, "L"));
+	start3_running_L();
 	/* node 2 dies with its corosync */
 	pid = sim[1].pid;
 	for (unsigned int n = 0; n < nmsgs; n++)
@@ -3574,13 +3584,7 @@ static void test_fence_lied(void **state)
 	const int maj[2] = { 0, 1 }, min[1] = { 2 }, all[3] = { 0, 1, 2 };
 
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++) {
-		sim[i].d.d_cluster->cs_nnodes = 3;
-		sim[i].d.d_cluster->cs_nqview = 3;
-	}
+	start3(true);
 	for (int i = 0; i < 3; i++)
 		ls_create(i, "L");
 	settle();
@@ -3746,6 +3750,93 @@ static void side_dlmd_starts(int k, int p, uint32_t nnodes, uint32_t tiebreak)
 	}
 }
 
+/*
+ * Split {1} | {2, 3} of start3(): node 1 alone and inquorate (with ring,
+ * its totem ring shrunk to itself first), nodes 2 and 3 the majority
+ * side; settled.
+ */
+static void split_1_23(bool ring)
+{
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 };
+	const uint32_t ring0[1] = { 1 };
+	struct cpg_ring_id rid = { 0 };
+
+	confchg_side(0, s0, 1, s12, 2, false);
+	set_quorate(0, false);
+	if (ring) {
+		cur = 0;
+		daemon_totem_confchg((cpg_handle_t)1, rid, 1, ring0);
+		cur = -1;
+	}
+	confchg_side(1, s12, 2, s0, 1, false);
+	confchg_side(2, s12, 2, s0, 1, false);
+	side_of[0] = 0;
+	side_of[1] = side_of[2] = 1;
+	settle_sides();
+}
+
+/* split_1_23's merge, all three groups at once. */
+static void merge_1_23(void)
+{
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
+
+	confchg_side(0, all, 3, s12, 2, true);
+	confchg_side(1, all, 3, s0, 1, true);
+	confchg_side(2, all, 3, s0, 1, true);
+}
+
+/* split_1_23's merge with node 3's dlmd gone: the group of nodes 1 and
+ * 2, then node 1's ring of all three. */
+static void merge_1_2_ring3(void)
+{
+	const int s1[1] = { 1 }, both[2] = { 0, 1 }, o0[1] = { 0 };
+	const uint32_t ring[3] = { 1, 2, 3 };
+	struct cpg_ring_id rid = { 0 };
+
+	confchg_side(0, both, 2, s1, 1, true);
+	confchg_side(1, both, 2, o0, 1, true);
+	cur = 0;
+	daemon_totem_confchg((cpg_handle_t)1, rid, 3, ring);
+	cur = -1;
+}
+
+/* After split_1_23's merge: one side again, node 1 quorate, settled. */
+static void heal_1_23(void)
+{
+	for (int i = 0; i < SIM_NODES; i++)
+		side_of[i] = 0;
+	set_quorate(0, true);
+	settle();
+}
+
+/*
+ * start3() and split_1_23(false); node 3's dlmd stops cleanly on the
+ * majority side and starts again (under the old pid if same_pid), which
+ * node 2 does not count as a failure; the merge and heal_1_23(), after
+ * which node 2 took node 1's state for stale.
+ */
+static void split_majority_restart3(bool same_pid)
+{
+	start3(false);
+	split_1_23(false);
+	if (same_pid)
+		reuse_pid = sim[2].pid;
+	side_dlmd_stops(2, 1);
+	side_dlmd_starts(2, 1, 3, 0);
+	settle_sides();
+	assert_false(sim[1].fail_how[3] != 0);
+	merge_1_23();
+	heal_1_23();
+	assert_true(logged(1, "its state is stale"));
+}
+
+/* No node of the three marked node 3 RESTARTED. */
+static void assert_node3_not_restarted(void)
+{
+	for (int i = 0; i < 3; i++)
+		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+}
+
 /* Split {1} | {2, 3} (2 + 3 the majority).  On the majority side node 3's
  * dlmd restarts cleanly (LEAVE, no lockspace anywhere; node 2 saw it go
  * and come).  The split heals before node 1 is fenced: 2 and 3 remove
@@ -3756,43 +3847,15 @@ static void side_dlmd_starts(int k, int p, uint32_t nnodes, uint32_t tiebreak)
  * RESTARTED at the merge (fail_how 0x10), a healthy majority node. */
 static void test_split_majority_restarted(void **state)
 {
-	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
-
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
-	confchg_side(0, s0, 1, s12, 2, false);
-	set_quorate(0, false);
-	confchg_side(1, s12, 2, s0, 1, false);
-	confchg_side(2, s12, 2, s0, 1, false);
-	side_of[0] = 0;
-	side_of[1] = side_of[2] = 1;
-	settle_sides();
-	/* node 3's dlmd stops cleanly and starts again */
-	side_dlmd_stops(2, 1);
-	side_dlmd_starts(2, 1, 3, 0);
-	settle_sides();
-	assert_false(sim[1].fail_how[3] != 0);
-	/* the merge */
-	confchg_side(0, all, 3, s12, 2, true);
-	confchg_side(1, all, 3, s0, 1, true);
-	confchg_side(2, all, 3, s0, 1, true);
-	for (int i = 0; i < SIM_NODES; i++)
-		side_of[i] = 0;
-	set_quorate(0, true);
-	settle();
-	assert_true(logged(1, "its state is stale"));
+	split_majority_restart3(false);
 	assert_true(logged(0, "node 3 is back after a split without the dlmd "
 			   "that failed"));
 	assert_true(logged(0, "node 3's dlmd restarted on a side that held a "
 			   "majority (node 2 saw its new process"));
 	assert_false(logged(0, "node 3: no side that held a majority"));
 	/* node 3 did nothing wrong: nobody may mark it to be fenced */
-	for (int i = 0; i < 3; i++)
-		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+	assert_node3_not_restarted();
 }
 
 /* test_split_majority_restarted with node 3's new dlmd under the pid of
@@ -3804,43 +3867,14 @@ static void test_split_majority_restarted(void **state)
  * the voucher kept the old incarnation, which proves nothing). */
 static void test_split_majority_restarted_same_pid(void **state)
 {
-	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
-
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
-	confchg_side(0, s0, 1, s12, 2, false);
-	set_quorate(0, false);
-	confchg_side(1, s12, 2, s0, 1, false);
-	confchg_side(2, s12, 2, s0, 1, false);
-	side_of[0] = 0;
-	side_of[1] = side_of[2] = 1;
-	settle_sides();
-	/* node 3's dlmd stops cleanly and starts again, the same pid */
-	reuse_pid = sim[2].pid;
-	side_dlmd_stops(2, 1);
-	side_dlmd_starts(2, 1, 3, 0);
-	settle_sides();
-	assert_false(sim[1].fail_how[3] != 0);
-	/* the merge */
-	confchg_side(0, all, 3, s12, 2, true);
-	confchg_side(1, all, 3, s0, 1, true);
-	confchg_side(2, all, 3, s0, 1, true);
-	for (int i = 0; i < SIM_NODES; i++)
-		side_of[i] = 0;
-	set_quorate(0, true);
-	settle();
-	assert_true(logged(1, "its state is stale"));
+	split_majority_restart3(true);
 	assert_true(logged(0, "is a new dlmd under the pid of the one we kept"));
 	assert_true(logged(0, "node 3's dlmd restarted on a side that held a "
 			   "majority (node 2 saw its new process"));
 	assert_false(logged(0, "node 3: no side that held a majority"));
 	assert_false(logged(0, "(a replay)"));
-	for (int i = 0; i < 3; i++)
-		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+	assert_node3_not_restarted();
 }
 
 /* The died_apart side of test_split_majority_restarted: split {1} |
@@ -3856,49 +3890,58 @@ static void test_split_majority_restarted_same_pid(void **state)
  * out of now (failed_with_ls; with L, test_split_majority_died_sync_first). */
 static void test_split_majority_died(void **state)
 {
-	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, s1[1] = { 1 };
-	const int both[2] = { 0, 1 }, o0[1] = { 0 };
-	const uint32_t ring0[1] = { 1 }, ring[3] = { 1, 2, 3 };
-	struct cpg_ring_id rid = { 0 };
-
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
-	confchg_side(0, s0, 1, s12, 2, false);
-	set_quorate(0, false);
-	cur = 0;
-	daemon_totem_confchg((cpg_handle_t)1, rid, 1, ring0);
-	cur = -1;
-	confchg_side(1, s12, 2, s0, 1, false);
-	confchg_side(2, s12, 2, s0, 1, false);
-	side_of[0] = 0;
-	side_of[1] = side_of[2] = 1;
-	settle_sides();
+	start3(false);
+	split_1_23(true);
 	/* node 3's dlmd stops cleanly */
 	side_dlmd_stops(2, 1);
 	settle_sides();
 	/* the merge: the group without node 3, then the ring with it */
-	confchg_side(0, both, 2, s1, 1, true);
-	confchg_side(1, both, 2, o0, 1, true);
-	cur = 0;
-	daemon_totem_confchg((cpg_handle_t)1, rid, 3, ring);
-	cur = -1;
+	merge_1_2_ring3();
 	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
 	assert_true(logged(0, "node 3 is back after a split without the dlmd "
 			   "that failed"));
-	for (int i = 0; i < SIM_NODES; i++)
-		side_of[i] = 0;
-	set_quorate(0, true);
-	settle();
+	heal_1_23();
 	assert_true(logged(1, "its state is stale"));
 	assert_false(logged(0, "node 3: no side that held a majority saw its "
 			    "dlmd"));
 	assert_true(logged(0, "which was in no lockspace: nothing to fence it "
 			   "for"));
 	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
+}
+
+/*
+ * With L created: split_1_23(true), node 1's failure recorded by node 2
+ * as a majority's; node 3's dlmd releases L and stops cleanly on the
+ * majority side; merge_1_2_ring3(), at which node 1 sees node 3 back
+ * without the dlmd that failed; heal_1_23().
+ */
+static void split_majority_died_with_L(void)
+{
+	split_1_23(true);
+	assert_true(sim[1].fail_how[1] & DLMD_FAIL_MAJORITY);
+	/* node 3's dlmd releases L and stops cleanly */
+	ls_release(2, "L");
+	settle_sides();
+	side_dlmd_stops(2, 1);
+	settle_sides();
+	/* the merge: the group without node 3, then the ring with it */
+	merge_1_2_ring3();
+	assert_true(logged(0, "node 3 is back after a split without the dlmd "
+			   "that failed"));
+	heal_1_23();
+}
+
+/* Node 2 removed node 1, after node 1's sync ended; node 1 marked
+ * nothing for node 3 and said why: node 2's record of L. */
+static void assert_node1_removed_marks_nothing(void)
+{
+	assert_true(kills[1][1] > 0);	/* node 2 removes node 1 ... */
+	assert_false(sim[0].d.d_cluster->cs_syncing);	/* ... too late */
+	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
+	assert_false(logged(0, "node 3: no side that held a majority"));
+	assert_true(logged(0, "node 2's record of lockspace L names this dlmd "
+			   "failed, seen from a side that held a majority"));
 }
 
 /* test_split_majority_died with lockspace L on all three and the order
@@ -3912,54 +3955,13 @@ static void test_split_majority_died(void **state)
  * decides for itself what node 3 needs; node 1 marks nothing. */
 static void test_split_majority_died_sync_first(void **state)
 {
-	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, s1[1] = { 1 };
-	const int both[2] = { 0, 1 }, o0[1] = { 0 };
-	const uint32_t ring0[1] = { 1 }, ring[3] = { 1, 2, 3 };
-	struct cpg_ring_id rid = { 0 };
-
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
+	start3(false);
 	for (int i = 0; i < 3; i++)
 		ls_create(i, "L");
 	settle();
-	confchg_side(0, s0, 1, s12, 2, false);
-	set_quorate(0, false);
-	cur = 0;
-	daemon_totem_confchg((cpg_handle_t)1, rid, 1, ring0);
-	cur = -1;
-	confchg_side(1, s12, 2, s0, 1, false);
-	confchg_side(2, s12, 2, s0, 1, false);
-	side_of[0] = 0;
-	side_of[1] = side_of[2] = 1;
-	settle_sides();
-	assert_true(sim[1].fail_how[1] & DLMD_FAIL_MAJORITY);
-	/* node 3's dlmd releases L and stops cleanly */
-	ls_release(2, "L");
-	settle_sides();
-	side_dlmd_stops(2, 1);
-	settle_sides();
-	/* the merge: the group without node 3, then the ring with it */
-	confchg_side(0, both, 2, s1, 1, true);
-	confchg_side(1, both, 2, o0, 1, true);
-	cur = 0;
-	daemon_totem_confchg((cpg_handle_t)1, rid, 3, ring);
-	cur = -1;
-	assert_true(logged(0, "node 3 is back after a split without the dlmd "
-			   "that failed"));
-	for (int i = 0; i < SIM_NODES; i++)
-		side_of[i] = 0;
-	set_quorate(0, true);
-	settle();
-	assert_true(kills[1][1] > 0);	/* node 2 removes node 1 ... */
-	assert_false(sim[0].d.d_cluster->cs_syncing);	/* ... too late */
-	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
-	assert_false(logged(0, "node 3: no side that held a majority"));
-	assert_true(logged(0, "node 2's record of lockspace L names this dlmd "
-			   "failed, seen from a side that held a majority"));
+	split_majority_died_with_L();
+	assert_node1_removed_marks_nothing();
 }
 
 /* The even split: 4 nodes {1, 2} | {3, 4}, the tie-breaker node 1, so
@@ -4023,15 +4025,11 @@ static void test_split_even_restarted(void **state)
  * and marked node 3 RESTARTED at the merge's sync end. */
 static void test_split_unsealed_back(void **state)
 {
-	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, all[3] = { 0, 1, 2 };
+	const int s0[1] = { 0 }, s12[2] = { 1, 2 };
 	unsigned int k = 0;
 
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
+	start3(false);
 	sim_kill(2);
 	settle();
 	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
@@ -4054,15 +4052,9 @@ static void test_split_unsealed_back(void **state)
 	side_of[0] = 0;
 	side_of[1] = side_of[2] = 1;
 	settle_sides();
-	confchg_side(0, all, 3, s12, 2, true);
-	confchg_side(1, all, 3, s0, 1, true);
-	confchg_side(2, all, 3, s0, 1, true);
-	for (int i = 0; i < SIM_NODES; i++)
-		side_of[i] = 0;
-	set_quorate(0, true);
-	settle();
-	for (int i = 0; i < 3; i++)
-		assert_false(sim[i].fail_how[3] & DLMD_FAIL_RESTARTED);
+	merge_1_23();
+	heal_1_23();
+	assert_node3_not_restarted();
 	assert_false(logged(0, "no side that held a majority saw its dlmd"));
 }
 
@@ -4189,13 +4181,7 @@ static void test_split3_records_too_many_nodes(void **state)
  * sends a record without failures of every lockspace it holds. */
 static void test_split3_lone_ls(void **state)
 {
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++) {
-		sim[i].d.d_cluster->cs_nnodes = 3;
-		sim[i].d.d_cluster->cs_nqview = 3;
-	}
+	start3(true);
 	for (int i = 0; i < 3; i++)
 		ls_create(i, "L");
 	ls_create(0, "M");
@@ -4203,10 +4189,6 @@ static void test_split3_lone_ls(void **state)
 	split3_cut();
 	split3_rejoin();
 	for (int i = 0; i < 3; i++) {
-		if (!ls_running(i, "L"))
-			print_message("PROBE node %d: L not running; forgiven %u %u %u\n",
-				      i + 1, sim[i].forgiven[1], sim[i].forgiven[2],
-				      sim[i].forgiven[3]);
 		assert_true(ls_running(i, "L"));
 	}
 }
@@ -4253,13 +4235,7 @@ static void test_split_majority_merge(void **state)
 	const int maj[2] = { 0, 1 }, min[1] = { 2 }, all[3] = { 0, 1, 2 };
 	struct cpg_address l = { .reason = CPG_REASON_NODEDOWN };
 
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++) {
-		sim[i].d.d_cluster->cs_nnodes = 3;
-		sim[i].d.d_cluster->cs_nqview = 3;
-	}
+	start3(true);
 	for (int i = 0; i < 3; i++)
 		ls_create(i, "L");
 	settle();
@@ -5177,6 +5153,33 @@ static void test_nodelist_remove_busy(void **state)
 }
 
 
+/* A replay: node i's (node, pid) sends a JOIN of T sealed under an
+ * earlier incarnation (sender as in its header, seq given), delivered
+ * and settled. */
+static void inject_old_inc_join(int i, uint32_t sender, uint64_t seq)
+{
+	unsigned char buf[CM_WIRE_MAX_LEN];
+	struct cm_hdr h = { .h_sender = sender };
+	struct cm_seal se = { 0x51000000ull * 9 + 77, seq };
+	size_t len;
+
+	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
+	len = dlmd_cm_seal(buf, len, sim_key, sim[i].id, sim[i].pid, &se);
+	inject_raw(i, buf, len);
+	settle();
+}
+
+/* After a replay: nodes 1 and 3 neither marked node 2 restarted nor
+ * logged a new dlmd under a pid, and M runs on nodes 1 and 2. */
+static void assert_replay_no_restart(void)
+{
+	for (int i = 0; i < 3; i += 2) {
+		assert_false(sim[i].fail_how[2] & DLMD_FAIL_RESTARTED);
+		assert_false(logged(i, "is a new dlmd under the pid"));
+	}
+	assert_true(ls_running(0, "M") && ls_running(1, "M"));
+}
+
 /* REVIEW: a replay under a live dlmd's (node, pid) of a message sealed
  * by an earlier dlmd of that node that had the same pid (pid reuse), whose
  * incarnation this receiver never retired (it restarted since, or more
@@ -5184,92 +5187,29 @@ static void test_nodelist_remove_busy(void **state)
  * incarnation than the process's first message"; now? */
 static void test_rev_replay_old_inc(void **state)
 {
-	unsigned char buf[CM_WIRE_MAX_LEN];
-	struct cm_hdr h = { .h_sender = 2 };
-	struct cm_seal se = { 0x51000000ull * 9 + 77, 7 };
-	size_t len;
-
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
-	for (int i = 0; i < 3; i++)
-		ls_create(i, "L");
-	settle();
-	for (int i = 0; i < 3; i++)
-		assert_true(ls_running(i, "L"));
-	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
-	len = dlmd_cm_seal(buf, len, sim_key, sim[1].id, sim[1].pid, &se);
-	inject_raw(1, buf, len);
-	settle();
+	start3_running_L();
+	inject_old_inc_join(1, 2, 7);
 	/* node 2's real dlmd goes on */
 	ls_create(1, "M");
 	ls_create(0, "M");
 	settle();
-	for (int i = 0; i < 3; i += 2) {
-		print_message("node %d: restart logged %d, fail_how[2] %#x, "
-			      "failed[2] %d, M running %d, unverified %lu\n", i + 1,
-			      logged(i, "is a new dlmd under the pid"),
-			      sim[i].fail_how[2], sim[i].failed[2],
-			      ls_running(i, "M"), (unsigned long)unverified_of(i));
-	}
-	print_message("node 2 M running %d syncing %d/%d\n", ls_running(1, "M"),
-		      sim[0].d.d_cluster->cs_syncing, sim[1].d.d_cluster->cs_syncing);
-	for (int i = 0; i < 3; i += 2) {
-		assert_false(sim[i].fail_how[2] & DLMD_FAIL_RESTARTED);
-		assert_false(logged(i, "is a new dlmd under the pid"));
-	}
-	assert_true(ls_running(0, "M") && ls_running(1, "M"));
+	assert_replay_no_restart();
 }
 
 static void test_rev_replay_old_inc1(void **state)
 {
-	unsigned char buf[CM_WIRE_MAX_LEN];
-	struct cm_hdr h = { .h_sender = 2 };
-	struct cm_seal se = { 0x51000000ull * 9 + 77, 1 };
-	size_t len;
-
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
-	for (int i = 0; i < 3; i++)
-		ls_create(i, "L");
-	settle();
-	for (int i = 0; i < 3; i++)
-		assert_true(ls_running(i, "L"));
-	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
-	len = dlmd_cm_seal(buf, len, sim_key, sim[1].id, sim[1].pid, &se);
-	inject_raw(1, buf, len);
-	settle();
+	start3_running_L();
+	inject_old_inc_join(1, 2, 1);
 	/* node 2's real dlmd goes on */
 	ls_create(1, "M");
 	ls_create(0, "M");
 	settle();
-	for (int i = 0; i < 3; i += 2) {
-		print_message("node %d: restart logged %d, fail_how[2] %#x, "
-			      "failed[2] %d, M running %d, unverified %lu\n", i + 1,
-			      logged(i, "is a new dlmd under the pid"),
-			      sim[i].fail_how[2], sim[i].failed[2],
-			      ls_running(i, "M"), (unsigned long)unverified_of(i));
-	}
-	print_message("node 2 M running %d syncing %d/%d/%d\n", ls_running(1, "M"),
-		      sim[0].d.d_cluster->cs_syncing, sim[1].d.d_cluster->cs_syncing, sim[2].d.d_cluster->cs_syncing);
 	ls_release(2, "L");
 	settle();
-	print_message("after node 3 leaves L: L running %d %d\n", ls_running(0, "L"), ls_running(1, "L"));
-	for (int i = 0; i < 3; i += 2) {
-		assert_false(sim[i].fail_how[2] & DLMD_FAIL_RESTARTED);
-		assert_false(logged(i, "is a new dlmd under the pid"));
-	}
-	assert_true(ls_running(0, "M") && ls_running(1, "M"));
+	assert_replay_no_restart();
 }
-
-
 
 /* REVIEW: FENCED ALIVE with a lockspace only the lied-about node ran:
  * L on node 3 only (event 3), M on nodes 1 and 2.  Split {1,2} | {3}; the
@@ -5281,13 +5221,7 @@ static void test_rev_fence_lied_fresh_ls(void **state)
 	const int maj[2] = { 0, 1 }, min[1] = { 2 }, all[3] = { 0, 1, 2 };
 
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++) {
-		sim[i].d.d_cluster->cs_nnodes = 3;
-		sim[i].d.d_cluster->cs_nqview = 3;
-	}
+	start3(true);
 	ls_create(2, "L");
 	settle();
 	ls_create(1, "L");
@@ -5299,7 +5233,6 @@ static void test_rev_fence_lied_fresh_ls(void **state)
 	settle();
 	assert_true(ls_running(2, "L"));
 	assert_true(ls_running(0, "M") && ls_running(1, "M"));
-	print_message("node 3's L event %u\n", ls_of(2, "L")->dl.dl_cluster->cl_last_event);
 	confchg_side(0, maj, 2, min, 1, false);
 	confchg_side(1, maj, 2, min, 1, false);
 	confchg_side(2, min, 1, maj, 2, false);
@@ -5315,9 +5248,6 @@ static void test_rev_fence_lied_fresh_ls(void **state)
 	settle_sides();
 	ls_create(0, "L");
 	settle_sides();
-	print_message("node 1's L running %d event %u; node 3's L running %d\n",
-		      ls_running(0, "L"), ls_of(0, "L")->dl.dl_cluster->cl_last_event,
-		      ls_running(2, "L"));
 	confchg_side(0, all, 3, min, 1, true);
 	confchg_side(1, all, 3, min, 1, true);
 	confchg_side(2, all, 3, maj, 2, true);
@@ -5326,12 +5256,6 @@ static void test_rev_fence_lied_fresh_ls(void **state)
 	for (int i = 0; i < 3; i++)
 		set_quorum(i, true, all, 3);
 	settle();
-	for (int i = 0; i < 3; i++)
-		print_message("node %d: counted-dead %d lied %lu L %s M %s\n", i + 1,
-			      logged(i, "this dlmd was counted dead"),
-			      (unsigned long)sim[i].d.d_nfence_lied,
-			      ls_of(i, "L") ? (ls_running(i, "L") ? "running" : "stopped") : "gone",
-			      ls_of(i, "M") ? (ls_running(i, "M") ? "running" : "stopped") : "gone");
 	/* healthy node 1 keeps M and its clients' locks (its fresh L loses
 	 * the stateful merge to node 3's older instance, as on main: a
 	 * known limit); no survivor
@@ -5365,19 +5289,11 @@ static void test_rev_fence_lied_fresh_ls(void **state)
  * a restart: dropped, counted, and the live process goes on. */
 static void test_split3_merged_then_replay(void **state)
 {
-	unsigned char buf[CM_WIRE_MAX_LEN];
-	struct cm_hdr h = { .h_sender = 3 };
-	struct cm_seal se = { 0x51000000ull * 9 + 77, 1 };
-	size_t len;
-
 	(void)state;
 	split3_merge();
 	for (int i = 0; i < 3; i++)
 		assert_true(ls_running(i, "L"));
-	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
-	len = dlmd_cm_seal(buf, len, sim_key, sim[2].id, sim[2].pid, &se);
-	inject_raw(2, buf, len);
-	settle();
+	inject_old_inc_join(2, 3, 1);
 	ls_create(2, "M");
 	ls_create(0, "M");
 	settle();
@@ -5430,105 +5346,29 @@ static void test_split3_left_rejoined_apart_limit(void **state)
 /* REVIEW: test_split_majority_died_sync_first with L on nodes 1 and 3 only: the majority side {2,3} holds no lockspace after node 3 leaves, so it sends no record */
 static void test_rev_died_ls_not_on_majority(void **state)
 {
-	const int s0[1] = { 0 }, s12[2] = { 1, 2 }, s1[1] = { 1 };
-	const int both[2] = { 0, 1 }, o0[1] = { 0 };
-	const uint32_t ring0[1] = { 1 }, ring[3] = { 1, 2, 3 };
-	struct cpg_ring_id rid = { 0 };
-
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
+	start3(false);
 	ls_create(0, "L");
 	ls_create(2, "L");
 	settle();
-	confchg_side(0, s0, 1, s12, 2, false);
-	set_quorate(0, false);
-	cur = 0;
-	daemon_totem_confchg((cpg_handle_t)1, rid, 1, ring0);
-	cur = -1;
-	confchg_side(1, s12, 2, s0, 1, false);
-	confchg_side(2, s12, 2, s0, 1, false);
-	side_of[0] = 0;
-	side_of[1] = side_of[2] = 1;
-	settle_sides();
-	assert_true(sim[1].fail_how[1] & DLMD_FAIL_MAJORITY);
-	/* node 3's dlmd releases L and stops cleanly */
-	ls_release(2, "L");
-	settle_sides();
-	side_dlmd_stops(2, 1);
-	settle_sides();
-	/* the merge: the group without node 3, then the ring with it */
-	confchg_side(0, both, 2, s1, 1, true);
-	confchg_side(1, both, 2, o0, 1, true);
-	cur = 0;
-	daemon_totem_confchg((cpg_handle_t)1, rid, 3, ring);
-	cur = -1;
-	assert_true(logged(0, "node 3 is back after a split without the dlmd "
-			   "that failed"));
-	for (int i = 0; i < SIM_NODES; i++)
-		side_of[i] = 0;
-	set_quorate(0, true);
-	settle();
-	print_message("node 1: fail_how[3] %#x failed[3] %d kills by 2 of 1: %u; stale-us %d; no-ls %d\n",
-		      sim[0].fail_how[3], sim[0].failed[3], kills[1][1],
-		      logged(0, "names this dlmd failed"), logged(0, "which was in no lockspace"));
-	assert_true(kills[1][1] > 0);	/* node 2 removes node 1 ... */
-	assert_false(sim[0].d.d_cluster->cs_syncing);	/* ... too late */
-	assert_false(sim[0].fail_how[3] & DLMD_FAIL_RESTARTED);
-	assert_false(logged(0, "node 3: no side that held a majority"));
-	assert_true(logged(0, "node 2's record of lockspace L names this dlmd "
-			   "failed, seen from a side that held a majority"));
+	split_majority_died_with_L();
+	assert_node1_removed_marks_nothing();
 }
 
 /* REVIEW: the same replay under node 1's own (node, pid) */
 static void test_rev_replay_self(void **state)
 {
-	unsigned char buf[CM_WIRE_MAX_LEN];
-	struct cm_hdr h = { .h_sender = 1 };
-	struct cm_seal se = { 0x51000000ull * 9 + 77, 1 };
-	size_t len;
-
 	(void)state;
-	for (int i = 0; i < 3; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 3; i++)
-		sim[i].d.d_cluster->cs_nnodes = 3;
-	for (int i = 0; i < 3; i++)
-		ls_create(i, "L");
-	settle();
-	for (int i = 0; i < 3; i++)
-		assert_true(ls_running(i, "L"));
-	len = dlmd_cm_ls_encode(buf, &h, CM_JOIN, "T");
-	len = dlmd_cm_seal(buf, len, sim_key, sim[0].id, sim[0].pid, &se);
-	inject_raw(0, buf, len);
-	settle();
+	start3_running_L();
+	inject_old_inc_join(0, 1, 1);
 	/* node 2's real dlmd goes on */
 	ls_create(1, "M");
 	ls_create(0, "M");
 	settle();
-	for (int i = 0; i < 3; i += 2) {
-		print_message("node %d: restart logged %d, fail_how[2] %#x, "
-			      "failed[2] %d, M running %d, unverified %lu\n", i + 1,
-			      logged(i, "is a new dlmd under the pid"),
-			      sim[i].fail_how[2], sim[i].failed[2],
-			      ls_running(i, "M"), (unsigned long)unverified_of(i));
-	}
-	print_message("node 2 M running %d syncing %d/%d/%d\n", ls_running(1, "M"),
-		      sim[0].d.d_cluster->cs_syncing, sim[1].d.d_cluster->cs_syncing, sim[2].d.d_cluster->cs_syncing);
 	ls_release(2, "L");
 	settle();
-	print_message("after node 3 leaves L: L running %d %d\n", ls_running(0, "L"), ls_running(1, "L"));
-	for (int i = 0; i < 3; i += 2) {
-		assert_false(sim[i].fail_how[2] & DLMD_FAIL_RESTARTED);
-		assert_false(logged(i, "is a new dlmd under the pid"));
-	}
-	assert_true(ls_running(0, "M") && ls_running(1, "M"));
+	assert_replay_no_restart();
 }
-
 
 /*
  * ANOTHER VERSION, the watchdog on: nodes 1 and 2 run; node 3's dlmd

@@ -469,6 +469,36 @@ static void daemon_free(struct dlmd *d)
 	mono_offset_ms = 0;
 }
 
+/* Node 2's dlmd joins ours, then node 2 fails (how), and the failure's
+ * history read settles. */
+static void victim_fails(struct dlmd *d, unsigned int how)
+{
+	dlmd_fence_node_joined(d, VICTIM);
+	dlmd_fence_node_failed(d, VICTIM, how);
+	settle(d);
+}
+
+/* victim_fails(), the fencer's history holding a fencing of node 2 in
+ * state at real + at before the failure. */
+static void victim_fails_after(struct dlmd *d, int state, time_t at,
+			       unsigned int how)
+{
+	dlmd_fence_node_joined(d, VICTIM);
+	fencer_add(state, at);
+	dlmd_fence_node_failed(d, VICTIM, how);
+	settle(d);
+}
+
+/* The fencer answers again: *flag (fencer_hangs, fencer_holds) cleared
+ * and the waiting reads woken. */
+static void fencer_wake(bool *flag)
+{
+	pthread_mutex_lock(&fmu);
+	*flag = false;
+	pthread_cond_broadcast(&fcond);
+	pthread_mutex_unlock(&fmu);
+}
+
 /* Node 2 fails (a node-down) with this node's clock at real + offset,
  * the fencer's history of it holding an old fencing (real - 30 min: an
  * earlier incident, the node fenced, rebooted, back in the cluster: its
@@ -625,9 +655,7 @@ static void test_restarted_asks_fencer(void **state)
 	struct dlmd *d = daemon_pcmk(true);
 
 	(void)state;
-	dlmd_fence_node_joined(d, VICTIM);
-	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
-	settle(d);
+	victim_fails(d, DLMD_FAIL_NODE);
 	assert_int_equal(fencer.asked, 0);	/* a node lost: pacemaker's */
 	victim_in_view = true;
 	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_RESTARTED);
@@ -650,9 +678,7 @@ static void test_in_view_failure_asks_fencer(void **state)
 	struct dlmd *d = daemon_pcmk(true);
 
 	(void)state;
-	dlmd_fence_node_joined(d, VICTIM);
-	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_MAJORITY);
-	settle(d);
+	victim_fails(d, DLMD_FAIL_MAJORITY);
 	look_again(d);
 	look_again(d);
 	assert_int_equal(fencer.asked, 0);
@@ -674,9 +700,7 @@ static void test_unfencing_does_not_count(void **state)
 	struct dlmd *d = daemon_pcmk(true);
 
 	(void)state;
-	dlmd_fence_node_joined(d, VICTIM);
-	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
-	settle(d);
+	victim_fails(d, DLMD_FAIL_NODE);
 	fencer_add_action(st_done, 2, "on");
 	look_again(d);
 	assert_false(dlmd_fence_is_done(d, VICTIM));
@@ -695,9 +719,7 @@ static void test_asked_unfencing_failure_ignored(void **state)
 	struct dlmd *d = daemon_pcmk(true);
 
 	(void)state;
-	dlmd_fence_node_joined(d, VICTIM);
-	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_DAEMON);
-	settle(d);
+	victim_fails(d, DLMD_FAIL_DAEMON);
 	assert_int_equal(fencer.asked, 1);
 	fencer_add_action(st_failed, 2, "on");
 	look_again(d);
@@ -768,10 +790,7 @@ static void test_hung_fencer_loop_serves(void **state)
 	/* the fencer answers again: the hung read fails, the base is
 	 * still wanted (the fencer is reachable: never this node's clock),
 	 * the retry reads it, and a fencing after that counts */
-	pthread_mutex_lock(&fmu);
-	fencer_hangs = false;
-	pthread_cond_broadcast(&fcond);
-	pthread_mutex_unlock(&fmu);
+	fencer_wake(&fencer_hangs);
 	settle(d);
 	assert_false(dlmd_fence_is_done(d, VICTIM));
 	look_again(d);
@@ -813,10 +832,8 @@ static void test_fenced_before_failure_asks(void **state)
 	struct dlmd *d = daemon_pcmk(true);
 
 	(void)state;
-	dlmd_fence_node_joined(d, VICTIM);
-	fencer_add(st_done, -1);	/* pacemaker was first */
-	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
-	settle(d);
+	/* pacemaker was first */
+	victim_fails_after(d, st_done, -1, DLMD_FAIL_NODE);
 	look_again(d);
 	assert_int_equal(fencer.asked, 0);
 	assert_false(dlmd_fence_is_done(d, VICTIM));
@@ -842,9 +859,7 @@ static void test_stall_ask_retried(void **state)
 
 	(void)state;
 	d->d_cfg.cf_fence_pcmk_off = true;
-	dlmd_fence_node_joined(d, VICTIM);
-	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
-	settle(d);
+	victim_fails(d, DLMD_FAIL_NODE);
 	mono_offset_ms += d->d_cfg.cf_fence_pcmk_wait_secs * 1000ULL;
 	look_again(d);
 	assert_int_equal(fencer.asked, 1);
@@ -875,10 +890,7 @@ static void test_pending_member_not_asked(void **state)
 
 	(void)state;
 	victim_in_view = true;
-	dlmd_fence_node_joined(d, VICTIM);
-	fencer_add(st_exec, 0);
-	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_DAEMON);
-	settle(d);
+	victim_fails_after(d, st_exec, 0, DLMD_FAIL_DAEMON);
 	look_again(d);
 	assert_int_equal(fencer.asked, 0);
 	/* it fails: nothing under way now, so dlmd asks */
@@ -898,9 +910,7 @@ static void test_pending_lost_node_not_asked(void **state)
 	struct dlmd *d = daemon_pcmk(true);
 
 	(void)state;
-	dlmd_fence_node_joined(d, VICTIM);
-	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
-	settle(d);
+	victim_fails(d, DLMD_FAIL_NODE);
 	fencer_add(st_exec, 0);
 	mono_offset_ms += d->d_cfg.cf_fence_pcmk_wait_secs * 1000ULL;
 	look_again(d);
@@ -923,29 +933,21 @@ static void test_rev_skewed_originator(void **state)
 	struct dlmd *d = daemon_pcmk(true);
 
 	(void)state;
-	dlmd_fence_node_joined(d, VICTIM);
-	fencer_add(st_done, 30);	/* the DC's fencing, its clock +30 s */
-	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
-	settle(d);
+	/* the DC's fencing, its clock +30 s */
+	victim_fails_after(d, st_done, 30, DLMD_FAIL_NODE);
 	mono_offset_ms += d->d_cfg.cf_fence_pcmk_wait_secs * 1000ULL;
 	look_again(d);
 	assert_int_equal(fencer.asked, 1);
 	fencer_add(st_done, 2);		/* ours, done: the asker's clock */
 	fencer_result(0);		/* the fencer's answer to our call */
 	look_again(d);
-	fprintf(stderr, "REVIEW: our fencing done: fenced %d\n",
-		dlmd_fence_is_done(d, VICTIM));
 	for (int i = 0; i < 3 && !dlmd_fence_is_done(d, VICTIM); i++) {
 		mono_offset_ms += 131 * 1000ULL;
 		look_again(d);
 		look_again(d);
-		fprintf(stderr, "REVIEW: after %d x 131 s: asked %u times, fenced %d\n",
-			i + 1, fencer.asked, dlmd_fence_is_done(d, VICTIM));
 		if (fencer.asked > 1 + (unsigned)i)
 			fencer_add(st_done, 2 + 131 * (i + 1));	/* each done, later */
 	}
-	fprintf(stderr, "REVIEW: fenced %d, asked %u times\n",
-		dlmd_fence_is_done(d, VICTIM), fencer.asked);
 	assert_int_equal(fencer.asked, 1);	/* fails: 2 */
 	daemon_free(d);
 }
@@ -960,16 +962,12 @@ static void test_old_result_does_not_count(void **state)
 
 	(void)state;
 	victim_in_view = true;		/* a member: asked for at once */
-	dlmd_fence_node_joined(d, VICTIM);
-	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_DAEMON);
-	settle(d);
+	victim_fails(d, DLMD_FAIL_DAEMON);
 	look_again(d);
 	assert_int_equal(fencer.asked, 1);
 	victim_in_view = false;
 	assert_int_equal(dlmd_fence_ack(d, VICTIM, why, sizeof(why)), 0);
-	dlmd_fence_node_joined(d, VICTIM);
-	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
-	settle(d);
+	victim_fails(d, DLMD_FAIL_NODE);
 	assert_int_equal(fencer.asked, 1);	/* nothing asked for it yet */
 	fencer_result(0);		/* the old request's success */
 	assert_false(dlmd_fence_is_done(d, VICTIM));
@@ -995,8 +993,6 @@ static void test_rev_stale_reader_base(void **state)
 	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
 	settle(d);
 	look_again(d);
-	fprintf(stderr, "REVIEW: stale base read: fenced %d, asked %u\n",
-		dlmd_fence_is_done(d, VICTIM), fencer.asked);
 	assert_false(dlmd_fence_is_done(d, VICTIM));
 	daemon_free(d);
 }
@@ -1057,10 +1053,7 @@ static void test_read_before_failure_not_base(void **state)
 	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
 	assert_true(dlmd_fence_pcmk_reading(d));
 	/* the old read answers now, then the new failure's */
-	pthread_mutex_lock(&fmu);
-	fencer_holds = false;
-	pthread_cond_broadcast(&fcond);
-	pthread_mutex_unlock(&fmu);
+	fencer_wake(&fencer_holds);
 	settle(d);
 	look_again(d);
 	assert_false(dlmd_fence_is_done(d, VICTIM));
@@ -1073,10 +1066,7 @@ static void test_rev_fresh_reader_base(void **state)
 	struct dlmd *d = daemon_pcmk(true);
 
 	(void)state;
-	dlmd_fence_node_joined(d, VICTIM);
-	fencer_add(st_done, 10);
-	dlmd_fence_node_failed(d, VICTIM, DLMD_FAIL_NODE);
-	settle(d);
+	victim_fails_after(d, st_done, 10, DLMD_FAIL_NODE);
 	look_again(d);
 	assert_false(dlmd_fence_is_done(d, VICTIM));
 	daemon_free(d);
