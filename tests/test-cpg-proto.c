@@ -3964,6 +3964,34 @@ static void test_split_majority_died_sync_first(void **state)
 	assert_node1_removed_marks_nothing();
 }
 
+/* Four dlmds started, all counting four nodes with node 1 as the
+ * tie-breaker (as every dlmd read it at start). */
+static void start4_tiebreak1(void)
+{
+	for (int i = 0; i < 4; i++)
+		sim_start(i);
+	settle();
+	for (int i = 0; i < 4; i++) {
+		sim[i].d.d_cluster->cs_nnodes = 4;
+		sim[i].d.d_cluster->cs_tiebreak = 1;
+	}
+}
+
+/* Node 3's reading of the tie-breaker changes to tb (read_nodelist
+ * after the cmap notify) and its CONFIG is delivered. */
+static void node3_reads_tiebreak(unsigned int tb)
+{
+	struct dlmd_cluster *cs = sim[2].d.d_cluster;
+
+	cur = 2;
+	cs->cs_tiebreak = tb;
+	cs->cs_nodelist_changed = true;
+	kick(cs);
+	cur = -1;
+	run_jobs();
+	settle();
+}
+
 /* The even split: 4 nodes {1, 2} | {3, 4}, the tie-breaker node 1, so
  * {1, 2} is the majority half.  Node 2's dlmd restarts cleanly there; at
  * the merge nobody marks node 2 RESTARTED: nodes 3 and 4 recorded the
@@ -3977,13 +4005,7 @@ static void test_split_even_restarted(void **state)
 	const int s01[2] = { 0, 1 }, s23[2] = { 2, 3 }, all[4] = { 0, 1, 2, 3 };
 
 	(void)state;
-	for (int i = 0; i < 4; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 4; i++) {
-		sim[i].d.d_cluster->cs_nnodes = 4;
-		sim[i].d.d_cluster->cs_tiebreak = 1;
-	}
+	start4_tiebreak1();
 	for (int i = 0; i < 2; i++)
 		confchg_side(i, s01, 2, s23, 2, false);
 	for (int i = 2; i < 4; i++) {
@@ -4708,24 +4730,8 @@ static void split_2_2_tiebreak_3(bool marks)
  * other when they merged). */
 static void test_config_ordered(void **state)
 {
-	struct dlmd_cluster *cs;
-
-	for (int i = 0; i < 4; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 4; i++) {
-		sim[i].d.d_cluster->cs_nnodes = 4;
-		sim[i].d.d_cluster->cs_tiebreak = 1;
-	}
-	/* node 3's reading changes (read_nodelist after the cmap notify) */
-	cs = sim[2].d.d_cluster;
-	cur = 2;
-	cs->cs_tiebreak = 3;
-	cs->cs_nodelist_changed = true;
-	kick(cs);
-	cur = -1;
-	run_jobs();
-	settle();
+	start4_tiebreak1();
+	node3_reads_tiebreak(3);
 	assert_true(logged(0, "node 3's configuration applies"));
 	assert_true(logged(3, "node 3's configuration applies"));
 	split_2_2_tiebreak_3(true);
@@ -4822,13 +4828,7 @@ static void test_config_partial_read(void **state)
 {
 	struct dlmd_cluster *cs;
 
-	for (int i = 0; i < 4; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 4; i++) {
-		sim[i].d.d_cluster->cs_nnodes = 4;
-		sim[i].d.d_cluster->cs_tiebreak = 1;
-	}
+	start4_tiebreak1();
 	fake_nl.n = 5;
 	for (unsigned int j = 0; j < 5; j++)
 		fake_nl.ids[j] = j + 1;
@@ -4976,21 +4976,8 @@ static void test_config_joiner(void **state)
 	struct cpg_address l;
 	struct dlmd_cluster *cs;
 
-	for (int i = 0; i < 4; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 4; i++) {
-		sim[i].d.d_cluster->cs_nnodes = 4;
-		sim[i].d.d_cluster->cs_tiebreak = 1;
-	}
-	cs = sim[2].d.d_cluster;
-	cur = 2;
-	cs->cs_tiebreak = 3;
-	cs->cs_nodelist_changed = true;
-	kick(cs);
-	cur = -1;
-	run_jobs();
-	settle();
+	start4_tiebreak1();
+	node3_reads_tiebreak(3);
 	assert_true(logged(3, "node 3's configuration applies"));
 	/* node 4's dlmd stops and starts again, reading node 1 */
 	l = (struct cpg_address){ 4, sim[3].pid, CPG_REASON_LEAVE };
@@ -5085,21 +5072,8 @@ static void test_config_joiner_change(void **state)
 	struct cpg_address l;
 	struct dlmd_cluster *cs;
 
-	for (int i = 0; i < 4; i++)
-		sim_start(i);
-	settle();
-	for (int i = 0; i < 4; i++) {
-		sim[i].d.d_cluster->cs_nnodes = 4;
-		sim[i].d.d_cluster->cs_tiebreak = 1;
-	}
-	cs = sim[2].d.d_cluster;
-	cur = 2;
-	cs->cs_tiebreak = 3;
-	cs->cs_nodelist_changed = true;
-	kick(cs);
-	cur = -1;
-	run_jobs();
-	settle();
+	start4_tiebreak1();
+	node3_reads_tiebreak(3);
 	l = (struct cpg_address){ 4, sim[3].pid, CPG_REASON_LEAVE };
 	node_free(3);
 	confchg(&l, 1, NULL, 0);
@@ -5108,6 +5082,7 @@ static void test_config_joiner_change(void **state)
 	sim[3].d.d_cluster->cs_nnodes = 4;
 	sim[3].d.d_cluster->cs_tiebreak = 1;
 	assert_true(nmsgs > 0);		/* node 4's first, not delivered */
+	cs = sim[2].d.d_cluster;
 	cur = 2;
 	cs->cs_tiebreak = 2;
 	cs->cs_nodelist_changed = true;
